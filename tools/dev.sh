@@ -1,0 +1,131 @@
+#!/usr/bin/env bash
+# Developer entry point: install what is missing, build, test, run the demo.
+#
+#   tools/dev.sh deps    install missing Debian packages (idempotent; no-op when present)
+#   tools/dev.sh build   deps + bazel build //...
+#   tools/dev.sh test    deps + bazel test //..., ending with "N passed, N failed"
+#   tools/dev.sh demo    deps + build + run the main example end to end
+#
+# Runs as root on a fresh Debian 12 machine (or as a user with sudo). Nothing is
+# downloaded at build time: every dependency is a Debian package listed below.
+set -euo pipefail
+
+ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+
+# Everything the build needs. g++ and the test/benchmark libraries are usually on the
+# image already; listing them keeps a bare Debian machine working too.
+PACKAGES=(
+  bazel-bootstrap
+  g++
+  libabsl-dev
+  libbenchmark-dev
+  libgflags-dev
+  libgloo-dev
+  libgmock-dev
+  libgoogle-glog-dev
+  libgrpc++-dev
+  libgtest-dev
+  libopenblas-dev
+  libprotobuf-dev
+  protobuf-compiler
+  protobuf-compiler-grpc
+)
+
+BAZEL_FLAGS=(--color=no --curses=no)
+
+log() { echo "dev.sh: $*" >&2; }
+
+usage() {
+  sed -n '2,10p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'
+}
+
+# Prints the packages of "$@" that dpkg does not report as installed.
+missing_packages() {
+  local package
+  for package in "$@"; do
+    if ! dpkg-query -W -f='${Status}' "$package" 2>/dev/null | grep -q "install ok installed"; then
+      echo "$package"
+    fi
+  done
+}
+
+ensure_deps() {
+  local missing
+  missing="$(missing_packages "${PACKAGES[@]}")"
+  if [[ -z "$missing" ]]; then
+    log "all ${#PACKAGES[@]} packages present"
+    return 0
+  fi
+  local sudo=()
+  if [[ "$(id -u)" != 0 ]]; then sudo=(sudo); fi
+  # shellcheck disable=SC2086  # one package name per word
+  log "installing:" $missing
+  "${sudo[@]}" env DEBIAN_FRONTEND=noninteractive apt-get update -q
+  # shellcheck disable=SC2086
+  "${sudo[@]}" env DEBIAN_FRONTEND=noninteractive \
+    apt-get install -y -q --no-install-recommends $missing
+}
+
+# Counts test results from Bazel's per-target summary lines and prints the line CI
+# reads: "N passed, N failed". Incompatible (skipped) targets count as neither.
+summarize_tests() {
+  local log_file="$1" passed failed
+  passed="$(grep -cE '^//[^ ]+ +(\(cached\) )?PASSED' "$log_file" || true)"
+  failed="$(grep -cE '^//[^ ]+ +.*(FAILED|TIMEOUT|NO STATUS|INCOMPLETE|FLAKY)' "$log_file" || true)"
+  echo "${passed} passed, ${failed} failed"
+}
+
+cmd_build() {
+  ensure_deps
+  cd "$ROOT"
+  bazel build "${BAZEL_FLAGS[@]}" //...
+}
+
+cmd_test() {
+  ensure_deps
+  cd "$ROOT"
+  local log_file rc=0
+  log_file="$(mktemp)"
+  bazel test "${BAZEL_FLAGS[@]}" //... "$@" 2>&1 | tee "$log_file" || rc=$?
+  summarize_tests "$log_file"
+  rm -f "$log_file"
+  return "$rc"
+}
+
+cmd_demo() {
+  ensure_deps
+  cd "$ROOT"
+  bazel build "${BAZEL_FLAGS[@]}" //examples/sbp_layout:sbp_layout
+  local demo=bazel-bin/examples/sbp_layout/sbp_layout
+  echo
+  echo "== A [6, 5] variable on 2 nodes x 2 CPU devices, [S(0), S(1)] (2-D tensor parallel) =="
+  "$demo" --shape='[6, 5]' --placement='cpu{0:0-1, 1:0-1}[2, 2]' --sbp='[S(0), S(1)]'
+  echo
+  echo "== The same variable, [S(0), B] (split across nodes, replicated inside a node) =="
+  "$demo" --shape='[6, 5]' --placement='cpu{0:0-1, 1:0-1}[2, 2]' --sbp='[S(0), B]'
+  echo
+  echo "== Uneven split: 10 rows over 4 devices =="
+  "$demo" --shape='[10, 3]' --placement='cpu{0:0-3}' --sbp='S(0)' --print_values=false
+}
+
+main() {
+  local command="${1:-}"
+  [[ $# -gt 0 ]] && shift
+  case "$command" in
+    deps) ensure_deps ;;
+    build) cmd_build ;;
+    test) cmd_test "$@" ;;
+    demo) cmd_demo ;;
+    help | -h | --help) usage ;;
+    *)
+      echo "dev.sh: unknown command '${command}'; valid: deps, build, test, demo, help" >&2
+      usage >&2
+      exit 2
+      ;;
+  esac
+}
+
+# Sourcing the script (as tests/dev_sh_test.sh does) defines the functions only.
+if [[ "${BASH_SOURCE[0]}" == "$0" ]]; then
+  main "$@"
+fi
