@@ -1,0 +1,165 @@
+// The C++ DSL's graph builder: a model is written once, as a logical graph.
+//
+//   Graph graph("mlp");
+//   Tensor x = graph.Input("x", Shape{64, 32}, DType::kF32, Synthetic(/*seed=*/1));
+//   Tensor w = graph.Variable("w", Shape{32, 10}, Initializer::Xavier(/*seed=*/7));
+//   Tensor logits = MatMul(x, w);
+//   ...
+//   absl::StatusOr<proto::Job> job = graph.Build();
+//
+// Building records the first error (as XLA's XlaBuilder does) instead of making every
+// call return StatusOr: after an error, further calls return an invalid Tensor and do
+// nothing, and Build() returns the error. Each error names the op, its type, the user's
+// source line (captured by a defaulted SourceLocation argument), the input types, and
+// what would be valid:
+//   op 'matmul_0' (matmul) at mlp.cc:42: inner dimensions differ: a [64, 32] ... 
+#ifndef ONEFLOW_CORE_DSL_GRAPH_H_
+#define ONEFLOW_CORE_DSL_GRAPH_H_
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "oneflow_core/dsl/attr.h"
+#include "oneflow_core/dsl/source_location.h"
+#include "oneflow_core/ops/op_definition.h"
+#include "oneflow_core/placement.h"
+#include "oneflow_core/sbp.h"
+#include "proto/job.pb.h"
+
+namespace oneflow {
+
+class Graph;
+
+// A handle to a tensor of a Graph. Cheap to copy; valid while its Graph lives.
+class Tensor {
+ public:
+  Tensor() = default;
+
+  bool valid() const { return graph_ != nullptr && id_ >= 0; }
+  Graph* graph() const { return graph_; }
+  int64_t id() const { return id_; }
+
+  // Only meaningful when valid(); an invalid tensor reports f32[] and name "<invalid>".
+  const std::string& name() const;
+  const TensorType& type() const;
+  const Shape& shape() const { return type().shape; }
+  DType dtype() const { return type().dtype; }
+
+  // Hints the compiler must honor. Parse errors are recorded in the graph.
+  Tensor& WithSbp(const NdSbp& sbp);
+  Tensor& WithSbp(absl::string_view sbp, SourceLocation location = SourceLocation::Current());
+  Tensor& WithPlacement(const Placement& placement);
+
+ private:
+  friend class Graph;
+  Tensor(Graph* graph, int64_t id) : graph_(graph), id_(id) {}
+
+  Graph* graph_ = nullptr;
+  int64_t id_ = -1;
+};
+
+// How a variable gets its initial values: a function of (seed, logical index).
+struct Initializer {
+  proto::Initializer::Kind kind = proto::Initializer::ZEROS;
+  double a = 0;  // mean or low
+  double b = 0;  // stddev or high
+  uint64_t seed = 0;
+
+  static Initializer Zeros() { return {proto::Initializer::ZEROS}; }
+  static Initializer Ones() { return {proto::Initializer::ONES}; }
+  static Initializer Normal(double mean, double stddev, uint64_t seed) {
+    return {proto::Initializer::NORMAL, mean, stddev, seed};
+  }
+  static Initializer Uniform(double low, double high, uint64_t seed) {
+    return {proto::Initializer::UNIFORM, low, high, seed};
+  }
+  static Initializer Xavier(uint64_t seed) { return {proto::Initializer::XAVIER_UNIFORM, 0, 0, seed}; }
+};
+
+class Graph {
+ public:
+  explicit Graph(std::string name) : name_(std::move(name)) {}
+  Graph(const Graph&) = delete;
+  Graph& operator=(const Graph&) = delete;
+
+  // A tensor fed each iteration by data source `source` (see job.proto DataSourceDef).
+  Tensor Input(const std::string& name, const Shape& shape, DType dtype,
+               const std::string& source, SourceLocation location = SourceLocation::Current());
+
+  Tensor Variable(const std::string& name, const Shape& shape, const Initializer& initializer,
+                  DType dtype = DType::kF32, bool trainable = true,
+                  SourceLocation location = SourceLocation::Current());
+
+  // Adds an op of a registered type; returns its outputs in declaration order.
+  // `name` empty means "<type>_<n>". Single-output ops may use AddOp1.
+  std::vector<Tensor> AddOp(const std::string& type, const std::vector<Tensor>& inputs,
+                            AttrMap attrs, const std::string& name,
+                            SourceLocation location);
+  Tensor AddOp1(const std::string& type, const std::vector<Tensor>& inputs, AttrMap attrs,
+                SourceLocation location, const std::string& name = "");
+
+  // The scalar the optimizer minimizes.
+  void SetLoss(Tensor loss, SourceLocation location = SourceLocation::Current());
+
+  // The first error recorded, or OK.
+  const absl::Status& status() const { return status_; }
+  // Records `error` if no earlier error was recorded.
+  void RecordError(absl::Status error);
+
+  // The logical graph as a Job proto, or the first recorded error.
+  absl::StatusOr<proto::Job> Build() const;
+
+  // One line per tensor and op, for tests and debugging:
+  //   %x = input f32[64, 32] source=data sbp=S(0)
+  //   %matmul_0 = matmul(a=%x, b=%w) f32[64, 10]
+  std::string ToText() const;
+
+  // Tensor data, for Tensor's accessors.
+  struct TensorRecord {
+    std::string name;
+    TensorType type;
+    std::optional<NdSbp> sbp_hint;
+    std::optional<Placement> placement;
+    SourceLocation location;
+  };
+  const TensorRecord& tensor(int64_t id) const { return tensors_[id]; }
+  TensorRecord& mutable_tensor(int64_t id) { return tensors_[id]; }
+
+ private:
+  struct OpRecord {
+    std::string name;
+    std::string type;
+    std::vector<std::pair<std::string, int64_t>> inputs;   // Argument -> tensor id.
+    std::vector<std::pair<std::string, int64_t>> outputs;
+    AttrMap attrs;
+    SourceLocation location;
+  };
+  struct VariableRecord {
+    int64_t tensor;
+    Initializer initializer;
+    bool trainable;
+  };
+  struct InputRecord {
+    int64_t tensor;
+    std::string source;
+  };
+
+  Tensor NewTensor(const std::string& name, TensorType type, SourceLocation location);
+  bool NameTaken(const std::string& name) const;
+
+  std::string name_;
+  std::vector<TensorRecord> tensors_;
+  std::vector<OpRecord> ops_;
+  std::vector<VariableRecord> variables_;
+  std::vector<InputRecord> inputs_;
+  int64_t loss_ = -1;
+  absl::Status status_;
+};
+
+}  // namespace oneflow
+
+#endif  // ONEFLOW_CORE_DSL_GRAPH_H_

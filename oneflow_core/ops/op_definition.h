@@ -1,0 +1,66 @@
+// What the project knows about one op type: its arguments, how to infer output types,
+// and which SBP signatures it accepts. The registry (registry.h) lists every definition
+// explicitly; there is no static-initializer registration.
+#ifndef ONEFLOW_CORE_OPS_OP_DEFINITION_H_
+#define ONEFLOW_CORE_OPS_OP_DEFINITION_H_
+
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "oneflow_core/dsl/attr.h"
+#include "oneflow_core/dtype.h"
+#include "oneflow_core/sbp.h"
+#include "oneflow_core/shape.h"
+
+namespace oneflow {
+
+// The static type of a tensor: "f32[64, 32]".
+struct TensorType {
+  Shape shape;
+  DType dtype = DType::kF32;
+
+  std::string ToString() const;
+  friend bool operator==(const TensorType& a, const TensorType& b) {
+    return a.shape == b.shape && a.dtype == b.dtype;
+  }
+};
+
+// One way an op can run over one placement axis: the SBP of every input and output, in
+// the order of OpDefinition::inputs / outputs. Matmul's data-parallel signature is
+// inputs {S(0), B}, outputs {S(0)}. N-D signatures pick one of these per hierarchy axis.
+struct SbpSignature {
+  std::vector<Sbp> inputs;
+  std::vector<Sbp> outputs;
+
+  // "S(0), B -> S(0)".
+  std::string ToString() const;
+  friend bool operator==(const SbpSignature& a, const SbpSignature& b) {
+    return a.inputs == b.inputs && a.outputs == b.outputs;
+  }
+};
+
+// Output types from input types and attributes, in declaration order. Errors say what
+// is wrong with the inputs (shapes, dtypes, attributes) and what would be valid; the
+// graph adds the op's name, type and source line in front.
+using InferFn = std::function<absl::StatusOr<std::vector<TensorType>>(
+    const std::vector<TensorType>& inputs, const AttrMap& attrs)>;
+
+// Every 1-D signature the op accepts for these (valid) input types. The physical op run
+// on each device's slices must give that device's slice of the logical result.
+using SignaturesFn = std::function<std::vector<SbpSignature>(
+    const std::vector<TensorType>& inputs, const AttrMap& attrs)>;
+
+struct OpDefinition {
+  std::string type;  // "matmul"
+  std::vector<std::string> inputs;   // Argument names: {"a", "b"}.
+  std::vector<std::string> outputs;  // {"out"}.
+  InferFn infer;
+  SignaturesFn signatures;
+  std::string kernel;  // The kernel that computes it on a device: "matmul".
+};
+
+}  // namespace oneflow
+
+#endif  // ONEFLOW_CORE_OPS_OP_DEFINITION_H_

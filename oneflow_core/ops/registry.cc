@@ -1,0 +1,46 @@
+#include "oneflow_core/ops/registry.h"
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "oneflow_core/ops/definitions.h"
+
+namespace oneflow {
+
+const OpRegistry& OpRegistry::Get() {
+  static const OpRegistry* registry = new OpRegistry({
+      MatMulDefinition(),
+      AddDefinition(),
+      SubDefinition(),
+      MulDefinition(),
+      DivDefinition(),
+      BiasAddDefinition(),
+      ReluDefinition(),
+      GeluDefinition(),
+      ScalarMulDefinition(),
+      ScalarAddDefinition(),
+      DropoutDefinition(),
+      SoftmaxDefinition(),
+      LogSoftmaxDefinition(),
+      LayerNormDefinition(),
+      SparseSoftmaxCrossEntropyDefinition(),
+      ReshapeDefinition(),
+      TransposeDefinition(),
+      ReduceSumDefinition(),
+      ReduceMeanDefinition(),
+      EmbeddingDefinition(),
+  });
+  return *registry;
+}
+
+absl::StatusOr<const OpDefinition*> OpRegistry::Find(absl::string_view type) const {
+  for (const OpDefinition& definition : definitions_) {
+    if (definition.type == type) return &definition;
+  }
+  return absl::NotFoundError(absl::StrCat(
+      "unknown op type '", type, "'; known: ",
+      absl::StrJoin(definitions_, ", ", [](std::string* out, const OpDefinition& d) {
+        absl::StrAppend(out, d.type);
+      })));
+}
+
+}  // namespace oneflow
