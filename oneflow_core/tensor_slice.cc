@@ -37,7 +37,9 @@ absl::Status CheckNdSbpFits(const Shape& logical, const NdSbp& nd_sbp, const Sha
     if (sbp.is_split() && sbp.axis() >= logical.rank()) {
       return absl::InvalidArgumentError(absl::StrCat(
           "SBP ", nd_sbp.ToString(), " splits axis ", sbp.axis(), " of a tensor of shape ",
-          logical.ToString(), "; valid split axes are 0..", logical.rank() - 1));
+          logical.ToString(),
+          logical.rank() == 0 ? "; a scalar cannot be split, use B or P"
+                              : absl::StrCat("; valid split axes are 0..", logical.rank() - 1)));
     }
   }
   return absl::OkStatus();

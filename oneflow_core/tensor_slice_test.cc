@@ -124,6 +124,11 @@ TEST(TensorSliceTest, ErrorsNameTheSbpShapeAndHierarchy) {
                 .status()
                 .message(),
             "rank 4 is outside placement cpu{0:0-1, 1:0-1}[2, 2]");
+  EXPECT_EQ(DeviceSlice(Shape{}, NdSbp{Sbp::Split(0), Sbp::Broadcast()}, placement, 0)
+                .status()
+                .message(),
+            "SBP [S(0), B] splits axis 0 of a tensor of shape []; a scalar cannot be split, use "
+            "B or P");
 }
 
 }  // namespace

@@ -1,0 +1,144 @@
+#include "sbp/boxing.h"
+
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "oneflow_core/status.h"
+#include "oneflow_core/tensor_slice.h"
+#include "sbp/boxing/context.h"
+#include "sbp/boxing/sbp_search.h"
+#include "sbp/boxing/send_recv.h"
+
+namespace oneflow {
+namespace {
+
+using boxing::BoxingContext;
+using boxing::PathCost;
+using boxing::SbpSearch;
+using boxing::StateSpace;
+
+bool HasPartial(const NdSbp& nd_sbp) {
+  for (const Sbp& sbp : nd_sbp.sbps()) {
+    if (sbp.is_partial()) return true;
+  }
+  return false;
+}
+
+absl::Status CheckPartialIsSum(absl::string_view which, const NdSbp& nd_sbp) {
+  for (const Sbp& sbp : nd_sbp.sbps()) {
+    if (sbp.is_partial() && sbp.reduce_op() != ReduceOp::kSum) {
+      return absl::UnimplementedError(absl::StrCat(
+          which, " SBP ", nd_sbp.ToString(),
+          ": boxing supports partial sums (P) only; P(max) and P(min) are not implemented"));
+    }
+  }
+  return absl::OkStatus();
+}
+
+absl::Status CheckRequest(const Shape& logical, DType dtype, const NdSbp& src,
+                          const Placement& src_placement, const NdSbp& dst,
+                          const Placement& dst_placement, const LinkModel& links,
+                          const BoxingOptions& options) {
+  for (int64_t dim : logical.dims()) {
+    if (dim < 0) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("shape ", logical.ToString(), " has a negative dimension"));
+    }
+  }
+  OF_RETURN_IF_ERROR(
+      WithContext(CheckNdSbpFits(logical, src, src_placement.hierarchy()), "source"));
+  OF_RETURN_IF_ERROR(
+      WithContext(CheckNdSbpFits(logical, dst, dst_placement.hierarchy()), "destination"));
+  OF_RETURN_IF_ERROR(CheckPartialIsSum("source", src));
+  OF_RETURN_IF_ERROR(CheckPartialIsSum("destination", dst));
+  OF_RETURN_IF_ERROR(CheckLinkModel(links));
+  if (options.sparsity != BoxingOptions::Sparsity::kDense) {
+    return absl::UnimplementedError(
+        "sparse boxing (only the used rows travel) is not implemented; use Sparsity::kDense");
+  }
+  if (options.compression != BoxingOptions::Compression::kNone && !IsFloating(dtype)) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "compression ", CompressionName(options.compression),
+        " needs a floating-point tensor, got ", DTypeName(dtype), "; use Compression::kNone"));
+  }
+  if (options.compression_block_elements < 1) {
+    return absl::InvalidArgumentError(absl::StrCat("compression_block_elements must be >= 1, got ",
+                                                   options.compression_block_elements));
+  }
+  return absl::OkStatus();
+}
+
+BoxingPlan MakePlan(std::vector<BoxingStep> steps) {
+  BoxingPlan plan;
+  plan.steps = std::move(steps);
+  for (const BoxingStep& step : plan.steps) {
+    plan.bytes_per_device += step.bytes_per_device;
+    plan.seconds += step.seconds;
+  }
+  return plan;
+}
+
+// Convert on the source placement to a P-free layout, send/recv it to some layout on
+// the destination placement, convert there: the cheapest such triple.
+absl::StatusOr<BoxingPlan> PlanAcrossPlacements(const BoxingContext& context, const NdSbp& src,
+                                                const Placement& src_placement, const NdSbp& dst,
+                                                const Placement& dst_placement) {
+  OF_ASSIGN_OR_RETURN(StateSpace src_space,
+                      boxing::MakeStateSpace(context.logical, src.size(), {src, dst}));
+  OF_ASSIGN_OR_RETURN(StateSpace dst_space,
+                      boxing::MakeStateSpace(context.logical, dst.size(), {src, dst}));
+  const SbpSearch before(context, src_placement, std::move(src_space), src,
+                         SbpSearch::Direction::kFromAnchor);
+  const SbpSearch after(context, dst_placement, std::move(dst_space), dst,
+                        SbpSearch::Direction::kToAnchor);
+  std::optional<PathCost> best_cost;
+  std::vector<BoxingStep> best_steps;
+  for (int64_t i = 0; i < static_cast<int64_t>(before.states().size()); ++i) {
+    const NdSbp& sent = before.states()[i];
+    if (HasPartial(sent)) continue;
+    for (int64_t j = 0; j < static_cast<int64_t>(after.states().size()); ++j) {
+      const PathCost around = before.cost(i).Plus(after.cost(j));
+      if (best_cost.has_value() && !boxing::CheaperThan(around, *best_cost)) continue;
+      BoxingStep send_recv =
+          boxing::MakeSendRecvStep(context, sent, src_placement, after.states()[j], dst_placement);
+      const PathCost total = around.Plus(send_recv);
+      if (best_cost.has_value() && !boxing::CheaperThan(total, *best_cost)) continue;
+      best_cost = total;
+      best_steps = before.Path(i);
+      best_steps.push_back(std::move(send_recv));
+      for (BoxingStep& step : after.Path(j)) best_steps.push_back(std::move(step));
+    }
+  }
+  return MakePlan(std::move(best_steps));
+}
+
+}  // namespace
+
+absl::StatusOr<BoxingPlan> PlanBoxing(const Shape& logical, DType dtype, const NdSbp& src,
+                                      const Placement& src_placement, const NdSbp& dst,
+                                      const Placement& dst_placement, const LinkModel& links,
+                                      const BoxingOptions& options) {
+  const std::string edge = absl::StrCat("boxing ", DTypeName(dtype), " ", logical.ToString(),
+                                        " from ", src.ToString(), " on ", src_placement.ToString(),
+                                        " to ", dst.ToString(), " on ", dst_placement.ToString());
+  OF_RETURN_IF_ERROR(WithContext(
+      CheckRequest(logical, dtype, src, src_placement, dst, dst_placement, links, options), edge));
+  const BoxingContext context{logical, dtype, links, options};
+  if (src_placement != dst_placement) {
+    absl::StatusOr<BoxingPlan> plan =
+        PlanAcrossPlacements(context, src, src_placement, dst, dst_placement);
+    if (!plan.ok()) return WithContext(plan.status(), edge);
+    return plan;
+  }
+  if (src == dst) return BoxingPlan();
+  absl::StatusOr<StateSpace> space = boxing::MakeStateSpace(logical, src.size(), {src, dst});
+  if (!space.ok()) return WithContext(space.status(), edge);
+  const SbpSearch search(context, src_placement, *std::move(space), src,
+                         SbpSearch::Direction::kFromAnchor);
+  return MakePlan(search.Path(search.IndexOf(dst)));
+}
+
+}  // namespace oneflow

@@ -1,0 +1,162 @@
+#include "sbp/boxing/sbp_search.h"
+
+#include <algorithm>
+#include <cmath>
+#include <string>
+
+#include "absl/strings/str_cat.h"
+#include "sbp/boxing/axis_step.h"
+
+namespace oneflow {
+namespace boxing {
+namespace {
+
+void AddUnique(std::vector<Sbp>* sbps, const Sbp& sbp) {
+  if (std::find(sbps->begin(), sbps->end(), sbp) == sbps->end()) sbps->push_back(sbp);
+}
+
+std::vector<Sbp> AxisCandidates(const Shape& logical, const std::vector<NdSbp>& anchors,
+                                bool full) {
+  std::vector<Sbp> sbps = {Sbp::Broadcast(), Sbp::Partial()};
+  if (full) {
+    for (int64_t axis = 0; axis < logical.rank(); ++axis) sbps.push_back(Sbp::Split(axis));
+    return sbps;
+  }
+  std::vector<int64_t> split_axes;
+  for (const NdSbp& anchor : anchors) {
+    for (const Sbp& sbp : anchor.sbps()) {
+      if (sbp.is_split()) split_axes.push_back(sbp.axis());
+    }
+  }
+  if (logical.rank() > 0) {
+    const auto longest = std::max_element(logical.dims().begin(), logical.dims().end());
+    split_axes.push_back(longest - logical.dims().begin());
+  }
+  std::sort(split_axes.begin(), split_axes.end());
+  for (int64_t axis : split_axes) AddUnique(&sbps, Sbp::Split(axis));
+  return sbps;
+}
+
+}  // namespace
+
+PathCost PathCost::Plus(const BoxingStep& step) const {
+  const bool reduces =
+      step.kind == BoxingKind::kAllReduce || step.kind == BoxingKind::kReduceScatter;
+  return PathCost{seconds + step.seconds, bytes + step.bytes_per_device, steps + 1,
+                  reductions + (reduces ? 1 : 0)};
+}
+
+PathCost PathCost::Plus(const PathCost& other) const {
+  return PathCost{seconds + other.seconds, bytes + other.bytes, steps + other.steps,
+                  reductions + other.reductions};
+}
+
+bool CheaperThan(const PathCost& a, const PathCost& b) {
+  const double tolerance = 1e-9 * std::max(a.seconds, b.seconds);
+  if (std::abs(a.seconds - b.seconds) > tolerance) return a.seconds < b.seconds;
+  if (a.bytes != b.bytes) return a.bytes < b.bytes;
+  if (a.steps != b.steps) return a.steps < b.steps;
+  return a.reductions < b.reductions;
+}
+
+absl::StatusOr<StateSpace> MakeStateSpace(const Shape& logical, int64_t hierarchy_rank,
+                                          const std::vector<NdSbp>& anchors) {
+  double full_states = std::pow(static_cast<double>(logical.rank() + 2), hierarchy_rank);
+  std::vector<Sbp> candidates =
+      AxisCandidates(logical, anchors, /*full=*/full_states <= kMaxFullSearchStates);
+  const double states = std::pow(static_cast<double>(candidates.size()), hierarchy_rank);
+  if (states > kMaxSearchStates) {
+    return absl::UnimplementedError(absl::StrCat(
+        "boxing search over a ", hierarchy_rank, "-axis hierarchy would visit ", states,
+        " N-D SBPs (limit ", kMaxSearchStates, "); flatten some axes of the placement hierarchy"));
+  }
+  StateSpace space;
+  space.per_axis.assign(hierarchy_rank, candidates);
+  // Odometer over the per-axis candidates, last axis fastest.
+  std::vector<size_t> digit(hierarchy_rank, 0);
+  while (true) {
+    std::vector<Sbp> sbps;
+    for (int64_t axis = 0; axis < hierarchy_rank; ++axis) {
+      sbps.push_back(space.per_axis[axis][digit[axis]]);
+    }
+    space.states.push_back(NdSbp(std::move(sbps)));
+    int64_t axis = hierarchy_rank - 1;
+    for (; axis >= 0; --axis) {
+      if (++digit[axis] < space.per_axis[axis].size()) break;
+      digit[axis] = 0;
+    }
+    if (axis < 0) break;
+  }
+  return space;
+}
+
+SbpSearch::SbpSearch(const BoxingContext& context, const Placement& placement, StateSpace space,
+                     const NdSbp& anchor, Direction direction)
+    : space_(std::move(space)), direction_(direction) {
+  for (size_t i = 0; i < space_.states.size(); ++i) {
+    index_of_[space_.states[i].ToString()] = static_cast<int64_t>(i);
+  }
+  Run(context, placement, IndexOf(anchor));
+}
+
+int64_t SbpSearch::IndexOf(const NdSbp& state) const {
+  auto it = index_of_.find(state.ToString());
+  return it == index_of_.end() ? -1 : it->second;
+}
+
+void SbpSearch::Run(const BoxingContext& context, const Placement& placement, int64_t anchor) {
+  const int64_t count = static_cast<int64_t>(space_.states.size());
+  costs_.assign(count, PathCost{});
+  link_.assign(count, -1);
+  link_step_.assign(count, std::nullopt);
+  std::vector<bool> reached(count, false);
+  std::vector<bool> settled(count, false);
+  reached[anchor] = true;
+  // Dijkstra with a linear scan: the spaces are small and the scan keeps ties in
+  // enumeration order, which makes plans deterministic.
+  while (true) {
+    int64_t current = -1;
+    for (int64_t i = 0; i < count; ++i) {
+      if (reached[i] && !settled[i] && (current < 0 || CheaperThan(costs_[i], costs_[current]))) {
+        current = i;
+      }
+    }
+    if (current < 0) return;
+    settled[current] = true;
+    const NdSbp& state = space_.states[current];
+    for (int64_t axis = 0; axis < state.size(); ++axis) {
+      for (const Sbp& other : space_.per_axis[axis]) {
+        if (other == state.at(axis)) continue;
+        std::vector<Sbp> sbps = state.sbps();
+        sbps[axis] = other;
+        const NdSbp neighbour_state(std::move(sbps));
+        const int64_t neighbour = IndexOf(neighbour_state);
+        if (neighbour < 0 || settled[neighbour]) continue;
+        // Forward: current -> neighbour. Backward: neighbour -> current.
+        const std::optional<BoxingStep> step =
+            direction_ == Direction::kFromAnchor
+                ? MakeAxisStep(context, placement, state, axis, other)
+                : MakeAxisStep(context, placement, neighbour_state, axis, state.at(axis));
+        if (!step.has_value()) continue;
+        const PathCost candidate = costs_[current].Plus(*step);
+        if (!reached[neighbour] || CheaperThan(candidate, costs_[neighbour])) {
+          reached[neighbour] = true;
+          costs_[neighbour] = candidate;
+          link_[neighbour] = current;
+          link_step_[neighbour] = step;
+        }
+      }
+    }
+  }
+}
+
+std::vector<BoxingStep> SbpSearch::Path(int64_t index) const {
+  std::vector<BoxingStep> steps;
+  for (int64_t at = index; link_[at] >= 0; at = link_[at]) steps.push_back(*link_step_[at]);
+  // Following links walks towards the anchor: backwards in time for kFromAnchor.
+  if (direction_ == Direction::kFromAnchor) std::reverse(steps.begin(), steps.end());
+  return steps;
+}
+
+}  // namespace boxing
+}  // namespace oneflow

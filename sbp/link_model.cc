@@ -1,0 +1,48 @@
+#include "sbp/link_model.h"
+
+#include <cmath>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+
+namespace oneflow {
+namespace {
+
+absl::Status CheckBandwidth(absl::string_view name, double value) {
+  if (std::isfinite(value) && value > 0) return absl::OkStatus();
+  return absl::InvalidArgumentError(
+      absl::StrCat("link model: ", name, " must be a finite number of bytes/s > 0, got ", value));
+}
+
+}  // namespace
+
+absl::Status CheckLinkModel(const LinkModel& links) {
+  if (absl::Status status = CheckBandwidth("intra_node_bandwidth", links.intra_node_bandwidth);
+      !status.ok()) {
+    return status;
+  }
+  return CheckBandwidth("inter_node_bandwidth", links.inter_node_bandwidth);
+}
+
+bool AxisCrossesNodes(const Placement& placement, int64_t axis) {
+  // Every device is in exactly one group along `axis`; comparing each device with the
+  // first device of its group (coordinate 0 on `axis`) visits every group.
+  for (int64_t rank = 0; rank < placement.num_devices(); ++rank) {
+    std::vector<int64_t> coordinate = placement.Coordinate(rank);
+    coordinate[axis] = 0;
+    const int64_t group_head = placement.RankOf(coordinate);
+    if (placement.device(rank).node != placement.device(group_head).node) return true;
+  }
+  return false;
+}
+
+double AxisBandwidth(const LinkModel& links, const Placement& placement, int64_t axis) {
+  return AxisCrossesNodes(placement, axis) ? links.inter_node_bandwidth
+                                           : links.intra_node_bandwidth;
+}
+
+double PairBandwidth(const LinkModel& links, const DeviceId& a, const DeviceId& b) {
+  return a.node == b.node ? links.intra_node_bandwidth : links.inter_node_bandwidth;
+}
+
+}  // namespace oneflow

@@ -1,0 +1,48 @@
+// The cost model of the links between devices, as boxing sees it.
+//
+// Two numbers are enough for the choices boxing makes: devices of one node talk through
+// shared memory (or NVLink), devices of different nodes through the network, and the
+// second is typically 5-50x slower. Boxing turns bytes per device into seconds with
+// these, so it can prefer a sequence that keeps most traffic inside nodes (the
+// hierarchical all-reduce on a [nodes, devices] placement falls out of this).
+//
+// A collective runs over a group of devices that differ only in one hierarchy
+// coordinate; a ring over that group is as slow as its slowest link, so the group's
+// bandwidth is the inter-node one as soon as any two of its devices sit on different
+// nodes.
+#ifndef SBP_LINK_MODEL_H_
+#define SBP_LINK_MODEL_H_
+
+#include <cstdint>
+
+#include "absl/status/status.h"
+#include "oneflow_core/placement.h"
+
+namespace oneflow {
+
+struct LinkModel {
+  // Bytes per second one device can receive from another device of its node.
+  double intra_node_bandwidth = 0;
+  // Bytes per second one device can receive from a device of another node.
+  double inter_node_bandwidth = 0;
+};
+
+// OK when both bandwidths are finite and > 0; INVALID_ARGUMENT naming the bad one:
+//   link model: inter_node_bandwidth must be a finite number of bytes/s > 0, got 0
+absl::Status CheckLinkModel(const LinkModel& links);
+
+// True when some group of devices that differ only in coordinate `axis` of the
+// placement's hierarchy spans more than one node. On `cpu{0:0-3, 1:0-3}[2, 4]` axis 0
+// crosses nodes and axis 1 does not. Precondition: 0 <= axis < hierarchy rank.
+bool AxisCrossesNodes(const Placement& placement, int64_t axis);
+
+// The bandwidth of a collective over hierarchy axis `axis`: inter-node when the axis
+// crosses nodes, intra-node otherwise.
+double AxisBandwidth(const LinkModel& links, const Placement& placement, int64_t axis);
+
+// The bandwidth between two devices: intra-node when they share a node.
+double PairBandwidth(const LinkModel& links, const DeviceId& a, const DeviceId& b);
+
+}  // namespace oneflow
+
+#endif  // SBP_LINK_MODEL_H_
