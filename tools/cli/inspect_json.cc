@@ -1,0 +1,209 @@
+// The JSON format of `oneflow inspect`: the text format's content as one object.
+//
+// Keys are a contract (docs/inspect.md lists them): always present, always in this
+// order, named after the plan.proto field they come from where there is one. A value
+// the plan does not have is null, never a missing key. Byte counts are exact integers.
+#include <string>
+
+#include "tools/cli/inspect_render.h"
+#include "tools/cli/json_writer.h"
+#include "tools/cli/plan_format.h"
+
+namespace oneflow::cli {
+namespace {
+
+void WriteCluster(const proto::Cluster& cluster, JsonWriter& json) {
+  json.BeginObject();
+  json.Key("num_nodes");
+  json.Int(cluster.num_nodes());
+  json.Key("devices_per_node");
+  json.Int(cluster.devices_per_node());
+  json.Key("device_type");
+  json.String(DeviceTypeText(cluster.device_type()));
+  json.Key("intra_node_gb_per_s");
+  json.Double(ToGigabytesPerSecond(cluster.intra_node_bandwidth()));
+  json.Key("inter_node_gb_per_s");
+  json.Double(ToGigabytesPerSecond(cluster.inter_node_bandwidth()));
+  json.EndObject();
+}
+
+void WriteSbpMap(const google::protobuf::Map<std::string, proto::NdSbp>& map, JsonWriter& json) {
+  json.BeginObject();
+  for (const auto& [name, nd_sbp] : SortedSbps(map)) {
+    json.Key(name);
+    json.String(SbpText(*nd_sbp));
+  }
+  json.EndObject();
+}
+
+void WriteOp(const proto::LogicalOpSbp& op, const PlanIndex& index, JsonWriter& json) {
+  json.BeginObject();
+  json.Key("name");
+  json.String(op.op_name());
+  json.Key("type");
+  const proto::OpDef* def = index.FindOp(op.op_name());
+  def == nullptr ? json.Null() : json.String(def->type());
+  json.Key("inputs");
+  WriteSbpMap(op.signature().inputs(), json);
+  json.Key("outputs");
+  WriteSbpMap(op.signature().outputs(), json);
+  json.Key("placement");
+  json.String(PlacementText(op.placement()));
+  json.EndObject();
+}
+
+void WriteStep(const proto::BoxingStepDef& step, JsonWriter& json) {
+  json.BeginObject();
+  json.Key("kind");
+  json.String(step.kind());
+  json.Key("hierarchy_axis");
+  json.Int(step.hierarchy_axis());
+  json.Key("src_sbp");
+  json.String(SbpText(step.src_sbp()));
+  json.Key("dst_sbp");
+  json.String(SbpText(step.dst_sbp()));
+  json.Key("bytes_per_device");
+  json.Int(step.bytes_per_device());
+  json.Key("collective_id");
+  step.collective_id() == -1 ? json.Null() : json.Int(step.collective_id());
+  json.EndObject();
+}
+
+void WriteBoxing(const proto::BoxingDef& boxing, const PlanIndex& index, JsonWriter& json) {
+  json.BeginObject();
+  json.Key("id");
+  json.Int(boxing.id());
+  json.Key("tensor");
+  json.String(boxing.tensor());
+  const proto::TensorDef* tensor = index.FindTensor(boxing.tensor());
+  json.Key("tensor_shape");
+  if (tensor == nullptr) {
+    json.Null();
+  } else {
+    json.BeginArray();
+    for (int64_t dim : tensor->shape()) json.Int(dim);
+    json.EndArray();
+  }
+  json.Key("tensor_dtype");
+  tensor == nullptr ? json.Null() : json.String(DTypeText(tensor->dtype()));
+  json.Key("producer_op");
+  json.String(boxing.producer_op());
+  json.Key("consumer_op");
+  json.String(boxing.consumer_op());
+  json.Key("src_sbp");
+  json.String(SbpText(boxing.src_sbp()));
+  json.Key("dst_sbp");
+  json.String(SbpText(boxing.dst_sbp()));
+  json.Key("src_placement");
+  json.String(PlacementText(boxing.src_placement()));
+  json.Key("dst_placement");
+  json.String(PlacementText(boxing.dst_placement()));
+  json.Key("steps");
+  json.BeginArray();
+  for (const proto::BoxingStepDef& step : boxing.steps()) WriteStep(step, json);
+  json.EndArray();
+  json.Key("bytes_per_iter");
+  json.Int(boxing.bytes_per_iter());
+  json.Key("compression");
+  json.BeginObject();
+  json.Key("kind");
+  json.String(CompressionKindText(boxing.compression().kind()));
+  json.Key("block_size");
+  json.Int(boxing.compression().block_size());
+  json.EndObject();
+  json.Key("sparsity");
+  json.BeginObject();
+  json.Key("kind");
+  json.String(SparsityKindText(boxing.sparsity().kind()));
+  json.Key("max_rows");
+  json.Int(boxing.sparsity().max_rows());
+  json.EndObject();
+  json.Key("reason");
+  json.String(boxing.reason());
+  json.EndObject();
+}
+
+void WriteDevice(const proto::Plan& plan, const PlanIndex& index, int d, JsonWriter& json) {
+  const proto::DevicePlan& device = plan.devices(d);
+  const DeviceFigures figures = ComputeDeviceFigures(device);
+  json.BeginObject();
+  json.Key("index");
+  json.Int(d);
+  json.Key("device");
+  json.String(DeviceIdText(device.device()));
+  json.Key("num_actors");
+  json.Int(figures.num_actors);
+  json.Key("actors_by_kind");
+  json.BeginObject();
+  for (const auto& [kind, count] : figures.actors_by_kind) {
+    json.Key(kind);
+    json.Int(count);
+  }
+  json.EndObject();
+  json.Key("num_registers");
+  json.Int(figures.num_registers);
+  json.Key("register_bytes");
+  json.Int(figures.register_bytes);
+  json.Key("peak_bytes");
+  json.Int(device.peak_bytes());
+  json.Key("lower_bound_bytes");
+  json.Int(device.lower_bound_bytes());
+  json.Key("peak_to_lower_bound");
+  figures.peak_to_lower_bound.has_value() ? json.Double(*figures.peak_to_lower_bound) : json.Null();
+  json.Key("bytes_sent_per_iter");
+  json.Int(device.bytes_sent_per_iter());
+  json.Key("bytes_received_per_iter");
+  json.Int(device.bytes_received_per_iter());
+  json.Key("collective_order");
+  json.BeginArray();
+  for (int64_t id : device.collective_order()) {
+    const proto::CollectiveDef* collective = index.FindCollective(id);
+    json.BeginObject();
+    json.Key("id");
+    json.Int(id);
+    json.Key("kind");
+    json.String(CollectiveKindText(collective->kind()));
+    json.Key("tensor");
+    json.String(collective->tensor());
+    json.Key("order");
+    json.Int(collective->order());
+    json.EndObject();
+  }
+  json.EndArray();
+  json.EndObject();
+}
+
+}  // namespace
+
+std::string RenderJson(const proto::Plan& plan, const PlanIndex& index, std::optional<int> device) {
+  JsonWriter json;
+  json.BeginObject();
+  json.Key("format_version");
+  json.Int(plan.format_version());
+  json.Key("job");
+  json.String(plan.job().name());
+  json.Key("cluster");
+  WriteCluster(plan.cluster(), json);
+  json.Key("ops");
+  json.BeginArray();
+  for (const proto::LogicalOpSbp& op : plan.op_sbps()) WriteOp(op, index, json);
+  json.EndArray();
+  json.Key("boxing_bytes_per_iter");
+  json.Int(TotalBoxingBytesPerIteration(plan));
+  json.Key("boxings");
+  json.BeginArray();
+  for (const proto::BoxingDef& boxing : plan.boxings()) WriteBoxing(boxing, index, json);
+  json.EndArray();
+  json.Key("num_devices");
+  json.Int(plan.devices_size());
+  json.Key("devices");
+  json.BeginArray();
+  for (int d = 0; d < plan.devices_size(); ++d) {
+    if (!device.has_value() || *device == d) WriteDevice(plan, index, d, json);
+  }
+  json.EndArray();
+  json.EndObject();
+  return json.Finish();
+}
+
+}  // namespace oneflow::cli

@@ -1,0 +1,158 @@
+// The text format of `oneflow inspect`: what a person reads. Sections, in order:
+// header, cluster, ops, boxings, devices. docs/inspect.md shows a sample.
+#include <algorithm>
+#include <string>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
+#include "tools/cli/inspect_render.h"
+#include "tools/cli/plan_format.h"
+
+namespace oneflow::cli {
+namespace {
+
+std::string Plural(int64_t count, absl::string_view singular, absl::string_view plural) {
+  return absl::StrCat(count, " ", count == 1 ? singular : plural);
+}
+
+// "w_grad [32, 16] f32", or just the name when plan.job does not describe the tensor.
+std::string TensorText(const PlanIndex& index, const std::string& name) {
+  const proto::TensorDef* tensor = index.FindTensor(name);
+  if (tensor == nullptr) return name;
+  return absl::StrCat(name, " ", ShapeAndTypeText(tensor->shape(), tensor->dtype()));
+}
+
+// Left-aligned columns; the last column is not padded, so lines carry no trailing blanks.
+void AppendTable(const std::vector<std::vector<std::string>>& rows, absl::string_view indent,
+                 std::string* out) {
+  std::vector<size_t> widths;
+  for (const auto& row : rows) {
+    widths.resize(std::max(widths.size(), row.size()), 0);
+    for (size_t c = 0; c < row.size(); ++c) widths[c] = std::max(widths[c], row[c].size());
+  }
+  for (const auto& row : rows) {
+    std::string line(indent);
+    for (size_t c = 0; c < row.size(); ++c) {
+      if (c + 1 < row.size()) {
+        absl::StrAppend(&line, row[c], std::string(widths[c] - row[c].size() + 2, ' '));
+      } else {
+        absl::StrAppend(&line, row[c]);
+      }
+    }
+    absl::StrAppend(out, line, "\n");
+  }
+}
+
+void AppendCluster(const proto::Plan& plan, std::string* out) {
+  const proto::Cluster& cluster = plan.cluster();
+  absl::StrAppend(out, "cluster: ", Plural(cluster.num_nodes(), "node", "nodes"), " x ",
+                  Plural(cluster.devices_per_node(), "device", "devices"), " per node, ",
+                  DeviceTypeText(cluster.device_type()), "\n");
+  absl::StrAppend(out, "links: intra-node ", FormatBandwidth(cluster.intra_node_bandwidth()),
+                  ", inter-node ", FormatBandwidth(cluster.inter_node_bandwidth()), "\n");
+}
+
+void AppendOps(const proto::Plan& plan, const PlanIndex& index, std::string* out) {
+  absl::StrAppend(out, "\nops (", plan.op_sbps_size(), ")\n");
+  std::vector<std::vector<std::string>> rows;
+  for (const proto::LogicalOpSbp& op : plan.op_sbps()) {
+    const proto::OpDef* def = index.FindOp(op.op_name());
+    rows.push_back({op.op_name(), def == nullptr ? "?" : def->type(), SignatureText(op.signature()),
+                    absl::StrCat("on ", PlacementText(op.placement()))});
+  }
+  AppendTable(rows, "  ", out);
+}
+
+std::string PlacementChange(const proto::BoxingDef& boxing) {
+  const std::string src = PlacementText(boxing.src_placement());
+  const std::string dst = PlacementText(boxing.dst_placement());
+  return src == dst ? absl::StrCat("on ", src) : absl::StrCat("from ", src, " to ", dst);
+}
+
+void AppendBoxing(const proto::BoxingDef& boxing, const PlanIndex& index, std::string* out) {
+  absl::StrAppend(out, "  boxing ", boxing.id(), ": ", TensorText(index, boxing.tensor()), ", ",
+                  boxing.producer_op(), " -> ", boxing.consumer_op(), ", ",
+                  SbpText(boxing.src_sbp()), " -> ", SbpText(boxing.dst_sbp()), " ",
+                  PlacementChange(boxing), "\n");
+  for (int s = 0; s < boxing.steps_size(); ++s) {
+    const proto::BoxingStepDef& step = boxing.steps(s);
+    absl::StrAppend(out, "    step ", s, ": ", step.kind(), " on axis ", step.hierarchy_axis(),
+                    ", ", SbpText(step.src_sbp()), " -> ", SbpText(step.dst_sbp()), ", ",
+                    FormatBytes(step.bytes_per_device()), " per device, ",
+                    step.collective_id() == -1 ? std::string("local")
+                                               : absl::StrCat("collective ", step.collective_id()),
+                    "\n");
+  }
+  absl::StrAppend(out, "    bytes per iteration: ", FormatBytes(boxing.bytes_per_iter()), "\n");
+  if (boxing.compression().kind() != proto::Compression::NONE) {
+    absl::StrAppend(out, "    compression: ", CompressionKindText(boxing.compression().kind()),
+                    ", block size ", boxing.compression().block_size(), "\n");
+  }
+  if (boxing.sparsity().kind() != proto::Sparsity::DENSE) {
+    absl::StrAppend(out, "    sparsity: ", SparsityKindText(boxing.sparsity().kind()), ", at most ",
+                    boxing.sparsity().max_rows(), " rows per device\n");
+  }
+  absl::StrAppend(out, "    reason: ", boxing.reason().empty() ? "-" : boxing.reason(), "\n");
+}
+
+// "0 all_reduce(w_grad), 3 all_gather(h)", or "none".
+std::string CollectiveOrderText(const proto::DevicePlan& device, const PlanIndex& index) {
+  std::vector<std::string> parts;
+  for (int64_t id : device.collective_order()) {
+    const proto::CollectiveDef* collective = index.FindCollective(id);
+    parts.push_back(absl::StrCat(id, " ", CollectiveKindText(collective->kind()), "(",
+                                 collective->tensor(), ")"));
+  }
+  return parts.empty() ? "none" : absl::StrJoin(parts, ", ");
+}
+
+void AppendDevice(const proto::Plan& plan, const PlanIndex& index, int d, std::string* out) {
+  const proto::DevicePlan& device = plan.devices(d);
+  const DeviceFigures figures = ComputeDeviceFigures(device);
+  std::vector<std::string> kinds;
+  for (const auto& [kind, count] : figures.actors_by_kind) {
+    kinds.push_back(absl::StrCat(kind, " ", count));
+  }
+  absl::StrAppend(out, "  ", DeviceTitle(plan, d), "\n");
+  absl::StrAppend(out, "    actors: ", figures.num_actors,
+                  kinds.empty() ? "" : absl::StrCat(" (", absl::StrJoin(kinds, ", "), ")"), "\n");
+  absl::StrAppend(out, "    registers: ", figures.num_registers, ", ",
+                  FormatBytes(figures.register_bytes), "\n");
+  absl::StrAppend(out, "    memory: peak ", FormatBytes(device.peak_bytes()), ", lower bound ",
+                  FormatBytes(device.lower_bound_bytes()), ", ratio ",
+                  figures.peak_to_lower_bound.has_value()
+                      ? absl::StrFormat("%.2f", *figures.peak_to_lower_bound)
+                      : std::string("n/a"),
+                  "\n");
+  absl::StrAppend(out, "    traffic per iteration: sent ",
+                  FormatBytes(device.bytes_sent_per_iter()), ", received ",
+                  FormatBytes(device.bytes_received_per_iter()), "\n");
+  absl::StrAppend(out, "    collective order: ", CollectiveOrderText(device, index), "\n");
+}
+
+}  // namespace
+
+std::string RenderText(const proto::Plan& plan, const PlanIndex& index, std::optional<int> device) {
+  std::string out;
+  absl::StrAppend(&out, "plan '", plan.job().name(), "' (format version ", plan.format_version(),
+                  ")\n");
+  AppendCluster(plan, &out);
+  AppendOps(plan, index, &out);
+
+  absl::StrAppend(&out, "\nboxings (", plan.boxings_size(), "), ",
+                  FormatBytes(TotalBoxingBytesPerIteration(plan)), " per iteration in all\n");
+  for (const proto::BoxingDef& boxing : plan.boxings()) AppendBoxing(boxing, index, &out);
+
+  if (device.has_value()) {
+    absl::StrAppend(&out, "\ndevices (1 of ", plan.devices_size(), ")\n");
+    AppendDevice(plan, index, *device, &out);
+  } else {
+    absl::StrAppend(&out, "\ndevices (", plan.devices_size(), ")\n");
+    for (int d = 0; d < plan.devices_size(); ++d) AppendDevice(plan, index, d, &out);
+  }
+  return out;
+}
+
+}  // namespace oneflow::cli

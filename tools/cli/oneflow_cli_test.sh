@@ -1,0 +1,83 @@
+#!/usr/bin/env bash
+# Runs the real `oneflow` binary as a user would: on a plan file written by the
+# test-only write_sample_plan, and on files that are not plans. Checks exit codes
+# (0 ok, 1 failure, 2 usage) and the one-line messages.
+set -euo pipefail
+ONEFLOW=tools/cli/oneflow
+WRITE=tools/cli/write_sample_plan
+DIR="${TEST_TMPDIR:-$(mktemp -d)}"
+fail() { echo "FAIL: $*" >&2; exit 1; }
+
+# Runs "$@", capturing stdout in $out, stderr in $err and the exit code in $rc.
+run() {
+  set +e
+  out="$("$@" 2>"$DIR/stderr")"
+  rc=$?
+  set -e
+  err="$(cat "$DIR/stderr")"
+}
+
+"$WRITE" "$DIR/a.plan"
+
+run "$ONEFLOW" inspect "$DIR/a.plan"
+[[ $rc -eq 0 ]] || fail "text exited $rc: $err"
+grep -qx "plan 'matmul_dp' (format version 1)" <<<"$out" || fail "$out"
+grep -qx "  boxing 0: w_grad \[32, 16\] f32, mm_grad -> sgd, P -> B on cpu{0:0-1}" <<<"$out" || fail "$out"
+grep -qx "    memory: peak 24.00 KiB (24576 B), lower bound 20.00 KiB (20480 B), ratio 1.20" <<<"$out" || fail "$out"
+
+run "$ONEFLOW" inspect "$DIR/a.plan" --format=json --device=0:1
+[[ $rc -eq 0 ]] || fail "json exited $rc: $err"
+[[ "${out:0:1}" == "{" && "${out: -1}" == "}" ]] || fail "not one object: $out"
+grep -q '"device": "0:1"' <<<"$out" || fail "$out"
+if grep -q '"device": "0:0"' <<<"$out"; then fail "--device=0:1 kept device 0: $out"; fi
+
+run "$ONEFLOW" inspect --format dot "$DIR/a.plan"
+[[ $rc -eq 0 ]] || fail "dot exited $rc: $err"
+grep -qF '"op:mm_grad" -> "boxing:0"' <<<"$out" || fail "$out"
+
+run "$ONEFLOW" inspect "$DIR/a.plan" --format=dot --device=1
+[[ $rc -eq 0 ]] || fail "device dot exited $rc: $err"
+grep -qF 'digraph "device 1 (0:1)"' <<<"$out" || fail "$out"
+
+# Files that are not plans: exit 1, one line naming the file and the problem.
+head -c 300 "$ONEFLOW" >"$DIR/garbage.plan"  # ELF bytes: deterministic garbage
+printf '\xff\xd8\xff\xe0\x00\x10JFIF\x00' >"$DIR/photo.jpg"
+head -c 1000 "$DIR/a.plan" >"$DIR/truncated.plan"
+for bad in garbage.plan photo.jpg truncated.plan; do
+  run "$ONEFLOW" inspect "$DIR/$bad"
+  [[ $rc -eq 1 ]] || fail "$bad exited $rc"
+  [[ -z "$out" ]] || fail "$bad printed to stdout: $out"
+  [[ "$err" == "oneflow inspect: plan file '$DIR/$bad': does not parse as a plan (truncated, damaged, or not a plan file)" ]] || fail "$bad: $err"
+done
+
+printf '0101' >"$DIR/notes.txt"  # parses as unknown fields; the version gives it away
+run "$ONEFLOW" inspect "$DIR/notes.txt"
+[[ $rc -eq 1 ]] || fail "text file exited $rc"
+[[ "$err" == "oneflow inspect: plan file '$DIR/notes.txt': format_version is 0 (unset): not a plan, or a damaged one; this build reads version 1" ]] || fail "$err"
+
+run "$ONEFLOW" inspect "$DIR/missing.plan"
+[[ $rc -eq 1 ]] || fail "missing file exited $rc"
+[[ "$err" == "oneflow inspect: plan file '$DIR/missing.plan': cannot open: No such file or directory" ]] || fail "$err"
+
+run "$ONEFLOW" inspect "$DIR/a.plan" --format=xml
+[[ $rc -eq 1 ]] || fail "bad --format exited $rc"
+[[ "$err" == "oneflow inspect: --format='xml' is not a format; valid: text, json, dot" ]] || fail "$err"
+
+run "$ONEFLOW" inspect "$DIR/a.plan" --device=7
+[[ $rc -eq 1 ]] || fail "bad --device exited $rc"
+[[ "$err" == "oneflow inspect: --device='7' is out of range; valid: 0..1 (or a node:device id: 0:0, 0:1)" ]] || fail "$err"
+
+# Usage errors: exit 2.
+run "$ONEFLOW"
+[[ $rc -eq 2 ]] || fail "no subcommand exited $rc"
+run "$ONEFLOW" inspect
+[[ $rc -eq 2 ]] || fail "no PLAN exited $rc"
+[[ "$err" == "oneflow inspect: expected PLAN, got no arguments"$'\n'"usage: oneflow inspect PLAN [--format=text|json|dot] [--device=K]" ]] || fail "$err"
+run "$ONEFLOW" frobnicate
+[[ $rc -eq 2 ]] || fail "unknown subcommand exited $rc"
+grep -q "unknown subcommand 'frobnicate'; valid: inspect, help" <<<"$err" || fail "$err"
+
+run "$ONEFLOW" help
+[[ $rc -eq 0 ]] || fail "help exited $rc"
+grep -q "oneflow inspect PLAN \[--format=text|json|dot\] \[--device=K\]" <<<"$out" || fail "$out"
+echo PASS
