@@ -2,6 +2,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "oneflow_core/status.h"
 #include "oneflow_core/ops/registry.h"
 
 namespace oneflow {
@@ -60,11 +61,215 @@ void Graph::RecordError(absl::Status error) {
   if (status_.ok()) status_ = std::move(error);
 }
 
-bool Graph::NameTaken(const std::string& name) const {
-  for (const TensorRecord& record : tensors_) {
-    if (record.name == name) return true;
+bool Graph::NameTaken(const std::string& name) const { return tensor_ids_.contains(name); }
+
+Tensor Graph::FindTensor(const std::string& name) {
+  auto it = tensor_ids_.find(name);
+  return it == tensor_ids_.end() ? Tensor() : Tensor(this, it->second);
+}
+
+Graph::NameScope::NameScope(Graph& graph, const std::string& prefix)
+    : graph_(graph), saved_(graph.name_scope_) {
+  graph_.name_scope_ = saved_.empty() ? prefix : absl::StrCat(saved_, "/", prefix);
+}
+
+Graph::NameScope::~NameScope() { graph_.name_scope_ = saved_; }
+
+DataSource DataSource::SyntheticClassification(uint64_t seed, int64_t num_classes) {
+  DataSource source;
+  source.def.mutable_synthetic()->set_kind(proto::SyntheticSource::CLASSIFICATION);
+  source.def.mutable_synthetic()->set_seed(seed);
+  source.def.mutable_synthetic()->set_num_classes(num_classes);
+  return source;
+}
+
+DataSource DataSource::SyntheticTokens(uint64_t seed, int64_t vocab) {
+  DataSource source;
+  source.def.mutable_synthetic()->set_kind(proto::SyntheticSource::TOKENS);
+  source.def.mutable_synthetic()->set_seed(seed);
+  source.def.mutable_synthetic()->set_vocab(vocab);
+  return source;
+}
+
+DataSource DataSource::TokenFile(const std::string& path) {
+  DataSource source;
+  source.def.mutable_file()->set_path(path);
+  source.def.mutable_file()->set_format(proto::FileSource::TOKENS_I32);
+  return source;
+}
+
+DataSource DataSource::RecordFile(const std::string& path) {
+  DataSource source;
+  source.def.mutable_file()->set_path(path);
+  source.def.mutable_file()->set_format(proto::FileSource::RECORDS_F32);
+  return source;
+}
+
+Optimizer Optimizer::Sgd(double learning_rate, double momentum) {
+  Optimizer optimizer;
+  optimizer.def.mutable_sgd()->set_momentum(momentum);
+  optimizer.def.mutable_schedule()->set_kind(proto::LearningRateSchedule::CONSTANT);
+  optimizer.def.mutable_schedule()->set_base_lr(learning_rate);
+  return optimizer;
+}
+
+Optimizer Optimizer::AdamW(double learning_rate, double beta1, double beta2, double epsilon,
+                           double weight_decay) {
+  Optimizer optimizer;
+  proto::AdamWOptimizer* adamw = optimizer.def.mutable_adamw();
+  adamw->set_beta1(beta1);
+  adamw->set_beta2(beta2);
+  adamw->set_epsilon(epsilon);
+  adamw->set_weight_decay(weight_decay);
+  optimizer.def.mutable_schedule()->set_kind(proto::LearningRateSchedule::CONSTANT);
+  optimizer.def.mutable_schedule()->set_base_lr(learning_rate);
+  return optimizer;
+}
+
+Optimizer& Optimizer::WithWarmupCosine(int64_t warmup_steps, int64_t total_steps,
+                                       double min_lr) {
+  proto::LearningRateSchedule* schedule = def.mutable_schedule();
+  schedule->set_kind(proto::LearningRateSchedule::WARMUP_COSINE);
+  schedule->set_warmup_steps(warmup_steps);
+  schedule->set_total_steps(total_steps);
+  schedule->set_min_lr(min_lr);
+  return *this;
+}
+
+void Graph::AddDataSource(const std::string& name, const DataSource& source,
+                          SourceLocation location) {
+  if (!status_.ok()) return;
+  for (const auto& [existing, unused] : data_sources_) {
+    if (existing == name) {
+      RecordError(absl::InvalidArgumentError(absl::StrCat(
+          "data source '", name, "' at ", location.ToString(), " is already declared")));
+      return;
+    }
   }
-  return false;
+  if (source.def.source_case() == proto::DataSourceDef::SOURCE_NOT_SET) {
+    RecordError(absl::InvalidArgumentError(absl::StrCat(
+        "data source '", name, "' at ", location.ToString(),
+        " is empty; use DataSource::SyntheticClassification, SyntheticTokens, TokenFile or "
+        "RecordFile")));
+    return;
+  }
+  data_sources_.push_back({name, source});
+}
+
+void Graph::SetOptimizer(const Optimizer& optimizer) { optimizer_ = optimizer; }
+
+SourceLocation Graph::InternLocation(const proto::SourceLocation& location) {
+  location_files_.push_back(location.file());
+  return SourceLocation{location_files_.back().c_str(), static_cast<int>(location.line())};
+}
+
+absl::StatusOr<std::unique_ptr<Graph>> Graph::FromJob(const proto::Job& job) {
+  auto graph = std::make_unique<Graph>(job.name());
+  absl::flat_hash_map<std::string, const proto::TensorDef*> defs;
+  for (const proto::TensorDef& tensor : job.tensors()) defs[tensor.name()] = &tensor;
+  auto def_of = [&](const std::string& name) -> absl::StatusOr<const proto::TensorDef*> {
+    auto it = defs.find(name);
+    if (it == defs.end()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("job '", job.name(), "' uses tensor '", name, "' that it does not define"));
+    }
+    return it->second;
+  };
+  // Hints and placements come back on every tensor the rebuilt graph creates.
+  auto restore_hints = [&](Tensor tensor, const proto::TensorDef& def) -> absl::Status {
+    if (!tensor.valid()) return graph->status();
+    if (def.has_sbp_hint()) {
+      OF_ASSIGN_OR_RETURN(NdSbp sbp, NdSbp::FromProto(def.sbp_hint()));
+      tensor.WithSbp(sbp);
+    }
+    if (def.has_placement()) {
+      OF_ASSIGN_OR_RETURN(Placement placement, Placement::FromProto(def.placement()));
+      tensor.WithPlacement(placement);
+    }
+    return absl::OkStatus();
+  };
+  for (const proto::DataSourceDef& source : job.data_sources()) {
+    DataSource data_source;
+    data_source.def = source;
+    data_source.def.clear_name();
+    data_source.def.clear_outputs();
+    graph->AddDataSource(source.name(), data_source);
+    for (const std::string& output : source.outputs()) {
+      OF_ASSIGN_OR_RETURN(const proto::TensorDef* def, def_of(output));
+      OF_ASSIGN_OR_RETURN(Shape shape, Shape::FromDims({def->shape().begin(), def->shape().end()}));
+      OF_ASSIGN_OR_RETURN(DType dtype, FromProto(def->dtype()));
+      Tensor input = graph->Input(output, shape, dtype, source.name(),
+                                  graph->InternLocation(def->location()));
+      OF_RETURN_IF_ERROR(restore_hints(input, *def));
+    }
+  }
+  for (const proto::VariableDef& variable : job.variables()) {
+    OF_ASSIGN_OR_RETURN(const proto::TensorDef* def, def_of(variable.tensor()));
+    OF_ASSIGN_OR_RETURN(Shape shape, Shape::FromDims({def->shape().begin(), def->shape().end()}));
+    OF_ASSIGN_OR_RETURN(DType dtype, FromProto(def->dtype()));
+    const proto::Initializer& init = variable.initializer();
+    Initializer initializer{init.kind(), 0, 0, init.seed()};
+    if (init.kind() == proto::Initializer::NORMAL) {
+      initializer.a = init.mean();
+      initializer.b = init.stddev();
+    } else if (init.kind() == proto::Initializer::UNIFORM) {
+      initializer.a = init.low();
+      initializer.b = init.high();
+    }
+    Tensor tensor = graph->Variable(variable.tensor(), shape, initializer, dtype,
+                                    variable.trainable(), graph->InternLocation(def->location()));
+    OF_RETURN_IF_ERROR(restore_hints(tensor, *def));
+  }
+  for (const proto::OpDef& op : job.ops()) {
+    OF_ASSIGN_OR_RETURN(const OpDefinition* definition, OpRegistry::Get().Find(op.type()));
+    std::vector<Tensor> inputs;
+    for (const std::string& arg : definition->inputs) {
+      auto it = op.inputs().find(arg);
+      if (it == op.inputs().end()) {
+        return absl::InvalidArgumentError(absl::StrCat("op '", op.name(), "' (", op.type(),
+                                                       ") has no input '", arg, "'"));
+      }
+      Tensor input = graph->FindTensor(it->second);
+      if (!input.valid()) {
+        return absl::InvalidArgumentError(absl::StrCat("op '", op.name(), "' reads tensor '",
+                                                       it->second, "' before it is produced"));
+      }
+      inputs.push_back(input);
+    }
+    AttrMap attrs;
+    for (const auto& [key, value] : op.attrs()) {
+      OF_ASSIGN_OR_RETURN(attrs[key], AttrFromProto(value));
+    }
+    std::vector<Tensor> outputs = graph->AddOp(op.type(), inputs, std::move(attrs), op.name(),
+                                               graph->InternLocation(op.location()));
+    OF_RETURN_IF_ERROR(graph->status());
+    for (size_t i = 0; i < outputs.size(); ++i) {
+      auto it = op.outputs().find(definition->outputs[i]);
+      if (it == op.outputs().end() || it->second != outputs[i].name()) {
+        return absl::InvalidArgumentError(absl::StrCat(
+            "op '", op.name(), "' output '", definition->outputs[i], "' must be tensor '",
+            outputs[i].name(), "' (the DSL's naming)"));
+      }
+      OF_ASSIGN_OR_RETURN(const proto::TensorDef* def, def_of(outputs[i].name()));
+      OF_RETURN_IF_ERROR(restore_hints(outputs[i], *def));
+    }
+  }
+  if (job.has_optimizer()) graph->SetOptimizer(Optimizer{job.optimizer()});
+  if (job.has_default_placement()) {
+    OF_ASSIGN_OR_RETURN(Placement placement, Placement::FromProto(job.default_placement()));
+    graph->SetDefaultPlacement(placement);
+  }
+  graph->SetBatchSize(job.batch_size());
+  if (!job.loss().empty()) {
+    Tensor loss = graph->FindTensor(job.loss());
+    if (!loss.valid()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("job '", job.name(), "' names loss '", job.loss(), "' that it does not define"));
+    }
+    graph->SetLoss(loss);
+  }
+  OF_RETURN_IF_ERROR(graph->status());
+  return graph;
 }
 
 Tensor Graph::NewTensor(const std::string& name, TensorType type, SourceLocation location) {
@@ -75,6 +280,7 @@ Tensor Graph::NewTensor(const std::string& name, TensorType type, SourceLocation
     return Tensor();
   }
   tensors_.push_back(TensorRecord{name, std::move(type), std::nullopt, std::nullopt, location});
+  tensor_ids_[name] = static_cast<int64_t>(tensors_.size()) - 1;
   return Tensor(this, static_cast<int64_t>(tensors_.size()) - 1);
 }
 
@@ -104,8 +310,11 @@ std::vector<Tensor> Graph::AddOp(const std::string& type, const std::vector<Tens
                                  AttrMap attrs, const std::string& name,
                                  SourceLocation location) {
   if (!status_.ok()) return {};
-  const std::string op_name =
-      name.empty() ? absl::StrCat(type, "_", ops_.size()) : name;
+  std::string op_name = name;
+  if (op_name.empty()) {
+    op_name = name_scope_.empty() ? absl::StrCat(type, "_", ops_.size())
+                                  : absl::StrCat(name_scope_, "/", type, "_", ops_.size());
+  }
   const std::string where = absl::StrCat("op '", op_name, "' (", type, ") at ", location.ToString());
   absl::StatusOr<const OpDefinition*> definition = OpRegistry::Get().Find(type);
   if (!definition.ok()) {
@@ -208,7 +417,29 @@ absl::StatusOr<proto::Job> Graph::Build() const {
       init->set_high(record.initializer.b);
     }
   }
+  for (const auto& [name, source] : data_sources_) {
+    proto::DataSourceDef* def = job.add_data_sources();
+    *def = source.def;
+    def->set_name(name);
+    for (const InputRecord& input : inputs_) {
+      if (input.source == name) def->add_outputs(tensors_[input.tensor].name);
+    }
+  }
+  for (const InputRecord& input : inputs_) {
+    bool declared = false;
+    for (const auto& [name, unused] : data_sources_) declared |= name == input.source;
+    if (!declared && !data_sources_.empty()) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "input '", tensors_[input.tensor].name, "' at ", tensors_[input.tensor].location.ToString(),
+          " reads data source '", input.source, "', which is not declared; declared: ",
+          absl::StrJoin(data_sources_, ", ",
+                        [](std::string* out, const auto& entry) { out->append(entry.first); })));
+    }
+  }
   if (loss_ >= 0) job.set_loss(tensors_[loss_].name);
+  if (optimizer_) *job.mutable_optimizer() = optimizer_->def;
+  if (default_placement_) *job.mutable_default_placement() = default_placement_->ToProto();
+  job.set_batch_size(batch_size_);
   return job;
 }
 

@@ -17,11 +17,14 @@
 #define ONEFLOW_CORE_DSL_GRAPH_H_
 
 #include <cstdint>
+#include <deque>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
 
 #include "absl/status/status.h"
+#include "absl/container/flat_hash_map.h"
 #include "absl/status/statusor.h"
 #include "oneflow_core/dsl/attr.h"
 #include "oneflow_core/dsl/source_location.h"
@@ -80,13 +83,53 @@ struct Initializer {
   static Initializer Xavier(uint64_t seed) { return {proto::Initializer::XAVIER_UNIFORM, 0, 0, seed}; }
 };
 
+// Where the tensors of Graph::Input come from each iteration. Synthetic data is a
+// function of (seed, iteration, logical index), never of the device layout.
+struct DataSource {
+  proto::DataSourceDef def;  // Its name and outputs are filled in by the graph.
+
+  // Features ~ N(0, 1); labels from a fixed random linear teacher.
+  static DataSource SyntheticClassification(uint64_t seed, int64_t num_classes);
+  // Token ids uniform in [0, vocab); targets are the next token.
+  static DataSource SyntheticTokens(uint64_t seed, int64_t vocab);
+  // Little-endian int32 token ids, read as windows of seq + 1 tokens.
+  static DataSource TokenFile(const std::string& path);
+  // Fixed-size little-endian f32 records.
+  static DataSource RecordFile(const std::string& path);
+};
+
+// What minimizes the loss. The compiler's optimizer pass turns it into update ops and
+// optimizer-state variables.
+struct Optimizer {
+  proto::OptimizerDef def;
+
+  static Optimizer Sgd(double learning_rate, double momentum = 0);
+  static Optimizer AdamW(double learning_rate, double beta1 = 0.9, double beta2 = 0.999,
+                         double epsilon = 1e-8, double weight_decay = 0.01);
+  // Linear warmup over `warmup_steps`, then cosine decay to `min_lr` at `total_steps`.
+  Optimizer& WithWarmupCosine(int64_t warmup_steps, int64_t total_steps, double min_lr);
+};
+
 class Graph {
  public:
   explicit Graph(std::string name) : name_(std::move(name)) {}
   Graph(const Graph&) = delete;
   Graph& operator=(const Graph&) = delete;
 
-  // A tensor fed each iteration by data source `source` (see job.proto DataSourceDef).
+  // Rebuilds the graph of a Job (as Build() made it), re-running every op's inference, so
+  // compiler passes can extend a job with the DSL itself (autograd, optimizer).
+  static absl::StatusOr<std::unique_ptr<Graph>> FromJob(const proto::Job& job);
+
+  // Declares a data source that Input tensors name.
+  void AddDataSource(const std::string& name, const DataSource& source,
+                     SourceLocation location = SourceLocation::Current());
+  void SetOptimizer(const Optimizer& optimizer);
+  // Samples per iteration (the logical batch), for throughput figures.
+  void SetBatchSize(int64_t batch_size) { batch_size_ = batch_size; }
+  // Placement of tensors without a placement hint.
+  void SetDefaultPlacement(const Placement& placement) { default_placement_ = placement; }
+
+  // A tensor fed each iteration by data source `source` (see AddDataSource).
   Tensor Input(const std::string& name, const Shape& shape, DType dtype,
                const std::string& source, SourceLocation location = SourceLocation::Current());
 
@@ -104,6 +147,20 @@ class Graph {
 
   // The scalar the optimizer minimizes.
   void SetLoss(Tensor loss, SourceLocation location = SourceLocation::Current());
+
+  // Ops added while a NameScope lives get default names "<prefix>/<type>_<n>", so the
+  // ops of one gradient read as a group ("matmul_0_grad/matmul_12").
+  class NameScope {
+   public:
+    NameScope(Graph& graph, const std::string& prefix);
+    ~NameScope();
+    NameScope(const NameScope&) = delete;
+    NameScope& operator=(const NameScope&) = delete;
+
+   private:
+    Graph& graph_;
+    std::string saved_;
+  };
 
   // The first error recorded, or OK.
   const absl::Status& status() const { return status_; }
@@ -129,7 +186,7 @@ class Graph {
   const TensorRecord& tensor(int64_t id) const { return tensors_[id]; }
   TensorRecord& mutable_tensor(int64_t id) { return tensors_[id]; }
 
- private:
+  // Read access for compiler passes that extend a graph.
   struct OpRecord {
     std::string name;
     std::string type;
@@ -147,12 +204,33 @@ class Graph {
     int64_t tensor;
     std::string source;
   };
+  const std::vector<OpRecord>& ops() const { return ops_; }
+  const std::vector<VariableRecord>& variables() const { return variables_; }
+  // The tensor named `name`, or an invalid Tensor.
+  Tensor FindTensor(const std::string& name);
+  Tensor TensorById(int64_t id) { return Tensor(this, id); }
+  // The loss tensor, or an invalid Tensor before SetLoss.
+  Tensor loss() { return loss_ >= 0 ? Tensor(this, loss_) : Tensor(); }
+  const std::string& name() const { return name_; }
+
+ private:
 
   Tensor NewTensor(const std::string& name, TensorType type, SourceLocation location);
   bool NameTaken(const std::string& name) const;
 
+  // Keeps the file names of locations read back from a Job alive (SourceLocation holds
+  // a const char*).
+  SourceLocation InternLocation(const proto::SourceLocation& location);
+
   std::string name_;
   std::vector<TensorRecord> tensors_;
+  absl::flat_hash_map<std::string, int64_t> tensor_ids_;
+  std::vector<std::pair<std::string, DataSource>> data_sources_;
+  std::optional<Optimizer> optimizer_;
+  std::optional<Placement> default_placement_;
+  int64_t batch_size_ = 0;
+  std::string name_scope_;
+  std::deque<std::string> location_files_;
   std::vector<OpRecord> ops_;
   std::vector<VariableRecord> variables_;
   std::vector<InputRecord> inputs_;

@@ -59,6 +59,9 @@ struct OpDefinition {
   InferFn infer;
   SignaturesFn signatures;
   std::string kernel;  // The kernel that computes it on a device: "matmul".
+  // Inputs the kernel updates in place (an optimizer update's parameter and state). The
+  // compiler never boxes them: the op must run on exactly the variable's own slices.
+  std::vector<std::string> updated_inputs;
 };
 
 }  // namespace oneflow

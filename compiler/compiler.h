@@ -1,0 +1,45 @@
+// The graph compiler's entry point: a logical Job and a cluster description in, a
+// per-device Plan out.
+//
+//   CompileOptions options;
+//   options.cluster = cluster;  // nodes x devices and link bandwidths
+//   OF_ASSIGN_OR_RETURN(proto::Plan plan, Compile(job, options));
+//
+// Compile runs the pass pipeline of pass_pipeline.h (shape inference, autograd,
+// optimizer, SBP choice, boxing insertion, lowering, actor graph, collective ordering,
+// memory planning, plan emission) with the verifier between passes. The same job and
+// options always give a byte-identical plan (SerializePlan in plan_io.h).
+#ifndef COMPILER_COMPILER_H_
+#define COMPILER_COMPILER_H_
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "proto/job.pb.h"
+#include "proto/plan.pb.h"
+#include "sbp/boxing_options.h"
+
+namespace oneflow {
+
+struct CompileOptions {
+  proto::Cluster cluster;
+  // Slots of every activation register: 2 lets consecutive iterations overlap, 1 is
+  // lock-step. Variables and optimizer state always have one persistent slot.
+  int64_t register_count = 2;
+  // How boxings move data (dense by default; compressed variants plug in here).
+  BoxingOptions boxing;
+  // Pass names ("sbp_choice", ...) after which the compilation state is printed to
+  // `dump` as text; "all" dumps after every pass.
+  std::vector<std::string> dump_after;
+  std::string* dump = nullptr;
+  // Runs the verifier after every pass, not only after the last one.
+  bool verify_each_pass = true;
+};
+
+absl::StatusOr<proto::Plan> Compile(const proto::Job& job, const CompileOptions& options);
+
+}  // namespace oneflow
+
+#endif  // COMPILER_COMPILER_H_
