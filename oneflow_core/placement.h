@@ -45,6 +45,9 @@ struct DeviceId {
 
 class Placement {
  public:
+  // An empty placement (no devices), only as a placeholder to assign to.
+  Placement() = default;
+
   // Validates and builds a placement. `hierarchy` empty means 1-D ([devices.size()]).
   // Errors: no devices, a negative id, a repeated device, a hierarchy dimension < 1, or
   // a hierarchy whose product differs from the number of devices.
@@ -85,7 +88,7 @@ class Placement {
   Placement(DeviceType type, std::vector<DeviceId> devices, Shape hierarchy)
       : device_type_(type), devices_(std::move(devices)), hierarchy_(std::move(hierarchy)) {}
 
-  DeviceType device_type_;
+  DeviceType device_type_ = DeviceType::kCpu;
   std::vector<DeviceId> devices_;
   Shape hierarchy_;
 };

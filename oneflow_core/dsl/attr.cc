@@ -25,6 +25,7 @@ proto::AttrValue AttrToProto(const AttrValue& value) {
   if (const auto* b = std::get_if<bool>(&value)) proto.set_b(*b);
   if (const auto* s = std::get_if<std::string>(&value)) proto.set_s(*s);
   if (const auto* ints = std::get_if<std::vector<int64_t>>(&value)) {
+    proto.mutable_ints();  // An empty list is still a list (reduce over all axes).
     for (int64_t v : *ints) proto.mutable_ints()->add_values(v);
   }
   return proto;

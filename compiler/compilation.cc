@@ -1,0 +1,200 @@
+#include "compiler/compilation.h"
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "oneflow_core/ops/registry.h"
+#include "oneflow_core/status.h"
+
+namespace oneflow {
+namespace {
+
+int64_t PlacementIndex(LogicalGraph* graph, const Placement& placement) {
+  for (size_t i = 0; i < graph->placements.size(); ++i) {
+    if (graph->placements[i] == placement) return static_cast<int64_t>(i);
+  }
+  graph->placements.push_back(placement);
+  return static_cast<int64_t>(graph->placements.size()) - 1;
+}
+
+absl::StatusOr<int64_t> HintedPlacement(LogicalGraph* graph, const proto::TensorDef& def) {
+  if (!def.has_placement()) return -1;
+  absl::StatusOr<Placement> placement = Placement::FromProto(def.placement());
+  if (!placement.ok()) {
+    return absl::InvalidArgumentError(absl::StrCat("placement hint of tensor '", def.name(),
+                                                   "': ", placement.status().message()));
+  }
+  return PlacementIndex(graph, *placement);
+}
+
+}  // namespace
+
+bool IsCollective(BoxingKind kind) {
+  switch (kind) {
+    case BoxingKind::kAllReduce:
+    case BoxingKind::kReduceScatter:
+    case BoxingKind::kAllGather:
+    case BoxingKind::kAllToAll:
+    case BoxingKind::kSendRecv:
+      return true;
+    case BoxingKind::kIdentity:
+    case BoxingKind::kLocalSlice:
+    case BoxingKind::kLocalPartial:
+    case BoxingKind::kSplitToPartial:
+      return false;
+  }
+  return false;
+}
+
+absl::Status IndexLogicalGraph(Compilation* compilation) {
+  const proto::Job& job = compilation->job;
+  LogicalGraph graph;
+  graph.placements.push_back(compilation->default_placement);
+  std::vector<int64_t> hinted(job.tensors_size(), -1);
+  for (int i = 0; i < job.tensors_size(); ++i) {
+    const proto::TensorDef& def = job.tensors(i);
+    LogicalTensor tensor;
+    tensor.name = def.name();
+    OF_ASSIGN_OR_RETURN(tensor.type.shape,
+                        Shape::FromDims({def.shape().begin(), def.shape().end()}));
+    OF_ASSIGN_OR_RETURN(tensor.type.dtype, FromProto(def.dtype()));
+    if (def.has_sbp_hint()) {
+      OF_ASSIGN_OR_RETURN(NdSbp hint, NdSbp::FromProto(def.sbp_hint()));
+      tensor.hint = hint;
+    }
+    OF_ASSIGN_OR_RETURN(hinted[i], HintedPlacement(&graph, def));
+    if (!graph.tensor_index.emplace(def.name(), i).second) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("job '", job.name(), "' defines tensor '", def.name(), "' twice"));
+    }
+    graph.tensors.push_back(std::move(tensor));
+  }
+  auto find = [&](const std::string& name, absl::string_view what) -> absl::StatusOr<int64_t> {
+    auto it = graph.tensor_index.find(name);
+    if (it == graph.tensor_index.end()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat(what, " names tensor '", name, "', which the job does not define"));
+    }
+    return it->second;
+  };
+  // Inputs and variables live where their hint says, else on the default placement.
+  auto place_leaf = [&](int64_t t) {
+    graph.tensors[t].placement = hinted[t] >= 0 ? hinted[t] : 0;
+  };
+  for (int s = 0; s < job.data_sources_size(); ++s) {
+    for (const std::string& output : job.data_sources(s).outputs()) {
+      OF_ASSIGN_OR_RETURN(int64_t t, find(output, "data source '" + job.data_sources(s).name() + "'"));
+      graph.tensors[t].kind = LogicalTensor::Kind::kInput;
+      graph.tensors[t].producer = s;
+      place_leaf(t);
+    }
+  }
+  for (int v = 0; v < job.variables_size(); ++v) {
+    OF_ASSIGN_OR_RETURN(int64_t t, find(job.variables(v).tensor(), "a variable"));
+    graph.tensors[t].kind = LogicalTensor::Kind::kVariable;
+    graph.tensors[t].producer = v;
+    place_leaf(t);
+  }
+  for (int o = 0; o < job.ops_size(); ++o) {
+    const proto::OpDef& def = job.ops(o);
+    LogicalOp op;
+    op.name = def.name();
+    op.type = def.type();
+    op.def = &def;
+    OF_ASSIGN_OR_RETURN(op.definition, OpRegistry::Get().Find(def.type()));
+    const std::string what = absl::StrCat("op '", def.name(), "' (", def.type(), ")");
+    for (const std::string& arg : op.definition->inputs) {
+      auto it = def.inputs().find(arg);
+      if (it == def.inputs().end()) {
+        return absl::InvalidArgumentError(absl::StrCat(what, " has no input '", arg, "'"));
+      }
+      OF_ASSIGN_OR_RETURN(int64_t t, find(it->second, what));
+      op.inputs.push_back(t);
+      graph.tensors[t].consumers.push_back(o);
+    }
+    // An op runs where its outputs are hinted to live, else where its first input is.
+    int64_t placement = -1;
+    for (size_t k = 0; k < op.definition->outputs.size(); ++k) {
+      auto it = def.outputs().find(op.definition->outputs[k]);
+      if (it == def.outputs().end()) {
+        return absl::InvalidArgumentError(
+            absl::StrCat(what, " has no output '", op.definition->outputs[k], "'"));
+      }
+      OF_ASSIGN_OR_RETURN(int64_t t, find(it->second, what));
+      op.outputs.push_back(t);
+      if (placement < 0) placement = hinted[t];
+    }
+    if (placement < 0) placement = op.inputs.empty() ? 0 : graph.tensors[op.inputs[0]].placement;
+    op.placement = placement;
+    for (size_t k = 0; k < op.outputs.size(); ++k) {
+      LogicalTensor& out = graph.tensors[op.outputs[k]];
+      out.kind = LogicalTensor::Kind::kOpOutput;
+      out.producer = o;
+      out.producer_output = static_cast<int64_t>(k);
+      out.placement = placement;
+    }
+    graph.ops.push_back(std::move(op));
+  }
+  if (!job.loss().empty()) {
+    OF_ASSIGN_OR_RETURN(graph.loss, find(job.loss(), "the loss"));
+  }
+  compilation->graph = std::move(graph);
+  return absl::OkStatus();
+}
+
+std::string CompilationToText(const Compilation& compilation) {
+  const LogicalGraph& graph = compilation.graph;
+  std::string text;
+  auto tensor_text = [&](int64_t t) {
+    const LogicalTensor& tensor = graph.tensors[t];
+    return absl::StrCat("%", tensor.name, ": ", tensor.type.ToString(),
+                        tensor.sbp_chosen ? absl::StrCat(" ", tensor.sbp.ToString()) : "");
+  };
+  for (size_t p = 0; p < graph.placements.size(); ++p) {
+    absl::StrAppend(&text, "placement #", p, " ", graph.placements[p].ToString(), "\n");
+  }
+  for (size_t t = 0; t < graph.tensors.size(); ++t) {
+    const LogicalTensor& tensor = graph.tensors[t];
+    if (tensor.kind == LogicalTensor::Kind::kOpOutput) continue;
+    absl::StrAppend(&text, tensor.kind == LogicalTensor::Kind::kInput ? "input " : "variable ",
+                    tensor_text(t), " @", tensor.placement, "\n");
+  }
+  for (const LogicalOp& op : graph.ops) {
+    std::vector<std::string> args;
+    for (size_t k = 0; k < op.inputs.size(); ++k) {
+      std::string arg = absl::StrCat(op.definition->inputs[k], "=%", graph.tensors[op.inputs[k]].name);
+      if (!op.input_sbps.empty()) absl::StrAppend(&arg, ":", op.input_sbps[k].ToString());
+      if (!op.input_boxings.empty() && op.input_boxings[k] >= 0) {
+        absl::StrAppend(&arg, " via boxing#", op.input_boxings[k]);
+      }
+      args.push_back(std::move(arg));
+    }
+    std::vector<std::string> outs;
+    for (int64_t t : op.outputs) outs.push_back(tensor_text(t));
+    absl::StrAppend(&text, absl::StrJoin(outs, ", "), " = ", op.type, "(",
+                    absl::StrJoin(args, ", "), ") @", op.placement, "\n");
+  }
+  for (const Boxing& boxing : compilation.boxings) {
+    const LogicalTensor& tensor = graph.tensors[boxing.tensor];
+    absl::StrAppend(&text, "boxing#", boxing.id, " %", tensor.name, " ", tensor.sbp.ToString(),
+                    " @", tensor.placement, " -> ", boxing.dst_sbp.ToString(), " @",
+                    boxing.dst_placement, ": ",
+                    absl::StrJoin(boxing.plan.steps, ", ",
+                                  [](std::string* out, const BoxingStep& step) {
+                                    absl::StrAppend(out, BoxingKindName(step.kind));
+                                    if (step.hierarchy_axis >= 0) {
+                                      absl::StrAppend(out, "[axis ", step.hierarchy_axis, "]");
+                                    }
+                                  }),
+                    " (", boxing.plan.bytes_per_device, " B/device)\n");
+  }
+  for (const proto::DevicePlan& device : compilation.plan.devices()) {
+    absl::StrAppend(&text, "device ", device.device().node(), ":", device.device().device(),
+                    " actors=", device.actors_size(), " registers=", device.registers_size(),
+                    " collectives=", device.collective_order_size(),
+                    " peak=", device.peak_bytes(), " lower_bound=", device.lower_bound_bytes(),
+                    "\n");
+  }
+  return text;
+}
+
+}  // namespace oneflow

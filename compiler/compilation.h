@@ -1,0 +1,155 @@
+// The state the compiler's passes read and extend, from the user's Job to the Plan.
+//
+// Passes run in a fixed order (pass_pipeline.h); each fills in its part:
+//   shape_inference       job validated; `graph` indexed (tensors, ops, placements)
+//   autograd, optimizer   job extended with backward and update ops; `graph` re-indexed
+//   sbp_choice            every op's N-D signature and every tensor's SBP
+//   boxing_insertion      `boxings`: one per (tensor, needed SBP, needed placement)
+//   lowering              `devices`: per device, its physical nodes with physical shapes
+//   actor_graph           plan.devices: actors and registers
+//   collective_ordering   plan.collectives and each device's collective order
+//   memory_planning       register offsets, memory blocks, peak and lower bound
+//   plan_emission         the rest of the plan (job, op SBPs, boxings, bytes on the wire)
+#ifndef COMPILER_COMPILATION_H_
+#define COMPILER_COMPILATION_H_
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <memory>
+
+#include "absl/container/flat_hash_map.h"
+#include "compiler/boxing_cache.h"
+#include "compiler/compiler.h"
+#include "oneflow_core/ops/op_definition.h"
+#include "oneflow_core/placement.h"
+#include "oneflow_core/sbp.h"
+#include "proto/job.pb.h"
+#include "proto/plan.pb.h"
+#include "sbp/boxing_plan.h"
+#include "sbp/link_model.h"
+
+namespace oneflow {
+
+// One tensor of the logical graph.
+struct LogicalTensor {
+  enum class Kind { kInput, kVariable, kOpOutput };
+
+  std::string name;
+  Kind kind = Kind::kOpOutput;
+  TensorType type;
+  int64_t placement = 0;  // Index into LogicalGraph::placements.
+  std::optional<NdSbp> hint;
+  // Chosen by sbp_choice (variables and inputs: their hint, or B / S(0) defaults).
+  NdSbp sbp;
+  bool sbp_chosen = false;
+  // Index of the producing op (kOpOutput), data source (kInput) or variable (kVariable).
+  int64_t producer = -1;
+  // The output argument of the producing op it is.
+  int64_t producer_output = 0;
+  // Ops reading it, in op order (an op reading it twice appears twice).
+  std::vector<int64_t> consumers;
+};
+
+// One op of the logical graph.
+struct LogicalOp {
+  std::string name;
+  std::string type;
+  const OpDefinition* definition = nullptr;
+  const proto::OpDef* def = nullptr;  // In Compilation::job.
+  std::vector<int64_t> inputs;        // Tensor indices, in OpDefinition::inputs order.
+  std::vector<int64_t> outputs;
+  int64_t placement = 0;  // Index into LogicalGraph::placements.
+  // Chosen by sbp_choice: one NdSbp per input and output.
+  std::vector<NdSbp> input_sbps;
+  std::vector<NdSbp> output_sbps;
+  // Filled by boxing_insertion: the boxing each input reads through, or -1 when the
+  // producer's layout already is what the op needs.
+  std::vector<int64_t> input_boxings;
+};
+
+// The logical graph of Compilation::job, indexed for the passes.
+struct LogicalGraph {
+  // The distinct placements of the job, the default one first; tensors and ops refer
+  // to them by index (a placement of 64 devices is too big to copy per tensor).
+  std::vector<Placement> placements;
+  std::vector<LogicalTensor> tensors;
+  std::vector<LogicalOp> ops;  // Topologically ordered (the job's order).
+  absl::flat_hash_map<std::string, int64_t> tensor_index;
+  int64_t loss = -1;  // Tensor index of the loss, or -1.
+};
+
+// A conversion on one edge, shared by every consumer needing the same layout.
+struct Boxing {
+  int64_t id = 0;
+  int64_t tensor = 0;
+  NdSbp dst_sbp;
+  int64_t dst_placement = 0;
+  BoxingPlan plan;
+  // The first consumer that needs it: an op index, or -1 for the loss sink.
+  int64_t first_consumer = -1;
+  std::string reason;
+};
+
+// A node of one device's program, in execution order.
+struct PhysicalNode {
+  enum class Kind { kDataSource, kVariable, kCompute, kBoxingStep, kSink };
+  Kind kind = Kind::kCompute;
+  // kDataSource: data source index in the job; kVariable: tensor index; kCompute: op
+  // index; kBoxingStep: boxing id; kSink: the loss tensor.
+  int64_t index = 0;
+  int64_t step = 0;  // kBoxingStep: which step of the boxing.
+  // Physical shapes of what it produces, in output order.
+  std::vector<Shape> output_shapes;
+};
+
+struct DeviceProgram {
+  DeviceId device;
+  std::vector<PhysicalNode> nodes;
+};
+
+struct Compilation {
+  proto::Job job;
+  CompileOptions options;
+  LinkModel links;
+  // Every device of the cluster as one placement, and the job's default placement.
+  Placement cluster_placement;
+  Placement default_placement;
+
+  LogicalGraph graph;
+  // (variable tensor name, gradient tensor name) from autograd, in variable order.
+  std::vector<std::pair<std::string, std::string>> gradients;
+  // Created by sbp_choice once the placement table is final; reused by boxing_insertion.
+  std::unique_ptr<BoxingCache> boxing_cache;
+  std::vector<Boxing> boxings;
+  std::vector<DeviceProgram> devices;
+  // Filled by actor_graph: for boxing b and step s, the (device index, actor index in
+  // plan.devices(device).actors) of every actor running it.
+  std::vector<std::vector<std::vector<std::pair<int32_t, int32_t>>>> boxing_step_actors;
+  // Filled by collective_ordering: for boxing b and step s, the id of its first
+  // collective (one per communicator group, consecutive ids), or -1 for a local step.
+  std::vector<std::vector<int64_t>> boxing_step_collective;
+
+  proto::Plan plan;
+};
+
+// True for the boxing kinds that move data between devices (a collective), false for
+// local steps (slices, zero-filling, relabeling).
+bool IsCollective(BoxingKind kind);
+
+// Re-indexes `compilation->graph` from `compilation->job` (after a pass changed the job):
+// tensors with their types, kinds, producers, consumers and placements. Placements:
+// a tensor's hint, else (op outputs) the placement of the op's first input, else the
+// default placement; an op runs on the placement of its outputs' hints if any, else of
+// its first input.
+absl::Status IndexLogicalGraph(Compilation* compilation);
+
+// The state as text, for dumps after a pass and golden tests: the logical graph with
+// SBPs, the boxings, and (once built) one summary line per device.
+std::string CompilationToText(const Compilation& compilation);
+
+}  // namespace oneflow
+
+#endif  // COMPILER_COMPILATION_H_

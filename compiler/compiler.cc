@@ -1,0 +1,50 @@
+#include "compiler/compiler.h"
+
+#include "absl/strings/str_cat.h"
+#include "compiler/compilation.h"
+#include "compiler/pass_pipeline.h"
+#include "oneflow_core/status.h"
+
+namespace oneflow {
+namespace {
+
+absl::Status CheckOptions(const CompileOptions& options) {
+  const proto::Cluster& cluster = options.cluster;
+  if (cluster.num_nodes() < 1 || cluster.devices_per_node() < 1) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "cluster has ", cluster.num_nodes(), " nodes x ", cluster.devices_per_node(),
+        " devices; both must be >= 1"));
+  }
+  if (options.register_count < 1) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "register_count is ", options.register_count, "; it must be >= 1 (2 overlaps iterations)"));
+  }
+  return CheckLinkModel(LinkModel{cluster.intra_node_bandwidth(), cluster.inter_node_bandwidth()});
+}
+
+}  // namespace
+
+absl::StatusOr<proto::Plan> Compile(const proto::Job& job, const CompileOptions& options) {
+  OF_RETURN_IF_ERROR(CheckOptions(options));
+  Compilation compilation;
+  compilation.job = job;
+  compilation.options = options;
+  const proto::Cluster& cluster = options.cluster;
+  compilation.links = LinkModel{cluster.intra_node_bandwidth(), cluster.inter_node_bandwidth()};
+  const DeviceType type = cluster.device_type() == proto::DEVICE_CUDA ? DeviceType::kCuda : DeviceType::kCpu;
+  OF_ASSIGN_OR_RETURN(compilation.cluster_placement,
+                      Placement::Grid(type, cluster.num_nodes(), cluster.devices_per_node()));
+  compilation.default_placement = compilation.cluster_placement;
+  if (job.has_default_placement()) {
+    absl::StatusOr<Placement> placement = Placement::FromProto(job.default_placement());
+    if (!placement.ok()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("default placement of job '", job.name(), "': ", placement.status().message()));
+    }
+    compilation.default_placement = *placement;
+  }
+  OF_RETURN_IF_ERROR(StandardPipeline().Run(&compilation));
+  return std::move(compilation.plan);
+}
+
+}  // namespace oneflow

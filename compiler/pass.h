@@ -1,0 +1,23 @@
+// One compiler pass: a named transformation of the Compilation state. Passes are listed
+// in order in pass_pipeline.cc; nothing registers itself.
+#ifndef COMPILER_PASS_H_
+#define COMPILER_PASS_H_
+
+#include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
+#include "compiler/compilation.h"
+
+namespace oneflow {
+
+class CompilerPass {
+ public:
+  virtual ~CompilerPass() = default;
+  // Short snake_case name, used by --dump_after and in error messages.
+  virtual absl::string_view name() const = 0;
+  // Returns whether the pass changed anything. Errors name what the user wrote.
+  virtual absl::StatusOr<bool> Run(Compilation* compilation) = 0;
+};
+
+}  // namespace oneflow
+
+#endif  // COMPILER_PASS_H_

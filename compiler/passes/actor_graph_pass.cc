@@ -1,0 +1,227 @@
+#include "compiler/passes/actor_graph_pass.h"
+
+#include "absl/strings/str_cat.h"
+#include "oneflow_core/dsl/attr.h"
+#include "oneflow_core/status.h"
+
+namespace oneflow {
+namespace {
+
+class DeviceActorBuilder {
+ public:
+  DeviceActorBuilder(Compilation* compilation, int32_t device_index, int64_t* next_actor_id)
+      : compilation_(*compilation),
+        graph_(compilation->graph),
+        device_index_(device_index),
+        next_actor_id_(*next_actor_id),
+        plan_(*compilation->plan.add_devices()),
+        tensor_register_(graph_.tensors.size(), -1),
+        boxing_register_(compilation->boxings.size(), -1) {
+    const DeviceId& device = compilation->devices[device_index].device;
+    plan_.mutable_device()->set_node(device.node);
+    plan_.mutable_device()->set_device(device.device);
+  }
+
+  absl::Status Run() {
+    const DeviceProgram& program = compilation_.devices[device_index_];
+    plan_.mutable_actors()->Reserve(static_cast<int>(program.nodes.size()));
+    for (const PhysicalNode& node : program.nodes) {
+      switch (node.kind) {
+        case PhysicalNode::Kind::kDataSource:
+          AddDataSource(node);
+          break;
+        case PhysicalNode::Kind::kVariable:
+          AddVariable(node);
+          break;
+        case PhysicalNode::Kind::kCompute:
+          OF_RETURN_IF_ERROR(AddCompute(node));
+          break;
+        case PhysicalNode::Kind::kBoxingStep:
+          AddBoxingStep(node);
+          break;
+        case PhysicalNode::Kind::kSink:
+          OF_RETURN_IF_ERROR(AddSink(node));
+          break;
+      }
+    }
+    AddUpdateOrdering();
+    return absl::OkStatus();
+  }
+
+ private:
+  proto::ActorDef* NewActor(const std::string& name, proto::ActorKind kind,
+                            proto::ThreadKind thread) {
+    proto::ActorDef* actor = plan_.add_actors();
+    actor->set_id(next_actor_id_++);
+    actor->set_name(name);
+    actor->set_kind(kind);
+    actor->set_thread(thread);
+    actor->set_collective_id(-1);
+    return actor;
+  }
+
+  int64_t NewRegister(proto::ActorDef* producer, const std::string& tensor, const Shape& shape,
+                      DType dtype, bool persistent) {
+    proto::RegisterDef* reg = plan_.add_registers();
+    const int64_t id = plan_.registers_size() - 1;
+    reg->set_id(id);
+    reg->set_tensor(tensor);
+    reg->set_producer_actor(producer->id());
+    reg->set_count(persistent ? 1 : compilation_.options.register_count);
+    reg->set_size_bytes(shape.NumElements() * SizeOf(dtype));
+    for (int64_t dim : shape.dims()) reg->add_shape(dim);
+    reg->set_dtype(ToProto(dtype));
+    reg->set_persistent(persistent);
+    producer->add_produced_registers(id);
+    return id;
+  }
+
+  void Consume(proto::ActorDef* actor, int64_t reg) {
+    actor->add_consumed_registers(reg);
+    plan_.mutable_registers(static_cast<int>(reg))->add_consumer_actors(actor->id());
+  }
+
+  void AddDataSource(const PhysicalNode& node) {
+    const proto::DataSourceDef& source = compilation_.job.data_sources(static_cast<int>(node.index));
+    proto::ActorDef* actor = NewActor(absl::StrCat("data_source/", source.name()),
+                                      proto::ACTOR_DATA_SOURCE, proto::THREAD_COMPUTE);
+    proto::KernelDef* kernel = actor->add_kernels();
+    kernel->set_name("data_source");
+    kernel->set_op_name(source.name());
+    for (int k = 0; k < source.outputs_size(); ++k) {
+      const int64_t t = graph_.tensor_index.at(source.outputs(k));
+      const LogicalTensor& tensor = graph_.tensors[t];
+      tensor_register_[t] =
+          NewRegister(actor, tensor.name, node.output_shapes[k], tensor.type.dtype, false);
+      (*kernel->mutable_outputs())[tensor.name] = tensor_register_[t];
+    }
+  }
+
+  void AddVariable(const PhysicalNode& node) {
+    const LogicalTensor& tensor = graph_.tensors[node.index];
+    proto::ActorDef* actor = NewActor(tensor.name, proto::ACTOR_VARIABLE, proto::THREAD_COMPUTE);
+    proto::KernelDef* kernel = actor->add_kernels();
+    kernel->set_name("variable");
+    kernel->set_op_name(tensor.name);
+    tensor_register_[node.index] =
+        NewRegister(actor, tensor.name, node.output_shapes[0], tensor.type.dtype, true);
+    (*kernel->mutable_outputs())["out"] = tensor_register_[node.index];
+  }
+
+  absl::Status AddCompute(const PhysicalNode& node) {
+    const LogicalOp& op = graph_.ops[node.index];
+    proto::ActorDef* actor = NewActor(op.name, proto::ACTOR_COMPUTE, proto::THREAD_COMPUTE);
+    proto::KernelDef* kernel = actor->add_kernels();
+    kernel->set_name(op.definition->kernel);
+    kernel->set_op_name(op.name);
+    *kernel->mutable_attrs() = op.def->attrs();
+    for (size_t k = 0; k < op.inputs.size(); ++k) {
+      const int64_t reg = op.input_boxings[k] >= 0 ? boxing_register_[op.input_boxings[k]]
+                                                   : tensor_register_[op.inputs[k]];
+      if (reg < 0) {
+        return absl::InternalError(absl::StrCat("op '", op.name, "' input '",
+                                                op.definition->inputs[k], "' has no register on device ",
+                                                device_index_));
+      }
+      Consume(actor, reg);
+      (*kernel->mutable_inputs())[op.definition->inputs[k]] = reg;
+      for (const std::string& updated : op.definition->updated_inputs) {
+        if (updated == op.definition->inputs[k]) updates_.push_back({actor->id(), reg});
+      }
+    }
+    for (size_t k = 0; k < op.outputs.size(); ++k) {
+      const LogicalTensor& tensor = graph_.tensors[op.outputs[k]];
+      tensor_register_[op.outputs[k]] =
+          NewRegister(actor, tensor.name, node.output_shapes[k], tensor.type.dtype, false);
+      (*kernel->mutable_outputs())[op.definition->outputs[k]] = tensor_register_[op.outputs[k]];
+    }
+    return absl::OkStatus();
+  }
+
+  void AddBoxingStep(const PhysicalNode& node) {
+    const Boxing& boxing = compilation_.boxings[node.index];
+    const BoxingStep& step = boxing.plan.steps[node.step];
+    const LogicalTensor& tensor = graph_.tensors[boxing.tensor];
+    proto::ActorDef* actor = NewActor(
+        absl::StrCat(tensor.name, "/boxing_", boxing.id, "/", BoxingKindName(step.kind)),
+        proto::ACTOR_BOXING,
+        IsCollective(step.kind) ? proto::THREAD_COMMUNICATION : proto::THREAD_COMPUTE);
+    actor->set_boxing_id(boxing.id);
+    actor->set_boxing_step(node.step);
+    proto::KernelDef* kernel = actor->add_kernels();
+    kernel->set_name(std::string(BoxingKindName(step.kind)));
+    kernel->set_op_name(tensor.name);
+    (*kernel->mutable_attrs())["src_sbp"].set_s(step.src.ToString());
+    (*kernel->mutable_attrs())["dst_sbp"].set_s(step.dst.ToString());
+    (*kernel->mutable_attrs())["hierarchy_axis"].set_i(step.hierarchy_axis);
+    const int64_t in = node.step == 0 ? tensor_register_[boxing.tensor] : boxing_register_[boxing.id];
+    if (in >= 0) {
+      Consume(actor, in);
+      (*kernel->mutable_inputs())["in"] = in;
+    }
+    boxing_register_[boxing.id] = -1;
+    if (!node.output_shapes.empty()) {
+      boxing_register_[boxing.id] =
+          NewRegister(actor, absl::StrCat(tensor.name, "/boxing_", boxing.id, "/", node.step),
+                      node.output_shapes[0], tensor.type.dtype, false);
+      (*kernel->mutable_outputs())["out"] = boxing_register_[boxing.id];
+    }
+    auto& actors = compilation_.boxing_step_actors[boxing.id][node.step];
+    actors.push_back({device_index_, plan_.actors_size() - 1});
+  }
+
+  absl::Status AddSink(const PhysicalNode& node) {
+    proto::ActorDef* actor = NewActor("loss_sink", proto::ACTOR_SINK, proto::THREAD_COMPUTE);
+    proto::KernelDef* kernel = actor->add_kernels();
+    kernel->set_name("loss_sink");
+    kernel->set_op_name(graph_.tensors[node.index].name);
+    int64_t reg = tensor_register_[node.index];
+    for (const Boxing& boxing : compilation_.boxings) {
+      if (boxing.first_consumer == -1 && boxing.tensor == node.index) reg = boxing_register_[boxing.id];
+    }
+    if (reg < 0) return absl::InternalError("the loss has no register for the sink");
+    Consume(actor, reg);
+    (*kernel->mutable_inputs())["loss"] = reg;
+    return absl::OkStatus();
+  }
+
+  // An update writes its variable in place: every other reader of that iteration's value
+  // must have acted first.
+  void AddUpdateOrdering() {
+    const int64_t first_actor = plan_.actors_size() > 0 ? plan_.actors(0).id() : 0;
+    for (const auto& [update_actor, reg] : updates_) {
+      proto::ActorDef* actor = plan_.mutable_actors(static_cast<int>(update_actor - first_actor));
+      for (int64_t reader : plan_.registers(static_cast<int>(reg)).consumer_actors()) {
+        if (reader != update_actor) actor->add_control_predecessors(reader);
+      }
+    }
+  }
+
+  Compilation& compilation_;
+  const LogicalGraph& graph_;
+  const int32_t device_index_;
+  int64_t& next_actor_id_;
+  proto::DevicePlan& plan_;
+  std::vector<int64_t> tensor_register_;
+  // The register holding the latest step's output of each boxing on this device.
+  std::vector<int64_t> boxing_register_;
+  std::vector<std::pair<int64_t, int64_t>> updates_;  // (update actor id, register id)
+};
+
+}  // namespace
+
+absl::StatusOr<bool> ActorGraphPass::Run(Compilation* compilation) {
+  compilation->plan.clear_devices();
+  compilation->boxing_step_actors.assign(compilation->boxings.size(), {});
+  for (const Boxing& boxing : compilation->boxings) {
+    compilation->boxing_step_actors[boxing.id].resize(boxing.plan.steps.size());
+  }
+  int64_t next_actor_id = 0;
+  for (size_t d = 0; d < compilation->devices.size(); ++d) {
+    OF_RETURN_IF_ERROR(
+        DeviceActorBuilder(compilation, static_cast<int32_t>(d), &next_actor_id).Run());
+  }
+  return true;
+}
+
+}  // namespace oneflow

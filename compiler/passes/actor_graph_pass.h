@@ -1,0 +1,21 @@
+#ifndef COMPILER_PASSES_ACTOR_GRAPH_PASS_H_
+#define COMPILER_PASSES_ACTOR_GRAPH_PASS_H_
+
+#include "compiler/pass.h"
+
+namespace oneflow {
+
+// Turns each device program into actors and registers: one actor per node (compute
+// thread, or communication thread for collective boxing steps), one register per output
+// with its producer, consumers, slot count (CompileOptions::register_count; 1 persistent
+// slot for variables) and size. An in-place update waits for every other reader of the
+// variable it updates (control predecessors).
+class ActorGraphPass : public CompilerPass {
+ public:
+  absl::string_view name() const override { return "actor_graph"; }
+  absl::StatusOr<bool> Run(Compilation* compilation) override;
+};
+
+}  // namespace oneflow
+
+#endif  // COMPILER_PASSES_ACTOR_GRAPH_PASS_H_

@@ -1,0 +1,89 @@
+#include "compiler/passes/boxing_insertion_pass.h"
+
+#include "absl/container/flat_hash_map.h"
+#include "absl/strings/str_cat.h"
+#include "oneflow_core/status.h"
+
+namespace oneflow {
+namespace {
+
+// Who made the tensor, for the reason line: an op name, "data source 'd'" or
+// "variable".
+std::string ProducerText(const Compilation& compilation, const LogicalTensor& tensor) {
+  switch (tensor.kind) {
+    case LogicalTensor::Kind::kInput:
+      return absl::StrCat("data source '", compilation.job.data_sources(tensor.producer).name(), "'");
+    case LogicalTensor::Kind::kVariable:
+      return absl::StrCat("variable '", tensor.name, "'");
+    case LogicalTensor::Kind::kOpOutput:
+      return absl::StrCat(compilation.graph.ops[tensor.producer].name, " (",
+                          compilation.graph.ops[tensor.producer].type, ")");
+  }
+  return "";
+}
+
+}  // namespace
+
+absl::StatusOr<bool> BoxingInsertionPass::Run(Compilation* compilation) {
+  LogicalGraph& graph = compilation->graph;
+  BoxingCache& cache = *compilation->boxing_cache;
+  std::vector<Boxing>& boxings = compilation->boxings;
+  boxings.clear();
+  absl::flat_hash_map<std::string, int64_t> existing;
+  // Returns the boxing converting `t` to (sbp, placement), creating it on first use.
+  auto box = [&](int64_t t, const NdSbp& sbp, int64_t placement, int64_t consumer,
+                 const std::string& consumer_text) -> absl::StatusOr<int64_t> {
+    const LogicalTensor& tensor = graph.tensors[t];
+    const std::string key = absl::StrCat(t, "|", sbp.ToString(), "|", placement);
+    auto it = existing.find(key);
+    if (it != existing.end()) return it->second;
+    const absl::StatusOr<BoxingPlan>& plan = cache.Plan(
+        tensor.type.shape, tensor.type.dtype, tensor.sbp, tensor.placement, sbp, placement);
+    if (!plan.ok()) {
+      return absl::Status(plan.status().code(),
+                          absl::StrCat("tensor '", tensor.name, "' into ", consumer_text, ": ",
+                                       plan.status().message()));
+    }
+    Boxing boxing;
+    boxing.id = static_cast<int64_t>(boxings.size());
+    boxing.tensor = t;
+    boxing.dst_sbp = sbp;
+    boxing.dst_placement = placement;
+    boxing.plan = *plan;
+    boxing.first_consumer = consumer;
+    boxing.reason = absl::StrCat(ProducerText(*compilation, tensor), " produces ",
+                                 tensor.sbp.ToString(),
+                                 tensor.placement == placement
+                                     ? ""
+                                     : absl::StrCat(" on ", graph.placements[tensor.placement].ToString()),
+                                 ", ", consumer_text, " needs ", sbp.ToString(),
+                                 tensor.placement == placement
+                                     ? ""
+                                     : absl::StrCat(" on ", graph.placements[placement].ToString()));
+    existing.emplace(key, boxing.id);
+    boxings.push_back(std::move(boxing));
+    return boxings.back().id;
+  };
+  for (size_t o = 0; o < graph.ops.size(); ++o) {
+    LogicalOp& op = graph.ops[o];
+    op.input_boxings.assign(op.inputs.size(), -1);
+    for (size_t k = 0; k < op.inputs.size(); ++k) {
+      const LogicalTensor& tensor = graph.tensors[op.inputs[k]];
+      if (tensor.sbp == op.input_sbps[k] && tensor.placement == op.placement) continue;
+      OF_ASSIGN_OR_RETURN(op.input_boxings[k],
+                          box(op.inputs[k], op.input_sbps[k], op.placement, static_cast<int64_t>(o),
+                              absl::StrCat(op.name, " (", op.type, ")")));
+    }
+  }
+  // The loss sink reports one number per iteration: every device needs the whole value.
+  if (graph.loss >= 0) {
+    const LogicalTensor& loss = graph.tensors[graph.loss];
+    const NdSbp all_b(std::vector<Sbp>(loss.sbp.size(), Sbp::Broadcast()));
+    if (loss.sbp != all_b) {
+      OF_RETURN_IF_ERROR(box(graph.loss, all_b, loss.placement, -1, "the loss sink").status());
+    }
+  }
+  return !boxings.empty();
+}
+
+}  // namespace oneflow

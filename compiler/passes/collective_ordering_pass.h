@@ -1,0 +1,20 @@
+#ifndef COMPILER_PASSES_COLLECTIVE_ORDERING_PASS_H_
+#define COMPILER_PASSES_COLLECTIVE_ORDERING_PASS_H_
+
+#include "compiler/pass.h"
+
+namespace oneflow {
+
+// Creates one CollectiveDef per (boxing step, communicator group) and fixes the static
+// order: collectives are numbered in the single topological order of the boxings, so
+// every device issues its collectives in increasing id and every group's members agree
+// on its sequence; the plan verifier checks exactly that.
+class CollectiveOrderingPass : public CompilerPass {
+ public:
+  absl::string_view name() const override { return "collective_ordering"; }
+  absl::StatusOr<bool> Run(Compilation* compilation) override;
+};
+
+}  // namespace oneflow
+
+#endif  // COMPILER_PASSES_COLLECTIVE_ORDERING_PASS_H_

@@ -1,0 +1,108 @@
+#include "compiler/passes/memory_planning_pass.h"
+
+#include <algorithm>
+
+#include "absl/container/flat_hash_map.h"
+#include "absl/hash/hash.h"
+#include "compiler/memory_layout.h"
+
+namespace oneflow {
+namespace {
+
+// The layout problem of one device, in positions (actor indices) rather than ids, so
+// devices with the same structure and sizes (every device of an evenly split
+// data/tensor-parallel job) share one solution.
+struct DeviceProblem {
+  std::vector<RegisterLifetime> transient;
+  std::vector<int64_t> transient_ids;  // Register id of each entry of `transient`.
+
+  bool operator==(const DeviceProblem& other) const {
+    if (transient.size() != other.transient.size()) return false;
+    for (size_t i = 0; i < transient.size(); ++i) {
+      const RegisterLifetime& a = transient[i];
+      const RegisterLifetime& b = other.transient[i];
+      if (a.size_bytes != b.size_bytes || a.first != b.first || a.last != b.last) return false;
+    }
+    return true;
+  }
+  template <typename H>
+  friend H AbslHashValue(H h, const DeviceProblem& problem) {
+    for (const RegisterLifetime& r : problem.transient) h = H::combine(std::move(h), r.size_bytes, r.first, r.last);
+    return H::combine(std::move(h), problem.transient.size());
+  }
+};
+
+DeviceProblem ProblemOf(const proto::DevicePlan& device) {
+  DeviceProblem problem;
+  const int64_t first_actor = device.actors_size() > 0 ? device.actors(0).id() : 0;
+  for (const proto::RegisterDef& reg : device.registers()) {
+    if (reg.persistent()) continue;
+    RegisterLifetime lifetime;
+    lifetime.size_bytes = reg.size_bytes();
+    lifetime.first = reg.producer_actor() - first_actor;
+    lifetime.last = lifetime.first;
+    for (int64_t consumer : reg.consumer_actors()) {
+      lifetime.last = std::max(lifetime.last, consumer - first_actor);
+    }
+    problem.transient.push_back(lifetime);
+    problem.transient_ids.push_back(reg.id());
+  }
+  return problem;
+}
+
+}  // namespace
+
+absl::StatusOr<bool> MemoryPlanningPass::Run(Compilation* compilation) {
+  const int64_t count = compilation->options.register_count;
+  absl::flat_hash_map<DeviceProblem, MemoryLayout> solved;
+  for (proto::DevicePlan& device : *compilation->plan.mutable_devices()) {
+    // Persistent registers: one slot each, packed in their own block.
+    int64_t persistent_bytes = 0;
+    for (proto::RegisterDef& reg : *device.mutable_registers()) {
+      if (!reg.persistent()) continue;
+      reg.set_memory_block(0);
+      reg.set_offset(persistent_bytes);
+      persistent_bytes += AlignUp(reg.size_bytes());
+    }
+    DeviceProblem problem = ProblemOf(device);
+    auto it = solved.find(problem);
+    if (it == solved.end()) it = solved.emplace(problem, LayOutRegisters(problem.transient)).first;
+    const MemoryLayout& layout = it->second;
+    for (size_t i = 0; i < problem.transient_ids.size(); ++i) {
+      proto::RegisterDef* reg = device.mutable_registers(static_cast<int>(problem.transient_ids[i]));
+      reg->set_memory_block(1);
+      reg->set_offset(layout.offsets[i]);
+    }
+    device.clear_memory_blocks();
+    proto::MemoryBlock* persistent = device.add_memory_blocks();
+    persistent->set_id(0);
+    persistent->set_size_bytes(persistent_bytes);
+    persistent->set_persistent(true);
+    proto::MemoryBlock* arena = device.add_memory_blocks();
+    arena->set_id(1);
+    arena->set_size_bytes(layout.size_bytes * count);
+    arena->set_slot_stride_bytes(layout.size_bytes);
+    device.set_peak_bytes(persistent_bytes + layout.size_bytes * count);
+    device.set_lower_bound_bytes(persistent_bytes + layout.lower_bound_bytes * count);
+    // Whoever writes reused memory waits for the readers of what was there before.
+    const int64_t first_actor = device.actors_size() > 0 ? device.actors(0).id() : 0;
+    for (const auto& [earlier, later] : layout.reuses) {
+      const proto::RegisterDef& old_reg = device.registers(static_cast<int>(problem.transient_ids[earlier]));
+      const proto::RegisterDef& new_reg = device.registers(static_cast<int>(problem.transient_ids[later]));
+      proto::ActorDef* writer =
+          device.mutable_actors(static_cast<int>(new_reg.producer_actor() - first_actor));
+      auto add = [&](int64_t predecessor) {
+        if (predecessor == writer->id()) return;
+        const auto& existing = writer->control_predecessors();
+        if (std::find(existing.begin(), existing.end(), predecessor) == existing.end()) {
+          writer->add_control_predecessors(predecessor);
+        }
+      };
+      if (old_reg.consumer_actors().empty()) add(old_reg.producer_actor());
+      for (int64_t reader : old_reg.consumer_actors()) add(reader);
+    }
+  }
+  return true;
+}
+
+}  // namespace oneflow

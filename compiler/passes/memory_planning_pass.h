@@ -1,0 +1,22 @@
+#ifndef COMPILER_PASSES_MEMORY_PLANNING_PASS_H_
+#define COMPILER_PASSES_MEMORY_PLANNING_PASS_H_
+
+#include "compiler/pass.h"
+
+namespace oneflow {
+
+// Lays out each device's registers: persistent ones (variables, optimizer state) in a
+// persistent block, the others in one arena where registers whose lifetimes (first
+// producer to last consumer position in the device's actor order) do not overlap share
+// memory, placed largest first at the lowest offset that fits. Records the peak and the
+// lower bound (the largest sum of simultaneously live registers), and makes an actor
+// whose register reuses memory wait for the last readers of what was there.
+class MemoryPlanningPass : public CompilerPass {
+ public:
+  absl::string_view name() const override { return "memory_planning"; }
+  absl::StatusOr<bool> Run(Compilation* compilation) override;
+};
+
+}  // namespace oneflow
+
+#endif  // COMPILER_PASSES_MEMORY_PLANNING_PASS_H_

@@ -1,0 +1,124 @@
+#include "compiler/passes/plan_emission_pass.h"
+
+#include <map>
+
+#include "absl/strings/str_cat.h"
+#include "compiler/plan_verifier.h"
+#include "oneflow_core/status.h"
+
+namespace oneflow {
+namespace {
+
+std::string ProducerName(const Compilation& compilation, const LogicalTensor& tensor) {
+  switch (tensor.kind) {
+    case LogicalTensor::Kind::kInput:
+      return absl::StrCat("data_source/", compilation.job.data_sources(tensor.producer).name());
+    case LogicalTensor::Kind::kVariable:
+      return tensor.name;
+    case LogicalTensor::Kind::kOpOutput:
+      return compilation.graph.ops[tensor.producer].name;
+  }
+  return "";
+}
+
+void EmitBoxings(Compilation* compilation) {
+  const LogicalGraph& graph = compilation->graph;
+  proto::Plan& plan = compilation->plan;
+  for (const Boxing& boxing : compilation->boxings) {
+    const LogicalTensor& tensor = graph.tensors[boxing.tensor];
+    proto::BoxingDef* def = plan.add_boxings();
+    def->set_id(boxing.id);
+    def->set_tensor(tensor.name);
+    def->set_producer_op(ProducerName(*compilation, tensor));
+    def->set_consumer_op(boxing.first_consumer >= 0 ? graph.ops[boxing.first_consumer].name
+                                                    : "loss_sink");
+    *def->mutable_src_sbp() = tensor.sbp.ToProto();
+    *def->mutable_dst_sbp() = boxing.dst_sbp.ToProto();
+    *def->mutable_src_placement() = graph.placements[tensor.placement].ToProto();
+    *def->mutable_dst_placement() = graph.placements[boxing.dst_placement].ToProto();
+    int64_t bytes_per_iter = 0;
+    int64_t placement = tensor.placement;
+    for (size_t s = 0; s < boxing.plan.steps.size(); ++s) {
+      const BoxingStep& step = boxing.plan.steps[s];
+      proto::BoxingStepDef* step_def = def->add_steps();
+      step_def->set_kind(std::string(BoxingKindName(step.kind)));
+      step_def->set_hierarchy_axis(step.hierarchy_axis);
+      *step_def->mutable_src_sbp() = step.src.ToProto();
+      *step_def->mutable_dst_sbp() = step.dst.ToProto();
+      step_def->set_bytes_per_device(step.bytes_per_device);
+      step_def->set_collective_id(compilation->boxing_step_collective[boxing.id][s]);
+      if (step.kind == BoxingKind::kSendRecv) placement = boxing.dst_placement;
+      bytes_per_iter += step.bytes_per_device * graph.placements[placement].num_devices();
+    }
+    def->set_bytes_per_iter(bytes_per_iter);
+    def->set_reason(boxing.reason);
+  }
+}
+
+// Each member of a collective's group sends and receives the step's bytes per device
+// (the ring algorithms of the cost model are symmetric); a send/recv's sources only
+// send and its destinations only receive.
+void CountWireBytes(proto::Plan* plan) {
+  std::map<std::pair<int64_t, int64_t>, proto::DevicePlan*> devices;
+  for (proto::DevicePlan& device : *plan->mutable_devices()) {
+    device.set_bytes_sent_per_iter(0);
+    device.set_bytes_received_per_iter(0);
+    devices[{device.device().node(), device.device().device()}] = &device;
+  }
+  for (const proto::CollectiveDef& collective : plan->collectives()) {
+    const int64_t bytes = collective.bytes_per_device();
+    for (const proto::DeviceId& member : collective.group()) {
+      proto::DevicePlan* device = devices.at({member.node(), member.device()});
+      bool sends = true, receives = true;
+      if (collective.kind() == proto::SEND_RECV) {
+        sends = receives = false;
+        for (const proto::ActorDef& actor : device->actors()) {
+          if (actor.collective_id() != collective.id()) continue;
+          sends |= actor.consumed_registers_size() > 0;
+          receives |= actor.produced_registers_size() > 0;
+        }
+      }
+      if (sends) device->set_bytes_sent_per_iter(device->bytes_sent_per_iter() + bytes);
+      if (receives) device->set_bytes_received_per_iter(device->bytes_received_per_iter() + bytes);
+    }
+  }
+}
+
+}  // namespace
+
+absl::StatusOr<bool> PlanEmissionPass::Run(Compilation* compilation) {
+  const LogicalGraph& graph = compilation->graph;
+  proto::Plan& plan = compilation->plan;
+  plan.set_format_version(kPlanFormatVersion);
+  *plan.mutable_cluster() = compilation->options.cluster;
+  *plan.mutable_job() = compilation->job;
+  plan.set_register_count(compilation->options.register_count);
+  plan.clear_op_sbps();
+  for (const LogicalOp& op : graph.ops) {
+    proto::LogicalOpSbp* entry = plan.add_op_sbps();
+    entry->set_op_name(op.name);
+    for (size_t k = 0; k < op.inputs.size(); ++k) {
+      (*entry->mutable_signature()->mutable_inputs())[op.definition->inputs[k]] = op.input_sbps[k].ToProto();
+    }
+    for (size_t k = 0; k < op.outputs.size(); ++k) {
+      (*entry->mutable_signature()->mutable_outputs())[op.definition->outputs[k]] =
+          op.output_sbps[k].ToProto();
+    }
+    *entry->mutable_placement() = graph.placements[op.placement].ToProto();
+  }
+  plan.clear_tensor_layouts();
+  for (const LogicalTensor& tensor : graph.tensors) {
+    if (tensor.kind == LogicalTensor::Kind::kOpOutput) continue;
+    proto::TensorLayout* layout = plan.add_tensor_layouts();
+    layout->set_tensor(tensor.name);
+    *layout->mutable_sbp() = tensor.sbp.ToProto();
+    *layout->mutable_placement() = graph.placements[tensor.placement].ToProto();
+  }
+  plan.clear_boxings();
+  EmitBoxings(compilation);
+  CountWireBytes(&plan);
+  OF_RETURN_IF_ERROR(VerifyPlan(plan));
+  return true;
+}
+
+}  // namespace oneflow

@@ -1,0 +1,170 @@
+#include "compiler/passes/sbp_choice_pass.h"
+
+#include <limits>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "oneflow_core/dsl/attr.h"
+#include "oneflow_core/status.h"
+#include "oneflow_core/tensor_slice.h"
+
+namespace oneflow {
+namespace {
+
+// Attributes of an op as the definition functions take them.
+absl::StatusOr<AttrMap> AttrsOf(const proto::OpDef& def) {
+  AttrMap attrs;
+  for (const auto& [key, value] : def.attrs()) {
+    OF_ASSIGN_OR_RETURN(attrs[key], AttrFromProto(value));
+  }
+  return attrs;
+}
+
+struct Candidate {
+  std::vector<NdSbp> inputs;
+  std::vector<NdSbp> outputs;
+};
+
+// Every combination of 1-D signatures over `axes` hierarchy axes, axis 0 outermost.
+std::vector<Candidate> Combine(const std::vector<SbpSignature>& signatures, int64_t axes) {
+  std::vector<Candidate> candidates;
+  std::vector<size_t> pick(axes, 0);
+  while (true) {
+    Candidate candidate;
+    const SbpSignature& first = signatures[0];
+    candidate.inputs.assign(first.inputs.size(), NdSbp());
+    candidate.outputs.assign(first.outputs.size(), NdSbp());
+    for (size_t k = 0; k < first.inputs.size(); ++k) {
+      std::vector<Sbp> per_axis;
+      for (int64_t a = 0; a < axes; ++a) per_axis.push_back(signatures[pick[a]].inputs[k]);
+      candidate.inputs[k] = NdSbp(std::move(per_axis));
+    }
+    for (size_t k = 0; k < first.outputs.size(); ++k) {
+      std::vector<Sbp> per_axis;
+      for (int64_t a = 0; a < axes; ++a) per_axis.push_back(signatures[pick[a]].outputs[k]);
+      candidate.outputs[k] = NdSbp(std::move(per_axis));
+    }
+    candidates.push_back(std::move(candidate));
+    int64_t a = axes - 1;
+    while (a >= 0 && ++pick[a] == signatures.size()) pick[a--] = 0;
+    if (a < 0) break;
+  }
+  return candidates;
+}
+
+// Per-device elements of a tensor under `sbp`, a partial one counted double: it will
+// need a reduction, which the greedy choice cannot see yet.
+double OutputWeight(const LogicalTensor& tensor, const NdSbp& sbp, const Placement& placement) {
+  double elements = static_cast<double>(tensor.type.shape.NumElements());
+  for (int64_t a = 0; a < sbp.size(); ++a) {
+    if (sbp.at(a).is_split()) elements /= static_cast<double>(placement.hierarchy().dim(a));
+    if (sbp.at(a).is_partial()) elements *= 2;
+  }
+  return elements;
+}
+
+NdSbp AllBroadcast(int64_t axes) { return NdSbp(std::vector<Sbp>(axes, Sbp::Broadcast())); }
+
+}  // namespace
+
+absl::StatusOr<bool> SbpChoicePass::Run(Compilation* compilation) {
+  LogicalGraph& graph = compilation->graph;
+  compilation->boxing_cache = std::make_unique<BoxingCache>(
+      &graph.placements, compilation->links, compilation->options.boxing);
+  BoxingCache& cache = *compilation->boxing_cache;
+  for (LogicalTensor& tensor : graph.tensors) {
+    if (tensor.kind == LogicalTensor::Kind::kOpOutput) continue;
+    const int64_t axes = graph.placements[tensor.placement].hierarchy().rank();
+    tensor.sbp = tensor.hint ? *tensor.hint : AllBroadcast(axes);
+    tensor.sbp_chosen = true;
+  }
+  for (LogicalOp& op : graph.ops) {
+    const Placement& placement = graph.placements[op.placement];
+    const int64_t axes = placement.hierarchy().rank();
+    std::vector<TensorType> input_types;
+    for (int64_t t : op.inputs) input_types.push_back(graph.tensors[t].type);
+    OF_ASSIGN_OR_RETURN(AttrMap attrs, AttrsOf(*op.def));
+    const std::vector<SbpSignature> signatures = op.definition->signatures(input_types, attrs);
+    const std::string where = absl::StrCat("op '", op.name, "' (", op.type, ")");
+    if (signatures.empty()) {
+      return absl::InternalError(absl::StrCat(where, " offers no SBP signature"));
+    }
+    std::vector<Candidate> candidates = Combine(signatures, axes);
+    double best_seconds = std::numeric_limits<double>::infinity();
+    double best_weight = 0;
+    const Candidate* best = nullptr;
+    bool any_matches_hints = false;
+    for (const Candidate& candidate : candidates) {
+      bool allowed = true;
+      for (size_t k = 0; k < op.outputs.size() && allowed; ++k) {
+        const LogicalTensor& out = graph.tensors[op.outputs[k]];
+        if (out.hint && *out.hint != candidate.outputs[k]) allowed = false;
+      }
+      if (!allowed) continue;
+      any_matches_hints = true;
+      double seconds = 0;
+      for (size_t k = 0; k < op.inputs.size() && allowed; ++k) {
+        const LogicalTensor& in = graph.tensors[op.inputs[k]];
+        if (in.sbp == candidate.inputs[k] && in.placement == op.placement) continue;
+        const std::string& arg = op.definition->inputs[k];
+        const auto& updated = op.definition->updated_inputs;
+        if (std::find(updated.begin(), updated.end(), arg) != updated.end()) {
+          allowed = false;  // Updated in place: must run on the variable's own slices.
+          break;
+        }
+        const absl::StatusOr<BoxingPlan>& plan =
+            cache.Plan(in.type.shape, in.type.dtype, in.sbp, in.placement, candidate.inputs[k],
+                       op.placement);
+        if (!plan.ok()) {
+          allowed = false;  // A conversion the boxing planner cannot do (e.g. P(max)).
+          break;
+        }
+        seconds += plan->seconds;
+      }
+      if (!allowed) continue;
+      double weight = 0;
+      for (size_t k = 0; k < op.outputs.size(); ++k) {
+        weight += OutputWeight(graph.tensors[op.outputs[k]], candidate.outputs[k], placement);
+      }
+      if (seconds < best_seconds || (seconds == best_seconds && weight < best_weight)) {
+        best_seconds = seconds;
+        best_weight = weight;
+        best = &candidate;
+      }
+    }
+    if (best == nullptr) {
+      std::vector<std::string> inputs;
+      for (int64_t t : op.inputs) {
+        inputs.push_back(absl::StrCat(graph.tensors[t].name, ": ", graph.tensors[t].sbp.ToString()));
+      }
+      std::vector<std::string> hints;
+      for (int64_t t : op.outputs) {
+        if (graph.tensors[t].hint) {
+          hints.push_back(absl::StrCat(graph.tensors[t].name, ": ", graph.tensors[t].hint->ToString()));
+        }
+      }
+      if (!any_matches_hints) {
+        return absl::InvalidArgumentError(absl::StrCat(
+            where, " cannot produce the hinted SBP of its output (", absl::StrJoin(hints, ", "),
+            "); its 1-D signatures are: ",
+            absl::StrJoin(signatures, "; ", [](std::string* out, const SbpSignature& s) {
+              out->append(s.ToString());
+            })));
+      }
+      return absl::InvalidArgumentError(absl::StrCat(
+          where, " has no SBP signature reachable from its inputs (", absl::StrJoin(inputs, ", "),
+          ") on placement ", placement.ToString(),
+          " without boxing an in-place updated input or an unsupported conversion"));
+    }
+    op.input_sbps = best->inputs;
+    op.output_sbps = best->outputs;
+    for (size_t k = 0; k < op.outputs.size(); ++k) {
+      LogicalTensor& out = graph.tensors[op.outputs[k]];
+      out.sbp = best->outputs[k];
+      out.sbp_chosen = true;
+    }
+  }
+  return true;
+}
+
+}  // namespace oneflow

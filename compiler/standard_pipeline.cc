@@ -1,0 +1,30 @@
+#include "compiler/pass_pipeline.h"
+#include "compiler/passes/actor_graph_pass.h"
+#include "compiler/passes/autograd_pass.h"
+#include "compiler/passes/boxing_insertion_pass.h"
+#include "compiler/passes/collective_ordering_pass.h"
+#include "compiler/passes/lowering_pass.h"
+#include "compiler/passes/memory_planning_pass.h"
+#include "compiler/passes/optimizer_pass.h"
+#include "compiler/passes/plan_emission_pass.h"
+#include "compiler/passes/sbp_choice_pass.h"
+#include "compiler/passes/shape_inference_pass.h"
+
+namespace oneflow {
+
+PassPipeline StandardPipeline() {
+  PassPipeline pipeline;
+  pipeline.AddPass<ShapeInferencePass>();
+  pipeline.AddPass<AutogradPass>();
+  pipeline.AddPass<OptimizerPass>();
+  pipeline.AddPass<SbpChoicePass>();
+  pipeline.AddPass<BoxingInsertionPass>();
+  pipeline.AddPass<LoweringPass>();
+  pipeline.AddPass<ActorGraphPass>();
+  pipeline.AddPass<CollectiveOrderingPass>();
+  pipeline.AddPass<MemoryPlanningPass>();
+  pipeline.AddPass<PlanEmissionPass>();
+  return pipeline;
+}
+
+}  // namespace oneflow

@@ -1,0 +1,81 @@
+#include "examples/common/example_main.h"
+
+#include <chrono>
+#include <cstdio>
+#include <vector>
+
+#include "absl/flags/flag.h"
+#include "absl/strings/str_format.h"
+#include "absl/strings/str_split.h"
+#include "compiler/compiler.h"
+#include "oneflow_core/status.h"
+#include "tools/cli/plan_io.h"
+
+ABSL_FLAG(int64_t, nodes, 1, "Nodes of the cluster.");
+ABSL_FLAG(int64_t, devices_per_node, 1, "CPU devices per node.");
+ABSL_FLAG(int64_t, dp, 1, "Data-parallel degree.");
+ABSL_FLAG(int64_t, tp, 1, "Tensor-parallel degree (Megatron-style, as SBP hints).");
+ABSL_FLAG(double, intra_node_bandwidth, 100e9, "Bytes/s between devices of one node.");
+ABSL_FLAG(double, inter_node_bandwidth, 12.5e9, "Bytes/s between nodes.");
+ABSL_FLAG(std::string, plan_out, "", "Write the compiled plan to this file.");
+ABSL_FLAG(std::string, dump_after, "",
+          "Comma-separated compiler pass names (or 'all') after which to print the state.");
+
+namespace oneflow::examples {
+
+absl::StatusOr<ParallelLayout> LayoutFromFlags() {
+  ParallelFlags flags;
+  flags.nodes = absl::GetFlag(FLAGS_nodes);
+  flags.devices_per_node = absl::GetFlag(FLAGS_devices_per_node);
+  flags.dp = absl::GetFlag(FLAGS_dp);
+  flags.tp = absl::GetFlag(FLAGS_tp);
+  flags.intra_node_bandwidth = absl::GetFlag(FLAGS_intra_node_bandwidth);
+  flags.inter_node_bandwidth = absl::GetFlag(FLAGS_inter_node_bandwidth);
+  return ParallelLayout::Create(flags);
+}
+
+absl::Status CompileAndReport(const proto::Job& job, const ParallelLayout& layout) {
+  CompileOptions options;
+  options.cluster = layout.cluster();
+  std::string dump;
+  const std::string dump_after = absl::GetFlag(FLAGS_dump_after);
+  if (!dump_after.empty()) {
+    options.dump_after = absl::StrSplit(dump_after, ',', absl::SkipEmpty());
+    options.dump = &dump;
+  }
+  const auto start = std::chrono::steady_clock::now();
+  absl::StatusOr<proto::Plan> plan = Compile(job, options);
+  const double seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  std::fputs(dump.c_str(), stdout);
+  OF_RETURN_IF_ERROR(plan.status());
+  int64_t actors = 0;
+  for (const proto::DevicePlan& device : plan->devices()) actors += device.actors_size();
+  std::printf("compiled '%s' for %s in %.3f s: %d logical ops, %d boxings, %d collectives, %lld actors\n",
+              job.name().c_str(), layout.placement().ToString().c_str(), seconds,
+              plan->job().ops_size(), plan->boxings_size(), plan->collectives_size(),
+              static_cast<long long>(actors));
+  const proto::DevicePlan& first = plan->devices(0);
+  std::printf("device 0:0: %d actors, %d registers, %d collectives, peak %lld B (lower bound %lld B), "
+              "sends %lld B/iter, receives %lld B/iter\n",
+              first.actors_size(), first.registers_size(), first.collective_order_size(),
+              static_cast<long long>(first.peak_bytes()),
+              static_cast<long long>(first.lower_bound_bytes()),
+              static_cast<long long>(first.bytes_sent_per_iter()),
+              static_cast<long long>(first.bytes_received_per_iter()));
+  const std::string plan_out = absl::GetFlag(FLAGS_plan_out);
+  if (!plan_out.empty()) {
+    OF_RETURN_IF_ERROR(cli::WritePlanFile(plan_out, *plan));
+    std::printf("wrote %s (inspect it with: oneflow inspect %s)\n", plan_out.c_str(), plan_out.c_str());
+  }
+  return absl::OkStatus();
+}
+
+int RunExample(const char* name, absl::Status (*body)()) {
+  absl::Status status = body();
+  if (status.ok()) return 0;
+  std::fprintf(stderr, "%s: error: %s\n", name, std::string(status.message()).c_str());
+  return status.code() == absl::StatusCode::kInvalidArgument ? 2 : 1;
+}
+
+}  // namespace oneflow::examples

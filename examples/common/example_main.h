@@ -1,0 +1,31 @@
+// What every example binary does after building its job: compile it for the layout the
+// shared flags describe, print a summary a person can read, and write the plan.
+//
+// Shared flags (example_main.cc): --nodes --devices_per_node --dp --tp
+// --intra_node_bandwidth --inter_node_bandwidth --plan_out=FILE --dump_after=PASS[,PASS]
+#ifndef EXAMPLES_COMMON_EXAMPLE_MAIN_H_
+#define EXAMPLES_COMMON_EXAMPLE_MAIN_H_
+
+#include <string>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "examples/common/parallel_layout.h"
+#include "proto/job.pb.h"
+
+namespace oneflow::examples {
+
+// The layout from the shared flags.
+absl::StatusOr<ParallelLayout> LayoutFromFlags();
+
+// Compiles `job`, prints the summary (and any --dump_after dumps) to stdout, writes the
+// plan to --plan_out when given. Errors name the flag or the op at fault.
+absl::Status CompileAndReport(const proto::Job& job, const ParallelLayout& layout);
+
+// Runs `body` and turns an error into "NAME: error: ..." on stderr and exit code 1
+// (2 for a bad flag value: INVALID_ARGUMENT).
+int RunExample(const char* name, absl::Status (*body)());
+
+}  // namespace oneflow::examples
+
+#endif  // EXAMPLES_COMMON_EXAMPLE_MAIN_H_
