@@ -28,6 +28,14 @@ absl::StatusOr<int64_t> HintedPlacement(LogicalGraph* graph, const proto::Tensor
 
 }  // namespace
 
+bool SameLayout(const NdSbp& a, const NdSbp& b, const Shape& hierarchy) {
+  if (a.size() != b.size() || a.size() != hierarchy.rank()) return false;
+  for (int64_t axis = 0; axis < a.size(); ++axis) {
+    if (hierarchy.dim(axis) > 1 && a.at(axis) != b.at(axis)) return false;
+  }
+  return true;
+}
+
 bool IsCollective(BoxingKind kind) {
   switch (kind) {
     case BoxingKind::kAllReduce:
@@ -170,6 +178,8 @@ std::string CompilationToText(const Compilation& compilation) {
     }
     std::vector<std::string> outs;
     for (int64_t t : op.outputs) outs.push_back(tensor_text(t));
+    // Ops without outputs (optimizer updates) are named by the op itself.
+    if (outs.empty()) outs.push_back(absl::StrCat("op ", op.name));
     absl::StrAppend(&text, absl::StrJoin(outs, ", "), " = ", op.type, "(",
                     absl::StrJoin(args, ", "), ") @", op.placement, "\n");
   }

@@ -139,6 +139,11 @@ struct Compilation {
 // local steps (slices, zero-filling, relabeling).
 bool IsCollective(BoxingKind kind);
 
+// True when a tensor laid out as `a` and as `b` on a placement of `hierarchy` holds the
+// same bytes on every device: the SBPs agree on every hierarchy axis of more than one
+// device (on an axis of size 1, S, B and P all mean "the whole value").
+bool SameLayout(const NdSbp& a, const NdSbp& b, const Shape& hierarchy);
+
 // Re-indexes `compilation->graph` from `compilation->job` (after a pass changed the job):
 // tensors with their types, kinds, producers, consumers and placements. Placements:
 // a tensor's hint, else (op outputs) the placement of the op's first input, else the

@@ -54,7 +54,8 @@ absl::Status VerifyBoxings(const Compilation& compilation) {
       const LogicalTensor& tensor = graph.tensors[op.inputs[k]];
       const int64_t b = op.input_boxings[k];
       if (b < 0) {
-        if (tensor.sbp != op.input_sbps[k] || tensor.placement != op.placement) {
+        if (tensor.placement != op.placement ||
+            !SameLayout(tensor.sbp, op.input_sbps[k], graph.placements[op.placement].hierarchy())) {
           return absl::InternalError(absl::StrCat("op '", op.name, "' reads '", tensor.name, "' as ",
                                                   tensor.sbp.ToString(), " but needs ",
                                                   op.input_sbps[k].ToString(), " and has no boxing"));

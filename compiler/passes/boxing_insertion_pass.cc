@@ -69,7 +69,10 @@ absl::StatusOr<bool> BoxingInsertionPass::Run(Compilation* compilation) {
     op.input_boxings.assign(op.inputs.size(), -1);
     for (size_t k = 0; k < op.inputs.size(); ++k) {
       const LogicalTensor& tensor = graph.tensors[op.inputs[k]];
-      if (tensor.sbp == op.input_sbps[k] && tensor.placement == op.placement) continue;
+      if (tensor.placement == op.placement &&
+          SameLayout(tensor.sbp, op.input_sbps[k], graph.placements[op.placement].hierarchy())) {
+        continue;
+      }
       OF_ASSIGN_OR_RETURN(op.input_boxings[k],
                           box(op.inputs[k], op.input_sbps[k], op.placement, static_cast<int64_t>(o),
                               absl::StrCat(op.name, " (", op.type, ")")));
@@ -79,7 +82,7 @@ absl::StatusOr<bool> BoxingInsertionPass::Run(Compilation* compilation) {
   if (graph.loss >= 0) {
     const LogicalTensor& loss = graph.tensors[graph.loss];
     const NdSbp all_b(std::vector<Sbp>(loss.sbp.size(), Sbp::Broadcast()));
-    if (loss.sbp != all_b) {
+    if (!SameLayout(loss.sbp, all_b, graph.placements[loss.placement].hierarchy())) {
       OF_RETURN_IF_ERROR(box(graph.loss, all_b, loss.placement, -1, "the loss sink").status());
     }
   }

@@ -2,21 +2,11 @@
 
 #include "absl/strings/str_cat.h"
 #include "oneflow_core/dsl/graph.h"
+#include "oneflow_core/dsl/ops.h"
 #include "oneflow_core/status.h"
 
 namespace oneflow {
 namespace {
-
-// The learning-rate schedule as update-op attributes: the kernel evaluates it from the
-// iteration number, so the plan carries no per-iteration values.
-void AddScheduleAttrs(const proto::LearningRateSchedule& schedule, AttrMap* attrs) {
-  (*attrs)["lr_schedule"] = std::string(
-      schedule.kind() == proto::LearningRateSchedule::WARMUP_COSINE ? "warmup_cosine" : "constant");
-  (*attrs)["base_lr"] = schedule.base_lr();
-  (*attrs)["warmup_steps"] = schedule.warmup_steps();
-  (*attrs)["total_steps"] = schedule.total_steps();
-  (*attrs)["min_lr"] = schedule.min_lr();
-}
 
 absl::Status CheckSchedule(const proto::LearningRateSchedule& schedule) {
   if (!(schedule.base_lr() > 0)) {
@@ -57,24 +47,15 @@ absl::StatusOr<bool> OptimizerPass::Run(Compilation* compilation) {
   for (const auto& [variable, gradient] : compilation->gradients) {
     Tensor param = graph->FindTensor(variable);
     Tensor grad = graph->FindTensor(gradient);
-    AttrMap attrs;
-    AddScheduleAttrs(optimizer.schedule(), &attrs);
     const SourceLocation location = graph->tensor(param.id()).location;
+    Graph::NameScope scope(*graph, absl::StrCat(variable, "_update"));
     if (optimizer.has_adamw()) {
-      const proto::AdamWOptimizer& adamw = optimizer.adamw();
-      attrs["beta1"] = adamw.beta1();
-      attrs["beta2"] = adamw.beta2();
-      attrs["epsilon"] = adamw.epsilon();
-      attrs["weight_decay"] = adamw.weight_decay();
       Tensor m = StateLike(*graph, param, "adam_m");
       Tensor v = StateLike(*graph, param, "adam_v");
-      graph->AddOp("adamw_update", {param, grad, m, v}, std::move(attrs),
-                   absl::StrCat(variable, "/update"), location);
+      AdamWUpdate(param, grad, m, v, optimizer.adamw(), optimizer.schedule(), location);
     } else {
-      attrs["momentum"] = optimizer.sgd().momentum();
       Tensor momentum = StateLike(*graph, param, "momentum");
-      graph->AddOp("sgd_update", {param, grad, momentum}, std::move(attrs),
-                   absl::StrCat(variable, "/update"), location);
+      SgdUpdate(param, grad, momentum, optimizer.sgd(), optimizer.schedule(), location);
     }
     OF_RETURN_IF_ERROR(graph->status());
   }

@@ -23,7 +23,24 @@ absl::StatusOr<AttrMap> AttrsOf(const proto::OpDef& def) {
 struct Candidate {
   std::vector<NdSbp> inputs;
   std::vector<NdSbp> outputs;
+  std::vector<size_t> picks;  // The 1-D signature used on each hierarchy axis.
 };
+
+// A signature valid only for some device counts (devices_must_divide) must hold for the
+// devices of all hierarchy axes that use it together.
+bool FitsHierarchy(const Candidate& candidate, const std::vector<SbpSignature>& signatures,
+                   const Shape& hierarchy) {
+  for (size_t a = 0; a < candidate.picks.size(); ++a) {
+    const SbpSignature& signature = signatures[candidate.picks[a]];
+    if (signature.devices_must_divide == 0) continue;
+    int64_t devices = 1;
+    for (size_t b = 0; b < candidate.picks.size(); ++b) {
+      if (candidate.picks[b] == candidate.picks[a]) devices *= hierarchy.dim(static_cast<int64_t>(b));
+    }
+    if (!signature.ValidFor(devices)) return false;
+  }
+  return true;
+}
 
 // Every combination of 1-D signatures over `axes` hierarchy axes, axis 0 outermost.
 std::vector<Candidate> Combine(const std::vector<SbpSignature>& signatures, int64_t axes) {
@@ -31,6 +48,7 @@ std::vector<Candidate> Combine(const std::vector<SbpSignature>& signatures, int6
   std::vector<size_t> pick(axes, 0);
   while (true) {
     Candidate candidate;
+    candidate.picks = pick;
     const SbpSignature& first = signatures[0];
     candidate.inputs.assign(first.inputs.size(), NdSbp());
     candidate.outputs.assign(first.outputs.size(), NdSbp());
@@ -92,10 +110,11 @@ absl::StatusOr<bool> SbpChoicePass::Run(Compilation* compilation) {
     std::vector<Candidate> candidates = Combine(signatures, axes);
     double best_seconds = std::numeric_limits<double>::infinity();
     double best_weight = 0;
+    int64_t best_conversions = 0;
     const Candidate* best = nullptr;
     bool any_matches_hints = false;
     for (const Candidate& candidate : candidates) {
-      bool allowed = true;
+      bool allowed = FitsHierarchy(candidate, signatures, placement.hierarchy());
       for (size_t k = 0; k < op.outputs.size() && allowed; ++k) {
         const LogicalTensor& out = graph.tensors[op.outputs[k]];
         if (out.hint && *out.hint != candidate.outputs[k]) allowed = false;
@@ -103,9 +122,14 @@ absl::StatusOr<bool> SbpChoicePass::Run(Compilation* compilation) {
       if (!allowed) continue;
       any_matches_hints = true;
       double seconds = 0;
+      int64_t conversions = 0;
       for (size_t k = 0; k < op.inputs.size() && allowed; ++k) {
         const LogicalTensor& in = graph.tensors[op.inputs[k]];
-        if (in.sbp == candidate.inputs[k] && in.placement == op.placement) continue;
+        if (in.placement == op.placement &&
+            SameLayout(in.sbp, candidate.inputs[k], placement.hierarchy())) {
+          continue;
+        }
+        ++conversions;
         const std::string& arg = op.definition->inputs[k];
         const auto& updated = op.definition->updated_inputs;
         if (std::find(updated.begin(), updated.end(), arg) != updated.end()) {
@@ -126,9 +150,12 @@ absl::StatusOr<bool> SbpChoicePass::Run(Compilation* compilation) {
       for (size_t k = 0; k < op.outputs.size(); ++k) {
         weight += OutputWeight(graph.tensors[op.outputs[k]], candidate.outputs[k], placement);
       }
-      if (seconds < best_seconds || (seconds == best_seconds && weight < best_weight)) {
+      // Free conversions (local slices) still cost a kernel: among equals, fewer.
+      if (seconds < best_seconds || (seconds == best_seconds && weight < best_weight) ||
+          (seconds == best_seconds && weight == best_weight && conversions < best_conversions)) {
         best_seconds = seconds;
         best_weight = weight;
+        best_conversions = conversions;
         best = &candidate;
       }
     }

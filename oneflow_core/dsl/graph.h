@@ -170,9 +170,17 @@ class Graph {
   // The logical graph as a Job proto, or the first recorded error.
   absl::StatusOr<proto::Job> Build() const;
 
-  // One line per tensor and op, for tests and debugging:
+  // The whole graph as text, one line per construct, which ParseGraphText
+  // (oneflow_core/dsl/text/graph_text.h) reads back into an equal graph; the grammar is
+  // in docs/graph_text.md. Tensors print in creation order, floats exactly:
+  //   graph mlp
+  //   source data synthetic_classification seed=1 num_classes=10
   //   %x = input f32[64, 32] source=data sbp=S(0)
+  //   %w = variable f32[32, 10] init=xavier_uniform seed=7
   //   %matmul_0 = matmul(a=%x, b=%w) f32[64, 10]
+  //   ...
+  //   optimizer sgd lr=0.1 momentum=0.0
+  //   loss %reduce_mean_3
   std::string ToText() const;
 
   // Tensor data, for Tensor's accessors.

@@ -18,10 +18,11 @@ TEST(GraphTest, BuildsAnMlpAndPrintsIt) {
   graph.SetLoss(loss);
   ASSERT_TRUE(graph.status().ok()) << graph.status();
   EXPECT_EQ(graph.ToText(),
+            "graph mlp\n"
             "%x = input f32[8, 4] source=data sbp=S(0)\n"
             "%labels = input i32[8] source=data\n"
-            "%w = variable f32[4, 3] init=XAVIER_UNIFORM seed=7\n"
-            "%b = variable f32[3] init=ZEROS seed=0\n"
+            "%w = variable f32[4, 3] init=xavier_uniform seed=7\n"
+            "%b = variable f32[3] init=zeros\n"
             "%matmul_0 = matmul(a=%x, b=%w) f32[8, 3]\n"
             "%bias_add_1 = bias_add(x=%matmul_0, bias=%b) f32[8, 3]\n"
             "%relu_2 = relu(x=%bias_add_1) f32[8, 3]\n"

@@ -1,5 +1,11 @@
 #include "oneflow_core/dsl/ops.h"
 
+#include <cmath>
+
+#include "absl/strings/str_cat.h"
+#include "oneflow_core/ops/learning_rate.h"
+#include "oneflow_core/tensor_slice.h"
+
 namespace oneflow {
 namespace {
 
@@ -11,6 +17,15 @@ Tensor Apply(const std::string& type, const std::vector<Tensor>& inputs, AttrMap
     if (!input.valid()) return Tensor();
   }
   return inputs[0].graph()->AddOp1(type, inputs, std::move(attrs), location);
+}
+
+// As Apply, for ops with several (or no) outputs.
+std::vector<Tensor> ApplyN(const std::string& type, const std::vector<Tensor>& inputs,
+                           AttrMap attrs, Loc location) {
+  for (const Tensor& input : inputs) {
+    if (!input.valid()) return {};
+  }
+  return inputs[0].graph()->AddOp(type, inputs, std::move(attrs), /*name=*/"", location);
 }
 
 }  // namespace
@@ -78,6 +93,139 @@ Tensor ReduceMean(Tensor x, std::vector<int64_t> axes, bool keep_dims, Loc locat
 
 Tensor Embedding(Tensor table, Tensor ids, Loc location) {
   return Apply("embedding", {table, ids}, {}, location);
+}
+
+Tensor Slice(Tensor x, std::vector<int64_t> begin, std::vector<int64_t> end, Loc location) {
+  return Apply("slice", {x}, {{"begin", std::move(begin)}, {"end", std::move(end)}}, location);
+}
+
+Tensor Concat(const std::vector<Tensor>& inputs, int64_t axis, Loc location) {
+  if (inputs.empty()) return Tensor();
+  Tensor out = inputs[0];
+  for (size_t i = 1; i < inputs.size(); ++i) {
+    out = Apply("concat", {out, inputs[i]}, {{"axis", axis}}, location);
+  }
+  return out;
+}
+
+Tensor To(Tensor x, const Placement& placement, const NdSbp& sbp, Loc location) {
+  Tensor out = Apply("identity", {x}, {}, location);
+  if (!out.valid()) return out;
+  const absl::Status fits = CheckNdSbpFits(x.shape(), sbp, placement.hierarchy());
+  if (!fits.ok()) {
+    out.graph()->RecordError(absl::InvalidArgumentError(
+        absl::StrCat("op '", out.name(), "' (identity) at ", location.ToString(), ": To(",
+                     x.name(), ", ", placement.ToString(), ", ", sbp.ToString(),
+                     "): ", fits.message())));
+    return Tensor();
+  }
+  out.WithPlacement(placement).WithSbp(sbp);
+  return out;
+}
+
+Tensor OnesLike(Tensor x, Loc location) { return Apply("ones_like", {x}, {}, location); }
+
+Tensor CausalMask(Tensor x, double fill, Loc location) {
+  return Apply("causal_mask", {x}, {{"fill", fill}}, location);
+}
+
+Tensor CausalSelfAttention(Tensor x, Tensor w_q, Tensor w_k, Tensor w_v, Tensor w_o,
+                           int64_t num_heads, Loc location) {
+  for (const Tensor& t : {x, w_q, w_k, w_v, w_o}) {
+    if (!t.valid()) return Tensor();
+  }
+  const Shape& shape = x.shape();
+  if (shape.rank() != 3 || num_heads <= 0 || shape.dim(2) % num_heads != 0) {
+    x.graph()->RecordError(absl::InvalidArgumentError(absl::StrCat(
+        "CausalSelfAttention at ", location.ToString(), ": x '", x.name(), "' ",
+        x.type().ToString(), " must be [batch, seq, hidden] with hidden divisible by num_heads=",
+        num_heads)));
+    return Tensor();
+  }
+  const int64_t b = shape.dim(0), s = shape.dim(1), h = shape.dim(2);
+  const int64_t nh = num_heads, hd = h / num_heads;
+  // 2-D matmuls against the [h, h] weights; [b*s, h] -> [b, s, nh, hd] splits rows and
+  // the hidden axis into heads in one reshape, then heads move before positions.
+  Tensor rows = Reshape(x, {b * s, h}, location);
+  auto heads = [&](Tensor w) {
+    return Transpose(Reshape(MatMul(rows, w, false, false, location), {b, s, nh, hd}, location),
+                     {0, 2, 1, 3}, location);
+  };
+  Tensor q = heads(w_q), k = heads(w_k), v = heads(w_v);
+  Tensor scores = ScalarMul(MatMul(q, k, false, true, location), 1.0 / std::sqrt(double(hd)),
+                            location);  // [b, nh, s, s]
+  Tensor probs = Softmax(CausalMask(scores, -1e9, location), location);
+  Tensor context = Transpose(MatMul(probs, v, false, false, location), {0, 2, 1, 3}, location);
+  Tensor merged = Reshape(context, {b * s, h}, location);
+  return Reshape(MatMul(merged, w_o, false, false, location), {b, s, h}, location);
+}
+
+Tensor ReluGrad(Tensor dy, Tensor y, Loc location) {
+  return Apply("relu_grad", {dy, y}, {}, location);
+}
+
+Tensor GeluGrad(Tensor dy, Tensor x, Loc location) {
+  return Apply("gelu_grad", {dy, x}, {}, location);
+}
+
+Tensor DropoutGrad(Tensor dy, double rate, uint64_t seed, Loc location) {
+  return Apply("dropout_grad", {dy}, {{"rate", rate}, {"seed", static_cast<int64_t>(seed)}},
+               location);
+}
+
+Tensor SoftmaxGrad(Tensor dy, Tensor y, Loc location) {
+  return Apply("softmax_grad", {dy, y}, {}, location);
+}
+
+Tensor LogSoftmaxGrad(Tensor dy, Tensor y, Loc location) {
+  return Apply("log_softmax_grad", {dy, y}, {}, location);
+}
+
+LayerNormGrads LayerNormGrad(Tensor x, Tensor gamma, Tensor dy, double epsilon, Loc location) {
+  std::vector<Tensor> grads =
+      ApplyN("layer_norm_grad", {x, gamma, dy}, {{"epsilon", epsilon}}, location);
+  if (grads.size() != 3) return {};
+  return {grads[0], grads[1], grads[2]};
+}
+
+Tensor SparseSoftmaxCrossEntropyGrad(Tensor logits, Tensor labels, Tensor dy, Loc location) {
+  return Apply("sparse_softmax_cross_entropy_grad", {logits, labels, dy}, {}, location);
+}
+
+Tensor EmbeddingGrad(Tensor ids, Tensor dy, int64_t vocab, Loc location) {
+  return Apply("embedding_grad", {ids, dy}, {{"vocab", vocab}}, location);
+}
+
+Tensor SliceGrad(Tensor dy, Tensor like, std::vector<int64_t> begin, std::vector<int64_t> end,
+                 Loc location) {
+  return Apply("slice_grad", {dy, like}, {{"begin", std::move(begin)}, {"end", std::move(end)}},
+               location);
+}
+
+Tensor ReduceSumLike(Tensor x, Tensor like, Loc location) {
+  return Apply("reduce_sum_like", {x, like}, {}, location);
+}
+
+Tensor BroadcastLike(Tensor x, Tensor like, std::vector<int64_t> axes, Loc location) {
+  return Apply("broadcast_like", {x, like}, {{"axes", std::move(axes)}}, location);
+}
+
+void SgdUpdate(Tensor param, Tensor grad, Tensor momentum, const proto::SgdOptimizer& sgd,
+               const proto::LearningRateSchedule& schedule, Loc location) {
+  AttrMap attrs = LearningRateAttrs(schedule);
+  attrs["momentum"] = sgd.momentum();
+  ApplyN("sgd_update", {param, grad, momentum}, std::move(attrs), location);
+}
+
+void AdamWUpdate(Tensor param, Tensor grad, Tensor m, Tensor v,
+                 const proto::AdamWOptimizer& adamw, const proto::LearningRateSchedule& schedule,
+                 Loc location) {
+  AttrMap attrs = LearningRateAttrs(schedule);
+  attrs["beta1"] = adamw.beta1();
+  attrs["beta2"] = adamw.beta2();
+  attrs["epsilon"] = adamw.epsilon();
+  attrs["weight_decay"] = adamw.weight_decay();
+  ApplyN("adamw_update", {param, grad, m, v}, std::move(attrs), location);
 }
 
 }  // namespace oneflow

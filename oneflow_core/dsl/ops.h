@@ -44,6 +44,63 @@ Tensor ReduceMean(Tensor x, std::vector<int64_t> axes = {}, bool keep_dims = fal
                   Loc location = Loc::Current());
 // Rows of table [vocab, hidden] selected by ids [...] -> [..., hidden].
 Tensor Embedding(Tensor table, Tensor ids, Loc location = Loc::Current());
+// x[begin[0]:end[0], begin[1]:end[1], ...] (one entry per axis, step 1).
+Tensor Slice(Tensor x, std::vector<int64_t> begin, std::vector<int64_t> end,
+             Loc location = Loc::Current());
+// Joins tensors along `axis` (pairwise concat ops, left to right). One tensor is returned
+// as is; an empty list gives an invalid Tensor.
+Tensor Concat(const std::vector<Tensor>& inputs, int64_t axis, Loc location = Loc::Current());
+// x moved to `placement` with layout `sbp`: an identity op whose output carries both as
+// hints, so the compiler boxes into them (pipeline stages, explicit resharding).
+Tensor To(Tensor x, const Placement& placement, const NdSbp& sbp, Loc location = Loc::Current());
+// Ones of x's type (the autograd seed of the loss).
+Tensor OnesLike(Tensor x, Loc location = Loc::Current());
+// x [..., s, s] with entries above the diagonal (column > row) set to `fill`.
+Tensor CausalMask(Tensor x, double fill = -1e9, Loc location = Loc::Current());
+
+// Causal multi-head self-attention, composed of the ops above (no op of its own):
+// x [b, s, h], weights [h, h], h divisible by num_heads; returns [b, s, h].
+//   q, k, v = heads(x . w_q), heads(x . w_k), heads(x . w_v)   heads: [b, nh, s, hd]
+//   out = merge(softmax(causal_mask(q . k^T / sqrt(hd))) . v) . w_o
+// Megatron tensor parallelism needs only hints: w_q, w_k, w_v S(1) and w_o S(0) keep
+// every op on its device's heads (head axis split) and leave the output P, when the
+// devices divide num_heads (the reshapes' condition, see SbpSignature).
+Tensor CausalSelfAttention(Tensor x, Tensor w_q, Tensor w_k, Tensor w_v, Tensor w_o,
+                           int64_t num_heads, Loc location = Loc::Current());
+
+// Backward ops, as the gradient functions (dsl/gradients/) add them. Each takes the
+// incoming gradient dy and what the forward op saved.
+Tensor ReluGrad(Tensor dy, Tensor y, Loc location = Loc::Current());
+Tensor GeluGrad(Tensor dy, Tensor x, Loc location = Loc::Current());
+// Same rate and seed as the forward dropout: the same mask.
+Tensor DropoutGrad(Tensor dy, double rate, uint64_t seed, Loc location = Loc::Current());
+Tensor SoftmaxGrad(Tensor dy, Tensor y, Loc location = Loc::Current());
+Tensor LogSoftmaxGrad(Tensor dy, Tensor y, Loc location = Loc::Current());
+struct LayerNormGrads {
+  Tensor dx, dgamma, dbeta;
+};
+LayerNormGrads LayerNormGrad(Tensor x, Tensor gamma, Tensor dy, double epsilon,
+                             Loc location = Loc::Current());
+Tensor SparseSoftmaxCrossEntropyGrad(Tensor logits, Tensor labels, Tensor dy,
+                                     Loc location = Loc::Current());
+// d(table) [vocab, hidden] from ids [...] and dy [..., hidden].
+Tensor EmbeddingGrad(Tensor ids, Tensor dy, int64_t vocab, Loc location = Loc::Current());
+// dy zero-padded back to like's shape (the gradient of Slice(like, begin, end)).
+Tensor SliceGrad(Tensor dy, Tensor like, std::vector<int64_t> begin, std::vector<int64_t> end,
+                 Loc location = Loc::Current());
+// x summed over the axes along which `like` broadcasts to x's shape; like's shape.
+Tensor ReduceSumLike(Tensor x, Tensor like, Loc location = Loc::Current());
+// x (like reduced over `axes`, with or without kept dims) spread back to like's shape.
+Tensor BroadcastLike(Tensor x, Tensor like, std::vector<int64_t> axes,
+                     Loc location = Loc::Current());
+
+// Optimizer updates: no outputs; they update param and the state tensors in place at the
+// learning rate `schedule` gives for the iteration. Errors are recorded in the graph.
+void SgdUpdate(Tensor param, Tensor grad, Tensor momentum, const proto::SgdOptimizer& sgd,
+               const proto::LearningRateSchedule& schedule, Loc location = Loc::Current());
+void AdamWUpdate(Tensor param, Tensor grad, Tensor m, Tensor v,
+                 const proto::AdamWOptimizer& adamw, const proto::LearningRateSchedule& schedule,
+                 Loc location = Loc::Current());
 
 }  // namespace oneflow
 

@@ -19,6 +19,10 @@ OpDefinition SubDefinition();
 OpDefinition MulDefinition();
 OpDefinition DivDefinition();
 OpDefinition BiasAddDefinition();
+OpDefinition IdentityDefinition();
+OpDefinition OnesLikeDefinition();
+// causal_mask.cc
+OpDefinition CausalMaskDefinition();
 // normalization.cc
 OpDefinition SoftmaxDefinition();
 OpDefinition LogSoftmaxDefinition();
@@ -29,7 +33,31 @@ OpDefinition ReshapeDefinition();
 OpDefinition TransposeDefinition();
 OpDefinition ReduceSumDefinition();
 OpDefinition ReduceMeanDefinition();
+// slicing.cc
+OpDefinition SliceDefinition();
+OpDefinition SliceGradDefinition();
+OpDefinition ConcatDefinition();
+// embedding.cc
 OpDefinition EmbeddingDefinition();
+OpDefinition EmbeddingGradDefinition();
+
+// Backward ops, added by gradient functions (oneflow_core/dsl/gradients/).
+// elementwise_grad.cc
+OpDefinition ReluGradDefinition();
+OpDefinition GeluGradDefinition();
+OpDefinition DropoutGradDefinition();
+// normalization_grad.cc
+OpDefinition SoftmaxGradDefinition();
+OpDefinition LogSoftmaxGradDefinition();
+OpDefinition LayerNormGradDefinition();
+OpDefinition SparseSoftmaxCrossEntropyGradDefinition();
+// broadcast.cc
+OpDefinition ReduceSumLikeDefinition();
+OpDefinition BroadcastLikeDefinition();
+
+// Optimizer updates (no outputs; update their inputs in place). optimizer.cc
+OpDefinition SgdUpdateDefinition();
+OpDefinition AdamWUpdateDefinition();
 
 }  // namespace oneflow
 

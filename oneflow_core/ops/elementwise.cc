@@ -1,5 +1,5 @@
-// Elementwise ops: unary (relu, gelu, scalar_mul, scalar_add, dropout), binary with
-// numpy broadcasting (add, sub, mul, div), and bias_add.
+// Elementwise ops: unary (relu, gelu, scalar_mul, scalar_add, dropout, identity,
+// ones_like), binary with numpy broadcasting (add, sub, mul, div), and bias_add.
 #include <algorithm>
 
 #include "absl/strings/str_cat.h"
@@ -130,7 +130,31 @@ std::vector<SbpSignature> BiasAddSignatures(const std::vector<TensorType>& input
   return signatures;
 }
 
+// ones_like: the values do not depend on the input, so a partial input (whose devices
+// each hold a whole-shaped part) still gives every device the whole result.
+std::vector<SbpSignature> OnesLikeSignatures(const std::vector<TensorType>& inputs,
+                                             const AttrMap&) {
+  std::vector<SbpSignature> signatures = op_util::UnarySignatures(inputs[0].shape.rank(), false);
+  signatures.push_back({{Sbp::Partial()}, {Sbp::Broadcast()}});
+  return signatures;
+}
+
 }  // namespace
+
+OpDefinition IdentityDefinition() {
+  // The DSL's To(x, placement, sbp) hints the output; the compiler boxes into it.
+  return {"identity",
+          {"x"},
+          {"out"},
+          [](const std::vector<TensorType>& inputs, const AttrMap&)
+              -> absl::StatusOr<std::vector<TensorType>> { return inputs; },
+          UnarySignaturesFn(true),
+          "identity"};
+}
+
+OpDefinition OnesLikeDefinition() {
+  return {"ones_like", {"x"}, {"out"}, InferUnaryFloating, OnesLikeSignatures, "ones_like"};
+}
 
 OpDefinition ReluDefinition() {
   return {"relu", {"x"}, {"out"}, InferUnaryFloating, UnarySignaturesFn(false), "relu"};

@@ -19,7 +19,9 @@ std::string TensorType::ToString() const {
 }
 
 std::string SbpSignature::ToString() const {
-  return absl::StrCat(JoinSbps(inputs), " -> ", JoinSbps(outputs));
+  std::string text = absl::StrCat(JoinSbps(inputs), " -> ", JoinSbps(outputs));
+  if (devices_must_divide > 0) absl::StrAppend(&text, " if devices divide ", devices_must_divide);
+  return text;
 }
 
 }  // namespace oneflow

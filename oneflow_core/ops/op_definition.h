@@ -33,11 +33,23 @@ struct TensorType {
 struct SbpSignature {
   std::vector<Sbp> inputs;
   std::vector<Sbp> outputs;
+  // 0: valid on any number of devices. Otherwise valid only when the number of devices
+  // splitting the tensor axis (the product of the hierarchy axes using this signature,
+  // for N-D) divides this number. Balanced splits of different sizes only line up when
+  // they are even: reshape [b, s, h] S(2) -> [b, s, nh, hd] S(2) gives each device whole
+  // heads only when the devices divide nh.
+  int64_t devices_must_divide = 0;
 
-  // "S(0), B -> S(0)".
+  // Whether the signature may run on `devices` devices along one hierarchy axis.
+  bool ValidFor(int64_t devices) const {
+    return devices_must_divide == 0 || devices_must_divide % devices == 0;
+  }
+
+  // "S(0), B -> S(0)"; with a divisibility condition "S(2) -> S(2) if devices divide 4".
   std::string ToString() const;
   friend bool operator==(const SbpSignature& a, const SbpSignature& b) {
-    return a.inputs == b.inputs && a.outputs == b.outputs;
+    return a.inputs == b.inputs && a.outputs == b.outputs &&
+           a.devices_must_divide == b.devices_must_divide;
   }
 };
 
@@ -61,6 +73,7 @@ struct OpDefinition {
   std::string kernel;  // The kernel that computes it on a device: "matmul".
   // Inputs the kernel updates in place (an optimizer update's parameter and state). The
   // compiler never boxes them: the op must run on exactly the variable's own slices.
+  // Such ops have no outputs; their signatures give SBPs for the inputs only.
   std::vector<std::string> updated_inputs;
 };
 

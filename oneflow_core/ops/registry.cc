@@ -28,6 +28,26 @@ const OpRegistry& OpRegistry::Get() {
       ReduceSumDefinition(),
       ReduceMeanDefinition(),
       EmbeddingDefinition(),
+      SliceDefinition(),
+      ConcatDefinition(),
+      IdentityDefinition(),
+      OnesLikeDefinition(),
+      CausalMaskDefinition(),
+      // Backward ops.
+      ReluGradDefinition(),
+      GeluGradDefinition(),
+      DropoutGradDefinition(),
+      SoftmaxGradDefinition(),
+      LogSoftmaxGradDefinition(),
+      LayerNormGradDefinition(),
+      SparseSoftmaxCrossEntropyGradDefinition(),
+      EmbeddingGradDefinition(),
+      SliceGradDefinition(),
+      ReduceSumLikeDefinition(),
+      BroadcastLikeDefinition(),
+      // Optimizer updates.
+      SgdUpdateDefinition(),
+      AdamWUpdateDefinition(),
   });
   return *registry;
 }

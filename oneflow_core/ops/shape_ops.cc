@@ -1,4 +1,4 @@
-// Ops that rearrange or reduce: reshape, transpose, reduce_sum, reduce_mean, embedding.
+// Ops that rearrange or reduce: reshape, transpose, reduce_sum, reduce_mean.
 #include <algorithm>
 
 #include "absl/strings/str_cat.h"
@@ -40,26 +40,60 @@ absl::StatusOr<std::vector<TensorType>> InferReshape(const std::vector<TensorTyp
   return std::vector<TensorType>{{Shape(std::move(dims)), x.dtype}};
 }
 
-// S(i) -> S(j) when the dims before the split axis hold the same number of elements in
-// both shapes and the split axis keeps its size: every device then holds a contiguous
-// block of rows that reshapes locally.
+// Prefix products: prefix[i] = elements in dims [0, i).
+std::vector<int64_t> Prefixes(const Shape& shape) {
+  std::vector<int64_t> prefix(shape.rank() + 1, 1);
+  for (int64_t i = 0; i < shape.rank(); ++i) prefix[i + 1] = prefix[i] * shape.dim(i);
+  return prefix;
+}
+
+// The axis j of `to` where a split of `from` axis i lands, and the condition, or -1.
+// Splitting axis i gives each device a contiguous block of the elements after the
+// first prefix[i] ones; it is a split of axis j of the result when both shapes have
+// the same prefix before the axes and
+//   - the axes are equal: always;
+//   - axis i is itself split into axes j..k of `to` ([b*s, h] -> [b, s, nh, hd]: h ->
+//     nh, hd): when the devices divide to.dim(j), so every device holds whole heads;
+//   - axes i..m merge into axis j ([b, s, nh, hd] -> [b*s, h]): when the devices divide
+//     from.dim(i).
+// (Balanced splits of different lengths agree only when both are even.)
+struct ReshapeSplit {
+  int64_t to_axis = -1;
+  int64_t devices_must_divide = 0;
+};
+
+ReshapeSplit MatchSplit(const Shape& from, const Shape& to, int64_t i) {
+  const std::vector<int64_t> from_prefix = Prefixes(from);
+  const std::vector<int64_t> to_prefix = Prefixes(to);
+  for (int64_t j = 0; j < to.rank(); ++j) {
+    if (to_prefix[j] != from_prefix[i]) continue;
+    if (to.dim(j) == from.dim(i)) return {j, 0};
+    if (to.dim(j) > 1 && to.dim(j) < from.dim(i)) {
+      for (int64_t k = j + 1; k < to.rank(); ++k) {
+        if (to_prefix[k + 1] == from_prefix[i + 1]) return {j, to.dim(j)};
+      }
+    }
+    if (from.dim(i) > 1 && to.dim(j) > from.dim(i)) {
+      for (int64_t m = i + 1; m < from.rank(); ++m) {
+        if (from_prefix[m + 1] == to_prefix[j + 1]) return {j, from.dim(i)};
+      }
+    }
+  }
+  return {};
+}
+
 std::vector<SbpSignature> ReshapeSignatures(const std::vector<TensorType>& inputs,
                                             const AttrMap& attrs) {
   const Shape& in = inputs[0].shape;
   std::vector<TensorType> out = *InferReshape(inputs, attrs);
   const Shape& to = out[0].shape;
   std::vector<SbpSignature> signatures;
-  int64_t in_prefix = 1;
-  for (int64_t i = 0; i < in.rank(); ++i) {
-    int64_t out_prefix = 1;
-    for (int64_t j = 0; j < to.rank(); ++j) {
-      if (in_prefix == out_prefix && in.dim(i) == to.dim(j)) {
-        signatures.push_back({{Sbp::Split(i)}, {Sbp::Split(j)}});
-        break;
-      }
-      out_prefix *= to.dim(j);
-    }
-    in_prefix *= in.dim(i);
+  // An empty tensor has nothing to split, and zero prefixes would match any axis.
+  for (int64_t i = 0; in.NumElements() > 0 && i < in.rank(); ++i) {
+    const ReshapeSplit split = MatchSplit(in, to, i);
+    if (split.to_axis < 0) continue;
+    signatures.push_back(
+        {{Sbp::Split(i)}, {Sbp::Split(split.to_axis)}, split.devices_must_divide});
   }
   signatures.push_back({{Sbp::Broadcast()}, {Sbp::Broadcast()}});
   signatures.push_back({{Sbp::Partial()}, {Sbp::Partial()}});
@@ -97,18 +131,9 @@ std::vector<SbpSignature> TransposeSignatures(const std::vector<TensorType>&,
   return signatures;
 }
 
-// The normalized, sorted, de-duplicated reduction axes; empty `axes` means all axes.
 absl::StatusOr<std::vector<int64_t>> ReductionAxes(const AttrMap& attrs, int64_t rank) {
-  std::vector<int64_t> axes = GetIntsAttr(attrs, "axes");
-  if (axes.empty()) {
-    for (int64_t axis = 0; axis < rank; ++axis) axes.push_back(axis);
-  }
-  for (int64_t& axis : axes) {
-    OF_ASSIGN_OR_RETURN(axis, op_util::NormalizeAxis("axes", axis, rank));
-  }
-  std::sort(axes.begin(), axes.end());
-  axes.erase(std::unique(axes.begin(), axes.end()), axes.end());
-  return axes;
+  return op_util::NormalizeAxes("axes", GetIntsAttr(attrs, "axes"), rank,
+                                /*empty_means_all=*/true);
 }
 
 absl::StatusOr<std::vector<TensorType>> InferReduce(const std::vector<TensorType>& inputs,
@@ -146,39 +171,6 @@ std::vector<SbpSignature> ReduceSignatures(const std::vector<TensorType>& inputs
   return signatures;
 }
 
-// embedding(table [vocab, hidden], ids [...] i32/i64) -> [..., hidden].
-absl::StatusOr<std::vector<TensorType>> InferEmbedding(const std::vector<TensorType>& inputs,
-                                                       const AttrMap&) {
-  const TensorType& table = inputs[0];
-  const TensorType& ids = inputs[1];
-  OF_RETURN_IF_ERROR(op_util::ExpectRank("table", table, 2));
-  OF_RETURN_IF_ERROR(op_util::ExpectFloating("table", table));
-  if (ids.dtype != DType::kI32 && ids.dtype != DType::kI64) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("ids must be i32 or i64 row indices, got ", ids.ToString()));
-  }
-  std::vector<int64_t> dims = ids.shape.dims();
-  dims.push_back(table.shape.dim(1));
-  return std::vector<TensorType>{{Shape(std::move(dims)), table.dtype}};
-}
-
-std::vector<SbpSignature> EmbeddingSignatures(const std::vector<TensorType>& inputs,
-                                              const AttrMap&) {
-  const int64_t ids_rank = inputs[1].shape.rank();
-  const Sbp B = Sbp::Broadcast();
-  std::vector<SbpSignature> signatures;
-  for (int64_t axis = 0; axis < ids_rank; ++axis) {  // Data parallel over ids.
-    signatures.push_back({{B, Sbp::Split(axis)}, {Sbp::Split(axis)}});
-  }
-  // Hidden-parallel: each device gathers its columns.
-  signatures.push_back({{Sbp::Split(1), B}, {Sbp::Split(ids_rank)}});
-  // Vocab-parallel (Megatron): a device outputs rows it holds and zeros for the others.
-  signatures.push_back({{Sbp::Split(0), B}, {Sbp::Partial()}});
-  signatures.push_back({{Sbp::Partial(), B}, {Sbp::Partial()}});
-  signatures.push_back({{B, B}, {B}});
-  return signatures;
-}
-
 }  // namespace
 
 OpDefinition ReshapeDefinition() {
@@ -195,11 +187,6 @@ OpDefinition ReduceSumDefinition() {
 
 OpDefinition ReduceMeanDefinition() {
   return {"reduce_mean", {"x"}, {"out"}, InferReduce, ReduceSignatures, "reduce_mean"};
-}
-
-OpDefinition EmbeddingDefinition() {
-  return {"embedding", {"table", "ids"}, {"out"}, InferEmbedding, EmbeddingSignatures,
-          "embedding"};
 }
 
 }  // namespace oneflow

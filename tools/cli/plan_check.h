@@ -20,12 +20,13 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
+#include "compiler/plan_verifier.h"
 #include "proto/plan.pb.h"
 
 namespace oneflow::cli {
 
-// The Plan.format_version this build writes and reads.
-inline constexpr int64_t kPlanFormatVersion = 1;
+// The Plan.format_version this build writes and reads (defined by the compiler).
+using ::oneflow::kPlanFormatVersion;
 
 // Checks, in this order, and returns INVALID_ARGUMENT describing the first failure:
 //  - format_version is kPlanFormatVersion;

@@ -1,0 +1,50 @@
+// gpt: compiles a decoder-only transformer for a cluster layout.
+//
+//   gpt --nodes=2 --devices_per_node=2 --dp=2 --tp=2 --layers=2 --plan_out=/tmp/gpt.plan
+//   oneflow inspect /tmp/gpt.plan
+//
+// --dp=1 --tp=1 on one device is the single-device reference.
+#include "absl/flags/flag.h"
+#include "absl/flags/parse.h"
+#include "absl/flags/usage.h"
+#include "examples/common/example_main.h"
+#include "examples/gpt/gpt_model.h"
+#include "oneflow_core/status.h"
+
+ABSL_FLAG(int64_t, batch, 8, "Sequences per iteration (the logical batch).");
+ABSL_FLAG(int64_t, seq, 64, "Sequence length.");
+ABSL_FLAG(int64_t, layers, 2, "Transformer blocks.");
+ABSL_FLAG(int64_t, hidden, 128, "Hidden width.");
+ABSL_FLAG(int64_t, heads, 4, "Attention heads (must divide --hidden; --tp should divide it).");
+ABSL_FLAG(int64_t, vocab, 512, "Vocabulary size.");
+ABSL_FLAG(bool, tied, true, "Tie the output projection to the token embedding.");
+ABSL_FLAG(std::string, token_file, "", "Little-endian int32 tokens; empty: synthetic tokens.");
+ABSL_FLAG(double, lr, 3e-4, "Peak learning rate (AdamW, warmup-cosine).");
+
+namespace oneflow::examples {
+namespace {
+
+absl::Status Main() {
+  OF_ASSIGN_OR_RETURN(ParallelLayout layout, LayoutFromFlags());
+  GptConfig config;
+  config.batch = absl::GetFlag(FLAGS_batch);
+  config.seq = absl::GetFlag(FLAGS_seq);
+  config.layers = absl::GetFlag(FLAGS_layers);
+  config.hidden = absl::GetFlag(FLAGS_hidden);
+  config.heads = absl::GetFlag(FLAGS_heads);
+  config.vocab = absl::GetFlag(FLAGS_vocab);
+  config.tied_embeddings = absl::GetFlag(FLAGS_tied);
+  config.token_file = absl::GetFlag(FLAGS_token_file);
+  config.learning_rate = absl::GetFlag(FLAGS_lr);
+  OF_ASSIGN_OR_RETURN(proto::Job job, BuildGpt(config, layout));
+  return CompileAndReport(job, layout);
+}
+
+}  // namespace
+}  // namespace oneflow::examples
+
+int main(int argc, char** argv) {
+  absl::SetProgramUsageMessage("Compiles a GPT-style transformer to a per-device plan.");
+  absl::ParseCommandLine(argc, argv);
+  return oneflow::examples::RunExample("gpt", &oneflow::examples::Main);
+}

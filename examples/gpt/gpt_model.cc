@@ -1,0 +1,100 @@
+#include "examples/gpt/gpt_model.h"
+
+#include "absl/strings/str_cat.h"
+#include "oneflow_core/dsl/ops.h"
+
+namespace oneflow::examples {
+namespace {
+
+absl::Status CheckConfig(const GptConfig& config) {
+  for (const auto& [name, value] : {std::pair<const char*, int64_t>{"batch", config.batch},
+                                    {"seq", config.seq},
+                                    {"layers", config.layers},
+                                    {"hidden", config.hidden},
+                                    {"heads", config.heads},
+                                    {"vocab", config.vocab}}) {
+    if (value < 1) {
+      return absl::InvalidArgumentError(absl::StrCat("--", name, "=", value, " must be >= 1"));
+    }
+  }
+  if (config.hidden % config.heads != 0) {
+    return absl::InvalidArgumentError(absl::StrCat("--hidden=", config.hidden,
+                                                   " is not divisible by --heads=", config.heads));
+  }
+  return absl::OkStatus();
+}
+
+// x [b, s, h] . w [h, n] as a matmul over the flattened rows.
+Tensor Linear(Tensor x, Tensor w) {
+  const Shape& shape = x.shape();
+  const int64_t rows = shape.dim(0) * shape.dim(1);
+  Tensor y = MatMul(Reshape(x, {rows, shape.dim(2)}), w);
+  return Reshape(y, {shape.dim(0), shape.dim(1), w.shape().dim(1)});
+}
+
+}  // namespace
+
+absl::StatusOr<proto::Job> BuildGpt(const GptConfig& config, const ParallelLayout& layout) {
+  absl::Status valid = CheckConfig(config);
+  if (!valid.ok()) return valid;
+  const Sbp split0 = Sbp::Split(0);
+  const Sbp split1 = Sbp::Split(1);
+  const Sbp broadcast = Sbp::Broadcast();
+  const NdSbp replicated = layout.Sbp(broadcast, broadcast);
+  const NdSbp column = layout.Sbp(broadcast, split1);
+  const NdSbp row = layout.Sbp(broadcast, split0);
+  const int64_t b = config.batch, s = config.seq, h = config.hidden, v = config.vocab;
+  uint64_t seed = config.seed * 1000;
+
+  Graph graph("gpt");
+  graph.SetDefaultPlacement(layout.placement());
+  graph.SetBatchSize(config.batch);
+  graph.AddDataSource("data", config.token_file.empty()
+                                  ? DataSource::SyntheticTokens(config.seed, config.vocab)
+                                  : DataSource::TokenFile(config.token_file));
+  Tensor tokens = graph.Input("tokens", Shape{b, s}, DType::kI32, "data");
+  tokens.WithSbp(layout.Sbp(split0, broadcast));
+  Tensor targets = graph.Input("targets", Shape{b, s}, DType::kI32, "data");
+  targets.WithSbp(layout.Sbp(split0, broadcast));
+
+  auto variable = [&](const std::string& name, Shape shape, Initializer init, const NdSbp& sbp) {
+    Tensor t = graph.Variable(name, shape, init);
+    t.WithSbp(sbp);
+    return t;
+  };
+  auto normal = [&]() { return Initializer::Normal(0, 0.02, ++seed); };
+  Tensor wte = variable("wte", Shape{v, h}, normal(), row);  // Vocabulary-parallel.
+  Tensor wpe = variable("wpe", Shape{s, h}, normal(), replicated);
+  Tensor x = Add(Embedding(wte, tokens), wpe);
+  for (int64_t l = 0; l < config.layers; ++l) {
+    const std::string p = absl::StrCat("block", l, "/");
+    Tensor ln1_g = variable(p + "ln1/gamma", Shape{h}, Initializer::Ones(), replicated);
+    Tensor ln1_b = variable(p + "ln1/beta", Shape{h}, Initializer::Zeros(), replicated);
+    Tensor w_q = variable(p + "attn/w_q", Shape{h, h}, normal(), column);
+    Tensor w_k = variable(p + "attn/w_k", Shape{h, h}, normal(), column);
+    Tensor w_v = variable(p + "attn/w_v", Shape{h, h}, normal(), column);
+    Tensor w_o = variable(p + "attn/w_o", Shape{h, h}, normal(), row);
+    x = Add(x, CausalSelfAttention(LayerNorm(x, ln1_g, ln1_b), w_q, w_k, w_v, w_o, config.heads));
+    Tensor ln2_g = variable(p + "ln2/gamma", Shape{h}, Initializer::Ones(), replicated);
+    Tensor ln2_b = variable(p + "ln2/beta", Shape{h}, Initializer::Zeros(), replicated);
+    Tensor w_fc = variable(p + "mlp/w_fc", Shape{h, 4 * h}, normal(), column);
+    Tensor w_proj = variable(p + "mlp/w_proj", Shape{4 * h, h}, normal(), row);
+    x = Add(x, Linear(Gelu(Linear(LayerNorm(x, ln2_g, ln2_b), w_fc)), w_proj));
+  }
+  Tensor lnf_g = variable("ln_f/gamma", Shape{h}, Initializer::Ones(), replicated);
+  Tensor lnf_b = variable("ln_f/beta", Shape{h}, Initializer::Zeros(), replicated);
+  Tensor final_x = Reshape(LayerNorm(x, lnf_g, lnf_b), {b * s, h});
+  Tensor logits;
+  if (config.tied_embeddings) {
+    logits = MatMul(final_x, wte, /*transpose_a=*/false, /*transpose_b=*/true);
+  } else {
+    Tensor w_out = variable("w_out", Shape{h, v}, normal(), column);
+    logits = MatMul(final_x, w_out);
+  }
+  Tensor loss = ReduceMean(SparseSoftmaxCrossEntropy(logits, Reshape(targets, {b * s})));
+  graph.SetLoss(loss);
+  graph.SetOptimizer(Optimizer::AdamW(config.learning_rate).WithWarmupCosine(100, 10000, 0.1 * config.learning_rate));
+  return graph.Build();
+}
+
+}  // namespace oneflow::examples

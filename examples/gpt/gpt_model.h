@@ -1,0 +1,37 @@
+// A decoder-only transformer (GPT) on synthetic tokens or a token file, written once
+// with the DSL. Parallelism is nothing but SBP hints:
+//   data parallel    tokens and targets split by batch over dp
+//   tensor parallel  Megatron-style: attention q/k/v column-parallel (S(1)) and the
+//                    output projection row-parallel (S(0)); MLP fc S(1), proj S(0); the
+//                    token embedding split by vocabulary (S(0)). The compiler inserts
+//                    the all-reduces Megatron writes by hand.
+#ifndef EXAMPLES_GPT_GPT_MODEL_H_
+#define EXAMPLES_GPT_GPT_MODEL_H_
+
+#include <cstdint>
+#include <string>
+
+#include "absl/status/statusor.h"
+#include "examples/common/parallel_layout.h"
+#include "proto/job.pb.h"
+
+namespace oneflow::examples {
+
+struct GptConfig {
+  int64_t batch = 8;
+  int64_t seq = 64;
+  int64_t layers = 2;
+  int64_t hidden = 128;
+  int64_t heads = 4;
+  int64_t vocab = 512;
+  bool tied_embeddings = true;  // Output projection = token embedding transposed.
+  std::string token_file;       // Empty: synthetic tokens.
+  double learning_rate = 3e-4;
+  uint64_t seed = 1;
+};
+
+absl::StatusOr<proto::Job> BuildGpt(const GptConfig& config, const ParallelLayout& layout);
+
+}  // namespace oneflow::examples
+
+#endif  // EXAMPLES_GPT_GPT_MODEL_H_

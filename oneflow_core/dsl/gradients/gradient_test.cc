@@ -1,0 +1,197 @@
+// Every gradient function against central finite differences, in double precision with
+// the reference evaluator: for each differentiable op, loss = sum(op(inputs) * W) with
+// fixed random W, gradients from AddBackward, and each input element perturbed by +-h.
+#include <cmath>
+#include <functional>
+#include <random>
+#include <set>
+
+#include "gtest/gtest.h"
+#include "oneflow_core/dsl/gradients/backward.h"
+#include "oneflow_core/dsl/gradients/gradient.h"
+#include "oneflow_core/dsl/ops.h"
+#include "oneflow_core/ops/reference/evaluate_graph.h"
+#include "oneflow_core/ops/registry.h"
+
+namespace oneflow {
+namespace {
+
+using Ints = std::vector<int64_t>;
+using Builder = std::function<std::vector<Tensor>(const std::vector<Tensor>& inputs)>;
+
+struct GradCase {
+  std::string type;
+  std::vector<TensorType> inputs;
+  AttrMap attrs;
+  int64_t index_limit = 0;       // Index inputs are drawn from [0, limit).
+  std::vector<size_t> positive;  // Inputs drawn positive (divisors).
+  Builder build;                 // Empty: one op of `type` with `attrs`.
+  std::function<void(const Graph&)> inspect;  // Extra checks on the finished graph.
+};
+
+constexpr double kStep = 1e-5;
+constexpr double kTolerance = 1e-6;
+
+Dense RandomDense(const TensorType& type, std::mt19937* rng, int64_t index_limit, bool positive) {
+  std::uniform_real_distribution<double> uniform(0.5, 2.0);
+  Dense dense = Dense::Zeros(type.shape, type.dtype);
+  for (double& v : dense.values) {
+    v = IsFloating(type.dtype) ? uniform(*rng) * ((*rng)() % 2 && !positive ? -1 : 1)
+                               : static_cast<double>((*rng)() % index_limit);
+  }
+  return dense;
+}
+
+double Loss(const Graph& graph, const std::string& loss, const TensorValues& feeds) {
+  absl::StatusOr<TensorValues> values = EvaluateGraph(graph, feeds);
+  EXPECT_TRUE(values.ok()) << values.status();
+  return values.ok() ? values->at(loss).values[0] : 0.0;
+}
+
+void CheckGradients(const GradCase& c) {
+  SCOPED_TRACE(c.type);
+  Graph graph("gradient_" + c.type);
+  std::mt19937 rng(7);
+  TensorValues feeds;
+  std::vector<Tensor> inputs, wrt;
+  for (size_t k = 0; k < c.inputs.size(); ++k) {
+    const TensorType& type = c.inputs[k];
+    const std::string name = "in" + std::to_string(k);
+    const bool floating = IsFloating(type.dtype);
+    Tensor input = floating ? graph.Variable(name, type.shape, Initializer::Zeros(), type.dtype)
+                            : graph.Input(name, type.shape, type.dtype, "data");
+    inputs.push_back(input);
+    if (floating) wrt.push_back(input);
+    const bool positive = std::count(c.positive.begin(), c.positive.end(), k) > 0;
+    feeds[name] = RandomDense(type, &rng, c.index_limit, positive);
+  }
+  const std::vector<Tensor> outputs =
+      c.build ? c.build(inputs)
+              : graph.AddOp(c.type, inputs, c.attrs, "", SourceLocation::Current());
+  ASSERT_TRUE(graph.status().ok()) << graph.status();
+  Tensor loss;
+  for (size_t i = 0; i < outputs.size(); ++i) {
+    const std::string name = "weight" + std::to_string(i);
+    Tensor weight = graph.Input(name, outputs[i].shape(), DType::kF32, "data");
+    feeds[name] = RandomDense(weight.type(), &rng, 0, false);
+    Tensor term = ReduceSum(Mul(outputs[i], weight));
+    loss = loss.valid() ? Add(loss, term) : term;
+  }
+  absl::StatusOr<std::vector<Tensor>> grads = AddBackward(graph, loss, wrt);
+  ASSERT_TRUE(grads.ok()) << grads.status();
+  absl::StatusOr<TensorValues> values = EvaluateGraph(graph, feeds);
+  ASSERT_TRUE(values.ok()) << values.status();
+  for (size_t k = 0; k < wrt.size(); ++k) {
+    ASSERT_TRUE((*grads)[k].valid()) << wrt[k].name();
+    const std::vector<double>& analytic = values->at((*grads)[k].name()).values;
+    for (size_t e = 0; e < analytic.size(); ++e) {
+      TensorValues plus = feeds, minus = feeds;
+      plus[wrt[k].name()].values[e] += kStep;
+      minus[wrt[k].name()].values[e] -= kStep;
+      const double numeric =
+          (Loss(graph, loss.name(), plus) - Loss(graph, loss.name(), minus)) / (2 * kStep);
+      ASSERT_NEAR(analytic[e], numeric, kTolerance * std::max(1.0, std::abs(numeric)))
+          << "d loss / d " << wrt[k].name() << "[" << e << "]";
+    }
+  }
+  if (c.inspect) c.inspect(graph);
+}
+
+std::vector<GradCase> Cases() {
+  const DType f = DType::kF32;
+  const DType i32 = DType::kI32;
+  return {
+      {"matmul", {{Shape{3, 4}, f}, {Shape{4, 2}, f}}, {}},
+      {"matmul", {{Shape{3, 4}, f}, {Shape{2, 4}, f}}, {{"transpose_b", true}}},
+      {"matmul", {{Shape{4, 3}, f}, {Shape{4, 2}, f}}, {{"transpose_a", true}}},
+      {"matmul", {{Shape{4, 3}, f}, {Shape{2, 4}, f}}, {{"transpose_a", true}, {"transpose_b", true}}},
+      {"matmul", {{Shape{2, 3, 4}, f}, {Shape{2, 4, 2}, f}}, {}},
+      {"add", {{Shape{3, 4}, f}, {Shape{4}, f}}, {}},
+      {"add", {{Shape{3, 4}, f}, {Shape{3, 4}, f}}, {}},
+      {"sub", {{Shape{3, 1}, f}, {Shape{3, 4}, f}}, {}},
+      {"mul", {{Shape{2, 3, 4}, f}, {Shape{1, 4}, f}}, {}},
+      {"div", {{Shape{3, 4}, f}, {Shape{3, 1}, f}}, {}, 0, {1}},
+      {"bias_add", {{Shape{2, 3, 4}, f}, {Shape{4}, f}}, {}},
+      {"bias_add", {{Shape{4}, f}, {Shape{4}, f}}, {}},
+      {"relu", {{Shape{3, 4}, f}}, {}},
+      {"gelu", {{Shape{3, 4}, f}}, {}},
+      {"scalar_mul", {{Shape{3, 4}, f}}, {{"scalar", -1.5}}},
+      {"scalar_add", {{Shape{3, 4}, f}}, {{"scalar", 0.5}}},
+      {"dropout", {{Shape{3, 4}, f}}, {{"rate", 0.5}, {"seed", int64_t{3}}}},
+      {"identity", {{Shape{3, 4}, f}}, {}},
+      // Any fill has the same gradient; a moderate one keeps the loss, and so the
+      // finite differences, well conditioned.
+      {"causal_mask", {{Shape{2, 3, 3}, f}}, {{"fill", -3.0}}},
+      {"softmax", {{Shape{3, 4}, f}}, {}},
+      {"log_softmax", {{Shape{2, 3, 4}, f}}, {}},
+      {"layer_norm", {{Shape{3, 5}, f}, {Shape{5}, f}, {Shape{5}, f}}, {{"epsilon", 1e-3}}},
+      {"sparse_softmax_cross_entropy", {{Shape{3, 4}, f}, {Shape{3}, i32}}, {}, 4},
+      {"reshape", {{Shape{3, 4}, f}}, {{"shape", Ints{2, 6}}}},
+      {"transpose", {{Shape{2, 3, 4}, f}}, {{"perm", Ints{2, 0, 1}}}},
+      {"reduce_sum", {{Shape{3, 4}, f}}, {{"axes", Ints{1}}}},
+      {"reduce_sum", {{Shape{2, 3, 4}, f}}, {{"axes", Ints{0, 2}}, {"keep_dims", true}}},
+      {"reduce_mean", {{Shape{3, 4}, f}}, {{"axes", Ints{}}}},
+      {"reduce_mean", {{Shape{2, 3, 4}, f}}, {{"axes", Ints{-2}}}},
+      {"embedding", {{Shape{5, 3}, f}, {Shape{2, 4}, i32}}, {}, 5},
+      {"slice", {{Shape{3, 5}, f}}, {{"begin", Ints{1, 1}}, {"end", Ints{3, 4}}}},
+      {"concat", {{Shape{3, 2}, f}, {Shape{3, 4}, f}}, {{"axis", int64_t{1}}}},
+      {"concat", {{Shape{1, 4}, f}, {Shape{2, 4}, f}}, {{"axis", int64_t{0}}}},
+  };
+}
+
+TEST(GradientTest, EveryOpMatchesFiniteDifferences) {
+  for (const GradCase& c : Cases()) CheckGradients(c);
+}
+
+TEST(GradientTest, EveryDifferentiableOpHasACase) {
+  std::set<std::string> covered;
+  for (const GradCase& c : Cases()) covered.insert(c.type);
+  for (const OpDefinition& definition : OpRegistry::Get().definitions()) {
+    if (FindGradient(definition.type) == nullptr) continue;
+    EXPECT_TRUE(covered.count(definition.type)) << definition.type;
+  }
+  EXPECT_EQ(FindGradient("sgd_update"), nullptr);
+  EXPECT_EQ(FindGradient("relu_grad"), nullptr);
+}
+
+// The gradient of To() moves back to the input's placement.
+TEST(GradientTest, ToMovesTheGradientBack) {
+  const Placement first = *Placement::Parse("cpu{0:0-1}");
+  const Placement second = *Placement::Parse("cpu{1:0-1}");
+  GradCase c{"identity", {{Shape{3, 4}, DType::kF32}}, {}};
+  Tensor moved;
+  c.build = [&](const std::vector<Tensor>& inputs) {
+    Tensor x = inputs[0];
+    x.WithPlacement(first);
+    moved = To(x, second, NdSbp{Sbp::Split(0)});
+    return std::vector<Tensor>{moved};
+  };
+  c.inspect = [&](const Graph& graph) {
+    EXPECT_EQ(graph.tensor(moved.id()).placement, second);
+    EXPECT_EQ(graph.tensor(moved.id()).sbp_hint, (NdSbp{Sbp::Split(0)}));
+    bool found = false;
+    for (const Graph::OpRecord& op : graph.ops()) {
+      if (op.type != "identity" || op.name.find("_grad/") == std::string::npos) continue;
+      found = true;
+      EXPECT_EQ(graph.tensor(op.outputs[0].second).placement, first);
+    }
+    EXPECT_TRUE(found);
+  };
+  CheckGradients(c);
+}
+
+TEST(GradientTest, CausalSelfAttentionMatchesFiniteDifferences) {
+  const DType f = DType::kF32;
+  GradCase c{"causal_self_attention",
+             {{Shape{2, 3, 4}, f}, {Shape{4, 4}, f}, {Shape{4, 4}, f}, {Shape{4, 4}, f},
+              {Shape{4, 4}, f}},
+             {}};
+  c.build = [](const std::vector<Tensor>& in) {
+    return std::vector<Tensor>{
+        CausalSelfAttention(in[0], in[1], in[2], in[3], in[4], /*num_heads=*/2)};
+  };
+  CheckGradients(c);
+}
+
+}  // namespace
+}  // namespace oneflow

@@ -1,0 +1,127 @@
+#include "oneflow_core/ops/reference/reference.h"
+
+#include <map>
+
+#include "absl/strings/str_cat.h"
+#include "oneflow_core/ops/reference/kernels.h"
+#include "oneflow_core/ops/registry.h"
+#include "oneflow_core/status.h"
+
+namespace oneflow {
+namespace {
+
+// Every registered op type, explicitly (reference_test checks none is missing).
+const std::map<std::string, reference::Kernel>& Kernels() {
+  namespace r = reference;
+  static const auto* kernels = new std::map<std::string, reference::Kernel>{
+      {"matmul", r::MatMul},
+      {"add", r::Add},
+      {"sub", r::Sub},
+      {"mul", r::Mul},
+      {"div", r::Div},
+      {"bias_add", r::BiasAdd},
+      {"relu", r::Relu},
+      {"gelu", r::Gelu},
+      {"scalar_mul", r::ScalarMul},
+      {"scalar_add", r::ScalarAdd},
+      {"dropout", r::Dropout},
+      {"softmax", r::Softmax},
+      {"log_softmax", r::LogSoftmax},
+      {"layer_norm", r::LayerNorm},
+      {"sparse_softmax_cross_entropy", r::SparseSoftmaxCrossEntropy},
+      {"reshape", r::Reshape},
+      {"transpose", r::Transpose},
+      {"reduce_sum", r::ReduceSum},
+      {"reduce_mean", r::ReduceMean},
+      {"embedding", r::Embedding},
+      {"slice", r::Slice},
+      {"concat", r::Concat},
+      {"identity", r::Identity},
+      {"ones_like", r::OnesLike},
+      {"causal_mask", r::CausalMask},
+      {"relu_grad", r::ReluGrad},
+      {"gelu_grad", r::GeluGrad},
+      {"dropout_grad", r::DropoutGrad},
+      {"softmax_grad", r::SoftmaxGrad},
+      {"log_softmax_grad", r::LogSoftmaxGrad},
+      {"layer_norm_grad", r::LayerNormGrad},
+      {"sparse_softmax_cross_entropy_grad", r::SparseSoftmaxCrossEntropyGrad},
+      {"embedding_grad", r::EmbeddingGrad},
+      {"slice_grad", r::SliceGrad},
+      {"reduce_sum_like", r::ReduceSumLike},
+      {"broadcast_like", r::BroadcastLike},
+      {"sgd_update", r::SgdUpdate},
+      {"adamw_update", r::AdamWUpdate},
+  };
+  return *kernels;
+}
+
+}  // namespace
+
+absl::StatusOr<std::vector<Dense>> EvaluateReference(const std::string& type,
+                                                     const std::vector<Dense>& inputs,
+                                                     const AttrMap& attrs) {
+  return EvaluateReference(type, inputs, attrs, ReferenceContext{});
+}
+
+absl::StatusOr<std::vector<Dense>> EvaluateReference(const std::string& type,
+                                                     const std::vector<Dense>& inputs,
+                                                     const AttrMap& attrs,
+                                                     const ReferenceContext& context) {
+  OF_ASSIGN_OR_RETURN(const OpDefinition* definition, OpRegistry::Get().Find(type));
+  auto kernel = Kernels().find(type);
+  if (kernel == Kernels().end()) {
+    return absl::UnimplementedError(absl::StrCat("op type '", type, "' has no reference kernel"));
+  }
+  const std::string where = absl::StrCat("reference of '", type, "'");
+  if (inputs.size() != definition->inputs.size() ||
+      (!context.inputs.empty() && context.inputs.size() != inputs.size())) {
+    return absl::InvalidArgumentError(absl::StrCat(where, ": takes ", definition->inputs.size(),
+                                                   " inputs, got ", inputs.size(), " (and ",
+                                                   context.inputs.size(), " layouts)"));
+  }
+  std::vector<TensorType> logical_types;
+  std::vector<TensorLayout> input_layouts;
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    TensorLayout layout = context.inputs.empty()
+                              ? TensorLayout{inputs[i].shape, TensorSlice::Whole(inputs[i].shape)}
+                              : context.inputs[i];
+    if (layout.slice.shape() != inputs[i].shape) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          where, ": input '", definition->inputs[i], "' has shape ", inputs[i].shape.ToString(),
+          " but its layout slice ", layout.slice.ToString(), " of ", layout.logical.ToString(),
+          " has shape ", layout.slice.shape().ToString()));
+    }
+    logical_types.push_back({layout.logical, inputs[i].dtype});
+    input_layouts.push_back(std::move(layout));
+  }
+  absl::StatusOr<std::vector<TensorType>> output_types = definition->infer(logical_types, attrs);
+  if (!output_types.ok()) {
+    return absl::Status(output_types.status().code(),
+                        absl::StrCat(where, ": ", output_types.status().message()));
+  }
+  std::vector<TensorLayout> output_layouts = context.outputs;
+  if (output_layouts.empty()) {
+    for (const TensorType& type : *output_types) {
+      output_layouts.push_back({type.shape, TensorSlice::Whole(type.shape)});
+    }
+  }
+  if (output_layouts.size() != output_types->size()) {
+    return absl::InvalidArgumentError(absl::StrCat(where, ": has ", output_types->size(),
+                                                   " outputs, got ", output_layouts.size(),
+                                                   " output layouts"));
+  }
+  std::vector<DType> output_dtypes;
+  for (const TensorType& type : *output_types) output_dtypes.push_back(type.dtype);
+  const reference::KernelArgs args{inputs,         attrs,         std::move(input_layouts),
+                                   std::move(output_layouts), std::move(output_dtypes),
+                                   context.step};
+  absl::StatusOr<std::vector<Dense>> outputs = kernel->second(args);
+  if (!outputs.ok()) {
+    return absl::Status(outputs.status().code(),
+                        absl::StrCat(where, ": ", outputs.status().message()));
+  }
+  return outputs;
+}
+
+}  // namespace oneflow
