@@ -15,6 +15,8 @@
 
 #include "absl/flags/flag.h"
 #include "absl/flags/parse.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
 #include "compiler/compiler.h"
 #include "examples/common/parallel_layout.h"
@@ -63,6 +65,8 @@ int Run() {
     CompileOptions options;
     options.cluster = layout->cluster();
     options.verify_each_pass = absl::GetFlag(FLAGS_verify_each_pass);
+    std::vector<std::pair<std::string, double>> pass_seconds;
+    options.pass_seconds = &pass_seconds;
     double best = 1e30;
     absl::StatusOr<proto::Plan> plan;
     for (int r = 0; r < absl::GetFlag(FLAGS_repeats); ++r) {
@@ -91,10 +95,13 @@ int Run() {
         "\"actors\":%lld,\"collectives\":%d,\"compile_seconds\":%.4f,\"goal_seconds\":2.0,"
         "\"ratio_to_goal\":%.3f,\"serialize_seconds\":%.4f,\"ratio_to_serialize\":%.2f,"
         "\"plan_bytes\":%zu,\"peak_over_lower_bound_max\":%.4f,"
-        "\"arena_peak_over_lower_bound_max\":%.4f}\n",
+        "\"arena_peak_over_lower_bound_max\":%.4f,\"pass_seconds\":{%s}}\n",
         static_cast<long long>(config.layers), plan->devices_size(), plan->job().ops_size(),
         static_cast<long long>(actors), plan->collectives_size(), best, best / 2.0, serialize,
-        best / serialize, bytes.ok() ? bytes->size() : size_t{0}, ratio, arena_ratio);
+        best / serialize, bytes.ok() ? bytes->size() : size_t{0}, ratio, arena_ratio,
+        absl::StrJoin(pass_seconds, ",", [](std::string* out, const auto& entry) {
+          absl::StrAppend(out, "\"", entry.first, "\":", absl::SixDigits(entry.second));
+        }).c_str());
     std::fflush(stdout);
   }
   return 0;

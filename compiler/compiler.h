@@ -14,6 +14,7 @@
 
 #include <cstdint>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "absl/status/statusor.h"
@@ -36,6 +37,8 @@ struct CompileOptions {
   std::string* dump = nullptr;
   // Runs the verifier after every pass, not only after the last one.
   bool verify_each_pass = true;
+  // When set, receives (pass name, seconds) for every pass, verification included.
+  std::vector<std::pair<std::string, double>>* pass_seconds = nullptr;
 };
 
 absl::StatusOr<proto::Plan> Compile(const proto::Job& job, const CompileOptions& options);

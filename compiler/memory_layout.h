@@ -25,7 +25,8 @@ struct MemoryLayout {
   // The largest sum of (aligned) sizes of registers live at one position.
   int64_t lower_bound_bytes = 0;
   // (earlier, later) register pairs that share memory: `later` may only be written once
-  // every reader of `earlier` is done.
+  // every reader of `earlier` is done. Only the last earlier user of each byte range is
+  // listed; the ones before it are ordered through that one's own pairs.
   std::vector<std::pair<int64_t, int64_t>> reuses;
 };
 

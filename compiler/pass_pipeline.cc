@@ -1,6 +1,7 @@
 #include "compiler/pass_pipeline.h"
 
 #include <algorithm>
+#include <chrono>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
@@ -25,8 +26,10 @@ absl::Status PassPipeline::Run(Compilation* compilation) const {
                                                      " (or all)"));
     }
   }
+  if (options.pass_seconds != nullptr) options.pass_seconds->clear();
   for (size_t i = 0; i < passes_.size(); ++i) {
     CompilerPass& pass = *passes_[i];
+    const auto start = std::chrono::steady_clock::now();
     absl::StatusOr<bool> changed = pass.Run(compilation);
     if (!changed.ok()) return changed.status();
     const bool last = i + 1 == passes_.size();
@@ -37,6 +40,11 @@ absl::Status PassPipeline::Run(Compilation* compilation) const {
                                                 pass.name(), "' fails verification: ",
                                                 verified.message()));
       }
+    }
+    if (options.pass_seconds != nullptr) {
+      options.pass_seconds->push_back(
+          {std::string(pass.name()),
+           std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count()});
     }
     const bool dump = std::find_if(options.dump_after.begin(), options.dump_after.end(),
                                    [&](const std::string& name) {

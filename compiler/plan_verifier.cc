@@ -111,6 +111,14 @@ absl::Status VerifyCollectiveOrder(const proto::Plan& plan) {
   for (const proto::DevicePlan& device : plan.devices()) {
     devices[{device.device().node(), device.device().device()}] = &device;
   }
+  // How many actors of each device issue each collective.
+  std::map<std::pair<int64_t, int64_t>, absl::flat_hash_map<int64_t, int>> issuers_of;
+  for (const proto::DevicePlan& device : plan.devices()) {
+    auto& issuers = issuers_of[{device.device().node(), device.device().device()}];
+    for (const proto::ActorDef& actor : device.actors()) {
+      if (actor.collective_id() >= 0) ++issuers[actor.collective_id()];
+    }
+  }
   std::map<std::vector<std::pair<int64_t, int64_t>>, int64_t> next_order;
   std::map<std::pair<int64_t, int64_t>, std::vector<int64_t>> expected;
   for (int c = 0; c < plan.collectives_size(); ++c) {
@@ -132,8 +140,9 @@ absl::Status VerifyCollectiveOrder(const proto::Plan& plan) {
         return Fail(absl::StrCat(CollectiveText(collective), " names device ", member.first, ":",
                                  member.second, ", which has no device plan"));
       }
-      int issuers = 0;
-      for (const proto::ActorDef& actor : it->second->actors()) issuers += actor.collective_id() == c;
+      const auto& counts = issuers_of[member];
+      const auto count = counts.find(c);
+      const int issuers = count == counts.end() ? 0 : count->second;
       if (issuers != 1) {
         return Fail(absl::StrCat(CollectiveText(collective), " is issued by ", issuers,
                                  " actors of device ", member.first, ":", member.second,
@@ -192,19 +201,33 @@ absl::Status VerifyMemory(const proto::Plan& plan) {
       }
       if (reg.size_bytes() > 0) by_block[block->id()].push_back(extent);
     }
+    // Sweep the actor positions keeping the live registers by offset: a register that
+    // becomes live must not touch its neighbours in that (non-overlapping) set.
     for (auto& [block, extents] : by_block) {
-      std::sort(extents.begin(), extents.end(),
-                [](const Extent& a, const Extent& b) { return a.begin < b.begin; });
-      for (size_t i = 0; i < extents.size(); ++i) {
-        for (size_t j = i + 1; j < extents.size() && extents[j].begin < extents[i].end; ++j) {
-          const Extent& a = extents[i];
-          const Extent& b = extents[j];
-          if (a.last < b.first || b.last < a.first) continue;
-          return Fail(absl::StrCat(where, ": registers ", a.id, " and ", b.id,
-                                   " share bytes in memory block ", block,
-                                   " while both are live (actor positions ", a.first, "-", a.last,
-                                   " and ", b.first, "-", b.last, ")"));
+      std::sort(extents.begin(), extents.end(), [](const Extent& a, const Extent& b) {
+        return a.first != b.first ? a.first < b.first : a.begin < b.begin;
+      });
+      std::map<int64_t, const Extent*> live;  // offset -> extent
+      std::multimap<int64_t, int64_t> ends;    // last position -> offset
+      for (const Extent& extent : extents) {
+        while (!ends.empty() && ends.begin()->first < extent.first) {
+          live.erase(ends.begin()->second);
+          ends.erase(ends.begin());
         }
+        auto next = live.lower_bound(extent.begin);
+        const Extent* clash = nullptr;
+        if (next != live.end() && next->second->begin < extent.end) clash = next->second;
+        if (clash == nullptr && next != live.begin() && std::prev(next)->second->end > extent.begin) {
+          clash = std::prev(next)->second;
+        }
+        if (clash != nullptr) {
+          return Fail(absl::StrCat(where, ": registers ", clash->id, " and ", extent.id,
+                                   " share bytes in memory block ", block,
+                                   " while both are live (actor positions ", clash->first, "-",
+                                   clash->last, " and ", extent.first, "-", extent.last, ")"));
+        }
+        live[extent.begin] = &extent;
+        ends.insert({extent.last, extent.begin});
       }
     }
     if (device.peak_bytes() < device.lower_bound_bytes()) {

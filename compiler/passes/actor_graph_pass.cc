@@ -114,7 +114,6 @@ class DeviceActorBuilder {
     proto::KernelDef* kernel = actor->add_kernels();
     kernel->set_name(op.definition->kernel);
     kernel->set_op_name(op.name);
-    *kernel->mutable_attrs() = op.def->attrs();
     for (size_t k = 0; k < op.inputs.size(); ++k) {
       const int64_t reg = op.input_boxings[k] >= 0 ? boxing_register_[op.input_boxings[k]]
                                                    : tensor_register_[op.inputs[k]];
@@ -151,9 +150,6 @@ class DeviceActorBuilder {
     proto::KernelDef* kernel = actor->add_kernels();
     kernel->set_name(std::string(BoxingKindName(step.kind)));
     kernel->set_op_name(tensor.name);
-    (*kernel->mutable_attrs())["src_sbp"].set_s(step.src.ToString());
-    (*kernel->mutable_attrs())["dst_sbp"].set_s(step.dst.ToString());
-    (*kernel->mutable_attrs())["hierarchy_axis"].set_i(step.hierarchy_axis);
     const int64_t in = node.step == 0 ? tensor_register_[boxing.tensor] : boxing_register_[boxing.id];
     if (in >= 0) {
       Consume(actor, in);

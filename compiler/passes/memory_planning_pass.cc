@@ -94,6 +94,7 @@ absl::StatusOr<bool> MemoryPlanningPass::Run(Compilation* compilation) {
       auto add = [&](int64_t predecessor) {
         if (predecessor == writer->id()) return;
         const auto& existing = writer->control_predecessors();
+        // Lists stay short (one entry per reused byte range), so a scan is cheap.
         if (std::find(existing.begin(), existing.end(), predecessor) == existing.end()) {
           writer->add_control_predecessors(predecessor);
         }

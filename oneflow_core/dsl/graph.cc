@@ -563,7 +563,9 @@ std::string Graph::ToText() const {
       args.push_back(absl::StrCat(arg, "=%", tensors_[id].name));
       last_input = std::max(last_input, id);
     }
-    for (const auto& [key, value] : op.attrs) args.push_back(absl::StrCat(key, "=", AttrText(value)));
+    for (const auto& [key, value] : op.attrs) {
+      args.push_back(absl::StrCat(key, "=", AttrText(value)));
+    }
     const std::string call = absl::StrCat(op.type, "(", absl::StrJoin(args, ", "), ")");
     if (op.outputs.empty()) {
       // "()" is the type of nothing, as XLA writes an empty tuple.
@@ -580,7 +582,9 @@ std::string Graph::ToText() const {
 
   std::string text = absl::StrCat("graph ", name_, "\n");
   if (batch_size_ != 0) absl::StrAppend(&text, "batch ", batch_size_, "\n");
-  if (default_placement_) absl::StrAppend(&text, "placement ", default_placement_->ToString(), "\n");
+  if (default_placement_) {
+    absl::StrAppend(&text, "placement ", default_placement_->ToString(), "\n");
+  }
   for (const auto& [name, source] : data_sources_) {
     absl::StrAppend(&text, "source ", name, " ", DataSourceText(source.def), "\n");
   }

@@ -127,8 +127,9 @@ absl::StatusOr<Call> Parser::ReadCall(const std::string& name, const OpDefinitio
                                                        " must be a tensor like %x, got '",
                                                        *other, "'"));
       }
-      return absl::InvalidArgumentError(absl::StrCat(owner, " is missing input '", arg,
-                                                     "'; inputs: ", absl::StrJoin(op.inputs, ", ")));
+      return absl::InvalidArgumentError(
+          absl::StrCat(owner, " is missing input '", arg, "'; inputs: ",
+                       absl::StrJoin(op.inputs, ", ")));
     }
     absl::string_view tensor_name = *value;
     absl::ConsumePrefix(&tensor_name, "%");
