@@ -19,7 +19,9 @@ std::string TensorType::ToString() const {
 }
 
 std::string SbpSignature::ToString() const {
-  std::string text = absl::StrCat(JoinSbps(inputs), " -> ", JoinSbps(outputs));
+  // Updates have no outputs: "S(0), S(0), S(0) -> ()".
+  std::string text =
+      absl::StrCat(JoinSbps(inputs), " -> ", outputs.empty() ? "()" : JoinSbps(outputs));
   if (devices_must_divide > 0) absl::StrAppend(&text, " if devices divide ", devices_must_divide);
   return text;
 }

@@ -45,7 +45,8 @@ struct SbpSignature {
     return devices_must_divide == 0 || devices_must_divide % devices == 0;
   }
 
-  // "S(0), B -> S(0)"; with a divisibility condition "S(2) -> S(2) if devices divide 4".
+  // "S(0), B -> S(0)"; with a divisibility condition "S(2) -> S(2) if devices divide 4";
+  // without outputs (updates) "S(0), S(0) -> ()".
   std::string ToString() const;
   friend bool operator==(const SbpSignature& a, const SbpSignature& b) {
     return a.inputs == b.inputs && a.outputs == b.outputs &&

@@ -251,8 +251,8 @@ TEST(OpSignaturesTest, EmbeddingAndMatMulOfferTheMegatronSets) {
             (std::vector<std::string>{"S(0), B, S(0) -> S(0), P, P", "B, B, B -> B, B, B",
                                       "B, B, P -> P, P, P"}));
   EXPECT_EQ(printed("sgd_update", {{Shape{4, 8}, f}, {Shape{4, 8}, f}, {Shape{4, 8}, f}}, {}),
-            (std::vector<std::string>{"S(0), S(0), S(0) -> ", "S(1), S(1), S(1) -> ",
-                                      "B, B, B -> "}));
+            (std::vector<std::string>{"S(0), S(0), S(0) -> ()", "S(1), S(1), S(1) -> ()",
+                                      "B, B, B -> ()"}));
 }
 
 }  // namespace

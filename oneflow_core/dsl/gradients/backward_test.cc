@@ -27,7 +27,9 @@ std::vector<std::string> OpLines(const Graph& graph, size_t first) {
 TEST(BackwardTest, SumsTheContributionsOfATensorFeedingTwoOps) {
   Graph graph("two_uses");
   Tensor x = graph.Variable("x", Shape{3}, Initializer::Zeros());
-  Tensor loss = ReduceSum(Add(ScalarMul(x, 2.0), Relu(x)));
+  Tensor doubled = ScalarMul(x, 2.0);
+  Tensor rectified = Relu(x);
+  Tensor loss = ReduceSum(Add(doubled, rectified));
   const size_t forward = graph.ops().size();
   absl::StatusOr<std::vector<Tensor>> grads = AddBackward(graph, loss, {x});
   ASSERT_TRUE(grads.ok()) << grads.status();

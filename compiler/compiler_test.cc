@@ -1,0 +1,185 @@
+// The compiler on small graphs written as text (oneflow_core/dsl/text), XLA style: the
+// graph in, the state after a pass out, checked line by line; and every bad input with
+// its exact message.
+#include "compiler/compiler.h"
+
+#include "gtest/gtest.h"
+#include "oneflow_core/dsl/text/graph_text.h"
+
+namespace oneflow {
+namespace {
+
+proto::Cluster Cluster(int64_t nodes, int64_t devices_per_node) {
+  proto::Cluster cluster;
+  cluster.set_num_nodes(nodes);
+  cluster.set_devices_per_node(devices_per_node);
+  cluster.set_intra_node_bandwidth(100e9);
+  cluster.set_inter_node_bandwidth(10e9);
+  return cluster;
+}
+
+proto::Job Parse(const std::string& text) {
+  absl::StatusOr<std::unique_ptr<Graph>> graph = ParseGraphText(text);
+  EXPECT_TRUE(graph.ok()) << graph.status();
+  absl::StatusOr<proto::Job> job = (*graph)->Build();
+  EXPECT_TRUE(job.ok()) << job.status();
+  return *job;
+}
+
+// Compiles and returns the dump after `pass` (or the error).
+std::string DumpAfter(const std::string& text, const std::string& pass, const proto::Cluster& cluster) {
+  CompileOptions options;
+  options.cluster = cluster;
+  options.dump_after = {pass};
+  std::string dump;
+  options.dump = &dump;
+  absl::StatusOr<proto::Plan> plan = Compile(Parse(text), options);
+  if (!plan.ok()) return std::string(plan.status().message());
+  return dump;
+}
+
+// A Megatron pair on 2 devices, inference only: the column-parallel matmul needs no
+// traffic, the row-parallel one leaves a partial sum that relu cannot take.
+constexpr char kTensorParallel[] = R"(graph tp
+placement cpu{0:0-1}
+source data synthetic_classification seed=1 num_classes=4
+%x = input f32[8, 16] source=data
+%w1 = variable f32[16, 32] init=xavier_uniform seed=1 sbp=S(1)
+%w2 = variable f32[32, 4] init=xavier_uniform seed=2 sbp=S(0)
+%matmul_0 = matmul(a=%x, b=%w1) f32[8, 32]
+%relu_1 = relu(x=%matmul_0) f32[8, 32]
+%matmul_2 = matmul(a=%relu_1, b=%w2) f32[8, 4]
+%relu_3 = relu(x=%matmul_2) f32[8, 4]
+)";
+
+TEST(CompilerTest, SbpChoiceFollowsMegatronHints) {
+  EXPECT_EQ(DumpAfter(kTensorParallel, "boxing_insertion", Cluster(1, 2)),
+            "=== after boxing_insertion (changed)\n"
+            "placement #0 cpu{0:0-1}\n"
+            "input %x: f32[8, 16] B @0\n"
+            "variable %w1: f32[16, 32] S(1) @0\n"
+            "variable %w2: f32[32, 4] S(0) @0\n"
+            "%matmul_0: f32[8, 32] S(1) = matmul(a=%x:B, b=%w1:S(1)) @0\n"
+            "%relu_1: f32[8, 32] S(1) = relu(x=%matmul_0:S(1)) @0\n"
+            "%matmul_2: f32[8, 4] P = matmul(a=%relu_1:S(1), b=%w2:S(0)) @0\n"
+            "%relu_3: f32[8, 4] S(0) = relu(x=%matmul_2:S(0) via boxing#0) @0\n"
+            "boxing#0 %matmul_2 P @0 -> S(0) @0: reduce_scatter[axis 0] (64 B/device)\n");
+}
+
+TEST(CompilerTest, CrossNodeAxisPrefersTheCheapLinks) {
+  // Data parallel over 2 nodes x 2 devices as [2, 2]: the gradient of w is P on both
+  // axes; reducing within nodes first (reduce-scatter on axis 1) sends only half of the
+  // 4096 bytes over the slow links: 2048 + 2048 + 2048 bytes per device in all.
+  const std::string text = R"(graph dp
+placement cpu{0:0-1, 1:0-1}[2, 2]
+source data synthetic_classification seed=1 num_classes=4
+%x = input f32[64, 256] source=data sbp=[S(0), S(0)]
+%labels = input i32[64] source=data sbp=[S(0), S(0)]
+%w = variable f32[256, 4] init=xavier_uniform seed=1 sbp=[B, B]
+%matmul_0 = matmul(a=%x, b=%w) f32[64, 4]
+%sparse_softmax_cross_entropy_1 = sparse_softmax_cross_entropy(logits=%matmul_0, labels=%labels) f32[64]
+%reduce_mean_2 = reduce_mean(x=%sparse_softmax_cross_entropy_1, axes=[], keep_dims=false) f32[]
+optimizer sgd lr=0.1 momentum=0.0
+loss %reduce_mean_2
+)";
+  const std::string dump = DumpAfter(text, "boxing_insertion", Cluster(2, 2));
+  EXPECT_NE(dump.find("boxing#0 %matmul_0_grad/matmul_"), std::string::npos) << dump;
+  EXPECT_NE(dump.find(" [P, P] @0 -> [B, B] @0: reduce_scatter[axis 1], all_reduce[axis 0], "
+                      "all_gather[axis 1] (6144 B/device)"),
+            std::string::npos)
+      << dump;
+}
+
+TEST(CompilerErrorsTest, HintWithTheWrongNumberOfAxes) {
+  const std::string text = R"(graph bad
+placement cpu{0:0-3}
+source data synthetic_classification seed=1 num_classes=4
+%x = input f32[8, 16] source=data sbp=[S(0), B]
+%relu_0 = relu(x=%x) f32[8, 16]
+)";
+  EXPECT_EQ(DumpAfter(text, "sbp_choice", Cluster(1, 4)),
+            "sbp hint [S(0), B] of tensor 'x' has 2 axes but its placement cpu{0:0-3} has 1; "
+            "give one SBP per hierarchy axis");
+}
+
+TEST(CompilerErrorsTest, HintSplittingAnAxisTheTensorLacks) {
+  const std::string text = R"(graph bad
+placement cpu{0:0-1}
+source data synthetic_classification seed=1 num_classes=4
+%x = input f32[8, 16] source=data sbp=S(2)
+%relu_0 = relu(x=%x) f32[8, 16]
+)";
+  const std::string message = DumpAfter(text, "sbp_choice", Cluster(1, 2));
+  EXPECT_EQ(message.rfind("sbp hint of tensor 'x': ", 0), 0u) << message;
+  EXPECT_NE(message.find("S(2)"), std::string::npos) << message;
+}
+
+TEST(CompilerErrorsTest, PlacementOutsideTheCluster) {
+  const std::string text = R"(graph bad
+placement cpu{0:0-7}
+source data synthetic_classification seed=1 num_classes=4
+%x = input f32[8, 16] source=data
+%relu_0 = relu(x=%x) f32[8, 16]
+)";
+  EXPECT_EQ(DumpAfter(text, "sbp_choice", Cluster(1, 4)),
+            "placement cpu{0:0-7} of tensor 'x' uses device cpu 0:4, which is not in the "
+            "cluster cpu{0:0-3}");
+}
+
+TEST(CompilerErrorsTest, OutputHintNoSignatureProduces) {
+  const std::string text = R"(graph bad
+placement cpu{0:0-1}
+source data synthetic_classification seed=1 num_classes=4
+%x = input f32[8, 16] source=data
+%relu_0 = relu(x=%x) f32[8, 16] sbp=P
+)";
+  EXPECT_EQ(DumpAfter(text, "sbp_choice", Cluster(1, 2)),
+            "op 'relu_0' (relu) cannot produce the hinted SBP of its output (relu_0: P); its "
+            "1-D signatures are: S(0) -> S(0); S(1) -> S(1); B -> B");
+}
+
+TEST(CompilerErrorsTest, UnknownPassToDump) {
+  EXPECT_EQ(DumpAfter(kTensorParallel, "sbp", Cluster(1, 2)),
+            "dump_after names unknown pass 'sbp'; passes: shape_inference, autograd, optimizer, "
+            "sbp_choice, boxing_insertion, lowering, actor_graph, collective_ordering, "
+            "memory_planning, plan_emission (or all)");
+}
+
+TEST(CompilerErrorsTest, EmptyCluster) {
+  CompileOptions options;
+  options.cluster = Cluster(0, 4);
+  EXPECT_EQ(Compile(Parse(kTensorParallel), options).status().message(),
+            "cluster has 0 nodes x 4 devices; both must be >= 1");
+}
+
+TEST(CompilerErrorsTest, OptimizerWithoutLoss) {
+  const std::string text = R"(graph bad
+placement cpu{0:0-1}
+source data synthetic_classification seed=1 num_classes=4
+%x = input f32[8, 16] source=data
+%w = variable f32[16, 4] init=zeros
+%matmul_0 = matmul(a=%x, b=%w) f32[8, 4]
+optimizer sgd lr=0.1 momentum=0.0
+)";
+  EXPECT_EQ(DumpAfter(text, "sbp_choice", Cluster(1, 2)),
+            "job 'bad' has an optimizer but no loss; call Graph::SetLoss");
+}
+
+TEST(CompilerErrorsTest, BadLearningRateSchedule) {
+  const std::string text = R"(graph bad
+placement cpu{0:0-1}
+source data synthetic_classification seed=1 num_classes=4
+%x = input f32[8, 16] source=data
+%w = variable f32[16, 4] init=zeros
+%matmul_0 = matmul(a=%x, b=%w) f32[8, 4]
+%reduce_mean_1 = reduce_mean(x=%matmul_0, axes=[], keep_dims=false) f32[]
+optimizer sgd lr=0.1 momentum=0.0 schedule=warmup_cosine warmup=100 total=50 min_lr=0.0
+loss %reduce_mean_1
+)";
+  EXPECT_EQ(DumpAfter(text, "sbp_choice", Cluster(1, 2)),
+            "warmup-cosine schedule warmup_steps=100 total_steps=50 min_lr=0 base_lr=0.1 is "
+            "invalid; need 0 <= warmup_steps < total_steps and 0 <= min_lr <= base_lr");
+}
+
+}  // namespace
+}  // namespace oneflow
