@@ -33,7 +33,8 @@ class PassPipeline {
   std::vector<std::unique_ptr<CompilerPass>> passes_;
 };
 
-// The standard pipeline, in order: shape_inference, autograd, optimizer, sbp_choice,
+// The standard pipeline, in order: shape_inference, autograd, optimizer,
+// dead_op_elimination, sbp_choice,
 // boxing_insertion, lowering, actor_graph, collective_ordering, memory_planning,
 // plan_emission.
 PassPipeline StandardPipeline();

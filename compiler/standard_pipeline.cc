@@ -3,6 +3,7 @@
 #include "compiler/passes/autograd_pass.h"
 #include "compiler/passes/boxing_insertion_pass.h"
 #include "compiler/passes/collective_ordering_pass.h"
+#include "compiler/passes/dead_op_elimination_pass.h"
 #include "compiler/passes/lowering_pass.h"
 #include "compiler/passes/memory_planning_pass.h"
 #include "compiler/passes/optimizer_pass.h"
@@ -17,6 +18,7 @@ PassPipeline StandardPipeline() {
   pipeline.AddPass<ShapeInferencePass>();
   pipeline.AddPass<AutogradPass>();
   pipeline.AddPass<OptimizerPass>();
+  pipeline.AddPass<DeadOpEliminationPass>();
   pipeline.AddPass<SbpChoicePass>();
   pipeline.AddPass<BoxingInsertionPass>();
   pipeline.AddPass<LoweringPass>();
