@@ -4,7 +4,8 @@
 #   tools/dev.sh deps    install missing Debian packages (idempotent; no-op when present)
 #   tools/dev.sh build   deps + bazel build //...
 #   tools/dev.sh test    deps + bazel test //..., ending with "N passed, N failed"
-#   tools/dev.sh demo    deps + build + run the main example end to end
+#   tools/dev.sh demo    deps + build + run the main example end to end (a GPT compiled
+#                        for 2 x 2 devices and inspected)
 #
 # Runs as root on a fresh Debian 12 machine (or as a user with sudo). Nothing is
 # downloaded at build time: every dependency is a Debian package listed below.
@@ -95,17 +96,27 @@ cmd_test() {
 cmd_demo() {
   ensure_deps
   cd "$ROOT"
-  bazel build "${BAZEL_FLAGS[@]}" //examples/sbp_layout:sbp_layout
+  bazel build "${BAZEL_FLAGS[@]}" //examples/sbp_layout:sbp_layout //examples/gpt:gpt \
+    //tools/cli:oneflow
   local demo=bazel-bin/examples/sbp_layout/sbp_layout
   echo
   echo "== A [6, 5] variable on 2 nodes x 2 CPU devices, [S(0), S(1)] (2-D tensor parallel) =="
-  "$demo" --shape='[6, 5]' --placement='cpu{0:0-1, 1:0-1}[2, 2]' --sbp='[S(0), S(1)]'
+  "$demo" --shape='[6, 5]' --placement='cpu{0:0-1, 1:0-1}[2, 2]' --sbp='[S(0), S(1)]' \
+    --print_values=false
   echo
-  echo "== The same variable, [S(0), B] (split across nodes, replicated inside a node) =="
-  "$demo" --shape='[6, 5]' --placement='cpu{0:0-1, 1:0-1}[2, 2]' --sbp='[S(0), B]'
+  echo "== A GPT (2 blocks) compiled for 2 nodes x 2 devices, data x tensor parallel =="
+  local plan
+  plan="$(mktemp -d)/gpt.plan"
+  bazel-bin/examples/gpt/gpt --nodes=2 --devices_per_node=2 --dp=2 --tp=2 --layers=2 \
+    --hidden=256 --heads=8 --batch=4 --seq=32 --plan_out="$plan"
   echo
-  echo "== Uneven split: 10 rows over 4 devices =="
-  "$demo" --shape='[10, 3]' --placement='cpu{0:0-3}' --sbp='S(0)' --print_values=false
+  echo "== oneflow inspect $plan --device=0 (beginning and end) =="
+  local text
+  text="$(bazel-bin/tools/cli/oneflow inspect "$plan" --device=0)"
+  head -n 20 <<<"$text" | cut -c1-160
+  echo "  ..."
+  tail -n 6 <<<"$text" | cut -c1-240
+  echo "(the whole plan: bazel-bin/tools/cli/oneflow inspect $plan [--format=json|dot])"
 }
 
 main() {
