@@ -26,11 +26,15 @@ absl::Status CheckLinkModel(const LinkModel& links) {
 
 bool AxisCrossesNodes(const Placement& placement, int64_t axis) {
   // Every device is in exactly one group along `axis`; comparing each device with the
-  // first device of its group (coordinate 0 on `axis`) visits every group.
+  // first device of its group (coordinate 0 on `axis`) visits every group. Row-major
+  // ranks: the head is `rank` minus its coordinate on `axis` times that axis's stride.
+  // (The compiler asks this for every boxing it prices, so no allocation here.)
+  const Shape& hierarchy = placement.hierarchy();
+  int64_t stride = 1;
+  for (int64_t a = hierarchy.rank() - 1; a > axis; --a) stride *= hierarchy.dim(a);
+  const int64_t size = hierarchy.dim(axis);
   for (int64_t rank = 0; rank < placement.num_devices(); ++rank) {
-    std::vector<int64_t> coordinate = placement.Coordinate(rank);
-    coordinate[axis] = 0;
-    const int64_t group_head = placement.RankOf(coordinate);
+    const int64_t group_head = rank - (rank / stride) % size * stride;
     if (placement.device(rank).node != placement.device(group_head).node) return true;
   }
   return false;

@@ -1,0 +1,483 @@
+#include "actors/engine.h"
+
+#include <algorithm>
+#include <atomic>
+#include <cstdlib>
+#include <deque>
+#include <limits>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <thread>
+
+#include "absl/container/flat_hash_map.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "actors/message_queue.h"
+
+namespace oneflow::actors {
+namespace {
+
+constexpr int64_t kNoEnd = std::numeric_limits<int64_t>::max();
+
+int64_t NowNs() {
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(
+             std::chrono::steady_clock::now().time_since_epoch())
+      .count();
+}
+
+struct RegisterRuntime {
+  const proto::RegisterDef* def = nullptr;
+  int producer = -1;            // Actor index.
+  std::vector<int> consumers;   // Actor indices, unique.
+  char* base = nullptr;
+  int64_t stride = 0;           // Slot stride; 0 for persistent registers.
+  int64_t count = 1;
+};
+
+// An actor's static wiring plus the state its own thread keeps.
+struct ActorRuntime {
+  const proto::ActorDef* def = nullptr;
+  int device = 0;
+  int thread = 0;
+  std::vector<int> consumed;      // Register indices, unique.
+  std::vector<int> produced;      // Register indices.
+  std::vector<int> predecessors;  // Actor indices.
+  std::vector<int> successors;
+  int64_t collective_position = -1;  // Index in the device's collective order.
+  ActFunction act;
+
+  enum class State { kWaiting, kDone };
+  State state = State::kWaiting;
+  int64_t next = 0;               // The iteration it acts on next.
+  int64_t end = kNoEnd;           // Iterations in all, once known.
+  int ends_pending = 0;           // Producers that have not announced their end.
+  int64_t announced_end = kNoEnd;
+  std::vector<int64_t> readable;                // Per consumed: iterations produced.
+  std::vector<std::vector<int64_t>> returned;   // Per produced, per consumer.
+  std::vector<int64_t> predecessor_acted;
+};
+
+struct ThreadRuntime {
+  int index = 0;
+  MessageQueue queue;
+  std::vector<int> actors;
+  int device = 0;
+  bool communication = false;
+  std::string name;
+  int64_t collective_cursor = 0;  // Position in the device's collective sequence.
+  int64_t device_done = 0;        // This thread's view of its device's finished iterations.
+  std::vector<int> collective_actor;  // Position in the order -> actor index.
+  std::vector<ActRecord> records;
+};
+
+struct DeviceRuntime {
+  std::vector<std::unique_ptr<char, decltype(&std::free)>> blocks;
+  int64_t allocated = 0;
+  int actor_count = 0;
+  int threads[2] = {-1, -1};
+  std::mutex mutex;
+  std::map<int64_t, int> acted;  // iteration -> actors done with it
+  int64_t done = 0;
+};
+
+class Engine : public ActContext {
+ public:
+  Engine(const proto::Plan& plan, const EngineOptions& options) : plan_(plan), options_(options) {}
+
+  absl::Status Build(const BindFunction& bind);
+  absl::StatusOr<EngineResult> Run();
+
+  void* RegisterSlot(int64_t register_id, int64_t iteration) const override {
+    const RegisterRuntime& reg = registers_[register_offset_[current_device_] + register_id];
+    return reg.base + (reg.stride == 0 ? 0 : (iteration % reg.count) * reg.stride);
+  }
+
+ private:
+  void ThreadMain(int t);
+  bool Ready(const ActorRuntime& actor, const ThreadRuntime& thread) const;
+  std::string WaitingFor(const ActorRuntime& actor, const ThreadRuntime& thread) const;
+  void Act(int a, ThreadRuntime& thread);
+  void Apply(const Message& message, ThreadRuntime& thread, std::vector<int>* candidates);
+  void Send(const Message& message) { threads_[actors_[message.to].thread].queue.Push(message); }
+  void Fail(absl::Status status);
+  std::string ActorText(int a) const {
+    return absl::StrCat("actor ", actors_[a].def->id(), " '", actors_[a].def->name(), "'");
+  }
+
+  const proto::Plan& plan_;
+  const EngineOptions& options_;
+  int64_t register_count_ = 2;
+  std::vector<RegisterRuntime> registers_;
+  std::vector<int64_t> register_offset_;  // Per device: index of its register 0.
+  std::vector<ActorRuntime> actors_;
+  std::deque<ThreadRuntime> threads_;  // Not movable (queues hold mutexes).
+  std::vector<DeviceRuntime> devices_;
+  // Set by the acting thread for RegisterSlot (thread_local: each thread acts alone).
+  static thread_local int current_device_;
+  std::atomic<bool> aborted_{false};
+  std::mutex error_mutex_;
+  absl::Status error_;
+};
+
+thread_local int Engine::current_device_ = 0;
+
+absl::Status Engine::Build(const BindFunction& bind) {
+  register_count_ = std::max<int64_t>(1, plan_.register_count());
+  devices_ = std::vector<DeviceRuntime>(plan_.devices_size());
+  absl::flat_hash_map<int64_t, int> actor_index;
+  for (int d = 0; d < plan_.devices_size(); ++d) {
+    const proto::DevicePlan& device = plan_.devices(d);
+    register_offset_.push_back(static_cast<int64_t>(registers_.size()));
+    if (device.device().node() != options_.node) continue;
+    DeviceRuntime& runtime = devices_[d];
+    for (bool communication : {false, true}) {
+      runtime.threads[communication] = static_cast<int>(threads_.size());
+      threads_.emplace_back();
+      threads_.back().index = static_cast<int>(threads_.size()) - 1;
+      threads_.back().device = d;
+      threads_.back().communication = communication;
+      threads_.back().name = absl::StrCat("device ", device.device().node(), ":",
+                                          device.device().device(),
+                                          communication ? " communication" : " compute", " thread");
+    }
+    for (const proto::MemoryBlock& block : device.memory_blocks()) {
+      const size_t bytes = static_cast<size_t>((block.size_bytes() + 63) / 64 * 64 + 64);
+      runtime.blocks.emplace_back(static_cast<char*>(std::aligned_alloc(64, bytes)), &std::free);
+      if (runtime.blocks.back() == nullptr) {
+        return absl::ResourceExhaustedError(absl::StrCat("cannot allocate ", bytes, " bytes for device ", d));
+      }
+      runtime.allocated += static_cast<int64_t>(bytes);
+    }
+    for (const proto::ActorDef& def : device.actors()) {
+      ActorRuntime actor;
+      actor.def = &def;
+      actor.device = d;
+      actor.thread = runtime.threads[def.thread() == proto::THREAD_COMMUNICATION];
+      actor_index[def.id()] = static_cast<int>(actors_.size());
+      threads_[actor.thread].actors.push_back(static_cast<int>(actors_.size()));
+      absl::StatusOr<ActFunction> act = bind(ActorBinding{&plan_, d, &def});
+      if (!act.ok()) {
+        return absl::Status(act.status().code(), absl::StrCat("device ", d, " actor ", def.id(), " '",
+                                                              def.name(), "': ", act.status().message()));
+      }
+      actor.act = std::move(*act);
+      actors_.push_back(std::move(actor));
+      ++runtime.actor_count;
+    }
+    for (const proto::RegisterDef& def : device.registers()) {
+      RegisterRuntime reg;
+      reg.def = &def;
+      reg.count = std::max<int64_t>(1, def.count());
+      if (def.memory_block() < 0 || def.memory_block() >= static_cast<int64_t>(runtime.blocks.size())) {
+        return absl::FailedPreconditionError(absl::StrCat("register ", def.id(), " of device ", d,
+                                                          " is in a memory block the plan lacks"));
+      }
+      const proto::MemoryBlock& block = device.memory_blocks(static_cast<int>(def.memory_block()));
+      reg.base = runtime.blocks[def.memory_block()].get() + def.offset();
+      reg.stride = block.persistent() ? 0 : block.slot_stride_bytes();
+      registers_.push_back(reg);
+    }
+  }
+  // Wiring, now that every actor of the node has an index.
+  for (int a = 0; a < static_cast<int>(actors_.size()); ++a) {
+    ActorRuntime& actor = actors_[a];
+    const int64_t base = register_offset_[actor.device];
+    for (int64_t id : actor.def->consumed_registers()) {
+      const int r = static_cast<int>(base + id);
+      if (std::find(actor.consumed.begin(), actor.consumed.end(), r) == actor.consumed.end()) {
+        actor.consumed.push_back(r);
+        registers_[r].consumers.push_back(a);
+      }
+    }
+    for (int64_t id : actor.def->produced_registers()) {
+      actor.produced.push_back(static_cast<int>(base + id));
+      registers_[base + id].producer = a;
+    }
+    for (int64_t id : actor.def->control_predecessors()) {
+      auto it = actor_index.find(id);
+      if (it == actor_index.end()) continue;
+      actor.predecessors.push_back(it->second);
+      actors_[it->second].successors.push_back(a);
+    }
+  }
+  for (ThreadRuntime& thread : threads_) {
+    if (!thread.communication) continue;
+    const proto::DevicePlan& device = plan_.devices(thread.device);
+    thread.collective_actor.assign(device.collective_order_size(), -1);
+    for (int a : thread.actors) {
+      const auto& order = device.collective_order();
+      auto it = std::find(order.begin(), order.end(), actors_[a].def->collective_id());
+      if (actors_[a].def->collective_id() >= 0 && it != order.end()) {
+        actors_[a].collective_position = it - order.begin();
+        thread.collective_actor[actors_[a].collective_position] = a;
+      }
+    }
+  }
+  for (ActorRuntime& actor : actors_) {
+    actor.readable.assign(actor.consumed.size(), 0);
+    for (int r : actor.produced) actor.returned.emplace_back(registers_[r].consumers.size(), 0);
+    actor.predecessor_acted.assign(actor.predecessors.size(), 0);
+    actor.ends_pending = static_cast<int>(actor.consumed.size());
+    if (actor.consumed.empty()) actor.end = options_.iterations;
+  }
+  return absl::OkStatus();
+}
+
+bool Engine::Ready(const ActorRuntime& actor, const ThreadRuntime& thread) const {
+  const int64_t i = actor.next;
+  if (actor.state == ActorRuntime::State::kDone || i >= actor.end) return false;
+  for (int64_t readable : actor.readable) {
+    if (readable <= i) return false;
+  }
+  for (size_t k = 0; k < actor.produced.size(); ++k) {
+    const int64_t count = registers_[actor.produced[k]].count;
+    for (int64_t returned : actor.returned[k]) {
+      if (i - returned >= count) return false;
+    }
+  }
+  for (int64_t acted : actor.predecessor_acted) {
+    if (acted <= i) return false;
+  }
+  if (i >= thread.device_done + register_count_) return false;
+  if (actor.collective_position >= 0) {
+    const int64_t length = static_cast<int64_t>(thread.collective_actor.size());
+    if (thread.collective_cursor != i * length + actor.collective_position) return false;
+  }
+  return true;
+}
+
+std::string Engine::WaitingFor(const ActorRuntime& actor, const ThreadRuntime& thread) const {
+  const int64_t i = actor.next;
+  for (size_t k = 0; k < actor.consumed.size(); ++k) {
+    if (actor.readable[k] <= i) {
+      const RegisterRuntime& reg = registers_[actor.consumed[k]];
+      return absl::StrCat("waits at iteration ", i, " for register ", reg.def->id(), " ('",
+                          reg.def->tensor(), "') from ", ActorText(reg.producer), ", which has produced ",
+                          actor.readable[k], " iterations");
+    }
+  }
+  for (size_t k = 0; k < actor.produced.size(); ++k) {
+    const RegisterRuntime& reg = registers_[actor.produced[k]];
+    for (size_t c = 0; c < actor.returned[k].size(); ++c) {
+      if (i - actor.returned[k][c] >= reg.count) {
+        return absl::StrCat("waits at iteration ", i, " for a free slot of register ", reg.def->id(),
+                            " ('", reg.def->tensor(), "'): ", ActorText(reg.consumers[c]),
+                            " has returned ", actor.returned[k][c], " iterations");
+      }
+    }
+  }
+  for (size_t k = 0; k < actor.predecessors.size(); ++k) {
+    if (actor.predecessor_acted[k] <= i) {
+      return absl::StrCat("waits at iteration ", i, " for control predecessor ",
+                          ActorText(actor.predecessors[k]));
+    }
+  }
+  if (i >= thread.device_done + register_count_) {
+    return absl::StrCat("waits at iteration ", i, " for its device to finish iteration ",
+                        i - register_count_);
+  }
+  if (actor.collective_position >= 0) {
+    return absl::StrCat("waits at iteration ", i, " for its turn in the collective order (collective ",
+                        actor.def->collective_id(), ", position ", actor.collective_position,
+                        "; the thread is at sequence number ", thread.collective_cursor, ")");
+  }
+  return absl::StrCat("is at iteration ", i);
+}
+
+void Engine::Act(int a, ThreadRuntime& thread) {
+  ActorRuntime& actor = actors_[a];
+  const int64_t i = actor.next;
+  current_device_ = actor.device;
+  const int64_t start = options_.record_acts ? NowNs() : 0;
+  absl::Status status = actor.act(i, *this);
+  if (options_.record_acts) {
+    thread.records.push_back(ActRecord{thread.index, actor.device,
+                                       actor.def->id(), i, start, NowNs()});
+  }
+  if (!status.ok()) {
+    const proto::DeviceId& device = plan_.devices(actor.device).device();
+    Fail(absl::Status(status.code(), absl::StrCat("device ", device.node(), ":", device.device(), " ",
+                                                  ActorText(a), " iteration ", i, ": ", status.message())));
+    return;
+  }
+  for (int r : actor.produced) {
+    for (int consumer : registers_[r].consumers) {
+      Send(Message{MessageKind::kRegisterReadable, consumer, a, r, i});
+    }
+  }
+  for (int r : actor.consumed) {
+    Send(Message{MessageKind::kRegisterReturned, registers_[r].producer, a, r, i});
+  }
+  for (int successor : actor.successors) Send(Message{MessageKind::kPredecessorActed, successor, a, -1, i});
+  if (actor.collective_position >= 0) ++thread.collective_cursor;
+  actor.next = i + 1;
+  // The device's iteration gate.
+  DeviceRuntime& device = devices_[actor.device];
+  int64_t done = -1;
+  {
+    std::lock_guard<std::mutex> lock(device.mutex);
+    if (++device.acted[i] == device.actor_count) {
+      while (!device.acted.empty() && device.acted.begin()->first == device.done &&
+             device.acted.begin()->second == device.actor_count) {
+        device.acted.erase(device.acted.begin());
+        done = ++device.done;
+      }
+    }
+  }
+  if (done >= 0) {
+    for (int t : device.threads) threads_[t].queue.Push(Message{MessageKind::kDeviceIterationDone, -1, -1, -1, done});
+  }
+  if (actor.next >= actor.end) {
+    actor.state = ActorRuntime::State::kDone;
+    for (int r : actor.produced) {
+      for (int consumer : registers_[r].consumers) {
+        Send(Message{MessageKind::kEndOfData, consumer, a, r, actor.end});
+      }
+    }
+  }
+}
+
+void Engine::Apply(const Message& message, ThreadRuntime& thread, std::vector<int>* candidates) {
+  switch (message.kind) {
+    case MessageKind::kDeviceIterationDone:
+      thread.device_done = std::max(thread.device_done, message.iteration);
+      for (int a : thread.actors) candidates->push_back(a);
+      return;
+    case MessageKind::kAbort:
+      return;
+    default:
+      break;
+  }
+  ActorRuntime& actor = actors_[message.to];
+  switch (message.kind) {
+    case MessageKind::kRegisterReadable:
+      for (size_t k = 0; k < actor.consumed.size(); ++k) {
+        if (actor.consumed[k] == message.register_index) actor.readable[k] = message.iteration + 1;
+      }
+      break;
+    case MessageKind::kRegisterReturned:
+      for (size_t k = 0; k < actor.produced.size(); ++k) {
+        if (actor.produced[k] != message.register_index) continue;
+        const auto& consumers = registers_[actor.produced[k]].consumers;
+        for (size_t c = 0; c < consumers.size(); ++c) {
+          if (consumers[c] == message.from) actor.returned[k][c] = message.iteration + 1;
+        }
+      }
+      break;
+    case MessageKind::kPredecessorActed:
+      for (size_t k = 0; k < actor.predecessors.size(); ++k) {
+        if (actor.predecessors[k] == message.from) actor.predecessor_acted[k] = message.iteration + 1;
+      }
+      break;
+    case MessageKind::kEndOfData:
+      actor.announced_end = std::min(actor.announced_end, message.iteration);
+      if (--actor.ends_pending == 0) {
+        actor.end = actor.announced_end;
+        if (actor.next >= actor.end && actor.state != ActorRuntime::State::kDone) {
+          // Nothing more will come: end without acting (a source ran fewer iterations).
+          actor.state = ActorRuntime::State::kDone;
+          for (int r : actor.produced) {
+            for (int consumer : registers_[r].consumers) {
+              Send(Message{MessageKind::kEndOfData, consumer, message.to, r, actor.end});
+            }
+          }
+        }
+      }
+      break;
+    default:
+      break;
+  }
+  candidates->push_back(message.to);
+  // A collective that just became ready may be behind another in the order: the next
+  // one in the sequence is the one to look at.
+  if (thread.communication && !thread.collective_actor.empty()) {
+    const int64_t length = static_cast<int64_t>(thread.collective_actor.size());
+    candidates->push_back(thread.collective_actor[thread.collective_cursor % length]);
+  }
+}
+
+void Engine::ThreadMain(int t) {
+  ThreadRuntime& thread = threads_[t];
+  std::vector<int> candidates = thread.actors;
+  std::deque<Message> inbox;
+  auto live = [&]() {
+    for (int a : thread.actors) {
+      if (actors_[a].state != ActorRuntime::State::kDone) return true;
+    }
+    return false;
+  };
+  while (!aborted_.load()) {
+    while (!candidates.empty() && !aborted_.load()) {
+      const int a = candidates.back();
+      candidates.pop_back();
+      while (!aborted_.load() && Ready(actors_[a], thread)) {
+        Act(a, thread);
+        if (thread.communication && !thread.collective_actor.empty()) {
+          const int64_t length = static_cast<int64_t>(thread.collective_actor.size());
+          candidates.push_back(thread.collective_actor[thread.collective_cursor % length]);
+        }
+      }
+    }
+    if (!live() || aborted_.load()) return;
+    thread.queue.DrainInto(&inbox);
+    if (inbox.empty()) {
+      std::optional<Message> message = thread.queue.Pop(options_.progress_timeout);
+      if (!message) {
+        std::vector<std::string> waiting;
+        for (int a : thread.actors) {
+          if (actors_[a].state == ActorRuntime::State::kDone) continue;
+          waiting.push_back(absl::StrCat(ActorText(a), " ", WaitingFor(actors_[a], thread)));
+          if (waiting.size() == 8) break;
+        }
+        Fail(absl::DeadlineExceededError(absl::StrCat(
+            thread.name, " made no progress for ", options_.progress_timeout.count(), " ms: ",
+            absl::StrJoin(waiting, "; "))));
+        return;
+      }
+      inbox.push_back(*message);
+    }
+    while (!inbox.empty()) {
+      if (inbox.front().kind == MessageKind::kAbort) return;
+      Apply(inbox.front(), thread, &candidates);
+      inbox.pop_front();
+    }
+  }
+}
+
+void Engine::Fail(absl::Status status) {
+  {
+    std::lock_guard<std::mutex> lock(error_mutex_);
+    if (error_.ok()) error_ = std::move(status);
+  }
+  aborted_.store(true);
+  for (ThreadRuntime& thread : threads_) thread.queue.Push(Message{MessageKind::kAbort});
+}
+
+absl::StatusOr<EngineResult> Engine::Run() {
+  std::vector<std::thread> workers;
+  for (size_t t = 0; t < threads_.size(); ++t) workers.emplace_back([this, t] { ThreadMain(static_cast<int>(t)); });
+  for (std::thread& worker : workers) worker.join();
+  if (!error_.ok()) return error_;
+  EngineResult result;
+  for (ThreadRuntime& thread : threads_) {
+    result.acts.insert(result.acts.end(), thread.records.begin(), thread.records.end());
+  }
+  for (const DeviceRuntime& device : devices_) result.allocated_bytes.push_back(device.allocated);
+  return result;
+}
+
+}  // namespace
+
+absl::StatusOr<EngineResult> RunEngine(const proto::Plan& plan, const BindFunction& bind,
+                                       const EngineOptions& options) {
+  if (options.iterations < 0) {
+    return absl::InvalidArgumentError(absl::StrCat("iterations is ", options.iterations, "; it must be >= 0"));
+  }
+  Engine engine(plan, options);
+  absl::Status built = engine.Build(bind);
+  if (!built.ok()) return built;
+  return engine.Run();
+}
+
+}  // namespace oneflow::actors

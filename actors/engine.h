@@ -1,0 +1,93 @@
+// The actor engine: register-based flow control over the actors of one node's plan.
+//
+// Each device gets a compute thread and a communication thread; each actor runs on the
+// thread its ActorDef names. An actor acts on iteration i when
+//   - every register it consumes holds iteration i (its producer announced it),
+//   - every register it produces has a free slot: iteration i - count has been returned
+//     by every consumer (count 1 is lock-step, 2 lets consecutive iterations overlap),
+//   - its control predecessors acted on iteration i (in-place updates, memory reuse),
+//   - its device has finished iteration i - register_count (the memory planner's rule:
+//     registers sharing arena bytes are then never live in two iterations at once),
+//   - for a collective: it is the next one in the device's static collective order.
+// After acting it tells consumers (register readable), producers (register returned)
+// and control successors, all through the owning threads' message queues, so each
+// actor's state is touched only by its own thread. After its last iteration an actor
+// sends EndOfData to its consumers; an actor whose inputs all ended ends too; threads
+// exit when their actors have ended.
+//
+// What an act does is not the engine's business: ActorBehaviors (behaviors.h) bind each
+// actor to a function; tests bind no-ops or recorders.
+#ifndef ACTORS_ENGINE_H_
+#define ACTORS_ENGINE_H_
+
+#include <chrono>
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "proto/plan.pb.h"
+
+namespace oneflow::actors {
+
+// What an act function sees of the engine.
+class ActContext {
+ public:
+  virtual ~ActContext() = default;
+  // Address of the slot of plan register `register_id` (of the acting actor's device)
+  // that holds iteration `iteration`.
+  virtual void* RegisterSlot(int64_t register_id, int64_t iteration) const = 0;
+};
+
+// Performs one act of an actor: reads its consumed registers' slots for `iteration`,
+// writes its produced registers' slots. An error stops the run.
+using ActFunction = std::function<absl::Status(int64_t iteration, const ActContext& context)>;
+
+// Where an actor sits, for the function that binds behaviors.
+struct ActorBinding {
+  const proto::Plan* plan = nullptr;
+  int device_index = 0;  // Index into plan.devices().
+  const proto::ActorDef* actor = nullptr;
+};
+
+using BindFunction = std::function<absl::StatusOr<ActFunction>(const ActorBinding& binding)>;
+
+// One act, for traces: thread, actor, iteration, wall-clock interval.
+struct ActRecord {
+  int32_t thread = 0;
+  int32_t device_index = 0;
+  int64_t actor_id = 0;
+  int64_t iteration = 0;
+  int64_t start_ns = 0;
+  int64_t end_ns = 0;
+};
+
+struct EngineOptions {
+  // Runs the devices of this node only.
+  int64_t node = 0;
+  int64_t iterations = 1;
+  // A thread that makes no progress for this long fails the run with a message naming
+  // every actor it holds that is still waiting and for what.
+  std::chrono::milliseconds progress_timeout{30000};
+  // Records every act (for --trace and the flow-control tests).
+  bool record_acts = false;
+};
+
+struct EngineResult {
+  std::vector<ActRecord> acts;  // Empty unless record_acts.
+  // Peak bytes of memory the engine allocated per device (arena + persistent), in
+  // plan.devices() order; devices of other nodes have 0.
+  std::vector<int64_t> allocated_bytes;
+};
+
+// Runs `plan` for options.iterations iterations. The first error of any act, or a
+// progress timeout, stops every thread and is returned, naming the device, the thread
+// and the actor.
+absl::StatusOr<EngineResult> RunEngine(const proto::Plan& plan, const BindFunction& bind,
+                                       const EngineOptions& options);
+
+}  // namespace oneflow::actors
+
+#endif  // ACTORS_ENGINE_H_

@@ -1,0 +1,146 @@
+#include "actors/engine.h"
+
+#include <map>
+#include <mutex>
+#include <thread>
+
+#include "compiler/compiler.h"
+#include "examples/mlp/mlp_model.h"
+#include "gtest/gtest.h"
+
+namespace oneflow::actors {
+namespace {
+
+proto::Plan MlpPlan(int64_t dp, int64_t tp, int64_t register_count) {
+  examples::ParallelFlags flags;
+  flags.devices_per_node = dp * tp;
+  flags.dp = dp;
+  flags.tp = tp;
+  const examples::ParallelLayout layout = *examples::ParallelLayout::Create(flags);
+  examples::MlpConfig config;
+  config.batch = 16;
+  config.in_features = 8;
+  config.hidden = 16;
+  config.classes = 4;
+  CompileOptions options;
+  options.cluster = layout.cluster();
+  options.register_count = register_count;
+  absl::StatusOr<proto::Plan> plan = Compile(*examples::BuildMlp(config, layout), options);
+  EXPECT_TRUE(plan.ok()) << plan.status();
+  return *plan;
+}
+
+// Acts that only take a little time, so threads interleave.
+BindFunction Sleepy(std::chrono::microseconds duration) {
+  return [duration](const ActorBinding&) -> absl::StatusOr<ActFunction> {
+    return ActFunction([duration](int64_t, const ActContext&) {
+      std::this_thread::sleep_for(duration);
+      return absl::OkStatus();
+    });
+  };
+}
+
+TEST(EngineTest, EveryActorActsOncePerIterationInOrder) {
+  const proto::Plan plan = MlpPlan(2, 2, 2);
+  EngineOptions options;
+  options.iterations = 5;
+  options.record_acts = true;
+  absl::StatusOr<EngineResult> result = RunEngine(plan, Sleepy(std::chrono::microseconds(10)), options);
+  ASSERT_TRUE(result.ok()) << result.status();
+  std::map<int64_t, std::vector<int64_t>> iterations;  // actor -> iterations in act order
+  for (const ActRecord& act : result->acts) iterations[act.actor_id].push_back(act.iteration);
+  int64_t actors = 0;
+  for (const proto::DevicePlan& device : plan.devices()) actors += device.actors_size();
+  ASSERT_EQ(static_cast<int64_t>(iterations.size()), actors);
+  for (const auto& [actor, seen] : iterations) {
+    EXPECT_EQ(seen, (std::vector<int64_t>{0, 1, 2, 3, 4})) << "actor " << actor;
+  }
+}
+
+// On each device: does any act of iteration i + 1 start before the last act of
+// iteration i ends?
+bool IterationsOverlap(const EngineResult& result) {
+  std::map<std::pair<int, int64_t>, std::pair<int64_t, int64_t>> span;  // (device, it) -> [first start, last end]
+  for (const ActRecord& act : result.acts) {
+    auto [it, inserted] = span.try_emplace({act.device_index, act.iteration}, act.start_ns, act.end_ns);
+    it->second.first = std::min(it->second.first, act.start_ns);
+    it->second.second = std::max(it->second.second, act.end_ns);
+  }
+  for (const auto& [key, interval] : span) {
+    auto next = span.find({key.first, key.second + 1});
+    if (next != span.end() && next->second.first < interval.second) return true;
+  }
+  return false;
+}
+
+TEST(EngineTest, RegisterCountOneIsLockStepAndTwoOverlapsIterations) {
+  EngineOptions options;
+  options.iterations = 6;
+  options.record_acts = true;
+  absl::StatusOr<EngineResult> lock_step =
+      RunEngine(MlpPlan(2, 1, 1), Sleepy(std::chrono::microseconds(50)), options);
+  ASSERT_TRUE(lock_step.ok()) << lock_step.status();
+  EXPECT_FALSE(IterationsOverlap(*lock_step));
+  absl::StatusOr<EngineResult> double_buffered =
+      RunEngine(MlpPlan(2, 1, 2), Sleepy(std::chrono::microseconds(50)), options);
+  ASSERT_TRUE(double_buffered.ok()) << double_buffered.status();
+  EXPECT_TRUE(IterationsOverlap(*double_buffered));
+}
+
+TEST(EngineTest, AllocatesExactlyThePlannedMemory) {
+  const proto::Plan plan = MlpPlan(1, 2, 2);
+  EngineOptions options;
+  options.iterations = 1;
+  absl::StatusOr<EngineResult> result = RunEngine(plan, Sleepy(std::chrono::microseconds(0)), options);
+  ASSERT_TRUE(result.ok()) << result.status();
+  for (int d = 0; d < plan.devices_size(); ++d) {
+    int64_t planned = 0;
+    for (const proto::MemoryBlock& block : plan.devices(d).memory_blocks()) {
+      planned += (block.size_bytes() + 63) / 64 * 64 + 64;  // Alignment padding only.
+    }
+    EXPECT_EQ(result->allocated_bytes[d], planned);
+    EXPECT_LE(result->allocated_bytes[d], plan.devices(d).peak_bytes() + 64 * 2 + 126);
+  }
+}
+
+TEST(EngineTest, AnActErrorStopsTheRunAndNamesTheActor) {
+  const proto::Plan plan = MlpPlan(2, 1, 2);
+  const int64_t failing = plan.devices(1).actors(5).id();
+  BindFunction bind = [failing](const ActorBinding& binding) -> absl::StatusOr<ActFunction> {
+    const bool fail = binding.actor->id() == failing;
+    return ActFunction([fail](int64_t iteration, const ActContext&) {
+      if (fail && iteration == 2) return absl::InvalidArgumentError("label 12 is out of range [0, 4)");
+      return absl::OkStatus();
+    });
+  };
+  EngineOptions options;
+  options.iterations = 10;
+  absl::StatusOr<EngineResult> result = RunEngine(plan, bind, options);
+  EXPECT_EQ(result.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(result.status().message(),
+            "device 0:1 actor " + std::to_string(failing) + " '" + plan.devices(1).actors(5).name() +
+                "' iteration 2: label 12 is out of range [0, 4)");
+}
+
+TEST(EngineTest, AHangBecomesAnErrorNamingWhatEachActorWaitsFor) {
+  proto::Plan plan = MlpPlan(1, 1, 2);
+  // Make the data source wait for the loss sink of the same iteration: a cycle.
+  proto::DevicePlan* device = plan.mutable_devices(0);
+  const proto::ActorDef& sink = device->actors(device->actors_size() - 1);
+  ASSERT_EQ(sink.kind(), proto::ACTOR_SINK);
+  device->mutable_actors(0)->add_control_predecessors(sink.id());
+  EngineOptions options;
+  options.iterations = 3;
+  options.progress_timeout = std::chrono::milliseconds(200);
+  absl::StatusOr<EngineResult> result = RunEngine(plan, Sleepy(std::chrono::microseconds(0)), options);
+  EXPECT_EQ(result.status().code(), absl::StatusCode::kDeadlineExceeded);
+  EXPECT_NE(result.status().message().find(
+                "device 0:0 compute thread made no progress for 200 ms: actor 0 '" +
+                device->actors(0).name() + "' waits at iteration 0 for control predecessor actor " +
+                std::to_string(sink.id()) + " 'loss_sink'"),
+            std::string::npos)
+      << result.status();
+}
+
+}  // namespace
+}  // namespace oneflow::actors

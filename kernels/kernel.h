@@ -1,0 +1,56 @@
+// The kernel interface: what the runtime hands a kernel for one act of one physical op.
+//
+// A kernel computes one device's part of a logical op: its inputs and outputs are this
+// device's slices (TensorLayout says where each sits in its logical tensor; B and P
+// tensors hold the whole shape). Kernels whose values depend on logical positions use
+// the layouts: dropout's mask is a function of (seed, step, logical index), a
+// vocabulary-parallel embedding offsets ids by its slice's first row, reduce_mean
+// divides by the logical count, causal_mask compares logical rows and columns.
+// The semantics are exactly those of the reference (oneflow_core/ops/reference), which
+// the kernels' conformance tests compare against.
+//
+// Optimizer updates have no outputs: they update their `updated_inputs` (param and
+// state) in place.
+#ifndef KERNELS_KERNEL_H_
+#define KERNELS_KERNEL_H_
+
+#include <cstdint>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "oneflow_core/dsl/attr.h"
+#include "oneflow_core/dtype.h"
+#include "oneflow_core/ops/reference/reference.h"
+#include "oneflow_core/shape.h"
+
+namespace oneflow {
+
+struct KernelArgument {
+  // f32 for floating tensors, int32 for ids and labels (the dtype says which).
+  void* data = nullptr;
+  DType dtype = DType::kF32;
+  // Physical shape (== layout.slice.shape()).
+  Shape shape;
+  TensorLayout layout;
+
+  template <typename T>
+  T* As() const { return static_cast<T*>(data); }
+  int64_t NumElements() const { return shape.NumElements(); }
+};
+
+struct KernelContext {
+  const AttrMap* attrs = nullptr;
+  // In OpDefinition::inputs / outputs order.
+  std::vector<KernelArgument> inputs;
+  std::vector<KernelArgument> outputs;
+  // The 0-based iteration (dropout's stream, learning-rate schedule, Adam's t = step + 1).
+  int64_t step = 0;
+};
+
+// Runs the kernel. Errors (an id out of range, a NaN-producing configuration the kernel
+// checks) name the kernel and what was wrong; the runtime adds the actor and device.
+using CpuKernel = absl::Status (*)(const KernelContext& context);
+
+}  // namespace oneflow
+
+#endif  // KERNELS_KERNEL_H_
