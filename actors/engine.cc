@@ -55,6 +55,12 @@ struct ActorRuntime {
   int64_t announced_end = kNoEnd;
   std::vector<int64_t> readable;                // Per consumed: iterations produced.
   std::vector<std::vector<int64_t>> returned;   // Per produced, per consumer.
+  // Per produced register: the least `returned` over its consumers and how many
+  // consumers sit at it, kept incrementally so a wide fan stays O(1) per message.
+  std::vector<int64_t> released;
+  std::vector<int> at_release;
+  // (register index, consumer actor) -> (position in produced, position in consumers).
+  absl::flat_hash_map<std::pair<int, int>, std::pair<int, int>> return_slot;
   std::vector<int64_t> predecessor_acted;
 };
 
@@ -216,7 +222,15 @@ absl::Status Engine::Build(const BindFunction& bind) {
   }
   for (ActorRuntime& actor : actors_) {
     actor.readable.assign(actor.consumed.size(), 0);
-    for (int r : actor.produced) actor.returned.emplace_back(registers_[r].consumers.size(), 0);
+    for (size_t k = 0; k < actor.produced.size(); ++k) {
+      const auto& consumers = registers_[actor.produced[k]].consumers;
+      actor.returned.emplace_back(consumers.size(), 0);
+      actor.released.push_back(consumers.empty() ? std::numeric_limits<int64_t>::max() / 2 : 0);
+      actor.at_release.push_back(static_cast<int>(consumers.size()));
+      for (size_t c = 0; c < consumers.size(); ++c) {
+        actor.return_slot[{actor.produced[k], consumers[c]}] = {static_cast<int>(k), static_cast<int>(c)};
+      }
+    }
     actor.predecessor_acted.assign(actor.predecessors.size(), 0);
     actor.ends_pending = static_cast<int>(actor.consumed.size());
     if (actor.consumed.empty()) actor.end = options_.iterations;
@@ -231,10 +245,7 @@ bool Engine::Ready(const ActorRuntime& actor, const ThreadRuntime& thread) const
     if (readable <= i) return false;
   }
   for (size_t k = 0; k < actor.produced.size(); ++k) {
-    const int64_t count = registers_[actor.produced[k]].count;
-    for (int64_t returned : actor.returned[k]) {
-      if (i - returned >= count) return false;
-    }
+    if (i - actor.released[k] >= registers_[actor.produced[k]].count) return false;
   }
   for (int64_t acted : actor.predecessor_acted) {
     if (acted <= i) return false;
@@ -356,15 +367,21 @@ void Engine::Apply(const Message& message, ThreadRuntime& thread, std::vector<in
         if (actor.consumed[k] == message.register_index) actor.readable[k] = message.iteration + 1;
       }
       break;
-    case MessageKind::kRegisterReturned:
-      for (size_t k = 0; k < actor.produced.size(); ++k) {
-        if (actor.produced[k] != message.register_index) continue;
-        const auto& consumers = registers_[actor.produced[k]].consumers;
-        for (size_t c = 0; c < consumers.size(); ++c) {
-          if (consumers[c] == message.from) actor.returned[k][c] = message.iteration + 1;
-        }
+    case MessageKind::kRegisterReturned: {
+      auto slot = actor.return_slot.find({message.register_index, message.from});
+      if (slot == actor.return_slot.end()) break;
+      const auto [k, c] = slot->second;
+      const int64_t before = actor.returned[k][c];
+      actor.returned[k][c] = message.iteration + 1;
+      if (before == actor.released[k] && --actor.at_release[k] == 0) {
+        // Every consumer moved past the old minimum: find the new one (once per
+        // iteration per register, so amortized O(1) per message).
+        const auto& returned = actor.returned[k];
+        actor.released[k] = *std::min_element(returned.begin(), returned.end());
+        actor.at_release[k] = static_cast<int>(std::count(returned.begin(), returned.end(), actor.released[k]));
       }
       break;
+    }
     case MessageKind::kPredecessorActed:
       for (size_t k = 0; k < actor.predecessors.size(); ++k) {
         if (actor.predecessors[k] == message.from) actor.predecessor_acted[k] = message.iteration + 1;

@@ -20,7 +20,7 @@
 #include "absl/status/status.h"
 #include "oneflow_core/dsl/attr.h"
 #include "oneflow_core/dtype.h"
-#include "oneflow_core/ops/reference/reference.h"
+#include "oneflow_core/tensor_slice.h"
 #include "oneflow_core/shape.h"
 
 namespace oneflow {

@@ -50,6 +50,13 @@ class TensorSlice {
   std::vector<Range> ranges_;
 };
 
+// Where a physical tensor sits: its logical shape and the slice it holds (the whole
+// tensor for B and P). Kernels and the reference take one per argument.
+struct TensorLayout {
+  Shape logical;
+  TensorSlice slice;
+};
+
 // Checks that `nd_sbp` can lay out a tensor of `logical` shape over `hierarchy`: one SBP
 // per hierarchy axis and every split axis inside the tensor's rank. The message names
 // the tensor shape, the SBP and the hierarchy.

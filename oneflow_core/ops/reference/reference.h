@@ -28,12 +28,7 @@
 
 namespace oneflow {
 
-// Where a physical tensor sits: its logical shape and the slice it holds (the whole
-// tensor for B and P).
-struct TensorLayout {
-  Shape logical;
-  TensorSlice slice;
-};
+// TensorLayout (tensor_slice.h): where a physical tensor sits in its logical tensor.
 
 struct ReferenceContext {
   // One per input; empty: every input is a whole logical tensor.

@@ -1,0 +1,82 @@
+#include "actors/behaviors/compute_behavior.h"
+
+#include "absl/strings/str_cat.h"
+#include "kernels/cpu/registry.h"
+#include "kernels/kernel.h"
+#include "oneflow_core/ops/registry.h"
+#include "oneflow_core/status.h"
+
+namespace oneflow::actors {
+namespace {
+
+struct BoundArgument {
+  int64_t register_id;
+  KernelArgument argument;  // Everything but `data`, which changes per iteration.
+};
+
+absl::StatusOr<BoundArgument> Bind(const PlanIndex& index, const ActorBinding& binding,
+                                   const std::string& op, const std::string& argument, int64_t register_id,
+                                   bool input) {
+  const proto::RegisterDef& reg = index.plan().devices(binding.device_index).registers(static_cast<int>(register_id));
+  BoundArgument bound;
+  bound.register_id = register_id;
+  OF_ASSIGN_OR_RETURN(bound.argument.dtype, FromProto(reg.dtype()));
+  bound.argument.shape = Shape(std::vector<int64_t>(reg.shape().begin(), reg.shape().end()));
+  OF_ASSIGN_OR_RETURN(bound.argument.layout, index.OpArgumentLayout(op, argument, input, binding.device_index));
+  if (bound.argument.layout.slice.shape() != bound.argument.shape) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        "op '", op, "' argument '", argument, "': register ", register_id, " has shape ",
+        bound.argument.shape.ToString(), " but the op's SBP gives this device ",
+        bound.argument.layout.slice.shape().ToString()));
+  }
+  return bound;
+}
+
+}  // namespace
+
+absl::StatusOr<ActFunction> BindCompute(const PlanIndex& index, const ActorBinding& binding) {
+  const proto::KernelDef& kernel_def = binding.actor->kernels(0);
+  const std::string& op = kernel_def.op_name();
+  OF_ASSIGN_OR_RETURN(CpuKernel kernel, FindCpuKernel(kernel_def.name()));
+  OF_ASSIGN_OR_RETURN(const proto::OpDef* op_def, index.Op(op));
+  OF_ASSIGN_OR_RETURN(const OpDefinition* definition, OpRegistry::Get().Find(op_def->type()));
+  OF_ASSIGN_OR_RETURN(const AttrMap* attrs, index.Attrs(op));
+  std::vector<BoundArgument> inputs, outputs;
+  for (const std::string& argument : definition->inputs) {
+    auto it = kernel_def.inputs().find(argument);
+    if (it == kernel_def.inputs().end()) {
+      return absl::FailedPreconditionError(absl::StrCat("kernel of op '", op, "' has no input '", argument, "'"));
+    }
+    OF_ASSIGN_OR_RETURN(BoundArgument bound, Bind(index, binding, op, argument, it->second, true));
+    inputs.push_back(std::move(bound));
+  }
+  for (const std::string& argument : definition->outputs) {
+    auto it = kernel_def.outputs().find(argument);
+    if (it == kernel_def.outputs().end()) {
+      return absl::FailedPreconditionError(absl::StrCat("kernel of op '", op, "' has no output '", argument, "'"));
+    }
+    OF_ASSIGN_OR_RETURN(BoundArgument bound, Bind(index, binding, op, argument, it->second, false));
+    outputs.push_back(std::move(bound));
+  }
+  const std::string kernel_name = kernel_def.name();
+  return ActFunction([kernel, kernel_name, attrs, inputs, outputs](int64_t iteration, const ActContext& context) {
+    KernelContext call;
+    call.attrs = attrs;
+    call.step = iteration;
+    for (const BoundArgument& bound : inputs) {
+      call.inputs.push_back(bound.argument);
+      call.inputs.back().data = context.RegisterSlot(bound.register_id, iteration);
+    }
+    for (const BoundArgument& bound : outputs) {
+      call.outputs.push_back(bound.argument);
+      call.outputs.back().data = context.RegisterSlot(bound.register_id, iteration);
+    }
+    absl::Status status = kernel(call);
+    if (!status.ok()) {
+      return absl::Status(status.code(), absl::StrCat("kernel ", kernel_name, ": ", status.message()));
+    }
+    return absl::OkStatus();
+  });
+}
+
+}  // namespace oneflow::actors

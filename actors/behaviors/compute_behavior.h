@@ -1,0 +1,16 @@
+// Behavior of a compute actor: its op's CPU kernel on this device's register slots,
+// with each argument's layout (where its slice sits in the logical tensor).
+#ifndef ACTORS_BEHAVIORS_COMPUTE_BEHAVIOR_H_
+#define ACTORS_BEHAVIORS_COMPUTE_BEHAVIOR_H_
+
+#include "absl/status/statusor.h"
+#include "actors/behaviors/plan_index.h"
+#include "actors/engine.h"
+
+namespace oneflow::actors {
+
+absl::StatusOr<ActFunction> BindCompute(const PlanIndex& index, const ActorBinding& binding);
+
+}  // namespace oneflow::actors
+
+#endif  // ACTORS_BEHAVIORS_COMPUTE_BEHAVIOR_H_

@@ -1,0 +1,157 @@
+#include "actors/behaviors/leaf_behaviors.h"
+
+#include <cmath>
+#include <fstream>
+#include <memory>
+
+#include "absl/strings/str_cat.h"
+#include "actors/behaviors/synthetic_data.h"
+#include "oneflow_core/random.h"
+#include "oneflow_core/status.h"
+
+namespace oneflow::actors {
+namespace {
+
+absl::StatusOr<std::shared_ptr<std::vector<int32_t>>> ReadTokenFile(const std::string& path,
+                                                                     int64_t window) {
+  std::ifstream file(path, std::ios::binary | std::ios::ate);
+  if (!file) return absl::NotFoundError(absl::StrCat("token file '", path, "': cannot open"));
+  const std::streamsize bytes = file.tellg();
+  if (bytes % 4 != 0) {
+    return absl::InvalidArgumentError(absl::StrCat("token file '", path, "' has ", bytes,
+                                                   " bytes, not a whole number of int32 tokens"));
+  }
+  auto tokens = std::make_shared<std::vector<int32_t>>(bytes / 4);
+  file.seekg(0);
+  file.read(reinterpret_cast<char*>(tokens->data()), bytes);
+  if (static_cast<int64_t>(tokens->size()) < window) {
+    return absl::InvalidArgumentError(absl::StrCat("token file '", path, "' has ", tokens->size(),
+                                                   " tokens, fewer than one window of ", window));
+  }
+  return tokens;
+}
+
+}  // namespace
+
+absl::StatusOr<ActFunction> BindDataSource(const PlanIndex& index, const ActorBinding& binding) {
+  const proto::KernelDef& kernel = binding.actor->kernels(0);
+  const proto::DataSourceDef* source = nullptr;
+  for (const proto::DataSourceDef& def : index.plan().job().data_sources()) {
+    if (def.name() == kernel.op_name()) source = &def;
+  }
+  if (source == nullptr) {
+    return absl::FailedPreconditionError(absl::StrCat("no data source '", kernel.op_name(), "' in the job"));
+  }
+  struct Output {
+    int64_t register_id;
+    TensorLayout layout;
+    bool floating;
+    int64_t position;  // Among outputs of its kind (features/labels, tokens/targets).
+  };
+  std::vector<Output> outputs;
+  int64_t floats = 0, ints = 0;
+  for (const std::string& tensor : source->outputs()) {
+    auto it = kernel.outputs().find(tensor);
+    if (it == kernel.outputs().end()) continue;  // Not on this device.
+    OF_ASSIGN_OR_RETURN(const proto::TensorDef* def, index.Tensor(tensor));
+    OF_ASSIGN_OR_RETURN(TensorLayout layout, index.LeafLayout(tensor, binding.device_index));
+    const bool floating = def->dtype() != proto::DTYPE_I32 && def->dtype() != proto::DTYPE_I64;
+    outputs.push_back({it->second, layout, floating, floating ? floats++ : ints++});
+  }
+  // Classification labels need the number of features: the width of the float output.
+  int64_t features = 0;
+  for (const std::string& tensor : source->outputs()) {
+    OF_ASSIGN_OR_RETURN(const proto::TensorDef* def, index.Tensor(tensor));
+    if (def->dtype() == proto::DTYPE_F32 && def->shape_size() > 0) features = def->shape(def->shape_size() - 1);
+  }
+  std::shared_ptr<std::vector<int32_t>> file;
+  if (source->has_file()) {
+    if (source->file().format() != proto::FileSource::TOKENS_I32) {
+      return absl::UnimplementedError(absl::StrCat("data source '", source->name(),
+                                                   "': record files are not supported yet; use a token file"));
+    }
+    const int64_t seq = outputs.empty() ? 1 : outputs[0].layout.logical.dim(outputs[0].layout.logical.rank() - 1);
+    OF_ASSIGN_OR_RETURN(file, ReadTokenFile(source->file().path(), seq + 1));
+  }
+  const proto::SyntheticSource synthetic = source->synthetic();
+  return ActFunction([outputs, features, synthetic, file](int64_t iteration, const ActContext& context) {
+    for (const Output& output : outputs) {
+      void* slot = context.RegisterSlot(output.register_id, iteration);
+      if (file != nullptr) {
+        FillFileTokens(*file, iteration, output.position, output.layout, static_cast<int32_t*>(slot));
+      } else if (synthetic.kind() == proto::SyntheticSource::TOKENS) {
+        FillSyntheticTokens(synthetic.seed(), iteration, synthetic.vocab(), output.position, output.layout,
+                            static_cast<int32_t*>(slot));
+      } else if (output.floating) {
+        FillClassificationFeatures(synthetic.seed(), iteration, output.layout, static_cast<float*>(slot));
+      } else {
+        FillClassificationLabels(synthetic.seed(), iteration, features, synthetic.num_classes(),
+                                 output.layout, static_cast<int32_t*>(slot));
+      }
+    }
+    return absl::OkStatus();
+  });
+}
+
+absl::StatusOr<ActFunction> BindVariable(const PlanIndex& index, const ActorBinding& binding) {
+  const proto::KernelDef& kernel = binding.actor->kernels(0);
+  const std::string& tensor = kernel.op_name();
+  const proto::VariableDef* variable = nullptr;
+  for (const proto::VariableDef& def : index.plan().job().variables()) {
+    if (def.tensor() == tensor) variable = &def;
+  }
+  if (variable == nullptr) {
+    return absl::FailedPreconditionError(absl::StrCat("no variable '", tensor, "' in the job"));
+  }
+  OF_ASSIGN_OR_RETURN(TensorLayout layout, index.LeafLayout(tensor, binding.device_index));
+  const int64_t register_id = kernel.outputs().at("out");
+  const proto::Initializer init = variable->initializer();
+  return ActFunction([layout, register_id, init](int64_t iteration, const ActContext& context) {
+    // Persistent: initialized on the first iteration, then updated in place by the
+    // optimizer's update actor.
+    if (iteration != 0) return absl::OkStatus();
+    float* out = static_cast<float*>(context.RegisterSlot(register_id, 0));
+    const int64_t n = layout.slice.NumElements();
+    const LogicalRandom random(init.seed());
+    switch (init.kind()) {
+      case proto::Initializer::ZEROS:
+        std::fill(out, out + n, 0.0f);
+        break;
+      case proto::Initializer::ONES:
+        std::fill(out, out + n, 1.0f);
+        break;
+      case proto::Initializer::NORMAL:
+        FillNormal(layout.logical, layout.slice, random, static_cast<float>(init.mean()),
+                   static_cast<float>(init.stddev()), out);
+        break;
+      case proto::Initializer::UNIFORM:
+        FillUniform(layout.logical, layout.slice, random, static_cast<float>(init.low()),
+                    static_cast<float>(init.high()), out);
+        break;
+      case proto::Initializer::XAVIER_UNIFORM: {
+        // Fans from the last two dimensions (one dimension: both fans are its size).
+        const Shape& shape = layout.logical;
+        const int64_t fan_out = shape.rank() == 0 ? 1 : shape.dim(shape.rank() - 1);
+        const int64_t fan_in = shape.rank() < 2 ? fan_out : shape.dim(shape.rank() - 2);
+        const float limit = std::sqrt(6.0f / static_cast<float>(fan_in + fan_out));
+        FillUniform(layout.logical, layout.slice, random, -limit, limit, out);
+        break;
+      }
+      default:
+        return absl::InvalidArgumentError(absl::StrCat("unknown initializer kind ", init.kind()));
+    }
+    return absl::OkStatus();
+  });
+}
+
+absl::StatusOr<ActFunction> BindLossSink(const ActorBinding& binding,
+                                         std::function<void(int64_t, float)> on_loss) {
+  const int64_t register_id = binding.actor->kernels(0).inputs().at("loss");
+  return ActFunction([register_id, on_loss](int64_t iteration, const ActContext& context) {
+    const float loss = *static_cast<const float*>(context.RegisterSlot(register_id, iteration));
+    if (on_loss) on_loss(iteration, loss);
+    return absl::OkStatus();
+  });
+}
+
+}  // namespace oneflow::actors

@@ -1,0 +1,65 @@
+#include "actors/behaviors/synthetic_data.h"
+
+#include "oneflow_core/random.h"
+
+namespace oneflow::actors {
+
+void FillClassificationFeatures(uint64_t seed, int64_t iteration, const TensorLayout& layout, float* out) {
+  FillNormal(layout.logical, layout.slice, LogicalRandom(seed, 2 * static_cast<uint64_t>(iteration)), 0.0f,
+             1.0f, out);
+}
+
+void FillClassificationLabels(uint64_t seed, int64_t iteration, int64_t features, int64_t classes,
+                              const TensorLayout& layout, int32_t* out) {
+  const LogicalRandom data(seed, 2 * static_cast<uint64_t>(iteration));
+  const LogicalRandom teacher(seed, 1);
+  std::vector<float> row(features);
+  std::vector<float> scores(classes);
+  int64_t k = 0;
+  ForEachContiguousRun(layout.logical, layout.slice, [&](int64_t, int64_t logical, int64_t length) {
+    for (int64_t b = logical; b < logical + length; ++b) {
+      // The whole row of x, regenerated: the labels do not depend on how x is split.
+      for (int64_t f = 0; f < features; ++f) row[f] = data.Normal(b * features + f);
+      std::fill(scores.begin(), scores.end(), 0.0f);
+      for (int64_t f = 0; f < features; ++f) {
+        for (int64_t c = 0; c < classes; ++c) scores[c] += row[f] * teacher.Normal(f * classes + c);
+      }
+      int32_t best = 0;
+      for (int64_t c = 1; c < classes; ++c) {
+        if (scores[c] > scores[best]) best = static_cast<int32_t>(c);
+      }
+      out[k++] = best;
+    }
+  });
+}
+
+void FillSyntheticTokens(uint64_t seed, int64_t iteration, int64_t vocab, int64_t shift,
+                         const TensorLayout& layout, int32_t* out) {
+  const LogicalRandom random(seed, static_cast<uint64_t>(iteration));
+  const int64_t seq = layout.logical.dim(layout.logical.rank() - 1);
+  int64_t k = 0;
+  ForEachContiguousRun(layout.logical, layout.slice, [&](int64_t, int64_t logical, int64_t length) {
+    for (int64_t index = logical; index < logical + length; ++index) {
+      const int64_t b = index / seq, s = index % seq;
+      const float u = random.Uniform(b * (seq + 1) + s + shift);
+      out[k++] = static_cast<int32_t>(std::min<int64_t>(vocab - 1, static_cast<int64_t>(u * vocab)));
+    }
+  });
+}
+
+void FillFileTokens(const std::vector<int32_t>& file, int64_t iteration, int64_t shift,
+                    const TensorLayout& layout, int32_t* out) {
+  const int64_t batch = layout.logical.dim(0);
+  const int64_t seq = layout.logical.dim(layout.logical.rank() - 1);
+  const int64_t windows = static_cast<int64_t>(file.size()) / (seq + 1);
+  int64_t k = 0;
+  ForEachContiguousRun(layout.logical, layout.slice, [&](int64_t, int64_t logical, int64_t length) {
+    for (int64_t index = logical; index < logical + length; ++index) {
+      const int64_t b = index / seq, s = index % seq;
+      const int64_t window = (iteration * batch + b) % windows;
+      out[k++] = file[window * (seq + 1) + s + shift];
+    }
+  });
+}
+
+}  // namespace oneflow::actors

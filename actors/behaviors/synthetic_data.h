@@ -1,0 +1,40 @@
+// Synthetic training data as a pure function of (seed, iteration, logical index), so a
+// device generating its slice gets exactly the values of the whole batch generated on
+// one device (the loss-equivalence oracle depends on it).
+//
+//   classification  x[b, f] = N(0, 1) from LogicalRandom(seed, 2 * iteration) at index
+//                   b * F + f; labels[b] = argmax_c sum_f x[b, f] * T[f, c], with the
+//                   fixed teacher T[f, c] = N(0, 1) from LogicalRandom(seed, 1) (odd
+//                   streams are never data), so a model can learn it.
+//   tokens          row b of iteration i is a window of S + 1 ids uniform in [0, vocab)
+//                   from LogicalRandom(seed, i) at index b * (S + 1) + s; tokens are its
+//                   first S, targets its last S (the next token).
+#ifndef ACTORS_BEHAVIORS_SYNTHETIC_DATA_H_
+#define ACTORS_BEHAVIORS_SYNTHETIC_DATA_H_
+
+#include <cstdint>
+#include <vector>
+
+#include "oneflow_core/tensor_slice.h"
+
+namespace oneflow::actors {
+
+// `layout`: of x [B, F].
+void FillClassificationFeatures(uint64_t seed, int64_t iteration, const TensorLayout& layout, float* out);
+
+// `layout`: of labels [B]; `features` is F.
+void FillClassificationLabels(uint64_t seed, int64_t iteration, int64_t features, int64_t classes,
+                              const TensorLayout& layout, int32_t* out);
+
+// `layout`: of tokens or targets [B, S]; `shift` 0 for tokens, 1 for targets.
+void FillSyntheticTokens(uint64_t seed, int64_t iteration, int64_t vocab, int64_t shift,
+                         const TensorLayout& layout, int32_t* out);
+
+// The same windows read from a token file's ids: window (iteration * B + b) mod the
+// number of whole windows in the file.
+void FillFileTokens(const std::vector<int32_t>& file, int64_t iteration, int64_t shift,
+                    const TensorLayout& layout, int32_t* out);
+
+}  // namespace oneflow::actors
+
+#endif  // ACTORS_BEHAVIORS_SYNTHETIC_DATA_H_

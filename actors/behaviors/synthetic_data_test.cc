@@ -1,0 +1,76 @@
+#include "actors/behaviors/synthetic_data.h"
+
+#include "gtest/gtest.h"
+#include "oneflow_core/placement.h"
+
+namespace oneflow::actors {
+namespace {
+
+TensorLayout Layout(const Shape& logical, const std::string& sbp, const std::string& placement, int64_t rank) {
+  const Placement where = *Placement::Parse(placement);
+  return TensorLayout{logical, *DeviceSlice(logical, *NdSbp::Parse(sbp), where, rank)};
+}
+
+// Every device's slice equals the same slice of the single-device batch.
+TEST(SyntheticDataTest, SlicesAssembleToTheSingleDeviceBatch) {
+  const Shape x{10, 6}, labels{10}, tokens{5, 7};
+  std::vector<float> whole_x(60);
+  std::vector<int32_t> whole_labels(10), whole_tokens(35), whole_targets(35);
+  FillClassificationFeatures(3, 4, Layout(x, "B", "cpu{0:0}", 0), whole_x.data());
+  FillClassificationLabels(3, 4, 6, 5, Layout(labels, "B", "cpu{0:0}", 0), whole_labels.data());
+  FillSyntheticTokens(3, 4, 100, 0, Layout(tokens, "B", "cpu{0:0}", 0), whole_tokens.data());
+  FillSyntheticTokens(3, 4, 100, 1, Layout(tokens, "B", "cpu{0:0}", 0), whole_targets.data());
+  for (const char* sbp : {"[S(0), S(1)]", "[S(1), S(0)]", "[B, S(0)]"}) {
+    for (int64_t rank = 0; rank < 4; ++rank) {
+      const TensorLayout layout = Layout(x, sbp, "cpu{0:0-3}[2, 2]", rank);
+      std::vector<float> part(layout.slice.NumElements());
+      FillClassificationFeatures(3, 4, layout, part.data());
+      int64_t k = 0;
+      ForEachContiguousRun(x, layout.slice, [&](int64_t, int64_t logical, int64_t length) {
+        for (int64_t i = 0; i < length; ++i) EXPECT_EQ(part[k++], whole_x[logical + i]);
+      });
+    }
+  }
+  for (int64_t rank = 0; rank < 3; ++rank) {
+    const TensorLayout layout = Layout(labels, "S(0)", "cpu{0:0-2}", rank);
+    std::vector<int32_t> part(layout.slice.NumElements());
+    FillClassificationLabels(3, 4, 6, 5, layout, part.data());
+    for (int64_t i = 0; i < layout.slice.NumElements(); ++i) {
+      EXPECT_EQ(part[i], whole_labels[layout.slice.range(0).begin + i]);
+    }
+    const TensorLayout token_layout = Layout(tokens, "S(1)", "cpu{0:0-2}", rank);
+    std::vector<int32_t> token_part(token_layout.slice.NumElements());
+    FillSyntheticTokens(3, 4, 100, 1, token_layout, token_part.data());
+    int64_t k = 0;
+    ForEachContiguousRun(tokens, token_layout.slice, [&](int64_t, int64_t logical, int64_t length) {
+      for (int64_t i = 0; i < length; ++i) EXPECT_EQ(token_part[k++], whole_targets[logical + i]);
+    });
+  }
+  // Targets are the next token: row b's target s is token s + 1 of the same window.
+  for (int64_t b = 0; b < 5; ++b) {
+    for (int64_t s = 0; s + 1 < 7; ++s) EXPECT_EQ(whole_targets[b * 7 + s], whole_tokens[b * 7 + s + 1]);
+  }
+  // Labels use all classes on a decent sample, and ids stay in range.
+  std::vector<int> seen(5, 0);
+  for (int32_t label : whole_labels) {
+    ASSERT_GE(label, 0);
+    ASSERT_LT(label, 5);
+    seen[label] = 1;
+  }
+  EXPECT_GE(std::count(seen.begin(), seen.end(), 1), 3);
+  for (int32_t token : whole_tokens) {
+    ASSERT_GE(token, 0);
+    ASSERT_LT(token, 100);
+  }
+}
+
+TEST(SyntheticDataTest, IterationsDiffer) {
+  const Shape x{4, 3};
+  std::vector<float> a(12), b(12);
+  FillClassificationFeatures(3, 0, TensorLayout{x, TensorSlice::Whole(x)}, a.data());
+  FillClassificationFeatures(3, 1, TensorLayout{x, TensorSlice::Whole(x)}, b.data());
+  EXPECT_NE(a, b);
+}
+
+}  // namespace
+}  // namespace oneflow::actors

@@ -1,0 +1,71 @@
+#include "actors/runtime.h"
+
+#include <mutex>
+
+#include "absl/strings/str_cat.h"
+#include "actors/behaviors/boxing_behavior.h"
+#include "actors/behaviors/compute_behavior.h"
+#include "actors/behaviors/leaf_behaviors.h"
+#include "actors/behaviors/plan_index.h"
+#include "oneflow_core/status.h"
+
+namespace oneflow::actors {
+
+absl::StatusOr<TrainResult> TrainPlan(const proto::Plan& plan, const TrainOptions& options) {
+  OF_ASSIGN_OR_RETURN(PlanIndex index, PlanIndex::Create(plan));
+  CommunicatorPool communicators(plan);
+  // The loss is B: every device's sink sees the same value; the first device of this
+  // node reports it.
+  int reporting_device = -1;
+  for (int d = 0; d < plan.devices_size(); ++d) {
+    if (plan.devices(d).device().node() == options.node) {
+      reporting_device = d;
+      break;
+    }
+  }
+  TrainResult result;
+  std::mutex mutex;
+  auto last = std::chrono::steady_clock::now();
+  const int64_t batch = plan.job().batch_size();
+  auto on_loss = [&](int64_t iteration, float loss) {
+    std::lock_guard<std::mutex> lock(mutex);
+    const auto now = std::chrono::steady_clock::now();
+    IterationMetrics metrics;
+    metrics.iteration = iteration;
+    metrics.loss = loss;
+    metrics.step_ms = std::chrono::duration<double, std::milli>(now - last).count();
+    metrics.samples_per_s = metrics.step_ms > 0 ? batch * 1000.0 / metrics.step_ms : 0;
+    last = now;
+    result.iterations.push_back(metrics);
+    if (options.on_iteration) options.on_iteration(metrics);
+  };
+  BindFunction bind = [&](const ActorBinding& binding) -> absl::StatusOr<ActFunction> {
+    switch (binding.actor->kind()) {
+      case proto::ACTOR_DATA_SOURCE:
+        return BindDataSource(index, binding);
+      case proto::ACTOR_VARIABLE:
+        return BindVariable(index, binding);
+      case proto::ACTOR_COMPUTE:
+        return BindCompute(index, binding);
+      case proto::ACTOR_BOXING:
+        return BindBoxing(index, binding, &communicators);
+      case proto::ACTOR_SINK:
+        return BindLossSink(binding, binding.device_index == reporting_device
+                                         ? std::function<void(int64_t, float)>(on_loss)
+                                         : nullptr);
+      default:
+        return absl::UnimplementedError(absl::StrCat("actor kind ", proto::ActorKind_Name(binding.actor->kind()),
+                                                     " has no behavior"));
+    }
+  };
+  EngineOptions engine_options;
+  engine_options.node = options.node;
+  engine_options.iterations = options.iterations;
+  engine_options.progress_timeout = options.progress_timeout;
+  engine_options.record_acts = options.record_acts;
+  last = std::chrono::steady_clock::now();
+  OF_ASSIGN_OR_RETURN(result.engine, RunEngine(plan, bind, engine_options));
+  return result;
+}
+
+}  // namespace oneflow::actors
