@@ -7,6 +7,8 @@
 #include "absl/flags/flag.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_split.h"
+#include "absl/strings/str_cat.h"
+#include "actors/runtime.h"
 #include "compiler/compiler.h"
 #include "oneflow_core/status.h"
 #include "tools/cli/plan_io.h"
@@ -18,6 +20,8 @@ ABSL_FLAG(int64_t, tp, 1, "Tensor-parallel degree (Megatron-style, as SBP hints)
 ABSL_FLAG(double, intra_node_bandwidth, 100e9, "Bytes/s between devices of one node.");
 ABSL_FLAG(double, inter_node_bandwidth, 12.5e9, "Bytes/s between nodes.");
 ABSL_FLAG(std::string, plan_out, "", "Write the compiled plan to this file.");
+ABSL_FLAG(bool, run, false, "After compiling, train the plan on this machine's CPU devices.");
+ABSL_FLAG(int64_t, iters, 10, "With --run: iterations to train.");
 ABSL_FLAG(std::string, dump_after, "",
           "Comma-separated compiler pass names (or 'all') after which to print the state.");
 
@@ -68,7 +72,17 @@ absl::Status CompileAndReport(const proto::Job& job, const ParallelLayout& layou
     OF_RETURN_IF_ERROR(cli::WritePlanFile(plan_out, *plan));
     std::printf("wrote %s (inspect it with: oneflow inspect %s)\n", plan_out.c_str(), plan_out.c_str());
   }
-  return absl::OkStatus();
+  if (!absl::GetFlag(FLAGS_run)) return absl::OkStatus();
+  const int64_t iterations = absl::GetFlag(FLAGS_iters);
+  if (iterations < 1) return absl::InvalidArgumentError(absl::StrCat("--iters=", iterations, " must be >= 1"));
+  actors::TrainOptions train;
+  train.iterations = iterations;
+  train.on_iteration = [](const actors::IterationMetrics& m) {
+    std::printf("{\"iter\": %lld, \"loss\": %.6g, \"step_ms\": %.3f, \"samples_per_s\": %.1f}\n",
+                static_cast<long long>(m.iteration), m.loss, m.step_ms, m.samples_per_s);
+    std::fflush(stdout);
+  };
+  return actors::TrainPlan(*plan, train).status();
 }
 
 int RunExample(const char* name, absl::Status (*body)()) {

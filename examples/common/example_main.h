@@ -3,6 +3,7 @@
 //
 // Shared flags (example_main.cc): --nodes --devices_per_node --dp --tp
 // --intra_node_bandwidth --inter_node_bandwidth --plan_out=FILE --dump_after=PASS[,PASS]
+// --run --iters=N (train the compiled plan here, one JSON line of metrics per iteration)
 #ifndef EXAMPLES_COMMON_EXAMPLE_MAIN_H_
 #define EXAMPLES_COMMON_EXAMPLE_MAIN_H_
 

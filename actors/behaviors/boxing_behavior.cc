@@ -1,0 +1,128 @@
+#include "actors/behaviors/boxing_behavior.h"
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "kernels/boxing/boxing_step.h"
+#include "oneflow_core/status.h"
+
+namespace oneflow::actors {
+
+absl::StatusOr<Communicator*> CommunicatorPool::ForCollective(int64_t collective_id,
+                                                              const proto::DeviceId& device) {
+  if (collective_id < 0 || collective_id >= plan_.collectives_size()) {
+    return absl::FailedPreconditionError(absl::StrCat("the plan has no collective ", collective_id));
+  }
+  const proto::CollectiveDef& collective = plan_.collectives(static_cast<int>(collective_id));
+  std::vector<std::pair<int64_t, int64_t>> key;
+  int64_t rank = -1;
+  for (const proto::DeviceId& member : collective.group()) {
+    if (member.node() == device.node() && member.device() == device.device()) rank = static_cast<int64_t>(key.size());
+    key.push_back({member.node(), member.device()});
+  }
+  if (rank < 0) {
+    return absl::FailedPreconditionError(absl::StrCat("device ", device.node(), ":", device.device(),
+                                                      " is not in the group of collective ", collective_id));
+  }
+  std::lock_guard<std::mutex> lock(mutex_);
+  std::unique_ptr<InProcessGroup>& group = groups_[key];
+  if (group == nullptr) {
+    const std::string name = absl::StrCat(
+        "devices [", absl::StrJoin(key, ", ", [](std::string* out, const std::pair<int64_t, int64_t>& d) {
+          absl::StrAppend(out, d.first, ":", d.second);
+        }), "]");
+    OF_ASSIGN_OR_RETURN(group, InProcessGroup::Create(static_cast<int64_t>(key.size()), name));
+  }
+  return &group->communicator(rank);
+}
+
+void CommunicatorPool::AbortAll(const absl::Status& cause) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  for (auto& [key, group] : groups_) {
+    for (int64_t r = 0; r < group->size(); ++r) group->communicator(r).Abort(cause);
+  }
+}
+
+absl::StatusOr<ActFunction> BindBoxing(const PlanIndex& index, const ActorBinding& binding,
+                                       CommunicatorPool* communicators) {
+  const proto::Plan& plan = index.plan();
+  const proto::ActorDef& actor = *binding.actor;
+  if (actor.boxing_id() < 0 || actor.boxing_id() >= plan.boxings_size()) {
+    return absl::FailedPreconditionError(absl::StrCat("the plan has no boxing ", actor.boxing_id()));
+  }
+  const proto::BoxingDef& boxing = plan.boxings(static_cast<int>(actor.boxing_id()));
+  const proto::BoxingStepDef& step = boxing.steps(static_cast<int>(actor.boxing_step()));
+  OF_ASSIGN_OR_RETURN(const proto::TensorDef* tensor, index.Tensor(boxing.tensor()));
+  const proto::DevicePlan& device = plan.devices(binding.device_index);
+  // Steps after a send/recv run on the destination placement.
+  bool after_send = false;
+  for (int s = 0; s < actor.boxing_step(); ++s) after_send |= boxing.steps(s).kind() == "send_recv";
+  auto shared_placement = [](const proto::Placement& proto) -> absl::StatusOr<std::shared_ptr<Placement>> {
+    OF_ASSIGN_OR_RETURN(Placement placement, Placement::FromProto(proto));
+    return std::make_shared<Placement>(std::move(placement));
+  };
+  OF_ASSIGN_OR_RETURN(std::shared_ptr<Placement> src_placement, shared_placement(boxing.src_placement()));
+  OF_ASSIGN_OR_RETURN(std::shared_ptr<Placement> dst_placement, shared_placement(boxing.dst_placement()));
+  OF_ASSIGN_OR_RETURN(NdSbp src, NdSbp::FromProto(step.src_sbp()));
+  OF_ASSIGN_OR_RETURN(NdSbp dst, NdSbp::FromProto(step.dst_sbp()));
+  OF_ASSIGN_OR_RETURN(DType dtype, FromProto(tensor->dtype()));
+  const Shape logical(std::vector<int64_t>(tensor->shape().begin(), tensor->shape().end()));
+  Communicator* communicator = nullptr;
+  if (actor.collective_id() >= 0) {
+    OF_ASSIGN_OR_RETURN(communicator, communicators->ForCollective(actor.collective_id(), device.device()));
+  }
+  const proto::KernelDef& kernel = actor.kernels(0);
+  const int64_t in = kernel.inputs().count("in") ? kernel.inputs().at("in") : -1;
+  const int64_t out = kernel.outputs().count("out") ? kernel.outputs().at("out") : -1;
+  const int64_t in_bytes = in >= 0 ? device.registers(static_cast<int>(in)).size_bytes() : 0;
+  const int64_t out_bytes = out >= 0 ? device.registers(static_cast<int>(out)).size_bytes() : 0;
+  const std::string description = absl::StrCat("actor '", actor.name(), "' collective ", actor.collective_id());
+  const DeviceId self{device.device().node(), device.device().device()};
+
+  if (step.kind() == "send_recv") {
+    return ActFunction([=](int64_t iteration, const ActContext& context) {
+      SendRecvArgs args;
+      args.logical = logical;
+      args.dtype = dtype;
+      args.src = src;
+      args.src_placement = src_placement.get();
+      args.dst = dst;
+      args.dst_placement = dst_placement.get();
+      args.device = self;
+      args.communicator = communicator;
+      args.input = in >= 0 ? context.RegisterSlot(in, iteration) : nullptr;
+      args.input_bytes = in_bytes;
+      args.output = out >= 0 ? context.RegisterSlot(out, iteration) : nullptr;
+      args.output_bytes = out_bytes;
+      args.options.description = absl::StrCat(description, " iteration ", iteration);
+      return RunSendRecv(args);
+    });
+  }
+  std::shared_ptr<Placement> placement = after_send ? dst_placement : src_placement;
+  const int64_t rank = placement->RankOf(self);
+  if (rank < 0 || in < 0 || out < 0) {
+    return absl::FailedPreconditionError(absl::StrCat("boxing step ", step.kind(), " of '", boxing.tensor(),
+                                                      "' is not wired on this device"));
+  }
+  const std::string kind = step.kind();
+  const int64_t axis = step.hierarchy_axis();
+  return ActFunction([=](int64_t iteration, const ActContext& context) {
+    BoxingStepArgs args;
+    args.logical = logical;
+    args.dtype = dtype;
+    args.kind = kind;
+    args.src = src;
+    args.dst = dst;
+    args.hierarchy_axis = axis;
+    args.placement = placement.get();
+    args.rank = rank;
+    args.communicator = communicator;
+    args.input = context.RegisterSlot(in, iteration);
+    args.input_bytes = in_bytes;
+    args.output = context.RegisterSlot(out, iteration);
+    args.output_bytes = out_bytes;
+    args.options.description = absl::StrCat(description, " iteration ", iteration);
+    return RunBoxingStep(args);
+  });
+}
+
+}  // namespace oneflow::actors
