@@ -1,6 +1,7 @@
 // `oneflow`: the project's command-line tool, one subcommand per thing a user does.
 //
 //   oneflow inspect PLAN [--format=text|json|dot] [--device=K]
+//   oneflow run PLAN [--iters=N] [--metrics=FILE] [--trace=FILE.json]
 //   oneflow help
 //
 // Exit codes: 0 success; 1 the subcommand failed (a bad file, a bad flag value, ...);
@@ -22,6 +23,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "tools/cli/inspect_command.h"
+#include "tools/cli/run_command.h"
 #include "tools/cli/subcommand.h"
 
 namespace oneflow::cli {
@@ -33,7 +35,7 @@ constexpr int kExitUsage = 2;
 // In the order `oneflow help` lists them.
 const std::vector<Subcommand>& Subcommands() {
   static const std::vector<Subcommand>* const subcommands =
-      new std::vector<Subcommand>{InspectSubcommand()};
+      new std::vector<Subcommand>{InspectSubcommand(), RunSubcommand()};
   return *subcommands;
 }
 

@@ -1,0 +1,87 @@
+#include "tools/cli/run_command.h"
+
+#include <unistd.h>
+
+#include <cstdio>
+#include <fstream>
+#include <memory>
+
+#include "absl/flags/flag.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "actors/runtime.h"
+#include "actors/trace.h"
+#include "oneflow_core/status.h"
+#include "tools/cli/plan_io.h"
+
+ABSL_FLAG(int64_t, iters, 10, "Iterations to train.");
+ABSL_FLAG(std::string, metrics, "",
+          "Write one JSON line per iteration here; default: stdout when it is not a terminal "
+          "(on a terminal: a progress bar).");
+ABSL_FLAG(std::string, trace, "", "Write a Chrome/Perfetto trace (JSON) of every act here.");
+
+namespace oneflow::cli {
+namespace {
+
+std::string MetricsLine(const actors::IterationMetrics& m) {
+  return absl::StrFormat("{\"iter\": %d, \"loss\": %.6g, \"step_ms\": %.3f, \"samples_per_s\": %.1f}\n",
+                         m.iteration, m.loss, m.step_ms, m.samples_per_s);
+}
+
+absl::Status RunRun(const std::vector<std::string>& arguments, std::ostream& out) {
+  const int64_t iterations = absl::GetFlag(FLAGS_iters);
+  if (iterations < 1) {
+    return absl::InvalidArgumentError(absl::StrCat("--iters=", iterations, " must be >= 1"));
+  }
+  OF_ASSIGN_OR_RETURN(const proto::Plan plan, ReadPlanFile(arguments[0]));
+  const std::string metrics_path = absl::GetFlag(FLAGS_metrics);
+  const bool progress_bar = metrics_path.empty() && isatty(STDOUT_FILENO);
+  std::unique_ptr<std::ofstream> metrics_file;
+  if (!metrics_path.empty()) {
+    metrics_file = std::make_unique<std::ofstream>(metrics_path, std::ios::trunc);
+    if (!*metrics_file) {
+      return absl::PermissionDeniedError(absl::StrCat("--metrics='", metrics_path, "': cannot create the file"));
+    }
+  }
+  actors::TrainOptions options;
+  options.iterations = iterations;
+  options.record_acts = !absl::GetFlag(FLAGS_trace).empty();
+  options.on_iteration = [&](const actors::IterationMetrics& m) {
+    if (metrics_file) {
+      *metrics_file << MetricsLine(m) << std::flush;
+    } else if (progress_bar) {
+      const int width = 30;
+      const int filled = static_cast<int>(width * (m.iteration + 1) / iterations);
+      out << absl::StrFormat("\r[%s%s] %d/%d  loss %.4f  %.0f samples/s  %.1f ms/step",
+                             std::string(filled, '#'), std::string(width - filled, ' '), m.iteration + 1,
+                             iterations, m.loss, m.samples_per_s, m.step_ms)
+          << std::flush;
+    } else {
+      out << MetricsLine(m) << std::flush;
+    }
+  };
+  absl::StatusOr<actors::TrainResult> result = actors::TrainPlan(plan, options);
+  if (progress_bar) out << "\n";
+  OF_RETURN_IF_ERROR(result.status());
+  if (options.record_acts) {
+    OF_RETURN_IF_ERROR(actors::WriteChromeTrace(absl::GetFlag(FLAGS_trace), plan, result->engine.acts));
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+Subcommand RunSubcommand() {
+  Subcommand command;
+  command.name = "run";
+  command.arguments = "PLAN";
+  command.flag_usage = "[--iters=N] [--metrics=FILE] [--trace=FILE.json]";
+  command.summary = "train a plan on this machine's CPU devices, printing loss and throughput";
+  command.flags = {"iters", "metrics", "trace"};
+  command.min_arguments = 1;
+  command.max_arguments = 1;
+  command.run = &RunRun;
+  return command;
+}
+
+}  // namespace oneflow::cli

@@ -1,0 +1,15 @@
+// `oneflow run PLAN --iters=N [--metrics=FILE] [--trace=FILE.json]`: trains a plan on
+// this machine's CPU devices (node 0; every device a thread pair), one JSON line of
+// metrics per iteration, or a progress bar on a terminal.
+#ifndef TOOLS_CLI_RUN_COMMAND_H_
+#define TOOLS_CLI_RUN_COMMAND_H_
+
+#include "tools/cli/subcommand.h"
+
+namespace oneflow::cli {
+
+Subcommand RunSubcommand();
+
+}  // namespace oneflow::cli
+
+#endif  // TOOLS_CLI_RUN_COMMAND_H_
