@@ -40,7 +40,9 @@ struct KernelArgument {
 
 struct KernelContext {
   const AttrMap* attrs = nullptr;
-  // In OpDefinition::inputs / outputs order.
+  // In OpDefinition::inputs / outputs order. Output buffers are not cleared beforehand:
+  // a kernel writes every output element. Kernels assume no output overlaps an input
+  // (the memory planner gives registers live at the same time disjoint bytes).
   std::vector<KernelArgument> inputs;
   std::vector<KernelArgument> outputs;
   // The 0-based iteration (dropout's stream, learning-rate schedule, Adam's t = step + 1).

@@ -39,6 +39,7 @@ std::vector<float> Train(bool gpt, const Layout& l) {
     config.heads = 4;
     config.vocab = 32;
     config.learning_rate = 1e-2;
+    config.warmup_steps = 5;
     job = examples::BuildGpt(config, *layout);
   } else {
     examples::MlpConfig config;

@@ -6,9 +6,10 @@
 //                   b * F + f; labels[b] = argmax_c sum_f x[b, f] * T[f, c], with the
 //                   fixed teacher T[f, c] = N(0, 1) from LogicalRandom(seed, 1) (odd
 //                   streams are never data), so a model can learn it.
-//   tokens          row b of iteration i is a window of S + 1 ids uniform in [0, vocab)
-//                   from LogicalRandom(seed, i) at index b * (S + 1) + s; tokens are its
-//                   first S, targets its last S (the next token).
+//   tokens          row b of iteration i is a window of S + 1 ids: a first id uniform in
+//                   [0, vocab) from LogicalRandom(seed, i) at index b, then each id the
+//                   previous plus one (mod vocab), a rule a model can learn; tokens are
+//                   its first S, targets its last S (the next token).
 #ifndef ACTORS_BEHAVIORS_SYNTHETIC_DATA_H_
 #define ACTORS_BEHAVIORS_SYNTHETIC_DATA_H_
 

@@ -93,7 +93,8 @@ absl::StatusOr<proto::Job> BuildGpt(const GptConfig& config, const ParallelLayou
   }
   Tensor loss = ReduceMean(SparseSoftmaxCrossEntropy(logits, Reshape(targets, {b * s})));
   graph.SetLoss(loss);
-  graph.SetOptimizer(Optimizer::AdamW(config.learning_rate).WithWarmupCosine(100, 10000, 0.1 * config.learning_rate));
+  graph.SetOptimizer(Optimizer::AdamW(config.learning_rate)
+                         .WithWarmupCosine(config.warmup_steps, 10000, 0.1 * config.learning_rate));
   return graph.Build();
 }
 

@@ -27,6 +27,7 @@ struct GptConfig {
   bool tied_embeddings = true;  // Output projection = token embedding transposed.
   std::string token_file;       // Empty: synthetic tokens.
   double learning_rate = 3e-4;
+  int64_t warmup_steps = 100;  // Linear warmup, then cosine decay over 10000 steps.
   uint64_t seed = 1;
 };
 

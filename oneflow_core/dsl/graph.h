@@ -90,7 +90,8 @@ struct DataSource {
 
   // Features ~ N(0, 1); labels from a fixed random linear teacher.
   static DataSource SyntheticClassification(uint64_t seed, int64_t num_classes);
-  // Token ids uniform in [0, vocab); targets are the next token.
+  // Windows of token ids (a uniform first id, then +1 each, mod vocab); targets are
+  // the next token.
   static DataSource SyntheticTokens(uint64_t seed, int64_t vocab);
   // Little-endian int32 token ids, read as windows of seq + 1 tokens.
   static DataSource TokenFile(const std::string& path);

@@ -1,0 +1,103 @@
+// Executing boxing on tensors: one step of a compiler BoxingPlan (proto BoxingStepDef),
+// run by one device on its own slice, over the communicator of its group.
+//
+// A boxing actor calls RunBoxingStep for its step, on its device's communication thread
+// (collective kinds) or compute thread (local kinds); every device of the step's groups
+// makes the same call at the same point of the plan's collective order. The data each
+// device ends up holding is exactly what sbp/boxing_simulator.h defines for the step:
+//   all_reduce        P -> B      all-reduce of the whole slice
+//   reduce_scatter    P -> S(i)   reduce-scatter; chunk g is group member g's new slice
+//   all_gather        S(i) -> B   all-gather of the members' slices
+//   all_to_all        S(i) -> S(j) member g sends member h (its slice ∩ h's new slice)
+//   local_slice       B -> S(i)   keep one's part; no communication
+//   local_partial     B -> P      coordinate 0 of the axis keeps the value, others zeros
+//   split_to_partial  S(i) -> P   own slice placed into zeros
+//   identity          any, on a one-device axis: a copy
+// The group of a device is the devices that differ from it only in `hierarchy_axis`,
+// ranked by their coordinate on that axis (compiler/passes/collective_ordering_pass.cc
+// builds them the same way). N-D SBPs work on any axis: when a member's piece is not
+// contiguous in a buffer (a split that is not on the outermost non-trivial axis), it is
+// packed into a scratch buffer before the collective and unpacked after; when it is
+// contiguous, the collective reads and writes the device buffers directly.
+//
+// Errors: INVALID_ARGUMENT for arguments that do not describe a valid step (an unknown
+// kind, an SBP change that is not the kind's, a change on another axis, wrong buffer
+// sizes, a communicator that is not this device's group, or a step that is not valid at
+// its place in the N-D SBP, e.g. an outer all-gather under an inner split of the same
+// tensor axis); the check covers the whole group, so every member fails alike and none
+// is left waiting. UNIMPLEMENTED for a reduction of a non-f32 dtype and for making a
+// P(max)/P(min) value locally. Communicator errors (DEADLINE_EXCEEDED, ...) pass through.
+#ifndef KERNELS_BOXING_BOXING_STEP_H_
+#define KERNELS_BOXING_BOXING_STEP_H_
+
+#include <cstdint>
+#include <string>
+
+#include "absl/status/status.h"
+#include "oneflow_core/comm/communicator.h"
+#include "oneflow_core/dtype.h"
+#include "oneflow_core/placement.h"
+#include "oneflow_core/sbp.h"
+#include "oneflow_core/shape.h"
+
+namespace oneflow {
+
+struct BoxingStepArgs {
+  Shape logical;              // the logical tensor's shape
+  DType dtype = DType::kF32;  // f32 for every kind; any dtype for the non-reducing ones
+  std::string kind;           // BoxingStepDef.kind, e.g. "all_gather"
+  NdSbp src;                  // the N-D SBP before the step ...
+  NdSbp dst;                  // ... and after; they differ only on hierarchy_axis
+  int64_t hierarchy_axis = 0;
+  const Placement* placement = nullptr;  // where the tensor lives (not owned)
+  int64_t rank = 0;                      // this device's rank in `placement`
+  // The communicator of this device's group along hierarchy_axis (size = the axis's
+  // extent, rank = this device's coordinate on it). nullptr for the local kinds.
+  Communicator* communicator = nullptr;
+  // This device's slice under `src` (DeviceSlice(logical, src, placement, rank)), dense
+  // row-major, and the buffer for its slice under `dst`. They must not overlap.
+  const void* input = nullptr;
+  int64_t input_bytes = 0;
+  void* output = nullptr;
+  int64_t output_bytes = 0;
+  // Timeout and description for the collective. A reducing step reduces by its P's
+  // reduction, whatever options.reduce_op says.
+  CollectiveOptions options;
+};
+
+// Runs one step for one device. Blocking; returns once `output` holds the device's slice
+// under `dst` and `input` may be reused.
+absl::Status RunBoxingStep(const BoxingStepArgs& args);
+
+// The "send_recv" step between two placements: the source devices hold slices under
+// `src` (no P axis: a partial value is reduced before it travels), the destination
+// devices receive their slices under `dst`. A device may be in both (then what it holds
+// itself is copied locally). Each destination device takes each piece of its slice from
+// one source replica: itself when it holds the piece, else a replica on its node, spread
+// over the replicas by destination rank. Destination devices that are not coordinate 0
+// on every P axis of `dst` hold zeros, as the simulator has it.
+struct SendRecvArgs {
+  Shape logical;
+  DType dtype = DType::kF32;
+  NdSbp src;
+  const Placement* src_placement = nullptr;
+  NdSbp dst;
+  const Placement* dst_placement = nullptr;
+  DeviceId device;  // this device
+  // The communicator of the union group: the source devices in rank order, then the
+  // destination devices not among them in rank order (collective_ordering_pass.cc).
+  Communicator* communicator = nullptr;
+  // This device's source slice (null, 0 when it is not a source) and destination slice
+  // buffer (null, 0 when it is not a destination).
+  const void* input = nullptr;
+  int64_t input_bytes = 0;
+  void* output = nullptr;
+  int64_t output_bytes = 0;
+  CollectiveOptions options;
+};
+
+absl::Status RunSendRecv(const SendRecvArgs& args);
+
+}  // namespace oneflow
+
+#endif  // KERNELS_BOXING_BOXING_STEP_H_

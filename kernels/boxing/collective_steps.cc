@@ -1,0 +1,89 @@
+// The collective kinds of RunBoxingStep. Each maps the step onto one communicator call
+// whose chunks are the pieces the group members exchange:
+//   all_reduce      the whole slice, reduced; no packing (src and dst slices are the same).
+//   reduce_scatter  chunk g = member g's dst slice, cut out of the common src slice X.
+//   all_gather      piece g = member g's src slice (∩ the common dst slice D).
+//   all_to_all      chunk (g -> h) = member g's src slice ∩ member h's dst slice.
+// Chunks are sent straight from the input and received straight into the output when
+// they lie back to back there (a split on the outermost non-trivial axis); otherwise they
+// are packed into / unpacked from a scratch buffer, which costs one extra pass over the
+// bytes exchanged. Bytes on the wire are the collective's (docs/collectives.md).
+#include <vector>
+
+#include "kernels/boxing/group_step.h"
+#include "kernels/boxing/slice_boxes.h"
+
+namespace oneflow {
+namespace boxing_internal {
+namespace {
+
+// Elements -> bytes for each box.
+std::vector<int64_t> ByteCounts(const std::vector<TensorSlice>& boxes, int64_t element_size) {
+  std::vector<int64_t> counts;
+  for (const TensorSlice& box : boxes) counts.push_back(box.NumElements() * element_size);
+  return counts;
+}
+
+}  // namespace
+
+absl::Status RunAllReduce(const GroupStep& step, const BoxingStepArgs& args) {
+  return args.communicator->AllReduce(static_cast<const float*>(args.input),
+                                      static_cast<float*>(args.output),
+                                      step.dst[step.me].NumElements(), StepOptions(step, args));
+}
+
+absl::Status RunReduceScatter(const GroupStep& step, const BoxingStepArgs& args) {
+  std::vector<int64_t> counts;
+  for (const TensorSlice& box : step.dst) counts.push_back(box.NumElements());
+  std::vector<char> scratch;
+  const void* send =
+      SendBufferFor(step.src[step.me], args.input, step.dst, step.element_size, &scratch);
+  return args.communicator->ReduceScatter(static_cast<const float*>(send),
+                                          static_cast<float*>(args.output), counts,
+                                          StepOptions(step, args));
+}
+
+absl::Status RunAllGather(const GroupStep& step, const BoxingStepArgs& args) {
+  const TensorSlice& destination = step.dst[step.me];
+  std::vector<TensorSlice> pieces;
+  for (const TensorSlice& source : step.src) pieces.push_back(Intersect(source, destination));
+  std::vector<char> send_scratch;
+  std::vector<char> receive_scratch;
+  const void* send = SendBufferFor(step.src[step.me], args.input, {pieces[step.me]},
+                                   step.element_size, &send_scratch);
+  void* receive =
+      ReceiveBufferFor(destination, args.output, pieces, step.element_size, &receive_scratch);
+  const absl::Status status = args.communicator->AllGather(
+      send, receive, ByteCounts(pieces, step.element_size), StepOptions(step, args));
+  if (!status.ok()) return status;
+  UnpackReceived(receive_scratch, pieces, destination, step.element_size, args.output);
+  return absl::OkStatus();
+}
+
+absl::Status RunAllToAll(const GroupStep& step, const BoxingStepArgs& args) {
+  const int64_t n = step.size();
+  std::vector<int64_t> matrix(n * n);
+  for (int64_t g = 0; g < n; ++g) {
+    for (int64_t h = 0; h < n; ++h) {
+      matrix[g * n + h] = Intersect(step.src[g], step.dst[h]).NumElements() * step.element_size;
+    }
+  }
+  std::vector<TensorSlice> outgoing;  // to member h, in h order
+  std::vector<TensorSlice> incoming;  // from member g, in g order
+  for (int64_t h = 0; h < n; ++h) outgoing.push_back(Intersect(step.src[step.me], step.dst[h]));
+  for (int64_t g = 0; g < n; ++g) incoming.push_back(Intersect(step.src[g], step.dst[step.me]));
+  std::vector<char> send_scratch;
+  std::vector<char> receive_scratch;
+  const void* send =
+      SendBufferFor(step.src[step.me], args.input, outgoing, step.element_size, &send_scratch);
+  void* receive = ReceiveBufferFor(step.dst[step.me], args.output, incoming, step.element_size,
+                                   &receive_scratch);
+  const absl::Status status =
+      args.communicator->AllToAll(send, receive, matrix, StepOptions(step, args));
+  if (!status.ok()) return status;
+  UnpackReceived(receive_scratch, incoming, step.dst[step.me], step.element_size, args.output);
+  return absl::OkStatus();
+}
+
+}  // namespace boxing_internal
+}  // namespace oneflow

@@ -1,0 +1,48 @@
+// Internal to kernels/boxing: a validated per-axis step as one device sees it, with the
+// slices of every member of its group, and the code of each kind.
+#ifndef KERNELS_BOXING_GROUP_STEP_H_
+#define KERNELS_BOXING_GROUP_STEP_H_
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "kernels/boxing/boxing_step.h"
+#include "oneflow_core/tensor_slice.h"
+#include "sbp/boxing_plan.h"
+
+namespace oneflow {
+namespace boxing_internal {
+
+struct GroupStep {
+  BoxingKind kind = BoxingKind::kIdentity;
+  int64_t axis = 0;
+  int64_t me = 0;  // this device's rank in the group: its coordinate on `axis`
+  // Per group member g (coordinate g on `axis`): its slices under src and dst.
+  std::vector<TensorSlice> src;
+  std::vector<TensorSlice> dst;
+  int64_t element_size = 0;
+  ReduceOp reduce_op = ReduceOp::kSum;  // of the P being reduced
+  // "boxing step all_gather axis 1 of f32 [5, 7]: [S(0), S(0)] -> [S(0), B] on
+  // cpu{0:0-3}[2, 2], rank 2": the start of every error.
+  std::string name;
+
+  int64_t size() const { return static_cast<int64_t>(src.size()); }
+  absl::Status Error(absl::string_view message) const;  // INVALID_ARGUMENT, prefixed
+};
+
+// The collective kinds (collective_steps.cc). Preconditions: the step was validated and
+// checked for the whole group (so every member takes the same path).
+absl::Status RunAllReduce(const GroupStep& step, const BoxingStepArgs& args);
+absl::Status RunReduceScatter(const GroupStep& step, const BoxingStepArgs& args);
+absl::Status RunAllGather(const GroupStep& step, const BoxingStepArgs& args);
+absl::Status RunAllToAll(const GroupStep& step, const BoxingStepArgs& args);
+
+// The options passed to the communicator: the caller's, with the step's reduction.
+CollectiveOptions StepOptions(const GroupStep& step, const BoxingStepArgs& args);
+
+}  // namespace boxing_internal
+}  // namespace oneflow
+
+#endif  // KERNELS_BOXING_GROUP_STEP_H_

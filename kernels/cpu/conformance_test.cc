@@ -1,0 +1,296 @@
+// One conformance test body, run for every kernel name of the op registry: for each
+// case of an op using the kernel, random inputs are run through the CPU kernel and the
+// double-precision reference (EvaluateReference) on the same values, first as whole
+// tensors, then on every device's slices under every SBP signature of the op on 2 and 3
+// devices (uneven splits: sizes 5, 7, ... do not divide). Partial (P) inputs are split
+// into parts of differing signs, as ops_test does. Results must agree to 1e-5 relative
+// (absolute below magnitude 1): float rounding, not a different formula.
+#include <algorithm>
+#include <cmath>
+#include <random>
+#include <set>
+
+#include "gtest/gtest.h"
+#include "kernels/cpu/kernel_testing.h"
+#include "kernels/cpu/registry.h"
+#include "oneflow_core/ops/reference/reference.h"
+#include "oneflow_core/ops/registry.h"
+#include "oneflow_core/tensor_slice.h"
+
+namespace oneflow {
+namespace {
+
+struct Case {
+  std::string type;
+  std::vector<TensorType> inputs;
+  AttrMap attrs;
+  int64_t index_limit = 0;       // Index inputs (ids, labels) are drawn from [0, limit).
+  std::vector<size_t> positive;  // Inputs drawn positive (divisors, Adam's v).
+};
+
+constexpr int64_t kStep = 3;  // Dropout's stream, the learning-rate schedules, Adam's t.
+constexpr double kTolerance = 1e-5;
+
+std::vector<Case> Cases() {
+  const DType f = DType::kF32;
+  const DType i32 = DType::kI32;
+  const DType i64 = DType::kI64;
+  using Ints = std::vector<int64_t>;
+  const AttrMap sgd = {{"momentum", 0.9}, {"lr_schedule", std::string("constant")},
+                       {"base_lr", 0.1}};
+  const AttrMap sgd_cosine = {{"momentum", 0.0},       {"base_lr", 0.5},
+                              {"lr_schedule", std::string("warmup_cosine")},
+                              {"warmup_steps", int64_t{1}}, {"total_steps", int64_t{8}},
+                              {"min_lr", 0.01}};
+  const AttrMap adamw = {{"beta1", 0.9},         {"beta2", 0.99},   {"epsilon", 1e-8},
+                         {"weight_decay", 0.01}, {"base_lr", 0.01},
+                         {"lr_schedule", std::string("warmup_cosine")},
+                         {"warmup_steps", int64_t{2}}, {"total_steps", int64_t{10}},
+                         {"min_lr", 0.001}};
+  return {
+      {"matmul", {{Shape{5, 7}, f}, {Shape{7, 3}, f}}, {}},
+      {"matmul", {{Shape{7, 5}, f}, {Shape{3, 7}, f}},
+       {{"transpose_a", true}, {"transpose_b", true}}},
+      {"matmul", {{Shape{33, 17}, f}, {Shape{17, 29}, f}}, {}},
+      {"matmul", {{Shape{3, 5, 4}, f}, {Shape{3, 4, 5}, f}}, {}},
+      {"matmul", {{Shape{2, 3, 5, 4}, f}, {Shape{2, 3, 5, 6}, f}}, {{"transpose_a", true}}},
+      {"matmul", {{Shape{2, 3, 4, 5}, f}, {Shape{2, 3, 4, 5}, f}}, {{"transpose_b", true}}},
+      {"add", {{Shape{5, 7}, f}, {Shape{5, 7}, f}}, {}},
+      {"add", {{Shape{5, 7}, f}, {Shape{7}, f}}, {}},
+      {"add", {{Shape{5, 7}, f}, {Shape{}, f}}, {}},
+      {"add", {{Shape{2, 1, 7}, f}, {Shape{3, 1}, f}}, {}},
+      {"sub", {{Shape{5, 1}, f}, {Shape{5, 7}, f}}, {}},
+      {"mul", {{Shape{5, 7}, f}, {Shape{1, 7}, f}}, {}},
+      {"mul", {{Shape{4, 5, 6}, f}, {Shape{5, 1}, f}}, {}},
+      {"div", {{Shape{5, 7}, f}, {Shape{5, 7}, f}}, {}, 0, {0, 1}},
+      {"div", {{Shape{3, 1, 4}, f}, {Shape{1, 5, 4}, f}}, {}, 0, {1}},
+      {"bias_add", {{Shape{5, 7}, f}, {Shape{7}, f}}, {}},
+      {"bias_add", {{Shape{3, 4, 37}, f}, {Shape{37}, f}}, {}},
+      {"relu", {{Shape{7, 37}, f}}, {}},
+      {"gelu", {{Shape{7, 37}, f}}, {}},
+      {"scalar_mul", {{Shape{5, 7}, f}}, {{"scalar", 0.5}}},
+      {"scalar_add", {{Shape{5, 7}, f}}, {{"scalar", 0.5}}},
+      {"dropout", {{Shape{5, 7}, f}}, {{"rate", 0.4}, {"seed", int64_t{9}}}},
+      {"dropout", {{Shape{3, 4, 9}, f}}, {{"rate", 0.1}, {"seed", int64_t{2}}}},
+      {"identity", {{Shape{5, 7}, f}}, {}},
+      {"ones_like", {{Shape{5, 7}, f}}, {}},
+      {"causal_mask", {{Shape{3, 2, 4, 4}, f}}, {{"fill", -1e9}}},
+      {"causal_mask", {{Shape{5, 4, 4}, f}}, {{"fill", 0.0}}},
+      {"softmax", {{Shape{5, 7}, f}}, {}},
+      {"softmax", {{Shape{4, 67}, f}}, {}},
+      {"log_softmax", {{Shape{3, 5, 7}, f}}, {}},
+      {"layer_norm", {{Shape{5, 7}, f}, {Shape{7}, f}, {Shape{7}, f}}, {{"epsilon", 1e-3}}},
+      {"layer_norm", {{Shape{2, 3, 37}, f}, {Shape{37}, f}, {Shape{37}, f}}, {}},
+      {"sparse_softmax_cross_entropy", {{Shape{5, 7}, f}, {Shape{5}, i32}}, {}, 7},
+      {"sparse_softmax_cross_entropy", {{Shape{2, 3, 11}, f}, {Shape{2, 3}, i64}}, {}, 11},
+      {"reshape", {{Shape{5, 6}, f}}, {{"shape", Ints{5, 2, 3}}}},
+      {"reshape", {{Shape{4, 12}, f}}, {{"shape", Ints{2, 2, 6, 2}}}},
+      {"reshape", {{Shape{2, 2, 6, 2}, f}}, {{"shape", Ints{4, 12}}}},
+      {"transpose", {{Shape{5, 7, 2}, f}}, {{"perm", Ints{2, 0, 1}}}},
+      {"transpose", {{Shape{2, 3, 4, 5}, f}}, {{"perm", Ints{0, 2, 1, 3}}}},
+      {"transpose", {{Shape{9, 13}, f}}, {{"perm", Ints{1, 0}}}},
+      // Past the 32 x 32 tiles of transposes that move the last axis, with outer axes.
+      {"transpose", {{Shape{37, 70}, f}}, {{"perm", Ints{1, 0}}}},
+      {"transpose", {{Shape{3, 40, 33}, f}}, {{"perm", Ints{0, 2, 1}}}},
+      {"transpose", {{Shape{3, 40, 33}, f}}, {{"perm", Ints{2, 1, 0}}}},
+      {"reduce_sum", {{Shape{5, 7}, f}}, {{"axes", Ints{1}}}},
+      {"reduce_sum", {{Shape{5, 7, 3}, f}}, {{"axes", Ints{0, 2}}, {"keep_dims", true}}},
+      {"reduce_sum", {{Shape{4, 5, 6}, f}}, {{"axes", Ints{}}}},
+      {"reduce_mean", {{Shape{5, 7}, f}}, {{"axes", Ints{0}}}},
+      {"reduce_mean", {{Shape{5, 7, 3}, f}}, {{"axes", Ints{}}}},
+      {"reduce_mean", {{Shape{5, 7, 3}, f}}, {{"axes", Ints{-2}}, {"keep_dims", true}}},
+      {"embedding", {{Shape{9, 4}, f}, {Shape{5}, i32}}, {}, 9},
+      {"embedding", {{Shape{11, 6}, f}, {Shape{2, 3}, i64}}, {}, 11},
+      {"slice", {{Shape{5, 7}, f}}, {{"begin", Ints{0, 2}}, {"end", Ints{5, 6}}}},
+      {"slice", {{Shape{5, 7, 3}, f}}, {{"begin", Ints{1, 0, 0}}, {"end", Ints{4, 7, 3}}}},
+      {"concat", {{Shape{5, 3}, f}, {Shape{5, 4}, f}}, {{"axis", int64_t{1}}}},
+      {"concat", {{Shape{2, 7}, f}, {Shape{3, 7}, f}}, {{"axis", int64_t{-2}}}},
+      {"concat", {{Shape{2, 5, 3}, f}, {Shape{2, 5, 2}, f}}, {{"axis", int64_t{2}}}},
+      {"relu_grad", {{Shape{5, 7}, f}, {Shape{5, 7}, f}}, {}},
+      {"gelu_grad", {{Shape{7, 37}, f}, {Shape{7, 37}, f}}, {}},
+      {"dropout_grad", {{Shape{5, 7}, f}}, {{"rate", 0.4}, {"seed", int64_t{9}}}},
+      {"softmax_grad", {{Shape{5, 7}, f}, {Shape{5, 7}, f}}, {}},
+      {"log_softmax_grad", {{Shape{3, 5, 7}, f}, {Shape{3, 5, 7}, f}}, {}},
+      {"layer_norm_grad", {{Shape{5, 7}, f}, {Shape{7}, f}, {Shape{5, 7}, f}}, {{"epsilon", 1e-3}}},
+      {"layer_norm_grad", {{Shape{2, 3, 37}, f}, {Shape{37}, f}, {Shape{2, 3, 37}, f}}, {}},
+      {"sparse_softmax_cross_entropy_grad",
+       {{Shape{5, 7}, f}, {Shape{5}, i32}, {Shape{5}, f}}, {}, 7},
+      {"sparse_softmax_cross_entropy_grad",
+       {{Shape{2, 3, 11}, f}, {Shape{2, 3}, i64}, {Shape{2, 3}, f}}, {}, 11},
+      {"embedding_grad", {{Shape{5}, i32}, {Shape{5, 4}, f}}, {{"vocab", int64_t{9}}}, 9},
+      {"embedding_grad", {{Shape{2, 3}, i64}, {Shape{2, 3, 4}, f}}, {{"vocab", int64_t{7}}}, 7},
+      {"slice_grad", {{Shape{5, 4}, f}, {Shape{5, 7}, f}},
+       {{"begin", Ints{0, 2}}, {"end", Ints{5, 6}}}},
+      {"slice_grad", {{Shape{3, 7, 2}, f}, {Shape{5, 7, 3}, f}},
+       {{"begin", Ints{1, 0, 1}}, {"end", Ints{4, 7, 3}}}},
+      {"reduce_sum_like", {{Shape{5, 7}, f}, {Shape{7}, f}}, {}},
+      {"reduce_sum_like", {{Shape{3, 5, 7}, f}, {Shape{5, 1}, f}}, {}},
+      {"reduce_sum_like", {{Shape{4, 5, 6}, f}, {Shape{1, 1, 1}, f}}, {}},
+      {"broadcast_like", {{Shape{5}, f}, {Shape{5, 7}, f}}, {{"axes", Ints{1}}}},
+      {"broadcast_like", {{Shape{1, 7, 1}, f}, {Shape{5, 7, 3}, f}}, {{"axes", Ints{0, 2}}}},
+      {"broadcast_like", {{Shape{7}, f}, {Shape{5, 7, 3}, f}}, {{"axes", Ints{0, 2}}}},
+      {"sgd_update", {{Shape{5, 7}, f}, {Shape{5, 7}, f}, {Shape{5, 7}, f}}, sgd},
+      {"sgd_update", {{Shape{3, 4}, f}, {Shape{3, 4}, f}, {Shape{3, 4}, f}}, sgd_cosine},
+      {"adamw_update", {{Shape{5, 7}, f}, {Shape{5, 7}, f}, {Shape{5, 7}, f}, {Shape{5, 7}, f}},
+       adamw, 0, {3}},
+  };
+}
+
+std::vector<Dense> RandomInputs(const Case& c) {
+  std::mt19937 rng(42);
+  std::uniform_real_distribution<double> uniform(0.5, 2.0);
+  std::vector<Dense> inputs;
+  for (size_t k = 0; k < c.inputs.size(); ++k) {
+    Dense dense = Dense::Zeros(c.inputs[k].shape, c.inputs[k].dtype);
+    const bool index = !IsFloating(dense.dtype);
+    const bool positive = std::count(c.positive.begin(), c.positive.end(), k) > 0;
+    for (double& v : dense.values) {
+      v = index ? static_cast<double>(rng() % c.index_limit)
+                : uniform(rng) * (rng() % 2 && !positive ? -1 : 1);
+    }
+    inputs.push_back(RoundToFloat(std::move(dense)));
+  }
+  return inputs;
+}
+
+// A device's part of a P input: x * w_r + noise_r, weights summing to 1 and noise to 0
+// over devices (as ops_test), so the parts differ in sign.
+void MakePartial(Dense* local, int64_t rank, int64_t devices) {
+  const double weight = (rank + 1) * 2.0 / (devices * (devices + 1));
+  const double noise = rank - (devices - 1) / 2.0;
+  for (size_t i = 0; i < local->values.size(); ++i) {
+    local->values[i] = local->values[i] * weight + noise * (0.7 + static_cast<double>(i % 5));
+  }
+}
+
+testing::AssertionResult RunsLikeReference(const Case& c, const std::vector<Dense>& inputs,
+                                           const ReferenceContext& context) {
+  const absl::StatusOr<std::vector<Dense>> want =
+      EvaluateReference(c.type, inputs, c.attrs, context);
+  if (!want.ok()) return testing::AssertionFailure() << "reference: " << want.status();
+  const absl::StatusOr<std::vector<Dense>> got = RunCpuKernel(c.type, inputs, c.attrs, context);
+  if (!got.ok()) return testing::AssertionFailure() << "kernel: " << got.status();
+  if (got->size() != want->size()) {
+    return testing::AssertionFailure() << got->size() << " results vs " << want->size();
+  }
+  for (size_t r = 0; r < want->size(); ++r) {
+    const Dense& g = (*got)[r];
+    const Dense& w = (*want)[r];
+    if (g.shape != w.shape) {
+      return testing::AssertionFailure() << "result " << r << " has shape "
+                                         << g.shape.ToString() << " vs " << w.shape.ToString();
+    }
+    for (size_t i = 0; i < w.values.size(); ++i) {
+      // Written as a negated <= so that a NaN (an element the kernel never wrote) fails.
+      const double tolerance = kTolerance * std::max(1.0, std::abs(w.values[i]));
+      if (!(std::abs(g.values[i] - w.values[i]) <= tolerance)) {
+        return testing::AssertionFailure() << "result " << r << " element " << i << ": kernel "
+                                           << g.values[i] << " vs reference " << w.values[i];
+      }
+    }
+  }
+  return testing::AssertionSuccess();
+}
+
+// The inputs and context of device `rank` of `devices` under `signature`.
+void DeviceArguments(const Case& c, const SbpSignature& signature, int64_t devices,
+                     int64_t rank, std::vector<Dense>* inputs, ReferenceContext* context) {
+  const OpDefinition& op = **OpRegistry::Get().Find(c.type);
+  const std::vector<TensorType> out_types = *op.infer(c.inputs, c.attrs);
+  const std::vector<Dense> logical = RandomInputs(c);
+  const Shape hierarchy{devices};
+  context->step = kStep;
+  for (size_t k = 0; k < c.inputs.size(); ++k) {
+    const TensorSlice slice =
+        *DeviceSlice(c.inputs[k].shape, NdSbp{signature.inputs[k]}, hierarchy, {rank});
+    Dense local = SliceOf(logical[k], slice);
+    if (signature.inputs[k].is_partial()) MakePartial(&local, rank, devices);
+    inputs->push_back(RoundToFloat(std::move(local)));
+    context->inputs.push_back({c.inputs[k].shape, slice});
+  }
+  for (size_t k = 0; k < signature.outputs.size(); ++k) {
+    context->outputs.push_back(
+        {out_types[k].shape,
+         *DeviceSlice(out_types[k].shape, NdSbp{signature.outputs[k]}, hierarchy, {rank})});
+  }
+}
+
+class CpuKernelConformanceTest : public testing::TestWithParam<std::string> {};
+
+TEST_P(CpuKernelConformanceTest, MatchesTheReferenceOnEverySignatureAndDevice) {
+  int cases = 0;
+  for (const Case& c : Cases()) {
+    const OpDefinition& op = **OpRegistry::Get().Find(c.type);
+    if (op.kernel != GetParam()) continue;
+    ++cases;
+    ReferenceContext whole;
+    whole.step = kStep;
+    EXPECT_TRUE(RunsLikeReference(c, RandomInputs(c), whole)) << c.type << " on whole tensors";
+    for (int64_t devices : {2, 3}) {
+      for (const SbpSignature& signature : op.signatures(c.inputs, c.attrs)) {
+        if (!signature.ValidFor(devices)) continue;
+        for (int64_t rank = 0; rank < devices; ++rank) {
+          std::vector<Dense> inputs;
+          ReferenceContext context;
+          DeviceArguments(c, signature, devices, rank, &inputs, &context);
+          EXPECT_TRUE(RunsLikeReference(c, inputs, context))
+              << c.type << " signature " << signature.ToString() << ", device " << rank
+              << " of " << devices;
+        }
+      }
+    }
+  }
+  EXPECT_GT(cases, 0) << "no conformance case runs kernel '" << GetParam() << "'";
+}
+
+// causal_mask's signatures keep the last two axes whole, so the cases above never give
+// it a row or column offset; the reference accepts any layout, so compare on slices that
+// cut the rows and the columns of the masked axes directly.
+TEST(CpuKernelLayoutTest, CausalMaskComparesLogicalRowsAndColumns) {
+  const Case c{"causal_mask", {{Shape{2, 6, 6}, DType::kF32}}, {{"fill", -5.0}}};
+  const Dense logical = RandomInputs(c)[0];
+  for (const std::vector<Range>& ranges :
+       {std::vector<Range>{{0, 2}, {2, 5}, {0, 6}}, std::vector<Range>{{0, 2}, {0, 6}, {3, 6}},
+        std::vector<Range>{{1, 2}, {1, 4}, {2, 5}}}) {
+    const TensorSlice slice(ranges);
+    ReferenceContext context;
+    context.inputs.push_back({logical.shape, slice});
+    context.outputs.push_back({logical.shape, slice});
+    EXPECT_TRUE(RunsLikeReference(c, {SliceOf(logical, slice)}, context)) << slice.ToString();
+  }
+}
+
+std::vector<std::string> RegistryKernelNames() {
+  std::vector<std::string> names;
+  for (const OpDefinition& definition : OpRegistry::Get().definitions()) {
+    if (std::find(names.begin(), names.end(), definition.kernel) == names.end()) {
+      names.push_back(definition.kernel);
+    }
+  }
+  return names;
+}
+
+INSTANTIATE_TEST_SUITE_P(EveryKernel, CpuKernelConformanceTest,
+                         testing::ValuesIn(RegistryKernelNames()),
+                         [](const testing::TestParamInfo<std::string>& info) {
+                           return info.param;
+                         });
+
+TEST(CpuKernelRegistryTest, EveryOpOfTheRegistryHasACpuKernel) {
+  for (const OpDefinition& definition : OpRegistry::Get().definitions()) {
+    EXPECT_TRUE(FindCpuKernel(definition.kernel).ok())
+        << "op '" << definition.type << "' names kernel '" << definition.kernel
+        << "', which has no CPU kernel";
+  }
+}
+
+TEST(CpuKernelRegistryTest, EveryCpuKernelBelongsToAnOp) {
+  const std::vector<std::string> used = RegistryKernelNames();
+  for (const std::string& name : CpuKernelNames()) {
+    EXPECT_NE(std::find(used.begin(), used.end(), name), used.end())
+        << "CPU kernel '" << name << "' is no op's kernel";
+  }
+}
+
+}  // namespace
+}  // namespace oneflow

@@ -1,0 +1,179 @@
+// Elementwise kernels: add, sub, mul, div with numpy broadcasting of the physical shapes
+// (as the reference), bias_add, the activations and their gradients, scalar ops,
+// ones_like. Each op is a small functor instantiated into a template loop, so every
+// inner loop is a plain pointer loop the compiler vectorizes (no per-element calls).
+#include <algorithm>
+
+#include "kernels/cpu/kernel_util.h"
+#include "kernels/cpu/kernels.h"
+#include "kernels/cpu/strided_loop.h"
+#include "kernels/cpu/vector_math.h"
+#include "oneflow_core/status.h"
+
+namespace oneflow {
+namespace cpu {
+namespace {
+
+struct AddOp {
+  static float Apply(float x, float y) { return x + y; }
+};
+struct SubOp {
+  static float Apply(float x, float y) { return x - y; }
+};
+struct MulOp {
+  static float Apply(float x, float y) { return x * y; }
+};
+struct DivOp {
+  static float Apply(float x, float y) { return x / y; }
+};
+// relu_grad(dy, y): relu's output y > 0 exactly where its input was.
+struct ReluGradOp {
+  static float Apply(float dy, float y) { return y > 0.0f ? dy : 0.0f; }
+};
+struct GeluGradOp {
+  static float Apply(float dy, float x) { return dy * GeluDerivativeF(x); }
+};
+
+// out[i] = Op(x[i * sx], y[i * sy]) for i < n, strides 0 or 1. One loop per stride
+// pattern, so each is contiguous (or has a loop-invariant operand) and vectorizes.
+template <typename Op>
+void BinaryRun(const float* x, int64_t sx, const float* y, int64_t sy, float* out, int64_t n) {
+  if (sx == 1 && sy == 1) {
+    for (int64_t i = 0; i < n; ++i) out[i] = Op::Apply(x[i], y[i]);
+  } else if (sx == 1) {
+    const float b = *y;
+    for (int64_t i = 0; i < n; ++i) out[i] = Op::Apply(x[i], b);
+  } else if (sy == 1) {
+    const float a = *x;
+    for (int64_t i = 0; i < n; ++i) out[i] = Op::Apply(a, y[i]);
+  } else {
+    std::fill(out, out + n, Op::Apply(*x, *y));
+  }
+}
+
+// out = Op(x, y) over the output's physical shape, each input broadcast to it.
+template <typename Op>
+absl::Status Broadcasting(const KernelContext& context, const char* kernel, const char* x_name,
+                          const char* y_name) {
+  OF_RETURN_IF_ERROR(CheckArguments(kernel, context, {{x_name}, {y_name}}, {{"out"}}));
+  const KernelArgument& x = context.inputs[0];
+  const KernelArgument& y = context.inputs[1];
+  const Shape& shape = context.outputs[0].shape;
+  for (const KernelArgument* in : {&x, &y}) {
+    if (!BroadcastsTo(in->shape, shape)) {
+      return KernelError(kernel, "input '", in == &x ? x_name : y_name, "' of shape ",
+                         in->shape.ToString(), " does not broadcast to the output shape ",
+                         shape.ToString());
+    }
+  }
+  const StridedLoop loop(shape.dims(), {BroadcastStrides(x.shape, shape.rank()),
+                                        BroadcastStrides(y.shape, shape.rank())});
+  const float* xs = x.As<const float>();
+  const float* ys = y.As<const float>();
+  float* out = context.outputs[0].As<float>();
+  const int64_t n = loop.inner();
+  const int64_t sx = loop.inner_stride(0);
+  const int64_t sy = loop.inner_stride(1);
+  loop.ForEachRun([&](int64_t run, const int64_t* offsets) {
+    BinaryRun<Op>(xs + offsets[0], sx, ys + offsets[1], sy, out + run * n, n);
+  });
+  return absl::OkStatus();
+}
+
+// out = fn(x) elementwise over equal shapes; fn is a lambda, inlined into the loop.
+template <typename Fn>
+absl::Status Unary(const KernelContext& context, const char* kernel, Fn fn) {
+  OF_RETURN_IF_ERROR(CheckArguments(kernel, context, {{"x"}}, {{"out"}}));
+  OF_RETURN_IF_ERROR(CheckShape(kernel, "out", context.outputs[0].shape, context.inputs[0].shape,
+                                "the shape of x"));
+  const float* x = context.inputs[0].As<const float>();
+  float* out = context.outputs[0].As<float>();
+  const int64_t n = context.inputs[0].NumElements();
+  for (int64_t i = 0; i < n; ++i) out[i] = fn(x[i]);
+  return absl::OkStatus();
+}
+
+// The gradient of a unary op from dy and a forward tensor of dy's shape.
+template <typename Op>
+absl::Status UnaryGrad(const KernelContext& context, const char* kernel, const char* forward) {
+  OF_RETURN_IF_ERROR(CheckArguments(kernel, context, {{"dy"}, {forward}}, {{"dx"}}));
+  const Shape& shape = context.inputs[0].shape;
+  OF_RETURN_IF_ERROR(CheckShape(kernel, forward, context.inputs[1].shape, shape, "dy's shape"));
+  OF_RETURN_IF_ERROR(CheckShape(kernel, "dx", context.outputs[0].shape, shape, "dy's shape"));
+  BinaryRun<Op>(context.inputs[0].As<const float>(), 1, context.inputs[1].As<const float>(), 1,
+                context.outputs[0].As<float>(), shape.NumElements());
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+absl::Status Add(const KernelContext& context) {
+  return Broadcasting<AddOp>(context, "add", "x", "y");
+}
+absl::Status Sub(const KernelContext& context) {
+  return Broadcasting<SubOp>(context, "sub", "x", "y");
+}
+absl::Status Mul(const KernelContext& context) {
+  return Broadcasting<MulOp>(context, "mul", "x", "y");
+}
+absl::Status Div(const KernelContext& context) {
+  return Broadcasting<DivOp>(context, "div", "x", "y");
+}
+
+// x [..., n] + bias [n]: rows of x, each plus the same bias vector.
+absl::Status BiasAdd(const KernelContext& context) {
+  constexpr char kKernel[] = "bias_add";
+  OF_RETURN_IF_ERROR(CheckArguments(kKernel, context, {{"x"}, {"bias"}}, {{"out"}}));
+  const Shape& shape = context.inputs[0].shape;
+  if (shape.rank() < 1) return KernelError(kKernel, "input 'x' must have rank >= 1, got []");
+  const int64_t width = LastDim(shape);
+  OF_RETURN_IF_ERROR(CheckShape(kKernel, "bias", context.inputs[1].shape, Shape{width},
+                                "the last dimension of x"));
+  OF_RETURN_IF_ERROR(CheckShape(kKernel, "out", context.outputs[0].shape, shape, "x's shape"));
+  const float* x = context.inputs[0].As<const float>();
+  const float* bias = context.inputs[1].As<const float>();
+  float* out = context.outputs[0].As<float>();
+  for (int64_t row = 0; row < Rows(shape); ++row) {
+    const float* in_row = x + row * width;
+    float* out_row = out + row * width;
+    for (int64_t j = 0; j < width; ++j) out_row[j] = in_row[j] + bias[j];
+  }
+  return absl::OkStatus();
+}
+
+absl::Status Relu(const KernelContext& context) {
+  return Unary(context, "relu", [](float x) { return x > 0.0f ? x : 0.0f; });
+}
+
+absl::Status Gelu(const KernelContext& context) {
+  return Unary(context, "gelu", [](float x) { return GeluF(x); });
+}
+
+absl::Status ScalarMul(const KernelContext& context) {
+  const float scalar = static_cast<float>(GetFloatAttr(AttrsOf(context), "scalar", 0.0));
+  return Unary(context, "scalar_mul", [scalar](float x) { return x * scalar; });
+}
+
+absl::Status ScalarAdd(const KernelContext& context) {
+  const float scalar = static_cast<float>(GetFloatAttr(AttrsOf(context), "scalar", 0.0));
+  return Unary(context, "scalar_add", [scalar](float x) { return x + scalar; });
+}
+
+// The input gives the shape only: a partial input still gives every device all ones.
+absl::Status OnesLike(const KernelContext& context) {
+  OF_RETURN_IF_ERROR(CheckArguments("ones_like", context, {{"x"}}, {{"out"}}));
+  float* out = context.outputs[0].As<float>();
+  std::fill(out, out + context.outputs[0].NumElements(), 1.0f);
+  return absl::OkStatus();
+}
+
+absl::Status ReluGrad(const KernelContext& context) {
+  return UnaryGrad<ReluGradOp>(context, "relu_grad", "y");
+}
+
+absl::Status GeluGrad(const KernelContext& context) {
+  return UnaryGrad<GeluGradOp>(context, "gelu_grad", "x");
+}
+
+}  // namespace cpu
+}  // namespace oneflow

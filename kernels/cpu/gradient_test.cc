@@ -1,0 +1,176 @@
+// The backward kernels against central finite differences of the forward kernels, both
+// in float: for loss L(x) = sum(forward(x) * dy), each element of each checked forward
+// input is moved by +-eps and (L+ - L-) / (x+ - x-) compared with the backward kernel's
+// gradient (x+ - x- is the difference of the rounded floats, not 2 eps). With eps = 1e-2
+// on inputs of magnitude 0.5..2, float rounding of L (~1e-7 relative, divided by 2 eps)
+// and the O(eps^2) truncation error each stay near 1e-5; the worst case measured was
+// 6e-5 (log_softmax). The tolerance, 2e-3 relative plus 2e-4 absolute, keeps a 3x margin
+// and still catches a wrong term (dropping mean(g * xhat) from layer_norm_grad's dx is
+// off by more than 0.5 here). Inputs stay 0.5 away from relu's kink.
+#include <cmath>
+#include <functional>
+#include <random>
+
+#include "gtest/gtest.h"
+#include "kernels/cpu/kernel_testing.h"
+#include "oneflow_core/ops/reference/reference.h"
+
+namespace oneflow {
+namespace {
+
+constexpr double kEpsilon = 1e-2;
+constexpr double kRelativeTolerance = 2e-3;
+constexpr double kAbsoluteTolerance = 2e-4;
+constexpr int64_t kStep = 2;
+
+using BackwardInputs = std::function<std::vector<Dense>(
+    const std::vector<Dense>& x, const std::vector<Dense>& y, const Dense& dy)>;
+
+struct GradientCase {
+  std::string forward;
+  std::vector<TensorType> inputs;
+  AttrMap attrs;
+  std::string backward;
+  AttrMap backward_attrs;
+  BackwardInputs backward_inputs;
+  // (forward input, backward output holding its gradient).
+  std::vector<std::pair<size_t, size_t>> gradients;
+  int64_t index_limit = 0;  // Index inputs are drawn from [0, limit).
+};
+
+// Backward inputs (dy, forward tensor) for the activation and softmax gradients.
+BackwardInputs DyAndOutput() {
+  return [](const std::vector<Dense>&, const std::vector<Dense>& y, const Dense& dy) {
+    return std::vector<Dense>{dy, y[0]};
+  };
+}
+BackwardInputs DyAndInput() {
+  return [](const std::vector<Dense>& x, const std::vector<Dense>&, const Dense& dy) {
+    return std::vector<Dense>{dy, x[0]};
+  };
+}
+
+std::vector<GradientCase> Cases() {
+  const DType f = DType::kF32;
+  using Ints = std::vector<int64_t>;
+  const AttrMap dropout = {{"rate", 0.3}, {"seed", int64_t{5}}};
+  const AttrMap layer_norm = {{"epsilon", 1e-3}};
+  const AttrMap slice = {{"begin", Ints{1, 2}}, {"end", Ints{4, 6}}};
+  return {
+      {"relu", {{Shape{4, 6}, f}}, {}, "relu_grad", {}, DyAndOutput(), {{0, 0}}},
+      {"gelu", {{Shape{4, 6}, f}}, {}, "gelu_grad", {}, DyAndInput(), {{0, 0}}},
+      {"dropout", {{Shape{4, 6}, f}}, dropout, "dropout_grad", dropout,
+       [](const std::vector<Dense>&, const std::vector<Dense>&, const Dense& dy) {
+         return std::vector<Dense>{dy};
+       },
+       {{0, 0}}},
+      {"softmax", {{Shape{3, 7}, f}}, {}, "softmax_grad", {}, DyAndOutput(), {{0, 0}}},
+      {"log_softmax", {{Shape{3, 7}, f}}, {}, "log_softmax_grad", {}, DyAndOutput(), {{0, 0}}},
+      {"layer_norm", {{Shape{3, 7}, f}, {Shape{7}, f}, {Shape{7}, f}}, layer_norm,
+       "layer_norm_grad", layer_norm,
+       [](const std::vector<Dense>& x, const std::vector<Dense>&, const Dense& dy) {
+         return std::vector<Dense>{x[0], x[1], dy};
+       },
+       {{0, 0}, {1, 1}, {2, 2}}},
+      {"sparse_softmax_cross_entropy", {{Shape{4, 6}, f}, {Shape{4}, DType::kI32}}, {},
+       "sparse_softmax_cross_entropy_grad", {},
+       [](const std::vector<Dense>& x, const std::vector<Dense>&, const Dense& dy) {
+         return std::vector<Dense>{x[0], x[1], dy};
+       },
+       {{0, 0}}, 6},
+      {"embedding", {{Shape{7, 3}, f}, {Shape{5}, DType::kI32}}, {}, "embedding_grad",
+       {{"vocab", int64_t{7}}},
+       [](const std::vector<Dense>& x, const std::vector<Dense>&, const Dense& dy) {
+         return std::vector<Dense>{x[1], dy};
+       },
+       {{0, 0}}, 7},
+      {"slice", {{Shape{5, 7}, f}}, slice, "slice_grad", slice,
+       [](const std::vector<Dense>& x, const std::vector<Dense>&, const Dense& dy) {
+         return std::vector<Dense>{dy, x[0]};
+       },
+       {{0, 0}}},
+      // reduce_sum_like is the gradient of the broadcast input of a binary op.
+      {"add", {{Shape{3, 4, 5}, f}, {Shape{4, 1}, f}}, {}, "reduce_sum_like", {},
+       [](const std::vector<Dense>& x, const std::vector<Dense>&, const Dense& dy) {
+         return std::vector<Dense>{dy, x[1]};
+       },
+       {{1, 0}}},
+      // broadcast_like is the gradient of a reduction, without and with kept axes.
+      {"reduce_sum", {{Shape{4, 5, 3}, f}}, {{"axes", Ints{1}}}, "broadcast_like",
+       {{"axes", Ints{1}}},
+       [](const std::vector<Dense>& x, const std::vector<Dense>&, const Dense& dy) {
+         return std::vector<Dense>{dy, x[0]};
+       },
+       {{0, 0}}},
+      {"reduce_sum", {{Shape{4, 5, 3}, f}}, {{"axes", Ints{0, 2}}, {"keep_dims", true}},
+       "broadcast_like", {{"axes", Ints{0, 2}}},
+       [](const std::vector<Dense>& x, const std::vector<Dense>&, const Dense& dy) {
+         return std::vector<Dense>{dy, x[0]};
+       },
+       {{0, 0}}},
+      // causal_mask's gradient is causal_mask with fill 0.
+      {"causal_mask", {{Shape{2, 4, 4}, f}}, {{"fill", -1e9}}, "causal_mask", {{"fill", 0.0}},
+       [](const std::vector<Dense>&, const std::vector<Dense>&, const Dense& dy) {
+         return std::vector<Dense>{dy};
+       },
+       {{0, 0}}},
+  };
+}
+
+Dense Random(const TensorType& type, int64_t index_limit, std::mt19937* rng) {
+  std::uniform_real_distribution<double> uniform(0.5, 2.0);
+  Dense dense = Dense::Zeros(type.shape, type.dtype);
+  for (double& v : dense.values) {
+    v = IsFloating(type.dtype) ? uniform(*rng) * ((*rng)() % 2 ? -1 : 1)
+                               : static_cast<double>((*rng)() % index_limit);
+  }
+  return RoundToFloat(std::move(dense));
+}
+
+std::vector<Dense> RunKernel(const std::string& type, const std::vector<Dense>& inputs,
+                       const AttrMap& attrs) {
+  ReferenceContext context;
+  context.step = kStep;
+  absl::StatusOr<std::vector<Dense>> out = RunCpuKernel(type, inputs, attrs, context);
+  EXPECT_TRUE(out.ok()) << type << ": " << out.status();
+  return out.ok() ? *out : std::vector<Dense>{};
+}
+
+// sum(forward(x)[0] * dy), accumulated in double.
+double Loss(const GradientCase& c, const std::vector<Dense>& x, const Dense& dy) {
+  const std::vector<Dense> y = RunKernel(c.forward, x, c.attrs);
+  double loss = 0;
+  for (size_t i = 0; !y.empty() && i < dy.values.size(); ++i) loss += y[0].values[i] * dy.values[i];
+  return loss;
+}
+
+TEST(CpuGradientTest, BackwardKernelsMatchFiniteDifferencesOfForwardKernels) {
+  for (const GradientCase& c : Cases()) {
+    SCOPED_TRACE(c.backward + " as the gradient of " + c.forward);
+    std::mt19937 rng(7);
+    std::vector<Dense> x;
+    for (const TensorType& type : c.inputs) x.push_back(Random(type, c.index_limit, &rng));
+    const std::vector<Dense> y = RunKernel(c.forward, x, c.attrs);
+    ASSERT_FALSE(y.empty());
+    const Dense dy = Random(y[0].type(), 0, &rng);
+    const std::vector<Dense> grads =
+        RunKernel(c.backward, c.backward_inputs(x, y, dy), c.backward_attrs);
+    ASSERT_FALSE(grads.empty());
+    for (const auto& [input, output] : c.gradients) {
+      ASSERT_EQ(grads[output].shape, x[input].shape);
+      for (size_t i = 0; i < x[input].values.size(); ++i) {
+        std::vector<Dense> plus = x, minus = x;
+        plus[input].values[i] = static_cast<float>(x[input].values[i] + kEpsilon);
+        minus[input].values[i] = static_cast<float>(x[input].values[i] - kEpsilon);
+        const double numeric = (Loss(c, plus, dy) - Loss(c, minus, dy)) /
+                               (plus[input].values[i] - minus[input].values[i]);
+        const double analytic = grads[output].values[i];
+        EXPECT_NEAR(analytic, numeric, kRelativeTolerance * std::abs(numeric) + kAbsoluteTolerance)
+            << "input " << input << " element " << i;
+      }
+    }
+  }
+}
+
+}  // namespace
+}  // namespace oneflow

@@ -1,0 +1,356 @@
+#include "oneflow_core/comm/in_process/communicator.h"
+
+#include <atomic>
+#include <cstring>
+#include <optional>
+
+#include "absl/strings/str_cat.h"
+#include "oneflow_core/comm/collective_arguments.h"
+#include "oneflow_core/comm/in_process/collectives.h"
+#include "oneflow_core/comm/in_process/group_state.h"
+#include "oneflow_core/status.h"
+
+namespace oneflow {
+namespace in_process {
+namespace {
+
+// Phases of call k, relative to 4k (group_state.h).
+constexpr int64_t kArrived = 1;
+constexpr int64_t kMiddle = 2;
+constexpr int64_t kDone = 3;
+
+Clock::time_point DeadlineAfter(absl::Duration timeout) {
+  const Clock::time_point now = Clock::now();
+  if (timeout <= absl::ZeroDuration()) return now;
+  if (timeout == absl::InfiniteDuration()) return Clock::time_point::max();
+  const auto nanoseconds = absl::ToChronoNanoseconds(timeout);
+  if (nanoseconds >= Clock::time_point::max() - now) return Clock::time_point::max();
+  return now + std::chrono::duration_cast<Clock::duration>(nanoseconds);
+}
+
+class InProcessCommunicator final : public Communicator {
+ public:
+  InProcessCommunicator(GroupState* state, int64_t rank)
+      : state_(state), rank_(rank), sends_(state->size()), receives_(state->size()) {}
+
+  int64_t size() const override { return state_->size(); }
+  int64_t rank() const override { return rank_; }
+  std::string Name() const override {
+    return absl::StrCat("in-process group '", state_->name(), "' rank ", rank_, " of ", size());
+  }
+
+  absl::Status AllReduce(const float* input, float* output, int64_t count,
+                         const CollectiveOptions& options) override {
+    Post post{CollectiveKind::kAllReduce, input, output, count, 0, options.reduce_op, {}};
+    absl::Status arguments =
+        count < 0
+            ? absl::InvalidArgumentError(absl::StrCat("count is ", count, "; it must be >= 0"))
+            : CheckBuffer("input", input, count);
+    if (arguments.ok()) arguments = CheckBuffer("output", output, count);
+    return RunCollective(std::move(post), arguments, options);
+  }
+
+  absl::Status ReduceScatter(const float* input, float* output, absl::Span<const int64_t> counts,
+                             const CollectiveOptions& options) override {
+    Post post{CollectiveKind::kReduceScatter,
+              input,
+              output,
+              0,
+              0,
+              options.reduce_op,
+              std::vector<int64_t>(counts.begin(), counts.end())};
+    absl::Status arguments = CheckCounts("counts", counts, size());
+    if (arguments.ok()) arguments = CheckBuffer("input", input, SumOf(counts));
+    if (arguments.ok()) arguments = CheckBuffer("output", output, counts[rank_]);
+    return RunCollective(std::move(post), arguments, options);
+  }
+
+  absl::Status AllGather(const void* input, void* output, absl::Span<const int64_t> byte_counts,
+                         const CollectiveOptions& options) override {
+    Post post{CollectiveKind::kAllGather,
+              input,
+              output,
+              0,
+              0,
+              ReduceOp::kSum,
+              std::vector<int64_t>(byte_counts.begin(), byte_counts.end())};
+    absl::Status arguments = CheckCounts("byte_counts", byte_counts, size());
+    if (arguments.ok()) arguments = CheckBuffer("input", input, byte_counts[rank_]);
+    if (arguments.ok()) arguments = CheckBuffer("output", output, SumOf(byte_counts));
+    return RunCollective(std::move(post), arguments, options);
+  }
+
+  absl::Status AllToAll(const void* input, void* output, absl::Span<const int64_t> byte_counts,
+                        const CollectiveOptions& options) override {
+    Post post{CollectiveKind::kAllToAll,
+              input,
+              output,
+              0,
+              0,
+              ReduceOp::kSum,
+              std::vector<int64_t>(byte_counts.begin(), byte_counts.end())};
+    absl::Status arguments = CheckCounts("byte_counts", byte_counts, size() * size());
+    if (arguments.ok()) {
+      int64_t sent = 0;
+      int64_t received = 0;
+      for (int64_t peer = 0; peer < size(); ++peer) {
+        sent += byte_counts[rank_ * size() + peer];
+        received += byte_counts[peer * size() + rank_];
+      }
+      arguments = CheckBuffer("input", input, sent);
+      if (arguments.ok()) arguments = CheckBuffer("output", output, received);
+    }
+    return RunCollective(std::move(post), arguments, options);
+  }
+
+  absl::Status Broadcast(void* buffer, int64_t bytes, int64_t root,
+                         const CollectiveOptions& options) override {
+    Post post{CollectiveKind::kBroadcast, buffer, buffer, bytes, root, ReduceOp::kSum, {}};
+    absl::Status arguments = CheckRankInGroup("root", root, size());
+    if (arguments.ok()) arguments = CheckBuffer("buffer", buffer, bytes);
+    return RunCollective(std::move(post), arguments, options);
+  }
+
+  absl::Status Send(const void* data, int64_t bytes, int64_t peer,
+                    const CollectiveOptions& options) override;
+  absl::Status Recv(void* data, int64_t bytes, int64_t peer,
+                    const CollectiveOptions& options) override;
+
+  void Abort(const absl::Status& cause) override { state_->Abort(cause); }
+
+ private:
+  // Marks this communicator busy for one call; FAILED_PRECONDITION when it already is.
+  class Busy {
+   public:
+    explicit Busy(std::atomic<bool>* flag) : flag_(flag), entered_(!flag->exchange(true)) {}
+    ~Busy() {
+      if (entered_) flag_->store(false);
+    }
+    bool entered() const { return entered_; }
+
+   private:
+    std::atomic<bool>* flag_;
+    bool entered_;
+  };
+
+  // "<description>: in-process group 'tp' rank 1 of 4, all_reduce call 7".
+  std::string Prefix(const CollectiveOptions& options, absl::string_view what) const {
+    return absl::StrCat(options.description, options.description.empty() ? "" : ": ", Name(), ", ",
+                        what);
+  }
+  // This rank's own wait expired: DEADLINE_EXCEEDED naming who had not got there.
+  absl::Status Expired(const CollectiveOptions& options, absl::string_view what,
+                       const std::vector<int64_t>& missing, absl::string_view waiting_for) const {
+    return absl::DeadlineExceededError(absl::StrCat(Prefix(options, what), ": waited ",
+                                                    absl::FormatDuration(options.timeout), " for ",
+                                                    RanksText(missing), " ", waiting_for));
+  }
+  // Another rank aborted the group while this one waited: the cause's code, both stories.
+  absl::Status GaveUp(const CollectiveOptions& options, absl::string_view what,
+                      const std::vector<int64_t>& missing, absl::string_view waiting_for) const {
+    const absl::Status cause = state_->abort_cause();
+    return absl::Status(cause.code(), absl::StrCat(Prefix(options, what), ": stopped waiting for ",
+                                                   RanksText(missing), " ", waiting_for,
+                                                   ": the group was aborted: ", cause.message()));
+  }
+  absl::Status AbortedDuring(const CollectiveOptions& options, absl::string_view what) const {
+    const absl::Status cause = state_->abort_cause();
+    return absl::Status(cause.code(), absl::StrCat(Prefix(options, what),
+                                                   ": the group was aborted: ", cause.message()));
+  }
+  absl::Status AbortedEarlier(const CollectiveOptions& options, absl::string_view what) const {
+    return absl::FailedPreconditionError(
+        absl::StrCat(Prefix(options, what),
+                     ": the group was aborted earlier: ", state_->abort_cause().message()));
+  }
+  // A call that fails before communicating aborts the group, so its peers fail fast.
+  absl::Status FailAndAbort(const absl::Status& status, const CollectiveOptions& options,
+                            absl::string_view what) {
+    const absl::Status failed = WithContext(status, Prefix(options, what));
+    state_->Abort(failed);
+    return failed;
+  }
+
+  absl::Status RefuseSecondThread(const CollectiveOptions& options, absl::string_view what) {
+    return FailAndAbort(absl::FailedPreconditionError(
+                            "called while another call on this communicator is in progress; "
+                            "one thread must issue a communicator's calls, in order"),
+                        options, what);
+  }
+
+  absl::Status RunCollective(Post post, const absl::Status& arguments,
+                             const CollectiveOptions& options);
+
+  GroupState* const state_;
+  const int64_t rank_;
+  int64_t calls_ = 0;
+  std::vector<int64_t> sends_;     // sends so far, per peer
+  std::vector<int64_t> receives_;  // receives so far, per peer
+  std::atomic<bool> busy_{false};
+};
+
+absl::Status InProcessCommunicator::RunCollective(Post post, const absl::Status& arguments,
+                                                  const CollectiveOptions& options) {
+  const Clock::time_point deadline = DeadlineAfter(options.timeout);
+  Busy busy(&busy_);
+  // The call counter belongs to the thread inside the call: read it only once entered.
+  if (!busy.entered()) return RefuseSecondThread(options, CollectiveKindName(post.kind));
+  const std::string what = absl::StrCat(CollectiveKindName(post.kind), " call ", calls_ + 1);
+  const int64_t base = 4 * ++calls_;
+  if (!arguments.ok()) return FailAndAbort(arguments, options, what);
+  if (state_->aborted()) return AbortedEarlier(options, what);
+
+  // Arrive: publish the post, then wait for every rank's.
+  state_->post(rank_) = std::move(post);
+  if (!state_->SetPhase(rank_, base + kArrived, /*unless_aborted=*/true)) {
+    return AbortedEarlier(options, what);
+  }
+  std::optional<absl::Status> expired;
+  auto expire = [&](int64_t phase, absl::string_view waiting_for) {
+    expired = Expired(options, what, state_->RanksBelow(phase), waiting_for);
+    return *expired;
+  };
+  const WaitResult arrival = state_->Wait(
+      [&] { return state_->AllReached(base + kArrived); }, deadline,
+      [&]() -> std::optional<absl::Status> { return expire(base + kArrived, "to arrive"); });
+  if (arrival != WaitResult::kReady) {
+    // Withdraw. Nobody reads this rank's buffers: see group_state.h.
+    const std::vector<int64_t> missing = state_->RanksBelow(base + kArrived);
+    state_->SetPhase(rank_, base + kDone, /*unless_aborted=*/false);
+    return arrival == WaitResult::kExpired ? *expired : GaveUp(options, what, missing, "to arrive");
+  }
+
+  // Everyone arrived: from here on, leave only through the drain below.
+  absl::Status status = CheckPostsAgree(*state_, rank_);
+  if (!status.ok()) {
+    status = WithContext(status, Prefix(options, what));
+    state_->Abort(status);
+  } else if (state_->aborted()) {
+    status = AbortedDuring(options, what);
+  } else {
+    status = RunPostedCollective(*state_, rank_, [&]() -> absl::Status {
+      state_->SetPhase(rank_, base + kMiddle, /*unless_aborted=*/false);
+      const WaitResult middle =
+          state_->Wait([&] { return state_->AllReached(base + kMiddle); }, deadline,
+                       [&]() -> std::optional<absl::Status> {
+                         return expire(base + kMiddle, "to reduce their chunks");
+                       });
+      // A rank that skipped its reduction (the group was aborted) still counts as past
+      // the middle, since its phase jumps to done; the abort is visible by then.
+      if (middle == WaitResult::kReady && !state_->aborted()) return absl::OkStatus();
+      if (middle == WaitResult::kReady) return AbortedDuring(options, what);
+      if (middle == WaitResult::kExpired) return *expired;
+      return GaveUp(options, what, state_->RanksBelow(base + kMiddle), "to reduce their chunks");
+    });
+  }
+  state_->SetPhase(rank_, base + kDone, /*unless_aborted=*/false);
+  const bool drained_late =
+      state_->WaitDraining([&] { return state_->AllReached(base + kDone); }, deadline,
+                           [&] { return expire(base + kDone, "to finish reading its buffers"); });
+  if (drained_late && status.ok()) status = *expired;
+  return status;
+}
+
+absl::Status InProcessCommunicator::Send(const void* data, int64_t bytes, int64_t peer,
+                                         const CollectiveOptions& options) {
+  const Clock::time_point deadline = DeadlineAfter(options.timeout);
+  Busy busy(&busy_);
+  if (!busy.entered()) return RefuseSecondThread(options, absl::StrCat("send to rank ", peer));
+  const int64_t sequence = peer >= 0 && peer < size() ? sends_[peer] + 1 : 0;
+  const std::string what = absl::StrCat("send ", sequence, " to rank ", peer);
+  absl::Status arguments = CheckRankInGroup("peer", peer, size());
+  if (arguments.ok() && peer == rank_) {
+    arguments = absl::InvalidArgumentError("a rank cannot send to itself");
+  }
+  if (arguments.ok()) arguments = CheckBuffer("data", data, bytes);
+  if (!arguments.ok()) return FailAndAbort(arguments, options, what);
+  sends_[peer] = sequence;
+
+  Channel& channel = state_->channel(rank_, peer);
+  if (!state_->Offer(channel, sequence, data, bytes)) return AbortedEarlier(options, what);
+  std::optional<absl::Status> expired;
+  const WaitResult result = state_->Wait(
+      [&] { return channel.done.load(std::memory_order_acquire) >= sequence; }, deadline,
+      [&]() -> std::optional<absl::Status> {
+        if (channel.claimed >= sequence) return std::nullopt;  // the receiver is copying
+        expired = Expired(options, what, {peer}, "to receive");
+        return expired;
+      });
+  if (result == WaitResult::kExpired) return *expired;
+  if (result == WaitResult::kAborted) {
+    if (state_->Withdraw(channel, sequence)) return GaveUp(options, what, {peer}, "to receive");
+    // The receiver claimed the data before the abort and is copying it: wait it out.
+    state_->WaitDraining([&] { return channel.done.load(std::memory_order_acquire) >= sequence; },
+                         Clock::time_point::max(), [] { return absl::OkStatus(); });
+  }
+  return WithContext(channel.receive_status, Prefix(options, what));
+}
+
+absl::Status InProcessCommunicator::Recv(void* data, int64_t bytes, int64_t peer,
+                                         const CollectiveOptions& options) {
+  const Clock::time_point deadline = DeadlineAfter(options.timeout);
+  Busy busy(&busy_);
+  if (!busy.entered()) return RefuseSecondThread(options, absl::StrCat("receive from rank ", peer));
+  const int64_t sequence = peer >= 0 && peer < size() ? receives_[peer] + 1 : 0;
+  const std::string what = absl::StrCat("receive ", sequence, " from rank ", peer);
+  absl::Status arguments = CheckRankInGroup("peer", peer, size());
+  if (arguments.ok() && peer == rank_) {
+    arguments = absl::InvalidArgumentError("a rank cannot receive from itself");
+  }
+  if (arguments.ok()) arguments = CheckBuffer("data", data, bytes);
+  if (!arguments.ok()) return FailAndAbort(arguments, options, what);
+  receives_[peer] = sequence;
+  if (state_->aborted()) return AbortedEarlier(options, what);
+
+  Channel& channel = state_->channel(peer, rank_);
+  std::optional<absl::Status> expired;
+  const WaitResult result = state_->Wait(
+      [&] { return channel.posted.load(std::memory_order_acquire) >= sequence; }, deadline,
+      [&]() -> std::optional<absl::Status> {
+        expired = Expired(options, what, {peer}, "to send");
+        return expired;
+      });
+  if (result == WaitResult::kExpired) return *expired;
+  if (result == WaitResult::kAborted || !state_->Claim(channel, sequence)) {
+    return GaveUp(options, what, {peer}, "to send");
+  }
+  absl::Status status = absl::OkStatus();
+  if (channel.bytes != bytes) {
+    status = absl::InvalidArgumentError(absl::StrCat(Prefix(options, what), ": rank ", peer,
+                                                     " sends ", channel.bytes, " bytes but ", bytes,
+                                                     " are expected"));
+  } else if (bytes > 0) {
+    std::memcpy(data, channel.data, bytes);
+  }
+  channel.receive_status = status;
+  state_->MarkReceived(channel, sequence);
+  if (!status.ok()) state_->Abort(status);
+  return status;
+}
+
+}  // namespace
+}  // namespace in_process
+
+absl::StatusOr<std::unique_ptr<InProcessGroup>> InProcessGroup::Create(int64_t size,
+                                                                       std::string name) {
+  if (size < 1) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("in-process group '", name, "' of ", size, " ranks; a group needs >= 1"));
+  }
+  return std::unique_ptr<InProcessGroup>(
+      new InProcessGroup(std::make_unique<in_process::GroupState>(size, std::move(name))));
+}
+
+InProcessGroup::InProcessGroup(std::unique_ptr<in_process::GroupState> state)
+    : state_(std::move(state)) {
+  for (int64_t rank = 0; rank < state_->size(); ++rank) {
+    communicators_.push_back(
+        std::make_unique<in_process::InProcessCommunicator>(state_.get(), rank));
+  }
+}
+
+InProcessGroup::~InProcessGroup() = default;
+
+Communicator& InProcessGroup::communicator(int64_t rank) { return *communicators_[rank]; }
+
+}  // namespace oneflow
