@@ -5,7 +5,7 @@
 #   tools/dev.sh build   deps + bazel build //...
 #   tools/dev.sh test    deps + bazel test //..., ending with "N passed, N failed"
 #   tools/dev.sh demo    deps + build + run the main example end to end (a GPT compiled
-#                        for 2 x 2 devices and inspected)
+#                        for 4 CPU devices, dp=2 x tp=2, inspected and trained)
 #
 # Runs as root on a fresh Debian 12 machine (or as a user with sudo). Nothing is
 # downloaded at build time: every dependency is a Debian package listed below.
@@ -104,11 +104,11 @@ cmd_demo() {
   "$demo" --shape='[6, 5]' --placement='cpu{0:0-1, 1:0-1}[2, 2]' --sbp='[S(0), S(1)]' \
     --print_values=false
   echo
-  echo "== A GPT (2 blocks) compiled for 2 nodes x 2 devices, data x tensor parallel =="
+  echo "== A GPT (2 blocks) compiled for 4 CPU devices, dp=2 x tp=2 (Megatron by SBP hints) =="
   local plan
   plan="$(mktemp -d)/gpt.plan"
-  bazel-bin/examples/gpt/gpt --nodes=2 --devices_per_node=2 --dp=2 --tp=2 --layers=2 \
-    --hidden=256 --heads=8 --batch=4 --seq=32 --plan_out="$plan"
+  bazel-bin/examples/gpt/gpt --devices_per_node=4 --dp=2 --tp=2 --layers=2 \
+    --hidden=256 --heads=8 --batch=8 --seq=32 --vocab=256 --lr=0.01 --plan_out="$plan"
   echo
   echo "== oneflow inspect $plan --device=0 (beginning and end) =="
   local text
@@ -116,7 +116,10 @@ cmd_demo() {
   head -n 20 <<<"$text" | cut -c1-160
   echo "  ..."
   tail -n 6 <<<"$text" | cut -c1-240
-  echo "(the whole plan: bazel-bin/tools/cli/oneflow inspect $plan [--format=json|dot])"
+  echo
+  echo "== oneflow run $plan --iters=40 (4 devices as threads of this process) =="
+  bazel-bin/tools/cli/oneflow run "$plan" --iters=40 --trace="${plan%.plan}.trace.json"
+  echo "(trace for ui.perfetto.dev: ${plan%.plan}.trace.json; the whole plan: bazel-bin/tools/cli/oneflow inspect $plan)"
 }
 
 main() {
