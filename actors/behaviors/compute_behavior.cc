@@ -58,8 +58,7 @@ absl::StatusOr<ActFunction> BindCompute(const PlanIndex& index, const ActorBindi
     OF_ASSIGN_OR_RETURN(BoundArgument bound, Bind(index, binding, op, argument, it->second, false));
     outputs.push_back(std::move(bound));
   }
-  const std::string kernel_name = kernel_def.name();
-  return ActFunction([kernel, kernel_name, attrs, inputs, outputs](int64_t iteration, const ActContext& context) {
+  return ActFunction([kernel, attrs, inputs, outputs](int64_t iteration, const ActContext& context) {
     KernelContext call;
     call.attrs = attrs;
     call.step = iteration;
@@ -71,11 +70,9 @@ absl::StatusOr<ActFunction> BindCompute(const PlanIndex& index, const ActorBindi
       call.outputs.push_back(bound.argument);
       call.outputs.back().data = context.RegisterSlot(bound.register_id, iteration);
     }
-    absl::Status status = kernel(call);
-    if (!status.ok()) {
-      return absl::Status(status.code(), absl::StrCat("kernel ", kernel_name, ": ", status.message()));
-    }
-    return absl::OkStatus();
+    // Kernel errors already name the kernel; the engine adds the device, actor and
+    // iteration.
+    return kernel(call);
   });
 }
 

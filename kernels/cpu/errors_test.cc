@@ -16,7 +16,7 @@ Dense Values(Shape shape, std::vector<double> values, DType dtype = DType::kF32)
   return Dense{std::move(shape), std::move(values), dtype};
 }
 
-KernelArgument Argument(float* data, Shape shape, DType dtype = DType::kF32) {
+KernelArgument Argument(void* data, Shape shape, DType dtype = DType::kF32) {
   return {data, dtype, shape, {shape, TensorSlice::Whole(shape)}};
 }
 
@@ -83,6 +83,14 @@ TEST(CpuKernelErrorsTest, DTypeShapeAndLayoutMismatches) {
   relu.inputs = {Argument(x, Shape{3}, DType::kI32)};
   relu.outputs = {Argument(out, Shape{3})};
   ExpectInvalid((*FindCpuKernel("relu"))(relu), "kernel 'relu': input 'x' must be f32, got i32[3]");
+  int32_t ids[14] = {};
+  KernelContext concat;
+  concat.attrs = nullptr;  // axis 0
+  concat.inputs = {Argument(ids, Shape{1, 7}, DType::kI32), Argument(x, Shape{1, 7})};
+  concat.outputs = {Argument(out, Shape{2, 7})};
+  ExpectInvalid((*FindCpuKernel("concat"))(concat),
+                "kernel 'concat': input 'b' is f32[1, 7] but must have the dtype of the other "
+                "arguments, i32");
   KernelContext bias_add;
   bias_add.inputs = {Argument(x, Shape{2, 7}), Argument(bias, Shape{5})};
   bias_add.outputs = {Argument(out, Shape{2, 7})};

@@ -116,4 +116,45 @@ absl::StatusOr<std::vector<Dense>> RunCpuKernel(const std::string& op_type,
   return results;
 }
 
+absl::StatusOr<std::map<std::string, Dense>> EvaluateGraphWithCpuKernels(
+    const Graph& graph, const std::map<std::string, Dense>& feeds, int64_t step) {
+  OF_RETURN_IF_ERROR(graph.status());
+  std::map<std::string, Dense> values;
+  for (const auto& [name, value] : feeds) values.emplace(name, RoundToFloat(value));
+  ReferenceContext context;
+  context.step = step;
+  for (const Graph::OpRecord& op : graph.ops()) {
+    std::vector<Dense> inputs;
+    for (const auto& [argument, id] : op.inputs) {
+      const Graph::TensorRecord& tensor = graph.tensor(id);
+      auto it = values.find(tensor.name);
+      if (it == values.end()) {
+        return absl::InvalidArgumentError(absl::StrCat("op '", op.name, "' reads tensor '",
+                                                       tensor.name,
+                                                       "', which is neither fed nor computed"));
+      }
+      inputs.push_back(it->second);
+      inputs.back().dtype = tensor.type.dtype;
+    }
+    absl::StatusOr<std::vector<Dense>> outputs = RunCpuKernel(op.type, inputs, op.attrs, context);
+    if (!outputs.ok()) {
+      return absl::Status(outputs.status().code(),
+                          absl::StrCat("op '", op.name, "': ", outputs.status().message()));
+    }
+    OF_ASSIGN_OR_RETURN(const OpDefinition* definition, OpRegistry::Get().Find(op.type));
+    // Outputs by name, or for updates the updated inputs (RunCpuKernel's order).
+    std::vector<int64_t> result_ids;
+    for (const auto& [argument, id] : op.outputs) result_ids.push_back(id);
+    for (const std::string& updated : definition->updated_inputs) {
+      for (const auto& [argument, id] : op.inputs) {
+        if (argument == updated) result_ids.push_back(id);
+      }
+    }
+    for (size_t i = 0; i < result_ids.size() && i < outputs->size(); ++i) {
+      values[graph.tensor(result_ids[i]).name] = std::move((*outputs)[i]);
+    }
+  }
+  return values;
+}
+
 }  // namespace oneflow

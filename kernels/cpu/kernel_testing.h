@@ -12,11 +12,13 @@
 #ifndef KERNELS_CPU_KERNEL_TESTING_H_
 #define KERNELS_CPU_KERNEL_TESTING_H_
 
+#include <map>
 #include <string>
 #include <vector>
 
 #include "absl/status/statusor.h"
 #include "oneflow_core/dsl/attr.h"
+#include "oneflow_core/dsl/graph.h"
 #include "oneflow_core/ops/reference/dense.h"
 #include "oneflow_core/ops/reference/reference.h"
 
@@ -34,6 +36,13 @@ absl::StatusOr<std::vector<Dense>> RunCpuKernel(const std::string& op_type,
 
 // `dense` with floating values rounded to float precision (index values unchanged).
 Dense RoundToFloat(Dense dense);
+
+// EvaluateGraph (oneflow_core/ops/reference/evaluate_graph.h) with the CPU kernels: the
+// ops in graph order on whole tensors, feeds rounded to float, updates replacing the
+// values of the tensors they update. Returns the feeds and every op output; errors name
+// the op.
+absl::StatusOr<std::map<std::string, Dense>> EvaluateGraphWithCpuKernels(
+    const Graph& graph, const std::map<std::string, Dense>& feeds, int64_t step = 0);
 
 }  // namespace oneflow
 

@@ -13,15 +13,33 @@ std::string Names(std::initializer_list<ArgSpec> specs) {
       specs, ", ", [](std::string* out, const ArgSpec& spec) { absl::StrAppend(out, spec.name); });
 }
 
+const char* KindName(ArgKind kind) {
+  switch (kind) {
+    case ArgKind::kFloat:
+      return "f32";
+    case ArgKind::kIndex:
+      return "i32 or i64 indices";
+    case ArgKind::kAny:
+      return "f32, i32 or i64";
+  }
+  return "";
+}
+
+// `any_dtype`: the dtype every kAny argument must share (the first one's).
 absl::Status CheckArgument(absl::string_view kernel, absl::string_view role, const ArgSpec& spec,
-                           const KernelArgument& argument) {
-  const bool ok = spec.kind == ArgKind::kFloat
-                      ? argument.dtype == DType::kF32
-                      : argument.dtype == DType::kI32 || argument.dtype == DType::kI64;
+                           const KernelArgument& argument, const DType* any_dtype) {
+  const bool index = argument.dtype == DType::kI32 || argument.dtype == DType::kI64;
+  const bool ok = spec.kind == ArgKind::kFloat   ? argument.dtype == DType::kF32
+                  : spec.kind == ArgKind::kIndex ? index
+                                                 : index || argument.dtype == DType::kF32;
   if (!ok) {
-    return KernelError(kernel, role, " '", spec.name, "' must be ",
-                       spec.kind == ArgKind::kFloat ? "f32" : "i32 or i64 indices", ", got ",
+    return KernelError(kernel, role, " '", spec.name, "' must be ", KindName(spec.kind), ", got ",
                        DTypeName(argument.dtype), argument.shape.ToString());
+  }
+  if (spec.kind == ArgKind::kAny && any_dtype != nullptr && argument.dtype != *any_dtype) {
+    return KernelError(kernel, role, " '", spec.name, "' is ", DTypeName(argument.dtype),
+                       argument.shape.ToString(),
+                       " but must have the dtype of the other arguments, ", DTypeName(*any_dtype));
   }
   if (argument.data == nullptr && argument.NumElements() > 0) {
     return KernelError(kernel, role, " '", spec.name, "' ", argument.shape.ToString(),
@@ -40,15 +58,20 @@ absl::Status CheckArguments(absl::string_view kernel, const KernelContext& conte
                        "), got ", context.inputs.size(), " inputs and ", context.outputs.size(),
                        " outputs");
   }
+  const DType* any_dtype = nullptr;
   size_t i = 0;
   for (const ArgSpec& spec : inputs) {
-    absl::Status status = CheckArgument(kernel, "input", spec, context.inputs[i++]);
+    const KernelArgument& argument = context.inputs[i++];
+    absl::Status status = CheckArgument(kernel, "input", spec, argument, any_dtype);
     if (!status.ok()) return status;
+    if (spec.kind == ArgKind::kAny && any_dtype == nullptr) any_dtype = &argument.dtype;
   }
   i = 0;
   for (const ArgSpec& spec : outputs) {
-    absl::Status status = CheckArgument(kernel, "output", spec, context.outputs[i++]);
+    const KernelArgument& argument = context.outputs[i++];
+    absl::Status status = CheckArgument(kernel, "output", spec, argument, any_dtype);
     if (!status.ok()) return status;
+    if (spec.kind == ArgKind::kAny && any_dtype == nullptr) any_dtype = &argument.dtype;
   }
   return absl::OkStatus();
 }

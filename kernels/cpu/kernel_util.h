@@ -17,8 +17,9 @@
 namespace oneflow {
 namespace cpu {
 
-// What an argument must hold: f32 values, or i32/i64 indices (ids, labels).
-enum class ArgKind { kFloat, kIndex };
+// What an argument must hold: f32 values; i32/i64 indices (ids, labels); or any of the
+// three, for kernels that only move elements (reshape, transpose, slice, concat, ...).
+enum class ArgKind { kFloat, kIndex, kAny };
 
 struct ArgSpec {
   const char* name;  // As in OpDefinition::inputs / outputs.
@@ -32,7 +33,7 @@ absl::Status KernelError(absl::string_view kernel, const Pieces&... pieces) {
 }
 
 // The numbers of inputs and outputs, each argument's dtype, and a non-null buffer for
-// every non-empty argument.
+// every non-empty argument. kAny arguments must all have the dtype of the first one.
 absl::Status CheckArguments(absl::string_view kernel, const KernelContext& context,
                             std::initializer_list<ArgSpec> inputs,
                             std::initializer_list<ArgSpec> outputs);

@@ -3,6 +3,10 @@
 // like the reference: on a device an axis the op keeps whole is whole in the slice, so
 // slice's `begin` applies to the physical tensor unchanged. Runs of contiguous elements
 // are copied with std::copy (memmove); transposes that move the last axis go in tiles.
+//
+// All but slice_grad (a gradient) move f32, i32 and i64 alike: ids and labels get
+// reshaped, transposed, sliced and concatenated too (a token batch flattened for the
+// loss). Elements are copied as 4- or 8-byte unsigned words (WithWord), whatever they mean.
 #include <algorithm>
 #include <cstring>
 
@@ -17,40 +21,46 @@ namespace oneflow {
 namespace cpu {
 namespace {
 
-// out[i] = in[i] for equal element counts.
-absl::Status Copy(const KernelContext& context, const char* kernel) {
-  // Any dtype: reshape and identity move ids and labels too (a token batch flattened
-  // for the loss), so this checks the arguments itself instead of CheckArguments' f32.
-  if (context.inputs.size() != 1 || context.outputs.size() != 1) {
-    return KernelError(kernel, "takes 1 input and 1 output, got ", context.inputs.size(), " and ",
-                       context.outputs.size());
+// Calls fn(T{}) with T the unsigned word of `dtype`'s size: f32 and i32 are copied as
+// uint32_t, i64 as uint64_t (CheckArguments with ArgKind::kAny allows only these).
+template <typename Fn>
+void WithWord(DType dtype, Fn&& fn) {
+  if (SizeOf(dtype) == 8) {
+    fn(uint64_t{});
+  } else {
+    fn(uint32_t{});
   }
+}
+
+// out = x element for element, for equal element counts and dtypes.
+absl::Status Copy(const KernelContext& context, const char* kernel) {
+  OF_RETURN_IF_ERROR(
+      CheckArguments(kernel, context, {{"x", ArgKind::kAny}}, {{"out", ArgKind::kAny}}));
   const KernelArgument& x = context.inputs[0];
   const KernelArgument& out = context.outputs[0];
-  if (x.NumElements() != out.NumElements() || x.dtype != out.dtype) {
-    return KernelError(kernel, "cannot copy x ", DTypeName(x.dtype), x.shape.ToString(), " (",
-                       x.NumElements(), " elements) to out ", DTypeName(out.dtype), out.shape.ToString(),
-                       " (", out.NumElements(), " elements)");
+  if (x.NumElements() != out.NumElements()) {
+    return KernelError(kernel, "cannot copy x ", x.shape.ToString(), " (", x.NumElements(),
+                       " elements) to out ", out.shape.ToString(), " (", out.NumElements(),
+                       " elements)");
   }
-  if (x.NumElements() > 0 && (x.data == nullptr || out.data == nullptr)) {
-    return KernelError(kernel, "null buffer for a non-empty argument");
+  if (x.NumElements() > 0) {
+    std::memcpy(out.data, x.data, static_cast<size_t>(x.NumElements() * SizeOf(x.dtype)));
   }
-  const size_t bytes = static_cast<size_t>(x.NumElements() * SizeOf(x.dtype));
-  if (bytes > 0) std::memcpy(out.data, x.data, bytes);
   return absl::OkStatus();
 }
 
 // Copies the index space `dims`, contiguous on the destination side, from `source`
 // walked with `source_strides` (or the reverse when `scatter`: from a contiguous source
 // into `destination` walked with the strides).
+template <typename T>
 void StridedCopy(const std::vector<int64_t>& dims, const std::vector<int64_t>& strides,
-                 const float* source, float* destination, bool scatter) {
+                 const T* source, T* destination, bool scatter) {
   const StridedLoop loop(dims, {strides});
   const int64_t n = loop.inner();
   const int64_t stride = loop.inner_stride(0);
   loop.ForEachRun([&](int64_t run, const int64_t* offsets) {
-    const float* from = scatter ? source + run * n : source + offsets[0];
-    float* to = scatter ? destination + offsets[0] : destination + run * n;
+    const T* from = scatter ? source + run * n : source + offsets[0];
+    T* to = scatter ? destination + offsets[0] : destination + run * n;
     if (stride == 1) {
       std::copy(from, from + n, to);
     } else if (scatter) {
@@ -66,7 +76,8 @@ void StridedCopy(const std::vector<int64_t>& dims, const std::vector<int64_t>& s
 // element on [2048, 1024]), so the plane of the output's last axis q and the source's
 // contiguous axis p is copied in kTile x kTile tiles, within which the source lines stay
 // in cache. The other axes are walked by an odometer.
-void TiledTranspose(const StridedLoop& loop, const float* source, float* destination) {
+template <typename T>
+void TiledTranspose(const StridedLoop& loop, const T* source, T* destination) {
   constexpr int64_t kTile = 32;
   const std::vector<int64_t>& dims = loop.dims();
   const std::vector<int64_t>& source_strides = loop.strides(0);
@@ -85,8 +96,8 @@ void TiledTranspose(const StridedLoop& loop, const float* source, float* destina
     for (int64_t i0 = 0; i0 < dims[p]; i0 += kTile) {
       for (int64_t j0 = 0; j0 < dims[q]; j0 += kTile) {
         for (int64_t i = i0; i < std::min(i0 + kTile, dims[p]); ++i) {
-          const float* row = source + from + i;
-          float* out = destination + to + i * destination_strides[p];
+          const T* row = source + from + i;
+          T* out = destination + to + i * destination_strides[p];
           for (int64_t j = j0; j < std::min(j0 + kTile, dims[q]); ++j) {
             out[j] = row[j * source_strides[q]];
           }
@@ -131,16 +142,18 @@ int64_t BoxOffset(const std::vector<int64_t>& begin, const std::vector<int64_t>&
 absl::Status Reshape(const KernelContext& context) { return Copy(context, "reshape"); }
 
 absl::Status Identity(const KernelContext& context) {
-  OF_RETURN_IF_ERROR(CheckArguments("identity", context, {{"x"}}, {{"out"}}));
-  OF_RETURN_IF_ERROR(CheckShape("identity", "out", context.outputs[0].shape,
-                                context.inputs[0].shape, "x's shape"));
+  if (context.inputs.size() == 1 && context.outputs.size() == 1) {
+    OF_RETURN_IF_ERROR(CheckShape("identity", "out", context.outputs[0].shape,
+                                  context.inputs[0].shape, "x's shape"));
+  }
   return Copy(context, "identity");
 }
 
 // out.dim(j) = x.dim(perm[j]): walk the output in order, x at its permuted strides.
 absl::Status Transpose(const KernelContext& context) {
   constexpr char kKernel[] = "transpose";
-  OF_RETURN_IF_ERROR(CheckArguments(kKernel, context, {{"x"}}, {{"out"}}));
+  OF_RETURN_IF_ERROR(
+      CheckArguments(kKernel, context, {{"x", ArgKind::kAny}}, {{"out", ArgKind::kAny}}));
   const Shape& x = context.inputs[0].shape;
   const std::vector<int64_t> perm = GetIntsAttr(AttrsOf(context), "perm");
   std::vector<int64_t> sorted = perm;
@@ -159,28 +172,35 @@ absl::Status Transpose(const KernelContext& context) {
   }
   OF_RETURN_IF_ERROR(
       CheckShape(kKernel, "out", context.outputs[0].shape, Shape(dims), "x's dimensions permuted"));
-  const float* in = context.inputs[0].As<const float>();
-  float* out = context.outputs[0].As<float>();
   const StridedLoop loop(dims, {strides});
-  if (loop.runs() > 0 && loop.inner_stride(0) != 1) {
-    TiledTranspose(loop, in, out);
-  } else {
-    StridedCopy(dims, strides, in, out, /*scatter=*/false);
-  }
+  WithWord(context.inputs[0].dtype, [&](auto word) {
+    using T = decltype(word);
+    const T* in = context.inputs[0].As<const T>();
+    T* out = context.outputs[0].As<T>();
+    if (loop.runs() > 0 && loop.inner_stride(0) != 1) {
+      TiledTranspose(loop, in, out);
+    } else {
+      StridedCopy(dims, strides, in, out, /*scatter=*/false);
+    }
+  });
   return absl::OkStatus();
 }
 
 // out = x[begin : begin + out.shape].
 absl::Status Slice(const KernelContext& context) {
   constexpr char kKernel[] = "slice";
-  OF_RETURN_IF_ERROR(CheckArguments(kKernel, context, {{"x"}}, {{"out"}}));
+  OF_RETURN_IF_ERROR(
+      CheckArguments(kKernel, context, {{"x", ArgKind::kAny}}, {{"out", ArgKind::kAny}}));
   const Shape& x = context.inputs[0].shape;
   const Shape& out = context.outputs[0].shape;
   const std::vector<int64_t> begin = GetIntsAttr(AttrsOf(context), "begin");
   OF_RETURN_IF_ERROR(CheckBox(kKernel, begin, out, x));
   const std::vector<int64_t> strides = x.Strides();
-  StridedCopy(out.dims(), strides, context.inputs[0].As<const float>() + BoxOffset(begin, strides),
-              context.outputs[0].As<float>(), /*scatter=*/false);
+  WithWord(context.inputs[0].dtype, [&](auto word) {
+    using T = decltype(word);
+    StridedCopy(out.dims(), strides, context.inputs[0].As<const T>() + BoxOffset(begin, strides),
+                context.outputs[0].As<T>(), /*scatter=*/false);
+  });
   return absl::OkStatus();
 }
 
@@ -204,7 +224,8 @@ absl::Status SliceGrad(const KernelContext& context) {
 // out = [a, b] along `axis`: per index of the axes before it, a's block then b's.
 absl::Status Concat(const KernelContext& context) {
   constexpr char kKernel[] = "concat";
-  OF_RETURN_IF_ERROR(CheckArguments(kKernel, context, {{"a"}, {"b"}}, {{"out"}}));
+  OF_RETURN_IF_ERROR(CheckArguments(kKernel, context, {{"a", ArgKind::kAny}, {"b", ArgKind::kAny}},
+                                    {{"out", ArgKind::kAny}}));
   const Shape& a = context.inputs[0].shape;
   const Shape& b = context.inputs[1].shape;
   if (a.rank() < 1 || b.rank() != a.rank()) {
@@ -225,13 +246,15 @@ absl::Status Concat(const KernelContext& context) {
   int64_t outer = 1, inner = 1;
   for (int64_t i = 0; i < *axis; ++i) outer *= a.dim(i);
   for (int64_t i = *axis + 1; i < a.rank(); ++i) inner *= a.dim(i);
-  const int64_t a_block = a.dim(*axis) * inner;
-  const int64_t b_block = b.dim(*axis) * inner;
-  const float* a_data = context.inputs[0].As<const float>();
-  const float* b_data = context.inputs[1].As<const float>();
-  float* out = context.outputs[0].As<float>();
+  // Blocks in bytes: the copy is the same for every dtype.
+  const int64_t size = SizeOf(context.inputs[0].dtype);
+  const int64_t a_block = a.dim(*axis) * inner * size;
+  const int64_t b_block = b.dim(*axis) * inner * size;
+  const char* a_data = context.inputs[0].As<const char>();
+  const char* b_data = context.inputs[1].As<const char>();
+  char* out = context.outputs[0].As<char>();
   for (int64_t o = 0; o < outer; ++o) {
-    float* to = out + o * (a_block + b_block);
+    char* to = out + o * (a_block + b_block);
     std::copy(a_data + o * a_block, a_data + (o + 1) * a_block, to);
     std::copy(b_data + o * b_block, b_data + (o + 1) * b_block, to + a_block);
   }
