@@ -26,7 +26,8 @@ absl::Status CheckSchedule(const proto::LearningRateSchedule& schedule) {
 
 // A zero-initialized state variable laid out exactly like `param`.
 Tensor StateLike(Graph& graph, Tensor param, const std::string& suffix) {
-  const Graph::TensorRecord& record = graph.tensor(param.id());
+  // A copy: adding the variable may reallocate the graph's tensor records.
+  const Graph::TensorRecord record = graph.tensor(param.id());
   Tensor state = graph.Variable(absl::StrCat(param.name(), "/", suffix), param.shape(),
                                 Initializer::Zeros(), param.dtype(), /*trainable=*/false,
                                 record.location);
