@@ -58,17 +58,23 @@ absl::StatusOr<ActFunction> BindCompute(const PlanIndex& index, const ActorBindi
     OF_ASSIGN_OR_RETURN(BoundArgument bound, Bind(index, binding, op, argument, it->second, false));
     outputs.push_back(std::move(bound));
   }
-  return ActFunction([kernel, attrs, inputs, outputs](int64_t iteration, const ActContext& context) {
-    KernelContext call;
-    call.attrs = attrs;
+  // The context is built once; an act only points its arguments at this iteration's
+  // slots (an actor acts on one thread at a time, so the mutable copy is not shared).
+  KernelContext call;
+  call.attrs = attrs;
+  for (const BoundArgument& bound : inputs) call.inputs.push_back(bound.argument);
+  for (const BoundArgument& bound : outputs) call.outputs.push_back(bound.argument);
+  std::vector<int64_t> input_registers, output_registers;
+  for (const BoundArgument& bound : inputs) input_registers.push_back(bound.register_id);
+  for (const BoundArgument& bound : outputs) output_registers.push_back(bound.register_id);
+  return ActFunction([kernel, call, input_registers, output_registers](
+                         int64_t iteration, const ActContext& context) mutable {
     call.step = iteration;
-    for (const BoundArgument& bound : inputs) {
-      call.inputs.push_back(bound.argument);
-      call.inputs.back().data = context.RegisterSlot(bound.register_id, iteration);
+    for (size_t k = 0; k < input_registers.size(); ++k) {
+      call.inputs[k].data = context.RegisterSlot(input_registers[k], iteration);
     }
-    for (const BoundArgument& bound : outputs) {
-      call.outputs.push_back(bound.argument);
-      call.outputs.back().data = context.RegisterSlot(bound.register_id, iteration);
+    for (size_t k = 0; k < output_registers.size(); ++k) {
+      call.outputs[k].data = context.RegisterSlot(output_registers[k], iteration);
     }
     // Kernel errors already name the kernel; the engine adds the device, actor and
     // iteration.
