@@ -90,8 +90,13 @@ TEST(ProtoTest, LauncherServiceHasGeneratedStubs) {
   ASSERT_NE(service, nullptr);
   EXPECT_NE(service->FindMethodByName("Submit"), nullptr);
   EXPECT_TRUE(service->FindMethodByName("Submit")->server_streaming());
-  EXPECT_NE(service->FindMethodByName("KvWait"), nullptr);
   EXPECT_NE(service->FindMethodByName("Health"), nullptr);
+  EXPECT_STREQ(Rendezvous::service_full_name(), "oneflow.proto.Rendezvous");
+  const google::protobuf::ServiceDescriptor* rendezvous =
+      google::protobuf::DescriptorPool::generated_pool()->FindServiceByName("oneflow.proto.Rendezvous");
+  ASSERT_NE(rendezvous, nullptr);
+  EXPECT_NE(rendezvous->FindMethodByName("KvWait"), nullptr);
+  EXPECT_NE(rendezvous->FindMethodByName("KvAdd"), nullptr);
 }
 
 }  // namespace
