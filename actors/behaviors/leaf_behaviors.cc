@@ -31,6 +31,51 @@ absl::StatusOr<std::shared_ptr<std::vector<int32_t>>> ReadTokenFile(const std::s
   return tokens;
 }
 
+// Reads a record file of `source` and checks it against the source's outputs: whole
+// records, at least one, integer outputs holding exact integers.
+absl::StatusOr<std::shared_ptr<RecordFile>> ReadRecordFile(const PlanIndex& index,
+                                                           const proto::DataSourceDef& source) {
+  const std::string& path = source.file().path();
+  auto file = std::make_shared<RecordFile>();
+  std::vector<std::pair<std::string, int64_t>> integer_outputs;  // (name, offset)
+  std::vector<int64_t> integer_widths;
+  for (const std::string& tensor : source.outputs()) {
+    OF_ASSIGN_OR_RETURN(const proto::TensorDef* def, index.Tensor(tensor));
+    int64_t per_sample = 1;
+    for (int d = 1; d < def->shape_size(); ++d) per_sample *= def->shape(d);
+    if (def->dtype() == proto::DTYPE_I32 || def->dtype() == proto::DTYPE_I64) {
+      integer_outputs.push_back({tensor, file->record_floats});
+      integer_widths.push_back(per_sample);
+    }
+    file->record_floats += per_sample;
+  }
+  std::ifstream in(path, std::ios::binary | std::ios::ate);
+  if (!in) return absl::NotFoundError(absl::StrCat("record file '", path, "' of data source '", source.name(), "': cannot open"));
+  const int64_t bytes = static_cast<int64_t>(in.tellg());
+  const int64_t record_bytes = 4 * file->record_floats;
+  if (record_bytes == 0 || bytes % record_bytes != 0 || bytes == 0) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "record file '", path, "' has ", bytes, " bytes; data source '", source.name(), "' needs a positive whole number of ",
+        record_bytes, "-byte records (", file->record_floats, " f32 values per sample: its outputs in order)"));
+  }
+  file->values.resize(bytes / 4);
+  in.seekg(0);
+  in.read(reinterpret_cast<char*>(file->values.data()), bytes);
+  for (size_t i = 0; i < integer_outputs.size(); ++i) {
+    for (int64_t record = 0; record < file->records(); ++record) {
+      for (int64_t e = 0; e < integer_widths[i]; ++e) {
+        const float value = file->values[record * file->record_floats + integer_outputs[i].second + e];
+        if (value != std::floor(value) || std::abs(value) > 16777216.0f) {
+          return absl::InvalidArgumentError(absl::StrCat("record file '", path, "' record ", record, ": output '",
+                                                         integer_outputs[i].first, "' is an integer tensor but holds ",
+                                                         value, "; store labels as exact integers"));
+        }
+      }
+    }
+  }
+  return file;
+}
+
 }  // namespace
 
 absl::StatusOr<ActFunction> BindDataSource(const PlanIndex& index, const ActorBinding& binding) {
@@ -47,16 +92,23 @@ absl::StatusOr<ActFunction> BindDataSource(const PlanIndex& index, const ActorBi
     TensorLayout layout;
     bool floating;
     int64_t position;  // Among outputs of its kind (features/labels, tokens/targets).
+    int64_t record_offset;  // Where it starts in a record file's record, in floats.
   };
   std::vector<Output> outputs;
-  int64_t floats = 0, ints = 0;
+  int64_t floats = 0, ints = 0, record_offset = 0;
   for (const std::string& tensor : source->outputs()) {
+    OF_ASSIGN_OR_RETURN(const proto::TensorDef* def, index.Tensor(tensor));
+    const int64_t offset = record_offset;
+    record_offset += def->shape_size() == 0 || def->shape(0) == 0
+                         ? 0
+                         : Shape(std::vector<int64_t>(def->shape().begin(), def->shape().end())).NumElements() /
+                               def->shape(0);
+    const bool floating = def->dtype() != proto::DTYPE_I32 && def->dtype() != proto::DTYPE_I64;
+    const int64_t position = floating ? floats++ : ints++;
     auto it = kernel.outputs().find(tensor);
     if (it == kernel.outputs().end()) continue;  // Not on this device.
-    OF_ASSIGN_OR_RETURN(const proto::TensorDef* def, index.Tensor(tensor));
     OF_ASSIGN_OR_RETURN(TensorLayout layout, index.LeafLayout(tensor, binding.device_index));
-    const bool floating = def->dtype() != proto::DTYPE_I32 && def->dtype() != proto::DTYPE_I64;
-    outputs.push_back({it->second, layout, floating, floating ? floats++ : ints++});
+    outputs.push_back({it->second, layout, floating, position, offset});
   }
   // Classification labels need the number of features: the width of the float output.
   int64_t features = 0;
@@ -65,19 +117,22 @@ absl::StatusOr<ActFunction> BindDataSource(const PlanIndex& index, const ActorBi
     if (def->dtype() == proto::DTYPE_F32 && def->shape_size() > 0) features = def->shape(def->shape_size() - 1);
   }
   std::shared_ptr<std::vector<int32_t>> file;
-  if (source->has_file()) {
-    if (source->file().format() != proto::FileSource::TOKENS_I32) {
-      return absl::UnimplementedError(absl::StrCat("data source '", source->name(),
-                                                   "': record files are not supported yet; use a token file"));
-    }
+  std::shared_ptr<RecordFile> records;
+  if (source->has_file() && source->file().format() == proto::FileSource::RECORDS_F32) {
+    OF_ASSIGN_OR_RETURN(records, ReadRecordFile(index, *source));
+  } else if (source->has_file()) {
     const int64_t seq = outputs.empty() ? 1 : outputs[0].layout.logical.dim(outputs[0].layout.logical.rank() - 1);
     OF_ASSIGN_OR_RETURN(file, ReadTokenFile(source->file().path(), seq + 1));
   }
   const proto::SyntheticSource synthetic = source->synthetic();
-  return ActFunction([outputs, features, synthetic, file](int64_t iteration, const ActContext& context) {
+  return ActFunction([outputs, features, synthetic, file, records](int64_t iteration, const ActContext& context) {
     for (const Output& output : outputs) {
       void* slot = context.RegisterSlot(output.register_id, iteration);
-      if (file != nullptr) {
+      if (records != nullptr && output.floating) {
+        FillFileRecords(*records, output.record_offset, iteration, output.layout, static_cast<float*>(slot));
+      } else if (records != nullptr) {
+        FillFileRecordLabels(*records, output.record_offset, iteration, output.layout, static_cast<int32_t*>(slot));
+      } else if (file != nullptr) {
         FillFileTokens(*file, iteration, output.position, output.layout, static_cast<int32_t*>(slot));
       } else if (synthetic.kind() == proto::SyntheticSource::TOKENS) {
         FillSyntheticTokens(synthetic.seed(), iteration, synthetic.vocab(), output.position, output.layout,

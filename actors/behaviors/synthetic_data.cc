@@ -67,4 +67,36 @@ void FillFileTokens(const std::vector<int32_t>& file, int64_t iteration, int64_t
   });
 }
 
+namespace {
+
+// Calls `emit(k, value)` for the k-th element of this device's slice, in slice order.
+template <typename Emit>
+void ForEachRecordValue(const RecordFile& file, int64_t offset, int64_t iteration, const TensorLayout& layout,
+                        Emit emit) {
+  const int64_t batch = layout.logical.dim(0);
+  const int64_t per_sample = batch == 0 ? 0 : layout.logical.NumElements() / batch;
+  const int64_t records = file.records();
+  int64_t k = 0;
+  ForEachContiguousRun(layout.logical, layout.slice, [&](int64_t, int64_t logical, int64_t length) {
+    for (int64_t index = logical; index < logical + length; ++index) {
+      const int64_t b = index / per_sample, e = index % per_sample;
+      const int64_t record = (iteration * batch + b) % records;
+      emit(k++, file.values[record * file.record_floats + offset + e]);
+    }
+  });
+}
+
+}  // namespace
+
+void FillFileRecords(const RecordFile& file, int64_t offset, int64_t iteration, const TensorLayout& layout,
+                     float* out) {
+  ForEachRecordValue(file, offset, iteration, layout, [out](int64_t k, float value) { out[k] = value; });
+}
+
+void FillFileRecordLabels(const RecordFile& file, int64_t offset, int64_t iteration, const TensorLayout& layout,
+                          int32_t* out) {
+  ForEachRecordValue(file, offset, iteration, layout,
+                     [out](int64_t k, float value) { out[k] = static_cast<int32_t>(value); });
+}
+
 }  // namespace oneflow::actors

@@ -36,6 +36,22 @@ void FillSyntheticTokens(uint64_t seed, int64_t iteration, int64_t vocab, int64_
 void FillFileTokens(const std::vector<int32_t>& file, int64_t iteration, int64_t shift,
                     const TensorLayout& layout, int32_t* out);
 
+// A record file: fixed-size records of little-endian f32, one record per sample. A record
+// is every output of the data source in declaration order, each its per-sample elements
+// (the shape without the batch axis) row-major; integer outputs (labels) are stored as
+// f32 holding exact integers. Sample b of iteration i reads record (i * B + b) mod the
+// number of records. `offset` is where this output starts inside a record, in floats;
+// `record_floats` the record's size.
+struct RecordFile {
+  std::vector<float> values;
+  int64_t record_floats = 0;
+  int64_t records() const { return static_cast<int64_t>(values.size()) / record_floats; }
+};
+void FillFileRecords(const RecordFile& file, int64_t offset, int64_t iteration, const TensorLayout& layout,
+                     float* out);
+void FillFileRecordLabels(const RecordFile& file, int64_t offset, int64_t iteration, const TensorLayout& layout,
+                          int32_t* out);
+
 }  // namespace oneflow::actors
 
 #endif  // ACTORS_BEHAVIORS_SYNTHETIC_DATA_H_

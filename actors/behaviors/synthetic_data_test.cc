@@ -64,6 +64,39 @@ TEST(SyntheticDataTest, SlicesAssembleToTheSingleDeviceBatch) {
   }
 }
 
+// Records: sample b of iteration i reads record (i * B + b) mod records, each output at
+// its offset; slices of any layout read the same values as the whole batch.
+TEST(SyntheticDataTest, RecordFileSlicesReadTheirRecords) {
+  RecordFile file;
+  file.record_floats = 4;  // 3 features, then the label.
+  for (int r = 0; r < 7; ++r) {
+    for (int f = 0; f < 3; ++f) file.values.push_back(static_cast<float>(10 * r + f));
+    file.values.push_back(static_cast<float>(r % 2));
+  }
+  const Shape x{5, 3}, labels{5};
+  std::vector<float> whole(15);
+  FillFileRecords(file, 0, 2, Layout(x, "B", "cpu{0:0}", 0), whole.data());
+  for (int b = 0; b < 5; ++b) {
+    const int record = (2 * 5 + b) % 7;
+    for (int f = 0; f < 3; ++f) EXPECT_EQ(whole[b * 3 + f], 10 * record + f);
+  }
+  for (int64_t rank = 0; rank < 2; ++rank) {
+    const TensorLayout layout = Layout(x, "S(1)", "cpu{0:0-1}", rank);
+    std::vector<float> part(layout.slice.NumElements());
+    FillFileRecords(file, 0, 2, layout, part.data());
+    int64_t k = 0;
+    ForEachContiguousRun(x, layout.slice, [&](int64_t, int64_t logical, int64_t length) {
+      for (int64_t i = 0; i < length; ++i) EXPECT_EQ(part[k++], whole[logical + i]);
+    });
+    const TensorLayout label_layout = Layout(labels, "S(0)", "cpu{0:0-1}", rank);
+    std::vector<int32_t> label_part(label_layout.slice.NumElements());
+    FillFileRecordLabels(file, 3, 2, label_layout, label_part.data());
+    for (int64_t i = 0; i < label_layout.slice.NumElements(); ++i) {
+      EXPECT_EQ(label_part[i], ((10 + label_layout.slice.range(0).begin + i) % 7) % 2);
+    }
+  }
+}
+
 TEST(SyntheticDataTest, IterationsDiffer) {
   const Shape x{4, 3};
   std::vector<float> a(12), b(12);

@@ -18,6 +18,8 @@ ABSL_FLAG(int64_t, classes, 10, "Classes.");
 ABSL_FLAG(int64_t, layers, 4, "Linear layers.");
 ABSL_FLAG(std::string, optimizer, "sgd", "sgd (momentum 0.9) or adamw.");
 ABSL_FLAG(double, lr, 0.1, "Learning rate.");
+ABSL_FLAG(std::string, record_file, "",
+          "f32 records of in_features values then the label, one per sample; empty: synthetic data.");
 
 namespace oneflow::examples {
 namespace {
@@ -32,6 +34,7 @@ absl::Status Main() {
   config.layers = absl::GetFlag(FLAGS_layers);
   config.optimizer = absl::GetFlag(FLAGS_optimizer);
   config.learning_rate = absl::GetFlag(FLAGS_lr);
+  config.record_file = absl::GetFlag(FLAGS_record_file);
   OF_ASSIGN_OR_RETURN(proto::Job job, BuildMlp(config, layout));
   return CompileAndReport(job, layout);
 }

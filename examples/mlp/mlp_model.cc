@@ -19,7 +19,9 @@ absl::StatusOr<proto::Job> BuildMlp(const MlpConfig& config, const ParallelLayou
   Graph graph("mlp");
   graph.SetDefaultPlacement(layout.placement());
   graph.SetBatchSize(config.batch);
-  graph.AddDataSource("data", DataSource::SyntheticClassification(config.seed, config.classes));
+  graph.AddDataSource("data", config.record_file.empty()
+                                  ? DataSource::SyntheticClassification(config.seed, config.classes)
+                                  : DataSource::RecordFile(config.record_file));
   Tensor x = graph.Input("x", Shape{config.batch, config.in_features}, DType::kF32, "data");
   x.WithSbp(layout.Sbp(split0, broadcast));
   Tensor labels = graph.Input("labels", Shape{config.batch}, DType::kI32, "data");

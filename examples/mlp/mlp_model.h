@@ -25,6 +25,9 @@ struct MlpConfig {
   std::string optimizer = "sgd";  // "sgd" (momentum 0.9) or "adamw".
   double learning_rate = 0.1;
   uint64_t seed = 1;
+  // Empty: synthetic data. Otherwise f32 records of in_features values then the label
+  // (as an exact f32 integer), one per sample (DataSource::RecordFile).
+  std::string record_file;
 };
 
 absl::StatusOr<proto::Job> BuildMlp(const MlpConfig& config, const ParallelLayout& layout);
