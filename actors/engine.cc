@@ -135,7 +135,7 @@ absl::Status Engine::Build(const BindFunction& bind) {
   for (int d = 0; d < plan_.devices_size(); ++d) {
     const proto::DevicePlan& device = plan_.devices(d);
     register_offset_.push_back(static_cast<int64_t>(registers_.size()));
-    if (device.device().node() != options_.node) continue;
+    if (options_.node >= 0 && device.device().node() != options_.node) continue;
     DeviceRuntime& runtime = devices_[d];
     for (bool communication : {false, true}) {
       runtime.threads[communication] = static_cast<int>(threads_.size());
@@ -321,7 +321,10 @@ void Engine::Act(int a, ThreadRuntime& thread) {
     Send(Message{MessageKind::kRegisterReturned, registers_[r].producer, a, r, i});
   }
   for (int successor : actor.successors) Send(Message{MessageKind::kPredecessorActed, successor, a, -1, i});
-  if (actor.collective_position >= 0) ++thread.collective_cursor;
+  if (actor.collective_position >= 0) {
+    ++thread.collective_cursor;
+    if (options_.on_collective_done) options_.on_collective_done(actor.device, thread.collective_cursor);
+  }
   actor.next = i + 1;
   // The device's iteration gate.
   DeviceRuntime& device = devices_[actor.device];
@@ -337,6 +340,7 @@ void Engine::Act(int a, ThreadRuntime& thread) {
     }
   }
   if (done >= 0) {
+    if (options_.on_iteration_done) options_.on_iteration_done(actor.device, done);
     for (int t : device.threads) threads_[t].queue.Push(Message{MessageKind::kDeviceIterationDone, -1, -1, -1, done});
   }
   if (actor.next >= actor.end) {
@@ -463,10 +467,15 @@ void Engine::ThreadMain(int t) {
 }
 
 void Engine::Fail(absl::Status status) {
+  bool first = false;
   {
     std::lock_guard<std::mutex> lock(error_mutex_);
-    if (error_.ok()) error_ = std::move(status);
+    if (error_.ok()) {
+      error_ = status;
+      first = true;
+    }
   }
+  if (first && options_.on_failure) options_.on_failure(status);
   aborted_.store(true);
   for (ThreadRuntime& thread : threads_) thread.queue.Push(Message{MessageKind::kAbort});
 }

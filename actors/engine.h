@@ -65,7 +65,8 @@ struct ActRecord {
 };
 
 struct EngineOptions {
-  // Runs the devices of this node only.
+  // Runs the devices of this node only; < 0: every node's devices (a whole cluster
+  // simulated in one process).
   int64_t node = 0;
   int64_t iterations = 1;
   // A thread that makes no progress for this long fails the run with a message naming
@@ -73,6 +74,15 @@ struct EngineOptions {
   std::chrono::milliseconds progress_timeout{30000};
   // Records every act (for --trace and the flow-control tests).
   bool record_acts = false;
+  // Progress reports, from the thread that made the progress: the device (plan.devices()
+  // index) completed its `completed`-th collective (so its last completed collective
+  // sequence number is completed - 1), or its `completed`-th iteration. Workers mirror
+  // them into a status file their daemon reads even after a crash. Must be cheap.
+  std::function<void(int device_index, int64_t completed)> on_collective_done;
+  std::function<void(int device_index, int64_t completed)> on_iteration_done;
+  // Called once with the first error, before the threads stop: the runtime aborts its
+  // communicators so no thread stays blocked in a collective.
+  std::function<void(const absl::Status& error)> on_failure;
 };
 
 struct EngineResult {

@@ -3,6 +3,7 @@
 #include <mutex>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
 #include "actors/behaviors/boxing_behavior.h"
 #include "actors/behaviors/compute_behavior.h"
 #include "actors/behaviors/leaf_behaviors.h"
@@ -11,14 +12,23 @@
 
 namespace oneflow::actors {
 
+std::string MetricsJsonLine(const IterationMetrics& m) {
+  return absl::StrFormat("{\"iter\": %d, \"loss\": %.6g, \"step_ms\": %.3f, \"samples_per_s\": %.1f}\n",
+                         m.iteration, m.loss, m.step_ms, m.samples_per_s);
+}
+
 absl::StatusOr<TrainResult> TrainPlan(const proto::Plan& plan, const TrainOptions& options) {
   OF_ASSIGN_OR_RETURN(PlanIndex index, PlanIndex::Create(plan));
-  CommunicatorPool communicators(plan);
+  CommunicatorPoolOptions pool_options;
+  pool_options.node = options.node;
+  pool_options.rendezvous = options.rendezvous;
+  pool_options.worker_host = options.worker_host;
+  CommunicatorPool communicators(plan, pool_options);
   // The loss is B: every device's sink sees the same value; the first device of this
-  // node reports it.
+  // node (of the plan, when every node runs here) reports it.
   int reporting_device = -1;
   for (int d = 0; d < plan.devices_size(); ++d) {
-    if (plan.devices(d).device().node() == options.node) {
+    if (options.node < 0 || plan.devices(d).device().node() == options.node) {
       reporting_device = d;
       break;
     }
@@ -39,7 +49,7 @@ absl::StatusOr<TrainResult> TrainPlan(const proto::Plan& plan, const TrainOption
     result.iterations.push_back(metrics);
     if (options.on_iteration) options.on_iteration(metrics);
   };
-  BindFunction bind = [&](const ActorBinding& binding) -> absl::StatusOr<ActFunction> {
+  BindFunction behavior = [&](const ActorBinding& binding) -> absl::StatusOr<ActFunction> {
     switch (binding.actor->kind()) {
       case proto::ACTOR_DATA_SOURCE:
         return BindDataSource(index, binding);
@@ -48,7 +58,7 @@ absl::StatusOr<TrainResult> TrainPlan(const proto::Plan& plan, const TrainOption
       case proto::ACTOR_COMPUTE:
         return BindCompute(index, binding);
       case proto::ACTOR_BOXING:
-        return BindBoxing(index, binding, &communicators);
+        return BindBoxing(index, binding, &communicators, options.collective_timeout);
       case proto::ACTOR_SINK:
         return BindLossSink(binding, binding.device_index == reporting_device
                                          ? std::function<void(int64_t, float)>(on_loss)
@@ -58,11 +68,24 @@ absl::StatusOr<TrainResult> TrainPlan(const proto::Plan& plan, const TrainOption
                                                      " has no behavior"));
     }
   };
+  BindFunction bind = behavior;
+  if (options.wrap_act) {
+    bind = [&](const ActorBinding& binding) -> absl::StatusOr<ActFunction> {
+      OF_ASSIGN_OR_RETURN(ActFunction act, behavior(binding));
+      return options.wrap_act(binding, std::move(act));
+    };
+  }
   EngineOptions engine_options;
   engine_options.node = options.node;
   engine_options.iterations = options.iterations;
   engine_options.progress_timeout = options.progress_timeout;
   engine_options.record_acts = options.record_acts;
+  engine_options.on_collective_done = options.on_collective_done;
+  engine_options.on_iteration_done = options.on_iteration_done;
+  engine_options.on_failure = [&communicators, &options](const absl::Status& error) {
+    communicators.AbortAll(absl::AbortedError(absl::StrCat("the run stopped: ", error.message())));
+    if (options.on_failure) options.on_failure(error);
+  };
   last = std::chrono::steady_clock::now();
   OF_ASSIGN_OR_RETURN(result.engine, RunEngine(plan, bind, engine_options));
   return result;

@@ -12,10 +12,13 @@
 #include <chrono>
 #include <cstdint>
 #include <functional>
+#include <string>
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "absl/time/time.h"
 #include "actors/engine.h"
+#include "oneflow_core/comm/key_value_store.h"
 #include "proto/plan.pb.h"
 
 namespace oneflow::actors {
@@ -28,12 +31,34 @@ struct IterationMetrics {
   double samples_per_s = 0;
 };
 
+// The line `oneflow run`, `oneflow launch` and workers print per iteration, with "\n":
+// {"iter": 3, "loss": 2.71828, "step_ms": 12.345, "samples_per_s": 5184.0}
+std::string MetricsJsonLine(const IterationMetrics& metrics);
+
 struct TrainOptions {
+  // The node whose devices run in this process; < 0: every node (one process simulates
+  // the whole cluster, each device a pair of threads).
   int64_t node = 0;
   int64_t iterations = 1;
   std::chrono::milliseconds progress_timeout{60000};
   // Keep every act for a trace.
   bool record_acts = false;
+  // The longest one collective may wait for its peers before the run fails with
+  // DEADLINE_EXCEEDED naming the actor, the collective, its sequence number and the
+  // ranks it waited for.
+  absl::Duration collective_timeout = absl::Seconds(60);
+  // Where collectives across processes meet, and this process's address for them.
+  // Needed only when the plan has devices on other nodes; see CommunicatorPool.
+  KeyValueStore* rendezvous = nullptr;
+  std::string worker_host = "127.0.0.1";
+  // Progress per device (engine.h); the worker's status file.
+  std::function<void(int device_index, int64_t completed)> on_collective_done;
+  std::function<void(int device_index, int64_t completed)> on_iteration_done;
+  // Called once with the first error, from the thread that hit it, after the
+  // communicators were aborted; workers start their exit deadline here.
+  std::function<void(const absl::Status& error)> on_failure;
+  // Wraps every actor's act function after binding: fault injection in tests.
+  std::function<ActFunction(const ActorBinding& binding, ActFunction act)> wrap_act;
   // Called in iteration order from the thread of the first device's sink.
   std::function<void(const IterationMetrics&)> on_iteration;
 };

@@ -27,7 +27,7 @@ chmod +x "$FAKES/sudo"
 rm -f "$CALLS"
 output="$(PATH="$FAKES:$PATH" "$DEV_SH" deps 2>&1)" || fail "deps exited non-zero: $output"
 [[ ! -e "$CALLS" ]] || fail "second run called: $(cat "$CALLS")"
-[[ "$output" == *"all 14 packages present"* ]] || fail "unexpected output: $output"
+[[ "$output" == *"all 16 packages present"* ]] || fail "unexpected output: $output"
 
 # 2. A machine missing two packages: dev.sh installs exactly those, after an update.
 cat >"$FAKES/dpkg-query" <<'FAKE'

@@ -27,7 +27,9 @@ PACKAGES=(
   libgrpc++-dev
   libgtest-dev
   libopenblas-dev
+  libopenmpi-dev
   libprotobuf-dev
+  openmpi-bin
   protobuf-compiler
   protobuf-compiler-grpc
 )

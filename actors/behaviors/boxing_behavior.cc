@@ -1,5 +1,7 @@
 #include "actors/behaviors/boxing_behavior.h"
 
+#include <algorithm>
+
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "kernels/boxing/boxing_step.h"
@@ -7,43 +9,8 @@
 
 namespace oneflow::actors {
 
-absl::StatusOr<Communicator*> CommunicatorPool::ForCollective(int64_t collective_id,
-                                                              const proto::DeviceId& device) {
-  if (collective_id < 0 || collective_id >= plan_.collectives_size()) {
-    return absl::FailedPreconditionError(absl::StrCat("the plan has no collective ", collective_id));
-  }
-  const proto::CollectiveDef& collective = plan_.collectives(static_cast<int>(collective_id));
-  std::vector<std::pair<int64_t, int64_t>> key;
-  int64_t rank = -1;
-  for (const proto::DeviceId& member : collective.group()) {
-    if (member.node() == device.node() && member.device() == device.device()) rank = static_cast<int64_t>(key.size());
-    key.push_back({member.node(), member.device()});
-  }
-  if (rank < 0) {
-    return absl::FailedPreconditionError(absl::StrCat("device ", device.node(), ":", device.device(),
-                                                      " is not in the group of collective ", collective_id));
-  }
-  std::lock_guard<std::mutex> lock(mutex_);
-  std::unique_ptr<InProcessGroup>& group = groups_[key];
-  if (group == nullptr) {
-    const std::string name = absl::StrCat(
-        "devices [", absl::StrJoin(key, ", ", [](std::string* out, const std::pair<int64_t, int64_t>& d) {
-          absl::StrAppend(out, d.first, ":", d.second);
-        }), "]");
-    OF_ASSIGN_OR_RETURN(group, InProcessGroup::Create(static_cast<int64_t>(key.size()), name));
-  }
-  return &group->communicator(rank);
-}
-
-void CommunicatorPool::AbortAll(const absl::Status& cause) {
-  std::lock_guard<std::mutex> lock(mutex_);
-  for (auto& [key, group] : groups_) {
-    for (int64_t r = 0; r < group->size(); ++r) group->communicator(r).Abort(cause);
-  }
-}
-
 absl::StatusOr<ActFunction> BindBoxing(const PlanIndex& index, const ActorBinding& binding,
-                                       CommunicatorPool* communicators) {
+                                       CommunicatorPool* communicators, absl::Duration collective_timeout) {
   const proto::Plan& plan = index.plan();
   const proto::ActorDef& actor = *binding.actor;
   if (actor.boxing_id() < 0 || actor.boxing_id() >= plan.boxings_size()) {
@@ -75,7 +42,19 @@ absl::StatusOr<ActFunction> BindBoxing(const PlanIndex& index, const ActorBindin
   const int64_t out = kernel.outputs().count("out") ? kernel.outputs().at("out") : -1;
   const int64_t in_bytes = in >= 0 ? device.registers(static_cast<int>(in)).size_bytes() : 0;
   const int64_t out_bytes = out >= 0 ? device.registers(static_cast<int>(out)).size_bytes() : 0;
-  const std::string description = absl::StrCat("actor '", actor.name(), "' collective ", actor.collective_id());
+  // Sequence numbers: the device's collectives in static order, iteration after iteration.
+  const auto& order = device.collective_order();
+  const int64_t order_length = order.size();
+  const int64_t position = std::find(order.begin(), order.end(), actor.collective_id()) - order.begin();
+  const std::string name = actor.name();
+  const int64_t collective_id = actor.collective_id();
+  auto options_for = [=](int64_t iteration) {
+    CollectiveOptions options;
+    options.timeout = collective_timeout;
+    options.description = absl::StrCat("actor '", name, "' collective ", collective_id, " sequence ",
+                                       iteration * order_length + position, " iteration ", iteration);
+    return options;
+  };
   const DeviceId self{device.device().node(), device.device().device()};
 
   if (step.kind() == "send_recv") {
@@ -93,7 +72,7 @@ absl::StatusOr<ActFunction> BindBoxing(const PlanIndex& index, const ActorBindin
       args.input_bytes = in_bytes;
       args.output = out >= 0 ? context.RegisterSlot(out, iteration) : nullptr;
       args.output_bytes = out_bytes;
-      args.options.description = absl::StrCat(description, " iteration ", iteration);
+      args.options = options_for(iteration);
       return RunSendRecv(args);
     });
   }
@@ -120,7 +99,7 @@ absl::StatusOr<ActFunction> BindBoxing(const PlanIndex& index, const ActorBindin
     args.input_bytes = in_bytes;
     args.output = context.RegisterSlot(out, iteration);
     args.output_bytes = out_bytes;
-    args.options.description = absl::StrCat(description, " iteration ", iteration);
+    args.options = options_for(iteration);
     return RunBoxingStep(args);
   });
 }

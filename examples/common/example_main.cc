@@ -76,10 +76,10 @@ absl::Status CompileAndReport(const proto::Job& job, const ParallelLayout& layou
   const int64_t iterations = absl::GetFlag(FLAGS_iters);
   if (iterations < 1) return absl::InvalidArgumentError(absl::StrCat("--iters=", iterations, " must be >= 1"));
   actors::TrainOptions train;
+  train.node = -1;  // Every node of the plan, simulated in this process.
   train.iterations = iterations;
   train.on_iteration = [](const actors::IterationMetrics& m) {
-    std::printf("{\"iter\": %lld, \"loss\": %.6g, \"step_ms\": %.3f, \"samples_per_s\": %.1f}\n",
-                static_cast<long long>(m.iteration), m.loss, m.step_ms, m.samples_per_s);
+    std::fputs(actors::MetricsJsonLine(m).c_str(), stdout);
     std::fflush(stdout);
   };
   return actors::TrainPlan(*plan, train).status();

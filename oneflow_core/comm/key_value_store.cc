@@ -3,7 +3,10 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
-#include "absl/synchronization/mutex.h"
+#include <chrono>
+#include <condition_variable>
+#include <mutex>
+
 
 namespace oneflow {
 namespace {
@@ -11,29 +14,30 @@ namespace {
 class InMemoryKeyValueStore final : public KeyValueStore {
  public:
   absl::Status Set(const std::string& key, const std::string& value) override {
-    absl::MutexLock lock(&mutex_);
-    values_[key] = value;
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      values_[key] = value;
+    }
+    changed_.notify_all();
     return absl::OkStatus();
   }
 
   absl::StatusOr<std::string> Get(const std::string& key) override {
-    absl::MutexLock lock(&mutex_);
+    std::lock_guard<std::mutex> lock(mutex_);
     auto found = values_.find(key);
     if (found == values_.end()) return absl::NotFoundError(absl::StrCat("key '", key, "' is not set"));
     return found->second;
   }
 
   absl::Status Wait(const std::vector<std::string>& keys, absl::Duration timeout) override {
-    absl::MutexLock lock(&mutex_);
+    std::unique_lock<std::mutex> lock(mutex_);
     auto all_set = [&] {
       for (const std::string& key : keys) {
         if (!values_.count(key)) return false;
       }
       return true;
     };
-    const absl::Time deadline = absl::Now() + timeout;
-    while (!all_set()) {
-      if (mutex_.AwaitWithDeadline(absl::Condition(&all_set), deadline)) break;
+    if (!changed_.wait_for(lock, absl::ToChronoNanoseconds(timeout), all_set)) {
       std::vector<std::string> missing;
       for (const std::string& key : keys) {
         if (!values_.count(key)) missing.push_back(key);
@@ -46,7 +50,7 @@ class InMemoryKeyValueStore final : public KeyValueStore {
   }
 
   absl::StatusOr<int64_t> Add(const std::string& key, int64_t delta) override {
-    absl::MutexLock lock(&mutex_);
+    std::unique_lock<std::mutex> lock(mutex_);
     int64_t value = 0;
     auto found = values_.find(key);
     if (found != values_.end() && !absl::SimpleAtoi(found->second, &value)) {
@@ -55,11 +59,16 @@ class InMemoryKeyValueStore final : public KeyValueStore {
     }
     value += delta;
     values_[key] = absl::StrCat(value);
+    lock.unlock();
+    changed_.notify_all();
     return value;
   }
 
  private:
-  absl::Mutex mutex_;
+  // std::mutex rather than absl::Mutex: Debian's absl is not built with ThreadSanitizer
+  // annotations, and the communicator tests run under --config=tsan.
+  std::mutex mutex_;
+  std::condition_variable changed_;
   std::map<std::string, std::string> values_;
 };
 

@@ -23,11 +23,6 @@ ABSL_FLAG(std::string, trace, "", "Write a Chrome/Perfetto trace (JSON) of every
 namespace oneflow::cli {
 namespace {
 
-std::string MetricsLine(const actors::IterationMetrics& m) {
-  return absl::StrFormat("{\"iter\": %d, \"loss\": %.6g, \"step_ms\": %.3f, \"samples_per_s\": %.1f}\n",
-                         m.iteration, m.loss, m.step_ms, m.samples_per_s);
-}
-
 absl::Status RunRun(const std::vector<std::string>& arguments, std::ostream& out) {
   const int64_t iterations = absl::GetFlag(FLAGS_iters);
   if (iterations < 1) {
@@ -44,11 +39,12 @@ absl::Status RunRun(const std::vector<std::string>& arguments, std::ostream& out
     }
   }
   actors::TrainOptions options;
+  options.node = -1;  // Every node of the plan, simulated in this process.
   options.iterations = iterations;
   options.record_acts = !absl::GetFlag(FLAGS_trace).empty();
   options.on_iteration = [&](const actors::IterationMetrics& m) {
     if (metrics_file) {
-      *metrics_file << MetricsLine(m) << std::flush;
+      *metrics_file << actors::MetricsJsonLine(m) << std::flush;
     } else if (progress_bar) {
       const int width = 30;
       const int filled = static_cast<int>(width * (m.iteration + 1) / iterations);
@@ -57,7 +53,7 @@ absl::Status RunRun(const std::vector<std::string>& arguments, std::ostream& out
                              iterations, m.loss, m.samples_per_s, m.step_ms)
           << std::flush;
     } else {
-      out << MetricsLine(m) << std::flush;
+      out << actors::MetricsJsonLine(m) << std::flush;
     }
   };
   absl::StatusOr<actors::TrainResult> result = actors::TrainPlan(plan, options);

@@ -1,0 +1,51 @@
+// The MPI reference of cross_process_bench: MPI_Allreduce of floats (sum, out of place)
+// at the same sizes and iteration counts, one JSON line per size from rank 0:
+//   {"bytes":4096,"seconds":...}
+// Started by cross_process_bench under mpirun; by hand:
+//   mpirun --allow-run-as-root --oversubscribe -np 2 \
+//     bazel-bin/bench/collectives/mpi_allreduce_bench --scale=1
+// Debian links the active MPI's headers under /usr/include/x86_64-linux-gnu/mpi, inside
+// the toolchain's system include directories (Bazel refuses -I paths outside the
+// execution root such as /usr/lib/x86_64-linux-gnu/openmpi/include).
+#include <mpi/mpi.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <vector>
+
+#include "bench/collectives/cross_process_sizes.h"
+
+int main(int argc, char** argv) {
+  MPI_Init(&argc, &argv);
+  double scale = 1.0;
+  for (int i = 1; i < argc; ++i) {
+    if (std::strncmp(argv[i], "--scale=", 8) == 0) scale = std::atof(argv[i] + 8);
+  }
+  int rank = 0;
+  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+  for (const int64_t bytes : oneflow::bench::CrossProcessSizes()) {
+    const int count = static_cast<int>(bytes / sizeof(float));
+    std::vector<float> input(count, 1.0f + rank);
+    std::vector<float> output(count, 0.0f);
+    const int64_t iterations = oneflow::bench::CrossProcessIterations(bytes, scale);
+    for (int i = 0; i < oneflow::bench::kWarmupIterations; ++i) {
+      MPI_Allreduce(input.data(), output.data(), count, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD);
+    }
+    MPI_Barrier(MPI_COMM_WORLD);
+    const double start = MPI_Wtime();
+    for (int64_t i = 0; i < iterations; ++i) {
+      MPI_Allreduce(input.data(), output.data(), count, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD);
+    }
+    const double seconds = (MPI_Wtime() - start) / static_cast<double>(iterations);
+    if (output[count - 1] != 3.0f) {
+      std::fprintf(stderr, "mpi_allreduce_bench: wrong sum %f\n", output[count - 1]);
+      MPI_Abort(MPI_COMM_WORLD, 1);
+    }
+    if (rank == 0)
+      std::printf("{\"bytes\":%lld,\"seconds\":%.9g}\n", static_cast<long long>(bytes), seconds);
+    std::fflush(stdout);
+  }
+  MPI_Finalize();
+  return 0;
+}

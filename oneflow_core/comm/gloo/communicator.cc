@@ -1,0 +1,271 @@
+#include "oneflow_core/comm/gloo/communicator.h"
+
+#include <atomic>
+#include <vector>
+
+#include "absl/functional/function_ref.h"
+#include "absl/strings/str_cat.h"
+#include "oneflow_core/comm/collective_arguments.h"
+#include "oneflow_core/comm/gloo/call_header.h"
+#include "oneflow_core/comm/gloo/exchange.h"
+#include "oneflow_core/comm/gloo/mesh.h"
+#include "oneflow_core/comm/gloo/schedules.h"
+#include "oneflow_core/status.h"
+
+namespace oneflow {
+namespace gloo_backend {
+namespace {
+
+absl::Time DeadlineAfter(absl::Time now, absl::Duration timeout) {
+  if (timeout <= absl::ZeroDuration()) return now;
+  if (timeout == absl::InfiniteDuration()) return absl::InfiniteFuture();
+  return now + timeout;
+}
+
+// Marks a communicator busy for one call; refuses a second thread.
+class Busy {
+ public:
+  explicit Busy(std::atomic<bool>* flag) : flag_(flag), entered_(!flag->exchange(true)) {}
+  ~Busy() {
+    if (entered_) flag_->store(false);
+  }
+  bool entered() const { return entered_; }
+
+ private:
+  std::atomic<bool>* flag_;
+  bool entered_;
+};
+
+class GlooCommunicator final : public Communicator {
+ public:
+  explicit GlooCommunicator(GlooGroupOptions options)
+      : connect_timeout_(options.connect_timeout),
+        mesh_(std::move(options)),
+        sends_(mesh_.size()),
+        receives_(mesh_.size()) {}
+
+  int64_t size() const override { return mesh_.size(); }
+  int64_t rank() const override { return mesh_.rank(); }
+  std::string Name() const override {
+    return absl::StrCat("gloo group '", mesh_.group_name(), "' rank ", rank(), " of ", size());
+  }
+
+  absl::Status AllReduce(const float* input, float* output, int64_t count,
+                         const CollectiveOptions& options) override {
+    absl::Status arguments =
+        count < 0
+            ? absl::InvalidArgumentError(absl::StrCat("count is ", count, "; it must be >= 0"))
+            : CheckBuffer("input", input, count);
+    if (arguments.ok()) arguments = CheckBuffer("output", output, count);
+    const CallHeader header =
+        MakeCallHeader(rank(), CollectiveKind::kAllReduce, options.reduce_op, 0, count, {});
+    return RunCollective(header, {}, arguments, options, [&](Exchange& exchange) {
+      return RunAllReduce(exchange, input, output, count, options.reduce_op, scratch_);
+    });
+  }
+
+  absl::Status ReduceScatter(const float* input, float* output, absl::Span<const int64_t> counts,
+                             const CollectiveOptions& options) override {
+    absl::Status arguments = CheckCounts("counts", counts, size());
+    if (arguments.ok()) arguments = CheckBuffer("input", input, SumOf(counts));
+    if (arguments.ok()) arguments = CheckBuffer("output", output, counts[rank()]);
+    const CallHeader header =
+        MakeCallHeader(rank(), CollectiveKind::kReduceScatter, options.reduce_op, 0, 0, counts);
+    return RunCollective(header, counts, arguments, options, [&](Exchange& exchange) {
+      return RunReduceScatter(exchange, input, output, counts, options.reduce_op, scratch_);
+    });
+  }
+
+  absl::Status AllGather(const void* input, void* output, absl::Span<const int64_t> byte_counts,
+                         const CollectiveOptions& options) override {
+    absl::Status arguments = CheckCounts("byte_counts", byte_counts, size());
+    if (arguments.ok()) arguments = CheckBuffer("input", input, byte_counts[rank()]);
+    if (arguments.ok()) arguments = CheckBuffer("output", output, SumOf(byte_counts));
+    const CallHeader header =
+        MakeCallHeader(rank(), CollectiveKind::kAllGather, ReduceOp::kSum, 0, 0, byte_counts);
+    return RunCollective(header, byte_counts, arguments, options, [&](Exchange& exchange) {
+      return RunAllGather(exchange, input, output, byte_counts);
+    });
+  }
+
+  absl::Status AllToAll(const void* input, void* output, absl::Span<const int64_t> byte_counts,
+                        const CollectiveOptions& options) override {
+    absl::Status arguments = CheckCounts("byte_counts", byte_counts, size() * size());
+    if (arguments.ok()) {
+      int64_t sent = 0;
+      int64_t received = 0;
+      for (int64_t peer = 0; peer < size(); ++peer) {
+        sent += byte_counts[rank() * size() + peer];
+        received += byte_counts[peer * size() + rank()];
+      }
+      arguments = CheckBuffer("input", input, sent);
+      if (arguments.ok()) arguments = CheckBuffer("output", output, received);
+    }
+    const CallHeader header =
+        MakeCallHeader(rank(), CollectiveKind::kAllToAll, ReduceOp::kSum, 0, 0, byte_counts);
+    return RunCollective(header, byte_counts, arguments, options, [&](Exchange& exchange) {
+      return RunAllToAll(exchange, input, output, byte_counts);
+    });
+  }
+
+  absl::Status Broadcast(void* buffer, int64_t bytes, int64_t root,
+                         const CollectiveOptions& options) override {
+    absl::Status arguments = CheckRankInGroup("root", root, size());
+    if (arguments.ok()) arguments = CheckBuffer("buffer", buffer, bytes);
+    const CallHeader header =
+        MakeCallHeader(rank(), CollectiveKind::kBroadcast, ReduceOp::kSum, root, bytes, {});
+    return RunCollective(header, {}, arguments, options, [&](Exchange& exchange) {
+      return RunBroadcast(exchange, buffer, bytes, root);
+    });
+  }
+
+  absl::Status Send(const void* data, int64_t bytes, int64_t peer,
+                    const CollectiveOptions& options) override {
+    return RunPointToPoint(/*sending=*/true, peer, data, bytes, options, [&](Exchange& exchange) {
+      return RunSend(exchange, data, bytes, peer);
+    });
+  }
+
+  absl::Status Recv(void* data, int64_t bytes, int64_t peer,
+                    const CollectiveOptions& options) override {
+    return RunPointToPoint(/*sending=*/false, peer, data, bytes, options, [&](Exchange& exchange) {
+      return RunRecv(exchange, data, bytes, peer);
+    });
+  }
+
+  void Abort(const absl::Status& cause) override {
+    const absl::Status failure =
+        cause.ok() ? absl::CancelledError("aborted with an OK status") : cause;
+    mesh_.Fail(Failure{Failure::Source::kThisRank, rank(), failure.code(),
+                       std::string(failure.message())});
+  }
+
+ private:
+  using Body = absl::FunctionRef<absl::Status(Exchange&)>;
+
+  // "<description>: gloo group 'g' rank 1 of 4, all_reduce call 7".
+  std::string Prefix(const CollectiveOptions& options, absl::string_view what) const {
+    return absl::StrCat(options.description, options.description.empty() ? "" : ": ", Name(), ", ",
+                        what);
+  }
+
+  // A call that fails before communicating fails the group, so its peers fail fast.
+  absl::Status FailAndAbort(const absl::Status& status, const std::string& prefix) {
+    const absl::Status failed = WithContext(status, prefix);
+    mesh_.Fail(
+        Failure{Failure::Source::kThisRank, rank(), failed.code(), std::string(failed.message())});
+    return failed;
+  }
+
+  absl::Status AbortedEarlier(const std::string& prefix) const {
+    return absl::FailedPreconditionError(absl::StrCat(prefix, ": ", mesh_.failure()->Earlier()));
+  }
+
+  absl::Status RefuseSecondThread(const CollectiveOptions& options, absl::string_view what) {
+    return FailAndAbort(absl::FailedPreconditionError(
+                            "called while another call on this communicator is in progress; "
+                            "one thread must issue a communicator's calls, in order"),
+                        Prefix(options, what));
+  }
+
+  // Connects on the first call, bounded by connect_timeout as well as the call's timeout.
+  absl::Status Connect(absl::Time start, absl::Time deadline, const CollectiveOptions& options,
+                       const std::string& prefix) {
+    const absl::Duration timeout = std::min(options.timeout, connect_timeout_);
+    return mesh_.Connect(std::min(deadline, DeadlineAfter(start, connect_timeout_)), timeout,
+                         prefix);
+  }
+
+  absl::Status RunCollective(const CallHeader& header, absl::Span<const int64_t> counts,
+                             const absl::Status& arguments, const CollectiveOptions& options,
+                             Body body) {
+    const absl::Time start = absl::Now();
+    const absl::Time deadline = DeadlineAfter(start, options.timeout);
+    const char* kind = CollectiveKindName(static_cast<CollectiveKind>(header.kind));
+    Busy busy(&busy_);
+    // The call counter belongs to the thread inside the call: read it only once entered.
+    if (!busy.entered()) return RefuseSecondThread(options, kind);
+    const uint64_t call = ++calls_;
+    const std::string prefix = Prefix(options, absl::StrCat(kind, " call ", call));
+    if (!arguments.ok()) return FailAndAbort(arguments, prefix);
+    if (mesh_.failure().has_value()) return AbortedEarlier(prefix);
+    if (size() > 1) {
+      const absl::Status connected = Connect(start, deadline, options, prefix);
+      if (!connected.ok()) return connected;
+    }
+    Exchange exchange(&mesh_, call << 8, deadline, options.timeout, prefix);
+    if (size() > 1) {
+      const absl::Status arrived = Arrive(exchange, header, counts);
+      if (!arrived.ok()) return arrived;
+    }
+    return body(exchange);
+  }
+
+  absl::Status RunPointToPoint(bool sending, int64_t peer, const void* data, int64_t bytes,
+                               const CollectiveOptions& options, Body body) {
+    const absl::Time start = absl::Now();
+    const absl::Time deadline = DeadlineAfter(start, options.timeout);
+    const std::string first_what =
+        absl::StrCat(sending ? "send to rank " : "receive from rank ", peer);
+    Busy busy(&busy_);
+    if (!busy.entered()) return RefuseSecondThread(options, first_what);
+    std::vector<int64_t>& sequences = sending ? sends_ : receives_;
+    const bool valid_peer = peer >= 0 && peer < size();
+    const int64_t sequence = valid_peer ? sequences[peer] + 1 : 0;
+    const std::string prefix =
+        Prefix(options, absl::StrCat(sending ? "send " : "receive ", sequence,
+                                     sending ? " to rank " : " from rank ", peer));
+    absl::Status arguments = CheckRankInGroup("peer", peer, size());
+    if (arguments.ok() && peer == rank()) {
+      arguments = absl::InvalidArgumentError(sending ? "a rank cannot send to itself"
+                                                     : "a rank cannot receive from itself");
+    }
+    if (arguments.ok()) arguments = CheckBuffer("data", data, bytes);
+    if (!arguments.ok()) return FailAndAbort(arguments, prefix);
+    sequences[peer] = sequence;
+    if (mesh_.failure().has_value()) return AbortedEarlier(prefix);
+    const absl::Status connected = Connect(start, deadline, options, prefix);
+    if (!connected.ok()) return connected;
+    // The k-th message between two ranks uses the same slots on both, whichever way.
+    Exchange exchange(&mesh_, kPointToPointSlots | (static_cast<uint64_t>(sequence) << 8), deadline,
+                      options.timeout, prefix);
+    return body(exchange);
+  }
+
+  const absl::Duration connect_timeout_;
+  Mesh mesh_;
+  std::atomic<bool> busy_{false};
+  // Owned by the thread inside a call (see Busy).
+  uint64_t calls_ = 0;
+  std::vector<int64_t> sends_;     // messages sent so far, per peer
+  std::vector<int64_t> receives_;  // messages received so far, per peer
+  std::vector<float> scratch_;
+};
+
+}  // namespace
+}  // namespace gloo_backend
+
+absl::StatusOr<std::unique_ptr<Communicator>> NewGlooCommunicator(GlooGroupOptions options) {
+  const std::string group = absl::StrCat("gloo group '", options.group_name, "'");
+  if (options.group_name.empty()) {
+    return absl::InvalidArgumentError(
+        "gloo group: group_name is empty; it names the group's keys in the store and must be "
+        "unique in the job");
+  }
+  if (options.size < 1) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(group, " of ", options.size, " ranks; a group needs >= 1"));
+  }
+  if (options.rank < 0 || options.rank >= options.size) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        group, ": rank ", options.rank, " is outside the group of ", options.size, " ranks"));
+  }
+  if (options.store == nullptr && options.size > 1) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        group, " of ", options.size, " ranks needs a rendezvous store; store is null"));
+  }
+  if (options.host.empty()) options.host = "127.0.0.1";
+  return std::unique_ptr<Communicator>(new gloo_backend::GlooCommunicator(std::move(options)));
+}
+
+}  // namespace oneflow
