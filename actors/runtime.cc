@@ -3,7 +3,6 @@
 #include <mutex>
 
 #include "absl/strings/str_cat.h"
-#include "absl/strings/str_format.h"
 #include "actors/behaviors/boxing_behavior.h"
 #include "actors/behaviors/compute_behavior.h"
 #include "actors/behaviors/leaf_behaviors.h"
@@ -11,11 +10,6 @@
 #include "oneflow_core/status.h"
 
 namespace oneflow::actors {
-
-std::string MetricsJsonLine(const IterationMetrics& m) {
-  return absl::StrFormat("{\"iter\": %d, \"loss\": %.6g, \"step_ms\": %.3f, \"samples_per_s\": %.1f}\n",
-                         m.iteration, m.loss, m.step_ms, m.samples_per_s);
-}
 
 absl::StatusOr<TrainResult> TrainPlan(const proto::Plan& plan, const TrainOptions& options) {
   OF_ASSIGN_OR_RETURN(PlanIndex index, PlanIndex::Create(plan));

@@ -18,22 +18,11 @@
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
 #include "actors/engine.h"
+#include "actors/metrics.h"
 #include "oneflow_core/comm/key_value_store.h"
 #include "proto/plan.pb.h"
 
 namespace oneflow::actors {
-
-struct IterationMetrics {
-  int64_t iteration = 0;
-  float loss = 0;
-  // Wall time since the previous iteration's loss arrived (the first: since start).
-  double step_ms = 0;
-  double samples_per_s = 0;
-};
-
-// The line `oneflow run`, `oneflow launch` and workers print per iteration, with "\n":
-// {"iter": 3, "loss": 2.71828, "step_ms": 12.345, "samples_per_s": 5184.0}
-std::string MetricsJsonLine(const IterationMetrics& metrics);
 
 struct TrainOptions {
   // The node whose devices run in this process; < 0: every node (one process simulates

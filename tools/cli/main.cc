@@ -2,6 +2,7 @@
 //
 //   oneflow inspect PLAN [--format=text|json|dot] [--device=K]
 //   oneflow run PLAN [--iters=N] [--metrics=FILE] [--trace=FILE.json]
+//   oneflow launch PLAN --nodes=HOST:PORT,... --token_file=F [--iters=N] [--metrics=FILE] ...
 //   oneflow help
 //
 // Exit codes: 0 success; 1 the subcommand failed (a bad file, a bad flag value, ...);
@@ -23,6 +24,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "tools/cli/inspect_command.h"
+#include "tools/cli/launch_command.h"
 #include "tools/cli/run_command.h"
 #include "tools/cli/subcommand.h"
 
@@ -35,7 +37,7 @@ constexpr int kExitUsage = 2;
 // In the order `oneflow help` lists them.
 const std::vector<Subcommand>& Subcommands() {
   static const std::vector<Subcommand>* const subcommands =
-      new std::vector<Subcommand>{InspectSubcommand(), RunSubcommand()};
+      new std::vector<Subcommand>{InspectSubcommand(), RunSubcommand(), LaunchSubcommand()};
   return *subcommands;
 }
 

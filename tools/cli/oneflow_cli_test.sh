@@ -75,7 +75,7 @@ run "$ONEFLOW" inspect
 [[ "$err" == "oneflow inspect: expected PLAN, got no arguments"$'\n'"usage: oneflow inspect PLAN [--format=text|json|dot] [--device=K]" ]] || fail "$err"
 run "$ONEFLOW" frobnicate
 [[ $rc -eq 2 ]] || fail "unknown subcommand exited $rc"
-grep -q "unknown subcommand 'frobnicate'; valid: inspect, run, help" <<<"$err" || fail "$err"
+grep -q "unknown subcommand 'frobnicate'; valid: inspect, run, launch, help" <<<"$err" || fail "$err"
 
 run "$ONEFLOW" help
 [[ $rc -eq 0 ]] || fail "help exited $rc"

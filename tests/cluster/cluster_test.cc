@@ -1,0 +1,375 @@
+// Multi-process training through real daemons on 127.0.0.1: the losses of `oneflow
+// launch` over 2 and 3 daemons (and of workers started from environment variables)
+// equal the single-device run's, and every injected fault (a worker killed or stopped, a
+// daemon killed, a wrong token, a truncated plan, the client gone) ends the job
+// everywhere within a bound, with a message naming what happened, no process left
+// behind and the surviving daemons still serving.
+#include <netinet/in.h>
+#include <signal.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <fstream>
+#include <iterator>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "gtest/gtest.h"
+#include "tests/cluster/process.h"
+
+namespace oneflow::testing {
+namespace {
+
+using std::chrono::milliseconds;
+using Clock = std::chrono::steady_clock;
+
+std::string Runfile(const std::string& path) {
+  char cwd[4096];
+  return std::string(getcwd(cwd, sizeof(cwd))) + "/" + path;
+}
+
+std::string TempPath(const std::string& name) { return std::string(getenv("TEST_TMPDIR")) + "/" + name; }
+
+const std::string& Token() {
+  static const std::string* path = [] {
+    auto* p = new std::string(TempPath("token"));
+    std::ofstream(*p) << "s3cret-token\n";
+    chmod(p->c_str(), 0600);
+    return p;
+  }();
+  return *path;
+}
+
+// Compiles an example into a plan file; `flags` like {"--nodes=2", "--dp=2"}.
+std::string CompilePlan(const std::string& example, const std::vector<std::string>& flags, const std::string& name) {
+  const std::string out = TempPath(name + ".plan");
+  std::vector<std::string> argv = {Runfile("examples/" + example + "/" + example)};
+  argv.insert(argv.end(), flags.begin(), flags.end());
+  argv.push_back("--plan_out=" + out);
+  Process compile(argv);
+  EXPECT_TRUE(compile.Wait(milliseconds(60000)));
+  EXPECT_EQ(compile.exit_code(), 0) << compile.Stderr();
+  return out;
+}
+
+std::vector<double> Losses(const std::vector<std::string>& lines) {
+  std::vector<double> losses;
+  for (const std::string& line : lines) {
+    const size_t at = line.find("\"loss\": ");
+    if (at != std::string::npos) losses.push_back(std::stod(line.substr(at + 8)));
+  }
+  return losses;
+}
+
+int IterationOf(const std::string& line) {
+  const size_t at = line.find("{\"iter\": ");
+  return at == std::string::npos ? -1 : std::stoi(line.substr(at + 9));
+}
+
+// A port nothing listens on now.
+int FreePort() {
+  // Below Linux's ephemeral range (32768+), so no socket another process opens meanwhile
+  // (Gloo's and gRPC's listeners take ephemeral ports) can take it before rank 0 binds it.
+  for (int attempt = 0; attempt < 1000; ++attempt) {
+    const int port = 20000 + (getpid() * 7919 + attempt * 104729) % 12000;
+    const int fd = socket(AF_INET, SOCK_STREAM, 0);
+    sockaddr_in address{};
+    address.sin_family = AF_INET;
+    address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    address.sin_port = htons(static_cast<uint16_t>(port));
+    const bool free = bind(fd, reinterpret_cast<sockaddr*>(&address), sizeof(address)) == 0;
+    close(fd);
+    if (free) return port;
+  }
+  return 29500;
+}
+
+// `oneflow run PLAN` in one process: the reference curve.
+std::vector<double> RunInOneProcess(const std::string& plan, int iterations) {
+  Process run({Runfile("tools/cli/oneflow"), "run", plan, absl::StrCat("--iters=", iterations)});
+  EXPECT_TRUE(run.Wait(milliseconds(120000)));
+  EXPECT_EQ(run.exit_code(), 0) << run.Stderr();
+  return Losses(run.StdoutLines());
+}
+
+void ExpectSameCurve(const std::vector<double>& losses, const std::vector<double>& reference, const std::string& what) {
+  ASSERT_EQ(losses.size(), reference.size()) << what;
+  for (size_t i = 0; i < reference.size(); ++i) {
+    EXPECT_NEAR(losses[i], reference[i], 1e-4 * std::abs(reference[i]) + 1e-6) << what << " iteration " << i;
+  }
+}
+
+class Daemons {
+ public:
+  explicit Daemons(int count, const std::string& token_file = Token()) {
+    for (int i = 0; i < count; ++i) {
+      const std::string work_dir = TempPath(absl::StrCat("daemon", next_id_++));
+      mkdir(work_dir.c_str(), 0700);
+      daemons_.push_back(std::make_unique<Process>(std::vector<std::string>{
+          Runfile("tools/launcher/oneflowd"), "--listen=127.0.0.1:0", "--token_file=" + token_file,
+          "--work_dir=" + work_dir, "--worker_binary=" + Runfile("tools/worker/oneflow_worker")}));
+      std::optional<std::string> line = daemons_.back()->WaitForLine(
+          [](const std::string& l) { return l.rfind("oneflowd listening on ", 0) == 0; }, milliseconds(20000));
+      EXPECT_TRUE(line.has_value()) << daemons_.back()->Stderr();
+      addresses_.push_back(line ? line->substr(std::string("oneflowd listening on ").size()) : "");
+    }
+  }
+  std::string Nodes(int first = 0, int count = -1) const {
+    std::vector<std::string> parts(addresses_.begin() + first,
+                                   count < 0 ? addresses_.end() : addresses_.begin() + first + count);
+    return "--nodes=" + absl::StrJoin(parts, ",");
+  }
+  Process& daemon(int i) { return *daemons_[i]; }
+  bool Alive(int i) { return !daemons_[i]->Wait(milliseconds(0)); }
+
+ private:
+  static inline int next_id_ = 0;
+  std::vector<std::unique_ptr<Process>> daemons_;
+  std::vector<std::string> addresses_;
+};
+
+std::unique_ptr<Process> Launch(const Daemons& daemons, const std::string& plan, int iterations,
+                                const std::string& job_id, std::vector<std::string> extra = {},
+                                const std::string& nodes = "") {
+  std::vector<std::string> argv = {Runfile("tools/cli/oneflow"),
+                                   "launch",
+                                   nodes.empty() ? daemons.Nodes() : nodes,
+                                   "--token_file=" + Token(),
+                                   "--job_id=" + job_id,
+                                   plan,
+                                   absl::StrCat("--iters=", iterations)};
+  argv.insert(argv.end(), extra.begin(), extra.end());
+  return std::make_unique<Process>(argv);
+}
+
+// Pid of the worker of `job_id` on node `node` (-1 when there is none).
+pid_t WorkerPid(const std::string& job_id, int node) {
+  for (pid_t pid : ProcessesWithArgument("--job_id=" + job_id)) {
+    std::ifstream cmdline("/proc/" + std::to_string(pid) + "/cmdline", std::ios::binary);
+    std::string arguments((std::istreambuf_iterator<char>(cmdline)), std::istreambuf_iterator<char>());
+    if (arguments.find("oneflow_worker") != std::string::npos &&
+        arguments.find(absl::StrCat("--node_rank=", node, std::string(1, '\0'))) != std::string::npos) {
+      return pid;
+    }
+  }
+  return -1;
+}
+
+// Waits until no worker of `job_id` is left; false after `timeout`.
+bool NoWorkersLeft(const std::string& job_id, milliseconds timeout) {
+  const auto deadline = Clock::now() + timeout;
+  while (Clock::now() < deadline) {
+    bool any = false;
+    for (pid_t pid : ProcessesWithArgument("--job_id=" + job_id)) {
+      std::ifstream cmdline("/proc/" + std::to_string(pid) + "/cmdline", std::ios::binary);
+      std::string arguments((std::istreambuf_iterator<char>(cmdline)), std::istreambuf_iterator<char>());
+      any |= arguments.find("oneflow_worker") != std::string::npos;
+    }
+    if (!any) return true;
+    std::this_thread::sleep_for(milliseconds(50));
+  }
+  return false;
+}
+
+// A daemon still serves: a one-node job on it trains to the end.
+void ExpectServing(const Daemons& daemons, int index, const std::string& job_id) {
+  static const std::string one_node = CompilePlan("mlp", {"--batch=8", "--hidden=16"}, "serving");
+  std::unique_ptr<Process> launch = Launch(daemons, one_node, 2, job_id, {}, daemons.Nodes(index, 1));
+  ASSERT_TRUE(launch->Wait(milliseconds(60000)));
+  EXPECT_EQ(launch->exit_code(), 0) << "daemon " << index << " no longer serves: " << launch->Stderr();
+  EXPECT_EQ(Losses(launch->StdoutLines()).size(), 2u);
+}
+
+constexpr int kIterations = 12;
+
+TEST(ClusterTest, TwoDaemonsTrainLikeOneDevice) {
+  Daemons daemons(2);
+  const std::vector<std::string> mlp = {"--batch=32", "--in_features=16", "--hidden=32", "--classes=4"};
+  const std::vector<double> mlp_reference = RunInOneProcess(CompilePlan("mlp", mlp, "mlp1"), kIterations);
+  ASSERT_EQ(mlp_reference.size(), static_cast<size_t>(kIterations));
+  EXPECT_LT(mlp_reference.back(), mlp_reference.front());
+  struct Layout {
+    const char* name;
+    const char* job_id;
+    std::vector<std::string> flags;
+  };
+  for (const Layout& layout : {Layout{"dp=2 (across nodes) x tp=2", "mlp-dp2-tp2", {"--dp=2", "--tp=2"}},
+                               Layout{"tp=4 across nodes", "mlp-tp4", {"--dp=1", "--tp=4"}},
+                               Layout{"dp=4 across nodes", "mlp-dp4", {"--dp=4", "--tp=1"}}}) {
+    std::vector<std::string> flags = mlp;
+    flags.insert(flags.end(), {"--nodes=2", "--devices_per_node=2"});
+    flags.insert(flags.end(), layout.flags.begin(), layout.flags.end());
+    const std::string plan = CompilePlan("mlp", flags, "mlp2");
+    std::unique_ptr<Process> launch = Launch(daemons, plan, kIterations, layout.job_id);
+    ASSERT_TRUE(launch->Wait(milliseconds(120000))) << layout.name;
+    ASSERT_EQ(launch->exit_code(), 0) << layout.name << ": " << launch->Stderr();
+    ExpectSameCurve(Losses(launch->StdoutLines()), mlp_reference, absl::StrCat("mlp ", layout.name));
+  }
+  const std::vector<std::string> gpt = {"--batch=4", "--seq=8", "--layers=1", "--hidden=32", "--heads=4", "--vocab=32"};
+  const std::vector<double> gpt_reference = RunInOneProcess(CompilePlan("gpt", gpt, "gpt1"), kIterations);
+  std::vector<std::string> flags = gpt;
+  flags.insert(flags.end(), {"--nodes=2", "--devices_per_node=2", "--dp=2", "--tp=2"});
+  std::unique_ptr<Process> launch = Launch(daemons, CompilePlan("gpt", flags, "gpt2"), kIterations, "gpt-2x2");
+  ASSERT_TRUE(launch->Wait(milliseconds(120000)));
+  ASSERT_EQ(launch->exit_code(), 0) << launch->Stderr();
+  ExpectSameCurve(Losses(launch->StdoutLines()), gpt_reference, "gpt dp=2 x tp=2 on 2 nodes");
+}
+
+TEST(ClusterTest, ThreeDaemonsTrainLikeOneDevice) {
+  Daemons daemons(3);
+  const std::vector<std::string> mlp = {"--batch=24", "--in_features=16", "--hidden=36", "--classes=4"};
+  const std::vector<double> reference = RunInOneProcess(CompilePlan("mlp", mlp, "mlp3ref"), kIterations);
+  std::vector<std::string> flags = mlp;
+  flags.insert(flags.end(), {"--nodes=3", "--devices_per_node=2", "--dp=3", "--tp=2"});
+  std::unique_ptr<Process> launch = Launch(daemons, CompilePlan("mlp", flags, "mlp3"), kIterations, "mlp-3nodes");
+  ASSERT_TRUE(launch->Wait(milliseconds(120000)));
+  ASSERT_EQ(launch->exit_code(), 0) << launch->Stderr();
+  ExpectSameCurve(Losses(launch->StdoutLines()), reference, "mlp dp=3 x tp=2 on 3 nodes");
+}
+
+TEST(ClusterTest, WorkersFromEnvironmentVariablesWithoutDaemons) {
+  const std::vector<std::string> mlp = {"--batch=32", "--in_features=16", "--hidden=32", "--classes=4"};
+  const std::vector<double> reference = RunInOneProcess(CompilePlan("mlp", mlp, "envref"), kIterations);
+  std::vector<std::string> flags = mlp;
+  flags.insert(flags.end(), {"--nodes=2", "--devices_per_node=2", "--dp=2", "--tp=2"});
+  const std::string plan = CompilePlan("mlp", flags, "env");
+  const int port = FreePort();
+  std::vector<std::unique_ptr<Process>> workers;
+  for (int rank = 0; rank < 2; ++rank) {
+    workers.push_back(std::make_unique<Process>(
+        std::vector<std::string>{Runfile("tools/worker/oneflow_worker"), "--plan=" + plan,
+                                 absl::StrCat("--iters=", kIterations)},
+        std::map<std::string, std::string>{{"RANK", std::to_string(rank)},
+                                           {"WORLD_SIZE", "2"},
+                                           {"MASTER_ADDR", "127.0.0.1"},
+                                           {"MASTER_PORT", std::to_string(port)},
+                                           {"ONEFLOW_JOB_ID", "env-job"}}));
+  }
+  for (int rank = 0; rank < 2; ++rank) {
+    ASSERT_TRUE(workers[rank]->Wait(milliseconds(120000))) << "rank " << rank;
+    EXPECT_EQ(workers[rank]->exit_code(), 0) << "rank " << rank << ": " << workers[rank]->Stderr();
+  }
+  ExpectSameCurve(Losses(workers[0]->StdoutLines()), reference, "workers from RANK/WORLD_SIZE");
+  EXPECT_TRUE(workers[1]->StdoutLines().empty()) << "only rank 0 prints metrics";
+}
+
+// A long job on 2 daemons for the fault tests; returns once iteration 3 was reported.
+std::unique_ptr<Process> StartLongJob(const Daemons& daemons, const std::string& job_id,
+                                      std::vector<std::string> extra = {}) {
+  static const std::string plan =
+      CompilePlan("mlp", {"--batch=32", "--in_features=16", "--hidden=32", "--classes=4", "--nodes=2",
+                          "--devices_per_node=2", "--dp=2", "--tp=2"},
+                  "long");
+  std::unique_ptr<Process> launch = Launch(daemons, plan, 1000000, job_id, std::move(extra));
+  EXPECT_TRUE(launch->WaitForLine([](const std::string& line) { return IterationOf(line) >= 3; }, milliseconds(60000)))
+      << launch->Stderr();
+  return launch;
+}
+
+TEST(ClusterTest, SigkillOfAWorkerStopsTheJobEverywhere) {
+  Daemons daemons(2);
+  std::unique_ptr<Process> launch = StartLongJob(daemons, "kill-worker");
+  const pid_t victim = WorkerPid("kill-worker", 1);
+  ASSERT_GT(victim, 0);
+  const auto killed = Clock::now();
+  kill(victim, SIGKILL);
+  ASSERT_TRUE(launch->Wait(milliseconds(15000))) << "the client did not stop";
+  // The surviving worker aborts its communicators and exits within 5 s of the death.
+  EXPECT_TRUE(NoWorkersLeft("kill-worker", milliseconds(5000) - std::chrono::duration_cast<milliseconds>(Clock::now() - killed)));
+  EXPECT_NE(launch->exit_code(), 0);
+  const std::string error = launch->Stderr();
+  EXPECT_NE(error.find("node 1"), std::string::npos) << error;
+  EXPECT_NE(error.find("signal 9"), std::string::npos) << error;
+  EXPECT_NE(error.find("last completed collective"), std::string::npos) << error;
+  EXPECT_TRUE(daemons.Alive(0) && daemons.Alive(1));
+  ExpectServing(daemons, 0, "after-kill-0");
+  ExpectServing(daemons, 1, "after-kill-1");
+}
+
+TEST(ClusterTest, StoppedWorkerTimesOutAndTheJobStops) {
+  Daemons daemons(2);
+  std::unique_ptr<Process> launch = StartLongJob(daemons, "stop-worker", {"--collective_timeout_s=2"});
+  const pid_t victim = WorkerPid("stop-worker", 1);
+  ASSERT_GT(victim, 0);
+  kill(victim, SIGSTOP);
+  // Node 0's collective times out after 2 s; the client cancels node 1, whose daemon
+  // kills the stopped worker.
+  ASSERT_TRUE(launch->Wait(milliseconds(20000))) << "the client did not stop";
+  EXPECT_NE(launch->exit_code(), 0);
+  const std::string error = launch->Stderr();
+  EXPECT_NE(error.find("node 0"), std::string::npos) << error;
+  EXPECT_NE(error.find("collective"), std::string::npos) << error;
+  EXPECT_TRUE(NoWorkersLeft("stop-worker", milliseconds(8000)));
+  ExpectServing(daemons, 0, "after-stop-0");
+  ExpectServing(daemons, 1, "after-stop-1");
+}
+
+TEST(ClusterTest, KilledDaemonTakesItsWorkerAndTheJobStops) {
+  Daemons daemons(2);
+  std::unique_ptr<Process> launch = StartLongJob(daemons, "kill-daemon");
+  ASSERT_GT(WorkerPid("kill-daemon", 1), 0);
+  daemons.daemon(1).Signal(SIGKILL);
+  ASSERT_TRUE(launch->Wait(milliseconds(15000)));
+  EXPECT_NE(launch->exit_code(), 0);
+  EXPECT_NE(launch->Stderr().find("node 1"), std::string::npos) << launch->Stderr();
+  EXPECT_TRUE(NoWorkersLeft("kill-daemon", milliseconds(8000)));
+  EXPECT_TRUE(daemons.Alive(0));
+  ExpectServing(daemons, 0, "after-daemon-kill");
+}
+
+TEST(ClusterTest, ClientDisconnectCancelsTheJob) {
+  Daemons daemons(2);
+  std::unique_ptr<Process> launch = StartLongJob(daemons, "disconnect");
+  launch->Signal(SIGKILL);
+  EXPECT_TRUE(NoWorkersLeft("disconnect", milliseconds(10000)));
+  ExpectServing(daemons, 0, "after-disconnect-0");
+  ExpectServing(daemons, 1, "after-disconnect-1");
+}
+
+TEST(ClusterTest, SigtermOfTheClientCancelsEveryNode) {
+  Daemons daemons(2);
+  std::unique_ptr<Process> launch = StartLongJob(daemons, "sigterm");
+  launch->Signal(SIGTERM);
+  ASSERT_TRUE(launch->Wait(milliseconds(15000)));
+  EXPECT_NE(launch->exit_code(), 0);
+  EXPECT_TRUE(NoWorkersLeft("sigterm", milliseconds(5000)));
+}
+
+TEST(ClusterTest, WrongTokenAndTruncatedPlanAreRefusedBeforeAnythingStarts) {
+  Daemons daemons(2);
+  const std::string plan = CompilePlan("mlp", {"--nodes=2", "--devices_per_node=1", "--dp=2"}, "refused");
+  const std::string wrong = TempPath("wrong_token");
+  std::ofstream(wrong) << "not-the-token\n";
+  chmod(wrong.c_str(), 0600);
+  Process bad_token({Runfile("tools/cli/oneflow"), "launch", daemons.Nodes(), "--token_file=" + wrong,
+                     "--job_id=bad-token", plan, "--iters=3"});
+  ASSERT_TRUE(bad_token.Wait(milliseconds(20000)));
+  EXPECT_NE(bad_token.exit_code(), 0);
+  EXPECT_NE(bad_token.Stderr().find("wrong token"), std::string::npos) << bad_token.Stderr();
+  EXPECT_TRUE(NoWorkersLeft("bad-token", milliseconds(1000)));
+  // A truncated plan file is refused by the client naming the file.
+  std::ifstream in(plan, std::ios::binary);
+  std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  const std::string truncated = TempPath("truncated.plan");
+  std::ofstream(truncated, std::ios::binary) << bytes.substr(0, bytes.size() / 2);
+  std::unique_ptr<Process> launch = Launch(daemons, truncated, 3, "truncated");
+  ASSERT_TRUE(launch->Wait(milliseconds(20000)));
+  EXPECT_NE(launch->exit_code(), 0);
+  EXPECT_NE(launch->Stderr().find(truncated), std::string::npos) << launch->Stderr();
+  EXPECT_TRUE(NoWorkersLeft("truncated", milliseconds(1000)));
+  EXPECT_TRUE(daemons.Alive(0) && daemons.Alive(1));
+  ExpectServing(daemons, 0, "after-refusals");
+}
+
+}  // namespace
+}  // namespace oneflow::testing

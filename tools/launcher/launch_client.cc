@@ -1,0 +1,323 @@
+#include "tools/launcher/launch_client.h"
+
+#include <signal.h>
+
+#include <cmath>
+#include <cstring>
+#include <random>
+#include <set>
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "absl/time/clock.h"
+#include "compiler/plan_verifier.h"
+#include "grpcpp/client_context.h"
+#include "tools/launcher/address.h"
+#include "tools/launcher/auth.h"
+#include "tools/launcher/credentials.h"
+#include "tools/launcher/metrics_merger.h"
+#include "tools/launcher/submit_validation.h"
+
+namespace oneflow::launcher {
+namespace {
+
+constexpr absl::Duration kCancelCallTimeout = absl::Seconds(5);
+
+std::string GenerateJobId() {
+  std::random_device random;
+  return absl::StrCat("job-", absl::FormatTime("%Y%m%d-%H%M%S", absl::Now(), absl::LocalTimeZone()), "-",
+                      absl::StrFormat("%06x", random() & 0xffffff));
+}
+
+std::string SignalText(int signal) {
+  const char* name = strsignal(signal);
+  return absl::StrCat("signal ", signal, " (", name == nullptr ? "unknown" : name, ")");
+}
+
+}  // namespace
+
+// One node's daemon and what it told us.
+struct LaunchSession::Node {
+  int64_t rank = 0;
+  std::string address;
+  std::string host;
+  std::unique_ptr<proto::Launcher::Stub> stub;
+  grpc::ClientContext context;  // The Submit stream's; TryCancel cuts it.
+  std::thread follower;
+  bool started = false;
+  bool ended = false;
+  std::optional<proto::JobEvent> terminal;  // Finished or Failed
+  grpc::Status stream_status;               // When the stream ended without one.
+};
+
+LaunchSession::LaunchSession(proto::Plan plan, LaunchOptions options)
+    : plan_(std::move(plan)), options_(std::move(options)) {}
+
+absl::StatusOr<std::unique_ptr<LaunchSession>> LaunchSession::Create(proto::Plan plan, LaunchOptions options) {
+  const int64_t num_nodes = plan.cluster().num_nodes();
+  const int64_t given = static_cast<int64_t>(options.nodes.size());
+  if (given != num_nodes) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "--nodes lists ", given, given == 1 ? " daemon" : " daemons", " but the plan's cluster has ", num_nodes,
+        num_nodes == 1 ? " node" : " nodes", " (cluster.num_nodes): give one HOST:PORT per node, node 0 first"));
+  }
+  if (absl::Status status = VerifyPlan(plan); !status.ok()) {
+    return absl::InvalidArgumentError(absl::StrCat("the plan fails verification: ", status.message()));
+  }
+  if (options.iterations < 1) {
+    return absl::InvalidArgumentError(absl::StrCat("--iters=", options.iterations, " must be >= 1"));
+  }
+  if (!std::isfinite(options.collective_timeout_s) || options.collective_timeout_s < 0) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--collective_timeout_s=", options.collective_timeout_s, " must be a number of seconds >= 0"));
+  }
+  if (options.token.empty()) return absl::InvalidArgumentError("no token (--token_file)");
+  if (options.job_id.empty()) options.job_id = GenerateJobId();
+  if (absl::Status status = ValidateJobId(options.job_id); !status.ok()) {
+    return absl::InvalidArgumentError(absl::StrCat("--job_id: ", status.message()));
+  }
+  auto session = std::unique_ptr<LaunchSession>(new LaunchSession(std::move(plan), std::move(options)));
+  std::set<std::string> seen;
+  for (int64_t i = 0; i < num_nodes; ++i) {
+    const std::string& entry = session->options_.nodes[i];
+    absl::StatusOr<HostPort> address = ParseHostPort(entry, absl::StrCat("--nodes entry ", i));
+    if (!address.ok()) return address.status();
+    if (address->port == 0) {
+      return absl::InvalidArgumentError(absl::StrCat("--nodes entry ", i, " '", entry, "' has port 0; give the port the daemon printed"));
+    }
+    if (!seen.insert(entry).second) {
+      return absl::InvalidArgumentError(absl::StrCat("--nodes lists ", entry,
+                                                     " twice; every node needs its own daemon"));
+    }
+    absl::StatusOr<std::shared_ptr<grpc::Channel>> channel = MakeChannel(entry, session->options_.tls_ca_file);
+    if (!channel.ok()) return channel.status();
+    auto node = std::make_unique<Node>();
+    node->rank = i;
+    node->address = entry;
+    node->host = address->host;
+    node->stub = proto::Launcher::NewStub(*channel);
+    session->nodes_.push_back(std::move(node));
+  }
+  return session;
+}
+
+LaunchSession::~LaunchSession() {
+  for (auto& node : nodes_) {
+    if (node->follower.joinable()) {
+      node->context.TryCancel();
+      node->follower.join();
+    }
+  }
+  for (std::thread& canceller : cancellers_) canceller.join();
+}
+
+std::string LaunchSession::NodeName(int64_t node) const {
+  return absl::StrCat("node ", node, " (", nodes_[node]->address, ")");
+}
+
+void LaunchSession::Push(Item item) {
+  absl::MutexLock lock(&mutex_);
+  items_.push_back(std::move(item));
+}
+
+std::optional<LaunchSession::Item> LaunchSession::Pop(absl::Time deadline) {
+  absl::MutexLock lock(&mutex_);
+  auto ready = [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mutex_) { return !items_.empty(); };
+  if (!mutex_.AwaitWithDeadline(absl::Condition(&ready), deadline)) return std::nullopt;
+  Item item = std::move(items_.front());
+  items_.pop_front();
+  return item;
+}
+
+void LaunchSession::Interrupt(int signal) {
+  Item item;
+  item.kind = Item::kInterrupt;
+  item.signal = signal;
+  Push(std::move(item));
+}
+
+void LaunchSession::Follow(Node* node) {
+  proto::SubmitRequest request;
+  request.set_job_id(options_.job_id);
+  *request.mutable_plan() = plan_;
+  request.set_node_rank(node->rank);
+  proto::RunOptions* run = request.mutable_options();
+  run->set_iterations(options_.iterations);
+  run->set_collective_timeout_s(options_.collective_timeout_s);
+  run->set_rendezvous_address(options_.nodes[0]);
+  run->set_worker_host(node->host);
+  AttachToken(&node->context, options_.token);
+  std::unique_ptr<grpc::ClientReader<proto::JobEvent>> reader = node->stub->Submit(&node->context, request);
+  request.Clear();  // The plan may be large; the stream has sent it.
+  proto::JobEvent event;
+  while (reader->Read(&event)) {
+    Item item;
+    item.kind = Item::kEvent;
+    item.node = node->rank;
+    item.event = std::move(event);
+    Push(std::move(item));
+    event.Clear();
+  }
+  Item end;
+  end.kind = Item::kStreamEnd;
+  end.node = node->rank;
+  end.status = reader->Finish();
+  Push(std::move(end));
+}
+
+void LaunchSession::CancelEverywhere() {
+  for (auto& owned : nodes_) {
+    Node* node = owned.get();
+    if (node->ended) continue;
+    if (!node->started) {
+      // Its daemon may not have the job yet (a Cancel would find nothing); cutting the
+      // stream makes the daemon cancel it as soon as it exists.
+      node->context.TryCancel();
+      continue;
+    }
+    // A Cancel call (rather than cutting the stream) lets the daemon report the worker's
+    // end, with its progress, on the stream.
+    cancellers_.emplace_back([this, node] {
+      grpc::ClientContext context;
+      AttachToken(&context, options_.token);
+      context.set_deadline(absl::ToChronoTime(absl::Now() + kCancelCallTimeout));
+      proto::CancelRequest request;
+      request.set_job_id(options_.job_id);
+      proto::CancelResponse response;
+      if (!node->stub->Cancel(&context, request, &response).ok()) node->context.TryCancel();
+    });
+  }
+}
+
+absl::Status LaunchSession::Run() {
+  for (auto& node : nodes_) node->follower = std::thread(&LaunchSession::Follow, this, node.get());
+  MetricsMerger merger(static_cast<int64_t>(nodes_.size()), plan_.job().batch_size());
+  bool cancelling = false;
+  absl::Time cancel_deadline = absl::InfiniteFuture();
+  std::string headline;
+  absl::StatusCode code = absl::StatusCode::kOk;
+  auto fail = [&](absl::StatusCode failure_code, std::string text) {
+    if (cancelling) return;
+    cancelling = true;
+    code = failure_code;
+    headline = std::move(text);
+    cancel_deadline = absl::Now() + options_.cancel_wait;
+    CancelEverywhere();
+  };
+  auto all_ended = [&] {
+    for (const auto& node : nodes_) {
+      if (!node->ended) return false;
+    }
+    return true;
+  };
+  while (!all_ended()) {
+    std::optional<Item> item = Pop(cancel_deadline);
+    if (!item.has_value()) break;  // The cancel wait is over.
+    if (item->kind == Item::kInterrupt) {
+      fail(absl::StatusCode::kCancelled,
+           absl::StrCat("job '", options_.job_id, "' cancelled by ", SignalText(item->signal)));
+      continue;
+    }
+    Node& node = *nodes_[item->node];
+    if (item->kind == Item::kStreamEnd) {
+      if (node.ended) continue;  // The normal end after a terminal event.
+      node.ended = true;
+      node.stream_status = item->status;
+      const std::string message = item->status.error_message();
+      if (item->status.error_code() == grpc::StatusCode::UNAVAILABLE) {
+        fail(absl::StatusCode::kUnavailable,
+             absl::StrCat("job '", options_.job_id, "' failed: ", NodeName(node.rank),
+                          node.started ? " became unreachable: " : " is unreachable: ", message));
+      } else if (!node.started) {
+        fail(static_cast<absl::StatusCode>(item->status.error_code()),
+             absl::StrCat("job '", options_.job_id, "' failed: ", NodeName(node.rank), " refused the job: ", message));
+      } else {
+        fail(absl::StatusCode::kAborted, absl::StrCat("job '", options_.job_id, "' failed: ", NodeName(node.rank),
+                                                      " ended its event stream early: ", message));
+      }
+      continue;
+    }
+    const proto::JobEvent& event = item->event;
+    switch (event.event_case()) {
+      case proto::JobEvent::kStarted:
+        node.started = true;
+        // Started after a failure elsewhere: the job exists there now, cancel it too.
+        if (cancelling) CancelEverywhere();
+        break;
+      case proto::JobEvent::kMetrics:
+        if (cancelling) break;
+        for (const proto::IterationMetrics& merged : merger.Add(node.rank, event.metrics())) {
+          if (options_.on_metrics) options_.on_metrics(merged);
+        }
+        break;
+      case proto::JobEvent::kLog:
+        if (options_.on_log) options_.on_log(node.rank, event.log().text());
+        break;
+      case proto::JobEvent::kFinished:
+        node.ended = true;
+        node.terminal = event;
+        break;
+      case proto::JobEvent::kFailed:
+        node.ended = true;
+        node.terminal = event;
+        fail(absl::StatusCode::kAborted, absl::StrCat("job '", options_.job_id, "' failed on ", NodeName(node.rank),
+                                                      ": ", event.failed().reason()));
+        break;
+      default:
+        break;
+    }
+  }
+  // Whoever has not answered by now is cut off (their daemons cancel on disconnect).
+  for (auto& node : nodes_) {
+    if (!node->ended) node->context.TryCancel();
+  }
+  for (auto& node : nodes_) node->follower.join();
+  for (std::thread& canceller : cancellers_) canceller.join();
+  cancellers_.clear();
+  if (!cancelling) return absl::OkStatus();
+  return absl::Status(code, Report(headline));
+}
+
+std::string LaunchSession::Report(const std::string& headline) const {
+  std::string text = headline;
+  for (const auto& node : nodes_) {
+    absl::StrAppend(&text, "\n  ", NodeName(node->rank), ": ");
+    const google::protobuf::RepeatedPtrField<proto::DeviceProgress>* progress = nullptr;
+    if (!node->terminal.has_value()) {
+      if (!node->ended) {
+        absl::StrAppend(&text, "no end reported within ", absl::FormatDuration(options_.cancel_wait),
+                        " (its stream was cut; its daemon cancels the job)");
+      } else if (!node->started) {
+        absl::StrAppend(&text, "did not start: ", node->stream_status.error_message());
+      } else {
+        absl::StrAppend(&text, "lost: ", node->stream_status.error_message());
+      }
+    } else if (node->terminal->has_finished()) {
+      absl::StrAppend(&text, "finished");
+      progress = &node->terminal->finished().progress();
+    } else {
+      const proto::JobEvent::Failed& failed = node->terminal->failed();
+      absl::StrAppend(&text, failed.cancelled() ? "cancelled" : "failed");
+      if (failed.signal() != 0) absl::StrAppend(&text, ", ", SignalText(failed.signal()));
+      if (failed.signal() == 0 && failed.exit_code() != 0) absl::StrAppend(&text, ", exit code ", failed.exit_code());
+      progress = &failed.progress();
+    }
+    if (progress == nullptr) continue;
+    if (progress->empty()) absl::StrAppend(&text, "\n    no progress recorded (the worker left no status file)");
+    for (const proto::DeviceProgress& device : *progress) {
+      std::string where = absl::StrCat("device ", device.device());
+      if (device.device() >= 0 && device.device() < plan_.devices_size()) {
+        const proto::DeviceId& id = plan_.devices(static_cast<int>(device.device())).device();
+        absl::StrAppend(&where, " (", id.node(), ":", id.device(), ")");
+      }
+      const std::string last = device.completed_collectives() > 0 ? absl::StrCat(device.completed_collectives() - 1)
+                                                                  : std::string("none");
+      absl::StrAppend(&text, "\n    ", where, ": last completed collective ", last, " (",
+                      device.completed_iterations(), device.completed_iterations() == 1 ? " iteration)" : " iterations)");
+    }
+  }
+  return text;
+}
+
+}  // namespace oneflow::launcher

@@ -1,0 +1,102 @@
+// The client side of `oneflow launch`: submits a plan to one daemon per node and follows
+// the job to its end (tools/cli/launch_command.cc is the flag handling around it).
+//
+// Node i's daemon gets node_rank i; the workers meet at node 0's daemon (the rendezvous)
+// and bind to the host part of their own node's entry. The Submit streams run in
+// parallel; per-node metrics merge into one line per iteration (metrics_merger.h);
+// worker log lines go to on_log. The job succeeds only when every node reports
+// Finished. On the first failure (a Failed event, a refused Submit, a stream that breaks:
+// the daemon became unreachable) or an Interrupt, the job is cancelled on every node,
+// their terminal events are awaited (cancel_wait at most), and Run returns one error that
+// names the node and what happened, then every node's devices' last completed collective:
+//
+//   job 'j1' failed on node 1 (127.0.0.1:5002): node 1 worker (pid 4242) was killed by signal 9 (Killed)
+//     node 0 (127.0.0.1:5001): cancelled
+//       device 0 (0:0): last completed collective 6 (3 iterations)
+//     node 1 (127.0.0.1:5002): failed
+//       device 1 (1:0): last completed collective 5 (3 iterations)
+#ifndef TOOLS_LAUNCHER_LAUNCH_CLIENT_H_
+#define TOOLS_LAUNCHER_LAUNCH_CLIENT_H_
+
+#include <cstdint>
+#include <deque>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/status/statusor.h"
+#include "absl/synchronization/mutex.h"
+#include "absl/time/time.h"
+#include "proto/launcher.grpc.pb.h"
+#include "proto/plan.pb.h"
+
+namespace oneflow::launcher {
+
+struct LaunchOptions {
+  // host:port of each node's daemon, node 0 first; as many as the plan's nodes.
+  std::vector<std::string> nodes;
+  std::string token;
+  // PEM certificate(s) to verify TLS daemons with; empty: plaintext.
+  std::string tls_ca_file;
+  // Empty: generated ("job-20240131-101500-1a2b3c").
+  std::string job_id;
+  int64_t iterations = 10;
+  // Passed to the workers (0: their default).
+  double collective_timeout_s = 0;
+  // After a failure, how long the other nodes get to report their end.
+  absl::Duration cancel_wait = absl::Seconds(10);
+  // Called on Run's thread: each merged iteration, each worker output line.
+  std::function<void(const proto::IterationMetrics& metrics)> on_metrics;
+  std::function<void(int64_t node, const std::string& line)> on_log;
+};
+
+class LaunchSession {
+ public:
+  // INVALID_ARGUMENT when the options do not fit the plan (the number of --nodes entries
+  // against the plan's num_nodes, a malformed or repeated entry, a bad job id, a plan the
+  // verifier refuses); the TLS CA file's errors. Connects to nothing yet.
+  static absl::StatusOr<std::unique_ptr<LaunchSession>> Create(proto::Plan plan, LaunchOptions options);
+  ~LaunchSession();
+
+  const std::string& job_id() const { return options_.job_id; }
+
+  // Runs the job to its end on every node (call once). OK only when every node finished.
+  absl::Status Run();
+  // Cancels the job on every node: Run then returns CANCELLED "job '...' cancelled by
+  // signal N (...)". Any thread, any time (also before Run).
+  void Interrupt(int signal);
+
+ private:
+  struct Node;
+  struct Item {
+    enum Kind { kEvent, kStreamEnd, kInterrupt } kind;
+    int64_t node = -1;
+    proto::JobEvent event;
+    grpc::Status status;
+    int signal = 0;
+  };
+
+  LaunchSession(proto::Plan plan, LaunchOptions options);
+  void Push(Item item);
+  std::optional<Item> Pop(absl::Time deadline);
+  void Follow(Node* node);
+  void CancelEverywhere();
+  std::string NodeName(int64_t node) const;
+  std::string Report(const std::string& headline) const;
+
+  const proto::Plan plan_;
+  LaunchOptions options_;
+  std::vector<std::unique_ptr<Node>> nodes_;
+  std::vector<std::thread> cancellers_;
+
+  absl::Mutex mutex_;
+  std::deque<Item> items_ ABSL_GUARDED_BY(mutex_);
+};
+
+}  // namespace oneflow::launcher
+
+#endif  // TOOLS_LAUNCHER_LAUNCH_CLIENT_H_

@@ -1,0 +1,213 @@
+// `oneflow launch` (the real CLI binary) against two real daemons running the fake
+// worker: merged metrics, exit codes, the failure report, cancellation by signal.
+#include <fcntl.h>
+#include <signal.h>
+#include <spawn.h>
+#include <sys/wait.h>
+
+#include <fstream>
+#include <regex>
+#include <sstream>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
+#include "absl/time/clock.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "tools/cli/plan_io.h"
+#include "tools/launcher/testing/daemon_process.h"
+#include "tools/launcher/testing/test_plans.h"
+
+extern char** environ;
+
+namespace oneflow::launcher {
+namespace {
+
+using ::testing::HasSubstr;
+using testing::DaemonProcess;
+
+constexpr char kOneflowBinary[] = "tools/cli/oneflow";
+
+std::string ReadFile(const std::string& path) {
+  std::ifstream file(path);
+  std::stringstream text;
+  text << file.rdbuf();
+  return text.str();
+}
+
+// A running `oneflow launch`, its stdout and stderr going to files.
+class LaunchProcess {
+ public:
+  LaunchProcess(const proto::Plan& plan, std::vector<std::string> flags) {
+    const std::string directory = testing::TestDirectory("launch");
+    const std::string plan_file = directory + "/job.plan";
+    EXPECT_TRUE(cli::WritePlanFile(plan_file, plan).ok());
+    stdout_file_ = directory + "/stdout";
+    stderr_file_ = directory + "/stderr";
+    std::vector<std::string> arguments = {kOneflowBinary, "launch", plan_file};
+    arguments.insert(arguments.end(), flags.begin(), flags.end());
+    std::vector<char*> argv;
+    for (std::string& argument : arguments) argv.push_back(argument.data());
+    argv.push_back(nullptr);
+    posix_spawn_file_actions_t actions;
+    posix_spawn_file_actions_init(&actions);
+    posix_spawn_file_actions_addopen(&actions, STDOUT_FILENO, stdout_file_.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    posix_spawn_file_actions_addopen(&actions, STDERR_FILENO, stderr_file_.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    EXPECT_EQ(posix_spawn(&pid_, kOneflowBinary, &actions, nullptr, argv.data(), environ), 0);
+    posix_spawn_file_actions_destroy(&actions);
+  }
+  ~LaunchProcess() {
+    if (!exited_) {
+      kill(pid_, SIGKILL);
+      waitpid(pid_, nullptr, 0);
+    }
+  }
+
+  // The exit code (-1: still running after `timeout`, or killed by a signal).
+  int Wait(absl::Duration timeout = absl::Seconds(40)) {
+    const absl::Time deadline = absl::Now() + timeout;
+    while (absl::Now() < deadline) {
+      int status;
+      if (waitpid(pid_, &status, WNOHANG) == pid_) {
+        exited_ = true;
+        return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+      }
+      absl::SleepFor(absl::Milliseconds(20));
+    }
+    return -1;
+  }
+  void Signal(int signal) { kill(pid_, signal); }
+  std::string Stdout() const { return ReadFile(stdout_file_); }
+  std::string Stderr() const { return ReadFile(stderr_file_); }
+
+  // Waits until stderr has `count` lines "[node N] fake worker pid P on node N" and
+  // returns their pids.
+  std::vector<pid_t> WorkerPids(size_t count) const {
+    std::vector<pid_t> pids;
+    for (int i = 0; i < 1000 && pids.size() < count; ++i) {
+      pids.clear();
+      const std::string text = Stderr();
+      static const std::regex pattern(R"(\[node [0-9]+\] fake worker pid ([0-9]+) on node)");
+      for (auto it = std::sregex_iterator(text.begin(), text.end(), pattern); it != std::sregex_iterator(); ++it) {
+        pids.push_back(std::stoi((*it)[1]));
+      }
+      if (pids.size() < count) absl::SleepFor(absl::Milliseconds(20));
+    }
+    return pids;
+  }
+
+ private:
+  pid_t pid_ = -1;
+  bool exited_ = false;
+  std::string stdout_file_, stderr_file_;
+};
+
+class LaunchTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    for (int i = 0; i < 2; ++i) {
+      absl::StatusOr<std::unique_ptr<DaemonProcess>> daemon = DaemonProcess::Start(absl::StrCat("node", i));
+      ASSERT_TRUE(daemon.ok()) << daemon.status();
+      daemons_.push_back(*std::move(daemon));
+    }
+  }
+
+  std::vector<std::string> Flags(std::vector<std::string> more = {}) const {
+    std::vector<std::string> flags = {
+        absl::StrCat("--nodes=", daemons_[0]->address(), ",", daemons_[1]->address()),
+        absl::StrCat("--token_file=", daemons_[0]->token_file()), "--job_id=launched",
+        "--collective_timeout_s=20"};
+    flags.insert(flags.end(), more.begin(), more.end());
+    return flags;
+  }
+
+  std::vector<std::unique_ptr<DaemonProcess>> daemons_;
+};
+
+TEST_F(LaunchTest, MergesTheNodesMetricsIntoOneLinePerIteration) {
+  LaunchProcess launch(testing::FakeJobPlan("fake:finish", 2), Flags({"--iters=4"}));
+  ASSERT_EQ(launch.Wait(), 0) << launch.Stderr();
+  // Loss from node 0 (10/(i+1)), step the slower node's (node 1: 6 ms), 64 samples / 6 ms.
+  EXPECT_EQ(launch.Stdout(),
+            "{\"iter\": 0, \"loss\": 10, \"step_ms\": 6.000, \"samples_per_s\": 10666.7}\n"
+            "{\"iter\": 1, \"loss\": 5, \"step_ms\": 6.000, \"samples_per_s\": 10666.7}\n"
+            "{\"iter\": 2, \"loss\": 3.33333, \"step_ms\": 6.000, \"samples_per_s\": 10666.7}\n"
+            "{\"iter\": 3, \"loss\": 2.5, \"step_ms\": 6.000, \"samples_per_s\": 10666.7}\n");
+  const std::string err = launch.Stderr();
+  EXPECT_THAT(err, HasSubstr("oneflow launch: job 'launched' on 2 nodes"));
+  EXPECT_THAT(err, HasSubstr("] fake worker pid "));
+  EXPECT_THAT(err, ::testing::ContainsRegex(R"(\[node 0\] fake worker pid [0-9]+ on node 0)"));
+  EXPECT_THAT(err, ::testing::ContainsRegex(R"(\[node 1\] fake worker pid [0-9]+ on node 1)"));
+  // Each worker was told its own node's host and node 0's daemon as the rendezvous.
+  EXPECT_THAT(err, HasSubstr(absl::StrCat("--rendezvous=", daemons_[0]->address())));
+  EXPECT_THAT(err, HasSubstr("--node_rank=1"));
+}
+
+TEST_F(LaunchTest, MetricsFlagWritesTheLinesToAFile) {
+  const std::string metrics = testing::TestDirectory("metrics") + "/metrics.jsonl";
+  LaunchProcess launch(testing::FakeJobPlan("fake:finish", 2), Flags({"--iters=2", "--metrics=" + metrics}));
+  ASSERT_EQ(launch.Wait(), 0) << launch.Stderr();
+  EXPECT_EQ(launch.Stdout(), "");
+  EXPECT_EQ(std::vector<std::string>(absl::StrSplit(ReadFile(metrics), '\n', absl::SkipEmpty())).size(), 2u);
+}
+
+TEST_F(LaunchTest, ACrashedNodeFailsTheJobWithAReport) {
+  LaunchProcess launch(testing::FakeJobPlan("fake:hang;node1=crash_after=2", 2), Flags({"--iters=10"}));
+  const std::vector<pid_t> pids = launch.WorkerPids(2);
+  ASSERT_EQ(launch.Wait(), 1) << launch.Stderr();
+  const std::string err = launch.Stderr();
+  const std::string node0 = absl::StrCat("node 0 (", daemons_[0]->address(), ")");
+  const std::string node1 = absl::StrCat("node 1 (", daemons_[1]->address(), ")");
+  EXPECT_THAT(err, ::testing::ContainsRegex(absl::StrCat(
+                       R"(oneflow launch: job 'launched' failed on node 1 \()", daemons_[1]->address(),
+                       R"(\): node 1 worker \(pid [0-9]+\) was killed by signal 9 \(Killed\))")));
+  EXPECT_THAT(err, HasSubstr(absl::StrCat("\n  ", node0, ": cancelled, signal 15 (Terminated)\n"
+                                          "    device 0 (0:0): last completed collective 1 (1 iteration)\n")));
+  EXPECT_THAT(err, HasSubstr(absl::StrCat("\n  ", node1, ": failed, signal 9 (Killed)\n"
+                                          "    device 1 (1:0): last completed collective 3 (2 iterations)")));
+  ASSERT_EQ(pids.size(), 2u);
+  for (pid_t pid : pids) EXPECT_TRUE(testing::WaitProcessGone(pid, absl::Seconds(10))) << pid;
+}
+
+TEST_F(LaunchTest, WrongNumberOfNodesIsAClearError) {
+  LaunchProcess launch(testing::FakeJobPlan("fake:finish", 2),
+                       {absl::StrCat("--nodes=", daemons_[0]->address()),
+                        absl::StrCat("--token_file=", daemons_[0]->token_file())});
+  EXPECT_EQ(launch.Wait(), 1);
+  EXPECT_THAT(launch.Stderr(), HasSubstr("--nodes lists 1 daemon but the plan's cluster has 2 nodes"));
+}
+
+TEST_F(LaunchTest, WrongTokenIsRefusedByTheDaemons) {
+  const std::string token = testing::WriteTokenFile("not-the-token");
+  LaunchProcess launch(testing::FakeJobPlan("fake:finish", 2),
+                       {absl::StrCat("--nodes=", daemons_[0]->address(), ",", daemons_[1]->address()),
+                        absl::StrCat("--token_file=", token)});
+  EXPECT_EQ(launch.Wait(), 1);
+  EXPECT_THAT(launch.Stderr(), HasSubstr("refused the job: Launcher.Submit: wrong token"));
+}
+
+TEST_F(LaunchTest, SigtermCancelsTheJobOnEveryNode) {
+  LaunchProcess launch(testing::FakeJobPlan("fake:hang", 2), Flags());
+  const std::vector<pid_t> pids = launch.WorkerPids(2);
+  ASSERT_EQ(pids.size(), 2u) << launch.Stderr();
+  launch.Signal(SIGTERM);
+  EXPECT_EQ(launch.Wait(absl::Seconds(20)), 1);
+  const std::string err = launch.Stderr();
+  EXPECT_THAT(err, HasSubstr("oneflow launch: job 'launched' cancelled by signal 15 (Terminated)"));
+  EXPECT_THAT(err, HasSubstr(absl::StrCat("node 1 (", daemons_[1]->address(), "): cancelled")));
+  for (pid_t pid : pids) EXPECT_TRUE(testing::WaitProcessGone(pid, absl::Seconds(10))) << pid;
+}
+
+TEST_F(LaunchTest, ADaemonDyingMidJobFailsThatNode) {
+  LaunchProcess launch(testing::FakeJobPlan("fake:hang", 2), Flags());
+  const std::vector<pid_t> pids = launch.WorkerPids(2);
+  ASSERT_EQ(pids.size(), 2u) << launch.Stderr();
+  daemons_[1]->Signal(SIGKILL);
+  EXPECT_EQ(launch.Wait(absl::Seconds(30)), 1);
+  EXPECT_THAT(launch.Stderr(),
+              HasSubstr(absl::StrCat("job 'launched' failed: node 1 (", daemons_[1]->address(), ") became unreachable: ")));
+  EXPECT_TRUE(testing::WaitProcessGone(pids[0], absl::Seconds(10)));
+}
+
+}  // namespace
+}  // namespace oneflow::launcher

@@ -1,0 +1,41 @@
+#include "tools/launcher/metrics_merger.h"
+
+#include <algorithm>
+
+#include "actors/metrics.h"
+
+namespace oneflow::launcher {
+
+std::string MetricsJsonLine(const proto::IterationMetrics& m) {
+  actors::IterationMetrics metrics;
+  metrics.iteration = m.iteration();
+  metrics.loss = static_cast<float>(m.loss());
+  metrics.step_ms = m.step_ms();
+  metrics.samples_per_s = m.samples_per_s();
+  return actors::MetricsJsonLine(metrics);
+}
+
+std::vector<proto::IterationMetrics> MetricsMerger::Add(int64_t node, const proto::IterationMetrics& metrics) {
+  std::vector<proto::IterationMetrics> complete;
+  // Workers count iterations from 0; should one count from 1, the first report (every
+  // node's first is the same iteration) sets where the job starts.
+  if (next_ < 0) next_ = metrics.iteration();
+  if (metrics.iteration() < next_) return complete;  // A repeat of an iteration already out.
+  Partial& partial = partial_[metrics.iteration()];
+  ++partial.reported;
+  if (node == 0) partial.loss = metrics.loss();
+  partial.step_ms = std::max(partial.step_ms, metrics.step_ms());
+  while (!partial_.empty() && partial_.begin()->first == next_ && partial_.begin()->second.reported >= num_nodes_) {
+    const Partial& done = partial_.begin()->second;
+    proto::IterationMetrics& merged = complete.emplace_back();
+    merged.set_iteration(next_);
+    merged.set_loss(done.loss);
+    merged.set_step_ms(done.step_ms);
+    merged.set_samples_per_s(done.step_ms > 0 ? static_cast<double>(batch_size_) * 1000.0 / done.step_ms : 0.0);
+    partial_.erase(partial_.begin());
+    ++next_;
+  }
+  return complete;
+}
+
+}  // namespace oneflow::launcher

@@ -1,0 +1,74 @@
+#include "tools/launcher/submit_validation.h"
+
+#include <cmath>
+
+#include "absl/strings/ascii.h"
+#include "absl/strings/str_cat.h"
+#include "compiler/plan_verifier.h"
+#include "tools/launcher/address.h"
+#include "tools/launcher/worker_status_file.h"
+
+namespace oneflow::launcher {
+
+absl::Status ValidateJobId(absl::string_view job_id) {
+  if (job_id.empty()) return absl::InvalidArgumentError("the job id is empty");
+  if (job_id.size() > 128) {
+    return absl::InvalidArgumentError(absl::StrCat("job id '", job_id, "' is longer than 128 characters"));
+  }
+  if (job_id.front() == '.') {
+    return absl::InvalidArgumentError(absl::StrCat("job id '", job_id, "' starts with '.'"));
+  }
+  for (char c : job_id) {
+    if (!absl::ascii_isalnum(static_cast<unsigned char>(c)) && c != '.' && c != '_' && c != '-') {
+      return absl::InvalidArgumentError(
+          absl::StrCat("job id '", job_id, "' has '", std::string(1, c), "'; use letters, digits, '.', '_', '-'"));
+    }
+  }
+  return absl::OkStatus();
+}
+
+absl::Status ValidateSubmitRequest(const proto::SubmitRequest& request, int64_t max_plan_bytes) {
+  if (absl::Status status = ValidateJobId(request.job_id()); !status.ok()) return status;
+  const int64_t plan_bytes = static_cast<int64_t>(request.plan().ByteSizeLong());
+  if (plan_bytes > max_plan_bytes) {
+    return absl::ResourceExhaustedError(absl::StrCat("the plan is ", plan_bytes, " bytes, over this daemon's --max_plan_bytes=",
+                                                     max_plan_bytes));
+  }
+  if (absl::Status status = VerifyPlan(request.plan()); !status.ok()) {
+    return absl::InvalidArgumentError(absl::StrCat("the plan fails verification: ", status.message()));
+  }
+  const int64_t nodes = request.plan().cluster().num_nodes();
+  if (nodes < 1) {
+    return absl::InvalidArgumentError(absl::StrCat("the plan's cluster has num_nodes=", nodes, "; it must be >= 1"));
+  }
+  const int64_t rank = request.node_rank();
+  if (rank < 0 || rank >= nodes) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("node_rank ", rank, " is outside the plan's cluster of ", nodes, " nodes (0..", nodes - 1, ")"));
+  }
+  if (NodeDeviceIndices(request.plan(), rank).empty()) {
+    return absl::InvalidArgumentError(absl::StrCat("the plan has no device on node ", rank));
+  }
+  const proto::RunOptions& options = request.options();
+  if (options.iterations() < 1) {
+    return absl::InvalidArgumentError(absl::StrCat("options.iterations=", options.iterations(), " must be >= 1"));
+  }
+  if (!std::isfinite(options.collective_timeout_s()) || options.collective_timeout_s() < 0) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("options.collective_timeout_s=", options.collective_timeout_s(), " must be a number >= 0"));
+  }
+  if (absl::Status status = ParseHostPort(options.rendezvous_address(), "options.rendezvous_address").status();
+      !status.ok()) {
+    return status;
+  }
+  for (char c : options.worker_host()) {
+    if (!absl::ascii_isalnum(static_cast<unsigned char>(c)) && c != '.' && c != '-' && c != ':' && c != '[' &&
+        c != ']' && c != '_') {
+      return absl::InvalidArgumentError(
+          absl::StrCat("options.worker_host='", options.worker_host(), "' is not a host name or address"));
+    }
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace oneflow::launcher

@@ -1,0 +1,81 @@
+#include "tools/launcher/submit_validation.h"
+
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "tools/launcher/testing/test_plans.h"
+
+namespace oneflow::launcher {
+namespace {
+
+using ::testing::HasSubstr;
+
+constexpr int64_t kLimit = 1 << 20;
+
+proto::SubmitRequest Request(int64_t nodes = 2, int64_t rank = 1) {
+  proto::SubmitRequest request;
+  request.set_job_id("job-1");
+  *request.mutable_plan() = testing::FakeJobPlan("fake:finish", nodes);
+  request.set_node_rank(rank);
+  request.mutable_options()->set_iterations(3);
+  request.mutable_options()->set_rendezvous_address("127.0.0.1:5001");
+  return request;
+}
+
+TEST(SubmitValidationTest, AcceptsAValidRequest) {
+  EXPECT_TRUE(ValidateSubmitRequest(Request(), kLimit).ok()) << ValidateSubmitRequest(Request(), kLimit);
+}
+
+TEST(SubmitValidationTest, JobIdsMustBeSafeDirectoryNames) {
+  for (const char* bad : {"", "../etc", "a/b", ".hidden", "a b"}) {
+    proto::SubmitRequest request = Request();
+    request.set_job_id(bad);
+    const absl::Status status = ValidateSubmitRequest(request, kLimit);
+    EXPECT_EQ(status.code(), absl::StatusCode::kInvalidArgument) << bad;
+  }
+  EXPECT_TRUE(ValidateJobId("job-2024.01_a").ok());
+}
+
+TEST(SubmitValidationTest, OversizedPlanNamesSizeAndLimit) {
+  const proto::SubmitRequest request = Request();
+  const int64_t size = static_cast<int64_t>(request.plan().ByteSizeLong());
+  const absl::Status status = ValidateSubmitRequest(request, 100);
+  EXPECT_EQ(status.code(), absl::StatusCode::kResourceExhausted);
+  EXPECT_THAT(status.message(), HasSubstr(absl::StrCat("the plan is ", size, " bytes")));
+  EXPECT_THAT(status.message(), HasSubstr("--max_plan_bytes=100"));
+}
+
+TEST(SubmitValidationTest, QuotesTheVerifier) {
+  proto::SubmitRequest request = Request();
+  // Device 1 issues the two collectives in the other order: a deadlock the verifier names.
+  request.mutable_plan()->mutable_devices(1)->set_collective_order(0, 1);
+  request.mutable_plan()->mutable_devices(1)->set_collective_order(1, 0);
+  const absl::Status status = ValidateSubmitRequest(request, kLimit);
+  EXPECT_EQ(status.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(status.message(), HasSubstr("the plan fails verification: device 1:0 issues collectives [1, 0]"));
+}
+
+TEST(SubmitValidationTest, NodeRankMustBeInTheCluster) {
+  for (int64_t rank : {-1, 2}) {
+    const absl::Status status = ValidateSubmitRequest(Request(2, rank), kLimit);
+    EXPECT_EQ(status.code(), absl::StatusCode::kInvalidArgument);
+    EXPECT_THAT(status.message(), HasSubstr(absl::StrCat("node_rank ", rank, " is outside the plan's cluster of 2 nodes")));
+  }
+}
+
+TEST(SubmitValidationTest, OptionsAreChecked) {
+  proto::SubmitRequest no_iterations = Request();
+  no_iterations.mutable_options()->set_iterations(0);
+  EXPECT_THAT(ValidateSubmitRequest(no_iterations, kLimit).message(), HasSubstr("options.iterations=0"));
+  proto::SubmitRequest no_rendezvous = Request();
+  no_rendezvous.mutable_options()->clear_rendezvous_address();
+  EXPECT_THAT(ValidateSubmitRequest(no_rendezvous, kLimit).message(), HasSubstr("options.rendezvous_address"));
+  proto::SubmitRequest bad_host = Request();
+  bad_host.mutable_options()->set_worker_host("h; rm -rf /");
+  EXPECT_THAT(ValidateSubmitRequest(bad_host, kLimit).message(), HasSubstr("options.worker_host"));
+  proto::SubmitRequest bad_timeout = Request();
+  bad_timeout.mutable_options()->set_collective_timeout_s(-1);
+  EXPECT_THAT(ValidateSubmitRequest(bad_timeout, kLimit).message(), HasSubstr("collective_timeout_s=-1"));
+}
+
+}  // namespace
+}  // namespace oneflow::launcher

@@ -1,0 +1,48 @@
+#include "tools/launcher/testing/test_plans.h"
+
+#include "absl/strings/str_cat.h"
+
+namespace oneflow::launcher::testing {
+
+proto::Plan FakeJobPlan(const std::string& behavior, int64_t nodes, int64_t devices_per_node) {
+  proto::Plan plan;
+  plan.set_format_version(1);
+  plan.mutable_cluster()->set_num_nodes(nodes);
+  plan.mutable_cluster()->set_devices_per_node(devices_per_node);
+  plan.mutable_job()->set_name(behavior);
+  plan.mutable_job()->set_batch_size(kTestBatchSize);
+  for (int64_t c = 0; c < kCollectivesPerIteration; ++c) {
+    proto::CollectiveDef* collective = plan.add_collectives();
+    collective->set_id(c);
+    collective->set_kind(proto::ALL_REDUCE);
+    collective->set_order(c);
+    collective->set_tensor(absl::StrCat("grad", c));
+    for (int64_t n = 0; n < nodes; ++n) {
+      for (int64_t d = 0; d < devices_per_node; ++d) {
+        proto::DeviceId* member = collective->add_group();
+        member->set_node(n);
+        member->set_device(d);
+      }
+    }
+  }
+  int64_t actor_id = 0;
+  for (int64_t n = 0; n < nodes; ++n) {
+    for (int64_t d = 0; d < devices_per_node; ++d) {
+      proto::DevicePlan* device = plan.add_devices();
+      device->mutable_device()->set_node(n);
+      device->mutable_device()->set_device(d);
+      for (int64_t c = 0; c < kCollectivesPerIteration; ++c) {
+        proto::ActorDef* actor = device->add_actors();
+        actor->set_id(actor_id++);
+        actor->set_name(absl::StrCat("grad", c, " all_reduce"));
+        actor->set_kind(proto::ACTOR_BOXING);
+        actor->set_thread(proto::THREAD_COMMUNICATION);
+        actor->set_collective_id(c);
+        device->add_collective_order(c);
+      }
+    }
+  }
+  return plan;
+}
+
+}  // namespace oneflow::launcher::testing

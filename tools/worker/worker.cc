@@ -1,0 +1,214 @@
+#include "tools/worker/worker.h"
+
+#include <unistd.h>
+
+#include <atomic>
+#include <cstdio>
+#include <fstream>
+#include <memory>
+#include <thread>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "absl/synchronization/notification.h"
+#include "actors/runtime.h"
+#include "compiler/plan_verifier.h"
+#include "oneflow_core/status.h"
+#include "tools/cli/plan_io.h"
+#include "tools/launcher/rendezvous_client.h"
+#include "tools/launcher/rendezvous_service.h"
+#include "tools/launcher/worker_events.h"
+#include "tools/launcher/worker_status_file.h"
+
+namespace oneflow::worker {
+namespace {
+
+// "device 1:0 last completed collective 41, 7 iterations done" per device.
+std::string ProgressText(const std::vector<proto::DeviceProgress>& records, const proto::Plan& plan) {
+  std::vector<std::string> parts;
+  for (const proto::DeviceProgress& record : records) {
+    const proto::DeviceId& device = plan.devices(static_cast<int>(record.device())).device();
+    parts.push_back(absl::StrCat("device ", device.node(), ":", device.device(), " last completed collective ",
+                                 record.completed_collectives() > 0 ? absl::StrCat(record.completed_collectives() - 1)
+                                                                    : std::string("none"),
+                                 ", ", record.completed_iterations(), " iterations done"));
+  }
+  return absl::StrJoin(parts, "; ");
+}
+
+void AddProgress(const std::vector<proto::DeviceProgress>& records,
+                 google::protobuf::RepeatedPtrField<proto::DeviceProgress>* out) {
+  for (const proto::DeviceProgress& record : records) *out->Add() = record;
+}
+
+}  // namespace
+
+absl::Status RunWorker(const WorkerOptions& options) {
+  launcher::WorkerEventWriter event_writer(options.events_fd);
+  // Without a daemon (no pipe) events go nowhere; a daemon gone mid-run is noticed by
+  // the communicators (PDEATHSIG ends this process anyway).
+  auto write_event = [&](const proto::JobEvent& event) {
+    if (options.events_fd >= 0) event_writer.Write(event).IgnoreError();
+  };
+  auto fail_event = [&](const absl::Status& status, const std::vector<proto::DeviceProgress>& records) {
+    proto::JobEvent event;
+    event.set_job_id(options.job_id);
+    event.set_node_rank(options.node_rank);
+    event.mutable_failed()->set_reason(std::string(status.message()));
+    event.mutable_failed()->set_failed_rank(options.node_rank);
+    event.mutable_failed()->set_exit_code(1);
+    AddProgress(records, event.mutable_failed()->mutable_progress());
+    write_event(event);
+  };
+  auto prepare = [&]() -> absl::StatusOr<proto::Plan> {
+    OF_ASSIGN_OR_RETURN(proto::Plan plan, cli::ReadPlanFile(options.plan_path));
+    OF_RETURN_IF_ERROR(VerifyPlan(plan));
+    const int64_t nodes = plan.cluster().num_nodes();
+    if (options.node_rank < 0 || options.node_rank >= nodes) {
+      return absl::InvalidArgumentError(absl::StrCat("node rank ", options.node_rank, " is outside the plan's ", nodes,
+                                                     " nodes (valid: 0..", nodes - 1, ")"));
+    }
+    if (options.iterations < 1) {
+      return absl::InvalidArgumentError(absl::StrCat("--iters=", options.iterations, " must be >= 1"));
+    }
+    return plan;
+  };
+  absl::StatusOr<proto::Plan> prepared = prepare();
+  if (!prepared.ok()) {
+    const absl::Status status(prepared.status().code(),
+                              absl::StrCat("node ", options.node_rank, ": ", prepared.status().message()));
+    fail_event(status, {});
+    return status;
+  }
+  const proto::Plan& plan = *prepared;
+
+  const std::vector<int64_t> local_devices = launcher::NodeDeviceIndices(plan, options.node_rank);
+  // slot[d]: the position of plan device d among this node's devices (its status record).
+  std::vector<int> slot(plan.devices_size(), -1);
+  for (size_t i = 0; i < local_devices.size(); ++i) slot[local_devices[i]] = static_cast<int>(i);
+  std::unique_ptr<launcher::WorkerStatusFile> status_file;
+  if (!options.status_file.empty()) {
+    absl::StatusOr<std::unique_ptr<launcher::WorkerStatusFile>> created =
+        launcher::WorkerStatusFile::Create(options.status_file, local_devices);
+    if (!created.ok()) {
+      fail_event(created.status(), {});
+      return created.status();
+    }
+    status_file = std::move(*created);
+  }
+  // Progress is also kept here, for the failure message of a worker without a status file.
+  std::vector<std::atomic<int64_t>> collectives(plan.devices_size()), iterations(plan.devices_size());
+  auto progress = [&] {
+    std::vector<proto::DeviceProgress> records;
+    for (int64_t d : local_devices) {
+      records.emplace_back();
+      records.back().set_device(d);
+      records.back().set_completed_collectives(collectives[d].load());
+      records.back().set_completed_iterations(iterations[d].load());
+    }
+    return records;
+  };
+
+  std::unique_ptr<launcher::RendezvousServer> server;
+  std::unique_ptr<launcher::RendezvousClient> rendezvous;
+  auto connect = [&]() -> absl::Status {
+    if (plan.cluster().num_nodes() <= 1) return absl::OkStatus();
+    if (options.serve_rendezvous) {
+      launcher::ServerOptions server_options;
+      server_options.address = options.rendezvous_address;
+      server_options.token = options.token;
+      OF_ASSIGN_OR_RETURN(server, launcher::StartRendezvousServer(server_options));
+    }
+    launcher::RendezvousClientOptions client_options;
+    client_options.address = options.rendezvous_address;
+    client_options.job_id = options.job_id;
+    client_options.token = options.token;
+    client_options.tls_ca_file = options.tls_ca_file;
+    // Without a daemon, rank 0 starts the server as the others start connecting.
+    client_options.wait_for_server = options.serve_rendezvous || options.events_fd < 0;
+    OF_ASSIGN_OR_RETURN(rendezvous, launcher::RendezvousClient::Create(client_options));
+    return absl::OkStatus();
+  };
+  if (absl::Status status = connect(); !status.ok()) {
+    const absl::Status named(status.code(), absl::StrCat("node ", options.node_rank, ": rendezvous at ",
+                                                          options.rendezvous_address, ": ", status.message()));
+    fail_event(named, {});
+    return named;
+  }
+
+  std::unique_ptr<std::ofstream> metrics_file;
+  FILE* metrics_stdout = options.metrics_path == "-" ? stdout : nullptr;
+  if (!options.metrics_path.empty() && options.metrics_path != "-") {
+    metrics_file = std::make_unique<std::ofstream>(options.metrics_path, std::ios::trunc);
+    if (!*metrics_file) {
+      return absl::PermissionDeniedError(absl::StrCat("--metrics='", options.metrics_path, "': cannot create the file"));
+    }
+  }
+
+  actors::TrainOptions train;
+  train.node = options.node_rank;
+  train.iterations = options.iterations;
+  train.collective_timeout = options.collective_timeout;
+  train.rendezvous = rendezvous.get();
+  train.worker_host = options.worker_host;
+  train.on_collective_done = [&](int device, int64_t completed) {
+    collectives[device].store(completed, std::memory_order_relaxed);
+    if (status_file) status_file->SetCompletedCollectives(slot[device], completed);
+  };
+  train.on_iteration_done = [&](int device, int64_t completed) {
+    iterations[device].store(completed, std::memory_order_relaxed);
+    if (status_file) status_file->SetCompletedIterations(slot[device], completed);
+  };
+  train.on_iteration = [&](const actors::IterationMetrics& m) {
+    proto::JobEvent event;
+    event.set_job_id(options.job_id);
+    event.set_node_rank(options.node_rank);
+    proto::IterationMetrics* metrics = event.mutable_metrics();
+    metrics->set_iteration(m.iteration);
+    metrics->set_loss(m.loss);
+    metrics->set_step_ms(m.step_ms);
+    metrics->set_samples_per_s(m.samples_per_s);
+    write_event(event);
+    if (metrics_file) *metrics_file << actors::MetricsJsonLine(m) << std::flush;
+    if (metrics_stdout) {
+      std::fputs(actors::MetricsJsonLine(m).c_str(), metrics_stdout);
+      std::fflush(metrics_stdout);
+    }
+  };
+  // A thread blocked in a transport that an abort cannot reach must not keep a failed
+  // worker alive: its peers and the daemon wait for the process to end.
+  absl::Notification run_ended;
+  std::thread watchdog;
+  train.on_failure = [&](const absl::Status& error) {
+    const std::string reason = absl::StrCat("node ", options.node_rank, ": ", error.message());
+    watchdog = std::thread([&, reason] {
+      if (run_ended.WaitForNotificationWithTimeout(options.exit_deadline)) return;
+      const absl::Status status = absl::DeadlineExceededError(
+          absl::StrCat(reason, " (the worker exited ", absl::FormatDuration(options.exit_deadline),
+                       " after the error with threads still blocked) [progress: ", ProgressText(progress(), plan), "]"));
+      fail_event(status, progress());
+      std::fprintf(stderr, "oneflow_worker: %s\n", std::string(status.message()).c_str());
+      std::fflush(stderr);
+      _exit(1);
+    });
+  };
+  absl::StatusOr<actors::TrainResult> result = actors::TrainPlan(plan, train);
+  run_ended.Notify();
+  if (watchdog.joinable()) watchdog.join();
+  if (!result.ok()) {
+    const absl::Status status(result.status().code(), absl::StrCat("node ", options.node_rank, ": ",
+                                                                   result.status().message(), " [progress: ",
+                                                                   ProgressText(progress(), plan), "]"));
+    fail_event(status, progress());
+    return status;
+  }
+  proto::JobEvent event;
+  event.set_job_id(options.job_id);
+  event.set_node_rank(options.node_rank);
+  AddProgress(progress(), event.mutable_finished()->mutable_progress());
+  write_event(event);
+  return absl::OkStatus();
+}
+
+}  // namespace oneflow::worker

@@ -1,0 +1,43 @@
+// `oneflow_worker`: trains one node's share of a plan in this process, meeting the other
+// nodes' workers through a rendezvous store. Started by a daemon (oneflowd, which passes
+// --events_fd and --status_file: docs/launcher.md, "The worker contract") or by a
+// scheduler from environment variables (environment.h).
+#ifndef TOOLS_WORKER_WORKER_H_
+#define TOOLS_WORKER_WORKER_H_
+
+#include <cstdint>
+#include <string>
+
+#include "absl/status/status.h"
+#include "absl/time/time.h"
+
+namespace oneflow::worker {
+
+struct WorkerOptions {
+  std::string plan_path;
+  std::string job_id;
+  int64_t node_rank = 0;
+  int64_t iterations = 1;
+  // host:port of the Rendezvous service; with `serve_rendezvous` this worker serves it
+  // there itself (rank 0 of a job started without a daemon).
+  std::string rendezvous_address;
+  bool serve_rendezvous = false;
+  std::string token;  // Empty: calls carry no token (a server started without one).
+  std::string tls_ca_file;
+  absl::Duration collective_timeout = absl::Seconds(60);
+  std::string worker_host = "127.0.0.1";
+  int events_fd = -1;        // Length-delimited JobEvents to the daemon; < 0: none.
+  std::string status_file;   // Empty: none.
+  std::string metrics_path;  // JSON lines here ("-": stdout; empty: none).
+  // After the first error, the longest the worker waits for its threads to stop before
+  // it exits anyway (a thread blocked in a transport that cannot be interrupted).
+  absl::Duration exit_deadline = absl::Seconds(3);
+};
+
+// Runs the job to the end. Returns the run's error, whose message names this node; the
+// daemon has already been told through the events pipe.
+absl::Status RunWorker(const WorkerOptions& options);
+
+}  // namespace oneflow::worker
+
+#endif  // TOOLS_WORKER_WORKER_H_
