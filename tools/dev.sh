@@ -5,7 +5,8 @@
 #   tools/dev.sh build   deps + bazel build //...
 #   tools/dev.sh test    deps + bazel test //..., ending with "N passed, N failed"
 #   tools/dev.sh demo    deps + build + run the main example end to end (a GPT compiled
-#                        for 4 CPU devices, dp=2 x tp=2, inspected and trained)
+#                        for 4 CPU devices, dp=2 x tp=2, inspected and trained; then
+#                        the same as 2 nodes through two local oneflowd daemons)
 #
 # Runs as root on a fresh Debian 12 machine (or as a user with sudo). Nothing is
 # downloaded at build time: every dependency is a Debian package listed below.
@@ -39,7 +40,7 @@ BAZEL_FLAGS=(--color=no --curses=no)
 log() { echo "dev.sh: $*" >&2; }
 
 usage() {
-  sed -n '2,10p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'
+  sed -n '2,11p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'
 }
 
 # Prints the packages of "$@" that dpkg does not report as installed.
@@ -99,7 +100,7 @@ cmd_demo() {
   ensure_deps
   cd "$ROOT"
   bazel build "${BAZEL_FLAGS[@]}" //examples/sbp_layout:sbp_layout //examples/gpt:gpt \
-    //tools/cli:oneflow
+    //tools/cli:oneflow //tools/launcher:oneflowd //tools/worker:oneflow_worker
   local demo=bazel-bin/examples/sbp_layout/sbp_layout
   echo
   echo "== A [6, 5] variable on 2 nodes x 2 CPU devices, [S(0), S(1)] (2-D tensor parallel) =="
@@ -122,6 +123,44 @@ cmd_demo() {
   echo "== oneflow run $plan --iters=40 (4 devices as threads of this process) =="
   bazel-bin/tools/cli/oneflow run "$plan" --iters=40 --trace="${plan%.plan}.trace.json"
   echo "(trace for ui.perfetto.dev: ${plan%.plan}.trace.json; the whole plan: bazel-bin/tools/cli/oneflow inspect $plan)"
+  demo_cluster "$(dirname "$plan")"
+}
+
+# The same GPT as 2 nodes x 2 devices, one worker process per node started by two local
+# oneflowd daemons, through `oneflow launch` (docs/launcher.md).
+demo_cluster() {
+  local dir="$1" i
+  local daemons=()
+  # shellcheck disable=SC2317  # called by the trap
+  stop_daemons() { [[ ${#daemons[@]} -gt 0 ]] && kill "${daemons[@]}" 2>/dev/null; wait 2>/dev/null || true; }
+  trap stop_daemons EXIT
+  head -c 32 /dev/urandom | base64 >"$dir/token"
+  chmod 600 "$dir/token"
+  for i in 0 1; do
+    mkdir -p "$dir/daemon$i"
+    bazel-bin/tools/launcher/oneflowd --listen=127.0.0.1:0 --token_file="$dir/token" \
+      --work_dir="$dir/daemon$i" >"$dir/daemon$i.out" 2>"$dir/daemon$i.log" &
+    daemons+=($!)
+  done
+  local nodes=() address
+  for i in 0 1; do
+    for _ in $(seq 100); do
+      grep -q "listening on" "$dir/daemon$i.out" 2>/dev/null && break
+      sleep 0.1
+    done
+    address="$(sed -n 's/^oneflowd listening on //p' "$dir/daemon$i.out")"
+    [[ -n "$address" ]] || { log "daemon $i did not start: $(cat "$dir/daemon$i.log")"; return 1; }
+    nodes+=("$address")
+  done
+  echo
+  echo "== The GPT for 2 nodes x 2 devices (dp=2 across nodes x tp=2), launched on daemons ${nodes[0]} and ${nodes[1]} =="
+  bazel-bin/examples/gpt/gpt --nodes=2 --devices_per_node=2 --dp=2 --tp=2 --layers=2 \
+    --hidden=256 --heads=8 --batch=8 --seq=32 --vocab=256 --lr=0.01 --plan_out="$dir/gpt2.plan"
+  echo "\$ oneflow launch --nodes=${nodes[0]},${nodes[1]} --token_file=$dir/token $dir/gpt2.plan --iters=20"
+  bazel-bin/tools/cli/oneflow launch --nodes="${nodes[0]},${nodes[1]}" --token_file="$dir/token" \
+    "$dir/gpt2.plan" --iters=20
+  stop_daemons
+  trap - EXIT
 }
 
 main() {
