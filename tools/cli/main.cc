@@ -55,7 +55,7 @@ std::string Usage() {
       absl::StrAppend(&text, "    --", flag, ": ", found == nullptr ? "" : found->Help(), "\n");
     }
   }
-  absl::StrAppend(&text, "  help  print this text\n\nSee docs/inspect.md.\n");
+  absl::StrAppend(&text, "  help  print this text\n\nSee docs/inspect.md, docs/runtime.md and docs/launcher.md.\n");
   return text;
 }
 
