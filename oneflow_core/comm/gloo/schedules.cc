@@ -85,10 +85,45 @@ absl::Status ReduceOwnChunk(Exchange& exchange, const float* input,
 
 }  // namespace
 
+namespace {
+
+// Small all-reduces are latency-bound: every rank sends its whole input to every peer
+// and reduces all n inputs itself, in rank order. One round of messages instead of the
+// reduce-scatter's and the all-gather's two, for (n-1) T bytes sent instead of
+// 2(n-1)/n T, which costs nothing at these sizes. Same bits as the large path (rank
+// order), so the switch is invisible to callers.
+absl::Status RunSmallAllReduce(Exchange& exchange, const float* input, float* output, int64_t count,
+                               ReduceOp op, std::vector<float>& scratch) {
+  const int64_t rank = exchange.rank();
+  const int64_t size = exchange.size();
+  if (static_cast<int64_t>(scratch.size()) < (size - 1) * count) scratch.resize((size - 1) * count);
+  auto slot_of = [&](int64_t peer) { return scratch.data() + (peer < rank ? peer : peer - 1) * count; };
+  std::vector<Exchange::Op> transfers;
+  for (int64_t peer = 0; peer < size; ++peer) {
+    if (peer != rank) transfers.push_back(exchange.Recv(peer, kDataPhase, slot_of(peer), count * sizeof(float)));
+  }
+  for (int64_t step = 1; step < size; ++step) {
+    transfers.push_back(exchange.Send((rank + step) % size, kDataPhase, input, count * sizeof(float)));
+  }
+  // Sends included: in place, `input` is `output`, which is written only after every
+  // peer has its copy.
+  const absl::Status done = exchange.WaitAll(transfers);
+  if (!done.ok()) return done;
+  std::vector<const float*> inputs(size);
+  for (int64_t peer = 0; peer < size; ++peer) inputs[peer] = peer == rank ? input : slot_of(peer);
+  ReduceFloats(op, inputs, output, count);
+  return exchange.Finish();
+}
+
+}  // namespace
+
 absl::Status RunAllReduce(Exchange& exchange, const float* input, float* output, int64_t count,
                           ReduceOp op, std::vector<float>& scratch) {
   const int64_t rank = exchange.rank();
   const int64_t size = exchange.size();
+  if (size > 1 && count > 0 && count * static_cast<int64_t>(sizeof(float)) <= kSmallAllReduceBytes) {
+    return RunSmallAllReduce(exchange, input, output, count, op, scratch);
+  }
   std::vector<int64_t> offsets(size);
   std::vector<int64_t> counts(size);
   for (int64_t chunk = 0; chunk < size; ++chunk) {

@@ -10,7 +10,8 @@
 //  - all-reduce: the reduce-scatter above on a balanced split, then each reduced chunk to
 //    every peer: 2(n-1)/n T, as a ring, in one step of latency each instead of n-1.
 //    Both phases go in segments of kSegmentFloats, so a rank reduces segment s while
-//    segment s+1 arrives and forwards s while it reduces s+1.
+//    segment s+1 arrives and forwards s while it reduces s+1. Up to kSmallAllReduceBytes
+//    per rank: the whole input to every peer, (n-1) T, in one step of latency.
 //  - all-gather: its contribution to every peer: (n-1)/n T for even contributions.
 //  - all-to-all: the chunk addressed to each peer: (n-1)/n^2 T for an even matrix.
 //  - broadcast: a binomial tree rooted at `root`: every rank but the root receives T once;
@@ -37,6 +38,10 @@ namespace gloo_backend {
 // 1 MiB of floats: large enough to amortize a message's overhead, small enough that
 // reducing one segment overlaps receiving the next.
 constexpr int64_t kSegmentFloats = 256 * 1024;
+
+// All-reduces of at most this many bytes per rank go in one round: every rank sends its
+// input to every peer and reduces all of them (RunAllReduce).
+constexpr int64_t kSmallAllReduceBytes = 64 * 1024;
 
 // `scratch` holds the peers' chunks while they are reduced; it grows as needed and is
 // kept between calls.
