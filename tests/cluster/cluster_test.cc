@@ -261,6 +261,13 @@ TEST(ClusterTest, WorkersFromEnvironmentVariablesWithoutDaemons) {
   }
   ExpectSameCurve(Losses(workers[0]->StdoutLines()), reference, "workers from RANK/WORLD_SIZE");
   EXPECT_TRUE(workers[1]->StdoutLines().empty()) << "only rank 0 prints metrics";
+  // A world size that is not the plan's number of nodes fails at once, naming both.
+  Process alone({Runfile("tools/worker/oneflow_worker"), "--plan=" + plan, "--iters=2"},
+                {{"RANK", "0"}, {"WORLD_SIZE", "1"}, {"MASTER_ADDR", "127.0.0.1"}, {"MASTER_PORT", std::to_string(port)}});
+  ASSERT_TRUE(alone.Wait(milliseconds(20000)));
+  EXPECT_EQ(alone.exit_code(), 1);
+  EXPECT_NE(alone.Stderr().find("the world size is 1 but the plan '" + plan + "' is for 2 nodes"), std::string::npos)
+      << alone.Stderr();
 }
 
 // A long job on 2 daemons for the fault tests; returns once iteration 3 was reported.

@@ -80,6 +80,7 @@ int main(int argc, char** argv) {
     options.job_id = environment->job_id;
     options.rendezvous_address = environment->rendezvous_address;
     options.serve_rendezvous = environment->rank == 0;
+    options.world_size = environment->world_size;
     options.worker_host = environment->worker_host;
     if (options.metrics_path.empty() && environment->rank == 0) options.metrics_path = "-";
     if (token_file.empty() && std::getenv("ONEFLOW_TOKEN_FILE") != nullptr) token_file = std::getenv("ONEFLOW_TOKEN_FILE");

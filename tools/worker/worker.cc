@@ -69,6 +69,11 @@ absl::Status RunWorker(const WorkerOptions& options) {
       return absl::InvalidArgumentError(absl::StrCat("node rank ", options.node_rank, " is outside the plan's ", nodes,
                                                      " nodes (valid: 0..", nodes - 1, ")"));
     }
+    if (options.world_size > 0 && options.world_size != nodes) {
+      return absl::InvalidArgumentError(absl::StrCat("the world size is ", options.world_size, " but the plan '",
+                                                     options.plan_path, "' is for ", nodes,
+                                                     " nodes: start one worker per node"));
+    }
     if (options.iterations < 1) {
       return absl::InvalidArgumentError(absl::StrCat("--iters=", options.iterations, " must be >= 1"));
     }
@@ -202,6 +207,17 @@ absl::Status RunWorker(const WorkerOptions& options) {
                                                                    ProgressText(progress(), plan), "]"));
     fail_event(status, progress());
     return status;
+  }
+  if (options.world_size > 1 && rendezvous != nullptr) {
+    // Every rank is done with the store (its communicators wrote their last records when
+    // TrainPlan returned); only then may rank 0 take its server down.
+    if (options.serve_rendezvous) {
+      std::vector<std::string> keys;
+      for (int64_t rank = 1; rank < options.world_size; ++rank) keys.push_back(absl::StrCat("finished/", rank));
+      rendezvous->Wait(keys, absl::Seconds(30)).IgnoreError();
+    } else {
+      rendezvous->Set(absl::StrCat("finished/", options.node_rank), "1").IgnoreError();
+    }
   }
   proto::JobEvent event;
   event.set_job_id(options.job_id);

@@ -22,6 +22,10 @@ struct WorkerOptions {
   // there itself (rank 0 of a job started without a daemon).
   std::string rendezvous_address;
   bool serve_rendezvous = false;
+  // Without a daemon: the world size the scheduler gave, which must be the plan's number
+  // of nodes (0: not checked). Such ranks also meet once more at the end, so rank 0's
+  // rendezvous server outlives every rank's last use of it.
+  int64_t world_size = 0;
   std::string token;  // Empty: calls carry no token (a server started without one).
   std::string tls_ca_file;
   absl::Duration collective_timeout = absl::Seconds(60);
