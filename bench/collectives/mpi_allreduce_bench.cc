@@ -2,8 +2,7 @@
 // at the same sizes and iteration counts, one JSON line per size from rank 0:
 //   {"bytes":4096,"seconds":...}
 // Started by cross_process_bench under mpirun; by hand:
-//   mpirun --allow-run-as-root --oversubscribe -np 2 \
-//     bazel-bin/bench/collectives/mpi_allreduce_bench --scale=1
+//   mpirun --allow-run-as-root --oversubscribe -np 2 bazel-bin/bench/collectives/mpi_allreduce_bench --scale=1
 // Debian links the active MPI's headers under /usr/include/x86_64-linux-gnu/mpi, inside
 // the toolchain's system include directories (Bazel refuses -I paths outside the
 // execution root such as /usr/lib/x86_64-linux-gnu/openmpi/include).
