@@ -27,7 +27,9 @@ TEST(BalancedSplitTest, PartsTileTheRangeForManySizes) {
         EXPECT_EQ(ranges[i].begin, next);
         const int64_t size = ranges[i].size();
         EXPECT_TRUE(size == total / parts || size == total / parts + 1);
-        if (i > 0) EXPECT_LE(size, ranges[i - 1].size());  // Larger parts first.
+        if (i > 0) {
+          EXPECT_LE(size, ranges[i - 1].size());  // Larger parts first.
+        }
         EXPECT_EQ(BalancedPart(total, parts, i), ranges[i]);
         next = ranges[i].end;
       }

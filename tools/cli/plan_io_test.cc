@@ -164,7 +164,7 @@ TEST(PlanIoTest, RandomBytes) {
 
 TEST(PlanIoTest, JpegFile) {
   const std::string path = TempDir() + "/photo.jpg";
-  const std::string jpeg("\xFF\xD8\xFF\xE0\x00\x10JFIF\x00\x01\x01\x00\x00\x01", 18);
+  const std::string jpeg("\xFF\xD8\xFF\xE0\x00\x10JFIF\x00\x01\x01\x00\x00\x01", 16);
   EXPECT_EQ(MessageFor(jpeg, path),
             "plan file '" + path +
                 "': does not parse as a plan (truncated, damaged, or not a plan file)");

@@ -266,9 +266,13 @@ TEST_P(HierarchicalTest, FlatCallsAllToAllBroadcastSendRecv) {
       for (int64_t i = 0; i < 777; ++i) mine[i] = Byte(rank, i);
       const int64_t next = (rank + 1) % n;
       const int64_t previous = (rank + n - 1) % n;
-      if (rank == 0) EXPECT_TRUE(device.Send(mine.data(), 777, next, {}).ok());
+      if (rank == 0) {
+        EXPECT_TRUE(device.Send(mine.data(), 777, next, {}).ok());
+      }
       EXPECT_TRUE(device.Recv(theirs.data(), 777, previous, {}).ok());
-      if (rank != 0) EXPECT_TRUE(device.Send(mine.data(), 777, next, {}).ok());
+      if (rank != 0) {
+        EXPECT_TRUE(device.Send(mine.data(), 777, next, {}).ok());
+      }
       for (int64_t i = 0; i < 777; ++i) wrong[rank] += theirs[i] != Byte(previous, i);
     }
   });
