@@ -17,18 +17,13 @@
 #include <string>
 #include <vector>
 
-#include <netinet/in.h>
-#include <sys/socket.h>
 #include <unistd.h>
 
 #include "absl/flags/flag.h"
 #include "absl/flags/parse.h"
 #include "absl/strings/str_cat.h"
 #include "actors/runtime.h"
-#include "compiler/compiler.h"
-#include "examples/gpt/gpt_model.h"
-#include "examples/mlp/mlp_model.h"
-#include "oneflow_core/status.h"
+#include "bench/train/bench_models.h"
 #include "tests/cluster/process.h"
 #include "tools/cli/plan_io.h"
 
@@ -37,87 +32,32 @@ ABSL_FLAG(int64_t, iterations, 40, "Iterations per run; the first 5 are warm-up.
 namespace oneflow {
 namespace {
 
-double Median(std::vector<double> values) {
-  if (values.empty()) return 0;
-  std::sort(values.begin(), values.end());
-  return values[values.size() / 2];
-}
-
-int FreePort() {
-  // Below Linux's ephemeral range (32768+), so no socket another process opens meanwhile
-  // (Gloo's and gRPC's listeners take ephemeral ports) can take it before rank 0 binds it.
-  for (int attempt = 0; attempt < 1000; ++attempt) {
-    const int port = 20000 + (getpid() * 7919 + attempt * 104729) % 12000;
-    const int fd = socket(AF_INET, SOCK_STREAM, 0);
-    sockaddr_in address{};
-    address.sin_family = AF_INET;
-    address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    address.sin_port = htons(static_cast<uint16_t>(port));
-    const bool free = bind(fd, reinterpret_cast<sockaddr*>(&address), sizeof(address)) == 0;
-    close(fd);
-    if (free) return port;
-  }
-  return 29500;
-}
-
-absl::StatusOr<proto::Plan> CompileModel(const std::string& model, int64_t nodes, int64_t devices_per_node,
-                                         std::string* config) {
-  examples::ParallelFlags flags;
-  flags.nodes = nodes;
-  flags.devices_per_node = devices_per_node;
-  flags.dp = nodes * devices_per_node;
-  OF_ASSIGN_OR_RETURN(examples::ParallelLayout layout, examples::ParallelLayout::Create(flags));
-  absl::StatusOr<proto::Job> job;
-  if (model == "mlp") {
-    examples::MlpConfig mlp;
-    mlp.batch = 256;
-    mlp.in_features = 256;
-    mlp.hidden = 1024;
-    *config = "mlp 256-1024-1024-1024-10, batch 256, sgd, dp=2";
-    job = examples::BuildMlp(mlp, layout);
-  } else {
-    examples::GptConfig gpt;
-    gpt.batch = 8;
-    gpt.seq = 64;
-    gpt.layers = 2;
-    gpt.hidden = 128;
-    gpt.heads = 4;
-    gpt.vocab = 512;
-    *config = "gpt 2 layers, hidden 128, 4 heads, seq 64, vocab 512, batch 8, adamw, dp=2";
-    job = examples::BuildGpt(gpt, layout);
-  }
-  OF_RETURN_IF_ERROR(job.status());
-  CompileOptions options;
-  options.cluster = layout.cluster();
-  return Compile(*job, options);
-}
-
 int Main(const std::string& worker) {
   const int64_t iterations = absl::GetFlag(FLAGS_iterations);
   for (const std::string model : {"mlp", "gpt"}) {
-    std::string config;
-    absl::StatusOr<proto::Plan> one = CompileModel(model, 1, 2, &config);
-    absl::StatusOr<proto::Plan> two = CompileModel(model, 2, 1, &config);
+    absl::StatusOr<bench::BenchModel> one = bench::CompileBenchModel(model, 1, 2);
+    absl::StatusOr<bench::BenchModel> two = bench::CompileBenchModel(model, 2, 1);
     if (!one.ok() || !two.ok()) {
       std::fprintf(stderr, "multi_process_bench: %s\n", std::string((one.ok() ? two : one).status().message()).c_str());
       return 1;
     }
+    const std::string config = absl::StrCat(one->config, ", dp=2");
     actors::TrainOptions train;
     train.iterations = iterations;
-    absl::StatusOr<actors::TrainResult> result = actors::TrainPlan(*one, train);
+    absl::StatusOr<actors::TrainResult> result = actors::TrainPlan(one->plan, train);
     if (!result.ok()) {
       std::fprintf(stderr, "multi_process_bench: %s\n", std::string(result.status().message()).c_str());
       return 1;
     }
     std::vector<double> one_steps;
-    for (size_t i = 5; i < result->iterations.size(); ++i) one_steps.push_back(result->iterations[i].step_ms);
+    for (const actors::IterationMetrics& m : result->iterations) one_steps.push_back(m.step_ms);
 
     const std::string plan_path = absl::StrCat("/tmp/multi_process_bench_", getpid(), "_", model, ".plan");
-    if (absl::Status written = cli::WritePlanFile(plan_path, *two); !written.ok()) {
+    if (absl::Status written = cli::WritePlanFile(plan_path, two->plan); !written.ok()) {
       std::fprintf(stderr, "multi_process_bench: %s\n", std::string(written.message()).c_str());
       return 1;
     }
-    const std::string port = std::to_string(FreePort());
+    const std::string port = std::to_string(testing::UnusedLocalPort());
     std::vector<std::unique_ptr<testing::Process>> workers;
     for (int rank = 0; rank < 2; ++rank) {
       workers.push_back(std::make_unique<testing::Process>(
@@ -137,9 +77,9 @@ int Main(const std::string& worker) {
     for (const std::string& line : workers[0]->StdoutLines()) {
       const size_t iter = line.find("\"iter\": "), step = line.find("\"step_ms\": ");
       if (iter == std::string::npos || step == std::string::npos) continue;
-      if (std::stoi(line.substr(iter + 8)) >= 5) two_steps.push_back(std::stod(line.substr(step + 11)));
+      two_steps.push_back(std::stod(line.substr(step + 11)));
     }
-    const double one_ms = Median(one_steps), two_ms = Median(two_steps);
+    const double one_ms = bench::MedianStepMs(one_steps, 5), two_ms = bench::MedianStepMs(two_steps, 5);
     std::printf(
         "{\"bench\":\"train_step_processes\",\"model\":\"%s\",\"config\":\"%s\",\"iterations\":%lld,"
         "\"one_process_step_ms\":%.3f,\"two_processes_step_ms\":%.3f,\"ratio\":%.3f}\n",

@@ -11,11 +11,8 @@
 
 #include "absl/flags/flag.h"
 #include "absl/flags/parse.h"
-#include "absl/strings/str_format.h"
 #include "actors/runtime.h"
-#include "compiler/compiler.h"
-#include "examples/gpt/gpt_model.h"
-#include "examples/mlp/mlp_model.h"
+#include "bench/train/bench_models.h"
 
 ABSL_FLAG(int64_t, iterations, 30, "Iterations per run; the first 5 are warm-up.");
 
@@ -45,49 +42,23 @@ int Main() {
   const int64_t iterations = absl::GetFlag(FLAGS_iterations);
   double single_ms[2] = {0, 0};
   for (const Run& run : {Run{"mlp", 1}, Run{"mlp", 2}, Run{"gpt", 1}, Run{"gpt", 2}}) {
-    examples::ParallelFlags flags;
-    flags.devices_per_node = run.devices;
-    flags.dp = run.devices;
-    const examples::ParallelLayout layout = *examples::ParallelLayout::Create(flags);
-    absl::StatusOr<proto::Job> job;
-    std::string config;
-    if (run.model == "mlp") {
-      examples::MlpConfig mlp;
-      mlp.batch = 256;
-      mlp.in_features = 256;
-      mlp.hidden = 1024;
-      mlp.layers = 4;
-      config = absl::StrFormat("4 linear layers 256-1024-1024-1024-10, relu, batch %d, sgd momentum", mlp.batch);
-      job = examples::BuildMlp(mlp, layout);
-    } else {
-      examples::GptConfig gpt;
-      gpt.batch = 8;
-      gpt.seq = 64;
-      gpt.layers = 2;
-      gpt.hidden = 128;
-      gpt.heads = 4;
-      gpt.vocab = 512;
-      config = "gpt 2 layers, hidden 128, 4 heads, seq 64, vocab 512, batch 8, adamw";
-      job = examples::BuildGpt(gpt, layout);
-    }
-    CompileOptions options;
-    options.cluster = layout.cluster();
-    absl::StatusOr<proto::Plan> plan = job.ok() ? Compile(*job, options) : job.status();
-    if (!plan.ok()) {
-      std::fprintf(stderr, "train_bench: %s\n", std::string(plan.status().message()).c_str());
+    absl::StatusOr<bench::BenchModel> model = bench::CompileBenchModel(run.model, 1, run.devices);
+    if (!model.ok()) {
+      std::fprintf(stderr, "train_bench: %s\n", std::string(model.status().message()).c_str());
       return 1;
     }
+    const proto::Job* job = &model->job;
+    const std::string& config = model->config;
     actors::TrainOptions train;
     train.iterations = iterations;
-    absl::StatusOr<actors::TrainResult> result = actors::TrainPlan(*plan, train);
+    absl::StatusOr<actors::TrainResult> result = actors::TrainPlan(model->plan, train);
     if (!result.ok()) {
       std::fprintf(stderr, "train_bench: %s\n", std::string(result.status().message()).c_str());
       return 1;
     }
     std::vector<double> steps;
-    for (size_t i = 5; i < result->iterations.size(); ++i) steps.push_back(result->iterations[i].step_ms);
-    std::sort(steps.begin(), steps.end());
-    const double median = steps[steps.size() / 2];
+    for (const actors::IterationMetrics& m : result->iterations) steps.push_back(m.step_ms);
+    const double median = bench::MedianStepMs(steps, 5);
     double& single = single_ms[run.model == "gpt"];
     if (run.devices == 1) single = median;
     std::printf(

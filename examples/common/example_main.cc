@@ -2,12 +2,14 @@
 
 #include <chrono>
 #include <cstdio>
+#include <iostream>
 #include <vector>
 
 #include "absl/flags/flag.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_split.h"
 #include "absl/strings/str_cat.h"
+#include "actors/metrics.h"
 #include "actors/runtime.h"
 #include "compiler/compiler.h"
 #include "oneflow_core/status.h"
@@ -78,10 +80,9 @@ absl::Status CompileAndReport(const proto::Job& job, const ParallelLayout& layou
   actors::TrainOptions train;
   train.node = -1;  // Every node of the plan, simulated in this process.
   train.iterations = iterations;
-  train.on_iteration = [](const actors::IterationMetrics& m) {
-    std::fputs(actors::MetricsJsonLine(m).c_str(), stdout);
-    std::fflush(stdout);
-  };
+  OF_ASSIGN_OR_RETURN(std::unique_ptr<actors::MetricsReporter> reporter,
+                      actors::MetricsReporter::Open("", iterations, &std::cout, false));
+  train.on_iteration = [&](const actors::IterationMetrics& m) { reporter->Report(m); };
   return actors::TrainPlan(*plan, train).status();
 }
 

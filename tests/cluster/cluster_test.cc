@@ -4,9 +4,7 @@
 // daemon killed, a wrong token, a truncated plan, the client gone) ends the job
 // everywhere within a bound, with a message naming what happened, no process left
 // behind and the surviving daemons still serving.
-#include <netinet/in.h>
 #include <signal.h>
-#include <sys/socket.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -76,23 +74,6 @@ int IterationOf(const std::string& line) {
   return at == std::string::npos ? -1 : std::stoi(line.substr(at + 9));
 }
 
-// A port nothing listens on now.
-int FreePort() {
-  // Below Linux's ephemeral range (32768+), so no socket another process opens meanwhile
-  // (Gloo's and gRPC's listeners take ephemeral ports) can take it before rank 0 binds it.
-  for (int attempt = 0; attempt < 1000; ++attempt) {
-    const int port = 20000 + (getpid() * 7919 + attempt * 104729) % 12000;
-    const int fd = socket(AF_INET, SOCK_STREAM, 0);
-    sockaddr_in address{};
-    address.sin_family = AF_INET;
-    address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    address.sin_port = htons(static_cast<uint16_t>(port));
-    const bool free = bind(fd, reinterpret_cast<sockaddr*>(&address), sizeof(address)) == 0;
-    close(fd);
-    if (free) return port;
-  }
-  return 29500;
-}
 
 // `oneflow run PLAN` in one process: the reference curve.
 std::vector<double> RunInOneProcess(const std::string& plan, int iterations) {
@@ -243,7 +224,7 @@ TEST(ClusterTest, WorkersFromEnvironmentVariablesWithoutDaemons) {
   std::vector<std::string> flags = mlp;
   flags.insert(flags.end(), {"--nodes=2", "--devices_per_node=2", "--dp=2", "--tp=2"});
   const std::string plan = CompilePlan("mlp", flags, "env");
-  const int port = FreePort();
+  const int port = UnusedLocalPort();
   std::vector<std::unique_ptr<Process>> workers;
   for (int rank = 0; rank < 2; ++rank) {
     workers.push_back(std::make_unique<Process>(

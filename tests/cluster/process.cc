@@ -2,7 +2,9 @@
 
 #include <dirent.h>
 #include <fcntl.h>
+#include <netinet/in.h>
 #include <signal.h>
+#include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -153,5 +155,20 @@ std::vector<pid_t> ProcessesWithArgument(const std::string& needle) {
 }
 
 bool ProcessExists(pid_t pid) { return kill(pid, 0) == 0; }
+
+int UnusedLocalPort() {
+  for (int attempt = 0; attempt < 1000; ++attempt) {
+    const int port = 20000 + (getpid() * 7919 + attempt * 104729) % 12000;
+    const int fd = socket(AF_INET, SOCK_STREAM, 0);
+    sockaddr_in address{};
+    address.sin_family = AF_INET;
+    address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    address.sin_port = htons(static_cast<uint16_t>(port));
+    const bool free = bind(fd, reinterpret_cast<sockaddr*>(&address), sizeof(address)) == 0;
+    close(fd);
+    if (free) return port;
+  }
+  return 29500;
+}
 
 }  // namespace oneflow::testing

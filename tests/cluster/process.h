@@ -60,6 +60,11 @@ class Process {
 // Pids of live processes (not zombies) whose command line contains `needle`.
 std::vector<pid_t> ProcessesWithArgument(const std::string& needle);
 
+// A TCP port on 127.0.0.1 that nothing listens on now, below Linux's ephemeral range
+// (32768+), so no socket another process opens meanwhile (Gloo's and gRPC's listeners
+// take ephemeral ports) can take it before the caller's server binds it.
+int UnusedLocalPort();
+
 // True when `pid` exists and is a zombie or running; false when gone.
 bool ProcessExists(pid_t pid);
 

@@ -14,11 +14,11 @@
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_split.h"
 #include "absl/synchronization/mutex.h"
+#include "actors/metrics.h"
 #include "oneflow_core/status.h"
 #include "tools/cli/plan_io.h"
 #include "tools/launcher/auth.h"
 #include "tools/launcher/launch_client.h"
-#include "tools/launcher/metrics_merger.h"
 #include "tools/launcher/signal_watcher.h"
 
 // Shared with `oneflow run` (run_command.cc defines them).
@@ -77,29 +77,16 @@ absl::Status RunLaunch(const std::vector<std::string>& arguments, std::ostream& 
   OF_ASSIGN_OR_RETURN(options.token, launcher::ReadTokenFile(absl::GetFlag(FLAGS_token_file)));
   OF_ASSIGN_OR_RETURN(proto::Plan plan, ReadPlanFile(arguments[0]));
 
-  const std::string metrics_path = absl::GetFlag(FLAGS_metrics);
-  const bool progress_bar = metrics_path.empty() && isatty(STDOUT_FILENO);
-  std::unique_ptr<std::ofstream> metrics_file;
-  if (!metrics_path.empty()) {
-    metrics_file = std::make_unique<std::ofstream>(metrics_path, std::ios::trunc);
-    if (!*metrics_file) {
-      return absl::PermissionDeniedError(absl::StrCat("--metrics='", metrics_path, "': cannot create the file"));
-    }
-  }
-  const int64_t iterations = options.iterations;
+  OF_ASSIGN_OR_RETURN(std::unique_ptr<actors::MetricsReporter> reporter,
+                      actors::MetricsReporter::Open(absl::GetFlag(FLAGS_metrics), options.iterations, &out,
+                                                    isatty(STDOUT_FILENO)));
   options.on_metrics = [&](const proto::IterationMetrics& m) {
-    if (metrics_file) {
-      *metrics_file << launcher::MetricsJsonLine(m) << std::flush;
-    } else if (progress_bar) {
-      const int width = 30;
-      const int filled = static_cast<int>(width * std::min<int64_t>(m.iteration() + 1, iterations) / iterations);
-      out << absl::StrFormat("\r[%s%s] %d/%d  loss %.4f  %.0f samples/s  %.1f ms/step", std::string(filled, '#'),
-                             std::string(width - filled, ' '), m.iteration() + 1, iterations, m.loss(),
-                             m.samples_per_s(), m.step_ms())
-          << std::flush;
-    } else {
-      out << launcher::MetricsJsonLine(m) << std::flush;
-    }
+    actors::IterationMetrics metrics;
+    metrics.iteration = m.iteration();
+    metrics.loss = static_cast<float>(m.loss());
+    metrics.step_ms = m.step_ms();
+    metrics.samples_per_s = m.samples_per_s();
+    reporter->Report(metrics);
   };
   options.on_log = [](int64_t node, const std::string& line) {
     std::fprintf(stderr, "[node %lld] %s\n", static_cast<long long>(node), line.c_str());
@@ -112,7 +99,7 @@ absl::Status RunLaunch(const std::vector<std::string>& arguments, std::ostream& 
   interrupt.Set(session.get());
   const absl::Status status = session->Run();
   interrupt.Set(nullptr);
-  if (progress_bar) out << "\n";
+  reporter->Finish();
   return status;
 }
 

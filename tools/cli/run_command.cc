@@ -29,35 +29,16 @@ absl::Status RunRun(const std::vector<std::string>& arguments, std::ostream& out
     return absl::InvalidArgumentError(absl::StrCat("--iters=", iterations, " must be >= 1"));
   }
   OF_ASSIGN_OR_RETURN(const proto::Plan plan, ReadPlanFile(arguments[0]));
-  const std::string metrics_path = absl::GetFlag(FLAGS_metrics);
-  const bool progress_bar = metrics_path.empty() && isatty(STDOUT_FILENO);
-  std::unique_ptr<std::ofstream> metrics_file;
-  if (!metrics_path.empty()) {
-    metrics_file = std::make_unique<std::ofstream>(metrics_path, std::ios::trunc);
-    if (!*metrics_file) {
-      return absl::PermissionDeniedError(absl::StrCat("--metrics='", metrics_path, "': cannot create the file"));
-    }
-  }
+  OF_ASSIGN_OR_RETURN(std::unique_ptr<actors::MetricsReporter> reporter,
+                      actors::MetricsReporter::Open(absl::GetFlag(FLAGS_metrics), iterations, &out,
+                                                    isatty(STDOUT_FILENO)));
   actors::TrainOptions options;
   options.node = -1;  // Every node of the plan, simulated in this process.
   options.iterations = iterations;
   options.record_acts = !absl::GetFlag(FLAGS_trace).empty();
-  options.on_iteration = [&](const actors::IterationMetrics& m) {
-    if (metrics_file) {
-      *metrics_file << actors::MetricsJsonLine(m) << std::flush;
-    } else if (progress_bar) {
-      const int width = 30;
-      const int filled = static_cast<int>(width * (m.iteration + 1) / iterations);
-      out << absl::StrFormat("\r[%s%s] %d/%d  loss %.4f  %.0f samples/s  %.1f ms/step",
-                             std::string(filled, '#'), std::string(width - filled, ' '), m.iteration + 1,
-                             iterations, m.loss, m.samples_per_s, m.step_ms)
-          << std::flush;
-    } else {
-      out << actors::MetricsJsonLine(m) << std::flush;
-    }
-  };
+  options.on_iteration = [&](const actors::IterationMetrics& m) { reporter->Report(m); };
   absl::StatusOr<actors::TrainResult> result = actors::TrainPlan(plan, options);
-  if (progress_bar) out << "\n";
+  reporter->Finish();
   OF_RETURN_IF_ERROR(result.status());
   if (options.record_acts) {
     OF_RETURN_IF_ERROR(actors::WriteChromeTrace(absl::GetFlag(FLAGS_trace), plan, result->engine.acts));

@@ -2,18 +2,8 @@
 
 #include <algorithm>
 
-#include "actors/metrics.h"
 
 namespace oneflow::launcher {
-
-std::string MetricsJsonLine(const proto::IterationMetrics& m) {
-  actors::IterationMetrics metrics;
-  metrics.iteration = m.iteration();
-  metrics.loss = static_cast<float>(m.loss());
-  metrics.step_ms = m.step_ms();
-  metrics.samples_per_s = m.samples_per_s();
-  return actors::MetricsJsonLine(metrics);
-}
 
 std::vector<proto::IterationMetrics> MetricsMerger::Add(int64_t node, const proto::IterationMetrics& metrics) {
   std::vector<proto::IterationMetrics> complete;

@@ -15,10 +15,6 @@
 
 namespace oneflow::launcher {
 
-// The line `oneflow run` prints per iteration (actors::MetricsJsonLine), with "\n":
-// {"iter": 3, "loss": 2.71828, "step_ms": 12.345, "samples_per_s": 5184.0}
-std::string MetricsJsonLine(const proto::IterationMetrics& metrics);
-
 class MetricsMerger {
  public:
   MetricsMerger(int64_t num_nodes, int64_t batch_size) : num_nodes_(num_nodes), batch_size_(batch_size) {}

@@ -36,11 +36,5 @@ TEST(MetricsMergerTest, OneNodeEmitsEveryReport) {
   EXPECT_EQ(merger.Add(0, Metrics(1, 1, 2)).size(), 1u);
 }
 
-TEST(MetricsJsonLineTest, IsTheLineOfOneflowRun) {
-  proto::IterationMetrics metrics = Metrics(3, 2.718281828, 12.3456);
-  metrics.set_samples_per_s(5184.04);
-  EXPECT_EQ(MetricsJsonLine(metrics), "{\"iter\": 3, \"loss\": 2.71828, \"step_ms\": 12.346, \"samples_per_s\": 5184.0}\n");
-}
-
 }  // namespace
 }  // namespace oneflow::launcher

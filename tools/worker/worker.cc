@@ -4,7 +4,7 @@
 
 #include <atomic>
 #include <cstdio>
-#include <fstream>
+#include <iostream>
 #include <memory>
 #include <thread>
 #include <vector>
@@ -142,13 +142,16 @@ absl::Status RunWorker(const WorkerOptions& options) {
     return named;
   }
 
-  std::unique_ptr<std::ofstream> metrics_file;
-  FILE* metrics_stdout = options.metrics_path == "-" ? stdout : nullptr;
-  if (!options.metrics_path.empty() && options.metrics_path != "-") {
-    metrics_file = std::make_unique<std::ofstream>(options.metrics_path, std::ios::trunc);
-    if (!*metrics_file) {
-      return absl::PermissionDeniedError(absl::StrCat("--metrics='", options.metrics_path, "': cannot create the file"));
+  std::unique_ptr<actors::MetricsReporter> reporter;
+  if (!options.metrics_path.empty()) {
+    // "-": JSON lines on stdout (never a progress bar: a scheduler collects the output).
+    absl::StatusOr<std::unique_ptr<actors::MetricsReporter>> opened = actors::MetricsReporter::Open(
+        options.metrics_path == "-" ? "" : options.metrics_path, options.iterations, &std::cout, false);
+    if (!opened.ok()) {
+      fail_event(opened.status(), {});
+      return opened.status();
     }
+    reporter = std::move(*opened);
   }
 
   actors::TrainOptions train;
@@ -175,11 +178,7 @@ absl::Status RunWorker(const WorkerOptions& options) {
     metrics->set_step_ms(m.step_ms);
     metrics->set_samples_per_s(m.samples_per_s);
     write_event(event);
-    if (metrics_file) *metrics_file << actors::MetricsJsonLine(m) << std::flush;
-    if (metrics_stdout) {
-      std::fputs(actors::MetricsJsonLine(m).c_str(), metrics_stdout);
-      std::fflush(metrics_stdout);
-    }
+    if (reporter) reporter->Report(m);
   };
   // A thread blocked in a transport that an abort cannot reach must not keep a failed
   // worker alive: its peers and the daemon wait for the process to end.
