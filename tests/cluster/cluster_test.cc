@@ -5,7 +5,6 @@
 // everywhere within a bound, with a message naming what happened, no process left
 // behind and the surviving daemons still serving.
 #include <signal.h>
-#include <sys/stat.h>
 #include <unistd.h>
 
 #include <chrono>
@@ -15,7 +14,6 @@
 #include <iterator>
 #include <map>
 #include <memory>
-#include <optional>
 #include <string>
 #include <thread>
 #include <vector>
@@ -24,6 +22,7 @@
 #include "absl/strings/str_join.h"
 #include "gtest/gtest.h"
 #include "tests/cluster/process.h"
+#include "tools/launcher/testing/daemon_process.h"
 
 namespace oneflow::testing {
 namespace {
@@ -37,16 +36,6 @@ std::string Runfile(const std::string& path) {
 }
 
 std::string TempPath(const std::string& name) { return std::string(getenv("TEST_TMPDIR")) + "/" + name; }
-
-const std::string& Token() {
-  static const std::string* path = [] {
-    auto* p = new std::string(TempPath("token"));
-    std::ofstream(*p) << "s3cret-token\n";
-    chmod(p->c_str(), 0600);
-    return p;
-  }();
-  return *path;
-}
 
 // Compiles an example into a plan file; `flags` like {"--nodes=2", "--dp=2"}.
 std::string CompilePlan(const std::string& example, const std::vector<std::string>& flags, const std::string& name) {
@@ -90,33 +79,33 @@ void ExpectSameCurve(const std::vector<double>& losses, const std::vector<double
   }
 }
 
+// Real oneflowd processes (launcher's test helper) running the real worker.
 class Daemons {
  public:
-  explicit Daemons(int count, const std::string& token_file = Token()) {
+  explicit Daemons(int count) {
     for (int i = 0; i < count; ++i) {
-      const std::string work_dir = TempPath(absl::StrCat("daemon", next_id_++));
-      mkdir(work_dir.c_str(), 0700);
-      daemons_.push_back(std::make_unique<Process>(std::vector<std::string>{
-          Runfile("tools/launcher/oneflowd"), "--listen=127.0.0.1:0", "--token_file=" + token_file,
-          "--work_dir=" + work_dir, "--worker_binary=" + Runfile("tools/worker/oneflow_worker")}));
-      std::optional<std::string> line = daemons_.back()->WaitForLine(
-          [](const std::string& l) { return l.rfind("oneflowd listening on ", 0) == 0; }, milliseconds(20000));
-      EXPECT_TRUE(line.has_value()) << daemons_.back()->Stderr();
-      addresses_.push_back(line ? line->substr(std::string("oneflowd listening on ").size()) : "");
+      absl::StatusOr<std::unique_ptr<launcher::testing::DaemonProcess>> daemon =
+          launcher::testing::DaemonProcess::Start(absl::StrCat("daemon", next_id_++),
+                                                  {"--worker_binary=" + Runfile("tools/worker/oneflow_worker")});
+      EXPECT_TRUE(daemon.ok()) << daemon.status();
+      if (daemon.ok()) daemons_.push_back(std::move(*daemon));
     }
   }
   std::string Nodes(int first = 0, int count = -1) const {
-    std::vector<std::string> parts(addresses_.begin() + first,
-                                   count < 0 ? addresses_.end() : addresses_.begin() + first + count);
+    std::vector<std::string> parts;
+    for (int i = first; i < (count < 0 ? static_cast<int>(daemons_.size()) : first + count); ++i) {
+      parts.push_back(daemons_[i]->address());
+    }
     return "--nodes=" + absl::StrJoin(parts, ",");
   }
-  Process& daemon(int i) { return *daemons_[i]; }
-  bool Alive(int i) { return !daemons_[i]->Wait(milliseconds(0)); }
+  // Every daemon reads the same token file.
+  const std::string& token_file() const { return daemons_[0]->token_file(); }
+  void Signal(int i, int signal_number) { daemons_[i]->Signal(signal_number); }
+  bool Alive(int i) { return !daemons_[i]->Wait(absl::Milliseconds(50)).ok(); }
 
  private:
   static inline int next_id_ = 0;
-  std::vector<std::unique_ptr<Process>> daemons_;
-  std::vector<std::string> addresses_;
+  std::vector<std::unique_ptr<launcher::testing::DaemonProcess>> daemons_;
 };
 
 std::unique_ptr<Process> Launch(const Daemons& daemons, const std::string& plan, int iterations,
@@ -125,7 +114,7 @@ std::unique_ptr<Process> Launch(const Daemons& daemons, const std::string& plan,
   std::vector<std::string> argv = {Runfile("tools/cli/oneflow"),
                                    "launch",
                                    nodes.empty() ? daemons.Nodes() : nodes,
-                                   "--token_file=" + Token(),
+                                   "--token_file=" + daemons.token_file(),
                                    "--job_id=" + job_id,
                                    plan,
                                    absl::StrCat("--iters=", iterations)};
@@ -306,7 +295,7 @@ TEST(ClusterTest, KilledDaemonTakesItsWorkerAndTheJobStops) {
   Daemons daemons(2);
   std::unique_ptr<Process> launch = StartLongJob(daemons, "kill-daemon");
   ASSERT_GT(WorkerPid("kill-daemon", 1), 0);
-  daemons.daemon(1).Signal(SIGKILL);
+  daemons.Signal(1, SIGKILL);
   ASSERT_TRUE(launch->Wait(milliseconds(15000)));
   EXPECT_NE(launch->exit_code(), 0);
   EXPECT_NE(launch->Stderr().find("node 1"), std::string::npos) << launch->Stderr();
@@ -336,9 +325,7 @@ TEST(ClusterTest, SigtermOfTheClientCancelsEveryNode) {
 TEST(ClusterTest, WrongTokenAndTruncatedPlanAreRefusedBeforeAnythingStarts) {
   Daemons daemons(2);
   const std::string plan = CompilePlan("mlp", {"--nodes=2", "--devices_per_node=1", "--dp=2"}, "refused");
-  const std::string wrong = TempPath("wrong_token");
-  std::ofstream(wrong) << "not-the-token\n";
-  chmod(wrong.c_str(), 0600);
+  const std::string wrong = launcher::testing::WriteTokenFile("not-the-token");
   Process bad_token({Runfile("tools/cli/oneflow"), "launch", daemons.Nodes(), "--token_file=" + wrong,
                      "--job_id=bad-token", plan, "--iters=3"});
   ASSERT_TRUE(bad_token.Wait(milliseconds(20000)));
