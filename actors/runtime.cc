@@ -7,11 +7,15 @@
 #include "actors/behaviors/compute_behavior.h"
 #include "actors/behaviors/leaf_behaviors.h"
 #include "actors/behaviors/plan_index.h"
+#include "compiler/plan_verifier.h"
 #include "oneflow_core/status.h"
 
 namespace oneflow::actors {
 
 absl::StatusOr<TrainResult> TrainPlan(const proto::Plan& plan, const TrainOptions& options) {
+  // Before anything is allocated: a plan that is damaged, crafted, would deadlock or
+  // needs a step the runtime lacks is refused here, not in iteration 0.
+  OF_RETURN_IF_ERROR(VerifyPlan(plan));
   OF_ASSIGN_OR_RETURN(PlanIndex index, PlanIndex::Create(plan));
   CommunicatorPoolOptions pool_options;
   pool_options.node = options.node;

@@ -1,17 +1,33 @@
-// The plan verifier: invariants every plan the compiler emits must hold, checked on the
-// proto alone so the runtime and tools can run it on any plan file too.
+// The plan verifier: everything a plan must satisfy before anything runs it, checked on
+// the proto alone. The compiler runs it on every plan it emits; every reader of a plan
+// (`oneflow inspect`, `oneflow run`, `oneflow launch`, oneflowd, the worker, and
+// actors::TrainPlan) runs VerifyPlan before it allocates anything, so a damaged or
+// crafted plan is a load-time error naming the place, never a crash or a hang.
 //
-//   structure    actor ids unique in the plan, register ids unique per device, every
-//                register's producer and consumers agree with the actors' lists, control
-//                predecessors are earlier actors of the same device (so acyclic);
+//   checksum     Plan.checksum matches the contents (compiler/plan_checksum.h);
+//   structure    actor ids unique in the plan and consecutive on each device, kinds and
+//                threads known, register ids = their index on the device; every
+//                register's producer and consumers agree with the actors' lists in both
+//                directions, without repeats; kernel arguments name the actor's own
+//                registers; register sizes = elements x dtype size; control
+//                predecessors are earlier actors of the same device; a boxing actor
+//                names an existing boxing step and that step's collective;
 //   collectives  every member of a collective's group has exactly one actor issuing it;
 //                each device issues collectives in strictly increasing id, and lists
 //                exactly those whose group contains it; each group's collectives have
-//                `order` 0, 1, 2, ... in id order. Ids being one global order that all
-//                devices follow, no two devices can wait on each other in a cycle.
-//   memory       registers lie inside their memory block; two registers of one device
-//                whose lifetimes overlap (producer to last consumer, in actor order) never
-//                share bytes; peak >= lower bound.
+//                `order` 0, 1, 2, ... in id order;
+//   waits        no wait cycle: the acts of one iteration, with a collective's acts on
+//                all its members merged into one event (it completes only when every
+//                member has issued it), ordered by registers, control predecessors and
+//                each device's collective order, form an acyclic graph. With register
+//                counts >= 1 that is what lets the engine always make progress;
+//   memory       blocks have ids = their index; the arena holds exactly register_count
+//                slot copies; activation registers have register_count slots and
+//                persistent ones 1; every slot lies inside its block (no overflow); two
+//                registers of one device whose lifetimes overlap never share bytes;
+//                peak >= lower bound;
+//   support      every boxing step is one the runtime executes for its tensor's dtype
+//                (kernels/boxing/step_support.h: the same predicate the runtime uses).
 #ifndef COMPILER_PLAN_VERIFIER_H_
 #define COMPILER_PLAN_VERIFIER_H_
 
@@ -22,15 +38,26 @@
 
 namespace oneflow {
 
-// The plan format this build writes and reads (Plan.format_version).
-inline constexpr int64_t kPlanFormatVersion = 1;
+// The plan format this build writes and reads (Plan.format_version). Version 2 added
+// the checksum.
+inline constexpr int64_t kPlanFormatVersion = 2;
 
-// FAILED_PRECONDITION naming the device, actor, register or collective at fault.
+// Each returns FAILED_PRECONDITION naming the device, actor, register, collective or
+// boxing step at fault.
 absl::Status VerifyPlanStructure(const proto::Plan& plan);
 absl::Status VerifyCollectiveOrder(const proto::Plan& plan);
+// Preconditions: VerifyPlanStructure and VerifyCollectiveOrder passed.
+absl::Status VerifyNoWaitCycle(const proto::Plan& plan);
+// Precondition: VerifyPlanStructure passed.
 absl::Status VerifyMemory(const proto::Plan& plan);
+absl::Status VerifyRuntimeSupport(const proto::Plan& plan);
 
-// All of the above plus the format version.
+// The format version and all of the above, in that order; the checksum is not looked
+// at (the compiler verifies a plan before it seals it).
+absl::Status VerifyPlanContents(const proto::Plan& plan);
+
+// The one full verifier for every reader: the format version, the checksum, then
+// VerifyPlanContents.
 absl::Status VerifyPlan(const proto::Plan& plan);
 
 }  // namespace oneflow

@@ -1,6 +1,8 @@
 #include "compiler/plan_verifier.h"
 
+#include "absl/strings/str_format.h"
 #include "compiler/compilation.h"
+#include "compiler/plan_checksum.h"
 #include "compiler/pass_pipeline.h"
 #include "compiler/passes/actor_graph_pass.h"
 #include "compiler/passes/boxing_insertion_pass.h"
@@ -112,7 +114,140 @@ TEST(PlanVerifierTest, RejectsAControlPredecessorThatComesLater) {
 TEST(PlanVerifierTest, RejectsAnotherFormatVersion) {
   proto::Plan plan = TensorParallelPlan();
   plan.set_format_version(7);
-  EXPECT_EQ(VerifyPlan(plan).message(), "plan format version 7; this build reads version 1");
+  EXPECT_EQ(VerifyPlan(plan).message(), "plan format version 7; this build reads version 2");
+}
+
+// What a hostile or buggy tool writes: an edited plan, resealed so that the checksum
+// matches. The verifier's semantic checks must still refuse it.
+absl::Status Resealed(proto::Plan plan) {
+  EXPECT_TRUE(SealPlan(&plan).ok());
+  return VerifyPlan(plan);
+}
+
+// The first arena register of device 0 with a consumer.
+int FirstArenaRegister(const proto::DevicePlan& device) {
+  for (int r = 0; r < device.registers_size(); ++r) {
+    if (!device.registers(r).persistent() && !device.registers(r).consumer_actors().empty()) return r;
+  }
+  return -1;
+}
+
+TEST(PlanVerifierTest, CompiledPlansAreSealedAndDamageIsRefused) {
+  proto::Plan plan = TensorParallelPlan();
+  ASSERT_NE(plan.checksum(), 0u);
+  EXPECT_TRUE(VerifyPlan(plan).ok()) << VerifyPlan(plan);
+  plan.mutable_devices(0)->mutable_registers(0)->set_tensor("renamed");
+  const absl::Status status = VerifyPlan(plan);
+  EXPECT_EQ(status.code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_EQ(status.message(), absl::StrFormat("plan checksum 0x%08x does not match its contents (0x%08x): "
+                                              "the plan was damaged or edited after it was compiled",
+                                              plan.checksum(), *PlanChecksum(plan)));
+  EXPECT_TRUE(Resealed(plan).ok());  // The rename alone is harmless once resealed.
+}
+
+TEST(PlanVerifierTest, RejectsARegisterMovedPastItsBlock) {
+  proto::Plan plan = TensorParallelPlan();
+  proto::DevicePlan* device = plan.mutable_devices(0);
+  const int r = FirstArenaRegister(*device);
+  ASSERT_GE(r, 0);
+  proto::RegisterDef* reg = device->mutable_registers(r);
+  reg->set_offset(reg->offset() + 10'000'000);
+  EXPECT_EQ(Resealed(plan).message(),
+            absl::StrCat("device 0:0: register ", r, " ('", reg->tensor(), "') at offset ", reg->offset(), " size ",
+                         reg->size_bytes(), " x2 does not fit memory block 1 (", device->memory_blocks(1).size_bytes(),
+                         " bytes, slot stride ", device->memory_blocks(1).slot_stride_bytes(), ")"));
+}
+
+TEST(PlanVerifierTest, RejectsANegativeRegisterSize) {
+  proto::Plan plan = TensorParallelPlan();
+  proto::RegisterDef* reg = plan.mutable_devices(0)->mutable_registers(0);
+  const int64_t bytes = reg->size_bytes();
+  reg->set_size_bytes(-64);
+  EXPECT_EQ(Resealed(plan).message(), absl::StrCat("device 0:0: register 0 ('", reg->tensor(),
+                                                   "') has size -64 bytes, but its shape and dtype need ", bytes));
+}
+
+TEST(PlanVerifierTest, RejectsARegisterCountTheBlocksDoNotHold) {
+  proto::Plan plan = TensorParallelPlan();
+  plan.set_register_count(1'000'000);
+  const proto::MemoryBlock& arena = plan.devices(0).memory_blocks(1);
+  EXPECT_EQ(Resealed(plan).message(),
+            absl::StrCat("device 0:0: memory block 1 holds ", arena.size_bytes(), " bytes, but 1000000 slot copies "
+                         "of stride ", arena.slot_stride_bytes(), " need exactly their product"));
+  // The same count on one register only.
+  plan = TensorParallelPlan();
+  const int r = FirstArenaRegister(plan.devices(0));
+  proto::RegisterDef* reg = plan.mutable_devices(0)->mutable_registers(r);
+  reg->set_count(1'000'000);
+  EXPECT_EQ(Resealed(plan).message(),
+            absl::StrCat("device 0:0: register ", r, " ('", reg->tensor(),
+                         "') has 1000000 slots, but registers in the arena have the plan's register_count 2"));
+}
+
+TEST(PlanVerifierTest, RejectsAConsumerTheRegisterDoesNotName) {
+  proto::Plan plan = TensorParallelPlan();
+  proto::DevicePlan* device = plan.mutable_devices(0);
+  const int r = FirstArenaRegister(*device);
+  proto::RegisterDef* reg = device->mutable_registers(r);
+  const int64_t consumer = reg->consumer_actors(0);
+  reg->mutable_consumer_actors()->erase(reg->mutable_consumer_actors()->begin());
+  const proto::ActorDef& actor = device->actors(static_cast<int>(consumer - device->actors(0).id()));
+  EXPECT_EQ(Resealed(plan).message(),
+            absl::StrCat("device 0:0: actor ", consumer, " ('", actor.name(), "') consumes register ", r,
+                         ", which does not name it as a consumer"));
+}
+
+TEST(PlanVerifierTest, RejectsAWaitCycle) {
+  proto::Plan plan = TensorParallelPlan();
+  proto::DevicePlan* device = plan.mutable_devices(0);
+  // Actor x reads register r0 (made by y) and makes r1; let y also wait for r1.
+  const int64_t first = device->actors(0).id();
+  for (const proto::ActorDef& x : device->actors()) {
+    if (x.consumed_registers().empty() || x.produced_registers().empty()) continue;
+    const int64_t r1 = x.produced_registers(0);
+    const int64_t y = device->registers(static_cast<int>(x.consumed_registers(0))).producer_actor();
+    device->mutable_actors(static_cast<int>(y - first))->add_consumed_registers(r1);
+    device->mutable_registers(static_cast<int>(r1))->add_consumer_actors(y);
+    const std::string x_text = absl::StrCat("device 0:0 actor ", x.id(), " ('", x.name(), "')");
+    const std::string y_text =
+        absl::StrCat("device 0:0 actor ", y, " ('", device->actors(static_cast<int>(y - first)).name(), "')");
+    const absl::Status status = Resealed(plan);
+    EXPECT_EQ(status.code(), absl::StatusCode::kFailedPrecondition);
+    EXPECT_TRUE(status.message() == absl::StrCat("the plan would deadlock: these acts of one iteration wait for "
+                                                 "each other in a cycle: ", x_text, " -> ", y_text, " -> ", x_text) ||
+                status.message() == absl::StrCat("the plan would deadlock: these acts of one iteration wait for "
+                                                 "each other in a cycle: ", y_text, " -> ", x_text, " -> ", y_text))
+        << status;
+    return;
+  }
+  FAIL() << "no actor both reads and writes a register";
+}
+
+TEST(PlanVerifierTest, RejectsAReductionTheRuntimeLacks) {
+  proto::Plan plan = TensorParallelPlan();
+  ASSERT_GT(plan.boxings_size(), 0);
+  const proto::BoxingDef& boxing = plan.boxings(0);
+  const proto::BoxingStepDef& step = boxing.steps(0);
+  ASSERT_TRUE(step.kind() == "all_reduce" || step.kind() == "reduce_scatter") << step.kind();
+  const std::string to = NdSbp::FromProto(step.dst_sbp())->at(step.hierarchy_axis()).ToString();
+  for (proto::TensorDef& tensor : *plan.mutable_job()->mutable_tensors()) {
+    if (tensor.name() == boxing.tensor()) tensor.set_dtype(proto::DTYPE_F16);
+  }
+  const absl::Status status = Resealed(plan);
+  EXPECT_EQ(status.code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_EQ(status.message(), absl::StrCat("boxing 0 of '", boxing.tensor(), "' (", boxing.producer_op(), " -> ",
+                                           boxing.consumer_op(), ") step 0 (", step.kind(), "): ", step.kind(),
+                                           " P -> ", to, " of f16 is not supported: reductions are implemented for "
+                                           "f32, i32, i64 and u8"));
+}
+
+TEST(PlanVerifierTest, RejectsAnUnknownStepKind) {
+  proto::Plan plan = TensorParallelPlan();
+  plan.mutable_boxings(0)->mutable_steps(0)->set_kind("all_gathr");
+  const absl::Status status = Resealed(plan);
+  EXPECT_NE(status.message().find("step 0 (all_gathr): unknown step kind 'all_gathr'; the kinds are identity, "),
+            absl::string_view::npos)
+      << status;
 }
 
 }  // namespace

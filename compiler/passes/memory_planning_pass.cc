@@ -54,6 +54,8 @@ DeviceProblem ProblemOf(const proto::DevicePlan& device) {
 
 absl::StatusOr<bool> MemoryPlanningPass::Run(Compilation* compilation) {
   const int64_t count = compilation->options.register_count;
+  // The arena's slot copies are this pass's layout decision; the plan records them.
+  compilation->plan.set_register_count(count);
   absl::flat_hash_map<DeviceProblem, MemoryLayout> solved;
   for (proto::DevicePlan& device : *compilation->plan.mutable_devices()) {
     // Persistent registers: one slot each, packed in their own block.

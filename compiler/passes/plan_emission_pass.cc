@@ -3,6 +3,7 @@
 #include <map>
 
 #include "absl/strings/str_cat.h"
+#include "compiler/plan_checksum.h"
 #include "compiler/plan_verifier.h"
 #include "oneflow_core/status.h"
 
@@ -92,7 +93,6 @@ absl::StatusOr<bool> PlanEmissionPass::Run(Compilation* compilation) {
   plan.set_format_version(kPlanFormatVersion);
   *plan.mutable_cluster() = compilation->options.cluster;
   *plan.mutable_job() = compilation->job;
-  plan.set_register_count(compilation->options.register_count);
   plan.clear_op_sbps();
   for (const LogicalOp& op : graph.ops) {
     proto::LogicalOpSbp* entry = plan.add_op_sbps();
@@ -117,7 +117,9 @@ absl::StatusOr<bool> PlanEmissionPass::Run(Compilation* compilation) {
   plan.clear_boxings();
   EmitBoxings(compilation);
   CountWireBytes(&plan);
-  OF_RETURN_IF_ERROR(VerifyPlan(plan));
+  OF_RETURN_IF_ERROR(VerifyPlanContents(plan));
+  // Sealed last: any later change to the plan makes every reader refuse it.
+  OF_RETURN_IF_ERROR(SealPlan(&plan));
   return true;
 }
 

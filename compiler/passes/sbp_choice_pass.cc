@@ -5,6 +5,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "oneflow_core/dsl/attr.h"
+#include "oneflow_core/dtype.h"
 #include "oneflow_core/status.h"
 #include "oneflow_core/tensor_slice.h"
 
@@ -83,6 +84,22 @@ double OutputWeight(const LogicalTensor& tensor, const NdSbp& sbp, const Placeme
 
 NdSbp AllBroadcast(int64_t axes) { return NdSbp(std::vector<Sbp>(axes, Sbp::Broadcast())); }
 
+// `sbp` with every partial axis replaced by B: the layout a reduction makes.
+NdSbp Reduced(const NdSbp& sbp) {
+  std::vector<Sbp> axes = sbp.sbps();
+  for (Sbp& axis : axes) {
+    if (axis.is_partial()) axis = Sbp::Broadcast();
+  }
+  return NdSbp(std::move(axes));
+}
+
+bool HasPartialAxis(const NdSbp& sbp) {
+  for (const Sbp& axis : sbp.sbps()) {
+    if (axis.is_partial()) return true;
+  }
+  return false;
+}
+
 }  // namespace
 
 absl::StatusOr<bool> SbpChoicePass::Run(Compilation* compilation) {
@@ -144,6 +161,27 @@ absl::StatusOr<bool> SbpChoicePass::Run(Compilation* compilation) {
           break;
         }
         seconds += plan->seconds;
+      }
+      if (!allowed) continue;
+      // A partial integer output (labels, token ids, indices) is never consumed as P:
+      // no op takes a partial index, so its reduction is certain and is charged here.
+      // Without this, the greedy choice sees S -> P as free (split_to_partial) and
+      // moves e.g. the int32 targets of a reshape over an unevenly split batch through
+      // a partial sum, where gathering the same few bytes costs less. A floating P
+      // output is not charged: linear consumers keep it partial and defer the reduction.
+      for (size_t k = 0; k < op.outputs.size() && allowed; ++k) {
+        const LogicalTensor& out = graph.tensors[op.outputs[k]];
+        if (IsFloating(out.type.dtype) || !HasPartialAxis(candidate.outputs[k]) || out.hint) {
+          continue;
+        }
+        const absl::StatusOr<BoxingPlan>& reduction =
+            cache.Plan(out.type.shape, out.type.dtype, candidate.outputs[k], op.placement,
+                       Reduced(candidate.outputs[k]), op.placement);
+        if (!reduction.ok()) {
+          allowed = false;
+          break;
+        }
+        seconds += reduction->seconds;
       }
       if (!allowed) continue;
       double weight = 0;

@@ -6,9 +6,9 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
-#include "absl/strings/str_join.h"
 #include "kernels/boxing/group_step.h"
 #include "kernels/boxing/slice_boxes.h"
+#include "kernels/boxing/step_support.h"
 #include "oneflow_core/comm/collective_arguments.h"
 #include "oneflow_core/status.h"
 
@@ -30,21 +30,6 @@ CollectiveOptions StepOptions(const GroupStep& step, const BoxingStepArgs& args)
 namespace {
 
 using boxing_internal::GroupStep;
-
-constexpr BoxingKind kKinds[] = {
-    BoxingKind::kIdentity,     BoxingKind::kAllReduce,      BoxingKind::kReduceScatter,
-    BoxingKind::kAllGather,    BoxingKind::kAllToAll,       BoxingKind::kLocalSlice,
-    BoxingKind::kLocalPartial, BoxingKind::kSplitToPartial, BoxingKind::kSendRecv};
-
-absl::StatusOr<BoxingKind> ParseStepKind(absl::string_view text) {
-  std::vector<std::string> names;
-  for (BoxingKind kind : kKinds) {
-    if (BoxingKindName(kind) == text) return kind;
-    names.emplace_back(BoxingKindName(kind));
-  }
-  return absl::InvalidArgumentError(
-      absl::StrCat("unknown step kind '", text, "'; the kinds are ", absl::StrJoin(names, ", ")));
-}
 
 bool IsCollectiveKind(BoxingKind kind) {
   return kind == BoxingKind::kAllReduce || kind == BoxingKind::kReduceScatter ||
@@ -171,7 +156,7 @@ absl::StatusOr<GroupStep> Validate(const BoxingStepArgs& args) {
       absl::StrCat("boxing step ", args.kind, " axis ", args.hierarchy_axis, " of ",
                    DTypeName(args.dtype), " ", args.logical.ToString(), ": ", args.src.ToString(),
                    " -> ", args.dst.ToString(), " on ", placement.ToString(), ", rank ", args.rank);
-  const absl::StatusOr<BoxingKind> kind = ParseStepKind(args.kind);
+  const absl::StatusOr<BoxingKind> kind = ParseBoxingKind(args.kind);
   if (!kind.ok()) return WithContext(kind.status(), step.name);
   step.kind = *kind;
   if (step.kind == BoxingKind::kSendRecv) {
@@ -201,16 +186,8 @@ absl::StatusOr<GroupStep> Validate(const BoxingStepArgs& args) {
   const std::string mismatch = ChangeMismatch(step.kind, from, to, hierarchy.dim(step.axis));
   if (!mismatch.empty()) return step.Error(mismatch);
   if (from.is_partial()) step.reduce_op = from.reduce_op();
-  const bool reduces =
-      step.kind == BoxingKind::kAllReduce || step.kind == BoxingKind::kReduceScatter;
-  if (reduces && args.dtype != DType::kF32) {
-    return absl::UnimplementedError(
-        absl::StrCat(step.name, ": reductions are implemented for f32 only"));
-  }
-  if (!reduces && to.is_partial() && !from.is_partial() && to.reduce_op() != ReduceOp::kSum) {
-    return absl::UnimplementedError(absl::StrCat(
-        step.name, ": making ", to.ToString(), " locally needs its identity element; only P(sum)"));
-  }
+  // The plan verifier asks the same question, so a verified plan does not fail here.
+  OF_RETURN_IF_ERROR(WithContext(CheckStepSupported(step.kind, args.dtype, from, to), step.name));
   step.element_size = SizeOf(args.dtype);
 
   std::vector<int64_t> coordinate = placement.Coordinate(args.rank);

@@ -13,6 +13,13 @@
 //   local_partial     B -> P      coordinate 0 of the axis keeps the value, others zeros
 //   split_to_partial  S(i) -> P   own slice placed into zeros
 //   identity          any, on a one-device axis: a copy
+// Every kind moves any dtype. The reductions (all_reduce, reduce_scatter) reduce f32
+// through the communicator's float collectives, and i32, i64 and u8 exactly by gathering
+// the members' parts as bytes and reducing locally in rank order (integer tensors that
+// reach a reduction are labels and token ids: tiny, so the extra traffic of gathering is
+// cheap); integer sums wrap modulo 2^bits. Either way every member gets the same bits.
+// kernels/boxing/step_support.h is the one statement of what is supported; the plan
+// verifier uses it too.
 // The group of a device is the devices that differ from it only in `hierarchy_axis`,
 // ranked by their coordinate on that axis (compiler/passes/collective_ordering_pass.cc
 // builds them the same way). N-D SBPs work on any axis: when a member's piece is not
@@ -25,8 +32,9 @@
 // sizes, a communicator that is not this device's group, or a step that is not valid at
 // its place in the N-D SBP, e.g. an outer all-gather under an inner split of the same
 // tensor axis); the check covers the whole group, so every member fails alike and none
-// is left waiting. UNIMPLEMENTED for a reduction of a non-f32 dtype and for making a
-// P(max)/P(min) value locally. Communicator errors (DEADLINE_EXCEEDED, ...) pass through.
+// is left waiting. UNIMPLEMENTED, from CheckStepSupported, for a reduction of f16, bf16 or
+// f8 and for making a P(max)/P(min) value locally. Communicator errors
+// (DEADLINE_EXCEEDED, ...) pass through.
 #ifndef KERNELS_BOXING_BOXING_STEP_H_
 #define KERNELS_BOXING_BOXING_STEP_H_
 
@@ -44,7 +52,7 @@ namespace oneflow {
 
 struct BoxingStepArgs {
   Shape logical;              // the logical tensor's shape
-  DType dtype = DType::kF32;  // f32 for every kind; any dtype for the non-reducing ones
+  DType dtype = DType::kF32;  // any; f32, i32, i64 or u8 for the reducing kinds
   std::string kind;           // BoxingStepDef.kind, e.g. "all_gather"
   NdSbp src;                  // the N-D SBP before the step ...
   NdSbp dst;                  // ... and after; they differ only on hierarchy_axis

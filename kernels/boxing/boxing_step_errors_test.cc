@@ -71,11 +71,13 @@ TEST(BoxingStepErrorsTest, ArgumentsThatDoNotDescribeTheStep) {
       {[](BoxingStepArgs& a) { a.rank = 2; }, absl::StatusCode::kInvalidArgument,
        "rank 2 is outside the placement's 2 devices"},
       {[](BoxingStepArgs& a) {
-         a.dtype = DType::kI32;
+         a.dtype = DType::kF16;
          a.kind = "all_reduce";
          a.src = *NdSbp::Parse("P");
        },
-       absl::StatusCode::kUnimplemented, "reductions are implemented for f32 only"},
+       absl::StatusCode::kUnimplemented,
+       "all_reduce P -> B of f16 is not supported: reductions are implemented for f32, i32, "
+       "i64 and u8"},
   };
   for (const Case& test : cases) {
     Fixture fixture;

@@ -7,17 +7,24 @@
 // step is valid there (it fails, or its result does not hold the logical tensor); a
 // valid step must give exactly the simulator's buffers on every device (so the same sums
 // in the same order, zeros where the simulator has zeros) and hold the logical tensor; an
-// invalid one must fail with INVALID_ARGUMENT on every device, without hanging.
+// invalid one must fail with INVALID_ARGUMENT on every device, without hanging. Every
+// case runs in f32 and in i32 (reductions included): i32 must be valid exactly where f32
+// is, and no case may end any other way.
 #include "kernels/boxing/boxing_step.h"
 
+#include <algorithm>
 #include <cctype>
+#include <cmath>
 #include <cstdint>
 #include <iostream>
 #include <map>
+#include <set>
 #include <string>
 #include <vector>
 
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "gtest/gtest.h"
 #include "kernels/boxing/step_testing.h"
 #include "oneflow_core/comm/in_process/rank_threads.h"
@@ -103,25 +110,65 @@ bool HasPartial(const NdSbp& nd_sbp) {
   return false;
 }
 
-// Runs the case on every device; returns "valid" or "invalid" (for the tally), and
-// records test failures.
-std::string RunCase(const Case& test, const Placement& placement, DType dtype) {
-  const std::string name = CaseName(test, placement);
+// What one case did on every device: the simulator and the runtime agree that the step
+// is valid (same buffers, the logical tensor held) or invalid (INVALID_ARGUMENT on every
+// device); kWrong is anything else, a test failure.
+enum class Outcome { kValid, kInvalid, kWrong };
+
+struct CaseResult {
+  Outcome outcome;
+  // kInvalid: rank 0's error; kWrong: what went wrong, naming the case.
+  std::string reason;
+};
+
+const char* OutcomeName(Outcome outcome) {
+  switch (outcome) {
+    case Outcome::kValid:
+      return "valid";
+    case Outcome::kInvalid:
+      return "invalid";
+    case Outcome::kWrong:
+      return "wrong";
+  }
+  return "?";
+}
+
+// Runs the case on every device with `dtype` (f32 or i32). The simulator's partial parts
+// are not integers, so an i32 run takes them rounded: they no longer add up to the
+// logical values, so the result is checked against the simulator run on the same rounded
+// input, and whether it holds the logical tensor only where the source has no P. Validity
+// does not depend on the values: it is the f32 simulation's.
+CaseResult RunCase(const Case& test, const Placement& placement, DType dtype) {
+  const std::string name = absl::StrCat(CaseName(test, placement), " ", DTypeName(dtype));
+  auto wrong = [&](const auto&... what) {
+    return CaseResult{Outcome::kWrong, absl::StrCat(name, ": ", what...)};
+  };
   const std::vector<float> values = LogicalValues(test.shape, 5);
   const absl::StatusOr<SimulatedTensor> before =
       Distribute(test.shape, values, test.step.src, placement, /*seed=*/11);
-  EXPECT_TRUE(before.ok()) << name << ": " << before.status();
-  if (!before.ok()) return "error";
-  SimulatedTensor expected = *before;
-  const bool valid = SimulateStep(test.shape, test.step, placement, placement, &expected).ok() &&
-                     CheckHoldsLogical(test.shape, values, expected, placement, 1e-3f).ok();
+  if (!before.ok()) return wrong("Distribute: ", before.status().ToString());
+  SimulatedTensor simulated = *before;
+  const bool valid = SimulateStep(test.shape, test.step, placement, placement, &simulated).ok() &&
+                     CheckHoldsLogical(test.shape, values, simulated, placement, 1e-3f).ok();
+  SimulatedTensor input = *before;
+  if (dtype == DType::kI32) {
+    for (std::vector<float>& buffer : input.buffers) {
+      for (float& value : buffer) value = std::nearbyint(value);
+    }
+  }
+  SimulatedTensor expected = input;
+  if (valid) {
+    const absl::Status status =
+        SimulateStep(test.shape, test.step, placement, placement, &expected);
+    if (!status.ok()) return wrong("the simulator fails on the rounded input: ", status.ToString());
+  }
 
   const int64_t devices = placement.num_devices();
   const int64_t element_size = SizeOf(dtype);
   std::vector<std::vector<char>> inputs(devices);
   std::vector<std::vector<char>> outputs(devices);
   for (int64_t rank = 0; rank < devices; ++rank) {
-    const std::vector<float>& buffer = before->buffers[rank];
+    const std::vector<float>& buffer = input.buffers[rank];
     inputs[rank].resize(buffer.size() * element_size);
     for (size_t i = 0; i < buffer.size(); ++i) {
       if (dtype == DType::kF32) {
@@ -155,15 +202,18 @@ std::string RunCase(const Case& test, const Placement& placement, DType dtype) {
     statuses[rank] = RunBoxingStep(args);
   });
 
+  if (!valid) {
+    for (int64_t rank = 0; rank < devices; ++rank) {
+      if (statuses[rank].code() != absl::StatusCode::kInvalidArgument) {
+        return wrong("the simulator rejects the step; rank ", rank, " returned ",
+                     statuses[rank].ToString());
+      }
+    }
+    return {Outcome::kInvalid, std::string(statuses[0].message())};
+  }
   SimulatedTensor produced{test.step.dst, {}};
   for (int64_t rank = 0; rank < devices; ++rank) {
-    if (!valid) {
-      EXPECT_EQ(statuses[rank].code(), absl::StatusCode::kInvalidArgument)
-          << name << " rank " << rank << ": the simulator rejects the step; " << statuses[rank];
-      continue;
-    }
-    EXPECT_TRUE(statuses[rank].ok()) << name << " rank " << rank << ": " << statuses[rank];
-    if (!statuses[rank].ok()) return "error";
+    if (!statuses[rank].ok()) return wrong("rank ", rank, ": ", statuses[rank].ToString());
     std::vector<float> got(outputs[rank].size() / element_size);
     for (size_t i = 0; i < got.size(); ++i) {
       got[i] = dtype == DType::kF32
@@ -171,17 +221,16 @@ std::string RunCase(const Case& test, const Placement& placement, DType dtype) {
                    : static_cast<float>(reinterpret_cast<const int32_t*>(outputs[rank].data())[i]);
     }
     if (got != expected.buffers[rank]) {
-      ADD_FAILURE() << name << " " << DTypeName(dtype) << " rank " << rank
-                    << ": the buffer differs from the simulator's";
-      return "error";
+      return wrong("rank ", rank, ": the buffer differs from the simulator's");
     }
     produced.buffers.push_back(std::move(got));
   }
-  if (valid) {  // The devices hold the logical tensor (P: summed over the group).
+  if (dtype == DType::kF32 || !HasPartial(test.step.src)) {
+    // The devices hold the logical tensor (P: summed over the group).
     const absl::Status holds = CheckHoldsLogical(test.shape, values, produced, placement, 1e-3f);
-    EXPECT_TRUE(holds.ok()) << name << ": " << holds;
+    if (!holds.ok()) return wrong(holds.ToString());
   }
-  return valid ? "valid" : "invalid";
+  return {Outcome::kValid, ""};
 }
 
 class BoxingStepTest : public ::testing::TestWithParam<std::string> {};
@@ -190,33 +239,52 @@ TEST_P(BoxingStepTest, EveryKindMatchesTheSimulator) {
   const Placement placement = *Placement::Parse(GetParam());
   // Uneven everywhere: 5 and 7 rows/columns over 2, 3 and 4 devices, a rank-3 tensor whose
   // middle axis splits (pieces not contiguous), fewer rows than devices (empty slices),
-  // and a scalar.
-  std::map<std::string, int64_t> tally;  // "<kind> valid|invalid" -> cases
+  // and a scalar. Every case runs in f32 and in i32: every kind supports both.
+  std::map<std::string, int64_t> tally;  // "<kind> <dtype> valid|invalid|wrong" -> cases
+  std::vector<std::string> wrong;
+  std::set<std::string> invalid_reasons;  // what follows the step's name
   for (const Shape& shape : {Shape{5, 7}, Shape{3, 5, 4}, Shape{2, 9}, Shape{}}) {
     for (const Case& test : CasesFor(placement, shape)) {
-      const std::string kind(BoxingKindName(test.step.kind));
-      ++tally[absl::StrCat(kind, " ", RunCase(test, placement, DType::kF32))];
-      const bool reduces =
-          test.step.kind == BoxingKind::kAllReduce || test.step.kind == BoxingKind::kReduceScatter;
-      if (!reduces && !HasPartial(test.step.src)) {
-        ++tally[absl::StrCat(kind, " i32 ", RunCase(test, placement, DType::kI32))];
+      for (DType dtype : {DType::kF32, DType::kI32}) {
+        const CaseResult result = RunCase(test, placement, dtype);
+        ++tally[absl::StrCat(BoxingKindName(test.step.kind), " ", DTypeName(dtype), " ",
+                             OutcomeName(result.outcome))];
+        if (result.outcome == Outcome::kWrong) wrong.push_back(result.reason);
+        if (result.outcome == Outcome::kInvalid) {
+          const size_t rank = result.reason.find(", rank ");
+          const size_t colon = result.reason.find(": ", rank);
+          invalid_reasons.insert(result.reason.substr(colon == std::string::npos ? 0 : colon + 2));
+        }
       }
     }
-  }
-  EXPECT_EQ(tally.count("error"), 0u);
-  bool has_unit_axis = false;
-  for (int64_t dim : placement.hierarchy().dims()) has_unit_axis = has_unit_axis || dim == 1;
-  // Every kind that applies here ran valid cases.
-  for (const char* kind : {"all_reduce", "reduce_scatter", "all_gather", "all_to_all",
-                           "local_slice", "local_partial", "split_to_partial"}) {
-    EXPECT_GT(tally[absl::StrCat(kind, " valid")], 0) << kind;
-  }
-  if (has_unit_axis) {
-    EXPECT_GT(tally["identity valid"], 0);
   }
   std::string summary;
   for (const auto& [key, count] : tally) absl::StrAppend(&summary, key, ": ", count, "; ");
   std::cout << placement.ToString() << ": " << summary << "\n";
+  EXPECT_TRUE(wrong.empty()) << wrong.size() << " cases went wrong, e.g.\n"
+                             << absl::StrJoin(wrong.begin(),
+                                              wrong.begin() + std::min<size_t>(wrong.size(), 5),
+                                              "\n");
+  // An invalid case is one whose group cannot hold what a member needs, nothing else.
+  for (const std::string& reason : invalid_reasons) {
+    EXPECT_TRUE(absl::EndsWith(reason, "; the step is not valid at this place of the N-D SBP"))
+        << reason;
+  }
+  bool has_unit_axis = false;
+  for (int64_t dim : placement.hierarchy().dims()) has_unit_axis = has_unit_axis || dim == 1;
+  std::vector<std::string> kinds = {"all_reduce",      "reduce_scatter", "all_gather",
+                                    "all_to_all",      "local_slice",    "local_partial",
+                                    "split_to_partial"};
+  if (has_unit_axis) kinds.push_back("identity");
+  for (const std::string& kind : kinds) {
+    // Every kind that applies here ran valid cases, and i32 (reductions included) is
+    // valid exactly where f32 is.
+    EXPECT_GT(tally[absl::StrCat(kind, " f32 valid")], 0) << kind;
+    EXPECT_EQ(tally[absl::StrCat(kind, " i32 valid")], tally[absl::StrCat(kind, " f32 valid")])
+        << kind;
+    EXPECT_EQ(tally[absl::StrCat(kind, " i32 invalid")], tally[absl::StrCat(kind, " f32 invalid")])
+        << kind;
+  }
 }
 
 INSTANTIATE_TEST_SUITE_P(Placements, BoxingStepTest,

@@ -4,6 +4,8 @@
 //   reduce_scatter  chunk g = member g's dst slice, cut out of the common src slice X.
 //   all_gather      piece g = member g's src slice (∩ the common dst slice D).
 //   all_to_all      chunk (g -> h) = member g's src slice ∩ member h's dst slice.
+// The two reductions are the f32 ones; integer tensors go to integer_steps.cc, as the
+// communicator reduces floats only.
 // Chunks are sent straight from the input and received straight into the output when
 // they lie back to back there (a split on the outermost non-trivial axis); otherwise they
 // are packed into / unpacked from a scratch buffer, which costs one extra pass over the
@@ -27,12 +29,14 @@ std::vector<int64_t> ByteCounts(const std::vector<TensorSlice>& boxes, int64_t e
 }  // namespace
 
 absl::Status RunAllReduce(const GroupStep& step, const BoxingStepArgs& args) {
+  if (args.dtype != DType::kF32) return RunIntegerAllReduce(step, args);
   return args.communicator->AllReduce(static_cast<const float*>(args.input),
                                       static_cast<float*>(args.output),
                                       step.dst[step.me].NumElements(), StepOptions(step, args));
 }
 
 absl::Status RunReduceScatter(const GroupStep& step, const BoxingStepArgs& args) {
+  if (args.dtype != DType::kF32) return RunIntegerReduceScatter(step, args);
   std::vector<int64_t> counts;
   for (const TensorSlice& box : step.dst) counts.push_back(box.NumElements());
   std::vector<char> scratch;

@@ -39,6 +39,12 @@ absl::Status RunReduceScatter(const GroupStep& step, const BoxingStepArgs& args)
 absl::Status RunAllGather(const GroupStep& step, const BoxingStepArgs& args);
 absl::Status RunAllToAll(const GroupStep& step, const BoxingStepArgs& args);
 
+// The reducing kinds for i32, i64 and u8 (integer_steps.cc), which RunAllReduce and
+// RunReduceScatter hand over to: the communicator reduces floats only, so the members'
+// parts are gathered as bytes (AllGather, AllToAll) and reduced locally in rank order.
+absl::Status RunIntegerAllReduce(const GroupStep& step, const BoxingStepArgs& args);
+absl::Status RunIntegerReduceScatter(const GroupStep& step, const BoxingStepArgs& args);
+
 // The options passed to the communicator: the caller's, with the step's reduction.
 CollectiveOptions StepOptions(const GroupStep& step, const BoxingStepArgs& args);
 

@@ -5,13 +5,12 @@
 #include <unistd.h>
 
 #include <cerrno>
-#include <climits>
 #include <cstdio>
 #include <cstring>
 
 #include "absl/strings/str_cat.h"
-#include "google/protobuf/io/coded_stream.h"
-#include "google/protobuf/io/zero_copy_stream_impl_lite.h"
+#include "compiler/plan_checksum.h"
+#include "compiler/plan_verifier.h"
 #include "oneflow_core/status.h"
 #include "tools/cli/plan_check.h"
 
@@ -111,25 +110,17 @@ absl::StatusOr<proto::Plan> ReadPlanFile(const std::string& path) {
         absl::StrCat(FilePrefix(path), ": ",
                      version_problem ? "" : "inconsistent plan: ", version_and_ids.message()));
   }
+  // The one full verifier (checksum, deadlock freedom, memory, runtime support) before
+  // any caller allocates or runs anything.
+  if (absl::Status verified = VerifyPlan(plan); !verified.ok()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(FilePrefix(path), ": refused by the plan verifier: ", verified.message()));
+  }
   return plan;
 }
 
 absl::StatusOr<std::string> SerializePlan(const proto::Plan& plan) {
-  if (plan.ByteSizeLong() > static_cast<size_t>(INT_MAX)) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("plan is ", plan.ByteSizeLong(), " bytes, over protobuf's 2 GiB limit"));
-  }
-  std::string bytes;
-  {
-    google::protobuf::io::StringOutputStream stream(&bytes);
-    google::protobuf::io::CodedOutputStream coded(&stream);
-    // Maps otherwise serialize in hash order, and plans must be byte-identical.
-    coded.SetSerializationDeterministic(true);
-    if (!plan.SerializeToCodedStream(&coded) || coded.HadError()) {
-      return absl::InternalError("protobuf failed to serialize the plan");
-    }
-  }  // The coded stream trims `bytes` to what was written when it goes out of scope.
-  return bytes;
+  return SerializePlanDeterministically(plan);
 }
 
 absl::Status WritePlanFile(const std::string& path, const proto::Plan& plan) {

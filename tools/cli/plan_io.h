@@ -6,8 +6,10 @@
 // which is renamed over `path` only once complete), so a reader never sees a half-written
 // plan and a crashed compiler leaves the previous file intact.
 //
-// Reading refuses anything CheckPlanForInspection refuses, so what it returns can be
-// walked by id without further checks. Every error is INVALID_ARGUMENT (NOT_FOUND for a
+// Reading refuses anything CheckPlanForInspection refuses (so what it returns can be
+// walked by id without further checks), then anything the full plan verifier refuses
+// (compiler/plan_verifier.h: checksum, wait cycles, memory, runtime support), so no
+// caller allocates or runs a damaged or crafted plan. Every error is INVALID_ARGUMENT (NOT_FOUND for a
 // missing file, PERMISSION_DENIED for an unreadable one) with a one-line message that
 // starts with the file name:
 //   plan file 'a.plan': cannot open: No such file or directory
@@ -16,6 +18,9 @@
 //   plan file 'a.plan': format_version is 7, but this build reads only version 1
 //   plan file 'a.plan': inconsistent plan: device 0 (0:0) actor 2 'mm' consumes register
 //                       9, which device 0 does not define
+//   plan file 'a.plan': refused by the plan verifier: plan checksum 0x1234abcd does not
+//                       match its contents (0x9f00e1c2): the plan was damaged or edited
+//                       after it was compiled
 #ifndef TOOLS_CLI_PLAN_IO_H_
 #define TOOLS_CLI_PLAN_IO_H_
 

@@ -4,6 +4,8 @@
 #include <string>
 #include <vector>
 
+#include "compiler/plan_checksum.h"
+#include "compiler/plan_verifier.h"
 #include "oneflow_core/placement.h"
 #include "oneflow_core/sbp.h"
 
@@ -63,15 +65,20 @@ void AddActor(proto::DevicePlan* device, int64_t id, const std::string& name, pr
   }
 }
 
+// Activation registers get kRegisterCount slots in block 1 (the arena, one layout per
+// slot copy); the variable one slot in block 0 (persistent).
+constexpr int64_t kRegisterCount = 2;
+
 void AddRegister(proto::DevicePlan* device, int64_t id, const std::string& tensor,
-                 std::vector<int64_t> shape, int64_t count, int64_t producer,
+                 std::vector<int64_t> shape, bool persistent, int64_t producer,
                  std::vector<int64_t> consumers, int64_t* offset) {
   proto::RegisterDef* reg = device->add_registers();
   reg->set_id(id);
   reg->set_tensor(tensor);
   reg->set_producer_actor(producer);
   for (int64_t c : consumers) reg->add_consumer_actors(c);
-  reg->set_count(count);
+  reg->set_count(persistent ? 1 : kRegisterCount);
+  reg->set_persistent(persistent);
   int64_t elements = 1;
   for (int64_t dim : shape) {
     reg->add_shape(dim);
@@ -79,15 +86,15 @@ void AddRegister(proto::DevicePlan* device, int64_t id, const std::string& tenso
   }
   reg->set_size_bytes(elements * 4);
   reg->set_dtype(proto::DTYPE_F32);
-  reg->set_memory_block(0);
+  reg->set_memory_block(persistent ? 0 : 1);
   reg->set_offset(*offset);
-  *offset += count * reg->size_bytes();
+  *offset += reg->size_bytes();
 }
 
-// Actor ids start at `a`, register ids at `r`: 0 on device 0, 10 on device 1.
+// Actor ids start at `a`: 0 on device 0, 10 on device 1; register ids are 0-6 on both.
 void AddDevice(proto::Plan* plan, int64_t device_index) {
   const int64_t a = 10 * device_index;
-  const int64_t r = 10 * device_index;
+  const int64_t r = 0;
   proto::DevicePlan* device = plan->add_devices();
   device->mutable_device()->set_node(0);
   device->mutable_device()->set_device(device_index);
@@ -98,19 +105,25 @@ void AddDevice(proto::Plan* plan, int64_t device_index) {
   AddActor(device, a + 4, "mm_grad", proto::ACTOR_COMPUTE, {r + 0, r + 4}, {r + 5});
   AddActor(device, a + 5, "w_grad all_reduce", proto::ACTOR_BOXING, {r + 5}, {r + 6});
   AddActor(device, a + 6, "sgd", proto::ACTOR_COMPUTE, {r + 6, r + 2}, {});
-  int64_t offset = 0;
-  AddRegister(device, r + 0, "x", {32, 32}, 2, a + 0, {a + 2, a + 4}, &offset);
-  AddRegister(device, r + 1, "t", {32, 16}, 2, a + 0, {a + 3}, &offset);
-  AddRegister(device, r + 2, "w", {32, 16}, 1, a + 1, {a + 2, a + 6}, &offset);
-  AddRegister(device, r + 3, "y", {32, 16}, 1, a + 2, {a + 3}, &offset);
-  AddRegister(device, r + 4, "y_grad", {32, 16}, 1, a + 3, {a + 4}, &offset);
-  AddRegister(device, r + 5, "w_grad", {32, 16}, 1, a + 4, {a + 5}, &offset);
-  AddRegister(device, r + 6, "w_grad", {32, 16}, 1, a + 5, {a + 6}, &offset);
+  int64_t persistent_bytes = 0;
+  int64_t arena_stride = 0;
+  AddRegister(device, r + 0, "x", {32, 32}, false, a + 0, {a + 2, a + 4}, &arena_stride);
+  AddRegister(device, r + 1, "t", {32, 16}, false, a + 0, {a + 3}, &arena_stride);
+  AddRegister(device, r + 2, "w", {32, 16}, true, a + 1, {a + 2, a + 6}, &persistent_bytes);
+  AddRegister(device, r + 3, "y", {32, 16}, false, a + 2, {a + 3}, &arena_stride);
+  AddRegister(device, r + 4, "y_grad", {32, 16}, false, a + 3, {a + 4}, &arena_stride);
+  AddRegister(device, r + 5, "w_grad", {32, 16}, false, a + 4, {a + 5}, &arena_stride);
+  AddRegister(device, r + 6, "w_grad", {32, 16}, false, a + 5, {a + 6}, &arena_stride);
+  proto::MemoryBlock* persistent = device->add_memory_blocks();
+  persistent->set_id(0);
+  persistent->set_size_bytes(persistent_bytes);
+  persistent->set_persistent(true);
   proto::MemoryBlock* arena = device->add_memory_blocks();
-  arena->set_id(0);
-  arena->set_size_bytes(offset);
+  arena->set_id(1);
+  arena->set_size_bytes(kRegisterCount * arena_stride);
+  arena->set_slot_stride_bytes(arena_stride);
   device->add_collective_order(0);
-  device->set_peak_bytes(24576);
+  device->set_peak_bytes(persistent_bytes + kRegisterCount * arena_stride);
   device->set_lower_bound_bytes(20480);
   device->set_bytes_sent_per_iter(2048);
   device->set_bytes_received_per_iter(2048);
@@ -120,7 +133,8 @@ void AddDevice(proto::Plan* plan, int64_t device_index) {
 
 proto::Plan SampleDataParallelPlan() {
   proto::Plan plan;
-  plan.set_format_version(1);
+  plan.set_format_version(kPlanFormatVersion);
+  plan.set_register_count(kRegisterCount);
   proto::Cluster* cluster = plan.mutable_cluster();
   cluster->set_num_nodes(1);
   cluster->set_devices_per_node(2);
@@ -191,6 +205,8 @@ proto::Plan SampleDataParallelPlan() {
 
   AddDevice(&plan, 0);
   AddDevice(&plan, 1);
+  // Sealed like a compiled plan; the spellings above are fixed, so failing is a bug here.
+  SealPlan(&plan).IgnoreError();
   return plan;
 }
 

@@ -9,7 +9,8 @@
 //   boxing 0 w_grad [32, 16] f32 from mm_grad (P) to sgd (B): one all_reduce,
 //            collective 0, 2048 B per device, 4096 B per iteration.
 //   devices  0 (0:0) and 1 (0:1), 7 actors and 7 registers each (actors 0-6 and
-//            10-16; registers 0-6 on device 0 and 10-16 on device 1).
+//            10-16; registers 0-6 on each): w persistent, the others with 2 slots in
+//            an arena of 2 slot copies. It passes the full plan verifier and is sealed.
 #ifndef TOOLS_CLI_SAMPLE_PLAN_H_
 #define TOOLS_CLI_SAMPLE_PLAN_H_
 

@@ -1,12 +1,16 @@
 #include "tools/launcher/testing/test_plans.h"
 
 #include "absl/strings/str_cat.h"
+#include "compiler/plan_checksum.h"
+#include "compiler/plan_verifier.h"
+#include "glog/logging.h"
 
 namespace oneflow::launcher::testing {
 
 proto::Plan FakeJobPlan(const std::string& behavior, int64_t nodes, int64_t devices_per_node) {
   proto::Plan plan;
-  plan.set_format_version(1);
+  plan.set_format_version(kPlanFormatVersion);
+  plan.set_register_count(2);
   plan.mutable_cluster()->set_num_nodes(nodes);
   plan.mutable_cluster()->set_devices_per_node(devices_per_node);
   plan.mutable_job()->set_name(behavior);
@@ -42,6 +46,9 @@ proto::Plan FakeJobPlan(const std::string& behavior, int64_t nodes, int64_t devi
       }
     }
   }
+  // Sealed like a compiled plan, so daemons accept it (tests that damage it reseal).
+  const absl::Status sealed = SealPlan(&plan);
+  if (!sealed.ok()) LOG(FATAL) << sealed;
   return plan;
 }
 

@@ -1,0 +1,143 @@
+// The verifier's memory checks: blocks, slots, and live registers that must not share
+// bytes. Every product and sum is checked for overflow, since a crafted plan can hold
+// any 64-bit value.
+#include <algorithm>
+#include <map>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "compiler/plan_verifier.h"
+#include "compiler/plan_verifier_internal.h"
+#include "oneflow_core/status.h"
+
+namespace oneflow {
+namespace {
+
+using plan_verifier_internal::DeviceText;
+using plan_verifier_internal::Fail;
+
+absl::Status VerifyBlocks(const proto::Plan& plan, const proto::DevicePlan& device, const std::string& where) {
+  for (int b = 0; b < device.memory_blocks_size(); ++b) {
+    const proto::MemoryBlock& block = device.memory_blocks(b);
+    const std::string who = absl::StrCat(where, ": memory block ", block.id());
+    // The runtime finds a register's block by position.
+    if (block.id() != b) {
+      return Fail(absl::StrCat(where, ": memory block at index ", b, " has id ", block.id(),
+                               "; block ids are their index on the device"));
+    }
+    if (block.size_bytes() < 0 || block.slot_stride_bytes() < 0) {
+      return Fail(absl::StrCat(who, " has size ", block.size_bytes(), " and slot stride ",
+                               block.slot_stride_bytes(), "; both must be >= 0"));
+    }
+    if (block.persistent() && block.slot_stride_bytes() != 0) {
+      return Fail(absl::StrCat(who, " is persistent but has slot stride ", block.slot_stride_bytes(),
+                               "; persistent memory has one slot"));
+    }
+    // The arena is register_count copies of one iteration's layout (plan.proto).
+    const bool copies_fit = block.slot_stride_bytes() <= INT64_MAX / plan.register_count();
+    if (!block.persistent() &&
+        (!copies_fit || block.size_bytes() != block.slot_stride_bytes() * plan.register_count())) {
+      return Fail(absl::StrCat(who, " holds ", block.size_bytes(), " bytes, but ", plan.register_count(),
+                               " slot copies of stride ", block.slot_stride_bytes(), " need exactly their product"));
+    }
+  }
+  return absl::OkStatus();
+}
+
+// Registers lie inside their block, with the slot count the block's layout implies.
+absl::Status VerifyRegisterPlacement(const proto::Plan& plan, const proto::DevicePlan& device,
+                                     const std::string& where) {
+  for (const proto::RegisterDef& reg : device.registers()) {
+    const std::string who = absl::StrCat(where, ": register ", reg.id(), " ('", reg.tensor(), "')");
+    if (reg.memory_block() < 0 || reg.memory_block() >= device.memory_blocks_size()) {
+      return Fail(absl::StrCat(who, " is in memory block ", reg.memory_block(), ", which does not exist"));
+    }
+    const proto::MemoryBlock& block = device.memory_blocks(static_cast<int>(reg.memory_block()));
+    const int64_t expected_count = block.persistent() ? 1 : plan.register_count();
+    if (reg.count() != expected_count) {
+      return Fail(absl::StrCat(who, " has ", reg.count(), " slots, but registers in ",
+                               block.persistent() ? "persistent memory have 1" : "the arena have the plan's register_count ",
+                               block.persistent() ? "" : absl::StrCat(plan.register_count())));
+    }
+    if (reg.persistent() != block.persistent()) {
+      return Fail(absl::StrCat(who, reg.persistent() ? " is persistent but lies in the arena"
+                                                     : " is not persistent but lies in persistent memory"));
+    }
+    const int64_t limit = block.persistent() ? block.size_bytes() : block.slot_stride_bytes();
+    if (reg.offset() < 0 || reg.size_bytes() > limit || reg.offset() > limit - reg.size_bytes()) {
+      return Fail(absl::StrCat(who, " at offset ", reg.offset(), " size ", reg.size_bytes(), " x", reg.count(),
+                               " does not fit memory block ", block.id(), " (", block.size_bytes(),
+                               " bytes, slot stride ", block.slot_stride_bytes(), ")"));
+    }
+  }
+  return absl::OkStatus();
+}
+
+// Sweeps the actor positions keeping the live registers by offset: a register that
+// becomes live must not touch its neighbours in that (non-overlapping) set.
+absl::Status VerifyNoLiveOverlap(const proto::DevicePlan& device, const std::string& where) {
+  const int64_t first_actor = device.actors_size() > 0 ? device.actors(0).id() : 0;
+  struct Extent {
+    int64_t begin, end, first, last, id;
+  };
+  std::map<int64_t, std::vector<Extent>> by_block;
+  for (const proto::RegisterDef& reg : device.registers()) {
+    const proto::MemoryBlock& block = device.memory_blocks(static_cast<int>(reg.memory_block()));
+    Extent extent{reg.offset(), reg.offset() + reg.size_bytes(), 0, 0, reg.id()};
+    if (block.persistent()) {
+      extent.last = device.actors_size();  // Always live.
+    } else {
+      extent.first = extent.last = reg.producer_actor() - first_actor;
+      for (int64_t c : reg.consumer_actors()) extent.last = std::max(extent.last, c - first_actor);
+    }
+    if (reg.size_bytes() > 0) by_block[block.id()].push_back(extent);
+  }
+  for (auto& [block, extents] : by_block) {
+    std::sort(extents.begin(), extents.end(), [](const Extent& a, const Extent& b) {
+      return a.first != b.first ? a.first < b.first : a.begin < b.begin;
+    });
+    std::map<int64_t, const Extent*> live;  // offset -> extent
+    std::multimap<int64_t, int64_t> ends;    // last position -> offset
+    for (const Extent& extent : extents) {
+      while (!ends.empty() && ends.begin()->first < extent.first) {
+        live.erase(ends.begin()->second);
+        ends.erase(ends.begin());
+      }
+      auto next = live.lower_bound(extent.begin);
+      const Extent* clash = nullptr;
+      if (next != live.end() && next->second->begin < extent.end) clash = next->second;
+      if (clash == nullptr && next != live.begin() && std::prev(next)->second->end > extent.begin) {
+        clash = std::prev(next)->second;
+      }
+      if (clash != nullptr) {
+        return Fail(absl::StrCat(where, ": registers ", clash->id, " and ", extent.id,
+                                 " share bytes in memory block ", block, " while both are live (actor positions ",
+                                 clash->first, "-", clash->last, " and ", extent.first, "-", extent.last, ")"));
+      }
+      live[extent.begin] = &extent;
+      ends.insert({extent.last, extent.begin});
+    }
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+absl::Status VerifyMemory(const proto::Plan& plan) {
+  if (plan.register_count() < 1) {
+    return Fail(absl::StrCat("plan register_count is ", plan.register_count(), "; it must be >= 1"));
+  }
+  for (const proto::DevicePlan& device : plan.devices()) {
+    const std::string where = absl::StrCat("device ", DeviceText(device.device()));
+    OF_RETURN_IF_ERROR(VerifyBlocks(plan, device, where));
+    OF_RETURN_IF_ERROR(VerifyRegisterPlacement(plan, device, where));
+    OF_RETURN_IF_ERROR(VerifyNoLiveOverlap(device, where));
+    if (device.peak_bytes() < device.lower_bound_bytes()) {
+      return Fail(absl::StrCat(where, ": peak ", device.peak_bytes(), " bytes is below the lower bound ",
+                               device.lower_bound_bytes()));
+    }
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace oneflow

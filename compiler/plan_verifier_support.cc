@@ -1,0 +1,119 @@
+// The verifier's check that the runtime can execute every boxing step of the plan: the
+// step kind is known, its SBPs parse, its hierarchy axis exists, and the change it
+// makes is supported for the tensor's dtype. The predicate is the runtime's own
+// (kernels/boxing/step_support.h), so the two can never disagree: a plan this accepts
+// does not fail in iteration 0 with "not implemented".
+#include <vector>
+
+#include "absl/container/flat_hash_map.h"
+#include "absl/strings/str_cat.h"
+#include "compiler/plan_verifier.h"
+#include "compiler/plan_verifier_internal.h"
+#include "kernels/boxing/step_support.h"
+#include "oneflow_core/dtype.h"
+#include "oneflow_core/sbp.h"
+#include "oneflow_core/status.h"
+
+namespace oneflow {
+namespace {
+
+using plan_verifier_internal::ActorText;
+using plan_verifier_internal::DeviceText;
+using plan_verifier_internal::Fail;
+
+absl::StatusOr<NdSbp> StepSbp(const proto::NdSbp& sbp, const std::string& who, const char* which) {
+  absl::StatusOr<NdSbp> parsed = NdSbp::FromProto(sbp);
+  if (!parsed.ok()) return Fail(absl::StrCat(who, " ", which, ": ", parsed.status().message()));
+  return parsed;
+}
+
+absl::Status VerifyStep(const proto::Plan& plan, const proto::BoxingStepDef& step, DType dtype,
+                        const std::string& who) {
+  absl::StatusOr<BoxingKind> kind = ParseBoxingKind(step.kind());
+  if (!kind.ok()) return Fail(absl::StrCat(who, ": ", kind.status().message()));
+  if (step.collective_id() < -1 || step.collective_id() >= plan.collectives_size()) {
+    return Fail(absl::StrCat(who, " uses collective ", step.collective_id(), ", which the plan lacks"));
+  }
+  OF_ASSIGN_OR_RETURN(const NdSbp src, StepSbp(step.src_sbp(), who, "src_sbp"));
+  OF_ASSIGN_OR_RETURN(const NdSbp dst, StepSbp(step.dst_sbp(), who, "dst_sbp"));
+  if (*kind == BoxingKind::kSendRecv) {
+    // Between placements a partial value is reduced before it travels (boxing_step.h).
+    for (const Sbp& axis : src.sbps()) {
+      if (axis.is_partial()) {
+        return Fail(absl::StrCat(who, " sends ", src.ToString(), " between placements; a partial value "
+                                 "must be reduced before send_recv"));
+      }
+    }
+    // The hierarchies of the two placements may differ in rank; a missing source axis
+    // holds the whole tensor (B).
+    for (int64_t a = 0; a < dst.size(); ++a) {
+      const Sbp from = a < src.size() ? src.at(a) : Sbp::Broadcast();
+      const absl::Status supported = CheckStepSupported(*kind, dtype, from, dst.at(a));
+      if (!supported.ok()) return Fail(absl::StrCat(who, ": ", supported.message()));
+    }
+    return absl::OkStatus();
+  }
+  if (src.size() != dst.size() || step.hierarchy_axis() < 0 || step.hierarchy_axis() >= src.size()) {
+    return Fail(absl::StrCat(who, " changes hierarchy axis ", step.hierarchy_axis(), " of ", src.ToString(),
+                             " -> ", dst.ToString(), ", which has no such axis"));
+  }
+  const absl::Status supported =
+      CheckStepSupported(*kind, dtype, src.at(step.hierarchy_axis()), dst.at(step.hierarchy_axis()));
+  if (!supported.ok()) return Fail(absl::StrCat(who, ": ", supported.message()));
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+absl::Status VerifyRuntimeSupport(const proto::Plan& plan) {
+  absl::flat_hash_map<std::string, proto::DataType> dtypes;
+  for (const proto::TensorDef& tensor : plan.job().tensors()) dtypes[tensor.name()] = tensor.dtype();
+  for (int b = 0; b < plan.boxings_size(); ++b) {
+    const proto::BoxingDef& boxing = plan.boxings(b);
+    const std::string who = absl::StrCat("boxing ", boxing.id(), " of '", boxing.tensor(), "' (",
+                                         boxing.producer_op(), " -> ", boxing.consumer_op(), ")");
+    if (boxing.id() != b) {
+      return Fail(absl::StrCat(who, " is at index ", b, "; boxing ids are their index in the plan"));
+    }
+    auto it = dtypes.find(boxing.tensor());
+    if (it == dtypes.end()) return Fail(absl::StrCat(who, " moves a tensor the job does not define"));
+    absl::StatusOr<DType> dtype = FromProto(it->second);
+    if (!dtype.ok()) return Fail(absl::StrCat(who, ": ", dtype.status().message()));
+    for (int s = 0; s < boxing.steps_size(); ++s) {
+      OF_RETURN_IF_ERROR(VerifyStep(plan, boxing.steps(s), *dtype,
+                                    absl::StrCat(who, " step ", s, " (", boxing.steps(s).kind(), ")")));
+    }
+  }
+  // A boxing actor runs the step it names, over that step's collective.
+  for (const proto::DevicePlan& device : plan.devices()) {
+    for (const proto::ActorDef& actor : device.actors()) {
+      if (actor.kind() != proto::ACTOR_BOXING) continue;
+      const std::string who = absl::StrCat("device ", DeviceText(device.device()), ": ", ActorText(actor));
+      if (actor.boxing_id() < 0 || actor.boxing_id() >= plan.boxings_size() || actor.boxing_step() < 0 ||
+          actor.boxing_step() >= plan.boxings(static_cast<int>(actor.boxing_id())).steps_size()) {
+        return Fail(absl::StrCat(who, " runs step ", actor.boxing_step(), " of boxing ", actor.boxing_id(),
+                                 ", which the plan lacks"));
+      }
+      const proto::BoxingStepDef& step =
+          plan.boxings(static_cast<int>(actor.boxing_id())).steps(static_cast<int>(actor.boxing_step()));
+      // A step runs as one collective per group of its hierarchy axis (the step records
+      // the first), so the actor's collective must be one that makes the step's change.
+      const bool local = step.collective_id() < 0;
+      bool matches = local == (actor.collective_id() < 0);
+      if (matches && !local) {
+        const proto::CollectiveDef& collective = plan.collectives(static_cast<int>(actor.collective_id()));
+        matches = collective.hierarchy_axis() == step.hierarchy_axis() &&
+                  collective.src_sbp().SerializeAsString() == step.src_sbp().SerializeAsString() &&
+                  collective.dst_sbp().SerializeAsString() == step.dst_sbp().SerializeAsString();
+      }
+      if (!matches) {
+        return Fail(absl::StrCat(who, " issues collective ", actor.collective_id(), ", which does not carry its step (boxing ",
+                                 actor.boxing_id(), " step ", actor.boxing_step(), ", ", step.kind(), " axis ",
+                                 step.hierarchy_axis(), ")"));
+      }
+    }
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace oneflow
