@@ -39,8 +39,8 @@ void ExpectLines(const std::string& text, const std::vector<std::string>& expect
 
 const std::vector<std::string> kDeviceSection = {
     "    actors: 7 (data_source 1, variable 1, compute 4, boxing 1)",
-    "    registers: 7, 22.00 KiB (22528 B)",
-    "    memory: peak 24.00 KiB (24576 B), lower bound 20.00 KiB (20480 B), ratio 1.20",
+    "    registers: 7, 30.00 KiB (30720 B)",
+    "    memory: peak 30.00 KiB (30720 B), lower bound 20.00 KiB (20480 B), ratio 1.50",
     "    traffic per iteration: sent 2.00 KiB (2048 B), received 2.00 KiB (2048 B)",
     "    collective order: 0 all_reduce(w_grad)",
 };
@@ -52,7 +52,7 @@ std::vector<std::string> Concat(std::vector<std::vector<std::string>> parts) {
 }
 
 const std::vector<std::string> kHeaderOpsAndBoxings = {
-    "plan 'matmul_dp' (format version 1)",
+    "plan 'matmul_dp' (format version 2)",
     "cluster: 1 node x 2 devices per node, cpu",
     "links: intra-node 100 GB/s, inter-node 12.5 GB/s",
     "",
@@ -136,7 +136,7 @@ TEST(InspectTextTest, RicherBoxingAndUnknownLowerBound) {
                          "    compression: fp8_e4m3, block size 128",
                          "    sparsity: rows, at most 1000 rows per device",
                          "    reason: -",
-                         "    memory: peak 24.00 KiB (24576 B), lower bound 0 B, ratio n/a",
+                         "    memory: peak 30.00 KiB (30720 B), lower bound 0 B, ratio n/a",
                          "    collective order: 0 all_reduce(w_grad), 1 all_gather(h)",
                      }))
       << text;
@@ -163,7 +163,7 @@ TEST(InspectJsonTest, ParsesBackWithTheSameContent) {
   const google::protobuf::Struct json =
       ParseJson(Inspect(SampleDataParallelPlan(), InspectFormat::kJson));
   const auto& top = json.fields();
-  EXPECT_EQ(top.at("format_version").number_value(), 1);
+  EXPECT_EQ(top.at("format_version").number_value(), 2);
   EXPECT_EQ(top.at("job").string_value(), "matmul_dp");
   EXPECT_EQ(top.at("cluster").struct_value().fields().at("inter_node_gb_per_s").number_value(),
             12.5);
@@ -184,8 +184,8 @@ TEST(InspectJsonTest, ParsesBackWithTheSameContent) {
   ASSERT_EQ(devices.size(), 2);
   const auto& device = devices[1].struct_value().fields();
   EXPECT_EQ(device.at("device").string_value(), "0:1");
-  EXPECT_EQ(device.at("register_bytes").number_value(), 22528);
-  EXPECT_EQ(device.at("peak_to_lower_bound").number_value(), 1.2);
+  EXPECT_EQ(device.at("register_bytes").number_value(), 30720);
+  EXPECT_EQ(device.at("peak_to_lower_bound").number_value(), 1.5);
   EXPECT_EQ(device.at("actors_by_kind").struct_value().fields().at("compute").number_value(), 4);
   EXPECT_EQ(device.at("collective_order").list_value().values_size(), 1);
 }
@@ -202,7 +202,7 @@ TEST(InspectJsonTest, KeysComeInTheDocumentedOrder) {
     EXPECT_GT(at, previous) << key;
     previous = at;
   }
-  EXPECT_THAT(json, HasSubstr("\"peak_to_lower_bound\": 1.2,\n"));
+  EXPECT_THAT(json, HasSubstr("\"peak_to_lower_bound\": 1.5,\n"));
 }
 
 TEST(InspectJsonTest, OneDeviceAndNullsAndEscaping) {
@@ -257,12 +257,17 @@ TEST(InspectDotTest, DeviceActorGraph) {
       const char* line : {
           R"dot(  "actor:12" [shape=box, style=rounded, label="12 compute\nmm"];)dot",
           R"dot(  "actor:15" [shape=box, style="filled,bold", fillcolor="#ffe08a", label="15 boxing\nw_grad all_reduce\ncollective 0 all_reduce\n(communication thread)"];)dot",
-          R"dot(  "actor:10" -> "actor:12" [label="r10 x\n[32, 32] f32\n4.00 KiB x 2"];)dot",
-          R"dot(  "actor:14" -> "actor:15" [label="r15 w_grad\n[32, 16] f32\n2.00 KiB x 1"];)dot",
+          // Register ids are per device (0-6 on each), actor ids plan-wide.
+          R"dot(  "actor:10" -> "actor:12" [label="r0 x\n[32, 32] f32\n4.00 KiB x 2"];)dot",
+          R"dot(  "actor:10" -> "actor:14" [label="r0 x\n[32, 32] f32\n4.00 KiB x 2"];)dot",
+          R"dot(  "actor:11" -> "actor:12" [label="r2 w\n[32, 16] f32\n2.00 KiB x 1"];)dot",
+          R"dot(  "actor:14" -> "actor:15" [label="r5 w_grad\n[32, 16] f32\n2.00 KiB x 2"];)dot",
       }) {
     EXPECT_THAT(dot, HasSubstr(std::string(line) + "\n"));
   }
   EXPECT_THAT(dot, Not(HasSubstr("\"actor:2\"")));  // device 0's actors stay out
+  EXPECT_THAT(dot, HasSubstr(R"dot(  "actor:10" -> "actor:13" [label="r1 t)dot"));
+  EXPECT_THAT(dot, Not(::testing::ContainsRegex("label=\"r1[0-9] ")));  // no r10-r16 now
 }
 
 TEST(InspectDotTest, ForeignActorsAndUnconsumedRegistersAndQuotes) {

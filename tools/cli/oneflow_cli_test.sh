@@ -21,9 +21,12 @@ run() {
 
 run "$ONEFLOW" inspect "$DIR/a.plan"
 [[ $rc -eq 0 ]] || fail "text exited $rc: $err"
-grep -qx "plan 'matmul_dp' (format version 1)" <<<"$out" || fail "$out"
+grep -qx "plan 'matmul_dp' (format version 2)" <<<"$out" || fail "$out"
 grep -qx "  boxing 0: w_grad \[32, 16\] f32, mm_grad -> sgd, P -> B on cpu{0:0-1}" <<<"$out" || fail "$out"
-grep -qx "    memory: peak 24.00 KiB (24576 B), lower bound 20.00 KiB (20480 B), ratio 1.20" <<<"$out" || fail "$out"
+# Per device: w persistent (2048 B) + an arena of 2 slot copies of 14336 B = 30720 B.
+grep -qx "    registers: 7, 30.00 KiB (30720 B)" <<<"$out" || fail "$out"
+grep -qx "    memory: peak 30.00 KiB (30720 B), lower bound 20.00 KiB (20480 B), ratio 1.50" <<<"$out" || fail "$out"
+[[ $(grep -c "^    memory: peak 30.00 KiB (30720 B)," <<<"$out") -eq 2 ]] || fail "$out"
 
 run "$ONEFLOW" inspect "$DIR/a.plan" --format=json --device=0:1
 [[ $rc -eq 0 ]] || fail "json exited $rc: $err"
@@ -53,7 +56,24 @@ done
 printf '0101' >"$DIR/notes.txt"  # parses as unknown fields; the version gives it away
 run "$ONEFLOW" inspect "$DIR/notes.txt"
 [[ $rc -eq 1 ]] || fail "text file exited $rc"
-[[ "$err" == "oneflow inspect: plan file '$DIR/notes.txt': format_version is 0 (unset): not a plan, or a damaged one; this build reads version 1" ]] || fail "$err"
+[[ "$err" == "oneflow inspect: plan file '$DIR/notes.txt': format_version is 0 (unset): not a plan, or a damaged one; this build reads version 2" ]] || fail "$err"
+
+# A plan damaged after it was written (one bit of the job name: matmul_dp -> matmul_dq)
+# still parses, and only its checksum gives it away. The stored checksum is the file's
+# last 4 bytes (little-endian, after the tag of field 10); the contents' is the CRC-32 of
+# the rest, which gzip's trailer carries (also little-endian).
+offset=$(grep -obUa matmul_dp "$DIR/a.plan" | cut -d: -f1)
+[[ "$offset" =~ ^[0-9]+$ ]] || fail "job name not once in the file: $offset"
+cp "$DIR/a.plan" "$DIR/damaged.plan"
+printf 'q' | dd of="$DIR/damaged.plan" bs=1 seek=$((offset + 8)) conv=notrunc status=none
+size=$(wc -c <"$DIR/damaged.plan")
+stored=$(od -An -tx4 -j $((size - 4)) "$DIR/damaged.plan" | tr -d ' ')
+contents=$(head -c $((size - 5)) "$DIR/damaged.plan" | gzip -c | tail -c 8 | od -An -tx4 -N4 | tr -d ' ')
+[[ ${#stored} -eq 8 && ${#contents} -eq 8 && "$stored" != "$contents" ]] || fail "checksums: $stored $contents"
+run "$ONEFLOW" inspect "$DIR/damaged.plan"
+[[ $rc -eq 1 ]] || fail "damaged plan exited $rc"
+[[ -z "$out" ]] || fail "damaged plan printed to stdout: $out"
+[[ "$err" == "oneflow inspect: plan file '$DIR/damaged.plan': refused by the plan verifier: plan checksum 0x$stored does not match its contents (0x$contents): the plan was damaged or edited after it was compiled" ]] || fail "$err"
 
 run "$ONEFLOW" inspect "$DIR/missing.plan"
 [[ $rc -eq 1 ]] || fail "missing file exited $rc"

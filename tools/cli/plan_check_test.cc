@@ -21,13 +21,19 @@ std::string Check(const proto::Plan& plan) {
 TEST(PlanCheckTest, SamplePlanPasses) { EXPECT_EQ(Check(SampleDataParallelPlan()), "OK"); }
 
 TEST(PlanCheckTest, FormatVersion) {
+  // Version 2 added Plan.checksum; the sample plan is written in it.
+  EXPECT_EQ(kPlanFormatVersion, 2);
   proto::Plan plan = SampleDataParallelPlan();
-  plan.set_format_version(2);
-  EXPECT_EQ(Check(plan), "format_version is 2, but this build reads only version 1");
+  EXPECT_EQ(plan.format_version(), 2);
+  // A plan from before the checksum existed is refused by its version.
+  plan.set_format_version(1);
+  EXPECT_EQ(Check(plan), "format_version is 1, but this build reads only version 2");
+  plan.set_format_version(3);
+  EXPECT_EQ(Check(plan), "format_version is 3, but this build reads only version 2");
   plan.set_format_version(0);
   EXPECT_EQ(Check(plan),
             "format_version is 0 (unset): not a plan, or a damaged one; this build reads "
-            "version 1");
+            "version 2");
 }
 
 TEST(PlanCheckTest, RepeatedIds) {
@@ -45,8 +51,18 @@ TEST(PlanCheckTest, RepeatedIds) {
 }
 
 TEST(PlanCheckTest, RegisterIdsAreLookedUpOnTheActorsOwnDevice) {
-  // Register 10 exists, but on device 1; device 0's actors cannot use it.
+  // Both devices number their registers 0-6. Without device 0's register 6, device 1's
+  // register 6 still exists, but device 0's actors cannot use it.
   proto::Plan plan = SampleDataParallelPlan();
+  ASSERT_EQ(plan.devices(0).registers(6).id(), 6);
+  ASSERT_EQ(plan.devices(1).registers(6).id(), 6);
+  plan.mutable_devices(0)->mutable_registers()->RemoveLast();
+  EXPECT_EQ(Check(plan),
+            "device 0 (0:0) actor 5 'w_grad all_reduce' produces register 6, which device 0 "
+            "does not define");
+
+  // The same for a register id that no device defines.
+  plan = SampleDataParallelPlan();
   plan.mutable_devices(0)->mutable_actors(6)->add_produced_registers(10);
   EXPECT_EQ(Check(plan),
             "device 0 (0:0) actor 6 'sgd' produces register 10, which device 0 does not define");
@@ -56,7 +72,7 @@ TEST(PlanCheckTest, RegisterActorsMustExist) {
   proto::Plan plan = SampleDataParallelPlan();
   plan.mutable_devices(1)->mutable_registers(3)->set_producer_actor(42);
   EXPECT_EQ(Check(plan),
-            "device 1 (0:1) register 13 'y' has producer actor 42, which the plan does not "
+            "device 1 (0:1) register 3 'y' has producer actor 42, which the plan does not "
             "define");
 
   plan = SampleDataParallelPlan();
@@ -65,7 +81,8 @@ TEST(PlanCheckTest, RegisterActorsMustExist) {
             "device 0 (0:0) register 0 'x' has consumer actor 99, which the plan does not "
             "define");
 
-  // An actor of another device is fine: it exists.
+  // An actor of another device is fine here: it exists (the full plan verifier, which
+  // ReadPlanFile also runs, refuses a consumer that does not consume on this device).
   plan = SampleDataParallelPlan();
   plan.mutable_devices(0)->mutable_registers(0)->add_consumer_actors(12);
   EXPECT_EQ(Check(plan), "OK");
@@ -142,10 +159,28 @@ TEST(PlanFormatTest, DeviceFigures) {
   const DeviceFigures figures = ComputeDeviceFigures(SampleDataParallelPlan().devices(0));
   EXPECT_EQ(figures.num_actors, 7);
   EXPECT_EQ(figures.num_registers, 7);
-  EXPECT_EQ(figures.register_bytes, 2 * 4096 + 2 * 2048 + 5 * 2048);
+  // count x size: x (4096 B) and the five [32, 16] f32 activations (2048 B each) have
+  // 2 slots, the persistent w (2048 B) 1: 2 x 14336 + 2048 = 30720.
+  EXPECT_EQ(figures.register_bytes, 2 * (4096 + 5 * 2048) + 1 * 2048);
+  EXPECT_EQ(figures.register_bytes, 30720);
   ASSERT_EQ(figures.actors_by_kind.size(), 4u);
+  EXPECT_EQ(figures.actors_by_kind[0], std::make_pair(std::string("data_source"), int64_t{1}));
+  EXPECT_EQ(figures.actors_by_kind[1], std::make_pair(std::string("variable"), int64_t{1}));
   EXPECT_EQ(figures.actors_by_kind[2], std::make_pair(std::string("compute"), int64_t{4}));
-  EXPECT_DOUBLE_EQ(figures.peak_to_lower_bound.value(), 1.2);
+  EXPECT_EQ(figures.actors_by_kind[3], std::make_pair(std::string("boxing"), int64_t{1}));
+  // Peak 2048 persistent + 2 x 14336 arena = 30720 over the lower bound of 20480.
+  EXPECT_DOUBLE_EQ(figures.peak_to_lower_bound.value(), 1.5);
+  // The layout those figures come from, by hand: w alone in block 0; the activations
+  // x 4096 + t, y, y_grad, w_grad, w_grad 2048 each = a stride of 14336 in block 1.
+  const proto::DevicePlan device = SampleDataParallelPlan().devices(0);
+  ASSERT_EQ(device.memory_blocks_size(), 2);
+  EXPECT_TRUE(device.memory_blocks(0).persistent());
+  EXPECT_EQ(device.memory_blocks(0).size_bytes(), 2048);
+  EXPECT_FALSE(device.memory_blocks(1).persistent());
+  EXPECT_EQ(device.memory_blocks(1).slot_stride_bytes(), 14336);
+  EXPECT_EQ(device.memory_blocks(1).size_bytes(), 2 * 14336);
+  EXPECT_EQ(device.peak_bytes(), 30720);
+  EXPECT_EQ(device.lower_bound_bytes(), 20480);
   proto::DevicePlan empty;
   EXPECT_FALSE(ComputeDeviceFigures(empty).peak_to_lower_bound.has_value());
 }

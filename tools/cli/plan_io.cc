@@ -102,6 +102,14 @@ absl::StatusOr<proto::Plan> ReadPlanFile(const std::string& path) {
     return absl::InvalidArgumentError(absl::StrCat(
         FilePrefix(path), ": does not parse as a plan (truncated, damaged, or not a plan file)"));
   }
+  // Damage first: a flipped bit in an id would otherwise be reported as an inconsistency
+  // when the truth is that the file is damaged.
+  if (plan.format_version() == kPlanFormatVersion) {
+    if (absl::Status sealed = VerifyPlanChecksum(plan); !sealed.ok()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat(FilePrefix(path), ": refused by the plan verifier: ", sealed.message()));
+    }
+  }
   const absl::Status version_and_ids = CheckPlanForInspection(plan);
   if (!version_and_ids.ok()) {
     // The version message stands alone; anything else is an inconsistency inside.

@@ -15,7 +15,7 @@
 //   plan file 'a.plan': cannot open: No such file or directory
 //   plan file 'a.plan': the file is empty
 //   plan file 'a.plan': does not parse as a plan (truncated, damaged, or not a plan file)
-//   plan file 'a.plan': format_version is 7, but this build reads only version 1
+//   plan file 'a.plan': format_version is 7, but this build reads only version 2
 //   plan file 'a.plan': inconsistent plan: device 0 (0:0) actor 2 'mm' consumes register
 //                       9, which device 0 does not define
 //   plan file 'a.plan': refused by the plan verifier: plan checksum 0x1234abcd does not
