@@ -31,8 +31,10 @@ PACKAGES=(
   libopenmpi-dev
   libprotobuf-dev
   openmpi-bin
+  openssl
   protobuf-compiler
   protobuf-compiler-grpc
+  zlib1g-dev
 )
 
 BAZEL_FLAGS=(--color=no --curses=no)

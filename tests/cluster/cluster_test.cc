@@ -1,26 +1,24 @@
 // Multi-process training through real daemons on 127.0.0.1: the losses of `oneflow
-// launch` over 2 and 3 daemons (and of workers started from environment variables)
-// equal the single-device run's, and every injected fault (a worker killed or stopped, a
-// daemon killed, a wrong token, a truncated plan, the client gone) ends the job
-// everywhere within a bound, with a message naming what happened, no process left
-// behind and the surviving daemons still serving.
+// launch` over 2 and 3 daemons (a GPT whose batch does not divide by dp among them) and
+// of workers started from environment variables equal the single-device run's, and
+// every injected fault (a worker killed or stopped, a daemon killed, a wrong token, a
+// truncated plan, the client gone) ends the job everywhere within a bound, with a
+// message naming what happened, no process left behind and the surviving daemons still
+// serving.
 #include <signal.h>
 #include <unistd.h>
 
 #include <chrono>
-#include <cmath>
-#include <cstdio>
 #include <fstream>
 #include <iterator>
 #include <map>
 #include <memory>
 #include <string>
-#include <thread>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
-#include "absl/strings/str_join.h"
 #include "gtest/gtest.h"
+#include "tests/cluster/cluster_harness.h"
 #include "tests/cluster/process.h"
 #include "tools/launcher/testing/daemon_process.h"
 
@@ -29,127 +27,6 @@ namespace {
 
 using std::chrono::milliseconds;
 using Clock = std::chrono::steady_clock;
-
-std::string Runfile(const std::string& path) {
-  char cwd[4096];
-  return std::string(getcwd(cwd, sizeof(cwd))) + "/" + path;
-}
-
-std::string TempPath(const std::string& name) { return std::string(getenv("TEST_TMPDIR")) + "/" + name; }
-
-// Compiles an example into a plan file; `flags` like {"--nodes=2", "--dp=2"}.
-std::string CompilePlan(const std::string& example, const std::vector<std::string>& flags, const std::string& name) {
-  const std::string out = TempPath(name + ".plan");
-  std::vector<std::string> argv = {Runfile("examples/" + example + "/" + example)};
-  argv.insert(argv.end(), flags.begin(), flags.end());
-  argv.push_back("--plan_out=" + out);
-  Process compile(argv);
-  EXPECT_TRUE(compile.Wait(milliseconds(60000)));
-  EXPECT_EQ(compile.exit_code(), 0) << compile.Stderr();
-  return out;
-}
-
-std::vector<double> Losses(const std::vector<std::string>& lines) {
-  std::vector<double> losses;
-  for (const std::string& line : lines) {
-    const size_t at = line.find("\"loss\": ");
-    if (at != std::string::npos) losses.push_back(std::stod(line.substr(at + 8)));
-  }
-  return losses;
-}
-
-int IterationOf(const std::string& line) {
-  const size_t at = line.find("{\"iter\": ");
-  return at == std::string::npos ? -1 : std::stoi(line.substr(at + 9));
-}
-
-
-// `oneflow run PLAN` in one process: the reference curve.
-std::vector<double> RunInOneProcess(const std::string& plan, int iterations) {
-  Process run({Runfile("tools/cli/oneflow"), "run", plan, absl::StrCat("--iters=", iterations)});
-  EXPECT_TRUE(run.Wait(milliseconds(120000)));
-  EXPECT_EQ(run.exit_code(), 0) << run.Stderr();
-  return Losses(run.StdoutLines());
-}
-
-void ExpectSameCurve(const std::vector<double>& losses, const std::vector<double>& reference, const std::string& what) {
-  ASSERT_EQ(losses.size(), reference.size()) << what;
-  for (size_t i = 0; i < reference.size(); ++i) {
-    EXPECT_NEAR(losses[i], reference[i], 1e-4 * std::abs(reference[i]) + 1e-6) << what << " iteration " << i;
-  }
-}
-
-// Real oneflowd processes (launcher's test helper) running the real worker.
-class Daemons {
- public:
-  explicit Daemons(int count) {
-    for (int i = 0; i < count; ++i) {
-      absl::StatusOr<std::unique_ptr<launcher::testing::DaemonProcess>> daemon =
-          launcher::testing::DaemonProcess::Start(absl::StrCat("daemon", next_id_++),
-                                                  {"--worker_binary=" + Runfile("tools/worker/oneflow_worker")});
-      EXPECT_TRUE(daemon.ok()) << daemon.status();
-      if (daemon.ok()) daemons_.push_back(std::move(*daemon));
-    }
-  }
-  std::string Nodes(int first = 0, int count = -1) const {
-    std::vector<std::string> parts;
-    for (int i = first; i < (count < 0 ? static_cast<int>(daemons_.size()) : first + count); ++i) {
-      parts.push_back(daemons_[i]->address());
-    }
-    return "--nodes=" + absl::StrJoin(parts, ",");
-  }
-  // Every daemon reads the same token file.
-  const std::string& token_file() const { return daemons_[0]->token_file(); }
-  void Signal(int i, int signal_number) { daemons_[i]->Signal(signal_number); }
-  bool Alive(int i) { return !daemons_[i]->Wait(absl::Milliseconds(50)).ok(); }
-
- private:
-  static inline int next_id_ = 0;
-  std::vector<std::unique_ptr<launcher::testing::DaemonProcess>> daemons_;
-};
-
-std::unique_ptr<Process> Launch(const Daemons& daemons, const std::string& plan, int iterations,
-                                const std::string& job_id, std::vector<std::string> extra = {},
-                                const std::string& nodes = "") {
-  std::vector<std::string> argv = {Runfile("tools/cli/oneflow"),
-                                   "launch",
-                                   nodes.empty() ? daemons.Nodes() : nodes,
-                                   "--token_file=" + daemons.token_file(),
-                                   "--job_id=" + job_id,
-                                   plan,
-                                   absl::StrCat("--iters=", iterations)};
-  argv.insert(argv.end(), extra.begin(), extra.end());
-  return std::make_unique<Process>(argv);
-}
-
-// Pid of the worker of `job_id` on node `node` (-1 when there is none).
-pid_t WorkerPid(const std::string& job_id, int node) {
-  for (pid_t pid : ProcessesWithArgument("--job_id=" + job_id)) {
-    std::ifstream cmdline("/proc/" + std::to_string(pid) + "/cmdline", std::ios::binary);
-    std::string arguments((std::istreambuf_iterator<char>(cmdline)), std::istreambuf_iterator<char>());
-    if (arguments.find("oneflow_worker") != std::string::npos &&
-        arguments.find(absl::StrCat("--node_rank=", node, std::string(1, '\0'))) != std::string::npos) {
-      return pid;
-    }
-  }
-  return -1;
-}
-
-// Waits until no worker of `job_id` is left; false after `timeout`.
-bool NoWorkersLeft(const std::string& job_id, milliseconds timeout) {
-  const auto deadline = Clock::now() + timeout;
-  while (Clock::now() < deadline) {
-    bool any = false;
-    for (pid_t pid : ProcessesWithArgument("--job_id=" + job_id)) {
-      std::ifstream cmdline("/proc/" + std::to_string(pid) + "/cmdline", std::ios::binary);
-      std::string arguments((std::istreambuf_iterator<char>(cmdline)), std::istreambuf_iterator<char>());
-      any |= arguments.find("oneflow_worker") != std::string::npos;
-    }
-    if (!any) return true;
-    std::this_thread::sleep_for(milliseconds(50));
-  }
-  return false;
-}
 
 // A daemon still serves: a one-node job on it trains to the end.
 void ExpectServing(const Daemons& daemons, int index, const std::string& job_id) {
@@ -166,8 +43,6 @@ TEST(ClusterTest, TwoDaemonsTrainLikeOneDevice) {
   Daemons daemons(2);
   const std::vector<std::string> mlp = {"--batch=32", "--in_features=16", "--hidden=32", "--classes=4"};
   const std::vector<double> mlp_reference = RunInOneProcess(CompilePlan("mlp", mlp, "mlp1"), kIterations);
-  ASSERT_EQ(mlp_reference.size(), static_cast<size_t>(kIterations));
-  EXPECT_LT(mlp_reference.back(), mlp_reference.front());
   struct Layout {
     const char* name;
     const char* job_id;
@@ -183,16 +58,20 @@ TEST(ClusterTest, TwoDaemonsTrainLikeOneDevice) {
     std::unique_ptr<Process> launch = Launch(daemons, plan, kIterations, layout.job_id);
     ASSERT_TRUE(launch->Wait(milliseconds(120000))) << layout.name;
     ASSERT_EQ(launch->exit_code(), 0) << layout.name << ": " << launch->Stderr();
-    ExpectSameCurve(Losses(launch->StdoutLines()), mlp_reference, absl::StrCat("mlp ", layout.name));
+    EXPECT_TRUE(MatchesReference(Losses(launch->StdoutLines()), mlp_reference, kIterations)) << "mlp " << layout.name;
   }
-  const std::vector<std::string> gpt = {"--batch=4", "--seq=8", "--layers=1", "--hidden=32", "--heads=4", "--vocab=32"};
+  // The GPT's AdamW warms up over 100 steps: at the default peak (3e-4) 12 iterations
+  // leave the loss where it started, and the reference would not show training.
+  const std::vector<std::string> gpt = {"--batch=4",  "--seq=8",   "--layers=1", "--hidden=32",
+                                        "--heads=4", "--vocab=32", "--lr=0.01"};
   const std::vector<double> gpt_reference = RunInOneProcess(CompilePlan("gpt", gpt, "gpt1"), kIterations);
   std::vector<std::string> flags = gpt;
   flags.insert(flags.end(), {"--nodes=2", "--devices_per_node=2", "--dp=2", "--tp=2"});
   std::unique_ptr<Process> launch = Launch(daemons, CompilePlan("gpt", flags, "gpt2"), kIterations, "gpt-2x2");
   ASSERT_TRUE(launch->Wait(milliseconds(120000)));
   ASSERT_EQ(launch->exit_code(), 0) << launch->Stderr();
-  ExpectSameCurve(Losses(launch->StdoutLines()), gpt_reference, "gpt dp=2 x tp=2 on 2 nodes");
+  EXPECT_TRUE(MatchesReference(Losses(launch->StdoutLines()), gpt_reference, kIterations))
+      << "gpt dp=2 x tp=2 on 2 nodes";
 }
 
 TEST(ClusterTest, ThreeDaemonsTrainLikeOneDevice) {
@@ -204,7 +83,24 @@ TEST(ClusterTest, ThreeDaemonsTrainLikeOneDevice) {
   std::unique_ptr<Process> launch = Launch(daemons, CompilePlan("mlp", flags, "mlp3"), kIterations, "mlp-3nodes");
   ASSERT_TRUE(launch->Wait(milliseconds(120000)));
   ASSERT_EQ(launch->exit_code(), 0) << launch->Stderr();
-  ExpectSameCurve(Losses(launch->StdoutLines()), reference, "mlp dp=3 x tp=2 on 3 nodes");
+  EXPECT_TRUE(MatchesReference(Losses(launch->StdoutLines()), reference, kIterations)) << "mlp dp=3 x tp=2 on 3 nodes";
+}
+
+// dp=3 over a batch of 8: the data-parallel groups get 3, 3 and 2 sequences, so every
+// tensor split along the batch (the int32 targets included, reshaped to [batch * seq])
+// is split unevenly across the processes.
+TEST(ClusterTest, ThreeDaemonsTrainGptWithABatchThatDoesNotDivideByDp) {
+  Daemons daemons(3);
+  const std::vector<std::string> gpt = {"--batch=8",  "--seq=8",   "--layers=1", "--hidden=32",
+                                        "--heads=4", "--vocab=32", "--lr=0.01"};
+  const std::vector<double> reference = RunInOneProcess(CompilePlan("gpt", gpt, "gpt3ref"), kIterations);
+  std::vector<std::string> flags = gpt;
+  flags.insert(flags.end(), {"--nodes=3", "--devices_per_node=2", "--dp=3", "--tp=2"});
+  std::unique_ptr<Process> launch = Launch(daemons, CompilePlan("gpt", flags, "gpt3"), kIterations, "gpt-3nodes");
+  ASSERT_TRUE(launch->Wait(milliseconds(120000)));
+  ASSERT_EQ(launch->exit_code(), 0) << launch->Stderr();
+  EXPECT_TRUE(MatchesReference(Losses(launch->StdoutLines()), reference, kIterations))
+      << "gpt dp=3 x tp=2 on 3 nodes, batch 8";
 }
 
 TEST(ClusterTest, WorkersFromEnvironmentVariablesWithoutDaemons) {
@@ -229,7 +125,8 @@ TEST(ClusterTest, WorkersFromEnvironmentVariablesWithoutDaemons) {
     ASSERT_TRUE(workers[rank]->Wait(milliseconds(120000))) << "rank " << rank;
     EXPECT_EQ(workers[rank]->exit_code(), 0) << "rank " << rank << ": " << workers[rank]->Stderr();
   }
-  ExpectSameCurve(Losses(workers[0]->StdoutLines()), reference, "workers from RANK/WORLD_SIZE");
+  EXPECT_TRUE(MatchesReference(Losses(workers[0]->StdoutLines()), reference, kIterations))
+      << "workers from RANK/WORLD_SIZE";
   EXPECT_TRUE(workers[1]->StdoutLines().empty()) << "only rank 0 prints metrics";
   // A world size that is not the plan's number of nodes fails at once, naming both.
   Process alone({Runfile("tools/worker/oneflow_worker"), "--plan=" + plan, "--iters=2"},

@@ -6,7 +6,9 @@
 #include <thread>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
 #include "absl/time/clock.h"
+#include "compiler/plan_checksum.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "tools/launcher/testing/daemon_process.h"
@@ -164,6 +166,7 @@ TEST(OneflowdTest, RefusesBadRequestsBeforeStartingAWorker) {
   {
     proto::Plan truncated = good;  // Lost its last device: collective 0 names a device with no plan.
     truncated.mutable_devices()->RemoveLast();
+    ASSERT_TRUE(SealPlan(&truncated).ok());  // As a buggy tool would: only the verifier can tell.
     cases.push_back({"truncated", SubmitRequestFor("j", truncated, 0, daemon->address()),
                      grpc::StatusCode::INVALID_ARGUMENT,
                      "the plan fails verification: collective 0 (ALL_REDUCE of 'grad0', group [0:0, 1:0]) names "
@@ -173,8 +176,18 @@ TEST(OneflowdTest, RefusesBadRequestsBeforeStartingAWorker) {
     proto::Plan swapped = good;
     swapped.mutable_devices(1)->set_collective_order(0, 1);
     swapped.mutable_devices(1)->set_collective_order(1, 0);
+    ASSERT_TRUE(SealPlan(&swapped).ok());
     cases.push_back({"unverifiable", SubmitRequestFor("j", swapped, 0, daemon->address()),
                      grpc::StatusCode::INVALID_ARGUMENT, "can deadlock"});
+  }
+  {
+    proto::Plan damaged = good;  // Edited after it was sealed: the checksum no longer matches.
+    damaged.mutable_devices(0)->mutable_actors(0)->set_name("grad0 all_reducf");
+    cases.push_back({"damaged", SubmitRequestFor("j", damaged, 0, daemon->address()),
+                     grpc::StatusCode::INVALID_ARGUMENT,
+                     absl::StrFormat("the plan fails verification: plan checksum 0x%08x does not match its contents "
+                                     "(0x%08x): the plan was damaged or edited after it was compiled",
+                                     damaged.checksum(), *PlanChecksum(damaged))});
   }
   {
     proto::Plan version = good;

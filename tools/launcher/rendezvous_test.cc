@@ -13,6 +13,7 @@
 #include "tools/launcher/rendezvous_service.h"
 #include "tools/launcher/rendezvous_store.h"
 #include "tools/launcher/testing/daemon_process.h"
+#include "tools/launcher/testing/tls_certificate.h"
 
 namespace oneflow::launcher {
 namespace {
@@ -195,17 +196,13 @@ TEST(RendezvousClientTest, CreateRefusesBadOptions) {
   EXPECT_THAT(RendezvousClient::Create(options).status().message(), HasSubstr("--tls_ca='/nonexistent/ca.pem'"));
 }
 
-// TLS with a self-signed certificate for 127.0.0.1, made by the openssl CLI.
+// TLS with a self-signed certificate for 127.0.0.1, made by the openssl CLI (a machine
+// without it fails here: tools/dev.sh installs it).
 TEST(RendezvousTlsTest, ServesTlsToClientsTrustingTheCertificate) {
-  if (std::system("command -v openssl >/dev/null 2>&1") != 0) GTEST_SKIP() << "no openssl CLI";
-  const std::string directory = testing::TestDirectory("tls");
-  const std::string cert = directory + "/cert.pem";
-  const std::string key = directory + "/key.pem";
-  const std::string command = absl::StrCat(
-      "openssl req -x509 -newkey rsa:2048 -nodes -days 1 -subj /CN=localhost -addext "
-      "subjectAltName=IP:127.0.0.1,DNS:localhost -keyout ",
-      key, " -out ", cert, " >/dev/null 2>&1");
-  ASSERT_EQ(std::system(command.c_str()), 0) << command;
+  const absl::StatusOr<testing::TlsCertificate> certificate = testing::MakeSelfSignedCertificate("tls");
+  ASSERT_TRUE(certificate.ok()) << certificate.status();
+  const std::string& cert = certificate->cert_file;
+  const std::string& key = certificate->key_file;
   ServerOptions server_options;
   server_options.address = "127.0.0.1:0";
   server_options.token = kToken;
@@ -229,6 +226,16 @@ TEST(RendezvousTlsTest, ServesTlsToClientsTrustingTheCertificate) {
 
   server_options.tls_key_file.clear();
   EXPECT_THAT(StartRendezvousServer(server_options).status().message(), HasSubstr("--tls_cert and --tls_key"));
+}
+
+// Without the openssl CLI the certificate helper fails, saying what to install, so the
+// TLS tests fail rather than pass without testing anything.
+TEST(RendezvousTlsTest, NoOpensslIsAClearFailure) {
+  const absl::StatusOr<testing::TlsCertificate> certificate =
+      testing::MakeSelfSignedCertificate("no-openssl", "/nonexistent/openssl");
+  EXPECT_EQ(certificate.status().code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_THAT(certificate.status().message(), HasSubstr("no '/nonexistent/openssl' to run"));
+  EXPECT_THAT(certificate.status().message(), HasSubstr("install the Debian package 'openssl' (`tools/dev.sh deps`"));
 }
 
 }  // namespace

@@ -1,5 +1,6 @@
 #include "tools/launcher/submit_validation.h"
 
+#include "compiler/plan_checksum.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "tools/launcher/testing/test_plans.h"
@@ -49,6 +50,8 @@ TEST(SubmitValidationTest, QuotesTheVerifier) {
   // Device 1 issues the two collectives in the other order: a deadlock the verifier names.
   request.mutable_plan()->mutable_devices(1)->set_collective_order(0, 1);
   request.mutable_plan()->mutable_devices(1)->set_collective_order(1, 0);
+  // Resealed, as a buggy tool would: the verifier must still refuse the order.
+  ASSERT_TRUE(SealPlan(request.mutable_plan()).ok());
   const absl::Status status = ValidateSubmitRequest(request, kLimit);
   EXPECT_EQ(status.code(), absl::StatusCode::kInvalidArgument);
   EXPECT_THAT(status.message(), HasSubstr("the plan fails verification: device 1:0 issues collectives [1, 0]"));

@@ -15,8 +15,26 @@ proto::Plan FakeJobPlan(const std::string& behavior, int64_t nodes, int64_t devi
   plan.mutable_cluster()->set_devices_per_node(devices_per_node);
   plan.mutable_job()->set_name(behavior);
   plan.mutable_job()->set_batch_size(kTestBatchSize);
+  proto::NdSbp partial, broadcast;
+  partial.add_sbp()->mutable_partial();
+  broadcast.add_sbp()->mutable_broadcast();
   for (int64_t c = 0; c < kCollectivesPerIteration; ++c) {
+    // The gradient each all-reduce carries, and the boxing step it runs.
+    proto::TensorDef* tensor = plan.mutable_job()->add_tensors();
+    tensor->set_name(absl::StrCat("grad", c));
+    tensor->add_shape(kTestBatchSize);
+    tensor->set_dtype(proto::DTYPE_F32);
+    proto::BoxingDef* boxing = plan.add_boxings();
+    boxing->set_id(c);
+    boxing->set_tensor(tensor->name());
+    proto::BoxingStepDef* step = boxing->add_steps();
+    step->set_kind("all_reduce");
+    *step->mutable_src_sbp() = partial;
+    *step->mutable_dst_sbp() = broadcast;
+    step->set_collective_id(c);
     proto::CollectiveDef* collective = plan.add_collectives();
+    *collective->mutable_src_sbp() = partial;
+    *collective->mutable_dst_sbp() = broadcast;
     collective->set_id(c);
     collective->set_kind(proto::ALL_REDUCE);
     collective->set_order(c);
@@ -42,6 +60,7 @@ proto::Plan FakeJobPlan(const std::string& behavior, int64_t nodes, int64_t devi
         actor->set_kind(proto::ACTOR_BOXING);
         actor->set_thread(proto::THREAD_COMMUNICATION);
         actor->set_collective_id(c);
+        actor->set_boxing_id(c);
         device->add_collective_order(c);
       }
     }

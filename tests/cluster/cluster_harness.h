@@ -1,0 +1,85 @@
+// What the multi-process tests share: compiling an example into a plan, the reference
+// curve of `oneflow run`, comparing a run's losses with it, real oneflowd daemons running
+// the real worker, `oneflow launch` on them, and finding the workers of a job.
+//
+// Binary paths are relative to the test's runfiles directory, so a test lists
+// //examples/..., //tools/cli:oneflow, //tools/launcher:oneflowd and
+// //tools/worker:oneflow_worker in `data`.
+#ifndef TESTS_CLUSTER_CLUSTER_HARNESS_H_
+#define TESTS_CLUSTER_CLUSTER_HARNESS_H_
+
+#include <sys/types.h>
+
+#include <chrono>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "gtest/gtest.h"
+#include "tests/cluster/process.h"
+#include "tools/launcher/testing/daemon_process.h"
+
+namespace oneflow::testing {
+
+// The absolute path of a runfile (a path relative to the runfiles directory).
+std::string Runfile(const std::string& path);
+// `name` under TEST_TMPDIR.
+std::string TempPath(const std::string& name);
+
+// Compiles examples/<example> into <TEST_TMPDIR>/<name>.plan with `flags` (like
+// {"--nodes=2", "--dp=2"}) and returns the plan's path; a failed compile is a test failure.
+std::string CompilePlan(const std::string& example, const std::vector<std::string>& flags, const std::string& name);
+
+// The losses of the metrics lines ({"iter": N, "loss": L, ...}) among `lines`, in order.
+std::vector<double> Losses(const std::vector<std::string>& lines);
+// The iteration of a metrics line; -1 for any other line.
+int IterationOf(const std::string& line);
+
+// The losses of `oneflow run PLAN --iters=N`: every device of the plan in this process.
+// The reference curve a multi-process run must reproduce.
+std::vector<double> RunInOneProcess(const std::string& plan, int iterations);
+
+// Success when `reference` is a real training curve (exactly `iterations` losses, all
+// finite, the last below the first) and `losses` equals it, iteration by iteration, within
+// 1e-4 (relative). The reference is checked first, so a run whose output changed format
+// (no losses found) fails instead of comparing two empty lists. Every comparison of
+// losses with a reference goes through here:
+//   EXPECT_TRUE(MatchesReference(losses, reference, kIterations)) << "gpt dp=2 x tp=2";
+::testing::AssertionResult MatchesReference(const std::vector<double>& losses, const std::vector<double>& reference,
+                                            int iterations);
+
+// Real oneflowd processes (the launcher's test helper) running the real worker. Every
+// daemon reads the same token file's token; `extra_flags` go to every daemon (e.g.
+// --tls_cert, --tls_key).
+class Daemons {
+ public:
+  explicit Daemons(int count, const std::vector<std::string>& extra_flags = {});
+  // "--nodes=A,B,..." for daemons first .. first + count - 1 (count < 0: to the last).
+  std::string Nodes(int first = 0, int count = -1) const;
+  // The daemons that started (fewer than asked: the test has already failed).
+  int size() const { return static_cast<int>(daemons_.size()); }
+  std::string address(int i) const { return daemons_[i]->address(); }
+  const std::string& token_file() const { return daemons_[0]->token_file(); }
+  std::string Stderr(int i) const { return daemons_[i]->Stderr(); }
+  void Signal(int i, int signal_number) { daemons_[i]->Signal(signal_number); }
+  bool Alive(int i) { return !daemons_[i]->Wait(absl::Milliseconds(50)).ok(); }
+
+ private:
+  static inline int next_id_ = 0;
+  std::vector<std::unique_ptr<launcher::testing::DaemonProcess>> daemons_;
+};
+
+// Starts `oneflow launch <nodes or all daemons> --token_file=... --job_id=<job_id> PLAN
+// --iters=N <extra>`.
+std::unique_ptr<Process> Launch(const Daemons& daemons, const std::string& plan, int iterations,
+                                const std::string& job_id, std::vector<std::string> extra = {},
+                                const std::string& nodes = "");
+
+// Pid of the worker of `job_id` on node `node` (-1 when there is none).
+pid_t WorkerPid(const std::string& job_id, int node);
+// Waits until no worker of `job_id` is left; false after `timeout`.
+bool NoWorkersLeft(const std::string& job_id, std::chrono::milliseconds timeout);
+
+}  // namespace oneflow::testing
+
+#endif  // TESTS_CLUSTER_CLUSTER_HARNESS_H_
