@@ -33,6 +33,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "gtest/gtest.h"
+#include "tests/loss_curves.h"
 
 extern char** environ;
 
@@ -40,6 +41,7 @@ namespace oneflow {
 namespace {
 
 // Example flags as {name, value}, written --name=value.
+using ::oneflow::testing::MatchesReference;
 using FlagValues = std::vector<std::pair<std::string, std::string>>;
 
 // ---------------------------------------------------------------------------------------
@@ -297,38 +299,6 @@ const std::vector<double>& ReferenceLosses(const std::string& model) {
   return cache->emplace(model, reference.losses).first->second;
 }
 
-// Success when `reference` is a real training curve (exactly kIterations losses, all
-// finite, the last below the first), so a changed output format cannot compare two empty
-// lists; then when `losses` equals it within 1e-4 (relative), iteration by iteration.
-::testing::AssertionResult MatchesReference(const std::vector<double>& losses, const std::vector<double>& reference) {
-  if (reference.size() != static_cast<size_t>(kIterations)) {
-    return ::testing::AssertionFailure() << "the reference run reported " << reference.size() << " losses for "
-                                         << kIterations << " iterations";
-  }
-  for (size_t i = 0; i < reference.size(); ++i) {
-    if (!std::isfinite(reference[i])) {
-      return ::testing::AssertionFailure() << "the reference loss of iteration " << i << " is " << reference[i];
-    }
-  }
-  if (!(reference.back() < reference.front())) {
-    return ::testing::AssertionFailure() << "the reference run does not train: loss " << reference.front()
-                                         << " at iteration 0, " << reference.back() << " at iteration "
-                                         << kIterations - 1;
-  }
-  if (losses.size() != reference.size()) {
-    return ::testing::AssertionFailure() << losses.size() << " losses for " << kIterations << " iterations: ["
-                                         << absl::StrJoin(losses, ", ") << "]";
-  }
-  ::testing::AssertionResult result = ::testing::AssertionSuccess();
-  bool same = true;
-  for (size_t i = 0; i < reference.size(); ++i) {
-    if (std::abs(losses[i] - reference[i]) <= 1e-4 * std::abs(reference[i])) continue;
-    if (same) result = ::testing::AssertionFailure();
-    same = false;
-    result << "\n  iteration " << i << ": loss " << losses[i] << ", reference " << reference[i];
-  }
-  return result;
-}
 
 class LayoutSweepTest : public ::testing::TestWithParam<Layout> {};
 
@@ -349,7 +319,7 @@ TEST_P(LayoutSweepTest, TrainsLikeOneDevice) {
                                        << outcome.run.stderr_text;
   ASSERT_EQ(outcome.run.exit_code, 0) << outcome.command << ":\n" << outcome.run.stderr_text;
   EXPECT_EQ(outcome.metrics_error, "") << outcome.command;
-  EXPECT_TRUE(MatchesReference(outcome.losses, reference)) << outcome.command;
+  EXPECT_TRUE(MatchesReference(outcome.losses, reference, kIterations)) << outcome.command;
 }
 
 INSTANTIATE_TEST_SUITE_P(Sweep, LayoutSweepTest, ::testing::ValuesIn(AllLayouts()),

@@ -17,6 +17,7 @@
 
 #include "gtest/gtest.h"
 #include "tests/cluster/process.h"
+#include "tests/loss_curves.h"
 #include "tools/launcher/testing/daemon_process.h"
 
 namespace oneflow::testing {
@@ -39,14 +40,7 @@ int IterationOf(const std::string& line);
 // The reference curve a multi-process run must reproduce.
 std::vector<double> RunInOneProcess(const std::string& plan, int iterations);
 
-// Success when `reference` is a real training curve (exactly `iterations` losses, all
-// finite, the last below the first) and `losses` equals it, iteration by iteration, within
-// 1e-4 (relative). The reference is checked first, so a run whose output changed format
-// (no losses found) fails instead of comparing two empty lists. Every comparison of
-// losses with a reference goes through here:
-//   EXPECT_TRUE(MatchesReference(losses, reference, kIterations)) << "gpt dp=2 x tp=2";
-::testing::AssertionResult MatchesReference(const std::vector<double>& losses, const std::vector<double>& reference,
-                                            int iterations);
+// Comparisons of losses with a reference: MatchesReference in tests/loss_curves.h.
 
 // Real oneflowd processes (the launcher's test helper) running the real worker. Every
 // daemon reads the same token file's token; `extra_flags` go to every daemon (e.g.
