@@ -9,6 +9,7 @@
 #include "absl/strings/str_cat.h"
 #include "compiler/plan_verifier.h"
 #include "compiler/plan_verifier_internal.h"
+#include "kernels/boxing/step_proto.h"
 #include "kernels/boxing/step_support.h"
 #include "oneflow_core/dtype.h"
 #include "oneflow_core/sbp.h"
@@ -21,6 +22,16 @@ using plan_verifier_internal::ActorText;
 using plan_verifier_internal::DeviceText;
 using plan_verifier_internal::Fail;
 
+// "all_reduce", or "kind 12" for a kind this build does not know.
+std::string StepKindText(proto::BoxingStepKind kind) {
+  absl::StatusOr<BoxingKind> known = BoxingKindFromProto(kind);
+  return known.ok() ? std::string(BoxingKindName(*known)) : absl::StrCat("kind ", static_cast<int>(kind));
+}
+
+std::string StepText(const proto::BoxingStepDef& step, const std::string& boxing, int s) {
+  return absl::StrCat(boxing, " step ", s, " (", StepKindText(step.kind()), ")");
+}
+
 absl::StatusOr<NdSbp> StepSbp(const proto::NdSbp& sbp, const std::string& who, const char* which) {
   absl::StatusOr<NdSbp> parsed = NdSbp::FromProto(sbp);
   if (!parsed.ok()) return Fail(absl::StrCat(who, " ", which, ": ", parsed.status().message()));
@@ -29,7 +40,7 @@ absl::StatusOr<NdSbp> StepSbp(const proto::NdSbp& sbp, const std::string& who, c
 
 absl::Status VerifyStep(const proto::Plan& plan, const proto::BoxingStepDef& step, DType dtype,
                         const std::string& who) {
-  absl::StatusOr<BoxingKind> kind = ParseBoxingKind(step.kind());
+  absl::StatusOr<BoxingKind> kind = BoxingKindFromProto(step.kind());
   if (!kind.ok()) return Fail(absl::StrCat(who, ": ", kind.status().message()));
   if (step.collective_id() < -1 || step.collective_id() >= plan.collectives_size()) {
     return Fail(absl::StrCat(who, " uses collective ", step.collective_id(), ", which the plan lacks"));
@@ -81,7 +92,7 @@ absl::Status VerifyRuntimeSupport(const proto::Plan& plan) {
     if (!dtype.ok()) return Fail(absl::StrCat(who, ": ", dtype.status().message()));
     for (int s = 0; s < boxing.steps_size(); ++s) {
       OF_RETURN_IF_ERROR(VerifyStep(plan, boxing.steps(s), *dtype,
-                                    absl::StrCat(who, " step ", s, " (", boxing.steps(s).kind(), ")")));
+                                    StepText(boxing.steps(s), who, s)));
     }
   }
   // A boxing actor runs the step it names, over that step's collective.
@@ -108,7 +119,7 @@ absl::Status VerifyRuntimeSupport(const proto::Plan& plan) {
       }
       if (!matches) {
         return Fail(absl::StrCat(who, " issues collective ", actor.collective_id(), ", which does not carry its step (boxing ",
-                                 actor.boxing_id(), " step ", actor.boxing_step(), ", ", step.kind(), " axis ",
+                                 actor.boxing_id(), " step ", actor.boxing_step(), ", ", StepKindText(step.kind()), " axis ",
                                  step.hierarchy_axis(), ")"));
       }
     }

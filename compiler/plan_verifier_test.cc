@@ -228,7 +228,8 @@ TEST(PlanVerifierTest, RejectsAReductionTheRuntimeLacks) {
   ASSERT_GT(plan.boxings_size(), 0);
   const proto::BoxingDef& boxing = plan.boxings(0);
   const proto::BoxingStepDef& step = boxing.steps(0);
-  ASSERT_TRUE(step.kind() == "all_reduce" || step.kind() == "reduce_scatter") << step.kind();
+  ASSERT_TRUE(step.kind() == proto::STEP_ALL_REDUCE || step.kind() == proto::STEP_REDUCE_SCATTER) << step.kind();
+  const std::string kind = step.kind() == proto::STEP_ALL_REDUCE ? "all_reduce" : "reduce_scatter";
   const std::string to = NdSbp::FromProto(step.dst_sbp())->at(step.hierarchy_axis()).ToString();
   for (proto::TensorDef& tensor : *plan.mutable_job()->mutable_tensors()) {
     if (tensor.name() == boxing.tensor()) tensor.set_dtype(proto::DTYPE_F16);
@@ -236,16 +237,16 @@ TEST(PlanVerifierTest, RejectsAReductionTheRuntimeLacks) {
   const absl::Status status = Resealed(plan);
   EXPECT_EQ(status.code(), absl::StatusCode::kFailedPrecondition);
   EXPECT_EQ(status.message(), absl::StrCat("boxing 0 of '", boxing.tensor(), "' (", boxing.producer_op(), " -> ",
-                                           boxing.consumer_op(), ") step 0 (", step.kind(), "): ", step.kind(),
+                                           boxing.consumer_op(), ") step 0 (", kind, "): ", kind,
                                            " P -> ", to, " of f16 is not supported: reductions are implemented for "
                                            "f32, i32, i64 and u8"));
 }
 
 TEST(PlanVerifierTest, RejectsAnUnknownStepKind) {
   proto::Plan plan = TensorParallelPlan();
-  plan.mutable_boxings(0)->mutable_steps(0)->set_kind("all_gathr");
+  plan.mutable_boxings(0)->mutable_steps(0)->set_kind(static_cast<proto::BoxingStepKind>(12));
   const absl::Status status = Resealed(plan);
-  EXPECT_NE(status.message().find("step 0 (all_gathr): unknown step kind 'all_gathr'; the kinds are identity, "),
+  EXPECT_NE(status.message().find("step 0 (kind 12): unknown step kind 12; this build runs identity, all_reduce, "),
             absl::string_view::npos)
       << status;
 }

@@ -5,6 +5,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "kernels/boxing/boxing_step.h"
+#include "kernels/boxing/step_proto.h"
 #include "oneflow_core/status.h"
 
 namespace oneflow::actors {
@@ -22,7 +23,7 @@ absl::StatusOr<ActFunction> BindBoxing(const PlanIndex& index, const ActorBindin
   const proto::DevicePlan& device = plan.devices(binding.device_index);
   // Steps after a send/recv run on the destination placement.
   bool after_send = false;
-  for (int s = 0; s < actor.boxing_step(); ++s) after_send |= boxing.steps(s).kind() == "send_recv";
+  for (int s = 0; s < actor.boxing_step(); ++s) after_send |= boxing.steps(s).kind() == proto::STEP_SEND_RECV;
   auto shared_placement = [](const proto::Placement& proto) -> absl::StatusOr<std::shared_ptr<Placement>> {
     OF_ASSIGN_OR_RETURN(Placement placement, Placement::FromProto(proto));
     return std::make_shared<Placement>(std::move(placement));
@@ -57,7 +58,8 @@ absl::StatusOr<ActFunction> BindBoxing(const PlanIndex& index, const ActorBindin
   };
   const DeviceId self{device.device().node(), device.device().device()};
 
-  if (step.kind() == "send_recv") {
+  OF_ASSIGN_OR_RETURN(const BoxingKind kind, BoxingKindFromProto(step.kind()));
+  if (kind == BoxingKind::kSendRecv) {
     return ActFunction([=](int64_t iteration, const ActContext& context) {
       SendRecvArgs args;
       args.logical = logical;
@@ -79,10 +81,9 @@ absl::StatusOr<ActFunction> BindBoxing(const PlanIndex& index, const ActorBindin
   std::shared_ptr<Placement> placement = after_send ? dst_placement : src_placement;
   const int64_t rank = placement->RankOf(self);
   if (rank < 0 || in < 0 || out < 0) {
-    return absl::FailedPreconditionError(absl::StrCat("boxing step ", step.kind(), " of '", boxing.tensor(),
+    return absl::FailedPreconditionError(absl::StrCat("boxing step ", BoxingKindName(kind), " of '", boxing.tensor(),
                                                       "' is not wired on this device"));
   }
-  const std::string kind = step.kind();
   const int64_t axis = step.hierarchy_axis();
   return ActFunction([=](int64_t iteration, const ActContext& context) {
     BoxingStepArgs args;

@@ -11,8 +11,10 @@
 //   bazel run -c opt //bench/gemm:gemm_bench
 //   bazel run -c opt //bench/gemm:gemm_bench -- --min_seconds=0.2 --max_size=1024
 //
-// "openblas_core" says which GEMM kernel OpenBLAS picked; on CPUs Debian's OpenBLAS 0.3.21
-// does not recognise, export OPENBLAS_CORETYPE=SkylakeX (or Haswell) first.
+// "openblas_core" is the kernel set OpenBLAS runs (openblas_get_corename()). Where Debian's
+// OpenBLAS 0.3.21 does not recognise the CPU, //kernels/cpu:blas_core has restarted the
+// bench with OPENBLAS_CORETYPE set to the core cpuid implies, saying so in one line on
+// stderr; a user-set OPENBLAS_CORETYPE is kept (docs/kernels.md, "Which OpenBLAS kernel runs").
 #include <cblas.h>
 
 #include <algorithm>

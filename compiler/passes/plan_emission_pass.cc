@@ -5,6 +5,7 @@
 #include "absl/strings/str_cat.h"
 #include "compiler/plan_checksum.h"
 #include "compiler/plan_verifier.h"
+#include "kernels/boxing/step_proto.h"
 #include "oneflow_core/status.h"
 
 namespace oneflow {
@@ -42,7 +43,7 @@ void EmitBoxings(Compilation* compilation) {
     for (size_t s = 0; s < boxing.plan.steps.size(); ++s) {
       const BoxingStep& step = boxing.plan.steps[s];
       proto::BoxingStepDef* step_def = def->add_steps();
-      step_def->set_kind(std::string(BoxingKindName(step.kind)));
+      step_def->set_kind(BoxingKindToProto(step.kind));
       step_def->set_hierarchy_axis(step.hierarchy_axis);
       *step_def->mutable_src_sbp() = step.src.ToProto();
       *step_def->mutable_dst_sbp() = step.dst.ToProto();

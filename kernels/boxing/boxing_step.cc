@@ -147,18 +147,16 @@ absl::StatusOr<std::vector<int64_t>> FillGroupSlices(const BoxingStepArgs& args,
 
 absl::StatusOr<GroupStep> Validate(const BoxingStepArgs& args) {
   if (args.placement == nullptr) {
-    return absl::InvalidArgumentError(absl::StrCat("boxing step ", args.kind, ": no placement"));
+    return absl::InvalidArgumentError(absl::StrCat("boxing step ", BoxingKindName(args.kind), ": no placement"));
   }
   const Placement& placement = *args.placement;
   GroupStep step;
   step.axis = args.hierarchy_axis;
   step.name =
-      absl::StrCat("boxing step ", args.kind, " axis ", args.hierarchy_axis, " of ",
+      absl::StrCat("boxing step ", BoxingKindName(args.kind), " axis ", args.hierarchy_axis, " of ",
                    DTypeName(args.dtype), " ", args.logical.ToString(), ": ", args.src.ToString(),
                    " -> ", args.dst.ToString(), " on ", placement.ToString(), ", rank ", args.rank);
-  const absl::StatusOr<BoxingKind> kind = ParseBoxingKind(args.kind);
-  if (!kind.ok()) return WithContext(kind.status(), step.name);
-  step.kind = *kind;
+  step.kind = args.kind;
   if (step.kind == BoxingKind::kSendRecv) {
     return step.Error("send_recv moves data between placements; run it with RunSendRecv");
   }

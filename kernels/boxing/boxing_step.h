@@ -47,13 +47,14 @@
 #include "oneflow_core/placement.h"
 #include "oneflow_core/sbp.h"
 #include "oneflow_core/shape.h"
+#include "sbp/boxing_plan.h"
 
 namespace oneflow {
 
 struct BoxingStepArgs {
   Shape logical;              // the logical tensor's shape
   DType dtype = DType::kF32;  // any; f32, i32, i64 or u8 for the reducing kinds
-  std::string kind;           // BoxingStepDef.kind, e.g. "all_gather"
+  BoxingKind kind = BoxingKind::kIdentity;  // BoxingStepDef.kind
   NdSbp src;                  // the N-D SBP before the step ...
   NdSbp dst;                  // ... and after; they differ only on hierarchy_axis
   int64_t hierarchy_axis = 0;

@@ -28,7 +28,7 @@ struct Fixture {
   BoxingStepArgs Args(int64_t rank) {
     BoxingStepArgs args;
     args.logical = Shape{5, 7};
-    args.kind = "all_gather";
+    args.kind = BoxingKind::kAllGather;
     args.src = *NdSbp::Parse("S(0)");
     args.dst = *NdSbp::Parse("B");
     args.placement = &placement;
@@ -53,10 +53,7 @@ TEST(BoxingStepErrorsTest, ArgumentsThatDoNotDescribeTheStep) {
     std::string message;
   };
   const std::vector<Case> cases = {
-      {[](BoxingStepArgs& a) { a.kind = "all_gathr"; }, absl::StatusCode::kInvalidArgument,
-       "unknown step kind 'all_gathr'; the kinds are identity, all_reduce, reduce_scatter, "
-       "all_gather, all_to_all, local_slice, local_partial, split_to_partial, send_recv"},
-      {[](BoxingStepArgs& a) { a.kind = "send_recv"; }, absl::StatusCode::kInvalidArgument,
+      {[](BoxingStepArgs& a) { a.kind = BoxingKind::kSendRecv; }, absl::StatusCode::kInvalidArgument,
        "send_recv moves data between placements; run it with RunSendRecv"},
       {[](BoxingStepArgs& a) { a.src = *NdSbp::Parse("P"); }, absl::StatusCode::kInvalidArgument,
        "all_gather makes S(i) -> B, not P -> B"},
@@ -72,7 +69,7 @@ TEST(BoxingStepErrorsTest, ArgumentsThatDoNotDescribeTheStep) {
        "rank 2 is outside the placement's 2 devices"},
       {[](BoxingStepArgs& a) {
          a.dtype = DType::kF16;
-         a.kind = "all_reduce";
+         a.kind = BoxingKind::kAllReduce;
          a.src = *NdSbp::Parse("P");
        },
        absl::StatusCode::kUnimplemented,
@@ -102,7 +99,7 @@ TEST(BoxingStepErrorsTest, WrongCommunicatorAndOtherAxisChange) {
   std::vector<float> buffer(35);
   BoxingStepArgs args;
   args.logical = Shape{5, 7};
-  args.kind = "all_reduce";
+  args.kind = BoxingKind::kAllReduce;
   args.src = *NdSbp::Parse("[P, B]");
   args.dst = *NdSbp::Parse("[B, B]");
   args.placement = &grid;
@@ -136,7 +133,7 @@ TEST(BoxingStepErrorsTest, InvalidPlaceInTheNdSbpFailsOnEveryDevice) {
     std::vector<float> input(in.NumElements()), output(out.NumElements());
     BoxingStepArgs args{Shape{5, 7},
                         DType::kF32,
-                        "all_gather",
+                        BoxingKind::kAllGather,
                         src,
                         dst,
                         0,
@@ -184,7 +181,7 @@ TEST(BoxingStepErrorsTest, ReductionFollowsThePartial) {
         rank == 0 ? std::vector<float>{1, 5, -2} : std::vector<float>{4, 2, -3};
     BoxingStepArgs args{Shape{3},
                         DType::kF32,
-                        "all_reduce",
+                        BoxingKind::kAllReduce,
                         *NdSbp::Parse("P(max)"),
                         *NdSbp::Parse("B"),
                         0,
@@ -204,7 +201,7 @@ TEST(BoxingStepErrorsTest, ReductionFollowsThePartial) {
   std::vector<float> input(3), output(3);
   BoxingStepArgs local{Shape{3},
                        DType::kF32,
-                       "local_partial",
+                       BoxingKind::kLocalPartial,
                        *NdSbp::Parse("B"),
                        *NdSbp::Parse("P(max)"),
                        0,

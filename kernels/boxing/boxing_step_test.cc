@@ -186,7 +186,7 @@ CaseResult RunCase(const Case& test, const Placement& placement, DType dtype) {
     BoxingStepArgs args;
     args.logical = test.shape;
     args.dtype = dtype;
-    args.kind = std::string(BoxingKindName(test.step.kind));
+    args.kind = test.step.kind;
     args.src = test.step.src;
     args.dst = test.step.dst;
     args.hierarchy_axis = test.step.hierarchy_axis;

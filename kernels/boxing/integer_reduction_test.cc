@@ -12,6 +12,7 @@
 #include "absl/strings/str_cat.h"
 #include "gtest/gtest.h"
 #include "kernels/boxing/boxing_step.h"
+#include "kernels/boxing/step_support.h"
 #include "kernels/boxing/step_testing.h"
 #include "oneflow_core/comm/in_process/rank_threads.h"
 #include "oneflow_core/tensor_slice.h"
@@ -115,7 +116,7 @@ void CheckReduction(const Step& step) {
     BoxingStepArgs args;
     args.logical = step.shape;
     args.dtype = DTypeOf<T>();
-    args.kind = step.kind;
+    args.kind = ParseBoxingKind(step.kind).value();
     args.src = src;
     args.dst = dst;
     args.hierarchy_axis = step.axis;
@@ -204,7 +205,7 @@ TEST(IntegerReductionTest, SumsNearInt32MaxWrapExactly) {
     RunOnRankThreads(ranks, [&](int64_t rank) {
       BoxingStepArgs args{Shape{5},
                           DType::kI32,
-                          "all_reduce",
+                          BoxingKind::kAllReduce,
                           *NdSbp::Parse("P"),
                           *NdSbp::Parse("B"),
                           0,
@@ -240,7 +241,7 @@ TEST(IntegerReductionTest, ReduceScatterMaxAndMinLiterals) {
     RunOnRankThreads(2, [&](int64_t rank) {
       BoxingStepArgs args{Shape{5},
                           DType::kI64,
-                          "reduce_scatter",
+                          BoxingKind::kReduceScatter,
                           *NdSbp::Parse(op),
                           *NdSbp::Parse("S(0)"),
                           0,
@@ -268,7 +269,7 @@ TEST(IntegerReductionTest, NarrowFloatReductionIsRefused) {
   std::vector<char> input(6), output(6);
   BoxingStepArgs args{Shape{3},
                       DType::kF16,
-                      "all_reduce",
+                      BoxingKind::kAllReduce,
                       *NdSbp::Parse("P"),
                       *NdSbp::Parse("B"),
                       0,
@@ -287,7 +288,7 @@ TEST(IntegerReductionTest, NarrowFloatReductionIsRefused) {
                 "i32, i64 and u8"));
   for (DType dtype : {DType::kBF16, DType::kF8E4M3, DType::kF8E5M2}) {
     args.dtype = dtype;
-    args.kind = "reduce_scatter";
+    args.kind = BoxingKind::kReduceScatter;
     args.dst = *NdSbp::Parse("S(0)");
     const absl::Status status = RunBoxingStep(args);
     EXPECT_EQ(status.code(), absl::StatusCode::kUnimplemented) << status;

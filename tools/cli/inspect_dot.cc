@@ -55,7 +55,7 @@ void AppendEdge(const std::string& from, const std::string& to, absl::string_vie
 
 std::string BoxingLabel(const proto::BoxingDef& boxing) {
   std::vector<std::string> kinds;
-  for (const proto::BoxingStepDef& step : boxing.steps()) kinds.push_back(step.kind());
+  for (const proto::BoxingStepDef& step : boxing.steps()) kinds.push_back(StepKindText(step.kind()));
   std::string label = absl::StrCat("boxing ", boxing.id(), "\n",
                                    kinds.empty() ? "no steps" : absl::StrJoin(kinds, " + "), "\n",
                                    SbpText(boxing.src_sbp()), " -> ", SbpText(boxing.dst_sbp()));

@@ -55,7 +55,7 @@ void WriteOp(const proto::LogicalOpSbp& op, const PlanIndex& index, JsonWriter& 
 void WriteStep(const proto::BoxingStepDef& step, JsonWriter& json) {
   json.BeginObject();
   json.Key("kind");
-  json.String(step.kind());
+  json.String(StepKindText(step.kind()));
   json.Key("hierarchy_axis");
   json.Int(step.hierarchy_axis());
   json.Key("src_sbp");

@@ -105,14 +105,14 @@ proto::Plan PlanWithRicherBoxing() {
   *boxing->mutable_src_placement() = Placement::Parse("cpu{0:0-1, 1:0-1}[2, 2]").value().ToProto();
   *boxing->mutable_dst_placement() = Placement::Parse("cpu{0:0-3}").value().ToProto();
   proto::BoxingStepDef* gather = boxing->add_steps();
-  gather->set_kind("all_gather");
+  gather->set_kind(proto::STEP_ALL_GATHER);
   gather->set_hierarchy_axis(1);
   *gather->mutable_src_sbp() = boxing->src_sbp();
   *gather->mutable_dst_sbp() = boxing->dst_sbp();
   gather->set_bytes_per_device(1536);
   gather->set_collective_id(1);
   proto::BoxingStepDef* slice = boxing->add_steps();
-  slice->set_kind("local_slice");
+  slice->set_kind(proto::STEP_LOCAL_SLICE);
   slice->set_collective_id(-1);
   boxing->set_bytes_per_iter(1 << 20);
   boxing->mutable_compression()->set_kind(proto::Compression::FP8_E4M3);

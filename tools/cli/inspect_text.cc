@@ -78,7 +78,7 @@ void AppendBoxing(const proto::BoxingDef& boxing, const PlanIndex& index, std::s
                   PlacementChange(boxing), "\n");
   for (int s = 0; s < boxing.steps_size(); ++s) {
     const proto::BoxingStepDef& step = boxing.steps(s);
-    absl::StrAppend(out, "    step ", s, ": ", step.kind(), " on axis ", step.hierarchy_axis(),
+    absl::StrAppend(out, "    step ", s, ": ", StepKindText(step.kind()), " on axis ", step.hierarchy_axis(),
                     ", ", SbpText(step.src_sbp()), " -> ", SbpText(step.dst_sbp()), ", ",
                     FormatBytes(step.bytes_per_device()), " per device, ",
                     step.collective_id() == -1 ? std::string("local")

@@ -105,6 +105,10 @@ std::string CollectiveKindText(proto::CollectiveKind kind) {
   return EnumText(proto::CollectiveKind_descriptor(), kind, "");
 }
 
+std::string StepKindText(proto::BoxingStepKind kind) {
+  return EnumText(proto::BoxingStepKind_descriptor(), kind, "STEP_");
+}
+
 std::string CompressionKindText(proto::Compression::Kind kind) {
   return EnumText(proto::Compression::Kind_descriptor(), kind, "");
 }

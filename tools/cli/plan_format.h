@@ -51,6 +51,7 @@ std::string ShapeAndTypeText(const google::protobuf::RepeatedField<int64_t>& sha
 std::string ActorKindText(proto::ActorKind kind);
 std::string ThreadKindText(proto::ThreadKind kind);
 std::string CollectiveKindText(proto::CollectiveKind kind);
+std::string StepKindText(proto::BoxingStepKind kind);
 std::string CompressionKindText(proto::Compression::Kind kind);
 std::string SparsityKindText(proto::Sparsity::Kind kind);
 

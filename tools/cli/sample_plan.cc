@@ -194,7 +194,7 @@ proto::Plan SampleDataParallelPlan() {
   *boxing->mutable_src_placement() = TwoCpus();
   *boxing->mutable_dst_placement() = TwoCpus();
   proto::BoxingStepDef* step = boxing->add_steps();
-  step->set_kind("all_reduce");
+  step->set_kind(proto::STEP_ALL_REDUCE);
   step->set_hierarchy_axis(0);
   *step->mutable_src_sbp() = Sbp("P");
   *step->mutable_dst_sbp() = Sbp("B");

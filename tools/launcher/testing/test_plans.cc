@@ -28,7 +28,7 @@ proto::Plan FakeJobPlan(const std::string& behavior, int64_t nodes, int64_t devi
     boxing->set_id(c);
     boxing->set_tensor(tensor->name());
     proto::BoxingStepDef* step = boxing->add_steps();
-    step->set_kind("all_reduce");
+    step->set_kind(proto::STEP_ALL_REDUCE);
     *step->mutable_src_sbp() = partial;
     *step->mutable_dst_sbp() = broadcast;
     step->set_collective_id(c);
