@@ -38,10 +38,38 @@ absl::StatusOr<NdSbp> StepSbp(const proto::NdSbp& sbp, const std::string& who, c
   return parsed;
 }
 
+// A step's compression: a codec this build knows, on a floating tensor, in groups of at
+// least one element, on a step kind that has a compressed collective. This build records
+// compression in plans (the cost model prices it) but its runtime still moves every step
+// dense, so a compressed step is refused here rather than silently run dense.
+absl::Status VerifyCompression(const proto::Compression& compression, BoxingKind kind, DType dtype,
+                               const std::string& who) {
+  if (!proto::Compression::Kind_IsValid(compression.kind())) {
+    return Fail(absl::StrCat(who, " is compressed with codec ", static_cast<int>(compression.kind()),
+                             ", which this build does not know"));
+  }
+  if (compression.kind() == proto::Compression::NONE) return absl::OkStatus();
+  const std::string codec = proto::Compression::Kind_Name(compression.kind());
+  if (!IsFloating(dtype)) {
+    return Fail(absl::StrCat(who, " compresses a ", DTypeName(dtype), " tensor with ", codec,
+                             "; only floating tensors compress"));
+  }
+  if (compression.block_size() < 1) {
+    return Fail(absl::StrCat(who, " has compression group size ", compression.block_size(), "; it must be >= 1"));
+  }
+  if (kind != BoxingKind::kAllReduce && kind != BoxingKind::kReduceScatter && kind != BoxingKind::kAllGather) {
+    return Fail(absl::StrCat(who, " is compressed with ", codec, ", but only all_reduce, reduce_scatter and "
+                             "all_gather have compressed forms"));
+  }
+  return Fail(absl::StrCat(who, " is compressed with ", codec, ", which this build's runtime does not execute "
+                           "yet (it would run dense); compile with dense boxing"));
+}
+
 absl::Status VerifyStep(const proto::Plan& plan, const proto::BoxingStepDef& step, DType dtype,
                         const std::string& who) {
   absl::StatusOr<BoxingKind> kind = BoxingKindFromProto(step.kind());
   if (!kind.ok()) return Fail(absl::StrCat(who, ": ", kind.status().message()));
+  OF_RETURN_IF_ERROR(VerifyCompression(step.compression(), *kind, dtype, who));
   if (step.collective_id() < -1 || step.collective_id() >= plan.collectives_size()) {
     return Fail(absl::StrCat(who, " uses collective ", step.collective_id(), ", which the plan lacks"));
   }

@@ -251,5 +251,34 @@ TEST(PlanVerifierTest, RejectsAnUnknownStepKind) {
       << status;
 }
 
+TEST(PlanVerifierTest, RefusesCompressionTheRuntimeCannotRun) {
+  const proto::Plan original = TensorParallelPlan();
+  const proto::BoxingDef& boxing = original.boxings(0);
+  const std::string who = absl::StrCat("boxing 0 of '", boxing.tensor(), "' (", boxing.producer_op(), " -> ",
+                                       boxing.consumer_op(), ") step 0 (",
+                                       boxing.steps(0).kind() == proto::STEP_ALL_REDUCE ? "all_reduce" : "reduce_scatter",
+                                       ")");
+  auto with = [&](proto::Compression::Kind kind, int64_t group, proto::DataType dtype) -> std::string {
+    proto::Plan plan = original;
+    proto::Compression* compression = plan.mutable_boxings(0)->mutable_steps(0)->mutable_compression();
+    compression->set_kind(kind);
+    compression->set_block_size(group);
+    for (proto::TensorDef& tensor : *plan.mutable_job()->mutable_tensors()) {
+      if (tensor.name() == boxing.tensor()) tensor.set_dtype(dtype);
+    }
+    return std::string(Resealed(plan).message());
+  };
+  EXPECT_EQ(with(static_cast<proto::Compression::Kind>(9), 128, proto::DTYPE_F32),
+            who + " is compressed with codec 9, which this build does not know");
+  EXPECT_EQ(with(proto::Compression::INT4, 128, proto::DTYPE_I32),
+            who + " compresses a i32 tensor with INT4; only floating tensors compress");
+  EXPECT_EQ(with(proto::Compression::FP8_E4M3, 0, proto::DTYPE_F32),
+            who + " has compression group size 0; it must be >= 1");
+  EXPECT_EQ(with(proto::Compression::FP8_E4M3, 128, proto::DTYPE_F32),
+            who + " is compressed with FP8_E4M3, which this build's runtime does not execute yet (it would run "
+                  "dense); compile with dense boxing");
+  EXPECT_TRUE(Resealed(original).ok());
+}
+
 }  // namespace
 }  // namespace oneflow

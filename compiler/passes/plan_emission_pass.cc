@@ -23,6 +23,20 @@ std::string ProducerName(const Compilation& compilation, const LogicalTensor& te
   return "";
 }
 
+proto::Compression::Kind CompressionToProto(BoxingOptions::Compression compression) {
+  switch (compression) {
+    case BoxingOptions::Compression::kNone:
+      return proto::Compression::NONE;
+    case BoxingOptions::Compression::kFp8E4M3:
+      return proto::Compression::FP8_E4M3;
+    case BoxingOptions::Compression::kFp8E5M2:
+      return proto::Compression::FP8_E5M2;
+    case BoxingOptions::Compression::kInt4:
+      return proto::Compression::INT4;
+  }
+  return proto::Compression::NONE;
+}
+
 void EmitBoxings(Compilation* compilation) {
   const LogicalGraph& graph = compilation->graph;
   proto::Plan& plan = compilation->plan;
@@ -49,6 +63,10 @@ void EmitBoxings(Compilation* compilation) {
       *step_def->mutable_dst_sbp() = step.dst.ToProto();
       step_def->set_bytes_per_device(step.bytes_per_device);
       step_def->set_collective_id(compilation->boxing_step_collective[boxing.id][s]);
+      if (step.compression != BoxingOptions::Compression::kNone) {
+        step_def->mutable_compression()->set_kind(CompressionToProto(step.compression));
+        step_def->mutable_compression()->set_block_size(compilation->options.boxing.compression_block_elements);
+      }
       if (step.kind == BoxingKind::kSendRecv) placement = boxing.dst_placement;
       bytes_per_iter += step.bytes_per_device * graph.placements[placement].num_devices();
     }
