@@ -84,24 +84,25 @@ absl::StatusOr<ActFunction> BindBoxing(const PlanIndex& index, const ActorBindin
     return absl::FailedPreconditionError(absl::StrCat("boxing step ", BoxingKindName(kind), " of '", boxing.tensor(),
                                                       "' is not wired on this device"));
   }
-  const int64_t axis = step.hierarchy_axis();
-  return ActFunction([=](int64_t iteration, const ActContext& context) {
-    BoxingStepArgs args;
-    args.logical = logical;
-    args.dtype = dtype;
-    args.kind = kind;
-    args.src = src;
-    args.dst = dst;
-    args.hierarchy_axis = axis;
-    args.placement = placement.get();
-    args.rank = rank;
-    args.communicator = communicator;
-    args.input = context.RegisterSlot(in, iteration);
-    args.input_bytes = in_bytes;
-    args.output = context.RegisterSlot(out, iteration);
-    args.output_bytes = out_bytes;
-    args.options = options_for(iteration);
-    return RunBoxingStep(args);
+  BoxingStepArgs args;
+  args.logical = logical;
+  args.dtype = dtype;
+  args.kind = kind;
+  args.src = src;
+  args.dst = dst;
+  args.hierarchy_axis = step.hierarchy_axis();
+  args.placement = placement.get();
+  args.rank = rank;
+  args.communicator = communicator;
+  args.input_bytes = in_bytes;
+  args.output_bytes = out_bytes;
+  // Validated for the whole group once, here; an act only moves bytes. The placement
+  // lives as long as the act function that holds the step.
+  OF_ASSIGN_OR_RETURN(PreparedBoxingStep prepared, PreparedBoxingStep::Prepare(args));
+  return ActFunction([=](int64_t iteration, const ActContext& context) mutable {
+    (void)placement;  // Keeps the placement the prepared step points to alive.
+    return prepared.Run(context.RegisterSlot(in, iteration), context.RegisterSlot(out, iteration),
+                        options_for(iteration));
   });
 }
 

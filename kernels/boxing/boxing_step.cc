@@ -3,6 +3,7 @@
 #include "kernels/boxing/boxing_step.h"
 
 #include <cstring>
+#include <memory>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
@@ -200,8 +201,6 @@ absl::StatusOr<GroupStep> Validate(const BoxingStepArgs& args) {
                      " bytes; the slices ", step.src[step.me].ToString(), " and ",
                      step.dst[step.me].ToString(), " need ", input_bytes, " and ", output_bytes));
   }
-  OF_RETURN_IF_ERROR(WithContext(CheckBuffer("input", args.input, input_bytes), step.name));
-  OF_RETURN_IF_ERROR(WithContext(CheckBuffer("output", args.output, output_bytes), step.name));
   if (IsCollectiveKind(step.kind)) {
     if (args.communicator == nullptr) return step.Error("a collective step needs a communicator");
     if (args.communicator->size() != step.size() || args.communicator->rank() != step.me) {
@@ -226,8 +225,24 @@ absl::StatusOr<GroupStep> Validate(const BoxingStepArgs& args) {
 
 }  // namespace
 
-absl::Status RunBoxingStep(const BoxingStepArgs& args) {
-  OF_ASSIGN_OR_RETURN(const GroupStep step, Validate(args));
+absl::StatusOr<PreparedBoxingStep> PreparedBoxingStep::Prepare(const BoxingStepArgs& args) {
+  OF_ASSIGN_OR_RETURN(GroupStep step, Validate(args));
+  PreparedBoxingStep prepared;
+  prepared.step_ = std::make_shared<GroupStep>(std::move(step));
+  prepared.args_ = args;
+  prepared.args_.input = nullptr;
+  prepared.args_.output = nullptr;
+  return prepared;
+}
+
+absl::Status PreparedBoxingStep::Run(const void* input, void* output, CollectiveOptions options) {
+  const GroupStep& step = *step_;
+  BoxingStepArgs& args = args_;
+  OF_RETURN_IF_ERROR(WithContext(CheckBuffer("input", input, args.input_bytes), step.name));
+  OF_RETURN_IF_ERROR(WithContext(CheckBuffer("output", output, args.output_bytes), step.name));
+  args.input = input;
+  args.output = output;
+  args.options = std::move(options);
   const TensorSlice& src = step.src[step.me];
   const TensorSlice& dst = step.dst[step.me];
   switch (step.kind) {
@@ -262,6 +277,11 @@ absl::Status RunBoxingStep(const BoxingStepArgs& args) {
       break;
   }
   return absl::InternalError(absl::StrCat(step.name, ": unhandled kind"));
+}
+
+absl::Status RunBoxingStep(const BoxingStepArgs& args) {
+  OF_ASSIGN_OR_RETURN(PreparedBoxingStep prepared, PreparedBoxingStep::Prepare(args));
+  return prepared.Run(args.input, args.output, args.options);
 }
 
 }  // namespace oneflow

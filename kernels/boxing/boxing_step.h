@@ -39,6 +39,7 @@
 #define KERNELS_BOXING_BOXING_STEP_H_
 
 #include <cstdint>
+#include <memory>
 #include <string>
 
 #include "absl/status/status.h"
@@ -74,7 +75,29 @@ struct BoxingStepArgs {
   CollectiveOptions options;
 };
 
-// Runs one step for one device. Blocking; returns once `output` holds the device's slice
+namespace boxing_internal {
+struct GroupStep;
+}  // namespace boxing_internal
+
+// A step validated once, when the runtime binds its actor: the group's slices are
+// computed and checked for the whole group then, and its packing buffers are kept from
+// act to act, so an act only moves bytes. Not thread-safe: one thread runs it at a time
+// (the actor's), as the communicator contract requires anyway.
+class PreparedBoxingStep {
+ public:
+  // Every check RunBoxingStep makes except the buffer pointers, which change per act
+  // (`args.input`/`args.output` are ignored; their byte counts are checked).
+  static absl::StatusOr<PreparedBoxingStep> Prepare(const BoxingStepArgs& args);
+
+  // Runs the step on this act's buffers (of the prepared byte counts; null only when 0).
+  absl::Status Run(const void* input, void* output, CollectiveOptions options);
+
+ private:
+  std::shared_ptr<const boxing_internal::GroupStep> step_;
+  BoxingStepArgs args_;
+};
+
+// Prepare, then Run once. Blocking; returns once `output` holds the device's slice
 // under `dst` and `input` may be reused.
 absl::Status RunBoxingStep(const BoxingStepArgs& args);
 

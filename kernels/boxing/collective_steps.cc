@@ -39,9 +39,8 @@ absl::Status RunReduceScatter(const GroupStep& step, const BoxingStepArgs& args)
   if (args.dtype != DType::kF32) return RunIntegerReduceScatter(step, args);
   std::vector<int64_t> counts;
   for (const TensorSlice& box : step.dst) counts.push_back(box.NumElements());
-  std::vector<char> scratch;
   const void* send =
-      SendBufferFor(step.src[step.me], args.input, step.dst, step.element_size, &scratch);
+      SendBufferFor(step.src[step.me], args.input, step.dst, step.element_size, &step.send_scratch);
   return args.communicator->ReduceScatter(static_cast<const float*>(send),
                                           static_cast<float*>(args.output), counts,
                                           StepOptions(step, args));
@@ -51,16 +50,14 @@ absl::Status RunAllGather(const GroupStep& step, const BoxingStepArgs& args) {
   const TensorSlice& destination = step.dst[step.me];
   std::vector<TensorSlice> pieces;
   for (const TensorSlice& source : step.src) pieces.push_back(Intersect(source, destination));
-  std::vector<char> send_scratch;
-  std::vector<char> receive_scratch;
   const void* send = SendBufferFor(step.src[step.me], args.input, {pieces[step.me]},
-                                   step.element_size, &send_scratch);
+                                   step.element_size, &step.send_scratch);
   void* receive =
-      ReceiveBufferFor(destination, args.output, pieces, step.element_size, &receive_scratch);
+      ReceiveBufferFor(destination, args.output, pieces, step.element_size, &step.receive_scratch);
   const absl::Status status = args.communicator->AllGather(
       send, receive, ByteCounts(pieces, step.element_size), StepOptions(step, args));
   if (!status.ok()) return status;
-  UnpackReceived(receive_scratch, pieces, destination, step.element_size, args.output);
+  UnpackReceived(step.receive_scratch, pieces, destination, step.element_size, args.output);
   return absl::OkStatus();
 }
 
@@ -76,16 +73,14 @@ absl::Status RunAllToAll(const GroupStep& step, const BoxingStepArgs& args) {
   std::vector<TensorSlice> incoming;  // from member g, in g order
   for (int64_t h = 0; h < n; ++h) outgoing.push_back(Intersect(step.src[step.me], step.dst[h]));
   for (int64_t g = 0; g < n; ++g) incoming.push_back(Intersect(step.src[g], step.dst[step.me]));
-  std::vector<char> send_scratch;
-  std::vector<char> receive_scratch;
   const void* send =
-      SendBufferFor(step.src[step.me], args.input, outgoing, step.element_size, &send_scratch);
+      SendBufferFor(step.src[step.me], args.input, outgoing, step.element_size, &step.send_scratch);
   void* receive = ReceiveBufferFor(step.dst[step.me], args.output, incoming, step.element_size,
-                                   &receive_scratch);
+                                   &step.receive_scratch);
   const absl::Status status =
       args.communicator->AllToAll(send, receive, matrix, StepOptions(step, args));
   if (!status.ok()) return status;
-  UnpackReceived(receive_scratch, incoming, step.dst[step.me], step.element_size, args.output);
+  UnpackReceived(step.receive_scratch, incoming, step.dst[step.me], step.element_size, args.output);
   return absl::OkStatus();
 }
 

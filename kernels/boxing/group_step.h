@@ -27,6 +27,10 @@ struct GroupStep {
   // "boxing step all_gather axis 1 of f32 [5, 7]: [S(0), S(0)] -> [S(0), B] on
   // cpu{0:0-3}[2, 2], rank 2": the start of every error.
   std::string name;
+  // Packing buffers, kept from act to act so that a prepared step allocates only on its
+  // first act (PreparedBoxingStep; one thread runs a step at a time).
+  mutable std::vector<char> send_scratch;
+  mutable std::vector<char> receive_scratch;
 
   int64_t size() const { return static_cast<int64_t>(src.size()); }
   absl::Status Error(absl::string_view message) const;  // INVALID_ARGUMENT, prefixed

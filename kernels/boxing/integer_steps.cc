@@ -91,7 +91,8 @@ absl::Status RunIntegerAllReduce(const GroupStep& step, const BoxingStepArgs& ar
   // P -> B: every member's src and dst slices are the same slice.
   const int64_t count = step.dst[step.me].NumElements();
   const int64_t bytes = count * step.element_size;
-  std::vector<char> gathered(step.size() * bytes);
+  std::vector<char>& gathered = step.receive_scratch;
+  gathered.resize(step.size() * bytes);
   OF_RETURN_IF_ERROR(args.communicator->AllGather(args.input, gathered.data(),
                                                   std::vector<int64_t>(step.size(), bytes),
                                                   StepOptions(step, args)));
@@ -106,12 +107,12 @@ absl::Status RunIntegerReduceScatter(const GroupStep& step, const BoxingStepArgs
     for (int64_t h = 0; h < n; ++h)
       matrix[g * n + h] = step.dst[h].NumElements() * step.element_size;
   }
-  std::vector<char> send_scratch;
   const void* send =
-      SendBufferFor(step.src[step.me], args.input, step.dst, step.element_size, &send_scratch);
+      SendBufferFor(step.src[step.me], args.input, step.dst, step.element_size, &step.send_scratch);
   // Each incoming chunk is this member's whole dst slice, dense: the output's layout.
   const int64_t count = step.dst[step.me].NumElements();
-  std::vector<char> received(n * count * step.element_size);
+  std::vector<char>& received = step.receive_scratch;
+  received.resize(n * count * step.element_size);
   OF_RETURN_IF_ERROR(
       args.communicator->AllToAll(send, received.data(), matrix, StepOptions(step, args)));
   return ReduceInRankOrder(step, args.dtype, received.data(), count, args.output);
