@@ -11,7 +11,7 @@
 namespace oneflow::testing {
 
 // Success when `reference` is a real training curve (exactly `iterations` losses, all
-// finite, the last below the first) and `losses` equals it, iteration by iteration,
+// finite, the mean of its last third below the mean of its first third) and `losses` equals it, iteration by iteration,
 // within 1e-4 relative (plus 1e-6 absolute, for losses near zero):
 //   EXPECT_TRUE(MatchesReference(losses, reference, kIterations)) << "gpt dp=2 x tp=2";
 ::testing::AssertionResult MatchesReference(const std::vector<double>& losses, const std::vector<double>& reference,

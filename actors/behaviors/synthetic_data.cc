@@ -7,30 +7,27 @@
 namespace oneflow::actors {
 
 void FillClassificationFeatures(uint64_t seed, int64_t iteration, const TensorLayout& layout, float* out) {
-  FillNormal(layout.logical, layout.slice, LogicalRandom(seed, 2 * static_cast<uint64_t>(iteration)), 0.0f,
-             1.0f, out);
+  FillBlockNormal(layout.logical, layout.slice, LogicalRandom(seed, 2 * static_cast<uint64_t>(iteration)), out);
 }
 
 void FillClassificationLabels(uint64_t seed, int64_t iteration, int64_t features, int64_t classes,
                               const TensorLayout& layout, int32_t* out) {
   const LogicalRandom data(seed, 2 * static_cast<uint64_t>(iteration));
-  const LogicalRandom teacher(seed, 1);
-  std::vector<float> row(features);
+  const int64_t used = std::min(features, kLabelFeatures);
+  std::vector<float> teacher(used * classes);
+  BlockNormals(LogicalRandom(seed, 1), 0, used * classes, teacher.data());
+  std::vector<float> row(used);
   std::vector<float> scores(classes);
   int64_t k = 0;
   ForEachContiguousRun(layout.logical, layout.slice, [&](int64_t, int64_t logical, int64_t length) {
     for (int64_t b = logical; b < logical + length; ++b) {
-      // The whole row of x, regenerated: the labels do not depend on how x is split.
-      for (int64_t f = 0; f < features; ++f) row[f] = data.Normal(b * features + f);
+      // The row's first `used` features, regenerated: labels do not depend on how x is split.
+      BlockNormals(data, b * features, used, row.data());
       std::fill(scores.begin(), scores.end(), 0.0f);
-      for (int64_t f = 0; f < features; ++f) {
-        for (int64_t c = 0; c < classes; ++c) scores[c] += row[f] * teacher.Normal(f * classes + c);
+      for (int64_t f = 0; f < used; ++f) {
+        for (int64_t c = 0; c < classes; ++c) scores[c] += row[f] * teacher[f * classes + c];
       }
-      int32_t best = 0;
-      for (int64_t c = 1; c < classes; ++c) {
-        if (scores[c] > scores[best]) best = static_cast<int32_t>(c);
-      }
-      out[k++] = best;
+      out[k++] = static_cast<int32_t>(std::max_element(scores.begin(), scores.end()) - scores.begin());
     }
   });
 }

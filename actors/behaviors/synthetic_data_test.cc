@@ -1,7 +1,10 @@
 #include "actors/behaviors/synthetic_data.h"
 
+#include <algorithm>
+
 #include "gtest/gtest.h"
 #include "oneflow_core/placement.h"
+#include "oneflow_core/random.h"
 
 namespace oneflow::actors {
 namespace {
@@ -94,6 +97,72 @@ TEST(SyntheticDataTest, RecordFileSlicesReadTheirRecords) {
     for (int64_t i = 0; i < label_layout.slice.NumElements(); ++i) {
       EXPECT_EQ(label_part[i], ((10 + label_layout.slice.range(0).begin + i) % 7) % 2);
     }
+  }
+}
+
+// The documented rule, from the whole batch's x: features are BlockNormals of stream
+// 2 * iteration, and label b is the argmax over classes of the first min(F, 32) features
+// of row b times the teacher. F = 45 > 32 (labels ignore the rest) and not a multiple of
+// 4 (rows start inside Philox blocks); every layout of x and of the labels agrees.
+TEST(SyntheticDataTest, ClassificationFollowsTheDocumentedRuleOnEveryLayout) {
+  const int64_t batch = 9, features = 45, classes = 7;
+  const Shape x{batch, features}, labels{batch};
+  std::vector<float> whole_x(batch * features);
+  std::vector<int32_t> whole_labels(batch);
+  FillClassificationFeatures(8, 2, Layout(x, "B", "cpu{0:0}", 0), whole_x.data());
+  FillClassificationLabels(8, 2, features, classes, Layout(labels, "B", "cpu{0:0}", 0), whole_labels.data());
+  std::vector<float> expected_x(batch * features);
+  BlockNormals(LogicalRandom(8, 4), 0, batch * features, expected_x.data());
+  EXPECT_EQ(whole_x, expected_x);
+  std::vector<float> teacher(kLabelFeatures * classes);
+  BlockNormals(LogicalRandom(8, 1), 0, kLabelFeatures * classes, teacher.data());
+  for (int64_t b = 0; b < batch; ++b) {
+    std::vector<float> scores(classes, 0.0f);
+    for (int64_t f = 0; f < kLabelFeatures; ++f) {
+      for (int64_t c = 0; c < classes; ++c) scores[c] += whole_x[b * features + f] * teacher[f * classes + c];
+    }
+    EXPECT_EQ(whole_labels[b], std::max_element(scores.begin(), scores.end()) - scores.begin()) << "row " << b;
+  }
+  for (const char* sbp : {"[S(0), S(1)]", "[S(1), S(1)]", "[S(1), S(0)]", "[B, S(1)]"}) {
+    for (int64_t rank = 0; rank < 4; ++rank) {
+      const TensorLayout layout = Layout(x, sbp, "cpu{0:0-3}[2, 2]", rank);
+      std::vector<float> part(layout.slice.NumElements());
+      FillClassificationFeatures(8, 2, layout, part.data());
+      int64_t k = 0;
+      ForEachContiguousRun(x, layout.slice, [&](int64_t, int64_t logical, int64_t length) {
+        for (int64_t i = 0; i < length; ++i) ASSERT_EQ(part[k++], whole_x[logical + i]) << sbp << " rank " << rank;
+      });
+    }
+  }
+  for (int64_t devices : {2, 4}) {
+    for (int64_t rank = 0; rank < devices; ++rank) {
+      const TensorLayout layout =
+          Layout(labels, "S(0)", "cpu{0:0-" + std::to_string(devices - 1) + "}", rank);
+      std::vector<int32_t> part(layout.slice.NumElements());
+      FillClassificationLabels(8, 2, features, classes, layout, part.data());
+      for (int64_t i = 0; i < layout.slice.NumElements(); ++i) {
+        EXPECT_EQ(part[i], whole_labels[layout.slice.range(0).begin + i]) << devices << " devices, rank " << rank;
+      }
+    }
+  }
+}
+
+// A model can only learn labels that vary: on 4096 rows of the mlp's shape every class
+// gets a fair share (a linear teacher over 32 N(0, 1) features: about 1/C each).
+TEST(SyntheticDataTest, LabelsUseEveryClass) {
+  const int64_t batch = 4096, features = 1024, classes = 10;
+  const Shape labels{batch};
+  std::vector<int32_t> values(batch);
+  FillClassificationLabels(1, 0, features, classes, TensorLayout{labels, TensorSlice::Whole(labels)}, values.data());
+  std::vector<int64_t> count(classes, 0);
+  for (int32_t label : values) {
+    ASSERT_GE(label, 0);
+    ASSERT_LT(label, classes);
+    ++count[label];
+  }
+  for (int64_t c = 0; c < classes; ++c) {
+    EXPECT_GE(count[c], batch / classes / 4) << "class " << c;
+    EXPECT_LE(count[c], batch / classes * 3) << "class " << c;
   }
 }
 
