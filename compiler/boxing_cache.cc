@@ -11,10 +11,14 @@ const absl::StatusOr<BoxingPlan>& BoxingCache::Plan(const Shape& logical, DType 
                                  dst.ToString(), "@", src_placement, ">", dst_placement);
   auto it = plans_.find(key);
   if (it != plans_.end()) return it->second;
+  // Compression is for floating tensors: labels, token ids and indices always move dense
+  // (an integer quantized would not be the same integer).
+  BoxingOptions options = options_;
+  if (!IsFloating(dtype)) options.compression = BoxingOptions::Compression::kNone;
   return plans_
       .emplace(std::move(key),
                PlanBoxing(logical, dtype, src, (*placements_)[src_placement], dst,
-                          (*placements_)[dst_placement], links_, options_))
+                          (*placements_)[dst_placement], links_, options))
       .first->second;
 }
 

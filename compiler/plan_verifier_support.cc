@@ -38,10 +38,9 @@ absl::StatusOr<NdSbp> StepSbp(const proto::NdSbp& sbp, const std::string& who, c
   return parsed;
 }
 
-// A step's compression: a codec this build knows, on a floating tensor, in groups of at
-// least one element, on a step kind that has a compressed collective. This build records
-// compression in plans (the cost model prices it) but its runtime still moves every step
-// dense, so a compressed step is refused here rather than silently run dense.
+// A step's compression: a codec this build knows with options it accepts, on an f32
+// tensor (the compressed collectives decode into f32), on a step kind that has a
+// compressed form (all_reduce, reduce_scatter, all_gather).
 absl::Status VerifyCompression(const proto::Compression& compression, BoxingKind kind, DType dtype,
                                const std::string& who) {
   if (!proto::Compression::Kind_IsValid(compression.kind())) {
@@ -61,8 +60,13 @@ absl::Status VerifyCompression(const proto::Compression& compression, BoxingKind
     return Fail(absl::StrCat(who, " is compressed with ", codec, ", but only all_reduce, reduce_scatter and "
                              "all_gather have compressed forms"));
   }
-  return Fail(absl::StrCat(who, " is compressed with ", codec, ", which this build's runtime does not execute "
-                           "yet (it would run dense); compile with dense boxing"));
+  if (dtype != DType::kF32) {
+    return Fail(absl::StrCat(who, " compresses a ", DTypeName(dtype), " tensor; compressed collectives are "
+                             "implemented for f32"));
+  }
+  absl::StatusOr<CodecOptions> options = CodecFromProto(compression);
+  if (!options.ok()) return Fail(absl::StrCat(who, ": ", options.status().message()));
+  return absl::OkStatus();
 }
 
 absl::Status VerifyStep(const proto::Plan& plan, const proto::BoxingStepDef& step, DType dtype,

@@ -156,6 +156,27 @@ TEST(BoxingCostTest, CompressionShrinksNodeCrossingStepsOnly) {
             "all_gather axis 1: [B, S(1)] -> [B, B], 19 bytes/device (int4)");
 }
 
+// Automatic: a step compresses only where the link time it saves exceeds the codec's
+// time. A [2, 4] grid, [P, P] -> [B, B] of [5, 7] f32: the inter-node all-reduce moves
+// 10 elements (40 bytes dense, 14 as fp8), the codec passes over the 40 dense bytes.
+TEST(BoxingCostTest, AutomaticCompressesOnlyWhereTheLinkIsSlowEnough) {
+  const std::string grid = "cpu{0:0-3, 1:0-3}[2, 4]";
+  BoxingOptions options;
+  options.compression = BoxingOptions::Compression::kFp8E4M3;
+  options.automatic = true;
+  options.codec_bytes_per_second = 1e9;  // 40 bytes: 40 ns of codec.
+  // Inter-node at 1e9 B/s: 40 ns dense vs 14 ns + 40 ns: stays dense.
+  EXPECT_EQ(Plan("[P, P]", grid, "[B, B]", grid, LinkModel{100e9, 1e9}, options),
+            "reduce_scatter axis 1: [P, P] -> [P, S(1)], 120 bytes/device\n"
+            "all_reduce axis 0: [P, S(1)] -> [B, S(1)], 40 bytes/device\n"
+            "all_gather axis 1: [B, S(1)] -> [B, B], 120 bytes/device");
+  // Inter-node at 1e8 B/s: 400 ns dense vs 140 ns + 40 ns: compresses, and only there.
+  EXPECT_EQ(Plan("[P, P]", grid, "[B, B]", grid, LinkModel{100e9, 1e8}, options),
+            "reduce_scatter axis 1: [P, P] -> [P, S(1)], 120 bytes/device\n"
+            "all_reduce axis 0: [P, S(1)] -> [B, S(1)], 14 bytes/device (fp8e4m3)\n"
+            "all_gather axis 1: [B, S(1)] -> [B, B], 120 bytes/device");
+}
+
 TEST(BoxingCostTest, SendRecvMovesOnlyTheDestinationSlices) {
   // 5 rows over 3 destination devices: 2, 2, 1 rows; the busiest receives 2 x 7 = 14.
   EXPECT_EQ(Plan("S(0)", "cpu{0:0-1}", "S(0)", "cpu{0:2-4}"),

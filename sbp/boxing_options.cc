@@ -12,6 +12,8 @@ absl::string_view CompressionName(BoxingOptions::Compression compression) {
       return "fp8e5m2";
     case BoxingOptions::Compression::kInt4:
       return "int4";
+    case BoxingOptions::Compression::kInt8:
+      return "int8";
   }
   return "?";
 }
@@ -22,6 +24,7 @@ int64_t CompressionBits(BoxingOptions::Compression compression) {
       return 0;
     case BoxingOptions::Compression::kFp8E4M3:
     case BoxingOptions::Compression::kFp8E5M2:
+    case BoxingOptions::Compression::kInt8:
       return 8;
     case BoxingOptions::Compression::kInt4:
       return 4;

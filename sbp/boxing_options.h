@@ -26,7 +26,7 @@
 namespace oneflow {
 
 struct BoxingOptions {
-  enum class Compression { kNone, kFp8E4M3, kFp8E5M2, kInt4 };
+  enum class Compression { kNone, kFp8E4M3, kFp8E5M2, kInt4, kInt8 };
   enum class Sparsity { kDense, kSparseRows };
 
   Compression compression = Compression::kNone;
@@ -34,14 +34,20 @@ struct BoxingOptions {
   bool compress_intra_node = false;
   // Elements covered by one f32 scale of a compressed buffer; must be >= 1.
   int64_t compression_block_elements = 128;
+  // `compression` only where it pays: a step compresses when the modelled link time it
+  // saves exceeds the modelled time to encode and decode it, at `codec_bytes_per_second`
+  // (dense f32 bytes a device encodes + decodes per second; an input like the link
+  // bandwidths, never measured by the compiler, so the same inputs give the same plan).
+  bool automatic = false;
+  double codec_bytes_per_second = 1e9;
   // kSparseRows: only the rows that are used travel (embeddings, experts). Reserved.
   Sparsity sparsity = Sparsity::kDense;
 };
 
-// "none", "fp8e4m3", "fp8e5m2", "int4".
+// "none", "fp8e4m3", "fp8e5m2", "int4", "int8".
 absl::string_view CompressionName(BoxingOptions::Compression compression);
 
-// Bits per element on the wire: 8, 8, 4 (0 for kNone, which means "the dtype's size").
+// Bits per element on the wire: 8, 8, 4, 8 (0 for kNone, which means "the dtype's size").
 int64_t CompressionBits(BoxingOptions::Compression compression);
 
 // The bytes that carry `elements` elements of `dtype` on the wire.

@@ -96,6 +96,12 @@ absl::StatusOr<ActFunction> BindBoxing(const PlanIndex& index, const ActorBindin
   args.communicator = communicator;
   args.input_bytes = in_bytes;
   args.output_bytes = out_bytes;
+  absl::StatusOr<CodecOptions> compression = CodecFromProto(step.compression());
+  if (!compression.ok()) {
+    return absl::FailedPreconditionError(absl::StrCat("boxing step ", BoxingKindName(kind), " of '", boxing.tensor(),
+                                                      "': ", compression.status().message()));
+  }
+  args.compression = *compression;
   // Validated for the whole group once, here; an act only moves bytes. The placement
   // lives as long as the act function that holds the step.
   OF_ASSIGN_OR_RETURN(PreparedBoxingStep prepared, PreparedBoxingStep::Prepare(args));

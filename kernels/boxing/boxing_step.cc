@@ -227,6 +227,16 @@ absl::StatusOr<GroupStep> Validate(const BoxingStepArgs& args) {
 
 absl::StatusOr<PreparedBoxingStep> PreparedBoxingStep::Prepare(const BoxingStepArgs& args) {
   OF_ASSIGN_OR_RETURN(GroupStep step, Validate(args));
+  if (args.compression.codec != Codec::kNone) {
+    const bool has_form = step.kind == BoxingKind::kAllReduce || step.kind == BoxingKind::kReduceScatter ||
+                          step.kind == BoxingKind::kAllGather;
+    if (!has_form || args.dtype != DType::kF32) {
+      return absl::UnimplementedError(absl::StrCat(step.name, ": compressed (", CodecName(args.compression.codec),
+                                                   ") is implemented for all_reduce, reduce_scatter and all_gather "
+                                                   "of f32 tensors only"));
+    }
+    OF_RETURN_IF_ERROR(WithContext(CheckCodecOptions(args.compression), step.name));
+  }
   PreparedBoxingStep prepared;
   prepared.step_ = std::make_shared<GroupStep>(std::move(step));
   prepared.args_ = args;
@@ -278,6 +288,10 @@ absl::Status PreparedBoxingStep::Run(const void* input, void* output, Collective
   }
   return absl::InternalError(absl::StrCat(step.name, ": unhandled kind"));
 }
+
+const CompressedTraffic& PreparedBoxingStep::traffic() const { return step_->traffic; }
+
+double PreparedBoxingStep::last_relative_error() const { return step_->relative_error; }
 
 absl::Status RunBoxingStep(const BoxingStepArgs& args) {
   OF_ASSIGN_OR_RETURN(PreparedBoxingStep prepared, PreparedBoxingStep::Prepare(args));

@@ -43,6 +43,8 @@
 #include <string>
 
 #include "absl/status/status.h"
+#include "kernels/compression/codec.h"
+#include "kernels/compression/compressed_collectives.h"
 #include "oneflow_core/comm/communicator.h"
 #include "oneflow_core/dtype.h"
 #include "oneflow_core/placement.h"
@@ -73,6 +75,11 @@ struct BoxingStepArgs {
   // Timeout and description for the collective. A reducing step reduces by its P's
   // reduction, whatever options.reduce_op says.
   CollectiveOptions options;
+  // The format the step's payload travels in (BoxingStepDef.compression): kNone is
+  // dense. all_reduce, reduce_scatter and all_gather of f32 tensors run the compressed
+  // collectives of kernels/compression (encode, exchange, decode and reduce in f32, the
+  // same bits on every rank); any other compressed step is refused at preparation.
+  CodecOptions compression;
 };
 
 namespace boxing_internal {
@@ -91,6 +98,13 @@ class PreparedBoxingStep {
 
   // Runs the step on this act's buffers (of the prepared byte counts; null only when 0).
   absl::Status Run(const void* input, void* output, CollectiveOptions options);
+
+  // Bytes this device exchanged in compressed form over all acts so far (and what they
+  // weigh dense), and the relative L2 error of the last act's own encoding
+  // (||decode(encode(x)) - x|| / ||x|| of what this device sent): what the metrics
+  // report per codec. Zero for a dense step.
+  const CompressedTraffic& traffic() const;
+  double last_relative_error() const;
 
  private:
   std::shared_ptr<const boxing_internal::GroupStep> step_;

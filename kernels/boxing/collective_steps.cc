@@ -14,6 +14,9 @@
 
 #include "kernels/boxing/group_step.h"
 #include "kernels/boxing/slice_boxes.h"
+#include "kernels/compression/codec.h"
+#include "kernels/compression/compressed_collectives.h"
+#include "oneflow_core/status.h"
 
 namespace oneflow {
 namespace boxing_internal {
@@ -26,10 +29,29 @@ std::vector<int64_t> ByteCounts(const std::vector<TensorSlice>& boxes, int64_t e
   return counts;
 }
 
+bool Compressed(const BoxingStepArgs& args) { return args.compression.codec != Codec::kNone; }
+
+// Adds an act's compressed traffic and the round-trip error of what this device sent.
+absl::Status Account(const GroupStep& step, const BoxingStepArgs& args,
+                     const absl::StatusOr<CompressedTraffic>& traffic, const float* sent, int64_t count) {
+  if (!traffic.ok()) return traffic.status();
+  step.traffic += *traffic;
+  step.relative_error = RoundTripRelativeError(args.compression, sent, count);
+  return absl::OkStatus();
+}
+
 }  // namespace
 
 absl::Status RunAllReduce(const GroupStep& step, const BoxingStepArgs& args) {
   if (args.dtype != DType::kF32) return RunIntegerAllReduce(step, args);
+  if (Compressed(args)) {
+    const auto* input = static_cast<const float*>(args.input);
+    const int64_t count = step.dst[step.me].NumElements();
+    return Account(step, args,
+                   CompressedAllReduce(*args.communicator, args.compression, input,
+                                       static_cast<float*>(args.output), count, StepOptions(step, args)),
+                   input, count);
+  }
   return args.communicator->AllReduce(static_cast<const float*>(args.input),
                                       static_cast<float*>(args.output),
                                       step.dst[step.me].NumElements(), StepOptions(step, args));
@@ -41,6 +63,15 @@ absl::Status RunReduceScatter(const GroupStep& step, const BoxingStepArgs& args)
   for (const TensorSlice& box : step.dst) counts.push_back(box.NumElements());
   const void* send =
       SendBufferFor(step.src[step.me], args.input, step.dst, step.element_size, &step.send_scratch);
+  if (Compressed(args)) {
+    const auto* input = static_cast<const float*>(send);
+    int64_t total = 0;
+    for (int64_t count : counts) total += count;
+    return Account(step, args,
+                   CompressedReduceScatter(*args.communicator, args.compression, input,
+                                           static_cast<float*>(args.output), counts, StepOptions(step, args)),
+                   input, total);
+  }
   return args.communicator->ReduceScatter(static_cast<const float*>(send),
                                           static_cast<float*>(args.output), counts,
                                           StepOptions(step, args));
@@ -54,9 +85,18 @@ absl::Status RunAllGather(const GroupStep& step, const BoxingStepArgs& args) {
                                    step.element_size, &step.send_scratch);
   void* receive =
       ReceiveBufferFor(destination, args.output, pieces, step.element_size, &step.receive_scratch);
-  const absl::Status status = args.communicator->AllGather(
-      send, receive, ByteCounts(pieces, step.element_size), StepOptions(step, args));
-  if (!status.ok()) return status;
+  if (Compressed(args)) {
+    std::vector<int64_t> counts;
+    for (const TensorSlice& piece : pieces) counts.push_back(piece.NumElements());
+    const auto* input = static_cast<const float*>(send);
+    OF_RETURN_IF_ERROR(Account(step, args,
+                               CompressedAllGather(*args.communicator, args.compression, input,
+                                                   static_cast<float*>(receive), counts, StepOptions(step, args)),
+                               input, counts[step.me]));
+  } else {
+    OF_RETURN_IF_ERROR(args.communicator->AllGather(send, receive, ByteCounts(pieces, step.element_size),
+                                                    StepOptions(step, args)));
+  }
   UnpackReceived(step.receive_scratch, pieces, destination, step.element_size, args.output);
   return absl::OkStatus();
 }

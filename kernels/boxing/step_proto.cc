@@ -41,4 +41,35 @@ absl::StatusOr<BoxingKind> BoxingKindFromProto(proto::BoxingStepKind kind) {
                                                  "; this build runs ", absl::StrJoin(names, ", ")));
 }
 
+absl::StatusOr<CodecOptions> CodecFromProto(const proto::Compression& compression) {
+  CodecOptions options;
+  options.group_size = compression.block_size();
+  options.hadamard = compression.hadamard();
+  switch (compression.kind()) {
+    case proto::Compression::NONE:
+      return CodecOptions();
+    case proto::Compression::FP8_E4M3:
+      options.codec = Codec::kFp8E4M3;
+      break;
+    case proto::Compression::FP8_E5M2:
+      options.codec = Codec::kFp8E5M2;
+      break;
+    case proto::Compression::INT4:
+      options.codec = Codec::kInt4;
+      break;
+    case proto::Compression::INT8:
+      options.codec = Codec::kInt8;
+      break;
+    case proto::Compression::TACO_FP8:
+      options.codec = Codec::kTacoFp8;
+      break;
+    default:
+      return absl::InvalidArgumentError(absl::StrCat("codec ", static_cast<int>(compression.kind()),
+                                                     " is not one this build knows"));
+  }
+  const absl::Status valid = CheckCodecOptions(options);
+  if (!valid.ok()) return valid;
+  return options;
+}
+
 }  // namespace oneflow

@@ -4,6 +4,7 @@
 #define KERNELS_BOXING_STEP_PROTO_H_
 
 #include "absl/status/statusor.h"
+#include "kernels/compression/codec.h"
 #include "proto/plan.pb.h"
 #include "sbp/boxing_plan.h"
 
@@ -17,6 +18,11 @@ proto::BoxingStepKind BoxingKindToProto(BoxingKind kind);
 // the kinds this build runs:
 //   unknown step kind 12; this build runs identity, all_reduce, reduce_scatter, ...
 absl::StatusOr<BoxingKind> BoxingKindFromProto(proto::BoxingStepKind kind);
+
+// A step's compression as the runtime runs it: codec, group size (block_size), Hadamard.
+// NONE gives Codec::kNone. A kind this build does not know is INVALID_ARGUMENT naming the
+// number; options the codec refuses (CheckCodecOptions) are INVALID_ARGUMENT too.
+absl::StatusOr<CodecOptions> CodecFromProto(const proto::Compression& compression);
 
 }  // namespace oneflow
 

@@ -56,11 +56,30 @@ std::optional<BoxingStep> MakeAxisStep(const BoxingContext& context, const Place
                         hierarchy.dim(axis)};
   const int64_t elements = conversion->WireElements(group, before, to);
   const bool crosses_nodes = AxisCrossesNodes(placement, axis);
-  const WireBytes wire = StepWireBytes(context, elements, crosses_nodes);
+  const bool compressible = conversion->kind() == BoxingKind::kAllReduce ||
+                            conversion->kind() == BoxingKind::kReduceScatter ||
+                            conversion->kind() == BoxingKind::kAllGather;
+  const double bandwidth =
+      crosses_nodes ? context.links.inter_node_bandwidth : context.links.intra_node_bandwidth;
+  const int64_t dense_bytes = elements * SizeOf(context.dtype);
+  WireBytes wire = StepWireBytes(context, elements, crosses_nodes, compressible);
+  // Encoding and decoding pass over the dense bytes once each side: charged at the
+  // codec throughput, so `automatic` compresses only where the link is slow enough.
+  const double codec_seconds = dense_bytes / context.options.codec_bytes_per_second;
+  const double dense_seconds = dense_bytes / bandwidth;
+  const double compressed_seconds = wire.bytes / bandwidth + codec_seconds;
+  std::string decision;
+  if (wire.compressed && context.options.automatic) {
+    decision = absl::StrCat("; ", crosses_nodes ? "inter-node " : "intra-node ", absl::SixDigits(bandwidth),
+                            " B/s: ", absl::SixDigits(dense_seconds * 1e3), " ms dense vs ",
+                            absl::SixDigits(wire.bytes / bandwidth * 1e3), " ms ",
+                            CompressionName(context.options.compression), " + ",
+                            absl::SixDigits(codec_seconds * 1e3), " ms codec");
+    if (compressed_seconds >= dense_seconds) wire = WireBytes{dense_bytes, false};
+  }
   step.kind = conversion->kind();
   step.bytes_per_device = wire.bytes;
-  step.seconds = wire.bytes / (crosses_nodes ? context.links.inter_node_bandwidth
-                                             : context.links.intra_node_bandwidth);
+  step.seconds = wire.compressed ? compressed_seconds : dense_seconds;
   if (wire.compressed) step.compression = context.options.compression;
   step.reason = absl::StrCat(before.ToString(), " -> ", to.ToString(), " on hierarchy axis ", axis,
                              " (groups of ", group.size, " devices ",
@@ -68,8 +87,9 @@ std::optional<BoxingStep> MakeAxisStep(const BoxingContext& context, const Place
                              group.tensor.ToString(), "): ", conversion->Algorithm());
   if (wire.compressed) {
     absl::StrAppend(&step.reason, "; ", CompressionName(step.compression), " on the wire, ",
-                    elements * SizeOf(context.dtype), " bytes dense");
+                    dense_bytes, " bytes dense");
   }
+  absl::StrAppend(&step.reason, decision, decision.empty() ? "" : (wire.compressed ? ": compressed" : ": dense"));
   return step;
 }
 

@@ -23,9 +23,11 @@ struct BoxingContext {
 };
 
 // The bytes of `elements` elements on a link that crosses nodes or not: compressed when
-// the options ask for it on such a link (node-crossing always; intra-node only with
+// the step has a compressed form (`compressible`: all_reduce, reduce_scatter, all_gather)
+// and the options ask for it on such a link (node-crossing always; intra-node only with
 // compress_intra_node), dense otherwise.
-WireBytes StepWireBytes(const BoxingContext& context, int64_t elements, bool crosses_nodes);
+WireBytes StepWireBytes(const BoxingContext& context, int64_t elements, bool crosses_nodes,
+                        bool compressible);
 
 }  // namespace boxing
 }  // namespace oneflow

@@ -85,8 +85,10 @@ BoxingStep MakeSendRecvStep(const BoxingContext& context, const NdSbp& src,
         if (same_device_type && sender == receiver) continue;  // A local copy.
         (sender.node == receiver.node ? intra_elements : inter_elements) += overlap;
       }
-      const WireBytes intra = StepWireBytes(context, intra_elements, /*crosses_nodes=*/false);
-      const WireBytes inter = StepWireBytes(context, inter_elements, /*crosses_nodes=*/true);
+      const WireBytes intra = StepWireBytes(context, intra_elements, /*crosses_nodes=*/false,
+                                                 /*compressible=*/false);
+      const WireBytes inter = StepWireBytes(context, inter_elements, /*crosses_nodes=*/true,
+                                                 /*compressible=*/false);
       const Receipt receipt{intra.bytes + inter.bytes,
                             intra.bytes / context.links.intra_node_bandwidth +
                                 inter.bytes / context.links.inter_node_bandwidth,

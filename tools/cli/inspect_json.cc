@@ -66,6 +66,20 @@ void WriteStep(const proto::BoxingStepDef& step, JsonWriter& json) {
   json.Int(step.bytes_per_device());
   json.Key("collective_id");
   step.collective_id() == -1 ? json.Null() : json.Int(step.collective_id());
+  // Only compressed steps carry the key, so dense plans print as before.
+  if (step.compression().kind() != proto::Compression::NONE) {
+    json.Key("compression");
+    json.BeginObject();
+    json.Key("codec");
+    json.String(CompressionKindText(step.compression().kind()));
+    json.Key("group_size");
+    json.Int(step.compression().block_size());
+    json.Key("hadamard");
+    json.Bool(step.compression().hadamard());
+    json.Key("reason");
+    json.String(step.reason());
+    json.EndObject();
+  }
   json.EndObject();
 }
 

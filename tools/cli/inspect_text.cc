@@ -84,6 +84,11 @@ void AppendBoxing(const proto::BoxingDef& boxing, const PlanIndex& index, std::s
                     step.collective_id() == -1 ? std::string("local")
                                                : absl::StrCat("collective ", step.collective_id()),
                     "\n");
+    if (step.compression().kind() != proto::Compression::NONE) {
+      absl::StrAppend(out, "      compressed: ", CompressionKindText(step.compression().kind()), ", group ",
+                      step.compression().block_size(), step.compression().hadamard() ? ", hadamard" : "",
+                      "; ", step.reason(), "\n");
+    }
   }
   absl::StrAppend(out, "    bytes per iteration: ", FormatBytes(boxing.bytes_per_iter()), "\n");
   if (boxing.compression().kind() != proto::Compression::NONE) {

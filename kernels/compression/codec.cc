@@ -1,0 +1,364 @@
+// The codecs' common frame: groups, the header of per-group scales, the payload, the
+// optional rotation, and the order of work. The per-format arithmetic is in fp8_quant,
+// int_quant and taco; the layout and the special-value rules are in codec.h.
+//
+// Rotated groups of the full size G are transformed unnormalised (t = WHT(x)) and the
+// 1 / sqrt(G) is folded into the scale: the codes are those of y = t / sqrt(G) scaled to
+// the format, and the header stores y's scale, so decode = WHT(code) * scale / sqrt(G) =
+// H(code * scale). A short last group takes the normalised piecewise rotation instead.
+#include "kernels/compression/codec.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "kernels/compression/fp8_quant.h"
+#include "kernels/compression/group_scale.h"
+#include "kernels/compression/hadamard.h"
+#include "kernels/compression/int_quant.h"
+#include "kernels/compression/rounding_noise.h"
+#include "kernels/compression/taco.h"
+
+namespace oneflow {
+namespace {
+
+using compression::DecodeMode;
+
+constexpr int64_t kMinHadamardGroup = 32;
+constexpr int64_t kMaxHadamardGroup = 2048;
+// Groups encoded as one batch (see Encode).
+constexpr int64_t kBatchGroups = 8;
+
+constexpr Codec kAllCodecs[] = {Codec::kNone, Codec::kFp8E4M3, Codec::kFp8E5M2,
+                                Codec::kInt8, Codec::kInt4,    Codec::kTacoFp8};
+
+bool IsPowerOfTwo(int64_t n) { return n > 0 && (n & (n - 1)) == 0; }
+
+// f32 values per group in the header.
+int64_t ParametersPerGroup(Codec codec) {
+  switch (codec) {
+    case Codec::kNone:
+      return 0;
+    case Codec::kTacoFp8:
+      return 2;
+    default:
+      return 1;
+  }
+}
+
+int64_t PayloadBytes(Codec codec, int64_t count) {
+  switch (codec) {
+    case Codec::kNone:
+      return count * 4;
+    case Codec::kInt4:
+      return (count + 1) / 2;
+    default:
+      return count;
+  }
+}
+
+int64_t GroupCount(const CodecOptions& options, int64_t count) {
+  return (count + options.group_size - 1) / options.group_size;
+}
+
+bool Rotates(const CodecOptions& options) {
+  return options.hadamard && options.codec != Codec::kNone && options.codec != Codec::kTacoFp8;
+}
+
+float MaxCode(Codec codec) {
+  switch (codec) {
+    case Codec::kFp8E4M3:
+      return kE4M3Max;
+    case Codec::kFp8E5M2:
+      return kE5M2Max;
+    case Codec::kInt8:
+      return compression::kInt8MaxCode;
+    default:
+      return compression::kInt4MaxCode;
+  }
+}
+
+Fp8Format FormatOf(Codec codec) {
+  return codec == Codec::kFp8E5M2 ? Fp8Format::kE5M2 : Fp8Format::kE4M3;
+}
+
+// One group of a scaled codec (fp8, int8, int4) whose values are x[i] * factor: `x`
+// already rotated if the options say so (factor 1), or H x unnormalised (factor
+// 1 / sqrt(n), folded into the scale rather than spent on a pass over the group).
+struct PreparedGroup {
+  const float* x = nullptr;
+  int64_t n = 0;
+  float factor = 1.0f;
+  compression::GroupRange range;
+};
+
+compression::GroupScale ScaleOf(const CodecOptions& options, const PreparedGroup& group) {
+  compression::GroupRange range = group.range;
+  range.abs_max *= group.factor;
+  compression::GroupScale scale = compression::ScaleFor(range, MaxCode(options.codec));
+  scale.inverse *= group.factor;
+  return scale;
+}
+
+void QuantizeGroup(const CodecOptions& options, const PreparedGroup& group,
+                   const compression::GroupScale& scale, uint8_t* payload, int64_t position,
+                   const compression::RoundingNoise* noise, uint64_t noise_index) {
+  const int64_t n = group.n;
+  switch (options.codec) {
+    case Codec::kFp8E4M3:
+    case Codec::kFp8E5M2:
+      if (!group.range.finite) {
+        std::memset(payload + position, 0, n);
+      } else {
+        compression::QuantizeFp8(FormatOf(options.codec), group.x, n, scale.inverse,
+                                 payload + position);
+      }
+      break;
+    case Codec::kInt8:
+      if (!group.range.finite) {
+        std::memset(payload + position, 0, n);
+      } else {
+        compression::QuantizeInt8(group.x, n, scale.inverse,
+                                  reinterpret_cast<int8_t*>(payload + position));
+      }
+      break;
+    case Codec::kInt4:
+      if (!group.range.finite) {
+        compression::ZeroInt4(payload, position, n);
+      } else {
+        compression::QuantizeInt4(group.x, n, scale.inverse, payload, position, noise,
+                                  noise_index);
+      }
+      break;
+    default:
+      break;
+  }
+}
+
+void DecodeScaledGroup(const CodecOptions& options, const uint8_t* payload, int64_t position,
+                       int64_t n, float scale, DecodeMode mode, float* out) {
+  switch (options.codec) {
+    case Codec::kFp8E4M3:
+    case Codec::kFp8E5M2:
+      compression::DequantizeFp8(FormatOf(options.codec), payload + position, n, scale, mode, out);
+      break;
+    case Codec::kInt8:
+      compression::DequantizeInt8(reinterpret_cast<const int8_t*>(payload + position), n, scale,
+                                  mode, out);
+      break;
+    case Codec::kInt4:
+      compression::DequantizeInt4(payload, position, n, scale, mode, out);
+      break;
+    default:
+      break;
+  }
+}
+
+void DecodeImpl(const CodecOptions& options, const void* in, int64_t count, DecodeMode mode,
+                float* out) {
+  if (count == 0) return;
+  const uint8_t* bytes = static_cast<const uint8_t*>(in);
+  if (options.codec == Codec::kNone) {
+    if (mode == DecodeMode::kStore) {
+      std::memcpy(out, bytes, count * sizeof(float));
+      return;
+    }
+    // The floats may sit at any byte of a packed buffer: read them with memcpy.
+    for (int64_t i = 0; i < count; ++i) {
+      float value;
+      std::memcpy(&value, bytes + 4 * i, sizeof(value));
+      out[i] += value;
+    }
+    return;
+  }
+  const int64_t group_size = options.group_size;
+  const int64_t groups = GroupCount(options, count);
+  const int64_t parameters = ParametersPerGroup(options.codec);
+  const uint8_t* header = bytes;
+  const uint8_t* payload = bytes + groups * parameters * 4;
+  const bool rotates = Rotates(options);
+  const float norm = rotates ? HadamardNorm(group_size) : 1.0f;
+  // Rotated and TACO groups are at most 2048 elements (CheckCodecOptions).
+  alignas(32) float scratch[kMaxHadamardGroup];
+  for (int64_t group = 0; group < groups; ++group) {
+    const int64_t begin = group * group_size;
+    const int64_t n = std::min(group_size, count - begin);
+    float parameter[2];
+    std::memcpy(parameter, header + group * parameters * 4, parameters * 4);
+    if (options.codec == Codec::kTacoFp8) {
+      compression::DecodeTacoGroup(payload + begin, n, {parameter[0], parameter[1]}, scratch,
+                                   mode, out + begin);
+    } else if (rotates && n == group_size) {
+      // H(code * scale) / sqrt(G) = H(code) * (scale / sqrt(G)): one pass fewer.
+      DecodeScaledGroup(options, payload, begin, n, 1.0f, DecodeMode::kStore, scratch);
+      FastWalshHadamard(scratch, n);
+      compression::EmitScaled(scratch, n, parameter[0] * norm, mode, out + begin);
+    } else if (rotates) {  // a short last group: rotated piecewise
+      DecodeScaledGroup(options, payload, begin, n, parameter[0], DecodeMode::kStore, scratch);
+      HadamardRotate(scratch, n);
+      compression::EmitValues(scratch, n, mode, out + begin);
+    } else {
+      DecodeScaledGroup(options, payload, begin, n, parameter[0], mode, out + begin);
+    }
+  }
+}
+
+}  // namespace
+
+absl::string_view CodecName(Codec codec) {
+  switch (codec) {
+    case Codec::kNone:
+      return "none";
+    case Codec::kFp8E4M3:
+      return "fp8e4m3";
+    case Codec::kFp8E5M2:
+      return "fp8e5m2";
+    case Codec::kInt8:
+      return "int8";
+    case Codec::kInt4:
+      return "int4";
+    case Codec::kTacoFp8:
+      return "taco_fp8";
+  }
+  return "?";
+}
+
+absl::StatusOr<Codec> ParseCodec(absl::string_view name) {
+  std::string names;
+  for (Codec codec : kAllCodecs) {
+    if (CodecName(codec) == name) return codec;
+    absl::StrAppend(&names, names.empty() ? "" : ", ", CodecName(codec));
+  }
+  return absl::InvalidArgumentError(
+      absl::StrCat("unknown codec '", name, "'; the codecs are ", names));
+}
+
+absl::Status CheckCodecOptions(const CodecOptions& options) {
+  if (options.group_size < 1) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("codec ", CodecName(options.codec), ": group_size is ", options.group_size,
+                     "; it must be >= 1"));
+  }
+  const bool needs_power_of_two = Rotates(options) || options.codec == Codec::kTacoFp8;
+  if (needs_power_of_two &&
+      (!IsPowerOfTwo(options.group_size) || options.group_size < kMinHadamardGroup ||
+       options.group_size > kMaxHadamardGroup)) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "codec ", CodecName(options.codec),
+        options.codec == Codec::kTacoFp8 ? "" : " with hadamard", ": group_size is ",
+        options.group_size, "; the Walsh-Hadamard transform needs a power of two in [",
+        kMinHadamardGroup, ", ", kMaxHadamardGroup, "]"));
+  }
+  if (options.stochastic_rounding && options.codec != Codec::kInt4) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "codec ", CodecName(options.codec),
+        ": stochastic_rounding is set; only int4 rounds stochastically"));
+  }
+  return absl::OkStatus();
+}
+
+int64_t EncodedBytes(const CodecOptions& options, int64_t count) {
+  if (options.codec == Codec::kNone) return count * 4;
+  return GroupCount(options, count) * ParametersPerGroup(options.codec) * 4 +
+         PayloadBytes(options.codec, count);
+}
+
+void Encode(const CodecOptions& options, const float* input, int64_t count, void* out,
+            int64_t first_index) {
+  if (count == 0) return;
+  uint8_t* bytes = static_cast<uint8_t*>(out);
+  if (options.codec == Codec::kNone) {
+    std::memcpy(bytes, input, count * sizeof(float));
+    return;
+  }
+  const int64_t group_size = options.group_size;
+  const int64_t groups = GroupCount(options, count);
+  const int64_t parameters = ParametersPerGroup(options.codec);
+  uint8_t* header = bytes;
+  uint8_t* payload = bytes + groups * parameters * 4;
+  const bool rotates = Rotates(options);
+  const bool stochastic = options.stochastic_rounding && options.codec == Codec::kInt4;
+  const float norm = rotates ? HadamardNorm(group_size) : 1.0f;
+  const compression::RoundingNoise noise(options.seed);
+  alignas(32) float scratch[kMaxHadamardGroup];
+  if (options.codec == Codec::kTacoFp8) {
+    for (int64_t group = 0; group < groups; ++group) {
+      const int64_t begin = group * group_size;
+      const int64_t n = std::min(group_size, count - begin);
+      const compression::TacoScales scales =
+          compression::EncodeTacoGroup(input + begin, n, scratch, payload + begin);
+      const float parameter[2] = {scales.quantization, scales.pre_scale};
+      std::memcpy(header + group * 8, parameter, 8);
+    }
+    return;
+  }
+  // Groups go in batches: measure every group of the batch, then compute their scales,
+  // then quantize them. One group at a time, each group's quantization waited on its own
+  // chain of horizontal max and divisions (a third of int8's encoding time at G = 128);
+  // batched, those chains overlap. Rotated groups are transformed into `scratch`, which
+  // holds a batch.
+  const int64_t batch = std::max<int64_t>(1, std::min<int64_t>(kBatchGroups,
+                                                                 kMaxHadamardGroup / group_size));
+  PreparedGroup prepared[kBatchGroups];
+  compression::GroupScale scales[kBatchGroups];
+  for (int64_t first = 0; first < groups; first += batch) {
+    const int64_t last = std::min(groups, first + batch);
+    for (int64_t group = first; group < last; ++group) {
+      PreparedGroup& p = prepared[group - first];
+      const int64_t begin = group * group_size;
+      p.n = std::min(group_size, count - begin);
+      p.x = input + begin;
+      p.factor = 1.0f;
+      if (rotates) {
+        float* rotated = scratch + (group - first) * group_size;
+        if (p.n == group_size) {
+          FastWalshHadamard(p.x, rotated, p.n);  // unnormalised: the factor carries 1 / sqrt(G)
+          p.factor = norm;
+        } else {  // a short last group: rotated piecewise
+          std::memcpy(rotated, p.x, p.n * sizeof(float));
+          HadamardRotate(rotated, p.n);
+        }
+        p.x = rotated;
+      }
+      p.range = compression::MeasureGroup(p.x, p.n);
+    }
+    for (int64_t group = first; group < last; ++group) {
+      scales[group - first] = ScaleOf(options, prepared[group - first]);
+    }
+    for (int64_t group = first; group < last; ++group) {
+      const int64_t begin = group * group_size;
+      QuantizeGroup(options, prepared[group - first], scales[group - first], payload, begin,
+                    stochastic ? &noise : nullptr, static_cast<uint64_t>(first_index + begin));
+      std::memcpy(header + group * 4, &scales[group - first].scale, 4);
+    }
+  }
+}
+
+void Decode(const CodecOptions& options, const void* in, int64_t count, float* out) {
+  DecodeImpl(options, in, count, DecodeMode::kStore, out);
+}
+
+void DecodeAccumulate(const CodecOptions& options, const void* in, int64_t count,
+                      float* accumulator) {
+  DecodeImpl(options, in, count, DecodeMode::kAccumulate, accumulator);
+}
+
+double RoundTripRelativeError(const CodecOptions& options, const float* input, int64_t count) {
+  std::vector<uint8_t> encoded(EncodedBytes(options, count));
+  std::vector<float> decoded(count);
+  Encode(options, input, count, encoded.data());
+  Decode(options, encoded.data(), count, decoded.data());
+  double error = 0.0, norm = 0.0;
+  for (int64_t i = 0; i < count; ++i) {
+    const double difference = static_cast<double>(decoded[i]) - input[i];
+    error += difference * difference;
+    norm += static_cast<double>(input[i]) * input[i];
+  }
+  if (norm == 0.0) return error == 0.0 ? 0.0 : std::sqrt(error);
+  return std::sqrt(error / norm);
+}
+
+}  // namespace oneflow

@@ -1,0 +1,90 @@
+// Codecs for compressed boxing: how a float tensor travels in fewer bytes.
+//
+// Every codec works on groups of `group_size` consecutive elements (the last group may
+// be shorter) and is a pure function of its input: the same floats give the same bytes
+// on every rank, so a rank that decodes its own encoding sees exactly what its peers
+// see (compressed collectives rely on that for "same bits on every rank").
+//
+//   kFp8E4M3, kFp8E5M2  one f32 scale per group (max|x| mapped to the format's largest
+//                       finite value), then each element x/scale as FP8, saturating,
+//                       round-to-nearest-even.
+//   kInt8, kInt4        symmetric integers (±127, ±7) with one f32 scale per group
+//                       (max|x| / 127 or / 7); int4 packs two elements per byte.
+//   kTacoFp8            TACO's FP8 for tensor-parallel activations: adaptive
+//                       pre-scale, Walsh-Hadamard transform of each group, FP8 E4M3 with
+//                       a per-group scale (REFERENCES.md, arXiv 2604.24088).
+// Options: `hadamard` rotates each group (fast Walsh-Hadamard, normalised, G a power of
+// two in [32, 2048]; a short last group rotates in power-of-two pieces, hadamard.h)
+// before quantizing and back after decoding, which spreads outliers over the group; `stochastic_rounding` (int4 only) rounds up with probability equal to
+// the fraction, from a counter-based generator keyed by `seed` and the element index,
+// so it is reproducible and still the same on every rank.
+//
+// Wire format (docs/sbp_and_boxing.md, "Codecs and wire formats", has the details and the
+// measured errors): for ng = ceil(count / G) groups, first ng f32 scales in host byte order
+// (TACO: ng pairs s_q, s_a), then the payload: one byte per element (FP8 code, int8), or
+// int4 nibbles (element k in the low nibble of byte k / 2 when k is even, the high one when
+// odd). No alignment is assumed: an encoding may start at any byte.
+//
+// Special values, the same for every codec and option:
+//  - a group holding a NaN or +-Inf (or whose rotation overflows) decodes to NaN in every
+//    element (its scale is NaN, its codes zero): non-finite stays non-finite;
+//  - a group whose largest magnitude is below 2^-100 (all zeros, say) decodes to exact
+//    zeros;
+//  - a finite group never decodes to Inf: without rotation no decoded value exceeds the
+//    group's largest magnitude (the FP8 conversions saturate; fp8.h).
+// kNone is a copy of the floats: hadamard and the seed are ignored (group_size must still
+// be >= 1).
+#ifndef KERNELS_COMPRESSION_CODEC_H_
+#define KERNELS_COMPRESSION_CODEC_H_
+
+#include <cstdint>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
+
+namespace oneflow {
+
+enum class Codec { kNone, kFp8E4M3, kFp8E5M2, kInt8, kInt4, kTacoFp8 };
+
+// "none", "fp8e4m3", "fp8e5m2", "int8", "int4", "taco_fp8".
+absl::string_view CodecName(Codec codec);
+// Inverse of CodecName; INVALID_ARGUMENT naming the text and listing the names.
+absl::StatusOr<Codec> ParseCodec(absl::string_view name);
+
+struct CodecOptions {
+  Codec codec = Codec::kNone;
+  int64_t group_size = 128;
+  bool hadamard = false;
+  bool stochastic_rounding = false;  // kInt4 only
+  uint64_t seed = 0;                 // for stochastic rounding
+};
+
+// INVALID_ARGUMENT naming the field when the options are not a valid combination
+// (group_size < 1; hadamard or kTacoFp8 with a group that is not a power of two in
+// [32, 2048]; stochastic rounding with a codec other than kInt4).
+absl::Status CheckCodecOptions(const CodecOptions& options);
+
+// Bytes that carry `count` elements (count >= 0). kNone: count * 4.
+int64_t EncodedBytes(const CodecOptions& options, int64_t count);
+
+// Encodes `count` floats into EncodedBytes(options, count) bytes at `out`.
+// Preconditions: CheckCodecOptions(options) is OK; the buffers do not overlap.
+// `first_index` is the logical index of input[0] (it keys stochastic rounding, so that
+// the pieces of a tensor encoded separately round as the whole would).
+void Encode(const CodecOptions& options, const float* input, int64_t count, void* out,
+            int64_t first_index = 0);
+
+// out[i] = decoded element i.
+void Decode(const CodecOptions& options, const void* in, int64_t count, float* out);
+
+// accumulator[i] += decoded element i (fp32 accumulation for compressed reductions).
+void DecodeAccumulate(const CodecOptions& options, const void* in, int64_t count, float* accumulator);
+
+// Relative L2 error of a round trip, ||decode(encode(x)) - x|| / ||x|| (0 for x = 0):
+// what compressed boxing reports per codec in the metrics.
+double RoundTripRelativeError(const CodecOptions& options, const float* input, int64_t count);
+
+}  // namespace oneflow
+
+#endif  // KERNELS_COMPRESSION_CODEC_H_

@@ -1,0 +1,448 @@
+#include "kernels/compression/compressed_collectives.h"
+
+#include <cstring>
+#include <utility>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "oneflow_core/balanced_splitter.h"
+#include "oneflow_core/comm/collective_arguments.h"
+#include "oneflow_core/comm/reduce.h"
+#include "oneflow_core/status.h"
+
+namespace oneflow {
+namespace {
+
+constexpr int64_t kDenseBytes = sizeof(float);
+
+// A run of elements one rank sends to one destination: `count` floats at `offset` of the
+// sender's buffer, whose first element has logical index `logical_index` in the tensor
+// (the key of stochastic rounding). Every rank has the same pieces: they come from the
+// counts, which every rank passes alike.
+struct Piece {
+  int64_t offset = 0;
+  int64_t count = 0;
+  int64_t logical_index = 0;
+};
+// pieces[d]: what each rank sends to rank d, in order; rank d reduces piece j over the
+// senders into the j-th run of its output.
+using Layout = std::vector<std::vector<Piece>>;
+
+absl::Status Invalid(const CollectiveOptions& options, absl::string_view call,
+                     absl::string_view message) {
+  return absl::InvalidArgumentError(absl::StrCat(
+      options.description, options.description.empty() ? "" : ": ", call, ": ", message));
+}
+
+absl::Status CheckArguments(const CollectiveOptions& options, absl::string_view call,
+                            const CodecOptions& codec, absl::Span<const int64_t> counts,
+                            int64_t group_size, const float* input, int64_t input_count,
+                            const float* output, int64_t output_count) {
+  absl::Status status = CheckCodecOptions(codec);
+  if (status.ok()) status = CheckCounts("counts", counts, group_size);
+  if (status.ok()) status = CheckBuffer("input", input, input_count);
+  if (status.ok()) status = CheckBuffer("output", output, output_count);
+  if (!status.ok()) return Invalid(options, call, status.message());
+  return absl::OkStatus();
+}
+
+int64_t EncodedBytesOf(const CodecOptions& codec, const std::vector<Piece>& pieces) {
+  int64_t bytes = 0;
+  for (const Piece& piece : pieces) bytes += EncodedBytes(codec, piece.count);
+  return bytes;
+}
+
+int64_t ElementsOf(const std::vector<Piece>& pieces) {
+  int64_t elements = 0;
+  for (const Piece& piece : pieces) elements += piece.count;
+  return elements;
+}
+
+bool Overlaps(const float* a, int64_t a_count, const float* b, int64_t b_count) {
+  return a_count > 0 && b_count > 0 && a < b + b_count && b < a + a_count;
+}
+
+// output op= values, in place (the accumulator first: rank order).
+void Combine(ReduceOp op, const float* values, int64_t count, float* output) {
+  const float* inputs[] = {output, values};
+  ReduceFloats(op, inputs, output, count);
+}
+
+// The compressed reduce-scatter step over one communicator: every rank encodes its pieces
+// for each other rank (its own stay dense), one AllToAll moves them, and every rank
+// reduces its pieces over the senders in rank order into `output` (the pieces of
+// layout[rank] back to back; it must not overlap `input`).
+absl::StatusOr<CompressedTraffic> ExchangeAndReduce(Communicator& communicator,
+                                                    const CodecOptions& codec,
+                                                    uint64_t encoding_seed, const float* input,
+                                                    const Layout& layout, float* output,
+                                                    const CollectiveOptions& options) {
+  const int64_t size = communicator.size();
+  const int64_t rank = communicator.rank();
+  std::vector<int64_t> bytes_to(size);  // encoded bytes every rank sends to rank d
+  for (int64_t d = 0; d < size; ++d) bytes_to[d] = EncodedBytesOf(codec, layout[d]);
+
+  CompressedTraffic traffic;
+  std::vector<uint8_t> send;
+  for (int64_t d = 0; d < size; ++d) {
+    if (d == rank) continue;
+    traffic.bytes_sent += bytes_to[d];
+    traffic.dense_bytes_sent += ElementsOf(layout[d]) * kDenseBytes;
+  }
+  traffic.bytes_received = (size - 1) * bytes_to[rank];
+  traffic.dense_bytes_received = (size - 1) * ElementsOf(layout[rank]) * kDenseBytes;
+
+  CodecOptions encoding = codec;
+  encoding.seed = encoding_seed;
+  send.resize(traffic.bytes_sent);
+  int64_t position = 0;
+  for (int64_t d = 0; d < size; ++d) {
+    if (d == rank) continue;
+    for (const Piece& piece : layout[d]) {
+      Encode(encoding, input + piece.offset, piece.count, send.data() + position,
+             piece.logical_index);
+      position += EncodedBytes(codec, piece.count);
+    }
+  }
+
+  std::vector<int64_t> byte_counts(size * size, 0);
+  for (int64_t s = 0; s < size; ++s) {
+    for (int64_t d = 0; d < size; ++d) byte_counts[s * size + d] = s == d ? 0 : bytes_to[d];
+  }
+  std::vector<uint8_t> received(traffic.bytes_received);
+  OF_RETURN_IF_ERROR(communicator.AllToAll(send.data(), received.data(), byte_counts, options));
+
+  // Reduce in rank order. `received` holds, for each sender s != rank in order, the
+  // encodings of layout[rank]'s pieces back to back.
+  const std::vector<Piece>& mine = layout[rank];
+  std::vector<float> decoded;
+  if (options.reduce_op != ReduceOp::kSum) decoded.resize(ElementsOf(mine));
+  position = 0;
+  for (int64_t s = 0; s < size; ++s) {
+    int64_t out = 0;
+    for (const Piece& piece : mine) {
+      float* destination = output + out;
+      if (s == rank) {
+        if (s == 0) {
+          if (piece.count > 0) {
+            std::memcpy(destination, input + piece.offset, piece.count * sizeof(float));
+          }
+        } else {
+          Combine(options.reduce_op, input + piece.offset, piece.count, destination);
+        }
+      } else {
+        const uint8_t* encoded = received.data() + position;
+        position += EncodedBytes(codec, piece.count);
+        if (s == 0) {
+          Decode(codec, encoded, piece.count, destination);
+        } else if (options.reduce_op == ReduceOp::kSum) {
+          DecodeAccumulate(codec, encoded, piece.count, destination);
+        } else {
+          Decode(codec, encoded, piece.count, decoded.data());
+          Combine(options.reduce_op, decoded.data(), piece.count, destination);
+        }
+      }
+      out += piece.count;
+    }
+  }
+  return traffic;
+}
+
+// Per-rank offsets of a tensor split by `counts`, and its total.
+struct Split {
+  std::vector<int64_t> offsets;
+  int64_t total = 0;
+};
+Split SplitOf(absl::Span<const int64_t> counts) {
+  return Split{ExclusiveOffsets(counts), SumOf(counts)};
+}
+
+absl::Status BalancedCounts(int64_t count, int64_t parts, std::vector<int64_t>* counts) {
+  OF_ASSIGN_OR_RETURN(std::vector<Range> ranges, BalancedSplit(count, parts));
+  counts->clear();
+  for (const Range& range : ranges) counts->push_back(range.size());
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+CompressedTraffic& CompressedTraffic::operator+=(const CompressedTraffic& other) {
+  bytes_sent += other.bytes_sent;
+  bytes_received += other.bytes_received;
+  dense_bytes_sent += other.dense_bytes_sent;
+  dense_bytes_received += other.dense_bytes_received;
+  return *this;
+}
+
+TwoLevelTraffic& TwoLevelTraffic::operator+=(const TwoLevelTraffic& other) {
+  in_node += other.in_node;
+  cross_node += other.cross_node;
+  return *this;
+}
+
+uint64_t MixSeed(uint64_t seed, int64_t rank) {
+  // SplitMix64's finalizer over seed + (rank + 1) * golden ratio.
+  uint64_t z = seed + (static_cast<uint64_t>(rank) + 1) * 0x9E3779B97F4A7C15ull;
+  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+  z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+  return z ^ (z >> 31);
+}
+
+absl::StatusOr<CompressedTraffic> CompressedReduceScatter(Communicator& communicator,
+                                                          const CodecOptions& codec,
+                                                          const float* input, float* output,
+                                                          absl::Span<const int64_t> counts,
+                                                          const CollectiveOptions& options) {
+  const int64_t size = communicator.size();
+  const int64_t rank = communicator.rank();
+  const bool counts_ok = static_cast<int64_t>(counts.size()) == size;
+  const Split split = SplitOf(counts);
+  OF_RETURN_IF_ERROR(CheckArguments(options, "compressed reduce_scatter", codec, counts, size,
+                                    input, split.total, output, counts_ok ? counts[rank] : 0));
+  Layout layout(size);
+  for (int64_t d = 0; d < size; ++d) {
+    layout[d].push_back(Piece{split.offsets[d], counts[d], split.offsets[d]});
+  }
+  const int64_t mine = counts[rank];
+  if (!Overlaps(input, split.total, output, mine)) {
+    return ExchangeAndReduce(communicator, codec, MixSeed(codec.seed, rank), input, layout,
+                             output, options);
+  }
+  std::vector<float> reduced(mine);
+  OF_ASSIGN_OR_RETURN(CompressedTraffic traffic,
+                      ExchangeAndReduce(communicator, codec, MixSeed(codec.seed, rank), input,
+                                        layout, reduced.data(), options));
+  std::memcpy(output, reduced.data(), mine * sizeof(float));  // mine > 0: they overlap
+  return traffic;
+}
+
+absl::StatusOr<CompressedTraffic> CompressedAllGather(Communicator& communicator,
+                                                      const CodecOptions& codec,
+                                                      const float* input, float* output,
+                                                      absl::Span<const int64_t> counts,
+                                                      const CollectiveOptions& options) {
+  const int64_t size = communicator.size();
+  const int64_t rank = communicator.rank();
+  const bool counts_ok = static_cast<int64_t>(counts.size()) == size;
+  const Split split = SplitOf(counts);
+  OF_RETURN_IF_ERROR(CheckArguments(options, "compressed all_gather", codec, counts, size, input,
+                                    counts_ok ? counts[rank] : 0, output, split.total));
+  std::vector<int64_t> byte_counts(size);
+  int64_t gathered_bytes = 0;
+  for (int64_t r = 0; r < size; ++r) {
+    byte_counts[r] = EncodedBytes(codec, counts[r]);
+    gathered_bytes += byte_counts[r];
+  }
+  CompressedTraffic traffic;
+  traffic.bytes_sent = (size - 1) * byte_counts[rank];
+  traffic.bytes_received = gathered_bytes - byte_counts[rank];
+  traffic.dense_bytes_sent = (size - 1) * counts[rank] * kDenseBytes;
+  traffic.dense_bytes_received = (split.total - counts[rank]) * kDenseBytes;
+
+  // The shard is encoded straight into its place in the gathered buffer (in place).
+  std::vector<uint8_t> gathered(gathered_bytes);
+  int64_t own_position = 0;
+  for (int64_t r = 0; r < rank; ++r) own_position += byte_counts[r];
+  CodecOptions encoding = codec;
+  encoding.seed = MixSeed(codec.seed, rank);
+  Encode(encoding, input, counts[rank], gathered.data() + own_position, split.offsets[rank]);
+  OF_RETURN_IF_ERROR(communicator.AllGather(gathered.data() + own_position, gathered.data(),
+                                            byte_counts, options));
+  int64_t position = 0;
+  for (int64_t r = 0; r < size; ++r) {
+    Decode(codec, gathered.data() + position, counts[r], output + split.offsets[r]);
+    position += byte_counts[r];
+  }
+  return traffic;
+}
+
+absl::StatusOr<CompressedTraffic> CompressedAllReduce(Communicator& communicator,
+                                                      const CodecOptions& codec,
+                                                      const float* input, float* output,
+                                                      int64_t count,
+                                                      const CollectiveOptions& options) {
+  absl::Status status = CheckCodecOptions(codec);
+  if (status.ok()) status = CheckBuffer("input", input, count);
+  if (status.ok()) status = CheckBuffer("output", output, count);
+  if (!status.ok()) return Invalid(options, "compressed all_reduce", status.message());
+  std::vector<int64_t> counts;
+  OF_RETURN_IF_ERROR(BalancedCounts(count, communicator.size(), &counts));
+  std::vector<float> shard(counts[communicator.rank()]);
+  OF_ASSIGN_OR_RETURN(CompressedTraffic traffic,
+                      CompressedReduceScatter(communicator, codec, input, shard.data(), counts,
+                                              options));
+  OF_ASSIGN_OR_RETURN(CompressedTraffic gather,
+                      CompressedAllGather(communicator, codec, shard.data(), output, counts,
+                                          options));
+  traffic += gather;
+  return traffic;
+}
+
+namespace {
+
+// The two groups' shape, checked against the counts.
+struct TwoLevelShape {
+  int64_t nodes = 0;
+  int64_t local_size = 0;
+  int64_t node = 0;
+  int64_t local = 0;
+  int64_t rank() const { return node * local_size + local; }
+  int64_t Global(int64_t node_index, int64_t local_index) const {
+    return node_index * local_size + local_index;
+  }
+};
+
+TwoLevelShape ShapeOf(const Communicator& in_node, const Communicator& cross_node) {
+  return TwoLevelShape{cross_node.size(), in_node.size(), cross_node.rank(), in_node.rank()};
+}
+
+absl::Status CheckTwoLevel(const CollectiveOptions& options, absl::string_view call,
+                           const TwoLevelCodecs& codecs, const TwoLevelShape& shape,
+                           absl::Span<const int64_t> counts) {
+  const std::pair<const char*, const CodecOptions*> named_codecs[] = {
+      {"codecs.in_node", &codecs.in_node},
+      {"codecs.cross_node", &codecs.cross_node},
+      {"codecs.gather", &codecs.gather}};
+  for (const auto& [name, codec] : named_codecs) {
+    absl::Status status = CheckCodecOptions(*codec);
+    if (!status.ok()) return Invalid(options, call, absl::StrCat(name, ": ", status.message()));
+  }
+  if (static_cast<int64_t>(counts.size()) != shape.nodes * shape.local_size) {
+    return Invalid(options, call,
+                   absl::StrCat("counts has ", counts.size(), " entries; the in-node group (",
+                                shape.local_size, " ranks) times the cross-node group (",
+                                shape.nodes, " ranks) is ", shape.nodes * shape.local_size));
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+absl::StatusOr<TwoLevelTraffic> TwoLevelCompressedReduceScatter(
+    Communicator& in_node, Communicator& cross_node, const TwoLevelCodecs& codecs,
+    const float* input, float* output, absl::Span<const int64_t> counts,
+    const CollectiveOptions& options) {
+  constexpr absl::string_view kCall = "two-level compressed reduce_scatter";
+  const TwoLevelShape shape = ShapeOf(in_node, cross_node);
+  OF_RETURN_IF_ERROR(CheckTwoLevel(options, kCall, codecs, shape, counts));
+  const Split split = SplitOf(counts);
+  const int64_t rank = shape.rank();
+  OF_RETURN_IF_ERROR(CheckArguments(options, kCall, codecs.in_node, counts, counts.size(), input,
+                                    split.total, output, counts[rank]));
+  const uint64_t seed = MixSeed(codecs.in_node.seed, rank);
+
+  // In the node: local rank d gets, from every device of this node, the chunks of the
+  // ranks with local index d on every node, and reduces them into node partial sums
+  // (partial[m] for the chunk of rank (m, local)).
+  Layout in_layout(shape.local_size);
+  for (int64_t d = 0; d < shape.local_size; ++d) {
+    for (int64_t m = 0; m < shape.nodes; ++m) {
+      const int64_t global = shape.Global(m, d);
+      in_layout[d].push_back(Piece{split.offsets[global], counts[global], split.offsets[global]});
+    }
+  }
+  std::vector<float> partial(ElementsOf(in_layout[shape.local]));
+  TwoLevelTraffic traffic;
+  OF_ASSIGN_OR_RETURN(traffic.in_node,
+                      ExchangeAndReduce(in_node, codecs.in_node, seed, input, in_layout,
+                                        partial.data(), options));
+
+  // Across nodes: node m gets partial[m] from every node and reduces in node order.
+  Layout cross_layout(shape.nodes);
+  int64_t offset = 0;
+  for (int64_t m = 0; m < shape.nodes; ++m) {
+    const int64_t global = shape.Global(m, shape.local);
+    cross_layout[m].push_back(Piece{offset, counts[global], split.offsets[global]});
+    offset += counts[global];
+  }
+  CodecOptions cross = codecs.cross_node;
+  OF_ASSIGN_OR_RETURN(traffic.cross_node,
+                      ExchangeAndReduce(cross_node, cross, MixSeed(cross.seed, rank),
+                                        partial.data(), cross_layout, output, options));
+  return traffic;
+}
+
+absl::StatusOr<TwoLevelTraffic> TwoLevelCompressedAllGather(
+    Communicator& in_node, Communicator& cross_node, const TwoLevelCodecs& codecs,
+    const float* input, float* output, absl::Span<const int64_t> counts,
+    const CollectiveOptions& options) {
+  constexpr absl::string_view kCall = "two-level compressed all_gather";
+  const TwoLevelShape shape = ShapeOf(in_node, cross_node);
+  OF_RETURN_IF_ERROR(CheckTwoLevel(options, kCall, codecs, shape, counts));
+  const Split split = SplitOf(counts);
+  const int64_t rank = shape.rank();
+  OF_RETURN_IF_ERROR(CheckArguments(options, kCall, codecs.gather, counts, counts.size(), input,
+                                    counts[rank], output, split.total));
+  const CodecOptions& codec = codecs.gather;
+  std::vector<int64_t> encoded(counts.size());
+  for (size_t r = 0; r < counts.size(); ++r) encoded[r] = EncodedBytes(codec, counts[r]);
+
+  // Across nodes: the encodings of the shards of local index `local`, in node order.
+  std::vector<int64_t> cross_bytes(shape.nodes);
+  // In the node: block l = the encodings of local index l's shards, node after node.
+  std::vector<int64_t> block_bytes(shape.local_size, 0);
+  for (int64_t m = 0; m < shape.nodes; ++m) {
+    for (int64_t l = 0; l < shape.local_size; ++l) block_bytes[l] += encoded[shape.Global(m, l)];
+    cross_bytes[m] = encoded[shape.Global(m, shape.local)];
+  }
+  int64_t total_bytes = 0, block_offset = 0;
+  for (int64_t l = 0; l < shape.local_size; ++l) {
+    if (l < shape.local) block_offset += block_bytes[l];
+    total_bytes += block_bytes[l];
+  }
+  int64_t own_offset = block_offset;  // this shard's encoding inside this rank's block
+  for (int64_t m = 0; m < shape.node; ++m) own_offset += cross_bytes[m];
+
+  TwoLevelTraffic traffic;
+  traffic.cross_node.bytes_sent = (shape.nodes - 1) * encoded[rank];
+  traffic.cross_node.bytes_received = block_bytes[shape.local] - encoded[rank];
+  traffic.cross_node.dense_bytes_sent = (shape.nodes - 1) * counts[rank] * kDenseBytes;
+  int64_t block_elements = 0;
+  for (int64_t m = 0; m < shape.nodes; ++m) block_elements += counts[shape.Global(m, shape.local)];
+  traffic.cross_node.dense_bytes_received = (block_elements - counts[rank]) * kDenseBytes;
+  traffic.in_node.bytes_sent = (shape.local_size - 1) * block_bytes[shape.local];
+  traffic.in_node.bytes_received = total_bytes - block_bytes[shape.local];
+  traffic.in_node.dense_bytes_sent = (shape.local_size - 1) * block_elements * kDenseBytes;
+  traffic.in_node.dense_bytes_received = (split.total - block_elements) * kDenseBytes;
+
+  // Every encoding lands in its final place; both gathers are in place.
+  std::vector<uint8_t> gathered(total_bytes);
+  CodecOptions encoding = codec;
+  encoding.seed = MixSeed(codec.seed, rank);
+  Encode(encoding, input, counts[rank], gathered.data() + own_offset, split.offsets[rank]);
+  OF_RETURN_IF_ERROR(cross_node.AllGather(gathered.data() + own_offset,
+                                          gathered.data() + block_offset, cross_bytes, options));
+  OF_RETURN_IF_ERROR(in_node.AllGather(gathered.data() + block_offset, gathered.data(),
+                                       block_bytes, options));
+  int64_t position = 0;
+  for (int64_t l = 0; l < shape.local_size; ++l) {
+    for (int64_t m = 0; m < shape.nodes; ++m) {
+      const int64_t global = shape.Global(m, l);
+      Decode(codec, gathered.data() + position, counts[global], output + split.offsets[global]);
+      position += encoded[global];
+    }
+  }
+  return traffic;
+}
+
+absl::StatusOr<TwoLevelTraffic> TwoLevelCompressedAllReduce(
+    Communicator& in_node, Communicator& cross_node, const TwoLevelCodecs& codecs,
+    const float* input, float* output, int64_t count, const CollectiveOptions& options) {
+  absl::Status status = CheckBuffer("input", input, count);
+  if (status.ok()) status = CheckBuffer("output", output, count);
+  if (!status.ok()) return Invalid(options, "two-level compressed all_reduce", status.message());
+  const TwoLevelShape shape = ShapeOf(in_node, cross_node);
+  std::vector<int64_t> counts;
+  OF_RETURN_IF_ERROR(BalancedCounts(count, shape.nodes * shape.local_size, &counts));
+  std::vector<float> shard(counts[shape.rank()]);
+  OF_ASSIGN_OR_RETURN(TwoLevelTraffic traffic,
+                      TwoLevelCompressedReduceScatter(in_node, cross_node, codecs, input,
+                                                      shard.data(), counts, options));
+  OF_ASSIGN_OR_RETURN(TwoLevelTraffic gather,
+                      TwoLevelCompressedAllGather(in_node, cross_node, codecs, shard.data(),
+                                                  output, counts, options));
+  traffic += gather;
+  return traffic;
+}
+
+}  // namespace oneflow

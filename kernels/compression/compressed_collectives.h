@@ -1,0 +1,143 @@
+// Compressed collectives: reduce-scatter, all-gather and all-reduce whose payload travels
+// encoded by a codec (codec.h), over the one Communicator interface. They use only
+// AllToAll and AllGather with byte counts, which every backend has (in-process threads,
+// Gloo, hierarchical), so this one implementation serves all of them.
+//
+//   reduce-scatter  every rank encodes each destination's chunk of its input (not its own
+//                   chunk, which stays dense) -> one AllToAll of the encodings -> every
+//                   rank decodes what it received and reduces in fp32, in rank order:
+//                   out = ((c_0 + c_1) + c_2) + ... where c_r is rank r's chunk, decoded
+//                   (or this rank's own, exact).
+//   all-gather      every rank encodes its shard once -> AllGather of the encodings ->
+//                   every rank decodes every shard, its own included, from the same bytes:
+//                   the output has the same bits on every rank.
+//   all-reduce      reduce-scatter over the balanced split of `count` (BalancedSplit),
+//                   then all-gather of the reduced shards: same bits on every rank; the
+//                   error is one encoding per contribution plus one of each reduced shard.
+//
+// Two-level forms, for a group that spans `nodes` nodes of `local_size` devices (group
+// rank = node * local_size + local, as in the hierarchical communicator), following
+// SDP4Bit's TLq-HS and ZeRO++'s qgZ / hpZ (REFERENCES.md): they take the in-node group
+// (ranks = local index) and the cross-node group (the devices with this local index on
+// every node; ranks = node index) and
+//   reduce-scatter  in-node AllToAll with codecs.in_node (8-bit) of the chunks grouped by
+//                   destination local index -> decode, reduce in local order -> cross-node
+//                   AllToAll of those node partial sums re-encoded with codecs.cross_node
+//                   (4-bit) -> decode, reduce in node order. The sum is associated
+//                   (x_0 + ... + x_{L-1}) + (x_L + ...) + ..., like the hierarchical
+//                   communicator's; the network carries 4 bits per element, the node 8.
+//   all-gather      each shard is encoded once by its owner with codecs.gather, gathered
+//                   across nodes, and the encoded bytes are forwarded through the node
+//                   (no second quantization); every rank decodes every shard from the same
+//                   bytes, so the output has the same bits on every rank.
+//   all-reduce      two-level reduce-scatter + two-level all-gather over the balanced
+//                   split of `count` into nodes * local_size shards.
+//
+// Common rules:
+//  - Counts are per rank (size() entries, >= 0, the same on every rank), like
+//    Communicator::ReduceScatter: uneven and empty ranks are ordinary.
+//  - Reductions follow options.reduce_op (sum, max, min) on the decoded values, in fp32.
+//  - Stochastic rounding (int4) keys element i of the tensor by its logical index, with
+//    the seed mixed with the encoding rank (MixSeed below): the same call gives the same
+//    bits every time, and different ranks' rounding errors are independent, so they
+//    average out in the sum instead of adding up. Vary codec.seed per step.
+//  - In place as in Communicator: reduce-scatter output == input + offset of this rank's
+//    chunk, all-gather input == output + offset of this rank's shard, all-reduce output ==
+//    input.
+//  - Errors: INVALID_ARGUMENT naming the argument for bad options, counts or buffers
+//    (every rank sees the same arguments, so all fail alike, before communicating);
+//    failures of the communicator pass through unchanged (they start with
+//    options.description). A failed call leaves the output unspecified.
+//
+// Bytes: every call returns the encoded bytes this rank exchanged with other ranks (the
+// logical payload of the AllToAll / AllGather calls: a backend may route them through
+// rings or relays, docs/collectives.md) and what the same exchanges weigh as dense f32,
+// so the caller can add both to its metrics.
+#ifndef KERNELS_COMPRESSION_COMPRESSED_COLLECTIVES_H_
+#define KERNELS_COMPRESSION_COMPRESSED_COLLECTIVES_H_
+
+#include <cstdint>
+
+#include "absl/status/statusor.h"
+#include "absl/types/span.h"
+#include "kernels/compression/codec.h"
+#include "oneflow_core/comm/communicator.h"
+
+namespace oneflow {
+
+struct CompressedTraffic {
+  // Encoded bytes this rank addressed to other ranks (its AllToAll row without its own
+  // entry; its shard once per peer for an all-gather) and received from them.
+  int64_t bytes_sent = 0;
+  int64_t bytes_received = 0;
+  // The same exchanges as dense f32 (4 bytes per element).
+  int64_t dense_bytes_sent = 0;
+  int64_t dense_bytes_received = 0;
+
+  CompressedTraffic& operator+=(const CompressedTraffic& other);
+};
+
+struct TwoLevelTraffic {
+  CompressedTraffic in_node;
+  CompressedTraffic cross_node;
+
+  TwoLevelTraffic& operator+=(const TwoLevelTraffic& other);
+};
+
+// The seed rank `rank` encodes with when the codec rounds stochastically (a SplitMix64
+// mix of both): documented so that a test or a replay can reproduce an encoding.
+uint64_t MixSeed(uint64_t seed, int64_t rank);
+
+// `input` holds sum(counts) floats, chunk r (counts[r] floats) for rank r; `output`
+// receives this rank's chunk reduced over ranks.
+absl::StatusOr<CompressedTraffic> CompressedReduceScatter(Communicator& communicator,
+                                                          const CodecOptions& codec,
+                                                          const float* input, float* output,
+                                                          absl::Span<const int64_t> counts,
+                                                          const CollectiveOptions& options);
+
+// `input` holds this rank's counts[rank()] floats; `output` receives sum(counts) floats,
+// every rank's shard in rank order, decoded.
+absl::StatusOr<CompressedTraffic> CompressedAllGather(Communicator& communicator,
+                                                      const CodecOptions& codec,
+                                                      const float* input, float* output,
+                                                      absl::Span<const int64_t> counts,
+                                                      const CollectiveOptions& options);
+
+// output[i] = reduce over ranks of input[i], i in [0, count), every rank the same count.
+absl::StatusOr<CompressedTraffic> CompressedAllReduce(Communicator& communicator,
+                                                      const CodecOptions& codec,
+                                                      const float* input, float* output,
+                                                      int64_t count,
+                                                      const CollectiveOptions& options);
+
+// The codecs of the two-level forms. Defaults follow SDP4Bit (int8 in groups of 512 in
+// the node, int4 in groups of 128 across nodes, both rotated) and ZeRO++'s qwZ for the
+// gathered shards (int8, groups of 128).
+struct TwoLevelCodecs {
+  CodecOptions in_node{Codec::kInt8, 512, /*hadamard=*/true};
+  CodecOptions cross_node{Codec::kInt4, 128, /*hadamard=*/true};
+  CodecOptions gather{Codec::kInt8, 128};
+};
+
+// As the flat forms, over nodes * local_size ranks given as their in-node group
+// (size local_size, rank = local index) and cross-node group (size nodes, rank = node
+// index); `counts` has nodes * local_size entries in group rank order. INVALID_ARGUMENT
+// when the counts do not match the two groups' sizes.
+absl::StatusOr<TwoLevelTraffic> TwoLevelCompressedReduceScatter(
+    Communicator& in_node, Communicator& cross_node, const TwoLevelCodecs& codecs,
+    const float* input, float* output, absl::Span<const int64_t> counts,
+    const CollectiveOptions& options);
+
+absl::StatusOr<TwoLevelTraffic> TwoLevelCompressedAllGather(
+    Communicator& in_node, Communicator& cross_node, const TwoLevelCodecs& codecs,
+    const float* input, float* output, absl::Span<const int64_t> counts,
+    const CollectiveOptions& options);
+
+absl::StatusOr<TwoLevelTraffic> TwoLevelCompressedAllReduce(
+    Communicator& in_node, Communicator& cross_node, const TwoLevelCodecs& codecs,
+    const float* input, float* output, int64_t count, const CollectiveOptions& options);
+
+}  // namespace oneflow
+
+#endif  // KERNELS_COMPRESSION_COMPRESSED_COLLECTIVES_H_

@@ -1,0 +1,204 @@
+#include "kernels/compression/int_quant.h"
+
+#include <cstring>
+
+#include "kernels/compression/lanes.h"
+
+namespace oneflow {
+namespace compression {
+namespace {
+
+inline int32_t QuantizeNearest(float x, float inverse, float max_code) {
+  float rounded = RoundNearestEven(x * inverse);
+  rounded = rounded < -max_code ? -max_code : rounded;
+  rounded = rounded > max_code ? max_code : rounded;
+  return static_cast<int32_t>(rounded);
+}
+
+#if defined(__GNUC__)
+inline IntLanes QuantizeNearest(FloatLanes x, float inverse, float max_code) {
+  FloatLanes rounded = RoundNearestEven(x * inverse);
+  rounded = Max(rounded, SplatFloat(-max_code));
+  rounded = Min(rounded, SplatFloat(max_code));
+  return __builtin_convertvector(rounded, IntLanes);
+}
+#endif
+
+// floor(x * inverse + u), clamped: round to nearest even, then step down where that
+// went up. |x * inverse + u| < 8, far inside RoundNearestEven's range.
+inline int32_t QuantizeStochastic(float x, float inverse, float u) {
+  const float shifted = x * inverse + u;
+  float floor = RoundNearestEven(shifted);
+  if (floor > shifted) floor -= 1.0f;
+  floor = floor < -kInt4MaxCode ? -kInt4MaxCode : floor;
+  floor = floor > kInt4MaxCode ? kInt4MaxCode : floor;
+  return static_cast<int32_t>(floor);
+}
+
+#if defined(__GNUC__)
+inline IntLanes QuantizeStochastic(FloatLanes x, float inverse, FloatLanes u) {
+  const FloatLanes shifted = x * inverse + u;
+  FloatLanes floor = RoundNearestEven(shifted);
+  floor = floor > shifted ? floor - 1.0f : floor;
+  floor = Max(floor, SplatFloat(-kInt4MaxCode));
+  floor = Min(floor, SplatFloat(kInt4MaxCode));
+  return __builtin_convertvector(floor, IntLanes);
+}
+#endif
+
+template <DecodeMode kMode>
+inline void Put(float* out, float value) {
+  if (kMode == DecodeMode::kStore) {
+    *out = value;
+  } else {
+    *out += value;
+  }
+}
+
+#if defined(__GNUC__)
+template <DecodeMode kMode>
+inline void PutLanes(float* out, FloatLanes value) {
+  if (kMode == DecodeMode::kStore) {
+    StoreFloats(out, value);
+  } else {
+    StoreFloats(out, LoadFloats(out) + value);
+  }
+}
+#endif
+
+template <DecodeMode kMode>
+void DequantizeInt8Impl(const int8_t* codes, int64_t n, float scale, float* out) {
+  int64_t i = 0;
+#if defined(__GNUC__)
+  for (; i + kLanes <= n; i += kLanes) {
+    const IntLanes wide = LoadSignedBytes(codes + i);
+    PutLanes<kMode>(out + i, __builtin_convertvector(wide, FloatLanes) * scale);
+  }
+#endif
+  for (; i < n; ++i) Put<kMode>(out + i, static_cast<float>(codes[i]) * scale);
+}
+
+inline void PutNibble(uint8_t* payload, int64_t position, int32_t code) {
+  const uint8_t nibble = static_cast<uint8_t>(code & 0xF);
+  if (position % 2 == 0) {
+    payload[position / 2] = nibble;
+  } else {
+    payload[position / 2] |= static_cast<uint8_t>(nibble << 4);
+  }
+}
+
+inline int32_t GetNibble(const uint8_t* payload, int64_t position) {
+  const int32_t nibble = (payload[position / 2] >> (4 * (position % 2))) & 0xF;
+  return (nibble ^ 8) - 8;  // sign-extend four bits
+}
+
+template <DecodeMode kMode>
+void DequantizeInt4Impl(const uint8_t* payload, int64_t position, int64_t n, float scale,
+                        float* out) {
+  int64_t i = 0;
+  if (position % 2 != 0 && n > 0) {
+    Put<kMode>(out, static_cast<float>(GetNibble(payload, position)) * scale);
+    i = 1;
+  }
+#if defined(__GNUC__)
+  // Two elements per byte: 16 bytes -> 32 elements. (position + i) is even here.
+  for (; i + 4 * kLanes <= n; i += 4 * kLanes) {
+    IntLanes codes[4];
+    LoadNibbles(payload + (position + i) / 2, codes);
+    for (int part = 0; part < 4; ++part) {
+      PutLanes<kMode>(out + i + part * kLanes,
+                      __builtin_convertvector(codes[part], FloatLanes) * scale);
+    }
+  }
+#endif
+  for (; i < n; ++i) {
+    Put<kMode>(out + i, static_cast<float>(GetNibble(payload, position + i)) * scale);
+  }
+}
+
+}  // namespace
+
+void QuantizeInt8(const float* x, int64_t n, float inverse, int8_t* codes) {
+  int64_t i = 0;
+#if defined(__GNUC__)
+  for (; i + 4 * kLanes <= n; i += 4 * kLanes) {
+    StoreLowBytes(codes + i, QuantizeNearest(LoadFloats(x + i), inverse, kInt8MaxCode),
+                  QuantizeNearest(LoadFloats(x + i + kLanes), inverse, kInt8MaxCode),
+                  QuantizeNearest(LoadFloats(x + i + 2 * kLanes), inverse, kInt8MaxCode),
+                  QuantizeNearest(LoadFloats(x + i + 3 * kLanes), inverse, kInt8MaxCode));
+  }
+  for (; i + kLanes <= n; i += kLanes) {
+    StoreLowBytes(codes + i, QuantizeNearest(LoadFloats(x + i), inverse, kInt8MaxCode));
+  }
+#endif
+  for (; i < n; ++i) codes[i] = static_cast<int8_t>(QuantizeNearest(x[i], inverse, kInt8MaxCode));
+}
+
+void DequantizeInt8(const int8_t* codes, int64_t n, float scale, DecodeMode mode, float* out) {
+  if (mode == DecodeMode::kStore) {
+    DequantizeInt8Impl<DecodeMode::kStore>(codes, n, scale, out);
+  } else {
+    DequantizeInt8Impl<DecodeMode::kAccumulate>(codes, n, scale, out);
+  }
+}
+
+void QuantizeInt4(const float* x, int64_t n, float inverse, uint8_t* payload, int64_t position,
+                  const RoundingNoise* noise, uint64_t noise_index) {
+  if (noise != nullptr) {
+    int64_t i = 0;
+#if defined(__GNUC__) && defined(__AVX2__)
+    if (position % 2 != 0 && n > 0) {
+      PutNibble(payload, position, QuantizeStochastic(x[0], inverse, noise->Uniform(noise_index)));
+      i = 1;
+    }
+    for (; i + 4 * kLanes <= n; i += 4 * kLanes) {
+      IntLanes codes[4];
+      for (int part = 0; part < 4; ++part) {
+        const int64_t at = i + part * kLanes;
+        codes[part] = QuantizeStochastic(LoadFloats(x + at), inverse,
+                                         noise->Uniform8(noise_index + at));
+      }
+      StoreNibbles(payload + (position + i) / 2, codes[0], codes[1], codes[2], codes[3]);
+    }
+#endif
+    for (; i < n; ++i) {
+      PutNibble(payload, position + i,
+                QuantizeStochastic(x[i], inverse, noise->Uniform(noise_index + i)));
+    }
+    return;
+  }
+  int64_t i = 0;
+  if (position % 2 != 0 && n > 0) {
+    PutNibble(payload, position, QuantizeNearest(x[0], inverse, kInt4MaxCode));
+    i = 1;
+  }
+#if defined(__GNUC__)
+  // 32 elements -> 16 bytes. (position + i) is even here.
+  for (; i + 4 * kLanes <= n; i += 4 * kLanes) {
+    StoreNibbles(payload + (position + i) / 2,
+                 QuantizeNearest(LoadFloats(x + i), inverse, kInt4MaxCode),
+                 QuantizeNearest(LoadFloats(x + i + kLanes), inverse, kInt4MaxCode),
+                 QuantizeNearest(LoadFloats(x + i + 2 * kLanes), inverse, kInt4MaxCode),
+                 QuantizeNearest(LoadFloats(x + i + 3 * kLanes), inverse, kInt4MaxCode));
+  }
+#endif
+  for (; i < n; ++i) {
+    PutNibble(payload, position + i, QuantizeNearest(x[i], inverse, kInt4MaxCode));
+  }
+}
+
+void ZeroInt4(uint8_t* payload, int64_t position, int64_t n) {
+  for (int64_t i = 0; i < n; ++i) PutNibble(payload, position + i, 0);
+}
+
+void DequantizeInt4(const uint8_t* payload, int64_t position, int64_t n, float scale,
+                    DecodeMode mode, float* out) {
+  if (mode == DecodeMode::kStore) {
+    DequantizeInt4Impl<DecodeMode::kStore>(payload, position, n, scale, out);
+  } else {
+    DequantizeInt4Impl<DecodeMode::kAccumulate>(payload, position, n, scale, out);
+  }
+}
+
+}  // namespace compression
+}  // namespace oneflow
