@@ -74,6 +74,26 @@ TEST(ClusterTest, TwoDaemonsTrainLikeOneDevice) {
       << "gpt dp=2 x tp=2 on 2 nodes";
 }
 
+// A compressed plan (fp8 on every reduction and gather, inside nodes and across) gives
+// the same losses through oneflow launch (Gloo across the processes, in-process groups
+// inside them) as through oneflow run in one process: the codecs are pure functions of
+// the bytes, so every backend computes the same bits.
+TEST(ClusterTest, CompressedPlanTrainsTheSameThroughLaunchAndRun) {
+  Daemons daemons(2);
+  for (const char* codec : {"fp8", "int4"}) {
+    const std::vector<std::string> gpt = {"--batch=4",  "--seq=8",    "--layers=1",          "--hidden=32",
+                                          "--heads=4", "--vocab=32", "--lr=0.01",           "--nodes=2",
+                                          "--devices_per_node=2", "--dp=2", "--tp=2",
+                                          absl::StrCat("--compression=", codec)};
+    const std::string plan = CompilePlan("gpt", gpt, absl::StrCat("gpt-", codec));
+    const std::vector<double> in_one_process = RunInOneProcess(plan, kIterations);
+    std::unique_ptr<Process> launch = Launch(daemons, plan, kIterations, absl::StrCat("gpt-", codec));
+    ASSERT_TRUE(launch->Wait(milliseconds(120000))) << codec;
+    ASSERT_EQ(launch->exit_code(), 0) << codec << ": " << launch->Stderr();
+    EXPECT_TRUE(MatchesReference(Losses(launch->StdoutLines()), in_one_process, kIterations)) << codec;
+  }
+}
+
 TEST(ClusterTest, ThreeDaemonsTrainLikeOneDevice) {
   Daemons daemons(3);
   // Batch 48: with 24 samples per step this small mlp stays at chance level for 12 steps.
