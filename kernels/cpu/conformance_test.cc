@@ -100,6 +100,9 @@ std::vector<Case> Cases() {
       {"transpose", {{Shape{37, 70}, f}}, {{"perm", Ints{1, 0}}}},
       {"transpose", {{Shape{3, 40, 33}, f}}, {{"perm", Ints{0, 2, 1}}}},
       {"transpose", {{Shape{3, 40, 33}, f}}, {{"perm", Ints{2, 1, 0}}}},
+      // Past the 64 x 64 tiles and through whole 8 x 8 register blocks (transpose_plane.h).
+      {"transpose", {{Shape{70, 131}, f}}, {{"perm", Ints{1, 0}}}},
+      {"transpose", {{Shape{2, 17, 24}, i32}}, {{"perm", Ints{0, 2, 1}}}, 1000},
       {"reduce_sum", {{Shape{5, 7}, f}}, {{"axes", Ints{1}}}},
       {"reduce_sum", {{Shape{5, 7, 3}, f}}, {{"axes", Ints{0, 2}}, {"keep_dims", true}}},
       {"reduce_sum", {{Shape{4, 5, 6}, f}}, {{"axes", Ints{}}}},
@@ -133,6 +136,8 @@ std::vector<Case> Cases() {
       {"reduce_sum_like", {{Shape{5, 7}, f}, {Shape{7}, f}}, {}},
       {"reduce_sum_like", {{Shape{3, 5, 7}, f}, {Shape{5, 1}, f}}, {}},
       {"reduce_sum_like", {{Shape{4, 5, 6}, f}, {Shape{1, 1, 1}, f}}, {}},
+      // Rows longer than 2048 are summed four at a time (reduce.cc); 9 rows: 4, 4 and 1.
+      {"reduce_sum_like", {{Shape{9, 2050}, f}, {Shape{2050}, f}}, {}},
       {"broadcast_like", {{Shape{5}, f}, {Shape{5, 7}, f}}, {{"axes", Ints{1}}}},
       {"broadcast_like", {{Shape{1, 7, 1}, f}, {Shape{5, 7, 3}, f}}, {{"axes", Ints{0, 2}}}},
       {"broadcast_like", {{Shape{7}, f}, {Shape{5, 7, 3}, f}}, {{"axes", Ints{0, 2}}}},

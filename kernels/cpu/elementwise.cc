@@ -2,8 +2,11 @@
 // (as the reference), bias_add, the activations and their gradients, scalar ops,
 // ones_like. Each op is a small functor instantiated into a template loop, so every
 // inner loop is a plain pointer loop the compiler vectorizes (no per-element calls).
+// The unary ops and the activation gradients are written on Float8 (float8.h): GELU's
+// exp stayed scalar when left to the auto-vectorizer.
 #include <algorithm>
 
+#include "kernels/cpu/float8.h"
 #include "kernels/cpu/kernel_util.h"
 #include "kernels/cpu/kernels.h"
 #include "kernels/cpu/strided_loop.h"
@@ -25,13 +28,6 @@ struct MulOp {
 };
 struct DivOp {
   static float Apply(float x, float y) { return x / y; }
-};
-// relu_grad(dy, y): relu's output y > 0 exactly where its input was.
-struct ReluGradOp {
-  static float Apply(float dy, float y) { return y > 0.0f ? dy : 0.0f; }
-};
-struct GeluGradOp {
-  static float Apply(float dy, float x) { return dy * GeluDerivativeF(x); }
 };
 
 // out[i] = Op(x[i * sx], y[i * sy]) for i < n, strides 0 or 1. One loop per stride
@@ -80,28 +76,28 @@ absl::Status Broadcasting(const KernelContext& context, const char* kernel, cons
   return absl::OkStatus();
 }
 
-// out = fn(x) elementwise over equal shapes; fn is a lambda, inlined into the loop.
+// out = fn(x) elementwise over equal shapes; fn maps a Float8 to a Float8.
 template <typename Fn>
 absl::Status Unary(const KernelContext& context, const char* kernel, Fn fn) {
   OF_RETURN_IF_ERROR(CheckArguments(kernel, context, {{"x"}}, {{"out"}}));
   OF_RETURN_IF_ERROR(CheckShape(kernel, "out", context.outputs[0].shape, context.inputs[0].shape,
                                 "the shape of x"));
-  const float* x = context.inputs[0].As<const float>();
-  float* out = context.outputs[0].As<float>();
-  const int64_t n = context.inputs[0].NumElements();
-  for (int64_t i = 0; i < n; ++i) out[i] = fn(x[i]);
+  Map(context.inputs[0].As<const float>(), context.outputs[0].As<float>(),
+      context.inputs[0].NumElements(), fn);
   return absl::OkStatus();
 }
 
-// The gradient of a unary op from dy and a forward tensor of dy's shape.
-template <typename Op>
-absl::Status UnaryGrad(const KernelContext& context, const char* kernel, const char* forward) {
+// The gradient of a unary op, dx = fn(dy, forward), from dy and a forward tensor of dy's
+// shape; fn maps two Float8 to one.
+template <typename Fn>
+absl::Status UnaryGrad(const KernelContext& context, const char* kernel, const char* forward,
+                       Fn fn) {
   OF_RETURN_IF_ERROR(CheckArguments(kernel, context, {{"dy"}, {forward}}, {{"dx"}}));
   const Shape& shape = context.inputs[0].shape;
   OF_RETURN_IF_ERROR(CheckShape(kernel, forward, context.inputs[1].shape, shape, "dy's shape"));
   OF_RETURN_IF_ERROR(CheckShape(kernel, "dx", context.outputs[0].shape, shape, "dy's shape"));
-  BinaryRun<Op>(context.inputs[0].As<const float>(), 1, context.inputs[1].As<const float>(), 1,
-                context.outputs[0].As<float>(), shape.NumElements());
+  Map(context.inputs[0].As<const float>(), context.inputs[1].As<const float>(),
+      context.outputs[0].As<float>(), shape.NumElements(), fn);
   return absl::OkStatus();
 }
 
@@ -142,21 +138,21 @@ absl::Status BiasAdd(const KernelContext& context) {
 }
 
 absl::Status Relu(const KernelContext& context) {
-  return Unary(context, "relu", [](float x) { return x > 0.0f ? x : 0.0f; });
+  return Unary(context, "relu", [](Float8 x) { return x > 0.0f ? x : Float8{}; });
 }
 
 absl::Status Gelu(const KernelContext& context) {
-  return Unary(context, "gelu", [](float x) { return GeluF(x); });
+  return Unary(context, "gelu", [](Float8 x) { return Gelu(x); });
 }
 
 absl::Status ScalarMul(const KernelContext& context) {
   const float scalar = static_cast<float>(GetFloatAttr(AttrsOf(context), "scalar", 0.0));
-  return Unary(context, "scalar_mul", [scalar](float x) { return x * scalar; });
+  return Unary(context, "scalar_mul", [scalar](Float8 x) { return x * scalar; });
 }
 
 absl::Status ScalarAdd(const KernelContext& context) {
   const float scalar = static_cast<float>(GetFloatAttr(AttrsOf(context), "scalar", 0.0));
-  return Unary(context, "scalar_add", [scalar](float x) { return x + scalar; });
+  return Unary(context, "scalar_add", [scalar](Float8 x) { return x + scalar; });
 }
 
 // The input gives the shape only: a partial input still gives every device all ones.
@@ -167,12 +163,15 @@ absl::Status OnesLike(const KernelContext& context) {
   return absl::OkStatus();
 }
 
+// relu_grad(dy, y): relu's output y > 0 exactly where its input was.
 absl::Status ReluGrad(const KernelContext& context) {
-  return UnaryGrad<ReluGradOp>(context, "relu_grad", "y");
+  return UnaryGrad(context, "relu_grad", "y",
+                   [](Float8 dy, Float8 y) { return y > 0.0f ? dy : Float8{}; });
 }
 
 absl::Status GeluGrad(const KernelContext& context) {
-  return UnaryGrad<GeluGradOp>(context, "gelu_grad", "x");
+  return UnaryGrad(context, "gelu_grad", "x",
+                   [](Float8 dy, Float8 x) { return dy * GeluDerivative(x); });
 }
 
 }  // namespace cpu

@@ -1,11 +1,12 @@
 // Last-axis normalizations: softmax, log_softmax, layer_norm and the sparse softmax
 // cross-entropy loss. Each works row by row (a row is the last axis, whole on every
-// device) in a few passes of contiguous loops: a max, a sum of exponentials (ExpF, which
-// vectorizes), then the write-out. Sums use `omp simd` reductions, which lets the
-// compiler keep 8 partial sums; the order differs from the reference's by float rounding.
+// device) in a few passes over the row, which stays in the L1 cache: a max, a sum of
+// exponentials, then the write-out, all on Float8 (normalization_util.h). Sums keep 8
+// lanes of partial sums; the order differs from the reference's by float rounding.
 #include <cmath>
 #include <limits>
 
+#include "kernels/cpu/float8.h"
 #include "kernels/cpu/kernel_util.h"
 #include "kernels/cpu/kernels.h"
 #include "kernels/cpu/normalization_util.h"
@@ -25,16 +26,18 @@ absl::Status RowSoftmax(const KernelContext& context, const char* kernel, bool l
   const int64_t width = LastDim(shape);
   const float* x = context.inputs[0].As<const float>();
   float* out = context.outputs[0].As<float>();
-  for (int64_t row = 0; row < Rows(shape); ++row) {
+  const int64_t rows = Rows(shape);
+  for (int64_t row = 0; row < rows; ++row) {
     const float* in = x + row * width;
+    const float* next = row + 1 < rows ? in + width : in;
     float* y = out + row * width;
     const float max = RowMax(in, width);
     if (log) {
-      const float shift = max + std::log(SumExpShifted(in, width, max));
-      for (int64_t j = 0; j < width; ++j) y[j] = in[j] - shift;
+      const float shift = max + std::log(SumExpShifted(in, width, max, next));
+      Map(in, y, width, [shift](Float8 v) { return v - shift; });
     } else {
-      const float inverse = 1.0f / ExpShifted(in, width, max, y);
-      for (int64_t j = 0; j < width; ++j) y[j] *= inverse;
+      const float inverse = 1.0f / ExpShifted(in, width, max, y, next);
+      Map(y, y, width, [inverse](Float8 v) { return v * inverse; });
     }
   }
   return absl::OkStatus();
@@ -69,13 +72,16 @@ absl::Status LayerNorm(const KernelContext& context) {
   const float* gamma = context.inputs[1].As<const float>();
   const float* beta = context.inputs[2].As<const float>();
   float* out = context.outputs[0].As<float>();
-  for (int64_t row = 0; row < Rows(shape); ++row) {
+  const int64_t rows = Rows(shape);
+  for (int64_t row = 0; row < rows; ++row) {
     const float* in = x + row * h;
+    const float* next = row + 1 < rows ? in + h : in;
     float* y = out + row * h;
-    const RowMoments moments = Moments(in, h, static_cast<float>(epsilon));
-    for (int64_t j = 0; j < h; ++j) {
-      y[j] = (in[j] - moments.mean) * moments.rstd * gamma[j] + beta[j];
-    }
+    if (row + 1 < rows) PrefetchForWriting(y + h, h);
+    const RowMoments moments = Moments(in, h, static_cast<float>(epsilon), next);
+    const float mean = moments.mean, rstd = moments.rstd;
+    Map(in, gamma, beta, y, h,
+        [mean, rstd](Float8 v, Float8 g, Float8 b) { return (v - mean) * rstd * g + b; });
   }
   return absl::OkStatus();
 }
@@ -96,11 +102,13 @@ absl::Status SparseSoftmaxCrossEntropy(const KernelContext& context) {
   const float* logits = context.inputs[0].As<const float>();
   float* out = context.outputs[0].As<float>();
   return WithIndices(context.inputs[1], [&](const auto* labels) -> absl::Status {
-    for (int64_t row = 0; row < rows_shape.NumElements(); ++row) {
+    const int64_t rows = rows_shape.NumElements();
+    for (int64_t row = 0; row < rows; ++row) {
       OF_RETURN_IF_ERROR(CheckClass(kKernel, labels[row], row, classes));
       const float* in = logits + row * classes;
+      const float* next = row + 1 < rows ? in + classes : in;
       const float max = RowMax(in, classes);
-      out[row] = (max - in[labels[row]]) + std::log(SumExpShifted(in, classes, max));
+      out[row] = (max - in[labels[row]]) + std::log(SumExpShifted(in, classes, max, next));
     }
     return absl::OkStatus();
   });

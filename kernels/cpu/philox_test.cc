@@ -30,6 +30,30 @@ TEST(PhiloxTest, WordZeroIsLogicalRandomsFirstWord) {
   }
 }
 
+#if defined(__AVX2__)
+// Eight() is operator() on eight consecutive indices, across the 2^32 carry too.
+TEST(PhiloxTest, EightAtATimeIsWordZero) {
+  std::mt19937_64 rng(12);
+  std::vector<uint64_t> firsts;
+  for (uint64_t i = 0; i < 512; ++i) firsts.push_back(i);
+  for (int64_t i = -12; i < 4; ++i) firsts.push_back((uint64_t{1} << 32) + i);  // Carry.
+  for (int i = 0; i < 512; ++i) firsts.push_back(rng() >> 1);
+  for (uint64_t seed : {uint64_t{0}, uint64_t{9}, uint64_t{0x123456789ABCDEF0}}) {
+    for (uint64_t stream : {uint64_t{0}, uint64_t{3}, (uint64_t{1} << 40) | 7}) {
+      const PhiloxWordZero word(seed, stream);
+      for (uint64_t first : firsts) {
+        uint32_t words[8];
+        word.Eight(first, words);
+        for (int k = 0; k < 8; ++k) {
+          ASSERT_EQ(words[k], word(first + k))
+              << "seed " << seed << " stream " << stream << " index " << first + k;
+        }
+      }
+    }
+  }
+}
+#endif
+
 TEST(PhiloxTest, KeepThresholdDecidesAsUniformAgainstRate) {
   const LogicalRandom reference(5, 2);
   const PhiloxWordZero word(5, 2);

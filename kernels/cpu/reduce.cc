@@ -36,18 +36,44 @@ void SumInto(const KernelArgument& x, const std::vector<int64_t>& out_strides, d
       for (int64_t i = 0; i < n; ++i) sum += from[i];
       sums[offsets[0]] += sum;
     });
+  } else if (loop.inner_stride(0) == 1) {
+    // Runs that land on the same outputs (every row of a column sum, as bias gradients
+    // are) are added to the double sums one by one while those fit in the L1 cache
+    // (runs of up to 2048), or else four at a time: one pass over the sums per four runs
+    // rather than per run, which was half the time of a [4096, 4096] column sum. (Four
+    // at a time reads four streams, which is slower than one when the sums are cached.)
+    const int group = n <= 2048 ? 1 : 4;
+    const float* pending[4] = {};
+    int count = 0;
+    int64_t pending_offset = 0;
+    auto flush = [&] {
+      double* to = sums.data() + pending_offset;
+      if (count == 4) {
+        const float *a = pending[0], *b = pending[1], *c = pending[2], *d = pending[3];
+        for (int64_t i = 0; i < n; ++i) {
+          to[i] += (static_cast<double>(a[i]) + b[i]) + (static_cast<double>(c[i]) + d[i]);
+        }
+      } else {
+        for (int k = 0; k < count; ++k) {
+          for (int64_t i = 0; i < n; ++i) to[i] += pending[k][i];
+        }
+      }
+      count = 0;
+    };
+    loop.ForEachRun([&](int64_t run, const int64_t* offsets) {
+      if (count > 0 && (count == group || offsets[0] != pending_offset)) flush();
+      pending[count++] = in + run * n;
+      pending_offset = offsets[0];
+    });
+    if (count > 0) flush();
   } else {
-    // Stride 1 in every use here (the output is row-major in the kept axes), but any
-    // stride is correct.
+    // Not produced by the kernels here (the output is row-major in the kept axes), but
+    // any stride is correct.
     const int64_t stride = loop.inner_stride(0);
     loop.ForEachRun([&](int64_t run, const int64_t* offsets) {
       const float* from = in + run * n;
       double* to = sums.data() + offsets[0];
-      if (stride == 1) {
-        for (int64_t i = 0; i < n; ++i) to[i] += from[i];
-      } else {
-        for (int64_t i = 0; i < n; ++i) to[i * stride] += from[i];
-      }
+      for (int64_t i = 0; i < n; ++i) to[i * stride] += from[i];
     });
   }
   float* result = out.As<float>();

@@ -39,26 +39,45 @@ class StridedLoop {
   // the run's first element.
   template <typename Fn>
   void ForEachRun(Fn&& fn) const {
-    const int64_t outer_rank = static_cast<int64_t>(dims_.size()) - 1;
     std::vector<int64_t> offsets(strides_.size(), 0);
-    std::vector<int64_t> index(outer_rank, 0);
+    std::vector<int64_t> index(dims_.size() - 1, 0);
     for (int64_t run = 0; run < runs_; ++run) {
       fn(run, static_cast<const int64_t*>(offsets.data()));
-      // Advance the odometer over the outer axes, innermost first.
-      for (int64_t axis = outer_rank - 1; axis >= 0; --axis) {
-        if (++index[axis] < dims_[axis]) {
-          for (size_t k = 0; k < strides_.size(); ++k) offsets[k] += strides_[k][axis];
-          break;
-        }
-        for (size_t k = 0; k < strides_.size(); ++k) {
-          offsets[k] -= strides_[k][axis] * (dims_[axis] - 1);
-        }
-        index[axis] = 0;
-      }
+      Advance(&index, &offsets);
+    }
+  }
+
+  // As ForEachRun, calling fn(run, offsets, ahead_offsets) where ahead_offsets are the
+  // offsets of run + ahead (of the last run near the end): where to prefetch from.
+  template <typename Fn>
+  void ForEachRunLookingAhead(int64_t ahead, Fn&& fn) const {
+    std::vector<int64_t> offsets(strides_.size(), 0), ahead_offsets = offsets;
+    std::vector<int64_t> index(dims_.size() - 1, 0), ahead_index = index;
+    int64_t lead = 0;
+    for (; lead < ahead && lead + 1 < runs_; ++lead) Advance(&ahead_index, &ahead_offsets);
+    for (int64_t run = 0; run < runs_; ++run) {
+      fn(run, static_cast<const int64_t*>(offsets.data()),
+         static_cast<const int64_t*>(ahead_offsets.data()));
+      Advance(&index, &offsets);
+      if (run + lead + 1 < runs_) Advance(&ahead_index, &ahead_offsets);
     }
   }
 
  private:
+  // Steps the odometer over the outer axes (innermost first) to the next run.
+  void Advance(std::vector<int64_t>* index, std::vector<int64_t>* offsets) const {
+    for (int64_t axis = static_cast<int64_t>(dims_.size()) - 2; axis >= 0; --axis) {
+      if (++(*index)[axis] < dims_[axis]) {
+        for (size_t k = 0; k < strides_.size(); ++k) (*offsets)[k] += strides_[k][axis];
+        return;
+      }
+      for (size_t k = 0; k < strides_.size(); ++k) {
+        (*offsets)[k] -= strides_[k][axis] * (dims_[axis] - 1);
+      }
+      (*index)[axis] = 0;
+    }
+  }
+
   std::vector<int64_t> dims_;                  // Merged axes, never empty.
   std::vector<std::vector<int64_t>> strides_;  // [operand][merged axis].
   int64_t runs_ = 0;

@@ -1,0 +1,107 @@
+// plan_summary PLAN: what vs_pytorch.py needs to check that a PyTorch model is the same
+// model as a plan, and which OpenBLAS kernels our binaries run, as one JSON line:
+//
+//   {"plan": "/tmp/mlp.plan", "devices": 1, "batch": 256, "trainable_variables": 8,
+//    "params": 3159050, "param_sizes": [10, 1024, ...], "variable_shapes":
+//    {"layer0/weight": [1024, 1024], ...}, "ops": 39, "op_types": {"matmul": 11, ...},
+//    "forward_op_types": {"matmul": 4, "relu": 3, ...}, "openblas_core": "Cooperlake"}
+//
+// params counts trainable variables only (not optimizer state); param_sizes are their
+// element counts, sorted, so a framework that stores a weight transposed compares equal.
+// ops are the plan's logical ops after autograd and the optimizer pass; forward_op_types
+// counts those of the forward pass (up to the loss), which vs_pytorch.py compares with
+// the nodes of PyTorch's autograd graph.
+//
+// It links the CPU kernels as `oneflow run` does, so their startup check (kernels/cpu/
+// blas_core.h) picks the OpenBLAS core the same way: openblas_core is the core `oneflow
+// run` runs on this machine with this environment.
+#include <algorithm>
+#include <cstdio>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "proto/plan.pb.h"
+#include "tools/cli/plan_io.h"
+
+// Debian's OpenBLAS; declared here, as in kernels/cpu/blas_core.cc, to need no BLAS header.
+extern "C" char* openblas_get_corename(void);
+
+namespace oneflow {
+namespace {
+
+// Plan names are identifiers and paths; only quotes and backslashes need escaping.
+std::string Quoted(const std::string& text) {
+  std::string out = "\"";
+  for (char c : text) {
+    if (c == '"' || c == '\\') out += '\\';
+    out += c;
+  }
+  return out + "\"";
+}
+
+int Main(const std::string& path) {
+  absl::StatusOr<proto::Plan> plan = cli::ReadPlanFile(path);
+  if (!plan.ok()) {
+    std::fprintf(stderr, "plan_summary: %s\n", std::string(plan.status().message()).c_str());
+    return 1;
+  }
+  const proto::Job& job = plan->job();
+  std::map<std::string, const proto::TensorDef*> tensors;
+  for (const proto::TensorDef& tensor : job.tensors()) tensors[tensor.name()] = &tensor;
+  int64_t params = 0;
+  std::vector<int64_t> sizes;
+  std::vector<std::string> shapes;
+  for (const proto::VariableDef& variable : job.variables()) {
+    if (!variable.trainable()) continue;
+    const auto it = tensors.find(variable.tensor());
+    if (it == tensors.end()) {
+      std::fprintf(stderr, "plan_summary: variable '%s' has no tensor in the plan\n", variable.tensor().c_str());
+      return 1;
+    }
+    int64_t n = 1;
+    for (int64_t d : it->second->shape()) n *= d;
+    params += n;
+    sizes.push_back(n);
+    shapes.push_back(absl::StrCat(Quoted(variable.tensor()), ": [", absl::StrJoin(it->second->shape(), ", "), "]"));
+  }
+  std::sort(sizes.begin(), sizes.end());
+  // The compiler's autograd pass appends the backward and update ops after the forward
+  // ones, so the forward pass is every op up to the one producing the loss.
+  std::map<std::string, int> op_types, forward_op_types;
+  bool forward = true;
+  for (const proto::OpDef& op : job.ops()) {
+    ++op_types[op.type()];
+    if (forward) ++forward_op_types[op.type()];
+    for (const auto& [name, tensor] : op.outputs()) {
+      if (tensor == job.loss()) forward = false;
+    }
+  }
+  auto counts = [](const std::map<std::string, int>& types) {
+    std::vector<std::string> out;
+    for (const auto& [type, count] : types) out.push_back(absl::StrCat(Quoted(type), ": ", count));
+    return absl::StrJoin(out, ", ");
+  };
+  std::printf(
+      "{\"plan\": %s, \"devices\": %d, \"batch\": %lld, \"trainable_variables\": %zu, \"params\": %lld, "
+      "\"param_sizes\": [%s], \"variable_shapes\": {%s}, \"ops\": %d, \"op_types\": {%s}, "
+      "\"forward_op_types\": {%s}, \"openblas_core\": %s}\n",
+      Quoted(path).c_str(), plan->devices_size(), static_cast<long long>(job.batch_size()), sizes.size(),
+      static_cast<long long>(params), absl::StrJoin(sizes, ", ").c_str(), absl::StrJoin(shapes, ", ").c_str(),
+      job.ops_size(), counts(op_types).c_str(), counts(forward_op_types).c_str(),
+      Quoted(openblas_get_corename()).c_str());
+  return 0;
+}
+
+}  // namespace
+}  // namespace oneflow
+
+int main(int argc, char** argv) {
+  if (argc != 2) {
+    std::fprintf(stderr, "usage: plan_summary PLAN\n");
+    return 2;
+  }
+  return oneflow::Main(argv[1]);
+}
