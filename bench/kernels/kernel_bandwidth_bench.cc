@@ -25,7 +25,9 @@
 // Note on the ceiling: large memcpy uses non-temporal stores (no read for ownership of
 // the destination lines), while a kernel writing through the cache reads each output
 // line before writing it. A kernel reading one tensor and writing one therefore moves
-// 3 bytes for every 2 counted, and tops out near 2/3 of memcpy on this measure.
+// 3 bytes for every 2 counted: where memcpy runs at the memory's full speed that caps
+// it near 2/3. (On the Zen 4 build VM glibc's memcpy is slower than a plain vector
+// loop, and the simplest kernels reach 1.1-1.3; docs/kernels.md.)
 #include <algorithm>
 #include <chrono>
 #include <cstdint>

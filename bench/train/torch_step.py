@@ -1,13 +1,16 @@
 #!/usr/bin/python3
 """PyTorch's training step on the models of examples/mlp and examples/gpt, for vs_pytorch.py.
 
-    torch_step.py --model=mlp --dp=1 --data=synthetic --iters=60 --warmup=10
-    torch_step.py --model=mlp --dp=2 --data=record --record_file=/tmp/mlp.records
-    torch_step.py --model=gpt --dp=2
+    torch_step.py --model=mlp --batch=256 --in_features=1024 --hidden=1024 --layers=4 \
+        --classes=10 --lr=0.1 [--dp=2] [--data=record --record_file=/tmp/mlp.records]
+    torch_step.py --model=gpt --batch=8 --hidden=256 --heads=4 --layers=2 --seq=128 \
+        --vocab=1024 --lr=3e-4 [--dp=2] [--iters=60 --warmup=10]
+    torch_step.py --facts      # torch version, BLAS library and OpenBLAS core; no training
 
-Prints one JSON line: the median step time after warm-up (wall time from one step's
-end to the next's, as `oneflow run` reports step_ms), the parameter count and sizes, the
-first and last losses, and what PyTorch ran on (version, threads, OpenBLAS core).
+Prints one JSON line: every step time and their median after warm-up (wall time from
+one step's end to the next's, as `oneflow run` reports step_ms), the parameter count
+and sizes, the forward compute ops of the autograd graph, the first and last losses, and
+what PyTorch ran on (version, threads, OpenBLAS core).
 
 The models are ours, layer for layer (examples/mlp/mlp_model.cc, examples/gpt/
 gpt_model.cc); the optimizers are ours, with the same hyper-parameters; the data is made
@@ -289,7 +292,8 @@ def train(rank, args, port):
 
 def facts():
     """What PyTorch runs on: its version, its BLAS library and that library's core."""
-    blas = [path for path in re.findall(r"(/\S*lib(?:openblas|blas|mkl)\S*\.so\S*)", open("/proc/self/maps").read())]
+    with open("/proc/self/maps") as maps:
+        blas = set(re.findall(r"(/\S*lib(?:openblas|blas|mkl)\S*\.so\S*)", maps.read()))
     return {"torch": torch.__version__, "openblas_core": openblas_core(),
             "blas": " ".join(sorted(set(os.path.realpath(path) for path in blas)))}
 

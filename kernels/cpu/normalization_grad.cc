@@ -2,6 +2,7 @@
 // computed from the forward output (softmax, log_softmax) or input (layer_norm, the
 // cross-entropy's logits).
 #include <algorithm>
+#include <cmath>
 #include <vector>
 
 #include "kernels/cpu/float8.h"
@@ -98,12 +99,29 @@ absl::Status LayerNormGrad(const KernelContext& context) {
     const float* d = dy + row * h;
     float* out = dx + row * h;
     // The next row comes into the L2 cache during this row's arithmetic, which works on
-    // the L1 cache: its dy during the Moments pass, its x during the sums, its dx lines
-    // ahead of the stores (normalization_util.h).
-    const int64_t next = row + 1 < rows ? h : 0;
+    // the L1 cache: its x and dy during the sums, its dx lines ahead of the stores
+    // (normalization_util.h).
+    const float* next_in = row + 1 < rows ? in + h : in;
+    const float* next_d = row + 1 < rows ? d + h : d;
     if (row + 1 < rows) PrefetchForWriting(out + h, h);
-    const RowMoments moments = Moments(in, h, static_cast<float>(epsilon), d + next);
-    const float mean = moments.mean, rstd = moments.rstd;
+    // The mean, then in one pass the squares of x - mean, g and g * (x - mean): with
+    // rstd known only after that pass, mean(g * xhat) = rstd * mean(g * (x - mean)).
+    const float mean = RowSum(in, h) / static_cast<float>(h);  // As Moments computes it.
+    Float8 squares{}, sum_g{}, sum_gd{};
+    for (int64_t j = 0; j < h; j += kLanes) {
+      PrefetchAt(next_in, j);
+      PrefetchAt(next_d, j);
+      const int64_t n = h - j;
+      // Tail lanes: x = mean and dy = 0 add nothing.
+      const Float8 centered = (n >= kLanes ? Load(in + j) : LoadPartial(in + j, n, mean)) - mean;
+      const Float8 g = n >= kLanes ? Load(d + j) * Load(gamma + j)
+                                   : LoadPartial(d + j, n, 0.0f) * LoadPartial(gamma + j, n, 0.0f);
+      squares += centered * centered;
+      sum_g += g;
+      sum_gd += g * centered;
+    }
+    const float rstd =
+        1.0f / std::sqrt(Sum(squares) / static_cast<float>(h) + static_cast<float>(epsilon));
     // Lanes j..j+7 of the row: xhat, dy and g = dy * gamma. Tail lanes (past n valid
     // ones) get x = mean and dy = 0, so xhat = 0 and g = 0: they add nothing.
     struct Lanes {
@@ -122,15 +140,8 @@ absl::Status LayerNormGrad(const KernelContext& context) {
       }
       return l;
     };
-    Float8 sum_g{}, sum_gx{};
-    for (int64_t j = 0; j < h; j += kLanes) {
-      PrefetchAt(in + next, j);
-      const Lanes l = lanes(j, h - j);
-      sum_g += l.g;
-      sum_gx += l.g * l.xhat;
-    }
     const float mean_g = Sum(sum_g) * inverse_h;
-    const float mean_gx = Sum(sum_gx) * inverse_h;
+    const float mean_gx = rstd * (Sum(sum_gd) * inverse_h);
     for (int64_t j = 0; j < h; j += kLanes) {
       const Lanes l = lanes(j, h - j);
       const Float8 dx_j = rstd * (l.g - mean_g - l.xhat * mean_gx);
