@@ -4,6 +4,7 @@
 // iterations within a stated tolerance of the dense run's: 1% for the gpt with fp8, int8
 // and automatic, 5% with int4; 10% for the far more sensitive mlp) for fp8, int8, int4
 // and automatic on 2 nodes x 2 devices.
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <map>
@@ -156,6 +157,13 @@ void ExpectFidelity(bool gpt) {
     const std::vector<float> losses = Train(c.plan, kIterations);
     ASSERT_EQ(losses.size(), dense.size()) << c.name;
     for (size_t i = 0; i < losses.size(); ++i) ASSERT_TRUE(std::isfinite(losses[i])) << c.name << " " << i;
+    // The codec really ran: a dense run (even one silently ignoring the codec) would
+    // follow the dense curve to float reassociation, far below this difference.
+    double largest_difference = 0;
+    for (size_t i = 0; i < losses.size(); ++i) {
+      largest_difference = std::max(largest_difference, std::abs(static_cast<double>(losses[i]) - dense[i]));
+    }
+    EXPECT_GT(largest_difference, 1e-4 * dense.front()) << c.name << ": the losses equal the dense run's";
     // The whole curve, not its last point: on these learnable synthetic tasks the loss
     // falls towards zero and single batches are noisy, so the mean loss over the run (the
     // area under the curve) is the stable measure of "trains like dense".

@@ -291,8 +291,6 @@ absl::Status PreparedBoxingStep::Run(const void* input, void* output, Collective
 
 const CompressedTraffic& PreparedBoxingStep::traffic() const { return step_->traffic; }
 
-double PreparedBoxingStep::last_relative_error() const { return step_->relative_error; }
-
 absl::Status RunBoxingStep(const BoxingStepArgs& args) {
   OF_ASSIGN_OR_RETURN(PreparedBoxingStep prepared, PreparedBoxingStep::Prepare(args));
   return prepared.Run(args.input, args.output, args.options);

@@ -99,12 +99,10 @@ class PreparedBoxingStep {
   // Runs the step on this act's buffers (of the prepared byte counts; null only when 0).
   absl::Status Run(const void* input, void* output, CollectiveOptions options);
 
-  // Bytes this device exchanged in compressed form over all acts so far (and what they
-  // weigh dense), and the relative L2 error of the last act's own encoding
-  // (||decode(encode(x)) - x|| / ||x|| of what this device sent): what the metrics
-  // report per codec. Zero for a dense step.
+  // Bytes this device exchanged in compressed form over all acts so far, and what they
+  // weigh dense. Zero for a dense step. (The per-codec error for the metrics is not
+  // computed per act: a second encode+decode on every act would double the codec cost.)
   const CompressedTraffic& traffic() const;
-  double last_relative_error() const;
 
  private:
   std::shared_ptr<const boxing_internal::GroupStep> step_;

@@ -31,12 +31,10 @@ std::vector<int64_t> ByteCounts(const std::vector<TensorSlice>& boxes, int64_t e
 
 bool Compressed(const BoxingStepArgs& args) { return args.compression.codec != Codec::kNone; }
 
-// Adds an act's compressed traffic and the round-trip error of what this device sent.
-absl::Status Account(const GroupStep& step, const BoxingStepArgs& args,
-                     const absl::StatusOr<CompressedTraffic>& traffic, const float* sent, int64_t count) {
+// Adds an act's compressed traffic to the step's totals.
+absl::Status Account(const GroupStep& step, const absl::StatusOr<CompressedTraffic>& traffic) {
   if (!traffic.ok()) return traffic.status();
   step.traffic += *traffic;
-  step.relative_error = RoundTripRelativeError(args.compression, sent, count);
   return absl::OkStatus();
 }
 
@@ -47,10 +45,9 @@ absl::Status RunAllReduce(const GroupStep& step, const BoxingStepArgs& args) {
   if (Compressed(args)) {
     const auto* input = static_cast<const float*>(args.input);
     const int64_t count = step.dst[step.me].NumElements();
-    return Account(step, args,
+    return Account(step,
                    CompressedAllReduce(*args.communicator, args.compression, input,
-                                       static_cast<float*>(args.output), count, StepOptions(step, args)),
-                   input, count);
+                                       static_cast<float*>(args.output), count, StepOptions(step, args)));
   }
   return args.communicator->AllReduce(static_cast<const float*>(args.input),
                                       static_cast<float*>(args.output),
@@ -67,10 +64,9 @@ absl::Status RunReduceScatter(const GroupStep& step, const BoxingStepArgs& args)
     const auto* input = static_cast<const float*>(send);
     int64_t total = 0;
     for (int64_t count : counts) total += count;
-    return Account(step, args,
+    return Account(step,
                    CompressedReduceScatter(*args.communicator, args.compression, input,
-                                           static_cast<float*>(args.output), counts, StepOptions(step, args)),
-                   input, total);
+                                           static_cast<float*>(args.output), counts, StepOptions(step, args)));
   }
   return args.communicator->ReduceScatter(static_cast<const float*>(send),
                                           static_cast<float*>(args.output), counts,
@@ -89,10 +85,9 @@ absl::Status RunAllGather(const GroupStep& step, const BoxingStepArgs& args) {
     std::vector<int64_t> counts;
     for (const TensorSlice& piece : pieces) counts.push_back(piece.NumElements());
     const auto* input = static_cast<const float*>(send);
-    OF_RETURN_IF_ERROR(Account(step, args,
+    OF_RETURN_IF_ERROR(Account(step,
                                CompressedAllGather(*args.communicator, args.compression, input,
-                                                   static_cast<float*>(receive), counts, StepOptions(step, args)),
-                               input, counts[step.me]));
+                                                   static_cast<float*>(receive), counts, StepOptions(step, args))));
   } else {
     OF_RETURN_IF_ERROR(args.communicator->AllGather(send, receive, ByteCounts(pieces, step.element_size),
                                                     StepOptions(step, args)));

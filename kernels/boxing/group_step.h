@@ -31,9 +31,8 @@ struct GroupStep {
   // first act (PreparedBoxingStep; one thread runs a step at a time).
   mutable std::vector<char> send_scratch;
   mutable std::vector<char> receive_scratch;
-  // Compressed steps: what the acts exchanged, and the last act's encoding error.
+  // Compressed steps: what the acts exchanged.
   mutable CompressedTraffic traffic;
-  mutable double relative_error = 0;
 
   int64_t size() const { return static_cast<int64_t>(src.size()); }
   absl::Status Error(absl::string_view message) const;  // INVALID_ARGUMENT, prefixed
