@@ -1,15 +1,44 @@
 #include "actors/metrics.h"
 
 #include <algorithm>
+#include <cmath>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 
 namespace oneflow::actors {
 
+double CodecMetrics::RelativeError() const {
+  // As RoundTripRelativeError (kernels/compression/codec.h): an all-zero input has no scale.
+  if (signal_sq == 0.0) return error_sq == 0.0 ? 0.0 : std::sqrt(error_sq);
+  return std::sqrt(error_sq / signal_sq);
+}
+
+CodecMetrics& CodecMetrics::operator+=(const CodecMetrics& other) {
+  error_sq += other.error_sq;
+  signal_sq += other.signal_sq;
+  wire_bytes += other.wire_bytes;
+  dense_bytes += other.dense_bytes;
+  return *this;
+}
+
 std::string MetricsJsonLine(const IterationMetrics& m) {
-  return absl::StrFormat("{\"iter\": %d, \"loss\": %.6g, \"step_ms\": %.3f, \"samples_per_s\": %.1f}\n",
-                         m.iteration, m.loss, m.step_ms, m.samples_per_s);
+  std::string line = absl::StrFormat("{\"iter\": %d, \"loss\": %.6g, \"step_ms\": %.3f, \"samples_per_s\": %.1f",
+                                     m.iteration, m.loss, m.step_ms, m.samples_per_s);
+  if (!m.compression.empty()) {
+    absl::StrAppend(&line, ", \"compression\": {");
+    const char* separator = "";
+    for (const auto& [codec, metrics] : m.compression) {
+      const double error = metrics.RelativeError();
+      absl::StrAppend(&line, separator, "\"", codec, "\": {\"rel_l2\": ",
+                      std::isfinite(error) ? absl::StrFormat("%.4g", error) : "null",
+                      ", \"wire_bytes\": ", metrics.wire_bytes, ", \"dense_bytes\": ", metrics.dense_bytes, "}");
+      separator = ", ";
+    }
+    absl::StrAppend(&line, "}");
+  }
+  absl::StrAppend(&line, "}\n");
+  return line;
 }
 
 absl::StatusOr<std::unique_ptr<MetricsReporter>> MetricsReporter::Open(const std::string& path, int64_t iterations,

@@ -6,6 +6,7 @@
 
 #include <cstdint>
 #include <fstream>
+#include <map>
 #include <memory>
 #include <ostream>
 #include <string>
@@ -14,15 +15,37 @@
 
 namespace oneflow::actors {
 
+// What the compressed boxings of one codec moved and lost over one iteration, as sums so
+// that devices and nodes add up (the launcher merges nodes by adding these).
+struct CodecMetrics {
+  // Over every element the devices encoded: sum((decoded - original)^2) and
+  // sum(original^2) (kernels/compression/compressed_collectives.h, "Error").
+  double error_sq = 0;
+  double signal_sq = 0;
+  // Encoded bytes the devices sent, and what the same exchanges weigh as dense f32.
+  int64_t wire_bytes = 0;
+  int64_t dense_bytes = 0;
+
+  // sqrt(error_sq / signal_sq); 0 when nothing (or only zeros) was encoded.
+  double RelativeError() const;
+  CodecMetrics& operator+=(const CodecMetrics& other);
+};
+
 struct IterationMetrics {
   int64_t iteration = 0;
   float loss = 0;
   // Wall time since the previous iteration's loss arrived (the first: since start).
   double step_ms = 0;
   double samples_per_s = 0;
+  // By codec key ("int4/128": codec name / group size); empty when no boxing compresses.
+  std::map<std::string, CodecMetrics> compression;
 };
 
-// {"iter": 3, "loss": 2.71828, "step_ms": 12.345, "samples_per_s": 5184.0} and "\n".
+// {"iter": 3, "loss": 2.71828, "step_ms": 12.345, "samples_per_s": 5184.0} and "\n";
+// with compression, before the closing brace, in key order:
+//   , "compression": {"int4/128": {"rel_l2": 0.1172, "wire_bytes": 1234, "dense_bytes": 9876}}
+// rel_l2 is RelativeError() (4 significant digits; null when not finite: a NaN or Inf was
+// encoded, and JSON has no NaN).
 std::string MetricsJsonLine(const IterationMetrics& metrics);
 
 // The --metrics=FILE contract: with a path, JSON lines go to that file; without one,

@@ -1,5 +1,6 @@
 #include "actors/metrics.h"
 
+#include <cmath>
 #include <cstdlib>
 #include <fstream>
 #include <sstream>
@@ -21,6 +22,38 @@ IterationMetrics Metrics(int64_t iteration) {
 TEST(MetricsTest, JsonLineFormat) {
   EXPECT_EQ(MetricsJsonLine(Metrics(3)),
             "{\"iter\": 3, \"loss\": 2.71828, \"step_ms\": 12.346, \"samples_per_s\": 5184.0}\n");
+}
+
+// Sums in, ratios out: rel_l2 = sqrt(error_sq / signal_sq) per codec, in key order.
+TEST(MetricsTest, JsonLineWithCompression) {
+  IterationMetrics m = Metrics(3);
+  m.compression["int4/128"] = CodecMetrics{/*error_sq=*/0.25, /*signal_sq=*/16.0, 1234, 9876};
+  m.compression["fp8e4m3/128"] = CodecMetrics{1e-6, 4.0, 520, 2048};
+  EXPECT_EQ(MetricsJsonLine(m),
+            "{\"iter\": 3, \"loss\": 2.71828, \"step_ms\": 12.346, \"samples_per_s\": 5184.0, "
+            "\"compression\": {\"fp8e4m3/128\": {\"rel_l2\": 0.0005, \"wire_bytes\": 520, \"dense_bytes\": 2048}, "
+            "\"int4/128\": {\"rel_l2\": 0.125, \"wire_bytes\": 1234, \"dense_bytes\": 9876}}}\n");
+}
+
+// Nothing encoded is no error; a NaN encoded (it decodes to NaN) has no JSON number.
+TEST(MetricsTest, RelativeErrorOfNothingIsZeroAndOfNanIsNull) {
+  IterationMetrics m = Metrics(0);
+  m.compression["int8/512"] = CodecMetrics{};
+  m.compression["int4/128"] = CodecMetrics{std::nan(""), 1.0, 8, 64};
+  EXPECT_EQ(MetricsJsonLine(m),
+            "{\"iter\": 0, \"loss\": 2.71828, \"step_ms\": 12.346, \"samples_per_s\": 5184.0, "
+            "\"compression\": {\"int4/128\": {\"rel_l2\": null, \"wire_bytes\": 8, \"dense_bytes\": 64}, "
+            "\"int8/512\": {\"rel_l2\": 0, \"wire_bytes\": 0, \"dense_bytes\": 0}}}\n");
+}
+
+TEST(MetricsTest, CodecMetricsAdd) {
+  CodecMetrics sum{1.0, 4.0, 10, 40};
+  sum += CodecMetrics{3.0, 12.0, 5, 20};
+  EXPECT_EQ(sum.error_sq, 4.0);
+  EXPECT_EQ(sum.signal_sq, 16.0);
+  EXPECT_EQ(sum.wire_bytes, 15);
+  EXPECT_EQ(sum.dense_bytes, 60);
+  EXPECT_EQ(sum.RelativeError(), 0.5);
 }
 
 TEST(MetricsTest, LinesOnAStreamThatIsNotATerminal) {

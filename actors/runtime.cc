@@ -1,12 +1,17 @@
 #include "actors/runtime.h"
 
+#include <algorithm>
+#include <limits>
+#include <map>
 #include <mutex>
+#include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "actors/behaviors/boxing_behavior.h"
 #include "actors/behaviors/compute_behavior.h"
 #include "actors/behaviors/leaf_behaviors.h"
 #include "actors/behaviors/plan_index.h"
+#include "actors/compression_meter.h"
 #include "compiler/plan_verifier.h"
 #include "oneflow_core/status.h"
 
@@ -31,21 +36,47 @@ absl::StatusOr<TrainResult> TrainPlan(const proto::Plan& plan, const TrainOption
       break;
     }
   }
+  CompressionMeterOptions meter_options;
+  meter_options.bound = options.compression_error_bound;
+  meter_options.warn = options.on_warning;
+  CompressionMeter meter(std::move(meter_options));
   TrainResult result;
   std::mutex mutex;
   auto last = std::chrono::steady_clock::now();
   const int64_t batch = plan.job().batch_size();
+  // A line covers its whole iteration: the backward boxings (and what they meter) run
+  // after the loss arrives, so iteration i is reported once its loss arrived and every
+  // local device finished it (the engine's iteration gate: all its actors acted on i).
+  std::vector<int64_t> completed(plan.devices_size(), 0);
+  std::vector<int> local_devices;
+  for (int d = 0; d < plan.devices_size(); ++d) {
+    const bool local = options.node < 0 || plan.devices(d).device().node() == options.node;
+    if (local && plan.devices(d).actors_size() > 0) local_devices.push_back(d);
+  }
+  std::map<int64_t, IterationMetrics> losses;  // arrived, not yet reported
+  int64_t next_report = 0;
+  auto report_ready = [&] {  // under `mutex`
+    int64_t finished = std::numeric_limits<int64_t>::max();
+    for (int d : local_devices) finished = std::min(finished, completed[d]);
+    for (auto it = losses.find(next_report); it != losses.end() && next_report < finished;
+         it = losses.find(next_report)) {
+      IterationMetrics metrics = std::move(it->second);
+      losses.erase(it);
+      metrics.compression = meter.TakeIteration(next_report++);
+      result.iterations.push_back(metrics);
+      if (options.on_iteration) options.on_iteration(metrics);
+    }
+  };
   auto on_loss = [&](int64_t iteration, float loss) {
     std::lock_guard<std::mutex> lock(mutex);
     const auto now = std::chrono::steady_clock::now();
-    IterationMetrics metrics;
+    IterationMetrics& metrics = losses[iteration];
     metrics.iteration = iteration;
     metrics.loss = loss;
     metrics.step_ms = std::chrono::duration<double, std::milli>(now - last).count();
     metrics.samples_per_s = metrics.step_ms > 0 ? batch * 1000.0 / metrics.step_ms : 0;
     last = now;
-    result.iterations.push_back(metrics);
-    if (options.on_iteration) options.on_iteration(metrics);
+    report_ready();
   };
   BindFunction behavior = [&](const ActorBinding& binding) -> absl::StatusOr<ActFunction> {
     switch (binding.actor->kind()) {
@@ -56,7 +87,7 @@ absl::StatusOr<TrainResult> TrainPlan(const proto::Plan& plan, const TrainOption
       case proto::ACTOR_COMPUTE:
         return BindCompute(index, binding);
       case proto::ACTOR_BOXING:
-        return BindBoxing(index, binding, &communicators, options.collective_timeout);
+        return BindBoxing(index, binding, &communicators, options.collective_timeout, &meter);
       case proto::ACTOR_SINK:
         return BindLossSink(binding, binding.device_index == reporting_device
                                          ? std::function<void(int64_t, float)>(on_loss)
@@ -79,7 +110,13 @@ absl::StatusOr<TrainResult> TrainPlan(const proto::Plan& plan, const TrainOption
   engine_options.progress_timeout = options.progress_timeout;
   engine_options.record_acts = options.record_acts;
   engine_options.on_collective_done = options.on_collective_done;
-  engine_options.on_iteration_done = options.on_iteration_done;
+  engine_options.on_iteration_done = [&](int device_index, int64_t count) {
+    if (options.on_iteration_done) options.on_iteration_done(device_index, count);
+    std::lock_guard<std::mutex> lock(mutex);
+    // Two threads of one device may report out of order; counts only grow.
+    completed[device_index] = std::max(completed[device_index], count);
+    report_ready();
+  };
   engine_options.on_failure = [&communicators, &options](const absl::Status& error) {
     communicators.AbortAll(absl::AbortedError(absl::StrCat("the run stopped: ", error.message())));
     if (options.on_failure) options.on_failure(error);

@@ -19,6 +19,7 @@
 #include "absl/time/time.h"
 #include "actors/engine.h"
 #include "actors/metrics.h"
+#include "kernels/compression/codec.h"
 #include "oneflow_core/comm/key_value_store.h"
 #include "proto/plan.pb.h"
 
@@ -48,8 +49,16 @@ struct TrainOptions {
   std::function<void(const absl::Status& error)> on_failure;
   // Wraps every actor's act function after binding: fault injection in tests.
   std::function<ActFunction(const ActorBinding& binding, ActFunction act)> wrap_act;
-  // Called in iteration order from the thread of the first device's sink.
+  // Called in iteration order, once the iteration's loss arrived and every device of
+  // this process finished the iteration (its backward boxings included, so that the
+  // metrics cover all of the iteration's compressed boxing), from the thread that
+  // completed the last of these.
   std::function<void(const IterationMetrics&)> on_iteration;
+  // The relative L2 error above which a compressed boxing edge warns, once per edge
+  // (compression_meter.h); unset: DocumentedErrorBound. Where the warnings go; unset:
+  // stderr.
+  std::function<double(const CodecOptions& codec)> compression_error_bound;
+  std::function<void(const std::string& line)> on_warning;
 };
 
 struct TrainResult {

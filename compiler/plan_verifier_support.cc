@@ -1,12 +1,14 @@
 // The verifier's check that the runtime can execute every boxing step of the plan: the
-// step kind is known, its SBPs parse, its hierarchy axis exists, and the change it
-// makes is supported for the tensor's dtype. The predicate is the runtime's own
+// step kind is known, its SBPs parse, its hierarchy axis exists, the change it makes is
+// supported for the tensor's dtype, and its compression (one level or two) is one the
+// runtime runs there. The predicate is the runtime's own
 // (kernels/boxing/step_support.h), so the two can never disagree: a plan this accepts
 // does not fail in iteration 0 with "not implemented".
 #include <vector>
 
 #include "absl/container/flat_hash_map.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "compiler/plan_verifier.h"
 #include "compiler/plan_verifier_internal.h"
 #include "kernels/boxing/step_proto.h"
@@ -38,16 +40,33 @@ absl::StatusOr<NdSbp> StepSbp(const proto::NdSbp& sbp, const std::string& who, c
   return parsed;
 }
 
+bool IsTwoLevel(const proto::Compression& compression) {
+  return compression.cross_node_kind() != proto::Compression::NONE;
+}
+
 // A step's compression: a codec this build knows with options it accepts, on an f32
 // tensor (the compressed collectives decode into f32), on a step kind that has a
-// compressed form (all_reduce, reduce_scatter, all_gather).
+// compressed form (all_reduce, reduce_scatter, all_gather). The two-level form: both
+// codecs known and valid, on an all_reduce or reduce_scatter (the kinds with a two-level
+// compressed collective; kernels/boxing/boxing_step.h says why not all_gather). Where its
+// group lies is checked against the collectives (VerifyTwoLevelGroup).
 absl::Status VerifyCompression(const proto::Compression& compression, BoxingKind kind, DType dtype,
                                const std::string& who) {
   if (!proto::Compression::Kind_IsValid(compression.kind())) {
     return Fail(absl::StrCat(who, " is compressed with codec ", static_cast<int>(compression.kind()),
                              ", which this build does not know"));
   }
-  if (compression.kind() == proto::Compression::NONE) return absl::OkStatus();
+  if (!proto::Compression::Kind_IsValid(compression.cross_node_kind())) {
+    return Fail(absl::StrCat(who, " is compressed across nodes with codec ",
+                             static_cast<int>(compression.cross_node_kind()), ", which this build does not know"));
+  }
+  if (compression.kind() == proto::Compression::NONE) {
+    if (IsTwoLevel(compression)) {
+      return Fail(absl::StrCat(who, " has cross-node codec ", proto::Compression::Kind_Name(compression.cross_node_kind()),
+                               " but in-node codec NONE; a two-level step compresses both levels"));
+    }
+    return absl::OkStatus();
+  }
   const std::string codec = proto::Compression::Kind_Name(compression.kind());
   if (!IsFloating(dtype)) {
     return Fail(absl::StrCat(who, " compresses a ", DTypeName(dtype), " tensor with ", codec,
@@ -66,6 +85,40 @@ absl::Status VerifyCompression(const proto::Compression& compression, BoxingKind
   }
   absl::StatusOr<CodecOptions> options = CodecFromProto(compression);
   if (!options.ok()) return Fail(absl::StrCat(who, ": ", options.status().message()));
+  if (!IsTwoLevel(compression)) return absl::OkStatus();
+  const std::string cross_node = proto::Compression::Kind_Name(compression.cross_node_kind());
+  if (kind != BoxingKind::kAllReduce && kind != BoxingKind::kReduceScatter) {
+    return Fail(absl::StrCat(who, " is compressed in two levels (", codec, " in the node, ", cross_node,
+                             " across nodes), but only all_reduce and reduce_scatter have a two-level form"));
+  }
+  if (compression.cross_node_block_size() < 1) {
+    return Fail(absl::StrCat(who, " has cross-node compression group size ", compression.cross_node_block_size(),
+                             "; it must be >= 1"));
+  }
+  absl::StatusOr<StepCompression> levels = StepCompressionFromProto(compression);
+  if (!levels.ok()) return Fail(absl::StrCat(who, ": ", levels.status().message()));
+  return absl::OkStatus();
+}
+
+// A two-level step's collective group must lie node by node, the same number (> 1) of
+// members on each of several nodes: the layout the two-level collectives split into an
+// in-node and a cross-node group (kernels/boxing/step_support.h, the runtime's check).
+absl::Status VerifyTwoLevelGroup(const proto::Plan& plan, int64_t collective_id, const std::string& who) {
+  if (collective_id < 0) {
+    return Fail(absl::StrCat(who, " is compressed in two levels but runs on no collective"));
+  }
+  const proto::CollectiveDef& collective = plan.collectives(static_cast<int>(collective_id));
+  std::vector<int64_t> nodes;
+  std::vector<std::string> members;
+  for (const proto::DeviceId& member : collective.group()) {
+    nodes.push_back(member.node());
+    members.push_back(DeviceText(member));
+  }
+  absl::StatusOr<NodeLayout> layout = TwoLevelLayout(nodes);
+  if (!layout.ok()) {
+    return Fail(absl::StrCat(who, " is compressed in two levels, but the group of collective ", collective_id,
+                             ", [", absl::StrJoin(members, ", "), "], cannot run them: ", layout.status().message()));
+  }
   return absl::OkStatus();
 }
 
@@ -77,6 +130,7 @@ absl::Status VerifyStep(const proto::Plan& plan, const proto::BoxingStepDef& ste
   if (step.collective_id() < -1 || step.collective_id() >= plan.collectives_size()) {
     return Fail(absl::StrCat(who, " uses collective ", step.collective_id(), ", which the plan lacks"));
   }
+  if (IsTwoLevel(step.compression())) OF_RETURN_IF_ERROR(VerifyTwoLevelGroup(plan, step.collective_id(), who));
   OF_ASSIGN_OR_RETURN(const NdSbp src, StepSbp(step.src_sbp(), who, "src_sbp"));
   OF_ASSIGN_OR_RETURN(const NdSbp dst, StepSbp(step.dst_sbp(), who, "dst_sbp"));
   if (*kind == BoxingKind::kSendRecv) {
@@ -153,6 +207,12 @@ absl::Status VerifyRuntimeSupport(const proto::Plan& plan) {
         return Fail(absl::StrCat(who, " issues collective ", actor.collective_id(), ", which does not carry its step (boxing ",
                                  actor.boxing_id(), " step ", actor.boxing_step(), ", ", StepKindText(step.kind()), " axis ",
                                  step.hierarchy_axis(), ")"));
+      }
+      // Every group of a two-level step runs it, not only the one the step records.
+      if (!local && IsTwoLevel(step.compression())) {
+        OF_RETURN_IF_ERROR(VerifyTwoLevelGroup(
+            plan, actor.collective_id(),
+            absl::StrCat(who, " runs boxing ", actor.boxing_id(), " step ", actor.boxing_step(), ", which")));
       }
     }
   }

@@ -1,5 +1,8 @@
 #include "compiler/plan_verifier.h"
 
+#include <functional>
+#include <string>
+
 #include "absl/strings/str_format.h"
 #include "compiler/compilation.h"
 #include "compiler/plan_checksum.h"
@@ -18,9 +21,10 @@
 namespace oneflow {
 namespace {
 
-// An inference MLP, tensor-parallel over 2 devices by hints: the row-parallel matmul
-// leaves a partial sum, so the plan has an all-reduce per device.
-proto::Plan TensorParallelPlan() {
+// An inference MLP, tensor-parallel over 2 devices by hints (or `nodes` x
+// `devices_per_node`, one group): the row-parallel matmul leaves a partial sum, so the
+// plan has an all-reduce per device.
+proto::Plan TensorParallelPlan(int64_t nodes = 1, int64_t devices_per_node = 2) {
   Graph graph("mlp");
   graph.AddDataSource("data", DataSource::SyntheticClassification(1, 10));
   Tensor x = graph.Input("x", Shape{8, 16}, DType::kF32, "data");
@@ -32,10 +36,10 @@ proto::Plan TensorParallelPlan() {
   graph.SetLoss(ReduceMean(y));
   Compilation compilation;
   compilation.job = *graph.Build();
-  compilation.options.cluster.set_num_nodes(1);
-  compilation.options.cluster.set_devices_per_node(2);
+  compilation.options.cluster.set_num_nodes(nodes);
+  compilation.options.cluster.set_devices_per_node(devices_per_node);
   compilation.links = LinkModel{100e9, 10e9};
-  compilation.cluster_placement = *Placement::Grid(DeviceType::kCpu, 1, 2);
+  compilation.cluster_placement = *Placement::Grid(DeviceType::kCpu, nodes, devices_per_node);
   compilation.default_placement = compilation.cluster_placement;
   PassPipeline pipeline;
   pipeline.AddPass<ShapeInferencePass>();
@@ -278,6 +282,83 @@ TEST(PlanVerifierTest, ChecksAStepsCompression) {
             who + " compresses a f16 tensor; compressed collectives are implemented for f32");
   EXPECT_EQ(with(proto::Compression::FP8_E4M3, 128, proto::DTYPE_F32), "");  // What the runtime runs.
   EXPECT_TRUE(Resealed(original).ok());
+}
+
+// The two-level form as the compiler writes it for data-parallel gradients: int8 in
+// groups of 512 in the node, int4 in groups of 128 across nodes, both rotated.
+proto::Compression TwoLevel() {
+  proto::Compression compression;
+  compression.set_kind(proto::Compression::INT8);
+  compression.set_block_size(512);
+  compression.set_hadamard(true);
+  compression.set_cross_node_kind(proto::Compression::INT4);
+  compression.set_cross_node_block_size(128);
+  compression.set_cross_node_hadamard(true);
+  return compression;
+}
+
+// "boxing 0 of 't' (a -> b) step 0 (all_reduce)": how the verifier names step 0 of boxing 0.
+std::string FirstStep(const proto::Plan& plan) {
+  const proto::BoxingDef& boxing = plan.boxings(0);
+  return absl::StrCat("boxing 0 of '", boxing.tensor(), "' (", boxing.producer_op(), " -> ", boxing.consumer_op(),
+                      ") step 0 (", boxing.steps(0).kind() == proto::STEP_ALL_REDUCE ? "all_reduce" : "reduce_scatter",
+                      ")");
+}
+
+TEST(PlanVerifierTest, ChecksTheTwoLevelForm) {
+  // 2 nodes x 2 devices: the all-reduce's group is [0:0, 0:1, 1:0, 1:1].
+  const proto::Plan original = TensorParallelPlan(2, 2);
+  const proto::BoxingStepKind kind = original.boxings(0).steps(0).kind();
+  ASSERT_TRUE(kind == proto::STEP_ALL_REDUCE || kind == proto::STEP_REDUCE_SCATTER) << kind;
+  const std::string who = FirstStep(original);
+  auto with = [&](const std::function<void(proto::Compression*, proto::BoxingStepDef*)>& change) {
+    proto::Plan plan = original;
+    proto::BoxingStepDef* step = plan.mutable_boxings(0)->mutable_steps(0);
+    *step->mutable_compression() = TwoLevel();
+    change(step->mutable_compression(), step);
+    return std::string(Resealed(plan).message());
+  };
+  EXPECT_EQ(with([](proto::Compression*, proto::BoxingStepDef*) {}), "");  // What the runtime runs.
+  EXPECT_EQ(with([](proto::Compression* c, proto::BoxingStepDef*) {
+              c->set_cross_node_kind(static_cast<proto::Compression::Kind>(9));
+            }),
+            who + " is compressed across nodes with codec 9, which this build does not know");
+  EXPECT_EQ(with([](proto::Compression* c, proto::BoxingStepDef*) { c->set_kind(proto::Compression::NONE); }),
+            who + " has cross-node codec INT4 but in-node codec NONE; a two-level step compresses both levels");
+  EXPECT_EQ(with([](proto::Compression* c, proto::BoxingStepDef*) { c->set_cross_node_block_size(0); }),
+            who + " has cross-node compression group size 0; it must be >= 1");
+  EXPECT_EQ(with([](proto::Compression* c, proto::BoxingStepDef*) { c->set_cross_node_block_size(100); }),
+            who + ": cross-node codec int4 with hadamard: group_size is 100; the Walsh-Hadamard transform needs a "
+                  "power of two in [32, 2048]");
+  EXPECT_EQ(with([](proto::Compression* c, proto::BoxingStepDef*) { c->set_block_size(48); }),
+            who + ": codec int8 with hadamard: group_size is 48; the Walsh-Hadamard transform needs a power of "
+                  "two in [32, 2048]");
+  const std::string gather = who.substr(0, who.rfind('(')) + "(all_gather)";
+  EXPECT_EQ(with([](proto::Compression*, proto::BoxingStepDef* step) { step->set_kind(proto::STEP_ALL_GATHER); }),
+            gather + " is compressed in two levels (INT8 in the node, INT4 across nodes), but only all_reduce and "
+                     "reduce_scatter have a two-level form");
+  EXPECT_TRUE(Resealed(original).ok());
+}
+
+TEST(PlanVerifierTest, RefusesTwoLevelStepsOnGroupsThatAreNotRegularAcrossNodes) {
+  // One node: nothing crosses nodes.
+  proto::Plan plan = TensorParallelPlan();
+  *plan.mutable_boxings(0)->mutable_steps(0)->mutable_compression() = TwoLevel();
+  const int64_t collective = plan.boxings(0).steps(0).collective_id();
+  EXPECT_EQ(std::string(Resealed(plan).message()),
+            absl::StrCat(FirstStep(plan), " is compressed in two levels, but the group of collective ", collective,
+                         ", [0:0, 0:1], cannot run them: its members are on nodes [0, 0]; a two-level step needs more "
+                         "than one node and more than one member per node (1 node of 2)"));
+  // 2 nodes x 2, the group listed across the nodes instead of node by node.
+  plan = TensorParallelPlan(2, 2);
+  *plan.mutable_boxings(0)->mutable_steps(0)->mutable_compression() = TwoLevel();
+  proto::CollectiveDef* group = plan.mutable_collectives(static_cast<int>(plan.boxings(0).steps(0).collective_id()));
+  ASSERT_EQ(group->group_size(), 4);
+  group->mutable_group()->SwapElements(1, 2);
+  EXPECT_EQ(std::string(VerifyRuntimeSupport(plan).message()),
+            absl::StrCat(FirstStep(plan), " is compressed in two levels, but the group of collective ", group->id(),
+                         ", [0:0, 1:0, 0:1, 1:1], cannot run them: its members are on nodes [0, 1, 0, 1]; a two-level "
+                         "step needs them listed node by node"));
 }
 
 }  // namespace

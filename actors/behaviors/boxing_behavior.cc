@@ -11,7 +11,8 @@
 namespace oneflow::actors {
 
 absl::StatusOr<ActFunction> BindBoxing(const PlanIndex& index, const ActorBinding& binding,
-                                       CommunicatorPool* communicators, absl::Duration collective_timeout) {
+                                       CommunicatorPool* communicators, absl::Duration collective_timeout,
+                                       CompressionMeter* meter) {
   const proto::Plan& plan = index.plan();
   const proto::ActorDef& actor = *binding.actor;
   if (actor.boxing_id() < 0 || actor.boxing_id() >= plan.boxings_size()) {
@@ -96,19 +97,46 @@ absl::StatusOr<ActFunction> BindBoxing(const PlanIndex& index, const ActorBindin
   args.communicator = communicator;
   args.input_bytes = in_bytes;
   args.output_bytes = out_bytes;
-  absl::StatusOr<CodecOptions> compression = CodecFromProto(step.compression());
+  absl::StatusOr<StepCompression> compression = StepCompressionFromProto(step.compression());
   if (!compression.ok()) {
     return absl::FailedPreconditionError(absl::StrCat("boxing step ", BoxingKindName(kind), " of '", boxing.tensor(),
                                                       "': ", compression.status().message()));
   }
-  args.compression = *compression;
+  args.compression = compression->codec;
+  args.cross_node_compression = compression->cross_node;
+  if (compression->two_level() && actor.collective_id() >= 0) {
+    // Its group's in-node and cross-node parts; Prepare checks they fit the placement.
+    OF_ASSIGN_OR_RETURN(const CommunicatorPool::TwoLevel two_level,
+                        communicators->TwoLevelForCollective(actor.collective_id(), device.device()));
+    args.in_node_communicator = two_level.in_node;
+    args.cross_node_communicator = two_level.cross_node;
+  }
   // Validated for the whole group once, here; an act only moves bytes. The placement
   // lives as long as the act function that holds the step.
   OF_ASSIGN_OR_RETURN(PreparedBoxingStep prepared, PreparedBoxingStep::Prepare(args));
+  // A compressed step hands each act's bytes and error to the meter (compression_meter.h):
+  // traffic() under the (in-node) codec, cross_node_traffic() under the cross-node one.
+  int part = -1, cross_node_part = -1;
+  if (meter != nullptr && args.compression.codec != Codec::kNone) {
+    const std::string edge = absl::StrCat("tensor '", boxing.tensor(), "' (", boxing.producer_op(), " -> ",
+                                          boxing.consumer_op(), ") boxing ", actor.boxing_id(), " step ",
+                                          actor.boxing_step(), " (", BoxingKindName(kind), " on hierarchy axis ",
+                                          step.hierarchy_axis(), ")");
+    part = meter->AddPart(actor.boxing_id(), actor.boxing_step(), edge, args.compression);
+    if (args.cross_node_compression.codec != Codec::kNone) {
+      cross_node_part = meter->AddPart(actor.boxing_id(), actor.boxing_step(), edge, args.cross_node_compression);
+    }
+  }
   return ActFunction([=](int64_t iteration, const ActContext& context) mutable {
     (void)placement;  // Keeps the placement the prepared step points to alive.
-    return prepared.Run(context.RegisterSlot(in, iteration), context.RegisterSlot(out, iteration),
-                        options_for(iteration));
+    const CompressedTraffic before = prepared.traffic(), cross_node_before = prepared.cross_node_traffic();
+    OF_RETURN_IF_ERROR(prepared.Run(context.RegisterSlot(in, iteration), context.RegisterSlot(out, iteration),
+                                    options_for(iteration)));
+    if (part >= 0) meter->Record(part, iteration, TrafficSince(prepared.traffic(), before));
+    if (cross_node_part >= 0) {
+      meter->Record(cross_node_part, iteration, TrafficSince(prepared.cross_node_traffic(), cross_node_before));
+    }
+    return absl::OkStatus();
   });
 }
 

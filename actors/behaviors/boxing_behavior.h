@@ -7,15 +7,18 @@
 #include "absl/time/time.h"
 #include "actors/behaviors/communicator_pool.h"
 #include "actors/behaviors/plan_index.h"
+#include "actors/compression_meter.h"
 #include "actors/engine.h"
 
 namespace oneflow::actors {
 
 // Collectives wait at most `collective_timeout` for their peers; their errors start with
 // "actor 'NAME' collective C sequence S iteration I", S counting the device's
-// collectives in the plan's static order across iterations.
+// collectives in the plan's static order across iterations. A compressed step records
+// each act's bytes and error in `meter` (none when null), under the act's iteration.
 absl::StatusOr<ActFunction> BindBoxing(const PlanIndex& index, const ActorBinding& binding,
-                                       CommunicatorPool* communicators, absl::Duration collective_timeout);
+                                       CommunicatorPool* communicators, absl::Duration collective_timeout,
+                                       CompressionMeter* meter = nullptr);
 
 }  // namespace oneflow::actors
 

@@ -10,6 +10,15 @@
 //   - otherwise (or one member per node): a flat Gloo group.
 // Gloo groups meet through `rendezvous` under a name derived from the device list, the
 // same in every process because every process reads the same plan.
+//
+// A two-level compressed step (kernels/boxing/boxing_step.h) runs over two communicators
+// of its group instead of one: the in-node group of its node's members, and the
+// cross-node group of the members at the same position on every node. All members in
+// this process: in-process groups. Otherwise the hierarchical communicator's parts: the
+// same in-node in-process group and the same cross-node Gloo group, which the pool owns
+// and lends to the hierarchical communicator, so one group has one set of connections.
+// Sharing is safe for the reason sharing a group between collectives is: every member
+// issues the group's collectives in the plan's static order, one at a time.
 #ifndef ACTORS_BEHAVIORS_COMMUNICATOR_POOL_H_
 #define ACTORS_BEHAVIORS_COMMUNICATOR_POOL_H_
 
@@ -45,11 +54,37 @@ class CommunicatorPool {
   // The communicator of `device` in the group of collective `collective_id`.
   absl::StatusOr<Communicator*> ForCollective(int64_t collective_id, const proto::DeviceId& device);
 
+  struct TwoLevel {
+    Communicator* in_node = nullptr;     // ranks = position on the node
+    Communicator* cross_node = nullptr;  // ranks = node position in the group
+  };
+
+  // The two communicators of `device` for a two-level step over the group of collective
+  // `collective_id`. FAILED_PRECONDITION naming the collective when its group is not
+  // listed node by node with the same number (> 1) of members on each of > 1 nodes.
+  absl::StatusOr<TwoLevel> TwoLevelForCollective(int64_t collective_id, const proto::DeviceId& device);
+
   // Fails every group: used when the run stops so no peer waits out its timeout.
   void AbortAll(const absl::Status& cause);
 
  private:
   using DeviceList = std::vector<std::pair<int64_t, int64_t>>;  // (node, device)
+
+  struct Membership {
+    DeviceList members;
+    int64_t rank = -1;  // the device's
+    bool all_here = true;
+  };
+  absl::StatusOr<Membership> MembershipOf(int64_t collective_id, const proto::DeviceId& device) const;
+  // The in-process group of this node's members of a group with members elsewhere, and
+  // the Gloo group of its members at position `local` on every node (created on first
+  // use; the caller holds mutex_).
+  absl::StatusOr<InProcessGroup*> InNodeGroup(const DeviceList& members, int64_t local_size, int64_t node_position);
+  absl::StatusOr<Communicator*> CrossNodeGloo(const DeviceList& members, int64_t nodes, int64_t local_size,
+                                              int64_t rank);
+  absl::StatusOr<std::unique_ptr<Communicator>> Gloo(const std::string& name, int64_t rank, int64_t size) const;
+  // FAILED_PRECONDITION: group `name` spans processes and this run has no rendezvous.
+  absl::Status NoRendezvous(const std::string& name) const;
 
   bool InThisProcess(int64_t node) const { return options_.node < 0 || node == options_.node; }
   // The communicator of group rank `rank` for a group with members in other processes.
@@ -63,8 +98,18 @@ class CommunicatorPool {
   std::map<DeviceList, std::unique_ptr<InProcessGroup>> in_process_;
   // In-node parts of hierarchical groups: the members of this node, by group.
   std::map<DeviceList, std::unique_ptr<InProcessGroup>> in_node_;
+  // Cross-node Gloo groups of groups with members elsewhere, per (group, position on
+  // the node); lent to the hierarchical communicators.
+  std::map<std::pair<DeviceList, int64_t>, std::unique_ptr<Communicator>> cross_node_;
   // Per (group, rank) communicators that reach other processes.
   std::map<std::pair<DeviceList, int64_t>, std::unique_ptr<Communicator>> cross_process_;
+  // Two-level groups whose members all live here: one in-process group per node, then
+  // one per position on the node.
+  struct InProcessTwoLevel {
+    std::vector<std::unique_ptr<InProcessGroup>> in_node;
+    std::vector<std::unique_ptr<InProcessGroup>> cross_node;
+  };
+  std::map<DeviceList, InProcessTwoLevel> two_level_in_process_;
 };
 
 }  // namespace oneflow::actors

@@ -2,13 +2,21 @@
 // float bytes on one thread, measured in the same run. One JSON line per codec and size:
 //   {"bench":"codec","codec":"fp8e4m3","group_size":128,"hadamard":true,"elements":..,
 //    "encode_gbps":..,"decode_gbps":..,"round_trip_gbps":..,"memcpy_gbps":..,"ratio":..,
-//    "goal":0.25,"wire_bytes_per_element":..,"relative_error":..}
+//    "goal":0.25,"wire_bytes_per_element":..,"relative_error":..,"meter_gbps":..,
+//    "reduce_scatter_metering":..,"all_gather_metering":..}
 // gbps = GB/s of float32 input (4 bytes per element); round_trip = one encode plus one
 // decode; ratio = round_trip / memcpy, the fraction of a plain copy's speed the codec
 // keeps: a compressed collective spends about that much CPU per byte on top of moving
 // fewer bytes. Goals (the issue): >= 0.25 for FP8 with a Hadamard of 128, >= 0.40 for
 // int8 and int4 without. Calls of the three alternate and each keeps its fastest, so
 // drift in clock speed or a busy neighbour on a shared machine affects all alike.
+//
+// Metering (compressed_collectives.h, "Error"): the collectives measure what their own
+// encodings lose. meter_gbps is AddEncodingError alone; the two overheads are relative to
+// the codec work a sent element costs anyway (one encode plus one decode): a
+// reduce-scatter sender decodes each chunk it sent once more and meters it
+// ((decode + meter) / (encode + decode)), an all-gather meters the decode of its own shard
+// that it makes anyway (meter / (encode + decode)).
 //
 //   bazel run -c opt //bench/compression:codec_bench
 //   bazel run -c opt //bench/compression:codec_bench -- --elements=262144,16777216
@@ -27,6 +35,7 @@
 #include "absl/flags/flag.h"
 #include "absl/flags/parse.h"
 #include "kernels/compression/codec.h"
+#include "kernels/compression/compressed_collectives.h"
 #include "oneflow_core/random.h"
 
 ABSL_FLAG(std::vector<std::string>, elements,
@@ -78,19 +87,26 @@ int Run() {
       auto run_memcpy = [&] { std::memcpy(copy.data(), input.data(), count * sizeof(float)); };
       auto run_encode = [&] { Encode(options, input.data(), count, encoded.data()); };
       auto run_decode = [&] { Decode(options, encoded.data(), count, decoded.data()); };
+      CompressedTraffic metered;
+      auto run_meter = [&] { AddEncodingError(input.data(), decoded.data(), count, &metered); };
       run_memcpy();  // page faults and warm caches
       run_encode();
       run_decode();
-      double memcpy_seconds = 1e30, encode_seconds = 1e30, decode_seconds = 1e30, spent = 0;
+      run_meter();
+      double memcpy_seconds = 1e30, encode_seconds = 1e30, decode_seconds = 1e30;
+      double meter_seconds = 1e30, spent = 0;
       for (int calls = 0;
            calls < absl::GetFlag(FLAGS_min_calls) || spent < absl::GetFlag(FLAGS_min_seconds);
            ++calls) {
         const double m = Seconds(run_memcpy), e = Seconds(run_encode), d = Seconds(run_decode);
+        const double r = Seconds(run_meter);
         memcpy_seconds = std::min(memcpy_seconds, m);
         encode_seconds = std::min(encode_seconds, e);
         decode_seconds = std::min(decode_seconds, d);
-        spent += m + e + d;
+        meter_seconds = std::min(meter_seconds, r);
+        spent += m + e + d + r;
       }
+      const double codec_seconds = encode_seconds + decode_seconds;
       const double bytes = 4.0 * count;
       const double memcpy_gbps = bytes / memcpy_seconds * 1e-9;
       const double round_trip_gbps = bytes / (encode_seconds + decode_seconds) * 1e-9;
@@ -100,14 +116,17 @@ int Run() {
           "\"stochastic_rounding\":%s,\"elements\":%lld,\"encode_gbps\":%.2f,"
           "\"decode_gbps\":%.2f,\"round_trip_gbps\":%.2f,\"memcpy_gbps\":%.2f,\"ratio\":%.3f,"
           "\"goal\":%.2f,\"meets_goal\":%s,\"wire_bytes_per_element\":%.4f,"
-          "\"relative_error\":%.5f,\"threads\":1}\n",
+          "\"relative_error\":%.5f,\"meter_gbps\":%.2f,\"reduce_scatter_metering\":%.3f,"
+          "\"all_gather_metering\":%.3f,\"threads\":1}\n",
           std::string(CodecName(options.codec)).c_str(),
           static_cast<long long>(options.group_size), options.hadamard ? "true" : "false",
           options.stochastic_rounding ? "true" : "false", static_cast<long long>(count),
           bytes / encode_seconds * 1e-9, bytes / decode_seconds * 1e-9, round_trip_gbps,
           memcpy_gbps, round_trip_gbps / memcpy_gbps, c.goal,
           c.goal == 0 ? "null" : (round_trip_gbps / memcpy_gbps >= c.goal ? "true" : "false"),
-          static_cast<double>(EncodedBytes(options, count)) / count, error);
+          static_cast<double>(EncodedBytes(options, count)) / count, error,
+          bytes / meter_seconds * 1e-9, (decode_seconds + meter_seconds) / codec_seconds,
+          meter_seconds / codec_seconds);
       std::fflush(stdout);
     }
   }

@@ -201,7 +201,9 @@ absl::StatusOr<GroupStep> Validate(const BoxingStepArgs& args) {
                      " bytes; the slices ", step.src[step.me].ToString(), " and ",
                      step.dst[step.me].ToString(), " need ", input_bytes, " and ", output_bytes));
   }
-  if (IsCollectiveKind(step.kind)) {
+  // A two-level step runs over its in-node and cross-node communicators instead
+  // (CheckCompression checks them).
+  if (IsCollectiveKind(step.kind) && !args.two_level()) {
     if (args.communicator == nullptr) return step.Error("a collective step needs a communicator");
     if (args.communicator->size() != step.size() || args.communicator->rank() != step.me) {
       return step.Error(absl::StrCat("the communicator is ", args.communicator->Name(),
@@ -227,16 +229,7 @@ absl::StatusOr<GroupStep> Validate(const BoxingStepArgs& args) {
 
 absl::StatusOr<PreparedBoxingStep> PreparedBoxingStep::Prepare(const BoxingStepArgs& args) {
   OF_ASSIGN_OR_RETURN(GroupStep step, Validate(args));
-  if (args.compression.codec != Codec::kNone) {
-    const bool has_form = step.kind == BoxingKind::kAllReduce || step.kind == BoxingKind::kReduceScatter ||
-                          step.kind == BoxingKind::kAllGather;
-    if (!has_form || args.dtype != DType::kF32) {
-      return absl::UnimplementedError(absl::StrCat(step.name, ": compressed (", CodecName(args.compression.codec),
-                                                   ") is implemented for all_reduce, reduce_scatter and all_gather "
-                                                   "of f32 tensors only"));
-    }
-    OF_RETURN_IF_ERROR(WithContext(CheckCodecOptions(args.compression), step.name));
-  }
+  OF_RETURN_IF_ERROR(boxing_internal::CheckCompression(step, args));
   PreparedBoxingStep prepared;
   prepared.step_ = std::make_shared<GroupStep>(std::move(step));
   prepared.args_ = args;
@@ -290,6 +283,8 @@ absl::Status PreparedBoxingStep::Run(const void* input, void* output, Collective
 }
 
 const CompressedTraffic& PreparedBoxingStep::traffic() const { return step_->traffic; }
+
+const CompressedTraffic& PreparedBoxingStep::cross_node_traffic() const { return step_->cross_node_traffic; }
 
 absl::Status RunBoxingStep(const BoxingStepArgs& args) {
   OF_ASSIGN_OR_RETURN(PreparedBoxingStep prepared, PreparedBoxingStep::Prepare(args));

@@ -33,8 +33,11 @@
 // its place in the N-D SBP, e.g. an outer all-gather under an inner split of the same
 // tensor axis); the check covers the whole group, so every member fails alike and none
 // is left waiting. UNIMPLEMENTED, from CheckStepSupported, for a reduction of f16, bf16 or
-// f8 and for making a P(max)/P(min) value locally. Communicator errors
-// (DEADLINE_EXCEEDED, ...) pass through.
+// f8 and for making a P(max)/P(min) value locally. A compressed step is refused with
+// UNIMPLEMENTED on a kind or dtype that has no compressed form, and with
+// INVALID_ARGUMENT for codec options the codec refuses and, for the two-level form, for
+// a group that is not regular across nodes or communicators that are not this device's.
+// Communicator errors (DEADLINE_EXCEEDED, ...) pass through.
 #ifndef KERNELS_BOXING_BOXING_STEP_H_
 #define KERNELS_BOXING_BOXING_STEP_H_
 
@@ -80,6 +83,28 @@ struct BoxingStepArgs {
   // collectives of kernels/compression (encode, exchange, decode and reduce in f32, the
   // same bits on every rank); any other compressed step is refused at preparation.
   CodecOptions compression;
+  // The two-level form (kNone: one level), for an all_reduce or reduce_scatter of f32
+  // whose group spans several nodes with the same number (> 1) of members on each,
+  // listed node by node (every group of the step; TwoLevelLayout in step_support.h).
+  // `compression` is then the in-node codec and this the cross-node one: the
+  // reduce-scatter runs TwoLevelCompressedReduceScatter (in-node exchange with
+  // `compression`, node partial sums across nodes with this), the all-reduce
+  // TwoLevelCompressedAllReduce, whose all-gather phase encodes each reduced shard once
+  // with `compression` as well: the shard then crosses the network at the in-node
+  // precision (8-bit, ZeRO++'s qwZ) rather than the cross-node one, because a gathered
+  // value is not averaged with others afterwards and its error reaches the result whole.
+  // There is no two-level all_gather step: a gather encodes each shard once, so it has
+  // one codec, and the flat compressed all-gather over the hierarchical communicator
+  // already sends each encoded shard to each other node only once.
+  CodecOptions cross_node_compression;
+  // Two-level steps only, in place of `communicator` (which they do not use and may be
+  // null): this device's in-node group (size = members per node, rank = its position
+  // on its node) and cross-node group (the members with the same position on every
+  // node; size = nodes, rank = its node's position).
+  Communicator* in_node_communicator = nullptr;
+  Communicator* cross_node_communicator = nullptr;
+
+  bool two_level() const { return cross_node_compression.codec != Codec::kNone; }
 };
 
 namespace boxing_internal {
@@ -100,9 +125,17 @@ class PreparedBoxingStep {
   absl::Status Run(const void* input, void* output, CollectiveOptions options);
 
   // Bytes this device exchanged in compressed form over all acts so far, and what they
-  // weigh dense. Zero for a dense step. (The per-codec error for the metrics is not
-  // computed per act: a second encode+decode on every act would double the codec cost.)
+  // weigh dense, and the squared error and signal of this device's own encodings (the
+  // compressed collectives decode what they encode; actors/compression_meter.h turns them
+  // into the metrics' per-codec error). Zero for a dense step. For a two-level step, the
+  // in-node exchanges ...
   const CompressedTraffic& traffic() const;
+  // ... and these the cross-node ones; zero for a flat or dense step. As in
+  // TwoLevelTraffic (compressed_collectives.h), bytes are counted per level and errors
+  // per codec: traffic() meters `compression`'s encodings (an all_reduce's gathered
+  // shards included, though they cross nodes too), cross_node_traffic()
+  // `cross_node_compression`'s, so each can be labelled with its codec.
+  const CompressedTraffic& cross_node_traffic() const;
 
  private:
   std::shared_ptr<const boxing_internal::GroupStep> step_;

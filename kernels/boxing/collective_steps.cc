@@ -5,7 +5,9 @@
 //   all_gather      piece g = member g's src slice (∩ the common dst slice D).
 //   all_to_all      chunk (g -> h) = member g's src slice ∩ member h's dst slice.
 // The two reductions are the f32 ones; integer tensors go to integer_steps.cc, as the
-// communicator reduces floats only.
+// communicator reduces floats only. Compressed, each is the one call of
+// kernels/compression on the same chunks: flat over `communicator`, or two-level over
+// the in-node and cross-node communicators.
 // Chunks are sent straight from the input and received straight into the output when
 // they lie back to back there (a split on the outermost non-trivial axis); otherwise they
 // are packed into / unpacked from a scratch buffer, which costs one extra pass over the
@@ -38,10 +40,33 @@ absl::Status Account(const GroupStep& step, const absl::StatusOr<CompressedTraff
   return absl::OkStatus();
 }
 
+absl::Status Account(const GroupStep& step, const absl::StatusOr<TwoLevelTraffic>& traffic) {
+  if (!traffic.ok()) return traffic.status();
+  step.traffic += traffic->in_node;
+  step.cross_node_traffic += traffic->cross_node;
+  return absl::OkStatus();
+}
+
+// The codecs of a two-level step (boxing_step.h, BoxingStepArgs::cross_node_compression):
+// the all-gather phase of an all-reduce uses the in-node settings.
+TwoLevelCodecs CodecsOf(const BoxingStepArgs& args) {
+  TwoLevelCodecs codecs;
+  codecs.in_node = args.compression;
+  codecs.cross_node = args.cross_node_compression;
+  codecs.gather = args.compression;
+  return codecs;
+}
+
 }  // namespace
 
 absl::Status RunAllReduce(const GroupStep& step, const BoxingStepArgs& args) {
   if (args.dtype != DType::kF32) return RunIntegerAllReduce(step, args);
+  if (args.two_level()) {
+    return Account(step, TwoLevelCompressedAllReduce(
+                             *args.in_node_communicator, *args.cross_node_communicator, CodecsOf(args),
+                             static_cast<const float*>(args.input), static_cast<float*>(args.output),
+                             step.dst[step.me].NumElements(), StepOptions(step, args)));
+  }
   if (Compressed(args)) {
     const auto* input = static_cast<const float*>(args.input);
     const int64_t count = step.dst[step.me].NumElements();
@@ -60,10 +85,15 @@ absl::Status RunReduceScatter(const GroupStep& step, const BoxingStepArgs& args)
   for (const TensorSlice& box : step.dst) counts.push_back(box.NumElements());
   const void* send =
       SendBufferFor(step.src[step.me], args.input, step.dst, step.element_size, &step.send_scratch);
+  if (args.two_level()) {
+    // Group rank = node * local_size + local (CheckCompression), the order of `counts`.
+    return Account(step, TwoLevelCompressedReduceScatter(
+                             *args.in_node_communicator, *args.cross_node_communicator, CodecsOf(args),
+                             static_cast<const float*>(send), static_cast<float*>(args.output), counts,
+                             StepOptions(step, args)));
+  }
   if (Compressed(args)) {
     const auto* input = static_cast<const float*>(send);
-    int64_t total = 0;
-    for (int64_t count : counts) total += count;
     return Account(step,
                    CompressedReduceScatter(*args.communicator, args.compression, input,
                                            static_cast<float*>(args.output), counts, StepOptions(step, args)));

@@ -31,8 +31,10 @@ struct GroupStep {
   // first act (PreparedBoxingStep; one thread runs a step at a time).
   mutable std::vector<char> send_scratch;
   mutable std::vector<char> receive_scratch;
-  // Compressed steps: what the acts exchanged.
+  // Compressed steps: what the acts exchanged; for a two-level step, in the node and
+  // across nodes (zero for the others).
   mutable CompressedTraffic traffic;
+  mutable CompressedTraffic cross_node_traffic;
 
   int64_t size() const { return static_cast<int64_t>(src.size()); }
   absl::Status Error(absl::string_view message) const;  // INVALID_ARGUMENT, prefixed
@@ -50,6 +52,14 @@ absl::Status RunAllToAll(const GroupStep& step, const BoxingStepArgs& args);
 // parts are gathered as bytes (AllGather, AllToAll) and reduced locally in rank order.
 absl::Status RunIntegerAllReduce(const GroupStep& step, const BoxingStepArgs& args);
 absl::Status RunIntegerReduceScatter(const GroupStep& step, const BoxingStepArgs& args);
+
+// PreparedBoxingStep::Prepare's checks of args.compression and
+// args.cross_node_compression for a validated step (step_compression.cc): UNIMPLEMENTED
+// for a kind or dtype without a compressed form, INVALID_ARGUMENT for codec options the
+// codec refuses, a cross-node codec without an in-node one, a group of the step that is
+// not regular across nodes (every group, so all devices fail alike), and in-node or
+// cross-node communicators missing or not this device's.
+absl::Status CheckCompression(const GroupStep& step, const BoxingStepArgs& args);
 
 // The options passed to the communicator: the caller's, with the step's reduction.
 CollectiveOptions StepOptions(const GroupStep& step, const BoxingStepArgs& args);

@@ -22,6 +22,38 @@ constexpr std::pair<BoxingKind, proto::BoxingStepKind> kKinds[] = {
     {BoxingKind::kSendRecv, proto::STEP_SEND_RECV},
 };
 
+// One level of a Compression: its kind, group size and rotation.
+absl::StatusOr<CodecOptions> CodecFrom(proto::Compression::Kind kind, int64_t block_size, bool hadamard) {
+  CodecOptions options;
+  options.group_size = block_size;
+  options.hadamard = hadamard;
+  switch (kind) {
+    case proto::Compression::NONE:
+      return CodecOptions();
+    case proto::Compression::FP8_E4M3:
+      options.codec = Codec::kFp8E4M3;
+      break;
+    case proto::Compression::FP8_E5M2:
+      options.codec = Codec::kFp8E5M2;
+      break;
+    case proto::Compression::INT4:
+      options.codec = Codec::kInt4;
+      break;
+    case proto::Compression::INT8:
+      options.codec = Codec::kInt8;
+      break;
+    case proto::Compression::TACO_FP8:
+      options.codec = Codec::kTacoFp8;
+      break;
+    default:
+      return absl::InvalidArgumentError(
+          absl::StrCat("codec ", static_cast<int>(kind), " is not one this build knows"));
+  }
+  const absl::Status valid = CheckCodecOptions(options);
+  if (!valid.ok()) return valid;
+  return options;
+}
+
 }  // namespace
 
 proto::BoxingStepKind BoxingKindToProto(BoxingKind kind) {
@@ -42,34 +74,26 @@ absl::StatusOr<BoxingKind> BoxingKindFromProto(proto::BoxingStepKind kind) {
 }
 
 absl::StatusOr<CodecOptions> CodecFromProto(const proto::Compression& compression) {
-  CodecOptions options;
-  options.group_size = compression.block_size();
-  options.hadamard = compression.hadamard();
-  switch (compression.kind()) {
-    case proto::Compression::NONE:
-      return CodecOptions();
-    case proto::Compression::FP8_E4M3:
-      options.codec = Codec::kFp8E4M3;
-      break;
-    case proto::Compression::FP8_E5M2:
-      options.codec = Codec::kFp8E5M2;
-      break;
-    case proto::Compression::INT4:
-      options.codec = Codec::kInt4;
-      break;
-    case proto::Compression::INT8:
-      options.codec = Codec::kInt8;
-      break;
-    case proto::Compression::TACO_FP8:
-      options.codec = Codec::kTacoFp8;
-      break;
-    default:
-      return absl::InvalidArgumentError(absl::StrCat("codec ", static_cast<int>(compression.kind()),
-                                                     " is not one this build knows"));
+  return CodecFrom(compression.kind(), compression.block_size(), compression.hadamard());
+}
+
+absl::StatusOr<StepCompression> StepCompressionFromProto(const proto::Compression& compression) {
+  StepCompression step;
+  absl::StatusOr<CodecOptions> codec = CodecFromProto(compression);
+  if (!codec.ok()) return codec.status();
+  step.codec = *codec;
+  absl::StatusOr<CodecOptions> cross_node = CodecFrom(
+      compression.cross_node_kind(), compression.cross_node_block_size(), compression.cross_node_hadamard());
+  if (!cross_node.ok()) {
+    return absl::Status(cross_node.status().code(), absl::StrCat("cross-node ", cross_node.status().message()));
   }
-  const absl::Status valid = CheckCodecOptions(options);
-  if (!valid.ok()) return valid;
-  return options;
+  step.cross_node = *cross_node;
+  if (step.two_level() && step.codec.codec == Codec::kNone) {
+    return absl::InvalidArgumentError(absl::StrCat("cross-node codec ", CodecName(step.cross_node.codec),
+                                                   " without an in-node codec; a two-level step compresses "
+                                                   "both levels"));
+  }
+  return step;
 }
 
 }  // namespace oneflow

@@ -1,5 +1,6 @@
-// A boxing step's kind as the plan writes it (proto::BoxingStepKind) and as the compiler
-// and the runtime use it (BoxingKind): the one place the two spellings meet.
+// A boxing step's kind and compression as the plan writes them (proto::BoxingStepKind,
+// proto::Compression) and as the compiler and the runtime use them (BoxingKind,
+// CodecOptions): the one place the two spellings meet.
 #ifndef KERNELS_BOXING_STEP_PROTO_H_
 #define KERNELS_BOXING_STEP_PROTO_H_
 
@@ -23,6 +24,23 @@ absl::StatusOr<BoxingKind> BoxingKindFromProto(proto::BoxingStepKind kind);
 // NONE gives Codec::kNone. A kind this build does not know is INVALID_ARGUMENT naming the
 // number; options the codec refuses (CheckCodecOptions) are INVALID_ARGUMENT too.
 absl::StatusOr<CodecOptions> CodecFromProto(const proto::Compression& compression);
+
+// A step's whole compression: one level, or the two-level form (proto::Compression's
+// cross_node_* fields) of a reduction whose group spans nodes.
+struct StepCompression {
+  // The flat codec; for a two-level step, the in-node one. kNone: dense.
+  CodecOptions codec;
+  // The cross-node codec of a two-level step; kNone: one level.
+  CodecOptions cross_node;
+
+  bool two_level() const { return cross_node.codec != Codec::kNone; }
+};
+
+// Both levels. CodecFromProto's errors, those of the cross-node level starting with
+// "cross-node "; INVALID_ARGUMENT for a cross-node codec under an in-node NONE (a
+// two-level step compresses both levels: a dense in-node level is not a form the
+// compressed collectives have).
+absl::StatusOr<StepCompression> StepCompressionFromProto(const proto::Compression& compression);
 
 }  // namespace oneflow
 

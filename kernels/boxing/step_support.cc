@@ -61,6 +61,39 @@ absl::Status CheckStepSupported(BoxingKind kind, DType dtype, const Sbp& from, c
   return absl::OkStatus();
 }
 
+absl::StatusOr<NodeLayout> TwoLevelLayout(absl::Span<const int64_t> member_nodes) {
+  NodeLayout layout;
+  std::vector<int64_t> node_order;  // each node once, in order of first appearance
+  std::vector<int64_t> counts;
+  bool node_by_node = true;
+  for (size_t g = 0; g < member_nodes.size(); ++g) {
+    if (g == 0 || member_nodes[g] != member_nodes[g - 1]) {
+      for (int64_t seen : node_order) node_by_node &= seen != member_nodes[g];
+      node_order.push_back(member_nodes[g]);
+      counts.push_back(0);
+    }
+    ++counts.back();
+  }
+  const std::string nodes = absl::StrCat("its members are on nodes [", absl::StrJoin(member_nodes, ", "), "]");
+  if (!node_by_node) {
+    return absl::InvalidArgumentError(absl::StrCat(nodes, "; a two-level step needs them listed node by node"));
+  }
+  layout.nodes = static_cast<int64_t>(counts.size());
+  layout.local_size = counts.empty() ? 0 : counts[0];
+  for (int64_t count : counts) {
+    if (count != layout.local_size) {
+      return absl::InvalidArgumentError(
+          absl::StrCat(nodes, "; a two-level step needs the same number of members on every node"));
+    }
+  }
+  if (layout.nodes < 2 || layout.local_size < 2) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        nodes, "; a two-level step needs more than one node and more than one member per node (", layout.nodes,
+        layout.nodes == 1 ? " node" : " nodes", " of ", layout.local_size, ")"));
+  }
+  return layout;
+}
+
 absl::StatusOr<BoxingKind> ParseBoxingKind(absl::string_view name) {
   std::vector<std::string> names;
   for (BoxingKind kind : kKinds) {

@@ -23,9 +23,12 @@
 #ifndef KERNELS_BOXING_STEP_SUPPORT_H_
 #define KERNELS_BOXING_STEP_SUPPORT_H_
 
+#include <cstdint>
+
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
+#include "absl/types/span.h"
 #include "oneflow_core/dtype.h"
 #include "oneflow_core/sbp.h"
 #include "sbp/boxing_plan.h"
@@ -42,6 +45,23 @@ namespace oneflow {
 // For kSendRecv, `from` and `to` are the SBPs of one hierarchy axis of the source and of
 // the destination placement.
 absl::Status CheckStepSupported(BoxingKind kind, DType dtype, const Sbp& from, const Sbp& to);
+
+// How a collective group lies across nodes, for the two-level compressed collectives
+// (kernels/compression/compressed_collectives.h): group rank = node position *
+// local_size + local position.
+struct NodeLayout {
+  int64_t nodes = 0;
+  int64_t local_size = 0;
+};
+
+// The layout of a group whose member g lives on node member_nodes[g], when the group
+// can run a two-level step: its members listed node by node (each node's members
+// consecutive), the same number on every node, more than one node and more than one
+// member per node (with one of either, one level is all there is). INVALID_ARGUMENT
+// otherwise, saying which rule fails and listing the nodes:
+//   its members are on nodes [0, 1, 0, 1]; a two-level step needs them listed node by node
+// Both the runtime (per group of the step) and the plan verifier (per collective) ask.
+absl::StatusOr<NodeLayout> TwoLevelLayout(absl::Span<const int64_t> member_nodes);
 
 // The step kind a plan names (BoxingStepDef.kind: "all_reduce", ...; BoxingKindName's
 // inverse, exact); INVALID_ARGUMENT naming the text and listing the kinds for an unknown

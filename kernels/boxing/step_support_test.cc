@@ -1,4 +1,4 @@
-// CheckStepSupported for every kind and every dtype, and ParseBoxingKind.
+// CheckStepSupported for every kind and every dtype, ParseBoxingKind, and TwoLevelLayout.
 #include "kernels/boxing/step_support.h"
 
 #include <string>
@@ -122,6 +122,35 @@ TEST(StepSupportTest, ParseBoxingKindInvertsTheName) {
             absl::InvalidArgumentError("unknown step kind 'All_Reduce'; " + kinds));
   EXPECT_EQ(ParseBoxingKind("").status(),
             absl::InvalidArgumentError("unknown step kind ''; " + kinds));
+}
+
+TEST(TwoLevelLayoutTest, RegularGroupsAcrossNodes) {
+  const absl::StatusOr<NodeLayout> two_by_three = TwoLevelLayout({4, 4, 4, 1, 1, 1});
+  ASSERT_TRUE(two_by_three.ok()) << two_by_three.status();
+  EXPECT_EQ(two_by_three->nodes, 2);
+  EXPECT_EQ(two_by_three->local_size, 3);
+  const absl::StatusOr<NodeLayout> three_by_two = TwoLevelLayout({0, 0, 1, 1, 2, 2});
+  ASSERT_TRUE(three_by_two.ok()) << three_by_two.status();
+  EXPECT_EQ(three_by_two->nodes, 3);
+  EXPECT_EQ(three_by_two->local_size, 2);
+}
+
+TEST(TwoLevelLayoutTest, SaysWhichRuleAGroupBreaks) {
+  EXPECT_EQ(TwoLevelLayout({0, 1, 1, 0}).status(),
+            absl::InvalidArgumentError(
+                "its members are on nodes [0, 1, 1, 0]; a two-level step needs them listed node by node"));
+  EXPECT_EQ(TwoLevelLayout({0, 0, 1, 1, 1}).status(),
+            absl::InvalidArgumentError("its members are on nodes [0, 0, 1, 1, 1]; a two-level step needs the same "
+                                       "number of members on every node"));
+  EXPECT_EQ(TwoLevelLayout({3, 3}).status(),
+            absl::InvalidArgumentError("its members are on nodes [3, 3]; a two-level step needs more than one node "
+                                       "and more than one member per node (1 node of 2)"));
+  EXPECT_EQ(TwoLevelLayout({0, 1}).status(),
+            absl::InvalidArgumentError("its members are on nodes [0, 1]; a two-level step needs more than one node "
+                                       "and more than one member per node (2 nodes of 1)"));
+  EXPECT_EQ(TwoLevelLayout({}).status(),
+            absl::InvalidArgumentError("its members are on nodes []; a two-level step needs more than one node and "
+                                       "more than one member per node (0 nodes of 0)"));
 }
 
 }  // namespace

@@ -53,6 +53,17 @@
 // logical payload of the AllToAll / AllGather calls: a backend may route them through
 // rings or relays, docs/collectives.md) and what the same exchanges weigh as dense f32,
 // so the caller can add both to its metrics.
+//
+// Error: every call also returns the squared error of the encodings this rank made, so
+// the metrics can say what compression costs in accuracy (docs/sbp_and_boxing.md,
+// "Measured error in the metrics"). Codecs are pure functions (codec.h), so the encoder
+// decoding its own bytes sees exactly what every receiver decodes: the measure is exact,
+// not a model, and needs no exchange. A reduce-scatter decodes each chunk it sends into
+// scratch (one decode per sent element, on top of the encode); an all-gather measures the
+// decode of its own shard that it does anyway. What is measured is each encoding against
+// what was encoded: the caller's chunks, a two-level node partial sum, a reduced shard. A
+// rank's own reduce-scatter chunk is never encoded and adds nothing. Metering reads the
+// inputs and writes only scratch: the outputs have the same bits with or without it.
 #ifndef KERNELS_COMPRESSION_COMPRESSED_COLLECTIVES_H_
 #define KERNELS_COMPRESSION_COMPRESSED_COLLECTIVES_H_
 
@@ -73,10 +84,32 @@ struct CompressedTraffic {
   // The same exchanges as dense f32 (4 bytes per element).
   int64_t dense_bytes_sent = 0;
   int64_t dense_bytes_received = 0;
+  // Over every element x this rank encoded: sum((decode(encode(x)) - x)^2) and sum(x^2),
+  // in double. NaN when an encoded group held a NaN or Inf (it decodes to NaN, codec.h).
+  double error_sq = 0;
+  double signal_sq = 0;
 
+  // sqrt(error_sq / signal_sq): the relative L2 error of all these encodings together, as
+  // RoundTripRelativeError defines it for one (0 when nothing was encoded or all was 0).
+  double RelativeError() const;
+
+  // Every field adds (bytes, and the two sums: errors of separate calls combine as one).
   CompressedTraffic& operator+=(const CompressedTraffic& other);
 };
 
+// Adds sum((decoded - original)^2) and sum(original^2) over `count` elements to `traffic`:
+// the metering of the collectives, public for benchmarks and for callers that encode
+// themselves. In double; the order of the additions is fixed but not
+// RoundTripRelativeError's, so the two agree to rounding, not bit for bit.
+void AddEncodingError(const float* original, const float* decoded, int64_t count,
+                      CompressedTraffic* traffic);
+
+// Bytes per level: in_node the in-node exchanges, cross_node the cross-node ones. Error by
+// codec: cross_node meters the encodings made with codecs.cross_node (the node partial
+// sums), in_node those made with codecs.in_node and codecs.gather (a gathered shard is
+// encoded once and travels both levels; ZeRO++'s qwZ and the boxing steps give it the
+// in-node precision, kernels/boxing/boxing_step.h), so that a caller that labels in_node
+// with the in-node codec and cross_node with the cross-node one labels every error right.
 struct TwoLevelTraffic {
   CompressedTraffic in_node;
   CompressedTraffic cross_node;

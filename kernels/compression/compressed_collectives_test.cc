@@ -1,6 +1,6 @@
-// The compressed collectives on 1..8 ranks, one thread per rank, over the in-process
-// backend and (1..4 ranks) over Gloo: one test body per collective, run through a backend
-// factory. Each result is checked three ways:
+// The compressed collectives on every communicator backend (comm/testing's factory:
+// in-process on 1..8 ranks, Gloo on 1..4, hierarchical on 2x1, 1x3 and 2x2), one thread
+// per rank: one test body per collective. Each result is checked three ways:
 //  - bit for bit against a sequential reference built from the codec itself (encode and
 //    decode each contribution as its sender would, reduce in the documented order), so
 //    the same bits on every rank and every run follow;
@@ -13,6 +13,7 @@
 #include <cmath>
 #include <cstdint>
 #include <cstring>
+#include <map>
 #include <memory>
 #include <string>
 #include <vector>
@@ -22,15 +23,12 @@
 #include "gtest/gtest.h"
 #include "kernels/compression/compressed_collectives_testing.h"
 #include "oneflow_core/comm/in_process/rank_threads.h"
+#include "oneflow_core/comm/testing/communicator_factory.h"
 
 namespace oneflow {
 namespace {
 
-using ::testing::HasSubstr;
-using compression_testing::Backend;
-using compression_testing::BackendCase;
-using compression_testing::CaseName;
-using compression_testing::Cases;
+using comm_testing::BackendCase;
 using compression_testing::Codecs;
 using compression_testing::CountingCommunicator;
 using compression_testing::Distance;
@@ -41,27 +39,47 @@ using compression_testing::RankInput;
 using compression_testing::Sum;
 using compression_testing::ThroughTheWire;
 using compression_testing::UnevenCounts;
+using ::testing::HasSubstr;
+
+// A group of one backend, every rank behind a counting wrapper.
+struct CountedGroup {
+  std::unique_ptr<comm_testing::TestGroup> group;
+  std::vector<std::unique_ptr<CountingCommunicator>> counting;
+};
 
 class CompressedCollectivesTest : public ::testing::TestWithParam<BackendCase> {
  protected:
-  // The group's communicators, each behind a counting wrapper.
-  void MakeGroup(int64_t ranks) {
-    backend_ = GetParam().make();
-    counting_.clear();
-    for (Communicator* communicator : backend_->MakeGroup(ranks, absl::StrCat("g", ++groups_))) {
-      counting_.push_back(std::make_unique<CountingCommunicator>(communicator));
-    }
+  // One group per case, shared by the case's tests: connecting a Gloo group costs about as
+  // much as a test's calls. No test fails a call (bad arguments fail before communicating),
+  // so every test finds the group usable.
+  static std::map<std::string, CountedGroup>& Groups() {
+    static auto* const groups = new std::map<std::string, CountedGroup>();
+    return *groups;
   }
-  CountingCommunicator& communicator(int64_t rank) { return *counting_[rank]; }
+  static void TearDownTestSuite() { Groups().clear(); }
 
-  std::unique_ptr<Backend> backend_;
-  std::vector<std::unique_ptr<CountingCommunicator>> counting_;
-  int groups_ = 0;
+  void SetUp() override {
+    CountedGroup& counted = Groups()[comm_testing::CaseName(GetParam())];
+    if (counted.group == nullptr) {
+      counted.group = GetParam().factory->MakeGroup(GetParam().shape);
+      for (int64_t rank = 0; rank < counted.group->size(); ++rank) {
+        counted.counting.push_back(std::make_unique<CountingCommunicator>(&(*counted.group)[rank]));
+      }
+    }
+    counting_ = &counted.counting;
+  }
+
+  int64_t ranks() const { return static_cast<int64_t>(counting_->size()); }
+  CountingCommunicator& communicator(int64_t rank) { return *(*counting_)[rank]; }
+  void ResetCounts() {
+    for (auto& c : *counting_) c->sent = c->received = 0;
+  }
+
+  std::vector<std::unique_ptr<CountingCommunicator>>* counting_ = nullptr;
 };
 
 TEST_P(CompressedCollectivesTest, ReduceScatterMatchesTheSequentialReference) {
-  const int64_t ranks = GetParam().ranks;
-  MakeGroup(ranks);
+  const int64_t ranks = this->ranks();
   for (const NamedCodec& codec : Codecs()) {
     for (int64_t scale : {0, 1, 61}) {
       const std::vector<int64_t> counts = UnevenCounts(ranks, scale);
@@ -73,11 +91,11 @@ TEST_P(CompressedCollectivesTest, ReduceScatterMatchesTheSequentialReference) {
         inputs[r] = RankInput(r, total);
         outputs[r].assign(counts[r], -1.0f);
       }
-      for (auto& c : counting_) c->sent = c->received = 0;
+      ResetCounts();
       RunOnRankThreads(ranks, [&](int64_t rank) {
-        traffic[rank] = CompressedReduceScatter(communicator(rank), codec.options,
-                                                inputs[rank].data(), outputs[rank].data(), counts,
-                                                {});
+        traffic[rank] =
+            CompressedReduceScatter(communicator(rank), codec.options, inputs[rank].data(),
+                                    outputs[rank].data(), counts, {});
       });
       for (int64_t rank = 0; rank < ranks; ++rank) {
         ASSERT_TRUE(traffic[rank].ok()) << traffic[rank].status();
@@ -119,8 +137,7 @@ TEST_P(CompressedCollectivesTest, ReduceScatterMatchesTheSequentialReference) {
 }
 
 TEST_P(CompressedCollectivesTest, AllGatherGivesEveryRankTheOwnersEncoding) {
-  const int64_t ranks = GetParam().ranks;
-  MakeGroup(ranks);
+  const int64_t ranks = this->ranks();
   for (const NamedCodec& codec : Codecs()) {
     for (int64_t scale : {0, 1, 61}) {
       const std::vector<int64_t> counts = UnevenCounts(ranks, scale);
@@ -132,10 +149,10 @@ TEST_P(CompressedCollectivesTest, AllGatherGivesEveryRankTheOwnersEncoding) {
         shards[r] = RankInput(r + 100, counts[r]);
         outputs[r].assign(total, -1.0f);
       }
-      for (auto& c : counting_) c->sent = c->received = 0;
+      ResetCounts();
       RunOnRankThreads(ranks, [&](int64_t rank) {
-        traffic[rank] = CompressedAllGather(communicator(rank), codec.options,
-                                            shards[rank].data(), outputs[rank].data(), counts, {});
+        traffic[rank] = CompressedAllGather(communicator(rank), codec.options, shards[rank].data(),
+                                            outputs[rank].data(), counts, {});
       });
       std::vector<float> want;
       for (int64_t r = 0; r < ranks; ++r) {
@@ -167,8 +184,7 @@ TEST_P(CompressedCollectivesTest, AllGatherGivesEveryRankTheOwnersEncoding) {
 
 // In place and not, every rank ends with the same bits, near the dense sum.
 TEST_P(CompressedCollectivesTest, AllReduceGivesTheSameBitsEverywhere) {
-  const int64_t ranks = GetParam().ranks;
-  MakeGroup(ranks);
+  const int64_t ranks = this->ranks();
   for (const NamedCodec& codec : Codecs()) {
     for (int64_t count : {int64_t{0}, int64_t{1}, ranks + 2, int64_t{3001}}) {
       std::vector<std::vector<float>> outputs(ranks), in_place(ranks);
@@ -183,10 +199,10 @@ TEST_P(CompressedCollectivesTest, AllReduceGivesTheSameBitsEverywhere) {
           return;
         }
         in_place[rank] = input;
-        statuses[rank] = CompressedAllReduce(communicator(rank), codec.options,
-                                             in_place[rank].data(), in_place[rank].data(), count,
-                                             {})
-                             .status();
+        statuses[rank] =
+            CompressedAllReduce(communicator(rank), codec.options, in_place[rank].data(),
+                                in_place[rank].data(), count, {})
+                .status();
       });
       std::vector<float> dense(count, 0.0f);
       double contributions = 0.0;
@@ -199,8 +215,7 @@ TEST_P(CompressedCollectivesTest, AllReduceGivesTheSameBitsEverywhere) {
         ASSERT_TRUE(statuses[rank].ok()) << statuses[rank];
         ASSERT_EQ(std::memcmp(outputs[rank].data(), outputs[0].data(), count * sizeof(float)), 0)
             << codec.name << " rank " << rank << " count " << count;
-        ASSERT_EQ(std::memcmp(in_place[rank].data(), outputs[0].data(), count * sizeof(float)),
-                  0)
+        ASSERT_EQ(std::memcmp(in_place[rank].data(), outputs[0].data(), count * sizeof(float)), 0)
             << codec.name << " in place, rank " << rank;
       }
       // One encoding per contribution and one of the reduced shard.
@@ -212,8 +227,7 @@ TEST_P(CompressedCollectivesTest, AllReduceGivesTheSameBitsEverywhere) {
 }
 
 TEST_P(CompressedCollectivesTest, InPlaceReduceScatterAndAllGatherMatchOutOfPlace) {
-  const int64_t ranks = GetParam().ranks;
-  MakeGroup(ranks);
+  const int64_t ranks = this->ranks();
   const CodecOptions codec{Codec::kInt4, 64, true, true, 3};
   const std::vector<int64_t> counts = UnevenCounts(ranks, 50);
   const std::vector<int64_t> offsets = Offsets(counts);
@@ -255,8 +269,7 @@ TEST_P(CompressedCollectivesTest, InPlaceReduceScatterAndAllGatherMatchOutOfPlac
 
 // kMax reduces the decoded values: against the max of what went through the wire.
 TEST_P(CompressedCollectivesTest, ReduceScatterMaxReducesDecodedValues) {
-  const int64_t ranks = GetParam().ranks;
-  MakeGroup(ranks);
+  const int64_t ranks = this->ranks();
   const CodecOptions codec{Codec::kFp8E4M3, 32};
   const std::vector<int64_t> counts = UnevenCounts(ranks, 20);
   const std::vector<int64_t> offsets = Offsets(counts);
@@ -277,11 +290,9 @@ TEST_P(CompressedCollectivesTest, ReduceScatterMaxReducesDecodedValues) {
       for (int64_t sender = 0; sender < ranks; ++sender) {
         const std::vector<float> input = RankInput(sender, total);
         const float* chunk = input.data();
-        const float value =
-            sender == rank
-                ? chunk[offsets[rank] + i]
-                : ThroughTheWire(codec, sender, chunk + offsets[rank], counts[rank],
-                                 offsets[rank])[i];
+        const float value = sender == rank ? chunk[offsets[rank] + i]
+                                           : ThroughTheWire(codec, sender, chunk + offsets[rank],
+                                                            counts[rank], offsets[rank])[i];
         want = std::fmax(want, value);
       }
       ASSERT_EQ(outputs[rank][i], want) << "rank " << rank << " i " << i;
@@ -291,15 +302,13 @@ TEST_P(CompressedCollectivesTest, ReduceScatterMaxReducesDecodedValues) {
 
 // Bad arguments fail before any communication, naming the call and the argument.
 TEST_P(CompressedCollectivesTest, BadArgumentsAreInvalidAndNamed) {
-  const int64_t ranks = GetParam().ranks;
-  MakeGroup(ranks);
+  const int64_t ranks = this->ranks();
   CollectiveOptions options;
   options.description = "actor 'b/rs' collective 3";
   std::vector<float> buffer(64, 0.0f);
   const std::vector<int64_t> counts(ranks, 4);
-  absl::StatusOr<CompressedTraffic> result =
-      CompressedReduceScatter(communicator(0), {Codec::kInt8, 0}, buffer.data(), buffer.data(),
-                              counts, options);
+  absl::StatusOr<CompressedTraffic> result = CompressedReduceScatter(
+      communicator(0), {Codec::kInt8, 0}, buffer.data(), buffer.data(), counts, options);
   EXPECT_EQ(result.status().code(), absl::StatusCode::kInvalidArgument);
   EXPECT_EQ(result.status().message(),
             "actor 'b/rs' collective 3: compressed reduce_scatter: codec int8: group_size is 0; "
@@ -307,20 +316,38 @@ TEST_P(CompressedCollectivesTest, BadArgumentsAreInvalidAndNamed) {
   result = CompressedAllGather(communicator(0), {Codec::kInt8}, buffer.data(), buffer.data(),
                                std::vector<int64_t>(ranks + 1, 1), options);
   EXPECT_EQ(result.status().message(),
-            absl::StrCat("actor 'b/rs' collective 3: compressed all_gather: counts has ",
-                         ranks + 1, " entries; the call needs ", ranks));
+            absl::StrCat("actor 'b/rs' collective 3: compressed all_gather: counts has ", ranks + 1,
+                         " entries; the call needs ", ranks));
   std::vector<int64_t> negative = counts;
   negative.back() = -2;
   result = CompressedReduceScatter(communicator(0), {Codec::kInt8}, buffer.data(), buffer.data(),
                                    negative, {});
   EXPECT_THAT(result.status().message(), HasSubstr("counts must be >= 0"));
   result = CompressedAllReduce(communicator(0), {Codec::kInt8}, nullptr, buffer.data(), 8, {});
-  EXPECT_EQ(result.status().message(),
-            "compressed all_reduce: input is null but its size is 8");
+  EXPECT_EQ(result.status().message(), "compressed all_reduce: input is null but its size is 8");
+}
+
+// In-process on 1..8 ranks, Gloo on 1..4, hierarchical on one device per node, one node,
+// and 2 nodes of 2 (where the all-gather crosses nodes and the all-to-all goes flat).
+std::vector<BackendCase> Cases() {
+  std::vector<BackendCase> cases;
+  for (int64_t ranks = 1; ranks <= 8; ++ranks) {
+    cases.push_back({comm_testing::InProcessFactory(), {1, ranks}});
+  }
+  for (int64_t ranks = 1; ranks <= 4; ++ranks)
+    cases.push_back({comm_testing::GlooFactory(), {1, ranks}});
+  for (comm_testing::GroupShape shape :
+       {comm_testing::GroupShape{2, 1}, comm_testing::GroupShape{1, 3},
+        comm_testing::GroupShape{2, 2}}) {
+    cases.push_back({comm_testing::HierarchicalFactory(), shape});
+  }
+  return cases;
 }
 
 INSTANTIATE_TEST_SUITE_P(Backends, CompressedCollectivesTest, ::testing::ValuesIn(Cases()),
-                         CaseName);
+                         [](const ::testing::TestParamInfo<BackendCase>& info) {
+                           return comm_testing::CaseName(info.param);
+                         });
 
 }  // namespace
 }  // namespace oneflow

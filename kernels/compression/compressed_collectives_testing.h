@@ -1,25 +1,19 @@
 // Test helpers shared by the compressed collectives' tests: a communicator wrapper that
-// counts the bytes of AllToAll and AllGather, backends that make groups (in-process
-// threads, Gloo over an in-memory store) so one test body runs on each, reproducible
-// data, and the sequential reference of one contribution's trip over the wire.
+// counts the bytes of AllToAll and AllGather, reproducible data, the codecs under test,
+// and the sequential reference of one contribution's trip over the wire. The groups of
+// every backend come from comm_testing::CommunicatorFactory.
 #ifndef KERNELS_COMPRESSION_COMPRESSED_COLLECTIVES_TESTING_H_
 #define KERNELS_COMPRESSION_COMPRESSED_COLLECTIVES_TESTING_H_
 
 #include <cmath>
 #include <cstdint>
-#include <functional>
 #include <memory>
-#include <ostream>
 #include <string>
 #include <vector>
 
-#include "absl/strings/str_cat.h"
-#include "gtest/gtest.h"
 #include "kernels/compression/codec.h"
 #include "kernels/compression/compressed_collectives.h"
-#include "oneflow_core/comm/gloo/communicator.h"
 #include "oneflow_core/comm/in_process/communicator.h"
-#include "oneflow_core/comm/key_value_store.h"
 
 namespace oneflow {
 namespace compression_testing {
@@ -82,16 +76,12 @@ class CountingCommunicator : public Communicator {
   Communicator* inner_;
 };
 
-// A backend makes groups; it owns them (and what they need) until it is destroyed.
-class Backend {
+// Groups of in-process communicators, owned until this is destroyed: for tests of one
+// backend only (compression_error_meter_test). Tests of every backend take their groups
+// from comm_testing::CommunicatorFactory (oneflow_core/comm/testing/communicator_factory.h).
+class InProcessBackend {
  public:
-  virtual ~Backend() = default;
-  virtual std::vector<Communicator*> MakeGroup(int64_t ranks, const std::string& name) = 0;
-};
-
-class InProcessBackend : public Backend {
- public:
-  std::vector<Communicator*> MakeGroup(int64_t ranks, const std::string& name) override {
+  std::vector<Communicator*> MakeGroup(int64_t ranks, const std::string& name) {
     groups_.push_back(std::move(InProcessGroup::Create(ranks, name)).value());
     std::vector<Communicator*> communicators;
     for (int64_t r = 0; r < ranks; ++r) communicators.push_back(&groups_.back()->communicator(r));
@@ -102,53 +92,10 @@ class InProcessBackend : public Backend {
   std::vector<std::unique_ptr<InProcessGroup>> groups_;
 };
 
-class GlooBackend : public Backend {
- public:
-  std::vector<Communicator*> MakeGroup(int64_t ranks, const std::string& name) override {
-    std::vector<Communicator*> communicators;
-    for (int64_t r = 0; r < ranks; ++r) {
-      GlooGroupOptions options;
-      options.group_name = name;
-      options.rank = r;
-      options.size = ranks;
-      options.store = store_.get();
-      options.connect_timeout = absl::Seconds(30);
-      owned_.push_back(std::move(NewGlooCommunicator(options)).value());
-      communicators.push_back(owned_.back().get());
-    }
-    return communicators;
-  }
-  ~GlooBackend() override { owned_.clear(); }  // before the store
-
- private:
-  std::unique_ptr<KeyValueStore> store_ = NewInMemoryKeyValueStore();
-  std::vector<std::unique_ptr<Communicator>> owned_;
-};
-
-struct BackendCase {
-  std::string name;
-  std::function<std::unique_ptr<Backend>()> make;
-  int64_t ranks;
-};
-
-inline std::string CaseName(const ::testing::TestParamInfo<BackendCase>& info) {
-  return absl::StrCat(info.param.name, "_", info.param.ranks, "ranks");
-}
-
-inline std::vector<BackendCase> Cases() {
-  std::vector<BackendCase> cases;
-  for (int64_t ranks = 1; ranks <= 8; ++ranks) {
-    cases.push_back({"in_process", [] { return std::make_unique<InProcessBackend>(); }, ranks});
-  }
-  for (int64_t ranks : {1, 2, 3, 4}) {
-    cases.push_back({"gloo", [] { return std::make_unique<GlooBackend>(); }, ranks});
-  }
-  return cases;
-}
-
 // Data: a Gaussian-looking, reproducible value per (rank, element) (a sum of uniforms).
 inline float Value(int64_t rank, int64_t element) {
-  uint64_t state = static_cast<uint64_t>(rank) * 0x9E3779B97F4A7C15ull + element * 0xD1B54A32D192ED03ull;
+  uint64_t state =
+      static_cast<uint64_t>(rank) * 0x9E3779B97F4A7C15ull + element * 0xD1B54A32D192ED03ull;
   float sum = 0.0f;
   for (int k = 0; k < 4; ++k) {
     state ^= state >> 31;
@@ -187,8 +134,8 @@ inline int64_t Sum(const std::vector<int64_t>& counts) {
 
 // What rank `sender` contributes after the wire: its values encoded with its seed and
 // the logical index of the first element, then decoded.
-inline std::vector<float> ThroughTheWire(const CodecOptions& codec, int64_t sender, const float* values,
-                                  int64_t count, int64_t first_index) {
+inline std::vector<float> ThroughTheWire(const CodecOptions& codec, int64_t sender,
+                                         const float* values, int64_t count, int64_t first_index) {
   CodecOptions encoding = codec;
   encoding.seed = MixSeed(codec.seed, sender);
   std::vector<uint8_t> encoded(EncodedBytes(codec, count));
@@ -230,8 +177,6 @@ inline double Distance(const float* a, const float* b, int64_t count) {
   }
   return std::sqrt(sum);
 }
-
-inline void PrintTo(const BackendCase& c, std::ostream* os) { *os << c.name << " " << c.ranks; }
 
 }  // namespace compression_testing
 }  // namespace oneflow

@@ -1,14 +1,15 @@
-// The two-level compressed collectives (in-node 8-bit, cross-node 4-bit) on 1x1, 1x3, 2x1,
-// 2x2, 3x2 and 2x4 (nodes x devices), every device a thread: in-process groups within a
-// node, and cross-node groups from a backend factory (in-process, or Gloo on 2x2 and 3x1).
+// The two-level compressed collectives (in-node 8-bit, cross-node 4-bit) on layouts of
+// 1x1 .. 2x4 (nodes x devices), every device a thread, both levels' groups made by one
+// communicator backend (comm/testing's factory: in-process on every layout, Gloo on 2x2
+// and 3x1, hierarchical groups on 2x2).
 // As for the flat forms: bit for bit against a sequential reference that follows the
 // documented association (local order within a node, then node order), near the dense
 // sum, the same bits on every rank, and wire bytes per level against a counting wrapper.
 #include <cmath>
 #include <cstdint>
 #include <cstring>
+#include <map>
 #include <memory>
-#include <ostream>
 #include <string>
 #include <vector>
 
@@ -18,71 +19,82 @@
 #include "kernels/compression/compressed_collectives.h"
 #include "kernels/compression/compressed_collectives_testing.h"
 #include "oneflow_core/comm/in_process/rank_threads.h"
+#include "oneflow_core/comm/testing/communicator_factory.h"
 
 namespace oneflow {
 namespace {
 
-using ::testing::HasSubstr;
-using compression_testing::Backend;
 using compression_testing::CountingCommunicator;
 using compression_testing::Distance;
-using compression_testing::GlooBackend;
-using compression_testing::InProcessBackend;
 using compression_testing::Norm;
 using compression_testing::Offsets;
 using compression_testing::RankInput;
 using compression_testing::Sum;
 using compression_testing::ThroughTheWire;
 using compression_testing::UnevenCounts;
+using ::testing::HasSubstr;
 
-struct TwoLevelShape {
-  int64_t nodes;
-  int64_t local_size;
-  int64_t size() const { return nodes * local_size; }
+using comm_testing::BackendCase;
+using comm_testing::GroupShape;
+
+// The groups of a two-level layout: one in-node group per node and one cross-node group
+// per local index, all from one backend, each rank behind a counting wrapper.
+struct TwoLevelGroups {
+  std::vector<std::unique_ptr<comm_testing::TestGroup>> groups;
+  std::vector<std::unique_ptr<CountingCommunicator>> in_node, cross_node;  // by group rank
 };
 
-struct TwoLevelCase {
-  std::string backend;  // of the cross-node groups; in-node groups are in-process
-  std::function<std::unique_ptr<Backend>()> make;
-  TwoLevelShape shape;
-};
-
-void PrintTo(const TwoLevelCase& c, std::ostream* os) {
-  *os << c.backend << " " << c.shape.nodes << "x" << c.shape.local_size;
-}
-
-class TwoLevelTest : public ::testing::TestWithParam<TwoLevelCase> {
+class TwoLevelTest : public ::testing::TestWithParam<BackendCase> {
  protected:
+  // One layout per case, shared by the case's tests: connecting Gloo groups costs about as
+  // much as a test's calls. No test fails a call (bad arguments fail before communicating).
+  static std::map<std::string, TwoLevelGroups>& Layouts() {
+    static auto* const layouts = new std::map<std::string, TwoLevelGroups>();
+    return *layouts;
+  }
+  static void TearDownTestSuite() { Layouts().clear(); }
+
   void SetUp() override {
-    const TwoLevelShape shape = GetParam().shape;
-    cross_backend_ = GetParam().make();
-    in_node_.resize(shape.size());
-    cross_node_.resize(shape.size());
-    for (int64_t node = 0; node < shape.nodes; ++node) {
-      std::vector<Communicator*> group =
-          in_process_.MakeGroup(shape.local_size, absl::StrCat("node", node));
-      for (int64_t local = 0; local < shape.local_size; ++local) {
-        in_node_[node * shape.local_size + local] =
-            std::make_unique<CountingCommunicator>(group[local]);
-      }
-    }
-    for (int64_t local = 0; local < shape.local_size; ++local) {
-      std::vector<Communicator*> group =
-          cross_backend_->MakeGroup(shape.nodes, absl::StrCat("cross", local));
-      for (int64_t node = 0; node < shape.nodes; ++node) {
-        cross_node_[node * shape.local_size + local] =
-            std::make_unique<CountingCommunicator>(group[node]);
-      }
+    TwoLevelGroups& layout = Layouts()[comm_testing::CaseName(GetParam())];
+    if (layout.groups.empty()) Build(layout);
+    layout_ = &layout;
+  }
+
+  CountingCommunicator& in_node(int64_t rank) { return *layout_->in_node[rank]; }
+  CountingCommunicator& cross_node(int64_t rank) { return *layout_->cross_node[rank]; }
+  void ResetCounts() {
+    for (auto* level : {&layout_->in_node, &layout_->cross_node}) {
+      for (auto& c : *level) c->sent = c->received = 0;
     }
   }
 
-  InProcessBackend in_process_;
-  std::unique_ptr<Backend> cross_backend_;
-  std::vector<std::unique_ptr<CountingCommunicator>> in_node_, cross_node_;  // by group rank
+  TwoLevelGroups* layout_ = nullptr;
+
+ private:
+  static void Build(TwoLevelGroups& layout) {
+    const GroupShape shape = GetParam().shape;
+    comm_testing::CommunicatorFactory& factory = *GetParam().factory;
+    layout.in_node.resize(shape.size());
+    layout.cross_node.resize(shape.size());
+    for (int64_t node = 0; node < shape.nodes; ++node) {
+      layout.groups.push_back(factory.MakeGroup(shape.local_size));
+      for (int64_t local = 0; local < shape.local_size; ++local) {
+        layout.in_node[node * shape.local_size + local] =
+            std::make_unique<CountingCommunicator>(&(*layout.groups.back())[local]);
+      }
+    }
+    for (int64_t local = 0; local < shape.local_size; ++local) {
+      layout.groups.push_back(factory.MakeGroup(shape.nodes));
+      for (int64_t node = 0; node < shape.nodes; ++node) {
+        layout.cross_node[node * shape.local_size + local] =
+            std::make_unique<CountingCommunicator>(&(*layout.groups.back())[node]);
+      }
+    }
+  }
 };
 
 TwoLevelCodecs TestCodecs() {
-  TwoLevelCodecs codecs;  // int8 G=512 rotated in the node, int4 G=128 rotated across
+  TwoLevelCodecs codecs;           // int8 G=512 rotated in the node, int4 G=128 rotated across
   codecs.in_node.group_size = 64;  // small test chunks still span several groups
   codecs.cross_node.stochastic_rounding = true;
   codecs.cross_node.seed = 5;
@@ -90,7 +102,7 @@ TwoLevelCodecs TestCodecs() {
 }
 
 TEST_P(TwoLevelTest, ReduceScatterIsInNodeThenCrossNodeInThatOrder) {
-  const TwoLevelShape shape = GetParam().shape;
+  const GroupShape shape = GetParam().shape;
   const int64_t ranks = shape.size(), L = shape.local_size;
   const TwoLevelCodecs codecs = TestCodecs();
   for (int64_t scale : {0, 1, 70}) {
@@ -103,11 +115,10 @@ TEST_P(TwoLevelTest, ReduceScatterIsInNodeThenCrossNodeInThatOrder) {
       inputs[r] = RankInput(r, total);
       outputs[r].assign(counts[r], -1.0f);
     }
-    for (int64_t r = 0; r < ranks; ++r) in_node_[r]->sent = in_node_[r]->received = 0;
-    for (int64_t r = 0; r < ranks; ++r) cross_node_[r]->sent = cross_node_[r]->received = 0;
+    ResetCounts();
     RunOnRankThreads(ranks, [&](int64_t rank) {
       traffic[rank] =
-          TwoLevelCompressedReduceScatter(*in_node_[rank], *cross_node_[rank], codecs,
+          TwoLevelCompressedReduceScatter(in_node(rank), cross_node(rank), codecs,
                                           inputs[rank].data(), outputs[rank].data(), counts, {});
     });
     for (int64_t target = 0; target < ranks; ++target) {
@@ -171,16 +182,16 @@ TEST_P(TwoLevelTest, ReduceScatterIsInNodeThenCrossNodeInThatOrder) {
       EXPECT_EQ(bytes.cross_node.bytes_sent, cross_sent);
       EXPECT_EQ(bytes.cross_node.bytes_received,
                 (shape.nodes - 1) * EncodedBytes(codecs.cross_node, n));
-      EXPECT_EQ(in_node_[target]->sent, bytes.in_node.bytes_sent);
-      EXPECT_EQ(in_node_[target]->received, bytes.in_node.bytes_received);
-      EXPECT_EQ(cross_node_[target]->sent, bytes.cross_node.bytes_sent);
-      EXPECT_EQ(cross_node_[target]->received, bytes.cross_node.bytes_received);
+      EXPECT_EQ(in_node(target).sent, bytes.in_node.bytes_sent);
+      EXPECT_EQ(in_node(target).received, bytes.in_node.bytes_received);
+      EXPECT_EQ(cross_node(target).sent, bytes.cross_node.bytes_sent);
+      EXPECT_EQ(cross_node(target).received, bytes.cross_node.bytes_received);
     }
   }
 }
 
 TEST_P(TwoLevelTest, AllGatherDecodesEveryOwnersEncodingOnEveryRank) {
-  const TwoLevelShape shape = GetParam().shape;
+  const GroupShape shape = GetParam().shape;
   const int64_t ranks = shape.size(), L = shape.local_size;
   const TwoLevelCodecs codecs = TestCodecs();
   for (int64_t scale : {0, 1, 70}) {
@@ -193,12 +204,11 @@ TEST_P(TwoLevelTest, AllGatherDecodesEveryOwnersEncodingOnEveryRank) {
       shards[r] = RankInput(r + 7, counts[r]);
       outputs[r].assign(total, -1.0f);
     }
-    for (int64_t r = 0; r < ranks; ++r) in_node_[r]->sent = in_node_[r]->received = 0;
-    for (int64_t r = 0; r < ranks; ++r) cross_node_[r]->sent = cross_node_[r]->received = 0;
+    ResetCounts();
     RunOnRankThreads(ranks, [&](int64_t rank) {
-      traffic[rank] = TwoLevelCompressedAllGather(*in_node_[rank], *cross_node_[rank], codecs,
-                                                  shards[rank].data(), outputs[rank].data(),
-                                                  counts, {});
+      traffic[rank] =
+          TwoLevelCompressedAllGather(in_node(rank), cross_node(rank), codecs, shards[rank].data(),
+                                      outputs[rank].data(), counts, {});
     });
     std::vector<float> want;
     for (int64_t r = 0; r < ranks; ++r) {
@@ -212,7 +222,8 @@ TEST_P(TwoLevelTest, AllGatherDecodesEveryOwnersEncodingOnEveryRank) {
           << "rank " << rank << " scale " << scale;
       const int64_t node = rank / L, local = rank % L;
       int64_t block = 0, all = 0;
-      for (int64_t m = 0; m < shape.nodes; ++m) block += EncodedBytes(codecs.gather, counts[m * L + local]);
+      for (int64_t m = 0; m < shape.nodes; ++m)
+        block += EncodedBytes(codecs.gather, counts[m * L + local]);
       for (int64_t count : counts) all += EncodedBytes(codecs.gather, count);
       const int64_t own = EncodedBytes(codecs.gather, counts[rank]);
       const TwoLevelTraffic& bytes = *traffic[rank];
@@ -220,16 +231,16 @@ TEST_P(TwoLevelTest, AllGatherDecodesEveryOwnersEncodingOnEveryRank) {
       EXPECT_EQ(bytes.cross_node.bytes_received, block - own);
       EXPECT_EQ(bytes.in_node.bytes_sent, (L - 1) * block);
       EXPECT_EQ(bytes.in_node.bytes_received, all - block);
-      EXPECT_EQ(in_node_[rank]->sent, bytes.in_node.bytes_sent);
-      EXPECT_EQ(in_node_[rank]->received, bytes.in_node.bytes_received);
-      EXPECT_EQ(cross_node_[rank]->sent, bytes.cross_node.bytes_sent);
-      EXPECT_EQ(cross_node_[rank]->received, bytes.cross_node.bytes_received);
+      EXPECT_EQ(in_node(rank).sent, bytes.in_node.bytes_sent);
+      EXPECT_EQ(in_node(rank).received, bytes.in_node.bytes_received);
+      EXPECT_EQ(cross_node(rank).sent, bytes.cross_node.bytes_sent);
+      EXPECT_EQ(cross_node(rank).received, bytes.cross_node.bytes_received);
     }
   }
 }
 
 TEST_P(TwoLevelTest, AllReduceGivesTheSameBitsEverywhereNearTheDenseSum) {
-  const TwoLevelShape shape = GetParam().shape;
+  const GroupShape shape = GetParam().shape;
   const int64_t ranks = shape.size();
   const TwoLevelCodecs codecs = TestCodecs();
   for (int64_t count : {0, 1, 5000}) {
@@ -237,10 +248,10 @@ TEST_P(TwoLevelTest, AllReduceGivesTheSameBitsEverywhereNearTheDenseSum) {
     std::vector<absl::Status> statuses(ranks);
     RunOnRankThreads(ranks, [&](int64_t rank) {
       outputs[rank] = RankInput(rank, count);
-      statuses[rank] = TwoLevelCompressedAllReduce(*in_node_[rank], *cross_node_[rank], codecs,
-                                                   outputs[rank].data(), outputs[rank].data(),
-                                                   count, {})
-                           .status();
+      statuses[rank] =
+          TwoLevelCompressedAllReduce(in_node(rank), cross_node(rank), codecs, outputs[rank].data(),
+                                      outputs[rank].data(), count, {})
+              .status();
     });
     std::vector<float> dense(count, 0.0f);
     double contributions = 0.0;
@@ -260,11 +271,11 @@ TEST_P(TwoLevelTest, AllReduceGivesTheSameBitsEverywhereNearTheDenseSum) {
 }
 
 TEST_P(TwoLevelTest, CountsMustCoverBothGroups) {
-  const TwoLevelShape shape = GetParam().shape;
+  const GroupShape shape = GetParam().shape;
   std::vector<float> buffer(8, 0.0f);
-  absl::StatusOr<TwoLevelTraffic> result = TwoLevelCompressedReduceScatter(
-      *in_node_[0], *cross_node_[0], TwoLevelCodecs{}, buffer.data(), buffer.data(),
-      std::vector<int64_t>(shape.size() + 1, 0), {});
+  absl::StatusOr<TwoLevelTraffic> result =
+      TwoLevelCompressedReduceScatter(in_node(0), cross_node(0), TwoLevelCodecs{}, buffer.data(),
+                                      buffer.data(), std::vector<int64_t>(shape.size() + 1, 0), {});
   EXPECT_EQ(result.status().code(), absl::StatusCode::kInvalidArgument);
   EXPECT_EQ(result.status().message(),
             absl::StrCat("two-level compressed reduce_scatter: counts has ", shape.size() + 1,
@@ -273,27 +284,31 @@ TEST_P(TwoLevelTest, CountsMustCoverBothGroups) {
                          shape.size()));
   TwoLevelCodecs bad;
   bad.cross_node.group_size = 100;
-  result = TwoLevelCompressedAllGather(*in_node_[0], *cross_node_[0], bad, buffer.data(),
-                                       buffer.data(), std::vector<int64_t>(shape.size(), 0), {});
+  result = TwoLevelCompressedAllGather(in_node(0), cross_node(0), bad, buffer.data(), buffer.data(),
+                                       std::vector<int64_t>(shape.size(), 0), {});
   EXPECT_THAT(result.status().message(), HasSubstr("codecs.cross_node: codec int4 with hadamard"));
 }
 
-std::vector<TwoLevelCase> TwoLevelCases() {
-  std::vector<TwoLevelCase> cases;
-  for (TwoLevelShape shape : {TwoLevelShape{1, 1}, TwoLevelShape{1, 3}, TwoLevelShape{2, 1},
-                              TwoLevelShape{2, 2}, TwoLevelShape{3, 2}, TwoLevelShape{2, 4}}) {
-    cases.push_back({"in_process", [] { return std::make_unique<InProcessBackend>(); }, shape});
+// Both levels from one backend: in-process on 1x1 .. 2x4 (nodes x devices), Gloo on 2x2 and
+// 3x1, hierarchical groups on 2x2.
+std::vector<BackendCase> TwoLevelCases() {
+  std::vector<BackendCase> cases;
+  for (GroupShape shape : {GroupShape{1, 1}, GroupShape{1, 3}, GroupShape{2, 1}, GroupShape{2, 2},
+                           GroupShape{3, 2}, GroupShape{2, 4}}) {
+    cases.push_back({comm_testing::InProcessFactory(), shape});
   }
-  for (TwoLevelShape shape : {TwoLevelShape{2, 2}, TwoLevelShape{3, 1}}) {
-    cases.push_back({"gloo", [] { return std::make_unique<GlooBackend>(); }, shape});
+  for (GroupShape shape : {GroupShape{2, 2}, GroupShape{3, 1}}) {
+    cases.push_back({comm_testing::GlooFactory(), shape});
   }
+  cases.push_back({comm_testing::HierarchicalFactory(), GroupShape{2, 2}});
   return cases;
 }
 
+// Named by the backend and the two-level layout (not the groups' own sizes).
 INSTANTIATE_TEST_SUITE_P(Shapes, TwoLevelTest, ::testing::ValuesIn(TwoLevelCases()),
-                         [](const ::testing::TestParamInfo<TwoLevelCase>& info) {
-                           return absl::StrCat(info.param.backend, "_", info.param.shape.nodes,
-                                               "x", info.param.shape.local_size);
+                         [](const ::testing::TestParamInfo<BackendCase>& info) {
+                           return absl::StrCat(info.param.factory->name(), "_",
+                                               comm_testing::ShapeName(info.param.shape));
                          });
 
 }  // namespace

@@ -5,9 +5,11 @@
 //
 // Contract shared by every call:
 //  - All ranks of the group make the same sequence of collective calls (same kind,
-//    counts, root, reduction) in the same order; the graph compiler fixes that order and
-//    the plan verifier checks it (docs/plan_format.md). Send/Recv pair up per (sender,
-//    receiver) in call order.
+//    payload format, counts, root, reduction) in the same order; the graph compiler fixes
+//    that order and the plan verifier checks it (docs/plan_format.md). Backends check each
+//    call when its ranks meet (call_agreement.h; the hierarchical one in its members) and
+//    fail it with INVALID_ARGUMENT on every rank when they disagree. Send/Recv pair up per
+//    (sender, receiver) in call order.
 //  - One thread issues the calls of one communicator (a device's communication thread);
 //    the calls are blocking and return when this rank's output is complete and its input
 //    may be reused. Calls on the communicators of different ranks run concurrently.
@@ -48,6 +50,12 @@ struct CollectiveOptions {
   // (((x0 op x1) op x2) ...) so every backend that follows this order gives identical
   // bits. kSum is what boxing uses; kMax and kMin are there for P(max)/P(min).
   ReduceOp reduce_op = ReduceOp::kSum;
+  // What the bytes encode; ranks must agree. 0 is the call's own type (f32 for AllReduce and
+  // ReduceScatter, opaque bytes for the others); a layer that encodes its payload sets its
+  // own tag (the compressed collectives: the codec and its parameters). Ranks that pass
+  // different formats fail with INVALID_ARGUMENT on every rank before any payload moves
+  // (call_agreement.h), instead of decoding bytes in a format they were not written in.
+  uint32_t payload_format = 0;
 };
 
 class Communicator {

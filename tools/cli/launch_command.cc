@@ -19,6 +19,7 @@
 #include "tools/cli/plan_io.h"
 #include "tools/launcher/auth.h"
 #include "tools/launcher/launch_client.h"
+#include "tools/launcher/metrics_proto.h"
 #include "tools/launcher/signal_watcher.h"
 
 // Shared with `oneflow run` (run_command.cc defines them).
@@ -80,14 +81,9 @@ absl::Status RunLaunch(const std::vector<std::string>& arguments, std::ostream& 
   OF_ASSIGN_OR_RETURN(std::unique_ptr<actors::MetricsReporter> reporter,
                       actors::MetricsReporter::Open(absl::GetFlag(FLAGS_metrics), options.iterations, &out,
                                                     isatty(STDOUT_FILENO)));
-  options.on_metrics = [&](const proto::IterationMetrics& m) {
-    actors::IterationMetrics metrics;
-    metrics.iteration = m.iteration();
-    metrics.loss = static_cast<float>(m.loss());
-    metrics.step_ms = m.step_ms();
-    metrics.samples_per_s = m.samples_per_s();
-    reporter->Report(metrics);
-  };
+  // The merged metrics of every node, printed as `oneflow run` prints its own (the same
+  // fields, compression included).
+  options.on_metrics = [&](const proto::IterationMetrics& m) { reporter->Report(launcher::MetricsFromProto(m)); };
   options.on_log = [](int64_t node, const std::string& line) {
     std::fprintf(stderr, "[node %lld] %s\n", static_cast<long long>(node), line.c_str());
   };

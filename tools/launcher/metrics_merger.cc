@@ -2,7 +2,6 @@
 
 #include <algorithm>
 
-
 namespace oneflow::launcher {
 
 std::vector<proto::IterationMetrics> MetricsMerger::Add(int64_t node, const proto::IterationMetrics& metrics) {
@@ -15,6 +14,14 @@ std::vector<proto::IterationMetrics> MetricsMerger::Add(int64_t node, const prot
   ++partial.reported;
   if (node == 0) partial.loss = metrics.loss();
   partial.step_ms = std::max(partial.step_ms, metrics.step_ms());
+  for (const proto::CodecMetrics& entry : metrics.compression()) {
+    proto::CodecMetrics& sum = partial.compression[entry.codec()];
+    sum.set_codec(entry.codec());
+    sum.set_error_sq(sum.error_sq() + entry.error_sq());
+    sum.set_signal_sq(sum.signal_sq() + entry.signal_sq());
+    sum.set_wire_bytes(sum.wire_bytes() + entry.wire_bytes());
+    sum.set_dense_bytes(sum.dense_bytes() + entry.dense_bytes());
+  }
   while (!partial_.empty() && partial_.begin()->first == next_ && partial_.begin()->second.reported >= num_nodes_) {
     const Partial& done = partial_.begin()->second;
     proto::IterationMetrics& merged = complete.emplace_back();
@@ -22,6 +29,7 @@ std::vector<proto::IterationMetrics> MetricsMerger::Add(int64_t node, const prot
     merged.set_loss(done.loss);
     merged.set_step_ms(done.step_ms);
     merged.set_samples_per_s(done.step_ms > 0 ? static_cast<double>(batch_size_) * 1000.0 / done.step_ms : 0.0);
+    for (const auto& [codec, sum] : done.compression) *merged.add_compression() = sum;
     partial_.erase(partial_.begin());
     ++next_;
   }

@@ -1,8 +1,9 @@
 // Merging the per-node metrics of a job into the job's own, one iteration at a time: an
 // iteration is complete once every node reported it; its loss is node 0's (node 0 holds
 // the loss's first shard, and with a replicated loss every node's is the same), its step
-// time the slowest node's (a step ends when the last node's does), and its throughput
-// the plan's global batch over that step time.
+// time the slowest node's (a step ends when the last node's does), its throughput the
+// plan's global batch over that step time, and its compression entries the sums over
+// nodes per codec (each node's are the sums over its devices), in codec order.
 #ifndef TOOLS_LAUNCHER_METRICS_MERGER_H_
 #define TOOLS_LAUNCHER_METRICS_MERGER_H_
 
@@ -28,6 +29,7 @@ class MetricsMerger {
     int64_t reported = 0;
     double loss = 0;
     double step_ms = 0;
+    std::map<std::string, proto::CodecMetrics> compression;
   };
   int64_t num_nodes_;
   int64_t batch_size_;

@@ -1,5 +1,7 @@
 #include "tools/launcher/metrics_merger.h"
 
+#include <string>
+
 #include "gtest/gtest.h"
 
 namespace oneflow::launcher {
@@ -28,6 +30,45 @@ TEST(MetricsMergerTest, IterationCompletesWhenEveryNodeReported) {
   ASSERT_EQ(second.size(), 1u);
   EXPECT_EQ(second[0].iteration(), 1);
   EXPECT_EQ(second[0].step_ms(), 6.0);
+}
+
+proto::CodecMetrics Codec(const std::string& key, double error_sq, double signal_sq, int64_t wire, int64_t dense) {
+  proto::CodecMetrics codec;
+  codec.set_codec(key);
+  codec.set_error_sq(error_sq);
+  codec.set_signal_sq(signal_sq);
+  codec.set_wire_bytes(wire);
+  codec.set_dense_bytes(dense);
+  return codec;
+}
+
+// Each node sends its devices' sums; the job's line is their sum per codec, so its error
+// is the error of everything encoded anywhere (not an average of the nodes' errors).
+TEST(MetricsMergerTest, CompressionSumsOverNodesPerCodec) {
+  MetricsMerger merger(/*num_nodes=*/2, /*batch_size=*/64);
+  proto::IterationMetrics node0 = Metrics(0, 2.5, 5.0), node1 = Metrics(0, 2.5, 6.0);
+  *node0.add_compression() = Codec("int4/128", 0.01, 1.0, 100, 800);
+  *node0.add_compression() = Codec("int8/512", 1e-4, 1.0, 50, 200);
+  *node1.add_compression() = Codec("int4/128", 0.03, 3.0, 120, 960);
+  EXPECT_TRUE(merger.Add(1, node1).empty());
+  const std::vector<proto::IterationMetrics> merged = merger.Add(0, node0);
+  ASSERT_EQ(merged.size(), 1u);
+  ASSERT_EQ(merged[0].compression_size(), 2);
+  const proto::CodecMetrics& int4 = merged[0].compression(0);
+  EXPECT_EQ(int4.codec(), "int4/128");
+  EXPECT_DOUBLE_EQ(int4.error_sq(), 0.04);
+  EXPECT_DOUBLE_EQ(int4.signal_sq(), 4.0);
+  EXPECT_EQ(int4.wire_bytes(), 220);
+  EXPECT_EQ(int4.dense_bytes(), 1760);
+  const proto::CodecMetrics& int8 = merged[0].compression(1);
+  EXPECT_EQ(int8.codec(), "int8/512");
+  EXPECT_EQ(int8.error_sq(), 1e-4);
+  EXPECT_EQ(int8.wire_bytes(), 50);
+  // Without compression, nothing is added.
+  EXPECT_EQ(merger.Add(0, Metrics(1, 2.0, 1.0)).size(), 0u);
+  const std::vector<proto::IterationMetrics> plain = merger.Add(1, Metrics(1, 2.0, 1.0));
+  ASSERT_EQ(plain.size(), 1u);
+  EXPECT_EQ(plain[0].compression_size(), 0);
 }
 
 TEST(MetricsMergerTest, OneNodeEmitsEveryReport) {

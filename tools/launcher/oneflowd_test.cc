@@ -190,6 +190,18 @@ TEST(OneflowdTest, RefusesBadRequestsBeforeStartingAWorker) {
                                      damaged.checksum(), *PlanChecksum(damaged))});
   }
   {
+    // A compression field naming a codec this build lacks, resealed: the verifier, not the
+    // worker's first act, must refuse it.
+    proto::Plan codec = good;
+    codec.mutable_boxings(0)->mutable_steps(0)->mutable_compression()->set_cross_node_kind(
+        static_cast<proto::Compression::Kind>(9));
+    ASSERT_TRUE(SealPlan(&codec).ok());
+    cases.push_back({"damaged compression", SubmitRequestFor("j", codec, 0, daemon->address()),
+                     grpc::StatusCode::INVALID_ARGUMENT,
+                     "the plan fails verification: boxing 0 of 'grad0' ( -> ) step 0 (all_reduce) is compressed "
+                     "across nodes with codec 9, which this build does not know"});
+  }
+  {
     proto::Plan version = good;
     version.set_format_version(0);
     cases.push_back({"not a plan", SubmitRequestFor("j", version, 0, daemon->address()),

@@ -57,6 +57,24 @@ TEST(SubmitValidationTest, QuotesTheVerifier) {
   EXPECT_THAT(status.message(), HasSubstr("the plan fails verification: device 1:0 issues collectives [1, 0]"));
 }
 
+// A compressed step the runtime cannot run: the two-level form on a group with one
+// device per node (the fake plan's [0:0, 1:0]) has no in-node level.
+TEST(SubmitValidationTest, RefusesACompressionTheRuntimeCannotRun) {
+  proto::SubmitRequest request = Request();
+  proto::Compression* compression = request.mutable_plan()->mutable_boxings(0)->mutable_steps(0)->mutable_compression();
+  compression->set_kind(proto::Compression::INT8);
+  compression->set_block_size(512);
+  compression->set_cross_node_kind(proto::Compression::INT4);
+  compression->set_cross_node_block_size(128);
+  ASSERT_TRUE(SealPlan(request.mutable_plan()).ok());
+  const absl::Status status = ValidateSubmitRequest(request, kLimit);
+  EXPECT_EQ(status.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(status.message(),
+            "the plan fails verification: boxing 0 of 'grad0' ( -> ) step 0 (all_reduce) is compressed in two "
+            "levels, but the group of collective 0, [0:0, 1:0], cannot run them: its members are on nodes [0, 1]; "
+            "a two-level step needs more than one node and more than one member per node (2 nodes of 1)");
+}
+
 TEST(SubmitValidationTest, NodeRankMustBeInTheCluster) {
   for (int64_t rank : {-1, 2}) {
     const absl::Status status = ValidateSubmitRequest(Request(2, rank), kLimit);

@@ -16,6 +16,7 @@
 #include "compiler/plan_verifier.h"
 #include "oneflow_core/status.h"
 #include "tools/cli/plan_io.h"
+#include "tools/launcher/metrics_proto.h"
 #include "tools/launcher/rendezvous_client.h"
 #include "tools/launcher/rendezvous_service.h"
 #include "tools/launcher/worker_events.h"
@@ -172,11 +173,7 @@ absl::Status RunWorker(const WorkerOptions& options) {
     proto::JobEvent event;
     event.set_job_id(options.job_id);
     event.set_node_rank(options.node_rank);
-    proto::IterationMetrics* metrics = event.mutable_metrics();
-    metrics->set_iteration(m.iteration);
-    metrics->set_loss(m.loss);
-    metrics->set_step_ms(m.step_ms);
-    metrics->set_samples_per_s(m.samples_per_s);
+    *event.mutable_metrics() = launcher::MetricsToProto(m);
     write_event(event);
     if (reporter) reporter->Report(m);
   };

@@ -1,10 +1,11 @@
 // The header every rank sends every peer at the start of a collective call: what call it
-// makes (kind, counts, root, reduction). Receiving all headers is the call's *arrival*:
-// a rank that never arrives is named ("waited 1s for rank 3 to arrive") even when the
-// algorithm would never talk to it directly; comparing them catches ranks that disagree
-// on the call before any payload moves. That check is what keeps the process alive: Gloo's
-// reader thread aborts the process when a message is longer than the receive posted for
-// it, so ranks that disagree on counts must not exchange payloads at all.
+// makes (kind, payload format, counts, root, reduction: call_agreement.h). Receiving all
+// headers is the call's *arrival*: a rank that never arrives is named ("waited 1s for rank
+// 3 to arrive") even when the algorithm would never talk to it directly; comparing them
+// catches ranks that disagree on the call before any payload moves. That check is what
+// keeps the process alive: Gloo's reader thread aborts the process when a message is
+// longer than the receive posted for it, so ranks that disagree on counts must not
+// exchange payloads at all.
 //
 // Cost: one 64-byte message to and from each peer per call, one extra network latency.
 #ifndef ONEFLOW_CORE_COMM_GLOO_CALL_HEADER_H_
@@ -15,29 +16,20 @@
 
 #include "absl/status/status.h"
 #include "absl/types/span.h"
+#include "oneflow_core/comm/call_agreement.h"
 #include "oneflow_core/comm/gloo/exchange.h"
-#include "oneflow_core/sbp.h"
 
 namespace oneflow {
 namespace gloo_backend {
 
-enum class CollectiveKind : int32_t {
-  kAllReduce,
-  kReduceScatter,
-  kAllGather,
-  kAllToAll,
-  kBroadcast
-};
-
-// "all_reduce", ... as the in-process backend names them.
-const char* CollectiveKindName(CollectiveKind kind);
-
-// Sent as raw bytes between ranks of one build, so plain fixed-size fields only.
+// Sent as raw bytes between ranks of one build, so plain fixed-size fields only: a
+// CallDescription with its counts reduced to their summary.
 struct CallHeader {
   uint64_t magic = 0;
   int64_t rank = 0;  // the sender
-  int32_t kind = 0;
-  int32_t reduce_op = 0;
+  int16_t kind = 0;
+  int16_t reduce_op = 0;
+  uint32_t payload_format = 0;
   int64_t root = 0;
   int64_t count = 0;  // all_reduce: elements; broadcast: bytes
   int64_t counts_size = 0;
@@ -46,22 +38,23 @@ struct CallHeader {
 };
 static_assert(sizeof(CallHeader) == 64, "CallHeader travels as 64 raw bytes");
 
-// The header of this rank's call. `counts` are the per-rank counts or the byte matrix
-// (empty for all_reduce and broadcast).
-CallHeader MakeCallHeader(int64_t rank, CollectiveKind kind, ReduceOp reduce_op, int64_t root,
-                          int64_t count, absl::Span<const int64_t> counts);
+// The header of `rank`'s call.
+CallHeader MakeCallHeader(int64_t rank, const CallDescription& call);
 
-// OK when every peer's header matches `mine`; otherwise INVALID_ARGUMENT naming the first
-// rank that differs, in the in-process backend's words: "the ranks disagree on the call (a
-// plan or runtime bug): rank 1 called all_gather where rank 0 called all_reduce".
-// `theirs` is indexed by rank (this rank's own entry is ignored).
-absl::Status CheckHeadersAgree(const CallHeader& mine, absl::Span<const int64_t> my_counts,
+// What a peer's header says of its call; its counts are known by their summary only.
+CallDescription DescriptionOf(const CallHeader& header);
+
+// OK when every peer's header is well formed and its call agrees with `mine`, this rank's
+// (CheckCallsAgree, call_agreement.h); otherwise INVALID_ARGUMENT for the first peer that
+// differs: "the ranks disagree on the call (a plan or runtime bug): rank 1 called
+// all_gather where rank 0 called all_reduce". `theirs` is indexed by rank (this rank's own
+// entry is ignored).
+absl::Status CheckHeadersAgree(int64_t me, const CallDescription& mine,
                                absl::Span<const CallHeader> theirs);
 
-// Sends `mine` to every peer and waits for all of theirs on phase 0 of the exchange, then
-// checks they agree; a disagreement fails the group.
-absl::Status Arrive(Exchange& exchange, const CallHeader& mine,
-                    absl::Span<const int64_t> my_counts);
+// Sends the header of `mine` to every peer and waits for all of theirs on phase 0 of the
+// exchange, then checks they agree; a disagreement fails the group.
+absl::Status Arrive(Exchange& exchange, const CallDescription& mine);
 
 }  // namespace gloo_backend
 }  // namespace oneflow

@@ -57,9 +57,8 @@ class GlooCommunicator final : public Communicator {
             ? absl::InvalidArgumentError(absl::StrCat("count is ", count, "; it must be >= 0"))
             : CheckBuffer("input", input, count);
     if (arguments.ok()) arguments = CheckBuffer("output", output, count);
-    const CallHeader header =
-        MakeCallHeader(rank(), CollectiveKind::kAllReduce, options.reduce_op, 0, count, {});
-    return RunCollective(header, {}, arguments, options, [&](Exchange& exchange) {
+    const CallDescription call = DescribeCall(CollectiveKind::kAllReduce, options, count, {}, 0);
+    return RunCollective(call, arguments, options, [&](Exchange& exchange) {
       return RunAllReduce(exchange, input, output, count, options.reduce_op, scratch_);
     });
   }
@@ -69,9 +68,9 @@ class GlooCommunicator final : public Communicator {
     absl::Status arguments = CheckCounts("counts", counts, size());
     if (arguments.ok()) arguments = CheckBuffer("input", input, SumOf(counts));
     if (arguments.ok()) arguments = CheckBuffer("output", output, counts[rank()]);
-    const CallHeader header =
-        MakeCallHeader(rank(), CollectiveKind::kReduceScatter, options.reduce_op, 0, 0, counts);
-    return RunCollective(header, counts, arguments, options, [&](Exchange& exchange) {
+    const CallDescription call =
+        DescribeCall(CollectiveKind::kReduceScatter, options, 0, counts, 0);
+    return RunCollective(call, arguments, options, [&](Exchange& exchange) {
       return RunReduceScatter(exchange, input, output, counts, options.reduce_op, scratch_);
     });
   }
@@ -81,9 +80,9 @@ class GlooCommunicator final : public Communicator {
     absl::Status arguments = CheckCounts("byte_counts", byte_counts, size());
     if (arguments.ok()) arguments = CheckBuffer("input", input, byte_counts[rank()]);
     if (arguments.ok()) arguments = CheckBuffer("output", output, SumOf(byte_counts));
-    const CallHeader header =
-        MakeCallHeader(rank(), CollectiveKind::kAllGather, ReduceOp::kSum, 0, 0, byte_counts);
-    return RunCollective(header, byte_counts, arguments, options, [&](Exchange& exchange) {
+    const CallDescription call =
+        DescribeCall(CollectiveKind::kAllGather, options, 0, byte_counts, 0);
+    return RunCollective(call, arguments, options, [&](Exchange& exchange) {
       return RunAllGather(exchange, input, output, byte_counts);
     });
   }
@@ -101,9 +100,9 @@ class GlooCommunicator final : public Communicator {
       arguments = CheckBuffer("input", input, sent);
       if (arguments.ok()) arguments = CheckBuffer("output", output, received);
     }
-    const CallHeader header =
-        MakeCallHeader(rank(), CollectiveKind::kAllToAll, ReduceOp::kSum, 0, 0, byte_counts);
-    return RunCollective(header, byte_counts, arguments, options, [&](Exchange& exchange) {
+    const CallDescription call =
+        DescribeCall(CollectiveKind::kAllToAll, options, 0, byte_counts, 0);
+    return RunCollective(call, arguments, options, [&](Exchange& exchange) {
       return RunAllToAll(exchange, input, output, byte_counts);
     });
   }
@@ -112,9 +111,8 @@ class GlooCommunicator final : public Communicator {
                          const CollectiveOptions& options) override {
     absl::Status arguments = CheckRankInGroup("root", root, size());
     if (arguments.ok()) arguments = CheckBuffer("buffer", buffer, bytes);
-    const CallHeader header =
-        MakeCallHeader(rank(), CollectiveKind::kBroadcast, ReduceOp::kSum, root, bytes, {});
-    return RunCollective(header, {}, arguments, options, [&](Exchange& exchange) {
+    const CallDescription call = DescribeCall(CollectiveKind::kBroadcast, options, bytes, {}, root);
+    return RunCollective(call, arguments, options, [&](Exchange& exchange) {
       return RunBroadcast(exchange, buffer, bytes, root);
     });
   }
@@ -176,12 +174,11 @@ class GlooCommunicator final : public Communicator {
                          prefix);
   }
 
-  absl::Status RunCollective(const CallHeader& header, absl::Span<const int64_t> counts,
-                             const absl::Status& arguments, const CollectiveOptions& options,
-                             Body body) {
+  absl::Status RunCollective(const CallDescription& mine, const absl::Status& arguments,
+                             const CollectiveOptions& options, Body body) {
     const absl::Time start = absl::Now();
     const absl::Time deadline = DeadlineAfter(start, options.timeout);
-    const char* kind = CollectiveKindName(static_cast<CollectiveKind>(header.kind));
+    const char* kind = CollectiveKindName(mine.kind);
     Busy busy(&busy_);
     // The call counter belongs to the thread inside the call: read it only once entered.
     if (!busy.entered()) return RefuseSecondThread(options, kind);
@@ -195,7 +192,7 @@ class GlooCommunicator final : public Communicator {
     }
     Exchange exchange(&mesh_, call << 8, deadline, options.timeout, prefix);
     if (size() > 1) {
-      const absl::Status arrived = Arrive(exchange, header, counts);
+      const absl::Status arrived = Arrive(exchange, mine);
       if (!arrived.ok()) return arrived;
     }
     return body(exchange);

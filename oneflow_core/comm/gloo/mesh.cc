@@ -273,6 +273,10 @@ absl::Status Mesh::JoinGroup(absl::Time deadline, absl::Duration timeout,
 
 absl::Status Mesh::OpenConnections(absl::Time deadline, const std::string& prefix) {
   auto fail = [&](absl::StatusCode code, absl::string_view what) {
+    // A peer that failed while the group connected (an Abort, a timeout) closes what it had
+    // opened, which breaks this rank's connecting too; its record, written before it closed,
+    // tells why, as for a connection that breaks in a call (FailForBrokenConnection).
+    (void)StopConnecting();
     if (failure().has_value()) return StoppedWaiting(prefix, "its peers to connect");
     const absl::Status status(code, absl::StrCat(prefix, ": connecting: ", what));
     Fail(Failure{Failure::Source::kThisRank, rank(), code, std::string(status.message())});

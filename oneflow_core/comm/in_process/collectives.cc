@@ -3,8 +3,6 @@
 #include <cstring>
 #include <vector>
 
-#include "absl/strings/str_cat.h"
-#include "absl/strings/str_join.h"
 #include "oneflow_core/balanced_splitter.h"
 #include "oneflow_core/comm/collective_arguments.h"
 #include "oneflow_core/comm/reduce.h"
@@ -22,22 +20,6 @@ void CopyBytes(void* to, const void* from, int64_t bytes) {
   if (bytes > 0 && to != from) std::memcpy(to, from, bytes);
 }
 
-std::string ReduceOpName(ReduceOp op) {
-  switch (op) {
-    case ReduceOp::kSum:
-      return "sum";
-    case ReduceOp::kMax:
-      return "max";
-    case ReduceOp::kMin:
-      return "min";
-  }
-  return "?";
-}
-
-std::string CountsText(const std::vector<int64_t>& counts) {
-  return absl::StrCat("[", absl::StrJoin(counts, ", "), "]");
-}
-
 // Reduces elements [begin, begin + length) of every rank's input into `output`.
 void ReduceRange(const GroupState& state, const Post& mine, int64_t begin, int64_t length,
                  float* output) {
@@ -46,36 +28,16 @@ void ReduceRange(const GroupState& state, const Post& mine, int64_t begin, int64
   for (int64_t peer = 0; peer < state.size(); ++peer) {
     inputs[peer] = static_cast<const float*>(state.post(peer).input) + begin;
   }
-  ReduceFloats(mine.reduce_op, inputs, output, length);
+  ReduceFloats(mine.call.reduce_op, inputs, output, length);
 }
 
 }  // namespace
 
 absl::Status CheckPostsAgree(const GroupState& state, int64_t rank) {
-  const Post& mine = state.post(rank);
   for (int64_t peer = 0; peer < state.size(); ++peer) {
-    const Post& theirs = state.post(peer);
-    std::string difference;
-    if (theirs.kind != mine.kind) {
-      difference = absl::StrCat("called ", CollectiveKindName(theirs.kind), " where rank ", rank,
-                                " called ", CollectiveKindName(mine.kind));
-    } else if (theirs.count != mine.count) {
-      difference =
-          absl::StrCat("passed count ", theirs.count, " where rank ", rank, " passed ", mine.count);
-    } else if (theirs.counts != mine.counts) {
-      difference = absl::StrCat("passed counts ", CountsText(theirs.counts), " where rank ", rank,
-                                " passed ", CountsText(mine.counts));
-    } else if (theirs.root != mine.root) {
-      difference =
-          absl::StrCat("passed root ", theirs.root, " where rank ", rank, " passed ", mine.root);
-    } else if (theirs.reduce_op != mine.reduce_op) {
-      difference = absl::StrCat("reduces by ", ReduceOpName(theirs.reduce_op), " where rank ", rank,
-                                " reduces by ", ReduceOpName(mine.reduce_op));
-    }
-    if (!difference.empty()) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "the ranks disagree on the call (a plan or runtime bug): rank ", peer, " ", difference));
-    }
+    const absl::Status agree =
+        CheckCallsAgree(rank, state.post(rank).call, peer, state.post(peer).call);
+    if (!agree.ok()) return agree;
   }
   return absl::OkStatus();
 }
@@ -83,7 +45,7 @@ absl::Status CheckPostsAgree(const GroupState& state, int64_t rank) {
 // All-reduce phase (1): chunk r of the balanced split of `count` elements.
 void ReduceOwnChunk(GroupState& state, int64_t rank) {
   const Post& mine = state.post(rank);
-  const Range chunk = BalancedPart(mine.count, state.size(), rank);
+  const Range chunk = BalancedPart(mine.call.count, state.size(), rank);
   ReduceRange(state, mine, chunk.begin, chunk.size(),
               static_cast<float*>(mine.output) + chunk.begin);
 }
@@ -94,7 +56,7 @@ void GatherReducedChunks(GroupState& state, int64_t rank) {
   const Post& mine = state.post(rank);
   for (int64_t owner = 0; owner < state.size(); ++owner) {
     if (owner == rank) continue;
-    const Range chunk = BalancedPart(mine.count, state.size(), owner);
+    const Range chunk = BalancedPart(mine.call.count, state.size(), owner);
     CopyBytes(static_cast<float*>(mine.output) + chunk.begin,
               static_cast<const float*>(state.post(owner).output) + chunk.begin,
               chunk.size() * static_cast<int64_t>(sizeof(float)));
@@ -103,15 +65,15 @@ void GatherReducedChunks(GroupState& state, int64_t rank) {
 
 void ReduceScatterChunk(GroupState& state, int64_t rank) {
   const Post& mine = state.post(rank);
-  const std::vector<int64_t> offsets = ExclusiveOffsets(mine.counts);
-  ReduceRange(state, mine, offsets[rank], mine.counts[rank], static_cast<float*>(mine.output));
+  const std::vector<int64_t> offsets = ExclusiveOffsets(mine.call.counts);
+  ReduceRange(state, mine, offsets[rank], mine.call.counts[rank], static_cast<float*>(mine.output));
 }
 
 void GatherContributions(GroupState& state, int64_t rank) {
   const Post& mine = state.post(rank);
-  const std::vector<int64_t> offsets = ExclusiveOffsets(mine.counts);
+  const std::vector<int64_t> offsets = ExclusiveOffsets(mine.call.counts);
   for (int64_t peer = 0; peer < state.size(); ++peer) {
-    CopyBytes(Bytes(mine.output) + offsets[peer], state.post(peer).input, mine.counts[peer]);
+    CopyBytes(Bytes(mine.output) + offsets[peer], state.post(peer).input, mine.call.counts[peer]);
   }
 }
 
@@ -124,9 +86,9 @@ void ExchangeChunks(GroupState& state, int64_t rank) {
   for (int64_t source = 0; source < n; ++source) {
     int64_t offset_in_source = 0;
     for (int64_t destination = 0; destination < rank; ++destination) {
-      offset_in_source += mine.counts[source * n + destination];
+      offset_in_source += mine.call.counts[source * n + destination];
     }
-    const int64_t bytes = mine.counts[source * n + rank];
+    const int64_t bytes = mine.call.counts[source * n + rank];
     CopyBytes(Bytes(mine.output) + received, Bytes(state.post(source).input) + offset_in_source,
               bytes);
     received += bytes;
@@ -135,8 +97,8 @@ void ExchangeChunks(GroupState& state, int64_t rank) {
 
 void CopyFromRoot(GroupState& state, int64_t rank) {
   const Post& mine = state.post(rank);
-  if (rank == mine.root) return;
-  CopyBytes(mine.output, state.post(mine.root).output, mine.count);
+  if (rank == mine.call.root) return;
+  CopyBytes(mine.output, state.post(mine.call.root).output, mine.call.count);
 }
 
 }  // namespace in_process

@@ -29,9 +29,9 @@
 namespace oneflow {
 namespace in_process {
 
-// OK when every rank posted the same kind, counts, root and reduction as `rank` did.
-// Otherwise INVALID_ARGUMENT naming the first rank that differs and both values. Every
-// rank compares the same posts, so all reach the same verdict.
+// OK when every rank posted the same call as `rank` did (CheckCallsAgree, call_agreement.h).
+// Otherwise its INVALID_ARGUMENT for the first rank that differs. Every rank compares the
+// same posts, so all reach the same verdict.
 absl::Status CheckPostsAgree(const GroupState& state, int64_t rank);
 
 // Runs `rank`'s part of its posted collective. Only all-reduce waits inside, between its
@@ -50,7 +50,7 @@ void CopyFromRoot(GroupState& state, int64_t rank);
 
 template <typename WaitMiddle>
 absl::Status RunPostedCollective(GroupState& state, int64_t rank, WaitMiddle&& wait_middle) {
-  switch (state.post(rank).kind) {
+  switch (state.post(rank).call.kind) {
     case CollectiveKind::kAllReduce: {
       ReduceOwnChunk(state, rank);
       const absl::Status middle = wait_middle();

@@ -41,7 +41,7 @@ class InProcessCommunicator final : public Communicator {
 
   absl::Status AllReduce(const float* input, float* output, int64_t count,
                          const CollectiveOptions& options) override {
-    Post post{CollectiveKind::kAllReduce, input, output, count, 0, options.reduce_op, {}};
+    Post post{DescribeCall(CollectiveKind::kAllReduce, options, count, {}, 0), input, output};
     absl::Status arguments =
         count < 0
             ? absl::InvalidArgumentError(absl::StrCat("count is ", count, "; it must be >= 0"))
@@ -52,13 +52,7 @@ class InProcessCommunicator final : public Communicator {
 
   absl::Status ReduceScatter(const float* input, float* output, absl::Span<const int64_t> counts,
                              const CollectiveOptions& options) override {
-    Post post{CollectiveKind::kReduceScatter,
-              input,
-              output,
-              0,
-              0,
-              options.reduce_op,
-              std::vector<int64_t>(counts.begin(), counts.end())};
+    Post post{DescribeCall(CollectiveKind::kReduceScatter, options, 0, counts, 0), input, output};
     absl::Status arguments = CheckCounts("counts", counts, size());
     if (arguments.ok()) arguments = CheckBuffer("input", input, SumOf(counts));
     if (arguments.ok()) arguments = CheckBuffer("output", output, counts[rank_]);
@@ -67,13 +61,7 @@ class InProcessCommunicator final : public Communicator {
 
   absl::Status AllGather(const void* input, void* output, absl::Span<const int64_t> byte_counts,
                          const CollectiveOptions& options) override {
-    Post post{CollectiveKind::kAllGather,
-              input,
-              output,
-              0,
-              0,
-              ReduceOp::kSum,
-              std::vector<int64_t>(byte_counts.begin(), byte_counts.end())};
+    Post post{DescribeCall(CollectiveKind::kAllGather, options, 0, byte_counts, 0), input, output};
     absl::Status arguments = CheckCounts("byte_counts", byte_counts, size());
     if (arguments.ok()) arguments = CheckBuffer("input", input, byte_counts[rank_]);
     if (arguments.ok()) arguments = CheckBuffer("output", output, SumOf(byte_counts));
@@ -82,13 +70,7 @@ class InProcessCommunicator final : public Communicator {
 
   absl::Status AllToAll(const void* input, void* output, absl::Span<const int64_t> byte_counts,
                         const CollectiveOptions& options) override {
-    Post post{CollectiveKind::kAllToAll,
-              input,
-              output,
-              0,
-              0,
-              ReduceOp::kSum,
-              std::vector<int64_t>(byte_counts.begin(), byte_counts.end())};
+    Post post{DescribeCall(CollectiveKind::kAllToAll, options, 0, byte_counts, 0), input, output};
     absl::Status arguments = CheckCounts("byte_counts", byte_counts, size() * size());
     if (arguments.ok()) {
       int64_t sent = 0;
@@ -105,7 +87,7 @@ class InProcessCommunicator final : public Communicator {
 
   absl::Status Broadcast(void* buffer, int64_t bytes, int64_t root,
                          const CollectiveOptions& options) override {
-    Post post{CollectiveKind::kBroadcast, buffer, buffer, bytes, root, ReduceOp::kSum, {}};
+    Post post{DescribeCall(CollectiveKind::kBroadcast, options, bytes, {}, root), buffer, buffer};
     absl::Status arguments = CheckRankInGroup("root", root, size());
     if (arguments.ok()) arguments = CheckBuffer("buffer", buffer, bytes);
     return RunCollective(std::move(post), arguments, options);
@@ -194,8 +176,8 @@ absl::Status InProcessCommunicator::RunCollective(Post post, const absl::Status&
   const Clock::time_point deadline = DeadlineAfter(options.timeout);
   Busy busy(&busy_);
   // The call counter belongs to the thread inside the call: read it only once entered.
-  if (!busy.entered()) return RefuseSecondThread(options, CollectiveKindName(post.kind));
-  const std::string what = absl::StrCat(CollectiveKindName(post.kind), " call ", calls_ + 1);
+  if (!busy.entered()) return RefuseSecondThread(options, CollectiveKindName(post.call.kind));
+  const std::string what = absl::StrCat(CollectiveKindName(post.call.kind), " call ", calls_ + 1);
   const int64_t base = 4 * ++calls_;
   if (!arguments.ok()) return FailAndAbort(arguments, options, what);
   if (state_->aborted()) return AbortedEarlier(options, what);

@@ -3,22 +3,6 @@
 namespace oneflow {
 namespace in_process {
 
-absl::string_view CollectiveKindName(CollectiveKind kind) {
-  switch (kind) {
-    case CollectiveKind::kAllReduce:
-      return "all_reduce";
-    case CollectiveKind::kReduceScatter:
-      return "reduce_scatter";
-    case CollectiveKind::kAllGather:
-      return "all_gather";
-    case CollectiveKind::kAllToAll:
-      return "all_to_all";
-    case CollectiveKind::kBroadcast:
-      return "broadcast";
-  }
-  return "?";
-}
-
 GroupState::GroupState(int64_t size, std::string name)
     : size_(size),
       name_(std::move(name)),

@@ -34,31 +34,22 @@
 
 #include "absl/functional/function_ref.h"
 #include "absl/status/status.h"
-#include "absl/strings/string_view.h"
-#include "oneflow_core/sbp.h"
+#include "oneflow_core/comm/call_agreement.h"
 
 namespace oneflow {
 namespace in_process {
 
 using Clock = std::chrono::steady_clock;
 
-enum class CollectiveKind { kAllReduce, kReduceScatter, kAllGather, kAllToAll, kBroadcast };
-
-// "all_reduce", "reduce_scatter", "all_gather", "all_to_all", "broadcast".
-absl::string_view CollectiveKindName(CollectiveKind kind);
-
 // What a rank publishes for one collective call. Written only by its rank, before it
 // arrives; read by peers between everyone's arrival and everyone's done.
 struct Post {
-  CollectiveKind kind = CollectiveKind::kAllReduce;
+  // The call, which peers compare with theirs (call_agreement.h). Its counts (reduce-scatter:
+  // elements per rank; all-gather: bytes per rank; all-to-all: the size x size byte matrix)
+  // are a copy, so peers never read the caller's span.
+  CallDescription call;
   const void* input = nullptr;
   void* output = nullptr;
-  int64_t count = 0;  // all-reduce: elements; broadcast: bytes
-  int64_t root = 0;   // broadcast
-  ReduceOp reduce_op = ReduceOp::kSum;
-  // Reduce-scatter: elements per rank; all-gather: bytes per rank; all-to-all: the
-  // size x size byte matrix. A copy, so peers never read the caller's span.
-  std::vector<int64_t> counts;
 };
 
 // One direction (sender -> receiver) of a point-to-point link. Sends are numbered per

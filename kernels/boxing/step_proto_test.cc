@@ -1,0 +1,70 @@
+// A step's compression read from the plan: both levels of the two-level form, and the
+// errors for codecs this build does not know or options the codecs refuse.
+#include "kernels/boxing/step_proto.h"
+
+#include "gtest/gtest.h"
+
+namespace oneflow {
+namespace {
+
+proto::Compression TwoLevel() {
+  proto::Compression compression;
+  compression.set_kind(proto::Compression::INT8);
+  compression.set_block_size(512);
+  compression.set_hadamard(true);
+  compression.set_cross_node_kind(proto::Compression::INT4);
+  compression.set_cross_node_block_size(128);
+  compression.set_cross_node_hadamard(true);
+  return compression;
+}
+
+TEST(StepCompressionTest, ReadsBothLevels) {
+  const absl::StatusOr<StepCompression> step = StepCompressionFromProto(TwoLevel());
+  ASSERT_TRUE(step.ok()) << step.status();
+  EXPECT_TRUE(step->two_level());
+  EXPECT_EQ(step->codec.codec, Codec::kInt8);
+  EXPECT_EQ(step->codec.group_size, 512);
+  EXPECT_TRUE(step->codec.hadamard);
+  EXPECT_EQ(step->cross_node.codec, Codec::kInt4);
+  EXPECT_EQ(step->cross_node.group_size, 128);
+  EXPECT_TRUE(step->cross_node.hadamard);
+}
+
+TEST(StepCompressionTest, OneLevelWhenTheCrossNodeKindIsNone) {
+  proto::Compression compression = TwoLevel();
+  compression.set_cross_node_kind(proto::Compression::NONE);
+  const absl::StatusOr<StepCompression> step = StepCompressionFromProto(compression);
+  ASSERT_TRUE(step.ok()) << step.status();
+  EXPECT_FALSE(step->two_level());
+  EXPECT_EQ(step->codec.codec, Codec::kInt8);
+  EXPECT_EQ(step->cross_node.codec, Codec::kNone);
+  // Unset: dense.
+  const absl::StatusOr<StepCompression> dense = StepCompressionFromProto(proto::Compression());
+  ASSERT_TRUE(dense.ok()) << dense.status();
+  EXPECT_EQ(dense->codec.codec, Codec::kNone);
+  EXPECT_FALSE(dense->two_level());
+}
+
+TEST(StepCompressionTest, ErrorsNameTheLevel) {
+  proto::Compression compression = TwoLevel();
+  compression.set_cross_node_kind(static_cast<proto::Compression::Kind>(9));
+  EXPECT_EQ(StepCompressionFromProto(compression).status(),
+            absl::InvalidArgumentError("cross-node codec 9 is not one this build knows"));
+  compression = TwoLevel();
+  compression.set_cross_node_block_size(100);
+  EXPECT_EQ(StepCompressionFromProto(compression).status(),
+            absl::InvalidArgumentError("cross-node codec int4 with hadamard: group_size is 100; the Walsh-Hadamard "
+                                       "transform needs a power of two in [32, 2048]"));
+  compression = TwoLevel();
+  compression.set_block_size(0);
+  EXPECT_EQ(StepCompressionFromProto(compression).status(),
+            absl::InvalidArgumentError("codec int8: group_size is 0; it must be >= 1"));
+  compression = TwoLevel();
+  compression.set_kind(proto::Compression::NONE);
+  EXPECT_EQ(StepCompressionFromProto(compression).status(),
+            absl::InvalidArgumentError(
+                "cross-node codec int4 without an in-node codec; a two-level step compresses both levels"));
+}
+
+}  // namespace
+}  // namespace oneflow

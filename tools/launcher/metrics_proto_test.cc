@@ -1,0 +1,42 @@
+#include "tools/launcher/metrics_proto.h"
+
+#include "gtest/gtest.h"
+#include "tools/launcher/metrics_merger.h"
+
+namespace oneflow::launcher {
+namespace {
+
+actors::IterationMetrics NodeMetrics(double error_sq, double signal_sq, int64_t wire, int64_t dense) {
+  actors::IterationMetrics m;
+  m.iteration = 7;
+  m.loss = 1.25f;
+  m.step_ms = 10.0;
+  m.samples_per_s = 3200.0;
+  m.compression["int4/128"] = actors::CodecMetrics{error_sq, signal_sq, wire, dense};
+  return m;
+}
+
+TEST(MetricsProtoTest, RoundTripKeepsTheLine) {
+  actors::IterationMetrics m = NodeMetrics(0.0144, 1.0, 1234, 9876);
+  m.compression["fp8e4m3/128"] = actors::CodecMetrics{1e-6, 4.0, 520, 2048};
+  EXPECT_EQ(actors::MetricsJsonLine(MetricsFromProto(MetricsToProto(m))), actors::MetricsJsonLine(m));
+  actors::IterationMetrics plain = m;
+  plain.compression.clear();
+  EXPECT_EQ(MetricsToProto(plain).compression_size(), 0);
+  EXPECT_EQ(actors::MetricsJsonLine(MetricsFromProto(MetricsToProto(plain))), actors::MetricsJsonLine(plain));
+}
+
+// What `oneflow launch` prints for two nodes is what `oneflow run` prints for the same
+// devices in one process: the sums of all of them.
+TEST(MetricsProtoTest, TwoNodesMergeToTheOneProcessLine) {
+  MetricsMerger merger(/*num_nodes=*/2, /*batch_size=*/32);
+  EXPECT_TRUE(merger.Add(0, MetricsToProto(NodeMetrics(0.01, 1.0, 100, 800))).empty());
+  const std::vector<proto::IterationMetrics> merged = merger.Add(1, MetricsToProto(NodeMetrics(0.03, 3.0, 120, 960)));
+  ASSERT_EQ(merged.size(), 1u);
+  EXPECT_EQ(actors::MetricsJsonLine(MetricsFromProto(merged[0])),
+            "{\"iter\": 7, \"loss\": 1.25, \"step_ms\": 10.000, \"samples_per_s\": 3200.0, \"compression\": "
+            "{\"int4/128\": {\"rel_l2\": 0.1, \"wire_bytes\": 220, \"dense_bytes\": 1760}}}\n");
+}
+
+}  // namespace
+}  // namespace oneflow::launcher
