@@ -6,15 +6,13 @@ namespace oneflow {
 
 const absl::StatusOr<BoxingPlan>& BoxingCache::Plan(const Shape& logical, DType dtype,
                                                     const NdSbp& src, int64_t src_placement,
-                                                    const NdSbp& dst, int64_t dst_placement) {
+                                                    const NdSbp& dst, int64_t dst_placement,
+                                                    const BoxingOptions& options) {
   std::string key = absl::StrCat(logical.ToString(), DTypeName(dtype), src.ToString(), ">",
-                                 dst.ToString(), "@", src_placement, ">", dst_placement);
+                                 dst.ToString(), "@", src_placement, ">", dst_placement, "|",
+                                 BoxingOptionsKey(options));
   auto it = plans_.find(key);
   if (it != plans_.end()) return it->second;
-  // Compression is for floating tensors: labels, token ids and indices always move dense
-  // (an integer quantized would not be the same integer).
-  BoxingOptions options = options_;
-  if (!IsFloating(dtype)) options.compression = BoxingOptions::Compression::kNone;
   return plans_
       .emplace(std::move(key),
                PlanBoxing(logical, dtype, src, (*placements_)[src_placement], dst,

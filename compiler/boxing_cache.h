@@ -1,7 +1,7 @@
 // Memoized sbp/PlanBoxing for the compiler. The SBP choice pass prices many candidate
-// signatures of many ops, and transformer layers repeat the same (shape, SBP pair)
-// questions, so planning each distinct conversion once keeps compilation linear in the
-// number of ops.
+// signatures of many ops, and transformer layers repeat the same (shape, SBP pair,
+// compression options) questions, so planning each distinct conversion once keeps
+// compilation linear in the number of ops.
 #ifndef COMPILER_BOXING_CACHE_H_
 #define COMPILER_BOXING_CACHE_H_
 
@@ -21,19 +21,20 @@ namespace oneflow {
 class BoxingCache {
  public:
   // `placements` is the logical graph's placement table; indices refer to it.
-  BoxingCache(const std::vector<Placement>* placements, LinkModel links, BoxingOptions options)
-      : placements_(placements), links_(links), options_(options) {}
+  BoxingCache(const std::vector<Placement>* placements, LinkModel links)
+      : placements_(placements), links_(links) {}
 
-  // PlanBoxing(logical, dtype, src, placements[src_placement], dst, placements[dst_placement]),
-  // computed once per distinct question. The pointer stays valid while the cache lives.
+  // PlanBoxing(logical, dtype, src, placements[src_placement], dst, placements[dst_placement],
+  // links, options), computed once per distinct question. The reference stays valid
+  // while the cache lives. Precondition: every `options` given to one cache carries the
+  // same codec throughput table (one compilation's), which the key leaves out.
   const absl::StatusOr<BoxingPlan>& Plan(const Shape& logical, DType dtype, const NdSbp& src,
                                          int64_t src_placement, const NdSbp& dst,
-                                         int64_t dst_placement);
+                                         int64_t dst_placement, const BoxingOptions& options);
 
  private:
   const std::vector<Placement>* placements_;
   LinkModel links_;
-  BoxingOptions options_;
   absl::node_hash_map<std::string, absl::StatusOr<BoxingPlan>> plans_;
 };
 

@@ -26,6 +26,63 @@ absl::StatusOr<int64_t> HintedPlacement(LogicalGraph* graph, const proto::Tensor
   return PlacementIndex(graph, *placement);
 }
 
+absl::StatusOr<std::optional<CompressionKind>> CompressionHint(const proto::TensorDef& def) {
+  switch (def.compression()) {
+    case proto::TensorDef::COMPRESSION_UNSET:
+      return std::optional<CompressionKind>();
+    case proto::TensorDef::COMPRESSION_NONE:
+      return CompressionKind::kNone;
+    case proto::TensorDef::COMPRESSION_FP8:
+      return CompressionKind::kFp8E4M3;
+    case proto::TensorDef::COMPRESSION_INT8:
+      return CompressionKind::kInt8;
+    case proto::TensorDef::COMPRESSION_INT4:
+      return CompressionKind::kInt4;
+    default:
+      return absl::InvalidArgumentError(absl::StrCat(
+          "tensor '", def.name(), "' has compression hint ", static_cast<int>(def.compression()),
+          ", which this build does not know; valid: none, fp8, int8, int4"));
+  }
+}
+
+// "op 'argmax_0' (argmax)", "data source 'data'", "variable 'w'": what produces a tensor.
+std::string ProducerText(const proto::Job& job, const LogicalGraph& graph, const LogicalTensor& tensor) {
+  switch (tensor.kind) {
+    case LogicalTensor::Kind::kInput:
+      return absl::StrCat("data source '", job.data_sources(tensor.producer).name(), "'");
+    case LogicalTensor::Kind::kVariable:
+      return absl::StrCat("variable '", tensor.name, "'");
+    case LogicalTensor::Kind::kOpOutput:
+      return absl::StrCat("op '", graph.ops[tensor.producer].name, "' (", graph.ops[tensor.producer].type, ")");
+  }
+  return "";
+}
+
+// The DSL's spelling of a hint (Compression::kFp8 is FP8 E4M3).
+absl::string_view HintName(CompressionKind kind) {
+  switch (kind) {
+    case CompressionKind::kNone:
+      return "none";
+    case CompressionKind::kFp8E4M3:
+      return "fp8";
+    default:
+      return CompressionKindName(kind);
+  }
+}
+
+// Compressed collectives quantize floats and decode into f32: an integer would not come
+// back the same integer, and bf16/f16 have no compressed collective yet.
+absl::Status CheckCompressionHints(const proto::Job& job, const LogicalGraph& graph) {
+  for (const LogicalTensor& tensor : graph.tensors) {
+    if (!tensor.compression_hint.has_value() || tensor.type.dtype == DType::kF32) continue;
+    return absl::InvalidArgumentError(absl::StrCat(
+        "compression hint ", HintName(*tensor.compression_hint), " on tensor '", tensor.name, "' (",
+        DTypeName(tensor.type.dtype), ", produced by ", ProducerText(job, graph, tensor),
+        "): only floating tensors compress, and compressed boxing runs on f32; remove the hint"));
+  }
+  return absl::OkStatus();
+}
+
 }  // namespace
 
 bool SameLayout(const NdSbp& a, const NdSbp& b, const Shape& hierarchy) {
@@ -69,6 +126,7 @@ absl::Status IndexLogicalGraph(Compilation* compilation) {
       OF_ASSIGN_OR_RETURN(NdSbp hint, NdSbp::FromProto(def.sbp_hint()));
       tensor.hint = hint;
     }
+    OF_ASSIGN_OR_RETURN(tensor.compression_hint, CompressionHint(def));
     OF_ASSIGN_OR_RETURN(hinted[i], HintedPlacement(&graph, def));
     if (!graph.tensor_index.emplace(def.name(), i).second) {
       return absl::InvalidArgumentError(
@@ -145,8 +203,28 @@ absl::Status IndexLogicalGraph(Compilation* compilation) {
   if (!job.loss().empty()) {
     OF_ASSIGN_OR_RETURN(graph.loss, find(job.loss(), "the loss"));
   }
+  for (const auto& [variable, gradient] : compilation->gradients) {
+    auto it = graph.tensor_index.find(gradient);
+    if (it != graph.tensor_index.end()) graph.tensors[it->second].is_gradient = true;
+  }
+  OF_RETURN_IF_ERROR(CheckCompressionHints(job, graph));
   compilation->graph = std::move(graph);
   return absl::OkStatus();
+}
+
+TensorRole CompressionRole(const Compilation& compilation, int64_t t, bool into_loss_sink) {
+  const LogicalTensor& tensor = compilation.graph.tensors[t];
+  if (tensor.type.dtype != DType::kF32 || into_loss_sink || t == compilation.graph.loss ||
+      tensor.kind == LogicalTensor::Kind::kInput) {
+    return TensorRole::kNever;
+  }
+  if (tensor.kind == LogicalTensor::Kind::kVariable) return TensorRole::kWeight;
+  return tensor.is_gradient ? TensorRole::kGradient : TensorRole::kActivation;
+}
+
+BoxingOptions BoxingOptionsOf(const Compilation& compilation, int64_t t, bool into_loss_sink) {
+  return BoxingOptionsFor(compilation.options.compression, CompressionRole(compilation, t, into_loss_sink),
+                          compilation.graph.tensors[t].compression_hint);
 }
 
 std::string CompilationToText(const Compilation& compilation) {
@@ -193,6 +271,13 @@ std::string CompilationToText(const Compilation& compilation) {
                                     absl::StrAppend(out, BoxingKindName(step.kind));
                                     if (step.hierarchy_axis >= 0) {
                                       absl::StrAppend(out, "[axis ", step.hierarchy_axis, "]");
+                                    }
+                                    if (step.cross_node_compression.compressed()) {
+                                      absl::StrAppend(out, "{", CompressionChoiceText(step.compression), " in-node, ",
+                                                      CompressionChoiceText(step.cross_node_compression),
+                                                      " cross-node}");
+                                    } else if (step.compression.compressed()) {
+                                      absl::StrAppend(out, "{", CompressionChoiceText(step.compression), "}");
                                     }
                                   }),
                     " (", boxing.plan.bytes_per_device, " B/device)\n");

@@ -29,6 +29,7 @@
 #include "proto/job.pb.h"
 #include "proto/plan.pb.h"
 #include "sbp/boxing_plan.h"
+#include "sbp/compression_policy.h"
 #include "sbp/link_model.h"
 
 namespace oneflow {
@@ -42,6 +43,10 @@ struct LogicalTensor {
   TensorType type;
   int64_t placement = 0;  // Index into LogicalGraph::placements.
   std::optional<NdSbp> hint;
+  // The user's Tensor::WithCompression (TensorDef.compression), if any; kNone: dense.
+  std::optional<CompressionKind> compression_hint;
+  // True for a variable's gradient (a second name of Compilation::gradients).
+  bool is_gradient = false;
   // Chosen by sbp_choice (variables and inputs: their hint, or B / S(0) defaults).
   NdSbp sbp;
   bool sbp_chosen = false;
@@ -90,6 +95,8 @@ struct Boxing {
   BoxingPlan plan;
   // The first consumer that needs it: an op index, or -1 for the loss sink.
   int64_t first_consumer = -1;
+  // What the tensor is for compression (the codecs its plan could use follow from it).
+  TensorRole role = TensorRole::kNever;
   std::string reason;
 };
 
@@ -145,11 +152,25 @@ bool IsCollective(BoxingKind kind);
 bool SameLayout(const NdSbp& a, const NdSbp& b, const Shape& hierarchy);
 
 // Re-indexes `compilation->graph` from `compilation->job` (after a pass changed the job):
-// tensors with their types, kinds, producers, consumers and placements. Placements:
-// a tensor's hint, else (op outputs) the placement of the op's first input, else the
-// default placement; an op runs on the placement of its outputs' hints if any, else of
-// its first input.
+// tensors with their types, kinds, producers, consumers, placements, compression hints
+// and whether they are gradients (compilation->gradients). Placements: a tensor's hint,
+// else (op outputs) the placement of the op's first input, else the default placement;
+// an op runs on the placement of its outputs' hints if any, else of its first input.
+// A compression hint on a tensor that is not f32 is INVALID_ARGUMENT naming the tensor,
+// its dtype and what produces it:
+//   compression hint int8 on tensor 'targets' (i32, produced by data source 'data'): only
+//   floating tensors compress, and compressed boxing runs on f32; remove the hint
 absl::Status IndexLogicalGraph(Compilation* compilation);
+
+// What tensor `t` is for compression (sbp/compression_policy.h) on a boxing into an op,
+// or into the loss sink when `into_loss_sink`: kNever for a non-f32 tensor, the loss,
+// anything boxed into the loss sink and data-source inputs; kWeight for a variable;
+// kGradient for a variable's gradient; kActivation otherwise.
+TensorRole CompressionRole(const Compilation& compilation, int64_t t, bool into_loss_sink);
+
+// The options a boxing of tensor `t` is planned with: BoxingOptionsFor of the compile
+// options' policy, the tensor's role and its hint.
+BoxingOptions BoxingOptionsOf(const Compilation& compilation, int64_t t, bool into_loss_sink);
 
 // The state as text, for dumps after a pass and golden tests: the logical graph with
 // SBPs, the boxings, and (once built) one summary line per device.

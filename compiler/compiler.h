@@ -20,7 +20,7 @@
 #include "absl/status/statusor.h"
 #include "proto/job.pb.h"
 #include "proto/plan.pb.h"
-#include "sbp/boxing_options.h"
+#include "sbp/compression_policy.h"
 
 namespace oneflow {
 
@@ -29,8 +29,10 @@ struct CompileOptions {
   // Slots of every activation register: 2 lets consecutive iterations overlap, 1 is
   // lock-step. Variables and optimizer state always have one persistent slot.
   int64_t register_count = 2;
-  // How boxings move data (dense by default; compressed variants plug in here).
-  BoxingOptions boxing;
+  // How boxings of floating tensors may compress (dense by default): off, auto (each
+  // tensor's role picks its codecs, the cost model decides per step) or one forced
+  // codec; per-tensor hints (TensorDef.compression) override all but off.
+  CompressionPolicy compression;
   // Pass names ("sbp_choice", ...) after which the compilation state is printed to
   // `dump` as text; "all" dumps after every pass.
   std::vector<std::string> dump_after;

@@ -27,9 +27,11 @@ proto::Job Parse(const std::string& text) {
 }
 
 // Compiles and returns the dump after `pass` (or the error).
-std::string DumpAfter(const std::string& text, const std::string& pass, const proto::Cluster& cluster) {
+std::string DumpAfter(const std::string& text, const std::string& pass, const proto::Cluster& cluster,
+                      CompressionMode compression = CompressionMode::kOff) {
   CompileOptions options;
   options.cluster = cluster;
+  options.compression.mode = compression;
   options.dump_after = {pass};
   std::string dump;
   options.dump = &dump;
@@ -88,6 +90,67 @@ loss %reduce_mean_2
                       "all_gather[axis 1] (6144 B/device)"),
             std::string::npos)
       << dump;
+}
+
+proto::Cluster SlowNetwork(int64_t nodes, int64_t devices_per_node) {
+  proto::Cluster cluster = Cluster(nodes, devices_per_node);
+  cluster.set_inter_node_bandwidth(1.25e8);
+  return cluster;
+}
+
+// Automatic compression over a slow network: the data-parallel gradient above, reduced
+// inside nodes first, crosses nodes as int4 with Hadamard (one device per node in each
+// axis-0 group); the steps inside nodes stay dense: 2048 + 272 + 2048 bytes per device
+// (the 512 elements of the all-reduce as 256 bytes of int4 and 4 f32 scales).
+TEST(CompilerTest, AutomaticCompressionShowsInTheBoxingDump) {
+  const std::string text = R"(graph dp
+placement cpu{0:0-1, 1:0-1}[2, 2]
+source data synthetic_classification seed=1 num_classes=4
+%x = input f32[64, 256] source=data sbp=[S(0), S(0)]
+%labels = input i32[64] source=data sbp=[S(0), S(0)]
+%w = variable f32[256, 4] init=xavier_uniform seed=1 sbp=[B, B]
+%matmul_0 = matmul(a=%x, b=%w) f32[64, 4]
+%sparse_softmax_cross_entropy_1 = sparse_softmax_cross_entropy(logits=%matmul_0, labels=%labels) f32[64]
+%reduce_mean_2 = reduce_mean(x=%sparse_softmax_cross_entropy_1, axes=[], keep_dims=false) f32[]
+optimizer sgd lr=0.1 momentum=0.0
+loss %reduce_mean_2
+)";
+  const std::string dump = DumpAfter(text, "boxing_insertion", SlowNetwork(2, 2), CompressionMode::kAuto);
+  EXPECT_NE(dump.find(" [P, P] @0 -> [B, B] @0: reduce_scatter[axis 1], all_reduce[axis 0]{int4 G=128 hadamard}, "
+                      "all_gather[axis 1] (4368 B/device)"),
+            std::string::npos)
+      << dump;
+}
+
+// The Megatron pair with its devices on two nodes: the partial activation crosses the
+// slow link as TACO FP8 (its 16 elements as 16 bytes and TACO's two f32 scales),
+// unless the tensor's hint says otherwise.
+TEST(CompilerTest, ActivationsCompressAsTacoUnlessHinted) {
+  std::string text = kTensorParallel;
+  text.replace(text.find("cpu{0:0-1}"), 10, "cpu{0:0, 1:0}");
+  const std::string dump = DumpAfter(text, "boxing_insertion", SlowNetwork(2, 1), CompressionMode::kAuto);
+  EXPECT_NE(dump.find("boxing#0 %matmul_2 P @0 -> S(0) @0: reduce_scatter[axis 0]{taco_fp8 G=128} (24 B/device)"),
+            std::string::npos)
+      << dump;
+  text.replace(text.find("f32[8, 4]\n%relu_3"), 9, "f32[8, 4] compression=none");
+  EXPECT_NE(DumpAfter(text, "boxing_insertion", SlowNetwork(2, 1), CompressionMode::kAuto)
+                .find("boxing#0 %matmul_2 P @0 -> S(0) @0: reduce_scatter[axis 0] (64 B/device)"),
+            std::string::npos);
+}
+
+TEST(CompilerErrorsTest, CompressionHintOnAnIntegerTensor) {
+  const std::string text = R"(graph hinted
+placement cpu{0:0-1}
+source data synthetic_classification seed=1 num_classes=4
+%x = input f32[8, 16] source=data
+%labels = input i32[8] source=data compression=int4
+%w = variable f32[16, 4] init=xavier_uniform seed=1
+%matmul_0 = matmul(a=%x, b=%w) f32[8, 4]
+%sparse_softmax_cross_entropy_1 = sparse_softmax_cross_entropy(logits=%matmul_0, labels=%labels) f32[8]
+)";
+  EXPECT_EQ(DumpAfter(text, "sbp_choice", Cluster(1, 2), CompressionMode::kAuto),
+            "compression hint int4 on tensor 'labels' (i32, produced by data source 'data'): only floating tensors "
+            "compress, and compressed boxing runs on f32; remove the hint");
 }
 
 TEST(CompilerErrorsTest, HintWithTheWrongNumberOfAxes) {

@@ -1,6 +1,7 @@
 #include "sbp/boxing.h"
 
 #include <optional>
+#include <utility>
 #include <string>
 #include <utility>
 #include <vector>
@@ -8,6 +9,7 @@
 #include "absl/strings/str_cat.h"
 #include "oneflow_core/status.h"
 #include "oneflow_core/tensor_slice.h"
+#include "sbp/boxing/axis_step.h"
 #include "sbp/boxing/context.h"
 #include "sbp/boxing/sbp_search.h"
 #include "sbp/boxing/send_recv.h"
@@ -59,14 +61,17 @@ absl::Status CheckRequest(const Shape& logical, DType dtype, const NdSbp& src,
     return absl::UnimplementedError(
         "sparse boxing (only the used rows travel) is not implemented; use Sparsity::kDense");
   }
-  if (options.compression != BoxingOptions::Compression::kNone && !IsFloating(dtype)) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "compression ", CompressionName(options.compression),
-        " needs a floating-point tensor, got ", DTypeName(dtype), "; use Compression::kNone"));
-  }
-  if (options.compression_block_elements < 1) {
-    return absl::InvalidArgumentError(absl::StrCat("compression_block_elements must be >= 1, got ",
-                                                   options.compression_block_elements));
+  using Named = std::pair<const char*, const CompressionChoice*>;
+  for (const auto& [what, choice] : {Named{"in-node reductions", &options.reduce_in_node},
+                                     Named{"cross-node reductions", &options.reduce_cross_node},
+                                     Named{"gathers", &options.gather}}) {
+    if (!choice->compressed()) continue;
+    if (!IsFloating(dtype)) {
+      return absl::InvalidArgumentError(absl::StrCat("compression ", CompressionChoiceText(*choice), " (", what,
+                                                     ") needs a floating-point tensor, got ", DTypeName(dtype),
+                                                     "; integer tensors move dense"));
+    }
+    OF_RETURN_IF_ERROR(CheckCompressionChoice(*choice));
   }
   return absl::OkStatus();
 }
@@ -139,6 +144,32 @@ absl::StatusOr<BoxingPlan> PlanBoxing(const Shape& logical, DType dtype, const N
   const SbpSearch search(context, src_placement, *std::move(space), src,
                          SbpSearch::Direction::kFromAnchor);
   return MakePlan(search.Path(search.IndexOf(dst)));
+}
+
+absl::StatusOr<int64_t> DenseAxisStepBytes(const Shape& logical, DType dtype, const NdSbp& from, int64_t axis,
+                                           const NdSbp& to, const Placement& placement) {
+  const std::string step = absl::StrCat("step ", from.ToString(), " -> ", to.ToString(), " on hierarchy axis ", axis,
+                                        " of ", placement.ToString(), " for ", DTypeName(dtype), " ",
+                                        logical.ToString());
+  if (axis < 0 || axis >= placement.hierarchy().rank() || from.size() != placement.hierarchy().rank() ||
+      to.size() != from.size()) {
+    return absl::InvalidArgumentError(absl::StrCat(step, ": the axis or an SBP does not fit the hierarchy ",
+                                                   placement.hierarchy().ToString()));
+  }
+  for (int64_t other = 0; other < from.size(); ++other) {
+    if (other != axis && from.at(other) != to.at(other)) {
+      return absl::InvalidArgumentError(absl::StrCat(step, ": the SBPs differ on hierarchy axis ", other, " too"));
+    }
+  }
+  OF_RETURN_IF_ERROR(WithContext(CheckNdSbpFits(logical, from, placement.hierarchy()), step));
+  OF_RETURN_IF_ERROR(WithContext(CheckNdSbpFits(logical, to, placement.hierarchy()), step));
+  // Bytes do not depend on the link speeds; any valid model will do.
+  const BoxingContext context{logical, dtype, LinkModel{1, 1}, BoxingOptions()};
+  const std::optional<BoxingStep> made = boxing::MakeAxisStep(context, placement, from, axis, to.at(axis));
+  if (!made.has_value()) {
+    return absl::InvalidArgumentError(absl::StrCat(step, ": not a single-axis conversion boxing makes"));
+  }
+  return made->bytes_per_device;
 }
 
 }  // namespace oneflow

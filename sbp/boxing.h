@@ -40,13 +40,20 @@ namespace oneflow {
 //   INVALID_ARGUMENT  an SBP that does not fit the shape or the hierarchy (the message
 //                     of CheckNdSbpFits, which lists the valid split axes), a negative
 //                     dimension, a bad link model, compression of a non-floating dtype
-//                     or compression_block_elements < 1;
+//                     or a codec configuration CheckCompressionChoice refuses;
 //   UNIMPLEMENTED     P(max) / P(min) (only partial sums box today), sparse boxing,
 //                     a hierarchy too large to search.
 absl::StatusOr<BoxingPlan> PlanBoxing(const Shape& logical, DType dtype, const NdSbp& src,
                                       const Placement& src_placement, const NdSbp& dst,
                                       const Placement& dst_placement, const LinkModel& links,
                                       const BoxingOptions& options = BoxingOptions());
+
+// The bytes the busiest device receives when one per-axis step of a plan, `from` -> `to`
+// (which differ on hierarchy axis `axis` only) on `placement`, runs dense: what `oneflow
+// inspect` compares a compressed step's wire bytes with. INVALID_ARGUMENT naming the step
+// when the SBPs do not fit or are not one conversion boxing makes.
+absl::StatusOr<int64_t> DenseAxisStepBytes(const Shape& logical, DType dtype, const NdSbp& from, int64_t axis,
+                                           const NdSbp& to, const Placement& placement);
 
 }  // namespace oneflow
 

@@ -140,20 +140,19 @@ TEST(BoxingCostTest, NestedSplitMovesTheInnerSplitAside) {
 
 TEST(BoxingCostTest, CompressionShrinksNodeCrossingStepsOnly) {
   const std::string grid = "cpu{0:0-3, 1:0-3}[2, 4]";
-  BoxingOptions options;
-  options.compression = BoxingOptions::Compression::kFp8E4M3;
+  BoxingOptions options = BoxingOptions::Everywhere({CompressionKind::kFp8E4M3, 128, false});
+  options.compress_intra_node = false;
   // The 10-element inter-node all-reduce: 10 one-byte values + one 4-byte scale.
   EXPECT_EQ(Plan("[P, P]", grid, "[B, B]", grid, kLinks, options),
             "reduce_scatter axis 1: [P, P] -> [P, S(1)], 120 bytes/device\n"
-            "all_reduce axis 0: [P, S(1)] -> [B, S(1)], 14 bytes/device (fp8e4m3)\n"
+            "all_reduce axis 0: [P, S(1)] -> [B, S(1)], 14 bytes/device (fp8e4m3 G=128)\n"
             "all_gather axis 1: [B, S(1)] -> [B, B], 120 bytes/device");
-  options.compression = BoxingOptions::Compression::kInt4;
-  options.compress_intra_node = true;
+  options = BoxingOptions::Everywhere({CompressionKind::kInt4, 128, false});
   // Inside a node too: 30 elements = 15 payload bytes + 4 = 19; 10 elements = 5 + 4 = 9.
   EXPECT_EQ(Plan("[P, P]", grid, "[B, B]", grid, kLinks, options),
-            "reduce_scatter axis 1: [P, P] -> [P, S(1)], 19 bytes/device (int4)\n"
-            "all_reduce axis 0: [P, S(1)] -> [B, S(1)], 9 bytes/device (int4)\n"
-            "all_gather axis 1: [B, S(1)] -> [B, B], 19 bytes/device (int4)");
+            "reduce_scatter axis 1: [P, P] -> [P, S(1)], 19 bytes/device (int4 G=128)\n"
+            "all_reduce axis 0: [P, S(1)] -> [B, S(1)], 9 bytes/device (int4 G=128)\n"
+            "all_gather axis 1: [B, S(1)] -> [B, B], 19 bytes/device (int4 G=128)");
 }
 
 // Automatic: a step compresses only where the link time it saves exceeds the codec's
@@ -161,11 +160,11 @@ TEST(BoxingCostTest, CompressionShrinksNodeCrossingStepsOnly) {
 // 10 elements (40 bytes dense, 14 as fp8), the codec passes over the 40 dense bytes.
 TEST(BoxingCostTest, AutomaticCompressesOnlyWhereTheLinkIsSlowEnough) {
   const std::string grid = "cpu{0:0-3, 1:0-3}[2, 4]";
-  BoxingOptions options;
-  options.compression = BoxingOptions::Compression::kFp8E4M3;
+  BoxingOptions options = BoxingOptions::Everywhere({CompressionKind::kFp8E4M3, 128, false});
   options.automatic = true;
-  options.codec_bytes_per_second = 1e9;  // 40 bytes: 40 ns of codec.
-  // Inter-node at 1e9 B/s: 40 ns dense vs 14 ns + 40 ns: stays dense.
+  options.codec_throughput = CodecThroughput::Uniform(1e9);  // 40 bytes: 40 ns of codec.
+  // Inter-node at 1e9 B/s: 40 ns dense vs 14 ns + 40 ns: stays dense. Inside nodes
+  // (100e9 B/s) the codec never pays.
   EXPECT_EQ(Plan("[P, P]", grid, "[B, B]", grid, LinkModel{100e9, 1e9}, options),
             "reduce_scatter axis 1: [P, P] -> [P, S(1)], 120 bytes/device\n"
             "all_reduce axis 0: [P, S(1)] -> [B, S(1)], 40 bytes/device\n"
@@ -173,7 +172,13 @@ TEST(BoxingCostTest, AutomaticCompressesOnlyWhereTheLinkIsSlowEnough) {
   // Inter-node at 1e8 B/s: 400 ns dense vs 140 ns + 40 ns: compresses, and only there.
   EXPECT_EQ(Plan("[P, P]", grid, "[B, B]", grid, LinkModel{100e9, 1e8}, options),
             "reduce_scatter axis 1: [P, P] -> [P, S(1)], 120 bytes/device\n"
-            "all_reduce axis 0: [P, S(1)] -> [B, S(1)], 14 bytes/device (fp8e4m3)\n"
+            "all_reduce axis 0: [P, S(1)] -> [B, S(1)], 14 bytes/device (fp8e4m3 G=128)\n"
+            "all_gather axis 1: [B, S(1)] -> [B, B], 120 bytes/device");
+  // A slower codec (10 bytes/us: 4 us) no longer pays even there.
+  options.codec_throughput = CodecThroughput::Uniform(1e7);
+  EXPECT_EQ(Plan("[P, P]", grid, "[B, B]", grid, LinkModel{100e9, 1e8}, options),
+            "reduce_scatter axis 1: [P, P] -> [P, S(1)], 120 bytes/device\n"
+            "all_reduce axis 0: [P, S(1)] -> [B, S(1)], 40 bytes/device\n"
             "all_gather axis 1: [B, S(1)] -> [B, B], 120 bytes/device");
 }
 

@@ -62,24 +62,22 @@ TEST(BoxingErrorsTest, SparseIsNotImplemented) {
 }
 
 TEST(BoxingErrorsTest, CompressingAnIntegerTensor) {
-  BoxingOptions options;
-  options.compression = BoxingOptions::Compression::kFp8E4M3;
+  const BoxingOptions options = BoxingOptions::Everywhere({CompressionKind::kFp8E4M3, 128, false});
   const absl::Status status = Boxing(Shape{5, 7}, DType::kI32, "P", "B", options);
   EXPECT_EQ(status.code(), absl::StatusCode::kInvalidArgument);
   EXPECT_EQ(status.message(),
-            "boxing i32 [5, 7] from P on cpu{0:0-3} to B on cpu{0:0-3}: compression fp8e4m3 "
-            "needs a floating-point tensor, got i32; use Compression::kNone");
+            "boxing i32 [5, 7] from P on cpu{0:0-3} to B on cpu{0:0-3}: compression fp8e4m3 G=128 "
+            "(in-node reductions) needs a floating-point tensor, got i32; integer tensors move dense");
 }
 
-TEST(BoxingErrorsTest, CompressionBlockOfZero) {
+TEST(BoxingErrorsTest, CompressionGroupOfZero) {
   BoxingOptions options;
-  options.compression = BoxingOptions::Compression::kInt4;
-  options.compression_block_elements = 0;
+  options.gather = CompressionChoice{CompressionKind::kInt4, 0, false};
   const absl::Status status = Boxing(Shape{5, 7}, DType::kF32, "P", "B", options);
   EXPECT_EQ(status.code(), absl::StatusCode::kInvalidArgument);
   EXPECT_EQ(status.message(),
             "boxing f32 [5, 7] from P on cpu{0:0-3} to B on cpu{0:0-3}: "
-            "compression_block_elements must be >= 1, got 0");
+            "compression int4 G=0: the group size must be >= 1");
 }
 
 TEST(BoxingErrorsTest, BadLinkModel) {

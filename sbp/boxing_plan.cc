@@ -34,8 +34,11 @@ std::string BoxingStepToString(const BoxingStep& step) {
   if (step.kind != BoxingKind::kSendRecv) absl::StrAppend(&text, " axis ", step.hierarchy_axis);
   absl::StrAppend(&text, ": ", step.src.ToString(), " -> ", step.dst.ToString(), ", ",
                   step.bytes_per_device, " bytes/device");
-  if (step.compression != BoxingOptions::Compression::kNone) {
-    absl::StrAppend(&text, " (", CompressionName(step.compression), ")");
+  if (step.cross_node_compression.compressed()) {
+    absl::StrAppend(&text, " (", CompressionChoiceText(step.compression), " in-node, ",
+                    CompressionChoiceText(step.cross_node_compression), " cross-node)");
+  } else if (step.compression.compressed()) {
+    absl::StrAppend(&text, " (", CompressionChoiceText(step.compression), ")");
   }
   return text;
 }

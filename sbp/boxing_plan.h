@@ -18,7 +18,7 @@
 
 #include "absl/strings/string_view.h"
 #include "oneflow_core/sbp.h"
-#include "sbp/boxing_options.h"
+#include "sbp/compression.h"
 
 namespace oneflow {
 
@@ -50,12 +50,25 @@ struct BoxingStep {
   // Bytes the busiest device receives (docs/sbp_and_boxing.md has the convention and
   // the formula of each kind). Counted compressed when `compression` is not kNone.
   int64_t bytes_per_device = 0;
-  // Modelled time: bytes over the bandwidth of the links the step uses.
+  // Modelled time: bytes over the bandwidth of the links the step uses, plus the codec
+  // time of a compressed step.
   double seconds = 0;
-  // The format the bytes travel in: kNone is dense.
-  BoxingOptions::Compression compression = BoxingOptions::Compression::kNone;
-  // One line for humans: what moves where, over which links, by which algorithm.
+  // The format the bytes travel in (kNone: dense); for a two-level reduction, the format
+  // of the exchange inside each node.
+  CompressionChoice compression;
+  // A two-level reduction's format across nodes; kNone for a one-level step.
+  CompressionChoice cross_node_compression;
+  // The same step dense: equal to bytes_per_device and seconds when nothing compresses,
+  // so `dense_seconds - seconds` is the modelled time compression saves.
+  int64_t dense_bytes_per_device = 0;
+  double dense_seconds = 0;
+  // One line for humans: what moves where, over which links, by which algorithm, and
+  // `compression_reason` when it is set.
   std::string reason;
+  // The cost model's compression decision for a step the options could compress, e.g.
+  // "inter-node 1.25e+08 B/s: 5.2 ms dense vs 1.4 ms taco_fp8 G=128 + 0.3 ms codec:
+  // compressed, saves 3.5 ms" (or ": dense"); empty when no codec applies.
+  std::string compression_reason;
 };
 
 struct BoxingPlan {
@@ -65,8 +78,9 @@ struct BoxingPlan {
   double seconds = 0;
 };
 
-// "all_reduce axis 0: P -> B, 216 bytes/device", with " (fp8e4m3)" appended for a
-// compressed step; "send_recv: S(0) -> B, 84 bytes/device" for a send/recv.
+// "all_reduce axis 0: P -> B, 216 bytes/device", with " (fp8e4m3 G=128)" appended for a
+// compressed step (" (int8 G=512 hadamard in-node, int4 G=128 hadamard cross-node)" for a
+// two-level one); "send_recv: S(0) -> B, 84 bytes/device" for a send/recv.
 std::string BoxingStepToString(const BoxingStep& step);
 
 // One BoxingStepToString line per step, joined by '\n'; "" for an empty plan.

@@ -152,9 +152,8 @@ TEST(OtherShapesTest, EveryPairPlansAndSimulatesExactly) {
 // valid (the simulator moves dense data: compression is a cost model here).
 TEST(CompressedPlansTest, EveryPairStaysValid) {
   const Placement grid = *Placement::Parse("cpu{0:0-2, 1:0-2}[2, 3]");
-  BoxingOptions options;
-  options.compression = BoxingOptions::Compression::kInt4;
-  options.compression_block_elements = 4;
+  BoxingOptions options = BoxingOptions::Everywhere({CompressionKind::kInt4, 4, false});
+  options.compress_intra_node = false;
   const std::vector<NdSbp> all = AllNdSbps(kLogical.rank(), 2);
   for (const NdSbp& src : all) {
     for (const NdSbp& dst : all) ExpectExactPlan(src, grid, dst, grid, kLogical, options);

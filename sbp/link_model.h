@@ -14,6 +14,7 @@
 #define SBP_LINK_MODEL_H_
 
 #include <cstdint>
+#include <optional>
 
 #include "absl/status/status.h"
 #include "oneflow_core/placement.h"
@@ -39,6 +40,20 @@ bool AxisCrossesNodes(const Placement& placement, int64_t axis);
 // The bandwidth of a collective over hierarchy axis `axis`: inter-node when the axis
 // crosses nodes, intra-node otherwise.
 double AxisBandwidth(const LinkModel& links, const Placement& placement, int64_t axis);
+
+// How the groups of a hierarchy axis sit on nodes when each is `nodes` > 1 runs of
+// `per_node` > 1 devices, one run per node, listed node by node: the shape a two-level
+// collective needs (an exchange inside each node, then one across the nodes).
+struct NodeBlocks {
+  int64_t nodes = 0;
+  int64_t per_node = 0;
+};
+
+// The NodeBlocks every group of axis `axis` shares, or nullopt when some group is within
+// one node, has one device per node, uneven counts per node, or returns to a node it
+// left. On `cpu{0:0-1, 1:0-1}[4]` axis 0 is {2 nodes, 2 per node}; on
+// `cpu{0:0-1, 1:0-1}[2, 2]` neither axis is. Precondition: 0 <= axis < hierarchy rank.
+std::optional<NodeBlocks> AxisNodeBlocks(const Placement& placement, int64_t axis);
 
 // The bandwidth between two devices: intra-node when they share a node.
 double PairBandwidth(const LinkModel& links, const DeviceId& a, const DeviceId& b);

@@ -22,6 +22,22 @@ std::string ProducerText(const Compilation& compilation, const LogicalTensor& te
   return "";
 }
 
+// "; compressed as a gradient, where the cost model says it pays", or "" when no step
+// compresses (so that plans without compression read as before).
+std::string CompressionNote(const Compilation& compilation, const Boxing& boxing) {
+  bool compressed = false;
+  for (const BoxingStep& step : boxing.plan.steps) compressed |= step.compression.compressed();
+  if (!compressed) return "";
+  const LogicalTensor& tensor = compilation.graph.tensors[boxing.tensor];
+  if (tensor.compression_hint.has_value()) return "; compressed as the tensor's compression hint asks";
+  if (compilation.options.compression.mode == CompressionMode::kForced) {
+    return absl::StrCat("; compressed with the forced codec ",
+                        CompressionKindName(compilation.options.compression.forced));
+  }
+  return absl::StrCat("; compressed as ", boxing.role == TensorRole::kActivation ? "an " : "a ",
+                      TensorRoleName(boxing.role), ", where the cost model says it pays");
+}
+
 }  // namespace
 
 absl::StatusOr<bool> BoxingInsertionPass::Run(Compilation* compilation) {
@@ -37,8 +53,10 @@ absl::StatusOr<bool> BoxingInsertionPass::Run(Compilation* compilation) {
     const std::string key = absl::StrCat(t, "|", sbp.ToString(), "|", placement);
     auto it = existing.find(key);
     if (it != existing.end()) return it->second;
-    const absl::StatusOr<BoxingPlan>& plan = cache.Plan(
-        tensor.type.shape, tensor.type.dtype, tensor.sbp, tensor.placement, sbp, placement);
+    const bool into_loss_sink = consumer < 0;
+    const absl::StatusOr<BoxingPlan>& plan =
+        cache.Plan(tensor.type.shape, tensor.type.dtype, tensor.sbp, tensor.placement, sbp, placement,
+                   BoxingOptionsOf(*compilation, t, into_loss_sink));
     if (!plan.ok()) {
       return absl::Status(plan.status().code(),
                           absl::StrCat("tensor '", tensor.name, "' into ", consumer_text, ": ",
@@ -51,6 +69,7 @@ absl::StatusOr<bool> BoxingInsertionPass::Run(Compilation* compilation) {
     boxing.dst_placement = placement;
     boxing.plan = *plan;
     boxing.first_consumer = consumer;
+    boxing.role = CompressionRole(*compilation, t, into_loss_sink);
     boxing.reason = absl::StrCat(ProducerText(*compilation, tensor), " produces ",
                                  tensor.sbp.ToString(),
                                  tensor.placement == placement
@@ -60,6 +79,7 @@ absl::StatusOr<bool> BoxingInsertionPass::Run(Compilation* compilation) {
                                  tensor.placement == placement
                                      ? ""
                                      : absl::StrCat(" on ", graph.placements[placement].ToString()));
+    absl::StrAppend(&boxing.reason, CompressionNote(*compilation, boxing));
     existing.emplace(key, boxing.id);
     boxings.push_back(std::move(boxing));
     return boxings.back().id;

@@ -23,20 +23,39 @@ std::string ProducerName(const Compilation& compilation, const LogicalTensor& te
   return "";
 }
 
-proto::Compression::Kind CompressionToProto(BoxingOptions::Compression compression) {
-  switch (compression) {
-    case BoxingOptions::Compression::kNone:
+proto::Compression::Kind CompressionToProto(CompressionKind kind) {
+  switch (kind) {
+    case CompressionKind::kNone:
       return proto::Compression::NONE;
-    case BoxingOptions::Compression::kFp8E4M3:
+    case CompressionKind::kFp8E4M3:
       return proto::Compression::FP8_E4M3;
-    case BoxingOptions::Compression::kFp8E5M2:
+    case CompressionKind::kFp8E5M2:
       return proto::Compression::FP8_E5M2;
-    case BoxingOptions::Compression::kInt4:
+    case CompressionKind::kInt4:
       return proto::Compression::INT4;
-    case BoxingOptions::Compression::kInt8:
+    case CompressionKind::kInt8:
       return proto::Compression::INT8;
+    case CompressionKind::kTacoFp8:
+      return proto::Compression::TACO_FP8;
   }
   return proto::Compression::NONE;
+}
+
+// A compressed step's codec (both levels for a two-level one) and the cost model's
+// decision; a dense step leaves both unset, so plans without compression stay as they
+// were.
+void EmitCompression(const BoxingStep& step, proto::BoxingStepDef* def) {
+  if (!step.compression.compressed()) return;
+  proto::Compression* compression = def->mutable_compression();
+  compression->set_kind(CompressionToProto(step.compression.kind));
+  compression->set_block_size(step.compression.group_size);
+  compression->set_hadamard(step.compression.hadamard);
+  if (step.cross_node_compression.compressed()) {
+    compression->set_cross_node_kind(CompressionToProto(step.cross_node_compression.kind));
+    compression->set_cross_node_block_size(step.cross_node_compression.group_size);
+    compression->set_cross_node_hadamard(step.cross_node_compression.hadamard);
+  }
+  def->set_reason(step.compression_reason);
 }
 
 void EmitBoxings(Compilation* compilation) {
@@ -65,13 +84,7 @@ void EmitBoxings(Compilation* compilation) {
       *step_def->mutable_dst_sbp() = step.dst.ToProto();
       step_def->set_bytes_per_device(step.bytes_per_device);
       step_def->set_collective_id(compilation->boxing_step_collective[boxing.id][s]);
-      if (step.compression != BoxingOptions::Compression::kNone) {
-        step_def->mutable_compression()->set_kind(CompressionToProto(step.compression));
-        step_def->mutable_compression()->set_block_size(compilation->options.boxing.compression_block_elements);
-        // No Hadamard rotation by default: on the gpt of tests/compression_test.cc it made
-        // int4 worse (+3.7% vs +2.5% mean loss over 200 iterations); the codec supports it.
-        step_def->set_reason(step.reason);
-      }
+      EmitCompression(step, step_def);
       if (step.kind == BoxingKind::kSendRecv) placement = boxing.dst_placement;
       bytes_per_iter += step.bytes_per_device * graph.placements[placement].num_devices();
     }

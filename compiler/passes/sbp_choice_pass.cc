@@ -104,8 +104,7 @@ bool HasPartialAxis(const NdSbp& sbp) {
 
 absl::StatusOr<bool> SbpChoicePass::Run(Compilation* compilation) {
   LogicalGraph& graph = compilation->graph;
-  compilation->boxing_cache = std::make_unique<BoxingCache>(
-      &graph.placements, compilation->links, compilation->options.boxing);
+  compilation->boxing_cache = std::make_unique<BoxingCache>(&graph.placements, compilation->links);
   BoxingCache& cache = *compilation->boxing_cache;
   for (LogicalTensor& tensor : graph.tensors) {
     if (tensor.kind == LogicalTensor::Kind::kOpOutput) continue;
@@ -125,6 +124,11 @@ absl::StatusOr<bool> SbpChoicePass::Run(Compilation* compilation) {
       return absl::InternalError(absl::StrCat(where, " offers no SBP signature"));
     }
     std::vector<Candidate> candidates = Combine(signatures, axes);
+    // Each input is priced with the compression options boxing insertion will plan it
+    // with (its role and hint), so with a slow link the choice sees what compression
+    // saves; with fast links nothing compresses and the prices are the dense ones.
+    std::vector<BoxingOptions> input_options;
+    for (int64_t t : op.inputs) input_options.push_back(BoxingOptionsOf(*compilation, t, /*into_loss_sink=*/false));
     double best_seconds = std::numeric_limits<double>::infinity();
     double best_weight = 0;
     int64_t best_conversions = 0;
@@ -155,7 +159,7 @@ absl::StatusOr<bool> SbpChoicePass::Run(Compilation* compilation) {
         }
         const absl::StatusOr<BoxingPlan>& plan =
             cache.Plan(in.type.shape, in.type.dtype, in.sbp, in.placement, candidate.inputs[k],
-                       op.placement);
+                       op.placement, input_options[k]);
         if (!plan.ok()) {
           allowed = false;  // A conversion the boxing planner cannot do (e.g. P(max)).
           break;
@@ -174,9 +178,10 @@ absl::StatusOr<bool> SbpChoicePass::Run(Compilation* compilation) {
         if (IsFloating(out.type.dtype) || !HasPartialAxis(candidate.outputs[k]) || out.hint) {
           continue;
         }
+        // Integer: never compressed, so dense options.
         const absl::StatusOr<BoxingPlan>& reduction =
             cache.Plan(out.type.shape, out.type.dtype, candidate.outputs[k], op.placement,
-                       Reduced(candidate.outputs[k]), op.placement);
+                       Reduced(candidate.outputs[k]), op.placement, BoxingOptions());
         if (!reduction.ok()) {
           allowed = false;
           break;

@@ -12,6 +12,7 @@
 #include "actors/metrics.h"
 #include "actors/runtime.h"
 #include "compiler/compiler.h"
+#include "examples/common/compression_flags.h"
 #include "oneflow_core/status.h"
 #include "tools/cli/plan_io.h"
 
@@ -22,11 +23,16 @@ ABSL_FLAG(int64_t, tp, 1, "Tensor-parallel degree (Megatron-style, as SBP hints)
 ABSL_FLAG(double, intra_node_bandwidth, 100e9, "Bytes/s between devices of one node.");
 ABSL_FLAG(double, inter_node_bandwidth, 12.5e9, "Bytes/s between nodes.");
 ABSL_FLAG(std::string, compression, "auto",
-          "How boxings move floating tensors: off (dense), auto (fp8 E4M3 where the modelled link "
-          "time saved exceeds the codec time), fp8, int8 or int4 (that codec on every all_reduce, "
-          "reduce_scatter and all_gather of a floating tensor). Integer tensors never compress.");
-ABSL_FLAG(double, codec_bytes_per_second, 1e9,
-          "Dense f32 bytes a device encodes and decodes per second, for --compression=auto.");
+          "How boxings move f32 tensors: off (dense); auto (by what the tensor is: activations TACO "
+          "fp8, gradient reductions two-level int8/int4, weight gathers int8, wherever the modelled "
+          "link time saved exceeds the codec time); fp8, int8 or int4 (that codec on every "
+          "all_reduce, reduce_scatter and all_gather). The loss, data-source inputs (labels, token "
+          "ids) and integer tensors never compress; Tensor::WithCompression overrides all but off.");
+ABSL_FLAG(double, codec_bytes_per_second, 0,
+          "Dense f32 bytes/s one device encodes and decodes, for every codec (0: the per-codec "
+          "table of sbp/codec_throughput.cc, or --codec_calibration).");
+ABSL_FLAG(std::string, codec_calibration, "",
+          "A codec throughput file written by `oneflow calibrate --out=FILE` on the target machine.");
 ABSL_FLAG(std::string, plan_out, "", "Write the compiled plan to this file.");
 ABSL_FLAG(bool, run, false, "After compiling, train the plan on this machine's CPU devices.");
 ABSL_FLAG(int64_t, iters, 10, "With --run: iterations to train.");
@@ -46,37 +52,14 @@ absl::StatusOr<ParallelLayout> LayoutFromFlags() {
   return ParallelLayout::Create(flags);
 }
 
-absl::StatusOr<BoxingOptions> BoxingOptionsFromFlags() {
-  BoxingOptions options;
-  const std::string compression = absl::GetFlag(FLAGS_compression);
-  if (compression == "off") return options;
-  if (compression == "auto") {
-    options.compression = BoxingOptions::Compression::kFp8E4M3;
-    options.automatic = true;
-  } else if (compression == "fp8") {
-    options.compression = BoxingOptions::Compression::kFp8E4M3;
-  } else if (compression == "int8") {
-    options.compression = BoxingOptions::Compression::kInt8;
-  } else if (compression == "int4") {
-    options.compression = BoxingOptions::Compression::kInt4;
-  } else {
-    return absl::InvalidArgumentError(
-        absl::StrCat("--compression=", compression, " is not a choice; valid: off, auto, fp8, int8, int4"));
-  }
-  // A forced codec applies to every eligible boxing, inside nodes too.
-  options.compress_intra_node = !options.automatic;
-  const double codec = absl::GetFlag(FLAGS_codec_bytes_per_second);
-  if (!(codec > 0)) {
-    return absl::InvalidArgumentError(absl::StrCat("--codec_bytes_per_second=", codec, " must be > 0"));
-  }
-  options.codec_bytes_per_second = codec;
-  return options;
-}
-
 absl::Status CompileAndReport(const proto::Job& job, const ParallelLayout& layout) {
   CompileOptions options;
   options.cluster = layout.cluster();
-  OF_ASSIGN_OR_RETURN(options.boxing, BoxingOptionsFromFlags());
+  CompressionFlags compression;
+  compression.compression = absl::GetFlag(FLAGS_compression);
+  compression.codec_bytes_per_second = absl::GetFlag(FLAGS_codec_bytes_per_second);
+  compression.codec_calibration = absl::GetFlag(FLAGS_codec_calibration);
+  OF_ASSIGN_OR_RETURN(options.compression, CompressionPolicyFromFlags(compression));
   std::string dump;
   const std::string dump_after = absl::GetFlag(FLAGS_dump_after);
   if (!dump_after.empty()) {

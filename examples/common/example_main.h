@@ -2,7 +2,9 @@
 // shared flags describe, print a summary a person can read, and write the plan.
 //
 // Shared flags (example_main.cc): --nodes --devices_per_node --dp --tp
-// --intra_node_bandwidth --inter_node_bandwidth --plan_out=FILE --dump_after=PASS[,PASS]
+// --intra_node_bandwidth --inter_node_bandwidth --compression=off|auto|fp8|int8|int4
+// --codec_bytes_per_second=B --codec_calibration=FILE (compression_flags.h)
+// --plan_out=FILE --dump_after=PASS[,PASS]
 // --run --iters=N (train the compiled plan here, one JSON line of metrics per iteration)
 #ifndef EXAMPLES_COMMON_EXAMPLE_MAIN_H_
 #define EXAMPLES_COMMON_EXAMPLE_MAIN_H_

@@ -30,7 +30,43 @@ proto::SourceLocation LocationProto(const SourceLocation& location) {
   return proto;
 }
 
+proto::TensorDef::Compression CompressionToProto(Compression compression) {
+  switch (compression) {
+    case Compression::kNone:
+      return proto::TensorDef::COMPRESSION_NONE;
+    case Compression::kFp8:
+      return proto::TensorDef::COMPRESSION_FP8;
+    case Compression::kInt8:
+      return proto::TensorDef::COMPRESSION_INT8;
+    case Compression::kInt4:
+      return proto::TensorDef::COMPRESSION_INT4;
+  }
+  return proto::TensorDef::COMPRESSION_UNSET;
+}
+
 }  // namespace
+
+absl::string_view CompressionName(Compression compression) {
+  switch (compression) {
+    case Compression::kNone:
+      return "none";
+    case Compression::kFp8:
+      return "fp8";
+    case Compression::kInt8:
+      return "int8";
+    case Compression::kInt4:
+      return "int4";
+  }
+  return "?";
+}
+
+absl::StatusOr<Compression> ParseCompression(absl::string_view text) {
+  for (Compression compression : {Compression::kNone, Compression::kFp8, Compression::kInt8, Compression::kInt4}) {
+    if (CompressionName(compression) == text) return compression;
+  }
+  return absl::InvalidArgumentError(
+      absl::StrCat("compression '", text, "' is not one of: none, fp8, int8, int4"));
+}
 
 const std::string& Tensor::name() const {
   return valid() ? graph_->tensor(id_).name : InvalidName();
@@ -55,6 +91,11 @@ Tensor& Tensor::WithSbp(absl::string_view sbp, SourceLocation location) {
     return *this;
   }
   return WithSbp(*parsed);
+}
+
+Tensor& Tensor::WithCompression(Compression compression) {
+  if (valid()) graph_->mutable_tensor(id_).compression = compression;
+  return *this;
 }
 
 Tensor& Tensor::WithPlacement(const Placement& placement) {
@@ -175,7 +216,7 @@ Tensor Graph::NewTensor(const std::string& name, TensorType type, SourceLocation
         name_, "'; names must be unique")));
     return Tensor();
   }
-  tensors_.push_back(TensorRecord{name, std::move(type), std::nullopt, std::nullopt, location});
+  tensors_.push_back(TensorRecord{name, std::move(type), std::nullopt, std::nullopt, std::nullopt, location});
   tensor_ids_[name] = static_cast<int64_t>(tensors_.size()) - 1;
   return Tensor(this, static_cast<int64_t>(tensors_.size()) - 1);
 }
@@ -287,6 +328,7 @@ absl::StatusOr<proto::Job> Graph::Build() const {
     tensor->set_dtype(ToProto(record.type.dtype));
     if (record.placement) *tensor->mutable_placement() = record.placement->ToProto();
     if (record.sbp_hint) *tensor->mutable_sbp_hint() = record.sbp_hint->ToProto();
+    if (record.compression) tensor->set_compression(CompressionToProto(*record.compression));
     *tensor->mutable_location() = LocationProto(record.location);
   }
   for (const OpRecord& record : ops_) {

@@ -37,6 +37,23 @@ namespace oneflow {
 
 class Graph;
 
+// A per-tensor override of how the tensor's boxings travel (Tensor::WithCompression):
+// it wins over the compiler's --compression=auto choice and over a forced codec, on
+// every boxing of that tensor, whether or not the cost model says it pays; only
+// --compression=off turns it off. Only f32 tensors compress: a hint on any other dtype
+// is a compile error naming the tensor. docs/dsl.md, "Compression hints".
+enum class Compression {
+  kNone,  // always dense, even where auto would compress
+  kFp8,   // FP8 E4M3, one f32 scale per group of 128 values
+  kInt8,  // symmetric int8, groups of 128
+  kInt4,  // symmetric int4 (+-7), groups of 128
+};
+
+// "none", "fp8", "int8", "int4".
+absl::string_view CompressionName(Compression compression);
+// Inverse of CompressionName; INVALID_ARGUMENT naming the text and the valid names.
+absl::StatusOr<Compression> ParseCompression(absl::string_view text);
+
 // A handle to a tensor of a Graph. Cheap to copy; valid while its Graph lives.
 class Tensor {
  public:
@@ -56,6 +73,8 @@ class Tensor {
   Tensor& WithSbp(const NdSbp& sbp);
   Tensor& WithSbp(absl::string_view sbp, SourceLocation location = SourceLocation::Current());
   Tensor& WithPlacement(const Placement& placement);
+  // See Compression above; the dtype is checked by the compiler, which knows the op.
+  Tensor& WithCompression(Compression compression);
 
  private:
   friend class Graph;
@@ -190,6 +209,7 @@ class Graph {
     TensorType type;
     std::optional<NdSbp> sbp_hint;
     std::optional<Placement> placement;
+    std::optional<Compression> compression;
     SourceLocation location;
   };
   const TensorRecord& tensor(int64_t id) const { return tensors_[id]; }

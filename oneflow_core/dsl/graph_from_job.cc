@@ -36,6 +36,26 @@ absl::StatusOr<std::unique_ptr<Graph>> Graph::FromJob(const proto::Job& job) {
       OF_ASSIGN_OR_RETURN(Placement placement, Placement::FromProto(def.placement()));
       tensor.WithPlacement(placement);
     }
+    switch (def.compression()) {
+      case proto::TensorDef::COMPRESSION_UNSET:
+        break;
+      case proto::TensorDef::COMPRESSION_NONE:
+        tensor.WithCompression(Compression::kNone);
+        break;
+      case proto::TensorDef::COMPRESSION_FP8:
+        tensor.WithCompression(Compression::kFp8);
+        break;
+      case proto::TensorDef::COMPRESSION_INT8:
+        tensor.WithCompression(Compression::kInt8);
+        break;
+      case proto::TensorDef::COMPRESSION_INT4:
+        tensor.WithCompression(Compression::kInt4);
+        break;
+      default:
+        return absl::InvalidArgumentError(absl::StrCat("tensor '", def.name(), "' has compression hint ",
+                                                       static_cast<int>(def.compression()),
+                                                       ", which this build does not know; valid: none, fp8, int8, int4"));
+    }
     return absl::OkStatus();
   };
   for (const proto::DataSourceDef& source : job.data_sources()) {

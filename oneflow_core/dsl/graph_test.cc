@@ -86,6 +86,42 @@ TEST(GraphTest, BadSbpHintAndNonScalarLossAreReported) {
   }
 }
 
+// A compression hint travels into the Job (TensorDef.compression), back out of it (the
+// compiler's passes rebuild graphs from jobs) and through the text form.
+TEST(GraphTest, CompressionHintsTravelThroughJobsAndText) {
+  Graph graph("hinted");
+  graph.AddDataSource("data", DataSource::SyntheticClassification(/*seed=*/1, /*num_classes=*/3));
+  Tensor x = graph.Input("x", Shape{8, 4}, DType::kF32, "data");
+  Tensor w = graph.Variable("w", Shape{4, 3}, Initializer::Zeros());
+  w.WithCompression(Compression::kInt8);
+  Tensor y = MatMul(x, w).WithCompression(Compression::kNone);
+  graph.SetLoss(ReduceMean(y.WithCompression(Compression::kFp8)));
+  ASSERT_TRUE(graph.status().ok()) << graph.status();
+  absl::StatusOr<proto::Job> job = graph.Build();
+  ASSERT_TRUE(job.ok()) << job.status();
+  EXPECT_EQ(job->tensors(0).compression(), proto::TensorDef::COMPRESSION_UNSET);
+  EXPECT_EQ(job->tensors(1).compression(), proto::TensorDef::COMPRESSION_INT8);
+  EXPECT_EQ(job->tensors(2).compression(), proto::TensorDef::COMPRESSION_FP8);  // The last hint wins.
+  EXPECT_EQ(graph.ToText(),
+            "graph hinted\n"
+            "source data synthetic_classification seed=1 num_classes=3\n"
+            "%x = input f32[8, 4] source=data\n"
+            "%w = variable f32[4, 3] init=zeros compression=int8\n"
+            "%matmul_0 = matmul(a=%x, b=%w) f32[8, 3] compression=fp8\n"
+            "%reduce_mean_1 = reduce_mean(x=%matmul_0, axes=[], keep_dims=false) f32[]\n"
+            "loss %reduce_mean_1\n");
+  absl::StatusOr<std::unique_ptr<Graph>> rebuilt = Graph::FromJob(*job);
+  ASSERT_TRUE(rebuilt.ok()) << rebuilt.status();
+  EXPECT_EQ((*rebuilt)->ToText(), graph.ToText());
+
+  proto::Job damaged = *job;
+  damaged.mutable_tensors(1)->set_compression(static_cast<proto::TensorDef::Compression>(9));
+  EXPECT_EQ(Graph::FromJob(damaged).status().message(),
+            "tensor 'w' has compression hint 9, which this build does not know; valid: none, fp8, int8, int4");
+  EXPECT_EQ(ParseCompression("fp9").status().message(),
+            "compression 'fp9' is not one of: none, fp8, int8, int4");
+}
+
 TEST(GraphTest, DuplicateNamesAndUnknownOpsAreReported) {
   Graph graph("dup");
   graph.Input("x", Shape{4}, DType::kF32, "data");

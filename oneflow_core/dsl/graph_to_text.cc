@@ -98,6 +98,7 @@ std::string Graph::ToText() const {
     std::string out;
     if (record.placement) absl::StrAppend(&out, " placement=", Quote(record.placement->ToString()));
     if (record.sbp_hint) absl::StrAppend(&out, " sbp=", record.sbp_hint->ToString());
+    if (record.compression) absl::StrAppend(&out, " compression=", CompressionName(*record.compression));
     return out;
   };
   // The line defining each tensor, by id: printing in creation order keeps the order of

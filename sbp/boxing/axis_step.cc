@@ -5,6 +5,7 @@
 #include "absl/strings/str_cat.h"
 #include "oneflow_core/tensor_slice.h"
 #include "sbp/boxing/conversion_list.h"
+#include "sbp/boxing/step_compression.h"
 
 namespace oneflow {
 namespace boxing {
@@ -56,40 +57,34 @@ std::optional<BoxingStep> MakeAxisStep(const BoxingContext& context, const Place
                         hierarchy.dim(axis)};
   const int64_t elements = conversion->WireElements(group, before, to);
   const bool crosses_nodes = AxisCrossesNodes(placement, axis);
-  const bool compressible = conversion->kind() == BoxingKind::kAllReduce ||
-                            conversion->kind() == BoxingKind::kReduceScatter ||
-                            conversion->kind() == BoxingKind::kAllGather;
   const double bandwidth =
       crosses_nodes ? context.links.inter_node_bandwidth : context.links.intra_node_bandwidth;
-  const int64_t dense_bytes = elements * SizeOf(context.dtype);
-  WireBytes wire = StepWireBytes(context, elements, crosses_nodes, compressible);
-  // Encoding and decoding pass over the dense bytes once each side: charged at the
-  // codec throughput, so `automatic` compresses only where the link is slow enough.
-  const double codec_seconds = dense_bytes / context.options.codec_bytes_per_second;
-  const double dense_seconds = dense_bytes / bandwidth;
-  const double compressed_seconds = wire.bytes / bandwidth + codec_seconds;
-  std::string decision;
-  if (wire.compressed && context.options.automatic) {
-    decision = absl::StrCat("; ", crosses_nodes ? "inter-node " : "intra-node ", absl::SixDigits(bandwidth),
-                            " B/s: ", absl::SixDigits(dense_seconds * 1e3), " ms dense vs ",
-                            absl::SixDigits(wire.bytes / bandwidth * 1e3), " ms ",
-                            CompressionName(context.options.compression), " + ",
-                            absl::SixDigits(codec_seconds * 1e3), " ms codec");
-    if (compressed_seconds >= dense_seconds) wire = WireBytes{dense_bytes, false};
-  }
   step.kind = conversion->kind();
-  step.bytes_per_device = wire.bytes;
-  step.seconds = wire.compressed ? compressed_seconds : dense_seconds;
-  if (wire.compressed) step.compression = context.options.compression;
+  step.dense_bytes_per_device = elements * SizeOf(context.dtype);
+  step.dense_seconds = step.dense_bytes_per_device / bandwidth;
+  step.bytes_per_device = step.dense_bytes_per_device;
+  step.seconds = step.dense_seconds;
   step.reason = absl::StrCat(before.ToString(), " -> ", to.ToString(), " on hierarchy axis ", axis,
                              " (groups of ", group.size, " devices ",
                              crosses_nodes ? "across nodes" : "within a node", ", group tensor ",
                              group.tensor.ToString(), "): ", conversion->Algorithm());
-  if (wire.compressed) {
-    absl::StrAppend(&step.reason, "; ", CompressionName(step.compression), " on the wire, ",
-                    dense_bytes, " bytes dense");
+  const std::optional<PricedCompression> compressed =
+      PriceCompression(context, placement, axis, step.kind, elements, step.dense_seconds);
+  if (!compressed.has_value()) return step;
+  // Automatic: compressed only where modelled faster than dense; otherwise always.
+  const bool pays = compressed->seconds < step.dense_seconds;
+  if (context.options.automatic && !pays) {
+    step.compression_reason = absl::StrCat(compressed->comparison, ": dense");
+  } else {
+    step.compression = compressed->codec;
+    step.cross_node_compression = compressed->cross_node;
+    step.bytes_per_device = compressed->wire_bytes;
+    step.seconds = compressed->seconds;
+    step.compression_reason =
+        absl::StrCat(compressed->comparison, context.options.automatic ? ": compressed" : ": compressed as asked",
+                     ", saves ", absl::SixDigits((step.dense_seconds - step.seconds) * 1e3), " ms");
   }
-  absl::StrAppend(&step.reason, decision, decision.empty() ? "" : (wire.compressed ? ": compressed" : ": dense"));
+  absl::StrAppend(&step.reason, "; ", step.compression_reason);
   return step;
 }
 

@@ -5,8 +5,6 @@
 #ifndef SBP_BOXING_CONTEXT_H_
 #define SBP_BOXING_CONTEXT_H_
 
-#include <cstdint>
-
 #include "oneflow_core/dtype.h"
 #include "oneflow_core/shape.h"
 #include "sbp/boxing_options.h"
@@ -21,13 +19,6 @@ struct BoxingContext {
   LinkModel links;
   BoxingOptions options;
 };
-
-// The bytes of `elements` elements on a link that crosses nodes or not: compressed when
-// the step has a compressed form (`compressible`: all_reduce, reduce_scatter, all_gather)
-// and the options ask for it on such a link (node-crossing always; intra-node only with
-// compress_intra_node), dense otherwise.
-WireBytes StepWireBytes(const BoxingContext& context, int64_t elements, bool crosses_nodes,
-                        bool compressible);
 
 }  // namespace boxing
 }  // namespace oneflow

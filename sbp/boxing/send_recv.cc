@@ -54,7 +54,6 @@ bool ReceivesNothing(const NdSbp& dst, const std::vector<int64_t>& coordinate) {
 struct Receipt {
   int64_t bytes = 0;
   double seconds = 0;
-  bool compressed = false;
 };
 
 }  // namespace
@@ -85,14 +84,13 @@ BoxingStep MakeSendRecvStep(const BoxingContext& context, const NdSbp& src,
         if (same_device_type && sender == receiver) continue;  // A local copy.
         (sender.node == receiver.node ? intra_elements : inter_elements) += overlap;
       }
-      const WireBytes intra = StepWireBytes(context, intra_elements, /*crosses_nodes=*/false,
-                                                 /*compressible=*/false);
-      const WireBytes inter = StepWireBytes(context, inter_elements, /*crosses_nodes=*/true,
-                                                 /*compressible=*/false);
-      const Receipt receipt{intra.bytes + inter.bytes,
-                            intra.bytes / context.links.intra_node_bandwidth +
-                                inter.bytes / context.links.inter_node_bandwidth,
-                            intra.compressed || inter.compressed};
+      // Send/recv has no compressed form: its bytes travel dense.
+      const int64_t element_size = SizeOf(context.dtype);
+      const int64_t intra_bytes = intra_elements * element_size;
+      const int64_t inter_bytes = inter_elements * element_size;
+      const Receipt receipt{intra_bytes + inter_bytes,
+                            intra_bytes / context.links.intra_node_bandwidth +
+                                inter_bytes / context.links.inter_node_bandwidth};
       if (!best.has_value() || receipt.seconds < best->seconds ||
           (receipt.seconds == best->seconds && receipt.bytes < best->bytes)) {
         best = receipt;
@@ -103,7 +101,6 @@ BoxingStep MakeSendRecvStep(const BoxingContext& context, const NdSbp& src,
       busiest = *best;
       busiest_rank = rank;
     }
-    busiest.compressed = busiest.compressed || best->compressed;
   }
 
   BoxingStep step;
@@ -113,16 +110,14 @@ BoxingStep MakeSendRecvStep(const BoxingContext& context, const NdSbp& src,
   step.dst = dst;
   step.bytes_per_device = busiest.bytes;
   step.seconds = busiest.seconds;
-  if (busiest.compressed) step.compression = context.options.compression;
+  step.dense_bytes_per_device = busiest.bytes;
+  step.dense_seconds = busiest.seconds;
   step.reason = absl::StrCat(
       src.ToString(), " on ", src_placement.ToString(), " -> ", dst.ToString(), " on ",
       dst_placement.ToString(),
       ": each destination device receives the part of its slice it does not hold, from "
       "the fastest source replica; the slowest is rank ",
       busiest_rank, " of the destination");
-  if (busiest.compressed) {
-    absl::StrAppend(&step.reason, "; ", CompressionName(step.compression), " on the wire");
-  }
   return step;
 }
 

@@ -3,13 +3,16 @@
 // Node ids carry a kind prefix ("op:mm", "tensor:x", "boxing:0", "actor:5") so that an
 // op and a tensor of the same name stay distinct nodes. Boxings are filled boxes in both
 // graphs, so the places where bytes cross devices stand out.
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "absl/container/flat_hash_map.h"
 #include "absl/container/flat_hash_set.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
+#include "tools/cli/inspect_compression.h"
 #include "tools/cli/inspect_render.h"
 #include "tools/cli/plan_format.h"
 
@@ -53,7 +56,7 @@ void AppendEdge(const std::string& from, const std::string& to, absl::string_vie
   absl::StrAppend(out, "  ", from, " -> ", to, " [label=", DotQuote(label), "];\n");
 }
 
-std::string BoxingLabel(const proto::BoxingDef& boxing) {
+std::string BoxingLabel(const proto::BoxingDef& boxing, int b, const CompressionFigures& figures) {
   std::vector<std::string> kinds;
   for (const proto::BoxingStepDef& step : boxing.steps()) kinds.push_back(StepKindText(step.kind()));
   std::string label = absl::StrCat("boxing ", boxing.id(), "\n",
@@ -61,6 +64,17 @@ std::string BoxingLabel(const proto::BoxingDef& boxing) {
                                    SbpText(boxing.src_sbp()), " -> ", SbpText(boxing.dst_sbp()));
   if (boxing.compression().kind() != proto::Compression::NONE) {
     absl::StrAppend(&label, "\n", CompressionKindText(boxing.compression().kind()));
+  }
+  // Each compressed step: its codec(s), dense vs wire bytes per device, the modelled saving.
+  for (int s = 0; s < boxing.steps_size(); ++s) {
+    const proto::BoxingStepDef& step = boxing.steps(s);
+    if (!IsCompressed(step)) continue;
+    const std::optional<int64_t> dense = figures.DenseStepBytes(b, s);
+    const std::optional<double> saved = SecondsSaved(step);
+    absl::StrAppend(&label, "\nstep ", s, ": ", StepCodecText(step), "\n",
+                    dense.has_value() ? FormatBytesShort(*dense) : std::string("?"), " -> ",
+                    FormatBytesShort(step.bytes_per_device()), "/device",
+                    saved.has_value() ? absl::StrFormat(", saves %.3g ms", *saved * 1e3) : std::string());
   }
   if (boxing.sparsity().kind() != proto::Sparsity::DENSE) {
     absl::StrAppend(&label, "\nsparse ", SparsityKindText(boxing.sparsity().kind()));
@@ -73,7 +87,8 @@ std::string BoxingLabel(const proto::BoxingDef& boxing) {
 // (variables, data-source outputs), and boxings.
 class LogicalGraph {
  public:
-  LogicalGraph(const proto::Plan& plan, const PlanIndex& index) : plan_(plan), index_(index) {
+  LogicalGraph(const proto::Plan& plan, const PlanIndex& index)
+      : plan_(plan), index_(index), compression_(plan, index) {
     for (const proto::LogicalOpSbp& op : plan.op_sbps()) op_sbps_.emplace(op.op_name(), &op);
     for (const proto::OpDef& op : plan.job().ops()) {
       for (const auto& [argument, tensor] : op.outputs()) producers_.emplace(tensor, op.name());
@@ -103,9 +118,10 @@ class LogicalGraph {
                    sbp.empty() ? tensor : absl::StrCat(tensor, "\n", sbp), &edges);
       }
     }
-    for (const proto::BoxingDef& boxing : plan_.boxings()) {
+    for (int b = 0; b < plan_.boxings_size(); ++b) {
+      const proto::BoxingDef& boxing = plan_.boxings(b);
       const std::string node = DotQuote(absl::StrCat("boxing:", boxing.id()));
-      AppendNode(node, kBoxingStyle, BoxingLabel(boxing), &nodes);
+      AppendNode(node, kBoxingStyle, BoxingLabel(boxing, b, compression_), &nodes);
       const std::string from = drawn_ops.contains(boxing.producer_op())
                                    ? OpNode(boxing.producer_op())
                                    : SourceOf(boxing.tensor(), &nodes);
@@ -175,6 +191,7 @@ class LogicalGraph {
 
   const proto::Plan& plan_;
   const PlanIndex& index_;
+  const CompressionFigures compression_;
   absl::flat_hash_map<std::string, const proto::LogicalOpSbp*> op_sbps_;
   absl::flat_hash_map<std::string, std::string> producers_;               // tensor -> op
   absl::flat_hash_set<std::pair<std::string, std::string>> boxed_edges_;  // (tensor, consumer)

@@ -3,8 +3,10 @@
 // Keys are a contract (docs/inspect.md lists them): always present, always in this
 // order, named after the plan.proto field they come from where there is one. A value
 // the plan does not have is null, never a missing key. Byte counts are exact integers.
+#include <optional>
 #include <string>
 
+#include "tools/cli/inspect_compression.h"
 #include "tools/cli/inspect_render.h"
 #include "tools/cli/json_writer.h"
 #include "tools/cli/plan_format.h"
@@ -52,7 +54,7 @@ void WriteOp(const proto::LogicalOpSbp& op, const PlanIndex& index, JsonWriter& 
   json.EndObject();
 }
 
-void WriteStep(const proto::BoxingStepDef& step, JsonWriter& json) {
+void WriteStep(const proto::BoxingStepDef& step, std::optional<int64_t> dense_bytes, JsonWriter& json) {
   json.BeginObject();
   json.Key("kind");
   json.String(StepKindText(step.kind()));
@@ -67,15 +69,29 @@ void WriteStep(const proto::BoxingStepDef& step, JsonWriter& json) {
   json.Key("collective_id");
   step.collective_id() == -1 ? json.Null() : json.Int(step.collective_id());
   // Only compressed steps carry the key, so dense plans print as before.
-  if (step.compression().kind() != proto::Compression::NONE) {
+  if (IsCompressed(step)) {
+    const proto::Compression& compression = step.compression();
     json.Key("compression");
     json.BeginObject();
     json.Key("codec");
-    json.String(CompressionKindText(step.compression().kind()));
+    json.String(CodecText(compression.kind()));
     json.Key("group_size");
-    json.Int(step.compression().block_size());
+    json.Int(compression.block_size());
     json.Key("hadamard");
-    json.Bool(step.compression().hadamard());
+    json.Bool(compression.hadamard());
+    json.Key("cross_node_codec");
+    IsTwoLevel(step) ? json.String(CodecText(compression.cross_node_kind())) : json.Null();
+    json.Key("cross_node_group_size");
+    IsTwoLevel(step) ? json.Int(compression.cross_node_block_size()) : json.Null();
+    json.Key("cross_node_hadamard");
+    IsTwoLevel(step) ? json.Bool(compression.cross_node_hadamard()) : json.Null();
+    json.Key("dense_bytes_per_device");
+    dense_bytes.has_value() ? json.Int(*dense_bytes) : json.Null();
+    json.Key("wire_bytes_per_device");
+    json.Int(step.bytes_per_device());
+    json.Key("seconds_saved");
+    const std::optional<double> saved = SecondsSaved(step);
+    saved.has_value() ? json.Double(*saved) : json.Null();
     json.Key("reason");
     json.String(step.reason());
     json.EndObject();
@@ -83,7 +99,8 @@ void WriteStep(const proto::BoxingStepDef& step, JsonWriter& json) {
   json.EndObject();
 }
 
-void WriteBoxing(const proto::BoxingDef& boxing, const PlanIndex& index, JsonWriter& json) {
+void WriteBoxing(const proto::BoxingDef& boxing, int b, const PlanIndex& index, const CompressionFigures& figures,
+                 JsonWriter& json) {
   json.BeginObject();
   json.Key("id");
   json.Int(boxing.id());
@@ -114,10 +131,12 @@ void WriteBoxing(const proto::BoxingDef& boxing, const PlanIndex& index, JsonWri
   json.String(PlacementText(boxing.dst_placement()));
   json.Key("steps");
   json.BeginArray();
-  for (const proto::BoxingStepDef& step : boxing.steps()) WriteStep(step, json);
+  for (int s = 0; s < boxing.steps_size(); ++s) WriteStep(boxing.steps(s), figures.DenseStepBytes(b, s), json);
   json.EndArray();
   json.Key("bytes_per_iter");
   json.Int(boxing.bytes_per_iter());
+  json.Key("dense_bytes_per_iter");
+  json.Int(figures.DenseBoxingBytes(b));
   json.Key("compression");
   json.BeginObject();
   json.Key("kind");
@@ -137,7 +156,8 @@ void WriteBoxing(const proto::BoxingDef& boxing, const PlanIndex& index, JsonWri
   json.EndObject();
 }
 
-void WriteDevice(const proto::Plan& plan, const PlanIndex& index, int d, JsonWriter& json) {
+void WriteDevice(const proto::Plan& plan, const PlanIndex& index, const CompressionFigures& compression, int d,
+                 JsonWriter& json) {
   const proto::DevicePlan& device = plan.devices(d);
   const DeviceFigures figures = ComputeDeviceFigures(device);
   json.BeginObject();
@@ -168,6 +188,10 @@ void WriteDevice(const proto::Plan& plan, const PlanIndex& index, int d, JsonWri
   json.Int(device.bytes_sent_per_iter());
   json.Key("bytes_received_per_iter");
   json.Int(device.bytes_received_per_iter());
+  json.Key("dense_bytes_sent_per_iter");
+  json.Int(compression.DenseBytesSent(d));
+  json.Key("dense_bytes_received_per_iter");
+  json.Int(compression.DenseBytesReceived(d));
   json.Key("collective_order");
   json.BeginArray();
   for (int64_t id : device.collective_order()) {
@@ -202,18 +226,21 @@ std::string RenderJson(const proto::Plan& plan, const PlanIndex& index, std::opt
   json.BeginArray();
   for (const proto::LogicalOpSbp& op : plan.op_sbps()) WriteOp(op, index, json);
   json.EndArray();
+  const CompressionFigures figures(plan, index);
   json.Key("boxing_bytes_per_iter");
   json.Int(TotalBoxingBytesPerIteration(plan));
+  json.Key("boxing_dense_bytes_per_iter");
+  json.Int(figures.DenseBoxingBytesInAll());
   json.Key("boxings");
   json.BeginArray();
-  for (const proto::BoxingDef& boxing : plan.boxings()) WriteBoxing(boxing, index, json);
+  for (int b = 0; b < plan.boxings_size(); ++b) WriteBoxing(plan.boxings(b), b, index, figures, json);
   json.EndArray();
   json.Key("num_devices");
   json.Int(plan.devices_size());
   json.Key("devices");
   json.BeginArray();
   for (int d = 0; d < plan.devices_size(); ++d) {
-    if (!device.has_value() || *device == d) WriteDevice(plan, index, d, json);
+    if (!device.has_value() || *device == d) WriteDevice(plan, index, figures, d, json);
   }
   json.EndArray();
   json.EndObject();

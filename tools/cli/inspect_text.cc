@@ -7,6 +7,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
+#include "tools/cli/inspect_compression.h"
 #include "tools/cli/inspect_render.h"
 #include "tools/cli/plan_format.h"
 
@@ -71,7 +72,14 @@ std::string PlacementChange(const proto::BoxingDef& boxing) {
   return src == dst ? absl::StrCat("on ", src) : absl::StrCat("from ", src, " to ", dst);
 }
 
-void AppendBoxing(const proto::BoxingDef& boxing, const PlanIndex& index, std::string* out) {
+// "4.00 KiB (4096 B) dense -> 1.02 KiB (1040 B) on the wire per device".
+std::string DenseVersusWire(std::optional<int64_t> dense, int64_t wire) {
+  return absl::StrCat(dense.has_value() ? FormatBytes(*dense) : std::string("? B"), " dense -> ", FormatBytes(wire),
+                      " on the wire");
+}
+
+void AppendBoxing(const proto::BoxingDef& boxing, int b, const PlanIndex& index, const CompressionFigures& figures,
+                  std::string* out) {
   absl::StrAppend(out, "  boxing ", boxing.id(), ": ", TensorText(index, boxing.tensor()), ", ",
                   boxing.producer_op(), " -> ", boxing.consumer_op(), ", ",
                   SbpText(boxing.src_sbp()), " -> ", SbpText(boxing.dst_sbp()), " ",
@@ -84,13 +92,19 @@ void AppendBoxing(const proto::BoxingDef& boxing, const PlanIndex& index, std::s
                     step.collective_id() == -1 ? std::string("local")
                                                : absl::StrCat("collective ", step.collective_id()),
                     "\n");
-    if (step.compression().kind() != proto::Compression::NONE) {
-      absl::StrAppend(out, "      compressed: ", CompressionKindText(step.compression().kind()), ", group ",
-                      step.compression().block_size(), step.compression().hadamard() ? ", hadamard" : "",
-                      "; ", step.reason(), "\n");
+    if (IsCompressed(step)) {
+      const std::optional<double> saved = SecondsSaved(step);
+      absl::StrAppend(out, "      compressed: ", StepCodecText(step), "; ",
+                      DenseVersusWire(figures.DenseStepBytes(b, s), step.bytes_per_device()), " per device",
+                      saved.has_value() ? absl::StrFormat("; saves %.6g ms", *saved * 1e3) : std::string(), "\n");
+      absl::StrAppend(out, "      decision: ", step.reason().empty() ? "-" : step.reason(), "\n");
     }
   }
-  absl::StrAppend(out, "    bytes per iteration: ", FormatBytes(boxing.bytes_per_iter()), "\n");
+  absl::StrAppend(out, "    bytes per iteration: ", FormatBytes(boxing.bytes_per_iter()),
+                  figures.DenseBoxingBytes(b) == boxing.bytes_per_iter()
+                      ? std::string()
+                      : absl::StrCat(" (", FormatBytes(figures.DenseBoxingBytes(b)), " dense)"),
+                  "\n");
   if (boxing.compression().kind() != proto::Compression::NONE) {
     absl::StrAppend(out, "    compression: ", CompressionKindText(boxing.compression().kind()),
                     ", block size ", boxing.compression().block_size(), "\n");
@@ -113,7 +127,8 @@ std::string CollectiveOrderText(const proto::DevicePlan& device, const PlanIndex
   return parts.empty() ? "none" : absl::StrJoin(parts, ", ");
 }
 
-void AppendDevice(const proto::Plan& plan, const PlanIndex& index, int d, std::string* out) {
+void AppendDevice(const proto::Plan& plan, const PlanIndex& index, const CompressionFigures& compression, int d,
+                  std::string* out) {
   const proto::DevicePlan& device = plan.devices(d);
   const DeviceFigures figures = ComputeDeviceFigures(device);
   std::vector<std::string> kinds;
@@ -134,6 +149,11 @@ void AppendDevice(const proto::Plan& plan, const PlanIndex& index, int d, std::s
   absl::StrAppend(out, "    traffic per iteration: sent ",
                   FormatBytes(device.bytes_sent_per_iter()), ", received ",
                   FormatBytes(device.bytes_received_per_iter()), "\n");
+  if (compression.DenseBytesSent(d) != device.bytes_sent_per_iter() ||
+      compression.DenseBytesReceived(d) != device.bytes_received_per_iter()) {
+    absl::StrAppend(out, "    traffic per iteration dense: sent ", FormatBytes(compression.DenseBytesSent(d)),
+                    ", received ", FormatBytes(compression.DenseBytesReceived(d)), "\n");
+  }
   absl::StrAppend(out, "    collective order: ", CollectiveOrderText(device, index), "\n");
 }
 
@@ -146,16 +166,21 @@ std::string RenderText(const proto::Plan& plan, const PlanIndex& index, std::opt
   AppendCluster(plan, &out);
   AppendOps(plan, index, &out);
 
-  absl::StrAppend(&out, "\nboxings (", plan.boxings_size(), "), ",
-                  FormatBytes(TotalBoxingBytesPerIteration(plan)), " per iteration in all\n");
-  for (const proto::BoxingDef& boxing : plan.boxings()) AppendBoxing(boxing, index, &out);
+  const CompressionFigures figures(plan, index);
+  const int64_t total = TotalBoxingBytesPerIteration(plan);
+  absl::StrAppend(&out, "\nboxings (", plan.boxings_size(), "), ", FormatBytes(total), " per iteration in all",
+                  figures.DenseBoxingBytesInAll() == total
+                      ? std::string()
+                      : absl::StrCat(" (", FormatBytes(figures.DenseBoxingBytesInAll()), " dense)"),
+                  "\n");
+  for (int b = 0; b < plan.boxings_size(); ++b) AppendBoxing(plan.boxings(b), b, index, figures, &out);
 
   if (device.has_value()) {
     absl::StrAppend(&out, "\ndevices (1 of ", plan.devices_size(), ")\n");
-    AppendDevice(plan, index, *device, &out);
+    AppendDevice(plan, index, figures, *device, &out);
   } else {
     absl::StrAppend(&out, "\ndevices (", plan.devices_size(), ")\n");
-    for (int d = 0; d < plan.devices_size(); ++d) AppendDevice(plan, index, d, &out);
+    for (int d = 0; d < plan.devices_size(); ++d) AppendDevice(plan, index, figures, d, &out);
   }
   return out;
 }

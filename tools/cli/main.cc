@@ -3,6 +3,7 @@
 //   oneflow inspect PLAN [--format=text|json|dot] [--device=K]
 //   oneflow run PLAN [--iters=N] [--metrics=FILE] [--trace=FILE.json]
 //   oneflow launch PLAN --nodes=HOST:PORT,... --token_file=F [--iters=N] [--metrics=FILE] ...
+//   oneflow calibrate [--out=FILE]
 //   oneflow help
 //
 // Exit codes: 0 success; 1 the subcommand failed (a bad file, a bad flag value, ...);
@@ -23,6 +24,7 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "tools/cli/calibrate_command.h"
 #include "tools/cli/inspect_command.h"
 #include "tools/cli/launch_command.h"
 #include "tools/cli/run_command.h"
@@ -37,12 +39,14 @@ constexpr int kExitUsage = 2;
 // In the order `oneflow help` lists them.
 const std::vector<Subcommand>& Subcommands() {
   static const std::vector<Subcommand>* const subcommands =
-      new std::vector<Subcommand>{InspectSubcommand(), RunSubcommand(), LaunchSubcommand()};
+      new std::vector<Subcommand>{InspectSubcommand(), RunSubcommand(), LaunchSubcommand(),
+                                  CalibrateSubcommand()};
   return *subcommands;
 }
 
 std::string UsageLine(const Subcommand& command) {
-  return absl::StrCat("oneflow ", command.name, " ", command.arguments, " ", command.flag_usage);
+  return absl::StrCat("oneflow ", command.name, command.arguments.empty() ? "" : " ", command.arguments, " ",
+                      command.flag_usage);
 }
 
 std::string Usage() {
@@ -129,7 +133,8 @@ int Main(int argc, char** argv) {
   const int count = static_cast<int>(arguments.size());
   if (count < command->min_arguments || count > command->max_arguments) {
     return UsageError(
-        absl::StrCat("oneflow ", name, ": expected ", command->arguments, ", got ",
+        absl::StrCat("oneflow ", name, ": expected ",
+                     command->arguments.empty() ? std::string("no arguments") : command->arguments, ", got ",
                      count == 0 ? std::string("no arguments")
                                 : absl::StrCat(count, count == 1 ? " argument: " : " arguments: ",
                                                absl::StrJoin(arguments, " "))),

@@ -5,6 +5,7 @@
 set -euo pipefail
 ONEFLOW=tools/cli/oneflow
 WRITE=tools/cli/write_sample_plan
+GPT=examples/gpt/gpt
 DIR="${TEST_TMPDIR:-$(mktemp -d)}"
 fail() { echo "FAIL: $*" >&2; exit 1; }
 
@@ -95,7 +96,48 @@ run "$ONEFLOW" inspect
 [[ "$err" == "oneflow inspect: expected PLAN, got no arguments"$'\n'"usage: oneflow inspect PLAN [--format=text|json|dot] [--device=K]" ]] || fail "$err"
 run "$ONEFLOW" frobnicate
 [[ $rc -eq 2 ]] || fail "unknown subcommand exited $rc"
-grep -q "unknown subcommand 'frobnicate'; valid: inspect, run, launch, help" <<<"$err" || fail "$err"
+grep -q "unknown subcommand 'frobnicate'; valid: inspect, run, launch, calibrate, help" <<<"$err" || fail "$err"
+run "$ONEFLOW" calibrate extra
+[[ $rc -eq 2 ]] || fail "calibrate with an argument exited $rc"
+[[ "$err" == "oneflow calibrate: expected no arguments, got 1 argument: extra"$'\n'"usage: oneflow calibrate [--out=FILE]" ]] || fail "$err"
+
+# calibrate -> file -> the compiler: one JSON line per codec the compiler can pick, read
+# back by the examples' --codec_calibration; the same file gives the same plan bytes.
+run "$ONEFLOW" calibrate --out="$DIR/codecs.jsonl"
+[[ $rc -eq 0 && -z "$out" ]] || fail "calibrate exited $rc: $err $out"
+[[ $(wc -l <"$DIR/codecs.jsonl") -eq 6 ]] || fail "$(cat "$DIR/codecs.jsonl")"
+grep -q '^{"codec": "taco_fp8", "group_size": 128, "hadamard": false, "bytes_per_second": [0-9.e+]*, "elements": 1048576, "repetitions": 7}$' "$DIR/codecs.jsonl" || fail "$(cat "$DIR/codecs.jsonl")"
+grep -q '^{"codec": "int4", "group_size": 128, "hadamard": true, ' "$DIR/codecs.jsonl" || fail "$(cat "$DIR/codecs.jsonl")"
+[[ -z "$(ls "$DIR" | grep '\.tmp\.')" ]] || fail "calibrate left a temporary file: $(ls "$DIR")"
+gpt_slow=("$GPT" --nodes=2 --devices_per_node=2 --dp=2 --tp=2 --layers=1 --hidden=32 --heads=2 --vocab=32 --seq=8
+          --batch=4 --inter_node_bandwidth=1.25e8 --codec_calibration="$DIR/codecs.jsonl")
+run "${gpt_slow[@]}" --plan_out="$DIR/calibrated1.plan"
+[[ $rc -eq 0 ]] || fail "gpt with a calibration exited $rc: $err"
+run "${gpt_slow[@]}" --plan_out="$DIR/calibrated2.plan"
+cmp -s "$DIR/calibrated1.plan" "$DIR/calibrated2.plan" || fail "the same calibration gave two plans"
+# Codecs measured at 1 kB/s never pay for themselves: nothing compresses.
+sed 's/"bytes_per_second": [0-9.e+]*/"bytes_per_second": 1e3/' "$DIR/codecs.jsonl" >"$DIR/slow_codecs.jsonl"
+run "${gpt_slow[@]:0:${#gpt_slow[@]}-1}" --codec_calibration="$DIR/slow_codecs.jsonl" --plan_out="$DIR/slow.plan"
+[[ $rc -eq 0 ]] || fail "gpt with slow codecs exited $rc: $err"
+run "$ONEFLOW" inspect "$DIR/slow.plan"
+if grep -q "compressed:" <<<"$out"; then fail "codecs at 1e3 B/s still compressed: $out"; fi
+run "$ONEFLOW" inspect "$DIR/calibrated1.plan"
+grep -q "compressed: int4 (group 128, hadamard)" <<<"$out" || fail "no gradient compressed with a slow link: $out"
+
+# A bad --out: exit 1, the flag and the path named, nothing left behind.
+run "$ONEFLOW" calibrate --out="$DIR/no/such/dir/codecs.jsonl"
+[[ $rc -eq 1 ]] || fail "bad --out exited $rc"
+[[ "$err" == "oneflow calibrate: --out='$DIR/no/such/dir/codecs.jsonl': cannot create a temporary file in '$DIR/no/such/dir': No such file or directory" ]] || fail "$err"
+[[ ! -e "$DIR/no" ]] || fail "bad --out left $DIR/no"
+
+# Malformed calibration files and a bad --compression: the examples exit 2 naming the flag.
+printf '{"codec": "int4", "group_size": 128, "hadamard": false, "bytes_per_second": 2e9}\nnot json\n' >"$DIR/bad.jsonl"
+run "${gpt_slow[@]:0:${#gpt_slow[@]}-1}" --codec_calibration="$DIR/bad.jsonl"
+[[ $rc -eq 2 ]] || fail "a malformed calibration exited $rc"
+[[ "$err" == "gpt: error: --codec_calibration: codec calibration file '$DIR/bad.jsonl' line 2: column 1: expected '{' to start a JSON object" ]] || fail "$err"
+run "$GPT" --compression=fp9
+[[ $rc -eq 2 ]] || fail "--compression=fp9 exited $rc"
+[[ "$err" == "gpt: error: --compression=fp9 is not a choice; valid: off, auto, fp8, int8, int4" ]] || fail "$err"
 
 run "$ONEFLOW" help
 [[ $rc -eq 0 ]] || fail "help exited $rc"

@@ -75,7 +75,9 @@ TEST(GraphTextErrorsTest, OpLines) {
        "line 4: placement of %y: cannot parse placement 'gpu{0:0}': unknown device type 'gpu'; "
        "valid: cpu, cuda; expected e.g. cpu{0:0-3} or cuda{0:0-3, 1:0-3}[2, 4]"},
       {Head("%y = relu(x=%x) f32[8, 4] color=red"), kInvalid,
-       "line 4: unknown key 'color' for %y; valid: sbp, placement"},
+       "line 4: unknown key 'color' for %y; valid: sbp, placement, compression"},
+      {Head("%y = relu(x=%x) f32[8, 4] compression=fp9"), kInvalid,
+       "line 4: compression of %y: compression 'fp9' is not one of: none, fp8, int8, int4"},
       {Head("%y = relu(x=%x) f32[8, 4 sbp=B"), kInvalid,
        "line 4: missing ']' in the type of %y after ')' (e.g. f32[8, 3]): 'f32[8, 4 sbp=B'"},
       {Head("%y = dropout(x=%x, rate=fast, seed=1) f32[8, 4]"), kInvalid,
@@ -117,10 +119,10 @@ TEST(GraphTextErrorsTest, InputAndVariableLines) {
        "'\"data\"'"},
       {Head("%v = variable f32[3] init=zeros sead=1"), kInvalid,
        "line 4: unknown key 'sead' for variable %v; valid: init, seed, trainable, sbp, "
-       "placement"},
+       "placement, compression"},
       {Head("%v = variable f32[3] init=uniform low=0.0 high=1.0 mean=0.5"), kInvalid,
        "line 4: unknown key 'mean' for variable %v; valid: init, low, high, seed, trainable, "
-       "sbp, placement"},
+       "sbp, placement, compression"},
       {Head("%v = variable f32[3] init=glorot"), kInvalid,
        "line 4: unknown init 'glorot' for variable %v; valid: zeros, ones, normal, uniform, "
        "xavier_uniform"},

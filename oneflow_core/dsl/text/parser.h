@@ -32,6 +32,7 @@ SourceLocation LineLocation(int line);
 struct Hints {
   std::optional<NdSbp> sbp;
   std::optional<Placement> placement;
+  std::optional<Compression> compression;
 };
 
 // The part of an op line after the op type: "(a=%x, b=%w) f32[8, 3] sbp=S(0)".

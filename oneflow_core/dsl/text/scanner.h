@@ -77,7 +77,7 @@ class Fields {
   // As Take, but absence is an error: "variable %w needs 'init=...'".
   absl::StatusOr<absl::string_view> Require(absl::string_view key, absl::string_view owner);
   // Fails on the first field not taken:
-  //   "unknown key 'sead' for variable %w; valid: init, seed, trainable, sbp, placement"
+  //   "unknown key 'sead' for variable %w; valid: init, seed, trainable, sbp, placement, compression"
   absl::Status CheckAllTaken(absl::string_view owner, absl::string_view valid) const;
 
   struct Field {

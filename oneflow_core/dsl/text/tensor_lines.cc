@@ -39,12 +39,21 @@ absl::StatusOr<Hints> TakeHints(Fields& fields, absl::string_view tensor) {
     }
     hints.placement = *parsed;
   }
+  if (std::optional<absl::string_view> compression = fields.Take("compression")) {
+    absl::StatusOr<Compression> parsed = ParseCompression(*compression);
+    if (!parsed.ok()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("compression of %", tensor, ": ", parsed.status().message()));
+    }
+    hints.compression = *parsed;
+  }
   return hints;
 }
 
 void ApplyHints(const Hints& hints, Tensor tensor) {
   if (hints.sbp) tensor.WithSbp(*hints.sbp);
   if (hints.placement) tensor.WithPlacement(*hints.placement);
+  if (hints.compression) tensor.WithCompression(*hints.compression);
 }
 
 }  // namespace
@@ -82,7 +91,7 @@ absl::Status Parser::InputLine(int line, const std::string& name, LineScanner& s
                                                    "digits, _ . / - :), got '", source, "'"));
   }
   OF_ASSIGN_OR_RETURN(Hints hints, TakeHints(fields, name));
-  OF_RETURN_IF_ERROR(fields.CheckAllTaken(owner, "source, sbp, placement"));
+  OF_RETURN_IF_ERROR(fields.CheckAllTaken(owner, "source, sbp, placement, compression"));
   Tensor tensor = graph_->Input(name, type.shape, type.dtype, std::string(source),
                                 LineLocation(line));
   ApplyHints(hints, tensor);
@@ -106,7 +115,7 @@ absl::Status Parser::VariableLine(int line, const std::string& name, LineScanner
   }
   OF_ASSIGN_OR_RETURN(Hints hints, TakeHints(fields, name));
   OF_RETURN_IF_ERROR(
-      fields.CheckAllTaken(owner, absl::StrCat(valid, ", trainable, sbp, placement")));
+      fields.CheckAllTaken(owner, absl::StrCat(valid, ", trainable, sbp, placement, compression")));
   Tensor tensor = graph_->Variable(name, type.shape, initializer, type.dtype, trainable,
                                    LineLocation(line));
   ApplyHints(hints, tensor);
@@ -187,7 +196,7 @@ absl::StatusOr<Call> Parser::ReadCall(const std::string& name, const OpDefinitio
   }
   OF_ASSIGN_OR_RETURN(call.type, ParseTensorType(type_text, absl::StrCat("type of %", name)));
   OF_ASSIGN_OR_RETURN(call.hints, TakeHints(fields, name));
-  OF_RETURN_IF_ERROR(fields.CheckAllTaken(absl::StrCat("%", name), "sbp, placement"));
+  OF_RETURN_IF_ERROR(fields.CheckAllTaken(absl::StrCat("%", name), "sbp, placement, compression"));
   return call;
 }
 

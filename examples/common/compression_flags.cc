@@ -1,0 +1,47 @@
+#include "examples/common/compression_flags.h"
+
+#include <cmath>
+
+#include "absl/strings/str_cat.h"
+#include "sbp/codec_throughput.h"
+
+namespace oneflow::examples {
+
+absl::StatusOr<CompressionPolicy> CompressionPolicyFromFlags(const CompressionFlags& flags) {
+  CompressionPolicy policy;
+  const std::string& mode = flags.compression;
+  if (mode == "off") {
+    policy.mode = CompressionMode::kOff;
+  } else if (mode == "auto") {
+    policy.mode = CompressionMode::kAuto;
+  } else if (mode == "fp8" || mode == "int8" || mode == "int4") {
+    policy.mode = CompressionMode::kForced;
+    policy.forced = mode == "fp8"    ? CompressionKind::kFp8E4M3
+                    : mode == "int8" ? CompressionKind::kInt8
+                                     : CompressionKind::kInt4;
+  } else {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--compression=", mode, " is not a choice; valid: off, auto, fp8, int8, int4"));
+  }
+  const double uniform = flags.codec_bytes_per_second;
+  if (!std::isfinite(uniform) || uniform < 0) {
+    return absl::InvalidArgumentError(absl::StrCat("--codec_bytes_per_second=", uniform,
+                                                   " must be a finite number > 0 (or 0: the per-codec table)"));
+  }
+  if (uniform > 0 && !flags.codec_calibration.empty()) {
+    return absl::InvalidArgumentError(
+        "--codec_bytes_per_second and --codec_calibration both give codec throughputs; use one");
+  }
+  if (uniform > 0) policy.codec_throughput = CodecThroughput::Uniform(uniform);
+  if (!flags.codec_calibration.empty()) {
+    absl::StatusOr<CodecThroughput> measured = ReadCodecCalibrationFile(flags.codec_calibration);
+    if (!measured.ok()) {
+      return absl::Status(measured.status().code(),
+                          absl::StrCat("--codec_calibration: ", measured.status().message()));
+    }
+    policy.codec_throughput = *std::move(measured);
+  }
+  return policy;
+}
+
+}  // namespace oneflow::examples

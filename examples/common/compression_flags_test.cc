@@ -1,0 +1,63 @@
+#include "examples/common/compression_flags.h"
+
+#include <cstdio>
+#include <fstream>
+
+#include "gtest/gtest.h"
+
+namespace oneflow::examples {
+namespace {
+
+CompressionFlags Flags(const std::string& compression) {
+  CompressionFlags flags;
+  flags.compression = compression;
+  return flags;
+}
+
+TEST(CompressionFlagsTest, Modes) {
+  EXPECT_EQ(CompressionPolicyFromFlags(Flags("off"))->mode, CompressionMode::kOff);
+  EXPECT_EQ(CompressionPolicyFromFlags(Flags("auto"))->mode, CompressionMode::kAuto);
+  const absl::StatusOr<CompressionPolicy> int4 = CompressionPolicyFromFlags(Flags("int4"));
+  ASSERT_TRUE(int4.ok());
+  EXPECT_EQ(int4->mode, CompressionMode::kForced);
+  EXPECT_EQ(int4->forced, CompressionKind::kInt4);
+  EXPECT_EQ(CompressionPolicyFromFlags(Flags("fp8"))->forced, CompressionKind::kFp8E4M3);
+  EXPECT_EQ(CompressionPolicyFromFlags(Flags("int8"))->forced, CompressionKind::kInt8);
+  const absl::StatusOr<CompressionPolicy> bad = CompressionPolicyFromFlags(Flags("fp9"));
+  EXPECT_EQ(bad.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(bad.status().message(), "--compression=fp9 is not a choice; valid: off, auto, fp8, int8, int4");
+}
+
+TEST(CompressionFlagsTest, CodecThroughputs) {
+  const CompressionChoice taco{CompressionKind::kTacoFp8, 128, false};
+  EXPECT_EQ(CompressionPolicyFromFlags(Flags("auto"))->codec_throughput.BytesPerSecond(taco),
+            CodecThroughput::Defaults().BytesPerSecond(taco));
+  CompressionFlags uniform = Flags("auto");
+  uniform.codec_bytes_per_second = 4e9;
+  EXPECT_EQ(CompressionPolicyFromFlags(uniform)->codec_throughput.BytesPerSecond(taco), 4e9);
+  uniform.codec_bytes_per_second = -1;
+  EXPECT_EQ(CompressionPolicyFromFlags(uniform).status().message(),
+            "--codec_bytes_per_second=-1 must be a finite number > 0 (or 0: the per-codec table)");
+
+  const std::string path = ::testing::TempDir() + "/codecs.jsonl";
+  {
+    std::ofstream out(path);
+    out << R"({"codec": "taco_fp8", "group_size": 128, "hadamard": false, "bytes_per_second": 3.5e9})" << "\n";
+  }
+  CompressionFlags calibrated = Flags("auto");
+  calibrated.codec_calibration = path;
+  EXPECT_EQ(CompressionPolicyFromFlags(calibrated)->codec_throughput.BytesPerSecond(taco), 3.5e9);
+  calibrated.codec_bytes_per_second = 1e9;
+  EXPECT_EQ(CompressionPolicyFromFlags(calibrated).status().message(),
+            "--codec_bytes_per_second and --codec_calibration both give codec throughputs; use one");
+  calibrated.codec_bytes_per_second = 0;
+  calibrated.codec_calibration = path + ".absent";
+  const absl::StatusOr<CompressionPolicy> missing = CompressionPolicyFromFlags(calibrated);
+  EXPECT_EQ(missing.status().code(), absl::StatusCode::kNotFound);
+  EXPECT_EQ(missing.status().message(), "--codec_calibration: codec calibration file '" + path +
+                                            ".absent': cannot open: No such file or directory");
+  std::remove(path.c_str());
+}
+
+}  // namespace
+}  // namespace oneflow::examples

@@ -1,0 +1,92 @@
+// How fast a device encodes and decodes each codec: the input `--compression=auto` prices
+// codec time with, like the link bandwidths it prices wire time with.
+//
+// The compiler never times anything (the same inputs give the same plan bytes). The
+// numbers come from a table with documented defaults (below), which a user replaces
+// with measurements of the target machine: `oneflow calibrate --out=FILE` times each
+// configuration the compiler can pick and writes one JSON object per line,
+//   {"codec": "int8", "group_size": 512, "hadamard": true, "bytes_per_second": 2.1e+09,
+//    "elements": 1048576, "repetitions": 7}
+// and the examples' `--codec_calibration=FILE` reads it back with
+// ReadCodecCalibrationFile. A throughput is dense f32 bytes per second through one
+// encode followed by one decode, on one thread: a step that compresses D dense bytes is
+// charged D / throughput seconds of codec time.
+#ifndef SBP_CODEC_THROUGHPUT_H_
+#define SBP_CODEC_THROUGHPUT_H_
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
+#include "sbp/compression.h"
+
+namespace oneflow {
+
+class CodecThroughput {
+ public:
+  struct Entry {
+    CompressionChoice choice;
+    double bytes_per_second = 0;
+  };
+
+  // The documented defaults: one entry per configuration the compiler can pick
+  // (PickableCodecs in sbp/compression_policy.h), measured with `oneflow calibrate` on
+  // the development machine (docs/sbp_and_boxing.md has the figures) and rounded down,
+  // so an uncalibrated `auto` errs towards dense; other configurations get the slowest.
+  static CodecThroughput Defaults();
+
+  // Every configuration at `bytes_per_second` (the examples' --codec_bytes_per_second).
+  static CodecThroughput Uniform(double bytes_per_second);
+
+  // The entry of exactly this configuration, else the value for configurations without
+  // one (a group size no default names, say).
+  double BytesPerSecond(const CompressionChoice& choice) const;
+
+  // Adds or replaces the entry of `choice`. Precondition: bytes_per_second > 0 and finite.
+  void Set(const CompressionChoice& choice, double bytes_per_second);
+
+  const std::vector<Entry>& entries() const { return entries_; }
+  double other_configurations() const { return other_configurations_; }
+
+ private:
+  explicit CodecThroughput(double other_configurations) : other_configurations_(other_configurations) {}
+
+  std::vector<Entry> entries_;
+  double other_configurations_;
+};
+
+// One line of a calibration file: a configuration, its measured throughput, and how it
+// was measured (informational; the compiler reads only the first two).
+struct CodecMeasurement {
+  CompressionChoice choice;
+  double bytes_per_second = 0;
+  int64_t elements = 0;
+  int64_t repetitions = 0;
+};
+
+// The JSON object of the top of this file, without a newline. The throughput is written
+// with 6 significant digits; ParseCodecCalibration reads back exactly what is written.
+std::string CodecMeasurementLine(const CodecMeasurement& measurement);
+
+// The measurements of a calibration file's text: one JSON object per line, blank lines
+// skipped. Keys: codec (a name of CompressionKindName other than "none"), group_size
+// (an integer the codec accepts), hadamard (true/false), bytes_per_second (a finite
+// number > 0), and optionally elements and repetitions (integers >= 1). INVALID_ARGUMENT
+// naming `file` and the line, e.g.
+//   codec calibration file 'codecs.jsonl' line 3: unknown key "speed"; valid keys: codec,
+//   group_size, hadamard, bytes_per_second, elements, repetitions
+// also for a line that repeats an earlier line's configuration and for a file with no
+// measurement at all.
+absl::StatusOr<std::vector<CodecMeasurement>> ParseCodecCalibration(absl::string_view text,
+                                                                     absl::string_view file);
+
+// CodecThroughput::Defaults() with every configuration the file at `path` measures
+// replaced by its measurement. Errors: ParseCodecCalibration's, or NOT_FOUND /
+// INVALID_ARGUMENT "codec calibration file 'F': cannot open: No such file or directory".
+absl::StatusOr<CodecThroughput> ReadCodecCalibrationFile(const std::string& path);
+
+}  // namespace oneflow
+
+#endif  // SBP_CODEC_THROUGHPUT_H_

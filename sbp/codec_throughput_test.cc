@@ -1,0 +1,119 @@
+#include "sbp/codec_throughput.h"
+
+#include <cstdio>
+#include <fstream>
+#include <string>
+
+#include "gtest/gtest.h"
+#include "sbp/compression_policy.h"
+
+namespace oneflow {
+namespace {
+
+constexpr CompressionChoice kInt8Rotated{CompressionKind::kInt8, 512, true};
+
+TEST(CodecThroughputTest, DefaultsCoverEveryConfigurationTheCompilerPicks) {
+  const CodecThroughput defaults = CodecThroughput::Defaults();
+  for (const CompressionChoice& choice : PickableCodecs()) {
+    bool listed = false;
+    for (const CodecThroughput::Entry& entry : defaults.entries()) listed |= entry.choice == choice;
+    EXPECT_TRUE(listed) << CompressionChoiceText(choice) << " has no default throughput";
+  }
+  // A configuration without an entry gets the slowest default: uncalibrated errs to dense.
+  double slowest = defaults.entries().front().bytes_per_second;
+  for (const CodecThroughput::Entry& entry : defaults.entries()) slowest = std::min(slowest, entry.bytes_per_second);
+  EXPECT_EQ(defaults.BytesPerSecond({CompressionKind::kFp8E5M2, 64, false}), slowest);
+}
+
+TEST(CodecThroughputTest, UniformGivesEveryConfigurationOneValue) {
+  CodecThroughput uniform = CodecThroughput::Uniform(3e9);
+  EXPECT_EQ(uniform.BytesPerSecond(kInt8Rotated), 3e9);
+  EXPECT_EQ(uniform.BytesPerSecond({CompressionKind::kTacoFp8, 128, false}), 3e9);
+  uniform.Set(kInt8Rotated, 5e8);
+  EXPECT_EQ(uniform.BytesPerSecond(kInt8Rotated), 5e8);
+  EXPECT_EQ(uniform.BytesPerSecond({CompressionKind::kInt8, 512, false}), 3e9);  // Not rotated: another entry.
+}
+
+TEST(CodecThroughputTest, LinesRoundTrip) {
+  const CodecMeasurement measured{kInt8Rotated, 1.23456789e9, 1048576, 7};
+  const std::string line = CodecMeasurementLine(measured);
+  EXPECT_EQ(line,
+            "{\"codec\": \"int8\", \"group_size\": 512, \"hadamard\": true, \"bytes_per_second\": 1.23457e+09, "
+            "\"elements\": 1048576, \"repetitions\": 7}");
+  const absl::StatusOr<std::vector<CodecMeasurement>> parsed =
+      ParseCodecCalibration(line + "\n\n" + CodecMeasurementLine({{CompressionKind::kTacoFp8, 128, false}, 4e8, 1, 1}) + "\n",
+                            "codecs.jsonl");
+  ASSERT_TRUE(parsed.ok()) << parsed.status();
+  ASSERT_EQ(parsed->size(), 2u);
+  EXPECT_EQ((*parsed)[0].choice, kInt8Rotated);
+  EXPECT_EQ((*parsed)[0].bytes_per_second, 1.23457e9);
+  EXPECT_EQ((*parsed)[0].elements, 1048576);
+  EXPECT_EQ((*parsed)[0].repetitions, 7);
+  EXPECT_EQ((*parsed)[1].choice.kind, CompressionKind::kTacoFp8);
+  EXPECT_EQ(CodecMeasurementLine((*parsed)[0]), line);
+}
+
+std::string ParseError(const std::string& text) {
+  const absl::StatusOr<std::vector<CodecMeasurement>> parsed = ParseCodecCalibration(text, "c.jsonl");
+  if (parsed.ok()) return "parsed";
+  EXPECT_EQ(parsed.status().code(), absl::StatusCode::kInvalidArgument);
+  return std::string(parsed.status().message());
+}
+
+TEST(CodecThroughputTest, MalformedFilesNameTheFileAndLine) {
+  const std::string good = R"({"codec": "int4", "group_size": 128, "hadamard": false, "bytes_per_second": 2e9})";
+  EXPECT_EQ(ParseError(good), "parsed");
+  EXPECT_EQ(ParseError(""), "codec calibration file 'c.jsonl' has no measurement; write one with `oneflow "
+                            "calibrate --out=c.jsonl`");
+  EXPECT_EQ(ParseError(good + "\nnot json"), "codec calibration file 'c.jsonl' line 2: column 1: expected '{' to "
+                                             "start a JSON object");
+  EXPECT_EQ(ParseError(R"({"codec": "int4", "group_size": 128, "hadamard": false, "bytes_per_second": 2e9)"),
+            "codec calibration file 'c.jsonl' line 1: column 80: expected ',' or '}' after the value of "
+            "\"bytes_per_second\"");
+  EXPECT_EQ(ParseError(R"({"codec": "int5", "group_size": 128, "hadamard": false, "bytes_per_second": 2e9})"),
+            "codec calibration file 'c.jsonl' line 1: \"codec\" is \"int5\"; valid: fp8e4m3, fp8e5m2, int4, int8, "
+            "taco_fp8");
+  EXPECT_EQ(ParseError(R"({"codec": "int4", "group_size": 128, "hadamard": false, "speed": 2e9})"),
+            "codec calibration file 'c.jsonl' line 1: unknown key \"speed\"; valid keys: codec, group_size, "
+            "hadamard, bytes_per_second, elements, repetitions");
+  EXPECT_EQ(ParseError(R"({"codec": "int4", "group_size": 128, "hadamard": false})"),
+            "codec calibration file 'c.jsonl' line 1: missing key \"bytes_per_second\"");
+  EXPECT_EQ(ParseError(R"({"codec": "int4", "group_size": 128, "hadamard": false, "bytes_per_second": -1})"),
+            "codec calibration file 'c.jsonl' line 1: \"bytes_per_second\" is -1; it must be a finite number > 0");
+  EXPECT_EQ(ParseError(R"({"codec": "int4", "group_size": 12.5, "hadamard": false, "bytes_per_second": 1})"),
+            "codec calibration file 'c.jsonl' line 1: \"group_size\" is 12.5; it must be an integer >= 1");
+  EXPECT_EQ(ParseError(R"({"codec": "int4", "group_size": 100, "hadamard": true, "bytes_per_second": 1})"),
+            "codec calibration file 'c.jsonl' line 1: compression int4 G=100 hadamard: the Walsh-Hadamard "
+            "transform needs a group size that is a power of two in [32, 2048]");
+  EXPECT_EQ(ParseError(R"({"codec": "int4", "group_size": 128, "hadamard": "no", "bytes_per_second": 1})"),
+            "codec calibration file 'c.jsonl' line 1: \"hadamard\" is no; it must be true or false");
+  EXPECT_EQ(ParseError(good + "\n" + good),
+            "codec calibration file 'c.jsonl' line 2: int4 G=128 is measured twice (also on line 1); keep one "
+            "line per configuration");
+}
+
+TEST(CodecThroughputTest, ReadingAFileOverridesTheDefaultsItMeasures) {
+  const std::string path = ::testing::TempDir() + "/codecs.jsonl";
+  {
+    std::ofstream out(path);
+    out << CodecMeasurementLine({kInt8Rotated, 7e9, 1048576, 5}) << "\n";
+  }
+  const absl::StatusOr<CodecThroughput> read = ReadCodecCalibrationFile(path);
+  ASSERT_TRUE(read.ok()) << read.status();
+  EXPECT_EQ(read->BytesPerSecond(kInt8Rotated), 7e9);
+  const CompressionChoice taco{CompressionKind::kTacoFp8, 128, false};
+  EXPECT_EQ(read->BytesPerSecond(taco), CodecThroughput::Defaults().BytesPerSecond(taco));
+
+  const absl::StatusOr<CodecThroughput> missing = ReadCodecCalibrationFile(path + ".absent");
+  EXPECT_EQ(missing.status().code(), absl::StatusCode::kNotFound);
+  EXPECT_EQ(missing.status().message(),
+            "codec calibration file '" + path + ".absent': cannot open: No such file or directory");
+  const absl::StatusOr<CodecThroughput> directory = ReadCodecCalibrationFile(::testing::TempDir());
+  EXPECT_EQ(directory.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(directory.status().message(),
+            "codec calibration file '" + ::testing::TempDir() + "': is a directory, not a calibration file");
+  std::remove(path.c_str());
+}
+
+}  // namespace
+}  // namespace oneflow

@@ -1,0 +1,76 @@
+#include "sbp/compression.h"
+
+#include "absl/strings/str_cat.h"
+
+namespace oneflow {
+namespace {
+
+// The Walsh-Hadamard transform of kernels/compression/hadamard.h.
+constexpr int64_t kMinRotatedGroup = 32;
+constexpr int64_t kMaxRotatedGroup = 2048;
+
+bool IsPowerOfTwo(int64_t n) { return n > 0 && (n & (n - 1)) == 0; }
+
+bool Rotates(const CompressionChoice& choice) {
+  return choice.kind == CompressionKind::kTacoFp8 ||
+         (choice.hadamard && choice.kind != CompressionKind::kNone);
+}
+
+// f32 values per group ahead of the payload: TACO keeps its pre-scale beside the scale.
+int64_t ParametersPerGroup(CompressionKind kind) {
+  return kind == CompressionKind::kTacoFp8 ? 2 : 1;
+}
+
+}  // namespace
+
+absl::string_view CompressionKindName(CompressionKind kind) {
+  switch (kind) {
+    case CompressionKind::kNone:
+      return "none";
+    case CompressionKind::kFp8E4M3:
+      return "fp8e4m3";
+    case CompressionKind::kFp8E5M2:
+      return "fp8e5m2";
+    case CompressionKind::kInt4:
+      return "int4";
+    case CompressionKind::kInt8:
+      return "int8";
+    case CompressionKind::kTacoFp8:
+      return "taco_fp8";
+  }
+  return "?";
+}
+
+std::string CompressionChoiceText(const CompressionChoice& choice) {
+  if (!choice.compressed()) return "none";
+  return absl::StrCat(CompressionKindName(choice.kind), " G=", choice.group_size,
+                      choice.hadamard && choice.kind != CompressionKind::kTacoFp8 ? " hadamard" : "");
+}
+
+absl::Status CheckCompressionChoice(const CompressionChoice& choice) {
+  if (!choice.compressed()) return absl::OkStatus();
+  if (choice.group_size < 1) {
+    return absl::InvalidArgumentError(absl::StrCat("compression ", CompressionChoiceText(choice),
+                                                   ": the group size must be >= 1"));
+  }
+  if (Rotates(choice) && (!IsPowerOfTwo(choice.group_size) || choice.group_size < kMinRotatedGroup ||
+                          choice.group_size > kMaxRotatedGroup)) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "compression ", CompressionChoiceText(choice),
+        ": the Walsh-Hadamard transform needs a group size that is a power of two in [",
+        kMinRotatedGroup, ", ", kMaxRotatedGroup, "]"));
+  }
+  return absl::OkStatus();
+}
+
+WireBytes CountWireBytes(int64_t elements, DType dtype, const CompressionChoice& choice) {
+  const int64_t dense = elements * SizeOf(dtype);
+  if (!choice.compressed() || elements == 0) return WireBytes{dense, false};
+  const int64_t payload = choice.kind == CompressionKind::kInt4 ? (elements + 1) / 2 : elements;
+  const int64_t groups = (elements + choice.group_size - 1) / choice.group_size;
+  const int64_t encoded = payload + groups * ParametersPerGroup(choice.kind) * 4;
+  if (encoded >= dense) return WireBytes{dense, false};
+  return WireBytes{encoded, true};
+}
+
+}  // namespace oneflow

@@ -1,0 +1,68 @@
+// Which codecs a boxing may use: from the user's mode (--compression), what the tensor is
+// (its role in training), and a per-tensor hint (Tensor::WithCompression).
+//
+//   mode     role / hint              codecs (CompressionChoiceText)              decided
+//   off      anything                 dense
+//   auto     activation               taco_fp8 G=128 on every compressible step   by cost
+//   auto     gradient                 reductions: two-level int8 G=512 hadamard   by cost
+//                                     in-node + int4 G=128 hadamard cross-node
+//                                     when the group is nodes x equal members;
+//                                     else int4 G=128 hadamard across nodes,
+//                                     int8 G=512 hadamard inside one;
+//                                     gathers: int8 G=128
+//   auto     weight (a variable)      int8 G=128 (its all-gathers, ZeRO++'s qwZ)   by cost
+//   forced   any role but kNever      fp8e4m3 / int8 / int4 G=128, every step      always
+//   any      hint kNone               dense
+//   auto,    hint fp8 / int8 / int4   that codec G=128 on every compressible step  always
+//   forced
+//   any      kNever                   dense (unless hinted)
+// Roles follow the literature (REFERENCES.md): TACO for tensor-parallel activations,
+// SDP4Bit's TLq-HS / ZeRO++'s qgZ for data-parallel gradient reductions, ZeRO++'s qwZ for
+// weight gathers. kNever covers what must stay exact: the loss and what flows into the
+// loss sink, data-source inputs (labels, token ids, features as fed), integer tensors,
+// and floating tensors other than f32 (the compressed collectives decode into f32).
+#ifndef SBP_COMPRESSION_POLICY_H_
+#define SBP_COMPRESSION_POLICY_H_
+
+#include <cstdint>
+#include <optional>
+#include <vector>
+
+#include "absl/strings/string_view.h"
+#include "sbp/boxing_options.h"
+
+namespace oneflow {
+
+enum class CompressionMode { kOff, kAuto, kForced };
+
+struct CompressionPolicy {
+  CompressionMode mode = CompressionMode::kOff;
+  // kForced: the codec every eligible boxing uses (kFp8E4M3, kInt8 or kInt4).
+  CompressionKind forced = CompressionKind::kNone;
+  // The group size of forced and hinted codecs.
+  int64_t group_size = 128;
+  CodecThroughput codec_throughput = CodecThroughput::Defaults();
+};
+
+enum class TensorRole {
+  kActivation,  // any f32 tensor computed by an op that is not a gradient of a variable
+  kGradient,    // a variable's gradient (Compilation::gradients) while it is reduced
+  kWeight,      // a variable
+  kNever,       // see the top of this file
+};
+
+// "activation", "gradient", "weight", "never".
+absl::string_view TensorRoleName(TensorRole role);
+
+// The options one boxing of a tensor with `role` is planned with (the table above);
+// `hint` is the tensor's Tensor::WithCompression, if any (kNone: dense).
+BoxingOptions BoxingOptionsFor(const CompressionPolicy& policy, TensorRole role,
+                               std::optional<CompressionKind> hint);
+
+// Every codec configuration BoxingOptionsFor can put on a step, in a fixed order:
+// what `oneflow calibrate` measures and CodecThroughput::Defaults() covers.
+std::vector<CompressionChoice> PickableCodecs();
+
+}  // namespace oneflow
+
+#endif  // SBP_COMPRESSION_POLICY_H_

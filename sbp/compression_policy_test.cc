@@ -1,0 +1,134 @@
+// The codecs each role gets, and what they cost on the wire: plans of [5, 7] f32 (35
+// elements) computed by hand from the formulas of sbp/boxing/step_compression.h.
+#include "sbp/compression_policy.h"
+
+#include <string>
+
+#include "gtest/gtest.h"
+#include "oneflow_core/placement.h"
+#include "oneflow_core/sbp.h"
+#include "sbp/boxing.h"
+
+namespace oneflow {
+namespace {
+
+const Shape kLogical{5, 7};
+const LinkModel kSlowNetwork{/*intra_node_bandwidth=*/1e9, /*inter_node_bandwidth=*/1e8};
+
+CompressionPolicy Auto() {
+  CompressionPolicy policy;
+  policy.mode = CompressionMode::kAuto;
+  policy.codec_throughput = CodecThroughput::Uniform(1e9);
+  return policy;
+}
+
+absl::StatusOr<BoxingPlan> Plan(const std::string& src, const std::string& dst, const std::string& placement,
+                                const BoxingOptions& options) {
+  const Placement where = *Placement::Parse(placement);
+  return PlanBoxing(kLogical, DType::kF32, *NdSbp::Parse(src), where, *NdSbp::Parse(dst), where, kSlowNetwork,
+                    options);
+}
+
+std::string PlanText(const std::string& src, const std::string& dst, const std::string& placement,
+                     const BoxingOptions& options) {
+  const absl::StatusOr<BoxingPlan> plan = Plan(src, dst, placement, options);
+  return plan.ok() ? BoxingPlanToString(*plan) : plan.status().ToString();
+}
+
+TEST(CompressionPolicyTest, OffAndNeverAreDense) {
+  CompressionPolicy off;
+  EXPECT_FALSE(BoxingOptionsFor(off, TensorRole::kActivation, std::nullopt).compresses());
+  EXPECT_FALSE(BoxingOptionsFor(off, TensorRole::kGradient, CompressionKind::kInt8).compresses());
+  EXPECT_FALSE(BoxingOptionsFor(Auto(), TensorRole::kNever, std::nullopt).compresses());
+  CompressionPolicy forced = Auto();
+  forced.mode = CompressionMode::kForced;
+  forced.forced = CompressionKind::kInt4;
+  EXPECT_FALSE(BoxingOptionsFor(forced, TensorRole::kNever, std::nullopt).compresses());
+}
+
+TEST(CompressionPolicyTest, EachRoleGetsItsCodecs) {
+  const BoxingOptions activation = BoxingOptionsFor(Auto(), TensorRole::kActivation, std::nullopt);
+  EXPECT_EQ(BoxingOptionsKey(activation),
+            "reduce in-node taco_fp8 G=128, cross-node taco_fp8 G=128; gather taco_fp8 G=128; intra-node; automatic");
+  EXPECT_EQ(BoxingOptionsKey(BoxingOptionsFor(Auto(), TensorRole::kGradient, std::nullopt)),
+            "reduce in-node int8 G=512 hadamard, cross-node int4 G=128 hadamard, two-level; gather int8 G=128; "
+            "intra-node; automatic");
+  EXPECT_EQ(BoxingOptionsKey(BoxingOptionsFor(Auto(), TensorRole::kWeight, std::nullopt)),
+            "reduce in-node int8 G=128, cross-node int8 G=128; gather int8 G=128; intra-node; automatic");
+  CompressionPolicy forced = Auto();
+  forced.mode = CompressionMode::kForced;
+  forced.forced = CompressionKind::kFp8E4M3;
+  EXPECT_EQ(BoxingOptionsKey(BoxingOptionsFor(forced, TensorRole::kGradient, std::nullopt)),
+            "reduce in-node fp8e4m3 G=128, cross-node fp8e4m3 G=128; gather fp8e4m3 G=128; intra-node");
+  // A hint wins over auto and forced, either way.
+  EXPECT_EQ(BoxingOptionsKey(BoxingOptionsFor(forced, TensorRole::kActivation, CompressionKind::kInt4)),
+            "reduce in-node int4 G=128, cross-node int4 G=128; gather int4 G=128; intra-node");
+  EXPECT_EQ(BoxingOptionsKey(BoxingOptionsFor(Auto(), TensorRole::kNever, CompressionKind::kFp8E4M3)),
+            "reduce in-node fp8e4m3 G=128, cross-node fp8e4m3 G=128; gather fp8e4m3 G=128; intra-node");
+  EXPECT_EQ(BoxingOptionsKey(BoxingOptionsFor(Auto(), TensorRole::kActivation, CompressionKind::kNone)), "dense");
+  // The policy's throughput table travels with the options.
+  EXPECT_EQ(activation.codec_throughput.BytesPerSecond({CompressionKind::kTacoFp8, 128, false}), 1e9);
+}
+
+// A gradient all-reduce over 2 nodes x 2 devices ([4], one group listed node by node):
+// chunk c = ceil(35 / 4) = 9. Reduce-scatter phase: in-node (L-1) M c = 18 elements as
+// int8 G=512 (18 + 4 = 22 B), cross-node (M-1) c = 9 as int4 G=128 (5 + 4 = 9 B);
+// all-gather phase, in-node codec: 22 B in the node, 9 + 4 = 13 B across: 66 B (216 dense).
+// Time: 44 B at 1e9 + 22 B at 1e8 + 216 dense bytes of codec at 1e9 = 44 + 220 + 216 ns,
+// against 2160 ns dense.
+TEST(CompressionPolicyTest, GradientReductionsGoTwoLevelWhenTheGroupIsNodeBlocks) {
+  const BoxingOptions gradient = BoxingOptionsFor(Auto(), TensorRole::kGradient, std::nullopt);
+  const absl::StatusOr<BoxingPlan> plan = Plan("P", "B", "cpu{0:0-1, 1:0-1}", gradient);
+  ASSERT_TRUE(plan.ok()) << plan.status();
+  ASSERT_EQ(plan->steps.size(), 1u);
+  const BoxingStep& step = plan->steps[0];
+  EXPECT_EQ(BoxingStepToString(step),
+            "all_reduce axis 0: P -> B, 66 bytes/device (int8 G=512 hadamard in-node, int4 G=128 hadamard cross-node)");
+  EXPECT_EQ(step.dense_bytes_per_device, 216);
+  EXPECT_NEAR(step.seconds, 480e-9, 1e-15);
+  EXPECT_NEAR(step.dense_seconds, 2160e-9, 1e-15);
+  EXPECT_EQ(step.compression_reason,
+            "two-level over 2 nodes x 2 devices, inter-node 1e+08 B/s, intra-node 1e+09 B/s: 0.00216 ms dense vs "
+            "4.4e-05 ms int8 G=512 hadamard in-node + 0.00022 ms int4 G=128 hadamard cross-node + 0.000216 ms "
+            "codec: compressed, saves 0.00168 ms");
+  // Reduce-scatter to rows: c = 2 rows x 7 = 14; in-node 28 elements (32 B), cross-node
+  // 14 (7 + 4 = 11 B).
+  EXPECT_EQ(PlanText("P", "S(0)", "cpu{0:0-1, 1:0-1}", gradient),
+            "reduce_scatter axis 0: P -> S(0), 43 bytes/device (int8 G=512 hadamard in-node, int4 G=128 hadamard "
+            "cross-node)");
+}
+
+TEST(CompressionPolicyTest, GradientReductionsWithOneDevicePerNodeAreFlatInt4) {
+  const BoxingOptions gradient = BoxingOptionsFor(Auto(), TensorRole::kGradient, std::nullopt);
+  // [2, 2] on 2 nodes: axis 0 pairs one device of each node. The planner first halves
+  // the columns inside the node (a free slice), all-reduces the [5, 4] halves across
+  // (2 (n-1) 10 = 20 elements: 10 B of int4 + 4 B of scale), then gathers inside the
+  // node, where at 1e9 B/s the codec does not pay (80 B: 80 ns dense vs 24 + 80 ns).
+  EXPECT_EQ(PlanText("[P, B]", "[B, B]", "cpu{0:0-1, 1:0-1}[2, 2]", gradient),
+            "local_slice axis 1: [P, B] -> [P, S(1)], 0 bytes/device\n"
+            "all_reduce axis 0: [P, S(1)] -> [B, S(1)], 14 bytes/device (int4 G=128 hadamard)\n"
+            "all_gather axis 1: [B, S(1)] -> [B, B], 80 bytes/device");
+  EXPECT_EQ(PlanText("[B, P]", "[B, B]", "cpu{0:0-1, 1:0-1}[2, 2]", gradient),
+            "all_reduce axis 1: [B, P] -> [B, B], 144 bytes/device");
+}
+
+TEST(CompressionPolicyTest, ActivationsTravelAsTacoAndWeightsAsInt8) {
+  const std::string nodes = "cpu{0:0, 1:0}";
+  // 2 (n-1) ceil(35/2) = 36 elements: 36 B of FP8 + 8 B of TACO's two scales.
+  EXPECT_EQ(PlanText("P", "B", nodes, BoxingOptionsFor(Auto(), TensorRole::kActivation, std::nullopt)),
+            "all_reduce axis 0: P -> B, 44 bytes/device (taco_fp8 G=128)");
+  // S(0) -> B gathers 3 rows x 7 = 21 elements: 21 + 4 B.
+  EXPECT_EQ(PlanText("S(0)", "B", nodes, BoxingOptionsFor(Auto(), TensorRole::kWeight, std::nullopt)),
+            "all_gather axis 0: S(0) -> B, 25 bytes/device (int8 G=128)");
+}
+
+TEST(CompressionPolicyTest, PickableCodecsAreValidAndDistinct) {
+  const std::vector<CompressionChoice> codecs = PickableCodecs();
+  for (size_t i = 0; i < codecs.size(); ++i) {
+    EXPECT_TRUE(CheckCompressionChoice(codecs[i]).ok()) << CompressionChoiceText(codecs[i]);
+    for (size_t j = 0; j < i; ++j) EXPECT_NE(codecs[i], codecs[j]);
+  }
+}
+
+}  // namespace
+}  // namespace oneflow

@@ -1,0 +1,133 @@
+#include "tools/cli/inspect_compression.h"
+
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/string_view.h"
+#include "absl/strings/strip.h"
+#include "oneflow_core/placement.h"
+#include "oneflow_core/sbp.h"
+#include "sbp/boxing.h"
+
+namespace oneflow::cli {
+
+std::string CodecText(proto::Compression::Kind kind) {
+  switch (kind) {
+    case proto::Compression::NONE:
+      return "none";
+    case proto::Compression::FP8_E4M3:
+      return "fp8e4m3";
+    case proto::Compression::FP8_E5M2:
+      return "fp8e5m2";
+    case proto::Compression::INT4:
+      return "int4";
+    case proto::Compression::INT8:
+      return "int8";
+    case proto::Compression::TACO_FP8:
+      return "taco_fp8";
+    default:
+      return absl::StrCat("unknown(", static_cast<int>(kind), ")");
+  }
+}
+
+namespace {
+
+std::string LevelText(proto::Compression::Kind kind, int64_t group_size, bool hadamard) {
+  return absl::StrCat(CodecText(kind), " (group ", group_size, hadamard ? ", hadamard" : "", ")");
+}
+
+// The dense bytes of a compressed step, from the plan's own description of it.
+std::optional<int64_t> RecomputeDense(const proto::BoxingStepDef& step, const proto::TensorDef* tensor,
+                                      const proto::Placement& placement) {
+  if (tensor == nullptr) return std::nullopt;
+  absl::StatusOr<DType> dtype = FromProto(tensor->dtype());
+  absl::StatusOr<Shape> shape = Shape::FromDims({tensor->shape().begin(), tensor->shape().end()});
+  absl::StatusOr<NdSbp> from = NdSbp::FromProto(step.src_sbp());
+  absl::StatusOr<NdSbp> to = NdSbp::FromProto(step.dst_sbp());
+  absl::StatusOr<Placement> where = Placement::FromProto(placement);
+  if (!dtype.ok() || !shape.ok() || !from.ok() || !to.ok() || !where.ok()) return std::nullopt;
+  absl::StatusOr<int64_t> dense = DenseAxisStepBytes(*shape, *dtype, *from, step.hierarchy_axis(), *to, *where);
+  if (!dense.ok()) return std::nullopt;
+  return *dense;
+}
+
+}  // namespace
+
+bool IsCompressed(const proto::BoxingStepDef& step) {
+  return step.compression().kind() != proto::Compression::NONE;
+}
+
+bool IsTwoLevel(const proto::BoxingStepDef& step) {
+  return IsCompressed(step) && step.compression().cross_node_kind() != proto::Compression::NONE;
+}
+
+std::string StepCodecText(const proto::BoxingStepDef& step) {
+  const proto::Compression& compression = step.compression();
+  const std::string in_node = LevelText(compression.kind(), compression.block_size(), compression.hadamard());
+  if (!IsTwoLevel(step)) return in_node;
+  return absl::StrCat("two-level: ", in_node, " in-node + ",
+                      LevelText(compression.cross_node_kind(), compression.cross_node_block_size(),
+                                compression.cross_node_hadamard()),
+                      " cross-node");
+}
+
+std::optional<double> SecondsSaved(const proto::BoxingStepDef& step) {
+  constexpr absl::string_view kSaves = ", saves ";
+  const absl::string_view reason = step.reason();
+  const size_t at = reason.rfind(kSaves);
+  if (at == std::string::npos) return std::nullopt;
+  absl::string_view number = absl::string_view(reason).substr(at + kSaves.size());
+  if (!absl::ConsumeSuffix(&number, " ms")) return std::nullopt;
+  double milliseconds = 0;
+  if (!absl::SimpleAtod(number, &milliseconds)) return std::nullopt;
+  return milliseconds / 1e3;
+}
+
+CompressionFigures::CompressionFigures(const proto::Plan& plan, const PlanIndex& index)
+    : dense_steps_(plan.boxings_size()),
+      dense_boxings_(plan.boxings_size(), 0),
+      dense_sent_(plan.devices_size(), 0),
+      dense_received_(plan.devices_size(), 0) {
+  for (int d = 0; d < plan.devices_size(); ++d) {
+    dense_sent_[d] = plan.devices(d).bytes_sent_per_iter();
+    dense_received_[d] = plan.devices(d).bytes_received_per_iter();
+  }
+  for (int b = 0; b < plan.boxings_size(); ++b) {
+    const proto::BoxingDef& boxing = plan.boxings(b);
+    const proto::TensorDef* tensor = index.FindTensor(boxing.tensor());
+    const proto::Placement* placement = &boxing.src_placement();
+    dense_boxings_[b] = boxing.bytes_per_iter();
+    for (const proto::BoxingStepDef& step : boxing.steps()) {
+      if (step.kind() == proto::STEP_SEND_RECV) placement = &boxing.dst_placement();
+      std::optional<int64_t> dense = step.bytes_per_device();
+      if (IsCompressed(step)) dense = RecomputeDense(step, tensor, *placement);
+      dense_steps_[b].push_back(dense);
+      if (!IsCompressed(step) || !dense.has_value()) continue;
+      const int64_t saved = *dense - step.bytes_per_device();
+      dense_boxings_[b] += saved * placement->devices_size();
+      for (int d = 0; d < plan.devices_size(); ++d) {
+        for (const proto::DeviceId& member : placement->devices()) {
+          if (member.node() != plan.devices(d).device().node() ||
+              member.device() != plan.devices(d).device().device()) {
+            continue;
+          }
+          dense_sent_[d] += saved;
+          dense_received_[d] += saved;
+        }
+      }
+    }
+  }
+}
+
+std::optional<int64_t> CompressionFigures::DenseStepBytes(int boxing, int step) const {
+  return dense_steps_[boxing][step];
+}
+
+int64_t CompressionFigures::DenseBoxingBytes(int boxing) const { return dense_boxings_[boxing]; }
+
+int64_t CompressionFigures::DenseBoxingBytesInAll() const {
+  int64_t total = 0;
+  for (int64_t bytes : dense_boxings_) total += bytes;
+  return total;
+}
+
+}  // namespace oneflow::cli

@@ -1,0 +1,139 @@
+// `oneflow inspect` on a plan the compiler compressed: a 2-node x 2-device gpt (tensor
+// parallel over all four devices, so every collective crosses nodes) with a slow
+// inter-node link under automatic compression. The text is checked against a golden file;
+// the JSON and DOT carry the same figures. To regenerate the golden file after an
+// intended change, run the test with ONEFLOW_UPDATE_GOLDEN set to its directory:
+//   ONEFLOW_UPDATE_GOLDEN=$PWD/tools/cli/testdata bazel-bin/tools/cli/inspect_compression_test
+// and review the diff like any code change.
+#include <cstdlib>
+#include <fstream>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "absl/strings/str_split.h"
+#include "compiler/compiler.h"
+#include "examples/gpt/gpt_model.h"
+#include "gmock/gmock.h"
+#include "google/protobuf/struct.pb.h"
+#include "google/protobuf/util/json_util.h"
+#include "gtest/gtest.h"
+#include "tools/cli/inspect.h"
+
+namespace oneflow::cli {
+namespace {
+
+using ::testing::HasSubstr;
+
+constexpr char kGolden[] = "tools/cli/testdata/gpt_tp4_slow_link.txt";
+
+proto::Plan CompressedGpt() {
+  examples::ParallelFlags flags;
+  flags.nodes = 2;
+  flags.devices_per_node = 2;
+  flags.tp = 4;
+  flags.inter_node_bandwidth = 1.25e8;
+  const examples::ParallelLayout layout = *examples::ParallelLayout::Create(flags);
+  examples::GptConfig config;
+  config.batch = 4;
+  config.seq = 8;
+  config.layers = 1;
+  config.hidden = 32;
+  config.heads = 2;
+  config.vocab = 32;
+  CompileOptions options;
+  options.cluster = layout.cluster();
+  options.compression.mode = CompressionMode::kAuto;
+  absl::StatusOr<proto::Plan> plan = Compile(*examples::BuildGpt(config, layout), options);
+  EXPECT_TRUE(plan.ok()) << plan.status();
+  return plan.ok() ? *plan : proto::Plan();
+}
+
+std::string Inspect(const proto::Plan& plan, InspectFormat format) {
+  absl::StatusOr<std::string> out = InspectPlan(plan, {format, std::nullopt});
+  EXPECT_TRUE(out.ok()) << out.status();
+  return out.ok() ? *out : "";
+}
+
+TEST(InspectCompressionTest, TextMatchesTheGoldenFile) {
+  const std::string text = Inspect(CompressedGpt(), InspectFormat::kText);
+  if (const char* update = std::getenv("ONEFLOW_UPDATE_GOLDEN")) {
+    std::ofstream(std::string(update) + "/gpt_tp4_slow_link.txt") << text;
+    return;
+  }
+  std::ifstream file(kGolden);
+  ASSERT_TRUE(file.good()) << "cannot read " << kGolden;
+  std::stringstream golden;
+  golden << file.rdbuf();
+  const std::vector<std::string> want = absl::StrSplit(golden.str(), '\n');
+  const std::vector<std::string> have = absl::StrSplit(text, '\n');
+  for (size_t i = 0; i < want.size() && i < have.size(); ++i) {
+    ASSERT_EQ(have[i], want[i]) << kGolden << " line " << i + 1;
+  }
+  EXPECT_EQ(have.size(), want.size());
+}
+
+google::protobuf::Struct ParseJson(const std::string& json) {
+  google::protobuf::Struct parsed;
+  EXPECT_TRUE(google::protobuf::util::JsonStringToMessage(json, &parsed).ok()) << json;
+  return parsed;
+}
+
+// The boxing of `tensor` in the JSON.
+const google::protobuf::Struct* Boxing(const google::protobuf::Struct& json, const std::string& tensor) {
+  for (const auto& boxing : json.fields().at("boxings").list_value().values()) {
+    if (boxing.struct_value().fields().at("tensor").string_value() == tensor) return &boxing.struct_value();
+  }
+  return nullptr;
+}
+
+TEST(InspectCompressionTest, JsonCarriesBothLevelsDenseAndWireBytesAndTheSaving) {
+  const google::protobuf::Struct json = ParseJson(Inspect(CompressedGpt(), InspectFormat::kJson));
+  // The gradient of w_q: reduce-scatter of [32, 32] over 2 nodes x 2 devices, 3 chunks of
+  // 256 elements dense (3072 B); two-level: in-node 2 chunks as int8 G=512 (512 + 4 B),
+  // cross-node 1 chunk as int4 G=128 (128 + 2 x 4 B): 652 B.
+  const google::protobuf::Struct* gradient = Boxing(json, "matmul_4_grad/matmul_80");
+  ASSERT_NE(gradient, nullptr);
+  const auto& step = gradient->fields().at("steps").list_value().values(0).struct_value().fields();
+  const auto& compression = step.at("compression").struct_value().fields();
+  EXPECT_EQ(compression.at("codec").string_value(), "int8");
+  EXPECT_EQ(compression.at("group_size").number_value(), 512);
+  EXPECT_TRUE(compression.at("hadamard").bool_value());
+  EXPECT_EQ(compression.at("cross_node_codec").string_value(), "int4");
+  EXPECT_EQ(compression.at("cross_node_group_size").number_value(), 128);
+  EXPECT_TRUE(compression.at("cross_node_hadamard").bool_value());
+  EXPECT_EQ(compression.at("dense_bytes_per_device").number_value(), 3072);
+  EXPECT_EQ(compression.at("wire_bytes_per_device").number_value(), 652);
+  EXPECT_NEAR(compression.at("seconds_saved").number_value(), 2.19468e-5, 1e-10);
+  EXPECT_THAT(compression.at("reason").string_value(), HasSubstr(": compressed, saves "));
+  // An activation: one level, so the cross-node keys are null.
+  const google::protobuf::Struct* activation = Boxing(json, "add_1");
+  ASSERT_NE(activation, nullptr);
+  const auto& taco = activation->fields()
+                         .at("steps")
+                         .list_value()
+                         .values(0)
+                         .struct_value()
+                         .fields()
+                         .at("compression")
+                         .struct_value()
+                         .fields();
+  EXPECT_EQ(taco.at("codec").string_value(), "taco_fp8");
+  EXPECT_TRUE(taco.at("cross_node_codec").has_null_value());
+  // Totals: every device sends less than dense, and the dense figures are the plan's
+  // bytes plus what compression saved.
+  const auto& device = json.fields().at("devices").list_value().values(0).struct_value().fields();
+  EXPECT_LT(device.at("bytes_sent_per_iter").number_value(), device.at("dense_bytes_sent_per_iter").number_value());
+  EXPECT_LT(json.fields().at("boxing_bytes_per_iter").number_value(),
+            json.fields().at("boxing_dense_bytes_per_iter").number_value());
+}
+
+TEST(InspectCompressionTest, DotLabelsCompressedBoxingsWithTheirCodecs) {
+  const std::string dot = Inspect(CompressedGpt(), InspectFormat::kDot);
+  EXPECT_THAT(dot, HasSubstr("step 0: two-level: int8 (group 512, hadamard) in-node + int4 (group 128, hadamard) "
+                             "cross-node\\n3.00 KiB -> 652 B/device, saves 0.0219 ms"));
+  EXPECT_THAT(dot, HasSubstr("step 0: taco_fp8 (group 128)\\n3.00 KiB -> 816 B/device, saves 0.016 ms"));
+}
+
+}  // namespace
+}  // namespace oneflow::cli
