@@ -56,6 +56,8 @@ void EmitCompression(const BoxingStep& step, proto::BoxingStepDef* def) {
     compression->set_cross_node_hadamard(step.cross_node_compression.hadamard);
   }
   def->set_reason(step.compression_reason);
+  def->set_dense_bytes_per_device(step.dense_bytes_per_device);
+  def->set_seconds_saved(step.dense_seconds - step.seconds);
 }
 
 void EmitBoxings(Compilation* compilation) {

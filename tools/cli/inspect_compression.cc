@@ -1,12 +1,7 @@
 #include "tools/cli/inspect_compression.h"
 
-#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/string_view.h"
-#include "absl/strings/strip.h"
-#include "oneflow_core/placement.h"
-#include "oneflow_core/sbp.h"
-#include "sbp/boxing.h"
 
 namespace oneflow::cli {
 
@@ -35,21 +30,6 @@ std::string LevelText(proto::Compression::Kind kind, int64_t group_size, bool ha
   return absl::StrCat(CodecText(kind), " (group ", group_size, hadamard ? ", hadamard" : "", ")");
 }
 
-// The dense bytes of a compressed step, from the plan's own description of it.
-std::optional<int64_t> RecomputeDense(const proto::BoxingStepDef& step, const proto::TensorDef* tensor,
-                                      const proto::Placement& placement) {
-  if (tensor == nullptr) return std::nullopt;
-  absl::StatusOr<DType> dtype = FromProto(tensor->dtype());
-  absl::StatusOr<Shape> shape = Shape::FromDims({tensor->shape().begin(), tensor->shape().end()});
-  absl::StatusOr<NdSbp> from = NdSbp::FromProto(step.src_sbp());
-  absl::StatusOr<NdSbp> to = NdSbp::FromProto(step.dst_sbp());
-  absl::StatusOr<Placement> where = Placement::FromProto(placement);
-  if (!dtype.ok() || !shape.ok() || !from.ok() || !to.ok() || !where.ok()) return std::nullopt;
-  absl::StatusOr<int64_t> dense = DenseAxisStepBytes(*shape, *dtype, *from, step.hierarchy_axis(), *to, *where);
-  if (!dense.ok()) return std::nullopt;
-  return *dense;
-}
-
 }  // namespace
 
 bool IsCompressed(const proto::BoxingStepDef& step) {
@@ -71,18 +51,11 @@ std::string StepCodecText(const proto::BoxingStepDef& step) {
 }
 
 std::optional<double> SecondsSaved(const proto::BoxingStepDef& step) {
-  constexpr absl::string_view kSaves = ", saves ";
-  const absl::string_view reason = step.reason();
-  const size_t at = reason.rfind(kSaves);
-  if (at == std::string::npos) return std::nullopt;
-  absl::string_view number = absl::string_view(reason).substr(at + kSaves.size());
-  if (!absl::ConsumeSuffix(&number, " ms")) return std::nullopt;
-  double milliseconds = 0;
-  if (!absl::SimpleAtod(number, &milliseconds)) return std::nullopt;
-  return milliseconds / 1e3;
+  if (!IsCompressed(step)) return std::nullopt;
+  return step.seconds_saved();
 }
 
-CompressionFigures::CompressionFigures(const proto::Plan& plan, const PlanIndex& index)
+CompressionFigures::CompressionFigures(const proto::Plan& plan, const PlanIndex& /*index*/)
     : dense_steps_(plan.boxings_size()),
       dense_boxings_(plan.boxings_size(), 0),
       dense_sent_(plan.devices_size(), 0),
@@ -93,13 +66,12 @@ CompressionFigures::CompressionFigures(const proto::Plan& plan, const PlanIndex&
   }
   for (int b = 0; b < plan.boxings_size(); ++b) {
     const proto::BoxingDef& boxing = plan.boxings(b);
-    const proto::TensorDef* tensor = index.FindTensor(boxing.tensor());
     const proto::Placement* placement = &boxing.src_placement();
     dense_boxings_[b] = boxing.bytes_per_iter();
     for (const proto::BoxingStepDef& step : boxing.steps()) {
       if (step.kind() == proto::STEP_SEND_RECV) placement = &boxing.dst_placement();
       std::optional<int64_t> dense = step.bytes_per_device();
-      if (IsCompressed(step)) dense = RecomputeDense(step, tensor, *placement);
+      if (IsCompressed(step)) dense = step.dense_bytes_per_device();
       dense_steps_[b].push_back(dense);
       if (!IsCompressed(step) || !dense.has_value()) continue;
       const int64_t saved = *dense - step.bytes_per_device();

@@ -1,12 +1,10 @@
 // What compression does to a plan's traffic, for the inspect renderers. Private to
 // //tools/cli:inspect.
 //
-// A compressed step records its codecs, its wire bytes and the compiler's decision
-// (BoxingStepDef.compression, .bytes_per_device, .reason). What it would move dense is
-// not stored, so it is recomputed here from the plan itself: the tensor's shape and dtype
-// (plan.job), the step's SBPs and axis, and its placement (the boxing's source placement
-// up to a send_recv, its destination after), through the compiler's own byte count
-// (sbp's DenseAxisStepBytes). A device's dense totals add, to what it sends and receives,
+// A compressed step records its codecs, its wire bytes, what it would move dense, the
+// modelled seconds it saves and the compiler's decision (BoxingStepDef.compression,
+// .bytes_per_device, .dense_bytes_per_device, .seconds_saved, .reason). A device's dense
+// totals add, to what it sends and receives,
 // what compression saved on every compressed step of a placement it belongs to (each
 // member of a collective's group sends and receives the step's bytes, as plan emission
 // counts them).
@@ -28,8 +26,8 @@ class CompressionFigures {
   CompressionFigures(const proto::Plan& plan, const PlanIndex& index);
 
   // Dense bytes per device of step `step` of plan.boxings(boxing): the step's own bytes
-  // when it is dense; nullopt for a compressed step the plan cannot recompute (its
-  // tensor is not in plan.job).
+  // when it is dense, its dense_bytes_per_device when compressed. (Optional so that
+  // renderers keep one code path for "unknown"; a plan this build wrote always knows.)
   std::optional<int64_t> DenseStepBytes(int boxing, int step) const;
 
   // Dense bytes per iteration of plan.boxings(boxing): its bytes_per_iter plus what
@@ -61,9 +59,8 @@ bool IsTwoLevel(const proto::BoxingStepDef& step);
 // "two-level: int8 (group 512, hadamard) in-node + int4 (group 128, hadamard) cross-node".
 std::string StepCodecText(const proto::BoxingStepDef& step);
 
-// The modelled seconds compression saves on the step: the number the compiler's
-// decision ends with (", saves 2.55 ms"), which the plan records only in the reason;
-// nullopt when the reason does not say.
+// The modelled seconds compression saves on the step per iteration
+// (BoxingStepDef.seconds_saved); nullopt for a dense step.
 std::optional<double> SecondsSaved(const proto::BoxingStepDef& step);
 
 }  // namespace oneflow::cli
