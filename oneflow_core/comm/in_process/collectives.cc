@@ -1,8 +1,10 @@
 #include "oneflow_core/comm/in_process/collectives.h"
 
 #include <cstring>
+#include <utility>
 #include <vector>
 
+#include "absl/container/inlined_vector.h"
 #include "oneflow_core/balanced_splitter.h"
 #include "oneflow_core/comm/collective_arguments.h"
 #include "oneflow_core/comm/reduce.h"
@@ -20,11 +22,20 @@ void CopyBytes(void* to, const void* from, int64_t bytes) {
   if (bytes > 0 && to != from) std::memcpy(to, from, bytes);
 }
 
+// All-reduce results of at least this many bytes per rank are written around the caches
+// (ReduceStores::kStreaming). The n ranks then write n times this between them, most of
+// the build VM's 32 MiB L3 or more: the lines would be evicted before the caller reads
+// them, and cached stores would first read each one. Below it, the results are still in
+// cache when the caller reads them. On the build VM, streaming doubled the bandwidth at
+// 8 MiB and was within the noise of cached stores at 2-4 MiB (docs/collectives.md,
+// "Throughput").
+constexpr int64_t kStreamingBytes = int64_t{4} << 20;
+
 // Reduces elements [begin, begin + length) of every rank's input into `output`.
 void ReduceRange(const GroupState& state, const Post& mine, int64_t begin, int64_t length,
                  float* output) {
   if (length == 0) return;
-  std::vector<const float*> inputs(state.size());
+  absl::InlinedVector<const float*, 8> inputs(state.size());
   for (int64_t peer = 0; peer < state.size(); ++peer) {
     inputs[peer] = static_cast<const float*>(state.post(peer).input) + begin;
   }
@@ -42,25 +53,41 @@ absl::Status CheckPostsAgree(const GroupState& state, int64_t rank) {
   return absl::OkStatus();
 }
 
-// All-reduce phase (1): chunk r of the balanced split of `count` elements.
-void ReduceOwnChunk(GroupState& state, int64_t rank) {
-  const Post& mine = state.post(rank);
-  const Range chunk = BalancedPart(mine.call.count, state.size(), rank);
-  ReduceRange(state, mine, chunk.begin, chunk.size(),
-              static_cast<float*>(mine.output) + chunk.begin);
+void RunPostedCollective(GroupState& state, int64_t rank) {
+  switch (state.post(rank).call.kind) {
+    case CollectiveKind::kAllReduce:
+      return ReduceChunkIntoEveryOutput(state, rank);
+    case CollectiveKind::kReduceScatter:
+      return ReduceScatterChunk(state, rank);
+    case CollectiveKind::kAllGather:
+      return GatherContributions(state, rank);
+    case CollectiveKind::kAllToAll:
+      return ExchangeChunks(state, rank);
+    case CollectiveKind::kBroadcast:
+      return CopyFromRoot(state, rank);
+  }
 }
 
-// All-reduce phase (2): chunk c is final in rank c's output once every rank passed the
-// middle phase; copy the others' chunks next to one's own.
-void GatherReducedChunks(GroupState& state, int64_t rank) {
+// Chunk r of the balanced split of `count` elements. Only rank r reads or writes chunk r
+// of any buffer, so an in-place rank's input may be overwritten there once read (which
+// ReduceFloatsToAll does element by element).
+void ReduceChunkIntoEveryOutput(GroupState& state, int64_t rank) {
   const Post& mine = state.post(rank);
-  for (int64_t owner = 0; owner < state.size(); ++owner) {
-    if (owner == rank) continue;
-    const Range chunk = BalancedPart(mine.call.count, state.size(), owner);
-    CopyBytes(static_cast<float*>(mine.output) + chunk.begin,
-              static_cast<const float*>(state.post(owner).output) + chunk.begin,
-              chunk.size() * static_cast<int64_t>(sizeof(float)));
+  const int64_t n = state.size();
+  if (n == 1 && mine.input == mine.output) return;
+  const Range chunk = BalancedPart(mine.call.count, n, rank);
+  if (chunk.size() == 0) return;
+  absl::InlinedVector<const float*, 8> inputs(n);
+  absl::InlinedVector<float*, 8> outputs(n);
+  for (int64_t peer = 0; peer < n; ++peer) {
+    inputs[peer] = static_cast<const float*>(state.post(peer).input) + chunk.begin;
+    outputs[peer] = static_cast<float*>(state.post(peer).output) + chunk.begin;
   }
+  // Own output first: the streaming head is aligned to it (reduce.cc).
+  std::swap(outputs[0], outputs[rank]);
+  const int64_t bytes = mine.call.count * static_cast<int64_t>(sizeof(float));
+  ReduceFloatsToAll(mine.call.reduce_op, inputs, outputs, chunk.size(),
+                    bytes >= kStreamingBytes ? ReduceStores::kStreaming : ReduceStores::kCached);
 }
 
 void ReduceScatterChunk(GroupState& state, int64_t rank) {

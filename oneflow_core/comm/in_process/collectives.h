@@ -1,16 +1,19 @@
 // The data movement of each collective in an in-process group, run by one rank after
 // every rank has arrived (group_state.h): each rank reads its peers' buffers straight
-// through the pointers they posted and writes only its own output. Nothing is copied
-// through a shared staging buffer.
+// through the pointers they posted. Nothing is copied through a shared staging buffer.
+// Every collective but all-reduce writes only the rank's own output.
 //
-// Bytes, for a group of n ranks and T bytes per rank (the whole tensor); "reads" are
-// from peers' memory, every byte read is written once into the rank's own output:
-//  - all-reduce: (1) reduce-scatter: rank r reduces chunk r (T/n bytes, balanced) of all
-//    n inputs into its output: reads T, of which (n-1)/n T from peers; (2) after a
-//    barrier, all-gather: copies the n-1 other reduced chunks from their owners' outputs:
-//    reads (n-1)/n T. Per rank 2(n-1)/n T from peers, the ring's bus traffic, with
-//    every rank's reduction running in parallel and no extra copy.
-//  - reduce-scatter: phase (1) alone, with the caller's chunk sizes: (n-1)/n T from peers.
+// Bytes, for a group of n ranks and T bytes per rank (the whole tensor):
+//  - all-reduce: rank r reduces chunk r (T/n bytes, balanced) of all n inputs, in rank
+//    order, and writes the result into chunk r of every rank's output: it reads T (of
+//    which (n-1)/n T from peers) and writes T (of which (n-1)/n T into peers' outputs).
+//    Every chunk is computed once, so every rank gets the same bits. One pass and no
+//    barrier between reducing and distributing: the two-phase form (reduce one's chunk
+//    into one's own output, barrier, copy the others' chunks from their owners) read
+//    (n-1)/n T more per rank and waited once more, which cost half the bandwidth of a
+//    64 MiB all-reduce on 2 ranks (docs/collectives.md, "Throughput").
+//  - reduce-scatter: rank r reduces its chunk (the caller's counts) of all n inputs into
+//    its output: (n-1)/n T from peers.
 //  - all-gather: rank r copies each peer's contribution into its output: (n-1)/n T.
 //  - all-to-all: rank r copies, from each peer, the chunk addressed to r: (n-1)/n^2 T for
 //    an even matrix.
@@ -34,45 +37,16 @@ namespace in_process {
 // same posts, so all reach the same verdict.
 absl::Status CheckPostsAgree(const GroupState& state, int64_t rank);
 
-// Runs `rank`'s part of its posted collective. Only all-reduce waits inside, between its
-// two phases, for every rank to have reduced its chunk: `wait_middle()` marks this rank's
-// chunk done, performs that wait and returns its error (then phase 2 is skipped).
-template <typename WaitMiddle>
-absl::Status RunPostedCollective(GroupState& state, int64_t rank, WaitMiddle&& wait_middle);
+// Runs `rank`'s part of its posted collective: no waits inside. A peer's all-reduce
+// writes into this rank's output until that peer is done with the call.
+void RunPostedCollective(GroupState& state, int64_t rank);
 
 // The pieces RunPostedCollective uses, one per kind.
-void ReduceOwnChunk(GroupState& state, int64_t rank);       // all-reduce phase (1)
-void GatherReducedChunks(GroupState& state, int64_t rank);  // all-reduce phase (2)
+void ReduceChunkIntoEveryOutput(GroupState& state, int64_t rank);  // all-reduce
 void ReduceScatterChunk(GroupState& state, int64_t rank);
 void GatherContributions(GroupState& state, int64_t rank);
 void ExchangeChunks(GroupState& state, int64_t rank);
 void CopyFromRoot(GroupState& state, int64_t rank);
-
-template <typename WaitMiddle>
-absl::Status RunPostedCollective(GroupState& state, int64_t rank, WaitMiddle&& wait_middle) {
-  switch (state.post(rank).call.kind) {
-    case CollectiveKind::kAllReduce: {
-      ReduceOwnChunk(state, rank);
-      const absl::Status middle = wait_middle();
-      if (!middle.ok()) return middle;
-      GatherReducedChunks(state, rank);
-      return absl::OkStatus();
-    }
-    case CollectiveKind::kReduceScatter:
-      ReduceScatterChunk(state, rank);
-      return absl::OkStatus();
-    case CollectiveKind::kAllGather:
-      GatherContributions(state, rank);
-      return absl::OkStatus();
-    case CollectiveKind::kAllToAll:
-      ExchangeChunks(state, rank);
-      return absl::OkStatus();
-    case CollectiveKind::kBroadcast:
-      CopyFromRoot(state, rank);
-      return absl::OkStatus();
-  }
-  return absl::InternalError("unknown collective kind");
-}
 
 }  // namespace in_process
 }  // namespace oneflow

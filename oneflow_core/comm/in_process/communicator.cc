@@ -14,10 +14,9 @@ namespace oneflow {
 namespace in_process {
 namespace {
 
-// Phases of call k, relative to 4k (group_state.h).
+// Phases of call k, relative to 2k (group_state.h).
 constexpr int64_t kArrived = 1;
-constexpr int64_t kMiddle = 2;
-constexpr int64_t kDone = 3;
+constexpr int64_t kDone = 2;
 
 Clock::time_point DeadlineAfter(absl::Duration timeout) {
   const Clock::time_point now = Clock::now();
@@ -178,7 +177,8 @@ absl::Status InProcessCommunicator::RunCollective(Post post, const absl::Status&
   // The call counter belongs to the thread inside the call: read it only once entered.
   if (!busy.entered()) return RefuseSecondThread(options, CollectiveKindName(post.call.kind));
   const std::string what = absl::StrCat(CollectiveKindName(post.call.kind), " call ", calls_ + 1);
-  const int64_t base = 4 * ++calls_;
+  const int64_t call = ++calls_;
+  const int64_t base = 2 * call;
   if (!arguments.ok()) return FailAndAbort(arguments, options, what);
   if (state_->aborted()) return AbortedEarlier(options, what);
 
@@ -196,7 +196,7 @@ absl::Status InProcessCommunicator::RunCollective(Post post, const absl::Status&
       [&] { return state_->AllReached(base + kArrived); }, deadline,
       [&]() -> std::optional<absl::Status> { return expire(base + kArrived, "to arrive"); });
   if (arrival != WaitResult::kReady) {
-    // Withdraw. Nobody reads this rank's buffers: see group_state.h.
+    // Withdraw. Nobody reads or writes this rank's buffers: see group_state.h.
     const std::vector<int64_t> missing = state_->RanksBelow(base + kArrived);
     state_->SetPhase(rank_, base + kDone, /*unless_aborted=*/false);
     return arrival == WaitResult::kExpired ? *expired : GaveUp(options, what, missing, "to arrive");
@@ -210,26 +210,19 @@ absl::Status InProcessCommunicator::RunCollective(Post post, const absl::Status&
   } else if (state_->aborted()) {
     status = AbortedDuring(options, what);
   } else {
-    status = RunPostedCollective(*state_, rank_, [&]() -> absl::Status {
-      state_->SetPhase(rank_, base + kMiddle, /*unless_aborted=*/false);
-      const WaitResult middle =
-          state_->Wait([&] { return state_->AllReached(base + kMiddle); }, deadline,
-                       [&]() -> std::optional<absl::Status> {
-                         return expire(base + kMiddle, "to reduce their chunks");
-                       });
-      // A rank that skipped its reduction (the group was aborted) still counts as past
-      // the middle, since its phase jumps to done; the abort is visible by then.
-      if (middle == WaitResult::kReady && !state_->aborted()) return absl::OkStatus();
-      if (middle == WaitResult::kReady) return AbortedDuring(options, what);
-      if (middle == WaitResult::kExpired) return *expired;
-      return GaveUp(options, what, state_->RanksBelow(base + kMiddle), "to reduce their chunks");
-    });
+    RunPostedCollective(*state_, rank_);
+    state_->SetCompleted(rank_, call);
   }
+  const CollectiveKind kind = state_->post(rank_).call.kind;
   state_->SetPhase(rank_, base + kDone, /*unless_aborted=*/false);
-  const bool drained_late =
-      state_->WaitDraining([&] { return state_->AllReached(base + kDone); }, deadline,
-                           [&] { return expire(base + kDone, "to finish reading its buffers"); });
+  const bool drained_late = state_->WaitDraining(
+      [&] { return state_->AllReached(base + kDone); }, deadline,
+      [&] { return expire(base + kDone, "to finish reading and writing its buffers"); });
   if (drained_late && status.ok()) status = *expired;
+  // A peer that skipped its chunk (it saw the abort) left a chunk of this output unwritten.
+  if (status.ok() && kind == CollectiveKind::kAllReduce && !state_->AllCompleted(call)) {
+    status = AbortedDuring(options, what);
+  }
   return status;
 }
 

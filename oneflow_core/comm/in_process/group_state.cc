@@ -17,6 +17,17 @@ bool GroupState::AllReached(int64_t phase) const {
   return true;
 }
 
+void GroupState::SetCompleted(int64_t rank, int64_t call) {
+  phases_[rank].completed.store(call, std::memory_order_release);
+}
+
+bool GroupState::AllCompleted(int64_t call) const {
+  for (int64_t rank = 0; rank < size_; ++rank) {
+    if (phases_[rank].completed.load(std::memory_order_acquire) < call) return false;
+  }
+  return true;
+}
+
 std::vector<int64_t> GroupState::RanksBelow(int64_t phase) const {
   std::vector<int64_t> ranks;
   for (int64_t rank = 0; rank < size_; ++rank) {

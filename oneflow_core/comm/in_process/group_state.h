@@ -4,17 +4,23 @@
 //
 // The protocol (the communicator drives it; docs/collectives.md has the picture):
 //  - Calls are numbered per rank (1, 2, ...); all ranks make the same calls, so call k is
-//    the same collective everywhere. Call k has phases 4k+1 (arrived: the post is
-//    written), 4k+2 (middle: all-reduce's reduced chunk is written) and 4k+3 (done: this
-//    rank reads no peer buffer of call k any more). A rank's phase only grows.
-//  - A rank writes its post, then stores "arrived"; peers read the post and the buffers it
-//    points to only after seeing every rank arrived. A rank leaves call k only after every
-//    rank is done, so no peer still reads its buffers and its post is free for call k+1.
+//    the same collective everywhere. Call k has phases 2k+1 (arrived: the post is
+//    written) and 2k+2 (done: this rank reads and writes no peer buffer of call k any
+//    more). A rank's phase only grows.
+//  - A rank writes its post, then stores "arrived"; peers read the post and touch the
+//    buffers it points to only after seeing every rank arrived. A rank leaves call k only
+//    after every rank is done, so no peer still reads or writes its buffers and its post
+//    is free for call k+1.
+//  - Before "done", a rank that carried out its data movement of call k stores k as its
+//    "completed" call; one that skipped it (it saw the group aborted) does not. All-reduce
+//    writes into every rank's output, so a rank's result is whole only if every rank
+//    completed the call; an aborted group starts no later call, so "completed >= k" is
+//    exact.
 //  - Every phase store and the abort happen under one mutex, and the decision to give up
 //    waiting is taken under it too. So either some rank has seen "everyone arrived" before
 //    the group was aborted, and then no one gives up on arrival, or every rank that sees
-//    "everyone arrived" also sees the abort and reads no buffer. A rank that gave up on
-//    arrival can therefore return at once: nobody reads its buffers.
+//    "everyone arrived" also sees the abort and touches no buffer. A rank that gave up on
+//    arrival can therefore return at once: nobody reads or writes its buffers.
 //  - Waits spin briefly (peers of one process are usually microseconds apart; sleeping
 //    costs tens of microseconds per wake-up), then sleep on a condition variable until
 //    the deadline.
@@ -84,6 +90,9 @@ class GroupState {
 
   int64_t phase(int64_t rank) const { return phases_[rank].value.load(std::memory_order_acquire); }
   bool AllReached(int64_t phase) const;
+  // The last call whose data movement `rank` carried out (see the protocol above).
+  void SetCompleted(int64_t rank, int64_t call);
+  bool AllCompleted(int64_t call) const;
   // The ranks whose phase is below `phase`, in order.
   std::vector<int64_t> RanksBelow(int64_t phase) const;
 
@@ -113,8 +122,9 @@ class GroupState {
                   absl::FunctionRef<std::optional<absl::Status>()> on_expiry);
 
   // Waits until ready() holds, aborted or not: for the end of a call, when peers may still
-  // read this rank's buffers. Every peer counted by ready() has arrived in the call, and
-  // every wait inside a call wakes on an abort, so this is bounded by memory work. If
+  // read (all-reduce: write) this rank's buffers. Every peer counted by ready() has
+  // arrived in the call and waits for nothing more before it is done, so this is bounded
+  // by memory work. If
   // `deadline` passes first, aborts the group with on_expiry() and keeps waiting; returns
   // true in that case.
   template <typename Ready>
@@ -133,8 +143,10 @@ class GroupState {
   bool SpinUntil(Ready ready, bool stop_on_abort) const;
   void AbortLocked(const absl::Status& cause);
 
+  // One cache line per rank: written by its rank, polled by the others.
   struct alignas(64) Phase {
     std::atomic<int64_t> value{0};
+    std::atomic<int64_t> completed{0};
   };
 
   const int64_t size_;
