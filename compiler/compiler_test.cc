@@ -3,6 +3,8 @@
 // its exact message.
 #include "compiler/compiler.h"
 
+#include <algorithm>
+
 #include "gtest/gtest.h"
 #include "oneflow_core/dsl/text/graph_text.h"
 
@@ -136,6 +138,73 @@ TEST(CompilerTest, ActivationsCompressAsTacoUnlessHinted) {
   EXPECT_NE(DumpAfter(text, "boxing_insertion", SlowNetwork(2, 1), CompressionMode::kAuto)
                 .find("boxing#0 %matmul_2 P @0 -> S(0) @0: reduce_scatter[axis 0] (64 B/device)"),
             std::string::npos);
+}
+
+// Data parallel over 2 devices: two reshapes in a row of the matmul's S(0) output, whose
+// slices are the matmul's bytes (a chain of views), and a reshape of a variable, which
+// keeps its copy (the variable's update writes it in place).
+constexpr char kReshapes[] = R"(graph views
+placement cpu{0:0-1}
+source data synthetic_classification seed=1 num_classes=4
+%x = input f32[8, 16] source=data sbp=S(0)
+%w = variable f32[16, 64] init=xavier_uniform seed=1
+%v = variable f32[4, 4] init=xavier_uniform seed=2
+%matmul_0 = matmul(a=%x, b=%w) f32[8, 64]
+%reshape_1 = reshape(x=%matmul_0, shape=[8, 8, 8]) f32[8, 8, 8]
+%reshape_2 = reshape(x=%reshape_1, shape=[512]) f32[512]
+%reduce_sum_3 = reduce_sum(x=%reshape_2, axes=[], keep_dims=false) f32[]
+%reshape_4 = reshape(x=%v, shape=[16]) f32[16] sbp=B
+%relu_5 = relu(x=%reshape_4) f32[16] sbp=B
+)";
+
+const proto::RegisterDef& RegisterOf(const proto::DevicePlan& device, const std::string& tensor) {
+  for (const proto::RegisterDef& reg : device.registers()) {
+    if (reg.tensor() == tensor) return reg;
+  }
+  ADD_FAILURE() << "no register holds " << tensor;
+  return device.registers(0);
+}
+
+TEST(CompilerTest, ReshapesOfActivationsAreViews) {
+  CompileOptions options;
+  options.cluster = Cluster(1, 2);
+  const absl::StatusOr<proto::Plan> plan = Compile(Parse(kReshapes), options);
+  ASSERT_TRUE(plan.ok()) << plan.status();
+  for (const proto::DevicePlan& device : plan->devices()) {
+    const proto::RegisterDef& matmul = RegisterOf(device, "matmul_0");
+    const proto::RegisterDef& first = RegisterOf(device, "reshape_1");
+    const proto::RegisterDef& second = RegisterOf(device, "reshape_2");
+    EXPECT_FALSE(matmul.has_alias_of());
+    EXPECT_EQ(first.alias_of(), matmul.id());
+    EXPECT_EQ(second.alias_of(), first.id());  // A chain, ending at the matmul's bytes.
+    for (const proto::RegisterDef* view : {&first, &second}) {
+      EXPECT_EQ(view->size_bytes(), 1024);  // [4, 64] f32 on each device.
+      EXPECT_EQ(view->memory_block(), matmul.memory_block());
+      EXPECT_EQ(view->offset(), matmul.offset());
+    }
+    EXPECT_FALSE(RegisterOf(device, "reshape_4").has_alias_of());
+    // reshape_4's copy reuses the matmul's bytes: it waits for the last reader of the
+    // view at the end of the chain (reduce_sum_3), not only for the matmul's own
+    // consumer (reshape_1).
+    const int64_t first_actor = device.actors(0).id();
+    const proto::RegisterDef& copy = RegisterOf(device, "reshape_4");
+    ASSERT_EQ(copy.offset(), matmul.offset());
+    const proto::ActorDef& writer = device.actors(static_cast<int>(copy.producer_actor() - first_actor));
+    const proto::ActorDef& reader = device.actors(static_cast<int>(second.consumer_actors(0) - first_actor));
+    EXPECT_EQ(reader.name(), "reduce_sum_3");
+    EXPECT_NE(std::find(writer.control_predecessors().begin(), writer.control_predecessors().end(), reader.id()),
+              writer.control_predecessors().end());
+  }
+}
+
+// Per device: persistent w (4096 B) and v (64 B), then 2 slots of the arena, whose
+// fullest moment is the matmul (x's 256 B and its own 1024 B): 4160 + 2 x 1280. Copies
+// would hold a second 1024 B at each reshape: a lower bound of 4160 + 2 x 2048.
+TEST(CompilerTest, ViewsTakeNoMemory) {
+  const std::string dump = DumpAfter(kReshapes, "memory_planning", Cluster(1, 2));
+  EXPECT_NE(dump.find("device 0:0 actors=9 registers=9 collectives=0 peak=6720 lower_bound=6720\n"),
+            std::string::npos)
+      << dump;
 }
 
 TEST(CompilerErrorsTest, CompressionHintOnAnIntegerTensor) {

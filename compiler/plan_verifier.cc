@@ -9,6 +9,7 @@
 #include "absl/container/flat_hash_map.h"
 #include "absl/container/flat_hash_set.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "compiler/plan_checksum.h"
 #include "compiler/plan_verifier_internal.h"
 #include "oneflow_core/dtype.h"
@@ -49,6 +50,64 @@ absl::StatusOr<int64_t> RegisterBytes(const proto::RegisterDef& reg, const std::
   return bytes;
 }
 
+// A view (RegisterDef.alias_of) reinterprets the bytes of another register of the device,
+// of its size. The runtime runs no kernel for the act that makes it, so that act must be
+// one that only reads its source and only writes the view: a compute actor whose one
+// kernel has exactly those two arguments. Views alias activations only: a variable's
+// in-place update waits for the variable's own readers, not for a view's.
+absl::Status VerifyView(const proto::DevicePlan& device, const std::string& who, const proto::RegisterDef& view,
+                        const proto::ActorDef& producer) {
+  const int64_t s = view.alias_of();
+  if (s < 0 || s >= device.registers_size() || s == view.id()) {
+    return Fail(absl::StrCat(who, " is a view of register ", s, ", which is not another register of the device"));
+  }
+  const proto::RegisterDef& source = device.registers(static_cast<int>(s));
+  if (view.size_bytes() != source.size_bytes()) {
+    return Fail(absl::StrCat(who, " of ", view.size_bytes(), " bytes is a view of register ", s, " ('",
+                             source.tensor(), "') of ", source.size_bytes(), " bytes; a view has its source's size"));
+  }
+  if (view.persistent() || source.persistent()) {
+    return Fail(absl::StrCat(who, " is a view of register ", s, " ('", source.tensor(),
+                             "') but one of them is persistent; views alias activations only"));
+  }
+  const bool only_source_to_view =
+      producer.kind() == proto::ACTOR_COMPUTE && producer.kernels_size() == 1 &&
+      producer.kernels(0).inputs_size() == 1 && producer.kernels(0).inputs().begin()->second == s &&
+      producer.kernels(0).outputs_size() == 1 && producer.kernels(0).outputs().begin()->second == view.id();
+  if (!only_source_to_view) {
+    return Fail(absl::StrCat(who, " is a view of register ", s, ", so its producer ", ActorText(producer),
+                             " must be a compute actor whose one kernel reads only register ", s,
+                             " and writes only register ", view.id()));
+  }
+  return absl::OkStatus();
+}
+
+// Every chain of views ends at a register that owns its bytes (one walk per device:
+// each register is settled once).
+absl::Status VerifyViewChains(const proto::DevicePlan& device, const std::string& where) {
+  enum class Mark { kUnseen, kOnPath, kSettled };
+  std::vector<Mark> marks(device.registers_size(), Mark::kUnseen);
+  for (int r = 0; r < device.registers_size(); ++r) {
+    std::vector<int64_t> path;
+    int64_t at = r;
+    while (marks[at] == Mark::kUnseen) {
+      marks[at] = Mark::kOnPath;
+      path.push_back(at);
+      if (!device.registers(static_cast<int>(at)).has_alias_of()) break;
+      at = device.registers(static_cast<int>(at)).alias_of();  // In range: VerifyView ran.
+    }
+    if (marks[at] == Mark::kOnPath && device.registers(static_cast<int>(at)).has_alias_of()) {
+      std::vector<int64_t> cycle(std::find(path.begin(), path.end(), at), path.end());
+      cycle.push_back(at);
+      return Fail(absl::StrCat(where, ": registers ", absl::StrJoin(cycle, " -> "),
+                               " are views of each other in a cycle; a chain of views must end at a "
+                               "register that owns its bytes"));
+    }
+    for (int64_t settled : path) marks[settled] = Mark::kSettled;
+  }
+  return absl::OkStatus();
+}
+
 absl::Status VerifyRegisters(const proto::DevicePlan& device, const std::string& where,
                              const absl::flat_hash_map<int64_t, int>& actor_index) {
   for (int r = 0; r < device.registers_size(); ++r) {
@@ -85,8 +144,9 @@ absl::Status VerifyRegisters(const proto::DevicePlan& device, const std::string&
                                  ", which does not consume it on this device"));
       }
     }
+    if (reg.has_alias_of()) OF_RETURN_IF_ERROR(VerifyView(device, who, reg, device.actors(producer->second)));
   }
-  return absl::OkStatus();
+  return VerifyViewChains(device, where);
 }
 
 absl::Status VerifyActor(const proto::DevicePlan& device, const std::string& where,

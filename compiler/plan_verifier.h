@@ -24,10 +24,16 @@
 //   memory       blocks have ids = their index; the arena holds exactly register_count
 //                slot copies; activation registers have register_count slots and
 //                persistent ones 1; every slot lies inside its block (no overflow); two
-//                registers of one device whose lifetimes overlap never share bytes;
-//                peak >= lower bound;
+//                registers of one device whose lifetimes overlap never share bytes
+//                (a view's source lives until the view's last reader); peak >= lower
+//                bound; a view (RegisterDef.alias_of) names another register of its
+//                device of the same size, neither persistent, lies exactly where its
+//                source does, is written by one compute kernel reading only the source,
+//                and its alias chain ends at a register that owns bytes (no cycle);
 //   support      every boxing step is one the runtime executes for its tensor's dtype
-//                (kernels/boxing/step_support.h: the same predicate the runtime uses).
+//                (kernels/boxing/step_support.h: the same predicate the runtime uses);
+//                a compressed step names codecs this build knows, on f32, and a
+//                two-level one a group of nodes x equal members listed node by node.
 #ifndef COMPILER_PLAN_VERIFIER_H_
 #define COMPILER_PLAN_VERIFIER_H_
 

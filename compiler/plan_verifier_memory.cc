@@ -63,6 +63,16 @@ absl::Status VerifyRegisterPlacement(const proto::Plan& plan, const proto::Devic
       return Fail(absl::StrCat(who, reg.persistent() ? " is persistent but lies in the arena"
                                                      : " is not persistent but lies in persistent memory"));
     }
+    if (reg.has_alias_of()) {
+      // VerifyPlanStructure checked that alias_of names another register of the device.
+      const proto::RegisterDef& source = device.registers(static_cast<int>(reg.alias_of()));
+      if (reg.memory_block() != source.memory_block() || reg.offset() != source.offset()) {
+        return Fail(absl::StrCat(who, " is a view of register ", source.id(), " but lies in memory block ",
+                                 reg.memory_block(), " at offset ", reg.offset(), ", not where register ",
+                                 source.id(), " lies (block ", source.memory_block(), ", offset ",
+                                 source.offset(), ")"));
+      }
+    }
     const int64_t limit = block.persistent() ? block.size_bytes() : block.slot_stride_bytes();
     if (reg.offset() < 0 || reg.size_bytes() > limit || reg.offset() > limit - reg.size_bytes()) {
       return Fail(absl::StrCat(who, " at offset ", reg.offset(), " size ", reg.size_bytes(), " x", reg.count(),
@@ -73,22 +83,50 @@ absl::Status VerifyRegisterPlacement(const proto::Plan& plan, const proto::Devic
   return absl::OkStatus();
 }
 
+// Per register, the register owning its bytes: itself, or the end of its chain of views
+// (VerifyPlanStructure checked that chains end). Each register is walked once, so a
+// crafted plan's long chain costs linear time.
+std::vector<int64_t> Owners(const proto::DevicePlan& device) {
+  std::vector<int64_t> owner(device.registers_size(), -1);
+  for (int r = 0; r < device.registers_size(); ++r) {
+    std::vector<int64_t> path;
+    int64_t at = r;
+    while (owner[at] < 0 && device.registers(static_cast<int>(at)).has_alias_of()) {
+      path.push_back(at);
+      at = device.registers(static_cast<int>(at)).alias_of();
+    }
+    const int64_t end = owner[at] < 0 ? at : owner[at];
+    owner[at] = end;
+    for (int64_t view : path) owner[view] = end;
+  }
+  return owner;
+}
+
 // Sweeps the actor positions keeping the live registers by offset: a register that
-// becomes live must not touch its neighbours in that (non-overlapping) set.
+// becomes live must not touch its neighbours in that (non-overlapping) set. Bytes that a
+// register owns are live until the last reader of it or of any view of it; views
+// themselves own nothing.
 absl::Status VerifyNoLiveOverlap(const proto::DevicePlan& device, const std::string& where) {
   const int64_t first_actor = device.actors_size() > 0 ? device.actors(0).id() : 0;
   struct Extent {
     int64_t begin, end, first, last, id;
   };
+  const std::vector<int64_t> owner = Owners(device);
+  std::vector<int64_t> last_read(device.registers_size(), -1);
+  for (const proto::RegisterDef& reg : device.registers()) {
+    int64_t& last = last_read[owner[reg.id()]];
+    for (int64_t c : reg.consumer_actors()) last = std::max(last, c - first_actor);
+  }
   std::map<int64_t, std::vector<Extent>> by_block;
   for (const proto::RegisterDef& reg : device.registers()) {
+    if (reg.has_alias_of()) continue;
     const proto::MemoryBlock& block = device.memory_blocks(static_cast<int>(reg.memory_block()));
     Extent extent{reg.offset(), reg.offset() + reg.size_bytes(), 0, 0, reg.id()};
     if (block.persistent()) {
       extent.last = device.actors_size();  // Always live.
     } else {
-      extent.first = extent.last = reg.producer_actor() - first_actor;
-      for (int64_t c : reg.consumer_actors()) extent.last = std::max(extent.last, c - first_actor);
+      extent.first = reg.producer_actor() - first_actor;
+      extent.last = std::max(extent.first, last_read[reg.id()]);
     }
     if (reg.size_bytes() > 0) by_block[block.id()].push_back(extent);
   }

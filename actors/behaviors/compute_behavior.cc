@@ -32,6 +32,31 @@ absl::StatusOr<BoundArgument> Bind(const PlanIndex& index, const ActorBinding& b
   return bound;
 }
 
+const proto::RegisterDef& DeviceRegister(const PlanIndex& index, const ActorBinding& binding, int64_t id) {
+  return index.plan().devices(binding.device_index).registers(static_cast<int>(id));
+}
+
+// The output is a view of the input (RegisterDef.alias_of): the compiler found the two
+// slices to be the same bytes, so the act has nothing to move. It only confirms that the
+// slots coincide, which the plan verifier's placement checks guarantee.
+absl::StatusOr<ActFunction> BindView(const PlanIndex& index, const ActorBinding& binding, const std::string& op,
+                                     const std::vector<BoundArgument>& inputs, const BoundArgument& output) {
+  const int64_t source = DeviceRegister(index, binding, output.register_id).alias_of();
+  if (inputs.size() != 1 || inputs[0].register_id != source) {
+    return absl::FailedPreconditionError(absl::StrCat("op '", op, "': register ", output.register_id,
+                                                      " is a view of register ", source,
+                                                      ", which is not the op's only input"));
+  }
+  const int64_t in = inputs[0].register_id, out = output.register_id;
+  return ActFunction([op, in, out](int64_t iteration, const ActContext& context) {
+    if (context.RegisterSlot(in, iteration) != context.RegisterSlot(out, iteration)) {
+      return absl::InternalError(absl::StrCat("op '", op, "': view register ", out, " and its source register ",
+                                              in, " are at different addresses"));
+    }
+    return absl::OkStatus();
+  });
+}
+
 }  // namespace
 
 absl::StatusOr<ActFunction> BindCompute(const PlanIndex& index, const ActorBinding& binding) {
@@ -57,6 +82,9 @@ absl::StatusOr<ActFunction> BindCompute(const PlanIndex& index, const ActorBindi
     }
     OF_ASSIGN_OR_RETURN(BoundArgument bound, Bind(index, binding, op, argument, it->second, false));
     outputs.push_back(std::move(bound));
+  }
+  if (outputs.size() == 1 && DeviceRegister(index, binding, outputs[0].register_id).has_alias_of()) {
+    return BindView(index, binding, op, inputs, outputs[0]);
   }
   // The context is built once; an act only points its arguments at this iteration's
   // slots (an actor acts on one thread at a time, so the mutable copy is not shared).

@@ -1,5 +1,7 @@
 // Behavior of a compute actor: its op's CPU kernel on this device's register slots,
-// with each argument's layout (where its slice sits in the logical tensor).
+// with each argument's layout (where its slice sits in the logical tensor). An actor
+// whose output register is a view of its input (RegisterDef.alias_of) runs no kernel:
+// the bytes are already there.
 #ifndef ACTORS_BEHAVIORS_COMPUTE_BEHAVIOR_H_
 #define ACTORS_BEHAVIORS_COMPUTE_BEHAVIOR_H_
 

@@ -7,6 +7,13 @@
 namespace oneflow {
 namespace {
 
+// Kernels whose output on a device is always their input's bytes read with another
+// shape: reshape's kernel copies the local slice whole, and its signatures pair only
+// SBPs whose local slices hold the same elements in the same row-major order
+// (oneflow_core/ops/shape_ops.cc); identity keeps the shape. Transpose is not one: it
+// reorders elements.
+bool IsViewKernel(const std::string& kernel) { return kernel == "reshape" || kernel == "identity"; }
+
 class DeviceActorBuilder {
  public:
   DeviceActorBuilder(Compilation* compilation, int32_t device_index, int64_t* next_actor_id)
@@ -134,7 +141,21 @@ class DeviceActorBuilder {
           NewRegister(actor, tensor.name, node.output_shapes[k], tensor.type.dtype, false);
       (*kernel->mutable_outputs())[op.definition->outputs[k]] = tensor_register_[op.outputs[k]];
     }
+    if (IsViewKernel(op.definition->kernel) && op.inputs.size() == 1 && op.outputs.size() == 1) {
+      MakeViewIfSameBytes(kernel->inputs().begin()->second, tensor_register_[op.outputs[0]]);
+    }
     return absl::OkStatus();
+  }
+
+  // Makes `out` a view of `in` when they hold the same bytes: the kernel would copy them
+  // unchanged. Not for a variable: its update writes it in place and waits only for its
+  // own readers (AddUpdateOrdering), not for a view's. Different sizes mean the kernel
+  // must fail as it always did, so the copy stays.
+  void MakeViewIfSameBytes(int64_t in, int64_t out) {
+    const proto::RegisterDef& source = plan_.registers(static_cast<int>(in));
+    proto::RegisterDef& view = *plan_.mutable_registers(static_cast<int>(out));
+    if (source.persistent() || source.size_bytes() != view.size_bytes() || source.dtype() != view.dtype()) return;
+    view.set_alias_of(in);
   }
 
   void AddBoxingStep(const PhysicalNode& node) {

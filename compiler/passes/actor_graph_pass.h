@@ -9,7 +9,9 @@ namespace oneflow {
 // thread, or communication thread for collective boxing steps), one register per output
 // with its producer, consumers, slot count (CompileOptions::register_count; 1 persistent
 // slot for variables) and size. An in-place update waits for every other reader of the
-// variable it updates (control predecessors).
+// variable it updates (control predecessors). The output of a view op (reshape,
+// identity) whose slice is its input's bytes becomes a view of the input's register
+// (RegisterDef.alias_of): it takes no memory and its actor moves no data.
 class ActorGraphPass : public CompilerPass {
  public:
   absl::string_view name() const override { return "actor_graph"; }

@@ -32,17 +32,44 @@ struct DeviceProblem {
   }
 };
 
-DeviceProblem ProblemOf(const proto::DevicePlan& device) {
+// The register owning the bytes of register `id`: itself, or the end of its chain of
+// views. actor_graph only makes a register a view of an earlier one, so chains end.
+int64_t OwnerOf(const proto::DevicePlan& device, int64_t id) {
+  while (device.registers(static_cast<int>(id)).has_alias_of()) {
+    id = device.registers(static_cast<int>(id)).alias_of();
+  }
+  return id;
+}
+
+// Per register, the actors that read its bytes: its consumers and, for a register that
+// owns bytes, the consumers of every view of it (a view's own producer already consumes
+// its source). Empty for a view.
+std::vector<std::vector<int64_t>> ReadersOf(const proto::DevicePlan& device) {
+  std::vector<std::vector<int64_t>> readers(device.registers_size());
+  for (const proto::RegisterDef& reg : device.registers()) {
+    std::vector<int64_t>& list = readers[OwnerOf(device, reg.id())];
+    list.insert(list.end(), reg.consumer_actors().begin(), reg.consumer_actors().end());
+  }
+  for (std::vector<int64_t>& list : readers) {
+    std::sort(list.begin(), list.end());
+    list.erase(std::unique(list.begin(), list.end()), list.end());
+  }
+  return readers;
+}
+
+// Registers that own arena bytes, live from their producer to the last reader of those
+// bytes, views' readers included; views take no memory of their own.
+DeviceProblem ProblemOf(const proto::DevicePlan& device, const std::vector<std::vector<int64_t>>& readers) {
   DeviceProblem problem;
   const int64_t first_actor = device.actors_size() > 0 ? device.actors(0).id() : 0;
   for (const proto::RegisterDef& reg : device.registers()) {
-    if (reg.persistent()) continue;
+    if (reg.persistent() || reg.has_alias_of()) continue;
     RegisterLifetime lifetime;
     lifetime.size_bytes = reg.size_bytes();
     lifetime.first = reg.producer_actor() - first_actor;
     lifetime.last = lifetime.first;
-    for (int64_t consumer : reg.consumer_actors()) {
-      lifetime.last = std::max(lifetime.last, consumer - first_actor);
+    for (int64_t reader : readers[reg.id()]) {
+      lifetime.last = std::max(lifetime.last, reader - first_actor);
     }
     problem.transient.push_back(lifetime);
     problem.transient_ids.push_back(reg.id());
@@ -61,12 +88,13 @@ absl::StatusOr<bool> MemoryPlanningPass::Run(Compilation* compilation) {
     // Persistent registers: one slot each, packed in their own block.
     int64_t persistent_bytes = 0;
     for (proto::RegisterDef& reg : *device.mutable_registers()) {
-      if (!reg.persistent()) continue;
+      if (!reg.persistent() || reg.has_alias_of()) continue;
       reg.set_memory_block(0);
       reg.set_offset(persistent_bytes);
       persistent_bytes += AlignUp(reg.size_bytes());
     }
-    DeviceProblem problem = ProblemOf(device);
+    const std::vector<std::vector<int64_t>> readers = ReadersOf(device);
+    DeviceProblem problem = ProblemOf(device, readers);
     auto it = solved.find(problem);
     if (it == solved.end()) it = solved.emplace(problem, LayOutRegisters(problem.transient)).first;
     const MemoryLayout& layout = it->second;
@@ -74,6 +102,13 @@ absl::StatusOr<bool> MemoryPlanningPass::Run(Compilation* compilation) {
       proto::RegisterDef* reg = device.mutable_registers(static_cast<int>(problem.transient_ids[i]));
       reg->set_memory_block(1);
       reg->set_offset(layout.offsets[i]);
+    }
+    // A view lies where its owner does, so every reader finds the bytes by offset alone.
+    for (proto::RegisterDef& reg : *device.mutable_registers()) {
+      if (!reg.has_alias_of()) continue;
+      const proto::RegisterDef& owner = device.registers(static_cast<int>(OwnerOf(device, reg.id())));
+      reg.set_memory_block(owner.memory_block());
+      reg.set_offset(owner.offset());
     }
     device.clear_memory_blocks();
     proto::MemoryBlock* persistent = device.add_memory_blocks();
@@ -101,8 +136,9 @@ absl::StatusOr<bool> MemoryPlanningPass::Run(Compilation* compilation) {
           writer->add_control_predecessors(predecessor);
         }
       };
-      if (old_reg.consumer_actors().empty()) add(old_reg.producer_actor());
-      for (int64_t reader : old_reg.consumer_actors()) add(reader);
+      const std::vector<int64_t>& old_readers = readers[old_reg.id()];
+      if (old_readers.empty()) add(old_reg.producer_actor());
+      for (int64_t reader : old_readers) add(reader);
     }
   }
   return true;

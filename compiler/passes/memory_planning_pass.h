@@ -10,7 +10,10 @@ namespace oneflow {
 // producer to last consumer position in the device's actor order) do not overlap share
 // memory, placed largest first at the lowest offset that fits. Records the peak and the
 // lower bound (the largest sum of simultaneously live registers), and makes an actor
-// whose register reuses memory wait for the last readers of what was there.
+// whose register reuses memory wait for the last readers of what was there. A view
+// (RegisterDef.alias_of) takes no memory: it gets its owner's block and offset, and the
+// owner stays live until the view's last reader, who also counts among the readers a
+// later writer of those bytes waits for.
 class MemoryPlanningPass : public CompilerPass {
  public:
   absl::string_view name() const override { return "memory_planning"; }

@@ -176,8 +176,25 @@ void WriteDevice(const proto::Plan& plan, const PlanIndex& index, const Compress
   json.EndObject();
   json.Key("num_registers");
   json.Int(figures.num_registers);
+  // Views (RegisterDef.alias_of) pin no bytes of their own: register_bytes leaves them out.
+  int64_t view_bytes = 0;
+  json.Key("views");
+  json.BeginArray();
+  for (const proto::RegisterDef& reg : device.registers()) {
+    if (!reg.has_alias_of()) continue;
+    view_bytes += reg.count() * reg.size_bytes();
+    json.BeginObject();
+    json.Key("register");
+    json.Int(reg.id());
+    json.Key("tensor");
+    json.String(reg.tensor());
+    json.Key("alias_of");
+    json.Int(reg.alias_of());
+    json.EndObject();
+  }
+  json.EndArray();
   json.Key("register_bytes");
-  json.Int(figures.register_bytes);
+  json.Int(figures.register_bytes - view_bytes);
   json.Key("peak_bytes");
   json.Int(device.peak_bytes());
   json.Key("lower_bound_bytes");

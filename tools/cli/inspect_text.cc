@@ -138,8 +138,20 @@ void AppendDevice(const proto::Plan& plan, const PlanIndex& index, const Compres
   absl::StrAppend(out, "  ", DeviceTitle(plan, d), "\n");
   absl::StrAppend(out, "    actors: ", figures.num_actors,
                   kinds.empty() ? "" : absl::StrCat(" (", absl::StrJoin(kinds, ", "), ")"), "\n");
-  absl::StrAppend(out, "    registers: ", figures.num_registers, ", ",
-                  FormatBytes(figures.register_bytes), "\n");
+  // A view (RegisterDef.alias_of) pins no bytes of its own: the total leaves it out.
+  std::vector<std::string> views;
+  int64_t view_bytes = 0;
+  for (const proto::RegisterDef& reg : device.registers()) {
+    if (!reg.has_alias_of()) continue;
+    view_bytes += reg.count() * reg.size_bytes();
+    const proto::RegisterDef* source = index.FindRegister(d, reg.alias_of());
+    views.push_back(absl::StrCat("r", reg.id(), " '", reg.tensor(), "' of r", reg.alias_of(), " '",
+                                 source == nullptr ? "?" : source->tensor(), "'"));
+  }
+  absl::StrAppend(out, "    registers: ", figures.num_registers,
+                  views.empty() ? "" : absl::StrCat(" (", Plural(static_cast<int64_t>(views.size()), "view", "views"), ")"),
+                  ", ", FormatBytes(figures.register_bytes - view_bytes), "\n");
+  if (!views.empty()) absl::StrAppend(out, "    views: ", absl::StrJoin(views, ", "), "\n");
   absl::StrAppend(out, "    memory: peak ", FormatBytes(device.peak_bytes()), ", lower bound ",
                   FormatBytes(device.lower_bound_bytes()), ", ratio ",
                   figures.peak_to_lower_bound.has_value()
