@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <limits>
 #include <map>
+#include <memory>
 #include <mutex>
 #include <vector>
 
@@ -13,15 +14,35 @@
 #include "actors/behaviors/plan_index.h"
 #include "actors/compression_meter.h"
 #include "compiler/plan_verifier.h"
+#include "kernels/cpu/thread_pool.h"
 #include "oneflow_core/status.h"
 
 namespace oneflow::actors {
+
+namespace {
+
+// The threads per device this run uses: the option when set, else the plan's.
+absl::StatusOr<int64_t> ThreadsPerDevice(const proto::Plan& plan, const TrainOptions& options) {
+  if (options.threads_per_device != 0) {
+    OF_RETURN_IF_ERROR(
+        CheckThreadsPerDevice(options.threads_per_device, options.threads_per_device_flag));
+    return options.threads_per_device;
+  }
+  // Plans written before the field have 0: one thread, as they ran then.
+  const int64_t planned = plan.cluster().threads_per_device();
+  if (planned == 0) return 1;
+  OF_RETURN_IF_ERROR(CheckThreadsPerDevice(planned, "the plan's cluster.threads_per_device"));
+  return planned;
+}
+
+}  // namespace
 
 absl::StatusOr<TrainResult> TrainPlan(const proto::Plan& plan, const TrainOptions& options) {
   // Before anything is allocated: a plan that is damaged, crafted, would deadlock or
   // needs a step the runtime lacks is refused here, not in iteration 0.
   OF_RETURN_IF_ERROR(VerifyPlan(plan));
   OF_ASSIGN_OR_RETURN(PlanIndex index, PlanIndex::Create(plan));
+  OF_ASSIGN_OR_RETURN(const int64_t threads_per_device, ThreadsPerDevice(plan, options));
   CommunicatorPoolOptions pool_options;
   pool_options.node = options.node;
   pool_options.rendezvous = options.rendezvous;
@@ -52,6 +73,13 @@ absl::StatusOr<TrainResult> TrainPlan(const proto::Plan& plan, const TrainOption
   for (int d = 0; d < plan.devices_size(); ++d) {
     const bool local = options.node < 0 || plan.devices(d).device().node() == options.node;
     if (local && plan.devices(d).actors_size() > 0) local_devices.push_back(d);
+  }
+  // One pool per local device that computes; they outlive the engine run below.
+  std::vector<std::unique_ptr<KernelThreadPool>> pools(plan.devices_size());
+  if (threads_per_device > 1) {
+    for (int d : local_devices) {
+      pools[d] = std::make_unique<KernelThreadPool>(static_cast<int>(threads_per_device));
+    }
   }
   std::map<int64_t, IterationMetrics> losses;  // arrived, not yet reported
   int64_t next_report = 0;
@@ -85,7 +113,7 @@ absl::StatusOr<TrainResult> TrainPlan(const proto::Plan& plan, const TrainOption
       case proto::ACTOR_VARIABLE:
         return BindVariable(index, binding);
       case proto::ACTOR_COMPUTE:
-        return BindCompute(index, binding);
+        return BindCompute(index, binding, pools[binding.device_index].get());
       case proto::ACTOR_BOXING:
         return BindBoxing(index, binding, &communicators, options.collective_timeout, &meter);
       case proto::ACTOR_SINK:

@@ -30,6 +30,12 @@ struct TrainOptions {
   // the whole cluster, each device a pair of threads).
   int64_t node = 0;
   int64_t iterations = 1;
+  // Threads each local CPU device runs its compute kernels on (its compute thread plus
+  // a pool of helpers, kernels/cpu/thread_pool.h). 0: the plan's
+  // cluster.threads_per_device (1 when unset). Values outside [1, kMaxThreadsPerDevice]
+  // fail with INVALID_ARGUMENT naming `threads_per_device_flag`.
+  int64_t threads_per_device = 0;
+  std::string threads_per_device_flag = "TrainOptions.threads_per_device";
   std::chrono::milliseconds progress_timeout{60000};
   // Keep every act for a trace.
   bool record_acts = false;

@@ -59,7 +59,8 @@ absl::StatusOr<ActFunction> BindView(const PlanIndex& index, const ActorBinding&
 
 }  // namespace
 
-absl::StatusOr<ActFunction> BindCompute(const PlanIndex& index, const ActorBinding& binding) {
+absl::StatusOr<ActFunction> BindCompute(const PlanIndex& index, const ActorBinding& binding,
+                                        KernelThreadPool* pool) {
   const proto::KernelDef& kernel_def = binding.actor->kernels(0);
   const std::string& op = kernel_def.op_name();
   OF_ASSIGN_OR_RETURN(CpuKernel kernel, FindCpuKernel(kernel_def.name()));
@@ -95,7 +96,7 @@ absl::StatusOr<ActFunction> BindCompute(const PlanIndex& index, const ActorBindi
   std::vector<int64_t> input_registers, output_registers;
   for (const BoundArgument& bound : inputs) input_registers.push_back(bound.register_id);
   for (const BoundArgument& bound : outputs) output_registers.push_back(bound.register_id);
-  return ActFunction([kernel, call, input_registers, output_registers](
+  return ActFunction([kernel, call, input_registers, output_registers, pool](
                          int64_t iteration, const ActContext& context) mutable {
     call.step = iteration;
     for (size_t k = 0; k < input_registers.size(); ++k) {
@@ -106,6 +107,7 @@ absl::StatusOr<ActFunction> BindCompute(const PlanIndex& index, const ActorBindi
     }
     // Kernel errors already name the kernel; the engine adds the device, actor and
     // iteration.
+    ScopedKernelThreadPool scope(pool);
     return kernel(call);
   });
 }

@@ -2,16 +2,22 @@
 // with each argument's layout (where its slice sits in the logical tensor). An actor
 // whose output register is a view of its input (RegisterDef.alias_of) runs no kernel:
 // the bytes are already there.
+//
+// `pool` (may be null: one thread) is the device's kernel thread pool
+// (kernels/cpu/thread_pool.h, --threads_per_device): each act runs its kernel with it
+// as the thread's current pool, so large kernels split their work over it.
 #ifndef ACTORS_BEHAVIORS_COMPUTE_BEHAVIOR_H_
 #define ACTORS_BEHAVIORS_COMPUTE_BEHAVIOR_H_
 
 #include "absl/status/statusor.h"
 #include "actors/behaviors/plan_index.h"
 #include "actors/engine.h"
+#include "kernels/cpu/thread_pool.h"
 
 namespace oneflow::actors {
 
-absl::StatusOr<ActFunction> BindCompute(const PlanIndex& index, const ActorBinding& binding);
+absl::StatusOr<ActFunction> BindCompute(const PlanIndex& index, const ActorBinding& binding,
+                                        KernelThreadPool* pool);
 
 }  // namespace oneflow::actors
 

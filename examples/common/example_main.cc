@@ -13,6 +13,7 @@
 #include "actors/runtime.h"
 #include "compiler/compiler.h"
 #include "examples/common/compression_flags.h"
+#include "kernels/cpu/thread_pool.h"
 #include "oneflow_core/status.h"
 #include "tools/cli/plan_io.h"
 
@@ -33,6 +34,9 @@ ABSL_FLAG(double, codec_bytes_per_second, 0,
           "table of sbp/codec_throughput.cc, or --codec_calibration).");
 ABSL_FLAG(std::string, codec_calibration, "",
           "A codec throughput file written by `oneflow calibrate --out=FILE` on the target machine.");
+ABSL_FLAG(int64_t, threads_per_device, 1,
+          "Threads each CPU device runs its compute kernels on (its compute thread plus helpers "
+          "that large matmuls and elementwise kernels split over); recorded in the plan's cluster.");
 ABSL_FLAG(std::string, plan_out, "", "Write the compiled plan to this file.");
 ABSL_FLAG(bool, run, false, "After compiling, train the plan on this machine's CPU devices.");
 ABSL_FLAG(int64_t, iters, 10, "With --run: iterations to train.");
@@ -55,6 +59,10 @@ absl::StatusOr<ParallelLayout> LayoutFromFlags() {
 absl::Status CompileAndReport(const proto::Job& job, const ParallelLayout& layout) {
   CompileOptions options;
   options.cluster = layout.cluster();
+  const int64_t threads_per_device = absl::GetFlag(FLAGS_threads_per_device);
+  OF_RETURN_IF_ERROR(CheckThreadsPerDevice(threads_per_device, "--threads_per_device"));
+  // 1 stays unset (0 reads as 1), so one-thread plans are byte-identical to earlier ones.
+  if (threads_per_device > 1) options.cluster.set_threads_per_device(threads_per_device);
   CompressionFlags compression;
   compression.compression = absl::GetFlag(FLAGS_compression);
   compression.codec_bytes_per_second = absl::GetFlag(FLAGS_codec_bytes_per_second);

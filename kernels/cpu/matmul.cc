@@ -3,6 +3,11 @@
 // (rank > 2) products loop over the batch: the batches of attention are few and large
 // enough that one sgemm each costs little over a batched call, and OpenBLAS 0.3.21 has
 // no strided-batch GEMM.
+//
+// With a device thread pool (--threads_per_device, thread_pool.h) a large product is cut
+// into blocks of output rows or columns, one single-threaded sgemm each, run over the
+// pool; batched products spread whole batches instead. Each output element still sums
+// over all of k in one sgemm, so the cut changes no sum's terms, only which call does it.
 #include <cblas.h>
 
 #include <algorithm>
@@ -10,6 +15,7 @@
 
 #include "kernels/cpu/kernel_util.h"
 #include "kernels/cpu/kernels.h"
+#include "kernels/cpu/thread_pool.h"
 #include "oneflow_core/status.h"
 
 // Declared here as well as in OpenBLAS's cblas.h, so this file also compiles against a
@@ -30,6 +36,61 @@ void UseOneBlasThreadPerCall() {
     return true;
   }();
   (void)done;
+}
+
+// Work (multiply-adds) below which a part of a split product is not worth a helper's
+// wake-up (~10 us on a condition variable): ~2^20 MACs run ~10-20 us on one AVX2 core.
+constexpr int64_t kMinMacsPerPart = int64_t{1} << 20;
+// Parts are cut at multiples of this many rows or columns, so each sgemm keeps whole
+// micro-kernel tiles (OpenBLAS's AVX2/AVX-512 sgemm tiles are 8 or 16 wide).
+constexpr int64_t kSplitAlign = 16;
+
+// One row-major sgemm, m x n of op(a) * op(b), a and b at their stored leading dimensions.
+struct Gemm {
+  bool ta, tb;
+  int64_t m, n, k;
+  const float* a;
+  int lda;
+  const float* b;
+  int ldb;
+  float* c;
+  int ldc;
+
+  void Call() const {
+    cblas_sgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans,
+                static_cast<int>(m), static_cast<int>(n), static_cast<int>(k), 1.0f, a, lda, b, ldb,
+                0.0f, c, ldc);
+  }
+  // Rows [begin, end) of the output: rows of op(a), i.e. columns of a when transposed.
+  Gemm Rows(int64_t begin, int64_t end) const {
+    Gemm part = *this;
+    part.m = end - begin;
+    part.a = a + begin * (ta ? 1 : lda);
+    part.c = c + begin * ldc;
+    return part;
+  }
+  // Columns [begin, end) of the output: columns of op(b), i.e. rows of b when transposed.
+  Gemm Columns(int64_t begin, int64_t end) const {
+    Gemm part = *this;
+    part.n = end - begin;
+    part.b = b + begin * (tb ? ldb : 1);
+    part.c = c + begin;
+    return part;
+  }
+};
+
+// Runs `gemm` over the current device pool, cut along its longer output side.
+void SplitGemm(const Gemm& gemm) {
+  const bool by_rows = gemm.m >= gemm.n;
+  const int64_t length = by_rows ? gemm.m : gemm.n;
+  const int64_t macs_per_line = (by_rows ? gemm.n : gemm.m) * gemm.k;
+  const int64_t blocks = (length + kSplitAlign - 1) / kSplitAlign;
+  const int64_t min_lines = (kMinMacsPerPart + macs_per_line - 1) / macs_per_line;
+  const int64_t grain = (min_lines + kSplitAlign - 1) / kSplitAlign;
+  ParallelFor(blocks, grain, [&](int64_t first, int64_t last) {
+    const int64_t begin = first * kSplitAlign, end = std::min(last * kSplitAlign, length);
+    (by_rows ? gemm.Rows(begin, end) : gemm.Columns(begin, end)).Call();
+  });
 }
 
 }  // namespace
@@ -84,12 +145,23 @@ absl::Status MatMul(const KernelContext& context) {
   // Row-major leading dimensions are the stored row lengths, transposed or not.
   const int lda = static_cast<int>(a.dim(r - 1));
   const int ldb = static_cast<int>(b.dim(r - 1));
-  for (int64_t batch = 0; batch < batches; ++batch) {
-    cblas_sgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans,
-                static_cast<int>(m), static_cast<int>(n), static_cast<int>(k), 1.0f,
-                a_data + batch * m * k, lda, b_data + batch * k * n, ldb, 0.0f, c + batch * m * n,
-                static_cast<int>(n));
+  const Gemm whole{ta, tb, m, n, k, a_data, lda, b_data, ldb, c, static_cast<int>(n)};
+  auto batch_gemm = [&](int64_t batch) {
+    Gemm gemm = whole;
+    gemm.a += batch * m * k;
+    gemm.b += batch * k * n;
+    gemm.c += batch * m * n;
+    return gemm;
+  };
+  if (batches == 1) {
+    SplitGemm(whole);
+    return absl::OkStatus();
   }
+  // Many batches (attention heads): whole batches per thread, no cut inside one.
+  const int64_t grain = std::max<int64_t>(1, kMinMacsPerPart / std::max<int64_t>(1, m * n * k));
+  ParallelFor(batches, grain, [&](int64_t first, int64_t last) {
+    for (int64_t batch = first; batch < last; ++batch) batch_gemm(batch).Call();
+  });
   return absl::OkStatus();
 }
 

@@ -18,6 +18,9 @@ ABSL_FLAG(int64_t, iters, 10, "Iterations to train.");
 ABSL_FLAG(std::string, metrics, "",
           "Write one JSON line per iteration here; default: stdout when it is not a terminal "
           "(on a terminal: a progress bar).");
+ABSL_FLAG(int64_t, threads_per_device, 0,
+          "Threads each CPU device runs its compute kernels on, overriding the plan's "
+          "cluster.threads_per_device (0: the plan's).");
 ABSL_FLAG(std::string, trace, "", "Write a Chrome/Perfetto trace (JSON) of every act here.");
 
 namespace oneflow::cli {
@@ -35,6 +38,9 @@ absl::Status RunRun(const std::vector<std::string>& arguments, std::ostream& out
   actors::TrainOptions options;
   options.node = -1;  // Every node of the plan, simulated in this process.
   options.iterations = iterations;
+  // 0 keeps the plan's value; anything else is checked (and refused) by TrainPlan.
+  options.threads_per_device = absl::GetFlag(FLAGS_threads_per_device);
+  options.threads_per_device_flag = "--threads_per_device";
   options.record_acts = !absl::GetFlag(FLAGS_trace).empty();
   options.on_iteration = [&](const actors::IterationMetrics& m) { reporter->Report(m); };
   absl::StatusOr<actors::TrainResult> result = actors::TrainPlan(plan, options);
@@ -52,9 +58,9 @@ Subcommand RunSubcommand() {
   Subcommand command;
   command.name = "run";
   command.arguments = "PLAN";
-  command.flag_usage = "[--iters=N] [--metrics=FILE] [--trace=FILE.json]";
+  command.flag_usage = "[--iters=N] [--metrics=FILE] [--trace=FILE.json] [--threads_per_device=N]";
   command.summary = "train a plan on this machine's CPU devices, printing loss and throughput";
-  command.flags = {"iters", "metrics", "trace"};
+  command.flags = {"iters", "metrics", "trace", "threads_per_device"};
   command.min_arguments = 1;
   command.max_arguments = 1;
   command.run = &RunRun;
