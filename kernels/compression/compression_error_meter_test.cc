@@ -283,7 +283,9 @@ TEST_F(TwoLevelMeterTest, AllGatherMetersTheShardOnceInNode) {
     ExpectSums(traffic[r]->in_node, want, "rank " + std::to_string(r));
     EXPECT_EQ(traffic[r]->cross_node.error_sq, 0.0);
     EXPECT_EQ(traffic[r]->cross_node.signal_sq, 0.0);
-    if (counts[r] > 0) EXPECT_GT(traffic[r]->cross_node.bytes_sent, 0);  // it did cross
+    if (counts[r] > 0) {
+      EXPECT_GT(traffic[r]->cross_node.bytes_sent, 0);  // it did cross
+    }
   }
 }
 

@@ -27,7 +27,9 @@ TEST(ThreadPoolTest, ParallelForCoversEveryIndexOnce) {
           ++calls;
           EXPECT_LT(begin, end);
           // Parts are at least `grain` long unless the whole range is shorter.
-          if (total >= grain) EXPECT_GE(end - begin, grain);
+          if (total >= grain) {
+            EXPECT_GE(end - begin, grain);
+          }
           for (int64_t i = begin; i < end; ++i) ++hits[i];
         });
         for (int64_t i = 0; i < total; ++i) ASSERT_EQ(hits[i], 1) << "index " << i << " of " << total;
