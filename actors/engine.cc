@@ -33,6 +33,7 @@ struct RegisterRuntime {
   char* base = nullptr;
   int64_t stride = 0;           // Slot stride; 0 for persistent registers.
   int64_t count = 1;
+  int64_t rate = 1;             // Values per iteration: micro_batches, or 1 (per_iteration).
 };
 
 // An actor's static wiring plus the state its own thread keeps.
@@ -45,6 +46,18 @@ struct ActorRuntime {
   std::vector<int> predecessors;  // Actor indices.
   std::vector<int> successors;
   int64_t collective_position = -1;  // Index in the device's collective order.
+  // Acts per iteration: micro_batches, or 1 for a per_iteration actor.
+  int64_t rate = 1;
+  // Per consumed / produced register: acts of this actor per value of the register (1,
+  // or micro_batches for a per-micro-batch actor and a per-iteration register). Act n
+  // reads or writes value n / ratio and returns or announces it after act n when
+  // (n + 1) % ratio == 0.
+  std::vector<int64_t> consume_ratio;
+  std::vector<int64_t> produce_ratio;
+  // Its positions in one iteration of the device's expanded collective sequence (one
+  // per act of the iteration), for a collective actor.
+  std::vector<int64_t> collective_slots;
+  bool gated = true;  // Takes part in the device's arena gate (acts per micro-batch).
   ActFunction act;
 
   enum class State { kWaiting, kDone };
@@ -72,8 +85,12 @@ struct ThreadRuntime {
   bool communication = false;
   std::string name;
   int64_t collective_cursor = 0;  // Position in the device's collective sequence.
-  int64_t device_done = 0;        // This thread's view of its device's finished iterations.
-  std::vector<int> collective_actor;  // Position in the order -> actor index.
+  int64_t device_done = 0;        // This thread's view of its device's finished micro-batches.
+  // One iteration of the device's collective sequence: the collective order once per
+  // micro-batch, per-iteration collectives only in the last micro-batch's copy (at their
+  // place in the order). Without micro-batches it is the collective order. Entry ->
+  // actor index.
+  std::vector<int> collective_actor;
   std::vector<ActRecord> records;
 };
 
@@ -94,17 +111,33 @@ class Engine : public ActContext {
   absl::Status Build(const BindFunction& bind);
   absl::StatusOr<EngineResult> Run();
 
+  // `iteration` is the acting actor's act index; a per-micro-batch actor reading or
+  // writing a per-iteration register means the value of its iteration.
   void* RegisterSlot(int64_t register_id, int64_t iteration) const override {
     const RegisterRuntime& reg = registers_[register_offset_[current_device_] + register_id];
+    if (current_rate_ > reg.rate) iteration /= current_rate_ / reg.rate;
     return reg.base + (reg.stride == 0 ? 0 : (iteration % reg.count) * reg.stride);
   }
 
  private:
   void ThreadMain(int t);
   bool Ready(const ActorRuntime& actor, const ThreadRuntime& thread) const;
+  // Acts predecessor `p` must have made before `actor` makes its next act: those
+  // covering the same micro-batches (all of the iteration's for a per-iteration actor
+  // after per-micro-batch ones; the iteration's one for the converse).
+  static int64_t PredecessorNeeds(const ActorRuntime& actor, const ActorRuntime& p) {
+    return ((actor.next + 1) * p.rate + actor.rate - 1) / actor.rate;
+  }
+  // Where in the device's collective sequence `actor`'s next act is.
+  static int64_t CollectiveSequenceNumber(const ActorRuntime& actor, const ThreadRuntime& thread) {
+    const int64_t length = static_cast<int64_t>(thread.collective_actor.size());
+    return actor.next / actor.rate * length + actor.collective_slots[actor.next % actor.rate];
+  }
   std::string WaitingFor(const ActorRuntime& actor, const ThreadRuntime& thread) const;
   void Act(int a, ThreadRuntime& thread);
   void Apply(const Message& message, ThreadRuntime& thread, std::vector<int>* candidates);
+  // Marks actor `a` done and tells its consumers how many values its registers hold.
+  void EndOfData(int a);
   void Send(const Message& message) { threads_[actors_[message.to].thread].queue.Push(message); }
   void Fail(absl::Status status);
   std::string ActorText(int a) const {
@@ -121,15 +154,19 @@ class Engine : public ActContext {
   std::vector<DeviceRuntime> devices_;
   // Set by the acting thread for RegisterSlot (thread_local: each thread acts alone).
   static thread_local int current_device_;
+  static thread_local int64_t current_rate_;
+  int64_t micro_batches_ = 1;
   std::atomic<bool> aborted_{false};
   std::mutex error_mutex_;
   absl::Status error_;
 };
 
 thread_local int Engine::current_device_ = 0;
+thread_local int64_t Engine::current_rate_ = 1;
 
 absl::Status Engine::Build(const BindFunction& bind) {
   register_count_ = std::max<int64_t>(1, plan_.register_count());
+  micro_batches_ = std::max<int64_t>(1, plan_.job().micro_batches());
   devices_ = std::vector<DeviceRuntime>(plan_.devices_size());
   absl::flat_hash_map<int64_t, int> actor_index;
   for (int d = 0; d < plan_.devices_size(); ++d) {
@@ -160,6 +197,8 @@ absl::Status Engine::Build(const BindFunction& bind) {
       actor.def = &def;
       actor.device = d;
       actor.thread = runtime.threads[def.thread() == proto::THREAD_COMMUNICATION];
+      actor.rate = def.per_iteration() ? 1 : micro_batches_;
+      actor.gated = actor.rate == micro_batches_;
       actor_index[def.id()] = static_cast<int>(actors_.size());
       threads_[actor.thread].actors.push_back(static_cast<int>(actors_.size()));
       absl::StatusOr<ActFunction> act = bind(ActorBinding{&plan_, d, &def});
@@ -168,13 +207,14 @@ absl::Status Engine::Build(const BindFunction& bind) {
                                                               def.name(), "': ", act.status().message()));
       }
       actor.act = std::move(*act);
+      if (actor.gated) ++runtime.actor_count;
       actors_.push_back(std::move(actor));
-      ++runtime.actor_count;
     }
     for (const proto::RegisterDef& def : device.registers()) {
       RegisterRuntime reg;
       reg.def = &def;
       reg.count = std::max<int64_t>(1, def.count());
+      reg.rate = def.per_iteration() ? 1 : micro_batches_;
       if (def.memory_block() < 0 || def.memory_block() >= static_cast<int64_t>(runtime.blocks.size())) {
         return absl::FailedPreconditionError(absl::StrCat("register ", def.id(), " of device ", d,
                                                           " is in a memory block the plan lacks"));
@@ -207,16 +247,47 @@ absl::Status Engine::Build(const BindFunction& bind) {
       actors_[it->second].successors.push_back(a);
     }
   }
+  for (int a = 0; a < static_cast<int>(actors_.size()); ++a) {
+    ActorRuntime& actor = actors_[a];
+    auto ratio = [&](int r, const char* role) -> absl::StatusOr<int64_t> {
+      if (actor.rate < registers_[r].rate) {
+        return absl::FailedPreconditionError(absl::StrCat(
+            ActorText(a), " acts once per iteration but ", role, " register ", registers_[r].def->id(), " ('",
+            registers_[r].def->tensor(), "'), which holds one value per micro-batch"));
+      }
+      return actor.rate / registers_[r].rate;
+    };
+    for (int r : actor.consumed) {
+      absl::StatusOr<int64_t> k = ratio(r, "reads");
+      if (!k.ok()) return k.status();
+      actor.consume_ratio.push_back(*k);
+    }
+    for (int r : actor.produced) {
+      absl::StatusOr<int64_t> k = ratio(r, "writes");
+      if (!k.ok()) return k.status();
+      actor.produce_ratio.push_back(*k);
+    }
+  }
   for (ThreadRuntime& thread : threads_) {
     if (!thread.communication) continue;
     const proto::DevicePlan& device = plan_.devices(thread.device);
-    thread.collective_actor.assign(device.collective_order_size(), -1);
+    std::vector<int> by_position(device.collective_order_size(), -1);
     for (int a : thread.actors) {
       const auto& order = device.collective_order();
       auto it = std::find(order.begin(), order.end(), actors_[a].def->collective_id());
       if (actors_[a].def->collective_id() >= 0 && it != order.end()) {
         actors_[a].collective_position = it - order.begin();
-        thread.collective_actor[actors_[a].collective_position] = a;
+        by_position[actors_[a].collective_position] = a;
+      }
+    }
+    for (int64_t m = 0; m < micro_batches_; ++m) {
+      for (int a : by_position) {
+        if (a >= 0 && actors_[a].rate == 1 &&
+            m != (actors_[a].def->after_micro_batches() ? micro_batches_ - 1 : 0)) {
+          continue;
+        }
+        if (a >= 0) actors_[a].collective_slots.push_back(static_cast<int64_t>(thread.collective_actor.size()));
+        thread.collective_actor.push_back(a);
       }
     }
   }
@@ -233,7 +304,7 @@ absl::Status Engine::Build(const BindFunction& bind) {
     }
     actor.predecessor_acted.assign(actor.predecessors.size(), 0);
     actor.ends_pending = static_cast<int>(actor.consumed.size());
-    if (actor.consumed.empty()) actor.end = options_.iterations;
+    if (actor.consumed.empty()) actor.end = options_.iterations * actor.rate;
   }
   return absl::OkStatus();
 }
@@ -241,27 +312,24 @@ absl::Status Engine::Build(const BindFunction& bind) {
 bool Engine::Ready(const ActorRuntime& actor, const ThreadRuntime& thread) const {
   const int64_t i = actor.next;
   if (actor.state == ActorRuntime::State::kDone || i >= actor.end) return false;
-  for (int64_t readable : actor.readable) {
-    if (readable <= i) return false;
+  for (size_t k = 0; k < actor.readable.size(); ++k) {
+    if (actor.readable[k] <= i / actor.consume_ratio[k]) return false;
   }
   for (size_t k = 0; k < actor.produced.size(); ++k) {
-    if (i - actor.released[k] >= registers_[actor.produced[k]].count) return false;
+    if (i / actor.produce_ratio[k] - actor.released[k] >= registers_[actor.produced[k]].count) return false;
   }
-  for (int64_t acted : actor.predecessor_acted) {
-    if (acted <= i) return false;
+  for (size_t k = 0; k < actor.predecessor_acted.size(); ++k) {
+    if (actor.predecessor_acted[k] < PredecessorNeeds(actor, actors_[actor.predecessors[k]])) return false;
   }
-  if (i >= thread.device_done + register_count_) return false;
-  if (actor.collective_position >= 0) {
-    const int64_t length = static_cast<int64_t>(thread.collective_actor.size());
-    if (thread.collective_cursor != i * length + actor.collective_position) return false;
-  }
+  if (actor.gated && i >= thread.device_done + register_count_) return false;
+  if (actor.collective_position >= 0) return thread.collective_cursor == CollectiveSequenceNumber(actor, thread);
   return true;
 }
 
 std::string Engine::WaitingFor(const ActorRuntime& actor, const ThreadRuntime& thread) const {
   const int64_t i = actor.next;
   for (size_t k = 0; k < actor.consumed.size(); ++k) {
-    if (actor.readable[k] <= i) {
+    if (actor.readable[k] <= i / actor.consume_ratio[k]) {
       const RegisterRuntime& reg = registers_[actor.consumed[k]];
       return absl::StrCat("waits at iteration ", i, " for register ", reg.def->id(), " ('",
                           reg.def->tensor(), "') from ", ActorText(reg.producer), ", which has produced ",
@@ -271,7 +339,7 @@ std::string Engine::WaitingFor(const ActorRuntime& actor, const ThreadRuntime& t
   for (size_t k = 0; k < actor.produced.size(); ++k) {
     const RegisterRuntime& reg = registers_[actor.produced[k]];
     for (size_t c = 0; c < actor.returned[k].size(); ++c) {
-      if (i - actor.returned[k][c] >= reg.count) {
+      if (i / actor.produce_ratio[k] - actor.returned[k][c] >= reg.count) {
         return absl::StrCat("waits at iteration ", i, " for a free slot of register ", reg.def->id(),
                             " ('", reg.def->tensor(), "'): ", ActorText(reg.consumers[c]),
                             " has returned ", actor.returned[k][c], " iterations");
@@ -279,12 +347,12 @@ std::string Engine::WaitingFor(const ActorRuntime& actor, const ThreadRuntime& t
     }
   }
   for (size_t k = 0; k < actor.predecessors.size(); ++k) {
-    if (actor.predecessor_acted[k] <= i) {
+    if (actor.predecessor_acted[k] < PredecessorNeeds(actor, actors_[actor.predecessors[k]])) {
       return absl::StrCat("waits at iteration ", i, " for control predecessor ",
                           ActorText(actor.predecessors[k]));
     }
   }
-  if (i >= thread.device_done + register_count_) {
+  if (actor.gated && i >= thread.device_done + register_count_) {
     return absl::StrCat("waits at iteration ", i, " for its device to finish iteration ",
                         i - register_count_);
   }
@@ -300,6 +368,7 @@ void Engine::Act(int a, ThreadRuntime& thread) {
   ActorRuntime& actor = actors_[a];
   const int64_t i = actor.next;
   current_device_ = actor.device;
+  current_rate_ = actor.rate;
   const int64_t start = options_.record_acts ? NowNs() : 0;
   absl::Status status = actor.act(i, *this);
   if (options_.record_acts) {
@@ -312,13 +381,19 @@ void Engine::Act(int a, ThreadRuntime& thread) {
                                                   ActorText(a), " iteration ", i, ": ", status.message())));
     return;
   }
-  for (int r : actor.produced) {
+  for (size_t k = 0; k < actor.produced.size(); ++k) {
+    const int64_t ratio = actor.produce_ratio[k];
+    if ((i + 1) % ratio != 0) continue;  // An accumulator announces after the last micro-batch.
+    const int r = actor.produced[k];
     for (int consumer : registers_[r].consumers) {
-      Send(Message{MessageKind::kRegisterReadable, consumer, a, r, i});
+      Send(Message{MessageKind::kRegisterReadable, consumer, a, r, i / ratio});
     }
   }
-  for (int r : actor.consumed) {
-    Send(Message{MessageKind::kRegisterReturned, registers_[r].producer, a, r, i});
+  for (size_t k = 0; k < actor.consumed.size(); ++k) {
+    const int64_t ratio = actor.consume_ratio[k];
+    if ((i + 1) % ratio != 0) continue;  // Still read by the iteration's later micro-batches.
+    const int r = actor.consumed[k];
+    Send(Message{MessageKind::kRegisterReturned, registers_[r].producer, a, r, i / ratio});
   }
   for (int successor : actor.successors) Send(Message{MessageKind::kPredecessorActed, successor, a, -1, i});
   if (actor.collective_position >= 0) {
@@ -326,10 +401,11 @@ void Engine::Act(int a, ThreadRuntime& thread) {
     if (options_.on_collective_done) options_.on_collective_done(actor.device, thread.collective_cursor);
   }
   actor.next = i + 1;
-  // The device's iteration gate.
+  // The device's iteration gate, in micro-batches: per-iteration actors own their
+  // memory and stay out of it.
   DeviceRuntime& device = devices_[actor.device];
   int64_t done = -1;
-  {
+  if (actor.gated) {
     std::lock_guard<std::mutex> lock(device.mutex);
     if (++device.acted[i] == device.actor_count) {
       while (!device.acted.empty() && device.acted.begin()->first == device.done &&
@@ -340,15 +416,22 @@ void Engine::Act(int a, ThreadRuntime& thread) {
     }
   }
   if (done >= 0) {
-    if (options_.on_iteration_done) options_.on_iteration_done(actor.device, done);
+    if (options_.on_iteration_done && done % micro_batches_ == 0) {
+      options_.on_iteration_done(actor.device, done / micro_batches_);
+    }
     for (int t : device.threads) threads_[t].queue.Push(Message{MessageKind::kDeviceIterationDone, -1, -1, -1, done});
   }
-  if (actor.next >= actor.end) {
-    actor.state = ActorRuntime::State::kDone;
-    for (int r : actor.produced) {
-      for (int consumer : registers_[r].consumers) {
-        Send(Message{MessageKind::kEndOfData, consumer, a, r, actor.end});
-      }
+  if (actor.next >= actor.end) EndOfData(a);
+}
+
+void Engine::EndOfData(int a) {
+  ActorRuntime& actor = actors_[a];
+  actor.state = ActorRuntime::State::kDone;
+  for (size_t k = 0; k < actor.produced.size(); ++k) {
+    const int r = actor.produced[k];
+    for (int consumer : registers_[r].consumers) {
+      // In values of the register; the consumer converts to its acts.
+      Send(Message{MessageKind::kEndOfData, consumer, a, r, actor.end / actor.produce_ratio[k]});
     }
   }
 }
@@ -391,21 +474,19 @@ void Engine::Apply(const Message& message, ThreadRuntime& thread, std::vector<in
         if (actor.predecessors[k] == message.from) actor.predecessor_acted[k] = message.iteration + 1;
       }
       break;
-    case MessageKind::kEndOfData:
-      actor.announced_end = std::min(actor.announced_end, message.iteration);
+    case MessageKind::kEndOfData: {
+      int64_t ratio = 1;
+      for (size_t k = 0; k < actor.consumed.size(); ++k) {
+        if (actor.consumed[k] == message.register_index) ratio = actor.consume_ratio[k];
+      }
+      actor.announced_end = std::min(actor.announced_end, message.iteration * ratio);
       if (--actor.ends_pending == 0) {
         actor.end = actor.announced_end;
-        if (actor.next >= actor.end && actor.state != ActorRuntime::State::kDone) {
-          // Nothing more will come: end without acting (a source ran fewer iterations).
-          actor.state = ActorRuntime::State::kDone;
-          for (int r : actor.produced) {
-            for (int consumer : registers_[r].consumers) {
-              Send(Message{MessageKind::kEndOfData, consumer, message.to, r, actor.end});
-            }
-          }
-        }
+        // Nothing more will come: end without acting (a source ran fewer iterations).
+        if (actor.next >= actor.end && actor.state != ActorRuntime::State::kDone) EndOfData(message.to);
       }
       break;
+    }
     default:
       break;
   }
@@ -445,12 +526,16 @@ void Engine::ThreadMain(int t) {
     if (inbox.empty()) {
       std::optional<Message> message = thread.queue.Pop(options_.progress_timeout);
       if (!message) {
-        std::vector<std::string> waiting;
+        // Actors waiting for an input, a predecessor or their turn first: one waiting for
+        // a free slot only waits for a consumer, which is listed if it is stuck here.
+        std::vector<std::string> waiting, waiting_for_slots;
         for (int a : thread.actors) {
           if (actors_[a].state == ActorRuntime::State::kDone) continue;
-          waiting.push_back(absl::StrCat(ActorText(a), " ", WaitingFor(actors_[a], thread)));
-          if (waiting.size() == 8) break;
+          std::string why = absl::StrCat(ActorText(a), " ", WaitingFor(actors_[a], thread));
+          (why.find("for a free slot") != std::string::npos ? waiting_for_slots : waiting).push_back(std::move(why));
         }
+        waiting.insert(waiting.end(), waiting_for_slots.begin(), waiting_for_slots.end());
+        if (waiting.size() > 8) waiting.resize(8);
         Fail(absl::DeadlineExceededError(absl::StrCat(
             thread.name, " made no progress for ", options_.progress_timeout.count(), " ms: ",
             absl::StrJoin(waiting, "; "))));

@@ -9,6 +9,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "actors/behaviors/boxing_behavior.h"
+#include "actors/behaviors/bucket_behavior.h"
 #include "actors/behaviors/compute_behavior.h"
 #include "actors/behaviors/leaf_behaviors.h"
 #include "actors/behaviors/plan_index.h"
@@ -49,12 +50,17 @@ absl::StatusOr<TrainResult> TrainPlan(const proto::Plan& plan, const TrainOption
   pool_options.worker_host = options.worker_host;
   CommunicatorPool communicators(plan, pool_options);
   // The loss is B: every device's sink sees the same value; the first device of this
-  // node (of the plan, when every node runs here) reports it.
+  // node (of the plan, when every node runs here) that has a sink reports it. With
+  // pipeline stages only the last stage's devices have one, so a node holding no last
+  // stage reports no losses.
   int reporting_device = -1;
-  for (int d = 0; d < plan.devices_size(); ++d) {
-    if (options.node < 0 || plan.devices(d).device().node() == options.node) {
-      reporting_device = d;
-      break;
+  for (int d = 0; d < plan.devices_size() && reporting_device < 0; ++d) {
+    if (options.node >= 0 && plan.devices(d).device().node() != options.node) continue;
+    for (const proto::ActorDef& actor : plan.devices(d).actors()) {
+      if (actor.kind() == proto::ACTOR_SINK) {
+        reporting_device = d;
+        break;
+      }
     }
   }
   CompressionMeterOptions meter_options;
@@ -115,6 +121,9 @@ absl::StatusOr<TrainResult> TrainPlan(const proto::Plan& plan, const TrainOption
       case proto::ACTOR_COMPUTE:
         return BindCompute(index, binding, pools[binding.device_index].get());
       case proto::ACTOR_BOXING:
+        if (binding.actor->has_bucket_id()) {
+          return BindBucket(index, binding, &communicators, options.collective_timeout);
+        }
         return BindBoxing(index, binding, &communicators, options.collective_timeout, &meter);
       case proto::ACTOR_SINK:
         return BindLossSink(binding, binding.device_index == reporting_device

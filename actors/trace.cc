@@ -1,5 +1,6 @@
 #include "actors/trace.h"
 
+#include <algorithm>
 #include <cstdio>
 #include <fstream>
 #include <map>
@@ -79,6 +80,41 @@ std::string ChromeTraceJson(const proto::Plan& plan, const std::vector<ActRecord
   }
   absl::StrAppend(&json, "\n],\"displayTimeUnit\":\"ms\"}\n");
   return json;
+}
+
+BucketOverlap MeasureBucketOverlap(const proto::Plan& plan, const std::vector<ActRecord>& acts) {
+  absl::flat_hash_map<int64_t, const proto::ActorDef*> actors;
+  for (const proto::DevicePlan& device : plan.devices()) {
+    for (const proto::ActorDef& actor : device.actors()) actors[actor.id()] = &actor;
+  }
+  // Compute-thread acts per device, by start (one thread's acts never overlap each other).
+  std::map<int, std::vector<const ActRecord*>> compute;
+  for (const ActRecord& act : acts) {
+    auto it = actors.find(act.actor_id);
+    if (it != actors.end() && it->second->thread() == proto::THREAD_COMPUTE) compute[act.device_index].push_back(&act);
+  }
+  for (auto& [device, list] : compute) {
+    std::sort(list.begin(), list.end(), [](const ActRecord* a, const ActRecord* b) { return a->start_ns < b->start_ns; });
+  }
+  BucketOverlap overlap;
+  for (const ActRecord& act : acts) {
+    auto it = actors.find(act.actor_id);
+    if (it == actors.end() || !it->second->has_bucket_id()) continue;
+    ++overlap.bucket_acts;
+    overlap.bucket_ms += (act.end_ns - act.start_ns) / 1e6;
+    bool later = false;
+    for (const ActRecord* other : compute[act.device_index]) {
+      if (other->start_ns >= act.end_ns) break;
+      const int64_t begin = std::max(other->start_ns, act.start_ns), end = std::min(other->end_ns, act.end_ns);
+      if (end <= begin) continue;
+      overlap.overlapped_ms += (end - begin) / 1e6;
+      const proto::ActorDef* actor = actors.at(other->actor_id);
+      later = later || (actor->kind() == proto::ACTOR_COMPUTE && other->iteration == act.iteration &&
+                        other->actor_id > act.actor_id);
+    }
+    if (later) ++overlap.acts_overlapping_later_compute;
+  }
+  return overlap;
 }
 
 absl::Status WriteChromeTrace(const std::string& path, const proto::Plan& plan,

@@ -20,6 +20,25 @@ std::string ChromeTraceJson(const proto::Plan& plan, const std::vector<ActRecord
 absl::Status WriteChromeTrace(const std::string& path, const proto::Plan& plan,
                               const std::vector<ActRecord>& acts);
 
+// How gradient buckets' collectives (Plan.buckets) overlapped compute in a run: the
+// point of buckets is that a bucket's all-reduce runs on the communication thread while
+// the compute thread of the same device goes on with backward.
+struct BucketOverlap {
+  int64_t bucket_acts = 0;
+  // Bucket acts during which a compute actor placed after the bucket in its device's
+  // program (a later backward op, or an update) started or ran on the same device, in the
+  // same iteration.
+  int64_t acts_overlapping_later_compute = 0;
+  // Total wall time of the bucket acts, and the part of it during which the device's
+  // compute thread was acting (any act).
+  double bucket_ms = 0;
+  double overlapped_ms = 0;
+};
+
+// Measured from recorded acts (EngineOptions.record_acts); zero when the plan has no
+// buckets.
+BucketOverlap MeasureBucketOverlap(const proto::Plan& plan, const std::vector<ActRecord>& acts);
+
 }  // namespace oneflow::actors
 
 #endif  // ACTORS_TRACE_H_

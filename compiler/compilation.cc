@@ -93,6 +93,26 @@ bool SameLayout(const NdSbp& a, const NdSbp& b, const Shape& hierarchy) {
   return true;
 }
 
+int64_t BucketOf(const Compilation& compilation, int64_t boxing, int64_t step) {
+  if (boxing < 0 || boxing >= static_cast<int64_t>(compilation.boxing_step_bucket.size())) return -1;
+  const std::vector<int64_t>& steps = compilation.boxing_step_bucket[boxing];
+  return step >= 0 && step < static_cast<int64_t>(steps.size()) ? steps[step] : -1;
+}
+
+std::vector<int64_t> BoxingEmissionOps(const Compilation& compilation) {
+  const LogicalGraph& graph = compilation.graph;
+  std::vector<int64_t> emitted_before(compilation.boxings.size(), static_cast<int64_t>(graph.ops.size()));
+  size_t next = 0;
+  for (size_t o = 0; o < graph.ops.size(); ++o) {
+    for (int64_t b : graph.ops[o].input_boxings) {
+      while (b >= 0 && static_cast<int64_t>(next) <= b && next < emitted_before.size()) {
+        emitted_before[next++] = static_cast<int64_t>(o);
+      }
+    }
+  }
+  return emitted_before;
+}
+
 bool IsCollective(BoxingKind kind) {
   switch (kind) {
     case BoxingKind::kAllReduce:

@@ -100,12 +100,31 @@ struct Boxing {
   std::string reason;
 };
 
+// Gradient reductions packed together (gradient_bucketing_pass.h): P -> B all_reduce
+// steps of one communicator group, reduced by one collective per group out of one
+// register that holds every member's bytes.
+struct GradientBucket {
+  int64_t id = 0;
+  // (boxing id, step), in the order backward produces their inputs: the packing order.
+  std::vector<std::pair<int64_t, int64_t>> members;
+  int64_t placement = 0;  // Where the steps run (index into LogicalGraph::placements).
+  int64_t hierarchy_axis = 0;
+  // Lowering emits the bucket right after this op, the producer of its last member's
+  // input (-1: before every op).
+  int64_t after_op = -1;
+  // Bytes of the bucket register on the device where it is largest (64-byte aligned
+  // members, as actor_graph packs them), and of each member's largest slice.
+  int64_t size_bytes = 0;
+  std::vector<int64_t> member_bytes;
+};
+
 // A node of one device's program, in execution order.
 struct PhysicalNode {
-  enum class Kind { kDataSource, kVariable, kCompute, kBoxingStep, kSink };
+  enum class Kind { kDataSource, kVariable, kCompute, kBoxingStep, kSink, kBucket };
   Kind kind = Kind::kCompute;
   // kDataSource: data source index in the job; kVariable: tensor index; kCompute: op
-  // index; kBoxingStep: boxing id; kSink: the loss tensor.
+  // index; kBoxingStep: boxing id; kSink: the loss tensor; kBucket: bucket id
+  // (output_shapes: its members' slices, in member order).
   int64_t index = 0;
   int64_t step = 0;  // kBoxingStep: which step of the boxing.
   // Physical shapes of what it produces, in output order.
@@ -131,6 +150,10 @@ struct Compilation {
   // Created by sbp_choice once the placement table is final; reused by boxing_insertion.
   std::unique_ptr<BoxingCache> boxing_cache;
   std::vector<Boxing> boxings;
+  // Filled by gradient_bucketing: the buckets, and for boxing b and step s the bucket
+  // that runs it, or -1 (empty when buckets are off: every step runs on its own).
+  std::vector<GradientBucket> buckets;
+  std::vector<std::vector<int64_t>> boxing_step_bucket;
   std::vector<DeviceProgram> devices;
   // Filled by actor_graph: for boxing b and step s, the (device index, actor index in
   // plan.devices(device).actors) of every actor running it.
@@ -138,9 +161,20 @@ struct Compilation {
   // Filled by collective_ordering: for boxing b and step s, the id of its first
   // collective (one per communicator group, consecutive ids), or -1 for a local step.
   std::vector<std::vector<int64_t>> boxing_step_collective;
+  // Filled by collective_ordering: the first collective of each bucket (one per group).
+  std::vector<int64_t> bucket_collective;
 
   proto::Plan plan;
 };
+
+// The bucket running step `step` of boxing `boxing`, or -1 when the step runs on its own.
+int64_t BucketOf(const Compilation& compilation, int64_t boxing, int64_t step);
+
+// The op before which lowering emits each boxing (boxings are numbered in the order of
+// their first consumers; a boxing is emitted just before the first op that needs it or a
+// later one), ops.size() for those emitted after every op. Lowering and
+// collective_ordering place buckets among boxings by it.
+std::vector<int64_t> BoxingEmissionOps(const Compilation& compilation);
 
 // True for the boxing kinds that move data between devices (a collective), false for
 // local steps (slices, zero-filling, relabeling).

@@ -19,6 +19,11 @@ absl::Status CheckOptions(const CompileOptions& options) {
     return absl::InvalidArgumentError(absl::StrCat(
         "register_count is ", options.register_count, "; it must be >= 1 (2 overlaps iterations)"));
   }
+  if (!(options.bucket_mb >= 0) || options.bucket_mb > 1e6) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "bucket_mb is ", options.bucket_mb,
+        "; it must be >= 0 MiB (0 turns gradient buckets off, 25 is the default) and at most 1e6"));
+  }
   return CheckLinkModel(LinkModel{cluster.intra_node_bandwidth(), cluster.inter_node_bandwidth()});
 }
 

@@ -33,6 +33,13 @@ struct CompileOptions {
   // tensor's role picks its codecs, the cost model decides per step) or one forced
   // codec; per-tensor hints (TensorDef.compression) override all but off.
   CompressionPolicy compression;
+  // Gradient buckets (compiler/passes/gradient_bucketing_pass.h): the P -> B all-reduces
+  // of gradients of one communicator group are packed into buckets of at most this many
+  // MiB, in the order backward produces them, each reduced by one collective that runs
+  // while backward computes the next (PyTorch DDP's bucket_cap_mb, same default). 0 turns
+  // buckets off (one collective per gradient); negative is INVALID_ARGUMENT. The plan
+  // records the limit in bytes (Plan.bucket_bytes_limit).
+  double bucket_mb = 25;
   // Pass names ("sbp_choice", ...) after which the compilation state is printed to
   // `dump` as text; "all" dumps after every pass.
   std::vector<std::string> dump_after;

@@ -55,6 +55,10 @@ absl::StatusOr<int64_t> RegisterBytes(const proto::RegisterDef& reg, const std::
 // one that only reads its source and only writes the view: a compute actor whose one
 // kernel has exactly those two arguments. Views alias activations only: a variable's
 // in-place update waits for the variable's own readers, not for a view's.
+//
+// A gradient bucket's member view (producer: a bucket actor, ActorDef.bucket_id) is a
+// part of the bucket register that the same actor produces: it lies inside it
+// (alias_offset_bytes, a multiple of 4), and the actor writes both in one act.
 absl::Status VerifyView(const proto::DevicePlan& device, const std::string& who, const proto::RegisterDef& view,
                         const proto::ActorDef& producer) {
   const int64_t s = view.alias_of();
@@ -62,6 +66,23 @@ absl::Status VerifyView(const proto::DevicePlan& device, const std::string& who,
     return Fail(absl::StrCat(who, " is a view of register ", s, ", which is not another register of the device"));
   }
   const proto::RegisterDef& source = device.registers(static_cast<int>(s));
+  if (producer.has_bucket_id()) {
+    const int64_t offset = view.alias_offset_bytes();
+    if (source.producer_actor() != producer.id() || source.has_alias_of() || view.persistent() ||
+        source.persistent() || offset < 0 || offset % 4 != 0 || view.size_bytes() > source.size_bytes() ||
+        offset > source.size_bytes() - view.size_bytes()) {
+      return Fail(absl::StrCat(who, " is a bucket member's view of register ", s, " ('", source.tensor(),
+                               "') at byte ", offset, " (", view.size_bytes(), " bytes), so register ", s,
+                               " must be a non-persistent register of ", source.size_bytes(),
+                               " bytes owning its bytes, made by the same bucket actor ", ActorText(producer),
+                               ", and the view a 4-byte aligned part of it"));
+    }
+    return absl::OkStatus();
+  }
+  if (view.alias_offset_bytes() != 0) {
+    return Fail(absl::StrCat(who, " starts ", view.alias_offset_bytes(), " bytes into register ", s,
+                             "; only a gradient bucket's member views are parts of their source"));
+  }
   if (view.size_bytes() != source.size_bytes()) {
     return Fail(absl::StrCat(who, " of ", view.size_bytes(), " bytes is a view of register ", s, " ('",
                              source.tensor(), "') of ", source.size_bytes(), " bytes; a view has its source's size"));
@@ -245,6 +266,7 @@ absl::Status VerifyPlanContents(const proto::Plan& plan) {
   OF_RETURN_IF_ERROR(VerifyCollectiveOrder(plan));
   OF_RETURN_IF_ERROR(VerifyNoWaitCycle(plan));
   OF_RETURN_IF_ERROR(VerifyMemory(plan));
+  OF_RETURN_IF_ERROR(VerifyBuckets(plan));
   return VerifyRuntimeSupport(plan);
 }
 

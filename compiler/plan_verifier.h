@@ -30,6 +30,8 @@
 //                device of the same size, neither persistent, lies exactly where its
 //                source does, is written by one compute kernel reading only the source,
 //                and its alias chain ends at a register that owns bytes (no cycle);
+//   buckets      gradient buckets agree with their steps, actors and registers
+//                (VerifyBuckets below);
 //   support      every boxing step is one the runtime executes for its tensor's dtype
 //                (kernels/boxing/step_support.h: the same predicate the runtime uses);
 //                a compressed step names codecs this build knows, on f32, and a
@@ -57,6 +59,13 @@ absl::Status VerifyNoWaitCycle(const proto::Plan& plan);
 // Precondition: VerifyPlanStructure passed.
 absl::Status VerifyMemory(const proto::Plan& plan);
 absl::Status VerifyRuntimeSupport(const proto::Plan& plan);
+// Gradient buckets (Plan.buckets): each lists >= 2 dense all_reduce steps on its axis
+// that name it back, fits the plan's bucket_bytes_limit, and names an
+// all_reduce collective; every bucketed step is listed by its bucket; every bucket
+// actor packs member k's input at the next 64-byte aligned offset of its f32 bucket
+// register and exposes it as a view of the same size there. Preconditions:
+// VerifyPlanStructure and VerifyCollectiveOrder passed.
+absl::Status VerifyBuckets(const proto::Plan& plan);
 
 // The format version and all of the above, in that order; the checksum is not looked
 // at (the compiler verifies a plan before it seals it).

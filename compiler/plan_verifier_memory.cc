@@ -66,11 +66,15 @@ absl::Status VerifyRegisterPlacement(const proto::Plan& plan, const proto::Devic
     if (reg.has_alias_of()) {
       // VerifyPlanStructure checked that alias_of names another register of the device.
       const proto::RegisterDef& source = device.registers(static_cast<int>(reg.alias_of()));
-      if (reg.memory_block() != source.memory_block() || reg.offset() != source.offset()) {
-        return Fail(absl::StrCat(who, " is a view of register ", source.id(), " but lies in memory block ",
-                                 reg.memory_block(), " at offset ", reg.offset(), ", not where register ",
+      // A bucket member's view starts alias_offset_bytes into its source (0 for others).
+      if (reg.memory_block() != source.memory_block() ||
+          reg.offset() != source.offset() + reg.alias_offset_bytes()) {
+        const std::string part =
+            reg.alias_offset_bytes() != 0 ? absl::StrCat(" byte ", reg.alias_offset_bytes(), " of") : "";
+        return Fail(absl::StrCat(who, " is a view of", part, " register ", source.id(), " but lies in memory block ",
+                                 reg.memory_block(), " at offset ", reg.offset(), ", not where", part, " register ",
                                  source.id(), " lies (block ", source.memory_block(), ", offset ",
-                                 source.offset(), ")"));
+                                 source.offset() + reg.alias_offset_bytes(), ")"));
       }
     }
     const int64_t limit = block.persistent() ? block.size_bytes() : block.slot_stride_bytes();

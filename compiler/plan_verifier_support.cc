@@ -184,7 +184,8 @@ absl::Status VerifyRuntimeSupport(const proto::Plan& plan) {
   // A boxing actor runs the step it names, over that step's collective.
   for (const proto::DevicePlan& device : plan.devices()) {
     for (const proto::ActorDef& actor : device.actors()) {
-      if (actor.kind() != proto::ACTOR_BOXING) continue;
+      // A bucket actor runs its bucket's steps (VerifyBuckets).
+      if (actor.kind() != proto::ACTOR_BOXING || actor.has_bucket_id()) continue;
       const std::string who = absl::StrCat("device ", DeviceText(device.device()), ": ", ActorText(actor));
       if (actor.boxing_id() < 0 || actor.boxing_id() >= plan.boxings_size() || actor.boxing_step() < 0 ||
           actor.boxing_step() >= plan.boxings(static_cast<int>(actor.boxing_id())).steps_size()) {
@@ -193,6 +194,10 @@ absl::Status VerifyRuntimeSupport(const proto::Plan& plan) {
       }
       const proto::BoxingStepDef& step =
           plan.boxings(static_cast<int>(actor.boxing_id())).steps(static_cast<int>(actor.boxing_step()));
+      if (step.has_bucket_id()) {
+        return Fail(absl::StrCat(who, " runs boxing ", actor.boxing_id(), " step ", actor.boxing_step(),
+                                 ", which bucket ", step.bucket_id(), " runs"));
+      }
       // A step runs as one collective per group of its hierarchy axis (the step records
       // the first), so the actor's collective must be one that makes the step's change.
       const bool local = step.collective_id() < 0;

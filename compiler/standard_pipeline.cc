@@ -4,6 +4,8 @@
 #include "compiler/passes/boxing_insertion_pass.h"
 #include "compiler/passes/collective_ordering_pass.h"
 #include "compiler/passes/dead_op_elimination_pass.h"
+#include "compiler/passes/gradient_accumulation_pass.h"
+#include "compiler/passes/gradient_bucketing_pass.h"
 #include "compiler/passes/lowering_pass.h"
 #include "compiler/passes/memory_planning_pass.h"
 #include "compiler/passes/optimizer_pass.h"
@@ -17,10 +19,12 @@ PassPipeline StandardPipeline() {
   PassPipeline pipeline;
   pipeline.AddPass<ShapeInferencePass>();
   pipeline.AddPass<AutogradPass>();
+  pipeline.AddPass<GradientAccumulationPass>();
   pipeline.AddPass<OptimizerPass>();
   pipeline.AddPass<DeadOpEliminationPass>();
   pipeline.AddPass<SbpChoicePass>();
   pipeline.AddPass<BoxingInsertionPass>();
+  pipeline.AddPass<GradientBucketingPass>();
   pipeline.AddPass<LoweringPass>();
   pipeline.AddPass<ActorGraphPass>();
   pipeline.AddPass<CollectiveOrderingPass>();

@@ -51,9 +51,10 @@ examples::GptConfig SmallGpt() {
   return config;
 }
 
-proto::Plan CompileOrDie(const proto::Job& job, const ParallelLayout& layout) {
+proto::Plan CompileOrDie(const proto::Job& job, const ParallelLayout& layout, double bucket_mb = 25) {
   CompileOptions options;
   options.cluster = layout.cluster();
+  options.bucket_mb = bucket_mb;
   absl::StatusOr<proto::Plan> plan = Compile(job, options);
   EXPECT_TRUE(plan.ok()) << plan.status();
   return plan.ok() ? *plan : proto::Plan();
@@ -109,21 +110,25 @@ TEST(CompilerTest, DataParallelAllReducesEveryGradientOnce) {
   const ParallelLayout layout = Layout(1, 4, 4, 1);
   absl::StatusOr<proto::Job> job = examples::BuildMlp(SmallMlp(), layout);
   ASSERT_TRUE(job.ok());
-  const proto::Plan plan = CompileOrDie(*job, layout);
-  // 4 weights + 4 biases, each P -> B once; plus the loss for the sink. Nothing else
-  // moves: data parallelism needs no activation traffic.
-  ASSERT_EQ(plan.collectives_size(), 9);
-  for (const proto::CollectiveDef& collective : plan.collectives()) {
-    EXPECT_EQ(collective.kind(), proto::ALL_REDUCE) << collective.tensor();
-    EXPECT_EQ(collective.group_size(), 4);
+  // 4 weights + 4 biases, each P -> B once (one collective each without buckets, one
+  // bucket for all 8 with them); plus the loss for the sink. Nothing else moves: data
+  // parallelism needs no activation traffic.
+  for (const auto& [bucket_mb, collectives] : std::vector<std::pair<double, int>>{{0, 9}, {25, 2}}) {
+    const proto::Plan plan = CompileOrDie(*job, layout, bucket_mb);
+    ASSERT_EQ(plan.collectives_size(), collectives) << "bucket_mb " << bucket_mb;
+    for (const proto::CollectiveDef& collective : plan.collectives()) {
+      EXPECT_EQ(collective.kind(), proto::ALL_REDUCE) << collective.tensor();
+      EXPECT_EQ(collective.group_size(), 4);
+    }
+    // Each device sends the ring all-reduce bytes of all parameters: 2 (n-1)/n of them.
+    int64_t parameter_bytes = 0;
+    for (const auto& [in, out] : std::vector<std::pair<int64_t, int64_t>>{{8, 32}, {32, 32}, {32, 32}, {32, 4}}) {
+      parameter_bytes += (in * out + out) * 4;
+    }
+    const int64_t loss_bytes = 2 * 3 * 4;  // One f32: 2 (n-1) steps of one element.
+    EXPECT_EQ(plan.devices(0).bytes_sent_per_iter(), parameter_bytes * 2 * 3 / 4 + loss_bytes)
+        << "bucket_mb " << bucket_mb;
   }
-  // Each device sends the ring all-reduce bytes of all parameters: 2 (n-1)/n of them.
-  int64_t parameter_bytes = 0;
-  for (const auto& [in, out] : std::vector<std::pair<int64_t, int64_t>>{{8, 32}, {32, 32}, {32, 32}, {32, 4}}) {
-    parameter_bytes += (in * out + out) * 4;
-  }
-  const int64_t loss_bytes = 2 * 3 * 4;  // One f32: 2 (n-1) steps of one element.
-  EXPECT_EQ(plan.devices(0).bytes_sent_per_iter(), parameter_bytes * 2 * 3 / 4 + loss_bytes);
 }
 
 TEST(CompilerTest, MemoryPeakIsWithinTenPercentOfTheLowerBound) {

@@ -7,7 +7,8 @@
 // The sizes are small but split unevenly: gpt batch 8 over dp = 3, 5, 6, 7; hidden 32 and
 // its 4 x 32 MLP columns over tp = 3, 5, 6, 7, vocabulary 34 over every tp > 2, and the
 // 4 heads whole per device only for tp = 2, 4; mlp batch 11 over every dp > 1 and hidden
-// 22 over every tp > 2.
+// 22 over every tp > 2. ExtraLayouts() adds single cases outside the sweep (ZeRO stages,
+// e.g. gpt_1node_dp4_tp1_zero3).
 //
 // Run one case:  bazel test //tests:layout_sweep_test --test_filter='*gpt_1node_dp3_tp1*'
 #include <fcntl.h>
@@ -67,7 +68,10 @@ const std::vector<std::string>& DegreeFlags() {
 // value is the one the reference uses. Values must be letters and digits (test names). E.g. {"zero", {"false", "true"}} or
 // {"compression", {"none", "fp16"}} once the examples have those flags.
 const std::vector<std::pair<std::string, std::vector<std::string>>>& OptionFlags() {
-  static const auto* flags = new std::vector<std::pair<std::string, std::vector<std::string>>>{};
+  static const auto* flags = new std::vector<std::pair<std::string, std::vector<std::string>>>{
+      // Gradient buckets on (the default, 25 MiB: one bucket per group here) and off.
+      {"bucket_mb", {"25", "0"}},
+  };
   return *flags;
 }
 
@@ -93,6 +97,11 @@ const std::map<std::string, std::string>& ExpectedCompileErrors() {
 }
 
 // ---------------------------------------------------------------------------------------
+
+struct Layout;
+// Single layouts beyond the sweep, for settings too costly to cross with every layout
+// (defined below Layout). Flags they do not name take the examples' defaults.
+const std::vector<Layout>& ExtraLayouts();
 
 struct Layout {
   std::string model;
@@ -149,7 +158,26 @@ std::vector<FlagValues> AddOptions(std::vector<FlagValues> in) {
   return in;
 }
 
-// Per model: 1..kMaxDevices devices on each of kNodeCounts that divides them.
+const std::vector<Layout>& ExtraLayouts() {
+  static const auto* layouts = [] {
+    auto* out = new std::vector<Layout>;
+    for (const std::string model : {"mlp", "gpt"}) {
+      // ZeRO (docs/zero.md): every stage on dp=4 (uneven: mlp hidden 22 and the gpt's
+      // vocabulary 34 over 4), stage 2 with tensor parallelism beside it (2-D hierarchy),
+      // stage 3 over dp=3.
+      for (const std::string zero : {"1", "2", "3"}) {
+        out->push_back(Layout{model, 1, 4, {{"dp", "4"}, {"tp", "1"}, {"zero", zero}}});
+      }
+      out->push_back(Layout{model, 1, 4, {{"dp", "2"}, {"tp", "2"}, {"zero", "2"}}});
+      out->push_back(Layout{model, 1, 3, {{"dp", "3"}, {"tp", "1"}, {"zero", "3"}}});
+    }
+    return out;
+  }();
+  return *layouts;
+}
+
+// Per model: 1..kMaxDevices devices on each of kNodeCounts that divides them, then
+// ExtraLayouts().
 std::vector<Layout> AllLayouts() {
   std::vector<Layout> layouts;
   for (const Model& model : Models()) {
@@ -165,6 +193,7 @@ std::vector<Layout> AllLayouts() {
       }
     }
   }
+  layouts.insert(layouts.end(), ExtraLayouts().begin(), ExtraLayouts().end());
   return layouts;
 }
 

@@ -50,11 +50,21 @@ absl::StatusOr<ActFunction> BindBoxing(const PlanIndex& index, const ActorBindin
   const int64_t position = std::find(order.begin(), order.end(), actor.collective_id()) - order.begin();
   const std::string name = actor.name();
   const int64_t collective_id = actor.collective_id();
-  auto options_for = [=](int64_t iteration) {
+  // Acts per iteration: with micro-batches a per-micro-batch boxing acts once per micro-batch.
+  const int64_t acts_per_iteration = actor.per_iteration() ? 1 : std::max<int64_t>(1, plan.job().micro_batches());
+  const bool micro_batched = plan.job().micro_batches() > 1;
+  auto options_for = [=](int64_t act) {
     CollectiveOptions options;
     options.timeout = collective_timeout;
-    options.description = absl::StrCat("actor '", name, "' collective ", collective_id, " sequence ",
-                                       iteration * order_length + position, " iteration ", iteration);
+    const int64_t iteration = act / acts_per_iteration;
+    // Without micro-batches the sequence number is the device's count of collectives
+    // before this one; with them the order repeats per micro-batch, so it names its place.
+    options.description = micro_batched
+                              ? absl::StrCat("actor '", name, "' collective ", collective_id, " order position ",
+                                             position, " iteration ", iteration, " micro-batch ",
+                                             act % acts_per_iteration)
+                              : absl::StrCat("actor '", name, "' collective ", collective_id, " sequence ",
+                                             iteration * order_length + position, " iteration ", iteration);
     return options;
   };
   const DeviceId self{device.device().node(), device.device().device()};
@@ -132,9 +142,10 @@ absl::StatusOr<ActFunction> BindBoxing(const PlanIndex& index, const ActorBindin
     const CompressedTraffic before = prepared.traffic(), cross_node_before = prepared.cross_node_traffic();
     OF_RETURN_IF_ERROR(prepared.Run(context.RegisterSlot(in, iteration), context.RegisterSlot(out, iteration),
                                     options_for(iteration)));
-    if (part >= 0) meter->Record(part, iteration, TrafficSince(prepared.traffic(), before));
+    if (part >= 0) meter->Record(part, iteration / acts_per_iteration, TrafficSince(prepared.traffic(), before));
     if (cross_node_part >= 0) {
-      meter->Record(cross_node_part, iteration, TrafficSince(prepared.cross_node_traffic(), cross_node_before));
+      meter->Record(cross_node_part, iteration / acts_per_iteration,
+                    TrafficSince(prepared.cross_node_traffic(), cross_node_before));
     }
     return absl::OkStatus();
   });

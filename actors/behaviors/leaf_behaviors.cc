@@ -1,5 +1,6 @@
 #include "actors/behaviors/leaf_behaviors.h"
 
+#include <algorithm>
 #include <cmath>
 #include <fstream>
 #include <memory>
@@ -76,6 +77,19 @@ absl::StatusOr<std::shared_ptr<RecordFile>> ReadRecordFile(const PlanIndex& inde
   return file;
 }
 
+// Micro-batch m of an iteration is rows m * R .. (m + 1) * R - 1 of the iteration's
+// logical batch of M * R rows (R: the job's micro-batch rows): `layout`, of one
+// micro-batch, placed in the whole batch, so the data is that of the unbatched run.
+TensorLayout InWholeBatch(const TensorLayout& layout, int64_t micro_batches, int64_t m) {
+  if (micro_batches <= 1 || layout.logical.rank() == 0) return layout;
+  std::vector<int64_t> dims = layout.logical.dims();
+  const int64_t rows = dims[0];
+  dims[0] *= micro_batches;
+  std::vector<Range> ranges = layout.slice.ranges();
+  ranges[0] = Range{ranges[0].begin + m * rows, ranges[0].end + m * rows};
+  return TensorLayout{Shape(dims), TensorSlice(std::move(ranges))};
+}
+
 }  // namespace
 
 absl::StatusOr<ActFunction> BindDataSource(const PlanIndex& index, const ActorBinding& binding) {
@@ -125,9 +139,15 @@ absl::StatusOr<ActFunction> BindDataSource(const PlanIndex& index, const ActorBi
     OF_ASSIGN_OR_RETURN(file, ReadTokenFile(source->file().path(), seq + 1));
   }
   const proto::SyntheticSource synthetic = source->synthetic();
-  return ActFunction([outputs, features, synthetic, file, records](int64_t iteration, const ActContext& context) {
-    for (const Output& output : outputs) {
-      void* slot = context.RegisterSlot(output.register_id, iteration);
+  const int64_t micro_batches = std::max<int64_t>(1, index.plan().job().micro_batches());
+  return ActFunction([outputs, features, synthetic, file, records, micro_batches](int64_t act,
+                                                                                 const ActContext& context) {
+    // One act per micro-batch: the data of micro-batch `act % M` of iteration `act / M`.
+    const int64_t iteration = act / micro_batches;
+    for (const Output& micro_batch_output : outputs) {
+      Output output = micro_batch_output;
+      output.layout = InWholeBatch(output.layout, micro_batches, act % micro_batches);
+      void* slot = context.RegisterSlot(output.register_id, act);
       if (records != nullptr && output.floating) {
         FillFileRecords(*records, output.record_offset, iteration, output.layout, static_cast<float*>(slot));
       } else if (records != nullptr) {
@@ -202,9 +222,21 @@ absl::StatusOr<ActFunction> BindVariable(const PlanIndex& index, const ActorBind
 absl::StatusOr<ActFunction> BindLossSink(const ActorBinding& binding,
                                          std::function<void(int64_t, float)> on_loss) {
   const int64_t register_id = binding.actor->kernels(0).inputs().at("loss");
-  return ActFunction([register_id, on_loss](int64_t iteration, const ActContext& context) {
-    const float loss = *static_cast<const float*>(context.RegisterSlot(register_id, iteration));
-    if (on_loss) on_loss(iteration, loss);
+  const int64_t micro_batches = std::max<int64_t>(1, binding.plan->job().micro_batches());
+  // With micro-batches the sink acts once per micro-batch; an iteration's loss is the
+  // mean of its micro-batches' (each a mean over its rows, all of the same size).
+  double sum = 0;
+  return ActFunction([register_id, on_loss, micro_batches, sum](int64_t act, const ActContext& context) mutable {
+    const float loss = *static_cast<const float*>(context.RegisterSlot(register_id, act));
+    if (micro_batches == 1) {
+      if (on_loss) on_loss(act, loss);
+      return absl::OkStatus();
+    }
+    sum += loss;
+    if (act % micro_batches == micro_batches - 1) {
+      if (on_loss) on_loss(act / micro_batches, static_cast<float>(sum / static_cast<double>(micro_batches)));
+      sum = 0;
+    }
     return absl::OkStatus();
   });
 }

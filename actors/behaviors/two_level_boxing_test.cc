@@ -38,6 +38,9 @@ proto::Plan DataParallelMlp() {
   config.classes = 4;
   CompileOptions options;
   options.cluster = layout.cluster();
+  // Every gradient reduction as a boxing step of its own: MakeTwoLevel edits steps (a
+  // gradient bucket's steps share its one compression, Plan.buckets).
+  options.bucket_mb = 0;
   absl::StatusOr<proto::Plan> plan = Compile(*examples::BuildMlp(config, layout), options);
   EXPECT_TRUE(plan.ok()) << plan.status();
   return plan.ok() ? *plan : proto::Plan();

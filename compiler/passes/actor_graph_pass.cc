@@ -1,6 +1,7 @@
 #include "compiler/passes/actor_graph_pass.h"
 
 #include "absl/strings/str_cat.h"
+#include "compiler/passes/gradient_bucketing_pass.h"
 #include "oneflow_core/dsl/attr.h"
 #include "oneflow_core/status.h"
 
@@ -14,6 +15,45 @@ namespace {
 // reorders elements.
 bool IsViewKernel(const std::string& kernel) { return kernel == "reshape" || kernel == "identity"; }
 
+// With micro-batches, which tensors hold one value per iteration rather than one per
+// micro-batch: variables, the accumulator's output, and every op output computed only
+// from such tensors. Data-source inputs and everything computed from them are per
+// micro-batch. Empty without micro-batches (every actor then acts once per iteration,
+// and the plan carries no per_iteration marks).
+// `derived` marks tensors computed from the accumulator's output (per-iteration values
+// that exist only after the iteration's micro-batches).
+std::vector<bool> PerIterationTensors(const Compilation& compilation, std::vector<bool>* derived) {
+  const LogicalGraph& graph = compilation.graph;
+  if (compilation.job.micro_batches() <= 1) return {};
+  std::vector<bool> per_iteration(graph.tensors.size(), false);
+  derived->assign(graph.tensors.size(), false);
+  for (size_t t = 0; t < graph.tensors.size(); ++t) {
+    per_iteration[t] = graph.tensors[t].kind == LogicalTensor::Kind::kVariable;
+  }
+  for (const LogicalOp& op : graph.ops) {
+    bool all = !op.inputs.empty();
+    for (int64_t t : op.inputs) all = all && per_iteration[t];
+    bool after = op.type == "accumulate";
+    for (int64_t t : op.inputs) after = after || (*derived)[t];
+    if (op.type == "accumulate") all = true;
+    for (int64_t t : op.outputs) {
+      per_iteration[t] = all;
+      (*derived)[t] = all && after;
+    }
+  }
+  return per_iteration;
+}
+
+// Whether op `op` acts once per iteration: all its inputs are per iteration (the
+// accumulator reads one value per micro-batch, so it is not).
+bool OpPerIteration(const LogicalOp& op, const std::vector<bool>& per_iteration) {
+  if (per_iteration.empty() || op.inputs.empty()) return false;
+  for (int64_t t : op.inputs) {
+    if (!per_iteration[t]) return false;
+  }
+  return true;
+}
+
 class DeviceActorBuilder {
  public:
   DeviceActorBuilder(Compilation* compilation, int32_t device_index, int64_t* next_actor_id)
@@ -23,7 +63,8 @@ class DeviceActorBuilder {
         next_actor_id_(*next_actor_id),
         plan_(*compilation->plan.add_devices()),
         tensor_register_(graph_.tensors.size(), -1),
-        boxing_register_(compilation->boxings.size(), -1) {
+        boxing_register_(compilation->boxings.size(), -1),
+        per_iteration_(PerIterationTensors(*compilation, &accumulated_)) {
     const DeviceId& device = compilation->devices[device_index].device;
     plan_.mutable_device()->set_node(device.node);
     plan_.mutable_device()->set_device(device.device);
@@ -48,6 +89,9 @@ class DeviceActorBuilder {
           break;
         case PhysicalNode::Kind::kSink:
           OF_RETURN_IF_ERROR(AddSink(node));
+          break;
+        case PhysicalNode::Kind::kBucket:
+          OF_RETURN_IF_ERROR(AddBucket(node));
           break;
       }
     }
@@ -83,6 +127,17 @@ class DeviceActorBuilder {
     return id;
   }
 
+  // Micro-batch marks (ActorDef/RegisterDef.per_iteration), set only when true so plans
+  // without micro-batches are unchanged.
+  static void MarkPerIteration(proto::ActorDef* actor, bool per_iteration) {
+    if (per_iteration) actor->set_per_iteration(true);
+  }
+  void MarkRegister(int64_t reg, int64_t tensor) {
+    if (!per_iteration_.empty() && per_iteration_[tensor]) {
+      plan_.mutable_registers(static_cast<int>(reg))->set_per_iteration(true);
+    }
+  }
+
   void Consume(proto::ActorDef* actor, int64_t reg) {
     actor->add_consumed_registers(reg);
     plan_.mutable_registers(static_cast<int>(reg))->add_consumer_actors(actor->id());
@@ -113,11 +168,20 @@ class DeviceActorBuilder {
     tensor_register_[node.index] =
         NewRegister(actor, tensor.name, node.output_shapes[0], tensor.type.dtype, true);
     (*kernel->mutable_outputs())["out"] = tensor_register_[node.index];
+    MarkPerIteration(actor, per_iteration_.empty() ? false : per_iteration_[node.index]);
+    MarkRegister(tensor_register_[node.index], node.index);
   }
 
   absl::Status AddCompute(const PhysicalNode& node) {
     const LogicalOp& op = graph_.ops[node.index];
     proto::ActorDef* actor = NewActor(op.name, proto::ACTOR_COMPUTE, proto::THREAD_COMPUTE);
+    const bool op_per_iteration = OpPerIteration(op, per_iteration_);
+    if (!per_iteration_.empty() && !op_per_iteration && !op.definition->updated_inputs.empty()) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "op '", op.name, "' (", op.type, ") updates its input '", op.definition->updated_inputs[0],
+          "' in place but reads per-micro-batch values; with micro_batches=", compilation_.job.micro_batches(),
+          " an in-place update must read only variables and accumulated gradients"));
+    }
     proto::KernelDef* kernel = actor->add_kernels();
     kernel->set_name(op.definition->kernel);
     kernel->set_op_name(op.name);
@@ -140,6 +204,13 @@ class DeviceActorBuilder {
       tensor_register_[op.outputs[k]] =
           NewRegister(actor, tensor.name, node.output_shapes[k], tensor.type.dtype, false);
       (*kernel->mutable_outputs())[op.definition->outputs[k]] = tensor_register_[op.outputs[k]];
+    }
+    MarkPerIteration(actor, op_per_iteration);
+    bool after = op_per_iteration && !op.definition->updated_inputs.empty();
+    for (int64_t t : op.inputs) after = after || (op_per_iteration && accumulated_[t]);
+    if (after) actor->set_after_micro_batches(true);
+    for (size_t k = 0; k < op.outputs.size(); ++k) {
+      MarkRegister(tensor_register_[op.outputs[k]], op.outputs[k]);
     }
     if (IsViewKernel(op.definition->kernel) && op.inputs.size() == 1 && op.outputs.size() == 1) {
       MakeViewIfSameBytes(kernel->inputs().begin()->second, tensor_register_[op.outputs[0]]);
@@ -168,6 +239,10 @@ class DeviceActorBuilder {
         IsCollective(step.kind) ? proto::THREAD_COMMUNICATION : proto::THREAD_COMPUTE);
     actor->set_boxing_id(boxing.id);
     actor->set_boxing_step(node.step);
+    MarkPerIteration(actor, per_iteration_.empty() ? false : per_iteration_[boxing.tensor]);
+    if (!per_iteration_.empty() && per_iteration_[boxing.tensor] && accumulated_[boxing.tensor]) {
+      actor->set_after_micro_batches(true);
+    }
     proto::KernelDef* kernel = actor->add_kernels();
     kernel->set_name(std::string(BoxingKindName(step.kind)));
     kernel->set_op_name(tensor.name);
@@ -182,9 +257,64 @@ class DeviceActorBuilder {
           NewRegister(actor, absl::StrCat(tensor.name, "/boxing_", boxing.id, "/", node.step),
                       node.output_shapes[0], tensor.type.dtype, false);
       (*kernel->mutable_outputs())["out"] = boxing_register_[boxing.id];
+      MarkRegister(boxing_register_[boxing.id], boxing.tensor);
     }
     auto& actors = compilation_.boxing_step_actors[boxing.id][node.step];
     actors.push_back({device_index_, plan_.actors_size() - 1});
+  }
+
+  // A gradient bucket (gradient_bucketing_pass.h): one actor on the communication thread
+  // that consumes every member's input ("in_<k>"), packs them into the bucket register
+  // ("bucket": f32, members at 64-byte aligned offsets) and all-reduces it in place; each
+  // member's output ("out_<k>") is a view of its bytes there (alias_offset_bytes), which
+  // the member's consumers read as they would the step's own output.
+  absl::Status AddBucket(const PhysicalNode& node) {
+    const GradientBucket& bucket = compilation_.buckets[node.index];
+    proto::ActorDef* actor = NewActor(absl::StrCat("bucket_", bucket.id, "/all_reduce"), proto::ACTOR_BOXING,
+                                      proto::THREAD_COMMUNICATION);
+    actor->set_bucket_id(bucket.id);
+    actor->set_boxing_id(-1);
+    actor->set_boxing_step(-1);
+    proto::KernelDef* kernel = actor->add_kernels();
+    kernel->set_name("bucket_all_reduce");
+    kernel->set_op_name(absl::StrCat("bucket_", bucket.id));
+    std::vector<int64_t> offsets;
+    int64_t end = 0;
+    bool per_iteration = false, after = false;
+    for (size_t k = 0; k < bucket.members.size(); ++k) {
+      const Boxing& boxing = compilation_.boxings[bucket.members[k].first];
+      const int64_t step = bucket.members[k].second;
+      const int64_t in = step == 0 ? tensor_register_[boxing.tensor] : boxing_register_[boxing.id];
+      if (in < 0) {
+        return absl::InternalError(absl::StrCat("bucket ", bucket.id, " member '", graph_.tensors[boxing.tensor].name,
+                                                "' has no input register on device ", device_index_));
+      }
+      Consume(actor, in);
+      (*kernel->mutable_inputs())[absl::StrCat("in_", k)] = in;
+      offsets.push_back(BucketMemberOffset(end));
+      end = offsets.back() + node.output_shapes[k].NumElements() * SizeOf(DType::kF32);
+      per_iteration = per_iteration || (!per_iteration_.empty() && per_iteration_[boxing.tensor]);
+      after = after || (!per_iteration_.empty() && per_iteration_[boxing.tensor] && accumulated_[boxing.tensor]);
+    }
+    MarkPerIteration(actor, per_iteration);
+    if (after) actor->set_after_micro_batches(true);
+    const int64_t whole = NewRegister(actor, absl::StrCat("bucket_", bucket.id), Shape{end / 4}, DType::kF32, false);
+    (*kernel->mutable_outputs())["bucket"] = whole;
+    if (per_iteration) plan_.mutable_registers(static_cast<int>(whole))->set_per_iteration(true);
+    for (size_t k = 0; k < bucket.members.size(); ++k) {
+      const Boxing& boxing = compilation_.boxings[bucket.members[k].first];
+      const int64_t step = bucket.members[k].second;
+      const LogicalTensor& tensor = graph_.tensors[boxing.tensor];
+      const int64_t view = NewRegister(actor, absl::StrCat(tensor.name, "/boxing_", boxing.id, "/", step),
+                                       node.output_shapes[k], tensor.type.dtype, false);
+      proto::RegisterDef& reg = *plan_.mutable_registers(static_cast<int>(view));
+      reg.set_alias_of(whole);
+      reg.set_alias_offset_bytes(offsets[k]);
+      if (per_iteration) reg.set_per_iteration(true);
+      (*kernel->mutable_outputs())[absl::StrCat("out_", k)] = view;
+      boxing_register_[boxing.id] = view;
+    }
+    return absl::OkStatus();
   }
 
   absl::Status AddSink(const PhysicalNode& node) {
@@ -223,6 +353,10 @@ class DeviceActorBuilder {
   // The register holding the latest step's output of each boxing on this device.
   std::vector<int64_t> boxing_register_;
   std::vector<std::pair<int64_t, int64_t>> updates_;  // (update actor id, register id)
+  // PerIterationTensors: empty without micro-batches. accumulated_ is declared first:
+  // per_iteration_'s initializer fills it.
+  std::vector<bool> accumulated_;
+  const std::vector<bool> per_iteration_;
 };
 
 }  // namespace

@@ -50,6 +50,8 @@ class Lowering {
                               tensor.placement, {static_cast<int64_t>(t)}));
     }
     size_t next_boxing = 0;
+    size_t next_bucket = 0;
+    OF_RETURN_IF_ERROR(EmitBucketsAfter(-1, &next_bucket));
     for (size_t o = 0; o < graph_.ops.size(); ++o) {
       const LogicalOp& op = graph_.ops[o];
       // Boxings were created in the order of their first consumers: emit each just
@@ -61,6 +63,7 @@ class Lowering {
       }
       OF_RETURN_IF_ERROR(
           Emit(PhysicalNode::Kind::kCompute, static_cast<int64_t>(o), 0, op.placement, op.outputs));
+      OF_RETURN_IF_ERROR(EmitBucketsAfter(static_cast<int64_t>(o), &next_bucket));
     }
     while (next_boxing < compilation_.boxings.size()) {
       OF_RETURN_IF_ERROR(EmitBoxing(compilation_.boxings[next_boxing++]));
@@ -85,6 +88,27 @@ class Lowering {
         node.output_shapes.push_back(slice.shape());
       }
       compilation_.devices[cluster_ranks_[placement][rank]].nodes.push_back(std::move(node));
+    }
+    return absl::OkStatus();
+  }
+
+  // The gradient buckets whose last member's input op `op` produces, right after it
+  // (gradient_bucketing_pass.h): one node per device of the bucket's placement, with
+  // each member's slice on that device.
+  absl::Status EmitBucketsAfter(int64_t op, size_t* next_bucket) {
+    while (*next_bucket < compilation_.buckets.size() && compilation_.buckets[*next_bucket].after_op <= op) {
+      const GradientBucket& bucket = compilation_.buckets[(*next_bucket)++];
+      const Placement& where = graph_.placements[bucket.placement];
+      for (int64_t rank = 0; rank < where.num_devices(); ++rank) {
+        PhysicalNode node{PhysicalNode::Kind::kBucket, bucket.id, 0, {}};
+        for (const auto& [b, s] : bucket.members) {
+          const Boxing& boxing = compilation_.boxings[b];
+          OF_ASSIGN_OR_RETURN(TensorSlice slice, DeviceSlice(graph_.tensors[boxing.tensor].type.shape,
+                                                             boxing.plan.steps[s].dst, where, rank));
+          node.output_shapes.push_back(slice.shape());
+        }
+        compilation_.devices[cluster_ranks_[bucket.placement][rank]].nodes.push_back(std::move(node));
+      }
     }
     return absl::OkStatus();
   }
@@ -117,6 +141,8 @@ class Lowering {
         placement = boxing.dst_placement;
         continue;
       }
+      // A bucketed step runs in its bucket's node.
+      if (BucketOf(compilation_, boxing.id, static_cast<int64_t>(s)) >= 0) continue;
       const Placement& where = graph_.placements[placement];
       for (int64_t rank = 0; rank < where.num_devices(); ++rank) {
         OF_ASSIGN_OR_RETURN(TensorSlice slice, DeviceSlice(tensor.type.shape, step.dst, where, rank));

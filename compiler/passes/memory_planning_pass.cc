@@ -63,7 +63,7 @@ DeviceProblem ProblemOf(const proto::DevicePlan& device, const std::vector<std::
   DeviceProblem problem;
   const int64_t first_actor = device.actors_size() > 0 ? device.actors(0).id() : 0;
   for (const proto::RegisterDef& reg : device.registers()) {
-    if (reg.persistent() || reg.has_alias_of()) continue;
+    if (reg.persistent() || reg.has_alias_of() || reg.per_iteration()) continue;
     RegisterLifetime lifetime;
     lifetime.size_bytes = reg.size_bytes();
     lifetime.first = reg.producer_actor() - first_actor;
@@ -103,12 +103,28 @@ absl::StatusOr<bool> MemoryPlanningPass::Run(Compilation* compilation) {
       reg->set_memory_block(1);
       reg->set_offset(layout.offsets[i]);
     }
-    // A view lies where its owner does, so every reader finds the bytes by offset alone.
+    // Per-iteration registers of micro-batched plans (accumulated gradients and what is
+    // computed from them) live across the micro-batches of an iteration, which the
+    // arena's per-micro-batch copies cannot express: each owns its bytes, `count` copies.
+    int64_t per_iteration_bytes = 0;
+    for (proto::RegisterDef& reg : *device.mutable_registers()) {
+      if (reg.persistent() || reg.has_alias_of() || !reg.per_iteration()) continue;
+      reg.set_memory_block(2);
+      reg.set_offset(per_iteration_bytes);
+      per_iteration_bytes += AlignUp(reg.size_bytes());
+    }
+    // A view lies where its owner does (a bucket member's view at its offset inside the
+    // bucket), so every reader finds the bytes by offset alone.
     for (proto::RegisterDef& reg : *device.mutable_registers()) {
       if (!reg.has_alias_of()) continue;
+      int64_t inside = 0;
+      for (int64_t at = reg.id(); device.registers(static_cast<int>(at)).has_alias_of();
+           at = device.registers(static_cast<int>(at)).alias_of()) {
+        inside += device.registers(static_cast<int>(at)).alias_offset_bytes();
+      }
       const proto::RegisterDef& owner = device.registers(static_cast<int>(OwnerOf(device, reg.id())));
       reg.set_memory_block(owner.memory_block());
-      reg.set_offset(owner.offset());
+      reg.set_offset(owner.offset() + inside);
     }
     device.clear_memory_blocks();
     proto::MemoryBlock* persistent = device.add_memory_blocks();
@@ -119,8 +135,15 @@ absl::StatusOr<bool> MemoryPlanningPass::Run(Compilation* compilation) {
     arena->set_id(1);
     arena->set_size_bytes(layout.size_bytes * count);
     arena->set_slot_stride_bytes(layout.size_bytes);
-    device.set_peak_bytes(persistent_bytes + layout.size_bytes * count);
-    device.set_lower_bound_bytes(persistent_bytes + layout.lower_bound_bytes * count);
+    if (per_iteration_bytes > 0) {
+      proto::MemoryBlock* block = device.add_memory_blocks();
+      block->set_id(2);
+      block->set_size_bytes(per_iteration_bytes * count);
+      block->set_slot_stride_bytes(per_iteration_bytes);
+    }
+    device.set_peak_bytes(persistent_bytes + layout.size_bytes * count + per_iteration_bytes * count);
+    device.set_lower_bound_bytes(persistent_bytes + layout.lower_bound_bytes * count +
+                                 per_iteration_bytes * count);
     // Whoever writes reused memory waits for the readers of what was there before.
     const int64_t first_actor = device.actors_size() > 0 ? device.actors(0).id() : 0;
     for (const auto& [earlier, later] : layout.reuses) {

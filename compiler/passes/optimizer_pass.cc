@@ -1,5 +1,8 @@
 #include "compiler/passes/optimizer_pass.h"
 
+#include <optional>
+
+#include "absl/container/flat_hash_map.h"
 #include "absl/strings/str_cat.h"
 #include "oneflow_core/dsl/graph.h"
 #include "oneflow_core/dsl/ops.h"
@@ -37,6 +40,142 @@ Tensor StateLike(Graph& graph, Tensor param, const std::string& suffix) {
   return state;
 }
 
+absl::Status CheckZero(const proto::OptimizerDef& optimizer) {
+  if (optimizer.zero_stage() < 0 || optimizer.zero_stage() > 3) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "optimizer zero_stage=", optimizer.zero_stage(), " is invalid; valid: 0 (off), 1, 2, 3"));
+  }
+  if (optimizer.zero_axis() < 0) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "optimizer zero_axis=", optimizer.zero_axis(), " is invalid; it must be a hierarchy axis >= 0"));
+  }
+  return absl::OkStatus();
+}
+
+// How one variable is split under ZeRO over one hierarchy axis.
+struct Sharding {
+  Placement placement;  // The variable's.
+  NdSbp layout;         // The variable's SBP without ZeRO (its hint, or all B).
+  NdSbp shard;          // `layout` with the data-parallel axis B -> S(k).
+};
+
+// The sharding of `variable` under ZeRO over hierarchy axis `axis`: its SBP with that
+// axis, B today, turned into S(k), k the first tensor axis that no other hierarchy axis
+// splits (so the shards of one device group are contiguous and the gathers plain) and
+// that has a row for every device of the axis (no empty shard). None when there is
+// nothing to shard: the axis has one device, the variable is already split or partial
+// over it, or no tensor axis qualifies (a scalar, or dims too small).
+absl::StatusOr<std::optional<Sharding>> ShardingOf(const LogicalGraph& graph, const std::string& name,
+                                                   int64_t axis) {
+  const auto index = graph.tensor_index.find(name);
+  if (index == graph.tensor_index.end()) {
+    return absl::InternalError(absl::StrCat("variable '", name, "' is not in the logical graph"));
+  }
+  const LogicalTensor& variable = graph.tensors[index->second];
+  const Placement& placement = graph.placements[variable.placement];
+  const Shape& hierarchy = placement.hierarchy();
+  if (axis >= hierarchy.rank()) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "optimizer zero_axis=", axis, " is not a hierarchy axis of placement ", placement.ToString(),
+        " of variable '", variable.name, "' (", hierarchy.rank(), " axes)"));
+  }
+  const int64_t devices = hierarchy.dim(axis);
+  const NdSbp layout = variable.hint ? *variable.hint
+                                     : NdSbp(std::vector<Sbp>(hierarchy.rank(), Sbp::Broadcast()));
+  if (devices == 1 || !layout.at(axis).is_broadcast()) return std::optional<Sharding>();
+  const Shape& shape = variable.type.shape;
+  for (int64_t k = 0; k < shape.rank(); ++k) {
+    bool split_elsewhere = false;
+    for (int64_t a = 0; a < layout.size(); ++a) {
+      if (layout.at(a).is_split() && layout.at(a).axis() == k) split_elsewhere = true;
+    }
+    if (split_elsewhere || shape.dim(k) < devices) continue;
+    std::vector<Sbp> axes = layout.sbps();
+    axes[axis] = Sbp::Split(k);
+    return std::optional<Sharding>(Sharding{placement, layout, NdSbp(std::move(axes))});
+  }
+  return std::optional<Sharding>();
+}
+
+// ZeRO stage 3, on the job before the updates exist: each sharded variable gets the
+// split hint, and every op that read it reads instead "<variable>/gathered", an
+// identity hinted with the variable's old layout (To), added in front of all ops. So
+// boxing_insertion puts one all-gather (S(k) -> B over the data-parallel axis) of each
+// parameter before its first reader, and every other op sees the layout it had without
+// ZeRO (same signatures, same plan). The gathered copy is an ordinary activation
+// register: forward and backward readers share it, so it lives from the first forward
+// reader to the last backward one (no second gather for backward).
+absl::Status GatherBeforeUse(const std::vector<std::pair<std::string, Sharding>>& sharded, proto::Job* job) {
+  if (sharded.empty()) return absl::OkStatus();
+  absl::flat_hash_map<std::string, std::string> gathered;
+  absl::flat_hash_map<std::string, proto::TensorDef*> defs;
+  for (proto::TensorDef& def : *job->mutable_tensors()) defs[def.name()] = &def;
+  google::protobuf::RepeatedPtrField<proto::OpDef> ops;
+  std::vector<proto::TensorDef> added;
+  for (const auto& [variable, sharding] : sharded) {
+    const std::string copy = absl::StrCat(variable, "/gathered");
+    if (defs.contains(copy)) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "ZeRO stage 3 names the gathered copy of variable '", variable, "' '", copy,
+          "', but the job already has a tensor of that name; rename it"));
+    }
+    proto::TensorDef* def = defs.at(variable);
+    proto::TensorDef copy_def = *def;
+    copy_def.set_name(copy);
+    *copy_def.mutable_sbp_hint() = sharding.layout.ToProto();
+    *copy_def.mutable_placement() = sharding.placement.ToProto();
+    copy_def.set_compression(proto::TensorDef::COMPRESSION_UNSET);
+    added.push_back(std::move(copy_def));
+    *def->mutable_sbp_hint() = sharding.shard.ToProto();
+    proto::OpDef* op = ops.Add();
+    op->set_name(copy);
+    op->set_type("identity");
+    (*op->mutable_inputs())["x"] = variable;
+    (*op->mutable_outputs())["out"] = copy;
+    *op->mutable_location() = def->location();
+    gathered[variable] = copy;
+  }
+  for (proto::OpDef& op : *job->mutable_ops()) {
+    for (auto& [argument, tensor] : *op.mutable_inputs()) {
+      const auto it = gathered.find(tensor);
+      if (it != gathered.end()) tensor = it->second;
+    }
+  }
+  for (proto::TensorDef& def : added) *job->add_tensors() = std::move(def);
+  for (proto::OpDef& op : *job->mutable_ops()) *ops.Add() = std::move(op);
+  job->mutable_ops()->Swap(&ops);
+  return absl::OkStatus();
+}
+
+// ZeRO stages 1 and 2 on one parameter: the update runs out of place on the shard and
+// two assigns write it back. The parameter stays as it was (replicated over the axis);
+// its shard reaches sgd_step / adamw_step by a local slice, the gradient by an all-reduce
+// then a local slice (stage 1: through an identity hinted like the parameter, To) or a
+// reduce-scatter (stage 2), and the new shard goes back to the parameter through the
+// all-gather boxing_insertion puts before assign. The new values are never compressed:
+// a lossy gather would make the replicas drift from the shard that holds the truth.
+absl::Status ShardedStep(Graph& graph, const proto::OptimizerDef& optimizer, Tensor param,
+                         Tensor grad, const Sharding& sharding, const SourceLocation& location) {
+  const NdSbp& shard = sharding.shard;
+  if (optimizer.zero_stage() == 1) grad = To(grad, sharding.placement, sharding.layout, location);
+  std::vector<Tensor> state;
+  std::vector<Tensor> outputs;
+  if (optimizer.has_adamw()) {
+    state = {StateLike(graph, param, "adam_m"), StateLike(graph, param, "adam_v")};
+    for (Tensor& tensor : state) tensor.WithSbp(shard);
+    outputs = AdamWStep(param, grad, state[0], state[1], optimizer.adamw(), optimizer.schedule(), location);
+  } else {
+    state = {StateLike(graph, param, "momentum")};
+    state[0].WithSbp(shard);
+    outputs = SgdStep(param, grad, state[0], optimizer.sgd(), optimizer.schedule(), location);
+  }
+  OF_RETURN_IF_ERROR(graph.status());
+  for (Tensor& output : outputs) output.WithSbp(shard).WithCompression(Compression::kNone);
+  for (size_t k = 0; k < state.size(); ++k) Assign(state[k], outputs[k + 1], location);
+  Assign(param, outputs[0], location);
+  return graph.status();
+}
+
 }  // namespace
 
 absl::StatusOr<bool> OptimizerPass::Run(Compilation* compilation) {
@@ -44,12 +183,34 @@ absl::StatusOr<bool> OptimizerPass::Run(Compilation* compilation) {
   if (!job.has_optimizer() || compilation->gradients.empty()) return false;
   const proto::OptimizerDef& optimizer = job.optimizer();
   OF_RETURN_IF_ERROR(CheckSchedule(optimizer.schedule()));
-  OF_ASSIGN_OR_RETURN(std::unique_ptr<Graph> graph, Graph::FromJob(job));
+  OF_RETURN_IF_ERROR(CheckZero(optimizer));
+  // ZeRO: the variables split over the data-parallel axis, by name.
+  absl::flat_hash_map<std::string, Sharding> shards;
+  std::vector<std::pair<std::string, Sharding>> in_order;  // Deterministic plans.
+  if (optimizer.zero_stage() > 0) {
+    for (const auto& [variable, gradient] : compilation->gradients) {
+      OF_ASSIGN_OR_RETURN(std::optional<Sharding> sharding,
+                          ShardingOf(compilation->graph, variable, optimizer.zero_axis()));
+      if (!sharding) continue;
+      shards.emplace(variable, *sharding);
+      in_order.emplace_back(variable, *sharding);
+    }
+  }
+  proto::Job extended = job;
+  if (optimizer.zero_stage() == 3) OF_RETURN_IF_ERROR(GatherBeforeUse(in_order, &extended));
+  OF_ASSIGN_OR_RETURN(std::unique_ptr<Graph> graph, Graph::FromJob(extended));
   for (const auto& [variable, gradient] : compilation->gradients) {
     Tensor param = graph->FindTensor(variable);
     Tensor grad = graph->FindTensor(gradient);
     const SourceLocation location = graph->tensor(param.id()).location;
     Graph::NameScope scope(*graph, absl::StrCat(variable, "_update"));
+    const auto sharded = shards.find(variable);
+    if (sharded != shards.end() && optimizer.zero_stage() < 3) {
+      OF_RETURN_IF_ERROR(ShardedStep(*graph, optimizer, param, grad, sharded->second, location));
+      continue;
+    }
+    // Otherwise the update runs in place on the variable as it is laid out: replicated,
+    // or (stage 3) split, with the state following it (StateLike).
     if (optimizer.has_adamw()) {
       Tensor m = StateLike(*graph, param, "adam_m");
       Tensor v = StateLike(*graph, param, "adam_v");

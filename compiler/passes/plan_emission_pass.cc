@@ -3,6 +3,7 @@
 #include <map>
 
 #include "absl/strings/str_cat.h"
+#include "compiler/passes/gradient_bucketing_pass.h"
 #include "compiler/plan_checksum.h"
 #include "compiler/plan_verifier.h"
 #include "kernels/boxing/step_proto.h"
@@ -86,12 +87,45 @@ void EmitBoxings(Compilation* compilation) {
       *step_def->mutable_dst_sbp() = step.dst.ToProto();
       step_def->set_bytes_per_device(step.bytes_per_device);
       step_def->set_collective_id(compilation->boxing_step_collective[boxing.id][s]);
+      if (const int64_t bucket = BucketOf(*compilation, boxing.id, static_cast<int64_t>(s)); bucket >= 0) {
+        step_def->set_bucket_id(bucket);
+        step_def->set_collective_id(compilation->bucket_collective[bucket]);
+      }
       EmitCompression(step, step_def);
       if (step.kind == BoxingKind::kSendRecv) placement = boxing.dst_placement;
       bytes_per_iter += step.bytes_per_device * graph.placements[placement].num_devices();
     }
     def->set_bytes_per_iter(bytes_per_iter);
     def->set_reason(boxing.reason);
+  }
+}
+
+// The gradient buckets (gradient_bucketing_pass.h) and the limit they were packed to.
+void EmitBuckets(Compilation* compilation) {
+  const LogicalGraph& graph = compilation->graph;
+  proto::Plan& plan = compilation->plan;
+  plan.clear_buckets();
+  plan.set_bucket_bytes_limit(BucketBytesLimit(compilation->options.bucket_mb));
+  for (const GradientBucket& bucket : compilation->buckets) {
+    proto::GradientBucketDef* def = plan.add_buckets();
+    def->set_id(bucket.id);
+    for (size_t k = 0; k < bucket.members.size(); ++k) {
+      const auto& [b, s] = bucket.members[k];
+      proto::BucketMemberDef* member = def->add_members();
+      member->set_boxing_id(b);
+      member->set_boxing_step(s);
+      member->set_tensor(graph.tensors[compilation->boxings[b].tensor].name);
+      member->set_size_bytes(bucket.member_bytes[k]);
+    }
+    *def->mutable_placement() = graph.placements[bucket.placement].ToProto();
+    def->set_hierarchy_axis(bucket.hierarchy_axis);
+    def->set_dtype(ToProto(DType::kF32));
+    const auto& [b, s] = bucket.members.front();
+    proto::BoxingStepDef first;
+    EmitCompression(compilation->boxings[b].plan.steps[s], &first);
+    if (first.has_compression()) *def->mutable_compression() = first.compression();
+    def->set_size_bytes(bucket.size_bytes);
+    def->set_collective_id(compilation->bucket_collective[bucket.id]);
   }
 }
 
@@ -155,6 +189,7 @@ absl::StatusOr<bool> PlanEmissionPass::Run(Compilation* compilation) {
   }
   plan.clear_boxings();
   EmitBoxings(compilation);
+  EmitBuckets(compilation);
   CountWireBytes(&plan);
   OF_RETURN_IF_ERROR(VerifyPlanContents(plan));
   // Sealed last: any later change to the plan makes every reader refuse it.

@@ -21,6 +21,15 @@ ABSL_FLAG(int64_t, nodes, 1, "Nodes of the cluster.");
 ABSL_FLAG(int64_t, devices_per_node, 1, "CPU devices per node.");
 ABSL_FLAG(int64_t, dp, 1, "Data-parallel degree.");
 ABSL_FLAG(int64_t, tp, 1, "Tensor-parallel degree (Megatron-style, as SBP hints).");
+ABSL_FLAG(int64_t, zero, 0,
+          "ZeRO stage over the data-parallel axis (docs/zero.md): 0 off; 1 optimizer state sharded; "
+          "2 also gradients reduce-scattered; 3 also parameters sharded and gathered where used.");
+ABSL_FLAG(int64_t, pp, 1,
+          "Pipeline stages: consecutive blocks on consecutive groups of dp x tp devices; with "
+          "--micro_batches the stages work on different micro-batches at once (1F1B-bounded).");
+ABSL_FLAG(int64_t, micro_batches, 1,
+          "Micro-batches per iteration: forward and backward run per micro-batch, gradients "
+          "accumulate, the optimizer steps once per iteration. Must divide the batch.");
 ABSL_FLAG(double, intra_node_bandwidth, 100e9, "Bytes/s between devices of one node.");
 ABSL_FLAG(double, inter_node_bandwidth, 12.5e9, "Bytes/s between nodes.");
 ABSL_FLAG(std::string, compression, "auto",
@@ -37,6 +46,11 @@ ABSL_FLAG(std::string, codec_calibration, "",
 ABSL_FLAG(int64_t, threads_per_device, 1,
           "Threads each CPU device runs its compute kernels on (its compute thread plus helpers "
           "that large matmuls and elementwise kernels split over); recorded in the plan's cluster.");
+ABSL_FLAG(double, bucket_mb, 25,
+          "Gradient buckets: the data-parallel gradient all-reduces of one communicator group are "
+          "packed into buckets of at most this many MiB, in the order backward produces them, one "
+          "collective per bucket overlapping the rest of backward (PyTorch DDP's default 25); 0: one "
+          "collective per gradient.");
 ABSL_FLAG(std::string, plan_out, "", "Write the compiled plan to this file.");
 ABSL_FLAG(bool, run, false, "After compiling, train the plan on this machine's CPU devices.");
 ABSL_FLAG(int64_t, iters, 10, "With --run: iterations to train.");
@@ -51,6 +65,9 @@ absl::StatusOr<ParallelLayout> LayoutFromFlags() {
   flags.devices_per_node = absl::GetFlag(FLAGS_devices_per_node);
   flags.dp = absl::GetFlag(FLAGS_dp);
   flags.tp = absl::GetFlag(FLAGS_tp);
+  flags.zero = absl::GetFlag(FLAGS_zero);
+  flags.pp = absl::GetFlag(FLAGS_pp);
+  flags.micro_batches = absl::GetFlag(FLAGS_micro_batches);
   flags.intra_node_bandwidth = absl::GetFlag(FLAGS_intra_node_bandwidth);
   flags.inter_node_bandwidth = absl::GetFlag(FLAGS_inter_node_bandwidth);
   return ParallelLayout::Create(flags);
@@ -63,6 +80,12 @@ absl::Status CompileAndReport(const proto::Job& job, const ParallelLayout& layou
   OF_RETURN_IF_ERROR(CheckThreadsPerDevice(threads_per_device, "--threads_per_device"));
   // 1 stays unset (0 reads as 1), so one-thread plans are byte-identical to earlier ones.
   if (threads_per_device > 1) options.cluster.set_threads_per_device(threads_per_device);
+  const double bucket_mb = absl::GetFlag(FLAGS_bucket_mb);
+  if (!(bucket_mb >= 0) || bucket_mb > 1e6) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "--bucket_mb=", bucket_mb, " is not a bucket size: give MiB >= 0 (0 turns gradient buckets off, 25 is the default)"));
+  }
+  options.bucket_mb = bucket_mb;
   CompressionFlags compression;
   compression.compression = absl::GetFlag(FLAGS_compression);
   compression.codec_bytes_per_second = absl::GetFlag(FLAGS_codec_bytes_per_second);

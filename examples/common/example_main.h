@@ -1,10 +1,11 @@
 // What every example binary does after building its job: compile it for the layout the
 // shared flags describe, print a summary a person can read, and write the plan.
 //
-// Shared flags (example_main.cc): --nodes --devices_per_node --dp --tp
+// Shared flags (example_main.cc): --nodes --devices_per_node --dp --tp --zero=0..3
 // --intra_node_bandwidth --inter_node_bandwidth --compression=off|auto|fp8|int8|int4
 // --codec_bytes_per_second=B --codec_calibration=FILE (compression_flags.h)
 // --threads_per_device=N (kernel threads per CPU device, kept in the plan's cluster)
+// --bucket_mb=MiB (gradient buckets, compiler/passes/gradient_bucketing_pass.h; 0: off)
 // --plan_out=FILE --dump_after=PASS[,PASS]
 // --run --iters=N (train the compiled plan here, one JSON line of metrics per iteration)
 #ifndef EXAMPLES_COMMON_EXAMPLE_MAIN_H_

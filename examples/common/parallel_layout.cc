@@ -9,35 +9,69 @@ absl::StatusOr<ParallelLayout> ParallelLayout::Create(const ParallelFlags& flags
   for (const auto& [name, value] : {std::pair<const char*, int64_t>{"nodes", flags.nodes},
                                     {"devices_per_node", flags.devices_per_node},
                                     {"dp", flags.dp},
-                                    {"tp", flags.tp}}) {
+                                    {"tp", flags.tp},
+                                    {"pp", flags.pp},
+                                    {"micro_batches", flags.micro_batches}}) {
     if (value < 1) {
       return absl::InvalidArgumentError(absl::StrCat("--", name, "=", value, " must be >= 1"));
     }
   }
   const int64_t devices = flags.nodes * flags.devices_per_node;
-  if (flags.dp * flags.tp != devices) {
+  if (flags.pp * flags.dp * flags.tp != devices) {
     return absl::InvalidArgumentError(absl::StrCat(
-        "--dp=", flags.dp, " x --tp=", flags.tp, " is ", flags.dp * flags.tp,
-        " devices, but --nodes=", flags.nodes, " x --devices_per_node=", flags.devices_per_node,
-        " is ", devices, "; they must match"));
+        flags.pp > 1 ? absl::StrCat("--pp=", flags.pp, " x ") : "", "--dp=", flags.dp, " x --tp=", flags.tp,
+        " is ", flags.pp * flags.dp * flags.tp, " devices, but --nodes=", flags.nodes,
+        " x --devices_per_node=", flags.devices_per_node, " is ", devices, "; they must match"));
+  }
+  if (flags.zero < 0 || flags.zero > 3) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--zero=", flags.zero, " is not a ZeRO stage; valid: 0 (off), 1, 2, 3"));
+  }
+  if (flags.zero > 0 && flags.dp == 1) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "--zero=", flags.zero, " shards over the data-parallel axis, but --dp=1 has none; use --dp > 1 or --zero=0"));
   }
   ParallelLayout layout;
+  layout.zero_ = flags.zero;
+  layout.micro_batches_ = flags.micro_batches;
   layout.dp_ = flags.dp;
   layout.tp_ = flags.tp;
   Shape hierarchy;
   if (flags.dp > 1 && flags.tp > 1) {
     hierarchy = Shape{flags.dp, flags.tp};
   } else {
-    hierarchy = Shape{devices};
+    hierarchy = Shape{flags.dp * flags.tp};
   }
-  OF_ASSIGN_OR_RETURN(layout.placement_,
-                      Placement::Grid(DeviceType::kCpu, flags.nodes, flags.devices_per_node, hierarchy));
+  OF_ASSIGN_OR_RETURN(const Placement all,
+                      Placement::Grid(DeviceType::kCpu, flags.nodes, flags.devices_per_node));
+  const int64_t per_stage = flags.dp * flags.tp;
+  for (int64_t s = 0; s < flags.pp; ++s) {
+    std::vector<DeviceId> stage(all.devices().begin() + s * per_stage, all.devices().begin() + (s + 1) * per_stage);
+    OF_ASSIGN_OR_RETURN(Placement placement, Placement::Create(DeviceType::kCpu, std::move(stage), hierarchy));
+    layout.stages_.push_back(std::move(placement));
+  }
   layout.cluster_.set_num_nodes(flags.nodes);
   layout.cluster_.set_devices_per_node(flags.devices_per_node);
   layout.cluster_.set_device_type(proto::DEVICE_CPU);
   layout.cluster_.set_intra_node_bandwidth(flags.intra_node_bandwidth);
   layout.cluster_.set_inter_node_bandwidth(flags.inter_node_bandwidth);
   return layout;
+}
+
+absl::StatusOr<int64_t> ParallelLayout::MicroBatchRows(int64_t batch) const {
+  if (batch % micro_batches_ != 0) {
+    return absl::InvalidArgumentError(absl::StrCat("--batch=", batch, " is not divisible by --micro_batches=",
+                                                   micro_batches_, "; micro-batches must be of equal size"));
+  }
+  return batch / micro_batches_;
+}
+
+absl::Status ParallelLayout::CheckStages(int64_t blocks, const char* blocks_flag) const {
+  if (blocks < pp()) {
+    return absl::InvalidArgumentError(absl::StrCat("--pp=", pp(), " is more than --", blocks_flag, "=", blocks,
+                                                   "; every pipeline stage needs at least one block"));
+  }
+  return absl::OkStatus();
 }
 
 NdSbp ParallelLayout::Sbp(const oneflow::Sbp& data_axis, const oneflow::Sbp& model_axis) const {

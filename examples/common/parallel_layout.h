@@ -1,8 +1,11 @@
 // The layout flags every example shares: how many nodes and devices, and how they are
-// split between data parallelism (dp) and Megatron-style tensor parallelism (tp).
+// split between pipeline stages (pp), data parallelism (dp) and Megatron-style tensor
+// parallelism (tp), and how many micro-batches an iteration has.
 //
-// dp x tp devices form the hierarchy [dp, tp] (axes of size 1 are dropped, so pure data
-// parallelism is the 1-D hierarchy [dp]). Models ask for SBP hints by role:
+// The devices, in cluster order, form pp stages of dp x tp consecutive devices each;
+// a stage's devices form the hierarchy [dp, tp] (axes of size 1 are dropped, so pure data
+// parallelism is the 1-D hierarchy [dp]). Models put consecutive blocks on consecutive
+// stages (StagePlacement, StageOf). Models ask for SBP hints by role:
 //   layout.Sbp(Sbp::Split(0), Sbp::Broadcast())   data: rows split over dp, whole over tp
 //   layout.Sbp(Sbp::Broadcast(), Sbp::Split(1))   column-parallel weight
 #ifndef EXAMPLES_COMMON_PARALLEL_LAYOUT_H_
@@ -10,6 +13,7 @@
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "absl/status/statusor.h"
 #include "oneflow_core/placement.h"
@@ -23,6 +27,11 @@ struct ParallelFlags {
   int64_t devices_per_node = 1;
   int64_t dp = 1;
   int64_t tp = 1;
+  // ZeRO stage 0..3 over the data-parallel axis (docs/zero.md); > 0 needs dp > 1.
+  int64_t zero = 0;
+  int64_t pp = 1;
+  // Micro-batches per iteration (Job.micro_batches); the batch must divide by it.
+  int64_t micro_batches = 1;
   // Link bandwidths of the cluster description, bytes per second.
   double intra_node_bandwidth = 100e9;
   double inter_node_bandwidth = 12.5e9;
@@ -34,19 +43,36 @@ class ParallelLayout {
   // --devices_per_node=4 is 4; they must match".
   static absl::StatusOr<ParallelLayout> Create(const ParallelFlags& flags);
 
-  const Placement& placement() const { return placement_; }
+  // Stage 0's placement: the whole model's without pipeline stages.
+  const Placement& placement() const { return stages_[0]; }
+  const Placement& StagePlacement(int64_t stage) const { return stages_[stage]; }
+  int64_t pp() const { return static_cast<int64_t>(stages_.size()); }
+  int64_t micro_batches() const { return micro_batches_; }
+  // The stage of block `block` of `blocks`, balanced: stage s holds blocks
+  // [s * blocks / pp, (s + 1) * blocks / pp).
+  int64_t StageOf(int64_t block, int64_t blocks) const { return ((block + 1) * pp() - 1) / blocks; }
+  // The rows of one micro-batch of a batch of `batch`. Errors name the flags: "--batch=8
+  // is not divisible by --micro_batches=3".
+  absl::StatusOr<int64_t> MicroBatchRows(int64_t batch) const;
+  // Errors when the model has fewer blocks than stages, naming the flags.
+  absl::Status CheckStages(int64_t blocks, const char* blocks_flag) const;
   const proto::Cluster& cluster() const { return cluster_; }
   int64_t dp() const { return dp_; }
   int64_t tp() const { return tp_; }
+  int64_t zero() const { return zero_; }
+  // The hierarchy axis of dp (0: [dp] or [dp, tp]), for Optimizer::WithZero.
+  int64_t dp_axis() const { return 0; }
 
   // One SBP per kept hierarchy axis: `data_axis` for dp, `model_axis` for tp.
   NdSbp Sbp(const oneflow::Sbp& data_axis, const oneflow::Sbp& model_axis) const;
 
  private:
-  Placement placement_;
+  std::vector<Placement> stages_;
+  int64_t micro_batches_ = 1;
   proto::Cluster cluster_;
   int64_t dp_ = 1;
   int64_t tp_ = 1;
+  int64_t zero_ = 0;
 };
 
 }  // namespace oneflow::examples

@@ -2,6 +2,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "oneflow_core/dsl/ops.h"
+#include "oneflow_core/status.h"
 
 namespace oneflow::examples {
 namespace {
@@ -37,18 +38,22 @@ Tensor Linear(Tensor x, Tensor w) {
 absl::StatusOr<proto::Job> BuildGpt(const GptConfig& config, const ParallelLayout& layout) {
   absl::Status valid = CheckConfig(config);
   if (!valid.ok()) return valid;
+  OF_RETURN_IF_ERROR(layout.CheckStages(config.layers, "layers"));
+  // The graph is one micro-batch's (all of the batch without micro-batches).
+  OF_ASSIGN_OR_RETURN(const int64_t b, layout.MicroBatchRows(config.batch));
   const Sbp split0 = Sbp::Split(0);
   const Sbp split1 = Sbp::Split(1);
   const Sbp broadcast = Sbp::Broadcast();
   const NdSbp replicated = layout.Sbp(broadcast, broadcast);
   const NdSbp column = layout.Sbp(broadcast, split1);
   const NdSbp row = layout.Sbp(broadcast, split0);
-  const int64_t b = config.batch, s = config.seq, h = config.hidden, v = config.vocab;
+  const int64_t s = config.seq, h = config.hidden, v = config.vocab;
   uint64_t seed = config.seed * 1000;
 
   Graph graph("gpt");
   graph.SetDefaultPlacement(layout.placement());
   graph.SetBatchSize(config.batch);
+  graph.SetMicroBatches(layout.micro_batches());
   graph.AddDataSource("data", config.token_file.empty()
                                   ? DataSource::SyntheticTokens(config.seed, config.vocab)
                                   : DataSource::TokenFile(config.token_file));
@@ -57,16 +62,27 @@ absl::StatusOr<proto::Job> BuildGpt(const GptConfig& config, const ParallelLayou
   Tensor targets = graph.Input("targets", Shape{b, s}, DType::kI32, "data");
   targets.WithSbp(layout.Sbp(split0, broadcast));
 
+  // Pipeline stages: blocks on consecutive stages (ParallelLayout::StageOf), the
+  // embeddings on the first, the final norm and the loss on the last; each variable lives
+  // on its block's stage and the activations move between stages through To().
+  int64_t stage = 0;
   auto variable = [&](const std::string& name, Shape shape, Initializer init, const NdSbp& sbp) {
     Tensor t = graph.Variable(name, shape, init);
     t.WithSbp(sbp);
+    if (layout.pp() > 1) t.WithPlacement(layout.StagePlacement(stage));
     return t;
+  };
+  auto enter_stage = [&](Tensor x, int64_t next) {
+    if (next == stage) return x;
+    stage = next;
+    return To(x, layout.StagePlacement(stage), layout.Sbp(split0, broadcast));
   };
   auto normal = [&]() { return Initializer::Normal(0, 0.02, ++seed); };
   Tensor wte = variable("wte", Shape{v, h}, normal(), row);  // Vocabulary-parallel.
   Tensor wpe = variable("wpe", Shape{s, h}, normal(), replicated);
   Tensor x = Add(Embedding(wte, tokens), wpe);
   for (int64_t l = 0; l < config.layers; ++l) {
+    x = enter_stage(x, layout.StageOf(l, config.layers));
     const std::string p = absl::StrCat("block", l, "/");
     Tensor ln1_g = variable(p + "ln1/gamma", Shape{h}, Initializer::Ones(), replicated);
     Tensor ln1_b = variable(p + "ln1/beta", Shape{h}, Initializer::Zeros(), replicated);
@@ -81,6 +97,7 @@ absl::StatusOr<proto::Job> BuildGpt(const GptConfig& config, const ParallelLayou
     Tensor w_proj = variable(p + "mlp/w_proj", Shape{4 * h, h}, normal(), row);
     x = Add(x, Linear(Gelu(Linear(LayerNorm(x, ln2_g, ln2_b), w_fc)), w_proj));
   }
+  x = enter_stage(x, layout.pp() - 1);
   Tensor lnf_g = variable("ln_f/gamma", Shape{h}, Initializer::Ones(), replicated);
   Tensor lnf_b = variable("ln_f/beta", Shape{h}, Initializer::Zeros(), replicated);
   Tensor final_x = Reshape(LayerNorm(x, lnf_g, lnf_b), {b * s, h});
@@ -94,7 +111,8 @@ absl::StatusOr<proto::Job> BuildGpt(const GptConfig& config, const ParallelLayou
   Tensor loss = ReduceMean(SparseSoftmaxCrossEntropy(logits, Reshape(targets, {b * s})));
   graph.SetLoss(loss);
   graph.SetOptimizer(Optimizer::AdamW(config.learning_rate)
-                         .WithWarmupCosine(config.warmup_steps, 10000, 0.1 * config.learning_rate));
+                         .WithWarmupCosine(config.warmup_steps, 10000, 0.1 * config.learning_rate)
+                         .WithZero(layout.zero(), layout.dp_axis()));
   return graph.Build();
 }
 

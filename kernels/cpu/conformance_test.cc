@@ -73,6 +73,7 @@ std::vector<Case> Cases() {
       {"dropout", {{Shape{5, 7}, f}}, {{"rate", 0.4}, {"seed", int64_t{9}}}},
       {"dropout", {{Shape{3, 4, 9}, f}}, {{"rate", 0.1}, {"seed", int64_t{2}}}},
       {"identity", {{Shape{5, 7}, f}}, {}},
+      {"accumulate", {{Shape{5, 7}, f}}, {{"micro_batches", int64_t{1}}}},
       {"identity", {{Shape{5, 7}, i64}}, {}, 50},
       {"ones_like", {{Shape{5, 7}, f}}, {}},
       {"causal_mask", {{Shape{3, 2, 4, 4}, f}}, {{"fill", -1e9}}},
@@ -145,6 +146,10 @@ std::vector<Case> Cases() {
       {"sgd_update", {{Shape{3, 4}, f}, {Shape{3, 4}, f}, {Shape{3, 4}, f}}, sgd_cosine},
       {"adamw_update", {{Shape{5, 7}, f}, {Shape{5, 7}, f}, {Shape{5, 7}, f}, {Shape{5, 7}, f}},
        adamw, 0, {3}},
+      {"sgd_step", {{Shape{5, 7}, f}, {Shape{5, 7}, f}, {Shape{5, 7}, f}}, sgd},
+      {"adamw_step", {{Shape{5, 7}, f}, {Shape{5, 7}, f}, {Shape{5, 7}, f}, {Shape{5, 7}, f}},
+       adamw, 0, {3}},
+      {"assign", {{Shape{5, 7}, f}, {Shape{5, 7}, f}}, {}},
   };
 }
 

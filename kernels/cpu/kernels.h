@@ -41,6 +41,8 @@ absl::Status SparseSoftmaxCrossEntropyGrad(const KernelContext& context);
 // shape.cc
 absl::Status Reshape(const KernelContext& context);
 absl::Status Identity(const KernelContext& context);
+// accumulate (oneflow_core/ops/accumulate.cc): micro-batch m = step mod micro_batches.
+absl::Status Accumulate(const KernelContext& context);
 absl::Status Transpose(const KernelContext& context);
 absl::Status Slice(const KernelContext& context);
 absl::Status SliceGrad(const KernelContext& context);
@@ -56,6 +58,9 @@ absl::Status EmbeddingGrad(const KernelContext& context);
 // optimizer.cc
 absl::Status SgdUpdate(const KernelContext& context);
 absl::Status AdamWUpdate(const KernelContext& context);
+absl::Status SgdStep(const KernelContext& context);
+absl::Status AdamWStep(const KernelContext& context);
+absl::Status Assign(const KernelContext& context);
 
 }  // namespace cpu
 }  // namespace oneflow

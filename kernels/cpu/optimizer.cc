@@ -1,5 +1,6 @@
 // Optimizer updates, in place on the parameter and its state (OpDefinition::
-// updated_inputs); they have no outputs. Formulas as oneflow_core/ops/optimizer.cc. The
+// updated_inputs); they have no outputs. Their out-of-place twins (sgd_step, adamw_step)
+// write the new values to outputs instead, and assign copies a value into a variable. Formulas as oneflow_core/ops/optimizer.cc. The
 // learning rate comes from the schedule attributes at the context's iteration
 // (ops/learning_rate.h), in double like every scalar here, so every device of every
 // layout uses the same rate; the elementwise loops are float.
@@ -8,6 +9,7 @@
 // read and written): with a device pool (thread_pool.h) each runs as contiguous chunks
 // over the pool. Elements are independent, so the result does not depend on the cut.
 #include <cmath>
+#include <cstring>
 
 #include "kernels/cpu/kernel_util.h"
 #include "kernels/cpu/kernels.h"
@@ -47,47 +49,77 @@ absl::StatusOr<double> LearningRate(const char* kernel, const KernelContext& con
 // traffic, well above a helper's wake-up.
 constexpr int64_t kUpdateGrain = int64_t{1} << 15;
 
-}  // namespace
+
+// The arrays one update reads and writes: `*_out` is either the matching input (the
+// in-place updates) or a separate output (the out-of-place steps, whose outputs never
+// overlap their inputs: kernel.h). Each case has its own loop, so the compiler may
+// vectorize the second without alias checks (seven pointers are past what GCC versions a
+// loop for, and a scalar sqrt made adamw 7x slower); both loops do the same arithmetic,
+// so the two give the same bits.
+struct SgdArrays {
+  const float* param;
+  const float* grad;
+  const float* momentum;
+  float* param_out;
+  float* momentum_out;
+  int64_t n;
+};
 
 // momentum <- momentum_factor * momentum + grad;  param <- param - lr * momentum.
-absl::Status SgdUpdate(const KernelContext& context) {
-  constexpr char kKernel[] = "sgd_update";
-  OF_RETURN_IF_ERROR(CheckArguments(kKernel, context, {{"param"}, {"grad"}, {"momentum"}}, {}));
-  OF_RETURN_IF_ERROR(CheckParamShaped(kKernel, context, {"param", "grad", "momentum"}));
-  OF_ASSIGN_OR_RETURN(const double lr, LearningRate(kKernel, context));
+absl::Status RunSgd(const char* kernel, const KernelContext& context, const SgdArrays& a) {
+  OF_ASSIGN_OR_RETURN(const double lr, LearningRate(kernel, context));
   const double momentum_factor = GetFloatAttr(AttrsOf(context), "momentum", 0.0);
-  OF_RETURN_IF_ERROR(CheckFactor(kKernel, "momentum", momentum_factor));
+  OF_RETURN_IF_ERROR(CheckFactor(kernel, "momentum", momentum_factor));
   const float rate = static_cast<float>(lr);
   const float factor = static_cast<float>(momentum_factor);
-  float* param = context.inputs[0].As<float>();
-  const float* grad = context.inputs[1].As<const float>();
-  float* momentum = context.inputs[2].As<float>();
-  const int64_t n = context.inputs[0].NumElements();
-  ParallelFor(n, kUpdateGrain, [=](int64_t begin, int64_t end) {
+  ParallelFor(a.n, kUpdateGrain, [=](int64_t begin, int64_t end) {
+    const float* grad = a.grad;
+    if (a.param_out == a.param) {
+      float* param = a.param_out;
+      float* momentum = a.momentum_out;
+      for (int64_t i = begin; i < end; ++i) {
+        momentum[i] = factor * momentum[i] + grad[i];
+        param[i] -= rate * momentum[i];
+      }
+      return;
+    }
+    const float* __restrict param = a.param;
+    const float* __restrict momentum = a.momentum;
+    float* __restrict param_out = a.param_out;
+    float* __restrict momentum_out = a.momentum_out;
     for (int64_t i = begin; i < end; ++i) {
-      momentum[i] = factor * momentum[i] + grad[i];
-      param[i] -= rate * momentum[i];
+      const float m = factor * momentum[i] + grad[i];
+      momentum_out[i] = m;
+      param_out[i] = param[i] - rate * m;
     }
   });
   return absl::OkStatus();
 }
 
+struct AdamWArrays {
+  const float* param;
+  const float* grad;
+  const float* m;
+  const float* v;
+  float* param_out;
+  float* m_out;
+  float* v_out;
+  int64_t n;
+};
+
 // Decoupled weight decay (Loshchilov-Hutter), then Adam with bias correction, t = step + 1.
-absl::Status AdamWUpdate(const KernelContext& context) {
-  constexpr char kKernel[] = "adamw_update";
-  OF_RETURN_IF_ERROR(CheckArguments(kKernel, context, {{"param"}, {"grad"}, {"m"}, {"v"}}, {}));
-  OF_RETURN_IF_ERROR(CheckParamShaped(kKernel, context, {"param", "grad", "m", "v"}));
-  OF_ASSIGN_OR_RETURN(const double lr, LearningRate(kKernel, context));
+absl::Status RunAdamW(const char* kernel, const KernelContext& context, const AdamWArrays& a) {
+  OF_ASSIGN_OR_RETURN(const double lr, LearningRate(kernel, context));
   const AttrMap& attrs = AttrsOf(context);
   const double beta1 = GetFloatAttr(attrs, "beta1", 0.9);
   const double beta2 = GetFloatAttr(attrs, "beta2", 0.999);
   const double epsilon = GetFloatAttr(attrs, "epsilon", 1e-8);
   const double weight_decay = GetFloatAttr(attrs, "weight_decay", 0.0);
-  OF_RETURN_IF_ERROR(CheckFactor(kKernel, "beta1", beta1));
-  OF_RETURN_IF_ERROR(CheckFactor(kKernel, "beta2", beta2));
-  if (!(epsilon > 0)) return KernelError(kKernel, "attribute epsilon=", epsilon, " must be > 0");
+  OF_RETURN_IF_ERROR(CheckFactor(kernel, "beta1", beta1));
+  OF_RETURN_IF_ERROR(CheckFactor(kernel, "beta2", beta2));
+  if (!(epsilon > 0)) return KernelError(kernel, "attribute epsilon=", epsilon, " must be > 0");
   if (!(weight_decay >= 0)) {
-    return KernelError(kKernel, "attribute weight_decay=", weight_decay, " must be >= 0");
+    return KernelError(kernel, "attribute weight_decay=", weight_decay, " must be >= 0");
   }
   const double t = static_cast<double>(context.step + 1);
   // Folded into per-step scalars: m_hat / (sqrt(v_hat) + eps) with m_hat = m / c1 and
@@ -101,20 +133,100 @@ absl::Status AdamWUpdate(const KernelContext& context) {
   const float inverse_c1 = static_cast<float>(1.0 / (1.0 - std::pow(beta1, t)));
   const float inverse_sqrt_c2 = static_cast<float>(1.0 / std::sqrt(1.0 - std::pow(beta2, t)));
   const float eps = static_cast<float>(epsilon);
-  float* param = context.inputs[0].As<float>();
-  const float* grad = context.inputs[1].As<const float>();
-  float* m = context.inputs[2].As<float>();
-  float* v = context.inputs[3].As<float>();
-  const int64_t n = context.inputs[0].NumElements();
-  ParallelFor(n, kUpdateGrain, [=](int64_t begin, int64_t end) {
+  ParallelFor(a.n, kUpdateGrain, [=](int64_t begin, int64_t end) {
+    const float* grad = a.grad;
+    if (a.param_out == a.param) {
+      float* param = a.param_out;
+      float* m = a.m_out;
+      float* v = a.v_out;
+      for (int64_t i = begin; i < end; ++i) {
+        const float g = grad[i];
+        m[i] = b1 * m[i] + one_minus_b1 * g;
+        v[i] = b2 * v[i] + one_minus_b2 * g * g;
+        param[i] = param[i] * decay - rate * (m[i] * inverse_c1) / (std::sqrt(v[i]) * inverse_sqrt_c2 + eps);
+      }
+      return;
+    }
+    const float* __restrict param = a.param;
+    const float* __restrict m_in = a.m;
+    const float* __restrict v_in = a.v;
+    float* __restrict param_out = a.param_out;
+    float* __restrict m_out = a.m_out;
+    float* __restrict v_out = a.v_out;
     for (int64_t i = begin; i < end; ++i) {
       const float g = grad[i];
-      m[i] = b1 * m[i] + one_minus_b1 * g;
-      v[i] = b2 * v[i] + one_minus_b2 * g * g;
-      param[i] = param[i] * decay -
-                 rate * (m[i] * inverse_c1) / (std::sqrt(v[i]) * inverse_sqrt_c2 + eps);
+      const float m = b1 * m_in[i] + one_minus_b1 * g;
+      const float v = b2 * v_in[i] + one_minus_b2 * g * g;
+      m_out[i] = m;
+      v_out[i] = v;
+      param_out[i] = param[i] * decay - rate * (m * inverse_c1) / (std::sqrt(v) * inverse_sqrt_c2 + eps);
     }
   });
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+absl::Status SgdUpdate(const KernelContext& context) {
+  constexpr char kKernel[] = "sgd_update";
+  OF_RETURN_IF_ERROR(CheckArguments(kKernel, context, {{"param"}, {"grad"}, {"momentum"}}, {}));
+  OF_RETURN_IF_ERROR(CheckParamShaped(kKernel, context, {"param", "grad", "momentum"}));
+  float* param = context.inputs[0].As<float>();
+  float* momentum = context.inputs[2].As<float>();
+  return RunSgd(kKernel, context,
+                {param, context.inputs[1].As<const float>(), momentum, param, momentum,
+                 context.inputs[0].NumElements()});
+}
+
+absl::Status AdamWUpdate(const KernelContext& context) {
+  constexpr char kKernel[] = "adamw_update";
+  OF_RETURN_IF_ERROR(CheckArguments(kKernel, context, {{"param"}, {"grad"}, {"m"}, {"v"}}, {}));
+  OF_RETURN_IF_ERROR(CheckParamShaped(kKernel, context, {"param", "grad", "m", "v"}));
+  float* param = context.inputs[0].As<float>();
+  float* m = context.inputs[2].As<float>();
+  float* v = context.inputs[3].As<float>();
+  return RunAdamW(kKernel, context,
+                  {param, context.inputs[1].As<const float>(), m, v, param, m, v,
+                   context.inputs[0].NumElements()});
+}
+
+absl::Status SgdStep(const KernelContext& context) {
+  constexpr char kKernel[] = "sgd_step";
+  OF_RETURN_IF_ERROR(CheckArguments(kKernel, context, {{"param"}, {"grad"}, {"momentum"}},
+                                    {{"new_param"}, {"new_momentum"}}));
+  OF_RETURN_IF_ERROR(CheckParamShaped(kKernel, context, {"param", "grad", "momentum"}));
+  for (const KernelArgument& out : context.outputs) {
+    OF_RETURN_IF_ERROR(CheckShape(kKernel, "new_param", out.shape, context.inputs[0].shape, "param's shape"));
+  }
+  return RunSgd(kKernel, context,
+                {context.inputs[0].As<const float>(), context.inputs[1].As<const float>(),
+                 context.inputs[2].As<const float>(), context.outputs[0].As<float>(),
+                 context.outputs[1].As<float>(), context.inputs[0].NumElements()});
+}
+
+absl::Status AdamWStep(const KernelContext& context) {
+  constexpr char kKernel[] = "adamw_step";
+  OF_RETURN_IF_ERROR(CheckArguments(kKernel, context, {{"param"}, {"grad"}, {"m"}, {"v"}},
+                                    {{"new_param"}, {"new_m"}, {"new_v"}}));
+  OF_RETURN_IF_ERROR(CheckParamShaped(kKernel, context, {"param", "grad", "m", "v"}));
+  for (const KernelArgument& out : context.outputs) {
+    OF_RETURN_IF_ERROR(CheckShape(kKernel, "new_param", out.shape, context.inputs[0].shape, "param's shape"));
+  }
+  return RunAdamW(kKernel, context,
+                  {context.inputs[0].As<const float>(), context.inputs[1].As<const float>(),
+                   context.inputs[2].As<const float>(), context.inputs[3].As<const float>(),
+                   context.outputs[0].As<float>(), context.outputs[1].As<float>(),
+                   context.outputs[2].As<float>(), context.inputs[0].NumElements()});
+}
+
+// ref <- value: a copy of this device's slice into the variable.
+absl::Status Assign(const KernelContext& context) {
+  constexpr char kKernel[] = "assign";
+  OF_RETURN_IF_ERROR(CheckArguments(kKernel, context, {{"ref"}, {"value"}}, {}));
+  OF_RETURN_IF_ERROR(CheckShape(kKernel, "value", context.inputs[1].shape, context.inputs[0].shape,
+                                "ref's shape"));
+  std::memcpy(context.inputs[0].As<float>(), context.inputs[1].As<const float>(),
+              static_cast<size_t>(context.inputs[0].NumElements()) * sizeof(float));
   return absl::OkStatus();
 }
 

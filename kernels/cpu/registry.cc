@@ -39,6 +39,7 @@ constexpr NamedKernel kKernels[] = {
     {"slice", cpu::Slice},
     {"concat", cpu::Concat},
     {"identity", cpu::Identity},
+    {"accumulate", cpu::Accumulate},
     {"ones_like", cpu::OnesLike},
     {"causal_mask", cpu::CausalMask},
     // Backward kernels.
@@ -56,6 +57,10 @@ constexpr NamedKernel kKernels[] = {
     // Optimizer updates (in place).
     {"sgd_update", cpu::SgdUpdate},
     {"adamw_update", cpu::AdamWUpdate},
+    // Out-of-place steps and the copy into a variable (in place).
+    {"sgd_step", cpu::SgdStep},
+    {"adamw_step", cpu::AdamWStep},
+    {"assign", cpu::Assign},
 };
 
 }  // namespace

@@ -182,6 +182,12 @@ Optimizer& Optimizer::WithWarmupCosine(int64_t warmup_steps, int64_t total_steps
   return *this;
 }
 
+Optimizer& Optimizer::WithZero(int64_t stage, int64_t data_parallel_axis) {
+  def.set_zero_stage(static_cast<int32_t>(stage));
+  def.set_zero_axis(stage == 0 ? 0 : static_cast<int32_t>(data_parallel_axis));
+  return *this;
+}
+
 void Graph::AddDataSource(const std::string& name, const DataSource& source,
                           SourceLocation location) {
   if (!status_.ok()) return;
@@ -378,6 +384,7 @@ absl::StatusOr<proto::Job> Graph::Build() const {
   if (optimizer_) *job.mutable_optimizer() = optimizer_->def;
   if (default_placement_) *job.mutable_default_placement() = default_placement_->ToProto();
   job.set_batch_size(batch_size_);
+  if (micro_batches_ > 1) job.set_micro_batches(micro_batches_);
   return job;
 }
 

@@ -128,6 +128,11 @@ struct Optimizer {
                          double epsilon = 1e-8, double weight_decay = 0.01);
   // Linear warmup over `warmup_steps`, then cosine decay to `min_lr` at `total_steps`.
   Optimizer& WithWarmupCosine(int64_t warmup_steps, int64_t total_steps, double min_lr);
+  // ZeRO stage 0..3 over hierarchy axis `data_parallel_axis` of each variable's placement
+  // (OptimizerDef.zero_stage, docs/zero.md): 1 shards the optimizer state over that axis,
+  // 2 also reduce-scatters the gradients, 3 also shards the parameters. 0 leaves the job
+  // as without the call. The compiler checks the values.
+  Optimizer& WithZero(int64_t stage, int64_t data_parallel_axis);
 };
 
 class Graph {
@@ -146,8 +151,12 @@ class Graph {
   void SetOptimizer(const Optimizer& optimizer);
   // Samples per iteration (the logical batch), for throughput figures.
   void SetBatchSize(int64_t batch_size) { batch_size_ = batch_size; }
+  // Micro-batches per iteration (Job.micro_batches): the Input shapes are then those of
+  // one micro-batch, batch_size / micro_batches rows.
+  void SetMicroBatches(int64_t micro_batches) { micro_batches_ = micro_batches; }
   // Placement of tensors without a placement hint.
   void SetDefaultPlacement(const Placement& placement) { default_placement_ = placement; }
+  const std::optional<Placement>& default_placement() const { return default_placement_; }
 
   // A tensor fed each iteration by data source `source` (see AddDataSource).
   Tensor Input(const std::string& name, const Shape& shape, DType dtype,
@@ -213,6 +222,7 @@ class Graph {
     SourceLocation location;
   };
   const TensorRecord& tensor(int64_t id) const { return tensors_[id]; }
+  int64_t num_tensors() const { return static_cast<int64_t>(tensors_.size()); }
   TensorRecord& mutable_tensor(int64_t id) { return tensors_[id]; }
 
   // Read access for compiler passes that extend a graph.
@@ -258,6 +268,7 @@ class Graph {
   std::optional<Optimizer> optimizer_;
   std::optional<Placement> default_placement_;
   int64_t batch_size_ = 0;
+  int64_t micro_batches_ = 0;
   std::string name_scope_;
   std::deque<std::string> location_files_;
   std::vector<OpRecord> ops_;

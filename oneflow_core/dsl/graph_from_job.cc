@@ -130,6 +130,7 @@ absl::StatusOr<std::unique_ptr<Graph>> Graph::FromJob(const proto::Job& job) {
     graph->SetDefaultPlacement(placement);
   }
   graph->SetBatchSize(job.batch_size());
+  graph->SetMicroBatches(job.micro_batches());
   if (!job.loss().empty()) {
     Tensor loss = graph->FindTensor(job.loss());
     if (!loss.valid()) {

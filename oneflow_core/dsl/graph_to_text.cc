@@ -88,6 +88,9 @@ std::string OptimizerText(const proto::OptimizerDef& def) {
     absl::StrAppend(&text, " schedule=warmup_cosine warmup=", schedule.warmup_steps(),
                     " total=", schedule.total_steps(), " min_lr=", FormatDouble(schedule.min_lr()));
   }
+  if (def.zero_stage() != 0) {
+    absl::StrAppend(&text, " zero=", def.zero_stage(), " zero_axis=", def.zero_axis());
+  }
   return text;
 }
 

@@ -228,4 +228,27 @@ void AdamWUpdate(Tensor param, Tensor grad, Tensor m, Tensor v,
   ApplyN("adamw_update", {param, grad, m, v}, std::move(attrs), location);
 }
 
+std::vector<Tensor> SgdStep(Tensor param, Tensor grad, Tensor momentum,
+                            const proto::SgdOptimizer& sgd,
+                            const proto::LearningRateSchedule& schedule, Loc location) {
+  AttrMap attrs = LearningRateAttrs(schedule);
+  attrs["momentum"] = sgd.momentum();
+  return ApplyN("sgd_step", {param, grad, momentum}, std::move(attrs), location);
+}
+
+std::vector<Tensor> AdamWStep(Tensor param, Tensor grad, Tensor m, Tensor v,
+                              const proto::AdamWOptimizer& adamw,
+                              const proto::LearningRateSchedule& schedule, Loc location) {
+  AttrMap attrs = LearningRateAttrs(schedule);
+  attrs["beta1"] = adamw.beta1();
+  attrs["beta2"] = adamw.beta2();
+  attrs["epsilon"] = adamw.epsilon();
+  attrs["weight_decay"] = adamw.weight_decay();
+  return ApplyN("adamw_step", {param, grad, m, v}, std::move(attrs), location);
+}
+
+void Assign(Tensor ref, Tensor value, Loc location) {
+  ApplyN("assign", {ref, value}, {}, location);
+}
+
 }  // namespace oneflow

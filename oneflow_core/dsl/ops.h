@@ -101,6 +101,20 @@ void SgdUpdate(Tensor param, Tensor grad, Tensor momentum, const proto::SgdOptim
 void AdamWUpdate(Tensor param, Tensor grad, Tensor m, Tensor v,
                  const proto::AdamWOptimizer& adamw, const proto::LearningRateSchedule& schedule,
                  Loc location = Loc::Current());
+// Their out-of-place twins: the new parameter then the new state as outputs (sgd_step:
+// {new_param, new_momentum}; adamw_step: {new_param, new_m, new_v}), nothing written in
+// place; empty after an error. The compiler uses them to update a shard of a parameter
+// (docs/zero.md).
+std::vector<Tensor> SgdStep(Tensor param, Tensor grad, Tensor momentum,
+                            const proto::SgdOptimizer& sgd,
+                            const proto::LearningRateSchedule& schedule,
+                            Loc location = Loc::Current());
+std::vector<Tensor> AdamWStep(Tensor param, Tensor grad, Tensor m, Tensor v,
+                              const proto::AdamWOptimizer& adamw,
+                              const proto::LearningRateSchedule& schedule,
+                              Loc location = Loc::Current());
+// ref <- value, in place (an update: no outputs); value has ref's type.
+void Assign(Tensor ref, Tensor value, Loc location = Loc::Current());
 
 }  // namespace oneflow
 

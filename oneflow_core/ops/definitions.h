@@ -20,6 +20,7 @@ OpDefinition MulDefinition();
 OpDefinition DivDefinition();
 OpDefinition BiasAddDefinition();
 OpDefinition IdentityDefinition();
+OpDefinition AccumulateDefinition();
 OpDefinition OnesLikeDefinition();
 // causal_mask.cc
 OpDefinition CausalMaskDefinition();
@@ -58,6 +59,10 @@ OpDefinition BroadcastLikeDefinition();
 // Optimizer updates (no outputs; update their inputs in place). optimizer.cc
 OpDefinition SgdUpdateDefinition();
 OpDefinition AdamWUpdateDefinition();
+// Out-of-place optimizer steps and the in-place copy into a variable. optimizer.cc
+OpDefinition SgdStepDefinition();
+OpDefinition AdamWStepDefinition();
+OpDefinition AssignDefinition();
 
 }  // namespace oneflow
 

@@ -149,6 +149,7 @@ std::vector<Case> Cases() {
       {"scalar_add", {{Shape{5, 7}, f}}, {{"scalar", 0.5}}},
       {"dropout", {{Shape{5, 7}, f}}, {{"rate", 0.4}, {"seed", int64_t{9}}}},
       {"identity", {{Shape{5, 7}, f}}, {}},
+      {"accumulate", {{Shape{5, 7}, f}}, {{"micro_batches", int64_t{4}}}},
       {"ones_like", {{Shape{5, 7}, f}}, {}},
       {"causal_mask", {{Shape{3, 2, 4, 4}, f}}, {{"fill", -1e9}}},
       {"causal_mask", {{Shape{5, 4, 4}, f}}, {{"fill", 0.0}}},
@@ -188,6 +189,10 @@ std::vector<Case> Cases() {
       {"sgd_update", {{Shape{5, 7}, f}, {Shape{5, 7}, f}, {Shape{5, 7}, f}}, sgd},
       {"adamw_update", {{Shape{5, 7}, f}, {Shape{5, 7}, f}, {Shape{5, 7}, f}, {Shape{5, 7}, f}},
        adamw, 0, {3}},
+      {"sgd_step", {{Shape{5, 7}, f}, {Shape{5, 7}, f}, {Shape{5, 7}, f}}, sgd},
+      {"adamw_step", {{Shape{5, 7}, f}, {Shape{5, 7}, f}, {Shape{5, 7}, f}, {Shape{5, 7}, f}},
+       adamw, 0, {3}},
+      {"assign", {{Shape{5, 7}, f}, {Shape{5, 7}, f}}, {}},
   };
 }
 

@@ -10,6 +10,13 @@
 //     param <- param - lr * (m / (1 - beta1^t)) / (sqrt(v / (1 - beta2^t)) + epsilon)
 // lr comes from the schedule attributes (learning_rate.h) at the iteration the runtime
 // passes the kernel.
+//
+// Out-of-place twins, for updates that run on a copy of the parameter (a shard of a
+// replicated parameter under ZeRO stages 1 and 2, docs/zero.md): ordinary ops whose
+// outputs are the new values, followed by `assign`s that write them into the variables.
+//   sgd_step(param, grad, momentum) -> (new_param, new_momentum)
+//   adamw_step(param, grad, m, v) -> (new_param, new_m, new_v)
+//   assign(ref, value; ref):  ref <- value   (an update: no outputs, ref in place)
 #include "absl/strings/str_cat.h"
 #include "oneflow_core/ops/definitions.h"
 #include "oneflow_core/ops/learning_rate.h"
@@ -75,7 +82,56 @@ std::vector<SbpSignature> UpdateSignatures(const std::vector<TensorType>& inputs
   return signatures;
 }
 
+// The out-of-place steps: the checks of the in-place update, one output per value it
+// would have written, typed like the parameter.
+absl::StatusOr<std::vector<TensorType>> InferSgdStep(const std::vector<TensorType>& inputs,
+                                                     const AttrMap& attrs) {
+  OF_RETURN_IF_ERROR(InferSgdUpdate(inputs, attrs).status());
+  return std::vector<TensorType>(2, inputs[0]);
+}
+
+absl::StatusOr<std::vector<TensorType>> InferAdamWStep(const std::vector<TensorType>& inputs,
+                                                       const AttrMap& attrs) {
+  OF_RETURN_IF_ERROR(InferAdamWUpdate(inputs, attrs).status());
+  return std::vector<TensorType>(3, inputs[0]);
+}
+
+// As UpdateSignatures, every output laid out like the inputs.
+std::vector<SbpSignature> StepSignatures(const std::vector<TensorType>& inputs,
+                                         const AttrMap& attrs) {
+  const size_t outputs = inputs.size() - 1;  // Every input but the gradient.
+  std::vector<SbpSignature> signatures = UpdateSignatures(inputs, attrs);
+  for (SbpSignature& signature : signatures) {
+    signature.outputs.assign(outputs, signature.inputs[0]);
+  }
+  return signatures;
+}
+
+absl::StatusOr<std::vector<TensorType>> InferAssign(const std::vector<TensorType>& inputs,
+                                                    const AttrMap&) {
+  OF_RETURN_IF_ERROR(op_util::ExpectSameType("value", inputs[1], "ref", inputs[0]));
+  return std::vector<TensorType>{};
+}
+
 }  // namespace
+
+OpDefinition SgdStepDefinition() {
+  return {"sgd_step", {"param", "grad", "momentum"}, {"new_param", "new_momentum"},
+          InferSgdStep, StepSignatures, "sgd_step"};
+}
+
+OpDefinition AdamWStepDefinition() {
+  return {"adamw_step", {"param", "grad", "m", "v"}, {"new_param", "new_m", "new_v"},
+          InferAdamWStep, StepSignatures, "adamw_step"};
+}
+
+OpDefinition AssignDefinition() {
+  // Elementwise: ref and value in the same layout (S(i) or B; never P).
+  OpDefinition definition{"assign", {"ref", "value"}, {}, InferAssign, UpdateSignatures,
+                          "assign"};
+  definition.updated_inputs = {"ref"};
+  return definition;
+}
 
 OpDefinition SgdUpdateDefinition() {
   OpDefinition definition{"sgd_update", {"param", "grad", "momentum"}, {}, InferSgdUpdate,

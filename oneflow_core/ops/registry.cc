@@ -31,6 +31,7 @@ const OpRegistry& OpRegistry::Get() {
       SliceDefinition(),
       ConcatDefinition(),
       IdentityDefinition(),
+      AccumulateDefinition(),
       OnesLikeDefinition(),
       CausalMaskDefinition(),
       // Backward ops.
@@ -48,6 +49,9 @@ const OpRegistry& OpRegistry::Get() {
       // Optimizer updates.
       SgdUpdateDefinition(),
       AdamWUpdateDefinition(),
+      SgdStepDefinition(),
+      AdamWStepDefinition(),
+      AssignDefinition(),
   });
   return *registry;
 }

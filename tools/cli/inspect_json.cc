@@ -68,6 +68,11 @@ void WriteStep(const proto::BoxingStepDef& step, std::optional<int64_t> dense_by
   json.Int(step.bytes_per_device());
   json.Key("collective_id");
   step.collective_id() == -1 ? json.Null() : json.Int(step.collective_id());
+  // Only bucketed steps carry the key, so plans without buckets print as before.
+  if (step.has_bucket_id()) {
+    json.Key("bucket_id");
+    json.Int(step.bucket_id());
+  }
   // Only compressed steps carry the key, so dense plans print as before.
   if (IsCompressed(step)) {
     const proto::Compression& compression = step.compression();
@@ -195,6 +200,8 @@ void WriteDevice(const proto::Plan& plan, const PlanIndex& index, const Compress
   json.EndArray();
   json.Key("register_bytes");
   json.Int(figures.register_bytes - view_bytes);
+  json.Key("persistent_bytes");
+  json.Int(figures.persistent_bytes);
   json.Key("peak_bytes");
   json.Int(device.peak_bytes());
   json.Key("lower_bound_bytes");
@@ -228,6 +235,42 @@ void WriteDevice(const proto::Plan& plan, const PlanIndex& index, const Compress
   json.EndObject();
 }
 
+// A gradient bucket (Plan.buckets) with its members in packing (= backward) order.
+void WriteBucket(const proto::GradientBucketDef& bucket, JsonWriter& json) {
+  json.BeginObject();
+  json.Key("id");
+  json.Int(bucket.id());
+  json.Key("kind");
+  json.String("all_reduce");
+  json.Key("hierarchy_axis");
+  json.Int(bucket.hierarchy_axis());
+  json.Key("placement");
+  json.String(PlacementText(bucket.placement()));
+  json.Key("bytes_per_device");
+  json.Int(bucket.size_bytes());
+  json.Key("collective_id");
+  json.Int(bucket.collective_id());
+  json.Key("codec");
+  bucket.compression().kind() == proto::Compression::NONE ? json.Null()
+                                                           : json.String(CodecText(bucket.compression().kind()));
+  json.Key("members");
+  json.BeginArray();
+  for (const proto::BucketMemberDef& member : bucket.members()) {
+    json.BeginObject();
+    json.Key("tensor");
+    json.String(member.tensor());
+    json.Key("bytes");
+    json.Int(member.size_bytes());
+    json.Key("boxing_id");
+    json.Int(member.boxing_id());
+    json.Key("boxing_step");
+    json.Int(member.boxing_step());
+    json.EndObject();
+  }
+  json.EndArray();
+  json.EndObject();
+}
+
 }  // namespace
 
 std::string RenderJson(const proto::Plan& plan, const PlanIndex& index, std::optional<int> device) {
@@ -251,6 +294,12 @@ std::string RenderJson(const proto::Plan& plan, const PlanIndex& index, std::opt
   json.Key("boxings");
   json.BeginArray();
   for (int b = 0; b < plan.boxings_size(); ++b) WriteBoxing(plan.boxings(b), b, index, figures, json);
+  json.EndArray();
+  json.Key("bucket_bytes_limit");
+  json.Int(plan.bucket_bytes_limit());
+  json.Key("buckets");
+  json.BeginArray();
+  for (const proto::GradientBucketDef& bucket : plan.buckets()) WriteBucket(bucket, json);
   json.EndArray();
   json.Key("num_devices");
   json.Int(plan.devices_size());

@@ -41,6 +41,7 @@ const std::vector<std::string> kDeviceSection = {
     "    actors: 7 (data_source 1, variable 1, compute 4, boxing 1)",
     "    registers: 7, 30.00 KiB (30720 B)",
     "    memory: peak 30.00 KiB (30720 B), lower bound 20.00 KiB (20480 B), ratio 1.50",
+    "    persistent: 2.00 KiB (2048 B) (variables and optimizer state)",
     "    traffic per iteration: sent 2.00 KiB (2048 B), received 2.00 KiB (2048 B)",
     "    collective order: 0 all_reduce(w_grad)",
 };
@@ -185,6 +186,7 @@ TEST(InspectJsonTest, ParsesBackWithTheSameContent) {
   const auto& device = devices[1].struct_value().fields();
   EXPECT_EQ(device.at("device").string_value(), "0:1");
   EXPECT_EQ(device.at("register_bytes").number_value(), 30720);
+  EXPECT_EQ(device.at("persistent_bytes").number_value(), 2048);  // w
   EXPECT_EQ(device.at("peak_to_lower_bound").number_value(), 1.5);
   EXPECT_EQ(device.at("actors_by_kind").struct_value().fields().at("compute").number_value(), 4);
   EXPECT_EQ(device.at("collective_order").list_value().values_size(), 1);

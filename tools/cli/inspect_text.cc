@@ -1,5 +1,5 @@
 // The text format of `oneflow inspect`: what a person reads. Sections, in order:
-// header, cluster, ops, boxings, devices. docs/inspect.md shows a sample.
+// header, cluster, ops, boxings, gradient buckets (when there are any), devices. docs/inspect.md shows a sample.
 #include <algorithm>
 #include <string>
 #include <vector>
@@ -91,6 +91,7 @@ void AppendBoxing(const proto::BoxingDef& boxing, int b, const PlanIndex& index,
                     FormatBytes(step.bytes_per_device()), " per device, ",
                     step.collective_id() == -1 ? std::string("local")
                                                : absl::StrCat("collective ", step.collective_id()),
+                    step.has_bucket_id() ? absl::StrCat(", in gradient bucket ", step.bucket_id()) : std::string(),
                     "\n");
     if (IsCompressed(step)) {
       const std::optional<double> saved = SecondsSaved(step);
@@ -114,6 +115,27 @@ void AppendBoxing(const proto::BoxingDef& boxing, int b, const PlanIndex& index,
                     boxing.sparsity().max_rows(), " rows per device\n");
   }
   absl::StrAppend(out, "    reason: ", boxing.reason().empty() ? "-" : boxing.reason(), "\n");
+}
+
+// One gradient bucket (Plan.buckets): its collective and its members in packing order,
+// which is the order backward produces them.
+void AppendBucket(const proto::GradientBucketDef& bucket, const PlanIndex& index, std::string* out) {
+  const proto::CollectiveDef* collective = index.FindCollective(bucket.collective_id());
+  absl::StrAppend(out, "  bucket ", bucket.id(), ": all_reduce on axis ", bucket.hierarchy_axis(), " of ",
+                  PlacementText(bucket.placement()), ", ", Plural(bucket.members_size(), "gradient", "gradients"), ", ",
+                  FormatBytes(bucket.size_bytes()), " per device, ",
+                  collective == nullptr ? std::string("no collective") : absl::StrCat("collective ", collective->id()),
+                  bucket.compression().kind() != proto::Compression::NONE
+                      ? absl::StrCat(", ", CompressionKindText(bucket.compression().kind()))
+                      : std::string(),
+                  "\n");
+  std::vector<std::vector<std::string>> rows;
+  for (int k = 0; k < bucket.members_size(); ++k) {
+    const proto::BucketMemberDef& member = bucket.members(k);
+    rows.push_back({absl::StrCat(k, ":"), TensorText(index, member.tensor()), FormatBytes(member.size_bytes()),
+                    absl::StrCat("boxing ", member.boxing_id(), " step ", member.boxing_step())});
+  }
+  AppendTable(rows, "    ", out);
 }
 
 // "0 all_reduce(w_grad), 3 all_gather(h)", or "none".
@@ -158,6 +180,8 @@ void AppendDevice(const proto::Plan& plan, const PlanIndex& index, const Compres
                       ? absl::StrFormat("%.2f", *figures.peak_to_lower_bound)
                       : std::string("n/a"),
                   "\n");
+  absl::StrAppend(out, "    persistent: ", FormatBytes(figures.persistent_bytes),
+                  " (variables and optimizer state)\n");
   absl::StrAppend(out, "    traffic per iteration: sent ",
                   FormatBytes(device.bytes_sent_per_iter()), ", received ",
                   FormatBytes(device.bytes_received_per_iter()), "\n");
@@ -186,6 +210,11 @@ std::string RenderText(const proto::Plan& plan, const PlanIndex& index, std::opt
                       : absl::StrCat(" (", FormatBytes(figures.DenseBoxingBytesInAll()), " dense)"),
                   "\n");
   for (int b = 0; b < plan.boxings_size(); ++b) AppendBoxing(plan.boxings(b), b, index, figures, &out);
+  if (plan.buckets_size() > 0) {
+    absl::StrAppend(&out, "\ngradient buckets (", plan.buckets_size(), "), at most ",
+                    FormatBytes(plan.bucket_bytes_limit()), " each; members in the order backward produces them\n");
+    for (const proto::GradientBucketDef& bucket : plan.buckets()) AppendBucket(bucket, index, &out);
+  }
 
   if (device.has_value()) {
     absl::StrAppend(&out, "\ndevices (1 of ", plan.devices_size(), ")\n");

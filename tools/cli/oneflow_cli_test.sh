@@ -27,6 +27,7 @@ grep -qx "  boxing 0: w_grad \[32, 16\] f32, mm_grad -> sgd, P -> B on cpu{0:0-1
 # Per device: w persistent (2048 B) + an arena of 2 slot copies of 14336 B = 30720 B.
 grep -qx "    registers: 7, 30.00 KiB (30720 B)" <<<"$out" || fail "$out"
 grep -qx "    memory: peak 30.00 KiB (30720 B), lower bound 20.00 KiB (20480 B), ratio 1.50" <<<"$out" || fail "$out"
+grep -qx "    persistent: 2.00 KiB (2048 B) (variables and optimizer state)" <<<"$out" || fail "$out"
 [[ $(grep -c "^    memory: peak 30.00 KiB (30720 B)," <<<"$out") -eq 2 ]] || fail "$out"
 
 run "$ONEFLOW" inspect "$DIR/a.plan" --format=json --device=0:1

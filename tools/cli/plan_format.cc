@@ -166,6 +166,9 @@ DeviceFigures ComputeDeviceFigures(const proto::DevicePlan& device) {
   for (const proto::RegisterDef& reg : device.registers()) {
     figures.register_bytes += reg.count() * reg.size_bytes();
   }
+  for (const proto::MemoryBlock& block : device.memory_blocks()) {
+    if (block.persistent()) figures.persistent_bytes += block.size_bytes();
+  }
   if (device.lower_bound_bytes() > 0) {
     figures.peak_to_lower_bound =
         static_cast<double>(device.peak_bytes()) / device.lower_bound_bytes();

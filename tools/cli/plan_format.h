@@ -73,6 +73,9 @@ struct DeviceFigures {
   int64_t num_registers = 0;
   // Sum over registers of count * size_bytes: the memory the registers pin.
   int64_t register_bytes = 0;
+  // Bytes of the persistent memory blocks (variables and optimizer state, kept across
+  // iterations): what ZeRO divides (docs/zero.md).
+  int64_t persistent_bytes = 0;
   // peak_bytes / lower_bound_bytes; absent when the lower bound is not positive.
   std::optional<double> peak_to_lower_bound;
 };

@@ -48,6 +48,15 @@ absl::Status RunRun(const std::vector<std::string>& arguments, std::ostream& out
   OF_RETURN_IF_ERROR(result.status());
   if (options.record_acts) {
     OF_RETURN_IF_ERROR(actors::WriteChromeTrace(absl::GetFlag(FLAGS_trace), plan, result->engine.acts));
+    if (plan.buckets_size() > 0) {
+      // What the trace shows of gradient buckets, in one line (stderr: stdout may be metrics).
+      const actors::BucketOverlap overlap = actors::MeasureBucketOverlap(plan, result->engine.acts);
+      std::fprintf(stderr,
+                   "gradient buckets: %lld acts, %.3f ms of all-reduce, %.3f ms of it while the compute thread "
+                   "acted; %lld acts overlapped a later backward op\n",
+                   static_cast<long long>(overlap.bucket_acts), overlap.bucket_ms, overlap.overlapped_ms,
+                   static_cast<long long>(overlap.acts_overlapping_later_compute));
+    }
   }
   return absl::OkStatus();
 }

@@ -56,6 +56,40 @@ std::string PathToLoss(const Graph& graph, size_t first, int64_t loss, const Ten
   return absl::StrJoin(path, " -> ");
 }
 
+// Where the forward ops run when the graph uses several placements (pipeline stages),
+// by the compiler's rule (compiler/compilation.h, IndexLogicalGraph): an op on the
+// placement of its outputs' hints, else of its first input; an unhinted tensor where its
+// producer runs; unhinted inputs and variables on the default placement. Empty when
+// every hint is the default placement: then nothing needs pinning.
+std::vector<std::optional<Placement>> ForwardOpPlacements(const Graph& graph, size_t num_forward) {
+  const std::optional<Placement>& fallback = graph.default_placement();
+  bool several = false;
+  for (int64_t id = 0; id < graph.num_tensors(); ++id) {
+    const std::optional<Placement>& hint = graph.tensor(id).placement;
+    several |= hint.has_value() && hint != fallback;
+  }
+  if (!several) return {};
+  std::map<int64_t, std::optional<Placement>> tensor_placement;
+  auto placement_of = [&](int64_t id) -> std::optional<Placement> {
+    if (graph.tensor(id).placement) return graph.tensor(id).placement;
+    auto it = tensor_placement.find(id);
+    return it != tensor_placement.end() ? it->second : fallback;
+  };
+  std::vector<std::optional<Placement>> placements(num_forward);
+  for (size_t i = 0; i < num_forward; ++i) {
+    const Graph::OpRecord& op = graph.ops()[i];
+    std::optional<Placement> placement;
+    for (const auto& [arg, id] : op.outputs) {
+      if (!placement && graph.tensor(id).placement) placement = graph.tensor(id).placement;
+    }
+    if (!placement && !op.inputs.empty()) placement = placement_of(op.inputs[0].second);
+    if (!placement) placement = fallback;
+    for (const auto& [arg, id] : op.outputs) tensor_placement[id] = placement;
+    placements[i] = placement;
+  }
+  return placements;
+}
+
 }  // namespace
 
 absl::StatusOr<std::vector<Tensor>> AddBackward(Graph& graph, Tensor loss,
@@ -79,6 +113,20 @@ absl::StatusOr<std::vector<Tensor>> AddBackward(Graph& graph, Tensor loss,
     if (!AnyIn(op.outputs, leads)) continue;
     for (const auto& [arg, id] : op.inputs) leads.insert(id);
   }
+
+  // With several placements, every op a gradient function adds runs where its forward op
+  // does (its outputs get that placement as a hint, unless they have one): the backward
+  // of a pipeline stage stays on the stage, and gradients cross between stages only
+  // where activations did.
+  const std::vector<std::optional<Placement>> forward_placements = ForwardOpPlacements(graph, num_forward);
+  auto pin = [&](size_t first_new_op, const std::optional<Placement>& placement) {
+    if (!placement) return;
+    for (size_t j = first_new_op; j < graph.ops().size(); ++j) {
+      for (const auto& [arg, id] : graph.ops()[j].outputs) {
+        if (!graph.tensor(id).placement) graph.mutable_tensor(id).placement = placement;
+      }
+    }
+  };
 
   // Gradient contributions per tensor; Total sums them once and keeps the sum.
   std::map<int64_t, std::vector<Tensor>> contributions;
@@ -107,6 +155,7 @@ absl::StatusOr<std::vector<Tensor>> AddBackward(Graph& graph, Tensor loss,
     ctx.location = op.location;
     bool any_grad = false;
     for (const auto& [arg, id] : op.inputs) ctx.inputs.push_back(graph.TensorById(id));
+    const size_t first_new_op = graph.ops().size();
     for (const auto& [arg, id] : op.outputs) {
       ctx.outputs.push_back(graph.TensorById(id));
       ctx.output_grads.push_back(total(id, op.location));
@@ -124,6 +173,7 @@ absl::StatusOr<std::vector<Tensor>> AddBackward(Graph& graph, Tensor loss,
     }
     const std::vector<Tensor> grads = (*gradient)(ctx);
     OF_RETURN_IF_ERROR(graph.status());
+    if (!forward_placements.empty()) pin(first_new_op, forward_placements[i]);
     if (grads.size() != op.inputs.size()) {
       return absl::InternalError(absl::StrCat("gradient of op '", op.name, "' (", op.type,
                                               ") returned ", grads.size(), " tensors for ",
@@ -145,7 +195,13 @@ absl::StatusOr<std::vector<Tensor>> AddBackward(Graph& graph, Tensor loss,
   std::vector<Tensor> result;
   for (const Tensor& tensor : wrt) {
     Graph::NameScope scope(graph, tensor.name() + "_grad");
+    const size_t first_new_op = graph.ops().size();
     result.push_back(total(tensor.id(), graph.tensor(tensor.id()).location));
+    // A variable's gradient is summed where the variable lives.
+    if (!forward_placements.empty()) {
+      pin(first_new_op, graph.tensor(tensor.id()).placement ? graph.tensor(tensor.id()).placement
+                                                             : graph.default_placement());
+    }
   }
   OF_RETURN_IF_ERROR(graph.status());
   return result;

@@ -199,10 +199,11 @@ TEST(GraphTextErrorsTest, SourcesAndOptimizers) {
       {Head("optimizer sgd lr=0.1 schedule=warmup_cosine warmup=10 min_lr=0.0"), kInvalid,
        "line 4: optimizer sgd with schedule=warmup_cosine needs 'total=...'"},
       {Head("optimizer sgd lr=0.1 warmup=10"), kInvalid,
-       "line 4: unknown key 'warmup' for optimizer sgd; valid: lr, momentum, schedule"},
+       "line 4: unknown key 'warmup' for optimizer sgd; valid: lr, momentum, schedule, zero, "
+       "zero_axis"},
       {Head("optimizer adamw lr=0.1 beta=0.9"), kInvalid,
        "line 4: unknown key 'beta' for optimizer adamw; valid: lr, beta1, beta2, epsilon, "
-       "weight_decay, schedule"},
+       "weight_decay, schedule, zero, zero_axis"},
       {"graph g\noptimizer sgd lr=0.1\noptimizer sgd lr=0.2\n", kInvalid,
        "line 3: a second 'optimizer' statement; the first is on line 2"},
   };

@@ -46,6 +46,13 @@ absl::StatusOr<int64_t> RequireInt(Fields& fields, absl::string_view key,
   return ParseInt(text, absl::StrCat("'", key, "'"));
 }
 
+// The value of `key` read as an integer, or `fallback` when the key is absent.
+absl::StatusOr<int64_t> TakeInt(Fields& fields, absl::string_view key, int64_t fallback) {
+  std::optional<absl::string_view> text = fields.Take(key);
+  if (!text) return fallback;
+  return ParseInt(*text, absl::StrCat("'", key, "'"));
+}
+
 absl::StatusOr<uint64_t> RequireSeed(Fields& fields, absl::string_view owner) {
   OF_ASSIGN_OR_RETURN(absl::string_view text, fields.Require("seed", owner));
   return ParseUint64(text, "'seed'");
@@ -141,6 +148,10 @@ absl::StatusOr<Optimizer> ReadOptimizer(absl::string_view kind, Fields& fields) 
     return absl::InvalidArgumentError(absl::StrCat("unknown schedule '", schedule, "' for ",
                                                    owner, "; valid: constant, warmup_cosine"));
   }
+  OF_ASSIGN_OR_RETURN(int64_t zero, TakeInt(fields, "zero", 0));
+  OF_ASSIGN_OR_RETURN(int64_t zero_axis, TakeInt(fields, "zero_axis", 0));
+  optimizer.WithZero(zero, zero_axis);
+  absl::StrAppend(&valid, ", zero, zero_axis");
   OF_RETURN_IF_ERROR(fields.CheckAllTaken(owner, valid));
   return optimizer;
 }

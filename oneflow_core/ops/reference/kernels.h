@@ -84,6 +84,9 @@ Outputs EmbeddingGrad(const KernelArgs& args);
 // optimizer.cc
 Outputs SgdUpdate(const KernelArgs& args);
 Outputs AdamWUpdate(const KernelArgs& args);
+// The out-of-place steps (sgd_step, adamw_step) return what the updates return, the new
+// parameter then the new state, which are their outputs; assign returns the value.
+Outputs Assign(const KernelArgs& args);
 
 }  // namespace reference
 }  // namespace oneflow

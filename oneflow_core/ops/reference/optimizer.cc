@@ -43,5 +43,7 @@ Outputs AdamWUpdate(const KernelArgs& args) {
   return std::vector<Dense>{param, m, v};
 }
 
+Outputs Assign(const KernelArgs& args) { return std::vector<Dense>{args.in(1)}; }
+
 }  // namespace reference
 }  // namespace oneflow

@@ -1,0 +1,148 @@
+#include "compiler/passes/gradient_bucketing_pass.h"
+
+#include <algorithm>
+#include <cmath>
+#include <map>
+#include <string>
+#include <tuple>
+
+#include "absl/container/flat_hash_set.h"
+#include "absl/strings/str_cat.h"
+#include "oneflow_core/status.h"
+#include "oneflow_core/tensor_slice.h"
+
+namespace oneflow {
+namespace {
+
+// An all_reduce step that may join a bucket.
+struct Candidate {
+  int64_t boxing = 0;
+  int64_t tensor = 0;
+  // The op producing its input (-1: a variable or data source, ready before every op),
+  // and the op before which lowering emits the rest of its boxing: the bucket must lie
+  // between them.
+  int64_t ready_op = -1;
+  int64_t deadline_op = 0;
+  std::vector<int64_t> bytes_per_rank;  // The member's slice on each rank of its placement.
+};
+
+// A bucket being filled.
+struct OpenBucket {
+  std::vector<const Candidate*> members;
+  std::vector<int64_t> end_per_rank;  // Bytes packed so far, per rank.
+  int64_t deadline_op = INT64_MAX;
+  absl::flat_hash_set<int64_t> tensors;
+
+  bool Fits(const Candidate& candidate, int64_t limit) const {
+    if (members.empty()) return true;
+    if (candidate.ready_op >= deadline_op || tensors.contains(candidate.tensor)) return false;
+    for (size_t r = 0; r < end_per_rank.size(); ++r) {
+      if (BucketMemberOffset(end_per_rank[r]) + candidate.bytes_per_rank[r] > limit) return false;
+    }
+    return true;
+  }
+  void Add(const Candidate& candidate) {
+    if (members.empty()) end_per_rank.assign(candidate.bytes_per_rank.size(), 0);
+    members.push_back(&candidate);
+    for (size_t r = 0; r < end_per_rank.size(); ++r) {
+      end_per_rank[r] = BucketMemberOffset(end_per_rank[r]) + candidate.bytes_per_rank[r];
+    }
+    deadline_op = std::min(deadline_op, candidate.deadline_op);
+    tensors.insert(candidate.tensor);
+  }
+};
+
+// Steps with the same key can share one collective: the same groups (every candidate
+// is dense f32, so the format is common).
+std::string GroupKey(const Boxing& boxing, int64_t placement) {
+  return absl::StrCat(placement, "/", boxing.plan.steps[0].hierarchy_axis);
+}
+
+}  // namespace
+
+int64_t BucketBytesLimit(double bucket_mb) {
+  return bucket_mb > 0 ? static_cast<int64_t>(std::llround(bucket_mb * 1024.0 * 1024.0)) : 0;
+}
+
+absl::StatusOr<bool> GradientBucketingPass::Run(Compilation* compilation) {
+  const LogicalGraph& graph = compilation->graph;
+  compilation->buckets.clear();
+  compilation->boxing_step_bucket.assign(compilation->boxings.size(), {});
+  for (const Boxing& boxing : compilation->boxings) {
+    compilation->boxing_step_bucket[boxing.id].assign(boxing.plan.steps.size(), -1);
+  }
+  const int64_t limit = BucketBytesLimit(compilation->options.bucket_mb);
+  if (limit <= 0) return false;
+  const std::vector<int64_t> emitted_before = BoxingEmissionOps(*compilation);
+
+  // Candidates, grouped by what must be common to share a collective (an ordered map:
+  // the same job gives the same plan).
+  std::vector<Candidate> candidates;
+  candidates.reserve(compilation->boxings.size());
+  std::map<std::string, std::vector<size_t>> groups;
+  for (const Boxing& boxing : compilation->boxings) {
+    if (boxing.plan.steps.empty() || boxing.plan.steps[0].kind != BoxingKind::kAllReduce) continue;
+    const LogicalTensor& tensor = graph.tensors[boxing.tensor];
+    if (!tensor.is_gradient || tensor.type.dtype != DType::kF32 || boxing.first_consumer < 0) continue;
+    // Dense only: a codec's scale groups would span members of different magnitudes (a
+    // bias next to a weight), and the plan's wire bytes count each tensor's own groups.
+    if (boxing.plan.steps[0].compression.compressed()) continue;
+    Candidate candidate;
+    candidate.boxing = boxing.id;
+    candidate.tensor = boxing.tensor;
+    candidate.ready_op = tensor.kind == LogicalTensor::Kind::kOpOutput ? tensor.producer : -1;
+    candidate.deadline_op = emitted_before[boxing.id];
+    const Placement& where = graph.placements[tensor.placement];
+    for (int64_t rank = 0; rank < where.num_devices(); ++rank) {
+      OF_ASSIGN_OR_RETURN(TensorSlice slice,
+                          DeviceSlice(tensor.type.shape, boxing.plan.steps[0].dst, where, rank));
+      candidate.bytes_per_rank.push_back(slice.NumElements() * SizeOf(tensor.type.dtype));
+    }
+    groups[GroupKey(boxing, tensor.placement)].push_back(candidates.size());
+    candidates.push_back(std::move(candidate));
+  }
+
+  std::vector<GradientBucket> buckets;
+  auto close = [&](OpenBucket& open) {
+    if (open.members.size() >= 2) {
+      GradientBucket bucket;
+      const Candidate& first = *open.members.front();
+      const Boxing& boxing = compilation->boxings[first.boxing];
+      bucket.placement = graph.tensors[boxing.tensor].placement;
+      bucket.hierarchy_axis = boxing.plan.steps[0].hierarchy_axis;
+      for (const Candidate* member : open.members) {
+        bucket.members.push_back({member->boxing, 0});
+        bucket.member_bytes.push_back(
+            *std::max_element(member->bytes_per_rank.begin(), member->bytes_per_rank.end()));
+        bucket.after_op = std::max(bucket.after_op, member->ready_op);
+      }
+      bucket.size_bytes = *std::max_element(open.end_per_rank.begin(), open.end_per_rank.end());
+      buckets.push_back(std::move(bucket));
+    }
+    open = OpenBucket();
+  };
+  for (auto& [key, members] : groups) {
+    std::stable_sort(members.begin(), members.end(), [&](size_t a, size_t b) {
+      return std::tie(candidates[a].ready_op, candidates[a].boxing) <
+             std::tie(candidates[b].ready_op, candidates[b].boxing);
+    });
+    OpenBucket open;
+    for (size_t c : members) {
+      if (!open.Fits(candidates[c], limit)) close(open);
+      open.Add(candidates[c]);
+    }
+    close(open);
+  }
+  // Ids in emission order: lowering and collective_ordering walk them by id.
+  std::stable_sort(buckets.begin(), buckets.end(), [](const GradientBucket& a, const GradientBucket& b) {
+    return std::tie(a.after_op, a.members.front().first) < std::tie(b.after_op, b.members.front().first);
+  });
+  for (size_t k = 0; k < buckets.size(); ++k) {
+    buckets[k].id = static_cast<int64_t>(k);
+    for (const auto& [b, s] : buckets[k].members) compilation->boxing_step_bucket[b][s] = buckets[k].id;
+  }
+  compilation->buckets = std::move(buckets);
+  return !compilation->buckets.empty();
+}
+
+}  // namespace oneflow

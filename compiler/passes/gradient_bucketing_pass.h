@@ -1,0 +1,48 @@
+#ifndef COMPILER_PASSES_GRADIENT_BUCKETING_PASS_H_
+#define COMPILER_PASSES_GRADIENT_BUCKETING_PASS_H_
+
+#include <cstdint>
+
+#include "compiler/pass.h"
+
+namespace oneflow {
+
+// Packs the gradient reductions of each communicator group into buckets of at most
+// CompileOptions::bucket_mb MiB (PyTorch DDP's gradient buckets), so that a data-parallel
+// step issues a few large all-reduces instead of one small one per variable, and the
+// first bucket's collective runs while backward still computes the gradients of the next.
+//
+// Candidates: step 0 of a boxing of a gradient (a variable's gradient, f32) that is a
+// dense P -> B all_reduce (a compressed one keeps its own collective: a codec's scale
+// groups would span members of different magnitudes, and the plan counts each tensor's
+// own groups on the wire). Candidates with the same placement and hierarchy axis (the
+// same communicator groups) form a group; each group is walked in the order backward produces the
+// gradients (their producing op's position, ties by boxing id) and cut greedily into
+// buckets: a candidate joins the open bucket unless that would take the bucket past the
+// limit on some device (members 64-byte aligned, as actor_graph packs them), or it is
+// produced no earlier than a member of the bucket is first needed (the bucket runs
+// between its last member's producer and its first member's consumer), or its tensor is
+// already in the bucket. A bucket of one member is no bucket: that step runs on its own,
+// as does every step when bucket_mb is 0.
+//
+// Fills Compilation::buckets (ids in the order lowering emits them: by `after_op`, the
+// producer of their last member) and boxing_step_bucket. Lowering then emits one bucket
+// node in place of the members' step nodes; actor_graph makes it one actor with one
+// register and a view of it per member; collective_ordering gives it one collective per
+// group at its place in the program; the plan lists it in Plan.buckets.
+class GradientBucketingPass : public CompilerPass {
+ public:
+  absl::string_view name() const override { return "gradient_bucketing"; }
+  absl::StatusOr<bool> Run(Compilation* compilation) override;
+};
+
+// Bytes of `bucket_mb` MiB, rounded to the nearest byte (0 for 0).
+int64_t BucketBytesLimit(double bucket_mb);
+
+// Where the next member starts in the bucket register when the previous one ended at
+// byte `end`: members start at 64-byte aligned offsets (kernels may use aligned loads).
+inline int64_t BucketMemberOffset(int64_t end) { return (end + 63) / 64 * 64; }
+
+}  // namespace oneflow
+
+#endif  // COMPILER_PASSES_GRADIENT_BUCKETING_PASS_H_

@@ -1,0 +1,165 @@
+// The plan verifier's checks of gradient buckets (Plan.buckets,
+// compiler/passes/gradient_bucketing_pass.h): what the bucket actor packs and reduces is
+// exactly what the members' steps would have reduced one by one.
+#include <string>
+#include <vector>
+
+#include "absl/container/flat_hash_map.h"
+#include "absl/strings/str_cat.h"
+#include "compiler/plan_verifier.h"
+#include "compiler/plan_verifier_internal.h"
+#include "oneflow_core/status.h"
+
+namespace oneflow {
+namespace {
+
+using plan_verifier_internal::ActorText;
+using plan_verifier_internal::DeviceText;
+using plan_verifier_internal::Fail;
+
+// The bucket's definition against the boxing steps it names and its collective.
+absl::Status VerifyBucketDef(const proto::Plan& plan, int k) {
+  const proto::GradientBucketDef& bucket = plan.buckets(k);
+  const std::string who = absl::StrCat("gradient bucket ", bucket.id());
+  if (bucket.id() != k) return Fail(absl::StrCat(who, " is at index ", k, "; bucket ids are their index in the plan"));
+  if (bucket.members_size() < 2) {
+    return Fail(absl::StrCat(who, " has ", bucket.members_size(), " members; a bucket packs at least 2"));
+  }
+  if (plan.bucket_bytes_limit() <= 0 || bucket.size_bytes() > plan.bucket_bytes_limit()) {
+    return Fail(absl::StrCat(who, " holds ", bucket.size_bytes(), " bytes, over the plan's bucket limit of ",
+                             plan.bucket_bytes_limit(), " bytes"));
+  }
+  if (bucket.dtype() != proto::DTYPE_F32) {
+    return Fail(absl::StrCat(who, " has dtype ", proto::DataType_Name(bucket.dtype()), "; buckets reduce f32"));
+  }
+  if (bucket.collective_id() < 0 || bucket.collective_id() >= plan.collectives_size() ||
+      plan.collectives(static_cast<int>(bucket.collective_id())).kind() != proto::ALL_REDUCE ||
+      plan.collectives(static_cast<int>(bucket.collective_id())).hierarchy_axis() != bucket.hierarchy_axis()) {
+    return Fail(absl::StrCat(who, " names collective ", bucket.collective_id(),
+                             ", which is not an all_reduce of the plan on hierarchy axis ", bucket.hierarchy_axis()));
+  }
+  if (bucket.compression().kind() != proto::Compression::NONE ||
+      bucket.compression().cross_node_kind() != proto::Compression::NONE) {
+    return Fail(absl::StrCat(who, " is compressed; the runtime reduces buckets dense"));
+  }
+  const std::string compression = bucket.compression().SerializeAsString();
+  for (const proto::BucketMemberDef& member : bucket.members()) {
+    const std::string what = absl::StrCat(who, " member '", member.tensor(), "' (boxing ", member.boxing_id(),
+                                          " step ", member.boxing_step(), ")");
+    if (member.boxing_id() < 0 || member.boxing_id() >= plan.boxings_size() || member.boxing_step() < 0 ||
+        member.boxing_step() >= plan.boxings(static_cast<int>(member.boxing_id())).steps_size()) {
+      return Fail(absl::StrCat(what, " names a boxing step the plan lacks"));
+    }
+    const proto::BoxingDef& boxing = plan.boxings(static_cast<int>(member.boxing_id()));
+    const proto::BoxingStepDef& step = boxing.steps(static_cast<int>(member.boxing_step()));
+    if (boxing.tensor() != member.tensor()) {
+      return Fail(absl::StrCat(what, " names tensor '", member.tensor(), "' but the boxing moves '",
+                               boxing.tensor(), "'"));
+    }
+    if (step.kind() != proto::STEP_ALL_REDUCE || step.hierarchy_axis() != bucket.hierarchy_axis()) {
+      return Fail(absl::StrCat(what, " is not an all_reduce on hierarchy axis ", bucket.hierarchy_axis()));
+    }
+    if (!step.has_bucket_id() || step.bucket_id() != bucket.id() || step.collective_id() != bucket.collective_id()) {
+      return Fail(absl::StrCat(what, " does not name the bucket and its collective ", bucket.collective_id(),
+                               " (it names bucket ", step.has_bucket_id() ? step.bucket_id() : -1, ", collective ",
+                               step.collective_id(), ")"));
+    }
+    if (step.compression().SerializeAsString() != compression) {
+      return Fail(absl::StrCat(what, " travels in another format than the bucket; a bucket's members share one"));
+    }
+  }
+  return absl::OkStatus();
+}
+
+// One device's bucket actor: member i's input is packed at the next 64-byte aligned
+// offset after member i - 1, its output is the view of exactly those bytes, and the
+// bucket register ends with the last member.
+absl::Status VerifyBucketActor(const proto::Plan& plan, const proto::DevicePlan& device,
+                               const proto::ActorDef& actor) {
+  const std::string who = absl::StrCat("device ", DeviceText(device.device()), ": bucket actor ", ActorText(actor));
+  if (actor.bucket_id() < 0 || actor.bucket_id() >= plan.buckets_size()) {
+    return Fail(absl::StrCat(who, " runs bucket ", actor.bucket_id(), ", which the plan lacks"));
+  }
+  const proto::GradientBucketDef& bucket = plan.buckets(static_cast<int>(actor.bucket_id()));
+  if (actor.kind() != proto::ACTOR_BOXING || actor.thread() != proto::THREAD_COMMUNICATION ||
+      actor.boxing_id() != -1 || actor.kernels_size() != 1 || actor.kernels(0).name() != "bucket_all_reduce") {
+    return Fail(absl::StrCat(who, " must be a boxing actor on the communication thread with boxing_id -1 and one "
+                             "'bucket_all_reduce' kernel"));
+  }
+  if (actor.collective_id() < bucket.collective_id() || actor.collective_id() >= plan.collectives_size() ||
+      plan.collectives(static_cast<int>(actor.collective_id())).tensor() !=
+          plan.collectives(static_cast<int>(bucket.collective_id())).tensor()) {
+    return Fail(absl::StrCat(who, " issues collective ", actor.collective_id(), ", which is not one of bucket ",
+                             bucket.id(), "'s"));
+  }
+  const proto::KernelDef& kernel = actor.kernels(0);
+  const int members = bucket.members_size();
+  if (kernel.inputs_size() != members || kernel.outputs_size() != members + 1 || !kernel.outputs().count("bucket")) {
+    return Fail(absl::StrCat(who, " must read in_0..in_", members - 1, " and write 'bucket' and out_0..out_",
+                             members - 1, " (its bucket has ", members, " members)"));
+  }
+  const proto::RegisterDef& whole = device.registers(static_cast<int>(kernel.outputs().at("bucket")));
+  if (whole.has_alias_of() || whole.dtype() != bucket.dtype()) {
+    return Fail(absl::StrCat(who, " writes bucket register ", whole.id(), ", which must own its bytes and be f32"));
+  }
+  int64_t end = 0;
+  for (int k = 0; k < members; ++k) {
+    const std::string in_name = absl::StrCat("in_", k), out_name = absl::StrCat("out_", k);
+    if (!kernel.inputs().count(in_name) || !kernel.outputs().count(out_name)) {
+      return Fail(absl::StrCat(who, " lacks argument '", !kernel.inputs().count(in_name) ? in_name : out_name, "'"));
+    }
+    const proto::RegisterDef& in = device.registers(static_cast<int>(kernel.inputs().at(in_name)));
+    const proto::RegisterDef& out = device.registers(static_cast<int>(kernel.outputs().at(out_name)));
+    const int64_t offset = (end + 63) / 64 * 64;
+    if (!out.has_alias_of() || out.alias_of() != whole.id() || out.alias_offset_bytes() != offset ||
+        out.size_bytes() != in.size_bytes() || in.dtype() != bucket.dtype()) {
+      return Fail(absl::StrCat(who, " member ", k, " ('", bucket.members(k).tensor(), "'): its output register ",
+                               out.id(), " must be a view of bucket register ", whole.id(), " at byte ", offset,
+                               " of the size of its f32 input register ", in.id(), " (", in.size_bytes(), " bytes)"));
+    }
+    if (in.size_bytes() > bucket.members(k).size_bytes()) {
+      return Fail(absl::StrCat(who, " member ", k, " ('", bucket.members(k).tensor(), "') holds ", in.size_bytes(),
+                               " bytes, more than the bucket lists (", bucket.members(k).size_bytes(), ")"));
+    }
+    end = offset + in.size_bytes();
+  }
+  if (whole.size_bytes() != end || end > bucket.size_bytes()) {
+    return Fail(absl::StrCat(who, " has a bucket register of ", whole.size_bytes(), " bytes; its members end at byte ",
+                             end, " and the bucket allows ", bucket.size_bytes()));
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+absl::Status VerifyBuckets(const proto::Plan& plan) {
+  if (plan.bucket_bytes_limit() < 0) {
+    return Fail(absl::StrCat("the plan's bucket limit is ", plan.bucket_bytes_limit(), " bytes; it must be >= 0"));
+  }
+  for (int k = 0; k < plan.buckets_size(); ++k) OF_RETURN_IF_ERROR(VerifyBucketDef(plan, k));
+  // Every bucketed step is a member of the bucket it names (so none runs twice or never).
+  for (const proto::BoxingDef& boxing : plan.boxings()) {
+    for (int s = 0; s < boxing.steps_size(); ++s) {
+      const proto::BoxingStepDef& step = boxing.steps(s);
+      if (!step.has_bucket_id()) continue;
+      bool member = false;
+      if (step.bucket_id() >= 0 && step.bucket_id() < plan.buckets_size()) {
+        for (const proto::BucketMemberDef& m : plan.buckets(static_cast<int>(step.bucket_id())).members()) {
+          member = member || (m.boxing_id() == boxing.id() && m.boxing_step() == s);
+        }
+      }
+      if (!member) {
+        return Fail(absl::StrCat("boxing ", boxing.id(), " of '", boxing.tensor(), "' step ", s, " names bucket ",
+                                 step.bucket_id(), ", which does not list it"));
+      }
+    }
+  }
+  for (const proto::DevicePlan& device : plan.devices()) {
+    for (const proto::ActorDef& actor : device.actors()) {
+      if (actor.has_bucket_id()) OF_RETURN_IF_ERROR(VerifyBucketActor(plan, device, actor));
+    }
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace oneflow
