@@ -86,6 +86,7 @@ struct ThreadRuntime {
   std::string name;
   int64_t collective_cursor = 0;  // Position in the device's collective sequence.
   int64_t device_done = 0;        // This thread's view of its device's finished micro-batches.
+  int64_t register_count = 1;     // Its device's: how far past device_done it may act.
   // One iteration of the device's collective sequence: the collective order once per
   // micro-batch, per-iteration collectives only in the last micro-batch's copy (at their
   // place in the order). Without micro-batches it is the collective order. Entry ->
@@ -98,7 +99,11 @@ struct DeviceRuntime {
   std::vector<std::unique_ptr<char, decltype(&std::free)>> blocks;
   int64_t allocated = 0;
   int actor_count = 0;
-  int threads[2] = {-1, -1};
+  // Its compute thread, its communication thread, then one per transfer actor.
+  std::vector<int> threads;
+  // Micro-batches (iterations without them) the device may have in flight: the plan's
+  // register count, or the device's own (DevicePlan.register_count).
+  int64_t register_count = 1;
   std::mutex mutex;
   std::map<int64_t, int> acted;  // iteration -> actors done with it
   int64_t done = 0;
@@ -174,16 +179,20 @@ absl::Status Engine::Build(const BindFunction& bind) {
     register_offset_.push_back(static_cast<int64_t>(registers_.size()));
     if (options_.node >= 0 && device.device().node() != options_.node) continue;
     DeviceRuntime& runtime = devices_[d];
-    for (bool communication : {false, true}) {
-      runtime.threads[communication] = static_cast<int>(threads_.size());
+    runtime.register_count = device.register_count() > 0 ? device.register_count() : register_count_;
+    auto add_thread = [&](bool communication, const std::string& what) {
+      runtime.threads.push_back(static_cast<int>(threads_.size()));
       threads_.emplace_back();
       threads_.back().index = static_cast<int>(threads_.size()) - 1;
       threads_.back().device = d;
       threads_.back().communication = communication;
-      threads_.back().name = absl::StrCat("device ", device.device().node(), ":",
-                                          device.device().device(),
-                                          communication ? " communication" : " compute", " thread");
-    }
+      threads_.back().register_count = runtime.register_count;
+      threads_.back().name =
+          absl::StrCat("device ", device.device().node(), ":", device.device().device(), " ", what, " thread");
+      return threads_.back().index;
+    };
+    add_thread(false, "compute");
+    add_thread(true, "communication");
     for (const proto::MemoryBlock& block : device.memory_blocks()) {
       const size_t bytes = static_cast<size_t>((block.size_bytes() + 63) / 64 * 64 + 64);
       runtime.blocks.emplace_back(static_cast<char*>(std::aligned_alloc(64, bytes)), &std::free);
@@ -196,7 +205,11 @@ absl::Status Engine::Build(const BindFunction& bind) {
       ActorRuntime actor;
       actor.def = &def;
       actor.device = d;
-      actor.thread = runtime.threads[def.thread() == proto::THREAD_COMMUNICATION];
+      if (def.thread() == proto::THREAD_TRANSFER) {
+        actor.thread = add_thread(false, absl::StrCat("transfer '", def.name(), "'"));
+      } else {
+        actor.thread = runtime.threads[def.thread() == proto::THREAD_COMMUNICATION];
+      }
       actor.rate = def.per_iteration() ? 1 : micro_batches_;
       actor.gated = actor.rate == micro_batches_;
       actor_index[def.id()] = static_cast<int>(actors_.size());
@@ -321,7 +334,7 @@ bool Engine::Ready(const ActorRuntime& actor, const ThreadRuntime& thread) const
   for (size_t k = 0; k < actor.predecessor_acted.size(); ++k) {
     if (actor.predecessor_acted[k] < PredecessorNeeds(actor, actors_[actor.predecessors[k]])) return false;
   }
-  if (actor.gated && i >= thread.device_done + register_count_) return false;
+  if (actor.gated && i >= thread.device_done + thread.register_count) return false;
   if (actor.collective_position >= 0) return thread.collective_cursor == CollectiveSequenceNumber(actor, thread);
   return true;
 }
@@ -352,9 +365,9 @@ std::string Engine::WaitingFor(const ActorRuntime& actor, const ThreadRuntime& t
                           ActorText(actor.predecessors[k]));
     }
   }
-  if (actor.gated && i >= thread.device_done + register_count_) {
+  if (actor.gated && i >= thread.device_done + thread.register_count) {
     return absl::StrCat("waits at iteration ", i, " for its device to finish iteration ",
-                        i - register_count_);
+                        i - thread.register_count);
   }
   if (actor.collective_position >= 0) {
     return absl::StrCat("waits at iteration ", i, " for its turn in the collective order (collective ",

@@ -158,6 +158,10 @@ struct Compilation {
   // Filled by actor_graph: for boxing b and step s, the (device index, actor index in
   // plan.devices(device).actors) of every actor running it.
   std::vector<std::vector<std::vector<std::pair<int32_t, int32_t>>>> boxing_step_actors;
+  // Filled by actor_graph: slots of each device's activation registers (in `devices`
+  // order): CompileOptions::register_count, or with pipeline stages and micro-batches
+  // S - s on stage s of S (PipelineRegisterCounts).
+  std::vector<int64_t> device_register_count;
   // Filled by collective_ordering: for boxing b and step s, the id of its first
   // collective (one per communicator group, consecutive ids), or -1 for a local step.
   std::vector<std::vector<int64_t>> boxing_step_collective;

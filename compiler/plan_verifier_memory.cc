@@ -13,6 +13,11 @@
 namespace oneflow {
 namespace {
 
+// Slots of the device's activation registers and copies of its arena (plan.proto).
+int64_t RegisterCountOf(const proto::Plan& plan, const proto::DevicePlan& device) {
+  return device.register_count() > 0 ? device.register_count() : plan.register_count();
+}
+
 using plan_verifier_internal::DeviceText;
 using plan_verifier_internal::Fail;
 
@@ -34,10 +39,11 @@ absl::Status VerifyBlocks(const proto::Plan& plan, const proto::DevicePlan& devi
                                "; persistent memory has one slot"));
     }
     // The arena is register_count copies of one iteration's layout (plan.proto).
-    const bool copies_fit = block.slot_stride_bytes() <= INT64_MAX / plan.register_count();
+    const int64_t copies = RegisterCountOf(plan, device);
+    const bool copies_fit = block.slot_stride_bytes() <= INT64_MAX / copies;
     if (!block.persistent() &&
-        (!copies_fit || block.size_bytes() != block.slot_stride_bytes() * plan.register_count())) {
-      return Fail(absl::StrCat(who, " holds ", block.size_bytes(), " bytes, but ", plan.register_count(),
+        (!copies_fit || block.size_bytes() != block.slot_stride_bytes() * copies)) {
+      return Fail(absl::StrCat(who, " holds ", block.size_bytes(), " bytes, but ", copies,
                                " slot copies of stride ", block.slot_stride_bytes(), " need exactly their product"));
     }
   }
@@ -53,11 +59,13 @@ absl::Status VerifyRegisterPlacement(const proto::Plan& plan, const proto::Devic
       return Fail(absl::StrCat(who, " is in memory block ", reg.memory_block(), ", which does not exist"));
     }
     const proto::MemoryBlock& block = device.memory_blocks(static_cast<int>(reg.memory_block()));
-    const int64_t expected_count = block.persistent() ? 1 : plan.register_count();
+    const int64_t expected_count = block.persistent() ? 1 : RegisterCountOf(plan, device);
     if (reg.count() != expected_count) {
       return Fail(absl::StrCat(who, " has ", reg.count(), " slots, but registers in ",
-                               block.persistent() ? "persistent memory have 1" : "the arena have the plan's register_count ",
-                               block.persistent() ? "" : absl::StrCat(plan.register_count())));
+                               block.persistent()            ? "persistent memory have 1"
+                               : device.register_count() > 0 ? "the arena have the device's register_count "
+                                                             : "the arena have the plan's register_count ",
+                               block.persistent() ? "" : absl::StrCat(expected_count)));
     }
     if (reg.persistent() != block.persistent()) {
       return Fail(absl::StrCat(who, reg.persistent() ? " is persistent but lies in the arena"
@@ -171,6 +179,9 @@ absl::Status VerifyMemory(const proto::Plan& plan) {
   }
   for (const proto::DevicePlan& device : plan.devices()) {
     const std::string where = absl::StrCat("device ", DeviceText(device.device()));
+    if (device.register_count() < 0) {
+      return Fail(absl::StrCat(where, ": register_count is ", device.register_count(), "; it must be >= 0"));
+    }
     OF_RETURN_IF_ERROR(VerifyBlocks(plan, device, where));
     OF_RETURN_IF_ERROR(VerifyRegisterPlacement(plan, device, where));
     OF_RETURN_IF_ERROR(VerifyNoLiveOverlap(device, where));

@@ -60,6 +60,16 @@ absl::Status VerifyCollectiveOrder(const proto::Plan& plan) {
                                  " issues collective ", actor.collective_id(), ", which the plan lacks"));
       }
       if (actor.collective_id() >= 0) ++issuers[actor.collective_id()];
+      // Transfers pair up in act order on their own thread; anything else on such a
+      // thread, or a transfer on a shared one, would be ordered by nothing.
+      const bool transfer = actor.collective_id() >= 0 &&
+                            plan.collectives(static_cast<int>(actor.collective_id())).kind() == proto::SEND_RECV;
+      if (transfer != (actor.thread() == proto::THREAD_TRANSFER)) {
+        return Fail(absl::StrCat("device ", DeviceText(device.device()), ": ", ActorText(actor), " runs on the ",
+                                 proto::ThreadKind_Name(actor.thread()), " thread but ",
+                                 transfer ? "issues a send_recv transfer, which needs a THREAD_TRANSFER thread"
+                                          : "issues no send_recv transfer; only transfers run on THREAD_TRANSFER"));
+      }
     }
   }
   std::map<std::vector<std::pair<int64_t, int64_t>>, int64_t> next_order;
@@ -91,7 +101,8 @@ absl::Status VerifyCollectiveOrder(const proto::Plan& plan) {
                                  " actors of device ", member.first, ":", member.second,
                                  "; every member issues it exactly once"));
       }
-      expected[member].push_back(c);
+      // A transfer (its own thread and communicator) is in no device's order.
+      if (collective.kind() != proto::SEND_RECV) expected[member].push_back(c);
     }
   }
   for (const proto::DevicePlan& device : plan.devices()) {

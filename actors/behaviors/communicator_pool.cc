@@ -69,6 +69,7 @@ CommunicatorPool::~CommunicatorPool() {
   // Hierarchical communicators use the in-node groups and borrow the cross-node ones:
   // destroy them first.
   cross_process_.clear();
+  transfers_cross_process_.clear();
   cross_node_.clear();
   in_node_.clear();
 }
@@ -99,8 +100,28 @@ absl::StatusOr<Communicator*> CommunicatorPool::ForCollective(int64_t collective
   OF_ASSIGN_OR_RETURN(const Membership membership, MembershipOf(collective_id, device));
   const DeviceList& members = membership.members;
   const int64_t rank = membership.rank;
-  const std::string name = GroupName(members);
+  std::string name = GroupName(members);
   std::lock_guard<std::mutex> lock(mutex_);
+  if (plan_.collectives(static_cast<int>(collective_id)).kind() == proto::SEND_RECV) {
+    // A transfer runs on a thread of its own, outside the group's collective order: a
+    // communicator of its own keeps its calls apart from every other collective's.
+    absl::StrAppend(&name, " transfer ", collective_id);
+    if (membership.all_here) {
+      std::unique_ptr<InProcessGroup>& group = transfers_in_process_[collective_id];
+      if (group == nullptr) {
+        OF_ASSIGN_OR_RETURN(group, InProcessGroup::Create(static_cast<int64_t>(members.size()), name));
+      }
+      return &group->communicator(rank);
+    }
+    // Flat Gloo: a hierarchical communicator would share its in-node and cross-node
+    // parts with the other collectives of the same devices.
+    if (options_.rendezvous == nullptr) return NoRendezvous(name);
+    std::unique_ptr<Communicator>& communicator = transfers_cross_process_[{collective_id, rank}];
+    if (communicator == nullptr) {
+      OF_ASSIGN_OR_RETURN(communicator, Gloo(absl::StrCat(name, "/flat"), rank, static_cast<int64_t>(members.size())));
+    }
+    return communicator.get();
+  }
   if (membership.all_here) {
     std::unique_ptr<InProcessGroup>& group = in_process_[members];
     if (group == nullptr) {
@@ -224,6 +245,8 @@ void CommunicatorPool::AbortAll(const absl::Status& cause) {
     for (int64_t r = 0; r < group.size(); ++r) group.communicator(r).Abort(cause);
   };
   for (auto& [key, group] : in_process_) abort_group(*group);
+  for (auto& [key, group] : transfers_in_process_) abort_group(*group);
+  for (auto& [key, communicator] : transfers_cross_process_) communicator->Abort(cause);
   for (auto& [key, communicator] : cross_process_) communicator->Abort(cause);
   for (auto& [key, communicator] : cross_node_) communicator->Abort(cause);
   for (auto& [key, group] : in_node_) abort_group(*group);

@@ -103,6 +103,10 @@ class CommunicatorPool {
   std::map<std::pair<DeviceList, int64_t>, std::unique_ptr<Communicator>> cross_node_;
   // Per (group, rank) communicators that reach other processes.
   std::map<std::pair<DeviceList, int64_t>, std::unique_ptr<Communicator>> cross_process_;
+  // Transfers (SEND_RECV collectives) have communicators of their own, by collective id:
+  // in-process groups, and (collective id, rank) communicators reaching other processes.
+  std::map<int64_t, std::unique_ptr<InProcessGroup>> transfers_in_process_;
+  std::map<std::pair<int64_t, int64_t>, std::unique_ptr<Communicator>> transfers_cross_process_;
   // Two-level groups whose members all live here: one in-process group per node, then
   // one per position on the node.
   struct InProcessTwoLevel {

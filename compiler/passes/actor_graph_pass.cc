@@ -54,6 +54,56 @@ bool OpPerIteration(const LogicalOp& op, const std::vector<bool>& per_iteration)
   return true;
 }
 
+// With micro-batches and several placements (pipeline stages), the slots of each
+// device's activation registers: 1 + the most placement changes on a forward path from
+// an op of its placement to the loss, i.e. S - s on stage s of a chain of S stages. The
+// first stage then runs up to S micro-batches ahead of the last, which works on one at a
+// time: 1F1B's bound, and the engine's gate enforces it. Forward ops are those the loss
+// depends on. Without micro-batches or stages: CompileOptions::register_count everywhere.
+std::vector<int64_t> PipelineRegisterCounts(const Compilation& compilation) {
+  const LogicalGraph& graph = compilation.graph;
+  std::vector<int64_t> counts(compilation.devices.size(), compilation.options.register_count);
+  if (compilation.job.micro_batches() <= 1 || graph.placements.size() <= 1 || graph.loss < 0) return counts;
+  std::vector<bool> needed(graph.tensors.size(), false);
+  needed[graph.loss] = true;
+  std::vector<int64_t> hops(graph.ops.size(), -1);  // -1: not a forward op
+  std::vector<std::vector<int64_t>> consumers_of(graph.tensors.size());
+  for (size_t o = 0; o < graph.ops.size(); ++o) {
+    for (int64_t t : graph.ops[o].inputs) consumers_of[t].push_back(static_cast<int64_t>(o));
+  }
+  for (size_t o = graph.ops.size(); o-- > 0;) {
+    const LogicalOp& op = graph.ops[o];
+    bool forward = false;
+    for (int64_t t : op.outputs) forward = forward || needed[t];
+    if (!forward) continue;
+    hops[o] = 0;
+    for (int64_t t : op.outputs) {
+      for (int64_t c : consumers_of[t]) {
+        if (hops[c] < 0) continue;
+        hops[o] = std::max(hops[o], hops[c] + (graph.ops[c].placement != op.placement ? 1 : 0));
+      }
+    }
+    for (int64_t t : op.inputs) needed[t] = true;
+  }
+  std::vector<int64_t> depth(graph.placements.size(), -1);
+  for (size_t o = 0; o < graph.ops.size(); ++o) {
+    if (hops[o] >= 0) depth[graph.ops[o].placement] = std::max(depth[graph.ops[o].placement], hops[o]);
+  }
+  std::vector<int64_t> pipelined(compilation.devices.size(), 0);
+  for (size_t p = 0; p < graph.placements.size(); ++p) {
+    if (depth[p] < 0) continue;
+    for (const DeviceId& device : graph.placements[p].devices()) {
+      for (size_t d = 0; d < compilation.devices.size(); ++d) {
+        if (compilation.devices[d].device == device) pipelined[d] = std::max(pipelined[d], depth[p] + 1);
+      }
+    }
+  }
+  for (size_t d = 0; d < counts.size(); ++d) {
+    if (pipelined[d] > 0) counts[d] = pipelined[d];
+  }
+  return counts;
+}
+
 class DeviceActorBuilder {
  public:
   DeviceActorBuilder(Compilation* compilation, int32_t device_index, int64_t* next_actor_id)
@@ -118,7 +168,7 @@ class DeviceActorBuilder {
     reg->set_id(id);
     reg->set_tensor(tensor);
     reg->set_producer_actor(producer->id());
-    reg->set_count(persistent ? 1 : compilation_.options.register_count);
+    reg->set_count(persistent ? 1 : compilation_.device_register_count[device_index_]);
     reg->set_size_bytes(shape.NumElements() * SizeOf(dtype));
     for (int64_t dim : shape.dims()) reg->add_shape(dim);
     reg->set_dtype(ToProto(dtype));
@@ -236,7 +286,9 @@ class DeviceActorBuilder {
     proto::ActorDef* actor = NewActor(
         absl::StrCat(tensor.name, "/boxing_", boxing.id, "/", BoxingKindName(step.kind)),
         proto::ACTOR_BOXING,
-        IsCollective(step.kind) ? proto::THREAD_COMMUNICATION : proto::THREAD_COMPUTE);
+        step.kind == BoxingKind::kSendRecv ? proto::THREAD_TRANSFER
+        : IsCollective(step.kind)          ? proto::THREAD_COMMUNICATION
+                                           : proto::THREAD_COMPUTE);
     actor->set_boxing_id(boxing.id);
     actor->set_boxing_step(node.step);
     MarkPerIteration(actor, per_iteration_.empty() ? false : per_iteration_[boxing.tensor]);
@@ -363,6 +415,7 @@ class DeviceActorBuilder {
 
 absl::StatusOr<bool> ActorGraphPass::Run(Compilation* compilation) {
   compilation->plan.clear_devices();
+  compilation->device_register_count = PipelineRegisterCounts(*compilation);
   compilation->boxing_step_actors.assign(compilation->boxings.size(), {});
   for (const Boxing& boxing : compilation->boxings) {
     compilation->boxing_step_actors[boxing.id].resize(boxing.plan.steps.size());

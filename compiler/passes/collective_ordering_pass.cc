@@ -169,7 +169,8 @@ absl::StatusOr<bool> CollectiveOrderingPass::Run(Compilation* compilation) {
           if (std::find(group.begin(), group.end(), device) == group.end()) continue;
           proto::DevicePlan* device_plan = plan.mutable_devices(device_index);
           device_plan->mutable_actors(actor_index)->set_collective_id(collective->id());
-          device_plan->add_collective_order(collective->id());
+          // A transfer runs on its own thread and communicator, in no device's order.
+          if (step.kind != BoxingKind::kSendRecv) device_plan->add_collective_order(collective->id());
         }
       }
       if (step.kind == BoxingKind::kSendRecv) placement = boxing.dst_placement;

@@ -80,11 +80,16 @@ DeviceProblem ProblemOf(const proto::DevicePlan& device, const std::vector<std::
 }  // namespace
 
 absl::StatusOr<bool> MemoryPlanningPass::Run(Compilation* compilation) {
-  const int64_t count = compilation->options.register_count;
   // The arena's slot copies are this pass's layout decision; the plan records them.
-  compilation->plan.set_register_count(count);
+  compilation->plan.set_register_count(compilation->options.register_count);
   absl::flat_hash_map<DeviceProblem, MemoryLayout> solved;
-  for (proto::DevicePlan& device : *compilation->plan.mutable_devices()) {
+  for (int device_index = 0; device_index < compilation->plan.devices_size(); ++device_index) {
+    proto::DevicePlan& device = *compilation->plan.mutable_devices(device_index);
+    // The device's own slot count (pipeline stages), recorded when it differs.
+    const int64_t count = compilation->device_register_count.empty()
+                              ? compilation->options.register_count
+                              : compilation->device_register_count[device_index];
+    if (count != compilation->options.register_count) device.set_register_count(count);
     // Persistent registers: one slot each, packed in their own block.
     int64_t persistent_bytes = 0;
     for (proto::RegisterDef& reg : *device.mutable_registers()) {
