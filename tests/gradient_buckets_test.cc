@@ -62,21 +62,24 @@ TEST(GradientBucketsTest, OneBucketReplacesTheTwentyFourGradientAllReduces) {
   EXPECT_EQ(CountAllReduces(off), 25);  // 24 gradients + the loss.
   EXPECT_EQ(off.buckets_size(), 0);
   EXPECT_EQ(off.bucket_bytes_limit(), 0);
-  EXPECT_EQ(CountAllReduces(on), 2);  // 1 bucket + the loss.
+  // One bucket: the loss's reduction for the sink waits for the gradients and joins it.
+  EXPECT_EQ(CountAllReduces(on), 1);
   ASSERT_EQ(on.buckets_size(), 1);
   EXPECT_EQ(on.bucket_bytes_limit(), 25 << 20);
-  EXPECT_EQ(on.buckets(0).members_size(), 24);
+  EXPECT_EQ(on.buckets(0).members_size(), 25);
   // Same bytes on the wire: a bucket moves exactly its members' bytes.
   EXPECT_EQ(on.devices(0).bytes_sent_per_iter(), off.devices(0).bytes_sent_per_iter());
-  // Packed in the order backward produces them: the last layer norm's first, the tied
+  // Packed in the order their values are produced: the loss (forward) first, then the
+  // gradients as backward produces them, the last layer norm's first, the tied
   // embedding's (produced last, by the add of its two uses) last.
   const absl::flat_hash_map<std::string, int> position = ProducerPositions(on);
   for (int k = 1; k < on.buckets(0).members_size(); ++k) {
     EXPECT_LE(position.at(on.buckets(0).members(k - 1).tensor()), position.at(on.buckets(0).members(k).tensor()))
         << on.buckets(0).members(k).tensor();
   }
-  EXPECT_EQ(on.buckets(0).members(0).tensor(), "layer_norm_62_grad/layer_norm_grad_75/dgamma");
-  EXPECT_EQ(on.buckets(0).members(23).tensor(), "wte_grad/add_158");
+  EXPECT_EQ(on.buckets(0).members(0).tensor(), "reduce_mean_67");
+  EXPECT_EQ(on.buckets(0).members(1).tensor(), "layer_norm_62_grad/layer_norm_grad_75/dgamma");
+  EXPECT_EQ(on.buckets(0).members(24).tensor(), "wte_grad/add_158");
   EXPECT_TRUE(VerifyPlan(on).ok()) << VerifyPlan(on);
 }
 
@@ -85,18 +88,18 @@ TEST(GradientBucketsTest, ATinyLimitMakesSeveralBucketsInBackwardOrder) {
   const double limit_mb = 0.3;  // 314573 bytes: a 256 KiB gradient and a few small ones.
   const proto::Plan plan = CompileGpt(gpt, 2, limit_mb);
   EXPECT_EQ(plan.bucket_bytes_limit(), 314573);
-  // In backward order (bytes): ln_f 512 + 512, block 1 w_proj 256 Ki | w_fc 256 Ki, ln2 2 x 512 |
+  // In backward order (bytes), the loss (4) first: loss, ln_f 512 + 512, block 1 w_proj 256 Ki | w_fc 256 Ki, ln2 2 x 512 |
   // w_o, w_v, w_k, w_q 4 x 64 Ki, ln1 2 x 512 | block 0 w_proj 256 Ki alone | w_fc 256 Ki,
   // ln2 2 x 512 | w_o, w_v, w_k, w_q 4 x 64 Ki, ln1 2 x 512, wpe 32 Ki | wte 256 Ki alone.
   ASSERT_EQ(plan.buckets_size(), 5);
   std::vector<int> sizes;
   for (const proto::GradientBucketDef& bucket : plan.buckets()) sizes.push_back(bucket.members_size());
-  EXPECT_EQ(sizes, (std::vector<int>{3, 3, 6, 3, 7}));
+  EXPECT_EQ(sizes, (std::vector<int>{4, 3, 6, 3, 7}));
   // Buckets of one member are none: those gradients keep their own all-reduce.
   int bucketed = 0;
   for (const proto::GradientBucketDef& bucket : plan.buckets()) bucketed += bucket.members_size();
-  EXPECT_EQ(bucketed, 22);
-  EXPECT_EQ(CountAllReduces(plan), 5 + (24 - bucketed) + 1);  // 8
+  EXPECT_EQ(bucketed, 23);  // 22 gradients and the loss
+  EXPECT_EQ(CountAllReduces(plan), 5 + (25 - bucketed));  // 7
   const absl::flat_hash_map<std::string, int> position = ProducerPositions(plan);
   int previous = -1;
   for (const proto::GradientBucketDef& bucket : plan.buckets()) {

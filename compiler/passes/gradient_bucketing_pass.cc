@@ -83,7 +83,14 @@ absl::StatusOr<bool> GradientBucketingPass::Run(Compilation* compilation) {
   for (const Boxing& boxing : compilation->boxings) {
     if (boxing.plan.steps.empty() || boxing.plan.steps[0].kind != BoxingKind::kAllReduce) continue;
     const LogicalTensor& tensor = graph.tensors[boxing.tensor];
-    if (!tensor.is_gradient || tensor.type.dtype != DType::kF32 || boxing.first_consumer < 0) continue;
+    // The loss's reduction for the sink may wait for the gradients: nothing else reads
+    // it, and one collective fewer per iteration is what buckets are for. Not with
+    // micro-batches: the loss is then reduced once per micro-batch, the accumulated
+    // gradients once per iteration.
+    const bool loss_for_sink = boxing.tensor == graph.loss && boxing.first_consumer < 0 &&
+                               compilation->job.micro_batches() <= 1;
+    if (!(tensor.is_gradient && boxing.first_consumer >= 0) && !loss_for_sink) continue;
+    if (tensor.type.dtype != DType::kF32) continue;
     // Dense only: a codec's scale groups would span members of different magnitudes (a
     // bias next to a weight), and the plan's wire bytes count each tensor's own groups.
     if (boxing.plan.steps[0].compression.compressed()) continue;
