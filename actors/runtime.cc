@@ -42,6 +42,7 @@ absl::StatusOr<TrainResult> TrainPlan(const proto::Plan& plan, const TrainOption
   // Before anything is allocated: a plan that is damaged, crafted, would deadlock or
   // needs a step the runtime lacks is refused here, not in iteration 0.
   OF_RETURN_IF_ERROR(VerifyPlan(plan));
+  OF_RETURN_IF_ERROR(CheckDevicesRunHere(plan));
   OF_ASSIGN_OR_RETURN(PlanIndex index, PlanIndex::Create(plan));
   OF_ASSIGN_OR_RETURN(const int64_t threads_per_device, ThreadsPerDevice(plan, options));
   CommunicatorPoolOptions pool_options;

@@ -75,6 +75,12 @@ absl::Status VerifyPlanContents(const proto::Plan& plan);
 // VerifyPlanContents.
 absl::Status VerifyPlan(const proto::Plan& plan);
 
+// Whether this build can run the plan's devices: CPU only (kernels/cpu). A plan whose
+// cluster or any op's placement names cuda devices is FAILED_PRECONDITION, naming the
+// first such op. Not part of VerifyPlan: such a plan is valid and `oneflow inspect`
+// shows it; `oneflow run`, the workers and `oneflowd` refuse it before anything runs.
+absl::Status CheckDevicesRunHere(const proto::Plan& plan);
+
 }  // namespace oneflow
 
 #endif  // COMPILER_PLAN_VERIFIER_H_

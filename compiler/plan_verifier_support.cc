@@ -224,4 +224,20 @@ absl::Status VerifyRuntimeSupport(const proto::Plan& plan) {
   return absl::OkStatus();
 }
 
+absl::Status CheckDevicesRunHere(const proto::Plan& plan) {
+  auto refuse = [&](const std::string& what) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        "plan of job '", plan.job().name(), "' ", what,
+        ", but this build runs CPU devices only (its CUDA kernels and NCCL communicator are not wired "
+        "into the runtime yet); compile the job for a cpu cluster to run it here"));
+  };
+  for (const proto::LogicalOpSbp& op : plan.op_sbps()) {
+    if (op.placement().device_type() == proto::DEVICE_CUDA) {
+      return refuse(absl::StrCat("places op '", op.op_name(), "' on cuda devices"));
+    }
+  }
+  if (plan.cluster().device_type() == proto::DEVICE_CUDA) return refuse("describes a cluster of cuda devices");
+  return absl::OkStatus();
+}
+
 }  // namespace oneflow

@@ -11,6 +11,8 @@
 
 #include "actors/runtime.h"
 #include "compiler/compiler.h"
+#include "compiler/plan_checksum.h"
+#include "compiler/plan_verifier.h"
 #include "examples/mlp/mlp_model.h"
 #include "gtest/gtest.h"
 
@@ -116,6 +118,25 @@ TEST(RuntimeFailuresTest, BadRecordFileNamesTheFileAndTheRecordSize) {
                                            "20-byte records (5 f32 values per sample: its outputs in order)"),
             std::string::npos)
       << result.status();
+}
+
+// A plan for cuda devices is valid (inspect shows it) but this build runs CPU devices
+// only: the runtime and the daemon's submit check refuse it before anything runs.
+TEST(RuntimeFailuresTest, CudaPlanIsRefusedBeforeAnythingRuns) {
+  proto::Plan plan = CompileMlp(2, 1);
+  plan.mutable_cluster()->set_device_type(proto::DEVICE_CUDA);
+  for (proto::LogicalOpSbp& op : *plan.mutable_op_sbps()) op.mutable_placement()->set_device_type(proto::DEVICE_CUDA);
+  ASSERT_TRUE(SealPlan(&plan).ok());
+  ASSERT_TRUE(VerifyPlan(plan).ok()) << VerifyPlan(plan);
+  actors::TrainOptions train;
+  train.iterations = 1;
+  absl::StatusOr<actors::TrainResult> result = actors::TrainPlan(plan, train);
+  ASSERT_EQ(result.status().code(), absl::StatusCode::kFailedPrecondition) << result.status();
+  EXPECT_EQ(result.status().message(),
+            "plan of job 'mlp' places op '" + plan.op_sbps(0).op_name() +
+                "' on cuda devices, but this build runs CPU devices only (its CUDA kernels and NCCL communicator "
+                "are not wired into the runtime yet); compile the job for a cpu cluster to run it here");
+  EXPECT_EQ(CheckDevicesRunHere(plan).message(), result.status().message());
 }
 
 }  // namespace

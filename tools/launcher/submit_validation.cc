@@ -37,6 +37,7 @@ absl::Status ValidateSubmitRequest(const proto::SubmitRequest& request, int64_t 
   if (absl::Status status = VerifyPlan(request.plan()); !status.ok()) {
     return absl::InvalidArgumentError(absl::StrCat("the plan fails verification: ", status.message()));
   }
+  if (absl::Status status = CheckDevicesRunHere(request.plan()); !status.ok()) return status;
   const int64_t nodes = request.plan().cluster().num_nodes();
   if (nodes < 1) {
     return absl::InvalidArgumentError(absl::StrCat("the plan's cluster has num_nodes=", nodes, "; it must be >= 1"));
