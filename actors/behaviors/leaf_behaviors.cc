@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <fstream>
+#include <iterator>
 #include <memory>
 
 #include "absl/strings/str_cat.h"
@@ -12,6 +13,21 @@
 
 namespace oneflow::actors {
 namespace {
+
+// A text file's bytes as token ids in [0, 256).
+absl::StatusOr<std::shared_ptr<std::vector<int32_t>>> ReadTextFile(const std::string& path, int64_t window) {
+  std::ifstream file(path, std::ios::binary);
+  if (!file) return absl::NotFoundError(absl::StrCat("text file '", path, "': cannot open"));
+  std::string bytes((std::istreambuf_iterator<char>(file)), std::istreambuf_iterator<char>());
+  if (static_cast<int64_t>(bytes.size()) < window) {
+    return absl::InvalidArgumentError(absl::StrCat("text file '", path, "' has ", bytes.size(),
+                                                   " bytes, fewer than one window of ", window,
+                                                   " (--seq + 1); use a longer file or a shorter --seq"));
+  }
+  auto tokens = std::make_shared<std::vector<int32_t>>(bytes.size());
+  for (size_t i = 0; i < bytes.size(); ++i) (*tokens)[i] = static_cast<unsigned char>(bytes[i]);
+  return tokens;
+}
 
 absl::StatusOr<std::shared_ptr<std::vector<int32_t>>> ReadTokenFile(const std::string& path,
                                                                      int64_t window) {
@@ -136,7 +152,11 @@ absl::StatusOr<ActFunction> BindDataSource(const PlanIndex& index, const ActorBi
     OF_ASSIGN_OR_RETURN(records, ReadRecordFile(index, *source));
   } else if (source->has_file()) {
     const int64_t seq = outputs.empty() ? 1 : outputs[0].layout.logical.dim(outputs[0].layout.logical.rank() - 1);
-    OF_ASSIGN_OR_RETURN(file, ReadTokenFile(source->file().path(), seq + 1));
+    if (source->file().format() == proto::FileSource::TEXT_BYTES) {
+      OF_ASSIGN_OR_RETURN(file, ReadTextFile(source->file().path(), seq + 1));
+    } else {
+      OF_ASSIGN_OR_RETURN(file, ReadTokenFile(source->file().path(), seq + 1));
+    }
   }
   const proto::SyntheticSource synthetic = source->synthetic();
   const int64_t micro_batches = std::max<int64_t>(1, index.plan().job().micro_batches());

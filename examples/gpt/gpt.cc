@@ -19,6 +19,9 @@ ABSL_FLAG(int64_t, heads, 4, "Attention heads (must divide --hidden; --tp should
 ABSL_FLAG(int64_t, vocab, 512, "Vocabulary size.");
 ABSL_FLAG(bool, tied, true, "Tie the output projection to the token embedding.");
 ABSL_FLAG(std::string, token_file, "", "Little-endian int32 tokens; empty: synthetic tokens.");
+ABSL_FLAG(std::string, text_file, "",
+          "Train on the bytes of any file (vocabulary 256, next-byte prediction; --vocab is ignored), "
+          "e.g. /usr/share/common-licenses/GPL-3.");
 ABSL_FLAG(double, lr, 3e-4, "Peak learning rate (AdamW, warmup-cosine).");
 
 namespace oneflow::examples {
@@ -35,6 +38,7 @@ absl::Status Main() {
   config.vocab = absl::GetFlag(FLAGS_vocab);
   config.tied_embeddings = absl::GetFlag(FLAGS_tied);
   config.token_file = absl::GetFlag(FLAGS_token_file);
+  config.text_file = absl::GetFlag(FLAGS_text_file);
   config.learning_rate = absl::GetFlag(FLAGS_lr);
   OF_ASSIGN_OR_RETURN(proto::Job job, BuildGpt(config, layout));
   return CompileAndReport(job, layout);

@@ -1,5 +1,7 @@
 #include "examples/gpt/gpt_model.h"
 
+#include <fstream>
+
 #include "absl/strings/str_cat.h"
 #include "oneflow_core/dsl/ops.h"
 #include "oneflow_core/status.h"
@@ -16,6 +18,19 @@ absl::Status CheckConfig(const GptConfig& config) {
                                     {"vocab", config.vocab}}) {
     if (value < 1) {
       return absl::InvalidArgumentError(absl::StrCat("--", name, "=", value, " must be >= 1"));
+    }
+  }
+  if (!config.text_file.empty() && !config.token_file.empty()) {
+    return absl::InvalidArgumentError(absl::StrCat("--text_file=", config.text_file, " and --token_file=",
+                                                   config.token_file, " both name the data; give one"));
+  }
+  if (!config.text_file.empty()) {
+    std::ifstream file(config.text_file, std::ios::binary | std::ios::ate);
+    if (!file) return absl::InvalidArgumentError(absl::StrCat("--text_file=", config.text_file, ": cannot open it"));
+    const std::streamoff bytes = file.tellg();
+    if (bytes < config.seq + 1) {
+      return absl::InvalidArgumentError(absl::StrCat("--text_file=", config.text_file, " has ", bytes,
+                                                     " bytes, fewer than one window of --seq + 1 = ", config.seq + 1));
     }
   }
   if (config.hidden % config.heads != 0) {
@@ -47,16 +62,16 @@ absl::StatusOr<proto::Job> BuildGpt(const GptConfig& config, const ParallelLayou
   const NdSbp replicated = layout.Sbp(broadcast, broadcast);
   const NdSbp column = layout.Sbp(broadcast, split1);
   const NdSbp row = layout.Sbp(broadcast, split0);
-  const int64_t s = config.seq, h = config.hidden, v = config.vocab;
+  const int64_t s = config.seq, h = config.hidden, v = config.text_file.empty() ? config.vocab : 256;
   uint64_t seed = config.seed * 1000;
 
   Graph graph("gpt");
   graph.SetDefaultPlacement(layout.placement());
   graph.SetBatchSize(config.batch);
   graph.SetMicroBatches(layout.micro_batches());
-  graph.AddDataSource("data", config.token_file.empty()
-                                  ? DataSource::SyntheticTokens(config.seed, config.vocab)
-                                  : DataSource::TokenFile(config.token_file));
+  graph.AddDataSource("data", !config.text_file.empty()    ? DataSource::TextFile(config.text_file)
+                              : !config.token_file.empty() ? DataSource::TokenFile(config.token_file)
+                                                           : DataSource::SyntheticTokens(config.seed, config.vocab));
   Tensor tokens = graph.Input("tokens", Shape{b, s}, DType::kI32, "data");
   tokens.WithSbp(layout.Sbp(split0, broadcast));
   Tensor targets = graph.Input("targets", Shape{b, s}, DType::kI32, "data");

@@ -26,6 +26,8 @@ struct GptConfig {
   int64_t vocab = 512;
   bool tied_embeddings = true;  // Output projection = token embedding transposed.
   std::string token_file;       // Empty: synthetic tokens.
+  // Any file's bytes as tokens (vocabulary 256, next-byte prediction); overrides vocab.
+  std::string text_file;
   double learning_rate = 3e-4;
   int64_t warmup_steps = 100;  // Linear warmup, then cosine decay over 10000 steps.
   uint64_t seed = 1;

@@ -144,6 +144,13 @@ DataSource DataSource::TokenFile(const std::string& path) {
   return source;
 }
 
+DataSource DataSource::TextFile(const std::string& path) {
+  DataSource source;
+  source.def.mutable_file()->set_path(path);
+  source.def.mutable_file()->set_format(proto::FileSource::TEXT_BYTES);
+  return source;
+}
+
 DataSource DataSource::RecordFile(const std::string& path) {
   DataSource source;
   source.def.mutable_file()->set_path(path);

@@ -114,6 +114,8 @@ struct DataSource {
   static DataSource SyntheticTokens(uint64_t seed, int64_t vocab);
   // Little-endian int32 token ids, read as windows of seq + 1 tokens.
   static DataSource TokenFile(const std::string& path);
+  // Any file's bytes as token ids in [0, 256) (vocabulary 256), windows of seq + 1 bytes.
+  static DataSource TextFile(const std::string& path);
   // Fixed-size little-endian f32 records.
   static DataSource RecordFile(const std::string& path);
 };

@@ -61,7 +61,9 @@ std::string DataSourceText(const proto::DataSourceDef& def) {
   }
   if (def.has_file()) {
     return absl::StrCat(
-        def.file().format() == proto::FileSource::TOKENS_I32 ? "token_file" : "record_file",
+        def.file().format() == proto::FileSource::TOKENS_I32   ? "token_file"
+        : def.file().format() == proto::FileSource::TEXT_BYTES ? "text_file"
+                                                               : "record_file",
         " path=", Quote(def.file().path()));
   }
   // AddDataSource rejects empty sources, so this is unreachable through the DSL.

@@ -192,7 +192,7 @@ void LaunchSession::CancelEverywhere() {
 
 absl::Status LaunchSession::Run() {
   for (auto& node : nodes_) node->follower = std::thread(&LaunchSession::Follow, this, node.get());
-  MetricsMerger merger(static_cast<int64_t>(nodes_.size()), plan_.job().batch_size());
+  MetricsMerger merger(ReportingNodes(plan_), plan_.job().batch_size());
   bool cancelling = false;
   absl::Time cancel_deadline = absl::InfiniteFuture();
   std::string headline;

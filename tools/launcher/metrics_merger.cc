@@ -1,18 +1,37 @@
 #include "tools/launcher/metrics_merger.h"
 
 #include <algorithm>
+#include <utility>
 
 namespace oneflow::launcher {
 
+std::vector<int64_t> ReportingNodes(const proto::Plan& plan) {
+  std::vector<int64_t> nodes, all;
+  for (const proto::DevicePlan& device : plan.devices()) {
+    all.push_back(device.device().node());
+    for (const proto::ActorDef& actor : device.actors()) {
+      if (actor.kind() == proto::ACTOR_SINK) {
+        nodes.push_back(device.device().node());
+        break;
+      }
+    }
+  }
+  if (nodes.empty()) nodes = std::move(all);
+  std::sort(nodes.begin(), nodes.end());
+  nodes.erase(std::unique(nodes.begin(), nodes.end()), nodes.end());
+  return nodes;
+}
+
 std::vector<proto::IterationMetrics> MetricsMerger::Add(int64_t node, const proto::IterationMetrics& metrics) {
   std::vector<proto::IterationMetrics> complete;
+  if (std::find(reporting_nodes_.begin(), reporting_nodes_.end(), node) == reporting_nodes_.end()) return complete;
   // Workers count iterations from 0; should one count from 1, the first report (every
   // node's first is the same iteration) sets where the job starts.
   if (next_ < 0) next_ = metrics.iteration();
   if (metrics.iteration() < next_) return complete;  // A repeat of an iteration already out.
   Partial& partial = partial_[metrics.iteration()];
   ++partial.reported;
-  if (node == 0) partial.loss = metrics.loss();
+  if (node == reporting_nodes_.front()) partial.loss = metrics.loss();
   partial.step_ms = std::max(partial.step_ms, metrics.step_ms());
   for (const proto::CodecMetrics& entry : metrics.compression()) {
     proto::CodecMetrics& sum = partial.compression[entry.codec()];
@@ -22,7 +41,7 @@ std::vector<proto::IterationMetrics> MetricsMerger::Add(int64_t node, const prot
     sum.set_wire_bytes(sum.wire_bytes() + entry.wire_bytes());
     sum.set_dense_bytes(sum.dense_bytes() + entry.dense_bytes());
   }
-  while (!partial_.empty() && partial_.begin()->first == next_ && partial_.begin()->second.reported >= num_nodes_) {
+  while (!partial_.empty() && partial_.begin()->first == next_ && partial_.begin()->second.reported >= static_cast<int64_t>(reporting_nodes_.size())) {
     const Partial& done = partial_.begin()->second;
     proto::IterationMetrics& merged = complete.emplace_back();
     merged.set_iteration(next_);

@@ -1,27 +1,42 @@
-// Merging the per-node metrics of a job into the job's own, one iteration at a time: an
-// iteration is complete once every node reported it; its loss is node 0's (node 0 holds
-// the loss's first shard, and with a replicated loss every node's is the same), its step
-// time the slowest node's (a step ends when the last node's does), its throughput the
-// plan's global batch over that step time, and its compression entries the sums over
-// nodes per codec (each node's are the sums over its devices), in codec order.
+// Merging the per-node metrics of a job into the job's own, one iteration at a time. The
+// nodes that report are those holding a loss sink (ReportingNodes): a worker reports an
+// iteration once its loss arrived (actors/runtime.cc), so with pipeline stages on
+// different nodes only the nodes of the last stage report; without stages every node
+// does. An iteration is complete once every reporting node reported it; its loss is the
+// first reporting node's (the loss is replicated over the devices that hold it), its step
+// time the slowest reporting node's (a step ends when the last node's does), its
+// throughput the plan's global batch over that step time, and its compression entries
+// the sums over the reporting nodes per codec (each node's are the sums over its
+// devices), in codec order. A node without a sink sends no metrics, so with stages across
+// nodes the compressed boxings of the earlier stages are missing from the job's entries.
 #ifndef TOOLS_LAUNCHER_METRICS_MERGER_H_
 #define TOOLS_LAUNCHER_METRICS_MERGER_H_
 
 #include <cstdint>
 #include <map>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "proto/launcher.pb.h"
+#include "proto/plan.pb.h"
 
 namespace oneflow::launcher {
 
+// The nodes of `plan` whose workers report per-iteration metrics, in increasing order:
+// those with a device that has a loss sink; every node of a plan without one (the
+// launcher's test plans, run by fake workers that report from every node).
+std::vector<int64_t> ReportingNodes(const proto::Plan& plan);
+
 class MetricsMerger {
  public:
-  MetricsMerger(int64_t num_nodes, int64_t batch_size) : num_nodes_(num_nodes), batch_size_(batch_size) {}
+  // `reporting_nodes`: ReportingNodes(plan), not empty.
+  MetricsMerger(std::vector<int64_t> reporting_nodes, int64_t batch_size)
+      : reporting_nodes_(std::move(reporting_nodes)), batch_size_(batch_size) {}
 
   // Records one node's metrics; returns the iterations this completed, in order (an
-  // iteration is only returned after every earlier one).
+  // iteration is only returned after every earlier one). Metrics of a node that is not
+  // a reporting node are ignored.
   std::vector<proto::IterationMetrics> Add(int64_t node, const proto::IterationMetrics& metrics);
 
  private:
@@ -31,7 +46,7 @@ class MetricsMerger {
     double step_ms = 0;
     std::map<std::string, proto::CodecMetrics> compression;
   };
-  int64_t num_nodes_;
+  std::vector<int64_t> reporting_nodes_;
   int64_t batch_size_;
   int64_t next_ = -1;  // The next iteration to complete; -1 before the first report.
   std::map<int64_t, Partial> partial_;

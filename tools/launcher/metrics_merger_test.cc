@@ -1,6 +1,7 @@
 #include "tools/launcher/metrics_merger.h"
 
 #include <string>
+#include <vector>
 
 #include "gtest/gtest.h"
 
@@ -17,7 +18,7 @@ proto::IterationMetrics Metrics(int64_t iteration, double loss, double step_ms) 
 }
 
 TEST(MetricsMergerTest, IterationCompletesWhenEveryNodeReported) {
-  MetricsMerger merger(/*num_nodes=*/2, /*batch_size=*/64);
+  MetricsMerger merger(/*reporting_nodes=*/{0, 1}, /*batch_size=*/64);
   EXPECT_TRUE(merger.Add(1, Metrics(0, 9.0, 8.0)).empty());
   EXPECT_TRUE(merger.Add(1, Metrics(1, 9.0, 4.0)).empty());  // Node 1 runs ahead.
   const std::vector<proto::IterationMetrics> first = merger.Add(0, Metrics(0, 2.5, 5.0));
@@ -45,7 +46,7 @@ proto::CodecMetrics Codec(const std::string& key, double error_sq, double signal
 // Each node sends its devices' sums; the job's line is their sum per codec, so its error
 // is the error of everything encoded anywhere (not an average of the nodes' errors).
 TEST(MetricsMergerTest, CompressionSumsOverNodesPerCodec) {
-  MetricsMerger merger(/*num_nodes=*/2, /*batch_size=*/64);
+  MetricsMerger merger(/*reporting_nodes=*/{0, 1}, /*batch_size=*/64);
   proto::IterationMetrics node0 = Metrics(0, 2.5, 5.0), node1 = Metrics(0, 2.5, 6.0);
   *node0.add_compression() = Codec("int4/128", 0.01, 1.0, 100, 800);
   *node0.add_compression() = Codec("int8/512", 1e-4, 1.0, 50, 200);
@@ -72,9 +73,38 @@ TEST(MetricsMergerTest, CompressionSumsOverNodesPerCodec) {
 }
 
 TEST(MetricsMergerTest, OneNodeEmitsEveryReport) {
-  MetricsMerger merger(1, 32);
+  MetricsMerger merger({0}, 32);
   EXPECT_EQ(merger.Add(0, Metrics(0, 1, 2)).size(), 1u);
   EXPECT_EQ(merger.Add(0, Metrics(1, 1, 2)).size(), 1u);
+}
+
+// Pipeline stages on two nodes: only node 1 holds the last stage and its loss sink, so
+// only node 1 reports, and its reports alone complete the iterations.
+TEST(MetricsMergerTest, OnlyTheNodesWithALossSinkReport) {
+  proto::Plan plan;
+  for (int64_t node : {0, 0, 1, 1}) {
+    proto::DevicePlan* device = plan.add_devices();
+    device->mutable_device()->set_node(node);
+    device->add_actors()->set_kind(proto::ACTOR_COMPUTE);
+    if (node == 1) device->add_actors()->set_kind(proto::ACTOR_SINK);
+  }
+  EXPECT_EQ(ReportingNodes(plan), std::vector<int64_t>{1});
+  // A plan without any sink (the launcher's fake-worker plans): every node reports.
+  proto::Plan no_sink = plan;
+  for (proto::DevicePlan& device : *no_sink.mutable_devices()) {
+    device.clear_actors();
+    device.add_actors()->set_kind(proto::ACTOR_BOXING);
+  }
+  EXPECT_EQ(ReportingNodes(no_sink), (std::vector<int64_t>{0, 1}));
+  plan.mutable_devices(0)->add_actors()->set_kind(proto::ACTOR_SINK);
+  EXPECT_EQ(ReportingNodes(plan), (std::vector<int64_t>{0, 1}));
+
+  MetricsMerger merger(/*reporting_nodes=*/{1}, /*batch_size=*/64);
+  EXPECT_TRUE(merger.Add(0, Metrics(0, 9.0, 50.0)).empty());  // Ignored: node 0 has no sink.
+  const std::vector<proto::IterationMetrics> merged = merger.Add(1, Metrics(0, 2.5, 5.0));
+  ASSERT_EQ(merged.size(), 1u);
+  EXPECT_EQ(merged[0].loss(), 2.5);
+  EXPECT_EQ(merged[0].step_ms(), 5.0);
 }
 
 }  // namespace

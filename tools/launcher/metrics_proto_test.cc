@@ -29,7 +29,7 @@ TEST(MetricsProtoTest, RoundTripKeepsTheLine) {
 // What `oneflow launch` prints for two nodes is what `oneflow run` prints for the same
 // devices in one process: the sums of all of them.
 TEST(MetricsProtoTest, TwoNodesMergeToTheOneProcessLine) {
-  MetricsMerger merger(/*num_nodes=*/2, /*batch_size=*/32);
+  MetricsMerger merger(/*reporting_nodes=*/{0, 1}, /*batch_size=*/32);
   EXPECT_TRUE(merger.Add(0, MetricsToProto(NodeMetrics(0.01, 1.0, 100, 800))).empty());
   const std::vector<proto::IterationMetrics> merged = merger.Add(1, MetricsToProto(NodeMetrics(0.03, 3.0, 120, 960)));
   ASSERT_EQ(merged.size(), 1u);

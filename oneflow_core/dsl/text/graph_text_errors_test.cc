@@ -174,7 +174,7 @@ TEST(GraphTextErrorsTest, SourcesAndOptimizers) {
   const ErrorCase cases[] = {
       {Head("source d imagenet"), kInvalid,
        "line 4: unknown kind 'imagenet' of data source 'd'; valid: synthetic_classification, "
-       "synthetic_tokens, token_file, record_file"},
+       "synthetic_tokens, token_file, record_file, text_file"},
       {Head("source d synthetic_tokens vocab=10"), kInvalid,
        "line 4: data source 'd' needs 'seed=...'"},
       {Head("source d synthetic_tokens seed=1 vocab=10 num_classes=3"), kInvalid,

@@ -98,15 +98,17 @@ absl::StatusOr<DataSource> ReadDataSource(absl::string_view kind, Fields& fields
     source = tokens ? DataSource::SyntheticTokens(seed, size)
                     : DataSource::SyntheticClassification(seed, size);
     valid = absl::StrCat("seed, ", size_key);
-  } else if (kind == "token_file" || kind == "record_file") {
+  } else if (kind == "token_file" || kind == "record_file" || kind == "text_file") {
     OF_ASSIGN_OR_RETURN(absl::string_view text, fields.Require("path", owner));
     OF_ASSIGN_OR_RETURN(std::string path, ParseQuoted(text, "'path'"));
-    source = kind == "token_file" ? DataSource::TokenFile(path) : DataSource::RecordFile(path);
+    source = kind == "token_file"  ? DataSource::TokenFile(path)
+             : kind == "text_file" ? DataSource::TextFile(path)
+                                   : DataSource::RecordFile(path);
     valid = "path";
   } else {
     return absl::InvalidArgumentError(absl::StrCat(
         "unknown kind '", kind, "' of ", owner,
-        "; valid: synthetic_classification, synthetic_tokens, token_file, record_file"));
+        "; valid: synthetic_classification, synthetic_tokens, token_file, record_file, text_file"));
   }
   OF_RETURN_IF_ERROR(fields.CheckAllTaken(absl::StrCat(owner, " (", kind, ")"), valid));
   return source;
