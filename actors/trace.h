@@ -1,6 +1,13 @@
 // Chrome / Perfetto trace of a run (chrome://tracing, ui.perfetto.dev): one track per
 // device thread, one slice per act (actor name, kind, iteration), and flow arrows
 // joining the acts of one collective on every device of its group.
+//
+// The file is also read back (ReadChromeTrace: `oneflow inspect PLAN --trace=FILE`
+// measures the pipeline bubble from it, actors/bubble.h), so it says which plan it is
+// of: the top-level "otherData" holds the job name, the plan's checksum and its
+// micro-batches, and every slice's args hold the actor id and its act index
+// ("iteration": micro-batches for a per-micro-batch actor). Times are microseconds
+// from the first act with nanosecond digits.
 #ifndef ACTORS_TRACE_H_
 #define ACTORS_TRACE_H_
 
@@ -8,6 +15,7 @@
 #include <vector>
 
 #include "absl/status/status.h"
+#include "absl/status/statusor.h"
 #include "actors/engine.h"
 #include "proto/plan.pb.h"
 
@@ -19,6 +27,15 @@ std::string ChromeTraceJson(const proto::Plan& plan, const std::vector<ActRecord
 // Writes it atomically (temporary file + rename); errors name the file.
 absl::Status WriteChromeTrace(const std::string& path, const proto::Plan& plan,
                               const std::vector<ActRecord>& acts);
+
+// The acts of a trace written by WriteChromeTrace for `plan`, times relative to its first
+// act. Errors name the file: NOT_FOUND / PERMISSION_DENIED when it cannot be read,
+// INVALID_ARGUMENT when it is not such a trace, or is one of another plan (its
+// "otherData" checksum differs from plan.checksum(), or a slice names an actor that the
+// plan does not have on that device, or under another name):
+//   trace file 't.json': written for plan 'gpt' (checksum 0x1b2f77a0), not for this
+//   plan 'gpt' (checksum 0x5e8c01d2)
+absl::StatusOr<std::vector<ActRecord>> ReadChromeTrace(const std::string& path, const proto::Plan& plan);
 
 // How gradient buckets' collectives (Plan.buckets) overlapped compute in a run: the
 // point of buckets is that a bucket's all-reduce runs on the communication thread while

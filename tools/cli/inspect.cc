@@ -75,12 +75,18 @@ absl::StatusOr<std::string> InspectPlan(const proto::Plan& plan, const InspectOp
     return absl::InvalidArgumentError(absl::StrCat(
         "--device='", *options.device, "' is out of range; valid: ", ValidDevices(plan)));
   }
+  if (options.measured.has_value() &&
+      static_cast<int>(options.measured->bubble.devices.size()) != plan.devices_size()) {
+    return absl::InvalidArgumentError(absl::StrCat("trace file '", options.measured->trace, "': measured ",
+                                                   options.measured->bubble.devices.size(),
+                                                   " devices, but the plan has ", plan.devices_size()));
+  }
   const PlanIndex index(plan);
   switch (options.format) {
     case InspectFormat::kText:
-      return RenderText(plan, index, options.device);
+      return RenderText(plan, index, options.device, options.measured);
     case InspectFormat::kJson:
-      return RenderJson(plan, index, options.device);
+      return RenderJson(plan, index, options.device, options.measured);
     case InspectFormat::kDot:
       return options.device.has_value() ? RenderDeviceDot(plan, index, *options.device)
                                         : RenderLogicalDot(plan, index);

@@ -17,6 +17,7 @@
 
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
+#include "actors/bubble.h"
 #include "proto/plan.pb.h"
 
 namespace oneflow::cli {
@@ -41,11 +42,21 @@ absl::StatusOr<InspectFormat> ParseInspectFormat(absl::string_view text);
 //   --device='5' is out of range; valid: 0..1 (or a node:device id: 0:0, 0:1)
 absl::StatusOr<std::optional<int>> ParseDeviceFlag(absl::string_view text, const proto::Plan& plan);
 
+// What a trace of a run measured (`--trace=FILE`): the file as the user named it, and
+// the compute threads' idle time per device (actors/bubble.h).
+struct TraceBubble {
+  std::string trace;
+  actors::MeasuredBubble bubble;
+};
+
 struct InspectOptions {
   InspectFormat format = InspectFormat::kText;
   // An index into plan.devices. text/json: only that device appears in the per-device
   // section. dot: that device's actor graph instead of the logical graph.
   std::optional<int> device;
+  // text/json: the measured bubble per pipeline stage, beside the modelled one (the
+  // stages section then appears even for a plan of one stage). dot: ignored.
+  std::optional<TraceBubble> measured;
 };
 
 // Checks `plan` with CheckPlanForInspection (a hand-built plan gets the same checks as

@@ -5,10 +5,12 @@
 // the plan does not have is null, never a missing key. Byte counts are exact integers.
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "tools/cli/inspect_compression.h"
 #include "tools/cli/inspect_render.h"
 #include "tools/cli/json_writer.h"
+#include "tools/cli/pipeline_stages.h"
 #include "tools/cli/plan_format.h"
 
 namespace oneflow::cli {
@@ -271,9 +273,77 @@ void WriteBucket(const proto::GradientBucketDef& bucket, JsonWriter& json) {
   json.EndObject();
 }
 
+// The pipeline stages (pipeline_stages.h), with the measured bubble when a trace is given.
+void WritePipeline(const proto::Plan& plan, const std::vector<PipelineStage>& stages,
+                   const std::optional<TraceBubble>& measured, JsonWriter& json) {
+  const int64_t m = MicroBatches(plan);
+  const double modelled = ModelledBubble(static_cast<int64_t>(stages.size()), m);
+  std::vector<double> idle;
+  json.BeginObject();
+  json.Key("num_stages");
+  json.Int(static_cast<int64_t>(stages.size()));
+  json.Key("micro_batches");
+  json.Int(m);
+  json.Key("modelled_bubble");
+  json.Double(modelled);
+  json.Key("trace");
+  if (measured.has_value()) {
+    const actors::MeasuredBubble& bubble = measured->bubble;
+    for (const actors::DeviceIdle& device : bubble.devices) idle.push_back(device.idle_fraction);
+    json.BeginObject();
+    json.Key("file");
+    json.String(measured->trace);
+    json.Key("first_iteration");
+    json.Int(bubble.first_iteration);
+    json.Key("last_iteration");
+    json.Int(bubble.last_iteration);
+    json.Key("window_ms");
+    json.Double((bubble.window_end_ns - bubble.window_start_ns) / 1e6);
+    json.EndObject();
+  } else {
+    json.Null();
+  }
+  json.Key("stages");
+  json.BeginArray();
+  for (size_t k = 0; k < stages.size(); ++k) {
+    const PipelineStage& stage = stages[k];
+    json.BeginObject();
+    json.Key("index");
+    json.Int(static_cast<int64_t>(k));
+    json.Key("placement");
+    json.String(stage.placement);
+    json.Key("devices");
+    json.BeginArray();
+    for (int d : stage.devices) json.String(DeviceIdText(plan.devices(d).device()));
+    json.EndArray();
+    json.Key("num_ops");
+    json.Int(stage.num_ops);
+    json.Key("peak_bytes");
+    json.Int(stage.peak_bytes);
+    json.Key("persistent_bytes");
+    json.Int(stage.persistent_bytes);
+    json.Key("modelled_bubble");
+    json.Double(modelled);
+    json.Key("measured_bubble");
+    measured.has_value() ? json.Double(StageMeasuredBubble(stage, idle)) : json.Null();
+    json.Key("devices_measured_bubble");
+    if (measured.has_value()) {
+      json.BeginArray();
+      for (int d : stage.devices) json.Double(idle[d]);
+      json.EndArray();
+    } else {
+      json.Null();
+    }
+    json.EndObject();
+  }
+  json.EndArray();
+  json.EndObject();
+}
+
 }  // namespace
 
-std::string RenderJson(const proto::Plan& plan, const PlanIndex& index, std::optional<int> device) {
+std::string RenderJson(const proto::Plan& plan, const PlanIndex& index, std::optional<int> device,
+                       const std::optional<TraceBubble>& measured) {
   JsonWriter json;
   json.BeginObject();
   json.Key("format_version");
@@ -282,6 +352,8 @@ std::string RenderJson(const proto::Plan& plan, const PlanIndex& index, std::opt
   json.String(plan.job().name());
   json.Key("cluster");
   WriteCluster(plan.cluster(), json);
+  json.Key("micro_batches");
+  json.Int(MicroBatches(plan));
   json.Key("ops");
   json.BeginArray();
   for (const proto::LogicalOpSbp& op : plan.op_sbps()) WriteOp(op, index, json);
@@ -301,6 +373,14 @@ std::string RenderJson(const proto::Plan& plan, const PlanIndex& index, std::opt
   json.BeginArray();
   for (const proto::GradientBucketDef& bucket : plan.buckets()) WriteBucket(bucket, json);
   json.EndArray();
+  // null for a plan of one stage without a trace, as the text leaves the section out.
+  const std::vector<PipelineStage> stages = PipelineStages(plan);
+  json.Key("pipeline");
+  if (stages.size() > 1 || measured.has_value()) {
+    WritePipeline(plan, stages, measured, json);
+  } else {
+    json.Null();
+  }
   json.Key("num_devices");
   json.Int(plan.devices_size());
   json.Key("devices");

@@ -10,13 +10,17 @@
 #include <string>
 
 #include "proto/plan.pb.h"
+#include "tools/cli/inspect.h"
 #include "tools/cli/plan_check.h"
 
 namespace oneflow::cli {
 
 // `device`: only that index of plan.devices in the per-device section; all when absent.
-std::string RenderText(const proto::Plan& plan, const PlanIndex& index, std::optional<int> device);
-std::string RenderJson(const proto::Plan& plan, const PlanIndex& index, std::optional<int> device);
+// `measured`: the trace's figures for the pipeline stages section, when given.
+std::string RenderText(const proto::Plan& plan, const PlanIndex& index, std::optional<int> device,
+                       const std::optional<TraceBubble>& measured);
+std::string RenderJson(const proto::Plan& plan, const PlanIndex& index, std::optional<int> device,
+                       const std::optional<TraceBubble>& measured);
 
 // The logical graph: ops as nodes, tensors as edges labeled with their SBP, boxings as
 // box-shaped nodes on the edges they convert.

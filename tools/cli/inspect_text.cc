@@ -1,5 +1,7 @@
 // The text format of `oneflow inspect`: what a person reads. Sections, in order:
-// header, cluster, ops, boxings, gradient buckets (when there are any), devices. docs/inspect.md shows a sample.
+// header, cluster, ops, boxings, gradient buckets (when there are any), pipeline stages
+// (when the ops have more than one placement, or a trace is given), devices.
+// docs/inspect.md shows a sample.
 #include <algorithm>
 #include <string>
 #include <vector>
@@ -9,6 +11,7 @@
 #include "absl/strings/str_join.h"
 #include "tools/cli/inspect_compression.h"
 #include "tools/cli/inspect_render.h"
+#include "tools/cli/pipeline_stages.h"
 #include "tools/cli/plan_format.h"
 
 namespace oneflow::cli {
@@ -193,12 +196,58 @@ void AppendDevice(const proto::Plan& plan, const PlanIndex& index, const Compres
   absl::StrAppend(out, "    collective order: ", CollectiveOrderText(device, index), "\n");
 }
 
+// Pipeline stages (pipeline_stages.h): per stage its devices, ops and memory, and the
+// 1F1B bubble modelled beside the one a trace measured.
+void AppendPipeline(const proto::Plan& plan, const std::vector<PipelineStage>& stages,
+                    const std::optional<TraceBubble>& measured, std::string* out) {
+  const int64_t s = static_cast<int64_t>(stages.size()), m = MicroBatches(plan);
+  const double modelled = ModelledBubble(s, m);
+  absl::StrAppend(out, "\npipeline stages (", s, "), ", Plural(m, "micro-batch", "micro-batches"),
+                  " per iteration; 1F1B bubble (S - 1) / (M + S - 1) = ", s - 1, " / ", m + s - 1, " = ",
+                  absl::StrFormat("%.3f", modelled), "\n");
+  std::vector<double> idle;
+  if (measured.has_value()) {
+    const actors::MeasuredBubble& bubble = measured->bubble;
+    for (const actors::DeviceIdle& device : bubble.devices) idle.push_back(device.idle_fraction);
+    absl::StrAppend(out, "  measured from trace '", measured->trace, "': iterations ", bubble.first_iteration, "..",
+                    bubble.last_iteration, " (",
+                    bubble.first_iteration == 1 ? std::string("iteration 0 is")
+                                                : absl::StrCat("iterations 0..", bubble.first_iteration - 1, " are"),
+                    " warm-up), ", absl::StrFormat("%.3f", (bubble.window_end_ns - bubble.window_start_ns) / 1e6),
+                    " ms wall time\n");
+  }
+  for (size_t k = 0; k < stages.size(); ++k) {
+    const PipelineStage& stage = stages[k];
+    std::vector<std::string> devices;
+    for (int d : stage.devices) devices.push_back(DeviceIdText(plan.devices(d).device()));
+    absl::StrAppend(out, "  stage ", k, ": ", stage.placement, "\n");
+    absl::StrAppend(out, "    devices: ", devices.empty() ? std::string("none") : absl::StrJoin(devices, ", "), "\n");
+    absl::StrAppend(out, "    ops: ", stage.num_ops, "\n");
+    absl::StrAppend(out, "    memory per device: peak ", FormatBytes(stage.peak_bytes), ", persistent ",
+                    FormatBytes(stage.persistent_bytes), "\n");
+    std::string bubble = absl::StrFormat("modelled %.3f", modelled);
+    if (measured.has_value()) {
+      absl::StrAppend(&bubble, absl::StrFormat(", measured %.3f", StageMeasuredBubble(stage, idle)));
+      if (stage.devices.size() > 1) {
+        std::vector<std::string> parts;
+        for (int d : stage.devices) {
+          parts.push_back(absl::StrFormat("%s %.3f", DeviceIdText(plan.devices(d).device()), idle[d]));
+        }
+        absl::StrAppend(&bubble, " (mean of ", absl::StrJoin(parts, ", "), ")");
+      }
+    }
+    absl::StrAppend(out, "    bubble: ", bubble, "\n");
+  }
+}
+
 }  // namespace
 
-std::string RenderText(const proto::Plan& plan, const PlanIndex& index, std::optional<int> device) {
+std::string RenderText(const proto::Plan& plan, const PlanIndex& index, std::optional<int> device,
+                       const std::optional<TraceBubble>& measured) {
   std::string out;
   absl::StrAppend(&out, "plan '", plan.job().name(), "' (format version ", plan.format_version(),
                   ")\n");
+  if (MicroBatches(plan) > 1) absl::StrAppend(&out, "micro-batches: ", MicroBatches(plan), " per iteration\n");
   AppendCluster(plan, &out);
   AppendOps(plan, index, &out);
 
@@ -215,6 +264,8 @@ std::string RenderText(const proto::Plan& plan, const PlanIndex& index, std::opt
                     FormatBytes(plan.bucket_bytes_limit()), " each; members in the order backward produces them\n");
     for (const proto::GradientBucketDef& bucket : plan.buckets()) AppendBucket(bucket, index, &out);
   }
+  const std::vector<PipelineStage> stages = PipelineStages(plan);
+  if (stages.size() > 1 || measured.has_value()) AppendPipeline(plan, stages, measured, &out);
 
   if (device.has_value()) {
     absl::StrAppend(&out, "\ndevices (1 of ", plan.devices_size(), ")\n");

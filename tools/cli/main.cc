@@ -1,6 +1,6 @@
 // `oneflow`: the project's command-line tool, one subcommand per thing a user does.
 //
-//   oneflow inspect PLAN [--format=text|json|dot] [--device=K]
+//   oneflow inspect PLAN [--format=text|json|dot] [--device=K] [--trace=FILE.json]
 //   oneflow run PLAN [--iters=N] [--metrics=FILE] [--trace=FILE.json]
 //   oneflow launch PLAN --nodes=HOST:PORT,... --token_file=F [--iters=N] [--metrics=FILE] ...
 //   oneflow calibrate [--out=FILE]

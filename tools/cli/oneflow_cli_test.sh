@@ -94,7 +94,7 @@ run "$ONEFLOW"
 [[ $rc -eq 2 ]] || fail "no subcommand exited $rc"
 run "$ONEFLOW" inspect
 [[ $rc -eq 2 ]] || fail "no PLAN exited $rc"
-[[ "$err" == "oneflow inspect: expected PLAN, got no arguments"$'\n'"usage: oneflow inspect PLAN [--format=text|json|dot] [--device=K]" ]] || fail "$err"
+[[ "$err" == "oneflow inspect: expected PLAN, got no arguments"$'\n'"usage: oneflow inspect PLAN [--format=text|json|dot] [--device=K] [--trace=FILE.json]" ]] || fail "$err"
 run "$ONEFLOW" frobnicate
 [[ $rc -eq 2 ]] || fail "unknown subcommand exited $rc"
 grep -q "unknown subcommand 'frobnicate'; valid: inspect, run, launch, calibrate, help" <<<"$err" || fail "$err"
@@ -140,7 +140,32 @@ run "$GPT" --compression=fp9
 [[ $rc -eq 2 ]] || fail "--compression=fp9 exited $rc"
 [[ "$err" == "gpt: error: --compression=fp9 is not a choice; valid: off, auto, fp8, int8, int4" ]] || fail "$err"
 
+# Pipeline stages: a 2-stage gpt with 4 micro-batches, its stages section, and the bubble
+# measured from a trace of `oneflow run`.
+gpt_pp=("$GPT" --devices_per_node=2 --pp=2 --micro_batches=4 --layers=2 --hidden=32 --heads=2 --vocab=32 --seq=8
+        --batch=8)
+run "${gpt_pp[@]}" --plan_out="$DIR/pp2.plan"
+[[ $rc -eq 0 ]] || fail "gpt --pp=2 exited $rc: $err"
+run "$ONEFLOW" run "$DIR/pp2.plan" --iters=3 --metrics="$DIR/pp2.jsonl" --trace="$DIR/pp2.json"
+[[ $rc -eq 0 ]] || fail "run --trace exited $rc: $err"
+run "$ONEFLOW" inspect "$DIR/pp2.plan" --trace="$DIR/pp2.json"
+[[ $rc -eq 0 ]] || fail "inspect --trace exited $rc: $err"
+grep -qx "micro-batches: 4 per iteration" <<<"$out" || fail "$out"
+grep -qx "pipeline stages (2), 4 micro-batches per iteration; 1F1B bubble (S - 1) / (M + S - 1) = 1 / 5 = 0.200" <<<"$out" || fail "$out"
+grep -qx "  measured from trace '$DIR/pp2.json': iterations 1..2 (iteration 0 is warm-up), [0-9.]* ms wall time" <<<"$out" || fail "$out"
+grep -qx "  stage 1: cpu{0:1}" <<<"$out" || fail "$out"
+[[ $(grep -c "^    bubble: modelled 0.200, measured [01]\.[0-9][0-9][0-9]$" <<<"$out") -eq 2 ]] || fail "$out"
+run "$ONEFLOW" inspect "$DIR/pp2.plan" --trace="$DIR/pp2.json" --format=json
+python3 -c 'import json, sys; p = json.loads(sys.argv[1])["pipeline"]; assert p["num_stages"] == 2 and p["trace"]["last_iteration"] == 2, p; assert all(0 <= s["measured_bubble"] <= 1 for s in p["stages"]), p' "$out" || fail "$out"
+# A missing trace, and a trace of another plan: exit 1 naming the file.
+run "$ONEFLOW" inspect "$DIR/pp2.plan" --trace="$DIR/missing.json"
+[[ $rc -eq 1 && "$err" == "oneflow inspect: trace file '$DIR/missing.json': cannot open: No such file or directory" ]] || fail "$rc $err"
+run "${gpt_pp[@]:0:${#gpt_pp[@]}-1}" --batch=4 --plan_out="$DIR/pp2_small.plan"
+run "$ONEFLOW" inspect "$DIR/pp2_small.plan" --trace="$DIR/pp2.json"
+[[ $rc -eq 1 ]] || fail "a trace of another plan exited $rc"
+[[ "$err" =~ ^"oneflow inspect: trace file '$DIR/pp2.json': written for plan 'gpt' (checksum 0x"[0-9a-f]{8}"), not for this plan 'gpt' (checksum 0x"[0-9a-f]{8}")"$ ]] || fail "$err"
+
 run "$ONEFLOW" help
 [[ $rc -eq 0 ]] || fail "help exited $rc"
-grep -q "oneflow inspect PLAN \[--format=text|json|dot\] \[--device=K\]" <<<"$out" || fail "$out"
+grep -q "oneflow inspect PLAN \[--format=text|json|dot\] \[--device=K\] \[--trace=FILE.json\]" <<<"$out" || fail "$out"
 echo PASS

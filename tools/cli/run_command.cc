@@ -21,7 +21,9 @@ ABSL_FLAG(std::string, metrics, "",
 ABSL_FLAG(int64_t, threads_per_device, 0,
           "Threads each CPU device runs its compute kernels on, overriding the plan's "
           "cluster.threads_per_device (0: the plan's).");
-ABSL_FLAG(std::string, trace, "", "Write a Chrome/Perfetto trace (JSON) of every act here.");
+ABSL_FLAG(std::string, trace, "",
+          "run: write a Chrome/Perfetto trace (JSON) of every act here. inspect: read such a "
+          "trace of the plan and show the measured pipeline bubble per stage.");
 
 namespace oneflow::cli {
 namespace {
