@@ -211,7 +211,11 @@ absl::Status Engine::Build(const BindFunction& bind) {
         actor.thread = runtime.threads[def.thread() == proto::THREAD_COMMUNICATION];
       }
       actor.rate = def.per_iteration() ? 1 : micro_batches_;
-      actor.gated = actor.rate == micro_batches_;
+      // A receiving transfer writes registers that own their bytes (memory planning
+      // keeps them out of the arena), so it may run ahead of the device's gate: a stage
+      // accepts the next micro-batch's data while still working on earlier ones.
+      const bool receiver = def.thread() == proto::THREAD_TRANSFER && def.consumed_registers_size() == 0;
+      actor.gated = actor.rate == micro_batches_ && !receiver;
       actor_index[def.id()] = static_cast<int>(actors_.size());
       threads_[actor.thread].actors.push_back(static_cast<int>(actors_.size()));
       absl::StatusOr<ActFunction> act = bind(ActorBinding{&plan_, d, &def});
@@ -383,7 +387,7 @@ void Engine::Act(int a, ThreadRuntime& thread) {
   current_device_ = actor.device;
   current_rate_ = actor.rate;
   const int64_t start = options_.record_acts ? NowNs() : 0;
-  absl::Status status = actor.act(i, *this);
+  absl::Status status = actor.act(i + options_.first_iteration * actor.rate, *this);
   if (options_.record_acts) {
     thread.records.push_back(ActRecord{thread.index, actor.device,
                                        actor.def->id(), i, start, NowNs()});
@@ -583,6 +587,10 @@ absl::StatusOr<EngineResult> Engine::Run() {
   for (size_t t = 0; t < threads_.size(); ++t) workers.emplace_back([this, t] { ThreadMain(static_cast<int>(t)); });
   for (std::thread& worker : workers) worker.join();
   if (!error_.ok()) return error_;
+  if (options_.on_finished) {
+    absl::Status finished = options_.on_finished();
+    if (!finished.ok()) return finished;
+  }
   EngineResult result;
   for (ThreadRuntime& thread : threads_) {
     result.acts.insert(result.acts.end(), thread.records.begin(), thread.records.end());

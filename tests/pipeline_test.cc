@@ -346,10 +346,15 @@ TEST(PipelineTest, StageRegisterCountsFollow1F1B) {
 
 // The most micro-batches in flight at once on device `d`: micro-batch n (act index:
 // iteration x M + m) is in flight from the first start of any of the device's
-// per-micro-batch acts on it to the last end of those acts.
+// per-micro-batch acts on it to the last end of those acts. Receiving transfers do not
+// count: they buffer the next micro-batches' inputs in registers of their own (memory
+// block 2, bounded by those registers' slots), outside the activations the gate bounds.
 int MostInFlight(const proto::Plan& plan, const std::vector<actors::ActRecord>& acts, int d, int64_t micro_batches) {
-  std::map<int64_t, bool> per_micro_batch;  // Actor id -> acts once per micro-batch.
-  for (const proto::ActorDef& actor : plan.devices(d).actors()) per_micro_batch[actor.id()] = !actor.per_iteration();
+  std::map<int64_t, bool> per_micro_batch;  // Actor id -> acts once per micro-batch on activations.
+  for (const proto::ActorDef& actor : plan.devices(d).actors()) {
+    const bool receiver = actor.thread() == proto::THREAD_TRANSFER && actor.consumed_registers_size() == 0;
+    per_micro_batch[actor.id()] = !actor.per_iteration() && !receiver;
+  }
   std::vector<int64_t> first(micro_batches, INT64_MAX), last(micro_batches, INT64_MIN);
   for (const actors::ActRecord& act : acts) {
     if (act.device_index != d || !per_micro_batch[act.actor_id]) continue;

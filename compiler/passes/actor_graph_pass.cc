@@ -276,6 +276,10 @@ class DeviceActorBuilder {
     const proto::RegisterDef& source = plan_.registers(static_cast<int>(in));
     proto::RegisterDef& view = *plan_.mutable_registers(static_cast<int>(out));
     if (source.persistent() || source.size_bytes() != view.size_bytes() || source.dtype() != view.dtype()) return;
+    // Nor for what a transfer receives: the receiver runs ahead of the device's gate,
+    // which is what keeps a view's bytes from being overwritten while the view is read.
+    const int64_t first_actor = plan_.actors(0).id();
+    if (plan_.actors(static_cast<int>(source.producer_actor() - first_actor)).thread() == proto::THREAD_TRANSFER) return;
     view.set_alias_of(in);
   }
 

@@ -57,13 +57,26 @@ std::vector<std::vector<int64_t>> ReadersOf(const proto::DevicePlan& device) {
   return readers;
 }
 
+// Registers outside the arena, each owning `count` copies of its bytes in memory block
+// 2: per-iteration values of micro-batched plans (they live across the micro-batches of
+// an iteration, which the arena's per-micro-batch copies cannot express) and what a
+// transfer receives (the receiver runs ahead of the device's gate, which only guards the
+// arena).
+bool OwnsItsBytes(const proto::DevicePlan& device, const proto::RegisterDef& reg) {
+  if (reg.persistent() || reg.has_alias_of()) return false;
+  if (reg.per_iteration()) return true;
+  const int64_t first_actor = device.actors_size() > 0 ? device.actors(0).id() : 0;
+  const proto::ActorDef& producer = device.actors(static_cast<int>(reg.producer_actor() - first_actor));
+  return producer.thread() == proto::THREAD_TRANSFER && producer.consumed_registers_size() == 0;
+}
+
 // Registers that own arena bytes, live from their producer to the last reader of those
 // bytes, views' readers included; views take no memory of their own.
 DeviceProblem ProblemOf(const proto::DevicePlan& device, const std::vector<std::vector<int64_t>>& readers) {
   DeviceProblem problem;
   const int64_t first_actor = device.actors_size() > 0 ? device.actors(0).id() : 0;
   for (const proto::RegisterDef& reg : device.registers()) {
-    if (reg.persistent() || reg.has_alias_of() || reg.per_iteration()) continue;
+    if (reg.persistent() || reg.has_alias_of() || OwnsItsBytes(device, reg)) continue;
     RegisterLifetime lifetime;
     lifetime.size_bytes = reg.size_bytes();
     lifetime.first = reg.producer_actor() - first_actor;
@@ -108,12 +121,10 @@ absl::StatusOr<bool> MemoryPlanningPass::Run(Compilation* compilation) {
       reg->set_memory_block(1);
       reg->set_offset(layout.offsets[i]);
     }
-    // Per-iteration registers of micro-batched plans (accumulated gradients and what is
-    // computed from them) live across the micro-batches of an iteration, which the
-    // arena's per-micro-batch copies cannot express: each owns its bytes, `count` copies.
+    // Registers that own their bytes (OwnsItsBytes): `count` copies each, no reuse.
     int64_t per_iteration_bytes = 0;
     for (proto::RegisterDef& reg : *device.mutable_registers()) {
-      if (reg.persistent() || reg.has_alias_of() || !reg.per_iteration()) continue;
+      if (!OwnsItsBytes(device, reg)) continue;
       reg.set_memory_block(2);
       reg.set_offset(per_iteration_bytes);
       per_iteration_bytes += AlignUp(reg.size_bytes());
