@@ -393,8 +393,11 @@ void Engine::Act(int a, ThreadRuntime& thread) {
                                        actor.def->id(), i, start, NowNs()});
   }
   if (!status.ok()) {
-    const proto::DeviceId& device = plan_.devices(actor.device).device();
-    Fail(absl::Status(status.code(), absl::StrCat("device ", device.node(), ":", device.device(), " ",
+    const proto::DevicePlan& device_plan = plan_.devices(actor.device);
+    const proto::DeviceId& device = device_plan.device();
+    const std::string stage =
+        device_plan.has_pipeline_stage() ? absl::StrCat(" (pipeline stage ", device_plan.pipeline_stage(), ")") : "";
+    Fail(absl::Status(status.code(), absl::StrCat("device ", device.node(), ":", device.device(), stage, " ",
                                                   ActorText(a), " iteration ", i, ": ", status.message())));
     return;
   }

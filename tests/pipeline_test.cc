@@ -452,7 +452,9 @@ TEST(PipelineTest, FailureOnOneStageStopsEveryStageNamingIt) {
   EXPECT_EQ(result.status().code(), absl::StatusCode::kDataLoss) << result.status();
   const std::string message(result.status().message());
   const proto::DeviceId& id = device.device();
-  EXPECT_NE(message.find(absl::StrCat("device ", id.node(), ":", id.device(), " ")), std::string::npos) << message;
+  EXPECT_NE(message.find(absl::StrCat("device ", id.node(), ":", id.device(), " (pipeline stage 1) ")),
+            std::string::npos)
+      << message;
   EXPECT_NE(message.find(absl::StrCat("'", target->name(), "'")), std::string::npos) << message;
   EXPECT_NE(message.find("iteration 2: injected failure at micro-batch 2"), std::string::npos) << message;
   EXPECT_LT(seconds, 10.0) << "stages waited out their timeouts instead of stopping: " << message;

@@ -1,5 +1,7 @@
 #include "compiler/passes/actor_graph_pass.h"
 
+#include <algorithm>
+
 #include "absl/strings/str_cat.h"
 #include "compiler/passes/gradient_bucketing_pass.h"
 #include "oneflow_core/dsl/attr.h"
@@ -54,16 +56,13 @@ bool OpPerIteration(const LogicalOp& op, const std::vector<bool>& per_iteration)
   return true;
 }
 
-// With micro-batches and several placements (pipeline stages), the slots of each
-// device's activation registers: 1 + the most placement changes on a forward path from
-// an op of its placement to the loss, i.e. S - s on stage s of a chain of S stages. The
-// first stage then runs up to S micro-batches ahead of the last, which works on one at a
-// time: 1F1B's bound, and the engine's gate enforces it. Forward ops are those the loss
-// depends on. Without micro-batches or stages: CompileOptions::register_count everywhere.
-std::vector<int64_t> PipelineRegisterCounts(const Compilation& compilation) {
+// With several placements (pipeline stages), each device's depth: the most placement
+// changes on a forward path from an op of its placement to the loss, i.e. S - 1 - s on
+// stage s of a chain of S stages (-1 for a device with no forward op). Forward ops are
+// those the loss depends on. Empty without stages.
+std::vector<int64_t> PipelineDepths(const Compilation& compilation) {
   const LogicalGraph& graph = compilation.graph;
-  std::vector<int64_t> counts(compilation.devices.size(), compilation.options.register_count);
-  if (compilation.job.micro_batches() <= 1 || graph.placements.size() <= 1 || graph.loss < 0) return counts;
+  if (graph.placements.size() <= 1 || graph.loss < 0) return {};
   std::vector<bool> needed(graph.tensors.size(), false);
   needed[graph.loss] = true;
   std::vector<int64_t> hops(graph.ops.size(), -1);  // -1: not a forward op
@@ -89,17 +88,27 @@ std::vector<int64_t> PipelineRegisterCounts(const Compilation& compilation) {
   for (size_t o = 0; o < graph.ops.size(); ++o) {
     if (hops[o] >= 0) depth[graph.ops[o].placement] = std::max(depth[graph.ops[o].placement], hops[o]);
   }
-  std::vector<int64_t> pipelined(compilation.devices.size(), 0);
+  std::vector<int64_t> device_depth(compilation.devices.size(), -1);
   for (size_t p = 0; p < graph.placements.size(); ++p) {
     if (depth[p] < 0) continue;
     for (const DeviceId& device : graph.placements[p].devices()) {
       for (size_t d = 0; d < compilation.devices.size(); ++d) {
-        if (compilation.devices[d].device == device) pipelined[d] = std::max(pipelined[d], depth[p] + 1);
+        if (compilation.devices[d].device == device) device_depth[d] = std::max(device_depth[d], depth[p]);
       }
     }
   }
-  for (size_t d = 0; d < counts.size(); ++d) {
-    if (pipelined[d] > 0) counts[d] = pipelined[d];
+  return device_depth;
+}
+
+// With micro-batches and stages, the slots of each device's activation registers:
+// depth + 1, i.e. S - s on stage s of S. The first stage then runs up to S
+// micro-batches ahead of the last, which works on one at a time: 1F1B's bound, and the
+// engine's gate enforces it. Otherwise CompileOptions::register_count everywhere.
+std::vector<int64_t> PipelineRegisterCounts(const Compilation& compilation, const std::vector<int64_t>& depths) {
+  std::vector<int64_t> counts(compilation.devices.size(), compilation.options.register_count);
+  if (compilation.job.micro_batches() <= 1) return counts;
+  for (size_t d = 0; d < depths.size(); ++d) {
+    if (depths[d] >= 0) counts[d] = depths[d] + 1;
   }
   return counts;
 }
@@ -419,7 +428,8 @@ class DeviceActorBuilder {
 
 absl::StatusOr<bool> ActorGraphPass::Run(Compilation* compilation) {
   compilation->plan.clear_devices();
-  compilation->device_register_count = PipelineRegisterCounts(*compilation);
+  const std::vector<int64_t> depths = PipelineDepths(*compilation);
+  compilation->device_register_count = PipelineRegisterCounts(*compilation, depths);
   compilation->boxing_step_actors.assign(compilation->boxings.size(), {});
   for (const Boxing& boxing : compilation->boxings) {
     compilation->boxing_step_actors[boxing.id].resize(boxing.plan.steps.size());
@@ -428,6 +438,13 @@ absl::StatusOr<bool> ActorGraphPass::Run(Compilation* compilation) {
   for (size_t d = 0; d < compilation->devices.size(); ++d) {
     OF_RETURN_IF_ERROR(
         DeviceActorBuilder(compilation, static_cast<int32_t>(d), &next_actor_id).Run());
+  }
+  // Pipeline stages, for errors and traces: stage S - 1 - depth.
+  const int64_t deepest = depths.empty() ? 0 : *std::max_element(depths.begin(), depths.end());
+  if (deepest > 0) {
+    for (size_t d = 0; d < depths.size(); ++d) {
+      if (depths[d] >= 0) compilation->plan.mutable_devices(static_cast<int>(d))->set_pipeline_stage(deepest - depths[d]);
+    }
   }
   return true;
 }
