@@ -11,11 +11,12 @@
 namespace oneflow::actors {
 namespace {
 
-proto::Plan MlpPlan(int64_t dp, int64_t tp, int64_t register_count) {
+proto::Plan MlpPlan(int64_t dp, int64_t tp, int64_t register_count, int64_t micro_batches = 1) {
   examples::ParallelFlags flags;
   flags.devices_per_node = dp * tp;
   flags.dp = dp;
   flags.tp = tp;
+  flags.micro_batches = micro_batches;
   const examples::ParallelLayout layout = *examples::ParallelLayout::Create(flags);
   examples::MlpConfig config;
   config.batch = 16;
@@ -143,6 +144,64 @@ TEST(EngineTest, AHangBecomesAnErrorNamingWhatEachActorWaitsFor) {
                 std::to_string(sink.id()) + " 'loss_sink'"),
             std::string::npos)
       << result.status();
+}
+
+// With micro-batches, every edge between a per-iteration and a per-micro-batch actor
+// maps act counts: a per-micro-batch reader of a per-iteration register (a variable) acts
+// on micro-batch n only after its producer's act n / M; a per-iteration reader of what
+// the accumulator writes acts on iteration i only after the accumulator's last
+// micro-batch of i; per-iteration actors act once per iteration, the others M times.
+TEST(EngineTest, MicroBatchesMapActCountsOnEveryEdge) {
+  constexpr int64_t kMicroBatches = 4, kIterations = 3;
+  const proto::Plan plan = MlpPlan(2, 1, 2, kMicroBatches);
+  EngineOptions options;
+  options.iterations = kIterations;
+  options.record_acts = true;
+  absl::StatusOr<EngineResult> result = RunEngine(plan, Sleepy(std::chrono::microseconds(10)), options);
+  ASSERT_TRUE(result.ok()) << result.status();
+  std::map<int64_t, std::vector<ActRecord>> acts;  // actor id -> its acts in order
+  for (const ActRecord& act : result->acts) acts[act.actor_id].push_back(act);
+  std::map<int64_t, const proto::ActorDef*> actor;
+  int per_iteration = 0, checked_edges = 0;
+  for (const proto::DevicePlan& device : plan.devices()) {
+    for (const proto::ActorDef& def : device.actors()) actor[def.id()] = &def;
+  }
+  for (const auto& [id, def] : actor) {
+    per_iteration += def->per_iteration();
+    ASSERT_EQ(acts[id].size(), static_cast<size_t>(def->per_iteration() ? kIterations : kIterations * kMicroBatches))
+        << def->name();
+  }
+  EXPECT_GT(per_iteration, 0);
+  for (const proto::DevicePlan& device : plan.devices()) {
+    for (const proto::RegisterDef& reg : device.registers()) {
+      const proto::ActorDef& producer = *actor[reg.producer_actor()];
+      for (int64_t consumer_id : reg.consumer_actors()) {
+        const proto::ActorDef& consumer = *actor[consumer_id];
+        for (const ActRecord& act : acts[consumer_id]) {
+          // The producer's act whose value this act reads.
+          int64_t needed = act.iteration;
+          if (reg.per_iteration() && !consumer.per_iteration()) needed = act.iteration / kMicroBatches;
+          if (!reg.per_iteration() && !producer.per_iteration() && consumer.per_iteration()) {
+            ADD_FAILURE() << consumer.name() << " acts once per iteration but reads per-micro-batch " << reg.tensor();
+          }
+          if (reg.per_iteration() && !producer.per_iteration()) {  // The accumulator: its last act of the iteration.
+            needed = (consumer.per_iteration() ? act.iteration : act.iteration / kMicroBatches) * kMicroBatches +
+                     kMicroBatches - 1;
+          }
+          ASSERT_LT(needed, static_cast<int64_t>(acts[producer.id()].size()));
+          EXPECT_LE(acts[producer.id()][needed].end_ns, act.start_ns)
+              << consumer.name() << " act " << act.iteration << " started before " << producer.name() << " act "
+              << needed << " ended";
+          // Edges between the two rates: a variable's per-micro-batch readers, the
+          // accumulator's output.
+          if (reg.per_iteration() != consumer.per_iteration() || reg.per_iteration() != producer.per_iteration()) {
+            ++checked_edges;
+          }
+        }
+      }
+    }
+  }
+  EXPECT_GT(checked_edges, 0);
 }
 
 }  // namespace
