@@ -9,6 +9,13 @@
 //   - its device has finished iteration i - register_count (the memory planner's rule:
 //     registers sharing arena bytes are then never live in two iterations at once),
 //   - for a collective: it is the next one in the device's static collective order.
+// With micro-batches (Job.micro_batches = M) "iteration i" above is the actor's own act
+// count: M acts per iteration for per-micro-batch actors, one for per_iteration ones; the
+// engine maps the counts on every register and control edge, gates the arena per
+// micro-batch against the device's register_count, and repeats the collective order per
+// micro-batch (docs/pipeline.md). Each device has a compute thread, a communication
+// thread and one thread per transfer actor (THREAD_TRANSFER: send/recv between
+// placements, outside the collective order; a receiving one is not gated).
 // After acting it tells consumers (register readable), producers (register returned)
 // and control successors, all through the owning threads' message queues, so each
 // actor's state is touched only by its own thread. After its last iteration an actor
@@ -69,6 +76,12 @@ struct EngineOptions {
   // simulated in one process).
   int64_t node = 0;
   int64_t iterations = 1;
+  // The iteration the run starts at (a run resumed from a checkpoint): act functions see
+  // iteration first_iteration + i for the engine's i-th (so data, the learning-rate
+  // schedule and the optimizer step continue), and a per-micro-batch actor act
+  // first_iteration * micro_batches + n. Progress counts, traces and timeouts keep
+  // counting from 0.
+  int64_t first_iteration = 0;
   // A thread that makes no progress for this long fails the run with a message naming
   // every actor it holds that is still waiting and for what.
   std::chrono::milliseconds progress_timeout{30000};
@@ -83,6 +96,10 @@ struct EngineOptions {
   // Called once with the first error, before the threads stop: the runtime aborts its
   // communicators so no thread stays blocked in a collective.
   std::function<void(const absl::Status& error)> on_failure;
+  // Called once after every thread finished without an error, while the devices' memory
+  // is still allocated (the runtime saves the last iteration's checkpoint from it); its
+  // error is the run's.
+  std::function<absl::Status()> on_finished;
 };
 
 struct EngineResult {

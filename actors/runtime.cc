@@ -13,9 +13,11 @@
 #include "actors/behaviors/compute_behavior.h"
 #include "actors/behaviors/leaf_behaviors.h"
 #include "actors/behaviors/plan_index.h"
+#include "actors/checkpoint/checkpoint_reader.h"
 #include "actors/compression_meter.h"
 #include "compiler/plan_verifier.h"
 #include "kernels/cpu/thread_pool.h"
+#include "oneflow_core/dtype.h"
 #include "oneflow_core/status.h"
 
 namespace oneflow::actors {
@@ -45,6 +47,28 @@ absl::StatusOr<TrainResult> TrainPlan(const proto::Plan& plan, const TrainOption
   OF_RETURN_IF_ERROR(CheckDevicesRunHere(plan));
   OF_ASSIGN_OR_RETURN(PlanIndex index, PlanIndex::Create(plan));
   OF_ASSIGN_OR_RETURN(const int64_t threads_per_device, ThreadsPerDevice(plan, options));
+  // A checkpoint to resume from is read and checked whole before anything runs.
+  std::unique_ptr<CheckpointReader> reader;
+  int64_t first_iteration = 0;
+  if (!options.resume_from.empty()) {
+    OF_ASSIGN_OR_RETURN(reader, CheckpointReader::Open(options.resume_from, plan, index));
+    first_iteration = reader->iteration();
+    if (first_iteration >= options.iterations) {
+      return absl::InvalidArgumentError(absl::StrCat("checkpoint '", reader->dir(), "' was taken after ",
+                                                     first_iteration, " iterations: nothing is left of ",
+                                                     options.iterations, " iterations in all"));
+    }
+  }
+  std::unique_ptr<CheckpointWriter> writer;
+  if (!options.checkpoint.dir.empty()) {
+    if (options.node >= 0 && plan.cluster().num_nodes() > 1) {
+      return absl::UnimplementedError(
+          "checkpoints are saved by a process that runs every device of the plan (oneflow run); this plan has "
+          "several nodes");
+    }
+    OF_ASSIGN_OR_RETURN(writer,
+                        CheckpointWriter::Create(plan, index, options.checkpoint, options.node, first_iteration));
+  }
   CommunicatorPoolOptions pool_options;
   pool_options.node = options.node;
   pool_options.rendezvous = options.rendezvous;
@@ -89,10 +113,10 @@ absl::StatusOr<TrainResult> TrainPlan(const proto::Plan& plan, const TrainOption
     }
   }
   std::map<int64_t, IterationMetrics> losses;  // arrived, not yet reported
-  int64_t next_report = 0;
+  int64_t next_report = first_iteration;
   auto report_ready = [&] {  // under `mutex`
     int64_t finished = std::numeric_limits<int64_t>::max();
-    for (int d : local_devices) finished = std::min(finished, completed[d]);
+    for (int d : local_devices) finished = std::min(finished, completed[d] + first_iteration);
     for (auto it = losses.find(next_report); it != losses.end() && next_report < finished;
          it = losses.find(next_report)) {
       IterationMetrics metrics = std::move(it->second);
@@ -117,8 +141,26 @@ absl::StatusOr<TrainResult> TrainPlan(const proto::Plan& plan, const TrainOption
     switch (binding.actor->kind()) {
       case proto::ACTOR_DATA_SOURCE:
         return BindDataSource(index, binding);
-      case proto::ACTOR_VARIABLE:
-        return BindVariable(index, binding);
+      case proto::ACTOR_VARIABLE: {
+        VariableCheckpointing checkpointing;
+        checkpointing.first_iteration = first_iteration;
+        const std::string& tensor = binding.actor->kernels(0).op_name();
+        if (reader != nullptr) {
+          OF_ASSIGN_OR_RETURN(TensorLayout layout, index.LeafLayout(tensor, binding.device_index));
+          OF_ASSIGN_OR_RETURN(const proto::TensorDef* def, index.Tensor(tensor));
+          OF_ASSIGN_OR_RETURN(const DType dtype, FromProto(def->dtype()));
+          checkpointing.restore = [reader = reader.get(), tensor, layout, size = SizeOf(dtype)](void* slice) {
+            return reader->Load(tensor, layout, size, slice);
+          };
+        }
+        const int entry = writer == nullptr ? -1 : writer->EntryFor(binding.device_index, tensor);
+        if (entry >= 0) {
+          checkpointing.snapshot = [writer = writer.get(), entry](int64_t iteration, const void* slice) {
+            return writer->Stage(entry, iteration, slice);
+          };
+        }
+        return BindVariable(index, binding, std::move(checkpointing));
+      }
       case proto::ACTOR_COMPUTE:
         return BindCompute(index, binding, pools[binding.device_index].get());
       case proto::ACTOR_BOXING:
@@ -144,7 +186,12 @@ absl::StatusOr<TrainResult> TrainPlan(const proto::Plan& plan, const TrainOption
   }
   EngineOptions engine_options;
   engine_options.node = options.node;
-  engine_options.iterations = options.iterations;
+  engine_options.iterations = options.iterations - first_iteration;
+  engine_options.first_iteration = first_iteration;
+  if (writer != nullptr) {
+    // The checkpoint after the last iteration, if due: its variables act no more.
+    engine_options.on_finished = [&] { return writer->StageFinal(options.iterations); };
+  }
   engine_options.progress_timeout = options.progress_timeout;
   engine_options.record_acts = options.record_acts;
   engine_options.on_collective_done = options.on_collective_done;
@@ -160,7 +207,17 @@ absl::StatusOr<TrainResult> TrainPlan(const proto::Plan& plan, const TrainOption
     if (options.on_failure) options.on_failure(error);
   };
   last = std::chrono::steady_clock::now();
-  OF_ASSIGN_OR_RETURN(result.engine, RunEngine(plan, bind, engine_options));
+  absl::StatusOr<EngineResult> engine = RunEngine(plan, bind, engine_options);
+  result.first_iteration = first_iteration;
+  if (reader != nullptr) result.resumed_from = reader->dir();
+  if (writer != nullptr) {
+    // A save in flight completes (its snapshot is consistent) even when the run failed.
+    const absl::Status saved = writer->Finish();
+    result.checkpoints = writer->records();
+    if (engine.ok() && !saved.ok()) return saved;
+  }
+  OF_RETURN_IF_ERROR(engine.status());
+  result.engine = *std::move(engine);
   return result;
 }
 

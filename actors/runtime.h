@@ -17,6 +17,7 @@
 
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
+#include "actors/checkpoint/checkpoint_writer.h"
 #include "actors/engine.h"
 #include "actors/metrics.h"
 #include "kernels/compression/codec.h"
@@ -65,11 +66,27 @@ struct TrainOptions {
   // stderr.
   std::function<double(const CodecOptions& codec)> compression_error_bound;
   std::function<void(const std::string& line)> on_warning;
+  // Checkpoints of the persistent tensors every `checkpoint.every` iterations into
+  // `checkpoint.dir` (actors/checkpoint/checkpoint_writer.h, docs/checkpoints.md). One
+  // process must run every device of the plan (node < 0, or a one-node plan).
+  CheckpointOptions checkpoint;
+  // A checkpoint directory, or a directory of them (the newest complete one is taken):
+  // the variables and optimizer state start from it, and the run trains iterations
+  // k .. iterations - 1 for a checkpoint taken after k iterations (`iterations` stays
+  // the total). Refused, before anything runs, when it is incomplete, damaged or of
+  // another model.
+  std::string resume_from;
 };
 
 struct TrainResult {
   std::vector<IterationMetrics> iterations;
   EngineResult engine;
+  // The iteration the run started at (the checkpoint's when resuming, else 0) and the
+  // checkpoint it resumed from.
+  int64_t first_iteration = 0;
+  std::string resumed_from;
+  // The checkpoints this run wrote, oldest first.
+  std::vector<CheckpointRecord> checkpoints;
 };
 
 absl::StatusOr<TrainResult> TrainPlan(const proto::Plan& plan, const TrainOptions& options);

@@ -40,6 +40,9 @@ proto::Plan DataParallelMlp() {
   EXPECT_TRUE(job.ok()) << job.status();
   CompileOptions options;
   options.cluster = layout->cluster();
+  // One collective per gradient (no buckets), so edits of the collective order have
+  // several entries to swap.
+  options.bucket_mb = 0;
   absl::StatusOr<proto::Plan> plan = Compile(*job, options);
   EXPECT_TRUE(plan.ok()) << plan.status();
   return *plan;

@@ -106,6 +106,40 @@ TensorLayout InWholeBatch(const TensorLayout& layout, int64_t micro_batches, int
   return TensorLayout{Shape(dims), TensorSlice(std::move(ranges))};
 }
 
+// Fills `out` (the slice of `layout`) from the initializer.
+absl::Status Initialize(const proto::Initializer& init, const TensorLayout& layout, float* out) {
+  const int64_t n = layout.slice.NumElements();
+  const LogicalRandom random(init.seed());
+  switch (init.kind()) {
+    case proto::Initializer::ZEROS:
+      std::fill(out, out + n, 0.0f);
+      break;
+    case proto::Initializer::ONES:
+      std::fill(out, out + n, 1.0f);
+      break;
+    case proto::Initializer::NORMAL:
+      FillNormal(layout.logical, layout.slice, random, static_cast<float>(init.mean()),
+                 static_cast<float>(init.stddev()), out);
+      break;
+    case proto::Initializer::UNIFORM:
+      FillUniform(layout.logical, layout.slice, random, static_cast<float>(init.low()),
+                  static_cast<float>(init.high()), out);
+      break;
+    case proto::Initializer::XAVIER_UNIFORM: {
+      // Fans from the last two dimensions (one dimension: both fans are its size).
+      const Shape& shape = layout.logical;
+      const int64_t fan_out = shape.rank() == 0 ? 1 : shape.dim(shape.rank() - 1);
+      const int64_t fan_in = shape.rank() < 2 ? fan_out : shape.dim(shape.rank() - 2);
+      const float limit = std::sqrt(6.0f / static_cast<float>(fan_in + fan_out));
+      FillUniform(layout.logical, layout.slice, random, -limit, limit, out);
+      break;
+    }
+    default:
+      return absl::InvalidArgumentError(absl::StrCat("unknown initializer kind ", init.kind()));
+  }
+  return absl::OkStatus();
+}
+
 }  // namespace
 
 absl::StatusOr<ActFunction> BindDataSource(const PlanIndex& index, const ActorBinding& binding) {
@@ -188,7 +222,8 @@ absl::StatusOr<ActFunction> BindDataSource(const PlanIndex& index, const ActorBi
   });
 }
 
-absl::StatusOr<ActFunction> BindVariable(const PlanIndex& index, const ActorBinding& binding) {
+absl::StatusOr<ActFunction> BindVariable(const PlanIndex& index, const ActorBinding& binding,
+                                         VariableCheckpointing checkpointing) {
   const proto::KernelDef& kernel = binding.actor->kernels(0);
   const std::string& tensor = kernel.op_name();
   const proto::VariableDef* variable = nullptr;
@@ -201,41 +236,20 @@ absl::StatusOr<ActFunction> BindVariable(const PlanIndex& index, const ActorBind
   OF_ASSIGN_OR_RETURN(TensorLayout layout, index.LeafLayout(tensor, binding.device_index));
   const int64_t register_id = kernel.outputs().at("out");
   const proto::Initializer init = variable->initializer();
-  return ActFunction([layout, register_id, init](int64_t iteration, const ActContext& context) {
-    // Persistent: initialized on the first iteration, then updated in place by the
-    // optimizer's update actor.
-    if (iteration != 0) return absl::OkStatus();
-    float* out = static_cast<float*>(context.RegisterSlot(register_id, 0));
-    const int64_t n = layout.slice.NumElements();
-    const LogicalRandom random(init.seed());
-    switch (init.kind()) {
-      case proto::Initializer::ZEROS:
-        std::fill(out, out + n, 0.0f);
-        break;
-      case proto::Initializer::ONES:
-        std::fill(out, out + n, 1.0f);
-        break;
-      case proto::Initializer::NORMAL:
-        FillNormal(layout.logical, layout.slice, random, static_cast<float>(init.mean()),
-                   static_cast<float>(init.stddev()), out);
-        break;
-      case proto::Initializer::UNIFORM:
-        FillUniform(layout.logical, layout.slice, random, static_cast<float>(init.low()),
-                    static_cast<float>(init.high()), out);
-        break;
-      case proto::Initializer::XAVIER_UNIFORM: {
-        // Fans from the last two dimensions (one dimension: both fans are its size).
-        const Shape& shape = layout.logical;
-        const int64_t fan_out = shape.rank() == 0 ? 1 : shape.dim(shape.rank() - 1);
-        const int64_t fan_in = shape.rank() < 2 ? fan_out : shape.dim(shape.rank() - 2);
-        const float limit = std::sqrt(6.0f / static_cast<float>(fan_in + fan_out));
-        FillUniform(layout.logical, layout.slice, random, -limit, limit, out);
-        break;
-      }
-      default:
-        return absl::InvalidArgumentError(absl::StrCat("unknown initializer kind ", init.kind()));
+  return ActFunction([layout, register_id, init, checkpointing](int64_t iteration, const ActContext& context) {
+    // Persistent: initialized (or restored) on the first iteration, then updated in
+    // place by the optimizer's update actor.
+    float* out = static_cast<float*>(context.RegisterSlot(register_id, iteration));
+    if (iteration != checkpointing.first_iteration) {
+      return checkpointing.snapshot ? checkpointing.snapshot(iteration, out) : absl::OkStatus();
     }
-    return absl::OkStatus();
+    if (checkpointing.restore) {
+      OF_RETURN_IF_ERROR(checkpointing.restore(out));
+    } else {
+      OF_RETURN_IF_ERROR(Initialize(init, layout, out));
+    }
+    // Not a checkpoint (it would be the one resumed from): lets the writer see the memory.
+    return checkpointing.snapshot ? checkpointing.snapshot(iteration, out) : absl::OkStatus();
   });
 }
 

@@ -9,15 +9,13 @@
 
 #include "absl/flags/declare.h"
 #include "absl/flags/flag.h"
-#include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
-#include "absl/strings/str_split.h"
 #include "absl/synchronization/mutex.h"
 #include "actors/metrics.h"
 #include "oneflow_core/status.h"
+#include "tools/cli/daemon_flags.h"
 #include "tools/cli/plan_io.h"
-#include "tools/launcher/auth.h"
 #include "tools/launcher/launch_client.h"
 #include "tools/launcher/metrics_proto.h"
 #include "tools/launcher/signal_watcher.h"
@@ -26,9 +24,6 @@
 ABSL_DECLARE_FLAG(int64_t, iters);
 ABSL_DECLARE_FLAG(std::string, metrics);
 
-ABSL_FLAG(std::string, nodes, "", "HOST:PORT of each node's oneflowd, comma-separated, node 0 first.");
-ABSL_FLAG(std::string, token_file, "", "File holding the daemons' shared token.");
-ABSL_FLAG(std::string, tls_ca, "", "PEM certificate to verify TLS daemons with (their --tls_cert when self-signed).");
 ABSL_FLAG(double, collective_timeout_s, 0, "Seconds a collective may wait for its peers (0: the workers' default).");
 ABSL_FLAG(std::string, job_id, "", "The job's id on every node (default: generated from the time).");
 
@@ -68,14 +63,10 @@ absl::Status RunLaunch(const std::vector<std::string>& arguments, std::ostream& 
   options.iterations = absl::GetFlag(FLAGS_iters);
   options.collective_timeout_s = absl::GetFlag(FLAGS_collective_timeout_s);
   options.job_id = absl::GetFlag(FLAGS_job_id);
-  options.tls_ca_file = absl::GetFlag(FLAGS_tls_ca);
-  for (absl::string_view entry : absl::StrSplit(absl::GetFlag(FLAGS_nodes), ',', absl::SkipWhitespace())) {
-    options.nodes.emplace_back(absl::StripAsciiWhitespace(entry));
-  }
-  if (options.nodes.empty()) {
-    return absl::InvalidArgumentError("--nodes=HOST:PORT,... is required: one oneflowd per node, node 0 first");
-  }
-  OF_ASSIGN_OR_RETURN(options.token, launcher::ReadTokenFile(absl::GetFlag(FLAGS_token_file)));
+  OF_ASSIGN_OR_RETURN(DaemonFlags daemons, ReadDaemonFlags());
+  options.nodes = std::move(daemons.nodes);
+  options.token = std::move(daemons.token);
+  options.tls_ca_file = std::move(daemons.tls_ca_file);
   OF_ASSIGN_OR_RETURN(proto::Plan plan, ReadPlanFile(arguments[0]));
 
   OF_ASSIGN_OR_RETURN(std::unique_ptr<actors::MetricsReporter> reporter,

@@ -3,6 +3,8 @@
 //   oneflow inspect PLAN [--format=text|json|dot] [--device=K] [--trace=FILE.json]
 //   oneflow run PLAN [--iters=N] [--metrics=FILE] [--trace=FILE.json]
 //   oneflow launch PLAN --nodes=HOST:PORT,... --token_file=F [--iters=N] [--metrics=FILE] ...
+//   oneflow status|list|cancel --nodes=HOST:PORT,... --token_file=F [JOB] ...
+//   oneflow checkpoint DIR [--verify]
 //   oneflow calibrate [--out=FILE]
 //   oneflow help
 //
@@ -25,7 +27,9 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "tools/cli/calibrate_command.h"
+#include "tools/cli/checkpoint_command.h"
 #include "tools/cli/inspect_command.h"
+#include "tools/cli/job_commands.h"
 #include "tools/cli/launch_command.h"
 #include "tools/cli/run_command.h"
 #include "tools/cli/subcommand.h"
@@ -39,8 +43,9 @@ constexpr int kExitUsage = 2;
 // In the order `oneflow help` lists them.
 const std::vector<Subcommand>& Subcommands() {
   static const std::vector<Subcommand>* const subcommands =
-      new std::vector<Subcommand>{InspectSubcommand(), RunSubcommand(), LaunchSubcommand(),
-                                  CalibrateSubcommand()};
+      new std::vector<Subcommand>{InspectSubcommand(),    RunSubcommand(),  LaunchSubcommand(),
+                                  StatusSubcommand(),     ListSubcommand(), CancelSubcommand(),
+                                  CheckpointSubcommand(), CalibrateSubcommand()};
   return *subcommands;
 }
 

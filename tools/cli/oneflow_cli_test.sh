@@ -97,7 +97,7 @@ run "$ONEFLOW" inspect
 [[ "$err" == "oneflow inspect: expected PLAN, got no arguments"$'\n'"usage: oneflow inspect PLAN [--format=text|json|dot] [--device=K] [--trace=FILE.json]" ]] || fail "$err"
 run "$ONEFLOW" frobnicate
 [[ $rc -eq 2 ]] || fail "unknown subcommand exited $rc"
-grep -q "unknown subcommand 'frobnicate'; valid: inspect, run, launch, calibrate, help" <<<"$err" || fail "$err"
+grep -q "unknown subcommand 'frobnicate'; valid: inspect, run, launch, status, list, cancel, checkpoint, calibrate, help" <<<"$err" || fail "$err"
 run "$ONEFLOW" calibrate extra
 [[ $rc -eq 2 ]] || fail "calibrate with an argument exited $rc"
 [[ "$err" == "oneflow calibrate: expected no arguments, got 1 argument: extra"$'\n'"usage: oneflow calibrate [--out=FILE]" ]] || fail "$err"
@@ -168,4 +168,7 @@ run "$ONEFLOW" inspect "$DIR/pp2_small.plan" --trace="$DIR/pp2.json"
 run "$ONEFLOW" help
 [[ $rc -eq 0 ]] || fail "help exited $rc"
 grep -q "oneflow inspect PLAN \[--format=text|json|dot\] \[--device=K\] \[--trace=FILE.json\]" <<<"$out" || fail "$out"
+grep -qx "    oneflow status JOB --nodes=HOST:PORT,... --token_file=F \[--tls_ca=F\] \[--format=text|json\]" <<<"$out" || fail "$out"
+grep -qx "    oneflow list --nodes=HOST:PORT,... --token_file=F \[--tls_ca=F\] \[--format=text|json\]" <<<"$out" || fail "$out"
+grep -qx "    oneflow cancel JOB --nodes=HOST:PORT,... --token_file=F \[--tls_ca=F\]" <<<"$out" || fail "$out"
 echo PASS

@@ -25,6 +25,16 @@ ABSL_FLAG(std::string, trace, "",
           "run: write a Chrome/Perfetto trace (JSON) of every act here. inspect: read such a "
           "trace of the plan and show the measured pipeline bubble per stage.");
 
+ABSL_FLAG(std::string, checkpoint_dir, "",
+          "Save the variables and optimizer state into DIR/iter-N every --checkpoint_every iterations "
+          "(asynchronously, atomically; docs/checkpoints.md).");
+ABSL_FLAG(int64_t, checkpoint_every, 0, "With --checkpoint_dir: save after every N-th iteration (N >= 1).");
+ABSL_FLAG(bool, checkpoint_sync, false,
+          "Save checkpoints synchronously, training waiting for the files (the baseline of bench/checkpoint).");
+ABSL_FLAG(std::string, resume_from, "",
+          "Start from this checkpoint, or the newest complete one under this directory: runs iterations k .. "
+          "--iters - 1 for a checkpoint taken after k iterations, on any layout.");
+
 namespace oneflow::cli {
 namespace {
 
@@ -45,9 +55,27 @@ absl::Status RunRun(const std::vector<std::string>& arguments, std::ostream& out
   options.threads_per_device_flag = "--threads_per_device";
   options.record_acts = !absl::GetFlag(FLAGS_trace).empty();
   options.on_iteration = [&](const actors::IterationMetrics& m) { reporter->Report(m); };
+  options.checkpoint.dir = absl::GetFlag(FLAGS_checkpoint_dir);
+  options.checkpoint.every = absl::GetFlag(FLAGS_checkpoint_every);
+  options.checkpoint.synchronous = absl::GetFlag(FLAGS_checkpoint_sync);
+  options.resume_from = absl::GetFlag(FLAGS_resume_from);
+  if (options.checkpoint.dir.empty() != (options.checkpoint.every == 0) || options.checkpoint.every < 0) {
+    return absl::InvalidArgumentError(absl::StrCat("--checkpoint_dir='", options.checkpoint.dir,
+                                                   "' and --checkpoint_every=", options.checkpoint.every,
+                                                   " go together: a directory and N >= 1"));
+  }
   absl::StatusOr<actors::TrainResult> result = actors::TrainPlan(plan, options);
   reporter->Finish();
   OF_RETURN_IF_ERROR(result.status());
+  // stderr: stdout may be metrics.
+  if (!result->resumed_from.empty()) {
+    std::fprintf(stderr, "resumed from %s at iteration %lld\n", result->resumed_from.c_str(),
+                 static_cast<long long>(result->first_iteration));
+  }
+  for (const actors::CheckpointRecord& saved : result->checkpoints) {
+    std::fprintf(stderr, "checkpoint %s: %lld B, written in %.1f ms, training stalled %.2f ms\n", saved.dir.c_str(),
+                 static_cast<long long>(saved.bytes), saved.write_ms, saved.stall_ms);
+  }
   if (options.record_acts) {
     OF_RETURN_IF_ERROR(actors::WriteChromeTrace(absl::GetFlag(FLAGS_trace), plan, result->engine.acts));
     if (plan.buckets_size() > 0) {
@@ -69,9 +97,11 @@ Subcommand RunSubcommand() {
   Subcommand command;
   command.name = "run";
   command.arguments = "PLAN";
-  command.flag_usage = "[--iters=N] [--metrics=FILE] [--trace=FILE.json] [--threads_per_device=N]";
+  command.flag_usage = "[--iters=N] [--metrics=FILE] [--trace=FILE.json] [--threads_per_device=N] "
+      "[--checkpoint_dir=DIR --checkpoint_every=N [--checkpoint_sync]] [--resume_from=DIR]";
   command.summary = "train a plan on this machine's CPU devices, printing loss and throughput";
-  command.flags = {"iters", "metrics", "trace", "threads_per_device"};
+  command.flags = {"iters",          "metrics",          "trace",           "threads_per_device",
+                   "checkpoint_dir", "checkpoint_every", "checkpoint_sync", "resume_from"};
   command.min_arguments = 1;
   command.max_arguments = 1;
   command.run = &RunRun;

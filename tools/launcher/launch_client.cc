@@ -5,7 +5,6 @@
 #include <cmath>
 #include <cstring>
 #include <random>
-#include <set>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
@@ -13,9 +12,8 @@
 #include "absl/time/clock.h"
 #include "compiler/plan_verifier.h"
 #include "grpcpp/client_context.h"
-#include "tools/launcher/address.h"
 #include "tools/launcher/auth.h"
-#include "tools/launcher/credentials.h"
+#include "tools/launcher/daemon_client.h"
 #include "tools/launcher/metrics_merger.h"
 #include "tools/launcher/submit_validation.h"
 
@@ -78,25 +76,15 @@ absl::StatusOr<std::unique_ptr<LaunchSession>> LaunchSession::Create(proto::Plan
     return absl::InvalidArgumentError(absl::StrCat("--job_id: ", status.message()));
   }
   auto session = std::unique_ptr<LaunchSession>(new LaunchSession(std::move(plan), std::move(options)));
-  std::set<std::string> seen;
-  for (int64_t i = 0; i < num_nodes; ++i) {
-    const std::string& entry = session->options_.nodes[i];
-    absl::StatusOr<HostPort> address = ParseHostPort(entry, absl::StrCat("--nodes entry ", i));
-    if (!address.ok()) return address.status();
-    if (address->port == 0) {
-      return absl::InvalidArgumentError(absl::StrCat("--nodes entry ", i, " '", entry, "' has port 0; give the port the daemon printed"));
-    }
-    if (!seen.insert(entry).second) {
-      return absl::InvalidArgumentError(absl::StrCat("--nodes lists ", entry,
-                                                     " twice; every node needs its own daemon"));
-    }
-    absl::StatusOr<std::shared_ptr<grpc::Channel>> channel = MakeChannel(entry, session->options_.tls_ca_file);
-    if (!channel.ok()) return channel.status();
+  absl::StatusOr<std::vector<DaemonNode>> daemons =
+      ConnectToDaemons(session->options_.nodes, session->options_.tls_ca_file);
+  if (!daemons.ok()) return daemons.status();
+  for (DaemonNode& daemon : *daemons) {
     auto node = std::make_unique<Node>();
-    node->rank = i;
-    node->address = entry;
-    node->host = address->host;
-    node->stub = proto::Launcher::NewStub(*channel);
+    node->rank = daemon.rank;
+    node->address = daemon.address;
+    node->host = daemon.host;
+    node->stub = std::move(daemon.stub);
     session->nodes_.push_back(std::move(node));
   }
   return session;
@@ -113,7 +101,7 @@ LaunchSession::~LaunchSession() {
 }
 
 std::string LaunchSession::NodeName(int64_t node) const {
-  return absl::StrCat("node ", node, " (", nodes_[node]->address, ")");
+  return launcher::NodeName(node, nodes_[node]->address);
 }
 
 void LaunchSession::Push(Item item) {
@@ -225,13 +213,13 @@ absl::Status LaunchSession::Run() {
       node.ended = true;
       node.stream_status = item->status;
       const std::string message = item->status.error_message();
-      if (item->status.error_code() == grpc::StatusCode::UNAVAILABLE) {
-        fail(absl::StatusCode::kUnavailable,
-             absl::StrCat("job '", options_.job_id, "' failed: ", NodeName(node.rank),
-                          node.started ? " became unreachable: " : " is unreachable: ", message));
-      } else if (!node.started) {
+      if (!node.started) {
         fail(static_cast<absl::StatusCode>(item->status.error_code()),
-             absl::StrCat("job '", options_.job_id, "' failed: ", NodeName(node.rank), " refused the job: ", message));
+             absl::StrCat("job '", options_.job_id, "' failed: ",
+                          DescribeFailedCall(node.rank, node.address, item->status, "the job")));
+      } else if (item->status.error_code() == grpc::StatusCode::UNAVAILABLE) {
+        fail(absl::StatusCode::kUnavailable, absl::StrCat("job '", options_.job_id, "' failed: ", NodeName(node.rank),
+                                                          " became unreachable: ", message));
       } else {
         fail(absl::StatusCode::kAborted, absl::StrCat("job '", options_.job_id, "' failed: ", NodeName(node.rank),
                                                       " ended its event stream early: ", message));
@@ -306,15 +294,7 @@ std::string LaunchSession::Report(const std::string& headline) const {
     if (progress == nullptr) continue;
     if (progress->empty()) absl::StrAppend(&text, "\n    no progress recorded (the worker left no status file)");
     for (const proto::DeviceProgress& device : *progress) {
-      std::string where = absl::StrCat("device ", device.device());
-      if (device.device() >= 0 && device.device() < plan_.devices_size()) {
-        const proto::DeviceId& id = plan_.devices(static_cast<int>(device.device())).device();
-        absl::StrAppend(&where, " (", id.node(), ":", id.device(), ")");
-      }
-      const std::string last = device.completed_collectives() > 0 ? absl::StrCat(device.completed_collectives() - 1)
-                                                                  : std::string("none");
-      absl::StrAppend(&text, "\n    ", where, ": last completed collective ", last, " (",
-                      device.completed_iterations(), device.completed_iterations() == 1 ? " iteration)" : " iterations)");
+      absl::StrAppend(&text, "\n    ", DeviceProgressText(device, &plan_));
     }
   }
   return text;

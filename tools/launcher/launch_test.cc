@@ -1,12 +1,8 @@
 // `oneflow launch` (the real CLI binary) against two real daemons running the fake
 // worker: merged metrics, exit codes, the failure report, cancellation by signal.
-#include <fcntl.h>
 #include <signal.h>
-#include <spawn.h>
-#include <sys/wait.h>
 
 #include <fstream>
-#include <regex>
 #include <sstream>
 
 #include "absl/strings/str_cat.h"
@@ -14,19 +10,15 @@
 #include "absl/time/clock.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
-#include "tools/cli/plan_io.h"
 #include "tools/launcher/testing/daemon_process.h"
+#include "tools/launcher/testing/oneflow_process.h"
 #include "tools/launcher/testing/test_plans.h"
-
-extern char** environ;
 
 namespace oneflow::launcher {
 namespace {
 
 using ::testing::HasSubstr;
 using testing::DaemonProcess;
-
-constexpr char kOneflowBinary[] = "tools/cli/oneflow";
 
 std::string ReadFile(const std::string& path) {
   std::ifstream file(path);
@@ -35,71 +27,11 @@ std::string ReadFile(const std::string& path) {
   return text.str();
 }
 
-// A running `oneflow launch`, its stdout and stderr going to files.
-class LaunchProcess {
+// A running `oneflow launch PLAN FLAGS...`.
+class LaunchProcess : public testing::OneflowProcess {
  public:
-  LaunchProcess(const proto::Plan& plan, std::vector<std::string> flags) {
-    const std::string directory = testing::TestDirectory("launch");
-    const std::string plan_file = directory + "/job.plan";
-    EXPECT_TRUE(cli::WritePlanFile(plan_file, plan).ok());
-    stdout_file_ = directory + "/stdout";
-    stderr_file_ = directory + "/stderr";
-    std::vector<std::string> arguments = {kOneflowBinary, "launch", plan_file};
-    arguments.insert(arguments.end(), flags.begin(), flags.end());
-    std::vector<char*> argv;
-    for (std::string& argument : arguments) argv.push_back(argument.data());
-    argv.push_back(nullptr);
-    posix_spawn_file_actions_t actions;
-    posix_spawn_file_actions_init(&actions);
-    posix_spawn_file_actions_addopen(&actions, STDOUT_FILENO, stdout_file_.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-    posix_spawn_file_actions_addopen(&actions, STDERR_FILENO, stderr_file_.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-    EXPECT_EQ(posix_spawn(&pid_, kOneflowBinary, &actions, nullptr, argv.data(), environ), 0);
-    posix_spawn_file_actions_destroy(&actions);
-  }
-  ~LaunchProcess() {
-    if (!exited_) {
-      kill(pid_, SIGKILL);
-      waitpid(pid_, nullptr, 0);
-    }
-  }
-
-  // The exit code (-1: still running after `timeout`, or killed by a signal).
-  int Wait(absl::Duration timeout = absl::Seconds(40)) {
-    const absl::Time deadline = absl::Now() + timeout;
-    while (absl::Now() < deadline) {
-      int status;
-      if (waitpid(pid_, &status, WNOHANG) == pid_) {
-        exited_ = true;
-        return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-      }
-      absl::SleepFor(absl::Milliseconds(20));
-    }
-    return -1;
-  }
-  void Signal(int signal) { kill(pid_, signal); }
-  std::string Stdout() const { return ReadFile(stdout_file_); }
-  std::string Stderr() const { return ReadFile(stderr_file_); }
-
-  // Waits until stderr has `count` lines "[node N] fake worker pid P on node N" and
-  // returns their pids.
-  std::vector<pid_t> WorkerPids(size_t count) const {
-    std::vector<pid_t> pids;
-    for (int i = 0; i < 1000 && pids.size() < count; ++i) {
-      pids.clear();
-      const std::string text = Stderr();
-      static const std::regex pattern(R"(\[node [0-9]+\] fake worker pid ([0-9]+) on node)");
-      for (auto it = std::sregex_iterator(text.begin(), text.end(), pattern); it != std::sregex_iterator(); ++it) {
-        pids.push_back(std::stoi((*it)[1]));
-      }
-      if (pids.size() < count) absl::SleepFor(absl::Milliseconds(20));
-    }
-    return pids;
-  }
-
- private:
-  pid_t pid_ = -1;
-  bool exited_ = false;
-  std::string stdout_file_, stderr_file_;
+  LaunchProcess(const proto::Plan& plan, std::vector<std::string> flags)
+      : OneflowProcess(testing::LaunchArguments(plan, std::move(flags))) {}
 };
 
 class LaunchTest : public ::testing::Test {

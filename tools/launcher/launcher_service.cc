@@ -101,6 +101,7 @@ absl::StatusOr<std::shared_ptr<WorkerJob>> LauncherService::StartJob(const proto
   config.status_file = absl::StrCat(directory, "/status");
   config.log_file = absl::StrCat(directory, "/worker.log");
   config.node_devices = static_cast<int64_t>(NodeDeviceIndices(request.plan(), rank).size());
+  config.iterations = run.iterations();
   config.command.binary = *options_.worker_binary;
   config.command.working_directory = directory;
   // THE WORKER CONTRACT (docs/launcher.md): these flags and nothing from the request
@@ -174,6 +175,12 @@ grpc::Status LauncherService::Submit(grpc::ServerContext* context, const proto::
   }
 }
 
+grpc::Status LauncherService::NoSuchJob(const std::string& job_id) const {
+  return grpc::Status(grpc::StatusCode::NOT_FOUND,
+                      absl::StrCat("no job '", job_id, "' on this daemon (it keeps its running jobs and the last ",
+                                   options_.keep_finished_jobs, " ended ones)"));
+}
+
 grpc::Status LauncherService::Cancel(grpc::ServerContext* context, const proto::CancelRequest* request,
                                      proto::CancelResponse*) {
   if (grpc::Status denied = authorizer_->Check(*context, "Launcher.Cancel"); !denied.ok()) return denied;
@@ -183,9 +190,7 @@ grpc::Status LauncherService::Cancel(grpc::ServerContext* context, const proto::
     const auto found = jobs_.find(request->job_id());
     if (found != jobs_.end()) job = found->second;
   }
-  if (job == nullptr) {
-    return grpc::Status(grpc::StatusCode::NOT_FOUND, absl::StrCat("no job '", request->job_id(), "' on this daemon"));
-  }
+  if (job == nullptr) return NoSuchJob(request->job_id());
   job->Cancel("a Cancel call");
   return grpc::Status::OK;
 }
@@ -193,22 +198,26 @@ grpc::Status LauncherService::Cancel(grpc::ServerContext* context, const proto::
 grpc::Status LauncherService::Status(grpc::ServerContext* context, const proto::StatusRequest* request,
                                      proto::JobStatus* response) {
   if (grpc::Status denied = authorizer_->Check(*context, "Launcher.Status"); !denied.ok()) return denied;
-  absl::MutexLock lock(&mutex_);
-  const auto found = jobs_.find(request->job_id());
-  if (found == jobs_.end()) {
-    return grpc::Status(grpc::StatusCode::NOT_FOUND,
-                        absl::StrCat("no job '", request->job_id(), "' on this daemon (it keeps the last ",
-                                     options_.keep_finished_jobs, " ended jobs)"));
+  std::shared_ptr<WorkerJob> job;
+  {
+    absl::MutexLock lock(&mutex_);
+    const auto found = jobs_.find(request->job_id());
+    if (found != jobs_.end()) job = found->second;
   }
-  *response = found->second->Status();
+  if (job == nullptr) return NoSuchJob(request->job_id());
+  *response = job->Status();  // Outside the lock: it reads the worker's status file.
   return grpc::Status::OK;
 }
 
 grpc::Status LauncherService::List(grpc::ServerContext* context, const proto::ListRequest*,
                                    proto::ListResponse* response) {
   if (grpc::Status denied = authorizer_->Check(*context, "Launcher.List"); !denied.ok()) return denied;
-  absl::MutexLock lock(&mutex_);
-  for (const auto& [id, job] : jobs_) *response->add_jobs() = job->Status();
+  std::vector<std::shared_ptr<WorkerJob>> jobs;
+  {
+    absl::MutexLock lock(&mutex_);
+    for (const auto& [id, job] : jobs_) jobs.push_back(job);
+  }
+  for (const auto& job : jobs) *response->add_jobs() = job->Status();
   return grpc::Status::OK;
 }
 

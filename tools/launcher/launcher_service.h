@@ -80,6 +80,8 @@ class LauncherService final : public proto::Launcher::Service {
   // job whose id is submitted again). Their directories are removed after the lock.
   void ForgetOldJobs(const std::string& replacing);
   void RemoveJobDirectory(const std::string& job_id, int64_t node_rank) const;
+  // NOT_FOUND for Status and Cancel of an id this daemon does not know (any more).
+  grpc::Status NoSuchJob(const std::string& job_id) const;
 
   const LauncherOptions options_;
   const std::shared_ptr<const TokenAuthorizer> authorizer_;

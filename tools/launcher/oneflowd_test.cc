@@ -94,6 +94,13 @@ TEST(OneflowdTest, SubmitStreamsStartedMetricsAndFinished) {
   EXPECT_EQ(status.state(), proto::JobStatus::FINISHED);
   EXPECT_EQ(status.last_iteration(), 4);
   EXPECT_EQ(status.worker_pid(), pid);
+  // The job's record: iterations asked, times, the terminal event's progress.
+  EXPECT_EQ(status.iterations(), 5);
+  EXPECT_GT(status.start_unix_ms(), 0);
+  EXPECT_GE(status.end_unix_ms(), status.start_unix_ms());
+  ASSERT_EQ(status.progress_size(), 2);
+  EXPECT_EQ(status.progress(1).device(), 1);
+  EXPECT_EQ(status.progress(1).completed_iterations(), 5);
 }
 
 TEST(OneflowdTest, CrashedWorkerFailsNamingSignalWithProgress) {

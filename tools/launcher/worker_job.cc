@@ -96,6 +96,7 @@ void WorkerJob::Supervise(absl::Status* start_status, absl::Notification* starte
     absl::MutexLock lock(&mutex_);
     pid_ = pid;
     state_ = proto::JobStatus::RUNNING;
+    start_time_ = absl::Now();
     proto::JobEvent event;
     event.mutable_started()->set_worker_pid(pid);
     Push(std::move(event));
@@ -285,6 +286,7 @@ void WorkerJob::Finish(int wait_status) {
   terminal.set_job_id(config_.job_id);
   terminal.set_node_rank(config_.node_rank);
   queue_.push_back(std::move(terminal));  // Kept even when nobody reads: it is the job's record.
+  final_progress_ = std::move(progress);
   end_time_ = absl::Now();
   done_.Notify();
 }
@@ -325,8 +327,16 @@ absl::Time WorkerJob::end_time() const {
 }
 
 proto::JobStatus WorkerJob::Status() const {
+  // Read before taking the lock: the file is the worker's, and a read is a system call.
+  // A job that ends meanwhile reports its final progress below instead.
+  std::vector<proto::DeviceProgress> live = ReadWorkerStatusFile(config_.status_file, config_.node_devices);
   absl::MutexLock lock(&mutex_);
   proto::JobStatus status;
+  const bool ended = done_.HasBeenNotified();
+  for (const proto::DeviceProgress& device : ended ? final_progress_ : live) *status.add_progress() = device;
+  if (start_time_ != absl::InfinitePast()) status.set_start_unix_ms(absl::ToUnixMillis(start_time_));
+  if (end_time_ != absl::InfiniteFuture()) status.set_end_unix_ms(absl::ToUnixMillis(end_time_));
+  status.set_iterations(config_.iterations);
   status.set_job_id(config_.job_id);
   status.set_state(state_);
   status.set_last_iteration(last_iteration_);

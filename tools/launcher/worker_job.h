@@ -21,6 +21,7 @@
 #include <optional>
 #include <string>
 #include <thread>
+#include <vector>
 
 #include "absl/base/thread_annotations.h"
 #include "absl/status/statusor.h"
@@ -45,6 +46,8 @@ struct WorkerJobConfig {
   int64_t node_devices = 0;
   // A copy of the worker's output for debugging; empty: none.
   std::string log_file;
+  // The iterations asked for, reported by Status.
+  int64_t iterations = 0;
 };
 
 class WorkerJob {
@@ -75,6 +78,8 @@ class WorkerJob {
   bool WaitDone(absl::Duration timeout) const { return done_.WaitForNotificationWithTimeout(timeout); }
   // When the terminal event was composed (InfiniteFuture while running).
   absl::Time end_time() const;
+  // State, last iteration, pid, times and, while the worker runs, each device's progress
+  // read from its status file (after the end, the terminal event's progress).
   proto::JobStatus Status() const;
 
  private:
@@ -109,6 +114,9 @@ class WorkerJob {
   bool queueing_ ABSL_GUARDED_BY(mutex_) = true;
   int64_t dropped_lines_ ABSL_GUARDED_BY(mutex_) = 0;
   absl::Time end_time_ ABSL_GUARDED_BY(mutex_) = absl::InfiniteFuture();
+  absl::Time start_time_ ABSL_GUARDED_BY(mutex_) = absl::InfinitePast();
+  // The terminal event's progress, once there is one.
+  std::vector<proto::DeviceProgress> final_progress_ ABSL_GUARDED_BY(mutex_);
 };
 
 }  // namespace oneflow::launcher

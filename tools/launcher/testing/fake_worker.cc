@@ -9,6 +9,8 @@
 //     fail=MESSAGE      one iteration, then Failed{MESSAGE}, exit 1
 //     exit=C            one iteration, then exit C without a terminal event
 //     hang              one iteration, then sleep until killed (SIGTERM ends it)
+//     hang_after=K      K iterations (at most --iters), then sleep until killed: a job
+//                       that runs until cancelled, with a known iteration
 //     hang_ignore_term  the same, ignoring SIGTERM (only SIGKILL ends it)
 //
 // Iteration i reports loss 10/(i+1) + 0.5*node and step_ms 5 + node, and completes
@@ -17,6 +19,7 @@
 #include <signal.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <string>
 #include <vector>
@@ -120,6 +123,10 @@ int Main(int argc, char** argv) {
   int64_t crash_after = -1;
   if (absl::StartsWith(behavior, "crash_after=")) {
     if (!absl::SimpleAtoi(behavior.substr(12), &crash_after)) return Fail(events, "bad crash_after");
+  } else if (absl::StartsWith(behavior, "hang_after=")) {
+    int64_t before_hang = 0;
+    if (!absl::SimpleAtoi(behavior.substr(11), &before_hang)) return Fail(events, "bad hang_after");
+    iterations = std::min(iterations, before_hang);
   } else if (behavior != "finish") {
     iterations = 1;
   }

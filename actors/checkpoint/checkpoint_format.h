@@ -1,0 +1,69 @@
+// The checkpoint directory format (docs/checkpoints.md), shared by the writer, the
+// reader and `oneflow checkpoint`:
+//
+//   DIR/iter-00000010/              a complete checkpoint: taken after 10 iterations
+//     manifest.pb                   CheckpointManifest (proto/checkpoint.proto), last
+//     device-0-0.shard ...          each device's slices, row-major bytes
+//   DIR/iter-00000020.partial/      a save in progress or interrupted: never read
+//
+// A checkpoint exists once its directory has its final name: the writer fills the
+// `.partial` directory, fsyncs every file, writes the manifest, then renames the
+// directory. A crash at any point leaves the previous checkpoint the newest complete one.
+#ifndef ACTORS_CHECKPOINT_CHECKPOINT_FORMAT_H_
+#define ACTORS_CHECKPOINT_CHECKPOINT_FORMAT_H_
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "oneflow_core/tensor_slice.h"
+#include "proto/checkpoint.pb.h"
+
+namespace oneflow::actors {
+
+// Bumped on incompatible changes; readers refuse other versions.
+inline constexpr int64_t kCheckpointFormatVersion = 1;
+inline constexpr char kManifestFile[] = "manifest.pb";
+inline constexpr char kPartialSuffix[] = ".partial";
+
+// "iter-00000010": the directory name of the checkpoint taken after `iteration`.
+std::string CheckpointDirName(int64_t iteration);
+// "device-0-1.shard".
+std::string ShardFileName(int64_t node, int64_t device);
+
+// CRC-32 (zlib) of `size` bytes, continuing `crc` (0 to start).
+uint32_t Crc32(uint32_t crc, const void* data, size_t size);
+
+// The checksum a manifest should carry: CRC-32 of its deterministic serialization
+// with `checksum` unset.
+uint32_t ManifestChecksum(const proto::CheckpointManifest& manifest);
+
+// Reads and checks `checkpoint_dir`/manifest.pb: it parses, its checksum matches and its
+// format version is this build's. Errors name the file: NOT_FOUND when it is missing
+// (an incomplete checkpoint), DATA_LOSS when it is damaged, FAILED_PRECONDITION for
+// another format version.
+absl::StatusOr<proto::CheckpointManifest> ReadManifest(const std::string& checkpoint_dir);
+
+// A complete checkpoint: its directory and manifest.
+struct CheckpointLocation {
+  std::string dir;
+  proto::CheckpointManifest manifest;
+};
+
+// `path` itself when it holds a manifest, otherwise the newest complete checkpoint
+// (iter-N with a valid manifest, largest N) directly under it. NOT_FOUND naming `path`
+// (and the partial saves it found) when there is none.
+absl::StatusOr<CheckpointLocation> FindCheckpoint(const std::string& path);
+
+// Every iter-N directory under `dir` whose manifest is valid, oldest first.
+std::vector<std::string> CompleteCheckpoints(const std::string& dir);
+
+// The slice a CheckpointSlice holds, and the reverse.
+TensorSlice SliceOf(const proto::CheckpointSlice& slice);
+void SetRanges(const TensorSlice& slice, proto::CheckpointSlice* out);
+
+}  // namespace oneflow::actors
+
+#endif  // ACTORS_CHECKPOINT_CHECKPOINT_FORMAT_H_

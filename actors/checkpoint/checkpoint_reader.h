@@ -1,0 +1,59 @@
+// Reading a checkpoint into a run of any layout (docs/checkpoints.md).
+//
+// Open finds the checkpoint (a checkpoint directory, or the newest complete one under a
+// directory), checks that it holds exactly the plan's persistent tensors with their
+// shapes and dtypes, that the saved slices of each tensor cover it once, and that every
+// shard file has the size and CRC-32 the manifest lists; all before anything is loaded.
+// Load then fills a device's slice of a tensor from whichever saved slices overlap it,
+// so a checkpoint saved on dp=2 x tp=2 resumes on one device, on tp=4 or on 3 devices.
+#ifndef ACTORS_CHECKPOINT_CHECKPOINT_READER_H_
+#define ACTORS_CHECKPOINT_CHECKPOINT_READER_H_
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "actors/behaviors/plan_index.h"
+#include "oneflow_core/tensor_slice.h"
+#include "proto/checkpoint.pb.h"
+#include "proto/plan.pb.h"
+
+namespace oneflow::actors {
+
+class CheckpointReader {
+ public:
+  // Errors: NOT_FOUND (no complete checkpoint at `path`, naming it), FAILED_PRECONDITION
+  // (the checkpoint is of another model: the first differences, tensor by tensor),
+  // DATA_LOSS (a damaged manifest or shard, naming the file).
+  static absl::StatusOr<std::unique_ptr<CheckpointReader>> Open(const std::string& path, const proto::Plan& plan,
+                                                                const PlanIndex& index);
+
+  // The directory read and the iteration the checkpoint was taken after.
+  const std::string& dir() const { return dir_; }
+  int64_t iteration() const { return manifest_.iteration(); }
+
+  // Fills `out`, the dense row-major buffer of `layout.slice` of `tensor`, with
+  // `element_size`-byte elements, from the saved slices.
+  absl::Status Load(const std::string& tensor, const TensorLayout& layout, int64_t element_size, void* out) const;
+
+ private:
+  struct Saved {
+    int shard = 0;
+    TensorSlice slice;
+    int64_t offset_bytes = 0;
+  };
+  CheckpointReader() = default;
+
+  std::string dir_;
+  proto::CheckpointManifest manifest_;
+  std::vector<std::string> shard_bytes_;  // Per manifest shard, the whole file.
+  std::map<std::string, std::vector<Saved>> saved_;  // Per tensor.
+};
+
+}  // namespace oneflow::actors
+
+#endif  // ACTORS_CHECKPOINT_CHECKPOINT_READER_H_

@@ -1,0 +1,323 @@
+#include "actors/checkpoint/checkpoint_writer.h"
+
+#include <fcntl.h>
+#include <pthread.h>
+#include <sched.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <chrono>
+#include <cstring>
+#include <filesystem>
+
+#include "absl/strings/str_cat.h"
+#include "actors/checkpoint/checkpoint_format.h"
+#include "oneflow_core/dtype.h"
+#include "oneflow_core/status.h"
+
+namespace oneflow::actors {
+namespace {
+
+namespace fs = std::filesystem;
+
+double MsSince(std::chrono::steady_clock::time_point start) {
+  return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+}
+
+absl::Status IoError(const std::string& what, const std::string& path) {
+  return absl::InternalError(absl::StrCat("checkpoint: cannot ", what, " '", path, "': ", std::strerror(errno)));
+}
+
+// Writes `pieces` to a new file at `path` and fsyncs it; the CRC-32 of what it wrote.
+absl::StatusOr<uint32_t> WriteFile(const std::string& path, const std::vector<std::pair<const char*, size_t>>& pieces) {
+  const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  if (fd < 0) return IoError("create", path);
+  uint32_t crc = 0;
+  for (const auto& [data, size] : pieces) {
+    size_t done = 0;
+    while (done < size) {
+      const ssize_t n = ::write(fd, data + done, size - done);
+      if (n < 0 && errno == EINTR) continue;
+      if (n <= 0) {
+        absl::Status status = IoError("write", path);
+        ::close(fd);
+        return status;
+      }
+      done += static_cast<size_t>(n);
+    }
+    crc = Crc32(crc, data, size);
+  }
+  if (::fsync(fd) != 0) {
+    absl::Status status = IoError("fsync", path);
+    ::close(fd);
+    return status;
+  }
+  if (::close(fd) != 0) return IoError("close", path);
+  return crc;
+}
+
+absl::Status SyncDirectory(const std::string& path) {
+  const int fd = ::open(path.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (fd < 0) return IoError("open directory", path);
+  const int result = ::fsync(fd);
+  ::close(fd);
+  if (result != 0) return IoError("fsync directory", path);
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+absl::StatusOr<std::unique_ptr<CheckpointWriter>> CheckpointWriter::Create(const proto::Plan& plan,
+                                                                           const PlanIndex& index,
+                                                                           const CheckpointOptions& options,
+                                                                           int64_t node, int64_t first_iteration) {
+  if (options.every < 1) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("checkpoint_every is ", options.every, "; it must be >= 1 with a checkpoint directory"));
+  }
+  std::unique_ptr<CheckpointWriter> writer(new CheckpointWriter());
+  writer->plan_ = &plan;
+  writer->options_ = options;
+  writer->every_ = options.every;
+  writer->first_iteration_ = first_iteration;
+  std::error_code error;
+  fs::create_directories(options.dir, error);
+  if (error || !fs::is_directory(options.dir)) {
+    return absl::FailedPreconditionError(absl::StrCat("checkpoint directory '", options.dir,
+                                                      "' cannot be created: ", error.message()));
+  }
+  if (::access(options.dir.c_str(), W_OK) != 0) {
+    return absl::PermissionDeniedError(
+        absl::StrCat("checkpoint directory '", options.dir, "' is not writable: ", std::strerror(errno)));
+  }
+  // The tensors: every variable of the job, with the layout saving it.
+  proto::CheckpointManifest& manifest = writer->manifest_template_;
+  manifest.set_format_version(kCheckpointFormatVersion);
+  manifest.set_job(plan.job().name());
+  manifest.set_plan_checksum(plan.checksum());
+  std::map<std::string, const proto::TensorLayout*> layouts;
+  for (const proto::TensorLayout& layout : plan.tensor_layouts()) layouts[layout.tensor()] = &layout;
+  for (const proto::VariableDef& variable : plan.job().variables()) {
+    OF_ASSIGN_OR_RETURN(const proto::TensorDef* def, index.Tensor(variable.tensor()));
+    proto::CheckpointTensor* tensor = manifest.add_tensors();
+    tensor->set_name(def->name());
+    *tensor->mutable_shape() = def->shape();
+    tensor->set_dtype(def->dtype());
+    auto it = layouts.find(def->name());
+    if (it != layouts.end()) {
+      *tensor->mutable_sbp() = it->second->sbp();
+      *tensor->mutable_placement() = it->second->placement();
+      for (const proto::SbpParallel& sbp : it->second->sbp().sbp()) {
+        if (sbp.has_partial()) {
+          return absl::UnimplementedError(absl::StrCat("variable '", def->name(),
+                                                       "' is partial (P) on some axis; checkpoints save S and B "
+                                                       "slices only"));
+        }
+      }
+    }
+  }
+  // The entries: each distinct slice once, by the first device of the plan holding it.
+  std::map<std::pair<std::string, std::string>, int> saver;  // (tensor, slice) -> device
+  for (int d = 0; d < plan.devices_size(); ++d) {
+    for (const proto::ActorDef& actor : plan.devices(d).actors()) {
+      if (actor.kind() != proto::ACTOR_VARIABLE) continue;
+      const std::string& tensor = actor.kernels(0).op_name();
+      OF_ASSIGN_OR_RETURN(TensorLayout layout, index.LeafLayout(tensor, d));
+      const auto key = std::make_pair(tensor, layout.slice.ToString());
+      if (saver.count(key) > 0) continue;
+      saver[key] = d;
+      if (node >= 0 && plan.devices(d).device().node() != node) continue;
+      OF_ASSIGN_OR_RETURN(const proto::TensorDef* def, index.Tensor(tensor));
+      OF_ASSIGN_OR_RETURN(const DType dtype, FromProto(def->dtype()));
+      Entry entry;
+      entry.device_index = d;
+      entry.tensor = tensor;
+      entry.slice.set_tensor(tensor);
+      SetRanges(layout.slice, &entry.slice);
+      entry.slice.set_size_bytes(layout.slice.NumElements() * SizeOf(dtype));
+      entry.staging.resize(static_cast<size_t>(entry.slice.size_bytes()));
+      writer->entry_index_[{d, tensor}] = static_cast<int>(writer->entries_.size());
+      writer->entries_.push_back(std::move(entry));
+    }
+  }
+  if (!options.synchronous) writer->thread_ = std::thread([w = writer.get()] { w->WriterMain(); });
+  return writer;
+}
+
+CheckpointWriter::~CheckpointWriter() {
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    stopping_ = true;
+  }
+  changed_.notify_all();
+  if (thread_.joinable()) thread_.join();
+}
+
+int CheckpointWriter::EntryFor(int device_index, const std::string& tensor) const {
+  auto it = entry_index_.find({device_index, tensor});
+  return it == entry_index_.end() ? -1 : it->second;
+}
+
+absl::Status CheckpointWriter::Stage(int entry, int64_t iteration, const void* data) {
+  Entry& staged = entries_[entry];
+  staged.live = data;
+  if (!Due(iteration)) {
+    // An earlier save failed: stop before training past what no checkpoint holds.
+    std::lock_guard<std::mutex> lock(mutex_);
+    return error_;
+  }
+  const auto start = std::chrono::steady_clock::now();
+  std::unique_lock<std::mutex> lock(mutex_);
+  // The buffers hold the previous checkpoint until it is written.
+  changed_.wait(lock, [&] {
+    return !error_.ok() || (!writing_ && (staging_iteration_ < 0 || staging_iteration_ == iteration));
+  });
+  if (!error_.ok()) return error_;
+  staging_iteration_ = iteration;
+  lock.unlock();
+  std::memcpy(staged.staging.data(), data, staged.staging.size());
+  lock.lock();
+  stall_ms_ += MsSince(start);
+  if (++staged_ == static_cast<int64_t>(entries_.size())) StagedAll(lock, iteration);
+  return error_;
+}
+
+void CheckpointWriter::StagedAll(std::unique_lock<std::mutex>& lock, int64_t iteration) {
+  writing_ = true;
+  if (!options_.synchronous) {
+    to_write_ = iteration;
+    changed_.notify_all();
+    return;
+  }
+  const auto start = std::chrono::steady_clock::now();
+  lock.unlock();
+  double write_ms = 0;
+  absl::Status status = Write(iteration, &write_ms);
+  lock.lock();
+  stall_ms_ += MsSince(start);
+  if (!records_.empty() && records_.back().iteration == iteration) records_.back().stall_ms = stall_ms_;
+  if (error_.ok()) error_ = status;
+  writing_ = false;
+  staging_iteration_ = -1;
+  staged_ = 0;
+  stall_ms_ = 0;
+  changed_.notify_all();
+}
+
+absl::Status CheckpointWriter::StageFinal(int64_t iteration) {
+  if (!Due(iteration)) return absl::OkStatus();
+  if (entries_.empty()) return absl::OkStatus();
+  for (size_t e = 0; e < entries_.size(); ++e) {
+    if (entries_[e].live == nullptr) {
+      return absl::InternalError(absl::StrCat("checkpoint after iteration ", iteration, ": the variable '",
+                                              entries_[e].tensor, "' never acted"));
+    }
+    OF_RETURN_IF_ERROR(Stage(static_cast<int>(e), iteration, entries_[e].live));
+  }
+  return absl::OkStatus();
+}
+
+void CheckpointWriter::WriterMain() {
+  // Idle priority: the write (CRC, copies into the page cache) runs on cores training
+  // leaves free and never takes one from a device thread. Best effort: an error leaves
+  // the normal priority. If training keeps every core busy the write waits, and the next
+  // checkpoint's copies wait for it.
+  sched_param param{};
+  param.sched_priority = 0;
+  pthread_setschedparam(pthread_self(), SCHED_IDLE, &param);
+  std::unique_lock<std::mutex> lock(mutex_);
+  while (true) {
+    changed_.wait(lock, [&] { return stopping_ || to_write_ >= 0; });
+    if (to_write_ < 0) return;  // Stopping with nothing to write.
+    const int64_t iteration = to_write_;
+    to_write_ = -1;
+    const double stall_ms = stall_ms_;
+    lock.unlock();
+    double write_ms = 0;
+    absl::Status status = Write(iteration, &write_ms);
+    lock.lock();
+    if (!records_.empty() && records_.back().iteration == iteration) records_.back().stall_ms = stall_ms;
+    if (error_.ok()) error_ = status;
+    writing_ = false;
+    staging_iteration_ = -1;
+    staged_ = 0;
+    stall_ms_ = 0;
+    changed_.notify_all();
+  }
+}
+
+absl::Status CheckpointWriter::Write(int64_t iteration, double* write_ms) {
+  const auto start = std::chrono::steady_clock::now();
+  const std::string final_dir = (fs::path(options_.dir) / CheckpointDirName(iteration)).string();
+  const std::string partial_dir = final_dir + kPartialSuffix;
+  const std::string what = absl::StrCat("checkpoint after iteration ", iteration, ": ");
+  std::error_code error;
+  fs::remove_all(partial_dir, error);
+  if (!fs::create_directory(partial_dir, error)) {
+    return absl::InternalError(absl::StrCat(what, "cannot create '", partial_dir, "': ", error.message()));
+  }
+  proto::CheckpointManifest manifest = manifest_template_;
+  manifest.set_iteration(iteration);
+  // One shard per device, its entries in order.
+  std::map<int, std::vector<int>> by_device;
+  for (size_t e = 0; e < entries_.size(); ++e) by_device[entries_[e].device_index].push_back(static_cast<int>(e));
+  int64_t shards_written = 0, bytes = 0;
+  for (const auto& [device_index, entries] : by_device) {
+    if (options_.fail_after_shards >= 0 && shards_written >= options_.fail_after_shards) {
+      return absl::AbortedError(absl::StrCat(what, "stopped by the test hook after ", shards_written,
+                                             " shard files; '", partial_dir, "' stays incomplete"));
+    }
+    const proto::DeviceId& device = plan_->devices(device_index).device();
+    proto::CheckpointShard* shard = manifest.add_shards();
+    shard->set_file(ShardFileName(device.node(), device.device()));
+    *shard->mutable_device() = device;
+    std::vector<std::pair<const char*, size_t>> pieces;
+    int64_t offset = 0;
+    for (int e : entries) {
+      proto::CheckpointSlice* slice = shard->add_slices();
+      *slice = entries_[e].slice;
+      slice->set_offset_bytes(offset);
+      offset += slice->size_bytes();
+      pieces.push_back({entries_[e].staging.data(), entries_[e].staging.size()});
+    }
+    const std::string path = (fs::path(partial_dir) / shard->file()).string();
+    absl::StatusOr<uint32_t> crc = WriteFile(path, pieces);
+    if (!crc.ok()) return absl::Status(crc.status().code(), absl::StrCat(what, crc.status().message()));
+    shard->set_size_bytes(offset);
+    shard->set_crc32(*crc);
+    bytes += offset;
+    ++shards_written;
+  }
+  manifest.set_checksum(ManifestChecksum(manifest));
+  std::string manifest_bytes;
+  manifest.SerializeToString(&manifest_bytes);
+  const std::string manifest_path = (fs::path(partial_dir) / kManifestFile).string();
+  absl::StatusOr<uint32_t> written = WriteFile(manifest_path, {{manifest_bytes.data(), manifest_bytes.size()}});
+  if (!written.ok()) return absl::Status(written.status().code(), absl::StrCat(what, written.status().message()));
+  OF_RETURN_IF_ERROR(SyncDirectory(partial_dir));
+  // Re-saving an iteration (a run resumed from an older checkpoint): the new one replaces it.
+  if (fs::exists(final_dir, error)) fs::remove_all(final_dir, error);
+  if (::rename(partial_dir.c_str(), final_dir.c_str()) != 0) return IoError("rename to", final_dir);
+  OF_RETURN_IF_ERROR(SyncDirectory(options_.dir));
+  *write_ms = MsSince(start);
+  std::lock_guard<std::mutex> lock(mutex_);
+  records_.push_back(CheckpointRecord{iteration, final_dir, bytes, 0, *write_ms});
+  return absl::OkStatus();
+}
+
+absl::Status CheckpointWriter::Finish() {
+  std::unique_lock<std::mutex> lock(mutex_);
+  changed_.wait(lock, [&] { return !writing_; });
+  if (staged_ > 0 && error_.ok()) {
+    return absl::InternalError(absl::StrCat("checkpoint after iteration ", staging_iteration_, ": ", staged_,
+                                            " of ", entries_.size(), " slices were staged when the run ended"));
+  }
+  return error_;
+}
+
+std::vector<CheckpointRecord> CheckpointWriter::records() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return records_;
+}
+
+}  // namespace oneflow::actors

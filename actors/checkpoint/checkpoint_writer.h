@@ -1,0 +1,134 @@
+// Asynchronous, atomic checkpoints of a plan's persistent tensors (variables and
+// optimizer state), one shard file per device (docs/checkpoints.md).
+//
+// Every `every` iterations each variable actor, at its act on iteration k (when the
+// update of iteration k - 1 has written it and the update of k has not started: the
+// update consumes the variable's register of iteration k), calls Stage: a memcpy of its
+// slice into a staging buffer allocated once. When every slice this process saves is
+// staged, a background thread writes the shards into DIR/iter-k.partial, fsyncs them,
+// writes the manifest and renames the directory to DIR/iter-k; training goes on
+// meanwhile. A replicated slice (B) is saved by the first device of the plan that
+// holds it. The next checkpoint's Stage waits while the previous one is still being
+// written (the staging buffers are reused).
+//
+//   OF_ASSIGN_OR_RETURN(auto writer, CheckpointWriter::Create(plan, index, options));
+//   const int entry = writer->EntryFor(device_index, "layer0/weight");  // -1: not saved here
+//   ... in the variable's act: OF_RETURN_IF_ERROR(writer->Stage(entry, iteration, data));
+//   ... after the run: OF_RETURN_IF_ERROR(writer->Finish());
+#ifndef ACTORS_CHECKPOINT_CHECKPOINT_WRITER_H_
+#define ACTORS_CHECKPOINT_CHECKPOINT_WRITER_H_
+
+#include <condition_variable>
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "actors/behaviors/plan_index.h"
+#include "proto/checkpoint.pb.h"
+#include "proto/plan.pb.h"
+
+namespace oneflow::actors {
+
+struct CheckpointOptions {
+  // Where checkpoints go (created when missing); empty: no checkpoints.
+  std::string dir;
+  // A checkpoint after every `every`-th iteration (counted from 1); 0: none.
+  int64_t every = 0;
+  // Write in the act that stages the last slice, blocking training until the files are
+  // on disk: the baseline the asynchronous save is measured against.
+  bool synchronous = false;
+  // Test hook: a save fails after writing this many shard files, leaving its partial
+  // directory, as a crash mid-save would. < 0: off.
+  int64_t fail_after_shards = -1;
+};
+
+// What one save cost.
+struct CheckpointRecord {
+  int64_t iteration = 0;
+  std::string dir;
+  int64_t bytes = 0;
+  // Summed over the acts that staged it: time spent in Stage (copies, waiting for the
+  // previous save, and with `synchronous` the write), i.e. the training threads' stall.
+  double stall_ms = 0;
+  // The write itself: shards, fsyncs, manifest, rename.
+  double write_ms = 0;
+};
+
+class CheckpointWriter {
+ public:
+  // Saves what the devices of `node` (< 0: every node) hold. `first_iteration`: the
+  // iteration the run starts at (no checkpoint is taken at it). Creates options.dir.
+  static absl::StatusOr<std::unique_ptr<CheckpointWriter>> Create(const proto::Plan& plan, const PlanIndex& index,
+                                                                  const CheckpointOptions& options, int64_t node,
+                                                                  int64_t first_iteration);
+  ~CheckpointWriter();
+
+  // The entry of the slice of `tensor` that device `device_index` saves; -1 when another
+  // device saves that slice (or the device is not local).
+  int EntryFor(int device_index, const std::string& tensor) const;
+
+  // Whether a checkpoint is taken at the start of iteration `iteration` (after
+  // `iteration` iterations).
+  bool Due(int64_t iteration) const {
+    return every_ > 0 && iteration > first_iteration_ && iteration % every_ == 0;
+  }
+
+  // From the act of entry `entry`'s variable on `iteration`: copies `data` when Due.
+  // Returns the error of a failed earlier save (the run stops before the next one).
+  absl::Status Stage(int entry, int64_t iteration, const void* data);
+
+  // The checkpoint after the run's last iteration `iteration` (its variables act no
+  // more): stages every entry from the memory it last saw, while the engine still holds
+  // it. Nothing when not Due.
+  absl::Status StageFinal(int64_t iteration);
+
+  // Waits for the saves in flight; the first error of any save.
+  absl::Status Finish();
+
+  std::vector<CheckpointRecord> records() const;
+
+ private:
+  struct Entry {
+    int device_index = 0;
+    std::string tensor;
+    proto::CheckpointSlice slice;  // ranges and size; offset set per shard
+    std::vector<char> staging;
+    const void* live = nullptr;    // The variable's memory, last seen in Stage.
+  };
+  CheckpointWriter() = default;
+  void WriterMain();
+  // Writes the staged checkpoint of `iteration`; called with no lock held.
+  absl::Status Write(int64_t iteration, double* write_ms);
+  // Under mutex_: the last entry of `iteration` was staged.
+  void StagedAll(std::unique_lock<std::mutex>& lock, int64_t iteration);
+
+  const proto::Plan* plan_ = nullptr;
+  CheckpointOptions options_;
+  int64_t every_ = 0;
+  int64_t first_iteration_ = 0;
+  std::vector<Entry> entries_;
+  std::map<std::pair<int, std::string>, int> entry_index_;
+  proto::CheckpointManifest manifest_template_;  // tensors, job, plan checksum
+
+  mutable std::mutex mutex_;
+  std::condition_variable changed_;
+  int64_t staging_iteration_ = -1;  // The checkpoint being staged, -1: none.
+  int64_t staged_ = 0;
+  bool writing_ = false;            // The staged checkpoint is being written.
+  int64_t to_write_ = -1;           // Handed to the writer thread.
+  bool stopping_ = false;
+  double stall_ms_ = 0;             // Of the checkpoint being staged.
+  absl::Status error_;
+  std::vector<CheckpointRecord> records_;
+  std::thread thread_;
+};
+
+}  // namespace oneflow::actors
+
+#endif  // ACTORS_CHECKPOINT_CHECKPOINT_WRITER_H_
