@@ -9,6 +9,20 @@
 
 namespace oneflow::actors {
 
+int64_t CoveredNs(std::vector<std::pair<int64_t, int64_t>> intervals, int64_t window_start_ns,
+                  int64_t window_end_ns) {
+  // One thread's acts never overlap, but merging costs nothing and keeps hand-made
+  // records (and the transfer track, where several transfer threads meet) honest.
+  std::sort(intervals.begin(), intervals.end());
+  int64_t covered = 0, covered_to = window_start_ns;
+  for (const auto& [start, end] : intervals) {
+    const int64_t begin = std::max(start, covered_to), finish = std::min(end, window_end_ns);
+    if (finish > begin) covered += finish - begin;
+    covered_to = std::max(covered_to, std::min(end, window_end_ns));
+  }
+  return covered;
+}
+
 absl::StatusOr<MeasuredBubble> MeasureBubble(const proto::Plan& plan, const std::vector<ActRecord>& acts,
                                              int64_t warmup_iterations) {
   const int64_t micro_batches = std::max<int64_t>(1, plan.job().micro_batches());
@@ -47,16 +61,7 @@ absl::StatusOr<MeasuredBubble> MeasureBubble(const proto::Plan& plan, const std:
   bubble.last_iteration = last_iteration;
   const int64_t window = std::max<int64_t>(bubble.window_end_ns - bubble.window_start_ns, 1);
   for (int d = 0; d < plan.devices_size(); ++d) {
-    // The union of the intervals clipped to the window: one thread's acts never overlap,
-    // but merging costs nothing and keeps hand-made records honest.
-    std::vector<std::pair<int64_t, int64_t>>& intervals = compute[d];
-    std::sort(intervals.begin(), intervals.end());
-    int64_t busy = 0, covered_to = bubble.window_start_ns;
-    for (const auto& [start, end] : intervals) {
-      const int64_t begin = std::max(start, covered_to), finish = std::min(end, bubble.window_end_ns);
-      if (finish > begin) busy += finish - begin;
-      covered_to = std::max(covered_to, std::min(end, bubble.window_end_ns));
-    }
+    const int64_t busy = CoveredNs(std::move(compute[d]), bubble.window_start_ns, bubble.window_end_ns);
     bubble.devices[d].busy_ns = busy;
     bubble.devices[d].idle_fraction = 1.0 - static_cast<double>(busy) / window;
   }

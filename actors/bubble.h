@@ -10,6 +10,7 @@
 #define ACTORS_BUBBLE_H_
 
 #include <cstdint>
+#include <utility>
 #include <vector>
 
 #include "absl/status/statusor.h"
@@ -47,6 +48,13 @@ struct MeasuredBubble {
 // or device the plan does not have.
 absl::StatusOr<MeasuredBubble> MeasureBubble(const proto::Plan& plan, const std::vector<ActRecord>& acts,
                                              int64_t warmup_iterations = 1);
+
+// The wall time inside [window_start_ns, window_end_ns) that `intervals` ([start, end)
+// pairs, in any order, possibly overlapping) cover: their union clipped to the window.
+// MeasureBubble's busy time, and `oneflow profile`'s per-thread busy time
+// (actors/step_profile.h).
+int64_t CoveredNs(std::vector<std::pair<int64_t, int64_t>> intervals, int64_t window_start_ns,
+                  int64_t window_end_ns);
 
 }  // namespace oneflow::actors
 

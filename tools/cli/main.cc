@@ -5,6 +5,7 @@
 //   oneflow launch PLAN --nodes=HOST:PORT,... --token_file=F [--iters=N] [--metrics=FILE] ...
 //   oneflow status|list|cancel --nodes=HOST:PORT,... --token_file=F [JOB] ...
 //   oneflow checkpoint DIR [--verify]
+//   oneflow profile PLAN TRACE.json [--top=N] [--format=text|json]
 //   oneflow calibrate [--out=FILE]
 //   oneflow help
 //
@@ -31,6 +32,7 @@
 #include "tools/cli/inspect_command.h"
 #include "tools/cli/job_commands.h"
 #include "tools/cli/launch_command.h"
+#include "tools/cli/profile_command.h"
 #include "tools/cli/run_command.h"
 #include "tools/cli/subcommand.h"
 
@@ -45,7 +47,7 @@ const std::vector<Subcommand>& Subcommands() {
   static const std::vector<Subcommand>* const subcommands =
       new std::vector<Subcommand>{InspectSubcommand(),    RunSubcommand(),  LaunchSubcommand(),
                                   StatusSubcommand(),     ListSubcommand(), CancelSubcommand(),
-                                  CheckpointSubcommand(), CalibrateSubcommand()};
+                                  CheckpointSubcommand(), ProfileSubcommand(), CalibrateSubcommand()};
   return *subcommands;
 }
 

@@ -97,7 +97,7 @@ run "$ONEFLOW" inspect
 [[ "$err" == "oneflow inspect: expected PLAN, got no arguments"$'\n'"usage: oneflow inspect PLAN [--format=text|json|dot] [--device=K] [--trace=FILE.json]" ]] || fail "$err"
 run "$ONEFLOW" frobnicate
 [[ $rc -eq 2 ]] || fail "unknown subcommand exited $rc"
-grep -q "unknown subcommand 'frobnicate'; valid: inspect, run, launch, status, list, cancel, checkpoint, calibrate, help" <<<"$err" || fail "$err"
+grep -q "unknown subcommand 'frobnicate'; valid: inspect, run, launch, status, list, cancel, checkpoint, profile, calibrate, help" <<<"$err" || fail "$err"
 run "$ONEFLOW" calibrate extra
 [[ $rc -eq 2 ]] || fail "calibrate with an argument exited $rc"
 [[ "$err" == "oneflow calibrate: expected no arguments, got 1 argument: extra"$'\n'"usage: oneflow calibrate [--out=FILE]" ]] || fail "$err"
@@ -165,9 +165,49 @@ run "$ONEFLOW" inspect "$DIR/pp2_small.plan" --trace="$DIR/pp2.json"
 [[ $rc -eq 1 ]] || fail "a trace of another plan exited $rc"
 [[ "$err" =~ ^"oneflow inspect: trace file '$DIR/pp2.json': written for plan 'gpt' (checksum 0x"[0-9a-f]{8}"), not for this plan 'gpt' (checksum 0x"[0-9a-f]{8}")"$ ]] || fail "$err"
 
+# profile: a dp=2 gpt run with --trace, then where its step went (text and JSON), and the
+# errors naming the file.
+run "$GPT" --devices_per_node=2 --dp=2 --layers=1 --hidden=32 --heads=2 --vocab=32 --seq=8 --batch=4 \
+    --plan_out="$DIR/dp2.plan"
+[[ $rc -eq 0 ]] || fail "gpt --dp=2 exited $rc: $err"
+run "$ONEFLOW" run "$DIR/dp2.plan" --iters=4 --metrics="$DIR/dp2.jsonl" --trace="$DIR/dp2.json"
+[[ $rc -eq 0 ]] || fail "run --trace exited $rc: $err"
+run "$ONEFLOW" profile "$DIR/dp2.plan" "$DIR/dp2.json" --top=3
+[[ $rc -eq 0 ]] || fail "profile exited $rc: $err"
+grep -qx "profile of plan 'gpt' from trace '$DIR/dp2.json': iterations 1..3 (iteration 0 is warm-up)" <<<"$out" || fail "$out"
+grep -qx "op types, per iteration and device (top 3 of [0-9]*; share: of the step on that thread of every device)" <<<"$out" || fail "$out"
+grep -q "^  bucket_all_reduce  communication  .* GB/s$" <<<"$out" || fail "$out"
+grep -q "^critical path of iteration [1-3] (the median of 3): " <<<"$out" || fail "$out"
+run "$ONEFLOW" profile "$DIR/dp2.plan" "$DIR/dp2.json" --format=json --top=0
+[[ $rc -eq 0 ]] || fail "profile --format=json exited $rc: $err"
+python3 -c '
+import json, sys
+p = json.load(sys.stdin)
+assert p["last_iteration"] == 3 and len(p["op_types"]) == p["op_type_count"], p.keys()
+for t in p["threads"]:
+    assert abs(t["compute_ms"] + t["communication_ms"] + t["idle_ms"] - p["step_ms"]) <= 0.02 * p["step_ms"], t
+c = p["critical_path"]
+total = sum(s["path_ms"] + s["wait_ms"] for s in c["steps"])
+assert abs(total - c["wall_ms"]) <= 0.02 * c["wall_ms"], (total, c["wall_ms"])
+' <<<"$out" || fail "profile JSON does not add up: $(head -c 2000 <<<"$out")"
+run "$ONEFLOW" profile "$DIR/dp2.plan" "$DIR/missing.json"
+[[ $rc -eq 1 && "$err" == "oneflow profile: trace file '$DIR/missing.json': cannot open: No such file or directory" ]] || fail "$rc $err"
+run "$ONEFLOW" profile "$DIR/pp2.plan" "$DIR/dp2.json"
+[[ $rc -eq 1 && "$err" =~ ^"oneflow profile: trace file '$DIR/dp2.json': written for plan 'gpt' (checksum 0x" ]] || fail "$rc $err"
+run "$ONEFLOW" run "$DIR/dp2.plan" --iters=1 --trace="$DIR/dp2_warmup.json"
+run "$ONEFLOW" profile "$DIR/dp2.plan" "$DIR/dp2_warmup.json"
+[[ $rc -eq 1 && "$err" == "oneflow profile: trace file '$DIR/dp2_warmup.json': the trace has acts of iterations 0..0 only; the first 1 are warm-up: run at least 2 iterations (--iters)" ]] || fail "$rc $err"
+run "$ONEFLOW" profile "$DIR/missing.plan" "$DIR/dp2.json"
+[[ $rc -eq 1 && "$err" == "oneflow profile: plan file '$DIR/missing.plan': cannot open: No such file or directory" ]] || fail "$rc $err"
+run "$ONEFLOW" profile "$DIR/dp2.plan" "$DIR/dp2.json" --format=dot
+[[ $rc -eq 1 && "$err" == "oneflow profile: --format='dot' is not a format; valid: text, json" ]] || fail "$rc $err"
+run "$ONEFLOW" profile "$DIR/dp2.plan"
+[[ $rc -eq 2 ]] || fail "profile without a trace exited $rc"
+
 run "$ONEFLOW" help
 [[ $rc -eq 0 ]] || fail "help exited $rc"
 grep -q "oneflow inspect PLAN \[--format=text|json|dot\] \[--device=K\] \[--trace=FILE.json\]" <<<"$out" || fail "$out"
+grep -qx "    oneflow profile PLAN TRACE.json \[--top=N\] \[--format=text|json\]" <<<"$out" || fail "$out"
 grep -qx "    oneflow status JOB --nodes=HOST:PORT,... --token_file=F \[--tls_ca=F\] \[--format=text|json\]" <<<"$out" || fail "$out"
 grep -qx "    oneflow list --nodes=HOST:PORT,... --token_file=F \[--tls_ca=F\] \[--format=text|json\]" <<<"$out" || fail "$out"
 grep -qx "    oneflow cancel JOB --nodes=HOST:PORT,... --token_file=F \[--tls_ca=F\]" <<<"$out" || fail "$out"

@@ -1,0 +1,53 @@
+#include "tools/cli/profile_command.h"
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "absl/flags/declare.h"
+#include "absl/flags/flag.h"
+#include "absl/strings/str_cat.h"
+#include "oneflow_core/status.h"
+#include "tools/cli/plan_io.h"
+#include "tools/cli/profile_report.h"
+
+ABSL_FLAG(int32_t, top, 10,
+          "profile: rows of the op type and actor tables and of the critical path's contributors "
+          "(0: all).");
+
+// Defined by inspect_command.cc: one --format for every subcommand that has several.
+ABSL_DECLARE_FLAG(std::string, format);
+
+namespace oneflow::cli {
+namespace {
+
+absl::Status RunProfile(const std::vector<std::string>& arguments, std::ostream& out) {
+  // Flags are checked before the files are read: a typo should not wait on a big trace.
+  OF_ASSIGN_OR_RETURN(const ProfileFormat format, ParseProfileFormat(absl::GetFlag(FLAGS_format)));
+  const int32_t top = absl::GetFlag(FLAGS_top);
+  if (top < 0) return absl::InvalidArgumentError(absl::StrCat("--top=", top, " is negative; valid: 0 (all) or more"));
+  OF_ASSIGN_OR_RETURN(const proto::Plan plan, ReadPlanFile(arguments[0]));
+  OF_ASSIGN_OR_RETURN(const ProfileReport report, ProfileTrace(plan, arguments[1]));
+  out << RenderProfile(plan, report, {format, top});
+  out.flush();
+  if (!out) return absl::UnknownError("cannot write the output (is stdout closed or the disk full?)");
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+Subcommand ProfileSubcommand() {
+  Subcommand command;
+  command.name = "profile";
+  command.arguments = "PLAN TRACE.json";
+  command.flag_usage = "[--top=N] [--format=text|json]";
+  command.summary =
+      "where a traced step went: per op type, actor and device thread, and the critical path of an iteration";
+  command.flags = {"top", "format"};
+  command.min_arguments = 2;
+  command.max_arguments = 2;
+  command.run = &RunProfile;
+  return command;
+}
+
+}  // namespace oneflow::cli
