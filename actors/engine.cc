@@ -88,9 +88,9 @@ struct ThreadRuntime {
   int64_t device_done = 0;        // This thread's view of its device's finished micro-batches.
   int64_t register_count = 1;     // Its device's: how far past device_done it may act.
   // One iteration of the device's collective sequence: the collective order once per
-  // micro-batch, per-iteration collectives only in the last micro-batch's copy (at their
-  // place in the order). Without micro-batches it is the collective order. Entry ->
-  // actor index.
+  // micro-batch, a per-iteration collective only in the first copy, or in the last when
+  // it works on accumulated values (ActorDef.after_micro_batches), at its place in the
+  // order. Without micro-batches it is the collective order. Entry -> actor index.
   std::vector<int> collective_actor;
   std::vector<ActRecord> records;
 };
