@@ -61,13 +61,11 @@ absl::StatusOr<TrainResult> TrainPlan(const proto::Plan& plan, const TrainOption
   }
   std::unique_ptr<CheckpointWriter> writer;
   if (!options.checkpoint.dir.empty()) {
-    if (options.node >= 0 && plan.cluster().num_nodes() > 1) {
-      return absl::UnimplementedError(
-          "checkpoints are saved by a process that runs every device of the plan (oneflow run); this plan has "
-          "several nodes");
-    }
-    OF_ASSIGN_OR_RETURN(writer,
-                        CheckpointWriter::Create(plan, index, options.checkpoint, options.node, first_iteration));
+    // One node of several: the nodes agree on complete checkpoints through the store
+    // their collectives meet at.
+    CheckpointOptions checkpoint = options.checkpoint;
+    if (checkpoint.peers == nullptr) checkpoint.peers = options.rendezvous;
+    OF_ASSIGN_OR_RETURN(writer, CheckpointWriter::Create(plan, index, checkpoint, options.node, first_iteration));
   }
   CommunicatorPoolOptions pool_options;
   pool_options.node = options.node;

@@ -67,8 +67,10 @@ struct TrainOptions {
   std::function<double(const CodecOptions& codec)> compression_error_bound;
   std::function<void(const std::string& line)> on_warning;
   // Checkpoints of the persistent tensors every `checkpoint.every` iterations into
-  // `checkpoint.dir` (actors/checkpoint/checkpoint_writer.h, docs/checkpoints.md). One
-  // process must run every device of the plan (node < 0, or a one-node plan).
+  // `checkpoint.dir` (actors/checkpoint/checkpoint_writer.h, docs/checkpoints.md). With
+  // one node of several in this process, the nodes agree through `rendezvous` (unless
+  // checkpoint.peers names another store) and checkpoint.dir must be reachable from
+  // every node.
   CheckpointOptions checkpoint;
   // A checkpoint directory, or a directory of them (the newest complete one is taken):
   // the variables and optimizer state start from it, and the run trains iterations

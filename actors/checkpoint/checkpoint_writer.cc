@@ -9,8 +9,10 @@
 #include <chrono>
 #include <cstring>
 #include <filesystem>
+#include <set>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "actors/checkpoint/checkpoint_format.h"
 #include "oneflow_core/dtype.h"
 #include "oneflow_core/status.h"
@@ -80,6 +82,14 @@ absl::StatusOr<std::unique_ptr<CheckpointWriter>> CheckpointWriter::Create(const
   writer->options_ = options;
   writer->every_ = options.every;
   writer->first_iteration_ = first_iteration;
+  writer->node_ = node;
+  writer->multi_process_ = node >= 0 && plan.cluster().num_nodes() > 1;
+  if (writer->multi_process_ && options.peers == nullptr) {
+    return absl::FailedPreconditionError(
+        absl::StrCat("checkpoints of a plan on ", plan.cluster().num_nodes(),
+                     " nodes saved from one node's process need the nodes' rendezvous store "
+                     "(CheckpointOptions.peers) to agree when a checkpoint is complete"));
+  }
   std::error_code error;
   fs::create_directories(options.dir, error);
   if (error || !fs::is_directory(options.dir)) {
@@ -140,6 +150,9 @@ absl::StatusOr<std::unique_ptr<CheckpointWriter>> CheckpointWriter::Create(const
       writer->entries_.push_back(std::move(entry));
     }
   }
+  std::set<int64_t> saving_nodes;
+  for (const auto& [key, device] : saver) saving_nodes.insert(plan.devices(device).device().node());
+  writer->saving_nodes_.assign(saving_nodes.begin(), saving_nodes.end());
   if (!options.synchronous) writer->thread_ = std::thread([w = writer.get()] { w->WriterMain(); });
   return writer;
 }
@@ -252,9 +265,19 @@ absl::Status CheckpointWriter::Write(int64_t iteration, double* write_ms) {
   const std::string partial_dir = final_dir + kPartialSuffix;
   const std::string what = absl::StrCat("checkpoint after iteration ", iteration, ": ");
   std::error_code error;
-  fs::remove_all(partial_dir, error);
-  if (!fs::create_directory(partial_dir, error)) {
-    return absl::InternalError(absl::StrCat(what, "cannot create '", partial_dir, "': ", error.message()));
+  if (multi_process_) {
+    // Every node writes into the same directory, whoever comes first creates it; what a
+    // crashed earlier save left there is overwritten or, if no manifest lists it,
+    // removed by the assembler before the rename.
+    fs::create_directories(partial_dir, error);
+    if (error || !fs::is_directory(partial_dir)) {
+      return absl::InternalError(absl::StrCat(what, "cannot create '", partial_dir, "': ", error.message()));
+    }
+  } else {
+    fs::remove_all(partial_dir, error);
+    if (!fs::create_directory(partial_dir, error)) {
+      return absl::InternalError(absl::StrCat(what, "cannot create '", partial_dir, "': ", error.message()));
+    }
   }
   proto::CheckpointManifest manifest = manifest_template_;
   manifest.set_iteration(iteration);
@@ -288,6 +311,28 @@ absl::Status CheckpointWriter::Write(int64_t iteration, double* write_ms) {
     bytes += offset;
     ++shards_written;
   }
+  if (multi_process_) {
+    OF_RETURN_IF_ERROR(SyncDirectory(partial_dir));
+    absl::StatusOr<bool> assemble = AgreeWithPeers(iteration, &manifest);
+    if (!assemble.ok()) {
+      return absl::Status(assemble.status().code(), absl::StrCat(what, assemble.status().message()));
+    }
+    if (!*assemble) {
+      // This node's shards are on disk; the assembling node completes the checkpoint.
+      *write_ms = MsSince(start);
+      std::lock_guard<std::mutex> lock(mutex_);
+      records_.push_back(CheckpointRecord{iteration, final_dir, bytes, 0, *write_ms});
+      return absl::OkStatus();
+    }
+    bytes = 0;
+    for (const proto::CheckpointShard& shard : manifest.shards()) bytes += shard.size_bytes();
+    // Leftovers of an interrupted earlier save of this iteration that no node wrote now.
+    std::set<std::string> listed;
+    for (const proto::CheckpointShard& shard : manifest.shards()) listed.insert(shard.file());
+    for (const fs::directory_entry& entry : fs::directory_iterator(partial_dir, error)) {
+      if (listed.count(entry.path().filename().string()) == 0) fs::remove_all(entry.path(), error);
+    }
+  }
   manifest.set_checksum(ManifestChecksum(manifest));
   std::string manifest_bytes;
   manifest.SerializeToString(&manifest_bytes);
@@ -300,9 +345,45 @@ absl::Status CheckpointWriter::Write(int64_t iteration, double* write_ms) {
   if (::rename(partial_dir.c_str(), final_dir.c_str()) != 0) return IoError("rename to", final_dir);
   OF_RETURN_IF_ERROR(SyncDirectory(options_.dir));
   *write_ms = MsSince(start);
-  std::lock_guard<std::mutex> lock(mutex_);
-  records_.push_back(CheckpointRecord{iteration, final_dir, bytes, 0, *write_ms});
+  const CheckpointRecord record{iteration, final_dir, bytes, 0, *write_ms};
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    records_.push_back(record);
+  }
+  if (options_.on_saved) options_.on_saved(record);
   return absl::OkStatus();
+}
+
+absl::StatusOr<bool> CheckpointWriter::AgreeWithPeers(int64_t iteration, proto::CheckpointManifest* manifest) {
+  const std::string prefix = absl::StrCat("checkpoint/", iteration, "/node/");
+  if (node_ != saving_nodes_.front()) {
+    proto::CheckpointManifest part;
+    *part.mutable_shards() = manifest->shards();
+    OF_RETURN_IF_ERROR(options_.peers->Set(absl::StrCat(prefix, node_), part.SerializeAsString()));
+    return false;
+  }
+  std::vector<std::string> keys;
+  std::vector<int64_t> others;
+  for (int64_t node : saving_nodes_) {
+    if (node == node_) continue;
+    keys.push_back(absl::StrCat(prefix, node));
+    others.push_back(node);
+  }
+  if (absl::Status waited = options_.peers->Wait(keys, options_.peer_timeout); !waited.ok()) {
+    return absl::Status(waited.code(),
+                        absl::StrCat("waited ", absl::FormatDuration(options_.peer_timeout), " for nodes ",
+                                     absl::StrJoin(others, ", "), " to write their shards; the checkpoint stays "
+                                     "incomplete (", waited.message(), ")"));
+  }
+  for (size_t i = 0; i < keys.size(); ++i) {
+    OF_ASSIGN_OR_RETURN(const std::string bytes, options_.peers->Get(keys[i]));
+    proto::CheckpointManifest part;
+    if (!part.ParseFromString(bytes)) {
+      return absl::DataLossError(absl::StrCat("node ", others[i], "'s list of shards does not parse"));
+    }
+    for (const proto::CheckpointShard& shard : part.shards()) *manifest->add_shards() = shard;
+  }
+  return true;
 }
 
 absl::Status CheckpointWriter::Finish() {

@@ -15,11 +15,20 @@
 //   const int entry = writer->EntryFor(device_index, "layer0/weight");  // -1: not saved here
 //   ... in the variable's act: OF_RETURN_IF_ERROR(writer->Stage(entry, iteration, data));
 //   ... after the run: OF_RETURN_IF_ERROR(writer->Finish());
+//
+// Several processes (one per node, `oneflow launch`): every node writes the shards of its
+// own devices into the same DIR/iter-k.partial (DIR must be a directory every node
+// reaches) and fsyncs them, then publishes its part of the manifest (its shards, sizes
+// and CRCs) under the key "checkpoint/k/node/N" of the rendezvous store the nodes share.
+// The assembler, the lowest node that saves anything, waits for every saving node's part
+// (`peer_timeout` at most), writes the manifest and renames the directory: the
+// checkpoint exists only once every node's shards are on disk.
 #ifndef ACTORS_CHECKPOINT_CHECKPOINT_WRITER_H_
 #define ACTORS_CHECKPOINT_CHECKPOINT_WRITER_H_
 
 #include <condition_variable>
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -29,24 +38,13 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "absl/time/time.h"
 #include "actors/behaviors/plan_index.h"
+#include "oneflow_core/comm/key_value_store.h"
 #include "proto/checkpoint.pb.h"
 #include "proto/plan.pb.h"
 
 namespace oneflow::actors {
-
-struct CheckpointOptions {
-  // Where checkpoints go (created when missing); empty: no checkpoints.
-  std::string dir;
-  // A checkpoint after every `every`-th iteration (counted from 1); 0: none.
-  int64_t every = 0;
-  // Write in the act that stages the last slice, blocking training until the files are
-  // on disk: the baseline the asynchronous save is measured against.
-  bool synchronous = false;
-  // Test hook: a save fails after writing this many shard files, leaving its partial
-  // directory, as a crash mid-save would. < 0: off.
-  int64_t fail_after_shards = -1;
-};
 
 // What one save cost.
 struct CheckpointRecord {
@@ -59,6 +57,29 @@ struct CheckpointRecord {
   // The write itself: shards, fsyncs, manifest, rename.
   double write_ms = 0;
 };
+
+struct CheckpointOptions {
+  // Where checkpoints go (created when missing); empty: no checkpoints.
+  std::string dir;
+  // A checkpoint after every `every`-th iteration (counted from 1); 0: none.
+  int64_t every = 0;
+  // Write in the act that stages the last slice, blocking training until the files are
+  // on disk: the baseline the asynchronous save is measured against.
+  bool synchronous = false;
+  // Test hook: a save fails after writing this many shard files, leaving its partial
+  // directory, as a crash mid-save would. < 0: off.
+  int64_t fail_after_shards = -1;
+  // Several processes: the store the nodes agree through (the rendezvous store; keys
+  // scoped by the job) and how long the assembling node waits for the other nodes' parts
+  // before the save fails. Needed only when the plan has several nodes and this process
+  // runs one of them.
+  KeyValueStore* peers = nullptr;
+  absl::Duration peer_timeout = absl::Seconds(300);
+  // Called from the writer thread once a checkpoint is complete (renamed), by the process
+  // that completed it: the only one with several processes.
+  std::function<void(const CheckpointRecord& record)> on_saved;
+};
+
 
 class CheckpointWriter {
  public:
@@ -105,6 +126,10 @@ class CheckpointWriter {
   void WriterMain();
   // Writes the staged checkpoint of `iteration`; called with no lock held.
   absl::Status Write(int64_t iteration, double* write_ms);
+  // Several processes: publishes this node's `part` (a manifest holding only its shards);
+  // on the assembling node, waits for every other saving node's part and adds their
+  // shards to `manifest`. Returns whether this node completes the checkpoint.
+  absl::StatusOr<bool> AgreeWithPeers(int64_t iteration, proto::CheckpointManifest* manifest);
   // Under mutex_: the last entry of `iteration` was staged.
   void StagedAll(std::unique_lock<std::mutex>& lock, int64_t iteration);
 
@@ -112,6 +137,10 @@ class CheckpointWriter {
   CheckpointOptions options_;
   int64_t every_ = 0;
   int64_t first_iteration_ = 0;
+  // Several processes: this node, the nodes that save slices, the one that assembles.
+  bool multi_process_ = false;
+  int64_t node_ = -1;
+  std::vector<int64_t> saving_nodes_;
   std::vector<Entry> entries_;
   std::map<std::pair<int, std::string>, int> entry_index_;
   proto::CheckpointManifest manifest_template_;  // tensors, job, plan checksum

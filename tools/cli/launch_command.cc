@@ -4,6 +4,7 @@
 #include <unistd.h>
 
 #include <cstdio>
+#include <filesystem>
 #include <fstream>
 #include <memory>
 
@@ -23,12 +24,28 @@
 // Shared with `oneflow run` (run_command.cc defines them).
 ABSL_DECLARE_FLAG(int64_t, iters);
 ABSL_DECLARE_FLAG(std::string, metrics);
+ABSL_DECLARE_FLAG(std::string, checkpoint_dir);
+ABSL_DECLARE_FLAG(int64_t, checkpoint_every);
+ABSL_DECLARE_FLAG(std::string, resume_from);
 
 ABSL_FLAG(double, collective_timeout_s, 0, "Seconds a collective may wait for its peers (0: the workers' default).");
 ABSL_FLAG(std::string, job_id, "", "The job's id on every node (default: generated from the time).");
+ABSL_FLAG(int64_t, max_restarts, 0,
+          "When the job fails (a worker dies, a collective times out), submit it again up to this many times, "
+          "resuming from the newest complete checkpoint of --checkpoint_dir (job ids ID-restart1, ...).");
 
 namespace oneflow::cli {
 namespace {
+
+// The workers open checkpoint paths on their own nodes, in their own working
+// directories: a relative path is taken from here (the directory must be one every node
+// reaches under the same name).
+std::string AbsolutePath(const std::string& path) {
+  if (path.empty() || path.front() == '/') return path;
+  std::error_code error;
+  const std::filesystem::path absolute = std::filesystem::absolute(path, error);
+  return error ? path : absolute.lexically_normal().string();
+}
 
 // The session a signal should interrupt; the signal thread may fire before the session
 // exists or after it is gone.
@@ -54,6 +71,19 @@ class InterruptTarget {
   int pending_ ABSL_GUARDED_BY(mutex_) = 0;
 };
 
+// The line the worker completing a checkpoint prints (tools/worker/worker.cc):
+// "checkpoint DIR/iter-00000040 complete: ...".
+bool IsCheckpointComplete(const std::string& line) {
+  return line.rfind("checkpoint ", 0) == 0 && line.find(" complete: ") != std::string::npos;
+}
+
+// A failure a new attempt may get past: a worker that failed or died, a node that became
+// unreachable, a timeout. Not a refusal (a bad plan or option fails again), not Ctrl-C.
+bool Restartable(const absl::Status& status) {
+  return status.code() == absl::StatusCode::kAborted || status.code() == absl::StatusCode::kUnavailable ||
+         status.code() == absl::StatusCode::kDeadlineExceeded;
+}
+
 absl::Status RunLaunch(const std::vector<std::string>& arguments, std::ostream& out) {
   // From here on, SIGINT/SIGTERM cancel the job rather than kill this process.
   InterruptTarget interrupt;
@@ -63,29 +93,59 @@ absl::Status RunLaunch(const std::vector<std::string>& arguments, std::ostream& 
   options.iterations = absl::GetFlag(FLAGS_iters);
   options.collective_timeout_s = absl::GetFlag(FLAGS_collective_timeout_s);
   options.job_id = absl::GetFlag(FLAGS_job_id);
+  options.checkpoint_dir = AbsolutePath(absl::GetFlag(FLAGS_checkpoint_dir));
+  options.checkpoint_every = absl::GetFlag(FLAGS_checkpoint_every);
+  options.resume_from = AbsolutePath(absl::GetFlag(FLAGS_resume_from));
+  const int64_t max_restarts = absl::GetFlag(FLAGS_max_restarts);
+  if (max_restarts < 0) {
+    return absl::InvalidArgumentError(absl::StrCat("--max_restarts=", max_restarts, " must be >= 0"));
+  }
+  if (max_restarts > 0 && options.checkpoint_dir.empty()) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "--max_restarts=", max_restarts,
+        " needs --checkpoint_dir and --checkpoint_every: a restarted job resumes from the newest checkpoint"));
+  }
   OF_ASSIGN_OR_RETURN(DaemonFlags daemons, ReadDaemonFlags());
   options.nodes = std::move(daemons.nodes);
   options.token = std::move(daemons.token);
   options.tls_ca_file = std::move(daemons.tls_ca_file);
-  OF_ASSIGN_OR_RETURN(proto::Plan plan, ReadPlanFile(arguments[0]));
+  OF_ASSIGN_OR_RETURN(const proto::Plan plan, ReadPlanFile(arguments[0]));
 
   OF_ASSIGN_OR_RETURN(std::unique_ptr<actors::MetricsReporter> reporter,
                       actors::MetricsReporter::Open(absl::GetFlag(FLAGS_metrics), options.iterations, &out,
                                                     isatty(STDOUT_FILENO)));
   // The merged metrics of every node, printed as `oneflow run` prints its own (the same
-  // fields, compression included).
+  // fields, compression included). After a restart the iterations since the checkpoint
+  // are printed again, as the new attempt trains them.
   options.on_metrics = [&](const proto::IterationMetrics& m) { reporter->Report(launcher::MetricsFromProto(m)); };
-  options.on_log = [](int64_t node, const std::string& line) {
+  bool checkpoint_saved = false;  // In this launch: a restart resumes from it.
+  options.on_log = [&checkpoint_saved](int64_t node, const std::string& line) {
+    if (IsCheckpointComplete(line)) checkpoint_saved = true;
     std::fprintf(stderr, "[node %lld] %s\n", static_cast<long long>(node), line.c_str());
   };
 
   const size_t node_count = options.nodes.size();
-  OF_ASSIGN_OR_RETURN(std::unique_ptr<launcher::LaunchSession> session,
-                      launcher::LaunchSession::Create(std::move(plan), std::move(options)));
-  std::fprintf(stderr, "oneflow launch: job '%s' on %zu nodes\n", session->job_id().c_str(), node_count);
-  interrupt.Set(session.get());
-  const absl::Status status = session->Run();
-  interrupt.Set(nullptr);
+  std::string base_job_id;
+  absl::Status status;
+  for (int64_t attempt = 0;; ++attempt) {
+    launcher::LaunchOptions attempt_options = options;
+    if (attempt > 0) attempt_options.job_id = absl::StrCat(base_job_id, "-restart", attempt);
+    OF_ASSIGN_OR_RETURN(std::unique_ptr<launcher::LaunchSession> session,
+                        launcher::LaunchSession::Create(plan, std::move(attempt_options)));
+    if (attempt == 0) base_job_id = session->job_id();
+    std::fprintf(stderr, "oneflow launch: job '%s' on %zu nodes%s%s\n", session->job_id().c_str(), node_count,
+                 options.resume_from.empty() ? "" : ", resuming from ", options.resume_from.c_str());
+    interrupt.Set(session.get());
+    status = session->Run();
+    interrupt.Set(nullptr);
+    if (status.ok() || attempt >= max_restarts || !Restartable(status)) break;
+    // Restart from the newest complete checkpoint of this launch (the workers pick it in
+    // the directory), else from where this launch started.
+    if (checkpoint_saved) options.resume_from = options.checkpoint_dir;
+    std::fprintf(stderr, "oneflow launch: restart %lld of %lld: %s\n", static_cast<long long>(attempt + 1),
+                 static_cast<long long>(max_restarts), std::string(status.message()).c_str());
+    std::fflush(stderr);
+  }
   reporter->Finish();
   return status;
 }
@@ -98,9 +158,12 @@ Subcommand LaunchSubcommand() {
   command.arguments = "PLAN";
   command.flag_usage =
       "--nodes=HOST:PORT,... --token_file=F [--iters=N] [--metrics=FILE] [--tls_ca=F] "
-      "[--collective_timeout_s=S] [--job_id=ID]";
+      "[--collective_timeout_s=S] [--job_id=ID] [--checkpoint_dir=DIR --checkpoint_every=N] "
+      "[--resume_from=DIR] [--max_restarts=K]";
   command.summary = "run a plan on a cluster through the oneflowd daemons of its nodes";
-  command.flags = {"nodes", "token_file", "iters", "metrics", "tls_ca", "collective_timeout_s", "job_id"};
+  command.flags = {"nodes",  "token_file",     "iters",            "metrics",    "tls_ca", "collective_timeout_s",
+                   "job_id", "checkpoint_dir", "checkpoint_every", "resume_from",
+                   "max_restarts"};
   command.min_arguments = 1;
   command.max_arguments = 1;
   command.run = &RunLaunch;

@@ -6,6 +6,7 @@
 //   oneflow status|list|cancel --nodes=HOST:PORT,... --token_file=F [JOB] ...
 //   oneflow checkpoint DIR [--verify]
 //   oneflow profile PLAN TRACE.json [--top=N] [--format=text|json]
+//   oneflow report METRICS.jsonl [--plan=PLAN --trace=FILE.json] > run.html
 //   oneflow calibrate [--out=FILE]
 //   oneflow help
 //
@@ -33,6 +34,7 @@
 #include "tools/cli/job_commands.h"
 #include "tools/cli/launch_command.h"
 #include "tools/cli/profile_command.h"
+#include "tools/cli/report_command.h"
 #include "tools/cli/run_command.h"
 #include "tools/cli/subcommand.h"
 
@@ -47,7 +49,8 @@ const std::vector<Subcommand>& Subcommands() {
   static const std::vector<Subcommand>* const subcommands =
       new std::vector<Subcommand>{InspectSubcommand(),    RunSubcommand(),  LaunchSubcommand(),
                                   StatusSubcommand(),     ListSubcommand(), CancelSubcommand(),
-                                  CheckpointSubcommand(), ProfileSubcommand(), CalibrateSubcommand()};
+                                  CheckpointSubcommand(), ProfileSubcommand(), ReportSubcommand(),
+                                  CalibrateSubcommand()};
   return *subcommands;
 }
 

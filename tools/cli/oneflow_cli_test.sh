@@ -6,6 +6,7 @@ set -euo pipefail
 ONEFLOW=tools/cli/oneflow
 WRITE=tools/cli/write_sample_plan
 GPT=examples/gpt/gpt
+MLP=examples/mlp/mlp
 DIR="${TEST_TMPDIR:-$(mktemp -d)}"
 fail() { echo "FAIL: $*" >&2; exit 1; }
 
@@ -97,7 +98,7 @@ run "$ONEFLOW" inspect
 [[ "$err" == "oneflow inspect: expected PLAN, got no arguments"$'\n'"usage: oneflow inspect PLAN [--format=text|json|dot] [--device=K] [--trace=FILE.json]" ]] || fail "$err"
 run "$ONEFLOW" frobnicate
 [[ $rc -eq 2 ]] || fail "unknown subcommand exited $rc"
-grep -q "unknown subcommand 'frobnicate'; valid: inspect, run, launch, status, list, cancel, checkpoint, profile, calibrate, help" <<<"$err" || fail "$err"
+grep -q "unknown subcommand 'frobnicate'; valid: inspect, run, launch, status, list, cancel, checkpoint, profile, report, calibrate, help" <<<"$err" || fail "$err"
 run "$ONEFLOW" calibrate extra
 [[ $rc -eq 2 ]] || fail "calibrate with an argument exited $rc"
 [[ "$err" == "oneflow calibrate: expected no arguments, got 1 argument: extra"$'\n'"usage: oneflow calibrate [--out=FILE]" ]] || fail "$err"
@@ -204,10 +205,45 @@ run "$ONEFLOW" profile "$DIR/dp2.plan" "$DIR/dp2.json" --format=dot
 run "$ONEFLOW" profile "$DIR/dp2.plan"
 [[ $rc -eq 2 ]] || fail "profile without a trace exited $rc"
 
+# report: a tiny mlp run with --metrics and --trace drawn as one HTML page, without and
+# with the profile; nothing on it points outside the file.
+run "$MLP" --devices_per_node=2 --dp=2 --layers=2 --hidden=16 --in_features=8 --batch=8 --plan_out="$DIR/mlp.plan"
+[[ $rc -eq 0 ]] || fail "mlp exited $rc: $err"
+run "$ONEFLOW" run "$DIR/mlp.plan" --iters=4 --metrics="$DIR/mlp.jsonl" --trace="$DIR/mlp.json"
+[[ $rc -eq 0 ]] || fail "run mlp exited $rc: $err"
+run "$ONEFLOW" report "$DIR/mlp.jsonl"
+[[ $rc -eq 0 ]] || fail "report exited $rc: $err"
+[[ "$out" == "<!DOCTYPE html>"* && "$out" == *"</html>" ]] || fail "not a page: ${out:0:200}"
+[[ $(grep -c "<svg " <<<"$out") -eq 2 ]] || fail "not two charts: $out"
+grep -q "<tr><th>iterations</th><td>0..3 (4 lines)</td></tr>" <<<"$out" || fail "$out"
+grep -q "<tr><th>median step time</th><td>[0-9.]* ms</td></tr>" <<<"$out" || fail "$out"
+if grep -qi "http\|<script" <<<"$out"; then fail "the page points outside itself: $out"; fi
+if grep -q "<h2>Profile</h2>" <<<"$out"; then fail "a profile without --plan/--trace: $out"; fi
+run "$ONEFLOW" report "$DIR/mlp.jsonl" --plan="$DIR/mlp.plan" --trace="$DIR/mlp.json"
+[[ $rc -eq 0 ]] || fail "report --plan --trace exited $rc: $err"
+grep -q "<h2>Profile</h2>" <<<"$out" || fail "$out"
+grep -q "<p>profile of plan &#39;mlp&#39; from trace &#39;$DIR/mlp.json&#39;: iterations 1..3 (iteration 0 is warm-up)</p>" <<<"$out" || fail "$out"
+grep -q "<thead><tr><th>op type</th><th>thread</th><th>time</th><th>share</th><th>calls</th><th>bytes</th><th>bandwidth</th></tr></thead>" <<<"$out" || fail "$out"
+grep -q "<tr><td>matmul</td><td>compute</td>" <<<"$out" || fail "$out"
+if grep -qi "http\|<script" <<<"$out"; then fail "the page points outside itself: $out"; fi
+run "$ONEFLOW" report "$DIR/missing.jsonl"
+[[ $rc -eq 1 && "$err" == "oneflow report: metrics file '$DIR/missing.jsonl': cannot open: No such file or directory" ]] || fail "$rc $err"
+: >"$DIR/empty.jsonl"
+run "$ONEFLOW" report "$DIR/empty.jsonl"
+[[ $rc -eq 1 && "$err" == "oneflow report: metrics file '$DIR/empty.jsonl': the file is empty (no metrics lines); write one with \`oneflow run PLAN --metrics=FILE\`" ]] || fail "$rc $err"
+{ head -n 1 "$DIR/mlp.jsonl"; echo "loss went down"; } >"$DIR/bad.jsonl"
+run "$ONEFLOW" report "$DIR/bad.jsonl"
+[[ $rc -eq 1 && "$err" == "oneflow report: metrics file '$DIR/bad.jsonl': line 2 is not a metrics line of \`oneflow run --metrics\` (not a JSON object): loss went down" ]] || fail "$rc $err"
+run "$ONEFLOW" report "$DIR/mlp.jsonl" --trace="$DIR/mlp.json"
+[[ $rc -eq 1 && "$err" == "oneflow report: --trace without --plan: the profile needs both, the plan the run trained and its trace (or neither, for the curves only)" ]] || fail "$rc $err"
+run "$ONEFLOW" report
+[[ $rc -eq 2 ]] || fail "report without a file exited $rc"
+
 run "$ONEFLOW" help
 [[ $rc -eq 0 ]] || fail "help exited $rc"
 grep -q "oneflow inspect PLAN \[--format=text|json|dot\] \[--device=K\] \[--trace=FILE.json\]" <<<"$out" || fail "$out"
 grep -qx "    oneflow profile PLAN TRACE.json \[--top=N\] \[--format=text|json\]" <<<"$out" || fail "$out"
+grep -qx "    oneflow report METRICS.jsonl \[--plan=PLAN --trace=FILE.json\] > run.html" <<<"$out" || fail "$out"
 grep -qx "    oneflow status JOB --nodes=HOST:PORT,... --token_file=F \[--tls_ca=F\] \[--format=text|json\]" <<<"$out" || fail "$out"
 grep -qx "    oneflow list --nodes=HOST:PORT,... --token_file=F \[--tls_ca=F\] \[--format=text|json\]" <<<"$out" || fail "$out"
 grep -qx "    oneflow cancel JOB --nodes=HOST:PORT,... --token_file=F \[--tls_ca=F\]" <<<"$out" || fail "$out"

@@ -119,78 +119,15 @@ std::string OpTypeOf(const actors::StepProfile& profile, int64_t actor_id) {
 }
 
 std::string RenderText(const proto::Plan& plan, const ProfileReport& report, const ProfileOptions& options) {
-  const actors::StepProfile& p = report.profile;
-  const ActorIndex index(plan);
-  std::string text = absl::StrCat("profile of plan '", plan.job().name(), "' from trace '", report.trace_path,
-                                  "': iterations ", p.first_iteration, "..", p.last_iteration, " (",
-                                  p.first_iteration == 1 ? "iteration 0 is" : absl::StrCat("iterations 0..",
-                                                                                            p.first_iteration - 1, " are"),
-                                  " warm-up)\n");
-  std::vector<std::string> devices;
-  for (int d : p.devices) devices.push_back(Device(plan, d));
-  absl::StrAppend(&text, "step: ", Time(p.step_ns), " per iteration (end of iteration ", p.first_iteration - 1,
-                  " to end of iteration ", p.last_iteration, ", ", Time(p.window_end_ns - p.window_start_ns), " / ",
-                  p.iterations, "); devices: ", absl::StrJoin(devices, ", "), "\n");
-
-  absl::StrAppend(&text, "\nthreads, per iteration (compute + communication + idle = step)\n");
-  std::vector<std::vector<std::string>> rows = {{"device", "thread", "compute", "", "communication", "", "idle", ""}};
-  for (const actors::ThreadTime& thread : p.threads) {
-    const double step = std::max(p.step_ns, 1e-9);
-    rows.push_back({Device(plan, thread.device_index), ThreadKindText(thread.thread), Time(thread.compute_ns),
-                    Percent(thread.compute_ns / step), Time(thread.communication_ns),
-                    Percent(thread.communication_ns / step), Time(thread.idle_ns), Percent(thread.idle_ns / step)});
+  const ProfileTables tables = TabulateProfile(plan, report, options.top);
+  std::string text;
+  for (const std::string& line : tables.heading) absl::StrAppend(&text, line, "\n");
+  // A section with notes (the critical path) indents its table under them.
+  for (const ProfileSection& section : tables.sections) {
+    absl::StrAppend(&text, "\n", section.title, "\n");
+    for (const std::string& note : section.notes) absl::StrAppend(&text, "  ", note, "\n");
+    absl::StrAppend(&text, Table(section.rows, section.notes.empty() ? 2 : 4));
   }
-  absl::StrAppend(&text, Table(rows));
-
-  const size_t types = Top(p.op_types.size(), options.top);
-  absl::StrAppend(&text, "\nop types, per iteration and device (top ", types, " of ", p.op_types.size(),
-                  "; share: of the step on that thread of every device)\n");
-  rows = {{"op type", "thread", "time", "share", "calls", "bytes", "bandwidth"}};
-  for (size_t i = 0; i < types; ++i) {
-    const actors::ProfileRow& row = p.op_types[i];
-    rows.push_back({row.op_type, ThreadKindText(row.thread), Time(row.ns_per_iteration), Percent(row.share),
-                    Count(row.calls_per_iteration), BytesCell(row.bytes_per_iteration),
-                    BandwidthCell(row.bytes_per_second)});
-  }
-  absl::StrAppend(&text, Table(rows));
-
-  const size_t actor_rows = Top(p.actors.size(), options.top);
-  absl::StrAppend(&text, "\nactors, per iteration (top ", actor_rows, " of ", p.actors.size(),
-                  "; share: of the step on its thread)\n");
-  rows = {{"device", "actor", "op type", "thread", "time", "share", "calls", "bytes", "bandwidth"}};
-  for (size_t i = 0; i < actor_rows; ++i) {
-    const actors::ProfileRow& row = p.actors[i];
-    rows.push_back({Device(plan, row.device_index), row.name, row.op_type, ThreadKindText(row.thread),
-                    Time(row.ns_per_iteration), Percent(row.share), Count(row.calls_per_iteration),
-                    BytesCell(row.bytes_per_iteration), BandwidthCell(row.bytes_per_second)});
-  }
-  absl::StrAppend(&text, Table(rows));
-
-  const actors::CriticalPath& path = report.critical_path;
-  const double wall = std::max<double>(path.end_ns - path.start_ns, 1e-9);
-  const PathTotals totals = Totals(path);
-  absl::StrAppend(&text, "\ncritical path of iteration ", path.iteration, " (the median of ", p.iterations,
-                  "): ", Time(path.end_ns - path.start_ns), " from the end of iteration ", path.iteration - 1,
-                  " to the end of iteration ", path.iteration, "\n");
-  std::vector<std::string> parts;
-  for (const auto& [thread, ns] : totals.by_thread) {
-    parts.push_back(absl::StrCat(ThreadKindText(static_cast<proto::ThreadKind>(thread)), " acts ", Time(ns), " (",
-                                 Percent(ns / wall), ")"));
-  }
-  parts.push_back(absl::StrCat("waiting ", Time(totals.wait_ns), " (", Percent(totals.wait_ns / wall), ")"));
-  absl::StrAppend(&text, "  ", path.steps.size(), " acts on ", totals.devices.size(),
-                  totals.devices.size() == 1 ? " device: " : " devices: ", absl::StrJoin(parts, ", "), "\n");
-  const std::vector<Contributor> contributors = Contributors(path);
-  const size_t shown = Top(contributors.size(), options.top);
-  absl::StrAppend(&text, "  top ", shown, " of ", contributors.size(),
-                  " actors on it (on path: its acts' time on the path; wait: before them)\n");
-  rows = {{"device", "actor", "op type", "acts", "on path", "wait", "share"}};
-  for (size_t i = 0; i < shown; ++i) {
-    const Contributor& c = contributors[i];
-    rows.push_back({Device(plan, c.device), index.actors.at(c.actor_id)->name(), OpTypeOf(p, c.actor_id),
-                    absl::StrCat(c.acts), Time(c.path_ns), Time(c.wait_ns), Percent((c.path_ns + c.wait_ns) / wall)});
-  }
-  absl::StrAppend(&text, Table(rows, 4));
   return text;
 }
 
@@ -361,6 +298,87 @@ std::string RenderJson(const proto::Plan& plan, const ProfileReport& report, con
 }
 
 }  // namespace
+
+ProfileTables TabulateProfile(const proto::Plan& plan, const ProfileReport& report, int top) {
+  const actors::StepProfile& p = report.profile;
+  const ActorIndex index(plan);
+  ProfileTables tables;
+  tables.heading.push_back(absl::StrCat(
+      "profile of plan '", plan.job().name(), "' from trace '", report.trace_path, "': iterations ",
+      p.first_iteration, "..", p.last_iteration, " (",
+      p.first_iteration == 1 ? "iteration 0 is" : absl::StrCat("iterations 0..", p.first_iteration - 1, " are"),
+      " warm-up)"));
+  std::vector<std::string> devices;
+  for (int d : p.devices) devices.push_back(Device(plan, d));
+  tables.heading.push_back(absl::StrCat("step: ", Time(p.step_ns), " per iteration (end of iteration ",
+                                        p.first_iteration - 1, " to end of iteration ", p.last_iteration, ", ",
+                                        Time(p.window_end_ns - p.window_start_ns), " / ", p.iterations,
+                                        "); devices: ", absl::StrJoin(devices, ", ")));
+
+  ProfileSection& threads = tables.sections.emplace_back();
+  threads.title = "threads, per iteration (compute + communication + idle = step)";
+  threads.rows = {{"device", "thread", "compute", "", "communication", "", "idle", ""}};
+  for (const actors::ThreadTime& thread : p.threads) {
+    const double step = std::max(p.step_ns, 1e-9);
+    threads.rows.push_back({Device(plan, thread.device_index), ThreadKindText(thread.thread), Time(thread.compute_ns),
+                            Percent(thread.compute_ns / step), Time(thread.communication_ns),
+                            Percent(thread.communication_ns / step), Time(thread.idle_ns),
+                            Percent(thread.idle_ns / step)});
+  }
+
+  const size_t types = Top(p.op_types.size(), top);
+  ProfileSection& op_types = tables.sections.emplace_back();
+  op_types.title = absl::StrCat("op types, per iteration and device (top ", types, " of ", p.op_types.size(),
+                                "; share: of the step on that thread of every device)");
+  op_types.rows = {{"op type", "thread", "time", "share", "calls", "bytes", "bandwidth"}};
+  for (size_t i = 0; i < types; ++i) {
+    const actors::ProfileRow& row = p.op_types[i];
+    op_types.rows.push_back({row.op_type, ThreadKindText(row.thread), Time(row.ns_per_iteration), Percent(row.share),
+                             Count(row.calls_per_iteration), BytesCell(row.bytes_per_iteration),
+                             BandwidthCell(row.bytes_per_second)});
+  }
+
+  const size_t actor_rows = Top(p.actors.size(), top);
+  ProfileSection& actors = tables.sections.emplace_back();
+  actors.title = absl::StrCat("actors, per iteration (top ", actor_rows, " of ", p.actors.size(),
+                              "; share: of the step on its thread)");
+  actors.rows = {{"device", "actor", "op type", "thread", "time", "share", "calls", "bytes", "bandwidth"}};
+  for (size_t i = 0; i < actor_rows; ++i) {
+    const actors::ProfileRow& row = p.actors[i];
+    actors.rows.push_back({Device(plan, row.device_index), row.name, row.op_type, ThreadKindText(row.thread),
+                           Time(row.ns_per_iteration), Percent(row.share), Count(row.calls_per_iteration),
+                           BytesCell(row.bytes_per_iteration), BandwidthCell(row.bytes_per_second)});
+  }
+
+  const actors::CriticalPath& path = report.critical_path;
+  const double wall = std::max<double>(path.end_ns - path.start_ns, 1e-9);
+  const PathTotals totals = Totals(path);
+  ProfileSection& critical = tables.sections.emplace_back();
+  critical.title = absl::StrCat("critical path of iteration ", path.iteration, " (the median of ", p.iterations,
+                                "): ", Time(path.end_ns - path.start_ns), " from the end of iteration ",
+                                path.iteration - 1, " to the end of iteration ", path.iteration);
+  std::vector<std::string> parts;
+  for (const auto& [thread, ns] : totals.by_thread) {
+    parts.push_back(absl::StrCat(ThreadKindText(static_cast<proto::ThreadKind>(thread)), " acts ", Time(ns), " (",
+                                 Percent(ns / wall), ")"));
+  }
+  parts.push_back(absl::StrCat("waiting ", Time(totals.wait_ns), " (", Percent(totals.wait_ns / wall), ")"));
+  critical.notes.push_back(absl::StrCat(path.steps.size(), " acts on ", totals.devices.size(),
+                                        totals.devices.size() == 1 ? " device: " : " devices: ",
+                                        absl::StrJoin(parts, ", ")));
+  const std::vector<Contributor> contributors = Contributors(path);
+  const size_t shown = Top(contributors.size(), top);
+  critical.notes.push_back(absl::StrCat("top ", shown, " of ", contributors.size(),
+                                        " actors on it (on path: its acts' time on the path; wait: before them)"));
+  critical.rows = {{"device", "actor", "op type", "acts", "on path", "wait", "share"}};
+  for (size_t i = 0; i < shown; ++i) {
+    const Contributor& c = contributors[i];
+    critical.rows.push_back({Device(plan, c.device), index.actors.at(c.actor_id)->name(), OpTypeOf(p, c.actor_id),
+                             absl::StrCat(c.acts), Time(c.path_ns), Time(c.wait_ns),
+                             Percent((c.path_ns + c.wait_ns) / wall)});
+  }
+  return tables;
+}
 
 absl::StatusOr<ProfileFormat> ParseProfileFormat(const std::string& text) {
   if (text == "text") return ProfileFormat::kText;

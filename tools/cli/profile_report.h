@@ -8,6 +8,7 @@
 #define TOOLS_CLI_PROFILE_REPORT_H_
 
 #include <string>
+#include <vector>
 
 #include "absl/status/statusor.h"
 #include "actors/critical_path.h"
@@ -38,6 +39,22 @@ struct ProfileOptions {
   // Rows of the op type and actor tables and of the critical path's contributors; 0: all.
   int top = 10;
 };
+
+// The text format's content before its layout: heading lines, then titled tables (header
+// row first, cells as the text shows them). RenderProfile pads them into columns;
+// `oneflow report` (run_report.h) lays them out as HTML tables.
+struct ProfileSection {
+  std::string title;
+  // Lines between the title and the table (the critical path's totals); may be empty.
+  std::vector<std::string> notes;
+  std::vector<std::vector<std::string>> rows;
+};
+struct ProfileTables {
+  std::vector<std::string> heading;
+  std::vector<ProfileSection> sections;
+};
+// `top` as ProfileOptions.top.
+ProfileTables TabulateProfile(const proto::Plan& plan, const ProfileReport& report, int top);
 
 std::string RenderProfile(const proto::Plan& plan, const ProfileReport& report, const ProfileOptions& options);
 

@@ -70,6 +70,13 @@ absl::StatusOr<std::unique_ptr<LaunchSession>> LaunchSession::Create(proto::Plan
     return absl::InvalidArgumentError(
         absl::StrCat("--collective_timeout_s=", options.collective_timeout_s, " must be a number of seconds >= 0"));
   }
+  {
+    proto::RunOptions checkpoints;
+    checkpoints.set_checkpoint_dir(options.checkpoint_dir);
+    checkpoints.set_checkpoint_every(options.checkpoint_every);
+    checkpoints.set_resume_from(options.resume_from);
+    if (absl::Status status = ValidateCheckpointOptions(checkpoints, "--"); !status.ok()) return status;
+  }
   if (options.token.empty()) return absl::InvalidArgumentError("no token (--token_file)");
   if (options.job_id.empty()) options.job_id = GenerateJobId();
   if (absl::Status status = ValidateJobId(options.job_id); !status.ok()) {
@@ -135,6 +142,9 @@ void LaunchSession::Follow(Node* node) {
   run->set_collective_timeout_s(options_.collective_timeout_s);
   run->set_rendezvous_address(options_.nodes[0]);
   run->set_worker_host(node->host);
+  run->set_checkpoint_dir(options_.checkpoint_dir);
+  run->set_checkpoint_every(options_.checkpoint_every);
+  run->set_resume_from(options_.resume_from);
   AttachToken(&node->context, options_.token);
   std::unique_ptr<grpc::ClientReader<proto::JobEvent>> reader = node->stub->Submit(&node->context, request);
   request.Clear();  // The plan may be large; the stream has sent it.

@@ -47,6 +47,11 @@ struct LaunchOptions {
   int64_t iterations = 10;
   // Passed to the workers (0: their default).
   double collective_timeout_s = 0;
+  // Checkpoints, passed to every worker (RunOptions; docs/checkpoints.md): absolute
+  // paths every node reaches.
+  std::string checkpoint_dir;
+  int64_t checkpoint_every = 0;
+  std::string resume_from;
   // After a failure, how long the other nodes get to report their end.
   absl::Duration cancel_wait = absl::Seconds(10);
   // Called on Run's thread: each merged iteration, each worker output line.

@@ -120,6 +120,11 @@ absl::StatusOr<std::shared_ptr<WorkerJob>> LauncherService::StartJob(const proto
   arguments.push_back(absl::StrCat("--worker_host=", worker_host));
   arguments.push_back(absl::StrCat("--events_fd=", kWorkerEventsFd));
   arguments.push_back(absl::StrCat("--status_file=", config.status_file));
+  if (!run.checkpoint_dir().empty()) {
+    arguments.push_back(absl::StrCat("--checkpoint_dir=", run.checkpoint_dir()));
+    arguments.push_back(absl::StrCat("--checkpoint_every=", run.checkpoint_every()));
+  }
+  if (!run.resume_from().empty()) arguments.push_back(absl::StrCat("--resume_from=", run.resume_from()));
 
   absl::StatusOr<std::unique_ptr<WorkerJob>> job = WorkerJob::Start(std::move(config));
   if (!job.ok()) {

@@ -27,6 +27,29 @@ absl::Status ValidateJobId(absl::string_view job_id) {
   return absl::OkStatus();
 }
 
+absl::Status ValidateCheckpointOptions(const proto::RunOptions& options, absl::string_view prefix) {
+  if (options.checkpoint_dir().empty() != (options.checkpoint_every() == 0) || options.checkpoint_every() < 0) {
+    return absl::InvalidArgumentError(absl::StrCat(prefix, "checkpoint_dir='", options.checkpoint_dir(), "' and ",
+                                                   prefix, "checkpoint_every=", options.checkpoint_every(),
+                                                   " go together: a directory and N >= 1"));
+  }
+  const std::pair<absl::string_view, const std::string*> paths[] = {{"checkpoint_dir", &options.checkpoint_dir()},
+                                                                    {"resume_from", &options.resume_from()}};
+  for (const auto& [name, path] : paths) {
+    if (path->empty()) continue;
+    if (path->front() != '/') {
+      return absl::InvalidArgumentError(
+          absl::StrCat(prefix, name, "='", *path,
+                       "' is not an absolute path: every node's worker opens it, so name a directory all nodes "
+                       "reach (a shared filesystem) from /"));
+    }
+    if (path->find('\0') != std::string::npos || path->find('\n') != std::string::npos) {
+      return absl::InvalidArgumentError(absl::StrCat(prefix, name, " has a NUL or newline character"));
+    }
+  }
+  return absl::OkStatus();
+}
+
 absl::Status ValidateSubmitRequest(const proto::SubmitRequest& request, int64_t max_plan_bytes) {
   if (absl::Status status = ValidateJobId(request.job_id()); !status.ok()) return status;
   const int64_t plan_bytes = static_cast<int64_t>(request.plan().ByteSizeLong());
@@ -62,6 +85,7 @@ absl::Status ValidateSubmitRequest(const proto::SubmitRequest& request, int64_t 
       !status.ok()) {
     return status;
   }
+  if (absl::Status status = ValidateCheckpointOptions(options, "options."); !status.ok()) return status;
   for (char c : options.worker_host()) {
     if (!absl::ascii_isalnum(static_cast<unsigned char>(c)) && c != '.' && c != '-' && c != ':' && c != '[' &&
         c != ']' && c != '_') {

@@ -22,8 +22,14 @@ absl::Status ValidateJobId(absl::string_view job_id);
 //   plan: INVALID_ARGUMENT "the plan fails verification: <the verifier's message>";
 //   cluster: num_nodes >= 1, node_rank in [0, num_nodes), at least one device on the node;
 //   options: iterations >= 1, collective_timeout_s finite and >= 0, rendezvous_address
-//     host:port, worker_host a host name or address when given.
+//     host:port, worker_host a host name or address when given, the checkpoint options
+//     (below).
 absl::Status ValidateSubmitRequest(const proto::SubmitRequest& request, int64_t max_plan_bytes);
+
+// checkpoint_dir and checkpoint_every set together (every >= 1), checkpoint_dir and
+// resume_from absolute paths when set. INVALID_ARGUMENT naming the field as
+// `prefix` + its name ("options." in a Submit, "--" in `oneflow launch`).
+absl::Status ValidateCheckpointOptions(const proto::RunOptions& options, absl::string_view prefix);
 
 }  // namespace oneflow::launcher
 

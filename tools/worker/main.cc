@@ -35,6 +35,12 @@ ABSL_FLAG(std::string, status_file, "", "Per-device progress file the daemon rea
 ABSL_FLAG(std::string, metrics, "",
           "JSON lines per iteration here; default without a daemon: stdout on rank 0.");
 
+ABSL_FLAG(std::string, checkpoint_dir, "",
+          "Save this node's shards into DIR/iter-N every --checkpoint_every iterations (docs/checkpoints.md); DIR "
+          "must be reachable from every node.");
+ABSL_FLAG(int64_t, checkpoint_every, 0, "With --checkpoint_dir: save after every N-th iteration (N >= 1).");
+ABSL_FLAG(std::string, resume_from, "", "Start from this checkpoint, or the newest complete one under this directory.");
+
 namespace {
 
 int Usage(const std::string& message) {
@@ -59,6 +65,9 @@ int main(int argc, char** argv) {
   options.events_fd = absl::GetFlag(FLAGS_events_fd);
   options.status_file = absl::GetFlag(FLAGS_status_file);
   options.metrics_path = absl::GetFlag(FLAGS_metrics);
+  options.checkpoint_dir = absl::GetFlag(FLAGS_checkpoint_dir);
+  options.checkpoint_every = absl::GetFlag(FLAGS_checkpoint_every);
+  options.resume_from = absl::GetFlag(FLAGS_resume_from);
   std::string token_file = absl::GetFlag(FLAGS_token_file);
   if (options.events_fd >= 0 || absl::GetFlag(FLAGS_node_rank) >= 0) {
     // Started by a daemon: everything comes from flags.

@@ -78,6 +78,11 @@ absl::Status RunWorker(const WorkerOptions& options) {
     if (options.iterations < 1) {
       return absl::InvalidArgumentError(absl::StrCat("--iters=", options.iterations, " must be >= 1"));
     }
+    if (options.checkpoint_dir.empty() != (options.checkpoint_every == 0) || options.checkpoint_every < 0) {
+      return absl::InvalidArgumentError(absl::StrCat("--checkpoint_dir='", options.checkpoint_dir,
+                                                     "' and --checkpoint_every=", options.checkpoint_every,
+                                                     " go together: a directory and N >= 1"));
+    }
     return plan;
   };
   absl::StatusOr<proto::Plan> prepared = prepare();
@@ -161,6 +166,15 @@ absl::Status RunWorker(const WorkerOptions& options) {
   train.collective_timeout = options.collective_timeout;
   train.rendezvous = rendezvous.get();
   train.worker_host = options.worker_host;
+  train.checkpoint.dir = options.checkpoint_dir;
+  train.checkpoint.every = options.checkpoint_every;
+  train.checkpoint.on_saved = [&](const actors::CheckpointRecord& saved) {
+    // Only the node completing a checkpoint gets here: one line per checkpoint.
+    std::fprintf(stderr, "checkpoint %s complete: %lld B, written in %.1f ms\n", saved.dir.c_str(),
+                 static_cast<long long>(saved.bytes), saved.write_ms);
+    std::fflush(stderr);
+  };
+  train.resume_from = options.resume_from;
   train.on_collective_done = [&](int device, int64_t completed) {
     collectives[device].store(completed, std::memory_order_relaxed);
     if (status_file) status_file->SetCompletedCollectives(slot[device], completed);

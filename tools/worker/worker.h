@@ -33,6 +33,12 @@ struct WorkerOptions {
   int events_fd = -1;        // Length-delimited JobEvents to the daemon; < 0: none.
   std::string status_file;   // Empty: none.
   std::string metrics_path;  // JSON lines here ("-": stdout; empty: none).
+  // Checkpoints (docs/checkpoints.md): this node's shards into checkpoint_dir every
+  // checkpoint_every iterations, the nodes agreeing through the rendezvous store; the
+  // run starts from resume_from when set.
+  std::string checkpoint_dir;
+  int64_t checkpoint_every = 0;
+  std::string resume_from;
   // After the first error, the longest the worker waits for its threads to stop before
   // it exits anyway (a thread blocked in a transport that cannot be interrupted).
   absl::Duration exit_deadline = absl::Seconds(3);

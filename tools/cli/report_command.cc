@@ -1,0 +1,67 @@
+#include "tools/cli/report_command.h"
+
+#include <string>
+#include <vector>
+
+#include "absl/flags/declare.h"
+#include "absl/flags/flag.h"
+#include "absl/strings/str_cat.h"
+#include "oneflow_core/status.h"
+#include "tools/cli/metrics_file.h"
+#include "tools/cli/plan_io.h"
+#include "tools/cli/profile_report.h"
+#include "tools/cli/run_report.h"
+
+ABSL_FLAG(std::string, plan, "",
+          "report: the plan the run trained; with --trace, the page adds the tables of `oneflow profile`.");
+
+// Defined by run_command.cc: where `run` writes the trace and `inspect` and `report` read it.
+ABSL_DECLARE_FLAG(std::string, trace);
+
+namespace oneflow::cli {
+namespace {
+
+// The tables of `oneflow profile` show every row on the page (it is searchable there).
+constexpr int kAllRows = 0;
+
+absl::Status RunReport(const std::vector<std::string>& arguments, std::ostream& out) {
+  const std::string plan_path = absl::GetFlag(FLAGS_plan);
+  const std::string trace_path = absl::GetFlag(FLAGS_trace);
+  if (plan_path.empty() != trace_path.empty()) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        plan_path.empty() ? "--trace" : "--plan", " without ", plan_path.empty() ? "--plan" : "--trace",
+        ": the profile needs both, the plan the run trained and its trace (or neither, for the curves only)"));
+  }
+  RunReportInput input;
+  input.metrics_path = arguments[0];
+  OF_ASSIGN_OR_RETURN(input.lines, ReadMetricsFile(arguments[0]));
+  ProfileTables tables;
+  if (!plan_path.empty()) {
+    OF_ASSIGN_OR_RETURN(const proto::Plan plan, ReadPlanFile(plan_path));
+    OF_ASSIGN_OR_RETURN(const ProfileReport report, ProfileTrace(plan, trace_path));
+    tables = TabulateProfile(plan, report, kAllRows);
+    input.profile = &tables;
+  }
+  out << RenderRunReport(input);
+  out.flush();
+  if (!out) return absl::UnknownError("cannot write the output (is stdout closed or the disk full?)");
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+Subcommand ReportSubcommand() {
+  Subcommand command;
+  command.name = "report";
+  command.arguments = "METRICS.jsonl";
+  command.flag_usage = "[--plan=PLAN --trace=FILE.json] > run.html";
+  command.summary =
+      "a training run as one HTML page: loss and step-time curves, a summary, compression, and the profile";
+  command.flags = {"plan", "trace"};
+  command.min_arguments = 1;
+  command.max_arguments = 1;
+  command.run = &RunReport;
+  return command;
+}
+
+}  // namespace oneflow::cli
