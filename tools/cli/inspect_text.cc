@@ -125,7 +125,7 @@ void AppendBoxing(const proto::BoxingDef& boxing, int b, const PlanIndex& index,
 void AppendBucket(const proto::GradientBucketDef& bucket, const PlanIndex& index, std::string* out) {
   const proto::CollectiveDef* collective = index.FindCollective(bucket.collective_id());
   absl::StrAppend(out, "  bucket ", bucket.id(), ": all_reduce on axis ", bucket.hierarchy_axis(), " of ",
-                  PlacementText(bucket.placement()), ", ", Plural(bucket.members_size(), "gradient", "gradients"), ", ",
+                  PlacementText(bucket.placement()), ", ", Plural(bucket.members_size(), "member", "members"), ", ",
                   FormatBytes(bucket.size_bytes()), " per device, ",
                   collective == nullptr ? std::string("no collective") : absl::StrCat("collective ", collective->id()),
                   bucket.compression().kind() != proto::Compression::NONE
@@ -261,7 +261,8 @@ std::string RenderText(const proto::Plan& plan, const PlanIndex& index, std::opt
   for (int b = 0; b < plan.boxings_size(); ++b) AppendBoxing(plan.boxings(b), b, index, figures, &out);
   if (plan.buckets_size() > 0) {
     absl::StrAppend(&out, "\ngradient buckets (", plan.buckets_size(), "), at most ",
-                    FormatBytes(plan.bucket_bytes_limit()), " each; members in the order backward produces them\n");
+                    FormatBytes(plan.bucket_bytes_limit()), " each; members in the order their values are produced (the loss's reduction for the sink, then "
+                    "gradients as backward produces them)\n");
     for (const proto::GradientBucketDef& bucket : plan.buckets()) AppendBucket(bucket, index, &out);
   }
   const std::vector<PipelineStage> stages = PipelineStages(plan);

@@ -173,11 +173,12 @@ run "$GPT" --devices_per_node=2 --dp=2 --layers=1 --hidden=32 --heads=2 --vocab=
 [[ $rc -eq 0 ]] || fail "gpt --dp=2 exited $rc: $err"
 run "$ONEFLOW" run "$DIR/dp2.plan" --iters=4 --metrics="$DIR/dp2.jsonl" --trace="$DIR/dp2.json"
 [[ $rc -eq 0 ]] || fail "run --trace exited $rc: $err"
-run "$ONEFLOW" profile "$DIR/dp2.plan" "$DIR/dp2.json" --top=3
+# Every op type (--top=100): which ones make a top 3 depends on this run's timings.
+run "$ONEFLOW" profile "$DIR/dp2.plan" "$DIR/dp2.json" --top=100
 [[ $rc -eq 0 ]] || fail "profile exited $rc: $err"
 grep -qx "profile of plan 'gpt' from trace '$DIR/dp2.json': iterations 1..3 (iteration 0 is warm-up)" <<<"$out" || fail "$out"
-grep -qx "op types, per iteration and device (top 3 of [0-9]*; share: of the step on that thread of every device)" <<<"$out" || fail "$out"
-grep -q "^  bucket_all_reduce  communication  .* GB/s$" <<<"$out" || fail "$out"
+grep -qx "op types, per iteration and device (top [0-9]* of [0-9]*; share: of the step on that thread of every device)" <<<"$out" || fail "$out"
+grep -q "^  bucket_all_reduce  *communication  .* GB/s$" <<<"$out" || fail "$out"
 grep -q "^critical path of iteration [1-3] (the median of 3): " <<<"$out" || fail "$out"
 run "$ONEFLOW" profile "$DIR/dp2.plan" "$DIR/dp2.json" --format=json --top=0
 [[ $rc -eq 0 ]] || fail "profile --format=json exited $rc: $err"
