@@ -176,10 +176,12 @@ absl::StatusOr<TrainResult> TrainPlan(const proto::Plan& plan, const TrainOption
     }
   };
   BindFunction bind = behavior;
-  if (options.wrap_act) {
+  if (options.wrap_act || options.flight_recorder != nullptr) {
     bind = [&](const ActorBinding& binding) -> absl::StatusOr<ActFunction> {
       OF_ASSIGN_OR_RETURN(ActFunction act, behavior(binding));
-      return options.wrap_act(binding, std::move(act));
+      if (options.flight_recorder != nullptr) act = options.flight_recorder->Wrap(binding, std::move(act));
+      if (options.wrap_act) act = options.wrap_act(binding, std::move(act));
+      return act;
     };
   }
   EngineOptions engine_options;

@@ -19,6 +19,7 @@
 #include "absl/time/time.h"
 #include "actors/checkpoint/checkpoint_writer.h"
 #include "actors/engine.h"
+#include "actors/flight_recorder.h"
 #include "actors/metrics.h"
 #include "kernels/compression/codec.h"
 #include "oneflow_core/comm/key_value_store.h"
@@ -54,7 +55,11 @@ struct TrainOptions {
   // Called once with the first error, from the thread that hit it, after the
   // communicators were aborted; workers start their exit deadline here.
   std::function<void(const absl::Status& error)> on_failure;
-  // Wraps every actor's act function after binding: fault injection in tests.
+  // Records every local device's collectives (flight_recorder.h) when set; it must
+  // outlive the run. Its owner dumps it (the worker: on a failure and on SIGUSR1).
+  FlightRecorder* flight_recorder = nullptr;
+  // Wraps every actor's act function after binding (outside the flight recorder's
+  // wrapper: a delay here is a rank late to enter its collective): fault injection in tests.
   std::function<ActFunction(const ActorBinding& binding, ActFunction act)> wrap_act;
   // Called in iteration order, once the iteration's loss arrived and every device of
   // this process finished the iteration (its backward boxings included, so that the

@@ -4,6 +4,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "actors/flight_recorder.h"
 #include "kernels/boxing/boxing_step.h"
 #include "kernels/boxing/step_proto.h"
 #include "oneflow_core/status.h"
@@ -140,6 +141,7 @@ absl::StatusOr<ActFunction> BindBoxing(const PlanIndex& index, const ActorBindin
   return ActFunction([=](int64_t iteration, const ActContext& context) mutable {
     (void)placement;  // Keeps the placement the prepared step points to alive.
     const CompressedTraffic before = prepared.traffic(), cross_node_before = prepared.cross_node_traffic();
+    FlightRecorder::NoteCollectiveStart();
     OF_RETURN_IF_ERROR(prepared.Run(context.RegisterSlot(in, iteration), context.RegisterSlot(out, iteration),
                                     options_for(iteration)));
     if (part >= 0) meter->Record(part, iteration / acts_per_iteration, TrafficSince(prepared.traffic(), before));

@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "actors/flight_recorder.h"
 #include "oneflow_core/status.h"
 
 namespace oneflow::actors {
@@ -70,6 +71,7 @@ absl::StatusOr<ActFunction> BindBucket(const PlanIndex& index, const ActorBindin
     // In place: the register holds the packed partial sums, then their reduction.
     float* data = reinterpret_cast<float*>(base);
     const int64_t count = whole_bytes / static_cast<int64_t>(sizeof(float));
+    FlightRecorder::NoteCollectiveStart();
     return communicator->AllReduce(data, data, count, options);
   });
 }

@@ -8,6 +8,7 @@
 //   oneflow profile PLAN TRACE.json [--top=N] [--format=text|json]
 //   oneflow report METRICS.jsonl [--plan=PLAN --trace=FILE.json] > run.html
 //   oneflow calibrate [--out=FILE]
+//   oneflow diagnose DUMP... [--format=text|json]
 //   oneflow help
 //
 // Exit codes: 0 success; 1 the subcommand failed (a bad file, a bad flag value, ...);
@@ -30,6 +31,7 @@
 #include "absl/strings/str_join.h"
 #include "tools/cli/calibrate_command.h"
 #include "tools/cli/checkpoint_command.h"
+#include "tools/cli/diagnose_command.h"
 #include "tools/cli/inspect_command.h"
 #include "tools/cli/job_commands.h"
 #include "tools/cli/launch_command.h"
@@ -50,7 +52,8 @@ const std::vector<Subcommand>& Subcommands() {
       new std::vector<Subcommand>{InspectSubcommand(),    RunSubcommand(),  LaunchSubcommand(),
                                   StatusSubcommand(),     ListSubcommand(), CancelSubcommand(),
                                   CheckpointSubcommand(), ProfileSubcommand(), ReportSubcommand(),
-                                  CalibrateSubcommand()};
+                                  CalibrateSubcommand(),
+                                  DiagnoseSubcommand()};
   return *subcommands;
 }
 

@@ -2,6 +2,8 @@
 
 #include <unistd.h>
 
+#include <signal.h>
+
 #include <atomic>
 #include <cstdio>
 #include <iostream>
@@ -12,6 +14,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/synchronization/notification.h"
+#include "actors/flight_recorder.h"
 #include "actors/runtime.h"
 #include "compiler/plan_verifier.h"
 #include "oneflow_core/status.h"
@@ -19,6 +22,7 @@
 #include "tools/launcher/metrics_proto.h"
 #include "tools/launcher/rendezvous_client.h"
 #include "tools/launcher/rendezvous_service.h"
+#include "tools/launcher/signal_watcher.h"
 #include "tools/launcher/worker_events.h"
 #include "tools/launcher/worker_status_file.h"
 
@@ -160,7 +164,23 @@ absl::Status RunWorker(const WorkerOptions& options) {
     reporter = std::move(*opened);
   }
 
+  // The flight recorder (docs/diagnosis.md): written on the run's first error and on
+  // SIGUSR1, into the working directory (the daemon's node directory, which it keeps).
+  actors::FlightRecorder recorder(plan, options.node_rank);
+  const std::string flight_path =
+      absl::StrCat(options.flight_dump_dir.empty() ? "." : options.flight_dump_dir, "/flight-node", options.node_rank,
+                   ".json");
+  auto dump_flight = [&](absl::string_view reason) {
+    const absl::Status written = recorder.WriteDump(flight_path, reason, options.job_id);
+    std::fprintf(stderr, "oneflow_worker: %s\n",
+                 written.ok() ? absl::StrCat("flight recorder dumped to ", flight_path).c_str()
+                              : std::string(written.message()).c_str());
+    std::fflush(stderr);
+  };
+  launcher::SignalWatcher dump_on_signal({SIGUSR1}, [&](int) { dump_flight("SIGUSR1"); });
+
   actors::TrainOptions train;
+  train.flight_recorder = &recorder;
   train.node = options.node_rank;
   train.iterations = options.iterations;
   train.collective_timeout = options.collective_timeout;
@@ -197,6 +217,7 @@ absl::Status RunWorker(const WorkerOptions& options) {
   std::thread watchdog;
   train.on_failure = [&](const absl::Status& error) {
     const std::string reason = absl::StrCat("node ", options.node_rank, ": ", error.message());
+    dump_flight(reason);
     watchdog = std::thread([&, reason] {
       if (run_ended.WaitForNotificationWithTimeout(options.exit_deadline)) return;
       const absl::Status status = absl::DeadlineExceededError(

@@ -39,6 +39,9 @@ struct WorkerOptions {
   std::string checkpoint_dir;
   int64_t checkpoint_every = 0;
   std::string resume_from;
+  // Where the flight recorder dump flight-node<N>.json goes (on the run's first error
+  // and on SIGUSR1); empty: the working directory.
+  std::string flight_dump_dir;
   // After the first error, the longest the worker waits for its threads to stop before
   // it exits anyway (a thread blocked in a transport that cannot be interrupted).
   absl::Duration exit_deadline = absl::Seconds(3);
