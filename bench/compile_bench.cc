@@ -31,6 +31,9 @@ ABSL_FLAG(int64_t, devices_per_node, 8, "Devices per node.");
 ABSL_FLAG(int64_t, dp, 8, "Data-parallel degree.");
 ABSL_FLAG(int64_t, tp, 8, "Tensor-parallel degree.");
 ABSL_FLAG(bool, verify_each_pass, true, "Run the verifier after every pass.");
+ABSL_FLAG(std::string, write_plan, "",
+          "If set, write each size's plan to this path with the layer count appended "
+          "(PATH.48), e.g. to compare plans byte for byte across compiler changes.");
 
 namespace oneflow {
 namespace {
@@ -83,6 +86,14 @@ int Run() {
     const auto start = std::chrono::steady_clock::now();
     absl::StatusOr<std::string> bytes = cli::SerializePlan(*plan);
     const double serialize = Seconds(start);
+    if (!absl::GetFlag(FLAGS_write_plan).empty()) {
+      const absl::Status written = cli::WritePlanFile(
+          absl::StrCat(absl::GetFlag(FLAGS_write_plan), ".", config.layers), *plan);
+      if (!written.ok()) {
+        std::fprintf(stderr, "compile_bench: %s\n", std::string(written.message()).c_str());
+        return 1;
+      }
+    }
     int64_t actors = 0;
     double ratio = 0, arena_ratio = 0;
     for (const proto::DevicePlan& device : plan->devices()) {

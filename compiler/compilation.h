@@ -23,6 +23,7 @@
 #include "absl/container/flat_hash_map.h"
 #include "compiler/boxing_cache.h"
 #include "compiler/compiler.h"
+#include "compiler/plan_verifier.h"
 #include "oneflow_core/ops/op_definition.h"
 #include "oneflow_core/placement.h"
 #include "oneflow_core/sbp.h"
@@ -169,6 +170,11 @@ struct Compilation {
   std::vector<int64_t> bucket_collective;
 
   proto::Plan plan;
+  // The plan checks (plan_verifier.h) that passed on `plan` as the running pass received
+  // it: set by the pipeline's verification after the previous pass, none when that pass
+  // was not verified. plan_emission re-runs only the others on the devices it leaves
+  // unchanged.
+  PlanChecks verified_plan_checks;
 };
 
 // The bucket running step `step` of boxing `boxing`, or -1 when the step runs on its own.

@@ -33,6 +33,7 @@ absl::Status PassPipeline::Run(Compilation* compilation) const {
     absl::StatusOr<bool> changed = pass.Run(compilation);
     if (!changed.ok()) return changed.status();
     const bool last = i + 1 == passes_.size();
+    compilation->verified_plan_checks = PlanChecks{};
     if (options.verify_each_pass || last) {
       absl::Status verified = VerifyCompilation(*compilation, pass.name());
       if (!verified.ok()) {
@@ -40,6 +41,7 @@ absl::Status PassPipeline::Run(Compilation* compilation) const {
                                                 pass.name(), "' fails verification: ",
                                                 verified.message()));
       }
+      compilation->verified_plan_checks = PlanChecksAfter(pass.name());
     }
     if (options.pass_seconds != nullptr) {
       options.pass_seconds->push_back(

@@ -8,16 +8,155 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "google/protobuf/io/coded_stream.h"
+#include "google/protobuf/io/zero_copy_stream.h"
 #include "google/protobuf/io/zero_copy_stream_impl_lite.h"
 #include "oneflow_core/status.h"
 
 namespace oneflow {
+namespace {
+
+// The encoding of Plan.checksum (field 10, fixed32): the one-byte tag (10 << 3 | 5) and
+// four bytes of value. proto3 writes it only when it is not zero.
+constexpr unsigned char kChecksumTag = (10 << 3) | 5;
+constexpr int kChecksumFieldBytes = 5;
+
+// CRC-32 of a plan's serialization without its checksum field, fed the serialization in
+// pieces as protobuf writes it.
+//
+// Equal to the CRC of the serialization of a copy with the checksum cleared: each field
+// of a message is written on its own, so clearing one only removes its bytes. Those bytes
+// are found by walking the plan's top-level fields (tag, then a varint, a length-prefixed
+// payload or a fixed-size value), which holds whatever the other fields' numbers are;
+// the payloads themselves (devices, job, ...) are only summed, never parsed. The
+// serialization comes from protobuf, so its tags are canonical (field 10 as fixed32 is
+// the single byte kChecksumTag) and it holds no groups.
+class UnsealedCrc {
+ public:
+  void Feed(const unsigned char* data, size_t size) {
+    size_t i = 0;
+    while (i < size) {
+      if (skip_ > 0) {  // The checksum field: left out.
+        const size_t n = std::min(skip_, size - i);
+        i += n;
+        skip_ -= n;
+      } else if (payload_ > 0) {  // A field's value: summed as is.
+        const size_t n = std::min(payload_, size - i);
+        Sum(data + i, n);
+        i += n;
+        payload_ -= n;
+      } else if (state_ == State::kTag && shift_ == 0 && data[i] == kChecksumTag) {
+        skip_ = kChecksumFieldBytes;
+      } else {
+        ReadVarintByte(data[i]);
+        Sum(data + i, 1);
+        ++i;
+      }
+    }
+  }
+
+  // False when the bytes ended inside a field or held a group (not from protobuf's
+  // serializer of a Plan).
+  bool Complete() const {
+    return state_ == State::kTag && shift_ == 0 && skip_ == 0 && payload_ == 0 && !malformed_;
+  }
+  uint32_t crc() const { return static_cast<uint32_t>(crc_); }
+
+ private:
+  enum class State { kTag, kLength, kVarintValue };
+
+  void Sum(const unsigned char* data, size_t size) {
+    crc_ = crc32(crc_, reinterpret_cast<const Bytef*>(data), static_cast<uInt>(size));
+  }
+
+  void ReadVarintByte(unsigned char byte) {
+    if (shift_ < 64) value_ |= static_cast<uint64_t>(byte & 0x7f) << shift_;
+    shift_ += 7;
+    if (byte & 0x80) return;
+    const uint64_t value = value_;
+    value_ = 0;
+    shift_ = 0;
+    switch (state_) {
+      case State::kTag:
+        switch (value & 7) {
+          case 0:
+            state_ = State::kVarintValue;
+            break;
+          case 1:
+            payload_ = 8;
+            break;
+          case 2:
+            state_ = State::kLength;
+            break;
+          case 5:
+            payload_ = 4;
+            break;
+          default:
+            malformed_ = true;
+        }
+        break;
+      case State::kLength:
+        payload_ = static_cast<size_t>(value);
+        state_ = State::kTag;
+        break;
+      case State::kVarintValue:
+        state_ = State::kTag;
+        break;
+    }
+  }
+
+  uLong crc_ = crc32(0L, Z_NULL, 0);
+  State state_ = State::kTag;
+  uint64_t value_ = 0;
+  int shift_ = 0;
+  size_t skip_ = 0;
+  size_t payload_ = 0;
+  bool malformed_ = false;
+};
+
+// A protobuf output stream that hands what is written to an UnsealedCrc through one small
+// buffer, so checksumming a plan allocates no copy of the plan or of its bytes.
+class CrcOutputStream : public google::protobuf::io::ZeroCopyOutputStream {
+ public:
+  explicit CrcOutputStream(UnsealedCrc* crc) : crc_(crc) {}
+  ~CrcOutputStream() override { Flush(); }
+
+  bool Next(void** data, int* size) override {
+    Flush();
+    *data = buffer_;
+    *size = kBufferBytes;
+    pending_ = kBufferBytes;
+    return true;
+  }
+  void BackUp(int count) override { pending_ -= count; }
+  int64_t ByteCount() const override { return written_ + pending_; }
+
+  // Hands the bytes written so far to the CRC.
+  void Flush() {
+    crc_->Feed(buffer_, static_cast<size_t>(pending_));
+    written_ += pending_;
+    pending_ = 0;
+  }
+
+ private:
+  static constexpr int kBufferBytes = 64 << 10;  // Stays in the core's cache.
+  UnsealedCrc* crc_;
+  unsigned char buffer_[kBufferBytes];
+  int64_t written_ = 0;
+  int pending_ = 0;
+};
+
+absl::Status CheckSize(size_t bytes) {
+  if (bytes > static_cast<size_t>(INT_MAX)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("plan is ", bytes, " bytes, over protobuf's 2 GiB limit"));
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
 
 absl::StatusOr<std::string> SerializePlanDeterministically(const proto::Plan& plan) {
-  if (plan.ByteSizeLong() > static_cast<size_t>(INT_MAX)) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("plan is ", plan.ByteSizeLong(), " bytes, over protobuf's 2 GiB limit"));
-  }
+  OF_RETURN_IF_ERROR(CheckSize(plan.ByteSizeLong()));
   std::string bytes;
   {
     google::protobuf::io::StringOutputStream stream(&bytes);
@@ -32,20 +171,23 @@ absl::StatusOr<std::string> SerializePlanDeterministically(const proto::Plan& pl
 }
 
 absl::StatusOr<uint32_t> PlanChecksum(const proto::Plan& plan) {
-  // Serializing a copy without the field costs one more pass over the plan than
-  // serializing in place would, but leaves the caller's plan untouched (it is const).
-  proto::Plan unsealed = plan;
-  unsealed.clear_checksum();
-  OF_ASSIGN_OR_RETURN(const std::string bytes, SerializePlanDeterministically(unsealed));
-  uLong crc = crc32(0L, Z_NULL, 0);
-  // zlib takes lengths as uInt; feed large plans in pieces.
-  constexpr size_t kPiece = size_t{1} << 30;
-  for (size_t begin = 0; begin < bytes.size(); begin += kPiece) {
-    const size_t length = std::min(kPiece, bytes.size() - begin);
-    crc = crc32(crc, reinterpret_cast<const Bytef*>(bytes.data() + begin),
-                static_cast<uInt>(length));
+  // Serializes the plan as it is (deterministically, like SerializePlanDeterministically)
+  // and leaves its checksum field's bytes out of the CRC: the same CRC as serializing a
+  // copy with the field cleared, without the copy or a buffer the plan's size.
+  OF_RETURN_IF_ERROR(CheckSize(plan.ByteSizeLong()));  // Also caches the sizes written below.
+  UnsealedCrc crc;
+  {
+    CrcOutputStream stream(&crc);
+    {
+      google::protobuf::io::CodedOutputStream coded(&stream);
+      coded.SetSerializationDeterministic(true);
+      plan.SerializeWithCachedSizes(&coded);
+      if (coded.HadError()) return absl::InternalError("protobuf failed to serialize the plan");
+    }  // The coded stream backs up what it did not use.
+    stream.Flush();
   }
-  return static_cast<uint32_t>(crc);
+  if (!crc.Complete()) return absl::InternalError("the plan's serialization ended inside a field");
+  return crc.crc();
 }
 
 absl::Status SealPlan(proto::Plan* plan) {

@@ -4,10 +4,13 @@
 #include "compiler/plan_verifier.h"
 
 #include <algorithm>
+#include <climits>
+#include <iterator>
+#include <map>
 #include <vector>
 
-#include "absl/container/flat_hash_map.h"
 #include "absl/container/flat_hash_set.h"
+#include "absl/functional/function_ref.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "compiler/plan_checksum.h"
@@ -28,6 +31,16 @@ bool Contains(const google::protobuf::RepeatedField<int64_t>& list, int64_t valu
 
 // The first value listed twice, or -1 when none is (ids are >= 0).
 int64_t FirstRepeat(const google::protobuf::RepeatedField<int64_t>& list) {
+  // Most lists are a few entries long: comparing pairs costs less than hashing them.
+  constexpr int kShortList = 16;
+  if (list.size() <= kShortList) {
+    for (int j = 1; j < list.size(); ++j) {
+      for (int i = 0; i < j; ++i) {
+        if (list.Get(i) == list.Get(j)) return list.Get(j);
+      }
+    }
+    return -1;
+  }
   absl::flat_hash_set<int64_t> seen;
   for (int64_t value : list) {
     if (!seen.insert(value).second) return value;
@@ -37,13 +50,13 @@ int64_t FirstRepeat(const google::protobuf::RepeatedField<int64_t>& list) {
 
 // Bytes one slot of `reg` needs (elements x dtype size), or an error naming the
 // register for a negative dimension, an unknown dtype or an overflow.
-absl::StatusOr<int64_t> RegisterBytes(const proto::RegisterDef& reg, const std::string& who) {
+absl::StatusOr<int64_t> RegisterBytes(const proto::RegisterDef& reg, absl::FunctionRef<std::string()> who) {
   absl::StatusOr<DType> dtype = FromProto(reg.dtype());
-  if (!dtype.ok()) return Fail(absl::StrCat(who, " has dtype ", reg.dtype(), ": ", dtype.status().message()));
+  if (!dtype.ok()) return Fail(absl::StrCat(who(), " has dtype ", reg.dtype(), ": ", dtype.status().message()));
   int64_t bytes = SizeOf(*dtype);
   for (int64_t dim : reg.shape()) {
     if (dim < 0 || (dim > 0 && bytes > INT64_MAX / dim)) {
-      return Fail(absl::StrCat(who, " has shape dimension ", dim, "; dimensions are >= 0 and the size fits 64 bits"));
+      return Fail(absl::StrCat(who(), " has shape dimension ", dim, "; dimensions are >= 0 and the size fits 64 bits"));
     }
     bytes *= dim;
   }
@@ -129,98 +142,160 @@ absl::Status VerifyViewChains(const proto::DevicePlan& device, const std::string
   return absl::OkStatus();
 }
 
+// Where each actor of a device is: its ids are consecutive (VerifyPlanStructure checks
+// that first), so an id's position is its distance from the first.
+class ActorPositions {
+ public:
+  explicit ActorPositions(const proto::DevicePlan& device)
+      : first_(device.actors_size() > 0 ? device.actors(0).id() : 0), size_(device.actors_size()) {}
+
+  // The position of actor `id` on the device, or -1 when it is not one of its actors.
+  int Find(int64_t id) const {
+    if (id < first_) return -1;
+    const uint64_t distance = static_cast<uint64_t>(id) - static_cast<uint64_t>(first_);
+    return distance < static_cast<uint64_t>(size_) ? static_cast<int>(distance) : -1;
+  }
+
+ private:
+  int64_t first_;
+  int size_;
+};
+
 absl::Status VerifyRegisters(const proto::DevicePlan& device, const std::string& where,
-                             const absl::flat_hash_map<int64_t, int>& actor_index) {
+                             const ActorPositions& positions) {
   for (int r = 0; r < device.registers_size(); ++r) {
     const proto::RegisterDef& reg = device.registers(r);
-    const std::string who = absl::StrCat(where, ": register ", r, " ('", reg.tensor(), "')");
+    // Built only for an error: a plan has hundreds of thousands of registers.
+    auto who = [&] { return absl::StrCat(where, ": register ", r, " ('", reg.tensor(), "')"); };
     if (reg.id() != r) {
       return Fail(absl::StrCat(where, ": register at index ", r, " has id ", reg.id(),
                                "; register ids are their index on the device"));
     }
-    auto producer = actor_index.find(reg.producer_actor());
-    if (producer == actor_index.end()) {
-      return Fail(absl::StrCat(who, " has producer ", reg.producer_actor(),
+    const int producer = positions.Find(reg.producer_actor());
+    if (producer < 0) {
+      return Fail(absl::StrCat(who(), " has producer ", reg.producer_actor(),
                                ", which is not an actor of the device"));
     }
-    if (!Contains(device.actors(producer->second).produced_registers(), r)) {
-      return Fail(absl::StrCat(who, " names producer ", reg.producer_actor(),
+    if (!Contains(device.actors(producer).produced_registers(), r)) {
+      return Fail(absl::StrCat(who(), " names producer ", reg.producer_actor(),
                                " but that actor does not list it"));
     }
     if (reg.count() < 1) {
-      return Fail(absl::StrCat(who, " has count ", reg.count(), "; it must be >= 1"));
+      return Fail(absl::StrCat(who(), " has count ", reg.count(), "; it must be >= 1"));
     }
     OF_ASSIGN_OR_RETURN(const int64_t bytes, RegisterBytes(reg, who));
     if (reg.size_bytes() != bytes) {
-      return Fail(absl::StrCat(who, " has size ", reg.size_bytes(), " bytes, but its shape and dtype need ",
+      return Fail(absl::StrCat(who(), " has size ", reg.size_bytes(), " bytes, but its shape and dtype need ",
                                bytes));
     }
     if (const int64_t repeat = FirstRepeat(reg.consumer_actors()); repeat >= 0) {
-      return Fail(absl::StrCat(who, " lists consumer ", repeat, " twice"));
+      return Fail(absl::StrCat(who(), " lists consumer ", repeat, " twice"));
     }
     for (int64_t consumer : reg.consumer_actors()) {
-      auto it = actor_index.find(consumer);
-      if (it == actor_index.end() || !Contains(device.actors(it->second).consumed_registers(), r)) {
-        return Fail(absl::StrCat(who, " names consumer ", consumer,
+      const int at = positions.Find(consumer);
+      if (at < 0 || !Contains(device.actors(at).consumed_registers(), r)) {
+        return Fail(absl::StrCat(who(), " names consumer ", consumer,
                                  ", which does not consume it on this device"));
       }
     }
-    if (reg.has_alias_of()) OF_RETURN_IF_ERROR(VerifyView(device, who, reg, device.actors(producer->second)));
+    if (reg.has_alias_of()) OF_RETURN_IF_ERROR(VerifyView(device, who(), reg, device.actors(producer)));
   }
   return VerifyViewChains(device, where);
 }
 
 absl::Status VerifyActor(const proto::DevicePlan& device, const std::string& where,
-                         const proto::ActorDef& actor, const absl::flat_hash_map<int64_t, int>& actor_index) {
-  const std::string who = absl::StrCat(where, ": ", ActorText(actor));
+                         const proto::ActorDef& actor, const ActorPositions& positions) {
+  auto who = [&] { return absl::StrCat(where, ": ", ActorText(actor)); };
   if (!proto::ActorKind_IsValid(actor.kind()) || actor.kind() == proto::ACTOR_INVALID) {
-    return Fail(absl::StrCat(who, " has kind ", actor.kind(), ", which this build does not know"));
+    return Fail(absl::StrCat(who(), " has kind ", actor.kind(), ", which this build does not know"));
   }
   if (!proto::ThreadKind_IsValid(actor.thread())) {
-    return Fail(absl::StrCat(who, " runs on thread kind ", actor.thread(), ", which this build does not know"));
+    return Fail(absl::StrCat(who(), " runs on thread kind ", actor.thread(), ", which this build does not know"));
   }
   if (actor.kind() != proto::ACTOR_BOXING && actor.collective_id() != -1) {
-    return Fail(absl::StrCat(who, " is not a boxing actor but issues collective ", actor.collective_id()));
+    return Fail(absl::StrCat(who(), " is not a boxing actor but issues collective ", actor.collective_id()));
   }
   for (const auto* list : {&actor.consumed_registers(), &actor.produced_registers()}) {
     if (const int64_t repeat = FirstRepeat(*list); repeat >= 0) {
-      return Fail(absl::StrCat(who, " lists register ", repeat, " twice"));
+      return Fail(absl::StrCat(who(), " lists register ", repeat, " twice"));
     }
   }
   for (int64_t reg : actor.consumed_registers()) {
     if (reg < 0 || reg >= device.registers_size()) {
-      return Fail(absl::StrCat(who, " consumes register ", reg, ", which does not exist"));
+      return Fail(absl::StrCat(who(), " consumes register ", reg, ", which does not exist"));
     }
     // A consumer the register does not name would never hear that it is readable.
     if (!Contains(device.registers(static_cast<int>(reg)).consumer_actors(), actor.id())) {
-      return Fail(absl::StrCat(who, " consumes register ", reg, ", which does not name it as a consumer"));
+      return Fail(absl::StrCat(who(), " consumes register ", reg, ", which does not name it as a consumer"));
     }
   }
   for (int64_t reg : actor.produced_registers()) {
     if (reg < 0 || reg >= device.registers_size() ||
         device.registers(static_cast<int>(reg)).producer_actor() != actor.id()) {
-      return Fail(absl::StrCat(who, " produces register ", reg, ", which does not name it"));
+      return Fail(absl::StrCat(who(), " produces register ", reg, ", which does not name it"));
     }
   }
   for (const proto::KernelDef& kernel : actor.kernels()) {
     for (const auto& [argument, reg] : kernel.inputs()) {
       if (!Contains(actor.consumed_registers(), reg) && !Contains(actor.produced_registers(), reg)) {
-        return Fail(absl::StrCat(who, " kernel '", kernel.name(), "' reads argument '", argument,
+        return Fail(absl::StrCat(who(), " kernel '", kernel.name(), "' reads argument '", argument,
                                  "' from register ", reg, ", which the actor does not consume"));
       }
     }
     for (const auto& [argument, reg] : kernel.outputs()) {
       if (!Contains(actor.produced_registers(), reg)) {
-        return Fail(absl::StrCat(who, " kernel '", kernel.name(), "' writes argument '", argument,
+        return Fail(absl::StrCat(who(), " kernel '", kernel.name(), "' writes argument '", argument,
                                  "' to register ", reg, ", which the actor does not produce"));
       }
     }
   }
   for (int64_t predecessor : actor.control_predecessors()) {
-    auto it = actor_index.find(predecessor);
-    if (it == actor_index.end() || it->second >= actor_index.at(actor.id())) {
-      return Fail(absl::StrCat(who, " waits for actor ", predecessor,
+    const int at = positions.Find(predecessor);
+    if (at < 0 || at >= positions.Find(actor.id())) {
+      return Fail(absl::StrCat(who(), " waits for actor ", predecessor,
                                ", which is not an earlier actor of the device"));
+    }
+  }
+  return absl::OkStatus();
+}
+
+// Whether the actor ids of `device` are consecutive and none of them is in `id_ranges`
+// (the ids of the devices before it). The common case, checked without hashing.
+bool ActorIdsFit(const proto::DevicePlan& device, const std::map<int64_t, int64_t>& id_ranges) {
+  const int size = device.actors_size();
+  if (size == 0) return true;
+  const int64_t first = device.actors(0).id();
+  if (first > INT64_MAX - (size - 1)) return false;
+  const int64_t last = first + (size - 1);
+  for (int a = 0; a < size; ++a) {
+    if (device.actors(a).id() != first + a) return false;
+  }
+  // The range at or after `first` must start after `last`, the one before must end
+  // before `first`.
+  auto next = id_ranges.lower_bound(first);
+  if (next != id_ranges.end() && next->first <= last) return false;
+  if (next != id_ranges.begin() && std::prev(next)->second >= first) return false;
+  return true;
+}
+
+// The actor ids of device `d` looked up one by one: each unused in the plan so far, and
+// consecutive on the device.
+absl::Status VerifyActorIds(const proto::Plan& plan, int d, const std::string& where) {
+  absl::flat_hash_set<int64_t> actor_ids;
+  for (int e = 0; e < d; ++e) {
+    for (const proto::ActorDef& actor : plan.devices(e).actors()) actor_ids.insert(actor.id());
+  }
+  const proto::DevicePlan& device = plan.devices(d);
+  for (int a = 0; a < device.actors_size(); ++a) {
+    const proto::ActorDef& actor = device.actors(a);
+    if (!actor_ids.insert(actor.id()).second) {
+      return Fail(absl::StrCat(where, ": actor id ", actor.id(), " ('", actor.name(),
+                               "') is used twice in the plan"));
+    }
+    // Lifetimes and memory reuse are measured in actor positions (id - first id).
+    if (actor.id() != device.actors(0).id() + a) {
+      return Fail(absl::StrCat(where, ": ", ActorText(actor), " is at position ", a,
+                               "; a device's actor ids are consecutive from ", device.actors(0).id()));
     }
   }
   return absl::OkStatus();
@@ -235,37 +310,36 @@ absl::Status VerifyVersion(const proto::Plan& plan) {
 }  // namespace
 
 absl::Status VerifyPlanStructure(const proto::Plan& plan) {
-  absl::flat_hash_set<int64_t> actor_ids;
-  for (const proto::DevicePlan& device : plan.devices()) {
+  // The ids of the devices checked so far: disjoint ranges, keyed by their first id.
+  std::map<int64_t, int64_t> id_ranges;  // first -> last
+  for (int d = 0; d < plan.devices_size(); ++d) {
+    const proto::DevicePlan& device = plan.devices(d);
     const std::string where = absl::StrCat("device ", DeviceText(device.device()));
-    absl::flat_hash_map<int64_t, int> actor_index;
-    for (int a = 0; a < device.actors_size(); ++a) {
-      const proto::ActorDef& actor = device.actors(a);
-      if (!actor_ids.insert(actor.id()).second) {
-        return Fail(absl::StrCat(where, ": actor id ", actor.id(), " ('", actor.name(),
-                                 "') is used twice in the plan"));
-      }
-      // Lifetimes and memory reuse are measured in actor positions (id - first id).
-      if (actor.id() != device.actors(0).id() + a) {
-        return Fail(absl::StrCat(where, ": ", ActorText(actor), " is at position ", a,
-                                 "; a device's actor ids are consecutive from ", device.actors(0).id()));
-      }
-      actor_index[actor.id()] = a;
+    if (!ActorIdsFit(device, id_ranges)) {
+      // Some id is repeated or out of sequence: name the first, as if every id were
+      // looked up in turn among those before it.
+      OF_RETURN_IF_ERROR(VerifyActorIds(plan, d, where));
     }
-    OF_RETURN_IF_ERROR(VerifyRegisters(device, where, actor_index));
+    if (device.actors_size() > 0) {
+      id_ranges.emplace(device.actors(0).id(), device.actors(0).id() + device.actors_size() - 1);
+    }
+    const ActorPositions positions(device);
+    OF_RETURN_IF_ERROR(VerifyRegisters(device, where, positions));
     for (const proto::ActorDef& actor : device.actors()) {
-      OF_RETURN_IF_ERROR(VerifyActor(device, where, actor, actor_index));
+      OF_RETURN_IF_ERROR(VerifyActor(device, where, actor, positions));
     }
   }
   return absl::OkStatus();
 }
 
-absl::Status VerifyPlanContents(const proto::Plan& plan) {
+absl::Status VerifyPlanContents(const proto::Plan& plan) { return VerifyPlanContents(plan, PlanChecks{}); }
+
+absl::Status VerifyPlanContents(const proto::Plan& plan, const PlanChecks& passed) {
   OF_RETURN_IF_ERROR(VerifyVersion(plan));
   OF_RETURN_IF_ERROR(VerifyPlanStructure(plan));
-  OF_RETURN_IF_ERROR(VerifyCollectiveOrder(plan));
+  if (!passed.collective_order) OF_RETURN_IF_ERROR(VerifyCollectiveOrder(plan));
   OF_RETURN_IF_ERROR(VerifyNoWaitCycle(plan));
-  OF_RETURN_IF_ERROR(VerifyMemory(plan));
+  if (!passed.memory) OF_RETURN_IF_ERROR(VerifyMemory(plan));
   OF_RETURN_IF_ERROR(VerifyBuckets(plan));
   return VerifyRuntimeSupport(plan);
 }

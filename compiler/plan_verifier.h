@@ -71,6 +71,17 @@ absl::Status VerifyBuckets(const proto::Plan& plan);
 // at (the compiler verifies a plan before it seals it).
 absl::Status VerifyPlanContents(const proto::Plan& plan);
 
+// Checks of the above that already passed on a plan's current devices and collectives.
+struct PlanChecks {
+  bool collective_order = false;
+  bool memory = false;
+};
+
+// VerifyPlanContents without the checks `passed` names: for the compiler, whose
+// verification between passes ran them on the same devices, collectives and register
+// count (a reader runs VerifyPlan, all of them).
+absl::Status VerifyPlanContents(const proto::Plan& plan, const PlanChecks& passed);
+
 // The one full verifier for every reader: the format version, the checksum, then
 // VerifyPlanContents.
 absl::Status VerifyPlan(const proto::Plan& plan);

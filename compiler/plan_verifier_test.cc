@@ -1,5 +1,7 @@
 #include "compiler/plan_verifier.h"
 
+#include <zlib.h>
+
 #include <functional>
 #include <string>
 
@@ -153,6 +155,27 @@ TEST(PlanVerifierTest, CompiledPlansAreSealedAndDamageIsRefused) {
                                               "the plan was damaged or edited after it was compiled",
                                               plan.checksum(), *PlanChecksum(plan)));
   EXPECT_TRUE(Resealed(plan).ok());  // The rename alone is harmless once resealed.
+}
+
+// The checksum is found among the plan's serialized fields rather than cleared on a
+// copy: it must give the copy's CRC whatever comes after it (fields above 10, unknown
+// fields) and whatever bytes equal its tag inside other fields.
+TEST(PlanChecksumTest, IsTheCrcOfTheSerializationWithoutTheChecksum) {
+  proto::Plan plan = TensorParallelPlan();
+  plan.set_register_count(0x55);        // A value byte equal to the checksum's tag.
+  plan.add_buckets()->set_id(0x55);     // Field 20, after the checksum.
+  plan.set_bucket_bytes_limit(1 << 20);  // Field 21.
+  plan.GetReflection()->MutableUnknownFields(&plan)->AddVarint(99, 0x55);
+  plan.set_checksum(0xdeadbeef);
+  proto::Plan unsealed = plan;
+  unsealed.clear_checksum();
+  const std::string bytes = *SerializePlanDeterministically(unsealed);
+  const uint32_t expected = static_cast<uint32_t>(
+      crc32(crc32(0L, Z_NULL, 0), reinterpret_cast<const Bytef*>(bytes.data()), static_cast<uInt>(bytes.size())));
+  EXPECT_EQ(*PlanChecksum(plan), expected);
+  EXPECT_EQ(*PlanChecksum(unsealed), expected);
+  ASSERT_TRUE(SealPlan(&unsealed).ok());
+  EXPECT_EQ(unsealed.checksum(), expected);
 }
 
 TEST(PlanVerifierTest, RejectsARegisterMovedPastItsBlock) {

@@ -81,9 +81,17 @@ absl::Status VerifyCompilation(const Compilation& compilation, absl::string_view
   if (pass == "sbp_choice" || pass == "boxing_insertion") OF_RETURN_IF_ERROR(VerifySbps(graph));
   if (pass == "boxing_insertion") OF_RETURN_IF_ERROR(VerifyBoxings(compilation));
   if (pass == "actor_graph") OF_RETURN_IF_ERROR(VerifyPlanStructure(compilation.plan));
-  if (pass == "collective_ordering") OF_RETURN_IF_ERROR(VerifyCollectiveOrder(compilation.plan));
-  if (pass == "memory_planning") OF_RETURN_IF_ERROR(VerifyMemory(compilation.plan));
+  const PlanChecks checks = PlanChecksAfter(pass);
+  if (checks.collective_order) OF_RETURN_IF_ERROR(VerifyCollectiveOrder(compilation.plan));
+  if (checks.memory) OF_RETURN_IF_ERROR(VerifyMemory(compilation.plan));
   return absl::OkStatus();
+}
+
+PlanChecks PlanChecksAfter(absl::string_view pass) {
+  PlanChecks checks;
+  checks.collective_order = pass == "collective_ordering" || pass == "memory_planning";
+  checks.memory = pass == "memory_planning";
+  return checks;
 }
 
 }  // namespace oneflow

@@ -18,8 +18,12 @@ namespace oneflow {
 //                      reads through a boxing producing exactly that layout;
 //   actor_graph        plan structure (plan_verifier.h);
 //   collective_ordering  the static collective order;
-//   memory_planning    the memory layout.
+//   memory_planning    the memory layout, and again the collective order (the last
+//                      pass to change devices: plan_emission trusts both checks).
 absl::Status VerifyCompilation(const Compilation& compilation, absl::string_view pass);
+
+// The plan checks VerifyCompilation runs after `pass`.
+PlanChecks PlanChecksAfter(absl::string_view pass);
 
 }  // namespace oneflow
 
