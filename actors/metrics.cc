@@ -22,6 +22,16 @@ CodecMetrics& CodecMetrics::operator+=(const CodecMetrics& other) {
   return *this;
 }
 
+SparseMetrics& SparseMetrics::operator+=(const SparseMetrics& other) {
+  payload_bytes += other.payload_bytes;
+  metadata_bytes += other.metadata_bytes;
+  dense_bytes += other.dense_bytes;
+  rows_sent += other.rows_sent;
+  sparse_calls += other.sparse_calls;
+  dense_calls += other.dense_calls;
+  return *this;
+}
+
 std::string MetricsJsonLine(const IterationMetrics& m) {
   std::string line = absl::StrFormat("{\"iter\": %d, \"loss\": %.6g, \"step_ms\": %.3f, \"samples_per_s\": %.1f",
                                      m.iteration, m.loss, m.step_ms, m.samples_per_s);
@@ -36,6 +46,13 @@ std::string MetricsJsonLine(const IterationMetrics& m) {
       separator = ", ";
     }
     absl::StrAppend(&line, "}");
+  }
+  const SparseMetrics& sparse = m.sparse;
+  if (sparse.sparse_calls + sparse.dense_calls > 0) {
+    absl::StrAppend(&line, ", \"sparse\": {\"payload_bytes\": ", sparse.payload_bytes,
+                    ", \"metadata_bytes\": ", sparse.metadata_bytes, ", \"dense_bytes\": ", sparse.dense_bytes,
+                    ", \"rows_sent\": ", sparse.rows_sent, ", \"sparse_calls\": ", sparse.sparse_calls,
+                    ", \"dense_calls\": ", sparse.dense_calls, "}");
   }
   absl::StrAppend(&line, "}\n");
   return line;

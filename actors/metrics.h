@@ -31,6 +31,19 @@ struct CodecMetrics {
   CodecMetrics& operator+=(const CodecMetrics& other);
 };
 
+// What the row-sparse boxings of the devices moved over one iteration (actors/
+// sparse_meter.h, kernels/boxing/sparse_rows.h): sums, so devices and nodes add up.
+struct SparseMetrics {
+  int64_t payload_bytes = 0;   // rows (and their indices) sent, or the dense bytes of calls that ran dense
+  int64_t metadata_bytes = 0;  // row masks and counts exchanged
+  int64_t dense_bytes = 0;     // what the dense collectives would have sent
+  int64_t rows_sent = 0;
+  int64_t sparse_calls = 0;
+  int64_t dense_calls = 0;
+
+  SparseMetrics& operator+=(const SparseMetrics& other);
+};
+
 struct IterationMetrics {
   int64_t iteration = 0;
   float loss = 0;
@@ -39,11 +52,16 @@ struct IterationMetrics {
   double samples_per_s = 0;
   // By codec key ("int4/128": codec name / group size); empty when no boxing compresses.
   std::map<std::string, CodecMetrics> compression;
+  // Zero calls when no boxing is row-sparse.
+  SparseMetrics sparse;
 };
 
 // {"iter": 3, "loss": 2.71828, "step_ms": 12.345, "samples_per_s": 5184.0} and "\n";
 // with compression, before the closing brace, in key order:
 //   , "compression": {"int4/128": {"rel_l2": 0.1172, "wire_bytes": 1234, "dense_bytes": 9876}}
+// with row-sparse boxings, last:
+//   , "sparse": {"payload_bytes": 1234, "metadata_bytes": 96, "dense_bytes": 9876,
+//                "rows_sent": 10, "sparse_calls": 2, "dense_calls": 0}
 // rel_l2 is RelativeError() (4 significant digits; null when not finite: a NaN or Inf was
 // encoded, and JSON has no NaN).
 std::string MetricsJsonLine(const IterationMetrics& metrics);

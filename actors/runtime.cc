@@ -15,6 +15,7 @@
 #include "actors/behaviors/plan_index.h"
 #include "actors/checkpoint/checkpoint_reader.h"
 #include "actors/compression_meter.h"
+#include "actors/sparse_meter.h"
 #include "compiler/plan_verifier.h"
 #include "kernels/cpu/thread_pool.h"
 #include "oneflow_core/dtype.h"
@@ -90,6 +91,7 @@ absl::StatusOr<TrainResult> TrainPlan(const proto::Plan& plan, const TrainOption
   meter_options.bound = options.compression_error_bound;
   meter_options.warn = options.on_warning;
   CompressionMeter meter(std::move(meter_options));
+  SparseMeter sparse_meter;
   TrainResult result;
   std::mutex mutex;
   auto last = std::chrono::steady_clock::now();
@@ -119,6 +121,7 @@ absl::StatusOr<TrainResult> TrainPlan(const proto::Plan& plan, const TrainOption
          it = losses.find(next_report)) {
       IterationMetrics metrics = std::move(it->second);
       losses.erase(it);
+      metrics.sparse = sparse_meter.TakeIteration(next_report);
       metrics.compression = meter.TakeIteration(next_report++);
       result.iterations.push_back(metrics);
       if (options.on_iteration) options.on_iteration(metrics);
@@ -165,7 +168,7 @@ absl::StatusOr<TrainResult> TrainPlan(const proto::Plan& plan, const TrainOption
         if (binding.actor->has_bucket_id()) {
           return BindBucket(index, binding, &communicators, options.collective_timeout);
         }
-        return BindBoxing(index, binding, &communicators, options.collective_timeout, &meter);
+        return BindBoxing(index, binding, &communicators, options.collective_timeout, &meter, &sparse_meter);
       case proto::ACTOR_SINK:
         return BindLossSink(binding, binding.device_index == reporting_device
                                          ? std::function<void(int64_t, float)>(on_loss)

@@ -83,6 +83,36 @@ absl::Status CheckCompressionHints(const proto::Job& job, const LogicalGraph& gr
   return absl::OkStatus();
 }
 
+// Tensor::WithSparseRows: the ids tensor exists, is an integer tensor, and the hint is on
+// a variable (whose gradient autograd makes) living on the same placement as the ids.
+absl::Status IndexSparseRows(const proto::Job& job, LogicalGraph* graph) {
+  for (int i = 0; i < job.tensors_size(); ++i) {
+    const proto::TensorDef& def = job.tensors(i);
+    if (def.sparse_rows().empty()) continue;
+    LogicalTensor& tensor = graph->tensors[i];
+    const std::string what = absl::StrCat("sparse rows hint on tensor '", def.name(), "' (", tensor.type.ToString(), ")");
+    auto it = graph->tensor_index.find(def.sparse_rows());
+    if (it == graph->tensor_index.end()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat(what, " names ids tensor '", def.sparse_rows(), "', which the job does not define"));
+    }
+    const LogicalTensor& ids = graph->tensors[it->second];
+    if (tensor.kind != LogicalTensor::Kind::kVariable) {
+      return absl::InvalidArgumentError(
+          absl::StrCat(what, ": only a variable takes the hint (its gather and its gradient's reduction become sparse)"));
+    }
+    if (ids.type.dtype != DType::kI32 && ids.type.dtype != DType::kI64) {
+      return absl::InvalidArgumentError(absl::StrCat(what, ": ids tensor '", ids.name, "' is ", ids.type.ToString(),
+                                                     "; the row ids must be i32 or i64"));
+    }
+    if (tensor.type.shape.rank() < 1) {
+      return absl::InvalidArgumentError(absl::StrCat(what, ": a scalar has no rows"));
+    }
+    tensor.sparse_rows = it->second;
+  }
+  return absl::OkStatus();
+}
+
 }  // namespace
 
 bool SameLayout(const NdSbp& a, const NdSbp& b, const Shape& hierarchy) {
@@ -225,8 +255,12 @@ absl::Status IndexLogicalGraph(Compilation* compilation) {
   }
   for (const auto& [variable, gradient] : compilation->gradients) {
     auto it = graph.tensor_index.find(gradient);
-    if (it != graph.tensor_index.end()) graph.tensors[it->second].is_gradient = true;
+    if (it == graph.tensor_index.end()) continue;
+    graph.tensors[it->second].is_gradient = true;
+    auto var = graph.tensor_index.find(variable);
+    if (var != graph.tensor_index.end()) graph.tensors[it->second].gradient_of = var->second;
   }
+  OF_RETURN_IF_ERROR(IndexSparseRows(job, &graph));
   OF_RETURN_IF_ERROR(CheckCompressionHints(job, graph));
   compilation->graph = std::move(graph);
   return absl::OkStatus();

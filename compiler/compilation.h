@@ -48,6 +48,11 @@ struct LogicalTensor {
   std::optional<CompressionKind> compression_hint;
   // True for a variable's gradient (a second name of Compilation::gradients).
   bool is_gradient = false;
+  // For a gradient: the tensor index of its variable; -1 otherwise.
+  int64_t gradient_of = -1;
+  // A variable's Tensor::WithSparseRows (TensorDef.sparse_rows): the tensor index of the
+  // ids listing the rows each device reads; -1 when dense.
+  int64_t sparse_rows = -1;
   // Chosen by sbp_choice (variables and inputs: their hint, or B / S(0) defaults).
   NdSbp sbp;
   bool sbp_chosen = false;
@@ -87,6 +92,26 @@ struct LogicalGraph {
   int64_t loss = -1;  // Tensor index of the loss, or -1.
 };
 
+// A row-sparse boxing (compiler/sparse_boxing.h): its one step (an all_gather S(0) -> B,
+// reduce_scatter P -> S(0) or all_reduce P -> B) moves only the rows (dim-0 slices) that
+// the ids of `rows_tensor` list on each device.
+struct SparseBoxing {
+  proto::Sparsity::Kind kind = proto::Sparsity::ROWS;
+  int64_t rows_tensor = -1;
+  // >= 0: each device reads the ids as op `rows_reader_op` read its input
+  // `rows_reader_input` there (through that input's boxing, if any): the ids the op
+  // that produced the sparse gradient used. -1: the ids tensor's own register.
+  int64_t rows_reader_op = -1;
+  int64_t rows_reader_input = -1;
+  // Rows of the step's group slice, bytes per row, the most ids a device holds, and the
+  // cost model's expectation under uniform ids (proto::Sparsity).
+  int64_t rows = 0;
+  int64_t row_bytes = 0;
+  int64_t max_rows = 0;
+  int64_t expected_rows = 0;
+  int64_t expected_bytes_per_device = 0;
+};
+
 // A conversion on one edge, shared by every consumer needing the same layout.
 struct Boxing {
   int64_t id = 0;
@@ -99,6 +124,9 @@ struct Boxing {
   // What the tensor is for compression (the codecs its plan could use follow from it).
   TensorRole role = TensorRole::kNever;
   std::string reason;
+  // Set when the boxing is row-sparse (compiler/sparse_boxing.h): its one step moves only
+  // the rows in use.
+  std::optional<SparseBoxing> sparse;
 };
 
 // Gradient reductions packed together (gradient_bucketing_pass.h): P -> B all_reduce

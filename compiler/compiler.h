@@ -40,6 +40,11 @@ struct CompileOptions {
   // buckets off (one collective per gradient); negative is INVALID_ARGUMENT. The plan
   // records the limit in bytes (Plan.bucket_bytes_limit).
   double bucket_mb = 25;
+  // Sparse boxing (compiler/sparse_boxing.h): where a boxing's tensor says which rows
+  // each device uses (Tensor::WithSparseRows, or an op output such as embedding_grad's),
+  // its gather or reduction moves only those rows, the runtime falling back to the dense
+  // collective per call when that is cheaper. false: every boxing dense.
+  bool sparse_boxing = true;
   // Pass names ("sbp_choice", ...) after which the compilation state is printed to
   // `dump` as text; "all" dumps after every pass.
   std::vector<std::string> dump_after;

@@ -122,11 +122,67 @@ absl::Status VerifyTwoLevelGroup(const proto::Plan& plan, int64_t collective_id,
   return absl::OkStatus();
 }
 
+// A row-sparse step (proto::Sparsity, compiler/sparse_boxing.h) is one the row-sparse
+// collectives run: all_gather S(0) -> B, reduce_scatter P -> S(0) (f32) or all_reduce
+// P -> B (f32), uncompressed, outside buckets, over a SPARSE_* collective, with integer
+// ids the job defines.
+absl::Status VerifySparsity(const proto::Plan& plan, const proto::BoxingStepDef& step, BoxingKind kind,
+                            DType dtype, const absl::flat_hash_map<std::string, proto::DataType>& dtypes,
+                            const std::string& who) {
+  const proto::Sparsity& sparsity = step.sparsity();
+  if (!proto::Sparsity::Kind_IsValid(sparsity.kind())) {
+    return Fail(absl::StrCat(who, " has sparsity kind ", static_cast<int>(sparsity.kind()), ", which this build does not know"));
+  }
+  if (sparsity.kind() == proto::Sparsity::DENSE) return absl::OkStatus();
+  const int64_t axis = step.hierarchy_axis();
+  OF_ASSIGN_OR_RETURN(const NdSbp src, StepSbp(step.src_sbp(), who, "src_sbp"));
+  OF_ASSIGN_OR_RETURN(const NdSbp dst, StepSbp(step.dst_sbp(), who, "dst_sbp"));
+  if (axis < 0 || axis >= src.size() || axis >= dst.size()) {
+    return Fail(absl::StrCat(who, " is row-sparse on hierarchy axis ", axis, ", which its SBPs lack"));
+  }
+  const Sbp& from = src.at(axis);
+  const Sbp& to = dst.at(axis);
+  const bool fits = (kind == BoxingKind::kAllGather && from.is_split() && from.axis() == 0 && to.is_broadcast()) ||
+                    (kind == BoxingKind::kReduceScatter && to.is_split() && to.axis() == 0) ||
+                    kind == BoxingKind::kAllReduce;
+  if (!fits) {
+    return Fail(absl::StrCat(who, " is row-sparse, but only all_gather S(0) -> B, reduce_scatter P -> S(0) and "
+                             "all_reduce P -> B have row-sparse forms"));
+  }
+  if (kind != BoxingKind::kAllGather && dtype != DType::kF32) {
+    return Fail(absl::StrCat(who, " reduces ", DTypeName(dtype), " rows sparsely; sparse reductions add f32"));
+  }
+  if (step.compression().kind() != proto::Compression::NONE) {
+    return Fail(absl::StrCat(who, " is both row-sparse and compressed; a step is one or the other"));
+  }
+  if (step.has_bucket_id()) return Fail(absl::StrCat(who, " is row-sparse but a member of bucket ", step.bucket_id()));
+  if (sparsity.rows() < 0 || sparsity.row_bytes() <= 0 || sparsity.max_rows() < 0 ||
+      sparsity.max_rows() > sparsity.rows()) {
+    return Fail(absl::StrCat(who, " is row-sparse with rows ", sparsity.rows(), ", row_bytes ", sparsity.row_bytes(),
+                             ", max_rows ", sparsity.max_rows(), "; need rows >= 0, row_bytes > 0, 0 <= max_rows <= rows"));
+  }
+  auto ids = dtypes.find(sparsity.rows_tensor());
+  if (ids == dtypes.end() || (ids->second != proto::DTYPE_I32 && ids->second != proto::DTYPE_I64)) {
+    return Fail(absl::StrCat(who, " takes its rows from '", sparsity.rows_tensor(),
+                             "', which is not an i32/i64 tensor of the job"));
+  }
+  const proto::CollectiveKind expected = kind == BoxingKind::kAllGather       ? proto::SPARSE_ALL_GATHER
+                                         : kind == BoxingKind::kReduceScatter ? proto::SPARSE_REDUCE_SCATTER
+                                                                              : proto::SPARSE_ALL_REDUCE;
+  if (step.collective_id() < 0 || step.collective_id() >= plan.collectives_size() ||
+      plan.collectives(static_cast<int>(step.collective_id())).kind() != expected) {
+    return Fail(absl::StrCat(who, " is row-sparse but its collective ", step.collective_id(), " is not a ",
+                             proto::CollectiveKind_Name(expected)));
+  }
+  return absl::OkStatus();
+}
+
 absl::Status VerifyStep(const proto::Plan& plan, const proto::BoxingStepDef& step, DType dtype,
-                        const std::string& who) {
+                        const absl::flat_hash_map<std::string, proto::DataType>& dtypes, const std::string& who) {
   absl::StatusOr<BoxingKind> kind = BoxingKindFromProto(step.kind());
   if (!kind.ok()) return Fail(absl::StrCat(who, ": ", kind.status().message()));
   OF_RETURN_IF_ERROR(VerifyCompression(step.compression(), *kind, dtype, who));
+  OF_RETURN_IF_ERROR(VerifySparsity(plan, step, *kind, dtype, dtypes, who));
   if (step.collective_id() < -1 || step.collective_id() >= plan.collectives_size()) {
     return Fail(absl::StrCat(who, " uses collective ", step.collective_id(), ", which the plan lacks"));
   }
@@ -177,7 +233,7 @@ absl::Status VerifyRuntimeSupport(const proto::Plan& plan) {
     absl::StatusOr<DType> dtype = FromProto(it->second);
     if (!dtype.ok()) return Fail(absl::StrCat(who, ": ", dtype.status().message()));
     for (int s = 0; s < boxing.steps_size(); ++s) {
-      OF_RETURN_IF_ERROR(VerifyStep(plan, boxing.steps(s), *dtype,
+      OF_RETURN_IF_ERROR(VerifyStep(plan, boxing.steps(s), *dtype, dtypes,
                                     StepText(boxing.steps(s), who, s)));
     }
   }
@@ -212,6 +268,19 @@ absl::Status VerifyRuntimeSupport(const proto::Plan& plan) {
         return Fail(absl::StrCat(who, " issues collective ", actor.collective_id(), ", which does not carry its step (boxing ",
                                  actor.boxing_id(), " step ", actor.boxing_step(), ", ", StepKindText(step.kind()), " axis ",
                                  step.hierarchy_axis(), ")"));
+      }
+      // A row-sparse step's actor reads the ids of its device's rows.
+      if (step.sparsity().kind() != proto::Sparsity::DENSE) {
+        const auto& inputs = actor.kernels_size() > 0 ? actor.kernels(0).inputs()
+                                                      : google::protobuf::Map<std::string, int64_t>();
+        auto rows = inputs.find("rows");
+        const bool ok = rows != inputs.end() && rows->second >= 0 && rows->second < device.registers_size() &&
+                        (device.registers(static_cast<int>(rows->second)).dtype() == proto::DTYPE_I32 ||
+                         device.registers(static_cast<int>(rows->second)).dtype() == proto::DTYPE_I64);
+        if (!ok) {
+          return Fail(absl::StrCat(who, " runs row-sparse boxing ", actor.boxing_id(),
+                                   " but reads no i32/i64 register of row ids as \"rows\""));
+        }
       }
       // Every group of a two-level step runs it, not only the one the step records.
       if (!local && IsTwoLevel(step.compression())) {

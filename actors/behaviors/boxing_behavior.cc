@@ -4,6 +4,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "actors/behaviors/sparse_boxing_behavior.h"
 #include "actors/flight_recorder.h"
 #include "kernels/boxing/boxing_step.h"
 #include "kernels/boxing/step_proto.h"
@@ -13,7 +14,7 @@ namespace oneflow::actors {
 
 absl::StatusOr<ActFunction> BindBoxing(const PlanIndex& index, const ActorBinding& binding,
                                        CommunicatorPool* communicators, absl::Duration collective_timeout,
-                                       CompressionMeter* meter) {
+                                       CompressionMeter* meter, SparseMeter* sparse_meter) {
   const proto::Plan& plan = index.plan();
   const proto::ActorDef& actor = *binding.actor;
   if (actor.boxing_id() < 0 || actor.boxing_id() >= plan.boxings_size()) {
@@ -69,6 +70,9 @@ absl::StatusOr<ActFunction> BindBoxing(const PlanIndex& index, const ActorBindin
     return options;
   };
   const DeviceId self{device.device().node(), device.device().device()};
+  if (step.sparsity().kind() != proto::Sparsity::DENSE) {
+    return BindSparseBoxing(index, binding, communicators, options_for, sparse_meter);
+  }
 
   OF_ASSIGN_OR_RETURN(const BoxingKind kind, BoxingKindFromProto(step.kind()));
   if (kind == BoxingKind::kSendRecv) {

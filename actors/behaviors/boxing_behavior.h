@@ -9,16 +9,18 @@
 #include "actors/behaviors/plan_index.h"
 #include "actors/compression_meter.h"
 #include "actors/engine.h"
+#include "actors/sparse_meter.h"
 
 namespace oneflow::actors {
 
 // Collectives wait at most `collective_timeout` for their peers; their errors start with
 // "actor 'NAME' collective C sequence S iteration I", S counting the device's
 // collectives in the plan's static order across iterations. A compressed step records
-// each act's bytes and error in `meter` (none when null), under the act's iteration.
+// each act's bytes and error in `meter` (none when null), under the act's iteration; a
+// row-sparse step (sparse_boxing_behavior.h) its bytes in `sparse_meter`.
 absl::StatusOr<ActFunction> BindBoxing(const PlanIndex& index, const ActorBinding& binding,
                                        CommunicatorPool* communicators, absl::Duration collective_timeout,
-                                       CompressionMeter* meter = nullptr);
+                                       CompressionMeter* meter = nullptr, SparseMeter* sparse_meter = nullptr);
 
 }  // namespace oneflow::actors
 

@@ -123,6 +123,7 @@ class DeviceActorBuilder {
         plan_(*compilation->plan.add_devices()),
         tensor_register_(graph_.tensors.size(), -1),
         boxing_register_(compilation->boxings.size(), -1),
+        op_input_registers_(graph_.ops.size()),
         per_iteration_(PerIterationTensors(*compilation, &accumulated_)) {
     const DeviceId& device = compilation->devices[device_index].device;
     plan_.mutable_device()->set_node(device.node);
@@ -144,7 +145,7 @@ class DeviceActorBuilder {
           OF_RETURN_IF_ERROR(AddCompute(node));
           break;
         case PhysicalNode::Kind::kBoxingStep:
-          AddBoxingStep(node);
+          OF_RETURN_IF_ERROR(AddBoxingStep(node));
           break;
         case PhysicalNode::Kind::kSink:
           OF_RETURN_IF_ERROR(AddSink(node));
@@ -254,6 +255,7 @@ class DeviceActorBuilder {
       }
       Consume(actor, reg);
       (*kernel->mutable_inputs())[op.definition->inputs[k]] = reg;
+      op_input_registers_[node.index].push_back(reg);
       for (const std::string& updated : op.definition->updated_inputs) {
         if (updated == op.definition->inputs[k]) updates_.push_back({actor->id(), reg});
       }
@@ -292,7 +294,24 @@ class DeviceActorBuilder {
     view.set_alias_of(in);
   }
 
-  void AddBoxingStep(const PhysicalNode& node) {
+  // A row-sparse step also reads the ids listing this device's rows ("rows"): the
+  // register of the ids, or the one its reader op read them from.
+  absl::Status ConsumeRows(proto::ActorDef* actor, proto::KernelDef* kernel, const SparseBoxing& sparse) {
+    int64_t reg = tensor_register_[sparse.rows_tensor];
+    if (sparse.rows_reader_op >= 0) {
+      const std::vector<int64_t>& inputs = op_input_registers_[sparse.rows_reader_op];
+      reg = sparse.rows_reader_input < static_cast<int64_t>(inputs.size()) ? inputs[sparse.rows_reader_input] : -1;
+    }
+    if (reg < 0) {
+      return absl::InternalError(absl::StrCat("sparse boxing of '", kernel->op_name(), "' has no register of ids '",
+                                              graph_.tensors[sparse.rows_tensor].name, "' on device ", device_index_));
+    }
+    Consume(actor, reg);
+    (*kernel->mutable_inputs())["rows"] = reg;
+    return absl::OkStatus();
+  }
+
+  absl::Status AddBoxingStep(const PhysicalNode& node) {
     const Boxing& boxing = compilation_.boxings[node.index];
     const BoxingStep& step = boxing.plan.steps[node.step];
     const LogicalTensor& tensor = graph_.tensors[boxing.tensor];
@@ -316,6 +335,7 @@ class DeviceActorBuilder {
       Consume(actor, in);
       (*kernel->mutable_inputs())["in"] = in;
     }
+    if (boxing.sparse.has_value()) OF_RETURN_IF_ERROR(ConsumeRows(actor, kernel, *boxing.sparse));
     boxing_register_[boxing.id] = -1;
     if (!node.output_shapes.empty()) {
       boxing_register_[boxing.id] =
@@ -326,6 +346,7 @@ class DeviceActorBuilder {
     }
     auto& actors = compilation_.boxing_step_actors[boxing.id][node.step];
     actors.push_back({device_index_, plan_.actors_size() - 1});
+    return absl::OkStatus();
   }
 
   // A gradient bucket (gradient_bucketing_pass.h): one actor on the communication thread
@@ -417,6 +438,8 @@ class DeviceActorBuilder {
   std::vector<int64_t> tensor_register_;
   // The register holding the latest step's output of each boxing on this device.
   std::vector<int64_t> boxing_register_;
+  // The registers each op's kernel read on this device, in input order.
+  std::vector<std::vector<int64_t>> op_input_registers_;
   std::vector<std::pair<int64_t, int64_t>> updates_;  // (update actor id, register id)
   // PerIterationTensors: empty without micro-batches. accumulated_ is declared first:
   // per_iteration_'s initializer fills it.

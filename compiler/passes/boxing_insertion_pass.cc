@@ -2,6 +2,7 @@
 
 #include "absl/container/flat_hash_map.h"
 #include "absl/strings/str_cat.h"
+#include "compiler/sparse_boxing.h"
 #include "oneflow_core/status.h"
 
 namespace oneflow {
@@ -80,6 +81,9 @@ absl::StatusOr<bool> BoxingInsertionPass::Run(Compilation* compilation) {
                                      ? ""
                                      : absl::StrCat(" on ", graph.placements[placement].ToString()));
     absl::StrAppend(&boxing.reason, CompressionNote(*compilation, boxing));
+    SparseBoxingChoice sparse = ChooseSparseBoxing(*compilation, boxing);
+    boxing.sparse = std::move(sparse.sparse);
+    absl::StrAppend(&boxing.reason, sparse.note);
     existing.emplace(key, boxing.id);
     boxings.push_back(std::move(boxing));
     return boxings.back().id;

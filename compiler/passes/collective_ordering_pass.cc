@@ -25,6 +25,19 @@ proto::CollectiveKind CollectiveKindOf(BoxingKind kind) {
   }
 }
 
+proto::CollectiveKind SparseCollectiveKindOf(BoxingKind kind) {
+  switch (kind) {
+    case BoxingKind::kAllReduce:
+      return proto::SPARSE_ALL_REDUCE;
+    case BoxingKind::kReduceScatter:
+      return proto::SPARSE_REDUCE_SCATTER;
+    case BoxingKind::kAllGather:
+      return proto::SPARSE_ALL_GATHER;
+    default:
+      return proto::COLLECTIVE_INVALID;
+  }
+}
+
 // The communicator groups of a step: for a per-axis step on a placement, the devices
 // that differ only in the step's hierarchy axis; for a send/recv, every device of both
 // placements (sources first).
@@ -148,7 +161,11 @@ absl::StatusOr<bool> CollectiveOrderingPass::Run(Compilation* compilation) {
       for (const std::vector<DeviceId>& group : Groups(*compilation, boxing, step, placement)) {
         proto::CollectiveDef* collective = plan.add_collectives();
         collective->set_id(plan.collectives_size() - 1);
-        collective->set_kind(CollectiveKindOf(step.kind));
+        collective->set_kind(boxing.sparse.has_value() ? SparseCollectiveKindOf(step.kind) : CollectiveKindOf(step.kind));
+        if (boxing.sparse.has_value()) {
+          collective->mutable_sparsity()->set_kind(boxing.sparse->kind);
+          collective->mutable_sparsity()->set_max_rows(boxing.sparse->max_rows);
+        }
         std::vector<std::pair<int64_t, int64_t>> key;
         for (const DeviceId& device : group) {
           proto::DeviceId* id = collective->add_group();

@@ -94,6 +94,7 @@ absl::StatusOr<bool> GradientBucketingPass::Run(Compilation* compilation) {
     // Dense only: a codec's scale groups would span members of different magnitudes (a
     // bias next to a weight), and the plan's wire bytes count each tensor's own groups.
     if (boxing.plan.steps[0].compression.compressed()) continue;
+    if (boxing.sparse.has_value()) continue;  // Its own row-sparse collective.
     Candidate candidate;
     candidate.boxing = boxing.id;
     candidate.tensor = boxing.tensor;

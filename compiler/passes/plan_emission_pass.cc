@@ -61,6 +61,16 @@ void EmitCompression(const BoxingStep& step, proto::BoxingStepDef* def) {
   def->set_seconds_saved(step.dense_seconds - step.seconds);
 }
 
+void EmitSparsity(const Compilation& compilation, const SparseBoxing& sparse, proto::Sparsity* def) {
+  def->set_kind(sparse.kind);
+  def->set_max_rows(sparse.max_rows);
+  def->set_rows_tensor(compilation.graph.tensors[sparse.rows_tensor].name);
+  def->set_rows(sparse.rows);
+  def->set_row_bytes(sparse.row_bytes);
+  def->set_expected_rows(sparse.expected_rows);
+  def->set_expected_bytes_per_device(sparse.expected_bytes_per_device);
+}
+
 void EmitBoxings(Compilation* compilation) {
   const LogicalGraph& graph = compilation->graph;
   proto::Plan& plan = compilation->plan;
@@ -92,11 +102,13 @@ void EmitBoxings(Compilation* compilation) {
         step_def->set_collective_id(compilation->bucket_collective[bucket]);
       }
       EmitCompression(step, step_def);
+      if (boxing.sparse.has_value()) EmitSparsity(*compilation, *boxing.sparse, step_def->mutable_sparsity());
       if (step.kind == BoxingKind::kSendRecv) placement = boxing.dst_placement;
       bytes_per_iter += step.bytes_per_device * graph.placements[placement].num_devices();
     }
     def->set_bytes_per_iter(bytes_per_iter);
     def->set_reason(boxing.reason);
+    if (boxing.sparse.has_value()) EmitSparsity(*compilation, *boxing.sparse, def->mutable_sparsity());
   }
 }
 

@@ -51,6 +51,10 @@ ABSL_FLAG(double, bucket_mb, 25,
           "packed into buckets of at most this many MiB, in the order backward produces them, one "
           "collective per bucket overlapping the rest of backward (PyTorch DDP's default 25); 0: one "
           "collective per gradient.");
+ABSL_FLAG(std::string, sparse_boxing, "auto",
+          "auto: where a tensor lists the rows each device uses (sparse embedding gradients, "
+          "FSSDP experts), its boxing moves only those rows, falling back to dense per call when "
+          "that is cheaper; off: every boxing dense (docs/sparse_boxing.md).");
 ABSL_FLAG(std::string, plan_out, "", "Write the compiled plan to this file.");
 ABSL_FLAG(bool, run, false, "After compiling, train the plan on this machine's CPU devices.");
 ABSL_FLAG(int64_t, iters, 10, "With --run: iterations to train.");
@@ -86,6 +90,12 @@ absl::Status CompileAndReport(const proto::Job& job, const ParallelLayout& layou
         "--bucket_mb=", bucket_mb, " is not a bucket size: give MiB >= 0 (0 turns gradient buckets off, 25 is the default)"));
   }
   options.bucket_mb = bucket_mb;
+  const std::string sparse_boxing = absl::GetFlag(FLAGS_sparse_boxing);
+  if (sparse_boxing != "auto" && sparse_boxing != "off") {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--sparse_boxing=", sparse_boxing, " is not one of: auto, off"));
+  }
+  options.sparse_boxing = sparse_boxing == "auto";
   CompressionFlags compression;
   compression.compression = absl::GetFlag(FLAGS_compression);
   compression.codec_bytes_per_second = absl::GetFlag(FLAGS_codec_bytes_per_second);

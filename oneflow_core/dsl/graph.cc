@@ -98,6 +98,11 @@ Tensor& Tensor::WithCompression(Compression compression) {
   return *this;
 }
 
+Tensor& Tensor::WithSparseRows(const Tensor& ids) {
+  if (valid() && ids.valid()) graph_->mutable_tensor(id_).sparse_rows = ids.name();
+  return *this;
+}
+
 Tensor& Tensor::WithPlacement(const Placement& placement) {
   if (valid()) graph_->mutable_tensor(id_).placement = placement;
   return *this;
@@ -229,7 +234,7 @@ Tensor Graph::NewTensor(const std::string& name, TensorType type, SourceLocation
         name_, "'; names must be unique")));
     return Tensor();
   }
-  tensors_.push_back(TensorRecord{name, std::move(type), std::nullopt, std::nullopt, std::nullopt, location});
+  tensors_.push_back(TensorRecord{name, std::move(type), std::nullopt, std::nullopt, std::nullopt, "", location});
   tensor_ids_[name] = static_cast<int64_t>(tensors_.size()) - 1;
   return Tensor(this, static_cast<int64_t>(tensors_.size()) - 1);
 }
@@ -342,6 +347,7 @@ absl::StatusOr<proto::Job> Graph::Build() const {
     if (record.placement) *tensor->mutable_placement() = record.placement->ToProto();
     if (record.sbp_hint) *tensor->mutable_sbp_hint() = record.sbp_hint->ToProto();
     if (record.compression) tensor->set_compression(CompressionToProto(*record.compression));
+    if (!record.sparse_rows.empty()) tensor->set_sparse_rows(record.sparse_rows);
     *tensor->mutable_location() = LocationProto(record.location);
   }
   for (const OpRecord& record : ops_) {

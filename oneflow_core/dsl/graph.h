@@ -75,6 +75,14 @@ class Tensor {
   Tensor& WithPlacement(const Placement& placement);
   // See Compression above; the dtype is checked by the compiler, which knows the op.
   Tensor& WithCompression(Compression compression);
+  // For a variable whose rows (dim-0 slices: embedding rows, the experts of an
+  // [experts, ...] weight) each device reads only in part: `ids` (an i32/i64 tensor; each
+  // device's slice of it) lists every row that device reads, negative ids none. Its
+  // gradient is then nonzero only in those rows, and the compiler makes the variable's
+  // gather (S(0) -> B) and its gradient's reduction (P -> S(0) or B) row-sparse: only
+  // the rows in use travel (docs/sparse_boxing.md). A wrong list gives wrong results,
+  // as a wrong SBP hint would; the compiler checks the dtype and placement.
+  Tensor& WithSparseRows(const Tensor& ids);
 
  private:
   friend class Graph;
@@ -221,6 +229,7 @@ class Graph {
     std::optional<NdSbp> sbp_hint;
     std::optional<Placement> placement;
     std::optional<Compression> compression;
+    std::string sparse_rows;  // WithSparseRows: the ids tensor's name; empty: dense.
     SourceLocation location;
   };
   const TensorRecord& tensor(int64_t id) const { return tensors_[id]; }

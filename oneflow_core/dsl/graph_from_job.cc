@@ -36,6 +36,7 @@ absl::StatusOr<std::unique_ptr<Graph>> Graph::FromJob(const proto::Job& job) {
       OF_ASSIGN_OR_RETURN(Placement placement, Placement::FromProto(def.placement()));
       tensor.WithPlacement(placement);
     }
+    if (!def.sparse_rows().empty()) graph->mutable_tensor(tensor.id()).sparse_rows = def.sparse_rows();
     switch (def.compression()) {
       case proto::TensorDef::COMPRESSION_UNSET:
         break;

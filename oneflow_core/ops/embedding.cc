@@ -95,8 +95,11 @@ OpDefinition EmbeddingDefinition() {
 }
 
 OpDefinition EmbeddingGradDefinition() {
-  return {"embedding_grad", {"ids", "dy"}, {"dtable"}, InferEmbeddingGrad,
-          EmbeddingGradSignatures, "embedding_grad"};
+  OpDefinition definition{"embedding_grad", {"ids", "dy"}, {"dtable"}, InferEmbeddingGrad,
+                          EmbeddingGradSignatures, "embedding_grad"};
+  // Only the rows of the ids the device saw get gradient: their reduction can be sparse.
+  definition.sparse_row_outputs = {{"dtable", "ids"}};
+  return definition;
 }
 
 }  // namespace oneflow

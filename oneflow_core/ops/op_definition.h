@@ -6,6 +6,7 @@
 
 #include <functional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "absl/status/statusor.h"
@@ -76,6 +77,11 @@ struct OpDefinition {
   // compiler never boxes them: the op must run on exactly the variable's own slices.
   // Such ops have no outputs; their signatures give SBPs for the inputs only.
   std::vector<std::string> updated_inputs;
+  // Outputs nonzero only in the rows (dim-0 slices) whose ids an integer input lists on
+  // the device, as (output, input) pairs: embedding_grad's dtable by its ids. The
+  // compiler makes their reductions (P -> B, P -> S(0)) row-sparse
+  // (compiler/sparse_boxing.h).
+  std::vector<std::pair<std::string, std::string>> sparse_row_outputs;
 };
 
 }  // namespace oneflow
