@@ -157,6 +157,20 @@ void WriteBoxing(const proto::BoxingDef& boxing, int b, const PlanIndex& index, 
   json.String(SparsityKindText(boxing.sparsity().kind()));
   json.Key("max_rows");
   json.Int(boxing.sparsity().max_rows());
+  if (boxing.sparsity().kind() != proto::Sparsity::DENSE) {
+    json.Key("rows_tensor");
+    json.String(boxing.sparsity().rows_tensor());
+    json.Key("rows");
+    json.Int(boxing.sparsity().rows());
+    json.Key("row_bytes");
+    json.Int(boxing.sparsity().row_bytes());
+    json.Key("expected_rows");
+    json.Int(boxing.sparsity().expected_rows());
+    json.Key("expected_bytes_per_device");
+    json.Int(boxing.sparsity().expected_bytes_per_device());
+    json.Key("worst_bytes_per_device");
+    json.Int(boxing.steps_size() == 1 ? boxing.steps(0).bytes_per_device() : 0);
+  }
   json.EndObject();
   json.Key("reason");
   json.String(boxing.reason());

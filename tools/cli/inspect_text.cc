@@ -114,8 +114,16 @@ void AppendBoxing(const proto::BoxingDef& boxing, int b, const PlanIndex& index,
                     ", block size ", boxing.compression().block_size(), "\n");
   }
   if (boxing.sparsity().kind() != proto::Sparsity::DENSE) {
-    absl::StrAppend(out, "    sparsity: ", SparsityKindText(boxing.sparsity().kind()), ", at most ",
-                    boxing.sparsity().max_rows(), " rows per device\n");
+    const proto::Sparsity& sparsity = boxing.sparsity();
+    absl::StrAppend(out, "    sparsity: ", SparsityKindText(sparsity.kind()), ", at most ", sparsity.max_rows(),
+                    " rows per device\n");
+    if (!sparsity.rows_tensor().empty() && boxing.steps_size() == 1) {
+      // Per device: the worst case is the dense step (the runtime falls back to it).
+      absl::StrAppend(out, "      rows listed by '", sparsity.rows_tensor(), "': ", sparsity.expected_rows(), " of ",
+                      sparsity.rows(), " rows of ", FormatBytes(sparsity.row_bytes()),
+                      " expected; per device expected ", FormatBytes(sparsity.expected_bytes_per_device()),
+                      ", worst case ", FormatBytes(boxing.steps(0).bytes_per_device()), " (the dense bytes it replaces)\n");
+    }
   }
   absl::StrAppend(out, "    reason: ", boxing.reason().empty() ? "-" : boxing.reason(), "\n");
 }
