@@ -7,6 +7,7 @@
 // (absolute below magnitude 1): float rounding, not a different formula.
 #include <algorithm>
 #include <cmath>
+#include <functional>
 #include <random>
 #include <set>
 
@@ -26,7 +27,47 @@ struct Case {
   AttrMap attrs;
   int64_t index_limit = 0;       // Index inputs (ids, labels) are drawn from [0, limit).
   std::vector<size_t> positive;  // Inputs drawn positive (divisors, Adam's v).
+  // Rewrites the random inputs (valid MoE routing, zero capacity slots); may be empty.
+  std::function<void(std::vector<Dense>*)> prepare;
 };
+
+// inputs[at] (index) and inputs[at + 1] (slot) replaced by moe_route of random probs
+// [B, T, experts]: valid choices, distinct slots, and some dropped ones (-1).
+std::function<void(std::vector<Dense>*)> Routed(size_t at, int64_t experts, int64_t top_k,
+                                                int64_t capacity) {
+  return [=](std::vector<Dense>* inputs) {
+    const Shape& shape = (*inputs)[at].shape;
+    std::mt19937 rng(11);
+    std::uniform_real_distribution<double> uniform(0.0, 1.0);
+    Dense probs = Dense::Zeros(Shape{shape.dim(0), shape.dim(1), experts});
+    for (double& v : probs.values) v = uniform(rng);
+    const std::vector<Dense> routing =
+        *EvaluateReference("moe_route", {probs}, {{"top_k", top_k}, {"capacity", capacity}});
+    for (size_t i = 0; i < 2; ++i) {
+      const DType dtype = (*inputs)[at + i].dtype;
+      (*inputs)[at + i] = routing[i];
+      (*inputs)[at + i].dtype = dtype;
+    }
+  };
+}
+
+// Zeroes the trailing capacity rows of the inputs `ks` [B, E, C, X] as unused slots are:
+// block (b, e) keeps its first (b * E + e + k) % (C + 1) rows, some none, some all. The
+// expert kernels skip those rows; the reference multiplies them.
+std::function<void(std::vector<Dense>*)> UnusedSlots(std::vector<size_t> ks) {
+  return [=](std::vector<Dense>* inputs) {
+    for (size_t k : ks) {
+      Dense& d = (*inputs)[k];
+      const int64_t experts = d.shape.dim(1), capacity = d.shape.dim(2), width = d.shape.dim(3);
+      for (int64_t block = 0; block < d.shape.dim(0) * experts; ++block) {
+        const int64_t kept = (block + static_cast<int64_t>(k)) % (capacity + 1);
+        for (int64_t i = kept * width; i < capacity * width; ++i) {
+          d.values[block * capacity * width + i] = 0.0;
+        }
+      }
+    }
+  };
+}
 
 constexpr int64_t kStep = 3;  // Dropout's stream, the learning-rate schedules, Adam's t.
 constexpr double kTolerance = 1e-5;
@@ -150,6 +191,42 @@ std::vector<Case> Cases() {
       {"adamw_step", {{Shape{5, 7}, f}, {Shape{5, 7}, f}, {Shape{5, 7}, f}, {Shape{5, 7}, f}},
        adamw, 0, {3}},
       {"assign", {{Shape{5, 7}, f}, {Shape{5, 7}, f}}, {}},
+      // Mixture of experts: B = 5 samples, T = 6 tokens, E = 4 experts, K = 2, C = 2 (so
+      // some choices drop), index and slot from moe_route.
+      {"moe_route", {{Shape{5, 6, 4}, f}}, {{"top_k", int64_t{2}}, {"capacity", int64_t{2}}}},
+      {"moe_route", {{Shape{3, 9, 5}, f}}, {{"top_k", int64_t{1}}, {"capacity", int64_t{3}}}},
+      {"moe_dispatch", {{Shape{5, 6, 7}, f}, {Shape{5, 6, 2}, i32}, {Shape{5, 6, 2}, i32}},
+       {{"experts", int64_t{4}}, {"capacity", int64_t{2}}}, 2, {}, Routed(1, 4, 2, 2)},
+      {"moe_dispatch", {{Shape{3, 6, 5}, f}, {Shape{3, 6, 3}, i64}, {Shape{3, 6, 3}, i64}},
+       {{"experts", int64_t{4}}, {"capacity", int64_t{4}}}, 2, {}, Routed(1, 4, 3, 4)},
+      {"expert_matmul", {{Shape{5, 4, 3, 6}, f}, {Shape{4, 6, 5}, f}},
+       {{"parallel", std::string("data")}}, 0, {}, UnusedSlots({0})},
+      {"expert_matmul", {{Shape{2, 5, 3, 6}, f}, {Shape{5, 6, 7}, f}},
+       {{"parallel", std::string("expert")}}, 0, {}, UnusedSlots({0})},
+      // Blocks of 40 x 33 rows: past OpenBLAS's small-matrix paths.
+      {"expert_matmul", {{Shape{2, 3, 40, 33}, f}, {Shape{3, 33, 20}, f}},
+       {{"parallel", std::string("data")}}, 0, {}, UnusedSlots({0})},
+      {"moe_combine", {{Shape{5, 4, 2, 7}, f}, {Shape{5, 6, 4}, f}, {Shape{5, 6, 2}, i32},
+                       {Shape{5, 6, 2}, i32}},
+       {}, 2, {}, Routed(2, 4, 2, 2)},
+      {"moe_aux_loss", {{Shape{5, 6, 4}, f}}, {}},
+      {"moe_dispatch_grad", {{Shape{5, 4, 2, 7}, f}, {Shape{5, 6, 2}, i32}, {Shape{5, 6, 2}, i32}},
+       {}, 2, {}, Routed(1, 4, 2, 2)},
+      {"expert_matmul_grad_data", {{Shape{5, 4, 3, 5}, f}, {Shape{4, 6, 5}, f}},
+       {{"parallel", std::string("data")}}, 0, {}, UnusedSlots({0})},
+      {"expert_matmul_grad_data", {{Shape{2, 5, 3, 7}, f}, {Shape{5, 6, 7}, f}},
+       {{"parallel", std::string("expert")}}, 0, {}, UnusedSlots({0})},
+      {"expert_matmul_grad_weight", {{Shape{5, 4, 3, 6}, f}, {Shape{5, 4, 3, 5}, f}},
+       {{"parallel", std::string("data")}}, 0, {}, UnusedSlots({0, 1})},
+      {"expert_matmul_grad_weight", {{Shape{2, 5, 3, 6}, f}, {Shape{2, 5, 3, 7}, f}},
+       {{"parallel", std::string("expert")}}, 0, {}, UnusedSlots({0, 1})},
+      {"moe_combine_grad_buf", {{Shape{5, 6, 7}, f}, {Shape{5, 6, 4}, f}, {Shape{5, 6, 2}, i32},
+                                {Shape{5, 6, 2}, i32}},
+       {{"capacity", int64_t{2}}}, 2, {}, Routed(2, 4, 2, 2)},
+      {"moe_combine_grad_probs", {{Shape{5, 6, 7}, f}, {Shape{5, 4, 2, 7}, f},
+                                  {Shape{5, 6, 2}, i32}, {Shape{5, 6, 2}, i32}},
+       {}, 2, {}, Routed(2, 4, 2, 2)},
+      {"moe_aux_loss_grad", {{Shape{5}, f}, {Shape{5, 6, 4}, f}}, {}},
   };
 }
 
@@ -167,6 +244,7 @@ std::vector<Dense> RandomInputs(const Case& c) {
     }
     inputs.push_back(RoundToFloat(std::move(dense)));
   }
+  if (c.prepare) c.prepare(&inputs);
   return inputs;
 }
 

@@ -36,7 +36,35 @@ struct GradientCase {
   // (forward input, backward output holding its gradient).
   std::vector<std::pair<size_t, size_t>> gradients;
   int64_t index_limit = 0;  // Index inputs are drawn from [0, limit).
+  // Rewrites the random forward inputs (valid MoE routing); may be empty.
+  std::function<void(std::vector<Dense>*)> prepare;
 };
+
+// inputs[at] (index) and inputs[at + 1] (slot) replaced by moe_route of random probs
+// [B, T, experts]: valid choices, distinct slots, and some dropped ones (-1).
+std::function<void(std::vector<Dense>*)> Routed(size_t at, int64_t experts, int64_t top_k,
+                                                int64_t capacity) {
+  return [=](std::vector<Dense>* inputs) {
+    const Shape& shape = (*inputs)[at].shape;
+    std::mt19937 rng(11);
+    std::uniform_real_distribution<double> uniform(0.0, 1.0);
+    Dense probs = Dense::Zeros(Shape{shape.dim(0), shape.dim(1), experts});
+    for (double& v : probs.values) v = uniform(rng);
+    const std::vector<Dense> routing =
+        *EvaluateReference("moe_route", {probs}, {{"top_k", top_k}, {"capacity", capacity}});
+    for (size_t i = 0; i < 2; ++i) {
+      const DType dtype = (*inputs)[at + i].dtype;
+      (*inputs)[at + i] = routing[i];
+      (*inputs)[at + i].dtype = dtype;
+    }
+  };
+}
+
+// Every routing-dependent backward input: dy then the forward's index and slot.
+std::vector<Dense> WithRouting(const std::vector<Dense>& x, Dense first, Dense second,
+                               size_t index_at) {
+  return {std::move(first), std::move(second), x[index_at], x[index_at + 1]};
+}
 
 // Backward inputs (dy, forward tensor) for the activation and softmax gradients.
 BackwardInputs DyAndOutput() {
@@ -114,6 +142,55 @@ std::vector<GradientCase> Cases() {
          return std::vector<Dense>{dy};
        },
        {{0, 0}}},
+      // Mixture of experts: B = 2, T = 5, E = 3, K = 2, C = 2 (some choices drop).
+      {"moe_dispatch", {{Shape{2, 5, 4}, f}, {Shape{2, 5, 2}, DType::kI32},
+                        {Shape{2, 5, 2}, DType::kI32}},
+       {{"experts", int64_t{3}}, {"capacity", int64_t{2}}}, "moe_dispatch_grad", {},
+       [](const std::vector<Dense>& x, const std::vector<Dense>&, const Dense& dy) {
+         return std::vector<Dense>{dy, x[1], x[2]};
+       },
+       {{0, 0}}, 2, Routed(1, 3, 2, 2)},
+      {"expert_matmul", {{Shape{2, 3, 2, 4}, f}, {Shape{3, 4, 5}, f}},
+       {{"parallel", std::string("data")}}, "expert_matmul_grad_data",
+       {{"parallel", std::string("data")}},
+       [](const std::vector<Dense>& x, const std::vector<Dense>&, const Dense& dy) {
+         return std::vector<Dense>{dy, x[1]};
+       },
+       {{0, 0}}},
+      {"expert_matmul", {{Shape{2, 3, 2, 4}, f}, {Shape{3, 4, 5}, f}},
+       {{"parallel", std::string("expert")}}, "expert_matmul_grad_weight",
+       {{"parallel", std::string("expert")}},
+       [](const std::vector<Dense>& x, const std::vector<Dense>&, const Dense& dy) {
+         return std::vector<Dense>{x[0], dy};
+       },
+       {{1, 0}}},
+      {"moe_combine", {{Shape{2, 3, 2, 4}, f}, {Shape{2, 5, 3}, f}, {Shape{2, 5, 2}, DType::kI32},
+                       {Shape{2, 5, 2}, DType::kI32}},
+       {}, "moe_combine_grad_buf", {{"capacity", int64_t{2}}},
+       [](const std::vector<Dense>& x, const std::vector<Dense>&, const Dense& dy) {
+         return WithRouting(x, dy, x[1], 2);
+       },
+       {{0, 0}}, 2, Routed(2, 3, 2, 2)},
+      {"moe_combine", {{Shape{2, 3, 2, 4}, f}, {Shape{2, 5, 3}, f}, {Shape{2, 5, 2}, DType::kI32},
+                       {Shape{2, 5, 2}, DType::kI32}},
+       {}, "moe_combine_grad_probs", {},
+       [](const std::vector<Dense>& x, const std::vector<Dense>&, const Dense& dy) {
+         return WithRouting(x, dy, x[0], 2);
+       },
+       {{1, 0}}, 2, Routed(2, 3, 2, 2)},
+      // Probabilities at least 0.1 apart in every row, so no +-eps step moves an argmax.
+      {"moe_aux_loss", {{Shape{2, 5, 3}, f}}, {}, "moe_aux_loss_grad", {},
+       [](const std::vector<Dense>& x, const std::vector<Dense>&, const Dense& dy) {
+         return std::vector<Dense>{dy, x[0]};
+       },
+       {{0, 0}}, 0,
+       [](std::vector<Dense>* x) {
+         std::vector<double>& v = (*x)[0].values;
+         for (size_t i = 0; i < v.size(); ++i) {
+           v[i] = 0.1 + static_cast<double>((i * 5 + i / 3 * 2) % 11) * 0.1;
+         }
+         *x = {RoundToFloat((*x)[0])};
+       }},
   };
 }
 
@@ -150,6 +227,7 @@ TEST(CpuGradientTest, BackwardKernelsMatchFiniteDifferencesOfForwardKernels) {
     std::mt19937 rng(7);
     std::vector<Dense> x;
     for (const TensorType& type : c.inputs) x.push_back(Random(type, c.index_limit, &rng));
+    if (c.prepare) c.prepare(&x);
     const std::vector<Dense> y = RunKernel(c.forward, x, c.attrs);
     ASSERT_FALSE(y.empty());
     const Dense dy = Random(y[0].type(), 0, &rng);

@@ -55,6 +55,18 @@ absl::Status BroadcastLike(const KernelContext& context);
 // embedding.cc
 absl::Status Embedding(const KernelContext& context);
 absl::Status EmbeddingGrad(const KernelContext& context);
+// moe.cc: mixture-of-experts routing, dispatch, expert products, combine, aux loss.
+absl::Status MoeRoute(const KernelContext& context);
+absl::Status MoeDispatch(const KernelContext& context);
+absl::Status ExpertMatMul(const KernelContext& context);
+absl::Status MoeCombine(const KernelContext& context);
+absl::Status MoeAuxLoss(const KernelContext& context);
+absl::Status MoeDispatchGrad(const KernelContext& context);
+absl::Status ExpertMatMulGradData(const KernelContext& context);
+absl::Status ExpertMatMulGradWeight(const KernelContext& context);
+absl::Status MoeCombineGradBuf(const KernelContext& context);
+absl::Status MoeCombineGradProbs(const KernelContext& context);
+absl::Status MoeAuxLossGrad(const KernelContext& context);
 // optimizer.cc
 absl::Status SgdUpdate(const KernelContext& context);
 absl::Status AdamWUpdate(const KernelContext& context);

@@ -160,6 +160,31 @@ Tensor CausalSelfAttention(Tensor x, Tensor w_q, Tensor w_k, Tensor w_v, Tensor 
   return Reshape(MatMul(merged, w_o, false, false, location), {b, s, h}, location);
 }
 
+MoeRouting MoeRoute(Tensor probs, int64_t top_k, int64_t capacity, Loc location) {
+  std::vector<Tensor> outputs =
+      ApplyN("moe_route", {probs}, {{"top_k", top_k}, {"capacity", capacity}}, location);
+  if (outputs.size() != 3) return {};
+  return {outputs[0], outputs[1], outputs[2]};
+}
+
+Tensor MoeDispatch(Tensor x, Tensor index, Tensor slot, int64_t experts, int64_t capacity,
+                   Loc location) {
+  return Apply("moe_dispatch", {x, index, slot}, {{"experts", experts}, {"capacity", capacity}},
+               location);
+}
+
+Tensor ExpertMatMul(Tensor buf, Tensor w, const std::string& parallel, Loc location) {
+  return Apply("expert_matmul", {buf, w}, {{"parallel", parallel}}, location);
+}
+
+Tensor MoeCombine(Tensor ybuf, Tensor probs, Tensor index, Tensor slot, Loc location) {
+  return Apply("moe_combine", {ybuf, probs, index, slot}, {}, location);
+}
+
+Tensor MoeAuxLoss(Tensor probs, Loc location) {
+  return Apply("moe_aux_loss", {probs}, {}, location);
+}
+
 Tensor ReluGrad(Tensor dy, Tensor y, Loc location) {
   return Apply("relu_grad", {dy, y}, {}, location);
 }
@@ -208,6 +233,33 @@ Tensor ReduceSumLike(Tensor x, Tensor like, Loc location) {
 
 Tensor BroadcastLike(Tensor x, Tensor like, std::vector<int64_t> axes, Loc location) {
   return Apply("broadcast_like", {x, like}, {{"axes", std::move(axes)}}, location);
+}
+
+Tensor MoeDispatchGrad(Tensor dbuf, Tensor index, Tensor slot, Loc location) {
+  return Apply("moe_dispatch_grad", {dbuf, index, slot}, {}, location);
+}
+
+Tensor ExpertMatMulGradData(Tensor dout, Tensor w, const std::string& parallel, Loc location) {
+  return Apply("expert_matmul_grad_data", {dout, w}, {{"parallel", parallel}}, location);
+}
+
+Tensor ExpertMatMulGradWeight(Tensor buf, Tensor dout, const std::string& parallel,
+                              Loc location) {
+  return Apply("expert_matmul_grad_weight", {buf, dout}, {{"parallel", parallel}}, location);
+}
+
+Tensor MoeCombineGradBuf(Tensor dy, Tensor probs, Tensor index, Tensor slot, int64_t capacity,
+                         Loc location) {
+  return Apply("moe_combine_grad_buf", {dy, probs, index, slot}, {{"capacity", capacity}},
+               location);
+}
+
+Tensor MoeCombineGradProbs(Tensor dy, Tensor ybuf, Tensor index, Tensor slot, Loc location) {
+  return Apply("moe_combine_grad_probs", {dy, ybuf, index, slot}, {}, location);
+}
+
+Tensor MoeAuxLossGrad(Tensor dy, Tensor probs, Loc location) {
+  return Apply("moe_aux_loss_grad", {dy, probs}, {}, location);
 }
 
 void SgdUpdate(Tensor param, Tensor grad, Tensor momentum, const proto::SgdOptimizer& sgd,

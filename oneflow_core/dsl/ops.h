@@ -7,6 +7,7 @@
 #define ONEFLOW_CORE_DSL_OPS_H_
 
 #include <cstdint>
+#include <string>
 #include <vector>
 
 #include "oneflow_core/dsl/graph.h"
@@ -68,6 +69,33 @@ Tensor CausalMask(Tensor x, double fill = -1e9, Loc location = Loc::Current());
 Tensor CausalSelfAttention(Tensor x, Tensor w_q, Tensor w_k, Tensor w_v, Tensor w_o,
                            int64_t num_heads, Loc location = Loc::Current());
 
+// Mixture of experts (docs/moe.md). B samples (one routing group each), T tokens, H
+// hidden, E experts, K = top_k, C = capacity (slots per expert per sample), F = the
+// experts' inner size. A dropped choice has index = slot = -1.
+struct MoeRouting {
+  Tensor index;    // i32 [B, T, K]: the expert of each choice, -1 if dropped.
+  Tensor slot;     // i32 [B, T, K]: its position in the expert's capacity, -1 if dropped.
+  Tensor dropped;  // f32 [B]: dropped choices per sample (a count; no gradient).
+};
+// probs [B, T, E]: per sample, choice k of token t is its k-th largest probability (ties:
+// lower expert id), taken k-major (all first choices in token order, then all second
+// ones, ...); a choice whose expert already holds `capacity` tokens is dropped.
+MoeRouting MoeRoute(Tensor probs, int64_t top_k, int64_t capacity, Loc location = Loc::Current());
+// x [B, T, H] -> buf [B, experts, capacity, H]: each kept choice's token row at its
+// (expert, slot); zeros in unused slots.
+Tensor MoeDispatch(Tensor x, Tensor index, Tensor slot, int64_t experts, int64_t capacity,
+                   Loc location = Loc::Current());
+// buf [B, E, C, H] . w [E, H, F] per expert -> [B, E, C, F]. parallel = "data" (w
+// replicated, samples split: S(0), B) or "expert" (experts split: S(1), S(0)).
+Tensor ExpertMatMul(Tensor buf, Tensor w, const std::string& parallel,
+                    Loc location = Loc::Current());
+// y [B, T, H] = sum over kept choices of probs[b, t, e] * ybuf[b, e, slot].
+Tensor MoeCombine(Tensor ybuf, Tensor probs, Tensor index, Tensor slot,
+                  Loc location = Loc::Current());
+// Switch Transformer load-balancing loss per sample [B]: E * sum_e f_e * P_e, f_e the
+// fraction of tokens whose argmax is e, P_e the mean probability of e.
+Tensor MoeAuxLoss(Tensor probs, Loc location = Loc::Current());
+
 // Backward ops, as the gradient functions (dsl/gradients/) add them. Each takes the
 // incoming gradient dy and what the forward op saved.
 Tensor ReluGrad(Tensor dy, Tensor y, Loc location = Loc::Current());
@@ -93,6 +121,24 @@ Tensor ReduceSumLike(Tensor x, Tensor like, Loc location = Loc::Current());
 // x (like reduced over `axes`, with or without kept dims) spread back to like's shape.
 Tensor BroadcastLike(Tensor x, Tensor like, std::vector<int64_t> axes,
                      Loc location = Loc::Current());
+
+// Mixture-of-experts backward ops (docs/moe.md).
+// dx [B, T, H]: the sum over kept choices of dbuf[b, index, slot].
+Tensor MoeDispatchGrad(Tensor dbuf, Tensor index, Tensor slot, Loc location = Loc::Current());
+// dbuf [B, E, C, H] = dout[b, e] . w[e]^T.
+Tensor ExpertMatMulGradData(Tensor dout, Tensor w, const std::string& parallel,
+                            Loc location = Loc::Current());
+// dw [E, H, F] = sum over b of buf[b, e]^T . dout[b, e].
+Tensor ExpertMatMulGradWeight(Tensor buf, Tensor dout, const std::string& parallel,
+                              Loc location = Loc::Current());
+// dybuf [B, E, capacity, H]: probs[b, t, e] * dy[b, t] at each kept choice, zeros elsewhere.
+Tensor MoeCombineGradBuf(Tensor dy, Tensor probs, Tensor index, Tensor slot, int64_t capacity,
+                         Loc location = Loc::Current());
+// dprobs [B, T, E]: dot(dy[b, t], ybuf[b, e, slot]) for each kept choice, 0 elsewhere.
+Tensor MoeCombineGradProbs(Tensor dy, Tensor ybuf, Tensor index, Tensor slot,
+                           Loc location = Loc::Current());
+// dprobs [B, T, E] = dy[b] * E * f_e / T (the argmax fractions f held constant).
+Tensor MoeAuxLossGrad(Tensor dy, Tensor probs, Loc location = Loc::Current());
 
 // Optimizer updates: no outputs; they update param and the state tensors in place at the
 // learning rate `schedule` gives for the iteration. Errors are recorded in the graph.

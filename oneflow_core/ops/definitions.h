@@ -41,6 +41,18 @@ OpDefinition ConcatDefinition();
 // embedding.cc
 OpDefinition EmbeddingDefinition();
 OpDefinition EmbeddingGradDefinition();
+// moe.cc: mixture-of-experts routing, dispatch, expert products, combine, aux loss.
+OpDefinition MoeRouteDefinition();
+OpDefinition MoeDispatchDefinition();
+OpDefinition ExpertMatMulDefinition();
+OpDefinition MoeCombineDefinition();
+OpDefinition MoeAuxLossDefinition();
+OpDefinition MoeDispatchGradDefinition();
+OpDefinition ExpertMatMulGradDataDefinition();
+OpDefinition ExpertMatMulGradWeightDefinition();
+OpDefinition MoeCombineGradBufDefinition();
+OpDefinition MoeCombineGradProbsDefinition();
+OpDefinition MoeAuxLossGradDefinition();
 
 // Backward ops, added by gradient functions (oneflow_core/dsl/gradients/).
 // elementwise_grad.cc

@@ -145,5 +145,78 @@ TEST(OpInferTest, UpdateErrors) {
             "attribute beta2=-0.5 is out of range; valid: 0 <= beta2 < 1");
 }
 
+TEST(OpInferTest, MixtureOfExpertsShapes) {
+  const AttrMap route = {{"top_k", int64_t{2}}, {"capacity", int64_t{3}}};
+  const std::vector<TensorType> probs = {{Shape{4, 6, 5}, f}};
+  EXPECT_EQ(Infer("moe_route", probs, route)->at(0), (TensorType{Shape{4, 6, 2}, i32}));
+  EXPECT_EQ(Infer("moe_route", probs, route)->at(1), (TensorType{Shape{4, 6, 2}, i32}));
+  EXPECT_EQ(Infer("moe_route", probs, route)->at(2), (TensorType{Shape{4}, f}));
+  const TensorType choices{Shape{4, 6, 2}, i32};
+  EXPECT_EQ(OutShape("moe_dispatch", {{Shape{4, 6, 8}, f}, choices, choices},
+                     {{"experts", int64_t{5}}, {"capacity", int64_t{3}}}),
+            (Shape{4, 5, 3, 8}));
+  EXPECT_EQ(OutShape("expert_matmul", {{Shape{4, 5, 3, 8}, f}, {Shape{5, 8, 16}, f}},
+                     {{"parallel", std::string("expert")}}),
+            (Shape{4, 5, 3, 16}));
+  EXPECT_EQ(OutShape("moe_combine", {{Shape{4, 5, 3, 8}, f}, {Shape{4, 6, 5}, f}, choices, choices}),
+            (Shape{4, 6, 8}));
+  EXPECT_EQ(OutShape("moe_aux_loss", probs), (Shape{4}));
+  EXPECT_EQ(OutShape("moe_dispatch_grad", {{Shape{4, 5, 3, 8}, f}, choices, choices}),
+            (Shape{4, 6, 8}));
+  EXPECT_EQ(OutShape("expert_matmul_grad_data", {{Shape{4, 5, 3, 16}, f}, {Shape{5, 8, 16}, f}}),
+            (Shape{4, 5, 3, 8}));
+  EXPECT_EQ(OutShape("expert_matmul_grad_weight", {{Shape{4, 5, 3, 8}, f}, {Shape{4, 5, 3, 16}, f}}),
+            (Shape{5, 8, 16}));
+  EXPECT_EQ(OutShape("moe_combine_grad_buf", {{Shape{4, 6, 8}, f}, {Shape{4, 6, 5}, f}, choices, choices},
+                     {{"capacity", int64_t{3}}}),
+            (Shape{4, 5, 3, 8}));
+  EXPECT_EQ(OutShape("moe_combine_grad_probs",
+                     {{Shape{4, 6, 8}, f}, {Shape{4, 5, 3, 8}, f}, choices, choices}),
+            (Shape{4, 6, 5}));
+  EXPECT_EQ(OutShape("moe_aux_loss_grad", {{Shape{4}, f}, {Shape{4, 6, 5}, f}}), (Shape{4, 6, 5}));
+}
+
+TEST(OpInferTest, MixtureOfExpertsErrors) {
+  const std::vector<TensorType> probs = {{Shape{2, 3, 4}, f}};
+  EXPECT_EQ(Error("moe_route", probs, {{"top_k", int64_t{5}}, {"capacity", int64_t{2}}}),
+            "attribute top_k=5 > experts=4 (the last axis of probs f32[2, 3, 4]); valid: 1..4");
+  EXPECT_EQ(Error("moe_route", probs, {{"top_k", int64_t{0}}, {"capacity", int64_t{2}}}),
+            "attribute top_k=0 < 1 (the last axis of probs f32[2, 3, 4]); valid: 1..4");
+  EXPECT_EQ(Error("moe_route", probs, {{"top_k", int64_t{1}}, {"capacity", int64_t{0}}}),
+            "attribute capacity=0 must be > 0 (token slots per expert per sample)");
+  EXPECT_EQ(Error("moe_route", {{Shape{2, 3, 4}, i32}}, {{"top_k", int64_t{1}}}),
+            "input 'probs' must be a floating type (f32, f16, bf16), got i32[2, 3, 4]");
+  EXPECT_EQ(Error("moe_route", {{Shape{6, 4}, f}}, {{"top_k", int64_t{1}}}),
+            "input 'probs' must have rank 3, got f32[6, 4]");
+  const TensorType choices{Shape{2, 3, 2}, i32};
+  const AttrMap dispatch = {{"experts", int64_t{4}}, {"capacity", int64_t{2}}};
+  EXPECT_EQ(Error("moe_dispatch", {{Shape{2, 5, 8}, f}, choices, choices}, dispatch),
+            "index [2, 3, 2] must be [2, 5, top_k]: the batch and token axes of x [2, 5, 8]");
+  EXPECT_EQ(Error("moe_dispatch", {{Shape{2, 3, 8}, f}, choices, {Shape{2, 3, 1}, i32}}, dispatch),
+            "index [2, 3, 2] and slot [2, 3, 1] must have the same shape [batch, tokens, top_k]");
+  EXPECT_EQ(Error("moe_dispatch", {{Shape{2, 3, 8}, f}, {Shape{2, 3, 2}, f}, choices}, dispatch),
+            "input 'index' must be i32 or i64 indices, got f32[2, 3, 2]");
+  EXPECT_EQ(Error("moe_dispatch", {{Shape{2, 3, 8}, f}, choices, choices},
+                  {{"experts", int64_t{4}}, {"capacity", int64_t{-1}}}),
+            "attribute capacity=-1 must be > 0 (token slots per expert per sample)");
+  EXPECT_EQ(Error("expert_matmul", {{Shape{2, 4, 2, 8}, f}, {Shape{4, 8, 16}, f}},
+                  {{"parallel", std::string("foo")}}),
+            "attribute parallel=\"foo\" is unknown; valid: \"data\", \"expert\"");
+  EXPECT_EQ(Error("expert_matmul", {{Shape{2, 4, 2, 8}, f}, {Shape{3, 8, 16}, f}}),
+            "buf [2, 4, 2, 8] has 4 experts (axis 1) but w [3, 8, 16] has 3 (axis 0); they must "
+            "be equal");
+  EXPECT_EQ(Error("expert_matmul", {{Shape{2, 4, 2, 8}, f}, {Shape{4, 6, 16}, f}}),
+            "buf [2, 4, 2, 8] has 8 hidden (axis 3) but w [4, 6, 16] has 6 (axis 1); they must "
+            "be equal");
+  EXPECT_EQ(Error("expert_matmul_grad_weight", {{Shape{2, 4, 2, 8}, f}, {Shape{2, 4, 3, 16}, f}}),
+            "buf [2, 4, 2, 8] and dout [2, 4, 3, 16] must agree on [samples, experts, capacity]; "
+            "they differ at axis 2");
+  EXPECT_EQ(Error("moe_combine", {{Shape{2, 5, 2, 8}, f}, {Shape{2, 3, 4}, f}, choices, choices}),
+            "ybuf [2, 5, 2, 8] has 5 experts (axis 1) but probs [2, 3, 4] has 4 (axis 2); they "
+            "must be equal");
+  EXPECT_EQ(Error("moe_aux_loss_grad", {{Shape{3}, f}, {Shape{2, 3, 4}, f}}),
+            "dy [3] has 3 samples (axis 0) but probs [2, 3, 4] has 2 (axis 0); they must be equal");
+}
+
 }  // namespace
 }  // namespace oneflow

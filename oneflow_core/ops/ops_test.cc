@@ -4,6 +4,7 @@
 // tensors with uneven sizes over 2 and 3 devices. Optimizer updates have no outputs;
 // their results are the new values of the updated inputs, laid out as those inputs.
 #include <algorithm>
+#include <functional>
 #include <random>
 #include <set>
 
@@ -21,7 +22,46 @@ struct Case {
   AttrMap attrs;
   int64_t index_limit = 0;       // Index inputs (ids, labels) are drawn from [0, limit).
   std::vector<size_t> positive;  // Inputs drawn positive (divisors, Adam's v).
+  // Rewrites the random inputs (valid MoE routing, zero capacity slots); may be empty.
+  std::function<void(std::vector<Dense>*)> prepare;
 };
+
+// inputs[at] (index) and inputs[at + 1] (slot) replaced by moe_route of random probs
+// [B, T, experts]: valid choices, distinct slots, and some dropped ones (-1).
+std::function<void(std::vector<Dense>*)> Routed(size_t at, int64_t experts, int64_t top_k,
+                                                int64_t capacity) {
+  return [=](std::vector<Dense>* inputs) {
+    const Shape& shape = (*inputs)[at].shape;
+    std::mt19937 rng(11);
+    std::uniform_real_distribution<double> uniform(0.0, 1.0);
+    Dense probs = Dense::Zeros(Shape{shape.dim(0), shape.dim(1), experts});
+    for (double& v : probs.values) v = uniform(rng);
+    const std::vector<Dense> routing =
+        *EvaluateReference("moe_route", {probs}, {{"top_k", top_k}, {"capacity", capacity}});
+    for (size_t i = 0; i < 2; ++i) {
+      const DType dtype = (*inputs)[at + i].dtype;
+      (*inputs)[at + i] = routing[i];
+      (*inputs)[at + i].dtype = dtype;
+    }
+  };
+}
+
+// Zeroes the trailing capacity rows of input `k` [B, E, C, X] as unused slots are: block
+// (b, e) keeps its first (b * E + e + offset) % (C + 1) rows.
+std::function<void(std::vector<Dense>*)> UnusedSlots(std::vector<size_t> ks, int64_t offset = 0) {
+  return [=](std::vector<Dense>* inputs) {
+    for (size_t k : ks) {
+      Dense& d = (*inputs)[k];
+      const int64_t experts = d.shape.dim(1), capacity = d.shape.dim(2), width = d.shape.dim(3);
+      for (int64_t block = 0; block < d.shape.dim(0) * experts; ++block) {
+        const int64_t kept = (block + offset + static_cast<int64_t>(k)) % (capacity + 1);
+        for (int64_t i = kept * width; i < capacity * width; ++i) {
+          d.values[block * capacity * width + i] = 0.0;
+        }
+      }
+    }
+  };
+}
 
 constexpr int64_t kStep = 3;  // Iteration: dropout's stream, the learning-rate schedule.
 
@@ -40,6 +80,7 @@ std::vector<Dense> RandomInputs(const Case& c) {
     }
     inputs.push_back(std::move(dense));
   }
+  if (c.prepare) c.prepare(&inputs);
   return inputs;
 }
 
@@ -193,6 +234,35 @@ std::vector<Case> Cases() {
       {"adamw_step", {{Shape{5, 7}, f}, {Shape{5, 7}, f}, {Shape{5, 7}, f}, {Shape{5, 7}, f}},
        adamw, 0, {3}},
       {"assign", {{Shape{5, 7}, f}, {Shape{5, 7}, f}}, {}},
+      // Mixture of experts: B = 5 samples, T = 4 tokens, E = 3 experts, K = 2, C = 2.
+      {"moe_route", {{Shape{5, 4, 3}, f}}, {{"top_k", int64_t{2}}, {"capacity", int64_t{2}}}},
+      {"moe_dispatch", {{Shape{5, 4, 7}, f}, {Shape{5, 4, 2}, i32}, {Shape{5, 4, 2}, i32}},
+       {{"experts", int64_t{3}}, {"capacity", int64_t{2}}}, 2, {}, Routed(1, 3, 2, 2)},
+      {"expert_matmul", {{Shape{5, 3, 2, 4}, f}, {Shape{3, 4, 5}, f}},
+       {{"parallel", std::string("data")}}, 0, {}, UnusedSlots({0})},
+      {"expert_matmul", {{Shape{2, 5, 2, 4}, f}, {Shape{5, 4, 3}, f}},
+       {{"parallel", std::string("expert")}}, 0, {}, UnusedSlots({0})},
+      {"moe_combine", {{Shape{5, 3, 2, 7}, f}, {Shape{5, 4, 3}, f}, {Shape{5, 4, 2}, i32},
+                       {Shape{5, 4, 2}, i32}},
+       {}, 2, {}, Routed(2, 3, 2, 2)},
+      {"moe_aux_loss", {{Shape{5, 4, 3}, f}}, {}},
+      {"moe_dispatch_grad", {{Shape{5, 3, 2, 7}, f}, {Shape{5, 4, 2}, i32}, {Shape{5, 4, 2}, i32}},
+       {}, 2, {}, Routed(1, 3, 2, 2)},
+      {"expert_matmul_grad_data", {{Shape{5, 3, 2, 5}, f}, {Shape{3, 4, 5}, f}},
+       {{"parallel", std::string("data")}}, 0, {}, UnusedSlots({0})},
+      {"expert_matmul_grad_data", {{Shape{2, 5, 2, 3}, f}, {Shape{5, 4, 3}, f}},
+       {{"parallel", std::string("expert")}}, 0, {}, UnusedSlots({0})},
+      {"expert_matmul_grad_weight", {{Shape{5, 3, 2, 4}, f}, {Shape{5, 3, 2, 5}, f}},
+       {{"parallel", std::string("data")}}, 0, {}, UnusedSlots({0, 1})},
+      {"expert_matmul_grad_weight", {{Shape{2, 5, 2, 4}, f}, {Shape{2, 5, 2, 3}, f}},
+       {{"parallel", std::string("expert")}}, 0, {}, UnusedSlots({0, 1})},
+      {"moe_combine_grad_buf", {{Shape{5, 4, 7}, f}, {Shape{5, 4, 3}, f}, {Shape{5, 4, 2}, i32},
+                                {Shape{5, 4, 2}, i32}},
+       {{"capacity", int64_t{2}}}, 2, {}, Routed(2, 3, 2, 2)},
+      {"moe_combine_grad_probs", {{Shape{5, 4, 7}, f}, {Shape{5, 3, 2, 7}, f},
+                                  {Shape{5, 4, 2}, i32}, {Shape{5, 4, 2}, i32}},
+       {}, 2, {}, Routed(2, 3, 2, 2)},
+      {"moe_aux_loss_grad", {{Shape{5}, f}, {Shape{5, 4, 3}, f}}, {}},
   };
 }
 
@@ -231,6 +301,37 @@ TEST(OpSignaturesTest, HeadSplitNeedsDevicesDividingHeads) {
   EXPECT_TRUE(SignatureHolds(c, head_split, 3));
   EXPECT_FALSE(head_split.ValidFor(4));
   EXPECT_FALSE(SignatureHolds(c, head_split, 4));
+}
+
+// The parallel attribute is how a model picks data-parallel experts or expert parallelism.
+TEST(OpSignaturesTest, ExpertMatMulSignaturesFollowTheParallelAttribute) {
+  auto printed = [](const std::string& type, std::vector<TensorType> inputs,
+                    const std::string& parallel) {
+    std::vector<std::string> out;
+    const AttrMap attrs = {{"parallel", parallel}};
+    for (const SbpSignature& s : (*OpRegistry::Get().Find(type))->signatures(inputs, attrs)) {
+      out.push_back(s.ToString());
+    }
+    return out;
+  };
+  const DType f = DType::kF32;
+  const std::vector<TensorType> matmul = {{Shape{2, 3, 4, 5}, f}, {Shape{3, 5, 6}, f}};
+  EXPECT_EQ(printed("expert_matmul", matmul, "data"),
+            (std::vector<std::string>{"S(0), B -> S(0)", "B, B -> B"}));
+  EXPECT_EQ(printed("expert_matmul", matmul, "expert"),
+            (std::vector<std::string>{"S(1), S(0) -> S(1)", "B, B -> B"}));
+  const std::vector<TensorType> grad_data = {{Shape{2, 3, 4, 6}, f}, {Shape{3, 5, 6}, f}};
+  EXPECT_EQ(printed("expert_matmul_grad_data", grad_data, "data"),
+            (std::vector<std::string>{"S(0), B -> S(0)", "B, B -> B"}));
+  EXPECT_EQ(printed("expert_matmul_grad_data", grad_data, "expert"),
+            (std::vector<std::string>{"S(1), S(0) -> S(1)", "B, B -> B"}));
+  const std::vector<TensorType> grad_weight = {{Shape{2, 3, 4, 5}, f}, {Shape{2, 3, 4, 6}, f}};
+  EXPECT_EQ(printed("expert_matmul_grad_weight", grad_weight, "data"),
+            (std::vector<std::string>{"S(0), S(0) -> P", "B, B -> B"}));
+  EXPECT_EQ(printed("expert_matmul_grad_weight", grad_weight, "expert"),
+            (std::vector<std::string>{"S(1), S(1) -> S(0)", "B, B -> B"}));
+  EXPECT_EQ(printed("moe_route", {{Shape{2, 4, 3}, f}}, "data"),
+            (std::vector<std::string>{"S(0) -> S(0), S(0), S(0)", "B -> B, B, B"}));
 }
 
 TEST(OpSignaturesTest, EmbeddingAndMatMulOfferTheMegatronSets) {

@@ -38,6 +38,12 @@ std::vector<Tensor> ReduceMeanGradient(const GradientContext& ctx);
 std::vector<Tensor> SliceGradient(const GradientContext& ctx);
 std::vector<Tensor> ConcatGradient(const GradientContext& ctx);
 std::vector<Tensor> EmbeddingGradient(const GradientContext& ctx);
+// moe_gradient.cc
+std::vector<Tensor> MoeRouteGradient(const GradientContext& ctx);
+std::vector<Tensor> MoeDispatchGradient(const GradientContext& ctx);
+std::vector<Tensor> ExpertMatMulGradient(const GradientContext& ctx);
+std::vector<Tensor> MoeCombineGradient(const GradientContext& ctx);
+std::vector<Tensor> MoeAuxLossGradient(const GradientContext& ctx);
 
 }  // namespace gradients
 }  // namespace oneflow

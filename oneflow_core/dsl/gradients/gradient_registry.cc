@@ -36,6 +36,12 @@ const GradientFn* FindGradient(absl::string_view type) {
       {"slice", g::SliceGradient},
       {"concat", g::ConcatGradient},
       {"embedding", g::EmbeddingGradient},
+      // No gradient into probs (piecewise constant), listed so `dropped` may reach a loss.
+      {"moe_route", g::MoeRouteGradient},
+      {"moe_dispatch", g::MoeDispatchGradient},
+      {"expert_matmul", g::ExpertMatMulGradient},
+      {"moe_combine", g::MoeCombineGradient},
+      {"moe_aux_loss", g::MoeAuxLossGradient},
   };
   auto it = functions->find(type);
   return it == functions->end() ? nullptr : &it->second;

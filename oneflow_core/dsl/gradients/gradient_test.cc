@@ -136,6 +136,30 @@ std::vector<GradCase> Cases() {
       {"slice", {{Shape{3, 5}, f}}, {{"begin", Ints{1, 1}}, {"end", Ints{3, 4}}}},
       {"concat", {{Shape{3, 2}, f}, {Shape{3, 4}, f}}, {{"axis", int64_t{1}}}},
       {"concat", {{Shape{1, 4}, f}, {Shape{2, 4}, f}}, {{"axis", int64_t{0}}}},
+      {"expert_matmul", {{Shape{2, 3, 2, 4}, f}, {Shape{3, 4, 5}, f}},
+       {{"parallel", std::string("data")}}},
+      {"expert_matmul", {{Shape{2, 3, 2, 4}, f}, {Shape{3, 4, 5}, f}},
+       {{"parallel", std::string("expert")}}},
+      {"moe_aux_loss", {{Shape{2, 4, 3}, f}}, {}},
+      // The routing ops need index and slot from moe_route: B = 2, T = 4, E = 3, K = 2,
+      // C = 2, so some choices drop. probs get their gradient through the gate weights.
+      {"moe_route", {{Shape{2, 3, 2, 4}, f}, {Shape{2, 4, 3}, f}}, {}, 0, {},
+       [](const std::vector<Tensor>& in) {
+         const MoeRouting r = MoeRoute(in[1], /*top_k=*/2, /*capacity=*/2);
+         // `dropped` reaches the loss too: it has no gradient, and must not stop autograd.
+         return std::vector<Tensor>{MoeCombine(in[0], in[1], r.index, r.slot), r.dropped};
+       }},
+      {"moe_dispatch", {{Shape{2, 4, 3}, f}, {Shape{2, 4, 3}, f}}, {}, 0, {},
+       [](const std::vector<Tensor>& in) {
+         const MoeRouting r = MoeRoute(in[1], 2, 2);
+         const Tensor buf = MoeDispatch(in[0], r.index, r.slot, /*experts=*/3, /*capacity=*/2);
+         return std::vector<Tensor>{buf, MoeCombine(buf, in[1], r.index, r.slot)};
+       }},
+      {"moe_combine", {{Shape{2, 3, 2, 4}, f}, {Shape{2, 4, 3}, f}}, {}, 0, {},
+       [](const std::vector<Tensor>& in) {
+         const MoeRouting r = MoeRoute(in[1], 1, 2);
+         return std::vector<Tensor>{MoeCombine(in[0], in[1], r.index, r.slot)};
+       }},
   };
 }
 
@@ -178,6 +202,47 @@ TEST(GradientTest, ToMovesTheGradientBack) {
     EXPECT_TRUE(found);
   };
   CheckGradients(c);
+}
+
+// A whole MoE layer: route, dispatch, one expert product, combine, plus the aux loss.
+TEST(GradientTest, MixtureOfExpertsLayerMatchesFiniteDifferences) {
+  const DType f = DType::kF32;
+  for (const std::string parallel : {"data", "expert"}) {
+    GradCase c{"moe_layer_" + parallel,
+               {{Shape{2, 5, 3}, f}, {Shape{2, 5, 4}, f}, {Shape{4, 3, 2}, f}}, {}};
+    c.build = [parallel](const std::vector<Tensor>& in) {
+      const MoeRouting r = MoeRoute(in[1], /*top_k=*/2, /*capacity=*/2);
+      const Tensor buf = MoeDispatch(in[0], r.index, r.slot, /*experts=*/4, /*capacity=*/2);
+      const Tensor y = MoeCombine(ExpertMatMul(buf, in[2], parallel), in[1], r.index, r.slot);
+      return std::vector<Tensor>{y, MoeAuxLoss(in[1])};
+    };
+    CheckGradients(c);
+  }
+}
+
+// Build-time errors name the op, its type and the value.
+TEST(GradientTest, MixtureOfExpertsBuildErrorsNameTheOpAndValue) {
+  Graph graph("moe_errors");
+  Tensor probs = graph.Input("probs", Shape{2, 3, 4}, DType::kF32, "data");
+  MoeRoute(probs, /*top_k=*/5, /*capacity=*/2);
+  EXPECT_NE(graph.status().message().find("(moe_route) at "), std::string::npos)
+      << graph.status();
+  EXPECT_NE(graph.status().message().find(
+                "attribute top_k=5 > experts=4 (the last axis of probs f32[2, 3, 4]); valid: 1..4"),
+            std::string::npos)
+      << graph.status();
+  Graph other("moe_errors_2");
+  Tensor buf = other.Input("buf", Shape{2, 4, 2, 8}, DType::kF32, "data");
+  Tensor w = other.Variable("w", Shape{4, 8, 16}, Initializer::Zeros());
+  ExpertMatMul(buf, w, "foo");
+  EXPECT_NE(other.status().message().find(
+                "(expert_matmul) at "),
+            std::string::npos)
+      << other.status();
+  EXPECT_NE(other.status().message().find(
+                "attribute parallel=\"foo\" is unknown; valid: \"data\", \"expert\""),
+            std::string::npos)
+      << other.status();
 }
 
 TEST(GradientTest, CausalSelfAttentionMatchesFiniteDifferences) {

@@ -81,6 +81,18 @@ Outputs BroadcastLike(const KernelArgs& args);
 // embedding.cc
 Outputs Embedding(const KernelArgs& args);
 Outputs EmbeddingGrad(const KernelArgs& args);
+// moe.cc
+Outputs MoeRoute(const KernelArgs& args);
+Outputs MoeDispatch(const KernelArgs& args);
+Outputs ExpertMatMul(const KernelArgs& args);
+Outputs MoeCombine(const KernelArgs& args);
+Outputs MoeAuxLoss(const KernelArgs& args);
+Outputs MoeDispatchGrad(const KernelArgs& args);
+Outputs ExpertMatMulGradData(const KernelArgs& args);
+Outputs ExpertMatMulGradWeight(const KernelArgs& args);
+Outputs MoeCombineGradBuf(const KernelArgs& args);
+Outputs MoeCombineGradProbs(const KernelArgs& args);
+Outputs MoeAuxLossGrad(const KernelArgs& args);
 // optimizer.cc
 Outputs SgdUpdate(const KernelArgs& args);
 Outputs AdamWUpdate(const KernelArgs& args);
