@@ -4,6 +4,7 @@
 #include <cstdint>
 #include <cstring>
 #include <initializer_list>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
@@ -161,6 +162,13 @@ class RowMasks {
   std::vector<uint8_t> bytes_;
 };
 
+// A buffer for `count` elements, left uninitialized: each is written before it is read,
+// and zeroing megabytes per call would cost as much as copying them.
+template <typename T>
+std::unique_ptr<T[]> Scratch(int64_t count) {
+  return std::unique_ptr<T[]>(new T[count]);
+}
+
 std::vector<Range> RowParts(int64_t rows, int64_t ranks) {
   std::vector<Range> parts;
   parts.reserve(ranks);
@@ -168,17 +176,20 @@ std::vector<Range> RowParts(int64_t rows, int64_t ranks) {
   return parts;
 }
 
+// memset for `bytes` >= 0, where a buffer of 0 bytes may be null.
+void ZeroBytes(void* buffer, int64_t bytes) {
+  if (bytes > 0) std::memset(buffer, 0, bytes);
+}
+
 // Zeroes the rows of `rows` x `row_bytes` at `buffer` that are not in `kept`, a run of
 // consecutive such rows per memset.
 void ZeroRowsOutside(const RowSet& kept, char* buffer, int64_t row_bytes) {
   int64_t next = 0;
   for (int64_t row : kept.sorted_rows()) {
-    if (row > next) std::memset(buffer + next * row_bytes, 0, (row - next) * row_bytes);
+    ZeroBytes(buffer + next * row_bytes, (row - next) * row_bytes);
     next = row + 1;
   }
-  if (kept.rows() > next) {
-    std::memset(buffer + next * row_bytes, 0, (kept.rows() - next) * row_bytes);
-  }
+  ZeroBytes(buffer + next * row_bytes, (kept.rows() - next) * row_bytes);
 }
 
 // `output` (row_floats floats) = the rank-order sum of `contributions`, one per rank,
@@ -286,8 +297,8 @@ absl::Status SparseAllGatherRows(const RowSparseArgs& args, const RowSet& needed
     // Each destination's rows in row order, destinations in rank order.
     int64_t send_bytes = 0;
     for (int64_t dst = 0; dst < ranks; ++dst) send_bytes += matrix[me * ranks + dst];
-    std::vector<char> send(send_bytes);
-    char* cursor = send.data();
+    std::unique_ptr<char[]> send = Scratch<char>(send_bytes);
+    char* cursor = send.get();
     for (int64_t dst = 0; dst < ranks; ++dst) {
       if (dst == me) continue;
       for (int64_t row = mine.begin; row < mine.end; ++row) {
@@ -299,11 +310,11 @@ absl::Status SparseAllGatherRows(const RowSparseArgs& args, const RowSet& needed
     }
     int64_t receive_bytes = 0;
     for (int64_t src = 0; src < ranks; ++src) receive_bytes += matrix[src * ranks + me];
-    std::vector<char> receive(receive_bytes);
+    std::unique_ptr<char[]> receive = Scratch<char>(receive_bytes);
     OF_RETURN_IF_ERROR(communicator.AllToAll(
-        send.data(), receive.data(), matrix,
+        send.get(), receive.get(), matrix,
         ExchangeOptions(options, kRowsFormat, "sparse all-gather: rows")));
-    const char* received = receive.data();
+    const char* received = receive.get();
     for (int64_t src = 0; src < ranks; ++src) {
       for (int64_t row = parts[src].begin; row < parts[src].end; ++row) {
         if (!needed.contains(row)) continue;
@@ -370,8 +381,8 @@ absl::Status SparseReduceScatterRows(const RowSparseArgs& args, const RowSet& to
     // Each owner's touched rows in row order, owners in rank order.
     int64_t send_bytes = 0;
     for (int64_t dst = 0; dst < ranks; ++dst) send_bytes += matrix[me * ranks + dst];
-    std::vector<float> send(send_bytes / sizeof(float));
-    float* cursor = send.data();
+    std::unique_ptr<float[]> send = Scratch<float>(send_bytes / sizeof(float));
+    float* cursor = send.get();
     for (int64_t dst = 0; dst < ranks; ++dst) {
       if (dst == me) continue;
       for (int64_t row = parts[dst].begin; row < parts[dst].end; ++row) {
@@ -388,15 +399,16 @@ absl::Status SparseReduceScatterRows(const RowSparseArgs& args, const RowSet& to
       offsets[src] = receive_bytes / static_cast<int64_t>(sizeof(float));
       receive_bytes += matrix[src * ranks + me];
     }
-    std::vector<float> receive(receive_bytes / sizeof(float));
+    std::unique_ptr<float[]> receive = Scratch<float>(receive_bytes / sizeof(float));
     OF_RETURN_IF_ERROR(communicator.AllToAll(
-        send.data(), receive.data(), matrix,
+        send.get(), receive.get(), matrix,
         ExchangeOptions(options, kRowsFormat, "sparse reduce-scatter: rows")));
-    for (int64_t src = 0; src < ranks; ++src) from[src] = receive.data() + offsets[src];
+    for (int64_t src = 0; src < ranks; ++src) from[src] = receive.get() + offsets[src];
 
     const std::vector<float> zeros(row_floats, 0.0f);
     absl::InlinedVector<const float*, 8> contributions(ranks);
-    int64_t zero_from = mine.begin;  // the first row of the slice not yet written
+    // One memset for the slice, then the sums (as in SparseAllReduceRows).
+    ZeroBytes(output, mine.size() * row_bytes);
     for (int64_t row = mine.begin; row < mine.end; ++row) {
       bool anyone = false;
       for (int64_t rank = 0; rank < ranks; ++rank) {
@@ -412,12 +424,8 @@ absl::Status SparseReduceScatterRows(const RowSparseArgs& args, const RowSet& to
         }
         contributions[rank] = contribution;
       }
-      if (!anyone) continue;
-      std::memset(output + (zero_from - mine.begin) * row_floats, 0, (row - zero_from) * row_bytes);
-      SumRow(contributions, output + (row - mine.begin) * row_floats, row_floats);
-      zero_from = row + 1;
+      if (anyone) SumRow(contributions, output + (row - mine.begin) * row_floats, row_floats);
     }
-    std::memset(output + (zero_from - mine.begin) * row_floats, 0, (mine.end - zero_from) * row_bytes);
     call.payload_bytes = send_bytes;
     call.sparse_calls = 1;
   } else {
@@ -481,9 +489,9 @@ absl::Status SparseAllReduceRows(const RowSparseArgs& args, const RowSet& touche
       byte_counts[rank] = counts[rank] * entry_bytes;
       gathered_bytes += byte_counts[rank];
     }
-    std::vector<char> contribution(count * entry_bytes);
-    int32_t* indices = reinterpret_cast<int32_t*>(contribution.data());
-    char* rows = contribution.data() + count * kIndexBytes;
+    std::unique_ptr<char[]> contribution = Scratch<char>(count * entry_bytes);
+    int32_t* indices = reinterpret_cast<int32_t*>(contribution.get());
+    char* rows = contribution.get() + count * kIndexBytes;
     for (int64_t i = 0; i < count; ++i) {
       const int64_t row = touched.sorted_rows()[i];
       indices[i] = static_cast<int32_t>(row);
@@ -491,30 +499,33 @@ absl::Status SparseAllReduceRows(const RowSparseArgs& args, const RowSet& touche
     }
     // Row offsets are multiples of 4 (row_bytes is whole floats), so the floats stay
     // aligned in a buffer from operator new.
-    std::vector<char> gathered(gathered_bytes);
+    std::unique_ptr<char[]> gathered = Scratch<char>(gathered_bytes);
     OF_RETURN_IF_ERROR(communicator.AllGather(
-        contribution.data(), gathered.data(), byte_counts,
+        contribution.get(), gathered.get(), byte_counts,
         ExchangeOptions(options, kIndexedRowsFormat, "sparse all-reduce: rows")));
 
     std::vector<const int32_t*> rank_indices(ranks);
     std::vector<const float*> rank_rows(ranks);
     for (int64_t rank = 0; rank < ranks; ++rank) {
-      const char* base = gathered.data() + offsets[rank];
+      const char* base = gathered.get() + offsets[rank];
       rank_indices[rank] = reinterpret_cast<const int32_t*>(base);
       rank_rows[rank] = reinterpret_cast<const float*>(base + counts[rank] * kIndexBytes);
     }
-    // The rows anyone touched, in increasing order (the least of the ranks' next
-    // indices); the rows between them are zeroed a run at a time, so a large run streams.
+    // Zero the whole table in one memset (large enough for glibc to stream it around the
+    // caches, where zeroing the gaps between touched rows one short run at a time reads
+    // every line first), then sum the rows anyone touched into it, in increasing order:
+    // the least of the ranks' next indices.
+    ZeroBytes(output, args.rows * row_bytes);
     std::vector<int64_t> next(ranks, 0);  // each rank's next entry
     const std::vector<float> zeros(row_floats, 0.0f);
     absl::InlinedVector<const float*, 8> contributions(ranks);
-    int64_t zero_from = 0;  // the first row not yet written
+    int64_t previous = -1;
     while (true) {
       int64_t row = args.rows;
       for (int64_t rank = 0; rank < ranks; ++rank) {
         if (next[rank] < counts[rank]) row = std::min<int64_t>(row, rank_indices[rank][next[rank]]);
       }
-      if (row >= args.rows || row < zero_from) break;  // done, or indices out of order
+      if (row >= args.rows || row <= previous) break;  // done, or indices out of order
       for (int64_t rank = 0; rank < ranks; ++rank) {
         contributions[rank] = zeros.data();
         if (next[rank] < counts[rank] && rank_indices[rank][next[rank]] == row) {
@@ -522,11 +533,9 @@ absl::Status SparseAllReduceRows(const RowSparseArgs& args, const RowSet& touche
           ++next[rank];
         }
       }
-      std::memset(output + zero_from * row_floats, 0, (row - zero_from) * row_bytes);
       SumRow(contributions, output + row * row_floats, row_floats);
-      zero_from = row + 1;
+      previous = row;
     }
-    std::memset(output + zero_from * row_floats, 0, (args.rows - zero_from) * row_bytes);
     for (int64_t rank = 0; rank < ranks; ++rank) {
       if (next[rank] != counts[rank]) {
         // Indices out of order or out of range: a peer that does not run this code.
