@@ -4,6 +4,8 @@
 //   oneflow inspect /tmp/gpt.plan
 //
 // --dp=1 --tp=1 on one device is the single-device reference.
+#include <iostream>
+
 #include "absl/flags/flag.h"
 #include "absl/flags/parse.h"
 #include "absl/flags/usage.h"
@@ -23,6 +25,16 @@ ABSL_FLAG(std::string, text_file, "",
           "Train on the bytes of any file (vocabulary 256, next-byte prediction; --vocab is ignored), "
           "e.g. /usr/share/common-licenses/GPL-3.");
 ABSL_FLAG(double, lr, 3e-4, "Peak learning rate (AdamW, warmup-cosine).");
+ABSL_FLAG(int64_t, moe_experts, 0, "Mixture of experts: experts per MoE feed-forward (0: dense feed-forwards).");
+ABSL_FLAG(int64_t, moe_top_k, 1, "Experts each token is routed to (1: Switch, 2: GShard).");
+ABSL_FLAG(int64_t, moe_every, 1, "An MoE feed-forward in every N-th block (1: every block).");
+ABSL_FLAG(double, moe_capacity, 1.25,
+          "Capacity factor: each expert takes at most ceil(factor x seq x top_k / experts) tokens of a sample.");
+ABSL_FLAG(std::string, moe_parallel, "auto",
+          "fssdp (experts sharded, only the used ones gathered: sparse boxing), ep (expert parallelism: "
+          "tokens all-to-all to the owners), replicated (every expert everywhere), or auto (the cost model).");
+ABSL_FLAG(double, moe_aux_weight, 0.01, "Weight of the load-balancing loss.");
+ABSL_FLAG(double, moe_zipf_skew, 0, "Benchmarks: a Zipf prior of this exponent on the router's choice (0: none).");
 
 namespace oneflow::examples {
 namespace {
@@ -40,6 +52,17 @@ absl::Status Main() {
   config.token_file = absl::GetFlag(FLAGS_token_file);
   config.text_file = absl::GetFlag(FLAGS_text_file);
   config.learning_rate = absl::GetFlag(FLAGS_lr);
+  config.moe.experts = absl::GetFlag(FLAGS_moe_experts);
+  config.moe.top_k = absl::GetFlag(FLAGS_moe_top_k);
+  config.moe.every = absl::GetFlag(FLAGS_moe_every);
+  config.moe.capacity_factor = absl::GetFlag(FLAGS_moe_capacity);
+  OF_ASSIGN_OR_RETURN(config.moe.parallel, ParseMoeParallel(absl::GetFlag(FLAGS_moe_parallel)));
+  config.moe.aux_weight = absl::GetFlag(FLAGS_moe_aux_weight);
+  config.moe.zipf_skew = absl::GetFlag(FLAGS_moe_zipf_skew);
+  if (config.moe.enabled()) {
+    const MoeCost cost = ResolveMoeParallel(config, layout);
+    std::cerr << "experts: " << MoeParallelName(cost.choice) << " (" << cost.reason << ")\n";
+  }
   OF_ASSIGN_OR_RETURN(proto::Job job, BuildGpt(config, layout));
   return CompileAndReport(job, layout);
 }

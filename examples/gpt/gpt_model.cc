@@ -33,6 +33,7 @@ absl::Status CheckConfig(const GptConfig& config) {
                                                      " bytes, fewer than one window of --seq + 1 = ", config.seq + 1));
     }
   }
+  OF_RETURN_IF_ERROR(CheckMoeConfig(config.moe, 1));
   if (config.hidden % config.heads != 0) {
     return absl::InvalidArgumentError(absl::StrCat("--hidden=", config.hidden,
                                                    " is not divisible by --heads=", config.heads));
@@ -50,10 +51,37 @@ Tensor Linear(Tensor x, Tensor w) {
 
 }  // namespace
 
+MoeCost ResolveMoeParallel(const GptConfig& config, const ParallelLayout& layout) {
+  MoeCostInputs inputs;
+  inputs.dp = layout.dp();
+  inputs.experts = std::max<int64_t>(1, config.moe.experts);
+  inputs.expert_bytes = 2 * config.hidden * 4 * config.hidden * 4;
+  inputs.samples_per_device = std::max<int64_t>(1, config.batch / std::max<int64_t>(1, layout.dp()));
+  inputs.tokens_per_device = inputs.samples_per_device * config.seq;
+  inputs.top_k = config.moe.top_k;
+  inputs.capacity = std::max<int64_t>(1, config.moe.Capacity(config.seq));
+  inputs.hidden = config.hidden;
+  inputs.routing_skew = config.moe.zipf_skew;
+  const proto::Cluster& cluster = layout.cluster();
+  const double bandwidth = cluster.num_nodes() > 1 ? cluster.inter_node_bandwidth() : cluster.intra_node_bandwidth();
+  if (bandwidth > 0) inputs.bandwidth = bandwidth;
+  MoeCost cost = ChooseMoeParallel(inputs);
+  if (config.moe.parallel != MoeParallel::kAuto) {
+    cost.choice = config.moe.parallel;
+    cost.reason = absl::StrCat("--moe_parallel=", MoeParallelName(cost.choice));
+  }
+  return cost;
+}
+
 absl::StatusOr<proto::Job> BuildGpt(const GptConfig& config, const ParallelLayout& layout) {
   absl::Status valid = CheckConfig(config);
   if (!valid.ok()) return valid;
   OF_RETURN_IF_ERROR(layout.CheckStages(config.layers, "layers"));
+  OF_RETURN_IF_ERROR(CheckMoeConfig(config.moe, layout.dp()));
+  if (config.moe.enabled() && layout.pp() > 1) {
+    return absl::InvalidArgumentError(absl::StrCat("--moe_experts=", config.moe.experts, " with --pp=", layout.pp(),
+                                                   ": mixture-of-experts blocks do not run in pipeline stages yet"));
+  }
   // The graph is one micro-batch's (all of the batch without micro-batches).
   OF_ASSIGN_OR_RETURN(const int64_t b, layout.MicroBatchRows(config.batch));
   const Sbp split0 = Sbp::Split(0);
@@ -93,6 +121,18 @@ absl::StatusOr<proto::Job> BuildGpt(const GptConfig& config, const ParallelLayou
     return To(x, layout.StagePlacement(stage), layout.Sbp(split0, broadcast));
   };
   auto normal = [&]() { return Initializer::Normal(0, 0.02, ++seed); };
+  MoeBuilder moe{config.moe, ResolveMoeParallel(config, layout).choice,
+                 [&](const std::string& name, Shape shape, Initializer init, const NdSbp& sbp) {
+                   return variable(name, std::move(shape), init, sbp);
+                 },
+                 [&](const Sbp& data_axis) { return layout.Sbp(data_axis, broadcast); }, normal,
+                 [&](const std::string& name) {
+                   Tensor one = graph.Variable(name, Shape{1}, Initializer::Ones(), DType::kF32, /*trainable=*/false);
+                   one.WithSbp(replicated);
+                   if (layout.pp() > 1) one.WithPlacement(layout.StagePlacement(stage));
+                   return one;
+                 }};
+  Tensor balance;  // The blocks' load-balancing losses, summed.
   Tensor wte = variable("wte", Shape{v, h}, normal(), row);  // Vocabulary-parallel.
   Tensor wpe = variable("wpe", Shape{s, h}, normal(), replicated);
   Tensor x = Add(Embedding(wte, tokens), wpe);
@@ -108,6 +148,10 @@ absl::StatusOr<proto::Job> BuildGpt(const GptConfig& config, const ParallelLayou
     x = Add(x, CausalSelfAttention(LayerNorm(x, ln1_g, ln1_b), w_q, w_k, w_v, w_o, config.heads));
     Tensor ln2_g = variable(p + "ln2/gamma", Shape{h}, Initializer::Ones(), replicated);
     Tensor ln2_b = variable(p + "ln2/beta", Shape{h}, Initializer::Zeros(), replicated);
+    if (config.moe.IsMoeBlock(l)) {
+      x = Add(x, MoeFeedForward(moe, p + "moe/", LayerNorm(x, ln2_g, ln2_b), &balance));
+      continue;
+    }
     Tensor w_fc = variable(p + "mlp/w_fc", Shape{h, 4 * h}, normal(), column);
     Tensor w_proj = variable(p + "mlp/w_proj", Shape{4 * h, h}, normal(), row);
     x = Add(x, Linear(Gelu(Linear(LayerNorm(x, ln2_g, ln2_b), w_fc)), w_proj));
@@ -124,6 +168,7 @@ absl::StatusOr<proto::Job> BuildGpt(const GptConfig& config, const ParallelLayou
     logits = MatMul(final_x, w_out);
   }
   Tensor loss = ReduceMean(SparseSoftmaxCrossEntropy(logits, Reshape(targets, {b * s})));
+  if (balance.valid()) loss = Add(loss, ScalarMul(balance, config.moe.aux_weight));
   graph.SetLoss(loss);
   graph.SetOptimizer(Optimizer::AdamW(config.learning_rate)
                          .WithWarmupCosine(config.warmup_steps, 10000, 0.1 * config.learning_rate)

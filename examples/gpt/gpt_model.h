@@ -13,6 +13,7 @@
 
 #include "absl/status/statusor.h"
 #include "examples/common/parallel_layout.h"
+#include "examples/gpt/moe.h"
 #include "proto/job.pb.h"
 
 namespace oneflow::examples {
@@ -31,7 +32,13 @@ struct GptConfig {
   double learning_rate = 3e-4;
   int64_t warmup_steps = 100;  // Linear warmup, then cosine decay over 10000 steps.
   uint64_t seed = 1;
+  // Mixture of experts in every moe.every-th block's feed-forward (examples/gpt/moe.h).
+  MoeConfig moe;
 };
+
+// The experts' parallelism BuildGpt uses: config.moe.parallel, or for auto
+// ChooseMoeParallel's choice for this layout (with its reason).
+MoeCost ResolveMoeParallel(const GptConfig& config, const ParallelLayout& layout);
 
 absl::StatusOr<proto::Job> BuildGpt(const GptConfig& config, const ParallelLayout& layout);
 
