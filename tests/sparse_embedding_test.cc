@@ -7,7 +7,11 @@
 #include <set>
 #include <vector>
 
+#include <cstdio>
+#include <fstream>
+
 #include "absl/strings/str_cat.h"
+#include "oneflow_core/dsl/ops.h"
 #include "actors/behaviors/synthetic_data.h"
 #include "actors/runtime.h"
 #include "compiler/compiler.h"
@@ -132,6 +136,88 @@ TEST(SparseEmbeddingTest, DenseBatchFallsBackToTheDenseCollective) {
     EXPECT_EQ(sparse[i].sparse.dense_calls, kDevices) << "iteration " << i;
     EXPECT_EQ(sparse[i].sparse.payload_bytes, sparse[i].sparse.dense_bytes) << "iteration " << i;
     EXPECT_NEAR(sparse[i].loss, dense[i].loss, 1e-5 * std::abs(dense[i].loss)) << "iteration " << i;
+  }
+}
+
+// A table sharded by rows (S(0), 8 rows over 4 devices: device d owns rows 2d, 2d + 1)
+// read data-parallel through Tensor::WithSparseRows(tokens): its gather (S(0) -> B) and
+// its gradient's reduce-scatter (P -> S(0)) move exactly row_bytes x (devices that use a
+// row other than its owner), summed over rows, for a routing fixed by a token file.
+class FixedRoutingTest : public ::testing::Test {
+ protected:
+  static constexpr int64_t kRows = 8, kWidth = 16, kSeq = 4;
+
+  // One window of kSeq + 1 token ids per device (device d reads sample d).
+  std::string WriteTokens(const std::vector<std::vector<int32_t>>& windows) {
+    const std::string path = absl::StrCat(::testing::TempDir(), "/tokens_", file_count_++, ".bin");
+    std::ofstream file(path, std::ios::binary);
+    for (const std::vector<int32_t>& window : windows) {
+      file.write(reinterpret_cast<const char*>(window.data()), window.size() * sizeof(int32_t));
+    }
+    return path;
+  }
+
+  proto::Plan CompileTable(const std::string& tokens_path, int64_t devices, bool sparse) {
+    Graph graph("table");
+    graph.SetDefaultPlacement(*Placement::Grid(DeviceType::kCpu, 1, devices));
+    graph.SetBatchSize(kDevices);
+    graph.AddDataSource("data", DataSource::TokenFile(tokens_path));
+    Tensor tokens = graph.Input("tokens", Shape{kDevices, kSeq}, DType::kI32, "data");
+    tokens.WithSbp("S(0)");
+    Tensor targets = graph.Input("targets", Shape{kDevices, kSeq}, DType::kI32, "data");
+    targets.WithSbp("S(0)");
+    Tensor table = graph.Variable("table", Shape{kRows, kWidth}, Initializer::Normal(0, 0.5, 3));
+    table.WithSbp("S(0)").WithSparseRows(tokens);
+    Tensor x = Embedding(table, tokens);
+    x.WithSbp("S(0)");  // Data parallel: the table is gathered, not the tokens.
+    Tensor w_out = graph.Variable("w_out", Shape{kWidth, kRows}, Initializer::Normal(0, 0.5, 4));
+    Tensor logits = MatMul(Reshape(x, {kDevices * kSeq, kWidth}), w_out);
+    graph.SetLoss(ReduceMean(SparseSoftmaxCrossEntropy(logits, Reshape(targets, {kDevices * kSeq}))));
+    graph.SetOptimizer(Optimizer::Sgd(0.5));
+    absl::StatusOr<proto::Job> job = graph.Build();
+    EXPECT_TRUE(job.ok()) << job.status();
+    CompileOptions options;
+    options.cluster.set_num_nodes(1);
+    options.cluster.set_devices_per_node(devices);
+    options.cluster.set_intra_node_bandwidth(1e10);
+    options.cluster.set_inter_node_bandwidth(1e9);
+    options.sparse_boxing = sparse;
+    absl::StatusOr<proto::Plan> plan = Compile(*job, options);
+    EXPECT_TRUE(plan.ok()) << plan.status();
+    return plan.ok() ? *plan : proto::Plan();
+  }
+
+  int file_count_ = 0;
+};
+
+TEST_F(FixedRoutingTest, BytesAreRowsTimesNeedersBesidesTheOwner) {
+  // Rows used per device: {0, 2, 4}, {2, 3}, {1, 4}, {6, 7}. Beyond their owners: row 1
+  // (owner 0) by device 2, row 2 (owner 1) by device 0, row 4 (owner 2) by device 0.
+  const std::string path = WriteTokens({{0, 2, 4, 0, 2}, {2, 3, 2, 3, 2}, {1, 4, 1, 4, 1}, {6, 7, 6, 7, 6}});
+  const proto::Plan plan = CompileTable(path, kDevices, true);
+  ASSERT_EQ(SparseSteps(plan), 2);  // the gather and the gradient's reduce-scatter
+  const std::vector<actors::IterationMetrics> sparse = Train(plan);
+  const std::vector<actors::IterationMetrics> dense = Train(CompileTable(path, kDevices, false));
+  const std::vector<actors::IterationMetrics> one = Train(CompileTable(path, 1, true));
+  ASSERT_EQ(sparse.size(), static_cast<size_t>(kIterations));
+  ASSERT_EQ(one.size(), static_cast<size_t>(kIterations));
+  EXPECT_TRUE(testing::MatchesReference(Losses(sparse), Losses(one), kIterations));
+  for (int i = 0; i < kIterations; ++i) {
+    EXPECT_EQ(sparse[i].sparse.sparse_calls, 2 * kDevices) << "iteration " << i;
+    EXPECT_EQ(sparse[i].sparse.payload_bytes, 2 * 3 * kWidth * 4) << "iteration " << i;
+    EXPECT_EQ(sparse[i].sparse.rows_sent, 2 * 3) << "iteration " << i;
+    EXPECT_NEAR(sparse[i].loss, dense[i].loss, 1e-5 * std::abs(dense[i].loss)) << "iteration " << i;
+  }
+}
+
+TEST_F(FixedRoutingTest, NothingMovesWhenEveryDeviceUsesOnlyTheRowsItOwns) {
+  const std::string path = WriteTokens({{0, 1, 0, 1, 0}, {2, 3, 2, 3, 2}, {4, 5, 4, 5, 4}, {6, 7, 6, 7, 6}});
+  const std::vector<actors::IterationMetrics> sparse = Train(CompileTable(path, kDevices, true));
+  ASSERT_EQ(sparse.size(), static_cast<size_t>(kIterations));
+  for (const actors::IterationMetrics& m : sparse) {
+    EXPECT_EQ(m.sparse.sparse_calls, 2 * kDevices);
+    EXPECT_EQ(m.sparse.payload_bytes, 0);
+    EXPECT_GT(m.sparse.dense_bytes, 0);
   }
 }
 
