@@ -529,5 +529,54 @@ TEST(PlanVerifierTest, RejectsBytesReusedWhileAViewOfThemIsRead) {
                          " and ", y_from, "-", y_to, ")"));
 }
 
+// A row-sharded table gathered data-parallel for the rows each device's tokens list
+// (Tensor::WithSparseRows): one row-sparse all_gather on 4 devices.
+proto::Plan SparseGatherPlan() {
+  Graph graph("table");
+  graph.AddDataSource("data", DataSource::SyntheticTokens(1, 64));
+  Tensor tokens = graph.Input("tokens", Shape{8, 4}, DType::kI32, "data");
+  tokens.WithSbp("S(0)");
+  Tensor table = graph.Variable("table", Shape{64, 8}, Initializer::Normal(0, 1, 1));
+  table.WithSbp("S(0)").WithSparseRows(tokens);
+  Tensor x = Embedding(table, tokens);
+  x.WithSbp("S(0)");
+  return Compiled(graph, 1, 4);
+}
+
+TEST(PlanVerifierTest, ChecksARowSparseStep) {
+  const proto::Plan original = SparseGatherPlan();
+  ASSERT_EQ(original.boxings_size(), 1);
+  const proto::BoxingStepDef& step = original.boxings(0).steps(0);
+  ASSERT_EQ(step.kind(), proto::STEP_ALL_GATHER);
+  ASSERT_EQ(step.sparsity().kind(), proto::Sparsity::ROWS);
+  EXPECT_EQ(step.sparsity().rows_tensor(), "tokens");
+  EXPECT_EQ(step.sparsity().rows(), 64);
+  EXPECT_EQ(step.sparsity().row_bytes(), 32);
+  EXPECT_EQ(step.sparsity().max_rows(), 8);  // 2 samples of 4 tokens per device
+  EXPECT_EQ(original.collectives(static_cast<int>(step.collective_id())).kind(), proto::SPARSE_ALL_GATHER);
+  EXPECT_TRUE(VerifyPlan(original).ok()) << VerifyPlan(original);
+  const std::string who = absl::StrCat("boxing 0 of 'table' (table -> ", original.boxings(0).consumer_op(),
+                                       ") step 0 (all_gather)");
+  proto::Plan compressed = original;
+  compressed.mutable_boxings(0)->mutable_steps(0)->mutable_compression()->set_kind(proto::Compression::FP8_E4M3);
+  compressed.mutable_boxings(0)->mutable_steps(0)->mutable_compression()->set_block_size(128);
+  EXPECT_EQ(Resealed(compressed).message(), who + " is both row-sparse and compressed; a step is one or the other");
+  proto::Plan float_ids = original;
+  float_ids.mutable_boxings(0)->mutable_steps(0)->mutable_sparsity()->set_rows_tensor("table");
+  EXPECT_EQ(Resealed(float_ids).message(),
+            who + " takes its rows from 'table', which is not an i32/i64 tensor of the job");
+  proto::Plan dense_collective = original;
+  dense_collective.mutable_collectives(static_cast<int>(step.collective_id()))->set_kind(proto::ALL_GATHER);
+  EXPECT_NE(Resealed(dense_collective).message().find("is row-sparse but its collective"), std::string::npos)
+      << Resealed(dense_collective);
+  proto::Plan no_rows = original;
+  for (proto::ActorDef& actor : *no_rows.mutable_devices(0)->mutable_actors()) {
+    if (actor.kind() == proto::ACTOR_BOXING) actor.mutable_kernels(0)->mutable_inputs()->erase("rows");
+  }
+  EXPECT_NE(Resealed(no_rows).message().find("but reads no i32/i64 register of row ids as \"rows\""),
+            std::string::npos)
+      << Resealed(no_rows);
+}
+
 }  // namespace
 }  // namespace oneflow
