@@ -104,6 +104,7 @@ std::string Graph::ToText() const {
     if (record.placement) absl::StrAppend(&out, " placement=", Quote(record.placement->ToString()));
     if (record.sbp_hint) absl::StrAppend(&out, " sbp=", record.sbp_hint->ToString());
     if (record.compression) absl::StrAppend(&out, " compression=", CompressionName(*record.compression));
+    if (!record.sparse_rows.empty()) absl::StrAppend(&out, " sparse_rows=%", record.sparse_rows);
     return out;
   };
   // The line defining each tensor, by id: printing in creation order keeps the order of

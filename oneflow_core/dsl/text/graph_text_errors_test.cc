@@ -119,10 +119,12 @@ TEST(GraphTextErrorsTest, InputAndVariableLines) {
        "'\"data\"'"},
       {Head("%v = variable f32[3] init=zeros sead=1"), kInvalid,
        "line 4: unknown key 'sead' for variable %v; valid: init, seed, trainable, sbp, "
-       "placement, compression"},
+       "placement, compression, sparse_rows"},
+      {Head("%v = variable f32[3] init=zeros sparse_rows=ids"), kInvalid,
+       "line 4: sparse_rows of %v is 'ids'; write the ids tensor as %name"},
       {Head("%v = variable f32[3] init=uniform low=0.0 high=1.0 mean=0.5"), kInvalid,
        "line 4: unknown key 'mean' for variable %v; valid: init, low, high, seed, trainable, "
-       "sbp, placement, compression"},
+       "sbp, placement, compression, sparse_rows"},
       {Head("%v = variable f32[3] init=glorot"), kInvalid,
        "line 4: unknown init 'glorot' for variable %v; valid: zeros, ones, normal, uniform, "
        "xavier_uniform"},

@@ -125,6 +125,19 @@ TEST(GraphTextTest, AdamWTokenSourcesAndFilePathsRoundTrip) {
   ExpectRoundTrip(graph);
 }
 
+// Tensor::WithSparseRows prints as sparse_rows=%ids on the variable's line, the ids
+// defined later, and reads back.
+TEST(GraphTextTest, SparseRowsRoundTrip) {
+  Graph graph("table");
+  graph.AddDataSource("data", DataSource::SyntheticTokens(1, 16));
+  Tensor table = graph.Variable("table", Shape{16, 4}, Initializer::Zeros());
+  Tensor tokens = graph.Input("tokens", Shape{2, 3}, DType::kI32, "data");
+  table.WithSparseRows(tokens);
+  Embedding(table, tokens);
+  EXPECT_NE(graph.ToText().find("sparse_rows=%tokens"), std::string::npos) << graph.ToText();
+  ExpectRoundTrip(graph);
+}
+
 TEST(GraphTextTest, FloatAttributesReadBackBitForBit) {
   const double values[] = {1.0 / 3,  0.1,    -0.0,  2.0, 1e21, 1e-300, 5e-324,
                            -1.5e308, 123456789.0, std::numeric_limits<double>::infinity(),

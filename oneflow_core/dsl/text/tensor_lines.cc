@@ -114,11 +114,21 @@ absl::Status Parser::VariableLine(int line, const std::string& name, LineScanner
     OF_ASSIGN_OR_RETURN(trainable, ParseBool(*text, "'trainable'"));
   }
   OF_ASSIGN_OR_RETURN(Hints hints, TakeHints(fields, name));
-  OF_RETURN_IF_ERROR(
-      fields.CheckAllTaken(owner, absl::StrCat(valid, ", trainable, sbp, placement, compression")));
+  // sparse_rows=%ids (Tensor::WithSparseRows): the ids may be defined on a later line.
+  std::string sparse_rows;
+  if (std::optional<absl::string_view> ids = fields.Take("sparse_rows")) {
+    if (!absl::ConsumePrefix(&*ids, "%") || ids->empty()) {
+      return absl::InvalidArgumentError(absl::StrCat("sparse_rows of %", name, " is '", *ids,
+                                                     "'; write the ids tensor as %name"));
+    }
+    sparse_rows = std::string(*ids);
+  }
+  OF_RETURN_IF_ERROR(fields.CheckAllTaken(
+      owner, absl::StrCat(valid, ", trainable, sbp, placement, compression, sparse_rows")));
   Tensor tensor = graph_->Variable(name, type.shape, initializer, type.dtype, trainable,
                                    LineLocation(line));
   ApplyHints(hints, tensor);
+  if (!sparse_rows.empty()) graph_->mutable_tensor(tensor.id()).sparse_rows = sparse_rows;
   return absl::OkStatus();
 }
 
