@@ -6,6 +6,7 @@
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
 #include "compiler/compilation.h"
+#include "compiler/verifier.h"
 
 namespace oneflow {
 
@@ -16,6 +17,9 @@ class CompilerPass {
   virtual absl::string_view name() const = 0;
   // Returns whether the pass changed anything. Errors name what the user wrote.
   virtual absl::StatusOr<bool> Run(Compilation* compilation) = 0;
+  // The invariants the state satisfies after this pass because of it (verifier.h); the
+  // pipeline verifies them after the pass and, accumulated, after the last one.
+  virtual VerifierChecks Checks() const { return {}; }
 };
 
 }  // namespace oneflow

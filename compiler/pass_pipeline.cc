@@ -27,6 +27,7 @@ absl::Status PassPipeline::Run(Compilation* compilation) const {
     }
   }
   if (options.pass_seconds != nullptr) options.pass_seconds->clear();
+  VerifierChecks established;  // by the passes run so far
   for (size_t i = 0; i < passes_.size(); ++i) {
     CompilerPass& pass = *passes_[i];
     const auto start = std::chrono::steady_clock::now();
@@ -34,14 +35,22 @@ absl::Status PassPipeline::Run(Compilation* compilation) const {
     if (!changed.ok()) return changed.status();
     const bool last = i + 1 == passes_.size();
     compilation->verified_plan_checks = PlanChecks{};
+    const VerifierChecks checks = pass.Checks();
+    established |= checks;
     if (options.verify_each_pass || last) {
-      absl::Status verified = VerifyCompilation(*compilation, pass.name());
+      // After the last pass, every logical invariant established on the way as well.
+      VerifierChecks now = checks;
+      if (last) {
+        now.sbps = established.sbps;
+        now.boxings = established.boxings;
+      }
+      absl::Status verified = VerifyCompilation(*compilation, now);
       if (!verified.ok()) {
         return absl::InternalError(absl::StrCat("compiler bug: the state after pass '",
                                                 pass.name(), "' fails verification: ",
                                                 verified.message()));
       }
-      compilation->verified_plan_checks = PlanChecksAfter(pass.name());
+      compilation->verified_plan_checks = PlanChecksOf(checks);
     }
     if (options.pass_seconds != nullptr) {
       options.pass_seconds->push_back(

@@ -529,6 +529,41 @@ TEST(PlanVerifierTest, RejectsBytesReusedWhileAViewOfThemIsRead) {
                          " and ", y_from, "-", y_to, ")"));
 }
 
+// A pass that breaks an invariant an earlier pass established (every op's SBPs, from
+// sbp_choice) is caught after the last pass even without verification between passes:
+// the pipeline accumulates each pass's checks (CompilerPass::Checks), whatever the
+// passes are called.
+class DropSbpsPass : public CompilerPass {
+ public:
+  absl::string_view name() const override { return "drop_sbps"; }
+  absl::StatusOr<bool> Run(Compilation* compilation) override {
+    compilation->graph.ops[0].input_sbps.clear();
+    return true;
+  }
+};
+
+TEST(PassPipelineTest, ChecksAccumulateToTheLastPass) {
+  Graph graph("mlp");
+  graph.AddDataSource("data", DataSource::SyntheticClassification(1, 10));
+  Tensor x = graph.Input("x", Shape{8, 16}, DType::kF32, "data");
+  Tensor w = graph.Variable("w", Shape{16, 10}, Initializer::Xavier(1));
+  MatMul(x, w);
+  Compilation compilation;
+  compilation.job = *graph.Build();
+  compilation.options.verify_each_pass = false;
+  compilation.cluster_placement = *Placement::Grid(DeviceType::kCpu, 1, 2);
+  compilation.default_placement = compilation.cluster_placement;
+  PassPipeline pipeline;
+  pipeline.AddPass<ShapeInferencePass>();
+  pipeline.AddPass<SbpChoicePass>();
+  pipeline.AddPass<DropSbpsPass>();
+  const absl::Status status = pipeline.Run(&compilation);
+  EXPECT_EQ(status.code(), absl::StatusCode::kInternal);
+  EXPECT_NE(status.message().find("compiler bug: the state after pass 'drop_sbps' fails verification: "),
+            std::string::npos)
+      << status;
+}
+
 // A row-sharded table gathered data-parallel for the rows each device's tokens list
 // (Tensor::WithSparseRows): one row-sparse all_gather on 4 devices.
 proto::Plan SparseGatherPlan() {

@@ -75,23 +75,31 @@ absl::Status VerifyBoxings(const Compilation& compilation) {
 
 }  // namespace
 
-absl::Status VerifyCompilation(const Compilation& compilation, absl::string_view pass) {
+VerifierChecks& VerifierChecks::operator|=(const VerifierChecks& other) {
+  sbps = sbps || other.sbps;
+  boxings = boxings || other.boxings;
+  plan_structure = plan_structure || other.plan_structure;
+  collective_order = collective_order || other.collective_order;
+  memory = memory || other.memory;
+  return *this;
+}
+
+absl::Status VerifyCompilation(const Compilation& compilation, const VerifierChecks& checks) {
   const LogicalGraph& graph = compilation.graph;
   OF_RETURN_IF_ERROR(VerifyLogicalGraph(graph));
-  if (pass == "sbp_choice" || pass == "boxing_insertion") OF_RETURN_IF_ERROR(VerifySbps(graph));
-  if (pass == "boxing_insertion") OF_RETURN_IF_ERROR(VerifyBoxings(compilation));
-  if (pass == "actor_graph") OF_RETURN_IF_ERROR(VerifyPlanStructure(compilation.plan));
-  const PlanChecks checks = PlanChecksAfter(pass);
+  if (checks.sbps) OF_RETURN_IF_ERROR(VerifySbps(graph));
+  if (checks.boxings) OF_RETURN_IF_ERROR(VerifyBoxings(compilation));
+  if (checks.plan_structure) OF_RETURN_IF_ERROR(VerifyPlanStructure(compilation.plan));
   if (checks.collective_order) OF_RETURN_IF_ERROR(VerifyCollectiveOrder(compilation.plan));
   if (checks.memory) OF_RETURN_IF_ERROR(VerifyMemory(compilation.plan));
   return absl::OkStatus();
 }
 
-PlanChecks PlanChecksAfter(absl::string_view pass) {
-  PlanChecks checks;
-  checks.collective_order = pass == "collective_ordering" || pass == "memory_planning";
-  checks.memory = pass == "memory_planning";
-  return checks;
+PlanChecks PlanChecksOf(const VerifierChecks& checks) {
+  PlanChecks plan;
+  plan.collective_order = checks.collective_order;
+  plan.memory = checks.memory;
+  return plan;
 }
 
 }  // namespace oneflow

@@ -15,6 +15,7 @@ namespace oneflow {
 class ActorGraphPass : public CompilerPass {
  public:
   absl::string_view name() const override { return "actor_graph"; }
+  VerifierChecks Checks() const override { return VerifierChecks{.plan_structure = true}; }
   absl::StatusOr<bool> Run(Compilation* compilation) override;
 };
 

@@ -11,6 +11,7 @@ namespace oneflow {
 class BoxingInsertionPass : public CompilerPass {
  public:
   absl::string_view name() const override { return "boxing_insertion"; }
+  VerifierChecks Checks() const override { return VerifierChecks{.sbps = true, .boxings = true}; }
   absl::StatusOr<bool> Run(Compilation* compilation) override;
 };
 

@@ -12,6 +12,7 @@ namespace oneflow {
 class CollectiveOrderingPass : public CompilerPass {
  public:
   absl::string_view name() const override { return "collective_ordering"; }
+  VerifierChecks Checks() const override { return VerifierChecks{.collective_order = true}; }
   absl::StatusOr<bool> Run(Compilation* compilation) override;
 };
 

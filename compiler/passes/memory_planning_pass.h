@@ -17,6 +17,7 @@ namespace oneflow {
 class MemoryPlanningPass : public CompilerPass {
  public:
   absl::string_view name() const override { return "memory_planning"; }
+  VerifierChecks Checks() const override { return VerifierChecks{.collective_order = true, .memory = true}; }
   absl::StatusOr<bool> Run(Compilation* compilation) override;
 };
 

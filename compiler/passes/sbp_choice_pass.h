@@ -15,6 +15,7 @@ namespace oneflow {
 class SbpChoicePass : public CompilerPass {
  public:
   absl::string_view name() const override { return "sbp_choice"; }
+  VerifierChecks Checks() const override { return VerifierChecks{.sbps = true}; }
   absl::StatusOr<bool> Run(Compilation* compilation) override;
 };
 
