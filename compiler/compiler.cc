@@ -3,6 +3,7 @@
 #include "absl/strings/str_cat.h"
 #include "compiler/compilation.h"
 #include "compiler/pass_pipeline.h"
+#include "compiler/standard_pipeline.h"
 #include "oneflow_core/status.h"
 
 namespace oneflow {

@@ -12,48 +12,12 @@
 #ifndef COMPILER_COMPILER_H_
 #define COMPILER_COMPILER_H_
 
-#include <cstdint>
-#include <string>
-#include <utility>
-#include <vector>
-
 #include "absl/status/statusor.h"
+#include "compiler/compile_options.h"
 #include "proto/job.pb.h"
 #include "proto/plan.pb.h"
-#include "sbp/compression_policy.h"
 
 namespace oneflow {
-
-struct CompileOptions {
-  proto::Cluster cluster;
-  // Slots of every activation register: 2 lets consecutive iterations overlap, 1 is
-  // lock-step. Variables and optimizer state always have one persistent slot.
-  int64_t register_count = 2;
-  // How boxings of floating tensors may compress (dense by default): off, auto (each
-  // tensor's role picks its codecs, the cost model decides per step) or one forced
-  // codec; per-tensor hints (TensorDef.compression) override all but off.
-  CompressionPolicy compression;
-  // Gradient buckets (compiler/passes/gradient_bucketing_pass.h): the P -> B all-reduces
-  // of gradients of one communicator group are packed into buckets of at most this many
-  // MiB, in the order backward produces them, each reduced by one collective that runs
-  // while backward computes the next (PyTorch DDP's bucket_cap_mb, same default). 0 turns
-  // buckets off (one collective per gradient); negative is INVALID_ARGUMENT. The plan
-  // records the limit in bytes (Plan.bucket_bytes_limit).
-  double bucket_mb = 25;
-  // Sparse boxing (compiler/sparse_boxing.h): where a boxing's tensor says which rows
-  // each device uses (Tensor::WithSparseRows, or an op output such as embedding_grad's),
-  // its gather or reduction moves only those rows, the runtime falling back to the dense
-  // collective per call when that is cheaper. false: every boxing dense.
-  bool sparse_boxing = true;
-  // Pass names ("sbp_choice", ...) after which the compilation state is printed to
-  // `dump` as text; "all" dumps after every pass.
-  std::vector<std::string> dump_after;
-  std::string* dump = nullptr;
-  // Runs the verifier after every pass, not only after the last one.
-  bool verify_each_pass = true;
-  // When set, receives (pass name, seconds) for every pass, verification included.
-  std::vector<std::pair<std::string, double>>* pass_seconds = nullptr;
-};
 
 absl::StatusOr<proto::Plan> Compile(const proto::Job& job, const CompileOptions& options);
 

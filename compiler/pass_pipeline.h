@@ -33,12 +33,6 @@ class PassPipeline {
   std::vector<std::unique_ptr<CompilerPass>> passes_;
 };
 
-// The standard pipeline, in order: shape_inference, autograd, optimizer,
-// dead_op_elimination, sbp_choice,
-// boxing_insertion, lowering, actor_graph, collective_ordering, memory_planning,
-// plan_emission.
-PassPipeline StandardPipeline();
-
 }  // namespace oneflow
 
 #endif  // COMPILER_PASS_PIPELINE_H_

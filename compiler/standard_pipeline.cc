@@ -1,3 +1,5 @@
+#include "compiler/standard_pipeline.h"
+
 #include "compiler/pass_pipeline.h"
 #include "compiler/passes/actor_graph_pass.h"
 #include "compiler/passes/autograd_pass.h"
