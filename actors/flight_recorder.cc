@@ -70,6 +70,9 @@ struct FlightRecorder::Ring {
   int device_index = 0;
   std::unique_ptr<Entry[]> entries;
   std::atomic<int64_t> recorded{0};  // entries ever begun = the next sequence number
+  // Only the device's collective thread touches these (for the progress sink).
+  int64_t collective_ns = 0;
+  int64_t last_collective = -1;
 };
 
 FlightRecorder::FlightRecorder(const proto::Plan& plan, int64_t node, int64_t capacity)
@@ -121,6 +124,8 @@ int64_t FlightRecorder::Begin(int device_index, int64_t collective_id, int64_t i
   entry.sequence.store(sequence, std::memory_order_release);
   ring.recorded.store(sequence + 1, std::memory_order_release);
   current_start = &entry.start_ns;
+  ring.last_collective = collective_id;
+  if (sink_) sink_(device_index, sequence + 1, collective_id, ring.collective_ns);
   return sequence;
 }
 
@@ -129,9 +134,12 @@ void FlightRecorder::End(int device_index, bool ok) {
   const int64_t sequence = ring.recorded.load(std::memory_order_relaxed) - 1;
   if (sequence < 0) return;
   Entry& entry = ring.entries[sequence % capacity_];
-  entry.end_ns.store(SteadyNs(), std::memory_order_relaxed);
+  const int64_t end = SteadyNs();
+  entry.end_ns.store(end, std::memory_order_relaxed);
   entry.state.store(static_cast<int>(ok ? EntryState::kOk : EntryState::kFailed), std::memory_order_release);
   current_start = nullptr;
+  ring.collective_ns += end - entry.enqueue_ns.load(std::memory_order_relaxed);
+  if (sink_) sink_(device_index, sequence + 1, ring.last_collective, ring.collective_ns);
 }
 
 void FlightRecorder::NoteCollectiveStart() {

@@ -23,6 +23,7 @@
 
 #include <atomic>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -55,6 +56,15 @@ class FlightRecorder {
   int64_t Begin(int device_index, int64_t collective_id, int64_t iteration);
   void End(int device_index, bool ok);
 
+  // Told after every Begin and End, on the device's collective thread: the collectives
+  // the device entered so far, the id of the last one, and the nanoseconds it spent in
+  // collective acts (completed ones). The worker copies them into its status file, from
+  // which the daemons' heartbeats tell `oneflow launch` who waits for whom
+  // (docs/diagnosis.md). Set before the run; unset: nothing is called.
+  using ProgressSink =
+      std::function<void(int device_index, int64_t entered, int64_t collective_id, int64_t collective_ns)>;
+  void SetProgressSink(ProgressSink sink) { sink_ = std::move(sink); }
+
   // Stamps the start time of the entry the calling thread is in (between Begin and End);
   // nothing outside one. Called by the boxing behaviors just before their collective.
   static void NoteCollectiveStart();
@@ -73,6 +83,7 @@ class FlightRecorder {
   const int64_t capacity_;
   std::vector<int> ring_of_;  // plan device index -> index in rings_, or -1
   std::vector<std::unique_ptr<Ring>> rings_;
+  ProgressSink sink_;
   // Steady and wall clock read together once: an entry keeps steady times only.
   int64_t anchor_steady_ns_ = 0;
   int64_t anchor_unix_ns_ = 0;

@@ -1,8 +1,11 @@
 #include "actors/flight_recorder.h"
 
+#include <chrono>
 #include <cstdio>
+#include <thread>
 #include <fstream>
 #include <sstream>
+#include <vector>
 
 #include "google/protobuf/util/json_util.h"
 #include "gtest/gtest.h"
@@ -80,6 +83,26 @@ TEST(FlightRecorderTest, KeepsTheLastEntriesInOrder) {
   EXPECT_EQ(dump.collectives(0).members_size(), 3);
   EXPECT_EQ(dump.collectives(0).bytes(), 4096);
   EXPECT_EQ(dump.collectives(0).actor(), "grad/all_reduce");
+}
+
+TEST(FlightRecorderTest, ProgressSinkSeesEnteredCollectivesAndTheirTime) {
+  const proto::Plan plan = ThreeDevicePlan();
+  FlightRecorder recorder(plan, /*node=*/0);
+  std::vector<std::vector<int64_t>> calls;
+  recorder.SetProgressSink([&](int device, int64_t entered, int64_t collective, int64_t ns) {
+    calls.push_back({device, entered, collective, ns});
+  });
+  recorder.Begin(1, 0, 0);
+  ASSERT_EQ(calls.size(), 1u);
+  EXPECT_EQ(calls[0], (std::vector<int64_t>{1, 1, 0, 0}));  // Inside collective 0: entered 1.
+  std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  recorder.End(1, true);
+  ASSERT_EQ(calls.size(), 2u);
+  EXPECT_EQ(calls[1][1], 1);
+  EXPECT_GT(calls[1][3], 0);  // The act's time is counted once it ended.
+  recorder.Begin(1, 0, 1);
+  EXPECT_EQ(calls[2][1], 2);
+  EXPECT_EQ(calls[2][3], calls[1][3]);
 }
 
 TEST(FlightRecorderTest, WrapsOnlyCollectiveActorsOfRecordedDevices) {

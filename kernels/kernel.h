@@ -18,7 +18,7 @@
 #include <vector>
 
 #include "absl/status/status.h"
-#include "oneflow_core/dsl/attr.h"
+#include "oneflow_core/ops/attr.h"
 #include "oneflow_core/dtype.h"
 #include "oneflow_core/tensor_slice.h"
 #include "oneflow_core/shape.h"

@@ -7,7 +7,7 @@
 
 #include "absl/container/flat_hash_map.h"
 #include "absl/status/statusor.h"
-#include "oneflow_core/dsl/attr.h"
+#include "oneflow_core/ops/attr.h"
 #include "oneflow_core/tensor_slice.h"
 #include "oneflow_core/placement.h"
 #include "oneflow_core/sbp.h"

@@ -4,7 +4,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
-#include "oneflow_core/dsl/attr.h"
+#include "oneflow_core/ops/attr.h"
 #include "oneflow_core/dtype.h"
 #include "oneflow_core/status.h"
 #include "oneflow_core/tensor_slice.h"

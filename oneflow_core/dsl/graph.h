@@ -26,7 +26,7 @@
 #include "absl/status/status.h"
 #include "absl/container/flat_hash_map.h"
 #include "absl/status/statusor.h"
-#include "oneflow_core/dsl/attr.h"
+#include "oneflow_core/ops/attr.h"
 #include "oneflow_core/dsl/source_location.h"
 #include "oneflow_core/ops/op_definition.h"
 #include "oneflow_core/placement.h"

@@ -15,7 +15,7 @@
 #include <cstdint>
 
 #include "absl/status/status.h"
-#include "oneflow_core/dsl/attr.h"
+#include "oneflow_core/ops/attr.h"
 #include "proto/job.pb.h"
 
 namespace oneflow {

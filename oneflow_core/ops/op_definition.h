@@ -10,7 +10,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
-#include "oneflow_core/dsl/attr.h"
+#include "oneflow_core/ops/attr.h"
 #include "oneflow_core/dtype.h"
 #include "oneflow_core/sbp.h"
 #include "oneflow_core/shape.h"

@@ -55,6 +55,23 @@ std::string RankOf(const std::string& device, const proto::FlightCollective& col
 
 }  // namespace
 
+absl::StatusOr<proto::FlightDump> ParseFlightDump(const std::string& text, const std::string& name) {
+  proto::FlightDump dump;
+  google::protobuf::util::JsonParseOptions parse;
+  parse.ignore_unknown_fields = true;
+  const auto parsed = google::protobuf::util::JsonStringToMessage(text, &dump, parse);
+  if (!parsed.ok() || dump.format() != kFormat) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "'", name, "' is not a flight recorder dump (", !parsed.ok() ? std::string(parsed.message()) : "no \"format\": \"oneflow-flight-recorder\"",
+        "); dumps are the flight-node<N>.json files a worker writes on a failure or SIGUSR1 (docs/diagnosis.md)"));
+  }
+  if (dump.version() != 1) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("'", name, "' is a flight recorder dump of version ", dump.version(), "; this tool reads version 1"));
+  }
+  return dump;
+}
+
 absl::StatusOr<proto::FlightDump> ReadFlightDump(const std::string& path) {
   std::ifstream in(path);
   if (!in) {
@@ -64,20 +81,7 @@ absl::StatusOr<proto::FlightDump> ReadFlightDump(const std::string& path) {
   }
   std::stringstream text;
   text << in.rdbuf();
-  proto::FlightDump dump;
-  google::protobuf::util::JsonParseOptions parse;
-  parse.ignore_unknown_fields = true;
-  const auto parsed = google::protobuf::util::JsonStringToMessage(text.str(), &dump, parse);
-  if (!parsed.ok() || dump.format() != kFormat) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "'", path, "' is not a flight recorder dump (", !parsed.ok() ? std::string(parsed.message()) : "no \"format\": \"oneflow-flight-recorder\"",
-        "); dumps are the flight-node<N>.json files a worker writes on a failure or SIGUSR1 (docs/diagnosis.md)"));
-  }
-  if (dump.version() != 1) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("'", path, "' is a flight recorder dump of version ", dump.version(), "; this tool reads version 1"));
-  }
-  return dump;
+  return ParseFlightDump(text.str(), path);
 }
 
 Diagnosis Diagnose(const std::vector<proto::FlightDump>& dumps, const DiagnoseOptions& options) {
@@ -286,6 +290,35 @@ std::string RenderDiagnosisText(const Diagnosis& diagnosis) {
                     diagnosis.aligned, " (group, sequence) pairs aligned\n");
   }
   return out;
+}
+
+std::string DiagnoseFetchedDumps(const std::vector<FetchedDump>& fetched, Diagnosis* diagnosis,
+                                 const DiagnoseOptions& options) {
+  std::vector<proto::FlightDump> dumps;
+  std::vector<std::string> read, missing;
+  for (const FetchedDump& dump : fetched) {
+    if (dump.json.empty()) {
+      missing.push_back(absl::StrCat("node ", dump.node, ": ", dump.note.empty() ? "no dump" : dump.note));
+      continue;
+    }
+    absl::StatusOr<proto::FlightDump> parsed = ParseFlightDump(dump.json, absl::StrCat("node ", dump.node, "'s dump"));
+    if (!parsed.ok()) {
+      missing.push_back(std::string(parsed.status().message()));
+      continue;
+    }
+    dumps.push_back(*std::move(parsed));
+    read.push_back(absl::StrCat(dump.node));
+  }
+  std::string text = read.empty() ? std::string("no flight recorder dump to diagnose")
+                                  : absl::StrCat("flight recorder dumps of node", read.size() > 1 ? "s " : " ",
+                                                 absl::StrJoin(read, ", "));
+  if (!missing.empty()) absl::StrAppend(&text, " (", absl::StrJoin(missing, "; "), ")");
+  absl::StrAppend(&text, "\n");
+  if (dumps.empty()) return text;
+  Diagnosis result = Diagnose(dumps, options);
+  absl::StrAppend(&text, RenderDiagnosisText(result));
+  if (diagnosis != nullptr) *diagnosis = std::move(result);
+  return text;
 }
 
 std::string RenderDiagnosisJson(const Diagnosis& diagnosis) {

@@ -21,6 +21,8 @@ namespace oneflow::cli {
 // Reads one dump. NOT_FOUND naming the file when it is missing, INVALID_ARGUMENT naming
 // it when it is not JSON or not a flight recorder dump.
 absl::StatusOr<proto::FlightDump> ReadFlightDump(const std::string& path);
+// The same for a dump's text; `name` (a path, "node 1's dump") is what errors call it.
+absl::StatusOr<proto::FlightDump> ParseFlightDump(const std::string& text, const std::string& name);
 
 struct DiagnoseOptions {
   // A collective whose arrived members have waited this long (at their dump) while a
@@ -65,6 +67,19 @@ struct Diagnosis {
 Diagnosis Diagnose(const std::vector<proto::FlightDump>& dumps, const DiagnoseOptions& options = {});
 
 std::string RenderDiagnosisText(const Diagnosis& diagnosis);
+
+// Dumps fetched from the daemons (Launcher.Dump): the node, the dump's JSON (empty when
+// there is none) and why there is none.
+struct FetchedDump {
+  int64_t node = 0;
+  std::string json;
+  std::string note;
+};
+// Parses the dumps there are and diagnoses them: `diagnosis` gets the result, and the
+// text is one line naming the nodes whose dumps were read (and why the others have
+// none), then RenderDiagnosisText's lines. No dump at all: the line says so.
+std::string DiagnoseFetchedDumps(const std::vector<FetchedDump>& fetched, Diagnosis* diagnosis = nullptr,
+                                 const DiagnoseOptions& options = {});
 std::string RenderDiagnosisJson(const Diagnosis& diagnosis);
 
 }  // namespace oneflow::cli

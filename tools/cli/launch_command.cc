@@ -15,7 +15,9 @@
 #include "absl/synchronization/mutex.h"
 #include "actors/metrics.h"
 #include "oneflow_core/status.h"
+#include "absl/strings/str_replace.h"
 #include "tools/cli/daemon_flags.h"
+#include "tools/cli/diagnose.h"
 #include "tools/cli/plan_io.h"
 #include "tools/launcher/launch_client.h"
 #include "tools/launcher/metrics_proto.h"
@@ -33,6 +35,17 @@ ABSL_FLAG(std::string, job_id, "", "The job's id on every node (default: generat
 ABSL_FLAG(int64_t, max_restarts, 0,
           "When the job fails (a worker dies, a collective times out), submit it again up to this many times, "
           "resuming from the newest complete checkpoint of --checkpoint_dir (job ids ID-restart1, ...).");
+
+ABSL_FLAG(double, hang_seconds, 5,
+          "Name a rank that made no progress for this many seconds while others wait for it in a collective, "
+          "from the daemons' heartbeats, and stop the job with that as its cause (0: off).");
+ABSL_FLAG(std::string, hang_action, "stop", "What a hang found by --hang_seconds does: stop (the job fails) or warn.");
+ABSL_FLAG(double, slow_factor, 3,
+          "Warn about a rank that computes this many times longer than the rest of a collective group, which "
+          "wait for it (0: off).");
+ABSL_FLAG(bool, diagnose_on_failure, true,
+          "When the job fails, fetch every node's flight recorder dump before cancelling it and print their "
+          "diagnosis (oneflow diagnose).");
 
 namespace oneflow::cli {
 namespace {
@@ -105,6 +118,26 @@ absl::Status RunLaunch(const std::vector<std::string>& arguments, std::ostream& 
         "--max_restarts=", max_restarts,
         " needs --checkpoint_dir and --checkpoint_every: a restarted job resumes from the newest checkpoint"));
   }
+  options.monitor.hang_seconds = absl::GetFlag(FLAGS_hang_seconds);
+  options.monitor.slow_factor = absl::GetFlag(FLAGS_slow_factor);
+  if (!(options.monitor.hang_seconds >= 0) || !(options.monitor.slow_factor >= 0)) {
+    return absl::InvalidArgumentError("--hang_seconds and --slow_factor must be >= 0 (0: off)");
+  }
+  const std::string hang_action = absl::GetFlag(FLAGS_hang_action);
+  if (hang_action != "stop" && hang_action != "warn") {
+    return absl::InvalidArgumentError(absl::StrCat("--hang_action=", hang_action, " is not a choice; valid: stop, warn"));
+  }
+  options.stop_on_hang = hang_action == "stop";
+  options.collect_dumps = absl::GetFlag(FLAGS_diagnose_on_failure);
+  options.on_warning = [](const std::string& line) {
+    std::fprintf(stderr, "oneflow launch: warning: %s\n", line.c_str());
+    std::fflush(stderr);
+  };
+  options.on_hang = [&options](const std::string& line) {
+    std::fprintf(stderr, "oneflow launch: %s%s\n", options.stop_on_hang ? "" : "warning: ", line.c_str());
+    if (options.stop_on_hang) std::fprintf(stderr, "oneflow launch: stopping the job\n");
+    std::fflush(stderr);
+  };
   OF_ASSIGN_OR_RETURN(DaemonFlags daemons, ReadDaemonFlags());
   options.nodes = std::move(daemons.nodes);
   options.token = std::move(daemons.token);
@@ -138,6 +171,15 @@ absl::Status RunLaunch(const std::vector<std::string>& arguments, std::ostream& 
     interrupt.Set(session.get());
     status = session->Run();
     interrupt.Set(nullptr);
+    if (!status.ok() && !session->dumps().empty()) {
+      // The flight recorder dumps the nodes had at the failure, diagnosed.
+      std::vector<FetchedDump> fetched;
+      for (const launcher::NodeDump& dump : session->dumps()) fetched.push_back({dump.node, dump.json, dump.note});
+      std::string text = DiagnoseFetchedDumps(fetched);
+      while (!text.empty() && text.back() == '\n') text.pop_back();
+      status = absl::Status(status.code(), absl::StrCat(status.message(), "\n  diagnosis: ",
+                                                        absl::StrReplaceAll(text, {{"\n", "\n    "}})));
+    }
     if (status.ok() || attempt >= max_restarts || !Restartable(status)) break;
     // Restart from the newest complete checkpoint of this launch (the workers pick it in
     // the directory), else from where this launch started.
@@ -159,11 +201,12 @@ Subcommand LaunchSubcommand() {
   command.flag_usage =
       "--nodes=HOST:PORT,... --token_file=F [--iters=N] [--metrics=FILE] [--tls_ca=F] "
       "[--collective_timeout_s=S] [--job_id=ID] [--checkpoint_dir=DIR --checkpoint_every=N] "
-      "[--resume_from=DIR] [--max_restarts=K]";
+      "[--resume_from=DIR] [--max_restarts=K] [--hang_seconds=S] [--hang_action=stop|warn] [--slow_factor=F] "
+      "[--diagnose_on_failure=false]";
   command.summary = "run a plan on a cluster through the oneflowd daemons of its nodes";
   command.flags = {"nodes",  "token_file",     "iters",            "metrics",    "tls_ca", "collective_timeout_s",
                    "job_id", "checkpoint_dir", "checkpoint_every", "resume_from",
-                   "max_restarts"};
+                   "max_restarts", "hang_seconds", "hang_action", "slow_factor", "diagnose_on_failure"};
   command.min_arguments = 1;
   command.max_arguments = 1;
   command.run = &RunLaunch;

@@ -100,6 +100,20 @@ absl::StatusOr<std::vector<NodeAnswer>> JobControl::Status(const std::string& jo
   });
 }
 
+absl::StatusOr<std::vector<NodeAnswer>> JobControl::Dump(const std::string& job_id, absl::Duration timeout) {
+  if (absl::Status invalid = ValidateJobId(job_id); !invalid.ok()) return invalid;
+  return OnEveryNode(daemons_, [this, &job_id, timeout](const DaemonNode& daemon, NodeAnswer& answer) {
+    grpc::ClientContext context;
+    AttachToken(&context, options_.token);
+    context.set_deadline(absl::ToChronoTime(absl::Now() + timeout + options_.call_timeout));
+    proto::DumpRequest request;
+    request.set_job_id(job_id);
+    request.set_timeout_s(absl::ToDoubleSeconds(timeout));
+    const grpc::Status status = daemon.stub->Dump(&context, request, &answer.dump);
+    if (!status.ok()) answer.error = CallError(daemon, status);
+  });
+}
+
 absl::StatusOr<std::vector<NodeAnswer>> JobControl::Cancel(const std::string& job_id) {
   if (absl::Status invalid = ValidateJobId(job_id); !invalid.ok()) return invalid;
   const absl::Time deadline = absl::Now() + options_.cancel_wait;

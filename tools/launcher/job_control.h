@@ -1,4 +1,5 @@
-// The client side of `oneflow list`, `oneflow status JOB` and `oneflow cancel JOB`: the
+// The client side of `oneflow list`, `oneflow status JOB`, `oneflow cancel JOB` and
+// `oneflow diagnose --nodes=... JOB` (Launcher.Dump): the
 // same call to every node's daemon at once (Launcher.List, Status, Cancel), each node's
 // answer or its failure kept apart, so a command can print what the reachable nodes said
 // and still fail for the others (tools/cli/job_commands.cc prints them).
@@ -44,6 +45,8 @@ struct NodeAnswer {
   absl::Status error;
   // List: every job the daemon knows; Status and Cancel: the job asked about.
   std::vector<proto::JobStatus> jobs;
+  // Dump: the node's flight recorder dump (its dump_json empty when none, note says why).
+  proto::DumpResponse dump;
 };
 
 // The failures among `answers` as one status: OK when there are none; else the first
@@ -64,6 +67,9 @@ class JobControl {
   // reaped) and returns its final status per node. A job that had already ended is left
   // as it was. A node where it still runs after cancel_wait: DEADLINE_EXCEEDED naming it.
   absl::StatusOr<std::vector<NodeAnswer>> Cancel(const std::string& job_id);
+  // Every node's flight recorder dump of `job_id` (Launcher.Dump): a running worker is
+  // asked for a fresh one and given `timeout` to write it.
+  absl::StatusOr<std::vector<NodeAnswer>> Dump(const std::string& job_id, absl::Duration timeout);
 
  private:
   explicit JobControl(JobControlOptions options, std::vector<DaemonNode> daemons)

@@ -145,6 +145,7 @@ void LaunchSession::Follow(Node* node) {
   run->set_checkpoint_dir(options_.checkpoint_dir);
   run->set_checkpoint_every(options_.checkpoint_every);
   run->set_resume_from(options_.resume_from);
+  run->set_disable_heartbeats(options_.monitor.hang_seconds <= 0 && options_.monitor.slow_factor <= 0);
   AttachToken(&node->context, options_.token);
   std::unique_ptr<grpc::ClientReader<proto::JobEvent>> reader = node->stub->Submit(&node->context, request);
   request.Clear();  // The plan may be large; the stream has sent it.
@@ -188,6 +189,37 @@ void LaunchSession::CancelEverywhere() {
   }
 }
 
+void LaunchSession::CollectDumps() {
+  std::vector<std::thread> threads;
+  std::vector<NodeDump> dumps(nodes_.size());
+  for (size_t i = 0; i < nodes_.size(); ++i) {
+    Node* node = nodes_[i].get();
+    dumps[i].node = node->rank;
+    if (!node->started) {
+      dumps[i].note = absl::StrCat("node ", node->rank, " did not start the job");
+      continue;
+    }
+    threads.emplace_back([this, node, dump = &dumps[i]] {
+      grpc::ClientContext context;
+      AttachToken(&context, options_.token);
+      context.set_deadline(absl::ToChronoTime(absl::Now() + options_.dump_timeout + absl::Seconds(2)));
+      proto::DumpRequest request;
+      request.set_job_id(options_.job_id);
+      request.set_timeout_s(absl::ToDoubleSeconds(options_.dump_timeout));
+      proto::DumpResponse response;
+      const grpc::Status status = node->stub->Dump(&context, request, &response);
+      if (!status.ok()) {
+        dump->note = DescribeFailedCall(node->rank, node->address, status, "the dump");
+        return;
+      }
+      dump->json = response.dump_json();
+      dump->note = response.note();
+    });
+  }
+  for (std::thread& thread : threads) thread.join();
+  dumps_ = std::move(dumps);
+}
+
 absl::Status LaunchSession::Run() {
   for (auto& node : nodes_) node->follower = std::thread(&LaunchSession::Follow, this, node.get());
   MetricsMerger merger(ReportingNodes(plan_), plan_.job().batch_size());
@@ -200,8 +232,32 @@ absl::Status LaunchSession::Run() {
     cancelling = true;
     code = failure_code;
     headline = std::move(text);
+    // The dumps first: a cancelled worker writes none.
+    if (options_.collect_dumps && failure_code != absl::StatusCode::kCancelled) CollectDumps();
     cancel_deadline = absl::Now() + options_.cancel_wait;
     CancelEverywhere();
+  };
+  ProgressMonitor monitor(plan_, options_.monitor);
+  bool hang_reported = false;
+  absl::Time next_check = absl::Now() + absl::Milliseconds(250);
+  auto check_progress = [&] {
+    if (cancelling || absl::Now() < next_check) return;
+    const absl::Time now = absl::Now();
+    next_check = now + absl::Milliseconds(250);
+    if (!hang_reported) {
+      if (std::optional<HangFinding> hang = monitor.CheckHang(now)) {
+        hang_reported = true;
+        if (options_.on_hang) options_.on_hang(hang->text);
+        if (options_.stop_on_hang) {
+          fail(absl::StatusCode::kDeadlineExceeded,
+               absl::StrCat("job '", options_.job_id, "' failed: ", hang->text));
+          return;
+        }
+      }
+    }
+    for (const std::string& warning : monitor.CheckSlow(now)) {
+      if (options_.on_warning) options_.on_warning(warning);
+    }
   };
   auto all_ended = [&] {
     for (const auto& node : nodes_) {
@@ -210,8 +266,12 @@ absl::Status LaunchSession::Run() {
     return true;
   };
   while (!all_ended()) {
-    std::optional<Item> item = Pop(cancel_deadline);
-    if (!item.has_value()) break;  // The cancel wait is over.
+    check_progress();
+    std::optional<Item> item = Pop(cancelling ? cancel_deadline : std::min(cancel_deadline, next_check));
+    if (!item.has_value()) {
+      if (cancelling && absl::Now() >= cancel_deadline) break;  // The cancel wait is over.
+      continue;
+    }
     if (item->kind == Item::kInterrupt) {
       fail(absl::StatusCode::kCancelled,
            absl::StrCat("job '", options_.job_id, "' cancelled by ", SignalText(item->signal)));
@@ -251,6 +311,9 @@ absl::Status LaunchSession::Run() {
         break;
       case proto::JobEvent::kLog:
         if (options_.on_log) options_.on_log(node.rank, event.log().text());
+        break;
+      case proto::JobEvent::kHeartbeat:
+        monitor.Observe(node.rank, event.heartbeat(), absl::Now());
         break;
       case proto::JobEvent::kFinished:
         node.ended = true;

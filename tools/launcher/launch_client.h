@@ -33,6 +33,7 @@
 #include "absl/time/time.h"
 #include "proto/launcher.grpc.pb.h"
 #include "proto/plan.pb.h"
+#include "tools/launcher/progress_monitor.h"
 
 namespace oneflow::launcher {
 
@@ -54,9 +55,29 @@ struct LaunchOptions {
   std::string resume_from;
   // After a failure, how long the other nodes get to report their end.
   absl::Duration cancel_wait = absl::Seconds(10);
+  // Hang and slow-rank detection from the daemons' heartbeats (progress_monitor.h).
+  // hang_seconds = 0 and slow_factor = 0: the daemons send no heartbeats.
+  MonitorOptions monitor;
+  // A hang found: fail the job (cancelled everywhere, the hang as its cause); false: warn.
+  bool stop_on_hang = true;
+  // On a failure, before cancelling the other nodes, fetch every node's flight recorder
+  // dump (Launcher.Dump: running workers are asked for a fresh one); dumps() has them.
+  bool collect_dumps = true;
+  absl::Duration dump_timeout = absl::Seconds(3);
   // Called on Run's thread: each merged iteration, each worker output line.
   std::function<void(const proto::IterationMetrics& metrics)> on_metrics;
   std::function<void(int64_t node, const std::string& line)> on_log;
+  // A hang, the moment it is found (then, with stop_on_hang, the job is stopped and Run
+  // returns it as the cause), and slow-rank warnings; one line each, from Run's thread.
+  std::function<void(const std::string& line)> on_hang;
+  std::function<void(const std::string& line)> on_warning;
+};
+
+// A node's flight recorder dump fetched after a failure.
+struct NodeDump {
+  int64_t node = 0;
+  std::string json;  // empty: none (note says why)
+  std::string note;
 };
 
 class LaunchSession {
@@ -75,6 +96,9 @@ class LaunchSession {
   // signal N (...)". Any thread, any time (also before Run).
   void Interrupt(int signal);
 
+  // After Run failed with collect_dumps: each started node's dump (or why there is none).
+  const std::vector<NodeDump>& dumps() const { return dumps_; }
+
  private:
   struct Node;
   struct Item {
@@ -90,6 +114,7 @@ class LaunchSession {
   std::optional<Item> Pop(absl::Time deadline);
   void Follow(Node* node);
   void CancelEverywhere();
+  void CollectDumps();
   std::string NodeName(int64_t node) const;
   std::string Report(const std::string& headline) const;
 
@@ -97,6 +122,7 @@ class LaunchSession {
   LaunchOptions options_;
   std::vector<std::unique_ptr<Node>> nodes_;
   std::vector<std::thread> cancellers_;
+  std::vector<NodeDump> dumps_;
 
   absl::Mutex mutex_;
   std::deque<Item> items_ ABSL_GUARDED_BY(mutex_);

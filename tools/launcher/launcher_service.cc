@@ -21,6 +21,8 @@ namespace {
 
 // How often a Submit stream with nothing to send looks whether its client went away.
 constexpr absl::Duration kStreamPollInterval = absl::Milliseconds(200);
+// How often a Submit stream sends a Heartbeat while the worker runs.
+constexpr absl::Duration kHeartbeatInterval = absl::Milliseconds(500);
 
 absl::Status MakeDirectory(const std::string& path) {
   if (mkdir(path.c_str(), 0700) == 0 || errno == EEXIST) return absl::OkStatus();
@@ -102,6 +104,7 @@ absl::StatusOr<std::shared_ptr<WorkerJob>> LauncherService::StartJob(const proto
   config.log_file = absl::StrCat(directory, "/worker.log");
   config.node_devices = static_cast<int64_t>(NodeDeviceIndices(request.plan(), rank).size());
   config.iterations = run.iterations();
+  config.flight_dump_file = absl::StrCat(directory, "/flight-node", rank, ".json");
   config.command.binary = *options_.worker_binary;
   config.command.working_directory = directory;
   // THE WORKER CONTRACT (docs/launcher.md): these flags and nothing from the request
@@ -162,8 +165,17 @@ grpc::Status LauncherService::Submit(grpc::ServerContext* context, const proto::
   }
   if (!started.ok()) return ToGrpcStatus(started.status());
   WorkerJob& job = **started;
+  const bool heartbeats = !request->options().disable_heartbeats();
+  absl::Time next_heartbeat = absl::Now() + kHeartbeatInterval;
   while (true) {
-    std::optional<proto::JobEvent> event = job.NextEvent(kStreamPollInterval);
+    std::optional<proto::JobEvent> event =
+        job.NextEvent(heartbeats ? std::min(kStreamPollInterval, std::max(absl::ZeroDuration(),
+                                                                           next_heartbeat - absl::Now()))
+                                 : kStreamPollInterval);
+    if (!event.has_value() && heartbeats && absl::Now() >= next_heartbeat) {
+      next_heartbeat = absl::Now() + kHeartbeatInterval;
+      event = job.Heartbeat();
+    }
     if (event.has_value()) {
       const bool terminal = event->has_finished() || event->has_failed();
       if (!writer->Write(*event)) {
@@ -234,6 +246,25 @@ grpc::Status LauncherService::Health(grpc::ServerContext* context, const proto::
   int64_t running = 0;
   for (const auto& [id, job] : jobs_) running += job->done() ? 0 : 1;
   response->set_running_jobs(running);
+  return grpc::Status::OK;
+}
+
+grpc::Status LauncherService::Dump(grpc::ServerContext* context, const proto::DumpRequest* request,
+                                   proto::DumpResponse* response) {
+  if (grpc::Status denied = authorizer_->Check(*context, "Launcher.Dump"); !denied.ok()) return denied;
+  std::shared_ptr<WorkerJob> job;
+  {
+    absl::MutexLock lock(&mutex_);
+    const auto found = jobs_.find(request->job_id());
+    if (found != jobs_.end()) job = found->second;
+  }
+  if (job == nullptr) return NoSuchJob(request->job_id());
+  const double timeout_s = request->timeout_s() > 0 ? std::min(request->timeout_s(), 30.0) : 5.0;
+  WorkerDump dump = job->RequestDump(absl::Seconds(timeout_s));
+  response->set_node_rank(job->node_rank());
+  response->set_dump_json(std::move(dump.json));
+  response->set_path(dump.path);
+  response->set_note(dump.note);
   return grpc::Status::OK;
 }
 

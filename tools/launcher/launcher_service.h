@@ -4,7 +4,9 @@
 // Submit checks the request (submit_validation.h) before anything happens on the node,
 // then writes the plan to <work_dir>/<job_id>/node<rank>/plan.pb (atomically), starts
 // the worker (worker_job.h) with the flags of the worker contract (docs/launcher.md),
-// and streams Started, the worker's metrics and log lines, and one terminal event. A
+// and streams Started, the worker's metrics and log lines, a Heartbeat every 0.5 s (the
+// status file's progress, docs/diagnosis.md), and one terminal event. Dump returns the
+// worker's flight recorder dump, asking a running worker for a fresh one (SIGUSR1). A
 // client that goes away cancels the job (a worker nobody watches would hold the devices
 // and, through its collectives, the other nodes' workers).
 //
@@ -68,6 +70,8 @@ class LauncherService final : public proto::Launcher::Service {
                     proto::ListResponse* response) override;
   grpc::Status Health(grpc::ServerContext* context, const proto::HealthRequest* request,
                       proto::HealthResponse* response) override;
+  grpc::Status Dump(grpc::ServerContext* context, const proto::DumpRequest* request,
+                    proto::DumpResponse* response) override;
 
   // Refuses new jobs, cancels every running one and waits until their workers are gone
   // (at most the cancel grace plus a few seconds).

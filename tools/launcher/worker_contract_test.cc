@@ -3,7 +3,9 @@
 #include <signal.h>
 #include <unistd.h>
 
+#include <chrono>
 #include <fstream>
+#include <thread>
 
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
@@ -97,6 +99,28 @@ TEST(WorkerStatusFileTest, RecordsSurviveTheWriter) {
   EXPECT_EQ(progress[0].completed_iterations(), 2);
   EXPECT_EQ(progress[1].device(), 5);
   EXPECT_EQ(progress[1].completed_collectives(), 6);
+}
+
+TEST(WorkerStatusFileTest, CollectiveActivityAndHeartbeat) {
+  const std::string path = testing::TestDirectory("status") + "/status";
+  absl::StatusOr<std::unique_ptr<WorkerStatusFile>> file = WorkerStatusFile::Create(path, {3, 5}, /*heartbeat_ms=*/10);
+  ASSERT_TRUE(file.ok()) << file.status();
+  WorkerStatusSnapshot before = ReadWorkerStatus(path, 2);
+  ASSERT_TRUE(before.present);
+  EXPECT_EQ(before.progress[1].collective(), -1);
+  (*file)->SetCollectiveActivity(1, 8, 4, 123456);
+  std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  WorkerStatusSnapshot after = ReadWorkerStatus(path, 2);
+  ASSERT_EQ(after.progress.size(), 2u);
+  EXPECT_EQ(after.progress[1].entered_collectives(), 8);
+  EXPECT_EQ(after.progress[1].collective(), 4);
+  EXPECT_EQ(after.progress[1].collective_ns(), 123456);
+  EXPECT_EQ(after.progress[0].entered_collectives(), 0);
+  EXPECT_GT(after.heartbeat, before.heartbeat);  // The worker's heartbeat thread ticks.
+  file->reset();
+  const int64_t stopped = ReadWorkerStatus(path, 2).heartbeat;
+  std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  EXPECT_EQ(ReadWorkerStatus(path, 2).heartbeat, stopped);
 }
 
 TEST(WorkerStatusFileTest, MissingOrShortFileGivesNoProgress) {

@@ -6,8 +6,12 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <sys/stat.h>
+
 #include <cerrno>
 #include <cstring>
+#include <fstream>
+#include <sstream>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
@@ -42,6 +46,33 @@ bool ReadAvailable(int fd, std::string* out) {
     if (got < 0 && errno == EINTR) continue;
     return got < 0 && (errno == EAGAIN || errno == EWOULDBLOCK);
   }
+}
+
+// The process's state letter from /proc/PID/stat ('R', 'S', 'T' stopped, ...); 0 if unknown.
+char ProcessState(pid_t pid) {
+  std::ifstream file(absl::StrCat("/proc/", pid, "/stat"));
+  std::string text((std::istreambuf_iterator<char>(file)), std::istreambuf_iterator<char>());
+  const size_t paren = text.rfind(')');
+  return paren != std::string::npos && paren + 2 < text.size() ? text[paren + 2] : 0;
+}
+
+// Whether `pid` catches `signal` (SigCgt in /proc/PID/status): the worker installs its
+// SIGUSR1 watcher early, but a SIGUSR1 before that would kill it.
+bool CatchesSignal(pid_t pid, int signal) {
+  std::ifstream file(absl::StrCat("/proc/", pid, "/status"));
+  std::string line;
+  while (std::getline(file, line)) {
+    if (line.rfind("SigCgt:", 0) != 0) continue;
+    const unsigned long long mask = std::strtoull(line.c_str() + 7, nullptr, 16);
+    return (mask >> (signal - 1)) & 1;
+  }
+  return false;
+}
+
+int64_t ModifiedNs(const std::string& path) {
+  struct stat info;
+  if (stat(path.c_str(), &info) != 0) return -1;
+  return static_cast<int64_t>(info.st_mtim.tv_sec) * 1000000000 + info.st_mtim.tv_nsec;
 }
 
 }  // namespace
@@ -312,11 +343,76 @@ void WorkerJob::Cancel(const std::string& why) {
   cancel_reason_ = why;
   if (leader_exited_) return;  // Ending by itself; the supervisor kills the rest.
   kill(-pid_, SIGTERM);
+  // A stopped worker (SIGSTOP) handles the SIGTERM once continued, rather than waiting
+  // for the SIGKILL.
+  kill(-pid_, SIGCONT);
   killer_ = std::thread([this] {
     if (done_.WaitForNotificationWithTimeout(kCancelGrace)) return;
     absl::MutexLock lock(&mutex_);
     if (!leader_exited_) kill(-pid_, SIGKILL);
   });
+}
+
+std::optional<proto::JobEvent> WorkerJob::Heartbeat() {
+  const WorkerStatusSnapshot snapshot = ReadWorkerStatus(config_.status_file, config_.node_devices);
+  const absl::Time now = absl::Now();
+  absl::MutexLock lock(&mutex_);
+  if (done_.HasBeenNotified() || leader_exited_ || pid_ <= 0) return std::nullopt;
+  proto::JobEvent event;
+  proto::JobEvent::Heartbeat* beat = event.mutable_heartbeat();
+  for (const proto::DeviceProgress& device : snapshot.progress) *beat->add_progress() = device;
+  beat->set_sampled_unix_ms(absl::ToUnixMillis(now));
+  if (snapshot.heartbeat != last_beat_ || beat_changed_ == absl::InfinitePast()) {
+    last_beat_ = snapshot.heartbeat;
+    beat_changed_ = now;
+  }
+  // Before the worker created its file there is no heartbeat to miss.
+  beat->set_worker_silent_ms(snapshot.present ? absl::ToInt64Milliseconds(now - beat_changed_) : 0);
+  beat->set_worker_stopped(ProcessState(pid_) == 'T');
+  event.set_job_id(config_.job_id);
+  event.set_node_rank(config_.node_rank);
+  return event;
+}
+
+WorkerDump WorkerJob::RequestDump(absl::Duration timeout) {
+  WorkerDump dump;
+  dump.path = config_.flight_dump_file;
+  const int64_t before = ModifiedNs(dump.path);
+  bool asked = false;
+  {
+    absl::MutexLock lock(&mutex_);
+    if (!done_.HasBeenNotified() && !leader_exited_ && pid_ > 0) {
+      if (ProcessState(pid_) == 'T') {
+        dump.note = absl::StrCat("node ", config_.node_rank, " worker (pid ", pid_,
+                                 ") is stopped (SIGSTOP?): it cannot write a dump");
+      } else if (!CatchesSignal(pid_, SIGUSR1)) {
+        dump.note = absl::StrCat("node ", config_.node_rank, " worker (pid ", pid_,
+                                 ") does not handle SIGUSR1 yet (still starting)");
+      } else {
+        asked = kill(pid_, SIGUSR1) == 0;
+      }
+    }
+  }
+  if (asked) {
+    const absl::Time deadline = absl::Now() + timeout;
+    while (ModifiedNs(dump.path) == before && absl::Now() < deadline) absl::SleepFor(absl::Milliseconds(20));
+    if (ModifiedNs(dump.path) == before) {
+      dump.note = absl::StrCat("node ", config_.node_rank, " worker wrote no dump within ",
+                               absl::FormatDuration(timeout), " of SIGUSR1");
+    }
+  }
+  std::ifstream file(dump.path);
+  if (file) {
+    std::stringstream text;
+    text << file.rdbuf();
+    dump.json = text.str();
+  } else if (dump.note.empty()) {
+    dump.note = absl::StrCat("node ", config_.node_rank, " worker left no flight recorder dump (",
+                             done_.HasBeenNotified() ? "it ended without one: a signal or a cancel"
+                                                     : "none written yet",
+                             ")");
+  }
+  return dump;
 }
 
 bool WorkerJob::done() const { return done_.HasBeenNotified(); }

@@ -48,6 +48,15 @@ struct WorkerJobConfig {
   std::string log_file;
   // The iterations asked for, reported by Status.
   int64_t iterations = 0;
+  // Where the worker writes its flight recorder dump (docs/diagnosis.md).
+  std::string flight_dump_file;
+};
+
+// A flight recorder dump fetched from the node (Launcher.Dump).
+struct WorkerDump {
+  std::string path;
+  std::string json;  // Empty: none; `note` says why.
+  std::string note;
 };
 
 class WorkerJob {
@@ -82,6 +91,16 @@ class WorkerJob {
   // read from its status file (after the end, the terminal event's progress).
   proto::JobStatus Status() const;
 
+  // The heartbeat the daemon sends while the worker runs: each device's progress from the
+  // status file, how long the worker's own heartbeat word has not changed, and whether
+  // the process is stopped. nullopt once the worker exited.
+  std::optional<proto::JobEvent> Heartbeat();
+
+  // Asks a running worker for a flight recorder dump (SIGUSR1, when it handles it and is
+  // not stopped) and waits up to `timeout` for the file to be rewritten; an ended
+  // worker's dump is the one it left. `json` empty when there is none.
+  WorkerDump RequestDump(absl::Duration timeout);
+
  private:
   explicit WorkerJob(WorkerJobConfig config);
   void Supervise(absl::Status* start_status, absl::Notification* started);
@@ -115,6 +134,9 @@ class WorkerJob {
   int64_t dropped_lines_ ABSL_GUARDED_BY(mutex_) = 0;
   absl::Time end_time_ ABSL_GUARDED_BY(mutex_) = absl::InfiniteFuture();
   absl::Time start_time_ ABSL_GUARDED_BY(mutex_) = absl::InfinitePast();
+  // Heartbeat: the last heartbeat word seen and when it last changed.
+  int64_t last_beat_ ABSL_GUARDED_BY(mutex_) = -1;
+  absl::Time beat_changed_ ABSL_GUARDED_BY(mutex_) = absl::InfinitePast();
   // The terminal event's progress, once there is one.
   std::vector<proto::DeviceProgress> final_progress_ ABSL_GUARDED_BY(mutex_);
 };

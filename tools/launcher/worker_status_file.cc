@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
+#include <chrono>
 #include <fstream>
 
 #include "absl/base/config.h"
@@ -35,10 +36,18 @@ std::vector<int64_t> NodeDeviceIndices(const proto::Plan& plan, int64_t node) {
   return indices;
 }
 
+namespace {
+
+size_t RecordBytes() { return kStatusWordsPerDevice * sizeof(int64_t); }
+// The heartbeat word follows the device records (at least one record's room).
+size_t HeartbeatOffset(int64_t devices) { return std::max<size_t>(1, static_cast<size_t>(devices)) * RecordBytes(); }
+
+}  // namespace
+
 absl::StatusOr<std::unique_ptr<WorkerStatusFile>> WorkerStatusFile::Create(
-    const std::string& path, const std::vector<int64_t>& device_indices) {
+    const std::string& path, const std::vector<int64_t>& device_indices, int heartbeat_ms) {
   const std::string where = absl::StrCat("status file '", path, "'");
-  const size_t bytes = std::max<size_t>(1, device_indices.size()) * kStatusWordsPerDevice * sizeof(int64_t);
+  const size_t bytes = HeartbeatOffset(static_cast<int64_t>(device_indices.size())) + sizeof(int64_t);
   const int fd = open(path.c_str(), O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
   if (fd < 0) return absl::UnavailableError(absl::StrCat(where, ": cannot create: ", std::strerror(errno)));
   if (ftruncate(fd, static_cast<off_t>(bytes)) != 0) {
@@ -54,11 +63,26 @@ absl::StatusOr<std::unique_ptr<WorkerStatusFile>> WorkerStatusFile::Create(
       new WorkerStatusFile(static_cast<int64_t*>(mapped), bytes, static_cast<int>(device_indices.size())));
   for (size_t slot = 0; slot < device_indices.size(); ++slot) {
     file->Store(static_cast<int>(slot), 0, device_indices[slot]);
+    file->Store(static_cast<int>(slot), 4, -1);
+  }
+  if (heartbeat_ms > 0) {
+    WorkerStatusFile* self = file.get();
+    int64_t* beat = file->words_ + HeartbeatOffset(static_cast<int64_t>(device_indices.size())) / sizeof(int64_t);
+    file->heartbeat_ = std::thread([self, beat, heartbeat_ms] {
+      for (int64_t n = 1; !self->stop_.load(std::memory_order_relaxed); ++n) {
+        __atomic_store_n(beat, n, __ATOMIC_RELEASE);
+        std::this_thread::sleep_for(std::chrono::milliseconds(heartbeat_ms));
+      }
+    });
   }
   return file;
 }
 
-WorkerStatusFile::~WorkerStatusFile() { munmap(words_, bytes_); }
+WorkerStatusFile::~WorkerStatusFile() {
+  stop_.store(true);
+  if (heartbeat_.joinable()) heartbeat_.join();
+  munmap(words_, bytes_);
+}
 
 void WorkerStatusFile::Store(int slot, int word, int64_t value) {
   if (slot < 0 || slot >= slots_) return;  // Not a device of this node: nothing to record.
@@ -67,23 +91,38 @@ void WorkerStatusFile::Store(int slot, int word, int64_t value) {
 
 void WorkerStatusFile::SetCompletedCollectives(int slot, int64_t count) { Store(slot, 1, count); }
 void WorkerStatusFile::SetCompletedIterations(int slot, int64_t count) { Store(slot, 2, count); }
+void WorkerStatusFile::SetCollectiveActivity(int slot, int64_t entered, int64_t collective_id,
+                                             int64_t collective_ns) {
+  Store(slot, 4, collective_id);
+  Store(slot, 5, collective_ns);
+  Store(slot, 3, entered);
+}
 
-std::vector<proto::DeviceProgress> ReadWorkerStatusFile(const std::string& path, int64_t expected_devices) {
-  std::vector<proto::DeviceProgress> progress;
+WorkerStatusSnapshot ReadWorkerStatus(const std::string& path, int64_t expected_devices) {
+  WorkerStatusSnapshot snapshot;
   std::ifstream file(path, std::ios::binary);
-  if (!file || expected_devices <= 0) return progress;
-  const size_t record_bytes = kStatusWordsPerDevice * sizeof(int64_t);
-  std::string bytes(static_cast<size_t>(expected_devices) * record_bytes, '\0');
+  if (!file || expected_devices <= 0) return snapshot;
+  const size_t record_bytes = RecordBytes();
+  std::string bytes(HeartbeatOffset(expected_devices) + sizeof(int64_t), '\0');
   file.read(bytes.data(), static_cast<std::streamsize>(bytes.size()));
-  if (static_cast<size_t>(file.gcount()) < bytes.size()) return progress;
+  if (static_cast<size_t>(file.gcount()) < bytes.size()) return snapshot;
+  snapshot.present = true;
   for (int64_t d = 0; d < expected_devices; ++d) {
     const char* record = bytes.data() + d * record_bytes;
-    proto::DeviceProgress& device = progress.emplace_back();
+    proto::DeviceProgress& device = snapshot.progress.emplace_back();
     device.set_device(LittleEndianWord(record));
     device.set_completed_collectives(LittleEndianWord(record + 8));
     device.set_completed_iterations(LittleEndianWord(record + 16));
+    device.set_entered_collectives(LittleEndianWord(record + 24));
+    device.set_collective(LittleEndianWord(record + 32));
+    device.set_collective_ns(LittleEndianWord(record + 40));
   }
-  return progress;
+  snapshot.heartbeat = LittleEndianWord(bytes.data() + HeartbeatOffset(expected_devices));
+  return snapshot;
+}
+
+std::vector<proto::DeviceProgress> ReadWorkerStatusFile(const std::string& path, int64_t expected_devices) {
+  return ReadWorkerStatus(path, expected_devices).progress;
 }
 
 }  // namespace oneflow::launcher

@@ -2,16 +2,23 @@
 // of the worker got, readable by the daemon after the worker is gone, SIGKILL included.
 //
 // Layout: for each device of the worker's node, in plan order (the order of
-// plan.devices() restricted to the node), three little-endian int64 words:
-//   [device index in plan.devices(), completed collectives, completed iterations]
+// plan.devices() restricted to the node), six little-endian int64 words:
+//   [device index in plan.devices(), completed collectives, completed iterations,
+//    entered collectives, id of the last collective entered (-1: none),
+//    nanoseconds spent in collective acts]
+// then one word, the worker's heartbeat: a counter a thread of the worker bumps every
+// 100 ms while the file is open, so the daemon can tell a worker that is not running at
+// all (SIGSTOP) from one waiting in a collective (DeviceProgress in proto/launcher.proto).
 // The worker creates the file at its full size and updates the words in place through a
 // MAP_SHARED mapping, so every store is in the page cache the moment it is made and
 // survives the process: no write or flush the worker could die before.
 #ifndef TOOLS_LAUNCHER_WORKER_STATUS_FILE_H_
 #define TOOLS_LAUNCHER_WORKER_STATUS_FILE_H_
 
+#include <atomic>
 #include <cstdint>
 #include <memory>
+#include <thread>
 #include <string>
 #include <vector>
 
@@ -21,7 +28,7 @@
 
 namespace oneflow::launcher {
 
-inline constexpr int kStatusWordsPerDevice = 3;
+inline constexpr int kStatusWordsPerDevice = 6;
 
 // Indices into plan.devices() of the devices on `node`, in plan order.
 std::vector<int64_t> NodeDeviceIndices(const proto::Plan& plan, int64_t node);
@@ -30,9 +37,11 @@ std::vector<int64_t> NodeDeviceIndices(const proto::Plan& plan, int64_t node);
 class WorkerStatusFile {
  public:
   // Creates (or truncates) `path` for `device_indices` (NodeDeviceIndices), all counters
-  // 0. Errors name the file and the failing call.
+  // 0. Errors name the file and the failing call. Starts the heartbeat thread (every
+  // `heartbeat_ms`; 0: none).
   static absl::StatusOr<std::unique_ptr<WorkerStatusFile>> Create(const std::string& path,
-                                                                  const std::vector<int64_t>& device_indices);
+                                                                  const std::vector<int64_t>& device_indices,
+                                                                  int heartbeat_ms = 100);
   ~WorkerStatusFile();
   WorkerStatusFile(const WorkerStatusFile&) = delete;
   WorkerStatusFile& operator=(const WorkerStatusFile&) = delete;
@@ -40,6 +49,9 @@ class WorkerStatusFile {
   // `slot` is the position in `device_indices` (the device's rank on its node).
   void SetCompletedCollectives(int slot, int64_t count);
   void SetCompletedIterations(int slot, int64_t count);
+  // From the flight recorder: the collectives entered, the last one's id, and the time
+  // spent in collective acts.
+  void SetCollectiveActivity(int slot, int64_t entered, int64_t collective_id, int64_t collective_ns);
 
  private:
   WorkerStatusFile(int64_t* words, size_t bytes, int slots) : words_(words), bytes_(bytes), slots_(slots) {}
@@ -48,7 +60,18 @@ class WorkerStatusFile {
   int64_t* words_;
   size_t bytes_;
   int slots_;
+  std::atomic<bool> stop_{false};
+  std::thread heartbeat_;
 };
+
+// What the daemon reads while the worker runs: every device's progress and the
+// heartbeat word; `present` false when the file is missing or short.
+struct WorkerStatusSnapshot {
+  bool present = false;
+  std::vector<proto::DeviceProgress> progress;
+  int64_t heartbeat = 0;
+};
+WorkerStatusSnapshot ReadWorkerStatus(const std::string& path, int64_t expected_devices);
 
 // The daemon's side: the progress of `expected_devices` devices. A missing file or one
 // shorter than expected (the worker died before creating it) gives no progress: an empty

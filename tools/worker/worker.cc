@@ -5,7 +5,10 @@
 #include <signal.h>
 
 #include <atomic>
+#include <chrono>
 #include <cstdio>
+#include <cstdlib>
+#include <random>
 #include <iostream>
 #include <memory>
 #include <thread>
@@ -40,6 +43,49 @@ std::string ProgressText(const std::vector<proto::DeviceProgress>& records, cons
                                  ", ", record.completed_iterations(), " iterations done"));
   }
   return absl::StrJoin(parts, "; ");
+}
+
+// Test hooks (docs/diagnosis.md), from the environment: ONEFLOW_TEST_SLOW_DEVICE=N:D:F
+// makes device N:D's compute acts F times as long (sleeping (F - 1) x each act's time),
+// ONEFLOW_TEST_JITTER=J makes every device's compute acts of an iteration 1 to 1 + 2J
+// times as long (one random factor per device and iteration). Slept in whole
+// milliseconds as the owed time accumulates.
+std::function<actors::ActFunction(const actors::ActorBinding&, actors::ActFunction)> TestDelayHook() {
+  const char* slow = std::getenv("ONEFLOW_TEST_SLOW_DEVICE");
+  const char* jitter_text = std::getenv("ONEFLOW_TEST_JITTER");
+  long long slow_node = -1, slow_device = -1;
+  double slow_factor = 1, jitter = 0;
+  if (slow != nullptr && std::sscanf(slow, "%lld:%lld:%lf", &slow_node, &slow_device, &slow_factor) != 3) slow_node = -1;
+  if (jitter_text != nullptr) jitter = std::atof(jitter_text);
+  if (slow_node < 0 && jitter <= 0) return nullptr;
+  struct Debt {
+    std::atomic<int64_t> ns{0};
+  };
+  auto debts = std::make_shared<std::vector<Debt>>(1024);
+  return [=](const actors::ActorBinding& binding, actors::ActFunction act) -> actors::ActFunction {
+    if (binding.actor->kind() != proto::ACTOR_COMPUTE || binding.device_index >= 1024) return act;
+    const proto::DeviceId& id = binding.plan->devices(binding.device_index).device();
+    const double factor = id.node() == slow_node && id.device() == slow_device ? slow_factor : 1;
+    if (factor <= 1 && jitter <= 0) return act;
+    const int device = binding.device_index;
+    return [=, act = std::move(act)](int64_t iteration, const actors::ActContext& context) {
+      const auto start = std::chrono::steady_clock::now();
+      absl::Status status = act(iteration, context);
+      double extra = factor - 1;
+      if (jitter > 0) {
+        std::mt19937_64 random(static_cast<uint64_t>(iteration) * 1000003 + static_cast<uint64_t>(device));
+        extra += std::uniform_real_distribution<double>(0, 2 * jitter)(random);
+      }
+      const double took = std::chrono::duration<double, std::nano>(std::chrono::steady_clock::now() - start).count();
+      Debt& debt = (*debts)[device];
+      const int64_t owed = debt.ns.fetch_add(static_cast<int64_t>(took * extra)) + static_cast<int64_t>(took * extra);
+      if (owed >= 1000000) {
+        debt.ns.fetch_sub(owed);
+        std::this_thread::sleep_for(std::chrono::nanoseconds(owed));
+      }
+      return status;
+    };
+  };
 }
 
 void AddProgress(const std::vector<proto::DeviceProgress>& records,
@@ -179,8 +225,18 @@ absl::Status RunWorker(const WorkerOptions& options) {
   };
   launcher::SignalWatcher dump_on_signal({SIGUSR1}, [&](int) { dump_flight("SIGUSR1"); });
 
+  // What each device entered and how long it spent in collectives goes to the status
+  // file, for the daemon's heartbeats. ONEFLOW_FLIGHT_RECORDER=off: no recording (the
+  // overhead benchmark's reference, bench/diagnosis).
+  if (status_file) {
+    recorder.SetProgressSink([&](int device, int64_t entered, int64_t collective, int64_t collective_ns) {
+      status_file->SetCollectiveActivity(slot[device], entered, collective, collective_ns);
+    });
+  }
+  const char* recording = std::getenv("ONEFLOW_FLIGHT_RECORDER");
   actors::TrainOptions train;
-  train.flight_recorder = &recorder;
+  train.flight_recorder = recording != nullptr && std::string(recording) == "off" ? nullptr : &recorder;
+  train.wrap_act = TestDelayHook();
   train.node = options.node_rank;
   train.iterations = options.iterations;
   train.collective_timeout = options.collective_timeout;

@@ -23,7 +23,7 @@
 #include <vector>
 
 #include "absl/strings/string_view.h"
-#include "oneflow_core/dsl/attr.h"
+#include "oneflow_core/ops/attr.h"
 #include "oneflow_core/dsl/graph.h"
 #include "oneflow_core/dsl/source_location.h"
 

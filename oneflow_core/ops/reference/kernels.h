@@ -7,7 +7,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
-#include "oneflow_core/dsl/attr.h"
+#include "oneflow_core/ops/attr.h"
 #include "oneflow_core/ops/reference/dense.h"
 #include "oneflow_core/ops/reference/reference.h"
 

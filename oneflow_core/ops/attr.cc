@@ -1,4 +1,4 @@
-#include "oneflow_core/dsl/attr.h"
+#include "oneflow_core/ops/attr.h"
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"

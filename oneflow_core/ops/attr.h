@@ -1,6 +1,6 @@
 // Op attributes: small typed values keyed by name (matmul's transpose_a, slice's begin).
-#ifndef ONEFLOW_CORE_DSL_ATTR_H_
-#define ONEFLOW_CORE_DSL_ATTR_H_
+#ifndef ONEFLOW_CORE_OPS_ATTR_H_
+#define ONEFLOW_CORE_OPS_ATTR_H_
 
 #include <cstdint>
 #include <map>
@@ -33,4 +33,4 @@ std::vector<int64_t> GetIntsAttr(const AttrMap& attrs, const std::string& name);
 
 }  // namespace oneflow
 
-#endif  // ONEFLOW_CORE_DSL_ATTR_H_
+#endif  // ONEFLOW_CORE_OPS_ATTR_H_

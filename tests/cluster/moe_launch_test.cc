@@ -1,0 +1,42 @@
+// Mixture of experts across processes: the gpt with fssdp experts (row-sparse gather and
+// reduce-scatter over Gloo) and with expert parallelism (all-to-all of the token buffers)
+// on 2 nodes x 2 devices, through `oneflow launch` on two real daemons, trains like one
+// device.
+#include <chrono>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "gtest/gtest.h"
+#include "tests/cluster/cluster_harness.h"
+#include "tests/cluster/process.h"
+
+namespace oneflow::testing {
+namespace {
+
+using std::chrono::milliseconds;
+
+constexpr int kIterations = 12;
+
+TEST(MoeLaunchTest, FssdpAndExpertParallelOnTwoNodesTrainLikeOneDevice) {
+  const std::vector<std::string> gpt = {"--batch=8",     "--seq=8",         "--layers=2",     "--hidden=32",
+                                        "--heads=4",     "--vocab=34",      "--lr=0.01",      "--compression=off",
+                                        "--moe_experts=4", "--moe_top_k=2"};
+  std::vector<std::string> one = gpt;
+  one.push_back("--moe_parallel=replicated");
+  const std::vector<double> reference = RunInOneProcess(CompilePlan("gpt", one, "moe-1device"), kIterations);
+  Daemons daemons(2);
+  for (const std::string parallel : {"fssdp", "ep"}) {
+    std::vector<std::string> flags = gpt;
+    flags.insert(flags.end(), {"--nodes=2", "--devices_per_node=2", "--dp=4", "--moe_parallel=" + parallel});
+    const std::string plan = CompilePlan("gpt", flags, "moe-" + parallel);
+    std::unique_ptr<Process> launch = Launch(daemons, plan, kIterations, "moe-" + parallel + "-2nodes");
+    ASSERT_TRUE(launch->Wait(milliseconds(120000))) << parallel;
+    ASSERT_EQ(launch->exit_code(), 0) << parallel << ": " << launch->Stderr();
+    EXPECT_TRUE(MatchesReference(Losses(launch->StdoutLines()), reference, kIterations))
+        << "gpt with " << parallel << " experts on 2 nodes x 2 devices";
+  }
+}
+
+}  // namespace
+}  // namespace oneflow::testing

@@ -1,0 +1,130 @@
+// The launch's hang and slow-rank detection on hand-made heartbeats of a 2-node plan
+// with one all-reduce per iteration (the live runs are tests/cluster/diagnosis_launch_test).
+#include "tools/launcher/progress_monitor.h"
+
+#include <random>
+
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+
+namespace oneflow::launcher {
+namespace {
+
+using ::testing::HasSubstr;
+
+proto::Plan TwoNodePlan() {
+  proto::Plan plan;
+  for (int node = 0; node < 2; ++node) {
+    proto::DevicePlan* device = plan.add_devices();
+    device->mutable_device()->set_node(node);
+    device->mutable_device()->set_device(0);
+    device->add_collective_order(0);
+  }
+  proto::CollectiveDef* collective = plan.add_collectives();
+  collective->set_id(0);
+  collective->set_kind(proto::ALL_REDUCE);
+  collective->set_bytes_per_device(4096);
+  for (int node = 0; node < 2; ++node) {
+    proto::DeviceId* member = collective->add_group();
+    member->set_node(node);
+    member->set_device(0);
+  }
+  return plan;
+}
+
+proto::JobEvent::Heartbeat Beat(int64_t device, int64_t completed, int64_t entered, int64_t collective_ns,
+                                absl::Time now, int64_t silent_ms = 0, bool stopped = false) {
+  proto::JobEvent::Heartbeat beat;
+  proto::DeviceProgress* progress = beat.add_progress();
+  progress->set_device(device);
+  progress->set_completed_collectives(completed);
+  progress->set_entered_collectives(entered);
+  progress->set_collective(0);
+  progress->set_collective_ns(collective_ns);
+  beat.set_sampled_unix_ms(absl::ToUnixMillis(now));
+  beat.set_worker_silent_ms(silent_ms);
+  beat.set_worker_stopped(stopped);
+  return beat;
+}
+
+TEST(ProgressMonitorTest, StoppedRankIsNamedWithTheCollectiveAndWhoArrived) {
+  const proto::Plan plan = TwoNodePlan();
+  ProgressMonitor monitor(plan, MonitorOptions{});
+  absl::Time now = absl::FromUnixSeconds(1000);
+  // Both progress for 2 s, then node 1 stops before collective 40; node 0 waits in it.
+  for (int step = 0; step < 4; ++step, now += absl::Milliseconds(500)) {
+    monitor.Observe(0, Beat(0, 10 * step, 10 * step + 1, 0, now), now);
+    monitor.Observe(1, Beat(1, 10 * step, 10 * step, 0, now), now);
+    EXPECT_FALSE(monitor.CheckHang(now).has_value());
+  }
+  const absl::Time stop = now;
+  for (; now < stop + absl::Seconds(7); now += absl::Milliseconds(500)) {
+    const int64_t silent = absl::ToInt64Milliseconds(now - stop);
+    monitor.Observe(0, Beat(0, 40, 41, 0, now), now);
+    monitor.Observe(1, Beat(1, 40, 40, 0, now, silent, true), now);
+    const std::optional<HangFinding> hang = monitor.CheckHang(now);
+    if (now - stop < absl::Seconds(5)) {
+      EXPECT_FALSE(hang.has_value()) << absl::FormatDuration(now - stop) << ": " << hang->text;
+    } else {
+      ASSERT_TRUE(hang.has_value()) << absl::FormatDuration(now - stop);
+      EXPECT_EQ(hang->sequence, 40);
+      EXPECT_EQ(hang->suspects, std::vector<int64_t>{1});
+      EXPECT_EQ(hang->arrived, std::vector<int64_t>{0});
+      EXPECT_THAT(hang->text, HasSubstr("collective 0 (ALL_REDUCE, 4096 B) sequence 40"));
+      EXPECT_THAT(hang->text, HasSubstr("node 1 device 1:0 (rank 1 of the group) has not entered it"));
+      EXPECT_THAT(hang->text, HasSubstr("stopped"));
+      EXPECT_THAT(hang->text, HasSubstr("Arrived and waiting: 0:0"));
+    }
+  }
+}
+
+TEST(ProgressMonitorTest, ARankStillProgressingIsNoHang) {
+  const proto::Plan plan = TwoNodePlan();
+  ProgressMonitor monitor(plan, MonitorOptions{});
+  absl::Time now = absl::FromUnixSeconds(1000);
+  // Node 0 waits in collective 5 for 8 s while node 1 computes towards it (its
+  // completed count still moves, slowly): slow perhaps, no hang.
+  for (int step = 0; step < 16; ++step, now += absl::Milliseconds(500)) {
+    monitor.Observe(0, Beat(0, 5, 6, 0, now), now);
+    monitor.Observe(1, Beat(1, step / 4, step / 4, 0, now), now);
+    EXPECT_FALSE(monitor.CheckHang(now).has_value());
+  }
+}
+
+// Collective time per second of each device: the slow one is named after the window
+// and the confirmations; a ±20% jittered clean run is not.
+std::vector<std::string> RunSlow(double fraction0, double fraction1, double jitter, absl::Duration length) {
+  const proto::Plan plan = TwoNodePlan();
+  ProgressMonitor monitor(plan, MonitorOptions{});
+  std::mt19937 random(7);
+  std::uniform_real_distribution<double> noise(1 - jitter, 1 + jitter);
+  absl::Time now = absl::FromUnixSeconds(1000);
+  double ns0 = 0, ns1 = 0;
+  int64_t completed = 0;
+  std::vector<std::string> warnings;
+  for (absl::Time end = now + length; now < end; now += absl::Milliseconds(500)) {
+    ns0 += 0.5e9 * std::min(1.0, fraction0 * noise(random));
+    ns1 += 0.5e9 * std::min(1.0, fraction1 * noise(random));
+    completed += 20;
+    monitor.Observe(0, Beat(0, completed, completed, static_cast<int64_t>(ns0), now), now);
+    monitor.Observe(1, Beat(1, completed, completed, static_cast<int64_t>(ns1), now), now);
+    for (const std::string& warning : monitor.CheckSlow(now)) warnings.push_back(warning);
+  }
+  return warnings;
+}
+
+TEST(ProgressMonitorTest, SlowRankIsNamedOnce) {
+  const std::vector<std::string> warnings = RunSlow(0.9, 0.05, 0.1, absl::Seconds(20));
+  ASSERT_EQ(warnings.size(), 1u);
+  EXPECT_THAT(warnings[0], HasSubstr("slow rank: node 1 device 1:0 is about"));
+  EXPECT_THAT(warnings[0], HasSubstr("than 0:0 of its group"));
+}
+
+TEST(ProgressMonitorTest, JitteredCleanRunRaisesNothing) {
+  EXPECT_TRUE(RunSlow(0.4, 0.4, 0.2, absl::Seconds(30)).empty());
+  EXPECT_TRUE(RunSlow(0.1, 0.1, 0.2, absl::Seconds(30)).empty());
+  EXPECT_TRUE(RunSlow(0.9, 0.85, 0.2, absl::Seconds(30)).empty());
+}
+
+}  // namespace
+}  // namespace oneflow::launcher
