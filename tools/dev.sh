@@ -3,7 +3,8 @@
 #
 #   tools/dev.sh deps    install missing Debian packages (idempotent; no-op when present)
 #   tools/dev.sh build   deps + bazel build //...
-#   tools/dev.sh test    deps + bazel test //..., ending with "N passed, N failed"
+#   tools/dev.sh test    deps + test-only packages (chromium) + bazel test //..., ending with
+#                        "N passed, N failed"
 #   tools/dev.sh demo    deps + build + run the main example end to end (a GPT compiled
 #                        for 4 CPU devices, dp=2 x tp=2, inspected and trained; a small
 #                        GPT learning a license text; then the dp x tp GPT as 2 nodes
@@ -38,12 +39,19 @@ PACKAGES=(
   zlib1g-dev
 )
 
+# Packages only some tests need; those tests skip with a message where one is missing, so
+# `test` goes on (with a warning) when they cannot be installed, e.g. offline.
+#   chromium: the HTML plan viewer in a headless browser (tools/cli/inspect_html_browser_test.sh)
+TEST_PACKAGES=(
+  chromium
+)
+
 BAZEL_FLAGS=(--color=no --curses=no)
 
 log() { echo "dev.sh: $*" >&2; }
 
 usage() {
-  sed -n '2,11p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'
+  sed -n '2,12p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'
 }
 
 # Prints the packages of "$@" that dpkg does not report as installed.
@@ -73,6 +81,23 @@ ensure_deps() {
     apt-get install -y -q --no-install-recommends $missing
 }
 
+ensure_test_deps() {
+  local missing
+  missing="$(missing_packages "${TEST_PACKAGES[@]}")"
+  [[ -z "$missing" ]] && return 0
+  local sudo=()
+  if [[ "$(id -u)" != 0 ]]; then sudo=(sudo); fi
+  # shellcheck disable=SC2086  # one package name per word
+  log "installing for tests:" $missing
+  # shellcheck disable=SC2086
+  if ! { "${sudo[@]}" env DEBIAN_FRONTEND=noninteractive apt-get update -q &&
+         "${sudo[@]}" env DEBIAN_FRONTEND=noninteractive \
+           apt-get install -y -q --no-install-recommends $missing; }; then
+    # shellcheck disable=SC2086
+    log "could not install" $missing "(offline?): the tests that need it will skip"
+  fi
+}
+
 # Counts test results from Bazel's per-target summary lines and prints the line CI
 # reads: "N passed, N failed". Incompatible (skipped) targets count as neither.
 summarize_tests() {
@@ -90,6 +115,7 @@ cmd_build() {
 
 cmd_test() {
   ensure_deps
+  ensure_test_deps
   cd "$ROOT"
   local log_file rc=0
   log_file="$(mktemp)"

@@ -1,5 +1,7 @@
 #include "tools/cli/inspect.h"
 
+#include "tools/cli/inspect_html.h"
+
 #include <string>
 #include <vector>
 
@@ -36,8 +38,9 @@ absl::StatusOr<InspectFormat> ParseInspectFormat(absl::string_view text) {
   if (text == "text") return InspectFormat::kText;
   if (text == "json") return InspectFormat::kJson;
   if (text == "dot") return InspectFormat::kDot;
+  if (text == "html") return InspectFormat::kHtml;
   return absl::InvalidArgumentError(
-      absl::StrCat("--format='", text, "' is not a format; valid: text, json, dot"));
+      absl::StrCat("--format='", text, "' is not a format; valid: text, json, dot, html"));
 }
 
 absl::StatusOr<std::optional<int>> ParseDeviceFlag(absl::string_view text,
@@ -90,6 +93,13 @@ absl::StatusOr<std::string> InspectPlan(const proto::Plan& plan, const InspectOp
     case InspectFormat::kDot:
       return options.device.has_value() ? RenderDeviceDot(plan, index, *options.device)
                                         : RenderLogicalDot(plan, index);
+    case InspectFormat::kHtml:
+      // The page holds every device (one is chosen in it); --device only has to be valid.
+      if (options.measured.has_value()) {
+        return absl::InvalidArgumentError(
+            "--trace is not supported with --format=html (the page shows the static actor order)");
+      }
+      return RenderHtml(plan, index);
   }
   return absl::InternalError("unhandled InspectFormat");
 }

@@ -29,10 +29,12 @@ enum class InspectFormat {
   kJson,
   // Graphviz: the logical graph, or one device's actor graph with a device chosen.
   kDot,
+  // A self-contained page with every device (inspect_html.h); no --device, no trace.
+  kHtml,
 };
 
-// "text", "json", "dot". Anything else is INVALID_ARGUMENT naming the flag:
-//   --format='xml' is not a format; valid: text, json, dot
+// "text", "json", "dot", "html". Anything else is INVALID_ARGUMENT naming the flag:
+//   --format='xml' is not a format; valid: text, json, dot, html
 absl::StatusOr<InspectFormat> ParseInspectFormat(absl::string_view text);
 
 // Resolves the --device flag against `plan`: "" is no device; "K" is index K of

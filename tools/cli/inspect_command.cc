@@ -14,8 +14,8 @@
 #include "tools/cli/plan_io.h"
 
 ABSL_FLAG(std::string, format, "text",
-          "Output format: text (for people), json (one object, stable keys) or dot "
-          "(Graphviz).");
+          "Output format: text (for people), json (one object, stable keys), dot "
+          "(Graphviz) or html (a self-contained page: graph, actors, memory, collectives).");
 ABSL_FLAG(std::string, device, "",
           "One device, as an index of the plan's devices (0..N-1) or a node:device "
           "id (0:1). text/json: only its section; dot: its actor graph instead of the "
@@ -47,6 +47,9 @@ absl::Status RunInspect(const std::vector<std::string>& arguments, std::ostream&
                       ParseDeviceFlag(absl::GetFlag(FLAGS_device), plan));
   InspectOptions options{format, device, std::nullopt};
   if (!absl::GetFlag(FLAGS_trace).empty()) {
+    if (format == InspectFormat::kHtml) {
+      return absl::InvalidArgumentError("--trace is not supported with --format=html (the page shows the static actor order)");
+    }
     OF_ASSIGN_OR_RETURN(options.measured, MeasureTrace(absl::GetFlag(FLAGS_trace), plan));
   }
   OF_ASSIGN_OR_RETURN(const std::string text, InspectPlan(plan, options));
@@ -63,7 +66,7 @@ Subcommand InspectSubcommand() {
   Subcommand command;
   command.name = "inspect";
   command.arguments = "PLAN";
-  command.flag_usage = "[--format=text|json|dot] [--device=K] [--trace=FILE.json]";
+  command.flag_usage = "[--format=text|json|dot|html] [--device=K] [--trace=FILE.json]";
   command.summary = "print a plan: cluster, SBPs, boxings, per-device actors, memory and traffic";
   command.flags = {"format", "device", "trace"};
   command.min_arguments = 1;

@@ -300,7 +300,7 @@ TEST(InspectTest, RefusesWhatTheCheckRefuses) {
 TEST(InspectTest, FlagParsing) {
   EXPECT_EQ(ParseInspectFormat("json").value(), InspectFormat::kJson);
   EXPECT_EQ(ParseInspectFormat("xml").status().message(),
-            "--format='xml' is not a format; valid: text, json, dot");
+            "--format='xml' is not a format; valid: text, json, dot, html");
   const proto::Plan plan = SampleDataParallelPlan();
   EXPECT_EQ(ParseDeviceFlag("", plan).value(), std::nullopt);
   EXPECT_EQ(ParseDeviceFlag("1", plan).value(), 1);

@@ -84,7 +84,7 @@ run "$ONEFLOW" inspect "$DIR/missing.plan"
 
 run "$ONEFLOW" inspect "$DIR/a.plan" --format=xml
 [[ $rc -eq 1 ]] || fail "bad --format exited $rc"
-[[ "$err" == "oneflow inspect: --format='xml' is not a format; valid: text, json, dot" ]] || fail "$err"
+[[ "$err" == "oneflow inspect: --format='xml' is not a format; valid: text, json, dot, html" ]] || fail "$err"
 
 run "$ONEFLOW" inspect "$DIR/a.plan" --device=7
 [[ $rc -eq 1 ]] || fail "bad --device exited $rc"
@@ -95,7 +95,7 @@ run "$ONEFLOW"
 [[ $rc -eq 2 ]] || fail "no subcommand exited $rc"
 run "$ONEFLOW" inspect
 [[ $rc -eq 2 ]] || fail "no PLAN exited $rc"
-[[ "$err" == "oneflow inspect: expected PLAN, got no arguments"$'\n'"usage: oneflow inspect PLAN [--format=text|json|dot] [--device=K] [--trace=FILE.json]" ]] || fail "$err"
+[[ "$err" == "oneflow inspect: expected PLAN, got no arguments"$'\n'"usage: oneflow inspect PLAN [--format=text|json|dot|html] [--device=K] [--trace=FILE.json]" ]] || fail "$err"
 run "$ONEFLOW" frobnicate
 [[ $rc -eq 2 ]] || fail "unknown subcommand exited $rc"
 grep -q "unknown subcommand 'frobnicate'; valid: inspect, run, launch, status, list, cancel, checkpoint, profile, report, calibrate, diagnose, help" <<<"$err" || fail "$err"
@@ -242,7 +242,7 @@ run "$ONEFLOW" report
 
 run "$ONEFLOW" help
 [[ $rc -eq 0 ]] || fail "help exited $rc"
-grep -q "oneflow inspect PLAN \[--format=text|json|dot\] \[--device=K\] \[--trace=FILE.json\]" <<<"$out" || fail "$out"
+grep -q "oneflow inspect PLAN \[--format=text|json|dot|html\] \[--device=K\] \[--trace=FILE.json\]" <<<"$out" || fail "$out"
 grep -qx "    oneflow profile PLAN TRACE.json \[--top=N\] \[--format=text|json\]" <<<"$out" || fail "$out"
 grep -qx "    oneflow report METRICS.jsonl \[--plan=PLAN --trace=FILE.json\] > run.html" <<<"$out" || fail "$out"
 grep -qx "    oneflow status JOB --nodes=HOST:PORT,... --token_file=F \[--tls_ca=F\] \[--format=text|json\]" <<<"$out" || fail "$out"
