@@ -75,6 +75,8 @@ std::string StepProblem(const RowsHint& hint, const BoxingStep& step, DType dtyp
 
 }  // namespace
 
+bool HasRowsHint(const Compilation& compilation, int64_t t) { return HintOf(compilation.graph, t).has_value(); }
+
 int64_t ExpectedDistinctRows(int64_t rows, int64_t ids) {
   if (rows <= 0 || ids <= 0) return 0;
   const double expected = static_cast<double>(rows) * -std::expm1(static_cast<double>(ids) * std::log1p(-1.0 / rows));

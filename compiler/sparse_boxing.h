@@ -39,6 +39,11 @@ struct SparseBoxingChoice {
 // Whether `boxing` (its plan already made dense) becomes row-sparse.
 SparseBoxingChoice ChooseSparseBoxing(const Compilation& compilation, const Boxing& boxing);
 
+// Whether tensor `t` says which rows each device uses (a gather or reduction of it can
+// be row-sparse). The boxing insertion pass then prefers the sparse form over a
+// compressed one when the rows expected in use weigh less than the compressed bytes.
+bool HasRowsHint(const Compilation& compilation, int64_t t);
+
 // Distinct rows expected among `ids` ids drawn uniformly from `rows` rows.
 int64_t ExpectedDistinctRows(int64_t rows, int64_t ids);
 

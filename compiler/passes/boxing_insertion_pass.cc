@@ -80,8 +80,27 @@ absl::StatusOr<bool> BoxingInsertionPass::Run(Compilation* compilation) {
                                  tensor.placement == placement
                                      ? ""
                                      : absl::StrCat(" on ", graph.placements[placement].ToString()));
-    absl::StrAppend(&boxing.reason, CompressionNote(*compilation, boxing));
     SparseBoxingChoice sparse = ChooseSparseBoxing(*compilation, boxing);
+    if (!sparse.sparse.has_value() && HasRowsHint(*compilation, t) && boxing.plan.steps.size() == 1 &&
+        boxing.plan.steps[0].compression.compressed()) {
+      // Compressed or row-sparse: the sparse form wins when the rows expected in use
+      // weigh less than the compressed bytes (it falls back to dense, not compressed).
+      Boxing uncompressed = boxing;
+      const absl::StatusOr<BoxingPlan>& dense = cache.Plan(tensor.type.shape, tensor.type.dtype, tensor.sbp,
+                                                           tensor.placement, sbp, placement, BoxingOptions{});
+      if (dense.ok()) {
+        uncompressed.plan = *dense;
+        SparseBoxingChoice alternative = ChooseSparseBoxing(*compilation, uncompressed);
+        const int64_t compressed_bytes = boxing.plan.steps[0].bytes_per_device;
+        if (alternative.sparse.has_value() && alternative.sparse->expected_bytes_per_device < compressed_bytes) {
+          boxing.plan = *dense;
+          sparse = std::move(alternative);
+          absl::StrAppend(&sparse.note, " (rather than compressed: ", compressed_bytes,
+                          " bytes per device compressed)");
+        }
+      }
+    }
+    absl::StrAppend(&boxing.reason, CompressionNote(*compilation, boxing));
     boxing.sparse = std::move(sparse.sparse);
     absl::StrAppend(&boxing.reason, sparse.note);
     existing.emplace(key, boxing.id);

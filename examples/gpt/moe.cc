@@ -108,8 +108,16 @@ Tensor MoeFeedForward(const MoeBuilder& builder, const std::string& prefix, Tens
     // Expert e's logit gets + skew * log(1 / (e + 1)): a Zipf prior, for benchmarks.
     Tensor one = builder.constant_one(prefix + "router_prior_one");
     std::vector<Tensor> prior;
-    for (int64_t e = 0; e < experts; ++e) prior.push_back(ScalarMul(one, -config.zipf_skew * std::log(e + 1.0)));
-    logits2d = BiasAdd(logits2d, Concat(prior, 0));
+    for (int64_t e = 0; e < experts; ++e) {
+      prior.push_back(ScalarMul(one, -config.zipf_skew * std::log(e + 1.0)));
+      prior.back().WithSbp(builder.sbp(broadcast));
+    }
+    Tensor bias = Concat(prior, 0);
+    // Pinned: left free, the SBP search finds partial sums for the tiny prior cheap and
+    // then reduce-scatters the logits.
+    bias.WithSbp(builder.sbp(broadcast));
+    logits2d = BiasAdd(logits2d, bias);
+    logits2d.WithSbp(builder.sbp(Sbp::Split(0)));
   }
   Tensor logits = Reshape(logits2d, {b, s, experts});
   Tensor probs = Softmax(logits);
