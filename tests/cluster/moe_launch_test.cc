@@ -18,6 +18,12 @@ using std::chrono::milliseconds;
 
 constexpr int kIterations = 12;
 
+// The integer after "key": in a metrics line, or -1.
+int64_t Count(const std::string& line, const std::string& key) {
+  const size_t at = line.find("\"" + key + "\": ");
+  return at == std::string::npos ? -1 : std::stoll(line.substr(at + key.size() + 4));
+}
+
 TEST(MoeLaunchTest, FssdpAndExpertParallelOnTwoNodesTrainLikeOneDevice) {
   const std::vector<std::string> gpt = {"--batch=8",     "--seq=8",         "--layers=2",     "--hidden=32",
                                         "--heads=4",     "--vocab=34",      "--lr=0.01",      "--compression=off",
@@ -35,6 +41,14 @@ TEST(MoeLaunchTest, FssdpAndExpertParallelOnTwoNodesTrainLikeOneDevice) {
     ASSERT_EQ(launch->exit_code(), 0) << parallel << ": " << launch->Stderr();
     EXPECT_TRUE(MatchesReference(Losses(launch->StdoutLines()), reference, kIterations))
         << "gpt with " << parallel << " experts on 2 nodes x 2 devices";
+    // The launch merges the nodes' row-sparse bytes into each metrics line: 8 sparse
+    // collectives (2 blocks x 2 weights x gather and reduce-scatter) on 4 devices.
+    for (const std::string& line : launch->StdoutLines()) {
+      if (line.find("\"loss\"") == std::string::npos) continue;
+      const bool sparse = line.find("\"sparse_calls\": ") != std::string::npos;
+      EXPECT_EQ(sparse, parallel == std::string("fssdp")) << line;
+      if (sparse) EXPECT_EQ(Count(line, "sparse_calls") + Count(line, "dense_calls"), 32) << line;
+    }
   }
 }
 

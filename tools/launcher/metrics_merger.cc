@@ -41,6 +41,16 @@ std::vector<proto::IterationMetrics> MetricsMerger::Add(int64_t node, const prot
     sum.set_wire_bytes(sum.wire_bytes() + entry.wire_bytes());
     sum.set_dense_bytes(sum.dense_bytes() + entry.dense_bytes());
   }
+  if (metrics.has_sparse()) {
+    proto::SparseMetrics& sum = partial.sparse;
+    const proto::SparseMetrics& node_sums = metrics.sparse();
+    sum.set_payload_bytes(sum.payload_bytes() + node_sums.payload_bytes());
+    sum.set_metadata_bytes(sum.metadata_bytes() + node_sums.metadata_bytes());
+    sum.set_dense_bytes(sum.dense_bytes() + node_sums.dense_bytes());
+    sum.set_rows_sent(sum.rows_sent() + node_sums.rows_sent());
+    sum.set_sparse_calls(sum.sparse_calls() + node_sums.sparse_calls());
+    sum.set_dense_calls(sum.dense_calls() + node_sums.dense_calls());
+  }
   while (!partial_.empty() && partial_.begin()->first == next_ && partial_.begin()->second.reported >= static_cast<int64_t>(reporting_nodes_.size())) {
     const Partial& done = partial_.begin()->second;
     proto::IterationMetrics& merged = complete.emplace_back();
@@ -49,6 +59,7 @@ std::vector<proto::IterationMetrics> MetricsMerger::Add(int64_t node, const prot
     merged.set_step_ms(done.step_ms);
     merged.set_samples_per_s(done.step_ms > 0 ? static_cast<double>(batch_size_) * 1000.0 / done.step_ms : 0.0);
     for (const auto& [codec, sum] : done.compression) *merged.add_compression() = sum;
+    if (done.sparse.sparse_calls() + done.sparse.dense_calls() > 0) *merged.mutable_sparse() = done.sparse;
     partial_.erase(partial_.begin());
     ++next_;
   }

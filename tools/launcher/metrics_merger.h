@@ -45,6 +45,7 @@ class MetricsMerger {
     double loss = 0;
     double step_ms = 0;
     std::map<std::string, proto::CodecMetrics> compression;
+    proto::SparseMetrics sparse;
   };
   std::vector<int64_t> reporting_nodes_;
   int64_t batch_size_;

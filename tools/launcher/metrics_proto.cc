@@ -16,6 +16,16 @@ proto::IterationMetrics MetricsToProto(const actors::IterationMetrics& m) {
     entry->set_wire_bytes(codec.wire_bytes);
     entry->set_dense_bytes(codec.dense_bytes);
   }
+  const actors::SparseMetrics& sparse = m.sparse;
+  if (sparse.sparse_calls + sparse.dense_calls > 0) {
+    proto::SparseMetrics* entry = metrics.mutable_sparse();
+    entry->set_payload_bytes(sparse.payload_bytes);
+    entry->set_metadata_bytes(sparse.metadata_bytes);
+    entry->set_dense_bytes(sparse.dense_bytes);
+    entry->set_rows_sent(sparse.rows_sent);
+    entry->set_sparse_calls(sparse.sparse_calls);
+    entry->set_dense_calls(sparse.dense_calls);
+  }
   return metrics;
 }
 
@@ -28,6 +38,11 @@ actors::IterationMetrics MetricsFromProto(const proto::IterationMetrics& m) {
   for (const proto::CodecMetrics& entry : m.compression()) {
     metrics.compression[entry.codec()] +=
         actors::CodecMetrics{entry.error_sq(), entry.signal_sq(), entry.wire_bytes(), entry.dense_bytes()};
+  }
+  if (m.has_sparse()) {
+    const proto::SparseMetrics& sparse = m.sparse();
+    metrics.sparse = actors::SparseMetrics{sparse.payload_bytes(), sparse.metadata_bytes(), sparse.dense_bytes(),
+                                           sparse.rows_sent(),     sparse.sparse_calls(),   sparse.dense_calls()};
   }
   return metrics;
 }

@@ -38,5 +38,27 @@ TEST(MetricsProtoTest, TwoNodesMergeToTheOneProcessLine) {
             "{\"int4/128\": {\"rel_l2\": 0.1, \"wire_bytes\": 220, \"dense_bytes\": 1760}}}\n");
 }
 
+// Row-sparse boxing bytes travel with the metrics and add up over nodes; a node without
+// row-sparse boxings sends none.
+TEST(MetricsProtoTest, SparseBytesRoundTripAndAddUp) {
+  actors::IterationMetrics m = NodeMetrics(0.01, 1.0, 100, 800);
+  m.compression.clear();
+  m.sparse = actors::SparseMetrics{1040, 6, 12288, 4, 2, 0};
+  EXPECT_EQ(actors::MetricsJsonLine(MetricsFromProto(MetricsToProto(m))), actors::MetricsJsonLine(m));
+  actors::IterationMetrics plain = m;
+  plain.sparse = {};
+  EXPECT_FALSE(MetricsToProto(plain).has_sparse());
+  MetricsMerger merger(/*reporting_nodes=*/{0, 1}, /*batch_size=*/32);
+  EXPECT_TRUE(merger.Add(0, MetricsToProto(m)).empty());
+  actors::IterationMetrics other = m;
+  other.sparse = actors::SparseMetrics{520, 6, 12288, 2, 1, 1};
+  const std::vector<proto::IterationMetrics> merged = merger.Add(1, MetricsToProto(other));
+  ASSERT_EQ(merged.size(), 1u);
+  EXPECT_EQ(actors::MetricsJsonLine(MetricsFromProto(merged[0])),
+            "{\"iter\": 7, \"loss\": 1.25, \"step_ms\": 10.000, \"samples_per_s\": 3200.0, \"sparse\": "
+            "{\"payload_bytes\": 1560, \"metadata_bytes\": 12, \"dense_bytes\": 24576, \"rows_sent\": 6, "
+            "\"sparse_calls\": 3, \"dense_calls\": 1}}\n");
+}
+
 }  // namespace
 }  // namespace oneflow::launcher
