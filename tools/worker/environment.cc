@@ -1,5 +1,12 @@
 #include "tools/worker/environment.h"
 
+#include <arpa/inet.h>
+#include <netdb.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <cstring>
 #include <vector>
 
 #include "absl/strings/numbers.h"
@@ -32,8 +39,40 @@ absl::StatusOr<int64_t> Integer(const Found& found, int64_t minimum) {
 
 }  // namespace
 
+absl::StatusOr<std::string> LocalAddressToward(const std::string& host, int64_t port) {
+  addrinfo hints{};
+  hints.ai_family = AF_INET;
+  hints.ai_socktype = SOCK_DGRAM;
+  addrinfo* resolved = nullptr;
+  const int error = getaddrinfo(host.c_str(), std::to_string(port).c_str(), &hints, &resolved);
+  if (error != 0 || resolved == nullptr) {
+    return absl::InvalidArgumentError(absl::StrCat("MASTER_ADDR='", host, "' does not resolve to an IPv4 address (",
+                                                   gai_strerror(error), "); set ONEFLOW_WORKER_HOST to this node's address"));
+  }
+  const int fd = socket(AF_INET, SOCK_DGRAM, 0);
+  std::string address;
+  if (fd >= 0 && connect(fd, resolved->ai_addr, resolved->ai_addrlen) == 0) {
+    sockaddr_in local{};
+    socklen_t length = sizeof(local);
+    char text[INET_ADDRSTRLEN] = {};
+    if (getsockname(fd, reinterpret_cast<sockaddr*>(&local), &length) == 0 &&
+        inet_ntop(AF_INET, &local.sin_addr, text, sizeof(text)) != nullptr) {
+      address = text;
+    }
+  }
+  const int saved = errno;
+  if (fd >= 0) close(fd);
+  freeaddrinfo(resolved);
+  if (address.empty() || address == "0.0.0.0") {
+    return absl::InvalidArgumentError(absl::StrCat("no route from this machine to MASTER_ADDR='", host, "' (",
+                                                   std::strerror(saved), "); set ONEFLOW_WORKER_HOST to this node's address"));
+  }
+  return address;
+}
+
 absl::StatusOr<WorkerEnvironment> ReadWorkerEnvironment(
-    const std::function<const char*(const char*)>& getenv_function) {
+    const std::function<const char*(const char*)>& getenv_function,
+    const std::function<absl::StatusOr<std::string>(const std::string&, int64_t)>& local_address_toward) {
   const Found rank = First(getenv_function, {"RANK", "SLURM_PROCID", "OMPI_COMM_WORLD_RANK", "PMI_RANK"});
   if (rank.name == nullptr) {
     return absl::NotFoundError(
@@ -69,7 +108,15 @@ absl::StatusOr<WorkerEnvironment> ReadWorkerEnvironment(
   const Found job = First(getenv_function, {"ONEFLOW_JOB_ID", "SLURM_JOB_ID"});
   environment.job_id = job.name == nullptr ? "env" : job.value;
   const Found host = First(getenv_function, {"ONEFLOW_WORKER_HOST"});
-  environment.worker_host = host.name == nullptr ? "127.0.0.1" : host.value;
+  if (host.name != nullptr) {
+    environment.worker_host = host.value;
+  } else {
+    // Gloo must bind an address the other nodes reach: the one this node uses toward
+    // rank 0 (127.0.0.1 would leave every cross-host connection refused).
+    absl::StatusOr<std::string> local = local_address_toward(address.value, *parsed_port);
+    if (!local.ok()) return local.status();
+    environment.worker_host = *local;
+  }
   return environment;
 }
 

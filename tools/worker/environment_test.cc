@@ -8,11 +8,20 @@
 namespace oneflow::worker {
 namespace {
 
+// The route lookup answers for a fake cluster: 10.0.0.* is reached from 10.0.0.9.
+absl::StatusOr<std::string> FakeRoute(const std::string& host, int64_t) {
+  if (host == "127.0.0.1") return std::string("127.0.0.1");
+  if (host.rfind("10.0.0.", 0) == 0) return std::string("10.0.0.9");
+  return absl::InvalidArgumentError(absl::StrCat("MASTER_ADDR='", host, "' does not resolve"));
+}
+
 absl::StatusOr<WorkerEnvironment> Read(const std::map<std::string, std::string>& variables) {
-  return ReadWorkerEnvironment([&](const char* name) -> const char* {
-    auto it = variables.find(name);
-    return it == variables.end() ? nullptr : it->second.c_str();
-  });
+  return ReadWorkerEnvironment(
+      [&](const char* name) -> const char* {
+        auto it = variables.find(name);
+        return it == variables.end() ? nullptr : it->second.c_str();
+      },
+      FakeRoute);
 }
 
 TEST(EnvironmentTest, TorchStyleVariables) {
@@ -22,7 +31,15 @@ TEST(EnvironmentTest, TorchStyleVariables) {
   EXPECT_EQ(environment->world_size, 2);
   EXPECT_EQ(environment->rendezvous_address, "10.0.0.5:29500");
   EXPECT_EQ(environment->job_id, "env");
-  EXPECT_EQ(environment->worker_host, "127.0.0.1");
+  // Without ONEFLOW_WORKER_HOST: this machine's address toward MASTER_ADDR.
+  EXPECT_EQ(environment->worker_host, "10.0.0.9");
+}
+
+TEST(EnvironmentTest, LocalAddressTowardLoopbackIsLoopback) {
+  absl::StatusOr<std::string> local = LocalAddressToward("127.0.0.1", 29500);
+  ASSERT_TRUE(local.ok()) << local.status();
+  EXPECT_EQ(*local, "127.0.0.1");
+  EXPECT_EQ(LocalAddressToward("no-such-host.invalid", 1).status().code(), absl::StatusCode::kInvalidArgument);
 }
 
 TEST(EnvironmentTest, SlurmAndOpenMpiVariables) {
@@ -33,10 +50,15 @@ TEST(EnvironmentTest, SlurmAndOpenMpiVariables) {
   EXPECT_EQ(slurm->world_size, 3);
   EXPECT_EQ(slurm->job_id, "777");
   EXPECT_EQ(slurm->worker_host, "n3");
-  auto mpi = Read({{"OMPI_COMM_WORLD_RANK", "0"}, {"OMPI_COMM_WORLD_SIZE", "2"}, {"MASTER_ADDR", "h"},
+  auto mpi = Read({{"OMPI_COMM_WORLD_RANK", "0"}, {"OMPI_COMM_WORLD_SIZE", "2"}, {"MASTER_ADDR", "127.0.0.1"},
                    {"MASTER_PORT", "1"}});
   ASSERT_TRUE(mpi.ok()) << mpi.status();
   EXPECT_EQ(mpi->world_size, 2);
+  EXPECT_EQ(mpi->worker_host, "127.0.0.1");
+  EXPECT_EQ(Read({{"RANK", "0"}, {"WORLD_SIZE", "2"}, {"MASTER_ADDR", "elsewhere"}, {"MASTER_PORT", "1"}})
+                .status()
+                .message(),
+            "MASTER_ADDR='elsewhere' does not resolve");
 }
 
 TEST(EnvironmentTest, ErrorsNameTheVariable) {
