@@ -101,6 +101,8 @@ struct DeviceRuntime {
   int actor_count = 0;
   // Its compute thread, its communication thread, then one per transfer actor.
   std::vector<int> threads;
+  int compute_thread() const { return threads[0]; }
+  int communication_thread() const { return threads[1]; }
   // Micro-batches (iterations without them) the device may have in flight: the plan's
   // register count, or the device's own (DevicePlan.register_count).
   int64_t register_count = 1;
@@ -208,7 +210,8 @@ absl::Status Engine::Build(const BindFunction& bind) {
       if (def.thread() == proto::THREAD_TRANSFER) {
         actor.thread = add_thread(false, absl::StrCat("transfer '", def.name(), "'"));
       } else {
-        actor.thread = runtime.threads[def.thread() == proto::THREAD_COMMUNICATION];
+        actor.thread = def.thread() == proto::THREAD_COMMUNICATION ? runtime.communication_thread()
+                                                                   : runtime.compute_thread();
       }
       actor.rate = def.per_iteration() ? 1 : micro_batches_;
       // A receiving transfer writes registers that own their bytes (memory planning

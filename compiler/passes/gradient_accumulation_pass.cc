@@ -18,7 +18,7 @@ absl::StatusOr<bool> GradientAccumulationPass::Run(Compilation* compilation) {
   for (auto& [variable, gradient] : compilation->gradients) {
     Tensor grad = graph->FindTensor(gradient);
     const SourceLocation location = graph->tensor(graph->FindTensor(variable).id()).location;
-    Tensor accumulated = graph->AddOp1("accumulate", {grad}, {{"micro_batches", micro_batches}}, location,
+    Tensor accumulated = graph->AddSingleOutputOp("accumulate", {grad}, {{"micro_batches", micro_batches}}, location,
                                        absl::StrCat(variable, "_accumulate"));
     OF_RETURN_IF_ERROR(graph->status());
     gradient = accumulated.name();

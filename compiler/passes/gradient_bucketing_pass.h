@@ -12,8 +12,10 @@ namespace oneflow {
 // step issues a few large all-reduces instead of one small one per variable, and the
 // first bucket's collective runs while backward still computes the gradients of the next.
 //
-// Candidates: step 0 of a boxing of a gradient (a variable's gradient, f32) that is a
-// dense P -> B all_reduce (a compressed one keeps its own collective: a codec's scale
+// Candidates: step 0 of a boxing of a gradient (a variable's gradient, f32), or of the
+// loss into the loss sink (its reduction waits for backward anyway, so it joins a bucket
+// rather than issue a collective of its own), that is a dense P -> B all_reduce and not
+// row-sparse (a compressed one keeps its own collective: a codec's scale
 // groups would span members of different magnitudes, and the plan counts each tensor's
 // own groups on the wire). Candidates with the same placement and hierarchy axis (the
 // same communicator groups) form a group; each group is walked in the order backward produces the

@@ -318,7 +318,7 @@ std::vector<Tensor> Graph::AddOp(const std::string& type, const std::vector<Tens
   return outputs;
 }
 
-Tensor Graph::AddOp1(const std::string& type, const std::vector<Tensor>& inputs, AttrMap attrs,
+Tensor Graph::AddSingleOutputOp(const std::string& type, const std::vector<Tensor>& inputs, AttrMap attrs,
                      SourceLocation location, const std::string& name) {
   std::vector<Tensor> outputs = AddOp(type, inputs, std::move(attrs), name, location);
   return outputs.empty() ? Tensor() : outputs[0];
@@ -367,11 +367,11 @@ absl::StatusOr<proto::Job> Graph::Build() const {
     init->set_kind(record.initializer.kind);
     init->set_seed(record.initializer.seed);
     if (record.initializer.kind == proto::Initializer::NORMAL) {
-      init->set_mean(record.initializer.a);
-      init->set_stddev(record.initializer.b);
+      init->set_mean(record.initializer.mean);
+      init->set_stddev(record.initializer.stddev);
     } else if (record.initializer.kind == proto::Initializer::UNIFORM) {
-      init->set_low(record.initializer.a);
-      init->set_high(record.initializer.b);
+      init->set_low(record.initializer.low);
+      init->set_high(record.initializer.high);
     }
   }
   for (const auto& [name, source] : data_sources_) {

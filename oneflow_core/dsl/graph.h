@@ -95,19 +95,31 @@ class Tensor {
 // How a variable gets its initial values: a function of (seed, logical index).
 struct Initializer {
   proto::Initializer::Kind kind = proto::Initializer::ZEROS;
-  double a = 0;  // mean or low
-  double b = 0;  // stddev or high
+  double mean = 0, stddev = 0;  // NORMAL
+  double low = 0, high = 0;     // UNIFORM
   uint64_t seed = 0;
 
-  static Initializer Zeros() { return {proto::Initializer::ZEROS}; }
-  static Initializer Ones() { return {proto::Initializer::ONES}; }
+  static Initializer Zeros() { return Of(proto::Initializer::ZEROS, 0); }
+  static Initializer Ones() { return Of(proto::Initializer::ONES, 0); }
   static Initializer Normal(double mean, double stddev, uint64_t seed) {
-    return {proto::Initializer::NORMAL, mean, stddev, seed};
+    Initializer initializer = Of(proto::Initializer::NORMAL, seed);
+    initializer.mean = mean;
+    initializer.stddev = stddev;
+    return initializer;
   }
   static Initializer Uniform(double low, double high, uint64_t seed) {
-    return {proto::Initializer::UNIFORM, low, high, seed};
+    Initializer initializer = Of(proto::Initializer::UNIFORM, seed);
+    initializer.low = low;
+    initializer.high = high;
+    return initializer;
   }
-  static Initializer Xavier(uint64_t seed) { return {proto::Initializer::XAVIER_UNIFORM, 0, 0, seed}; }
+  static Initializer Xavier(uint64_t seed) { return Of(proto::Initializer::XAVIER_UNIFORM, seed); }
+  static Initializer Of(proto::Initializer::Kind kind, uint64_t seed) {
+    Initializer initializer;
+    initializer.kind = kind;
+    initializer.seed = seed;
+    return initializer;
+  }
 };
 
 // Where the tensors of Graph::Input come from each iteration. Synthetic data is a
@@ -177,11 +189,11 @@ class Graph {
                   SourceLocation location = SourceLocation::Current());
 
   // Adds an op of a registered type; returns its outputs in declaration order.
-  // `name` empty means "<type>_<n>". Single-output ops may use AddOp1.
+  // `name` empty means "<type>_<n>". Single-output ops may use AddSingleOutputOp.
   std::vector<Tensor> AddOp(const std::string& type, const std::vector<Tensor>& inputs,
                             AttrMap attrs, const std::string& name,
                             SourceLocation location);
-  Tensor AddOp1(const std::string& type, const std::vector<Tensor>& inputs, AttrMap attrs,
+  Tensor AddSingleOutputOp(const std::string& type, const std::vector<Tensor>& inputs, AttrMap attrs,
                 SourceLocation location, const std::string& name = "");
 
   // The scalar the optimizer minimizes.

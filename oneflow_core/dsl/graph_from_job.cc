@@ -79,13 +79,13 @@ absl::StatusOr<std::unique_ptr<Graph>> Graph::FromJob(const proto::Job& job) {
     OF_ASSIGN_OR_RETURN(Shape shape, Shape::FromDims({def->shape().begin(), def->shape().end()}));
     OF_ASSIGN_OR_RETURN(DType dtype, FromProto(def->dtype()));
     const proto::Initializer& init = variable.initializer();
-    Initializer initializer{init.kind(), 0, 0, init.seed()};
+    Initializer initializer = Initializer::Of(init.kind(), init.seed());
     if (init.kind() == proto::Initializer::NORMAL) {
-      initializer.a = init.mean();
-      initializer.b = init.stddev();
+      initializer.mean = init.mean();
+      initializer.stddev = init.stddev();
     } else if (init.kind() == proto::Initializer::UNIFORM) {
-      initializer.a = init.low();
-      initializer.b = init.high();
+      initializer.low = init.low();
+      initializer.high = init.high();
     }
     Tensor tensor = graph->Variable(variable.tensor(), shape, initializer, dtype,
                                     variable.trainable(), graph->InternLocation(def->location()));

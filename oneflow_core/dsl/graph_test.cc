@@ -131,7 +131,7 @@ TEST(GraphTest, DuplicateNamesAndUnknownOpsAreReported) {
 
   Graph other("unknown");
   Tensor x = other.Input("x", Shape{4}, DType::kF32, "data");
-  other.AddOp1("conv7d", {x}, {}, SourceLocation{"model.cc", 3});
+  other.AddSingleOutputOp("conv7d", {x}, {}, SourceLocation{"model.cc", 3});
   EXPECT_EQ(other.status().code(), absl::StatusCode::kNotFound);
   EXPECT_EQ(other.status().message().substr(0, 60),
             "op 'conv7d_0' (conv7d) at model.cc:3: unknown op type 'conv7");

@@ -39,9 +39,9 @@ std::string InitializerText(const Initializer& init) {
   std::string text = absl::StrCat(
       "init=", absl::AsciiStrToLower(proto::Initializer::Kind_Name(init.kind)));
   if (init.kind == proto::Initializer::NORMAL) {
-    absl::StrAppend(&text, " mean=", FormatDouble(init.a), " stddev=", FormatDouble(init.b));
+    absl::StrAppend(&text, " mean=", FormatDouble(init.mean), " stddev=", FormatDouble(init.stddev));
   } else if (init.kind == proto::Initializer::UNIFORM) {
-    absl::StrAppend(&text, " low=", FormatDouble(init.a), " high=", FormatDouble(init.b));
+    absl::StrAppend(&text, " low=", FormatDouble(init.low), " high=", FormatDouble(init.high));
   }
   // Constant initializers ignore the seed; print it only if someone set one anyway.
   const bool constant =

@@ -16,7 +16,7 @@ Tensor Apply(const std::string& type, const std::vector<Tensor>& inputs, AttrMap
   for (const Tensor& input : inputs) {
     if (!input.valid()) return Tensor();
   }
-  return inputs[0].graph()->AddOp1(type, inputs, std::move(attrs), location);
+  return inputs[0].graph()->AddSingleOutputOp(type, inputs, std::move(attrs), location);
 }
 
 // As Apply, for ops with several (or no) outputs.

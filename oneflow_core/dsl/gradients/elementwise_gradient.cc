@@ -82,7 +82,7 @@ std::vector<Tensor> IdentityGradient(const GradientContext& ctx) {
   const Tensor x = ctx.inputs[0];
   const std::optional<Placement>& placement = x.graph()->tensor(x.id()).placement;
   if (!placement) return {ctx.output_grads[0]};
-  Tensor dx = x.graph()->AddOp1("identity", {ctx.output_grads[0]}, {}, ctx.location);
+  Tensor dx = x.graph()->AddSingleOutputOp("identity", {ctx.output_grads[0]}, {}, ctx.location);
   if (dx.valid()) dx.WithPlacement(*placement);
   return {dx};
 }

@@ -34,7 +34,7 @@ TEST(GraphTextBackwardTest, MultiOutputAndNoOutputOpsRoundTrip) {
   graph.AddOp("sgd_update", {gamma, grads[1], momentum}, SgdAttrs(), "", kHere);
   // Created after the update: its line must stay after the update's, and the relu's too.
   Tensor late = graph.Variable("late", Shape{8}, Initializer::Zeros());
-  graph.AddOp1("relu", {grads[2]}, {}, kHere);
+  graph.AddSingleOutputOp("relu", {grads[2]}, {}, kHere);
   graph.AddOp("sgd_update", {late, grads[2], momentum}, SgdAttrs(), "late_update", kHere);
   ASSERT_TRUE(graph.status().ok()) << graph.status();
   const std::string call =

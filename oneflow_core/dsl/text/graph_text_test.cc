@@ -169,7 +169,7 @@ TEST(GraphTextTest, StringAttributesAreEscaped) {
   // so an extra one on relu carries the string through the printer and the parser.
   Graph graph("strings");
   Tensor x = graph.Input("x", Shape{2}, DType::kF32, "data");
-  graph.AddOp1("relu", {x}, {{"note", std::string("say \"hi\"\n\\ ok")}}, SourceLocation{"t.cc", 1},
+  graph.AddSingleOutputOp("relu", {x}, {{"note", std::string("say \"hi\"\n\\ ok")}}, SourceLocation{"t.cc", 1},
                "y");
   ASSERT_TRUE(graph.status().ok()) << graph.status();
   EXPECT_EQ(graph.ToText(),

@@ -13,9 +13,9 @@ namespace {
 struct InitializerKind {
   absl::string_view name;
   proto::Initializer::Kind kind;
-  // The keys of Initializer::a and ::b, empty when the kind has none.
-  absl::string_view a;
-  absl::string_view b;
+  // The keys of its two parameters (mean and stddev, low and high), empty when none.
+  absl::string_view first;
+  absl::string_view second;
 };
 
 // Spelled as Graph::ToText prints them: the proto enum names in lower case.
@@ -72,12 +72,19 @@ absl::StatusOr<Initializer> TakeInitializer(Fields& fields, absl::string_view ow
         absl::StrCat("unknown init '", name, "' for ", owner,
                      "; valid: zeros, ones, normal, uniform, xavier_uniform"));
   }
-  Initializer initializer{kind->kind, 0, 0, 0};
+  Initializer initializer = Initializer::Of(kind->kind, 0);
   absl::StrAppend(valid_keys, "init");
-  if (!kind->a.empty()) {
-    OF_ASSIGN_OR_RETURN(initializer.a, RequireDouble(fields, kind->a, owner));
-    OF_ASSIGN_OR_RETURN(initializer.b, RequireDouble(fields, kind->b, owner));
-    absl::StrAppend(valid_keys, ", ", kind->a, ", ", kind->b);
+  if (!kind->first.empty()) {
+    OF_ASSIGN_OR_RETURN(const double first, RequireDouble(fields, kind->first, owner));
+    OF_ASSIGN_OR_RETURN(const double second, RequireDouble(fields, kind->second, owner));
+    if (kind->kind == proto::Initializer::NORMAL) {
+      initializer.mean = first;
+      initializer.stddev = second;
+    } else {
+      initializer.low = first;
+      initializer.high = second;
+    }
+    absl::StrAppend(valid_keys, ", ", kind->first, ", ", kind->second);
   }
   if (std::optional<absl::string_view> seed = fields.Take("seed")) {
     OF_ASSIGN_OR_RETURN(initializer.seed, ParseUint64(*seed, "'seed'"));
