@@ -22,7 +22,7 @@
 #include "compiler/compiler.h"
 #include "examples/common/parallel_layout.h"
 #include "examples/gpt/gpt_model.h"
-#include "tools/cli/plan_io.h"
+#include "compiler/plan_io.h"
 
 ABSL_FLAG(std::string, layers, "12,24,48", "Comma-separated layer counts.");
 ABSL_FLAG(int, repeats, 3, "Compilations per size; the best is reported.");
@@ -84,10 +84,10 @@ int Run() {
       }
     }
     const auto start = std::chrono::steady_clock::now();
-    absl::StatusOr<std::string> bytes = cli::SerializePlan(*plan);
+    absl::StatusOr<std::string> bytes = SerializePlan(*plan);
     const double serialize = Seconds(start);
     if (!absl::GetFlag(FLAGS_write_plan).empty()) {
-      const absl::Status written = cli::WritePlanFile(
+      const absl::Status written = WritePlanFile(
           absl::StrCat(absl::GetFlag(FLAGS_write_plan), ".", config.layers), *plan);
       if (!written.ok()) {
         std::fprintf(stderr, "compile_bench: %s\n", std::string(written.message()).c_str());

@@ -9,7 +9,7 @@
 #include "gtest/gtest.h"
 #include "tests/golden.h"
 #include "tools/cli/inspect.h"
-#include "tools/cli/plan_io.h"
+#include "compiler/plan_io.h"
 
 namespace oneflow {
 namespace {
@@ -99,8 +99,8 @@ TEST(CompilerTest, SameJobGivesByteIdenticalPlans) {
   absl::StatusOr<proto::Job> first_job = examples::BuildGpt(SmallGpt(), layout);
   absl::StatusOr<proto::Job> second_job = examples::BuildGpt(SmallGpt(), layout);
   ASSERT_TRUE(first_job.ok() && second_job.ok());
-  absl::StatusOr<std::string> first = cli::SerializePlan(CompileOrDie(*first_job, layout));
-  absl::StatusOr<std::string> second = cli::SerializePlan(CompileOrDie(*second_job, layout));
+  absl::StatusOr<std::string> first = SerializePlan(CompileOrDie(*first_job, layout));
+  absl::StatusOr<std::string> second = SerializePlan(CompileOrDie(*second_job, layout));
   ASSERT_TRUE(first.ok() && second.ok());
   EXPECT_GT(first->size(), 1000u);
   EXPECT_TRUE(*first == *second);

@@ -19,7 +19,7 @@
 #include "compiler/plan_verifier.h"
 #include "examples/mlp/mlp_model.h"
 #include "gtest/gtest.h"
-#include "tools/cli/plan_io.h"
+#include "compiler/plan_io.h"
 
 namespace oneflow {
 namespace {
@@ -83,7 +83,7 @@ TEST(PlanFuzzTest, DamagedFilesAreRefusedOrMeanTheSamePlan) {
     ASSERT_NE(file, nullptr);
     ASSERT_EQ(fwrite(damaged.data(), 1, damaged.size(), file), damaged.size());
     fclose(file);
-    const absl::StatusOr<proto::Plan> read = cli::ReadPlanFile(path);
+    const absl::StatusOr<proto::Plan> read = ReadPlanFile(path);
     if (!read.ok()) {
       ++refused;
       EXPECT_EQ(read.status().code(), absl::StatusCode::kInvalidArgument) << read.status();

@@ -120,6 +120,13 @@ cmd_test() {
   local log_file rc=0
   log_file="$(mktemp)"
   bazel test "${BAZEL_FLAGS[@]}" //... "$@" 2>&1 | tee "$log_file" || rc=$?
+  # The layering rules (bazel query, so not a bazel test): counted like a test.
+  if "$ROOT/tools/check_layering.sh" 2>&1 | tee -a "$log_file"; then
+    echo "//tools:check_layering                                                   PASSED" | tee -a "$log_file"
+  else
+    echo "//tools:check_layering                                                   FAILED" | tee -a "$log_file"
+    rc=1
+  fi
   summarize_tests "$log_file"
   rm -f "$log_file"
   return "$rc"

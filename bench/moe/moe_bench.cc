@@ -51,7 +51,7 @@
 #include "examples/gpt/gpt_model.h"
 #include "oneflow_core/status.h"
 #include "proto/plan.pb.h"
-#include "tools/cli/plan_io.h"
+#include "compiler/plan_io.h"
 
 ABSL_FLAG(int64_t, devices, 4, "Devices in the process (dp = devices; the experts are sharded over them).");
 ABSL_FLAG(int64_t, experts, 32, "Experts per MoE feed-forward.");
@@ -211,7 +211,7 @@ Bytes WireBytes(const PlanBytes& plan, const Run& run) {
 
 // --plan_file: one plan, measured here.
 absl::Status MeasurePlanFile(const std::string& path, int64_t iterations, int64_t warmup) {
-  OF_ASSIGN_OR_RETURN(const proto::Plan plan, cli::ReadPlanFile(path));
+  OF_ASSIGN_OR_RETURN(const proto::Plan plan, ReadPlanFile(path));
   const PlanBytes planned = CountPlanBytes(plan);
   Run run;
   OF_RETURN_IF_ERROR(Train(plan, iterations, warmup, &run));

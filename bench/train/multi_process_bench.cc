@@ -25,7 +25,7 @@
 #include "actors/runtime.h"
 #include "bench/train/bench_models.h"
 #include "tests/cluster/process.h"
-#include "tools/cli/plan_io.h"
+#include "compiler/plan_io.h"
 
 ABSL_FLAG(int64_t, iterations, 40, "Iterations per run; the first 5 are warm-up.");
 
@@ -53,7 +53,7 @@ int Main(const std::string& worker) {
     for (const actors::IterationMetrics& m : result->iterations) one_steps.push_back(m.step_ms);
 
     const std::string plan_path = absl::StrCat("/tmp/multi_process_bench_", getpid(), "_", model, ".plan");
-    if (absl::Status written = cli::WritePlanFile(plan_path, two->plan); !written.ok()) {
+    if (absl::Status written = WritePlanFile(plan_path, two->plan); !written.ok()) {
       std::fprintf(stderr, "multi_process_bench: %s\n", std::string(written.message()).c_str());
       return 1;
     }

@@ -24,7 +24,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "proto/plan.pb.h"
-#include "tools/cli/plan_io.h"
+#include "compiler/plan_io.h"
 
 // Debian's OpenBLAS; declared here, as in kernels/cpu/blas_core.cc, to need no BLAS header.
 extern "C" char* openblas_get_corename(void);
@@ -43,7 +43,7 @@ std::string Quoted(const std::string& text) {
 }
 
 int Main(const std::string& path) {
-  absl::StatusOr<proto::Plan> plan = cli::ReadPlanFile(path);
+  absl::StatusOr<proto::Plan> plan = ReadPlanFile(path);
   if (!plan.ok()) {
     std::fprintf(stderr, "plan_summary: %s\n", std::string(plan.status().message()).c_str());
     return 1;

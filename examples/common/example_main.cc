@@ -15,7 +15,7 @@
 #include "examples/common/compression_flags.h"
 #include "kernels/cpu/thread_pool.h"
 #include "oneflow_core/status.h"
-#include "tools/cli/plan_io.h"
+#include "compiler/plan_io.h"
 
 ABSL_FLAG(int64_t, nodes, 1, "Nodes of the cluster.");
 ABSL_FLAG(int64_t, devices_per_node, 1, "CPU devices per node.");
@@ -129,7 +129,7 @@ absl::Status CompileAndReport(const proto::Job& job, const ParallelLayout& layou
               static_cast<long long>(first.bytes_received_per_iter()));
   const std::string plan_out = absl::GetFlag(FLAGS_plan_out);
   if (!plan_out.empty()) {
-    OF_RETURN_IF_ERROR(cli::WritePlanFile(plan_out, *plan));
+    OF_RETURN_IF_ERROR(WritePlanFile(plan_out, *plan));
     std::printf("wrote %s (inspect it with: oneflow inspect %s)\n", plan_out.c_str(), plan_out.c_str());
   }
   if (!absl::GetFlag(FLAGS_run)) return absl::OkStatus();

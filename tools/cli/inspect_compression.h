@@ -17,7 +17,7 @@
 #include <vector>
 
 #include "proto/plan.pb.h"
-#include "tools/cli/plan_check.h"
+#include "compiler/plan_check.h"
 
 namespace oneflow::cli {
 

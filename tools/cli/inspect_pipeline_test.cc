@@ -15,7 +15,7 @@
 #include "gtest/gtest.h"
 #include "tools/cli/inspect.h"
 #include "tools/cli/pipeline_stages.h"
-#include "tools/cli/plan_format.h"
+#include "compiler/plan_format.h"
 
 namespace oneflow::cli {
 namespace {

@@ -12,7 +12,7 @@
 #include "tools/cli/inspect_compression.h"
 #include "tools/cli/inspect_render.h"
 #include "tools/cli/pipeline_stages.h"
-#include "tools/cli/plan_format.h"
+#include "compiler/plan_format.h"
 
 namespace oneflow::cli {
 namespace {

@@ -4,7 +4,7 @@
 #include <map>
 #include <utility>
 
-#include "tools/cli/plan_format.h"
+#include "compiler/plan_format.h"
 
 namespace oneflow::cli {
 namespace {

@@ -1,6 +1,6 @@
 // Plan files: round trips, byte-identical writes, atomic replacement, and the exact
 // message for every kind of bad file a user may hand `oneflow inspect`.
-#include "tools/cli/plan_io.h"
+#include "compiler/plan_io.h"
 
 #include <dirent.h>
 #include <sys/stat.h>

@@ -8,7 +8,7 @@
 #include "absl/flags/flag.h"
 #include "absl/strings/str_cat.h"
 #include "oneflow_core/status.h"
-#include "tools/cli/plan_io.h"
+#include "compiler/plan_io.h"
 #include "tools/cli/profile_report.h"
 
 ABSL_FLAG(int32_t, top, 10,

@@ -8,7 +8,7 @@
 #include "absl/strings/str_cat.h"
 #include "oneflow_core/status.h"
 #include "tools/cli/metrics_file.h"
-#include "tools/cli/plan_io.h"
+#include "compiler/plan_io.h"
 #include "tools/cli/profile_report.h"
 #include "tools/cli/run_report.h"
 

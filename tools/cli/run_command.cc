@@ -12,7 +12,7 @@
 #include "actors/runtime.h"
 #include "actors/trace.h"
 #include "oneflow_core/status.h"
-#include "tools/cli/plan_io.h"
+#include "compiler/plan_io.h"
 
 ABSL_FLAG(int64_t, iters, 10, "Iterations to train.");
 ABSL_FLAG(std::string, metrics, "",

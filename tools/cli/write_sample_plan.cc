@@ -3,7 +3,7 @@
 #include <cstdio>
 #include <string>
 
-#include "tools/cli/plan_io.h"
+#include "compiler/plan_io.h"
 #include "tools/cli/sample_plan.h"
 
 int main(int argc, char** argv) {
@@ -12,7 +12,7 @@ int main(int argc, char** argv) {
     return 2;
   }
   const absl::Status status =
-      oneflow::cli::WritePlanFile(argv[1], oneflow::cli::SampleDataParallelPlan());
+      oneflow::WritePlanFile(argv[1], oneflow::cli::SampleDataParallelPlan());
   if (!status.ok()) {
     std::fprintf(stderr, "write_sample_plan: %s\n", std::string(status.message()).c_str());
     return 1;

@@ -10,7 +10,7 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
-#include "tools/cli/plan_io.h"
+#include "compiler/plan_io.h"
 #include "tools/launcher/address.h"
 #include "tools/launcher/grpc_status.h"
 #include "tools/launcher/submit_validation.h"
@@ -87,7 +87,7 @@ absl::StatusOr<std::shared_ptr<WorkerJob>> LauncherService::StartJob(const proto
   if (absl::Status status = MakeDirectory(absl::StrCat(options_.work_dir, "/", job_id)); !status.ok()) return status;
   if (absl::Status status = MakeDirectory(directory); !status.ok()) return status;
   const std::string plan_file = absl::StrCat(directory, "/plan.pb");
-  if (absl::Status status = cli::WritePlanFile(plan_file, request.plan()); !status.ok()) {
+  if (absl::Status status = WritePlanFile(plan_file, request.plan()); !status.ok()) {
     RemoveJobDirectory(job_id, rank);
     return absl::UnavailableError(status.message());
   }

@@ -21,7 +21,7 @@
 #include "actors/runtime.h"
 #include "compiler/plan_verifier.h"
 #include "oneflow_core/status.h"
-#include "tools/cli/plan_io.h"
+#include "compiler/plan_io.h"
 #include "tools/launcher/metrics_proto.h"
 #include "tools/launcher/rendezvous_client.h"
 #include "tools/launcher/rendezvous_service.h"
@@ -113,7 +113,7 @@ absl::Status RunWorker(const WorkerOptions& options) {
     write_event(event);
   };
   auto prepare = [&]() -> absl::StatusOr<proto::Plan> {
-    OF_ASSIGN_OR_RETURN(proto::Plan plan, cli::ReadPlanFile(options.plan_path));
+    OF_ASSIGN_OR_RETURN(proto::Plan plan, ReadPlanFile(options.plan_path));
     OF_RETURN_IF_ERROR(VerifyPlan(plan));
     const int64_t nodes = plan.cluster().num_nodes();
     if (options.node_rank < 0 || options.node_rank >= nodes) {

@@ -32,7 +32,7 @@
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
 #include "absl/time/clock.h"
-#include "tools/cli/plan_io.h"
+#include "compiler/plan_io.h"
 #include "tools/launcher/auth.h"
 #include "tools/launcher/rendezvous_client.h"
 #include "tools/launcher/testing/test_plans.h"
@@ -94,7 +94,7 @@ int Main(int argc, char** argv) {
         absl::GetFlag(FLAGS_status_file).empty() ? "--status_file" : nullptr}) {
     if (missing != nullptr) return Fail(events, absl::StrCat("fake worker: missing ", missing));
   }
-  absl::StatusOr<proto::Plan> plan = cli::ReadPlanFile(absl::GetFlag(FLAGS_plan));
+  absl::StatusOr<proto::Plan> plan = ReadPlanFile(absl::GetFlag(FLAGS_plan));
   if (!plan.ok()) return Fail(events, std::string(plan.status().message()));
   const std::vector<int64_t> devices = NodeDeviceIndices(*plan, node);
   absl::StatusOr<std::unique_ptr<WorkerStatusFile>> status =

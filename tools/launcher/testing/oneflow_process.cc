@@ -12,7 +12,7 @@
 
 #include "absl/time/clock.h"
 #include "glog/logging.h"
-#include "tools/cli/plan_io.h"
+#include "compiler/plan_io.h"
 #include "tools/launcher/testing/daemon_process.h"
 
 extern char** environ;
@@ -86,7 +86,7 @@ std::vector<pid_t> OneflowProcess::WorkerPids(size_t count) const {
 
 std::vector<std::string> LaunchArguments(const proto::Plan& plan, std::vector<std::string> flags) {
   const std::string plan_file = TestDirectory("launch") + "/job.plan";
-  const absl::Status written = cli::WritePlanFile(plan_file, plan);
+  const absl::Status written = WritePlanFile(plan_file, plan);
   CHECK(written.ok()) << written;
   std::vector<std::string> arguments = {"launch", plan_file};
   arguments.insert(arguments.end(), flags.begin(), flags.end());

@@ -8,8 +8,8 @@
 // device of a group issues the same collectives in the same order, that memory offsets
 // fit their blocks, ...): it checks what a reader needs so that it never indexes out of
 // bounds or prints a reference to nothing.
-#ifndef TOOLS_CLI_PLAN_CHECK_H_
-#define TOOLS_CLI_PLAN_CHECK_H_
+#ifndef COMPILER_PLAN_CHECK_H_
+#define COMPILER_PLAN_CHECK_H_
 
 #include <cstdint>
 #include <string>
@@ -23,10 +23,8 @@
 #include "compiler/plan_verifier.h"
 #include "proto/plan.pb.h"
 
-namespace oneflow::cli {
+namespace oneflow {
 
-// The Plan.format_version this build writes and reads (defined by the compiler).
-using ::oneflow::kPlanFormatVersion;
 
 // Checks, in this order, and returns INVALID_ARGUMENT describing the first failure:
 //  - format_version is kPlanFormatVersion;
@@ -75,6 +73,6 @@ class PlanIndex {
   absl::flat_hash_map<std::pair<int, int64_t>, const proto::RegisterDef*> registers_;
 };
 
-}  // namespace oneflow::cli
+}  // namespace oneflow
 
-#endif  // TOOLS_CLI_PLAN_CHECK_H_
+#endif  // COMPILER_PLAN_CHECK_H_

@@ -6,8 +6,8 @@
 // renderers run after CheckPlanForInspection has already refused plans that would need
 // one. Spellings follow oneflow_core: SBPs "S(0)" / "[S(0), B]", placements
 // "cpu{0:0-1}", dtypes "f32", shapes "[64, 32]".
-#ifndef TOOLS_CLI_PLAN_FORMAT_H_
-#define TOOLS_CLI_PLAN_FORMAT_H_
+#ifndef COMPILER_PLAN_FORMAT_H_
+#define COMPILER_PLAN_FORMAT_H_
 
 #include <cstdint>
 #include <optional>
@@ -18,7 +18,7 @@
 #include "google/protobuf/map.h"
 #include "proto/plan.pb.h"
 
-namespace oneflow::cli {
+namespace oneflow {
 
 // Bytes for people, exact count in brackets past 1 KiB: "512 B", "16.00 KiB (16384 B)",
 // "1.50 MiB (1572864 B)". Binary units (KiB = 1024 B) up to TiB.
@@ -84,6 +84,6 @@ DeviceFigures ComputeDeviceFigures(const proto::DevicePlan& device);
 // Sum of bytes_per_iter over the plan's boxings.
 int64_t TotalBoxingBytesPerIteration(const proto::Plan& plan);
 
-}  // namespace oneflow::cli
+}  // namespace oneflow
 
-#endif  // TOOLS_CLI_PLAN_FORMAT_H_
+#endif  // COMPILER_PLAN_FORMAT_H_

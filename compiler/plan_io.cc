@@ -1,4 +1,4 @@
-#include "tools/cli/plan_io.h"
+#include "compiler/plan_io.h"
 
 #include <fcntl.h>
 #include <sys/stat.h>
@@ -12,9 +12,9 @@
 #include "compiler/plan_checksum.h"
 #include "compiler/plan_verifier.h"
 #include "oneflow_core/status.h"
-#include "tools/cli/plan_check.h"
+#include "compiler/plan_check.h"
 
-namespace oneflow::cli {
+namespace oneflow {
 namespace {
 
 std::string FilePrefix(const std::string& path) { return absl::StrCat("plan file '", path, "'"); }
@@ -163,4 +163,4 @@ absl::Status WritePlanFile(const std::string& path, const proto::Plan& plan) {
   return absl::OkStatus();
 }
 
-}  // namespace oneflow::cli
+}  // namespace oneflow

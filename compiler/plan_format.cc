@@ -1,4 +1,4 @@
-#include "tools/cli/plan_format.h"
+#include "compiler/plan_format.h"
 
 #include <algorithm>
 #include <cmath>
@@ -15,7 +15,7 @@
 #include "oneflow_core/sbp.h"
 #include "oneflow_core/shape.h"
 
-namespace oneflow::cli {
+namespace oneflow {
 namespace {
 
 struct ByteUnit {
@@ -182,4 +182,4 @@ int64_t TotalBoxingBytesPerIteration(const proto::Plan& plan) {
   return total;
 }
 
-}  // namespace oneflow::cli
+}  // namespace oneflow

@@ -1,12 +1,12 @@
-#include "tools/cli/plan_check.h"
+#include "compiler/plan_check.h"
 
 #include "absl/strings/str_cat.h"
 #include "oneflow_core/placement.h"
 #include "oneflow_core/sbp.h"
 #include "oneflow_core/status.h"
-#include "tools/cli/plan_format.h"
+#include "compiler/plan_format.h"
 
-namespace oneflow::cli {
+namespace oneflow {
 namespace {
 
 // "device 0 (0:0)": the index users pass to --device, and the device's cluster id.
@@ -217,4 +217,4 @@ bool PlanIndex::IsDataSourceOutput(absl::string_view tensor) const {
   return data_source_outputs_.contains(tensor);
 }
 
-}  // namespace oneflow::cli
+}  // namespace oneflow

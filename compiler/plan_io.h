@@ -21,8 +21,8 @@
 //   plan file 'a.plan': refused by the plan verifier: plan checksum 0x1234abcd does not
 //                       match its contents (0x9f00e1c2): the plan was damaged or edited
 //                       after it was compiled
-#ifndef TOOLS_CLI_PLAN_IO_H_
-#define TOOLS_CLI_PLAN_IO_H_
+#ifndef COMPILER_PLAN_IO_H_
+#define COMPILER_PLAN_IO_H_
 
 #include <string>
 
@@ -30,7 +30,7 @@
 #include "absl/status/statusor.h"
 #include "proto/plan.pb.h"
 
-namespace oneflow::cli {
+namespace oneflow {
 
 // Reads, parses and checks the plan at `path` (see the errors above).
 absl::StatusOr<proto::Plan> ReadPlanFile(const std::string& path);
@@ -46,6 +46,6 @@ absl::Status WritePlanFile(const std::string& path, const proto::Plan& plan);
 // INVALID_ARGUMENT when the plan is over protobuf's 2 GiB message limit.
 absl::StatusOr<std::string> SerializePlan(const proto::Plan& plan);
 
-}  // namespace oneflow::cli
+}  // namespace oneflow
 
-#endif  // TOOLS_CLI_PLAN_IO_H_
+#endif  // COMPILER_PLAN_IO_H_

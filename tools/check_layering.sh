@@ -1,0 +1,41 @@
+#!/bin/bash
+# The build's layering rules, checked with `bazel query` (tools/dev.sh test runs this and
+# reports it as the test line //tools:check_layering):
+#  1. Layers: proto, oneflow_core, sbp, kernels, compiler, actors, examples, tools, from
+#     the bottom (the compiler's verifier asks kernels/boxing what the runtime supports). No target of a layer depends on a target of a higher layer, tests included
+#     (tests that need a higher layer live in tests/ or bench/, above all of them).
+#  2. Test helpers are testonly: every cc_library under tests/ or whose name or package
+#     says "testing" is testonly = True, so Bazel refuses any non-test target that depends
+#     on one.
+# Prints each violation and exits 1; exits 0 when the tree keeps the rules.
+set -uo pipefail
+cd "$(dirname "${BASH_SOURCE[0]}")/.."
+LAYERS=(proto oneflow_core sbp kernels compiler actors examples tools)
+status=0
+query() { bazel query --noshow_progress --keep_going "$1" 2>/dev/null; }
+
+for ((i = 0; i < ${#LAYERS[@]}; i++)); do
+  lower="${LAYERS[$i]}"
+  higher=""
+  for ((j = i + 1; j < ${#LAYERS[@]}; j++)); do higher+="${higher:+ + }//${LAYERS[$j]}/..."; done
+  [[ -z "$higher" ]] && continue
+  # Direct edges from a rule of this layer into a rule of a higher one.
+  bad="$(query "kind(rule, rdeps(//$lower/..., $higher, 1) intersect //$lower/...)" |
+    while read -r target; do
+      reach="$(query "kind(rule, deps($target, 1) intersect ($higher))" | tr '\n' ' ')"
+      [[ -n "$reach" ]] && echo "$target -> $reach"
+    done)"
+  if [[ -n "$bad" ]]; then
+    echo "layering: //$lower/... depends on a higher layer:"
+    echo "$bad" | sed 's/^/  /'
+    status=1
+  fi
+done
+
+helpers="$(query "kind(cc_library, //tests/... + attr(name, '.*testing.*', //...) + //oneflow_core/comm/testing/...) except attr(testonly, 1, //...)")"
+if [[ -n "$helpers" ]]; then
+  echo "layering: test helpers that are not testonly (add testonly = True):"
+  echo "$helpers" | sed 's/^/  /'
+  status=1
+fi
+exit "$status"
