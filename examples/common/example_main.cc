@@ -9,13 +9,12 @@
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_split.h"
 #include "absl/strings/str_cat.h"
-#include "actors/metrics.h"
-#include "actors/runtime.h"
+#include "actors/run_locally.h"
 #include "compiler/compiler.h"
 #include "examples/common/compression_flags.h"
 #include "kernels/cpu/thread_pool.h"
-#include "oneflow_core/status.h"
 #include "compiler/plan_io.h"
+#include "oneflow_core/status.h"
 
 ABSL_FLAG(int64_t, nodes, 1, "Nodes of the cluster.");
 ABSL_FLAG(int64_t, devices_per_node, 1, "CPU devices per node.");
@@ -133,15 +132,10 @@ absl::Status CompileAndReport(const proto::Job& job, const ParallelLayout& layou
     std::printf("wrote %s (inspect it with: oneflow inspect %s)\n", plan_out.c_str(), plan_out.c_str());
   }
   if (!absl::GetFlag(FLAGS_run)) return absl::OkStatus();
-  const int64_t iterations = absl::GetFlag(FLAGS_iters);
-  if (iterations < 1) return absl::InvalidArgumentError(absl::StrCat("--iters=", iterations, " must be >= 1"));
-  actors::TrainOptions train;
-  train.node = -1;  // Every node of the plan, simulated in this process.
-  train.iterations = iterations;
-  OF_ASSIGN_OR_RETURN(std::unique_ptr<actors::MetricsReporter> reporter,
-                      actors::MetricsReporter::Open("", iterations, &std::cout, false));
-  train.on_iteration = [&](const actors::IterationMetrics& m) { reporter->Report(m); };
-  return actors::TrainPlan(*plan, train).status();
+  // The same path as `oneflow run` on the written plan.
+  actors::LocalRun run;
+  run.iterations = absl::GetFlag(FLAGS_iters);
+  return actors::RunPlanLocally(*plan, run, std::cout, /*out_is_terminal=*/false, std::cerr);
 }
 
 int RunExample(const char* name, absl::Status (*body)()) {

@@ -2,17 +2,13 @@
 
 #include <unistd.h>
 
-#include <cstdio>
-#include <fstream>
-#include <memory>
+#include <iostream>
 
 #include "absl/flags/flag.h"
 #include "absl/strings/str_cat.h"
-#include "absl/strings/str_format.h"
-#include "actors/runtime.h"
-#include "actors/trace.h"
-#include "oneflow_core/status.h"
+#include "actors/run_locally.h"
 #include "compiler/plan_io.h"
+#include "oneflow_core/status.h"
 
 ABSL_FLAG(int64_t, iters, 10, "Iterations to train.");
 ABSL_FLAG(std::string, metrics, "",
@@ -40,56 +36,21 @@ namespace oneflow::cli {
 namespace {
 
 absl::Status RunRun(const std::vector<std::string>& arguments, std::ostream& out) {
-  const int64_t iterations = absl::GetFlag(FLAGS_iters);
-  if (iterations < 1) {
-    return absl::InvalidArgumentError(absl::StrCat("--iters=", iterations, " must be >= 1"));
+  actors::LocalRun run;
+  run.iterations = absl::GetFlag(FLAGS_iters);
+  if (run.iterations < 1) {  // Before reading a possibly big plan.
+    return absl::InvalidArgumentError(absl::StrCat("--iters=", run.iterations, " must be >= 1"));
   }
+  run.metrics_path = absl::GetFlag(FLAGS_metrics);
+  run.threads_per_device = absl::GetFlag(FLAGS_threads_per_device);
+  run.trace_path = absl::GetFlag(FLAGS_trace);
+  run.checkpoint.dir = absl::GetFlag(FLAGS_checkpoint_dir);
+  run.checkpoint.every = absl::GetFlag(FLAGS_checkpoint_every);
+  run.checkpoint.synchronous = absl::GetFlag(FLAGS_checkpoint_sync);
+  run.resume_from = absl::GetFlag(FLAGS_resume_from);
   OF_ASSIGN_OR_RETURN(const proto::Plan plan, ReadPlanFile(arguments[0]));
-  OF_ASSIGN_OR_RETURN(std::unique_ptr<actors::MetricsReporter> reporter,
-                      actors::MetricsReporter::Open(absl::GetFlag(FLAGS_metrics), iterations, &out,
-                                                    isatty(STDOUT_FILENO)));
-  actors::TrainOptions options;
-  options.node = -1;  // Every node of the plan, simulated in this process.
-  options.iterations = iterations;
-  // 0 keeps the plan's value; anything else is checked (and refused) by TrainPlan.
-  options.threads_per_device = absl::GetFlag(FLAGS_threads_per_device);
-  options.threads_per_device_flag = "--threads_per_device";
-  options.record_acts = !absl::GetFlag(FLAGS_trace).empty();
-  options.on_iteration = [&](const actors::IterationMetrics& m) { reporter->Report(m); };
-  options.checkpoint.dir = absl::GetFlag(FLAGS_checkpoint_dir);
-  options.checkpoint.every = absl::GetFlag(FLAGS_checkpoint_every);
-  options.checkpoint.synchronous = absl::GetFlag(FLAGS_checkpoint_sync);
-  options.resume_from = absl::GetFlag(FLAGS_resume_from);
-  if (options.checkpoint.dir.empty() != (options.checkpoint.every == 0) || options.checkpoint.every < 0) {
-    return absl::InvalidArgumentError(absl::StrCat("--checkpoint_dir='", options.checkpoint.dir,
-                                                   "' and --checkpoint_every=", options.checkpoint.every,
-                                                   " go together: a directory and N >= 1"));
-  }
-  absl::StatusOr<actors::TrainResult> result = actors::TrainPlan(plan, options);
-  reporter->Finish();
-  OF_RETURN_IF_ERROR(result.status());
-  // stderr: stdout may be metrics.
-  if (!result->resumed_from.empty()) {
-    std::fprintf(stderr, "resumed from %s at iteration %lld\n", result->resumed_from.c_str(),
-                 static_cast<long long>(result->first_iteration));
-  }
-  for (const actors::CheckpointRecord& saved : result->checkpoints) {
-    std::fprintf(stderr, "checkpoint %s: %lld B, written in %.1f ms, training stalled %.2f ms\n", saved.dir.c_str(),
-                 static_cast<long long>(saved.bytes), saved.write_ms, saved.stall_ms);
-  }
-  if (options.record_acts) {
-    OF_RETURN_IF_ERROR(actors::WriteChromeTrace(absl::GetFlag(FLAGS_trace), plan, result->engine.acts));
-    if (plan.buckets_size() > 0) {
-      // What the trace shows of gradient buckets, in one line (stderr: stdout may be metrics).
-      const actors::BucketOverlap overlap = actors::MeasureBucketOverlap(plan, result->engine.acts);
-      std::fprintf(stderr,
-                   "gradient buckets: %lld acts, %.3f ms of all-reduce, %.3f ms of it while the compute thread "
-                   "acted; %lld acts overlapped a later backward op\n",
-                   static_cast<long long>(overlap.bucket_acts), overlap.bucket_ms, overlap.overlapped_ms,
-                   static_cast<long long>(overlap.acts_overlapping_later_compute));
-    }
-  }
-  return absl::OkStatus();
+  // stderr for what is not a metrics line: stdout may be metrics.
+  return actors::RunPlanLocally(plan, run, out, isatty(STDOUT_FILENO), std::cerr);
 }
 
 }  // namespace

@@ -1,0 +1,59 @@
+#include "actors/run_locally.h"
+
+#include <memory>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "actors/metrics.h"
+#include "actors/trace.h"
+#include "oneflow_core/status.h"
+
+namespace oneflow::actors {
+
+absl::Status RunPlanLocally(const proto::Plan& plan, const LocalRun& run, std::ostream& out, bool out_is_terminal,
+                            std::ostream& log) {
+  if (run.iterations < 1) {
+    return absl::InvalidArgumentError(absl::StrCat("--iters=", run.iterations, " must be >= 1"));
+  }
+  if (run.checkpoint.dir.empty() != (run.checkpoint.every == 0) || run.checkpoint.every < 0) {
+    return absl::InvalidArgumentError(absl::StrCat("--checkpoint_dir='", run.checkpoint.dir,
+                                                   "' and --checkpoint_every=", run.checkpoint.every,
+                                                   " go together: a directory and N >= 1"));
+  }
+  OF_ASSIGN_OR_RETURN(std::unique_ptr<MetricsReporter> reporter,
+                      MetricsReporter::Open(run.metrics_path, run.iterations, &out, out_is_terminal));
+  TrainOptions options;
+  options.node = -1;  // Every node of the plan, simulated in this process.
+  options.iterations = run.iterations;
+  options.threads_per_device = run.threads_per_device;
+  options.threads_per_device_flag = "--threads_per_device";
+  options.record_acts = !run.trace_path.empty();
+  options.on_iteration = [&](const IterationMetrics& m) { reporter->Report(m); };
+  options.checkpoint = run.checkpoint;
+  options.resume_from = run.resume_from;
+  absl::StatusOr<TrainResult> result = TrainPlan(plan, options);
+  reporter->Finish();
+  OF_RETURN_IF_ERROR(result.status());
+  if (!result->resumed_from.empty()) {
+    log << "resumed from " << result->resumed_from << " at iteration " << result->first_iteration << "\n";
+  }
+  for (const CheckpointRecord& saved : result->checkpoints) {
+    log << absl::StrFormat("checkpoint %s: %d B, written in %.1f ms, training stalled %.2f ms\n", saved.dir,
+                           saved.bytes, saved.write_ms, saved.stall_ms);
+  }
+  if (options.record_acts) {
+    OF_RETURN_IF_ERROR(WriteChromeTrace(run.trace_path, plan, result->engine.acts));
+    if (plan.buckets_size() > 0) {
+      // What the trace shows of gradient buckets, in one line.
+      const BucketOverlap overlap = MeasureBucketOverlap(plan, result->engine.acts);
+      log << absl::StrFormat(
+          "gradient buckets: %d acts, %.3f ms of all-reduce, %.3f ms of it while the compute thread acted; %d acts "
+          "overlapped a later backward op\n",
+          overlap.bucket_acts, overlap.bucket_ms, overlap.overlapped_ms, overlap.acts_overlapping_later_compute);
+    }
+  }
+  log.flush();
+  return absl::OkStatus();
+}
+
+}  // namespace oneflow::actors
