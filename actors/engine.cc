@@ -4,6 +4,7 @@
 #include <atomic>
 #include <cstdlib>
 #include <deque>
+#include <functional>
 #include <limits>
 #include <map>
 #include <memory>
@@ -14,6 +15,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "actors/message_queue.h"
+#include "kernels/backends.h"
 
 namespace oneflow::actors {
 namespace {
@@ -96,7 +98,8 @@ struct ThreadRuntime {
 };
 
 struct DeviceRuntime {
-  std::vector<std::unique_ptr<char, decltype(&std::free)>> blocks;
+  // Memory from the plan's device backend (kernels/device_backend.h), freed through it.
+  std::vector<std::unique_ptr<char, std::function<void(char*)>>> blocks;
   int64_t allocated = 0;
   int actor_count = 0;
   // Its compute thread, its communication thread, then one per transfer actor.
@@ -173,6 +176,9 @@ thread_local int64_t Engine::current_rate_ = 1;
 
 absl::Status Engine::Build(const BindFunction& bind) {
   register_count_ = std::max<int64_t>(1, plan_.register_count());
+  absl::StatusOr<DeviceBackend*> found = BackendFor(PlanDeviceType(plan_));
+  if (!found.ok()) return found.status();
+  DeviceBackend* const backend = *found;
   micro_batches_ = std::max<int64_t>(1, plan_.job().micro_batches());
   devices_ = std::vector<DeviceRuntime>(plan_.devices_size());
   absl::flat_hash_map<int64_t, int> actor_index;
@@ -197,7 +203,8 @@ absl::Status Engine::Build(const BindFunction& bind) {
     add_thread(true, "communication");
     for (const proto::MemoryBlock& block : device.memory_blocks()) {
       const size_t bytes = static_cast<size_t>((block.size_bytes() + 63) / 64 * 64 + 64);
-      runtime.blocks.emplace_back(static_cast<char*>(std::aligned_alloc(64, bytes)), &std::free);
+      runtime.blocks.emplace_back(static_cast<char*>(backend->Allocate(static_cast<int64_t>(bytes))),
+                                  [backend](char* memory) { backend->Free(memory); });
       if (runtime.blocks.back() == nullptr) {
         return absl::ResourceExhaustedError(absl::StrCat("cannot allocate ", bytes, " bytes for device ", d));
       }

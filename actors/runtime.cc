@@ -16,6 +16,7 @@
 #include "actors/checkpoint/checkpoint_reader.h"
 #include "actors/compression_meter.h"
 #include "actors/sparse_meter.h"
+#include "kernels/backends.h"
 #include "compiler/plan_verifier.h"
 #include "kernels/cpu/thread_pool.h"
 #include "oneflow_core/dtype.h"
@@ -48,11 +49,12 @@ absl::StatusOr<TrainResult> TrainPlan(const proto::Plan& plan, const TrainOption
   OF_RETURN_IF_ERROR(CheckDevicesRunHere(plan));
   OF_ASSIGN_OR_RETURN(PlanIndex index, PlanIndex::Create(plan));
   OF_ASSIGN_OR_RETURN(const int64_t threads_per_device, ThreadsPerDevice(plan, options));
+  OF_ASSIGN_OR_RETURN(DeviceBackend* const backend, BackendFor(PlanDeviceType(plan)));
   // A checkpoint to resume from is read and checked whole before anything runs.
   std::unique_ptr<CheckpointReader> reader;
   int64_t first_iteration = 0;
   if (!options.resume_from.empty()) {
-    OF_ASSIGN_OR_RETURN(reader, CheckpointReader::Open(options.resume_from, plan, index));
+    OF_ASSIGN_OR_RETURN(reader, CheckpointReader::Open(options.resume_from, plan, index, *backend));
     first_iteration = reader->iteration();
     if (first_iteration >= options.iterations) {
       return absl::InvalidArgumentError(absl::StrCat("checkpoint '", reader->dir(), "' was taken after ",
@@ -66,7 +68,8 @@ absl::StatusOr<TrainResult> TrainPlan(const proto::Plan& plan, const TrainOption
     // their collectives meet at.
     CheckpointOptions checkpoint = options.checkpoint;
     if (checkpoint.peers == nullptr) checkpoint.peers = options.rendezvous;
-    OF_ASSIGN_OR_RETURN(writer, CheckpointWriter::Create(plan, index, checkpoint, options.node, first_iteration));
+    OF_ASSIGN_OR_RETURN(writer,
+                        CheckpointWriter::Create(plan, index, checkpoint, options.node, first_iteration, *backend));
   }
   CommunicatorPoolOptions pool_options;
   pool_options.node = options.node;
@@ -163,7 +166,7 @@ absl::StatusOr<TrainResult> TrainPlan(const proto::Plan& plan, const TrainOption
         return BindVariable(index, binding, std::move(checkpointing));
       }
       case proto::ACTOR_COMPUTE:
-        return BindCompute(index, binding, pools[binding.device_index].get());
+        return BindCompute(index, binding, pools[binding.device_index].get(), *backend);
       case proto::ACTOR_BOXING:
         if (binding.actor->has_bucket_id()) {
           return BindBucket(index, binding, &communicators, options.collective_timeout);

@@ -1,7 +1,6 @@
 #include "actors/behaviors/compute_behavior.h"
 
 #include "absl/strings/str_cat.h"
-#include "kernels/cpu/registry.h"
 #include "kernels/kernel.h"
 #include "oneflow_core/ops/registry.h"
 #include "oneflow_core/status.h"
@@ -60,10 +59,10 @@ absl::StatusOr<ActFunction> BindView(const PlanIndex& index, const ActorBinding&
 }  // namespace
 
 absl::StatusOr<ActFunction> BindCompute(const PlanIndex& index, const ActorBinding& binding,
-                                        KernelThreadPool* pool) {
+                                        KernelThreadPool* pool, const DeviceBackend& backend) {
   const proto::KernelDef& kernel_def = binding.actor->kernels(0);
   const std::string& op = kernel_def.op_name();
-  OF_ASSIGN_OR_RETURN(CpuKernel kernel, FindCpuKernel(kernel_def.name()));
+  OF_ASSIGN_OR_RETURN(KernelFunction kernel, backend.FindKernel(kernel_def.name()));
   OF_ASSIGN_OR_RETURN(const proto::OpDef* op_def, index.Op(op));
   OF_ASSIGN_OR_RETURN(const OpDefinition* definition, OpRegistry::Get().Find(op_def->type()));
   OF_ASSIGN_OR_RETURN(const AttrMap* attrs, index.Attrs(op));

@@ -1,4 +1,5 @@
-// Behavior of a compute actor: its op's CPU kernel on this device's register slots,
+// Behavior of a compute actor: its op's kernel, found through the device's backend
+// (kernels/device_backend.h), on this device's register slots,
 // with each argument's layout (where its slice sits in the logical tensor). An actor
 // whose output register is a view of its input (RegisterDef.alias_of) runs no kernel:
 // the bytes are already there.
@@ -13,11 +14,12 @@
 #include "actors/behaviors/plan_index.h"
 #include "actors/engine.h"
 #include "kernels/cpu/thread_pool.h"
+#include "kernels/device_backend.h"
 
 namespace oneflow::actors {
 
 absl::StatusOr<ActFunction> BindCompute(const PlanIndex& index, const ActorBinding& binding,
-                                        KernelThreadPool* pool);
+                                        KernelThreadPool* pool, const DeviceBackend& backend);
 
 }  // namespace oneflow::actors
 

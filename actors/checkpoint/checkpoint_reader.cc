@@ -87,9 +87,11 @@ std::vector<std::string> ModelDifferences(const proto::CheckpointManifest& manif
 
 absl::StatusOr<std::unique_ptr<CheckpointReader>> CheckpointReader::Open(const std::string& path,
                                                                          const proto::Plan& plan,
-                                                                         const PlanIndex& index) {
+                                                                         const PlanIndex& index,
+                                                                         const DeviceBackend& backend) {
   OF_ASSIGN_OR_RETURN(CheckpointLocation location, FindCheckpoint(path));
   std::unique_ptr<CheckpointReader> reader(new CheckpointReader());
+  reader->backend_ = &backend;
   reader->dir_ = location.dir;
   reader->manifest_ = std::move(location.manifest);
   const proto::CheckpointManifest& manifest = reader->manifest_;
@@ -191,8 +193,8 @@ absl::Status CheckpointReader::Load(const std::string& tensor, const TensorLayou
                          [&](int64_t, int64_t offset, int64_t) { src_runs.push_back(offset); });
     size_t run = 0;
     ForEachContiguousRun(dst_shape, Relative(part, layout.slice), [&](int64_t, int64_t offset, int64_t length) {
-      std::memcpy(dst + offset * element_size, src + src_runs[run++] * element_size,
-                  static_cast<size_t>(length * element_size));
+      backend_->CopyFromHost(dst + offset * element_size, src + src_runs[run++] * element_size,
+                             length * element_size);
     });
     copied += part.NumElements();
   }

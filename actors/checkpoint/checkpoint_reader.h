@@ -18,6 +18,7 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "actors/behaviors/plan_index.h"
+#include "kernels/device_backend.h"
 #include "oneflow_core/tensor_slice.h"
 #include "proto/checkpoint.pb.h"
 #include "proto/plan.pb.h"
@@ -29,8 +30,9 @@ class CheckpointReader {
   // Errors: NOT_FOUND (no complete checkpoint at `path`, naming it), FAILED_PRECONDITION
   // (the checkpoint is of another model: the first differences, tensor by tensor),
   // DATA_LOSS (a damaged manifest or shard, naming the file).
+  // Loads reach device memory through `backend`'s CopyFromHost.
   static absl::StatusOr<std::unique_ptr<CheckpointReader>> Open(const std::string& path, const proto::Plan& plan,
-                                                                const PlanIndex& index);
+                                                                const PlanIndex& index, const DeviceBackend& backend);
 
   // The directory read and the iteration the checkpoint was taken after.
   const std::string& dir() const { return dir_; }
@@ -50,6 +52,7 @@ class CheckpointReader {
 
   std::string dir_;
   proto::CheckpointManifest manifest_;
+  const DeviceBackend* backend_ = nullptr;
   std::vector<std::string> shard_bytes_;  // Per manifest shard, the whole file.
   std::map<std::string, std::vector<Saved>> saved_;  // Per tensor.
 };

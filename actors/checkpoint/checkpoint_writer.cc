@@ -72,7 +72,8 @@ absl::Status SyncDirectory(const std::string& path) {
 absl::StatusOr<std::unique_ptr<CheckpointWriter>> CheckpointWriter::Create(const proto::Plan& plan,
                                                                            const PlanIndex& index,
                                                                            const CheckpointOptions& options,
-                                                                           int64_t node, int64_t first_iteration) {
+                                                                           int64_t node, int64_t first_iteration,
+                                                                           const DeviceBackend& backend) {
   if (options.every < 1) {
     return absl::InvalidArgumentError(
         absl::StrCat("checkpoint_every is ", options.every, "; it must be >= 1 with a checkpoint directory"));
@@ -80,6 +81,7 @@ absl::StatusOr<std::unique_ptr<CheckpointWriter>> CheckpointWriter::Create(const
   std::unique_ptr<CheckpointWriter> writer(new CheckpointWriter());
   writer->plan_ = &plan;
   writer->options_ = options;
+  writer->backend_ = &backend;
   writer->every_ = options.every;
   writer->first_iteration_ = first_iteration;
   writer->node_ = node;
@@ -188,7 +190,7 @@ absl::Status CheckpointWriter::Stage(int entry, int64_t iteration, const void* d
   if (!error_.ok()) return error_;
   staging_iteration_ = iteration;
   lock.unlock();
-  std::memcpy(staged.staging.data(), data, staged.staging.size());
+  backend_->CopyToHost(staged.staging.data(), data, static_cast<int64_t>(staged.staging.size()));
   lock.lock();
   stall_ms_ += MsSince(start);
   if (++staged_ == static_cast<int64_t>(entries_.size())) StagedAll(lock, iteration);

@@ -40,6 +40,7 @@
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
 #include "actors/behaviors/plan_index.h"
+#include "kernels/device_backend.h"
 #include "oneflow_core/comm/key_value_store.h"
 #include "proto/checkpoint.pb.h"
 #include "proto/plan.pb.h"
@@ -85,9 +86,11 @@ class CheckpointWriter {
  public:
   // Saves what the devices of `node` (< 0: every node) hold. `first_iteration`: the
   // iteration the run starts at (no checkpoint is taken at it). Creates options.dir.
+  // Device memory reaches the staging buffers through `backend`'s CopyToHost.
   static absl::StatusOr<std::unique_ptr<CheckpointWriter>> Create(const proto::Plan& plan, const PlanIndex& index,
                                                                   const CheckpointOptions& options, int64_t node,
-                                                                  int64_t first_iteration);
+                                                                  int64_t first_iteration,
+                                                                  const DeviceBackend& backend);
   ~CheckpointWriter();
 
   // The entry of the slice of `tensor` that device `device_index` saves; -1 when another
@@ -135,6 +138,7 @@ class CheckpointWriter {
 
   const proto::Plan* plan_ = nullptr;
   CheckpointOptions options_;
+  const DeviceBackend* backend_ = nullptr;
   int64_t every_ = 0;
   int64_t first_iteration_ = 0;
   // Several processes: this node, the nodes that save slices, the one that assembles.
