@@ -23,6 +23,7 @@ PACKAGES=(
   g++
   libabsl-dev
   libbenchmark-dev
+  libdnnl-dev
   libgflags-dev
   libgloo-dev
   libgmock-dev

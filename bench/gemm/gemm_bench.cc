@@ -1,8 +1,9 @@
-// GEMM throughput of the CPU matmul kernel next to cblas_sgemm called directly in the
-// same process, both on one thread (the runtime's setting: one kernel per device
+// GEMM throughput of the CPU matmul kernel next to the sgemm backend it uses for the shape
+// (kernels/cpu/sgemm.h: oneDNN's dnnl_sgemm or OpenBLAS's cblas_sgemm) called directly in
+// the same process, both on one thread (the runtime's setting: one kernel per device
 // thread). One JSON line per shape:
 //   {"bench":"gemm","name":"square","m":1024,"n":1024,"k":1024,"batch":1,...,
-//    "kernel_gflops":..,"blas_gflops":..,"ratio":..}
+//    "kernel_gflops":..,"blas_gflops":..,"ratio":..,"backend":"dnnl"}
 // ratio = kernel / BLAS; the kernel adds argument checks and, for batched products, the
 // same per-batch loop, so it should stay within a few percent of 1. Single calls of the
 // two alternate and each side keeps its fastest call, so drift in clock speed or a busy
@@ -15,8 +16,7 @@
 // OpenBLAS 0.3.21 does not recognise the CPU, //kernels/cpu:blas_core has restarted the
 // bench with OPENBLAS_CORETYPE set to the core cpuid implies, saying so in one line on
 // stderr; a user-set OPENBLAS_CORETYPE is kept (docs/kernels.md, "Which OpenBLAS kernel runs").
-#include <cblas.h>
-
+// bench/gemm:dnnl_vs_openblas compares the two backends themselves.
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -27,6 +27,7 @@
 #include "absl/flags/flag.h"
 #include "absl/flags/parse.h"
 #include "kernels/cpu/registry.h"
+#include "kernels/cpu/sgemm.h"
 #include "kernels/kernel.h"
 
 extern "C" void openblas_set_num_threads(int num_threads);
@@ -96,13 +97,14 @@ int Run() {
     context.outputs = {Argument(&c_kernel, c_shape)};
     bool kernel_ok = true;
     auto run_kernel = [&] { kernel_ok = kernel_ok && matmul(context).ok(); };
+    const cpu::SgemmBackend backend =
+        cpu::SgemmBackendFor(s.transpose_a, s.transpose_b, s.m, s.n, s.k);
     auto run_blas = [&] {
       for (int64_t i = 0; i < s.batch; ++i) {
-        cblas_sgemm(CblasRowMajor, s.transpose_a ? CblasTrans : CblasNoTrans,
-                    s.transpose_b ? CblasTrans : CblasNoTrans, s.m, s.n, s.k, 1.0f,
-                    a.data() + i * s.m * s.k, a_shape.dim(a_shape.rank() - 1),
-                    b.data() + i * s.k * s.n, b_shape.dim(b_shape.rank() - 1), 0.0f,
-                    c_blas.data() + i * s.m * s.n, s.n);
+        cpu::SgemmWith(backend, s.transpose_a, s.transpose_b, s.m, s.n, s.k,
+                       a.data() + i * s.m * s.k, a_shape.dim(a_shape.rank() - 1),
+                       b.data() + i * s.k * s.n, b_shape.dim(b_shape.rank() - 1),
+                       c_blas.data() + i * s.m * s.n, s.n);
       }
     };
     // Warm up both (page faults, OpenBLAS buffers), then alternate single calls and keep
@@ -126,12 +128,12 @@ int Run() {
         "{\"bench\":\"gemm\",\"name\":\"%s\",\"m\":%lld,\"n\":%lld,\"k\":%lld,\"batch\":%lld,"
         "\"transpose_a\":%s,\"transpose_b\":%s,\"kernel_gflops\":%.2f,\"blas_gflops\":%.2f,"
         "\"ratio\":%.3f,\"same_result\":%s,\"kernel_ok\":%s,\"threads\":1,"
-        "\"openblas_core\":\"%s\"}\n",
+        "\"backend\":\"%s\",\"openblas_core\":\"%s\"}\n",
         s.name.c_str(), static_cast<long long>(s.m), static_cast<long long>(s.n),
         static_cast<long long>(s.k), static_cast<long long>(s.batch),
         s.transpose_a ? "true" : "false", s.transpose_b ? "true" : "false", kernel_gflops,
         blas_gflops, kernel_gflops / blas_gflops, c_kernel == c_blas ? "true" : "false",
-        kernel_ok ? "true" : "false", openblas_get_corename());
+        kernel_ok ? "true" : "false", cpu::SgemmBackendName(backend), openblas_get_corename());
     std::fflush(stdout);
     if (!kernel_ok) return 1;
   }

@@ -1,5 +1,6 @@
 // matmul: out[..., m, n] = op(a)[..., m, k] * op(b)[..., k, n], op transposing the last
-// two axes under transpose_a / transpose_b, through OpenBLAS's cblas_sgemm. Batched
+// two axes under transpose_a / transpose_b, through Sgemm (sgemm.h: oneDNN's dnnl_sgemm
+// or OpenBLAS's cblas_sgemm, whichever runs the product faster on one core). Batched
 // (rank > 2) products loop over the batch: the batches of attention are few and large
 // enough that one sgemm each costs little over a batched call, and OpenBLAS 0.3.21 has
 // no strided-batch GEMM.
@@ -8,19 +9,14 @@
 // into blocks of output rows or columns, one single-threaded sgemm each, run over the
 // pool; batched products spread whole batches instead. Each output element still sums
 // over all of k in one sgemm, so the cut changes no sum's terms, only which call does it.
-#include <cblas.h>
-
 #include <algorithm>
 #include <climits>
 
 #include "kernels/cpu/kernel_util.h"
 #include "kernels/cpu/kernels.h"
+#include "kernels/cpu/sgemm.h"
 #include "kernels/cpu/thread_pool.h"
 #include "oneflow_core/status.h"
-
-// Declared here as well as in OpenBLAS's cblas.h, so this file also compiles against a
-// cblas.h from another BLAS (the link still needs OpenBLAS).
-extern "C" void openblas_set_num_threads(int num_threads);
 
 namespace oneflow {
 namespace cpu {
@@ -28,21 +24,12 @@ namespace {
 
 constexpr char kKernel[] = "matmul";
 
-// Once per process, before the first sgemm: one BLAS thread per call (see registry.h).
-// A function-local static is initialized exactly once even when device threads race.
-void UseOneBlasThreadPerCall() {
-  static const bool done = [] {
-    openblas_set_num_threads(1);
-    return true;
-  }();
-  (void)done;
-}
-
 // Work (multiply-adds) below which a part of a split product is not worth a helper's
 // wake-up (~10 us on a condition variable): ~2^20 MACs run ~10-20 us on one AVX2 core.
 constexpr int64_t kMinMacsPerPart = int64_t{1} << 20;
 // Parts are cut at multiples of this many rows or columns, so each sgemm keeps whole
-// micro-kernel tiles (OpenBLAS's AVX2/AVX-512 sgemm tiles are 8 or 16 wide).
+// micro-kernel tiles (the AVX2/AVX-512 sgemm tiles of OpenBLAS and oneDNN are multiples of
+// 8 or 16 wide).
 constexpr int64_t kSplitAlign = 16;
 
 // One row-major sgemm, m x n of op(a) * op(b), a and b at their stored leading dimensions.
@@ -56,11 +43,8 @@ struct Gemm {
   float* c;
   int ldc;
 
-  void Call() const {
-    cblas_sgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans,
-                static_cast<int>(m), static_cast<int>(n), static_cast<int>(k), 1.0f, a, lda, b, ldb,
-                0.0f, c, ldc);
-  }
+  // One BLAS thread per call, whichever backend (sgemm.h).
+  void Call() const { Sgemm(ta, tb, m, n, k, a, lda, b, ldb, c, ldc); }
   // Rows [begin, end) of the output: rows of op(a), i.e. columns of a when transposed.
   Gemm Rows(int64_t begin, int64_t end) const {
     Gemm part = *this;
@@ -139,7 +123,6 @@ absl::Status MatMul(const KernelContext& context) {
     std::fill(c, c + batches * m * n, 0.0f);
     return absl::OkStatus();
   }
-  UseOneBlasThreadPerCall();
   const float* a_data = context.inputs[0].As<const float>();
   const float* b_data = context.inputs[1].As<const float>();
   // Row-major leading dimensions are the stored row lengths, transposed or not.
