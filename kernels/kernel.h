@@ -52,8 +52,6 @@ struct KernelContext {
 // Runs the kernel. Errors (an id out of range, a NaN-producing configuration the kernel
 // checks) name the kernel and what was wrong; the runtime adds the actor and device.
 using KernelFunction = absl::Status (*)(const KernelContext& context);
-// The CPU registry's name for it (kernels/cpu/registry.h).
-using CpuKernel = KernelFunction;
 
 }  // namespace oneflow
 

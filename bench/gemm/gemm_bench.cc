@@ -79,7 +79,7 @@ double Seconds(Fn&& fn) {
 
 int Run() {
   openblas_set_num_threads(1);
-  const CpuKernel matmul = *FindCpuKernel("matmul");
+  const KernelFunction matmul = *FindCpuKernel("matmul");
   for (const GemmShape& s : Shapes(absl::GetFlag(FLAGS_max_size))) {
     const Shape a_shape = s.transpose_a ? Dims(s.batch, s.k, s.m) : Dims(s.batch, s.m, s.k);
     const Shape b_shape = s.transpose_b ? Dims(s.batch, s.n, s.k) : Dims(s.batch, s.k, s.n);

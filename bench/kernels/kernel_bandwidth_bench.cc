@@ -245,7 +245,7 @@ std::string ShapesText(const Case& c) {
 
 // Runs one case; false if the kernel returned an error.
 bool RunCase(const Case& c) {
-  const absl::StatusOr<CpuKernel> kernel = FindCpuKernel(c.kernel);
+  const absl::StatusOr<KernelFunction> kernel = FindCpuKernel(c.kernel);
   if (!kernel.ok()) {
     std::fprintf(stderr, "%s\n", kernel.status().ToString().c_str());
     return false;

@@ -27,7 +27,7 @@ void ExpectInvalid(const absl::Status& status, const std::string& message) {
 
 TEST(CpuKernelErrorsTest, FindCpuKernelListsTheKnownNames) {
   EXPECT_TRUE(FindCpuKernel("layer_norm_grad").ok());
-  const absl::StatusOr<CpuKernel> missing = FindCpuKernel("conv2d");
+  const absl::StatusOr<KernelFunction> missing = FindCpuKernel("conv2d");
   EXPECT_EQ(missing.status().code(), absl::StatusCode::kNotFound);
   EXPECT_EQ(missing.status().message().substr(0, 70),
             "no CPU kernel named 'conv2d'; known: matmul, add, sub, mul, div, bias_");

@@ -62,7 +62,7 @@ absl::StatusOr<std::vector<Dense>> RunCpuKernel(const std::string& op_type,
                                                 const AttrMap& attrs,
                                                 const ReferenceContext& context) {
   OF_ASSIGN_OR_RETURN(const OpDefinition* op, OpRegistry::Get().Find(op_type));
-  OF_ASSIGN_OR_RETURN(const CpuKernel kernel, FindCpuKernel(op->kernel));
+  OF_ASSIGN_OR_RETURN(const KernelFunction kernel, FindCpuKernel(op->kernel));
   if (inputs.size() != op->inputs.size() ||
       (!context.inputs.empty() && context.inputs.size() != inputs.size())) {
     return absl::InvalidArgumentError(absl::StrCat("op '", op_type, "' takes ", op->inputs.size(),

@@ -9,7 +9,7 @@ namespace {
 
 struct NamedKernel {
   const char* name;
-  CpuKernel kernel;
+  KernelFunction kernel;
 };
 
 // Every CPU kernel, in the order of oneflow_core/ops/registry.cc. A plain array of
@@ -76,7 +76,7 @@ constexpr NamedKernel kKernels[] = {
 
 }  // namespace
 
-absl::StatusOr<CpuKernel> FindCpuKernel(absl::string_view kernel_name) {
+absl::StatusOr<KernelFunction> FindCpuKernel(absl::string_view kernel_name) {
   for (const NamedKernel& entry : kKernels) {
     if (kernel_name == entry.name) return entry.kernel;
   }

@@ -2,7 +2,7 @@
 // of the op registry (OpDefinition::kernel), computing one device's slice of the op
 // exactly as the reference does (oneflow_core/ops/reference) on the same slice.
 //
-//   OF_ASSIGN_OR_RETURN(CpuKernel matmul, FindCpuKernel("matmul"));
+//   OF_ASSIGN_OR_RETURN(KernelFunction matmul, FindCpuKernel("matmul"));
 //   KernelContext context{&attrs, {a, b}, {out}, step};
 //   OF_RETURN_IF_ERROR(matmul(context));
 //
@@ -10,7 +10,8 @@
 // is visible in one place; conformance_test fails if an op's kernel is missing.
 //
 // Threading: a kernel is a pure function of its context, safe to call from many device
-// threads at once. Matrix products go through OpenBLAS, which this library switches to
+// threads at once. Matrix products go through kernels/cpu/sgemm.h (oneDNN or OpenBLAS by
+// shape; oneDNN's OpenMP capped at one thread per caller). OpenBLAS, which this library switches to
 // one thread per call the first time a matmul runs (openblas_set_num_threads(1)): the
 // runtime already runs one kernel per device thread, and OpenBLAS's own pool on top
 // would oversubscribe the cores. Setting OPENBLAS_NUM_THREADS=1 in the environment does
@@ -32,7 +33,7 @@
 namespace oneflow {
 
 // The CPU kernel of `kernel_name`, or NOT_FOUND naming it and listing the known names.
-absl::StatusOr<CpuKernel> FindCpuKernel(absl::string_view kernel_name);
+absl::StatusOr<KernelFunction> FindCpuKernel(absl::string_view kernel_name);
 
 // Every kernel name with a CPU kernel, in the order of registry.cc.
 std::vector<std::string> CpuKernelNames();
