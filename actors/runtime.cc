@@ -16,10 +16,11 @@
 #include "actors/checkpoint/checkpoint_reader.h"
 #include "actors/compression_meter.h"
 #include "actors/sparse_meter.h"
-#include "kernels/backends.h"
 #include "compiler/plan_verifier.h"
+#include "kernels/backends.h"
 #include "kernels/cpu/thread_pool.h"
 #include "oneflow_core/dtype.h"
+#include "oneflow_core/ops/registry.h"
 #include "oneflow_core/status.h"
 
 namespace oneflow::actors {
@@ -165,8 +166,26 @@ absl::StatusOr<TrainResult> TrainPlan(const proto::Plan& plan, const TrainOption
         }
         return BindVariable(index, binding, std::move(checkpointing));
       }
-      case proto::ACTOR_COMPUTE:
-        return BindCompute(index, binding, pools[binding.device_index].get(), *backend);
+      case proto::ACTOR_COMPUTE: {
+        OF_ASSIGN_OR_RETURN(ActFunction act, BindCompute(index, binding, pools[binding.device_index].get(), *backend));
+        if (writer == nullptr) return act;
+        // An in-place update waits for the checkpoint copies of the variables it writes.
+        std::vector<int> entries;
+        OF_ASSIGN_OR_RETURN(const proto::OpDef* op, index.Op(binding.actor->kernels(0).op_name()));
+        OF_ASSIGN_OR_RETURN(const OpDefinition* definition, OpRegistry::Get().Find(op->type()));
+        for (const std::string& argument : definition->updated_inputs) {
+          auto it = op->inputs().find(argument);
+          if (it == op->inputs().end()) continue;
+          const int entry = writer->EntryFor(binding.device_index, it->second);
+          if (entry >= 0) entries.push_back(entry);
+        }
+        if (entries.empty()) return act;
+        return ActFunction([act = std::move(act), entries, writer = writer.get()](int64_t iteration,
+                                                                                  const ActContext& context) {
+          for (int entry : entries) OF_RETURN_IF_ERROR(writer->AwaitStaged(entry, iteration));
+          return act(iteration, context);
+        });
+      }
       case proto::ACTOR_BOXING:
         if (binding.actor->has_bucket_id()) {
           return BindBucket(index, binding, &communicators, options.collective_timeout);

@@ -155,7 +155,10 @@ absl::StatusOr<std::unique_ptr<CheckpointWriter>> CheckpointWriter::Create(const
   std::set<int64_t> saving_nodes;
   for (const auto& [key, device] : saver) saving_nodes.insert(plan.devices(device).device().node());
   writer->saving_nodes_.assign(saving_nodes.begin(), saving_nodes.end());
-  if (!options.synchronous) writer->thread_ = std::thread([w = writer.get()] { w->WriterMain(); });
+  if (!options.synchronous) {
+    writer->thread_ = std::thread([w = writer.get()] { w->WriterMain(); });
+    writer->copier_ = std::thread([w = writer.get()] { w->CopierMain(); });
+  }
   return writer;
 }
 
@@ -165,6 +168,7 @@ CheckpointWriter::~CheckpointWriter() {
     stopping_ = true;
   }
   changed_.notify_all();
+  if (copier_.joinable()) copier_.join();
   if (thread_.joinable()) thread_.join();
 }
 
@@ -181,6 +185,52 @@ absl::Status CheckpointWriter::Stage(int entry, int64_t iteration, const void* d
     std::lock_guard<std::mutex> lock(mutex_);
     return error_;
   }
+  if (!options_.synchronous) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (!error_.ok()) return error_;
+    staged.copy_pending = iteration;
+    copies_.emplace_back(entry, iteration);
+    changed_.notify_all();
+    return absl::OkStatus();
+  }
+  return Copy(entry, iteration, data);
+}
+
+absl::Status CheckpointWriter::AwaitStaged(int entry, int64_t iteration) {
+  std::unique_lock<std::mutex> lock(mutex_);
+  if (entries_[entry].copy_pending != iteration) return error_;
+  const auto start = std::chrono::steady_clock::now();
+  changed_.wait(lock, [&] { return !error_.ok() || stopping_ || entries_[entry].copy_pending != iteration; });
+  stall_ms_ += MsSince(start);
+  return error_;
+}
+
+bool CheckpointWriter::AnyCopyPending() const {
+  for (const Entry& entry : entries_) {
+    if (entry.copy_pending >= 0) return true;
+  }
+  return false;
+}
+
+void CheckpointWriter::CopierMain() {
+  std::unique_lock<std::mutex> lock(mutex_);
+  while (true) {
+    changed_.wait(lock, [&] { return stopping_ || !copies_.empty(); });
+    if (copies_.empty()) return;
+    const auto [entry, iteration] = copies_.front();
+    copies_.pop_front();
+    const void* data = entries_[entry].live;
+    lock.unlock();
+    const absl::Status status = Copy(entry, iteration, data);
+    lock.lock();
+    if (error_.ok()) error_ = status;
+    entries_[entry].copy_pending = -1;
+    changed_.notify_all();
+  }
+}
+
+absl::Status CheckpointWriter::Copy(int entry, int64_t iteration, const void* data) {
+  Entry& staged = entries_[entry];
   const auto start = std::chrono::steady_clock::now();
   std::unique_lock<std::mutex> lock(mutex_);
   // The buffers hold the previous checkpoint until it is written.
@@ -192,7 +242,9 @@ absl::Status CheckpointWriter::Stage(int entry, int64_t iteration, const void* d
   lock.unlock();
   backend_->CopyToHost(staged.staging.data(), data, static_cast<int64_t>(staged.staging.size()));
   lock.lock();
-  stall_ms_ += MsSince(start);
+  // Inline (synchronous saves, the final checkpoint) the copy is training's stall; on the
+  // copier it is not (AwaitStaged counts what training waits for it).
+  if (std::this_thread::get_id() != copier_.get_id()) stall_ms_ += MsSince(start);
   if (++staged_ == static_cast<int64_t>(entries_.size())) StagedAll(lock, iteration);
   return error_;
 }
@@ -227,7 +279,8 @@ absl::Status CheckpointWriter::StageFinal(int64_t iteration) {
       return absl::InternalError(absl::StrCat("checkpoint after iteration ", iteration, ": the variable '",
                                               entries_[e].tensor, "' never acted"));
     }
-    OF_RETURN_IF_ERROR(Stage(static_cast<int>(e), iteration, entries_[e].live));
+    // Inline: the variables act no more, and Finish follows.
+    OF_RETURN_IF_ERROR(Copy(static_cast<int>(e), iteration, entries_[e].live));
   }
   return absl::OkStatus();
 }
@@ -390,7 +443,7 @@ absl::StatusOr<bool> CheckpointWriter::AgreeWithPeers(int64_t iteration, proto::
 
 absl::Status CheckpointWriter::Finish() {
   std::unique_lock<std::mutex> lock(mutex_);
-  changed_.wait(lock, [&] { return !writing_; });
+  changed_.wait(lock, [&] { return copies_.empty() && !writing_ && !AnyCopyPending(); });
   if (staged_ > 0 && error_.ok()) {
     return absl::InternalError(absl::StrCat("checkpoint after iteration ", staging_iteration_, ": ", staged_,
                                             " of ", entries_.size(), " slices were staged when the run ended"));

@@ -3,8 +3,12 @@
 //
 // Every `every` iterations each variable actor, at its act on iteration k (when the
 // update of iteration k - 1 has written it and the update of k has not started: the
-// update consumes the variable's register of iteration k), calls Stage: a memcpy of its
-// slice into a staging buffer allocated once. When every slice this process saves is
+// update consumes the variable's register of iteration k), calls Stage, which hands the
+// copy of its slice into a staging buffer (allocated once) to a copier thread and
+// returns: the copy runs while iteration k's forward and backward only read the
+// variable, and the update that writes it in place calls AwaitStaged first, so training
+// waits only when the copy has not finished by then (synchronous saves copy inline).
+// When every slice this process saves is
 // staged, a background thread writes the shards into DIR/iter-k.partial, fsyncs them,
 // writes the manifest and renames the directory to DIR/iter-k; training goes on
 // meanwhile. A replicated slice (B) is saved by the first device of the plan that
@@ -14,6 +18,7 @@
 //   OF_ASSIGN_OR_RETURN(auto writer, CheckpointWriter::Create(plan, index, options));
 //   const int entry = writer->EntryFor(device_index, "layer0/weight");  // -1: not saved here
 //   ... in the variable's act: OF_RETURN_IF_ERROR(writer->Stage(entry, iteration, data));
+//   ... before its in-place update: OF_RETURN_IF_ERROR(writer->AwaitStaged(entry, iteration));
 //   ... after the run: OF_RETURN_IF_ERROR(writer->Finish());
 //
 // Several processes (one per node, `oneflow launch`): every node writes the shards of its
@@ -28,6 +33,7 @@
 
 #include <condition_variable>
 #include <cstdint>
+#include <deque>
 #include <functional>
 #include <map>
 #include <memory>
@@ -107,6 +113,10 @@ class CheckpointWriter {
   // Returns the error of a failed earlier save (the run stops before the next one).
   absl::Status Stage(int entry, int64_t iteration, const void* data);
 
+  // Before the in-place update of entry `entry`'s variable on `iteration`: waits until
+  // the copy Stage handed off for `iteration` (if any) is done. The wait counts as stall.
+  absl::Status AwaitStaged(int entry, int64_t iteration);
+
   // The checkpoint after the run's last iteration `iteration` (its variables act no
   // more): stages every entry from the memory it last saw, while the engine still holds
   // it. Nothing when not Due.
@@ -124,9 +134,17 @@ class CheckpointWriter {
     proto::CheckpointSlice slice;  // ranges and size; offset set per shard
     std::vector<char> staging;
     const void* live = nullptr;    // The variable's memory, last seen in Stage.
+    int64_t copy_pending = -1;     // The iteration whose copy the copier has yet to make.
   };
   CheckpointWriter() = default;
   void WriterMain();
+  // Takes the copies Stage hands off, one at a time, and makes them.
+  void CopierMain();
+  // Under mutex_: some entry's copy is handed off and not made yet.
+  bool AnyCopyPending() const;
+  // Copies entry `entry` of `iteration` (from `data`) once the staging buffers are free;
+  // the last one of an iteration starts the write. Called with no lock held.
+  absl::Status Copy(int entry, int64_t iteration, const void* data);
   // Writes the staged checkpoint of `iteration`; called with no lock held.
   absl::Status Write(int64_t iteration, double* write_ms);
   // Several processes: publishes this node's `part` (a manifest holding only its shards);
@@ -159,7 +177,9 @@ class CheckpointWriter {
   double stall_ms_ = 0;             // Of the checkpoint being staged.
   absl::Status error_;
   std::vector<CheckpointRecord> records_;
+  std::deque<std::pair<int, int64_t>> copies_;  // (entry, iteration) handed to the copier
   std::thread thread_;
+  std::thread copier_;
 };
 
 }  // namespace oneflow::actors
