@@ -3,7 +3,10 @@
 // state); a save stopped midway leaves the previous checkpoint the newest complete one;
 // damaged or truncated shards, damaged manifests, missing checkpoints and checkpoints
 // of another model are refused before anything is loaded, naming the file or tensor.
+#include <sys/resource.h>
+
 #include <cmath>
+#include <csignal>
 #include <filesystem>
 #include <fstream>
 #include <string>
@@ -195,6 +198,34 @@ TEST(CheckpointTest, ASaveStoppedMidwayLeavesThePreviousCheckpoint) {
   ASSERT_TRUE(newest.ok()) << newest.status();
   EXPECT_EQ(newest->manifest.iteration(), 2);
   // And it loads.
+  const absl::StatusOr<TrainResult> resumed = Train(plan, 4, "", 0, dir);
+  ASSERT_TRUE(resumed.ok()) << resumed.status();
+  EXPECT_EQ(resumed->first_iteration, 2);
+}
+
+// A full disk (here: a file size limit of 64 KiB, as a quota would impose; root ignores
+// a read-only directory, so the test uses the limit): the save fails with an error naming
+// the shard file, training stops instead of running on without checkpoints, and the
+// previous checkpoint stays the newest and loads.
+TEST(CheckpointTest, AFullDiskStopsTrainingAndKeepsThePreviousCheckpoint) {
+  const std::string dir = FreshDir("full");
+  const proto::Plan plan = MlpPlan({2, 2}, /*hidden=*/512);  // shards of ~0.5 MB
+  ASSERT_TRUE(Train(plan, 2, dir, 2).ok());
+  rlimit saved{};
+  ASSERT_EQ(getrlimit(RLIMIT_FSIZE, &saved), 0);
+  void (*previous)(int) = std::signal(SIGXFSZ, SIG_IGN);  // EFBIG instead of a signal
+  rlimit small = saved;
+  small.rlim_cur = 64 << 10;
+  ASSERT_EQ(setrlimit(RLIMIT_FSIZE, &small), 0);
+  const absl::StatusOr<TrainResult> full = Train(plan, 8, dir, 2, dir);
+  setrlimit(RLIMIT_FSIZE, &saved);
+  std::signal(SIGXFSZ, previous);
+  ASSERT_FALSE(full.ok());
+  EXPECT_THAT(full.status().message(), HasSubstr(CheckpointDirName(4) + kPartialSuffix)) << full.status();
+  EXPECT_THAT(full.status().message(), HasSubstr("File too large")) << full.status();
+  const absl::StatusOr<CheckpointLocation> newest = FindCheckpoint(dir);
+  ASSERT_TRUE(newest.ok()) << newest.status();
+  EXPECT_EQ(newest->manifest.iteration(), 2);
   const absl::StatusOr<TrainResult> resumed = Train(plan, 4, "", 0, dir);
   ASSERT_TRUE(resumed.ok()) << resumed.status();
   EXPECT_EQ(resumed->first_iteration, 2);
