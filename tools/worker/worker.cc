@@ -295,6 +295,12 @@ absl::Status RunWorker(const WorkerOptions& options) {
     fail_event(status, progress());
     return status;
   }
+  if (!result->resumed_from.empty()) {
+    // The resume point, for the log the launch shows (the metrics restart there).
+    std::fprintf(stderr, "resumed from %s at iteration %lld\n", result->resumed_from.c_str(),
+                 static_cast<long long>(result->first_iteration));
+    std::fflush(stderr);
+  }
   if (options.world_size > 1 && rendezvous != nullptr) {
     // Every rank is done with the store (its communicators wrote their last records when
     // TrainPlan returned); only then may rank 0 take its server down.
