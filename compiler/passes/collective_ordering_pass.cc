@@ -125,7 +125,7 @@ absl::StatusOr<bool> CollectiveOrderingPass::Run(Compilation* compilation) {
   // producing their last member's input, so before every boxing emitted after that op.
   compilation->bucket_collective.assign(compilation->buckets.size(), -1);
   std::vector<std::vector<std::pair<int32_t, int32_t>>> bucket_actors(compilation->buckets.size());
-  for (size_t d = 0; d < plan.devices().size(); ++d) {
+  for (int d = 0; d < plan.devices_size(); ++d) {
     for (int a = 0; a < plan.devices(static_cast<int>(d)).actors_size(); ++a) {
       const proto::ActorDef& actor = plan.devices(static_cast<int>(d)).actors(a);
       if (actor.has_bucket_id() && actor.bucket_id() >= 0 &&

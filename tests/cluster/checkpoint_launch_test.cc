@@ -178,7 +178,9 @@ TEST(CheckpointLaunchTest, KilledWorkerRestartsFromTheNewestCheckpoint) {
   const int resumed_from = std::stoi(stderr_text.substr(number));
   EXPECT_EQ(resumed_from % 10, 0) << "resumed at " << resumed_from << ", not at a checkpoint";
   EXPECT_GE(resumed_from, 10);
-  if (repeated > 0) EXPECT_EQ(resumed_at, resumed_from);
+  if (repeated > 0) {
+    EXPECT_EQ(resumed_at, resumed_from);
+  }
   for (const auto& [iteration, loss] : last) {
     EXPECT_NEAR(loss, reference[iteration], 1e-4 * std::abs(reference[iteration]) + 1e-6) << "iteration " << iteration;
   }

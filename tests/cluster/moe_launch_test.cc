@@ -47,7 +47,9 @@ TEST(MoeLaunchTest, FssdpAndExpertParallelOnTwoNodesTrainLikeOneDevice) {
       if (line.find("\"loss\"") == std::string::npos) continue;
       const bool sparse = line.find("\"sparse_calls\": ") != std::string::npos;
       EXPECT_EQ(sparse, parallel == std::string("fssdp")) << line;
-      if (sparse) EXPECT_EQ(Count(line, "sparse_calls") + Count(line, "dense_calls"), 32) << line;
+      if (sparse) {
+        EXPECT_EQ(Count(line, "sparse_calls") + Count(line, "dense_calls"), 32) << line;
+      }
     }
   }
 }
