@@ -4,15 +4,23 @@
 #  1. Layers: proto, oneflow_core, sbp, kernels, compiler, actors, examples, tools, from
 #     the bottom (the compiler's verifier asks kernels/boxing what the runtime supports). No target of a layer depends on a target of a higher layer, tests included
 #     (tests that need a higher layer live in tests/ or bench/, above all of them).
-#  2. Test helpers are testonly: every cc_library under tests/ or whose name or package
-#     says "testing" is testonly = True, so Bazel refuses any non-test target that depends
-#     on one.
+#  2. Test helpers are testonly: every cc_library under tests/, named "...testing...", or
+#     built from files in a testing/ folder is testonly = True, so Bazel refuses any
+#     non-test target that depends on one.
+# A failing query fails the check (it is not read as "no violation").
 # Prints each violation and exits 1; exits 0 when the tree keeps the rules.
 set -uo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 LAYERS=(proto oneflow_core sbp kernels compiler actors examples tools)
 status=0
-query() { bazel query --noshow_progress --keep_going "$1" 2>/dev/null; }
+ERRORS="$(mktemp)"
+trap 'rm -f "$ERRORS"' EXIT
+# A query that fails must fail the check, not read as "no violation".
+query() {
+  if ! bazel query --noshow_progress "$1" 2>>"$ERRORS"; then
+    echo "query failed: $1" >>"$ERRORS"
+  fi
+}
 
 for ((i = 0; i < ${#LAYERS[@]}; i++)); do
   lower="${LAYERS[$i]}"
@@ -32,10 +40,18 @@ for ((i = 0; i < ${#LAYERS[@]}; i++)); do
   fi
 done
 
-helpers="$(query "kind(cc_library, //tests/... + attr(name, '.*testing.*', //...) + //oneflow_core/comm/testing/...) except attr(testonly, 1, //...)")"
+helpers="$(query "kind(cc_library, //tests/... + attr(name, '.*testing.*', //...) + attr(hdrs, 'testing/', //...) + attr(srcs, 'testing/', //...)) except attr(testonly, 1, //...)")"
 if [[ -n "$helpers" ]]; then
   echo "layering: test helpers that are not testonly (add testonly = True):"
   echo "$helpers" | sed 's/^/  /'
+  status=1
+fi
+# The rules above found something to check (a query that returns nothing everywhere
+# would prove nothing).
+[[ -n "$(query "kind(rule, //compiler/...)")" ]] || echo "query found no rules in //compiler/..." >>"$ERRORS"
+if grep -q "query failed\|query found no rules" "$ERRORS"; then
+  echo "layering: bazel query failed:"
+  grep -v "^INFO\|^Loading\|^$" "$ERRORS" | sed 's/^/  /'
   status=1
 fi
 exit "$status"
