@@ -41,6 +41,15 @@ struct CompileOptions {
   std::string* dump = nullptr;
   // Runs the verifier after every pass, not only after the last one.
   bool verify_each_pass = true;
+  // Fingerprints, before and after each pass, the parts it declares only as read
+  // (state_parts.h), and fails on a change. A compiler-bug detector that costs a few
+  // percent of compile time on the largest plans: on in builds with assertions (every
+  // test build), off in optimized ones.
+#ifdef NDEBUG
+  bool check_read_parts = false;
+#else
+  bool check_read_parts = true;
+#endif
   // When set, receives (pass name, seconds) for every pass, verification included.
   std::vector<std::pair<std::string, double>>* pass_seconds = nullptr;
 };

@@ -6,6 +6,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "compiler/verifier.h"
+#include "oneflow_core/status.h"
 
 namespace oneflow {
 
@@ -15,7 +16,61 @@ std::vector<std::string> PassPipeline::PassNames() const {
   return names;
 }
 
+absl::Status PassPipeline::CheckDataflow() const {
+  StateParts available = provided_;
+  for (size_t i = 0; i < passes_.size(); ++i) {
+    const CompilerPass& pass = *passes_[i];
+    for (int p = 0; p < kStatePartCount; ++p) {
+      const StatePart part = static_cast<StatePart>(p);
+      if (!pass.Reads().Contains(part) || available.Contains(part)) continue;
+      std::vector<std::string> writers;
+      for (const auto& other : passes_) {
+        if (other->Writes().Contains(part)) writers.emplace_back(other->name());
+      }
+      return absl::InternalError(absl::StrCat(
+          "compiler bug: pass '", pass.name(), "' reads ", StatePartName(part),
+          ", which no earlier pass writes (written by: ",
+          writers.empty() ? "no pass of this pipeline" : absl::StrJoin(writers, ", "), ")"));
+    }
+    available |= pass.Writes();
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<bool> PassPipeline::RunPass(CompilerPass& pass, Compilation* compilation) const {
+  const bool check_read_parts = compilation->options.check_read_parts;
+  const StateParts read_only = pass.Reads() - pass.Writes();
+  std::vector<std::pair<StatePart, uint64_t>> fingerprints;
+  if (check_read_parts) {
+    for (int p = 0; p < kStatePartCount; ++p) {
+      const StatePart part = static_cast<StatePart>(p);
+      if (read_only.Contains(part)) fingerprints.emplace_back(part, PartFingerprint(*compilation, part));
+    }
+  }
+  StashedParts hidden;
+  hidden.Take(compilation, StateParts::All() - (pass.Reads() | pass.Writes()));
+  absl::StatusOr<bool> changed = pass.Run(compilation);
+  StatePart written;
+  const bool wrote_hidden = hidden.WrittenWhileStashed(*compilation, &written);
+  hidden.Restore(compilation);
+  if (!changed.ok()) return changed;
+  if (wrote_hidden) {
+    return absl::InternalError(absl::StrCat("compiler bug: pass '", pass.name(), "' wrote ",
+                                            StatePartName(written), ", which it does not declare (writes: ",
+                                            pass.Writes().ToString(), ")"));
+  }
+  for (const auto& [part, before] : fingerprints) {
+    if (PartFingerprint(*compilation, part) != before) {
+      return absl::InternalError(absl::StrCat("compiler bug: pass '", pass.name(), "' changed ",
+                                              StatePartName(part), ", which it declares only as read (writes: ",
+                                              pass.Writes().ToString(), ")"));
+    }
+  }
+  return changed;
+}
+
 absl::Status PassPipeline::Run(Compilation* compilation) const {
+  OF_RETURN_IF_ERROR(CheckDataflow());
   const CompileOptions& options = compilation->options;
   const std::vector<std::string> names = PassNames();
   for (const std::string& wanted : options.dump_after) {
@@ -31,7 +86,7 @@ absl::Status PassPipeline::Run(Compilation* compilation) const {
   for (size_t i = 0; i < passes_.size(); ++i) {
     CompilerPass& pass = *passes_[i];
     const auto start = std::chrono::steady_clock::now();
-    absl::StatusOr<bool> changed = pass.Run(compilation);
+    absl::StatusOr<bool> changed = RunPass(pass, compilation);
     if (!changed.ok()) return changed.status();
     const bool last = i + 1 == passes_.size();
     compilation->verified_plan_checks = PlanChecks{};

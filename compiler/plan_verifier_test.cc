@@ -42,6 +42,7 @@ proto::Plan Compiled(Graph& graph, int64_t nodes, int64_t devices_per_node) {
   pipeline.AddPass<CollectiveOrderingPass>();
   pipeline.AddPass<MemoryPlanningPass>();
   pipeline.AddPass<PlanEmissionPass>();
+  pipeline.Provide({StatePart::kBuckets});  // none: no gradient bucketing in an inference plan
   absl::Status status = pipeline.Run(&compilation);
   EXPECT_TRUE(status.ok()) << status;
   return compilation.plan;
@@ -540,6 +541,8 @@ class DropSbpsPass : public CompilerPass {
     compilation->graph.ops[0].input_sbps.clear();
     return true;
   }
+  StateParts Reads() const override { return {StatePart::kGraph}; }
+  StateParts Writes() const override { return {StatePart::kGraph}; }
 };
 
 TEST(PassPipelineTest, ChecksAccumulateToTheLastPass) {

@@ -17,6 +17,13 @@ class ActorGraphPass : public CompilerPass {
   absl::string_view name() const override { return "actor_graph"; }
   VerifierChecks Checks() const override { return VerifierChecks{.plan_structure = true}; }
   absl::StatusOr<bool> Run(Compilation* compilation) override;
+  StateParts Reads() const override {
+    return {StatePart::kJob, StatePart::kGraph, StatePart::kBoxings, StatePart::kBuckets,
+            StatePart::kDevices};
+  }
+  StateParts Writes() const override {
+    return {StatePart::kPlan, StatePart::kBoxingStepActors, StatePart::kDeviceRegisterCount};
+  }
 };
 
 }  // namespace oneflow

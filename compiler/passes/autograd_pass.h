@@ -12,6 +12,8 @@ class AutogradPass : public CompilerPass {
  public:
   absl::string_view name() const override { return "autograd"; }
   absl::StatusOr<bool> Run(Compilation* compilation) override;
+  StateParts Reads() const override { return {StatePart::kJob, StatePart::kGraph}; }
+  StateParts Writes() const override { return {StatePart::kJob, StatePart::kGradients, StatePart::kGraph}; }
 };
 
 }  // namespace oneflow

@@ -13,6 +13,10 @@ class BoxingInsertionPass : public CompilerPass {
   absl::string_view name() const override { return "boxing_insertion"; }
   VerifierChecks Checks() const override { return VerifierChecks{.sbps = true, .boxings = true}; }
   absl::StatusOr<bool> Run(Compilation* compilation) override;
+  StateParts Reads() const override { return {StatePart::kJob, StatePart::kGraph, StatePart::kBoxingCache}; }
+  StateParts Writes() const override {
+    return {StatePart::kGraph, StatePart::kBoxings, StatePart::kBoxingCache};
+  }
 };
 
 }  // namespace oneflow

@@ -14,6 +14,13 @@ class CollectiveOrderingPass : public CompilerPass {
   absl::string_view name() const override { return "collective_ordering"; }
   VerifierChecks Checks() const override { return VerifierChecks{.collective_order = true}; }
   absl::StatusOr<bool> Run(Compilation* compilation) override;
+  StateParts Reads() const override {
+    return {StatePart::kGraph,   StatePart::kBoxings,          StatePart::kBuckets,
+            StatePart::kDevices, StatePart::kBoxingStepActors, StatePart::kPlan};
+  }
+  StateParts Writes() const override {
+    return {StatePart::kPlan, StatePart::kBoxingStepCollective, StatePart::kBucketCollective};
+  }
 };
 
 }  // namespace oneflow

@@ -14,6 +14,8 @@ class DeadOpEliminationPass : public CompilerPass {
  public:
   absl::string_view name() const override { return "dead_op_elimination"; }
   absl::StatusOr<bool> Run(Compilation* compilation) override;
+  StateParts Reads() const override { return {StatePart::kJob, StatePart::kGraph, StatePart::kGradients}; }
+  StateParts Writes() const override { return {StatePart::kJob, StatePart::kGraph}; }
 };
 
 }  // namespace oneflow

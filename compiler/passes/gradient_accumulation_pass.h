@@ -14,6 +14,8 @@ class GradientAccumulationPass : public CompilerPass {
  public:
   absl::string_view name() const override { return "gradient_accumulation"; }
   absl::StatusOr<bool> Run(Compilation* compilation) override;
+  StateParts Reads() const override { return {StatePart::kJob, StatePart::kGraph, StatePart::kGradients}; }
+  StateParts Writes() const override { return {StatePart::kJob, StatePart::kGradients, StatePart::kGraph}; }
 };
 
 }  // namespace oneflow

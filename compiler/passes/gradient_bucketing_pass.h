@@ -36,6 +36,8 @@ class GradientBucketingPass : public CompilerPass {
  public:
   absl::string_view name() const override { return "gradient_bucketing"; }
   absl::StatusOr<bool> Run(Compilation* compilation) override;
+  StateParts Reads() const override { return {StatePart::kJob, StatePart::kGraph, StatePart::kBoxings}; }
+  StateParts Writes() const override { return {StatePart::kBuckets}; }
 };
 
 // Bytes of `bucket_mb` MiB, rounded to the nearest byte (0 for 0).

@@ -12,6 +12,10 @@ class LoweringPass : public CompilerPass {
  public:
   absl::string_view name() const override { return "lowering"; }
   absl::StatusOr<bool> Run(Compilation* compilation) override;
+  StateParts Reads() const override {
+    return {StatePart::kJob, StatePart::kGraph, StatePart::kBoxings, StatePart::kBuckets};
+  }
+  StateParts Writes() const override { return {StatePart::kDevices}; }
 };
 
 }  // namespace oneflow

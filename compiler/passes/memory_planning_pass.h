@@ -19,6 +19,8 @@ class MemoryPlanningPass : public CompilerPass {
   absl::string_view name() const override { return "memory_planning"; }
   VerifierChecks Checks() const override { return VerifierChecks{.collective_order = true, .memory = true}; }
   absl::StatusOr<bool> Run(Compilation* compilation) override;
+  StateParts Reads() const override { return {StatePart::kPlan, StatePart::kDeviceRegisterCount}; }
+  StateParts Writes() const override { return {StatePart::kPlan}; }
 };
 
 }  // namespace oneflow

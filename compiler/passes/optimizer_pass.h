@@ -26,6 +26,8 @@ class OptimizerPass : public CompilerPass {
  public:
   absl::string_view name() const override { return "optimizer"; }
   absl::StatusOr<bool> Run(Compilation* compilation) override;
+  StateParts Reads() const override { return {StatePart::kJob, StatePart::kGraph, StatePart::kGradients}; }
+  StateParts Writes() const override { return {StatePart::kJob, StatePart::kGraph}; }
 };
 
 }  // namespace oneflow

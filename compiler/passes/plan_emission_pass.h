@@ -13,6 +13,16 @@ class PlanEmissionPass : public CompilerPass {
  public:
   absl::string_view name() const override { return "plan_emission"; }
   absl::StatusOr<bool> Run(Compilation* compilation) override;
+  StateParts Reads() const override {
+    return {StatePart::kJob,
+            StatePart::kGraph,
+            StatePart::kBoxings,
+            StatePart::kBuckets,
+            StatePart::kBoxingStepCollective,
+            StatePart::kBucketCollective,
+            StatePart::kPlan};
+  }
+  StateParts Writes() const override { return {StatePart::kPlan}; }
 };
 
 }  // namespace oneflow

@@ -17,6 +17,8 @@ class SbpChoicePass : public CompilerPass {
   absl::string_view name() const override { return "sbp_choice"; }
   VerifierChecks Checks() const override { return VerifierChecks{.sbps = true}; }
   absl::StatusOr<bool> Run(Compilation* compilation) override;
+  StateParts Reads() const override { return {StatePart::kGraph}; }
+  StateParts Writes() const override { return {StatePart::kGraph, StatePart::kBoxingCache}; }
 };
 
 }  // namespace oneflow

@@ -12,6 +12,8 @@ class ShapeInferencePass : public CompilerPass {
  public:
   absl::string_view name() const override { return "shape_inference"; }
   absl::StatusOr<bool> Run(Compilation* compilation) override;
+  StateParts Reads() const override { return {StatePart::kJob}; }
+  StateParts Writes() const override { return {StatePart::kGraph}; }
 };
 
 }  // namespace oneflow
