@@ -14,11 +14,13 @@
 #include "absl/container/flat_hash_map.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/ascii.h"
+#include "absl/strings/escaping.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_replace.h"
 #include "absl/strings/strip.h"
 #include "google/protobuf/struct.pb.h"
 #include "google/protobuf/util/json_util.h"
+#include "oneflow_core/status.h"
 
 namespace oneflow::actors {
 namespace {
@@ -103,7 +105,8 @@ std::string ChromeTraceJson(const proto::Plan& plan, const std::vector<ActRecord
   }
   absl::StrAppend(&json, "\n],\"displayTimeUnit\":\"ms\",\"otherData\":{\"job\":\"", Escape(plan.job().name()),
                   "\",\"plan_checksum\":\"", ChecksumText(plan.checksum()), "\",\"micro_batches\":",
-                  std::max<int64_t>(1, plan.job().micro_batches()), "}}\n");
+                  std::max<int64_t>(1, plan.job().micro_batches()), ",\"plan\":\"",
+                  absl::Base64Escape(plan.SerializeAsString()), "\"}}\n");
   return json;
 }
 
@@ -158,9 +161,8 @@ std::string String(const google::protobuf::Struct& object, const std::string& ke
   return it == object.fields().end() ? std::string() : it->second.string_value();
 }
 
-}  // namespace
-
-absl::StatusOr<std::vector<ActRecord>> ReadChromeTrace(const std::string& path, const proto::Plan& plan) {
+// The trace file parsed as JSON, with its traceEvents array present.
+absl::StatusOr<google::protobuf::Struct> ParseTraceFile(const std::string& path) {
   std::ifstream file(path, std::ios::binary);
   if (!file) {
     const int error = errno;
@@ -183,6 +185,40 @@ absl::StatusOr<std::vector<ActRecord>> ReadChromeTrace(const std::string& path, 
     return absl::InvalidArgumentError(
         absl::StrCat(TracePrefix(path), ": not a trace written by `oneflow run --trace` (no traceEvents array)"));
   }
+  return trace;
+}
+
+}  // namespace
+
+absl::StatusOr<proto::Plan> ReadPlanOfChromeTrace(const std::string& path) {
+  OF_ASSIGN_OR_RETURN(const google::protobuf::Struct trace, ParseTraceFile(path));
+  auto other = trace.fields().find("otherData");
+  const std::string encoded = other != trace.fields().end() && other->second.has_struct_value()
+                                  ? String(other->second.struct_value(), "plan")
+                                  : std::string();
+  if (encoded.empty()) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        TracePrefix(path), ": holds no plan (written by an older `oneflow run --trace`); name the plan the run "
+        "trained as well"));
+  }
+  std::string bytes;
+  proto::Plan plan;
+  if (!absl::Base64Unescape(encoded, &bytes) || !plan.ParseFromString(bytes)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(TracePrefix(path), ": its otherData.plan is damaged (not a base64-encoded plan)"));
+  }
+  const std::string checksum = String(other->second.struct_value(), "plan_checksum");
+  if (checksum != ChecksumText(plan.checksum())) {
+    return absl::InvalidArgumentError(absl::StrCat(TracePrefix(path), ": its otherData.plan has checksum ",
+                                                   ChecksumText(plan.checksum()), " but the trace names ",
+                                                   checksum.empty() ? "none" : checksum, ": the file is damaged"));
+  }
+  return plan;
+}
+
+absl::StatusOr<std::vector<ActRecord>> ReadChromeTrace(const std::string& path, const proto::Plan& plan) {
+  OF_ASSIGN_OR_RETURN(const google::protobuf::Struct trace, ParseTraceFile(path));
+  auto events = trace.fields().find("traceEvents");
   const std::string& job = plan.job().name();
   auto other = trace.fields().find("otherData");
   if (other != trace.fields().end() && other->second.has_struct_value()) {

@@ -3,11 +3,14 @@
 // joining the acts of one collective on every device of its group.
 //
 // The file is also read back (ReadChromeTrace: `oneflow inspect PLAN --trace=FILE`
-// measures the pipeline bubble from it, actors/bubble.h), so it says which plan it is
-// of: the top-level "otherData" holds the job name, the plan's checksum and its
-// micro-batches, and every slice's args hold the actor id and its act index
-// ("iteration": micro-batches for a per-micro-batch actor). Times are microseconds
-// from the first act with nanosecond digits.
+// measures the pipeline bubble from it, actors/bubble.h; `oneflow profile TRACE` and
+// `oneflow report --trace` tabulate it), so it says which plan it is of and carries it:
+// the top-level "otherData" holds the job name, the plan's checksum, its micro-batches
+// and the plan itself ("plan": the serialized proto::Plan in base64, which trace viewers
+// ignore; it makes a trace readable without the plan file, e.g. of an example's `--run`,
+// which writes none), and every slice's args hold the actor id and its act index
+// ("iteration": micro-batches for a per-micro-batch actor). Times are microseconds from
+// the first act with nanosecond digits.
 #ifndef ACTORS_TRACE_H_
 #define ACTORS_TRACE_H_
 
@@ -36,6 +39,12 @@ absl::Status WriteChromeTrace(const std::string& path, const proto::Plan& plan,
 //   trace file 't.json': written for plan 'gpt' (checksum 0x1b2f77a0), not for this
 //   plan 'gpt' (checksum 0x5e8c01d2)
 absl::StatusOr<std::vector<ActRecord>> ReadChromeTrace(const std::string& path, const proto::Plan& plan);
+
+// The plan a trace written by WriteChromeTrace carries (otherData.plan). INVALID_ARGUMENT
+// naming the file when it holds none (written before traces carried their plan) or a
+// damaged one (not base64 of a plan, or not of the checksum the trace names); the
+// ReadChromeTrace errors when it cannot be read or is not a trace.
+absl::StatusOr<proto::Plan> ReadPlanOfChromeTrace(const std::string& path);
 
 // How gradient buckets' collectives (Plan.buckets) overlapped compute in a run: the
 // point of buckets is that a bucket's all-reduce runs on the communication thread while

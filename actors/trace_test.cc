@@ -57,7 +57,35 @@ TEST(ChromeTraceTest, RoundTrip) {
   EXPECT_EQ((*read)[1].start_ns, 1'234'567'891);
   EXPECT_EQ((*read)[1].end_ns, 1'234'600'000);
   EXPECT_THAT(ChromeTraceJson(plan, acts),
-              HasSubstr("\"otherData\":{\"job\":\"tiny\",\"plan_checksum\":\"0x1234abcd\",\"micro_batches\":1}"));
+              HasSubstr("\"otherData\":{\"job\":\"tiny\",\"plan_checksum\":\"0x1234abcd\",\"micro_batches\":1,"
+                        "\"plan\":\""));
+  // The trace carries its plan: read back, it is the same message.
+  absl::StatusOr<proto::Plan> carried = ReadPlanOfChromeTrace(path);
+  ASSERT_TRUE(carried.ok()) << carried.status();
+  EXPECT_EQ(carried->SerializeAsString(), plan.SerializeAsString());
+}
+
+TEST(ChromeTraceTest, TraceWithoutOrWithADamagedPlan) {
+  const std::string old = TempPath("no_plan.json");
+  std::ofstream(old) << R"({"traceEvents":[],"otherData":{"job":"tiny","plan_checksum":"0x1234abcd"}})";
+  absl::StatusOr<proto::Plan> carried = ReadPlanOfChromeTrace(old);
+  EXPECT_EQ(carried.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(carried.status().message(),
+            "trace file '" + old +
+                "': holds no plan (written by an older `oneflow run --trace`); name the plan the run trained as well");
+  const std::string damaged = TempPath("damaged_plan.json");
+  std::ofstream(damaged) << R"({"traceEvents":[],"otherData":{"plan_checksum":"0x1234abcd","plan":"@@@"}})";
+  carried = ReadPlanOfChromeTrace(damaged);
+  EXPECT_EQ(carried.status().message(),
+            "trace file '" + damaged + "': its otherData.plan is damaged (not a base64-encoded plan)");
+  // A plan that decodes but is not the one the trace names (checksum 0 vs 0x1234abcd).
+  const std::string other = TempPath("other_plan.json");
+  std::ofstream(other) << R"({"traceEvents":[],"otherData":{"plan_checksum":"0x1234abcd","plan":"CgA="}})";
+  carried = ReadPlanOfChromeTrace(other);
+  EXPECT_EQ(carried.status().message(), "trace file '" + other +
+                                            "': its otherData.plan has checksum 0x00000000 but the trace names "
+                                            "0x1234abcd: the file is damaged");
+  EXPECT_EQ(ReadPlanOfChromeTrace(TempPath("missing.json")).status().code(), absl::StatusCode::kNotFound);
 }
 
 TEST(ChromeTraceTest, TraceOfAnotherPlan) {

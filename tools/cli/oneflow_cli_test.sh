@@ -180,6 +180,10 @@ grep -qx "profile of plan 'gpt' from trace '$DIR/dp2.json': iterations 1..3 (ite
 grep -qx "op types, per iteration and device (top [0-9]* of [0-9]*; share: of the step on that thread of every device)" <<<"$out" || fail "$out"
 grep -q "^  bucket_all_reduce  *communication  .* GB/s$" <<<"$out" || fail "$out"
 grep -q "^critical path of iteration [1-3] (the median of 3): " <<<"$out" || fail "$out"
+# The trace carries its plan: the trace alone gives the same profile.
+with_plan="$out"
+run "$ONEFLOW" profile "$DIR/dp2.json" --top=100
+[[ $rc -eq 0 && "$out" == "$with_plan" ]] || fail "profile TRACE differs from profile PLAN TRACE ($rc): $err"
 run "$ONEFLOW" profile "$DIR/dp2.plan" "$DIR/dp2.json" --format=json --top=0
 [[ $rc -eq 0 ]] || fail "profile --format=json exited $rc: $err"
 python3 -c '
@@ -204,6 +208,8 @@ run "$ONEFLOW" profile "$DIR/missing.plan" "$DIR/dp2.json"
 run "$ONEFLOW" profile "$DIR/dp2.plan" "$DIR/dp2.json" --format=dot
 [[ $rc -eq 1 && "$err" == "oneflow profile: --format='dot' is not a format; valid: text, json" ]] || fail "$rc $err"
 run "$ONEFLOW" profile "$DIR/dp2.plan"
+[[ $rc -eq 1 && "$err" =~ ^"oneflow profile: trace file '$DIR/dp2.plan': not a trace written by \`oneflow run --trace\` (not JSON: " ]] || fail "$rc $err"
+run "$ONEFLOW" profile
 [[ $rc -eq 2 ]] || fail "profile without a trace exited $rc"
 
 # report: a tiny mlp run with --metrics and --trace drawn as one HTML page, without and
@@ -236,15 +242,18 @@ run "$ONEFLOW" report "$DIR/empty.jsonl"
 run "$ONEFLOW" report "$DIR/bad.jsonl"
 [[ $rc -eq 1 && "$err" == "oneflow report: metrics file '$DIR/bad.jsonl': line 2 is not a metrics line of \`oneflow run --metrics\` (not a JSON object): loss went down" ]] || fail "$rc $err"
 run "$ONEFLOW" report "$DIR/mlp.jsonl" --trace="$DIR/mlp.json"
-[[ $rc -eq 1 && "$err" == "oneflow report: --trace without --plan: the profile needs both, the plan the run trained and its trace (or neither, for the curves only)" ]] || fail "$rc $err"
+[[ $rc -eq 0 ]] || fail "report --trace exited $rc: $err"
+grep -q "<p>profile of plan &#39;mlp&#39; from trace &#39;$DIR/mlp.json&#39;: iterations 1..3 (iteration 0 is warm-up)</p>" <<<"$out" || fail "$out"
+run "$ONEFLOW" report "$DIR/mlp.jsonl" --plan="$DIR/mlp.plan"
+[[ $rc -eq 1 && "$err" == "oneflow report: --plan without --trace: the profile is of a trace (--trace=FILE.json, which carries its plan; --plan names the plan only for a trace written without it)" ]] || fail "$rc $err"
 run "$ONEFLOW" report
 [[ $rc -eq 2 ]] || fail "report without a file exited $rc"
 
 run "$ONEFLOW" help
 [[ $rc -eq 0 ]] || fail "help exited $rc"
 grep -q "oneflow inspect PLAN \[--format=text|json|dot|html\] \[--device=K\] \[--trace=FILE.json\]" <<<"$out" || fail "$out"
-grep -qx "    oneflow profile PLAN TRACE.json \[--top=N\] \[--format=text|json\]" <<<"$out" || fail "$out"
-grep -qx "    oneflow report METRICS.jsonl \[--plan=PLAN --trace=FILE.json\] > run.html" <<<"$out" || fail "$out"
+grep -qx "    oneflow profile \[PLAN\] TRACE.json \[--top=N\] \[--format=text|json\]" <<<"$out" || fail "$out"
+grep -qx "    oneflow report METRICS.jsonl \[--trace=FILE.json \[--plan=PLAN\]\] > run.html" <<<"$out" || fail "$out"
 grep -qx "    oneflow status JOB --nodes=HOST:PORT,... --token_file=F \[--tls_ca=F\] \[--format=text|json\]" <<<"$out" || fail "$out"
 grep -qx "    oneflow list --nodes=HOST:PORT,... --token_file=F \[--tls_ca=F\] \[--format=text|json\]" <<<"$out" || fail "$out"
 grep -qx "    oneflow cancel JOB --nodes=HOST:PORT,... --token_file=F \[--tls_ca=F\]" <<<"$out" || fail "$out"

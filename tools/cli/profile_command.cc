@@ -8,6 +8,7 @@
 #include "absl/flags/flag.h"
 #include "absl/strings/str_cat.h"
 #include "oneflow_core/status.h"
+#include "actors/trace.h"
 #include "compiler/plan_io.h"
 #include "tools/cli/profile_report.h"
 
@@ -26,8 +27,12 @@ absl::Status RunProfile(const std::vector<std::string>& arguments, std::ostream&
   OF_ASSIGN_OR_RETURN(const ProfileFormat format, ParseProfileFormat(absl::GetFlag(FLAGS_format)));
   const int32_t top = absl::GetFlag(FLAGS_top);
   if (top < 0) return absl::InvalidArgumentError(absl::StrCat("--top=", top, " is negative; valid: 0 (all) or more"));
-  OF_ASSIGN_OR_RETURN(const proto::Plan plan, ReadPlanFile(arguments[0]));
-  OF_ASSIGN_OR_RETURN(const ProfileReport report, ProfileTrace(plan, arguments[1]));
+  // `profile TRACE.json`: the trace carries its plan; `profile PLAN TRACE.json` names it
+  // (for traces written before they carried it).
+  const std::string& trace_path = arguments.back();
+  OF_ASSIGN_OR_RETURN(const proto::Plan plan, arguments.size() == 1 ? actors::ReadPlanOfChromeTrace(trace_path)
+                                                                    : ReadPlanFile(arguments[0]));
+  OF_ASSIGN_OR_RETURN(const ProfileReport report, ProfileTrace(plan, trace_path));
   out << RenderProfile(plan, report, {format, top});
   out.flush();
   if (!out) return absl::UnknownError("cannot write the output (is stdout closed or the disk full?)");
@@ -39,12 +44,12 @@ absl::Status RunProfile(const std::vector<std::string>& arguments, std::ostream&
 Subcommand ProfileSubcommand() {
   Subcommand command;
   command.name = "profile";
-  command.arguments = "PLAN TRACE.json";
+  command.arguments = "[PLAN] TRACE.json";
   command.flag_usage = "[--top=N] [--format=text|json]";
   command.summary =
       "where a traced step went: per op type, actor and device thread, and the critical path of an iteration";
   command.flags = {"top", "format"};
-  command.min_arguments = 2;
+  command.min_arguments = 1;
   command.max_arguments = 2;
   command.run = &RunProfile;
   return command;

@@ -8,12 +8,13 @@
 #include "absl/strings/str_cat.h"
 #include "oneflow_core/status.h"
 #include "tools/cli/metrics_file.h"
+#include "actors/trace.h"
 #include "compiler/plan_io.h"
 #include "tools/cli/profile_report.h"
 #include "tools/cli/run_report.h"
 
 ABSL_FLAG(std::string, plan, "",
-          "report: the plan the run trained; with --trace, the page adds the tables of `oneflow profile`.");
+          "report: the plan the run trained, for a --trace written without its plan (traces carry it).");
 
 // Defined by run_command.cc: where `run` writes the trace and `inspect` and `report` read it.
 ABSL_DECLARE_FLAG(std::string, trace);
@@ -27,17 +28,18 @@ constexpr int kAllRows = 0;
 absl::Status RunReport(const std::vector<std::string>& arguments, std::ostream& out) {
   const std::string plan_path = absl::GetFlag(FLAGS_plan);
   const std::string trace_path = absl::GetFlag(FLAGS_trace);
-  if (plan_path.empty() != trace_path.empty()) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        plan_path.empty() ? "--trace" : "--plan", " without ", plan_path.empty() ? "--plan" : "--trace",
-        ": the profile needs both, the plan the run trained and its trace (or neither, for the curves only)"));
+  if (!plan_path.empty() && trace_path.empty()) {
+    return absl::InvalidArgumentError(
+        "--plan without --trace: the profile is of a trace (--trace=FILE.json, which carries its plan; --plan "
+        "names the plan only for a trace written without it)");
   }
   RunReportInput input;
   input.metrics_path = arguments[0];
   OF_ASSIGN_OR_RETURN(input.lines, ReadMetricsFile(arguments[0]));
   ProfileTables tables;
-  if (!plan_path.empty()) {
-    OF_ASSIGN_OR_RETURN(const proto::Plan plan, ReadPlanFile(plan_path));
+  if (!trace_path.empty()) {
+    OF_ASSIGN_OR_RETURN(const proto::Plan plan,
+                        plan_path.empty() ? actors::ReadPlanOfChromeTrace(trace_path) : ReadPlanFile(plan_path));
     OF_ASSIGN_OR_RETURN(const ProfileReport report, ProfileTrace(plan, trace_path));
     tables = TabulateProfile(plan, report, kAllRows);
     input.profile = &tables;
@@ -54,7 +56,7 @@ Subcommand ReportSubcommand() {
   Subcommand command;
   command.name = "report";
   command.arguments = "METRICS.jsonl";
-  command.flag_usage = "[--plan=PLAN --trace=FILE.json] > run.html";
+  command.flag_usage = "[--trace=FILE.json [--plan=PLAN]] > run.html";
   command.summary =
       "a training run as one HTML page: loss and step-time curves, a summary, compression, and the profile";
   command.flags = {"plan", "trace"};
