@@ -54,6 +54,15 @@ std::string MetricsJsonLine(const IterationMetrics& m) {
                     ", \"rows_sent\": ", sparse.rows_sent, ", \"sparse_calls\": ", sparse.sparse_calls,
                     ", \"dense_calls\": ", sparse.dense_calls, "}");
   }
+  if (!m.node_step_ms.empty()) {
+    absl::StrAppend(&line, ", \"node_step_ms\": {");
+    const char* separator = "";
+    for (const auto& [node, step_ms] : m.node_step_ms) {
+      absl::StrAppend(&line, separator, "\"", node, "\": ", absl::StrFormat("%.3f", step_ms));
+      separator = ", ";
+    }
+    absl::StrAppend(&line, "}");
+  }
   absl::StrAppend(&line, "}\n");
   return line;
 }

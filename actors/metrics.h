@@ -54,6 +54,9 @@ struct IterationMetrics {
   std::map<std::string, CodecMetrics> compression;
   // Zero calls when no boxing is row-sparse.
   SparseMetrics sparse;
+  // A launched job's merged line (tools/launcher/metrics_merger.h): each reporting
+  // node's own step time by node rank, step_ms being the slowest; empty otherwise.
+  std::map<int64_t, double> node_step_ms;
 };
 
 // {"iter": 3, "loss": 2.71828, "step_ms": 12.345, "samples_per_s": 5184.0} and "\n";
@@ -62,6 +65,8 @@ struct IterationMetrics {
 // with row-sparse boxings, last:
 //   , "sparse": {"payload_bytes": 1234, "metadata_bytes": 96, "dense_bytes": 9876,
 //                "rows_sent": 10, "sparse_calls": 2, "dense_calls": 0}
+// and for a launched job's merged line, last, each node's step time by node rank:
+//   , "node_step_ms": {"0": 11.482, "1": 12.345}
 // rel_l2 is RelativeError() (4 significant digits; null when not finite: a NaN or Inf was
 // encoded, and JSON has no NaN).
 std::string MetricsJsonLine(const IterationMetrics& metrics);

@@ -22,6 +22,12 @@ IterationMetrics Metrics(int64_t iteration) {
 TEST(MetricsTest, JsonLineFormat) {
   EXPECT_EQ(MetricsJsonLine(Metrics(3)),
             "{\"iter\": 3, \"loss\": 2.71828, \"step_ms\": 12.346, \"samples_per_s\": 5184.0}\n");
+  // A launched job's merged line ends with each node's own step time.
+  IterationMetrics merged = Metrics(3);
+  merged.node_step_ms = {{1, 12.3456}, {0, 9.0}};
+  EXPECT_EQ(MetricsJsonLine(merged),
+            "{\"iter\": 3, \"loss\": 2.71828, \"step_ms\": 12.346, \"samples_per_s\": 5184.0, "
+            "\"node_step_ms\": {\"0\": 9.000, \"1\": 12.346}}\n");
 }
 
 // Sums in, ratios out: rel_l2 = sqrt(error_sq / signal_sq) per codec, in key order.

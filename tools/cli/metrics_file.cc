@@ -8,6 +8,7 @@
 #include <optional>
 
 #include "absl/strings/ascii.h"
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "google/protobuf/struct.pb.h"
 #include "google/protobuf/util/json_util.h"
@@ -93,6 +94,19 @@ absl::StatusOr<MetricsLine> ParseMetricsLine(absl::string_view text) {
     number = Field(object, key, /*integer=*/false);
     if (!number.ok()) return number.status();
     *field = *number;
+  }
+  auto nodes = object.fields().find("node_step_ms");
+  if (nodes != object.fields().end()) {
+    if (!nodes->second.has_struct_value()) return absl::InvalidArgumentError("\"node_step_ms\" is not an object");
+    for (const auto& [node, value] : nodes->second.struct_value().fields()) {
+      int64_t rank = 0;
+      const std::optional<double> step_ms = Number(value);
+      if (!absl::SimpleAtoi(node, &rank) || rank < 0 || !step_ms.has_value()) {
+        return absl::InvalidArgumentError(
+            absl::StrCat("\"node_step_ms\" entry \"", node, "\" is not a node rank with a number"));
+      }
+      line.node_step_ms[rank] = *step_ms;
+    }
   }
   auto compression = object.fields().find("compression");
   if (compression == object.fields().end()) return line;

@@ -1,6 +1,6 @@
 // Reading back a --metrics file: the JSON lines actors/metrics.h writes (MetricsJsonLine),
-// one per iteration, from `oneflow run`, `oneflow launch` (the job's merged line: it has
-// no node field) or a worker. `oneflow report` draws them (run_report.h).
+// one per iteration, from `oneflow run`, `oneflow launch` (the job's merged line, with
+// each node's step time in "node_step_ms") or a worker. `oneflow report` draws them (run_report.h).
 //
 //   OF_ASSIGN_OR_RETURN(std::vector<MetricsLine> lines, ReadMetricsFile("m.jsonl"));
 //   lines[0].loss  // 2.30412
@@ -34,12 +34,16 @@ struct MetricsLine {
   double samples_per_s = 0;
   // By codec key ("int4/128"); empty when the line has no "compression".
   std::map<std::string, CodecLine> compression;
+  // A launched job's line: each reporting node's own step time by node rank; empty
+  // otherwise.
+  std::map<int64_t, double> node_step_ms;
 };
 
 // One line. Requires "iter", "loss", "step_ms" and "samples_per_s" as numbers (the bare
 // words nan, -nan, inf and -inf, which printf writes for a non-finite value and JSON
 // lacks, are taken too); an optional "compression" object of codec objects with "rel_l2"
-// (a number or null), "wire_bytes" and "dense_bytes". Other keys are ignored, so a later
+// (a number or null), "wire_bytes" and "dense_bytes"; an optional "node_step_ms" object
+// of numbers keyed by node rank. Other keys are ignored, so a later
 // writer may add fields. INVALID_ARGUMENT saying what is wrong, without a file name.
 absl::StatusOr<MetricsLine> ParseMetricsLine(absl::string_view line);
 

@@ -28,6 +28,7 @@ TEST(MetricsFileTest, ReadsBackWhatTheWriterWrites) {
   m.samples_per_s = 5184.5;
   m.compression["int4/128"] = {/*error_sq=*/1, /*signal_sq=*/4, /*wire_bytes=*/1234, /*dense_bytes=*/9876};
   m.compression["fp8"] = {std::nan(""), 1, 10, 40};
+  m.node_step_ms = {{0, 11.5}, {1, 12.25}};
   absl::StatusOr<MetricsLine> line = ParseMetricsLine(actors::MetricsJsonLine(m));
   ASSERT_TRUE(line.ok()) << line.status();
   EXPECT_EQ(line->iteration, 7);
@@ -41,6 +42,7 @@ TEST(MetricsFileTest, ReadsBackWhatTheWriterWrites) {
   // A NaN was encoded: the writer puts null.
   EXPECT_TRUE(std::isnan(line->compression["fp8"].rel_l2));
   EXPECT_EQ(line->compression["fp8"].wire_bytes, 10);
+  EXPECT_EQ(line->node_step_ms, (std::map<int64_t, double>{{0, 11.5}, {1, 12.25}}));
 }
 
 TEST(MetricsFileTest, ReadsTheNonFiniteLossPrintfWrites) {
@@ -81,6 +83,10 @@ TEST(MetricsFileTest, SaysWhatALineLacks) {
                 .status()
                 .message(),
             "no \"wire_bytes\" of codec \"q\"");
+  EXPECT_EQ(ParseMetricsLine(R"({"iter": 1, "loss": 1, "step_ms": 1, "samples_per_s": 1, "node_step_ms": {"a": 1}})")
+                .status()
+                .message(),
+            "\"node_step_ms\" entry \"a\" is not a node rank with a number");
 }
 
 TEST(MetricsFileTest, ReadsEveryNonBlankLineInOrder) {

@@ -68,7 +68,39 @@ void AppendSummary(std::string& html, const RunSummary& s) {
                                                           "start of the run, initialization included)"),
                   "; median and p90 interpolated between the nearest ranks. A file of <code>oneflow "
                   "launch --metrics</code> holds the job's merged line per iteration (the loss of the first "
-                  "reporting node, the step of the slowest): no per-node figures.</p>\n");
+                  "reporting node, the step of the slowest), with each node's own step time: see Per node.</p>\n");
+}
+
+// Charts beyond this many nodes would bury the page; the table still has every node.
+constexpr size_t kMaxNodeCharts = 8;
+
+void AppendNodes(std::string& html, const std::vector<NodeSummary>& nodes, const std::vector<MetricsLine>& lines) {
+  if (nodes.empty()) return;
+  absl::StrAppend(&html, "<h2>Per node</h2>\n");
+  std::vector<std::vector<std::string>> rows = {
+      {"node", "lines", "median step", "p90 step", "max step", "slowest in"}};
+  for (const NodeSummary& n : nodes) {
+    rows.push_back({absl::StrCat(n.node), absl::StrCat(n.lines), Ms(n.median_step_ms), Ms(n.p90_step_ms),
+                    Ms(n.max_step_ms), absl::StrCat(n.slowest_lines, " of ", n.lines, " lines")});
+  }
+  AppendTable(html, rows);
+  absl::StrAppend(&html,
+                  "<p class=\"note\">Each reporting node's own step time (a node reports once its loss "
+                  "arrived); the job's step is the slowest node's. Over the same lines as the summary.</p>\n");
+  if (nodes.size() > kMaxNodeCharts) {
+    absl::StrAppend(&html, "<p class=\"note\">", nodes.size(), " nodes: step-time charts of the first ",
+                    kMaxNodeCharts, " only.</p>\n");
+  }
+  for (size_t i = 0; i < nodes.size() && i < kMaxNodeCharts; ++i) {
+    LineChart chart{absl::StrCat("node ", nodes[i].node, ": step time per iteration (ms)"), "iteration", "step ms"};
+    for (const MetricsLine& line : lines) {
+      auto it = line.node_step_ms.find(nodes[i].node);
+      if (it == line.node_step_ms.end()) continue;
+      chart.x.push_back(static_cast<double>(line.iteration));
+      chart.y.push_back(it->second);
+    }
+    absl::StrAppend(&html, RenderLineChart(chart));
+  }
 }
 
 void AppendCompression(std::string& html, const std::vector<CodecSummary>& codecs) {
@@ -158,6 +190,28 @@ RunSummary SummarizeRun(const std::vector<MetricsLine>& lines) {
     }
   }
   for (auto& [key, c] : codecs) s.codecs.push_back(std::move(c));
+
+  std::map<int64_t, std::vector<double>> node_steps;
+  std::map<int64_t, int64_t> slowest;
+  for (size_t i = first_timed; i < lines.size(); ++i) {
+    double max_step = -std::numeric_limits<double>::infinity();
+    for (const auto& [node, step_ms] : lines[i].node_step_ms) {
+      node_steps[node].push_back(step_ms);
+      max_step = std::max(max_step, step_ms);
+    }
+    for (const auto& [node, step_ms] : lines[i].node_step_ms) {
+      if (step_ms == max_step) ++slowest[node];
+    }
+  }
+  for (const auto& [node, steps_of_node] : node_steps) {
+    NodeSummary& n = s.nodes.emplace_back();
+    n.node = node;
+    n.lines = static_cast<int64_t>(steps_of_node.size());
+    n.median_step_ms = Quantile(steps_of_node, 0.5);
+    n.p90_step_ms = Quantile(steps_of_node, 0.9);
+    n.max_step_ms = *std::max_element(steps_of_node.begin(), steps_of_node.end());
+    n.slowest_lines = slowest[node];
+  }
   return s;
 }
 
@@ -179,6 +233,7 @@ std::string RenderRunReport(const RunReportInput& input) {
     step.y.push_back(line.step_ms);
   }
   absl::StrAppend(&html, "<h2>Loss</h2>\n", RenderLineChart(loss), "<h2>Step time</h2>\n", RenderLineChart(step));
+  AppendNodes(html, summary.nodes, input.lines);
   AppendCompression(html, summary.codecs);
   if (input.profile != nullptr) AppendProfile(html, *input.profile);
   absl::StrAppend(&html, "</body>\n</html>\n");

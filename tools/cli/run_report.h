@@ -36,6 +36,17 @@ struct CodecSummary {
   int64_t dense_bytes = 0;
 };
 
+// One node of a launched job, over the timed lines carrying node step times.
+struct NodeSummary {
+  int64_t node = 0;
+  int64_t lines = 0;
+  double median_step_ms = 0;
+  double p90_step_ms = 0;
+  double max_step_ms = 0;
+  // Lines in which this node's step was the slowest (ties count for each of them).
+  int64_t slowest_lines = 0;
+};
+
 struct RunSummary {
   int64_t lines = 0;
   int64_t first_iteration = 0;
@@ -53,6 +64,8 @@ struct RunSummary {
   double median_samples_per_s = 0;
   // By codec key, in key order.
   std::vector<CodecSummary> codecs;
+  // A launched job's file (lines with node_step_ms): by node rank; empty otherwise.
+  std::vector<NodeSummary> nodes;
 };
 
 // `lines` not empty (ReadMetricsFile never gives none).

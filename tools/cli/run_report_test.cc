@@ -110,6 +110,36 @@ TEST(RunReportTest, OneLineIsItsOwnStep) {
   EXPECT_EQ(s.p90_step_ms, 7);
 }
 
+// A launched job's lines carry each node's step: per node over the timed lines (not the
+// first), which node was slowest how often, and a chart per node.
+TEST(RunReportTest, PerNodeStepTimesOfALaunchedJob) {
+  std::vector<MetricsLine> lines = FiveLines();
+  lines[0].node_step_ms = {{0, 100}, {1, 90}};
+  lines[1].node_step_ms = {{0, 8}, {1, 10}};
+  lines[2].node_step_ms = {{0, 20}, {1, 12}};
+  lines[3].node_step_ms = {{0, 30}, {1, 30}};
+  lines[4].node_step_ms = {{0, 10}, {1, 40}};
+  const RunSummary s = SummarizeRun(lines);
+  ASSERT_EQ(s.nodes.size(), 2u);
+  EXPECT_EQ(s.nodes[0].node, 0);
+  EXPECT_EQ(s.nodes[0].lines, 4);
+  EXPECT_EQ(s.nodes[0].median_step_ms, 15);  // of 8, 20, 30, 10
+  EXPECT_EQ(s.nodes[0].max_step_ms, 30);
+  EXPECT_EQ(s.nodes[0].slowest_lines, 2);  // iterations 2 and 3 (a tie)
+  EXPECT_EQ(s.nodes[1].median_step_ms, 21);  // of 10, 12, 30, 40
+  EXPECT_DOUBLE_EQ(s.nodes[1].p90_step_ms, 37);
+  EXPECT_EQ(s.nodes[1].slowest_lines, 3);  // iterations 1, 3 and 4
+  const std::string html = RenderRunReport({"launch.jsonl", lines, nullptr});
+  EXPECT_THAT(html, HasSubstr("<h2>Per node</h2>"));
+  EXPECT_THAT(html, HasSubstr("<tr><td>0</td><td>4</td><td>15.000 ms</td><td>27.000 ms</td><td>30.000 ms</td>"
+                              "<td>2 of 4 lines</td></tr>"));
+  EXPECT_THAT(html, HasSubstr("<tr><td>1</td><td>4</td><td>21.000 ms</td><td>37.000 ms</td><td>40.000 ms</td>"
+                              "<td>3 of 4 lines</td></tr>"));
+  EXPECT_THAT(html, HasSubstr("node 1: step time per iteration (ms)"));
+  // Without node step times (oneflow run), no such section.
+  EXPECT_THAT(RenderRunReport({"run.jsonl", FiveLines(), nullptr}), Not(HasSubstr("<h2>Per node</h2>")));
+}
+
 TEST(RunReportTest, CompressionPerCodecAndNamesEscaped) {
   std::vector<MetricsLine> lines = FiveLines();
   const std::string codec = "<int4>&\"q'/128";

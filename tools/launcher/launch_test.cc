@@ -59,12 +59,17 @@ class LaunchTest : public ::testing::Test {
 TEST_F(LaunchTest, MergesTheNodesMetricsIntoOneLinePerIteration) {
   LaunchProcess launch(testing::FakeJobPlan("fake:finish", 2), Flags({"--iters=4"}));
   ASSERT_EQ(launch.Wait(), 0) << launch.Stderr();
-  // Loss from node 0 (10/(i+1)), step the slower node's (node 1: 6 ms), 64 samples / 6 ms.
+  // Loss from node 0 (10/(i+1)), step the slower node's (node 1: 6 ms), 64 samples / 6 ms,
+  // and each node's own step (node n: 5 + n ms).
   EXPECT_EQ(launch.Stdout(),
-            "{\"iter\": 0, \"loss\": 10, \"step_ms\": 6.000, \"samples_per_s\": 10666.7}\n"
-            "{\"iter\": 1, \"loss\": 5, \"step_ms\": 6.000, \"samples_per_s\": 10666.7}\n"
-            "{\"iter\": 2, \"loss\": 3.33333, \"step_ms\": 6.000, \"samples_per_s\": 10666.7}\n"
-            "{\"iter\": 3, \"loss\": 2.5, \"step_ms\": 6.000, \"samples_per_s\": 10666.7}\n");
+            "{\"iter\": 0, \"loss\": 10, \"step_ms\": 6.000, \"samples_per_s\": 10666.7, "
+            "\"node_step_ms\": {\"0\": 5.000, \"1\": 6.000}}\n"
+            "{\"iter\": 1, \"loss\": 5, \"step_ms\": 6.000, \"samples_per_s\": 10666.7, "
+            "\"node_step_ms\": {\"0\": 5.000, \"1\": 6.000}}\n"
+            "{\"iter\": 2, \"loss\": 3.33333, \"step_ms\": 6.000, \"samples_per_s\": 10666.7, "
+            "\"node_step_ms\": {\"0\": 5.000, \"1\": 6.000}}\n"
+            "{\"iter\": 3, \"loss\": 2.5, \"step_ms\": 6.000, \"samples_per_s\": 10666.7, "
+            "\"node_step_ms\": {\"0\": 5.000, \"1\": 6.000}}\n");
   const std::string err = launch.Stderr();
   EXPECT_THAT(err, HasSubstr("oneflow launch: job 'launched' on 2 nodes"));
   EXPECT_THAT(err, HasSubstr("] fake worker pid "));
@@ -81,6 +86,14 @@ TEST_F(LaunchTest, MetricsFlagWritesTheLinesToAFile) {
   ASSERT_EQ(launch.Wait(), 0) << launch.Stderr();
   EXPECT_EQ(launch.Stdout(), "");
   EXPECT_EQ(std::vector<std::string>(absl::StrSplit(ReadFile(metrics), '\n', absl::SkipEmpty())).size(), 2u);
+  // `oneflow report` of a launched job's file shows each node's step (node n: 5 + n ms).
+  const testing::OneflowResult report = testing::RunOneflow({"report", metrics});
+  ASSERT_EQ(report.exit_code, 0) << report.err;
+  EXPECT_THAT(report.out, HasSubstr("<h2>Per node</h2>"));
+  EXPECT_THAT(report.out, HasSubstr("<tr><td>0</td><td>1</td><td>5.000 ms</td><td>5.000 ms</td><td>5.000 ms</td>"
+                                    "<td>0 of 1 lines</td></tr>"));
+  EXPECT_THAT(report.out, HasSubstr("<tr><td>1</td><td>1</td><td>6.000 ms</td><td>6.000 ms</td><td>6.000 ms</td>"
+                                    "<td>1 of 1 lines</td></tr>"));
 }
 
 TEST_F(LaunchTest, ACrashedNodeFailsTheJobWithAReport) {

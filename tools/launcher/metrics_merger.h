@@ -4,7 +4,8 @@
 // different nodes only the nodes of the last stage report; without stages every node
 // does. An iteration is complete once every reporting node reported it; its loss is the
 // first reporting node's (the loss is replicated over the devices that hold it), its step
-// time the slowest reporting node's (a step ends when the last node's does), its
+// time the slowest reporting node's (a step ends when the last node's does; each node's
+// own is kept in node_step_ms, for `oneflow report`'s per-node table), its
 // throughput the plan's global batch over that step time, and its compression entries
 // the sums over the reporting nodes per codec (each node's are the sums over its
 // devices), in codec order. A node without a sink sends no metrics, so with stages across
@@ -44,6 +45,7 @@ class MetricsMerger {
     int64_t reported = 0;
     double loss = 0;
     double step_ms = 0;
+    std::map<int64_t, double> node_step_ms;
     std::map<std::string, proto::CodecMetrics> compression;
     proto::SparseMetrics sparse;
   };

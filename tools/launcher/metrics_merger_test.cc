@@ -27,6 +27,10 @@ TEST(MetricsMergerTest, IterationCompletesWhenEveryNodeReported) {
   EXPECT_EQ(first[0].loss(), 2.5);     // Node 0's loss.
   EXPECT_EQ(first[0].step_ms(), 8.0);  // The slowest node's step.
   EXPECT_DOUBLE_EQ(first[0].samples_per_s(), 64 * 1000.0 / 8.0);
+  // Each node's own step, by node rank.
+  ASSERT_EQ(first[0].node_step_ms().size(), 2u);
+  EXPECT_EQ(first[0].node_step_ms().at(0), 5.0);
+  EXPECT_EQ(first[0].node_step_ms().at(1), 8.0);
   const std::vector<proto::IterationMetrics> second = merger.Add(0, Metrics(1, 2.0, 6.0));
   ASSERT_EQ(second.size(), 1u);
   EXPECT_EQ(second[0].iteration(), 1);

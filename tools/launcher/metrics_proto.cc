@@ -26,6 +26,7 @@ proto::IterationMetrics MetricsToProto(const actors::IterationMetrics& m) {
     entry->set_sparse_calls(sparse.sparse_calls);
     entry->set_dense_calls(sparse.dense_calls);
   }
+  for (const auto& [node, step_ms] : m.node_step_ms) (*metrics.mutable_node_step_ms())[node] = step_ms;
   return metrics;
 }
 
@@ -44,6 +45,7 @@ actors::IterationMetrics MetricsFromProto(const proto::IterationMetrics& m) {
     metrics.sparse = actors::SparseMetrics{sparse.payload_bytes(), sparse.metadata_bytes(), sparse.dense_bytes(),
                                            sparse.rows_sent(),     sparse.sparse_calls(),   sparse.dense_calls()};
   }
+  for (const auto& [node, step_ms] : m.node_step_ms()) metrics.node_step_ms[node] = step_ms;
   return metrics;
 }
 

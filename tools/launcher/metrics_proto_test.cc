@@ -24,10 +24,12 @@ TEST(MetricsProtoTest, RoundTripKeepsTheLine) {
   plain.compression.clear();
   EXPECT_EQ(MetricsToProto(plain).compression_size(), 0);
   EXPECT_EQ(actors::MetricsJsonLine(MetricsFromProto(MetricsToProto(plain))), actors::MetricsJsonLine(plain));
+  plain.node_step_ms = {{0, 9.5}, {3, 10.25}};
+  EXPECT_EQ(actors::MetricsJsonLine(MetricsFromProto(MetricsToProto(plain))), actors::MetricsJsonLine(plain));
 }
 
 // What `oneflow launch` prints for two nodes is what `oneflow run` prints for the same
-// devices in one process: the sums of all of them.
+// devices in one process: the sums of all of them; and then each node's own step time.
 TEST(MetricsProtoTest, TwoNodesMergeToTheOneProcessLine) {
   MetricsMerger merger(/*reporting_nodes=*/{0, 1}, /*batch_size=*/32);
   EXPECT_TRUE(merger.Add(0, MetricsToProto(NodeMetrics(0.01, 1.0, 100, 800))).empty());
@@ -35,7 +37,8 @@ TEST(MetricsProtoTest, TwoNodesMergeToTheOneProcessLine) {
   ASSERT_EQ(merged.size(), 1u);
   EXPECT_EQ(actors::MetricsJsonLine(MetricsFromProto(merged[0])),
             "{\"iter\": 7, \"loss\": 1.25, \"step_ms\": 10.000, \"samples_per_s\": 3200.0, \"compression\": "
-            "{\"int4/128\": {\"rel_l2\": 0.1, \"wire_bytes\": 220, \"dense_bytes\": 1760}}}\n");
+            "{\"int4/128\": {\"rel_l2\": 0.1, \"wire_bytes\": 220, \"dense_bytes\": 1760}}, "
+            "\"node_step_ms\": {\"0\": 10.000, \"1\": 10.000}}\n");
 }
 
 // Row-sparse boxing bytes travel with the metrics and add up over nodes; a node without
@@ -57,7 +60,7 @@ TEST(MetricsProtoTest, SparseBytesRoundTripAndAddUp) {
   EXPECT_EQ(actors::MetricsJsonLine(MetricsFromProto(merged[0])),
             "{\"iter\": 7, \"loss\": 1.25, \"step_ms\": 10.000, \"samples_per_s\": 3200.0, \"sparse\": "
             "{\"payload_bytes\": 1560, \"metadata_bytes\": 12, \"dense_bytes\": 24576, \"rows_sent\": 6, "
-            "\"sparse_calls\": 3, \"dense_calls\": 1}}\n");
+            "\"sparse_calls\": 3, \"dense_calls\": 1}, \"node_step_ms\": {\"0\": 10.000, \"1\": 10.000}}\n");
 }
 
 }  // namespace
