@@ -55,7 +55,8 @@ void ProgressMonitor::Observe(int64_t node, const proto::JobEvent::Heartbeat& he
     device.completed = progress.completed_collectives();
     device.entered = progress.entered_collectives();
     device.collective = progress.collective();
-    device.samples.push_back({heartbeat.sampled_unix_ms(), progress.completed_collectives(), progress.collective_ns()});
+    device.samples.push_back({heartbeat.sampled_unix_ms(), progress.completed_collectives(), progress.collective_ns(),
+                              heartbeat.worker_stopped()});
     while (device.samples.size() > 2 && device.samples.back().unix_ms - device.samples.front().unix_ms > window_ms) {
       device.samples.pop_front();
     }
@@ -182,20 +183,27 @@ std::vector<std::string> ProgressMonitor::CheckSlow(absl::Time now) {
   last_slow_check_ = now;
   const int64_t window_ms = static_cast<int64_t>(options_.slow_window_seconds * 1000);
   // Per device over the window: the fraction of time outside collectives, and the
-  // collectives completed.
+  // collectives completed; and at how many of its heartbeats the worker was stopped.
   std::map<int64_t, std::pair<double, int64_t>> busy;
+  std::map<int64_t, std::pair<int, int>> stopped_beats;
   for (size_t d = 0; d < devices_.size(); ++d) {
     const std::deque<Sample>& samples = devices_[d].samples;
     if (samples.size() < 2) continue;
     const Sample& last = samples.back();
-    const Sample* first = &samples.front();
-    for (const Sample& sample : samples) {
-      if (last.unix_ms - sample.unix_ms >= window_ms) first = &sample;
+    size_t first_index = 0;
+    for (size_t i = 0; i < samples.size(); ++i) {
+      if (last.unix_ms - samples[i].unix_ms >= window_ms) first_index = i;
     }
-    const int64_t span_ms = last.unix_ms - first->unix_ms;
+    const Sample& first = samples[first_index];
+    const int64_t span_ms = last.unix_ms - first.unix_ms;
     if (span_ms < window_ms * 0.8) continue;
-    const double in_collectives = static_cast<double>(last.collective_ns - first->collective_ns) / (span_ms * 1e6);
-    busy[static_cast<int64_t>(d)] = {1 - std::clamp(in_collectives, 0.0, 1.0), last.completed - first->completed};
+    std::pair<int, int>& beats = stopped_beats[static_cast<int64_t>(d)];
+    for (size_t i = first_index + 1; i < samples.size(); ++i) {
+      ++beats.second;
+      if (samples[i].stopped) ++beats.first;
+    }
+    const double in_collectives = static_cast<double>(last.collective_ns - first.collective_ns) / (span_ms * 1e6);
+    busy[static_cast<int64_t>(d)] = {1 - std::clamp(in_collectives, 0.0, 1.0), last.completed - first.completed};
   }
   std::set<int64_t> flagged;
   std::map<int64_t, std::string> texts;
@@ -227,12 +235,17 @@ std::vector<std::string> ProgressMonitor::CheckSlow(absl::Time now) {
     for (const int64_t d : rest) rest_names.push_back(DeviceName(d));
     for (const int64_t d : slow) {
       flagged.insert(d);
+      const auto [stopped, beats] = stopped_beats[d];
+      const std::string where =
+          stopped == 0 ? std::string("computing")
+                       : absl::StrFormat("computing, or stopped: its worker was stopped (SIGSTOP?) at %d of %d heartbeats",
+                                         stopped, beats);
       texts[d] = absl::StrFormat(
           "slow rank: node %d device %s is about %.1fx slower than %s of its group: over the last %.0f s it spent "
-          "%.0f%% of its time outside collectives (computing), they %.0f%%, waiting for it in collectives the rest "
+          "%.0f%% of its time outside collectives (%s), they %.0f%%, waiting for it in collectives the rest "
           "(%d collectives completed)",
           devices_[d].node, DeviceName(d), busy[d].first / std::max(rest_mean, 0.01), absl::StrJoin(rest_names, ", "),
-          options_.slow_window_seconds, 100 * busy[d].first, 100 * rest_mean, busy[d].second);
+          options_.slow_window_seconds, 100 * busy[d].first, where, 100 * rest_mean, busy[d].second);
     }
   }
   for (auto it = slow_streak_.begin(); it != slow_streak_.end();) {

@@ -16,9 +16,11 @@
 //         entered s and a member's worker is stopped or silent, that member is named.
 //   slow: over the last slow_window_seconds, every member of a group completed >= 4
 //         collectives, and some members spent so much more of their time outside
-//         collectives (computing) than the rest -- >= slow_factor times as much, and by
-//         >= 30% of the time -- that the rest spent >= half their time waiting in
-//         collectives; confirmed on slow_confirmations evaluations a second apart.
+//         collectives (computing, or stopped: the daemons leave the time a worker was
+//         stopped inside a collective out of collective_ns) than the rest -- >=
+//         slow_factor times as much, and by >= 30% of the time -- that the rest spent >=
+//         half their time waiting in collectives; confirmed on slow_confirmations
+//         evaluations a second apart.
 #ifndef TOOLS_LAUNCHER_PROGRESS_MONITOR_H_
 #define TOOLS_LAUNCHER_PROGRESS_MONITOR_H_
 
@@ -71,7 +73,8 @@ class ProgressMonitor {
   struct Sample {
     int64_t unix_ms = 0;
     int64_t completed = 0;
-    int64_t collective_ns = 0;
+    int64_t collective_ns = 0;  // without time stopped inside collectives (the daemon's StoppedTimeAccount)
+    bool stopped = false;       // the worker was stopped when the daemon sampled it
   };
   struct Device {
     bool seen = false;

@@ -4,6 +4,8 @@
 
 #include <random>
 
+#include "tools/launcher/worker_status_file.h"
+
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 
@@ -124,6 +126,94 @@ TEST(ProgressMonitorTest, JitteredCleanRunRaisesNothing) {
   EXPECT_TRUE(RunSlow(0.4, 0.4, 0.2, absl::Seconds(30)).empty());
   EXPECT_TRUE(RunSlow(0.1, 0.1, 0.2, absl::Seconds(30)).empty());
   EXPECT_TRUE(RunSlow(0.9, 0.85, 0.2, absl::Seconds(30)).empty());
+}
+
+proto::DeviceProgress Progress(int64_t device, int64_t completed, int64_t entered, int64_t collective_ns) {
+  proto::DeviceProgress progress;
+  progress.set_device(device);
+  progress.set_completed_collectives(completed);
+  progress.set_entered_collectives(entered);
+  progress.set_collective_ns(collective_ns);
+  return progress;
+}
+
+TEST(StoppedTimeAccountTest, TimeStoppedInsideAnActIsSubtractedOnceTheActCompleted) {
+  StoppedTimeAccount account;
+  // Stopped while computing (entered == completed): nothing to subtract.
+  account.ChargeStopped({Progress(3, 5, 5, 1000)}, 20);
+  // Stopped twice inside act 5.
+  account.ChargeStopped({Progress(3, 5, 6, 1000)}, 20);
+  account.ChargeStopped({Progress(3, 5, 6, 1000)}, 30);
+  EXPECT_EQ(account.stopped_ns(), 70);
+  std::vector<proto::DeviceProgress> progress = {Progress(3, 5, 6, 1000)};
+  account.Correct(&progress);
+  EXPECT_EQ(progress[0].collective_ns(), 1000) << "act 5 has not completed: its time is not in collective_ns yet";
+  progress = {Progress(3, 6, 6, 1080)};
+  account.Correct(&progress);
+  EXPECT_EQ(progress[0].collective_ns(), 1030);
+  // A later act's charge adds up; another device is left alone.
+  account.ChargeStopped({Progress(3, 8, 9, 1200), Progress(4, 8, 8, 500)}, 100);
+  progress = {Progress(3, 9, 9, 1400), Progress(4, 9, 9, 600)};
+  account.Correct(&progress);
+  EXPECT_EQ(progress[0].collective_ns(), 1250);
+  EXPECT_EQ(progress[1].collective_ns(), 600);
+}
+
+// A worker SIGSTOPped 90 ms of every 100 ms, simulated on a 1 ms clock: while it runs,
+// its device computes 1 ms and spends 2 ms in the all-reduce; the peer waits in the
+// all-reduce 97% of the time. Stopped mostly inside the all-reduce, its raw collective
+// time looks like the peer's; the daemon's account (sampled every 10-30 ms) turns the
+// stopped time into time outside collectives, and the monitor names it.
+std::vector<std::string> RunStopCycled(bool account_for_stops) {
+  const proto::Plan plan = TwoNodePlan();
+  ProgressMonitor monitor(plan, MonitorOptions{});
+  StoppedTimeAccount account;
+  std::mt19937 random(11);
+  std::uniform_int_distribution<int> interval(10, 30);
+  const absl::Time start = absl::FromUnixSeconds(1000);
+  int64_t completed = 0, entered = 0, raw_ns = 0, entered_at_ms = 0, running_ms = 0;
+  int64_t next_sample = interval(random), last_sample = 0;
+  double peer_ns = 0;
+  std::vector<std::string> warnings;
+  for (int64_t ms = 1; ms <= 20000; ++ms) {
+    const bool stopped = ms % 100 < 90;
+    if (!stopped) {
+      const int64_t phase = running_ms++ % 3;
+      if (phase == 0 && entered > completed) {  // the act ends: 2 running ms inside it
+        ++completed;
+        raw_ns += (ms - entered_at_ms) * 1000000;
+      }
+      if (phase == 1) {
+        ++entered;
+        entered_at_ms = ms;
+      }
+    }
+    if (ms == next_sample) {
+      if (stopped) account.ChargeStopped({Progress(1, completed, entered, raw_ns)}, (ms - last_sample) * 1000000);
+      last_sample = ms;
+      next_sample = ms + interval(random);
+    }
+    if (ms % 500 == 0) {
+      const absl::Time now = start + absl::Milliseconds(ms);
+      std::vector<proto::DeviceProgress> progress = {Progress(1, completed, entered, raw_ns)};
+      if (account_for_stops) account.Correct(&progress);
+      peer_ns += 0.5e9 * 0.97;
+      proto::JobEvent::Heartbeat beat = Beat(1, completed, entered, progress[0].collective_ns(), now, 0, stopped);
+      monitor.Observe(0, Beat(0, completed, completed, static_cast<int64_t>(peer_ns), now), now);
+      monitor.Observe(1, beat, now);
+      EXPECT_FALSE(monitor.CheckHang(now).has_value());
+      for (const std::string& warning : monitor.CheckSlow(now)) warnings.push_back(warning);
+    }
+  }
+  return warnings;
+}
+
+TEST(ProgressMonitorTest, StopCycledRankIsNamedSlowOnceStoppedTimeIsAccounted) {
+  EXPECT_TRUE(RunStopCycled(false).empty()) << "the case the account is for";
+  const std::vector<std::string> warnings = RunStopCycled(true);
+  ASSERT_EQ(warnings.size(), 1u);
+  EXPECT_THAT(warnings[0], HasSubstr("slow rank: node 1 device 1:0 is about"));
+  EXPECT_THAT(warnings[0], HasSubstr("its worker was stopped (SIGSTOP?) at "));
 }
 
 }  // namespace

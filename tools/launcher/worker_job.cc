@@ -2,16 +2,20 @@
 
 #include <fcntl.h>
 #include <poll.h>
+#include <pthread.h>
 #include <signal.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <sys/stat.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <fstream>
+#include <random>
 #include <sstream>
+#include <string_view>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
@@ -54,6 +58,16 @@ char ProcessState(pid_t pid) {
   std::string text((std::istreambuf_iterator<char>(file)), std::istreambuf_iterator<char>());
   const size_t paren = text.rfind(')');
   return paren != std::string::npos && paren + 2 < text.size() ? text[paren + 2] : 0;
+}
+
+// The state letter from an open /proc/PID/stat (re-read from offset 0 on every call).
+char ProcessState(const UniqueFd& stat) {
+  char text[512];
+  const ssize_t got = pread(stat.get(), text, sizeof(text) - 1, 0);
+  if (got <= 0) return 0;
+  const std::string_view view(text, static_cast<size_t>(got));
+  const size_t paren = view.rfind(')');
+  return paren != std::string_view::npos && paren + 2 < view.size() ? view[paren + 2] : 0;
 }
 
 // Whether `pid` catches `signal` (SigCgt in /proc/PID/status): the worker installs its
@@ -106,6 +120,38 @@ WorkerJob::~WorkerJob() {
   Cancel("the daemon is forgetting the job");
   if (supervisor_.joinable()) supervisor_.join();
   if (killer_.joinable()) killer_.join();
+  if (stop_sampler_.joinable()) stop_sampler_.join();  // Ends with the job (done_).
+}
+
+void WorkerJob::SampleStops(pid_t pid) {
+  pthread_setname_np(pthread_self(), "of-stop-sample");  // For bench/diagnosis.
+  const UniqueFd stat(open(absl::StrCat("/proc/", pid, "/stat").c_str(), O_RDONLY | O_CLOEXEC));
+  if (!stat.valid()) return;
+  // Random intervals, so that a periodic SIGSTOP/SIGCONT cycle cannot hide between
+  // samples: 100-300 ms while the worker has not been seen stopped (a stop that costs a
+  // rank its pace is seen within a second or two), 20-60 ms for the 10 s after a sample
+  // that found it stopped. Each sample charges the time since the previous one, an
+  // unbiased estimate of the time stopped at either rate.
+  std::minstd_rand random(static_cast<uint32_t>(pid));
+  std::uniform_int_distribution<int> spread_us(0, 20000);
+  absl::Time last = absl::Now();
+  absl::Time fast_until = absl::InfinitePast();
+  while (true) {
+    const bool fast = last < fast_until;
+    const absl::Duration interval = absl::Microseconds((fast ? 20000 : 100000) + spread_us(random) * (fast ? 2 : 10));
+    if (done_.WaitForNotificationWithTimeout(interval)) break;
+    const absl::Time now = absl::Now();
+    // At most 300 ms per sample: a daemon that was not scheduled itself saw nothing.
+    const int64_t elapsed_ns = std::min<int64_t>(absl::ToInt64Nanoseconds(now - last), 300000000);
+    last = now;
+    if (ProcessState(stat) != 'T') continue;
+    fast_until = now + absl::Seconds(10);
+    // A stopped worker's file does not change: this is where its devices stopped.
+    const std::vector<proto::DeviceProgress> progress = ReadWorkerStatusFile(config_.status_file, config_.node_devices);
+    absl::MutexLock lock(&mutex_);
+    if (leader_exited_) break;  // The pid may be reaped and reused from here on.
+    stopped_time_.ChargeStopped(progress, elapsed_ns);
+  }
 }
 
 void WorkerJob::Supervise(absl::Status* start_status, absl::Notification* started) {
@@ -354,10 +400,15 @@ void WorkerJob::Cancel(const std::string& why) {
 }
 
 std::optional<proto::JobEvent> WorkerJob::Heartbeat() {
-  const WorkerStatusSnapshot snapshot = ReadWorkerStatus(config_.status_file, config_.node_devices);
+  WorkerStatusSnapshot snapshot = ReadWorkerStatus(config_.status_file, config_.node_devices);
   const absl::Time now = absl::Now();
   absl::MutexLock lock(&mutex_);
   if (done_.HasBeenNotified() || leader_exited_ || pid_ <= 0) return std::nullopt;
+  if (!sampling_stops_) {
+    sampling_stops_ = true;
+    stop_sampler_ = std::thread(&WorkerJob::SampleStops, this, pid_);
+  }
+  stopped_time_.Correct(&snapshot.progress);
   proto::JobEvent event;
   proto::JobEvent::Heartbeat* beat = event.mutable_heartbeat();
   for (const proto::DeviceProgress& device : snapshot.progress) *beat->add_progress() = device;

@@ -31,6 +31,7 @@
 #include "proto/launcher.pb.h"
 #include "tools/launcher/unique_fd.h"
 #include "tools/launcher/worker_process.h"
+#include "tools/launcher/worker_status_file.h"
 
 namespace oneflow::launcher {
 
@@ -93,7 +94,11 @@ class WorkerJob {
 
   // The heartbeat the daemon sends while the worker runs: each device's progress from the
   // status file, how long the worker's own heartbeat word has not changed, and whether
-  // the process is stopped. nullopt once the worker exited.
+  // the process is stopped. nullopt once the worker exited. The first call starts a
+  // thread that samples whether the worker is stopped (at random intervals: 100-300 ms,
+  // 20-60 ms once it was seen stopped), so that collective_ns leaves out the time it was
+  // stopped inside collectives (StoppedTimeAccount); a job without heartbeats pays
+  // nothing for it.
   std::optional<proto::JobEvent> Heartbeat();
 
   // Asks a running worker for a flight recorder dump (SIGUSR1, when it handles it and is
@@ -109,12 +114,14 @@ class WorkerJob {
   void OnOutputLine(std::string line);
   void Finish(int wait_status);
   void Push(proto::JobEvent event) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mutex_);
+  void SampleStops(pid_t pid);
 
   const WorkerJobConfig config_;
   UniqueFd wake_read_, wake_write_;  // The supervisor wakes the I/O thread at exit.
   UniqueFd log_file_;
   std::thread supervisor_;
   std::thread killer_;  // Cancel's SIGKILL after the grace period.
+  std::thread stop_sampler_;  // Started by the first Heartbeat.
   absl::Notification done_;
 
   mutable absl::Mutex mutex_;
@@ -137,6 +144,8 @@ class WorkerJob {
   // Heartbeat: the last heartbeat word seen and when it last changed.
   int64_t last_beat_ ABSL_GUARDED_BY(mutex_) = -1;
   absl::Time beat_changed_ ABSL_GUARDED_BY(mutex_) = absl::InfinitePast();
+  bool sampling_stops_ ABSL_GUARDED_BY(mutex_) = false;
+  StoppedTimeAccount stopped_time_ ABSL_GUARDED_BY(mutex_);
   // The terminal event's progress, once there is one.
   std::vector<proto::DeviceProgress> final_progress_ ABSL_GUARDED_BY(mutex_);
 };

@@ -1,6 +1,7 @@
 #include "tools/launcher/worker_status_file.h"
 
 #include <fcntl.h>
+#include <pthread.h>
 #include <sys/mman.h>
 #include <unistd.h>
 
@@ -74,6 +75,8 @@ absl::StatusOr<std::unique_ptr<WorkerStatusFile>> WorkerStatusFile::Create(
         std::this_thread::sleep_for(std::chrono::milliseconds(heartbeat_ms));
       }
     });
+    // Named so its CPU time can be found (bench/diagnosis measures it).
+    pthread_setname_np(file->heartbeat_.native_handle(), "of-heartbeat");
   }
   return file;
 }
@@ -123,6 +126,33 @@ WorkerStatusSnapshot ReadWorkerStatus(const std::string& path, int64_t expected_
 
 std::vector<proto::DeviceProgress> ReadWorkerStatusFile(const std::string& path, int64_t expected_devices) {
   return ReadWorkerStatus(path, expected_devices).progress;
+}
+
+void StoppedTimeAccount::Settle(Charge& charge, int64_t completed) {
+  if (charge.pending_ns > 0 && completed > charge.sequence) {
+    charge.settled_ns += charge.pending_ns;
+    charge.pending_ns = 0;
+  }
+}
+
+void StoppedTimeAccount::ChargeStopped(const std::vector<proto::DeviceProgress>& progress, int64_t elapsed_ns) {
+  stopped_ns_ += elapsed_ns;
+  for (const proto::DeviceProgress& device : progress) {
+    Charge& charge = charges_[device.device()];
+    Settle(charge, device.completed_collectives());
+    if (device.entered_collectives() <= device.completed_collectives()) continue;  // computing
+    charge.sequence = device.completed_collectives();
+    charge.pending_ns += elapsed_ns;
+  }
+}
+
+void StoppedTimeAccount::Correct(std::vector<proto::DeviceProgress>* progress) {
+  for (proto::DeviceProgress& device : *progress) {
+    const auto found = charges_.find(device.device());
+    if (found == charges_.end()) continue;
+    Settle(found->second, device.completed_collectives());
+    device.set_collective_ns(std::max<int64_t>(0, device.collective_ns() - found->second.settled_ns));
+  }
 }
 
 }  // namespace oneflow::launcher

@@ -17,6 +17,7 @@
 
 #include <atomic>
 #include <cstdint>
+#include <map>
 #include <memory>
 #include <thread>
 #include <string>
@@ -77,6 +78,38 @@ WorkerStatusSnapshot ReadWorkerStatus(const std::string& path, int64_t expected_
 // shorter than expected (the worker died before creating it) gives no progress: an empty
 // list, not an error.
 std::vector<proto::DeviceProgress> ReadWorkerStatusFile(const std::string& path, int64_t expected_devices);
+
+// The daemon's correction of DeviceProgress.collective_ns for a worker stopped part of
+// the time (SIGSTOP/SIGCONT, a debugger). A device stopped inside a collective act is not
+// waiting for its peers, they wait for it; left in collective_ns, that time makes a rank
+// stopped 90% of the time look like one waiting in collectives as much as the others
+// (docs/diagnosis.md, "Slow ranks"). The daemon samples the worker's state at random
+// intervals of ~20 ms; a sample that finds it stopped charges the time since the
+// previous sample to the act each device is inside (entered > completed), and once that
+// act completed (its whole time is in collective_ns then), the charge is subtracted.
+// Time stopped outside collectives needs no correction: it already counts as compute.
+// Not thread-safe; the owner locks.
+class StoppedTimeAccount {
+ public:
+  // A sample that found the worker stopped, `elapsed_ns` after the previous sample, with
+  // the status file's `progress` at that moment.
+  void ChargeStopped(const std::vector<proto::DeviceProgress>& progress, int64_t elapsed_ns);
+  // Subtracts from each device's collective_ns the charges of its completed acts.
+  void Correct(std::vector<proto::DeviceProgress>* progress);
+  // All the stopped time sampled so far (inside collectives or not).
+  int64_t stopped_ns() const { return stopped_ns_; }
+
+ private:
+  struct Charge {
+    int64_t sequence = -1;  // the act the pending charge belongs to
+    int64_t pending_ns = 0;
+    int64_t settled_ns = 0;  // charges of completed acts
+  };
+  static void Settle(Charge& charge, int64_t completed);
+
+  std::map<int64_t, Charge> charges_;  // by plan device index
+  int64_t stopped_ns_ = 0;
+};
 
 }  // namespace oneflow::launcher
 
