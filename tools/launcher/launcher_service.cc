@@ -168,13 +168,17 @@ grpc::Status LauncherService::Submit(grpc::ServerContext* context, const proto::
   const bool heartbeats = !request->options().disable_heartbeats();
   absl::Time next_heartbeat = absl::Now() + kHeartbeatInterval;
   while (true) {
-    std::optional<proto::JobEvent> event =
-        job.NextEvent(heartbeats ? std::min(kStreamPollInterval, std::max(absl::ZeroDuration(),
-                                                                           next_heartbeat - absl::Now()))
-                                 : kStreamPollInterval);
-    if (!event.has_value() && heartbeats && absl::Now() >= next_heartbeat) {
+    std::optional<proto::JobEvent> event;
+    // A heartbeat goes out on schedule even behind a backlog of queued events (metrics,
+    // log lines on a slow connection): the launch's progress monitor times hangs by them.
+    if (heartbeats && absl::Now() >= next_heartbeat) {
       next_heartbeat = absl::Now() + kHeartbeatInterval;
       event = job.Heartbeat();
+    }
+    if (!event.has_value()) {
+      event = job.NextEvent(heartbeats ? std::min(kStreamPollInterval, std::max(absl::ZeroDuration(),
+                                                                                 next_heartbeat - absl::Now()))
+                                       : kStreamPollInterval);
     }
     if (event.has_value()) {
       const bool terminal = event->has_finished() || event->has_failed();
