@@ -78,6 +78,33 @@ TEST(ClusterTest, TwoDaemonsTrainLikeOneDevice) {
 // the same losses through oneflow launch (Gloo across the processes, in-process groups
 // inside them) as through oneflow run in one process: the codecs are pure functions of
 // the bytes, so every backend computes the same bits.
+// `oneflow launch --trace`: the workers record their acts and send them through the
+// daemons; the launch writes one trace of every node's devices, which `oneflow profile`
+// reads alone (the trace carries its plan).
+TEST(ClusterTest, LaunchTraceHoldsEveryNodesActs) {
+  Daemons daemons(2);
+  const std::string plan = CompilePlan(
+      "mlp", {"--batch=32", "--in_features=16", "--hidden=32", "--classes=4", "--nodes=2", "--dp=2"}, "traced");
+  const std::string trace = TempPath("launch_trace.json");
+  std::unique_ptr<Process> launch = Launch(daemons, plan, 4, "traced", {"--trace=" + trace});
+  ASSERT_TRUE(launch->Wait(milliseconds(120000)));
+  ASSERT_EQ(launch->exit_code(), 0) << launch->Stderr();
+  Process profile({Runfile("tools/cli/oneflow"), "profile", trace, "--format=json", "--top=0"});
+  ASSERT_TRUE(profile.Wait(milliseconds(60000)));
+  ASSERT_EQ(profile.exit_code(), 0) << profile.Stderr();
+  std::string out;
+  for (const std::string& line : profile.StdoutLines()) out += line + "\n";
+  // Both nodes' devices have their compute and communication threads in it.
+  for (const char* device : {"0:0", "1:0"}) {
+    for (const char* thread : {"compute", "communication"}) {
+      EXPECT_NE(out.find(absl::StrCat("\"device\": \"", device, "\",\n      \"thread\": \"", thread, "\"")),
+                std::string::npos)
+          << device << " " << thread << ": " << out.substr(0, 3000);
+    }
+  }
+  EXPECT_NE(out.find("\"last_iteration\": 3,"), std::string::npos) << out.substr(0, 3000);
+}
+
 TEST(ClusterTest, CompressedPlanTrainsTheSameThroughLaunchAndRun) {
   Daemons daemons(2);
   for (const char* codec : {"fp8", "int4"}) {

@@ -3,6 +3,7 @@
 #include <signal.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
@@ -14,6 +15,7 @@
 #include "absl/strings/str_format.h"
 #include "absl/synchronization/mutex.h"
 #include "actors/metrics.h"
+#include "actors/trace.h"
 #include "oneflow_core/status.h"
 #include "absl/strings/str_replace.h"
 #include "tools/cli/daemon_flags.h"
@@ -29,6 +31,7 @@ ABSL_DECLARE_FLAG(std::string, metrics);
 ABSL_DECLARE_FLAG(std::string, checkpoint_dir);
 ABSL_DECLARE_FLAG(int64_t, checkpoint_every);
 ABSL_DECLARE_FLAG(std::string, resume_from);
+ABSL_DECLARE_FLAG(std::string, trace);
 
 ABSL_FLAG(double, collective_timeout_s, 0, "Seconds a collective may wait for its peers (0: the workers' default).");
 ABSL_FLAG(std::string, job_id, "", "The job's id on every node (default: generated from the time).");
@@ -157,10 +160,22 @@ absl::Status RunLaunch(const std::vector<std::string>& arguments, std::ostream& 
     std::fprintf(stderr, "[node %lld] %s\n", static_cast<long long>(node), line.c_str());
   };
 
+  // --trace: every node's acts, of the attempt that finished, as one trace.
+  const std::string trace_path = absl::GetFlag(FLAGS_trace);
+  options.record_trace = !trace_path.empty();
+  std::vector<actors::ActRecord> acts;
+  options.on_trace = [&acts](int64_t, const proto::JobEvent::TraceActs& trace) {
+    for (const proto::JobEvent::Act& act : trace.acts()) {
+      acts.push_back({act.thread(), act.device_index(), act.actor_id(), act.iteration(), act.start_unix_ns(),
+                      act.end_unix_ns()});
+    }
+  };
+
   const size_t node_count = options.nodes.size();
   std::string base_job_id;
   absl::Status status;
   for (int64_t attempt = 0;; ++attempt) {
+    acts.clear();
     launcher::LaunchOptions attempt_options = options;
     if (attempt > 0) attempt_options.job_id = absl::StrCat(base_job_id, "-restart", attempt);
     OF_ASSIGN_OR_RETURN(std::unique_ptr<launcher::LaunchSession> session,
@@ -189,6 +204,14 @@ absl::Status RunLaunch(const std::vector<std::string>& arguments, std::ostream& 
     std::fflush(stderr);
   }
   reporter->Finish();
+  if (status.ok() && !trace_path.empty()) {
+    // The acts name actors of every node's devices by Plan.devices index: one trace, as
+    // `oneflow run --trace` writes for a whole cluster in one process.
+    std::sort(acts.begin(), acts.end(), [](const actors::ActRecord& a, const actors::ActRecord& b) {
+      return a.start_ns < b.start_ns;
+    });
+    OF_RETURN_IF_ERROR(actors::WriteChromeTrace(trace_path, plan, acts));
+  }
   return status;
 }
 
@@ -202,11 +225,11 @@ Subcommand LaunchSubcommand() {
       "--nodes=HOST:PORT,... --token_file=F [--iters=N] [--metrics=FILE] [--tls_ca=F] "
       "[--collective_timeout_s=S] [--job_id=ID] [--checkpoint_dir=DIR --checkpoint_every=N] "
       "[--resume_from=DIR] [--max_restarts=K] [--hang_seconds=S] [--hang_action=stop|warn] [--slow_factor=F] "
-      "[--diagnose_on_failure=false]";
+      "[--diagnose_on_failure=false] [--trace=FILE.json]";
   command.summary = "run a plan on a cluster through the oneflowd daemons of its nodes";
   command.flags = {"nodes",  "token_file",     "iters",            "metrics",    "tls_ca", "collective_timeout_s",
                    "job_id", "checkpoint_dir", "checkpoint_every", "resume_from",
-                   "max_restarts", "hang_seconds", "hang_action", "slow_factor", "diagnose_on_failure"};
+                   "max_restarts", "hang_seconds", "hang_action", "slow_factor", "diagnose_on_failure", "trace"};
   command.min_arguments = 1;
   command.max_arguments = 1;
   command.run = &RunLaunch;

@@ -18,9 +18,9 @@ ABSL_FLAG(int64_t, threads_per_device, 0,
           "Threads each CPU device runs its compute kernels on, overriding the plan's "
           "cluster.threads_per_device (0: the plan's).");
 ABSL_FLAG(std::string, trace, "",
-          "run: write a Chrome/Perfetto trace (JSON) of every act here. inspect: read such a "
-          "trace of the plan and show the measured pipeline bubble per stage. report (with "
-          "--plan): add the tables of `oneflow profile` for that trace.");
+          "run, launch: write a Chrome/Perfetto trace (JSON) of every act here (launch: every node's, "
+          "after the job finished). inspect: read such a trace of the plan and show the measured "
+          "pipeline bubble per stage. report: add the tables of `oneflow profile` for that trace.");
 
 ABSL_FLAG(std::string, checkpoint_dir, "",
           "Save the variables and optimizer state into DIR/iter-N every --checkpoint_every iterations "

@@ -145,6 +145,7 @@ void LaunchSession::Follow(Node* node) {
   run->set_checkpoint_dir(options_.checkpoint_dir);
   run->set_checkpoint_every(options_.checkpoint_every);
   run->set_resume_from(options_.resume_from);
+  run->set_record_trace(options_.record_trace);
   run->set_disable_heartbeats(options_.monitor.hang_seconds <= 0 && options_.monitor.slow_factor <= 0);
   AttachToken(&node->context, options_.token);
   std::unique_ptr<grpc::ClientReader<proto::JobEvent>> reader = node->stub->Submit(&node->context, request);
@@ -311,6 +312,9 @@ absl::Status LaunchSession::Run() {
         break;
       case proto::JobEvent::kLog:
         if (options_.on_log) options_.on_log(node.rank, event.log().text());
+        break;
+      case proto::JobEvent::kTrace:
+        if (options_.on_trace && !cancelling) options_.on_trace(node.rank, event.trace());
         break;
       case proto::JobEvent::kHeartbeat:
         monitor.Observe(node.rank, event.heartbeat(), absl::Now());

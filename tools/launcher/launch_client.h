@@ -53,6 +53,8 @@ struct LaunchOptions {
   std::string checkpoint_dir;
   int64_t checkpoint_every = 0;
   std::string resume_from;
+  // The workers record their acts and send them after the last iteration (on_trace).
+  bool record_trace = false;
   // After a failure, how long the other nodes get to report their end.
   absl::Duration cancel_wait = absl::Seconds(10);
   // Hang and slow-rank detection from the daemons' heartbeats (progress_monitor.h).
@@ -67,6 +69,8 @@ struct LaunchOptions {
   // Called on Run's thread: each merged iteration, each worker output line.
   std::function<void(const proto::IterationMetrics& metrics)> on_metrics;
   std::function<void(int64_t node, const std::string& line)> on_log;
+  // With record_trace: a node's recorded acts (one or more calls per node, before its end).
+  std::function<void(int64_t node, const proto::JobEvent::TraceActs& acts)> on_trace;
   // A hang, the moment it is found (then, with stop_on_hang, the job is stopped and Run
   // returns it as the cause), and slow-rank warnings; one line each, from Run's thread.
   std::function<void(const std::string& line)> on_hang;

@@ -128,6 +128,7 @@ absl::StatusOr<std::shared_ptr<WorkerJob>> LauncherService::StartJob(const proto
     arguments.push_back(absl::StrCat("--checkpoint_every=", run.checkpoint_every()));
   }
   if (!run.resume_from().empty()) arguments.push_back(absl::StrCat("--resume_from=", run.resume_from()));
+  if (run.record_trace()) arguments.push_back("--record_trace");
 
   absl::StatusOr<std::unique_ptr<WorkerJob>> job = WorkerJob::Start(std::move(config));
   if (!job.ok()) {

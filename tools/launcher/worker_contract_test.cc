@@ -109,8 +109,12 @@ TEST(WorkerStatusFileTest, CollectiveActivityAndHeartbeat) {
   ASSERT_TRUE(before.present);
   EXPECT_EQ(before.progress[1].collective(), -1);
   (*file)->SetCollectiveActivity(1, 8, 4, 123456);
-  std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  // The heartbeat thread ticks every 10 ms; on a loaded machine it may wait its turn.
   WorkerStatusSnapshot after = ReadWorkerStatus(path, 2);
+  for (int wait = 0; wait < 500 && after.heartbeat <= before.heartbeat; ++wait) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    after = ReadWorkerStatus(path, 2);
+  }
   ASSERT_EQ(after.progress.size(), 2u);
   EXPECT_EQ(after.progress[1].entered_collectives(), 8);
   EXPECT_EQ(after.progress[1].collective(), 4);

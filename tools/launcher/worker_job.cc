@@ -270,6 +270,7 @@ void WorkerJob::OnWorkerEvent(proto::JobEvent event) {
       Push(std::move(event));
       break;
     case proto::JobEvent::kLog:
+    case proto::JobEvent::kTrace:
       Push(std::move(event));
       break;
     case proto::JobEvent::kFinished:

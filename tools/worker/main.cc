@@ -38,6 +38,9 @@ ABSL_FLAG(std::string, metrics, "",
 ABSL_FLAG(std::string, checkpoint_dir, "",
           "Save this node's shards into DIR/iter-N every --checkpoint_every iterations (docs/checkpoints.md); DIR "
           "must be reachable from every node.");
+ABSL_FLAG(bool, record_trace, false,
+          "Record every act and send them to the daemon (--events_fd) after the last iteration, for `oneflow "
+          "launch --trace`.");
 ABSL_FLAG(int64_t, checkpoint_every, 0, "With --checkpoint_dir: save after every N-th iteration (N >= 1).");
 ABSL_FLAG(std::string, resume_from, "", "Start from this checkpoint, or the newest complete one under this directory.");
 
@@ -68,6 +71,7 @@ int main(int argc, char** argv) {
   options.checkpoint_dir = absl::GetFlag(FLAGS_checkpoint_dir);
   options.checkpoint_every = absl::GetFlag(FLAGS_checkpoint_every);
   options.resume_from = absl::GetFlag(FLAGS_resume_from);
+  options.record_trace = absl::GetFlag(FLAGS_record_trace);
   std::string token_file = absl::GetFlag(FLAGS_token_file);
   if (options.events_fd >= 0 || absl::GetFlag(FLAGS_node_rank) >= 0) {
     // Started by a daemon: everything comes from flags.

@@ -4,6 +4,7 @@
 
 #include <signal.h>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <cstdio>
@@ -91,6 +92,37 @@ std::function<actors::ActFunction(const actors::ActorBinding&, actors::ActFuncti
 void AddProgress(const std::vector<proto::DeviceProgress>& records,
                  google::protobuf::RepeatedPtrField<proto::DeviceProgress>* out) {
   for (const proto::DeviceProgress& record : records) *out->Add() = record;
+}
+
+// Acts per JobEvent.trace: ~40 bytes each, so an event stays far below the events pipe's
+// and gRPC's message limits (16 MiB, 4 MiB).
+constexpr size_t kTraceActsPerEvent = 20000;
+
+// The recorded acts as JobEvent.trace events, their steady-clock times moved to the wall
+// clock (ns since the Unix epoch) so the launch can put the nodes' acts on one time axis.
+template <typename WriteEvent>
+void SendTrace(const std::vector<actors::ActRecord>& acts, const WorkerOptions& options, WriteEvent&& write_event) {
+  const int64_t wall_minus_steady =
+      std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::system_clock::now().time_since_epoch())
+          .count() -
+      std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now().time_since_epoch())
+          .count();
+  for (size_t begin = 0; begin < acts.size(); begin += kTraceActsPerEvent) {
+    proto::JobEvent event;
+    event.set_job_id(options.job_id);
+    event.set_node_rank(options.node_rank);
+    proto::JobEvent::TraceActs* trace = event.mutable_trace();
+    for (size_t i = begin; i < std::min(acts.size(), begin + kTraceActsPerEvent); ++i) {
+      proto::JobEvent::Act* act = trace->add_acts();
+      act->set_thread(acts[i].thread);
+      act->set_device_index(acts[i].device_index);
+      act->set_actor_id(acts[i].actor_id);
+      act->set_iteration(acts[i].iteration);
+      act->set_start_unix_ns(acts[i].start_ns + wall_minus_steady);
+      act->set_end_unix_ns(acts[i].end_ns + wall_minus_steady);
+    }
+    write_event(event);
+  }
 }
 
 }  // namespace
@@ -251,6 +283,7 @@ absl::Status RunWorker(const WorkerOptions& options) {
     std::fflush(stderr);
   };
   train.resume_from = options.resume_from;
+  train.record_acts = options.record_trace && options.events_fd >= 0;
   train.on_collective_done = [&](int device, int64_t completed) {
     collectives[device].store(completed, std::memory_order_relaxed);
     if (status_file) status_file->SetCompletedCollectives(slot[device], completed);
@@ -312,6 +345,7 @@ absl::Status RunWorker(const WorkerOptions& options) {
       rendezvous->Set(absl::StrCat("finished/", options.node_rank), "1").IgnoreError();
     }
   }
+  if (train.record_acts) SendTrace(result->engine.acts, options, write_event);
   proto::JobEvent event;
   event.set_job_id(options.job_id);
   event.set_node_rank(options.node_rank);

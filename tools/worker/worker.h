@@ -39,6 +39,9 @@ struct WorkerOptions {
   std::string checkpoint_dir;
   int64_t checkpoint_every = 0;
   std::string resume_from;
+  // Record every act and send them on the events pipe after the last iteration
+  // (JobEvent.trace), for `oneflow launch --trace`.
+  bool record_trace = false;
   // Where the flight recorder dump flight-node<N>.json goes (on the run's first error
   // and on SIGUSR1); empty: the working directory.
   std::string flight_dump_dir;
