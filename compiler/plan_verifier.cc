@@ -72,11 +72,11 @@ absl::StatusOr<int64_t> RegisterBytes(const proto::RegisterDef& reg, absl::Funct
 // A gradient bucket's member view (producer: a bucket actor, ActorDef.bucket_id) is a
 // part of the bucket register that the same actor produces: it lies inside it
 // (alias_offset_bytes, a multiple of 4), and the actor writes both in one act.
-absl::Status VerifyView(const proto::DevicePlan& device, const std::string& who, const proto::RegisterDef& view,
-                        const proto::ActorDef& producer) {
+absl::Status VerifyView(const proto::DevicePlan& device, absl::FunctionRef<std::string()> who,
+                        const proto::RegisterDef& view, const proto::ActorDef& producer) {
   const int64_t s = view.alias_of();
   if (s < 0 || s >= device.registers_size() || s == view.id()) {
-    return Fail(absl::StrCat(who, " is a view of register ", s, ", which is not another register of the device"));
+    return Fail(absl::StrCat(who(), " is a view of register ", s, ", which is not another register of the device"));
   }
   const proto::RegisterDef& source = device.registers(static_cast<int>(s));
   if (producer.has_bucket_id()) {
@@ -84,7 +84,7 @@ absl::Status VerifyView(const proto::DevicePlan& device, const std::string& who,
     if (source.producer_actor() != producer.id() || source.has_alias_of() || view.persistent() ||
         source.persistent() || offset < 0 || offset % 4 != 0 || view.size_bytes() > source.size_bytes() ||
         offset > source.size_bytes() - view.size_bytes()) {
-      return Fail(absl::StrCat(who, " is a bucket member's view of register ", s, " ('", source.tensor(),
+      return Fail(absl::StrCat(who(), " is a bucket member's view of register ", s, " ('", source.tensor(),
                                "') at byte ", offset, " (", view.size_bytes(), " bytes), so register ", s,
                                " must be a non-persistent register of ", source.size_bytes(),
                                " bytes owning its bytes, made by the same bucket actor ", ActorText(producer),
@@ -93,15 +93,15 @@ absl::Status VerifyView(const proto::DevicePlan& device, const std::string& who,
     return absl::OkStatus();
   }
   if (view.alias_offset_bytes() != 0) {
-    return Fail(absl::StrCat(who, " starts ", view.alias_offset_bytes(), " bytes into register ", s,
+    return Fail(absl::StrCat(who(), " starts ", view.alias_offset_bytes(), " bytes into register ", s,
                              "; only a gradient bucket's member views are parts of their source"));
   }
   if (view.size_bytes() != source.size_bytes()) {
-    return Fail(absl::StrCat(who, " of ", view.size_bytes(), " bytes is a view of register ", s, " ('",
+    return Fail(absl::StrCat(who(), " of ", view.size_bytes(), " bytes is a view of register ", s, " ('",
                              source.tensor(), "') of ", source.size_bytes(), " bytes; a view has its source's size"));
   }
   if (view.persistent() || source.persistent()) {
-    return Fail(absl::StrCat(who, " is a view of register ", s, " ('", source.tensor(),
+    return Fail(absl::StrCat(who(), " is a view of register ", s, " ('", source.tensor(),
                              "') but one of them is persistent; views alias activations only"));
   }
   const bool only_source_to_view =
@@ -109,7 +109,7 @@ absl::Status VerifyView(const proto::DevicePlan& device, const std::string& who,
       producer.kernels(0).inputs_size() == 1 && producer.kernels(0).inputs().begin()->second == s &&
       producer.kernels(0).outputs_size() == 1 && producer.kernels(0).outputs().begin()->second == view.id();
   if (!only_source_to_view) {
-    return Fail(absl::StrCat(who, " is a view of register ", s, ", so its producer ", ActorText(producer),
+    return Fail(absl::StrCat(who(), " is a view of register ", s, ", so its producer ", ActorText(producer),
                              " must be a compute actor whose one kernel reads only register ", s,
                              " and writes only register ", view.id()));
   }
@@ -117,20 +117,23 @@ absl::Status VerifyView(const proto::DevicePlan& device, const std::string& who,
 }
 
 // Every chain of views ends at a register that owns its bytes (one walk per device:
-// each register is settled once).
-absl::Status VerifyViewChains(const proto::DevicePlan& device, const std::string& where) {
+// each register is settled once). `alias_of[r]`: the register r is a view of, -1 when
+// it owns its bytes (VerifyView checked that every alias_of names another register).
+absl::Status VerifyViewChains(const std::vector<int64_t>& alias_of, const std::string& where) {
   enum class Mark { kUnseen, kOnPath, kSettled };
-  std::vector<Mark> marks(device.registers_size(), Mark::kUnseen);
-  for (int r = 0; r < device.registers_size(); ++r) {
-    std::vector<int64_t> path;
-    int64_t at = r;
+  std::vector<Mark> marks(alias_of.size(), Mark::kUnseen);
+  std::vector<int64_t> path;
+  for (size_t r = 0; r < alias_of.size(); ++r) {
+    if (marks[r] != Mark::kUnseen) continue;  // Settled on an earlier register's walk.
+    path.clear();
+    int64_t at = static_cast<int64_t>(r);
     while (marks[at] == Mark::kUnseen) {
       marks[at] = Mark::kOnPath;
       path.push_back(at);
-      if (!device.registers(static_cast<int>(at)).has_alias_of()) break;
-      at = device.registers(static_cast<int>(at)).alias_of();  // In range: VerifyView ran.
+      if (alias_of[at] < 0) break;
+      at = alias_of[at];
     }
-    if (marks[at] == Mark::kOnPath && device.registers(static_cast<int>(at)).has_alias_of()) {
+    if (marks[at] == Mark::kOnPath && alias_of[at] >= 0) {
       std::vector<int64_t> cycle(std::find(path.begin(), path.end(), at), path.end());
       cycle.push_back(at);
       return Fail(absl::StrCat(where, ": registers ", absl::StrJoin(cycle, " -> "),
@@ -161,8 +164,91 @@ class ActorPositions {
   int size_;
 };
 
+// VerifyActor less what VerifyActors infers from counts: whether each register the
+// actor consumes names it as a consumer, and each one it produces names it as the
+// producer. True when every other check of VerifyActor passes; builds no message.
+bool ActorChecksPass(const proto::ActorDef& actor, int position, const ActorPositions& positions) {
+  if (!proto::ActorKind_IsValid(actor.kind()) || actor.kind() == proto::ACTOR_INVALID ||
+      !proto::ThreadKind_IsValid(actor.thread()) ||
+      (actor.kind() != proto::ACTOR_BOXING && actor.collective_id() != -1) ||
+      FirstRepeat(actor.consumed_registers()) >= 0 || FirstRepeat(actor.produced_registers()) >= 0) {
+    return false;
+  }
+  for (const proto::KernelDef& kernel : actor.kernels()) {
+    for (const auto& [argument, reg] : kernel.inputs()) {
+      if (!Contains(actor.consumed_registers(), reg) && !Contains(actor.produced_registers(), reg)) return false;
+    }
+    for (const auto& [argument, reg] : kernel.outputs()) {
+      if (!Contains(actor.produced_registers(), reg)) return false;
+    }
+  }
+  for (int64_t predecessor : actor.control_predecessors()) {
+    const int at = positions.Find(predecessor);
+    if (at < 0 || at >= position) return false;
+  }
+  return true;
+}
+
+// The consumed and produced registers of each actor of a device, copied side by side
+// (the actor at position a lists its own at [begin[a], begin[a + 1])). The registers'
+// checks look up hundreds of thousands of entries, which in the protos lie far apart.
+class ActorLists {
+ public:
+  // Copies the lists of `device`'s actors. True when every actor passes
+  // ActorChecksPass, checked on the same walk, which also sees whether the actor ids
+  // are consecutive (ids_consecutive()).
+  bool Index(const proto::DevicePlan& device, const ActorPositions& positions) {
+    consumed_.clear();
+    produced_.clear();
+    consumed_begin_.assign(1, 0);
+    produced_begin_.assign(1, 0);
+    ids_consecutive_ = true;
+    bool pass = true;
+    const int64_t first = device.actors_size() > 0 ? device.actors(0).id() : 0;
+    for (int a = 0; a < device.actors_size(); ++a) {
+      const proto::ActorDef& actor = device.actors(a);
+      // Unsigned: a crafted id must not overflow.
+      ids_consecutive_ = ids_consecutive_ && static_cast<uint64_t>(actor.id()) ==
+                                                 static_cast<uint64_t>(first) + static_cast<uint64_t>(a);
+      pass = pass && ActorChecksPass(actor, a, positions);
+      consumed_.insert(consumed_.end(), actor.consumed_registers().begin(), actor.consumed_registers().end());
+      produced_.insert(produced_.end(), actor.produced_registers().begin(), actor.produced_registers().end());
+      consumed_begin_.push_back(consumed_.size());
+      produced_begin_.push_back(produced_.size());
+    }
+    return pass;
+  }
+
+  // Whether the actor at `position` lists `reg` among the registers it consumes
+  // (produces).
+  bool Consumes(int position, int64_t reg) const { return Lists(consumed_, consumed_begin_, position, reg); }
+  bool Produces(int position, int64_t reg) const { return Lists(produced_, produced_begin_, position, reg); }
+
+  bool ids_consecutive() const { return ids_consecutive_; }
+
+  // Entries of all the actors' lists.
+  size_t consumed_total() const { return consumed_.size(); }
+  size_t produced_total() const { return produced_.size(); }
+
+ private:
+  static bool Lists(const std::vector<int64_t>& entries, const std::vector<size_t>& begin, int position,
+                    int64_t reg) {
+    const auto first = entries.begin() + static_cast<std::ptrdiff_t>(begin[position]);
+    const auto last = entries.begin() + static_cast<std::ptrdiff_t>(begin[position + 1]);
+    return std::find(first, last, reg) != last;
+  }
+
+  std::vector<int64_t> consumed_, produced_;
+  std::vector<size_t> consumed_begin_, produced_begin_;
+  bool ids_consecutive_ = true;
+};
+
+// `lists` holds the device's actor lists (ActorLists::Index). Sets *consumers to the
+// number of (register, consumer) entries.
 absl::Status VerifyRegisters(const proto::DevicePlan& device, const std::string& where,
-                             const ActorPositions& positions) {
+                             const ActorPositions& positions, const ActorLists& lists, size_t* consumers) {
+  std::vector<int64_t> alias_of(device.registers_size(), -1);
+  *consumers = 0;
   for (int r = 0; r < device.registers_size(); ++r) {
     const proto::RegisterDef& reg = device.registers(r);
     // Built only for an error: a plan has hundreds of thousands of registers.
@@ -176,7 +262,7 @@ absl::Status VerifyRegisters(const proto::DevicePlan& device, const std::string&
       return Fail(absl::StrCat(who(), " has producer ", reg.producer_actor(),
                                ", which is not an actor of the device"));
     }
-    if (!Contains(device.actors(producer).produced_registers(), r)) {
+    if (!lists.Produces(producer, r)) {
       return Fail(absl::StrCat(who(), " names producer ", reg.producer_actor(),
                                " but that actor does not list it"));
     }
@@ -193,14 +279,18 @@ absl::Status VerifyRegisters(const proto::DevicePlan& device, const std::string&
     }
     for (int64_t consumer : reg.consumer_actors()) {
       const int at = positions.Find(consumer);
-      if (at < 0 || !Contains(device.actors(at).consumed_registers(), r)) {
+      if (at < 0 || !lists.Consumes(at, r)) {
         return Fail(absl::StrCat(who(), " names consumer ", consumer,
                                  ", which does not consume it on this device"));
       }
     }
-    if (reg.has_alias_of()) OF_RETURN_IF_ERROR(VerifyView(device, who(), reg, device.actors(producer)));
+    *consumers += reg.consumer_actors_size();
+    if (reg.has_alias_of()) {
+      OF_RETURN_IF_ERROR(VerifyView(device, who, reg, device.actors(producer)));
+      alias_of[r] = reg.alias_of();
+    }
   }
-  return VerifyViewChains(device, where);
+  return VerifyViewChains(alias_of, where);
 }
 
 absl::Status VerifyActor(const proto::DevicePlan& device, const std::string& where,
@@ -259,17 +349,40 @@ absl::Status VerifyActor(const proto::DevicePlan& device, const std::string& whe
   return absl::OkStatus();
 }
 
+// Every actor of the device passes VerifyActor; the first that does not is named.
+// `checks_pass`: ActorLists::Index's result; `consumers`: VerifyRegisters'.
+//
+// Decided without looking up each consumed and produced register: once VerifyRegisters
+// passed, every (register, consumer) pair the registers list is a pair (actor, consumed
+// register) the actors list, and every register is listed as produced by its producer.
+// No list repeats an entry, so when the actors list exactly as many consumed registers
+// as the registers list consumers, and as many produced registers as there are
+// registers, those are all their entries: each register an actor consumes exists and
+// names it, each one it produces exists and names it. Otherwise (or when another check
+// failed) VerifyActor runs on each actor in turn to name the first error.
+absl::Status VerifyActors(const proto::DevicePlan& device, const std::string& where,
+                          const ActorPositions& positions, const ActorLists& lists, bool checks_pass,
+                          size_t consumers) {
+  if (checks_pass && lists.consumed_total() == consumers &&
+      lists.produced_total() == static_cast<size_t>(device.registers_size())) {
+    return absl::OkStatus();
+  }
+  for (const proto::ActorDef& actor : device.actors()) {
+    OF_RETURN_IF_ERROR(VerifyActor(device, where, actor, positions));
+  }
+  return absl::InternalError(absl::StrCat(where, ": the plan verifier's actor checks disagree"));
+}
+
 // Whether the actor ids of `device` are consecutive and none of them is in `id_ranges`
 // (the ids of the devices before it). The common case, checked without hashing.
-bool ActorIdsFit(const proto::DevicePlan& device, const std::map<int64_t, int64_t>& id_ranges) {
+// `consecutive`: whether each actor's id is the first one's plus its position
+// (ActorLists::Index finds that on its walk).
+bool ActorIdsFit(const proto::DevicePlan& device, bool consecutive, const std::map<int64_t, int64_t>& id_ranges) {
   const int size = device.actors_size();
   if (size == 0) return true;
   const int64_t first = device.actors(0).id();
-  if (first > INT64_MAX - (size - 1)) return false;
+  if (first > INT64_MAX - (size - 1) || !consecutive) return false;
   const int64_t last = first + (size - 1);
-  for (int a = 0; a < size; ++a) {
-    if (device.actors(a).id() != first + a) return false;
-  }
   // The range at or after `first` must start after `last`, the one before must end
   // before `first`.
   auto next = id_ranges.lower_bound(first);
@@ -312,10 +425,13 @@ absl::Status VerifyVersion(const proto::Plan& plan) {
 absl::Status VerifyPlanStructure(const proto::Plan& plan) {
   // The ids of the devices checked so far: disjoint ranges, keyed by their first id.
   std::map<int64_t, int64_t> id_ranges;  // first -> last
+  ActorLists lists;                       // Of the device being checked.
   for (int d = 0; d < plan.devices_size(); ++d) {
     const proto::DevicePlan& device = plan.devices(d);
     const std::string where = absl::StrCat("device ", DeviceText(device.device()));
-    if (!ActorIdsFit(device, id_ranges)) {
+    const ActorPositions positions(device);
+    const bool checks_pass = lists.Index(device, positions);
+    if (!ActorIdsFit(device, lists.ids_consecutive(), id_ranges)) {
       // Some id is repeated or out of sequence: name the first, as if every id were
       // looked up in turn among those before it.
       OF_RETURN_IF_ERROR(VerifyActorIds(plan, d, where));
@@ -323,11 +439,9 @@ absl::Status VerifyPlanStructure(const proto::Plan& plan) {
     if (device.actors_size() > 0) {
       id_ranges.emplace(device.actors(0).id(), device.actors(0).id() + device.actors_size() - 1);
     }
-    const ActorPositions positions(device);
-    OF_RETURN_IF_ERROR(VerifyRegisters(device, where, positions));
-    for (const proto::ActorDef& actor : device.actors()) {
-      OF_RETURN_IF_ERROR(VerifyActor(device, where, actor, positions));
-    }
+    size_t consumers = 0;
+    OF_RETURN_IF_ERROR(VerifyRegisters(device, where, positions, lists, &consumers));
+    OF_RETURN_IF_ERROR(VerifyActors(device, where, positions, lists, checks_pass, consumers));
   }
   return absl::OkStatus();
 }

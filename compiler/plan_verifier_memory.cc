@@ -2,9 +2,12 @@
 // bytes. Every product and sum is checked for overflow, since a crafted plan can hold
 // any 64-bit value.
 #include <algorithm>
+#include <functional>
 #include <map>
+#include <queue>
 #include <vector>
 
+#include "absl/container/btree_map.h"
 #include "absl/strings/str_cat.h"
 #include "compiler/plan_verifier.h"
 #include "compiler/plan_verifier_internal.h"
@@ -54,21 +57,22 @@ absl::Status VerifyBlocks(const proto::Plan& plan, const proto::DevicePlan& devi
 absl::Status VerifyRegisterPlacement(const proto::Plan& plan, const proto::DevicePlan& device,
                                      const std::string& where) {
   for (const proto::RegisterDef& reg : device.registers()) {
-    const std::string who = absl::StrCat(where, ": register ", reg.id(), " ('", reg.tensor(), "')");
+    // Built only for an error: a plan has hundreds of thousands of registers.
+    auto who = [&] { return absl::StrCat(where, ": register ", reg.id(), " ('", reg.tensor(), "')"); };
     if (reg.memory_block() < 0 || reg.memory_block() >= device.memory_blocks_size()) {
-      return Fail(absl::StrCat(who, " is in memory block ", reg.memory_block(), ", which does not exist"));
+      return Fail(absl::StrCat(who(), " is in memory block ", reg.memory_block(), ", which does not exist"));
     }
     const proto::MemoryBlock& block = device.memory_blocks(static_cast<int>(reg.memory_block()));
     const int64_t expected_count = block.persistent() ? 1 : RegisterCountOf(plan, device);
     if (reg.count() != expected_count) {
-      return Fail(absl::StrCat(who, " has ", reg.count(), " slots, but registers in ",
+      return Fail(absl::StrCat(who(), " has ", reg.count(), " slots, but registers in ",
                                block.persistent()            ? "persistent memory have 1"
                                : device.register_count() > 0 ? "the arena have the device's register_count "
                                                              : "the arena have the plan's register_count ",
                                block.persistent() ? "" : absl::StrCat(expected_count)));
     }
     if (reg.persistent() != block.persistent()) {
-      return Fail(absl::StrCat(who, reg.persistent() ? " is persistent but lies in the arena"
+      return Fail(absl::StrCat(who(), reg.persistent() ? " is persistent but lies in the arena"
                                                      : " is not persistent but lies in persistent memory"));
     }
     if (reg.has_alias_of()) {
@@ -79,7 +83,7 @@ absl::Status VerifyRegisterPlacement(const proto::Plan& plan, const proto::Devic
           reg.offset() != source.offset() + reg.alias_offset_bytes()) {
         const std::string part =
             reg.alias_offset_bytes() != 0 ? absl::StrCat(" byte ", reg.alias_offset_bytes(), " of") : "";
-        return Fail(absl::StrCat(who, " is a view of", part, " register ", source.id(), " but lies in memory block ",
+        return Fail(absl::StrCat(who(), " is a view of", part, " register ", source.id(), " but lies in memory block ",
                                  reg.memory_block(), " at offset ", reg.offset(), ", not where", part, " register ",
                                  source.id(), " lies (block ", source.memory_block(), ", offset ",
                                  source.offset() + reg.alias_offset_bytes(), ")"));
@@ -87,7 +91,7 @@ absl::Status VerifyRegisterPlacement(const proto::Plan& plan, const proto::Devic
     }
     const int64_t limit = block.persistent() ? block.size_bytes() : block.slot_stride_bytes();
     if (reg.offset() < 0 || reg.size_bytes() > limit || reg.offset() > limit - reg.size_bytes()) {
-      return Fail(absl::StrCat(who, " at offset ", reg.offset(), " size ", reg.size_bytes(), " x", reg.count(),
+      return Fail(absl::StrCat(who(), " at offset ", reg.offset(), " size ", reg.size_bytes(), " x", reg.count(),
                                " does not fit memory block ", block.id(), " (", block.size_bytes(),
                                " bytes, slot stride ", block.slot_stride_bytes(), ")"));
     }
@@ -100,8 +104,9 @@ absl::Status VerifyRegisterPlacement(const proto::Plan& plan, const proto::Devic
 // crafted plan's long chain costs linear time.
 std::vector<int64_t> Owners(const proto::DevicePlan& device) {
   std::vector<int64_t> owner(device.registers_size(), -1);
+  std::vector<int64_t> path;
   for (int r = 0; r < device.registers_size(); ++r) {
-    std::vector<int64_t> path;
+    path.clear();
     int64_t at = r;
     while (owner[at] < 0 && device.registers(static_cast<int>(at)).has_alias_of()) {
       path.push_back(at);
@@ -146,12 +151,15 @@ absl::Status VerifyNoLiveOverlap(const proto::DevicePlan& device, const std::str
     std::sort(extents.begin(), extents.end(), [](const Extent& a, const Extent& b) {
       return a.first != b.first ? a.first < b.first : a.begin < b.begin;
     });
-    std::map<int64_t, const Extent*> live;  // offset -> extent
-    std::multimap<int64_t, int64_t> ends;    // last position -> offset
+    absl::btree_map<int64_t, const Extent*> live;  // offset -> extent
+    // (last position, offset) of the live extents, the earliest to end on top.
+    std::priority_queue<std::pair<int64_t, int64_t>, std::vector<std::pair<int64_t, int64_t>>,
+                        std::greater<std::pair<int64_t, int64_t>>>
+        ends;
     for (const Extent& extent : extents) {
-      while (!ends.empty() && ends.begin()->first < extent.first) {
-        live.erase(ends.begin()->second);
-        ends.erase(ends.begin());
+      while (!ends.empty() && ends.top().first < extent.first) {
+        live.erase(ends.top().second);
+        ends.pop();
       }
       auto next = live.lower_bound(extent.begin);
       const Extent* clash = nullptr;
@@ -165,7 +173,7 @@ absl::Status VerifyNoLiveOverlap(const proto::DevicePlan& device, const std::str
                                  clash->first, "-", clash->last, " and ", extent.first, "-", extent.last, ")"));
       }
       live[extent.begin] = &extent;
-      ends.insert({extent.last, extent.begin});
+      ends.push({extent.last, extent.begin});
     }
   }
   return absl::OkStatus();

@@ -46,24 +46,33 @@ class Events {
 }  // namespace
 
 absl::Status VerifyCollectiveOrder(const proto::Plan& plan) {
-  std::map<std::pair<int64_t, int64_t>, const proto::DevicePlan*> devices;
-  for (const proto::DevicePlan& device : plan.devices()) {
-    devices[{device.device().node(), device.device().device()}] = &device;
+  // Each distinct device id of the plan gets a slot (two device plans naming the same
+  // device share it), under which its issuers are counted and its expected order kept.
+  std::map<std::pair<int64_t, int64_t>, int> slot_of;
+  std::vector<int> device_slot(plan.devices_size());
+  for (int d = 0; d < plan.devices_size(); ++d) {
+    const proto::DeviceId& id = plan.devices(d).device();
+    device_slot[d] = slot_of.emplace(std::make_pair(id.node(), id.device()), static_cast<int>(slot_of.size()))
+                         .first->second;
   }
-  // How many actors of each device issue each collective.
-  std::map<std::pair<int64_t, int64_t>, absl::flat_hash_map<int64_t, int>> issuers_of;
-  for (const proto::DevicePlan& device : plan.devices()) {
-    auto& issuers = issuers_of[{device.device().node(), device.device().device()}];
+  // (collective, device slot) of every actor issuing one, sorted: the issuers of each
+  // collective on each device are a range.
+  std::vector<std::pair<int64_t, int>> issued;
+  for (int d = 0; d < plan.devices_size(); ++d) {
+    const proto::DevicePlan& device = plan.devices(d);
     for (const proto::ActorDef& actor : device.actors()) {
-      if (actor.collective_id() < -1 || actor.collective_id() >= plan.collectives_size()) {
+      const int64_t id = actor.collective_id();
+      if (id < -1 || id >= plan.collectives_size()) {
         return Fail(absl::StrCat("device ", DeviceText(device.device()), ": ", ActorText(actor),
                                  " issues collective ", actor.collective_id(), ", which the plan lacks"));
       }
-      if (actor.collective_id() >= 0) ++issuers[actor.collective_id()];
       // Transfers pair up in act order on their own thread; anything else on such a
       // thread, or a transfer on a shared one, would be ordered by nothing.
-      const bool transfer = actor.collective_id() >= 0 &&
-                            plan.collectives(static_cast<int>(actor.collective_id())).kind() == proto::SEND_RECV;
+      bool transfer = false;
+      if (id >= 0) {
+        issued.emplace_back(id, device_slot[d]);
+        transfer = plan.collectives(static_cast<int>(id)).kind() == proto::SEND_RECV;
+      }
       if (transfer != (actor.thread() == proto::THREAD_TRANSFER)) {
         return Fail(absl::StrCat("device ", DeviceText(device.device()), ": ", ActorText(actor), " runs on the ",
                                  proto::ThreadKind_Name(actor.thread()), " thread but ",
@@ -72,46 +81,54 @@ absl::Status VerifyCollectiveOrder(const proto::Plan& plan) {
       }
     }
   }
+  std::sort(issued.begin(), issued.end());
+  auto issuers = issued.begin();  // At the first issuer of collective c in the loop below.
   std::map<std::vector<std::pair<int64_t, int64_t>>, int64_t> next_order;
-  std::map<std::pair<int64_t, int64_t>, std::vector<int64_t>> expected;
+  std::vector<std::vector<int64_t>> expected(slot_of.size());
+  std::vector<std::pair<int64_t, int64_t>> key;
   for (int c = 0; c < plan.collectives_size(); ++c) {
     const proto::CollectiveDef& collective = plan.collectives(c);
     if (collective.id() != c) {
       return Fail(absl::StrCat(CollectiveText(collective), " is at index ", c,
                                "; collective ids are their index in the plan"));
     }
-    std::vector<std::pair<int64_t, int64_t>> key;
+    while (issuers != issued.end() && issuers->first < c) ++issuers;
+    auto issuers_end = issuers;
+    while (issuers_end != issued.end() && issuers_end->first == c) ++issuers_end;
+    key.clear();
     for (const proto::DeviceId& member : collective.group()) key.push_back({member.node(), member.device()});
-    const int64_t order = next_order[key]++;
+    auto next = next_order.find(key);
+    if (next == next_order.end()) next = next_order.emplace(key, 0).first;
+    const int64_t order = next->second++;
     if (collective.order() != order) {
       return Fail(absl::StrCat(CollectiveText(collective), " has order ", collective.order(),
                                " but is its group's collective number ", order));
     }
     for (const auto& member : key) {
-      auto it = devices.find(member);
-      if (it == devices.end()) {
+      auto it = slot_of.find(member);
+      if (it == slot_of.end()) {
         return Fail(absl::StrCat(CollectiveText(collective), " names device ", member.first, ":",
                                  member.second, ", which has no device plan"));
       }
-      const auto& counts = issuers_of[member];
-      const auto count = counts.find(c);
-      const int issuers = count == counts.end() ? 0 : count->second;
-      if (issuers != 1) {
-        return Fail(absl::StrCat(CollectiveText(collective), " is issued by ", issuers,
+      const auto range = std::equal_range(issuers, issuers_end, std::make_pair(int64_t{c}, it->second));
+      const int64_t count = range.second - range.first;
+      if (count != 1) {
+        return Fail(absl::StrCat(CollectiveText(collective), " is issued by ", count,
                                  " actors of device ", member.first, ":", member.second,
                                  "; every member issues it exactly once"));
       }
       // A transfer (its own thread and communicator) is in no device's order.
-      if (collective.kind() != proto::SEND_RECV) expected[member].push_back(c);
+      if (collective.kind() != proto::SEND_RECV) expected[it->second].push_back(c);
     }
   }
-  for (const proto::DevicePlan& device : plan.devices()) {
-    const std::vector<int64_t>& want = expected[{device.device().node(), device.device().device()}];
-    const std::vector<int64_t> have(device.collective_order().begin(), device.collective_order().end());
-    if (have != want) {
+  for (int d = 0; d < plan.devices_size(); ++d) {
+    const proto::DevicePlan& device = plan.devices(d);
+    const std::vector<int64_t>& want = expected[device_slot[d]];
+    const auto& have = device.collective_order();
+    if (!std::equal(have.begin(), have.end(), want.begin(), want.end())) {
       // Find the first disagreement to name it.
-      size_t i = 0;
-      while (i < have.size() && i < want.size() && have[i] == want[i]) ++i;
+      int i = 0;
+      while (i < have.size() && i < static_cast<int>(want.size()) && have.Get(i) == want[i]) ++i;
       return Fail(absl::StrCat(
           "device ", DeviceText(device.device()), " issues collectives [", absl::StrJoin(have, ", "),
           "] but the groups it belongs to need [", absl::StrJoin(want, ", "),
@@ -124,18 +141,20 @@ absl::Status VerifyCollectiveOrder(const proto::Plan& plan) {
 
 absl::Status VerifyNoWaitCycle(const proto::Plan& plan) {
   // Event k = (device d, actor position a), numbered device by device.
-  std::vector<int> first_event;
+  const int devices = plan.devices_size();
+  std::vector<int> first_event(devices);
+  std::vector<int64_t> first_id(devices);
   int events_count = 0;
-  for (const proto::DevicePlan& device : plan.devices()) {
-    first_event.push_back(events_count);
+  for (int d = 0; d < devices; ++d) {
+    const proto::DevicePlan& device = plan.devices(d);
+    first_event[d] = events_count;
+    first_id[d] = device.actors_size() > 0 ? device.actors(0).id() : 0;
     events_count += device.actors_size();
   }
-  auto event = [&](int d, int64_t actor_id) {
-    return first_event[d] + static_cast<int>(actor_id - plan.devices(d).actors(0).id());
-  };
+  auto event = [&](int d, int64_t actor_id) { return first_event[d] + static_cast<int>(actor_id - first_id[d]); };
   Events events(events_count);
   std::vector<int> issuer_of_collective(plan.collectives_size(), -1);
-  for (int d = 0; d < plan.devices_size(); ++d) {
+  for (int d = 0; d < devices; ++d) {
     for (const proto::ActorDef& actor : plan.devices(d).actors()) {
       if (actor.collective_id() < 0) continue;
       int& issuer = issuer_of_collective[actor.collective_id()];
@@ -147,40 +166,51 @@ absl::Status VerifyNoWaitCycle(const proto::Plan& plan) {
       }
     }
   }
-  // Edges between merged events: what each must wait for.
-  std::vector<std::vector<int>> successors(events_count), predecessors(events_count);
-  auto edge = [&](int from, int to) {
-    from = events.Find(from);
-    to = events.Find(to);
-    successors[from].push_back(to);
-    predecessors[to].push_back(from);
-  };
-  for (int d = 0; d < plan.devices_size(); ++d) {
+  // Each event's representative, found once rather than per edge.
+  std::vector<int> representative(events_count);
+  for (int k = 0; k < events_count; ++k) representative[k] = events.Find(k);
+  // Edges between merged events, (from, to): `to` waits for `from`. Kept in the order
+  // they are found, which the cycle named below follows.
+  std::vector<std::pair<int, int>> edges;
+  edges.reserve(static_cast<size_t>(events_count) * 2);
+  auto edge = [&](int from, int to) { edges.emplace_back(representative[from], representative[to]); };
+  for (int d = 0; d < devices; ++d) {
     const proto::DevicePlan& device = plan.devices(d);
     for (const proto::RegisterDef& reg : device.registers()) {
-      for (int64_t consumer : reg.consumer_actors()) {
-        edge(event(d, reg.producer_actor()), event(d, consumer));
-      }
+      if (reg.consumer_actors().empty()) continue;
+      const int producer = event(d, reg.producer_actor());
+      for (int64_t consumer : reg.consumer_actors()) edge(producer, event(d, consumer));
     }
-    std::vector<int> issuer_at;  // collective order position -> event
     for (const proto::ActorDef& actor : device.actors()) {
-      for (int64_t predecessor : actor.control_predecessors()) {
-        edge(event(d, predecessor), event(d, actor.id()));
-      }
+      if (actor.control_predecessors().empty()) continue;
+      const int self = event(d, actor.id());
+      for (int64_t predecessor : actor.control_predecessors()) edge(event(d, predecessor), self);
     }
-    for (int64_t collective : device.collective_order()) {
-      issuer_at.push_back(issuer_of_collective[collective]);
+    // Each collective after the previous one of the device's order.
+    const auto& order = device.collective_order();
+    for (int p = 1; p < order.size(); ++p) {
+      edge(issuer_of_collective[order.Get(p - 1)], issuer_of_collective[order.Get(p)]);
     }
-    for (size_t p = 1; p < issuer_at.size(); ++p) edge(issuer_at[p - 1], issuer_at[p]);
   }
-  // Kahn's algorithm over the representatives.
+  // Kahn's algorithm over the representatives, with the successors in one flat array
+  // (those of k at [begin[k], begin[k + 1])): no list per event.
+  std::vector<int> begin(static_cast<size_t>(events_count) + 1, 0);
   std::vector<int> pending(events_count, 0);
+  for (const auto& [from, to] : edges) {
+    ++begin[from + 1];
+    ++pending[to];
+  }
+  for (int k = 0; k < events_count; ++k) begin[k + 1] += begin[k];
+  std::vector<int> successors(edges.size());
+  {
+    std::vector<int> next(begin.begin(), begin.end() - 1);
+    for (const auto& [from, to] : edges) successors[next[from]++] = to;
+  }
   std::vector<int> ready;
   int representatives = 0;
   for (int k = 0; k < events_count; ++k) {
-    if (events.Find(k) != k) continue;
+    if (representative[k] != k) continue;
     ++representatives;
-    pending[k] = static_cast<int>(predecessors[k].size());
     if (pending[k] == 0) ready.push_back(k);
   }
   int done = 0;
@@ -188,16 +218,19 @@ absl::Status VerifyNoWaitCycle(const proto::Plan& plan) {
     const int k = ready.back();
     ready.pop_back();
     ++done;
-    for (int next : successors[k]) {
-      if (--pending[next] == 0) ready.push_back(next);
+    for (int s = begin[k]; s < begin[k + 1]; ++s) {
+      if (--pending[successors[s]] == 0) ready.push_back(successors[s]);
     }
   }
   if (done == representatives) return absl::OkStatus();
   // Every event left waits for another one left: walking back along waiting events
-  // must revisit one, and the walk from there is a cycle.
+  // must revisit one, and the walk from there is a cycle. Each event's predecessors are
+  // tried in the order their edges were found.
+  std::vector<std::vector<int>> predecessors(events_count);
+  for (const auto& [from, to] : edges) predecessors[to].push_back(from);
   int start = -1;
   for (int k = 0; k < events_count && start < 0; ++k) {
-    if (events.Find(k) == k && pending[k] > 0) start = k;
+    if (representative[k] == k && pending[k] > 0) start = k;
   }
   std::vector<int> walk;
   absl::flat_hash_map<int, size_t> position;

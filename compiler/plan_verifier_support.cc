@@ -216,6 +216,22 @@ absl::Status VerifyStep(const proto::Plan& plan, const proto::BoxingStepDef& ste
   return absl::OkStatus();
 }
 
+// The serialized (src_sbp, dst_sbp) of steps or collectives, each message serialized
+// once however many actors compare against it (keyed by the message's address: the plan
+// does not change while it is verified).
+class SerializedSbps {
+ public:
+  template <typename Message>
+  const std::pair<std::string, std::string>& Of(const Message& message) {
+    auto [it, inserted] = serialized_.try_emplace(&message);
+    if (inserted) it->second = {message.src_sbp().SerializeAsString(), message.dst_sbp().SerializeAsString()};
+    return it->second;
+  }
+
+ private:
+  absl::flat_hash_map<const void*, std::pair<std::string, std::string>> serialized_;
+};
+
 }  // namespace
 
 absl::Status VerifyRuntimeSupport(const proto::Plan& plan) {
@@ -237,21 +253,25 @@ absl::Status VerifyRuntimeSupport(const proto::Plan& plan) {
                                     StepText(boxing.steps(s), who, s)));
     }
   }
-  // A boxing actor runs the step it names, over that step's collective.
+  // A boxing actor runs the step it names, over that step's collective. The SBPs are
+  // compared by their serialization, each message's serialized once (an actor per
+  // device runs each step).
+  SerializedSbps step_sbps, collective_sbps;
   for (const proto::DevicePlan& device : plan.devices()) {
     for (const proto::ActorDef& actor : device.actors()) {
       // A bucket actor runs its bucket's steps (VerifyBuckets).
       if (actor.kind() != proto::ACTOR_BOXING || actor.has_bucket_id()) continue;
-      const std::string who = absl::StrCat("device ", DeviceText(device.device()), ": ", ActorText(actor));
+      // Built only for an error: a plan has hundreds of thousands of boxing actors.
+      auto who = [&] { return absl::StrCat("device ", DeviceText(device.device()), ": ", ActorText(actor)); };
       if (actor.boxing_id() < 0 || actor.boxing_id() >= plan.boxings_size() || actor.boxing_step() < 0 ||
           actor.boxing_step() >= plan.boxings(static_cast<int>(actor.boxing_id())).steps_size()) {
-        return Fail(absl::StrCat(who, " runs step ", actor.boxing_step(), " of boxing ", actor.boxing_id(),
+        return Fail(absl::StrCat(who(), " runs step ", actor.boxing_step(), " of boxing ", actor.boxing_id(),
                                  ", which the plan lacks"));
       }
       const proto::BoxingStepDef& step =
           plan.boxings(static_cast<int>(actor.boxing_id())).steps(static_cast<int>(actor.boxing_step()));
       if (step.has_bucket_id()) {
-        return Fail(absl::StrCat(who, " runs boxing ", actor.boxing_id(), " step ", actor.boxing_step(),
+        return Fail(absl::StrCat(who(), " runs boxing ", actor.boxing_id(), " step ", actor.boxing_step(),
                                  ", which bucket ", step.bucket_id(), " runs"));
       }
       // A step runs as one collective per group of its hierarchy axis (the step records
@@ -261,11 +281,10 @@ absl::Status VerifyRuntimeSupport(const proto::Plan& plan) {
       if (matches && !local) {
         const proto::CollectiveDef& collective = plan.collectives(static_cast<int>(actor.collective_id()));
         matches = collective.hierarchy_axis() == step.hierarchy_axis() &&
-                  collective.src_sbp().SerializeAsString() == step.src_sbp().SerializeAsString() &&
-                  collective.dst_sbp().SerializeAsString() == step.dst_sbp().SerializeAsString();
+                  collective_sbps.Of(collective) == step_sbps.Of(step);
       }
       if (!matches) {
-        return Fail(absl::StrCat(who, " issues collective ", actor.collective_id(), ", which does not carry its step (boxing ",
+        return Fail(absl::StrCat(who(), " issues collective ", actor.collective_id(), ", which does not carry its step (boxing ",
                                  actor.boxing_id(), " step ", actor.boxing_step(), ", ", StepKindText(step.kind()), " axis ",
                                  step.hierarchy_axis(), ")"));
       }
@@ -278,7 +297,7 @@ absl::Status VerifyRuntimeSupport(const proto::Plan& plan) {
                         (device.registers(static_cast<int>(rows->second)).dtype() == proto::DTYPE_I32 ||
                          device.registers(static_cast<int>(rows->second)).dtype() == proto::DTYPE_I64);
         if (!ok) {
-          return Fail(absl::StrCat(who, " runs row-sparse boxing ", actor.boxing_id(),
+          return Fail(absl::StrCat(who(), " runs row-sparse boxing ", actor.boxing_id(),
                                    " but reads no i32/i64 register of row ids as \"rows\""));
         }
       }
@@ -286,7 +305,7 @@ absl::Status VerifyRuntimeSupport(const proto::Plan& plan) {
       if (!local && IsTwoLevel(step.compression())) {
         OF_RETURN_IF_ERROR(VerifyTwoLevelGroup(
             plan, actor.collective_id(),
-            absl::StrCat(who, " runs boxing ", actor.boxing_id(), " step ", actor.boxing_step(), ", which")));
+            absl::StrCat(who(), " runs boxing ", actor.boxing_id(), " step ", actor.boxing_step(), ", which")));
       }
     }
   }

@@ -133,7 +133,20 @@ class DeviceActorBuilder {
   absl::Status Run() {
     const DeviceProgram& program = compilation_.devices[device_index_];
     plan_.mutable_actors()->Reserve(static_cast<int>(program.nodes.size()));
+    size_t registers = 0;  // One per output, and a bucket's register beside its members' views.
     for (const PhysicalNode& node : program.nodes) {
+      registers += node.output_shapes.size() + (node.kind == PhysicalNode::Kind::kBucket ? 1 : 0);
+    }
+    plan_.mutable_registers()->Reserve(static_cast<int>(registers));
+    const std::vector<PhysicalNode>& nodes = program.nodes;
+    for (size_t n = 0; n < nodes.size(); ++n) {
+      // The shapes lie apart in memory: fetch those of the nodes just ahead (their
+      // lists first, then the dimensions) while this one is built.
+      if (n + 4 < nodes.size()) __builtin_prefetch(nodes[n + 4].output_shapes.data());
+      if (n + 2 < nodes.size()) {
+        for (const Shape& shape : nodes[n + 2].output_shapes) __builtin_prefetch(shape.dims().data());
+      }
+      const PhysicalNode& node = nodes[n];
       switch (node.kind) {
         case PhysicalNode::Kind::kDataSource:
           AddDataSource(node);
@@ -160,26 +173,26 @@ class DeviceActorBuilder {
   }
 
  private:
-  proto::ActorDef* NewActor(const std::string& name, proto::ActorKind kind,
-                            proto::ThreadKind thread) {
+  proto::ActorDef* NewActor(std::string name, proto::ActorKind kind, proto::ThreadKind thread) {
     proto::ActorDef* actor = plan_.add_actors();
     actor->set_id(next_actor_id_++);
-    actor->set_name(name);
+    actor->set_name(std::move(name));
     actor->set_kind(kind);
     actor->set_thread(thread);
     actor->set_collective_id(-1);
     return actor;
   }
 
-  int64_t NewRegister(proto::ActorDef* producer, const std::string& tensor, const Shape& shape,
-                      DType dtype, bool persistent) {
+  int64_t NewRegister(proto::ActorDef* producer, std::string tensor, const Shape& shape, DType dtype,
+                      bool persistent) {
     proto::RegisterDef* reg = plan_.add_registers();
     const int64_t id = plan_.registers_size() - 1;
     reg->set_id(id);
-    reg->set_tensor(tensor);
+    reg->set_tensor(std::move(tensor));
     reg->set_producer_actor(producer->id());
     reg->set_count(persistent ? 1 : compilation_.device_register_count[device_index_]);
     reg->set_size_bytes(shape.NumElements() * SizeOf(dtype));
+    reg->mutable_shape()->Reserve(static_cast<int>(shape.rank()));
     for (int64_t dim : shape.dims()) reg->add_shape(dim);
     reg->set_dtype(ToProto(dtype));
     reg->set_persistent(persistent);

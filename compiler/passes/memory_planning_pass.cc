@@ -4,6 +4,7 @@
 
 #include "absl/container/flat_hash_map.h"
 #include "absl/hash/hash.h"
+#include "absl/types/span.h"
 #include "compiler/memory_layout.h"
 
 namespace oneflow {
@@ -43,19 +44,42 @@ int64_t OwnerOf(const proto::DevicePlan& device, int64_t id) {
 
 // Per register, the actors that read its bytes: its consumers and, for a register that
 // owns bytes, the consumers of every view of it (a view's own producer already consumes
-// its source). Empty for a view.
-std::vector<std::vector<int64_t>> ReadersOf(const proto::DevicePlan& device) {
-  std::vector<std::vector<int64_t>> readers(device.registers_size());
-  for (const proto::RegisterDef& reg : device.registers()) {
-    std::vector<int64_t>& list = readers[OwnerOf(device, reg.id())];
-    list.insert(list.end(), reg.consumer_actors().begin(), reg.consumer_actors().end());
+// its source), sorted, without repeats. Empty for a view. All in one array (those of
+// register r at [begin[r], end[r])): a device has thousands of registers.
+class Readers {
+ public:
+  explicit Readers(const proto::DevicePlan& device) {
+    const int registers = device.registers_size();
+    std::vector<int64_t> owner(registers);
+    begin_.assign(static_cast<size_t>(registers) + 1, 0);
+    for (const proto::RegisterDef& reg : device.registers()) {
+      owner[reg.id()] = OwnerOf(device, reg.id());
+      begin_[owner[reg.id()] + 1] += reg.consumer_actors_size();
+    }
+    for (int r = 0; r < registers; ++r) begin_[r + 1] += begin_[r];
+    readers_.resize(begin_[registers]);
+    end_.assign(begin_.begin(), begin_.end() - 1);
+    for (const proto::RegisterDef& reg : device.registers()) {
+      size_t& next = end_[owner[reg.id()]];
+      for (int64_t consumer : reg.consumer_actors()) readers_[next++] = consumer;
+    }
+    for (int r = 0; r < registers; ++r) {
+      const auto first = readers_.begin() + static_cast<std::ptrdiff_t>(begin_[r]);
+      auto last = readers_.begin() + static_cast<std::ptrdiff_t>(end_[r]);
+      std::sort(first, last);
+      last = std::unique(first, last);
+      end_[r] = static_cast<size_t>(last - readers_.begin());
+    }
   }
-  for (std::vector<int64_t>& list : readers) {
-    std::sort(list.begin(), list.end());
-    list.erase(std::unique(list.begin(), list.end()), list.end());
+
+  absl::Span<const int64_t> Of(int64_t reg) const {
+    return absl::MakeConstSpan(readers_.data() + begin_[reg], end_[reg] - begin_[reg]);
   }
-  return readers;
-}
+
+ private:
+  std::vector<int64_t> readers_;
+  std::vector<size_t> begin_, end_;
+};
 
 // Registers outside the arena, each owning `count` copies of its bytes in memory block
 // 2: per-iteration values of micro-batched plans (they live across the micro-batches of
@@ -72,7 +96,7 @@ bool OwnsItsBytes(const proto::DevicePlan& device, const proto::RegisterDef& reg
 
 // Registers that own arena bytes, live from their producer to the last reader of those
 // bytes, views' readers included; views take no memory of their own.
-DeviceProblem ProblemOf(const proto::DevicePlan& device, const std::vector<std::vector<int64_t>>& readers) {
+DeviceProblem ProblemOf(const proto::DevicePlan& device, const Readers& readers) {
   DeviceProblem problem;
   const int64_t first_actor = device.actors_size() > 0 ? device.actors(0).id() : 0;
   for (const proto::RegisterDef& reg : device.registers()) {
@@ -81,7 +105,7 @@ DeviceProblem ProblemOf(const proto::DevicePlan& device, const std::vector<std::
     lifetime.size_bytes = reg.size_bytes();
     lifetime.first = reg.producer_actor() - first_actor;
     lifetime.last = lifetime.first;
-    for (int64_t reader : readers[reg.id()]) {
+    for (int64_t reader : readers.Of(reg.id())) {
       lifetime.last = std::max(lifetime.last, reader - first_actor);
     }
     problem.transient.push_back(lifetime);
@@ -111,7 +135,7 @@ absl::StatusOr<bool> MemoryPlanningPass::Run(Compilation* compilation) {
       reg.set_offset(persistent_bytes);
       persistent_bytes += AlignUp(reg.size_bytes());
     }
-    const std::vector<std::vector<int64_t>> readers = ReadersOf(device);
+    const Readers readers(device);
     DeviceProblem problem = ProblemOf(device, readers);
     auto it = solved.find(problem);
     if (it == solved.end()) it = solved.emplace(problem, LayOutRegisters(problem.transient)).first;
@@ -175,7 +199,7 @@ absl::StatusOr<bool> MemoryPlanningPass::Run(Compilation* compilation) {
           writer->add_control_predecessors(predecessor);
         }
       };
-      const std::vector<int64_t>& old_readers = readers[old_reg.id()];
+      const absl::Span<const int64_t> old_readers = readers.Of(old_reg.id());
       if (old_readers.empty()) add(old_reg.producer_actor());
       for (int64_t reader : old_readers) add(reader);
     }

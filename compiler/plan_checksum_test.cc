@@ -1,0 +1,147 @@
+// PlanChecksum writes the device plans itself (plan_checksum.cc, DeviceEncoder) rather
+// than through protobuf's serializer: these check that it gives the CRC of protobuf's
+// deterministic serialization for every field of a device plan, for the values
+// protobuf leaves out or writes long, and where it leaves the plan to protobuf.
+#include "compiler/plan_checksum.h"
+
+#include <zlib.h>
+
+#include <string>
+
+#include "gtest/gtest.h"
+#include "proto/plan.pb.h"
+
+namespace oneflow {
+namespace {
+
+// CRC-32 of protobuf's deterministic serialization of `plan` without its checksum.
+uint32_t ReferenceChecksum(const proto::Plan& plan) {
+  proto::Plan unsealed = plan;
+  unsealed.clear_checksum();
+  const std::string bytes = *SerializePlanDeterministically(unsealed);
+  return static_cast<uint32_t>(
+      crc32(crc32(0L, Z_NULL, 0), reinterpret_cast<const Bytef*>(bytes.data()), static_cast<uInt>(bytes.size())));
+}
+
+// A plan whose devices set every field, with values that are zero, negative, large,
+// out of their enum's range, and maps of several keys in no particular order.
+proto::Plan EveryDeviceField() {
+  proto::Plan plan;
+  plan.set_format_version(2);
+  plan.set_register_count(2);
+  plan.add_collectives()->set_id(0);
+  plan.mutable_cluster()->set_num_nodes(1);
+  plan.set_checksum(0x12345678);
+  plan.set_bucket_bytes_limit(1 << 20);  // Field 21: after the devices and the checksum.
+  proto::DevicePlan* device = plan.add_devices();
+  device->mutable_device()->set_node(0);  // Present though both fields are 0.
+  device->set_peak_bytes(int64_t{1} << 40);
+  device->set_lower_bound_bytes(-1);
+  device->set_bytes_sent_per_iter(300);
+  device->set_bytes_received_per_iter(127);
+  device->set_register_count(3);
+  device->set_pipeline_stage(0);  // Optional: written because it is set.
+  device->add_collective_order(0);
+  device->add_collective_order(1 << 20);
+  for (int b = 0; b < 2; ++b) {
+    proto::MemoryBlock* block = device->add_memory_blocks();
+    block->set_id(b);
+    block->set_size_bytes(4096 * b);
+    block->set_persistent(b == 0);
+    block->set_slot_stride_bytes(b == 0 ? 0 : 2048);
+  }
+  proto::ActorDef* actor = device->add_actors();
+  actor->set_id(0);
+  actor->set_name("a name longer than the small-string buffer");
+  actor->set_kind(proto::ACTOR_COMPUTE);
+  actor->set_thread(static_cast<proto::ThreadKind>(-3));  // Written as 10 bytes.
+  actor->set_collective_id(-1);
+  actor->add_consumed_registers(1);
+  actor->add_produced_registers(0);
+  actor->add_produced_registers(int64_t{1} << 62);
+  actor->add_control_predecessors(-7);
+  actor->set_boxing_id(5);
+  actor->set_boxing_step(0);
+  actor->set_per_iteration(true);
+  actor->set_after_micro_batches(true);
+  actor->set_bucket_id(0);  // Optional: written because it is set.
+  for (int k = 0; k < 2; ++k) {
+    proto::KernelDef* kernel = actor->add_kernels();
+    kernel->set_name(k == 0 ? "matmul" : "");
+    kernel->set_op_name("op");
+    (*kernel->mutable_inputs())["b"] = 1;
+    (*kernel->mutable_inputs())["a"] = 0;  // Written although 0.
+    (*kernel->mutable_inputs())[""] = -2;  // An empty key is written too.
+    (*kernel->mutable_inputs())["in_10"] = 3;
+    (*kernel->mutable_inputs())["in_9"] = 4;
+    (*kernel->mutable_outputs())["out"] = 0;
+  }
+  device->add_actors()->set_id(1);  // Every field at its default.
+  proto::RegisterDef* reg = device->add_registers();
+  reg->set_id(0);
+  reg->set_tensor("t");
+  reg->set_producer_actor(0);
+  reg->add_consumer_actors(1);
+  reg->add_consumer_actors(0);
+  reg->set_count(2);
+  reg->set_size_bytes(400);
+  reg->add_shape(10);
+  reg->add_shape(0);
+  reg->add_shape(10);
+  reg->set_dtype(proto::DTYPE_F32);
+  reg->set_memory_block(1);
+  reg->set_offset(128);
+  reg->set_persistent(true);
+  reg->set_alias_of(0);  // Optional: written because it is set.
+  reg->set_per_iteration(true);
+  reg->set_alias_offset_bytes(64);
+  device->add_registers()->set_dtype(static_cast<proto::DataType>(-1));
+  plan.add_devices();  // An empty device: no id, nothing else.
+  return plan;
+}
+
+TEST(PlanChecksumTest, DevicePlansGiveTheCrcOfTheDeterministicSerialization) {
+  const proto::Plan plan = EveryDeviceField();
+  EXPECT_EQ(*PlanChecksum(plan), ReferenceChecksum(plan));
+}
+
+TEST(PlanChecksumTest, EveryDeviceFieldCounts) {
+  const proto::Plan plan = EveryDeviceField();
+  const uint32_t sealed = *PlanChecksum(plan);
+  auto differs = [&](auto edit) {
+    proto::Plan edited = plan;
+    edit(edited.mutable_devices(0));
+    const uint32_t checksum = *PlanChecksum(edited);
+    EXPECT_EQ(checksum, ReferenceChecksum(edited));
+    return checksum != sealed;
+  };
+  EXPECT_TRUE(differs([](proto::DevicePlan* d) { d->mutable_device()->set_device(1); }));
+  EXPECT_TRUE(differs([](proto::DevicePlan* d) { d->clear_pipeline_stage(); }));
+  EXPECT_TRUE(differs([](proto::DevicePlan* d) { d->mutable_memory_blocks(1)->set_slot_stride_bytes(1); }));
+  EXPECT_TRUE(differs([](proto::DevicePlan* d) { d->mutable_actors(0)->clear_bucket_id(); }));
+  EXPECT_TRUE(differs([](proto::DevicePlan* d) { d->mutable_actors(0)->set_control_predecessors(0, 7); }));
+  EXPECT_TRUE(differs([](proto::DevicePlan* d) {
+    (*d->mutable_actors(0)->mutable_kernels(1)->mutable_inputs())["in_9"] = 5;
+  }));
+  EXPECT_TRUE(differs([](proto::DevicePlan* d) { d->mutable_registers(0)->clear_alias_of(); }));
+  EXPECT_TRUE(differs([](proto::DevicePlan* d) { d->mutable_registers(0)->set_alias_offset_bytes(0); }));
+  EXPECT_TRUE(differs([](proto::DevicePlan* d) { d->mutable_registers(1)->set_tensor("u"); }));
+}
+
+// Kernel attributes and fields this build does not know are left to protobuf's
+// serializer, which gives the same CRC.
+TEST(PlanChecksumTest, WhatTheEncoderDoesNotWriteGoesThroughProtobuf) {
+  proto::Plan with_attrs = EveryDeviceField();
+  (*with_attrs.mutable_devices(0)->mutable_actors(0)->mutable_kernels(0)->mutable_attrs())["axis"].set_i(1);
+  EXPECT_EQ(*PlanChecksum(with_attrs), ReferenceChecksum(with_attrs));
+
+  proto::Plan with_unknown = EveryDeviceField();
+  proto::RegisterDef* reg = with_unknown.mutable_devices(0)->mutable_registers(0);
+  reg->GetReflection()->MutableUnknownFields(reg)->AddVarint(99, 1);
+  const uint32_t checksum = *PlanChecksum(with_unknown);
+  EXPECT_EQ(checksum, ReferenceChecksum(with_unknown));
+  EXPECT_NE(checksum, *PlanChecksum(EveryDeviceField()));
+}
+
+}  // namespace
+}  // namespace oneflow
