@@ -120,4 +120,24 @@ bool NoWorkersLeft(const std::string& job_id, milliseconds timeout) {
   return false;
 }
 
+std::string TwoNodeMlpPlan() {
+  return CompilePlan("mlp",
+                     {"--batch=64", "--hidden=128", "--layers=3", "--compression=off", "--nodes=2",
+                      "--devices_per_node=1", "--dp=2"},
+                     "mlp-2x1");
+}
+
+double SecondsUntilStderrHas(Process& launch, const std::string& needle, std::chrono::steady_clock::time_point since,
+                             std::chrono::milliseconds timeout) {
+  using Clock = std::chrono::steady_clock;
+  const auto deadline = Clock::now() + timeout;
+  while (Clock::now() < deadline) {
+    if (launch.Stderr().find(needle) != std::string::npos) {
+      return std::chrono::duration<double>(Clock::now() - since).count();
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  return -1;
+}
+
 }  // namespace oneflow::testing

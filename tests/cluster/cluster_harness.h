@@ -69,6 +69,15 @@ std::unique_ptr<Process> Launch(const Daemons& daemons, const std::string& plan,
                                 const std::string& job_id, std::vector<std::string> extra = {},
                                 const std::string& nodes = "");
 
+// The diagnosis tests' plan: an mlp (batch 64, hidden 128, 3 layers, dense boxing) on
+// 2 nodes x 1 device, dp=2.
+std::string TwoNodeMlpPlan();
+
+// Waits until `launch`'s stderr holds `needle`: the seconds from `since` to when it was
+// seen (polled every 20 ms), or -1 after `timeout`.
+double SecondsUntilStderrHas(Process& launch, const std::string& needle, std::chrono::steady_clock::time_point since,
+                             std::chrono::milliseconds timeout);
+
 // Pid of the worker of `job_id` on node `node` (-1 when there is none).
 pid_t WorkerPid(const std::string& job_id, int node);
 // Waits until no worker of `job_id` is left; false after `timeout`.

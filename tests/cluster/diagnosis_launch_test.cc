@@ -30,25 +30,6 @@ using std::chrono::milliseconds;
 
 std::string JobId(const std::string& name) { return absl::StrCat(name, "-", getpid()); }
 
-std::string Mlp() {
-  return CompilePlan("mlp",
-                     {"--batch=64", "--hidden=128", "--layers=3", "--compression=off", "--nodes=2",
-                      "--devices_per_node=1", "--dp=2"},
-                     "mlp-2x1");
-}
-
-// Waits until `launch`'s stderr holds `needle`; the seconds it took, or -1 at `timeout`.
-double SecondsUntil(Process& launch, const std::string& needle, Clock::time_point since, milliseconds timeout) {
-  const auto deadline = Clock::now() + timeout;
-  while (Clock::now() < deadline) {
-    if (launch.Stderr().find(needle) != std::string::npos) {
-      return std::chrono::duration<double>(Clock::now() - since).count();
-    }
-    std::this_thread::sleep_for(milliseconds(20));
-  }
-  return -1;
-}
-
 // Environment for the workers: the daemons are started after it is set and pass it on.
 class ScopedEnvironment {
  public:
@@ -60,7 +41,7 @@ class ScopedEnvironment {
 };
 
 TEST(DiagnosisLaunchTest, StoppedWorkerIsNamedWithin10sAndTheJobStops) {
-  const std::string plan = Mlp();
+  const std::string plan = TwoNodeMlpPlan();
   const std::string job = JobId("hang");
   Daemons daemons(2);
   std::unique_ptr<Process> launch = Launch(daemons, plan, 100000000, job);
@@ -76,7 +57,7 @@ TEST(DiagnosisLaunchTest, StoppedWorkerIsNamedWithin10sAndTheJobStops) {
     ~Resume() { kill(pid, SIGCONT); }
   } resume{victim};
 
-  const double latency = SecondsUntil(*launch, "oneflow launch: hang: collective", stopped, milliseconds(20000));
+  const double latency = SecondsUntilStderrHas(*launch, "oneflow launch: hang: collective", stopped, milliseconds(20000));
   std::printf("hang named %.2f s after SIGSTOP\n", latency);
   ASSERT_GE(latency, 0) << launch->Stderr();
   EXPECT_LT(latency, 10.0);
@@ -101,7 +82,7 @@ TEST(DiagnosisLaunchTest, StoppedWorkerIsNamedWithin10sAndTheJobStops) {
 }
 
 TEST(DiagnosisLaunchTest, TenTimesSlowerRankIsNamedWithin20s) {
-  const std::string plan = Mlp();
+  const std::string plan = TwoNodeMlpPlan();
   const std::string job = JobId("slow");
   ScopedEnvironment slow("ONEFLOW_TEST_SLOW_DEVICE", "1:0:10");
   Daemons daemons(2);
@@ -109,7 +90,7 @@ TEST(DiagnosisLaunchTest, TenTimesSlowerRankIsNamedWithin20s) {
   ASSERT_TRUE(launch->WaitForLine([](const std::string& line) { return IterationOf(line) >= 0; }, milliseconds(60000)))
       << launch->Stderr();
   const auto first = Clock::now();
-  const double latency = SecondsUntil(*launch, "warning: slow rank: node 1 device 1:0 ", first, milliseconds(25000));
+  const double latency = SecondsUntilStderrHas(*launch, "warning: slow rank: node 1 device 1:0 ", first, milliseconds(25000));
   std::printf("slow rank named %.2f s after the first iteration\n", latency);
   ASSERT_GE(latency, 0) << launch->Stderr();
   EXPECT_LT(latency, 20.0);
@@ -122,7 +103,7 @@ TEST(DiagnosisLaunchTest, TenTimesSlowerRankIsNamedWithin20s) {
 }
 
 TEST(DiagnosisLaunchTest, JitteredCleanRunRaisesNothing) {
-  const std::string plan = Mlp();
+  const std::string plan = TwoNodeMlpPlan();
   const std::string job = JobId("clean");
   ScopedEnvironment jitter("ONEFLOW_TEST_JITTER", "0.2");
   Daemons daemons(2);

@@ -31,25 +31,6 @@ namespace {
 using Clock = std::chrono::steady_clock;
 using std::chrono::milliseconds;
 
-std::string Mlp() {
-  return CompilePlan("mlp",
-                     {"--batch=64", "--hidden=128", "--layers=3", "--compression=off", "--nodes=2",
-                      "--devices_per_node=1", "--dp=2"},
-                     "mlp-2x1");
-}
-
-// Waits until `launch`'s stderr holds `needle`; the seconds since `since`, or -1 at `timeout`.
-double SecondsUntil(Process& launch, const std::string& needle, Clock::time_point since, milliseconds timeout) {
-  const auto deadline = Clock::now() + timeout;
-  while (Clock::now() < deadline) {
-    if (launch.Stderr().find(needle) != std::string::npos) {
-      return std::chrono::duration<double>(Clock::now() - since).count();
-    }
-    std::this_thread::sleep_for(milliseconds(20));
-  }
-  return -1;
-}
-
 // Stops `pid` for `stopped` of every `period` until destroyed, then continues it.
 class StopCycler {
  public:
@@ -76,7 +57,7 @@ class StopCycler {
 };
 
 void ExpectNamedSlowWithin20s(milliseconds stopped, milliseconds period) {
-  const std::string plan = Mlp();
+  const std::string plan = TwoNodeMlpPlan();
   const std::string job = absl::StrCat("stop-cycle-", stopped.count(), "-", getpid());
   Daemons daemons(2);
   std::unique_ptr<Process> launch = Launch(daemons, plan, 100000000, job);
@@ -88,7 +69,7 @@ void ExpectNamedSlowWithin20s(milliseconds stopped, milliseconds period) {
   {
     StopCycler cycler(victim, stopped, period);
     const auto first_stop = Clock::now();
-    latency = SecondsUntil(*launch, "warning: slow rank: node 1 device 1:0 ", first_stop, milliseconds(25000));
+    latency = SecondsUntilStderrHas(*launch, "warning: slow rank: node 1 device 1:0 ", first_stop, milliseconds(25000));
     std::printf("stopped %lld ms of every %lld ms: slow rank named %.2f s after the first stop\n",
                 static_cast<long long>(stopped.count()), static_cast<long long>(period.count()), latency);
     // The job goes on being cycled a little longer: still no hang.
@@ -115,7 +96,7 @@ TEST(SlowRankStopCycleTest, Stopped500msOfEvery550msIsNamedSlowNotHung) {
 }
 
 TEST(SlowRankStopCycleTest, JitteredCleanRunRaisesNothing) {
-  const std::string plan = Mlp();
+  const std::string plan = TwoNodeMlpPlan();
   const std::string job = absl::StrCat("stop-cycle-clean-", getpid());
   setenv("ONEFLOW_TEST_JITTER", "0.2", 1);
   Daemons daemons(2);  // They pass the jitter on to their workers.
