@@ -1,11 +1,12 @@
 // GEMM throughput of the CPU matmul kernel next to the sgemm backend it uses for the shape
-// (kernels/cpu/sgemm.h: oneDNN's dnnl_sgemm or OpenBLAS's cblas_sgemm) called directly in
+// (kernels/cpu/sgemm.h: oneDNN's dnnl_sgemm or matmul primitive, or OpenBLAS's cblas_sgemm,
+// SgemmBatchedWith for batched shapes) called directly in
 // the same process, both on one thread (the runtime's setting: one kernel per device
 // thread). One JSON line per shape:
 //   {"bench":"gemm","name":"square","m":1024,"n":1024,"k":1024,"batch":1,...,
 //    "kernel_gflops":..,"blas_gflops":..,"ratio":..,"backend":"dnnl"}
-// ratio = kernel / BLAS; the kernel adds argument checks and, for batched products, the
-// same per-batch loop, so it should stay within a few percent of 1. Single calls of the
+// ratio = kernel / BLAS; the kernel adds argument checks to the same call, so it should
+// stay within a few percent of 1. Single calls of the
 // two alternate and each side keeps its fastest call, so drift in clock speed or a busy
 // neighbour on a shared machine affects both alike.
 //
@@ -98,14 +99,12 @@ int Run() {
     bool kernel_ok = true;
     auto run_kernel = [&] { kernel_ok = kernel_ok && matmul(context).ok(); };
     const cpu::SgemmBackend backend =
-        cpu::SgemmBackendFor(s.transpose_a, s.transpose_b, s.m, s.n, s.k);
+        cpu::SgemmBackendFor(s.transpose_a, s.transpose_b, s.m, s.n, s.k, s.batch);
     auto run_blas = [&] {
-      for (int64_t i = 0; i < s.batch; ++i) {
-        cpu::SgemmWith(backend, s.transpose_a, s.transpose_b, s.m, s.n, s.k,
-                       a.data() + i * s.m * s.k, a_shape.dim(a_shape.rank() - 1),
-                       b.data() + i * s.k * s.n, b_shape.dim(b_shape.rank() - 1),
-                       c_blas.data() + i * s.m * s.n, s.n);
-      }
+      cpu::SgemmBatchedWith(backend, s.transpose_a, s.transpose_b, s.batch, s.m, s.n, s.k,
+                            a.data(), a_shape.dim(a_shape.rank() - 1), s.m * s.k, b.data(),
+                            b_shape.dim(b_shape.rank() - 1), s.k * s.n, c_blas.data(), s.n,
+                            s.m * s.n);
     };
     // Warm up both (page faults, OpenBLAS buffers), then alternate single calls and keep
     // each side's fastest: the machine may be shared, and interference only adds time.

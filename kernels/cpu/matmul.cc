@@ -1,9 +1,9 @@
 // matmul: out[..., m, n] = op(a)[..., m, k] * op(b)[..., k, n], op transposing the last
-// two axes under transpose_a / transpose_b, through Sgemm (sgemm.h: oneDNN's dnnl_sgemm
-// or OpenBLAS's cblas_sgemm, whichever runs the product faster on one core). Batched
-// (rank > 2) products loop over the batch: the batches of attention are few and large
-// enough that one sgemm each costs little over a batched call, and OpenBLAS 0.3.21 has
-// no strided-batch GEMM.
+// two axes under transpose_a / transpose_b, through Sgemm (sgemm.h: oneDNN's dnnl_sgemm or
+// matmul primitive, or OpenBLAS's cblas_sgemm, whichever runs the product faster on one
+// core). Batched (rank > 2) products go to SgemmBatched in one call: the matmul primitive
+// runs attention's batches in one call, faster than a loop of sgemm
+// (bench/gemm:batched_matmul_bench); the other backends loop over the batch.
 //
 // With a device thread pool (--threads_per_device, thread_pool.h) a large product is cut
 // into blocks of output rows or columns, one single-threaded sgemm each, run over the
@@ -129,13 +129,6 @@ absl::Status MatMul(const KernelContext& context) {
   const int lda = static_cast<int>(a.dim(r - 1));
   const int ldb = static_cast<int>(b.dim(r - 1));
   const Gemm whole{ta, tb, m, n, k, a_data, lda, b_data, ldb, c, static_cast<int>(n)};
-  auto batch_gemm = [&](int64_t batch) {
-    Gemm gemm = whole;
-    gemm.a += batch * m * k;
-    gemm.b += batch * k * n;
-    gemm.c += batch * m * n;
-    return gemm;
-  };
   if (batches == 1) {
     SplitGemm(whole);
     return absl::OkStatus();
@@ -143,7 +136,8 @@ absl::Status MatMul(const KernelContext& context) {
   // Many batches (attention heads): whole batches per thread, no cut inside one.
   const int64_t grain = std::max<int64_t>(1, kMinMacsPerPart / std::max<int64_t>(1, m * n * k));
   ParallelFor(batches, grain, [&](int64_t first, int64_t last) {
-    for (int64_t batch = first; batch < last; ++batch) batch_gemm(batch).Call();
+    SgemmBatched(ta, tb, last - first, m, n, k, a_data + first * m * k, lda, m * k,
+                 b_data + first * k * n, ldb, k * n, c + first * m * n, n, m * n);
   });
   return absl::OkStatus();
 }

@@ -3,9 +3,12 @@
 #include <cblas.h>
 #include <omp.h>
 
+#include <array>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <map>
+#include <memory>
 
 #include "oneapi/dnnl/dnnl.h"
 
@@ -24,8 +27,13 @@ int ForcedBackend() {
     if (value == nullptr || *value == '\0' || std::strcmp(value, "auto") == 0) return -1;
     if (std::strcmp(value, "openblas") == 0) return static_cast<int>(SgemmBackend::kOpenBlas);
     if (std::strcmp(value, "dnnl") == 0) return static_cast<int>(SgemmBackend::kDnnl);
+    if (std::strcmp(value, "dnnl_matmul") == 0) {
+      return static_cast<int>(SgemmBackend::kDnnlMatmul);
+    }
     std::fprintf(stderr,
-                 "[sgemm] ignoring OF_SGEMM_BACKEND=%s (valid: openblas, dnnl, auto)\n", value);
+                 "[sgemm] ignoring OF_SGEMM_BACKEND=%s (valid: openblas, dnnl, dnnl_matmul, "
+                 "auto)\n",
+                 value);
     return -1;
   }();
   return forced;
@@ -63,25 +71,179 @@ void OpenBlasSgemm(bool ta, bool tb, int64_t m, int64_t n, int64_t k, const floa
 // Multiply-adds from which dnnl_sgemm beats cblas_sgemm (see SgemmBackendFor).
 constexpr int64_t kMinDnnlMacs = int64_t{1} << 20;
 
+// The matmul primitives of one thread, by everything that shapes one: the transposes, the
+// batch, m, n, k, the leading dimensions and the batch strides. A device runs a few dozen
+// shapes (the gpt's step: ~20); a thread past this many drops its whole cache and starts
+// again rather than keep primitives of shapes it may never run again.
+constexpr size_t kMaxCachedPrimitives = 256;
+
+using PrimitiveKey = std::array<int64_t, 11>;
+
+// One primitive with its three memory objects, whose data handles each call repoints.
+class MatmulPrimitive {
+ public:
+  MatmulPrimitive() = default;
+  MatmulPrimitive(const MatmulPrimitive&) = delete;
+  MatmulPrimitive& operator=(const MatmulPrimitive&) = delete;
+  ~MatmulPrimitive() {
+    for (dnnl_memory_t memory : memory_) {
+      if (memory != nullptr) dnnl_memory_destroy(memory);
+    }
+    if (primitive_ != nullptr) dnnl_primitive_destroy(primitive_);
+  }
+
+  // Creates the primitive for `key`'s product on `engine`; false if oneDNN refuses it.
+  bool Create(const PrimitiveKey& key, dnnl_engine_t engine) {
+    const auto [ta, tb, batch, m, n, k, lda, ldb, ldc, stride_a, stride_b] = key;
+    const int64_t stride_c = m * ldc;  // c's batches are dense (DnnlMatmul's contract)
+    dnnl_memory_desc_t a_md, b_md, c_md;
+    const int ndims = batch > 1 ? 3 : 2;
+    // Logical [batch,] m x k, k x n, m x n; the strides say how each is stored.
+    const dnnl_dims_t a_dims = {batch, m, k}, b_dims = {batch, k, n}, c_dims = {batch, m, n};
+    const dnnl_dims_t a_strides = {stride_a, ta ? 1 : lda, ta ? lda : 1};
+    const dnnl_dims_t b_strides = {stride_b, tb ? 1 : ldb, tb ? ldb : 1};
+    const dnnl_dims_t c_strides = {stride_c, ldc, 1};
+    const int skip = 3 - ndims;  // 2-D descriptors drop the batch axis
+    if (dnnl_memory_desc_init_by_strides(&a_md, ndims, a_dims + skip, dnnl_f32,
+                                         a_strides + skip) != dnnl_success ||
+        dnnl_memory_desc_init_by_strides(&b_md, ndims, b_dims + skip, dnnl_f32,
+                                         b_strides + skip) != dnnl_success ||
+        dnnl_memory_desc_init_by_strides(&c_md, ndims, c_dims + skip, dnnl_f32,
+                                         c_strides + skip) != dnnl_success) {
+      return false;
+    }
+    dnnl_matmul_desc_t desc;
+    if (dnnl_matmul_desc_init(&desc, &a_md, &b_md, nullptr, &c_md) != dnnl_success) {
+      return false;
+    }
+    dnnl_primitive_desc_t primitive_desc;
+    if (dnnl_primitive_desc_create(&primitive_desc, &desc, nullptr, engine, nullptr) !=
+        dnnl_success) {
+      return false;
+    }
+    const dnnl_status_t created = dnnl_primitive_create(&primitive_, primitive_desc);
+    dnnl_primitive_desc_destroy(primitive_desc);
+    if (created != dnnl_success) {
+      primitive_ = nullptr;
+      return false;
+    }
+    const dnnl_memory_desc_t* descs[3] = {&a_md, &b_md, &c_md};
+    for (int i = 0; i < 3; ++i) {
+      if (dnnl_memory_create(&memory_[i], descs[i], engine, DNNL_MEMORY_NONE) != dnnl_success) {
+        memory_[i] = nullptr;
+        return false;
+      }
+    }
+    return true;
+  }
+
+  // Runs the product on a, b, c; false if oneDNN failed (c is then to be recomputed).
+  bool Run(dnnl_stream_t stream, const float* a, const float* b, float* c) {
+    // oneDNN takes non-const handles but only reads a primitive's sources.
+    if (dnnl_memory_set_data_handle_v2(memory_[0], const_cast<float*>(a), stream) !=
+            dnnl_success ||
+        dnnl_memory_set_data_handle_v2(memory_[1], const_cast<float*>(b), stream) !=
+            dnnl_success ||
+        dnnl_memory_set_data_handle_v2(memory_[2], c, stream) != dnnl_success) {
+      return false;
+    }
+    const dnnl_exec_arg_t args[3] = {{DNNL_ARG_SRC, memory_[0]},
+                                     {DNNL_ARG_WEIGHTS, memory_[1]},
+                                     {DNNL_ARG_DST, memory_[2]}};
+    return dnnl_primitive_execute(primitive_, stream, 3, args) == dnnl_success &&
+           dnnl_stream_wait(stream) == dnnl_success;
+  }
+
+ private:
+  dnnl_primitive_t primitive_ = nullptr;
+  dnnl_memory_t memory_[3] = {nullptr, nullptr, nullptr};
+};
+
+// This thread's engine, stream and primitives. The engine and stream live as long as the
+// thread; a thread that never routes a product here creates none.
+class ThreadPrimitives {
+ public:
+  ~ThreadPrimitives() {
+    primitives_.clear();  // before the engine they were created on
+    if (stream_ != nullptr) dnnl_stream_destroy(stream_);
+    if (engine_ != nullptr) dnnl_engine_destroy(engine_);
+  }
+
+  // The primitive for `key`, created on first use; null if oneDNN cannot run it.
+  MatmulPrimitive* Find(const PrimitiveKey& key) {
+    if (engine_ == nullptr) {
+      if (dnnl_engine_create(&engine_, dnnl_cpu, 0) != dnnl_success) {
+        engine_ = nullptr;
+        return nullptr;
+      }
+      if (dnnl_stream_create(&stream_, engine_, dnnl_stream_default_flags) != dnnl_success) {
+        stream_ = nullptr;
+        return nullptr;
+      }
+    }
+    if (stream_ == nullptr) return nullptr;
+    auto found = primitives_.find(key);
+    if (found != primitives_.end()) return found->second.get();
+    if (primitives_.size() >= kMaxCachedPrimitives) primitives_.clear();
+    auto primitive = std::make_unique<MatmulPrimitive>();
+    if (!primitive->Create(key, engine_)) primitive.reset();  // remembered as refused
+    return primitives_.emplace(key, std::move(primitive)).first->second.get();
+  }
+
+  dnnl_stream_t stream() const { return stream_; }
+
+ private:
+  dnnl_engine_t engine_ = nullptr;
+  dnnl_stream_t stream_ = nullptr;
+  std::map<PrimitiveKey, std::unique_ptr<MatmulPrimitive>> primitives_;
+};
+
+// The batch through the matmul primitive; false if oneDNN refused the shape or failed (c
+// is then for the caller to compute). c's batches must be dense (stride_c == m * ldc).
+bool DnnlMatmul(bool ta, bool tb, int64_t batch, int64_t m, int64_t n, int64_t k,
+                const float* a, int64_t lda, int64_t stride_a, const float* b, int64_t ldb,
+                int64_t stride_b, float* c, int64_t ldc) {
+  UseOneDnnlThreadOnThisThread();
+  thread_local ThreadPrimitives primitives;
+  const PrimitiveKey key = {ta,  tb,  batch, m, n, k, lda, ldb, ldc,
+                            batch > 1 ? stride_a : 0, batch > 1 ? stride_b : 0};
+  MatmulPrimitive* primitive = primitives.Find(key);
+  return primitive != nullptr && primitive->Run(primitives.stream(), a, b, c);
+}
+
 }  // namespace
 
 const char* SgemmBackendName(SgemmBackend backend) {
-  return backend == SgemmBackend::kDnnl ? "dnnl" : "openblas";
+  switch (backend) {
+    case SgemmBackend::kOpenBlas: return "openblas";
+    case SgemmBackend::kDnnl: return "dnnl";
+    case SgemmBackend::kDnnlMatmul: return "dnnl_matmul";
+  }
+  return "?";
 }
 
 SgemmBackend SgemmBackendFor(bool transpose_a, bool transpose_b, int64_t m, int64_t n,
-                             int64_t k) {
+                             int64_t k, int64_t batch) {
   const int forced = ForcedBackend();
   if (forced >= 0) return static_cast<SgemmBackend>(forced);
   // bench/gemm:dnnl_vs_openblas on one core (docs/kernels.md, "GEMM backends"): from
   // 2^20 multiply-adds up (128^3), dnnl_sgemm ran 1-19% (mostly 5-15%) faster than cblas_sgemm on the mlp
   // and gpt products in every form (NN, NT, TN), with one exception: a weight gradient
-  // (TN) whose output is tall (m >= 2n) against a long k (k >= 2n), n not tiny (the gpt's
-  // 1024x256 over k 1024: 0.94-1.07x over four runs, a tie; the mlp head's 1024x10 over
-  // 256 still ran 2-4% faster on oneDNN). Below 2^20, oneDNN's fixed cost per call loses
-  // (16^3 at 0.27x OpenBLAS's speed, 64^3 at 0.85x, 96^3 at 0.97x).
+  // (TN) whose output is tall (m >= 2n) against a long k (k >= 2n), n at least 128 (the
+  // gpt's 1024x256 over k 1024: 0.94-1.07x over four runs, a tie; attention's dk and dv,
+  // 128x64 over k 128 per batch, ran ~1.2x faster on oneDNN: batched_matmul_bench).
+  // Below 2^20, oneDNN's fixed cost per call loses (16^3 at 0.27x OpenBLAS's speed, 64^3
+  // at 0.85x, 96^3 at 0.97x).
   if (m * n * k < kMinDnnlMacs) return SgemmBackend::kOpenBlas;
-  if (transpose_a && !transpose_b && n >= 64 && m >= 2 * n && k >= 2 * n) {
+  // The matmul primitive (docs/kernels.md, "GEMM backends"): attention's batched products
+  // with an untransposed a ran 2-13% faster than a loop of dnnl_sgemm (its dk/dv, a
+  // transposed, did not); of single products, the untransposed-by-transposed form with m
+  // below n (the mlp's input gradients, 256 x 1024 over k 1024 and over k 10) 10-17%;
+  // the mlp head's weight gradient (a transposed, n < 16) 12%.
+  if (!transpose_a && batch > 1) return SgemmBackend::kDnnlMatmul;
+  if (!transpose_a && transpose_b && 2 * m <= n) return SgemmBackend::kDnnlMatmul;
+  if (transpose_a && !transpose_b && n < 16) return SgemmBackend::kDnnlMatmul;
+  if (transpose_a && !transpose_b && n >= 128 && m >= 2 * n && k >= 2 * n) {
     return SgemmBackend::kOpenBlas;
   }
   return SgemmBackend::kDnnl;
@@ -90,6 +252,10 @@ SgemmBackend SgemmBackendFor(bool transpose_a, bool transpose_b, int64_t m, int6
 void SgemmWith(SgemmBackend backend, bool ta, bool tb, int64_t m, int64_t n, int64_t k,
                const float* a, int64_t lda, const float* b, int64_t ldb, float* c,
                int64_t ldc) {
+  if (backend == SgemmBackend::kDnnlMatmul) {
+    if (DnnlMatmul(ta, tb, 1, m, n, k, a, lda, 0, b, ldb, 0, c, ldc)) return;
+    backend = SgemmBackend::kDnnl;  // refused: dnnl_sgemm
+  }
   if (backend == SgemmBackend::kDnnl) {
     UseOneDnnlThreadOnThisThread();
     // dnnl_sgemm is row-major, like cblas with CblasRowMajor.
@@ -106,6 +272,31 @@ void SgemmWith(SgemmBackend backend, bool ta, bool tb, int64_t m, int64_t n, int
 void Sgemm(bool ta, bool tb, int64_t m, int64_t n, int64_t k, const float* a, int64_t lda,
            const float* b, int64_t ldb, float* c, int64_t ldc) {
   SgemmWith(SgemmBackendFor(ta, tb, m, n, k), ta, tb, m, n, k, a, lda, b, ldb, c, ldc);
+}
+
+void SgemmBatchedWith(SgemmBackend backend, bool ta, bool tb, int64_t batch, int64_t m,
+                      int64_t n, int64_t k, const float* a, int64_t lda, int64_t stride_a,
+                      const float* b, int64_t ldb, int64_t stride_b, float* c, int64_t ldc,
+                      int64_t stride_c) {
+  if (backend == SgemmBackend::kDnnlMatmul) {
+    if ((batch == 1 || stride_c == m * ldc) &&
+        DnnlMatmul(ta, tb, batch, m, n, k, a, lda, stride_a, b, ldb, stride_b, c, ldc)) {
+      return;
+    }
+    // Refused (or c's batches not dense): dnnl_sgemm per batch.
+    backend = SgemmBackend::kDnnl;
+  }
+  for (int64_t i = 0; i < batch; ++i) {
+    SgemmWith(backend, ta, tb, m, n, k, a + i * stride_a, lda, b + i * stride_b, ldb,
+              c + i * stride_c, ldc);
+  }
+}
+
+void SgemmBatched(bool ta, bool tb, int64_t batch, int64_t m, int64_t n, int64_t k,
+                  const float* a, int64_t lda, int64_t stride_a, const float* b, int64_t ldb,
+                  int64_t stride_b, float* c, int64_t ldc, int64_t stride_c) {
+  SgemmBatchedWith(SgemmBackendFor(ta, tb, m, n, k, batch), ta, tb, batch, m, n, k, a, lda,
+                   stride_a, b, ldb, stride_b, c, ldc, stride_c);
 }
 
 }  // namespace cpu

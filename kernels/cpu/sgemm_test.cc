@@ -1,6 +1,7 @@
-// Sgemm's two backends (sgemm.h) against a double-precision product, in every transpose
+// Sgemm's three backends (sgemm.h) against a double-precision product, in every transpose
 // form, with leading dimensions wider than the rows, on shapes below and above the size
-// where the choice switches; the choice itself; and that a oneDNN call starts no threads.
+// where the choice switches, single and batched; the choice itself; and that oneDNN calls
+// (dnnl_sgemm and the matmul primitive) start no threads.
 #include "kernels/cpu/sgemm.h"
 
 #include <dirent.h>
@@ -80,11 +81,15 @@ void CheckBackend(SgemmBackend backend, const Case& c, bool ta, bool tb) {
 // threads and pool helpers are) must leave the process's thread count as it was.
 TEST(SgemmTest, DnnlCallsStartNoThreads) {
   const Case c{256, 256, 256};
-  const std::vector<float> a = Random(c.m * c.k, 3), b = Random(c.k * c.n, 4);
-  std::vector<float> out(c.m * c.n);
+  const std::vector<float> a = Random(2 * c.m * c.k, 3), b = Random(2 * c.k * c.n, 4);
+  std::vector<float> out(2 * c.m * c.n);
   auto call = [&] {
     SgemmWith(SgemmBackend::kDnnl, false, false, c.m, c.n, c.k, a.data(), c.k, b.data(), c.n,
               out.data(), c.n);
+    SgemmWith(SgemmBackend::kDnnlMatmul, false, true, c.m, c.n, c.k, a.data(), c.k, b.data(),
+              c.k, out.data(), c.n);
+    SgemmBatchedWith(SgemmBackend::kDnnlMatmul, false, false, 2, c.m, c.n, c.k, a.data(), c.k,
+                     c.m * c.k, b.data(), c.n, c.k * c.n, out.data(), c.n, c.m * c.n);
   };
   const int before = CountThreads();  // First in this file: before any oneDNN call.
   call();
@@ -111,6 +116,92 @@ TEST(SgemmTest, BothBackendsMatchTheDoubleProductInEveryForm) {
       for (bool tb : {false, true}) {
         CheckBackend(SgemmBackend::kOpenBlas, c, ta, tb);
         CheckBackend(SgemmBackend::kDnnl, c, ta, tb);
+        CheckBackend(SgemmBackend::kDnnlMatmul, c, ta, tb);
+      }
+    }
+  }
+}
+
+// SgemmBatchedWith on `batch` products stored `gap` floats apart beyond their size (so the
+// strides are not the dense ones), each against the double product as CheckBackend does;
+// c's batches dense (the matmul kernel's layout) or not (the primitive's fallback), and
+// the gaps left untouched.
+void CheckBatched(SgemmBackend backend, const Case& c, int64_t batch, bool ta, bool tb,
+                  int64_t c_gap) {
+  SCOPED_TRACE(testing::Message() << SgemmBackendName(backend) << " batch=" << batch << " m="
+                                  << c.m << " n=" << c.n << " k=" << c.k << " ta=" << ta
+                                  << " tb=" << tb << " c_gap=" << c_gap);
+  const int64_t a_rows = ta ? c.k : c.m, a_cols = ta ? c.m : c.k;
+  const int64_t b_rows = tb ? c.n : c.k, b_cols = tb ? c.k : c.n;
+  const int64_t lda = a_cols + 1, ldb = b_cols + 2, ldc = c.n;
+  const int64_t stride_a = a_rows * lda + 3, stride_b = b_rows * ldb + 5;
+  const int64_t stride_c = c.m * ldc + c_gap;
+  const std::vector<float> a = Random(batch * stride_a, 5), b = Random(batch * stride_b, 6);
+  std::vector<float> out(batch * stride_c, 12345.0f);
+  SgemmBatchedWith(backend, ta, tb, batch, c.m, c.n, c.k, a.data(), lda, stride_a, b.data(),
+                   ldb, stride_b, out.data(), ldc, stride_c);
+  int failures = 0;
+  for (int64_t i = 0; i < batch; ++i) {
+    const float* ai = a.data() + i * stride_a;
+    const float* bi = b.data() + i * stride_b;
+    auto a_at = [&](int64_t r, int64_t p) {
+      return double(ta ? ai[p * lda + r] : ai[r * lda + p]);
+    };
+    auto b_at = [&](int64_t p, int64_t j) {
+      return double(tb ? bi[j * ldb + p] : bi[p * ldb + j]);
+    };
+    for (int64_t e = 0; e < stride_c; ++e) {
+      const float got = out[i * stride_c + e];
+      const int64_t r = e / ldc, j = e % ldc;
+      if (r >= c.m) {
+        if (got != 12345.0f && failures++ < 5) ADD_FAILURE() << "gap of batch " << i << " written";
+        continue;
+      }
+      double sum = 0, magnitude = 0;
+      for (int64_t p = 0; p < c.k; ++p) {
+        sum += a_at(r, p) * b_at(p, j);
+        magnitude += std::fabs(a_at(r, p) * b_at(p, j));
+      }
+      const double tolerance = 1e-5 * std::sqrt(double(c.k)) * magnitude + 1e-30;
+      if (!(std::fabs(got - sum) <= tolerance) && failures++ < 5) {
+        ADD_FAILURE() << "batch " << i << " (" << r << ", " << j << "): " << got << " vs " << sum;
+      }
+    }
+  }
+}
+
+TEST(SgemmTest, BatchedProductsMatchTheDoubleProductOnEveryBackend) {
+  for (const Case& c : {Case{5, 7, 3}, Case{128, 64, 128}, Case{33, 70, 65}}) {
+    for (bool ta : {false, true}) {
+      for (bool tb : {false, true}) {
+        for (SgemmBackend backend :
+             {SgemmBackend::kOpenBlas, SgemmBackend::kDnnl, SgemmBackend::kDnnlMatmul}) {
+          CheckBatched(backend, c, 3, ta, tb, 0);
+          CheckBatched(backend, c, 3, ta, tb, 11);
+          CheckBatched(backend, c, 1, ta, tb, 0);
+        }
+      }
+    }
+  }
+}
+
+// A thread reuses its primitive for a shape it ran before, and keeps the results right
+// when the data moves (new handles each call) and when many shapes overflow its cache.
+TEST(SgemmTest, CachedPrimitivesFollowTheirData) {
+  for (int round = 0; round < 2; ++round) {
+    for (int64_t n = 1; n <= 300; ++n) {  // more shapes than a thread's cache holds
+      if (n % 37 != 0 && round == 0) continue;
+      const Case c{4, n, 3};
+      std::vector<float> a = Random(c.m * c.k, 7 + n), b = Random(c.k * c.n, 8 + n);
+      std::vector<float> out(c.m * c.n);
+      SgemmWith(SgemmBackend::kDnnlMatmul, false, false, c.m, c.n, c.k, a.data(), c.k,
+                b.data(), c.n, out.data(), c.n);
+      for (int64_t i = 0; i < c.m; ++i) {
+        for (int64_t j = 0; j < c.n; ++j) {
+          double sum = 0;
+          for (int64_t p = 0; p < c.k; ++p) sum += double(a[i * c.k + p]) * b[p * c.n + j];
+          ASSERT_NEAR(out[i * c.n + j], sum, 1e-5 * (1 + std::fabs(sum))) << "n=" << n;
+        }
       }
     }
   }
@@ -120,15 +211,24 @@ TEST(SgemmTest, SmallProductsGoToOpenBlasLargeOnesToDnnl) {
   if (std::getenv("OF_SGEMM_BACKEND") != nullptr) GTEST_SKIP() << "OF_SGEMM_BACKEND is set";
   EXPECT_EQ(SgemmBackendFor(false, false, 96, 96, 96), SgemmBackend::kOpenBlas);
   EXPECT_EQ(SgemmBackendFor(false, true, 128, 127, 64), SgemmBackend::kOpenBlas);
-  EXPECT_EQ(SgemmBackendFor(false, true, 128, 128, 64), SgemmBackend::kDnnl);  // attention
+  EXPECT_EQ(SgemmBackendFor(false, true, 128, 128, 64), SgemmBackend::kDnnl);
   EXPECT_EQ(SgemmBackendFor(false, false, 128, 128, 128), SgemmBackend::kDnnl);
   EXPECT_EQ(SgemmBackendFor(true, false, 1024, 1024, 256), SgemmBackend::kDnnl);
-  EXPECT_EQ(SgemmBackendFor(false, true, 256, 1024, 10), SgemmBackend::kDnnl);
   EXPECT_EQ(SgemmBackendFor(true, false, 256, 1024, 1024), SgemmBackend::kDnnl);
+  EXPECT_EQ(SgemmBackendFor(false, false, 256, 1024, 1024), SgemmBackend::kDnnl);  // mlp fwd
+  EXPECT_EQ(SgemmBackendFor(false, true, 1024, 1024, 256), SgemmBackend::kDnnl);
   // Weight gradients with a tall output over a long k: OpenBLAS is as fast.
   EXPECT_EQ(SgemmBackendFor(true, false, 1024, 256, 1024), SgemmBackend::kOpenBlas);
   EXPECT_EQ(SgemmBackendFor(false, false, 1024, 256, 1024), SgemmBackend::kDnnl);
-  EXPECT_EQ(SgemmBackendFor(true, false, 1024, 10, 256), SgemmBackend::kDnnl);  // mlp head
+  // The matmul primitive: the mlp's input gradients (NT, m <= n / 2), its head's weight
+  // gradient (TN, n < 16), attention's batched NN and NT products; not its TN ones.
+  EXPECT_EQ(SgemmBackendFor(false, true, 256, 1024, 1024), SgemmBackend::kDnnlMatmul);
+  EXPECT_EQ(SgemmBackendFor(false, true, 256, 1024, 10), SgemmBackend::kDnnlMatmul);
+  EXPECT_EQ(SgemmBackendFor(true, false, 1024, 10, 256), SgemmBackend::kDnnlMatmul);
+  EXPECT_EQ(SgemmBackendFor(false, true, 128, 128, 64, 32), SgemmBackend::kDnnlMatmul);
+  EXPECT_EQ(SgemmBackendFor(false, false, 128, 64, 128, 32), SgemmBackend::kDnnlMatmul);
+  EXPECT_EQ(SgemmBackendFor(true, false, 128, 64, 128, 32), SgemmBackend::kDnnl);
+  EXPECT_EQ(SgemmBackendFor(false, true, 64, 64, 64, 32), SgemmBackend::kOpenBlas);
 }
 
 }  // namespace
