@@ -161,7 +161,9 @@ void ExpectRoleCodecs(const proto::Plan& plan, int64_t crossing_axis, bool two_l
                             step.hierarchy_axis() == crossing_axis && boxing.consumer_op() != "loss_sink";
       if (compression.kind() == proto::Compression::NONE) {
         // A tiny tensor (a few elements) may not shrink under a per-group scale: dense.
-        if (eligible) EXPECT_LE(step.bytes_per_device(), 16) << StepName(boxing, s) << ": an eligible step left dense";
+        if (eligible) {
+          EXPECT_LE(step.bytes_per_device(), 16) << StepName(boxing, s) << ": an eligible step left dense";
+        }
         continue;
       }
       ASSERT_TRUE(eligible) << StepName(boxing, s) << " compressed";
