@@ -81,7 +81,11 @@ void Process::Reader(int fd, bool is_stdout) {
   close(fd);
   std::lock_guard<std::mutex> lock(mutex_);
   if (is_stdout && !pending.empty()) stdout_lines_.push_back(pending);
-  if (is_stdout) stdout_open_ = false;
+  if (is_stdout) {
+    stdout_open_ = false;
+  } else {
+    stderr_open_ = false;
+  }
   changed_.notify_all();
 }
 
@@ -94,6 +98,11 @@ bool Process::Wait(std::chrono::milliseconds timeout) {
     if (done == pid_) {
       reaped_ = true;
       exit_code_ = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+      // The readers may still be draining the pipes: what the process wrote before it
+      // exited is part of its output (a bounded wait: a child it left behind may hold
+      // the pipes open).
+      std::unique_lock<std::mutex> lock(mutex_);
+      changed_.wait_for(lock, std::chrono::seconds(5), [this] { return !stdout_open_ && !stderr_open_; });
       return true;
     }
     if (std::chrono::steady_clock::now() >= deadline) return false;

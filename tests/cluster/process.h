@@ -31,7 +31,8 @@ class Process {
   pid_t pid() const { return pid_; }
   void Signal(int signal_number) const;
 
-  // Waits until the process ended; false when `timeout` passed first.
+  // Waits until the process ended and its output was read to the end (up to 5 s more
+  // for that); false when `timeout` passed before it ended.
   bool Wait(std::chrono::milliseconds timeout);
   // After Wait: the exit code, or 128 + signal.
   int exit_code() const { return exit_code_; }
@@ -54,6 +55,7 @@ class Process {
   std::vector<std::string> stdout_lines_;
   std::string stderr_;
   bool stdout_open_ = true;
+  bool stderr_open_ = true;
   std::thread stdout_thread_, stderr_thread_;
 };
 
