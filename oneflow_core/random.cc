@@ -53,6 +53,11 @@ float LogicalRandom::Uniform(int64_t index) const {
   return static_cast<float>(Bits(index)[0] >> 8) * kTwoToMinus24;
 }
 
+float LogicalRandom::BulkUniform(int64_t index) const {
+  const uint64_t i = static_cast<uint64_t>(index);
+  return static_cast<float>(Bits(static_cast<int64_t>(i / 4))[i % 4] >> 8) * kTwoToMinus24;
+}
+
 float LogicalRandom::Normal(int64_t index) const {
   const std::array<uint32_t, 4> bits = Bits(index);
   // u1 in (0, 1] so the logarithm is finite; u2 in [0, 1).

@@ -5,10 +5,11 @@
 // (Salmon et al., SC'11, as in cuRAND and Random123) with
 //   key     = {seed low 32 bits, seed high 32 bits}
 //   counter = {index low, index high, stream low, stream high}
-// Every element gets its own Philox block, so a device that generates its slice calls
-// the same function on the same logical indices as a single device generating the
-// whole tensor, and gets identical bits. `stream` separates independent sequences under
-// one seed (e.g. the iteration number of a data source).
+// Every element gets its own Philox block (the bulk generators, BulkUniform and
+// BlockNormals, share one among four consecutive elements), so a device that generates
+// its slice calls the same function on the same logical indices as a single device
+// generating the whole tensor, and gets identical bits. `stream` separates independent
+// sequences under one seed (e.g. the iteration number of a data source).
 //
 // Two ways to draw normals from it: LogicalRandom::Normal / FillNormal (one block per
 // element, Box-Muller in double: the variables' initializers) and BlockNormals /
@@ -42,6 +43,14 @@ class LogicalRandom {
   float Uniform(int64_t index) const;
   // Standard normal by Box-Muller on the element's first two words.
   float Normal(int64_t index) const;
+  // Uniform in [0, 1) with 24 random bits, four values per block: logical element i
+  // takes word w = i mod 4 of block j = i / 4, as BlockNormals below does, and returns
+  // (Bits(j)[w] >> 8) * 2^-24. Still a pure function of (seed, stream, i), and a
+  // different sequence from Uniform's. This call computes the whole block for one value;
+  // code that generates a range computes each block once for its four values, a quarter
+  // of Uniform's Philox work (dropout's mask: kept iff BulkUniform(i) >= rate, in the
+  // reference and in kernels/cpu/philox.h).
+  float BulkUniform(int64_t index) const;
 
  private:
   uint64_t seed_;
@@ -57,8 +66,9 @@ void FillUniform(const Shape& logical, const TensorSlice& slice, const LogicalRa
 void FillNormal(const Shape& logical, const TensorSlice& slice, const LogicalRandom& random,
                 float mean, float stddev, float* out);
 
-// Standard normals for bulk data, four per Philox block: logical element i is value
-// i mod 4 of block j = i / 4, whose words w = random.Bits(j) give two Box-Muller pairs
+// Standard normals for bulk data, four per Philox block (as LogicalRandom::BulkUniform):
+// logical element i is value i mod 4 of block j = i / 4, whose words w = random.Bits(j)
+// give two Box-Muller pairs
 //   r_p = sqrt(-2 ln u_p),  u_p = ((w[2p] >> 8) + 1) * 2^-24      in (0, 1]
 //   a_p = 2 pi v_p,         v_p = (w[2p + 1] >> 8) * 2^-24         in [0, 1)
 //   element 4j + 2p = r_p cos a_p,  element 4j + 2p + 1 = r_p sin a_p    (p = 0, 1)

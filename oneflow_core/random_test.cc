@@ -65,6 +65,36 @@ TEST(LogicalRandomTest, UniformAndNormalHaveTheRightMoments) {
   EXPECT_NEAR(normal_sq / n, 1.0, 0.01);
 }
 
+// Element i is word i mod 4 of block i / 4, 24 bits of it; a different sequence from
+// Uniform's, with the same moments, and still keyed by seed and stream.
+TEST(LogicalRandomTest, BulkUniformTakesFourValuesFromEachBlock) {
+  const LogicalRandom random(2024, /*stream=*/5);
+  for (int64_t i : {int64_t{0}, int64_t{1}, int64_t{2}, int64_t{3}, int64_t{4}, int64_t{4099},
+                    (int64_t{1} << 34) + 6, (int64_t{1} << 62) + 3}) {
+    EXPECT_EQ(random.BulkUniform(i),
+              static_cast<float>(random.Bits(i / 4)[i % 4] >> 8) / 16777216.0f)
+        << i;
+  }
+  const int64_t n = 200000;
+  double sum = 0, sq = 0;
+  int same_as_uniform = 0, same_seed_other_stream = 0;
+  const LogicalRandom other_stream(2024, /*stream=*/6);
+  for (int64_t i = 0; i < n; ++i) {
+    const double u = random.BulkUniform(i);
+    ASSERT_GE(u, 0.0);
+    ASSERT_LT(u, 1.0);
+    sum += u;
+    sq += u * u;
+    same_as_uniform += random.BulkUniform(i) == random.Uniform(i);
+    same_seed_other_stream += random.BulkUniform(i) == other_stream.BulkUniform(i);
+  }
+  EXPECT_NEAR(sum / n, 0.5, 0.003);
+  EXPECT_NEAR(sq / n - 0.25, 1.0 / 12.0, 0.003);
+  // Index 4j is Uniform(j)'s word, not Uniform(4j)'s; 24-bit values collide ~n / 2^24.
+  EXPECT_LT(same_as_uniform, 10);
+  EXPECT_LT(same_seed_other_stream, 10);
+}
+
 // Fills `slice` of a tensor of shape `logical`: FillNormal or FillBlockNormal.
 using Fill = std::function<void(const Shape& logical, const TensorSlice& slice, float* out)>;
 

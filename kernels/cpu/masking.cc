@@ -3,6 +3,7 @@
 // element index, so every layout drops the same elements and no mask is stored), and
 // causal_mask (compares logical rows and columns).
 #include <algorithm>
+#include <array>
 #include <cstring>
 
 #include "kernels/cpu/float8.h"
@@ -16,9 +17,20 @@ namespace oneflow {
 namespace cpu {
 namespace {
 
+// Blocks computed together by the vector loop, in groups of four: two groups (eight
+// blocks, 32 elements) were fastest here, 0.55 ns per element against 0.68 for one group
+// (rounds wait on the multiplier's latency) and 0.56-0.64 for three or four (registers
+// spill).
+constexpr int kGroups = 2;
+constexpr int64_t kStep = 2 * kGroups * kLanes;  // Elements per step.
+
 // out = x * mask / (1 - rate), the mask drawn by logical index exactly as the reference
-// draws it: kept iff LogicalRandom(seed, stream = step).Uniform(index) >= rate, computed
-// as an integer comparison (KeepThreshold, philox.h).
+// draws it: kept iff LogicalRandom(seed, stream = step).BulkUniform(index) >= rate, that
+// is word index % 4 of Philox block index / 4, computed as an integer comparison
+// (KeepThreshold, philox.h). Each block is computed once for its four elements: a run
+// that starts inside a block takes the block's remaining words one by one, then whole
+// blocks eight at a time. An element's result is one float product or zero whichever
+// path it takes, so every layout gives every element the same bits.
 absl::Status ApplyDropoutMask(const KernelContext& context, const char* kernel, const char* input) {
   OF_RETURN_IF_ERROR(CheckArguments(kernel, context, {{input}}, {{"out"}}));
   const KernelArgument& x = context.inputs[0];
@@ -32,35 +44,56 @@ absl::Status ApplyDropoutMask(const KernelContext& context, const char* kernel, 
   }
   const uint32_t threshold = KeepThreshold(rate);
   const float scale = static_cast<float>(1.0 / (1.0 - rate));
-  const PhiloxWordZero random(static_cast<uint64_t>(GetIntAttr(attrs, "seed", 0)),
-                              static_cast<uint64_t>(context.step));
+  const PhiloxBlocks random(static_cast<uint64_t>(GetIntAttr(attrs, "seed", 0)),
+                            static_cast<uint64_t>(context.step));
   const float* in = x.As<const float>();
   float* out = context.outputs[0].As<float>();
   ForEachContiguousRun(
       x.layout.logical, x.layout.slice, [&](int64_t local, int64_t logical, int64_t length) {
         const float* from = in + local;
         float* to = out + local;
+        uint64_t block = static_cast<uint64_t>(logical) / 4;
+        int64_t i = 0;
+        // A start inside a block: the block's remaining words.
+        if (const int64_t skip = logical % 4; skip != 0) {
+          const std::array<uint32_t, 4> words = random(block++);
+          for (int64_t k = skip; k < 4 && i < length; ++k, ++i) {
+            to[i] = (words[k] >> 8) >= threshold ? from[i] * scale : 0.0f;
+          }
+        }
 #if defined(__AVX2__)
-        // Eight mask words at a time (philox.h), the tail through the same code.
-        for (int64_t i = 0; i < length; i += kLanes) {
-          uint32_t words[kLanes];
-          random.Eight(static_cast<uint64_t>(logical + i), words);
-          UInt8 bits;
-          std::memcpy(&bits, words, sizeof(bits));
-          const Int8 keep = (bits >> 8) >= threshold;
-          const int64_t n = length - i;
-          const Float8 values = n >= kLanes ? Load(from + i) : LoadPartial(from + i, n, 0.0f);
-          const Float8 result = keep ? values * scale : Float8{};
+        // Eight blocks, 32 elements, a step (PhiloxBlocks::Blocks); the last step in part.
+        // (word >> 8) < 2^24 and threshold <= 2^24, so a signed comparison is exact.
+        const Int8 below = Int8{} + static_cast<int32_t>(threshold) - 1;
+        // Eight words of Blocks', applied to the n elements from `at` (n < 8: in part).
+        const Float8 scales = Splat<Float8>(scale);
+        const auto apply = [from, to, below, scales](__m256i words, int64_t at, int64_t n) {
+          Int8 bits;
+          std::memcpy(&bits, &words, sizeof(bits));
+          const Int8 keep = (Int8)((UInt8)bits >> 8) > below;
           if (n >= kLanes) {
-            Store(to + i, result);
+            Store(to + at, keep ? Load(from + at) * scales : Float8{});
           } else {
-            StorePartial(to + i, n, result);
+            StorePartial(to + at, n, keep ? LoadPartial(from + at, n, 0.0f) * scales : Float8{});
+          }
+        };
+        __m256i words[2 * kGroups];
+        for (; i + kStep <= length; i += kStep, block += 4 * kGroups) {
+          random.Blocks<kGroups>(block, words);
+          for (int k = 0; k < 2 * kGroups; ++k) apply(words[k], i + k * kLanes, kLanes);
+        }
+        if (i < length) {
+          random.Blocks<kGroups>(block, words);
+          for (int k = 0; k < 2 * kGroups && i + k * kLanes < length; ++k) {
+            apply(words[k], i + k * kLanes, std::min<int64_t>(kLanes, length - i - k * kLanes));
           }
         }
 #else
-        for (int64_t i = 0; i < length; ++i) {
-          const bool keep = (random(static_cast<uint64_t>(logical + i)) >> 8) >= threshold;
-          to[i] = keep ? from[i] * scale : 0.0f;
+        for (; i < length; block += 1) {
+          const std::array<uint32_t, 4> words = random(block);
+          for (int k = 0; k < 4 && i < length; ++k, ++i) {
+            to[i] = (words[k] >> 8) >= threshold ? from[i] * scale : 0.0f;
+          }
         }
 #endif
       });

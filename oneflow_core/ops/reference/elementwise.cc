@@ -27,7 +27,8 @@ Outputs Binary(const KernelArgs& args, const std::function<double(double, double
 }
 
 // dropout's mask times 1 / (1 - rate): an element of logical index i is kept iff
-// LogicalRandom(seed, stream = step).Uniform(i) >= rate, the same on every layout.
+// LogicalRandom(seed, stream = step).BulkUniform(i) >= rate (word i mod 4 of Philox block
+// i / 4), the same on every layout.
 Dense ApplyDropoutMask(const Dense& x, const TensorLayout& layout, const AttrMap& attrs,
                        int64_t step) {
   const double rate = GetFloatAttr(attrs, "rate", 0.0);
@@ -37,7 +38,8 @@ Dense ApplyDropoutMask(const Dense& x, const TensorLayout& layout, const AttrMap
   ForEachContiguousRun(layout.logical, layout.slice,
                        [&](int64_t local, int64_t offset, int64_t length) {
                          for (int64_t i = 0; i < length; ++i) {
-                           const bool keep = static_cast<double>(random.Uniform(offset + i)) >= rate;
+                           const bool keep =
+                               static_cast<double>(random.BulkUniform(offset + i)) >= rate;
                            out.values[local + i] = keep ? x.values[local + i] / (1 - rate) : 0.0;
                          }
                        });
