@@ -234,6 +234,19 @@ source data synthetic_classification seed=1 num_classes=4
             "give one SBP per hierarchy axis");
 }
 
+TEST(CompilerErrorsTest, PartialHintOnAVariable) {
+  const std::string text = R"(graph bad
+placement cpu{0:0-1}
+source data synthetic_classification seed=1 num_classes=4
+%x = input f32[8, 16] source=data
+%w = variable f32[16, 4] init=xavier_uniform seed=1 sbp=P
+%matmul_0 = matmul(a=%x, b=%w) f32[8, 4]
+)";
+  EXPECT_EQ(DumpAfter(text, "sbp_choice", Cluster(1, 2)),
+            "sbp hint P of variable 'w' is partial (P) on axis 0: a variable is stored whole or in slices; "
+            "give B or S(i) on every axis");
+}
+
 TEST(CompilerErrorsTest, HintSplittingAnAxisTheTensorLacks) {
   const std::string text = R"(graph bad
 placement cpu{0:0-1}

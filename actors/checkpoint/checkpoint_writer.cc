@@ -121,9 +121,12 @@ absl::StatusOr<std::unique_ptr<CheckpointWriter>> CheckpointWriter::Create(const
       *tensor->mutable_placement() = it->second->placement();
       for (const proto::SbpParallel& sbp : it->second->sbp().sbp()) {
         if (sbp.has_partial()) {
-          return absl::UnimplementedError(absl::StrCat("variable '", def->name(),
-                                                       "' is partial (P) on some axis; checkpoints save S and B "
-                                                       "slices only"));
+          // The compiler refuses a partial hint on a variable (shape_inference), and
+          // its passes lay state variables out like their parameters: only a damaged
+          // or hand-made plan gets here.
+          return absl::FailedPreconditionError(absl::StrCat(
+              "variable '", def->name(), "' is partial (P) on some axis in this plan; a variable is stored "
+              "whole or in slices (B or S(i)), so the plan was not made by the compiler"));
         }
       }
     }

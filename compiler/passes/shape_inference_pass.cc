@@ -73,6 +73,17 @@ absl::StatusOr<bool> ShapeInferencePass::Run(Compilation* compilation) {
           tensor.hint->size(), " axes but its placement ", placement.ToString(), " has ",
           placement.hierarchy().rank(), "; give one SBP per hierarchy axis"));
     }
+    if (tensor.kind == LogicalTensor::Kind::kVariable) {
+      // A variable holds one value that the devices store (initialize, update in place,
+      // checkpoint) as slices or copies; a partial sum is what an op produces, not a way
+      // to store a value.
+      for (int64_t axis = 0; axis < tensor.hint->size(); ++axis) {
+        if (!tensor.hint->at(axis).is_partial()) continue;
+        return absl::InvalidArgumentError(absl::StrCat(
+            "sbp hint ", tensor.hint->ToString(), " of variable '", tensor.name, "' is partial (P) on axis ", axis,
+            ": a variable is stored whole or in slices; give B or S(i) on every axis"));
+      }
+    }
     absl::Status fits = CheckNdSbpFits(tensor.type.shape, *tensor.hint, placement.hierarchy());
     if (!fits.ok()) {
       return absl::InvalidArgumentError(
