@@ -60,15 +60,6 @@ namespace {
 using Clock = std::chrono::steady_clock;
 using std::chrono::milliseconds;
 
-int Flag(const char* name, int fallback) {
-  for (size_t i = 1; i < ::testing::internal::GetArgvs().size(); ++i) {
-    const std::string argument = ::testing::internal::GetArgvs()[i];
-    const std::string prefix = absl::StrCat("--", name, "=");
-    if (argument.rfind(prefix, 0) == 0) return std::atoi(argument.c_str() + prefix.size());
-  }
-  return fallback;
-}
-
 double Median(std::vector<double> values) {
   if (values.empty()) return 0;
   std::sort(values.begin(), values.end());
@@ -216,7 +207,7 @@ TEST(DiagnosisBench, OverheadOfFlightRecorderAndHeartbeats) {
     ASSERT_NE(mkdtemp(directory), nullptr);
     setenv("TEST_TMPDIR", directory, 1);
   }
-  const int rounds = Flag("rounds", 3), iterations = std::max(Flag("iters", 4000), 2000);
+  const int rounds = BenchFlag("rounds", 3), iterations = std::max(BenchFlag("iters", 4000), 2000);
   const int from = 300, to = iterations - 1000;
   const std::string model = "mlp --batch=64 --hidden=256 --layers=4, 2 nodes x 1 device, dp=2";
   const std::string plan_path = CompilePlan(

@@ -32,15 +32,6 @@ namespace {
 using Clock = std::chrono::steady_clock;
 using std::chrono::milliseconds;
 
-int Flag(const char* name, int fallback) {
-  for (size_t i = 1; i < ::testing::internal::GetArgvs().size(); ++i) {
-    const std::string argument = ::testing::internal::GetArgvs()[i];
-    const std::string prefix = absl::StrCat("--", name, "=");
-    if (argument.rfind(prefix, 0) == 0) return std::atoi(argument.c_str() + prefix.size());
-  }
-  return fallback;
-}
-
 double Since(Clock::time_point start) { return std::chrono::duration<double>(Clock::now() - start).count(); }
 
 TEST(RestartBench, SigkillToTrainingAgain) {
@@ -54,7 +45,7 @@ TEST(RestartBench, SigkillToTrainingAgain) {
                                         "--devices_per_node=2", "--dp=2", "--tp=2", "--zero=1"},
                                        "restart-mlp");
   Daemons daemons(2);
-  for (int run = 0; run < Flag("runs", 3); ++run) {
+  for (int run = 0; run < BenchFlag("runs", 3); ++run) {
     const std::string job = absl::StrCat("restart-bench-", getpid(), "-", run);
     const std::string dir = TempPath(absl::StrCat("checkpoints-", run));
     std::unique_ptr<Process> launch =

@@ -120,6 +120,15 @@ bool NoWorkersLeft(const std::string& job_id, milliseconds timeout) {
   return false;
 }
 
+int BenchFlag(const char* name, int fallback) {
+  const std::string prefix = absl::StrCat("--", name, "=");
+  for (size_t i = 1; i < ::testing::internal::GetArgvs().size(); ++i) {
+    const std::string argument = ::testing::internal::GetArgvs()[i];
+    if (argument.rfind(prefix, 0) == 0) return std::atoi(argument.c_str() + prefix.size());
+  }
+  return fallback;
+}
+
 std::string TwoNodeMlpPlan() {
   return CompilePlan("mlp",
                      {"--batch=64", "--hidden=128", "--layers=3", "--compression=off", "--nodes=2",

@@ -69,6 +69,10 @@ std::unique_ptr<Process> Launch(const Daemons& daemons, const std::string& plan,
                                 const std::string& job_id, std::vector<std::string> extra = {},
                                 const std::string& nodes = "");
 
+// For benchmarks built as gtest binaries (bench/restart, bench/diagnosis): the value of
+// `--NAME=N` among the arguments gtest left, or `fallback`.
+int BenchFlag(const char* name, int fallback);
+
 // The diagnosis tests' plan: an mlp (batch 64, hidden 128, 3 layers, dense boxing) on
 // 2 nodes x 1 device, dp=2.
 std::string TwoNodeMlpPlan();
