@@ -359,12 +359,7 @@ bool StashedParts::WrittenWhileStashed(const Compilation& compilation, StatePart
 void StashedParts::Restore(Compilation* compilation) {
   for (int i = 0; i < kStatePartCount; ++i) {
     const StatePart part = static_cast<StatePart>(i);
-    if (!parts_.Contains(part)) continue;
-    SwapPart(compilation, &held_, part);
-    // Whatever a misbehaving pass wrote into the empty slot is dropped, not kept for
-    // the next pass's stash.
-    Compilation fresh;
-    SwapPart(&held_, &fresh, part);
+    if (parts_.Contains(part)) SwapPart(compilation, &held_, part);
   }
   parts_ = StateParts();
 }

@@ -83,8 +83,10 @@ bool PartIsEmpty(const Compilation& compilation, StatePart part);
 // change of any field changes it with overwhelming probability.
 uint64_t PartFingerprint(const Compilation& compilation, StatePart part);
 
-// Holds parts moved out of a Compilation while a pass runs (moves keep every pointer into
-// them valid: LogicalOp::def points into the job).
+// Holds parts moved out of a Compilation while one pass runs (moves keep every pointer
+// into them valid: LogicalOp::def points into the job). One Take, one Restore: whatever
+// a misbehaving pass wrote into an emptied part goes back into the stash on Restore and
+// is dropped with it.
 class StashedParts {
  public:
   // Moves `parts` out of `compilation`, leaving them empty there.
