@@ -10,12 +10,12 @@
 # post-warm-up iterations, bytes per iteration on the wire summed over the 4 devices, the
 # bytes ratio replicated/fssdp and the step-time ratio ep/fssdp.
 #
-# Bytes: the launch's metrics lines carry no "sparse" object (launcher.proto's
-# IterationMetrics has no such field; the script checks and says so in "bytes_source"),
-# so each plan's bytes come from `moe_bench --plan_file=PLAN`: the same plan trained in
-# one process for --iters iterations (same seed, same synthetic data, same routing), its
-# measured sparse bytes (IterationMetrics.sparse) replacing the sparse steps' planned
-# (dense worst-case) bytes in the plan's bytes_sent_per_iter.
+# Bytes: the plan's bytes_sent_per_iter summed over the devices, with the sparse steps'
+# planned (dense worst-case) bytes replaced by measured ones: the launch's own, from the
+# "sparse" object of its metrics lines (summed over the nodes; median over the
+# post-warm-up iterations), and for comparison those of `moe_bench --plan_file=PLAN`, the
+# same plan trained in one process (same seed, data and routing). "bytes_source" says
+# which one "bytes_per_iter" uses (the launch's when its lines carry them).
 #
 #   sudo bench/moe/moe_launch_bench.sh                           namespaces, 1000 Mbit/s
 #   bench/moe/moe_launch_bench.sh --loopback
@@ -284,16 +284,23 @@ warmup, rounds, modes = int(warmup), int(rounds), modes.split()
 flags = dict(f.lstrip("-").split("=", 1) for f in gpt_flags.split() if "=" in f)
 rows = {}
 for m in modes:
-    steps, has_sparse = [], False
+    steps, sparse = [], []
     for r in range(rounds):
         lines = [json.loads(l) for l in open(f"{d}/{m}.r{r}.metrics") if l.startswith("{")]
         steps.append(statistics.median([l["step_ms"] for l in lines[warmup:]]))
-        has_sparse |= any("sparse" in l for l in lines)
+        sparse += [l["sparse"]["payload_bytes"] + l["sparse"]["metadata_bytes"] for l in lines[warmup:] if "sparse" in l]
     plan = json.loads(open(f"{d}/{m}.plan.json").read())
-    rows[m] = dict(step_ms=statistics.median(steps), has_sparse=has_sparse, plan=plan)
+    if sparse:
+        # The launch's measured sparse bytes in place of the sparse steps' planned ones.
+        plan["launch_sparse_bytes"] = round(statistics.median(sparse))
+        plan["launch_bytes_per_iter"] = (plan["plan_bytes_per_iter"] - plan["sparse_planned_bytes"]
+                                         + plan["launch_sparse_bytes"])
+    rows[m] = dict(step_ms=statistics.median(steps), plan=plan)
 rule = open(f"{d}/rule.txt").read().strip()
 def ratio(a, b):
     return round(a / b, 3) if b else None
+def wire_bytes(row):  # the launch's measured bytes when its lines had them
+    return row["plan"].get("launch_bytes_per_iter", row["plan"]["bytes_per_iter"])
 for m in modes:
     r, p = rows[m], rows[m]["plan"]
     f, e, rep = rows.get("fssdp"), rows.get("ep"), rows.get("replicated")
@@ -303,13 +310,15 @@ for m in modes:
         "top_k": int(flags.get("moe_top_k", 1)), "seq": int(flags.get("seq", 64)), "batch": int(flags.get("batch", 8)),
         "skew": float(skew), "layers": int(flags.get("layers", 2)), "mode": m, "step_ms": round(r["step_ms"], 2),
         "step_ms_in_process_same_plan": p["step_ms_in_process"],
-        "bytes_per_iter": p["bytes_per_iter"], "expert_bytes_per_iter": p["expert_bytes_per_iter"],
+        "bytes_per_iter": p.get("launch_bytes_per_iter", p["bytes_per_iter"]),
+        "bytes_per_iter_in_process_same_plan": p["bytes_per_iter"], "expert_bytes_per_iter": p["expert_bytes_per_iter"],
         "plan_bytes_per_iter": p["plan_bytes_per_iter"], "sparse_planned_bytes": p["sparse_planned_bytes"],
-        "sparse_measured_bytes": p["sparse_measured_bytes"],
-        "bytes_source": "launch metrics" if r["has_sparse"] else
-            "plan; sparse bytes measured by moe_bench --plan_file on the same plan in one process "
-            "(the launch metrics lines carry no sparse field)" if p["sparse_planned_bytes"] else "plan (all dense)",
-        "ratio_bytes_replicated_over_fssdp": ratio(rep["plan"]["bytes_per_iter"], f["plan"]["bytes_per_iter"]) if f and rep else None,
+        "sparse_measured_bytes": p.get("launch_sparse_bytes", p["sparse_measured_bytes"]),
+        "sparse_measured_bytes_in_process_same_plan": p["sparse_measured_bytes"],
+        "bytes_source": "plan, sparse steps measured by the launch (its metrics' sparse bytes)" if "launch_sparse_bytes" in p
+            else "plan, sparse steps measured by moe_bench --plan_file in one process" if p["sparse_planned_bytes"]
+            else "plan (all dense)",
+        "ratio_bytes_replicated_over_fssdp": ratio(wire_bytes(rep), wire_bytes(f)) if f and rep else None,
         "ratio_expert_bytes_replicated_over_fssdp": ratio(rep["plan"]["expert_bytes_per_iter"], f["plan"]["expert_bytes_per_iter"]) if f and rep else None,
         "ratio_step_ep_over_fssdp": ratio(e["step_ms"], f["step_ms"]) if f and e else None,
         "rule_at_link": rule, "final_loss_in_process": p["final_loss"],
