@@ -35,6 +35,11 @@ struct CompileOptions {
   // its gather or reduction moves only those rows, the runtime falling back to the dense
   // collective per call when that is cheaper. false: every boxing dense.
   bool sparse_boxing = true;
+  // Epilogue fusion (compiler/passes/epilogue_fusion_pass.h): a matmul whose output only a
+  // bias_add reads, and that bias_add's output only a relu, become one fused_matmul_bias
+  // op where their SBPs already agree, so the GEMM adds the bias and applies the
+  // activation on its output while it is in cache. false: every op runs as written.
+  bool fuse_epilogues = true;
   // Pass names ("sbp_choice", ...) after which the compilation state is printed to
   // `dump` as text; "all" dumps after every pass.
   std::vector<std::string> dump_after;

@@ -207,6 +207,104 @@ TEST(CompilerTest, ViewsTakeNoMemory) {
       << dump;
 }
 
+// An mlp layer pair with biases, data parallel on 2 devices, and a tensor-parallel pair
+// whose second product is a partial sum.
+constexpr char kBiasedLayers[] = R"(graph biased
+placement cpu{0:0-1}
+source data synthetic_classification seed=1 num_classes=4
+%x = input f32[8, 16] source=data sbp=S(0)
+%labels = input i32[8] source=data sbp=S(0)
+%w1 = variable f32[16, 32] init=xavier_uniform seed=1
+%b1 = variable f32[32] init=zeros seed=0
+%w2 = variable f32[32, 4] init=xavier_uniform seed=2
+%b2 = variable f32[4] init=zeros seed=0
+%matmul_0 = matmul(a=%x, b=%w1) f32[8, 32]
+%bias_add_1 = bias_add(x=%matmul_0, bias=%b1) f32[8, 32]
+%relu_2 = relu(x=%bias_add_1) f32[8, 32]
+%matmul_3 = matmul(a=%relu_2, b=%w2) f32[8, 4]
+%bias_add_4 = bias_add(x=%matmul_3, bias=%b2) f32[8, 4]
+%sparse_softmax_cross_entropy_5 = sparse_softmax_cross_entropy(logits=%bias_add_4, labels=%labels) f32[8]
+)";
+
+// The fused op of each op in the plan's job, by the op's name: its type and whether it
+// applies relu.
+std::string OpSummary(const proto::Plan& plan, const std::string& name) {
+  for (const proto::OpDef& op : plan.job().ops()) {
+    if (op.name() != name) continue;
+    auto relu = op.attrs().find("relu");
+    return op.type() + (relu != op.attrs().end() && relu->second.b() ? " relu" : "");
+  }
+  return "none";
+}
+
+// Data parallel: both products fuse, the first with its relu, the second (read by the
+// loss) with its bias only.
+TEST(CompilerTest, EpilogueFusionFusesBiasAndRelu) {
+  EXPECT_EQ(DumpAfter(kBiasedLayers, "epilogue_fusion", Cluster(1, 2)),
+            "=== after epilogue_fusion (changed)\n"
+            "placement #0 cpu{0:0-1}\n"
+            "input %x: f32[8, 16] S(0) @0\n"
+            "input %labels: i32[8] S(0) @0\n"
+            "variable %w1: f32[16, 32] B @0\n"
+            "variable %b1: f32[32] B @0\n"
+            "variable %w2: f32[32, 4] B @0\n"
+            "variable %b2: f32[4] B @0\n"
+            "%relu_2: f32[8, 32] S(0) = fused_matmul_bias(a=%x:S(0), b=%w1:B, bias=%b1:B) @0\n"
+            "%bias_add_4: f32[8, 4] S(0) = fused_matmul_bias(a=%relu_2:S(0), b=%w2:B, bias=%b2:B) @0\n"
+            "%sparse_softmax_cross_entropy_5: f32[8] S(0) = sparse_softmax_cross_entropy("
+            "logits=%bias_add_4:S(0), labels=%labels:S(0)) @0\n");
+  CompileOptions options;
+  options.cluster = Cluster(1, 2);
+  const absl::StatusOr<proto::Plan> plan = Compile(Parse(kBiasedLayers), options);
+  ASSERT_TRUE(plan.ok()) << plan.status();
+  EXPECT_EQ(OpSummary(*plan, "matmul_0"), "fused_matmul_bias relu");
+  EXPECT_EQ(OpSummary(*plan, "matmul_3"), "fused_matmul_bias");
+  EXPECT_EQ(OpSummary(*plan, "bias_add_1"), "none");
+  EXPECT_EQ(OpSummary(*plan, "relu_2"), "none");
+  options.fuse_epilogues = false;
+  const absl::StatusOr<proto::Plan> unfused = Compile(Parse(kBiasedLayers), options);
+  ASSERT_TRUE(unfused.ok()) << unfused.status();
+  EXPECT_EQ(OpSummary(*unfused, "matmul_0"), "matmul");
+  EXPECT_EQ(OpSummary(*unfused, "bias_add_1"), "bias_add");
+  EXPECT_EQ(OpSummary(*unfused, "relu_2"), "relu");
+}
+
+// Megatron: the column-parallel product fuses with its S(0) bias and relu; the
+// row-parallel one leaves a partial sum, to which each device adds its part of the bias
+// (B -> P keeps the bias on one device, zeros elsewhere) before the one reduction.
+TEST(CompilerTest, EpilogueFusionOfTensorParallelProducts) {
+  std::string tp = kBiasedLayers;
+  tp.replace(tp.find("seed=1\n"), 7, "seed=1 sbp=S(1)\n");
+  tp.replace(tp.find("init=zeros seed=0\n"), 18, "init=zeros seed=0 sbp=S(0)\n");
+  tp.replace(tp.find("seed=2\n"), 7, "seed=2 sbp=S(0)\n");
+  EXPECT_EQ(DumpAfter(tp, "boxing_insertion", Cluster(1, 2)),
+            "=== after boxing_insertion (changed)\n"
+            "placement #0 cpu{0:0-1}\n"
+            "input %x: f32[8, 16] S(0) @0\n"
+            "input %labels: i32[8] S(0) @0\n"
+            "variable %w1: f32[16, 32] S(1) @0\n"
+            "variable %b1: f32[32] S(0) @0\n"
+            "variable %w2: f32[32, 4] S(0) @0\n"
+            "variable %b2: f32[4] B @0\n"
+            "%relu_2: f32[8, 32] S(1) = fused_matmul_bias(a=%x:B via boxing#0, b=%w1:S(1), bias=%b1:S(0)) @0\n"
+            "%bias_add_4: f32[8, 4] P = fused_matmul_bias(a=%relu_2:S(1), b=%w2:S(0), bias=%b2:P via boxing#1) @0\n"
+            "%sparse_softmax_cross_entropy_5: f32[8] S(0) = sparse_softmax_cross_entropy("
+            "logits=%bias_add_4:S(0) via boxing#2, labels=%labels:S(0)) @0\n"
+            "boxing#0 %x S(0) @0 -> B @0: all_gather[axis 0] (256 B/device)\n"
+            "boxing#1 %b2 B @0 -> P @0: local_partial[axis 0] (0 B/device)\n"
+            "boxing#2 %bias_add_4 P @0 -> S(0) @0: reduce_scatter[axis 0] (64 B/device)\n");
+}
+
+// A tensor the user put a hint on stays: here the first product's output.
+TEST(CompilerTest, EpilogueFusionKeepsHintedTensors) {
+  std::string hinted = kBiasedLayers;
+  hinted.replace(hinted.find("f32[8, 32]\n"), 11, "f32[8, 32] sbp=S(0)\n");
+  const std::string dump = DumpAfter(hinted, "epilogue_fusion", Cluster(1, 2));
+  EXPECT_NE(dump.find("%matmul_0: f32[8, 32] S(0) = matmul(a=%x:S(0), b=%w1:B) @0\n"), std::string::npos) << dump;
+  EXPECT_NE(dump.find("%relu_2: f32[8, 32] S(0) = relu(x=%bias_add_1:S(0)) @0\n"), std::string::npos) << dump;
+  EXPECT_NE(dump.find("%bias_add_4: f32[8, 4] S(0) = fused_matmul_bias("), std::string::npos) << dump;
+}
+
 TEST(CompilerErrorsTest, CompressionHintOnAnIntegerTensor) {
   const std::string text = R"(graph hinted
 placement cpu{0:0-1}
@@ -286,8 +384,8 @@ source data synthetic_classification seed=1 num_classes=4
 TEST(CompilerErrorsTest, UnknownPassToDump) {
   EXPECT_EQ(DumpAfter(kTensorParallel, "sbp", Cluster(1, 2)),
             "dump_after names unknown pass 'sbp'; passes: shape_inference, autograd, gradient_accumulation, "
-            "optimizer, dead_op_elimination, sbp_choice, boxing_insertion, gradient_bucketing, lowering, "
-            "actor_graph, collective_ordering, memory_planning, plan_emission (or all)");
+            "optimizer, dead_op_elimination, sbp_choice, epilogue_fusion, boxing_insertion, gradient_bucketing, "
+            "lowering, actor_graph, collective_ordering, memory_planning, plan_emission (or all)");
 }
 
 TEST(CompilerErrorsTest, EmptyCluster) {

@@ -6,6 +6,7 @@
 #include "compiler/passes/boxing_insertion_pass.h"
 #include "compiler/passes/collective_ordering_pass.h"
 #include "compiler/passes/dead_op_elimination_pass.h"
+#include "compiler/passes/epilogue_fusion_pass.h"
 #include "compiler/passes/gradient_accumulation_pass.h"
 #include "compiler/passes/gradient_bucketing_pass.h"
 #include "compiler/passes/lowering_pass.h"
@@ -25,6 +26,7 @@ PassPipeline StandardPipeline() {
   pipeline.AddPass<OptimizerPass>();
   pipeline.AddPass<DeadOpEliminationPass>();
   pipeline.AddPass<SbpChoicePass>();
+  pipeline.AddPass<EpilogueFusionPass>();
   pipeline.AddPass<BoxingInsertionPass>();
   pipeline.AddPass<GradientBucketingPass>();
   pipeline.AddPass<LoweringPass>();

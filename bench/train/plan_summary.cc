@@ -8,7 +8,8 @@
 //
 // params counts trainable variables only (not optimizer state); param_sizes are their
 // element counts, sorted, so a framework that stores a weight transposed compares equal.
-// ops are the plan's logical ops after autograd and the optimizer pass; forward_op_types
+// ops are the plan's logical ops after autograd, the optimizer pass and epilogue fusion;
+// op_types and forward_op_types count a fused op as the ops it was made of; forward_op_types
 // counts those of the forward pass (up to the loss), which vs_pytorch.py compares with
 // the nodes of PyTorch's autograd graph.
 //
@@ -73,8 +74,18 @@ int Main(const std::string& path) {
   std::map<std::string, int> op_types, forward_op_types;
   bool forward = true;
   for (const proto::OpDef& op : job.ops()) {
-    ++op_types[op.type()];
-    if (forward) ++forward_op_types[op.type()];
+    // A fused_matmul_bias (compiler/passes/epilogue_fusion_pass.h) counts as the ops it
+    // was made of, so the counts describe the model as written whether or not it fused.
+    std::vector<std::string> types = {op.type()};
+    if (op.type() == "fused_matmul_bias") {
+      types = {"matmul", "bias_add"};
+      auto relu = op.attrs().find("relu");
+      if (relu != op.attrs().end() && relu->second.b()) types.push_back("relu");
+    }
+    for (const std::string& type : types) {
+      ++op_types[type];
+      if (forward) ++forward_op_types[type];
+    }
     for (const auto& [name, tensor] : op.outputs()) {
       if (tensor == job.loss()) forward = false;
     }

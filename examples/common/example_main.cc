@@ -54,6 +54,9 @@ ABSL_FLAG(std::string, sparse_boxing, "auto",
           "auto: where a tensor lists the rows each device uses (sparse embedding gradients, "
           "FSSDP experts), its boxing moves only those rows, falling back to dense per call when "
           "that is cheaper; off: every boxing dense (docs/sparse_boxing.md).");
+ABSL_FLAG(bool, fuse_epilogues, true,
+          "Fuse matmul -> bias_add (-> relu) chains whose SBPs agree into one fused_matmul_bias op "
+          "(the GEMM adds the bias and applies relu on its output); false: every op as written.");
 ABSL_FLAG(std::string, plan_out, "", "Write the compiled plan to this file.");
 ABSL_FLAG(bool, run, false, "After compiling, train the plan on this machine's CPU devices.");
 ABSL_FLAG(int64_t, iters, 10, "With --run: iterations to train.");
@@ -95,6 +98,7 @@ absl::Status CompileAndReport(const proto::Job& job, const ParallelLayout& layou
         absl::StrCat("--sparse_boxing=", sparse_boxing, " is not one of: auto, off"));
   }
   options.sparse_boxing = sparse_boxing == "auto";
+  options.fuse_epilogues = absl::GetFlag(FLAGS_fuse_epilogues);
   CompressionFlags compression;
   compression.compression = absl::GetFlag(FLAGS_compression);
   compression.codec_bytes_per_second = absl::GetFlag(FLAGS_codec_bytes_per_second);

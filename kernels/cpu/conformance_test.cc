@@ -69,6 +69,17 @@ std::function<void(std::vector<Dense>*)> UnusedSlots(std::vector<size_t> ks) {
   };
 }
 
+// Divides input `at` by 16 (exact in float), as weights are ~1/sqrt(k) at initialization:
+// a product over k 128 of the default values (0.5 to 2 in size) sums terms of total size
+// ~200 that cancel to O(1), and their float rounding (1.5e-5 on oneDNN's primitive) would
+// exceed the absolute 1e-5 that applies below magnitude 1; with weights of a layer's
+// size the same sums stay a rounding test (largest error measured: under 2e-6).
+std::function<void(std::vector<Dense>*)> WeightScale(size_t at) {
+  return [=](std::vector<Dense>* inputs) {
+    for (double& v : (*inputs)[at].values) v /= 16;
+  };
+}
+
 constexpr int64_t kStep = 3;  // Dropout's stream, the learning-rate schedules, Adam's t.
 constexpr double kTolerance = 1e-5;
 
@@ -96,6 +107,27 @@ std::vector<Case> Cases() {
       {"matmul", {{Shape{3, 5, 4}, f}, {Shape{3, 4, 5}, f}}, {}},
       {"matmul", {{Shape{2, 3, 5, 4}, f}, {Shape{2, 3, 5, 6}, f}}, {{"transpose_a", true}}},
       {"matmul", {{Shape{2, 3, 4, 5}, f}, {Shape{2, 3, 4, 5}, f}}, {{"transpose_b", true}}},
+      {"fused_matmul_bias", {{Shape{5, 7}, f}, {Shape{7, 3}, f}, {Shape{3}, f}}, {}},
+      {"fused_matmul_bias", {{Shape{7, 5}, f}, {Shape{3, 7}, f}, {Shape{3}, f}},
+       {{"transpose_a", true}, {"transpose_b", true}, {"relu", true}}},
+      {"fused_matmul_bias", {{Shape{33, 17}, f}, {Shape{29, 17}, f}, {Shape{29}, f}},
+       {{"transpose_b", true}, {"relu", true}}},
+      // Past 2^20 multiply-adds, on oneDNN (EpilogueRouteFor): 128 x 96 over k 128 on
+      // dnnl_sgemm then the pass; 64 x 256 over k 128 with b transposed on the matmul
+      // primitive with the bias and relu as its post-ops. Device parts of a split may fall
+      // below 2^20 and run OpenBLAS. b is scaled to 1/16 (WeightScale) as a layer's weights
+      // are.
+      {"fused_matmul_bias", {{Shape{128, 128}, f}, {Shape{128, 96}, f}, {Shape{96}, f}},
+       {{"relu", true}}, 0, {}, WeightScale(1)},
+      {"fused_matmul_bias", {{Shape{64, 128}, f}, {Shape{256, 128}, f}, {Shape{256}, f}},
+       {{"transpose_b", true}, {"relu", true}}, 0, {}, WeightScale(1)},
+      {"fused_matmul_bias", {{Shape{3, 5, 4}, f}, {Shape{3, 4, 6}, f}, {Shape{6}, f}},
+       {{"relu", true}}},
+      {"fused_matmul_bias", {{Shape{2, 3, 5, 4}, f}, {Shape{2, 3, 5, 6}, f}, {Shape{6}, f}},
+       {{"transpose_a", true}}},
+      // k = 0: every row is the bias, relu'd.
+      {"fused_matmul_bias", {{Shape{4, 0}, f}, {Shape{0, 6}, f}, {Shape{6}, f}},
+       {{"relu", true}}},
       {"add", {{Shape{5, 7}, f}, {Shape{5, 7}, f}}, {}},
       {"add", {{Shape{5, 7}, f}, {Shape{7}, f}}, {}},
       {"add", {{Shape{5, 7}, f}, {Shape{}, f}}, {}},

@@ -30,7 +30,7 @@ TEST(CpuKernelErrorsTest, FindCpuKernelListsTheKnownNames) {
   const absl::StatusOr<KernelFunction> missing = FindCpuKernel("conv2d");
   EXPECT_EQ(missing.status().code(), absl::StatusCode::kNotFound);
   EXPECT_EQ(missing.status().message().substr(0, 70),
-            "no CPU kernel named 'conv2d'; known: matmul, add, sub, mul, div, bias_");
+            "no CPU kernel named 'conv2d'; known: matmul, fused_matmul_bias, add, s");
   EXPECT_NE(missing.status().message().find("sgd_update, adamw_update"), std::string::npos);
 }
 
@@ -75,6 +75,29 @@ TEST(CpuKernelErrorsTest, BadArgumentsAreRefusedWithWhatWouldBeValid) {
   const AttrMap transpose_b = {{"transpose_b", true}};
   context.attrs = &transpose_b;
   EXPECT_TRUE((*FindCpuKernel("matmul"))(context).ok());  // [2, 3] x [2, 3]^T is valid.
+}
+
+// fused_matmul_bias shares matmul's checks (under its own name) and checks its bias.
+TEST(CpuKernelErrorsTest, FusedMatMulBiasRefusesABiasThatIsNotTheLastDimension) {
+  float a[6] = {}, b[6] = {}, bias[3] = {}, out[6] = {};
+  const KernelFunction fused = *FindCpuKernel("fused_matmul_bias");
+  KernelContext context;
+  context.inputs = {Argument(a, Shape{2, 3}), Argument(b, Shape{2, 3}), Argument(bias, Shape{3})};
+  context.outputs = {Argument(out, Shape{2, 2})};
+  ExpectInvalid(fused(context),
+                "kernel 'fused_matmul_bias': inner dimensions differ: a [2, 3] "
+                "(transpose_a=false) has k=3, b [2, 3] (transpose_b=false) has k=2");
+  const AttrMap transpose_b = {{"transpose_b", true}, {"relu", true}};
+  context.attrs = &transpose_b;
+  ExpectInvalid(fused(context),
+                "kernel 'fused_matmul_bias': 'bias' has shape [3] but must be [2] (the "
+                "product's last dimension)");
+  context.inputs[2] = Argument(bias, Shape{2});
+  EXPECT_TRUE(fused(context).ok());
+  context.inputs.pop_back();
+  ExpectInvalid(fused(context),
+                "kernel 'fused_matmul_bias': takes inputs (a, b, bias) and outputs (out), got 2 "
+                "inputs and 1 outputs");
 }
 
 TEST(CpuKernelErrorsTest, DTypeShapeAndLayoutMismatches) {

@@ -11,6 +11,8 @@ namespace cpu {
 
 // matmul.cc
 absl::Status MatMul(const KernelContext& context);
+// matmul + bias_add (+ relu) with the bias and relu as the GEMM's epilogue.
+absl::Status FusedMatMulBias(const KernelContext& context);
 // elementwise.cc
 absl::Status Add(const KernelContext& context);
 absl::Status Sub(const KernelContext& context);

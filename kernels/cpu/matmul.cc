@@ -9,9 +9,18 @@
 // into blocks of output rows or columns, one single-threaded sgemm each, run over the
 // pool; batched products spread whole batches instead. Each output element still sums
 // over all of k in one sgemm, so the cut changes no sum's terms, only which call does it.
+//
+// fused_matmul_bias: matmul's product plus bias[j] on every output row, then max(0, .)
+// when relu, through SgemmBiasRelu (sgemm.h): the epilogue runs inside oneDNN's matmul
+// primitive or as a pass over each part of c right after its product, while that part is
+// still in cache, instead of bias_add's and relu's two passes over the whole output. It
+// is cut over the pool as matmul is; a column block takes the bias from its first column.
 #include <algorithm>
 #include <climits>
+#include <vector>
 
+#include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
 #include "kernels/cpu/kernel_util.h"
 #include "kernels/cpu/kernels.h"
 #include "kernels/cpu/sgemm.h"
@@ -22,7 +31,8 @@ namespace oneflow {
 namespace cpu {
 namespace {
 
-constexpr char kKernel[] = "matmul";
+constexpr char kMatMul[] = "matmul";
+constexpr char kFusedMatMulBias[] = "fused_matmul_bias";
 
 // Work (multiply-adds) below which a part of a split product is not worth a helper's
 // wake-up (~10 us on a condition variable): ~2^20 MACs run ~10-20 us on one AVX2 core.
@@ -32,7 +42,8 @@ constexpr int64_t kMinMacsPerPart = int64_t{1} << 20;
 // 8 or 16 wide).
 constexpr int64_t kSplitAlign = 16;
 
-// One row-major sgemm, m x n of op(a) * op(b), a and b at their stored leading dimensions.
+// One row-major sgemm, m x n of op(a) * op(b), a and b at their stored leading dimensions,
+// with an epilogue when bias is set or relu (fused_matmul_bias).
 struct Gemm {
   bool ta, tb;
   int64_t m, n, k;
@@ -42,9 +53,17 @@ struct Gemm {
   int ldb;
   float* c;
   int ldc;
+  const float* bias = nullptr;  // [n], added to every row
+  bool relu = false;
 
   // One BLAS thread per call, whichever backend (sgemm.h).
-  void Call() const { Sgemm(ta, tb, m, n, k, a, lda, b, ldb, c, ldc); }
+  void Call() const {
+    if (bias == nullptr && !relu) {
+      Sgemm(ta, tb, m, n, k, a, lda, b, ldb, c, ldc);
+    } else {
+      SgemmBiasRelu(ta, tb, m, n, k, a, lda, b, ldb, bias, relu, c, ldc);
+    }
+  }
   // Rows [begin, end) of the output: rows of op(a), i.e. columns of a when transposed.
   Gemm Rows(int64_t begin, int64_t end) const {
     Gemm part = *this;
@@ -59,6 +78,7 @@ struct Gemm {
     part.n = end - begin;
     part.b = b + begin * (tb ? ldb : 1);
     part.c = c + begin;
+    if (bias != nullptr) part.bias = bias + begin;
     return part;
   }
 };
@@ -77,10 +97,17 @@ void SplitGemm(const Gemm& gemm) {
   });
 }
 
-}  // namespace
+// The checked dimensions of a matmul-shaped product: inputs 0 and 1 (a, b) and output 0.
+struct MatMulDims {
+  bool ta, tb;
+  int64_t batches, m, n, k;
+  int lda, ldb;  // the stored row lengths of a and b (their row-major leading dimensions)
+};
 
-absl::Status MatMul(const KernelContext& context) {
-  OF_RETURN_IF_ERROR(CheckArguments(kKernel, context, {{"a"}, {"b"}}, {{"out"}}));
+// Checks a, b and out of `kernel` (matmul's rules: same rank >= 2, equal batch
+// dimensions and inner dimension, out [..., m, n], dimensions within the BLAS limit).
+absl::StatusOr<MatMulDims> CheckMatMulShapes(absl::string_view kernel,
+                                             const KernelContext& context) {
   const Shape& a = context.inputs[0].shape;
   const Shape& b = context.inputs[1].shape;
   const Shape& out = context.outputs[0].shape;
@@ -89,14 +116,14 @@ absl::Status MatMul(const KernelContext& context) {
   const bool tb = GetBoolAttr(attrs, "transpose_b", false);
   const int64_t r = a.rank();
   if (r < 2 || b.rank() != r) {
-    return KernelError(kKernel, "inputs 'a' ", a.ToString(), " and 'b' ", b.ToString(),
+    return KernelError(kernel, "inputs 'a' ", a.ToString(), " and 'b' ", b.ToString(),
                        " must have the same rank >= 2");
   }
   const int64_t m = a.dim(ta ? r - 1 : r - 2);
   const int64_t k = a.dim(ta ? r - 2 : r - 1);
   const int64_t n = b.dim(tb ? r - 2 : r - 1);
   if (b.dim(tb ? r - 1 : r - 2) != k) {
-    return KernelError(kKernel, "inner dimensions differ: a ", a.ToString(),
+    return KernelError(kernel, "inner dimensions differ: a ", a.ToString(),
                        " (transpose_a=", ta ? "true" : "false", ") has k=", k, ", b ", b.ToString(),
                        " (transpose_b=", tb ? "true" : "false",
                        ") has k=", b.dim(tb ? r - 1 : r - 2));
@@ -105,40 +132,81 @@ absl::Status MatMul(const KernelContext& context) {
   int64_t batches = 1;
   for (int64_t axis = 0; axis < r - 2; ++axis) {
     if (b.dim(axis) != a.dim(axis)) {
-      return KernelError(kKernel, "batch dimensions differ: a ", a.ToString(), " vs b ",
+      return KernelError(kernel, "batch dimensions differ: a ", a.ToString(), " vs b ",
                          b.ToString());
     }
     batches *= a.dim(axis);
   }
   expected.push_back(m);
   expected.push_back(n);
-  OF_RETURN_IF_ERROR(CheckShape(kKernel, "out", out, Shape(expected), "a's rows by b's columns"));
+  OF_RETURN_IF_ERROR(CheckShape(kernel, "out", out, Shape(expected), "a's rows by b's columns"));
   if (std::max({m, n, k, a.dim(r - 1), b.dim(r - 1)}) > INT_MAX) {
-    return KernelError(kKernel, "dimensions of a ", a.ToString(), " and b ", b.ToString(),
+    return KernelError(kernel, "dimensions of a ", a.ToString(), " and b ", b.ToString(),
                        " exceed the BLAS limit of ", INT_MAX);
   }
-  float* c = context.outputs[0].As<float>();
-  if (m * n == 0 || batches == 0) return absl::OkStatus();
-  if (k == 0) {  // An empty sum; BLAS would also need leading dimensions of at least 1.
-    std::fill(c, c + batches * m * n, 0.0f);
-    return absl::OkStatus();
-  }
-  const float* a_data = context.inputs[0].As<const float>();
-  const float* b_data = context.inputs[1].As<const float>();
-  // Row-major leading dimensions are the stored row lengths, transposed or not.
-  const int lda = static_cast<int>(a.dim(r - 1));
-  const int ldb = static_cast<int>(b.dim(r - 1));
-  const Gemm whole{ta, tb, m, n, k, a_data, lda, b_data, ldb, c, static_cast<int>(n)};
-  if (batches == 1) {
+  return MatMulDims{ta, tb, batches, m, n, k, static_cast<int>(a.dim(r - 1)),
+                    static_cast<int>(b.dim(r - 1))};
+}
+
+// Runs the checked product (with the epilogue of bias / relu when given) over the device
+// pool: a single product cut by SplitGemm, many batches spread whole (no cut inside one).
+void RunMatMul(const MatMulDims& d, const float* a, const float* b, const float* bias,
+               bool relu, float* c) {
+  const Gemm whole{d.ta, d.tb, d.m, d.n, d.k, a, d.lda, b, d.ldb, c, static_cast<int>(d.n),
+                   bias, relu};
+  if (d.batches == 1) {
     SplitGemm(whole);
+    return;
+  }
+  const int64_t m = d.m, n = d.n, k = d.k;
+  const int64_t grain = std::max<int64_t>(1, kMinMacsPerPart / std::max<int64_t>(1, m * n * k));
+  ParallelFor(d.batches, grain, [&](int64_t first, int64_t last) {
+    // Attention's batches: the matmul primitive runs a batch set in one call.
+    SgemmBatched(d.ta, d.tb, last - first, m, n, k, a + first * m * k, d.lda, m * k,
+                 b + first * k * n, d.ldb, k * n, c + first * m * n, n, m * n);
+    // The epilogue over this thread's batches right after their products: the same
+    // products as matmul's and the same float add and clamp as bias_add's and relu's, so
+    // the result is theirs bit for bit (a per-batch 2-D call could take another backend
+    // than the batched one, and round differently).
+    if (bias != nullptr || relu) {
+      BiasReluInPlace((last - first) * m, n, bias, relu, c + first * m * n, n);
+    }
+  });
+}
+
+}  // namespace
+
+absl::Status MatMul(const KernelContext& context) {
+  OF_RETURN_IF_ERROR(CheckArguments(kMatMul, context, {{"a"}, {"b"}}, {{"out"}}));
+  OF_ASSIGN_OR_RETURN(const MatMulDims dims, CheckMatMulShapes(kMatMul, context));
+  float* c = context.outputs[0].As<float>();
+  if (dims.m * dims.n == 0 || dims.batches == 0) return absl::OkStatus();
+  if (dims.k == 0) {  // An empty sum; BLAS would also need leading dimensions of at least 1.
+    std::fill(c, c + dims.batches * dims.m * dims.n, 0.0f);
     return absl::OkStatus();
   }
-  // Many batches (attention heads): whole batches per thread, no cut inside one.
-  const int64_t grain = std::max<int64_t>(1, kMinMacsPerPart / std::max<int64_t>(1, m * n * k));
-  ParallelFor(batches, grain, [&](int64_t first, int64_t last) {
-    SgemmBatched(ta, tb, last - first, m, n, k, a_data + first * m * k, lda, m * k,
-                 b_data + first * k * n, ldb, k * n, c + first * m * n, n, m * n);
-  });
+  RunMatMul(dims, context.inputs[0].As<const float>(), context.inputs[1].As<const float>(),
+            /*bias=*/nullptr, /*relu=*/false, c);
+  return absl::OkStatus();
+}
+
+absl::Status FusedMatMulBias(const KernelContext& context) {
+  OF_RETURN_IF_ERROR(
+      CheckArguments(kFusedMatMulBias, context, {{"a"}, {"b"}, {"bias"}}, {{"out"}}));
+  OF_ASSIGN_OR_RETURN(const MatMulDims dims, CheckMatMulShapes(kFusedMatMulBias, context));
+  OF_RETURN_IF_ERROR(CheckShape(kFusedMatMulBias, "bias", context.inputs[2].shape,
+                                Shape{dims.n}, "the product's last dimension"));
+  const bool relu = GetBoolAttr(AttrsOf(context), "relu", false);
+  const float* bias = context.inputs[2].As<const float>();
+  float* c = context.outputs[0].As<float>();
+  if (dims.m * dims.n == 0 || dims.batches == 0) return absl::OkStatus();
+  if (dims.k == 0) {  // An empty sum: every row is the bias (relu'd).
+    SgemmBiasRelu(dims.ta, dims.tb, dims.batches * dims.m, dims.n, 0, nullptr, 1, nullptr, 1,
+                  bias, relu, c, dims.n);
+    return absl::OkStatus();
+  }
+  RunMatMul(dims, context.inputs[0].As<const float>(), context.inputs[1].As<const float>(),
+            bias, relu, c);
   return absl::OkStatus();
 }
 

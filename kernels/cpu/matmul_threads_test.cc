@@ -1,5 +1,7 @@
-// matmul split over a device pool: every transpose combination, cut by rows, by columns
-// and by batches, equals a double-precision product and the one-thread kernel.
+// matmul and fused_matmul_bias split over a device pool: every transpose combination, cut
+// by rows, by columns and by batches, equals a double-precision product (plus bias, relu'd)
+// and the one-thread kernel; and fused_matmul_bias equals matmul -> bias_add -> relu bit for
+// bit, on one thread and on a pool.
 #include <cmath>
 #include <random>
 #include <vector>
@@ -83,6 +85,134 @@ TEST(MatMulThreadsTest, SplitProductsMatchDoubleAndOneThread) {
             }
           }
         }
+      }
+    }
+  }
+}
+
+// op(a) * op(b) + bias, relu'd when `relu`, through the fused_matmul_bias kernel with
+// `pool` current (nullptr: one thread).
+std::vector<float> RunFused(const Case& c, bool ta, bool tb, bool relu, const std::vector<float>& a,
+                            const std::vector<float>& b, const std::vector<float>& bias,
+                            KernelThreadPool* pool) {
+  std::vector<int64_t> a_dims = c.batch, b_dims = c.batch, out_dims = c.batch;
+  a_dims.insert(a_dims.end(), {ta ? c.k : c.m, ta ? c.m : c.k});
+  b_dims.insert(b_dims.end(), {tb ? c.n : c.k, tb ? c.k : c.n});
+  out_dims.insert(out_dims.end(), {c.m, c.n});
+  const Shape out_shape(out_dims);
+  std::vector<float> out(out_shape.NumElements(), NAN);
+  const AttrMap attrs = {{"transpose_a", ta}, {"transpose_b", tb}, {"relu", relu}};
+  KernelContext context;
+  context.attrs = &attrs;
+  context.inputs = {Argument(const_cast<float*>(a.data()), Shape(a_dims)),
+                    Argument(const_cast<float*>(b.data()), Shape(b_dims)),
+                    Argument(const_cast<float*>(bias.data()), Shape{c.n})};
+  context.outputs = {Argument(out.data(), out_shape)};
+  ScopedKernelThreadPool scope(pool);
+  const absl::Status status = (*FindCpuKernel("fused_matmul_bias"))(context);
+  EXPECT_TRUE(status.ok()) << status;
+  return out;
+}
+
+// The fused kernel cuts as matmul does; a column block must take the bias from its own
+// first column (a block given bias[0..] would pass the one-thread comparison only if
+// the bias were constant, so the bias here is random and the double product checks it).
+// With a 2-thread pool, 515 rows or columns over k 300 make two parts of >= 2^20
+// multiply-adds, the second ragged; 5 batches of 130x140 over k 90 spread over both.
+TEST(MatMulThreadsTest, FusedSplitProductsMatchDoubleAndOneThread) {
+  const std::vector<Case> cases = {{{}, 515, 37, 300}, {{}, 37, 515, 300}, {{5}, 130, 140, 90}};
+  KernelThreadPool pool(2);
+  for (const Case& c : cases) {
+    int64_t batches = 1;
+    for (int64_t d : c.batch) batches *= d;
+    const std::vector<float> a = Random(batches * c.m * c.k, 3), b = Random(batches * c.k * c.n, 4);
+    const std::vector<float> bias = Random(c.n, 5);
+    for (bool ta : {false, true}) {
+      for (bool tb : {false, true}) {
+        for (bool relu : {false, true}) {
+          SCOPED_TRACE(testing::Message() << "m=" << c.m << " n=" << c.n << " k=" << c.k
+                                          << " batches=" << batches << " ta=" << ta
+                                          << " tb=" << tb << " relu=" << relu);
+          const std::vector<float> one = RunFused(c, ta, tb, relu, a, b, bias, nullptr);
+          const std::vector<float> two = RunFused(c, ta, tb, relu, a, b, bias, &pool);
+          for (int64_t s = 0; s < batches; ++s) {
+            for (int64_t i = 0; i < c.m; ++i) {
+              for (int64_t j = 0; j < c.n; ++j) {
+                double want = bias[j];
+                for (int64_t p = 0; p < c.k; ++p) {
+                  const float x = a[s * c.m * c.k + (ta ? p * c.m + i : i * c.k + p)];
+                  const float y = b[s * c.k * c.n + (tb ? j * c.k + p : p * c.n + j)];
+                  want += static_cast<double>(x) * y;
+                }
+                if (relu && want < 0) want = 0;
+                const int64_t at = (s * c.m + i) * c.n + j;
+                // As for matmul: k <= 300 products of N(0, 1) values and one bias term.
+                ASSERT_NEAR(two[at], want, 1e-3) << "out[" << s << ", " << i << ", " << j << "]";
+                // A part may take another backend or route than the whole (its size
+                // decides), so equal to float rounding, not bit for bit.
+                ASSERT_NEAR(two[at], one[at], 1e-4 * (1 + std::abs(one[at])));
+              }
+            }
+          }
+        }
+      }
+    }
+  }
+}
+
+// matmul, then bias_add, then relu (when `relu`), each kernel writing its own tensor, as
+// the unfused graph runs them, with `pool` current.
+std::vector<float> RunUnfused(const Case& c, bool ta, bool tb, bool relu,
+                              const std::vector<float>& a, const std::vector<float>& b,
+                              const std::vector<float>& bias, KernelThreadPool* pool) {
+  const std::vector<float> product = RunMatMul(c, ta, tb, a, b, pool);
+  std::vector<int64_t> out_dims = c.batch;
+  out_dims.insert(out_dims.end(), {c.m, c.n});
+  const Shape out_shape(out_dims);
+  std::vector<float> biased(product.size(), NAN), activated(product.size(), NAN);
+  ScopedKernelThreadPool scope(pool);
+  KernelContext bias_add;
+  bias_add.inputs = {Argument(const_cast<float*>(product.data()), out_shape),
+                     Argument(const_cast<float*>(bias.data()), Shape{c.n})};
+  bias_add.outputs = {Argument(biased.data(), out_shape)};
+  EXPECT_TRUE((*FindCpuKernel("bias_add"))(bias_add).ok());
+  if (!relu) return biased;
+  KernelContext relu_context;
+  relu_context.inputs = {Argument(biased.data(), out_shape)};
+  relu_context.outputs = {Argument(activated.data(), out_shape)};
+  EXPECT_TRUE((*FindCpuKernel("relu"))(relu_context).ok());
+  return activated;
+}
+
+// Fusing changes no bit: the fused kernel cuts as matmul does and each part's GEMM is the
+// one the unfused part runs (EpilogueRouteFor), so on one thread and on a pool it equals
+// the unfused chain on the same thread count exactly. Shapes on OpenBLAS, dnnl_sgemm and
+// the matmul primitive (NT with m <= n / 2), cut by rows, columns and batches.
+TEST(MatMulThreadsTest, FusedEqualsTheUnfusedChainBitForBit) {
+  struct Form {
+    Case c;
+    bool ta, tb;
+  };
+  const std::vector<Form> forms = {{{{}, 515, 37, 300}, false, false},
+                                   {{{}, 37, 515, 300}, false, false},
+                                   {{{}, 128, 512, 64}, false, true},
+                                   {{{}, 300, 200, 90}, true, false},
+                                   {{{5}, 130, 140, 90}, false, false}};
+  KernelThreadPool pool(2);
+  for (const Form& form : forms) {
+    const Case& c = form.c;
+    int64_t batches = 1;
+    for (int64_t d : c.batch) batches *= d;
+    const std::vector<float> a = Random(batches * c.m * c.k, 6), b = Random(batches * c.k * c.n, 7);
+    const std::vector<float> bias = Random(c.n, 8);
+    for (KernelThreadPool* threads : {static_cast<KernelThreadPool*>(nullptr), &pool}) {
+      for (bool relu : {false, true}) {
+        SCOPED_TRACE(testing::Message() << "m=" << c.m << " n=" << c.n << " k=" << c.k
+                                        << " batches=" << batches << " ta=" << form.ta
+                                        << " tb=" << form.tb << " relu=" << relu
+                                        << " pool=" << (threads != nullptr));
+        EXPECT_EQ(RunFused(c, form.ta, form.tb, relu, a, b, bias, threads),
+                  RunUnfused(c, form.ta, form.tb, relu, a, b, bias, threads));
       }
     }
   }

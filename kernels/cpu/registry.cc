@@ -17,6 +17,7 @@ struct NamedKernel {
 // builds its actors, not per act.
 constexpr NamedKernel kKernels[] = {
     {"matmul", cpu::MatMul},
+    {"fused_matmul_bias", cpu::FusedMatMulBias},
     {"add", cpu::Add},
     {"sub", cpu::Sub},
     {"mul", cpu::Mul},

@@ -3,6 +3,7 @@
 #include <cblas.h>
 #include <omp.h>
 
+#include <algorithm>
 #include <array>
 #include <cstdio>
 #include <cstdlib>
@@ -72,14 +73,16 @@ void OpenBlasSgemm(bool ta, bool tb, int64_t m, int64_t n, int64_t k, const floa
 constexpr int64_t kMinDnnlMacs = int64_t{1} << 20;
 
 // The matmul primitives of one thread, by everything that shapes one: the transposes, the
-// batch, m, n, k, the leading dimensions and the batch strides. A device runs a few dozen
-// shapes (the gpt's step: ~20); a thread past this many drops its whole cache and starts
-// again rather than keep primitives of shapes it may never run again.
+// batch, m, n, k, the leading dimensions, the batch strides and the epilogue (a bias
+// argument, a relu post-op). A device runs a few dozen shapes (the gpt's step: ~20); a
+// thread past this many drops its whole cache and starts again rather than keep
+// primitives of shapes it may never run again.
 constexpr size_t kMaxCachedPrimitives = 256;
 
-using PrimitiveKey = std::array<int64_t, 11>;
+using PrimitiveKey = std::array<int64_t, 13>;
 
-// One primitive with its three memory objects, whose data handles each call repoints.
+// One primitive with its memory objects (a, b, c and, with an epilogue bias, the bias),
+// whose data handles each call repoints.
 class MatmulPrimitive {
  public:
   MatmulPrimitive() = default;
@@ -94,41 +97,65 @@ class MatmulPrimitive {
 
   // Creates the primitive for `key`'s product on `engine`; false if oneDNN refuses it.
   bool Create(const PrimitiveKey& key, dnnl_engine_t engine) {
-    const auto [ta, tb, batch, m, n, k, lda, ldb, ldc, stride_a, stride_b] = key;
+    const auto [ta, tb, batch, m, n, k, lda, ldb, ldc, stride_a, stride_b, has_bias, relu] =
+        key;
     const int64_t stride_c = m * ldc;  // c's batches are dense (DnnlMatmul's contract)
-    dnnl_memory_desc_t a_md, b_md, c_md;
+    dnnl_memory_desc_t a_md, b_md, c_md, bias_md;
     const int ndims = batch > 1 ? 3 : 2;
     // Logical [batch,] m x k, k x n, m x n; the strides say how each is stored.
     const dnnl_dims_t a_dims = {batch, m, k}, b_dims = {batch, k, n}, c_dims = {batch, m, n};
     const dnnl_dims_t a_strides = {stride_a, ta ? 1 : lda, ta ? lda : 1};
     const dnnl_dims_t b_strides = {stride_b, tb ? 1 : ldb, tb ? ldb : 1};
     const dnnl_dims_t c_strides = {stride_c, ldc, 1};
+    // The bias broadcasts over the batch and the rows: [1, 1, n], dense.
+    const dnnl_dims_t bias_dims = {1, 1, n}, bias_strides = {n, n, 1};
     const int skip = 3 - ndims;  // 2-D descriptors drop the batch axis
     if (dnnl_memory_desc_init_by_strides(&a_md, ndims, a_dims + skip, dnnl_f32,
                                          a_strides + skip) != dnnl_success ||
         dnnl_memory_desc_init_by_strides(&b_md, ndims, b_dims + skip, dnnl_f32,
                                          b_strides + skip) != dnnl_success ||
         dnnl_memory_desc_init_by_strides(&c_md, ndims, c_dims + skip, dnnl_f32,
-                                         c_strides + skip) != dnnl_success) {
+                                         c_strides + skip) != dnnl_success ||
+        (has_bias && dnnl_memory_desc_init_by_strides(&bias_md, ndims, bias_dims + skip,
+                                                      dnnl_f32, bias_strides + skip) !=
+                         dnnl_success)) {
       return false;
     }
     dnnl_matmul_desc_t desc;
-    if (dnnl_matmul_desc_init(&desc, &a_md, &b_md, nullptr, &c_md) != dnnl_success) {
-      return false;
-    }
-    dnnl_primitive_desc_t primitive_desc;
-    if (dnnl_primitive_desc_create(&primitive_desc, &desc, nullptr, engine, nullptr) !=
+    if (dnnl_matmul_desc_init(&desc, &a_md, &b_md, has_bias ? &bias_md : nullptr, &c_md) !=
         dnnl_success) {
       return false;
     }
+    // relu as an eltwise post-op on the primitive's attributes: dst = 1.0 * relu(dst),
+    // applied to each tile of the output before it is stored (alpha 0: the negative slope).
+    dnnl_primitive_attr_t attr = nullptr;
+    if (relu) {
+      dnnl_post_ops_t post_ops = nullptr;
+      if (dnnl_post_ops_create(&post_ops) != dnnl_success) return false;
+      const bool made =
+          dnnl_post_ops_append_eltwise(post_ops, 1.0f, dnnl_eltwise_relu, 0.0f, 0.0f) ==
+              dnnl_success &&
+          dnnl_primitive_attr_create(&attr) == dnnl_success &&
+          dnnl_primitive_attr_set_post_ops(attr, post_ops) == dnnl_success;
+      dnnl_post_ops_destroy(post_ops);  // the attributes keep their own copy
+      if (!made) {
+        if (attr != nullptr) dnnl_primitive_attr_destroy(attr);
+        return false;
+      }
+    }
+    dnnl_primitive_desc_t primitive_desc;
+    const dnnl_status_t described =
+        dnnl_primitive_desc_create(&primitive_desc, &desc, attr, engine, nullptr);
+    if (attr != nullptr) dnnl_primitive_attr_destroy(attr);
+    if (described != dnnl_success) return false;
     const dnnl_status_t created = dnnl_primitive_create(&primitive_, primitive_desc);
     dnnl_primitive_desc_destroy(primitive_desc);
     if (created != dnnl_success) {
       primitive_ = nullptr;
       return false;
     }
-    const dnnl_memory_desc_t* descs[3] = {&a_md, &b_md, &c_md};
-    for (int i = 0; i < 3; ++i) {
+    const dnnl_memory_desc_t* descs[4] = {&a_md, &b_md, &c_md, &bias_md};
+    for (int i = 0; i < (has_bias ? 4 : 3); ++i) {
       if (dnnl_memory_create(&memory_[i], descs[i], engine, DNNL_MEMORY_NONE) != dnnl_success) {
         memory_[i] = nullptr;
         return false;
@@ -137,26 +164,33 @@ class MatmulPrimitive {
     return true;
   }
 
-  // Runs the product on a, b, c; false if oneDNN failed (c is then to be recomputed).
-  bool Run(dnnl_stream_t stream, const float* a, const float* b, float* c) {
+  // Runs the product on a, b, c (and bias, if the primitive was made with one); false if
+  // oneDNN failed (c is then to be recomputed).
+  bool Run(dnnl_stream_t stream, const float* a, const float* b, const float* bias,
+           float* c) {
+    const bool has_bias = memory_[3] != nullptr;
     // oneDNN takes non-const handles but only reads a primitive's sources.
     if (dnnl_memory_set_data_handle_v2(memory_[0], const_cast<float*>(a), stream) !=
             dnnl_success ||
         dnnl_memory_set_data_handle_v2(memory_[1], const_cast<float*>(b), stream) !=
             dnnl_success ||
-        dnnl_memory_set_data_handle_v2(memory_[2], c, stream) != dnnl_success) {
+        dnnl_memory_set_data_handle_v2(memory_[2], c, stream) != dnnl_success ||
+        (has_bias && dnnl_memory_set_data_handle_v2(memory_[3], const_cast<float*>(bias),
+                                                    stream) != dnnl_success)) {
       return false;
     }
-    const dnnl_exec_arg_t args[3] = {{DNNL_ARG_SRC, memory_[0]},
+    const dnnl_exec_arg_t args[4] = {{DNNL_ARG_SRC, memory_[0]},
                                      {DNNL_ARG_WEIGHTS, memory_[1]},
-                                     {DNNL_ARG_DST, memory_[2]}};
-    return dnnl_primitive_execute(primitive_, stream, 3, args) == dnnl_success &&
+                                     {DNNL_ARG_DST, memory_[2]},
+                                     {DNNL_ARG_BIAS, memory_[3]}};
+    return dnnl_primitive_execute(primitive_, stream, has_bias ? 4 : 3, args) ==
+               dnnl_success &&
            dnnl_stream_wait(stream) == dnnl_success;
   }
 
  private:
   dnnl_primitive_t primitive_ = nullptr;
-  dnnl_memory_t memory_[3] = {nullptr, nullptr, nullptr};
+  dnnl_memory_t memory_[4] = {nullptr, nullptr, nullptr, nullptr};
 };
 
 // This thread's engine, stream and primitives. The engine and stream live as long as the
@@ -198,17 +232,38 @@ class ThreadPrimitives {
   std::map<PrimitiveKey, std::unique_ptr<MatmulPrimitive>> primitives_;
 };
 
-// The batch through the matmul primitive; false if oneDNN refused the shape or failed (c
-// is then for the caller to compute). c's batches must be dense (stride_c == m * ldc).
+// The batch through the matmul primitive, with the epilogue (bias [n] added to every row
+// of every batch when not null, then relu when set); false if oneDNN refused the shape or
+// failed (c is then for the caller to compute). c's batches must be dense (stride_c ==
+// m * ldc).
 bool DnnlMatmul(bool ta, bool tb, int64_t batch, int64_t m, int64_t n, int64_t k,
                 const float* a, int64_t lda, int64_t stride_a, const float* b, int64_t ldb,
-                int64_t stride_b, float* c, int64_t ldc) {
+                int64_t stride_b, const float* bias, bool relu, float* c, int64_t ldc) {
   UseOneDnnlThreadOnThisThread();
   thread_local ThreadPrimitives primitives;
   const PrimitiveKey key = {ta,  tb,  batch, m, n, k, lda, ldb, ldc,
-                            batch > 1 ? stride_a : 0, batch > 1 ? stride_b : 0};
+                            batch > 1 ? stride_a : 0, batch > 1 ? stride_b : 0,
+                            bias != nullptr, relu};
   MatmulPrimitive* primitive = primitives.Find(key);
-  return primitive != nullptr && primitive->Run(primitives.stream(), a, b, c);
+  return primitive != nullptr && primitive->Run(primitives.stream(), a, b, bias, c);
+}
+
+// Rows of the epilogue, instantiated per (bias, relu) so the inner loop has no branch and
+// vectorizes (8 floats a step with the project's x86-64-v3: an add, and a compare and a
+// mask for relu; -O3, see BUILD.bazel). relu is `value > 0 ? value : 0`, which maps NaN
+// to 0 as oneDNN's relu post-op, the relu kernel and the reference's relu do, so the
+// route (and fusing at all) does not change a NaN's fate.
+template <bool kBias, bool kRelu>
+void BiasReluRows(int64_t m, int64_t n, const float* __restrict bias, float* c, int64_t ldc) {
+  for (int64_t i = 0; i < m; ++i) {
+    float* __restrict row = c + i * ldc;
+    for (int64_t j = 0; j < n; ++j) {
+      float value = row[j];
+      if constexpr (kBias) value += bias[j];
+      if constexpr (kRelu) value = value > 0.0f ? value : 0.0f;
+      row[j] = value;
+    }
+  }
 }
 
 }  // namespace
@@ -253,7 +308,7 @@ void SgemmWith(SgemmBackend backend, bool ta, bool tb, int64_t m, int64_t n, int
                const float* a, int64_t lda, const float* b, int64_t ldb, float* c,
                int64_t ldc) {
   if (backend == SgemmBackend::kDnnlMatmul) {
-    if (DnnlMatmul(ta, tb, 1, m, n, k, a, lda, 0, b, ldb, 0, c, ldc)) return;
+    if (DnnlMatmul(ta, tb, 1, m, n, k, a, lda, 0, b, ldb, 0, nullptr, false, c, ldc)) return;
     backend = SgemmBackend::kDnnl;  // refused: dnnl_sgemm
   }
   if (backend == SgemmBackend::kDnnl) {
@@ -280,7 +335,8 @@ void SgemmBatchedWith(SgemmBackend backend, bool ta, bool tb, int64_t batch, int
                       int64_t stride_c) {
   if (backend == SgemmBackend::kDnnlMatmul) {
     if ((batch == 1 || stride_c == m * ldc) &&
-        DnnlMatmul(ta, tb, batch, m, n, k, a, lda, stride_a, b, ldb, stride_b, c, ldc)) {
+        DnnlMatmul(ta, tb, batch, m, n, k, a, lda, stride_a, b, ldb, stride_b, nullptr, false,
+                   c, ldc)) {
       return;
     }
     // Refused (or c's batches not dense): dnnl_sgemm per batch.
@@ -297,6 +353,80 @@ void SgemmBatched(bool ta, bool tb, int64_t batch, int64_t m, int64_t n, int64_t
                   int64_t stride_b, float* c, int64_t ldc, int64_t stride_c) {
   SgemmBatchedWith(SgemmBackendFor(ta, tb, m, n, k, batch), ta, tb, batch, m, n, k, a, lda,
                    stride_a, b, ldb, stride_b, c, ldc, stride_c);
+}
+
+const char* EpilogueRouteName(EpilogueRoute route) {
+  switch (route) {
+    case EpilogueRoute::kSeparatePass: return "separate_pass";
+    case EpilogueRoute::kDnnlPostOps: return "dnnl_post_ops";
+  }
+  return "?";
+}
+
+EpilogueRoute EpilogueRouteFor(bool transpose_a, bool transpose_b, int64_t m, int64_t n,
+                               int64_t k) {
+  const int forced = ForcedBackend();
+  if (forced >= 0) {
+    return forced == static_cast<int>(SgemmBackend::kDnnlMatmul) ? EpilogueRoute::kDnnlPostOps
+                                                                  : EpilogueRoute::kSeparatePass;
+  }
+  // The epilogue never changes which GEMM runs: the primitive with post-ops where the plain
+  // route is the primitive (the NT form with m <= n / 2, as the mlp's layers with w stored
+  // [out, in]; the TN form with n < 16), the plain route and the pass everywhere else. Then fused_matmul_bias equals matmul -> bias_add -> relu
+  // bit for bit (the post-ops add the bias to the finished product: the primitive's
+  // result plus the pass, bit for bit; sgemm_test), and a product cut over a pool rounds
+  // as its unfused cut does.
+  //
+  // Measured with bench/gemm:fused_matmul_bias_bench on one core (Zen 4, docs/kernels.md,
+  // "Fused epilogues"), paired medians: against dnnl_sgemm plus the pass, the primitive
+  // with post-ops was faster where one side of the output is at most 256 and k >= n (the
+  // mlp forward 256x1024 over k 1024, 0.984-0.991x with relu; 1024x256 over k 1024,
+  // 0.98x; 256x64 over k 1024, 0.91x) and slower elsewhere (the gpt's up projection
+  // 1024x1024 over k 256, 1.01-1.04x; 512x512 over k 2048, 1.02-1.03x; 2048x1024 over k
+  // 1024, 1.01x; the mlp head 256x10 over k 1024, 1.47x). It is not used where it won:
+  // brgemm sums in another order than dnnl_sgemm (largest error 2.9e-7 against 1.4e-7 of
+  // sum |a b| on 64x512 over k 512), and six training steps of the benchmark mlp carried
+  // that to 1.5e-5-5.8e-5 relative in the loss, past the 1e-5 to which the fused and the
+  // threaded runs are held to the unfused one-thread losses (tests/actors:
+  // epilogue_fusion_test, threads_per_device_test). 1% on the mlp's forward layers did not
+  // seem worth results that depend on fusion and on the thread count.
+  const SgemmBackend plain = SgemmBackendFor(transpose_a, transpose_b, m, n, k);
+  if (plain == SgemmBackend::kDnnlMatmul) return EpilogueRoute::kDnnlPostOps;
+  return EpilogueRoute::kSeparatePass;
+}
+
+void BiasReluInPlace(int64_t m, int64_t n, const float* bias, bool relu, float* c,
+                     int64_t ldc) {
+  if (bias != nullptr) {
+    relu ? BiasReluRows<true, true>(m, n, bias, c, ldc)
+         : BiasReluRows<true, false>(m, n, bias, c, ldc);
+  } else if (relu) {
+    BiasReluRows<false, true>(m, n, bias, c, ldc);
+  }
+}
+
+void SgemmBiasReluWith(EpilogueRoute route, bool ta, bool tb, int64_t m, int64_t n, int64_t k,
+                       const float* a, int64_t lda, const float* b, int64_t ldb,
+                       const float* bias, bool relu, float* c, int64_t ldc) {
+  if (k == 0) {  // An empty sum: the epilogue of zeros (BLAS would not take k = 0 anyway).
+    for (int64_t i = 0; i < m; ++i) std::fill(c + i * ldc, c + i * ldc + n, 0.0f);
+    BiasReluInPlace(m, n, bias, relu, c, ldc);
+    return;
+  }
+  if (route == EpilogueRoute::kDnnlPostOps && (bias != nullptr || relu) &&
+      DnnlMatmul(ta, tb, 1, m, n, k, a, lda, 0, b, ldb, 0, bias, relu, c, ldc)) {
+    return;
+  }
+  // kSeparatePass, or the primitive was refused or failed (it overwrites c whole: beta 0).
+  Sgemm(ta, tb, m, n, k, a, lda, b, ldb, c, ldc);
+  BiasReluInPlace(m, n, bias, relu, c, ldc);
+}
+
+void SgemmBiasRelu(bool ta, bool tb, int64_t m, int64_t n, int64_t k, const float* a,
+                   int64_t lda, const float* b, int64_t ldb, const float* bias, bool relu,
+                   float* c, int64_t ldc) {
+  SgemmBiasReluWith(EpilogueRouteFor(ta, tb, m, n, k), ta, tb, m, n, k, a, lda, b, ldb, bias,
+                    relu, c, ldc);
 }
 
 }  // namespace cpu

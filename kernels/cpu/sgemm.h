@@ -77,6 +77,56 @@ void SgemmBatchedWith(SgemmBackend backend, bool transpose_a, bool transpose_b, 
                       int64_t stride_a, const float* b, int64_t ldb, int64_t stride_b, float* c,
                       int64_t ldc, int64_t stride_c);
 
+// ---------------------------------------------------------------------------------------
+// GEMM with an epilogue (the fused_matmul_bias kernel): c = op(a) . op(b) + bias[j] on
+// every row, then max(0, .) when relu. Two routes:
+//
+//   kDnnlPostOps:  oneDNN's matmul primitive with a bias argument ([1, n]) and, for relu,
+//                  an eltwise post-op: the epilogue is applied to each output tile while
+//                  it is still in registers. Cached per thread and shape like Sgemm's
+//                  primitives (the key includes the epilogue).
+//   kSeparatePass: Sgemm (its own backend choice, above), then one vectorized pass adding
+//                  bias and clamping over c, right after the product, while c is still
+//                  in cache (a 256x1024 output is 1 MiB, within a 2 MiB L2).
+//
+// EpilogueRouteFor has the rule and its measurements (bench/gemm:fused_matmul_bias_bench):
+// the epilogue keeps the GEMM Sgemm would run (post-ops only where that is the primitive),
+// so SgemmBiasRelu equals Sgemm then BiasReluInPlace bit for bit.
+// OF_SGEMM_BACKEND applies: openblas or dnnl force kSeparatePass (on that backend),
+// dnnl_matmul forces kDnnlPostOps. A primitive oneDNN refuses or fails runs
+// kSeparatePass instead. relu maps NaN to 0 on both routes, as the relu kernel does.
+
+enum class EpilogueRoute {
+  kSeparatePass,  // Sgemm, then a pass over c
+  kDnnlPostOps,   // oneDNN's matmul primitive with bias and post-op
+};
+
+// "separate_pass" or "dnnl_post_ops".
+const char* EpilogueRouteName(EpilogueRoute route);
+
+// The route SgemmBiasRelu takes for this product (after OF_SGEMM_BACKEND).
+EpilogueRoute EpilogueRouteFor(bool transpose_a, bool transpose_b, int64_t m, int64_t n,
+                               int64_t k);
+
+// c[m, n] = op(a) . op(b) + bias (bias[j] added to column j of every row; bias may be
+// null: nothing added), then max(0, .) over c when relu. Sgemm's layout and limits, except
+// that k may be 0 (c is then the epilogue of zeros; a and b are not read). Without bias
+// and relu this is Sgemm.
+void SgemmBiasRelu(bool transpose_a, bool transpose_b, int64_t m, int64_t n, int64_t k,
+                   const float* a, int64_t lda, const float* b, int64_t ldb, const float* bias,
+                   bool relu, float* c, int64_t ldc);
+
+// The same through one named route (tests and benchmarks); kDnnlPostOps still falls back
+// to kSeparatePass when oneDNN refuses the primitive.
+void SgemmBiasReluWith(EpilogueRoute route, bool transpose_a, bool transpose_b, int64_t m,
+                       int64_t n, int64_t k, const float* a, int64_t lda, const float* b,
+                       int64_t ldb, const float* bias, bool relu, float* c, int64_t ldc);
+
+// The epilogue alone, in place over rows of c: c[i, j] += bias[j] (bias may be null),
+// then max(0, .) when relu. kSeparatePass's second half.
+void BiasReluInPlace(int64_t m, int64_t n, const float* bias, bool relu, float* c,
+                     int64_t ldc);
+
 }  // namespace cpu
 }  // namespace oneflow
 

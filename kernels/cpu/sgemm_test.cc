@@ -1,7 +1,9 @@
 // Sgemm's three backends (sgemm.h) against a double-precision product, in every transpose
 // form, with leading dimensions wider than the rows, on shapes below and above the size
-// where the choice switches, single and batched; the choice itself; and that oneDNN calls
-// (dnnl_sgemm and the matmul primitive) start no threads.
+// where the choice switches, single and batched; the choice itself; that oneDNN calls
+// (dnnl_sgemm and the matmul primitive, with and without an epilogue) start no threads;
+// and SgemmBiasRelu's two routes (bias, relu) against the double product with its
+// epilogue, and their choice.
 #include "kernels/cpu/sgemm.h"
 
 #include <dirent.h>
@@ -90,6 +92,9 @@ TEST(SgemmTest, DnnlCallsStartNoThreads) {
               c.k, out.data(), c.n);
     SgemmBatchedWith(SgemmBackend::kDnnlMatmul, false, false, 2, c.m, c.n, c.k, a.data(), c.k,
                      c.m * c.k, b.data(), c.n, c.k * c.n, out.data(), c.n, c.m * c.n);
+    // The primitive with a bias and a relu post-op.
+    SgemmBiasReluWith(EpilogueRoute::kDnnlPostOps, false, false, c.m, c.n, c.k, a.data(), c.k,
+                      b.data(), c.n, b.data(), true, out.data(), c.n);
   };
   const int before = CountThreads();  // First in this file: before any oneDNN call.
   call();
@@ -207,6 +212,139 @@ TEST(SgemmTest, CachedPrimitivesFollowTheirData) {
   }
 }
 
+// SgemmBiasReluWith through `route` on op(a) op(b) + bias, relu'd when asked, with padded
+// leading dimensions (ldc > n: the padding must stay untouched), against the double
+// product with the double epilogue. The values are N(0, 1), so about half the sums are
+// negative and relu changes them; the tolerance is CheckBackend's (the bias adds one
+// rounding of a value of magnitude ~1, inside it since k >= 1 gives a sum of |a b| > 0).
+void CheckEpilogue(EpilogueRoute route, const Case& c, bool ta, bool tb, bool with_bias,
+                   bool relu) {
+  SCOPED_TRACE(testing::Message() << EpilogueRouteName(route) << " m=" << c.m << " n=" << c.n
+                                  << " k=" << c.k << " ta=" << ta << " tb=" << tb
+                                  << " bias=" << with_bias << " relu=" << relu);
+  const int64_t a_rows = ta ? c.k : c.m, a_cols = ta ? c.m : c.k;
+  const int64_t b_rows = tb ? c.n : c.k, b_cols = tb ? c.k : c.n;
+  const int64_t lda = a_cols + 3, ldb = b_cols + 5, ldc = c.n + 7;
+  const std::vector<float> a = Random(a_rows * lda, 11), b = Random(b_rows * ldb, 12);
+  const std::vector<float> bias = Random(c.n, 13);
+  std::vector<float> out(c.m * ldc, 12345.0f);
+  SgemmBiasReluWith(route, ta, tb, c.m, c.n, c.k, a.data(), lda, b.data(), ldb,
+                    with_bias ? bias.data() : nullptr, relu, out.data(), ldc);
+  auto a_at = [&](int64_t i, int64_t p) { return double(ta ? a[p * lda + i] : a[i * lda + p]); };
+  auto b_at = [&](int64_t p, int64_t j) { return double(tb ? b[j * ldb + p] : b[p * ldb + j]); };
+  int failures = 0, clamped = 0;
+  for (int64_t i = 0; i < c.m; ++i) {
+    for (int64_t j = 0; j < ldc; ++j) {
+      const float got = out[i * ldc + j];
+      if (j >= c.n) {
+        if (got != 12345.0f && failures++ < 5) {
+          ADD_FAILURE() << "padding (" << i << ", " << j << ") written";
+        }
+        continue;
+      }
+      double sum = with_bias ? bias[j] : 0.0, magnitude = std::fabs(sum);
+      for (int64_t p = 0; p < c.k; ++p) {
+        sum += a_at(i, p) * b_at(p, j);
+        magnitude += std::fabs(a_at(i, p) * b_at(p, j));
+      }
+      const double tolerance = 1e-5 * std::sqrt(double(c.k) + 1) * magnitude + 1e-30;
+      // A sum clearly below zero must come out as relu's exact zero on every route.
+      if (relu && sum < -tolerance) {
+        ++clamped;
+        if (got != 0.0f && failures++ < 5) {
+          ADD_FAILURE() << "(" << i << ", " << j << "): " << got << " where relu gives 0";
+        }
+      }
+      if (relu && sum < 0) sum = 0;
+      if (!(std::fabs(got - sum) <= tolerance) && failures++ < 5) {
+        ADD_FAILURE() << "(" << i << ", " << j << "): " << got << " vs " << sum
+                      << ", tolerance " << tolerance;
+      }
+    }
+  }
+  if (relu && c.m * c.n >= 16) EXPECT_GT(clamped, 0) << "no negative sum: relu untested";
+}
+
+TEST(SgemmTest, EpilogueMatchesTheDoubleProductOnEveryRoute) {
+  for (const Case& c : kCases) {
+    for (bool ta : {false, true}) {
+      for (bool tb : {false, true}) {
+        for (EpilogueRoute route : {EpilogueRoute::kSeparatePass, EpilogueRoute::kDnnlPostOps}) {
+          CheckEpilogue(route, c, ta, tb, /*with_bias=*/true, /*relu=*/false);
+          CheckEpilogue(route, c, ta, tb, /*with_bias=*/true, /*relu=*/true);
+          CheckEpilogue(route, c, ta, tb, /*with_bias=*/false, /*relu=*/true);
+          CheckEpilogue(route, c, ta, tb, /*with_bias=*/false, /*relu=*/false);
+        }
+      }
+    }
+  }
+  // The mlp's forward shape, the one the route was measured on.
+  for (EpilogueRoute route : {EpilogueRoute::kSeparatePass, EpilogueRoute::kDnnlPostOps}) {
+    CheckEpilogue(route, Case{256, 1024, 1024}, false, false, true, true);
+  }
+}
+
+// k = 0: the epilogue of an empty sum, a and b never read (null here).
+TEST(SgemmTest, EpilogueOfAnEmptySumIsTheBias) {
+  const std::vector<float> bias = {-1.5f, 0.0f, 2.5f};
+  for (EpilogueRoute route : {EpilogueRoute::kSeparatePass, EpilogueRoute::kDnnlPostOps}) {
+    for (bool relu : {false, true}) {
+      std::vector<float> out(2 * 4, 7.0f);  // ldc 4: the fourth column is padding
+      SgemmBiasReluWith(route, false, false, 2, 3, 0, nullptr, 1, nullptr, 1, bias.data(), relu,
+                        out.data(), 4);
+      const float first = relu ? 0.0f : -1.5f;
+      EXPECT_EQ(out, (std::vector<float>{first, 0, 2.5f, 7, first, 0, 2.5f, 7}))
+          << EpilogueRouteName(route) << " relu=" << relu;
+    }
+  }
+}
+
+// A NaN in a row of a makes that output row NaN; relu then gives 0 on both routes, as
+// oneDNN's relu post-op and the relu kernel (`x > 0 ? x : 0`) do, so fusing a relu does
+// not change a NaN's fate. Without relu the row stays NaN.
+TEST(SgemmTest, EpilogueReluMapsNaNToZeroOnEveryRoute) {
+  const Case c{128, 128, 128};
+  std::vector<float> a = Random(c.m * c.k, 31);
+  const std::vector<float> b = Random(c.k * c.n, 32), bias = Random(c.n, 33);
+  a[5 * c.k + 7] = NAN;
+  for (EpilogueRoute route : {EpilogueRoute::kSeparatePass, EpilogueRoute::kDnnlPostOps}) {
+    std::vector<float> relu(c.m * c.n), biased(c.m * c.n);
+    SgemmBiasReluWith(route, false, false, c.m, c.n, c.k, a.data(), c.k, b.data(), c.n,
+                      bias.data(), true, relu.data(), c.n);
+    SgemmBiasReluWith(route, false, false, c.m, c.n, c.k, a.data(), c.k, b.data(), c.n,
+                      bias.data(), false, biased.data(), c.n);
+    for (int64_t j = 0; j < c.n; ++j) {
+      ASSERT_EQ(relu[5 * c.n + j], 0.0f) << EpilogueRouteName(route) << " column " << j;
+      ASSERT_TRUE(std::isnan(biased[5 * c.n + j])) << EpilogueRouteName(route) << " column " << j;
+      ASSERT_FALSE(std::isnan(relu[4 * c.n + j])) << EpilogueRouteName(route) << " column " << j;
+    }
+  }
+}
+
+// The epilogue's primitives are cached beside the plain ones (the key includes bias and
+// relu): the same shape run plain, with bias, and with bias and relu, in turns, gives
+// each its own result.
+TEST(SgemmTest, EpiloguePrimitivesAreKeptApartFromPlainOnes) {
+  const Case c{128, 128, 128};
+  const std::vector<float> a = Random(c.m * c.k, 21), b = Random(c.k * c.n, 22);
+  const std::vector<float> bias = Random(c.n, 23);
+  std::vector<float> plain(c.m * c.n), biased(c.m * c.n), relu(c.m * c.n);
+  for (int round = 0; round < 2; ++round) {
+    SgemmWith(SgemmBackend::kDnnlMatmul, false, false, c.m, c.n, c.k, a.data(), c.k, b.data(),
+              c.n, plain.data(), c.n);
+    SgemmBiasReluWith(EpilogueRoute::kDnnlPostOps, false, false, c.m, c.n, c.k, a.data(), c.k,
+                      b.data(), c.n, bias.data(), false, biased.data(), c.n);
+    SgemmBiasReluWith(EpilogueRoute::kDnnlPostOps, false, false, c.m, c.n, c.k, a.data(), c.k,
+                      b.data(), c.n, bias.data(), true, relu.data(), c.n);
+    for (int64_t e = 0; e < c.m * c.n; ++e) {
+      const float want = plain[e] + bias[e % c.n];
+      ASSERT_NEAR(biased[e], want, 1e-5f * (1 + std::fabs(want))) << "round " << round;
+      ASSERT_NEAR(relu[e], want < 0 ? 0.0f : want, 1e-5f * (1 + std::fabs(want)))
+          << "round " << round;
+    }
+  }
+}
+
 TEST(SgemmTest, SmallProductsGoToOpenBlasLargeOnesToDnnl) {
   if (std::getenv("OF_SGEMM_BACKEND") != nullptr) GTEST_SKIP() << "OF_SGEMM_BACKEND is set";
   EXPECT_EQ(SgemmBackendFor(false, false, 96, 96, 96), SgemmBackend::kOpenBlas);
@@ -229,6 +367,64 @@ TEST(SgemmTest, SmallProductsGoToOpenBlasLargeOnesToDnnl) {
   EXPECT_EQ(SgemmBackendFor(false, false, 128, 64, 128, 32), SgemmBackend::kDnnlMatmul);
   EXPECT_EQ(SgemmBackendFor(true, false, 128, 64, 128, 32), SgemmBackend::kDnnl);
   EXPECT_EQ(SgemmBackendFor(false, true, 64, 64, 64, 32), SgemmBackend::kOpenBlas);
+}
+
+// The epilogue keeps the GEMM the plain route runs: the primitive with post-ops only where
+// Sgemm runs the primitive.
+TEST(SgemmTest, EpiloguesGoToThePrimitiveOnlyWhereSgemmDoes) {
+  if (std::getenv("OF_SGEMM_BACKEND") != nullptr) GTEST_SKIP() << "OF_SGEMM_BACKEND is set";
+  const EpilogueRoute separate = EpilogueRoute::kSeparatePass;
+  const EpilogueRoute post_ops = EpilogueRoute::kDnnlPostOps;
+  EXPECT_EQ(EpilogueRouteFor(false, false, 96, 96, 96), separate);       // OpenBLAS's size
+  EXPECT_EQ(EpilogueRouteFor(false, false, 256, 1024, 1024), separate);  // mlp forward
+  EXPECT_EQ(EpilogueRouteFor(false, true, 256, 1024, 1024), post_ops);   // its NT form
+  EXPECT_EQ(EpilogueRouteFor(false, false, 1024, 1024, 256), separate);  // gpt up
+  EXPECT_EQ(EpilogueRouteFor(false, true, 1024, 1024, 256), separate);
+  EXPECT_EQ(EpilogueRouteFor(true, false, 1024, 10, 256), post_ops);     // TN, n < 16
+  EXPECT_EQ(EpilogueRouteFor(true, false, 1024, 256, 1024), separate);   // OpenBLAS's TN
+}
+
+// Fusing does not change the result: SgemmBiasRelu equals Sgemm then BiasReluInPlace bit for
+// bit, on either route (the post-ops add the bias to the finished product and clamp as the
+// pass does), so fused_matmul_bias equals matmul -> bias_add -> relu.
+TEST(SgemmTest, EpilogueEqualsSgemmThenThePassBitForBit) {
+  const struct {
+    bool ta, tb;
+    int64_t m, n, k;
+  } shapes[] = {{false, false, 17, 33, 9},     {false, false, 128, 96, 128},
+                {false, true, 128, 512, 64},   {false, true, 256, 1024, 1024},
+                {true, false, 300, 10, 256},   {false, false, 256, 1024, 1024},
+                {false, false, 1024, 256, 1024}};
+  for (const auto& s : shapes) {
+    const std::vector<float> a = Random(s.m * s.k, 51), b = Random(s.k * s.n, 52);
+    const std::vector<float> bias = Random(s.n, 53);
+    const int64_t lda = s.ta ? s.m : s.k, ldb = s.tb ? s.k : s.n;
+    for (EpilogueRoute route : {EpilogueRoute::kSeparatePass, EpilogueRoute::kDnnlPostOps}) {
+      for (bool relu : {false, true}) {
+        SCOPED_TRACE(testing::Message() << EpilogueRouteName(route) << " m=" << s.m << " n="
+                                        << s.n << " k=" << s.k << " ta=" << s.ta
+                                        << " tb=" << s.tb << " relu=" << relu);
+        // The plain product through the GEMM the route runs.
+        const SgemmBackend backend = route == EpilogueRoute::kDnnlPostOps
+                                         ? SgemmBackend::kDnnlMatmul
+                                         : SgemmBackendFor(s.ta, s.tb, s.m, s.n, s.k);
+        std::vector<float> fused(s.m * s.n), unfused(s.m * s.n);
+        SgemmBiasReluWith(route, s.ta, s.tb, s.m, s.n, s.k, a.data(), lda, b.data(), ldb,
+                          bias.data(), relu, fused.data(), s.n);
+        SgemmWith(backend, s.ta, s.tb, s.m, s.n, s.k, a.data(), lda, b.data(), ldb,
+                  unfused.data(), s.n);
+        BiasReluInPlace(s.m, s.n, bias.data(), relu, unfused.data(), s.n);
+        ASSERT_EQ(fused, unfused);
+      }
+    }
+    // And the automatic choice against the automatic plain product.
+    std::vector<float> fused(s.m * s.n), unfused(s.m * s.n);
+    SgemmBiasRelu(s.ta, s.tb, s.m, s.n, s.k, a.data(), lda, b.data(), ldb, bias.data(), true,
+                  fused.data(), s.n);
+    Sgemm(s.ta, s.tb, s.m, s.n, s.k, a.data(), lda, b.data(), ldb, unfused.data(), s.n);
+    BiasReluInPlace(s.m, s.n, bias.data(), true, unfused.data(), s.n);
+    EXPECT_EQ(fused, unfused) << "m=" << s.m << " n=" << s.n << " k=" << s.k;
+  }
 }
 
 }  // namespace

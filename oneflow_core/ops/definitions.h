@@ -8,6 +8,7 @@ namespace oneflow {
 
 // matmul.cc
 OpDefinition MatMulDefinition();
+OpDefinition FusedMatMulBiasDefinition();
 // elementwise.cc
 OpDefinition ReluDefinition();
 OpDefinition GeluDefinition();

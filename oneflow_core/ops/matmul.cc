@@ -1,5 +1,11 @@
 // matmul: out = op(a) * op(b), op = transpose when transpose_a / transpose_b.
 // Batched when rank > 2: leading (batch) dimensions must be equal.
+//
+// fused_matmul_bias: out = op(a) * op(b) + bias (bias [n] along the last axis), then
+// max(0, .) when the attribute relu is true. The compiler's epilogue_fusion pass makes it
+// from a matmul -> bias_add (-> relu) chain whose SBPs line up (compiler/passes/
+// epilogue_fusion_pass.h), so that the sum and the activation are applied while the
+// product's output is still in cache instead of in two more passes over memory.
 #include "absl/strings/str_cat.h"
 #include "oneflow_core/ops/definitions.h"
 #include "oneflow_core/ops/op_util.h"
@@ -69,7 +75,51 @@ std::vector<SbpSignature> MatMulSignatures(const std::vector<TensorType>& inputs
   return signatures;
 }
 
+absl::StatusOr<std::vector<TensorType>> InferFusedMatMulBias(const std::vector<TensorType>& inputs,
+                                                             const AttrMap& attrs) {
+  OF_ASSIGN_OR_RETURN(std::vector<TensorType> out, InferMatMul({inputs[0], inputs[1]}, attrs));
+  const TensorType& bias = inputs[2];
+  OF_RETURN_IF_ERROR(op_util::ExpectRank("bias", bias, 1));
+  OF_RETURN_IF_ERROR(op_util::ExpectSameDType("a", inputs[0], "bias", bias));
+  const int64_t n = out[0].shape.dim(out[0].shape.rank() - 1);
+  if (bias.shape.dim(0) != n) {
+    return absl::InvalidArgumentError(absl::StrCat("bias ", bias.shape.ToString(),
+                                                   " does not match the product's last dimension ",
+                                                   out[0].shape.ToString(), "; expected [", n, "]"));
+  }
+  return out;
+}
+
+// Matmul's signatures, each with the bias laid out as bias_add needs it beside that
+// output: whole (B) beside rows or batches, S(0) beside columns, partial beside a partial
+// product (each device adds its part of the bias). max(0, .) does not commute with the
+// sum of partial values, so with relu there is no partial signature.
+std::vector<SbpSignature> FusedMatMulBiasSignatures(const std::vector<TensorType>& inputs,
+                                                    const AttrMap& attrs) {
+  const int64_t rank = inputs[0].shape.rank();
+  const bool relu = GetBoolAttr(attrs, "relu", false);
+  std::vector<SbpSignature> signatures;
+  for (SbpSignature signature : MatMulSignatures(inputs, attrs)) {
+    const Sbp& out = signature.outputs[0];
+    if (out.is_partial()) {
+      if (relu) continue;
+      signature.inputs.push_back(Sbp::Partial());
+    } else if (out.is_split() && out.axis() == rank - 1) {
+      signature.inputs.push_back(Sbp::Split(0));
+    } else {
+      signature.inputs.push_back(Sbp::Broadcast());
+    }
+    signatures.push_back(std::move(signature));
+  }
+  return signatures;
+}
+
 }  // namespace
+
+OpDefinition FusedMatMulBiasDefinition() {
+  return {"fused_matmul_bias", {"a", "b", "bias"}, {"out"}, InferFusedMatMulBias, FusedMatMulBiasSignatures,
+          "fused_matmul_bias"};
+}
 
 OpDefinition MatMulDefinition() {
   return {"matmul", {"a", "b"}, {"out"}, InferMatMul, MatMulSignatures, "matmul"};

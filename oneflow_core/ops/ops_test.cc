@@ -178,6 +178,10 @@ std::vector<Case> Cases() {
       {"matmul", {{Shape{3, 5, 4}, f}, {Shape{3, 4, 5}, f}}, {}},
       // Attention's batched matmuls: [b, heads, s, hd] x [b, heads, s, hd]^T.
       {"matmul", {{Shape{2, 3, 4, 5}, f}, {Shape{2, 3, 4, 5}, f}}, {{"transpose_b", true}}},
+      {"fused_matmul_bias", {{Shape{5, 7}, f}, {Shape{7, 3}, f}, {Shape{3}, f}}, {}},
+      {"fused_matmul_bias", {{Shape{7, 5}, f}, {Shape{3, 7}, f}, {Shape{3}, f}},
+       {{"transpose_a", true}, {"transpose_b", true}, {"relu", true}}},
+      {"fused_matmul_bias", {{Shape{3, 5, 4}, f}, {Shape{3, 4, 6}, f}, {Shape{6}, f}}, {{"relu", true}}},
       {"add", {{Shape{5, 7}, f}, {Shape{5, 7}, f}}, {}},
       {"add", {{Shape{5, 7}, f}, {Shape{7}, f}}, {}},
       {"sub", {{Shape{5, 1}, f}, {Shape{5, 7}, f}}, {}},

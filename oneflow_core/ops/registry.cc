@@ -9,6 +9,7 @@ namespace oneflow {
 const OpRegistry& OpRegistry::Get() {
   static const OpRegistry* registry = new OpRegistry({
       MatMulDefinition(),
+      FusedMatMulBiasDefinition(),
       AddDefinition(),
       SubDefinition(),
       MulDefinition(),

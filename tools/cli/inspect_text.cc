@@ -58,12 +58,22 @@ void AppendCluster(const proto::Plan& plan, std::string* out) {
                   ", inter-node ", FormatBandwidth(cluster.inter_node_bandwidth()), "\n");
 }
 
+// The op's type, with the epilogue a fused_matmul_bias applies after its bias
+// (compiler/passes/epilogue_fusion_pass.h): "fused_matmul_bias+relu".
+std::string OpTypeText(const proto::OpDef& def) {
+  auto relu = def.attrs().find("relu");
+  if (def.type() == "fused_matmul_bias" && relu != def.attrs().end() && relu->second.b()) {
+    return def.type() + "+relu";
+  }
+  return def.type();
+}
+
 void AppendOps(const proto::Plan& plan, const PlanIndex& index, std::string* out) {
   absl::StrAppend(out, "\nops (", plan.op_sbps_size(), ")\n");
   std::vector<std::vector<std::string>> rows;
   for (const proto::LogicalOpSbp& op : plan.op_sbps()) {
     const proto::OpDef* def = index.FindOp(op.op_name());
-    rows.push_back({op.op_name(), def == nullptr ? "?" : def->type(), SignatureText(op.signature()),
+    rows.push_back({op.op_name(), def == nullptr ? "?" : OpTypeText(*def), SignatureText(op.signature()),
                     absl::StrCat("on ", PlacementText(op.placement()))});
   }
   AppendTable(rows, "  ", out);

@@ -59,6 +59,7 @@ Outputs GeluGrad(const KernelArgs& args);
 Outputs DropoutGrad(const KernelArgs& args);
 // matmul.cc
 Outputs MatMul(const KernelArgs& args);
+Outputs FusedMatMulBias(const KernelArgs& args);
 // normalization.cc
 Outputs Softmax(const KernelArgs& args);
 Outputs LogSoftmax(const KernelArgs& args);

@@ -1,6 +1,8 @@
 // Reference matmul: out[..., i, j] = sum_k op(a)[..., i, k] * op(b)[..., k, j], op the
-// transpose of the last two axes when transpose_a / transpose_b.
+// transpose of the last two axes when transpose_a / transpose_b. fused_matmul_bias adds
+// bias[j] to that sum and, with relu, takes max(0, .).
 #include "oneflow_core/ops/reference/kernels.h"
+#include "oneflow_core/status.h"
 
 namespace oneflow {
 namespace reference {
@@ -27,6 +29,19 @@ Outputs MatMul(const KernelArgs& args) {
     out.values[i] = sum;
   }
   return std::vector<Dense>{out};
+}
+
+Outputs FusedMatMulBias(const KernelArgs& args) {
+  OF_ASSIGN_OR_RETURN(std::vector<Dense> product, MatMul(args));
+  const bool relu = GetBoolAttr(args.attrs, "relu", false);
+  const Dense& bias = args.in(2);
+  Dense& out = product[0];
+  const int64_t n = out.shape.dim(out.shape.rank() - 1);
+  for (int64_t i = 0; i < out.shape.NumElements(); ++i) {
+    const double value = out.values[i] + bias.values[i % n];
+    out.values[i] = relu && !(value > 0) ? 0.0 : value;  // NaN -> 0, as the reference relu
+  }
+  return product;
 }
 
 }  // namespace reference

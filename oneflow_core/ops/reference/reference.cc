@@ -15,6 +15,7 @@ const std::map<std::string, reference::Kernel>& Kernels() {
   namespace r = reference;
   static const auto* kernels = new std::map<std::string, reference::Kernel>{
       {"matmul", r::MatMul},
+      {"fused_matmul_bias", r::FusedMatMulBias},
       {"add", r::Add},
       {"sub", r::Sub},
       {"mul", r::Mul},
