@@ -4,14 +4,16 @@
 //   {"plan": "/tmp/mlp.plan", "devices": 1, "batch": 256, "trainable_variables": 8,
 //    "params": 3159050, "param_sizes": [10, 1024, ...], "variable_shapes":
 //    {"layer0/weight": [1024, 1024], ...}, "ops": 39, "op_types": {"matmul": 11, ...},
-//    "forward_op_types": {"matmul": 4, "relu": 3, ...}, "openblas_core": "Cooperlake"}
+//    "forward_op_types": {"matmul": 4, "relu": 3, ...}, "matmul_gflop_per_iter": 4.3196,
+//    "openblas_core": "Cooperlake"}
 //
 // params counts trainable variables only (not optimizer state); param_sizes are their
 // element counts, sorted, so a framework that stores a weight transposed compares equal.
 // ops are the plan's logical ops after autograd, the optimizer pass and epilogue fusion;
 // op_types and forward_op_types count a fused op as the ops it was made of; forward_op_types
 // counts those of the forward pass (up to the loss), which vs_pytorch.py compares with
-// the nodes of PyTorch's autograd graph.
+// the nodes of PyTorch's autograd graph. matmul_gflop_per_iter is the work of one
+// iteration's products (MatMulGflopPerIteration), for the GEMM floor vs_pytorch.py prints.
 //
 // It links the CPU kernels as `oneflow run` does, so their startup check (kernels/cpu/
 // blas_core.h) picks the OpenBLAS core the same way: openblas_core is the core `oneflow
@@ -41,6 +43,31 @@ std::string Quoted(const std::string& text) {
     out += c;
   }
   return out + "\"";
+}
+
+// Floating-point operations of one iteration's products (matmul and fused_matmul_bias,
+// forward and backward, whole logical shapes): 2 * m * n * k per product, every
+// micro-batch counted. Ops or tensors it cannot read count nothing.
+double MatMulGflopPerIteration(const proto::Job& job,
+                               const std::map<std::string, const proto::TensorDef*>& tensors) {
+  double flops = 0;
+  for (const proto::OpDef& op : job.ops()) {
+    if (op.type() != "matmul" && op.type() != "fused_matmul_bias") continue;
+    const auto a = op.inputs().find("a");
+    const auto out = op.outputs().find("out");
+    if (a == op.inputs().end() || out == op.outputs().end()) continue;
+    const auto a_def = tensors.find(a->second);
+    const auto out_def = tensors.find(out->second);
+    if (a_def == tensors.end() || out_def == tensors.end() || a_def->second->shape_size() < 2) continue;
+    const auto attr = op.attrs().find("transpose_a");
+    const bool transpose_a = attr != op.attrs().end() && attr->second.b();
+    const auto& a_shape = a_def->second->shape();
+    const int64_t k = a_shape[a_shape.size() - (transpose_a ? 2 : 1)];
+    double out_elements = 1;
+    for (int64_t d : out_def->second->shape()) out_elements *= static_cast<double>(d);
+    flops += 2 * out_elements * static_cast<double>(k);
+  }
+  return flops * static_cast<double>(std::max<int64_t>(1, job.micro_batches())) / 1e9;
 }
 
 int Main(const std::string& path) {
@@ -98,10 +125,10 @@ int Main(const std::string& path) {
   std::printf(
       "{\"plan\": %s, \"devices\": %d, \"batch\": %lld, \"trainable_variables\": %zu, \"params\": %lld, "
       "\"param_sizes\": [%s], \"variable_shapes\": {%s}, \"ops\": %d, \"op_types\": {%s}, "
-      "\"forward_op_types\": {%s}, \"openblas_core\": %s}\n",
+      "\"forward_op_types\": {%s}, \"matmul_gflop_per_iter\": %.4f, \"openblas_core\": %s}\n",
       Quoted(path).c_str(), plan->devices_size(), static_cast<long long>(job.batch_size()), sizes.size(),
       static_cast<long long>(params), absl::StrJoin(sizes, ", ").c_str(), absl::StrJoin(shapes, ", ").c_str(),
-      job.ops_size(), counts(op_types).c_str(), counts(forward_op_types).c_str(),
+      job.ops_size(), counts(op_types).c_str(), counts(forward_op_types).c_str(), MatMulGflopPerIteration(job, tensors),
       Quoted(openblas_get_corename()).c_str());
   return 0;
 }

@@ -21,6 +21,10 @@ stdout: a {"machine": ...} line, then one JSON line per case:
    "other_load_cores": 0.01}, ...], ...}
 ours_runs and pytorch_runs list every run's median and the cores other processes took
 meanwhile: on a 2-core machine anything above ~0.2 makes a run's times noise.
+gemm_floor_ms is one device's share of the step's products (matmul_gflop_per_iter from
+plan_summary) at this core's FMA peak (fma_peak_gflops in the machine line, from
+bench/gemm:fma_peak): a bound no implementation of the step beats; gemm_floor_ratio is it
+over PyTorch's step.
 stderr: what runs, as it runs. Exit status 1 when a model does not match.
 """
 
@@ -233,6 +237,11 @@ def loadavg():
         return " ".join(f.read().split()[:3])
 
 
+def gemm_floor_ms(summary, devices, machine):
+    """ms of one device's share of the step's products at the measured FMA peak."""
+    return summary["matmul_gflop_per_iter"] / devices / machine["fma_peak_gflops"] * 1e3
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--bin_dir", required=True, help="bazel-out/k8-opt/bin of this checkout")
@@ -292,6 +301,8 @@ def main():
         "torch_blas": torch_facts["blas"],
         "python": platform.python_version(),
         "loadavg_at_start": loadavg(),
+        # One core's FMA throughput (bench/gemm:fma_peak), for each case's GEMM floor.
+        "fma_peak_gflops": json.loads(run([os.path.join(args.bin_dir, "bench", "gemm", "fma_peak")]))["gflops"],
     }
     print(json.dumps({"machine": machine}), flush=True)
     lines = []
@@ -333,6 +344,13 @@ def main():
             "pytorch_ms": round(pytorch_ms, 3),
             "ratio": round(ours_ms / pytorch_ms, 3),
             "meets_target": ours_ms <= TARGET_RATIO * pytorch_ms,
+            # The step's products (matmul_gflop_per_iter, split evenly over the devices)
+            # at the core's FMA peak: no step of this model on these cores is faster. When
+            # gemm_floor_ratio (floor / PyTorch's step) is near 0.8, meeting the target
+            # takes GEMMs near 100% of peak and nothing else.
+            "matmul_gflop_per_iter": summary["matmul_gflop_per_iter"],
+            "gemm_floor_ms": round(gemm_floor_ms(summary, devices, machine), 3),
+            "gemm_floor_ratio": round(gemm_floor_ms(summary, devices, machine) / pytorch_ms, 3),
             "noisy": noisy,
             "ours_runs": ours.summary(),
             "pytorch_runs": pytorch.summary(),
