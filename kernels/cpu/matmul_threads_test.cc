@@ -31,25 +31,66 @@ std::vector<float> Random(int64_t size, uint32_t seed) {
   return values;
 }
 
-// op(a) * op(b) through the matmul kernel with `pool` current (nullptr: one thread).
-std::vector<float> RunMatMul(const Case& c, bool ta, bool tb, const std::vector<float>& a,
-                       const std::vector<float>& b, KernelThreadPool* pool) {
+// op(a) * op(b) through the matmul kernel, or with `bias` (+ bias, relu'd when `relu`)
+// through fused_matmul_bias, with `pool` current (nullptr: one thread).
+std::vector<float> RunProduct(const Case& c, bool ta, bool tb, const std::vector<float>& a,
+                              const std::vector<float>& b, const std::vector<float>* bias, bool relu,
+                              KernelThreadPool* pool) {
   std::vector<int64_t> a_dims = c.batch, b_dims = c.batch, out_dims = c.batch;
   a_dims.insert(a_dims.end(), {ta ? c.k : c.m, ta ? c.m : c.k});
   b_dims.insert(b_dims.end(), {tb ? c.n : c.k, tb ? c.k : c.n});
   out_dims.insert(out_dims.end(), {c.m, c.n});
   const Shape out_shape(out_dims);
   std::vector<float> out(out_shape.NumElements(), NAN);
-  const AttrMap attrs = {{"transpose_a", ta}, {"transpose_b", tb}};
+  AttrMap attrs = {{"transpose_a", ta}, {"transpose_b", tb}};
   KernelContext context;
-  context.attrs = &attrs;
   context.inputs = {Argument(const_cast<float*>(a.data()), Shape(a_dims)),
                     Argument(const_cast<float*>(b.data()), Shape(b_dims))};
+  if (bias != nullptr) {
+    attrs["relu"] = relu;
+    context.inputs.push_back(Argument(const_cast<float*>(bias->data()), Shape{c.n}));
+  }
+  context.attrs = &attrs;
   context.outputs = {Argument(out.data(), out_shape)};
   ScopedKernelThreadPool scope(pool);
-  const absl::Status status = (*FindCpuKernel("matmul"))(context);
+  const absl::Status status = (*FindCpuKernel(bias != nullptr ? "fused_matmul_bias" : "matmul"))(context);
   EXPECT_TRUE(status.ok()) << status;
   return out;
+}
+
+std::vector<float> RunMatMul(const Case& c, bool ta, bool tb, const std::vector<float>& a,
+                             const std::vector<float>& b, KernelThreadPool* pool) {
+  return RunProduct(c, ta, tb, a, b, nullptr, false, pool);
+}
+
+// `many` (a pool's result) against the double-precision product (+ bias, relu'd) and
+// against `one` (the one-thread result).
+void ExpectProduct(const Case& c, bool ta, bool tb, const std::vector<float>& a, const std::vector<float>& b,
+                   const std::vector<float>* bias, bool relu, const std::vector<float>& one,
+                   const std::vector<float>& many) {
+  int64_t batches = 1;
+  for (int64_t d : c.batch) batches *= d;
+  for (int64_t s = 0; s < batches; ++s) {
+    for (int64_t i = 0; i < c.m; ++i) {
+      for (int64_t j = 0; j < c.n; ++j) {
+        double want = bias != nullptr ? (*bias)[j] : 0.0;
+        for (int64_t p = 0; p < c.k; ++p) {
+          const float x = a[s * c.m * c.k + (ta ? p * c.m + i : i * c.k + p)];
+          const float y = b[s * c.k * c.n + (tb ? j * c.k + p : p * c.n + j)];
+          want += static_cast<double>(x) * y;
+        }
+        if (relu && want < 0) want = 0;
+        const int64_t at = (s * c.m + i) * c.n + j;
+        // k <= 300 float products of N(0,1) values (and one bias term): |error| well
+        // under 1e-3.
+        ASSERT_NEAR(many[at], want, 1e-3) << "out[" << s << ", " << i << ", " << j << "]";
+        // The cut changes which call computes an element, not its sum; a part may take
+        // another backend or route than the whole (its size decides), so equal to float
+        // rounding of the one-thread result, not bit for bit.
+        ASSERT_NEAR(many[at], one[at], 1e-4 * (1 + std::abs(one[at])));
+      }
+    }
+  }
 }
 
 TEST(MatMulThreadsTest, SplitProductsMatchDoubleAndOneThread) {
@@ -65,53 +106,11 @@ TEST(MatMulThreadsTest, SplitProductsMatchDoubleAndOneThread) {
       for (bool tb : {false, true}) {
         SCOPED_TRACE(testing::Message() << "m=" << c.m << " n=" << c.n << " k=" << c.k
                                         << " batches=" << batches << " ta=" << ta << " tb=" << tb);
-        const std::vector<float> one = RunMatMul(c, ta, tb, a, b, nullptr);
-        const std::vector<float> three = RunMatMul(c, ta, tb, a, b, &pool);
-        for (int64_t s = 0; s < batches; ++s) {
-          for (int64_t i = 0; i < c.m; ++i) {
-            for (int64_t j = 0; j < c.n; ++j) {
-              double want = 0;
-              for (int64_t p = 0; p < c.k; ++p) {
-                const float x = a[s * c.m * c.k + (ta ? p * c.m + i : i * c.k + p)];
-                const float y = b[s * c.k * c.n + (tb ? j * c.k + p : p * c.n + j)];
-                want += static_cast<double>(x) * y;
-              }
-              const int64_t at = (s * c.m + i) * c.n + j;
-              // k <= 300 float products of N(0,1) values: |error| well under 1e-3.
-              ASSERT_NEAR(three[at], want, 1e-3) << "out[" << s << ", " << i << ", " << j << "]";
-              // The cut changes which call computes an element, not its sum: within
-              // float rounding of the one-thread result.
-              ASSERT_NEAR(three[at], one[at], 1e-4 * (1 + std::abs(one[at])));
-            }
-          }
-        }
+        ExpectProduct(c, ta, tb, a, b, nullptr, false, RunMatMul(c, ta, tb, a, b, nullptr),
+                      RunMatMul(c, ta, tb, a, b, &pool));
       }
     }
   }
-}
-
-// op(a) * op(b) + bias, relu'd when `relu`, through the fused_matmul_bias kernel with
-// `pool` current (nullptr: one thread).
-std::vector<float> RunFused(const Case& c, bool ta, bool tb, bool relu, const std::vector<float>& a,
-                            const std::vector<float>& b, const std::vector<float>& bias,
-                            KernelThreadPool* pool) {
-  std::vector<int64_t> a_dims = c.batch, b_dims = c.batch, out_dims = c.batch;
-  a_dims.insert(a_dims.end(), {ta ? c.k : c.m, ta ? c.m : c.k});
-  b_dims.insert(b_dims.end(), {tb ? c.n : c.k, tb ? c.k : c.n});
-  out_dims.insert(out_dims.end(), {c.m, c.n});
-  const Shape out_shape(out_dims);
-  std::vector<float> out(out_shape.NumElements(), NAN);
-  const AttrMap attrs = {{"transpose_a", ta}, {"transpose_b", tb}, {"relu", relu}};
-  KernelContext context;
-  context.attrs = &attrs;
-  context.inputs = {Argument(const_cast<float*>(a.data()), Shape(a_dims)),
-                    Argument(const_cast<float*>(b.data()), Shape(b_dims)),
-                    Argument(const_cast<float*>(bias.data()), Shape{c.n})};
-  context.outputs = {Argument(out.data(), out_shape)};
-  ScopedKernelThreadPool scope(pool);
-  const absl::Status status = (*FindCpuKernel("fused_matmul_bias"))(context);
-  EXPECT_TRUE(status.ok()) << status;
-  return out;
 }
 
 // The fused kernel cuts as matmul does; a column block must take the bias from its own
@@ -133,27 +132,8 @@ TEST(MatMulThreadsTest, FusedSplitProductsMatchDoubleAndOneThread) {
           SCOPED_TRACE(testing::Message() << "m=" << c.m << " n=" << c.n << " k=" << c.k
                                           << " batches=" << batches << " ta=" << ta
                                           << " tb=" << tb << " relu=" << relu);
-          const std::vector<float> one = RunFused(c, ta, tb, relu, a, b, bias, nullptr);
-          const std::vector<float> two = RunFused(c, ta, tb, relu, a, b, bias, &pool);
-          for (int64_t s = 0; s < batches; ++s) {
-            for (int64_t i = 0; i < c.m; ++i) {
-              for (int64_t j = 0; j < c.n; ++j) {
-                double want = bias[j];
-                for (int64_t p = 0; p < c.k; ++p) {
-                  const float x = a[s * c.m * c.k + (ta ? p * c.m + i : i * c.k + p)];
-                  const float y = b[s * c.k * c.n + (tb ? j * c.k + p : p * c.n + j)];
-                  want += static_cast<double>(x) * y;
-                }
-                if (relu && want < 0) want = 0;
-                const int64_t at = (s * c.m + i) * c.n + j;
-                // As for matmul: k <= 300 products of N(0, 1) values and one bias term.
-                ASSERT_NEAR(two[at], want, 1e-3) << "out[" << s << ", " << i << ", " << j << "]";
-                // A part may take another backend or route than the whole (its size
-                // decides), so equal to float rounding, not bit for bit.
-                ASSERT_NEAR(two[at], one[at], 1e-4 * (1 + std::abs(one[at])));
-              }
-            }
-          }
+          ExpectProduct(c, ta, tb, a, b, &bias, relu, RunProduct(c, ta, tb, a, b, &bias, relu, nullptr),
+                        RunProduct(c, ta, tb, a, b, &bias, relu, &pool));
         }
       }
     }
@@ -211,7 +191,7 @@ TEST(MatMulThreadsTest, FusedEqualsTheUnfusedChainBitForBit) {
                                         << " batches=" << batches << " ta=" << form.ta
                                         << " tb=" << form.tb << " relu=" << relu
                                         << " pool=" << (threads != nullptr));
-        EXPECT_EQ(RunFused(c, form.ta, form.tb, relu, a, b, bias, threads),
+        EXPECT_EQ(RunProduct(c, form.ta, form.tb, a, b, &bias, relu, threads),
                   RunUnfused(c, form.ta, form.tb, relu, a, b, bias, threads));
       }
     }
