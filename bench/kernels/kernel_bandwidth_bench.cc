@@ -22,12 +22,14 @@
 // side keeps its fastest, so a busy neighbour on a shared machine or a change of clock
 // speed affects both alike. Buffers are touched once before timing (no page faults).
 //
-// Note on the ceiling: large memcpy uses non-temporal stores (no read for ownership of
-// the destination lines), while a kernel writing through the cache reads each output
-// line before writing it. A kernel reading one tensor and writing one therefore moves
-// 3 bytes for every 2 counted: where memcpy runs at the memory's full speed that caps
-// it near 2/3. (On the Zen 4 build VM glibc's memcpy is slower than a plain vector
-// loop, and the simplest kernels reach 1.1-1.3; docs/kernels.md.)
+// Note on the ceiling: a store to a line that is not in the cache first reads the line
+// (read for ownership), so a kernel reading one tensor and writing one with plain stores
+// moves 3 bytes for every 2 counted; streaming (non-temporal) stores do not, and the
+// kernels use them for outputs above 3/4 of the L3 cache (kernels/cpu/stream_store.h).
+// glibc's memcpy streams only above 3/4 of the L3 size the CPU reports, which under the
+// build VM's KVM is 320 MiB (the host's; `ld.so --list-tunables`:
+// x86_non_temporal_threshold 240 MiB), so at 64 MiB memcpy copies with `rep movsb`
+// through the cache here, and the simplest kernels reach 1.2-1.4 (docs/kernels.md).
 #include <algorithm>
 #include <chrono>
 #include <cstdint>

@@ -145,19 +145,34 @@ std::vector<Case> Cases() {
       {"scalar_add", {{Shape{5, 7}, f}}, {{"scalar", 0.5}}},
       {"dropout", {{Shape{5, 7}, f}}, {{"rate", 0.4}, {"seed", int64_t{9}}}},
       {"dropout", {{Shape{3, 4, 9}, f}}, {{"rate", 0.1}, {"seed", int64_t{2}}}},
+      {"dropout", {{Shape{5, 113}, f}}, {{"rate", 0.3}, {"seed", int64_t{4}}}},
       {"identity", {{Shape{5, 7}, f}}, {}},
       {"accumulate", {{Shape{5, 7}, f}}, {{"micro_batches", int64_t{1}}}},
       {"identity", {{Shape{5, 7}, i64}}, {}, 50},
       {"ones_like", {{Shape{5, 7}, f}}, {}},
       {"causal_mask", {{Shape{3, 2, 4, 4}, f}}, {{"fill", -1e9}}},
       {"causal_mask", {{Shape{5, 4, 4}, f}}, {{"fill", 0.0}}},
+      {"causal_mask", {{Shape{2, 21, 21}, f}}, {{"fill", -1e9}}},
       {"softmax", {{Shape{5, 7}, f}}, {}},
       {"softmax", {{Shape{4, 67}, f}}, {}},
       {"log_softmax", {{Shape{3, 5, 7}, f}}, {}},
+      {"log_softmax", {{Shape{4, 67}, f}}, {}},
       {"layer_norm", {{Shape{5, 7}, f}, {Shape{7}, f}, {Shape{7}, f}}, {{"epsilon", 1e-3}}},
       {"layer_norm", {{Shape{2, 3, 37}, f}, {Shape{37}, f}, {Shape{37}, f}}, {}},
       {"sparse_softmax_cross_entropy", {{Shape{5, 7}, f}, {Shape{5}, i32}}, {}, 7},
       {"sparse_softmax_cross_entropy", {{Shape{2, 3, 11}, f}, {Shape{2, 3}, i64}}, {}, 11},
+      // Rows in segments of 512 (normalization.cc), 16-lane steps on AVX-512 and 8-lane
+      // tails: 1100 = 512 + 512 + 76.
+      {"sparse_softmax_cross_entropy", {{Shape{3, 1100}, f}, {Shape{3}, i32}}, {}, 1100},
+      // Masked logits: row 0's first 600 (its first segment whole) and row 1's last 200
+      // are -inf, the labels where they are not.
+      {"sparse_softmax_cross_entropy", {{Shape{3, 1100}, f}, {Shape{3}, i32}}, {}, 1100, {},
+       [](std::vector<Dense>* inputs) {
+         Dense& logits = (*inputs)[0];
+         for (int64_t j = 0; j < 600; ++j) logits.values[j] = -INFINITY;
+         for (int64_t j = 900; j < 1100; ++j) logits.values[1100 + j] = -INFINITY;
+         (*inputs)[1].values = {700, 3, 5};
+       }},
       {"reshape", {{Shape{5, 6}, f}}, {{"shape", Ints{5, 2, 3}}}},
       {"reshape", {{Shape{4, 12}, f}}, {{"shape", Ints{2, 2, 6, 2}}}},
       {"reshape", {{Shape{2, 2, 6, 2}, f}}, {{"shape", Ints{4, 12}}}},
@@ -176,6 +191,14 @@ std::vector<Case> Cases() {
       {"transpose", {{Shape{3, 40, 33}, f}}, {{"perm", Ints{2, 1, 0}}}},
       // Past the 64 x 64 tiles and through whole 8 x 8 register blocks (transpose_plane.h).
       {"transpose", {{Shape{70, 131}, f}}, {{"perm", Ints{1, 0}}}},
+      // Destination rows of 64 floats: with streaming stores (conformance_streaming_test),
+      // the strips of 8 x 16 blocks, the columns before a 64-byte boundary and the rows
+      // past the last whole 8 through overlapping blocks.
+      {"transpose", {{Shape{64, 50}, f}}, {{"perm", Ints{1, 0}}}},
+      // Source rows of 48: the row blocks start at the source's first 32-byte boundary.
+      {"transpose", {{Shape{64, 48}, f}}, {{"perm", Ints{1, 0}}}},
+      // Gathered runs of 16 floats filling the output (one streaming writer through it).
+      {"transpose", {{Shape{2, 3, 4, 16}, f}}, {{"perm", Ints{0, 2, 1, 3}}}},
       {"transpose", {{Shape{2, 17, 24}, i32}}, {{"perm", Ints{0, 2, 1}}}, 1000},
       {"reduce_sum", {{Shape{5, 7}, f}}, {{"axes", Ints{1}}}},
       {"reduce_sum", {{Shape{5, 7, 3}, f}}, {{"axes", Ints{0, 2}}, {"keep_dims", true}}},
@@ -201,6 +224,8 @@ std::vector<Case> Cases() {
        {{Shape{5, 7}, f}, {Shape{5}, i32}, {Shape{5}, f}}, {}, 7},
       {"sparse_softmax_cross_entropy_grad",
        {{Shape{2, 3, 11}, f}, {Shape{2, 3}, i64}, {Shape{2, 3}, f}}, {}, 11},
+      {"sparse_softmax_cross_entropy_grad",
+       {{Shape{3, 70}, f}, {Shape{3}, i32}, {Shape{3}, f}}, {}, 70},
       {"embedding_grad", {{Shape{5}, i32}, {Shape{5, 4}, f}}, {{"vocab", int64_t{9}}}, 9},
       {"embedding_grad", {{Shape{2, 3}, i64}, {Shape{2, 3, 4}, f}}, {{"vocab", int64_t{7}}}, 7},
       {"slice_grad", {{Shape{5, 4}, f}, {Shape{5, 7}, f}},
@@ -215,6 +240,7 @@ std::vector<Case> Cases() {
       {"broadcast_like", {{Shape{5}, f}, {Shape{5, 7}, f}}, {{"axes", Ints{1}}}},
       {"broadcast_like", {{Shape{1, 7, 1}, f}, {Shape{5, 7, 3}, f}}, {{"axes", Ints{0, 2}}}},
       {"broadcast_like", {{Shape{7}, f}, {Shape{5, 7, 3}, f}}, {{"axes", Ints{0, 2}}}},
+      {"broadcast_like", {{Shape{37}, f}, {Shape{5, 37}, f}}, {{"axes", Ints{0}}}},
       {"sgd_update", {{Shape{5, 7}, f}, {Shape{5, 7}, f}, {Shape{5, 7}, f}}, sgd},
       {"sgd_update", {{Shape{3, 4}, f}, {Shape{3, 4}, f}, {Shape{3, 4}, f}}, sgd_cosine},
       {"adamw_update", {{Shape{5, 7}, f}, {Shape{5, 7}, f}, {Shape{5, 7}, f}, {Shape{5, 7}, f}},

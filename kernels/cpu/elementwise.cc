@@ -6,9 +6,11 @@
 // exp stayed scalar when left to the auto-vectorizer.
 #include <algorithm>
 
+#include "kernels/cpu/cpu_features.h"
 #include "kernels/cpu/float8.h"
 #include "kernels/cpu/kernel_util.h"
 #include "kernels/cpu/kernels.h"
+#include "kernels/cpu/stream_store.h"
 #include "kernels/cpu/strided_loop.h"
 #include "kernels/cpu/vector_math.h"
 #include "oneflow_core/status.h"
@@ -76,14 +78,17 @@ absl::Status Broadcasting(const KernelContext& context, const char* kernel, cons
   return absl::OkStatus();
 }
 
-// out = fn(x) elementwise over equal shapes; fn maps a Float8 to a Float8.
+// out = fn(x) elementwise over equal shapes; fn maps a Float8 to a Float8. Outputs larger
+// than the caches are written with streaming stores (stream_store.h).
 template <typename Fn>
 absl::Status Unary(const KernelContext& context, const char* kernel, Fn fn) {
   OF_RETURN_IF_ERROR(CheckArguments(kernel, context, {{"x"}}, {{"out"}}));
   OF_RETURN_IF_ERROR(CheckShape(kernel, "out", context.outputs[0].shape, context.inputs[0].shape,
                                 "the shape of x"));
-  Map(context.inputs[0].As<const float>(), context.outputs[0].As<float>(),
-      context.inputs[0].NumElements(), fn);
+  const int64_t n = context.inputs[0].NumElements();
+  WithStreaming(ShouldStream(n * int64_t{sizeof(float)}), [&](auto stream) {
+    MapTo<stream()>(context.inputs[0].As<const float>(), context.outputs[0].As<float>(), n, fn);
+  });
   return absl::OkStatus();
 }
 
@@ -96,10 +101,68 @@ absl::Status UnaryGrad(const KernelContext& context, const char* kernel, const c
   const Shape& shape = context.inputs[0].shape;
   OF_RETURN_IF_ERROR(CheckShape(kernel, forward, context.inputs[1].shape, shape, "dy's shape"));
   OF_RETURN_IF_ERROR(CheckShape(kernel, "dx", context.outputs[0].shape, shape, "dy's shape"));
-  Map(context.inputs[0].As<const float>(), context.inputs[1].As<const float>(),
-      context.outputs[0].As<float>(), shape.NumElements(), fn);
+  const int64_t n = shape.NumElements();
+  WithStreaming(ShouldStream(n * int64_t{sizeof(float)}), [&](auto stream) {
+    MapTo<stream()>(context.inputs[0].As<const float>(), context.inputs[1].As<const float>(),
+                    context.outputs[0].As<float>(), n, fn);
+  });
   return absl::OkStatus();
 }
+
+#if defined(OF_AVX512_CODE)
+// GELU and its gradient on 512-bit vectors where CpuHasAvx512() (cpu_features.h): 16 lanes
+// from out's first 64-byte boundary (streaming stores need it), the lanes before it and
+// after the last whole 16 through the Float8 function, which gives the same bits
+// (Gelu16 and GeluDerivative16 are Gelu and GeluDerivative operation for operation). GELU
+// is bound by its arithmetic (exp and a division per element): 0.35-0.36 ns per element
+// on [4096, 4096] against 0.46-0.50 on Float8; the gradient 0.47-0.52 against 0.65-0.68.
+struct Gelu16Fn {
+  OF_TARGET_AVX512_INLINE __m512 operator()(__m512 x) const { return Gelu16(x); }
+};
+struct GeluGrad16Fn {
+  OF_TARGET_AVX512_INLINE __m512 operator()(__m512 dy, __m512 x) const {
+    return _mm512_mul_ps(dy, GeluDerivative16(x));
+  }
+};
+
+// Lanes of out before its first 64-byte boundary (all of them if out is not 4-byte aligned).
+inline int64_t LanesTo64Bytes(const float* out, int64_t n) {
+  const uintptr_t address = reinterpret_cast<uintptr_t>(out);
+  if (address % sizeof(float) != 0) return n;
+  return std::min<int64_t>(n, (16 - (address / sizeof(float)) % 16) % 16);
+}
+
+template <bool kStream>
+OF_TARGET_AVX512_INLINE inline void Put16(float* to, __m512 value) {
+  if constexpr (kStream) {
+    _mm512_stream_ps(to, value);
+  } else {
+    _mm512_storeu_ps(to, value);
+  }
+}
+
+// out[i] = fn16(x[i]), fn8 on Float8 at the ends.
+template <bool kStream, typename Fn16, typename Fn8>
+OF_TARGET_AVX512 void Map16(const float* x, float* out, int64_t n, Fn8 fn8) {
+  const int64_t head = LanesTo64Bytes(out, n);
+  MapTo<false>(x, out, head, fn8);
+  int64_t i = head;
+  for (; i + 16 <= n; i += 16) Put16<kStream>(out + i, Fn16()(_mm512_loadu_ps(x + i)));
+  MapTo<false>(x + i, out + i, n - i, fn8);
+}
+
+// out[i] = fn16(x[i], y[i]), fn8 on Float8 at the ends.
+template <bool kStream, typename Fn16, typename Fn8>
+OF_TARGET_AVX512 void Map16(const float* x, const float* y, float* out, int64_t n, Fn8 fn8) {
+  const int64_t head = LanesTo64Bytes(out, n);
+  MapTo<false>(x, y, out, head, fn8);
+  int64_t i = head;
+  for (; i + 16 <= n; i += 16) {
+    Put16<kStream>(out + i, Fn16()(_mm512_loadu_ps(x + i), _mm512_loadu_ps(y + i)));
+  }
+  MapTo<false>(x + i, y + i, out + i, n - i, fn8);
+}
+#endif
 
 }  // namespace
 
@@ -142,7 +205,21 @@ absl::Status Relu(const KernelContext& context) {
 }
 
 absl::Status Gelu(const KernelContext& context) {
-  return Unary(context, "gelu", [](Float8 x) { return Gelu(x); });
+  const auto gelu = [](Float8 x) { return Gelu(x); };
+#if defined(OF_AVX512_CODE)
+  if (CpuHasAvx512()) {
+    OF_RETURN_IF_ERROR(CheckArguments("gelu", context, {{"x"}}, {{"out"}}));
+    OF_RETURN_IF_ERROR(CheckShape("gelu", "out", context.outputs[0].shape, context.inputs[0].shape,
+                                  "the shape of x"));
+    const int64_t n = context.inputs[0].NumElements();
+    WithStreaming(ShouldStream(n * int64_t{sizeof(float)}), [&](auto stream) {
+      Map16<stream(), Gelu16Fn>(context.inputs[0].As<const float>(), context.outputs[0].As<float>(),
+                                n, gelu);
+    });
+    return absl::OkStatus();
+  }
+#endif
+  return Unary(context, "gelu", gelu);
 }
 
 absl::Status ScalarMul(const KernelContext& context) {
@@ -170,8 +247,24 @@ absl::Status ReluGrad(const KernelContext& context) {
 }
 
 absl::Status GeluGrad(const KernelContext& context) {
-  return UnaryGrad(context, "gelu_grad", "x",
-                   [](Float8 dy, Float8 x) { return dy * GeluDerivative(x); });
+  const auto gelu_grad = [](Float8 dy, Float8 x) { return dy * GeluDerivative(x); };
+#if defined(OF_AVX512_CODE)
+  if (CpuHasAvx512()) {
+    constexpr char kKernel[] = "gelu_grad";
+    OF_RETURN_IF_ERROR(CheckArguments(kKernel, context, {{"dy"}, {"x"}}, {{"dx"}}));
+    const Shape& shape = context.inputs[0].shape;
+    OF_RETURN_IF_ERROR(CheckShape(kKernel, "x", context.inputs[1].shape, shape, "dy's shape"));
+    OF_RETURN_IF_ERROR(CheckShape(kKernel, "dx", context.outputs[0].shape, shape, "dy's shape"));
+    const int64_t n = shape.NumElements();
+    WithStreaming(ShouldStream(n * int64_t{sizeof(float)}), [&](auto stream) {
+      Map16<stream(), GeluGrad16Fn>(context.inputs[0].As<const float>(),
+                                    context.inputs[1].As<const float>(),
+                                    context.outputs[0].As<float>(), n, gelu_grad);
+    });
+    return absl::OkStatus();
+  }
+#endif
+  return UnaryGrad(context, "gelu_grad", "x", gelu_grad);
 }
 
 }  // namespace cpu

@@ -3,13 +3,19 @@
 // device) in a few passes over the row, which stays in the L1 cache: a max, a sum of
 // exponentials, then the write-out, all on Float8 (normalization_util.h). Sums keep 8
 // lanes of partial sums; the order differs from the reference's by float rounding.
+// Outputs larger than the caches are written with streaming stores (stream_store.h) in
+// each row's last pass.
+#include <algorithm>
 #include <cmath>
 #include <limits>
+#include <vector>
 
+#include "kernels/cpu/cpu_features.h"
 #include "kernels/cpu/float8.h"
 #include "kernels/cpu/kernel_util.h"
 #include "kernels/cpu/kernels.h"
 #include "kernels/cpu/normalization_util.h"
+#include "kernels/cpu/stream_store.h"
 #include "kernels/cpu/vector_math.h"
 #include "oneflow_core/status.h"
 
@@ -27,19 +33,34 @@ absl::Status RowSoftmax(const KernelContext& context, const char* kernel, bool l
   const float* x = context.inputs[0].As<const float>();
   float* out = context.outputs[0].As<float>();
   const int64_t rows = Rows(shape);
-  for (int64_t row = 0; row < rows; ++row) {
-    const float* in = x + row * width;
-    const float* next = row + 1 < rows ? in + width : in;
-    float* y = out + row * width;
-    const float max = RowMax(in, width);
-    if (log) {
-      const float shift = max + std::log(SumExpShifted(in, width, max, next));
-      Map(in, y, width, [shift](Float8 v) { return v - shift; });
-    } else {
-      const float inverse = 1.0f / ExpShifted(in, width, max, y, next);
-      Map(y, y, width, [inverse](Float8 v) { return v * inverse; });
+  // log_softmax's last pass writes each output row once, from x: streamed for large
+  // outputs (0.38 ns per element on [16384, 1024] against 0.67). softmax's exponentials
+  // wait in the output row for their sum and are scaled there, in the L1 cache: storing
+  // them to a row buffer instead and streaming the scaled row out was slower (0.39-0.45
+  // against 0.35-0.36), so softmax never streams.
+  const bool stream = log && ShouldStream(shape.NumElements() * int64_t{sizeof(float)});
+  const bool avx512 = CpuHasAvx512();
+  (void)avx512;
+  WithStreaming(stream, [&](auto kStream) {
+    for (int64_t row = 0; row < rows; ++row) {
+      const float* in = x + row * width;
+      const float* next = row + 1 < rows ? in + width : in;
+      float* y = out + row * width;
+      const float max = RowMax(in, width);
+      if (log) {
+        const float shift = max + std::log(SumExpShifted(in, width, max, next));
+        MapTo<kStream()>(in, y, width, [shift](Float8 v) { return v - shift; });
+      } else {
+#if defined(OF_AVX512_CODE)
+        const float inverse = 1.0f / (avx512 ? ExpShifted512(in, width, max, y, next)
+                                             : ExpShifted(in, width, max, y, next));
+#else
+        const float inverse = 1.0f / ExpShifted(in, width, max, y, next);
+#endif
+        Map(y, y, width, [inverse](Float8 v) { return v * inverse; });
+      }
     }
-  }
+  });
   return absl::OkStatus();
 }
 
@@ -73,20 +94,34 @@ absl::Status LayerNorm(const KernelContext& context) {
   const float* beta = context.inputs[2].As<const float>();
   float* out = context.outputs[0].As<float>();
   const int64_t rows = Rows(shape);
-  for (int64_t row = 0; row < rows; ++row) {
-    const float* in = x + row * h;
-    const float* next = row + 1 < rows ? in + h : in;
-    float* y = out + row * h;
-    if (row + 1 < rows) PrefetchForWriting(y + h, h);
-    const RowMoments moments = Moments(in, h, static_cast<float>(epsilon), next);
-    const float mean = moments.mean, rstd = moments.rstd;
-    Map(in, gamma, beta, y, h,
-        [mean, rstd](Float8 v, Float8 g, Float8 b) { return (v - mean) * rstd * g + b; });
-  }
+  const bool stream = ShouldStream(shape.NumElements() * int64_t{sizeof(float)});
+  WithStreaming(stream, [&](auto kStream) {
+    for (int64_t row = 0; row < rows; ++row) {
+      const float* in = x + row * h;
+      const float* next = row + 1 < rows ? in + h : in;
+      float* y = out + row * h;
+      // Streamed, the output lines are not read at all (PrefetchForWriting would read them).
+      if (!kStream() && row + 1 < rows) PrefetchForWriting(y + h, h);
+      const RowMoments moments = Moments(in, h, static_cast<float>(epsilon), next);
+      const float mean = moments.mean, rstd = moments.rstd;
+      MapTo<kStream()>(in, gamma, beta, y, h, [mean, rstd](Float8 v, Float8 g, Float8 b) {
+        return (v - mean) * rstd * g + b;
+      });
+    }
+  });
   return absl::OkStatus();
 }
 
 // loss[row] = -log_softmax(x)[label] = (max - x[label]) + log(sum_j exp(x_j - max)).
+// Rows go in segments of kCrossEntropySegment elements with a running maximum (the sum
+// rescaled when a segment raises it), in one pass over each segment, which also finds the
+// next segment's maximum: a row's maximum pass over 16 KiB fresh from memory and then its
+// exponentials on the L1 cache left the memory idle half the time (0.33 ns per element on
+// [4096, 4096] against 0.25 with the data in L2), and with the next row's maximum in the
+// exponentials' loop two 16 KiB rows no longer fit the L1 cache together. Segments of 512
+// (2 KiB): 0.25; 1024: 0.31; 2048: 0.31, in a loop written for the measurement. Rescaling
+// adds at most one rounding and one exp per segment (8.8e-8 each) to the sum's error.
+constexpr int64_t kCrossEntropySegment = 512;
 absl::Status SparseSoftmaxCrossEntropy(const KernelContext& context) {
   constexpr char kKernel[] = "sparse_softmax_cross_entropy";
   OF_RETURN_IF_ERROR(
@@ -103,12 +138,50 @@ absl::Status SparseSoftmaxCrossEntropy(const KernelContext& context) {
   float* out = context.outputs[0].As<float>();
   return WithIndices(context.inputs[1], [&](const auto* labels) -> absl::Status {
     const int64_t rows = rows_shape.NumElements();
+    if (rows == 0 || classes == 0) {
+      for (int64_t row = 0; row < rows; ++row) {
+        OF_RETURN_IF_ERROR(CheckClass(kKernel, labels[row], row, classes));
+      }
+      return absl::OkStatus();
+    }
+    // The logits as one sequence of segments (a row's last may be shorter); each
+    // segment's maximum comes from the loop over the segment before it.
+    const int64_t segment = std::min(kCrossEntropySegment, classes);
+    const bool avx512 = CpuHasAvx512();
+    float next_max = RowMax(logits, segment);
     for (int64_t row = 0; row < rows; ++row) {
       OF_RETURN_IF_ERROR(CheckClass(kKernel, labels[row], row, classes));
       const float* in = logits + row * classes;
-      const float* next = row + 1 < rows ? in + classes : in;
-      const float max = RowMax(in, classes);
-      out[row] = (max - in[labels[row]]) + std::log(SumExpShifted(in, classes, max, next));
+      // The sum of exp(x - max) so far, and max: the maximum so far.
+      float max = -std::numeric_limits<float>::infinity();
+      Float8 sum{};
+      for (int64_t begin = 0; begin < classes; begin += segment) {
+        const int64_t length = std::min(segment, classes - begin);
+        const float segment_max = next_max;
+        if (segment_max > max) {
+          // The sum so far, rescaled to the new maximum: exp(old - new) < 1, at most once
+          // per segment (sum is 0 before the first).
+          if (begin > 0) sum *= Exp(Splat<Float8>(max - segment_max));
+          max = segment_max;
+        }
+        // The next segment: the rest of this row, else the next row's first.
+        const float* next = in + begin + length;
+        int64_t next_length = std::min(segment, classes - begin - length);
+        if (next_length == 0 && row + 1 < rows) next_length = segment;
+        if (max == -std::numeric_limits<float>::infinity()) {
+          // Every logit so far -inf (masked): they add 0, and x - max would be NaN.
+          next_max = RowMax(next, next_length);
+          continue;
+        }
+#if defined(OF_AVX512_CODE)
+        if (avx512) {
+          sum += SumExpShiftedAndMax512(in + begin, length, max, next, next_length, &next_max);
+          continue;
+        }
+#endif
+        sum += SumExpShiftedAndMax(in + begin, length, max, next, next_length, &next_max);
+      }
+      out[row] = (max - in[labels[row]]) + std::log(Sum(sum));
     }
     return absl::OkStatus();
   });

@@ -46,15 +46,28 @@ TEST(PhiloxTest, BlocksAreLogicalRandomsBits) {
 }
 
 #if defined(__AVX2__)
-// Blocks<kGroups>() is operator() on 4 * kGroups consecutive blocks, in element order:
-// below 2^32 blocks (lane-uniform rounds precomputed), across 2^32 and above (the
-// general rounds).
+#if defined(OF_AVX512_CODE)
+// Blocks512 inlined into a function compiled for AVX-512 (as the kernel calls it).
 template <int kGroups>
+OF_TARGET_AVX512 void Blocks512Of(const PhiloxBlocks& philox, uint64_t first, __m256i* vectors) {
+  philox.Blocks512<kGroups>(first, vectors);
+}
+#endif
+
+// Blocks<kGroups>() (and Blocks512, where the CPU has AVX-512) is operator() on
+// 4 * kGroups consecutive blocks, in element order: below 2^32 blocks (lane-uniform rounds
+// precomputed), across 2^32 and above (the general rounds).
+template <int kGroups, bool kAvx512>
 void ExpectBlocksAreOneByOne() {
+#if defined(OF_AVX512_CODE)
+  if (kAvx512 && !CpuHasAvx512()) GTEST_SKIP() << "no AVX-512 on this CPU";
+#else
+  if (kAvx512) GTEST_SKIP() << "no AVX-512 code in this build";
+#endif
   std::mt19937_64 rng(12);
   std::vector<uint64_t> firsts;
   for (uint64_t i = 0; i < 256; ++i) firsts.push_back(i);
-  for (int64_t i = -16; i < 4; ++i) firsts.push_back((uint64_t{1} << 32) + i);  // Carry.
+  for (int64_t i = -32; i < 4; ++i) firsts.push_back((uint64_t{1} << 32) + i);  // Carry.
   for (int i = 0; i < 256; ++i) firsts.push_back(rng() >> 3);
   for (int i = 0; i < 256; ++i) firsts.push_back(rng() >> 34);  // Below 2^32 blocks.
   for (uint64_t seed : kSeeds) {
@@ -62,13 +75,19 @@ void ExpectBlocksAreOneByOne() {
       const PhiloxBlocks philox(seed, stream);
       for (uint64_t first : firsts) {
         __m256i vectors[2 * kGroups];
-        philox.Blocks<kGroups>(first, vectors);
+        if constexpr (kAvx512) {
+#if defined(OF_AVX512_CODE)
+          Blocks512Of<kGroups>(philox, first, vectors);
+#endif
+        } else {
+          philox.Blocks<kGroups>(first, vectors);
+        }
         uint32_t words[8 * kGroups];
         std::memcpy(words, vectors, sizeof(words));
         for (int k = 0; k < 8 * kGroups; ++k) {
           ASSERT_EQ(words[k], philox(first + k / 4)[k % 4])
-              << "seed " << seed << " stream " << stream << " block " << first + k / 4
-              << " word " << k % 4 << " groups " << kGroups;
+              << "seed " << seed << " stream " << stream << " block " << first + k / 4 << " word "
+              << k % 4 << " groups " << kGroups << " avx512 " << kAvx512;
         }
       }
     }
@@ -76,14 +95,20 @@ void ExpectBlocksAreOneByOne() {
 }
 
 TEST(PhiloxTest, BlocksAtATimeAreOneByOne) {
-  ExpectBlocksAreOneByOne<1>();
-  ExpectBlocksAreOneByOne<2>();
-  ExpectBlocksAreOneByOne<3>();
+  ExpectBlocksAreOneByOne<1, false>();
+  ExpectBlocksAreOneByOne<2, false>();
+  ExpectBlocksAreOneByOne<3, false>();
+}
+
+TEST(PhiloxTest, Blocks512AreOneByOne) {
+  ExpectBlocksAreOneByOne<1, true>();
+  ExpectBlocksAreOneByOne<4, true>();
+  ExpectBlocksAreOneByOne<6, true>();
 }
 #endif
 
-const double kRates[] = {0.0, 3.0 / 16777216.0, 0.1, 0.25, 0.4, 0.5, 1 - 1.0 / 16777216.0,
-                         0.999999999};
+const double kRates[] = {0.0, 3.0 / 16777216.0,     0.1,        0.25, 0.4,
+                         0.5, 1 - 1.0 / 16777216.0, 0.999999999};
 
 TEST(PhiloxTest, KeepThresholdDecidesAsBulkUniformAgainstRate) {
   const LogicalRandom reference(5, 2);
@@ -133,15 +158,15 @@ void ExpectDropoutOnSlice(const std::string& op, const Shape& logical, const Ten
 }
 
 // Runs starting at every offset in a block (0..7 covers two blocks of each vector step's
-// pair) and of every length up to past a whole vector step (32 elements), so the
-// scalar head, whole steps and the partial last step all meet every alignment.
+// pair) and of every length up to past two AVX-512 steps (96 elements each) and the
+// partial step after them, so the scalar head, whole steps and the partial last step all
+// meet every alignment. (philox_avx2_test runs these on the AVX2 code.)
 TEST(PhiloxTest, DropoutKernelsMatchBulkUniformOnEverySlice) {
   for (const char* op : {"dropout", "dropout_grad"}) {
     for (double rate : kRates) {
       for (int64_t begin = 0; begin < 8; ++begin) {
-        for (int64_t length = 0; length <= 75; ++length) {
-          ExpectDropoutOnSlice(op, Shape{100}, TensorSlice({{begin, begin + length}}), rate, 7,
-                               3);
+        for (int64_t length = 0; length <= 230; length += length < 40 ? 1 : 7) {
+          ExpectDropoutOnSlice(op, Shape{240}, TensorSlice({{begin, begin + length}}), rate, 7, 3);
         }
       }
     }

@@ -10,8 +10,10 @@
 #include <algorithm>
 
 #include "absl/strings/str_join.h"
+#include "kernels/cpu/float8.h"
 #include "kernels/cpu/kernel_util.h"
 #include "kernels/cpu/kernels.h"
+#include "kernels/cpu/stream_store.h"
 #include "kernels/cpu/strided_loop.h"
 #include "oneflow_core/ops/op_util.h"
 #include "oneflow_core/status.h"
@@ -39,19 +41,23 @@ void SumInto(const KernelArgument& x, const std::vector<int64_t>& out_strides, d
   } else if (loop.inner_stride(0) == 1) {
     // Runs that land on the same outputs (every row of a column sum, as bias gradients
     // are) are added to the double sums one by one while those fit in the L1 cache
-    // (runs of up to 2048), or else four at a time: one pass over the sums per four runs
-    // rather than per run, which was half the time of a [4096, 4096] column sum. (Four
-    // at a time reads four streams, which is slower than one when the sums are cached.)
-    const int group = n <= 2048 ? 1 : 4;
-    const float* pending[4] = {};
+    // (runs of up to 2048), or else eight at a time: one pass over the sums per eight
+    // runs rather than per run, which was half the time of a [4096, 4096] column sum.
+    // (Several at a time reads several streams, which is slower than one when the sums
+    // are cached. Eight: 0.19-0.20 ns per element on [4096, 4096]; four: 0.21-0.23.)
+    constexpr int kMost = 8;
+    const int group = n <= 2048 ? 1 : kMost;
+    const float* pending[kMost] = {};
     int count = 0;
     int64_t pending_offset = 0;
     auto flush = [&] {
       double* to = sums.data() + pending_offset;
-      if (count == 4) {
+      if (count == kMost) {
         const float *a = pending[0], *b = pending[1], *c = pending[2], *d = pending[3];
+        const float *e = pending[4], *f = pending[5], *g = pending[6], *h = pending[7];
         for (int64_t i = 0; i < n; ++i) {
-          to[i] += (static_cast<double>(a[i]) + b[i]) + (static_cast<double>(c[i]) + d[i]);
+          to[i] += ((static_cast<double>(a[i]) + b[i]) + (static_cast<double>(c[i]) + d[i])) +
+                   ((static_cast<double>(e[i]) + f[i]) + (static_cast<double>(g[i]) + h[i]));
         }
       } else {
         for (int k = 0; k < count; ++k) {
@@ -179,13 +185,20 @@ absl::Status BroadcastLike(const KernelContext& context) {
   const float* in = context.inputs[0].As<const float>();
   float* result = context.outputs[0].As<float>();
   const bool contiguous = loop.inner_stride(0) == 1;
-  loop.ForEachRun([&](int64_t run, const int64_t* offsets) {
-    float* to = result + run * n;
-    if (contiguous) {
-      std::copy(in + offsets[0], in + offsets[0] + n, to);
-    } else {
-      std::fill(to, to + n, in[offsets[0]]);
-    }
+  // Vector loops rather than memmove per run (runs of a few KiB, where memmove is slower
+  // than a plain loop here), streaming when the output is large (stream_store.h).
+  WithStreaming(ShouldStream(out.NumElements() * int64_t{sizeof(float)}), [&](auto stream) {
+    loop.ForEachRun([&](int64_t run, const int64_t* offsets) {
+      float* to = result + run * n;
+      const float* from = in + offsets[0];
+      if (contiguous) {
+        WriteLanes<stream()>(
+            to, n, [from](int64_t i, int64_t count) { return LoadLanes(from, i, count); });
+      } else {
+        const Float8 value = Splat<Float8>(*from);
+        WriteLanes<stream()>(to, n, [value](int64_t, int64_t) { return value; });
+      }
+    });
   });
   return absl::OkStatus();
 }

@@ -10,10 +10,13 @@
 // loss). Elements are copied as 4- or 8-byte unsigned words (WithWord), whatever they mean.
 #include <algorithm>
 #include <cstring>
+#include <type_traits>
 
 #include "absl/strings/str_join.h"
+#include "kernels/cpu/float8.h"
 #include "kernels/cpu/kernel_util.h"
 #include "kernels/cpu/kernels.h"
+#include "kernels/cpu/stream_store.h"
 #include "kernels/cpu/strided_loop.h"
 #include "kernels/cpu/transpose_plane.h"
 #include "oneflow_core/ops/op_util.h"
@@ -66,10 +69,29 @@ void StridedCopy(const std::vector<int64_t>& dims, const std::vector<int64_t>& s
     // 64 floats, 4 KiB apart): each run starts in a new place the hardware prefetchers
     // do not predict, so the source of the run ~2 KiB ahead is prefetched.
     const int64_t ahead = std::min<int64_t>(16, 2048 / std::max<int64_t>(run_bytes, 1) + 1);
+    const auto prefetch = [&](const int64_t* ahead_offsets) {
+      const char* next = reinterpret_cast<const char*>(source + ahead_offsets[0]);
+      for (int64_t byte = 0; byte < run_bytes; byte += 64) __builtin_prefetch(next + byte);
+    };
+    if constexpr (std::is_same_v<T, uint32_t>) {
+      if (n % kLanes == 0 && ShouldStream(loop.runs() * run_bytes)) {
+        // The runs one after another fill the destination: one streaming writer through
+        // all of it (stream_store.h), the words moved as floats (bits unchanged).
+        LaneWriter<true> writer(reinterpret_cast<float*>(destination));
+        loop.ForEachRunLookingAhead(
+            ahead, [&](int64_t, const int64_t* offsets, const int64_t* ahead_offsets) {
+              prefetch(ahead_offsets);
+              const float* from = reinterpret_cast<const float*>(source + offsets[0]);
+              for (int64_t i = 0; i < n; i += kLanes) writer.Put(Load(from + i));
+            });
+        writer.Finish();
+        EndStreaming();
+        return;
+      }
+    }
     loop.ForEachRunLookingAhead(
         ahead, [&](int64_t run, const int64_t* offsets, const int64_t* ahead_offsets) {
-          const char* next = reinterpret_cast<const char*>(source + ahead_offsets[0]);
-          for (int64_t byte = 0; byte < run_bytes; byte += 64) __builtin_prefetch(next + byte);
+          prefetch(ahead_offsets);
           std::copy(source + offsets[0], source + offsets[0] + n, destination + run * n);
         });
     return;
@@ -91,7 +113,7 @@ void StridedCopy(const std::vector<int64_t>& dims, const std::vector<int64_t>& s
 // output's last axis q and the source's contiguous axis p is copied by TransposePlane
 // (transpose_plane.h: tiles, 8 x 8 register blocks). The other axes are walked by an
 // odometer.
-template <typename T>
+template <bool kStream, typename T>
 void TiledTranspose(const StridedLoop& loop, const T* source, T* destination) {
   const std::vector<int64_t>& dims = loop.dims();
   const std::vector<int64_t>& source_strides = loop.strides(0);
@@ -107,8 +129,8 @@ void TiledTranspose(const StridedLoop& loop, const T* source, T* destination) {
   std::vector<int64_t> index(outer.size(), 0);
   int64_t from = 0, to = 0;
   while (true) {
-    TransposePlane(source + from, source_strides[q], destination + to, destination_strides[p],
-                   dims[p], dims[q]);
+    TransposePlane<kStream>(source + from, source_strides[q], destination + to,
+                            destination_strides[p], dims[p], dims[q]);
     int64_t k = static_cast<int64_t>(outer.size()) - 1;
     for (; k >= 0; --k) {
       const int64_t axis = outer[k];
@@ -183,7 +205,8 @@ absl::Status Transpose(const KernelContext& context) {
     const T* in = context.inputs[0].As<const T>();
     T* out = context.outputs[0].As<T>();
     if (loop.runs() > 0 && loop.inner_stride(0) != 1) {
-      TiledTranspose(loop, in, out);
+      WithStreaming(ShouldStream(context.outputs[0].NumElements() * int64_t{sizeof(T)}),
+                    [&](auto stream) { TiledTranspose<stream()>(loop, in, out); });
     } else {
       StridedCopy(dims, strides, in, out, /*scatter=*/false);
     }
