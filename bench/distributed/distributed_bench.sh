@@ -1,0 +1,239 @@
+#!/usr/bin/env bash
+# The distributed step against its floor (issue 24, "Benchmarks"; docs/benchmarks.md):
+# each case's plan launched across processes/hosts through one `oneflowd` per node, and
+# the SAME plan in one process (`oneflow run`, every node's devices as threads), measured
+# in the same invocation, with the ratio launched / in-process. On emulated hosts (Linux
+# network namespaces on a bridge, each link shaped with tc tbf like a NIC) the link time
+# of the plan's traffic is measured too: the bytes each host's veth carried per iteration
+# (kernel counters, max of sent and received) at the link rate, so "the floor" is
+# max(in-process step, link time), both measured.
+#
+#   sudo bench/distributed/distributed_bench.sh                        every case, 1 Gbit/s
+#   sudo bench/distributed/distributed_bench.sh --cases=demo_loopback --iters=30
+#   sudo bench/distributed/distributed_bench.sh --cases=dp3_h256,dp3_h512 --rates_mbit=1000,10000
+#
+# Cases (nodes x devices per node, model, modes):
+#   demo_loopback  2 x 2 loopback daemons, the demo's gpt (2 blocks, hidden 256, dp=2 x tp=2);
+#                  goal launched <= 1.3x in-process
+#   gpt_dp3tp2     3 hosts x 2, gpt layers 6 hidden 384 heads 6 seq 64 batch 12, dp=3 x tp=2,
+#                  off and auto; goals: off <= 1.2 x max(in-process, link), auto <= 1.2x in-process
+#   dp3_h256       3 hosts x 1, gpt hidden 256 layers 2, dp=3, off and auto; goal auto <= off
+#   dp3_h512       3 hosts x 1, gpt hidden 512 layers 4, dp=3, off and auto; goal auto <= off
+#
+# Flags [defaults]:
+#   --cases=C,...         [demo_loopback,gpt_dp3tp2,dp3_h256,dp3_h512]
+#   --rates_mbit=R,...    link rates of the netns cases [1000]
+#   --iters=K --warmup=W  iterations per run, and those left out of the median [20, 5]
+#   --launch_flags="..."  extra flags for every `oneflow launch` (e.g. --transport=gloo)
+#   --bin_dir=DIR         binaries (DIR/tools/cli/oneflow, ...) instead of building -c opt
+#   --work_dir=DIR --keep where plans, logs and metrics go; kept with --keep or on failure
+#
+# Prints JSON lines on stdout: one "config" line, then one line per (case, rate, mode).
+# Needs root. Everything it creates is named ofdb<pid>-* and is torn down on exit.
+# A benchmark, not a test: it asserts nothing; the goal and whether it was met are fields.
+set -euo pipefail
+
+ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
+PY=/usr/bin/python3
+[[ -x "$PY" ]] || PY="$(command -v python3)"
+# shellcheck source=bench/lib/netns_hosts.sh
+source "$ROOT/bench/lib/netns_hosts.sh"
+NETNS_PREFIX="ofdb$$"
+NETNS_SUBNET="10.232.0"
+
+CASES="demo_loopback,gpt_dp3tp2,dp3_h256,dp3_h512"
+RATES="1000"
+ITERS=20
+WARMUP=5
+LAUNCH_FLAGS=""
+BIN_DIR=""
+WORK_DIR=""
+KEEP=0
+PORT=5301
+
+log() { echo "distributed_bench: $*" >&2; }
+die() { log "error: $*"; exit 2; }
+
+for arg in "$@"; do
+  case "$arg" in
+    --cases=*) CASES="${arg#*=}" ;;
+    --rates_mbit=*) RATES="${arg#*=}" ;;
+    --iters=*) ITERS="${arg#*=}" ;;
+    --warmup=*) WARMUP="${arg#*=}" ;;
+    --launch_flags=*) LAUNCH_FLAGS="${arg#*=}" ;;
+    --bin_dir=*) BIN_DIR="${arg#*=}" ;;
+    --work_dir=*) WORK_DIR="${arg#*=}" ;;
+    --keep) KEEP=1 ;;
+    -h|--help) sed -n '2,/^set -euo/p' "${BASH_SOURCE[0]}" | sed '$d; s/^# \{0,1\}//' >&2; exit 0 ;;
+    *) die "unknown argument '$arg' (see --help)" ;;
+  esac
+done
+
+[[ "$ITERS" =~ ^[0-9]+$ && "$WARMUP" =~ ^[0-9]+$ ]] || die "--iters and --warmup must be integers"
+(( WARMUP + 2 <= ITERS )) || die "--warmup=$WARMUP must leave at least 2 of --iters=$ITERS"
+IFS=, read -r -a RATE_LIST <<< "$RATES"
+for r in "${RATE_LIST[@]}"; do [[ "$r" =~ ^[1-9][0-9]*$ ]] || die "--rates_mbit: '$r' is not a positive integer"; done
+IFS=, read -r -a CASE_LIST <<< "$CASES"
+[[ "$LAUNCH_FLAGS" =~ ^[-A-Za-z0-9_=.,\ ]*$ ]] || die "--launch_flags: only flags (letters, digits, - _ = . ,)"
+[[ "$(id -u)" == 0 ]] || die "needs root (network namespaces, veth pairs, tc)"
+
+# case -> "network nodes devices_per_node modes|gpt flags"
+case_spec() {
+  case "$1" in
+    demo_loopback) echo "loopback 2 2 off|--dp=2 --tp=2 --layers=2 --hidden=256 --heads=8 --batch=8 --seq=32 --vocab=256 --lr=0.01" ;;
+    gpt_dp3tp2) echo "netns 3 2 off,auto|--dp=3 --tp=2 --layers=6 --hidden=384 --heads=6 --seq=64 --batch=12" ;;
+    dp3_h256) echo "netns 3 1 off,auto|--dp=3 --hidden=256 --layers=2" ;;
+    dp3_h512) echo "netns 3 1 off,auto|--dp=3 --hidden=512 --layers=4 --heads=8" ;;
+    *) return 1 ;;
+  esac
+}
+for c in "${CASE_LIST[@]}"; do case_spec "$c" >/dev/null || die "--cases: '$c' is not one of demo_loopback, gpt_dp3tp2, dp3_h256, dp3_h512"; done
+
+RUN=""
+OK=0
+teardown() {
+  local rc=$?
+  trap - EXIT INT TERM HUP
+  set +e
+  netns_teardown
+  if [[ -n "$RUN" && -d "$RUN" ]]; then
+    if (( KEEP )) || (( ! OK )); then log "work dir kept: $RUN"; else rm -rf "$RUN"; fi
+  fi
+  (( OK )) || log "failed (exit $rc); torn down"
+  exit "$rc"
+}
+trap teardown EXIT
+trap 'exit 130' INT
+trap 'exit 143' TERM
+trap 'exit 129' HUP
+
+build() {
+  if [[ -z "$BIN_DIR" ]]; then
+    log "building -c opt"
+    (cd "$ROOT" && bazel build -c opt --jobs=2 --color=no --curses=no //tools/launcher:oneflowd \
+      //tools/worker:oneflow_worker //tools/cli:oneflow //examples/gpt >&2)
+    BIN_DIR="$ROOT/bazel-out/k8-opt/bin"
+  fi
+  # A private copy, so a build running beside the bench cannot replace a binary mid-run.
+  mkdir -p "$RUN/bin"
+  local src
+  for src in tools/launcher/oneflowd tools/worker/oneflow_worker tools/cli/oneflow examples/gpt/gpt; do
+    [[ -x "$BIN_DIR/$src" ]] || die "$BIN_DIR/$src is missing"
+    cp "$BIN_DIR/$src" "$RUN/bin/"
+  done
+  BIN="$RUN/bin"
+}
+
+median_step() {  # metrics file -> median step_ms after the warm-up
+  "$PY" - "$1" "$WARMUP" <<'PYEOF'
+import json, statistics, sys
+steps = [json.loads(l)["step_ms"] for l in open(sys.argv[1]) if l.startswith("{") and '"step_ms"' in l]
+steps = steps[int(sys.argv[2]):]
+print(round(statistics.median(steps), 3) if steps else "null")
+PYEOF
+}
+
+# One case at one rate (0: loopback): compile each mode, run it in one process, launch it.
+run_case() {
+  local name="$1" rate="$2" spec network nodes dpn modes flags mode dir plan bw i
+  spec="$(case_spec "$name")"
+  read -r network nodes dpn modes <<< "${spec%%|*}"
+  flags="${spec#*|}"
+  dir="$RUN/$name.r$rate"
+  mkdir -p "$dir"
+  bw=$(( (rate > 0 ? rate : 10000) * 125000 ))
+  IFS=, read -r -a mode_list <<< "$modes"
+  for mode in "${mode_list[@]}"; do
+    plan="$dir/$mode.plan"
+    # shellcheck disable=SC2086
+    "$BIN/gpt" --nodes="$nodes" --devices_per_node="$dpn" $flags --compression="$mode" \
+      --inter_node_bandwidth="$bw" --plan_out="$plan" > "$dir/$mode.compile.log"
+    # The floor's first half: the same plan, every node in this process, no network.
+    "$BIN/oneflow" run "$plan" --iters="$ITERS" --metrics="$dir/$mode.inprocess.metrics" > /dev/null
+    local before=() after=()
+    if [[ "$network" == netns ]]; then
+      netns_shape "$rate"
+      for ((i = 0; i < nodes; i++)); do before+=("$(netns_link_bytes "$i")"); done
+    fi
+    local in_host=()  # the launch client runs on host 0 of a netns cluster
+    [[ "$network" == netns ]] && in_host=(ip netns exec "$(netns_name 0)")
+    # shellcheck disable=SC2086
+    if ! "${in_host[@]}" "$BIN/oneflow" launch "$plan" --nodes="$NETNS_NODES_ARG" --token_file="$RUN/token" \
+        --iters="$ITERS" --metrics="$dir/$mode.launched.metrics" --job_id="db-$name-$rate-$mode-$$" \
+        --collective_timeout_s=300 $LAUNCH_FLAGS > "$dir/$mode.launch.out" 2> "$dir/$mode.launch.err"; then
+      tail -20 "$dir/$mode.launch.err" >&2
+      die "oneflow launch of $name ($mode, rate $rate) failed"
+    fi
+    local link_bytes=0 tx rx
+    if [[ "$network" == netns ]]; then
+      for ((i = 0; i < nodes; i++)); do
+        read -r tx rx <<< "$(netns_link_bytes "$i")"
+        read -r btx brx <<< "${before[$i]}"
+        if (( tx - btx > link_bytes )); then link_bytes=$(( tx - btx )); fi
+        if (( rx - brx > link_bytes )); then link_bytes=$(( rx - brx )); fi
+      done
+      netns_unshape
+    fi
+    "$PY" - "$name" "$rate" "$mode" "$nodes" "$dpn" "$ITERS" "$link_bytes" \
+        "$(median_step "$dir/$mode.inprocess.metrics")" "$(median_step "$dir/$mode.launched.metrics")" \
+        "$dir" <<'PYEOF'
+import json, os, sys
+name, rate, mode, nodes, dpn, iters, link_bytes, inproc, launched, d = sys.argv[1:]
+rate, iters, link_bytes = int(rate), int(iters), int(link_bytes)
+inproc, launched = float(inproc), float(launched)
+line = {"case": name, "rate_mbit": rate or None, "mode": mode, "nodes": int(nodes),
+        "devices_per_node": int(dpn), "launched_step_ms": launched, "in_process_step_ms": inproc,
+        "launched_over_in_process": round(launched / inproc, 3)}
+if rate:
+    per_iter = link_bytes / iters
+    link_ms = per_iter * 8 / (rate * 1e6) * 1e3
+    floor = max(inproc, link_ms)
+    line.update({"link_bytes_per_iter": int(per_iter), "link_ms": round(link_ms, 2),
+                 "floor_ms": round(floor, 2), "launched_over_floor": round(launched / floor, 3)})
+if name == "demo_loopback":
+    line.update({"goal": "launched <= 1.3x in-process", "met": launched <= 1.3 * inproc})
+elif name == "gpt_dp3tp2" and mode == "off":
+    line.update({"goal": "launched <= 1.2x floor", "met": launched <= 1.2 * line["floor_ms"]})
+elif name == "gpt_dp3tp2":
+    line.update({"goal": "launched <= 1.2x in-process", "met": launched <= 1.2 * inproc})
+if mode != "off":
+    off = os.path.join(d, "off.summary.json")
+    if os.path.exists(off):
+        off_ms = json.load(open(off))["launched_step_ms"]
+        line["over_off"] = round(launched / off_ms, 3)
+        if name.startswith("dp3"):
+            line.update({"goal": "auto <= off (3% noise)", "met": launched <= 1.03 * off_ms})
+with open(os.path.join(d, mode + ".summary.json"), "w") as f:
+    json.dump(line, f)
+print(json.dumps(line), flush=True)
+PYEOF
+  done
+}
+
+main() {
+  RUN="${WORK_DIR:-$(mktemp -d /tmp/distributed_bench.XXXXXX)}"
+  mkdir -p "$RUN"
+  build
+  (umask 077 && head -c 32 /dev/urandom | od -An -tx1 | tr -d ' \n' > "$RUN/token")
+  echo "{\"config\": {\"cases\": \"$CASES\", \"rates_mbit\": [$RATES], \"iters\": $ITERS, \"warmup\": $WARMUP," \
+    "\"launch_flags\": \"$LAUNCH_FLAGS\", \"cpus\": $(nproc), \"load_avg_1m\": $(cut -d' ' -f1 /proc/loadavg)," \
+    "\"commit\": \"$(git -C "$ROOT" rev-parse --short HEAD 2>/dev/null || echo unknown)\"}}"
+  local name spec network nodes rate
+  for name in "${CASE_LIST[@]}"; do
+    spec="$(case_spec "$name")"
+    read -r network nodes _ <<< "${spec%%|*}"
+    if [[ "$network" == loopback ]]; then
+      loopback_start_daemons "$nodes" "$BIN" "$RUN/token" "$RUN/loopback.$name"
+      run_case "$name" 0
+      netns_stop_daemons
+    else
+      netns_create "$nodes"
+      netns_start_daemons "$BIN" "$RUN/token" "$RUN/netns.$name" "$PORT"
+      for rate in "${RATE_LIST[@]}"; do run_case "$name" "$rate"; done
+      netns_teardown
+    fi
+  done
+  OK=1
+}
+
+main
