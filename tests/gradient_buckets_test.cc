@@ -55,31 +55,41 @@ absl::flat_hash_map<std::string, int> ProducerPositions(const proto::Plan& plan)
 }
 
 // The 2-block gpt (the example's defaults) at dp=2 has 24 parameter gradients and the loss.
-TEST(GradientBucketsTest, OneBucketReplacesTheTwentyFourGradientAllReduces) {
+// With the default 25 MiB, the first bucket is at most 1 MiB (DDP's first bucket): the loss
+// and block 1's gradients (771 KiB), then the rest (1.03 MiB) in the second.
+TEST(GradientBucketsTest, TwoBucketsReplaceTheTwentyFourGradientAllReduces) {
   const examples::GptConfig gpt;
   const proto::Plan off = CompileGpt(gpt, 2, 0);
   const proto::Plan on = CompileGpt(gpt, 2, 25);
   EXPECT_EQ(CountAllReduces(off), 25);  // 24 gradients + the loss.
   EXPECT_EQ(off.buckets_size(), 0);
   EXPECT_EQ(off.bucket_bytes_limit(), 0);
-  // One bucket: the loss's reduction for the sink waits for the gradients and joins it.
-  EXPECT_EQ(CountAllReduces(on), 1);
-  ASSERT_EQ(on.buckets_size(), 1);
+  // The loss's reduction for the sink waits for the gradients and joins the first bucket.
+  EXPECT_EQ(CountAllReduces(on), 2);
+  ASSERT_EQ(on.buckets_size(), 2);
   EXPECT_EQ(on.bucket_bytes_limit(), 25 << 20);
-  EXPECT_EQ(on.buckets(0).members_size(), 25);
+  // loss, ln_f (2), block 1: w_proj, w_fc, ln2 (2), w_o, w_v, w_k, w_q, ln1 (2).
+  EXPECT_EQ(on.buckets(0).members_size(), 13);
+  EXPECT_LE(on.buckets(0).size_bytes(), 1 << 20);  // kFirstBucketBytes
+  // Block 0's 10, wpe and wte.
+  EXPECT_EQ(on.buckets(1).members_size(), 12);
+  EXPECT_GT(on.buckets(1).size_bytes(), 1 << 20);
   // Same bytes on the wire: a bucket moves exactly its members' bytes.
   EXPECT_EQ(on.devices(0).bytes_sent_per_iter(), off.devices(0).bytes_sent_per_iter());
   // Packed in the order their values are produced: the loss (forward) first, then the
   // gradients as backward produces them, the last layer norm's first, the tied
   // embedding's (produced last, by the add of its two uses) last.
   const absl::flat_hash_map<std::string, int> position = ProducerPositions(on);
-  for (int k = 1; k < on.buckets(0).members_size(); ++k) {
-    EXPECT_LE(position.at(on.buckets(0).members(k - 1).tensor()), position.at(on.buckets(0).members(k).tensor()))
-        << on.buckets(0).members(k).tensor();
+  std::vector<std::string> members;
+  for (const proto::GradientBucketDef& bucket : on.buckets()) {
+    for (const proto::BucketMemberDef& member : bucket.members()) members.push_back(member.tensor());
   }
-  EXPECT_EQ(on.buckets(0).members(0).tensor(), "reduce_mean_67");
-  EXPECT_EQ(on.buckets(0).members(1).tensor(), "layer_norm_62_grad/layer_norm_grad_75/dgamma");
-  EXPECT_EQ(on.buckets(0).members(24).tensor(), "wte_grad/add_158");
+  for (size_t k = 1; k < members.size(); ++k) {
+    EXPECT_LE(position.at(members[k - 1]), position.at(members[k])) << members[k];
+  }
+  EXPECT_EQ(members.front(), "reduce_mean_67");
+  EXPECT_EQ(members[1], "layer_norm_62_grad/layer_norm_grad_75/dgamma");
+  EXPECT_EQ(members.back(), "wte_grad/add_158");
   EXPECT_TRUE(VerifyPlan(on).ok()) << VerifyPlan(on);
 }
 
