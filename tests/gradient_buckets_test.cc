@@ -2,6 +2,7 @@
 // collectives the 2-block gpt issues with and without them, the members' order, the size
 // limit; the same losses as one device with buckets on and off; a bucket's all-reduce
 // running while the compute thread goes on with backward.
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <thread>
@@ -235,27 +236,54 @@ TEST(GradientBucketsTest, LossesEqualOneDeviceWithBucketsOnAndOff) {
 }
 
 // The first bucket's all-reduce is held up for a while: meanwhile the compute thread of
-// its device goes on with backward (later ops), since nothing but updates waits for it.
+// its device goes on with backward (later ops), since nothing but updates waits for it:
+// with small buckets and with the default (a first bucket of at most 1 MiB, then the rest).
+// The bytes of the bucket's inputs are not reused by later backward ops (that would make
+// them wait for the bucket's act, collective included).
 TEST(GradientBucketsTest, ABucketsAllReduceOverlapsLaterBackwardOps) {
-  const proto::Plan plan = CompileGpt(examples::GptConfig(), 2, 0.3);
-  ASSERT_GE(plan.buckets_size(), 2);
-  actors::TrainOptions options;
-  options.node = -1;
-  options.iterations = 2;
-  options.record_acts = true;
-  options.wrap_act = [](const actors::ActorBinding& binding, actors::ActFunction act) -> actors::ActFunction {
-    if (!binding.actor->has_bucket_id() || binding.actor->bucket_id() != 0) return act;
-    return [act](int64_t iteration, const actors::ActContext& context) {
-      std::this_thread::sleep_for(std::chrono::milliseconds(30));
-      return act(iteration, context);
+  for (double bucket_mb : {0.3, 25.0}) {
+    const proto::Plan plan = CompileGpt(examples::GptConfig(), 2, bucket_mb);
+    ASSERT_GE(plan.buckets_size(), 2) << "bucket_mb " << bucket_mb;
+    for (const proto::DevicePlan& device : plan.devices()) {
+      // Per bucket actor, the last actor reading one of its member views.
+      absl::flat_hash_map<int64_t, int64_t> last_reader;
+      for (const proto::ActorDef& actor : device.actors()) {
+        if (actor.has_bucket_id()) last_reader[actor.id()] = actor.id();
+      }
+      for (const proto::RegisterDef& reg : device.registers()) {
+        if (!reg.has_alias_of()) continue;
+        const int64_t producer = device.registers(static_cast<int>(reg.alias_of())).producer_actor();
+        if (!last_reader.contains(producer)) continue;
+        for (int64_t reader : reg.consumer_actors()) last_reader[producer] = std::max(last_reader[producer], reader);
+      }
+      for (const proto::ActorDef& actor : device.actors()) {
+        for (int64_t predecessor : actor.control_predecessors()) {
+          if (!last_reader.contains(predecessor)) continue;
+          EXPECT_GT(actor.id(), last_reader[predecessor])
+              << "bucket_mb " << bucket_mb << ": " << actor.name() << " waits for bucket actor " << predecessor
+              << " before the bucket's last reader " << last_reader[predecessor];
+        }
+      }
+    }
+    actors::TrainOptions options;
+    options.node = -1;
+    options.iterations = 2;
+    options.record_acts = true;
+    options.wrap_act = [](const actors::ActorBinding& binding, actors::ActFunction act) -> actors::ActFunction {
+      if (!binding.actor->has_bucket_id() || binding.actor->bucket_id() != 0) return act;
+      return [act](int64_t iteration, const actors::ActContext& context) {
+        std::this_thread::sleep_for(std::chrono::milliseconds(30));
+        return act(iteration, context);
+      };
     };
-  };
-  absl::StatusOr<actors::TrainResult> result = actors::TrainPlan(plan, options);
-  ASSERT_TRUE(result.ok()) << result.status();
-  const actors::BucketOverlap overlap = actors::MeasureBucketOverlap(plan, result->engine.acts);
-  EXPECT_EQ(overlap.bucket_acts, 2 * 2 * plan.buckets_size());  // Devices x iterations x buckets.
-  EXPECT_GE(overlap.acts_overlapping_later_compute, 2 * 2);     // Bucket 0 on each device and iteration.
-  EXPECT_GT(overlap.overlapped_ms, 0);
+    absl::StatusOr<actors::TrainResult> result = actors::TrainPlan(plan, options);
+    ASSERT_TRUE(result.ok()) << result.status();
+    const actors::BucketOverlap overlap = actors::MeasureBucketOverlap(plan, result->engine.acts);
+    EXPECT_EQ(overlap.bucket_acts, 2 * 2 * plan.buckets_size());  // Devices x iterations x buckets.
+    // Bucket 0 on each device and iteration.
+    EXPECT_GE(overlap.acts_overlapping_later_compute, 2 * 2) << "bucket_mb " << bucket_mb;
+    EXPECT_GT(overlap.overlapped_ms, 0) << "bucket_mb " << bucket_mb;
+  }
 }
 
 }  // namespace
