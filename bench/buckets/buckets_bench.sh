@@ -23,6 +23,8 @@
 # Flags [defaults]: --iters=K [30] --warmup=W [5] --rounds=R [3] --gpt_flags="..." [""]
 # --demo_flags="..." [the demo's gpt flags] --demo=0 (skip the demo plan)
 # --overlap_bucket_mb=M [0.3] (a small limit for the overlap trace: several buckets)
+# Launches name a rank hung only after 60 s without progress (--hang_seconds=60): on a
+# loaded 2-core machine a compute act can take longer than the default allows.
 # --bin_dir=DIR (prebuilt binaries) --work_dir=DIR [mktemp]. The daemons listen on
 # 127.0.0.1 ports the kernel picks; both are stopped on exit, failure or Ctrl-C. A
 # benchmark, not a test: it asserts nothing.
@@ -104,7 +106,7 @@ log "compiled: $(grep -h '^compiled' "$RUN/b25.compile.log") / $(grep -h '^compi
 for ((round = 0; round < ROUNDS; round++)); do
   for mb in 25 0 "$OVERLAP_MB"; do
     "$ONEFLOW" run "$RUN/b$mb.plan" --iters="$ITERS" --metrics="$RUN/run.b$mb.r$round.jsonl" > /dev/null
-    "$ONEFLOW" launch "$RUN/b$mb.plan" --nodes="$NODES_ARG" --token_file="$RUN/token" --iters="$ITERS" \
+    "$ONEFLOW" launch "$RUN/b$mb.plan" --nodes="$NODES_ARG" --token_file="$RUN/token" --iters="$ITERS" --hang_seconds=60 \
       --metrics="$RUN/launch.b$mb.r$round.jsonl" --job_id="bb-$mb-$round-$$" > /dev/null 2> "$RUN/launch.b$mb.r$round.err" ||
       { log "launch failed:"; tail -20 "$RUN/launch.b$mb.r$round.err" >&2; exit 1; }
     sleep 0.3
@@ -128,7 +130,7 @@ if [[ "$DEMO" != 0 ]]; then
   for ((round = 0; round < ROUNDS; round++)); do
     for mb in 25 0; do
       "$ONEFLOW" run "$RUN/demo.b$mb.plan" --iters="$ITERS" --metrics="$RUN/demo_run.b$mb.r$round.jsonl" > /dev/null
-      "$ONEFLOW" launch "$RUN/demo.b$mb.plan" --nodes="$NODES_ARG" --token_file="$RUN/token" --iters="$ITERS" \
+      "$ONEFLOW" launch "$RUN/demo.b$mb.plan" --nodes="$NODES_ARG" --token_file="$RUN/token" --iters="$ITERS" --hang_seconds=60 \
         --metrics="$RUN/demo_launch.b$mb.r$round.jsonl" --job_id="bd-$mb-$round-$$" > /dev/null \
         2> "$RUN/demo_launch.b$mb.r$round.err" ||
         { log "demo launch failed:"; tail -20 "$RUN/demo_launch.b$mb.r$round.err" >&2; exit 1; }
