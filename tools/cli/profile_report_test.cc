@@ -99,6 +99,12 @@ TEST(ProfileReportTest, JsonIsOneObject) {
   EXPECT_EQ(json.fields().at("op_types").list_value().values_size(), 7);
   EXPECT_EQ(json.fields().at("actors").list_value().values_size(), 14);
   EXPECT_DOUBLE_EQ(json.fields().at("critical_path").struct_value().fields().at("wall_ms").number_value(), 0.01);
+  // w_grad's all_reduce: 1 us + 2 us over 2 devices and 1 iteration, none of it hidden.
+  const auto& reductions = json.fields().at("gradient_reductions").struct_value().fields();
+  EXPECT_DOUBLE_EQ(reductions.at("acts").number_value(), 2);
+  EXPECT_DOUBLE_EQ(reductions.at("ms_per_iteration_and_device").number_value(), 0.0015);
+  EXPECT_DOUBLE_EQ(reductions.at("hidden_fraction").number_value(), 0);
+  EXPECT_DOUBLE_EQ(reductions.at("compute_ms_per_iteration_and_device").number_value(), 0.006);
 }
 
 TEST(ProfileReportTest, Errors) {
