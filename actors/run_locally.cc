@@ -1,10 +1,13 @@
 #include "actors/run_locally.h"
 
+#include <algorithm>
 #include <memory>
+#include <set>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "actors/metrics.h"
+#include "actors/reduction_overlap.h"
 #include "actors/trace.h"
 #include "oneflow_core/status.h"
 
@@ -50,6 +53,19 @@ absl::Status RunPlanLocally(const proto::Plan& plan, const LocalRun& run, std::o
           "gradient buckets: %d acts, %.3f ms of all-reduce, %.3f ms of it while the compute thread acted; %d acts "
           "overlapped a later backward op\n",
           overlap.bucket_acts, overlap.bucket_ms, overlap.overlapped_ms, overlap.acts_overlapping_later_compute);
+    }
+    // Every gradient reduction, bucketed or not: how much of it the compute threads hid.
+    absl::StatusOr<ReductionOverlap> reductions = MeasureReductionOverlap(plan, result->engine.acts);
+    if (reductions.ok() && reductions->reduction_acts > 0) {
+      std::set<int> devices;  // Those that acted: every device of the plan in one process.
+      for (const ActRecord& act : result->engine.acts) devices.insert(act.device_index);
+      const double per = 1e6 * static_cast<double>(std::max<int64_t>(1, reductions->iterations)) *
+                         static_cast<double>(std::max<size_t>(1, devices.size()));
+      log << absl::StrFormat(
+          "gradient reductions: %d acts, %.3f ms per iteration and device, %.1f%% hidden behind compute; compute "
+          "%.3f ms per iteration and device\n",
+          reductions->reduction_acts, reductions->reduction_ns / per, 100 * reductions->hidden_fraction,
+          reductions->compute_ns / per);
     }
   }
   log.flush();

@@ -2,6 +2,7 @@
 // collectives the 2-block gpt issues with and without them, the members' order, the size
 // limit; the same losses as one device with buckets on and off; a bucket's all-reduce
 // running while the compute thread goes on with backward.
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <thread>
@@ -55,31 +56,41 @@ absl::flat_hash_map<std::string, int> ProducerPositions(const proto::Plan& plan)
 }
 
 // The 2-block gpt (the example's defaults) at dp=2 has 24 parameter gradients and the loss.
-TEST(GradientBucketsTest, OneBucketReplacesTheTwentyFourGradientAllReduces) {
+// With the default 25 MiB, the first bucket is at most 1 MiB (DDP's first bucket): the loss
+// and block 1's gradients (771 KiB), then the rest (1.03 MiB) in the second.
+TEST(GradientBucketsTest, TwoBucketsReplaceTheTwentyFourGradientAllReduces) {
   const examples::GptConfig gpt;
   const proto::Plan off = CompileGpt(gpt, 2, 0);
   const proto::Plan on = CompileGpt(gpt, 2, 25);
   EXPECT_EQ(CountAllReduces(off), 25);  // 24 gradients + the loss.
   EXPECT_EQ(off.buckets_size(), 0);
   EXPECT_EQ(off.bucket_bytes_limit(), 0);
-  // One bucket: the loss's reduction for the sink waits for the gradients and joins it.
-  EXPECT_EQ(CountAllReduces(on), 1);
-  ASSERT_EQ(on.buckets_size(), 1);
+  // The loss's reduction for the sink waits for the gradients and joins the first bucket.
+  EXPECT_EQ(CountAllReduces(on), 2);
+  ASSERT_EQ(on.buckets_size(), 2);
   EXPECT_EQ(on.bucket_bytes_limit(), 25 << 20);
-  EXPECT_EQ(on.buckets(0).members_size(), 25);
+  // loss, ln_f (2), block 1: w_proj, w_fc, ln2 (2), w_o, w_v, w_k, w_q, ln1 (2).
+  EXPECT_EQ(on.buckets(0).members_size(), 13);
+  EXPECT_LE(on.buckets(0).size_bytes(), 1 << 20);  // kFirstBucketBytes
+  // Block 0's 10, wpe and wte.
+  EXPECT_EQ(on.buckets(1).members_size(), 12);
+  EXPECT_GT(on.buckets(1).size_bytes(), 1 << 20);
   // Same bytes on the wire: a bucket moves exactly its members' bytes.
   EXPECT_EQ(on.devices(0).bytes_sent_per_iter(), off.devices(0).bytes_sent_per_iter());
   // Packed in the order their values are produced: the loss (forward) first, then the
   // gradients as backward produces them, the last layer norm's first, the tied
   // embedding's (produced last, by the add of its two uses) last.
   const absl::flat_hash_map<std::string, int> position = ProducerPositions(on);
-  for (int k = 1; k < on.buckets(0).members_size(); ++k) {
-    EXPECT_LE(position.at(on.buckets(0).members(k - 1).tensor()), position.at(on.buckets(0).members(k).tensor()))
-        << on.buckets(0).members(k).tensor();
+  std::vector<std::string> members;
+  for (const proto::GradientBucketDef& bucket : on.buckets()) {
+    for (const proto::BucketMemberDef& member : bucket.members()) members.push_back(member.tensor());
   }
-  EXPECT_EQ(on.buckets(0).members(0).tensor(), "reduce_mean_67");
-  EXPECT_EQ(on.buckets(0).members(1).tensor(), "layer_norm_62_grad/layer_norm_grad_75/dgamma");
-  EXPECT_EQ(on.buckets(0).members(24).tensor(), "wte_grad/add_158");
+  for (size_t k = 1; k < members.size(); ++k) {
+    EXPECT_LE(position.at(members[k - 1]), position.at(members[k])) << members[k];
+  }
+  EXPECT_EQ(members.front(), "reduce_mean_67");
+  EXPECT_EQ(members[1], "layer_norm_62_grad/layer_norm_grad_75/dgamma");
+  EXPECT_EQ(members.back(), "wte_grad/add_158");
   EXPECT_TRUE(VerifyPlan(on).ok()) << VerifyPlan(on);
 }
 
@@ -225,27 +236,54 @@ TEST(GradientBucketsTest, LossesEqualOneDeviceWithBucketsOnAndOff) {
 }
 
 // The first bucket's all-reduce is held up for a while: meanwhile the compute thread of
-// its device goes on with backward (later ops), since nothing but updates waits for it.
+// its device goes on with backward (later ops), since nothing but updates waits for it:
+// with small buckets and with the default (a first bucket of at most 1 MiB, then the rest).
+// The bytes of the bucket's inputs are not reused by later backward ops (that would make
+// them wait for the bucket's act, collective included).
 TEST(GradientBucketsTest, ABucketsAllReduceOverlapsLaterBackwardOps) {
-  const proto::Plan plan = CompileGpt(examples::GptConfig(), 2, 0.3);
-  ASSERT_GE(plan.buckets_size(), 2);
-  actors::TrainOptions options;
-  options.node = -1;
-  options.iterations = 2;
-  options.record_acts = true;
-  options.wrap_act = [](const actors::ActorBinding& binding, actors::ActFunction act) -> actors::ActFunction {
-    if (!binding.actor->has_bucket_id() || binding.actor->bucket_id() != 0) return act;
-    return [act](int64_t iteration, const actors::ActContext& context) {
-      std::this_thread::sleep_for(std::chrono::milliseconds(30));
-      return act(iteration, context);
+  for (double bucket_mb : {0.3, 25.0}) {
+    const proto::Plan plan = CompileGpt(examples::GptConfig(), 2, bucket_mb);
+    ASSERT_GE(plan.buckets_size(), 2) << "bucket_mb " << bucket_mb;
+    for (const proto::DevicePlan& device : plan.devices()) {
+      // Per bucket actor, the last actor reading one of its member views.
+      absl::flat_hash_map<int64_t, int64_t> last_reader;
+      for (const proto::ActorDef& actor : device.actors()) {
+        if (actor.has_bucket_id()) last_reader[actor.id()] = actor.id();
+      }
+      for (const proto::RegisterDef& reg : device.registers()) {
+        if (!reg.has_alias_of()) continue;
+        const int64_t producer = device.registers(static_cast<int>(reg.alias_of())).producer_actor();
+        if (!last_reader.contains(producer)) continue;
+        for (int64_t reader : reg.consumer_actors()) last_reader[producer] = std::max(last_reader[producer], reader);
+      }
+      for (const proto::ActorDef& actor : device.actors()) {
+        for (int64_t predecessor : actor.control_predecessors()) {
+          if (!last_reader.contains(predecessor)) continue;
+          EXPECT_GT(actor.id(), last_reader[predecessor])
+              << "bucket_mb " << bucket_mb << ": " << actor.name() << " waits for bucket actor " << predecessor
+              << " before the bucket's last reader " << last_reader[predecessor];
+        }
+      }
+    }
+    actors::TrainOptions options;
+    options.node = -1;
+    options.iterations = 2;
+    options.record_acts = true;
+    options.wrap_act = [](const actors::ActorBinding& binding, actors::ActFunction act) -> actors::ActFunction {
+      if (!binding.actor->has_bucket_id() || binding.actor->bucket_id() != 0) return act;
+      return [act](int64_t iteration, const actors::ActContext& context) {
+        std::this_thread::sleep_for(std::chrono::milliseconds(30));
+        return act(iteration, context);
+      };
     };
-  };
-  absl::StatusOr<actors::TrainResult> result = actors::TrainPlan(plan, options);
-  ASSERT_TRUE(result.ok()) << result.status();
-  const actors::BucketOverlap overlap = actors::MeasureBucketOverlap(plan, result->engine.acts);
-  EXPECT_EQ(overlap.bucket_acts, 2 * 2 * plan.buckets_size());  // Devices x iterations x buckets.
-  EXPECT_GE(overlap.acts_overlapping_later_compute, 2 * 2);     // Bucket 0 on each device and iteration.
-  EXPECT_GT(overlap.overlapped_ms, 0);
+    absl::StatusOr<actors::TrainResult> result = actors::TrainPlan(plan, options);
+    ASSERT_TRUE(result.ok()) << result.status();
+    const actors::BucketOverlap overlap = actors::MeasureBucketOverlap(plan, result->engine.acts);
+    EXPECT_EQ(overlap.bucket_acts, 2 * 2 * plan.buckets_size());  // Devices x iterations x buckets.
+    // Bucket 0 on each device and iteration.
+    EXPECT_GE(overlap.acts_overlapping_later_compute, 2 * 2) << "bucket_mb " << bucket_mb;
+    EXPECT_GT(overlap.overlapped_ms, 0) << "bucket_mb " << bucket_mb;
+  }
 }
 
 }  // namespace

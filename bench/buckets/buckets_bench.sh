@@ -9,13 +9,22 @@
 # rounds' post-warmup iterations and its ratio to the in-process step (throughput ratio:
 # in-process ms / this ms; the goal for launch with buckets is >= 0.8), and the overlap a
 # trace of the in-process run shows (bucket all-reduce time during which the compute
-# thread acted, acts that overlapped a later backward op).
+# thread acted, acts that overlapped a later backward op), and the share of every gradient
+# reduction's time hidden behind compute (`oneflow run --trace`'s "gradient reductions"
+# line, actors/reduction_overlap.h) with the compute time it is compared with. Then the
+# demo's 2-node plan (tools/dev.sh demo: gpt 2 blocks, hidden 256, dp=2 across the nodes x
+# tp=2) with default buckets and without: collectives per step on device 0 (all of them,
+# and the all-reduces), the launched step against the same plan in one process, and the
+# hidden share in one process.
 #
 #   bench/buckets/buckets_bench.sh
 #   bench/buckets/buckets_bench.sh --iters=40 --rounds=3 --gpt_flags="--layers=2 --hidden=256"
 #
 # Flags [defaults]: --iters=K [30] --warmup=W [5] --rounds=R [3] --gpt_flags="..." [""]
+# --demo_flags="..." [the demo's gpt flags] --demo=0 (skip the demo plan)
 # --overlap_bucket_mb=M [0.3] (a small limit for the overlap trace: several buckets)
+# Launches name a rank hung only after 60 s without progress (--hang_seconds=60): on a
+# loaded 2-core machine a compute act can take longer than the default allows.
 # --bin_dir=DIR (prebuilt binaries) --work_dir=DIR [mktemp]. The daemons listen on
 # 127.0.0.1 ports the kernel picks; both are stopped on exit, failure or Ctrl-C. A
 # benchmark, not a test: it asserts nothing.
@@ -29,6 +38,8 @@ GPT_FLAGS=""
 OVERLAP_MB=0.3
 BIN_DIR=""
 WORK_DIR=""
+DEMO=1
+DEMO_FLAGS="--layers=2 --hidden=256 --heads=8 --batch=8 --seq=32 --vocab=256 --lr=0.01"
 for arg in "$@"; do
   case "$arg" in
     --iters=*) ITERS="${arg#*=}" ;;
@@ -38,6 +49,8 @@ for arg in "$@"; do
     --overlap_bucket_mb=*) OVERLAP_MB="${arg#*=}" ;;
     --bin_dir=*) BIN_DIR="${arg#*=}" ;;
     --work_dir=*) WORK_DIR="${arg#*=}" ;;
+    --demo=*) DEMO="${arg#*=}" ;;
+    --demo_flags=*) DEMO_FLAGS="${arg#*=}" ;;
     *) echo "buckets_bench: unknown flag $arg" >&2; exit 2 ;;
   esac
 done
@@ -93,21 +106,58 @@ log "compiled: $(grep -h '^compiled' "$RUN/b25.compile.log") / $(grep -h '^compi
 for ((round = 0; round < ROUNDS; round++)); do
   for mb in 25 0 "$OVERLAP_MB"; do
     "$ONEFLOW" run "$RUN/b$mb.plan" --iters="$ITERS" --metrics="$RUN/run.b$mb.r$round.jsonl" > /dev/null
-    "$ONEFLOW" launch "$RUN/b$mb.plan" --nodes="$NODES_ARG" --token_file="$RUN/token" --iters="$ITERS" \
+    "$ONEFLOW" launch "$RUN/b$mb.plan" --nodes="$NODES_ARG" --token_file="$RUN/token" --iters="$ITERS" --hang_seconds=60 \
       --metrics="$RUN/launch.b$mb.r$round.jsonl" --job_id="bb-$mb-$round-$$" > /dev/null 2> "$RUN/launch.b$mb.r$round.err" ||
       { log "launch failed:"; tail -20 "$RUN/launch.b$mb.r$round.err" >&2; exit 1; }
     sleep 0.3
   done
   log "round $round done"
 done
-for mb in 25 "$OVERLAP_MB"; do
+for mb in 25 0 "$OVERLAP_MB"; do
   "$ONEFLOW" run "$RUN/b$mb.plan" --iters="$ITERS" --metrics="$RUN/trace.b$mb.jsonl" --trace="$RUN/trace.b$mb.json" \
     > /dev/null 2> "$RUN/trace.b$mb.err"
 done
 
-python3 - "$RUN" "$WARMUP" "$OVERLAP_MB" "$GPT_FLAGS" <<'PY'
+# The demo's plan: 2 nodes x 2 devices, dp=2 across the nodes x tp=2, buckets on (25) and
+# off (0); in one process (with a trace) and launched, alternating, ROUNDS times.
+if [[ "$DEMO" != 0 ]]; then
+  for mb in 25 0; do
+    # shellcheck disable=SC2086
+    "$BIN_DIR/examples/gpt/gpt" --nodes=2 --devices_per_node=2 --dp=2 --tp=2 $DEMO_FLAGS --bucket_mb="$mb" \
+      --plan_out="$RUN/demo.b$mb.plan" > "$RUN/demo.b$mb.compile.log"
+    "$ONEFLOW" inspect "$RUN/demo.b$mb.plan" --device=0 | grep -m1 "collective order:" > "$RUN/demo.b$mb.order"
+  done
+  for ((round = 0; round < ROUNDS; round++)); do
+    for mb in 25 0; do
+      "$ONEFLOW" run "$RUN/demo.b$mb.plan" --iters="$ITERS" --metrics="$RUN/demo_run.b$mb.r$round.jsonl" > /dev/null
+      "$ONEFLOW" launch "$RUN/demo.b$mb.plan" --nodes="$NODES_ARG" --token_file="$RUN/token" --iters="$ITERS" --hang_seconds=60 \
+        --metrics="$RUN/demo_launch.b$mb.r$round.jsonl" --job_id="bd-$mb-$round-$$" > /dev/null \
+        2> "$RUN/demo_launch.b$mb.r$round.err" ||
+        { log "demo launch failed:"; tail -20 "$RUN/demo_launch.b$mb.r$round.err" >&2; exit 1; }
+      sleep 0.3
+    done
+    log "demo round $round done"
+  done
+  for mb in 25 0; do
+    "$ONEFLOW" run "$RUN/demo.b$mb.plan" --iters="$ITERS" --trace="$RUN/demo_trace.b$mb.json" > /dev/null \
+      2> "$RUN/demo_trace.b$mb.err"
+  done
+fi
+
+python3 - "$RUN" "$WARMUP" "$OVERLAP_MB" "$GPT_FLAGS" "$DEMO" "$DEMO_FLAGS" <<'PY'
 import glob, json, re, statistics, sys
 run, warmup, overlap_mb, gpt_flags = sys.argv[1], int(sys.argv[2]), sys.argv[3], sys.argv[4]
+demo, demo_flags = sys.argv[5] != "0", sys.argv[6]
+REDUCTIONS = re.compile(r"gradient reductions: (\d+) acts, ([\d.]+) ms per iteration and device, ([\d.]+)% hidden "
+                        r"behind compute; compute ([\d.]+) ms per iteration and device")
+def reductions(path, what):
+    m = REDUCTIONS.search(open(path).read())
+    if not m:
+        return None
+    ms, compute = float(m.group(2)), float(m.group(4))
+    return {"hidden_trace": what, "reduction_acts": int(m.group(1)), "reduction_ms_per_iteration_and_device": ms,
+            "hidden_fraction": round(float(m.group(3)) / 100, 3), "compute_ms_per_iteration_and_device": compute,
+            "compute_longer_than_reductions": compute > ms}
 def steps(pattern):
     out = []
     for path in sorted(glob.glob(f"{run}/{pattern}")):
@@ -140,4 +190,29 @@ for mb in ["25", overlap_mb]:
         print(json.dumps({"overlap_trace": f"bucket_mb={mb}, oneflow run --trace", "bucket_acts": acts,
                           "all_reduce_ms": ms, "overlapped_ms": overlapped,
                           "acts_overlapping_later_backward_op": later}))
+for mb in ["25", "0", overlap_mb]:
+    line = reductions(f"{run}/trace.b{mb}.err", f"gpt dp=2, bucket_mb={mb}, oneflow run --trace")
+    if line:
+        print(json.dumps(line))
+if demo:
+    def order(mb):
+        text = open(f"{run}/demo.b{mb}.order").read()
+        entries = re.findall(r"\d+ (\w+)\(", text)
+        return len(entries), sum(1 for e in entries if e == "all_reduce")
+    print(json.dumps({"bench": "buckets_demo", "model": "gpt " + demo_flags,
+                      "layout": "2 nodes x 2 devices, dp=2 across nodes x tp=2 (tools/dev.sh demo)"}))
+    demo_reference = statistics.median(steps("demo_run.b25.r*.jsonl"))
+    for mb in ["25", "0"]:
+        collectives, all_reduces = order(mb)
+        run_ms = statistics.median(steps(f"demo_run.b{mb}.r*.jsonl"))
+        launch_ms = statistics.median(steps(f"demo_launch.b{mb}.r*.jsonl"))
+        print(json.dumps({"config": f"demo bucket_mb={mb}", "collectives_per_step_device0": collectives,
+                          "all_reduces_per_step_device0": all_reduces, "in_process_step_ms": round(run_ms, 2),
+                          "launch_step_ms": round(launch_ms, 2),
+                          "launch_over_in_process": round(launch_ms / run_ms, 3),
+                          "in_process_vs_reference": round(demo_reference / run_ms, 3),
+                          "reference": "in-process step, bucket_mb=25, same run"}))
+        line = reductions(f"{run}/demo_trace.b{mb}.err", f"demo bucket_mb={mb}, oneflow run --trace")
+        if line:
+            print(json.dumps(line))
 PY

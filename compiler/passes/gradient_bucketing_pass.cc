@@ -60,6 +60,8 @@ std::string GroupKey(const Boxing& boxing, int64_t placement) {
 
 }  // namespace
 
+int64_t FirstBucketBytesLimit(int64_t limit) { return std::min(limit, kFirstBucketBytes); }
+
 int64_t BucketBytesLimit(double bucket_mb) {
   return bucket_mb > 0 ? static_cast<int64_t>(std::llround(bucket_mb * 1024.0 * 1024.0)) : 0;
 }
@@ -134,9 +136,15 @@ absl::StatusOr<bool> GradientBucketingPass::Run(Compilation* compilation) {
       return std::tie(candidates[a].ready_op, candidates[a].boxing) <
              std::tie(candidates[b].ready_op, candidates[b].boxing);
     });
+    // The group's first bucket (the first gradients backward produces) is smaller, as in
+    // DDP: it launches early, while most of backward is still to run.
+    int64_t bucket_limit = FirstBucketBytesLimit(limit);
     OpenBucket open;
     for (size_t c : members) {
-      if (!open.Fits(candidates[c], limit)) close(open);
+      if (!open.Fits(candidates[c], bucket_limit)) {
+        close(open);
+        bucket_limit = limit;
+      }
       open.Add(candidates[c]);
     }
     close(open);

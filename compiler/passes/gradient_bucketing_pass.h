@@ -21,11 +21,12 @@ namespace oneflow {
 // same communicator groups) form a group; each group is walked in the order backward produces the
 // gradients (their producing op's position, ties by boxing id) and cut greedily into
 // buckets: a candidate joins the open bucket unless that would take the bucket past the
-// limit on some device (members 64-byte aligned, as actor_graph packs them), or it is
-// produced no earlier than a member of the bucket is first needed (the bucket runs
-// between its last member's producer and its first member's consumer), or its tensor is
-// already in the bucket. A bucket of one member is no bucket: that step runs on its own,
-// as does every step when bucket_mb is 0.
+// limit (for the group's first bucket: min(limit, kFirstBucketBytes)) on some device
+// (members 64-byte aligned, as actor_graph packs them), or it is produced no earlier
+// than a member of the bucket is first needed (the bucket runs between its last member's
+// producer and its first member's consumer), or its tensor is already in the bucket. A
+// bucket of one member is no bucket: that step runs on its own, as does every step when
+// bucket_mb is 0.
 //
 // Fills Compilation::buckets (ids in the order lowering emits them: by `after_op`, the
 // producer of their last member) and boxing_step_bucket. Lowering then emits one bucket
@@ -39,6 +40,12 @@ class GradientBucketingPass : public CompilerPass {
   StateParts Reads() const override { return {StatePart::kJob, StatePart::kGraph, StatePart::kBoxings}; }
   StateParts Writes() const override { return {StatePart::kBuckets}; }
 };
+
+// The first bucket of each group holds at most this much (DDP's first_bucket_bytes,
+// 1 MiB), or the limit when that is smaller: it closes after the first gradients backward
+// produces, so its collective starts while most of backward is still to run.
+inline constexpr int64_t kFirstBucketBytes = int64_t{1} << 20;
+int64_t FirstBucketBytesLimit(int64_t limit);
 
 // Bytes of `bucket_mb` MiB, rounded to the nearest byte (0 for 0).
 int64_t BucketBytesLimit(double bucket_mb);

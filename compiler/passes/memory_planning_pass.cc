@@ -95,10 +95,26 @@ bool OwnsItsBytes(const proto::DevicePlan& device, const proto::RegisterDef& reg
 }
 
 // Registers that own arena bytes, live from their producer to the last reader of those
-// bytes, views' readers included; views take no memory of their own.
+// bytes, views' readers included; views take no memory of their own. A gradient bucket's
+// inputs (its members' partial sums) stay live as long as the bucket register: were their
+// bytes reused by a later backward op, that op would wait (a reuse control edge) for the
+// bucket's act, collective included, and backward would stop while the bucket reduces,
+// which is what buckets are there to avoid (docs/gradient_buckets.md).
 DeviceProblem ProblemOf(const proto::DevicePlan& device, const Readers& readers) {
   DeviceProblem problem;
   const int64_t first_actor = device.actors_size() > 0 ? device.actors(0).id() : 0;
+  // Per bucket actor (by index), the last reader of what it produces (-1: not a bucket).
+  std::vector<int64_t> bucket_release(device.actors_size(), -1);
+  for (int a = 0; a < device.actors_size(); ++a) {
+    const proto::ActorDef& actor = device.actors(a);
+    if (!actor.has_bucket_id()) continue;
+    bucket_release[a] = a;
+    for (int64_t produced : actor.produced_registers()) {
+      for (int64_t reader : readers.Of(OwnerOf(device, produced))) {
+        bucket_release[a] = std::max(bucket_release[a], reader - first_actor);
+      }
+    }
+  }
   for (const proto::RegisterDef& reg : device.registers()) {
     if (reg.persistent() || reg.has_alias_of() || OwnsItsBytes(device, reg)) continue;
     RegisterLifetime lifetime;
@@ -106,7 +122,7 @@ DeviceProblem ProblemOf(const proto::DevicePlan& device, const Readers& readers)
     lifetime.first = reg.producer_actor() - first_actor;
     lifetime.last = lifetime.first;
     for (int64_t reader : readers.Of(reg.id())) {
-      lifetime.last = std::max(lifetime.last, reader - first_actor);
+      lifetime.last = std::max({lifetime.last, reader - first_actor, bucket_release[reader - first_actor]});
     }
     problem.transient.push_back(lifetime);
     problem.transient_ids.push_back(reg.id());

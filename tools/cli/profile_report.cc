@@ -118,6 +118,23 @@ std::string OpTypeOf(const actors::StepProfile& profile, int64_t actor_id) {
   return "?";
 }
 
+// Per iteration and device of the profile: the reductions' time, the share of it the
+// compute thread was acting, and the compute thread's busy time to compare with.
+double PerIterationAndDevice(const ProfileReport& report, int64_t ns) {
+  const actors::StepProfile& p = report.profile;
+  return static_cast<double>(ns) / std::max<double>(1, static_cast<double>(p.iterations * p.devices.size()));
+}
+
+std::string ReductionLine(const ProfileReport& report) {
+  const actors::ReductionOverlap& r = report.reductions;
+  if (r.reduction_acts == 0) return "gradient reductions: none in the measured iterations";
+  return absl::StrCat("gradient reductions: ", r.reduction_acts, " acts, ",
+                      Time(PerIterationAndDevice(report, r.reduction_ns)), " per iteration and device, ",
+                      Percent(r.hidden_fraction), " of it hidden behind compute (",
+                      Time(PerIterationAndDevice(report, r.hidden_ns)), "); compute ",
+                      Time(PerIterationAndDevice(report, r.compute_ns)), " per iteration and device");
+}
+
 std::string RenderText(const proto::Plan& plan, const ProfileReport& report, const ProfileOptions& options) {
   const ProfileTables tables = TabulateProfile(plan, report, options.top);
   std::string text;
@@ -224,6 +241,21 @@ std::string RenderJson(const proto::Plan& plan, const ProfileReport& report, con
   for (size_t i = 0; i < Top(p.actors.size(), options.top); ++i) RowJson(json, plan, p.actors[i], true);
   json.EndArray();
 
+  const actors::ReductionOverlap& reductions = report.reductions;
+  json.Key("gradient_reductions");
+  json.BeginObject();
+  json.Key("acts");
+  json.Int(reductions.reduction_acts);
+  json.Key("ms_per_iteration_and_device");
+  json.Double(Ms(PerIterationAndDevice(report, reductions.reduction_ns)));
+  json.Key("hidden_ms_per_iteration_and_device");
+  json.Double(Ms(PerIterationAndDevice(report, reductions.hidden_ns)));
+  json.Key("hidden_fraction");
+  json.Double(reductions.hidden_fraction);
+  json.Key("compute_ms_per_iteration_and_device");
+  json.Double(Ms(PerIterationAndDevice(report, reductions.compute_ns)));
+  json.EndObject();
+
   const actors::CriticalPath& path = report.critical_path;
   const PathTotals totals = Totals(path);
   json.Key("critical_path");
@@ -314,6 +346,7 @@ ProfileTables TabulateProfile(const proto::Plan& plan, const ProfileReport& repo
                                         p.first_iteration - 1, " to end of iteration ", p.last_iteration, ", ",
                                         Time(p.window_end_ns - p.window_start_ns), " / ", p.iterations,
                                         "); devices: ", absl::StrJoin(devices, ", ")));
+  tables.heading.push_back(ReductionLine(report));
 
   ProfileSection& threads = tables.sections.emplace_back();
   threads.title = "threads, per iteration (compute + communication + idle = step)";
@@ -406,6 +439,9 @@ absl::StatusOr<ProfileReport> ProfileTrace(const proto::Plan& plan, const std::s
   absl::StatusOr<actors::CriticalPath> path = actors::FindCriticalPath(plan, acts, walls[(walls.size() - 1) / 2].second);
   if (!path.ok()) return named(path.status());
   report.critical_path = *std::move(path);
+  absl::StatusOr<actors::ReductionOverlap> reductions = actors::MeasureReductionOverlap(plan, acts);
+  if (!reductions.ok()) return named(reductions.status());
+  report.reductions = *std::move(reductions);
   return report;
 }
 

@@ -12,6 +12,7 @@
 
 #include "absl/status/statusor.h"
 #include "actors/critical_path.h"
+#include "actors/reduction_overlap.h"
 #include "actors/step_profile.h"
 #include "proto/plan.pb.h"
 
@@ -27,6 +28,8 @@ struct ProfileReport {
   actors::StepProfile profile;
   // Of the measured iteration with the median wall time (the earlier of two).
   actors::CriticalPath critical_path;
+  // Gradient reduction time hidden behind compute over the measured iterations.
+  actors::ReductionOverlap reductions;
 };
 
 // Reads a trace written by `oneflow run PLAN --trace=FILE` and profiles it. Errors name

@@ -75,6 +75,10 @@ TEST(ProfileReportTest, HandMadeTraceGivesExactFigures) {
                               "  7 acts on 1 device: compute acts 6.00 us (60.0%), communication acts 2.00 us "
                               "(20.0%), waiting 2.00 us (20.0%)\n"));
   EXPECT_THAT(text, HasSubstr("    0:1     data               data_source  1     1.00 us  2.00 us  30.0%\n"));
+  // The all_reduce of w_grad (read by sgd_update) is the gradient reduction: 1 us on
+  // device 0, 2 us on device 1, while neither compute thread acted.
+  EXPECT_THAT(text, HasSubstr("gradient reductions: 2 acts, 1.50 us per iteration and device, 0.0% of it hidden behind "
+                              "compute (0.00 us); compute 6.00 us per iteration and device\n"));
   const actors::CriticalPath& critical = report->critical_path;
   int64_t total = 0;
   for (const actors::PathStep& step : critical.steps) total += step.path_end_ns - step.path_start_ns + step.wait_ns;
@@ -95,6 +99,12 @@ TEST(ProfileReportTest, JsonIsOneObject) {
   EXPECT_EQ(json.fields().at("op_types").list_value().values_size(), 7);
   EXPECT_EQ(json.fields().at("actors").list_value().values_size(), 14);
   EXPECT_DOUBLE_EQ(json.fields().at("critical_path").struct_value().fields().at("wall_ms").number_value(), 0.01);
+  // w_grad's all_reduce: 1 us + 2 us over 2 devices and 1 iteration, none of it hidden.
+  const auto& reductions = json.fields().at("gradient_reductions").struct_value().fields();
+  EXPECT_DOUBLE_EQ(reductions.at("acts").number_value(), 2);
+  EXPECT_DOUBLE_EQ(reductions.at("ms_per_iteration_and_device").number_value(), 0.0015);
+  EXPECT_DOUBLE_EQ(reductions.at("hidden_fraction").number_value(), 0);
+  EXPECT_DOUBLE_EQ(reductions.at("compute_ms_per_iteration_and_device").number_value(), 0.006);
 }
 
 TEST(ProfileReportTest, Errors) {
@@ -158,6 +168,17 @@ TEST(ProfileReportTest, RealGptAddsUp) {
   // data source: it walked the graph.
   EXPECT_GT(critical.steps.size(), 10u);
   EXPECT_EQ(critical.steps.back().path_end_ns, critical.end_ns);
+  // Every act of the gradient bucket (and any reduction outside it) of the 4 measured
+  // iterations counts, and no more time is hidden than the reductions took.
+  const actors::GradientReductions reductions(*plan);
+  int64_t reducers = 0;
+  for (const proto::DevicePlan& device : plan->devices()) {
+    for (const proto::ActorDef& actor : device.actors()) reducers += reductions.Contains(actor) ? 1 : 0;
+  }
+  EXPECT_GE(reducers, 2);
+  EXPECT_EQ(report->reductions.reduction_acts, 4 * reducers);
+  EXPECT_GT(report->reductions.reduction_ns, 0);
+  EXPECT_LE(report->reductions.hidden_ns, report->reductions.reduction_ns);
 }
 
 }  // namespace

@@ -1,0 +1,111 @@
+#include "actors/reduction_overlap.h"
+
+#include <algorithm>
+#include <limits>
+#include <string>
+#include <utility>
+
+#include "absl/container/flat_hash_map.h"
+#include "absl/container/flat_hash_set.h"
+#include "actors/bubble.h"
+
+namespace oneflow::actors {
+namespace {
+
+bool IsOptimizerOp(const std::string& type) {
+  return type == "sgd_update" || type == "adamw_update" || type == "sgd_step" || type == "adamw_step";
+}
+
+// The ops the compiler may put between a gradient and its optimizer op: ZeRO-1's
+// re-layout (identity) and the micro-batch accumulator. The tensor they read is a
+// gradient too (its reduction may happen before them).
+bool PassesGradientOn(const std::string& type) { return type == "identity" || type == "accumulate"; }
+
+}  // namespace
+
+GradientReductions::GradientReductions(const proto::Plan& plan) : plan_(plan) {
+  const proto::Job& job = plan.job();
+  absl::flat_hash_map<std::string, const proto::OpDef*> producer;
+  for (const proto::OpDef& op : job.ops()) {
+    for (const auto& [argument, tensor] : op.outputs()) producer[tensor] = &op;
+  }
+  absl::flat_hash_set<std::string> gradients;
+  for (const proto::OpDef& op : job.ops()) {
+    if (!IsOptimizerOp(op.type())) continue;
+    auto grad = op.inputs().find("grad");
+    if (grad == op.inputs().end()) continue;
+    std::string tensor = grad->second;
+    // Back through identities and accumulators; a chain ends at the gradient autograd made.
+    for (int hops = 0; hops <= job.ops_size() && gradients.insert(tensor).second; ++hops) {
+      auto from = producer.find(tensor);
+      if (from == producer.end() || !PassesGradientOn(from->second->type()) || from->second->inputs().size() != 1) {
+        break;
+      }
+      tensor = from->second->inputs().begin()->second;
+    }
+  }
+  boxing_reduces_gradient_.assign(plan.boxings_size(), false);
+  for (int b = 0; b < plan.boxings_size(); ++b) {
+    boxing_reduces_gradient_[b] = gradients.contains(plan.boxings(b).tensor());
+  }
+}
+
+bool GradientReductions::Contains(const proto::ActorDef& actor) const {
+  if (actor.has_bucket_id()) return true;
+  if (actor.kind() != proto::ACTOR_BOXING || actor.boxing_id() < 0 || actor.boxing_id() >= plan_.boxings_size() ||
+      !boxing_reduces_gradient_[actor.boxing_id()]) {
+    return false;
+  }
+  const proto::BoxingDef& boxing = plan_.boxings(static_cast<int>(actor.boxing_id()));
+  if (actor.boxing_step() < 0 || actor.boxing_step() >= boxing.steps_size()) return false;
+  const proto::BoxingStepKind kind = boxing.steps(static_cast<int>(actor.boxing_step())).kind();
+  return kind == proto::STEP_ALL_REDUCE || kind == proto::STEP_REDUCE_SCATTER;
+}
+
+absl::StatusOr<ReductionOverlap> MeasureReductionOverlap(const proto::Plan& plan, const std::vector<ActRecord>& acts,
+                                                         int64_t warmup_iterations) {
+  // MeasureBubble checks every act against the plan, finds the measured iterations and
+  // the compute thread's busy time in their window.
+  absl::StatusOr<MeasuredBubble> bubble = MeasureBubble(plan, acts, warmup_iterations);
+  if (!bubble.ok()) return bubble.status();
+  const int64_t micro_batches = std::max<int64_t>(1, plan.job().micro_batches());
+  const GradientReductions reductions(plan);
+  absl::flat_hash_map<int64_t, const proto::ActorDef*> actors;
+  for (const proto::DevicePlan& device : plan.devices()) {
+    for (const proto::ActorDef& actor : device.actors()) actors[actor.id()] = &actor;
+  }
+  using Intervals = std::vector<std::pair<int64_t, int64_t>>;
+  std::vector<Intervals> reduction(plan.devices_size()), compute(plan.devices_size());
+  ReductionOverlap overlap;
+  overlap.first_iteration = bubble->first_iteration;
+  overlap.last_iteration = bubble->last_iteration;
+  overlap.iterations = bubble->last_iteration - bubble->first_iteration + 1;
+  for (const ActRecord& act : acts) {
+    const proto::ActorDef& actor = *actors.at(act.actor_id);
+    if (actor.thread() == proto::THREAD_COMPUTE) compute[act.device_index].push_back({act.start_ns, act.end_ns});
+    const bool measured = (actor.per_iteration() ? act.iteration : act.iteration / micro_batches) >= warmup_iterations;
+    if (measured && reductions.Contains(actor)) {
+      reduction[act.device_index].push_back({act.start_ns, act.end_ns});
+      ++overlap.reduction_acts;
+    }
+  }
+  for (int d = 0; d < plan.devices_size(); ++d) {
+    overlap.compute_ns += bubble->devices[d].busy_ns;
+    if (reduction[d].empty()) continue;
+    // |R ∩ C| = |R| + |C| - |R ∪ C|, C clipped to R's span.
+    int64_t from = std::numeric_limits<int64_t>::max(), to = std::numeric_limits<int64_t>::min();
+    for (const auto& [start, end] : reduction[d]) from = std::min(from, start), to = std::max(to, end);
+    Intervals both = reduction[d];
+    both.insert(both.end(), compute[d].begin(), compute[d].end());
+    const int64_t reduced = CoveredNs(std::move(reduction[d]), from, to);
+    const int64_t computed = CoveredNs(std::move(compute[d]), from, to);
+    overlap.reduction_ns += reduced;
+    overlap.hidden_ns += reduced + computed - CoveredNs(std::move(both), from, to);
+  }
+  if (overlap.reduction_ns > 0) {
+    overlap.hidden_fraction = static_cast<double>(overlap.hidden_ns) / static_cast<double>(overlap.reduction_ns);
+  }
+  return overlap;
+}
+
+}  // namespace oneflow::actors

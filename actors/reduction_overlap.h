@@ -1,0 +1,70 @@
+// How much of a run's gradient reduction time was hidden behind compute, from recorded
+// acts (EngineOptions.record_acts, or a trace read back with ReadChromeTrace). Gradient
+// buckets (docs/gradient_buckets.md) exist so that a reduction runs on the communication
+// thread while the compute thread goes on with backward; this measures whether it did.
+//
+//   OF_ASSIGN_OR_RETURN(std::vector<ActRecord> acts, ReadChromeTrace("t.json", plan));
+//   OF_ASSIGN_OR_RETURN(ReductionOverlap overlap, MeasureReductionOverlap(plan, acts));
+//   overlap.hidden_fraction  // 0.85: 85% of the reduction time the compute thread acted
+//
+// Per device, the reduction time is the union of its gradient reductions' acts (two
+// reductions in flight at once, on two communication streams, count once), and the
+// hidden time the part of that union during which the device's compute thread acted
+// (any compute act, of any iteration: the next iteration's forward hides a reduction as
+// well as this one's backward). Sums over devices; hidden_fraction = hidden / reduction.
+#ifndef ACTORS_REDUCTION_OVERLAP_H_
+#define ACTORS_REDUCTION_OVERLAP_H_
+
+#include <cstdint>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "actors/engine.h"
+#include "proto/plan.pb.h"
+
+namespace oneflow::actors {
+
+// True for an actor that reduces gradients: a gradient bucket's actor (ActorDef.bucket_id),
+// or a boxing actor whose step is an all_reduce or reduce_scatter (dense, compressed or
+// row-sparse) of a gradient. A tensor is a gradient when an optimizer op (sgd_update,
+// adamw_update, sgd_step, adamw_step) reads it as `grad`, directly or through the identity
+// (ZeRO-1's re-layout) and accumulate (micro-batches) ops the compiler puts in between.
+// The tensor-parallel reductions of activations' gradients inside backward are not: they
+// sit on backward's own path and no schedule can hide them.
+class GradientReductions {
+ public:
+  explicit GradientReductions(const proto::Plan& plan);
+  bool Contains(const proto::ActorDef& actor) const;
+
+ private:
+  const proto::Plan& plan_;
+  std::vector<bool> boxing_reduces_gradient_;  // By Plan.boxings index.
+};
+
+struct ReductionOverlap {
+  // The measured iterations: the trace's, less the first `warmup_iterations`.
+  int64_t first_iteration = 0;
+  int64_t last_iteration = 0;
+  int64_t iterations = 0;
+  // Gradient reduction acts of the measured iterations, every device.
+  int64_t reduction_acts = 0;
+  // Summed over devices: the union of each device's reduction acts, and the part of it
+  // during which that device's compute thread acted.
+  int64_t reduction_ns = 0;
+  int64_t hidden_ns = 0;
+  // hidden_ns / reduction_ns; 0 when the plan reduces no gradient.
+  double hidden_fraction = 0;
+  // Summed over devices: the union of each device's compute-thread acts of the measured
+  // iterations (to tell whether compute was long enough to hide the reductions).
+  int64_t compute_ns = 0;
+};
+
+// Errors: FAILED_PRECONDITION when no act belongs to a measured iteration, INVALID_ARGUMENT
+// when an act names an actor the plan does not have on that device.
+absl::StatusOr<ReductionOverlap> MeasureReductionOverlap(const proto::Plan& plan,
+                                                         const std::vector<ActRecord>& acts,
+                                                         int64_t warmup_iterations = 1);
+
+}  // namespace oneflow::actors
+
+#endif  // ACTORS_REDUCTION_OVERLAP_H_
