@@ -1,6 +1,7 @@
 #include "actors/runtime.h"
 
 #include <algorithm>
+#include <cstdio>
 #include <limits>
 #include <map>
 #include <memory>
@@ -142,6 +143,42 @@ absl::StatusOr<TrainResult> TrainPlan(const proto::Plan& plan, const TrainOption
     last = now;
     report_ready();
   };
+  // Error feedback's residuals (boxing_behavior.h): restored where the checkpoint holds
+  // one of the same key and size, else zeros; a resume whose checkpoint misses some (it
+  // was saved on another layout, or without error feedback) says so once.
+  ResidualCheckpointing residuals;
+  bool warned_missing_residual = false;
+  if (reader != nullptr) {
+    residuals.restore = [&](const std::string& key, absl::Span<float> residual) {
+      if (reader->LoadResidual(key, residual)) return true;
+      if (!warned_missing_residual) {
+        warned_missing_residual = true;
+        const std::string line = absl::StrCat(
+            "warning: checkpoint '", reader->dir(), "' holds ", reader->residual_count(),
+            " error-feedback residuals and none for the ", residual.size(), "-float residual of the ", key,
+            " (saved on another layout or without error feedback): error feedback starts from zero there and "
+            "wherever else none fits");
+        if (options.on_warning) {
+          options.on_warning(line);
+        } else {
+          fprintf(stderr, "%s\n", line.c_str());
+        }
+      }
+      return false;
+    };
+  }
+  if (writer != nullptr) {
+    residuals.save = [&](int device_index, const std::string& key, int64_t elements)
+        -> std::function<absl::Status(int64_t, const float*)> {
+      // Binding runs on one thread, before any act: the writer's entries are complete
+      // before the first Stage.
+      const int entry = writer->AddResidual(device_index, key, elements);
+      return [writer = writer.get(), entry](int64_t iteration, const float* residual) {
+        OF_RETURN_IF_ERROR(writer->Stage(entry, iteration, residual));
+        return writer->AwaitStaged(entry, iteration);
+      };
+    };
+  }
   BindFunction behavior = [&](const ActorBinding& binding) -> absl::StatusOr<ActFunction> {
     switch (binding.actor->kind()) {
       case proto::ACTOR_DATA_SOURCE:
@@ -190,7 +227,8 @@ absl::StatusOr<TrainResult> TrainPlan(const proto::Plan& plan, const TrainOption
         if (binding.actor->has_bucket_id()) {
           return BindBucket(index, binding, &communicators, options.collective_timeout);
         }
-        return BindBoxing(index, binding, &communicators, options.collective_timeout, &meter, &sparse_meter);
+        return BindBoxing(index, binding, &communicators, options.collective_timeout, &meter, &sparse_meter,
+                          residuals);
       case proto::ACTOR_SINK:
         return BindLossSink(binding, binding.device_index == reporting_device
                                          ? std::function<void(int64_t, float)>(on_loss)

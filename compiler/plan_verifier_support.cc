@@ -60,6 +60,12 @@ absl::Status VerifyCompression(const proto::Compression& compression, BoxingKind
     return Fail(absl::StrCat(who, " is compressed across nodes with codec ",
                              static_cast<int>(compression.cross_node_kind()), ", which this build does not know"));
   }
+  if (compression.error_feedback() &&
+      (compression.kind() == proto::Compression::NONE ||
+       (kind != BoxingKind::kAllReduce && kind != BoxingKind::kReduceScatter))) {
+    return Fail(absl::StrCat(who, " has error feedback, which only compressed all_reduce and reduce_scatter "
+                             "steps have"));
+  }
   if (compression.kind() == proto::Compression::NONE) {
     if (IsTwoLevel(compression)) {
       return Fail(absl::StrCat(who, " has cross-node codec ", proto::Compression::Kind_Name(compression.cross_node_kind()),

@@ -12,9 +12,16 @@
 
 namespace oneflow::actors {
 
+std::string ResidualKey(const std::string& tensor, int64_t step, absl::string_view kind, int64_t hierarchy_axis,
+                        const std::string& placement, const DeviceId& device) {
+  return absl::StrCat("boxing of '", tensor, "' step ", step, " (", kind, " on hierarchy axis ", hierarchy_axis,
+                      " of ", placement, ") on device ", device.ToString());
+}
+
 absl::StatusOr<ActFunction> BindBoxing(const PlanIndex& index, const ActorBinding& binding,
                                        CommunicatorPool* communicators, absl::Duration collective_timeout,
-                                       CompressionMeter* meter, SparseMeter* sparse_meter) {
+                                       CompressionMeter* meter, SparseMeter* sparse_meter,
+                                       const ResidualCheckpointing& residuals) {
   const proto::Plan& plan = index.plan();
   const proto::ActorDef& actor = *binding.actor;
   if (actor.boxing_id() < 0 || actor.boxing_id() >= plan.boxings_size()) {
@@ -119,6 +126,7 @@ absl::StatusOr<ActFunction> BindBoxing(const PlanIndex& index, const ActorBindin
   }
   args.compression = compression->codec;
   args.cross_node_compression = compression->cross_node;
+  args.error_feedback = step.compression().error_feedback();
   if (compression->two_level() && actor.collective_id() >= 0) {
     // Its group's in-node and cross-node parts; Prepare checks they fit the placement.
     OF_ASSIGN_OR_RETURN(const CommunicatorPool::TwoLevel two_level,
@@ -142,8 +150,20 @@ absl::StatusOr<ActFunction> BindBoxing(const PlanIndex& index, const ActorBindin
       cross_node_part = meter->AddPart(actor.boxing_id(), actor.boxing_step(), edge, args.cross_node_compression);
     }
   }
+  // Error feedback: the residual, restored from the checkpoint resumed from and saved
+  // with the next ones (ResidualCheckpointing).
+  std::function<absl::Status(int64_t, const float*)> save_residual;
+  if (!prepared.residual().empty()) {
+    const std::string key = ResidualKey(boxing.tensor(), actor.boxing_step(), BoxingKindName(kind),
+                                        step.hierarchy_axis(), placement->ToString(), self);
+    if (residuals.restore) residuals.restore(key, prepared.residual());
+    if (residuals.save) save_residual = residuals.save(binding.device_index, key, static_cast<int64_t>(prepared.residual().size()));
+  }
   return ActFunction([=](int64_t iteration, const ActContext& context) mutable {
     (void)placement;  // Keeps the placement the prepared step points to alive.
+    if (save_residual && iteration % acts_per_iteration == 0) {
+      OF_RETURN_IF_ERROR(save_residual(iteration / acts_per_iteration, prepared.residual().data()));
+    }
     const CompressedTraffic before = prepared.traffic(), cross_node_before = prepared.cross_node_traffic();
     FlightRecorder::NoteCollectiveStart();
     OF_RETURN_IF_ERROR(prepared.Run(context.RegisterSlot(in, iteration), context.RegisterSlot(out, iteration),

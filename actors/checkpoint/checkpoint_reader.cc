@@ -132,6 +132,17 @@ absl::StatusOr<std::unique_ptr<CheckpointReader>> CheckpointReader::Open(const s
       }
       reader->saved_[slice.tensor()].push_back(Saved{s, ranges, slice.offset_bytes()});
     }
+    for (const proto::CheckpointResidual& residual : shard.residuals()) {
+      if (residual.elements() < 0 || residual.size_bytes() != residual.elements() * 4 ||
+          residual.offset_bytes() < 0 || residual.offset_bytes() + residual.size_bytes() > shard.size_bytes() ||
+          reader->residuals_.count(residual.key()) > 0) {
+        return absl::DataLossError(absl::StrCat("checkpoint manifest '", manifest_path, "': shard '", shard.file(),
+                                                "' lists the residual of ", residual.key(), " (", residual.elements(),
+                                                " floats), which does not fit the shard or is listed twice"));
+      }
+      reader->residuals_[residual.key()] = Saved{s, TensorSlice(), residual.offset_bytes()};
+      reader->residual_elements_[residual.key()] = residual.elements();
+    }
   }
   for (const proto::CheckpointTensor& tensor : manifest.tensors()) {
     const std::vector<Saved>& saved = reader->saved_[tensor.name()];
@@ -204,6 +215,18 @@ absl::Status CheckpointReader::Load(const std::string& tensor, const TensorLayou
                                             " elements of slice ", layout.slice.ToString()));
   }
   return absl::OkStatus();
+}
+
+}  // namespace oneflow::actors
+
+namespace oneflow::actors {
+
+bool CheckpointReader::LoadResidual(const std::string& key, absl::Span<float> residual) const {
+  auto it = residuals_.find(key);
+  if (it == residuals_.end() || residual_elements_.at(key) != static_cast<int64_t>(residual.size())) return false;
+  std::memcpy(residual.data(), shard_bytes_[it->second.shard].data() + it->second.offset_bytes,
+              residual.size() * sizeof(float));
+  return true;
 }
 
 }  // namespace oneflow::actors

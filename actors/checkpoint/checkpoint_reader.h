@@ -17,6 +17,7 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "absl/types/span.h"
 #include "actors/behaviors/plan_index.h"
 #include "kernels/device_backend.h"
 #include "oneflow_core/tensor_slice.h"
@@ -42,6 +43,14 @@ class CheckpointReader {
   // `element_size`-byte elements, from the saved slices.
   absl::Status Load(const std::string& tensor, const TensorLayout& layout, int64_t element_size, void* out) const;
 
+  // Error feedback: fills `residual` (host memory) with the saved residual of `key`
+  // (proto CheckpointResidual) and returns true; false, leaving it alone, when the
+  // checkpoint has none of that key and size (it was saved on another layout, or without
+  // error feedback).
+  bool LoadResidual(const std::string& key, absl::Span<float> residual) const;
+  // How many residuals the checkpoint holds, for messages.
+  int64_t residual_count() const { return static_cast<int64_t>(residuals_.size()); }
+
  private:
   struct Saved {
     int shard = 0;
@@ -55,6 +64,8 @@ class CheckpointReader {
   const DeviceBackend* backend_ = nullptr;
   std::vector<std::string> shard_bytes_;  // Per manifest shard, the whole file.
   std::map<std::string, std::vector<Saved>> saved_;  // Per tensor.
+  std::map<std::string, Saved> residuals_;            // Per key; `slice` unused.
+  std::map<std::string, int64_t> residual_elements_;
 };
 
 }  // namespace oneflow::actors

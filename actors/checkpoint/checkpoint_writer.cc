@@ -157,6 +157,20 @@ absl::StatusOr<std::unique_ptr<CheckpointWriter>> CheckpointWriter::Create(const
   }
   std::set<int64_t> saving_nodes;
   for (const auto& [key, device] : saver) saving_nodes.insert(plan.devices(device).device().node());
+  // Every device of a reduction with error feedback saves its residual (AddResidual).
+  for (const proto::DevicePlan& device : plan.devices()) {
+    for (const proto::ActorDef& actor : device.actors()) {
+      if (actor.kind() != proto::ACTOR_BOXING || actor.has_bucket_id() || actor.boxing_id() < 0 ||
+          actor.boxing_id() >= plan.boxings_size()) {
+        continue;
+      }
+      const proto::BoxingDef& boxing = plan.boxings(static_cast<int>(actor.boxing_id()));
+      if (actor.boxing_step() >= 0 && actor.boxing_step() < boxing.steps_size() &&
+          boxing.steps(static_cast<int>(actor.boxing_step())).compression().error_feedback()) {
+        saving_nodes.insert(device.device().node());
+      }
+    }
+  }
   writer->saving_nodes_.assign(saving_nodes.begin(), saving_nodes.end());
   if (!options.synchronous) {
     writer->thread_ = std::thread([w = writer.get()] { w->WriterMain(); });
@@ -178,6 +192,18 @@ CheckpointWriter::~CheckpointWriter() {
 int CheckpointWriter::EntryFor(int device_index, const std::string& tensor) const {
   auto it = entry_index_.find({device_index, tensor});
   return it == entry_index_.end() ? -1 : it->second;
+}
+
+int CheckpointWriter::AddResidual(int device_index, const std::string& key, int64_t elements) {
+  Entry entry;
+  entry.device_index = device_index;
+  entry.tensor = key;
+  entry.residual = true;
+  entry.slice.set_size_bytes(elements * static_cast<int64_t>(sizeof(float)));
+  entry.staging.resize(static_cast<size_t>(entry.slice.size_bytes()));
+  std::lock_guard<std::mutex> lock(mutex_);
+  entries_.push_back(std::move(entry));
+  return static_cast<int>(entries_.size()) - 1;
 }
 
 absl::Status CheckpointWriter::Stage(int entry, int64_t iteration, const void* data) {
@@ -279,8 +305,9 @@ absl::Status CheckpointWriter::StageFinal(int64_t iteration) {
   if (entries_.empty()) return absl::OkStatus();
   for (size_t e = 0; e < entries_.size(); ++e) {
     if (entries_[e].live == nullptr) {
-      return absl::InternalError(absl::StrCat("checkpoint after iteration ", iteration, ": the variable '",
-                                              entries_[e].tensor, "' never acted"));
+      return absl::InternalError(absl::StrCat("checkpoint after iteration ", iteration, ": the ",
+                                              entries_[e].residual ? "reduction of the residual " : "variable ",
+                                              "'", entries_[e].tensor, "' never acted"));
     }
     // Inline: the variables act no more, and Finish follows.
     OF_RETURN_IF_ERROR(Copy(static_cast<int>(e), iteration, entries_[e].live));
@@ -355,10 +382,21 @@ absl::Status CheckpointWriter::Write(int64_t iteration, double* write_ms) {
     std::vector<std::pair<const char*, size_t>> pieces;
     int64_t offset = 0;
     for (int e : entries) {
+      if (entries_[e].residual) continue;  // After the slices.
       proto::CheckpointSlice* slice = shard->add_slices();
       *slice = entries_[e].slice;
       slice->set_offset_bytes(offset);
       offset += slice->size_bytes();
+      pieces.push_back({entries_[e].staging.data(), entries_[e].staging.size()});
+    }
+    for (int e : entries) {
+      if (!entries_[e].residual) continue;
+      proto::CheckpointResidual* residual = shard->add_residuals();
+      residual->set_key(entries_[e].tensor);
+      residual->set_elements(entries_[e].slice.size_bytes() / static_cast<int64_t>(sizeof(float)));
+      residual->set_offset_bytes(offset);
+      residual->set_size_bytes(entries_[e].slice.size_bytes());
+      offset += residual->size_bytes();
       pieces.push_back({entries_[e].staging.data(), entries_[e].staging.size()});
     }
     const std::string path = (fs::path(partial_dir) / shard->file()).string();

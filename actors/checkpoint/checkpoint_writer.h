@@ -103,6 +103,13 @@ class CheckpointWriter {
   // device saves that slice (or the device is not local).
   int EntryFor(int device_index, const std::string& tensor) const;
 
+  // Error feedback: makes the residual of a compressed gradient reduction on local device
+  // `device_index` (`elements` floats, proto CheckpointResidual `key`) an entry, saved in
+  // the device's shard after its slices. Called while the actors are bound, before any
+  // Stage; the reduction's act stages the residual before the act changes it
+  // (Stage, then AwaitStaged).
+  int AddResidual(int device_index, const std::string& key, int64_t elements);
+
   // Whether a checkpoint is taken at the start of iteration `iteration` (after
   // `iteration` iterations).
   bool Due(int64_t iteration) const {
@@ -132,6 +139,7 @@ class CheckpointWriter {
     int device_index = 0;
     std::string tensor;
     proto::CheckpointSlice slice;  // ranges and size; offset set per shard
+    bool residual = false;         // An error-feedback residual: `tensor` is its key.
     std::vector<char> staging;
     const void* live = nullptr;    // The variable's memory, last seen in Stage.
     int64_t copy_pending = -1;     // The iteration whose copy the copier has yet to make.

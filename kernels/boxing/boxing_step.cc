@@ -230,6 +230,8 @@ absl::StatusOr<GroupStep> Validate(const BoxingStepArgs& args) {
 absl::StatusOr<PreparedBoxingStep> PreparedBoxingStep::Prepare(const BoxingStepArgs& args) {
   OF_ASSIGN_OR_RETURN(GroupStep step, Validate(args));
   OF_RETURN_IF_ERROR(boxing_internal::CheckCompression(step, args));
+  OF_ASSIGN_OR_RETURN(const int64_t residual_elements, boxing_internal::ResidualElements(step, args));
+  step.residual.assign(residual_elements, 0.0f);
   PreparedBoxingStep prepared;
   prepared.step_ = std::make_shared<GroupStep>(std::move(step));
   prepared.args_ = args;
@@ -285,6 +287,8 @@ absl::Status PreparedBoxingStep::Run(const void* input, void* output, Collective
 const CompressedTraffic& PreparedBoxingStep::traffic() const { return step_->traffic; }
 
 const CompressedTraffic& PreparedBoxingStep::cross_node_traffic() const { return step_->cross_node_traffic; }
+
+absl::Span<float> PreparedBoxingStep::residual() const { return absl::MakeSpan(step_->residual); }
 
 absl::Status RunBoxingStep(const BoxingStepArgs& args) {
   OF_ASSIGN_OR_RETURN(PreparedBoxingStep prepared, PreparedBoxingStep::Prepare(args));

@@ -103,6 +103,12 @@ struct BoxingStepArgs {
   // node; size = nodes, rank = its node's position).
   Communicator* in_node_communicator = nullptr;
   Communicator* cross_node_communicator = nullptr;
+  // Error feedback (BoxingStepDef.compression.error_feedback; compressed_collectives.h,
+  // "Error feedback"): a compressed all_reduce or reduce_scatter of a gradient encodes
+  // what its codec dropped last act along with this act's values. The prepared step owns
+  // the residual (zeros at first; PreparedBoxingStep::residual). Any other step with it
+  // is INVALID_ARGUMENT at preparation.
+  bool error_feedback = false;
 
   bool two_level() const { return cross_node_compression.codec != Codec::kNone; }
 };
@@ -136,6 +142,11 @@ class PreparedBoxingStep {
   // shards included, though they cross nodes too), cross_node_traffic()
   // `cross_node_compression`'s, so each can be labelled with its codec.
   const CompressedTraffic& cross_node_traffic() const;
+
+  // The residual of an error-feedback step (empty otherwise): allocated at preparation,
+  // zeros until the first act, then what this device's encodings dropped in the last act.
+  // Writable so that a checkpoint can save it and a resumed run restore it between acts.
+  absl::Span<float> residual() const;
 
  private:
   std::shared_ptr<const boxing_internal::GroupStep> step_;

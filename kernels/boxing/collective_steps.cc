@@ -33,6 +33,9 @@ std::vector<int64_t> ByteCounts(const std::vector<TensorSlice>& boxes, int64_t e
 
 bool Compressed(const BoxingStepArgs& args) { return args.compression.codec != Codec::kNone; }
 
+// The step's error-feedback residual (empty: none; boxing_step.h).
+absl::Span<float> Residual(const GroupStep& step) { return absl::MakeSpan(step.residual); }
+
 // Adds an act's compressed traffic to the step's totals.
 absl::Status Account(const GroupStep& step, const absl::StatusOr<CompressedTraffic>& traffic) {
   if (!traffic.ok()) return traffic.status();
@@ -65,14 +68,15 @@ absl::Status RunAllReduce(const GroupStep& step, const BoxingStepArgs& args) {
     return Account(step, TwoLevelCompressedAllReduce(
                              *args.in_node_communicator, *args.cross_node_communicator, CodecsOf(args),
                              static_cast<const float*>(args.input), static_cast<float*>(args.output),
-                             step.dst[step.me].NumElements(), StepOptions(step, args)));
+                             step.dst[step.me].NumElements(), StepOptions(step, args), Residual(step)));
   }
   if (Compressed(args)) {
     const auto* input = static_cast<const float*>(args.input);
     const int64_t count = step.dst[step.me].NumElements();
     return Account(step,
                    CompressedAllReduce(*args.communicator, args.compression, input,
-                                       static_cast<float*>(args.output), count, StepOptions(step, args)));
+                                       static_cast<float*>(args.output), count, StepOptions(step, args),
+                                       Residual(step)));
   }
   return args.communicator->AllReduce(static_cast<const float*>(args.input),
                                       static_cast<float*>(args.output),
@@ -90,13 +94,14 @@ absl::Status RunReduceScatter(const GroupStep& step, const BoxingStepArgs& args)
     return Account(step, TwoLevelCompressedReduceScatter(
                              *args.in_node_communicator, *args.cross_node_communicator, CodecsOf(args),
                              static_cast<const float*>(send), static_cast<float*>(args.output), counts,
-                             StepOptions(step, args)));
+                             StepOptions(step, args), Residual(step)));
   }
   if (Compressed(args)) {
     const auto* input = static_cast<const float*>(send);
     return Account(step,
                    CompressedReduceScatter(*args.communicator, args.compression, input,
-                                           static_cast<float*>(args.output), counts, StepOptions(step, args)));
+                                           static_cast<float*>(args.output), counts, StepOptions(step, args),
+                                           Residual(step)));
   }
   return args.communicator->ReduceScatter(static_cast<const float*>(send),
                                           static_cast<float*>(args.output), counts,

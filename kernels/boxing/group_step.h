@@ -35,6 +35,9 @@ struct GroupStep {
   // across nodes (zero for the others).
   mutable CompressedTraffic traffic;
   mutable CompressedTraffic cross_node_traffic;
+  // Error feedback's residual (BoxingStepArgs::error_feedback), sized at preparation;
+  // empty without it.
+  mutable std::vector<float> residual;
 
   int64_t size() const { return static_cast<int64_t>(src.size()); }
   absl::Status Error(absl::string_view message) const;  // INVALID_ARGUMENT, prefixed
@@ -60,6 +63,11 @@ absl::Status RunIntegerReduceScatter(const GroupStep& step, const BoxingStepArgs
 // not regular across nodes (every group, so all devices fail alike), and in-node or
 // cross-node communicators missing or not this device's.
 absl::Status CheckCompression(const GroupStep& step, const BoxingStepArgs& args);
+
+// With args.error_feedback, the floats of the step's residual (kernels/compression's
+// *ResidualElements for the call the step makes); INVALID_ARGUMENT for a step that has
+// no error feedback (not a compressed f32 all_reduce or reduce_scatter). 0 without it.
+absl::StatusOr<int64_t> ResidualElements(const GroupStep& step, const BoxingStepArgs& args);
 
 // The options passed to the communicator: the caller's, with the step's reduction.
 CollectiveOptions StepOptions(const GroupStep& step, const BoxingStepArgs& args);

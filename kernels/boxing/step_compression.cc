@@ -106,5 +106,28 @@ absl::Status CheckCompression(const GroupStep& step, const BoxingStepArgs& args)
   return CheckTwoLevelCommunicators(step, args, layout);
 }
 
+absl::StatusOr<int64_t> ResidualElements(const GroupStep& step, const BoxingStepArgs& args) {
+  if (!args.error_feedback) return 0;
+  if (!IsReduction(step.kind) || args.dtype != DType::kF32 || args.compression.codec == Codec::kNone) {
+    return step.Error(absl::StrCat("error feedback is for compressed all_reduce and reduce_scatter steps of f32 "
+                                   "gradients; this step is ",
+                                   args.compression.codec == Codec::kNone ? "dense" : CodecName(args.compression.codec),
+                                   " ", BoxingKindName(step.kind), " of ", DTypeName(args.dtype)));
+  }
+  if (step.kind == BoxingKind::kAllReduce) {
+    const int64_t count = step.dst[step.me].NumElements();
+    if (!args.two_level()) return AllReduceResidualElements(count, step.size(), step.me);
+    const Communicator& in_node = *args.in_node_communicator;
+    const Communicator& cross_node = *args.cross_node_communicator;
+    return TwoLevelAllReduceResidualElements(count, cross_node.size(), in_node.size(), cross_node.rank(),
+                                             in_node.rank());
+  }
+  std::vector<int64_t> counts;
+  for (const TensorSlice& box : step.dst) counts.push_back(box.NumElements());
+  if (!args.two_level()) return ReduceScatterResidualElements(counts);
+  return TwoLevelReduceScatterResidualElements(counts, args.in_node_communicator->size(),
+                                               args.in_node_communicator->rank());
+}
+
 }  // namespace boxing_internal
 }  // namespace oneflow

@@ -87,15 +87,34 @@ void Combine(ReduceOp op, const float* values, int64_t count, float* output) {
   ReduceFloats(op, inputs, output, count);
 }
 
+// Error feedback on one encoding (the header's "Error feedback"): `compensated` =
+// `original` + `residual`, the values to encode.
+void Compensate(const float* original, const float* residual, int64_t count, float* compensated) {
+  for (int64_t i = 0; i < count; ++i) compensated[i] = original[i] + residual[i];
+}
+
+// ... and after it: residual = compensated - decoded, what the codec dropped. A value
+// that decoded non-finite (its group held a NaN or Inf) leaves 0: a NaN carried on would
+// poison every later step, while the step that saw it fails or is skipped anyway.
+void KeepResidual(const float* compensated, const float* decoded, int64_t count, float* residual) {
+  for (int64_t i = 0; i < count; ++i) {
+    const float dropped = compensated[i] - decoded[i];
+    residual[i] = std::isfinite(dropped) ? dropped : 0.0f;
+  }
+}
+
 // The compressed reduce-scatter step over one communicator: every rank encodes its pieces
 // for each other rank (its own stay dense), one AllToAll moves them, and every rank
 // reduces its pieces over the senders in rank order into `output` (the pieces of
-// layout[rank] back to back; it must not overlap `input`).
+// layout[rank] back to back; it must not overlap `input`). With `residual` (null: no
+// error feedback; else indexed like `input`), each sent piece is encoded with its
+// residual added and leaves what its encoding dropped there.
 absl::StatusOr<CompressedTraffic> ExchangeAndReduce(Communicator& communicator,
                                                     const CodecOptions& codec,
                                                     uint64_t encoding_seed, const float* input,
                                                     const Layout& layout, float* output,
-                                                    const CollectiveOptions& options) {
+                                                    const CollectiveOptions& options,
+                                                    float* residual = nullptr) {
   const int64_t size = communicator.size();
   const int64_t rank = communicator.rank();
   std::vector<int64_t> bytes_to(size);  // encoded bytes every rank sends to rank d
@@ -117,16 +136,24 @@ absl::StatusOr<CompressedTraffic> ExchangeAndReduce(Communicator& communicator,
   // Each piece is decoded once more, here, to meter its error (the header's "Error");
   // `scratch` is reused, so the cost is one decode per sent element and no allocation
   // beyond the largest piece.
-  std::vector<float> scratch;
+  // With error feedback that decode is also what the residual needs: it costs one add
+  // and one subtract per sent element more, and `compensated` one more scratch buffer.
+  std::vector<float> scratch, compensated;
   int64_t position = 0;
   for (int64_t d = 0; d < size; ++d) {
     if (d == rank) continue;
     for (const Piece& piece : layout[d]) {
       const float* original = input + piece.offset;
-      Encode(encoding, original, piece.count, send.data() + position, piece.logical_index);
       if (static_cast<int64_t>(scratch.size()) < piece.count) scratch.resize(piece.count);
+      if (residual != nullptr) {
+        if (static_cast<int64_t>(compensated.size()) < piece.count) compensated.resize(piece.count);
+        Compensate(original, residual + piece.offset, piece.count, compensated.data());
+        original = compensated.data();
+      }
+      Encode(encoding, original, piece.count, send.data() + position, piece.logical_index);
       Decode(codec, send.data() + position, piece.count, scratch.data());
       AddEncodingError(original, scratch.data(), piece.count, &traffic);
+      if (residual != nullptr) KeepResidual(original, scratch.data(), piece.count, residual + piece.offset);
       position += EncodedBytes(codec, piece.count);
     }
   }
@@ -207,6 +234,32 @@ absl::Status BalancedCounts(int64_t count, int64_t parts, std::vector<int64_t>* 
   return absl::OkStatus();
 }
 
+// Error feedback's residual: empty (off) or exactly `elements` floats.
+absl::Status CheckResidual(const CollectiveOptions& options, absl::string_view call,
+                           absl::Span<float> residual, int64_t elements) {
+  if (residual.empty() || static_cast<int64_t>(residual.size()) == elements) return absl::OkStatus();
+  return Invalid(options, call,
+                 absl::StrCat("residual has ", residual.size(), " floats; error feedback on this call needs ",
+                              elements, " (or none, for no error feedback)"));
+}
+
+// The residual's part [offset, offset + count), or null when error feedback is off.
+float* ResidualPart(absl::Span<float> residual, int64_t offset) {
+  return residual.empty() ? nullptr : residual.data() + offset;
+}
+
+// The flat all-gather; with `residual` (null: off; counts[rank] floats) the shard is
+// encoded with its residual added, which then keeps what the encoding dropped.
+absl::StatusOr<CompressedTraffic> GatherEncoded(Communicator& communicator, const CodecOptions& codec,
+                                                const float* input, float* output,
+                                                absl::Span<const int64_t> counts,
+                                                const CollectiveOptions& options, float* residual);
+
+absl::StatusOr<TwoLevelTraffic> TwoLevelGatherEncoded(Communicator& in_node, Communicator& cross_node,
+                                                      const TwoLevelCodecs& codecs, const float* input,
+                                                      float* output, absl::Span<const int64_t> counts,
+                                                      const CollectiveOptions& options, float* residual);
+
 }  // namespace
 
 double CompressedTraffic::RelativeError() const {
@@ -275,17 +328,47 @@ uint64_t MixSeed(uint64_t seed, int64_t rank) {
   return z ^ (z >> 31);
 }
 
+int64_t ReduceScatterResidualElements(absl::Span<const int64_t> counts) { return SumOf(counts); }
+
+int64_t AllReduceResidualElements(int64_t count, int64_t size, int64_t rank) {
+  std::vector<int64_t> counts;
+  if (!BalancedCounts(count, size, &counts).ok() || rank < 0 || rank >= size) return 0;
+  return count + counts[rank];
+}
+
+int64_t TwoLevelReduceScatterResidualElements(absl::Span<const int64_t> counts, int64_t local_size,
+                                              int64_t local) {
+  int64_t partial = 0;
+  for (size_t g = static_cast<size_t>(local); local_size > 0 && g < counts.size(); g += local_size) {
+    partial += counts[g];
+  }
+  return SumOf(counts) + partial;
+}
+
+int64_t TwoLevelAllReduceResidualElements(int64_t count, int64_t nodes, int64_t local_size, int64_t node,
+                                          int64_t local) {
+  std::vector<int64_t> counts;
+  if (!BalancedCounts(count, nodes * local_size, &counts).ok() || node < 0 || node >= nodes || local < 0 ||
+      local >= local_size) {
+    return 0;
+  }
+  return TwoLevelReduceScatterResidualElements(counts, local_size, local) + counts[node * local_size + local];
+}
+
 absl::StatusOr<CompressedTraffic> CompressedReduceScatter(Communicator& communicator,
                                                           const CodecOptions& codec,
                                                           const float* input, float* output,
                                                           absl::Span<const int64_t> counts,
-                                                          const CollectiveOptions& options) {
+                                                          const CollectiveOptions& options,
+                                                          absl::Span<float> residual) {
+  constexpr absl::string_view kCall = "compressed reduce_scatter";
   const int64_t size = communicator.size();
   const int64_t rank = communicator.rank();
   const bool counts_ok = static_cast<int64_t>(counts.size()) == size;
   const Split split = SplitOf(counts);
-  OF_RETURN_IF_ERROR(CheckArguments(options, "compressed reduce_scatter", codec, counts, size,
+  OF_RETURN_IF_ERROR(CheckArguments(options, kCall, codec, counts, size,
                                     input, split.total, output, counts_ok ? counts[rank] : 0));
+  OF_RETURN_IF_ERROR(CheckResidual(options, kCall, residual, ReduceScatterResidualElements(counts)));
   Layout layout(size);
   for (int64_t d = 0; d < size; ++d) {
     layout[d].push_back(Piece{split.offsets[d], counts[d], split.offsets[d]});
@@ -293,12 +376,12 @@ absl::StatusOr<CompressedTraffic> CompressedReduceScatter(Communicator& communic
   const int64_t mine = counts[rank];
   if (!Overlaps(input, split.total, output, mine)) {
     return ExchangeAndReduce(communicator, codec, MixSeed(codec.seed, rank), input, layout,
-                             output, options);
+                             output, options, ResidualPart(residual, 0));
   }
   std::vector<float> reduced(mine);
   OF_ASSIGN_OR_RETURN(CompressedTraffic traffic,
                       ExchangeAndReduce(communicator, codec, MixSeed(codec.seed, rank), input,
-                                        layout, reduced.data(), options));
+                                        layout, reduced.data(), options, ResidualPart(residual, 0)));
   std::memcpy(output, reduced.data(), mine * sizeof(float));  // mine > 0: they overlap
   return traffic;
 }
@@ -308,6 +391,15 @@ absl::StatusOr<CompressedTraffic> CompressedAllGather(Communicator& communicator
                                                       const float* input, float* output,
                                                       absl::Span<const int64_t> counts,
                                                       const CollectiveOptions& options) {
+  return GatherEncoded(communicator, codec, input, output, counts, options, /*residual=*/nullptr);
+}
+
+namespace {
+
+absl::StatusOr<CompressedTraffic> GatherEncoded(Communicator& communicator, const CodecOptions& codec,
+                                                const float* input, float* output,
+                                                absl::Span<const int64_t> counts,
+                                                const CollectiveOptions& options, float* residual) {
   const int64_t size = communicator.size();
   const int64_t rank = communicator.rank();
   const bool counts_ok = static_cast<int64_t>(counts.size()) == size;
@@ -332,11 +424,19 @@ absl::StatusOr<CompressedTraffic> CompressedAllGather(Communicator& communicator
   for (int64_t r = 0; r < rank; ++r) own_position += byte_counts[r];
   CodecOptions encoding = codec;
   encoding.seed = MixSeed(codec.seed, rank);
+  std::vector<float> compensated;
+  if (residual != nullptr) {
+    compensated.resize(counts[rank]);
+    Compensate(input, residual, counts[rank], compensated.data());
+    input = compensated.data();
+  }
   Encode(encoding, input, counts[rank], gathered.data() + own_position, split.offsets[rank]);
   OF_RETURN_IF_ERROR(communicator.AllGather(gathered.data() + own_position, gathered.data(),
                                             byte_counts, Encoded(options, codec)));
-  DecodeOwnShard(codec, gathered.data() + own_position, input, counts[rank],
-                 output + split.offsets[rank], &traffic);
+  float* own = output + split.offsets[rank];
+  DecodeOwnShard(codec, gathered.data() + own_position, input, counts[rank], own, &traffic);
+  // The own shard's place holds its decode (the input, compensated, is a separate buffer).
+  if (residual != nullptr) KeepResidual(input, own, counts[rank], residual);
   int64_t position = 0;
   for (int64_t r = 0; r < size; ++r) {
     if (r != rank) Decode(codec, gathered.data() + position, counts[r], output + split.offsets[r]);
@@ -345,24 +445,31 @@ absl::StatusOr<CompressedTraffic> CompressedAllGather(Communicator& communicator
   return traffic;
 }
 
+}  // namespace
+
 absl::StatusOr<CompressedTraffic> CompressedAllReduce(Communicator& communicator,
                                                       const CodecOptions& codec,
                                                       const float* input, float* output,
                                                       int64_t count,
-                                                      const CollectiveOptions& options) {
+                                                      const CollectiveOptions& options,
+                                                      absl::Span<float> residual) {
+  constexpr absl::string_view kCall = "compressed all_reduce";
   absl::Status status = CheckCodecOptions(codec);
   if (status.ok()) status = CheckBuffer("input", input, count);
   if (status.ok()) status = CheckBuffer("output", output, count);
-  if (!status.ok()) return Invalid(options, "compressed all_reduce", status.message());
+  if (!status.ok()) return Invalid(options, kCall, status.message());
+  OF_RETURN_IF_ERROR(CheckResidual(options, kCall, residual,
+                                   AllReduceResidualElements(count, communicator.size(), communicator.rank())));
   std::vector<int64_t> counts;
   OF_RETURN_IF_ERROR(BalancedCounts(count, communicator.size(), &counts));
   std::vector<float> shard(counts[communicator.rank()]);
+  // The residual: the reduce-scatter's (`count`, like the input), then the gathered shard's.
   OF_ASSIGN_OR_RETURN(CompressedTraffic traffic,
                       CompressedReduceScatter(communicator, codec, input, shard.data(), counts,
-                                              options));
+                                              options, residual.empty() ? residual : residual.subspan(0, count)));
   OF_ASSIGN_OR_RETURN(CompressedTraffic gather,
-                      CompressedAllGather(communicator, codec, shard.data(), output, counts,
-                                          options));
+                      GatherEncoded(communicator, codec, shard.data(), output, counts, options,
+                                    ResidualPart(residual, count)));
   traffic += gather;
   return traffic;
 }
@@ -410,7 +517,7 @@ absl::Status CheckTwoLevel(const CollectiveOptions& options, absl::string_view c
 absl::StatusOr<TwoLevelTraffic> TwoLevelCompressedReduceScatter(
     Communicator& in_node, Communicator& cross_node, const TwoLevelCodecs& codecs,
     const float* input, float* output, absl::Span<const int64_t> counts,
-    const CollectiveOptions& options) {
+    const CollectiveOptions& options, absl::Span<float> residual) {
   constexpr absl::string_view kCall = "two-level compressed reduce_scatter";
   const TwoLevelShape shape = ShapeOf(in_node, cross_node);
   OF_RETURN_IF_ERROR(CheckTwoLevel(options, kCall, codecs, shape, counts));
@@ -418,6 +525,8 @@ absl::StatusOr<TwoLevelTraffic> TwoLevelCompressedReduceScatter(
   const int64_t rank = shape.rank();
   OF_RETURN_IF_ERROR(CheckArguments(options, kCall, codecs.in_node, counts, counts.size(), input,
                                     split.total, output, counts[rank]));
+  OF_RETURN_IF_ERROR(CheckResidual(options, kCall, residual,
+                                   TwoLevelReduceScatterResidualElements(counts, shape.local_size, shape.local)));
   const uint64_t seed = MixSeed(codecs.in_node.seed, rank);
 
   // In the node: local rank d gets, from every device of this node, the chunks of the
@@ -432,9 +541,10 @@ absl::StatusOr<TwoLevelTraffic> TwoLevelCompressedReduceScatter(
   }
   std::vector<float> partial(ElementsOf(in_layout[shape.local]));
   TwoLevelTraffic traffic;
+  // The residual: the in-node exchange's (like the input), then the node partial sums'.
   OF_ASSIGN_OR_RETURN(traffic.in_node,
                       ExchangeAndReduce(in_node, codecs.in_node, seed, input, in_layout,
-                                        partial.data(), options));
+                                        partial.data(), options, ResidualPart(residual, 0)));
 
   // Across nodes: node m gets partial[m] from every node and reduces in node order.
   Layout cross_layout(shape.nodes);
@@ -447,7 +557,8 @@ absl::StatusOr<TwoLevelTraffic> TwoLevelCompressedReduceScatter(
   CodecOptions cross = codecs.cross_node;
   OF_ASSIGN_OR_RETURN(traffic.cross_node,
                       ExchangeAndReduce(cross_node, cross, MixSeed(cross.seed, rank),
-                                        partial.data(), cross_layout, output, options));
+                                        partial.data(), cross_layout, output, options,
+                                        ResidualPart(residual, split.total)));
   return traffic;
 }
 
@@ -455,6 +566,16 @@ absl::StatusOr<TwoLevelTraffic> TwoLevelCompressedAllGather(
     Communicator& in_node, Communicator& cross_node, const TwoLevelCodecs& codecs,
     const float* input, float* output, absl::Span<const int64_t> counts,
     const CollectiveOptions& options) {
+  return TwoLevelGatherEncoded(in_node, cross_node, codecs, input, output, counts, options,
+                               /*residual=*/nullptr);
+}
+
+namespace {
+
+absl::StatusOr<TwoLevelTraffic> TwoLevelGatherEncoded(Communicator& in_node, Communicator& cross_node,
+                                                      const TwoLevelCodecs& codecs, const float* input,
+                                                      float* output, absl::Span<const int64_t> counts,
+                                                      const CollectiveOptions& options, float* residual) {
   constexpr absl::string_view kCall = "two-level compressed all_gather";
   const TwoLevelShape shape = ShapeOf(in_node, cross_node);
   OF_RETURN_IF_ERROR(CheckTwoLevel(options, kCall, codecs, shape, counts));
@@ -498,13 +619,20 @@ absl::StatusOr<TwoLevelTraffic> TwoLevelCompressedAllGather(
   std::vector<uint8_t> gathered(total_bytes);
   CodecOptions encoding = codec;
   encoding.seed = MixSeed(codec.seed, rank);
+  std::vector<float> compensated;
+  if (residual != nullptr) {
+    compensated.resize(counts[rank]);
+    Compensate(input, residual, counts[rank], compensated.data());
+    input = compensated.data();
+  }
   Encode(encoding, input, counts[rank], gathered.data() + own_offset, split.offsets[rank]);
   OF_RETURN_IF_ERROR(cross_node.AllGather(gathered.data() + own_offset,
                                           gathered.data() + block_offset, cross_bytes, Encoded(options, codec)));
   OF_RETURN_IF_ERROR(in_node.AllGather(gathered.data() + block_offset, gathered.data(),
                                        block_bytes, Encoded(options, codec)));
-  DecodeOwnShard(codec, gathered.data() + own_offset, input, counts[rank],
-                 output + split.offsets[rank], &traffic.in_node);
+  float* own = output + split.offsets[rank];
+  DecodeOwnShard(codec, gathered.data() + own_offset, input, counts[rank], own, &traffic.in_node);
+  if (residual != nullptr) KeepResidual(input, own, counts[rank], residual);
   int64_t position = 0;
   for (int64_t l = 0; l < shape.local_size; ++l) {
     for (int64_t m = 0; m < shape.nodes; ++m) {
@@ -518,22 +646,33 @@ absl::StatusOr<TwoLevelTraffic> TwoLevelCompressedAllGather(
   return traffic;
 }
 
+}  // namespace
+
 absl::StatusOr<TwoLevelTraffic> TwoLevelCompressedAllReduce(
     Communicator& in_node, Communicator& cross_node, const TwoLevelCodecs& codecs,
-    const float* input, float* output, int64_t count, const CollectiveOptions& options) {
+    const float* input, float* output, int64_t count, const CollectiveOptions& options,
+    absl::Span<float> residual) {
+  constexpr absl::string_view kCall = "two-level compressed all_reduce";
   absl::Status status = CheckBuffer("input", input, count);
   if (status.ok()) status = CheckBuffer("output", output, count);
-  if (!status.ok()) return Invalid(options, "two-level compressed all_reduce", status.message());
+  if (!status.ok()) return Invalid(options, kCall, status.message());
   const TwoLevelShape shape = ShapeOf(in_node, cross_node);
+  OF_RETURN_IF_ERROR(CheckResidual(
+      options, kCall, residual,
+      TwoLevelAllReduceResidualElements(count, shape.nodes, shape.local_size, shape.node, shape.local)));
   std::vector<int64_t> counts;
   OF_RETURN_IF_ERROR(BalancedCounts(count, shape.nodes * shape.local_size, &counts));
   std::vector<float> shard(counts[shape.rank()]);
+  // The residual: the reduce-scatter's (its input and node partial sums), then the
+  // gathered shard's.
+  const int64_t scatter_elements = TwoLevelReduceScatterResidualElements(counts, shape.local_size, shape.local);
   OF_ASSIGN_OR_RETURN(TwoLevelTraffic traffic,
-                      TwoLevelCompressedReduceScatter(in_node, cross_node, codecs, input,
-                                                      shard.data(), counts, options));
+                      TwoLevelCompressedReduceScatter(
+                          in_node, cross_node, codecs, input, shard.data(), counts, options,
+                          residual.empty() ? residual : residual.subspan(0, scatter_elements)));
   OF_ASSIGN_OR_RETURN(TwoLevelTraffic gather,
-                      TwoLevelCompressedAllGather(in_node, cross_node, codecs, shard.data(),
-                                                  output, counts, options));
+                      TwoLevelGatherEncoded(in_node, cross_node, codecs, shard.data(), output, counts,
+                                            options, ResidualPart(residual, scatter_elements)));
   traffic += gather;
   return traffic;
 }

@@ -64,6 +64,32 @@
 // what was encoded: the caller's chunks, a two-level node partial sum, a reduced shard. A
 // rank's own reduce-scatter chunk is never encoded and adds nothing. Metering reads the
 // inputs and writes only scratch: the outputs have the same bits with or without it.
+//
+// Error feedback (EF; Seide et al. 2014 "1-bit SGD", Karimireddy et al. 2019 "EF-SGD";
+// SDP4Bit's weight differences are the implicit form, REFERENCES.md): the reductions take a
+// `residual`, this rank's memory of what its own encodings dropped. At every stage where
+// this rank quantizes, it encodes x + r instead of x and keeps r' = (x + r) -
+// decode(encode(x + r)), so nothing a codec drops is lost: it travels one call later. The
+// sum over calls of what was decoded then tracks the sum of the true inputs with an error
+// bounded by one call's quantization error (the last residual), where without EF a
+// deterministic codec's bias adds up call after call. The stages and the residual's
+// layout (floats, back to back; *ResidualElements below give its size):
+//   reduce-scatter            the input's extent (sum(counts)); the own chunk is never
+//                             encoded and its part stays 0.
+//   all-reduce                the reduce-scatter's (count), then this rank's shard of the
+//                             balanced split, encoded for the all-gather.
+//   two-level reduce-scatter  the input's extent (in-node exchange), then the node
+//                             partial sums this rank encodes across nodes (sum over nodes
+//                             of the counts of its local index).
+//   two-level all-reduce      the two-level reduce-scatter's, then the gathered shard's.
+// The caller owns the residual (allocated once, zero at the start of training, kept from
+// call to call and checkpointed with the optimizer state); an empty span turns EF off and
+// any other size is INVALID_ARGUMENT. The residual is per rank: every rank keeps its own.
+// A value whose encoding decoded non-finite leaves a residual of 0 (a NaN kept would
+// poison every later call). Metering then measures each encoding against what was
+// encoded (x + r). Only gradients may use EF: a residual carried into another tensor of
+// the next iteration (an activation of other data) would be an error, not a correction;
+// the compiler marks the steps (proto::Compression.error_feedback).
 #ifndef KERNELS_COMPRESSION_COMPRESSED_COLLECTIVES_H_
 #define KERNELS_COMPRESSION_COMPRESSED_COLLECTIVES_H_
 
@@ -121,13 +147,23 @@ struct TwoLevelTraffic {
 // mix of both): documented so that a test or a replay can reproduce an encoding.
 uint64_t MixSeed(uint64_t seed, int64_t rank);
 
+// Floats of the residual of each reduction with error feedback (the header's "Error
+// feedback"), for this rank; 0 for arguments the call itself would refuse.
+int64_t ReduceScatterResidualElements(absl::Span<const int64_t> counts);
+int64_t AllReduceResidualElements(int64_t count, int64_t size, int64_t rank);
+int64_t TwoLevelReduceScatterResidualElements(absl::Span<const int64_t> counts, int64_t local_size,
+                                              int64_t local);
+int64_t TwoLevelAllReduceResidualElements(int64_t count, int64_t nodes, int64_t local_size, int64_t node,
+                                          int64_t local);
+
 // `input` holds sum(counts) floats, chunk r (counts[r] floats) for rank r; `output`
-// receives this rank's chunk reduced over ranks.
+// receives this rank's chunk reduced over ranks. `residual`: error feedback (empty: off).
 absl::StatusOr<CompressedTraffic> CompressedReduceScatter(Communicator& communicator,
                                                           const CodecOptions& codec,
                                                           const float* input, float* output,
                                                           absl::Span<const int64_t> counts,
-                                                          const CollectiveOptions& options);
+                                                          const CollectiveOptions& options,
+                                                          absl::Span<float> residual = {});
 
 // `input` holds this rank's counts[rank()] floats; `output` receives sum(counts) floats,
 // every rank's shard in rank order, decoded.
@@ -142,7 +178,8 @@ absl::StatusOr<CompressedTraffic> CompressedAllReduce(Communicator& communicator
                                                       const CodecOptions& codec,
                                                       const float* input, float* output,
                                                       int64_t count,
-                                                      const CollectiveOptions& options);
+                                                      const CollectiveOptions& options,
+                                                      absl::Span<float> residual = {});
 
 // The codecs of the two-level forms. Defaults follow SDP4Bit (int8 in groups of 512 in
 // the node, int4 in groups of 128 across nodes, both rotated) and ZeRO++'s qwZ for the
@@ -160,7 +197,7 @@ struct TwoLevelCodecs {
 absl::StatusOr<TwoLevelTraffic> TwoLevelCompressedReduceScatter(
     Communicator& in_node, Communicator& cross_node, const TwoLevelCodecs& codecs,
     const float* input, float* output, absl::Span<const int64_t> counts,
-    const CollectiveOptions& options);
+    const CollectiveOptions& options, absl::Span<float> residual = {});
 
 absl::StatusOr<TwoLevelTraffic> TwoLevelCompressedAllGather(
     Communicator& in_node, Communicator& cross_node, const TwoLevelCodecs& codecs,
@@ -169,7 +206,8 @@ absl::StatusOr<TwoLevelTraffic> TwoLevelCompressedAllGather(
 
 absl::StatusOr<TwoLevelTraffic> TwoLevelCompressedAllReduce(
     Communicator& in_node, Communicator& cross_node, const TwoLevelCodecs& codecs,
-    const float* input, float* output, int64_t count, const CollectiveOptions& options);
+    const float* input, float* output, int64_t count, const CollectiveOptions& options,
+    absl::Span<float> residual = {});
 
 }  // namespace oneflow
 

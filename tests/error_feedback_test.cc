@@ -1,0 +1,344 @@
+// Error feedback end to end (kernels/compression/compressed_collectives.h, "Error
+// feedback"; docs/sbp_and_boxing.md): the compiler marks exactly the compressed gradient
+// reductions; forced int4 on the gpt over 2 nodes x 2 devices (dp=2 x tp=2) trains like
+// dense with it and measurably worse without it; a checkpoint carries every device's
+// residuals, so a resumed run's losses are the uninterrupted run's; a resume on another
+// layout starts the residuals from zero and says so.
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <filesystem>
+#include <string>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "actors/checkpoint/checkpoint_format.h"
+#include "actors/runtime.h"
+#include "compiler/compiler.h"
+#include "compiler/plan_checksum.h"
+#include "examples/gpt/gpt_model.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+
+namespace oneflow {
+namespace {
+
+namespace fs = std::filesystem;
+using ::testing::HasSubstr;
+
+examples::ParallelLayout TwoNodesDp2Tp2() {
+  examples::ParallelFlags flags;
+  flags.nodes = 2;
+  flags.devices_per_node = 2;
+  flags.dp = 2;
+  flags.tp = 2;
+  return *examples::ParallelLayout::Create(flags);
+}
+
+// tests/actors/checkpoint_test.cc's: small, with a schedule that changes over the resume.
+examples::GptConfig SmallGpt() {
+  examples::GptConfig config;
+  config.batch = 4;
+  config.seq = 16;
+  config.hidden = 32;
+  config.heads = 4;
+  config.vocab = 64;
+  config.learning_rate = 3e-3;
+  config.warmup_steps = 3;
+  return config;
+}
+
+// tests/compression_test.cc's gpt, where forced int4 was measured.
+examples::GptConfig FidelityGpt() {
+  examples::GptConfig config;
+  if (getenv("EF_SMALL")) {
+    config = SmallGpt();
+    if (getenv("EF_LR")) config.learning_rate = atof(getenv("EF_LR"));
+    return config;
+  }
+  config.batch = 8;
+  config.seq = 16;
+  config.layers = 2;
+  config.hidden = 64;
+  config.heads = 4;
+  config.vocab = 64;
+  config.learning_rate = getenv("EF_LR") ? atof(getenv("EF_LR")) : 1e-2;
+  config.warmup_steps = 5;
+  return config;
+}
+
+proto::Plan Compile(const examples::GptConfig& config, const examples::ParallelLayout& layout,
+                    CompressionMode mode) {
+  CompileOptions options;
+  options.cluster = layout.cluster();
+  options.compression.mode = mode;
+  options.compression.forced = CompressionKind::kInt4;
+  absl::StatusOr<proto::Plan> plan = oneflow::Compile(*examples::BuildGpt(config, layout), options);
+  EXPECT_TRUE(plan.ok()) << plan.status();
+  return plan.ok() ? *plan : proto::Plan();
+}
+
+// The plan with error feedback turned off on every step: what the runtime did before it.
+proto::Plan WithoutErrorFeedback(proto::Plan plan) {
+  for (proto::BoxingDef& boxing : *plan.mutable_boxings()) {
+    for (proto::BoxingStepDef& step : *boxing.mutable_steps()) step.mutable_compression()->clear_error_feedback();
+  }
+  EXPECT_TRUE(SealPlan(&plan).ok());
+  return plan;
+}
+
+std::vector<double> Losses(const absl::StatusOr<actors::TrainResult>& result) {
+  EXPECT_TRUE(result.ok()) << result.status();
+  std::vector<double> losses;
+  if (result.ok()) {
+    for (const actors::IterationMetrics& m : result->iterations) losses.push_back(m.loss);
+  }
+  return losses;
+}
+
+std::vector<double> Train(const proto::Plan& plan, int64_t iterations) {
+  actors::TrainOptions options;
+  options.node = -1;
+  options.iterations = iterations;
+  return Losses(actors::TrainPlan(plan, options));
+}
+
+double MeanOfLast(const std::vector<double>& losses, size_t count) {
+  double sum = 0;
+  for (size_t i = losses.size() - count; i < losses.size(); ++i) sum += losses[i];
+  return sum / count;
+}
+
+// Under forced compression every compressible step of the gpt compresses (activations
+// and weights too); error feedback is on exactly the reductions of variables' gradients.
+TEST(ErrorFeedbackTest, TheCompilerMarksExactlyTheCompressedGradientReductions) {
+  const proto::Plan plan = Compile(SmallGpt(), TwoNodesDp2Tp2(), CompressionMode::kForced);
+  std::vector<std::string> gradients;
+  for (const proto::OpDef& op : plan.job().ops()) {
+    if (op.type() == "adamw_update" || op.type() == "sgd_update") gradients.push_back(op.inputs().at("grad"));
+  }
+  int marked = 0, compressed_other = 0;
+  for (const proto::BoxingDef& boxing : plan.boxings()) {
+    const bool gradient = std::find(gradients.begin(), gradients.end(), boxing.tensor()) != gradients.end();
+    for (const proto::BoxingStepDef& step : boxing.steps()) {
+      const bool reduction = step.kind() == proto::STEP_ALL_REDUCE || step.kind() == proto::STEP_REDUCE_SCATTER;
+      const bool compressed = step.compression().kind() != proto::Compression::NONE;
+      EXPECT_EQ(step.compression().error_feedback(), gradient && reduction && compressed)
+          << boxing.tensor() << " " << proto::BoxingStepKind_Name(step.kind());
+      marked += step.compression().error_feedback();
+      compressed_other += compressed && !(gradient && reduction);
+    }
+  }
+  EXPECT_GE(marked, 8);            // the gpt's weights, reduced over dp
+  EXPECT_GE(compressed_other, 4);  // activations and weight gathers, without it
+  // Off: nothing compresses, nothing has error feedback.
+  const proto::Plan dense = Compile(SmallGpt(), TwoNodesDp2Tp2(), CompressionMode::kOff);
+  for (const proto::BoxingDef& boxing : dense.boxings()) {
+    for (const proto::BoxingStepDef& step : boxing.steps()) EXPECT_FALSE(step.compression().error_feedback());
+  }
+}
+
+// `auto` picks int4 only where its measured fidelity holds: on gradient reductions,
+// which carry error feedback (two-level int4 across nodes under tp=4, flat int4 with
+// Hadamard under dp=2 x tp=2, both on a slow link).
+TEST(ErrorFeedbackTest, AutoPicksInt4OnlyWithErrorFeedback) {
+  for (const int64_t tp : {2, 4}) {
+    examples::ParallelFlags flags;
+    flags.nodes = 2;
+    flags.devices_per_node = 2;
+    flags.dp = 4 / tp;
+    flags.tp = tp;
+    flags.inter_node_bandwidth = 1.25e8;
+    const proto::Plan plan =
+        Compile(FidelityGpt(), *examples::ParallelLayout::Create(flags), CompressionMode::kAuto);
+    int int4_steps = 0;
+    for (const proto::BoxingDef& boxing : plan.boxings()) {
+      for (const proto::BoxingStepDef& step : boxing.steps()) {
+        const proto::Compression& compression = step.compression();
+        if (compression.kind() != proto::Compression::INT4 && compression.cross_node_kind() != proto::Compression::INT4) {
+          continue;
+        }
+        ++int4_steps;
+        EXPECT_TRUE(compression.error_feedback()) << "tp=" << tp << ": " << boxing.tensor() << " "
+                                                  << proto::BoxingStepKind_Name(step.kind());
+      }
+    }
+    EXPECT_GE(int4_steps, 4) << "tp=" << tp;
+  }
+}
+
+// The issue's check: forced int4 on the gpt, 2 nodes x 2 devices, 200 iterations, final
+// loss (the mean of the last 20 iterations: single small batches are noisy) within 0.5%
+// of dense. Measured on this gpt (machine loaded, the losses do not depend on it): dense
+// DENSE_FINAL, int4 with error feedback +EF_GAP%, without it +NO_EF_GAP% (the same plan
+// with error_feedback cleared), so the check fails without error feedback.
+TEST(ErrorFeedbackTest, ForcedInt4GptEndsWithinHalfAPercentOfDense) {
+  constexpr int64_t kIterations = 200;
+  constexpr size_t kFinal = 20;
+  const examples::ParallelLayout layout = TwoNodesDp2Tp2();
+  const std::vector<double> dense = Train(Compile(FidelityGpt(), layout, CompressionMode::kOff), kIterations);
+  ASSERT_EQ(dense.size(), static_cast<size_t>(kIterations));
+  ASSERT_LT(MeanOfLast(dense, kFinal), 0.8 * dense.front()) << "the dense run does not train";
+  const proto::Plan int4 = Compile(FidelityGpt(), layout, CompressionMode::kForced);
+  const std::vector<double> with = Train(int4, kIterations);
+  const std::vector<double> without = Train(WithoutErrorFeedback(int4), kIterations);
+  ASSERT_EQ(with.size(), dense.size());
+  ASSERT_EQ(without.size(), dense.size());
+  for (size_t i = 0; i < with.size(); ++i) ASSERT_TRUE(std::isfinite(with[i])) << "iteration " << i;
+  const double final_dense = MeanOfLast(dense, kFinal);
+  {  // TEMPORARY experiment output
+    double m = 0, mw = 0, mo = 0;
+    for (size_t i = 0; i < dense.size(); ++i) { m += dense[i]; mw += with[i]; mo += without[i]; }
+    printf("EXP first %.4f final dense %.5f with %.5f without %.5f | mean dense %.5f with %+.3f%% without %+.3f%%\n",
+           dense.front(), final_dense, MeanOfLast(with, kFinal), MeanOfLast(without, kFinal), m / dense.size(),
+           100 * (mw / m - 1), 100 * (mo / m - 1));
+  }
+  const double gap_with = MeanOfLast(with, kFinal) / final_dense - 1;
+  const double gap_without = MeanOfLast(without, kFinal) / final_dense - 1;
+  printf("gpt 2 nodes x 2 devices, forced int4, final loss (last %zu of %lld iterations): dense %.5f, with error "
+         "feedback %+.3f%%, without %+.3f%%\n",
+         kFinal, static_cast<long long>(kIterations), final_dense, 100 * gap_with, 100 * gap_without);
+  EXPECT_LT(std::abs(gap_with), 0.005);
+  // The codec ran (a dense run would match to float reassociation) ...
+  double largest_difference = 0;
+  for (size_t i = 0; i < with.size(); ++i) largest_difference = std::max(largest_difference, std::abs(with[i] - dense[i]));
+  EXPECT_GT(largest_difference, 1e-4 * dense.front());
+  // ... and error feedback is what closes the gap.
+  EXPECT_GT(std::abs(gap_without), 0.005);
+}
+
+// A fresh directory under the test's temporary directory.
+std::string FreshDir(const std::string& name) {
+  const std::string dir = (fs::path(::testing::TempDir()) / name).string();
+  fs::remove_all(dir);
+  return dir;
+}
+
+// Saves every 3 iterations of 8 with int4 and error feedback on 2 nodes x 2 devices, then
+// resumes from the checkpoint after 3: the losses equal the uninterrupted run's (<= 1e-4),
+// which they do only because the residuals travel: the same resume from the checkpoint
+// stripped of its residuals differs.
+TEST(ErrorFeedbackTest, AResumeCarriesTheResiduals) {
+  constexpr int64_t kIterations = 8;
+  const proto::Plan plan = Compile(SmallGpt(), TwoNodesDp2Tp2(), CompressionMode::kForced);
+  const std::string dir = FreshDir("error_feedback");
+  actors::TrainOptions options;
+  options.node = -1;
+  options.iterations = kIterations;
+  options.checkpoint.dir = dir;
+  options.checkpoint.every = 3;
+  const absl::StatusOr<actors::TrainResult> whole = actors::TrainPlan(plan, options);
+  const std::vector<double> uninterrupted = Losses(whole);
+  ASSERT_EQ(uninterrupted.size(), static_cast<size_t>(kIterations));
+  ASSERT_EQ(whole->checkpoints.size(), 2u);
+  // Checkpointing the residuals does not change the training.
+  EXPECT_EQ(Train(plan, kIterations), uninterrupted);
+
+  // Every device of every marked reduction saved its residual, not all zeros.
+  const std::string after3 = (fs::path(dir) / actors::CheckpointDirName(3)).string();
+  absl::StatusOr<proto::CheckpointManifest> manifest = actors::ReadManifest(after3);
+  ASSERT_TRUE(manifest.ok()) << manifest.status();
+  int marked_steps = 0;
+  for (const proto::BoxingDef& boxing : plan.boxings()) {
+    for (const proto::BoxingStepDef& step : boxing.steps()) marked_steps += step.compression().error_feedback();
+  }
+  int residuals = 0;
+  for (const proto::CheckpointShard& shard : manifest->shards()) {
+    residuals += shard.residuals_size();
+    for (const proto::CheckpointResidual& residual : shard.residuals()) {
+      EXPECT_THAT(residual.key(), HasSubstr(absl::StrCat("on device ", shard.device().node(), ":",
+                                                        shard.device().device())));
+      EXPECT_EQ(residual.size_bytes(), 4 * residual.elements());
+    }
+  }
+  ASSERT_GT(marked_steps, 0);
+  // Every step runs on all 4 devices (a dp reduction in 2 groups of 2, one per tp rank).
+  EXPECT_EQ(residuals, 4 * marked_steps);
+
+  actors::TrainOptions resume;
+  resume.node = -1;
+  resume.iterations = kIterations;
+  resume.resume_from = after3;
+  std::vector<std::string> warnings;
+  // The compression meter warns through the same callback (int4's error bound): only the
+  // residuals' warnings are counted.
+  resume.on_warning = [&](const std::string& line) {
+    if (line.find("error-feedback") != std::string::npos) warnings.push_back(line);
+  };
+  const std::vector<double> resumed = Losses(actors::TrainPlan(plan, resume));
+  ASSERT_EQ(resumed.size(), static_cast<size_t>(kIterations - 3));
+  for (size_t i = 0; i < resumed.size(); ++i) {
+    EXPECT_NEAR(resumed[i], uninterrupted[3 + i], 1e-4 * std::abs(uninterrupted[3 + i])) << "iteration " << 3 + i;
+  }
+  EXPECT_TRUE(warnings.empty()) << warnings.front();
+
+  // The same checkpoint without its residuals (a manifest listing none, resealed): the
+  // resumed run starts them from zero, says so, and leaves the uninterrupted curve.
+  proto::CheckpointManifest stripped = *manifest;
+  for (proto::CheckpointShard& shard : *stripped.mutable_shards()) shard.clear_residuals();
+  stripped.clear_checksum();
+  stripped.set_checksum(actors::ManifestChecksum(stripped));
+  const std::string stripped_dir = (fs::path(FreshDir("error_feedback_stripped")) / "iter-00000003").string();
+  fs::create_directories(stripped_dir);
+  for (const fs::directory_entry& entry : fs::directory_iterator(after3)) {
+    fs::copy_file(entry.path(), fs::path(stripped_dir) / entry.path().filename());
+  }
+  {
+    std::string bytes;
+    ASSERT_TRUE(stripped.SerializeToString(&bytes));
+    FILE* file = fopen((fs::path(stripped_dir) / actors::kManifestFile).c_str(), "wb");
+    ASSERT_NE(file, nullptr);
+    ASSERT_EQ(fwrite(bytes.data(), 1, bytes.size(), file), bytes.size());
+    fclose(file);
+  }
+  resume.resume_from = stripped_dir;
+  warnings.clear();
+  const std::vector<double> from_zero = Losses(actors::TrainPlan(plan, resume));
+  ASSERT_EQ(from_zero.size(), resumed.size());
+  double largest_difference = 0;
+  for (size_t i = 0; i < from_zero.size(); ++i) {
+    largest_difference = std::max(largest_difference, std::abs(from_zero[i] - uninterrupted[3 + i]));
+  }
+  EXPECT_GT(largest_difference, 1e-4 * std::abs(uninterrupted[3]));
+  ASSERT_EQ(warnings.size(), 1u);
+  EXPECT_THAT(warnings[0], HasSubstr("holds 0 error-feedback residuals and none for the"));
+  EXPECT_THAT(warnings[0], HasSubstr("error feedback starts from zero there and wherever else none fits"));
+}
+
+// On another layout (1 node x 4 devices, dp=2 x tp=2) the residuals do not fit:
+// the run resumes, warns once naming a residual, and trains from zero residuals.
+TEST(ErrorFeedbackTest, AResumeOnAnotherLayoutStartsTheResidualsFromZero) {
+  const proto::Plan plan = Compile(SmallGpt(), TwoNodesDp2Tp2(), CompressionMode::kForced);
+  const std::string dir = FreshDir("error_feedback_layout");
+  actors::TrainOptions options;
+  options.node = -1;
+  options.iterations = 4;
+  options.checkpoint.dir = dir;
+  options.checkpoint.every = 2;
+  ASSERT_TRUE(actors::TrainPlan(plan, options).ok());
+  examples::ParallelFlags flags;
+  flags.devices_per_node = 4;
+  flags.dp = 2;
+  flags.tp = 2;
+  const proto::Plan other = Compile(SmallGpt(), *examples::ParallelLayout::Create(flags), CompressionMode::kForced);
+  actors::TrainOptions resume;
+  resume.node = -1;
+  resume.iterations = 6;  // From the newest checkpoint, after 4.
+  resume.resume_from = dir;
+  std::vector<std::string> warnings;
+  // The compression meter warns through the same callback (int4's error bound): only the
+  // residuals' warnings are counted.
+  resume.on_warning = [&](const std::string& line) {
+    if (line.find("error-feedback") != std::string::npos) warnings.push_back(line);
+  };
+  const std::vector<double> losses = Losses(actors::TrainPlan(other, resume));
+  ASSERT_EQ(losses.size(), 2u);
+  for (double loss : losses) EXPECT_TRUE(std::isfinite(loss));
+  ASSERT_EQ(warnings.size(), 1u);
+  EXPECT_THAT(warnings[0], HasSubstr("warning: checkpoint '" + (fs::path(dir) / "iter-00000004").string() +
+                                     "' holds "));
+  EXPECT_THAT(warnings[0], HasSubstr("-float residual of the boxing of '"));
+}
+
+}  // namespace
+}  // namespace oneflow
