@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include <fstream>
+#include <iterator>
 #include <sstream>
 #include <utility>
 
@@ -45,6 +46,18 @@ const std::string& ProcessSpace() {
                                         length > 0 ? namespace_link : "unknown"));
   }();
   return *space;
+}
+
+// Whether process `pid` (one this process can see) has ended: gone, or a zombie its
+// parent has not reaped yet (kill(pid, 0) still succeeds on those).
+bool ProcessEnded(pid_t pid) {
+  if (kill(pid, 0) != 0) return errno == ESRCH;
+  std::ifstream stat(absl::StrCat("/proc/", pid, "/stat"));
+  std::string text((std::istreambuf_iterator<char>(stat)), std::istreambuf_iterator<char>());
+  const size_t name_end = text.rfind(')');
+  if (name_end == std::string::npos || name_end + 2 >= text.size()) return false;
+  const char state = text[name_end + 2];
+  return state == 'Z' || state == 'X';
 }
 
 }  // namespace
@@ -170,7 +183,7 @@ void Mesh::CheckPeers(absl::Time now) {
   }
   for (int64_t other = 0; other < size(); ++other) {
     const pid_t pid = static_cast<pid_t>(local_pids_[other]);
-    if (pid <= 0 || kill(pid, 0) == 0 || errno != ESRCH) continue;
+    if (pid <= 0 || !ProcessEnded(pid)) continue;
     FailForBrokenConnection({other}, absl::StrCat("its process (pid ", pid, ") on this host exited"));
     return;
   }
