@@ -63,6 +63,7 @@ std::string MetricsJsonLine(const IterationMetrics& m) {
     }
     absl::StrAppend(&line, "}");
   }
+  if (!m.transport.empty()) absl::StrAppend(&line, ", \"transport\": \"", m.transport, "\"");
   absl::StrAppend(&line, "}\n");
   return line;
 }

@@ -57,6 +57,9 @@ struct IterationMetrics {
   // A launched job's merged line (tools/launcher/metrics_merger.h): each reporting
   // node's own step time by node rank, step_ms being the slowest; empty otherwise.
   std::map<int64_t, double> node_step_ms;
+  // A multi-node job's transport across nodes ("ucx", "gloo": oneflow_core/comm/transport.h);
+  // empty in one process.
+  std::string transport;
 };
 
 // {"iter": 3, "loss": 2.71828, "step_ms": 12.345, "samples_per_s": 5184.0} and "\n";
@@ -67,6 +70,8 @@ struct IterationMetrics {
 //                "rows_sent": 10, "sparse_calls": 2, "dense_calls": 0}
 // and for a launched job's merged line, last, each node's step time by node rank:
 //   , "node_step_ms": {"0": 11.482, "1": 12.345}
+// and for a multi-node job, last, the transport of its cross-node groups:
+//   , "transport": "ucx"
 // rel_l2 is RelativeError() (4 significant digits; null when not finite: a NaN or Inf was
 // encoded, and JSON has no NaN).
 std::string MetricsJsonLine(const IterationMetrics& metrics);

@@ -77,6 +77,7 @@ absl::StatusOr<TrainResult> TrainPlan(const proto::Plan& plan, const TrainOption
   pool_options.node = options.node;
   pool_options.rendezvous = options.rendezvous;
   pool_options.worker_host = options.worker_host;
+  pool_options.transport = options.transport;
   CommunicatorPool communicators(plan, pool_options);
   // The loss is B: every device's sink sees the same value; the first device of this
   // node (of the plan, when every node runs here) that has a sink reports it. With

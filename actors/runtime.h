@@ -23,6 +23,7 @@
 #include "actors/metrics.h"
 #include "kernels/compression/codec.h"
 #include "oneflow_core/comm/key_value_store.h"
+#include "oneflow_core/comm/transport.h"
 #include "proto/plan.pb.h"
 
 namespace oneflow::actors {
@@ -49,6 +50,8 @@ struct TrainOptions {
   // Needed only when the plan has devices on other nodes; see CommunicatorPool.
   KeyValueStore* rendezvous = nullptr;
   std::string worker_host = "127.0.0.1";
+  // The transport of groups with members in other processes (CommunicatorPool).
+  Transport transport = kDefaultTransport;
   // Progress per device (engine.h); the worker's status file.
   std::function<void(int device_index, int64_t completed)> on_collective_done;
   std::function<void(int device_index, int64_t completed)> on_iteration_done;

@@ -33,6 +33,7 @@ PACKAGES=(
   libopenblas-dev
   libopenmpi-dev
   libprotobuf-dev
+  libucx-dev
   openmpi-bin
   openssl
   protobuf-compiler

@@ -3,7 +3,6 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "kernels/boxing/step_support.h"
-#include "oneflow_core/comm/gloo/communicator.h"
 #include "oneflow_core/comm/hierarchical/communicator.h"
 #include "oneflow_core/status.h"
 
@@ -23,7 +22,7 @@ std::vector<int64_t> NodesOf(const std::vector<std::pair<int64_t, int64_t>>& mem
 }
 
 // Another owner's communicator, for a holder that wants to own one (the hierarchical
-// communicator owns its cross-node part): the pool keeps the Gloo group and lends it, so
+// communicator owns its cross-node part): the pool keeps the cross-node group and lends it, so
 // the hierarchical communicator and two-level steps use the same connections.
 class BorrowedCommunicator final : public Communicator {
  public:
@@ -113,12 +112,12 @@ absl::StatusOr<Communicator*> CommunicatorPool::ForCollective(int64_t collective
       }
       return &group->communicator(rank);
     }
-    // Flat Gloo: a hierarchical communicator would share its in-node and cross-node
+    // Flat: a hierarchical communicator would share its in-node and cross-node
     // parts with the other collectives of the same devices.
     if (options_.rendezvous == nullptr) return NoRendezvous(name);
     std::unique_ptr<Communicator>& communicator = transfers_cross_process_[{collective_id, rank}];
     if (communicator == nullptr) {
-      OF_ASSIGN_OR_RETURN(communicator, Gloo(absl::StrCat(name, "/flat"), rank, static_cast<int64_t>(members.size())));
+      OF_ASSIGN_OR_RETURN(communicator, CrossProcessGroup(absl::StrCat(name, "/flat"), rank, static_cast<int64_t>(members.size())));
     }
     return communicator.get();
   }
@@ -174,7 +173,7 @@ absl::StatusOr<CommunicatorPool::TwoLevel> CommunicatorPool::TwoLevelForCollecti
   OF_ASSIGN_OR_RETURN(InProcessGroup * in_node, InNodeGroup(members, layout->local_size, node_position));
   two_level.in_node = &in_node->communicator(local);
   OF_ASSIGN_OR_RETURN(two_level.cross_node,
-                      CrossNodeGloo(members, layout->nodes, layout->local_size, membership.rank));
+                      CrossNodeGroup(members, layout->nodes, layout->local_size, membership.rank));
   return two_level;
 }
 
@@ -184,15 +183,16 @@ absl::Status CommunicatorPool::NoRendezvous(const std::string& name) const {
       "workers (start it with `oneflow launch` or a worker with RANK/WORLD_SIZE/MASTER_ADDR set)"));
 }
 
-absl::StatusOr<std::unique_ptr<Communicator>> CommunicatorPool::Gloo(const std::string& name, int64_t rank,
-                                                                     int64_t size) const {
-  GlooGroupOptions options;
-  options.group_name = name;
+absl::StatusOr<std::unique_ptr<Communicator>> CommunicatorPool::CrossProcessGroup(const std::string& name,
+                                                                                  int64_t rank, int64_t size) const {
+  CrossProcessGroupOptions options;
+  // The transport is part of the name: processes that disagree on it never meet.
+  options.group_name = absl::StrCat(name, "/", TransportName(options_.transport));
   options.rank = rank;
   options.size = size;
   options.store = options_.rendezvous;
   options.host = options_.worker_host;
-  return NewGlooCommunicator(std::move(options));
+  return NewCrossProcessCommunicator(options_.transport, options);
 }
 
 absl::StatusOr<InProcessGroup*> CommunicatorPool::InNodeGroup(const DeviceList& members, int64_t local_size,
@@ -207,12 +207,12 @@ absl::StatusOr<InProcessGroup*> CommunicatorPool::InNodeGroup(const DeviceList& 
   return in_node.get();
 }
 
-absl::StatusOr<Communicator*> CommunicatorPool::CrossNodeGloo(const DeviceList& members, int64_t nodes,
+absl::StatusOr<Communicator*> CommunicatorPool::CrossNodeGroup(const DeviceList& members, int64_t nodes,
                                                               int64_t local_size, int64_t rank) {
   const int64_t local = rank % local_size;
   std::unique_ptr<Communicator>& cross_node = cross_node_[{members, local}];
   if (cross_node == nullptr) {
-    OF_ASSIGN_OR_RETURN(cross_node, Gloo(absl::StrCat(GroupName(members), "/cross", local), rank / local_size, nodes));
+    OF_ASSIGN_OR_RETURN(cross_node, CrossProcessGroup(absl::StrCat(GroupName(members), "/cross", local), rank / local_size, nodes));
   }
   return cross_node.get();
 }
@@ -223,9 +223,10 @@ absl::StatusOr<std::unique_ptr<Communicator>> CommunicatorPool::CrossProcess(con
   if (options_.rendezvous == nullptr) return NoRendezvous(name);
   const absl::StatusOr<NodeLayout> layout = TwoLevelLayout(NodesOf(members));
   // One member per node (or an irregular group): nothing to gain from a hierarchy.
-  if (!layout.ok()) return Gloo(absl::StrCat(name, "/flat"), rank, static_cast<int64_t>(members.size()));
-  // Hierarchical: the in-node group of this node's members, Gloo among the members at
-  // the same local position of every node, and flat Gloo for what is not hierarchical.
+  if (!layout.ok()) return CrossProcessGroup(absl::StrCat(name, "/flat"), rank, static_cast<int64_t>(members.size()));
+  // Hierarchical: the in-node group of this node's members, the cross-process transport
+  // among the members at the same local position of every node, and a flat group of it for
+  // what is not hierarchical.
   HierarchyOptions options;
   options.name = name;
   options.nodes = layout->nodes;
@@ -233,9 +234,9 @@ absl::StatusOr<std::unique_ptr<Communicator>> CommunicatorPool::CrossProcess(con
   OF_ASSIGN_OR_RETURN(InProcessGroup * in_node,
                       InNodeGroup(members, layout->local_size, rank / layout->local_size));
   options.in_node = &in_node->communicator(rank % layout->local_size);
-  OF_ASSIGN_OR_RETURN(Communicator * cross_node, CrossNodeGloo(members, layout->nodes, layout->local_size, rank));
+  OF_ASSIGN_OR_RETURN(Communicator * cross_node, CrossNodeGroup(members, layout->nodes, layout->local_size, rank));
   options.cross_node = std::make_unique<BorrowedCommunicator>(cross_node);
-  OF_ASSIGN_OR_RETURN(options.flat, Gloo(absl::StrCat(name, "/flat"), rank, static_cast<int64_t>(members.size())));
+  OF_ASSIGN_OR_RETURN(options.flat, CrossProcessGroup(absl::StrCat(name, "/flat"), rank, static_cast<int64_t>(members.size())));
   return NewHierarchicalCommunicator(std::move(options));
 }
 

@@ -5,17 +5,20 @@
 // Which backend a group gets depends on where its devices live:
 //   - every member in this process: an in-process group (shared memory);
 //   - members on several nodes, the same number on each, listed node by node: a
-//     hierarchical communicator per local member (in-node shared memory, Gloo across
-//     nodes among the members at the same local position, flat Gloo for the rest);
-//   - otherwise (or one member per node): a flat Gloo group.
-// Gloo groups meet through `rendezvous` under a name derived from the device list, the
-// same in every process because every process reads the same plan.
+//     hierarchical communicator per local member (in-node shared memory, the cross-process
+//     transport across nodes among the members at the same local position, a flat group of
+//     it for the rest);
+//   - otherwise (or one member per node): a flat group of the cross-process transport.
+// The cross-process transport is `CommunicatorPoolOptions::transport`: UCX by default
+// (measured fastest, docs/collectives.md), Gloo when chosen (`--transport=gloo`). Its groups
+// meet through `rendezvous` under a name derived from the device list, the same in every
+// process because every process reads the same plan.
 //
 // A two-level compressed step (kernels/boxing/boxing_step.h) runs over two communicators
 // of its group instead of one: the in-node group of its node's members, and the
 // cross-node group of the members at the same position on every node. All members in
 // this process: in-process groups. Otherwise the hierarchical communicator's parts: the
-// same in-node in-process group and the same cross-node Gloo group, which the pool owns
+// same in-node in-process group and the same cross-node group, which the pool owns
 // and lends to the hierarchical communicator, so one group has one set of connections.
 // Sharing is safe for the reason sharing a group between collectives is: every member
 // issues the group's collectives in the plan's static order, one at a time.
@@ -33,6 +36,7 @@
 #include "oneflow_core/comm/communicator.h"
 #include "oneflow_core/comm/in_process/communicator.h"
 #include "oneflow_core/comm/key_value_store.h"
+#include "oneflow_core/comm/transport.h"
 #include "proto/plan.pb.h"
 
 namespace oneflow::actors {
@@ -43,6 +47,8 @@ struct CommunicatorPoolOptions {
   // Needed only for groups with members in other processes.
   KeyValueStore* rendezvous = nullptr;
   std::string worker_host = "127.0.0.1";
+  // The transport of groups with members in other processes.
+  Transport transport = kDefaultTransport;
 };
 
 class CommunicatorPool {
@@ -77,12 +83,14 @@ class CommunicatorPool {
   };
   absl::StatusOr<Membership> MembershipOf(int64_t collective_id, const proto::DeviceId& device) const;
   // The in-process group of this node's members of a group with members elsewhere, and
-  // the Gloo group of its members at position `local` on every node (created on first
+  // the cross-process group of its members at position `local` on every node (created on first
   // use; the caller holds mutex_).
   absl::StatusOr<InProcessGroup*> InNodeGroup(const DeviceList& members, int64_t local_size, int64_t node_position);
-  absl::StatusOr<Communicator*> CrossNodeGloo(const DeviceList& members, int64_t nodes, int64_t local_size,
+  absl::StatusOr<Communicator*> CrossNodeGroup(const DeviceList& members, int64_t nodes, int64_t local_size,
                                               int64_t rank);
-  absl::StatusOr<std::unique_ptr<Communicator>> Gloo(const std::string& name, int64_t rank, int64_t size) const;
+  // A group of the cross-process transport.
+  absl::StatusOr<std::unique_ptr<Communicator>> CrossProcessGroup(const std::string& name, int64_t rank,
+                                                                  int64_t size) const;
   // FAILED_PRECONDITION: group `name` spans processes and this run has no rendezvous.
   absl::Status NoRendezvous(const std::string& name) const;
 
@@ -98,7 +106,7 @@ class CommunicatorPool {
   std::map<DeviceList, std::unique_ptr<InProcessGroup>> in_process_;
   // In-node parts of hierarchical groups: the members of this node, by group.
   std::map<DeviceList, std::unique_ptr<InProcessGroup>> in_node_;
-  // Cross-node Gloo groups of groups with members elsewhere, per (group, position on
+  // Cross-node groups (of the cross-process transport) of groups with members elsewhere, per (group, position on
   // the node); lent to the hierarchical communicators.
   std::map<std::pair<DeviceList, int64_t>, std::unique_ptr<Communicator>> cross_node_;
   // Per (group, rank) communicators that reach other processes.

@@ -1,25 +1,29 @@
-// All-reduce across two processes on this machine: our Gloo communicator against raw Gloo
-// (gloo::allreduce on a context set up the same way: TCP on 127.0.0.1, full mesh) and
-// against OpenMPI's MPI_Allreduce, as JSON lines, one per size (4 KiB to 64 MiB per rank,
-// powers of 4):
+// All-reduce across 2 or 3 processes on this machine, every transport side by side in one
+// run, as JSON lines, one per size (4 KiB to 64 MiB per rank, powers of 4):
 //   {"bench":"allreduce_cross_process","ranks":2,"bytes":4096,"iterations":2000,
-//    "ours_seconds":...,"ours_bus_gbps":...,"raw_gloo_seconds":...,"raw_gloo_bus_gbps":...,
-//    "mpi_seconds":...,"mpi_bus_gbps":...,"mpi_tcp_seconds":...,"mpi_tcp_bus_gbps":...,
-//    "ours_to_raw_gloo":...,"ours_to_mpi":...,"ours_to_mpi_tcp":...}
+//    "ucx_seconds":...,"ucx_bus_gbps":...,"gloo_seconds":...,"gloo_bus_gbps":...,
+//    "raw_gloo_seconds":...,"raw_gloo_bus_gbps":...,"mpi_seconds":...,"mpi_bus_gbps":...,
+//    "mpi_tcp_seconds":...,"mpi_tcp_bus_gbps":...,"mpi_ucx_seconds":...,"mpi_ucx_bus_gbps":...,
+//    "ucx_latency_to_mpi":...,"gloo_latency_to_mpi":...,"ucx_latency_to_mpi_tcp":...,
+//    "gloo_latency_to_mpi_tcp":...,"gloo_latency_to_ucx":...}
 // `seconds` is one all-reduce of `bytes` floats per rank (sum, out of place), as rank 0
-// times it; `bus_gbps` = bytes * 2(n-1)/n / seconds / 1e9 (nccl-tests' bus bandwidth;
-// n = 2). `ours_to_X` = ours_bus_gbps / X_bus_gbps: above 1, ours is faster.
+// times it; `bus_gbps` = bytes * 2(n-1)/n / seconds / 1e9 (nccl-tests' bus bandwidth).
+// `X_latency_to_Y` = X_seconds / Y_seconds: below 1, X is faster.
+//   ucx:      our communicator over UCX (oneflow_core/comm/ucx, the default transport)
+//   gloo:     our communicator over Gloo's TCP pairs (oneflow_core/comm/gloo)
+//   raw_gloo: gloo::allreduce on a context set up the same way (TCP on 127.0.0.1)
+//   mpi:      OpenMPI's MPI_Allreduce, its default transports (shared memory on one host)
+//   mpi_tcp:  the same restricted to TCP (`--mca btl self,tcp`: the fair match for Gloo)
+//   mpi_ucx:  the same over UCX (`--mca pml ucx`: the fair match for ours over UCX)
 //
-// How it runs: this process is rank 0; it starts itself again as rank 1 (--rank=1), and
-// the two meet through a FileKeyValueStore in a fresh temporary directory (raw Gloo uses
-// Gloo's own FileStore in a subdirectory). Both run every size for ours, then for raw
-// Gloo. Rank 1 then exits, and rank 0 runs //bench/collectives:mpi_allreduce_bench under
-// `mpirun --allow-run-as-root --oversubscribe -np 2` twice: with OpenMPI's default
-// transports (shared memory between processes on one machine: "mpi") and restricted to
-// TCP ("mpi_tcp", `--mca btl self,tcp`, the fair comparison with Gloo's TCP). Without
-// mpirun on PATH it prints a note line and leaves the MPI fields null.
+// How it runs: this process is rank 0; it starts itself again as ranks 1..n-1 (--rank=r),
+// and they meet through FileKeyValueStores in a fresh temporary directory (raw Gloo uses
+// Gloo's own FileStore). All run every size for ucx, then gloo, then raw Gloo. Then rank 0
+// runs //bench/collectives:mpi_allreduce_bench under `mpirun --allow-run-as-root
+// --oversubscribe -np n` three times (mpi, mpi_tcp, mpi_ucx). Without mpirun on PATH it
+// prints a note line and leaves the MPI fields null; a failing MPI variant is null too.
 //
-//   bazel run -c opt //bench/collectives:cross_process_bench [-- --scale=0.5]
+//   bazel run -c opt //bench/collectives:cross_process_bench [-- --ranks=3 --scale=0.5]
 #include <spawn.h>
 #include <stdlib.h>
 #include <sys/stat.h>
@@ -43,11 +47,12 @@
 #include "gloo/rendezvous/context.h"
 #include "gloo/rendezvous/file_store.h"
 #include "gloo/transport/tcp/device.h"
-#include "oneflow_core/comm/gloo/communicator.h"
 #include "oneflow_core/comm/gloo/file_key_value_store.h"
+#include "oneflow_core/comm/transport.h"
 
 ABSL_FLAG(double, scale, 1.0, "multiplies every size's iteration count");
-ABSL_FLAG(int, rank, 0, "internal: 1 in the process rank 0 starts");
+ABSL_FLAG(int, ranks, 2, "processes: 2 or 3");
+ABSL_FLAG(int, rank, 0, "internal: set in the processes rank 0 starts");
 ABSL_FLAG(std::string, store_directory, "", "internal: where the ranks meet");
 ABSL_FLAG(std::string, mpi_binary, "", "mpi_allreduce_bench; default: beside this binary");
 
@@ -75,28 +80,68 @@ double Time(int64_t iterations, AllReduce&& all_reduce, Barrier&& barrier) {
          static_cast<double>(iterations);
 }
 
+using Seconds = std::map<int64_t, double>;  // bytes -> seconds
+
 struct Timings {
-  std::map<int64_t, double> ours;      // bytes -> seconds
-  std::map<int64_t, double> raw_gloo;  // bytes -> seconds
+  Seconds ucx;
+  Seconds gloo;
+  Seconds raw_gloo;
 };
 
-Timings RunRank(int rank, const std::string& directory, double scale) {
-  FileKeyValueStore store(directory + "/ours");
-  GlooGroupOptions options;
-  options.group_name = "cross_process_bench";
-  options.rank = rank;
-  options.size = 2;
-  options.store = &store;
-  std::unique_ptr<Communicator> ours = std::move(NewGlooCommunicator(options)).value();
+// The sum every rank's output must hold: rank r contributes 1 + r.
+float ExpectedSum(int ranks) { return static_cast<float>(ranks * (ranks + 1) / 2); }
+
+// Every size over `communicator`, checked.
+Seconds RunOurs(Communicator& communicator, int rank, int ranks, double scale) {
   CollectiveOptions call;
   call.description = "cross_process_bench";
+  float one = 1.0f;
+  auto barrier = [&] {
+    const absl::Status status = communicator.AllReduce(&one, &one, 1, call);
+    if (!status.ok()) Die(std::string(status.message()));
+  };
+  Seconds seconds;
+  for (const int64_t bytes : bench::CrossProcessSizes()) {
+    const int64_t count = bytes / static_cast<int64_t>(sizeof(float));
+    std::vector<float> input(count, 1.0f + static_cast<float>(rank));
+    std::vector<float> output(count, 0.0f);
+    seconds[bytes] = Time(
+        bench::CrossProcessIterations(bytes, scale),
+        [&] {
+          const absl::Status status = communicator.AllReduce(input.data(), output.data(), count, call);
+          if (!status.ok()) Die(std::string(status.message()));
+        },
+        barrier);
+    if (output[count - 1] != ExpectedSum(ranks)) {
+      Die(absl::StrCat(communicator.Name(), ": wrong sum ", output[count - 1]));
+    }
+  }
+  return seconds;
+}
+
+Timings RunRank(int rank, int ranks, const std::string& directory, double scale) {
+  Timings timings;
+  for (Transport transport : {Transport::kUcx, Transport::kGloo}) {
+    const std::string name = TransportName(transport);
+    FileKeyValueStore store(absl::StrCat(directory, "/", name));
+    CrossProcessGroupOptions options;
+    options.group_name = absl::StrCat("cross_process_bench_", name);
+    options.rank = rank;
+    options.size = ranks;
+    options.store = &store;
+    absl::StatusOr<std::unique_ptr<Communicator>> communicator =
+        NewCrossProcessCommunicator(transport, options);
+    if (!communicator.ok()) Die(std::string(communicator.status().message()));
+    (transport == Transport::kUcx ? timings.ucx : timings.gloo) =
+        RunOurs(**communicator, rank, ranks, scale);
+  }
 
   // Raw Gloo: the same transport, set up as Gloo's own examples do.
   ::gloo::rendezvous::FileStore raw_store(directory + "/raw");
   ::gloo::transport::tcp::attr attr;
   attr.hostname = "127.0.0.1";
   std::shared_ptr<::gloo::transport::Device> device = ::gloo::transport::tcp::CreateDevice(attr);
-  auto raw = std::make_shared<::gloo::rendezvous::Context>(rank, 2);
+  auto raw = std::make_shared<::gloo::rendezvous::Context>(rank, ranks);
   raw->setTimeout(std::chrono::seconds(60));
   raw->connectFullMesh(raw_store, device);
   auto raw_all_reduce = [&](const float* input, float* output, int64_t count) {
@@ -107,32 +152,18 @@ Timings RunRank(int rank, const std::string& directory, double scale) {
         static_cast<void (*)(void*, const void*, const void*, size_t)>(&::gloo::sum<float>));
     ::gloo::allreduce(raw_options);
   };
-
   float one = 1.0f;
-  auto ours_barrier = [&] {
-    const absl::Status status = ours->AllReduce(&one, &one, 1, call);
-    if (!status.ok()) Die(std::string(status.message()));
-  };
   auto raw_barrier = [&] { raw_all_reduce(&one, &one, 1); };
-
-  Timings timings;
   for (const int64_t bytes : bench::CrossProcessSizes()) {
     const int64_t count = bytes / static_cast<int64_t>(sizeof(float));
-    const int64_t iterations = bench::CrossProcessIterations(bytes, scale);
     std::vector<float> input(count, 1.0f + static_cast<float>(rank));
     std::vector<float> output(count, 0.0f);
-    timings.ours[bytes] = Time(
-        iterations,
-        [&] {
-          const absl::Status status = ours->AllReduce(input.data(), output.data(), count, call);
-          if (!status.ok()) Die(std::string(status.message()));
-        },
-        ours_barrier);
-    if (output[count - 1] != 3.0f) Die(absl::StrCat("ours: wrong sum ", output[count - 1]));
-    output.assign(count, 0.0f);
-    timings.raw_gloo[bytes] = Time(
-        iterations, [&] { raw_all_reduce(input.data(), output.data(), count); }, raw_barrier);
-    if (output[count - 1] != 3.0f) Die(absl::StrCat("raw gloo: wrong sum ", output[count - 1]));
+    timings.raw_gloo[bytes] =
+        Time(bench::CrossProcessIterations(bytes, scale),
+             [&] { raw_all_reduce(input.data(), output.data(), count); }, raw_barrier);
+    if (output[count - 1] != ExpectedSum(ranks)) {
+      Die(absl::StrCat("raw gloo: wrong sum ", output[count - 1]));
+    }
   }
   return timings;
 }
@@ -144,8 +175,9 @@ std::string SelfPath() {
   return std::string(path, length);
 }
 
-pid_t StartRankOne(const std::string& directory, double scale) {
-  std::vector<std::string> arguments = {SelfPath(), "--rank=1",
+pid_t StartRank(int rank, int ranks, const std::string& directory, double scale) {
+  std::vector<std::string> arguments = {SelfPath(), absl::StrCat("--rank=", rank),
+                                        absl::StrCat("--ranks=", ranks),
                                         absl::StrCat("--store_directory=", directory),
                                         absl::StrCat("--scale=", scale)};
   std::vector<char*> argv;
@@ -153,7 +185,7 @@ pid_t StartRankOne(const std::string& directory, double scale) {
   argv.push_back(nullptr);
   pid_t child = 0;
   if (posix_spawn(&child, argv[0], nullptr, nullptr, argv.data(), environ) != 0)
-    Die("cannot start rank 1");
+    Die(absl::StrCat("cannot start rank ", rank));
   return child;
 }
 
@@ -174,13 +206,12 @@ std::optional<std::string> FindOnPath(const std::string& program) {
 
 // Seconds per MPI_Allreduce by size, from mpi_allreduce_bench under mpirun; empty when it
 // fails (its stderr shows why).
-std::map<int64_t, double> RunMpi(const std::string& mpirun, const std::string& extra,
-                                 double scale) {
+Seconds RunMpi(const std::string& mpirun, const std::string& extra, int ranks, double scale) {
   std::string binary = absl::GetFlag(FLAGS_mpi_binary);
   if (binary.empty()) binary = SelfPath().substr(0, SelfPath().rfind('/')) + "/mpi_allreduce_bench";
-  const std::string command = absl::StrCat(mpirun, " --allow-run-as-root --oversubscribe -np 2 ",
+  const std::string command = absl::StrCat(mpirun, " --allow-run-as-root --oversubscribe -np ", ranks, " ",
                                            extra, " ", binary, " --scale=", scale);
-  std::map<int64_t, double> seconds;
+  Seconds seconds;
   FILE* output = popen(command.c_str(), "r");
   if (output == nullptr) return seconds;
   char line[512];
@@ -192,69 +223,82 @@ std::map<int64_t, double> RunMpi(const std::string& mpirun, const std::string& e
   }
   if (pclose(output) != 0) {
     std::fprintf(stderr, "cross_process_bench: `%s` failed\n", command.c_str());
+    seconds.clear();
   }
   return seconds;
 }
 
-std::string Field(const std::string& name, const std::map<int64_t, double>& seconds,
-                  int64_t bytes) {
+std::string Field(const std::string& name, const Seconds& seconds, int64_t bytes, int ranks) {
   auto found = seconds.find(bytes);
   if (found == seconds.end())
     return absl::StrCat("\"", name, "_seconds\":null,\"", name, "_bus_gbps\":null");
-  // n = 2: bus bytes = bytes * 2(n-1)/n = bytes.
+  const double bus_bytes = static_cast<double>(bytes) * 2.0 * (ranks - 1) / ranks;
   return absl::StrCat("\"", name, "_seconds\":", found->second, ",\"", name,
-                      "_bus_gbps\":", static_cast<double>(bytes) / found->second / 1e9);
+                      "_bus_gbps\":", bus_bytes / found->second / 1e9);
 }
 
-std::string Ratio(const std::string& name, double ours, const std::map<int64_t, double>& seconds,
-                  int64_t bytes) {
-  auto found = seconds.find(bytes);
-  return absl::StrCat("\"ours_to_", name,
-                      "\":", found == seconds.end() ? "null" : absl::StrCat(found->second / ours));
+// "X_latency_to_Y": X's seconds over Y's.
+std::string Ratio(const std::string& x_name, const Seconds& x, const std::string& y_name,
+                  const Seconds& y, int64_t bytes) {
+  auto x_found = x.find(bytes);
+  auto y_found = y.find(bytes);
+  const bool known = x_found != x.end() && y_found != y.end();
+  return absl::StrCat("\"", x_name, "_latency_to_", y_name, "\":",
+                      known ? absl::StrCat(x_found->second / y_found->second) : "null");
 }
 
 int RunBenchmark() {
   const double scale = absl::GetFlag(FLAGS_scale);
-  if (absl::GetFlag(FLAGS_rank) == 1) {
-    RunRank(1, absl::GetFlag(FLAGS_store_directory), scale);
+  const int ranks = absl::GetFlag(FLAGS_ranks);
+  if (ranks < 2 || ranks > 3) Die(absl::StrCat("--ranks=", ranks, ": valid values are 2 and 3"));
+  if (absl::GetFlag(FLAGS_rank) > 0) {
+    RunRank(absl::GetFlag(FLAGS_rank), ranks, absl::GetFlag(FLAGS_store_directory), scale);
     return 0;
   }
   const char* temporary = std::getenv("TMPDIR");
   std::string directory =
       absl::StrCat(temporary != nullptr ? temporary : "/tmp", "/cross_process_bench_XXXXXX");
   if (mkdtemp(directory.data()) == nullptr) Die("cannot make a temporary directory");
-  mkdir((directory + "/ours").c_str(), 0700);
-  mkdir((directory + "/raw").c_str(), 0700);
+  for (const char* part : {"/ucx", "/gloo", "/raw"}) mkdir((directory + part).c_str(), 0700);
 
-  const pid_t child = StartRankOne(directory, scale);
-  const Timings timings = RunRank(0, directory, scale);
-  int status = 0;
-  waitpid(child, &status, 0);
-  if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) Die("rank 1 failed");
+  std::vector<pid_t> children;
+  for (int rank = 1; rank < ranks; ++rank) children.push_back(StartRank(rank, ranks, directory, scale));
+  const Timings timings = RunRank(0, ranks, directory, scale);
+  for (pid_t child : children) {
+    int status = 0;
+    waitpid(child, &status, 0);
+    if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) Die("a rank failed");
+  }
 
-  std::map<int64_t, double> mpi;
-  std::map<int64_t, double> mpi_tcp;
+  Seconds mpi;
+  Seconds mpi_tcp;
+  Seconds mpi_ucx;
   const std::optional<std::string> mpirun = FindOnPath("mpirun");
   if (mpirun.has_value()) {
-    mpi = RunMpi(*mpirun, "", scale);
-    mpi_tcp = RunMpi(*mpirun, "--mca btl self,tcp", scale);
+    mpi = RunMpi(*mpirun, "", ranks, scale);
+    mpi_tcp = RunMpi(*mpirun, "--mca btl self,tcp", ranks, scale);
+    mpi_ucx = RunMpi(*mpirun, "--mca pml ucx", ranks, scale);
   } else {
     std::printf(
         "{\"bench\":\"allreduce_cross_process\",\"note\":\"mpirun not found on PATH; the MPI "
         "fields are null (install openmpi-bin: tools/dev.sh deps)\"}\n");
   }
   for (const int64_t bytes : bench::CrossProcessSizes()) {
-    const double ours = timings.ours.at(bytes);
     std::printf(
-        "{\"bench\":\"allreduce_cross_process\",\"ranks\":2,\"bytes\":%lld,\"iterations\":%lld,%s,%"
-        "s,%s,%s,%s,%s,%s}\n",
-        static_cast<long long>(bytes),
+        "{\"bench\":\"allreduce_cross_process\",\"ranks\":%d,\"bytes\":%lld,\"iterations\":%lld,"
+        "%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s}\n",
+        ranks, static_cast<long long>(bytes),
         static_cast<long long>(bench::CrossProcessIterations(bytes, scale)),
-        Field("ours", timings.ours, bytes).c_str(),
-        Field("raw_gloo", timings.raw_gloo, bytes).c_str(), Field("mpi", mpi, bytes).c_str(),
-        Field("mpi_tcp", mpi_tcp, bytes).c_str(),
-        Ratio("raw_gloo", ours, timings.raw_gloo, bytes).c_str(),
-        Ratio("mpi", ours, mpi, bytes).c_str(), Ratio("mpi_tcp", ours, mpi_tcp, bytes).c_str());
+        Field("ucx", timings.ucx, bytes, ranks).c_str(),
+        Field("gloo", timings.gloo, bytes, ranks).c_str(),
+        Field("raw_gloo", timings.raw_gloo, bytes, ranks).c_str(),
+        Field("mpi", mpi, bytes, ranks).c_str(), Field("mpi_tcp", mpi_tcp, bytes, ranks).c_str(),
+        Field("mpi_ucx", mpi_ucx, bytes, ranks).c_str(),
+        Ratio("ucx", timings.ucx, "mpi", mpi, bytes).c_str(),
+        Ratio("gloo", timings.gloo, "mpi", mpi, bytes).c_str(),
+        Ratio("ucx", timings.ucx, "mpi_tcp", mpi_tcp, bytes).c_str(),
+        Ratio("gloo", timings.gloo, "mpi_tcp", mpi_tcp, bytes).c_str(),
+        Ratio("gloo", timings.gloo, "ucx", timings.ucx, bytes).c_str());
     std::fflush(stdout);
   }
   return 0;

@@ -1,4 +1,4 @@
-// The MPI reference of cross_process_bench: MPI_Allreduce of floats (sum, out of place)
+// The MPI reference of cross_process_bench (any number of ranks): MPI_Allreduce of floats (sum, out of place)
 // at the same sizes and iteration counts, one JSON line per size from rank 0:
 //   {"bytes":4096,"seconds":...}
 // Started by cross_process_bench under mpirun; by hand:
@@ -22,7 +22,11 @@ int main(int argc, char** argv) {
     if (std::strncmp(argv[i], "--scale=", 8) == 0) scale = std::atof(argv[i] + 8);
   }
   int rank = 0;
+  int ranks = 1;
   MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+  MPI_Comm_size(MPI_COMM_WORLD, &ranks);
+  // Rank r contributes 1 + r.
+  const float expected = static_cast<float>(ranks * (ranks + 1) / 2);
   for (const int64_t bytes : oneflow::bench::CrossProcessSizes()) {
     const int count = static_cast<int>(bytes / sizeof(float));
     std::vector<float> input(count, 1.0f + rank);
@@ -37,7 +41,7 @@ int main(int argc, char** argv) {
       MPI_Allreduce(input.data(), output.data(), count, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD);
     }
     const double seconds = (MPI_Wtime() - start) / static_cast<double>(iterations);
-    if (output[count - 1] != 3.0f) {
+    if (output[count - 1] != expected) {
       std::fprintf(stderr, "mpi_allreduce_bench: wrong sum %f\n", output[count - 1]);
       MPI_Abort(MPI_COMM_WORLD, 1);
     }

@@ -327,7 +327,7 @@ TEST_P(CompressedCollectivesTest, BadArgumentsAreInvalidAndNamed) {
   EXPECT_EQ(result.status().message(), "compressed all_reduce: input is null but its size is 8");
 }
 
-// In-process on 1..8 ranks, Gloo on 1..4, hierarchical on one device per node, one node,
+// In-process on 1..8 ranks, Gloo on 1..4, UCX on 2 and 3, hierarchical on one device per node, one node,
 // and 2 nodes of 2 (where the all-gather crosses nodes and the all-to-all goes flat).
 std::vector<BackendCase> Cases() {
   std::vector<BackendCase> cases;
@@ -336,6 +336,7 @@ std::vector<BackendCase> Cases() {
   }
   for (int64_t ranks = 1; ranks <= 4; ++ranks)
     cases.push_back({comm_testing::GlooFactory(), {1, ranks}});
+  for (int64_t ranks : {2, 3}) cases.push_back({comm_testing::UcxFactory(), {1, ranks}});
   for (comm_testing::GroupShape shape :
        {comm_testing::GroupShape{2, 1}, comm_testing::GroupShape{1, 3},
         comm_testing::GroupShape{2, 2}}) {

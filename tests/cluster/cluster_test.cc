@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "gtest/gtest.h"
 #include "tests/cluster/cluster_harness.h"
 #include "tests/cluster/process.h"
@@ -59,6 +60,20 @@ TEST(ClusterTest, TwoDaemonsTrainLikeOneDevice) {
     ASSERT_TRUE(launch->Wait(milliseconds(120000))) << layout.name;
     ASSERT_EQ(launch->exit_code(), 0) << layout.name << ": " << launch->Stderr();
     EXPECT_TRUE(MatchesReference(Losses(launch->StdoutLines()), mlp_reference, kIterations)) << "mlp " << layout.name;
+    EXPECT_NE(absl::StrJoin(launch->StdoutLines(), "\n").find("\"transport\": \"ucx\""), std::string::npos)
+        << "the default transport";
+  }
+  {
+    // Gloo stays selectable and trains the same.
+    std::vector<std::string> flags = mlp;
+    flags.insert(flags.end(), {"--nodes=2", "--devices_per_node=2", "--dp=2", "--tp=2"});
+    std::unique_ptr<Process> launch =
+        Launch(daemons, CompilePlan("mlp", flags, "mlp2gloo"), kIterations, "mlp-gloo", {"--transport=gloo"});
+    ASSERT_TRUE(launch->Wait(milliseconds(120000)));
+    ASSERT_EQ(launch->exit_code(), 0) << launch->Stderr();
+    EXPECT_TRUE(MatchesReference(Losses(launch->StdoutLines()), mlp_reference, kIterations)) << "mlp over gloo";
+    EXPECT_NE(absl::StrJoin(launch->StdoutLines(), "\n").find("\"transport\": \"gloo\""), std::string::npos)
+        << "--transport=gloo";
   }
   // The GPT's AdamW warms up over 100 steps: at the default peak (3e-4) 12 iterations
   // leave the loss where it started, and the reference would not show training.
@@ -183,6 +198,32 @@ TEST(ClusterTest, WorkersFromEnvironmentVariablesWithoutDaemons) {
   EXPECT_EQ(alone.exit_code(), 1);
   EXPECT_NE(alone.Stderr().find("the world size is 1 but the plan '" + plan + "' is for 2 nodes"), std::string::npos)
       << alone.Stderr();
+  // Ranks started with different transports both refuse before training, naming the node.
+  const int mismatch_port = UnusedLocalPort();
+  std::vector<std::unique_ptr<Process>> mismatched;
+  for (int rank = 0; rank < 2; ++rank) {
+    mismatched.push_back(std::make_unique<Process>(
+        std::vector<std::string>{Runfile("tools/worker/oneflow_worker"), "--plan=" + plan, "--iters=2",
+                                 rank == 1 ? "--transport=gloo" : "--transport=ucx"},
+        std::map<std::string, std::string>{{"RANK", std::to_string(rank)},
+                                           {"WORLD_SIZE", "2"},
+                                           {"MASTER_ADDR", "127.0.0.1"},
+                                           {"MASTER_PORT", std::to_string(mismatch_port)},
+                                           {"ONEFLOW_JOB_ID", "env-mismatch"}}));
+  }
+  for (int rank = 0; rank < 2; ++rank) {
+    ASSERT_TRUE(mismatched[rank]->Wait(milliseconds(30000))) << "rank " << rank;
+    EXPECT_EQ(mismatched[rank]->exit_code(), 1) << "rank " << rank;
+    EXPECT_NE(mismatched[rank]->Stderr().find("node 1 runs transport 'gloo' but node 0 runs 'ucx'"), std::string::npos)
+        << mismatched[rank]->Stderr();
+    EXPECT_TRUE(mismatched[rank]->StdoutLines().empty()) << "no rank trained";
+  }
+  // An unknown transport is a usage error listing the valid ones.
+  Process unknown({Runfile("tools/worker/oneflow_worker"), "--plan=" + plan, "--transport=tcp"}, {});
+  ASSERT_TRUE(unknown.Wait(milliseconds(20000)));
+  EXPECT_EQ(unknown.exit_code(), 2);
+  EXPECT_NE(unknown.Stderr().find("--transport: unknown transport 'tcp'; valid: ucx, gloo"), std::string::npos)
+      << unknown.Stderr();
 }
 
 // A long job on 2 daemons for the fault tests; returns once iteration 3 was reported.

@@ -33,6 +33,9 @@ ABSL_DECLARE_FLAG(int64_t, checkpoint_every);
 ABSL_DECLARE_FLAG(std::string, resume_from);
 ABSL_DECLARE_FLAG(std::string, trace);
 
+ABSL_FLAG(std::string, transport, "",
+          "Transport of the groups that span nodes: ucx (shared memory within a host, TCP across hosts; the "
+          "default) or gloo (TCP). Recorded in every metrics line.");
 ABSL_FLAG(double, collective_timeout_s, 0, "Seconds a collective may wait for its peers (0: the workers' default).");
 ABSL_FLAG(std::string, job_id, "", "The job's id on every node (default: generated from the time).");
 ABSL_FLAG(int64_t, max_restarts, 0,
@@ -108,6 +111,7 @@ absl::Status RunLaunch(const std::vector<std::string>& arguments, std::ostream& 
   launcher::LaunchOptions options;
   options.iterations = absl::GetFlag(FLAGS_iters);
   options.collective_timeout_s = absl::GetFlag(FLAGS_collective_timeout_s);
+  options.transport = absl::GetFlag(FLAGS_transport);
   options.job_id = absl::GetFlag(FLAGS_job_id);
   options.checkpoint_dir = AbsolutePath(absl::GetFlag(FLAGS_checkpoint_dir));
   options.checkpoint_every = absl::GetFlag(FLAGS_checkpoint_every);
@@ -223,12 +227,12 @@ Subcommand LaunchSubcommand() {
   command.arguments = "PLAN";
   command.flag_usage =
       "--nodes=HOST:PORT,... --token_file=F [--iters=N] [--metrics=FILE] [--tls_ca=F] "
-      "[--collective_timeout_s=S] [--job_id=ID] [--checkpoint_dir=DIR --checkpoint_every=N] "
+      "[--collective_timeout_s=S] [--transport=ucx|gloo] [--job_id=ID] [--checkpoint_dir=DIR --checkpoint_every=N] "
       "[--resume_from=DIR] [--max_restarts=K] [--hang_seconds=S] [--hang_action=stop|warn] [--slow_factor=F] "
       "[--diagnose_on_failure=false] [--trace=FILE.json]";
   command.summary = "run a plan on a cluster through the oneflowd daemons of its nodes";
   command.flags = {"nodes",  "token_file",     "iters",            "metrics",    "tls_ca", "collective_timeout_s",
-                   "job_id", "checkpoint_dir", "checkpoint_every", "resume_from",
+                   "transport", "job_id", "checkpoint_dir", "checkpoint_every", "resume_from",
                    "max_restarts", "hang_seconds", "hang_action", "slow_factor", "diagnose_on_failure", "trace"};
   command.min_arguments = 1;
   command.max_arguments = 1;

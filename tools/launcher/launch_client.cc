@@ -11,6 +11,7 @@
 #include "absl/strings/str_format.h"
 #include "absl/time/clock.h"
 #include "compiler/plan_verifier.h"
+#include "oneflow_core/comm/transport_name.h"
 #include "grpcpp/client_context.h"
 #include "tools/launcher/auth.h"
 #include "tools/launcher/daemon_client.h"
@@ -69,6 +70,11 @@ absl::StatusOr<std::unique_ptr<LaunchSession>> LaunchSession::Create(proto::Plan
   if (!std::isfinite(options.collective_timeout_s) || options.collective_timeout_s < 0) {
     return absl::InvalidArgumentError(
         absl::StrCat("--collective_timeout_s=", options.collective_timeout_s, " must be a number of seconds >= 0"));
+  }
+  if (!options.transport.empty()) {
+    if (absl::Status status = ParseTransport(options.transport).status(); !status.ok()) {
+      return absl::InvalidArgumentError(absl::StrCat("--transport: ", status.message()));
+    }
   }
   {
     proto::RunOptions checkpoints;
@@ -146,6 +152,7 @@ void LaunchSession::Follow(Node* node) {
   run->set_checkpoint_every(options_.checkpoint_every);
   run->set_resume_from(options_.resume_from);
   run->set_record_trace(options_.record_trace);
+  run->set_transport(options_.transport);
   run->set_disable_heartbeats(options_.monitor.hang_seconds <= 0 && options_.monitor.slow_factor <= 0);
   AttachToken(&node->context, options_.token);
   std::unique_ptr<grpc::ClientReader<proto::JobEvent>> reader = node->stub->Submit(&node->context, request);

@@ -55,6 +55,8 @@ struct LaunchOptions {
   std::string resume_from;
   // The workers record their acts and send them after the last iteration (on_trace).
   bool record_trace = false;
+  // `--transport=`: the workers' cross-node transport ("ucx", "gloo"); empty: their default.
+  std::string transport;
   // After a failure, how long the other nodes get to report their end.
   absl::Duration cancel_wait = absl::Seconds(10);
   // Hang and slow-rank detection from the daemons' heartbeats (progress_monitor.h).

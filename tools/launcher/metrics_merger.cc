@@ -34,6 +34,7 @@ std::vector<proto::IterationMetrics> MetricsMerger::Add(int64_t node, const prot
   if (node == reporting_nodes_.front()) partial.loss = metrics.loss();
   partial.step_ms = std::max(partial.step_ms, metrics.step_ms());
   partial.node_step_ms[node] = metrics.step_ms();
+  if (!metrics.transport().empty()) partial.transport = metrics.transport();
   for (const proto::CodecMetrics& entry : metrics.compression()) {
     proto::CodecMetrics& sum = partial.compression[entry.codec()];
     sum.set_codec(entry.codec());
@@ -58,6 +59,7 @@ std::vector<proto::IterationMetrics> MetricsMerger::Add(int64_t node, const prot
     merged.set_iteration(next_);
     merged.set_loss(done.loss);
     merged.set_step_ms(done.step_ms);
+    merged.set_transport(done.transport);
     merged.set_samples_per_s(done.step_ms > 0 ? static_cast<double>(batch_size_) * 1000.0 / done.step_ms : 0.0);
     for (const auto& [reporting_node, step_ms] : done.node_step_ms) (*merged.mutable_node_step_ms())[reporting_node] = step_ms;
     for (const auto& [codec, sum] : done.compression) *merged.add_compression() = sum;

@@ -48,6 +48,7 @@ class MetricsMerger {
     std::map<int64_t, double> node_step_ms;
     std::map<std::string, proto::CodecMetrics> compression;
     proto::SparseMetrics sparse;
+    std::string transport;  // the nodes' (they agreed on one before training)
   };
   std::vector<int64_t> reporting_nodes_;
   int64_t batch_size_;

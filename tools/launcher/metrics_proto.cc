@@ -27,6 +27,7 @@ proto::IterationMetrics MetricsToProto(const actors::IterationMetrics& m) {
     entry->set_dense_calls(sparse.dense_calls);
   }
   for (const auto& [node, step_ms] : m.node_step_ms) (*metrics.mutable_node_step_ms())[node] = step_ms;
+  metrics.set_transport(m.transport);
   return metrics;
 }
 
@@ -46,6 +47,7 @@ actors::IterationMetrics MetricsFromProto(const proto::IterationMetrics& m) {
                                            sparse.rows_sent(),     sparse.sparse_calls(),   sparse.dense_calls()};
   }
   for (const auto& [node, step_ms] : m.node_step_ms()) metrics.node_step_ms[node] = step_ms;
+  metrics.transport = m.transport();
   return metrics;
 }
 

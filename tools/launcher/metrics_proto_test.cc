@@ -41,6 +41,23 @@ TEST(MetricsProtoTest, TwoNodesMergeToTheOneProcessLine) {
             "\"node_step_ms\": {\"0\": 10.000, \"1\": 10.000}}\n");
 }
 
+// The transport of a multi-node job travels with each node's metrics, comes out of the
+// merge once, last on the line; one process's line has none.
+TEST(MetricsProtoTest, TransportRoundTripsAndEndsTheMergedLine) {
+  actors::IterationMetrics m = NodeMetrics(0.01, 1.0, 100, 800);
+  m.compression.clear();
+  EXPECT_EQ(actors::MetricsJsonLine(m).find("transport"), std::string::npos);
+  m.transport = "ucx";
+  EXPECT_EQ(MetricsFromProto(MetricsToProto(m)).transport, "ucx");
+  MetricsMerger merger(/*reporting_nodes=*/{0, 1}, /*batch_size=*/32);
+  EXPECT_TRUE(merger.Add(0, MetricsToProto(m)).empty());
+  const std::vector<proto::IterationMetrics> merged = merger.Add(1, MetricsToProto(m));
+  ASSERT_EQ(merged.size(), 1u);
+  EXPECT_EQ(actors::MetricsJsonLine(MetricsFromProto(merged[0])),
+            "{\"iter\": 7, \"loss\": 1.25, \"step_ms\": 10.000, \"samples_per_s\": 3200.0, "
+            "\"node_step_ms\": {\"0\": 10.000, \"1\": 10.000}, \"transport\": \"ucx\"}\n");
+}
+
 // Row-sparse boxing bytes travel with the metrics and add up over nodes; a node without
 // row-sparse boxings sends none.
 TEST(MetricsProtoTest, SparseBytesRoundTripAndAddUp) {

@@ -5,6 +5,7 @@
 #include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
 #include "compiler/plan_verifier.h"
+#include "oneflow_core/comm/transport_name.h"
 #include "tools/launcher/address.h"
 #include "tools/launcher/worker_status_file.h"
 
@@ -86,6 +87,11 @@ absl::Status ValidateSubmitRequest(const proto::SubmitRequest& request, int64_t 
     return status;
   }
   if (absl::Status status = ValidateCheckpointOptions(options, "options."); !status.ok()) return status;
+  if (!options.transport().empty()) {
+    if (absl::Status status = ParseTransport(options.transport()).status(); !status.ok()) {
+      return absl::InvalidArgumentError(absl::StrCat("options.transport: ", status.message()));
+    }
+  }
   for (char c : options.worker_host()) {
     if (!absl::ascii_isalnum(static_cast<unsigned char>(c)) && c != '.' && c != '-' && c != ':' && c != '[' &&
         c != ']' && c != '_') {

@@ -29,7 +29,10 @@ ABSL_FLAG(std::string, rendezvous, "", "host:port of the Rendezvous service (dae
 ABSL_FLAG(std::string, token_file, "", "File holding the shared token for the Rendezvous service.");
 ABSL_FLAG(std::string, tls_ca, "", "CA certificate to verify the Rendezvous service's TLS certificate.");
 ABSL_FLAG(double, collective_timeout_s, 0, "Seconds a collective may wait for its peers (0: 60).");
-ABSL_FLAG(std::string, worker_host, "", "Address Gloo binds for connections to the other nodes.");
+ABSL_FLAG(std::string, worker_host, "", "Address Gloo binds for connections to the other nodes (--transport=gloo).");
+ABSL_FLAG(std::string, transport, "",
+          "Transport of the groups that span nodes: ucx (default: shared memory within a host, TCP across hosts) "
+          "or gloo (TCP). Every node must use the same.");
 ABSL_FLAG(int32_t, events_fd, -1, "Pipe to the daemon: length-delimited JobEvents (daemon mode).");
 ABSL_FLAG(std::string, status_file, "", "Per-device progress file the daemon reads (daemon mode).");
 ABSL_FLAG(std::string, metrics, "",
@@ -64,6 +67,11 @@ int main(int argc, char** argv) {
   const double timeout = absl::GetFlag(FLAGS_collective_timeout_s);
   if (timeout < 0) return Usage(absl::StrCat("--collective_timeout_s=", timeout, " must be >= 0"));
   if (timeout > 0) options.collective_timeout = absl::Seconds(timeout);
+  if (const std::string transport = absl::GetFlag(FLAGS_transport); !transport.empty()) {
+    const absl::StatusOr<oneflow::Transport> parsed = oneflow::ParseTransport(transport);
+    if (!parsed.ok()) return Usage(absl::StrCat("--transport: ", parsed.status().message()));
+    options.transport = *parsed;
+  }
   options.tls_ca_file = absl::GetFlag(FLAGS_tls_ca);
   options.events_fd = absl::GetFlag(FLAGS_events_fd);
   options.status_file = absl::GetFlag(FLAGS_status_file);

@@ -26,6 +26,7 @@
 #include "tools/launcher/metrics_proto.h"
 #include "tools/launcher/rendezvous_client.h"
 #include "tools/launcher/rendezvous_service.h"
+#include "tools/worker/transport_agreement.h"
 #include "tools/launcher/signal_watcher.h"
 #include "tools/launcher/worker_events.h"
 #include "tools/launcher/worker_status_file.h"
@@ -223,9 +224,20 @@ absl::Status RunWorker(const WorkerOptions& options) {
     OF_ASSIGN_OR_RETURN(rendezvous, launcher::RendezvousClient::Create(client_options));
     return absl::OkStatus();
   };
+  // Before any node trains: every node can run the same transport.
+  auto agree = [&]() -> absl::Status {
+    if (rendezvous == nullptr) return absl::OkStatus();
+    return AgreeOnTransport(*rendezvous, options.node_rank, plan.cluster().num_nodes(), options.transport,
+                            TransportAvailable(options.transport), options.collective_timeout);
+  };
   if (absl::Status status = connect(); !status.ok()) {
     const absl::Status named(status.code(), absl::StrCat("node ", options.node_rank, ": rendezvous at ",
                                                           options.rendezvous_address, ": ", status.message()));
+    fail_event(named, {});
+    return named;
+  }
+  if (absl::Status status = agree(); !status.ok()) {
+    const absl::Status named(status.code(), absl::StrCat("node ", options.node_rank, ": ", status.message()));
     fail_event(named, {});
     return named;
   }
@@ -274,6 +286,7 @@ absl::Status RunWorker(const WorkerOptions& options) {
   train.collective_timeout = options.collective_timeout;
   train.rendezvous = rendezvous.get();
   train.worker_host = options.worker_host;
+  train.transport = options.transport;
   train.checkpoint.dir = options.checkpoint_dir;
   train.checkpoint.every = options.checkpoint_every;
   train.checkpoint.on_saved = [&](const actors::CheckpointRecord& saved) {
@@ -292,7 +305,10 @@ absl::Status RunWorker(const WorkerOptions& options) {
     iterations[device].store(completed, std::memory_order_relaxed);
     if (status_file) status_file->SetCompletedIterations(slot[device], completed);
   };
-  train.on_iteration = [&](const actors::IterationMetrics& m) {
+  train.on_iteration = [&](const actors::IterationMetrics& iteration_metrics) {
+    actors::IterationMetrics m = iteration_metrics;
+    // Which transport the cross-node groups ran over, for comparing runs.
+    if (plan.cluster().num_nodes() > 1) m.transport = TransportName(options.transport);
     proto::JobEvent event;
     event.set_job_id(options.job_id);
     event.set_node_rank(options.node_rank);

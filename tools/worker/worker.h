@@ -10,6 +10,7 @@
 
 #include "absl/status/status.h"
 #include "absl/time/time.h"
+#include "oneflow_core/comm/transport.h"
 
 namespace oneflow::worker {
 
@@ -30,6 +31,9 @@ struct WorkerOptions {
   std::string tls_ca_file;
   absl::Duration collective_timeout = absl::Seconds(60);
   std::string worker_host = "127.0.0.1";
+  // The transport of groups that span nodes (`--transport=`); every node must run the same
+  // one (transport_agreement.h). It shows in every metrics line of a multi-node job.
+  Transport transport = kDefaultTransport;
   int events_fd = -1;        // Length-delimited JobEvents to the daemon; < 0: none.
   std::string status_file;   // Empty: none.
   std::string metrics_path;  // JSON lines here ("-": stdout; empty: none).

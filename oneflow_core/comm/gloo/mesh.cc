@@ -30,30 +30,6 @@ constexpr absl::Duration kRecordGrace = absl::Milliseconds(500);
 // connection, so it must outlast the group.
 constexpr std::chrono::milliseconds kForever = std::chrono::hours(24 * 365 * 10);
 
-// A record is "<source>\n<rank>\n<code>\n<message>", the failure as a third rank tells it.
-std::string EncodeRecord(const Failure& failure) {
-  return absl::StrCat(static_cast<int>(failure.source), "\n", failure.rank, "\n",
-                      static_cast<int>(failure.code), "\n", failure.message);
-}
-
-std::optional<Failure> DecodeRecord(const std::string& text) {
-  std::vector<std::string> parts = absl::StrSplit(text, absl::MaxSplits('\n', 3));
-  int source = 0;
-  int code = 0;
-  Failure failure;
-  if (parts.size() != 4 || !absl::SimpleAtoi(parts[0], &source) ||
-      !absl::SimpleAtoi(parts[1], &failure.rank) || !absl::SimpleAtoi(parts[2], &code) ||
-      source < 0 || source > static_cast<int>(Failure::Source::kLostConnection)) {
-    return std::nullopt;
-  }
-  failure.source = static_cast<Failure::Source>(source);
-  failure.code = static_cast<absl::StatusCode>(code);
-  failure.message = std::move(parts[3]);
-  return failure;
-}
-
-std::string PeerText(int64_t rank) { return rank < 0 ? "a peer" : absl::StrCat("rank ", rank); }
-
 // Gloo writes to its sockets with writev(2), which raises SIGPIPE when the peer has
 // closed: by default that kills the process instead of failing the write. So the first
 // connecting rank ignores SIGPIPE for the process, unless someone installed a handler.
@@ -68,31 +44,6 @@ void IgnoreSigpipe() {
 }
 
 }  // namespace
-
-std::string Failure::WhileWaiting() const {
-  switch (source) {
-    case Source::kThisRank:
-      return absl::StrCat("the group was aborted: ", message);
-    case Source::kPeer:
-      return absl::StrCat("the group was aborted by rank ", rank, ": ", message);
-    case Source::kLostConnection:
-      return absl::StrCat("lost the connection to ", PeerText(rank), ": ", message);
-  }
-  return message;
-}
-
-std::string Failure::Earlier() const {
-  switch (source) {
-    case Source::kThisRank:
-      return absl::StrCat("the group was aborted earlier: ", message);
-    case Source::kPeer:
-      return absl::StrCat("the group was aborted earlier by rank ", rank, ": ", message);
-    case Source::kLostConnection:
-      return absl::StrCat("the group was aborted earlier: lost the connection to ", PeerText(rank),
-                          ": ", message);
-  }
-  return message;
-}
 
 Mesh::Mesh(GlooGroupOptions options) : options_(std::move(options)) {}
 
@@ -175,7 +126,7 @@ void Mesh::WriteRecord(const Failure& failure) {
     told.rank = rank();
   }
   // Best effort: without the record, peers still fail, as UNAVAILABLE "lost the connection".
-  (void)options_.store->Set(RecordKey(rank()), EncodeRecord(told));
+  (void)options_.store->Set(RecordKey(rank()), EncodeFailureRecord(told));
   (void)options_.store->Set(Key("failed"), absl::StrCat(rank()));
 }
 
@@ -187,7 +138,7 @@ std::optional<Failure> Mesh::ReadRecord(const std::vector<int64_t>& ranks, absl:
       if (rank < 0) continue;
       const absl::StatusOr<std::string> text = options_.store->Get(RecordKey(rank));
       if (!text.ok()) continue;
-      std::optional<Failure> record = DecodeRecord(*text);
+      std::optional<Failure> record = DecodeFailureRecord(*text);
       if (record.has_value()) return record;
     }
     if (absl::Now() >= deadline || failure().has_value()) return std::nullopt;

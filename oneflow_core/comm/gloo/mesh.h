@@ -34,29 +34,10 @@
 #include "gloo/rendezvous/context.h"
 #include "gloo/transport/unbound_buffer.h"
 #include "oneflow_core/comm/gloo/communicator.h"
+#include "oneflow_core/comm/gloo/failure.h"
 
 namespace oneflow {
 namespace gloo_backend {
-
-// Why the group stopped working, as this rank tells it.
-struct Failure {
-  enum class Source {
-    kThisRank,        // a call or Abort on this rank failed; `message` is its status message
-    kPeer,            // rank `rank` failed first and recorded `message`
-    kLostConnection,  // the connection to rank `rank` (-1: not known) broke without a record
-  };
-  Source source = Source::kThisRank;
-  int64_t rank = -1;
-  absl::StatusCode code = absl::StatusCode::kUnknown;
-  std::string message;
-
-  // For a call that was waiting when it happened: "the group was aborted: M",
-  // "the group was aborted by rank 2: M", "lost the connection to rank 2: M".
-  std::string WhileWaiting() const;
-  // For a later call: "the group was aborted earlier: M", "... earlier by rank 2: M",
-  // "... earlier: lost the connection to rank 2: M".
-  std::string Earlier() const;
-};
 
 class Mesh {
  public:

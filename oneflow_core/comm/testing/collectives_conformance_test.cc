@@ -255,13 +255,14 @@ TEST_P(CollectivesConformanceTest, SendRecvBetweenEveryPair) {
   for (int64_t rank = 0; rank < n; ++rank) EXPECT_EQ(wrong[rank], 0) << "rank " << rank;
 }
 
-// In-process on 1..8 ranks; Gloo on 1..4 and 8 (5..7 add time, and nothing that 3 and 8
+// In-process on 1..8 ranks; Gloo and UCX on 1..4 and 8 (5..7 add time, and nothing that 3 and 8
 // do not already exercise: an uneven binomial tree, more peers than cores); hierarchical
 // on one device, one device per node, one node, and 2 or 3 nodes of 2 or 4 devices.
 std::vector<BackendCase> Cases() {
   std::vector<BackendCase> cases;
   for (int64_t ranks = 1; ranks <= 8; ++ranks) cases.push_back({InProcessFactory(), {1, ranks}});
   for (int64_t ranks : {1, 2, 3, 4, 8}) cases.push_back({GlooFactory(), {1, ranks}});
+  for (int64_t ranks : {1, 2, 3, 4, 8}) cases.push_back({UcxFactory(), {1, ranks}});
   for (GroupShape shape : {GroupShape{1, 1}, GroupShape{2, 1}, GroupShape{1, 3}, GroupShape{2, 2},
                            GroupShape{3, 2}, GroupShape{2, 4}}) {
     cases.push_back({HierarchicalFactory(), shape});

@@ -10,7 +10,7 @@ std::string ShapeName(const GroupShape& shape) {
 }
 
 std::vector<std::shared_ptr<CommunicatorFactory>> AllCommunicatorFactories() {
-  return {InProcessFactory(), GlooFactory(), HierarchicalFactory()};
+  return {InProcessFactory(), GlooFactory(), UcxFactory(), HierarchicalFactory()};
 }
 
 // Flat backends are named by their rank count; the hierarchical one by its shape, which

@@ -60,7 +60,7 @@ class CommunicatorFactory {
  public:
   virtual ~CommunicatorFactory() = default;
 
-  // "in_process", "gloo", "hierarchical": for test names and messages.
+  // "in_process", "gloo", "ucx", "hierarchical": for test names and messages.
   virtual std::string name() const = 0;
 
   // A new group of `shape.size()` ranks (>= 1). Backends without nodes ignore how the ranks
@@ -98,6 +98,9 @@ std::shared_ptr<CommunicatorFactory> InProcessFactory();
 // Gloo groups: every rank a thread with its own TCP connections on 127.0.0.1, meeting
 // through an in-memory store of the group's own.
 std::shared_ptr<CommunicatorFactory> GlooFactory();
+// UCX groups: every rank a thread with its own UCX worker (shared memory between them),
+// meeting through an in-memory store of the group's own.
+std::shared_ptr<CommunicatorFactory> UcxFactory();
 // Hierarchical groups: in-process groups within a node, Gloo groups across nodes and flat.
 std::shared_ptr<CommunicatorFactory> HierarchicalFactory();
 

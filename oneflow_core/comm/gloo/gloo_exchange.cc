@@ -1,4 +1,4 @@
-#include "oneflow_core/comm/gloo/exchange.h"
+#include "oneflow_core/comm/gloo/gloo_exchange.h"
 
 #include <algorithm>
 
@@ -13,21 +13,9 @@ namespace {
 
 constexpr std::chrono::milliseconds kForever = std::chrono::hours(24 * 365 * 10);
 
-absl::string_view VerbText(Exchange::Verb verb) {
-  switch (verb) {
-    case Exchange::Verb::kArrive:
-      return "to arrive";
-    case Exchange::Verb::kSend:
-      return "to send";
-    case Exchange::Verb::kReceive:
-      return "to receive";
-  }
-  return "";
-}
-
 }  // namespace
 
-Exchange::Exchange(Mesh* mesh, uint64_t slot, absl::Time deadline, absl::Duration timeout,
+GlooExchange::GlooExchange(Mesh* mesh, uint64_t slot, absl::Time deadline, absl::Duration timeout,
                    std::string prefix)
     : mesh_(mesh),
       slot_(slot),
@@ -35,13 +23,13 @@ Exchange::Exchange(Mesh* mesh, uint64_t slot, absl::Time deadline, absl::Duratio
       timeout_(timeout),
       prefix_(std::move(prefix)) {}
 
-Exchange::~Exchange() {
+GlooExchange::~GlooExchange() {
   for (Transfer& transfer : transfers_) mesh_->UnregisterWait(transfer.buffer.get());
   // `transfers_` goes next: each buffer's destructor waits until Gloo's I/O thread holds
   // no reference to it, and later messages for it are dropped.
 }
 
-std::chrono::milliseconds Exchange::Remaining() const {
+std::chrono::milliseconds GlooExchange::Remaining() const {
   if (deadline_ == absl::InfiniteFuture()) return kForever;
   const absl::Duration left = deadline_ - absl::Now();
   if (left <= absl::ZeroDuration()) return std::chrono::milliseconds(0);
@@ -50,17 +38,17 @@ std::chrono::milliseconds Exchange::Remaining() const {
                                 absl::Ceil(left, absl::Milliseconds(1)))));
 }
 
-Exchange::Op Exchange::Send(int64_t peer, int phase, const void* data, int64_t bytes,
+GlooExchange::Op GlooExchange::Send(int64_t peer, int phase, const void* data, int64_t bytes,
                             Verb waiting_for) {
   // Gloo reads a send buffer only; its interface takes void*.
   return Post(peer, phase, const_cast<void*>(data), bytes, /*receiving=*/false, waiting_for);
 }
 
-Exchange::Op Exchange::Recv(int64_t peer, int phase, void* data, int64_t bytes, Verb waiting_for) {
+GlooExchange::Op GlooExchange::Recv(int64_t peer, int phase, void* data, int64_t bytes, Verb waiting_for) {
   return Post(peer, phase, data, bytes, /*receiving=*/true, waiting_for);
 }
 
-Exchange::Op Exchange::Post(int64_t peer, int phase, void* data, int64_t bytes, bool receiving,
+GlooExchange::Op GlooExchange::Post(int64_t peer, int phase, void* data, int64_t bytes, bool receiving,
                             Verb waiting_for) {
   if (!status_.ok() || bytes == 0) return kNoOp;
   Transfer transfer;
@@ -87,7 +75,7 @@ Exchange::Op Exchange::Post(int64_t peer, int phase, void* data, int64_t bytes, 
   return static_cast<Op>(transfers_.size()) - 1;
 }
 
-Exchange::Outcome Exchange::WaitFor(Transfer& transfer, std::chrono::milliseconds timeout,
+GlooExchange::Outcome GlooExchange::WaitFor(Transfer& transfer, std::chrono::milliseconds timeout,
                                     std::string* detail) {
   try {
     const bool completed = transfer.receiving ? transfer.buffer->waitRecv(nullptr, timeout)
@@ -105,7 +93,7 @@ Exchange::Outcome Exchange::WaitFor(Transfer& transfer, std::chrono::millisecond
   }
 }
 
-absl::Status Exchange::Stopped(const std::string& waiting_for) {
+absl::Status GlooExchange::Stopped(const std::string& waiting_for) {
   const std::optional<Failure> failure = mesh_->failure();
   if (!failure.has_value()) {
     return absl::InternalError(absl::StrCat(prefix_, ": stopped waiting for ", waiting_for,
@@ -115,7 +103,7 @@ absl::Status Exchange::Stopped(const std::string& waiting_for) {
                                                   ": ", failure->WhileWaiting()));
 }
 
-absl::Status Exchange::Report(const Transfer& transfer, Outcome outcome, const std::string& detail,
+absl::Status GlooExchange::Report(const Transfer& transfer, Outcome outcome, const std::string& detail,
                               absl::Span<const Op> others) {
   const std::string waiting_for =
       absl::StrCat("rank ", transfer.peer, " ", VerbText(transfer.waiting_for));
@@ -156,7 +144,7 @@ absl::Status Exchange::Report(const Transfer& transfer, Outcome outcome, const s
   return expired;
 }
 
-absl::Status Exchange::Wait(Op op) {
+absl::Status GlooExchange::Wait(Op op) {
   if (op == kNoOp || !status_.ok()) return status_;
   Transfer& transfer = transfers_[op];
   if (transfer.done) return status_;
@@ -166,7 +154,7 @@ absl::Status Exchange::Wait(Op op) {
   return status_;
 }
 
-absl::Status Exchange::WaitAll(absl::Span<const Op> ops) {
+absl::Status GlooExchange::WaitAll(absl::Span<const Op> ops) {
   for (Op op : ops) {
     if (op == kNoOp) continue;
     if (!status_.ok()) return status_;
@@ -179,13 +167,13 @@ absl::Status Exchange::WaitAll(absl::Span<const Op> ops) {
   return status_;
 }
 
-absl::Status Exchange::Finish() {
+absl::Status GlooExchange::Finish() {
   std::vector<Op> all(transfers_.size());
   for (size_t i = 0; i < all.size(); ++i) all[i] = static_cast<Op>(i);
   return WaitAll(all);
 }
 
-absl::Status Exchange::Fail(const absl::Status& status) {
+absl::Status GlooExchange::Fail(const absl::Status& status) {
   if (!status_.ok()) return status_;
   status_ = absl::Status(status.code(), absl::StrCat(prefix_, ": ", status.message()));
   mesh_->Fail(

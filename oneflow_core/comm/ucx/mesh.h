@@ -1,0 +1,104 @@
+// One rank's UCX worker and endpoints for a group, and the group's failure as this rank
+// knows it (the UCX counterpart of gloo/mesh.h; the same Failure and records).
+//
+// Connecting (lazily, on the first call, on the calling thread): the rank creates its
+// worker, publishes "<group>/ucx/address/<rank>" (its worker address, hex) and
+// "<group>/ucx/process/<rank>" (host identity and process id), waits for every rank's
+// address (a missing rank is named: "waited 1s for rank 3 to join the group"), and creates
+// one endpoint per peer. UCX wires the endpoints up on their first message.
+//
+// Failing: the first failure wins. Fail() records it in the store, "<group>/failure/<rank>"
+// and "<group>/failed" = rank, and sets a flag the waits of this rank's call poll, so it is
+// thread-safe and never touches UCX (only the communication thread does). Peers learn of
+// it by CheckPeers(), which a wait calls every few milliseconds once it has waited for a
+// millisecond: it reads "<group>/failed" and fails this rank with that rank's record; and,
+// for peers on this host (same boot id and pid namespace), checks their processes are
+// alive, so a peer that died without a record fails the group as a lost connection. Why
+// not UCX's own peer-failure detection: it needs UCP_ERR_HANDLING_MODE_PEER, which this
+// UCX (1.13) supports only without synchronous sends (Send's rendezvous, communicator.h)
+// and with fewer transports.
+#ifndef ONEFLOW_CORE_COMM_UCX_MESH_H_
+#define ONEFLOW_CORE_COMM_UCX_MESH_H_
+
+#include <ucp/api/ucp.h>
+
+#include <atomic>
+#include <cstdint>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/time/time.h"
+#include "oneflow_core/comm/gloo/failure.h"
+#include "oneflow_core/comm/ucx/communicator.h"
+
+namespace oneflow {
+namespace ucx_backend {
+
+using gloo_backend::Failure;
+
+class Mesh {
+ public:
+  explicit Mesh(UcxGroupOptions options);
+  // Records "its communicator was destroyed" when connected and not failed, then closes the
+  // endpoints and the worker. Precondition: no call is in progress.
+  ~Mesh();
+  Mesh(const Mesh&) = delete;
+  Mesh& operator=(const Mesh&) = delete;
+
+  int64_t rank() const { return options_.rank; }
+  int64_t size() const { return options_.size; }
+  const std::string& group_name() const { return options_.group_name; }
+
+  // Connects on the first call; then OK at once. Waits until `deadline`; `timeout` is that
+  // wait's length, for messages; every error starts with `prefix`. A failure here fails
+  // the group.
+  absl::Status Connect(absl::Time deadline, absl::Duration timeout, const std::string& prefix);
+  // Preconditions: Connect returned OK; the caller is the communication thread.
+  ucp_worker_h worker() const { return worker_; }
+  ucp_ep_h endpoint(int64_t peer) const { return endpoints_[peer]; }
+
+  // Fails the group with `failure` unless it failed already. Any thread.
+  void Fail(Failure failure);
+  // Fails the group because the transfers with `peers` broke: with the record of the first
+  // that has one (waiting briefly for it), else as a lost connection.
+  void FailForBrokenConnection(const std::vector<int64_t>& peers, const std::string& detail);
+  std::optional<Failure> failure() const;
+  // A cheap check for the waits' loop.
+  bool failed() const { return failed_.load(std::memory_order_acquire); }
+  // Looks for a peer's failure record and for dead peer processes on this host, failing
+  // the group when it finds one; at most every kCheckInterval, else does nothing.
+  void CheckPeers(absl::Time now);
+
+ private:
+  std::string Key(const std::string& what) const;
+  std::string RecordKey(int64_t rank) const;
+  absl::Status StopConnecting();
+  absl::Status StoppedWaiting(const std::string& prefix, const std::string& waiting_for) const;
+  std::optional<Failure> ReadRecord(const std::vector<int64_t>& ranks, absl::Duration grace);
+  void WriteRecord(const Failure& failure);
+  absl::Status JoinGroup(absl::Time deadline, absl::Duration timeout, const std::string& prefix);
+  absl::Status CreateEndpoints(const std::string& prefix);
+  void CloseEndpoints();
+
+  const UcxGroupOptions options_;
+  ucp_worker_h worker_ = nullptr;
+  std::vector<ucp_ep_h> endpoints_;
+  // Peers' process ids where they run on this host (same boot id and pid namespace);
+  // 0 elsewhere and for this rank.
+  std::vector<int64_t> local_pids_;
+  absl::Time next_check_ = absl::InfinitePast();
+
+  std::atomic<bool> failed_{false};
+  // Guards the members below.
+  mutable std::mutex mutex_;
+  bool connected_ = false;
+  std::optional<Failure> failure_;
+};
+
+}  // namespace ucx_backend
+}  // namespace oneflow
+
+#endif  // ONEFLOW_CORE_COMM_UCX_MESH_H_
