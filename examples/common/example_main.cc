@@ -6,15 +6,21 @@
 #include <vector>
 
 #include "absl/flags/flag.h"
+#include "absl/flags/parse.h"
+#include "absl/flags/usage.h"
+#include "absl/flags/usage_config.h"
+#include "absl/strings/match.h"
+#include "absl/strings/strip.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_split.h"
 #include "absl/strings/str_cat.h"
 #include "actors/run_locally.h"
 #include "compiler/compiler.h"
-#include "examples/common/compression_flags.h"
-#include "kernels/cpu/thread_pool.h"
+#include "examples/common/compile_driver.h"
+#include "oneflow_core/dsl/graph.h"
 #include "compiler/plan_io.h"
 #include "oneflow_core/status.h"
+#include "version.h"
 
 ABSL_FLAG(int64_t, nodes, 1, "Nodes of the cluster.");
 ABSL_FLAG(int64_t, devices_per_node, 1, "CPU devices per node.");
@@ -60,10 +66,44 @@ ABSL_FLAG(bool, fuse_epilogues, true,
 ABSL_FLAG(std::string, plan_out, "", "Write the compiled plan to this file.");
 ABSL_FLAG(bool, run, false, "After compiling, train the plan on this machine's CPU devices.");
 ABSL_FLAG(int64_t, iters, 10, "With --run: iterations to train.");
+ABSL_FLAG(bool, print_graph, false,
+          "Print the model's graph text (docs/graph_text.md) to stdout instead of compiling it; "
+          "`oneflow compile FILE` with the same layout flags compiles it to the same plan.");
 ABSL_FLAG(std::string, dump_after, "",
           "Comma-separated compiler pass names (or 'all') after which to print the state.");
 
 namespace oneflow::examples {
+
+namespace {
+
+std::string& ProgramName() {
+  static std::string* const name = new std::string;
+  return *name;
+}
+
+// --help shows the flags of files under examples/ (this library's shared ones, the
+// binary's own) and of a user's main file named after the binary (my_model.cc).
+bool IsExampleFlagFile(absl::string_view file) {
+  if (absl::StrContains(file, "examples/")) return true;
+  const size_t slash = file.find_last_of('/');
+  absl::string_view base = slash == absl::string_view::npos ? file : file.substr(slash + 1);
+  return absl::StripSuffix(base, ".cc") == ProgramName();
+}
+
+}  // namespace
+
+void ParseExampleFlags(int argc, char** argv, const char* usage) {
+  absl::string_view program = argc > 0 ? argv[0] : "";
+  const size_t slash = program.find_last_of('/');
+  ProgramName() = std::string(slash == absl::string_view::npos ? program : program.substr(slash + 1));
+  absl::FlagsUsageConfig config;
+  config.contains_help_flags = &IsExampleFlagFile;
+  config.contains_helpshort_flags = &IsExampleFlagFile;
+  config.version_string = [] { return std::string("oneflow " ONEFLOW_VERSION "\n"); };
+  absl::SetFlagsUsageConfig(config);
+  absl::SetProgramUsageMessage(usage);
+  absl::ParseCommandLine(argc, argv);
+}
 
 absl::StatusOr<ParallelLayout> LayoutFromFlags() {
   ParallelFlags flags;
@@ -79,57 +119,36 @@ absl::StatusOr<ParallelLayout> LayoutFromFlags() {
   return ParallelLayout::Create(flags);
 }
 
-absl::Status CompileAndReport(const proto::Job& job, const ParallelLayout& layout) {
-  CompileOptions options;
-  options.cluster = layout.cluster();
-  const int64_t threads_per_device = absl::GetFlag(FLAGS_threads_per_device);
-  OF_RETURN_IF_ERROR(CheckThreadsPerDevice(threads_per_device, "--threads_per_device"));
-  // 1 stays unset (0 reads as 1), so one-thread plans are byte-identical to earlier ones.
-  if (threads_per_device > 1) options.cluster.set_threads_per_device(threads_per_device);
-  const double bucket_mb = absl::GetFlag(FLAGS_bucket_mb);
-  if (!(bucket_mb >= 0) || bucket_mb > 1e6) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "--bucket_mb=", bucket_mb, " is not a bucket size: give MiB >= 0 (0 turns gradient buckets off, 25 is the default)"));
+CompileSettings SettingsFromFlags() {
+  CompileSettings settings;
+  settings.threads_per_device = absl::GetFlag(FLAGS_threads_per_device);
+  settings.bucket_mb = absl::GetFlag(FLAGS_bucket_mb);
+  settings.sparse_boxing = absl::GetFlag(FLAGS_sparse_boxing);
+  settings.fuse_epilogues = absl::GetFlag(FLAGS_fuse_epilogues);
+  settings.compression.compression = absl::GetFlag(FLAGS_compression);
+  settings.compression.codec_bytes_per_second = absl::GetFlag(FLAGS_codec_bytes_per_second);
+  settings.compression.codec_calibration = absl::GetFlag(FLAGS_codec_calibration);
+  settings.dump_after = absl::StrSplit(absl::GetFlag(FLAGS_dump_after), ',', absl::SkipEmpty());
+  return settings;
+}
+
+absl::Status CompileAndReport(const proto::Job& written, const ParallelLayout& layout) {
+  proto::Job job = written;
+  OF_RETURN_IF_ERROR(ResolveDataFiles(&job));
+  if (absl::GetFlag(FLAGS_print_graph)) {
+    OF_ASSIGN_OR_RETURN(const std::unique_ptr<Graph> graph, Graph::FromJob(job));
+    std::fputs(graph->ToText().c_str(), stdout);
+    return absl::OkStatus();
   }
-  options.bucket_mb = bucket_mb;
-  const std::string sparse_boxing = absl::GetFlag(FLAGS_sparse_boxing);
-  if (sparse_boxing != "auto" && sparse_boxing != "off") {
-    return absl::InvalidArgumentError(
-        absl::StrCat("--sparse_boxing=", sparse_boxing, " is not one of: auto, off"));
-  }
-  options.sparse_boxing = sparse_boxing == "auto";
-  options.fuse_epilogues = absl::GetFlag(FLAGS_fuse_epilogues);
-  CompressionFlags compression;
-  compression.compression = absl::GetFlag(FLAGS_compression);
-  compression.codec_bytes_per_second = absl::GetFlag(FLAGS_codec_bytes_per_second);
-  compression.codec_calibration = absl::GetFlag(FLAGS_codec_calibration);
-  OF_ASSIGN_OR_RETURN(options.compression, CompressionPolicyFromFlags(compression));
   std::string dump;
-  const std::string dump_after = absl::GetFlag(FLAGS_dump_after);
-  if (!dump_after.empty()) {
-    options.dump_after = absl::StrSplit(dump_after, ',', absl::SkipEmpty());
-    options.dump = &dump;
-  }
+  OF_ASSIGN_OR_RETURN(const CompileOptions options, CompileOptionsFor(layout, SettingsFromFlags(), &dump));
   const auto start = std::chrono::steady_clock::now();
   absl::StatusOr<proto::Plan> plan = Compile(job, options);
   const double seconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   std::fputs(dump.c_str(), stdout);
   OF_RETURN_IF_ERROR(plan.status());
-  int64_t actors = 0;
-  for (const proto::DevicePlan& device : plan->devices()) actors += device.actors_size();
-  std::printf("compiled '%s' for %s in %.3f s: %d logical ops, %d boxings, %d collectives, %lld actors\n",
-              job.name().c_str(), layout.placement().ToString().c_str(), seconds,
-              plan->job().ops_size(), plan->boxings_size(), plan->collectives_size(),
-              static_cast<long long>(actors));
-  const proto::DevicePlan& first = plan->devices(0);
-  std::printf("device 0:0: %d actors, %d registers, %d collectives, peak %lld B (lower bound %lld B), "
-              "sends %lld B/iter, receives %lld B/iter\n",
-              first.actors_size(), first.registers_size(), first.collective_order_size(),
-              static_cast<long long>(first.peak_bytes()),
-              static_cast<long long>(first.lower_bound_bytes()),
-              static_cast<long long>(first.bytes_sent_per_iter()),
-              static_cast<long long>(first.bytes_received_per_iter()));
+  std::fputs(CompileSummary(job, layout, *plan, seconds).c_str(), stdout);
   const std::string plan_out = absl::GetFlag(FLAGS_plan_out);
   if (!plan_out.empty()) {
     OF_RETURN_IF_ERROR(WritePlanFile(plan_out, *plan));

@@ -6,7 +6,7 @@
 // --codec_bytes_per_second=B --codec_calibration=FILE (compression_flags.h)
 // --threads_per_device=N (kernel threads per CPU device, kept in the plan's cluster)
 // --bucket_mb=MiB (gradient buckets, compiler/passes/gradient_bucketing_pass.h; 0: off)
-// --plan_out=FILE --dump_after=PASS[,PASS]
+// --plan_out=FILE --dump_after=PASS[,PASS] --print_graph (the graph text instead of a plan)
 // --run --iters=N (train the compiled plan here, one JSON line of metrics per iteration)
 #ifndef EXAMPLES_COMMON_EXAMPLE_MAIN_H_
 #define EXAMPLES_COMMON_EXAMPLE_MAIN_H_
@@ -20,11 +20,18 @@
 
 namespace oneflow::examples {
 
+// Parses the command line as every example does: `usage` heads --help, and --help lists
+// the shared layout and compile flags (examples/common) with the binary's own, not only
+// the flags of the file holding main(); --version prints the project's version.
+void ParseExampleFlags(int argc, char** argv, const char* usage);
+
 // The layout from the shared flags.
 absl::StatusOr<ParallelLayout> LayoutFromFlags();
 
 // Compiles `job`, prints the summary (and any --dump_after dumps) to stdout, writes the
-// plan to --plan_out when given. Errors name the flag or the op at fault.
+// plan to --plan_out when given. Data files are made absolute and checked first
+// (ResolveDataFiles). With --print_graph, prints the job's graph text (docs/graph_text.md,
+// what `oneflow compile` reads) instead of compiling. Errors name the flag or the op at fault.
 absl::Status CompileAndReport(const proto::Job& job, const ParallelLayout& layout);
 
 // Runs `body` and turns an error into "NAME: error: ..." on stderr and exit code 1

@@ -63,7 +63,16 @@ absl::StatusOr<int64_t> ParallelLayout::MicroBatchRows(int64_t batch) const {
     return absl::InvalidArgumentError(absl::StrCat("--batch=", batch, " is not divisible by --micro_batches=",
                                                    micro_batches_, "; micro-batches must be of equal size"));
   }
-  return batch / micro_batches_;
+  const int64_t rows = batch / micro_batches_;
+  if (rows < dp_) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "--batch=", batch,
+        micro_batches_ > 1 ? absl::StrCat(" is ", rows, " rows per micro-batch (--micro_batches=", micro_batches_, ")")
+                           : "",
+        ", fewer than --dp=", dp_, ": ", dp_ - rows, " of the ", dp_,
+        " data-parallel devices would get no rows; use --batch >= ", dp_ * micro_batches_));
+  }
+  return rows;
 }
 
 absl::Status ParallelLayout::CheckStages(int64_t blocks, const char* blocks_flag) const {

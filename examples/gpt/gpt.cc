@@ -7,8 +7,6 @@
 #include <iostream>
 
 #include "absl/flags/flag.h"
-#include "absl/flags/parse.h"
-#include "absl/flags/usage.h"
 #include "examples/common/example_main.h"
 #include "examples/gpt/gpt_model.h"
 #include "oneflow_core/status.h"
@@ -71,7 +69,6 @@ absl::Status Main() {
 }  // namespace oneflow::examples
 
 int main(int argc, char** argv) {
-  absl::SetProgramUsageMessage("Compiles a GPT-style transformer to a per-device plan.");
-  absl::ParseCommandLine(argc, argv);
+  oneflow::examples::ParseExampleFlags(argc, argv, "Compiles a GPT-style transformer to a per-device plan.");
   return oneflow::examples::RunExample("gpt", &oneflow::examples::Main);
 }

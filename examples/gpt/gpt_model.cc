@@ -1,5 +1,6 @@
 #include "examples/gpt/gpt_model.h"
 
+#include <filesystem>
 #include <fstream>
 
 #include "absl/strings/str_cat.h"
@@ -24,7 +25,8 @@ absl::Status CheckConfig(const GptConfig& config) {
     return absl::InvalidArgumentError(absl::StrCat("--text_file=", config.text_file, " and --token_file=",
                                                    config.token_file, " both name the data; give one"));
   }
-  if (!config.text_file.empty()) {
+  // A directory or a device is left to ResolveDataFiles (compile_driver.h), which names it.
+  if (!config.text_file.empty() && std::filesystem::is_regular_file(config.text_file)) {
     std::ifstream file(config.text_file, std::ios::binary | std::ios::ate);
     if (!file) return absl::InvalidArgumentError(absl::StrCat("--text_file=", config.text_file, ": cannot open it"));
     const std::streamoff bytes = file.tellg();
@@ -78,6 +80,19 @@ absl::StatusOr<proto::Job> BuildGpt(const GptConfig& config, const ParallelLayou
   if (!valid.ok()) return valid;
   OF_RETURN_IF_ERROR(layout.CheckStages(config.layers, "layers"));
   OF_RETURN_IF_ERROR(CheckMoeConfig(config.moe, layout.dp()));
+  // Megatron splits attention by heads: each tensor-parallel device needs whole heads, as
+  // many as every other (its w_q/w_k/w_v columns and w_o rows are those heads').
+  if (layout.tp() > config.heads) {
+    return absl::InvalidArgumentError(absl::StrCat("--tp=", layout.tp(), " is more than --heads=", config.heads,
+                                                   ": tensor parallelism splits attention by heads, so each of the ",
+                                                   layout.tp(), " devices needs at least one; use --tp <= ",
+                                                   config.heads));
+  }
+  if (config.heads % layout.tp() != 0) {
+    return absl::InvalidArgumentError(absl::StrCat("--heads=", config.heads, " is not divisible by --tp=", layout.tp(),
+                                                   ": tensor parallelism gives each device the same number of "
+                                                   "heads; use a --tp that divides --heads"));
+  }
   if (config.moe.enabled() && layout.pp() > 1) {
     return absl::InvalidArgumentError(absl::StrCat("--moe_experts=", config.moe.experts, " with --pp=", layout.pp(),
                                                    ": mixture-of-experts blocks do not run in pipeline stages yet"));

@@ -5,8 +5,6 @@
 //
 // --dp=1 --tp=1 on one device is the single-device reference.
 #include "absl/flags/flag.h"
-#include "absl/flags/parse.h"
-#include "absl/flags/usage.h"
 #include "examples/common/example_main.h"
 #include "examples/mlp/mlp_model.h"
 #include "oneflow_core/status.h"
@@ -43,7 +41,6 @@ absl::Status Main() {
 }  // namespace oneflow::examples
 
 int main(int argc, char** argv) {
-  absl::SetProgramUsageMessage("Compiles an MLP classifier to a per-device plan.");
-  absl::ParseCommandLine(argc, argv);
+  oneflow::examples::ParseExampleFlags(argc, argv, "Compiles an MLP classifier to a per-device plan.");
   return oneflow::examples::RunExample("mlp", &oneflow::examples::Main);
 }

@@ -76,6 +76,7 @@ Subcommand DiagnoseSubcommand() {
       "hung and slow ranks and mismatched collectives from the workers' flight recorder dumps (files, or a "
       "running job's through its daemons with --nodes)";
   command.flags = {"format", "nodes", "token_file", "tls_ca"};
+  command.flag_help = {{"format", "text (for people) or json (one object)."}};
   command.min_arguments = 1;
   command.max_arguments = 1 << 20;
   command.run = &RunDiagnose;

@@ -69,6 +69,8 @@ Subcommand InspectSubcommand() {
   command.flag_usage = "[--format=text|json|dot|html] [--device=K] [--trace=FILE.json]";
   command.summary = "print a plan: cluster, SBPs, boxings, per-device actors, memory and traffic";
   command.flags = {"format", "device", "trace"};
+  command.flag_help = {{"trace", "Read this Chrome/Perfetto trace of the plan (written by `oneflow run PLAN --trace=FILE.json`) "
+                                 "and show the measured pipeline bubble per stage."}};
   command.min_arguments = 1;
   command.max_arguments = 1;
   command.run = &RunInspect;

@@ -245,6 +245,7 @@ Subcommand ListSubcommand() {
   command.flag_usage = absl::StrCat(kDaemonFlagUsage, " [--format=text|json]");
   command.summary = "the jobs every node's oneflowd knows: state, iterations, start time";
   command.flags = {"nodes", "token_file", "tls_ca", "format"};
+  command.flag_help = {{"format", "text (for people) or json (one object)."}};
   command.run = &RunList;
   return command;
 }
@@ -256,6 +257,7 @@ Subcommand StatusSubcommand() {
   command.flag_usage = absl::StrCat(kDaemonFlagUsage, " [--format=text|json]");
   command.summary = "one job on every node: state, iterations, each device's progress";
   command.flags = {"nodes", "token_file", "tls_ca", "format"};
+  command.flag_help = {{"format", "text (for people) or json (one object)."}};
   command.min_arguments = 1;
   command.max_arguments = 1;
   command.run = &RunStatus;

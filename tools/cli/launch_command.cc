@@ -234,6 +234,7 @@ Subcommand LaunchSubcommand() {
   command.flags = {"nodes",  "token_file",     "iters",            "metrics",    "tls_ca", "collective_timeout_s",
                    "transport", "job_id", "checkpoint_dir", "checkpoint_every", "resume_from",
                    "max_restarts", "hang_seconds", "hang_action", "slow_factor", "diagnose_on_failure", "trace"};
+  command.flag_help = {{"trace", "After the job finished, write every node's acts as one Chrome/Perfetto trace (JSON) here."}};
   command.min_arguments = 1;
   command.max_arguments = 1;
   command.run = &RunLaunch;

@@ -9,15 +9,18 @@
 //   oneflow report METRICS.jsonl [--plan=PLAN --trace=FILE.json] > run.html
 //   oneflow calibrate [--out=FILE]
 //   oneflow diagnose DUMP... [--format=text|json]
-//   oneflow help
+//   oneflow compile GRAPH.txt [--nodes=N --devices_per_node=N --dp=N --tp=N ...] [--plan_out=F]
+//   oneflow help [SUBCOMMAND]       (also: oneflow SUBCOMMAND --help; oneflow --version)
 //
 // Exit codes: 0 success; 1 the subcommand failed (a bad file, a bad flag value, ...);
 // 2 a usage error (no or unknown subcommand, a flag of another subcommand, a wrong
-// number of arguments). absl's own flag errors (an unknown flag) also exit with 1.
+// number of arguments, a flag no subcommand knows). absl's own flag errors (a bad value) exit
+// with 1.
 //
 // Adding a subcommand: write NAME_command.{h,cc} returning a Subcommand (see
 // subcommand.h and inspect_command.cc), add it to Subcommands() below and its library
 // to the binary's deps. docs/inspect.md has the walk-through.
+#include <algorithm>
 #include <cstdio>
 #include <iostream>
 #include <string>
@@ -31,6 +34,7 @@
 #include "absl/strings/str_join.h"
 #include "tools/cli/calibrate_command.h"
 #include "tools/cli/checkpoint_command.h"
+#include "tools/cli/compile_command.h"
 #include "tools/cli/diagnose_command.h"
 #include "tools/cli/inspect_command.h"
 #include "tools/cli/job_commands.h"
@@ -39,6 +43,7 @@
 #include "tools/cli/report_command.h"
 #include "tools/cli/run_command.h"
 #include "tools/cli/subcommand.h"
+#include "version.h"
 
 namespace oneflow::cli {
 namespace {
@@ -53,7 +58,7 @@ const std::vector<Subcommand>& Subcommands() {
                                   StatusSubcommand(),     ListSubcommand(), CancelSubcommand(),
                                   CheckpointSubcommand(), ProfileSubcommand(), ReportSubcommand(),
                                   CalibrateSubcommand(),
-                                  DiagnoseSubcommand()};
+                                  DiagnoseSubcommand(), CompileSubcommand()};
   return *subcommands;
 }
 
@@ -62,18 +67,75 @@ std::string UsageLine(const Subcommand& command) {
                       command.flag_usage);
 }
 
+// The overview: one entry per subcommand; `oneflow help NAME` has its flags.
 std::string Usage() {
   std::string text = "usage: oneflow SUBCOMMAND [ARGUMENTS] [--FLAG=VALUE ...]\n\nsubcommands:\n";
   for (const Subcommand& command : Subcommands()) {
-    absl::StrAppend(&text, "  ", command.name, "  ", command.summary, "\n    ", UsageLine(command),
-                    "\n");
-    for (const std::string& flag : command.flags) {
-      const absl::CommandLineFlag* found = absl::FindCommandLineFlag(flag);
-      absl::StrAppend(&text, "    --", flag, ": ", found == nullptr ? "" : found->Help(), "\n");
+    absl::StrAppend(&text, "  ", command.name, "  ", command.summary, "\n    ", UsageLine(command), "\n");
+  }
+  absl::StrAppend(&text,
+                  "  help  this text; 'oneflow help SUBCOMMAND' (or 'oneflow SUBCOMMAND --help') prints a "
+                  "subcommand's flags\n\nSee docs/first_model.md, docs/inspect.md, docs/runtime.md and "
+                  "docs/launcher.md.\n");
+  return text;
+}
+
+// One subcommand: its usage line, what it does, and each of its flags with its meaning
+// for this subcommand and its default.
+std::string SubcommandUsage(const Subcommand& command) {
+  std::string text = absl::StrCat("usage: ", UsageLine(command), "\n", command.summary, "\n");
+  if (command.flags.empty()) return text;
+  absl::StrAppend(&text, "\nflags:\n");
+  for (const std::string& flag : command.flags) {
+    const absl::CommandLineFlag* found = absl::FindCommandLineFlag(flag);
+    const auto own = command.flag_help.find(flag);
+    const std::string help = own != command.flag_help.end() ? own->second
+                             : found != nullptr            ? found->Help()
+                                                           : "";
+    const std::string default_value = found == nullptr ? "" : found->DefaultValue();
+    absl::StrAppend(&text, "  --", flag,
+                    default_value.empty() ? "" : absl::StrCat(" (default: ", default_value, ")"), "\n      ",
+                    help, "\n");
+  }
+  return text;
+}
+
+const Subcommand* FindSubcommand(absl::string_view name) {
+  for (const Subcommand& candidate : Subcommands()) {
+    if (candidate.name == name) return &candidate;
+  }
+  return nullptr;
+}
+
+// Levenshtein distance, for "did you mean".
+size_t EditDistance(absl::string_view a, absl::string_view b) {
+  std::vector<size_t> row(b.size() + 1);
+  for (size_t j = 0; j <= b.size(); ++j) row[j] = j;
+  for (size_t i = 1; i <= a.size(); ++i) {
+    size_t diagonal = row[0];
+    row[0] = i;
+    for (size_t j = 1; j <= b.size(); ++j) {
+      const size_t above = row[j];
+      row[j] = std::min({row[j] + 1, row[j - 1] + 1, diagonal + (a[i - 1] == b[j - 1] ? 0 : 1)});
+      diagonal = above;
     }
   }
-  absl::StrAppend(&text, "  help  print this text\n\nSee docs/inspect.md, docs/runtime.md and docs/launcher.md.\n");
-  return text;
+  return row[b.size()];
+}
+
+// The candidate nearest to `name` when it is near enough to be a typo (at most a third
+// of the name's letters off), else "".
+std::string Nearest(absl::string_view name, const std::vector<std::string>& candidates) {
+  std::string best;
+  size_t best_distance = name.size() / 3 + 1;
+  for (const std::string& candidate : candidates) {
+    const size_t distance = EditDistance(name, candidate);
+    if (distance < best_distance) {
+      best_distance = distance;
+      best = candidate;
+    }
+  }
+  return best;
 }
 
 // The flag names written on the command line ("--format=json" and "--format json" both
@@ -105,30 +167,84 @@ int UsageError(absl::string_view message, const Subcommand* command = nullptr) {
   return kExitUsage;
 }
 
+// The first argument that is not a flag: the subcommand's name as written ("" if none).
+// A flag's value given as the next argument ("--format json") is not taken for it.
+std::string SubcommandOnCommandLine(int argc, char** argv) {
+  for (int i = 1; i < argc; ++i) {
+    absl::string_view token = argv[i];
+    if (token == "--") return i + 1 < argc ? argv[i + 1] : "";
+    if (!token.empty() && token[0] == '-') {
+      const bool takes_next = token.find('=') == absl::string_view::npos && i + 1 < argc &&
+                              FindSubcommand(argv[i + 1]) == nullptr && std::string(argv[i + 1]) != "help";
+      if (takes_next) {
+        // Only a non-bool flag takes the next argument as its value.
+        token.remove_prefix(token.size() > 1 && token[1] == '-' ? 2 : 1);
+        const absl::CommandLineFlag* flag = absl::FindCommandLineFlag(token);
+        if (flag != nullptr && !flag->IsOfType<bool>()) ++i;
+      }
+      continue;
+    }
+    return std::string(token);
+  }
+  return "";
+}
+
 int Main(int argc, char** argv) {
-  for (const std::string& flag : FlagNamesOnCommandLine(argc, argv)) {
-    if (flag == "help" || flag == "h") {
-      std::fputs(Usage().c_str(), stdout);
+  const std::vector<std::string> flags_written = FlagNamesOnCommandLine(argc, argv);
+  const std::string written = SubcommandOnCommandLine(argc, argv);
+  for (const std::string& flag : flags_written) {
+    if (flag == "version") {
+      std::printf("oneflow %s\n", ONEFLOW_VERSION);
       return 0;
     }
+    if (flag == "help" || flag == "h") {
+      const Subcommand* command = FindSubcommand(written);
+      std::fputs(command == nullptr ? Usage().c_str() : SubcommandUsage(*command).c_str(), stdout);
+      return 0;
+    }
+  }
+  std::vector<std::string> valid;
+  for (const Subcommand& candidate : Subcommands()) valid.push_back(candidate.name);
+  // A flag no subcommand reads would stop absl's parser with a bare "unknown flag"; say
+  // which one was meant instead. (absl's own flags, --flagfile and the like, pass.)
+  const Subcommand* written_command = FindSubcommand(written);
+  for (const std::string& flag : flags_written) {
+    const bool negated_bool = absl::StartsWith(flag, "no") && absl::FindCommandLineFlag(flag.substr(2)) != nullptr;
+    if (absl::FindCommandLineFlag(flag) != nullptr || negated_bool) continue;
+    std::vector<std::string> candidates;
+    for (const Subcommand& candidate : Subcommands()) {
+      if (written_command != nullptr && &candidate != written_command) continue;
+      candidates.insert(candidates.end(), candidate.flags.begin(), candidate.flags.end());
+    }
+    const std::string nearest = Nearest(flag, candidates);
+    const std::string prefix = written_command == nullptr ? "oneflow" : absl::StrCat("oneflow ", written);
+    return UsageError(absl::StrCat(prefix, ": unknown flag --", flag,
+                                   nearest.empty() ? "" : absl::StrCat("; did you mean --", nearest, "?")),
+                      written_command);
   }
   absl::SetProgramUsageMessage("the oneflow command-line tool; run `oneflow help`");
   const std::vector<char*> positional = absl::ParseCommandLine(argc, argv);
   if (positional.size() < 2) return UsageError("oneflow: no subcommand given");
   const std::string name = positional[1];
   if (name == "help") {
-    std::fputs(Usage().c_str(), stdout);
+    if (positional.size() == 2) {
+      std::fputs(Usage().c_str(), stdout);
+      return 0;
+    }
+    const Subcommand* command = FindSubcommand(positional[2]);
+    if (command == nullptr || positional.size() > 3) {
+      return UsageError(absl::StrCat("oneflow help: expected one of ", absl::StrJoin(valid, ", "), "; got ",
+                                     absl::StrJoin(positional.begin() + 2, positional.end(), " ")));
+    }
+    std::fputs(SubcommandUsage(*command).c_str(), stdout);
     return 0;
   }
-  const Subcommand* command = nullptr;
-  std::vector<std::string> valid;
-  for (const Subcommand& candidate : Subcommands()) {
-    valid.push_back(candidate.name);
-    if (candidate.name == name) command = &candidate;
-  }
+  const Subcommand* command = FindSubcommand(name);
   if (command == nullptr) {
-    return UsageError(absl::StrCat("oneflow: unknown subcommand '", name,
-                                   "'; valid: ", absl::StrJoin(valid, ", "), ", help"));
+    const std::string nearest = Nearest(name, valid);
+    return UsageError(absl::StrCat("oneflow: unknown subcommand '", name, "'; ",
+                                   nearest.empty() ? "" : absl::StrCat("did you mean '", nearest, "'? "),
+                                   "valid: ", absl::StrJoin(valid, ", "), ", help"));
   }
   // absl flags are global to the process: refuse one that another subcommand reads.
   for (const std::string& flag : FlagNamesOnCommandLine(argc, argv)) {

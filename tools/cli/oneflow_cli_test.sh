@@ -98,7 +98,7 @@ run "$ONEFLOW" inspect
 [[ "$err" == "oneflow inspect: expected PLAN, got no arguments"$'\n'"usage: oneflow inspect PLAN [--format=text|json|dot|html] [--device=K] [--trace=FILE.json]" ]] || fail "$err"
 run "$ONEFLOW" frobnicate
 [[ $rc -eq 2 ]] || fail "unknown subcommand exited $rc"
-grep -q "unknown subcommand 'frobnicate'; valid: inspect, run, launch, status, list, cancel, checkpoint, profile, report, calibrate, diagnose, help" <<<"$err" || fail "$err"
+grep -q "unknown subcommand 'frobnicate'; valid: inspect, run, launch, status, list, cancel, checkpoint, profile, report, calibrate, diagnose, compile, help" <<<"$err" || fail "$err"
 run "$ONEFLOW" calibrate extra
 [[ $rc -eq 2 ]] || fail "calibrate with an argument exited $rc"
 [[ "$err" == "oneflow calibrate: expected no arguments, got 1 argument: extra"$'\n'"usage: oneflow calibrate [--out=FILE]" ]] || fail "$err"

@@ -49,6 +49,7 @@ Subcommand ProfileSubcommand() {
   command.summary =
       "where a traced step went: per op type, actor and device thread, and the critical path of an iteration";
   command.flags = {"top", "format"};
+  command.flag_help = {{"format", "text (tables for people) or json (one object)."}};
   command.min_arguments = 1;
   command.max_arguments = 2;
   command.run = &RunProfile;

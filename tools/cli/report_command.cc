@@ -60,6 +60,8 @@ Subcommand ReportSubcommand() {
   command.summary =
       "a training run as one HTML page: loss and step-time curves, a summary, compression, and the profile";
   command.flags = {"plan", "trace"};
+  command.flag_help = {{"trace", "Add the tables of `oneflow profile` for this trace (written by `oneflow run PLAN "
+                                 "--trace=FILE.json`)."}};
   command.min_arguments = 1;
   command.max_arguments = 1;
   command.run = &RunReport;

@@ -64,6 +64,7 @@ Subcommand RunSubcommand() {
   command.summary = "train a plan on this machine's CPU devices, printing loss and throughput";
   command.flags = {"iters",          "metrics",          "trace",           "threads_per_device",
                    "checkpoint_dir", "checkpoint_every", "checkpoint_sync", "resume_from"};
+  command.flag_help = {{"trace", "Write a Chrome/Perfetto trace (JSON) of every act here (ui.perfetto.dev)."}};
   command.min_arguments = 1;
   command.max_arguments = 1;
   command.run = &RunRun;

@@ -10,6 +10,7 @@
 #ifndef TOOLS_CLI_SUBCOMMAND_H_
 #define TOOLS_CLI_SUBCOMMAND_H_
 
+#include <map>
 #include <ostream>
 #include <string>
 #include <vector>
@@ -29,6 +30,10 @@ struct Subcommand {
   // Names (without dashes) of the absl flags this subcommand reads; any other
   // subcommand's flag on its command line is a usage error.
   std::vector<std::string> flags;
+  // What a flag means for this subcommand where its absl help text, shared by every
+  // subcommand that reads it, would mislead (`--nodes` is a count for compile, the daemons'
+  // addresses for launch). `oneflow help NAME` prints these instead.
+  std::map<std::string, std::string> flag_help;
   int min_arguments = 0;
   int max_arguments = 0;
   // `arguments` are the positional arguments after the subcommand's name.

@@ -1,0 +1,143 @@
+#include "examples/common/compile_driver.h"
+
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <filesystem>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "kernels/cpu/thread_pool.h"
+#include "oneflow_core/status.h"
+
+namespace oneflow::examples {
+
+absl::StatusOr<CompileOptions> CompileOptionsFor(const ParallelLayout& layout, const CompileSettings& settings,
+                                                 std::string* dump) {
+  CompileOptions options;
+  options.cluster = layout.cluster();
+  OF_RETURN_IF_ERROR(CheckThreadsPerDevice(settings.threads_per_device, "--threads_per_device"));
+  // 1 stays unset (0 reads as 1), so one-thread plans are byte-identical to earlier ones.
+  if (settings.threads_per_device > 1) options.cluster.set_threads_per_device(settings.threads_per_device);
+  if (!(settings.bucket_mb >= 0) || settings.bucket_mb > 1e6) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--bucket_mb=", settings.bucket_mb,
+                     " is not a bucket size: give MiB >= 0 (0 turns gradient buckets off, 25 is the default)"));
+  }
+  options.bucket_mb = settings.bucket_mb;
+  if (settings.sparse_boxing != "auto" && settings.sparse_boxing != "off") {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--sparse_boxing=", settings.sparse_boxing, " is not one of: auto, off"));
+  }
+  options.sparse_boxing = settings.sparse_boxing == "auto";
+  options.fuse_epilogues = settings.fuse_epilogues;
+  OF_ASSIGN_OR_RETURN(options.compression, CompressionPolicyFromFlags(settings.compression));
+  if (!settings.dump_after.empty()) {
+    options.dump_after = settings.dump_after;
+    options.dump = dump;
+  }
+  return options;
+}
+
+namespace {
+
+// The kind of a file source as the example flags and the graph text name it.
+const char* FileKind(proto::FileSource::Format format) {
+  switch (format) {
+    case proto::FileSource::TOKENS_I32:
+      return "token_file";
+    case proto::FileSource::RECORDS_F32:
+      return "record_file";
+    case proto::FileSource::TEXT_BYTES:
+      return "text_file";
+    default:
+      return "file";
+  }
+}
+
+}  // namespace
+
+absl::Status ResolveDataFiles(proto::Job* job) {
+  for (proto::DataSourceDef& source : *job->mutable_data_sources()) {
+    if (!source.has_file()) continue;
+    const std::string written = source.file().path();
+    const std::string what = absl::StrCat(FileKind(source.file().format()), " '", written, "' of data source '",
+                                          source.name(), "'");
+    if (written.empty()) return absl::InvalidArgumentError(absl::StrCat(what, " is empty; give a file"));
+    std::error_code error;
+    const std::filesystem::path absolute = std::filesystem::absolute(written, error);
+    if (error) {
+      return absl::InvalidArgumentError(absl::StrCat(what, ": cannot make it absolute: ", error.message()));
+    }
+    const std::string shown = absolute.string() == written ? what : absl::StrCat(what, " (", absolute.string(), ")");
+    struct stat info;
+    if (stat(absolute.c_str(), &info) != 0) {
+      if (errno == ENOENT) return absl::NotFoundError(absl::StrCat(shown, " does not exist"));
+      return absl::InvalidArgumentError(absl::StrCat(shown, ": ", std::strerror(errno)));
+    }
+    if (S_ISDIR(info.st_mode)) {
+      return absl::InvalidArgumentError(absl::StrCat(shown, " is a directory; give a regular file"));
+    }
+    if (!S_ISREG(info.st_mode)) {
+      return absl::InvalidArgumentError(absl::StrCat(shown, " is not a regular file"));
+    }
+    if (access(absolute.c_str(), R_OK) != 0) {
+      return absl::PermissionDeniedError(absl::StrCat(shown, " cannot be read: ", std::strerror(errno)));
+    }
+    source.mutable_file()->set_path(absolute.lexically_normal().string());
+  }
+  return absl::OkStatus();
+}
+
+namespace {
+
+// The index in plan.devices() of the first device of `placement`, or -1.
+int FirstDeviceIndex(const proto::Plan& plan, const Placement& placement) {
+  const DeviceId& first = placement.devices().front();
+  for (int i = 0; i < plan.devices_size(); ++i) {
+    const proto::DeviceId& id = plan.devices(i).device();
+    if (id.node() == first.node && id.device() == first.device) return i;
+  }
+  return -1;
+}
+
+}  // namespace
+
+std::string CompileSummary(const proto::Job& job, const ParallelLayout& layout, const proto::Plan& plan,
+                           double seconds) {
+  int64_t actors = 0;
+  for (const proto::DevicePlan& device : plan.devices()) actors += device.actors_size();
+  std::string where = layout.placement().ToString();
+  if (layout.pp() > 1) {
+    where = absl::StrCat(layout.pp(), " pipeline stages (");
+    for (int64_t stage = 0; stage < layout.pp(); ++stage) {
+      absl::StrAppend(&where, stage == 0 ? "" : ", ", "stage ", stage, ": ",
+                      layout.StagePlacement(stage).ToString());
+    }
+    absl::StrAppend(&where, ")");
+  }
+  std::string text = absl::StrFormat(
+      "compiled '%s' for %s in %.3f s: %d logical ops, %d boxings, %d collectives, %lld actors\n", job.name(),
+      where, seconds, plan.job().ops_size(), plan.boxings_size(), plan.collectives_size(),
+      static_cast<long long>(actors));
+  for (int64_t stage = 0; stage < layout.pp(); ++stage) {
+    const int index = FirstDeviceIndex(plan, layout.StagePlacement(stage));
+    if (index < 0) continue;
+    const proto::DevicePlan& device = plan.devices(index);
+    absl::StrAppendFormat(&text,
+                          "%sdevice %lld:%lld: %d actors, %d registers, %d collectives, peak %lld B (lower bound %lld B), "
+                          "sends %lld B/iter, receives %lld B/iter\n",
+                          layout.pp() > 1 ? absl::StrCat("stage ", stage, " ") : "", static_cast<long long>(device.device().node()),
+                          static_cast<long long>(device.device().device()),
+                          device.actors_size(), device.registers_size(), device.collective_order_size(),
+                          static_cast<long long>(device.peak_bytes()),
+                          static_cast<long long>(device.lower_bound_bytes()),
+                          static_cast<long long>(device.bytes_sent_per_iter()),
+                          static_cast<long long>(device.bytes_received_per_iter()));
+  }
+  return text;
+}
+
+}  // namespace oneflow::examples

@@ -1,0 +1,58 @@
+// Compiling a Job for a ParallelLayout and summarising the plan, without flags: the
+// examples' driver (example_main.cc, which reads the shared flags) and `oneflow compile`
+// (tools/cli/compile_command.cc, which reads its own) both go through here, so a model
+// compiled from C++ and the same model compiled from its graph text get the same options
+// and the same summary.
+#ifndef EXAMPLES_COMMON_COMPILE_DRIVER_H_
+#define EXAMPLES_COMMON_COMPILE_DRIVER_H_
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "compiler/compile_options.h"
+#include "examples/common/compression_flags.h"
+#include "examples/common/parallel_layout.h"
+#include "proto/job.pb.h"
+#include "proto/plan.pb.h"
+
+namespace oneflow::examples {
+
+// The compile choices beyond the layout, with the examples' defaults. Each error names
+// the flag of the same name (--threads_per_device, --bucket_mb, --sparse_boxing, ...).
+struct CompileSettings {
+  int64_t threads_per_device = 1;
+  double bucket_mb = 25;
+  std::string sparse_boxing = "auto";
+  bool fuse_epilogues = true;
+  CompressionFlags compression;
+  // Compiler pass names (or "all") after which the state is printed into *dump.
+  std::vector<std::string> dump_after;
+};
+
+// The compiler options for `layout` and `settings`. `dump` receives the --dump_after
+// dumps; it must outlive the compilation.
+absl::StatusOr<CompileOptions> CompileOptionsFor(const ParallelLayout& layout, const CompileSettings& settings,
+                                                 std::string* dump);
+
+// Makes every file a data source of `job` reads absolute (against the working directory)
+// and checks that it is a regular file this process can read, so that a plan runs from any
+// directory and on every node of `oneflow launch`, and a wrong path fails here, naming the
+// source's kind as the flags and the graph text spell it (text_file, token_file,
+// record_file):
+//   text_file '/tmp' of data source 'data' is a directory; give a regular file
+//   record_file 'r.bin' of data source 'data' (/home/me/r.bin) does not exist
+absl::Status ResolveDataFiles(proto::Job* job);
+
+// What a person reads after compiling: the cluster, every pipeline stage's placement,
+// the plan's size, and per stage its first device's actors, memory and traffic, e.g.
+//   compiled 'mlp' for cpu{0:0-3}[2, 2] in 0.012 s: 24 logical ops, 9 boxings, ...
+//   device 0:0: 120 actors, 88 registers, 6 collectives, peak 65536 B (lower bound ...) ...
+// With --pp > 1 the first line names each stage and there is one device line per stage.
+std::string CompileSummary(const proto::Job& job, const ParallelLayout& layout, const proto::Plan& plan,
+                           double seconds);
+
+}  // namespace oneflow::examples
+
+#endif  // EXAMPLES_COMMON_COMPILE_DRIVER_H_

@@ -1,0 +1,150 @@
+#include "tools/cli/compile_command.h"
+
+#include <chrono>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include "absl/flags/declare.h"
+#include "absl/flags/flag.h"
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
+#include "compiler/compiler.h"
+#include "compiler/plan_io.h"
+#include "examples/common/compile_driver.h"
+#include "examples/common/parallel_layout.h"
+#include "oneflow_core/status.h"
+#include "tools/cli/daemon_flags.h"
+#include "tools/cli/graph_text_job.h"
+
+// The layout and compile flags of the example binaries (examples/common/example_main.cc),
+// with their defaults, so that `oneflow compile` of a model's text and the model's binary
+// agree. --nodes (daemon_flags.cc) and --threads_per_device (run_command.cc) are shared
+// with other subcommands; compile reads --nodes as a count.
+ABSL_FLAG(int64_t, devices_per_node, 1, "CPU devices per node.");
+ABSL_FLAG(int64_t, dp, 1, "Data-parallel degree.");
+ABSL_FLAG(int64_t, tp, 1, "Tensor-parallel degree (the graph's sbp hints say which tensors split).");
+ABSL_FLAG(int64_t, pp, 1, "Pipeline stages of dp x tp devices each (the graph places its blocks on them).");
+ABSL_FLAG(int64_t, micro_batches, 1,
+          "Micro-batches per iteration; the graph's data tensors are one micro-batch.");
+ABSL_FLAG(int64_t, zero, 0,
+          "ZeRO stage 1..3 over the data-parallel axis (docs/zero.md); 0: as the graph's optimizer line says.");
+ABSL_FLAG(double, intra_node_bandwidth, 100e9, "Bytes/s between devices of one node.");
+ABSL_FLAG(double, inter_node_bandwidth, 12.5e9, "Bytes/s between nodes.");
+ABSL_FLAG(std::string, compression, "auto",
+          "How boxings move f32 tensors: off, auto (where the cost model gains), fp8, int8 or int4 "
+          "(docs/compiler.md).");
+ABSL_FLAG(double, codec_bytes_per_second, 0,
+          "Dense f32 bytes/s one device encodes and decodes (0: the built-in table or --codec_calibration).");
+ABSL_FLAG(std::string, codec_calibration, "", "A codec throughput file written by `oneflow calibrate --out=FILE`.");
+ABSL_FLAG(double, bucket_mb, 25, "Gradient bucket size in MiB (0: one collective per gradient).");
+ABSL_FLAG(std::string, sparse_boxing, "auto", "auto or off (docs/sparse_boxing.md).");
+ABSL_FLAG(bool, fuse_epilogues, true, "Fuse matmul -> bias_add (-> relu) chains into fused_matmul_bias.");
+ABSL_FLAG(std::string, plan_out, "", "Write the compiled plan to this file.");
+ABSL_FLAG(std::string, dump_after, "",
+          "Comma-separated compiler pass names (or 'all') after which to print the state.");
+
+ABSL_DECLARE_FLAG(int64_t, threads_per_device);
+
+namespace oneflow::cli {
+namespace {
+
+// --nodes is the daemons' HOST:PORT list for launch; here it is a count (default 1).
+absl::StatusOr<int64_t> NodeCount() {
+  const std::string nodes = absl::GetFlag(FLAGS_nodes);
+  if (nodes.empty()) return 1;
+  int64_t count = 0;
+  if (!absl::SimpleAtoi(nodes, &count)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--nodes=", nodes, " is not a number of nodes; compile takes a count (--nodes=2), "
+                     "launch the daemons' HOST:PORT list"));
+  }
+  return count;
+}
+
+absl::StatusOr<std::string> ReadGraphFile(const std::string& path) {
+  std::error_code error;
+  if (std::filesystem::is_directory(path, error)) {
+    return absl::InvalidArgumentError(absl::StrCat(path, ": is a directory; give a graph text file"));
+  }
+  std::ifstream file(path, std::ios::binary);
+  if (!file) return absl::NotFoundError(absl::StrCat(path, ": cannot open the graph file"));
+  std::stringstream text;
+  text << file.rdbuf();
+  if (!file.good() && !file.eof()) {
+    return absl::InvalidArgumentError(absl::StrCat(path, ": cannot read it (a directory?)"));
+  }
+  return text.str();
+}
+
+absl::Status RunCompile(const std::vector<std::string>& arguments, std::ostream& out) {
+  examples::ParallelFlags flags;
+  OF_ASSIGN_OR_RETURN(flags.nodes, NodeCount());
+  flags.devices_per_node = absl::GetFlag(FLAGS_devices_per_node);
+  flags.dp = absl::GetFlag(FLAGS_dp);
+  flags.tp = absl::GetFlag(FLAGS_tp);
+  flags.pp = absl::GetFlag(FLAGS_pp);
+  flags.micro_batches = absl::GetFlag(FLAGS_micro_batches);
+  flags.zero = absl::GetFlag(FLAGS_zero);
+  flags.intra_node_bandwidth = absl::GetFlag(FLAGS_intra_node_bandwidth);
+  flags.inter_node_bandwidth = absl::GetFlag(FLAGS_inter_node_bandwidth);
+  OF_ASSIGN_OR_RETURN(const examples::ParallelLayout layout, examples::ParallelLayout::Create(flags));
+  examples::CompileSettings settings;
+  // run's --threads_per_device, where 0 means "the plan's"; a new plan's default is 1.
+  const int64_t threads = absl::GetFlag(FLAGS_threads_per_device);
+  settings.threads_per_device = threads == 0 ? 1 : threads;
+  settings.bucket_mb = absl::GetFlag(FLAGS_bucket_mb);
+  settings.sparse_boxing = absl::GetFlag(FLAGS_sparse_boxing);
+  settings.fuse_epilogues = absl::GetFlag(FLAGS_fuse_epilogues);
+  settings.compression.compression = absl::GetFlag(FLAGS_compression);
+  settings.compression.codec_bytes_per_second = absl::GetFlag(FLAGS_codec_bytes_per_second);
+  settings.compression.codec_calibration = absl::GetFlag(FLAGS_codec_calibration);
+  settings.dump_after = absl::StrSplit(absl::GetFlag(FLAGS_dump_after), ',', absl::SkipEmpty());
+  std::string dump;
+  OF_ASSIGN_OR_RETURN(const CompileOptions options, examples::CompileOptionsFor(layout, settings, &dump));
+
+  const std::string& path = arguments[0];
+  OF_ASSIGN_OR_RETURN(const std::string text, ReadGraphFile(path));
+  OF_ASSIGN_OR_RETURN(const proto::Job job, JobFromGraphText(text, path, layout));
+  const auto start = std::chrono::steady_clock::now();
+  absl::StatusOr<proto::Plan> plan = Compile(job, options);
+  const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  out << dump;
+  OF_RETURN_IF_ERROR(plan.status());
+  out << examples::CompileSummary(job, layout, *plan, seconds);
+  const std::string plan_out = absl::GetFlag(FLAGS_plan_out);
+  if (!plan_out.empty()) {
+    OF_RETURN_IF_ERROR(WritePlanFile(plan_out, *plan));
+    out << "wrote " << plan_out << " (inspect it with: oneflow inspect " << plan_out << ")\n";
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+Subcommand CompileSubcommand() {
+  Subcommand command;
+  command.name = "compile";
+  command.arguments = "GRAPH.txt";
+  command.flag_usage =
+      "[--nodes=N] [--devices_per_node=N] [--dp=N] [--tp=N] [--pp=N] [--micro_batches=N] [--zero=0..3] "
+      "[--compression=off|auto|fp8|int8|int4] [--plan_out=FILE]";
+  command.summary = "compile a model written in the graph text format (docs/graph_text.md) into a plan";
+  command.flags = {"nodes",          "devices_per_node",       "dp",
+                   "tp",             "pp",                     "micro_batches",
+                   "zero",           "compression",            "plan_out",
+                   "intra_node_bandwidth", "inter_node_bandwidth", "codec_bytes_per_second",
+                   "codec_calibration",    "bucket_mb",            "sparse_boxing",
+                   "fuse_epilogues",       "threads_per_device",   "dump_after"};
+  command.flag_help = {{"nodes", "Nodes of the cluster (a count; default 1)."},
+                       {"threads_per_device",
+                        "Threads each CPU device runs its compute kernels on, kept in the plan's cluster "
+                        "(0 or 1: one)."}};
+  command.min_arguments = 1;
+  command.max_arguments = 1;
+  command.run = &RunCompile;
+  return command;
+}
+
+}  // namespace oneflow::cli

@@ -1,0 +1,73 @@
+#include "tools/cli/graph_text_job.h"
+
+#include <memory>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_replace.h"
+#include "examples/common/compile_driver.h"
+#include "oneflow_core/dsl/text/graph_text.h"
+#include "oneflow_core/status.h"
+
+namespace oneflow::cli {
+namespace {
+
+// The parser's locations are "<text>:LINE"; the user's file is FILE.
+constexpr absl::string_view kParsedFile = "<text>";
+
+void NameLocations(const std::string& file_name, proto::Job* job) {
+  for (proto::TensorDef& tensor : *job->mutable_tensors()) {
+    if (tensor.location().file() == kParsedFile) tensor.mutable_location()->set_file(file_name);
+  }
+  for (proto::OpDef& op : *job->mutable_ops()) {
+    if (op.location().file() == kParsedFile) op.mutable_location()->set_file(file_name);
+  }
+}
+
+absl::Status InFile(const absl::Status& status, const std::string& file_name) {
+  if (status.ok()) return status;
+  return absl::Status(status.code(),
+                      absl::StrCat(file_name, ": ",
+                                   absl::StrReplaceAll(status.message(),
+                                                       {{absl::StrCat(kParsedFile, ":"), absl::StrCat(file_name, ":")}})));
+}
+
+}  // namespace
+
+absl::StatusOr<proto::Job> JobFromGraphText(absl::string_view text, const std::string& file_name,
+                                            const examples::ParallelLayout& layout) {
+  absl::StatusOr<std::unique_ptr<Graph>> parsed = ParseGraphText(text);
+  if (!parsed.ok()) return InFile(parsed.status(), file_name);
+  Graph& graph = **parsed;
+  if (!graph.default_placement().has_value()) {
+    graph.SetDefaultPlacement(layout.placement());
+  } else if (!(*graph.default_placement() == layout.placement())) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        file_name, ": the graph's placement ", graph.default_placement()->ToString(),
+        " is not the layout's ", layout.placement().ToString(), " (from --nodes=", layout.cluster().num_nodes(),
+        " --devices_per_node=", layout.cluster().devices_per_node(), " --dp=", layout.dp(), " --tp=", layout.tp(),
+        layout.pp() > 1 ? absl::StrCat(" --pp=", layout.pp()) : "",
+        "); give the flags it was written for, or remove its `placement` line and its sbp hints"));
+  }
+  graph.SetMicroBatches(layout.micro_batches());
+  absl::StatusOr<proto::Job> job = graph.Build();
+  if (!job.ok()) return InFile(job.status(), file_name);
+  if (layout.zero() > 0) {
+    if (!job->has_optimizer()) {
+      return absl::InvalidArgumentError(absl::StrCat(file_name, ": --zero=", layout.zero(),
+                                                     " shards optimizer state, but the graph has no `optimizer` line"));
+    }
+    const int stage = job->optimizer().zero_stage();
+    if (stage != 0 && stage != layout.zero()) {
+      return absl::InvalidArgumentError(absl::StrCat(file_name, ": --zero=", layout.zero(),
+                                                     " but the graph's optimizer line says zero=", stage,
+                                                     "; give one of them"));
+    }
+    job->mutable_optimizer()->set_zero_stage(static_cast<int32_t>(layout.zero()));
+    job->mutable_optimizer()->set_zero_axis(static_cast<int32_t>(layout.dp_axis()));
+  }
+  NameLocations(file_name, &*job);
+  OF_RETURN_IF_ERROR(InFile(examples::ResolveDataFiles(&*job), file_name));
+  return job;
+}
+
+}  // namespace oneflow::cli

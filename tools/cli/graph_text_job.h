@@ -1,0 +1,31 @@
+// A model file in the graph text format (docs/graph_text.md) as the Job that `oneflow
+// compile` compiles: parsed, fitted to the layout the flags describe, its data files
+// resolved. Flag-free, so tests compile a text and a C++ graph side by side.
+#ifndef TOOLS_CLI_GRAPH_TEXT_JOB_H_
+#define TOOLS_CLI_GRAPH_TEXT_JOB_H_
+
+#include <string>
+
+#include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
+#include "examples/common/parallel_layout.h"
+#include "proto/job.pb.h"
+
+namespace oneflow::cli {
+
+// Parses `text` (read from `file_name`) and builds its Job for `layout`:
+// - a graph without a `placement` line gets the layout's (stage 0's with --pp > 1); one
+//   with a placement must have the layout's, since its SBP hints were written for it;
+// - the Job gets the layout's micro-batches (the text's tensors are one micro-batch);
+// - --zero > 0 sets the optimizer's ZeRO stage over the data-parallel axis, unless the
+//   text's optimizer line already names another stage (an error); --zero=0 keeps the text's;
+// - every source location is FILE:LINE, so compiler errors point into the file;
+// - data files are made absolute and checked (examples::ResolveDataFiles).
+// Errors start with the file name, and parse errors with the line:
+//   mlp.txt: line 5: unknown op type 'matmull'; known: matmul, add, ...
+absl::StatusOr<proto::Job> JobFromGraphText(absl::string_view text, const std::string& file_name,
+                                            const examples::ParallelLayout& layout);
+
+}  // namespace oneflow::cli
+
+#endif  // TOOLS_CLI_GRAPH_TEXT_JOB_H_
