@@ -42,10 +42,12 @@ proto::Compression::Kind CompressionToProto(CompressionKind kind) {
   return proto::Compression::NONE;
 }
 
-// A compressed step's codec (both levels for a two-level one) and the cost model's
-// decision; a dense step leaves both unset, so plans without compression stay as they
-// were.
+// The step's modelled seconds and the cost model's decision (when a codec applied);
+// a compressed step's codec (both levels for a two-level one).
 void EmitCompression(const BoxingStep& step, proto::BoxingStepDef* def) {
+  def->set_seconds(step.seconds);
+  def->set_dense_seconds(step.dense_seconds);
+  def->set_reason(step.compression_reason);  // the decision, whichever side won
   if (!step.compression.compressed()) return;
   proto::Compression* compression = def->mutable_compression();
   compression->set_kind(CompressionToProto(step.compression.kind));
@@ -56,7 +58,6 @@ void EmitCompression(const BoxingStep& step, proto::BoxingStepDef* def) {
     compression->set_cross_node_block_size(step.cross_node_compression.group_size);
     compression->set_cross_node_hadamard(step.cross_node_compression.hadamard);
   }
-  def->set_reason(step.compression_reason);
   def->set_dense_bytes_per_device(step.dense_bytes_per_device);
   def->set_seconds_saved(step.dense_seconds - step.seconds);
 }

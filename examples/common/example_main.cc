@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "absl/flags/flag.h"
+#include "absl/flags/reflection.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_split.h"
 #include "absl/strings/str_cat.h"
@@ -31,6 +32,11 @@ ABSL_FLAG(int64_t, micro_batches, 1,
           "accumulate, the optimizer steps once per iteration. Must divide the batch.");
 ABSL_FLAG(double, intra_node_bandwidth, 100e9, "Bytes/s between devices of one node.");
 ABSL_FLAG(double, inter_node_bandwidth, 12.5e9, "Bytes/s between nodes.");
+ABSL_FLAG(double, intra_node_latency, 1e-5,
+          "Seconds of one message round between devices of one node (the cost model's alpha).");
+ABSL_FLAG(double, inter_node_latency, 5e-4,
+          "Seconds of one message round between nodes (the cost model's alpha; Gloo over TCP "
+          "takes 0.4-0.5 ms for a 4 KiB all-reduce).");
 ABSL_FLAG(std::string, compression, "auto",
           "How boxings move f32 tensors: off (dense); auto (by what the tensor is: activations TACO "
           "fp8, gradient reductions two-level int8/int4, weight gathers int8, wherever the modelled "
@@ -104,6 +110,20 @@ absl::Status CompileAndReport(const proto::Job& job, const ParallelLayout& layou
   compression.codec_bytes_per_second = absl::GetFlag(FLAGS_codec_bytes_per_second);
   compression.codec_calibration = absl::GetFlag(FLAGS_codec_calibration);
   OF_ASSIGN_OR_RETURN(options.compression, CompressionPolicyFromFlags(compression));
+  LinkFlags links;
+  links.intra_node_bandwidth = absl::GetFlag(FLAGS_intra_node_bandwidth);
+  links.inter_node_bandwidth = absl::GetFlag(FLAGS_inter_node_bandwidth);
+  links.intra_node_latency = absl::GetFlag(FLAGS_intra_node_latency);
+  links.inter_node_latency = absl::GetFlag(FLAGS_inter_node_latency);
+  auto given = [](const char* name) {
+    const absl::CommandLineFlag* flag = absl::FindCommandLineFlag(name);
+    return flag != nullptr && flag->IsSpecifiedOnCommandLine();
+  };
+  links.intra_node_bandwidth_given = given("intra_node_bandwidth");
+  links.inter_node_bandwidth_given = given("inter_node_bandwidth");
+  links.intra_node_latency_given = given("intra_node_latency");
+  links.inter_node_latency_given = given("inter_node_latency");
+  OF_RETURN_IF_ERROR(ApplyCalibrationToCluster(compression.codec_calibration, links, &options.cluster));
   std::string dump;
   const std::string dump_after = absl::GetFlag(FLAGS_dump_after);
   if (!dump_after.empty()) {
