@@ -277,8 +277,12 @@ TensorRole CompressionRole(const Compilation& compilation, int64_t t, bool into_
 }
 
 BoxingOptions BoxingOptionsOf(const Compilation& compilation, int64_t t, bool into_loss_sink) {
-  return BoxingOptionsFor(compilation.options.compression, CompressionRole(compilation, t, into_loss_sink),
-                          compilation.graph.tensors[t].compression_hint);
+  const TensorRole role = CompressionRole(compilation, t, into_loss_sink);
+  BoxingOptions options =
+      BoxingOptionsFor(compilation.options.compression, role, compilation.graph.tensors[t].compression_hint);
+  // Dense, a gradient's all-reduce would ride in a bucket (gradient_bucketing_pass.h).
+  options.dense_in_bucket = role == TensorRole::kGradient && compilation.options.bucket_mb > 0;
+  return options;
 }
 
 std::string CompilationToText(const Compilation& compilation) {

@@ -25,10 +25,15 @@ absl::Status CheckOptions(const CompileOptions& options) {
         "bucket_mb is ", options.bucket_mb,
         "; it must be >= 0 MiB (0 turns gradient buckets off, 25 is the default) and at most 1e6"));
   }
-  return CheckLinkModel(LinkModel{cluster.intra_node_bandwidth(), cluster.inter_node_bandwidth()});
+  return CheckLinkModel(LinkModelOf(cluster));
 }
 
 }  // namespace
+
+LinkModel LinkModelOf(const proto::Cluster& cluster) {
+  return LinkModel{cluster.intra_node_bandwidth(), cluster.inter_node_bandwidth(), cluster.intra_node_latency(),
+                   cluster.inter_node_latency()};
+}
 
 absl::StatusOr<proto::Plan> Compile(const proto::Job& job, const CompileOptions& options) {
   OF_RETURN_IF_ERROR(CheckOptions(options));
@@ -36,7 +41,7 @@ absl::StatusOr<proto::Plan> Compile(const proto::Job& job, const CompileOptions&
   compilation.job = job;
   compilation.options = options;
   const proto::Cluster& cluster = options.cluster;
-  compilation.links = LinkModel{cluster.intra_node_bandwidth(), cluster.inter_node_bandwidth()};
+  compilation.links = LinkModelOf(cluster);
   const DeviceType type = cluster.device_type() == proto::DEVICE_CUDA ? DeviceType::kCuda : DeviceType::kCpu;
   OF_ASSIGN_OR_RETURN(compilation.cluster_placement,
                       Placement::Grid(type, cluster.num_nodes(), cluster.devices_per_node()));

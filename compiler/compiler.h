@@ -16,8 +16,12 @@
 #include "compiler/compile_options.h"
 #include "proto/job.pb.h"
 #include "proto/plan.pb.h"
+#include "sbp/link_model.h"
 
 namespace oneflow {
+
+// The cost model's links of a cluster description: its bandwidths and latencies.
+LinkModel LinkModelOf(const proto::Cluster& cluster);
 
 absl::StatusOr<proto::Plan> Compile(const proto::Job& job, const CompileOptions& options);
 

@@ -59,7 +59,26 @@ TEST(BoxingCostTest, SecondsAreBytesOverTheAxisBandwidth) {
   absl::StatusOr<BoxingPlan> across =
       PlanBoxing(kLogical, DType::kF32, partial, two_nodes, broadcast, two_nodes, kLinks);
   ASSERT_TRUE(across.ok()) << across.status();
-  EXPECT_DOUBLE_EQ(across->seconds, 216 / 1e8);
+  // Across 2 nodes x 2 devices the runtime runs it hierarchically (sbp/collective_cost.h):
+  // 140 B per member, in-node reduce-scatter + all-gather 2 x 70 B at 1e9, cross-node
+  // all-reduce of the 70 B shard in one round (small) at 1e8; not the flat ring's 216 B
+  // across.
+  EXPECT_DOUBLE_EQ(across->seconds, 140 / 1e9 + 70 / 1e8);
+  const Placement hosts = *Placement::Parse("cpu{0:0, 1:0, 2:0, 3:0}");
+  absl::StatusOr<BoxingPlan> flat = PlanBoxing(kLogical, DType::kF32, partial, hosts, broadcast, hosts, kLinks);
+  ASSERT_TRUE(flat.ok()) << flat.status();
+  // One device per node: flat. A small all-reduce sends the whole 140 B to each of the 3
+  // peers in one round (420 B); without latency a reduce-scatter to S(1) (2 columns x 5
+  // rows from each of 3 peers, 120 B) and an all-gather (120 B) are cheaper: 240 B.
+  EXPECT_EQ(BoxingPlanToString(*flat),
+            "reduce_scatter axis 0: P -> S(1), 120 bytes/device\nall_gather axis 0: S(1) -> B, 120 bytes/device");
+  EXPECT_DOUBLE_EQ(flat->seconds, 240 / 1e8);
+  // With 100 us per round the one-round all-reduce wins: 100 us + 420 B, not 200 us + 240 B.
+  const LinkModel slow_rounds{kLinks.intra_node_bandwidth, kLinks.inter_node_bandwidth, 0, 1e-4};
+  flat = PlanBoxing(kLogical, DType::kF32, partial, hosts, broadcast, hosts, slow_rounds);
+  ASSERT_TRUE(flat.ok()) << flat.status();
+  EXPECT_EQ(BoxingPlanToString(*flat), "all_reduce axis 0: P -> B, 216 bytes/device");
+  EXPECT_DOUBLE_EQ(flat->seconds, 1e-4 + 420 / 1e8);
   EXPECT_NE(across->steps[0].reason.find("across nodes"), std::string::npos)
       << across->steps[0].reason;
 }

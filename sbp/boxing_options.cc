@@ -19,6 +19,7 @@ std::string BoxingOptionsKey(const BoxingOptions& options) {
                       CompressionChoiceText(options.reduce_cross_node), options.two_level ? ", two-level" : "",
                       "; gather ", CompressionChoiceText(options.gather),
                       options.compress_intra_node ? "; intra-node" : "", options.automatic ? "; automatic" : "",
+                      options.dense_in_bucket ? "; dense in a bucket" : "",
                       options.sparsity == BoxingOptions::Sparsity::kDense ? "" : "; sparse rows");
 }
 

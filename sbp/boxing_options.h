@@ -14,9 +14,10 @@
 //    `reduce_in_node` for the exchange inside each node and `reduce_cross_node` for the
 //    one across nodes (SDP4Bit's TLq-HS, ZeRO++'s qgZ). An all_gather uses `gather`.
 //  - Steps inside a node compress only with `compress_intra_node`.
-//  - With `automatic`, a step compresses only where that is modelled faster: its wire
-//    time plus the codec time (the dense bytes over `codec_throughput` of each codec
-//    used) below its dense wire time. Without it, every eligible step compresses.
+//  - With `automatic`, a step compresses only where that is modelled faster, both sides
+//    priced as the runtime runs them (sbp/collective_cost.h for dense,
+//    sbp/boxing/step_compression.h for compressed: latency, wire, codec passes). Without
+//    it, every eligible step compresses.
 //  - Bytes are counted by CountWireBytes (sbp/compression.h); an encoding that would not
 //    shrink the step leaves it dense.
 //  - Sparse (only the used rows travel): not implemented; PlanBoxing returns
@@ -44,6 +45,10 @@ struct BoxingOptions {
   bool compress_intra_node = false;
   // Compress only where it pays (see the top of this file).
   bool automatic = false;
+  // A dense all_reduce of this tensor would join a gradient bucket
+  // (compiler/passes/gradient_bucketing_pass.h), so the call's latency is shared and
+  // the automatic decision compares the compressed step with the dense wire time only.
+  bool dense_in_bucket = false;
   CodecThroughput codec_throughput = CodecThroughput::Defaults();
   // kSparseRows: only the rows that are used travel (embeddings, experts). Reserved.
   Sparsity sparsity = Sparsity::kDense;

@@ -14,6 +14,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_split.h"
+#include "sbp/json_line.h"
 
 namespace oneflow {
 namespace {
@@ -40,97 +41,19 @@ const DefaultEntry kDefaults[] = {
     {{CompressionKind::kInt4, 128, false}, 5e9},       // --compression=int4
 };
 
-// A flat JSON object's value: a string, a number (kept as written) or a boolean.
-struct JsonValue {
-  enum class Type { kString, kNumber, kBool };
-  Type type = Type::kString;
-  std::string text;
-};
-
-// Reads one flat JSON object ({"key": value, ...}, values without nesting or escapes
-// beyond \" and \\), the only shape calibration files have.
-class LineParser {
- public:
-  explicit LineParser(absl::string_view line) : line_(line) {}
-
-  absl::StatusOr<std::vector<std::pair<std::string, JsonValue>>> Object() {
-    std::vector<std::pair<std::string, JsonValue>> members;
-    if (!Consume('{')) return Error("expected '{' to start a JSON object");
-    if (Consume('}')) return AtEnd(std::move(members));
-    while (true) {
-      absl::StatusOr<std::string> key = String("a key in double quotes");
-      if (!key.ok()) return key.status();
-      if (!Consume(':')) return Error(absl::StrCat("expected ':' after key \"", *key, "\""));
-      absl::StatusOr<JsonValue> value = Value(*key);
-      if (!value.ok()) return value.status();
-      members.emplace_back(*std::move(key), *std::move(value));
-      if (Consume('}')) return AtEnd(std::move(members));
-      if (!Consume(',')) return Error(absl::StrCat("expected ',' or '}' after the value of \"",
-                                                   members.back().first, "\""));
-    }
-  }
-
- private:
-  void SkipSpace() {
-    while (position_ < line_.size() && absl::ascii_isspace(line_[position_])) ++position_;
-  }
-  bool Consume(char c) {
-    SkipSpace();
-    if (position_ < line_.size() && line_[position_] == c) {
-      ++position_;
-      return true;
-    }
-    return false;
-  }
-  absl::Status Error(absl::string_view what) const {
-    return absl::InvalidArgumentError(absl::StrCat("column ", position_ + 1, ": ", what));
-  }
-  absl::StatusOr<std::vector<std::pair<std::string, JsonValue>>> AtEnd(
-      std::vector<std::pair<std::string, JsonValue>> members) {
-    SkipSpace();
-    if (position_ != line_.size()) return Error("unexpected text after the object's '}'");
-    return members;
-  }
-  absl::StatusOr<std::string> String(absl::string_view what) {
-    if (!Consume('"')) return Error(absl::StrCat("expected ", what));
-    std::string text;
-    while (position_ < line_.size() && line_[position_] != '"') {
-      if (line_[position_] == '\\' && position_ + 1 < line_.size()) ++position_;
-      text.push_back(line_[position_++]);
-    }
-    if (position_ == line_.size()) return Error("unterminated string");
-    ++position_;
-    return text;
-  }
-  absl::StatusOr<JsonValue> Value(const std::string& key) {
-    SkipSpace();
-    if (position_ < line_.size() && line_[position_] == '"') {
-      absl::StatusOr<std::string> text = String("a string");
-      if (!text.ok()) return text.status();
-      return JsonValue{JsonValue::Type::kString, *std::move(text)};
-    }
-    const size_t begin = position_;
-    while (position_ < line_.size() && (absl::ascii_isalnum(line_[position_]) ||
-                                        line_[position_] == '.' || line_[position_] == '-' ||
-                                        line_[position_] == '+')) {
-      ++position_;
-    }
-    const std::string token(line_.substr(begin, position_ - begin));
-    if (token == "true" || token == "false") return JsonValue{JsonValue::Type::kBool, token};
-    double number = 0;
-    if (!token.empty() && absl::SimpleAtod(token, &number)) {
-      return JsonValue{JsonValue::Type::kNumber, token};
-    }
-    position_ = begin;
-    return Error(absl::StrCat("the value of \"", key, "\" is not a string, number, true or false"));
-  }
-
-  absl::string_view line_;
-  size_t position_ = 0;
-};
-
 constexpr absl::string_view kValidKeys =
-    "codec, group_size, hadamard, bytes_per_second, elements, repetitions";
+    "codec, group_size, hadamard, bytes_per_second, encode_bytes_per_second, decode_bytes_per_second, elements, "
+    "repetitions";
+
+absl::StatusOr<double> PositiveRate(const std::string& key, const JsonValue& value) {
+  double number = 0;
+  if (value.type != JsonValue::Type::kNumber || !absl::SimpleAtod(value.text, &number) || !std::isfinite(number) ||
+      number <= 0) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("\"", key, "\" is ", value.text, "; it must be a finite number > 0"));
+  }
+  return number;
+}
 
 absl::StatusOr<CompressionKind> CodecNamed(const std::string& name) {
   for (CompressionKind kind : {CompressionKind::kFp8E4M3, CompressionKind::kFp8E5M2, CompressionKind::kInt4,
@@ -175,15 +98,14 @@ absl::StatusOr<CodecMeasurement> Measurement(const std::vector<std::pair<std::st
       }
       measurement.choice.hadamard = value.text == "true";
       has_hadamard = true;
-    } else if (key == "bytes_per_second") {
-      double number = 0;
-      if (value.type != JsonValue::Type::kNumber || !absl::SimpleAtod(value.text, &number) ||
-          !std::isfinite(number) || number <= 0) {
-        return absl::InvalidArgumentError(absl::StrCat(
-            "\"bytes_per_second\" is ", value.text, "; it must be a finite number > 0"));
-      }
-      measurement.bytes_per_second = number;
-      has_throughput = true;
+    } else if (key == "bytes_per_second" || key == "encode_bytes_per_second" ||
+               key == "decode_bytes_per_second") {
+      absl::StatusOr<double> rate = PositiveRate(key, value);
+      if (!rate.ok()) return rate.status();
+      (key == "bytes_per_second"          ? measurement.bytes_per_second
+       : key == "encode_bytes_per_second" ? measurement.encode_bytes_per_second
+                                          : measurement.decode_bytes_per_second) = *rate;
+      has_throughput |= key == "bytes_per_second";
     } else if (key == "elements" || key == "repetitions") {
       absl::StatusOr<int64_t> count = PositiveInteger(key, value);
       if (!count.ok()) return count.status();
@@ -198,6 +120,10 @@ absl::StatusOr<CodecMeasurement> Measurement(const std::vector<std::pair<std::st
                                      {has_hadamard, "hadamard"},
                                      {has_throughput, "bytes_per_second"}}) {
     if (!present) return absl::InvalidArgumentError(absl::StrCat("missing key \"", key, "\""));
+  }
+  if ((measurement.encode_bytes_per_second > 0) != (measurement.decode_bytes_per_second > 0)) {
+    return absl::InvalidArgumentError(
+        "\"encode_bytes_per_second\" and \"decode_bytes_per_second\" go together: give both or neither");
   }
   measurement.choice.kind = *kind;
   if (absl::Status valid = CheckCompressionChoice(measurement.choice); !valid.ok()) return valid;
@@ -223,22 +149,51 @@ double CodecThroughput::BytesPerSecond(const CompressionChoice& choice) const {
   return other_configurations_;
 }
 
+double CodecThroughput::EncodeSeconds(const CompressionChoice& choice, double dense_bytes) const {
+  for (const Entry& entry : entries_) {
+    if (entry.choice == choice) return dense_bytes / entry.encode_bytes_per_second;
+  }
+  return dense_bytes / (2 * other_configurations_);
+}
+
+double CodecThroughput::DecodeSeconds(const CompressionChoice& choice, double dense_bytes) const {
+  for (const Entry& entry : entries_) {
+    if (entry.choice == choice) return dense_bytes / entry.decode_bytes_per_second;
+  }
+  return dense_bytes / (2 * other_configurations_);
+}
+
 void CodecThroughput::Set(const CompressionChoice& choice, double bytes_per_second) {
+  Put(Entry{choice, bytes_per_second, 2 * bytes_per_second, 2 * bytes_per_second});
+}
+
+void CodecThroughput::SetPasses(const CompressionChoice& choice, double encode_bytes_per_second,
+                                double decode_bytes_per_second) {
+  Put(Entry{choice, 1 / (1 / encode_bytes_per_second + 1 / decode_bytes_per_second), encode_bytes_per_second,
+            decode_bytes_per_second});
+}
+
+void CodecThroughput::Put(const Entry& updated) {
   for (Entry& entry : entries_) {
-    if (entry.choice == choice) {
-      entry.bytes_per_second = bytes_per_second;
+    if (entry.choice == updated.choice) {
+      entry = updated;
       return;
     }
   }
-  entries_.push_back(Entry{choice, bytes_per_second});
+  entries_.push_back(updated);
 }
 
 std::string CodecMeasurementLine(const CodecMeasurement& measurement) {
+  const std::string passes =
+      measurement.encode_bytes_per_second > 0 && measurement.decode_bytes_per_second > 0
+          ? absl::StrFormat(", \"encode_bytes_per_second\": %.6g, \"decode_bytes_per_second\": %.6g",
+                            measurement.encode_bytes_per_second, measurement.decode_bytes_per_second)
+          : std::string();
   return absl::StrFormat(
-      "{\"codec\": \"%s\", \"group_size\": %d, \"hadamard\": %s, \"bytes_per_second\": %.6g, "
+      "{\"codec\": \"%s\", \"group_size\": %d, \"hadamard\": %s, \"bytes_per_second\": %.6g%s, "
       "\"elements\": %d, \"repetitions\": %d}",
       CompressionKindName(measurement.choice.kind), measurement.choice.group_size,
-      measurement.choice.hadamard ? "true" : "false", measurement.bytes_per_second,
+      measurement.choice.hadamard ? "true" : "false", measurement.bytes_per_second, passes,
       measurement.elements, measurement.repetitions);
 }
 
@@ -256,6 +211,9 @@ absl::StatusOr<std::vector<CodecMeasurement>> ParseCodecCalibration(absl::string
     };
     auto members = LineParser(line).Object();
     if (!members.ok()) return fail(members.status());
+    if (!members->empty() && (members->front().first == "link" || members->front().first == "compute")) {
+      continue;  // sbp/calibration.h reads these.
+    }
     absl::StatusOr<CodecMeasurement> measurement = Measurement(*members);
     if (!measurement.ok()) return fail(measurement.status());
     for (size_t i = 0; i < measurements.size(); ++i) {
@@ -298,7 +256,12 @@ absl::StatusOr<CodecThroughput> ReadCodecCalibrationFile(const std::string& path
   if (!measurements.ok()) return measurements.status();
   CodecThroughput throughput = CodecThroughput::Defaults();
   for (const CodecMeasurement& measurement : *measurements) {
-    throughput.Set(measurement.choice, measurement.bytes_per_second);
+    if (measurement.encode_bytes_per_second > 0) {
+      throughput.SetPasses(measurement.choice, measurement.encode_bytes_per_second,
+                           measurement.decode_bytes_per_second);
+    } else {
+      throughput.Set(measurement.choice, measurement.bytes_per_second);
+    }
   }
   return throughput;
 }

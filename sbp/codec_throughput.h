@@ -9,8 +9,13 @@
 //    "elements": 1048576, "repetitions": 7}
 // and the examples' `--codec_calibration=FILE` reads it back with
 // ReadCodecCalibrationFile. A throughput is dense f32 bytes per second through one
-// encode followed by one decode, on one thread: a step that compresses D dense bytes is
-// charged D / throughput seconds of codec time.
+// encode followed by one decode, on one thread; `oneflow calibrate` also times the two
+// passes apart ("encode_bytes_per_second", "decode_bytes_per_second"), because the
+// runtime does not make them in equal numbers: a compressed reduce-scatter encodes each
+// element it sends once and decodes it twice (the sender's metering decode and the
+// receiver's), a compressed all-gather encodes its shard once and decodes every shard
+// (kernels/compression/compressed_collectives.h). sbp/boxing/step_compression.h charges
+// each pass; without separate figures a pass takes half the round trip's time.
 #ifndef SBP_CODEC_THROUGHPUT_H_
 #define SBP_CODEC_THROUGHPUT_H_
 
@@ -28,7 +33,10 @@ class CodecThroughput {
  public:
   struct Entry {
     CompressionChoice choice;
+    // One encode followed by one decode; and each pass alone.
     double bytes_per_second = 0;
+    double encode_bytes_per_second = 0;
+    double decode_bytes_per_second = 0;
   };
 
   // The documented defaults: one entry per configuration the compiler can pick
@@ -44,14 +52,25 @@ class CodecThroughput {
   // one (a group size no default names, say).
   double BytesPerSecond(const CompressionChoice& choice) const;
 
-  // Adds or replaces the entry of `choice`. Precondition: bytes_per_second > 0 and finite.
+  // Seconds of one encode pass, and of one decode pass, over `dense_bytes` f32 bytes.
+  double EncodeSeconds(const CompressionChoice& choice, double dense_bytes) const;
+  double DecodeSeconds(const CompressionChoice& choice, double dense_bytes) const;
+
+  // Adds or replaces the entry of `choice`, each pass at twice the round trip's rate.
+  // Precondition: bytes_per_second > 0 and finite.
   void Set(const CompressionChoice& choice, double bytes_per_second);
+  // Adds or replaces the entry of `choice` from the two passes timed apart; the round
+  // trip is 1 / (1/encode + 1/decode). Preconditions: both > 0 and finite.
+  void SetPasses(const CompressionChoice& choice, double encode_bytes_per_second,
+                 double decode_bytes_per_second);
 
   const std::vector<Entry>& entries() const { return entries_; }
   double other_configurations() const { return other_configurations_; }
 
  private:
   explicit CodecThroughput(double other_configurations) : other_configurations_(other_configurations) {}
+  // Adds or replaces the entry of updated.choice.
+  void Put(const Entry& updated);
 
   std::vector<Entry> entries_;
   double other_configurations_;
@@ -62,21 +81,29 @@ class CodecThroughput {
 struct CodecMeasurement {
   CompressionChoice choice;
   double bytes_per_second = 0;
+  // Each pass timed alone; 0 when the line does not give them (both or neither).
+  double encode_bytes_per_second = 0;
+  double decode_bytes_per_second = 0;
   int64_t elements = 0;
   int64_t repetitions = 0;
 };
 
-// The JSON object of the top of this file, without a newline. The throughput is written
-// with 6 significant digits; ParseCodecCalibration reads back exactly what is written.
+// The JSON object of the top of this file, without a newline, with
+// "encode_bytes_per_second" and "decode_bytes_per_second" after "bytes_per_second" when
+// they are > 0. Throughputs are written with 6 significant digits;
+// ParseCodecCalibration reads back exactly what is written.
 std::string CodecMeasurementLine(const CodecMeasurement& measurement);
 
 // The measurements of a calibration file's text: one JSON object per line, blank lines
 // skipped. Keys: codec (a name of CompressionKindName other than "none"), group_size
 // (an integer the codec accepts), hadamard (true/false), bytes_per_second (a finite
-// number > 0), and optionally elements and repetitions (integers >= 1). INVALID_ARGUMENT
-// naming `file` and the line, e.g.
+// number > 0), optionally encode_bytes_per_second and decode_bytes_per_second (both or
+// neither, finite numbers > 0), and optionally elements and repetitions (integers >= 1).
+// Lines of the other kinds a calibration file holds (a "link" or "compute" key,
+// sbp/calibration.h) are skipped here. INVALID_ARGUMENT naming `file` and the line, e.g.
 //   codec calibration file 'codecs.jsonl' line 3: unknown key "speed"; valid keys: codec,
-//   group_size, hadamard, bytes_per_second, elements, repetitions
+//   group_size, hadamard, bytes_per_second, encode_bytes_per_second,
+//   decode_bytes_per_second, elements, repetitions
 // also for a line that repeats an earlier line's configuration and for a file with no
 // measurement at all.
 absl::StatusOr<std::vector<CodecMeasurement>> ParseCodecCalibration(absl::string_view text,

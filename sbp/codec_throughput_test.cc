@@ -11,6 +11,7 @@ namespace oneflow {
 namespace {
 
 constexpr CompressionChoice kInt8Rotated{CompressionKind::kInt8, 512, true};
+constexpr CompressionChoice kInt4{CompressionKind::kInt4, 128, true};
 
 TEST(CodecThroughputTest, DefaultsCoverEveryConfigurationTheCompilerPicks) {
   const CodecThroughput defaults = CodecThroughput::Defaults();
@@ -35,13 +36,13 @@ TEST(CodecThroughputTest, UniformGivesEveryConfigurationOneValue) {
 }
 
 TEST(CodecThroughputTest, LinesRoundTrip) {
-  const CodecMeasurement measured{kInt8Rotated, 1.23456789e9, 1048576, 7};
+  const CodecMeasurement measured{kInt8Rotated, 1.23456789e9, 0, 0, 1048576, 7};
   const std::string line = CodecMeasurementLine(measured);
   EXPECT_EQ(line,
             "{\"codec\": \"int8\", \"group_size\": 512, \"hadamard\": true, \"bytes_per_second\": 1.23457e+09, "
             "\"elements\": 1048576, \"repetitions\": 7}");
   const absl::StatusOr<std::vector<CodecMeasurement>> parsed =
-      ParseCodecCalibration(line + "\n\n" + CodecMeasurementLine({{CompressionKind::kTacoFp8, 128, false}, 4e8, 1, 1}) + "\n",
+      ParseCodecCalibration(line + "\n\n" + CodecMeasurementLine({{CompressionKind::kTacoFp8, 128, false}, 4e8, 9e8, 7.2e8, 1, 1}) + "\n",
                             "codecs.jsonl");
   ASSERT_TRUE(parsed.ok()) << parsed.status();
   ASSERT_EQ(parsed->size(), 2u);
@@ -50,6 +51,8 @@ TEST(CodecThroughputTest, LinesRoundTrip) {
   EXPECT_EQ((*parsed)[0].elements, 1048576);
   EXPECT_EQ((*parsed)[0].repetitions, 7);
   EXPECT_EQ((*parsed)[1].choice.kind, CompressionKind::kTacoFp8);
+  EXPECT_EQ((*parsed)[1].encode_bytes_per_second, 9e8);
+  EXPECT_EQ((*parsed)[1].decode_bytes_per_second, 7.2e8);
   EXPECT_EQ(CodecMeasurementLine((*parsed)[0]), line);
 }
 
@@ -75,7 +78,11 @@ TEST(CodecThroughputTest, MalformedFilesNameTheFileAndLine) {
             "taco_fp8");
   EXPECT_EQ(ParseError(R"({"codec": "int4", "group_size": 128, "hadamard": false, "speed": 2e9})"),
             "codec calibration file 'c.jsonl' line 1: unknown key \"speed\"; valid keys: codec, group_size, "
-            "hadamard, bytes_per_second, elements, repetitions");
+            "hadamard, bytes_per_second, encode_bytes_per_second, decode_bytes_per_second, elements, repetitions");
+  EXPECT_EQ(ParseError(R"({"codec": "int4", "group_size": 128, "hadamard": false, "bytes_per_second": 1, )"
+                       R"("encode_bytes_per_second": 3})"),
+            "codec calibration file 'c.jsonl' line 1: \"encode_bytes_per_second\" and \"decode_bytes_per_second\" "
+            "go together: give both or neither");
   EXPECT_EQ(ParseError(R"({"codec": "int4", "group_size": 128, "hadamard": false})"),
             "codec calibration file 'c.jsonl' line 1: missing key \"bytes_per_second\"");
   EXPECT_EQ(ParseError(R"({"codec": "int4", "group_size": 128, "hadamard": false, "bytes_per_second": -1})"),
@@ -96,13 +103,26 @@ TEST(CodecThroughputTest, ReadingAFileOverridesTheDefaultsItMeasures) {
   const std::string path = ::testing::TempDir() + "/codecs.jsonl";
   {
     std::ofstream out(path);
-    out << CodecMeasurementLine({kInt8Rotated, 7e9, 1048576, 5}) << "\n";
+    CodecMeasurement measured{kInt8Rotated, 7e9};
+    measured.elements = 1048576;
+    measured.repetitions = 5;
+    out << CodecMeasurementLine(measured) << "\n";
+    // Both passes timed apart: encode 1e10, decode 2e10 B/s.
+    CodecMeasurement passes{kInt4, 6e9, 1e10, 2e10, 1048576, 5};
+    out << CodecMeasurementLine(passes) << "\n";
   }
   const absl::StatusOr<CodecThroughput> read = ReadCodecCalibrationFile(path);
   ASSERT_TRUE(read.ok()) << read.status();
   EXPECT_EQ(read->BytesPerSecond(kInt8Rotated), 7e9);
   const CompressionChoice taco{CompressionKind::kTacoFp8, 128, false};
   EXPECT_EQ(read->BytesPerSecond(taco), CodecThroughput::Defaults().BytesPerSecond(taco));
+  // Without separate figures each pass takes half the round trip: 1 MB encodes in 1/14 ms.
+  EXPECT_DOUBLE_EQ(read->EncodeSeconds(kInt8Rotated, 1e6), 1e6 / 14e9);
+  EXPECT_DOUBLE_EQ(read->DecodeSeconds(kInt8Rotated, 1e6), 1e6 / 14e9);
+  // With them, each pass at its own rate; the round trip from both, 1 / (1e-10 + 5e-11).
+  EXPECT_DOUBLE_EQ(read->EncodeSeconds(kInt4, 1e6), 1e-4);
+  EXPECT_DOUBLE_EQ(read->DecodeSeconds(kInt4, 1e6), 5e-5);
+  EXPECT_NEAR(read->BytesPerSecond(kInt4), 1 / 1.5e-10, 1);
 
   const absl::StatusOr<CodecThroughput> missing = ReadCodecCalibrationFile(path + ".absent");
   EXPECT_EQ(missing.status().code(), absl::StatusCode::kNotFound);

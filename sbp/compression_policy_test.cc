@@ -74,8 +74,13 @@ TEST(CompressionPolicyTest, EachRoleGetsItsCodecs) {
 // chunk c = ceil(35 / 4) = 9. Reduce-scatter phase: in-node (L-1) M c = 18 elements as
 // int8 G=512 (18 + 4 = 22 B), cross-node (M-1) c = 9 as int4 G=128 (5 + 4 = 9 B);
 // all-gather phase, in-node codec: 22 B in the node, 9 + 4 = 13 B across: 66 B (216 dense).
-// Time: 44 B at 1e9 + 22 B at 1e8 + 216 dense bytes of codec at 1e9 = 44 + 220 + 216 ns,
-// against 2160 ns dense.
+// Wire: 44 B at 1e9 + 22 B at 1e8 = 44 + 220 ns. Codec passes (each at 2e9 B/s, half the
+// 1e9 round trip): encode 18 + 9 + 9 = 36 elements (144 B, 72 ns); decode 2 x 18 + 2 x 9
+// (the metering decode and the receiver's) + 4 x 9 (every shard) = 90 elements (360 B,
+// 180 ns): 516 ns. Dense, as the runtime runs it (hierarchical): 140 B per member, in-node
+// reduce-scatter + all-gather 2 x 70 B at 1e9 = 140 ns, cross-node all-reduce of 70 B in
+// one round (small), 70 B at 1e8 = 700 ns: 840 ns (the flat ring the model charged before,
+// 216 B at 1e8 = 2160 ns, is a cost the runtime never pays).
 TEST(CompressionPolicyTest, GradientReductionsGoTwoLevelWhenTheGroupIsNodeBlocks) {
   const BoxingOptions gradient = BoxingOptionsFor(Auto(), TensorRole::kGradient, std::nullopt);
   const absl::StatusOr<BoxingPlan> plan = Plan("P", "B", "cpu{0:0-1, 1:0-1}", gradient);
@@ -85,12 +90,12 @@ TEST(CompressionPolicyTest, GradientReductionsGoTwoLevelWhenTheGroupIsNodeBlocks
   EXPECT_EQ(BoxingStepToString(step),
             "all_reduce axis 0: P -> B, 66 bytes/device (int8 G=512 hadamard in-node, int4 G=128 hadamard cross-node)");
   EXPECT_EQ(step.dense_bytes_per_device, 216);
-  EXPECT_NEAR(step.seconds, 480e-9, 1e-15);
-  EXPECT_NEAR(step.dense_seconds, 2160e-9, 1e-15);
+  EXPECT_NEAR(step.seconds, 516e-9, 1e-15);
+  EXPECT_NEAR(step.dense_seconds, 840e-9, 1e-15);
   EXPECT_EQ(step.compression_reason,
-            "two-level over 2 nodes x 2 devices, inter-node 1e+08 B/s, intra-node 1e+09 B/s: 0.00216 ms dense vs "
-            "4.4e-05 ms int8 G=512 hadamard in-node + 0.00022 ms int4 G=128 hadamard cross-node + 0.000216 ms "
-            "codec: compressed, saves 0.00168 ms");
+            "two-level over 2 nodes x 2, int8 G=512 hadamard in-node + int4 G=128 hadamard cross-node: 0.000516 ms "
+            "(encode 7.2e-05 + wire 0.000264 + decode 0.00018 + latency 0 ms) vs dense 0.00084 ms (hierarchical "
+            "over 2 nodes x 2: in-node 0.00014 ms + cross-node 0.0007 ms): compressed, saves 0.000324 ms");
   // Reduce-scatter to rows: c = 2 rows x 7 = 14; in-node 28 elements (32 B), cross-node
   // 14 (7 + 4 = 11 B).
   EXPECT_EQ(PlanText("P", "S(0)", "cpu{0:0-1, 1:0-1}", gradient),
@@ -103,7 +108,8 @@ TEST(CompressionPolicyTest, GradientReductionsWithOneDevicePerNodeAreFlatInt4) {
   // [2, 2] on 2 nodes: axis 0 pairs one device of each node. The planner first halves
   // the columns inside the node (a free slice), all-reduces the [5, 4] halves across
   // (2 (n-1) 10 = 20 elements: 10 B of int4 + 4 B of scale), then gathers inside the
-  // node, where at 1e9 B/s the codec does not pay (80 B: 80 ns dense vs 24 + 80 ns).
+  // node, where at 1e9 B/s the codec does not pay (80 B: 80 ns dense vs 24 ns + 60 ns of
+  // codec: encode its 10 elements, decode all 20).
   EXPECT_EQ(PlanText("[P, B]", "[B, B]", "cpu{0:0-1, 1:0-1}[2, 2]", gradient),
             "local_slice axis 1: [P, B] -> [P, S(1)], 0 bytes/device\n"
             "all_reduce axis 0: [P, S(1)] -> [B, S(1)], 14 bytes/device (int4 G=128 hadamard)\n"
@@ -120,6 +126,45 @@ TEST(CompressionPolicyTest, ActivationsTravelAsTacoAndWeightsAsInt8) {
   // S(0) -> B gathers 3 rows x 7 = 21 elements: 21 + 4 B.
   EXPECT_EQ(PlanText("S(0)", "B", nodes, BoxingOptionsFor(Auto(), TensorRole::kWeight, std::nullopt)),
             "all_gather axis 0: S(0) -> B, 25 bytes/device (int8 G=128)");
+}
+
+// Latency decides small steps: a gradient all-reduce over 3 hosts (one device each) of
+// [5, 7] (35 elements, 140 B per member) at 1e8 B/s with 100 us per round across nodes.
+// Dense (flat, small: one round of the whole input to both peers): 100 us + 280 B / 1e8
+// = 102.8 us. int4 (c = ceil(35 / 3) = 12, E = 2 (n-1) c = 48 elements, 24 + 4 B): two
+// calls (all-to-all, all-gather), 200 us + 28 B / 1e8 + codec (encode n c = 36, decode
+// (3n-2) c = 84 elements at 2e9 B/s: 72 + 168 ns) = 200.52 us: dense. In a gradient bucket the
+// dense call is shared: 2.8 us against 200.52 us, dense all the more.
+TEST(CompressionPolicyTest, LatencyKeepsSmallReductionsDense) {
+  const LinkModel links{/*intra_node_bandwidth=*/1e9, /*inter_node_bandwidth=*/1e8, /*intra_node_latency=*/1e-6,
+                        /*inter_node_latency=*/1e-4};
+  const Placement hosts = *Placement::Parse("cpu{0:0, 1:0, 2:0}");
+  BoxingOptions gradient = BoxingOptionsFor(Auto(), TensorRole::kGradient, std::nullopt);
+  absl::StatusOr<BoxingPlan> plan =
+      PlanBoxing(kLogical, DType::kF32, *NdSbp::Parse("P"), hosts, *NdSbp::Parse("B"), hosts, links, gradient);
+  ASSERT_TRUE(plan.ok()) << plan.status();
+  const BoxingStep& step = plan->steps[0];
+  EXPECT_FALSE(step.compression.compressed());
+  EXPECT_NEAR(step.seconds, 102.8e-6, 1e-12);
+  EXPECT_EQ(step.compression_reason,
+            "int4 G=128 hadamard: 0.201 ms (encode 7.2e-05 + wire 0.00028 + decode 0.000168 + latency 0.2 ms) vs dense "
+            "0.103 ms (flat across nodes over 3 devices, 1 round (small: all to every peer)): dense");
+  gradient.dense_in_bucket = true;
+  plan = PlanBoxing(kLogical, DType::kF32, *NdSbp::Parse("P"), hosts, *NdSbp::Parse("B"), hosts, links, gradient);
+  ASSERT_TRUE(plan.ok()) << plan.status();
+  EXPECT_FALSE(plan->steps[0].compression.compressed());
+  EXPECT_NE(plan->steps[0].compression_reason.find("vs dense 0.0028 ms (flat across nodes over 3 devices, 1 round "
+                                                   "(small: all to every peer); in a gradient bucket, its 0.1 ms of "
+                                                   "latency shared): dense"),
+            std::string::npos)
+      << plan->steps[0].compression_reason;
+  // Without latency the same step compresses: 28 B + 240 ns of codec against 280 B.
+  const LinkModel bandwidth_only{1e9, 1e8};
+  plan = PlanBoxing(kLogical, DType::kF32, *NdSbp::Parse("P"), hosts, *NdSbp::Parse("B"), hosts, bandwidth_only,
+                    gradient);
+  ASSERT_TRUE(plan.ok()) << plan.status();
+  EXPECT_TRUE(plan->steps[0].compression.compressed());
+  EXPECT_NEAR(plan->steps[0].seconds, 28 / 1e8 + 240e-9, 1e-15);
 }
 
 TEST(CompressionPolicyTest, PickableCodecsAreValidAndDistinct) {

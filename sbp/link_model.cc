@@ -15,14 +15,23 @@ absl::Status CheckBandwidth(absl::string_view name, double value) {
       absl::StrCat("link model: ", name, " must be a finite number of bytes/s > 0, got ", value));
 }
 
+absl::Status CheckLatency(absl::string_view name, double value) {
+  if (std::isfinite(value) && value >= 0) return absl::OkStatus();
+  return absl::InvalidArgumentError(
+      absl::StrCat("link model: ", name, " must be a finite number of seconds >= 0, got ", value));
+}
+
 }  // namespace
 
 absl::Status CheckLinkModel(const LinkModel& links) {
-  if (absl::Status status = CheckBandwidth("intra_node_bandwidth", links.intra_node_bandwidth);
-      !status.ok()) {
-    return status;
+  for (const absl::Status& status :
+       {CheckBandwidth("intra_node_bandwidth", links.intra_node_bandwidth),
+        CheckBandwidth("inter_node_bandwidth", links.inter_node_bandwidth),
+        CheckLatency("intra_node_latency", links.intra_node_latency),
+        CheckLatency("inter_node_latency", links.inter_node_latency)}) {
+    if (!status.ok()) return status;
   }
-  return CheckBandwidth("inter_node_bandwidth", links.inter_node_bandwidth);
+  return absl::OkStatus();
 }
 
 bool AxisCrossesNodes(const Placement& placement, int64_t axis) {

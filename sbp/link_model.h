@@ -26,10 +26,18 @@ struct LinkModel {
   double intra_node_bandwidth = 0;
   // Bytes per second one device can receive from a device of another node.
   double inter_node_bandwidth = 0;
+  // Seconds of one message round (alpha) inside a node (the in-process backend's
+  // arrival and hand-off) and across nodes (a round of the cross-process transport:
+  // send, the peer's receive, its wake-up). A collective pays one per round it runs
+  // (sbp/collective_cost.h); 0 prices bandwidth only. `oneflow calibrate` measures both.
+  double intra_node_latency = 0;
+  double inter_node_latency = 0;
 };
 
-// OK when both bandwidths are finite and > 0; INVALID_ARGUMENT naming the bad one:
+// OK when both bandwidths are finite and > 0 and both latencies finite and >= 0;
+// INVALID_ARGUMENT naming the bad one:
 //   link model: inter_node_bandwidth must be a finite number of bytes/s > 0, got 0
+//   link model: intra_node_latency must be a finite number of seconds >= 0, got -1
 absl::Status CheckLinkModel(const LinkModel& links);
 
 // True when some group of devices that differ only in coordinate `axis` of the

@@ -26,6 +26,10 @@
 #                         (batch 2: on 2 cores the compute of batch 8 hides much of the link;
 #                         the gradients, 51.5 MB per device per step, do not depend on it)
 #   --codec_bytes_per_second=B   the compiler's codec model (passed to gpt) [gpt's default]
+#   --calibration=run|none|FILE  the cost model's calibration (gpt's --codec_calibration):
+#                         run `oneflow calibrate` into the work dir first, none, or a file
+#                         [run]; the inter-node bandwidth is the tc rate either way (the
+#                         flag wins over the file), latencies and codecs come from the file
 #   --unshaped_modes=M,...|none  the same plans again with tc removed, to show the compute
 #                                floor [off,auto]
 #   --subnet=A.B.C        the namespaces' /24 (only inside them) [10.231.0]
@@ -59,6 +63,7 @@ WARMUP=5
 ROUNDS=2
 GPT_FLAGS="--hidden=512 --layers=4 --heads=8 --batch=2"
 CODEC_BPS=""
+CALIBRATION="run"
 UNSHAPED_MODES="off,auto"
 SUBNET="10.231.0"
 PROBE_MIB=64
@@ -83,6 +88,7 @@ for arg in "$@"; do
     --rounds=*) ROUNDS="${arg#*=}" ;;
     --gpt_flags=*) GPT_FLAGS="${arg#*=}" ;;
     --codec_bytes_per_second=*) CODEC_BPS="${arg#*=}" ;;
+    --calibration=*) CALIBRATION="${arg#*=}" ;;
     --unshaped_modes=*) UNSHAPED_MODES="${arg#*=}" ;;
     --subnet=*) SUBNET="${arg#*=}" ;;
     --probe_mib=*) PROBE_MIB="${arg#*=}" ;;
@@ -126,6 +132,9 @@ fi
    $(tr -cd . <<< "$SUBNET" | wc -c) == 2 ]] || die "--subnet=$SUBNET: three octets of a private range, e.g. 10.231.0"
 [[ "$GPT_FLAGS" =~ ^[-A-Za-z0-9_=.,\ ]*$ ]] || die "--gpt_flags: only flags (letters, digits, - _ = . ,)"
 [[ -z "$CODEC_BPS" || "$CODEC_BPS" =~ ^[0-9.eE+]+$ ]] || die "--codec_bytes_per_second=$CODEC_BPS is not a number"
+[[ "$CALIBRATION" == run || "$CALIBRATION" == none || -f "$CALIBRATION" ]] || \
+  die "--calibration=$CALIBRATION: give run, none or an existing calibration file"
+[[ -z "$CODEC_BPS" || "$CALIBRATION" == none ]] || die "--codec_bytes_per_second needs --calibration=none (both give codec throughputs)"
 [[ "$(id -u)" == 0 ]] || die "needs root (network namespaces, veth pairs, tc); run it with sudo"
 for tool in ip tc; do command -v "$tool" >/dev/null || die "'$tool' (iproute2) is missing"; done
 
@@ -330,8 +339,10 @@ compile_plans() {  # rate_mbit dir
     # shellcheck disable=SC2086
     "$BIN/gpt" --nodes="$NODES" --devices_per_node=1 --dp="$NODES" $GPT_FLAGS \
       --inter_node_bandwidth="$bw" ${CODEC_BPS:+--codec_bytes_per_second=$CODEC_BPS} \
+      ${CALIBRATION_FILE:+--codec_calibration=$CALIBRATION_FILE} \
       --compression="$mode" --plan_out="$dir/$mode.plan" > "$dir/$mode.compile.log"
     "$BIN/oneflow" inspect "$dir/$mode.plan" --format=json > "$dir/$mode.inspect.json"
+    "$BIN/oneflow" inspect "$dir/$mode.plan" > "$dir/$mode.inspect.txt"
   done
   log "compiled ${MODE_LIST[*]} for inter-node $bw B/s: $(grep -h '^device 0:0' "$dir/off.compile.log")"
 }
@@ -410,10 +421,18 @@ main() {
   build
   create_network
   start_daemons
+  CALIBRATION_FILE=""
+  if [[ "$CALIBRATION" == run ]]; then
+    CALIBRATION_FILE="$RUN/calibration.jsonl"
+    "$BIN/oneflow" calibrate --out="$CALIBRATION_FILE" || die "oneflow calibrate failed"
+    log "calibration: $(tr '\n' ' ' < "$CALIBRATION_FILE" | grep -o '{"link[^}]*}' | tr '\n' ' ')"
+  elif [[ "$CALIBRATION" != none ]]; then
+    CALIBRATION_FILE="$CALIBRATION"
+  fi
   "$PY" "$HERE/report.py" config nodes="$NODES" devices_per_node=1 dp="$NODES" \
     rates_mbit="[$RATES]" latency_ms="$LATENCY_MS" qdisc="\"$(qdisc_args 1 | cut -d' ' -f1)\"" \
     modes="\"${MODE_LIST[*]}\"" iters="$ITERS" warmup="$WARMUP" rounds="$ROUNDS" \
-    gpt_flags="\"$GPT_FLAGS\"" codec_bytes_per_second="\"${CODEC_BPS:-default}\"" \
+    gpt_flags="\"$GPT_FLAGS\"" codec_bytes_per_second="\"${CODEC_BPS:-default}\"" calibration="\"$CALIBRATION\"" \
     cpus="$(nproc)" kernel="\"$(uname -r)\"" commit="\"$(git -C "$ROOT" rev-parse --short HEAD 2>/dev/null || echo unknown)\"" \
     tree_dirty="$([[ -n "$(git -C "$ROOT" status --porcelain --untracked-files=no 2>/dev/null)" ]] && echo true || echo false)"
   local rate dir

@@ -42,10 +42,13 @@ proto::Compression::Kind CompressionToProto(CompressionKind kind) {
   return proto::Compression::NONE;
 }
 
-// A compressed step's codec (both levels for a two-level one) and the cost model's
-// decision; a dense step leaves both unset, so plans without compression stay as they
-// were. A compressed reduction of a variable's gradient gets error feedback.
+// The step's modelled seconds and the cost model's decision (when a codec applied); a
+// compressed step's codec (both levels for a two-level one). A compressed reduction of a
+// variable's gradient gets error feedback.
 void EmitCompression(const BoxingStep& step, bool gradient, proto::BoxingStepDef* def) {
+  def->set_seconds(step.seconds);
+  def->set_dense_seconds(step.dense_seconds);
+  def->set_reason(step.compression_reason);  // the decision, whichever side won
   if (!step.compression.compressed()) return;
   proto::Compression* compression = def->mutable_compression();
   if (gradient && (step.kind == BoxingKind::kAllReduce || step.kind == BoxingKind::kReduceScatter)) {
@@ -59,7 +62,6 @@ void EmitCompression(const BoxingStep& step, bool gradient, proto::BoxingStepDef
     compression->set_cross_node_block_size(step.cross_node_compression.group_size);
     compression->set_cross_node_hadamard(step.cross_node_compression.hadamard);
   }
-  def->set_reason(step.compression_reason);
   def->set_dense_bytes_per_device(step.dense_bytes_per_device);
   def->set_seconds_saved(step.dense_seconds - step.seconds);
 }

@@ -34,6 +34,8 @@ absl::StatusOr<CompileOptions> CompileOptionsFor(const ParallelLayout& layout, c
   options.sparse_boxing = settings.sparse_boxing == "auto";
   options.fuse_epilogues = settings.fuse_epilogues;
   OF_ASSIGN_OR_RETURN(options.compression, CompressionPolicyFromFlags(settings.compression));
+  OF_RETURN_IF_ERROR(
+      ApplyCalibrationToCluster(settings.compression.codec_calibration, settings.links, &options.cluster));
   if (!settings.dump_after.empty()) {
     options.dump_after = settings.dump_after;
     options.dump = dump;

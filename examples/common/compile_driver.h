@@ -27,6 +27,9 @@ struct CompileSettings {
   std::string sparse_boxing = "auto";
   bool fuse_epilogues = true;
   CompressionFlags compression;
+  // Link bandwidths and latencies of the cost model (a --codec_calibration file's measured
+  // levels replace those not given on the command line).
+  LinkFlags links;
   // Compiler pass names (or "all") after which the state is printed into *dump.
   std::vector<std::string> dump_after;
 };

@@ -2,7 +2,9 @@
 
 #include <cmath>
 
+#include "absl/flags/reflection.h"
 #include "absl/strings/str_cat.h"
+#include "sbp/calibration.h"
 #include "sbp/codec_throughput.h"
 
 namespace oneflow::examples {
@@ -42,6 +44,55 @@ absl::StatusOr<CompressionPolicy> CompressionPolicyFromFlags(const CompressionFl
     policy.codec_throughput = *std::move(measured);
   }
   return policy;
+}
+
+LinkFlags LinkFlagsFromCommandLine(double intra_node_bandwidth, double inter_node_bandwidth,
+                                   double intra_node_latency, double inter_node_latency) {
+  auto given = [](const char* name) {
+    const absl::CommandLineFlag* flag = absl::FindCommandLineFlag(name);
+    return flag != nullptr && flag->IsSpecifiedOnCommandLine();
+  };
+  LinkFlags links;
+  links.intra_node_bandwidth = intra_node_bandwidth;
+  links.inter_node_bandwidth = inter_node_bandwidth;
+  links.intra_node_latency = intra_node_latency;
+  links.inter_node_latency = inter_node_latency;
+  links.intra_node_bandwidth_given = given("intra_node_bandwidth");
+  links.inter_node_bandwidth_given = given("inter_node_bandwidth");
+  links.intra_node_latency_given = given("intra_node_latency");
+  links.inter_node_latency_given = given("inter_node_latency");
+  return links;
+}
+
+absl::Status ApplyCalibrationToCluster(const std::string& calibration, const LinkFlags& links,
+                                       proto::Cluster* cluster) {
+  for (const auto& [name, value] : {std::pair<const char*, double>{"intra_node_latency", links.intra_node_latency},
+                                    {"inter_node_latency", links.inter_node_latency}}) {
+    if (!std::isfinite(value) || value < 0) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("--", name, "=", value, " must be a finite number of seconds >= 0"));
+    }
+  }
+  cluster->set_intra_node_bandwidth(links.intra_node_bandwidth);
+  cluster->set_inter_node_bandwidth(links.inter_node_bandwidth);
+  cluster->set_intra_node_latency(links.intra_node_latency);
+  cluster->set_inter_node_latency(links.inter_node_latency);
+  if (calibration.empty()) return absl::OkStatus();
+  absl::StatusOr<Calibration> measured = ReadCalibrationFile(calibration);
+  if (!measured.ok()) {
+    return absl::Status(measured.status().code(), absl::StrCat("--codec_calibration: ", measured.status().message()));
+  }
+  if (measured->intra_node.has_value()) {
+    if (!links.intra_node_bandwidth_given) cluster->set_intra_node_bandwidth(measured->intra_node->bytes_per_second);
+    if (!links.intra_node_latency_given) cluster->set_intra_node_latency(measured->intra_node->latency_seconds);
+  }
+  if (measured->inter_node.has_value()) {
+    if (!links.inter_node_bandwidth_given) cluster->set_inter_node_bandwidth(measured->inter_node->bytes_per_second);
+    if (!links.inter_node_latency_given) cluster->set_inter_node_latency(measured->inter_node->latency_seconds);
+  }
+  cluster->set_gemm_flops_per_second(measured->compute.gemm_flops_per_second);
+  cluster->set_memory_bytes_per_second(measured->compute.memory_bytes_per_second);
+  return absl::OkStatus();
 }
 
 }  // namespace oneflow::examples

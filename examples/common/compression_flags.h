@@ -1,7 +1,9 @@
 // The examples' compression flags as a CompressionPolicy for the compiler:
 //   --compression=off|auto|fp8|int8|int4   (default auto)
 //   --codec_bytes_per_second=B             every codec at B dense bytes/s (0: the table)
-//   --codec_calibration=FILE               measured throughputs (`oneflow calibrate`)
+//   --codec_calibration=FILE               measured throughputs (`oneflow calibrate`); its
+//                                          link and compute lines go into the cluster
+//                                          (ApplyCalibrationToCluster)
 // Kept apart from example_main.cc, which reads the flags, so tests can check every value
 // without touching process-global flags.
 #ifndef EXAMPLES_COMMON_COMPRESSION_FLAGS_H_
@@ -10,6 +12,7 @@
 #include <string>
 
 #include "absl/status/statusor.h"
+#include "proto/plan.pb.h"
 #include "sbp/compression_policy.h"
 
 namespace oneflow::examples {
@@ -29,6 +32,34 @@ struct CompressionFlags {
 //   --codec_bytes_per_second and --codec_calibration both give codec throughputs; use one
 //   --codec_calibration: codec calibration file 'c.jsonl' line 2: ...
 absl::StatusOr<CompressionPolicy> CompressionPolicyFromFlags(const CompressionFlags& flags);
+
+// The link flags of the cost model, and which of them the command line gave. The
+// defaults are those of the examples' and `oneflow compile`'s flags of the same names.
+struct LinkFlags {
+  double intra_node_bandwidth = 100e9;
+  double inter_node_bandwidth = 12.5e9;
+  double intra_node_latency = 1e-5;
+  double inter_node_latency = 5e-4;
+  bool intra_node_bandwidth_given = false;
+  bool inter_node_bandwidth_given = false;
+  bool intra_node_latency_given = false;
+  bool inter_node_latency_given = false;
+};
+
+// The four link flags' values, with `*_given` read from this program's command line (the
+// flags are defined by the program: examples/common/example_main.cc, `oneflow compile`).
+LinkFlags LinkFlagsFromCommandLine(double intra_node_bandwidth, double inter_node_bandwidth,
+                                   double intra_node_latency, double inter_node_latency);
+
+// Sets the cluster's link bandwidths and latencies from `links`, except where
+// --codec_calibration's file (`calibration`, empty: none) measured a level and the flag
+// was not given on the command line (a flag given wins: a link shaped to 1 Gbit/s is not
+// the loopback `oneflow calibrate` measured), and its compute rates from the file's
+// compute lines. INVALID_ARGUMENT naming the flag:
+//   --inter_node_latency=-1 must be a finite number of seconds >= 0
+//   --codec_calibration: calibration file 'c.jsonl' line 7: ...
+absl::Status ApplyCalibrationToCluster(const std::string& calibration, const LinkFlags& links,
+                                       proto::Cluster* cluster);
 
 }  // namespace oneflow::examples
 

@@ -59,5 +59,36 @@ TEST(CompressionFlagsTest, CodecThroughputs) {
   std::remove(path.c_str());
 }
 
+TEST(CompressionFlagsTest, CalibrationSetsTheClusterWhereNoFlagWasGiven) {
+  const std::string path = ::testing::TempDir() + "/links.jsonl";
+  {
+    std::ofstream out(path);
+    out << R"({"link": "intra_node", "latency_seconds": 3e-06, "bytes_per_second": 5e9})" << "\n"
+        << R"({"link": "inter_node", "latency_seconds": 0.0002, "bytes_per_second": 2e9})" << "\n"
+        << R"({"compute": "gemm", "per_second": 1.5e11})" << "\n";
+  }
+  LinkFlags links{/*intra_node_bandwidth=*/100e9, /*inter_node_bandwidth=*/1.25e8, /*intra_node_latency=*/1e-5,
+                  /*inter_node_latency=*/5e-4};
+  links.inter_node_bandwidth_given = true;  // a shaped link: the flag wins over the loopback figure
+  proto::Cluster cluster;
+  ASSERT_TRUE(ApplyCalibrationToCluster(path, links, &cluster).ok());
+  EXPECT_EQ(cluster.intra_node_bandwidth(), 5e9);
+  EXPECT_EQ(cluster.intra_node_latency(), 3e-6);
+  EXPECT_EQ(cluster.inter_node_bandwidth(), 1.25e8);
+  EXPECT_EQ(cluster.inter_node_latency(), 2e-4);
+  EXPECT_EQ(cluster.gemm_flops_per_second(), 1.5e11);
+  EXPECT_EQ(cluster.memory_bytes_per_second(), 0);  // not measured: the predictor's default
+  // Without a file, the flags.
+  ASSERT_TRUE(ApplyCalibrationToCluster("", links, &cluster).ok());
+  EXPECT_EQ(cluster.intra_node_latency(), 1e-5);
+  EXPECT_EQ(cluster.inter_node_latency(), 5e-4);
+  links.inter_node_latency = -1;
+  EXPECT_EQ(ApplyCalibrationToCluster("", links, &cluster).message(),
+            "--inter_node_latency=-1 must be a finite number of seconds >= 0");
+  links.inter_node_latency = 0;
+  EXPECT_EQ(ApplyCalibrationToCluster(path + ".absent", links, &cluster).code(), absl::StatusCode::kNotFound);
+  std::remove(path.c_str());
+}
+
 }  // namespace
 }  // namespace oneflow::examples

@@ -37,6 +37,11 @@ ABSL_FLAG(int64_t, micro_batches, 1,
           "accumulate, the optimizer steps once per iteration. Must divide the batch.");
 ABSL_FLAG(double, intra_node_bandwidth, 100e9, "Bytes/s between devices of one node.");
 ABSL_FLAG(double, inter_node_bandwidth, 12.5e9, "Bytes/s between nodes.");
+ABSL_FLAG(double, intra_node_latency, 1e-5,
+          "Seconds of one message round between devices of one node (the cost model's alpha).");
+ABSL_FLAG(double, inter_node_latency, 5e-4,
+          "Seconds of one message round between nodes (the cost model's alpha; Gloo over TCP "
+          "takes 0.4-0.5 ms for a 4 KiB all-reduce).");
 ABSL_FLAG(std::string, compression, "auto",
           "How boxings move f32 tensors: off (dense); auto (by what the tensor is: activations TACO "
           "fp8, gradient reductions two-level int8/int4, weight gathers int8, wherever the modelled "
@@ -128,6 +133,8 @@ CompileSettings SettingsFromFlags() {
   settings.compression.compression = absl::GetFlag(FLAGS_compression);
   settings.compression.codec_bytes_per_second = absl::GetFlag(FLAGS_codec_bytes_per_second);
   settings.compression.codec_calibration = absl::GetFlag(FLAGS_codec_calibration);
+  settings.links = LinkFlagsFromCommandLine(absl::GetFlag(FLAGS_intra_node_bandwidth), absl::GetFlag(FLAGS_inter_node_bandwidth),
+                                            absl::GetFlag(FLAGS_intra_node_latency), absl::GetFlag(FLAGS_inter_node_latency));
   settings.dump_after = absl::StrSplit(absl::GetFlag(FLAGS_dump_after), ',', absl::SkipEmpty());
   return settings;
 }

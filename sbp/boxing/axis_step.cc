@@ -6,6 +6,7 @@
 #include "oneflow_core/tensor_slice.h"
 #include "sbp/boxing/conversion_list.h"
 #include "sbp/boxing/step_compression.h"
+#include "sbp/collective_cost.h"
 
 namespace oneflow {
 namespace boxing {
@@ -57,11 +58,12 @@ std::optional<BoxingStep> MakeAxisStep(const BoxingContext& context, const Place
                         hierarchy.dim(axis)};
   const int64_t elements = conversion->WireElements(group, before, to);
   const bool crosses_nodes = AxisCrossesNodes(placement, axis);
-  const double bandwidth =
-      crosses_nodes ? context.links.inter_node_bandwidth : context.links.intra_node_bandwidth;
   step.kind = conversion->kind();
   step.dense_bytes_per_device = elements * SizeOf(context.dtype);
-  step.dense_seconds = step.dense_bytes_per_device / bandwidth;
+  const CollectiveCost dense = PriceDenseCollective(context.links, placement, axis, step.kind,
+                                                    group.tensor.NumElements() * SizeOf(context.dtype),
+                                                    step.dense_bytes_per_device);
+  step.dense_seconds = dense.seconds();
   step.bytes_per_device = step.dense_bytes_per_device;
   step.seconds = step.dense_seconds;
   step.reason = absl::StrCat(before.ToString(), " -> ", to.ToString(), " on hierarchy axis ", axis,
@@ -69,20 +71,31 @@ std::optional<BoxingStep> MakeAxisStep(const BoxingContext& context, const Place
                              crosses_nodes ? "across nodes" : "within a node", ", group tensor ",
                              group.tensor.ToString(), "): ", conversion->Algorithm());
   const std::optional<PricedCompression> compressed =
-      PriceCompression(context, placement, axis, step.kind, elements, step.dense_seconds);
+      PriceCompression(context, placement, axis, step.kind, elements);
   if (!compressed.has_value()) return step;
+  // A dense all-reduce of a bucketed gradient shares its bucket's call: what it adds to
+  // the step is its wire time, not a call's latency.
+  const bool in_bucket = context.options.dense_in_bucket && step.kind == BoxingKind::kAllReduce;
+  const double dense_marginal = in_bucket ? dense.wire_seconds : dense.seconds();
+  const std::string dense_text =
+      absl::StrCat("dense ", FormatMilliseconds(dense_marginal), " (", dense.text,
+                   in_bucket ? absl::StrCat("; in a gradient bucket, its ", FormatMilliseconds(dense.latency_seconds),
+                                            " of latency shared")
+                             : std::string(),
+                   ")");
+  const std::string comparison = absl::StrCat(compressed->text, " vs ", dense_text);
   // Automatic: compressed only where modelled faster than dense; otherwise always.
-  const bool pays = compressed->seconds < step.dense_seconds;
+  const bool pays = compressed->seconds() < dense_marginal;
   if (context.options.automatic && !pays) {
-    step.compression_reason = absl::StrCat(compressed->comparison, ": dense");
+    step.compression_reason = absl::StrCat(comparison, ": dense");
   } else {
     step.compression = compressed->codec;
     step.cross_node_compression = compressed->cross_node;
     step.bytes_per_device = compressed->wire_bytes;
-    step.seconds = compressed->seconds;
+    step.seconds = compressed->seconds();
     step.compression_reason =
-        absl::StrCat(compressed->comparison, context.options.automatic ? ": compressed" : ": compressed as asked",
-                     ", saves ", absl::SixDigits((step.dense_seconds - step.seconds) * 1e3), " ms");
+        absl::StrCat(comparison, context.options.automatic ? ": compressed" : ": compressed as asked", ", saves ",
+                     FormatMilliseconds(dense_marginal - step.seconds));
   }
   absl::StrAppend(&step.reason, "; ", step.compression_reason);
   return step;

@@ -88,8 +88,12 @@ BoxingStep MakeSendRecvStep(const BoxingContext& context, const NdSbp& src,
       const int64_t element_size = SizeOf(context.dtype);
       const int64_t intra_bytes = intra_elements * element_size;
       const int64_t inter_bytes = inter_elements * element_size;
+      // One message round on each level that carries bytes (the transfers run at once).
+      const double latency = inter_bytes > 0   ? context.links.inter_node_latency
+                             : intra_bytes > 0 ? context.links.intra_node_latency
+                                               : 0.0;
       const Receipt receipt{intra_bytes + inter_bytes,
-                            intra_bytes / context.links.intra_node_bandwidth +
+                            latency + intra_bytes / context.links.intra_node_bandwidth +
                                 inter_bytes / context.links.inter_node_bandwidth};
       if (!best.has_value() || receipt.seconds < best->seconds ||
           (receipt.seconds == best->seconds && receipt.bytes < best->bytes)) {

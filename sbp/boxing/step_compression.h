@@ -1,18 +1,24 @@
-// The compressed form of one collective step, priced: which codecs, how many bytes on
-// which links, how long, and the sentence that says so.
+// The compressed form of one collective step, priced as the runtime runs it: which
+// codecs, how many bytes on which links, and how long, pass by pass.
 //
-// A flat step runs one codec over the step's group: wire = CountWireBytes(E, codec) for
-// the E elements the busiest device receives, over the group's bandwidth (inter-node as
-// soon as the group crosses nodes). A two-level reduction over M nodes x L devices
-// (BoxingOptions::two_level, link_model.h's NodeBlocks) splits those E elements by link:
-// with c the largest chunk (E = (n-1) c for a reduce-scatter, n = M L),
+// The runtime (kernels/compression/compressed_collectives.h) makes, per device, with c
+// the largest chunk (E = (n-1) c dense elements received for a reduce-scatter or an
+// all-gather over n members, E = 2 (n-1) c for an all-reduce):
+//   reduce-scatter  one AllToAll call: encode (n-1) c, decode 2 (n-1) c (the sender's
+//                   metering decode of what it sent and the receiver's decode)
+//   all-gather      one AllGather call: encode c (its shard), decode n c (every shard,
+//                   its own as the metering decode)
+//   all-reduce      both, so two calls
+// A two-level reduction over M nodes x L devices (BoxingOptions::two_level, link_model.h's
+// NodeBlocks) makes an in-node call and a cross-node call per phase:
 //   in-node      (L-1) M c elements in the in-node codec (the all-to-all inside nodes)
 //   cross-node   (M-1) c elements in the cross-node codec (node partial sums across)
-// and an all-reduce adds its all-gather phase, (L-1) M c + (M-1) c elements more, in the
-// in-node codec: the runtime gathers each reduced shard once encoded at in-node
-// precision (kernels/boxing/boxing_step.h). Its time is in-node bytes over the intra-node
-// bandwidth plus cross-node bytes over the inter-node one. Every codec is charged its
-// dense bytes (elements x dtype size) over its throughput (sbp/codec_throughput.h).
+// with the passes above per level, and an all-reduce adds its all-gather phase, each
+// reduced shard encoded once at in-node precision (kernels/boxing/boxing_step.h):
+// (M-1) c elements across nodes and (L-1) M c inside, encode c, decode M L c.
+// Time = the calls' latencies (LinkModel, per level) + wire bytes over each level's
+// bandwidth + every pass's dense bytes over that codec's encode or decode throughput
+// (sbp/codec_throughput.h). Wire bytes: CountWireBytes of each level's elements.
 #ifndef SBP_BOXING_STEP_COMPRESSION_H_
 #define SBP_BOXING_STEP_COMPRESSION_H_
 
@@ -33,21 +39,25 @@ struct PricedCompression {
   // A two-level step's cross-node codec; kNone for a flat step.
   CompressionChoice cross_node;
   int64_t wire_bytes = 0;
-  // Link time plus codec time.
-  double seconds = 0;
-  // How it compares with the dense step, e.g. "inter-node 1.25e+08 B/s: 5.2 ms dense vs
-  // 1.4 ms taco_fp8 G=128 + 0.3 ms codec".
-  std::string comparison;
+  // The parts of the time: the calls' latencies, wire bytes over bandwidth, and the
+  // codec passes.
+  double latency_seconds = 0;
+  double wire_seconds = 0;
+  double encode_seconds = 0;
+  double decode_seconds = 0;
+  // "int4 G=128 hadamard: 1.8 ms (encode 0.3 + wire 1.1 + decode 0.4 + latency 0.05 ms)",
+  // for two-level "int8 G=512 hadamard in-node + int4 G=128 hadamard cross-node: ...".
+  std::string text;
+
+  double seconds() const { return latency_seconds + wire_seconds + encode_seconds + decode_seconds; }
 };
 
 // The compressed form of a `kind` step over hierarchy axis `axis` of `placement` whose
 // busiest device receives `elements` elements dense, under context.options; nullopt
 // when the options give this step no codec (a kind without a compressed form, an
 // in-node step without compress_intra_node) or the encoding would not shrink it.
-// `dense_seconds` is the dense step's time, for the comparison.
 std::optional<PricedCompression> PriceCompression(const BoxingContext& context, const Placement& placement,
-                                                  int64_t axis, BoxingKind kind, int64_t elements,
-                                                  double dense_seconds);
+                                                  int64_t axis, BoxingKind kind, int64_t elements);
 
 }  // namespace boxing
 }  // namespace oneflow

@@ -13,7 +13,9 @@
 #include "absl/flags/flag.h"
 #include "absl/strings/str_cat.h"
 #include "kernels/compression/codec.h"
+#include "sbp/calibration.h"
 #include "sbp/compression_policy.h"
+#include "tools/cli/link_calibration.h"
 
 ABSL_FLAG(std::string, out, "",
           "Write the measurements (JSON lines) to this file, atomically, instead of stdout.");
@@ -25,6 +27,9 @@ namespace {
 // that the whole calibration takes about a second.
 constexpr int64_t kElements = int64_t{1} << 20;
 constexpr int64_t kRepetitions = 7;
+// Link calls are short (a 4 KiB all-reduce is microseconds to a millisecond): more of
+// them make the median steadier on a loaded machine.
+constexpr int64_t kLinkRepetitions = 21;
 
 CodecOptions ToCodecOptions(const CompressionChoice& choice) {
   CodecOptions options;
@@ -53,15 +58,42 @@ CodecOptions ToCodecOptions(const CompressionChoice& choice) {
   return options;
 }
 
+// The median; a timer tick of 0 would be an infinite throughput, so at least 1 ns.
+double Median(std::vector<double> seconds) {
+  std::nth_element(seconds.begin(), seconds.begin() + seconds.size() / 2, seconds.end());
+  return std::max(seconds[seconds.size() / 2], 1e-9);
+}
+
 absl::Status SystemError(const std::string& path, absl::string_view what, int error) {
   return absl::InvalidArgumentError(absl::StrCat("--out='", path, "': ", what, ": ", std::strerror(error)));
 }
 
 absl::Status RunCalibrate(const std::vector<std::string>& /*arguments*/, std::ostream& out) {
-  const std::vector<CodecMeasurement> measurements = MeasureCodecThroughput(kElements, kRepetitions);
+  // The cross-process link first: it forks, and a fork is simplest before this process
+  // has started any thread.
+  absl::StatusOr<LinkLevelMeasurement> inter_node = MeasureCrossProcessLink(kLinkRepetitions);
+  if (!inter_node.ok()) {
+    return absl::Status(inter_node.status().code(),
+                        absl::StrCat("measuring the cross-process link: ", inter_node.status().message()));
+  }
+  absl::StatusOr<LinkLevelMeasurement> intra_node = MeasureInProcessLink(kLinkRepetitions);
+  if (!intra_node.ok()) {
+    return absl::Status(intra_node.status().code(),
+                        absl::StrCat("measuring the in-process link: ", intra_node.status().message()));
+  }
+  std::vector<std::string> lines;
+  for (const CodecMeasurement& measurement : MeasureCodecThroughput(kElements, kRepetitions)) {
+    lines.push_back(CodecMeasurementLine(measurement));
+  }
+  lines.push_back(LinkMeasurementLine("intra_node", *intra_node));
+  lines.push_back(LinkMeasurementLine("inter_node", *inter_node));
+  lines.push_back(ComputeMeasurementLine("gemm", MeasureGemmFlopsPerSecond(kRepetitions),
+                                         "sgemm 512x512x512, 1 thread"));
+  lines.push_back(ComputeMeasurementLine("memory", MeasureMemoryBytesPerSecond(kRepetitions),
+                                         "memcpy 64 MiB, 1 thread, bytes read + written"));
   const std::string path = absl::GetFlag(FLAGS_out);
-  if (!path.empty()) return WriteCalibrationFile(path, measurements);
-  for (const CodecMeasurement& measurement : measurements) out << CodecMeasurementLine(measurement) << "\n";
+  if (!path.empty()) return WriteCalibrationFile(path, lines);
+  for (const std::string& line : lines) out << line << "\n";
   out.flush();
   if (!out) return absl::UnknownError("cannot write the output (is stdout closed or the disk full?)");
   return absl::OkStatus();
@@ -82,26 +114,29 @@ std::vector<CodecMeasurement> MeasureCodecThroughput(int64_t elements, int64_t r
     // The first pass warms caches and pages; it is not timed.
     Encode(options, input.data(), elements, encoded.data());
     Decode(options, encoded.data(), elements, decoded.data());
-    std::vector<double> seconds;
+    std::vector<double> encode_seconds, decode_seconds, round_trips;
     for (int64_t r = 0; r < repetitions; ++r) {
       const auto start = std::chrono::steady_clock::now();
       Encode(options, input.data(), elements, encoded.data());
+      const auto middle = std::chrono::steady_clock::now();
       Decode(options, encoded.data(), elements, decoded.data());
-      seconds.push_back(std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
+      const auto end = std::chrono::steady_clock::now();
+      encode_seconds.push_back(std::chrono::duration<double>(middle - start).count());
+      decode_seconds.push_back(std::chrono::duration<double>(end - middle).count());
+      round_trips.push_back(std::chrono::duration<double>(end - start).count());
     }
-    std::nth_element(seconds.begin(), seconds.begin() + seconds.size() / 2, seconds.end());
-    // A timer tick of 0 would be an infinite throughput; one nanosecond bounds it.
-    const double median = std::max(seconds[seconds.size() / 2], 1e-9);
-    measurements.push_back(CodecMeasurement{choice, elements * sizeof(float) / median, elements, repetitions});
+    const double bytes = static_cast<double>(elements * sizeof(float));
+    CodecMeasurement measurement{choice, bytes / Median(round_trips), 0, 0, elements, repetitions};
+    measurement.encode_bytes_per_second = bytes / Median(encode_seconds);
+    measurement.decode_bytes_per_second = bytes / Median(decode_seconds);
+    measurements.push_back(measurement);
   }
   return measurements;
 }
 
-absl::Status WriteCalibrationFile(const std::string& path, const std::vector<CodecMeasurement>& measurements) {
+absl::Status WriteCalibrationFile(const std::string& path, const std::vector<std::string>& lines) {
   std::string text;
-  for (const CodecMeasurement& measurement : measurements) {
-    absl::StrAppend(&text, CodecMeasurementLine(measurement), "\n");
-  }
+  for (const std::string& line : lines) absl::StrAppend(&text, line, "\n");
   const size_t slash = path.rfind('/');
   const std::string directory = slash == std::string::npos ? "." : slash == 0 ? "/" : path.substr(0, slash);
   // In the same directory, so that rename() is atomic (one filesystem).
@@ -141,7 +176,8 @@ Subcommand CalibrateSubcommand() {
   command.arguments = "";
   command.flag_usage = "[--out=FILE]";
   command.summary =
-      "time each codec the compiler can pick on this machine (for --codec_calibration=FILE)";
+      "measure this machine's links (alpha, beta), codecs and compute rates for the cost model "
+      "(for --codec_calibration=FILE)";
   command.flags = {"out"};
   command.min_arguments = 0;
   command.max_arguments = 0;

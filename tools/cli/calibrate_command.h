@@ -1,13 +1,15 @@
-// `oneflow calibrate [--out=FILE]`: measures how fast this machine encodes and decodes
-// each codec configuration the compiler can pick, for --compression=auto's cost model.
-//
-// For every configuration of PickableCodecs (sbp/compression_policy.h) it times one
-// Encode followed by one Decode (kernels/compression/codec.h) of 1 Mi Gaussian floats
-// (4 MiB, a fixed seed) on this thread, several times after a warm-up, and reports the
-// median as dense f32 bytes per second. The result is one JSON object per line
-// (CodecMeasurementLine, sbp/codec_throughput.h), on stdout or, with --out, in FILE,
-// written atomically (a temporary file in the same directory renamed over FILE), which
-// the examples read with --codec_calibration=FILE. The compiler itself never times
+// `oneflow calibrate [--out=FILE]`: measures what the compiler's cost model needs on this
+// machine, into the calibration file it reads (sbp/calibration.h):
+//  - for every configuration of PickableCodecs (sbp/compression_policy.h), one Encode and
+//    one Decode (kernels/compression/codec.h) of 1 Mi Gaussian floats (4 MiB, a fixed
+//    seed) on this thread, timed apart, several times after a warm-up; the medians as
+//    dense f32 bytes per second (round trip, encode, decode);
+//  - alpha and beta of the in-node link (the in-process backend) and of the cross-process
+//    transport on 127.0.0.1, and the GEMM and memory rates of one thread
+//    (tools/cli/link_calibration.h).
+// The result is one JSON object per line, on stdout or, with --out, in FILE, written
+// atomically (a temporary file in the same directory renamed over FILE), which the
+// examples read with --codec_calibration=FILE. The compiler itself never times
 // anything, so a plan depends only on the file, not on the machine that compiles it.
 #ifndef TOOLS_CLI_CALIBRATE_COMMAND_H_
 #define TOOLS_CLI_CALIBRATE_COMMAND_H_
@@ -29,11 +31,11 @@ Subcommand CalibrateSubcommand();
 // Preconditions: elements >= 1, repetitions >= 1.
 std::vector<CodecMeasurement> MeasureCodecThroughput(int64_t elements, int64_t repetitions);
 
-// Writes one CodecMeasurementLine per measurement to `path`, atomically: nothing is left
+// Writes `lines`, one per line, to `path`, atomically: nothing is left
 // at `path` or beside it when it fails. Errors name the flag and the path:
 //   --out='/no/such/dir/c.jsonl': cannot create a temporary file in '/no/such/dir': No
 //   such file or directory
-absl::Status WriteCalibrationFile(const std::string& path, const std::vector<CodecMeasurement>& measurements);
+absl::Status WriteCalibrationFile(const std::string& path, const std::vector<std::string>& lines);
 
 }  // namespace oneflow::cli
 

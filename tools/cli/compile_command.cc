@@ -32,6 +32,9 @@ ABSL_FLAG(int64_t, zero, 0,
           "ZeRO stage 1..3 over the data-parallel axis (docs/zero.md); 0: as the graph's optimizer line says.");
 ABSL_FLAG(double, intra_node_bandwidth, 100e9, "Bytes/s between devices of one node.");
 ABSL_FLAG(double, inter_node_bandwidth, 12.5e9, "Bytes/s between nodes.");
+ABSL_FLAG(double, intra_node_latency, 1e-5,
+          "Seconds of one message round between devices of one node (the cost model's alpha).");
+ABSL_FLAG(double, inter_node_latency, 5e-4, "Seconds of one message round between nodes (the cost model's alpha).");
 ABSL_FLAG(std::string, compression, "auto",
           "How boxings move f32 tensors: off, auto (where the cost model gains), fp8, int8 or int4 "
           "(docs/compiler.md).");
@@ -100,6 +103,9 @@ absl::Status RunCompile(const std::vector<std::string>& arguments, std::ostream&
   settings.compression.compression = absl::GetFlag(FLAGS_compression);
   settings.compression.codec_bytes_per_second = absl::GetFlag(FLAGS_codec_bytes_per_second);
   settings.compression.codec_calibration = absl::GetFlag(FLAGS_codec_calibration);
+  settings.links = examples::LinkFlagsFromCommandLine(
+      absl::GetFlag(FLAGS_intra_node_bandwidth), absl::GetFlag(FLAGS_inter_node_bandwidth),
+      absl::GetFlag(FLAGS_intra_node_latency), absl::GetFlag(FLAGS_inter_node_latency));
   settings.dump_after = absl::StrSplit(absl::GetFlag(FLAGS_dump_after), ',', absl::SkipEmpty());
   std::string dump;
   OF_ASSIGN_OR_RETURN(const CompileOptions options, examples::CompileOptionsFor(layout, settings, &dump));
@@ -134,7 +140,8 @@ Subcommand CompileSubcommand() {
   command.flags = {"nodes",          "devices_per_node",       "dp",
                    "tp",             "pp",                     "micro_batches",
                    "zero",           "compression",            "plan_out",
-                   "intra_node_bandwidth", "inter_node_bandwidth", "codec_bytes_per_second",
+                   "intra_node_bandwidth", "inter_node_bandwidth", "intra_node_latency",
+                   "inter_node_latency",   "codec_bytes_per_second",
                    "codec_calibration",    "bucket_mb",            "sparse_boxing",
                    "fuse_epilogues",       "threads_per_device",   "dump_after"};
   command.flag_help = {{"nodes", "Nodes of the cluster (a count; default 1)."},

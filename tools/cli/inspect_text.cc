@@ -12,6 +12,7 @@
 #include "tools/cli/inspect_compression.h"
 #include "tools/cli/inspect_render.h"
 #include "tools/cli/pipeline_stages.h"
+#include "tools/cli/predicted_step_time.h"
 #include "compiler/plan_format.h"
 
 namespace oneflow::cli {
@@ -55,7 +56,16 @@ void AppendCluster(const proto::Plan& plan, std::string* out) {
                   Plural(cluster.devices_per_node(), "device", "devices"), " per node, ",
                   DeviceTypeText(cluster.device_type()), "\n");
   absl::StrAppend(out, "links: intra-node ", FormatBandwidth(cluster.intra_node_bandwidth()),
-                  ", inter-node ", FormatBandwidth(cluster.inter_node_bandwidth()), "\n");
+                  ", inter-node ", FormatBandwidth(cluster.inter_node_bandwidth()));
+  if (cluster.intra_node_latency() > 0 || cluster.inter_node_latency() > 0) {
+    absl::StrAppendFormat(out, "; latency intra-node %.3g us, inter-node %.3g us", cluster.intra_node_latency() * 1e6,
+                          cluster.inter_node_latency() * 1e6);
+  }
+  absl::StrAppend(out, "\n");
+  const absl::StatusOr<StepTimePrediction> prediction = PredictStepTime(plan);
+  absl::StrAppend(out, prediction.ok() ? StepTimeText(plan, *prediction)
+                                       : absl::StrCat("predicted step time: - (", prediction.status().message(), ")"),
+                  "\n");
 }
 
 // The op's type, with the epilogue a fused_matmul_bias applies after its bias
@@ -105,7 +115,13 @@ void AppendBoxing(const proto::BoxingDef& boxing, int b, const PlanIndex& index,
                     step.collective_id() == -1 ? std::string("local")
                                                : absl::StrCat("collective ", step.collective_id()),
                     step.has_bucket_id() ? absl::StrCat(", in gradient bucket ", step.bucket_id()) : std::string(),
+                    step.collective_id() != -1 && !step.has_bucket_id()
+                        ? absl::StrFormat(", modelled %.3g ms", step.seconds() * 1e3)
+                        : std::string(),
                     "\n");
+    if (!IsCompressed(step) && !step.reason().empty()) {
+      absl::StrAppend(out, "      decision: ", step.reason(), "\n");
+    }
     if (IsCompressed(step)) {
       const std::optional<double> saved = SecondsSaved(step);
       absl::StrAppend(out, "      compressed: ", StepCodecText(step), "; ",

@@ -107,24 +107,38 @@ run "$ONEFLOW" calibrate extra
 # back by the examples' --codec_calibration; the same file gives the same plan bytes.
 run "$ONEFLOW" calibrate --out="$DIR/codecs.jsonl"
 [[ $rc -eq 0 && -z "$out" ]] || fail "calibrate exited $rc: $err $out"
-[[ $(wc -l <"$DIR/codecs.jsonl") -eq 6 ]] || fail "$(cat "$DIR/codecs.jsonl")"
-grep -q '^{"codec": "taco_fp8", "group_size": 128, "hadamard": false, "bytes_per_second": [0-9.e+]*, "elements": 1048576, "repetitions": 7}$' "$DIR/codecs.jsonl" || fail "$(cat "$DIR/codecs.jsonl")"
+# 6 codecs, 2 link levels, 2 compute rates.
+[[ $(wc -l <"$DIR/codecs.jsonl") -eq 10 ]] || fail "$(cat "$DIR/codecs.jsonl")"
+grep -q '^{"codec": "taco_fp8", "group_size": 128, "hadamard": false, "bytes_per_second": [0-9.e+]*, "encode_bytes_per_second": [0-9.e+]*, "decode_bytes_per_second": [0-9.e+]*, "elements": 1048576, "repetitions": 7}$' "$DIR/codecs.jsonl" || fail "$(cat "$DIR/codecs.jsonl")"
+grep -q '^{"link": "intra_node", "latency_seconds": [0-9.e+-]*, "bytes_per_second": [0-9.e+]*, "method": "in-process all_reduce' "$DIR/codecs.jsonl" || fail "$(cat "$DIR/codecs.jsonl")"
+grep -q '^{"link": "inter_node", "latency_seconds": [0-9.e+-]*, "bytes_per_second": [0-9.e+]*, "method": "gloo all_reduce, 2 processes' "$DIR/codecs.jsonl" || fail "$(cat "$DIR/codecs.jsonl")"
+grep -q '^{"compute": "gemm", "per_second": [0-9.e+]*, ' "$DIR/codecs.jsonl" || fail "$(cat "$DIR/codecs.jsonl")"
 grep -q '^{"codec": "int4", "group_size": 128, "hadamard": true, ' "$DIR/codecs.jsonl" || fail "$(cat "$DIR/codecs.jsonl")"
 [[ -z "$(ls "$DIR" | grep '\.tmp\.')" ]] || fail "calibrate left a temporary file: $(ls "$DIR")"
+# Latency 0 given on the command line wins over the file's: these gradients are small
+# enough that two calls' latency would keep every one of them dense.
 gpt_slow=("$GPT" --nodes=2 --devices_per_node=2 --dp=2 --tp=2 --layers=1 --hidden=32 --heads=2 --vocab=32 --seq=8
-          --batch=4 --inter_node_bandwidth=1.25e8 --codec_calibration="$DIR/codecs.jsonl")
+          --batch=4 --inter_node_bandwidth=1.25e8 --inter_node_latency=0 --intra_node_latency=0
+          --codec_calibration="$DIR/codecs.jsonl")
 run "${gpt_slow[@]}" --plan_out="$DIR/calibrated1.plan"
 [[ $rc -eq 0 ]] || fail "gpt with a calibration exited $rc: $err"
 run "${gpt_slow[@]}" --plan_out="$DIR/calibrated2.plan"
 cmp -s "$DIR/calibrated1.plan" "$DIR/calibrated2.plan" || fail "the same calibration gave two plans"
 # Codecs measured at 1 kB/s never pay for themselves: nothing compresses.
-sed 's/"bytes_per_second": [0-9.e+]*/"bytes_per_second": 1e3/' "$DIR/codecs.jsonl" >"$DIR/slow_codecs.jsonl"
+sed -E '/"codec"/ s/"(encode_|decode_)?bytes_per_second": [0-9.e+]*/"\1bytes_per_second": 1e3/g' "$DIR/codecs.jsonl" >"$DIR/slow_codecs.jsonl"
 run "${gpt_slow[@]:0:${#gpt_slow[@]}-1}" --codec_calibration="$DIR/slow_codecs.jsonl" --plan_out="$DIR/slow.plan"
 [[ $rc -eq 0 ]] || fail "gpt with slow codecs exited $rc: $err"
 run "$ONEFLOW" inspect "$DIR/slow.plan"
 if grep -q "compressed:" <<<"$out"; then fail "codecs at 1e3 B/s still compressed: $out"; fi
 run "$ONEFLOW" inspect "$DIR/calibrated1.plan"
 grep -q "compressed: int4 (group 128, hadamard)" <<<"$out" || fail "no gradient compressed with a slow link: $out"
+grep -q "^predicted step time: [0-9.e+-]* ms (device " <<<"$out" || fail "no predicted step time: $out"
+# The file's latencies reach the plan when no flag overrides them.
+run "$GPT" --nodes=2 --devices_per_node=2 --dp=2 --tp=2 --layers=1 --hidden=32 --heads=2 --vocab=32 --seq=8 \
+  --batch=4 --inter_node_bandwidth=1.25e8 --codec_calibration="$DIR/codecs.jsonl" --plan_out="$DIR/latency.plan"
+[[ $rc -eq 0 ]] || fail "gpt with calibrated latencies exited $rc: $err"
+run "$ONEFLOW" inspect "$DIR/latency.plan"
+grep -q "^links: intra-node .*; latency intra-node [0-9.e+-]* us, inter-node [0-9.e+-]* us$" <<<"$out" || fail "$out"
 
 # A bad --out: exit 1, the flag and the path named, nothing left behind.
 run "$ONEFLOW" calibrate --out="$DIR/no/such/dir/codecs.jsonl"

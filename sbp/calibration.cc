@@ -1,0 +1,187 @@
+#include "sbp/calibration.h"
+
+#include <cerrno>
+#include <cmath>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <utility>
+#include <vector>
+
+#include "absl/strings/ascii.h"
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "absl/strings/str_split.h"
+#include "sbp/json_line.h"
+
+namespace oneflow {
+namespace {
+
+using Members = std::vector<std::pair<std::string, JsonValue>>;
+
+absl::StatusOr<double> Number(const std::string& key, const JsonValue& value, bool zero_allowed) {
+  double number = 0;
+  if (value.type != JsonValue::Type::kNumber || !absl::SimpleAtod(value.text, &number) || !std::isfinite(number) ||
+      number < 0 || (number == 0 && !zero_allowed)) {
+    return absl::InvalidArgumentError(absl::StrCat("\"", key, "\" is ", value.text, "; it must be a finite number ",
+                                                   zero_allowed ? ">= 0" : "> 0"));
+  }
+  return number;
+}
+
+absl::Status UnknownKey(const std::string& key, absl::string_view valid) {
+  return absl::InvalidArgumentError(absl::StrCat("unknown key \"", key, "\"; valid keys: ", valid));
+}
+
+absl::Status Missing(absl::string_view key) {
+  return absl::InvalidArgumentError(absl::StrCat("missing key \"", key, "\""));
+}
+
+// A "link" line into `calibration`.
+absl::Status ParseLink(const Members& members, Calibration* calibration) {
+  std::optional<LinkLevelMeasurement>* level = nullptr;
+  LinkLevelMeasurement measurement;
+  bool has_latency = false, has_bandwidth = false;
+  for (const auto& [key, value] : members) {
+    if (key == "link") {
+      if (value.text == "intra_node") {
+        level = &calibration->intra_node;
+      } else if (value.text == "inter_node") {
+        level = &calibration->inter_node;
+      } else {
+        return absl::InvalidArgumentError(
+            absl::StrCat("\"link\" is \"", value.text, "\"; valid: intra_node, inter_node"));
+      }
+    } else if (key == "latency_seconds") {
+      absl::StatusOr<double> number = Number(key, value, /*zero_allowed=*/true);
+      if (!number.ok()) return number.status();
+      measurement.latency_seconds = *number;
+      has_latency = true;
+    } else if (key == "bytes_per_second") {
+      absl::StatusOr<double> number = Number(key, value, /*zero_allowed=*/false);
+      if (!number.ok()) return number.status();
+      measurement.bytes_per_second = *number;
+      has_bandwidth = true;
+    } else if (key == "method") {
+      measurement.method = value.text;
+    } else {
+      return UnknownKey(key, "link, latency_seconds, bytes_per_second, method");
+    }
+  }
+  if (!has_latency) return Missing("latency_seconds");
+  if (!has_bandwidth) return Missing("bytes_per_second");
+  if (level->has_value()) {
+    return absl::InvalidArgumentError(absl::StrCat("link ", members.front().second.text, " is measured twice"));
+  }
+  *level = measurement;
+  return absl::OkStatus();
+}
+
+// A "compute" line into `calibration`.
+absl::Status ParseCompute(const Members& members, Calibration* calibration) {
+  double* rate = nullptr;
+  double per_second = 0;
+  for (const auto& [key, value] : members) {
+    if (key == "compute") {
+      if (value.text == "gemm") {
+        rate = &calibration->compute.gemm_flops_per_second;
+      } else if (value.text == "memory") {
+        rate = &calibration->compute.memory_bytes_per_second;
+      } else {
+        return absl::InvalidArgumentError(absl::StrCat("\"compute\" is \"", value.text, "\"; valid: gemm, memory"));
+      }
+    } else if (key == "per_second") {
+      absl::StatusOr<double> number = Number(key, value, /*zero_allowed=*/false);
+      if (!number.ok()) return number.status();
+      per_second = *number;
+    } else if (key != "method") {
+      return UnknownKey(key, "compute, per_second, method");
+    }
+  }
+  if (per_second == 0) return Missing("per_second");
+  if (*rate != 0) {
+    return absl::InvalidArgumentError(absl::StrCat("compute ", members.front().second.text, " is measured twice"));
+  }
+  *rate = per_second;
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+std::string LinkMeasurementLine(absl::string_view level, const LinkLevelMeasurement& measurement) {
+  return absl::StrFormat(
+      "{\"link\": \"%s\", \"latency_seconds\": %.6g, \"bytes_per_second\": %.6g, \"method\": \"%s\"}", level,
+      measurement.latency_seconds, measurement.bytes_per_second, measurement.method);
+}
+
+std::string ComputeMeasurementLine(absl::string_view kind, double per_second, absl::string_view method) {
+  return absl::StrFormat("{\"compute\": \"%s\", \"per_second\": %.6g, \"method\": \"%s\"}", kind, per_second,
+                         method);
+}
+
+absl::StatusOr<Calibration> ParseCalibration(absl::string_view text, absl::string_view file) {
+  Calibration calibration;
+  bool any_codec = false;
+  int lines = 0;
+  int number = 0;
+  for (absl::string_view line : absl::StrSplit(text, '\n')) {
+    ++number;
+    if (absl::StripAsciiWhitespace(line).empty()) continue;
+    ++lines;
+    auto fail = [&](const absl::Status& status) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("calibration file '", file, "' line ", number, ": ", status.message()));
+    };
+    absl::StatusOr<Members> members = LineParser(line).Object();
+    if (!members.ok()) return fail(members.status());
+    const std::string kind = members->empty() ? "" : members->front().first;
+    if (kind == "link") {
+      if (absl::Status status = ParseLink(*members, &calibration); !status.ok()) return fail(status);
+    } else if (kind == "compute") {
+      if (absl::Status status = ParseCompute(*members, &calibration); !status.ok()) return fail(status);
+    } else {
+      any_codec = true;
+    }
+  }
+  if (lines == 0) {
+    return absl::InvalidArgumentError(absl::StrCat("calibration file '", file,
+                                                    "' has no measurement; write one with `oneflow calibrate --out=",
+                                                    file, "`"));
+  }
+  if (any_codec) {
+    // Codec lines keep their own parser, errors and duplicate checks.
+    absl::StatusOr<std::vector<CodecMeasurement>> codecs = ParseCodecCalibration(text, file);
+    if (!codecs.ok()) return codecs.status();
+    for (const CodecMeasurement& measurement : *codecs) {
+      if (measurement.encode_bytes_per_second > 0) {
+        calibration.codecs.SetPasses(measurement.choice, measurement.encode_bytes_per_second,
+                                     measurement.decode_bytes_per_second);
+      } else {
+        calibration.codecs.Set(measurement.choice, measurement.bytes_per_second);
+      }
+    }
+  }
+  return calibration;
+}
+
+absl::StatusOr<Calibration> ReadCalibrationFile(const std::string& path) {
+  std::error_code ignored;
+  if (std::filesystem::is_directory(path, ignored)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("calibration file '", path, "': is a directory, not a calibration file"));
+  }
+  std::ifstream in(path, std::ios::binary);
+  if (!in.is_open()) {
+    const int error = errno;
+    const std::string message = absl::StrCat("calibration file '", path, "': cannot open: ", std::strerror(error));
+    return error == ENOENT ? absl::NotFoundError(message) : absl::InvalidArgumentError(message);
+  }
+  std::stringstream text;
+  text << in.rdbuf();
+  if (in.bad()) return absl::InvalidArgumentError(absl::StrCat("calibration file '", path, "': cannot read"));
+  return ParseCalibration(text.str(), path);
+}
+
+}  // namespace oneflow

@@ -1,0 +1,62 @@
+// The calibration file `oneflow calibrate --out=FILE` writes and the compiler's callers
+// read (the examples' --codec_calibration=FILE): one JSON object per line, of three kinds.
+//
+//   {"codec": "int4", "group_size": 128, "hadamard": true, "bytes_per_second": 2.1e+09, ...}
+//       codec throughput (sbp/codec_throughput.h)
+//   {"link": "intra_node", "latency_seconds": 3.1e-06, "bytes_per_second": 5.2e+09,
+//    "method": "in-process all_reduce, 2 ranks"}
+//   {"link": "inter_node", "latency_seconds": 0.00043, "bytes_per_second": 1.6e+09,
+//    "method": "gloo all_reduce, 2 processes, 127.0.0.1"}
+//       alpha and beta of one level of the link model (sbp/link_model.h)
+//   {"compute": "gemm", "per_second": 1.2e+11, "method": "sgemm 512x512x512, 1 thread"}
+//   {"compute": "memory", "per_second": 1.4e+10, "method": "memcpy 64 MiB, read + written"}
+//       the compute rates of sbp/compute_cost.h
+//
+// Every line must be valid; "method" is informational. The same file always gives the
+// same values, so the same inputs give the same plan bytes.
+#ifndef SBP_CALIBRATION_H_
+#define SBP_CALIBRATION_H_
+
+#include <optional>
+#include <string>
+
+#include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
+#include "sbp/codec_throughput.h"
+#include "sbp/compute_cost.h"
+
+namespace oneflow {
+
+struct LinkLevelMeasurement {
+  double latency_seconds = 0;
+  double bytes_per_second = 0;
+  std::string method;
+};
+
+struct Calibration {
+  // CodecThroughput::Defaults() with the file's codec lines over it.
+  CodecThroughput codecs = CodecThroughput::Defaults();
+  std::optional<LinkLevelMeasurement> intra_node;
+  std::optional<LinkLevelMeasurement> inter_node;
+  // 0 where the file has no such line.
+  ComputeRates compute;
+};
+
+// {"link": "intra_node", "latency_seconds": ..., "bytes_per_second": ..., "method": "..."}
+// with 6 significant digits; `level` is "intra_node" or "inter_node".
+std::string LinkMeasurementLine(absl::string_view level, const LinkLevelMeasurement& measurement);
+// {"compute": "gemm", "per_second": ..., "method": "..."}; `kind` is "gemm" or "memory".
+std::string ComputeMeasurementLine(absl::string_view kind, double per_second, absl::string_view method);
+
+// The calibration of a file's text. INVALID_ARGUMENT naming `file` and the line for a bad
+// line (ParseCodecCalibration's errors for codec lines; for the others e.g.
+//   calibration file 'c.jsonl' line 7: "link" is "wan"; valid: intra_node, inter_node
+// ), a level or compute kind given twice, or a file with no line at all.
+absl::StatusOr<Calibration> ParseCalibration(absl::string_view text, absl::string_view file);
+
+// ParseCalibration of the file at `path`; NOT_FOUND when it does not exist.
+absl::StatusOr<Calibration> ReadCalibrationFile(const std::string& path);
+
+}  // namespace oneflow
+
+#endif  // SBP_CALIBRATION_H_

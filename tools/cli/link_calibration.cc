@@ -1,0 +1,169 @@
+#include "tools/cli/link_calibration.h"
+
+#include <signal.h>
+#include <stdlib.h>
+#include <sys/prctl.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <chrono>
+#include <cstring>
+#include <filesystem>
+#include <functional>
+#include <memory>
+#include <string>
+#include <thread>
+#include <utility>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "kernels/cpu/sgemm.h"
+#include "oneflow_core/comm/gloo/communicator.h"
+#include "oneflow_core/comm/gloo/file_key_value_store.h"
+#include "oneflow_core/comm/in_process/communicator.h"
+
+namespace oneflow::cli {
+namespace {
+
+constexpr int64_t kSmallBytes = 4 << 10;
+constexpr int64_t kLargeBytes = 16 << 20;
+
+double Median(std::vector<double> values) {
+  std::nth_element(values.begin(), values.begin() + values.size() / 2, values.end());
+  return std::max(values[values.size() / 2], 1e-9);
+}
+
+// Median seconds of `repetitions` calls of `call` after one warm-up; the first error stops.
+absl::StatusOr<double> TimeCalls(int64_t repetitions, const std::function<absl::Status()>& call) {
+  if (absl::Status status = call(); !status.ok()) return status;
+  std::vector<double> seconds;
+  for (int64_t r = 0; r < repetitions; ++r) {
+    const auto start = std::chrono::steady_clock::now();
+    if (absl::Status status = call(); !status.ok()) return status;
+    seconds.push_back(std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
+  }
+  return Median(std::move(seconds));
+}
+
+// Times all-reduces of both sizes on `communicator`: what rank 0 reports.
+absl::StatusOr<LinkTimings> TimeAllReduces(Communicator& communicator, int64_t repetitions) {
+  LinkTimings timings{kSmallBytes, kLargeBytes, 0, 0};
+  std::vector<float> buffer(kLargeBytes / sizeof(float), 1.0f);
+  CollectiveOptions options;
+  options.description = "oneflow calibrate";
+  for (const auto& [bytes, seconds] : {std::pair<int64_t, double*>{kSmallBytes, &timings.small_seconds},
+                                       {kLargeBytes, &timings.large_seconds}}) {
+    const int64_t count = bytes / static_cast<int64_t>(sizeof(float));
+    absl::StatusOr<double> median = TimeCalls(repetitions, [&] {
+      return communicator.AllReduce(buffer.data(), buffer.data(), count, options);
+    });
+    if (!median.ok()) return median.status();
+    *seconds = *median;
+  }
+  return timings;
+}
+
+}  // namespace
+
+LinkLevelMeasurement FitLink(const LinkTimings& t, int rounds_large) {
+  // t_small = a + S_s / b;  t_large = rounds a + S_l / b  =>  b = (S_l - rounds S_s) / (t_l - rounds t_s).
+  LinkLevelMeasurement fit;
+  const double bytes = t.large_bytes - rounds_large * static_cast<double>(t.small_bytes);
+  const double seconds = t.large_seconds - rounds_large * t.small_seconds;
+  if (bytes > 0 && seconds > 0) {
+    fit.bytes_per_second = bytes / seconds;
+    fit.latency_seconds = t.small_seconds - t.small_bytes / fit.bytes_per_second;
+  }
+  if (!(fit.bytes_per_second > 0) || fit.latency_seconds < 0) {
+    fit.latency_seconds = 0;
+    fit.bytes_per_second = t.large_bytes / t.large_seconds;
+  }
+  return fit;
+}
+
+absl::StatusOr<LinkLevelMeasurement> MeasureInProcessLink(int64_t repetitions) {
+  absl::StatusOr<std::unique_ptr<InProcessGroup>> group = InProcessGroup::Create(2, "calibrate");
+  if (!group.ok()) return group.status();
+  absl::Status peer_status;
+  std::thread peer([&] { peer_status = TimeAllReduces((*group)->communicator(1), repetitions).status(); });
+  absl::StatusOr<LinkTimings> timings = TimeAllReduces((*group)->communicator(0), repetitions);
+  peer.join();
+  if (!timings.ok()) return timings.status();
+  if (!peer_status.ok()) return peer_status;
+  LinkLevelMeasurement fit = FitLink(*timings, 1);
+  fit.method = "in-process all_reduce, 2 ranks, 4 KiB and 16 MiB";
+  return fit;
+}
+
+absl::StatusOr<LinkLevelMeasurement> MeasureCrossProcessLink(int64_t repetitions) {
+  char directory_template[] = "/tmp/oneflow_calibrate.XXXXXX";
+  if (mkdtemp(directory_template) == nullptr) {
+    return absl::InternalError(absl::StrCat("cannot create a directory in /tmp: ", std::strerror(errno)));
+  }
+  const std::string directory = directory_template;
+  auto remove_directory = [&] {
+    std::error_code ignored;
+    std::filesystem::remove_all(directory, ignored);
+  };
+  const pid_t parent = getpid();
+  const pid_t child = fork();
+  if (child < 0) {
+    remove_directory();
+    return absl::InternalError(absl::StrCat("cannot fork the second process: ", std::strerror(errno)));
+  }
+  auto run_rank = [&](int64_t rank) -> absl::StatusOr<LinkTimings> {
+    FileKeyValueStore store(directory);
+    GlooGroupOptions options;
+    options.group_name = "calibrate";
+    options.rank = rank;
+    options.size = 2;
+    options.store = &store;
+    options.connect_timeout = absl::Seconds(30);
+    absl::StatusOr<std::unique_ptr<Communicator>> communicator = NewGlooCommunicator(std::move(options));
+    if (!communicator.ok()) return communicator.status();
+    return TimeAllReduces(**communicator, repetitions);
+  };
+  if (child == 0) {
+    // The peer: dies with its parent, reports only through its exit status.
+    prctl(PR_SET_PDEATHSIG, SIGKILL);
+    if (getppid() != parent) _exit(3);
+    _exit(run_rank(1).ok() ? 0 : 1);
+  }
+  absl::StatusOr<LinkTimings> timings = run_rank(0);
+  if (!timings.ok()) kill(child, SIGKILL);
+  int wait_status = 0;
+  while (waitpid(child, &wait_status, 0) < 0 && errno == EINTR) {
+  }
+  remove_directory();
+  if (!timings.ok()) return timings.status();
+  if (!WIFEXITED(wait_status) || WEXITSTATUS(wait_status) != 0) {
+    return absl::InternalError("the second calibration process failed; its all-reduces did not complete");
+  }
+  LinkLevelMeasurement fit = FitLink(*timings, 2);
+  fit.method = "gloo all_reduce, 2 processes, 127.0.0.1, 4 KiB and 16 MiB";
+  return fit;
+}
+
+double MeasureGemmFlopsPerSecond(int64_t repetitions) {
+  constexpr int64_t kSize = 512;
+  std::vector<float> a(kSize * kSize, 0.5f), b(kSize * kSize, 0.25f), c(kSize * kSize);
+  const absl::StatusOr<double> seconds = TimeCalls(repetitions, [&] {
+    Sgemm(false, false, kSize, kSize, kSize, a.data(), kSize, b.data(), kSize, c.data(), kSize);
+    return absl::OkStatus();
+  });
+  return 2.0 * kSize * kSize * kSize / *seconds;
+}
+
+double MeasureMemoryBytesPerSecond(int64_t repetitions) {
+  constexpr size_t kBytes = size_t{64} << 20;
+  std::vector<char> from(kBytes, 1), to(kBytes, 0);
+  const absl::StatusOr<double> seconds = TimeCalls(repetitions, [&] {
+    std::memcpy(to.data(), from.data(), kBytes);
+    return absl::OkStatus();
+  });
+  return 2.0 * kBytes / *seconds;
+}
+
+}  // namespace oneflow::cli

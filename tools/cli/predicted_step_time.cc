@@ -1,0 +1,117 @@
+#include "tools/cli/predicted_step_time.h"
+
+#include <cstdint>
+
+#include "absl/container/flat_hash_map.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "compiler/compiler.h"
+#include "oneflow_core/placement.h"
+#include "sbp/collective_cost.h"
+#include "sbp/compute_cost.h"
+
+namespace oneflow::cli {
+namespace {
+
+int64_t Elements(const proto::RegisterDef& reg) {
+  int64_t elements = 1;
+  for (int64_t dim : reg.shape()) elements *= dim;
+  return elements;
+}
+
+// The modelled seconds of every collective: the boxing steps' own, and each gradient
+// bucket's all-reduce (one collective per communicator group, consecutive ids).
+absl::StatusOr<absl::flat_hash_map<int64_t, double>> CollectiveSeconds(const proto::Plan& plan) {
+  absl::flat_hash_map<int64_t, double> seconds;
+  for (const proto::BoxingDef& boxing : plan.boxings()) {
+    for (const proto::BoxingStepDef& step : boxing.steps()) {
+      if (step.collective_id() >= 0 && !step.has_bucket_id()) seconds[step.collective_id()] = step.seconds();
+    }
+  }
+  const LinkModel links = LinkModelOf(plan.cluster());
+  if (absl::Status valid = CheckLinkModel(links); !valid.ok()) return valid;
+  for (const proto::GradientBucketDef& bucket : plan.buckets()) {
+    absl::StatusOr<Placement> placement = Placement::FromProto(bucket.placement());
+    if (!placement.ok()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("gradient bucket ", bucket.id(), ": ", placement.status().message()));
+    }
+    const int64_t axis = bucket.hierarchy_axis();
+    if (axis < 0 || axis >= placement->hierarchy().rank()) {
+      return absl::InvalidArgumentError(absl::StrCat("gradient bucket ", bucket.id(), ": hierarchy axis ", axis,
+                                                     " is outside ", placement->hierarchy().ToString()));
+    }
+    const int64_t members = placement->hierarchy().dim(axis);
+    const int64_t bytes = bucket.size_bytes();
+    const int64_t chunk = (bytes + members - 1) / members;
+    const double price =
+        PriceDenseCollective(links, *placement, axis, BoxingKind::kAllReduce, bytes, 2 * (members - 1) * chunk)
+            .seconds();
+    for (int64_t group = 0; group < placement->num_devices() / members; ++group) {
+      seconds[bucket.collective_id() + group] = price;
+    }
+  }
+  return seconds;
+}
+
+}  // namespace
+
+absl::StatusOr<StepTimePrediction> PredictStepTime(const proto::Plan& plan) {
+  const ComputeRates rates = WithDefaults(
+      ComputeRates{plan.cluster().gemm_flops_per_second(), plan.cluster().memory_bytes_per_second()});
+  absl::StatusOr<absl::flat_hash_map<int64_t, double>> collectives = CollectiveSeconds(plan);
+  if (!collectives.ok()) return collectives.status();
+  const int64_t micro_batches = plan.job().micro_batches() > 1 ? plan.job().micro_batches() : 1;
+  StepTimePrediction prediction;
+  for (const proto::DevicePlan& device : plan.devices()) {
+    absl::flat_hash_map<int64_t, const proto::RegisterDef*> registers;
+    for (const proto::RegisterDef& reg : device.registers()) registers[reg.id()] = &reg;
+    auto bytes_of = [&](int64_t id) -> double {
+      auto it = registers.find(id);
+      return it == registers.end() ? 0.0 : static_cast<double>(it->second->size_bytes());
+    };
+    DeviceStepTime time;
+    for (const proto::ActorDef& actor : device.actors()) {
+      const double repeats = micro_batches > 1 && !actor.per_iteration() ? micro_batches : 1;
+      if (actor.collective_id() >= 0) {
+        auto it = collectives->find(actor.collective_id());
+        if (it != collectives->end()) time.communication_seconds += repeats * it->second;
+      }
+      if (actor.thread() != proto::THREAD_COMPUTE) continue;
+      for (const proto::KernelDef& kernel : actor.kernels()) {
+        auto a = kernel.inputs().find("a");
+        auto out = kernel.outputs().find("out");
+        if (IsGemmKernel(kernel.name()) && a != kernel.inputs().end() && out != kernel.outputs().end() &&
+            registers.contains(a->second) && registers.contains(out->second) &&
+            registers[out->second]->shape_size() > 0) {
+          const proto::RegisterDef& output = *registers[out->second];
+          time.gemm_seconds += repeats * GemmSeconds(rates, GemmFlops(Elements(*registers[a->second]),
+                                                                      output.shape(output.shape_size() - 1)));
+          continue;
+        }
+        double bytes = 0;
+        for (const auto& [name, id] : kernel.inputs()) bytes += bytes_of(id);
+        for (const auto& [name, id] : kernel.outputs()) bytes += bytes_of(id);
+        time.memory_bound_seconds += repeats * MemoryBoundSeconds(rates, bytes);
+      }
+    }
+    prediction.devices.push_back(time);
+    if (time.seconds() > prediction.devices[prediction.slowest].seconds()) {
+      prediction.slowest = static_cast<int>(prediction.devices.size()) - 1;
+    }
+  }
+  return prediction;
+}
+
+std::string StepTimeText(const proto::Plan& plan, const StepTimePrediction& prediction) {
+  if (prediction.devices.empty()) return "predicted step time: - (no devices)";
+  const DeviceStepTime& slowest = prediction.devices[prediction.slowest];
+  const proto::DeviceId& id = plan.devices(prediction.slowest).device();
+  auto ms = [](double seconds) { return absl::StrFormat("%.3g", seconds * 1e3); };
+  return absl::StrCat("predicted step time: ", ms(slowest.seconds()), " ms (device ", id.node(), ":", id.device(),
+                      ": compute ", ms(slowest.compute_seconds()), " ms = GEMM ", ms(slowest.gemm_seconds),
+                      " + memory-bound ", ms(slowest.memory_bound_seconds), ", communication ",
+                      ms(slowest.communication_seconds), " ms, not overlapped)");
+}
+
+}  // namespace oneflow::cli
