@@ -6,6 +6,7 @@
 // the node.
 #include <signal.h>
 
+#include <filesystem>
 #include <regex>
 
 #include "absl/strings/str_cat.h"
@@ -173,7 +174,14 @@ TEST_F(JobCommandsTest, AnUnknownJobIsNamedWithTheNode) {
   EXPECT_EQ(bad.err, "oneflow status: job id '../etc' starts with '.'\n");
   OneflowResult empty = Run("list");
   EXPECT_EQ(empty.exit_code, 0) << empty.err;
-  EXPECT_EQ(empty.out, "no jobs on 2 nodes\n");
+  // What each daemon keeps (their work directories differ here: one line per node).
+  std::string kept = "no jobs on 2 nodes\n";
+  for (int i = 0; i < 2; ++i) {
+    absl::StrAppend(&kept, "kept on ", Node(i), ": running jobs and the last 8 ended jobs (directories under ",
+                    std::filesystem::canonical(daemons_[i]->work_dir()).string(),
+                    "); older ones are removed (oneflowd --keep_jobs, --keep_jobs_for)\n");
+  }
+  EXPECT_EQ(empty.out, kept);
 }
 
 TEST_F(JobCommandsTest, UsageErrors) {
