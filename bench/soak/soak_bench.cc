@@ -212,6 +212,7 @@ TEST(SoakBench, MemoryAndDiskPerIteration) {
     std::vector<std::string> flags = model;
     flags.insert(flags.end(), {"--devices_per_node=2", "--dp=2"});
     const std::string plan = CompilePlan("mlp", flags, "soak-run");
+    ASSERT_FALSE(HasFailure()) << "run it with bazel run (the examples are runfiles)";
     const std::string metrics = TempPath("soak-run.jsonl");
     const std::string checkpoints = TempPath("soak-run-checkpoints");
     Process run({Runfile("tools/cli/oneflow"), "run", plan, absl::StrCat("--iters=", kForever), "--metrics=" + metrics,
@@ -227,6 +228,7 @@ TEST(SoakBench, MemoryAndDiskPerIteration) {
     std::vector<std::string> flags = model;
     flags.insert(flags.end(), {"--nodes=2", "--devices_per_node=1", "--dp=2"});
     const std::string plan = CompilePlan("mlp", flags, "soak-launch");
+    ASSERT_FALSE(HasFailure());
     const std::string metrics = TempPath("soak-launch.jsonl");
     const std::string checkpoints = TempPath("soak-launch-checkpoints");
     Daemons daemons(2);

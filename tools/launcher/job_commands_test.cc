@@ -27,6 +27,13 @@ using ::testing::HasSubstr;
 using testing::OneflowResult;
 using testing::RunOneflow;
 
+// The line `oneflow list` ends with when the daemons it heard from keep the defaults.
+std::string KeptLine(const DaemonProcess& daemon) {
+  return absl::StrCat("kept: running jobs and the last 8 ended jobs (directories under ",
+                      std::filesystem::canonical(daemon.work_dir()).string(),
+                      "); older ones are removed (oneflowd --keep_jobs, --keep_jobs_for)\n");
+}
+
 // What a daemon says to a call with the wrong token, after "Launcher.METHOD: ".
 constexpr char kWrongToken[] =
     "wrong token; every call needs 'authorization: Bearer <token>' with the token of the daemons' --token_file";
@@ -227,7 +234,7 @@ TEST_F(JobCommandsTest, AnUnreachableDaemonGivesTheLaunchError) {
 
   OneflowResult list = Run("list");
   EXPECT_EQ(list.exit_code, 1);
-  EXPECT_EQ(list.out, "no jobs on 1 node\n");  // Node 0 answered.
+  EXPECT_EQ(list.out, "no jobs on 1 node\n" + KeptLine(*daemons_[0]));  // Node 0 answered.
   EXPECT_THAT(list.err, ::testing::StartsWith(absl::StrCat("oneflow list: ", unreachable)));
   EXPECT_THAT(RestOfLine(list.err, unreachable), HasSubstr("failed to connect to all addresses"));
   // Every node's failure, one line each.
@@ -265,7 +272,7 @@ TEST(JobCommandsTlsTest, APlaintextClientOfATlsDaemonGivesTheLaunchError) {
   // With the certificate it answers.
   OneflowResult trusted = RunOneflow({"list", flags[0], flags[1], "--tls_ca=" + certificate->cert_file});
   EXPECT_EQ(trusted.exit_code, 0) << trusted.err;
-  EXPECT_EQ(trusted.out, "no jobs on 1 node\n");
+  EXPECT_EQ(trusted.out, "no jobs on 1 node\n" + KeptLine(**daemon));
 }
 
 }  // namespace
