@@ -23,6 +23,7 @@ absl::Status RunPlanLocally(const proto::Plan& plan, const LocalRun& run, std::o
                                                    "' and --checkpoint_every=", run.checkpoint.every,
                                                    " go together: a directory and N >= 1"));
   }
+  OF_RETURN_IF_ERROR(CheckRetentionPolicy(run.checkpoint.retention));
   OF_ASSIGN_OR_RETURN(std::unique_ptr<MetricsReporter> reporter,
                       MetricsReporter::Open(run.metrics_path, run.iterations, &out, out_is_terminal));
   TrainOptions options;
@@ -32,6 +33,8 @@ absl::Status RunPlanLocally(const proto::Plan& plan, const LocalRun& run, std::o
   options.threads_per_device_flag = "--threads_per_device";
   options.record_acts = !run.trace_path.empty();
   options.on_iteration = [&](const IterationMetrics& m) { reporter->Report(m); };
+  // The lines go out as they come: nothing per iteration stays (a run may last weeks).
+  options.keep_iteration_metrics = false;
   options.checkpoint = run.checkpoint;
   options.resume_from = run.resume_from;
   absl::StatusOr<TrainResult> result = TrainPlan(plan, options);

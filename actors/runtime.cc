@@ -70,6 +70,8 @@ absl::StatusOr<TrainResult> TrainPlan(const proto::Plan& plan, const TrainOption
     // their collectives meet at.
     CheckpointOptions checkpoint = options.checkpoint;
     if (checkpoint.peers == nullptr) checkpoint.peers = options.rendezvous;
+    // Its variables load during the first iteration: retention leaves it alone all run.
+    if (reader != nullptr) checkpoint.retention.protected_dir = reader->dir();
     OF_ASSIGN_OR_RETURN(writer,
                         CheckpointWriter::Create(plan, index, checkpoint, options.node, first_iteration, *backend));
   }
@@ -129,7 +131,7 @@ absl::StatusOr<TrainResult> TrainPlan(const proto::Plan& plan, const TrainOption
       losses.erase(it);
       metrics.sparse = sparse_meter.TakeIteration(next_report);
       metrics.compression = meter.TakeIteration(next_report++);
-      result.iterations.push_back(metrics);
+      if (options.keep_iteration_metrics) result.iterations.push_back(metrics);
       if (options.on_iteration) options.on_iteration(metrics);
     }
   };

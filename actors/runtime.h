@@ -42,6 +42,10 @@ struct TrainOptions {
   std::chrono::milliseconds progress_timeout{60000};
   // Keep every act for a trace.
   bool record_acts = false;
+  // Keep every iteration's metrics in TrainResult::iterations (tests and benchmarks read
+  // the curve there). A long run sets false and takes them from on_iteration instead: kept,
+  // they cost ~180 B per iteration for as long as the run lasts (docs/runtime.md, "Long runs").
+  bool keep_iteration_metrics = true;
   // The longest one collective may wait for its peers before the run fails with
   // DEADLINE_EXCEEDED naming the actor, the collective, its sequence number and the
   // ranks it waited for.
@@ -89,6 +93,7 @@ struct TrainOptions {
 };
 
 struct TrainResult {
+  // Every iteration's metrics, in order; empty unless TrainOptions::keep_iteration_metrics.
   std::vector<IterationMetrics> iterations;
   EngineResult engine;
   // The iteration the run started at (the checkpoint's when resuming, else 0) and the

@@ -1,8 +1,12 @@
 #include "actors/checkpoint/checkpoint_format.h"
 
+#include <fcntl.h>
+#include <unistd.h>
 #include <zlib.h>
 
 #include <algorithm>
+#include <cerrno>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <iterator>
@@ -13,6 +17,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
+#include "absl/strings/strip.h"
 #include "google/protobuf/io/coded_stream.h"
 #include "google/protobuf/io/zero_copy_stream_impl_lite.h"
 
@@ -113,6 +118,11 @@ absl::StatusOr<CheckpointLocation> FindCheckpoint(const std::string& path) {
   if (!fs::is_directory(path, error)) {
     return absl::NotFoundError(absl::StrCat("checkpoint directory '", path, "' does not exist"));
   }
+  if (absl::EndsWith(absl::StripSuffix(fs::path(path).lexically_normal().string(), "/"), kDeletingSuffix)) {
+    // Retention renamed it before deleting its files: whatever is left is not a checkpoint.
+    return absl::NotFoundError(absl::StrCat(
+        "checkpoint directory '", path, "' is being deleted (checkpoint retention): it is not a complete checkpoint"));
+  }
   if (fs::exists(fs::path(path) / kManifestFile, error)) {
     absl::StatusOr<proto::CheckpointManifest> manifest = ReadManifest(path);
     if (!manifest.ok()) return manifest.status();
@@ -133,6 +143,22 @@ absl::StatusOr<CheckpointLocation> FindCheckpoint(const std::string& path) {
   absl::StatusOr<proto::CheckpointManifest> manifest = ReadManifest(complete.back());
   if (!manifest.ok()) return manifest.status();
   return CheckpointLocation{complete.back(), *std::move(manifest)};
+}
+
+absl::Status SyncDirectory(const std::string& path) {
+  const int fd = ::open(path.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (fd < 0) {
+    return absl::InternalError(
+        absl::StrCat("checkpoint: cannot open directory '", path, "': ", std::strerror(errno)));
+  }
+  const int result = ::fsync(fd);
+  const int fsync_errno = errno;
+  ::close(fd);
+  if (result != 0) {
+    return absl::InternalError(
+        absl::StrCat("checkpoint: cannot fsync directory '", path, "': ", std::strerror(fsync_errno)));
+  }
+  return absl::OkStatus();
 }
 
 TensorSlice SliceOf(const proto::CheckpointSlice& slice) {

@@ -5,6 +5,7 @@
 //     manifest.pb                   CheckpointManifest (proto/checkpoint.proto), last
 //     device-0-0.shard ...          each device's slices, row-major bytes
 //   DIR/iter-00000020.partial/      a save in progress or interrupted: never read
+//   DIR/iter-00000002.deleting/     an old checkpoint being deleted: never read
 //
 // A checkpoint exists once its directory has its final name: the writer fills the
 // `.partial` directory, fsyncs every file, writes the manifest, then renames the
@@ -27,6 +28,8 @@ namespace oneflow::actors {
 inline constexpr int64_t kCheckpointFormatVersion = 1;
 inline constexpr char kManifestFile[] = "manifest.pb";
 inline constexpr char kPartialSuffix[] = ".partial";
+// A checkpoint being deleted (checkpoint_retention.h): never read.
+inline constexpr char kDeletingSuffix[] = ".deleting";
 
 // "iter-00000010": the directory name of the checkpoint taken after `iteration`.
 std::string CheckpointDirName(int64_t iteration);
@@ -59,6 +62,10 @@ absl::StatusOr<CheckpointLocation> FindCheckpoint(const std::string& path);
 
 // Every iter-N directory under `dir` whose manifest is valid, oldest first.
 std::vector<std::string> CompleteCheckpoints(const std::string& dir);
+
+// fsyncs the directory `path` (a rename or removal in it reaches the disk); INTERNAL
+// naming it on failure.
+absl::Status SyncDirectory(const std::string& path);
 
 // The slice a CheckpointSlice holds, and the reverse.
 TensorSlice SliceOf(const proto::CheckpointSlice& slice);

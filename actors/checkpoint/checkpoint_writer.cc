@@ -7,6 +7,7 @@
 
 #include <cerrno>
 #include <chrono>
+#include <cstdio>
 #include <cstring>
 #include <filesystem>
 #include <set>
@@ -56,15 +57,6 @@ absl::StatusOr<uint32_t> WriteFile(const std::string& path, const std::vector<st
   }
   if (::close(fd) != 0) return IoError("close", path);
   return crc;
-}
-
-absl::Status SyncDirectory(const std::string& path) {
-  const int fd = ::open(path.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-  if (fd < 0) return IoError("open directory", path);
-  const int result = ::fsync(fd);
-  ::close(fd);
-  if (result != 0) return IoError("fsync directory", path);
-  return absl::OkStatus();
 }
 
 }  // namespace
@@ -447,6 +439,15 @@ absl::Status CheckpointWriter::Write(int64_t iteration, double* write_ms) {
     records_.push_back(record);
   }
   if (options_.on_saved) options_.on_saved(record);
+  if (options_.retention.keep_last > 0) {
+    // The disk a long run uses stays bounded; the checkpoint just written is safe either way.
+    absl::StatusOr<std::vector<std::string>> deleted = PruneCheckpoints(options_.dir, options_.retention, final_dir);
+    if (!deleted.ok()) {
+      std::fprintf(stderr, "oneflow: warning: older checkpoints are kept: %s\n",
+                   std::string(deleted.status().message()).c_str());
+      std::fflush(stderr);
+    }
+  }
   return absl::OkStatus();
 }
 
@@ -478,6 +479,9 @@ absl::StatusOr<bool> CheckpointWriter::AgreeWithPeers(int64_t iteration, proto::
       return absl::DataLossError(absl::StrCat("node ", others[i], "'s list of shards does not parse"));
     }
     for (const proto::CheckpointShard& shard : part.shards()) *manifest->add_shards() = shard;
+    // The store has no delete: an emptied part keeps a job checkpointing for weeks from
+    // growing the rendezvous daemon by a list of shards per checkpoint.
+    options_.peers->Set(keys[i], "").IgnoreError();
   }
   return true;
 }

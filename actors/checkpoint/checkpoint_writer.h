@@ -46,6 +46,7 @@
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
 #include "actors/behaviors/plan_index.h"
+#include "actors/checkpoint/checkpoint_retention.h"
 #include "kernels/device_backend.h"
 #include "oneflow_core/comm/key_value_store.h"
 #include "proto/checkpoint.pb.h"
@@ -85,6 +86,10 @@ struct CheckpointOptions {
   // Called from the writer thread once a checkpoint is complete (renamed), by the process
   // that completed it: the only one with several processes.
   std::function<void(const CheckpointRecord& record)> on_saved;
+  // Which older checkpoints the process completing a checkpoint deletes once it verifies
+  // (checkpoint_retention.h); by default none. A failed deletion warns on stderr and
+  // training goes on.
+  RetentionPolicy retention;
 };
 
 

@@ -53,6 +53,8 @@ class Daemons {
   // The daemons that started (fewer than asked: the test has already failed).
   int size() const { return static_cast<int>(daemons_.size()); }
   std::string address(int i) const { return daemons_[i]->address(); }
+  pid_t pid(int i) const { return daemons_[i]->pid(); }
+  const std::string& work_dir(int i) const { return daemons_[i]->work_dir(); }
   const std::string& token_file() const { return daemons_[0]->token_file(); }
   std::string Stderr(int i) const { return daemons_[i]->Stderr(); }
   void Signal(int i, int signal_number) { daemons_[i]->Signal(signal_number); }

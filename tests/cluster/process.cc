@@ -4,6 +4,7 @@
 #include <fcntl.h>
 #include <netinet/in.h>
 #include <signal.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -94,9 +95,11 @@ bool Process::Wait(std::chrono::milliseconds timeout) {
   const auto deadline = std::chrono::steady_clock::now() + timeout;
   while (true) {
     int status = 0;
-    const pid_t done = waitpid(pid_, &status, WNOHANG);
+    struct rusage usage {};
+    const pid_t done = wait4(pid_, &status, WNOHANG, &usage);
     if (done == pid_) {
       reaped_ = true;
+      peak_resident_bytes_ = static_cast<int64_t>(usage.ru_maxrss) * 1024;  // Linux counts kilobytes.
       exit_code_ = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
       // The readers may still be draining the pipes: what the process wrote before it
       // exited is part of its output (a bounded wait: a child it left behind may hold

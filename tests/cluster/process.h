@@ -7,6 +7,7 @@
 #include <sys/types.h>
 
 #include <chrono>
+#include <cstdint>
 #include <condition_variable>
 #include <functional>
 #include <map>
@@ -36,6 +37,9 @@ class Process {
   bool Wait(std::chrono::milliseconds timeout);
   // After Wait: the exit code, or 128 + signal.
   int exit_code() const { return exit_code_; }
+  // After Wait: the most memory the process ever had resident (its exit accounting,
+  // ru_maxrss: the VmHWM of oneflow_core/process_memory.h).
+  int64_t peak_resident_bytes() const { return peak_resident_bytes_; }
 
   // Waits for a stdout line for which `match` holds; returns it, or nothing at timeout
   // or when the stream ended.
@@ -50,6 +54,7 @@ class Process {
   pid_t pid_ = -1;
   bool reaped_ = false;
   int exit_code_ = -1;
+  int64_t peak_resident_bytes_ = 0;
   std::mutex mutex_;
   std::condition_variable changed_;
   std::vector<std::string> stdout_lines_;

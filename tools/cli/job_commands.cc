@@ -9,6 +9,7 @@
 #include "absl/flags/declare.h"
 #include "absl/flags/flag.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "absl/time/time.h"
 #include "oneflow_core/status.h"
@@ -74,6 +75,10 @@ void WriteJobFields(JsonWriter& json, const NodeAnswer& node, const proto::JobSt
   json.Int(job.iterations());
   json.Key("worker_pid");
   json.Int(job.worker_pid());
+  json.Key("worker_resident_bytes");
+  json.Int(job.worker_resident_bytes());
+  json.Key("worker_peak_resident_bytes");
+  json.Int(job.worker_peak_resident_bytes());
   json.Key("start_unix_ms");
   if (job.start_unix_ms() > 0)
     json.Int(job.start_unix_ms());
@@ -102,6 +107,44 @@ void WriteJobFields(JsonWriter& json, const NodeAnswer& node, const proto::JobSt
 }
 
 // ---- list ---------------------------------------------------------------------------
+
+// What one daemon keeps of ended jobs, in words: "the last 8 ended jobs, each for at most
+// 72h, under /tmp/oneflowd-0"; empty from a daemon that does not say.
+std::string RetentionText(const proto::ListResponse& retention) {
+  if (!retention.has_keep_jobs()) return "";
+  std::string text = retention.keep_jobs() == 0  ? std::string("no ended jobs")
+                     : retention.keep_jobs() == 1 ? std::string("the last ended job")
+                                                  : absl::StrCat("the last ", retention.keep_jobs(), " ended jobs");
+  if (retention.keep_jobs() > 0 && retention.keep_jobs_for_s() > 0) {
+    absl::StrAppend(&text, ", each for at most ", absl::FormatDuration(absl::Seconds(retention.keep_jobs_for_s())),
+                    " after it ended");
+  }
+  if (!retention.work_dir().empty()) absl::StrAppend(&text, " (directories under ", retention.work_dir(), ")");
+  return text;
+}
+
+// One line when every answering daemon keeps the same, else one per node:
+// "kept: running jobs and the last 8 ended jobs (directories under /tmp/oneflowd-0); older
+// ones are removed (oneflowd --keep_jobs, --keep_jobs_for)".
+std::string KeptText(const std::vector<NodeAnswer>& answers) {
+  std::vector<std::pair<const NodeAnswer*, std::string>> said;
+  for (const NodeAnswer& node : answers) {
+    if (!node.error.ok()) continue;
+    const std::string text = RetentionText(node.retention);
+    if (!text.empty()) said.push_back({&node, text});
+  }
+  if (said.empty()) return "";
+  const char kTail[] = "; older ones are removed (oneflowd --keep_jobs, --keep_jobs_for)\n";
+  bool same = true;
+  for (const auto& [node, text] : said) same = same && text == said[0].second;
+  if (same) return absl::StrCat("kept: running jobs and ", said[0].second, kTail);
+  std::string lines;
+  for (const auto& [node, text] : said) {
+    absl::StrAppend(&lines, "kept on ", launcher::NodeName(node->rank, node->address), ": running jobs and ", text,
+                    kTail);
+  }
+  return lines;
+}
 
 std::string ListText(const std::vector<NodeAnswer>& answers) {
   std::vector<std::vector<std::string>> rows = {{"NODE", "ADDRESS", "JOB", "STATE", "ITERATIONS", "STARTED"}};
@@ -148,10 +191,29 @@ absl::Status RunList(const std::vector<std::string>&, std::ostream& out) {
       }
     }
     json.EndArray();
+    json.Key("kept");
+    json.BeginArray();
+    for (const NodeAnswer& node : answers) {
+      if (!node.error.ok() || !node.retention.has_keep_jobs()) continue;
+      json.BeginObject();
+      json.Key("node");
+      json.Int(node.rank);
+      json.Key("keep_jobs");
+      json.Int(node.retention.keep_jobs());
+      json.Key("keep_jobs_for_s");
+      if (node.retention.keep_jobs_for_s() > 0)
+        json.Double(node.retention.keep_jobs_for_s());
+      else
+        json.Null();
+      json.Key("work_dir");
+      json.String(node.retention.work_dir());
+      json.EndObject();
+    }
+    json.EndArray();
     json.EndObject();
     out << json.Finish();
   } else {
-    out << ListText(answers);
+    out << ListText(answers) << KeptText(answers);
   }
   return launcher::FailuresOf(answers);
 }
@@ -188,6 +250,12 @@ std::string StatusText(const std::string& job_id, const std::vector<NodeAnswer>&
     if (job.worker_pid() > 0) absl::StrAppend(&text, ", worker pid ", job.worker_pid());
     if (job.start_unix_ms() > 0) absl::StrAppend(&text, ", started ", LocalTime(job.start_unix_ms()));
     if (job.end_unix_ms() > 0) absl::StrAppend(&text, ", ended ", LocalTime(job.end_unix_ms()));
+    if (job.worker_resident_bytes() > 0) {
+      absl::StrAppend(&text, absl::StrFormat(", worker resident %.1f MB (peak %.1f MB)",
+                                             job.worker_resident_bytes() / 1e6, job.worker_peak_resident_bytes() / 1e6));
+    } else if (job.worker_peak_resident_bytes() > 0) {
+      absl::StrAppend(&text, absl::StrFormat(", worker peak resident %.1f MB", job.worker_peak_resident_bytes() / 1e6));
+    }
     if (!job.reason().empty()) absl::StrAppend(&text, "\n    ", job.reason());
     if (job.progress().empty()) absl::StrAppend(&text, "\n    no progress recorded yet");
     for (const proto::DeviceProgress& device : job.progress()) {

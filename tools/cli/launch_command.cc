@@ -30,6 +30,8 @@ ABSL_DECLARE_FLAG(int64_t, iters);
 ABSL_DECLARE_FLAG(std::string, metrics);
 ABSL_DECLARE_FLAG(std::string, checkpoint_dir);
 ABSL_DECLARE_FLAG(int64_t, checkpoint_every);
+ABSL_DECLARE_FLAG(int64_t, keep_checkpoints);
+ABSL_DECLARE_FLAG(int64_t, keep_checkpoint_every);
 ABSL_DECLARE_FLAG(std::string, resume_from);
 ABSL_DECLARE_FLAG(std::string, trace);
 
@@ -116,6 +118,8 @@ absl::Status RunLaunch(const std::vector<std::string>& arguments, std::ostream& 
   options.checkpoint_dir = AbsolutePath(absl::GetFlag(FLAGS_checkpoint_dir));
   options.checkpoint_every = absl::GetFlag(FLAGS_checkpoint_every);
   options.resume_from = AbsolutePath(absl::GetFlag(FLAGS_resume_from));
+  options.keep_checkpoints = absl::GetFlag(FLAGS_keep_checkpoints);
+  options.keep_checkpoint_every = absl::GetFlag(FLAGS_keep_checkpoint_every);
   const int64_t max_restarts = absl::GetFlag(FLAGS_max_restarts);
   if (max_restarts < 0) {
     return absl::InvalidArgumentError(absl::StrCat("--max_restarts=", max_restarts, " must be >= 0"));
@@ -227,13 +231,15 @@ Subcommand LaunchSubcommand() {
   command.arguments = "PLAN";
   command.flag_usage =
       "--nodes=HOST:PORT,... --token_file=F [--iters=N] [--metrics=FILE] [--tls_ca=F] "
-      "[--collective_timeout_s=S] [--transport=ucx|gloo] [--job_id=ID] [--checkpoint_dir=DIR --checkpoint_every=N] "
+      "[--collective_timeout_s=S] [--transport=ucx|gloo] [--job_id=ID] [--checkpoint_dir=DIR --checkpoint_every=N "
+      "[--keep_checkpoints=K] [--keep_checkpoint_every=N]] "
       "[--resume_from=DIR] [--max_restarts=K] [--hang_seconds=S] [--hang_action=stop|warn] [--slow_factor=F] "
       "[--diagnose_on_failure=false] [--trace=FILE.json]";
   command.summary = "run a plan on a cluster through the oneflowd daemons of its nodes";
   command.flags = {"nodes",  "token_file",     "iters",            "metrics",    "tls_ca", "collective_timeout_s",
                    "transport", "job_id", "checkpoint_dir", "checkpoint_every", "resume_from",
-                   "max_restarts", "hang_seconds", "hang_action", "slow_factor", "diagnose_on_failure", "trace"};
+                   "max_restarts", "hang_seconds", "hang_action", "slow_factor", "diagnose_on_failure", "trace",
+                   "keep_checkpoints", "keep_checkpoint_every"};
   command.flag_help = {{"trace", "After the job finished, write every node's acts as one Chrome/Perfetto trace (JSON) here."}};
   command.min_arguments = 1;
   command.max_arguments = 1;

@@ -6,6 +6,7 @@
 
 #include "absl/flags/flag.h"
 #include "absl/strings/str_cat.h"
+#include "actors/checkpoint/checkpoint_retention.h"
 #include "actors/run_locally.h"
 #include "compiler/plan_io.h"
 #include "oneflow_core/status.h"
@@ -26,6 +27,11 @@ ABSL_FLAG(std::string, checkpoint_dir, "",
           "Save the variables and optimizer state into DIR/iter-N every --checkpoint_every iterations "
           "(asynchronously, atomically; docs/checkpoints.md).");
 ABSL_FLAG(int64_t, checkpoint_every, 0, "With --checkpoint_dir: save after every N-th iteration (N >= 1).");
+ABSL_FLAG(int64_t, keep_checkpoints, oneflow::actors::kDefaultKeepCheckpoints,
+          "With --checkpoint_dir: keep the newest N complete checkpoints, deleting older ones once a newer one "
+          "is complete and verified (0 keeps all; docs/checkpoints.md).");
+ABSL_FLAG(int64_t, keep_checkpoint_every, 0,
+          "With --keep_checkpoints: checkpoints whose iteration is a multiple of N are kept besides (0: none).");
 ABSL_FLAG(bool, checkpoint_sync, false,
           "Save checkpoints synchronously, training waiting for the files (the baseline of bench/checkpoint).");
 ABSL_FLAG(std::string, resume_from, "",
@@ -47,6 +53,8 @@ absl::Status RunRun(const std::vector<std::string>& arguments, std::ostream& out
   run.checkpoint.dir = absl::GetFlag(FLAGS_checkpoint_dir);
   run.checkpoint.every = absl::GetFlag(FLAGS_checkpoint_every);
   run.checkpoint.synchronous = absl::GetFlag(FLAGS_checkpoint_sync);
+  run.checkpoint.retention.keep_last = absl::GetFlag(FLAGS_keep_checkpoints);
+  run.checkpoint.retention.keep_every = absl::GetFlag(FLAGS_keep_checkpoint_every);
   run.resume_from = absl::GetFlag(FLAGS_resume_from);
   OF_ASSIGN_OR_RETURN(const proto::Plan plan, ReadPlanFile(arguments[0]));
   // stderr for what is not a metrics line: stdout may be metrics.
@@ -60,10 +68,12 @@ Subcommand RunSubcommand() {
   command.name = "run";
   command.arguments = "PLAN";
   command.flag_usage = "[--iters=N] [--metrics=FILE] [--trace=FILE.json] [--threads_per_device=N] "
-      "[--checkpoint_dir=DIR --checkpoint_every=N [--checkpoint_sync]] [--resume_from=DIR]";
+      "[--checkpoint_dir=DIR --checkpoint_every=N [--checkpoint_sync] [--keep_checkpoints=K] "
+      "[--keep_checkpoint_every=N]] [--resume_from=DIR]";
   command.summary = "train a plan on this machine's CPU devices, printing loss and throughput";
   command.flags = {"iters",          "metrics",          "trace",           "threads_per_device",
-                   "checkpoint_dir", "checkpoint_every", "checkpoint_sync", "resume_from"};
+                   "checkpoint_dir", "checkpoint_every", "checkpoint_sync", "resume_from",
+                   "keep_checkpoints", "keep_checkpoint_every"};
   command.flag_help = {{"trace", "Write a Chrome/Perfetto trace (JSON) of every act here (ui.perfetto.dev)."}};
   command.min_arguments = 1;
   command.max_arguments = 1;

@@ -6,6 +6,7 @@
 // the node.
 #include <signal.h>
 
+#include <filesystem>
 #include <regex>
 
 #include "absl/strings/str_cat.h"
@@ -25,6 +26,13 @@ using testing::DaemonProcess;
 using ::testing::HasSubstr;
 using testing::OneflowResult;
 using testing::RunOneflow;
+
+// The line `oneflow list` ends with when the daemons it heard from keep the defaults.
+std::string KeptLine(const DaemonProcess& daemon) {
+  return absl::StrCat("kept: running jobs and the last 8 ended jobs (directories under ",
+                      std::filesystem::canonical(daemon.work_dir()).string(),
+                      "); older ones are removed (oneflowd --keep_jobs, --keep_jobs_for)\n");
+}
 
 // What a daemon says to a call with the wrong token, after "Launcher.METHOD: ".
 constexpr char kWrongToken[] =
@@ -173,7 +181,14 @@ TEST_F(JobCommandsTest, AnUnknownJobIsNamedWithTheNode) {
   EXPECT_EQ(bad.err, "oneflow status: job id '../etc' starts with '.'\n");
   OneflowResult empty = Run("list");
   EXPECT_EQ(empty.exit_code, 0) << empty.err;
-  EXPECT_EQ(empty.out, "no jobs on 2 nodes\n");
+  // What each daemon keeps (their work directories differ here: one line per node).
+  std::string kept = "no jobs on 2 nodes\n";
+  for (int i = 0; i < 2; ++i) {
+    absl::StrAppend(&kept, "kept on ", Node(i), ": running jobs and the last 8 ended jobs (directories under ",
+                    std::filesystem::canonical(daemons_[i]->work_dir()).string(),
+                    "); older ones are removed (oneflowd --keep_jobs, --keep_jobs_for)\n");
+  }
+  EXPECT_EQ(empty.out, kept);
 }
 
 TEST_F(JobCommandsTest, UsageErrors) {
@@ -219,7 +234,7 @@ TEST_F(JobCommandsTest, AnUnreachableDaemonGivesTheLaunchError) {
 
   OneflowResult list = Run("list");
   EXPECT_EQ(list.exit_code, 1);
-  EXPECT_EQ(list.out, "no jobs on 1 node\n");  // Node 0 answered.
+  EXPECT_EQ(list.out, "no jobs on 1 node\n" + KeptLine(*daemons_[0]));  // Node 0 answered.
   EXPECT_THAT(list.err, ::testing::StartsWith(absl::StrCat("oneflow list: ", unreachable)));
   EXPECT_THAT(RestOfLine(list.err, unreachable), HasSubstr("failed to connect to all addresses"));
   // Every node's failure, one line each.
@@ -257,7 +272,7 @@ TEST(JobCommandsTlsTest, APlaintextClientOfATlsDaemonGivesTheLaunchError) {
   // With the certificate it answers.
   OneflowResult trusted = RunOneflow({"list", flags[0], flags[1], "--tls_ca=" + certificate->cert_file});
   EXPECT_EQ(trusted.exit_code, 0) << trusted.err;
-  EXPECT_EQ(trusted.out, "no jobs on 1 node\n");
+  EXPECT_EQ(trusted.out, "no jobs on 1 node\n" + KeptLine(**daemon));
 }
 
 }  // namespace

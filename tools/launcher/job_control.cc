@@ -79,6 +79,8 @@ std::vector<NodeAnswer> JobControl::List() {
       return;
     }
     answer.jobs.assign(response.jobs().begin(), response.jobs().end());
+    response.clear_jobs();
+    answer.retention = std::move(response);
   });
 }
 

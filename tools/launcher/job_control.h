@@ -47,6 +47,9 @@ struct NodeAnswer {
   std::vector<proto::JobStatus> jobs;
   // Dump: the node's flight recorder dump (its dump_json empty when none, note says why).
   proto::DumpResponse dump;
+  // List: what the daemon keeps of ended jobs (ListResponse's keep_jobs, keep_jobs_for_s,
+  // work_dir; keep_jobs unset from a daemon that does not say).
+  proto::ListResponse retention;
 };
 
 // The failures among `answers` as one status: OK when there are none; else the first

@@ -22,6 +22,8 @@ namespace oneflow::launcher {
 namespace {
 
 constexpr absl::Duration kCancelCallTimeout = absl::Seconds(5);
+// Events the nodes' streams may have queued for Run at once (a few MB at most).
+constexpr size_t kMaxQueuedItems = 10000;
 
 std::string GenerateJobId() {
   std::random_device random;
@@ -81,6 +83,8 @@ absl::StatusOr<std::unique_ptr<LaunchSession>> LaunchSession::Create(proto::Plan
     checkpoints.set_checkpoint_dir(options.checkpoint_dir);
     checkpoints.set_checkpoint_every(options.checkpoint_every);
     checkpoints.set_resume_from(options.resume_from);
+    checkpoints.set_keep_checkpoints(options.keep_checkpoints);
+    checkpoints.set_keep_checkpoint_every(options.keep_checkpoint_every);
     if (absl::Status status = ValidateCheckpointOptions(checkpoints, "--"); !status.ok()) return status;
   }
   if (options.token.empty()) return absl::InvalidArgumentError("no token (--token_file)");
@@ -104,6 +108,10 @@ absl::StatusOr<std::unique_ptr<LaunchSession>> LaunchSession::Create(proto::Plan
 }
 
 LaunchSession::~LaunchSession() {
+  {
+    absl::MutexLock lock(&mutex_);
+    closing_ = true;
+  }
   for (auto& node : nodes_) {
     if (node->follower.joinable()) {
       node->context.TryCancel();
@@ -117,8 +125,12 @@ std::string LaunchSession::NodeName(int64_t node) const {
   return launcher::NodeName(node, nodes_[node]->address);
 }
 
-void LaunchSession::Push(Item item) {
+void LaunchSession::Push(Item item, bool wait_for_room) {
   absl::MutexLock lock(&mutex_);
+  if (wait_for_room) {
+    auto room = [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mutex_) { return items_.size() < kMaxQueuedItems || closing_; };
+    mutex_.Await(absl::Condition(&room));
+  }
   items_.push_back(std::move(item));
 }
 
@@ -151,6 +163,8 @@ void LaunchSession::Follow(Node* node) {
   run->set_checkpoint_dir(options_.checkpoint_dir);
   run->set_checkpoint_every(options_.checkpoint_every);
   run->set_resume_from(options_.resume_from);
+  run->set_keep_checkpoints(options_.keep_checkpoints);
+  run->set_keep_checkpoint_every(options_.keep_checkpoint_every);
   run->set_record_trace(options_.record_trace);
   run->set_transport(options_.transport);
   run->set_disable_heartbeats(options_.monitor.hang_seconds <= 0 && options_.monitor.slow_factor <= 0);
@@ -163,7 +177,8 @@ void LaunchSession::Follow(Node* node) {
     item.kind = Item::kEvent;
     item.node = node->rank;
     item.event = std::move(event);
-    Push(std::move(item));
+    // gRPC's flow control then holds the daemon's writes; the daemon bounds its own queue.
+    Push(std::move(item), /*wait_for_room=*/true);
     event.Clear();
   }
   Item end;

@@ -53,6 +53,9 @@ struct LaunchOptions {
   std::string checkpoint_dir;
   int64_t checkpoint_every = 0;
   std::string resume_from;
+  // Retention, applied by the node completing each checkpoint (0 keeps all; RunOptions).
+  int64_t keep_checkpoints = 0;
+  int64_t keep_checkpoint_every = 0;
   // The workers record their acts and send them after the last iteration (on_trace).
   bool record_trace = false;
   // `--transport=`: the workers' cross-node transport ("ucx", "gloo"); empty: their default.
@@ -116,7 +119,10 @@ class LaunchSession {
   };
 
   LaunchSession(proto::Plan plan, LaunchOptions options);
-  void Push(Item item);
+  // Push waits while kMaxQueuedItems are queued (unless `wait_for_room` is false: the
+  // stream's end and an interrupt always go in), so a Run loop that cannot keep up
+  // slows the streams rather than growing the queue without bound.
+  void Push(Item item, bool wait_for_room = false);
   std::optional<Item> Pop(absl::Time deadline);
   void Follow(Node* node);
   void CancelEverywhere();
@@ -132,6 +138,8 @@ class LaunchSession {
 
   absl::Mutex mutex_;
   std::deque<Item> items_ ABSL_GUARDED_BY(mutex_);
+  // Set by the destructor: followers waiting for room stop waiting.
+  bool closing_ ABSL_GUARDED_BY(mutex_) = false;
 };
 
 }  // namespace oneflow::launcher

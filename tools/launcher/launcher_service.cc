@@ -21,6 +21,8 @@ namespace {
 
 // How often a Submit stream with nothing to send looks whether its client went away.
 constexpr absl::Duration kStreamPollInterval = absl::Milliseconds(200);
+// How often the janitor applies --keep_jobs and --keep_jobs_for.
+constexpr absl::Duration kJanitorInterval = absl::Seconds(1);
 // How often a Submit stream sends a Heartbeat while the worker runs.
 constexpr absl::Duration kHeartbeatInterval = absl::Milliseconds(500);
 
@@ -35,9 +37,15 @@ std::string FormatSeconds(double seconds) { return absl::StrCat(seconds); }
 
 LauncherService::LauncherService(LauncherOptions options, std::shared_ptr<const TokenAuthorizer> authorizer,
                                  RendezvousStore* rendezvous)
-    : options_(std::move(options)), authorizer_(std::move(authorizer)), rendezvous_(rendezvous) {}
+    : options_(std::move(options)), authorizer_(std::move(authorizer)), rendezvous_(rendezvous) {
+  janitor_ = std::thread(&LauncherService::Janitor, this);
+}
 
 LauncherService::~LauncherService() { Shutdown(); }
+
+void LauncherService::Janitor() {
+  while (!stop_janitor_.WaitForNotificationWithTimeout(kJanitorInterval)) ForgetOldJobs("");
+}
 
 std::string LauncherService::JobDirectory(const std::string& job_id, int64_t node_rank) const {
   return absl::StrCat(options_.work_dir, "/", job_id, "/node", node_rank);
@@ -51,6 +59,7 @@ void LauncherService::RemoveJobDirectory(const std::string& job_id, int64_t node
 }
 
 void LauncherService::ForgetOldJobs(const std::string& replacing) {
+  absl::MutexLock forgetting(&forget_mutex_);
   std::vector<std::shared_ptr<WorkerJob>> forgotten;
   {
     absl::MutexLock lock(&mutex_);
@@ -65,7 +74,10 @@ void LauncherService::ForgetOldJobs(const std::string& replacing) {
     }
     std::sort(ended.begin(), ended.end(), [](const auto& a, const auto& b) { return a->end_time() > b->end_time(); });
     const size_t keep = static_cast<size_t>(std::max(0, options_.keep_finished_jobs));
-    for (size_t i = keep; i < ended.size(); ++i) forgotten.push_back(ended[i]);
+    const absl::Time now = absl::Now();
+    for (size_t i = 0; i < ended.size(); ++i) {
+      if (i >= keep || now - ended[i]->end_time() > options_.keep_finished_for) forgotten.push_back(ended[i]);
+    }
     for (const auto& job : forgotten) jobs_.erase(job->job_id());
   }
   for (const auto& job : forgotten) {
@@ -126,6 +138,8 @@ absl::StatusOr<std::shared_ptr<WorkerJob>> LauncherService::StartJob(const proto
   if (!run.checkpoint_dir().empty()) {
     arguments.push_back(absl::StrCat("--checkpoint_dir=", run.checkpoint_dir()));
     arguments.push_back(absl::StrCat("--checkpoint_every=", run.checkpoint_every()));
+    arguments.push_back(absl::StrCat("--keep_checkpoints=", run.keep_checkpoints()));
+    arguments.push_back(absl::StrCat("--keep_checkpoint_every=", run.keep_checkpoint_every()));
   }
   if (!run.resume_from().empty()) arguments.push_back(absl::StrCat("--resume_from=", run.resume_from()));
   if (run.record_trace()) arguments.push_back("--record_trace");
@@ -241,6 +255,11 @@ grpc::Status LauncherService::List(grpc::ServerContext* context, const proto::Li
     for (const auto& [id, job] : jobs_) jobs.push_back(job);
   }
   for (const auto& job : jobs) *response->add_jobs() = job->Status();
+  response->set_keep_jobs(options_.keep_finished_jobs);
+  if (options_.keep_finished_for != absl::InfiniteDuration()) {
+    response->set_keep_jobs_for_s(absl::ToDoubleSeconds(options_.keep_finished_for));
+  }
+  response->set_work_dir(options_.work_dir);
   return grpc::Status::OK;
 }
 
@@ -283,6 +302,8 @@ void LauncherService::Shutdown() {
   }
   for (const auto& job : jobs) job->Cancel("the daemon is shutting down");
   for (const auto& job : jobs) job->WaitDone(kCancelGrace + absl::Seconds(5));
+  if (!stop_janitor_.HasBeenNotified()) stop_janitor_.Notify();
+  if (janitor_.joinable()) janitor_.join();
 }
 
 }  // namespace oneflow::launcher

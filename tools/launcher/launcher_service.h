@@ -11,8 +11,10 @@
 // and, through its collectives, the other nodes' workers).
 //
 // The daemon remembers ended jobs, with their directories (plan, status file,
-// worker.log), for debugging: the last `keep_finished_jobs`; older ones are forgotten,
-// their directories and rendezvous keys removed, when a new job is submitted.
+// worker.log), for debugging: the last `keep_finished_jobs`, each for at most
+// `keep_finished_for` after it ended; others are forgotten, their directories and
+// rendezvous keys removed, when a new job is submitted and by a janitor thread once a
+// second (so a daemon nobody submits to keeps to the limits too). List says what is kept.
 #ifndef TOOLS_LAUNCHER_LAUNCHER_SERVICE_H_
 #define TOOLS_LAUNCHER_LAUNCHER_SERVICE_H_
 
@@ -21,10 +23,13 @@
 #include <memory>
 #include <set>
 #include <string>
+#include <thread>
 
 #include "absl/base/thread_annotations.h"
 #include "absl/status/statusor.h"
 #include "absl/synchronization/mutex.h"
+#include "absl/synchronization/notification.h"
+#include "absl/time/time.h"
 #include "proto/launcher.grpc.pb.h"
 #include "tools/launcher/auth.h"
 #include "tools/launcher/rendezvous_store.h"
@@ -50,6 +55,7 @@ struct LauncherOptions {
   // wildcard, then 127.0.0.1).
   std::string listen_host;
   int keep_finished_jobs = 8;
+  absl::Duration keep_finished_for = absl::InfiniteDuration();
 };
 
 class LauncherService final : public proto::Launcher::Service {
@@ -84,6 +90,8 @@ class LauncherService final : public proto::Launcher::Service {
   // job whose id is submitted again). Their directories are removed after the lock.
   void ForgetOldJobs(const std::string& replacing);
   void RemoveJobDirectory(const std::string& job_id, int64_t node_rank) const;
+  // Applies the retention limits once a second until Shutdown.
+  void Janitor();
   // NOT_FOUND for Status and Cancel of an id this daemon does not know (any more).
   grpc::Status NoSuchJob(const std::string& job_id) const;
 
@@ -91,11 +99,16 @@ class LauncherService final : public proto::Launcher::Service {
   const std::shared_ptr<const TokenAuthorizer> authorizer_;
   RendezvousStore* const rendezvous_;
 
+  // Held through a whole ForgetOldJobs, removals included, so that a Submit of an id the
+  // janitor is forgetting starts only once the old directory is gone (before mutex_).
+  absl::Mutex forget_mutex_;
   absl::Mutex mutex_;
   std::map<std::string, std::shared_ptr<WorkerJob>> jobs_ ABSL_GUARDED_BY(mutex_);
   // Ids between the duplicate check and the job's entry in jobs_.
   std::set<std::string> starting_ ABSL_GUARDED_BY(mutex_);
   bool shutting_down_ ABSL_GUARDED_BY(mutex_) = false;
+  absl::Notification stop_janitor_;
+  std::thread janitor_;
 };
 
 }  // namespace oneflow::launcher

@@ -1,6 +1,7 @@
 #include "tools/launcher/metrics_merger.h"
 
 #include <algorithm>
+#include <limits>
 #include <utility>
 
 namespace oneflow::launcher {
@@ -29,6 +30,8 @@ std::vector<proto::IterationMetrics> MetricsMerger::Add(int64_t node, const prot
   // node's first is the same iteration) sets where the job starts.
   if (next_ < 0) next_ = metrics.iteration();
   if (metrics.iteration() < next_) return complete;  // A repeat of an iteration already out.
+  int64_t& last = last_reported_.try_emplace(node, -1).first->second;
+  last = std::max(last, metrics.iteration());
   Partial& partial = partial_[metrics.iteration()];
   ++partial.reported;
   if (node == reporting_nodes_.front()) partial.loss = metrics.loss();
@@ -53,7 +56,23 @@ std::vector<proto::IterationMetrics> MetricsMerger::Add(int64_t node, const prot
     sum.set_sparse_calls(sum.sparse_calls() + node_sums.sparse_calls());
     sum.set_dense_calls(sum.dense_calls() + node_sums.dense_calls());
   }
-  while (!partial_.empty() && partial_.begin()->first == next_ && partial_.begin()->second.reported >= static_cast<int64_t>(reporting_nodes_.size())) {
+  // Every node reported this iteration or a later one: an iteration up to it that is
+  // still incomplete was skipped by some node.
+  int64_t all_past = std::numeric_limits<int64_t>::max();
+  for (int64_t reporting : reporting_nodes_) {
+    const auto found = last_reported_.find(reporting);
+    all_past = std::min(all_past, found == last_reported_.end() ? -1 : found->second);
+  }
+  while (!partial_.empty()) {
+    const int64_t iteration = partial_.begin()->first;
+    if (partial_.begin()->second.reported < static_cast<int64_t>(reporting_nodes_.size())) {
+      if (iteration > all_past) break;  // Still to come from some node.
+      partial_.erase(partial_.begin());  // Skipped by some node: given up.
+      next_ = iteration + 1;
+      continue;
+    }
+    // Iterations before this one that no node reported were skipped by every node.
+    next_ = iteration;
     const Partial& done = partial_.begin()->second;
     proto::IterationMetrics& merged = complete.emplace_back();
     merged.set_iteration(next_);

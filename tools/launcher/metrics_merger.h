@@ -37,7 +37,10 @@ class MetricsMerger {
 
   // Records one node's metrics; returns the iterations this completed, in order (an
   // iteration is only returned after every earlier one). Metrics of a node that is not
-  // a reporting node are ignored.
+  // a reporting node are ignored. Each node reports its iterations in order, so an
+  // iteration some node skipped (its daemon dropped it for a client that read too slowly)
+  // is given up once every node reported a later one: it is never returned and nothing
+  // of it is kept.
   std::vector<proto::IterationMetrics> Add(int64_t node, const proto::IterationMetrics& metrics);
 
  private:
@@ -54,6 +57,7 @@ class MetricsMerger {
   int64_t batch_size_;
   int64_t next_ = -1;  // The next iteration to complete; -1 before the first report.
   std::map<int64_t, Partial> partial_;
+  std::map<int64_t, int64_t> last_reported_;  // by node: the newest iteration it reported
 };
 
 }  // namespace oneflow::launcher

@@ -37,6 +37,27 @@ TEST(MetricsMergerTest, IterationCompletesWhenEveryNodeReported) {
   EXPECT_EQ(second[0].step_ms(), 6.0);
 }
 
+// Node 1's daemon dropped iteration 1 (a client that read too slowly): once node 1
+// reported iteration 2, iteration 1 is given up and 2 comes out; nothing waits for 1.
+TEST(MetricsMergerTest, AnIterationANodeSkippedIsGivenUp) {
+  MetricsMerger merger(/*reporting_nodes=*/{0, 1}, /*batch_size=*/64);
+  EXPECT_EQ(merger.Add(0, Metrics(0, 3.0, 1.0)).size(), 0u);
+  EXPECT_EQ(merger.Add(1, Metrics(0, 3.0, 1.0)).size(), 1u);
+  EXPECT_TRUE(merger.Add(0, Metrics(1, 2.9, 1.0)).empty());
+  EXPECT_TRUE(merger.Add(0, Metrics(2, 2.8, 1.0)).empty());  // Node 1 may still send 1.
+  const std::vector<proto::IterationMetrics> out = merger.Add(1, Metrics(2, 2.8, 2.0));
+  ASSERT_EQ(out.size(), 1u);
+  EXPECT_EQ(out[0].iteration(), 2);
+  EXPECT_EQ(out[0].step_ms(), 2.0);
+  // Iterations that every node skipped (3, 4) are passed over too.
+  EXPECT_TRUE(merger.Add(0, Metrics(5, 2.5, 1.0)).empty());
+  const std::vector<proto::IterationMetrics> later = merger.Add(1, Metrics(5, 2.5, 1.0));
+  ASSERT_EQ(later.size(), 1u);
+  EXPECT_EQ(later[0].iteration(), 5);
+  // A late report of a given-up iteration is ignored.
+  EXPECT_TRUE(merger.Add(1, Metrics(1, 2.9, 1.0)).empty());
+}
+
 proto::CodecMetrics Codec(const std::string& key, double error_sq, double signal_sq, int64_t wire, int64_t dense) {
   proto::CodecMetrics codec;
   codec.set_codec(key);

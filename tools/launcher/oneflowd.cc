@@ -4,6 +4,7 @@
 //
 //   oneflowd --listen=HOST:PORT --token_file=F [--work_dir=DIR] [--worker_binary=PATH]
 //            [--max_plan_bytes=N] [--tls_cert=F --tls_key=F [--tls_ca=F]] [--keep_jobs=N]
+//            [--keep_jobs_for=DURATION]
 //
 // Prints "oneflowd listening on HOST:PORT" on stdout once serving (the port resolved when
 // 0 was given). SIGINT/SIGTERM: cancels every job, waits for the workers (at most the
@@ -31,6 +32,7 @@
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
 #include "absl/synchronization/notification.h"
+#include "absl/time/time.h"
 #include "tools/launcher/address.h"
 #include "tools/launcher/auth.h"
 #include "tools/launcher/launcher_service.h"
@@ -51,7 +53,12 @@ ABSL_FLAG(std::string, tls_key, "", "PEM private key of --tls_cert.");
 ABSL_FLAG(std::string, tls_ca, "",
           "PEM certificate workers verify the rendezvous daemon with; default: --tls_cert (one self-signed "
           "certificate shared by the cluster's daemons).");
-ABSL_FLAG(int32_t, keep_jobs, 8, "Ended jobs whose directories and records are kept for debugging.");
+ABSL_FLAG(int32_t, keep_jobs, 8,
+          "Ended jobs whose records and directories (plan, status file, worker.log, flight recorder dump) are "
+          "kept for debugging: the newest N; older ones are removed (0: none kept).");
+ABSL_FLAG(absl::Duration, keep_jobs_for, absl::InfiniteDuration(),
+          "Remove an ended job's record and directory this long after it ended, even within --keep_jobs "
+          "(e.g. 72h; inf: no age limit).");
 
 namespace oneflow::launcher {
 namespace {
@@ -107,6 +114,15 @@ absl::Status Serve(const absl::Notification& stop, const std::atomic<int>& stop_
   options.worker_tls_ca = tls_ca.empty() ? "" : AbsolutePath(tls_ca);
   options.listen_host = listen_address->host;
   options.keep_finished_jobs = absl::GetFlag(FLAGS_keep_jobs);
+  if (options.keep_finished_jobs < 0) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--keep_jobs=", options.keep_finished_jobs, " must be >= 0 (0 keeps no ended job)"));
+  }
+  options.keep_finished_for = absl::GetFlag(FLAGS_keep_jobs_for);
+  if (options.keep_finished_for < absl::ZeroDuration()) {
+    return absl::InvalidArgumentError(absl::StrCat("--keep_jobs_for=", absl::FormatDuration(options.keep_finished_for),
+                                                   " must be >= 0 (inf: no age limit)"));
+  }
 
   auto authorizer = std::make_shared<TokenAuthorizer>(*token, "oneflowd");
   RendezvousService rendezvous(authorizer);
@@ -147,7 +163,8 @@ int main(int argc, char** argv) {
   using oneflow::launcher::SignalWatcher;
   absl::SetProgramUsageMessage(
       "the oneflow launcher daemon: oneflowd --listen=HOST:PORT --token_file=F [--work_dir=DIR] "
-      "[--worker_binary=PATH] [--max_plan_bytes=N] [--tls_cert=F --tls_key=F [--tls_ca=F]]");
+      "[--worker_binary=PATH] [--max_plan_bytes=N] [--tls_cert=F --tls_key=F [--tls_ca=F]] [--keep_jobs=N] "
+      "[--keep_jobs_for=DURATION]");
   absl::Notification stop;
   std::atomic<int> stop_signal{0};
   SignalWatcher watcher({SIGINT, SIGTERM}, [&](int signal) {

@@ -5,7 +5,9 @@
 #include <sys/wait.h>
 
 #include <filesystem>
+#include <string>
 #include <thread>
+#include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
@@ -192,6 +194,67 @@ TEST(OneflowdCleanupTest, EndedJobsBeyondTheKeptOnesAreForgotten) {
   EXPECT_EQ(ids, (std::vector<std::string>{"second", "third"}));
   EXPECT_FALSE(std::filesystem::exists(daemon.work_dir() + "/first"));
   EXPECT_TRUE(std::filesystem::exists(daemon.work_dir() + "/third/node0/worker.log"));
+}
+
+// Waits (5 s at most) until `path` is gone.
+bool GoneWithin(const std::string& path) {
+  for (int i = 0; i < 250 && std::filesystem::exists(path); ++i) absl::SleepFor(absl::Milliseconds(20));
+  return !std::filesystem::exists(path);
+}
+
+std::vector<std::string> ListedIds(proto::Launcher::Stub& stub, proto::ListResponse* list) {
+  EXPECT_TRUE(stub.List(testing::Context().get(), proto::ListRequest(), list).ok());
+  std::vector<std::string> ids;
+  for (const proto::JobStatus& job : list->jobs()) ids.push_back(job.job_id());
+  return ids;
+}
+
+// With no Submit after it, a job that ends beyond --keep_jobs still goes (the janitor).
+TEST(OneflowdCleanupTest, EndedJobsGoWithoutANewSubmit) {
+  absl::StatusOr<std::unique_ptr<DaemonProcess>> started = DaemonProcess::Start("keep-idle", {"--keep_jobs=1"});
+  ASSERT_TRUE(started.ok()) << started.status();
+  DaemonProcess& daemon = **started;
+  auto stub = testing::LauncherStub(daemon.address());
+  for (const char* id : {"first", "second"}) {
+    const auto result =
+        testing::SubmitAndWait(*stub, SubmitRequestFor(id, FakeJobPlan("fake:finish", 1), 0, daemon.address(), 1));
+    ASSERT_NE(result.terminal(), nullptr);
+  }
+  EXPECT_TRUE(GoneWithin(daemon.work_dir() + "/first"));
+  EXPECT_TRUE(std::filesystem::exists(daemon.work_dir() + "/second/node0/worker.log"));
+  proto::ListResponse list;
+  EXPECT_EQ(ListedIds(*stub, &list), std::vector<std::string>{"second"});
+  ASSERT_TRUE(list.has_keep_jobs());
+  EXPECT_EQ(list.keep_jobs(), 1);
+  EXPECT_EQ(list.keep_jobs_for_s(), 0);  // No age limit.
+  EXPECT_EQ(list.work_dir(), std::filesystem::canonical(daemon.work_dir()).string());
+}
+
+TEST(OneflowdCleanupTest, EndedJobsGoAfterKeepJobsFor) {
+  absl::StatusOr<std::unique_ptr<DaemonProcess>> started = DaemonProcess::Start("keep-for", {"--keep_jobs_for=2s"});
+  ASSERT_TRUE(started.ok()) << started.status();
+  DaemonProcess& daemon = **started;
+  auto stub = testing::LauncherStub(daemon.address());
+  const auto result =
+      testing::SubmitAndWait(*stub, SubmitRequestFor("aged", FakeJobPlan("fake:finish", 1), 0, daemon.address(), 1));
+  ASSERT_NE(result.terminal(), nullptr);
+  proto::ListResponse list;
+  // Kept at first (8 may be kept: the count does not remove it)...
+  EXPECT_EQ(ListedIds(*stub, &list), std::vector<std::string>{"aged"});
+  EXPECT_EQ(list.keep_jobs(), 8);
+  EXPECT_EQ(list.keep_jobs_for_s(), 2);
+  // ...and gone, record and directory, once 2 s passed since it ended.
+  EXPECT_TRUE(GoneWithin(daemon.work_dir() + "/aged"));
+  EXPECT_TRUE(ListedIds(*stub, &list).empty());
+}
+
+TEST(OneflowdCleanupTest, NegativeRetentionFlagsAreRefused) {
+  absl::StatusOr<std::unique_ptr<DaemonProcess>> daemon = DaemonProcess::Start("keep-bad", {"--keep_jobs=-1"});
+  ASSERT_FALSE(daemon.ok());
+  EXPECT_THAT(daemon.status().message(), HasSubstr("--keep_jobs=-1 must be >= 0"));
+  daemon = DaemonProcess::Start("keep-bad", {"--keep_jobs_for=-5s"});
+  ASSERT_FALSE(daemon.ok());
+  EXPECT_THAT(daemon.status().message(), HasSubstr("--keep_jobs_for=-5s must be >= 0"));
 }
 
 }  // namespace

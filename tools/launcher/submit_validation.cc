@@ -34,6 +34,12 @@ absl::Status ValidateCheckpointOptions(const proto::RunOptions& options, absl::s
                                                    prefix, "checkpoint_every=", options.checkpoint_every(),
                                                    " go together: a directory and N >= 1"));
   }
+  if (options.keep_checkpoints() < 0 || options.keep_checkpoint_every() < 0) {
+    return absl::InvalidArgumentError(absl::StrCat(prefix, "keep_checkpoints=", options.keep_checkpoints(), " and ",
+                                                   prefix, "keep_checkpoint_every=", options.keep_checkpoint_every(),
+                                                   " must be >= 0 (0 keeps every checkpoint; 0: none kept for "
+                                                   "its iteration)"));
+  }
   const std::pair<absl::string_view, const std::string*> paths[] = {{"checkpoint_dir", &options.checkpoint_dir()},
                                                                     {"resume_from", &options.resume_from()}};
   for (const auto& [name, path] : paths) {

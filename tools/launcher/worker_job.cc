@@ -4,6 +4,7 @@
 #include <poll.h>
 #include <pthread.h>
 #include <signal.h>
+#include <sys/resource.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -19,14 +20,15 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
+#include "oneflow_core/process_memory.h"
 #include "tools/launcher/worker_events.h"
 #include "tools/launcher/worker_status_file.h"
 
 namespace oneflow::launcher {
 namespace {
 
-// Events kept for a slow reader before the worker's output lines are dropped (metrics and
-// the terminal event are always kept).
+// Events kept for a slow reader before the worker's output lines and metrics are dropped
+// (the terminal event is always kept).
 constexpr size_t kMaxQueuedEvents = 10000;
 // A line longer than this is passed on in pieces.
 constexpr size_t kMaxLineBytes = 64 << 10;
@@ -197,7 +199,12 @@ void WorkerJob::Supervise(absl::Status* start_status, absl::Notification* starte
   (void)ignored;
   pump.join();
   int wait_status = 0;
-  while (waitpid(pid, &wait_status, 0) < 0 && errno == EINTR) {
+  struct rusage usage {};
+  while (wait4(pid, &wait_status, 0, &usage) < 0 && errno == EINTR) {
+  }
+  {
+    absl::MutexLock lock(&mutex_);
+    worker_peak_resident_bytes_ = static_cast<int64_t>(usage.ru_maxrss) * 1024;  // Linux counts kilobytes.
   }
   Finish(wait_status);
 }
@@ -305,6 +312,12 @@ void WorkerJob::Push(proto::JobEvent event) {
     ++dropped_lines_;
     return;
   }
+  // Metrics too: a client that stays connected but stops reading (its output blocked)
+  // must not make the daemon keep every iteration's event.
+  if (event.has_metrics() && queue_.size() >= kMaxQueuedEvents) {
+    ++dropped_metrics_;
+    return;
+  }
   event.set_job_id(config_.job_id);
   event.set_node_rank(config_.node_rank);
   queue_.push_back(std::move(event));
@@ -320,6 +333,13 @@ void WorkerJob::Finish(int wait_status) {
     note.mutable_log()->set_text(absl::StrCat("[oneflowd] ", dropped_lines_,
                                               " lines of worker output were dropped (the client read too "
                                               "slowly); the log file has them all"));
+    queue_.push_back(note);
+  }
+  if (dropped_metrics_ > 0) {
+    proto::JobEvent note;
+    note.mutable_log()->set_text(absl::StrCat("[oneflowd] the metrics of ", dropped_metrics_,
+                                              " iterations were dropped (the client read too slowly); the "
+                                              "worker's --metrics file, if any, has them all"));
     queue_.push_back(note);
   }
   if (progress.empty() && worker_outcome_.has_value()) {
@@ -478,6 +498,14 @@ proto::JobStatus WorkerJob::Status() const {
   // Read before taking the lock: the file is the worker's, and a read is a system call.
   // A job that ends meanwhile reports its final progress below instead.
   std::vector<proto::DeviceProgress> live = ReadWorkerStatusFile(config_.status_file, config_.node_devices);
+  pid_t running = 0;
+  {
+    absl::MutexLock lock(&mutex_);
+    if (!leader_exited_) running = pid_;
+  }
+  // NOT_FOUND when it exited meanwhile: the peak from its reaping is reported below.
+  absl::StatusOr<ProcessMemory> memory = absl::NotFoundError("not running");
+  if (running > 0) memory = ReadProcessMemory(running);
   absl::MutexLock lock(&mutex_);
   proto::JobStatus status;
   const bool ended = done_.HasBeenNotified();
@@ -491,6 +519,12 @@ proto::JobStatus WorkerJob::Status() const {
   status.set_reason(reason_);
   status.set_node_rank(config_.node_rank);
   status.set_worker_pid(pid_);
+  if (worker_peak_resident_bytes_ > 0) {
+    status.set_worker_peak_resident_bytes(worker_peak_resident_bytes_);
+  } else if (memory.ok()) {
+    status.set_worker_resident_bytes(memory->resident_bytes);
+    status.set_worker_peak_resident_bytes(memory->peak_resident_bytes);
+  }
   return status;
 }
 

@@ -139,6 +139,7 @@ class WorkerJob {
   std::deque<proto::JobEvent> queue_ ABSL_GUARDED_BY(mutex_);
   bool queueing_ ABSL_GUARDED_BY(mutex_) = true;
   int64_t dropped_lines_ ABSL_GUARDED_BY(mutex_) = 0;
+  int64_t dropped_metrics_ ABSL_GUARDED_BY(mutex_) = 0;
   absl::Time end_time_ ABSL_GUARDED_BY(mutex_) = absl::InfiniteFuture();
   absl::Time start_time_ ABSL_GUARDED_BY(mutex_) = absl::InfinitePast();
   // Heartbeat: the last heartbeat word seen and when it last changed.
@@ -146,6 +147,8 @@ class WorkerJob {
   absl::Time beat_changed_ ABSL_GUARDED_BY(mutex_) = absl::InfinitePast();
   bool sampling_stops_ ABSL_GUARDED_BY(mutex_) = false;
   StoppedTimeAccount stopped_time_ ABSL_GUARDED_BY(mutex_);
+  // The worker's peak resident memory from its exit accounting, once reaped.
+  int64_t worker_peak_resident_bytes_ ABSL_GUARDED_BY(mutex_) = 0;
   // The terminal event's progress, once there is one.
   std::vector<proto::DeviceProgress> final_progress_ ABSL_GUARDED_BY(mutex_);
 };

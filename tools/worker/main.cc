@@ -18,6 +18,7 @@
 #include "absl/flags/parse.h"
 #include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
+#include "actors/checkpoint/checkpoint_retention.h"
 #include "tools/worker/environment.h"
 #include "tools/worker/worker.h"
 
@@ -45,6 +46,10 @@ ABSL_FLAG(bool, record_trace, false,
           "Record every act and send them to the daemon (--events_fd) after the last iteration, for `oneflow "
           "launch --trace`.");
 ABSL_FLAG(int64_t, checkpoint_every, 0, "With --checkpoint_dir: save after every N-th iteration (N >= 1).");
+ABSL_FLAG(int64_t, keep_checkpoints, oneflow::actors::kDefaultKeepCheckpoints,
+          "Keep the newest N complete checkpoints, deleting older ones once a newer one verifies (0 keeps all); "
+          "only the node completing a checkpoint deletes.");
+ABSL_FLAG(int64_t, keep_checkpoint_every, 0, "Checkpoints whose iteration is a multiple of N are kept besides.");
 ABSL_FLAG(std::string, resume_from, "", "Start from this checkpoint, or the newest complete one under this directory.");
 
 namespace {
@@ -79,6 +84,8 @@ int main(int argc, char** argv) {
   options.checkpoint_dir = absl::GetFlag(FLAGS_checkpoint_dir);
   options.checkpoint_every = absl::GetFlag(FLAGS_checkpoint_every);
   options.resume_from = absl::GetFlag(FLAGS_resume_from);
+  options.retention.keep_last = absl::GetFlag(FLAGS_keep_checkpoints);
+  options.retention.keep_every = absl::GetFlag(FLAGS_keep_checkpoint_every);
   options.record_trace = absl::GetFlag(FLAGS_record_trace);
   std::string token_file = absl::GetFlag(FLAGS_token_file);
   if (options.events_fd >= 0 || absl::GetFlag(FLAGS_node_rank) >= 0) {

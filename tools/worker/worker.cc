@@ -166,6 +166,7 @@ absl::Status RunWorker(const WorkerOptions& options) {
                                                      "' and --checkpoint_every=", options.checkpoint_every,
                                                      " go together: a directory and N >= 1"));
     }
+    OF_RETURN_IF_ERROR(actors::CheckRetentionPolicy(options.retention));
     return plan;
   };
   absl::StatusOr<proto::Plan> prepared = prepare();
@@ -289,6 +290,7 @@ absl::Status RunWorker(const WorkerOptions& options) {
   train.transport = options.transport;
   train.checkpoint.dir = options.checkpoint_dir;
   train.checkpoint.every = options.checkpoint_every;
+  train.checkpoint.retention = options.retention;
   train.checkpoint.on_saved = [&](const actors::CheckpointRecord& saved) {
     // Only the node completing a checkpoint gets here: one line per checkpoint.
     std::fprintf(stderr, "checkpoint %s complete: %lld B, written in %.1f ms\n", saved.dir.c_str(),
@@ -297,6 +299,8 @@ absl::Status RunWorker(const WorkerOptions& options) {
   };
   train.resume_from = options.resume_from;
   train.record_acts = options.record_trace && options.events_fd >= 0;
+  // Metrics leave as events and lines; none stay in the process (a job may run for weeks).
+  train.keep_iteration_metrics = false;
   train.on_collective_done = [&](int device, int64_t completed) {
     collectives[device].store(completed, std::memory_order_relaxed);
     if (status_file) status_file->SetCompletedCollectives(slot[device], completed);

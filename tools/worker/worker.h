@@ -11,6 +11,7 @@
 #include "absl/status/status.h"
 #include "absl/time/time.h"
 #include "oneflow_core/comm/transport.h"
+#include "actors/checkpoint/checkpoint_retention.h"
 
 namespace oneflow::worker {
 
@@ -43,6 +44,9 @@ struct WorkerOptions {
   std::string checkpoint_dir;
   int64_t checkpoint_every = 0;
   std::string resume_from;
+  // Which older checkpoints this node deletes when it completes one (its protected_dir
+  // is set by the runtime).
+  actors::RetentionPolicy retention;
   // Record every act and send them on the events pipe after the last iteration
   // (JobEvent.trace), for `oneflow launch --trace`.
   bool record_trace = false;
