@@ -57,6 +57,11 @@ ABSL_FLAG(std::string, sparse_boxing, "auto",
 ABSL_FLAG(bool, fuse_epilogues, true,
           "Fuse matmul -> bias_add (-> relu) chains whose SBPs agree into one fused_matmul_bias op "
           "(the GEMM adds the bias and applies relu on its output); false: every op as written.");
+ABSL_FLAG(std::string, communication_streams, "auto",
+          "auto: each class of communicator groups (a hierarchy axis of a placement: data-parallel "
+          "reductions, tensor-parallel activations, ...) gets its own communication stream, one thread "
+          "per stream on each device, so collectives of different classes do not wait for each other; "
+          "one: every collective of a device on one thread in one order (for comparison).");
 ABSL_FLAG(std::string, plan_out, "", "Write the compiled plan to this file.");
 ABSL_FLAG(bool, run, false, "After compiling, train the plan on this machine's CPU devices.");
 ABSL_FLAG(int64_t, iters, 10, "With --run: iterations to train.");
@@ -99,6 +104,11 @@ absl::Status CompileAndReport(const proto::Job& job, const ParallelLayout& layou
   }
   options.sparse_boxing = sparse_boxing == "auto";
   options.fuse_epilogues = absl::GetFlag(FLAGS_fuse_epilogues);
+  const std::string streams = absl::GetFlag(FLAGS_communication_streams);
+  if (streams != "auto" && streams != "one") {
+    return absl::InvalidArgumentError(absl::StrCat("--communication_streams=", streams, " is not one of: auto, one"));
+  }
+  options.one_communication_stream = streams == "one";
   CompressionFlags compression;
   compression.compression = absl::GetFlag(FLAGS_compression);
   compression.codec_bytes_per_second = absl::GetFlag(FLAGS_codec_bytes_per_second);
