@@ -86,13 +86,15 @@ struct ThreadRuntime {
   int device = 0;
   bool communication = false;
   std::string name;
-  int64_t collective_cursor = 0;  // Position in the device's collective sequence.
+  int64_t stream = 0;             // For a communication thread: the stream it issues.
+  int64_t collective_cursor = 0;  // Position in its stream's collective sequence.
   int64_t device_done = 0;        // This thread's view of its device's finished micro-batches.
   int64_t register_count = 1;     // Its device's: how far past device_done it may act.
-  // One iteration of the device's collective sequence: the collective order once per
-  // micro-batch, a per-iteration collective only in the first copy, or in the last when
-  // it works on accumulated values (ActorDef.after_micro_batches), at its place in the
-  // order. Without micro-batches it is the collective order. Entry -> actor index.
+  // One iteration of its stream's collective sequence: the device's collective order
+  // restricted to the stream, once per micro-batch, a per-iteration collective only in
+  // the first copy, or in the last when it works on accumulated values
+  // (ActorDef.after_micro_batches), at its place in the order. Without micro-batches it
+  // is that order. Entry -> actor index.
   std::vector<int> collective_actor;
   std::vector<ActRecord> records;
 };
@@ -102,10 +104,14 @@ struct DeviceRuntime {
   std::vector<std::unique_ptr<char, std::function<void(char*)>>> blocks;
   int64_t allocated = 0;
   int actor_count = 0;
-  // Its compute thread, its communication thread, then one per transfer actor.
+  // Its compute thread, one communication thread per stream it uses (at least one),
+  // then one per transfer actor.
   std::vector<int> threads;
   int compute_thread() const { return threads[0]; }
-  int communication_thread() const { return threads[1]; }
+  // Stream id (CollectiveDef.stream) -> its communication thread.
+  std::map<int64_t, int> stream_threads;
+  // Collectives completed on all its streams, for EngineOptions::on_collective_done.
+  std::atomic<int64_t> collectives_done{0};
   // Micro-batches (iterations without them) the device may have in flight: the plan's
   // register count, or the device's own (DevicePlan.register_count).
   int64_t register_count = 1;
@@ -200,7 +206,21 @@ absl::Status Engine::Build(const BindFunction& bind) {
       return threads_.back().index;
     };
     add_thread(false, "compute");
-    add_thread(true, "communication");
+    // One communication thread per stream the device's collectives are on, so streams
+    // do not wait for each other (one even without collectives, as before streams).
+    std::vector<int64_t> streams;
+    for (int64_t id : device.collective_order()) {
+      if (id >= 0 && id < plan_.collectives_size()) streams.push_back(plan_.collectives(static_cast<int>(id)).stream());
+    }
+    std::sort(streams.begin(), streams.end());
+    streams.erase(std::unique(streams.begin(), streams.end()), streams.end());
+    if (streams.empty()) streams.push_back(0);
+    for (int64_t stream : streams) {
+      const int t = add_thread(true, streams.size() == 1 ? std::string("communication")
+                                                        : absl::StrCat("communication stream ", stream));
+      threads_[t].stream = stream;
+      runtime.stream_threads[stream] = t;
+    }
     for (const proto::MemoryBlock& block : device.memory_blocks()) {
       const size_t bytes = static_cast<size_t>((block.size_bytes() + 63) / 64 * 64 + 64);
       runtime.blocks.emplace_back(static_cast<char*>(backend->Allocate(static_cast<int64_t>(bytes))),
@@ -217,8 +237,14 @@ absl::Status Engine::Build(const BindFunction& bind) {
       if (def.thread() == proto::THREAD_TRANSFER) {
         actor.thread = add_thread(false, absl::StrCat("transfer '", def.name(), "'"));
       } else {
-        actor.thread = def.thread() == proto::THREAD_COMMUNICATION ? runtime.communication_thread()
-                                                                   : runtime.compute_thread();
+        actor.thread = runtime.compute_thread();
+        if (def.thread() == proto::THREAD_COMMUNICATION) {
+          // Its collective's stream; a communication actor without one on the first.
+          auto it = def.collective_id() >= 0 && def.collective_id() < plan_.collectives_size()
+                        ? runtime.stream_threads.find(plan_.collectives(static_cast<int>(def.collective_id())).stream())
+                        : runtime.stream_threads.end();
+          actor.thread = it != runtime.stream_threads.end() ? it->second : runtime.stream_threads.begin()->second;
+        }
       }
       actor.rate = def.per_iteration() ? 1 : micro_batches_;
       // A receiving transfer writes registers that own their bytes (memory planning
@@ -298,9 +324,15 @@ absl::Status Engine::Build(const BindFunction& bind) {
   for (ThreadRuntime& thread : threads_) {
     if (!thread.communication) continue;
     const proto::DevicePlan& device = plan_.devices(thread.device);
-    std::vector<int> by_position(device.collective_order_size(), -1);
+    // The thread's stream's collectives, in the device's order.
+    std::vector<int64_t> order;
+    for (int64_t id : device.collective_order()) {
+      if (id >= 0 && id < plan_.collectives_size() && plan_.collectives(static_cast<int>(id)).stream() == thread.stream) {
+        order.push_back(id);
+      }
+    }
+    std::vector<int> by_position(order.size(), -1);
     for (int a : thread.actors) {
-      const auto& order = device.collective_order();
       auto it = std::find(order.begin(), order.end(), actors_[a].def->collective_id());
       if (actors_[a].def->collective_id() >= 0 && it != order.end()) {
         actors_[a].collective_position = it - order.begin();
@@ -384,8 +416,8 @@ std::string Engine::WaitingFor(const ActorRuntime& actor, const ThreadRuntime& t
                         i - thread.register_count);
   }
   if (actor.collective_position >= 0) {
-    return absl::StrCat("waits at iteration ", i, " for its turn in the collective order (collective ",
-                        actor.def->collective_id(), ", position ", actor.collective_position,
+    return absl::StrCat("waits at iteration ", i, " for its turn in the collective order of stream ", thread.stream,
+                        " (collective ", actor.def->collective_id(), ", position ", actor.collective_position,
                         "; the thread is at sequence number ", thread.collective_cursor, ")");
   }
   return absl::StrCat("is at iteration ", i);
@@ -428,7 +460,8 @@ void Engine::Act(int a, ThreadRuntime& thread) {
   for (int successor : actor.successors) Send(Message{MessageKind::kPredecessorActed, successor, a, -1, i});
   if (actor.collective_position >= 0) {
     ++thread.collective_cursor;
-    if (options_.on_collective_done) options_.on_collective_done(actor.device, thread.collective_cursor);
+    const int64_t completed = ++devices_[actor.device].collectives_done;
+    if (options_.on_collective_done) options_.on_collective_done(actor.device, completed);
   }
   actor.next = i + 1;
   // The device's iteration gate, in micro-batches: per-iteration actors own their

@@ -1,20 +1,24 @@
 // The actor engine: register-based flow control over the actors of one node's plan.
 //
-// Each device gets a compute thread and a communication thread; each actor runs on the
-// thread its ActorDef names. An actor acts on iteration i when
+// Each device gets a compute thread and one communication thread per communication
+// stream its collectives are on (CollectiveDef.stream; one when the plan has a single
+// stream); each actor runs on the thread its ActorDef names, a communication actor on
+// its collective's stream's thread. An actor acts on iteration i when
 //   - every register it consumes holds iteration i (its producer announced it),
 //   - every register it produces has a free slot: iteration i - count has been returned
 //     by every consumer (count 1 is lock-step, 2 lets consecutive iterations overlap),
 //   - its control predecessors acted on iteration i (in-place updates, memory reuse),
 //   - its device has finished iteration i - register_count (the memory planner's rule:
 //     registers sharing arena bytes are then never live in two iterations at once),
-//   - for a collective: it is the next one in the device's static collective order.
+//   - for a collective: it is the next one of its stream in the device's static
+//     collective order (DevicePlan.collective_order restricted to the stream). Streams
+//     run apart: a collective never waits for one of another stream.
 // With micro-batches (Job.micro_batches = M) "iteration i" above is the actor's own act
 // count: M acts per iteration for per-micro-batch actors, one for per_iteration ones; the
 // engine maps the counts on every register and control edge, gates the arena per
 // micro-batch against the device's register_count, and repeats the collective order per
-// micro-batch (docs/pipeline.md). Each device has a compute thread, a communication
-// thread and one thread per transfer actor (THREAD_TRANSFER: send/recv between
+// micro-batch (docs/pipeline.md). Each device has a compute thread, its communication
+// threads and one thread per transfer actor (THREAD_TRANSFER: send/recv between
 // placements, outside the collective order; a receiving one is not gated).
 // After acting it tells consumers (register readable), producers (register returned)
 // and control successors, all through the owning threads' message queues, so each
@@ -88,8 +92,9 @@ struct EngineOptions {
   // Records every act (for --trace and the flow-control tests).
   bool record_acts = false;
   // Progress reports, from the thread that made the progress: the device (plan.devices()
-  // index) completed its `completed`-th collective (so its last completed collective
-  // sequence number is completed - 1), or its `completed`-th iteration. Workers mirror
+  // index) completed its `completed`-th collective, counted over all its streams (with
+  // one stream its last completed collective sequence number is completed - 1), or its
+  // `completed`-th iteration. Workers mirror
   // them into a status file their daemon reads even after a crash. Must be cheap.
   std::function<void(int device_index, int64_t completed)> on_collective_done;
   std::function<void(int device_index, int64_t completed)> on_iteration_done;

@@ -7,6 +7,7 @@
 #include <chrono>
 #include <cstdio>
 #include <cstring>
+#include <mutex>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
@@ -70,7 +71,11 @@ struct FlightRecorder::Ring {
   int device_index = 0;
   std::unique_ptr<Entry[]> entries;
   std::atomic<int64_t> recorded{0};  // entries ever begun = the next sequence number
-  // Only the device's collective thread touches these (for the progress sink).
+  // A device with several communication streams (CollectiveDef.stream) has one
+  // collective thread per stream: they take turns at its ring (uncontended with one
+  // stream). A dump still reads without it, through the entries' atomics.
+  std::mutex mutex;
+  // For the progress sink, under `mutex`.
   int64_t collective_ns = 0;
   int64_t last_collective = -1;
 };
@@ -102,15 +107,16 @@ ActFunction FlightRecorder::Wrap(const ActorBinding& binding, ActFunction act) {
   const int device = binding.device_index;
   const int64_t collective = actor.collective_id();
   return [this, device, collective, act = std::move(act)](int64_t iteration, const ActContext& context) {
-    Begin(device, collective, iteration);
+    const int64_t sequence = Begin(device, collective, iteration);
     absl::Status status = act(iteration, context);
-    End(device, status.ok());
+    Close(device, sequence, status.ok());
     return status;
   };
 }
 
 int64_t FlightRecorder::Begin(int device_index, int64_t collective_id, int64_t iteration) {
   Ring& ring = *rings_[ring_of_[device_index]];
+  std::lock_guard<std::mutex> lock(ring.mutex);
   const int64_t sequence = ring.recorded.load(std::memory_order_relaxed);
   Entry& entry = ring.entries[sequence % capacity_];
   entry.sequence.store(-1, std::memory_order_relaxed);
@@ -130,10 +136,19 @@ int64_t FlightRecorder::Begin(int device_index, int64_t collective_id, int64_t i
 }
 
 void FlightRecorder::End(int device_index, bool ok) {
+  Close(device_index, rings_[ring_of_[device_index]]->recorded.load(std::memory_order_relaxed) - 1, ok);
+}
+
+void FlightRecorder::Close(int device_index, int64_t sequence, bool ok) {
   Ring& ring = *rings_[ring_of_[device_index]];
-  const int64_t sequence = ring.recorded.load(std::memory_order_relaxed) - 1;
+  std::lock_guard<std::mutex> lock(ring.mutex);
   if (sequence < 0) return;
   Entry& entry = ring.entries[sequence % capacity_];
+  // Another stream's acts may have reused the slot while this one ran (a full ring).
+  if (entry.sequence.load(std::memory_order_relaxed) != sequence) {
+    current_start = nullptr;
+    return;
+  }
   const int64_t end = SteadyNs();
   entry.end_ns.store(end, std::memory_order_relaxed);
   entry.state.store(static_cast<int>(ok ? EntryState::kOk : EntryState::kFailed), std::memory_order_release);

@@ -10,10 +10,11 @@
 //            its members first), stamped by NoteCollectiveStart(),
 //   end:     the act returned, ok or failed.
 // The collective's static facts (kind, group, members, bytes) come from the plan once,
-// so recording allocates nothing and takes no lock: a device's entries are written only
-// by the thread that runs its collectives, and a dump from another thread (the error
-// path, a SIGUSR1 watcher) reads them through atomics, skipping an entry that is being
-// overwritten while it reads.
+// so recording allocates nothing and takes only its device's lock, uncontended unless
+// the device has several communication streams (one collective thread each, taking turns
+// at the ring); a dump from another thread (the error path, a SIGUSR1 watcher) reads the
+// entries through atomics without it, skipping an entry that is being overwritten while
+// it reads.
 //
 //   FlightRecorder recorder(plan, /*node=*/0);
 //   options.flight_recorder = &recorder;      // TrainOptions: wraps collective acts
@@ -52,9 +53,14 @@ class FlightRecorder {
 
   // Records the start of device `device_index`'s next collective act (its sequence
   // number is the number of acts recorded on the device before) and returns that
-  // sequence number; End closes it. Only the device's collective thread calls these.
+  // sequence number; End closes it. The device's collective threads (one per
+  // communication stream) call these.
   int64_t Begin(int device_index, int64_t collective_id, int64_t iteration);
   void End(int device_index, bool ok);
+  // Closes entry `sequence` (what Begin returned) of the device: with several
+  // communication streams a device's acts overlap, so each closes its own (End closes
+  // the last begun). Nothing when the entry was overwritten meanwhile.
+  void Close(int device_index, int64_t sequence, bool ok);
 
   // Told after every Begin and End, on the device's collective thread: the collectives
   // the device entered so far, the id of the last one, and the nanoseconds it spent in

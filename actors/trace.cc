@@ -47,6 +47,25 @@ std::string ThreadName(int kind) {
   return absl::AsciiStrToLower(absl::StripPrefix(proto::ThreadKind_Name(static_cast<proto::ThreadKind>(kind)), "THREAD_"));
 }
 
+// The track of an actor's acts: its ThreadKind (compute 0, communication 1, transfer 2),
+// except that a communication actor on stream s > 0 (CollectiveDef.stream) gets track
+// kStreamTrackBase + s: each stream is a thread of its own, whose acts overlap those of
+// the other streams.
+constexpr int kStreamTrackBase = 10;
+int TrackOf(const proto::Plan& plan, const proto::ActorDef& actor) {
+  if (actor.thread() == proto::THREAD_COMMUNICATION && actor.collective_id() >= 0 &&
+      actor.collective_id() < plan.collectives_size()) {
+    const int64_t stream = plan.collectives(static_cast<int>(actor.collective_id())).stream();
+    if (stream > 0) return kStreamTrackBase + static_cast<int>(stream);
+  }
+  return static_cast<int>(actor.thread());
+}
+
+std::string TrackName(int track) {
+  if (track >= kStreamTrackBase) return absl::StrCat("communication stream ", track - kStreamTrackBase);
+  return ThreadName(track);
+}
+
 std::string Microseconds(int64_t ns) { return absl::StrFormat("%.3f", ns / 1000.0); }
 
 std::string ChecksumText(uint32_t checksum) { return absl::StrFormat("0x%08x", checksum); }
@@ -67,25 +86,25 @@ std::string ChromeTraceJson(const proto::Plan& plan, const std::vector<ActRecord
     first = false;
   };
   // Track names: pid = device, tid = the actor's ThreadKind (compute 0, communication 1,
-  // transfer 2).
+  // transfer 2), communication stream s > 0 at 10 + s (TrackOf).
   std::map<std::pair<int, int>, bool> tracks;
   for (const ActRecord& act : acts) {
     const proto::ActorDef* actor = actors.at(act.actor_id);
-    tracks[{act.device_index, static_cast<int>(actor->thread())}] = true;
+    tracks[{act.device_index, TrackOf(plan, *actor)}] = true;
   }
   for (const auto& [key, unused] : tracks) {
     const proto::DeviceId& device = plan.devices(key.first).device();
     event(absl::StrCat("{\"ph\":\"M\",\"name\":\"process_name\",\"pid\":", key.first,
                        ",\"args\":{\"name\":\"device ", device.node(), ":", device.device(), "\"}}"));
     event(absl::StrCat("{\"ph\":\"M\",\"name\":\"thread_name\",\"pid\":", key.first, ",\"tid\":", key.second,
-                       ",\"args\":{\"name\":\"", ThreadName(key.second), "\"}}"));
+                       ",\"args\":{\"name\":\"", TrackName(key.second), "\"}}"));
   }
   // Collective acts of one (collective, iteration): the first one starts a flow, the
   // others finish it, so the viewer draws arrows between the devices of the group.
   std::map<std::pair<int64_t, int64_t>, int> flow_seen;
   for (const ActRecord& act : acts) {
     const proto::ActorDef* actor = actors.at(act.actor_id);
-    const int tid = static_cast<int>(actor->thread());
+    const int tid = TrackOf(plan, *actor);
     // Microseconds with nanosecond digits: StrCat's 6 significant digits would round a
     // run of seconds to 10 us, coarser than many acts.
     const std::string ts = Microseconds(act.start_ns - origin);
@@ -261,7 +280,7 @@ absl::StatusOr<std::vector<ActRecord>> ReadChromeTrace(const std::string& path, 
     }
     ActRecord act;
     act.device_index = static_cast<int32_t>(*pid);
-    act.thread = static_cast<int32_t>(it->second.first->thread());
+    act.thread = static_cast<int32_t>(TrackOf(plan, *it->second.first));
     act.actor_id = static_cast<int64_t>(*actor_id);
     act.iteration = static_cast<int64_t>(*iteration);
     act.start_ns = std::llround(*ts * 1000);

@@ -1,6 +1,8 @@
 // Chrome / Perfetto trace of a run (chrome://tracing, ui.perfetto.dev): one track per
-// device thread, one slice per act (actor name, kind, iteration), and flow arrows
-// joining the acts of one collective on every device of its group.
+// device thread (compute, communication — one per communication stream: "communication
+// stream 1" at tid 11, ... — and transfer), one slice per act (actor name, kind,
+// iteration), and flow arrows joining the acts of one collective on every device of its
+// group. Read back, an act's ActRecord.thread is that track id.
 //
 // The file is also read back (ReadChromeTrace: `oneflow inspect PLAN --trace=FILE`
 // measures the pipeline bubble from it, actors/bubble.h; `oneflow profile TRACE` and

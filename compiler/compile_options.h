@@ -40,6 +40,12 @@ struct CompileOptions {
   // op where their SBPs already agree, so the GEMM adds the bias and applies the
   // activation on its output while it is in cache. false: every op runs as written.
   bool fuse_epilogues = true;
+  // Communication streams (compiler/passes/collective_ordering_pass.h): false gives each
+  // class of communicator groups (a hierarchy axis of a placement) its own stream, so a
+  // device issues the collectives of different classes from different threads; true
+  // puts every collective on stream 0, one thread per device in one total order (the
+  // runtime before streams; for comparisons).
+  bool one_communication_stream = false;
   // Pass names ("sbp_choice", ...) after which the compilation state is printed to
   // `dump` as text; "all" dumps after every pass.
   std::vector<std::string> dump_after;

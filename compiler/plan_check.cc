@@ -1,5 +1,7 @@
 #include "compiler/plan_check.h"
 
+#include <algorithm>
+
 #include "absl/strings/str_cat.h"
 #include "oneflow_core/placement.h"
 #include "oneflow_core/sbp.h"
@@ -54,6 +56,19 @@ absl::Status CheckUniqueIds(const proto::Plan& plan) {
     if (!collectives.insert(collective.id()).second) {
       return absl::InvalidArgumentError(
           absl::StrCat("collective id ", collective.id(), " is defined twice"));
+    }
+    // A reader names a collective's stream by its index in Plan.streams (none: stream 0).
+    const int64_t streams = std::max(1, plan.streams_size());
+    if (collective.stream() < 0 || collective.stream() >= streams) {
+      return absl::InvalidArgumentError(absl::StrCat("collective ", collective.id(), " is on communication stream ",
+                                                     collective.stream(), ", but the plan has streams 0 to ",
+                                                     streams - 1));
+    }
+  }
+  for (int s = 0; s < plan.streams_size(); ++s) {
+    if (plan.streams(s).id() != s) {
+      return absl::InvalidArgumentError(absl::StrCat("communication stream ", plan.streams(s).id(),
+                                                     " is at index ", s, "; stream ids are their index"));
     }
   }
   absl::flat_hash_map<int64_t, int> actor_devices;

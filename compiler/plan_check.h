@@ -32,7 +32,9 @@ namespace oneflow {
 //  - every id referred to exists: an actor's consumed/produced registers on the actor's
 //    own device; a register's producer and consumer actors anywhere in the plan; a
 //    boxing actor's collective (unless negative, meaning none); a device's
-//    collective_order; a boxing step's collective (unless -1, a local step);
+//    collective_order; a boxing step's collective (unless -1, a local step); a
+//    collective's communication stream (Plan.streams index; 0 when the plan has none),
+//    and streams' ids are their index;
 //  - every SBP and placement that is set (non-empty) is well formed.
 // Names (ops, tensors) are not checked: a name missing from plan.job is printed as is.
 // Messages name the place, e.g.

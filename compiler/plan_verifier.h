@@ -13,14 +13,20 @@
 //                predecessors are earlier actors of the same device; a boxing actor
 //                names an existing boxing step and that step's collective;
 //   collectives  every member of a collective's group has exactly one actor issuing it;
-//                each device issues collectives in strictly increasing id, and lists
-//                exactly those whose group contains it; each group's collectives have
-//                `order` 0, 1, 2, ... in id order;
+//                each device lists exactly the collectives whose group contains it, once
+//                each, those of one group in increasing id; each group's collectives
+//                have `order` 0, 1, 2, ... in id order; streams have ids = their index,
+//                every collective names one of them, and all collectives of one group
+//                (one communicator) are on one stream;
 //   waits        no wait cycle: the acts of one iteration, with a collective's acts on
 //                all its members merged into one event (it completes only when every
 //                member has issued it), ordered by registers, control predecessors and
-//                each device's collective order, form an acyclic graph. With register
-//                counts >= 1 that is what lets the engine always make progress;
+//                each device's collective order per communication stream (a stream's
+//                thread issues its collectives one after another; streams run apart),
+//                form an acyclic graph. With register counts >= 1 that is what lets the
+//                engine always make progress; it is the one proof that the devices'
+//                stream orders, which may interleave groups in any order, cannot
+//                deadlock;
 //   memory       blocks have ids = their index; the arena holds exactly register_count
 //                slot copies; activation registers have register_count slots and
 //                persistent ones 1; every slot lies inside its block (no overflow); two

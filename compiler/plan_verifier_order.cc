@@ -82,6 +82,15 @@ absl::Status VerifyCollectiveOrder(const proto::Plan& plan) {
     }
   }
   std::sort(issued.begin(), issued.end());
+  for (int s = 0; s < plan.streams_size(); ++s) {
+    if (plan.streams(s).id() != s) {
+      return Fail(absl::StrCat("communication stream ", plan.streams(s).id(), " ('", plan.streams(s).name(),
+                               "') is at index ", s, "; stream ids are their index in the plan"));
+    }
+  }
+  const int64_t stream_count = std::max(1, plan.streams_size());
+  // Per group: its stream and the first collective that put it there.
+  std::map<std::vector<std::pair<int64_t, int64_t>>, std::pair<int64_t, int>> stream_of_group;
   auto issuers = issued.begin();  // At the first issuer of collective c in the loop below.
   std::map<std::vector<std::pair<int64_t, int64_t>>, int64_t> next_order;
   std::vector<std::vector<int64_t>> expected(slot_of.size());
@@ -104,6 +113,22 @@ absl::Status VerifyCollectiveOrder(const proto::Plan& plan) {
       return Fail(absl::StrCat(CollectiveText(collective), " has order ", collective.order(),
                                " but is its group's collective number ", order));
     }
+    if (collective.stream() < 0 || collective.stream() >= stream_count) {
+      return Fail(absl::StrCat(CollectiveText(collective), " is on communication stream ", collective.stream(),
+                               "; the plan has streams 0 to ", stream_count - 1));
+    }
+    // One communicator per group, and one thread per communicator (communicator.h): a
+    // group's collectives on two streams would be issued by two threads at once.
+    if (collective.kind() != proto::SEND_RECV) {
+      auto [group_stream, inserted] = stream_of_group.emplace(key, std::make_pair(collective.stream(), c));
+      if (!inserted && group_stream->second.first != collective.stream()) {
+        return Fail(absl::StrCat(CollectiveText(collective), " is on communication stream ", collective.stream(),
+                                 " but collective ", group_stream->second.second, " of the same group is on stream ",
+                                 group_stream->second.first,
+                                 ": a group's communicator is used from one thread, so all its collectives "
+                                 "must be on one stream"));
+      }
+    }
     for (const auto& member : key) {
       auto it = slot_of.find(member);
       if (it == slot_of.end()) {
@@ -125,15 +150,29 @@ absl::Status VerifyCollectiveOrder(const proto::Plan& plan) {
     const proto::DevicePlan& device = plan.devices(d);
     const std::vector<int64_t>& want = expected[device_slot[d]];
     const auto& have = device.collective_order();
-    if (!std::equal(have.begin(), have.end(), want.begin(), want.end())) {
-      // Find the first disagreement to name it.
-      int i = 0;
-      while (i < have.size() && i < static_cast<int>(want.size()) && have.Get(i) == want[i]) ++i;
-      return Fail(absl::StrCat(
-          "device ", DeviceText(device.device()), " issues collectives [", absl::StrJoin(have, ", "),
-          "] but the groups it belongs to need [", absl::StrJoin(want, ", "),
-          "] (in increasing id); they first differ at position ", i,
-          ": devices issuing a group's collectives in different orders can deadlock"));
+    std::vector<int64_t> listed(have.begin(), have.end());
+    std::sort(listed.begin(), listed.end());
+    if (listed != want) {
+      return Fail(absl::StrCat("device ", DeviceText(device.device()), " issues collectives [",
+                               absl::StrJoin(have, ", "), "] but the groups it belongs to need [",
+                               absl::StrJoin(want, ", "), "], each once"));
+    }
+    // Collectives of different groups (or streams) may come in any order: the wait-cycle
+    // proof (VerifyNoWaitCycle) decides whether that order can deadlock. Those of one
+    // group come in the group's order, the same on every member.
+    std::map<std::vector<std::pair<int64_t, int64_t>>, int64_t> last_of_group;
+    for (int i = 0; i < have.size(); ++i) {
+      const proto::CollectiveDef& collective = plan.collectives(static_cast<int>(have.Get(i)));
+      key.clear();
+      for (const proto::DeviceId& member : collective.group()) key.push_back({member.node(), member.device()});
+      auto [last, inserted] = last_of_group.emplace(key, collective.id());
+      if (!inserted && last->second > collective.id()) {
+        return Fail(absl::StrCat("device ", DeviceText(device.device()), " issues ", CollectiveText(collective),
+                                 " at position ", i, " of its order [", absl::StrJoin(have, ", "),
+                                 "], after collective ", last->second, " of the same group, which the group issues "
+                                 "later: members issuing a group's collectives in different orders can deadlock"));
+      }
+      last->second = collective.id();
     }
   }
   return absl::OkStatus();
@@ -186,10 +225,15 @@ absl::Status VerifyNoWaitCycle(const proto::Plan& plan) {
       const int self = event(d, actor.id());
       for (int64_t predecessor : actor.control_predecessors()) edge(event(d, predecessor), self);
     }
-    // Each collective after the previous one of the device's order.
-    const auto& order = device.collective_order();
-    for (int p = 1; p < order.size(); ++p) {
-      edge(issuer_of_collective[order.Get(p - 1)], issuer_of_collective[order.Get(p)]);
+    // Each collective after the previous one of its stream in the device's order: a
+    // stream's thread issues one at a time, streams run apart.
+    std::map<int64_t, int64_t> last_of_stream;
+    for (int64_t id : device.collective_order()) {
+      auto [last, inserted] = last_of_stream.emplace(plan.collectives(static_cast<int>(id)).stream(), id);
+      if (!inserted) {
+        edge(issuer_of_collective[last->second], issuer_of_collective[id]);
+        last->second = id;
+      }
     }
   }
   // Kahn's algorithm over the representatives, with the successors in one flat array
@@ -252,7 +296,13 @@ absl::Status VerifyNoWaitCycle(const proto::Plan& plan) {
                              first_event.begin()) - 1;
     const proto::ActorDef& actor = plan.devices(d).actors(e - first_event[d]);
     std::string text = absl::StrCat("device ", DeviceText(plan.devices(d).device()), " ", ActorText(actor));
-    if (actor.collective_id() >= 0) absl::StrAppend(&text, " (collective ", actor.collective_id(), ")");
+    if (actor.collective_id() >= 0) {
+      const proto::CollectiveDef& collective = plan.collectives(static_cast<int>(actor.collective_id()));
+      absl::StrAppend(&text, " (collective ", actor.collective_id(),
+                      collective.kind() == proto::SEND_RECV ? std::string()
+                                                            : absl::StrCat(", stream ", collective.stream()),
+                      ")");
+    }
     return text;
   };
   std::vector<std::string> names;

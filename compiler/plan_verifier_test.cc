@@ -5,6 +5,7 @@
 #include <functional>
 #include <string>
 
+#include "absl/strings/match.h"
 #include "absl/strings/str_format.h"
 #include "compiler/compilation.h"
 #include "compiler/plan_checksum.h"
@@ -77,9 +78,108 @@ TEST(PlanVerifierTest, RejectsDevicesIssuingCollectivesInDifferentOrders) {
   const absl::Status status = VerifyCollectiveOrder(plan);
   EXPECT_EQ(status.code(), absl::StatusCode::kFailedPrecondition);
   EXPECT_EQ(status.message(),
-            "device 0:1 issues collectives [1, 0] but the groups it belongs to need [0, 1] (in "
-            "increasing id); they first differ at position 0: devices issuing a group's "
-            "collectives in different orders can deadlock");
+            "device 0:1 issues collective 0 (" + proto::CollectiveKind_Name(plan.collectives(0).kind()) + " of '" +
+                plan.collectives(0).tensor() +
+                "', group [0:0, 0:1]) at position 1 of its order [1, 0], after collective 1 of the same group, "
+                "which the group issues later: members issuing a group's collectives in different orders can "
+                "deadlock");
+}
+
+TEST(PlanVerifierTest, RejectsADeviceMissingACollectiveOfItsGroup) {
+  proto::Plan plan = TensorParallelPlan();
+  plan.mutable_devices(1)->mutable_collective_order()->RemoveLast();
+  EXPECT_EQ(VerifyCollectiveOrder(plan).message(),
+            "device 0:1 issues collectives [0] but the groups it belongs to need [0, 1], each once");
+}
+
+// Communication streams (CollectiveDef.stream): the compiled plan puts its one group on
+// one stream, named after the group class.
+TEST(PlanVerifierTest, CompiledPlanHasOneStreamPerGroupClass) {
+  const proto::Plan plan = TensorParallelPlan();
+  ASSERT_EQ(plan.streams_size(), 1);
+  EXPECT_EQ(plan.streams(0).name(), "axis 0 of cpu{0:0-1} (1 group of 2)");
+  for (const proto::CollectiveDef& collective : plan.collectives()) EXPECT_EQ(collective.stream(), 0);
+}
+
+absl::Status Resealed(proto::Plan plan);  // Below.
+
+proto::CommunicationStreamDef* AddStream(proto::Plan* plan) {
+  proto::CommunicationStreamDef* stream = plan->add_streams();
+  stream->set_id(plan->streams_size() - 1);
+  stream->set_name("hand-made");
+  return stream;
+}
+
+TEST(PlanVerifierTest, RejectsAGroupOnTwoStreams) {
+  proto::Plan plan = TensorParallelPlan();
+  AddStream(&plan);
+  plan.mutable_collectives(1)->set_stream(1);
+  EXPECT_EQ(VerifyCollectiveOrder(plan).message(),
+            "collective 1 (ALL_REDUCE of '" + plan.collectives(1).tensor() +
+                "', group [0:0, 0:1]) is on communication stream 1 but collective 0 of the same group is on "
+                "stream 0: a group's communicator is used from one thread, so all its collectives must be on one "
+                "stream");
+}
+
+TEST(PlanVerifierTest, RejectsAStreamThePlanLacks) {
+  proto::Plan plan = TensorParallelPlan();
+  plan.mutable_collectives(1)->set_stream(3);
+  EXPECT_EQ(VerifyCollectiveOrder(plan).message(),
+            "collective 1 (ALL_REDUCE of '" + plan.collectives(1).tensor() +
+                "', group [0:0, 0:1]) is on communication stream 3; the plan has streams 0 to 0");
+  plan.mutable_collectives(1)->set_stream(0);
+  plan.mutable_streams(0)->set_id(4);
+  EXPECT_EQ(VerifyCollectiveOrder(plan).message(),
+            "communication stream 4 ('axis 0 of cpu{0:0-1} (1 group of 2)') is at index 0; stream ids are their "
+            "index in the plan");
+}
+
+// Collective 1 gets a group of its own (the same devices listed the other way round:
+// another communicator, order 0 in it), and device 0:1 issues it before collective 0,
+// which device 0:0 issues first: the two devices' orders cross. On one stream each
+// device's thread would wait in its first collective for the other device forever; on
+// two streams nothing orders the two collectives on either device.
+proto::Plan CrossingPlan(bool two_streams) {
+  proto::Plan plan = TensorParallelPlan();
+  proto::CollectiveDef* second = plan.mutable_collectives(1);
+  second->mutable_group()->SwapElements(0, 1);
+  second->set_order(0);
+  plan.mutable_devices(1)->mutable_collective_order()->SwapElements(0, 1);
+  if (two_streams) second->set_stream(AddStream(&plan)->id());
+  return plan;
+}
+
+// "device 0:0 actor 7 ('...') (collective 1, stream 0)": the verifier's name of the act
+// that issues `collective` on `device`.
+std::string IssuerText(const proto::Plan& plan, int device, int64_t collective) {
+  for (const proto::ActorDef& actor : plan.devices(device).actors()) {
+    if (actor.collective_id() != collective) continue;
+    const proto::DeviceId& id = plan.devices(device).device();
+    return absl::StrCat("device ", id.node(), ":", id.device(), " actor ", actor.id(), " ('", actor.name(),
+                        "') (collective ", collective, ", stream ", plan.collectives(collective).stream(), ")");
+  }
+  return "no issuer";
+}
+
+TEST(PlanVerifierTest, RejectsStreamOrdersThatCrossBetweenDevices) {
+  const proto::Plan plan = CrossingPlan(false);
+  // Each group on its own is in order: only the proof over the stream orders sees it.
+  EXPECT_TRUE(VerifyCollectiveOrder(plan).ok()) << VerifyCollectiveOrder(plan);
+  const absl::Status status = Resealed(plan);
+  EXPECT_EQ(status.code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_TRUE(absl::StartsWith(status.message(),
+                               "the plan would deadlock: these acts of one iteration wait for each other in a "
+                               "cycle: "))
+      << status;
+  // The cycle names both collectives' acts (a collective's acts on its members are one
+  // event, named by its first issuer).
+  EXPECT_TRUE(absl::StrContains(status.message(), IssuerText(plan, 0, 0))) << status;
+  EXPECT_TRUE(absl::StrContains(status.message(), IssuerText(plan, 0, 1))) << status;
+}
+
+TEST(PlanVerifierTest, AcceptsCrossingOrdersOnTwoStreams) {
+  const proto::Plan plan = CrossingPlan(true);
+  EXPECT_TRUE(Resealed(plan).ok()) << Resealed(plan);
 }
 
 TEST(PlanVerifierTest, RejectsAWrongGroupOrder) {

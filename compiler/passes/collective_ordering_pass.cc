@@ -1,6 +1,10 @@
 #include "compiler/passes/collective_ordering_pass.h"
 
+#include <algorithm>
 #include <map>
+#include <string>
+#include <tuple>
+#include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
@@ -67,12 +71,87 @@ std::vector<std::vector<DeviceId>> Groups(const Compilation& compilation, const 
   return groups;
 }
 
+// The groups one collective was made for: the groups of one hierarchy axis of one
+// placement (every step and bucket over that axis has the same groups), or {-1, -1} for
+// a transfer.
+struct GroupClass {
+  int64_t placement = -1;
+  int64_t hierarchy_axis = -1;
+  bool operator<(const GroupClass& other) const {
+    return std::tie(placement, hierarchy_axis) < std::tie(other.placement, other.hierarchy_axis);
+  }
+};
+
+// Puts each collective on a communication stream: one stream per class of groups, so a
+// device's data-parallel reductions (one axis) and its tensor-parallel collectives
+// (another axis) are issued by different threads and do not wait for each other where
+// nothing else orders them. Classes that share a group (the same device list: one
+// communicator) become one stream, which keeps every communicator on one thread. Streams
+// are numbered by their first collective; with CompileOptions::one_communication_stream
+// every collective is on stream 0 (the order before streams, for comparison).
+void AssignStreams(const Compilation& compilation, const std::vector<GroupClass>& classes, proto::Plan* plan) {
+  plan->clear_streams();
+  std::map<GroupClass, int> class_index;
+  for (const GroupClass& group_class : classes) {
+    if (group_class.placement >= 0) class_index.emplace(group_class, static_cast<int>(class_index.size()));
+  }
+  // Union-find over classes, merged through the groups they share.
+  std::vector<int> parent(class_index.size());
+  for (size_t i = 0; i < parent.size(); ++i) parent[i] = static_cast<int>(i);
+  auto find = [&](int x) {
+    while (parent[x] != x) x = parent[x] = parent[parent[x]];
+    return x;
+  };
+  std::map<std::vector<std::pair<int64_t, int64_t>>, int> class_of_group;
+  for (int c = 0; c < plan->collectives_size(); ++c) {
+    if (classes[c].placement < 0) continue;
+    std::vector<std::pair<int64_t, int64_t>> key;
+    for (const proto::DeviceId& device : plan->collectives(c).group()) key.push_back({device.node(), device.device()});
+    const int mine = class_index.at(classes[c]);
+    auto [it, inserted] = class_of_group.emplace(key, mine);
+    if (!inserted) parent[find(mine)] = find(it->second);
+  }
+  const bool one = compilation.options.one_communication_stream;
+  std::map<int, int64_t> stream_of_root;           // Union-find root -> stream id.
+  std::vector<std::vector<GroupClass>> members;  // Per stream: its classes, first seen first.
+  for (int c = 0; c < plan->collectives_size(); ++c) {
+    proto::CollectiveDef* collective = plan->mutable_collectives(c);
+    if (classes[c].placement < 0) {
+      collective->set_stream(0);
+      continue;
+    }
+    const int root = one ? 0 : find(class_index.at(classes[c]));
+    auto [it, inserted] = stream_of_root.emplace(root, static_cast<int64_t>(members.size()));
+    if (inserted) members.emplace_back();
+    collective->set_stream(it->second);
+    std::vector<GroupClass>& seen = members[it->second];
+    if (std::find_if(seen.begin(), seen.end(), [&](const GroupClass& g) {
+          return !(g < classes[c]) && !(classes[c] < g);
+        }) == seen.end()) {
+      seen.push_back(classes[c]);
+    }
+  }
+  for (size_t s = 0; s < members.size(); ++s) {
+    std::vector<std::string> parts;
+    for (const GroupClass& group_class : members[s]) {
+      const Placement& placement = compilation.graph.placements[group_class.placement];
+      const int64_t size = placement.hierarchy().dim(group_class.hierarchy_axis);
+      const int64_t groups = placement.num_devices() / std::max<int64_t>(1, size);
+      parts.push_back(absl::StrCat("axis ", group_class.hierarchy_axis, " of ", placement.ToString(), " (", groups,
+                                   groups == 1 ? " group of " : " groups of ", size, ")"));
+    }
+    proto::CommunicationStreamDef* stream = plan->add_streams();
+    stream->set_id(static_cast<int64_t>(s));
+    stream->set_name(absl::StrJoin(parts, " + "));
+  }
+}
 
 // Appends a gradient bucket's collectives (one all-reduce per group of its members' axis)
 // and hands them to the bucket's actors (gradient_bucketing_pass.h).
 void OrderBucket(Compilation* compilation, const GradientBucket& bucket,
                  const std::vector<std::pair<int32_t, int32_t>>& actors,
-                 std::map<std::vector<std::pair<int64_t, int64_t>>, int64_t>* next_order) {
+                 std::map<std::vector<std::pair<int64_t, int64_t>>, int64_t>* next_order,
+                 std::vector<GroupClass>* classes) {
   proto::Plan& plan = compilation->plan;
   const Boxing& first = compilation->boxings[bucket.members.front().first];
   const BoxingStep& first_step = first.plan.steps[bucket.members.front().second];
@@ -96,6 +175,7 @@ void OrderBucket(Compilation* compilation, const GradientBucket& bucket,
       key.push_back({device.node, device.device});
     }
     collective->set_order((*next_order)[key]++);
+    classes->push_back({bucket.placement, first_step.hierarchy_axis});
     collective->set_tensor(absl::StrCat("bucket_", bucket.id));
     *collective->mutable_src_sbp() = first_step.src.ToProto();
     *collective->mutable_dst_sbp() = first_step.dst.ToProto();
@@ -135,11 +215,14 @@ absl::StatusOr<bool> CollectiveOrderingPass::Run(Compilation* compilation) {
     }
   }
   const std::vector<int64_t> emitted_before = BoxingEmissionOps(*compilation);
+  // Per collective: the class of groups it was made for (its stream's seed).
+  std::vector<GroupClass> classes;
   size_t next_bucket = 0;
   auto order_buckets_before = [&](int64_t op) {
     for (; next_bucket < compilation->buckets.size() && compilation->buckets[next_bucket].after_op < op;
          ++next_bucket) {
-      OrderBucket(compilation, compilation->buckets[next_bucket], bucket_actors[next_bucket], &next_order);
+      OrderBucket(compilation, compilation->buckets[next_bucket], bucket_actors[next_bucket], &next_order,
+                  &classes);
     }
   };
   // Boxings are numbered in the topological order every device follows, so numbering
@@ -174,6 +257,9 @@ absl::StatusOr<bool> CollectiveOrderingPass::Run(Compilation* compilation) {
           key.push_back({device.node, device.device});
         }
         collective->set_order(next_order[key]++);
+        // A transfer's placement pair is no group class: it is on no stream.
+        classes.push_back(step.kind == BoxingKind::kSendRecv ? GroupClass{-1, -1}
+                                                             : GroupClass{placement, step.hierarchy_axis});
         collective->set_tensor(compilation->graph.tensors[boxing.tensor].name);
         *collective->mutable_src_sbp() = step.src.ToProto();
         *collective->mutable_dst_sbp() = step.dst.ToProto();
@@ -194,6 +280,7 @@ absl::StatusOr<bool> CollectiveOrderingPass::Run(Compilation* compilation) {
     }
   }
   order_buckets_before(INT64_MAX);
+  AssignStreams(*compilation, classes, &plan);
   return plan.collectives_size() > 0;
 }
 

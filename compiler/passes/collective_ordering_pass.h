@@ -8,7 +8,14 @@ namespace oneflow {
 // Creates one CollectiveDef per (boxing step, communicator group) and fixes the static
 // order: collectives are numbered in the single topological order of the boxings, so
 // every device issues its collectives in increasing id and every group's members agree
-// on its sequence; the plan verifier checks exactly that.
+// on its sequence. It also puts each collective on a communication stream
+// (CollectiveDef.stream, Plan.streams): one per class of groups (a hierarchy axis of a
+// placement; classes sharing a group merged), each device running one communication
+// thread per stream it uses, so collectives of different axes (data-parallel buckets,
+// tensor-parallel activations) that nothing orders do not wait for each other. Each
+// stream's order is the device's order restricted to it, a subsequence of one
+// topological order, so no wait cycle arises; the plan verifier checks that every group
+// is on one stream and proves the absence of wait cycles over the streams' orders.
 class CollectiveOrderingPass : public CompilerPass {
  public:
   absl::string_view name() const override { return "collective_ordering"; }

@@ -33,6 +33,11 @@ absl::StatusOr<CompileOptions> CompileOptionsFor(const ParallelLayout& layout, c
   }
   options.sparse_boxing = settings.sparse_boxing == "auto";
   options.fuse_epilogues = settings.fuse_epilogues;
+  if (settings.communication_streams != "auto" && settings.communication_streams != "one") {
+    return absl::InvalidArgumentError(absl::StrCat("--communication_streams=", settings.communication_streams,
+                                                   " is not one of: auto, one"));
+  }
+  options.one_communication_stream = settings.communication_streams == "one";
   OF_ASSIGN_OR_RETURN(options.compression, CompressionPolicyFromFlags(settings.compression));
   OF_RETURN_IF_ERROR(
       ApplyCalibrationToCluster(settings.compression.codec_calibration, settings.links, &options.cluster));

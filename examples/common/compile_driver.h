@@ -26,6 +26,8 @@ struct CompileSettings {
   double bucket_mb = 25;
   std::string sparse_boxing = "auto";
   bool fuse_epilogues = true;
+  // auto: a communication stream per group class; one: every collective on one thread.
+  std::string communication_streams = "auto";
   CompressionFlags compression;
   // Link bandwidths and latencies of the cost model (a --codec_calibration file's measured
   // levels replace those not given on the command line).

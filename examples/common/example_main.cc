@@ -68,6 +68,11 @@ ABSL_FLAG(std::string, sparse_boxing, "auto",
 ABSL_FLAG(bool, fuse_epilogues, true,
           "Fuse matmul -> bias_add (-> relu) chains whose SBPs agree into one fused_matmul_bias op "
           "(the GEMM adds the bias and applies relu on its output); false: every op as written.");
+ABSL_FLAG(std::string, communication_streams, "auto",
+          "auto: each class of communicator groups (a hierarchy axis of a placement: data-parallel "
+          "reductions, tensor-parallel activations, ...) gets its own communication stream, one thread "
+          "per stream on each device, so collectives of different classes do not wait for each other; "
+          "one: every collective of a device on one thread in one order (for comparison).");
 ABSL_FLAG(std::string, plan_out, "", "Write the compiled plan to this file.");
 ABSL_FLAG(bool, run, false, "After compiling, train the plan on this machine's CPU devices.");
 ABSL_FLAG(int64_t, iters, 10, "With --run: iterations to train.");
@@ -130,6 +135,7 @@ CompileSettings SettingsFromFlags() {
   settings.bucket_mb = absl::GetFlag(FLAGS_bucket_mb);
   settings.sparse_boxing = absl::GetFlag(FLAGS_sparse_boxing);
   settings.fuse_epilogues = absl::GetFlag(FLAGS_fuse_epilogues);
+  settings.communication_streams = absl::GetFlag(FLAGS_communication_streams);
   settings.compression.compression = absl::GetFlag(FLAGS_compression);
   settings.compression.codec_bytes_per_second = absl::GetFlag(FLAGS_codec_bytes_per_second);
   settings.compression.codec_calibration = absl::GetFlag(FLAGS_codec_calibration);

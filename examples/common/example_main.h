@@ -6,6 +6,7 @@
 // --codec_bytes_per_second=B --codec_calibration=FILE (compression_flags.h)
 // --threads_per_device=N (kernel threads per CPU device, kept in the plan's cluster)
 // --bucket_mb=MiB (gradient buckets, compiler/passes/gradient_bucketing_pass.h; 0: off)
+// --communication_streams=auto|one (compiler/passes/collective_ordering_pass.h)
 // --plan_out=FILE --dump_after=PASS[,PASS] --print_graph (the graph text instead of a plan)
 // --run --iters=N (train the compiled plan here, one JSON line of metrics per iteration)
 #ifndef EXAMPLES_COMMON_EXAMPLE_MAIN_H_

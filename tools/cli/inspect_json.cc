@@ -245,6 +245,8 @@ void WriteDevice(const proto::Plan& plan, const PlanIndex& index, const Compress
     json.String(collective->tensor());
     json.Key("order");
     json.Int(collective->order());
+    json.Key("stream");
+    json.Int(collective->stream());
     json.EndObject();
   }
   json.EndArray();
@@ -386,6 +388,25 @@ std::string RenderJson(const proto::Plan& plan, const PlanIndex& index, std::opt
   json.Key("buckets");
   json.BeginArray();
   for (const proto::GradientBucketDef& bucket : plan.buckets()) WriteBucket(bucket, json);
+  json.EndArray();
+  // Communication streams (Plan.streams): each device issues each stream's collectives
+  // (devices[].collective_order[].stream) on a thread of its own.
+  json.Key("streams");
+  json.BeginArray();
+  for (const proto::CommunicationStreamDef& stream : plan.streams()) {
+    int64_t collectives = 0;
+    for (const proto::CollectiveDef& collective : plan.collectives()) {
+      collectives += collective.kind() != proto::SEND_RECV && collective.stream() == stream.id();
+    }
+    json.BeginObject();
+    json.Key("id");
+    json.Int(stream.id());
+    json.Key("name");
+    json.String(stream.name());
+    json.Key("collectives");
+    json.Int(collectives);
+    json.EndObject();
+  }
   json.EndArray();
   // null for a plan of one stage without a trace, as the text leaves the section out.
   const std::vector<PipelineStage> stages = PipelineStages(plan);

@@ -1,6 +1,7 @@
 // The text format of `oneflow inspect`: what a person reads. Sections, in order:
-// header, cluster, ops, boxings, gradient buckets (when there are any), pipeline stages
-// (when the ops have more than one placement, or a trace is given), devices.
+// header, cluster, ops, boxings, gradient buckets (when there are any), communication
+// streams (when there are several), pipeline stages (when the ops have more than one
+// placement, or a trace is given), devices.
 // docs/inspect.md shows a sample.
 #include <algorithm>
 #include <string>
@@ -175,11 +176,12 @@ void AppendBucket(const proto::GradientBucketDef& bucket, const PlanIndex& index
   AppendTable(rows, "    ", out);
 }
 
-// "0 all_reduce(w_grad), 3 all_gather(h)", or "none".
-std::string CollectiveOrderText(const proto::DevicePlan& device, const PlanIndex& index) {
+// "0 all_reduce(w_grad), 3 all_gather(h)", or "none"; only stream `stream`'s when >= 0.
+std::string CollectiveOrderText(const proto::DevicePlan& device, const PlanIndex& index, int64_t stream = -1) {
   std::vector<std::string> parts;
   for (int64_t id : device.collective_order()) {
     const proto::CollectiveDef* collective = index.FindCollective(id);
+    if (stream >= 0 && collective->stream() != stream) continue;
     parts.push_back(absl::StrCat(id, " ", CollectiveKindText(collective->kind()), "(",
                                  collective->tensor(), ")"));
   }
@@ -227,7 +229,35 @@ void AppendDevice(const proto::Plan& plan, const PlanIndex& index, const Compres
     absl::StrAppend(out, "    traffic per iteration dense: sent ", FormatBytes(compression.DenseBytesSent(d)),
                     ", received ", FormatBytes(compression.DenseBytesReceived(d)), "\n");
   }
-  absl::StrAppend(out, "    collective order: ", CollectiveOrderText(device, index), "\n");
+  // One line per communication stream the device uses when it uses several (its
+  // streams' threads issue them apart); otherwise the one order.
+  std::vector<int64_t> streams;
+  for (int64_t id : device.collective_order()) streams.push_back(index.FindCollective(id)->stream());
+  std::sort(streams.begin(), streams.end());
+  streams.erase(std::unique(streams.begin(), streams.end()), streams.end());
+  if (streams.size() <= 1) {
+    absl::StrAppend(out, "    collective order: ", CollectiveOrderText(device, index), "\n");
+    return;
+  }
+  for (int64_t stream : streams) {
+    absl::StrAppend(out, "    collective order, stream ", stream, ": ", CollectiveOrderText(device, index, stream),
+                    "\n");
+  }
+}
+
+// The communication streams (CollectiveDef.stream), when there are several: what each
+// carries and how many collectives; each device issues each stream's on a thread of its own.
+void AppendStreams(const proto::Plan& plan, std::string* out) {
+  std::vector<int64_t> collectives(plan.streams_size(), 0);
+  for (const proto::CollectiveDef& collective : plan.collectives()) {
+    if (collective.kind() != proto::SEND_RECV) ++collectives[collective.stream()];
+  }
+  absl::StrAppend(out, "\ncommunication streams (", plan.streams_size(),
+                  "), one thread per stream on each device that uses it\n");
+  for (const proto::CommunicationStreamDef& stream : plan.streams()) {
+    absl::StrAppend(out, "  stream ", stream.id(), ": ", Plural(collectives[stream.id()], "collective", "collectives"),
+                    ", ", stream.name(), "\n");
+  }
 }
 
 // Pipeline stages (pipeline_stages.h): per stage its devices, ops and memory, and the
@@ -299,6 +329,7 @@ std::string RenderText(const proto::Plan& plan, const PlanIndex& index, std::opt
                     "gradients as backward produces them)\n");
     for (const proto::GradientBucketDef& bucket : plan.buckets()) AppendBucket(bucket, index, &out);
   }
+  if (plan.streams_size() > 1) AppendStreams(plan, &out);
   const std::vector<PipelineStage> stages = PipelineStages(plan);
   if (stages.size() > 1 || measured.has_value()) AppendPipeline(plan, stages, measured, &out);
 
