@@ -10,7 +10,7 @@
 //     it for the rest);
 //   - otherwise (or one member per node): a flat group of the cross-process transport.
 // The cross-process transport is `CommunicatorPoolOptions::transport`: UCX by default
-// (measured fastest, docs/collectives.md), Gloo when chosen (`--transport=gloo`). Its groups
+// (faster than Gloo for small and large messages: docs/collectives.md), Gloo when chosen (`--transport=gloo`). Its groups
 // meet through `rendezvous` under a name derived from the device list, the same in every
 // process because every process reads the same plan.
 //
