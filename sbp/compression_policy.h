@@ -16,10 +16,6 @@
 //   auto,    hint fp8 / int8 / int4   that codec G=128 on every compressible step  always
 //   forced
 //   any      kNever                   dense (unless hinted)
-// int4, the codec whose fidelity depends on it, is picked by auto for gradient reductions
-// only, and every compressed gradient reduction carries error feedback (the plan emission
-// sets Compression.error_feedback; docs/sbp_and_boxing.md, "Error feedback"): with it
-// forced int4 on the gpt ends within 0.5% of dense (tests:error_feedback_test).
 // Roles follow the literature (REFERENCES.md): TACO for tensor-parallel activations,
 // SDP4Bit's TLq-HS / ZeRO++'s qgZ for data-parallel gradient reductions, ZeRO++'s qwZ for
 // weight gathers. kNever covers what must stay exact: the loss and what flows into the

@@ -43,8 +43,9 @@ proto::Compression::Kind CompressionToProto(CompressionKind kind) {
 }
 
 // The step's modelled seconds and the cost model's decision (when a codec applied); a
-// compressed step's codec (both levels for a two-level one). A compressed reduction of a
-// variable's gradient gets error feedback.
+// compressed step's codec (both levels for a two-level one). With
+// CompileOptions.error_feedback, a compressed reduction of a variable's gradient gets
+// error feedback.
 void EmitCompression(const BoxingStep& step, bool gradient, proto::BoxingStepDef* def) {
   def->set_seconds(step.seconds);
   def->set_dense_seconds(step.dense_seconds);
@@ -106,7 +107,7 @@ void EmitBoxings(Compilation* compilation) {
         step_def->set_bucket_id(bucket);
         step_def->set_collective_id(compilation->bucket_collective[bucket]);
       }
-      EmitCompression(step, tensor.is_gradient, step_def);
+      EmitCompression(step, compilation->options.error_feedback && tensor.is_gradient, step_def);
       if (boxing.sparse.has_value()) EmitSparsity(*compilation, *boxing.sparse, step_def->mutable_sparsity());
       if (step.kind == BoxingKind::kSendRecv) placement = boxing.dst_placement;
       bytes_per_iter += step.bytes_per_device * graph.placements[placement].num_devices();
@@ -139,7 +140,8 @@ void EmitBuckets(Compilation* compilation) {
     def->set_dtype(ToProto(DType::kF32));
     const auto& [b, s] = bucket.members.front();
     proto::BoxingStepDef first;
-    EmitCompression(compilation->boxings[b].plan.steps[s], graph.tensors[compilation->boxings[b].tensor].is_gradient,
+    EmitCompression(compilation->boxings[b].plan.steps[s],
+                    compilation->options.error_feedback && graph.tensors[compilation->boxings[b].tensor].is_gradient,
                     &first);
     if (first.has_compression()) *def->mutable_compression() = first.compression();
     def->set_size_bytes(bucket.size_bytes);
