@@ -33,7 +33,8 @@ struct CompressionFlags {
 //   --codec_calibration: codec calibration file 'c.jsonl' line 2: ...
 absl::StatusOr<CompressionPolicy> CompressionPolicyFromFlags(const CompressionFlags& flags);
 
-// The link flags of the cost model, and which of them the command line gave.
+// The link flags of the cost model, and which of them the command line set to other
+// than their defaults.
 struct LinkFlags {
   double intra_node_bandwidth = 0;
   double inter_node_bandwidth = 0;
@@ -47,7 +48,7 @@ struct LinkFlags {
 
 // Sets the cluster's link bandwidths and latencies from `links`, except where
 // --codec_calibration's file (`calibration`, empty: none) measured a level and the flag
-// was not given on the command line (a flag given wins: a link shaped to 1 Gbit/s is not
+// keeps its default (a flag set to another value wins: a link shaped to 1 Gbit/s is not
 // the loopback `oneflow calibrate` measured), and its compute rates from the file's
 // compute lines. INVALID_ARGUMENT naming the flag:
 //   --inter_node_latency=-1 must be a finite number of seconds >= 0

@@ -115,9 +115,10 @@ absl::Status CompileAndReport(const proto::Job& job, const ParallelLayout& layou
   links.inter_node_bandwidth = absl::GetFlag(FLAGS_inter_node_bandwidth);
   links.intra_node_latency = absl::GetFlag(FLAGS_intra_node_latency);
   links.inter_node_latency = absl::GetFlag(FLAGS_inter_node_latency);
+  // Set to other than its default (absl's IsSpecifiedOnCommandLine is not public here).
   auto given = [](const char* name) {
     const absl::CommandLineFlag* flag = absl::FindCommandLineFlag(name);
-    return flag != nullptr && flag->IsSpecifiedOnCommandLine();
+    return flag != nullptr && flag->CurrentValue() != flag->DefaultValue();
   };
   links.intra_node_bandwidth_given = given("intra_node_bandwidth");
   links.inter_node_bandwidth_given = given("inter_node_bandwidth");
