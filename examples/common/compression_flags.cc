@@ -50,7 +50,7 @@ LinkFlags LinkFlagsFromCommandLine(double intra_node_bandwidth, double inter_nod
                                    double intra_node_latency, double inter_node_latency) {
   auto given = [](const char* name) {
     const absl::CommandLineFlag* flag = absl::FindCommandLineFlag(name);
-    return flag != nullptr && flag->IsSpecifiedOnCommandLine();
+    return flag != nullptr && flag->CurrentValue() != flag->DefaultValue();
   };
   LinkFlags links;
   links.intra_node_bandwidth = intra_node_bandwidth;

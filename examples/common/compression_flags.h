@@ -33,8 +33,9 @@ struct CompressionFlags {
 //   --codec_calibration: codec calibration file 'c.jsonl' line 2: ...
 absl::StatusOr<CompressionPolicy> CompressionPolicyFromFlags(const CompressionFlags& flags);
 
-// The link flags of the cost model, and which of them the command line gave. The
-// defaults are those of the examples' and `oneflow compile`'s flags of the same names.
+// The link flags of the cost model, and which of them the command line set to other than
+// their defaults. The defaults are those of the examples' and `oneflow compile`'s flags
+// of the same names.
 struct LinkFlags {
   double intra_node_bandwidth = 100e9;
   double inter_node_bandwidth = 12.5e9;
@@ -46,14 +47,15 @@ struct LinkFlags {
   bool inter_node_latency_given = false;
 };
 
-// The four link flags' values, with `*_given` read from this program's command line (the
-// flags are defined by the program: examples/common/example_main.cc, `oneflow compile`).
+// The four link flags' values, with `*_given` true where the flag's value differs from its
+// default (absl's IsSpecifiedOnCommandLine is not public in Debian's absl); the flags are
+// defined by the program: examples/common/example_main.cc, `oneflow compile`.
 LinkFlags LinkFlagsFromCommandLine(double intra_node_bandwidth, double inter_node_bandwidth,
                                    double intra_node_latency, double inter_node_latency);
 
 // Sets the cluster's link bandwidths and latencies from `links`, except where
 // --codec_calibration's file (`calibration`, empty: none) measured a level and the flag
-// was not given on the command line (a flag given wins: a link shaped to 1 Gbit/s is not
+// keeps its default (a flag set to another value wins: a link shaped to 1 Gbit/s is not
 // the loopback `oneflow calibrate` measured), and its compute rates from the file's
 // compute lines. INVALID_ARGUMENT naming the flag:
 //   --inter_node_latency=-1 must be a finite number of seconds >= 0

@@ -104,22 +104,20 @@ TEST(InspectCompressionTest, JsonCarriesBothLevelsDenseAndWireBytesAndTheSaving)
   EXPECT_TRUE(compression.at("cross_node_hadamard").bool_value());
   EXPECT_EQ(compression.at("dense_bytes_per_device").number_value(), 3072);
   EXPECT_EQ(compression.at("wire_bytes_per_device").number_value(), 652);
-  EXPECT_NEAR(compression.at("seconds_saved").number_value(), 2.19468e-5, 1e-10);
+  // Dense, as the runtime runs it (hierarchical): 2048 B in the node at 1e11 B/s plus
+  // 1024 B across at 1.25e8 = 8.21248 us. Two-level: 516 B in the node + 136 B across =
+  // 1.09316 us of wire, and the codec passes at the default 2e9 B/s round trips (4e9 a
+  // pass): encode 512 + 256 elements, decode twice that, 9216 B = 2.304 us. Saves
+  // 4.81532 us.
+  EXPECT_NEAR(compression.at("seconds_saved").number_value(), 4.81532e-6, 1e-10);
   EXPECT_THAT(compression.at("reason").string_value(), HasSubstr(": compressed, saves "));
-  // An activation: one level, so the cross-node keys are null.
+  // An activation's reduce-scatter over the same devices stays dense: TACO has no
+  // two-level form, so its 816 B would all cross the slow link (6.528 us) plus 3.072 us
+  // of codec, against the hierarchical dense step's 8.21 us.
   const google::protobuf::Struct* activation = Boxing(json, "add_1");
   ASSERT_NE(activation, nullptr);
-  const auto& taco = activation->fields()
-                         .at("steps")
-                         .list_value()
-                         .values(0)
-                         .struct_value()
-                         .fields()
-                         .at("compression")
-                         .struct_value()
-                         .fields();
-  EXPECT_EQ(taco.at("codec").string_value(), "taco_fp8");
-  EXPECT_TRUE(taco.at("cross_node_codec").has_null_value());
+  const auto& dense_step = activation->fields().at("steps").list_value().values(0).struct_value().fields();
+  EXPECT_EQ(dense_step.count("compression"), 0u);
   // Totals: every device sends less than dense, and the dense figures are the plan's
   // bytes plus what compression saved.
   const auto& device = json.fields().at("devices").list_value().values(0).struct_value().fields();
@@ -131,8 +129,7 @@ TEST(InspectCompressionTest, JsonCarriesBothLevelsDenseAndWireBytesAndTheSaving)
 TEST(InspectCompressionTest, DotLabelsCompressedBoxingsWithTheirCodecs) {
   const std::string dot = Inspect(CompressedGpt(), InspectFormat::kDot);
   EXPECT_THAT(dot, HasSubstr("step 0: two-level: int8 (group 512, hadamard) in-node + int4 (group 128, hadamard) "
-                             "cross-node\\n3.00 KiB -> 652 B/device, saves 0.0219 ms"));
-  EXPECT_THAT(dot, HasSubstr("step 0: taco_fp8 (group 128)\\n3.00 KiB -> 816 B/device, saves 0.016 ms"));
+                             "cross-node\\n3.00 KiB -> 652 B/device, saves 0.00482 ms"));
 }
 
 }  // namespace

@@ -116,7 +116,8 @@ void AppendBoxing(const proto::BoxingDef& boxing, int b, const PlanIndex& index,
                     step.collective_id() == -1 ? std::string("local")
                                                : absl::StrCat("collective ", step.collective_id()),
                     step.has_bucket_id() ? absl::StrCat(", in gradient bucket ", step.bucket_id()) : std::string(),
-                    step.collective_id() != -1 && !step.has_bucket_id()
+                    // Plans written before BoxingStepDef.seconds (and hand-written ones) have none.
+                    step.collective_id() != -1 && !step.has_bucket_id() && step.seconds() > 0
                         ? absl::StrFormat(", modelled %.3g ms", step.seconds() * 1e3)
                         : std::string(),
                     "\n");

@@ -150,7 +150,7 @@ double MeasureGemmFlopsPerSecond(int64_t repetitions) {
   constexpr int64_t kSize = 512;
   std::vector<float> a(kSize * kSize, 0.5f), b(kSize * kSize, 0.25f), c(kSize * kSize);
   const absl::StatusOr<double> seconds = TimeCalls(repetitions, [&] {
-    Sgemm(false, false, kSize, kSize, kSize, a.data(), kSize, b.data(), kSize, c.data(), kSize);
+    cpu::Sgemm(false, false, kSize, kSize, kSize, a.data(), kSize, b.data(), kSize, c.data(), kSize);
     return absl::OkStatus();
   });
   return 2.0 * kSize * kSize * kSize / *seconds;
