@@ -3,6 +3,7 @@
 #include <chrono>
 #include <filesystem>
 #include <fstream>
+#include <iostream>
 #include <sstream>
 
 #include "absl/flags/declare.h"
@@ -107,6 +108,9 @@ absl::Status RunCompile(const std::vector<std::string>& arguments, std::ostream&
   const std::string& path = arguments[0];
   OF_ASSIGN_OR_RETURN(const std::string text, ReadGraphFile(path));
   OF_ASSIGN_OR_RETURN(const proto::Job job, JobFromGraphText(text, path, layout));
+  for (const std::string& warning : examples::LayoutWarnings(job, layout)) {
+    std::cerr << "oneflow compile: warning: " << warning << "\n";
+  }
   const auto start = std::chrono::steady_clock::now();
   absl::StatusOr<proto::Plan> plan = Compile(job, options);
   const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
