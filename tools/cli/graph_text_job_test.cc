@@ -9,6 +9,7 @@
 #include <fstream>
 
 #include "compiler/compiler.h"
+#include "compiler/plan_checksum.h"
 #include "compiler/plan_io.h"
 #include "examples/common/compile_driver.h"
 #include "examples/gpt/gpt_model.h"
@@ -50,13 +51,17 @@ proto::Plan CompileFor(const proto::Job& job, const examples::ParallelLayout& la
   return *plan;
 }
 
+// The plan with every source location of its job cleared, resealed (the checksum covers
+// the locations too).
 proto::Plan WithoutLocations(proto::Plan plan) {
   for (proto::TensorDef& tensor : *plan.mutable_job()->mutable_tensors()) tensor.clear_location();
   for (proto::OpDef& op : *plan.mutable_job()->mutable_ops()) op.clear_location();
+  const absl::Status sealed = SealPlan(&plan);
+  EXPECT_TRUE(sealed.ok()) << sealed;
   return plan;
 }
 
-// The serialized plan with every source location of its job cleared.
+// The file bytes of the plan without source locations.
 std::string BytesWithoutLocations(const proto::Plan& plan) {
   absl::StatusOr<std::string> bytes = SerializePlan(WithoutLocations(plan));
   EXPECT_TRUE(bytes.ok()) << bytes.status();
