@@ -35,7 +35,7 @@ ABSL_FLAG(double, intra_node_bandwidth, 100e9, "Bytes/s between devices of one n
 ABSL_FLAG(double, inter_node_bandwidth, 12.5e9, "Bytes/s between nodes.");
 ABSL_FLAG(std::string, compression, "auto",
           "How boxings move f32 tensors: off, auto (where the cost model gains), fp8, int8 or int4 "
-          "(docs/compiler.md).");
+          "(docs/sbp_and_boxing.md).");
 ABSL_FLAG(double, codec_bytes_per_second, 0,
           "Dense f32 bytes/s one device encodes and decodes (0: the built-in table or --codec_calibration).");
 ABSL_FLAG(std::string, codec_calibration, "", "A codec throughput file written by `oneflow calibrate --out=FILE`.");
