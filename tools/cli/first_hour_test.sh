@@ -135,4 +135,8 @@ grep -q "^compiled 'gpt' for 2 pipeline stages (stage 0: cpu{0:0-1}, stage 1: cp
 grep -q "^stage 0 device 0:0: " <<<"$out" || fail "$out"
 grep -q "^stage 1 device 0:2: " <<<"$out" || fail "$out"
 
+# ---- --resume_from names a file as what it is -------------------------------------------
+run "$ONEFLOW" run "$DIR/cpp.plan" --iters=2 --resume_from="$DIR/text.plan"
+[[ $rc -eq 1 ]] || fail "resume_from=FILE exited $rc"
+[[ "$err" == "oneflow run: checkpoint directory '$DIR/text.plan' is not a directory; give a checkpoint (DIR/iter-N) or the --checkpoint_dir holding them" ]] || fail "$err"
 echo PASS
