@@ -116,6 +116,11 @@ std::vector<std::string> CompleteCheckpoints(const std::string& dir) {
 absl::StatusOr<CheckpointLocation> FindCheckpoint(const std::string& path) {
   std::error_code error;
   if (!fs::is_directory(path, error)) {
+    if (fs::exists(path, error)) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("checkpoint directory '", path,
+                       "' is not a directory; give a checkpoint (DIR/iter-N) or the --checkpoint_dir holding them"));
+    }
     return absl::NotFoundError(absl::StrCat("checkpoint directory '", path, "' does not exist"));
   }
   if (absl::EndsWith(absl::StripSuffix(fs::path(path).lexically_normal().string(), "/"), kDeletingSuffix)) {

@@ -5,6 +5,7 @@
 
 #include <cerrno>
 #include <cstring>
+#include <algorithm>
 #include <filesystem>
 
 #include "absl/strings/str_cat.h"
@@ -96,6 +97,21 @@ absl::Status ResolveDataFiles(proto::Job* job) {
     source.mutable_file()->set_path(absolute.lexically_normal().string());
   }
   return absl::OkStatus();
+}
+
+std::vector<std::string> LayoutWarnings(const proto::Job& job, const ParallelLayout& layout) {
+  std::vector<std::string> warnings;
+  const int64_t micro_batches = std::max<int64_t>(1, job.micro_batches());
+  const int64_t rows = job.batch_size() / micro_batches;
+  if (job.batch_size() > 0 && rows < layout.dp()) {
+    warnings.push_back(absl::StrCat(
+        "--batch=", job.batch_size(),
+        micro_batches > 1 ? absl::StrCat(" is ", rows, " rows per micro-batch (--micro_batches=", micro_batches, ")") : "",
+        ", fewer rows than --dp=", layout.dp(), ": ", layout.dp() - rows, " of the ", layout.dp(),
+        " data-parallel devices get no rows and only wait for the others; use --batch >= ",
+        layout.dp() * micro_batches));
+  }
+  return warnings;
 }
 
 namespace {

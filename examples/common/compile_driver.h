@@ -50,6 +50,11 @@ absl::StatusOr<CompileOptions> CompileOptionsFor(const ParallelLayout& layout, c
 //   record_file 'r.bin' of data source 'data' (/home/me/r.bin) does not exist
 absl::Status ResolveDataFiles(proto::Job* job);
 
+// Layouts that compile but waste devices, one line each naming the flags: a micro-batch of
+// fewer rows than --dp leaves data-parallel devices without a row (they only wait):
+//   --batch=2, fewer rows than --dp=4: 2 of the 4 data-parallel devices get no rows ...
+std::vector<std::string> LayoutWarnings(const proto::Job& job, const ParallelLayout& layout);
+
 // What a person reads after compiling: the cluster, every pipeline stage's placement,
 // the plan's size, and per stage its first device's actors, memory and traffic, e.g.
 //   compiled 'mlp' for cpu{0:0-3}[2, 2] in 0.012 s: 24 logical ops, 9 boxings, ...

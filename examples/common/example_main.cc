@@ -153,6 +153,9 @@ absl::Status CompileAndReport(const proto::Job& written, const ParallelLayout& l
     std::fputs(graph->ToText().c_str(), stdout);
     return absl::OkStatus();
   }
+  for (const std::string& warning : LayoutWarnings(job, layout)) {
+    std::fprintf(stderr, "%s: warning: %s\n", ProgramName().c_str(), warning.c_str());
+  }
   std::string dump;
   OF_ASSIGN_OR_RETURN(const CompileOptions options, CompileOptionsFor(layout, SettingsFromFlags(), &dump));
   const auto start = std::chrono::steady_clock::now();

@@ -63,16 +63,7 @@ absl::StatusOr<int64_t> ParallelLayout::MicroBatchRows(int64_t batch) const {
     return absl::InvalidArgumentError(absl::StrCat("--batch=", batch, " is not divisible by --micro_batches=",
                                                    micro_batches_, "; micro-batches must be of equal size"));
   }
-  const int64_t rows = batch / micro_batches_;
-  if (rows < dp_) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "--batch=", batch,
-        micro_batches_ > 1 ? absl::StrCat(" is ", rows, " rows per micro-batch (--micro_batches=", micro_batches_, ")")
-                           : "",
-        ", fewer than --dp=", dp_, ": ", dp_ - rows, " of the ", dp_,
-        " data-parallel devices would get no rows; use --batch >= ", dp_ * micro_batches_));
-  }
-  return rows;
+  return batch / micro_batches_;
 }
 
 absl::Status ParallelLayout::CheckStages(int64_t blocks, const char* blocks_flag) const {

@@ -52,9 +52,7 @@ class ParallelLayout {
   // [s * blocks / pp, (s + 1) * blocks / pp).
   int64_t StageOf(int64_t block, int64_t blocks) const { return ((block + 1) * pp() - 1) / blocks; }
   // The rows of one micro-batch of a batch of `batch`. Errors name the flags: "--batch=8
-  // is not divisible by --micro_batches=3"; and a micro-batch of fewer rows than --dp,
-  // which would leave data-parallel devices without a row: "--batch=2, fewer than --dp=4:
-  // 2 of the 4 data-parallel devices would get no rows; use --batch >= 4".
+  // is not divisible by --micro_batches=3".
   absl::StatusOr<int64_t> MicroBatchRows(int64_t batch) const;
   // Errors when the model has fewer blocks than stages, naming the flags.
   absl::Status CheckStages(int64_t blocks, const char* blocks_flag) const;

@@ -62,6 +62,7 @@ absl::Status Main() {
     std::cerr << "experts: " << MoeParallelName(cost.choice) << " (" << cost.reason << ")\n";
   }
   OF_ASSIGN_OR_RETURN(proto::Job job, BuildGpt(config, layout));
+  for (const std::string& warning : GptLayoutWarnings(config, layout)) std::cerr << "gpt: warning: " << warning << "\n";
   return CompileAndReport(job, layout);
 }
 

@@ -53,6 +53,24 @@ Tensor Linear(Tensor x, Tensor w) {
 
 }  // namespace
 
+std::vector<std::string> GptLayoutWarnings(const GptConfig& config, const ParallelLayout& layout) {
+  // Megatron gives each tensor-parallel device whole heads, as many as every other; the
+  // compiler also handles a split head (boxing between the attention matmuls), so these
+  // layouts train, to the same losses, just with traffic Megatron's avoids.
+  const int64_t tp = layout.tp();
+  if (tp > config.heads) {
+    return {absl::StrCat("--tp=", tp, " is more than --heads=", config.heads,
+                         ": heads are split across tensor-parallel devices, so attention needs boxings that "
+                         "whole heads per device avoid (Megatron refuses this layout); use a --tp that divides --heads")};
+  }
+  if (config.heads % tp != 0) {
+    return {absl::StrCat("--heads=", config.heads, " is not divisible by --tp=", tp,
+                         ": heads are split across tensor-parallel devices, so attention needs boxings that "
+                         "whole heads per device avoid (Megatron refuses this layout); use a --tp that divides --heads")};
+  }
+  return {};
+}
+
 MoeCost ResolveMoeParallel(const GptConfig& config, const ParallelLayout& layout) {
   MoeCostInputs inputs;
   inputs.dp = layout.dp();
@@ -80,19 +98,6 @@ absl::StatusOr<proto::Job> BuildGpt(const GptConfig& config, const ParallelLayou
   if (!valid.ok()) return valid;
   OF_RETURN_IF_ERROR(layout.CheckStages(config.layers, "layers"));
   OF_RETURN_IF_ERROR(CheckMoeConfig(config.moe, layout.dp()));
-  // Megatron splits attention by heads: each tensor-parallel device needs whole heads, as
-  // many as every other (its w_q/w_k/w_v columns and w_o rows are those heads').
-  if (layout.tp() > config.heads) {
-    return absl::InvalidArgumentError(absl::StrCat("--tp=", layout.tp(), " is more than --heads=", config.heads,
-                                                   ": tensor parallelism splits attention by heads, so each of the ",
-                                                   layout.tp(), " devices needs at least one; use --tp <= ",
-                                                   config.heads));
-  }
-  if (config.heads % layout.tp() != 0) {
-    return absl::InvalidArgumentError(absl::StrCat("--heads=", config.heads, " is not divisible by --tp=", layout.tp(),
-                                                   ": tensor parallelism gives each device the same number of "
-                                                   "heads; use a --tp that divides --heads"));
-  }
   if (config.moe.enabled() && layout.pp() > 1) {
     return absl::InvalidArgumentError(absl::StrCat("--moe_experts=", config.moe.experts, " with --pp=", layout.pp(),
                                                    ": mixture-of-experts blocks do not run in pipeline stages yet"));

@@ -10,6 +10,7 @@
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "absl/status/statusor.h"
 #include "examples/common/parallel_layout.h"
@@ -38,6 +39,10 @@ struct GptConfig {
 
 // The experts' parallelism BuildGpt uses: config.moe.parallel, or for auto
 // ChooseMoeParallel's choice for this layout (with its reason).
+// Layouts that compile and train but that Megatron refuses: --tp above --heads or not
+// dividing it. Each entry is one warning line naming the flags.
+std::vector<std::string> GptLayoutWarnings(const GptConfig& config, const ParallelLayout& layout);
+
 MoeCost ResolveMoeParallel(const GptConfig& config, const ParallelLayout& layout);
 
 absl::StatusOr<proto::Job> BuildGpt(const GptConfig& config, const ParallelLayout& layout);

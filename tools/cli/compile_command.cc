@@ -3,6 +3,7 @@
 #include <chrono>
 #include <filesystem>
 #include <fstream>
+#include <iostream>
 #include <sstream>
 
 #include "absl/flags/declare.h"
@@ -37,7 +38,7 @@ ABSL_FLAG(double, intra_node_latency, 1e-5,
 ABSL_FLAG(double, inter_node_latency, 5e-4, "Seconds of one message round between nodes (the cost model's alpha).");
 ABSL_FLAG(std::string, compression, "auto",
           "How boxings move f32 tensors: off, auto (where the cost model gains), fp8, int8 or int4 "
-          "(docs/compiler.md).");
+          "(docs/sbp_and_boxing.md).");
 ABSL_FLAG(double, codec_bytes_per_second, 0,
           "Dense f32 bytes/s one device encodes and decodes (0: the built-in table or --codec_calibration).");
 ABSL_FLAG(std::string, codec_calibration, "", "A codec throughput file written by `oneflow calibrate --out=FILE`.");
@@ -113,6 +114,9 @@ absl::Status RunCompile(const std::vector<std::string>& arguments, std::ostream&
   const std::string& path = arguments[0];
   OF_ASSIGN_OR_RETURN(const std::string text, ReadGraphFile(path));
   OF_ASSIGN_OR_RETURN(const proto::Job job, JobFromGraphText(text, path, layout));
+  for (const std::string& warning : examples::LayoutWarnings(job, layout)) {
+    std::cerr << "oneflow compile: warning: " << warning << "\n";
+  }
   const auto start = std::chrono::steady_clock::now();
   absl::StatusOr<proto::Plan> plan = Compile(job, options);
   const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();

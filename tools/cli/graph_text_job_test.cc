@@ -9,11 +9,13 @@
 #include <fstream>
 
 #include "compiler/compiler.h"
+#include "compiler/plan_checksum.h"
 #include "compiler/plan_io.h"
 #include "examples/common/compile_driver.h"
 #include "examples/gpt/gpt_model.h"
 #include "examples/mlp/mlp_model.h"
 #include "gmock/gmock.h"
+#include "google/protobuf/util/message_differencer.h"
 #include "gtest/gtest.h"
 #include "oneflow_core/dsl/graph.h"
 
@@ -49,11 +51,19 @@ proto::Plan CompileFor(const proto::Job& job, const examples::ParallelLayout& la
   return *plan;
 }
 
-// The serialized plan with every source location of its job cleared.
-std::string BytesWithoutLocations(proto::Plan plan) {
+// The plan with every source location of its job cleared, resealed (the checksum covers
+// the locations too).
+proto::Plan WithoutLocations(proto::Plan plan) {
   for (proto::TensorDef& tensor : *plan.mutable_job()->mutable_tensors()) tensor.clear_location();
   for (proto::OpDef& op : *plan.mutable_job()->mutable_ops()) op.clear_location();
-  absl::StatusOr<std::string> bytes = SerializePlan(plan);
+  const absl::Status sealed = SealPlan(&plan);
+  EXPECT_TRUE(sealed.ok()) << sealed;
+  return plan;
+}
+
+// The file bytes of the plan without source locations.
+std::string BytesWithoutLocations(const proto::Plan& plan) {
+  absl::StatusOr<std::string> bytes = SerializePlan(WithoutLocations(plan));
   EXPECT_TRUE(bytes.ok()) << bytes.status();
   return *bytes;
 }
@@ -65,8 +75,13 @@ void ExpectSamePlan(const proto::Job& cpp_job, const examples::ParallelLayout& l
   const proto::Plan from_cpp = CompileFor(cpp_job, layout);
   const proto::Plan from_text = CompileFor(*text_job, layout);
   EXPECT_GT(from_text.boxings_size(), 0);
-  EXPECT_TRUE(BytesWithoutLocations(from_cpp) == BytesWithoutLocations(from_text))
-      << "the plans differ; text:\n" << text;
+  if (BytesWithoutLocations(from_cpp) != BytesWithoutLocations(from_text)) {
+    google::protobuf::util::MessageDifferencer differencer;
+    std::string differences;
+    differencer.ReportDifferencesToString(&differences);
+    differencer.Compare(WithoutLocations(from_cpp), WithoutLocations(from_text));
+    ADD_FAILURE() << "the plans differ: " << differences.substr(0, 3000);
+  }
   // The locations point into the file: line N of the text holds op N's statement.
   for (const proto::OpDef& op : from_text.job().ops()) {
     if (op.location().file().empty()) continue;  // ops the compiler added (autograd, optimizer)
@@ -134,11 +149,11 @@ TEST(GraphTextJob, ErrorsNameTheFileAndLine) {
   EXPECT_THAT(std::string(JobFromGraphText(text, "tiny.txt", Layout(1, 1, 1)).status().message()),
               testing::StartsWith("tiny.txt: line 6: unknown op type 'matmull'; known: "));
   // A placement written for another layout.
-  EXPECT_EQ(JobFromGraphText(absl::StrCat("graph p\nplacement cpu{0:0-1}[2]\n", std::string(kTiny).substr(11)),
-                             "p.txt", Layout(4, 2, 2))
-                .status()
-                .message(),
-            "p.txt: the graph's placement cpu{0:0-1}[2] is not the layout's cpu{0:0-3}[2, 2] (from --nodes=1 "
+  EXPECT_EQ(std::string(JobFromGraphText(absl::StrCat("graph p\nplacement cpu{0:0-1}[2]\n", std::string(kTiny).substr(11)),
+                                         "p.txt", Layout(4, 2, 2))
+                            .status()
+                            .message()),
+            "p.txt: the graph's placement cpu{0:0-1} is not the layout's cpu{0:0-3}[2, 2] (from --nodes=1 "
             "--devices_per_node=4 --dp=2 --tp=2); give the flags it was written for, or remove its `placement` "
             "line and its sbp hints");
   std::string zero = kTiny;
@@ -154,7 +169,8 @@ TEST(GraphTextJob, ErrorsNameTheFileAndLine) {
 TEST(GraphTextJob, DataFilesBecomeAbsoluteAndADirectoryIsRefused) {
   const std::string directory = testing::TempDir();
   std::string text = kTiny;
-  text.replace(text.find("synthetic_classification seed=1 num_classes=3"), 46,
+  const std::string synthetic = "synthetic_classification seed=1 num_classes=3";
+  text.replace(text.find(synthetic), synthetic.size(),
                absl::StrCat("record_file path=\"", directory, "\""));
   EXPECT_EQ(JobFromGraphText(text, "r.txt", Layout(1, 1, 1)).status().message(),
             absl::StrCat("r.txt: record_file '", directory, "' of data source 'data' is a directory; give a regular file"));
@@ -162,7 +178,7 @@ TEST(GraphTextJob, DataFilesBecomeAbsoluteAndADirectoryIsRefused) {
   ASSERT_EQ(chdir(directory.c_str()), 0);
   { std::ofstream(directory + "/records.bin") << std::string(20 * 4, '\0'); }
   std::string relative = kTiny;
-  relative.replace(relative.find("synthetic_classification seed=1 num_classes=3"), 46,
+  relative.replace(relative.find(synthetic), synthetic.size(),
                    "record_file path=\"records.bin\"");
   absl::StatusOr<proto::Job> job = JobFromGraphText(relative, "r.txt", Layout(1, 1, 1));
   ASSERT_TRUE(job.ok()) << job.status();

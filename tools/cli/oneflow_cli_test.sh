@@ -222,7 +222,8 @@ run "$ONEFLOW" profile "$DIR/missing.plan" "$DIR/dp2.json"
 run "$ONEFLOW" profile "$DIR/dp2.plan" "$DIR/dp2.json" --format=dot
 [[ $rc -eq 1 && "$err" == "oneflow profile: --format='dot' is not a format; valid: text, json" ]] || fail "$rc $err"
 run "$ONEFLOW" profile "$DIR/dp2.plan"
-[[ $rc -eq 1 && "$err" =~ ^"oneflow profile: trace file '$DIR/dp2.plan': not a trace written by \`oneflow run --trace\` (not JSON: " ]] || fail "$rc $err"
+# A plan without a trace: named as such, not quoted as a trace that is not JSON.
+[[ $rc -eq 1 && "$err" == "oneflow profile: '$DIR/dp2.plan' is a plan, not a trace; profile reads a trace of a run: \`oneflow run $DIR/dp2.plan --trace=FILE.json\`, then \`oneflow profile FILE.json\`" ]] || fail "$rc $err"
 run "$ONEFLOW" profile
 [[ $rc -eq 2 ]] || fail "profile without a trace exited $rc"
 

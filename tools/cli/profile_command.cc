@@ -30,8 +30,15 @@ absl::Status RunProfile(const std::vector<std::string>& arguments, std::ostream&
   // `profile TRACE.json`: the trace carries its plan; `profile PLAN TRACE.json` names it
   // (for traces written before they carried it).
   const std::string& trace_path = arguments.back();
-  OF_ASSIGN_OR_RETURN(const proto::Plan plan, arguments.size() == 1 ? actors::ReadPlanOfChromeTrace(trace_path)
-                                                                    : ReadPlanFile(arguments[0]));
+  absl::StatusOr<proto::Plan> read =
+      arguments.size() == 1 ? actors::ReadPlanOfChromeTrace(trace_path) : ReadPlanFile(arguments[0]);
+  // `profile PLAN` alone: say what is missing instead of quoting a plan's bytes as a bad trace.
+  if (!read.ok() && arguments.size() == 1 && ReadPlanFile(trace_path).ok()) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "'", trace_path, "' is a plan, not a trace; profile reads a trace of a run: `oneflow run ", trace_path,
+        " --trace=FILE.json`, then `oneflow profile FILE.json`"));
+  }
+  OF_ASSIGN_OR_RETURN(const proto::Plan plan, std::move(read));
   OF_ASSIGN_OR_RETURN(const ProfileReport report, ProfileTrace(plan, trace_path));
   out << RenderProfile(plan, report, {format, top});
   out.flush();
