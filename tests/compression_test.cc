@@ -19,6 +19,7 @@
 #include "compiler/plan_checksum.h"
 #include "examples/gpt/gpt_model.h"
 #include "examples/mlp/mlp_model.h"
+#include "absl/strings/match.h"
 #include "gtest/gtest.h"
 #include "oneflow_core/dsl/graph.h"
 #include "oneflow_core/sbp.h"
@@ -174,9 +175,12 @@ void ExpectRoleCodecs(const proto::Plan& plan, int64_t crossing_axis, bool two_l
       const bool eligible = dtypes[boxing.tensor()] == proto::DTYPE_F32 && compressible &&
                             step.hierarchy_axis() == crossing_axis && boxing.consumer_op() != "loss_sink";
       if (compression.kind() == proto::Compression::NONE) {
-        // A tiny tensor (a few elements) may not shrink under a per-group scale: dense.
-        if (eligible) {
-          EXPECT_LE(step.bytes_per_device(), 16) << StepName(boxing, s) << ": an eligible step left dense";
+        // A tiny tensor (a few elements) may not shrink under a per-group scale; a larger
+        // one stays dense where the cost model, pricing both sides as the runtime runs
+        // them, finds the codec does not pay (its decision says so, with both sides).
+        if (eligible && step.bytes_per_device() > 16) {
+          EXPECT_TRUE(absl::EndsWith(step.reason(), ": dense") && step.reason().find(" vs dense ") != std::string::npos)
+              << StepName(boxing, s) << ": an eligible step left dense without the model's decision: " << step.reason();
         }
         continue;
       }
@@ -213,7 +217,10 @@ void ExpectRoleCodecs(const proto::Plan& plan, int64_t crossing_axis, bool two_l
 // Tensor parallel over 2 nodes x 2 devices ([4]): every collective crosses nodes, and a
 // group has 2 devices on each node, so gradients reduce in two levels.
 TEST(CompressionTest, AutomaticGivesEachNodeCrossingBoxingItsRolesCodec) {
-  const examples::ParallelLayout layout = TwoNodesTp4(1.25e8);
+  // 100 Mbit/s: at 1 Gbit/s the cost model prices this small gpt's 24 KiB activation
+  // reduce-scatters as the runtime runs them densely (hierarchical: in-node first, half
+  // the bytes across) within 1% of flat TACO, so auto keeps them dense.
+  const examples::ParallelLayout layout = TwoNodesTp4(1.25e7);
   std::map<Role, int> counts;
   ExpectRoleCodecs(CompileWith(Gpt(layout), layout, Automatic()), /*crossing_axis=*/0, /*two_level_gradients=*/true,
                    &counts);
@@ -279,11 +286,17 @@ TEST(CompressionTest, TensorHintsOverrideAutoAndForcedButNotOff) {
   using Kinds = std::vector<proto::Compression::Kind>;
   // add_1 (the embeddings plus positions) is reduce-scattered across nodes: auto
   // compresses it with TACO; kNone keeps it dense and changes nothing else.
-  const examples::ParallelLayout slow = TwoNodesTp4(1.25e8);
-  EXPECT_EQ(StepCodecs(CompileWith(Gpt(slow), slow, Automatic()), "add_1"), Kinds{proto::Compression::TACO_FP8});
+  const examples::ParallelLayout slow = TwoNodesTp4(1.25e7);  // 100 Mbit/s (see above)
+  // (At this link speed add_1's boxing is two steps, a reduce-scatter and a gather: each
+  // step of it is compressed, or each is dense.)
+  const auto all_are = [](const Kinds& kinds, proto::Compression::Kind kind) {
+    return !kinds.empty() && std::all_of(kinds.begin(), kinds.end(), [&](auto k) { return k == kind; });
+  };
+  const Kinds automatic = StepCodecs(CompileWith(Gpt(slow), slow, Automatic()), "add_1");
+  EXPECT_TRUE(all_are(automatic, proto::Compression::TACO_FP8)) << automatic.size() << " steps";
   const proto::Plan dense_hint = CompileWith(WithHint(Gpt(slow), "add_1", Compression::kNone), slow, Automatic());
-  EXPECT_EQ(StepCodecs(dense_hint, "add_1"), Kinds{proto::Compression::NONE});
-  EXPECT_EQ(StepCodecs(dense_hint, "add_22"), Kinds{proto::Compression::TACO_FP8});
+  EXPECT_TRUE(all_are(StepCodecs(dense_hint, "add_1"), proto::Compression::NONE));
+  EXPECT_TRUE(all_are(StepCodecs(dense_hint, "add_22"), proto::Compression::TACO_FP8));
   // On fast links auto compresses nothing; kFp8 on add_1 compresses its reduce-scatter
   // inside the node anyway, FP8 E4M3 in groups of 128 (and only that tensor).
   const examples::ParallelLayout fast = TwoNodesDp2Tp2(12.5e9);

@@ -11,6 +11,7 @@
 
 #include "actors/runtime.h"
 #include "compiler/compiler.h"
+#include "examples/common/compile_driver.h"
 #include "examples/gpt/gpt_model.h"
 #include "gtest/gtest.h"
 
@@ -64,8 +65,12 @@ TEST(TextFileTrainingTest, LossFallsBelowThreeBitsPerByteOnTheLicenseText) {
 
 TEST(TextFileTrainingTest, MissingOrShortFileIsAClearError) {
   const examples::ParallelLayout layout = OneDevice();
-  EXPECT_EQ(examples::BuildGpt(TextGpt("/nonexistent/text"), layout).status().message(),
-            "--text_file=/nonexistent/text: cannot open it");
+  // A missing file is found where every data file is checked, at compile time
+  // (examples/common/compile_driver.h, ResolveDataFiles), for gpt and any other model.
+  absl::StatusOr<proto::Job> missing = examples::BuildGpt(TextGpt("/nonexistent/text"), layout);
+  ASSERT_TRUE(missing.ok()) << missing.status();
+  EXPECT_EQ(examples::ResolveDataFiles(&*missing).message(),
+            "text_file '/nonexistent/text' of data source 'data' does not exist");
   const std::string empty = std::string(getenv("TEST_TMPDIR")) + "/empty.txt";
   std::ofstream(empty).close();
   EXPECT_EQ(examples::BuildGpt(TextGpt(empty), layout).status().message(),

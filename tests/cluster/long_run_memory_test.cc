@@ -124,7 +124,10 @@ TEST(LongRunMemoryTest, LaunchedJobStaysFlatInEveryProcess) {
   const std::string iterations = absl::StrCat(" after ", kShort, " and ", kShort * kLongFactor, " iterations: ");
 
   ASSERT_GT(short_run.client_peak, 0);
-  EXPECT_LT(long_run.client_peak - short_run.client_peak, kBoundBytes)
+  // The client's bound is the daemon's 2 MiB: its peak (VmHWM) moved by 1.2 MB between the
+  // short and long job in one run of the whole suite on 2 cores (events queued while the
+  // machine was busy); the leak this guards against adds 176 B per iteration, 4.7 MB here.
+  EXPECT_LT(long_run.client_peak - short_run.client_peak, 2 * kBoundBytes)
       << "launch client peak" << iterations << short_run.client_peak << " B, " << long_run.client_peak << " B";
   ASSERT_EQ(short_run.worker_peaks.size(), 1u);
   ASSERT_EQ(long_run.worker_peaks.size(), 1u);
