@@ -78,7 +78,10 @@ netns_start_daemons() {
   for ((i = 0; i < NETNS_HOSTS; i++)); do
     ns="$(netns_name "$i")"
     mkdir -p "$work/node$i"
-    ip netns exec "$ns" "$bin/oneflowd" --listen="$(netns_ip "$i"):$port" --token_file="$token" \
+    # UCX_TLS: namespaces share this machine's kernel, /dev/shm and boot id, so UCX would
+    # see one host and move tensors through shared memory, past the shaped links; TCP
+    # only makes the emulated hosts talk over their veths like real ones.
+    ip netns exec "$ns" env UCX_TLS=tcp,self "$bin/oneflowd" --listen="$(netns_ip "$i"):$port" --token_file="$token" \
       --work_dir="$work/node$i/work" --worker_binary="$bin/oneflow_worker" \
       > "$work/node$i/oneflowd.out" 2> "$work/node$i/oneflowd.err" &
     NETNS_DAEMON_PIDS+=($!)
