@@ -315,7 +315,9 @@ start_daemons() {
   for ((i = 0; i < NODES; i++)); do
     ns="$(node_ns "$i")"
     mkdir -p "$RUN/node$i"
-    ip netns exec "$ns" "$BIN/oneflowd" --listen="$(node_ip "$i"):$PORT" --token_file="$RUN/token" \
+    # UCX_TLS: the namespaces share one kernel and /dev/shm, so UCX would use shared memory
+    # past the shaped links (bench/lib/netns_hosts.sh says the same).
+    ip netns exec "$ns" env UCX_TLS=tcp,self "$BIN/oneflowd" --listen="$(node_ip "$i"):$PORT" --token_file="$RUN/token" \
       --work_dir="$RUN/node$i/work" --worker_binary="$BIN/oneflow_worker" \
       > "$RUN/node$i/oneflowd.out" 2> "$RUN/node$i/oneflowd.err" &
     DAEMON_PIDS+=($!)
