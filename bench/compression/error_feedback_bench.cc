@@ -1,0 +1,211 @@
+// Final-loss gap of int4 against dense, with and without error feedback
+// (kernels/compression/compressed_collectives.h, "Error feedback"; docs/sbp_and_boxing.md,
+// "Error feedback"). The gpt (AdamW) on 2 nodes x 2 devices, dp=2 x tp=2, in one process:
+// the plan `oneflow launch` runs on two nodes, its collectives through the in-process
+// backend. Each seed trains --iterations times per mode:
+//   dense          --compression=off: the reference, trained in the same run
+//   int4           forced int4 (groups of 128) on every eligible step (activations and
+//                  weight gathers too), no error feedback
+//   int4_ef        the same with error feedback on the gradient reductions
+//   int4_grad      int4 on the gradient reductions only, the other steps dense
+//   int4_grad_ef   the same with error feedback
+// One JSON line per seed and mode, then one per mode with the gaps averaged over seeds
+// ("seed":"mean"):
+//   {"bench":"error_feedback","model":"gpt L2 h64 b8 s16 v64 lr0.01 synthetic",
+//    "layout":"2 nodes x 2 devices, dp=2 x tp=2","seed":1,"mode":"int4_ef",
+//    "iterations":200,"tail":20,"final_loss":..,"dense_final_loss":..,"final_loss_gap":..,
+//    "mean_loss":..,"dense_mean_loss":..,"mean_loss_gap":..,"seconds":..}
+// final_loss is the mean of the last --tail iterations' losses; gaps are relative,
+// (mode - dense) / dense. Single trajectories of these small models part from each other
+// under any perturbation, so compare the seeds' mean, not one seed.
+//
+//   bazel run //bench/compression:error_feedback_bench
+//   bazel run //bench/compression:error_feedback_bench -- --seeds=1,2,3,4 --text_file=/usr/share/common-licenses/GPL-3 \
+//       --batch=16 --seq=64 --learning_rate=3e-3
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "absl/flags/flag.h"
+#include "absl/flags/parse.h"
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
+#include "actors/runtime.h"
+#include "compiler/compiler.h"
+#include "compiler/plan_checksum.h"
+#include "oneflow_core/status.h"
+#include "examples/gpt/gpt_model.h"
+
+ABSL_FLAG(int64_t, iterations, 200, "training iterations per mode");
+ABSL_FLAG(int64_t, tail, 20, "final loss: mean over this many last iterations");
+ABSL_FLAG(int64_t, batch, 8, "gpt batch");
+ABSL_FLAG(int64_t, seq, 16, "gpt sequence length");
+ABSL_FLAG(int64_t, layers, 2, "gpt layers");
+ABSL_FLAG(int64_t, hidden, 64, "gpt hidden size");
+ABSL_FLAG(int64_t, heads, 4, "gpt heads");
+ABSL_FLAG(int64_t, vocab, 64, "gpt vocabulary");
+ABSL_FLAG(double, learning_rate, 1e-2, "AdamW learning rate");
+ABSL_FLAG(int64_t, warmup_steps, 5, "linear warmup steps");
+ABSL_FLAG(std::string, seeds, "1,2,3,4", "gpt seeds (initial weights and synthetic data), comma separated");
+ABSL_FLAG(std::string, text_file, "",
+          "train on this file's bytes (empty: the synthetic tokens, which the gpt learns to a loss near 0)");
+ABSL_FLAG(std::string, modes, "int4,int4_ef,int4_grad,int4_grad_ef",
+          "modes besides dense (which always runs first), comma separated");
+
+namespace oneflow {
+namespace {
+
+struct Curve {
+  std::vector<double> losses;
+  double seconds = 0;
+};
+
+absl::StatusOr<Curve> Run(const proto::Job& job, const examples::ParallelLayout& layout, const std::string& mode) {
+  CompileOptions options;
+  options.cluster = layout.cluster();
+  if (mode != "dense") {
+    options.compression.mode = CompressionMode::kForced;
+    options.compression.forced = CompressionKind::kInt4;
+  }
+  const bool gradients_only = mode == "int4_grad" || mode == "int4_grad_ef";
+  // int4_grad finds the gradient reductions by the mark error feedback puts on them.
+  options.error_feedback = mode == "int4_ef" || gradients_only;
+  absl::StatusOr<proto::Plan> plan = Compile(job, options);
+  if (!plan.ok()) return plan.status();
+  if (gradients_only) {
+    // Only the gradient reductions (the steps the compiler gave error feedback) keep int4.
+    for (proto::BoxingDef& boxing : *plan->mutable_boxings()) {
+      for (proto::BoxingStepDef& step : *boxing.mutable_steps()) {
+        if (!step.compression().error_feedback()) step.clear_compression();
+        if (mode == "int4_grad") step.mutable_compression()->clear_error_feedback();
+      }
+    }
+    OF_RETURN_IF_ERROR(SealPlan(&*plan));
+  }
+  actors::TrainOptions train;
+  train.node = -1;
+  train.iterations = absl::GetFlag(FLAGS_iterations);
+  const auto start = std::chrono::steady_clock::now();
+  absl::StatusOr<actors::TrainResult> result = actors::TrainPlan(*plan, train);
+  if (!result.ok()) return result.status();
+  Curve curve;
+  curve.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  for (const actors::IterationMetrics& m : result->iterations) curve.losses.push_back(m.loss);
+  return curve;
+}
+
+double MeanOf(const std::vector<double>& values, size_t first) {
+  double sum = 0;
+  for (size_t i = first; i < values.size(); ++i) sum += values[i];
+  return values.size() > first ? sum / (values.size() - first) : 0;
+}
+
+struct Gaps {
+  double final_gap = 0;
+  double mean_gap = 0;
+  int seeds = 0;
+};
+
+int Main() {
+  examples::ParallelFlags flags;
+  flags.nodes = 2;
+  flags.devices_per_node = 2;
+  flags.dp = 2;
+  flags.tp = 2;
+  absl::StatusOr<examples::ParallelLayout> layout = examples::ParallelLayout::Create(flags);
+  if (!layout.ok()) {
+    fprintf(stderr, "%s\n", layout.status().ToString().c_str());
+    return 1;
+  }
+  examples::GptConfig config;
+  config.batch = absl::GetFlag(FLAGS_batch);
+  config.seq = absl::GetFlag(FLAGS_seq);
+  config.layers = absl::GetFlag(FLAGS_layers);
+  config.hidden = absl::GetFlag(FLAGS_hidden);
+  config.heads = absl::GetFlag(FLAGS_heads);
+  config.vocab = absl::GetFlag(FLAGS_vocab);
+  config.learning_rate = absl::GetFlag(FLAGS_learning_rate);
+  config.warmup_steps = absl::GetFlag(FLAGS_warmup_steps);
+  config.text_file = absl::GetFlag(FLAGS_text_file);
+  const std::string model =
+      absl::StrCat("gpt L", config.layers, " h", config.hidden, " b", config.batch, " s", config.seq, " v",
+                   config.vocab, " lr", config.learning_rate, " ",
+                   config.text_file.empty() ? std::string("synthetic") : config.text_file);
+  const int64_t iterations = absl::GetFlag(FLAGS_iterations);
+  const int64_t tail = std::min(absl::GetFlag(FLAGS_tail), iterations);
+  std::vector<std::string> modes = {"dense"};
+  for (const std::string& mode :
+       std::vector<std::string>(absl::StrSplit(absl::GetFlag(FLAGS_modes), ',', absl::SkipEmpty()))) {
+    if (mode == "dense") continue;
+    if (mode != "int4" && mode != "int4_ef" && mode != "int4_grad" && mode != "int4_grad_ef") {
+      fprintf(stderr, "--modes: unknown mode '%s'; valid: dense, int4, int4_ef, int4_grad, int4_grad_ef\n",
+              mode.c_str());
+      return 1;
+    }
+    modes.push_back(mode);
+  }
+  std::vector<uint64_t> seeds;
+  for (absl::string_view text : absl::StrSplit(absl::GetFlag(FLAGS_seeds), ',', absl::SkipEmpty())) {
+    uint64_t seed = 0;
+    if (!absl::SimpleAtoi(text, &seed)) {
+      fprintf(stderr, "--seeds: '%s' is not a non-negative integer\n", std::string(text).c_str());
+      return 1;
+    }
+    seeds.push_back(seed);
+  }
+  std::map<std::string, Gaps> gaps;
+  for (const uint64_t seed : seeds) {
+    config.seed = seed;
+    absl::StatusOr<proto::Job> job = examples::BuildGpt(config, *layout);
+    if (!job.ok()) {
+      fprintf(stderr, "%s\n", job.status().ToString().c_str());
+      return 1;
+    }
+    Curve dense;
+    for (const std::string& mode : modes) {
+      absl::StatusOr<Curve> curve = Run(*job, *layout, mode);
+      if (!curve.ok()) {
+        fprintf(stderr, "%s: %s\n", mode.c_str(), curve.status().ToString().c_str());
+        return 1;
+      }
+      if (mode == "dense") dense = *curve;
+      const size_t first = curve->losses.size() - tail;
+      const double final_loss = MeanOf(curve->losses, first), dense_final = MeanOf(dense.losses, first);
+      const double mean_loss = MeanOf(curve->losses, 0), dense_mean = MeanOf(dense.losses, 0);
+      Gaps& mode_gaps = gaps[mode];
+      mode_gaps.final_gap += final_loss / dense_final - 1;
+      mode_gaps.mean_gap += mean_loss / dense_mean - 1;
+      ++mode_gaps.seeds;
+      printf("{\"bench\":\"error_feedback\",\"model\":\"%s\",\"layout\":\"2 nodes x 2 devices, dp=2 x tp=2\","
+             "\"seed\":%llu,\"mode\":\"%s\",\"iterations\":%lld,\"tail\":%lld,\"final_loss\":%.6f,"
+             "\"dense_final_loss\":%.6f,\"final_loss_gap\":%.5f,\"mean_loss\":%.6f,\"dense_mean_loss\":%.6f,"
+             "\"mean_loss_gap\":%.5f,\"seconds\":%.2f}\n",
+             model.c_str(), static_cast<unsigned long long>(seed), mode.c_str(), static_cast<long long>(iterations),
+             static_cast<long long>(tail), final_loss, dense_final, final_loss / dense_final - 1, mean_loss,
+             dense_mean, mean_loss / dense_mean - 1, curve->seconds);
+      fflush(stdout);
+    }
+  }
+  for (const std::string& mode : modes) {
+    const Gaps& mode_gaps = gaps[mode];
+    printf("{\"bench\":\"error_feedback\",\"model\":\"%s\",\"layout\":\"2 nodes x 2 devices, dp=2 x tp=2\","
+           "\"seed\":\"mean\",\"seeds\":%d,\"mode\":\"%s\",\"iterations\":%lld,\"tail\":%lld,"
+           "\"final_loss_gap\":%.5f,\"mean_loss_gap\":%.5f}\n",
+           model.c_str(), mode_gaps.seeds, mode.c_str(), static_cast<long long>(iterations),
+           static_cast<long long>(tail), mode_gaps.final_gap / std::max(mode_gaps.seeds, 1),
+           mode_gaps.mean_gap / std::max(mode_gaps.seeds, 1));
+  }
+  return 0;
+}
+
+}  // namespace
+}  // namespace oneflow
+
+int main(int argc, char** argv) {
+  absl::ParseCommandLine(argc, argv);
+  return oneflow::Main();
+}
