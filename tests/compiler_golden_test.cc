@@ -1,7 +1,14 @@
 // The compiler end to end on the examples: the plan `oneflow inspect` prints for each
 // layout the issue names, checked line by line against golden files; determinism; and
 // the layout-level properties a reader of those files would check by eye.
+#include <algorithm>
+#include <cstring>
+
+#include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
+#include "absl/strings/match.h"
+#include "absl/strings/strip.h"
 #include "compiler/compiler.h"
 #include "compiler/plan_verifier.h"
 #include "examples/gpt/gpt_model.h"
@@ -93,6 +100,62 @@ INSTANTIATE_TEST_SUITE_P(Layouts, CompilerGoldenTest,
                                            Case{"mlp_dp2_tp2", false, 1, 4, 2, 2},
                                            Case{"gpt_2x2_dp2_tp2", true, 2, 2, 2, 2}),
                          [](const ::testing::TestParamInfo<Case>& info) { return info.param.name; });
+
+// `oneflow inspect`'s text keeps every line within 200 characters (tools/cli/text_wrap.h):
+// a 2-block gpt's collective order is thousands of characters on one line unwrapped. The
+// list stays whole: every collective of device 0's order is in the text, in order.
+TEST(CompilerTest, InspectTextOfATwoBlockGptHasNoLineOver200Characters) {
+  const ParallelLayout layout = Layout(2, 2, 2, 2);
+  examples::GptConfig config = SmallGpt();
+  config.layers = 2;
+  absl::StatusOr<proto::Job> job = examples::BuildGpt(config, layout);
+  ASSERT_TRUE(job.ok()) << job.status();
+  const proto::Plan plan = CompileOrDie(*job, layout, /*bucket_mb=*/0);
+  const std::string text = Inspect(plan);
+  size_t longest = 0;
+  for (absl::string_view line : absl::StrSplit(text, '\n')) {
+    longest = std::max(longest, line.size());
+    EXPECT_LE(line.size(), 200u) << line;
+  }
+  EXPECT_GT(longest, 150u);  // wrapping keeps lines long enough to read
+  // Device 0's collectives as "ID KIND(TENSOR)", from the plan and from the text: its
+  // "collective order[, stream N]: " lines (one per communication stream) joined with
+  // their continuation lines, split at ", ".
+  const proto::DevicePlan& device = plan.devices(0);
+  std::vector<std::string> want;
+  size_t unwrapped_size = 0;
+  for (int64_t id : device.collective_order()) {
+    const proto::CollectiveDef& collective = plan.collectives(id);
+    ASSERT_EQ(collective.id(), id);
+    want.push_back(absl::StrCat(id, " ", absl::AsciiStrToLower(proto::CollectiveKind_Name(collective.kind())), "(",
+                                collective.tensor(), ")"));
+    unwrapped_size += want.back().size() + 2;
+  }
+  ASSERT_GT(unwrapped_size, 400u);
+  const size_t start = text.find("    collective order");
+  ASSERT_NE(start, std::string::npos) << text;
+  std::vector<std::string> got;
+  std::string joined;
+  auto flush = [&] {
+    if (joined.empty()) return;
+    for (absl::string_view item : absl::StrSplit(joined, ", ")) got.emplace_back(item);
+    joined.clear();
+  };
+  for (absl::string_view line : absl::StrSplit(text.substr(start), '\n')) {
+    if (absl::StartsWith(line, "    collective order")) {
+      flush();
+      joined = std::string(line.substr(line.find(": ") + 2));
+    } else if (absl::StartsWith(line, "        ")) {
+      absl::StrAppend(&joined, " ", absl::StripLeadingAsciiWhitespace(line));
+    } else {
+      break;
+    }
+  }
+  flush();
+  std::sort(want.begin(), want.end());
+  std::sort(got.begin(), got.end());
+  EXPECT_EQ(got, want);
+}
 
 TEST(CompilerTest, SameJobGivesByteIdenticalPlans) {
   const ParallelLayout layout = Layout(2, 2, 2, 2);

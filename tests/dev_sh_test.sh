@@ -71,5 +71,13 @@ Executed 4 out of 5 tests: 2 tests pass and 3 fail locally.
 LOG
 [[ "$(summarize_tests "$FAKES/bazel.log")" == "2 passed, 3 failed" ]] ||
   fail "summary was: $(summarize_tests "$FAKES/bazel.log")"
+# A test that passed by skipping (its test.log says "SKIP: why") is no pass: it is listed.
+mkdir -p "$FAKES/testlogs/oneflow_core/shape_test" "$FAKES/testlogs/oneflow_core/sbp_test"
+printf 'SKIP: chromium not installed (apt-get install chromium)\n' >"$FAKES/testlogs/oneflow_core/shape_test/test.log"
+printf 'PASS\n' >"$FAKES/testlogs/oneflow_core/sbp_test/test.log"
+expected="1 passed, 3 failed
+1 skipped: //oneflow_core:shape_test (chromium not installed (apt-get install chromium))"
+[[ "$(summarize_tests "$FAKES/bazel.log" "$FAKES/testlogs")" == "$expected" ]] ||
+  fail "summary with a skip was: $(summarize_tests "$FAKES/bazel.log" "$FAKES/testlogs")"
 
 echo "PASS"

@@ -80,6 +80,8 @@ figures() { sed -n "s/^compiled 'my_model' for \(.*\) in [0-9.]* s: \(.*\)$/\1: 
 [[ -n "$(figures compile.txt)" ]] || fail "no summary: $(cat compile.txt)"
 [[ "$(figures compile.txt)" == "$(figures compile_text.txt)" ]] || fail "$(cat compile.txt) vs $(cat compile_text.txt)"
 grep -q "^device 0:0: " compile_text.txt || fail "$(cat compile_text.txt)"
-grep -q "^%fc1/weight = variable f32\[64, 256\] init=xavier_uniform seed=2 sbp=\[B, S(1)\]$" my_model.txt ||
+grep -qE '^%fc1/weight = variable f32\[64, 256\] init=xavier_uniform seed=2 sbp=\[B, S\(1\)\] loc="my_model\.cc:[0-9]+"$' my_model.txt ||
   fail "$(head -n 20 my_model.txt)"
+# The text carries the C++ source locations (loc=): the same plan, byte for byte.
+cmp my_model.plan from_text.plan || fail "the plan compiled from my_model.txt differs from my_model.plan"
 echo PASS

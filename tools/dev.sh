@@ -83,6 +83,17 @@ ensure_deps() {
     apt-get install -y -q --no-install-recommends $missing
 }
 
+# What the tests that would otherwise skip may rely on here, as the value of
+# --test_env=ONEFLOW_REQUIRE_TEST_DEPS: "chromium" once it is installed, "netns" as root
+# with iproute2. Those tests then fail instead of skipping (no silent passes, issue 29).
+required_test_deps() {
+  local deps=()
+  [[ -z "$(missing_packages "${TEST_PACKAGES[@]}")" ]] && deps+=(chromium)
+  [[ "$(id -u)" == 0 ]] && command -v ip >/dev/null && deps+=(netns)
+  local IFS=,
+  echo "${deps[*]}"
+}
+
 ensure_test_deps() {
   local missing
   missing="$(missing_packages "${TEST_PACKAGES[@]}")"
@@ -101,12 +112,27 @@ ensure_test_deps() {
 }
 
 # Counts test results from Bazel's per-target summary lines and prints the line CI
-# reads: "N passed, N failed". Incompatible (skipped) targets count as neither.
+# reads: "N passed, N failed". Incompatible (skipped) targets count as neither. A test
+# that passed by skipping (its log, under the optional testlogs folder $2, has a line
+# "SKIP: why") counts as neither too, and is listed on a line of its own.
 summarize_tests() {
-  local log_file="$1" passed failed
+  local log_file="$1" testlogs="${2:-}" passed failed target skipped=()
   passed="$(grep -cE '^//[^ ]+ +(\(cached\) )?PASSED' "$log_file" || true)"
   failed="$(grep -cE '^//[^ ]+ +.*(FAILED|TIMEOUT|NO STATUS|INCOMPLETE|FLAKY)' "$log_file" || true)"
-  echo "${passed} passed, ${failed} failed"
+  if [[ -n "$testlogs" ]]; then
+    while read -r target; do
+      local test_log="$testlogs/${target#//}"
+      test_log="${test_log/://}/test.log"
+      if [[ -f "$test_log" ]] && grep -q '^SKIP: ' "$test_log"; then
+        skipped+=("$target ($(grep -m1 '^SKIP: ' "$test_log" | cut -c7-))")
+      fi
+    done < <(grep -oE '^//[^ ]+ +(\(cached\) )?PASSED' "$log_file" | cut -d' ' -f1)
+  fi
+  echo "$((passed - ${#skipped[@]})) passed, ${failed} failed"
+  if [[ ${#skipped[@]} -gt 0 ]]; then
+    local IFS=';'
+    echo "${#skipped[@]} skipped: ${skipped[*]}"
+  fi
 }
 
 cmd_build() {
@@ -121,7 +147,8 @@ cmd_test() {
   cd "$ROOT"
   local log_file rc=0
   log_file="$(mktemp)"
-  bazel test "${BAZEL_FLAGS[@]}" //... "$@" 2>&1 | tee "$log_file" || rc=$?
+  bazel test "${BAZEL_FLAGS[@]}" --test_env=ONEFLOW_REQUIRE_TEST_DEPS="$(required_test_deps)" //... "$@" 2>&1 |
+    tee "$log_file" || rc=$?
   # The layering rules (bazel query, so not a bazel test): counted like a test.
   if "$ROOT/tools/check_layering.sh" 2>&1 | tee -a "$log_file"; then
     echo "//tools:check_layering                                                   PASSED" | tee -a "$log_file"
@@ -129,7 +156,7 @@ cmd_test() {
     echo "//tools:check_layering                                                   FAILED" | tee -a "$log_file"
     rc=1
   fi
-  summarize_tests "$log_file"
+  summarize_tests "$log_file" "$ROOT/bazel-testlogs"
   rm -f "$log_file"
   return "$rc"
 }

@@ -125,7 +125,10 @@ if [[ "$DEMO" != 0 ]]; then
     # shellcheck disable=SC2086
     "$BIN_DIR/examples/gpt/gpt" --nodes=2 --devices_per_node=2 --dp=2 --tp=2 $DEMO_FLAGS --bucket_mb="$mb" \
       --plan_out="$RUN/demo.b$mb.plan" > "$RUN/demo.b$mb.compile.log"
-    "$ONEFLOW" inspect "$RUN/demo.b$mb.plan" --device=0 | grep -m1 "collective order:" > "$RUN/demo.b$mb.order"
+    # The order lines (one per communication stream) and their continuation lines (inspect
+    # wraps lines at 200 characters).
+    "$ONEFLOW" inspect "$RUN/demo.b$mb.plan" --device=0 |
+      awk '/^    collective order/ { f = 1; print; next } f && /^        / { print; next } { f = 0 }' > "$RUN/demo.b$mb.order"
   done
   for ((round = 0; round < ROUNDS; round++)); do
     for mb in 25 0; do

@@ -8,7 +8,7 @@
 # step_ms is the median of the iterations after the first 5 (warm-up); to_run is the
 # launch's median over the one-process median (the goal: <= 1.3).
 #
-#   bazel build -c opt //examples/gpt:gpt //tools/cli:oneflow //tools/launcher:oneflowd //tools/worker:oneflow_worker
+#   bazel build //examples/gpt:gpt //tools/cli:oneflow //tools/launcher:oneflowd //tools/worker:oneflow_worker
 #   bench/collectives/launch_transport_bench.sh [BIN_DIR] [ITERS]
 # BIN_DIR defaults to bazel-bin; ITERS to 30.
 set -euo pipefail

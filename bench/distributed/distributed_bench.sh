@@ -110,7 +110,7 @@ trap 'exit 129' HUP
 build() {
   if [[ -z "$BIN_DIR" ]]; then
     log "building -c opt"
-    (cd "$ROOT" && bazel build -c opt --jobs=2 --color=no --curses=no //tools/launcher:oneflowd \
+    (cd "$ROOT" && bazel build -c opt --symlink_prefix=/ --jobs=2 --color=no --curses=no //tools/launcher:oneflowd \
       //tools/worker:oneflow_worker //tools/cli:oneflow //examples/gpt >&2)
     BIN_DIR="$ROOT/bazel-out/k8-opt/bin"
   fi

@@ -181,7 +181,7 @@ build() {
   else
     log "building (-c opt, --jobs=2): ${TARGETS[*]}"
     cd "$ROOT"
-    run_waiting bazel build -c opt --jobs=2 --color=no --curses=no "${TARGETS[@]}" >&2
+    run_waiting bazel build -c opt --symlink_prefix=/ --jobs=2 --color=no --curses=no "${TARGETS[@]}" >&2
     BIN_DIR="$ROOT/bazel-out/k8-opt/bin"  # not bazel-bin: it follows the last configuration
   fi
   mkdir -p "$RUN/bin"  # a private copy: builds beside the bench cannot replace a binary mid-run

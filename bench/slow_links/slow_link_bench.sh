@@ -213,7 +213,7 @@ build() {
   else
     log "building (-c opt, --jobs=2): ${TARGETS[*]}"
     cd "$ROOT"
-    run_waiting bazel build -c opt --jobs=2 --color=no --curses=no "${TARGETS[@]}" >&2
+    run_waiting bazel build -c opt --symlink_prefix=/ --jobs=2 --color=no --curses=no "${TARGETS[@]}" >&2
     # bazel-out/k8-opt, not bazel-bin: the link follows whichever configuration built last.
     BIN_DIR="$ROOT/bazel-out/k8-opt/bin"
   fi

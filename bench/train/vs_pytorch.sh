@@ -37,7 +37,7 @@ ensure_torch() {
 
 build() {
   log "building (-c opt): ${TARGETS[*]}"
-  (cd "$ROOT" && bazel build -c opt --color=no --curses=no "${TARGETS[@]}")
+  (cd "$ROOT" && bazel build -c opt --symlink_prefix=/ --color=no --curses=no "${TARGETS[@]}")
 }
 
 main() {

@@ -150,7 +150,7 @@ absl::Status CompileAndReport(const proto::Job& written, const ParallelLayout& l
   OF_RETURN_IF_ERROR(ResolveDataFiles(&job));
   if (absl::GetFlag(FLAGS_print_graph)) {
     OF_ASSIGN_OR_RETURN(const std::unique_ptr<Graph> graph, Graph::FromJob(job));
-    std::fputs(graph->ToText().c_str(), stdout);
+    std::fputs(graph->ToText(Graph::Locations::kPrint).c_str(), stdout);
     return absl::OkStatus();
   }
   for (const std::string& warning : LayoutWarnings(job, layout)) {

@@ -232,7 +232,15 @@ class Graph {
   //   ...
   //   optimizer sgd lr=0.1 momentum=0.0
   //   loss %reduce_mean_3
-  std::string ToText() const;
+  // With Locations::kPrint every tensor and op line ends with loc="FILE:LINE", the source
+  // location Build() records, which ParseGraphText keeps: the parsed graph then builds
+  // the same Job, locations included (`--print_graph`, docs/graph_text.md).
+  enum class Locations { kOmit, kPrint };
+  std::string ToText(Locations locations = Locations::kOmit) const;
+
+  // A SourceLocation whose file name the graph keeps alive (SourceLocation holds a
+  // const char*), for locations read back from a Job or a graph text.
+  SourceLocation InternLocation(const proto::SourceLocation& location);
 
   // Tensor data, for Tensor's accessors.
   struct TensorRecord {
@@ -279,10 +287,6 @@ class Graph {
 
   Tensor NewTensor(const std::string& name, TensorType type, SourceLocation location);
   bool NameTaken(const std::string& name) const;
-
-  // Keeps the file names of locations read back from a Job alive (SourceLocation holds
-  // a const char*).
-  SourceLocation InternLocation(const proto::SourceLocation& location);
 
   std::string name_;
   std::vector<TensorRecord> tensors_;

@@ -98,7 +98,13 @@ std::string OptimizerText(const proto::OptimizerDef& def) {
 
 }  // namespace
 
-std::string Graph::ToText() const {
+std::string Graph::ToText(Locations locations) const {
+  // loc="mlp_model.cc:30": the file as Build() records it (SourceLocation::ToString's
+  // base name), so that a parsed text builds the same Job.
+  auto location_text = [locations](const SourceLocation& location) -> std::string {
+    if (locations == Locations::kOmit) return "";
+    return absl::StrCat(" loc=", Quote(location.ToString()));
+  };
   auto hints = [](const TensorRecord& record) {
     std::string out;
     if (record.placement) absl::StrAppend(&out, " placement=", Quote(record.placement->ToString()));
@@ -113,14 +119,16 @@ std::string Graph::ToText() const {
   for (const InputRecord& input : inputs_) {
     const TensorRecord& record = tensors_[input.tensor];
     lines[input.tensor] = absl::StrCat("%", record.name, " = input ", record.type.ToString(),
-                                       " source=", input.source, hints(record));
+                                       " source=", input.source, hints(record),
+                                       location_text(record.location));
   }
   for (const VariableRecord& variable : variables_) {
     const TensorRecord& record = tensors_[variable.tensor];
     lines[variable.tensor] =
         absl::StrCat("%", record.name, " = variable ", record.type.ToString(), " ",
                      InitializerText(variable.initializer),
-                     variable.trainable ? "" : " trainable=false", hints(record));
+                     variable.trainable ? "" : " trainable=false", hints(record),
+                     location_text(record.location));
   }
   // Ops without outputs (in-place optimizer updates) have no tensor to hang on: each
   // prints after the last tensor it could have seen (its inputs, earlier ops' outputs),
@@ -142,12 +150,13 @@ std::string Graph::ToText() const {
     if (op.outputs.empty()) {
       // "()" is the type of nothing, as XLA writes an empty tuple.
       lines_before[std::max(last_input, last_output) + 1].push_back(
-          absl::StrCat("%", op.name, " = ", call, " ()"));
+          absl::StrCat("%", op.name, " = ", call, " ()", location_text(op.location)));
     }
     // A multi-output op repeats its call on the line of each output.
     for (const auto& [arg, id] : op.outputs) {
       lines[id] = absl::StrCat("%", tensors_[id].name, " = ", call, " ",
-                               tensors_[id].type.ToString(), hints(tensors_[id]));
+                               tensors_[id].type.ToString(), hints(tensors_[id]),
+                               location_text(op.location));
       last_output = std::max(last_output, id);
     }
   }

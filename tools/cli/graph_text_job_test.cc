@@ -1,7 +1,8 @@
 // `oneflow compile`'s path (graph text -> JobFromGraphText -> Compile) against the
-// examples' C++ path (BuildMlp / BuildGpt -> Compile): the same plan bytes once source
-// locations, which say where each op was written (mlp_model.cc:40 or mlp.txt:12), are
-// set aside. And the errors of the text path, exactly.
+// examples' C++ path (BuildMlp / BuildGpt -> Compile): with the text's loc= fields
+// (`--print_graph`) the same plan bytes; without them the same plan once source
+// locations, which then say where each op was written (mlp_model.cc:40 or mlp.txt:12),
+// are set aside. And the errors of the text path, exactly.
 #include "tools/cli/graph_text_job.h"
 
 #include <unistd.h>
@@ -36,10 +37,10 @@ examples::ParallelLayout Layout(int64_t devices, int64_t dp, int64_t tp, int64_t
   return *layout;
 }
 
-std::string TextOf(const proto::Job& job) {
+std::string TextOf(const proto::Job& job, Graph::Locations locations = Graph::Locations::kOmit) {
   absl::StatusOr<std::unique_ptr<Graph>> graph = Graph::FromJob(job);
   EXPECT_TRUE(graph.ok()) << graph.status();
-  return (*graph)->ToText();
+  return (*graph)->ToText(locations);
 }
 
 proto::Plan CompileFor(const proto::Job& job, const examples::ParallelLayout& layout) {
@@ -61,12 +62,15 @@ proto::Plan WithoutLocations(proto::Plan plan) {
   return plan;
 }
 
-// The file bytes of the plan without source locations.
-std::string BytesWithoutLocations(const proto::Plan& plan) {
-  absl::StatusOr<std::string> bytes = SerializePlan(WithoutLocations(plan));
+// The plan's file bytes.
+std::string Bytes(const proto::Plan& plan) {
+  absl::StatusOr<std::string> bytes = SerializePlan(plan);
   EXPECT_TRUE(bytes.ok()) << bytes.status();
   return *bytes;
 }
+
+// The file bytes of the plan without source locations.
+std::string BytesWithoutLocations(const proto::Plan& plan) { return Bytes(WithoutLocations(plan)); }
 
 void ExpectSamePlan(const proto::Job& cpp_job, const examples::ParallelLayout& layout) {
   const std::string text = TextOf(cpp_job);
@@ -86,6 +90,19 @@ void ExpectSamePlan(const proto::Job& cpp_job, const examples::ParallelLayout& l
   for (const proto::OpDef& op : from_text.job().ops()) {
     if (op.location().file().empty()) continue;  // ops the compiler added (autograd, optimizer)
     EXPECT_EQ(op.location().file(), "model.txt") << op.name();
+  }
+
+  // The text as --print_graph writes it, with loc= fields: the C++ plan's bytes exactly.
+  absl::StatusOr<proto::Job> located_job =
+      JobFromGraphText(TextOf(cpp_job, Graph::Locations::kPrint), "model.txt", layout);
+  ASSERT_TRUE(located_job.ok()) << located_job.status();
+  const proto::Plan from_located_text = CompileFor(*located_job, layout);
+  if (Bytes(from_cpp) != Bytes(from_located_text)) {
+    google::protobuf::util::MessageDifferencer differencer;
+    std::string differences;
+    differencer.ReportDifferencesToString(&differences);
+    differencer.Compare(from_cpp, from_located_text);
+    ADD_FAILURE() << "the plans differ: " << differences.substr(0, 3000);
   }
 }
 

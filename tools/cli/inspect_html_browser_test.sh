@@ -6,8 +6,9 @@
 # device with its memory peak, every boxing with its bytes, and each device's memory
 # view (#selftest renders every view of every device).
 #
-# Skips (exit 0, "SKIP: chromium not installed") where Debian's chromium is missing;
-# `tools/dev.sh test` installs it.
+# Skips (exit 0, "SKIP: chromium not installed", a skipped test case in Bazel's XML) where
+# Debian's chromium is missing; `tools/dev.sh test` installs it and fails the test if it
+# is still missing (ONEFLOW_REQUIRE_TEST_DEPS).
 set -euo pipefail
 ONEFLOW=tools/cli/oneflow
 GPT=examples/gpt/gpt
@@ -16,6 +17,11 @@ DIR="${TEST_TMPDIR:-$(mktemp -d)}"
 fail() { echo "FAIL: $*" >&2; exit 1; }
 
 CHROMIUM="$(command -v chromium || true)"
+# tools/dev.sh test installs chromium and says so (ONEFLOW_REQUIRE_TEST_DEPS): missing
+# there is a failure, not a skip.
+if [[ -z "$CHROMIUM" && ",${ONEFLOW_REQUIRE_TEST_DEPS:-}," == *",chromium,"* ]]; then
+  fail "chromium is missing, but ONEFLOW_REQUIRE_TEST_DEPS=$ONEFLOW_REQUIRE_TEST_DEPS says tools/dev.sh installed it"
+fi
 if [[ -z "$CHROMIUM" ]]; then
   echo "SKIP: chromium not installed (apt-get install chromium, or run tools/dev.sh test)"
   # Bazel's test XML: a skipped test case, where the runner reads one.

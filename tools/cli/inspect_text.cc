@@ -14,6 +14,7 @@
 #include "tools/cli/inspect_render.h"
 #include "tools/cli/pipeline_stages.h"
 #include "tools/cli/predicted_step_time.h"
+#include "tools/cli/text_wrap.h"
 #include "compiler/plan_format.h"
 
 namespace oneflow::cli {
@@ -31,20 +32,32 @@ std::string TensorText(const PlanIndex& index, const std::string& name) {
 }
 
 // Left-aligned columns; the last column is not padded, so lines carry no trailing blanks.
-void AppendTable(const std::vector<std::vector<std::string>>& rows, absl::string_view indent,
-                 std::string* out) {
+// `max_widths[c]` (0: none) caps column c's width: one long cell (a gradient op's
+// 70-character name) would otherwise push every row past kMaxTextLineWidth. A cell
+// longer than its column ends its line, and the row goes on in the next line under the
+// next column.
+void AppendTable(const std::vector<std::vector<std::string>>& rows, absl::string_view indent, std::string* out,
+                 const std::vector<size_t>& max_widths = {}) {
   std::vector<size_t> widths;
   for (const auto& row : rows) {
     widths.resize(std::max(widths.size(), row.size()), 0);
-    for (size_t c = 0; c < row.size(); ++c) widths[c] = std::max(widths[c], row[c].size());
+    for (size_t c = 0; c < row.size(); ++c) {
+      const size_t cap = c < max_widths.size() && max_widths[c] > 0 ? max_widths[c] : row[c].size();
+      if (row[c].size() <= cap) widths[c] = std::max(widths[c], row[c].size());
+    }
   }
   for (const auto& row : rows) {
     std::string line(indent);
     for (size_t c = 0; c < row.size(); ++c) {
-      if (c + 1 < row.size()) {
+      if (c + 1 == row.size()) {
+        absl::StrAppend(&line, row[c]);
+      } else if (row[c].size() <= widths[c]) {
         absl::StrAppend(&line, row[c], std::string(widths[c] - row[c].size() + 2, ' '));
       } else {
-        absl::StrAppend(&line, row[c]);
+        absl::StrAppend(out, line, row[c], "\n");
+        size_t next_column = indent.size();
+        for (size_t k = 0; k <= c; ++k) next_column += widths[k] + 2;
+        line = std::string(next_column, ' ');
       }
     }
     absl::StrAppend(out, line, "\n");
@@ -87,7 +100,8 @@ void AppendOps(const proto::Plan& plan, const PlanIndex& index, std::string* out
     rows.push_back({op.op_name(), def == nullptr ? "?" : OpTypeText(*def), SignatureText(op.signature()),
                     absl::StrCat("on ", PlacementText(op.placement()))});
   }
-  AppendTable(rows, "  ", out);
+  // Names and signatures past the caps go on lines of their own (AppendTable).
+  AppendTable(rows, "  ", out, {/*name=*/40, /*type=*/0, /*signature=*/80});
 }
 
 std::string PlacementChange(const proto::BoxingDef& boxing) {
@@ -174,7 +188,7 @@ void AppendBucket(const proto::GradientBucketDef& bucket, const PlanIndex& index
     rows.push_back({absl::StrCat(k, ":"), TensorText(index, member.tensor()), FormatBytes(member.size_bytes()),
                     absl::StrCat("boxing ", member.boxing_id(), " step ", member.boxing_step())});
   }
-  AppendTable(rows, "    ", out);
+  AppendTable(rows, "    ", out, {/*index=*/0, /*tensor=*/72});
 }
 
 // "0 all_reduce(w_grad), 3 all_gather(h)", or "none"; only stream `stream`'s when >= 0.
@@ -341,7 +355,9 @@ std::string RenderText(const proto::Plan& plan, const PlanIndex& index, std::opt
     absl::StrAppend(&out, "\ndevices (", plan.devices_size(), ")\n");
     for (int d = 0; d < plan.devices_size(); ++d) AppendDevice(plan, index, figures, d, &out);
   }
-  return out;
+  // Long lists (views, collective orders) and cost-model decisions continue on indented
+  // lines: no line is longer than kMaxTextLineWidth.
+  return WrapLongLines(out);
 }
 
 }  // namespace oneflow::cli

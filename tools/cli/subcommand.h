@@ -1,5 +1,5 @@
-// One subcommand of the `oneflow` tool (`oneflow inspect`, later `run`, `launch`,
-// `compile`), as main.cc dispatches it.
+// One subcommand of the `oneflow` tool (`inspect`, `run`, `launch`, `compile`, ...: the
+// *_command.cc files and job_commands.cc), as main.cc dispatches it.
 //
 // main.cc owns the command line's syntax: it parses flags (absl, process-global), finds
 // the subcommand by name, refuses flags that belong to another subcommand and a wrong

@@ -348,8 +348,16 @@ absl::Status LaunchSession::Run() {
       case proto::JobEvent::kFailed:
         node.ended = true;
         node.terminal = event;
-        fail(absl::StatusCode::kAborted, absl::StrCat("job '", options_.job_id, "' failed on ", NodeName(node.rank),
-                                                      ": ", event.failed().reason()));
+        if (event.failed().cancelled()) {
+          // Cancelled from outside this client (`oneflow cancel JOB`, a daemon shutting
+          // down): the job did not fail, so CANCELLED: no flight-recorder dumps to fetch
+          // (a cancelled worker writes none) and no --max_restarts restart.
+          fail(absl::StatusCode::kCancelled, absl::StrCat("job '", options_.job_id, "' cancelled on ",
+                                                          NodeName(node.rank), ": ", event.failed().reason()));
+        } else {
+          fail(absl::StatusCode::kAborted, absl::StrCat("job '", options_.job_id, "' failed on ", NodeName(node.rank),
+                                                        ": ", event.failed().reason()));
+        }
         break;
       default:
         break;

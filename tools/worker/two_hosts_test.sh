@@ -15,7 +15,19 @@ B="$NAME-b"
 NET="10.203.$(( $$ % 200 + 20 ))"
 
 skip() {
+  # tools/dev.sh test runs as root with iproute2 and says so (ONEFLOW_REQUIRE_TEST_DEPS):
+  # there, not getting the namespaces is a failure, not a skip.
+  if [[ ",${ONEFLOW_REQUIRE_TEST_DEPS:-}," == *",netns,"* ]]; then
+    echo "FAIL: $* (ONEFLOW_REQUIRE_TEST_DEPS=$ONEFLOW_REQUIRE_TEST_DEPS requires network namespaces)" >&2
+    exit 1
+  fi
   echo "SKIP: $*"
+  if [[ -n "${XML_OUTPUT_FILE:-}" ]]; then
+    cat >"$XML_OUTPUT_FILE" <<XML
+<?xml version="1.0" encoding="UTF-8"?>
+<testsuites><testsuite name="two_hosts_test" tests="1" skipped="1"><testcase name="two_hosts"><skipped message="$*"/></testcase></testsuite></testsuites>
+XML
+  fi
   exit 0
 }
 fail() {

@@ -106,7 +106,11 @@ TEST(GraphTextBackwardTest, Errors) {
       {absl::StrCat(head,
                     "%u = sgd_update(param=%gamma, grad=%gamma, momentum=%gamma, "
                     "base_lr=0.1) () sbp=B\n"),
-       "line 4: unknown key 'sbp' for %u; valid: none (the op has no outputs)"},
+       "line 4: unknown key 'sbp' for %u; valid: loc (the op has no outputs)"},
+      {absl::StrCat(head, "%ln/dx = ", call, " f32[4, 8] loc=\"m.cc:7\"\n%ln/dgamma = ", call,
+                    " f32[8] loc=\"m.cc:8\"\n"),
+       "line 5: the loc of %ln/dgamma differs from that of op ln on line 4; each output line of an "
+       "op repeats the op's loc"},
       {absl::StrCat(head, "%y = relu(x=%x) ()\n"),
        "line 4: %y (relu) has outputs (out), so its type must follow the call, e.g. f32[8, 3], "
        "not '()'"},

@@ -75,7 +75,13 @@ TEST(GraphTextErrorsTest, OpLines) {
        "line 4: placement of %y: cannot parse placement 'gpu{0:0}': unknown device type 'gpu'; "
        "valid: cpu, cuda; expected e.g. cpu{0:0-3} or cuda{0:0-3, 1:0-3}[2, 4]"},
       {Head("%y = relu(x=%x) f32[8, 4] color=red"), kInvalid,
-       "line 4: unknown key 'color' for %y; valid: sbp, placement, compression"},
+       "line 4: unknown key 'color' for %y; valid: sbp, placement, compression, loc"},
+      {Head("%y = relu(x=%x) f32[8, 4] loc=\"model.cc\""), kInvalid,
+       "line 4: loc of %y is \"model.cc\"; write loc=\"FILE:LINE\", e.g. loc=\"model.cc:42\""},
+      {Head("%y = relu(x=%x) f32[8, 4] loc=model.cc:4"), kInvalid,
+       "line 4: loc of %y must be a quoted string (\"...\"), got 'model.cc:4'"},
+      {Head("%z = input f32[8] source=data loc=\"model.cc:-1\""), kInvalid,
+       "line 4: loc of %z is \"model.cc:-1\"; write loc=\"FILE:LINE\", e.g. loc=\"model.cc:42\""},
       {Head("%y = relu(x=%x) f32[8, 4] compression=fp9"), kInvalid,
        "line 4: compression of %y: compression 'fp9' is not one of: none, fp8, int8, int4"},
       {Head("%y = relu(x=%x) f32[8, 4 sbp=B"), kInvalid,
@@ -119,12 +125,12 @@ TEST(GraphTextErrorsTest, InputAndVariableLines) {
        "'\"data\"'"},
       {Head("%v = variable f32[3] init=zeros sead=1"), kInvalid,
        "line 4: unknown key 'sead' for variable %v; valid: init, seed, trainable, sbp, "
-       "placement, compression, sparse_rows"},
+       "placement, compression, sparse_rows, loc"},
       {Head("%v = variable f32[3] init=zeros sparse_rows=ids"), kInvalid,
        "line 4: sparse_rows of %v is 'ids'; write the ids tensor as %name"},
       {Head("%v = variable f32[3] init=uniform low=0.0 high=1.0 mean=0.5"), kInvalid,
        "line 4: unknown key 'mean' for variable %v; valid: init, low, high, seed, trainable, "
-       "sbp, placement, compression, sparse_rows"},
+       "sbp, placement, compression, sparse_rows, loc"},
       {Head("%v = variable f32[3] init=glorot"), kInvalid,
        "line 4: unknown init 'glorot' for variable %v; valid: zeros, ones, normal, uniform, "
        "xavier_uniform"},

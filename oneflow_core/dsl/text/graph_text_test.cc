@@ -87,6 +87,17 @@ TEST(GraphTextTest, MlpPrintsAsTheTestdataFileAndRoundTrips) {
   EXPECT_EQ(job->ops(0).location().file(), "<text>");
   EXPECT_EQ(job->ops(0).location().line(), 16);
   EXPECT_EQ(job->ops(4).location().line(), 24);
+
+  // With locations, each line says where the C++ made it (BuildMlp's Input of x is on
+  // line 36 of this file), and the text parses to the C++ graph's locations.
+  const std::string located = mlp->ToText(Graph::Locations::kPrint);
+  EXPECT_NE(located.find("\n%x = input f32[8, 4] source=data sbp=[S(0), B] loc=\"graph_text_test.cc:36\"\n"),
+            std::string::npos)
+      << located;
+  absl::StatusOr<proto::Job> located_job = MustParse(located)->Build();
+  ASSERT_TRUE(located_job.ok()) << located_job.status();
+  EXPECT_EQ(located_job->ops(0).location().file(), "graph_text_test.cc");
+  EXPECT_EQ(located_job->ops(0).location().line(), 44);
 }
 
 TEST(GraphTextTest, AdamWTokenSourcesAndFilePathsRoundTrip) {

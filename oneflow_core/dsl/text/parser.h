@@ -41,6 +41,8 @@ struct Call {
   AttrMap attrs;
   TensorType type;  // As written after ')'; unset for an op without outputs.
   Hints hints;
+  // loc="FILE:LINE" as written (Graph::ToText(Locations::kPrint)); nullopt: none.
+  std::optional<SourceLocation> location;
 };
 
 class Parser {
@@ -65,6 +67,8 @@ class Parser {
                                 LineScanner& scanner);
   absl::Status CheckOutput(Tensor output, const Call& call, absl::string_view type);
   absl::Status CheckSources() const;
+  // Takes a loc="FILE:LINE" field; the graph keeps the file name alive.
+  absl::StatusOr<std::optional<SourceLocation>> TakeLocation(Fields& fields, absl::string_view tensor);
 
   // Statements that may appear once: an error if `*first_line` is already set.
   static absl::Status Once(absl::string_view keyword, int line, int* first_line);
@@ -95,6 +99,7 @@ class Parser {
     std::vector<Tensor> outputs;
     size_t next;
     int line;
+    std::optional<SourceLocation> location;
   };
   std::optional<PendingOutputs> pending_;
 };

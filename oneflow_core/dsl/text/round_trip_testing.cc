@@ -36,6 +36,18 @@ void ExpectRoundTrip(const Graph& original) {
   differencer.ReportDifferencesToString(&differences);
   EXPECT_TRUE(differencer.Compare(WithoutLocations(*want), WithoutLocations(*got)))
       << differences;
+
+  // With loc= fields the text carries the source locations too: the parsed graph builds
+  // the original's Job exactly, as `oneflow compile` of `--print_graph` text must.
+  const std::string located = original.ToText(Graph::Locations::kPrint);
+  std::unique_ptr<Graph> parsed_located = MustParse(located);
+  EXPECT_EQ(parsed_located->ToText(Graph::Locations::kPrint), located);
+  absl::StatusOr<proto::Job> got_located = parsed_located->Build();
+  ASSERT_TRUE(got_located.ok()) << got_located.status();
+  std::string located_differences;
+  google::protobuf::util::MessageDifferencer located_differencer;
+  located_differencer.ReportDifferencesToString(&located_differences);
+  EXPECT_TRUE(located_differencer.Compare(*want, *got_located)) << located_differences;
 }
 
 }  // namespace graph_text

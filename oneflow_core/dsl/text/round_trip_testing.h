@@ -17,6 +17,8 @@ std::unique_ptr<Graph> MustParse(const std::string& text);
 // Checks that `original` (built without errors) prints as text that parses back to a
 // graph printing the same text and building the same Job, source locations aside: a
 // parsed graph's point at lines of the text, not at the C++ that built the original.
+// The text with loc= fields (Graph::Locations::kPrint) must build the same Job exactly,
+// locations included.
 void ExpectRoundTrip(const Graph& original);
 
 }  // namespace graph_text

@@ -1,10 +1,12 @@
 // The tensor lines of the graph text: inputs, variables and ops (see parser.h).
+#include <limits>
 #include <optional>
 #include <string>
 #include <vector>
 
 #include "absl/algorithm/container.h"
 #include "absl/strings/match.h"
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/strip.h"
@@ -56,7 +58,30 @@ void ApplyHints(const Hints& hints, Tensor tensor) {
   if (hints.compression) tensor.WithCompression(*hints.compression);
 }
 
+bool SameLocation(const std::optional<SourceLocation>& a, const std::optional<SourceLocation>& b) {
+  if (!a || !b) return a.has_value() == b.has_value();
+  return absl::string_view(a->file) == b->file && a->line == b->line;
+}
+
 }  // namespace
+
+absl::StatusOr<std::optional<SourceLocation>> Parser::TakeLocation(Fields& fields, absl::string_view tensor) {
+  std::optional<absl::string_view> field = fields.Take("loc");
+  if (!field) return std::nullopt;
+  const std::string what = absl::StrCat("loc of %", tensor);
+  OF_ASSIGN_OR_RETURN(const std::string text, ParseQuoted(*field, what));
+  const size_t colon = text.rfind(':');
+  int64_t line = 0;
+  if (colon == std::string::npos || !absl::SimpleAtoi(text.substr(colon + 1), &line) || line < 0 ||
+      line > std::numeric_limits<int>::max()) {
+    return absl::InvalidArgumentError(absl::StrCat(what, " is ", *field,
+                                                   "; write loc=\"FILE:LINE\", e.g. loc=\"model.cc:42\""));
+  }
+  proto::SourceLocation location;
+  location.set_file(text.substr(0, colon));
+  location.set_line(line);
+  return graph_->InternLocation(location);
+}
 
 absl::Status Parser::TensorLine(int line, LineScanner& scanner) {
   OF_ASSIGN_OR_RETURN(absl::string_view name_view, scanner.TensorRef("a tensor"));
@@ -91,9 +116,10 @@ absl::Status Parser::InputLine(int line, const std::string& name, LineScanner& s
                                                    "digits, _ . / - :), got '", source, "'"));
   }
   OF_ASSIGN_OR_RETURN(Hints hints, TakeHints(fields, name));
-  OF_RETURN_IF_ERROR(fields.CheckAllTaken(owner, "source, sbp, placement, compression"));
+  OF_ASSIGN_OR_RETURN(const std::optional<SourceLocation> location, TakeLocation(fields, name));
+  OF_RETURN_IF_ERROR(fields.CheckAllTaken(owner, "source, sbp, placement, compression, loc"));
   Tensor tensor = graph_->Input(name, type.shape, type.dtype, std::string(source),
-                                LineLocation(line));
+                                location.value_or(LineLocation(line)));
   ApplyHints(hints, tensor);
   input_sources_.push_back(InputSource{name, std::string(source), line});
   return absl::OkStatus();
@@ -123,10 +149,11 @@ absl::Status Parser::VariableLine(int line, const std::string& name, LineScanner
     }
     sparse_rows = std::string(*ids);
   }
+  OF_ASSIGN_OR_RETURN(const std::optional<SourceLocation> location, TakeLocation(fields, name));
   OF_RETURN_IF_ERROR(fields.CheckAllTaken(
-      owner, absl::StrCat(valid, ", trainable, sbp, placement, compression, sparse_rows")));
+      owner, absl::StrCat(valid, ", trainable, sbp, placement, compression, sparse_rows, loc")));
   Tensor tensor = graph_->Variable(name, type.shape, initializer, type.dtype, trainable,
-                                   LineLocation(line));
+                                   location.value_or(LineLocation(line)));
   ApplyHints(hints, tensor);
   if (!sparse_rows.empty()) graph_->mutable_tensor(tensor.id()).sparse_rows = sparse_rows;
   return absl::OkStatus();
@@ -195,8 +222,8 @@ absl::StatusOr<Call> Parser::ReadCall(const std::string& name, const OpDefinitio
       return absl::InvalidArgumentError(absl::StrCat(
           owner, " has no outputs, so '()' must follow the call, got '", type_text, "'"));
     }
-    OF_RETURN_IF_ERROR(
-        fields.CheckAllTaken(absl::StrCat("%", name), "none (the op has no outputs)"));
+    OF_ASSIGN_OR_RETURN(call.location, TakeLocation(fields, name));
+    OF_RETURN_IF_ERROR(fields.CheckAllTaken(absl::StrCat("%", name), "loc (the op has no outputs)"));
     return call;
   }
   if (type_text == "()") {
@@ -206,7 +233,8 @@ absl::StatusOr<Call> Parser::ReadCall(const std::string& name, const OpDefinitio
   }
   OF_ASSIGN_OR_RETURN(call.type, ParseTensorType(type_text, absl::StrCat("type of %", name)));
   OF_ASSIGN_OR_RETURN(call.hints, TakeHints(fields, name));
-  OF_RETURN_IF_ERROR(fields.CheckAllTaken(absl::StrCat("%", name), "sbp, placement, compression"));
+  OF_ASSIGN_OR_RETURN(call.location, TakeLocation(fields, name));
+  OF_RETURN_IF_ERROR(fields.CheckAllTaken(absl::StrCat("%", name), "sbp, placement, compression, loc"));
   return call;
 }
 
@@ -237,12 +265,12 @@ absl::Status Parser::OpLine(int line, const std::string& name, absl::string_view
   }
   OF_ASSIGN_OR_RETURN(Call call, ReadCall(name, *op, scanner));
   std::vector<Tensor> outputs =
-      graph_->AddOp(op->type, call.inputs, call.attrs, op_name, LineLocation(line));
+      graph_->AddOp(op->type, call.inputs, call.attrs, op_name, call.location.value_or(LineLocation(line)));
   OF_RETURN_IF_ERROR(graph_->status());
   if (outputs.empty()) return absl::OkStatus();
   OF_RETURN_IF_ERROR(CheckOutput(outputs[0], call, type));
   if (outputs.size() > 1) {
-    pending_ = PendingOutputs{op_name, op, call.inputs, call.attrs, outputs, 1, line};
+    pending_ = PendingOutputs{op_name, op, call.inputs, call.attrs, outputs, 1, line, call.location};
   }
   return absl::OkStatus();
 }
@@ -276,6 +304,11 @@ absl::Status Parser::NextOutputLine(int line, absl::string_view body) {
     return absl::InvalidArgumentError(absl::StrCat(
         "the arguments of %", expected, " differ from those of op ", pending.op, " on line ",
         pending.line, "; each output line of an op repeats the same call"));
+  }
+  if (!SameLocation(call.location, pending.location)) {
+    return absl::InvalidArgumentError(absl::StrCat("the loc of %", expected, " differs from that of op ", pending.op,
+                                                   " on line ", pending.line,
+                                                   "; each output line of an op repeats the op's loc"));
   }
   OF_RETURN_IF_ERROR(CheckOutput(pending.outputs[pending.next], call, type));
   if (++pending.next == pending.outputs.size()) pending_.reset();
