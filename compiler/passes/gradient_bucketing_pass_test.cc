@@ -81,7 +81,7 @@ constexpr char kBoxings[] =
 // values are produced (the loss, then backward's gradients), after the op producing the
 // last (w1's gradient); steps 0 (the in-node reduce-scatters, and the loss's lone
 // all-reduce on axis 1: a bucket of one is none) run on their own, early. Members pack at
-X
+// 64-byte offsets: each device's loss (4 B, whole), half of w2 (128 B), of b1 (32 B), of w1 (8192 B).
 TEST(GradientBucketingPassTest, TwoDimensionalChainsBucketLevelByLevel) {
   EXPECT_EQ(BucketsAfterPass(kTwoDimensional, 25),
             absl::StrCat(kBoxings,
