@@ -340,6 +340,16 @@ std::string CompilationToText(const Compilation& compilation) {
                                   }),
                     " (", boxing.plan.bytes_per_device, " B/device)\n");
   }
+  for (const GradientBucket& bucket : compilation.buckets) {
+    absl::StrAppend(&text, "bucket#", bucket.id, " level ", bucket.level, " all_reduce[axis ", bucket.hierarchy_axis,
+                    "] @", bucket.placement, " after ",
+                    bucket.after_op >= 0 ? absl::StrCat("%", graph.ops[bucket.after_op].name) : "start", ": ",
+                    absl::StrJoin(bucket.members, ", ",
+                                  [](std::string* out, const std::pair<int64_t, int64_t>& member) {
+                                    absl::StrAppend(out, "boxing#", member.first, ".", member.second);
+                                  }),
+                    " (", bucket.size_bytes, " B)\n");
+  }
   for (const proto::DevicePlan& device : compilation.plan.devices()) {
     absl::StrAppend(&text, "device ", device.device().node(), ":", device.device().device(),
                     " actors=", device.actors_size(), " registers=", device.registers_size(),

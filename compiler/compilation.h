@@ -141,6 +141,9 @@ struct GradientBucket {
   // Lowering emits the bucket right after this op, the producer of its last member's
   // input (-1: before every op).
   int64_t after_op = -1;
+  // The step of its members' boxings it runs (0: their first; 1: the step after a first
+  // that ran in a bucket of level 0 or on its own, as on a 2-D group).
+  int64_t level = 0;
   // Bytes of the bucket register on the device where it is largest (64-byte aligned
   // members, as actor_graph packs them), and of each member's largest slice.
   int64_t size_bytes = 0;

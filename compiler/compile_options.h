@@ -52,6 +52,12 @@ struct CompileOptions {
   // puts every collective on stream 0, one thread per device in one total order (the
   // runtime before streams; for comparisons).
   bool one_communication_stream = false;
+  // ZeRO stage 3 (docs/zero.md): true gathers each sharded parameter twice, once for
+  // forward and again for backward, one variable-reading backward op ahead of its first
+  // backward reader, so the forward copies die with forward; false keeps the one copy
+  // from the first forward reader to the last backward one (the plans before; for
+  // comparisons).
+  bool zero3_regather = true;
   // Pass names ("sbp_choice", ...) after which the compilation state is printed to
   // `dump` as text; "all" dumps after every pass.
   std::vector<std::string> dump_after;

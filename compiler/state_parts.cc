@@ -150,6 +150,7 @@ void AddBuckets(const Compilation& c, Hasher* h) {
     h->Add(bucket.placement);
     h->Add(bucket.hierarchy_axis);
     h->Add(bucket.after_op);
+    h->Add(bucket.level);
     h->Add(bucket.size_bytes);
     h->AddInts(bucket.member_bytes);
   }

@@ -8,6 +8,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "compiler/passes/gradient_bucketing_pass.h"
 
 namespace oneflow {
 namespace {
@@ -214,72 +215,104 @@ absl::StatusOr<bool> CollectiveOrderingPass::Run(Compilation* compilation) {
       }
     }
   }
-  const std::vector<int64_t> emitted_before = BoxingEmissionOps(*compilation);
   // Per collective: the class of groups it was made for (its stream's seed).
   std::vector<GroupClass> classes;
-  size_t next_bucket = 0;
-  auto order_buckets_before = [&](int64_t op) {
-    for (; next_bucket < compilation->buckets.size() && compilation->buckets[next_bucket].after_op < op;
-         ++next_bucket) {
-      OrderBucket(compilation, compilation->buckets[next_bucket], bucket_actors[next_bucket], &next_order,
-                  &classes);
-    }
-  };
-  // Boxings are numbered in the topological order every device follows, so numbering
-  // collectives in that order gives each device an increasing sequence.
   compilation->boxing_step_collective.assign(compilation->boxings.size(), {});
   for (const Boxing& boxing : compilation->boxings) {
-    order_buckets_before(emitted_before[boxing.id]);
     compilation->boxing_step_collective[boxing.id].assign(boxing.plan.steps.size(), -1);
+  }
+  // One step that runs on its own, on `placement`.
+  auto order_step = [&](const Boxing& boxing, size_t s, int64_t placement) {
+    const BoxingStep& step = boxing.plan.steps[s];
+    compilation->boxing_step_collective[boxing.id][s] = plan.collectives_size();
+    for (const std::vector<DeviceId>& group : Groups(*compilation, boxing, step, placement)) {
+      proto::CollectiveDef* collective = plan.add_collectives();
+      collective->set_id(plan.collectives_size() - 1);
+      collective->set_kind(boxing.sparse.has_value() ? SparseCollectiveKindOf(step.kind) : CollectiveKindOf(step.kind));
+      if (boxing.sparse.has_value()) {
+        collective->mutable_sparsity()->set_kind(boxing.sparse->kind);
+        collective->mutable_sparsity()->set_max_rows(boxing.sparse->max_rows);
+      }
+      std::vector<std::pair<int64_t, int64_t>> key;
+      for (const DeviceId& device : group) {
+        proto::DeviceId* id = collective->add_group();
+        id->set_node(device.node);
+        id->set_device(device.device);
+        key.push_back({device.node, device.device});
+      }
+      collective->set_order(next_order[key]++);
+      // A transfer's placement pair is no group class: it is on no stream.
+      classes.push_back(step.kind == BoxingKind::kSendRecv ? GroupClass{-1, -1}
+                                                           : GroupClass{placement, step.hierarchy_axis});
+      collective->set_tensor(compilation->graph.tensors[boxing.tensor].name);
+      *collective->mutable_src_sbp() = step.src.ToProto();
+      *collective->mutable_dst_sbp() = step.dst.ToProto();
+      collective->set_hierarchy_axis(step.hierarchy_axis);
+      collective->set_bytes_per_device(step.bytes_per_device);
+      collective->set_reason(boxing.reason);
+      // The actors of this step on the group's devices issue it.
+      for (const auto& [device_index, actor_index] : compilation->boxing_step_actors[boxing.id][s]) {
+        const DeviceId& device = compilation->devices[device_index].device;
+        if (std::find(group.begin(), group.end(), device) == group.end()) continue;
+        proto::DevicePlan* device_plan = plan.mutable_devices(device_index);
+        device_plan->mutable_actors(actor_index)->set_collective_id(collective->id());
+        // A transfer runs on its own thread and communicator, in no device's order.
+        if (step.kind != BoxingKind::kSendRecv) device_plan->add_collective_order(collective->id());
+      }
+    }
+  };
+  // Early steps (gradient_bucketing_pass.h) from step `from` on: reductions, on the
+  // tensor's placement.
+  auto order_early = [&](int64_t b, int64_t from) {
+    const Boxing& boxing = compilation->boxings[b];
+    const int64_t placement = compilation->graph.tensors[boxing.tensor].placement;
+    const int64_t end = EarlyStepsEnd(*compilation, b, from);
+    for (int64_t s = from; s < end; ++s) {
+      if (IsCollective(boxing.plan.steps[s].kind)) order_step(boxing, static_cast<size_t>(s), placement);
+    }
+  };
+  // The rest of a boxing, where lowering emits it: before its first consumer.
+  auto order_boxing = [&](const Boxing& boxing) {
     int64_t placement = compilation->graph.tensors[boxing.tensor].placement;
     for (size_t s = 0; s < boxing.plan.steps.size(); ++s) {
       const BoxingStep& step = boxing.plan.steps[s];
-      if (!IsCollective(step.kind)) continue;
-      if (const int64_t bucket = BucketOf(*compilation, boxing.id, static_cast<int64_t>(s)); bucket >= 0) {
-        // Numbered with its bucket; the plan records the bucket's collective on the step.
-        if (step.kind == BoxingKind::kSendRecv) placement = boxing.dst_placement;
-        continue;
-      }
-      compilation->boxing_step_collective[boxing.id][s] = plan.collectives_size();
-      for (const std::vector<DeviceId>& group : Groups(*compilation, boxing, step, placement)) {
-        proto::CollectiveDef* collective = plan.add_collectives();
-        collective->set_id(plan.collectives_size() - 1);
-        collective->set_kind(boxing.sparse.has_value() ? SparseCollectiveKindOf(step.kind) : CollectiveKindOf(step.kind));
-        if (boxing.sparse.has_value()) {
-          collective->mutable_sparsity()->set_kind(boxing.sparse->kind);
-          collective->mutable_sparsity()->set_max_rows(boxing.sparse->max_rows);
-        }
-        std::vector<std::pair<int64_t, int64_t>> key;
-        for (const DeviceId& device : group) {
-          proto::DeviceId* id = collective->add_group();
-          id->set_node(device.node);
-          id->set_device(device.device);
-          key.push_back({device.node, device.device});
-        }
-        collective->set_order(next_order[key]++);
-        // A transfer's placement pair is no group class: it is on no stream.
-        classes.push_back(step.kind == BoxingKind::kSendRecv ? GroupClass{-1, -1}
-                                                             : GroupClass{placement, step.hierarchy_axis});
-        collective->set_tensor(compilation->graph.tensors[boxing.tensor].name);
-        *collective->mutable_src_sbp() = step.src.ToProto();
-        *collective->mutable_dst_sbp() = step.dst.ToProto();
-        collective->set_hierarchy_axis(step.hierarchy_axis);
-        collective->set_bytes_per_device(step.bytes_per_device);
-        collective->set_reason(boxing.reason);
-        // The actors of this step on the group's devices issue it.
-        for (const auto& [device_index, actor_index] : compilation->boxing_step_actors[boxing.id][s]) {
-          const DeviceId& device = compilation->devices[device_index].device;
-          if (std::find(group.begin(), group.end(), device) == group.end()) continue;
-          proto::DevicePlan* device_plan = plan.mutable_devices(device_index);
-          device_plan->mutable_actors(actor_index)->set_collective_id(collective->id());
-          // A transfer runs on its own thread and communicator, in no device's order.
-          if (step.kind != BoxingKind::kSendRecv) device_plan->add_collective_order(collective->id());
-        }
-      }
+      const bool elsewhere = BucketOf(*compilation, boxing.id, static_cast<int64_t>(s)) >= 0 ||
+                             IsEarlyStep(*compilation, boxing.id, static_cast<int64_t>(s));
+      // A bucketed step is numbered with its bucket (the plan records the bucket's
+      // collective on the step), an early one after its producer.
+      if (IsCollective(step.kind) && !elsewhere) order_step(boxing, s, placement);
       if (step.kind == BoxingKind::kSendRecv) placement = boxing.dst_placement;
     }
+  };
+  const std::vector<std::vector<int64_t>> early_after_op = EarlyBoxingsAfterOps(*compilation);
+  size_t next_bucket = 0;
+  // What lowering emits right after op `op` (-1: before every op): the early steps of
+  // the tensors it produces, then the buckets whose last member it produces, each
+  // followed by its members' early steps.
+  auto order_after = [&](int64_t op) {
+    if (op + 1 < static_cast<int64_t>(early_after_op.size())) {
+      for (int64_t b : early_after_op[op + 1]) order_early(b, 0);
+    }
+    for (; next_bucket < compilation->buckets.size() && compilation->buckets[next_bucket].after_op <= op;
+         ++next_bucket) {
+      const GradientBucket& bucket = compilation->buckets[next_bucket];
+      OrderBucket(compilation, bucket, bucket_actors[next_bucket], &next_order, &classes);
+      for (const auto& [b, s] : bucket.members) order_early(b, s + 1);
+    }
+  };
+  // The walk lowering makes (lowering_pass.cc): every device's program is this order
+  // restricted to its placement, so numbering collectives in it gives each device an
+  // increasing sequence.
+  size_t next_boxing = 0;
+  order_after(-1);
+  for (size_t o = 0; o < compilation->graph.ops.size(); ++o) {
+    for (int64_t b : compilation->graph.ops[o].input_boxings) {
+      while (b >= 0 && static_cast<int64_t>(next_boxing) <= b) order_boxing(compilation->boxings[next_boxing++]);
+    }
+    order_after(static_cast<int64_t>(o));
   }
-  order_buckets_before(INT64_MAX);
+  while (next_boxing < compilation->boxings.size()) order_boxing(compilation->boxings[next_boxing++]);
+  order_after(INT64_MAX - 1);
   AssignStreams(*compilation, classes, &plan);
   return plan.collectives_size() > 0;
 }

@@ -54,8 +54,8 @@ struct OpenBucket {
 
 // Steps with the same key can share one collective: the same groups (every candidate
 // is dense f32, so the format is common).
-std::string GroupKey(const Boxing& boxing, int64_t placement) {
-  return absl::StrCat(placement, "/", boxing.plan.steps[0].hierarchy_axis);
+std::string GroupKey(const Boxing& boxing, int64_t placement, size_t step) {
+  return absl::StrCat(placement, "/", boxing.plan.steps[step].hierarchy_axis);
 }
 
 }  // namespace
@@ -66,24 +66,57 @@ int64_t BucketBytesLimit(double bucket_mb) {
   return bucket_mb > 0 ? static_cast<int64_t>(std::llround(bucket_mb * 1024.0 * 1024.0)) : 0;
 }
 
+int64_t LastBucketedStep(const Compilation& compilation, int64_t boxing) {
+  if (boxing < 0 || boxing >= static_cast<int64_t>(compilation.boxing_step_bucket.size())) return -1;
+  const std::vector<int64_t>& steps = compilation.boxing_step_bucket[boxing];
+  for (int64_t s = static_cast<int64_t>(steps.size()) - 1; s >= 0; --s) {
+    if (steps[s] >= 0) return s;
+  }
+  return -1;
+}
+
+bool IsEarlyStep(const Compilation& compilation, int64_t boxing, int64_t step) {
+  return step < LastBucketedStep(compilation, boxing) && BucketOf(compilation, boxing, step) < 0;
+}
+
+std::vector<std::vector<int64_t>> EarlyBoxingsAfterOps(const Compilation& compilation) {
+  std::vector<std::vector<int64_t>> after(compilation.graph.ops.size() + 1);
+  for (const Boxing& boxing : compilation.boxings) {
+    if (!IsEarlyStep(compilation, boxing.id, 0)) continue;
+    const LogicalTensor& tensor = compilation.graph.tensors[boxing.tensor];
+    const int64_t producer = tensor.kind == LogicalTensor::Kind::kOpOutput ? tensor.producer : -1;
+    after[producer + 1].push_back(boxing.id);
+  }
+  return after;
+}
+
+int64_t EarlyStepsEnd(const Compilation& compilation, int64_t boxing, int64_t from) {
+  int64_t s = from;
+  while (IsEarlyStep(compilation, boxing, s)) ++s;
+  return s;
+}
+
 absl::StatusOr<bool> GradientBucketingPass::Run(Compilation* compilation) {
   const LogicalGraph& graph = compilation->graph;
   compilation->buckets.clear();
   compilation->boxing_step_bucket.assign(compilation->boxings.size(), {});
+  size_t most_steps = 0;
   for (const Boxing& boxing : compilation->boxings) {
     compilation->boxing_step_bucket[boxing.id].assign(boxing.plan.steps.size(), -1);
+    most_steps = std::max(most_steps, boxing.plan.steps.size());
   }
   const int64_t limit = BucketBytesLimit(compilation->options.bucket_mb);
   if (limit <= 0) return false;
   const std::vector<int64_t> emitted_before = BoxingEmissionOps(*compilation);
 
-  // Candidates, grouped by what must be common to share a collective (an ordered map:
-  // the same job gives the same plan).
-  std::vector<Candidate> candidates;
-  candidates.reserve(compilation->boxings.size());
-  std::map<std::string, std::vector<size_t>> groups;
+  // Which boxings reduce a gradient (or the loss for the sink) and may have steps in
+  // buckets, and the op after which each one's next step may run: its producer, then,
+  // level by level, the bucket that ran its previous step (a step running on its own
+  // before a bucketed one runs right after its predecessor, so it keeps the point).
+  std::vector<bool> reduces(compilation->boxings.size(), false);
+  std::vector<int64_t> ready_after(compilation->boxings.size(), -1);
   for (const Boxing& boxing : compilation->boxings) {
-    if (boxing.plan.steps.empty() || boxing.plan.steps[0].kind != BoxingKind::kAllReduce) continue;
+    if (boxing.plan.steps.empty()) continue;
     const LogicalTensor& tensor = graph.tensors[boxing.tensor];
     // The loss's reduction for the sink may wait for the gradients: nothing else reads
     // it, and one collective fewer per iteration is what buckets are for. Not with
@@ -93,35 +126,23 @@ absl::StatusOr<bool> GradientBucketingPass::Run(Compilation* compilation) {
                                compilation->job.micro_batches() <= 1;
     if (!(tensor.is_gradient && boxing.first_consumer >= 0) && !loss_for_sink) continue;
     if (tensor.type.dtype != DType::kF32) continue;
-    // Dense only: a codec's scale groups would span members of different magnitudes (a
-    // bias next to a weight), and the plan's wire bytes count each tensor's own groups.
-    if (boxing.plan.steps[0].compression.compressed()) continue;
     if (boxing.sparse.has_value()) continue;  // Its own row-sparse collective.
-    Candidate candidate;
-    candidate.boxing = boxing.id;
-    candidate.tensor = boxing.tensor;
-    candidate.ready_op = tensor.kind == LogicalTensor::Kind::kOpOutput ? tensor.producer : -1;
-    candidate.deadline_op = emitted_before[boxing.id];
-    const Placement& where = graph.placements[tensor.placement];
-    for (int64_t rank = 0; rank < where.num_devices(); ++rank) {
-      OF_ASSIGN_OR_RETURN(TensorSlice slice,
-                          DeviceSlice(tensor.type.shape, boxing.plan.steps[0].dst, where, rank));
-      candidate.bytes_per_rank.push_back(slice.NumElements() * SizeOf(tensor.type.dtype));
-    }
-    groups[GroupKey(boxing, tensor.placement)].push_back(candidates.size());
-    candidates.push_back(std::move(candidate));
+    reduces[boxing.id] = true;
+    ready_after[boxing.id] = tensor.kind == LogicalTensor::Kind::kOpOutput ? tensor.producer : -1;
   }
 
+  std::vector<Candidate> candidates;
   std::vector<GradientBucket> buckets;
-  auto close = [&](OpenBucket& open) {
+  auto close = [&](OpenBucket& open, int64_t step) {
     if (open.members.size() >= 2) {
       GradientBucket bucket;
       const Candidate& first = *open.members.front();
       const Boxing& boxing = compilation->boxings[first.boxing];
       bucket.placement = graph.tensors[boxing.tensor].placement;
-      bucket.hierarchy_axis = boxing.plan.steps[0].hierarchy_axis;
+      bucket.hierarchy_axis = boxing.plan.steps[step].hierarchy_axis;
+      bucket.level = step;
       for (const Candidate* member : open.members) {
-        bucket.members.push_back({member->boxing, 0});
+        bucket.members.push_back({member->boxing, step});
         bucket.member_bytes.push_back(
             *std::max_element(member->bytes_per_rank.begin(), member->bytes_per_rank.end()));
         bucket.after_op = std::max(bucket.after_op, member->ready_op);
@@ -131,33 +152,83 @@ absl::StatusOr<bool> GradientBucketingPass::Run(Compilation* compilation) {
     }
     open = OpenBucket();
   };
-  for (auto& [key, members] : groups) {
-    std::stable_sort(members.begin(), members.end(), [&](size_t a, size_t b) {
-      return std::tie(candidates[a].ready_op, candidates[a].boxing) <
-             std::tie(candidates[b].ready_op, candidates[b].boxing);
-    });
-    // The group's first bucket (the first gradients backward produces) is smaller, as in
-    // DDP: it launches early, while most of backward is still to run.
-    int64_t bucket_limit = FirstBucketBytesLimit(limit);
-    OpenBucket open;
-    for (size_t c : members) {
-      if (!open.Fits(candidates[c], bucket_limit)) {
-        close(open);
-        bucket_limit = limit;
+  // Level by level: step `step` of each reducing boxing whose earlier steps all reduced
+  // (so its input is a partial sum the bucket may add up).
+  for (size_t step = 0; step < most_steps; ++step) {
+    candidates.clear();
+    candidates.reserve(compilation->boxings.size());
+    // Candidates, grouped by what must be common to share a collective (an ordered map:
+    // the same job gives the same plan).
+    std::map<std::string, std::vector<size_t>> groups;
+    for (const Boxing& boxing : compilation->boxings) {
+      if (!reduces[boxing.id] || step >= boxing.plan.steps.size()) continue;
+      const BoxingStep& this_step = boxing.plan.steps[step];
+      if (this_step.kind != BoxingKind::kAllReduce && this_step.kind != BoxingKind::kReduceScatter) {
+        reduces[boxing.id] = false;  // The chain of reductions ends here.
+        continue;
       }
-      open.Add(candidates[c]);
+      // Dense only: a codec's scale groups would span members of different magnitudes (a
+      // bias next to a weight), and the plan's wire bytes count each tensor's own groups.
+      // A reduce-scatter runs on its own (a bucket all-reduces its register); the next
+      // step may still join a bucket.
+      if (this_step.compression.compressed() || this_step.kind != BoxingKind::kAllReduce) continue;
+      const LogicalTensor& tensor = graph.tensors[boxing.tensor];
+      Candidate candidate;
+      candidate.boxing = boxing.id;
+      candidate.tensor = boxing.tensor;
+      candidate.ready_op = ready_after[boxing.id];
+      candidate.deadline_op = emitted_before[boxing.id];
+      const Placement& where = graph.placements[tensor.placement];
+      for (int64_t rank = 0; rank < where.num_devices(); ++rank) {
+        OF_ASSIGN_OR_RETURN(TensorSlice slice, DeviceSlice(tensor.type.shape, this_step.dst, where, rank));
+        candidate.bytes_per_rank.push_back(slice.NumElements() * SizeOf(tensor.type.dtype));
+      }
+      groups[GroupKey(boxing, tensor.placement, step)].push_back(candidates.size());
+      candidates.push_back(std::move(candidate));
     }
-    close(open);
+    const size_t first_new = buckets.size();
+    for (auto& [key, members] : groups) {
+      std::stable_sort(members.begin(), members.end(), [&](size_t a, size_t b) {
+        return std::tie(candidates[a].ready_op, candidates[a].boxing) <
+               std::tie(candidates[b].ready_op, candidates[b].boxing);
+      });
+      // The group's first bucket (the first gradients backward produces) is smaller, as in
+      // DDP: it launches early, while most of backward is still to run.
+      int64_t bucket_limit = FirstBucketBytesLimit(limit);
+      OpenBucket open;
+      for (size_t c : members) {
+        if (!open.Fits(candidates[c], bucket_limit)) {
+          close(open, static_cast<int64_t>(step));
+          bucket_limit = limit;
+        }
+        open.Add(candidates[c]);
+      }
+      close(open, static_cast<int64_t>(step));
+    }
+    // The members' next steps may run once this level's buckets have.
+    for (size_t k = first_new; k < buckets.size(); ++k) {
+      for (const auto& [b, s] : buckets[k].members) {
+        ready_after[b] = buckets[k].after_op;
+        compilation->boxing_step_bucket[b][s] = static_cast<int64_t>(k);  // Renumbered below.
+      }
+    }
   }
-  // Ids in emission order: lowering and collective_ordering walk them by id.
-  std::stable_sort(buckets.begin(), buckets.end(), [](const GradientBucket& a, const GradientBucket& b) {
-    return std::tie(a.after_op, a.members.front().first) < std::tie(b.after_op, b.members.front().first);
+  // Ids in emission order: lowering and collective_ordering walk them by id. Of two
+  // buckets after the same op, the lower level first: its views are the next one's inputs.
+  std::vector<size_t> order(buckets.size());
+  for (size_t k = 0; k < order.size(); ++k) order[k] = k;
+  std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) {
+    return std::tie(buckets[a].after_op, buckets[a].level, buckets[a].members.front().first) <
+           std::tie(buckets[b].after_op, buckets[b].level, buckets[b].members.front().first);
   });
-  for (size_t k = 0; k < buckets.size(); ++k) {
-    buckets[k].id = static_cast<int64_t>(k);
-    for (const auto& [b, s] : buckets[k].members) compilation->boxing_step_bucket[b][s] = buckets[k].id;
+  std::vector<GradientBucket> sorted;
+  sorted.reserve(buckets.size());
+  for (size_t k : order) sorted.push_back(std::move(buckets[k]));
+  for (size_t k = 0; k < sorted.size(); ++k) {
+    sorted[k].id = static_cast<int64_t>(k);
+    for (const auto& [b, s] : sorted[k].members) compilation->boxing_step_bucket[b][s] = sorted[k].id;
   }
-  compilation->buckets = std::move(buckets);
+  compilation->buckets = std::move(sorted);
   return !compilation->buckets.empty();
 }
 

@@ -2,6 +2,7 @@
 #define COMPILER_PASSES_GRADIENT_BUCKETING_PASS_H_
 
 #include <cstdint>
+#include <vector>
 
 #include "compiler/pass.h"
 
@@ -46,6 +47,25 @@ class GradientBucketingPass : public CompilerPass {
 // produces, so its collective starts while most of backward is still to run.
 inline constexpr int64_t kFirstBucketBytes = int64_t{1} << 20;
 int64_t FirstBucketBytesLimit(int64_t limit);
+
+// The last step of `boxing` that runs in a gradient bucket, or -1 (none does).
+int64_t LastBucketedStep(const Compilation& compilation, int64_t boxing);
+
+// A step that lowering emits early: it runs on its own (in no bucket) before a step of
+// its boxing that runs in a bucket (e.g. the in-node reduce-scatter of a gradient whose
+// cross-node all-reduce is bucketed). It runs right after its input exists: step 0 right
+// after the tensor's producer, a later one right after its previous step (or the bucket
+// that ran it), so the bucket after it finds its input there. Lowering and
+// collective_ordering both place it so; every other step of the boxing keeps its place.
+bool IsEarlyStep(const Compilation& compilation, int64_t boxing, int64_t step);
+
+// Per op + 1 (index 0: before every op), the boxings, by id, whose step 0 is early and
+// so runs right after that op.
+std::vector<std::vector<int64_t>> EarlyBoxingsAfterOps(const Compilation& compilation);
+
+// The end of the run of early steps of `boxing` that starts at step `from` (== from
+// when step `from` is not early).
+int64_t EarlyStepsEnd(const Compilation& compilation, int64_t boxing, int64_t from);
 
 // Bytes of `bucket_mb` MiB, rounded to the nearest byte (0 for 0).
 int64_t BucketBytesLimit(double bucket_mb);

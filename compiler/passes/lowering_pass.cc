@@ -1,6 +1,7 @@
 #include "compiler/passes/lowering_pass.h"
 
 #include "absl/strings/str_cat.h"
+#include "compiler/passes/gradient_bucketing_pass.h"
 #include "oneflow_core/status.h"
 #include "oneflow_core/tensor_slice.h"
 
@@ -51,6 +52,8 @@ class Lowering {
     }
     size_t next_boxing = 0;
     size_t next_bucket = 0;
+    early_after_op_ = EarlyBoxingsAfterOps(compilation_);
+    OF_RETURN_IF_ERROR(EmitEarlyAfter(-1));
     OF_RETURN_IF_ERROR(EmitBucketsAfter(-1, &next_bucket));
     for (size_t o = 0; o < graph_.ops.size(); ++o) {
       const LogicalOp& op = graph_.ops[o];
@@ -63,6 +66,7 @@ class Lowering {
       }
       OF_RETURN_IF_ERROR(
           Emit(PhysicalNode::Kind::kCompute, static_cast<int64_t>(o), 0, op.placement, op.outputs));
+      OF_RETURN_IF_ERROR(EmitEarlyAfter(static_cast<int64_t>(o)));
       OF_RETURN_IF_ERROR(EmitBucketsAfter(static_cast<int64_t>(o), &next_bucket));
     }
     while (next_boxing < compilation_.boxings.size()) {
@@ -109,6 +113,35 @@ class Lowering {
         }
         compilation_.devices[cluster_ranks_[bucket.placement][rank]].nodes.push_back(std::move(node));
       }
+      // The members' early steps after the bucketed one run right after the bucket.
+      for (const auto& [b, s] : bucket.members) {
+        OF_RETURN_IF_ERROR(EmitSteps(compilation_.boxings[b], s + 1, EarlyStepsEnd(compilation_, b, s + 1)));
+      }
+    }
+    return absl::OkStatus();
+  }
+
+  // The early steps (gradient_bucketing_pass.h) of the boxings whose tensor op `op`
+  // produces (-1: a variable or data source), right after it.
+  absl::Status EmitEarlyAfter(int64_t op) {
+    for (int64_t b : early_after_op_[op + 1]) {
+      OF_RETURN_IF_ERROR(EmitSteps(compilation_.boxings[b], 0, EarlyStepsEnd(compilation_, b, 0)));
+    }
+    return absl::OkStatus();
+  }
+
+  // Steps [from, to) of a boxing that is not a transfer (the only early steps are
+  // reductions): one node per device of the tensor's placement.
+  absl::Status EmitSteps(const Boxing& boxing, int64_t from, int64_t to) {
+    const LogicalTensor& tensor = graph_.tensors[boxing.tensor];
+    const Placement& where = graph_.placements[tensor.placement];
+    for (int64_t s = from; s < to; ++s) {
+      const BoxingStep& step = boxing.plan.steps[s];
+      for (int64_t rank = 0; rank < where.num_devices(); ++rank) {
+        OF_ASSIGN_OR_RETURN(TensorSlice slice, DeviceSlice(tensor.type.shape, step.dst, where, rank));
+        compilation_.devices[cluster_ranks_[tensor.placement][rank]].nodes.push_back(
+            PhysicalNode{PhysicalNode::Kind::kBoxingStep, boxing.id, s, {slice.shape()}});
+      }
     }
     return absl::OkStatus();
   }
@@ -141,8 +174,11 @@ class Lowering {
         placement = boxing.dst_placement;
         continue;
       }
-      // A bucketed step runs in its bucket's node.
-      if (BucketOf(compilation_, boxing.id, static_cast<int64_t>(s)) >= 0) continue;
+      // A bucketed step runs in its bucket's node, an early one where EmitSteps put it.
+      if (BucketOf(compilation_, boxing.id, static_cast<int64_t>(s)) >= 0 ||
+          IsEarlyStep(compilation_, boxing.id, static_cast<int64_t>(s))) {
+        continue;
+      }
       const Placement& where = graph_.placements[placement];
       for (int64_t rank = 0; rank < where.num_devices(); ++rank) {
         OF_ASSIGN_OR_RETURN(TensorSlice slice, DeviceSlice(tensor.type.shape, step.dst, where, rank));
@@ -155,6 +191,8 @@ class Lowering {
 
   Compilation& compilation_;
   const LogicalGraph& graph_;
+  // EarlyBoxingsAfterOps: the boxings whose early steps follow each op.
+  std::vector<std::vector<int64_t>> early_after_op_;
   // Cluster rank of every rank of every placement.
   std::vector<std::vector<int64_t>> cluster_ranks_;
 };

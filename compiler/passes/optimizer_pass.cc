@@ -1,6 +1,9 @@
 #include "compiler/passes/optimizer_pass.h"
 
+#include <algorithm>
+#include <map>
 #include <optional>
+#include <vector>
 
 #include "absl/container/flat_hash_map.h"
 #include "absl/strings/str_cat.h"
@@ -103,46 +106,114 @@ absl::StatusOr<std::optional<Sharding>> ShardingOf(const LogicalGraph& graph, co
 // boxing_insertion puts one all-gather (S(k) -> B over the data-parallel axis) of each
 // parameter before its first reader, and every other op sees the layout it had without
 // ZeRO (same signatures, same plan). The gathered copy is an ordinary activation
-// register: forward and backward readers share it, so it lives from the first forward
-// reader to the last backward one (no second gather for backward).
-absl::Status GatherBeforeUse(const std::vector<std::pair<std::string, Sharding>>& sharded, proto::Job* job) {
+// register, alive until its last reader.
+//
+// With `regather` (CompileOptions::zero3_regather), the readers after the loss's
+// producer (backward: the job is in topological order and autograd appended backward
+// after the loss) read "<variable>/regathered" instead: an identity of
+// "<variable>/shard_copy" (an identity of the variable keeping its split, a copy of the
+// shard) hinted with the old layout, so it is a distinct tensor with its own all-gather
+// (boxing_insertion shares one boxing per tensor and layout; a second reader of the
+// variable itself would share the forward gather and keep it alive). Both identities
+// sit just before the backward op that reads a variable first before this one's first
+// backward reader (the first backward op for the earliest): the gather is prefetched one
+// parameter-reading op ahead, so it runs while that op computes, and the forward copy
+// dies with the last forward reader (ZeRO-3's 1.5x parameter traffic for Psi/N + the
+// gathered parameters of about two layers at a time).
+absl::Status GatherBeforeUse(const std::vector<std::pair<std::string, Sharding>>& sharded, bool regather,
+                             proto::Job* job) {
   if (sharded.empty()) return absl::OkStatus();
   absl::flat_hash_map<std::string, std::string> gathered;
+  absl::flat_hash_map<std::string, std::string> regathered;
   absl::flat_hash_map<std::string, proto::TensorDef*> defs;
   for (proto::TensorDef& def : *job->mutable_tensors()) defs[def.name()] = &def;
+  // The loss's producer: the ops after it are backward's.
+  int loss_op = job->ops_size();
+  for (int o = 0; o < job->ops_size() && regather; ++o) {
+    for (const auto& [argument, tensor] : job->ops(o).outputs()) {
+      if (tensor == job->loss()) loss_op = o;
+    }
+  }
+  // Per variable: whether forward reads it, and its first backward reader.
+  absl::flat_hash_map<std::string, bool> read_forward;
+  absl::flat_hash_map<std::string, int> first_backward;
+  for (int o = 0; o < job->ops_size(); ++o) {
+    for (const auto& [argument, tensor] : job->ops(o).inputs()) {
+      if (o <= loss_op) {
+        read_forward[tensor] = true;
+      } else if (!first_backward.contains(tensor)) {
+        first_backward[tensor] = o;
+      }
+    }
+  }
   google::protobuf::RepeatedPtrField<proto::OpDef> ops;
   std::vector<proto::TensorDef> added;
+  // The identities to put before backward op o (index into job->ops()).
+  std::map<int, std::vector<proto::OpDef>> before_op;
+  std::vector<int> backward_starts;  // First backward readers of re-gathered variables.
   for (const auto& [variable, sharding] : sharded) {
-    const std::string copy = absl::StrCat(variable, "/gathered");
-    if (defs.contains(copy)) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "ZeRO stage 3 names the gathered copy of variable '", variable, "' '", copy,
-          "', but the job already has a tensor of that name; rename it"));
+    const bool twice = regather && read_forward.contains(variable) && first_backward.contains(variable);
+    if (twice) backward_starts.push_back(first_backward.at(variable));
+  }
+  std::sort(backward_starts.begin(), backward_starts.end());
+  backward_starts.erase(std::unique(backward_starts.begin(), backward_starts.end()), backward_starts.end());
+  for (const auto& [variable, sharding] : sharded) {
+    const std::vector<std::string> names = {absl::StrCat(variable, "/gathered"), absl::StrCat(variable, "/regathered"),
+                                            absl::StrCat(variable, "/shard_copy")};
+    for (const std::string& copy : names) {
+      if (defs.contains(copy)) {
+        return absl::InvalidArgumentError(absl::StrCat(
+            "ZeRO stage 3 names a copy of variable '", variable, "' '", copy,
+            "', but the job already has a tensor of that name; rename it"));
+      }
     }
     proto::TensorDef* def = defs.at(variable);
-    proto::TensorDef copy_def = *def;
-    copy_def.set_name(copy);
-    *copy_def.mutable_sbp_hint() = sharding.layout.ToProto();
-    *copy_def.mutable_placement() = sharding.placement.ToProto();
-    copy_def.set_compression(proto::TensorDef::COMPRESSION_UNSET);
-    added.push_back(std::move(copy_def));
+    auto identity = [&](const std::string& name, const std::string& input, const NdSbp& layout) {
+      proto::TensorDef copy_def = *def;
+      copy_def.set_name(name);
+      *copy_def.mutable_sbp_hint() = layout.ToProto();
+      *copy_def.mutable_placement() = sharding.placement.ToProto();
+      copy_def.set_compression(proto::TensorDef::COMPRESSION_UNSET);
+      added.push_back(std::move(copy_def));
+      proto::OpDef op;
+      op.set_name(name);
+      op.set_type("identity");
+      (*op.mutable_inputs())["x"] = input;
+      (*op.mutable_outputs())["out"] = name;
+      *op.mutable_location() = def->location();
+      return op;
+    };
+    *ops.Add() = identity(names[0], variable, sharding.layout);
+    gathered[variable] = names[0];
+    if (regather && read_forward.contains(variable) && first_backward.contains(variable)) {
+      // Prefetch: before the previous first backward reader (or the first backward op).
+      const auto at = std::lower_bound(backward_starts.begin(), backward_starts.end(), first_backward.at(variable));
+      const int place = at == backward_starts.begin() ? loss_op + 1 : *(at - 1);
+      before_op[place].push_back(identity(names[2], variable, sharding.shard));
+      before_op[place].push_back(identity(names[1], names[2], sharding.layout));
+      regathered[variable] = names[1];
+    }
     *def->mutable_sbp_hint() = sharding.shard.ToProto();
-    proto::OpDef* op = ops.Add();
-    op->set_name(copy);
-    op->set_type("identity");
-    (*op->mutable_inputs())["x"] = variable;
-    (*op->mutable_outputs())["out"] = copy;
-    *op->mutable_location() = def->location();
-    gathered[variable] = copy;
   }
-  for (proto::OpDef& op : *job->mutable_ops()) {
+  for (int o = 0; o < job->ops_size(); ++o) {
+    proto::OpDef& op = *job->mutable_ops(o);
     for (auto& [argument, tensor] : *op.mutable_inputs()) {
+      const auto again = regathered.find(tensor);
+      if (o > loss_op && again != regathered.end()) {
+        tensor = again->second;
+        continue;
+      }
       const auto it = gathered.find(tensor);
       if (it != gathered.end()) tensor = it->second;
     }
   }
   for (proto::TensorDef& def : added) *job->add_tensors() = std::move(def);
-  for (proto::OpDef& op : *job->mutable_ops()) *ops.Add() = std::move(op);
+  for (int o = 0; o < job->ops_size(); ++o) {
+    if (const auto it = before_op.find(o); it != before_op.end()) {
+      for (proto::OpDef& op : it->second) *ops.Add() = std::move(op);
+    }
+    *ops.Add() = std::move(*job->mutable_ops(o));
+  }
   job->mutable_ops()->Swap(&ops);
   return absl::OkStatus();
 }
@@ -197,7 +268,9 @@ absl::StatusOr<bool> OptimizerPass::Run(Compilation* compilation) {
     }
   }
   proto::Job extended = job;
-  if (optimizer.zero_stage() == 3) OF_RETURN_IF_ERROR(GatherBeforeUse(in_order, &extended));
+  if (optimizer.zero_stage() == 3) {
+    OF_RETURN_IF_ERROR(GatherBeforeUse(in_order, compilation->options.zero3_regather, &extended));
+  }
   OF_ASSIGN_OR_RETURN(std::unique_ptr<Graph> graph, Graph::FromJob(extended));
   for (const auto& [variable, gradient] : compilation->gradients) {
     Tensor param = graph->FindTensor(variable);

@@ -1,0 +1,105 @@
+// The gradient bucketing pass on small graphs written as text (oneflow_core/dsl/text):
+// the graph in, the boxings and buckets after the pass out (CompilationToText), checked
+// line by line.
+#include "compiler/passes/gradient_bucketing_pass.h"
+
+#include <string>
+
+#include "absl/strings/str_cat.h"
+#include "compiler/compiler.h"
+#include "gtest/gtest.h"
+#include "oneflow_core/dsl/text/graph_text.h"
+
+namespace oneflow {
+namespace {
+
+proto::Cluster Cluster(int64_t nodes, int64_t devices_per_node) {
+  proto::Cluster cluster;
+  cluster.set_num_nodes(nodes);
+  cluster.set_devices_per_node(devices_per_node);
+  cluster.set_intra_node_bandwidth(100e9);
+  cluster.set_inter_node_bandwidth(10e9);
+  return cluster;
+}
+
+// The boxing and bucket lines of the dump after gradient_bucketing (or the error).
+std::string BucketsAfterPass(const std::string& text, double bucket_mb) {
+  absl::StatusOr<std::unique_ptr<Graph>> graph = ParseGraphText(text);
+  if (!graph.ok()) return std::string(graph.status().message());
+  absl::StatusOr<proto::Job> job = (*graph)->Build();
+  if (!job.ok()) return std::string(job.status().message());
+  CompileOptions options;
+  options.cluster = Cluster(2, 2);
+  options.bucket_mb = bucket_mb;
+  options.dump_after = {"gradient_bucketing"};
+  std::string dump;
+  options.dump = &dump;
+  absl::StatusOr<proto::Plan> plan = Compile(*job, options);
+  if (!plan.ok()) return std::string(plan.status().message());
+  std::string lines;
+  size_t start = 0;
+  while (start < dump.size()) {
+    size_t end = dump.find('\n', start);
+    if (end == std::string::npos) end = dump.size();
+    const std::string line = dump.substr(start, end - start);
+    if (line.rfind("boxing#", 0) == 0 || line.rfind("bucket#", 0) == 0) lines += line + "\n";
+    start = end + 1;
+  }
+  return lines;
+}
+
+// Two layers with a bias, data parallel over 2 nodes x 2 devices as [2, 2]: every
+// gradient is [P, P]. The cost model reduces each inside the nodes first.
+constexpr char kTwoDimensional[] = R"(graph dp2d
+placement cpu{0:0-1, 1:0-1}[2, 2]
+source data synthetic_classification seed=1 num_classes=4
+%x = input f32[64, 256] source=data sbp=[S(0), S(0)]
+%labels = input i32[64] source=data sbp=[S(0), S(0)]
+%w1 = variable f32[256, 16] init=xavier_uniform seed=1 sbp=[B, B]
+%b1 = variable f32[16] init=zeros seed=0 sbp=[B, B]
+%w2 = variable f32[16, 4] init=xavier_uniform seed=2 sbp=[B, B]
+%matmul_0 = matmul(a=%x, b=%w1) f32[64, 16]
+%bias_add_1 = bias_add(x=%matmul_0, bias=%b1) f32[64, 16]
+%relu_2 = relu(x=%bias_add_1) f32[64, 16]
+%matmul_3 = matmul(a=%relu_2, b=%w2) f32[64, 4]
+%sparse_softmax_cross_entropy_4 = sparse_softmax_cross_entropy(logits=%matmul_3, labels=%labels) f32[64]
+%reduce_mean_5 = reduce_mean(x=%sparse_softmax_cross_entropy_4, axes=[], keep_dims=false) f32[]
+optimizer sgd lr=0.1 momentum=0.0
+loss %reduce_mean_5
+)";
+
+constexpr char kBoxings[] =
+    "boxing#0 %matmul_0_grad/matmul_15 [P, P] @0 -> [B, B] @0: reduce_scatter[axis 1], all_reduce[axis 0], "
+    "all_gather[axis 1] (24576 B/device)\n"
+    "boxing#1 %bias_add_1_grad/reduce_sum_13 [P, P] @0 -> [B, B] @0: reduce_scatter[axis 1], all_reduce[axis 0], "
+    "all_gather[axis 1] (96 B/device)\n"
+    "boxing#2 %matmul_3_grad/matmul_11 [P, P] @0 -> [B, B] @0: reduce_scatter[axis 1], all_reduce[axis 0], "
+    "all_gather[axis 1] (384 B/device)\n"
+    "boxing#3 %reduce_mean_5 [P, P] @0 -> [B, B] @0: all_reduce[axis 1], all_reduce[axis 0] (16 B/device)\n";
+
+// Step 1 of each chain (the cross-node all-reduce) joins one bucket, in the order the
+// values are produced (the loss, then backward's gradients), after the op producing the
+// last (w1's gradient); steps 0 (the in-node reduce-scatters, and the loss's lone
+// all-reduce on axis 1: a bucket of one is none) run on their own, early. Members pack at
+// 64-byte offsets: each device's loss (4 B, whole), half of w2 (128 B), of b1 (32 B), of w1 (8192 B).
+TEST(GradientBucketingPassTest, TwoDimensionalChainsBucketLevelByLevel) {
+  EXPECT_EQ(BucketsAfterPass(kTwoDimensional, 25),
+            absl::StrCat(kBoxings,
+                         "bucket#0 level 1 all_reduce[axis 0] @0 after %matmul_0_grad/matmul_15: boxing#3.1, "
+                         "boxing#2.1, boxing#1.1, boxing#0.1 (8448 B)\n"));
+}
+
+// A limit of 4 KiB (first bucket 4 KiB too): w1's 8 KiB half travels alone; the others
+// share a bucket that closes before it, right after the op producing b1's gradient.
+TEST(GradientBucketingPassTest, AMemberOverTheLimitTravelsAlone) {
+  EXPECT_EQ(BucketsAfterPass(kTwoDimensional, 4.0 / 1024),
+            absl::StrCat(kBoxings,
+                         "bucket#0 level 1 all_reduce[axis 0] @0 after %bias_add_1_grad/reduce_sum_13: boxing#3.1, "
+                         "boxing#2.1, boxing#1.1 (224 B)\n"));
+}
+
+// Buckets off: no bucket, every step on its own.
+TEST(GradientBucketingPassTest, ZeroTurnsBucketsOff) { EXPECT_EQ(BucketsAfterPass(kTwoDimensional, 0), kBoxings); }
+
+}  // namespace
+}  // namespace oneflow
