@@ -266,6 +266,8 @@ TEST(CompressionMetricsTest, TwoLevelStepsReportEachLevelUnderItsCodec) {
     }
     const actors::CodecMetrics& int8 = line.compression.at("int8/512");
     const actors::CodecMetrics& int4 = line.compression.at("int4/128");
+    std::printf("two-level iteration %lld: int8/512 rel_l2 %.4f, int4/128 rel_l2 %.4f\n",
+                static_cast<long long>(line.iteration), int8.RelativeError(), int4.RelativeError());
     EXPECT_LE(int8.RelativeError(), actors::DocumentedErrorBound(Codec::kInt8));
     EXPECT_LE(int4.RelativeError(), actors::DocumentedErrorBound(Codec::kInt4));
     EXPECT_LT(int8.RelativeError() * 4, int4.RelativeError()) << "8 bits against 4";
