@@ -133,7 +133,11 @@ TEST(MoeTrainingTest, SkewedRoutingMakesFssdpMoveOnlyTheExpertsInUse) {
 
 // A nearly fixed router (Zipf(4): expert 0 takes most tokens) with 8 experts top-2, the
 // experts sharded over dp=2 while attention is tensor-parallel (dp=2 x tp=2): the sparse
-// path runs and the losses equal one device's.
+// path runs and the losses equal one device's. In this layout the sparse calls are the
+// experts' row-sparse all-gathers (16 per iteration, a quarter of the dense bytes); the
+// plan has no row-sparse reduce-scatter here (the gradients reduce densely), so the
+// sparse reduce-scatter's sums are proven by the dp=4 case above (zeroing them, or
+// dropping one rank's rows, fails it; it does not fail this one).
 TEST(MoeTrainingTest, NearlyFixedRoutingRunsSparseOnDp2Tp2AndTrainsLikeOneDevice) {
   examples::GptConfig config = MoeGpt(MoeParallel::kFssdp);
   config.batch = 4;
