@@ -156,6 +156,8 @@ TEST(CompressionMetricsTest, EveryLineCarriesExactlyItsIterationsBytesAndError) 
       EXPECT_EQ(got.wire_bytes, expected.at(key).wire_bytes) << key << " iteration " << i;
       EXPECT_EQ(got.dense_bytes, expected.at(key).dense_bytes) << key << " iteration " << i;
       EXPECT_GT(got.RelativeError(), 0.0) << key << " iteration " << i;
+      // Measured largest over the 12 iterations (deterministic): int4/128 0.155, int8/128
+      // 0.0089, fp8e4m3/128 0.0249; each about half its documented bound (30%, 2%, 5%).
       EXPECT_LE(got.RelativeError(), actors::DocumentedErrorBound(codec)) << key << " iteration " << i;
       largest = std::max(largest, got.RelativeError());
       EXPECT_NE(actors::MetricsJsonLine(line).find(", \"compression\": {\"" + key + "\": {\"rel_l2\": "),
@@ -266,8 +268,15 @@ TEST(CompressionMetricsTest, TwoLevelStepsReportEachLevelUnderItsCodec) {
     }
     const actors::CodecMetrics& int8 = line.compression.at("int8/512");
     const actors::CodecMetrics& int4 = line.compression.at("int4/128");
+    std::printf("two-level iteration %lld: int8/512 rel_l2 %.4f, int4/128 rel_l2 %.4f\n",
+                static_cast<long long>(line.iteration), int8.RelativeError(), int4.RelativeError());
+    // Within the meter's bounds (no warning: int8 2%, int4 30%) and, tighter, within 2x of
+    // what this run measures (deterministic, every run): int8/512 0.0090..0.0095 and
+    // int4/128 0.120..0.128 over the 4 iterations.
     EXPECT_LE(int8.RelativeError(), actors::DocumentedErrorBound(Codec::kInt8));
     EXPECT_LE(int4.RelativeError(), actors::DocumentedErrorBound(Codec::kInt4));
+    EXPECT_LE(int8.RelativeError(), 0.019);
+    EXPECT_LE(int4.RelativeError(), 0.25);
     EXPECT_LT(int8.RelativeError() * 4, int4.RelativeError()) << "8 bits against 4";
   }
   EXPECT_TRUE(run.warnings.empty()) << run.warnings[0];

@@ -103,7 +103,11 @@ TEST(MoeTrainingTest, EveryExpertParallelismTrainsLikeOneDevice) {
 }
 
 // 16 experts, top-1, one sample per device and a Zipf(1.5) router: a device's 16 tokens
-// use a few experts, so fssdp's calls run sparse and move a fraction of the dense bytes.
+// use a few experts, so fssdp's calls run sparse and move a fraction of the dense bytes,
+// and the run still trains like one device (the same router on 1 device, experts
+// replicated). With balanced routing (EveryExpertParallelismTrainsLikeOneDevice) every
+// device uses every expert and the runtime falls back to the dense collective, so only
+// this case proves the sparse path's arithmetic.
 TEST(MoeTrainingTest, SkewedRoutingMakesFssdpMoveOnlyTheExpertsInUse) {
   examples::GptConfig config = MoeGpt(MoeParallel::kFssdp);
   config.batch = 4;
@@ -111,8 +115,12 @@ TEST(MoeTrainingTest, SkewedRoutingMakesFssdpMoveOnlyTheExpertsInUse) {
   config.moe.experts = 16;
   config.moe.top_k = 1;
   config.moe.zipf_skew = 1.5;
-  const std::vector<actors::IterationMetrics> metrics = Train(Compile(config, 4), 3);
-  ASSERT_EQ(metrics.size(), 3u);
+  const std::vector<actors::IterationMetrics> metrics = Train(Compile(config, 4));
+  ASSERT_EQ(metrics.size(), static_cast<size_t>(kIterations));
+  examples::GptConfig one_device = config;
+  one_device.moe.parallel = MoeParallel::kReplicated;
+  EXPECT_TRUE(testing::MatchesReference(Losses(metrics), Losses(Train(Compile(one_device, 1))), kIterations))
+      << "fssdp with a skewed router on 4 devices";
   for (const actors::IterationMetrics& m : metrics) {
     EXPECT_EQ(m.sparse.dense_calls, 0);
     EXPECT_EQ(m.sparse.sparse_calls, 8 * 4);
@@ -120,6 +128,32 @@ TEST(MoeTrainingTest, SkewedRoutingMakesFssdpMoveOnlyTheExpertsInUse) {
     // Rows travel whole: the payload is a whole number of experts of either weight
     // (both are 32 x 128 f32, 16 KiB).
     EXPECT_EQ(m.sparse.payload_bytes % (32 * 128 * 4), 0);
+  }
+}
+
+// A nearly fixed router (Zipf(4): expert 0 takes most tokens) with 8 experts top-2, the
+// experts sharded over dp=2 while attention is tensor-parallel (dp=2 x tp=2): the sparse
+// path runs and the losses equal one device's. In this layout the sparse calls are the
+// experts' row-sparse all-gathers (16 per iteration, a quarter of the dense bytes); the
+// plan has no row-sparse reduce-scatter here (the gradients reduce densely), so the
+// sparse reduce-scatter's sums are proven by the dp=4 case above (zeroing them, or
+// dropping one rank's rows, fails it; it does not fail this one).
+TEST(MoeTrainingTest, NearlyFixedRoutingRunsSparseOnDp2Tp2AndTrainsLikeOneDevice) {
+  examples::GptConfig config = MoeGpt(MoeParallel::kFssdp);
+  config.batch = 4;
+  config.seq = 16;
+  config.moe.experts = 8;
+  config.moe.top_k = 2;
+  config.moe.zipf_skew = 4;
+  const std::vector<actors::IterationMetrics> metrics = Train(Compile(config, 2, 2));
+  ASSERT_EQ(metrics.size(), static_cast<size_t>(kIterations));
+  examples::GptConfig one_device = config;
+  one_device.moe.parallel = MoeParallel::kReplicated;
+  EXPECT_TRUE(testing::MatchesReference(Losses(metrics), Losses(Train(Compile(one_device, 1))), kIterations))
+      << "fssdp with a nearly fixed router on dp=2 x tp=2";
+  for (const actors::IterationMetrics& m : metrics) {
+    EXPECT_GT(m.sparse.sparse_calls, 0) << "iteration " << m.iteration;
+    EXPECT_LT(m.sparse.payload_bytes, m.sparse.dense_bytes) << "iteration " << m.iteration;
   }
 }
 

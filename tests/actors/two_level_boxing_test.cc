@@ -110,8 +110,9 @@ TEST(TwoLevelBoxingTest, TrainsLikeDenseAndTheSameEveryRun) {
          mean, dense_mean, 100 * (mean / dense_mean - 1), largest_difference);
   // The codecs ran: the dense run would match to float reassociation.
   EXPECT_GT(largest_difference, 1e-4 * dense.front());
-  // The mlp is the sensitive model of tests/compression_test.cc (int4 everywhere: +5%).
-  EXPECT_NEAR(mean, dense_mean, 0.10 * dense_mean);
+  // The mlp is the sensitive model of tests/compression_test.cc (int4 everywhere: +7.1%).
+  // Measured here: +0.606% (deterministic: the same every run); the bound is 2.5x that.
+  EXPECT_NEAR(mean, dense_mean, 0.015 * dense_mean);
   // Every rank decodes the same bits, so the run is reproducible exactly.
   EXPECT_EQ(Train(plan), losses);
 }

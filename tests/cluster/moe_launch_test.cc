@@ -54,5 +54,35 @@ TEST(MoeLaunchTest, FssdpAndExpertParallelOnTwoNodesTrainLikeOneDevice) {
   }
 }
 
+// Balanced routing above makes every device use every expert, so the runtime falls back
+// to the dense collective; a Zipf(1.5) router over 16 experts (top-1, one sample per
+// device) leaves each device a few experts, so the row-sparse calls run across the two
+// processes, and the losses still equal one device's.
+TEST(MoeLaunchTest, SkewedRoutingRunsFssdpSparseOnTwoNodesAndTrainsLikeOneDevice) {
+  const std::vector<std::string> gpt = {"--batch=4",       "--seq=16",        "--layers=2",  "--hidden=32",
+                                        "--heads=4",       "--vocab=34",      "--lr=0.01",   "--compression=off",
+                                        "--moe_experts=16", "--moe_top_k=1", "--moe_zipf_skew=1.5"};
+  std::vector<std::string> one = gpt;
+  one.push_back("--moe_parallel=replicated");
+  const std::vector<double> reference = RunInOneProcess(CompilePlan("gpt", one, "moe-skewed-1device"), kIterations);
+  std::vector<std::string> flags = gpt;
+  flags.insert(flags.end(), {"--nodes=2", "--devices_per_node=2", "--dp=4", "--moe_parallel=fssdp"});
+  const std::string plan = CompilePlan("gpt", flags, "moe-skewed-fssdp");
+  Daemons daemons(2);
+  std::unique_ptr<Process> launch = Launch(daemons, plan, kIterations, "moe-skewed-fssdp-2nodes");
+  ASSERT_TRUE(launch->Wait(milliseconds(120000)));
+  ASSERT_EQ(launch->exit_code(), 0) << launch->Stderr();
+  EXPECT_TRUE(MatchesReference(Losses(launch->StdoutLines()), reference, kIterations))
+      << "gpt with fssdp experts and a skewed router on 2 nodes x 2 devices";
+  int lines = 0;
+  for (const std::string& line : launch->StdoutLines()) {
+    if (line.find("\"loss\"") == std::string::npos) continue;
+    ++lines;
+    EXPECT_GT(Count(line, "sparse_calls"), 0) << line;
+    EXPECT_EQ(Count(line, "sparse_calls") + Count(line, "dense_calls"), 32) << line;
+  }
+  EXPECT_EQ(lines, kIterations);
+}
+
 }  // namespace
 }  // namespace oneflow::testing
