@@ -5,10 +5,16 @@
 //    "raw_gloo_seconds":...,"raw_gloo_bus_gbps":...,"mpi_seconds":...,"mpi_bus_gbps":...,
 //    "mpi_tcp_seconds":...,"mpi_tcp_bus_gbps":...,"mpi_ucx_seconds":...,"mpi_ucx_bus_gbps":...,
 //    "ucx_latency_to_mpi":...,"gloo_latency_to_mpi":...,"ucx_latency_to_mpi_tcp":...,
-//    "gloo_latency_to_mpi_tcp":...,"gloo_latency_to_ucx":...}
+//    "gloo_latency_to_mpi_tcp":...,"gloo_latency_to_ucx":...,
+//    "ucx_median_seconds":...,"gloo_median_seconds":...,"raw_gloo_median_seconds":...,
+//    "mpi_median_seconds":...,"mpi_tcp_median_seconds":...,"mpi_ucx_median_seconds":...,
+//    "ucx_median_latency_to_mpi":...,"ucx_median_latency_to_mpi_tcp":...}
 // `seconds` is one all-reduce of `bytes` floats per rank (sum, out of place), as rank 0
-// times it; `bus_gbps` = bytes * 2(n-1)/n / seconds / 1e9 (nccl-tests' bus bandwidth).
-// `X_latency_to_Y` = X_seconds / Y_seconds: below 1, X is faster.
+// times it, the mean over the timed calls; `median_seconds` the median of the same calls
+// timed one by one, which a loaded machine's rare stalls of tens of milliseconds (on any
+// transport, MPI's included) do not move; `bus_gbps` = bytes * 2(n-1)/n / seconds / 1e9
+// (nccl-tests' bus bandwidth). `X_latency_to_Y` = X_seconds / Y_seconds, and
+// `X_median_latency_to_Y` the same of the medians: below 1, X is faster.
 //   ucx:      our communicator over UCX (oneflow_core/comm/ucx, the default transport)
 //   gloo:     our communicator over Gloo's TCP pairs (oneflow_core/comm/gloo)
 //   raw_gloo: gloo::allreduce on a context set up the same way (TCP on 127.0.0.1)
@@ -30,6 +36,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <map>
@@ -68,19 +75,34 @@ using Clock = std::chrono::steady_clock;
   std::exit(1);
 }
 
+// Seconds per call: the mean of a run and the median of its calls.
+struct Timing {
+  double mean = 0;
+  double median = 0;
+};
+
 // Times `iterations` calls of `all_reduce` after warming up and lining the ranks up with
-// `barrier`; seconds per call.
+// `barrier`.
 template <typename AllReduce, typename Barrier>
-double Time(int64_t iterations, AllReduce&& all_reduce, Barrier&& barrier) {
+Timing Time(int64_t iterations, AllReduce&& all_reduce, Barrier&& barrier) {
   for (int i = 0; i < bench::kWarmupIterations; ++i) all_reduce();
   barrier();
+  std::vector<double> calls(iterations);
   const Clock::time_point start = Clock::now();
-  for (int64_t i = 0; i < iterations; ++i) all_reduce();
-  return std::chrono::duration<double>(Clock::now() - start).count() /
-         static_cast<double>(iterations);
+  for (int64_t i = 0; i < iterations; ++i) {
+    const Clock::time_point call_start = Clock::now();
+    all_reduce();
+    calls[i] = std::chrono::duration<double>(Clock::now() - call_start).count();
+  }
+  Timing timing;
+  timing.mean = std::chrono::duration<double>(Clock::now() - start).count() /
+                static_cast<double>(iterations);
+  std::nth_element(calls.begin(), calls.begin() + iterations / 2, calls.end());
+  timing.median = calls[iterations / 2];
+  return timing;
 }
 
-using Seconds = std::map<int64_t, double>;  // bytes -> seconds
+using Seconds = std::map<int64_t, Timing>;  // bytes -> seconds per call
 
 struct Timings {
   Seconds ucx;
@@ -217,9 +239,10 @@ Seconds RunMpi(const std::string& mpirun, const std::string& extra, int ranks, d
   char line[512];
   while (std::fgets(line, sizeof(line), output) != nullptr) {
     long long bytes = 0;
-    double value = 0;
-    if (std::sscanf(line, "{\"bytes\":%lld,\"seconds\":%lf}", &bytes, &value) == 2)
-      seconds[bytes] = value;
+    Timing timing;
+    if (std::sscanf(line, "{\"bytes\":%lld,\"seconds\":%lf,\"median_seconds\":%lf}", &bytes,
+                    &timing.mean, &timing.median) == 3)
+      seconds[bytes] = timing;
   }
   if (pclose(output) != 0) {
     std::fprintf(stderr, "cross_process_bench: `%s` failed\n", command.c_str());
@@ -233,18 +256,27 @@ std::string Field(const std::string& name, const Seconds& seconds, int64_t bytes
   if (found == seconds.end())
     return absl::StrCat("\"", name, "_seconds\":null,\"", name, "_bus_gbps\":null");
   const double bus_bytes = static_cast<double>(bytes) * 2.0 * (ranks - 1) / ranks;
-  return absl::StrCat("\"", name, "_seconds\":", found->second, ",\"", name,
-                      "_bus_gbps\":", bus_bytes / found->second / 1e9);
+  return absl::StrCat("\"", name, "_seconds\":", found->second.mean, ",\"", name,
+                      "_bus_gbps\":", bus_bytes / found->second.mean / 1e9);
 }
 
-// "X_latency_to_Y": X's seconds over Y's.
+std::string MedianField(const std::string& name, const Seconds& seconds, int64_t bytes) {
+  auto found = seconds.find(bytes);
+  return absl::StrCat("\"", name, "_median_seconds\":",
+                      found == seconds.end() ? "null" : absl::StrCat(found->second.median));
+}
+
+// "X_latency_to_Y": X's mean seconds over Y's; with `median`, "X_median_latency_to_Y" of
+// the medians.
 std::string Ratio(const std::string& x_name, const Seconds& x, const std::string& y_name,
-                  const Seconds& y, int64_t bytes) {
+                  const Seconds& y, int64_t bytes, bool median = false) {
   auto x_found = x.find(bytes);
   auto y_found = y.find(bytes);
   const bool known = x_found != x.end() && y_found != y.end();
-  return absl::StrCat("\"", x_name, "_latency_to_", y_name, "\":",
-                      known ? absl::StrCat(x_found->second / y_found->second) : "null");
+  const auto value = [&](const Timing& timing) { return median ? timing.median : timing.mean; };
+  return absl::StrCat("\"", x_name, median ? "_median" : "", "_latency_to_", y_name, "\":",
+                      known ? absl::StrCat(value(x_found->second) / value(y_found->second))
+                            : "null");
 }
 
 int RunBenchmark() {
@@ -286,7 +318,7 @@ int RunBenchmark() {
   for (const int64_t bytes : bench::CrossProcessSizes()) {
     std::printf(
         "{\"bench\":\"allreduce_cross_process\",\"ranks\":%d,\"bytes\":%lld,\"iterations\":%lld,"
-        "%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s}\n",
+        "%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s}\n",
         ranks, static_cast<long long>(bytes),
         static_cast<long long>(bench::CrossProcessIterations(bytes, scale)),
         Field("ucx", timings.ucx, bytes, ranks).c_str(),
@@ -298,7 +330,14 @@ int RunBenchmark() {
         Ratio("gloo", timings.gloo, "mpi", mpi, bytes).c_str(),
         Ratio("ucx", timings.ucx, "mpi_tcp", mpi_tcp, bytes).c_str(),
         Ratio("gloo", timings.gloo, "mpi_tcp", mpi_tcp, bytes).c_str(),
-        Ratio("gloo", timings.gloo, "ucx", timings.ucx, bytes).c_str());
+        Ratio("gloo", timings.gloo, "ucx", timings.ucx, bytes).c_str(),
+        MedianField("ucx", timings.ucx, bytes).c_str(),
+        MedianField("gloo", timings.gloo, bytes).c_str(),
+        MedianField("raw_gloo", timings.raw_gloo, bytes).c_str(),
+        MedianField("mpi", mpi, bytes).c_str(), MedianField("mpi_tcp", mpi_tcp, bytes).c_str(),
+        MedianField("mpi_ucx", mpi_ucx, bytes).c_str(),
+        Ratio("ucx", timings.ucx, "mpi", mpi, bytes, /*median=*/true).c_str(),
+        Ratio("ucx", timings.ucx, "mpi_tcp", mpi_tcp, bytes, /*median=*/true).c_str());
     std::fflush(stdout);
   }
   return 0;

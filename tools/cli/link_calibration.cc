@@ -20,7 +20,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "kernels/cpu/sgemm.h"
-#include "oneflow_core/comm/gloo/communicator.h"
+#include "oneflow_core/comm/transport.h"
 #include "oneflow_core/comm/gloo/file_key_value_store.h"
 #include "oneflow_core/comm/in_process/communicator.h"
 
@@ -107,6 +107,12 @@ absl::StatusOr<LinkLevelMeasurement> MeasureCrossProcessLink(int64_t repetitions
     std::error_code ignored;
     std::filesystem::remove_all(directory, ignored);
   };
+  // Processes of one host would talk through shared memory, which no link between nodes
+  // is: restrict UCX to TCP (over 127.0.0.1), as bench/lib/netns_hosts.sh does for
+  // emulated hosts, unless the user chose its transports (UCX reads this when it first
+  // initializes, in each process below).
+  const bool chose_tls = std::getenv("UCX_TLS") != nullptr;
+  if (kDefaultTransport == Transport::kUcx && !chose_tls) setenv("UCX_TLS", "tcp,self", 1);
   const pid_t parent = getpid();
   const pid_t child = fork();
   if (child < 0) {
@@ -115,13 +121,14 @@ absl::StatusOr<LinkLevelMeasurement> MeasureCrossProcessLink(int64_t repetitions
   }
   auto run_rank = [&](int64_t rank) -> absl::StatusOr<LinkTimings> {
     FileKeyValueStore store(directory);
-    GlooGroupOptions options;
+    CrossProcessGroupOptions options;
     options.group_name = "calibrate";
     options.rank = rank;
     options.size = 2;
     options.store = &store;
     options.connect_timeout = absl::Seconds(30);
-    absl::StatusOr<std::unique_ptr<Communicator>> communicator = NewGlooCommunicator(std::move(options));
+    absl::StatusOr<std::unique_ptr<Communicator>> communicator =
+        NewCrossProcessCommunicator(kDefaultTransport, options);
     if (!communicator.ok()) return communicator.status();
     return TimeAllReduces(**communicator, repetitions);
   };
@@ -142,7 +149,12 @@ absl::StatusOr<LinkLevelMeasurement> MeasureCrossProcessLink(int64_t repetitions
     return absl::InternalError("the second calibration process failed; its all-reduces did not complete");
   }
   LinkLevelMeasurement fit = FitLink(*timings, 2);
-  fit.method = "gloo all_reduce, 2 processes, 127.0.0.1, 4 KiB and 16 MiB";
+  fit.method = absl::StrCat(
+      TransportName(kDefaultTransport), " all_reduce, 2 processes, ",
+      kDefaultTransport == Transport::kUcx
+          ? (chose_tls ? absl::StrCat("UCX_TLS=", std::getenv("UCX_TLS")) : "over TCP on 127.0.0.1")
+          : "127.0.0.1",
+      ", 4 KiB and 16 MiB");
   return fit;
 }
 

@@ -3,8 +3,10 @@
 //
 //   intra_node  2 ranks of the in-process backend (threads of one process: what devices
 //               of one node use): all-reduces of 4 KiB and 16 MiB per rank.
-//   inter_node  2 processes on 127.0.0.1 over the cross-process transport (Gloo, what
-//               groups across nodes use): the same all-reduces. The second process is a
+//   inter_node  2 processes on this host over the default cross-process transport (UCX,
+//               what groups across nodes use), restricted to TCP on 127.0.0.1 (UCX_TLS=
+//               tcp,self unless UCX_TLS is set) so that shared memory does not stand in
+//               for a network link; its "method" says which: the same all-reduces. The second process is a
 //               fork of this one that dies with it (PR_SET_PDEATHSIG) and is reaped
 //               before the call returns.
 //   gemm        one 512 x 512 x 512 SGEMM on this thread.

@@ -30,6 +30,9 @@ class GlooExchange final : public Exchange {
  public:
   // `timeout` is the call's, for messages; `deadline` ends every wait. Precondition for
   // posting: the mesh is connected.
+  // A Gloo receive must get exactly the bytes it posted: the header goes alone (call_header.h).
+  static constexpr bool kArrivalCarriesPayload = false;
+
   GlooExchange(Mesh* mesh, uint64_t slot, absl::Time deadline, absl::Duration timeout,
                std::string prefix);
   // Unregisters and frees the buffers; after that Gloo no longer touches the call's memory.

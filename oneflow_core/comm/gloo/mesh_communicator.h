@@ -3,7 +3,9 @@
 // and UCX (ucx/mesh.h). A transport brings
 //   - a MeshType: rank(), size(), group_name(), Connect(deadline, timeout, prefix),
 //     Fail(Failure), failure(); built from the transport's group options;
-//   - an ExchangeType (exchange.h) built as (MeshType*, slot, deadline, timeout, prefix);
+//   - an ExchangeType (exchange.h) built as (MeshType*, slot, deadline, timeout, prefix),
+//     with kArrivalCarriesPayload: when true, it arrives through its own Arrive(call) and
+//     runs small all-reduces inside the arrival through SmallAllReduce (ucx/exchange.h);
 // and gets every rule of communicator.h the same way: argument checks, one thread per
 // communicator, the call header's arrival and agreement check, deadlines, and a failed
 // call failing the group.
@@ -76,6 +78,18 @@ class MeshCommunicator final : public Communicator {
             : CheckBuffer("input", input, count);
     if (arguments.ok()) arguments = CheckBuffer("output", output, count);
     const CallDescription call = DescribeCall(CollectiveKind::kAllReduce, options, count, {}, 0);
+    if constexpr (ExchangeType::kArrivalCarriesPayload) {
+      if (size() > 1 && count > 0 &&
+          count * static_cast<int64_t>(sizeof(float)) <= kSmallAllReduceBytes) {
+        return RunCollective(
+            call, arguments, options,
+            [&](Exchange& exchange) {
+              return static_cast<ExchangeType&>(exchange).SmallAllReduce(call, input, output, count,
+                                                                         options.reduce_op);
+            },
+            /*arrive=*/false);
+      }
+    }
     return RunCollective(call, arguments, options, [&](Exchange& exchange) {
       return RunAllReduce(exchange, input, output, count, options.reduce_op, scratch_);
     });
@@ -192,8 +206,9 @@ class MeshCommunicator final : public Communicator {
                          prefix);
   }
 
+  // `arrive` false: `body` does the arrival itself (kArrivalCarriesPayload).
   absl::Status RunCollective(const CallDescription& mine, const absl::Status& arguments,
-                             const CollectiveOptions& options, Body body) {
+                             const CollectiveOptions& options, Body body, bool arrive = true) {
     const absl::Time start = absl::Now();
     const absl::Time deadline = DeadlineAfter(start, options.timeout);
     const char* kind = CollectiveKindName(mine.kind);
@@ -209,8 +224,13 @@ class MeshCommunicator final : public Communicator {
       if (!connected.ok()) return connected;
     }
     ExchangeType exchange(&mesh_, call << 8, deadline, options.timeout, prefix);
-    if (size() > 1) {
-      const absl::Status arrived = Arrive(exchange, mine);
+    if (size() > 1 && arrive) {
+      absl::Status arrived;
+      if constexpr (ExchangeType::kArrivalCarriesPayload) {
+        arrived = exchange.Arrive(mine);
+      } else {
+        arrived = gloo_backend::Arrive(exchange, mine);
+      }
       if (!arrived.ok()) return arrived;
     }
     return body(exchange);

@@ -17,7 +17,8 @@ absl::StatusOr<ucp_context_h> SharedContext() {
     }
     ucp_params_t params = {};
     params.field_mask = UCP_PARAM_FIELD_FEATURES | UCP_PARAM_FIELD_MT_WORKERS_SHARED;
-    params.features = UCP_FEATURE_TAG;
+    // WAKEUP: a wait that outlasts its spin blocks on the worker's event fd (exchange.h).
+    params.features = UCP_FEATURE_TAG | UCP_FEATURE_WAKEUP;
     // Workers of several communication threads share the context's resources.
     params.mt_workers_shared = 1;
     ucp_context_h handle = nullptr;

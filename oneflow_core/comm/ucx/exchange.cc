@@ -1,6 +1,6 @@
 #include "oneflow_core/comm/ucx/exchange.h"
 
-#include <sched.h>
+#include <poll.h>
 
 #include <algorithm>
 #include <vector>
@@ -74,8 +74,17 @@ Exchange::Op UcxExchange::Recv(int64_t peer, int phase, void* data, int64_t byte
   return Post(peer, phase, data, bytes, /*receiving=*/true, waiting_for);
 }
 
+Exchange::Op UcxExchange::ReceiveUpTo(int64_t peer, int phase, void* data, int64_t capacity,
+                                      Verb waiting_for) {
+  return Post(peer, phase, data, capacity, /*receiving=*/true, waiting_for, /*exact=*/false);
+}
+
+int64_t UcxExchange::ReceivedBytes(Op op) const {
+  return op == kNoOp ? 0 : static_cast<int64_t>(transfers_[op].info.length);
+}
+
 Exchange::Op UcxExchange::Post(int64_t peer, int phase, void* data, int64_t bytes, bool receiving,
-                               Verb waiting_for) {
+                               Verb waiting_for, bool exact) {
   if (!status_.ok() || bytes == 0) return kNoOp;
   if (mesh_->failed()) {
     status_ = Stopped(absl::StrCat("rank ", peer, " ", gloo_backend::VerbText(waiting_for)));
@@ -87,6 +96,7 @@ Exchange::Op UcxExchange::Post(int64_t peer, int phase, void* data, int64_t byte
   transfer.bytes = bytes;
   transfer.receiving = receiving;
   transfer.waiting_for = waiting_for;
+  transfer.exact = exact;
   ucp_request_param_t param = {};
   ucs_status_ptr_t request;
   if (receiving) {
@@ -137,7 +147,8 @@ bool UcxExchange::Test(Transfer& transfer, Outcome* outcome, std::string* detail
     *outcome = Outcome::kBroken;
     return true;
   }
-  if (transfer.receiving && static_cast<int64_t>(transfer.info.length) != transfer.bytes) {
+  if (transfer.receiving && transfer.exact &&
+      static_cast<int64_t>(transfer.info.length) != transfer.bytes) {
     *detail = absl::StrCat("rank ", transfer.peer, " sent ", transfer.info.length, " bytes where ",
                            transfer.bytes, " were expected");
     *outcome = Outcome::kBroken;
@@ -157,14 +168,27 @@ UcxExchange::Outcome UcxExchange::WaitFor(Transfer& transfer, std::string* detai
     const absl::Time now = absl::Now();
     if (now >= deadline_) return Outcome::kExpired;
     if (ucp_worker_progress(mesh_->worker()) != 0) continue;
-    const absl::Duration waited = now - start;
-    if (waited < kSpinWait) continue;
+    if (now - start < kSpinWait) continue;
     mesh_->CheckPeers(now);
-    if (waited < kYieldWait) {
-      sched_yield();
-    } else {
-      absl::SleepFor(std::min(kSleepSlice, deadline_ - now));
+    if (mesh_->failed()) return Outcome::kWoken;
+    // Block until UCX has an event, the next peer check, or the deadline. Arming fails
+    // with BUSY when events are pending: progress them first.
+    const absl::Duration slice = std::min(kBlockSlice, deadline_ - now);
+    const int event_fd = mesh_->event_fd();
+    if (event_fd < 0) {
+      absl::SleepFor(std::min(slice, absl::Microseconds(50)));
+      continue;
     }
+    if (Test(transfer, &outcome, detail)) return outcome;
+    const ucs_status_t armed = ucp_worker_arm(mesh_->worker());
+    if (armed == UCS_ERR_BUSY) continue;
+    if (armed != UCS_OK) {
+      absl::SleepFor(std::min(slice, absl::Microseconds(50)));
+      continue;
+    }
+    pollfd descriptor = {event_fd, POLLIN, 0};
+    const timespec timeout = absl::ToTimespec(slice);
+    ppoll(&descriptor, 1, &timeout, nullptr);
   }
 }
 

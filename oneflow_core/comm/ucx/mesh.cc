@@ -250,6 +250,7 @@ absl::Status Mesh::JoinGroup(absl::Time deadline, absl::Duration timeout,
       return fail(absl::UnavailableError(absl::StrCat(
           prefix, ": connecting: creating a UCX worker failed: ", ucs_status_string(created))));
     }
+    if (ucp_worker_get_efd(worker_, &event_fd_) != UCS_OK) event_fd_ = -1;
   }
   ucp_address_t* address = nullptr;
   size_t address_length = 0;

@@ -59,6 +59,12 @@ class Mesh {
   // Preconditions: Connect returned OK; the caller is the communication thread.
   ucp_worker_h worker() const { return worker_; }
   ucp_ep_h endpoint(int64_t peer) const { return endpoints_[peer]; }
+  // The worker's event file descriptor for ucp_worker_arm + poll; -1 when UCX gave none
+  // (waits then sleep in short slices instead).
+  int event_fd() const { return event_fd_; }
+  // Where a call's arrival messages land (UcxExchange::Arrive); kept between calls.
+  // Precondition: the caller is the communication thread.
+  std::vector<float>& arrival_scratch() { return arrival_scratch_; }
 
   // Fails the group with `failure` unless it failed already. Any thread.
   void Fail(Failure failure);
@@ -85,6 +91,8 @@ class Mesh {
 
   const UcxGroupOptions options_;
   ucp_worker_h worker_ = nullptr;
+  int event_fd_ = -1;
+  std::vector<float> arrival_scratch_;
   std::vector<ucp_ep_h> endpoints_;
   // Peers' process ids where they run on this host (same boot id and pid namespace);
   // 0 elsewhere and for this rank.
