@@ -304,3 +304,69 @@ void Assign(Tensor ref, Tensor value, Loc location) {
 }
 
 }  // namespace oneflow
+
+// Llama's ops (docs/llama.md).
+namespace oneflow {
+
+Tensor RmsNorm(Tensor x, Tensor gamma, double epsilon, Loc location) {
+  return Apply("rms_norm", {x, gamma}, {{"epsilon", epsilon}}, location);
+}
+
+Tensor RotaryEmbedding(Tensor x, double base, bool inverse, Loc location) {
+  AttrMap attrs = {{"base", base}};
+  if (inverse) attrs["inverse"] = true;
+  return Apply("rotary_embedding", {x}, std::move(attrs), location);
+}
+
+Tensor Silu(Tensor x, Loc location) { return Apply("silu", {x}, {}, location); }
+
+Tensor SwiGlu(Tensor gate, Tensor up, Loc location) {
+  return Mul(Silu(gate, location), up, location);
+}
+
+Tensor GroupedQueryAttention(Tensor x, Tensor w_q, Tensor w_k, Tensor w_v, Tensor w_o,
+                             int64_t heads, int64_t kv_heads, double rope_base, Loc location) {
+  for (const Tensor& t : {x, w_q, w_k, w_v, w_o}) {
+    if (!t.valid()) return Tensor();
+  }
+  const Shape& shape = x.shape();
+  if (shape.rank() != 3 || heads <= 0 || kv_heads <= 0 || shape.dim(2) % heads != 0 ||
+      heads % kv_heads != 0) {
+    x.graph()->RecordError(absl::InvalidArgumentError(absl::StrCat(
+        "GroupedQueryAttention at ", location.ToString(), ": x '", x.name(), "' ",
+        x.type().ToString(), " must be [batch, seq, hidden] with hidden divisible by heads=",
+        heads, ", and kv_heads=", kv_heads, " must divide heads")));
+    return Tensor();
+  }
+  const int64_t b = shape.dim(0), s = shape.dim(1), h = shape.dim(2);
+  const int64_t hd = h / heads, group = heads / kv_heads;
+  Tensor rows = Reshape(x, {b * s, h}, location);
+  // [b*s, h] . w [h, n * hd] -> [b, n, s, hd].
+  auto project = [&](Tensor w, int64_t n) {
+    return Transpose(Reshape(MatMul(rows, w, false, false, location), {b, s, n, hd}, location),
+                     {0, 2, 1, 3}, location);
+  };
+  Tensor q = RotaryEmbedding(project(w_q, heads), rope_base, false, location);
+  Tensor k = RotaryEmbedding(project(w_k, kv_heads), rope_base, false, location);
+  Tensor v = project(w_v, kv_heads);
+  // Query heads j * group .. j * group + group - 1 share kv head j: stacked along the
+  // positions they form [b, kv_heads, group * s, hd] (a reshape of the contiguous heads).
+  Tensor grouped_q = Reshape(q, {b, kv_heads, group * s, hd}, location);
+  Tensor scores = ScalarMul(MatMul(grouped_q, k, false, true, location),
+                            1.0 / std::sqrt(static_cast<double>(hd)), location);
+  Tensor masked = CausalMask(Reshape(scores, {b, kv_heads, group, s, s}, location), -1e9, location);
+  Tensor probs = Reshape(Softmax(masked, location), {b, kv_heads, group * s, s}, location);
+  Tensor context = Reshape(MatMul(probs, v, false, false, location), {b, heads, s, hd}, location);
+  Tensor merged = Reshape(Transpose(context, {0, 2, 1, 3}, location), {b * s, heads * hd}, location);
+  return Reshape(MatMul(merged, w_o, false, false, location), {b, s, h}, location);
+}
+
+RmsNormGrads RmsNormGrad(Tensor x, Tensor gamma, Tensor dy, double epsilon, Loc location) {
+  std::vector<Tensor> grads = ApplyN("rms_norm_grad", {x, gamma, dy}, {{"epsilon", epsilon}}, location);
+  if (grads.size() != 2) return {};
+  return {grads[0], grads[1]};
+}
+
+Tensor SiluGrad(Tensor dy, Tensor x, Loc location) { return Apply("silu_grad", {dy, x}, {}, location); }
+
+}  // namespace oneflow
