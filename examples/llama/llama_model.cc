@@ -11,10 +11,14 @@
 namespace oneflow::examples {
 namespace {
 
-// x [b, s, h] . w [h, n] as a matmul over the flattened rows.
-Tensor Linear(Tensor x, Tensor w) {
+// x [b, s, h] . w [h, n] as a matmul over the flattened rows [b * s, h], those hinted
+// `rows` and the product `product`.
+Tensor Linear(Tensor x, Tensor w, const NdSbp& rows, const NdSbp& product) {
   const Shape& shape = x.shape();
-  Tensor y = MatMul(Reshape(x, {shape.dim(0) * shape.dim(1), shape.dim(2)}), w);
+  Tensor flat = Reshape(x, {shape.dim(0) * shape.dim(1), shape.dim(2)});
+  if (flat.valid()) flat.WithSbp(rows);
+  Tensor y = MatMul(flat, w);
+  if (y.valid()) y.WithSbp(product);
   return Reshape(y, {shape.dim(0), shape.dim(1), w.shape().dim(1)});
 }
 
@@ -82,6 +86,23 @@ absl::StatusOr<proto::Job> BuildLlama(const LlamaConfig& config, const ParallelL
   const NdSbp kv = config.kv_heads % layout.tp() == 0 ? column : replicated;
   // The residual stream [b, s, h]: batch over dp, positions over tp (sequence parallelism).
   const NdSbp sequence_parallel = layout.Sbp(split0, split1);
+  // Products over the flattened rows [b * s, n]: rows over dp; column-parallel ones split
+  // by columns over tp, row-parallel ones partial sums over tp (Megatron's layout; the
+  // cost model alone prefers gathering the weights when tokens outnumber hidden units).
+  const NdSbp gathered = layout.Sbp(split0, broadcast);
+  const NdSbp column_product = layout.Sbp(split0, split1);
+  const NdSbp row_product = layout.Sbp(split0, Sbp::Partial());
+  AttentionHints attention_hints;
+  attention_hints.rows = gathered;
+  attention_hints.query = column_product;
+  attention_hints.key_value = config.kv_heads % layout.tp() == 0 ? column_product : layout.Sbp(split0, broadcast);
+  // Whole heads per device, as Megatron, when tp divides kv_heads (then also heads);
+  // otherwise the compiler places the attention core around the replicated k and v.
+  if (config.kv_heads % layout.tp() == 0) {
+    attention_hints.heads = layout.Sbp(split0, split1);
+    attention_hints.context = column_product;
+  }
+  attention_hints.output = row_product;
   const int64_t s = config.seq, h = config.hidden, f = config.FfnHidden();
   const int64_t v = config.text_file.empty() ? config.vocab : 256;
   const int64_t head_dim = h / config.heads;
@@ -113,6 +134,10 @@ absl::StatusOr<proto::Job> BuildLlama(const LlamaConfig& config, const ParallelL
     stage = next;
     return To(x, layout.StagePlacement(stage), sequence_parallel);
   };
+  // Sequence parallelism's two boxings, by hints: the residual stream S(1) over tp (a
+  // row-parallel product, P over tp, arrives by reduce-scatter), and a normalized
+  // activation whole over tp where the column-parallel products read it (`gathered`,
+  // flattened rows B over tp: an all-gather), as Megatron's g-bar and g.
   auto residual = [&](Tensor x) {
     x.WithSbp(sequence_parallel);
     return x;
@@ -130,14 +155,15 @@ absl::StatusOr<proto::Job> BuildLlama(const LlamaConfig& config, const ParallelL
     Tensor w_v = variable(p + "attention/wv", Shape{h, config.kv_heads * head_dim}, normal(), kv);
     Tensor w_o = variable(p + "attention/wo", Shape{config.heads * head_dim, h}, normal(), row);
     Tensor attention = GroupedQueryAttention(RmsNorm(x, attention_norm, config.norm_epsilon), w_q, w_k, w_v, w_o,
-                                             config.heads, config.kv_heads, config.rope_base);
+                                             config.heads, config.kv_heads, config.rope_base, attention_hints);
     x = residual(Add(x, attention));
     Tensor ffn_norm = variable(p + "ffn_norm", Shape{h}, Initializer::Ones(), replicated);
     Tensor w_gate = variable(p + "feed_forward/w1", Shape{h, f}, normal(), column);
     Tensor w_up = variable(p + "feed_forward/w3", Shape{h, f}, normal(), column);
     Tensor w_down = variable(p + "feed_forward/w2", Shape{f, h}, normal(), row);
     Tensor normed = RmsNorm(x, ffn_norm, config.norm_epsilon);
-    x = residual(Add(x, Linear(SwiGlu(Linear(normed, w_gate), Linear(normed, w_up)), w_down)));
+    Tensor gated = SwiGlu(Linear(normed, w_gate, gathered, column_product), Linear(normed, w_up, gathered, column_product));
+    x = residual(Add(x, Linear(gated, w_down, column_product, row_product)));
   }
   x = enter_stage(x, layout.pp() - 1);
   Tensor final_norm = variable("norm", Shape{h}, Initializer::Ones(), replicated);

@@ -325,7 +325,8 @@ Tensor SwiGlu(Tensor gate, Tensor up, Loc location) {
 }
 
 Tensor GroupedQueryAttention(Tensor x, Tensor w_q, Tensor w_k, Tensor w_v, Tensor w_o,
-                             int64_t heads, int64_t kv_heads, double rope_base, Loc location) {
+                             int64_t heads, int64_t kv_heads, double rope_base,
+                             const AttentionHints& hints, Loc location) {
   for (const Tensor& t : {x, w_q, w_k, w_v, w_o}) {
     if (!t.valid()) return Tensor();
   }
@@ -340,25 +341,40 @@ Tensor GroupedQueryAttention(Tensor x, Tensor w_q, Tensor w_k, Tensor w_v, Tenso
   }
   const int64_t b = shape.dim(0), s = shape.dim(1), h = shape.dim(2);
   const int64_t hd = h / heads, group = heads / kv_heads;
-  Tensor rows = Reshape(x, {b * s, h}, location);
-  // [b*s, h] . w [h, n * hd] -> [b, n, s, hd].
-  auto project = [&](Tensor w, int64_t n) {
-    return Transpose(Reshape(MatMul(rows, w, false, false, location), {b, s, n, hd}, location),
-                     {0, 2, 1, 3}, location);
+  auto hinted = [](Tensor t, const std::optional<NdSbp>& sbp) {
+    if (sbp && t.valid()) t.WithSbp(*sbp);
+    return t;
   };
-  Tensor q = RotaryEmbedding(project(w_q, heads), rope_base, false, location);
-  Tensor k = RotaryEmbedding(project(w_k, kv_heads), rope_base, false, location);
-  Tensor v = project(w_v, kv_heads);
-  // Query heads j * group .. j * group + group - 1 share kv head j: stacked along the
-  // positions they form [b, kv_heads, group * s, hd] (a reshape of the contiguous heads).
-  Tensor grouped_q = Reshape(q, {b, kv_heads, group * s, hd}, location);
+  Tensor rows = hinted(Reshape(x, {b * s, h}, location), hints.rows);
+  // Query head j * group + i reads kv head j. Every tensor keeps the kv-head axis at 1, so
+  // a split of it (whole heads per device) passes through every reshape and transpose.
+  //   q: [b*s, heads*hd] -> [b, s, kv_heads, group, hd] -> [b, kv_heads, group, s, hd]
+  //   k, v: [b*s, kv_heads*hd] -> [b, s, kv_heads, hd] -> [b, kv_heads, s, hd]
+  // The queries of a group are stacked along the positions ([b, kv_heads, group * s, hd])
+  // and multiply their kv head once.
+  auto product = [&](Tensor w, const std::optional<NdSbp>& sbp) {
+    return hinted(MatMul(rows, w, false, false, location), sbp);
+  };
+  Tensor q = RotaryEmbedding(Transpose(Reshape(product(w_q, hints.query), {b, s, kv_heads, group, hd}, location),
+                                       {0, 2, 3, 1, 4}, location),
+                             rope_base, false, location);
+  auto kv = [&](Tensor w) {
+    return Transpose(Reshape(product(w, hints.key_value), {b, s, kv_heads, hd}, location), {0, 2, 1, 3},
+                     location);
+  };
+  Tensor k = hinted(RotaryEmbedding(kv(w_k), rope_base, false, location), hints.heads);
+  Tensor v = hinted(kv(w_v), hints.heads);
+  Tensor grouped_q = hinted(Reshape(q, {b, kv_heads, group * s, hd}, location), hints.heads);
   Tensor scores = ScalarMul(MatMul(grouped_q, k, false, true, location),
                             1.0 / std::sqrt(static_cast<double>(hd)), location);
   Tensor masked = CausalMask(Reshape(scores, {b, kv_heads, group, s, s}, location), -1e9, location);
   Tensor probs = Reshape(Softmax(masked, location), {b, kv_heads, group * s, s}, location);
-  Tensor context = Reshape(MatMul(probs, v, false, false, location), {b, heads, s, hd}, location);
-  Tensor merged = Reshape(Transpose(context, {0, 2, 1, 3}, location), {b * s, heads * hd}, location);
-  return Reshape(MatMul(merged, w_o, false, false, location), {b, s, h}, location);
+  Tensor context = hinted(MatMul(probs, v, false, false, location), hints.heads);  // [b, kv, group*s, hd]
+  Tensor merged = hinted(Reshape(Transpose(Reshape(context, {b, kv_heads, group, s, hd}, location),
+                                           {0, 3, 1, 2, 4}, location),
+                                 {b * s, heads * hd}, location),
+                         hints.context);
+  return Reshape(hinted(MatMul(merged, w_o, false, false, location), hints.output), {b, s, h}, location);
 }
 
 RmsNormGrads RmsNormGrad(Tensor x, Tensor gamma, Tensor dy, double epsilon, Loc location) {

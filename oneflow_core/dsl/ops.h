@@ -7,6 +7,7 @@
 #define ONEFLOW_CORE_DSL_OPS_H_
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -89,11 +90,22 @@ Tensor SwiGlu(Tensor gate, Tensor up, Loc location = Loc::Current());
 // kv_heads), which equals multi-head attention with each kv head repeated that many
 // times, without materializing the repeats: the queries of a group are stacked along the
 // positions axis ([b, kv_heads, group * s, hd]) and multiply their kv head once. Returns
-// [b, s, h]. Megatron's tensor parallelism needs only hints, as for CausalSelfAttention:
-// w_q (and w_k, w_v when the devices divide kv_heads) S(1), w_o S(0).
+// [b, s, h]. For Megatron's tensor parallelism give w_q (and w_k, w_v when the devices
+// divide kv_heads) S(1), w_o S(0), and pin the products with `hints` (the compiler's cost
+// model alone may prefer gathering the weights to splitting the heads).
+struct AttentionHints {
+  std::optional<NdSbp> rows;     // x flattened [b * s, h]: B over tensor-parallel devices.
+  std::optional<NdSbp> query;    // x . w_q  [b * s, heads * hd]: column-parallel S(1).
+  std::optional<NdSbp> key_value;  // x . w_k, x . w_v [b * s, kv_heads * hd].
+  // The grouped queries [b, kv_heads, group * s, hd], k and v [b, kv_heads, s, hd] and the
+  // attention context [b, kv_heads, group * s, hd]: S(1) when the devices divide kv_heads.
+  std::optional<NdSbp> heads;
+  std::optional<NdSbp> context;  // the heads merged [b * s, heads * hd] before w_o: S(1).
+  std::optional<NdSbp> output;   // . w_o [b * s, h]: row-parallel, P.
+};
 Tensor GroupedQueryAttention(Tensor x, Tensor w_q, Tensor w_k, Tensor w_v, Tensor w_o,
                              int64_t heads, int64_t kv_heads, double rope_base = 10000.0,
-                             Loc location = Loc::Current());
+                             const AttentionHints& hints = {}, Loc location = Loc::Current());
 
 // Mixture of experts (docs/moe.md). B samples (one routing group each), T tokens, H
 // hidden, E experts, K = top_k, C = capacity (slots per expert per sample), F = the
