@@ -149,8 +149,15 @@ def wait_for_quiet():
         log(f"the machine did not go quiet in {WAIT_QUIET_S:.0f} s; running anyway")
 
 
-def run(command, extra_env=None, **kwargs):
-    env = dict(os.environ, **ONE_THREAD, **(extra_env or {}))
+# OpenBLAS tuning variables of the caller's shell (set for our binaries, or by them when
+# they restart themselves: kernels/cpu/blas_core.h) are not passed to the PyTorch peer: its
+# OpenBLAS core is this script's choice (PYTORCH_ENV), never an accident of the shell.
+PEER_UNSET = ("OPENBLAS_CORETYPE", "OPENBLAS_L2_SIZE")
+
+
+def run(command, extra_env=None, unset=(), **kwargs):
+    env = {k: v for k, v in os.environ.items() if k not in unset}
+    env.update(ONE_THREAD, **(extra_env or {}))
     if kwargs.pop("timed", False):
         wait_for_quiet()
     log("$ " + " ".join(command))
@@ -214,7 +221,7 @@ def run_pytorch(model, devices, data, record_file, args):
     command += [f"--{k}={v}" for k, v in model_flags(model).items()]
     if record_file:
         command.append(f"--record_file={record_file}")
-    return json.loads(run(command, extra_env=PYTORCH_ENV, timed=True).strip().splitlines()[-1])
+    return json.loads(run(command, extra_env=PYTORCH_ENV, unset=PEER_UNSET, timed=True).strip().splitlines()[-1])
 
 
 def cpu_model():
@@ -289,13 +296,13 @@ def main():
         plans[name] = compile_plan(args.bin_dir, work_dir, name, model, devices,
                                    record_file if data == "record" else "")
     facts_command = ["/usr/bin/python3", os.path.join(HERE, "torch_step.py"), "--facts"]
-    torch_facts = json.loads(run(facts_command))
+    torch_facts = json.loads(run(facts_command, unset=PEER_UNSET))
     ours_core = plans[chosen[0]][1]["openblas_core"]
-    if torch_facts["openblas_core"] not in (None, ours_core) and "OPENBLAS_CORETYPE" not in os.environ:
+    if torch_facts["openblas_core"] not in (None, ours_core):
         log(f"PyTorch's OpenBLAS picked {torch_facts['openblas_core']}, ours runs {ours_core}: "
             f"PyTorch runs with OPENBLAS_CORETYPE={ours_core} too")
         PYTORCH_ENV["OPENBLAS_CORETYPE"] = ours_core
-        torch_facts = json.loads(run(facts_command, extra_env=PYTORCH_ENV))
+        torch_facts = json.loads(run(facts_command, extra_env=PYTORCH_ENV, unset=PEER_UNSET))
     machine = {
         "cpu": cpu_model(),
         "cores": os.cpu_count(),
