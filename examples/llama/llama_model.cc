@@ -144,7 +144,7 @@ absl::StatusOr<proto::Job> BuildLlama(const LlamaConfig& config, const ParallelL
   };
   auto normal = [&]() { return Initializer::Normal(0, 0.02, ++seed); };
 
-  Tensor embedding = variable("tok_embeddings", Shape{v, h}, normal(), row);  // Vocabulary-parallel.
+  Tensor embedding = variable("tok_embeddings", Shape{v, h}, normal(), row);  // Stored split by vocabulary.
   Tensor x = residual(Embedding(embedding, tokens));
   for (int64_t l = 0; l < config.layers; ++l) {
     x = enter_stage(x, layout.StageOf(l, config.layers));
@@ -167,7 +167,7 @@ absl::StatusOr<proto::Job> BuildLlama(const LlamaConfig& config, const ParallelL
   }
   x = enter_stage(x, layout.pp() - 1);
   Tensor final_norm = variable("norm", Shape{h}, Initializer::Ones(), replicated);
-  Tensor output = variable("output", Shape{h, v}, normal(), column);  // Untied, vocabulary-parallel.
+  Tensor output = variable("output", Shape{h, v}, normal(), column);  // Untied; stored split by vocabulary.
   Tensor logits = MatMul(Reshape(RmsNorm(x, final_norm, config.norm_epsilon), {b * s, h}), output);
   Tensor loss = ReduceMean(SparseSoftmaxCrossEntropy(logits, Reshape(targets, {b * s})));
   graph.SetLoss(loss);
