@@ -1,10 +1,12 @@
 #!/usr/bin/python3
-"""PyTorch's training step on the models of examples/mlp and examples/gpt, for vs_pytorch.py.
+"""PyTorch's training step on the models of examples/mlp, examples/gpt and examples/llama, for vs_pytorch.py.
 
     torch_step.py --model=mlp --batch=256 --in_features=1024 --hidden=1024 --layers=4 \
         --classes=10 --lr=0.1 [--dp=2] [--data=record --record_file=/tmp/mlp.records]
     torch_step.py --model=gpt --batch=8 --hidden=256 --heads=4 --layers=2 --seq=128 \
         --vocab=1024 --lr=3e-4 [--dp=2] [--iters=60 --warmup=10]
+    torch_step.py --model=llama --batch=8 --hidden=256 --heads=4 --kv_heads=2 --layers=2 \
+        --seq=128 --vocab=1024 --lr=3e-4
     torch_step.py --facts      # torch version, BLAS library and OpenBLAS core; no training
 
 Prints one JSON line: every step time and their median after warm-up (wall time from
@@ -124,6 +126,95 @@ class Gpt(nn.Module):
         return F.cross_entropy(logits, targets.reshape(b * s))
 
 
+class RmsNorm(nn.Module):
+    """rms_norm: x / sqrt(mean(x^2) + eps) * weight (weight ones), statistics in f32."""
+
+    def __init__(self, hidden, eps=1e-5):
+        super().__init__()
+        self.eps = eps
+        self.weight = nn.Parameter(torch.ones(hidden))
+
+    def forward(self, x):
+        return x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + self.eps) * self.weight
+
+
+def rotary(x, base):
+    """rotary_embedding of x [b, heads, s, hd]: pairs (i, i + hd/2) turned by p * base^(-2i/hd)."""
+    s, hd = x.shape[-2], x.shape[-1]
+    half = hd // 2
+    inverse_frequencies = base ** (-2.0 * torch.arange(half, dtype=torch.float64) / hd)
+    theta = (torch.arange(s, dtype=torch.float64)[:, None] * inverse_frequencies[None, :])
+    cos, sin = theta.cos().float(), theta.sin().float()
+    x1, x2 = x[..., :half], x[..., half:]
+    return torch.cat([x1 * cos - x2 * sin, x2 * cos + x1 * sin], dim=-1)
+
+
+class LlamaBlock(nn.Module):
+    """A block of examples/llama: x + wo(gqa(rope(q), rope(k), v)) of attention_norm(x), then
+    x + w2(silu(w1(n)) * w3(n)) of n = ffn_norm(x). Query heads are grouped onto their kv
+    head without repeating it, as GroupedQueryAttention does (oneflow_core/dsl/ops.h)."""
+
+    def __init__(self, hidden, heads, kv_heads, ffn_hidden):
+        super().__init__()
+        self.heads, self.kv_heads = heads, kv_heads
+        hd = hidden // heads
+        self.attention_norm = RmsNorm(hidden)
+        self.wq = nn.Linear(hidden, heads * hd, bias=False)
+        self.wk = nn.Linear(hidden, kv_heads * hd, bias=False)
+        self.wv = nn.Linear(hidden, kv_heads * hd, bias=False)
+        self.wo = nn.Linear(heads * hd, hidden, bias=False)
+        self.ffn_norm = RmsNorm(hidden)
+        self.w1 = nn.Linear(hidden, ffn_hidden, bias=False)
+        self.w3 = nn.Linear(hidden, ffn_hidden, bias=False)
+        self.w2 = nn.Linear(ffn_hidden, hidden, bias=False)
+
+    def attention(self, x, mask):
+        b, s, h = x.shape
+        hd, group = h // self.heads, self.heads // self.kv_heads
+        q = rotary(self.wq(x).view(b, s, self.heads, hd).transpose(1, 2), 10000.0)
+        k = rotary(self.wk(x).view(b, s, self.kv_heads, hd).transpose(1, 2), 10000.0)
+        v = self.wv(x).view(b, s, self.kv_heads, hd).transpose(1, 2)
+        scores = (q.reshape(b, self.kv_heads, group * s, hd) @ k.transpose(-2, -1)) * (1.0 / math.sqrt(hd))
+        scores = scores.view(b, self.kv_heads, group, s, s).masked_fill(mask, -1e9)
+        probs = torch.softmax(scores, dim=-1).view(b, self.kv_heads, group * s, s)
+        context = (probs @ v).view(b, self.heads, s, hd).transpose(1, 2).reshape(b, s, h)
+        return self.wo(context)
+
+    def forward(self, x, mask):
+        x = x + self.attention(self.attention_norm(x), mask)
+        n = self.ffn_norm(x)
+        return x + self.w2(F.silu(self.w1(n)) * self.w3(n))
+
+
+class Llama(nn.Module):
+    """examples/llama: tok_embeddings [vocab, h], the blocks, norm, logits = norm(x) . output
+    with an untied output [h, vocab] (all normal 0.02), mean cross-entropy over b * s."""
+
+    def __init__(self, vocab, seq, hidden, heads, kv_heads, ffn_hidden, layers):
+        super().__init__()
+        self.tok_embeddings = nn.Parameter(torch.randn(vocab, hidden) * 0.02)
+        self.blocks = nn.ModuleList(LlamaBlock(hidden, heads, kv_heads, ffn_hidden) for _ in range(layers))
+        self.norm = RmsNorm(hidden)
+        self.output = nn.Parameter(torch.randn(hidden, vocab) * 0.02)
+        for block in self.blocks:
+            for linear in (block.wq, block.wk, block.wv, block.wo, block.w1, block.w3, block.w2):
+                nn.init.normal_(linear.weight, 0, 0.02)
+        self.mask = torch.ones(seq, seq, dtype=torch.bool).triu(1)
+
+    def forward(self, tokens, targets):
+        b, s = tokens.shape
+        x = F.embedding(tokens, self.tok_embeddings)
+        for block in self.blocks:
+            x = block(x, self.mask)
+        logits = self.norm(x).reshape(b * s, -1) @ self.output
+        return F.cross_entropy(logits, targets.reshape(b * s))
+
+
+def llama_ffn_hidden(hidden, ffn_hidden):
+    """LlamaConfig::FfnHidden: ffn_hidden, or 2/3 of 4 x hidden rounded up to 32."""
+    return ffn_hidden or ((8 * hidden + 2) // 3 + 31) // 32 * 32
+
+
 class SyntheticClassification:
     """x ~ N(0, 1) [rows, F]; labels = argmax over classes of x[:, :K] . T, T a fixed
     teacher [K, C] (K = min(F, 32)): the rule of FillClassificationLabels, made each step."""
@@ -197,7 +288,11 @@ def build(args, rank):
         else:
             data = SyntheticClassification(1, rank, rows, args.in_features, args.classes)
     else:
-        model = Gpt(args.vocab, args.seq, args.hidden, args.heads, args.layers)
+        if args.model == "llama":
+            model = Llama(args.vocab, args.seq, args.hidden, args.heads, args.kv_heads,
+                          llama_ffn_hidden(args.hidden, args.ffn_hidden), args.layers)
+        else:
+            model = Gpt(args.vocab, args.seq, args.hidden, args.heads, args.layers)
         # Optimizer::AdamW(lr) defaults: betas (0.9, 0.999), eps 1e-8, weight decay 0.01 on
         # every variable; warmup 100 steps, cosine to 0.1 lr over 10000 (examples/gpt).
         optimizer = torch.optim.AdamW(model.parameters(), lr=args.lr, betas=(0.9, 0.999), eps=1e-8,
@@ -214,6 +309,7 @@ AUTOGRAD_KINDS = {
     "ReluBackward0": "relu", "GeluBackward0": "gelu", "NativeLayerNormBackward0": "layer_norm",
     "SoftmaxBackward0": "softmax", "EmbeddingBackward0": "embedding",
     "NllLossBackward0": "sparse_softmax_cross_entropy",
+    "SiluBackward0": "silu", "RsqrtBackward0": "rms_norm",
 }
 
 
@@ -307,7 +403,7 @@ def free_port():
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--facts", action="store_true", help="print facts() and exit")
-    parser.add_argument("--model", choices=["mlp", "gpt"])
+    parser.add_argument("--model", choices=["mlp", "gpt", "llama"])
     parser.add_argument("--dp", type=int, default=1)
     parser.add_argument("--data", choices=["synthetic", "record"], default="synthetic")
     parser.add_argument("--record_file", default="")
@@ -322,12 +418,14 @@ def main():
     parser.add_argument("--heads", type=int, default=0, help="gpt")
     parser.add_argument("--seq", type=int, default=0, help="gpt")
     parser.add_argument("--vocab", type=int, default=0, help="gpt")
+    parser.add_argument("--kv_heads", type=int, default=0, help="llama")
+    parser.add_argument("--ffn_hidden", type=int, default=0, help="llama (0: Llama's rule)")
     args = parser.parse_args()
     if args.facts:
         print(json.dumps(facts()))
         return
     needed = ["batch", "layers", "hidden", "lr"] + (["in_features", "classes"] if args.model == "mlp" else
-                                                    ["heads", "seq", "vocab"])
+                                                    ["heads", "seq", "vocab"] + (["kv_heads"] if args.model == "llama" else []))
     missing = [name for name in needed if not getattr(args, name)] if args.model else ["model"]
     if missing:
         parser.error("missing: " + ", ".join("--" + name for name in missing))

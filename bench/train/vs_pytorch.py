@@ -1,7 +1,7 @@
 #!/usr/bin/python3
 """Our training step next to PyTorch's, case by case; run through vs_pytorch.sh.
 
-For each case: our plan is compiled by examples/mlp or examples/gpt (--plan_out),
+For each case: our plan is compiled by examples/mlp, examples/gpt or examples/llama (--plan_out),
 summarised by plan_summary (parameters, forward ops) and trained by `oneflow run PLAN
 --metrics=FILE`; PyTorch trains the same model with torch_step.py. The two alternate,
 `--rounds` times each, never at the same time. A side's figure is the median of its step
@@ -49,11 +49,15 @@ LABEL_FEATURES = 32  # actors/behaviors/synthetic_data.h, kLabelFeatures.
 MLP = {"batch": 256, "in_features": 1024, "hidden": 1024, "layers": 4, "classes": 10, "lr": 0.1}
 GPT = {"batch": 8, "hidden": 256, "heads": 4, "layers": 2, "seq": 128, "vocab": 1024, "lr": 3e-4}
 MLP_CONFIG = "mlp 1024-1024-1024-1024-10, relu, softmax cross-entropy, batch 256, sgd lr 0.1 momentum 0.9"
+LLAMA = {"batch": 8, "hidden": 256, "heads": 4, "kv_heads": 2, "layers": 2, "seq": 128, "vocab": 1024, "lr": 3e-4}
+LLAMA_CONFIG = ("llama 2 blocks, hidden 256, 4 query heads over 2 kv heads, rope, swiglu 704, rmsnorm, seq 128, "
+                "vocab 1024, untied embeddings, batch 8, adamw lr 3e-4 wd 0.01 warmup-cosine")
 GPT_CONFIG = ("gpt 2 pre-LN blocks, hidden 256, 4 heads, seq 128, vocab 1024, tied embeddings, batch 8, "
               "adamw lr 3e-4 wd 0.01 warmup-cosine")
 
 # Forward compute ops compared between our plan and PyTorch's autograd graph.
-STRUCTURE_KINDS = ["matmul", "relu", "gelu", "layer_norm", "softmax", "embedding", "sparse_softmax_cross_entropy"]
+STRUCTURE_KINDS = ["matmul", "relu", "gelu", "layer_norm", "softmax", "embedding", "sparse_softmax_cross_entropy",
+                   "silu", "rms_norm"]
 
 # name, model, devices (= dp), data
 CASES = [
@@ -63,6 +67,7 @@ CASES = [
     ("mlp_dp2_record", "mlp", 2, "record"),
     ("gpt_1dev", "gpt", 1, "synthetic"),
     ("gpt_dp2", "gpt", 2, "synthetic"),
+    ("llama_1dev", "llama", 1, "synthetic"),
 ]
 
 # One compute thread per rank on both sides. Our kernels set OpenBLAS to one thread
@@ -144,8 +149,15 @@ def wait_for_quiet():
         log(f"the machine did not go quiet in {WAIT_QUIET_S:.0f} s; running anyway")
 
 
-def run(command, extra_env=None, **kwargs):
-    env = dict(os.environ, **ONE_THREAD, **(extra_env or {}))
+# OpenBLAS tuning variables of the caller's shell (set for our binaries, or by them when
+# they restart themselves: kernels/cpu/blas_core.h) are not passed to the PyTorch peer: its
+# OpenBLAS core is this script's choice (PYTORCH_ENV), never an accident of the shell.
+PEER_UNSET = ("OPENBLAS_CORETYPE", "OPENBLAS_L2_SIZE")
+
+
+def run(command, extra_env=None, unset=(), **kwargs):
+    env = {k: v for k, v in os.environ.items() if k not in unset}
+    env.update(ONE_THREAD, **(extra_env or {}))
     if kwargs.pop("timed", False):
         wait_for_quiet()
     log("$ " + " ".join(command))
@@ -170,7 +182,7 @@ def write_record_file(path, records):
 
 
 def model_flags(model):
-    return MLP if model == "mlp" else GPT
+    return {"mlp": MLP, "gpt": GPT, "llama": LLAMA}[model]
 
 
 def compile_plan(bin_dir, work_dir, case, model, devices, record_file):
@@ -209,7 +221,7 @@ def run_pytorch(model, devices, data, record_file, args):
     command += [f"--{k}={v}" for k, v in model_flags(model).items()]
     if record_file:
         command.append(f"--record_file={record_file}")
-    return json.loads(run(command, extra_env=PYTORCH_ENV, timed=True).strip().splitlines()[-1])
+    return json.loads(run(command, extra_env=PYTORCH_ENV, unset=PEER_UNSET, timed=True).strip().splitlines()[-1])
 
 
 def cpu_model():
@@ -284,13 +296,13 @@ def main():
         plans[name] = compile_plan(args.bin_dir, work_dir, name, model, devices,
                                    record_file if data == "record" else "")
     facts_command = ["/usr/bin/python3", os.path.join(HERE, "torch_step.py"), "--facts"]
-    torch_facts = json.loads(run(facts_command))
+    torch_facts = json.loads(run(facts_command, unset=PEER_UNSET))
     ours_core = plans[chosen[0]][1]["openblas_core"]
-    if torch_facts["openblas_core"] not in (None, ours_core) and "OPENBLAS_CORETYPE" not in os.environ:
+    if torch_facts["openblas_core"] not in (None, ours_core):
         log(f"PyTorch's OpenBLAS picked {torch_facts['openblas_core']}, ours runs {ours_core}: "
             f"PyTorch runs with OPENBLAS_CORETYPE={ours_core} too")
         PYTORCH_ENV["OPENBLAS_CORETYPE"] = ours_core
-        torch_facts = json.loads(run(facts_command, extra_env=PYTORCH_ENV))
+        torch_facts = json.loads(run(facts_command, extra_env=PYTORCH_ENV, unset=PEER_UNSET))
     machine = {
         "cpu": cpu_model(),
         "cores": os.cpu_count(),
@@ -335,7 +347,7 @@ def main():
         noisy = not ours.quiet() or not pytorch.quiet()
         line = {
             "case": name,
-            "config": MLP_CONFIG if model == "mlp" else GPT_CONFIG,
+            "config": {"mlp": MLP_CONFIG, "gpt": GPT_CONFIG, "llama": LLAMA_CONFIG}[model],
             "devices": devices,
             "peer": "1 process" if devices == 1 else f"DDP over gloo, {devices} processes",
             "data": "record file" if data == "record" else "synthetic, made inside the step",

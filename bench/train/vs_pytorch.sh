@@ -16,7 +16,7 @@ set -euo pipefail
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
 PYTHON=/usr/bin/python3
-TARGETS=(//examples/mlp //examples/gpt //tools/cli:oneflow //bench/train:plan_summary //bench/gemm:fma_peak)
+TARGETS=(//examples/mlp //examples/gpt //examples/llama //tools/cli:oneflow //bench/train:plan_summary //bench/gemm:fma_peak)
 
 log() { echo "vs_pytorch.sh: $*" >&2; }
 

@@ -285,6 +285,16 @@ std::vector<Case> Cases() {
                                   {Shape{5, 6, 2}, i32}, {Shape{5, 6, 2}, i32}},
        {}, 2, {}, Routed(2, 4, 2, 2)},
       {"moe_aux_loss_grad", {{Shape{5}, f}, {Shape{5, 6, 4}, f}}, {}},
+      // Llama's ops: rows of 7 and 37; RoPE on [b, heads, positions, d] and [positions, d]
+      // (the positions axis split by the signatures: logical offsets), both directions.
+      {"rms_norm", {{Shape{5, 7}, f}, {Shape{7}, f}}, {{"epsilon", 1e-3}}},
+      {"rms_norm", {{Shape{2, 3, 37}, f}, {Shape{37}, f}}, {}},
+      {"rms_norm_grad", {{Shape{5, 7}, f}, {Shape{7}, f}, {Shape{5, 7}, f}}, {{"epsilon", 1e-3}}},
+      {"rms_norm_grad", {{Shape{2, 3, 37}, f}, {Shape{37}, f}, {Shape{2, 3, 37}, f}}, {}},
+      {"rotary_embedding", {{Shape{2, 3, 7, 8}, f}}, {{"base", 10000.0}}},
+      {"rotary_embedding", {{Shape{11, 6}, f}}, {{"base", 500.0}, {"inverse", true}}},
+      {"silu", {{Shape{7, 37}, f}}, {}},
+      {"silu_grad", {{Shape{7, 37}, f}, {Shape{7, 37}, f}}, {}},
   };
 }
 

@@ -269,3 +269,23 @@ absl::Status GeluGrad(const KernelContext& context) {
 
 }  // namespace cpu
 }  // namespace oneflow
+
+namespace oneflow {
+namespace cpu {
+
+// silu(x) = x * sigmoid(x) = x / (1 + exp(-x)); Exp saturates at exp(88) for x < -88,
+// where the quotient is already 0 in float.
+absl::Status Silu(const KernelContext& context) {
+  return Unary(context, "silu", [](Float8 x) { return x / (1.0f + Exp(-x)); });
+}
+
+// dx = dy * s * (1 + x * (1 - s)), s = sigmoid(x).
+absl::Status SiluGrad(const KernelContext& context) {
+  return UnaryGrad(context, "silu_grad", "x", [](Float8 dy, Float8 x) {
+    const Float8 s = 1.0f / (1.0f + Exp(-x));
+    return dy * s * (1.0f + x * (1.0f - s));
+  });
+}
+
+}  // namespace cpu
+}  // namespace oneflow

@@ -93,6 +93,20 @@ std::vector<GradientCase> Cases() {
        },
        {{0, 0}}},
       {"softmax", {{Shape{3, 7}, f}}, {}, "softmax_grad", {}, DyAndOutput(), {{0, 0}}},
+      {"silu", {{Shape{4, 6}, f}}, {}, "silu_grad", {}, DyAndInput(), {{0, 0}}},
+      {"rms_norm", {{Shape{3, 7}, f}, {Shape{7}, f}}, {{"epsilon", 1e-3}}, "rms_norm_grad",
+       {{"epsilon", 1e-3}},
+       [](const std::vector<Dense>& x, const std::vector<Dense>&, const Dense& dy) {
+         return std::vector<Dense>{x[0], x[1], dy};
+       },
+       {{0, 0}, {1, 1}}},
+      // rotary_embedding's gradient is itself with the inverse rotation.
+      {"rotary_embedding", {{Shape{2, 5, 6}, f}}, {{"base", 100.0}}, "rotary_embedding",
+       {{"base", 100.0}, {"inverse", true}},
+       [](const std::vector<Dense>&, const std::vector<Dense>&, const Dense& dy) {
+         return std::vector<Dense>{dy};
+       },
+       {{0, 0}}},
       {"log_softmax", {{Shape{3, 7}, f}}, {}, "log_softmax_grad", {}, DyAndOutput(), {{0, 0}}},
       {"layer_norm", {{Shape{3, 7}, f}, {Shape{7}, f}, {Shape{7}, f}}, layer_norm,
        "layer_norm_grad", layer_norm,

@@ -69,6 +69,12 @@ absl::Status ExpertMatMulGradWeight(const KernelContext& context);
 absl::Status MoeCombineGradBuf(const KernelContext& context);
 absl::Status MoeCombineGradProbs(const KernelContext& context);
 absl::Status MoeAuxLossGrad(const KernelContext& context);
+// rms_norm.cc, rotary_embedding.cc; silu in elementwise.cc (Llama's ops).
+absl::Status RmsNorm(const KernelContext& context);
+absl::Status RmsNormGrad(const KernelContext& context);
+absl::Status RotaryEmbedding(const KernelContext& context);
+absl::Status Silu(const KernelContext& context);
+absl::Status SiluGrad(const KernelContext& context);
 // optimizer.cc
 absl::Status SgdUpdate(const KernelContext& context);
 absl::Status AdamWUpdate(const KernelContext& context);

@@ -48,6 +48,9 @@ constexpr NamedKernel kKernels[] = {
     {"expert_matmul", cpu::ExpertMatMul},
     {"moe_combine", cpu::MoeCombine},
     {"moe_aux_loss", cpu::MoeAuxLoss},
+    {"rms_norm", cpu::RmsNorm},
+    {"rotary_embedding", cpu::RotaryEmbedding},
+    {"silu", cpu::Silu},
     // Backward kernels.
     {"relu_grad", cpu::ReluGrad},
     {"gelu_grad", cpu::GeluGrad},
@@ -66,6 +69,8 @@ constexpr NamedKernel kKernels[] = {
     {"moe_combine_grad_buf", cpu::MoeCombineGradBuf},
     {"moe_combine_grad_probs", cpu::MoeCombineGradProbs},
     {"moe_aux_loss_grad", cpu::MoeAuxLossGrad},
+    {"rms_norm_grad", cpu::RmsNormGrad},
+    {"silu_grad", cpu::SiluGrad},
     // Optimizer updates (in place).
     {"sgd_update", cpu::SgdUpdate},
     {"adamw_update", cpu::AdamWUpdate},

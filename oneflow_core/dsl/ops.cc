@@ -304,3 +304,85 @@ void Assign(Tensor ref, Tensor value, Loc location) {
 }
 
 }  // namespace oneflow
+
+// Llama's ops (docs/llama.md).
+namespace oneflow {
+
+Tensor RmsNorm(Tensor x, Tensor gamma, double epsilon, Loc location) {
+  return Apply("rms_norm", {x, gamma}, {{"epsilon", epsilon}}, location);
+}
+
+Tensor RotaryEmbedding(Tensor x, double base, bool inverse, Loc location) {
+  AttrMap attrs = {{"base", base}};
+  if (inverse) attrs["inverse"] = true;
+  return Apply("rotary_embedding", {x}, std::move(attrs), location);
+}
+
+Tensor Silu(Tensor x, Loc location) { return Apply("silu", {x}, {}, location); }
+
+Tensor SwiGlu(Tensor gate, Tensor up, Loc location) {
+  return Mul(Silu(gate, location), up, location);
+}
+
+Tensor GroupedQueryAttention(Tensor x, Tensor w_q, Tensor w_k, Tensor w_v, Tensor w_o,
+                             int64_t heads, int64_t kv_heads, double rope_base,
+                             const AttentionHints& hints, Loc location) {
+  for (const Tensor& t : {x, w_q, w_k, w_v, w_o}) {
+    if (!t.valid()) return Tensor();
+  }
+  const Shape& shape = x.shape();
+  if (shape.rank() != 3 || heads <= 0 || kv_heads <= 0 || shape.dim(2) % heads != 0 ||
+      heads % kv_heads != 0) {
+    x.graph()->RecordError(absl::InvalidArgumentError(absl::StrCat(
+        "GroupedQueryAttention at ", location.ToString(), ": x '", x.name(), "' ",
+        x.type().ToString(), " must be [batch, seq, hidden] with hidden divisible by heads=",
+        heads, ", and kv_heads=", kv_heads, " must divide heads")));
+    return Tensor();
+  }
+  const int64_t b = shape.dim(0), s = shape.dim(1), h = shape.dim(2);
+  const int64_t hd = h / heads, group = heads / kv_heads;
+  auto hinted = [](Tensor t, const std::optional<NdSbp>& sbp) {
+    if (sbp && t.valid()) t.WithSbp(*sbp);
+    return t;
+  };
+  Tensor rows = hinted(Reshape(x, {b * s, h}, location), hints.rows);
+  // Query head j * group + i reads kv head j. Every tensor keeps the kv-head axis at 1, so
+  // a split of it (whole heads per device) passes through every reshape and transpose.
+  //   q: [b*s, heads*hd] -> [b, s, kv_heads, group, hd] -> [b, kv_heads, group, s, hd]
+  //   k, v: [b*s, kv_heads*hd] -> [b, s, kv_heads, hd] -> [b, kv_heads, s, hd]
+  // The queries of a group are stacked along the positions ([b, kv_heads, group * s, hd])
+  // and multiply their kv head once.
+  auto product = [&](Tensor w, const std::optional<NdSbp>& sbp) {
+    return hinted(MatMul(rows, w, false, false, location), sbp);
+  };
+  Tensor q = RotaryEmbedding(Transpose(Reshape(product(w_q, hints.query), {b, s, kv_heads, group, hd}, location),
+                                       {0, 2, 3, 1, 4}, location),
+                             rope_base, false, location);
+  auto kv = [&](Tensor w) {
+    return Transpose(Reshape(product(w, hints.key_value), {b, s, kv_heads, hd}, location), {0, 2, 1, 3},
+                     location);
+  };
+  Tensor k = hinted(RotaryEmbedding(kv(w_k), rope_base, false, location), hints.heads);
+  Tensor v = hinted(kv(w_v), hints.heads);
+  Tensor grouped_q = hinted(Reshape(q, {b, kv_heads, group * s, hd}, location), hints.heads);
+  Tensor scores = ScalarMul(MatMul(grouped_q, k, false, true, location),
+                            1.0 / std::sqrt(static_cast<double>(hd)), location);
+  Tensor masked = CausalMask(Reshape(scores, {b, kv_heads, group, s, s}, location), -1e9, location);
+  Tensor probs = Reshape(Softmax(masked, location), {b, kv_heads, group * s, s}, location);
+  Tensor context = hinted(MatMul(probs, v, false, false, location), hints.heads);  // [b, kv, group*s, hd]
+  Tensor merged = hinted(Reshape(Transpose(Reshape(context, {b, kv_heads, group, s, hd}, location),
+                                           {0, 3, 1, 2, 4}, location),
+                                 {b * s, heads * hd}, location),
+                         hints.context);
+  return Reshape(hinted(MatMul(merged, w_o, false, false, location), hints.output), {b, s, h}, location);
+}
+
+RmsNormGrads RmsNormGrad(Tensor x, Tensor gamma, Tensor dy, double epsilon, Loc location) {
+  std::vector<Tensor> grads = ApplyN("rms_norm_grad", {x, gamma, dy}, {{"epsilon", epsilon}}, location);
+  if (grads.size() != 2) return {};
+  return {grads[0], grads[1]};
+}
+
+Tensor SiluGrad(Tensor dy, Tensor x, Loc location) { return Apply("silu_grad", {dy, x}, {}, location); }
+
+}  // namespace oneflow

@@ -7,6 +7,7 @@
 #define ONEFLOW_CORE_DSL_OPS_H_
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -69,6 +70,43 @@ Tensor CausalMask(Tensor x, double fill = -1e9, Loc location = Loc::Current());
 Tensor CausalSelfAttention(Tensor x, Tensor w_q, Tensor w_k, Tensor w_v, Tensor w_o,
                            int64_t num_heads, Loc location = Loc::Current());
 
+// Llama's ops (docs/llama.md).
+// x [..., h] / sqrt(mean(x^2, last axis) + epsilon) * gamma [h]; the statistics in f32
+// or wider whatever x's dtype.
+Tensor RmsNorm(Tensor x, Tensor gamma, double epsilon = 1e-6, Loc location = Loc::Current());
+// Rotary position embeddings of x [..., positions, d] (d even): each row rotated in the
+// pairs (i, i + d/2) by p * base^(-2i/d), p the row's LOGICAL position on the
+// second-to-last axis (so any split of that axis gives the same values); `inverse`
+// rotates by the negated angles (the op's gradient).
+Tensor RotaryEmbedding(Tensor x, double base = 10000.0, bool inverse = false,
+                       Loc location = Loc::Current());
+// x * sigmoid(x).
+Tensor Silu(Tensor x, Loc location = Loc::Current());
+// SwiGLU's activation: silu(gate) * up (two ops, silu and mul).
+Tensor SwiGlu(Tensor gate, Tensor up, Loc location = Loc::Current());
+// Causal grouped-query self-attention with rotary embeddings, composed of the ops above:
+// x [b, s, h], w_q [h, heads * hd], w_k and w_v [h, kv_heads * hd], w_o [heads * hd, h],
+// hd = h / heads; kv_heads divides heads and query head j reads kv head j / (heads /
+// kv_heads), which equals multi-head attention with each kv head repeated that many
+// times, without materializing the repeats: the queries of a group are stacked along the
+// positions axis ([b, kv_heads, group * s, hd]) and multiply their kv head once. Returns
+// [b, s, h]. For Megatron's tensor parallelism give w_q (and w_k, w_v when the devices
+// divide kv_heads) S(1), w_o S(0), and pin the products with `hints` (the compiler's cost
+// model alone may prefer gathering the weights to splitting the heads).
+struct AttentionHints {
+  std::optional<NdSbp> rows;     // x flattened [b * s, h]: B over tensor-parallel devices.
+  std::optional<NdSbp> query;    // x . w_q  [b * s, heads * hd]: column-parallel S(1).
+  std::optional<NdSbp> key_value;  // x . w_k, x . w_v [b * s, kv_heads * hd].
+  // The grouped queries [b, kv_heads, group * s, hd], k and v [b, kv_heads, s, hd] and the
+  // attention context [b, kv_heads, group * s, hd]: S(1) when the devices divide kv_heads.
+  std::optional<NdSbp> heads;
+  std::optional<NdSbp> context;  // the heads merged [b * s, heads * hd] before w_o: S(1).
+  std::optional<NdSbp> output;   // . w_o [b * s, h]: row-parallel, P.
+};
+Tensor GroupedQueryAttention(Tensor x, Tensor w_q, Tensor w_k, Tensor w_v, Tensor w_o,
+                             int64_t heads, int64_t kv_heads, double rope_base = 10000.0,
+                             const AttentionHints& hints = {}, Loc location = Loc::Current());
+
 // Mixture of experts (docs/moe.md). B samples (one routing group each), T tokens, H
 // hidden, E experts, K = top_k, C = capacity (slots per expert per sample), F = the
 // experts' inner size. A dropped choice has index = slot = -1.
@@ -121,6 +159,14 @@ Tensor ReduceSumLike(Tensor x, Tensor like, Loc location = Loc::Current());
 // x (like reduced over `axes`, with or without kept dims) spread back to like's shape.
 Tensor BroadcastLike(Tensor x, Tensor like, std::vector<int64_t> axes,
                      Loc location = Loc::Current());
+
+struct RmsNormGrads {
+  Tensor dx, dgamma;
+};
+RmsNormGrads RmsNormGrad(Tensor x, Tensor gamma, Tensor dy, double epsilon,
+                         Loc location = Loc::Current());
+// dy * silu'(x), x the forward input.
+Tensor SiluGrad(Tensor dy, Tensor x, Loc location = Loc::Current());
 
 // Mixture-of-experts backward ops (docs/moe.md).
 // dx [B, T, H]: the sum over kept choices of dbuf[b, index, slot].

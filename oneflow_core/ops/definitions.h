@@ -55,6 +55,11 @@ OpDefinition MoeCombineGradBufDefinition();
 OpDefinition MoeCombineGradProbsDefinition();
 OpDefinition MoeAuxLossGradDefinition();
 
+// Llama's ops (docs/llama.md): rms_norm.cc, rotary_embedding.cc, silu.cc.
+OpDefinition RmsNormDefinition();
+OpDefinition RotaryEmbeddingDefinition();
+OpDefinition SiluDefinition();
+
 // Backward ops, added by gradient functions (oneflow_core/dsl/gradients/).
 // elementwise_grad.cc
 OpDefinition ReluGradDefinition();
@@ -65,6 +70,9 @@ OpDefinition SoftmaxGradDefinition();
 OpDefinition LogSoftmaxGradDefinition();
 OpDefinition LayerNormGradDefinition();
 OpDefinition SparseSoftmaxCrossEntropyGradDefinition();
+// rms_norm.cc, silu.cc (rotary_embedding's gradient is rotary_embedding, inverse)
+OpDefinition RmsNormGradDefinition();
+OpDefinition SiluGradDefinition();
 // broadcast.cc
 OpDefinition ReduceSumLikeDefinition();
 OpDefinition BroadcastLikeDefinition();

@@ -217,6 +217,12 @@ std::vector<Case> Cases() {
       {"slice", {{Shape{5, 7, 3}, f}}, {{"begin", Ints{1, 0, 0}}, {"end", Ints{4, 7, 3}}}},
       {"concat", {{Shape{5, 3}, f}, {Shape{5, 4}, f}}, {{"axis", int64_t{1}}}},
       {"concat", {{Shape{2, 7}, f}, {Shape{3, 7}, f}}, {{"axis", int64_t{-2}}}},
+      // Llama's ops: RoPE's positions axis (1 of [2, 5, 4]) may be split.
+      {"rms_norm", {{Shape{5, 7}, f}, {Shape{7}, f}}, {{"epsilon", 1e-3}}},
+      {"rms_norm_grad", {{Shape{5, 7}, f}, {Shape{7}, f}, {Shape{5, 7}, f}}, {{"epsilon", 1e-3}}},
+      {"rotary_embedding", {{Shape{2, 5, 4}, f}}, {{"base", 100.0}}},
+      {"silu", {{Shape{5, 7}, f}}, {}},
+      {"silu_grad", {{Shape{5, 7}, f}, {Shape{5, 7}, f}}, {}},
       {"relu_grad", {{Shape{5, 7}, f}, {Shape{5, 7}, f}}, {}},
       {"gelu_grad", {{Shape{5, 7}, f}, {Shape{5, 7}, f}}, {}},
       {"dropout_grad", {{Shape{5, 7}, f}}, {{"rate", 0.4}, {"seed", int64_t{9}}}},

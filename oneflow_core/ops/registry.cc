@@ -40,6 +40,9 @@ const OpRegistry& OpRegistry::Get() {
       ExpertMatMulDefinition(),
       MoeCombineDefinition(),
       MoeAuxLossDefinition(),
+      RmsNormDefinition(),
+      RotaryEmbeddingDefinition(),
+      SiluDefinition(),
       // Backward ops.
       ReluGradDefinition(),
       GeluGradDefinition(),
@@ -58,6 +61,8 @@ const OpRegistry& OpRegistry::Get() {
       MoeCombineGradBufDefinition(),
       MoeCombineGradProbsDefinition(),
       MoeAuxLossGradDefinition(),
+      RmsNormGradDefinition(),
+      SiluGradDefinition(),
       // Optimizer updates.
       SgdUpdateDefinition(),
       AdamWUpdateDefinition(),

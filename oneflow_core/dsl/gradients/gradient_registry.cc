@@ -36,6 +36,9 @@ const GradientFn* FindGradient(absl::string_view type) {
       {"slice", g::SliceGradient},
       {"concat", g::ConcatGradient},
       {"embedding", g::EmbeddingGradient},
+      {"rms_norm", g::RmsNormGradient},
+      {"rotary_embedding", g::RotaryEmbeddingGradient},
+      {"silu", g::SiluGradient},
       // No gradient into probs (piecewise constant), listed so `dropped` may reach a loss.
       {"moe_route", g::MoeRouteGradient},
       {"moe_dispatch", g::MoeDispatchGradient},

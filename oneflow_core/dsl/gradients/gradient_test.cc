@@ -133,6 +133,11 @@ std::vector<GradCase> Cases() {
       {"reduce_mean", {{Shape{3, 4}, f}}, {{"axes", Ints{}}}},
       {"reduce_mean", {{Shape{2, 3, 4}, f}}, {{"axes", Ints{-2}}}},
       {"embedding", {{Shape{5, 3}, f}, {Shape{2, 4}, i32}}, {}, 5},
+      {"rms_norm", {{Shape{3, 5}, f}, {Shape{5}, f}}, {{"epsilon", 1e-3}}},
+      {"rms_norm", {{Shape{2, 3, 4}, f}, {Shape{4}, f}}, {}},
+      {"rotary_embedding", {{Shape{2, 5, 6}, f}}, {{"base", 100.0}}},
+      {"rotary_embedding", {{Shape{2, 3, 4, 4}, f}}, {{"base", 10000.0}, {"inverse", true}}},
+      {"silu", {{Shape{3, 4}, f}}, {}},
       {"slice", {{Shape{3, 5}, f}}, {{"begin", Ints{1, 1}}, {"end", Ints{3, 4}}}},
       {"concat", {{Shape{3, 2}, f}, {Shape{3, 4}, f}}, {{"axis", int64_t{1}}}},
       {"concat", {{Shape{1, 4}, f}, {Shape{2, 4}, f}}, {{"axis", int64_t{0}}}},
@@ -243,6 +248,20 @@ TEST(GradientTest, MixtureOfExpertsBuildErrorsNameTheOpAndValue) {
                 "attribute parallel=\"foo\" is unknown; valid: \"data\", \"expert\""),
             std::string::npos)
       << other.status();
+}
+
+// Grouped-query attention with RoPE: 4 query heads sharing 2 kv heads (hd = 2).
+TEST(GradientTest, GroupedQueryAttentionMatchesFiniteDifferences) {
+  const DType f = DType::kF32;
+  GradCase c{"grouped_query_attention",
+             {{Shape{2, 3, 8}, f}, {Shape{8, 8}, f}, {Shape{8, 4}, f}, {Shape{8, 4}, f},
+              {Shape{8, 8}, f}},
+             {}};
+  c.build = [](const std::vector<Tensor>& in) {
+    return std::vector<Tensor>{GroupedQueryAttention(in[0], in[1], in[2], in[3], in[4],
+                                                     /*heads=*/4, /*kv_heads=*/2, 100.0)};
+  };
+  CheckGradients(c);
 }
 
 TEST(GradientTest, CausalSelfAttentionMatchesFiniteDifferences) {

@@ -94,6 +94,12 @@ Outputs ExpertMatMulGradWeight(const KernelArgs& args);
 Outputs MoeCombineGradBuf(const KernelArgs& args);
 Outputs MoeCombineGradProbs(const KernelArgs& args);
 Outputs MoeAuxLossGrad(const KernelArgs& args);
+// rms_norm.cc, rotary_embedding.cc, silu.cc
+Outputs RmsNorm(const KernelArgs& args);
+Outputs RmsNormGrad(const KernelArgs& args);
+Outputs RotaryEmbedding(const KernelArgs& args);
+Outputs Silu(const KernelArgs& args);
+Outputs SiluGrad(const KernelArgs& args);
 // optimizer.cc
 Outputs SgdUpdate(const KernelArgs& args);
 Outputs AdamWUpdate(const KernelArgs& args);

@@ -1,0 +1,26 @@
+// Gradients of Llama's ops (docs/llama.md): rms_norm reads its input back, silu its
+// input, and rotary_embedding's gradient is the inverse rotation of dy (a rotation's
+// transpose is its inverse), so it keeps nothing of the forward pass.
+#include "oneflow_core/dsl/gradients/gradient_functions.h"
+#include "oneflow_core/dsl/ops.h"
+
+namespace oneflow {
+namespace gradients {
+
+std::vector<Tensor> RmsNormGradient(const GradientContext& ctx) {
+  const RmsNormGrads grads = RmsNormGrad(ctx.inputs[0], ctx.inputs[1], ctx.output_grads[0],
+                                         GetFloatAttr(*ctx.attrs, "epsilon", 1e-6), ctx.location);
+  return {grads.dx, grads.dgamma};
+}
+
+std::vector<Tensor> RotaryEmbeddingGradient(const GradientContext& ctx) {
+  return {RotaryEmbedding(ctx.output_grads[0], GetFloatAttr(*ctx.attrs, "base", 10000.0),
+                          !GetBoolAttr(*ctx.attrs, "inverse", false), ctx.location)};
+}
+
+std::vector<Tensor> SiluGradient(const GradientContext& ctx) {
+  return {SiluGrad(ctx.output_grads[0], ctx.inputs[0], ctx.location)};
+}
+
+}  // namespace gradients
+}  // namespace oneflow
