@@ -75,7 +75,8 @@ TEST(GraphTextErrorsTest, OpLines) {
        "line 4: placement of %y: cannot parse placement 'gpu{0:0}': unknown device type 'gpu'; "
        "valid: cpu, cuda; expected e.g. cpu{0:0-3} or cuda{0:0-3, 1:0-3}[2, 4]"},
       {Head("%y = relu(x=%x) f32[8, 4] color=red"), kInvalid,
-       "line 4: unknown key 'color' for %y; valid: sbp, placement, compression"},
+       "line 4: unknown key 'color' for %y; valid: sbp, placement, compression, recompute, block, "
+       "block_recompute, attention_core"},
       {Head("%y = relu(x=%x) f32[8, 4] compression=fp9"), kInvalid,
        "line 4: compression of %y: compression 'fp9' is not one of: none, fp8, int8, int4"},
       {Head("%y = relu(x=%x) f32[8, 4 sbp=B"), kInvalid,

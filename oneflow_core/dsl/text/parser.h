@@ -41,6 +41,10 @@ struct Call {
   AttrMap attrs;
   TensorType type;  // As written after ')'; unset for an op without outputs.
   Hints hints;
+  // recompute=true|false on an op output (Tensor::WithRecompute); UNSET when absent.
+  proto::RecomputeMode recompute = proto::RECOMPUTE_UNSET;
+  // block=, block_recompute= and attention_core= (Graph::BlockScope, AttentionCoreScope).
+  Graph::OpScope scope;
 };
 
 class Parser {
