@@ -103,10 +103,8 @@ void AppendRecompute(const proto::Plan& plan, std::string* out) {
     flops += block.recompute_flops();
   }
   absl::StrAppendFormat(out,
-                        "
-recompute (--recompute=%s): activations kept for backward %s of %s without "
-                        "recomputation, %.4g FLOPs re-run per micro-batch (logical sizes)
-",
+                        "\nrecompute (--recompute=%s): activations kept for backward %s of %s without "
+                        "recomputation, %.4g FLOPs re-run per micro-batch (logical sizes)\n",
                         RecomputeModeName(job.recompute()), FormatBytes(kept), FormatBytes(without), flops);
   std::vector<std::vector<std::string>> rows;
   for (const proto::RecomputeBlockDef& block : job.recompute_blocks()) {
