@@ -8,6 +8,7 @@
 
 #include "actors/runtime.h"
 #include "compiler/compiler.h"
+#include "compiler/plan_verifier.h"
 #include "examples/common/compile_driver.h"
 #include "examples/gpt/gpt_model.h"
 #include "gtest/gtest.h"
@@ -133,6 +134,34 @@ TEST(RecomputeTest, FullKeepsAThirdOfTheActivationsOrLess) {
   EXPECT_LT(f.activation_bytes_kept(), s.activation_bytes_kept());
   EXPECT_GT(f.recompute_flops(), s.recompute_flops());
   EXPECT_GT(s.recompute_flops(), 0);
+}
+
+// The plan verifier holds every copy to its original: an op the user wrote, with its
+// placement and SBP signature.
+TEST(RecomputeTest, VerifierChecksTheCopies) {
+  absl::StatusOr<proto::Plan> plan = CompileGpt(TinyGpt(), Layout{"dp=2 x tp=2", 4, 2, 2, 1, 1}, proto::RECOMPUTE_FULL);
+  ASSERT_TRUE(plan.ok()) << plan.status();
+  ASSERT_TRUE(VerifyPlanContents(*plan).ok());
+  int copy = -1;
+  for (int o = 0; o < plan->job().ops_size() && copy < 0; ++o) {
+    if (!plan->job().ops(o).recompute_of().empty()) copy = o;
+  }
+  ASSERT_GE(copy, 0);
+  const std::string name = plan->job().ops(copy).name();
+  proto::Plan unknown = *plan;
+  unknown.mutable_job()->mutable_ops(copy)->set_recompute_of("nowhere");
+  absl::Status status = VerifyPlanContents(unknown);
+  EXPECT_EQ(status.code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_EQ(status.message(),
+            "recomputed op '" + name + "' re-runs 'nowhere', which is not an op the user wrote");
+  proto::Plan moved = *plan;
+  for (proto::LogicalOpSbp& entry : *moved.mutable_op_sbps()) {
+    if (entry.op_name() == name) entry.mutable_placement()->clear_devices();
+  }
+  status = VerifyPlanContents(moved);
+  EXPECT_EQ(status.code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_NE(status.message().find("does not have the placement and SBP signature of"), std::string::npos)
+      << status.message();
 }
 
 TEST(RecomputeTest, UnknownModeNamesTheFlag) {
