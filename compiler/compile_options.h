@@ -36,6 +36,11 @@ struct CompileOptions {
   // buckets off (one collective per gradient); negative is INVALID_ARGUMENT. The plan
   // records the limit in bytes (Plan.bucket_bytes_limit).
   double bucket_mb = 25;
+  // Activation recomputation (compiler/passes/recompute_pass.h): none keeps every
+  // activation from forward to backward; selective re-runs each block's attention core
+  // in its backward, full every op of each block from its input. A block's own mode
+  // (Graph::BlockScope) and per-tensor overrides (Tensor::WithRecompute) win.
+  proto::RecomputeMode recompute = proto::RECOMPUTE_NONE;
   // Sparse boxing (compiler/sparse_boxing.h): where a boxing's tensor says which rows
   // each device uses (Tensor::WithSparseRows, or an op output such as embedding_grad's),
   // its gather or reduction moves only those rows, the runtime falling back to the dense

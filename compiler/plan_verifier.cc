@@ -455,6 +455,7 @@ absl::Status VerifyPlanContents(const proto::Plan& plan, const PlanChecks& passe
   OF_RETURN_IF_ERROR(VerifyNoWaitCycle(plan));
   if (!passed.memory) OF_RETURN_IF_ERROR(VerifyMemory(plan));
   OF_RETURN_IF_ERROR(VerifyBuckets(plan));
+  OF_RETURN_IF_ERROR(VerifyRecompute(plan));
   return VerifyRuntimeSupport(plan);
 }
 

@@ -36,6 +36,8 @@
 //                device of the same size, neither persistent, lies exactly where its
 //                source does, is written by one compute kernel reading only the source,
 //                and its alias chain ends at a register that owns bytes (no cycle);
+//   recompute    a recomputed op runs its original's kernel on its original's devices,
+//                after the original's outputs died (VerifyRecompute below);
 //   buckets      gradient buckets agree with their steps, actors and registers
 //                (VerifyBuckets below);
 //   support      every boxing step is one the runtime executes for its tensor's dtype
@@ -73,6 +75,11 @@ absl::Status VerifyRuntimeSupport(const proto::Plan& plan);
 // VerifyPlanStructure and VerifyCollectiveOrder passed.
 absl::Status VerifyBuckets(const proto::Plan& plan);
 
+// Recomputed ops (OpDef.recompute_of, compiler/passes/recompute_pass.h): each re-runs an
+// op the user wrote, with its type, attributes, placement and SBP signature, on exactly
+// the devices that run the original, and after the last reader of the original's
+// outputs on each. Precondition: VerifyPlanStructure passed.
+absl::Status VerifyRecompute(const proto::Plan& plan);
 // The format version and all of the above, in that order; the checksum is not looked
 // at (the compiler verifies a plan before it seals it).
 absl::Status VerifyPlanContents(const proto::Plan& plan);

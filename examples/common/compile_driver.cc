@@ -11,6 +11,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "kernels/cpu/thread_pool.h"
+#include "oneflow_core/dsl/graph.h"
 #include "oneflow_core/status.h"
 
 namespace oneflow::examples {
@@ -39,6 +40,12 @@ absl::StatusOr<CompileOptions> CompileOptionsFor(const ParallelLayout& layout, c
                                                    " is not one of: auto, one"));
   }
   options.one_communication_stream = settings.communication_streams == "one";
+  absl::StatusOr<proto::RecomputeMode> recompute = ParseRecomputeMode(settings.recompute);
+  if (!recompute.ok()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--recompute=", settings.recompute, " is not one of: none, selective, full"));
+  }
+  options.recompute = *recompute;
   OF_ASSIGN_OR_RETURN(options.compression, CompressionPolicyFromFlags(settings.compression));
   OF_RETURN_IF_ERROR(
       ApplyCalibrationToCluster(settings.compression.codec_calibration, settings.links, &options.cluster));

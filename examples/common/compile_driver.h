@@ -28,6 +28,8 @@ struct CompileSettings {
   bool fuse_epilogues = true;
   // auto: a communication stream per group class; one: every collective on one thread.
   std::string communication_streams = "auto";
+  // Activation recomputation (CompileOptions::recompute): none, selective or full.
+  std::string recompute = "none";
   CompressionFlags compression;
   // Link bandwidths and latencies of the cost model (a --codec_calibration file's measured
   // levels replace those not given on the command line).

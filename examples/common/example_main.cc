@@ -73,6 +73,10 @@ ABSL_FLAG(std::string, communication_streams, "auto",
           "reductions, tensor-parallel activations, ...) gets its own communication stream, one thread "
           "per stream on each device, so collectives of different classes do not wait for each other; "
           "one: every collective of a device on one thread in one order (for comparison).");
+ABSL_FLAG(std::string, recompute, "none",
+          "Activation recomputation: none keeps every activation for backward; selective re-runs "
+          "each block's attention core (scores, mask, softmax, dropout) in its backward, as Megatron; "
+          "full re-runs every op of each block from its input (docs/memory_and_precision.md).");
 ABSL_FLAG(std::string, plan_out, "", "Write the compiled plan to this file.");
 ABSL_FLAG(bool, run, false, "After compiling, train the plan on this machine's CPU devices.");
 ABSL_FLAG(int64_t, iters, 10, "With --run: iterations to train.");
@@ -136,6 +140,7 @@ CompileSettings SettingsFromFlags() {
   settings.sparse_boxing = absl::GetFlag(FLAGS_sparse_boxing);
   settings.fuse_epilogues = absl::GetFlag(FLAGS_fuse_epilogues);
   settings.communication_streams = absl::GetFlag(FLAGS_communication_streams);
+  settings.recompute = absl::GetFlag(FLAGS_recompute);
   settings.compression.compression = absl::GetFlag(FLAGS_compression);
   settings.compression.codec_bytes_per_second = absl::GetFlag(FLAGS_codec_bytes_per_second);
   settings.compression.codec_calibration = absl::GetFlag(FLAGS_codec_calibration);

@@ -159,6 +159,8 @@ absl::StatusOr<proto::Job> BuildGpt(const GptConfig& config, const ParallelLayou
   for (int64_t l = 0; l < config.layers; ++l) {
     x = enter_stage(x, layout.StageOf(l, config.layers));
     const std::string p = absl::StrCat("block", l, "/");
+    // The block's ops (not the stage transfer above): what --recompute=full re-runs.
+    Graph::BlockScope block(graph, absl::StrCat("block", l));
     Tensor ln1_g = variable(p + "ln1/gamma", Shape{h}, Initializer::Ones(), replicated);
     Tensor ln1_b = variable(p + "ln1/beta", Shape{h}, Initializer::Zeros(), replicated);
     Tensor w_q = variable(p + "attn/w_q", Shape{h, h}, normal(), column);

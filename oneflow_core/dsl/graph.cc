@@ -93,6 +93,34 @@ Tensor& Tensor::WithSbp(absl::string_view sbp, SourceLocation location) {
   return WithSbp(*parsed);
 }
 
+absl::string_view RecomputeModeName(proto::RecomputeMode mode) {
+  switch (mode) {
+    case proto::RECOMPUTE_NONE:
+      return "none";
+    case proto::RECOMPUTE_SELECTIVE:
+      return "selective";
+    case proto::RECOMPUTE_FULL:
+      return "full";
+    default:
+      return "unset";
+  }
+}
+
+absl::StatusOr<proto::RecomputeMode> ParseRecomputeMode(absl::string_view text) {
+  for (proto::RecomputeMode mode : {proto::RECOMPUTE_NONE, proto::RECOMPUTE_SELECTIVE, proto::RECOMPUTE_FULL}) {
+    if (RecomputeModeName(mode) == text) return mode;
+  }
+  return absl::InvalidArgumentError(
+      absl::StrCat("recompute mode '", text, "' is not one of: none, selective, full"));
+}
+
+Tensor& Tensor::WithRecompute(bool recompute) {
+  if (valid()) {
+    graph_->mutable_tensor(id_).recompute = recompute ? proto::RECOMPUTE_FULL : proto::RECOMPUTE_NONE;
+  }
+  return *this;
+}
+
 Tensor& Tensor::WithCompression(Compression compression) {
   if (valid()) graph_->mutable_tensor(id_).compression = compression;
   return *this;
@@ -125,6 +153,20 @@ Graph::NameScope::NameScope(Graph& graph, const std::string& prefix)
 }
 
 Graph::NameScope::~NameScope() { graph_.name_scope_ = saved_; }
+
+Graph::BlockScope::BlockScope(Graph& graph, const std::string& block, proto::RecomputeMode mode)
+    : graph_(graph), saved_(graph.op_scope_) {
+  graph_.op_scope_ = OpScope{block, mode, false};
+}
+
+Graph::BlockScope::~BlockScope() { graph_.op_scope_ = saved_; }
+
+Graph::AttentionCoreScope::AttentionCoreScope(Graph& graph)
+    : graph_(graph), saved_(graph.op_scope_.attention_core) {
+  graph_.op_scope_.attention_core = true;
+}
+
+Graph::AttentionCoreScope::~AttentionCoreScope() { graph_.op_scope_.attention_core = saved_; }
 
 DataSource DataSource::SyntheticClassification(uint64_t seed, int64_t num_classes) {
   DataSource source;
@@ -303,7 +345,7 @@ std::vector<Tensor> Graph::AddOp(const std::string& type, const std::vector<Tens
                                           " (inputs: ", inputs_text, ")")));
     return {};
   }
-  OpRecord record{op_name, type, {}, {}, std::move(attrs), location};
+  OpRecord record{op_name, type, {}, {}, std::move(attrs), location, op_scope_};
   for (size_t i = 0; i < inputs.size(); ++i) record.inputs.push_back({op.inputs[i], inputs[i].id()});
   std::vector<Tensor> outputs;
   for (size_t i = 0; i < op.outputs.size(); ++i) {
@@ -348,6 +390,7 @@ absl::StatusOr<proto::Job> Graph::Build() const {
     if (record.sbp_hint) *tensor->mutable_sbp_hint() = record.sbp_hint->ToProto();
     if (record.compression) tensor->set_compression(CompressionToProto(*record.compression));
     if (!record.sparse_rows.empty()) tensor->set_sparse_rows(record.sparse_rows);
+    if (record.recompute != proto::RECOMPUTE_UNSET) tensor->set_recompute(record.recompute);
     *tensor->mutable_location() = LocationProto(record.location);
   }
   for (const OpRecord& record : ops_) {
@@ -358,6 +401,11 @@ absl::StatusOr<proto::Job> Graph::Build() const {
     for (const auto& [arg, id] : record.outputs) (*op->mutable_outputs())[arg] = tensors_[id].name;
     for (const auto& [key, value] : record.attrs) (*op->mutable_attrs())[key] = AttrToProto(value);
     *op->mutable_location() = LocationProto(record.location);
+    if (!record.scope.block.empty()) op->set_block(record.scope.block);
+    if (record.scope.block_recompute != proto::RECOMPUTE_UNSET) {
+      op->set_block_recompute(record.scope.block_recompute);
+    }
+    if (record.scope.attention_core) op->set_attention_core(true);
   }
   for (const VariableRecord& record : variables_) {
     proto::VariableDef* variable = job.add_variables();

@@ -54,6 +54,13 @@ absl::string_view CompressionName(Compression compression);
 // Inverse of CompressionName; INVALID_ARGUMENT naming the text and the valid names.
 absl::StatusOr<Compression> ParseCompression(absl::string_view text);
 
+// Activation recomputation modes (proto::RecomputeMode; docs/memory_and_precision.md):
+// "none", "selective", "full" (and "unset" for RECOMPUTE_UNSET).
+absl::string_view RecomputeModeName(proto::RecomputeMode mode);
+// Inverse of RecomputeModeName for none, selective and full; INVALID_ARGUMENT naming the
+// text and the valid names otherwise.
+absl::StatusOr<proto::RecomputeMode> ParseRecomputeMode(absl::string_view text);
+
 // A handle to a tensor of a Graph. Cheap to copy; valid while its Graph lives.
 class Tensor {
  public:
@@ -83,6 +90,11 @@ class Tensor {
   // the rows in use travel (docs/sparse_boxing.md). A wrong list gives wrong results,
   // as a wrong SBP hint would; the compiler checks the dtype and placement.
   Tensor& WithSparseRows(const Tensor& ids);
+  // Per-tensor override of activation recomputation, for an op output: false keeps it
+  // from forward to backward whatever --recompute says; true re-runs its producer in
+  // backward instead (the compiler does so where the producer's inputs are kept or are
+  // re-run themselves). docs/memory_and_precision.md.
+  Tensor& WithRecompute(bool recompute);
 
  private:
   friend class Graph;
@@ -213,6 +225,45 @@ class Graph {
     std::string saved_;
   };
 
+  // What the compiler's recompute pass needs to know about the ops added while a scope
+  // lives (OpDef.block, block_recompute, attention_core).
+  struct OpScope {
+    std::string block;
+    proto::RecomputeMode block_recompute = proto::RECOMPUTE_UNSET;
+    bool attention_core = false;
+  };
+  // Ops added while a BlockScope lives belong to block `block` (a transformer layer):
+  // --recompute=full re-runs them in the block's backward from the block's input. `mode`
+  // other than UNSET overrides --recompute for this block. Blocks do not nest.
+  class BlockScope {
+   public:
+    BlockScope(Graph& graph, const std::string& block,
+               proto::RecomputeMode mode = proto::RECOMPUTE_UNSET);
+    ~BlockScope();
+    BlockScope(const BlockScope&) = delete;
+    BlockScope& operator=(const BlockScope&) = delete;
+
+   private:
+    Graph& graph_;
+    OpScope saved_;
+  };
+  // Ops added while an AttentionCoreScope lives form their block's attention core
+  // (scores, mask, softmax, dropout): what --recompute=selective re-runs.
+  class AttentionCoreScope {
+   public:
+    explicit AttentionCoreScope(Graph& graph);
+    ~AttentionCoreScope();
+    AttentionCoreScope(const AttentionCoreScope&) = delete;
+    AttentionCoreScope& operator=(const AttentionCoreScope&) = delete;
+
+   private:
+    Graph& graph_;
+    bool saved_;
+  };
+  // The scope the next AddOp records; readers of jobs and text set it per op.
+  const OpScope& op_scope() const { return op_scope_; }
+  void set_op_scope(OpScope scope) { op_scope_ = std::move(scope); }
+
   // The first error recorded, or OK.
   const absl::Status& status() const { return status_; }
   // Records `error` if no earlier error was recorded.
@@ -251,6 +302,8 @@ class Graph {
     std::optional<Compression> compression;
     std::string sparse_rows;  // WithSparseRows: the ids tensor's name; empty: dense.
     SourceLocation location;
+    // WithRecompute: RECOMPUTE_NONE (keep), RECOMPUTE_FULL (re-run), or UNSET.
+    proto::RecomputeMode recompute = proto::RECOMPUTE_UNSET;
   };
   const TensorRecord& tensor(int64_t id) const { return tensors_[id]; }
   int64_t num_tensors() const { return static_cast<int64_t>(tensors_.size()); }
@@ -264,6 +317,7 @@ class Graph {
     std::vector<std::pair<std::string, int64_t>> outputs;
     AttrMap attrs;
     SourceLocation location;
+    OpScope scope;
   };
   struct VariableRecord {
     int64_t tensor;
@@ -297,6 +351,7 @@ class Graph {
   int64_t batch_size_ = 0;
   int64_t micro_batches_ = 0;
   std::string name_scope_;
+  OpScope op_scope_;
   std::deque<std::string> location_files_;
   std::vector<OpRecord> ops_;
   std::vector<VariableRecord> variables_;

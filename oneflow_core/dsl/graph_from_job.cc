@@ -37,6 +37,7 @@ absl::StatusOr<std::unique_ptr<Graph>> Graph::FromJob(const proto::Job& job) {
       tensor.WithPlacement(placement);
     }
     if (!def.sparse_rows().empty()) graph->mutable_tensor(tensor.id()).sparse_rows = def.sparse_rows();
+    graph->mutable_tensor(tensor.id()).recompute = def.recompute();
     switch (def.compression()) {
       case proto::TensorDef::COMPRESSION_UNSET:
         break;
@@ -111,8 +112,10 @@ absl::StatusOr<std::unique_ptr<Graph>> Graph::FromJob(const proto::Job& job) {
     for (const auto& [key, value] : op.attrs()) {
       OF_ASSIGN_OR_RETURN(attrs[key], AttrFromProto(value));
     }
+    graph->set_op_scope(Graph::OpScope{op.block(), op.block_recompute(), op.attention_core()});
     std::vector<Tensor> outputs = graph->AddOp(op.type(), inputs, std::move(attrs), op.name(),
                                                graph->InternLocation(op.location()));
+    graph->set_op_scope(Graph::OpScope{});
     OF_RETURN_IF_ERROR(graph->status());
     for (size_t i = 0; i < outputs.size(); ++i) {
       auto it = op.outputs().find(definition->outputs[i]);

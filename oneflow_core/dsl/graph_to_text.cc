@@ -113,6 +113,19 @@ std::string Graph::ToText(Locations locations) const {
     if (!record.sparse_rows.empty()) absl::StrAppend(&out, " sparse_rows=%", record.sparse_rows);
     return out;
   };
+  // Op output lines only: recompute= of the tensor, then the op's scope.
+  auto scope_text = [](const TensorRecord& record, const OpScope& scope) {
+    std::string out;
+    if (record.recompute != proto::RECOMPUTE_UNSET) {
+      absl::StrAppend(&out, " recompute=", record.recompute == proto::RECOMPUTE_FULL ? "true" : "false");
+    }
+    if (!scope.block.empty()) absl::StrAppend(&out, " block=", scope.block);
+    if (scope.block_recompute != proto::RECOMPUTE_UNSET) {
+      absl::StrAppend(&out, " block_recompute=", RecomputeModeName(scope.block_recompute));
+    }
+    if (scope.attention_core) absl::StrAppend(&out, " attention_core=true");
+    return out;
+  };
   // The line defining each tensor, by id: printing in creation order keeps the order of
   // Build()'s tensors, so parsing the text gives back the same Job.
   std::vector<std::string> lines(tensors_.size());
@@ -156,7 +169,7 @@ std::string Graph::ToText(Locations locations) const {
     for (const auto& [arg, id] : op.outputs) {
       lines[id] = absl::StrCat("%", tensors_[id].name, " = ", call, " ",
                                tensors_[id].type.ToString(), hints(tensors_[id]),
-                               location_text(op.location));
+                               scope_text(tensors_[id], op.scope), location_text(op.location));
       last_output = std::max(last_output, id);
     }
   }

@@ -152,9 +152,15 @@ Tensor CausalSelfAttention(Tensor x, Tensor w_q, Tensor w_k, Tensor w_v, Tensor 
                      {0, 2, 1, 3}, location);
   };
   Tensor q = heads(w_q), k = heads(w_k), v = heads(w_v);
-  Tensor scores = ScalarMul(MatMul(q, k, false, true, location), 1.0 / std::sqrt(double(hd)),
-                            location);  // [b, nh, s, s]
-  Tensor probs = Softmax(CausalMask(scores, -1e9, location), location);
+  // The attention core (what --recompute=selective re-runs): the [b, nh, s, s] scores
+  // and probabilities, the largest activations of a block, from the small q and k.
+  Tensor probs;
+  {
+    Graph::AttentionCoreScope core(*x.graph());
+    Tensor scores = ScalarMul(MatMul(q, k, false, true, location), 1.0 / std::sqrt(double(hd)),
+                              location);  // [b, nh, s, s]
+    probs = Softmax(CausalMask(scores, -1e9, location), location);
+  }
   Tensor context = Transpose(MatMul(probs, v, false, false, location), {0, 2, 1, 3}, location);
   Tensor merged = Reshape(context, {b * s, h}, location);
   return Reshape(MatMul(merged, w_o, false, false, location), {b, s, h}, location);

@@ -1,5 +1,5 @@
 // The text format of `oneflow inspect`: what a person reads. Sections, in order:
-// header, cluster, ops, boxings, gradient buckets (when there are any), communication
+// header, cluster, ops, recompute (when the plan recomputes), boxings, gradient buckets (when there are any), communication
 // streams (when there are several), pipeline stages (when the ops have more than one
 // placement, or a trace is given), devices.
 // docs/inspect.md shows a sample.
@@ -9,7 +9,9 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "absl/strings/ascii.h"
 #include "absl/strings/str_join.h"
+#include "absl/strings/strip.h"
 #include "tools/cli/inspect_compression.h"
 #include "tools/cli/inspect_render.h"
 #include "tools/cli/pipeline_stages.h"
@@ -90,6 +92,42 @@ std::string OpTypeText(const proto::OpDef& def) {
     return def.type() + "+relu";
   }
   return def.type();
+}
+
+// "none", "selective", "full" as --recompute spells them (RECOMPUTE_FULL -> full).
+std::string RecomputeModeName(proto::RecomputeMode mode) {
+  std::string name = proto::RecomputeMode_Name(mode);
+  return absl::AsciiStrToLower(absl::StripPrefix(name, "RECOMPUTE_"));
+}
+
+// Activation recomputation per block (Job.recompute_blocks), when the plan recomputes.
+void AppendRecompute(const proto::Plan& plan, std::string* out) {
+  const proto::Job& job = plan.job();
+  if (job.recompute() == proto::RECOMPUTE_UNSET || job.recompute() == proto::RECOMPUTE_NONE) {
+    bool any = false;
+    for (const proto::RecomputeBlockDef& block : job.recompute_blocks()) any |= block.recomputed_ops() > 0;
+    if (!any) return;
+  }
+  int64_t kept = 0, without = 0;
+  double flops = 0;
+  for (const proto::RecomputeBlockDef& block : job.recompute_blocks()) {
+    kept += block.activation_bytes_kept();
+    without += block.activation_bytes_without();
+    flops += block.recompute_flops();
+  }
+  absl::StrAppendFormat(out,
+                        "\nrecompute (--recompute=%s): activations kept for backward %s of %s without "
+                        "recomputation, %.4g FLOPs re-run per micro-batch (logical sizes)\n",
+                        RecomputeModeName(job.recompute()), FormatBytes(kept), FormatBytes(without), flops);
+  std::vector<std::vector<std::string>> rows;
+  for (const proto::RecomputeBlockDef& block : job.recompute_blocks()) {
+    rows.push_back({block.block(), RecomputeModeName(block.mode()),
+                    absl::StrCat("kept ", FormatBytes(block.activation_bytes_kept()), " of ",
+                                 FormatBytes(block.activation_bytes_without())),
+                    absl::StrCat(block.recomputed_ops(), " ops re-run"),
+                    absl::StrFormat("%.4g FLOPs", block.recompute_flops())});
+  }
+  AppendTable(rows, "  ", out);
 }
 
 void AppendOps(const proto::Plan& plan, const PlanIndex& index, std::string* out) {
@@ -329,6 +367,7 @@ std::string RenderText(const proto::Plan& plan, const PlanIndex& index, std::opt
   if (MicroBatches(plan) > 1) absl::StrAppend(&out, "micro-batches: ", MicroBatches(plan), " per iteration\n");
   AppendCluster(plan, &out);
   AppendOps(plan, index, &out);
+  AppendRecompute(plan, &out);
 
   const CompressionFigures figures(plan, index);
   const int64_t total = TotalBoxingBytesPerIteration(plan);

@@ -75,7 +75,8 @@ TEST(GraphTextErrorsTest, OpLines) {
        "line 4: placement of %y: cannot parse placement 'gpu{0:0}': unknown device type 'gpu'; "
        "valid: cpu, cuda; expected e.g. cpu{0:0-3} or cuda{0:0-3, 1:0-3}[2, 4]"},
       {Head("%y = relu(x=%x) f32[8, 4] color=red"), kInvalid,
-       "line 4: unknown key 'color' for %y; valid: sbp, placement, compression, loc"},
+       "line 4: unknown key 'color' for %y; valid: sbp, placement, compression, recompute, block, "
+       "block_recompute, attention_core, loc"},
       {Head("%y = relu(x=%x) f32[8, 4] loc=\"model.cc\""), kInvalid,
        "line 4: loc of %y is \"model.cc\"; write loc=\"FILE:LINE\", e.g. loc=\"model.cc:42\""},
       {Head("%y = relu(x=%x) f32[8, 4] loc=model.cc:4"), kInvalid,

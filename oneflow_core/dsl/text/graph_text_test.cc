@@ -136,6 +136,33 @@ TEST(GraphTextTest, AdamWTokenSourcesAndFilePathsRoundTrip) {
   ExpectRoundTrip(graph);
 }
 
+// Graph::BlockScope, AttentionCoreScope and Tensor::WithRecompute print on the op lines
+// (block=, block_recompute=, attention_core=, recompute=) and read back.
+TEST(GraphTextTest, RecomputeScopesRoundTrip) {
+  Graph graph("blocks");
+  Tensor x = graph.Variable("x", Shape{2, 4}, Initializer::Ones());
+  {
+    Graph::BlockScope block(graph, "block0", proto::RECOMPUTE_FULL);
+    Tensor h = Relu(x);
+    {
+      Graph::AttentionCoreScope core(graph);
+      h = Softmax(h);
+    }
+    Relu(h).WithRecompute(false);
+  }
+  const std::string text = graph.ToText();
+  EXPECT_NE(text.find("%relu_0 = relu(x=%x) f32[2, 4] block=block0 block_recompute=full\n"), std::string::npos)
+      << text;
+  EXPECT_NE(text.find("%softmax_1 = softmax(x=%relu_0) f32[2, 4] block=block0 block_recompute=full "
+                      "attention_core=true\n"),
+            std::string::npos)
+      << text;
+  EXPECT_NE(text.find("%relu_2 = relu(x=%softmax_1) f32[2, 4] recompute=false block=block0 block_recompute=full\n"),
+            std::string::npos)
+      << text;
+  ExpectRoundTrip(graph);
+}
+
 // Tensor::WithSparseRows prints as sparse_rows=%ids on the variable's line, the ids
 // defined later, and reads back.
 TEST(GraphTextTest, SparseRowsRoundTrip) {

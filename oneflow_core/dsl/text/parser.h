@@ -43,6 +43,10 @@ struct Call {
   Hints hints;
   // loc="FILE:LINE" as written (Graph::ToText(Locations::kPrint)); nullopt: none.
   std::optional<SourceLocation> location;
+  // recompute=true|false on an op output (Tensor::WithRecompute); UNSET when absent.
+  proto::RecomputeMode recompute = proto::RECOMPUTE_UNSET;
+  // block=, block_recompute= and attention_core= (Graph::BlockScope, AttentionCoreScope).
+  Graph::OpScope scope;
 };
 
 class Parser {

@@ -52,6 +52,28 @@ absl::StatusOr<Hints> TakeHints(Fields& fields, absl::string_view tensor) {
   return hints;
 }
 
+// An op line's block=NAME, block_recompute=none|selective|full and attention_core=true.
+absl::StatusOr<Graph::OpScope> TakeOpScope(Fields& fields, absl::string_view tensor) {
+  Graph::OpScope scope;
+  if (std::optional<absl::string_view> block = fields.Take("block")) scope.block = std::string(*block);
+  if (std::optional<absl::string_view> mode = fields.Take("block_recompute")) {
+    absl::StatusOr<proto::RecomputeMode> parsed = ParseRecomputeMode(*mode);
+    if (!parsed.ok()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("block_recompute of %", tensor, ": ", parsed.status().message()));
+    }
+    scope.block_recompute = *parsed;
+  }
+  if (std::optional<absl::string_view> core = fields.Take("attention_core")) {
+    if (*core != "true" && *core != "false") {
+      return absl::InvalidArgumentError(
+          absl::StrCat("attention_core of %", tensor, " is '", *core, "'; write true or false"));
+    }
+    scope.attention_core = *core == "true";
+  }
+  return scope;
+}
+
 void ApplyHints(const Hints& hints, Tensor tensor) {
   if (hints.sbp) tensor.WithSbp(*hints.sbp);
   if (hints.placement) tensor.WithPlacement(*hints.placement);
@@ -234,7 +256,17 @@ absl::StatusOr<Call> Parser::ReadCall(const std::string& name, const OpDefinitio
   OF_ASSIGN_OR_RETURN(call.type, ParseTensorType(type_text, absl::StrCat("type of %", name)));
   OF_ASSIGN_OR_RETURN(call.hints, TakeHints(fields, name));
   OF_ASSIGN_OR_RETURN(call.location, TakeLocation(fields, name));
-  OF_RETURN_IF_ERROR(fields.CheckAllTaken(absl::StrCat("%", name), "sbp, placement, compression, loc"));
+  OF_ASSIGN_OR_RETURN(call.scope, TakeOpScope(fields, name));
+  if (std::optional<absl::string_view> recompute = fields.Take("recompute")) {
+    if (*recompute != "true" && *recompute != "false") {
+      return absl::InvalidArgumentError(
+          absl::StrCat("recompute of %", name, " is '", *recompute, "'; write true or false"));
+    }
+    call.recompute = *recompute == "true" ? proto::RECOMPUTE_FULL : proto::RECOMPUTE_NONE;
+  }
+  OF_RETURN_IF_ERROR(fields.CheckAllTaken(
+      absl::StrCat("%", name),
+      "sbp, placement, compression, recompute, block, block_recompute, attention_core, loc"));
   return call;
 }
 
@@ -245,6 +277,7 @@ absl::Status Parser::CheckOutput(Tensor output, const Call& call, absl::string_v
                      " but its inferred type is ", output.type().ToString()));
   }
   ApplyHints(call.hints, output);
+  if (call.recompute != proto::RECOMPUTE_UNSET) output.WithRecompute(call.recompute == proto::RECOMPUTE_FULL);
   return absl::OkStatus();
 }
 
@@ -264,8 +297,10 @@ absl::Status Parser::OpLine(int line, const std::string& name, absl::string_view
     op_name = name.substr(0, name.size() - suffix.size());
   }
   OF_ASSIGN_OR_RETURN(Call call, ReadCall(name, *op, scanner));
+  graph_->set_op_scope(call.scope);
   std::vector<Tensor> outputs =
       graph_->AddOp(op->type, call.inputs, call.attrs, op_name, call.location.value_or(LineLocation(line)));
+  graph_->set_op_scope(Graph::OpScope{});
   OF_RETURN_IF_ERROR(graph_->status());
   if (outputs.empty()) return absl::OkStatus();
   OF_RETURN_IF_ERROR(CheckOutput(outputs[0], call, type));
