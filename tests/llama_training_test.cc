@@ -5,6 +5,7 @@
 // on real text; and the flag errors.
 #include <chrono>
 #include <cmath>
+#include <cstdio>
 #include <fstream>
 #include <map>
 #include <string>
@@ -46,7 +47,8 @@ examples::LlamaConfig TinyLlama() {
   return config;
 }
 
-absl::StatusOr<proto::Plan> CompileLlama(const examples::LlamaConfig& config, const Layout& l) {
+absl::StatusOr<proto::Plan> CompileLlama(const examples::LlamaConfig& config, const Layout& l,
+                                         proto::RecomputeMode recompute = proto::RECOMPUTE_NONE) {
   ParallelFlags flags;
   flags.devices_per_node = l.dp * l.tp * l.pp;
   flags.dp = l.dp;
@@ -60,11 +62,13 @@ absl::StatusOr<proto::Plan> CompileLlama(const examples::LlamaConfig& config, co
   if (!job.ok()) return job.status();
   CompileOptions options;
   options.cluster = layout->cluster();
+  options.recompute = recompute;
   return Compile(*job, options);
 }
 
-std::vector<double> Train(const examples::LlamaConfig& config, const Layout& l, int iterations) {
-  absl::StatusOr<proto::Plan> plan = CompileLlama(config, l);
+std::vector<double> Train(const examples::LlamaConfig& config, const Layout& l, int iterations,
+                          proto::RecomputeMode recompute = proto::RECOMPUTE_NONE) {
+  absl::StatusOr<proto::Plan> plan = CompileLlama(config, l, recompute);
   EXPECT_TRUE(plan.ok()) << l.name << ": " << plan.status();
   if (!plan.ok()) return {};
   actors::TrainOptions train;
@@ -145,6 +149,43 @@ TEST(LlamaTrainingTest, LossFallsOnTheLicenseText) {
   double last = 0;
   for (int i = 50; i < 60; ++i) last += losses[i] / 10;
   EXPECT_LT(last, losses[0] - 1.5) << "mean loss of iterations 50..59";
+}
+
+// Activation recomputation (compiler/passes/recompute_pass.h) re-runs the same kernels on
+// the same inputs in the same order: losses bit-identical to none, on one device and with
+// tensor + sequence parallelism; full keeps each block's input only.
+TEST(LlamaTrainingTest, RecomputationIsBitIdenticalAndFullKeepsAThirdOfTheActivations) {
+  for (const Layout& layout : {Layout{"1 device"}, Layout{"tp=2", 1, 2}}) {
+    const std::vector<double> none = Train(TinyLlama(), layout, 6);
+    ASSERT_EQ(none.size(), 6u) << layout.name;
+    for (proto::RecomputeMode mode : {proto::RECOMPUTE_SELECTIVE, proto::RECOMPUTE_FULL}) {
+      const std::vector<double> losses = Train(TinyLlama(), layout, 6, mode);
+      ASSERT_EQ(losses.size(), none.size()) << layout.name;
+      for (size_t i = 0; i < none.size(); ++i) {
+        EXPECT_EQ(losses[i], none[i]) << layout.name << " " << proto::RecomputeMode_Name(mode) << " iteration " << i;
+      }
+    }
+  }
+  // The activation arena (memory block 1) of an 8-block llama on one device.
+  examples::LlamaConfig config = TinyLlama();
+  config.layers = 8;
+  config.seq = 64;
+  config.hidden = 64;
+  config.ffn_hidden = 0;
+  config.vocab = 64;
+  absl::StatusOr<proto::Plan> none = CompileLlama(config, {"1 device"}, proto::RECOMPUTE_NONE);
+  absl::StatusOr<proto::Plan> selective = CompileLlama(config, {"1 device"}, proto::RECOMPUTE_SELECTIVE);
+  absl::StatusOr<proto::Plan> full = CompileLlama(config, {"1 device"}, proto::RECOMPUTE_FULL);
+  ASSERT_TRUE(none.ok()) << none.status();
+  ASSERT_TRUE(selective.ok()) << selective.status();
+  ASSERT_TRUE(full.ok()) << full.status();
+  const auto arena = [](const proto::Plan& plan) {
+    return static_cast<double>(plan.devices(0).memory_blocks(1).size_bytes());
+  };
+  std::printf("llama arena bytes: none %.0f, selective %.3fx, full %.3fx\n", arena(*none),
+              arena(*selective) / arena(*none), arena(*full) / arena(*none));
+  EXPECT_LT(arena(*selective), arena(*none));
+  EXPECT_LE(arena(*full), 0.35 * arena(*none));
 }
 
 TEST(LlamaTrainingTest, KvHeadsNotDividingHeadsIsAClearError) {

@@ -149,6 +149,8 @@ absl::StatusOr<proto::Job> BuildLlama(const LlamaConfig& config, const ParallelL
   for (int64_t l = 0; l < config.layers; ++l) {
     x = enter_stage(x, layout.StageOf(l, config.layers));
     const std::string p = absl::StrCat("layers", l, "/");
+    // The block's ops (not the stage transfer above): what --recompute=full re-runs.
+    Graph::BlockScope block(graph, absl::StrCat("layers", l));
     Tensor attention_norm = variable(p + "attention_norm", Shape{h}, Initializer::Ones(), replicated);
     Tensor w_q = variable(p + "attention/wq", Shape{h, config.heads * head_dim}, normal(), column);
     Tensor w_k = variable(p + "attention/wk", Shape{h, config.kv_heads * head_dim}, normal(), kv);

@@ -371,10 +371,15 @@ Tensor GroupedQueryAttention(Tensor x, Tensor w_q, Tensor w_k, Tensor w_v, Tenso
   Tensor k = hinted(RotaryEmbedding(kv(w_k), rope_base, false, location), hints.heads);
   Tensor v = hinted(kv(w_v), hints.heads);
   Tensor grouped_q = hinted(Reshape(q, {b, kv_heads, group * s, hd}, location), hints.heads);
-  Tensor scores = ScalarMul(MatMul(grouped_q, k, false, true, location),
-                            1.0 / std::sqrt(static_cast<double>(hd)), location);
-  Tensor masked = CausalMask(Reshape(scores, {b, kv_heads, group, s, s}, location), -1e9, location);
-  Tensor probs = Reshape(Softmax(masked, location), {b, kv_heads, group * s, s}, location);
+  // The attention core (what --recompute=selective re-runs), as in CausalSelfAttention.
+  Tensor probs;
+  {
+    Graph::AttentionCoreScope core(*x.graph());
+    Tensor scores = ScalarMul(MatMul(grouped_q, k, false, true, location),
+                              1.0 / std::sqrt(static_cast<double>(hd)), location);
+    Tensor masked = CausalMask(Reshape(scores, {b, kv_heads, group, s, s}, location), -1e9, location);
+    probs = Reshape(Softmax(masked, location), {b, kv_heads, group * s, s}, location);
+  }
   Tensor context = hinted(MatMul(probs, v, false, false, location), hints.heads);  // [b, kv, group*s, hd]
   Tensor merged = hinted(Reshape(Transpose(Reshape(context, {b, kv_heads, group, s, hd}, location),
                                            {0, 3, 1, 2, 4}, location),
