@@ -17,7 +17,7 @@
 #include "actors/checkpoint/checkpoint_reader.h"
 #include "actors/compression_meter.h"
 #include "actors/sparse_meter.h"
-#include "compiler/plan_verifier.h"
+#include "plan/plan_verifier.h"
 #include "kernels/backends.h"
 #include "kernels/cpu/thread_pool.h"
 #include "oneflow_core/dtype.h"

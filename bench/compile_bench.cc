@@ -27,9 +27,9 @@
 #include "compiler/compiler.h"
 #include "examples/common/parallel_layout.h"
 #include "examples/gpt/gpt_model.h"
-#include "compiler/plan_checksum.h"
-#include "compiler/plan_io.h"
-#include "compiler/plan_verifier.h"
+#include "plan/plan_checksum.h"
+#include "plan/plan_io.h"
+#include "plan/plan_verifier.h"
 
 ABSL_FLAG(std::string, layers, "12,24,48", "Comma-separated layer counts.");
 ABSL_FLAG(int, repeats, 3, "Compilations per size; the best is reported.");

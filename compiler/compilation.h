@@ -23,7 +23,7 @@
 #include "absl/container/flat_hash_map.h"
 #include "compiler/boxing_cache.h"
 #include "compiler/compile_options.h"
-#include "compiler/plan_verifier.h"
+#include "plan/plan_verifier.h"
 #include "oneflow_core/ops/op_definition.h"
 #include "oneflow_core/placement.h"
 #include "oneflow_core/sbp.h"

@@ -1,4 +1,4 @@
-#include "compiler/plan_verifier.h"
+#include "plan/plan_verifier.h"
 
 #include <zlib.h>
 
@@ -8,7 +8,7 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_format.h"
 #include "compiler/compilation.h"
-#include "compiler/plan_checksum.h"
+#include "plan/plan_checksum.h"
 #include "compiler/pass_pipeline.h"
 #include "compiler/passes/actor_graph_pass.h"
 #include "compiler/passes/boxing_insertion_pass.h"

@@ -1,7 +1,7 @@
 #include "compiler/verifier.h"
 
 #include "absl/strings/str_cat.h"
-#include "compiler/plan_verifier.h"
+#include "plan/plan_verifier.h"
 #include "oneflow_core/status.h"
 #include "oneflow_core/tensor_slice.h"
 

@@ -9,7 +9,7 @@
 
 #include "actors/runtime.h"
 #include "compiler/compiler.h"
-#include "compiler/plan_verifier.h"
+#include "plan/plan_verifier.h"
 #include "examples/gpt/gpt_model.h"
 #include "gtest/gtest.h"
 #include "tests/loss_curves.h"

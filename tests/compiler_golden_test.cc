@@ -10,13 +10,13 @@
 #include "absl/strings/match.h"
 #include "absl/strings/strip.h"
 #include "compiler/compiler.h"
-#include "compiler/plan_verifier.h"
+#include "plan/plan_verifier.h"
 #include "examples/gpt/gpt_model.h"
 #include "examples/mlp/mlp_model.h"
 #include "gtest/gtest.h"
 #include "tests/golden.h"
 #include "tools/cli/inspect.h"
-#include "compiler/plan_io.h"
+#include "plan/plan_io.h"
 
 namespace oneflow {
 namespace {

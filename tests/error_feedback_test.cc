@@ -16,7 +16,7 @@
 #include "actors/checkpoint/checkpoint_format.h"
 #include "actors/runtime.h"
 #include "compiler/compiler.h"
-#include "compiler/plan_checksum.h"
+#include "plan/plan_checksum.h"
 #include "examples/gpt/gpt_model.h"
 #include "examples/mlp/mlp_model.h"
 #include "gmock/gmock.h"

@@ -12,7 +12,7 @@
 #include "actors/runtime.h"
 #include "actors/trace.h"
 #include "compiler/compiler.h"
-#include "compiler/plan_verifier.h"
+#include "plan/plan_verifier.h"
 #include "examples/gpt/gpt_model.h"
 #include "gtest/gtest.h"
 
@@ -139,7 +139,7 @@ TEST(GradientBucketsTest, NegativeSizeIsRefused) {
             "bucket_mb is -1; it must be >= 0 MiB (0 turns gradient buckets off, 25 is the default) and at most 1e6");
 }
 
-// The verifier (compiler/plan_verifier_buckets.cc) on a compiled plan, edited.
+// The verifier (plan/plan_verifier_buckets.cc) on a compiled plan, edited.
 TEST(GradientBucketsTest, VerifierRejectsInconsistentBuckets) {
   const proto::Plan plan = CompileGpt(examples::GptConfig(), 2, 0.3);
   ASSERT_TRUE(VerifyBuckets(plan).ok()) << VerifyBuckets(plan);

@@ -15,11 +15,11 @@
 
 #include "actors/runtime.h"
 #include "compiler/compiler.h"
-#include "compiler/plan_checksum.h"
-#include "compiler/plan_verifier.h"
+#include "plan/plan_checksum.h"
+#include "plan/plan_verifier.h"
 #include "examples/mlp/mlp_model.h"
 #include "gtest/gtest.h"
-#include "compiler/plan_io.h"
+#include "plan/plan_io.h"
 
 namespace oneflow {
 namespace {

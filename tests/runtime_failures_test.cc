@@ -11,8 +11,8 @@
 
 #include "actors/runtime.h"
 #include "compiler/compiler.h"
-#include "compiler/plan_checksum.h"
-#include "compiler/plan_verifier.h"
+#include "plan/plan_checksum.h"
+#include "plan/plan_verifier.h"
 #include "examples/mlp/mlp_model.h"
 #include "gtest/gtest.h"
 

@@ -1,17 +1,20 @@
 #!/bin/bash
 # The build's layering rules, checked with `bazel query` (tools/dev.sh test runs this and
 # reports it as the test line //tools:check_layering):
-#  1. Layers: proto, oneflow_core, sbp, kernels, compiler, actors, examples, tools, from
-#     the bottom (the compiler's verifier asks kernels/boxing what the runtime supports). No target of a layer depends on a target of a higher layer, tests included
+#  1. Layers: proto, oneflow_core, sbp, kernels, plan, compiler, actors, examples, tools,
+#     from the bottom (plan/'s verifier asks kernels/boxing what the runtime supports; the
+#     runtime reads and checks plans through plan/, never through the compiler). No target of a layer depends on a target of a higher layer, tests included
 #     (tests that need a higher layer live in tests/ or bench/, above all of them).
-#  2. Test helpers are testonly: every cc_library under tests/, named "...testing...", or
+#  2. The runtime reads plans, it does not make them: no non-test target of actors/,
+#     tools/worker/ or tools/launcher/ depends on compiler/ (only on plan/).
+#  3. Test helpers are testonly: every cc_library under tests/, named "...testing...", or
 #     built from files in a testing/ folder is testonly = True, so Bazel refuses any
 #     non-test target that depends on one.
 # A failing query fails the check (it is not read as "no violation").
 # Prints each violation and exits 1; exits 0 when the tree keeps the rules.
 set -uo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
-LAYERS=(proto oneflow_core sbp kernels compiler actors examples tools)
+LAYERS=(proto oneflow_core sbp kernels plan compiler actors examples tools)
 status=0
 ERRORS="$(mktemp)"
 trap 'rm -f "$ERRORS"' EXIT
@@ -40,6 +43,15 @@ for ((i = 0; i < ${#LAYERS[@]}; i++)); do
   fi
 done
 
+RUNTIME="//actors/... + //tools/worker/... + //tools/launcher/..."
+compiler_uses="$(query "kind(rule, deps(($RUNTIME) except attr(testonly, 1, //...))) intersect //compiler/...")"
+if [[ -n "$compiler_uses" ]]; then
+  echo "layering: the runtime (actors/, tools/worker/, tools/launcher/) depends on the compiler:"
+  echo "$compiler_uses" | sed 's/^/  /'
+  echo "  (read and check plans through //plan:plan_io and //plan:plan_verifier instead)"
+  status=1
+fi
+
 helpers="$(query "kind(cc_library, //tests/... + attr(name, '.*testing.*', //...) + attr(hdrs, 'testing/', //...) + attr(srcs, 'testing/', //...)) except attr(testonly, 1, //...)")"
 if [[ -n "$helpers" ]]; then
   echo "layering: test helpers that are not testonly (add testonly = True):"
@@ -48,7 +60,9 @@ if [[ -n "$helpers" ]]; then
 fi
 # The rules above found something to check (a query that returns nothing everywhere
 # would prove nothing).
-[[ -n "$(query "kind(rule, //compiler/...)")" ]] || echo "query found no rules in //compiler/..." >>"$ERRORS"
+for layer in compiler plan; do
+  [[ -n "$(query "kind(rule, //$layer/...)")" ]] || echo "query found no rules in //$layer/..." >>"$ERRORS"
+done
 if grep -q "query failed\|query found no rules" "$ERRORS"; then
   echo "layering: bazel query failed:"
   grep -v "^INFO\|^Loading\|^$" "$ERRORS" | sed 's/^/  /'

@@ -38,7 +38,7 @@
 #include "absl/strings/str_split.h"
 #include "actors/runtime.h"
 #include "compiler/compiler.h"
-#include "compiler/plan_checksum.h"
+#include "plan/plan_checksum.h"
 #include "oneflow_core/status.h"
 #include "examples/gpt/gpt_model.h"
 

@@ -48,7 +48,7 @@
 #include "absl/strings/str_join.h"
 #include "actors/engine.h"
 #include "actors/flight_recorder.h"
-#include "compiler/plan_io.h"
+#include "plan/plan_io.h"
 #include "gtest/gtest.h"
 #include "tests/cluster/cluster_harness.h"
 #include "tests/cluster/process.h"

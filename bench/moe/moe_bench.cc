@@ -51,7 +51,7 @@
 #include "examples/gpt/gpt_model.h"
 #include "oneflow_core/status.h"
 #include "proto/plan.pb.h"
-#include "compiler/plan_io.h"
+#include "plan/plan_io.h"
 
 ABSL_FLAG(int64_t, devices, 4, "Devices in the process (dp = devices; the experts are sharded over them).");
 ABSL_FLAG(int64_t, experts, 32, "Experts per MoE feed-forward.");

@@ -25,7 +25,7 @@
 #include "actors/runtime.h"
 #include "bench/train/bench_models.h"
 #include "tests/cluster/process.h"
-#include "compiler/plan_io.h"
+#include "plan/plan_io.h"
 
 ABSL_FLAG(int64_t, iterations, 40, "Iterations per run; the first 5 are warm-up.");
 

@@ -27,7 +27,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "proto/plan.pb.h"
-#include "compiler/plan_io.h"
+#include "plan/plan_io.h"
 
 // Debian's OpenBLAS; declared here, as in kernels/cpu/blas_core.cc, to need no BLAS header.
 extern "C" char* openblas_get_corename(void);

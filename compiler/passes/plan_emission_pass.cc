@@ -4,8 +4,8 @@
 
 #include "absl/strings/str_cat.h"
 #include "compiler/passes/gradient_bucketing_pass.h"
-#include "compiler/plan_checksum.h"
-#include "compiler/plan_verifier.h"
+#include "plan/plan_checksum.h"
+#include "plan/plan_verifier.h"
 #include "kernels/boxing/step_proto.h"
 #include "oneflow_core/status.h"
 

@@ -18,7 +18,7 @@
 #include "compiler/compiler.h"
 #include "examples/common/compile_driver.h"
 #include "oneflow_core/dsl/graph.h"
-#include "compiler/plan_io.h"
+#include "plan/plan_io.h"
 #include "oneflow_core/status.h"
 #include "version.h"
 

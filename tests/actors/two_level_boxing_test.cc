@@ -14,7 +14,7 @@
 
 #include "actors/runtime.h"
 #include "compiler/compiler.h"
-#include "compiler/plan_checksum.h"
+#include "plan/plan_checksum.h"
 #include "examples/common/parallel_layout.h"
 #include "examples/mlp/mlp_model.h"
 #include "gtest/gtest.h"

@@ -12,7 +12,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 #include "compiler/compiler.h"
-#include "compiler/plan_io.h"
+#include "plan/plan_io.h"
 #include "examples/common/compile_driver.h"
 #include "examples/common/parallel_layout.h"
 #include "oneflow_core/status.h"

@@ -10,8 +10,8 @@
 #include <fstream>
 
 #include "compiler/compiler.h"
-#include "compiler/plan_checksum.h"
-#include "compiler/plan_io.h"
+#include "plan/plan_checksum.h"
+#include "plan/plan_io.h"
 #include "examples/common/compile_driver.h"
 #include "examples/gpt/gpt_model.h"
 #include "examples/mlp/mlp_model.h"

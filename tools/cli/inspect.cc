@@ -11,8 +11,8 @@
 #include "absl/strings/str_split.h"
 #include "oneflow_core/status.h"
 #include "tools/cli/inspect_render.h"
-#include "compiler/plan_check.h"
-#include "compiler/plan_format.h"
+#include "plan/plan_check.h"
+#include "plan/plan_format.h"
 
 namespace oneflow::cli {
 namespace {

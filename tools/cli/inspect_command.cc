@@ -11,7 +11,7 @@
 #include "actors/trace.h"
 #include "oneflow_core/status.h"
 #include "tools/cli/inspect.h"
-#include "compiler/plan_io.h"
+#include "plan/plan_io.h"
 
 ABSL_FLAG(std::string, format, "text",
           "Output format: text (for people), json (one object, stable keys), dot "

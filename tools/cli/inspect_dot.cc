@@ -14,7 +14,7 @@
 #include "absl/strings/str_join.h"
 #include "tools/cli/inspect_compression.h"
 #include "tools/cli/inspect_render.h"
-#include "compiler/plan_format.h"
+#include "plan/plan_format.h"
 
 namespace oneflow::cli {
 namespace {

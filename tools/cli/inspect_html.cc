@@ -26,8 +26,8 @@
 #include "tools/cli/inspect_render.h"
 #include "tools/cli/json_writer.h"
 #include "tools/cli/pipeline_stages.h"
-#include "compiler/plan_check.h"
-#include "compiler/plan_format.h"
+#include "plan/plan_check.h"
+#include "plan/plan_format.h"
 
 namespace oneflow::cli {
 namespace {

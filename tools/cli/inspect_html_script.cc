@@ -23,7 +23,7 @@ function esc(text) {
   });
 }
 var UNITS = [["TiB", 1099511627776], ["GiB", 1073741824], ["MiB", 1048576], ["KiB", 1024]];
-// As compiler/plan_format.cc: "512 B", "16.00 KiB (16384 B)".
+// As plan/plan_format.cc: "512 B", "16.00 KiB (16384 B)".
 function bytesShort(b) {
   var m = Math.abs(b);
   for (var i = 0; i < UNITS.length; i++) if (m >= UNITS[i][1]) return (b / UNITS[i][1]).toFixed(2) + " " + UNITS[i][0];

@@ -15,7 +15,7 @@
 #include "gtest/gtest.h"
 #include "tools/cli/inspect.h"
 #include "tools/cli/pipeline_stages.h"
-#include "compiler/plan_format.h"
+#include "plan/plan_format.h"
 
 namespace oneflow::cli {
 namespace {

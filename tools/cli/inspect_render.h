@@ -11,7 +11,7 @@
 
 #include "proto/plan.pb.h"
 #include "tools/cli/inspect.h"
-#include "compiler/plan_check.h"
+#include "plan/plan_check.h"
 
 namespace oneflow::cli {
 

@@ -17,7 +17,7 @@
 #include "tools/cli/pipeline_stages.h"
 #include "tools/cli/predicted_step_time.h"
 #include "tools/cli/text_wrap.h"
-#include "compiler/plan_format.h"
+#include "plan/plan_format.h"
 
 namespace oneflow::cli {
 namespace {

@@ -20,7 +20,7 @@
 #include "absl/strings/str_replace.h"
 #include "tools/cli/daemon_flags.h"
 #include "tools/cli/diagnose.h"
-#include "compiler/plan_io.h"
+#include "plan/plan_io.h"
 #include "tools/launcher/launch_client.h"
 #include "tools/launcher/metrics_proto.h"
 #include "tools/launcher/signal_watcher.h"

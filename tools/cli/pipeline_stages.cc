@@ -4,7 +4,7 @@
 #include <map>
 #include <utility>
 
-#include "compiler/plan_format.h"
+#include "plan/plan_format.h"
 
 namespace oneflow::cli {
 namespace {

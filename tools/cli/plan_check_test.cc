@@ -1,11 +1,11 @@
 // CheckPlanForInspection: one test per rule, each asserting the exact message, and the
 // spellings of plan_format.h that every output format shares.
-#include "compiler/plan_check.h"
+#include "plan/plan_check.h"
 
 #include <string>
 
 #include "gtest/gtest.h"
-#include "compiler/plan_format.h"
+#include "plan/plan_format.h"
 #include "tools/cli/sample_plan.h"
 
 namespace oneflow::cli {

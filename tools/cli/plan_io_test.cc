@@ -1,6 +1,6 @@
 // Plan files: round trips, byte-identical writes, atomic replacement, and the exact
 // message for every kind of bad file a user may hand `oneflow inspect`.
-#include "compiler/plan_io.h"
+#include "plan/plan_io.h"
 
 #include <dirent.h>
 #include <sys/stat.h>
@@ -16,8 +16,8 @@
 #include <vector>
 
 #include "absl/strings/str_format.h"
-#include "compiler/plan_checksum.h"
-#include "compiler/plan_verifier.h"
+#include "plan/plan_checksum.h"
+#include "plan/plan_verifier.h"
 #include "gmock/gmock.h"
 #include "google/protobuf/util/message_differencer.h"
 #include "gtest/gtest.h"
@@ -221,7 +221,7 @@ TEST(PlanIoTest, DanglingRegisterId) {
                 "device 0 does not define");
 }
 
-// CRC-32 with zlib directly, independently of compiler/plan_checksum.cc.
+// CRC-32 with zlib directly, independently of plan/plan_checksum.cc.
 uint32_t Crc32(const std::string& bytes) {
   return static_cast<uint32_t>(
       crc32(0L, reinterpret_cast<const Bytef*>(bytes.data()), static_cast<uInt>(bytes.size())));

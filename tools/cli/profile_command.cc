@@ -9,7 +9,7 @@
 #include "absl/strings/str_cat.h"
 #include "oneflow_core/status.h"
 #include "actors/trace.h"
-#include "compiler/plan_io.h"
+#include "plan/plan_io.h"
 #include "tools/cli/profile_report.h"
 
 ABSL_FLAG(int32_t, top, 10,

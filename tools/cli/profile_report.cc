@@ -13,7 +13,7 @@
 #include "actors/trace.h"
 #include "oneflow_core/status.h"
 #include "tools/cli/json_writer.h"
-#include "compiler/plan_format.h"
+#include "plan/plan_format.h"
 
 namespace oneflow::cli {
 namespace {

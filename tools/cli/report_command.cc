@@ -9,7 +9,7 @@
 #include "oneflow_core/status.h"
 #include "tools/cli/metrics_file.h"
 #include "actors/trace.h"
-#include "compiler/plan_io.h"
+#include "plan/plan_io.h"
 #include "tools/cli/profile_report.h"
 #include "tools/cli/run_report.h"
 

@@ -8,7 +8,7 @@
 #include "absl/strings/str_cat.h"
 #include "actors/checkpoint/checkpoint_retention.h"
 #include "actors/run_locally.h"
-#include "compiler/plan_io.h"
+#include "plan/plan_io.h"
 #include "oneflow_core/status.h"
 
 ABSL_FLAG(int64_t, iters, 10, "Iterations to train.");

@@ -9,7 +9,7 @@
 #include "absl/strings/str_format.h"
 #include "tools/cli/html_escape.h"
 #include "tools/cli/line_chart.h"
-#include "compiler/plan_format.h"
+#include "plan/plan_format.h"
 
 namespace oneflow::cli {
 namespace {

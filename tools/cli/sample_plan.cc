@@ -4,8 +4,8 @@
 #include <string>
 #include <vector>
 
-#include "compiler/plan_checksum.h"
-#include "compiler/plan_verifier.h"
+#include "plan/plan_checksum.h"
+#include "plan/plan_verifier.h"
 #include "oneflow_core/placement.h"
 #include "oneflow_core/sbp.h"
 

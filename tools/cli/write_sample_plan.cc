@@ -3,7 +3,7 @@
 #include <cstdio>
 #include <string>
 
-#include "compiler/plan_io.h"
+#include "plan/plan_io.h"
 #include "tools/cli/sample_plan.h"
 
 int main(int argc, char** argv) {

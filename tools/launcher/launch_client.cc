@@ -10,7 +10,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/time/clock.h"
-#include "compiler/plan_verifier.h"
+#include "plan/plan_verifier.h"
 #include "oneflow_core/comm/transport_name.h"
 #include "grpcpp/client_context.h"
 #include "tools/launcher/auth.h"

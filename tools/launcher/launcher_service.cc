@@ -10,7 +10,7 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
-#include "compiler/plan_io.h"
+#include "plan/plan_io.h"
 #include "tools/launcher/address.h"
 #include "tools/launcher/grpc_status.h"
 #include "tools/launcher/submit_validation.h"

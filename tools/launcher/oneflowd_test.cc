@@ -8,7 +8,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/time/clock.h"
-#include "compiler/plan_checksum.h"
+#include "plan/plan_checksum.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "tools/launcher/testing/daemon_process.h"

@@ -4,7 +4,7 @@
 
 #include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
-#include "compiler/plan_verifier.h"
+#include "plan/plan_verifier.h"
 #include "oneflow_core/comm/transport_name.h"
 #include "tools/launcher/address.h"
 #include "tools/launcher/worker_status_file.h"

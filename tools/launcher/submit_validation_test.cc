@@ -1,6 +1,6 @@
 #include "tools/launcher/submit_validation.h"
 
-#include "compiler/plan_checksum.h"
+#include "plan/plan_checksum.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "tools/launcher/testing/test_plans.h"

@@ -32,7 +32,7 @@
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
 #include "absl/time/clock.h"
-#include "compiler/plan_io.h"
+#include "plan/plan_io.h"
 #include "tools/launcher/auth.h"
 #include "tools/launcher/rendezvous_client.h"
 #include "tools/launcher/testing/test_plans.h"

@@ -12,7 +12,7 @@
 
 #include "absl/time/clock.h"
 #include "glog/logging.h"
-#include "compiler/plan_io.h"
+#include "plan/plan_io.h"
 #include "tools/launcher/testing/daemon_process.h"
 
 extern char** environ;

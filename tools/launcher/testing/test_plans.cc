@@ -1,8 +1,8 @@
 #include "tools/launcher/testing/test_plans.h"
 
 #include "absl/strings/str_cat.h"
-#include "compiler/plan_checksum.h"
-#include "compiler/plan_verifier.h"
+#include "plan/plan_checksum.h"
+#include "plan/plan_verifier.h"
 #include "glog/logging.h"
 
 namespace oneflow::launcher::testing {

@@ -1,4 +1,4 @@
-#include "compiler/plan_format.h"
+#include "plan/plan_format.h"
 
 #include <algorithm>
 #include <cmath>

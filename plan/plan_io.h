@@ -8,7 +8,7 @@
 //
 // Reading refuses anything CheckPlanForInspection refuses (so what it returns can be
 // walked by id without further checks), then anything the full plan verifier refuses
-// (compiler/plan_verifier.h: checksum, wait cycles, memory, runtime support), so no
+// (plan/plan_verifier.h: checksum, wait cycles, memory, runtime support), so no
 // caller allocates or runs a damaged or crafted plan. Every error is INVALID_ARGUMENT (NOT_FOUND for a
 // missing file, PERMISSION_DENIED for an unreadable one) with a one-line message that
 // starts with the file name:
@@ -21,8 +21,8 @@
 //   plan file 'a.plan': refused by the plan verifier: plan checksum 0x1234abcd does not
 //                       match its contents (0x9f00e1c2): the plan was damaged or edited
 //                       after it was compiled
-#ifndef COMPILER_PLAN_IO_H_
-#define COMPILER_PLAN_IO_H_
+#ifndef PLAN_PLAN_IO_H_
+#define PLAN_PLAN_IO_H_
 
 #include <string>
 
@@ -48,4 +48,4 @@ absl::StatusOr<std::string> SerializePlan(const proto::Plan& plan);
 
 }  // namespace oneflow
 
-#endif  // COMPILER_PLAN_IO_H_
+#endif  // PLAN_PLAN_IO_H_

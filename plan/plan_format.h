@@ -6,8 +6,8 @@
 // renderers run after CheckPlanForInspection has already refused plans that would need
 // one. Spellings follow oneflow_core: SBPs "S(0)" / "[S(0), B]", placements
 // "cpu{0:0-1}", dtypes "f32", shapes "[64, 32]".
-#ifndef COMPILER_PLAN_FORMAT_H_
-#define COMPILER_PLAN_FORMAT_H_
+#ifndef PLAN_PLAN_FORMAT_H_
+#define PLAN_PLAN_FORMAT_H_
 
 #include <cstdint>
 #include <optional>
@@ -86,4 +86,4 @@ int64_t TotalBoxingBytesPerIteration(const proto::Plan& plan);
 
 }  // namespace oneflow
 
-#endif  // COMPILER_PLAN_FORMAT_H_
+#endif  // PLAN_PLAN_FORMAT_H_

@@ -6,15 +6,15 @@
 // accidents: Plan.checksum is the CRC-32 of the plan's deterministic serialization with
 // the checksum field unset. CRC-32 detects every burst of up to 32 flipped bits and all
 // but 2^-32 of other damage. It is no defence against a hostile writer, who can reseal;
-// the plan verifier's semantic checks are (compiler/plan_verifier.h).
+// the plan verifier's semantic checks are (plan/plan_verifier.h).
 //
 // The device plans (nearly all of a plan's bytes) are written for the CRC by the
 // checksum's own encoder, byte for byte as protobuf's deterministic serializer writes
 // them, in one walk instead of protobuf's two (sizes, then bytes) and without sorting
 // each kernel's argument maps on the heap; what it does not write (kernel attributes,
 // unknown fields, a schema it was not written for) goes through protobuf.
-#ifndef COMPILER_PLAN_CHECKSUM_H_
-#define COMPILER_PLAN_CHECKSUM_H_
+#ifndef PLAN_PLAN_CHECKSUM_H_
+#define PLAN_PLAN_CHECKSUM_H_
 
 #include <cstdint>
 #include <string>
@@ -42,4 +42,4 @@ absl::Status VerifyPlanChecksum(const proto::Plan& plan);
 
 }  // namespace oneflow
 
-#endif  // COMPILER_PLAN_CHECKSUM_H_
+#endif  // PLAN_PLAN_CHECKSUM_H_

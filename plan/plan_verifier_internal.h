@@ -1,6 +1,6 @@
 // Internal to the plan verifier: message helpers shared by its files.
-#ifndef COMPILER_PLAN_VERIFIER_INTERNAL_H_
-#define COMPILER_PLAN_VERIFIER_INTERNAL_H_
+#ifndef PLAN_PLAN_VERIFIER_INTERNAL_H_
+#define PLAN_PLAN_VERIFIER_INTERNAL_H_
 
 #include <string>
 
@@ -26,4 +26,4 @@ inline absl::Status Fail(const std::string& message) {
 
 }  // namespace oneflow::plan_verifier_internal
 
-#endif  // COMPILER_PLAN_VERIFIER_INTERNAL_H_
+#endif  // PLAN_PLAN_VERIFIER_INTERNAL_H_

@@ -8,8 +8,8 @@
 #include "absl/container/flat_hash_map.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
-#include "compiler/plan_verifier.h"
-#include "compiler/plan_verifier_internal.h"
+#include "plan/plan_verifier.h"
+#include "plan/plan_verifier_internal.h"
 
 namespace oneflow {
 namespace {

@@ -8,8 +8,8 @@
 // device of a group issues the same collectives in the same order, that memory offsets
 // fit their blocks, ...): it checks what a reader needs so that it never indexes out of
 // bounds or prints a reference to nothing.
-#ifndef COMPILER_PLAN_CHECK_H_
-#define COMPILER_PLAN_CHECK_H_
+#ifndef PLAN_PLAN_CHECK_H_
+#define PLAN_PLAN_CHECK_H_
 
 #include <cstdint>
 #include <string>
@@ -20,7 +20,7 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
-#include "compiler/plan_verifier.h"
+#include "plan/plan_verifier.h"
 #include "proto/plan.pb.h"
 
 namespace oneflow {
@@ -77,4 +77,4 @@ class PlanIndex {
 
 }  // namespace oneflow
 
-#endif  // COMPILER_PLAN_CHECK_H_
+#endif  // PLAN_PLAN_CHECK_H_

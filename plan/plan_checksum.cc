@@ -1,4 +1,4 @@
-#include "compiler/plan_checksum.h"
+#include "plan/plan_checksum.h"
 
 #include <zlib.h>
 

@@ -7,8 +7,8 @@
 
 #include "absl/container/flat_hash_map.h"
 #include "absl/strings/str_cat.h"
-#include "compiler/plan_verifier.h"
-#include "compiler/plan_verifier_internal.h"
+#include "plan/plan_verifier.h"
+#include "plan/plan_verifier_internal.h"
 #include "oneflow_core/status.h"
 
 namespace oneflow {

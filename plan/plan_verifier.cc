@@ -1,7 +1,7 @@
 // The verifier's entry points and its structural checks. The collective order and the
 // wait graph are in plan_verifier_order.cc, memory in plan_verifier_memory.cc, what the
 // runtime supports in plan_verifier_support.cc.
-#include "compiler/plan_verifier.h"
+#include "plan/plan_verifier.h"
 
 #include <algorithm>
 #include <climits>
@@ -13,8 +13,8 @@
 #include "absl/functional/function_ref.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
-#include "compiler/plan_checksum.h"
-#include "compiler/plan_verifier_internal.h"
+#include "plan/plan_checksum.h"
+#include "plan/plan_verifier_internal.h"
 #include "oneflow_core/dtype.h"
 #include "oneflow_core/status.h"
 

@@ -1,4 +1,4 @@
-#include "compiler/plan_io.h"
+#include "plan/plan_io.h"
 
 #include <fcntl.h>
 #include <sys/stat.h>
@@ -9,10 +9,10 @@
 #include <cstring>
 
 #include "absl/strings/str_cat.h"
-#include "compiler/plan_checksum.h"
-#include "compiler/plan_verifier.h"
+#include "plan/plan_checksum.h"
+#include "plan/plan_verifier.h"
 #include "oneflow_core/status.h"
-#include "compiler/plan_check.h"
+#include "plan/plan_check.h"
 
 namespace oneflow {
 namespace {

@@ -1,4 +1,4 @@
-#include "compiler/plan_check.h"
+#include "plan/plan_check.h"
 
 #include <algorithm>
 
@@ -6,7 +6,7 @@
 #include "oneflow_core/placement.h"
 #include "oneflow_core/sbp.h"
 #include "oneflow_core/status.h"
-#include "compiler/plan_format.h"
+#include "plan/plan_format.h"
 
 namespace oneflow {
 namespace {

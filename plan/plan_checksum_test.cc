@@ -2,7 +2,7 @@
 // than through protobuf's serializer: these check that it gives the CRC of protobuf's
 // deterministic serialization for every field of a device plan, for the values
 // protobuf leaves out or writes long, and where it leaves the plan to protobuf.
-#include "compiler/plan_checksum.h"
+#include "plan/plan_checksum.h"
 
 #include <zlib.h>
 

@@ -4,7 +4,7 @@
 // actors::TrainPlan) runs VerifyPlan before it allocates anything, so a damaged or
 // crafted plan is a load-time error naming the place, never a crash or a hang.
 //
-//   checksum     Plan.checksum matches the contents (compiler/plan_checksum.h);
+//   checksum     Plan.checksum matches the contents (plan/plan_checksum.h);
 //   structure    actor ids unique in the plan and consecutive on each device, kinds and
 //                threads known, register ids = their index on the device; every
 //                register's producer and consumers agree with the actors' lists in both
@@ -44,8 +44,8 @@
 //                (kernels/boxing/step_support.h: the same predicate the runtime uses);
 //                a compressed step names codecs this build knows, on f32, and a
 //                two-level one a group of nodes x equal members listed node by node.
-#ifndef COMPILER_PLAN_VERIFIER_H_
-#define COMPILER_PLAN_VERIFIER_H_
+#ifndef PLAN_PLAN_VERIFIER_H_
+#define PLAN_PLAN_VERIFIER_H_
 
 #include <cstdint>
 
@@ -107,4 +107,4 @@ absl::Status CheckDevicesRunHere(const proto::Plan& plan);
 
 }  // namespace oneflow
 
-#endif  // COMPILER_PLAN_VERIFIER_H_
+#endif  // PLAN_PLAN_VERIFIER_H_
