@@ -66,24 +66,74 @@ struct Curve {
   double seconds = 0;
 };
 
-absl::StatusOr<Curve> Run(const proto::Job& job, const examples::ParallelLayout& layout, const std::string& mode) {
+// A mode: "dense", or a codec with options joined by '+': "int4", "int8", then any of
+// gN (groups of N values per scale; default 128), had (Hadamard rotation of each group),
+// grad (only the gradient reductions compress), ef (error feedback on them). The old names
+// int4_ef, int4_grad and int4_grad_ef are int4+ef, int4+grad and int4+grad+ef.
+struct Mode {
+  CompressionKind codec = CompressionKind::kNone;
+  int64_t group_size = 128;
+  bool hadamard = false;
+  bool gradients_only = false;
+  bool error_feedback = false;
+};
+
+absl::StatusOr<Mode> ParseMode(const std::string& text) {
+  std::string spec = text;
+  if (text == "int4_ef") spec = "int4+ef";
+  if (text == "int4_grad") spec = "int4+grad";
+  if (text == "int4_grad_ef") spec = "int4+grad+ef";
+  Mode mode;
+  if (spec == "dense") return mode;
+  const std::vector<std::string> parts = absl::StrSplit(spec, '+');
+  if (parts[0] == "int4") {
+    mode.codec = CompressionKind::kInt4;
+  } else if (parts[0] == "int8") {
+    mode.codec = CompressionKind::kInt8;
+  } else {
+    return absl::InvalidArgumentError(absl::StrCat("--modes: unknown mode '", text,
+                                                   "'; valid: dense, or int4 / int8 followed by +gN, +had, +grad, "
+                                                   "+ef (e.g. int4+g32+had+grad), or int4_ef, int4_grad, "
+                                                   "int4_grad_ef"));
+  }
+  for (size_t i = 1; i < parts.size(); ++i) {
+    const std::string& part = parts[i];
+    if (part == "had") {
+      mode.hadamard = true;
+    } else if (part == "grad") {
+      mode.gradients_only = true;
+    } else if (part == "ef") {
+      mode.error_feedback = true;
+    } else if (part.size() > 1 && part[0] == 'g' && absl::SimpleAtoi(part.substr(1), &mode.group_size) &&
+               mode.group_size >= 1) {
+    } else {
+      return absl::InvalidArgumentError(
+          absl::StrCat("--modes: '", text, "': unknown option '", part, "'; valid: gN (N >= 1), had, grad, ef"));
+    }
+  }
+  return mode;
+}
+
+absl::StatusOr<Curve> Run(const proto::Job& job, const examples::ParallelLayout& layout, const Mode& mode) {
   CompileOptions options;
   options.cluster = layout.cluster();
-  if (mode != "dense") {
+  if (mode.codec != CompressionKind::kNone) {
     options.compression.mode = CompressionMode::kForced;
-    options.compression.forced = mode == "int8" ? CompressionKind::kInt8 : CompressionKind::kInt4;
+    options.compression.forced = mode.codec;
+    options.compression.group_size = mode.group_size;
   }
-  const bool gradients_only = mode == "int4_grad" || mode == "int4_grad_ef";
-  // int4_grad finds the gradient reductions by the mark error feedback puts on them.
-  options.error_feedback = mode == "int4_ef" || gradients_only;
+  // grad finds the gradient reductions by the mark error feedback puts on them.
+  options.error_feedback = mode.error_feedback || mode.gradients_only;
   absl::StatusOr<proto::Plan> plan = Compile(job, options);
   if (!plan.ok()) return plan.status();
-  if (gradients_only) {
-    // Only the gradient reductions (the steps the compiler gave error feedback) keep int4.
+  if (mode.gradients_only || mode.hadamard || options.error_feedback != mode.error_feedback) {
     for (proto::BoxingDef& boxing : *plan->mutable_boxings()) {
       for (proto::BoxingStepDef& step : *boxing.mutable_steps()) {
-        if (!step.compression().error_feedback()) step.clear_compression();
-        if (mode == "int4_grad") step.mutable_compression()->clear_error_feedback();
+        if (mode.gradients_only && !step.compression().error_feedback()) step.clear_compression();
+        if (!mode.error_feedback) step.mutable_compression()->clear_error_feedback();
+        if (mode.hadamard && step.compression().kind() != proto::Compression::NONE) {
+          step.mutable_compression()->set_hadamard(true);
+        }
       }
     }
     OF_RETURN_IF_ERROR(SealPlan(&*plan));
@@ -140,14 +190,16 @@ int Main() {
   const int64_t iterations = absl::GetFlag(FLAGS_iterations);
   const int64_t tail = std::min(absl::GetFlag(FLAGS_tail), iterations);
   std::vector<std::string> modes = {"dense"};
+  std::map<std::string, Mode> parsed = {{"dense", Mode()}};
   for (const std::string& mode :
        std::vector<std::string>(absl::StrSplit(absl::GetFlag(FLAGS_modes), ',', absl::SkipEmpty()))) {
     if (mode == "dense") continue;
-    if (mode != "int4" && mode != "int4_ef" && mode != "int4_grad" && mode != "int4_grad_ef" && mode != "int8") {
-      fprintf(stderr, "--modes: unknown mode '%s'; valid: dense, int4, int4_ef, int4_grad, int4_grad_ef, int8\n",
-              mode.c_str());
+    absl::StatusOr<Mode> one = ParseMode(mode);
+    if (!one.ok()) {
+      fprintf(stderr, "%s\n", std::string(one.status().message()).c_str());
       return 1;
     }
+    parsed[mode] = *one;
     modes.push_back(mode);
   }
   std::vector<uint64_t> seeds;
@@ -169,7 +221,7 @@ int Main() {
     }
     Curve dense;
     for (const std::string& mode : modes) {
-      absl::StatusOr<Curve> curve = Run(*job, *layout, mode);
+      absl::StatusOr<Curve> curve = Run(*job, *layout, parsed[mode]);
       if (!curve.ok()) {
         fprintf(stderr, "%s: %s\n", mode.c_str(), curve.status().ToString().c_str());
         return 1;
