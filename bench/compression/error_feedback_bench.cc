@@ -4,13 +4,16 @@
 // the plan `oneflow launch` runs on two nodes, its collectives through the in-process
 // backend. Each seed trains --iterations times per mode:
 //   dense          --compression=off: the reference, trained in the same run
-//   int4           forced int4 (groups of 128) on every eligible step (activations and
-//                  weight gathers too), no error feedback
-//   int4_ef        the same with error feedback on the gradient reductions
-//   int4_grad      int4 on the gradient reductions only, the other steps dense
-//   int4_grad_ef   the same with error feedback
+//   int4           forced int4 (groups of 32, what --compression=int4 does) on every
+//                  eligible step (activations and weight gathers too), no error feedback
 //   int8           forced int8 (groups of 128, relative error ~0.65%): how far a near-lossless
 //                  perturbation moves these trajectories, the floor any gap is read against
+//   CODEC+OPT+...  a variant: CODEC int4 or int8, then any of gN (N values per scale),
+//                  had (Hadamard rotation of each group), grad (only the gradient
+//                  reductions compress, every other step dense), ef (error feedback on
+//                  them); e.g. int4+g128 is forced int4 as it was before groups of 32,
+//                  int4+g32+grad+ef. int4_ef, int4_grad and int4_grad_ef are int4+ef,
+//                  int4+grad and int4+grad+ef.
 // One JSON line per seed and mode, then one per mode with the gaps averaged over seeds
 // ("seed":"mean"):
 //   {"bench":"error_feedback","model":"gpt L2 h64 b8 s16 v64 lr0.01 synthetic",
@@ -22,6 +25,7 @@
 // under any perturbation, so compare the seeds' mean, not one seed.
 //
 //   bazel run //bench/compression:error_feedback_bench
+//   bazel run //bench/compression:error_feedback_bench -- --modes=int4+g128,int4,int4+g32+grad,int8
 //   bazel run //bench/compression:error_feedback_bench -- --seeds=1,2,3,4 --text_file=/usr/share/common-licenses/GPL-3 \
 //       --batch=16 --seq=64 --learning_rate=3e-3
 #include <algorithm>
@@ -55,7 +59,7 @@ ABSL_FLAG(int64_t, warmup_steps, 5, "linear warmup steps");
 ABSL_FLAG(std::string, seeds, "1,2,3,4", "gpt seeds (initial weights and synthetic data), comma separated");
 ABSL_FLAG(std::string, text_file, "",
           "train on this file's bytes (empty: the synthetic tokens, which the gpt learns to a loss near 0)");
-ABSL_FLAG(std::string, modes, "int4,int4_ef,int4_grad,int4_grad_ef,int8",
+ABSL_FLAG(std::string, modes, "int4+g128,int4,int4+ef,int4+grad,int8",
           "modes besides dense (which always runs first), comma separated");
 
 namespace oneflow {
@@ -67,12 +71,12 @@ struct Curve {
 };
 
 // A mode: "dense", or a codec with options joined by '+': "int4", "int8", then any of
-// gN (groups of N values per scale; default 128), had (Hadamard rotation of each group),
+// gN (groups of N values per scale; default: what the forced codec uses), had (Hadamard rotation of each group),
 // grad (only the gradient reductions compress), ef (error feedback on them). The old names
 // int4_ef, int4_grad and int4_grad_ef are int4+ef, int4+grad and int4+grad+ef.
 struct Mode {
   CompressionKind codec = CompressionKind::kNone;
-  int64_t group_size = 128;
+  int64_t group_size = 0;  // 0: the policy's (int4 32, int8 128)
   bool hadamard = false;
   bool gradients_only = false;
   bool error_feedback = false;
@@ -120,7 +124,10 @@ absl::StatusOr<Curve> Run(const proto::Job& job, const examples::ParallelLayout&
   if (mode.codec != CompressionKind::kNone) {
     options.compression.mode = CompressionMode::kForced;
     options.compression.forced = mode.codec;
-    options.compression.group_size = mode.group_size;
+    if (mode.group_size > 0) {
+      options.compression.group_size = mode.group_size;
+      options.compression.int4_group_size = mode.group_size;
+    }
   }
   // grad finds the gradient reductions by the mark error feedback puts on them.
   options.error_feedback = mode.error_feedback || mode.gradients_only;
