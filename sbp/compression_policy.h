@@ -11,9 +11,9 @@
 //                                     int8 G=512 hadamard inside one;
 //                                     gathers: int8 G=128
 //   auto     weight (a variable)      int8 G=128 (its all-gathers, ZeRO++'s qwZ)   by cost
-//   forced   any role but kNever      fp8e4m3 / int8 / int4 G=128, every step      always
+//   forced   any role but kNever      fp8e4m3 / int8 G=128, int4 G=32, every step  always
 //   any      hint kNone               dense
-//   auto,    hint fp8 / int8 / int4   that codec G=128 on every compressible step  always
+//   auto,    hint fp8 / int8 / int4   that codec (G as forced) on every step        always
 //   forced
 //   any      kNever                   dense (unless hinted)
 // Roles follow the literature (REFERENCES.md): TACO for tensor-parallel activations,
@@ -39,8 +39,15 @@ struct CompressionPolicy {
   CompressionMode mode = CompressionMode::kOff;
   // kForced: the codec every eligible boxing uses (kFp8E4M3, kInt8 or kInt4).
   CompressionKind forced = CompressionKind::kNone;
-  // The group size of forced and hinted codecs.
+  // The group size of forced and hinted codecs other than int4.
   int64_t group_size = 128;
+  // The group size of forced and hinted int4. 32, not 128: on the gpt of
+  // bench/compression:error_feedback_bench (2 nodes x 2 devices, AdamW, 200 iterations,
+  // every eligible step int4) groups of 32 end 1.0% above dense's final loss where groups
+  // of 128 end 5.5% above (mean of 4 seeds; docs/sbp_and_boxing.md, "int4 that trains
+  // like dense"), for 0.625 instead of 0.53 wire bytes per element
+  // (tests:int4_training_test shows both sides).
+  int64_t int4_group_size = 32;
   CodecThroughput codec_throughput = CodecThroughput::Defaults();
 };
 

@@ -63,7 +63,7 @@ TEST(CompressionPolicyTest, EachRoleGetsItsCodecs) {
             "reduce in-node fp8e4m3 G=128, cross-node fp8e4m3 G=128; gather fp8e4m3 G=128; intra-node");
   // A hint wins over auto and forced, either way.
   EXPECT_EQ(BoxingOptionsKey(BoxingOptionsFor(forced, TensorRole::kActivation, CompressionKind::kInt4)),
-            "reduce in-node int4 G=128, cross-node int4 G=128; gather int4 G=128; intra-node");
+            "reduce in-node int4 G=32, cross-node int4 G=32; gather int4 G=32; intra-node");
   EXPECT_EQ(BoxingOptionsKey(BoxingOptionsFor(Auto(), TensorRole::kNever, CompressionKind::kFp8E4M3)),
             "reduce in-node fp8e4m3 G=128, cross-node fp8e4m3 G=128; gather fp8e4m3 G=128; intra-node");
   EXPECT_EQ(BoxingOptionsKey(BoxingOptionsFor(Auto(), TensorRole::kActivation, CompressionKind::kNone)), "dense");

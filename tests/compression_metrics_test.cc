@@ -301,7 +301,7 @@ TEST(CompressionMetricsTest, TinyBoundWarnsOncePerEdge) {
   ASSERT_EQ(run.warnings.size(), edges.size());
   std::set<std::string> warned;
   for (const std::string& warning : run.warnings) {
-    EXPECT_NE(warning.find("codec int4/128: relative L2 error "), std::string::npos) << warning;
+    EXPECT_NE(warning.find("codec int4/32: relative L2 error "), std::string::npos) << warning;
     EXPECT_NE(warning.find(" in iteration 0 exceeds the bound 1e-09 for int4"), std::string::npos) << warning;
     for (const std::string& edge : edges) {
       if (warning.find(edge) != std::string::npos) warned.insert(edge);

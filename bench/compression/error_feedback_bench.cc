@@ -4,13 +4,16 @@
 // the plan `oneflow launch` runs on two nodes, its collectives through the in-process
 // backend. Each seed trains --iterations times per mode:
 //   dense          --compression=off: the reference, trained in the same run
-//   int4           forced int4 (groups of 128) on every eligible step (activations and
-//                  weight gathers too), no error feedback
-//   int4_ef        the same with error feedback on the gradient reductions
-//   int4_grad      int4 on the gradient reductions only, the other steps dense
-//   int4_grad_ef   the same with error feedback
+//   int4           forced int4 (groups of 32, what --compression=int4 does) on every
+//                  eligible step (activations and weight gathers too), no error feedback
 //   int8           forced int8 (groups of 128, relative error ~0.65%): how far a near-lossless
 //                  perturbation moves these trajectories, the floor any gap is read against
+//   CODEC+OPT+...  a variant: CODEC int4 or int8, then any of gN (N values per scale),
+//                  had (Hadamard rotation of each group), grad (only the gradient
+//                  reductions compress, every other step dense), ef (error feedback on
+//                  them); e.g. int4+g128 is forced int4 as it was before groups of 32,
+//                  int4+g32+grad+ef. int4_ef, int4_grad and int4_grad_ef are int4+ef,
+//                  int4+grad and int4+grad+ef.
 // One JSON line per seed and mode, then one per mode with the gaps averaged over seeds
 // ("seed":"mean"):
 //   {"bench":"error_feedback","model":"gpt L2 h64 b8 s16 v64 lr0.01 synthetic",
@@ -22,6 +25,7 @@
 // under any perturbation, so compare the seeds' mean, not one seed.
 //
 //   bazel run //bench/compression:error_feedback_bench
+//   bazel run //bench/compression:error_feedback_bench -- --modes=int4+g128,int4,int4+g32+grad,int8
 //   bazel run //bench/compression:error_feedback_bench -- --seeds=1,2,3,4 --text_file=/usr/share/common-licenses/GPL-3 \
 //       --batch=16 --seq=64 --learning_rate=3e-3
 #include <algorithm>
@@ -55,7 +59,7 @@ ABSL_FLAG(int64_t, warmup_steps, 5, "linear warmup steps");
 ABSL_FLAG(std::string, seeds, "1,2,3,4", "gpt seeds (initial weights and synthetic data), comma separated");
 ABSL_FLAG(std::string, text_file, "",
           "train on this file's bytes (empty: the synthetic tokens, which the gpt learns to a loss near 0)");
-ABSL_FLAG(std::string, modes, "int4,int4_ef,int4_grad,int4_grad_ef,int8",
+ABSL_FLAG(std::string, modes, "int4+g128,int4,int4+ef,int4+grad,int8",
           "modes besides dense (which always runs first), comma separated");
 
 namespace oneflow {
@@ -66,24 +70,77 @@ struct Curve {
   double seconds = 0;
 };
 
-absl::StatusOr<Curve> Run(const proto::Job& job, const examples::ParallelLayout& layout, const std::string& mode) {
+// A mode: "dense", or a codec with options joined by '+': "int4", "int8", then any of
+// gN (groups of N values per scale; default: what the forced codec uses), had (Hadamard rotation of each group),
+// grad (only the gradient reductions compress), ef (error feedback on them). The old names
+// int4_ef, int4_grad and int4_grad_ef are int4+ef, int4+grad and int4+grad+ef.
+struct Mode {
+  CompressionKind codec = CompressionKind::kNone;
+  int64_t group_size = 0;  // 0: the policy's (int4 32, int8 128)
+  bool hadamard = false;
+  bool gradients_only = false;
+  bool error_feedback = false;
+};
+
+absl::StatusOr<Mode> ParseMode(const std::string& text) {
+  std::string spec = text;
+  if (text == "int4_ef") spec = "int4+ef";
+  if (text == "int4_grad") spec = "int4+grad";
+  if (text == "int4_grad_ef") spec = "int4+grad+ef";
+  Mode mode;
+  if (spec == "dense") return mode;
+  const std::vector<std::string> parts = absl::StrSplit(spec, '+');
+  if (parts[0] == "int4") {
+    mode.codec = CompressionKind::kInt4;
+  } else if (parts[0] == "int8") {
+    mode.codec = CompressionKind::kInt8;
+  } else {
+    return absl::InvalidArgumentError(absl::StrCat("--modes: unknown mode '", text,
+                                                   "'; valid: dense, or int4 / int8 followed by +gN, +had, +grad, "
+                                                   "+ef (e.g. int4+g32+had+grad), or int4_ef, int4_grad, "
+                                                   "int4_grad_ef"));
+  }
+  for (size_t i = 1; i < parts.size(); ++i) {
+    const std::string& part = parts[i];
+    if (part == "had") {
+      mode.hadamard = true;
+    } else if (part == "grad") {
+      mode.gradients_only = true;
+    } else if (part == "ef") {
+      mode.error_feedback = true;
+    } else if (part.size() > 1 && part[0] == 'g' && absl::SimpleAtoi(part.substr(1), &mode.group_size) &&
+               mode.group_size >= 1) {
+    } else {
+      return absl::InvalidArgumentError(
+          absl::StrCat("--modes: '", text, "': unknown option '", part, "'; valid: gN (N >= 1), had, grad, ef"));
+    }
+  }
+  return mode;
+}
+
+absl::StatusOr<Curve> Run(const proto::Job& job, const examples::ParallelLayout& layout, const Mode& mode) {
   CompileOptions options;
   options.cluster = layout.cluster();
-  if (mode != "dense") {
+  if (mode.codec != CompressionKind::kNone) {
     options.compression.mode = CompressionMode::kForced;
-    options.compression.forced = mode == "int8" ? CompressionKind::kInt8 : CompressionKind::kInt4;
+    options.compression.forced = mode.codec;
+    if (mode.group_size > 0) {
+      options.compression.group_size = mode.group_size;
+      options.compression.int4_group_size = mode.group_size;
+    }
   }
-  const bool gradients_only = mode == "int4_grad" || mode == "int4_grad_ef";
-  // int4_grad finds the gradient reductions by the mark error feedback puts on them.
-  options.error_feedback = mode == "int4_ef" || gradients_only;
+  // grad finds the gradient reductions by the mark error feedback puts on them.
+  options.error_feedback = mode.error_feedback || mode.gradients_only;
   absl::StatusOr<proto::Plan> plan = Compile(job, options);
   if (!plan.ok()) return plan.status();
-  if (gradients_only) {
-    // Only the gradient reductions (the steps the compiler gave error feedback) keep int4.
+  if (mode.gradients_only || mode.hadamard || options.error_feedback != mode.error_feedback) {
     for (proto::BoxingDef& boxing : *plan->mutable_boxings()) {
       for (proto::BoxingStepDef& step : *boxing.mutable_steps()) {
-        if (!step.compression().error_feedback()) step.clear_compression();
-        if (mode == "int4_grad") step.mutable_compression()->clear_error_feedback();
+        if (mode.gradients_only && !step.compression().error_feedback()) step.clear_compression();
+        if (!mode.error_feedback) step.mutable_compression()->clear_error_feedback();
+        if (mode.hadamard && step.compression().kind() != proto::Compression::NONE) {
+          step.mutable_compression()->set_hadamard(true);
+        }
       }
     }
     OF_RETURN_IF_ERROR(SealPlan(&*plan));
@@ -140,14 +197,16 @@ int Main() {
   const int64_t iterations = absl::GetFlag(FLAGS_iterations);
   const int64_t tail = std::min(absl::GetFlag(FLAGS_tail), iterations);
   std::vector<std::string> modes = {"dense"};
+  std::map<std::string, Mode> parsed = {{"dense", Mode()}};
   for (const std::string& mode :
        std::vector<std::string>(absl::StrSplit(absl::GetFlag(FLAGS_modes), ',', absl::SkipEmpty()))) {
     if (mode == "dense") continue;
-    if (mode != "int4" && mode != "int4_ef" && mode != "int4_grad" && mode != "int4_grad_ef" && mode != "int8") {
-      fprintf(stderr, "--modes: unknown mode '%s'; valid: dense, int4, int4_ef, int4_grad, int4_grad_ef, int8\n",
-              mode.c_str());
+    absl::StatusOr<Mode> one = ParseMode(mode);
+    if (!one.ok()) {
+      fprintf(stderr, "%s\n", std::string(one.status().message()).c_str());
       return 1;
     }
+    parsed[mode] = *one;
     modes.push_back(mode);
   }
   std::vector<uint64_t> seeds;
@@ -169,7 +228,7 @@ int Main() {
     }
     Curve dense;
     for (const std::string& mode : modes) {
-      absl::StatusOr<Curve> curve = Run(*job, *layout, mode);
+      absl::StatusOr<Curve> curve = Run(*job, *layout, parsed[mode]);
       if (!curve.ok()) {
         fprintf(stderr, "%s: %s\n", mode.c_str(), curve.status().ToString().c_str());
         return 1;
