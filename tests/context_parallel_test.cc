@@ -185,6 +185,33 @@ TEST(ContextParallelTest, BytesPerLayerFollowTheFormulas) {
   EXPECT_EQ(*resolved, examples::CpAttention::kUlysses);
 }
 
+// What `oneflow inspect` prints per block (examples/common/cp_traffic.h), read from the
+// plan's boxings next to the tagged transposes, equals the Ulysses formula of the cost
+// model: gpt cp=2 (multi-head) and llama cp=2 x tp=2 (grouped-query, heads over tp).
+TEST(ContextParallelTest, PlannedUlyssesBytesPerLayerEqualTheFormula) {
+  for (bool gpt : {true, false}) {
+    const Layout layout = gpt ? Layout{"cp=2", 2, 1, 1, 1, 1, "ulysses"} : Layout{"cp=2 x tp=2", 2, 2, 1, 1, 1, "ulysses"};
+    absl::StatusOr<proto::Plan> plan = CompileModel(gpt, layout);
+    ASSERT_TRUE(plan.ok()) << plan.status();
+    absl::StatusOr<ParallelLayout> parallel = MakeLayout(layout);
+    ASSERT_TRUE(parallel.ok()) << parallel.status();
+    const examples::AttentionShape shape =
+        gpt ? examples::AttentionShape{2, 16, 32, 4, 4, "heads"} : examples::AttentionShape{2, 16, 64, 8, 4, "kv_heads"};
+    const double formula = examples::EstimateCpAttention(shape, *parallel).ulysses_bytes;
+    const std::vector<examples::CpLayerTraffic> layers = examples::CpAttentionTraffic(*plan);
+    ASSERT_EQ(layers.size(), 2u) << (gpt ? "gpt" : "llama");
+    for (const examples::CpLayerTraffic& layer : layers) {
+      EXPECT_EQ(layer.attention, "ulysses");
+      EXPECT_EQ(layer.collectives, 4) << layer.block;
+      EXPECT_EQ(static_cast<double>(layer.bytes_per_device), formula) << layer.block;
+    }
+    EXPECT_EQ(layers[0].block, gpt ? "block0" : "layers0");
+  }
+  absl::StatusOr<proto::Plan> one = CompileModel(true, {"1 device"});
+  ASSERT_TRUE(one.ok()) << one.status();
+  EXPECT_TRUE(examples::CpAttentionTraffic(*one).empty());
+}
+
 absl::Status BuildStatus(bool gpt, const Layout& l, int64_t seq, int64_t kv_heads = 4) {
   absl::StatusOr<ParallelLayout> layout = MakeLayout(l);
   if (!layout.ok()) return layout.status();

@@ -8,6 +8,20 @@
 
 namespace oneflow::examples {
 
+namespace {
+
+// A transpose tagged with the attention scheme (kCpAttentionAttr): the op on one side of
+// each of Ulysses' all-to-alls, so that `oneflow inspect` and CpAttentionTraffic find
+// them in a compiled plan. The kernel reads only perm.
+Tensor TaggedTranspose(Tensor x, std::vector<int64_t> perm) {
+  if (!x.valid()) return Tensor();
+  return x.graph()->AddSingleOutputOp("transpose", {x},
+                                      {{"perm", std::move(perm)}, {kCpAttentionAttr, std::string("ulysses")}},
+                                      SourceLocation::Current());
+}
+
+}  // namespace
+
 NdSbp SequenceSplit(const ParallelLayout& layout) {
   return layout.Sbp(Sbp::Split(1), Sbp::Broadcast(), Sbp::Split(0));
 }
@@ -92,10 +106,10 @@ Tensor UlyssesAttention(Tensor x, Tensor w_q, Tensor w_k, Tensor w_v, Tensor w_o
   auto product = [&](Tensor w) { return hinted(MatMul(rows, w), column_sbp); };
   // q: [s*b, heads*hd] -> [s, b, kv, group, hd] -> [b, kv, group, s, hd]; the hint on the
   // transposed q is Ulysses' first all-to-all (positions over cp -> kv heads over cp).
-  Tensor q = hinted(Transpose(Reshape(product(w_q), {s, b, kv_heads, group, hd}), {1, 2, 3, 0, 4}), heads_sbp);
+  Tensor q = hinted(TaggedTranspose(Reshape(product(w_q), {s, b, kv_heads, group, hd}), {1, 2, 3, 0, 4}), heads_sbp);
   if (rope_base) q = hinted(RotaryEmbedding(q, *rope_base), heads_sbp);
   auto kv = [&](Tensor w) {
-    return hinted(Transpose(Reshape(product(w), {s, b, kv_heads, hd}), {1, 2, 0, 3}), heads_sbp);
+    return hinted(TaggedTranspose(Reshape(product(w), {s, b, kv_heads, hd}), {1, 2, 0, 3}), heads_sbp);
   };
   Tensor k = kv(w_k);
   if (rope_base) k = hinted(RotaryEmbedding(k, *rope_base), heads_sbp);
@@ -112,7 +126,7 @@ Tensor UlyssesAttention(Tensor x, Tensor w_q, Tensor w_k, Tensor w_v, Tensor w_o
   Tensor context = hinted(MatMul(probs, v), heads_sbp);  // [b, kv, group*s, hd]
   // Back to positions: [b, kv, group, s, hd] -> [s, b, kv, group, hd], positions over cp
   // (Ulysses' second all-to-all), kv heads still over tp.
-  Tensor positions = hinted(Transpose(Reshape(context, {b, kv_heads, group, s, hd}), {3, 0, 1, 2, 4}),
+  Tensor positions = hinted(TaggedTranspose(Reshape(context, {b, kv_heads, group, s, hd}), {3, 0, 1, 2, 4}),
                             layout.Sbp(B, Sbp::Split(2), Sbp::Split(0)));
   Tensor merged = hinted(Reshape(positions, {s * b, heads * hd}), column_sbp);
   Tensor out = hinted(MatMul(merged, w_o), layout.Sbp(B, Sbp::Partial(), Sbp::Split(0)));

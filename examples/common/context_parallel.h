@@ -16,6 +16,7 @@
 #include <string>
 
 #include "absl/status/statusor.h"
+#include "examples/common/cp_traffic.h"
 #include "examples/common/parallel_layout.h"
 #include "oneflow_core/dsl/graph.h"
 
@@ -58,7 +59,8 @@ absl::StatusOr<CpAttention> ResolveCpAttention(const AttentionShape& shape, cons
 // w_q [h, heads * hd], w_k, w_v [h, kv_heads * hd], w_o [heads * hd, h]; rotary
 // embeddings on q and k when `rope_base` is set (llama), none otherwise (gpt). The same
 // arithmetic as GroupedQueryAttention (oneflow_core/dsl/ops.h) on [b, s, h]; returns
-// [s, b, h]. Hints: rows S(0) over cp (whole over tp), the heads of q, k, v and the
+// [s, b, h]. The three transposes next to the all-to-alls carry the attribute
+// kCpAttentionAttr = "ulysses" (cp_traffic.h reads it back from a plan). Hints: rows S(0) over cp (whole over tp), the heads of q, k, v and the
 // context split over tp then cp (whole heads per device), back to rows S(0) over cp
 // after the core; the two changes of split are the compiler's all-to-all boxings.
 Tensor UlyssesAttention(Tensor x, Tensor w_q, Tensor w_k, Tensor w_v, Tensor w_o, int64_t heads, int64_t kv_heads,
