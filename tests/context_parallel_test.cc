@@ -135,15 +135,30 @@ TEST(ContextParallelTest, LlamaEveryCpLayoutFollowsTheOneDeviceCurve) {
 // Ulysses' communication is the compiler's all-to-all boxing: in the forward pass of each
 // block, q, k and v go from positions to heads over cp and the attention context back,
 // four all-to-alls per block and no other collective on an activation; nothing of the
-// sequence is gathered whole.
-TEST(ContextParallelTest, UlyssesIsFourAllToAllsPerBlockInTheForwardPass) {
+// sequence is gathered whole. The backward mirrors it (the layouts pinned for both passes,
+// context_parallel.cc): four more all-to-alls per block, and no reduce-scatter or
+// all-gather on an activation or its gradient (a free S -> P boxing there would leave a
+// full-size partial sum of the scores' or the rows' gradient on every device); only the
+// weights' gradients are reduced over cp.
+TEST(ContextParallelTest, UlyssesIsFourAllToAllsPerBlockInEachPass) {
   for (bool gpt : {true, false}) {
     absl::StatusOr<proto::Plan> plan = CompileModel(gpt, {"cp=2", 2, 1, 1, 1, 1, "ulysses"});
     ASSERT_TRUE(plan.ok()) << plan.status();
     std::map<std::string, std::string> block_of_op;
     for (const proto::OpDef& op : plan->job().ops()) block_of_op[op.name()] = op.block();
     std::map<std::string, int> all_to_alls;
-    int forward_gathers = 0;
+    int forward_gathers = 0, all_to_alls_in_all = 0, scatters_or_gathers_in_all = 0;
+    for (const proto::BoxingDef& boxing : plan->boxings()) {
+      // Into an optimizer step: a weight's gradient (gpt's position embedding's is split
+      // by position, and all-gathered for its replicated update).
+      if (boxing.consumer_op().find("_update") != std::string::npos) continue;
+      for (const proto::BoxingStepDef& step : boxing.steps()) {
+        if (step.kind() == proto::STEP_ALL_TO_ALL) ++all_to_alls_in_all;
+        if (step.kind() == proto::STEP_REDUCE_SCATTER || step.kind() == proto::STEP_ALL_GATHER) {
+          ++scatters_or_gathers_in_all;
+        }
+      }
+    }
     for (const proto::BoxingDef& boxing : plan->boxings()) {
       const std::string& consumer = boxing.consumer_op();
       if (consumer.find("_grad") != std::string::npos || consumer.find("_update") != std::string::npos ||
@@ -161,6 +176,8 @@ TEST(ContextParallelTest, UlyssesIsFourAllToAllsPerBlockInTheForwardPass) {
       EXPECT_EQ(all_to_alls[prefix + std::to_string(layer)], 4) << (gpt ? "gpt " : "llama ") << prefix << layer;
     }
     EXPECT_EQ(forward_gathers, 0) << (gpt ? "gpt" : "llama");
+    EXPECT_EQ(all_to_alls_in_all, 2 * 4 * 2) << (gpt ? "gpt" : "llama");
+    EXPECT_EQ(scatters_or_gathers_in_all, 0) << (gpt ? "gpt" : "llama");
   }
 }
 

@@ -22,6 +22,13 @@ Tensor TaggedTranspose(Tensor x, std::vector<int64_t> perm) {
 
 }  // namespace
 
+Tensor Pinned(Tensor x, const NdSbp& sbp) {
+  if (!x.valid()) return Tensor();
+  Tensor out = x.graph()->AddSingleOutputOp("identity", {x}, {{"hint_gradient", true}}, SourceLocation::Current());
+  if (out.valid()) out.WithSbp(sbp);
+  return out;
+}
+
 NdSbp SequenceSplit(const ParallelLayout& layout) {
   return layout.Sbp(Sbp::Split(1), Sbp::Broadcast(), Sbp::Split(0));
 }
@@ -103,7 +110,7 @@ Tensor UlyssesAttention(Tensor x, Tensor w_q, Tensor w_k, Tensor w_v, Tensor w_o
   // The head layouts [b, kv_heads, ...]: kv heads over tp, then each tp device's over cp.
   const NdSbp heads_sbp = layout.Sbp(B, Sbp::Split(1), Sbp::Split(1));
   Tensor rows = hinted(Reshape(x, {s * b, h}), rows_sbp);
-  auto product = [&](Tensor w) { return hinted(MatMul(rows, w), column_sbp); };
+  auto product = [&](Tensor w) { return Pinned(hinted(MatMul(rows, w), column_sbp), column_sbp); };
   // q: [s*b, heads*hd] -> [s, b, kv, group, hd] -> [b, kv, group, s, hd]; the hint on the
   // transposed q is Ulysses' first all-to-all (positions over cp -> kv heads over cp).
   Tensor q = hinted(TaggedTranspose(Reshape(product(w_q), {s, b, kv_heads, group, hd}), {1, 2, 3, 0, 4}), heads_sbp);
@@ -126,7 +133,7 @@ Tensor UlyssesAttention(Tensor x, Tensor w_q, Tensor w_k, Tensor w_v, Tensor w_o
   Tensor context = hinted(MatMul(probs, v), heads_sbp);  // [b, kv, group*s, hd]
   // Back to positions: [b, kv, group, s, hd] -> [s, b, kv, group, hd], positions over cp
   // (Ulysses' second all-to-all), kv heads still over tp.
-  Tensor positions = hinted(TaggedTranspose(Reshape(context, {b, kv_heads, group, s, hd}), {3, 0, 1, 2, 4}),
+  Tensor positions = hinted(TaggedTranspose(Pinned(Reshape(context, {b, kv_heads, group, s, hd}), heads_sbp), {3, 0, 1, 2, 4}),
                             layout.Sbp(B, Sbp::Split(2), Sbp::Split(0)));
   Tensor merged = hinted(Reshape(positions, {s * b, heads * hd}), column_sbp);
   Tensor out = hinted(MatMul(merged, w_o), layout.Sbp(B, Sbp::Partial(), Sbp::Split(0)));

@@ -66,6 +66,14 @@ absl::StatusOr<CpAttention> ResolveCpAttention(const AttentionShape& shape, cons
 Tensor UlyssesAttention(Tensor x, Tensor w_q, Tensor w_k, Tensor w_v, Tensor w_o, int64_t heads, int64_t kv_heads,
                         std::optional<double> rope_base, const ParallelLayout& layout);
 
+// x with layout `sbp` in the forward pass and, when every axis of `sbp` is a split, its
+// gradient with the same layout in the backward (an identity op with the attribute
+// hint_gradient, oneflow_core/dsl/gradients/elementwise_gradient.cc). The backward has no
+// hints otherwise, and the compiler's greedy choice there takes free S -> P boxings that
+// leave full-size partial sums (the scores' gradient, the rows' gradient) on every
+// device, then reduce-scatters them: memory and bytes the all-to-alls avoid.
+Tensor Pinned(Tensor x, const NdSbp& sbp);
+
 // The position-split layout of a sequence-first activation [s, b, ...]: S(0) over cp,
 // whole over tp. (Llama's sequence parallelism over tp is off under cp: a second split
 // of the positions nested in cp's would make the gathers before the column-parallel

@@ -194,7 +194,11 @@ absl::StatusOr<proto::Job> BuildGpt(const GptConfig& config, const ParallelLayou
     }
     Tensor w_fc = variable(p + "mlp/w_fc", Shape{h, 4 * h}, normal(), column);
     Tensor w_proj = variable(p + "mlp/w_proj", Shape{4 * h, h}, normal(), row);
-    x = residual(Add(x, Linear(Gelu(Linear(LayerNorm(x, ln2_g, ln2_b), w_fc)), w_proj)));
+    Tensor fc = Linear(LayerNorm(x, ln2_g, ln2_b), w_fc);
+    // Under cp the MLP's hidden [s, b, 4h] stays on its positions in both passes (columns
+    // over tp, Megatron's), else the backward makes the rows' gradient a partial sum.
+    if (context_parallel) fc = Pinned(fc, layout.Sbp(split1, Sbp::Split(2), split0));
+    x = residual(Add(x, Linear(Gelu(fc), w_proj)));
   }
   x = enter_stage(x, layout.pp() - 1);
   Tensor lnf_g = variable("ln_f/gamma", Shape{h}, Initializer::Ones(), replicated);
