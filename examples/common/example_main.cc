@@ -26,6 +26,12 @@ ABSL_FLAG(int64_t, nodes, 1, "Nodes of the cluster.");
 ABSL_FLAG(int64_t, devices_per_node, 1, "CPU devices per node.");
 ABSL_FLAG(int64_t, dp, 1, "Data-parallel degree.");
 ABSL_FLAG(int64_t, tp, 1, "Tensor-parallel degree (Megatron-style, as SBP hints).");
+ABSL_FLAG(int64_t, cp, 1,
+          "Context-parallel degree (docs/context_parallelism.md): the sequence split over cp devices outside "
+          "attention (gpt, llama; --seq must divide by it; not with --dp > 1).");
+ABSL_FLAG(std::string, cp_attention, "auto",
+          "Attention under --cp > 1: ulysses (all-to-all to a head split; --kv_heads or --heads divisible by "
+          "--tp x --cp), ring, or auto (the cost model's choice).");
 ABSL_FLAG(int64_t, zero, 0,
           "ZeRO stage over the data-parallel axis (docs/zero.md): 0 off; 1 optimizer state sharded; "
           "2 also gradients reduce-scattered; 3 also parameters sharded and gathered where used.");
@@ -125,6 +131,8 @@ absl::StatusOr<ParallelLayout> LayoutFromFlags() {
   flags.devices_per_node = absl::GetFlag(FLAGS_devices_per_node);
   flags.dp = absl::GetFlag(FLAGS_dp);
   flags.tp = absl::GetFlag(FLAGS_tp);
+  flags.cp = absl::GetFlag(FLAGS_cp);
+  flags.cp_attention = absl::GetFlag(FLAGS_cp_attention);
   flags.zero = absl::GetFlag(FLAGS_zero);
   flags.pp = absl::GetFlag(FLAGS_pp);
   flags.micro_batches = absl::GetFlag(FLAGS_micro_batches);

@@ -10,6 +10,7 @@ absl::StatusOr<ParallelLayout> ParallelLayout::Create(const ParallelFlags& flags
                                     {"devices_per_node", flags.devices_per_node},
                                     {"dp", flags.dp},
                                     {"tp", flags.tp},
+                                    {"cp", flags.cp},
                                     {"pp", flags.pp},
                                     {"micro_batches", flags.micro_batches}}) {
     if (value < 1) {
@@ -17,10 +18,12 @@ absl::StatusOr<ParallelLayout> ParallelLayout::Create(const ParallelFlags& flags
     }
   }
   const int64_t devices = flags.nodes * flags.devices_per_node;
-  if (flags.pp * flags.dp * flags.tp != devices) {
+  const int64_t per_stage = flags.dp * flags.tp * flags.cp;
+  if (flags.pp * per_stage != devices) {
     return absl::InvalidArgumentError(absl::StrCat(
         flags.pp > 1 ? absl::StrCat("--pp=", flags.pp, " x ") : "", "--dp=", flags.dp, " x --tp=", flags.tp,
-        " is ", flags.pp * flags.dp * flags.tp, " devices, but --nodes=", flags.nodes,
+        flags.cp > 1 ? absl::StrCat(" x --cp=", flags.cp) : "", " is ", flags.pp * per_stage,
+        " devices, but --nodes=", flags.nodes,
         " x --devices_per_node=", flags.devices_per_node, " is ", devices, "; they must match"));
   }
   if (flags.zero < 0 || flags.zero > 3) {
@@ -31,20 +34,43 @@ absl::StatusOr<ParallelLayout> ParallelLayout::Create(const ParallelFlags& flags
     return absl::InvalidArgumentError(absl::StrCat(
         "--zero=", flags.zero, " shards over the data-parallel axis, but --dp=1 has none; use --dp > 1 or --zero=0"));
   }
+  CpAttention cp_attention;
+  if (flags.cp_attention == "ulysses") {
+    cp_attention = CpAttention::kUlysses;
+  } else if (flags.cp_attention == "ring") {
+    cp_attention = CpAttention::kRing;
+  } else if (flags.cp_attention == "auto") {
+    cp_attention = CpAttention::kAuto;
+  } else {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--cp_attention=", flags.cp_attention, " is not one of: ulysses, ring, auto"));
+  }
+  // Outside attention a context-parallel activation is split by position and the models'
+  // linear layers multiply it as rows [positions x batch, hidden]; a data-parallel split
+  // of the batch inside those rows would be a second split nested in the first, which the
+  // per-axis SBP signatures of reshape cannot express (they judge each hierarchy axis on
+  // the whole tensor). Refused rather than silently replicated.
+  if (flags.cp > 1 && flags.dp > 1) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "--cp=", flags.cp, " with --dp=", flags.dp,
+        ": context parallelism does not compose with data parallelism yet (the position split and the batch "
+        "split of the same rows need nested SBP splits); use --dp=1 with --cp, or --cp=1"));
+  }
   ParallelLayout layout;
+  layout.cp_ = flags.cp;
+  layout.cp_attention_ = cp_attention;
   layout.zero_ = flags.zero;
   layout.micro_batches_ = flags.micro_batches;
   layout.dp_ = flags.dp;
   layout.tp_ = flags.tp;
-  Shape hierarchy;
-  if (flags.dp > 1 && flags.tp > 1) {
-    hierarchy = Shape{flags.dp, flags.tp};
-  } else {
-    hierarchy = Shape{flags.dp * flags.tp};
+  std::vector<int64_t> kept;
+  for (int64_t size : {flags.dp, flags.tp, flags.cp}) {
+    if (size > 1) kept.push_back(size);
   }
+  if (kept.empty()) kept.push_back(1);
+  const Shape hierarchy(kept);
   OF_ASSIGN_OR_RETURN(const Placement all,
                       Placement::Grid(DeviceType::kCpu, flags.nodes, flags.devices_per_node));
-  const int64_t per_stage = flags.dp * flags.tp;
   for (int64_t s = 0; s < flags.pp; ++s) {
     std::vector<DeviceId> stage(all.devices().begin() + s * per_stage, all.devices().begin() + (s + 1) * per_stage);
     OF_ASSIGN_OR_RETURN(Placement placement, Placement::Create(DeviceType::kCpu, std::move(stage), hierarchy));
@@ -74,11 +100,30 @@ absl::Status ParallelLayout::CheckStages(int64_t blocks, const char* blocks_flag
   return absl::OkStatus();
 }
 
+const char* CpAttentionName(CpAttention attention) {
+  switch (attention) {
+    case CpAttention::kUlysses:
+      return "ulysses";
+    case CpAttention::kRing:
+      return "ring";
+    case CpAttention::kAuto:
+      return "auto";
+  }
+  return "auto";
+}
+
 NdSbp ParallelLayout::Sbp(const oneflow::Sbp& data_axis, const oneflow::Sbp& model_axis) const {
-  if (dp_ > 1 && tp_ > 1) return NdSbp{data_axis, model_axis};
-  if (dp_ > 1) return NdSbp{data_axis};
-  if (tp_ > 1) return NdSbp{model_axis};
-  return NdSbp{oneflow::Sbp::Broadcast()};
+  return Sbp(data_axis, model_axis, oneflow::Sbp::Broadcast());
+}
+
+NdSbp ParallelLayout::Sbp(const oneflow::Sbp& data_axis, const oneflow::Sbp& model_axis,
+                          const oneflow::Sbp& context_axis) const {
+  std::vector<oneflow::Sbp> axes;
+  if (dp_ > 1) axes.push_back(data_axis);
+  if (tp_ > 1) axes.push_back(model_axis);
+  if (cp_ > 1) axes.push_back(context_axis);
+  if (axes.empty()) axes.push_back(oneflow::Sbp::Broadcast());
+  return NdSbp(std::move(axes));
 }
 
 }  // namespace oneflow::examples

@@ -1,10 +1,12 @@
 // The layout flags every example shares: how many nodes and devices, and how they are
-// split between pipeline stages (pp), data parallelism (dp) and Megatron-style tensor
-// parallelism (tp), and how many micro-batches an iteration has.
+// split between pipeline stages (pp), data parallelism (dp), Megatron-style tensor
+// parallelism (tp) and context parallelism (cp: the sequence split over devices,
+// docs/context_parallelism.md), and how many micro-batches an iteration has.
 //
-// The devices, in cluster order, form pp stages of dp x tp consecutive devices each;
-// a stage's devices form the hierarchy [dp, tp] (axes of size 1 are dropped, so pure data
-// parallelism is the 1-D hierarchy [dp]). Models put consecutive blocks on consecutive
+// The devices, in cluster order, form pp stages of dp x tp x cp consecutive devices each;
+// a stage's devices form the hierarchy [dp, tp, cp] (axes of size 1 are dropped, so pure
+// data parallelism is the 1-D hierarchy [dp]). cp is innermost so that a tensor split by
+// heads over tp and then over cp (Ulysses' attention core) keeps each tp device's heads. Models put consecutive blocks on consecutive
 // stages (StagePlacement, StageOf). Models ask for SBP hints by role:
 //   layout.Sbp(Sbp::Split(0), Sbp::Broadcast())   data: rows split over dp, whole over tp
 //   layout.Sbp(Sbp::Broadcast(), Sbp::Split(1))   column-parallel weight
@@ -27,6 +29,11 @@ struct ParallelFlags {
   int64_t devices_per_node = 1;
   int64_t dp = 1;
   int64_t tp = 1;
+  // Context-parallel degree: activations split by sequence position over cp devices
+  // outside attention. cp > 1 with dp > 1 is refused (see ParallelLayout::Create).
+  int64_t cp = 1;
+  // How attention runs under cp > 1: "ulysses", "ring" or "auto" (CpAttention).
+  std::string cp_attention = "auto";
   // ZeRO stage 0..3 over the data-parallel axis (docs/zero.md); > 0 needs dp > 1.
   int64_t zero = 0;
   int64_t pp = 1;
@@ -36,6 +43,18 @@ struct ParallelFlags {
   double intra_node_bandwidth = 100e9;
   double inter_node_bandwidth = 12.5e9;
 };
+
+// How an attention layer runs when the sequence is split over cp devices.
+enum class CpAttention {
+  // DeepSpeed Ulysses: an all-to-all turns the position split into a head split before
+  // the attention core and back after it; needs the (kv) heads divisible by tp x cp.
+  kUlysses,
+  // Ring attention: K/V blocks travel around the cp ring (Megatron context parallelism).
+  kRing,
+  // The cost model's choice per model (ChooseCpAttention, examples/common/context_parallel.h).
+  kAuto,
+};
+const char* CpAttentionName(CpAttention attention);
 
 class ParallelLayout {
  public:
@@ -59,12 +78,19 @@ class ParallelLayout {
   const proto::Cluster& cluster() const { return cluster_; }
   int64_t dp() const { return dp_; }
   int64_t tp() const { return tp_; }
+  int64_t cp() const { return cp_; }
+  CpAttention cp_attention() const { return cp_attention_; }
   int64_t zero() const { return zero_; }
   // The hierarchy axis of dp (0: [dp] or [dp, tp]), for Optimizer::WithZero.
   int64_t dp_axis() const { return 0; }
 
   // One SBP per kept hierarchy axis: `data_axis` for dp, `model_axis` for tp.
+  // With cp > 1 the cp axis is B (replicated over the context-parallel devices), as
+  // weights and everything that is not split by position want.
   NdSbp Sbp(const oneflow::Sbp& data_axis, const oneflow::Sbp& model_axis) const;
+  // One SBP per kept hierarchy axis, `context_axis` for cp: activations split by position
+  // over cp give it S(position axis).
+  NdSbp Sbp(const oneflow::Sbp& data_axis, const oneflow::Sbp& model_axis, const oneflow::Sbp& context_axis) const;
 
  private:
   std::vector<Placement> stages_;
@@ -72,6 +98,8 @@ class ParallelLayout {
   proto::Cluster cluster_;
   int64_t dp_ = 1;
   int64_t tp_ = 1;
+  int64_t cp_ = 1;
+  CpAttention cp_attention_ = CpAttention::kAuto;
   int64_t zero_ = 0;
 };
 

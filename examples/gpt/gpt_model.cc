@@ -4,6 +4,7 @@
 #include <fstream>
 
 #include "absl/strings/str_cat.h"
+#include "examples/common/context_parallel.h"
 #include "oneflow_core/dsl/ops.h"
 #include "oneflow_core/status.h"
 
@@ -102,8 +103,17 @@ absl::StatusOr<proto::Job> BuildGpt(const GptConfig& config, const ParallelLayou
     return absl::InvalidArgumentError(absl::StrCat("--moe_experts=", config.moe.experts, " with --pp=", layout.pp(),
                                                    ": mixture-of-experts blocks do not run in pipeline stages yet"));
   }
+  if (config.moe.enabled() && layout.cp() > 1) {
+    return absl::InvalidArgumentError(absl::StrCat("--moe_experts=", config.moe.experts, " with --cp=", layout.cp(),
+                                                   ": mixture-of-experts blocks do not run context-parallel yet"));
+  }
   // The graph is one micro-batch's (all of the batch without micro-batches).
   OF_ASSIGN_OR_RETURN(const int64_t b, layout.MicroBatchRows(config.batch));
+  OF_RETURN_IF_ERROR(
+      ResolveCpAttention({b, config.seq, config.hidden, config.heads, config.heads, "heads"}, layout).status());
+  // Context parallelism (examples/common/context_parallel.h): the residual stream
+  // sequence-first [s, b, h], positions over cp; attention by Ulysses' all-to-alls.
+  const bool context_parallel = layout.cp() > 1;
   const Sbp split0 = Sbp::Split(0);
   const Sbp split1 = Sbp::Split(1);
   const Sbp broadcast = Sbp::Broadcast();
@@ -121,9 +131,13 @@ absl::StatusOr<proto::Job> BuildGpt(const GptConfig& config, const ParallelLayou
                               : !config.token_file.empty() ? DataSource::TokenFile(config.token_file)
                                                            : DataSource::SyntheticTokens(config.seed, config.vocab));
   Tensor tokens = graph.Input("tokens", Shape{b, s}, DType::kI32, "data");
-  tokens.WithSbp(layout.Sbp(split0, broadcast));
+  tokens.WithSbp(layout.Sbp(split0, broadcast, split1));
   Tensor targets = graph.Input("targets", Shape{b, s}, DType::kI32, "data");
-  targets.WithSbp(layout.Sbp(split0, broadcast));
+  targets.WithSbp(layout.Sbp(split0, broadcast, split1));
+  auto residual = [&](Tensor x) {
+    if (context_parallel && x.valid()) x.WithSbp(SequenceSplit(layout));
+    return x;
+  };
 
   // Pipeline stages: blocks on consecutive stages (ParallelLayout::StageOf), the
   // embeddings on the first, the final norm and the loss on the last; each variable lives
@@ -138,7 +152,7 @@ absl::StatusOr<proto::Job> BuildGpt(const GptConfig& config, const ParallelLayou
   auto enter_stage = [&](Tensor x, int64_t next) {
     if (next == stage) return x;
     stage = next;
-    return To(x, layout.StagePlacement(stage), layout.Sbp(split0, broadcast));
+    return To(x, layout.StagePlacement(stage), context_parallel ? SequenceSplit(layout) : layout.Sbp(split0, broadcast));
   };
   auto normal = [&]() { return Initializer::Normal(0, 0.02, ++seed); };
   MoeBuilder moe{config.moe, ResolveMoeParallel(config, layout).choice,
@@ -155,7 +169,8 @@ absl::StatusOr<proto::Job> BuildGpt(const GptConfig& config, const ParallelLayou
   Tensor balance;  // The blocks' load-balancing losses, summed.
   Tensor wte = variable("wte", Shape{v, h}, normal(), row);  // Vocabulary-parallel.
   Tensor wpe = variable("wpe", Shape{s, h}, normal(), replicated);
-  Tensor x = Add(Embedding(wte, tokens), wpe);
+  Tensor x = context_parallel ? residual(Add(Transpose(Embedding(wte, tokens), {1, 0, 2}), Reshape(wpe, {s, 1, h})))
+                              : Add(Embedding(wte, tokens), wpe);
   for (int64_t l = 0; l < config.layers; ++l) {
     x = enter_stage(x, layout.StageOf(l, config.layers));
     const std::string p = absl::StrCat("block", l, "/");
@@ -167,7 +182,10 @@ absl::StatusOr<proto::Job> BuildGpt(const GptConfig& config, const ParallelLayou
     Tensor w_k = variable(p + "attn/w_k", Shape{h, h}, normal(), column);
     Tensor w_v = variable(p + "attn/w_v", Shape{h, h}, normal(), column);
     Tensor w_o = variable(p + "attn/w_o", Shape{h, h}, normal(), row);
-    x = Add(x, CausalSelfAttention(LayerNorm(x, ln1_g, ln1_b), w_q, w_k, w_v, w_o, config.heads));
+    Tensor normed = LayerNorm(x, ln1_g, ln1_b);
+    x = residual(Add(x, context_parallel ? UlyssesAttention(normed, w_q, w_k, w_v, w_o, config.heads, config.heads,
+                                                            std::nullopt, layout)
+                                         : CausalSelfAttention(normed, w_q, w_k, w_v, w_o, config.heads)));
     Tensor ln2_g = variable(p + "ln2/gamma", Shape{h}, Initializer::Ones(), replicated);
     Tensor ln2_b = variable(p + "ln2/beta", Shape{h}, Initializer::Zeros(), replicated);
     if (config.moe.IsMoeBlock(l)) {
@@ -176,7 +194,11 @@ absl::StatusOr<proto::Job> BuildGpt(const GptConfig& config, const ParallelLayou
     }
     Tensor w_fc = variable(p + "mlp/w_fc", Shape{h, 4 * h}, normal(), column);
     Tensor w_proj = variable(p + "mlp/w_proj", Shape{4 * h, h}, normal(), row);
-    x = Add(x, Linear(Gelu(Linear(LayerNorm(x, ln2_g, ln2_b), w_fc)), w_proj));
+    Tensor fc = Linear(LayerNorm(x, ln2_g, ln2_b), w_fc);
+    // Under cp the MLP's hidden [s, b, 4h] stays on its positions in both passes (columns
+    // over tp, Megatron's), else the backward makes the rows' gradient a partial sum.
+    if (context_parallel) fc = Pinned(fc, layout.Sbp(split1, Sbp::Split(2), split0));
+    x = residual(Add(x, Linear(Gelu(fc), w_proj)));
   }
   x = enter_stage(x, layout.pp() - 1);
   Tensor lnf_g = variable("ln_f/gamma", Shape{h}, Initializer::Ones(), replicated);
@@ -189,7 +211,9 @@ absl::StatusOr<proto::Job> BuildGpt(const GptConfig& config, const ParallelLayou
     Tensor w_out = variable("w_out", Shape{h, v}, normal(), column);
     logits = MatMul(final_x, w_out);
   }
-  Tensor loss = ReduceMean(SparseSoftmaxCrossEntropy(logits, Reshape(targets, {b * s})));
+  // Under cp the logits' rows are position-major, and so must the targets be.
+  Tensor target_rows = Reshape(context_parallel ? Transpose(targets, {1, 0}) : targets, {b * s});
+  Tensor loss = ReduceMean(SparseSoftmaxCrossEntropy(logits, target_rows));
   if (balance.valid()) loss = Add(loss, ScalarMul(balance, config.moe.aux_weight));
   graph.SetLoss(loss);
   graph.SetOptimizer(Optimizer::AdamW(config.learning_rate)

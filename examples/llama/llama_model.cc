@@ -5,6 +5,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "examples/common/context_parallel.h"
 #include "oneflow_core/dsl/ops.h"
 #include "oneflow_core/status.h"
 
@@ -75,6 +76,11 @@ absl::StatusOr<proto::Job> BuildLlama(const LlamaConfig& config, const ParallelL
   OF_RETURN_IF_ERROR(layout.CheckStages(config.layers, "layers"));
   // The graph is one micro-batch's (all of the batch without micro-batches).
   OF_ASSIGN_OR_RETURN(const int64_t b, layout.MicroBatchRows(config.batch));
+  AttentionShape attention_shape{b, config.seq, config.hidden, config.heads, config.kv_heads, "kv_heads"};
+  OF_RETURN_IF_ERROR(ResolveCpAttention(attention_shape, layout).status());
+  // Context parallelism (examples/common/context_parallel.h): the residual stream
+  // sequence-first [s, b, h], positions over cp, rows [s * b, h] S(0) over cp.
+  const bool context_parallel = layout.cp() > 1;
   const Sbp split0 = Sbp::Split(0);
   const Sbp split1 = Sbp::Split(1);
   const Sbp broadcast = Sbp::Broadcast();
@@ -85,13 +91,14 @@ absl::StatusOr<proto::Job> BuildLlama(const LlamaConfig& config, const ParallelL
   // otherwise every device computes all of them (a kv head cannot be shared out).
   const NdSbp kv = config.kv_heads % layout.tp() == 0 ? column : replicated;
   // The residual stream [b, s, h]: batch over dp, positions over tp (sequence parallelism).
-  const NdSbp sequence_parallel = layout.Sbp(split0, split1);
+  const NdSbp sequence_parallel = context_parallel ? SequenceSplit(layout) : layout.Sbp(split0, split1);
   // Products over the flattened rows [b * s, n]: rows over dp; column-parallel ones split
   // by columns over tp, row-parallel ones partial sums over tp (Megatron's layout; the
   // cost model alone prefers gathering the weights when tokens outnumber hidden units).
-  const NdSbp gathered = layout.Sbp(split0, broadcast);
-  const NdSbp column_product = layout.Sbp(split0, split1);
-  const NdSbp row_product = layout.Sbp(split0, Sbp::Partial());
+  // (Under cp the rows are [s * b] and split S(0) over cp; dp is 1 there.)
+  const NdSbp gathered = layout.Sbp(split0, broadcast, split0);
+  const NdSbp column_product = layout.Sbp(split0, split1, split0);
+  const NdSbp row_product = layout.Sbp(split0, Sbp::Partial(), split0);
   AttentionHints attention_hints;
   attention_hints.rows = gathered;
   attention_hints.query = column_product;
@@ -116,9 +123,9 @@ absl::StatusOr<proto::Job> BuildLlama(const LlamaConfig& config, const ParallelL
                               : !config.token_file.empty() ? DataSource::TokenFile(config.token_file)
                                                            : DataSource::SyntheticTokens(config.seed, config.vocab));
   Tensor tokens = graph.Input("tokens", Shape{b, s}, DType::kI32, "data");
-  tokens.WithSbp(layout.Sbp(split0, broadcast));
+  tokens.WithSbp(layout.Sbp(split0, broadcast, split1));
   Tensor targets = graph.Input("targets", Shape{b, s}, DType::kI32, "data");
-  targets.WithSbp(layout.Sbp(split0, broadcast));
+  targets.WithSbp(layout.Sbp(split0, broadcast, split1));
 
   // Pipeline stages as in examples/gpt: blocks on consecutive stages, the embedding on the
   // first, the final norm and the loss on the last; activations move through To().
@@ -145,7 +152,9 @@ absl::StatusOr<proto::Job> BuildLlama(const LlamaConfig& config, const ParallelL
   auto normal = [&]() { return Initializer::Normal(0, 0.02, ++seed); };
 
   Tensor embedding = variable("tok_embeddings", Shape{v, h}, normal(), row);  // Stored split by vocabulary.
-  Tensor x = residual(Embedding(embedding, tokens));
+  Tensor x = Embedding(embedding, tokens);
+  if (context_parallel) x = Transpose(x, {1, 0, 2});  // [s, b, h]
+  x = residual(x);
   for (int64_t l = 0; l < config.layers; ++l) {
     x = enter_stage(x, layout.StageOf(l, config.layers));
     const std::string p = absl::StrCat("layers", l, "/");
@@ -156,8 +165,12 @@ absl::StatusOr<proto::Job> BuildLlama(const LlamaConfig& config, const ParallelL
     Tensor w_k = variable(p + "attention/wk", Shape{h, config.kv_heads * head_dim}, normal(), kv);
     Tensor w_v = variable(p + "attention/wv", Shape{h, config.kv_heads * head_dim}, normal(), kv);
     Tensor w_o = variable(p + "attention/wo", Shape{config.heads * head_dim, h}, normal(), row);
-    Tensor attention = GroupedQueryAttention(RmsNorm(x, attention_norm, config.norm_epsilon), w_q, w_k, w_v, w_o,
-                                             config.heads, config.kv_heads, config.rope_base, attention_hints);
+    Tensor attention =
+        context_parallel
+            ? UlyssesAttention(RmsNorm(x, attention_norm, config.norm_epsilon), w_q, w_k, w_v, w_o, config.heads,
+                               config.kv_heads, config.rope_base, layout)
+            : GroupedQueryAttention(RmsNorm(x, attention_norm, config.norm_epsilon), w_q, w_k, w_v, w_o,
+                                    config.heads, config.kv_heads, config.rope_base, attention_hints);
     x = residual(Add(x, attention));
     Tensor ffn_norm = variable(p + "ffn_norm", Shape{h}, Initializer::Ones(), replicated);
     Tensor w_gate = variable(p + "feed_forward/w1", Shape{h, f}, normal(), column);
@@ -171,7 +184,9 @@ absl::StatusOr<proto::Job> BuildLlama(const LlamaConfig& config, const ParallelL
   Tensor final_norm = variable("norm", Shape{h}, Initializer::Ones(), replicated);
   Tensor output = variable("output", Shape{h, v}, normal(), column);  // Untied; stored split by vocabulary.
   Tensor logits = MatMul(Reshape(RmsNorm(x, final_norm, config.norm_epsilon), {b * s, h}), output);
-  Tensor loss = ReduceMean(SparseSoftmaxCrossEntropy(logits, Reshape(targets, {b * s})));
+  // Under cp the logits' rows are position-major, and so must the targets be.
+  Tensor target_rows = Reshape(context_parallel ? Transpose(targets, {1, 0}) : targets, {b * s});
+  Tensor loss = ReduceMean(SparseSoftmaxCrossEntropy(logits, target_rows));
   graph.SetLoss(loss);
   graph.SetOptimizer(Optimizer::AdamW(config.learning_rate)
                          .WithWarmupCosine(config.warmup_steps, 10000, 0.1 * config.learning_rate)

@@ -17,6 +17,7 @@
 #include "tools/cli/pipeline_stages.h"
 #include "tools/cli/predicted_step_time.h"
 #include "tools/cli/text_wrap.h"
+#include "examples/common/cp_traffic.h"
 #include "plan/plan_format.h"
 
 namespace oneflow::cli {
@@ -126,6 +127,20 @@ void AppendRecompute(const proto::Plan& plan, std::string* out) {
                                  FormatBytes(block.activation_bytes_without())),
                     absl::StrCat(block.recomputed_ops(), " ops re-run"),
                     absl::StrFormat("%.4g FLOPs", block.recompute_flops())});
+  }
+  AppendTable(rows, "  ", out);
+}
+
+// Context-parallel attention per block (examples/common/cp_traffic.h), when there is any:
+// the scheme and what its collectives move in one micro-batch's forward pass.
+void AppendContextParallel(const proto::Plan& plan, std::string* out) {
+  const std::vector<examples::CpLayerTraffic> layers = examples::CpAttentionTraffic(plan);
+  if (layers.empty()) return;
+  absl::StrAppend(out, "\ncontext-parallel attention (forward, per micro-batch)\n");
+  std::vector<std::vector<std::string>> rows;
+  for (const examples::CpLayerTraffic& layer : layers) {
+    rows.push_back({layer.block, layer.attention, absl::StrCat(layer.collectives, " collectives"),
+                    absl::StrCat(FormatBytes(layer.bytes_per_device), " per device")});
   }
   AppendTable(rows, "  ", out);
 }
@@ -368,6 +383,7 @@ std::string RenderText(const proto::Plan& plan, const PlanIndex& index, std::opt
   AppendCluster(plan, &out);
   AppendOps(plan, index, &out);
   AppendRecompute(plan, &out);
+  AppendContextParallel(plan, &out);
 
   const CompressionFigures figures(plan, index);
   const int64_t total = TotalBoxingBytesPerIteration(plan);

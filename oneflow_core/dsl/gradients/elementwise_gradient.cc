@@ -1,6 +1,8 @@
 // Gradients of the elementwise ops. Broadcasting binary ops sum the gradient back over
 // the axes an input was broadcast along (reduce_sum_like); an input of the output's
 // shape takes it directly.
+#include <variant>
+
 #include "oneflow_core/dsl/gradients/gradient_functions.h"
 #include "oneflow_core/dsl/ops.h"
 
@@ -77,9 +79,27 @@ std::vector<Tensor> DropoutGradient(const GradientContext& ctx) {
 
 // To(x, placement, sbp) moved x; its gradient moves back to x's placement (pipeline
 // stages send activations forward and gradients backward). The SBP is left to the
-// compiler: the gradient of a B tensor is naturally P, not B.
+// compiler: the gradient of a B tensor is naturally P, not B. An identity with the
+// attribute hint_gradient = true (a model pinning a layout in both passes, e.g.
+// examples/common/context_parallel.cc) gives its gradient the forward output's hint,
+// when every axis of that hint is a split (the gradient of a split is the same split).
 std::vector<Tensor> IdentityGradient(const GradientContext& ctx) {
   const Tensor x = ctx.inputs[0];
+  auto pinned = ctx.attrs->find("hint_gradient");
+  if (pinned != ctx.attrs->end() && std::holds_alternative<bool>(pinned->second) &&
+      std::get<bool>(pinned->second)) {
+    const std::optional<NdSbp>& hint = x.graph()->tensor(ctx.outputs[0].id()).sbp_hint;
+    bool all_split = hint.has_value();
+    for (int64_t a = 0; all_split && a < hint->size(); ++a) all_split = hint->at(a).is_split();
+    if (all_split) {
+      Tensor dx = x.graph()->AddSingleOutputOp("identity", {ctx.output_grads[0]}, {}, ctx.location);
+      if (!dx.valid()) return {dx};
+      dx.WithSbp(*hint);
+      const std::optional<Placement>& placement = x.graph()->tensor(x.id()).placement;
+      if (placement) dx.WithPlacement(*placement);
+      return {dx};
+    }
+  }
   const std::optional<Placement>& placement = x.graph()->tensor(x.id()).placement;
   if (!placement) return {ctx.output_grads[0]};
   Tensor dx = x.graph()->AddSingleOutputOp("identity", {ctx.output_grads[0]}, {}, ctx.location);

@@ -1,0 +1,174 @@
+// Context parallelism with Ulysses attention on llama, one process (CPU devices as
+// threads). Three kinds of JSON line:
+// {"bench":"context_parallel","metric":"longest_seq","cp":4,"device_memory_bytes":..,
+//  "longest_seq":..,"reference_cp":1,"reference_longest_seq":..,"ratio":..}
+//   the longest --seq (a multiple of 2 x cp) whose memory planning peak (the largest
+//   DevicePlan.peak_bytes of the stage) fits --device_memory_mb, cp=4 against cp=1;
+// {"bench":"context_parallel","metric":"step_ms","cp":4,"seq":..,"median_step_ms":..,
+//  "reference_median_step_ms":..,"ratio":..}
+//   the step time of the same sequence on cp=4 and on one device, alternating rounds;
+// {"bench":"context_parallel","metric":"bytes_per_layer","attention":"ulysses","cp":4,
+//  "block":"layers0","collectives":4,"plan_bytes_per_device":..,"formula_bytes":..,"ratio":..}
+//   what the plan's all-to-all steps move per device in one block's forward pass
+//   (examples/common/cp_traffic.h) against 4 N h / cp-style formula of
+//   EstimateCpAttention; the ring formula is printed beside it (ring is not built).
+#include <algorithm>
+#include <cstdio>
+#include <string>
+#include <vector>
+
+#include "absl/flags/flag.h"
+#include "absl/flags/parse.h"
+#include "actors/runtime.h"
+#include "compiler/compiler.h"
+#include "examples/common/context_parallel.h"
+#include "examples/common/cp_traffic.h"
+#include "examples/common/parallel_layout.h"
+#include "examples/llama/llama_model.h"
+#include "oneflow_core/status.h"
+
+ABSL_FLAG(int64_t, cp, 4, "Context-parallel degree to compare with cp=1.");
+ABSL_FLAG(int64_t, device_memory_mb, 256, "Per-device memory the longest sequence must fit (planned peak).");
+ABSL_FLAG(int64_t, layers, 2, "Decoder blocks.");
+ABSL_FLAG(int64_t, hidden, 256, "Hidden width.");
+ABSL_FLAG(int64_t, heads, 8, "Query heads.");
+ABSL_FLAG(int64_t, kv_heads, 4, "Key/value heads (divisible by --cp for Ulysses).");
+ABSL_FLAG(int64_t, step_seq, 256, "Sequence of the step-time comparison.");
+ABSL_FLAG(int64_t, iterations, 8, "Iterations per round of the step-time comparison; the first 3 are warm-up.");
+ABSL_FLAG(int64_t, rounds, 3, "Rounds of the step-time comparison.");
+
+namespace oneflow {
+namespace {
+
+examples::LlamaConfig Config(int64_t seq) {
+  examples::LlamaConfig config;
+  config.batch = 1;
+  config.seq = seq;
+  config.layers = absl::GetFlag(FLAGS_layers);
+  config.hidden = absl::GetFlag(FLAGS_hidden);
+  config.heads = absl::GetFlag(FLAGS_heads);
+  config.kv_heads = absl::GetFlag(FLAGS_kv_heads);
+  config.vocab = 256;
+  return config;
+}
+
+absl::StatusOr<examples::ParallelLayout> Layout(int64_t cp) {
+  examples::ParallelFlags flags;
+  flags.devices_per_node = cp;
+  flags.cp = cp;
+  flags.cp_attention = "ulysses";
+  return examples::ParallelLayout::Create(flags);
+}
+
+absl::StatusOr<proto::Plan> CompileAt(int64_t cp, int64_t seq) {
+  OF_ASSIGN_OR_RETURN(const examples::ParallelLayout layout, Layout(cp));
+  OF_ASSIGN_OR_RETURN(const proto::Job job, examples::BuildLlama(Config(seq), layout));
+  CompileOptions options;
+  options.cluster = layout.cluster();
+  return Compile(job, options);
+}
+
+int64_t PeakBytes(const proto::Plan& plan) {
+  int64_t peak = 0;
+  for (const proto::DevicePlan& device : plan.devices()) peak = std::max(peak, device.peak_bytes());
+  return peak;
+}
+
+// The largest multiple of `step` whose plan peak fits `budget`: doubling, then bisection.
+absl::StatusOr<int64_t> LongestSeq(int64_t cp, int64_t budget) {
+  const int64_t step = 2 * cp;
+  auto fits = [&](int64_t seq) -> absl::StatusOr<bool> {
+    OF_ASSIGN_OR_RETURN(const proto::Plan plan, CompileAt(cp, seq));
+    return PeakBytes(plan) <= budget;
+  };
+  OF_ASSIGN_OR_RETURN(bool first, fits(step));
+  if (!first) return 0;
+  int64_t low = 1, high = 2;  // In units of `step`: low fits.
+  while (true) {
+    OF_ASSIGN_OR_RETURN(bool ok, fits(high * step));
+    if (!ok) break;
+    low = high;
+    high *= 2;
+  }
+  while (high - low > 1) {
+    const int64_t mid = (low + high) / 2;
+    OF_ASSIGN_OR_RETURN(bool ok, fits(mid * step));
+    (ok ? low : high) = mid;
+  }
+  return low * step;
+}
+
+double Median(std::vector<double> values) {
+  if (values.empty()) return 0;
+  std::sort(values.begin(), values.end());
+  return values[values.size() / 2];
+}
+
+absl::StatusOr<double> MedianStep(const proto::Plan& plan) {
+  actors::TrainOptions train;
+  train.node = -1;
+  train.iterations = std::max<int64_t>(absl::GetFlag(FLAGS_iterations), 4);
+  OF_ASSIGN_OR_RETURN(const actors::TrainResult result, actors::TrainPlan(plan, train));
+  std::vector<double> steps;
+  for (size_t i = 3; i < result.iterations.size(); ++i) steps.push_back(result.iterations[i].step_ms);
+  return Median(steps);
+}
+
+absl::Status Main() {
+  const int64_t cp = absl::GetFlag(FLAGS_cp);
+  const int64_t budget = absl::GetFlag(FLAGS_device_memory_mb) << 20;
+  OF_ASSIGN_OR_RETURN(const int64_t reference, LongestSeq(1, budget));
+  OF_ASSIGN_OR_RETURN(const int64_t longest, LongestSeq(cp, budget));
+  std::printf(
+      "{\"bench\":\"context_parallel\",\"metric\":\"longest_seq\",\"model\":\"llama\",\"hidden\":%lld,"
+      "\"layers\":%lld,\"cp\":%lld,\"device_memory_bytes\":%lld,\"longest_seq\":%lld,\"reference_cp\":1,"
+      "\"reference_longest_seq\":%lld,\"ratio\":%.3f}\n",
+      static_cast<long long>(absl::GetFlag(FLAGS_hidden)), static_cast<long long>(absl::GetFlag(FLAGS_layers)),
+      static_cast<long long>(cp), static_cast<long long>(budget), static_cast<long long>(longest),
+      static_cast<long long>(reference), reference > 0 ? static_cast<double>(longest) / reference : 0.0);
+
+  const int64_t seq = absl::GetFlag(FLAGS_step_seq);
+  OF_ASSIGN_OR_RETURN(const proto::Plan one, CompileAt(1, seq));
+  OF_ASSIGN_OR_RETURN(const proto::Plan split, CompileAt(cp, seq));
+  std::vector<double> one_steps, split_steps;
+  for (int64_t round = 0; round < absl::GetFlag(FLAGS_rounds); ++round) {
+    OF_ASSIGN_OR_RETURN(double a, MedianStep(one));
+    OF_ASSIGN_OR_RETURN(double b, MedianStep(split));
+    one_steps.push_back(a);
+    split_steps.push_back(b);
+  }
+  const double one_step = Median(one_steps), split_step = Median(split_steps);
+  std::printf(
+      "{\"bench\":\"context_parallel\",\"metric\":\"step_ms\",\"model\":\"llama\",\"cp\":%lld,\"seq\":%lld,"
+      "\"median_step_ms\":%.3f,\"reference_median_step_ms\":%.3f,\"ratio\":%.3f}\n",
+      static_cast<long long>(cp), static_cast<long long>(seq), split_step, one_step,
+      one_step > 0 ? split_step / one_step : 0.0);
+
+  OF_ASSIGN_OR_RETURN(const examples::ParallelLayout layout, Layout(cp));
+  const examples::LlamaConfig config = Config(seq);
+  const examples::CpAttentionCost formula = examples::EstimateCpAttention(
+      {config.batch, seq, config.hidden, config.heads, config.kv_heads, "kv_heads"}, layout);
+  for (const examples::CpLayerTraffic& layer : examples::CpAttentionTraffic(split)) {
+    std::printf(
+        "{\"bench\":\"context_parallel\",\"metric\":\"bytes_per_layer\",\"attention\":\"%s\",\"cp\":%lld,"
+        "\"seq\":%lld,\"block\":\"%s\",\"collectives\":%lld,\"plan_bytes_per_device\":%lld,\"formula_bytes\":%.0f,"
+        "\"ratio\":%.3f,\"ring_formula_bytes\":%.0f}\n",
+        layer.attention.c_str(), static_cast<long long>(cp), static_cast<long long>(seq), layer.block.c_str(),
+        static_cast<long long>(layer.collectives), static_cast<long long>(layer.bytes_per_device),
+        formula.ulysses_bytes, layer.bytes_per_device / formula.ulysses_bytes, formula.ring_bytes);
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+}  // namespace oneflow
+
+int main(int argc, char** argv) {
+  absl::ParseCommandLine(argc, argv);
+  const absl::Status status = oneflow::Main();
+  if (!status.ok()) {
+    std::fprintf(stderr, "context_parallel_bench: %s\n", std::string(status.message()).c_str());
+    return 1;
+  }
+  return 0;
+}

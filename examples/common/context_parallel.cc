@@ -1,0 +1,143 @@
+#include "examples/common/context_parallel.h"
+
+#include <cmath>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "oneflow_core/dsl/ops.h"
+
+namespace oneflow::examples {
+
+namespace {
+
+// A transpose tagged with the attention scheme (kCpAttentionAttr): the op on one side of
+// each of Ulysses' all-to-alls, so that `oneflow inspect` and CpAttentionTraffic find
+// them in a compiled plan. The kernel reads only perm.
+Tensor TaggedTranspose(Tensor x, std::vector<int64_t> perm) {
+  if (!x.valid()) return Tensor();
+  return x.graph()->AddSingleOutputOp("transpose", {x},
+                                      {{"perm", std::move(perm)}, {kCpAttentionAttr, std::string("ulysses")}},
+                                      SourceLocation::Current());
+}
+
+}  // namespace
+
+Tensor Pinned(Tensor x, const NdSbp& sbp) {
+  if (!x.valid()) return Tensor();
+  Tensor out = x.graph()->AddSingleOutputOp("identity", {x}, {{"hint_gradient", true}}, SourceLocation::Current());
+  if (out.valid()) out.WithSbp(sbp);
+  return out;
+}
+
+NdSbp SequenceSplit(const ParallelLayout& layout) {
+  return layout.Sbp(Sbp::Split(1), Sbp::Broadcast(), Sbp::Split(0));
+}
+
+CpAttentionCost EstimateCpAttention(const AttentionShape& shape, const ParallelLayout& layout) {
+  CpAttentionCost cost;
+  const double cp = static_cast<double>(layout.cp());
+  const double tp = static_cast<double>(layout.tp());
+  const double tokens = static_cast<double>(shape.batch) * static_cast<double>(shape.seq);
+  const double head_dim = static_cast<double>(shape.hidden) / static_cast<double>(shape.heads);
+  const double h = static_cast<double>(shape.heads) * head_dim / tp;
+  const double h_kv = static_cast<double>(shape.kv_heads) * head_dim / tp;
+  constexpr double kBytes = 4;  // f32 activations.
+  cost.ulysses_bytes = (cp - 1) / cp * (tokens / cp) * (2 * h + 2 * h_kv) * kBytes;
+  cost.ring_bytes = (cp - 1) * (tokens / cp) * 2 * h_kv * kBytes;
+  const bool heads_divide = shape.kv_heads % (layout.tp() * layout.cp()) == 0;
+  if (!heads_divide) {
+    cost.choice = CpAttention::kRing;
+    cost.reason = absl::StrCat("--", shape.kv_heads_flag, "=", shape.kv_heads, " is not divisible by --tp=",
+                               layout.tp(), " x --cp=", layout.cp(), ", which Ulysses' head split needs");
+    return cost;
+  }
+  // Both move their bytes once per layer over the same links; the smaller volume wins.
+  // (Ring's transfers can hide behind the blockwise compute, which would favour it on
+  // slow links; with no ring kernel built the estimate stays a byte count.)
+  cost.choice = cost.ulysses_bytes <= cost.ring_bytes ? CpAttention::kUlysses : CpAttention::kRing;
+  cost.reason = absl::StrFormat("Ulysses moves %.0f B per device per layer, ring %.0f B", cost.ulysses_bytes,
+                                cost.ring_bytes);
+  return cost;
+}
+
+absl::StatusOr<CpAttention> ResolveCpAttention(const AttentionShape& shape, const ParallelLayout& layout) {
+  if (layout.cp() == 1) return CpAttention::kUlysses;
+  if (shape.seq % layout.cp() != 0) {
+    return absl::InvalidArgumentError(absl::StrCat("--seq=", shape.seq, " is not divisible by --cp=", layout.cp(),
+                                                   ": every context-parallel device needs as many positions; use a "
+                                                   "--seq that is a multiple of ",
+                                                   layout.cp()));
+  }
+  const CpAttentionCost cost = EstimateCpAttention(shape, layout);
+  CpAttention choice = layout.cp_attention();
+  // auto: the cost model's choice among the schemes built; ring has no kernel yet, so
+  // auto takes Ulysses wherever the heads allow it, even where ring would move fewer bytes.
+  if (choice == CpAttention::kAuto) {
+    choice = shape.kv_heads % (layout.tp() * layout.cp()) == 0 ? CpAttention::kUlysses : cost.choice;
+  }
+  if (choice == CpAttention::kUlysses && shape.kv_heads % (layout.tp() * layout.cp()) != 0) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "--cp_attention=ulysses splits the ", shape.kv_heads_flag == std::string("heads") ? "" : "kv ",
+        "heads over --tp=", layout.tp(), " x --cp=", layout.cp(), ", but --", shape.kv_heads_flag, "=",
+        shape.kv_heads, " is not divisible by ", layout.tp() * layout.cp(), "; use a --cp that divides --",
+        shape.kv_heads_flag, " / --tp"));
+  }
+  if (choice == CpAttention::kRing) {
+    return absl::UnimplementedError(absl::StrCat(
+        layout.cp_attention() == CpAttention::kAuto ? absl::StrCat("--cp_attention=auto chose ring (", cost.reason, ")")
+                                                    : std::string("--cp_attention=ring"),
+        ": ring attention is not built yet; use --cp_attention=ulysses with --", shape.kv_heads_flag,
+        " divisible by --tp x --cp"));
+  }
+  return choice;
+}
+
+Tensor UlyssesAttention(Tensor x, Tensor w_q, Tensor w_k, Tensor w_v, Tensor w_o, int64_t heads, int64_t kv_heads,
+                        std::optional<double> rope_base, const ParallelLayout& layout) {
+  for (const Tensor& t : {x, w_q, w_k, w_v, w_o}) {
+    if (!t.valid()) return Tensor();
+  }
+  const int64_t s = x.shape().dim(0), b = x.shape().dim(1), h = x.shape().dim(2);
+  const int64_t hd = h / heads, group = heads / kv_heads;
+  const Sbp B = Sbp::Broadcast();
+  auto hinted = [](Tensor t, const NdSbp& sbp) {
+    if (t.valid()) t.WithSbp(sbp);
+    return t;
+  };
+  // Rows [s * b, n]: positions over cp; the products column-parallel over tp.
+  const NdSbp rows_sbp = layout.Sbp(B, B, Sbp::Split(0));
+  const NdSbp column_sbp = layout.Sbp(B, Sbp::Split(1), Sbp::Split(0));
+  // The head layouts [b, kv_heads, ...]: kv heads over tp, then each tp device's over cp.
+  const NdSbp heads_sbp = layout.Sbp(B, Sbp::Split(1), Sbp::Split(1));
+  Tensor rows = hinted(Reshape(x, {s * b, h}), rows_sbp);
+  auto product = [&](Tensor w) { return Pinned(hinted(MatMul(rows, w), column_sbp), column_sbp); };
+  // q: [s*b, heads*hd] -> [s, b, kv, group, hd] -> [b, kv, group, s, hd]; the hint on the
+  // transposed q is Ulysses' first all-to-all (positions over cp -> kv heads over cp).
+  Tensor q = hinted(TaggedTranspose(Reshape(product(w_q), {s, b, kv_heads, group, hd}), {1, 2, 3, 0, 4}), heads_sbp);
+  if (rope_base) q = hinted(RotaryEmbedding(q, *rope_base), heads_sbp);
+  auto kv = [&](Tensor w) {
+    return hinted(TaggedTranspose(Reshape(product(w), {s, b, kv_heads, hd}), {1, 2, 0, 3}), heads_sbp);
+  };
+  Tensor k = kv(w_k);
+  if (rope_base) k = hinted(RotaryEmbedding(k, *rope_base), heads_sbp);
+  Tensor v = kv(w_v);
+  Tensor grouped_q = hinted(Reshape(q, {b, kv_heads, group * s, hd}), heads_sbp);
+  // The attention core on whole heads, as GroupedQueryAttention's.
+  Tensor probs;
+  {
+    Graph::AttentionCoreScope core(*x.graph());
+    Tensor scores = ScalarMul(MatMul(grouped_q, k, false, true), 1.0 / std::sqrt(static_cast<double>(hd)));
+    Tensor masked = CausalMask(Reshape(scores, {b, kv_heads, group, s, s}), -1e9);
+    probs = Reshape(Softmax(masked), {b, kv_heads, group * s, s});
+  }
+  Tensor context = hinted(MatMul(probs, v), heads_sbp);  // [b, kv, group*s, hd]
+  // Back to positions: [b, kv, group, s, hd] -> [s, b, kv, group, hd], positions over cp
+  // (Ulysses' second all-to-all), kv heads still over tp.
+  Tensor positions = hinted(TaggedTranspose(Pinned(Reshape(context, {b, kv_heads, group, s, hd}), heads_sbp), {3, 0, 1, 2, 4}),
+                            layout.Sbp(B, Sbp::Split(2), Sbp::Split(0)));
+  Tensor merged = hinted(Reshape(positions, {s * b, heads * hd}), column_sbp);
+  Tensor out = hinted(MatMul(merged, w_o), layout.Sbp(B, Sbp::Partial(), Sbp::Split(0)));
+  return Reshape(out, {s, b, h});
+}
+
+}  // namespace oneflow::examples

@@ -1,0 +1,85 @@
+// Context parallelism (docs/context_parallelism.md): one long sequence split over the cp
+// devices of ParallelLayout. Outside attention every op works on its own positions, so
+// the models keep activations sequence-first, [s, b, h] split S(0) over cp, and multiply
+// them as rows [s * b, h] (whose split over cp is S(0), contiguous; [b, s, h] flattened
+// would interleave the batch). Attention needs every position of a head:
+//   Ulysses (DeepSpeed)  the compiler's all-to-all boxing turns the position split into a
+//                        head split (S(seq) -> S(heads) over cp) before the attention
+//                        core and back after it; each device computes whole heads.
+//   Ring                 K/V blocks passed around the cp ring: not built yet (refused
+//                        with an error naming --cp_attention).
+#ifndef EXAMPLES_COMMON_CONTEXT_PARALLEL_H_
+#define EXAMPLES_COMMON_CONTEXT_PARALLEL_H_
+
+#include <cstdint>
+#include <optional>
+#include <string>
+
+#include "absl/status/statusor.h"
+#include "examples/common/cp_traffic.h"
+#include "examples/common/parallel_layout.h"
+#include "oneflow_core/dsl/graph.h"
+
+namespace oneflow::examples {
+
+// What a model tells the context-parallel checks and the cost model about its attention.
+struct AttentionShape {
+  int64_t batch = 1;  // Rows of one micro-batch.
+  int64_t seq = 1;
+  int64_t hidden = 1;
+  int64_t heads = 1;
+  int64_t kv_heads = 1;  // heads for multi-head attention.
+  // The flag that sets kv_heads, for errors: "kv_heads" (llama) or "heads" (gpt).
+  const char* kv_heads_flag = "heads";
+};
+
+// Communication of one attention layer's forward pass per device under cp, in bytes
+// (f32), by the formulas of the literature:
+//   Ulysses: q, k, v in and the context out, each device sending (cp-1)/cp of its
+//            N/cp positions x (h + 2 h_kv + h) / tp values (4 N h / cp for multi-head);
+//   ring:    each device forwards the K and V blocks cp-1 times, (cp-1) x (N/cp) x
+//            2 h_kv / tp values (about 2 N h_kv).
+// N = batch x seq tokens.
+struct CpAttentionCost {
+  CpAttention choice = CpAttention::kUlysses;
+  double ulysses_bytes = 0;
+  double ring_bytes = 0;
+  std::string reason;  // One line: why `choice`.
+};
+CpAttentionCost EstimateCpAttention(const AttentionShape& shape, const ParallelLayout& layout);
+
+// The attention scheme for `shape` under `layout` (--cp_attention; auto: Ulysses where
+// the heads divide by tp x cp, as ring is not built), or an
+// error naming the flags: an uneven split of the sequence ("--seq=10 is not divisible by
+// --cp=4"), heads Ulysses cannot split ("--kv_heads=2 is not divisible by --tp=1 x
+// --cp=4"), ring attention (not built yet). With cp = 1: kUlysses, never used.
+absl::StatusOr<CpAttention> ResolveCpAttention(const AttentionShape& shape, const ParallelLayout& layout);
+
+// Causal grouped-query self-attention over a sequence-first x [s, b, h] under Ulysses:
+// w_q [h, heads * hd], w_k, w_v [h, kv_heads * hd], w_o [heads * hd, h]; rotary
+// embeddings on q and k when `rope_base` is set (llama), none otherwise (gpt). The same
+// arithmetic as GroupedQueryAttention (oneflow_core/dsl/ops.h) on [b, s, h]; returns
+// [s, b, h]. The three transposes next to the all-to-alls carry the attribute
+// kCpAttentionAttr = "ulysses" (cp_traffic.h reads it back from a plan). Hints: rows S(0) over cp (whole over tp), the heads of q, k, v and the
+// context split over tp then cp (whole heads per device), back to rows S(0) over cp
+// after the core; the two changes of split are the compiler's all-to-all boxings.
+Tensor UlyssesAttention(Tensor x, Tensor w_q, Tensor w_k, Tensor w_v, Tensor w_o, int64_t heads, int64_t kv_heads,
+                        std::optional<double> rope_base, const ParallelLayout& layout);
+
+// x with layout `sbp` in the forward pass and, when every axis of `sbp` is a split, its
+// gradient with the same layout in the backward (an identity op with the attribute
+// hint_gradient, oneflow_core/dsl/gradients/elementwise_gradient.cc). The backward has no
+// hints otherwise, and the compiler's greedy choice there takes free S -> P boxings that
+// leave full-size partial sums (the scores' gradient, the rows' gradient) on every
+// device, then reduce-scatters them: memory and bytes the all-to-alls avoid.
+Tensor Pinned(Tensor x, const NdSbp& sbp);
+
+// The position-split layout of a sequence-first activation [s, b, ...]: S(0) over cp,
+// whole over tp. (Llama's sequence parallelism over tp is off under cp: a second split
+// of the positions nested in cp's would make the gathers before the column-parallel
+// products general rearrangements instead of all-gathers over tp.)
+NdSbp SequenceSplit(const ParallelLayout& layout);
+
+}  // namespace oneflow::examples
+
+#endif  // EXAMPLES_COMMON_CONTEXT_PARALLEL_H_

@@ -1,0 +1,35 @@
+// What context-parallel attention moves per layer, read back from a compiled plan: the
+// boxings next to the ops a model tagged with kCpAttentionAttr (UlyssesAttention,
+// context_parallel.h), grouped by block. `oneflow inspect` prints them and
+// bench/context_parallel compares them with the formulas. Depends on the plan proto only.
+#ifndef EXAMPLES_COMMON_CP_TRAFFIC_H_
+#define EXAMPLES_COMMON_CP_TRAFFIC_H_
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "proto/plan.pb.h"
+
+namespace oneflow::examples {
+
+// The op attribute naming the attention scheme ("ulysses") on the ops whose input or
+// output a context-parallel attention's collective boxes.
+inline constexpr char kCpAttentionAttr[] = "cp_attention";
+
+struct CpLayerTraffic {
+  std::string block;      // OpDef.block, e.g. "block0", "layers1".
+  std::string attention;  // The tag's value: "ulysses".
+  int64_t collectives = 0;  // Boxing steps that move bytes (all-to-alls for Ulysses).
+  // Sum of the steps' BoxingStepDef.bytes_per_device (the busiest device's received
+  // bytes, as the plan states them) per micro-batch's forward pass.
+  int64_t bytes_per_device = 0;
+};
+
+// One entry per block with tagged ops, in the order of their first op; empty for a plan
+// without context-parallel attention.
+std::vector<CpLayerTraffic> CpAttentionTraffic(const proto::Plan& plan);
+
+}  // namespace oneflow::examples
+
+#endif  // EXAMPLES_COMMON_CP_TRAFFIC_H_

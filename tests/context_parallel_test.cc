@@ -1,0 +1,283 @@
+// Context parallelism (docs/context_parallelism.md) with Ulysses attention: gpt and llama
+// trained on one device against cp=2, cp=4, cp=2 x tp=2 and cp=2 x pp=2 (2 micro-batches),
+// each loss within 1e-4 of one device's for 10 iterations (the sequence-first cp graph
+// against the ordinary one; a wrong mask at a chunk edge, a position mixed up in the
+// all-to-alls or a wrong rotary angle on a chunk would change the losses); the plan's
+// all-to-alls per layer; and the errors of the flags.
+#include <chrono>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "actors/runtime.h"
+#include "compiler/compiler.h"
+#include "examples/common/context_parallel.h"
+#include "examples/gpt/gpt_model.h"
+#include "examples/llama/llama_model.h"
+#include "gtest/gtest.h"
+#include "tests/loss_curves.h"
+
+namespace oneflow {
+namespace {
+
+using examples::ParallelFlags;
+using examples::ParallelLayout;
+
+constexpr int kIterations = 10;
+
+struct Layout {
+  const char* name;
+  int64_t cp = 1, tp = 1, pp = 1, micro_batches = 1, dp = 1;
+  const char* cp_attention = "auto";
+};
+
+absl::StatusOr<ParallelLayout> MakeLayout(const Layout& l) {
+  ParallelFlags flags;
+  flags.devices_per_node = l.dp * l.tp * l.cp * l.pp;
+  flags.dp = l.dp;
+  flags.tp = l.tp;
+  flags.cp = l.cp;
+  flags.cp_attention = l.cp_attention;
+  flags.pp = l.pp;
+  flags.micro_batches = l.micro_batches;
+  return ParallelLayout::Create(flags);
+}
+
+// 2 blocks, sequences of 16 (4 positions per device at cp=4), 4 heads.
+examples::GptConfig TinyGpt() {
+  examples::GptConfig config;
+  config.batch = 2;
+  config.seq = 16;
+  config.layers = 2;
+  config.hidden = 32;
+  config.heads = 4;
+  config.vocab = 32;
+  config.learning_rate = 1e-2;
+  config.warmup_steps = 5;
+  return config;
+}
+
+// 8 query heads over 4 kv heads (grouped-query), head dimension 8.
+examples::LlamaConfig TinyLlama() {
+  examples::LlamaConfig config;
+  config.batch = 2;
+  config.seq = 16;
+  config.layers = 2;
+  config.hidden = 64;
+  config.heads = 8;
+  config.kv_heads = 4;
+  config.ffn_hidden = 48;
+  config.vocab = 32;
+  config.learning_rate = 1e-2;
+  config.warmup_steps = 5;
+  return config;
+}
+
+absl::StatusOr<proto::Job> Build(bool gpt, const ParallelLayout& layout) {
+  return gpt ? examples::BuildGpt(TinyGpt(), layout) : examples::BuildLlama(TinyLlama(), layout);
+}
+
+absl::StatusOr<proto::Plan> CompileModel(bool gpt, const Layout& l) {
+  absl::StatusOr<ParallelLayout> layout = MakeLayout(l);
+  if (!layout.ok()) return layout.status();
+  absl::StatusOr<proto::Job> job = Build(gpt, *layout);
+  if (!job.ok()) return job.status();
+  CompileOptions options;
+  options.cluster = layout->cluster();
+  return Compile(*job, options);
+}
+
+std::vector<double> Train(bool gpt, const Layout& l) {
+  absl::StatusOr<proto::Plan> plan = CompileModel(gpt, l);
+  EXPECT_TRUE(plan.ok()) << l.name << ": " << plan.status();
+  if (!plan.ok()) return {};
+  actors::TrainOptions train;
+  train.node = -1;
+  train.iterations = kIterations;
+  train.progress_timeout = std::chrono::milliseconds(20000);
+  train.collective_timeout = absl::Seconds(20);
+  absl::StatusOr<actors::TrainResult> result = actors::TrainPlan(*plan, train);
+  EXPECT_TRUE(result.ok()) << l.name << ": " << result.status();
+  std::vector<double> losses;
+  if (result.ok()) {
+    for (const actors::IterationMetrics& m : result->iterations) losses.push_back(m.loss);
+  }
+  return losses;
+}
+
+const std::vector<Layout>& CpLayouts() {
+  static const std::vector<Layout> layouts = {
+      {"cp=2 ulysses", 2, 1, 1, 1, 1, "ulysses"},
+      {"cp=4 ulysses", 4, 1, 1, 1, 1, "ulysses"},
+      {"cp=2 x tp=2 ulysses", 2, 2, 1, 1, 1, "ulysses"},
+      {"cp=2 x pp=2 x 2 micro-batches ulysses", 2, 1, 2, 2, 1, "ulysses"},
+      {"cp=2 auto", 2},
+  };
+  return layouts;
+}
+
+TEST(ContextParallelTest, GptEveryCpLayoutFollowsTheOneDeviceCurve) {
+  const std::vector<double> reference = Train(/*gpt=*/true, {"1 device"});
+  for (const Layout& layout : CpLayouts()) {
+    EXPECT_TRUE(testing::MatchesReference(Train(/*gpt=*/true, layout), reference, kIterations))
+        << "gpt " << layout.name;
+  }
+}
+
+TEST(ContextParallelTest, LlamaEveryCpLayoutFollowsTheOneDeviceCurve) {
+  const std::vector<double> reference = Train(/*gpt=*/false, {"1 device"});
+  for (const Layout& layout : CpLayouts()) {
+    EXPECT_TRUE(testing::MatchesReference(Train(/*gpt=*/false, layout), reference, kIterations))
+        << "llama " << layout.name;
+  }
+}
+
+// Ulysses' communication is the compiler's all-to-all boxing: in the forward pass of each
+// block, q, k and v go from positions to heads over cp and the attention context back,
+// four all-to-alls per block and no other collective on an activation; nothing of the
+// sequence is gathered whole. The backward mirrors it (the layouts pinned for both passes,
+// context_parallel.cc): four more all-to-alls per block, and no reduce-scatter or
+// all-gather on an activation or its gradient (a free S -> P boxing there would leave a
+// full-size partial sum of the scores' or the rows' gradient on every device); only the
+// weights' gradients are reduced over cp.
+TEST(ContextParallelTest, UlyssesIsFourAllToAllsPerBlockInEachPass) {
+  for (bool gpt : {true, false}) {
+    absl::StatusOr<proto::Plan> plan = CompileModel(gpt, {"cp=2", 2, 1, 1, 1, 1, "ulysses"});
+    ASSERT_TRUE(plan.ok()) << plan.status();
+    std::map<std::string, std::string> block_of_op;
+    for (const proto::OpDef& op : plan->job().ops()) block_of_op[op.name()] = op.block();
+    std::map<std::string, int> all_to_alls;
+    int forward_gathers = 0, all_to_alls_in_all = 0, scatters_or_gathers_in_all = 0;
+    for (const proto::BoxingDef& boxing : plan->boxings()) {
+      // Into an optimizer step: a weight's gradient (gpt's position embedding's is split
+      // by position, and all-gathered for its replicated update).
+      if (boxing.consumer_op().find("_update") != std::string::npos) continue;
+      for (const proto::BoxingStepDef& step : boxing.steps()) {
+        if (step.kind() == proto::STEP_ALL_TO_ALL) ++all_to_alls_in_all;
+        if (step.kind() == proto::STEP_REDUCE_SCATTER || step.kind() == proto::STEP_ALL_GATHER) {
+          ++scatters_or_gathers_in_all;
+        }
+      }
+    }
+    for (const proto::BoxingDef& boxing : plan->boxings()) {
+      const std::string& consumer = boxing.consumer_op();
+      if (consumer.find("_grad") != std::string::npos || consumer.find("_update") != std::string::npos ||
+          consumer == "loss_sink") {
+        continue;
+      }
+      for (const proto::BoxingStepDef& step : boxing.steps()) {
+        if (step.kind() == proto::STEP_ALL_TO_ALL) ++all_to_alls[block_of_op[consumer]];
+        if (step.kind() == proto::STEP_ALL_GATHER || step.kind() == proto::STEP_ALL_REDUCE) ++forward_gathers;
+      }
+    }
+    const std::string prefix = gpt ? "block" : "layers";
+    EXPECT_EQ(all_to_alls.size(), 2u) << (gpt ? "gpt" : "llama");
+    for (int layer = 0; layer < 2; ++layer) {
+      EXPECT_EQ(all_to_alls[prefix + std::to_string(layer)], 4) << (gpt ? "gpt " : "llama ") << prefix << layer;
+    }
+    EXPECT_EQ(forward_gathers, 0) << (gpt ? "gpt" : "llama");
+    EXPECT_EQ(all_to_alls_in_all, 2 * 4 * 2) << (gpt ? "gpt" : "llama");
+    EXPECT_EQ(scatters_or_gathers_in_all, 0) << (gpt ? "gpt" : "llama");
+  }
+}
+
+TEST(ContextParallelTest, BytesPerLayerFollowTheFormulas) {
+  absl::StatusOr<ParallelLayout> layout = MakeLayout({"cp=4", 4});
+  ASSERT_TRUE(layout.ok()) << layout.status();
+  // N = 2 x 16 tokens, h = 32, multi-head: Ulysses 3/4 x 8 x (2 x 32 + 2 x 32) x 4 B;
+  // ring 3 x 8 x 2 x 32 x 4 B.
+  const examples::CpAttentionCost cost = examples::EstimateCpAttention({2, 16, 32, 4, 4, "heads"}, *layout);
+  EXPECT_DOUBLE_EQ(cost.ulysses_bytes, 3072);
+  EXPECT_DOUBLE_EQ(cost.ring_bytes, 6144);
+  EXPECT_EQ(cost.choice, examples::CpAttention::kUlysses);
+  // Grouped-query attention with 2 kv heads of 4 at cp=2: ring moves fewer bytes, but
+  // auto stays with Ulysses (ring is not built) where the kv heads divide.
+  absl::StatusOr<ParallelLayout> cp2 = MakeLayout({"cp=2", 2});
+  ASSERT_TRUE(cp2.ok()) << cp2.status();
+  const examples::CpAttentionCost grouped = examples::EstimateCpAttention({2, 16, 32, 4, 2, "kv_heads"}, *cp2);
+  EXPECT_EQ(grouped.choice, examples::CpAttention::kRing) << grouped.reason;
+  absl::StatusOr<examples::CpAttention> resolved =
+      examples::ResolveCpAttention({2, 16, 32, 4, 2, "kv_heads"}, *cp2);
+  ASSERT_TRUE(resolved.ok()) << resolved.status();
+  EXPECT_EQ(*resolved, examples::CpAttention::kUlysses);
+}
+
+// What `oneflow inspect` prints per block (examples/common/cp_traffic.h), read from the
+// plan's boxings next to the tagged transposes, equals the Ulysses formula of the cost
+// model: gpt cp=2 (multi-head) and llama cp=2 x tp=2 (grouped-query, heads over tp).
+TEST(ContextParallelTest, PlannedUlyssesBytesPerLayerEqualTheFormula) {
+  for (bool gpt : {true, false}) {
+    const Layout layout = gpt ? Layout{"cp=2", 2, 1, 1, 1, 1, "ulysses"} : Layout{"cp=2 x tp=2", 2, 2, 1, 1, 1, "ulysses"};
+    absl::StatusOr<proto::Plan> plan = CompileModel(gpt, layout);
+    ASSERT_TRUE(plan.ok()) << plan.status();
+    absl::StatusOr<ParallelLayout> parallel = MakeLayout(layout);
+    ASSERT_TRUE(parallel.ok()) << parallel.status();
+    const examples::AttentionShape shape =
+        gpt ? examples::AttentionShape{2, 16, 32, 4, 4, "heads"} : examples::AttentionShape{2, 16, 64, 8, 4, "kv_heads"};
+    const double formula = examples::EstimateCpAttention(shape, *parallel).ulysses_bytes;
+    const std::vector<examples::CpLayerTraffic> layers = examples::CpAttentionTraffic(*plan);
+    ASSERT_EQ(layers.size(), 2u) << (gpt ? "gpt" : "llama");
+    for (const examples::CpLayerTraffic& layer : layers) {
+      EXPECT_EQ(layer.attention, "ulysses");
+      EXPECT_EQ(layer.collectives, 4) << layer.block;
+      EXPECT_EQ(static_cast<double>(layer.bytes_per_device), formula) << layer.block;
+    }
+    EXPECT_EQ(layers[0].block, gpt ? "block0" : "layers0");
+  }
+  absl::StatusOr<proto::Plan> one = CompileModel(true, {"1 device"});
+  ASSERT_TRUE(one.ok()) << one.status();
+  EXPECT_TRUE(examples::CpAttentionTraffic(*one).empty());
+}
+
+absl::Status BuildStatus(bool gpt, const Layout& l, int64_t seq, int64_t kv_heads = 4) {
+  absl::StatusOr<ParallelLayout> layout = MakeLayout(l);
+  if (!layout.ok()) return layout.status();
+  if (gpt) {
+    examples::GptConfig config = TinyGpt();
+    config.seq = seq;
+    return examples::BuildGpt(config, *layout).status();
+  }
+  examples::LlamaConfig config = TinyLlama();
+  config.seq = seq;
+  config.kv_heads = kv_heads;
+  return examples::BuildLlama(config, *layout).status();
+}
+
+TEST(ContextParallelTest, BadInputIsRefusedNamingTheFlags) {
+  absl::Status uneven = BuildStatus(true, {"cp=4", 4}, 10);
+  EXPECT_EQ(uneven.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(uneven.message(),
+            "--seq=10 is not divisible by --cp=4: every context-parallel device needs as many positions; use a --seq "
+            "that is a multiple of 4");
+  absl::Status heads = BuildStatus(false, {"cp=4 ulysses", 4, 1, 1, 1, 1, "ulysses"}, 16, 2);
+  EXPECT_EQ(heads.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(heads.message(),
+            "--cp_attention=ulysses splits the kv heads over --tp=1 x --cp=4, but --kv_heads=2 is not divisible by "
+            "4; use a --cp that divides --kv_heads / --tp");
+  absl::Status ring = BuildStatus(true, {"cp=2 ring", 2, 1, 1, 1, 1, "ring"}, 16);
+  EXPECT_EQ(ring.code(), absl::StatusCode::kUnimplemented);
+  EXPECT_EQ(ring.message(),
+            "--cp_attention=ring: ring attention is not built yet; use --cp_attention=ulysses with --heads divisible "
+            "by --tp x --cp");
+  absl::Status unknown = MakeLayout({"cp=2", 2, 1, 1, 1, 1, "striped"}).status();
+  EXPECT_EQ(unknown.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(unknown.message(), "--cp_attention=striped is not one of: ulysses, ring, auto");
+  absl::Status with_dp = MakeLayout({"cp=2 x dp=2", 2, 1, 1, 1, 2}).status();
+  EXPECT_EQ(with_dp.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_NE(with_dp.message().find("--cp=2 with --dp=2: context parallelism does not compose with data parallelism"),
+            absl::string_view::npos)
+      << with_dp.message();
+  ParallelFlags zero_flags;
+  zero_flags.cp = 0;
+  absl::Status zero = ParallelLayout::Create(zero_flags).status();
+  EXPECT_EQ(zero.message(), "--cp=0 must be >= 1");
+  ParallelFlags flags;
+  flags.devices_per_node = 4;
+  flags.cp = 2;
+  absl::Status devices = ParallelLayout::Create(flags).status();
+  EXPECT_EQ(devices.message(),
+            "--dp=1 x --tp=1 x --cp=2 is 2 devices, but --nodes=1 x --devices_per_node=4 is 4; they must match");
+}
+
+}  // namespace
+}  // namespace oneflow
