@@ -20,6 +20,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
+#include <fstream>
 #include <memory>
 #include <string>
 #include <thread>
@@ -74,7 +75,6 @@ Measured RunOnce(Daemons& daemons, const std::string& plan, bool spare, int run)
     std::this_thread::sleep_for(milliseconds(5));
   }
   Measured measured;
-  const size_t lines_before = launch->StdoutLines().size();
   if (spare) {
     daemons.Signal(1, SIGKILL);
   } else {
@@ -82,36 +82,35 @@ Measured RunOnce(Daemons& daemons, const std::string& plan, bool spare, int run)
     if (victim > 0) kill(victim, SIGKILL);
   }
   const auto killed = Clock::now();
-  int last_before = -1;
-  for (const std::string& line : launch->StdoutLines()) last_before = std::max(last_before, IterationOf(line));
-  const std::string marker = spare ? "\"recovery\": " : "";
+  // The new attempt's lines are those after the launch announced it (stderr: the
+  // "recovery:" line, or "restart 1 of 1"): the failed attempt prints no metrics once its
+  // failure is seen, and a new worker needs far longer to start than the launch to print.
+  const std::string announced = spare ? "oneflow launch: recovery: " : "oneflow launch: restart 1 of 1";
+  size_t first_new_line = 0;
+  bool seen = false;
   while (Since(killed) < 120 && measured.kill_to_training_s < 0) {
+    if (!seen && launch->Stderr().find(announced) != std::string::npos) {
+      seen = true;
+      first_new_line = launch->StdoutLines().size();
+    }
     const std::vector<std::string> lines = launch->StdoutLines();
-    const bool restarted = spare || launch->Stderr().find("restart 1 of 1") != std::string::npos;
-    for (size_t i = lines_before; restarted && i < lines.size(); ++i) {
-      const int iteration = IterationOf(lines[i]);
-      if (iteration < 0) continue;
-      // The first line of the new attempt: the recovery line, or (restart) the first
-      // line after the restart message whose iteration goes back.
-      if (spare ? lines[i].find(marker) != std::string::npos : iteration <= last_before) {
-        measured.kill_to_training_s = Since(killed);
-        measured.resumed_at = iteration;
-        measured.launch_seconds = spare ? NumberAfter(lines[i], "seconds") : -1;
-        break;
-      }
+    if (seen && lines.size() > first_new_line) {
+      measured.kill_to_training_s = Since(killed);
+      measured.resumed_at = IterationOf(lines[first_new_line]);
+      measured.launch_seconds = spare ? NumberAfter(lines[first_new_line], "seconds") : -1;
+      // Trained twice: from the resume point to the newest iteration printed before.
+      int newest_before = -1;
+      for (size_t i = 0; i < first_new_line; ++i) newest_before = std::max(newest_before, IterationOf(lines[i]));
+      measured.iterations_lost = std::max(0, newest_before + 1 - measured.resumed_at);
+      break;
     }
     std::this_thread::sleep_for(milliseconds(5));
   }
-  // Lines printed after the kill by the dying attempt count too.
-  for (size_t i = lines_before; i < launch->StdoutLines().size(); ++i) {
-    const std::string line = launch->StdoutLines()[i];
-    if (IterationOf(line) > last_before && (measured.resumed_at < 0 || IterationOf(line) < measured.resumed_at)) {
-      last_before = IterationOf(line);
-    }
-  }
-  if (measured.resumed_at >= 0) measured.iterations_lost = last_before + 1 - measured.resumed_at;
   launch->Signal(SIGINT);
   EXPECT_TRUE(launch->Wait(milliseconds(30000)));
+  // The launch's own account (recovery lines, reports), for reading the timeline.
+  std::ofstream(TempPath(job + ".stderr")) << launch->Stderr();
+  std::fprintf(stderr, "launch stderr: %s\n", TempPath(job + ".stderr").c_str());
   EXPECT_TRUE(NoWorkersLeft(job + "-restart1", milliseconds(10000)));
   return measured;
 }

@@ -41,9 +41,9 @@ std::vector<absl::Status> ProbeDaemons(const std::vector<std::string>& addresses
       grpc::ClientContext context;
       launcher::AttachToken(&context, token);
       context.set_deadline(absl::ToChronoTime(absl::Now() + timeout));
-      // Waits for the connection within the deadline rather than failing at once while
-      // the channel connects.
-      context.set_wait_for_ready(true);
+      // Not wait_for_ready: a refused connection (a killed daemon on a live host) answers
+      // at once rather than being retried until the deadline; a host that is down takes
+      // the whole timeout.
       proto::HealthResponse response;
       const grpc::Status status = (*daemon)[0].stub->Health(&context, proto::HealthRequest(), &response);
       if (status.ok()) return;
