@@ -41,7 +41,9 @@ double Since(Clock::time_point start) { return std::chrono::duration<double>(Clo
 
 double Median(std::vector<double> values) {
   std::sort(values.begin(), values.end());
-  return values.empty() ? -1 : values[values.size() / 2];
+  if (values.empty()) return -1;
+  const size_t middle = values.size() / 2;
+  return values.size() % 2 == 1 ? values[middle] : (values[middle - 1] + values[middle]) / 2;
 }
 
 struct Measured {

@@ -122,6 +122,9 @@ constexpr absl::Duration kProbeTimeout = absl::Seconds(2);
 struct PendingRecovery {
   proto::Recovery recovery;
   absl::Time failed_at;
+  // The timeline's steps (docs/elastic.md): every node of the failed attempt ended, the
+  // daemons answered the probe, the new attempt was submitted.
+  absl::Time ended_at, probed_at, submitted_at;
   int64_t iterations_lost = 0;
 };
 
@@ -211,9 +214,13 @@ absl::Status RunLaunch(const std::vector<std::string>& arguments, std::ostream& 
       // The kill-to-training time: from the failure to the first iteration trained again.
       const double seconds = absl::ToDoubleSeconds(absl::Now() - pending_recovery->failed_at);
       metrics.recovery_json = RecoveryJson(pending_recovery->recovery, seconds);
-      PrintLaunchLine(absl::StrFormat("recovered in %.3f s (%lld iterations trained again): %s", seconds,
-                                      static_cast<long long>(pending_recovery->iterations_lost),
-                                      metrics.recovery_json));
+      const PendingRecovery& done = *pending_recovery;
+      auto after = [&done](absl::Time time) { return absl::ToDoubleSeconds(time - done.failed_at); };
+      PrintLaunchLine(absl::StrFormat(
+          "recovered in %.3f s (failed attempt ended after %.3f s, daemons probed after %.3f s, new attempt "
+          "submitted after %.3f s; %lld iterations trained again): %s",
+          seconds, after(done.ended_at), after(done.probed_at), after(done.submitted_at),
+          static_cast<long long>(done.iterations_lost), metrics.recovery_json));
       pending_recovery.reset();
     }
     reporter->Report(metrics);
@@ -251,7 +258,9 @@ absl::Status RunLaunch(const std::vector<std::string>& arguments, std::ostream& 
     std::fprintf(stderr, "oneflow launch: job '%s' on %zu nodes%s%s\n", session->job_id().c_str(), node_count,
                  options.resume_from.empty() ? "" : ", resuming from ", options.resume_from.c_str());
     interrupt.Set(session.get());
+    if (pending_recovery.has_value()) pending_recovery->submitted_at = absl::Now();
     status = session->Run();
+    const absl::Time ended_at = absl::Now();
     interrupt.Set(nullptr);
     if (!status.ok() && !session->dumps().empty()) {
       // The flight recorder dumps the nodes had at the failure, diagnosed.
@@ -267,6 +276,7 @@ absl::Status RunLaunch(const std::vector<std::string>& arguments, std::ostream& 
     // whose worker failed is lost too once no --max_restarts are left to retry it there.
     const std::vector<absl::Status> answers =
         ProbeDaemons(options.nodes, options.token, options.tls_ca_file, kProbeTimeout);
+    const absl::Time probed_at = absl::Now();
     std::vector<int64_t> lost;
     for (size_t i = 0; i < answers.size(); ++i) {
       if (!answers[i].ok()) lost.push_back(static_cast<int64_t>(i));
@@ -301,8 +311,12 @@ absl::Status RunLaunch(const std::vector<std::string>& arguments, std::ostream& 
       break;
     }
     // The resume point: the newest complete checkpoint, else where this launch started.
+    // The failed attempt's report (with its diagnosis), as a restart prints it.
+    PrintLaunchLine(std::string(status.message()));
     PendingRecovery next;
     next.failed_at = session->failed_at();
+    next.ended_at = ended_at;
+    next.probed_at = probed_at;
     proto::Recovery& recovery = next.recovery;
     recovery.set_from("disk");
     absl::StatusOr<ResumePoint> point = NewestResumePoint(options.checkpoint_dir);
