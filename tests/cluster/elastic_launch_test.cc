@@ -4,7 +4,8 @@
 // finds the daemon gone, gives node 1's rank to the spare, and resumes from the newest
 // checkpoint: every iteration's final loss is the uninterrupted run's, the first line
 // trained again carries the recovery, `oneflow status` of the recovered job shows it, and
-// no worker is left. Spares that could not take over are refused before anything trains;
+// no worker is left. A worker killed with no --max_restarts left sends its node to the
+// spare too. Spares that could not take over are refused before anything trains;
 // a damaged newest checkpoint passed over is named.
 #include <signal.h>
 #include <unistd.h>
@@ -125,6 +126,42 @@ TEST(ElasticLaunchTest, SpareTakesTheRankOfAKilledDaemon) {
   EXPECT_NE(status_text.find(absl::StrCat("recovered: node 1 (", daemons.address(1), ") lost (daemon unreachable)")),
             std::string::npos)
       << status_text;
+  EXPECT_TRUE(NoWorkersLeft(job, milliseconds(10000)));
+  EXPECT_TRUE(NoWorkersLeft(job + "-restart1", milliseconds(10000)));
+}
+
+// A worker killed on a node whose daemon lives, with no --max_restarts to retry it there:
+// the node counts as lost ("worker failed") and the spare takes its rank.
+TEST(ElasticLaunchTest, KilledWorkerWithNoRestartsLeftGoesToTheSpare) {
+  constexpr int kIterations = 300;
+  const std::string job = JobId("spare-worker");
+  const std::vector<double> reference = RunInOneProcess(CompilePlan("mlp", Mlp(), "mlp-1device-w"), kIterations);
+  ASSERT_EQ(reference.size(), static_cast<size_t>(kIterations));
+  const std::string dir = TempPath("spare-worker-checkpoints");
+  Daemons daemons(4);
+  ASSERT_EQ(daemons.size(), 4);
+  std::unique_ptr<Process> launch =
+      Launch(daemons, ThreeNodePlan("mlp-3x1-w"), kIterations, job,
+             {"--checkpoint_dir=" + dir, "--checkpoint_every=10", "--spare_nodes=" + daemons.address(3)},
+             daemons.Nodes(0, 3));
+  ASSERT_TRUE(WaitForStderr(*launch, "iter-00000010 complete")) << launch->Stderr();
+  const pid_t victim = WorkerPid(job, 2);
+  ASSERT_GT(victim, 0);
+  ASSERT_EQ(kill(victim, SIGKILL), 0);
+  ASSERT_TRUE(launch->Wait(milliseconds(180000))) << launch->Stderr();
+  ASSERT_EQ(launch->exit_code(), 0) << launch->Stderr();
+  EXPECT_NE(launch->Stderr().find(absl::StrCat("recovery: node 2 (", daemons.address(2), ") lost (worker failed): spare ",
+                                               daemons.address(3), " takes its place")),
+            std::string::npos)
+      << launch->Stderr();
+  std::map<int, double> last;
+  for (const std::string& line : launch->StdoutLines()) {
+    if (IterationOf(line) >= 0) last[IterationOf(line)] = Losses({line})[0];
+  }
+  ASSERT_EQ(last.size(), static_cast<size_t>(kIterations));
+  for (const auto& [iteration, loss] : last) {
+    EXPECT_NEAR(loss, reference[iteration], 1e-4 * std::abs(reference[iteration]) + 1e-6) << "iteration " << iteration;
+  }
   EXPECT_TRUE(NoWorkersLeft(job, milliseconds(10000)));
   EXPECT_TRUE(NoWorkersLeft(job + "-restart1", milliseconds(10000)));
 }
