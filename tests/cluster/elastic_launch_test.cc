@@ -126,6 +126,14 @@ TEST(ElasticLaunchTest, SpareTakesTheRankOfAKilledDaemon) {
   EXPECT_NE(status_text.find(absl::StrCat("recovered: node 1 (", daemons.address(1), ") lost (daemon unreachable)")),
             std::string::npos)
       << status_text;
+  Process status_json({Runfile("tools/cli/oneflow"), "status", job + "-restart1", "--format=json",
+                       absl::StrCat("--nodes=", daemons.address(0), ",", daemons.address(3), ",", daemons.address(2)),
+                       "--token_file=" + daemons.token_file()});
+  ASSERT_TRUE(status_json.Wait(milliseconds(30000)));
+  const std::string json_text = absl::StrJoin(status_json.StdoutLines(), "\n");
+  EXPECT_NE(json_text.find("\"recoveries\": ["), std::string::npos) << json_text;
+  EXPECT_NE(json_text.find("\"cause\": \"daemon unreachable\""), std::string::npos) << json_text;
+  EXPECT_NE(json_text.find(absl::StrCat("\"iteration\": ", resumed_at)), std::string::npos) << json_text;
   EXPECT_TRUE(NoWorkersLeft(job, milliseconds(10000)));
   EXPECT_TRUE(NoWorkersLeft(job + "-restart1", milliseconds(10000)));
 }
