@@ -105,9 +105,11 @@ absl::StatusOr<ResumePoint> NewestResumePoint(const std::string& checkpoint_dir)
 }
 
 std::string RecoveryCause(const absl::Status& failure, bool daemon_answers) {
-  if (!daemon_answers) return "daemon unreachable";
+  if (daemon_answers) return "worker failed";
+  // The hang monitor stopped the job (no progress, no heartbeats from the node) and its
+  // daemon does not answer either: a frozen or vanished machine.
   if (failure.code() == absl::StatusCode::kDeadlineExceeded) return "heartbeat gone";
-  return "worker failed";
+  return "daemon unreachable";
 }
 
 std::string RecoveryJson(const proto::Recovery& recovery, double seconds) {

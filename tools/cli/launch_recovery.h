@@ -49,9 +49,9 @@ struct ResumePoint {
 absl::StatusOr<ResumePoint> NewestResumePoint(const std::string& checkpoint_dir);
 
 // The cause of a recovery from the failure that ended the attempt and whether the node's
-// daemon still answers: "daemon unreachable" (it does not), "heartbeat gone" (a hang was
-// found: no progress from it), "worker failed" (its worker died or failed; the daemon
-// answers but the node is not retried).
+// daemon still answers: "worker failed" (it answers: its worker died or failed and the
+// node is not retried), "heartbeat gone" (it does not, and the hang monitor stopped the
+// job: DEADLINE_EXCEEDED), "daemon unreachable" (it does not; any other failure).
 std::string RecoveryCause(const absl::Status& failure, bool daemon_answers);
 
 // {"cause": "daemon unreachable", "node": 1, "address": "127.0.0.1:5002", "action":

@@ -77,7 +77,8 @@ TEST(LaunchRecoveryTest, NoCompleteCheckpointIsNotFound) {
 TEST(LaunchRecoveryTest, CauseFollowsTheProbeThenTheFailure) {
   EXPECT_EQ(RecoveryCause(absl::UnavailableError("x"), /*daemon_answers=*/false), "daemon unreachable");
   EXPECT_EQ(RecoveryCause(absl::AbortedError("x"), /*daemon_answers=*/false), "daemon unreachable");
-  EXPECT_EQ(RecoveryCause(absl::DeadlineExceededError("hang"), /*daemon_answers=*/true), "heartbeat gone");
+  EXPECT_EQ(RecoveryCause(absl::DeadlineExceededError("hang"), /*daemon_answers=*/false), "heartbeat gone");
+  EXPECT_EQ(RecoveryCause(absl::DeadlineExceededError("hang"), /*daemon_answers=*/true), "worker failed");
   EXPECT_EQ(RecoveryCause(absl::AbortedError("killed"), /*daemon_answers=*/true), "worker failed");
 }
 
