@@ -60,6 +60,9 @@ struct IterationMetrics {
   // A multi-node job's transport across nodes ("ucx", "gloo": oneflow_core/comm/transport.h);
   // empty in one process.
   std::string transport;
+  // `oneflow launch` after recovering from a lost node, on the first line trained again
+  // only: the recovery as a JSON object (tools/cli/launch_recovery.h, RecoveryJson).
+  std::string recovery_json;
 };
 
 // {"iter": 3, "loss": 2.71828, "step_ms": 12.345, "samples_per_s": 5184.0} and "\n";
@@ -70,8 +73,10 @@ struct IterationMetrics {
 //                "rows_sent": 10, "sparse_calls": 2, "dense_calls": 0}
 // and for a launched job's merged line, last, each node's step time by node rank:
 //   , "node_step_ms": {"0": 11.482, "1": 12.345}
-// and for a multi-node job, last, the transport of its cross-node groups:
+// and for a multi-node job, the transport of its cross-node groups:
 //   , "transport": "ucx"
+// and on the first line after `oneflow launch` recovered from a lost node, last:
+//   , "recovery": {"cause": "daemon unreachable", "node": 1, "from": "disk", "iteration": 10, "seconds": 1.234}
 // rel_l2 is RelativeError() (4 significant digits; null when not finite: a NaN or Inf was
 // encoded, and JSON has no NaN).
 std::string MetricsJsonLine(const IterationMetrics& metrics);

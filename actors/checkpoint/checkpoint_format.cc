@@ -113,6 +113,21 @@ std::vector<std::string> CompleteCheckpoints(const std::string& dir) {
   return dirs;
 }
 
+std::vector<DamagedCheckpoint> DamagedCheckpoints(const std::string& dir) {
+  std::vector<DamagedCheckpoint> damaged;
+  std::error_code error;
+  for (const fs::directory_entry& entry : fs::directory_iterator(dir, error)) {
+    const int64_t iteration = IterationOfName(entry.path().filename().string());
+    if (iteration < 0 || !entry.is_directory()) continue;
+    if (!fs::exists(entry.path() / kManifestFile, error)) continue;
+    absl::StatusOr<proto::CheckpointManifest> manifest = ReadManifest(entry.path().string());
+    if (!manifest.ok()) damaged.push_back({entry.path().string(), iteration, manifest.status()});
+  }
+  std::sort(damaged.begin(), damaged.end(),
+            [](const DamagedCheckpoint& a, const DamagedCheckpoint& b) { return a.iteration < b.iteration; });
+  return damaged;
+}
+
 absl::StatusOr<CheckpointLocation> FindCheckpoint(const std::string& path) {
   std::error_code error;
   if (!fs::is_directory(path, error)) {

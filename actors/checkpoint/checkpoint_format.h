@@ -63,6 +63,18 @@ absl::StatusOr<CheckpointLocation> FindCheckpoint(const std::string& path);
 // Every iter-N directory under `dir` whose manifest is valid, oldest first.
 std::vector<std::string> CompleteCheckpoints(const std::string& dir);
 
+// An iter-N directory whose manifest exists but does not read back (truncated, a
+// checksum mismatch, another format version): FindCheckpoint passes over it to an older
+// one, and whoever resumes should say so (`oneflow launch` warns naming it).
+struct DamagedCheckpoint {
+  std::string dir;
+  int64_t iteration = 0;
+  absl::Status error;  // ReadManifest's
+};
+// Those under `dir`, oldest first. A directory without a manifest is a save still in
+// progress or cut short, not damaged: it is not listed.
+std::vector<DamagedCheckpoint> DamagedCheckpoints(const std::string& dir);
+
 // fsyncs the directory `path` (a rename or removal in it reaches the disk); INTERNAL
 // naming it on failure.
 absl::Status SyncDirectory(const std::string& path);

@@ -15,6 +15,7 @@
 #include "oneflow_core/status.h"
 #include "tools/cli/daemon_flags.h"
 #include "tools/cli/json_writer.h"
+#include "tools/cli/launch_recovery.h"
 #include "tools/launcher/daemon_client.h"
 #include "tools/launcher/job_control.h"
 
@@ -104,6 +105,29 @@ void WriteJobFields(JsonWriter& json, const NodeAnswer& node, const proto::JobSt
     json.EndObject();
   }
   json.EndArray();
+  if (job.recoveries_size() > 0) {  // Only after a recovery: other jobs' output is as before.
+    json.Key("recoveries");
+    json.BeginArray();
+    for (const proto::Recovery& recovery : job.recoveries()) {
+      json.BeginObject();
+      json.Key("cause");
+      json.String(recovery.cause());
+      json.Key("node");
+      json.Int(recovery.node());
+      json.Key("address");
+      json.String(recovery.node_address());
+      json.Key("action");
+      json.String(recovery.action());
+      json.Key("from");
+      json.String(recovery.from());
+      json.Key("iteration");
+      json.Int(recovery.iteration());
+      json.Key("checkpoint");
+      json.String(recovery.checkpoint());
+      json.EndObject();
+    }
+    json.EndArray();
+  }
 }
 
 // ---- list ---------------------------------------------------------------------------
@@ -257,6 +281,9 @@ std::string StatusText(const std::string& job_id, const std::vector<NodeAnswer>&
       absl::StrAppend(&text, absl::StrFormat(", worker peak resident %.1f MB", job.worker_peak_resident_bytes() / 1e6));
     }
     if (!job.reason().empty()) absl::StrAppend(&text, "\n    ", job.reason());
+    for (const proto::Recovery& recovery : job.recoveries()) {
+      absl::StrAppend(&text, "\n    recovered: ", RecoveryText(recovery));
+    }
     if (job.progress().empty()) absl::StrAppend(&text, "\n    no progress recorded yet");
     for (const proto::DeviceProgress& device : job.progress()) {
       absl::StrAppend(&text, "\n    ", launcher::DeviceProgressText(device));

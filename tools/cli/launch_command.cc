@@ -8,6 +8,7 @@
 #include <filesystem>
 #include <fstream>
 #include <memory>
+#include <optional>
 
 #include "absl/flags/declare.h"
 #include "absl/flags/flag.h"
@@ -20,7 +21,9 @@
 #include "absl/strings/str_replace.h"
 #include "tools/cli/daemon_flags.h"
 #include "tools/cli/diagnose.h"
+#include "tools/cli/launch_recovery.h"
 #include "plan/plan_io.h"
+#include "tools/launcher/daemon_client.h"
 #include "tools/launcher/launch_client.h"
 #include "tools/launcher/metrics_proto.h"
 #include "tools/launcher/signal_watcher.h"
@@ -43,6 +46,11 @@ ABSL_FLAG(std::string, job_id, "", "The job's id on every node (default: generat
 ABSL_FLAG(int64_t, max_restarts, 0,
           "When the job fails (a worker dies, a collective times out), submit it again up to this many times, "
           "resuming from the newest complete checkpoint of --checkpoint_dir (job ids ID-restart1, ...).");
+
+ABSL_FLAG(std::string, spare_nodes, "",
+          "HOST:PORT of spare oneflowd daemons, comma-separated: checked at the start (running, this launch's "
+          "token); when a node of the job is lost, a spare takes its rank and the job resumes on the same layout "
+          "from the newest checkpoint of --checkpoint_dir (docs/elastic.md).");
 
 ABSL_FLAG(double, hang_seconds, 5,
           "Name a rank that made no progress for this many seconds while others wait for it in a collective, "
@@ -105,6 +113,26 @@ bool Restartable(const absl::Status& status) {
          status.code() == absl::StatusCode::kDeadlineExceeded;
 }
 
+// How long a daemon gets to answer Launcher.Health: at the start (a spare) and after a
+// failure (is the node lost?). Loopback and LAN daemons answer in milliseconds.
+constexpr absl::Duration kProbeTimeout = absl::Seconds(2);
+
+// A recovery under way: reported (metrics line, stderr) with the first iteration the next
+// attempt trains.
+struct PendingRecovery {
+  proto::Recovery recovery;
+  absl::Time failed_at;
+  // The timeline's steps (docs/elastic.md): every node of the failed attempt ended, the
+  // daemons answered the probe, the new attempt was submitted.
+  absl::Time ended_at, probed_at, submitted_at;
+  int64_t iterations_lost = 0;
+};
+
+void PrintLaunchLine(const std::string& text) {
+  std::fprintf(stderr, "oneflow launch: %s\n", text.c_str());
+  std::fflush(stderr);
+}
+
 absl::Status RunLaunch(const std::vector<std::string>& arguments, std::ostream& out) {
   // From here on, SIGINT/SIGTERM cancel the job rather than kill this process.
   InterruptTarget interrupt;
@@ -154,6 +182,22 @@ absl::Status RunLaunch(const std::vector<std::string>& arguments, std::ostream& 
   options.token = std::move(daemons.token);
   options.tls_ca_file = std::move(daemons.tls_ca_file);
   OF_ASSIGN_OR_RETURN(const proto::Plan plan, ReadPlanFile(arguments[0]));
+  std::vector<std::string> spares = ParseSpareNodes(absl::GetFlag(FLAGS_spare_nodes));
+  if (!spares.empty()) {
+    if (options.checkpoint_dir.empty()) {
+      return absl::InvalidArgumentError(
+          "--spare_nodes needs --checkpoint_dir and --checkpoint_every: the job resumes on the spare from the "
+          "newest checkpoint");
+    }
+    OF_RETURN_IF_ERROR(CheckSpareNodes(spares, options.nodes, options.token, options.tls_ca_file, kProbeTimeout));
+  }
+  if (!options.resume_from.empty()) {
+    // A damaged newest checkpoint the workers would pass over silently is named here.
+    absl::StatusOr<ResumePoint> point = NewestResumePoint(options.resume_from);
+    if (point.ok()) {
+      for (const std::string& warning : point->warnings) PrintLaunchLine(absl::StrCat("warning: ", warning));
+    }
+  }
 
   OF_ASSIGN_OR_RETURN(std::unique_ptr<actors::MetricsReporter> reporter,
                       actors::MetricsReporter::Open(absl::GetFlag(FLAGS_metrics), options.iterations, &out,
@@ -161,8 +205,28 @@ absl::Status RunLaunch(const std::vector<std::string>& arguments, std::ostream& 
   // The merged metrics of every node, printed as `oneflow run` prints its own (the same
   // fields, compression included). After a restart the iterations since the checkpoint
   // are printed again, as the new attempt trains them.
-  options.on_metrics = [&](const proto::IterationMetrics& m) { reporter->Report(launcher::MetricsFromProto(m)); };
+  std::optional<PendingRecovery> pending_recovery;
+  int64_t last_iteration = -1;  // The newest merged iteration of the current attempt.
+  options.on_metrics = [&](const proto::IterationMetrics& m) {
+    actors::IterationMetrics metrics = launcher::MetricsFromProto(m);
+    last_iteration = m.iteration();
+    if (pending_recovery.has_value()) {
+      // The kill-to-training time: from the failure to the first iteration trained again.
+      const double seconds = absl::ToDoubleSeconds(absl::Now() - pending_recovery->failed_at);
+      metrics.recovery_json = RecoveryJson(pending_recovery->recovery, seconds);
+      const PendingRecovery& done = *pending_recovery;
+      auto after = [&done](absl::Time time) { return absl::ToDoubleSeconds(time - done.failed_at); };
+      PrintLaunchLine(absl::StrFormat(
+          "recovered in %.3f s (failed attempt ended after %.3f s, daemons probed after %.3f s, new attempt "
+          "submitted after %.3f s; %lld iterations trained again): %s",
+          seconds, after(done.ended_at), after(done.probed_at), after(done.submitted_at),
+          static_cast<long long>(done.iterations_lost), metrics.recovery_json));
+      pending_recovery.reset();
+    }
+    reporter->Report(metrics);
+  };
   bool checkpoint_saved = false;  // In this launch: a restart resumes from it.
+  std::vector<proto::Recovery> recoveries;  // Every recovery from a lost node so far.
   options.on_log = [&checkpoint_saved](int64_t node, const std::string& line) {
     if (IsCheckpointComplete(line)) checkpoint_saved = true;
     std::fprintf(stderr, "[node %lld] %s\n", static_cast<long long>(node), line.c_str());
@@ -182,8 +246,10 @@ absl::Status RunLaunch(const std::vector<std::string>& arguments, std::ostream& 
   const size_t node_count = options.nodes.size();
   std::string base_job_id;
   absl::Status status;
+  int64_t restarts = 0;  // --max_restarts used: attempts on the same nodes.
   for (int64_t attempt = 0;; ++attempt) {
     acts.clear();
+    last_iteration = -1;
     launcher::LaunchOptions attempt_options = options;
     if (attempt > 0) attempt_options.job_id = absl::StrCat(base_job_id, "-restart", attempt);
     OF_ASSIGN_OR_RETURN(std::unique_ptr<launcher::LaunchSession> session,
@@ -192,7 +258,9 @@ absl::Status RunLaunch(const std::vector<std::string>& arguments, std::ostream& 
     std::fprintf(stderr, "oneflow launch: job '%s' on %zu nodes%s%s\n", session->job_id().c_str(), node_count,
                  options.resume_from.empty() ? "" : ", resuming from ", options.resume_from.c_str());
     interrupt.Set(session.get());
+    if (pending_recovery.has_value()) pending_recovery->submitted_at = absl::Now();
     status = session->Run();
+    const absl::Time ended_at = absl::Now();
     interrupt.Set(nullptr);
     if (!status.ok() && !session->dumps().empty()) {
       // The flight recorder dumps the nodes had at the failure, diagnosed.
@@ -203,13 +271,83 @@ absl::Status RunLaunch(const std::vector<std::string>& arguments, std::ostream& 
       status = absl::Status(status.code(), absl::StrCat(status.message(), "\n  diagnosis: ",
                                                         absl::StrReplaceAll(text, {{"\n", "\n    "}})));
     }
-    if (status.ok() || attempt >= max_restarts || !Restartable(status)) break;
-    // Restart from the newest complete checkpoint of this launch (the workers pick it in
-    // the directory), else from where this launch started.
-    if (checkpoint_saved) options.resume_from = options.checkpoint_dir;
-    std::fprintf(stderr, "oneflow launch: restart %lld of %lld: %s\n", static_cast<long long>(attempt + 1),
-                 static_cast<long long>(max_restarts), std::string(status.message()).c_str());
-    std::fflush(stderr);
+    if (status.ok() || !Restartable(status)) break;
+    // Which nodes are gone: their daemons do not answer. A node whose daemon answers but
+    // whose worker failed is lost too once no --max_restarts are left to retry it there.
+    const std::vector<absl::Status> answers =
+        ProbeDaemons(options.nodes, options.token, options.tls_ca_file, kProbeTimeout);
+    const absl::Time probed_at = absl::Now();
+    std::vector<int64_t> lost;
+    for (size_t i = 0; i < answers.size(); ++i) {
+      if (!answers[i].ok()) lost.push_back(static_cast<int64_t>(i));
+    }
+    if (lost.empty() && restarts >= max_restarts && !spares.empty() && session->failed_node() >= 0) {
+      lost.push_back(session->failed_node());
+    }
+    if (lost.empty()) {
+      if (restarts >= max_restarts) break;
+      ++restarts;
+      // Restart from the newest complete checkpoint of this launch, else from where this
+      // launch started.
+      if (checkpoint_saved) {
+        absl::StatusOr<ResumePoint> point = NewestResumePoint(options.checkpoint_dir);
+        if (point.ok()) {
+          for (const std::string& warning : point->warnings) PrintLaunchLine(absl::StrCat("warning: ", warning));
+        }
+        options.resume_from = options.checkpoint_dir;
+      }
+      PrintLaunchLine(absl::StrCat("restart ", restarts, " of ", max_restarts, ": ", status.message()));
+      continue;
+    }
+    if (lost.size() > spares.size()) {
+      std::string names;
+      for (int64_t node : lost) {
+        absl::StrAppend(&names, names.empty() ? "" : ", ", launcher::NodeName(node, options.nodes[node]));
+      }
+      status = absl::Status(status.code(),
+                            absl::StrCat(status.message(), "\n  lost: ", names, "; ",
+                                         spares.empty() ? "no --spare_nodes given"
+                                                        : absl::StrCat("only ", spares.size(), " spare(s) left")));
+      break;
+    }
+    // The resume point: the newest complete checkpoint, else where this launch started.
+    // The failed attempt's report (with its diagnosis), as a restart prints it.
+    PrintLaunchLine(std::string(status.message()));
+    PendingRecovery next;
+    next.failed_at = session->failed_at();
+    next.ended_at = ended_at;
+    next.probed_at = probed_at;
+    proto::Recovery& recovery = next.recovery;
+    recovery.set_from("disk");
+    absl::StatusOr<ResumePoint> point = NewestResumePoint(options.checkpoint_dir);
+    if (point.ok()) {
+      for (const std::string& warning : point->warnings) PrintLaunchLine(absl::StrCat("warning: ", warning));
+      options.resume_from = point->checkpoint;
+      recovery.set_checkpoint(point->checkpoint);
+      recovery.set_iteration(point->iteration);
+    } else if (!options.resume_from.empty()) {
+      absl::StatusOr<ResumePoint> start = NewestResumePoint(options.resume_from);
+      if (start.ok()) {
+        recovery.set_checkpoint(start->checkpoint);
+        recovery.set_iteration(start->iteration);
+      }
+    } else {
+      recovery.set_from("start");  // No checkpoint yet: the job trains again from iteration 0.
+    }
+    next.iterations_lost = std::max<int64_t>(0, last_iteration + 1 - recovery.iteration());
+    for (int64_t node : lost) {
+      proto::Recovery& one = recoveries.emplace_back(recovery);
+      one.set_cause(RecoveryCause(status, answers[node].ok()));
+      one.set_node(node);
+      one.set_node_address(options.nodes[node]);
+      one.set_action(absl::StrCat("spare ", spares.front(), " takes its place"));
+      options.nodes[node] = spares.front();
+      spares.erase(spares.begin());
+      PrintLaunchLine(absl::StrCat("recovery: ", RecoveryText(one)));
+    }
+    next.recovery = recoveries.back();
+    pending_recovery = std::move(next);
+    options.recoveries = recoveries;
   }
   reporter->Finish();
   if (status.ok() && !trace_path.empty()) {
@@ -233,13 +371,13 @@ Subcommand LaunchSubcommand() {
       "--nodes=HOST:PORT,... --token_file=F [--iters=N] [--metrics=FILE] [--tls_ca=F] "
       "[--collective_timeout_s=S] [--transport=ucx|gloo] [--job_id=ID] [--checkpoint_dir=DIR --checkpoint_every=N "
       "[--keep_checkpoints=K] [--keep_checkpoint_every=N]] "
-      "[--resume_from=DIR] [--max_restarts=K] [--hang_seconds=S] [--hang_action=stop|warn] [--slow_factor=F] "
+      "[--resume_from=DIR] [--max_restarts=K] [--spare_nodes=HOST:PORT,...] [--hang_seconds=S] [--hang_action=stop|warn] [--slow_factor=F] "
       "[--diagnose_on_failure=false] [--trace=FILE.json]";
   command.summary = "run a plan on a cluster through the oneflowd daemons of its nodes";
   command.flags = {"nodes",  "token_file",     "iters",            "metrics",    "tls_ca", "collective_timeout_s",
                    "transport", "job_id", "checkpoint_dir", "checkpoint_every", "resume_from",
                    "max_restarts", "hang_seconds", "hang_action", "slow_factor", "diagnose_on_failure", "trace",
-                   "keep_checkpoints", "keep_checkpoint_every"};
+                   "keep_checkpoints", "keep_checkpoint_every", "spare_nodes"};
   command.flag_help = {{"trace", "After the job finished, write every node's acts as one Chrome/Perfetto trace (JSON) here."}};
   command.min_arguments = 1;
   command.max_arguments = 1;

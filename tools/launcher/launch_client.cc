@@ -167,6 +167,7 @@ void LaunchSession::Follow(Node* node) {
   run->set_keep_checkpoint_every(options_.keep_checkpoint_every);
   run->set_record_trace(options_.record_trace);
   run->set_transport(options_.transport);
+  for (const proto::Recovery& recovery : options_.recoveries) *run->add_recoveries() = recovery;
   run->set_disable_heartbeats(options_.monitor.hang_seconds <= 0 && options_.monitor.slow_factor <= 0);
   AttachToken(&node->context, options_.token);
   std::unique_ptr<grpc::ClientReader<proto::JobEvent>> reader = node->stub->Submit(&node->context, request);
@@ -250,9 +251,11 @@ absl::Status LaunchSession::Run() {
   absl::Time cancel_deadline = absl::InfiniteFuture();
   std::string headline;
   absl::StatusCode code = absl::StatusCode::kOk;
-  auto fail = [&](absl::StatusCode failure_code, std::string text) {
+  auto fail = [&](absl::StatusCode failure_code, std::string text, int64_t node = -1) {
     if (cancelling) return;
     cancelling = true;
+    failed_node_ = node;
+    failed_at_ = absl::Now();
     code = failure_code;
     headline = std::move(text);
     // The dumps first: a cancelled worker writes none.
@@ -309,13 +312,16 @@ absl::Status LaunchSession::Run() {
       if (!node.started) {
         fail(static_cast<absl::StatusCode>(item->status.error_code()),
              absl::StrCat("job '", options_.job_id, "' failed: ",
-                          DescribeFailedCall(node.rank, node.address, item->status, "the job")));
+                          DescribeFailedCall(node.rank, node.address, item->status, "the job")),
+             node.rank);
       } else if (item->status.error_code() == grpc::StatusCode::UNAVAILABLE) {
         fail(absl::StatusCode::kUnavailable, absl::StrCat("job '", options_.job_id, "' failed: ", NodeName(node.rank),
-                                                          " became unreachable: ", message));
+                                                          " became unreachable: ", message),
+             node.rank);
       } else {
         fail(absl::StatusCode::kAborted, absl::StrCat("job '", options_.job_id, "' failed: ", NodeName(node.rank),
-                                                      " ended its event stream early: ", message));
+                                                      " ended its event stream early: ", message),
+             node.rank);
       }
       continue;
     }
@@ -353,10 +359,12 @@ absl::Status LaunchSession::Run() {
           // down): the job did not fail, so CANCELLED: no flight-recorder dumps to fetch
           // (a cancelled worker writes none) and no --max_restarts restart.
           fail(absl::StatusCode::kCancelled, absl::StrCat("job '", options_.job_id, "' cancelled on ",
-                                                          NodeName(node.rank), ": ", event.failed().reason()));
+                                                          NodeName(node.rank), ": ", event.failed().reason()),
+               node.rank);
         } else {
           fail(absl::StatusCode::kAborted, absl::StrCat("job '", options_.job_id, "' failed on ", NodeName(node.rank),
-                                                        ": ", event.failed().reason()));
+                                                        ": ", event.failed().reason()),
+               node.rank);
         }
         break;
       default:

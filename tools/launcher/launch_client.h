@@ -80,6 +80,9 @@ struct LaunchOptions {
   // returns it as the cause), and slow-rank warnings; one line each, from Run's thread.
   std::function<void(const std::string& line)> on_hang;
   std::function<void(const std::string& line)> on_warning;
+  // The recoveries from lost nodes that led to this attempt (RunOptions.recoveries:
+  // every daemon keeps them for `oneflow status`).
+  std::vector<proto::Recovery> recoveries;
 };
 
 // A node's flight recorder dump fetched after a failure.
@@ -108,6 +111,12 @@ class LaunchSession {
   // After Run failed with collect_dumps: each started node's dump (or why there is none).
   const std::vector<NodeDump>& dumps() const { return dumps_; }
 
+  // After Run failed: the node the failure came from (its Failed event, its broken or
+  // refused stream), -1 when none did (a hang, an interrupt), and when the failure was
+  // first seen (the start of a recovery's timeline).
+  int64_t failed_node() const { return failed_node_; }
+  absl::Time failed_at() const { return failed_at_; }
+
  private:
   struct Node;
   struct Item {
@@ -135,6 +144,8 @@ class LaunchSession {
   std::vector<std::unique_ptr<Node>> nodes_;
   std::vector<std::thread> cancellers_;
   std::vector<NodeDump> dumps_;
+  int64_t failed_node_ = -1;
+  absl::Time failed_at_ = absl::InfiniteFuture();
 
   absl::Mutex mutex_;
   std::deque<Item> items_ ABSL_GUARDED_BY(mutex_);

@@ -116,6 +116,7 @@ absl::StatusOr<std::shared_ptr<WorkerJob>> LauncherService::StartJob(const proto
   config.log_file = absl::StrCat(directory, "/worker.log");
   config.node_devices = static_cast<int64_t>(NodeDeviceIndices(request.plan(), rank).size());
   config.iterations = run.iterations();
+  config.recoveries.assign(run.recoveries().begin(), run.recoveries().end());
   config.flight_dump_file = absl::StrCat(directory, "/flight-node", rank, ".json");
   config.command.binary = *options_.worker_binary;
   config.command.working_directory = directory;

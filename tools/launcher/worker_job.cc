@@ -519,6 +519,7 @@ proto::JobStatus WorkerJob::Status() const {
   status.set_reason(reason_);
   status.set_node_rank(config_.node_rank);
   status.set_worker_pid(pid_);
+  for (const proto::Recovery& recovery : config_.recoveries) *status.add_recoveries() = recovery;
   if (worker_peak_resident_bytes_ > 0) {
     status.set_worker_peak_resident_bytes(worker_peak_resident_bytes_);
   } else if (memory.ok()) {

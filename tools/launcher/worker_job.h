@@ -51,6 +51,9 @@ struct WorkerJobConfig {
   int64_t iterations = 0;
   // Where the worker writes its flight recorder dump (docs/diagnosis.md).
   std::string flight_dump_file;
+  // The launch's recoveries that led to this submission (RunOptions.recoveries),
+  // reported by Status.
+  std::vector<proto::Recovery> recoveries;
 };
 
 // A flight recorder dump fetched from the node (Launcher.Dump).
