@@ -26,8 +26,9 @@
 // sends EndOfData to its consumers; an actor whose inputs all ended ends too; threads
 // exit when their actors have ended.
 //
-// What an act does is not the engine's business: ActorBehaviors (behaviors.h) bind each
-// actor to a function; tests bind no-ops or recorders.
+// What an act does is not the engine's business: a BindFunction (below) gives each actor
+// its ActFunction; the runtime binds the behaviors of actors/behaviors/ (runtime.cc),
+// tests bind no-ops or recorders.
 #ifndef ACTORS_ENGINE_H_
 #define ACTORS_ENGINE_H_
 

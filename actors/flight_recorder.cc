@@ -11,6 +11,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "oneflow_core/files/atomic_write.h"
 
 namespace oneflow::actors {
 namespace {
@@ -240,21 +241,10 @@ std::string FlightRecorder::DumpJson(absl::string_view reason, absl::string_view
 
 absl::Status FlightRecorder::WriteDump(const std::string& path, absl::string_view reason,
                                        absl::string_view job) const {
-  const std::string text = DumpJson(reason, job);
-  const std::string temporary = absl::StrCat(path, ".tmp.", getpid());
-  std::FILE* file = std::fopen(temporary.c_str(), "w");
-  if (file == nullptr) {
-    return absl::UnavailableError(
-        absl::StrCat("flight recorder dump '", path, "': cannot create '", temporary, "': ", std::strerror(errno)));
-  }
-  const bool written = std::fwrite(text.data(), 1, text.size(), file) == text.size();
-  const bool closed = std::fclose(file) == 0;
-  if (!written || !closed || std::rename(temporary.c_str(), path.c_str()) != 0) {
-    const int error = errno;
-    std::remove(temporary.c_str());
-    return absl::UnavailableError(
-        absl::StrCat("flight recorder dump '", path, "': cannot write it: ", std::strerror(error)));
-  }
+  const absl::Status written = WriteFileAtomically(path, DumpJson(reason, job),
+                                                   WriteFileOptions{absl::StrCat("flight recorder dump '", path, "'")});
+  // A dump that cannot be written is reported, never fatal: whatever the cause, UNAVAILABLE.
+  if (!written.ok()) return absl::UnavailableError(written.message());
   return absl::OkStatus();
 }
 

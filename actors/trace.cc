@@ -20,6 +20,7 @@
 #include "absl/strings/strip.h"
 #include "google/protobuf/struct.pb.h"
 #include "google/protobuf/util/json_util.h"
+#include "oneflow_core/files/atomic_write.h"
 #include "oneflow_core/status.h"
 
 namespace oneflow::actors {
@@ -292,21 +293,7 @@ absl::StatusOr<std::vector<ActRecord>> ReadChromeTrace(const std::string& path, 
 
 absl::Status WriteChromeTrace(const std::string& path, const proto::Plan& plan,
                               const std::vector<ActRecord>& acts) {
-  const std::string temporary = path + ".tmp";
-  {
-    std::ofstream file(temporary, std::ios::trunc);
-    if (!file) return absl::PermissionDeniedError(absl::StrCat("trace file '", path, "': cannot create '", temporary, "'"));
-    file << ChromeTraceJson(plan, acts);
-    if (!file.flush()) {
-      std::remove(temporary.c_str());
-      return absl::UnknownError(absl::StrCat("trace file '", path, "': write failed"));
-    }
-  }
-  if (std::rename(temporary.c_str(), path.c_str()) != 0) {
-    std::remove(temporary.c_str());
-    return absl::UnknownError(absl::StrCat("trace file '", path, "': cannot rename into place"));
-  }
-  return absl::OkStatus();
+  return WriteFileAtomically(path, ChromeTraceJson(plan, acts), WriteFileOptions{absl::StrCat("trace file '", path, "'")});
 }
 
 }  // namespace oneflow::actors

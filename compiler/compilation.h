@@ -1,15 +1,8 @@
 // The state the compiler's passes read and extend, from the user's Job to the Plan.
 //
-// Passes run in a fixed order (pass_pipeline.h); each fills in its part:
-//   shape_inference       job validated; `graph` indexed (tensors, ops, placements)
-//   autograd, optimizer   job extended with backward and update ops; `graph` re-indexed
-//   sbp_choice            every op's N-D signature and every tensor's SBP
-//   boxing_insertion      `boxings`: one per (tensor, needed SBP, needed placement)
-//   lowering              `devices`: per device, its physical nodes with physical shapes
-//   actor_graph           plan.devices: actors and registers
-//   collective_ordering   plan.collectives and each device's collective order
-//   memory_planning       register offsets, memory blocks, peak and lower bound
-//   plan_emission         the rest of the plan (job, op SBPs, boxings, bytes on the wire)
+// Passes run in the order standard_pipeline.cc lists them (the one place that does);
+// each declares the parts of this state it reads and writes (Reads()/Writes(),
+// state_parts.h), and the pipeline runner (pass_pipeline.h) checks that dataflow.
 #ifndef COMPILER_COMPILATION_H_
 #define COMPILER_COMPILATION_H_
 

@@ -8,11 +8,11 @@
 // but 2^-32 of other damage. It is no defence against a hostile writer, who can reseal;
 // the plan verifier's semantic checks are (plan/plan_verifier.h).
 //
-// The device plans (nearly all of a plan's bytes) are written for the CRC by the
-// checksum's own encoder, byte for byte as protobuf's deterministic serializer writes
-// them, in one walk instead of protobuf's two (sizes, then bytes) and without sorting
-// each kernel's argument maps on the heap; what it does not write (kernel attributes,
-// unknown fields, a schema it was not written for) goes through protobuf.
+// The CRC is always taken over bytes: those a reader read (a plan file, a message
+// received) as they are, without encoding the parsed plan again, and for a plan in memory
+// those protobuf's deterministic serializer writes for it, streamed into the CRC. Either
+// way the checksum field's own bytes are left out by walking the top-level fields, so
+// sealing needs no copy of the plan with the field cleared.
 #ifndef PLAN_PLAN_CHECKSUM_H_
 #define PLAN_PLAN_CHECKSUM_H_
 
@@ -21,6 +21,7 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
 #include "proto/plan.pb.h"
 
 namespace oneflow {
@@ -29,8 +30,15 @@ namespace oneflow {
 // equal bytes). INVALID_ARGUMENT when the plan is over protobuf's 2 GiB message limit.
 absl::StatusOr<std::string> SerializePlanDeterministically(const proto::Plan& plan);
 
-// The checksum `plan` should carry: CRC-32 of its serialization without the checksum.
+// The checksum `plan` should carry: CRC-32 of its deterministic serialization without the
+// checksum field (streamed: no buffer the plan's size).
 absl::StatusOr<uint32_t> PlanChecksum(const proto::Plan& plan);
+
+// The checksum of the plan serialized as `bytes`: CRC-32 of those bytes with every
+// top-level checksum field (tag byte and four bytes of value) left out. For the bytes
+// SerializePlanDeterministically writes, equal to PlanChecksum of the plan.
+// INVALID_ARGUMENT when the bytes end inside a field or hold a group.
+absl::StatusOr<uint32_t> SerializedPlanChecksum(absl::string_view bytes);
 
 // Sets plan->checksum to PlanChecksum(*plan).
 absl::Status SealPlan(proto::Plan* plan);
@@ -39,6 +47,11 @@ absl::Status SealPlan(proto::Plan* plan);
 //   plan checksum 0x1234abcd does not match its contents (0x9f00e1c2): the plan was
 //   damaged or edited after it was compiled
 absl::Status VerifyPlanChecksum(const proto::Plan& plan);
+
+// The same check for `plan` parsed from `bytes` (read from a file or received): the CRC
+// of those bytes, so the plan is not serialized again. FAILED_PRECONDITION, with the
+// message above, when they differ or the bytes are not whole fields.
+absl::Status VerifySerializedPlanChecksum(const proto::Plan& plan, absl::string_view bytes);
 
 }  // namespace oneflow
 

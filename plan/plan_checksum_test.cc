@@ -1,7 +1,7 @@
-// PlanChecksum writes the device plans itself (plan_checksum.cc, DeviceEncoder) rather
-// than through protobuf's serializer: these check that it gives the CRC of protobuf's
-// deterministic serialization for every field of a device plan, for the values
-// protobuf leaves out or writes long, and where it leaves the plan to protobuf.
+// The checksum is the CRC of a plan's bytes without its checksum field: these check that a
+// plan in memory (PlanChecksum, streamed) and the same plan as bytes read back
+// (SerializedPlanChecksum, as a reader computes it) give the CRC of a copy serialized with
+// the field cleared, that every field counts, and that damaged bytes are refused.
 #include "plan/plan_checksum.h"
 
 #include <zlib.h>
@@ -128,9 +128,8 @@ TEST(PlanChecksumTest, EveryDeviceFieldCounts) {
   EXPECT_TRUE(differs([](proto::DevicePlan* d) { d->mutable_registers(1)->set_tensor("u"); }));
 }
 
-// Kernel attributes and fields this build does not know are left to protobuf's
-// serializer, which gives the same CRC.
-TEST(PlanChecksumTest, WhatTheEncoderDoesNotWriteGoesThroughProtobuf) {
+// Kernel attributes and fields this build does not know count like any other.
+TEST(PlanChecksumTest, AttributesAndUnknownFieldsCount) {
   proto::Plan with_attrs = EveryDeviceField();
   (*with_attrs.mutable_devices(0)->mutable_actors(0)->mutable_kernels(0)->mutable_attrs())["axis"].set_i(1);
   EXPECT_EQ(*PlanChecksum(with_attrs), ReferenceChecksum(with_attrs));
@@ -141,6 +140,54 @@ TEST(PlanChecksumTest, WhatTheEncoderDoesNotWriteGoesThroughProtobuf) {
   const uint32_t checksum = *PlanChecksum(with_unknown);
   EXPECT_EQ(checksum, ReferenceChecksum(with_unknown));
   EXPECT_NE(checksum, *PlanChecksum(EveryDeviceField()));
+}
+
+// A reader's check: the CRC of the bytes it read equals the checksum the writer sealed,
+// wherever the checksum field sits among the bytes.
+TEST(PlanChecksumTest, TheBytesOfASealedPlanCarryItsChecksum) {
+  proto::Plan plan = EveryDeviceField();
+  ASSERT_TRUE(SealPlan(&plan).ok());
+  const std::string bytes = *SerializePlanDeterministically(plan);
+  EXPECT_EQ(*SerializedPlanChecksum(bytes), plan.checksum());
+  EXPECT_EQ(plan.checksum(), ReferenceChecksum(plan));
+  EXPECT_TRUE(VerifySerializedPlanChecksum(plan, bytes).ok());
+  // The checksum field written last instead of between fields 9 and 20: the same CRC.
+  proto::Plan unsealed = plan;
+  unsealed.clear_checksum();
+  std::string moved = *SerializePlanDeterministically(unsealed);
+  proto::Plan only_checksum;
+  only_checksum.set_checksum(plan.checksum());
+  moved += only_checksum.SerializeAsString();
+  EXPECT_EQ(*SerializedPlanChecksum(moved), plan.checksum());
+}
+
+// Every single flipped byte of a sealed plan's bytes is refused (the parse of most of
+// them still succeeds: protobuf reads damage as some other plan).
+TEST(PlanChecksumTest, AFlippedByteIsRefused) {
+  proto::Plan plan = EveryDeviceField();
+  ASSERT_TRUE(SealPlan(&plan).ok());
+  const std::string bytes = *SerializePlanDeterministically(plan);
+  int parsed = 0;
+  for (size_t i = 0; i < bytes.size(); ++i) {
+    std::string damaged = bytes;
+    damaged[i] = static_cast<char>(damaged[i] ^ 0x10);
+    proto::Plan read;
+    if (!read.ParseFromString(damaged)) continue;
+    ++parsed;
+    const absl::Status status = VerifySerializedPlanChecksum(read, damaged);
+    EXPECT_EQ(status.code(), absl::StatusCode::kFailedPrecondition) << "byte " << i;
+  }
+  EXPECT_GT(parsed, static_cast<int>(bytes.size()) / 2);
+}
+
+TEST(PlanChecksumTest, BytesThatEndInsideAFieldAreRefused) {
+  proto::Plan plan = EveryDeviceField();
+  ASSERT_TRUE(SealPlan(&plan).ok());
+  const std::string bytes = *SerializePlanDeterministically(plan);
+  const absl::StatusOr<uint32_t> truncated = SerializedPlanChecksum(bytes.substr(0, bytes.size() - 1));
+  EXPECT_EQ(truncated.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(truncated.status().message(),
+            "the plan's bytes end inside a field or hold a group: not a serialized plan");
 }
 
 }  // namespace

@@ -20,8 +20,10 @@
 //    it, every eligible step compresses.
 //  - Bytes are counted by CountWireBytes (sbp/compression.h); an encoding that would not
 //    shrink the step leaves it dense.
-//  - Sparse (only the used rows travel): not implemented; PlanBoxing returns
-//    UNIMPLEMENTED naming the edge rather than pretending the dense bytes are sparse.
+//  - Sparse (only the used rows travel) is not planned here: the compiler decides which
+//    boxings are row-sparse itself (compiler/sparse_boxing.h: embedding gradients, MoE
+//    dispatch) and plans them as one sparse step. PlanBoxing, asked for kSparseRows,
+//    returns UNIMPLEMENTED naming the edge rather than pretending the dense bytes are sparse.
 #ifndef SBP_BOXING_OPTIONS_H_
 #define SBP_BOXING_OPTIONS_H_
 
@@ -50,7 +52,8 @@ struct BoxingOptions {
   // the automatic decision compares the compressed step with the dense wire time only.
   bool dense_in_bucket = false;
   CodecThroughput codec_throughput = CodecThroughput::Defaults();
-  // kSparseRows: only the rows that are used travel (embeddings, experts). Reserved.
+  // kSparseRows: only the rows that are used travel. PlanBoxing refuses it (see above):
+  // sparse boxings are planned by compiler/sparse_boxing.h, not through these options.
   Sparsity sparsity = Sparsity::kDense;
 
   // True when some step could compress.

@@ -1,7 +1,8 @@
 // The communicator interface: collectives among the ranks of one group, seen from one
 // rank. Every backend implements it: in-process threads over shared memory
-// (in_process/), and later Gloo across processes and NCCL across GPUs. Boxing kernels
-// and communication actors use only this interface.
+// (in_process/), UCX across processes (ucx/, the default), Gloo across processes
+// (gloo/), and the two-level composition of two of them (hierarchical/); transport.h
+// names them. Boxing kernels and communication actors use only this interface.
 //
 // Contract shared by every call:
 //  - All ranks of the group make the same sequence of collective calls (same kind,

@@ -4,7 +4,7 @@
 // conversion is a compile error rather than a lookup failure at run time, and adding
 // one is one line here plus its file pair (docs/sbp_and_boxing.md, "Adding a
 // conversion"). The first conversion whose CanHandle accepts a pair is used; the
-// conversions are disjoint today, and conversion_list_test.cc checks that every pair
+// conversions are disjoint today, and conversions_test.cc checks that every pair
 // src != dst of {S(i), B, P} has exactly one.
 #ifndef SBP_BOXING_CONVERSION_LIST_H_
 #define SBP_BOXING_CONVERSION_LIST_H_

@@ -13,6 +13,7 @@
 #include "absl/flags/flag.h"
 #include "absl/strings/str_cat.h"
 #include "kernels/compression/codec.h"
+#include "oneflow_core/files/atomic_write.h"
 #include "sbp/calibration.h"
 #include "sbp/compression_policy.h"
 #include "tools/cli/link_calibration.h"
@@ -62,10 +63,6 @@ CodecOptions ToCodecOptions(const CompressionChoice& choice) {
 double Median(std::vector<double> seconds) {
   std::nth_element(seconds.begin(), seconds.begin() + seconds.size() / 2, seconds.end());
   return std::max(seconds[seconds.size() / 2], 1e-9);
-}
-
-absl::Status SystemError(const std::string& path, absl::string_view what, int error) {
-  return absl::InvalidArgumentError(absl::StrCat("--out='", path, "': ", what, ": ", std::strerror(error)));
 }
 
 absl::Status RunCalibrate(const std::vector<std::string>& /*arguments*/, std::ostream& out) {
@@ -137,36 +134,9 @@ std::vector<CodecMeasurement> MeasureCodecThroughput(int64_t elements, int64_t r
 absl::Status WriteCalibrationFile(const std::string& path, const std::vector<std::string>& lines) {
   std::string text;
   for (const std::string& line : lines) absl::StrAppend(&text, line, "\n");
-  const size_t slash = path.rfind('/');
-  const std::string directory = slash == std::string::npos ? "." : slash == 0 ? "/" : path.substr(0, slash);
-  // In the same directory, so that rename() is atomic (one filesystem).
-  std::string temporary = absl::StrCat(path, ".tmp.XXXXXX");
-  const int file = mkostemp(temporary.data(), O_CLOEXEC);
-  if (file < 0) return SystemError(path, absl::StrCat("cannot create a temporary file in '", directory, "'"), errno);
-  auto fail = [&](absl::string_view what, int error) {
-    close(file);
-    unlink(temporary.c_str());
-    return SystemError(path, what, error);
-  };
-  // mkstemp makes the file 0600; a calibration is no secret and other users compile with it.
-  if (fchmod(file, 0644) != 0) return fail("cannot set the mode of the temporary file", errno);
-  for (size_t written = 0; written < text.size();) {
-    const ssize_t n = write(file, text.data() + written, text.size() - written);
-    if (n < 0 && errno == EINTR) continue;
-    if (n < 0) return fail("cannot write the temporary file", errno);
-    written += static_cast<size_t>(n);
-  }
-  if (fsync(file) != 0) return fail("cannot flush the temporary file", errno);
-  if (close(file) != 0) {
-    const int error = errno;
-    unlink(temporary.c_str());
-    return SystemError(path, "cannot close the temporary file", error);
-  }
-  if (rename(temporary.c_str(), path.c_str()) != 0) {
-    const int error = errno;
-    unlink(temporary.c_str());
-    return SystemError(path, "cannot rename the temporary file into place", error);
-  }
+  const absl::Status written = WriteFileAtomically(path, text, WriteFileOptions{absl::StrCat("--out='", path, "'")});
+  // A place the user named that cannot be written is a usage error (exit 2), whatever errno said.
+  if (!written.ok()) return absl::InvalidArgumentError(written.message());
   return absl::OkStatus();
 }
 

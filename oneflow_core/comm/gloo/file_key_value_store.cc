@@ -17,6 +17,7 @@
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "absl/time/clock.h"
+#include "oneflow_core/files/atomic_write.h"
 
 namespace oneflow {
 
@@ -35,20 +36,9 @@ std::string FileKeyValueStore::PathOf(const std::string& key) const {
 }
 
 absl::Status FileKeyValueStore::WriteFile(const std::string& path, const std::string& value) {
-  const std::string temporary =
-      absl::StrCat(directory_, "/.tmp.", getpid(), ".", temporaries_.fetch_add(1));
-  {
-    std::ofstream out(temporary, std::ios::binary | std::ios::trunc);
-    out << value;
-    if (!out.good()) {
-      return absl::UnavailableError(
-          absl::StrCat("cannot write ", temporary, ": ", std::strerror(errno)));
-    }
-  }
-  if (std::rename(temporary.c_str(), path.c_str()) != 0) {
-    return absl::UnavailableError(
-        absl::StrCat("cannot rename ", temporary, " to ", path, ": ", std::strerror(errno)));
-  }
+  // A reader polls for `path` and must never see a part of the value.
+  const absl::Status written = WriteFileAtomically(path, value, WriteFileOptions{absl::StrCat("key file '", path, "'")});
+  if (!written.ok()) return absl::UnavailableError(written.message());
   return absl::OkStatus();
 }
 

@@ -8,7 +8,6 @@
 #ifndef ONEFLOW_CORE_COMM_GLOO_FILE_KEY_VALUE_STORE_H_
 #define ONEFLOW_CORE_COMM_GLOO_FILE_KEY_VALUE_STORE_H_
 
-#include <atomic>
 #include <cstdint>
 #include <memory>
 #include <string>
@@ -35,7 +34,6 @@ class FileKeyValueStore final : public KeyValueStore {
   absl::Status WriteFile(const std::string& path, const std::string& value);
 
   const std::string directory_;
-  std::atomic<int64_t> temporaries_{0};
 };
 
 }  // namespace oneflow
