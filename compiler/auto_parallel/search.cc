@@ -116,7 +116,7 @@ proto::AutoParallelDecision DecisionRecord(const SearchResult& result, size_t ch
   }
   added = 0;
   for (const proto::AutoParallelPrediction& over : result.over_memory) {
-    if (added >= alternatives || StepSeconds(over) >= StepSeconds(winner)) break;
+    if (added >= alternatives || StepSeconds(over) > StepSeconds(winner)) break;
     proto::AutoParallelPrediction* alternative = decision.add_alternatives();
     *alternative = over;
     alternative->set_lost_because(WhyLost(over, winner, device_memory));

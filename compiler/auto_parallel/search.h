@@ -50,7 +50,7 @@ std::string WhyLost(const proto::AutoParallelPrediction& alternative, const prot
 
 // The decision record of choosing result.fitting[chosen]: the chosen prediction, up to
 // `alternatives` of the next fitting layouts and of the cheapest over-memory layouts that
-// would have been faster, each with WhyLost, and `refused` as given.
+// would have won (as fast or faster), each with WhyLost, and `refused` as given.
 proto::AutoParallelDecision DecisionRecord(const SearchResult& result, size_t chosen, int64_t device_memory,
                                            int alternatives,
                                            const std::vector<proto::AutoParallelPrediction>& refused);
