@@ -51,6 +51,7 @@ examples::JobBuilder Gpt() {
 
 std::vector<double> Losses(const proto::Plan& plan) {
   actors::TrainOptions train;
+  train.node = -1;  // every node of the plan in this process
   train.iterations = kIterations;
   train.progress_timeout = std::chrono::milliseconds(20000);
   absl::StatusOr<actors::TrainResult> result = actors::TrainPlan(plan, train);
