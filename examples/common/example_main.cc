@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "absl/flags/flag.h"
+#include "absl/flags/reflection.h"
 #include "absl/flags/parse.h"
 #include "absl/flags/usage.h"
 #include "absl/flags/usage_config.h"
@@ -16,6 +17,7 @@
 #include "absl/strings/str_cat.h"
 #include "actors/run_locally.h"
 #include "compiler/compiler.h"
+#include "examples/common/auto_parallel_driver.h"
 #include "examples/common/compile_driver.h"
 #include "oneflow_core/dsl/graph.h"
 #include "plan/plan_io.h"
@@ -83,6 +85,14 @@ ABSL_FLAG(std::string, recompute, "none",
           "Activation recomputation: none keeps every activation for backward; selective re-runs "
           "each block's attention core (scores, mask, softmax, dropout) in its backward, as Megatron; "
           "full re-runs every op of each block from its input (docs/memory_and_precision.md).");
+ABSL_FLAG(bool, auto_parallel, false,
+          "Let the compiler choose --dp --tp --pp --micro_batches --zero --recompute for --nodes x "
+          "--devices_per_node, the links and --device_memory: every layout priced by the cost model, the "
+          "cheapest that the model accepts and that fits compiled (docs/auto_parallel.md); `oneflow inspect` "
+          "shows the decision.");
+ABSL_FLAG(int64_t, device_memory, 0,
+          "With --auto_parallel: bytes one device may hold; layouts whose predicted or planned peak is above "
+          "are not chosen (0: no limit).");
 ABSL_FLAG(std::string, plan_out, "", "Write the compiled plan to this file.");
 ABSL_FLAG(bool, run, false, "After compiling, train the plan on this machine's CPU devices.");
 ABSL_FLAG(int64_t, iters, 10, "With --run: iterations to train.");
@@ -158,6 +168,64 @@ CompileSettings SettingsFromFlags() {
   return settings;
 }
 
+namespace {
+
+// Writes --plan_out and runs --run: the end of every compile.
+absl::Status WriteAndRun(const proto::Plan& plan) {
+  const std::string plan_out = absl::GetFlag(FLAGS_plan_out);
+  if (!plan_out.empty()) {
+    OF_RETURN_IF_ERROR(WritePlanFile(plan_out, plan));
+    std::printf("wrote %s (inspect it with: oneflow inspect %s)\n", plan_out.c_str(), plan_out.c_str());
+  }
+  if (!absl::GetFlag(FLAGS_run)) return absl::OkStatus();
+  // The same path as `oneflow run` on the written plan.
+  actors::LocalRun run;
+  run.iterations = absl::GetFlag(FLAGS_iters);
+  return actors::RunPlanLocally(plan, run, std::cout, /*out_is_terminal=*/false, std::cerr);
+}
+
+}  // namespace
+
+bool AutoParallelRequested() { return absl::GetFlag(FLAGS_auto_parallel); }
+
+absl::Status CompileAndReportAuto(const JobBuilder& build) {
+  // The layout flags are what the search chooses: giving one is a contradiction.
+  for (const char* name : {"dp", "tp", "pp", "zero", "micro_batches", "recompute"}) {
+    const absl::CommandLineFlag* flag = absl::FindCommandLineFlag(name);
+    if (flag != nullptr && flag->CurrentValue() != flag->DefaultValue()) {
+      return absl::InvalidArgumentError(absl::StrCat("--auto_parallel chooses --", name, "; do not give --", name,
+                                                     "=", flag->CurrentValue(), " with it"));
+    }
+  }
+  if (absl::GetFlag(FLAGS_print_graph)) {
+    return absl::InvalidArgumentError(
+        "--print_graph prints one layout's graph; compile with --auto_parallel --plan_out=FILE and inspect the plan");
+  }
+  AutoParallelRequest request;
+  request.cluster.nodes = absl::GetFlag(FLAGS_nodes);
+  request.cluster.devices_per_node = absl::GetFlag(FLAGS_devices_per_node);
+  request.cluster.intra_node_bandwidth = absl::GetFlag(FLAGS_intra_node_bandwidth);
+  request.cluster.inter_node_bandwidth = absl::GetFlag(FLAGS_inter_node_bandwidth);
+  request.settings = SettingsFromFlags();
+  request.device_memory = absl::GetFlag(FLAGS_device_memory);
+  if (request.device_memory < 0) {
+    return absl::InvalidArgumentError(absl::StrCat("--device_memory=", request.device_memory,
+                                                   " is negative; give bytes one device may hold (0: no limit)"));
+  }
+  const JobBuilder resolved = [&build](const ParallelLayout& layout) -> absl::StatusOr<proto::Job> {
+    OF_ASSIGN_OR_RETURN(proto::Job job, build(layout));
+    OF_RETURN_IF_ERROR(ResolveDataFiles(&job));
+    return job;
+  };
+  OF_ASSIGN_OR_RETURN(const AutoParallelResult result, AutoParallelCompile(resolved, request));
+  std::fputs(AutoParallelSummary(result.plan.auto_parallel(), result.search_seconds).c_str(), stdout);
+  for (const std::string& warning : LayoutWarnings(result.job, result.layout)) {
+    std::fprintf(stderr, "%s: warning: %s\n", ProgramName().c_str(), warning.c_str());
+  }
+  std::fputs(CompileSummary(result.job, result.layout, result.plan, result.compile_seconds).c_str(), stdout);
+  return WriteAndRun(result.plan);
+}
+
 absl::Status CompileAndReport(const proto::Job& written, const ParallelLayout& layout) {
   proto::Job job = written;
   OF_RETURN_IF_ERROR(ResolveDataFiles(&job));
@@ -178,16 +246,7 @@ absl::Status CompileAndReport(const proto::Job& written, const ParallelLayout& l
   std::fputs(dump.c_str(), stdout);
   OF_RETURN_IF_ERROR(plan.status());
   std::fputs(CompileSummary(job, layout, *plan, seconds).c_str(), stdout);
-  const std::string plan_out = absl::GetFlag(FLAGS_plan_out);
-  if (!plan_out.empty()) {
-    OF_RETURN_IF_ERROR(WritePlanFile(plan_out, *plan));
-    std::printf("wrote %s (inspect it with: oneflow inspect %s)\n", plan_out.c_str(), plan_out.c_str());
-  }
-  if (!absl::GetFlag(FLAGS_run)) return absl::OkStatus();
-  // The same path as `oneflow run` on the written plan.
-  actors::LocalRun run;
-  run.iterations = absl::GetFlag(FLAGS_iters);
-  return actors::RunPlanLocally(*plan, run, std::cout, /*out_is_terminal=*/false, std::cerr);
+  return WriteAndRun(*plan);
 }
 
 int RunExample(const char* name, absl::Status (*body)()) {

@@ -9,6 +9,7 @@
 // --communication_streams=auto|one (compiler/passes/collective_ordering_pass.h)
 // --plan_out=FILE --dump_after=PASS[,PASS] --print_graph (the graph text instead of a plan)
 // --run --iters=N (train the compiled plan here, one JSON line of metrics per iteration)
+// --auto_parallel --device_memory=BYTES (the compiler chooses the layout; docs/auto_parallel.md)
 #ifndef EXAMPLES_COMMON_EXAMPLE_MAIN_H_
 #define EXAMPLES_COMMON_EXAMPLE_MAIN_H_
 
@@ -16,6 +17,7 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "examples/common/auto_parallel_driver.h"
 #include "examples/common/parallel_layout.h"
 #include "proto/job.pb.h"
 
@@ -34,6 +36,16 @@ absl::StatusOr<ParallelLayout> LayoutFromFlags();
 // (ResolveDataFiles). With --print_graph, prints the job's graph text (docs/graph_text.md,
 // what `oneflow compile` reads) instead of compiling. Errors name the flag or the op at fault.
 absl::Status CompileAndReport(const proto::Job& job, const ParallelLayout& layout);
+
+// --auto_parallel was given.
+bool AutoParallelRequested();
+
+// --auto_parallel: `build` makes the model for any layout; the search picks the layout
+// from --nodes --devices_per_node, the links and --device_memory (auto_parallel_driver.h),
+// prints its decision and the compile summary, and writes / runs the plan as
+// CompileAndReport does. Giving --dp --tp --pp --zero --micro_batches or --recompute
+// with it is INVALID_ARGUMENT naming the flag.
+absl::Status CompileAndReportAuto(const JobBuilder& build);
 
 // Runs `body` and turns an error into "NAME: error: ..." on stderr and exit code 1
 // (2 for a bad flag value: INVALID_ARGUMENT).

@@ -38,7 +38,6 @@ namespace oneflow::examples {
 namespace {
 
 absl::Status Main() {
-  OF_ASSIGN_OR_RETURN(ParallelLayout layout, LayoutFromFlags());
   GptConfig config;
   config.batch = absl::GetFlag(FLAGS_batch);
   config.seq = absl::GetFlag(FLAGS_seq);
@@ -57,6 +56,10 @@ absl::Status Main() {
   OF_ASSIGN_OR_RETURN(config.moe.parallel, ParseMoeParallel(absl::GetFlag(FLAGS_moe_parallel)));
   config.moe.aux_weight = absl::GetFlag(FLAGS_moe_aux_weight);
   config.moe.zipf_skew = absl::GetFlag(FLAGS_moe_zipf_skew);
+  if (AutoParallelRequested()) {
+    return CompileAndReportAuto([&config](const ParallelLayout& layout) { return BuildGpt(config, layout); });
+  }
+  OF_ASSIGN_OR_RETURN(ParallelLayout layout, LayoutFromFlags());
   if (config.moe.enabled()) {
     const MoeCost cost = ResolveMoeParallel(config, layout);
     std::cerr << "experts: " << MoeParallelName(cost.choice) << " (" << cost.reason << ")\n";

@@ -30,7 +30,6 @@ namespace oneflow::examples {
 namespace {
 
 absl::Status Main() {
-  OF_ASSIGN_OR_RETURN(ParallelLayout layout, LayoutFromFlags());
   LlamaConfig config;
   config.batch = absl::GetFlag(FLAGS_batch);
   config.seq = absl::GetFlag(FLAGS_seq);
@@ -44,6 +43,10 @@ absl::Status Main() {
   config.token_file = absl::GetFlag(FLAGS_token_file);
   config.text_file = absl::GetFlag(FLAGS_text_file);
   config.learning_rate = absl::GetFlag(FLAGS_lr);
+  if (AutoParallelRequested()) {
+    return CompileAndReportAuto([&config](const ParallelLayout& layout) { return BuildLlama(config, layout); });
+  }
+  OF_ASSIGN_OR_RETURN(ParallelLayout layout, LayoutFromFlags());
   OF_ASSIGN_OR_RETURN(proto::Job job, BuildLlama(config, layout));
   return CompileAndReport(job, layout);
 }

@@ -23,7 +23,6 @@ namespace oneflow::examples {
 namespace {
 
 absl::Status Main() {
-  OF_ASSIGN_OR_RETURN(ParallelLayout layout, LayoutFromFlags());
   MlpConfig config;
   config.batch = absl::GetFlag(FLAGS_batch);
   config.in_features = absl::GetFlag(FLAGS_in_features);
@@ -33,6 +32,10 @@ absl::Status Main() {
   config.optimizer = absl::GetFlag(FLAGS_optimizer);
   config.learning_rate = absl::GetFlag(FLAGS_lr);
   config.record_file = absl::GetFlag(FLAGS_record_file);
+  if (AutoParallelRequested()) {
+    return CompileAndReportAuto([&config](const ParallelLayout& layout) { return BuildMlp(config, layout); });
+  }
+  OF_ASSIGN_OR_RETURN(ParallelLayout layout, LayoutFromFlags());
   OF_ASSIGN_OR_RETURN(proto::Job job, BuildMlp(config, layout));
   return CompileAndReport(job, layout);
 }

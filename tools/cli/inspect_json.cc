@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "tools/cli/inspect_compression.h"
+#include "tools/cli/inspect_auto_parallel.h"
 #include "tools/cli/inspect_render.h"
 #include "tools/cli/json_writer.h"
 #include "tools/cli/pipeline_stages.h"
@@ -416,6 +417,7 @@ std::string RenderJson(const proto::Plan& plan, const PlanIndex& index, std::opt
   } else {
     json.Null();
   }
+  WriteAutoParallelJson(plan, json);
   json.Key("num_devices");
   json.Int(plan.devices_size());
   json.Key("devices");

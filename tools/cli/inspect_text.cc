@@ -13,6 +13,7 @@
 #include "absl/strings/str_join.h"
 #include "absl/strings/strip.h"
 #include "tools/cli/inspect_compression.h"
+#include "tools/cli/inspect_auto_parallel.h"
 #include "tools/cli/inspect_render.h"
 #include "tools/cli/pipeline_stages.h"
 #include "tools/cli/predicted_step_time.h"
@@ -384,6 +385,7 @@ std::string RenderText(const proto::Plan& plan, const PlanIndex& index, std::opt
   AppendOps(plan, index, &out);
   AppendRecompute(plan, &out);
   AppendContextParallel(plan, &out);
+  AppendAutoParallelText(plan, &out);
 
   const CompressionFigures figures(plan, index);
   const int64_t total = TotalBoxingBytesPerIteration(plan);

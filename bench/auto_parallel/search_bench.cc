@@ -1,0 +1,104 @@
+// Search time of --auto_parallel's layout search (compiler/auto_parallel/search.h) on a
+// 48-block gpt: the model built for the tp=2 probe and profiled once, then every layout of
+// the cluster priced, identical blocks priced once per stage (the search as shipped)
+// against every block priced (the reference, same run). One JSON line per cluster:
+//   {"bench":"auto_parallel_search","devices":64,...,"search_s":0.8,"reference_s":9.1,
+//    "speedup":11.4,"chosen":"dp=8 tp=8 ..."}
+// The goal (issue 26): <= 10 s on one core for 8 x 8 devices. Single-threaded.
+#include <chrono>
+#include <cstdio>
+#include <string>
+#include <vector>
+
+#include "absl/flags/flag.h"
+#include "absl/flags/parse.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
+#include "compiler/auto_parallel/candidate.h"
+#include "compiler/auto_parallel/model_profile.h"
+#include "compiler/auto_parallel/search.h"
+#include "examples/common/parallel_layout.h"
+#include "examples/gpt/gpt_model.h"
+#include "oneflow_core/status.h"
+
+ABSL_FLAG(int64_t, layers, 48, "Blocks of the gpt.");
+ABSL_FLAG(int64_t, hidden, 2048, "Hidden width.");
+ABSL_FLAG(int64_t, heads, 16, "Attention heads.");
+ABSL_FLAG(int64_t, seq, 1024, "Sequence length.");
+ABSL_FLAG(int64_t, batch, 512, "Global batch (sequences).");
+ABSL_FLAG(std::string, clusters, "8x8,64x8", "Comma-separated NODESxDEVICES_PER_NODE clusters.");
+
+namespace oneflow {
+namespace {
+
+double Seconds(std::chrono::steady_clock::time_point start) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+}
+
+absl::Status Run() {
+  examples::GptConfig config;
+  config.layers = absl::GetFlag(FLAGS_layers);
+  config.hidden = absl::GetFlag(FLAGS_hidden);
+  config.heads = absl::GetFlag(FLAGS_heads);
+  config.seq = absl::GetFlag(FLAGS_seq);
+  config.batch = absl::GetFlag(FLAGS_batch);
+  config.vocab = 32000;
+  const auto profile_start = std::chrono::steady_clock::now();
+  examples::ParallelFlags probe;
+  probe.devices_per_node = 2;
+  probe.tp = 2;
+  OF_ASSIGN_OR_RETURN(const examples::ParallelLayout layout, examples::ParallelLayout::Create(probe));
+  OF_ASSIGN_OR_RETURN(const proto::Job job, examples::BuildGpt(config, layout));
+  OF_ASSIGN_OR_RETURN(const auto_parallel::ModelProfile profile, auto_parallel::ProfileJob(job, 2));
+  const double profile_seconds = Seconds(profile_start);
+  for (absl::string_view cluster : absl::StrSplit(absl::GetFlag(FLAGS_clusters), ',', absl::SkipEmpty())) {
+    long long nodes = 0, per_node = 0;
+    if (std::sscanf(std::string(cluster).c_str(), "%lldx%lld", &nodes, &per_node) != 2 || nodes < 1 || per_node < 1) {
+      return absl::InvalidArgumentError(absl::StrCat("--clusters: '", cluster, "' is not NODESxDEVICES_PER_NODE"));
+    }
+    auto_parallel::SearchOptions options;
+    options.price.cluster.set_num_nodes(nodes);
+    options.price.cluster.set_devices_per_node(per_node);
+    options.price.cluster.set_intra_node_bandwidth(100e9);
+    options.price.cluster.set_inter_node_bandwidth(12.5e9);
+    options.price.cluster.set_intra_node_latency(1e-5);
+    options.price.cluster.set_inter_node_latency(5e-4);
+    auto start = std::chrono::steady_clock::now();
+    OF_ASSIGN_OR_RETURN(const auto_parallel::SearchResult shared, auto_parallel::Search(profile, options));
+    const double search_seconds = Seconds(start);
+    options.price.share_repeated_units = false;
+    start = std::chrono::steady_clock::now();
+    OF_ASSIGN_OR_RETURN(const auto_parallel::SearchResult every, auto_parallel::Search(profile, options));
+    const double reference_seconds = Seconds(start);
+    const bool same = auto_parallel::LayoutName(shared.fitting.front().layout()) ==
+                      auto_parallel::LayoutName(every.fitting.front().layout());
+    std::printf(
+        "{\"bench\":\"auto_parallel_search\",\"model\":\"gpt\",\"layers\":%lld,\"hidden\":%lld,\"seq\":%lld,"
+        "\"batch\":%lld,\"nodes\":%lld,\"devices_per_node\":%lld,\"devices\":%lld,\"units\":%zu,"
+        "\"distinct_units\":%lld,\"layouts\":%lld,\"profile_s\":%.4f,\"search_s\":%.4f,"
+        "\"reference\":\"every block priced\",\"reference_s\":%.4f,\"speedup\":%.2f,\"same_choice\":%s,"
+        "\"chosen\":\"%s\",\"predicted_step_s\":%.6g}\n",
+        static_cast<long long>(config.layers), static_cast<long long>(config.hidden),
+        static_cast<long long>(config.seq), static_cast<long long>(config.batch), nodes, per_node,
+        nodes * per_node, profile.units.size(), static_cast<long long>(profile.distinct_units),
+        static_cast<long long>(shared.candidates), profile_seconds, search_seconds, reference_seconds,
+        search_seconds > 0 ? reference_seconds / search_seconds : 0, same ? "true" : "false",
+        auto_parallel::LayoutName(shared.fitting.front().layout()).c_str(),
+        auto_parallel::StepSeconds(shared.fitting.front()));
+    std::fflush(stdout);
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+}  // namespace oneflow
+
+int main(int argc, char** argv) {
+  absl::ParseCommandLine(argc, argv);
+  const absl::Status status = oneflow::Run();
+  if (!status.ok()) {
+    std::fprintf(stderr, "search_bench: %s\n", std::string(status.message()).c_str());
+    return 1;
+  }
+  return 0;
+}

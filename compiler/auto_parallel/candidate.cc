@@ -1,0 +1,106 @@
+#include "compiler/auto_parallel/candidate.h"
+
+#include <algorithm>
+#include <tuple>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+
+namespace oneflow::auto_parallel {
+namespace {
+
+std::vector<int64_t> Divisors(int64_t n) {
+  std::vector<int64_t> divisors;
+  for (int64_t d = 1; d <= n; ++d) {
+    if (n % d == 0) divisors.push_back(d);
+  }
+  return divisors;
+}
+
+std::vector<std::pair<std::string, std::string>> Fields(const proto::AutoParallelLayout& layout) {
+  return {{"dp", absl::StrCat(layout.dp())},
+          {"tp", absl::StrCat(layout.tp())},
+          {"pp", absl::StrCat(layout.pp())},
+          {"micro_batches", absl::StrCat(layout.micro_batches())},
+          {"zero", absl::StrCat(layout.zero())},
+          {"recompute", RecomputeName(layout.recompute())}};
+}
+
+auto Key(const proto::AutoParallelLayout& layout) {
+  const int recompute = layout.recompute() == proto::RECOMPUTE_FULL        ? 2
+                        : layout.recompute() == proto::RECOMPUTE_SELECTIVE ? 1
+                                                                           : 0;
+  return std::make_tuple(layout.pp(), layout.tp(), layout.micro_batches(), layout.zero(), recompute);
+}
+
+}  // namespace
+
+std::string RecomputeName(proto::RecomputeMode mode) {
+  switch (mode) {
+    case proto::RECOMPUTE_SELECTIVE:
+      return "selective";
+    case proto::RECOMPUTE_FULL:
+      return "full";
+    default:
+      return "none";
+  }
+}
+
+std::string LayoutName(const proto::AutoParallelLayout& layout) {
+  std::vector<std::string> parts;
+  for (const auto& [name, value] : Fields(layout)) parts.push_back(absl::StrCat(name, "=", value));
+  return absl::StrJoin(parts, " ");
+}
+
+std::string LayoutFlags(const proto::AutoParallelLayout& layout) {
+  std::vector<std::string> parts;
+  for (const auto& [name, value] : Fields(layout)) parts.push_back(absl::StrCat("--", name, "=", value));
+  return absl::StrJoin(parts, " ");
+}
+
+std::string LayoutDifference(const proto::AutoParallelLayout& layout, const proto::AutoParallelLayout& reference) {
+  const auto mine = Fields(layout);
+  const auto theirs = Fields(reference);
+  std::vector<std::string> parts;
+  for (size_t i = 0; i < mine.size(); ++i) {
+    if (mine[i].second != theirs[i].second) parts.push_back(absl::StrCat(mine[i].first, "=", mine[i].second));
+  }
+  return parts.empty() ? LayoutName(layout) : absl::StrJoin(parts, " ");
+}
+
+bool SimplerLayout(const proto::AutoParallelLayout& a, const proto::AutoParallelLayout& b) { return Key(a) < Key(b); }
+
+std::vector<proto::AutoParallelLayout> EnumerateLayouts(const ModelProfile& profile, int64_t devices,
+                                                        int64_t max_micro_batches) {
+  std::vector<proto::RecomputeMode> recomputes = {proto::RECOMPUTE_NONE};
+  if (profile.has_blocks && profile.has_attention_cores) recomputes.push_back(proto::RECOMPUTE_SELECTIVE);
+  if (profile.has_blocks) recomputes.push_back(proto::RECOMPUTE_FULL);
+  std::vector<proto::AutoParallelLayout> layouts;
+  for (int64_t pp : Divisors(devices)) {
+    if (pp > std::max<int64_t>(1, profile.stageable_units)) continue;
+    for (int64_t tp : Divisors(devices / pp)) {
+      if (tp > 1 && !profile.tp_hinted) continue;
+      const int64_t dp = devices / pp / tp;
+      if (profile.batch_rows % dp != 0) continue;
+      for (int64_t micro_batches : Divisors(profile.batch_rows / dp)) {
+        if (micro_batches > max_micro_batches) break;
+        for (int zero = 0; zero <= (dp > 1 ? 3 : 0); ++zero) {
+          for (proto::RecomputeMode recompute : recomputes) {
+            proto::AutoParallelLayout layout;
+            layout.set_dp(dp);
+            layout.set_tp(tp);
+            layout.set_pp(pp);
+            layout.set_micro_batches(micro_batches);
+            layout.set_zero(zero);
+            layout.set_recompute(recompute);
+            layouts.push_back(layout);
+          }
+        }
+      }
+    }
+  }
+  std::stable_sort(layouts.begin(), layouts.end(), SimplerLayout);
+  return layouts;
+}
+
+}  // namespace oneflow::auto_parallel

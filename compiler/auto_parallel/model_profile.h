@@ -1,0 +1,90 @@
+// What the auto-parallel search knows about a model: its logical job reduced to a list of
+// units (a transformer block, a layer, the prologue before the first and the epilogue after
+// the last), each with the forward work, parameters and activations the cost model prices,
+// and the tensor-parallel all-reduces the model's own SBP hints imply.
+//
+// The job is built by the model for a probe layout (one device, or tp devices of one
+// node with dp = pp = 1, so its hints show which variables tensor parallelism shards).
+// Shapes are logical, so every figure is for the whole batch; the search divides by the
+// data-parallel degree and the micro-batches. Identical units (same ops, shapes and hints)
+// share a signature: the search prices one and multiplies (a 48-block gpt has 3 distinct
+// units).
+#ifndef COMPILER_AUTO_PARALLEL_MODEL_PROFILE_H_
+#define COMPILER_AUTO_PARALLEL_MODEL_PROFILE_H_
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "proto/job.pb.h"
+
+namespace oneflow::auto_parallel {
+
+struct ProfileUnit {
+  // The block's name (OpDef.block), a layer's first op, "prologue" or "epilogue".
+  std::string name;
+  // True for units the pipeline may cut between (blocks, or layers of a model without
+  // blocks); the prologue goes to the first stage and the epilogue to the last.
+  bool stageable = false;
+  // Forward work for the whole batch: GEMM FLOPs (2 m n k) and memory-bound bytes (every
+  // other op's inputs and outputs), and the parts tensor parallelism divides (GEMMs with a
+  // tp-sharded weight, the attention core).
+  double gemm_flops = 0;
+  double tp_gemm_flops = 0;
+  double memory_bytes = 0;
+  double tp_memory_bytes = 0;
+  // The attention core's share (OpDef.attention_core): what selective recomputation re-runs.
+  double attention_core_gemm_flops = 0;
+  double attention_core_memory_bytes = 0;
+  // Trainable parameter bytes, and those tp shards (a variable hinted S(k) over tp).
+  int64_t parameter_bytes = 0;
+  int64_t tp_parameter_bytes = 0;
+  // Trainable variables: ZeRO's gathers and scatters run one collective per variable.
+  int64_t parameter_tensors = 0;
+  // Forward outputs kept for backward without recomputation, the part tp divides, and the
+  // attention core's outputs (selective recomputation drops them).
+  int64_t activation_bytes = 0;
+  int64_t tp_activation_bytes = 0;
+  int64_t attention_core_activation_bytes = 0;
+  // The unit's input: what full recomputation keeps and what a pipeline cut before this
+  // unit sends between stages (the first input produced by an earlier unit).
+  int64_t input_bytes = 0;
+  // Megatron's f and g: tensor-parallel all-reduces of the whole batch, bytes each. A
+  // GEMM with a row-parallel weight (S over the contracted dimension) all-reduces its
+  // output in forward; one with a column-parallel weight all-reduces its input's gradient
+  // in backward; another op reading a tp-sharded variable (a vocabulary-parallel
+  // embedding) all-reduces its output in forward.
+  std::vector<int64_t> tp_forward_all_reduce_bytes;
+  std::vector<int64_t> tp_backward_all_reduce_bytes;
+  // Equal for units the search may price once.
+  std::string signature;
+};
+
+struct ModelProfile {
+  std::string job_name;
+  std::vector<ProfileUnit> units;
+  // Job.batch_size: the rows data parallelism and micro-batches divide.
+  int64_t batch_rows = 0;
+  // Units a pipeline may cut between (the examples' --layers of an mlp, blocks of a gpt).
+  int64_t stageable_units = 0;
+  // Whether the job has BlockScope blocks (recomputation works per block) and attention
+  // cores (selective recomputation has something to re-run).
+  bool has_blocks = false;
+  bool has_attention_cores = false;
+  // Whether the probe job carried tensor-parallel hints: without them tp stays 1.
+  bool tp_hinted = false;
+  // Optimizer state per parameter, in parameter copies (SGD momentum 1, AdamW 2).
+  int64_t optimizer_state_copies = 0;
+  // Distinct unit signatures (what the search prices).
+  int64_t distinct_units = 0;
+};
+
+// The profile of `job`, built for a probe layout of `probe_tp` tensor-parallel devices
+// (1: no tp hints expected). INVALID_ARGUMENT naming the tensor when an op refers to a
+// tensor the job does not define or the job has no batch size.
+absl::StatusOr<ModelProfile> ProfileJob(const proto::Job& job, int64_t probe_tp);
+
+}  // namespace oneflow::auto_parallel
+
+#endif  // COMPILER_AUTO_PARALLEL_MODEL_PROFILE_H_

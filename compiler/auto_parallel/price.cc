@@ -1,0 +1,287 @@
+#include "compiler/auto_parallel/price.h"
+
+#include <algorithm>
+#include <cmath>
+#include <vector>
+
+#include "absl/container/flat_hash_map.h"
+#include "absl/strings/str_cat.h"
+#include "compiler/auto_parallel/candidate.h"
+#include "compiler/compiler.h"
+#include "oneflow_core/placement.h"
+#include "oneflow_core/status.h"
+#include "sbp/collective_cost.h"
+#include "sbp/compute_cost.h"
+
+namespace oneflow::auto_parallel {
+namespace {
+
+// What one unit costs one device of its stage per micro-batch.
+struct UnitCost {
+  double compute_seconds = 0;  // forward + backward (+ recomputation)
+  double backward_seconds = 0;
+  double tp_seconds = 0;
+  double parameter_bytes = 0;  // on one device before ZeRO
+  int64_t parameter_tensors = 0;
+  double kept_bytes = 0;       // activations kept for backward, one micro-batch
+};
+
+class Pricer {
+ public:
+  Pricer(const ModelProfile& profile, const PriceOptions& options, const proto::AutoParallelLayout& layout)
+      : profile_(profile), options_(options), layout_(layout), links_(LinkModelOf(options.cluster)) {
+    rates_ = WithDefaults(ComputeRates{options.cluster.gemm_flops_per_second(),
+                                       options.cluster.memory_bytes_per_second()});
+  }
+
+  absl::StatusOr<proto::AutoParallelPrediction> Run() {
+    OF_RETURN_IF_ERROR(Check());
+    OF_RETURN_IF_ERROR(BuildStages());
+    const int64_t pp = layout_.pp();
+    const int64_t micro_batches = layout_.micro_batches();
+    // Units to stages as the examples cut them (ParallelLayout::StageOf): stageable unit
+    // k of K on stage ((k + 1) pp - 1) / K; the prologue on the first stage, other units
+    // with the stageable unit before them.
+    std::vector<UnitCost> stages(pp);
+    std::vector<double> largest_parameters(pp, 0);
+    std::vector<double> cut_bytes(pp, 0);  // the activation entering each stage
+    int64_t stageable = 0;
+    int64_t stage = 0;
+    absl::flat_hash_map<std::string, UnitCost> priced;
+    for (const ProfileUnit& unit : profile_.units) {
+      if (unit.stageable) {
+        const int64_t next = ((stageable + 1) * pp - 1) / profile_.stageable_units;
+        if (next != stage) cut_bytes[next] = unit.input_bytes;
+        stage = next;
+        ++stageable;
+      }
+      // Identical units on one stage cost the same (the stage fixes the placement).
+      const std::string key = options_.share_repeated_units ? absl::StrCat(stage, "|", unit.signature)
+                                                            : absl::StrCat(priced.size());
+      auto [it, inserted] = priced.try_emplace(key);
+      if (inserted) it->second = PriceUnit(unit, stage);
+      const UnitCost& cost = it->second;
+      UnitCost& total = stages[stage];
+      total.compute_seconds += cost.compute_seconds;
+      total.backward_seconds += cost.backward_seconds;
+      total.tp_seconds += cost.tp_seconds;
+      total.parameter_bytes += cost.parameter_bytes;
+      total.parameter_tensors += cost.parameter_tensors;
+      total.kept_bytes += cost.kept_bytes;
+      largest_parameters[stage] = std::max(largest_parameters[stage], cost.parameter_bytes);
+    }
+    proto::AutoParallelPrediction prediction;
+    *prediction.mutable_layout() = layout_;
+    double slowest_micro_batch = -1;
+    int64_t peak = 0;
+    for (int64_t s = 0; s < pp; ++s) {
+      const UnitCost& cost = stages[s];
+      // Pipeline receives (the sender does not wait): the activation into this stage and
+      // the gradient from the next one, one micro-batch's rows of each device.
+      double pipeline_seconds = 0;
+      for (int64_t edge : {s, s + 1}) {
+        if (edge == 0 || edge >= pp) continue;
+        const double bytes = cut_bytes[edge] * RowFraction();
+        pipeline_seconds += CallSeconds(links_, CutCrossesNodes(edge), bytes);
+      }
+      const double micro_batch_seconds = cost.compute_seconds + cost.tp_seconds + pipeline_seconds;
+      const double zero3_gathers = Zero3GatherSeconds(s, cost);
+      const double dp_seconds = DataParallelSeconds(s, cost);
+      const double optimizer_seconds = MemoryBoundSeconds(
+          rates_, ShardedStateBytes(cost.parameter_bytes) * (3 + 2 * profile_.optimizer_state_copies) / 4);
+      // The last micro-batch's backward hides the gradient sync but its last bucket.
+      const double bucket_bytes = options_.bucket_mb * 1024 * 1024;
+      const double tail = cost.parameter_bytes <= 0 || bucket_bytes <= 0
+                              ? 1.0
+                              : std::min(1.0, bucket_bytes / cost.parameter_bytes);
+      const double exposed_dp = std::max(dp_seconds - cost.backward_seconds, dp_seconds * tail);
+      // ZeRO-3 prefetches the next gather while the current block computes.
+      const double exposed_gathers = std::max(0.0, zero3_gathers - micro_batches * cost.compute_seconds);
+      if (micro_batch_seconds > slowest_micro_batch) {
+        slowest_micro_batch = micro_batch_seconds;
+        prediction.set_compute_seconds(micro_batches * cost.compute_seconds + optimizer_seconds);
+        prediction.set_exposed_communication_seconds(micro_batches * (cost.tp_seconds + pipeline_seconds) +
+                                                     exposed_dp + exposed_gathers);
+        prediction.set_bubble_seconds((pp - 1) * micro_batch_seconds);
+      }
+      const int64_t in_flight = std::min<int64_t>(micro_batches, pp - s);
+      const double parameters =
+          layout_.zero() >= 3 ? cost.parameter_bytes / layout_.dp() + largest_parameters[s] : cost.parameter_bytes;
+      const double gradients = layout_.zero() >= 2 ? cost.parameter_bytes / layout_.dp() : cost.parameter_bytes;
+      const double state = ShardedStateBytes(cost.parameter_bytes) * profile_.optimizer_state_copies;
+      const double activations = cost.kept_bytes * in_flight * std::max<int64_t>(1, options_.register_count);
+      peak = std::max(peak, static_cast<int64_t>(parameters + gradients + state + activations));
+    }
+    prediction.set_peak_bytes(peak);
+    return prediction;
+  }
+
+ private:
+  absl::Status Check() const {
+    const int64_t devices = options_.cluster.num_nodes() * options_.cluster.devices_per_node();
+    const std::string name = LayoutName(layout_);
+    if (layout_.dp() < 1 || layout_.tp() < 1 || layout_.pp() < 1 || layout_.micro_batches() < 1) {
+      return absl::InvalidArgumentError(absl::StrCat(name, ": every degree must be >= 1"));
+    }
+    if (layout_.dp() * layout_.tp() * layout_.pp() != devices) {
+      return absl::InvalidArgumentError(absl::StrCat(name, " is ", layout_.dp() * layout_.tp() * layout_.pp(),
+                                                     " devices; the cluster has ", devices));
+    }
+    if (layout_.pp() > std::max<int64_t>(1, profile_.stageable_units)) {
+      return absl::InvalidArgumentError(absl::StrCat(name, ": pp=", layout_.pp(), " is more than the ",
+                                                     profile_.stageable_units, " blocks or layers of '",
+                                                     profile_.job_name, "'"));
+    }
+    if (profile_.batch_rows % (layout_.dp() * layout_.micro_batches()) != 0) {
+      return absl::InvalidArgumentError(absl::StrCat(name, ": the batch of ", profile_.batch_rows,
+                                                     " rows does not divide into dp x micro_batches = ",
+                                                     layout_.dp() * layout_.micro_batches()));
+    }
+    if (layout_.zero() < 0 || layout_.zero() > 3 || (layout_.zero() > 0 && layout_.dp() == 1)) {
+      return absl::InvalidArgumentError(absl::StrCat(name, ": ZeRO stages 1-3 need dp > 1"));
+    }
+    if (layout_.tp() > 1 && !profile_.tp_hinted) {
+      return absl::InvalidArgumentError(
+          absl::StrCat(name, ": '", profile_.job_name, "' has no tensor-parallel hints, so tp must be 1"));
+    }
+    return absl::OkStatus();
+  }
+
+  // Stage 0's placement as ParallelLayout builds it; the stages are copies of it shifted
+  // by dp x tp devices, and the collectives' routes depend on the first one only when
+  // the stage size divides the node or the node divides the stage (checked per stage).
+  absl::Status BuildStages() {
+    OF_ASSIGN_OR_RETURN(const Placement all, Placement::Grid(DeviceType::kCpu, options_.cluster.num_nodes(),
+                                                             options_.cluster.devices_per_node()));
+    const int64_t per_stage = layout_.dp() * layout_.tp();
+    Shape hierarchy = layout_.dp() > 1 && layout_.tp() > 1 ? Shape{layout_.dp(), layout_.tp()} : Shape{per_stage};
+    for (int64_t s = 0; s < layout_.pp(); ++s) {
+      std::vector<DeviceId> devices(all.devices().begin() + s * per_stage, all.devices().begin() + (s + 1) * per_stage);
+      OF_ASSIGN_OR_RETURN(Placement placement, Placement::Create(DeviceType::kCpu, std::move(devices), hierarchy));
+      stage_placements_.push_back(std::move(placement));
+    }
+    return absl::OkStatus();
+  }
+
+  double RowFraction() const { return 1.0 / static_cast<double>(layout_.dp() * layout_.micro_batches()); }
+
+  // The hierarchy axis of dp / tp in the stage placements (-1 when the degree is 1).
+  int64_t DpAxis() const { return layout_.dp() > 1 ? 0 : -1; }
+  int64_t TpAxis() const { return layout_.tp() > 1 ? (layout_.dp() > 1 ? 1 : 0) : -1; }
+
+  bool CutCrossesNodes(int64_t stage) const {
+    const DeviceId& before = stage_placements_[stage - 1].devices().back();
+    const DeviceId& after = stage_placements_[stage].devices().front();
+    return before.node != after.node;
+  }
+
+  // `calls` collectives moving `group_bytes` in all: the bytes priced once, the latency of
+  // every call (the runtime issues one per variable or bucket).
+  double Calls(const CollectiveCost& cost, int64_t calls) const {
+    return cost.seconds() + static_cast<double>(std::max<int64_t>(0, calls - 1)) * cost.latency_seconds;
+  }
+
+  double AllReduceSeconds(int64_t stage, int64_t axis, int64_t members, double group_bytes, int64_t calls = 1) const {
+    if (axis < 0 || group_bytes <= 0) return 0;
+    const int64_t bytes = static_cast<int64_t>(group_bytes);
+    const int64_t wire = static_cast<int64_t>(2.0 * (members - 1) / members * group_bytes);
+    return Calls(PriceDenseCollective(links_, stage_placements_[stage], axis, BoxingKind::kAllReduce, bytes, wire),
+                 calls);
+  }
+
+  double HalfSeconds(int64_t stage, BoxingKind kind, double group_bytes, int64_t calls) const {
+    if (DpAxis() < 0 || group_bytes <= 0) return 0;
+    const int64_t bytes = static_cast<int64_t>(group_bytes);
+    const int64_t wire = static_cast<int64_t>(static_cast<double>(layout_.dp() - 1) / layout_.dp() * group_bytes);
+    return Calls(PriceDenseCollective(links_, stage_placements_[stage], DpAxis(), kind, bytes, wire), calls);
+  }
+
+  UnitCost PriceUnit(const ProfileUnit& unit, int64_t stage) const {
+    const double tp = static_cast<double>(layout_.tp());
+    const double rows = RowFraction();
+    auto seconds = [&](double flops, double tp_flops, double bytes, double tp_bytes) {
+      return GemmSeconds(rates_, (flops - tp_flops + tp_flops / tp) * rows) +
+             MemoryBoundSeconds(rates_, (bytes - tp_bytes + tp_bytes / tp) * rows);
+    };
+    const double forward = seconds(unit.gemm_flops, unit.tp_gemm_flops, unit.memory_bytes, unit.tp_memory_bytes);
+    const double core = seconds(unit.attention_core_gemm_flops, unit.attention_core_gemm_flops,
+                                unit.attention_core_memory_bytes, unit.attention_core_memory_bytes);
+    UnitCost cost;
+    double forward_tp = 0;
+    double backward_tp = 0;
+    for (int64_t bytes : unit.tp_forward_all_reduce_bytes) {
+      forward_tp += AllReduceSeconds(stage, TpAxis(), layout_.tp(), bytes * rows);
+    }
+    for (int64_t bytes : unit.tp_backward_all_reduce_bytes) {
+      backward_tp += AllReduceSeconds(stage, TpAxis(), layout_.tp(), bytes * rows);
+    }
+    double recomputed = 0;
+    const double activations = unit.activation_bytes - unit.tp_activation_bytes + unit.tp_activation_bytes / tp;
+    cost.kept_bytes = activations * rows;
+    const bool in_block = unit.stageable && profile_.has_blocks;
+    if (in_block && layout_.recompute() == proto::RECOMPUTE_SELECTIVE) {
+      recomputed = core;
+      cost.kept_bytes = (activations - unit.attention_core_activation_bytes / tp) * rows;
+    } else if (in_block && layout_.recompute() == proto::RECOMPUTE_FULL) {
+      recomputed = forward;
+      backward_tp += forward_tp;  // the re-run forward all-reduces again
+      cost.kept_bytes = unit.input_bytes * rows;
+    }
+    cost.backward_seconds = 2 * forward + recomputed;
+    cost.compute_seconds = forward + cost.backward_seconds;
+    cost.tp_seconds = forward_tp + backward_tp;
+    cost.parameter_bytes = unit.parameter_bytes - unit.tp_parameter_bytes + unit.tp_parameter_bytes / tp;
+    cost.parameter_tensors = unit.parameter_tensors;
+    return cost;
+  }
+
+  // Optimizer state bytes per parameter copy on one device: ZeRO >= 1 shards it.
+  double ShardedStateBytes(double parameter_bytes) const {
+    return layout_.zero() >= 1 ? parameter_bytes / layout_.dp() : parameter_bytes;
+  }
+
+  // The gradient sync of one iteration (proto OptimizerDef.zero_stage): an all-reduce of
+  // the gradients (ZeRO 0 and 1) or their reduce-scatter (2, 3), then for ZeRO 1 and 2 the
+  // all-gather of the updated parameter shards. Without ZeRO the gradients travel in
+  // buckets of bucket_mb; ZeRO's collectives run per variable.
+  double DataParallelSeconds(int64_t stage, const UnitCost& cost) const {
+    if (layout_.dp() == 1) return 0;
+    const double bucket_bytes = options_.bucket_mb * 1024 * 1024;
+    const int64_t buckets = bucket_bytes > 0 ? static_cast<int64_t>(std::ceil(cost.parameter_bytes / bucket_bytes))
+                                             : cost.parameter_tensors;
+    if (layout_.zero() == 0) return AllReduceSeconds(stage, DpAxis(), layout_.dp(), cost.parameter_bytes, buckets);
+    const double reduce =
+        layout_.zero() == 1
+            ? AllReduceSeconds(stage, DpAxis(), layout_.dp(), cost.parameter_bytes, cost.parameter_tensors)
+            : HalfSeconds(stage, BoxingKind::kReduceScatter, cost.parameter_bytes, cost.parameter_tensors);
+    if (layout_.zero() >= 3) return reduce;
+    return reduce + HalfSeconds(stage, BoxingKind::kAllGather, cost.parameter_bytes, cost.parameter_tensors);
+  }
+
+  // ZeRO-3 gathers every parameter for forward and again for backward, per micro-batch.
+  double Zero3GatherSeconds(int64_t stage, const UnitCost& cost) const {
+    if (layout_.zero() < 3) return 0;
+    const int64_t calls = 2 * layout_.micro_batches() * cost.parameter_tensors;
+    return HalfSeconds(stage, BoxingKind::kAllGather, 2.0 * layout_.micro_batches() * cost.parameter_bytes, calls);
+  }
+
+  const ModelProfile& profile_;
+  const PriceOptions& options_;
+  const proto::AutoParallelLayout& layout_;
+  const LinkModel links_;
+  ComputeRates rates_;
+  std::vector<Placement> stage_placements_;
+};
+
+}  // namespace
+
+absl::StatusOr<proto::AutoParallelPrediction> PriceLayout(const ModelProfile& profile, const PriceOptions& options,
+                                                          const proto::AutoParallelLayout& layout) {
+  return Pricer(profile, options, layout).Run();
+}
+
+double StepSeconds(const proto::AutoParallelPrediction& prediction) {
+  return prediction.compute_seconds() + prediction.exposed_communication_seconds() + prediction.bubble_seconds();
+}
+
+}  // namespace oneflow::auto_parallel

@@ -1,0 +1,60 @@
+// The cost model of one layout: a training iteration of a ModelProfile on a cluster, for
+// dp x tp x pp devices, micro-batches, a ZeRO stage and a recomputation mode. Nothing is
+// compiled: each unit's forward work is priced from the profile with sbp/compute_cost.h
+// and each collective with sbp/collective_cost.h, as the runtime runs it on the
+// placements ParallelLayout builds (pp stages of dp x tp consecutive devices, tp
+// innermost). Identical units are priced once per layout.
+//
+//   per micro-batch, per device of stage s (rows = batch / (dp x micro_batches)):
+//     forward   GEMM FLOPs / gemm rate + memory-bound bytes / memory rate, the parts the
+//               hints shard divided by tp
+//     backward  2 x forward, plus forward again for full recomputation (the attention
+//               core for selective)
+//     tp        Megatron's all-reduces on the tp axis, on the critical path
+//     pp        the cut activation sent forward and its gradient back
+//   iteration = micro_batches x slowest stage + (pp - 1) x slowest stage (the bubble)
+//               + the stage's optimizer (memory-bound over its parameter state)
+//               + exposed data-parallel sync: the gradient all-reduce (ZeRO 1, 2:
+//               reduce-scatter + all-gather; 3: also the parameter gathers per
+//               micro-batch), of which the last micro-batch's backward hides all but
+//               the last gradient bucket
+//   peak  = parameters + gradients + optimizer state (what ZeRO shards divided by dp)
+//           + kept activations of one micro-batch x micro-batches in flight (pp - s on
+//           stage s, bounded by micro_batches) x the register slots.
+#ifndef COMPILER_AUTO_PARALLEL_PRICE_H_
+#define COMPILER_AUTO_PARALLEL_PRICE_H_
+
+#include <cstdint>
+
+#include "absl/status/statusor.h"
+#include "compiler/auto_parallel/model_profile.h"
+#include "proto/plan.pb.h"
+
+namespace oneflow::auto_parallel {
+
+struct PriceOptions {
+  // Nodes, devices per node, link bandwidths and latencies, compute rates (0: the
+  // defaults of sbp/compute_cost.h).
+  proto::Cluster cluster;
+  // CompileOptions::bucket_mb: the last bucket of gradients cannot overlap backward.
+  double bucket_mb = 25;
+  // CompileOptions::register_count: slots of every activation register.
+  int64_t register_count = 2;
+  // Price each distinct unit once per layout (identical blocks share the price); false
+  // prices every unit, the reference of bench/auto_parallel's search time.
+  bool share_repeated_units = true;
+};
+
+// The prediction for `layout` (lost_because empty). INVALID_ARGUMENT naming the layout
+// when it does not fit the cluster or the model: dp x tp x pp other than the cluster's
+// devices, pp above the profile's stageable units, a batch that does not divide into
+// dp x micro_batches, ZeRO without dp, tp without the model's hints.
+absl::StatusOr<proto::AutoParallelPrediction> PriceLayout(const ModelProfile& profile, const PriceOptions& options,
+                                                          const proto::AutoParallelLayout& layout);
+
+// compute + exposed communication + bubble.
+double StepSeconds(const proto::AutoParallelPrediction& prediction);
+
+}  // namespace oneflow::auto_parallel
+
+#endif  // COMPILER_AUTO_PARALLEL_PRICE_H_

@@ -1,0 +1,63 @@
+// The auto-parallel search: every layout of EnumerateLayouts priced by PriceLayout, those
+// whose predicted peak exceeds the device memory dropped, the rest ranked by predicted
+// iteration time (exact ties: the simpler layout, candidate.h). Deterministic: the same
+// profile and options give the same ranking.
+//
+// It prices, it does not compile: the caller compiles the cheapest layout the model
+// accepts (examples/common/auto_parallel_driver.h), checks memory planning's real peak
+// against the limit, and falls back to the next on refusal, recording why.
+#ifndef COMPILER_AUTO_PARALLEL_SEARCH_H_
+#define COMPILER_AUTO_PARALLEL_SEARCH_H_
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "compiler/auto_parallel/model_profile.h"
+#include "compiler/auto_parallel/price.h"
+#include "proto/plan.pb.h"
+
+namespace oneflow::auto_parallel {
+
+struct SearchOptions {
+  PriceOptions price;
+  // Bytes one device may hold (--device_memory); 0: no limit.
+  int64_t device_memory = 0;
+  int64_t max_micro_batches = 64;
+};
+
+struct SearchResult {
+  // Layouts within the memory limit, cheapest first.
+  std::vector<proto::AutoParallelPrediction> fitting;
+  // Layouts over it, cheapest first.
+  std::vector<proto::AutoParallelPrediction> over_memory;
+  int64_t candidates = 0;
+};
+
+// INVALID_ARGUMENT when the cluster has no device or no layout suits the model (naming
+// the batch and the devices); RESOURCE_EXHAUSTED when every layout is over
+// --device_memory, naming the smallest predicted peak and its layout:
+//   --device_memory=1.00 MiB (1048576 B) is below every layout's predicted peak; the
+//   smallest is 1.52 MiB (1593344 B), with --dp=1 --tp=4 --pp=1 ...
+absl::StatusOr<SearchResult> Search(const ModelProfile& profile, const SearchOptions& options);
+
+// Why `alternative` lost to `chosen`, prefixed by what differs:
+//   "tp=4: +38% step: exposed communication +1.20 ms"
+//   "pp=2 micro_batches=2: peak 1.90 GiB > --device_memory=1.00 GiB"
+std::string WhyLost(const proto::AutoParallelPrediction& alternative, const proto::AutoParallelPrediction& chosen,
+                    int64_t device_memory);
+
+// The decision record of choosing result.fitting[chosen]: the chosen prediction, up to
+// `alternatives` of the next fitting layouts and of the cheapest over-memory layouts that
+// would have won (as fast or faster), each with WhyLost, and `refused` as given.
+proto::AutoParallelDecision DecisionRecord(const SearchResult& result, size_t chosen, int64_t device_memory,
+                                           int alternatives,
+                                           const std::vector<proto::AutoParallelPrediction>& refused);
+
+// "1.90 GiB (2040109465 B)", binary units.
+std::string BytesText(int64_t bytes);
+
+}  // namespace oneflow::auto_parallel
+
+#endif  // COMPILER_AUTO_PARALLEL_SEARCH_H_

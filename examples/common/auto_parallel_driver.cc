@@ -1,0 +1,163 @@
+#include "examples/common/auto_parallel_driver.h"
+
+#include <algorithm>
+#include <chrono>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
+#include "compiler/auto_parallel/candidate.h"
+#include "compiler/auto_parallel/model_profile.h"
+#include "compiler/auto_parallel/search.h"
+#include "compiler/compiler.h"
+#include "plan/plan_checksum.h"
+#include "oneflow_core/status.h"
+#include "sbp/collective_cost.h"
+
+namespace oneflow::examples {
+namespace {
+
+double SecondsSince(std::chrono::steady_clock::time_point start) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+}
+
+ParallelFlags FlagsFor(const ParallelFlags& cluster, const proto::AutoParallelLayout& layout) {
+  ParallelFlags flags = cluster;
+  flags.dp = layout.dp();
+  flags.tp = layout.tp();
+  flags.pp = layout.pp();
+  flags.micro_batches = layout.micro_batches();
+  flags.zero = layout.zero();
+  return flags;
+}
+
+// The profile of the model built for the probe layout: tp = 2 on two devices of one node
+// when the cluster has two devices and the model accepts it, else one device.
+absl::StatusOr<auto_parallel::ModelProfile> Profile(const JobBuilder& build, const ParallelFlags& cluster) {
+  ParallelFlags probe;
+  probe.intra_node_bandwidth = cluster.intra_node_bandwidth;
+  probe.inter_node_bandwidth = cluster.inter_node_bandwidth;
+  if (cluster.nodes * cluster.devices_per_node >= 2) {
+    probe.devices_per_node = 2;
+    probe.tp = 2;
+    absl::StatusOr<ParallelLayout> layout = ParallelLayout::Create(probe);
+    if (layout.ok()) {
+      absl::StatusOr<proto::Job> job = build(*layout);
+      if (job.ok()) return auto_parallel::ProfileJob(*job, 2);
+    }
+  }
+  probe.devices_per_node = 1;
+  probe.tp = 1;
+  OF_ASSIGN_OR_RETURN(const ParallelLayout layout, ParallelLayout::Create(probe));
+  OF_ASSIGN_OR_RETURN(const proto::Job job, build(layout));
+  return auto_parallel::ProfileJob(job, 1);
+}
+
+int64_t PlannedPeak(const proto::Plan& plan) {
+  int64_t peak = 0;
+  for (const proto::DevicePlan& device : plan.devices()) peak = std::max(peak, device.peak_bytes());
+  return peak;
+}
+
+}  // namespace
+
+absl::StatusOr<AutoParallelResult> AutoParallelCompile(const JobBuilder& build, const AutoParallelRequest& request) {
+  const auto search_start = std::chrono::steady_clock::now();
+  OF_ASSIGN_OR_RETURN(const auto_parallel::ModelProfile profile, Profile(build, request.cluster));
+  // The cluster proto (links, calibration, compute rates) as every compile of it sees it.
+  ParallelFlags whole = request.cluster;
+  whole.dp = whole.nodes * whole.devices_per_node;
+  whole.tp = whole.pp = whole.micro_batches = 1;
+  whole.zero = 0;
+  OF_ASSIGN_OR_RETURN(const ParallelLayout whole_layout, ParallelLayout::Create(whole));
+  std::string unused_dump;
+  OF_ASSIGN_OR_RETURN(const CompileOptions base, CompileOptionsFor(whole_layout, request.settings, &unused_dump));
+  auto_parallel::SearchOptions options;
+  options.price.cluster = base.cluster;
+  options.price.bucket_mb = base.bucket_mb;
+  options.price.register_count = base.register_count;
+  options.device_memory = request.device_memory;
+  OF_ASSIGN_OR_RETURN(const auto_parallel::SearchResult result, auto_parallel::Search(profile, options));
+  AutoParallelResult out;
+  out.search_seconds = SecondsSince(search_start);
+
+  std::vector<proto::AutoParallelPrediction> refused;
+  const size_t tries = std::min<size_t>(result.fitting.size(), std::max(1, request.max_compiles));
+  for (size_t i = 0; i < tries; ++i) {
+    const proto::AutoParallelPrediction& candidate = result.fitting[i];
+    auto refuse = [&](const std::string& why) {
+      proto::AutoParallelPrediction entry = candidate;
+      entry.set_lost_because(why);
+      refused.push_back(std::move(entry));
+    };
+    absl::StatusOr<ParallelLayout> layout = ParallelLayout::Create(FlagsFor(request.cluster, candidate.layout()));
+    if (!layout.ok()) {
+      refuse(absl::StrCat("the layout is refused: ", layout.status().message()));
+      continue;
+    }
+    absl::StatusOr<proto::Job> job = build(*layout);
+    if (!job.ok()) {
+      refuse(absl::StrCat("the model refuses it: ", job.status().message()));
+      continue;
+    }
+    CompileSettings settings = request.settings;
+    settings.recompute = auto_parallel::RecomputeName(candidate.layout().recompute());
+    std::string dump;
+    OF_ASSIGN_OR_RETURN(CompileOptions compile_options, CompileOptionsFor(*layout, settings, &dump));
+    const auto compile_start = std::chrono::steady_clock::now();
+    absl::StatusOr<proto::Plan> plan = Compile(*job, compile_options);
+    if (!plan.ok()) {
+      refuse(absl::StrCat("the compiler refuses it: ", plan.status().message()));
+      continue;
+    }
+    const int64_t planned = PlannedPeak(*plan);
+    if (request.device_memory > 0 && planned > request.device_memory) {
+      refuse(absl::StrCat("planned peak ", auto_parallel::BytesText(planned), " > --device_memory=",
+                          auto_parallel::BytesText(request.device_memory)));
+      continue;
+    }
+    proto::AutoParallelDecision decision =
+        auto_parallel::DecisionRecord(result, i, request.device_memory, request.alternatives, refused);
+    decision.set_planned_peak_bytes(planned);
+    *plan->mutable_auto_parallel() = std::move(decision);
+    OF_RETURN_IF_ERROR(SealPlan(&*plan));
+    out.compile_seconds = SecondsSince(compile_start);
+    out.layout = *std::move(layout);
+    out.job = *std::move(job);
+    out.plan = *std::move(plan);
+    return out;
+  }
+  std::vector<std::string> lines;
+  for (const proto::AutoParallelPrediction& entry : refused) {
+    lines.push_back(absl::StrCat(auto_parallel::LayoutFlags(entry.layout()), ": ", entry.lost_because()));
+  }
+  return absl::FailedPreconditionError(absl::StrCat("--auto_parallel compiled the ", tries,
+                                                    " cheapest of its layouts and none could be used:\n  ",
+                                                    absl::StrJoin(lines, "\n  ")));
+}
+
+std::string AutoParallelSummary(const proto::AutoParallelDecision& decision, double search_seconds) {
+  const proto::AutoParallelPrediction& chosen = decision.chosen();
+  std::string text = absl::StrFormat(
+      "auto-parallel: chose %s among %d layouts in %.3f s: predicted step %s (compute %s, exposed communication "
+      "%s, bubble %s), predicted peak %s, planned peak %s",
+      auto_parallel::LayoutFlags(chosen.layout()), decision.candidates(), search_seconds,
+      FormatMilliseconds(auto_parallel::StepSeconds(chosen)), FormatMilliseconds(chosen.compute_seconds()),
+      FormatMilliseconds(chosen.exposed_communication_seconds()), FormatMilliseconds(chosen.bubble_seconds()),
+      auto_parallel::BytesText(chosen.peak_bytes()), auto_parallel::BytesText(decision.planned_peak_bytes()));
+  if (decision.device_memory() > 0) {
+    absl::StrAppend(&text, " (--device_memory=", auto_parallel::BytesText(decision.device_memory()), ", ",
+                    decision.over_memory(), " layouts over it)");
+  }
+  absl::StrAppend(&text, "\n");
+  for (const proto::AutoParallelPrediction& alternative : decision.alternatives()) {
+    absl::StrAppend(&text, "  lost: ", alternative.lost_because(), "\n");
+  }
+  for (const proto::AutoParallelPrediction& entry : decision.refused()) {
+    absl::StrAppend(&text, "  refused: ", auto_parallel::LayoutName(entry.layout()), ": ", entry.lost_because(), "\n");
+  }
+  return text;
+}
+
+}  // namespace oneflow::examples

@@ -1,0 +1,66 @@
+// --auto_parallel: the compiler chooses the layout. The model is built once for a probe
+// layout (tp = 2 on two devices, so its SBP hints show what tensor parallelism shards),
+// reduced to a profile (compiler/auto_parallel/model_profile.h), every layout of the
+// cluster priced by the cost model (compiler/auto_parallel/search.h), and the cheapest
+// compiled for real: rebuilt by the model for that layout (its hints are the constraints:
+// a layout the model refuses is skipped with the model's error), compiled, and its
+// planned peak checked against --device_memory; the next cheapest is tried on refusal.
+// The plan carries the decision record (Plan.auto_parallel), resealed.
+//
+//   auto_parallel::JobBuilder build = [&](const ParallelLayout& layout) { return BuildMlp(config, layout); };
+//   OF_ASSIGN_OR_RETURN(AutoParallelResult result, AutoParallelCompile(build, request));
+#ifndef EXAMPLES_COMMON_AUTO_PARALLEL_DRIVER_H_
+#define EXAMPLES_COMMON_AUTO_PARALLEL_DRIVER_H_
+
+#include <cstdint>
+#include <functional>
+#include <optional>
+#include <string>
+
+#include "absl/status/statusor.h"
+#include "examples/common/compile_driver.h"
+#include "examples/common/parallel_layout.h"
+#include "proto/job.pb.h"
+#include "proto/plan.pb.h"
+
+namespace oneflow::examples {
+
+// The model for a layout: the examples' BuildMlp / BuildGpt / BuildLlama with their config.
+using JobBuilder = std::function<absl::StatusOr<proto::Job>(const ParallelLayout&)>;
+
+struct AutoParallelRequest {
+  // The cluster: nodes, devices_per_node and link bandwidths (dp, tp, pp, zero and
+  // micro_batches are what the search chooses and are ignored).
+  ParallelFlags cluster;
+  // Everything else the compile takes; its recompute is what the search chooses.
+  CompileSettings settings;
+  // Bytes one device may hold (--device_memory); 0: no limit.
+  int64_t device_memory = 0;
+  // Alternatives kept in the decision record.
+  int alternatives = 5;
+  // Layouts compiled for real before giving up (the model refuses or memory planning's
+  // peak is over --device_memory).
+  int max_compiles = 8;
+};
+
+struct AutoParallelResult {
+  ParallelLayout layout;
+  proto::Job job;
+  // The compiled plan with Plan.auto_parallel set, sealed.
+  proto::Plan plan;
+  double search_seconds = 0;
+  double compile_seconds = 0;
+};
+
+// Errors: the search's (no layout fits the batch; every predicted peak over
+// --device_memory, naming the smallest and its layout), or FAILED_PRECONDITION listing
+// every layout compiled and why each was refused.
+absl::StatusOr<AutoParallelResult> AutoParallelCompile(const JobBuilder& build, const AutoParallelRequest& request);
+
+// What a person reads: the chosen layout as flags, its predicted step split, predicted
+// and planned peak, the search's size and time, and the alternatives with why each lost.
+std::string AutoParallelSummary(const proto::AutoParallelDecision& decision, double search_seconds);
+
+}  // namespace oneflow::examples
+
+#endif  // EXAMPLES_COMMON_AUTO_PARALLEL_DRIVER_H_
