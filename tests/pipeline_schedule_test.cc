@@ -26,6 +26,7 @@
 #include "examples/gpt/gpt_model.h"
 #include "examples/mlp/mlp_model.h"
 #include "gtest/gtest.h"
+#include "oneflow_core/status.h"
 
 namespace oneflow {
 namespace {

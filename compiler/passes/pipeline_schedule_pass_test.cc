@@ -3,7 +3,9 @@
 // read from the state dumped after the pass.
 #include "compiler/passes/pipeline_schedule_pass.h"
 
+#include <map>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
@@ -25,7 +27,7 @@ std::string ChainText(const std::vector<int>& chunk_devices) {
   const int last = chunk_devices.back();
   std::string text = "graph chain\nplacement cpu{0:0-1}\nsource data synthetic_classification seed=1 num_classes=4\n";
   absl::StrAppend(&text, "%x = input f32[4, 8] source=data", at(chunk_devices[0]), "\n");
-  absl::StrAppend(&text, "%labels = input i32[4] source=data", at(last), "\n");
+  absl::StrAppend(&text, "%labels = input i32[4] source=data", at(chunk_devices[0]), "\n");
   std::string h = "%x";
   for (size_t k = 0; k < chunk_devices.size(); ++k) {
     absl::StrAppend(&text, "%w", k, " = variable f32[8, 8] init=xavier_uniform seed=", k + 1, at(chunk_devices[k]),
@@ -86,7 +88,7 @@ TEST(PipelineSchedulePassTest, OneFOneBGivesStageSOfSSMinusSSlotsAndNoActKinds) 
             (Lines{"stage device 0:0 stage=0 slots=2", "stage device 0:1 stage=1 slots=1"}));
   EXPECT_TRUE(LinesStarting(dump, "act ").empty()) << dump;
   // 1F1B leaves the job as it was, so plans are byte-identical to those before schedules.
-  EXPECT_FALSE(plan->job().has_pipeline_schedule() && plan->job().pipeline_schedule() != 0);
+  EXPECT_EQ(plan->job().pipeline_schedule(), proto::PIPELINE_SCHEDULE_1F1B);
   EXPECT_EQ(plan->job().virtual_stages(), 0);
   EXPECT_EQ(plan->devices(0).pipeline_stage(), 0);
   EXPECT_EQ(plan->devices(1).pipeline_stage(), 1);
@@ -119,7 +121,89 @@ TEST(PipelineSchedulePassTest, ZeroBubbleSplitsBackwardIntoInputAndWeightActs) {
   for (const char* op : {"mm0", "relu0", "mm1", "relu1", "ce", "loss"}) {
     EXPECT_NE(acts.find(absl::StrCat("act PIPELINE_ACT_FORWARD ", op, "\n")), std::string::npos) << op << "\n" << acts;
   }
-  ASSERT_TRUE(false) << acts;
+  // Backward: on the last stage (device 0:1) the ops the first stage waits for (relu0's
+  // gradient and what leads to it) are B and the weight gradients W; on the first stage
+  // nothing waits for its backward, so all of it is W. Counted on the plan's actors.
+  std::map<std::pair<int, proto::PipelineAct>, int> count;
+  for (int d = 0; d < plan->devices_size(); ++d) {
+    for (const proto::ActorDef& actor : plan->devices(d).actors()) {
+      if (actor.pipeline_act() != proto::PIPELINE_ACT_UNSET) ++count[{d, actor.pipeline_act()}];
+      // Only per-micro-batch compute actors carry an act kind.
+      if (actor.pipeline_act() != proto::PIPELINE_ACT_UNSET) {
+        EXPECT_EQ(actor.kind(), proto::ACTOR_COMPUTE) << actor.name();
+        EXPECT_FALSE(actor.per_iteration()) << actor.name();
+      }
+    }
+  }
+  EXPECT_EQ((count[{0, proto::PIPELINE_ACT_BACKWARD_INPUT}]), 0) << acts;
+  EXPECT_GE((count[{0, proto::PIPELINE_ACT_BACKWARD_WEIGHT}]), 1) << acts;
+  EXPECT_GE((count[{1, proto::PIPELINE_ACT_BACKWARD_INPUT}]), 1) << acts;
+  EXPECT_GE((count[{1, proto::PIPELINE_ACT_BACKWARD_WEIGHT}]), 1) << acts;
+  // mm1's two gradients are separate ops: the one reading w1 (input gradient) is B, the
+  // one reading relu0 (weight gradient) W.
+  bool input_gradient_is_b = false, weight_gradient_is_w = false;
+  for (const std::string& line : LinesStarting(dump, "act ")) {
+    if (line.find("PIPELINE_ACT_BACKWARD_INPUT") != std::string::npos) input_gradient_is_b = true;
+    if (line.find("PIPELINE_ACT_BACKWARD_WEIGHT") != std::string::npos) weight_gradient_is_w = true;
+  }
+  EXPECT_TRUE(input_gradient_is_b && weight_gradient_is_w) << acts;
+}
+
+TEST(PipelineSchedulePassTest, InterleavedChunksCountEveryChunkBoundary) {
+  std::string dump;
+  Schedule s;
+  s.schedule = proto::PIPELINE_SCHEDULE_INTERLEAVED;
+  s.virtual_stages = 2;
+  // Chunks on devices 0, 1, 0, 1: 2 stages x 2 chunks.
+  absl::StatusOr<proto::Plan> plan = CompileText(ChainText({0, 1, 0, 1}), s, &dump);
+  ASSERT_TRUE(plan.ok()) << plan.status();
+  EXPECT_EQ(LinesStarting(dump, "pipeline_schedule"),
+            Lines{"pipeline_schedule PIPELINE_SCHEDULE_INTERLEAVED virtual_stages=2"});
+  EXPECT_EQ(LinesStarting(dump, "stage "),
+            (Lines{"stage device 0:0 stage=0 slots=4", "stage device 0:1 stage=1 slots=3"}));
+  EXPECT_EQ(plan->job().pipeline_schedule(), proto::PIPELINE_SCHEDULE_INTERLEAVED);
+  EXPECT_EQ(plan->job().virtual_stages(), 2);
+}
+
+TEST(PipelineSchedulePassTest, AutoPicksZeroBubbleWithoutChunksAndInterleavedWithThem) {
+  std::string dump;
+  Schedule s;
+  s.schedule = proto::PIPELINE_SCHEDULE_AUTO;
+  absl::StatusOr<proto::Plan> plan = CompileText(ChainText({0, 1}), s, &dump);
+  ASSERT_TRUE(plan.ok()) << plan.status();
+  EXPECT_EQ(plan->job().pipeline_schedule(), proto::PIPELINE_SCHEDULE_ZB_H1);
+  s.virtual_stages = 2;
+  plan = CompileText(ChainText({0, 1, 0, 1}), s, &dump);
+  ASSERT_TRUE(plan.ok()) << plan.status();
+  EXPECT_EQ(plan->job().pipeline_schedule(), proto::PIPELINE_SCHEDULE_INTERLEAVED);
+  // A memory budget below the estimate fails naming the flag and the device.
+  s.virtual_stages = 1;
+  s.device_memory = 1024;
+  plan = CompileText(ChainText({0, 1}), s, &dump);
+  EXPECT_EQ(plan.status().code(), absl::StatusCode::kResourceExhausted);
+  EXPECT_TRUE(absl::StrContains(plan.status().message(), "--pp_schedule=auto: no schedule fits --device_memory=1024 bytes: device 0:0 (pipeline stage 0)"))
+      << plan.status();
+  s.device_memory = int64_t{1} << 30;
+  EXPECT_TRUE(CompileText(ChainText({0, 1}), s, &dump).ok());
+}
+
+TEST(PipelineSchedulePassTest, ErrorsNameTheFlags) {
+  std::string dump;
+  Schedule s;
+  s.schedule = proto::PIPELINE_SCHEDULE_INTERLEAVED;
+  absl::StatusOr<proto::Plan> plan = CompileText(ChainText({0, 1}), s, &dump);
+  EXPECT_EQ(plan.status().message(),
+            "--pp_schedule=interleaved needs --virtual_stages >= 2 chunks per stage (got --virtual_stages=1)");
+  s.virtual_stages = 2;
+  plan = CompileText(ChainText({0, 1}), s, &dump);
+  EXPECT_EQ(plan.status().message(),
+            "--virtual_stages=2: the model's forward path crosses 1 stage boundaries over 2 stages, but 2 chunks "
+            "per stage need 3; build the model with the same --virtual_stages (ParallelFlags::virtual_stages)");
+  s.schedule = proto::PIPELINE_SCHEDULE_ZB_H1;
+  plan = CompileText(ChainText({0, 1, 0, 1}), s, &dump);
+  EXPECT_EQ(plan.status().message(), "--virtual_stages=2 is for --pp_schedule=interleaved (or auto), not --pp_schedule=zb");
+  EXPECT_EQ(ParsePipelineSchedule("gpipe").status().message(),
+            "--pp_schedule=gpipe is not one of: 1f1b, interleaved, zb, auto");
 }
 
 }  // namespace
