@@ -98,6 +98,10 @@ absl::StatusOr<proto::Job> BuildGpt(const GptConfig& config, const ParallelLayou
   if (!valid.ok()) return valid;
   OF_RETURN_IF_ERROR(layout.CheckStages(config.layers, "layers"));
   OF_RETURN_IF_ERROR(CheckMoeConfig(config.moe, layout.dp()));
+  if (config.moe.enabled() && layout.pp() > 1) {
+    return absl::InvalidArgumentError(absl::StrCat("--moe_experts=", config.moe.experts, " with --pp=", layout.pp(),
+                                                   ": mixture-of-experts blocks do not run in pipeline stages yet"));
+  }
   // The graph is one micro-batch's (all of the batch without micro-batches).
   OF_ASSIGN_OR_RETURN(const int64_t b, layout.MicroBatchRows(config.batch));
   const Sbp split0 = Sbp::Split(0);
