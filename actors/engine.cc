@@ -1,6 +1,7 @@
 #include "actors/engine.h"
 
 #include <algorithm>
+#include <utility>
 #include <atomic>
 #include <cstdlib>
 #include <deque>
@@ -60,6 +61,9 @@ struct ActorRuntime {
   // per act of the iteration), for a collective actor.
   std::vector<int64_t> collective_slots;
   bool gated = true;  // Takes part in the device's arena gate (acts per micro-batch).
+  // A weight-gradient act of a zero-bubble schedule (ActorDef.pipeline_act
+  // BACKWARD_WEIGHT): its thread runs it only when nothing else is ready.
+  bool fills_bubble = false;
   ActFunction act;
 
   enum class State { kWaiting, kDone };
@@ -252,6 +256,7 @@ absl::Status Engine::Build(const BindFunction& bind) {
       // accepts the next micro-batch's data while still working on earlier ones.
       const bool receiver = def.thread() == proto::THREAD_TRANSFER && def.consumed_registers_size() == 0;
       actor.gated = actor.rate == micro_batches_ && !receiver;
+      actor.fills_bubble = def.pipeline_act() == proto::PIPELINE_ACT_BACKWARD_WEIGHT;
       actor_index[def.id()] = static_cast<int>(actors_.size());
       threads_[actor.thread].actors.push_back(static_cast<int>(actors_.size()));
       absl::StatusOr<ActFunction> act = bind(ActorBinding{&plan_, d, &def});
@@ -572,10 +577,21 @@ void Engine::ThreadMain(int t) {
     }
     return false;
   };
+  // Ready weight-gradient acts of a zero-bubble schedule (ActorRuntime::fills_bubble),
+  // held back while anything else can run or a message waits: the bubble they fill.
+  std::vector<int> held;
+  std::vector<bool> is_held(actors_.size(), false);
   while (!aborted_.load()) {
     while (!candidates.empty() && !aborted_.load()) {
       const int a = candidates.back();
       candidates.pop_back();
+      if (actors_[a].fills_bubble) {
+        if (!is_held[a] && Ready(actors_[a], thread)) {
+          is_held[a] = true;
+          held.push_back(a);
+        }
+        continue;
+      }
       while (!aborted_.load() && Ready(actors_[a], thread)) {
         Act(a, thread);
         if (thread.communication && !thread.collective_actor.empty()) {
@@ -586,6 +602,19 @@ void Engine::ThreadMain(int t) {
     }
     if (!live() || aborted_.load()) return;
     thread.queue.DrainInto(&inbox);
+    if (inbox.empty() && !held.empty()) {
+      // Nothing else to do: one held act, the oldest micro-batch's first (its memory is
+      // the device's gate), then look at the messages again.
+      auto oldest = std::min_element(held.begin(), held.end(), [&](int x, int y) {
+        return std::make_pair(actors_[x].next, x) < std::make_pair(actors_[y].next, y);
+      });
+      const int a = *oldest;
+      held.erase(oldest);
+      is_held[a] = false;
+      if (Ready(actors_[a], thread)) Act(a, thread);
+      candidates.push_back(a);
+      continue;
+    }
     if (inbox.empty()) {
       std::optional<Message> message = thread.queue.Pop(options_.progress_timeout);
       if (!message) {

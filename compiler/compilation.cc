@@ -350,6 +350,24 @@ std::string CompilationToText(const Compilation& compilation) {
                                   }),
                     " (", bucket.size_bytes, " B)\n");
   }
+  // The pipeline schedule (pipeline_schedule pass), only with stages.
+  const PipelineSchedulePlan& schedule = compilation.pipeline_schedule;
+  if (!schedule.device_stage.empty()) {
+    absl::StrAppend(&text, "pipeline_schedule ", proto::PipelineSchedule_Name(schedule.schedule),
+                    " virtual_stages=", schedule.virtual_stages, "\n");
+    for (size_t d = 0; d < schedule.device_stage.size() && d < compilation.devices.size(); ++d) {
+      absl::StrAppend(&text, "stage device ", compilation.devices[d].device.node, ":",
+                      compilation.devices[d].device.device, " stage=", schedule.device_stage[d],
+                      d < compilation.device_register_count.size()
+                          ? absl::StrCat(" slots=", compilation.device_register_count[d])
+                          : "",
+                      "\n");
+    }
+    for (size_t o = 0; o < schedule.op_act.size() && o < graph.ops.size(); ++o) {
+      if (schedule.op_act[o] == proto::PIPELINE_ACT_UNSET) continue;
+      absl::StrAppend(&text, "act ", proto::PipelineAct_Name(schedule.op_act[o]), " ", graph.ops[o].name, "\n");
+    }
+  }
   for (const proto::DevicePlan& device : compilation.plan.devices()) {
     absl::StrAppend(&text, "device ", device.device().node(), ":", device.device().device(),
                     " actors=", device.actors_size(), " registers=", device.registers_size(),

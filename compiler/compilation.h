@@ -156,6 +156,18 @@ struct PhysicalNode {
   std::vector<Shape> output_shapes;
 };
 
+// What the pipeline_schedule pass decided. Empty vectors without pipeline stages.
+struct PipelineSchedulePlan {
+  proto::PipelineSchedule schedule = proto::PIPELINE_SCHEDULE_1F1B;
+  int64_t virtual_stages = 1;
+  // Per device (Compilation::devices order): its pipeline stage, -1 for a device with no
+  // forward op. Empty without stages.
+  std::vector<int64_t> device_stage;
+  // Per logical op: its act kind (forward, backward-input, backward-weight), or UNSET
+  // for per-iteration ops. Empty unless the schedule splits backward (ZB-H1).
+  std::vector<proto::PipelineAct> op_act;
+};
+
 struct DeviceProgram {
   DeviceId device;
   std::vector<PhysicalNode> nodes;
@@ -183,10 +195,12 @@ struct Compilation {
   // Filled by actor_graph: for boxing b and step s, the (device index, actor index in
   // plan.devices(device).actors) of every actor running it.
   std::vector<std::vector<std::vector<std::pair<int32_t, int32_t>>>> boxing_step_actors;
-  // Filled by actor_graph: slots of each device's activation registers (in `devices`
-  // order): CompileOptions::register_count, or with pipeline stages and micro-batches
-  // S - s on stage s of S (PipelineRegisterCounts).
+  // Filled by pipeline_schedule: slots of each device's activation registers (in
+  // `devices` order): CompileOptions::register_count, or with pipeline stages and
+  // micro-batches the schedule's bound (S - s on stage s of S for 1F1B and ZB-H1).
   std::vector<int64_t> device_register_count;
+  // Filled by pipeline_schedule (compiler/passes/pipeline_schedule_pass.h).
+  PipelineSchedulePlan pipeline_schedule;
   // Filled by collective_ordering: for boxing b and step s, the id of its first
   // collective (one per communicator group, consecutive ids), or -1 for a local step.
   std::vector<std::vector<int64_t>> boxing_step_collective;

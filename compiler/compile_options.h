@@ -41,6 +41,14 @@ struct CompileOptions {
   // in its backward, full every op of each block from its input. A block's own mode
   // (Graph::BlockScope) and per-tensor overrides (Tensor::WithRecompute) win.
   proto::RecomputeMode recompute = proto::RECOMPUTE_NONE;
+  // Pipeline schedule (compiler/passes/pipeline_schedule_pass.h), used with pipeline
+  // stages and micro-batches: 1F1B, interleaved 1F1B over `virtual_stages` chunks per
+  // stage (the job's layout must put them there), zero-bubble ZB-H1, or AUTO (the
+  // smallest modelled bubble whose estimated memory fits `device_memory` bytes per
+  // device; 0: no limit).
+  proto::PipelineSchedule pp_schedule = proto::PIPELINE_SCHEDULE_1F1B;
+  int64_t virtual_stages = 1;
+  int64_t device_memory = 0;
   // Sparse boxing (compiler/sparse_boxing.h): where a boxing's tensor says which rows
   // each device uses (Tensor::WithSparseRows, or an op output such as embedding_grad's),
   // its gather or reduction moves only those rows, the runtime falling back to the dense

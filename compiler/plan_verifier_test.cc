@@ -15,6 +15,7 @@
 #include "compiler/passes/collective_ordering_pass.h"
 #include "compiler/passes/lowering_pass.h"
 #include "compiler/passes/memory_planning_pass.h"
+#include "compiler/passes/pipeline_schedule_pass.h"
 #include "compiler/passes/plan_emission_pass.h"
 #include "compiler/passes/sbp_choice_pass.h"
 #include "compiler/passes/shape_inference_pass.h"
@@ -39,6 +40,7 @@ proto::Plan Compiled(Graph& graph, int64_t nodes, int64_t devices_per_node) {
   pipeline.AddPass<SbpChoicePass>();
   pipeline.AddPass<BoxingInsertionPass>();
   pipeline.AddPass<LoweringPass>();
+  pipeline.AddPass<PipelineSchedulePass>();
   pipeline.AddPass<ActorGraphPass>();
   pipeline.AddPass<CollectiveOrderingPass>();
   pipeline.AddPass<MemoryPlanningPass>();

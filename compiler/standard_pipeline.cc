@@ -12,6 +12,7 @@
 #include "compiler/passes/lowering_pass.h"
 #include "compiler/passes/memory_planning_pass.h"
 #include "compiler/passes/optimizer_pass.h"
+#include "compiler/passes/pipeline_schedule_pass.h"
 #include "compiler/passes/plan_emission_pass.h"
 #include "compiler/passes/recompute_pass.h"
 #include "compiler/passes/sbp_choice_pass.h"
@@ -32,6 +33,7 @@ PassPipeline StandardPipeline() {
   pipeline.AddPass<BoxingInsertionPass>();
   pipeline.AddPass<GradientBucketingPass>();
   pipeline.AddPass<LoweringPass>();
+  pipeline.AddPass<PipelineSchedulePass>();
   pipeline.AddPass<ActorGraphPass>();
   pipeline.AddPass<CollectiveOrderingPass>();
   pipeline.AddPass<MemoryPlanningPass>();

@@ -8,7 +8,7 @@ namespace oneflow {
 
 // In order: shape_inference, autograd, gradient_accumulation, optimizer,
 // dead_op_elimination, sbp_choice, epilogue_fusion, recompute, boxing_insertion, gradient_bucketing,
-// lowering, actor_graph, collective_ordering, memory_planning, plan_emission.
+// lowering, pipeline_schedule, actor_graph, collective_ordering, memory_planning, plan_emission.
 PassPipeline StandardPipeline();
 
 }  // namespace oneflow

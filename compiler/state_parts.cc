@@ -23,6 +23,7 @@ constexpr absl::string_view kNames[kStatePartCount] = {
     "devices",
     "boxing_step_actors",
     "device_register_count",
+    "pipeline_schedule",
     "boxing_step_collective",
     "bucket_collective",
     "plan",
@@ -218,6 +219,9 @@ bool PartIsEmpty(const Compilation& c, StatePart part) {
       return c.boxing_step_actors.empty();
     case StatePart::kDeviceRegisterCount:
       return c.device_register_count.empty();
+    case StatePart::kPipelineSchedule:
+      return c.pipeline_schedule.device_stage.empty() && c.pipeline_schedule.op_act.empty() &&
+             c.pipeline_schedule.schedule == proto::PIPELINE_SCHEDULE_1F1B && c.pipeline_schedule.virtual_stages == 1;
     case StatePart::kBoxingStepCollective:
       return c.boxing_step_collective.empty();
     case StatePart::kBucketCollective:
@@ -274,6 +278,14 @@ uint64_t PartFingerprint(const Compilation& c, StatePart part) {
     case StatePart::kDeviceRegisterCount:
       h.AddInts(c.device_register_count);
       break;
+    case StatePart::kPipelineSchedule: {
+      h.AddInts(c.pipeline_schedule.device_stage);
+      std::vector<int64_t> acts(c.pipeline_schedule.op_act.begin(), c.pipeline_schedule.op_act.end());
+      acts.push_back(c.pipeline_schedule.schedule);
+      acts.push_back(c.pipeline_schedule.virtual_stages);
+      h.AddInts(acts);
+      break;
+    }
     case StatePart::kBoxingStepCollective:
       h.Add(static_cast<uint64_t>(c.boxing_step_collective.size()));
       for (const std::vector<int64_t>& steps : c.boxing_step_collective) h.AddInts(steps);
@@ -322,6 +334,9 @@ void SwapPart(Compilation* a, Compilation* b, StatePart part) {
       break;
     case StatePart::kDeviceRegisterCount:
       std::swap(a->device_register_count, b->device_register_count);
+      break;
+    case StatePart::kPipelineSchedule:
+      std::swap(a->pipeline_schedule, b->pipeline_schedule);
       break;
     case StatePart::kBoxingStepCollective:
       std::swap(a->boxing_step_collective, b->boxing_step_collective);

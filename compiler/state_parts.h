@@ -31,6 +31,7 @@ enum class StatePart : int {
   kDevices,               // devices (per-device physical programs)
   kBoxingStepActors,      // boxing_step_actors
   kDeviceRegisterCount,   // device_register_count
+  kPipelineSchedule,      // pipeline_schedule
   kBoxingStepCollective,  // boxing_step_collective
   kBucketCollective,      // bucket_collective
   kPlan,                  // plan and verified_plan_checks

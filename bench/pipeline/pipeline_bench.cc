@@ -2,10 +2,13 @@
 // M in {1, 4, 8}, pp devices in one process (pp = 1 on one device), acts recorded. The
 // cases run in alternating rounds, so a load change on the machine touches all of them
 // alike. One JSON line per case:
-// {"bench":"pipeline","model":"gpt","pp":2,"micro_batches":4,"devices":2,
+// {"bench":"pipeline","model":"gpt","schedule":"1f1b","virtual_stages":1,"pp":2,"micro_batches":4,"devices":2,
 //  "median_step_ms":..,"step_ratio":..,"stage0_peak_bytes":..,"stage0_persistent_bytes":..,
 //  "stage0_allocated_bytes":..,"modelled_bubble":..,"measured_bubble":..,
-//  "measured_bubble_per_stage":[..],"final_loss":..}
+//  "measured_bubble_per_stage":[..],"step_ratio_to_1f1b":..,"final_loss":..}
+// With --schedules=1f1b,interleaved,zb every pp > 1 runs each schedule (issue 27), and
+// step_ratio_to_1f1b is the step time over the 1F1B case of the same pp and M in the
+// same run (0 without one); the modelled bubble is the schedule's (tools/cli/pipeline_stages.h).
 // step_ratio is to pp=1, M=1 of the same run; stage 0's figures are its first device's:
 // the plan's peak and persistent bytes and the engine's measured allocation (arena +
 // persistent); the modelled bubble is 1F1B's (S - 1) / (M + S - 1) and the measured one
@@ -26,6 +29,7 @@
 #include "actors/bubble.h"
 #include "actors/runtime.h"
 #include "compiler/compiler.h"
+#include "examples/common/compile_driver.h"
 #include "examples/common/parallel_layout.h"
 #include "examples/gpt/gpt_model.h"
 #include "oneflow_core/status.h"
@@ -41,12 +45,17 @@ ABSL_FLAG(std::string, pp, "1,2,4", "Pipeline stage counts.");
 ABSL_FLAG(std::string, micro_batches, "1,4,8", "Micro-batch counts.");
 ABSL_FLAG(int64_t, iterations, 12, "Iterations per case and round; the first `warmup` are left out.");
 ABSL_FLAG(int64_t, warmup, 2, "Warm-up iterations per run (step time and bubble).");
+ABSL_FLAG(std::string, schedules, "1f1b",
+          "Pipeline schedules (--pp_schedule) for each pp > 1: 1f1b, interleaved, zb, comma-separated.");
+ABSL_FLAG(int64_t, virtual_stages, 2, "Chunks per stage for interleaved (--layers must divide by pp x this).");
 ABSL_FLAG(int64_t, rounds, 3, "Rounds over the cases; a case's figure is the median of its rounds'.");
 
 namespace oneflow {
 namespace {
 
 struct Case {
+  std::string schedule = "1f1b";
+  int64_t virtual_stages = 1;
   int64_t pp = 1;
   int64_t micro_batches = 1;
   proto::Plan plan;
@@ -81,6 +90,7 @@ absl::Status Compile(Case& c) {
   flags.devices_per_node = c.pp;
   flags.pp = c.pp;
   flags.micro_batches = c.micro_batches;
+  flags.virtual_stages = c.virtual_stages;
   OF_ASSIGN_OR_RETURN(examples::ParallelLayout layout, examples::ParallelLayout::Create(flags));
   examples::GptConfig gpt;
   gpt.layers = absl::GetFlag(FLAGS_layers);
@@ -90,8 +100,9 @@ absl::Status Compile(Case& c) {
   gpt.batch = absl::GetFlag(FLAGS_batch);
   gpt.vocab = absl::GetFlag(FLAGS_vocab);
   OF_ASSIGN_OR_RETURN(proto::Job job, examples::BuildGpt(gpt, layout));
-  CompileOptions options;
-  options.cluster = layout.cluster();
+  examples::CompileSettings settings;
+  settings.pp_schedule = c.schedule;
+  OF_ASSIGN_OR_RETURN(const CompileOptions options, examples::CompileOptionsFor(layout, settings, nullptr));
   OF_ASSIGN_OR_RETURN(c.plan, oneflow::Compile(job, options));
   c.stages = cli::PipelineStages(c.plan);
   if (c.stages.empty() || c.stages[0].devices.empty()) return absl::InternalError("a plan without stages");
@@ -131,14 +142,20 @@ absl::Status Main() {
   OF_ASSIGN_OR_RETURN(const std::vector<int64_t> ms, ParseList(absl::GetFlag(FLAGS_micro_batches), "micro_batches"));
   const int64_t warmup = std::max<int64_t>(absl::GetFlag(FLAGS_warmup), 1);
   const int64_t iterations = std::max<int64_t>(absl::GetFlag(FLAGS_iterations), warmup + 1);
+  const std::vector<std::string> schedules = absl::StrSplit(absl::GetFlag(FLAGS_schedules), ',', absl::SkipEmpty());
   std::vector<Case> cases;
   for (int64_t pp : pps) {
     for (int64_t m : ms) {
-      Case c;
-      c.pp = pp;
-      c.micro_batches = m;
-      OF_RETURN_IF_ERROR(Compile(c));
-      cases.push_back(std::move(c));
+      for (const std::string& schedule : schedules) {
+        if (pp == 1 && schedule != schedules[0]) continue;  // One stage has no schedule.
+        Case c;
+        c.pp = pp;
+        c.micro_batches = m;
+        if (pp > 1) c.schedule = schedule;
+        if (pp > 1 && schedule == "interleaved") c.virtual_stages = absl::GetFlag(FLAGS_virtual_stages);
+        OF_RETURN_IF_ERROR(Compile(c));
+        cases.push_back(std::move(c));
+      }
     }
   }
   for (int64_t round = 0; round < absl::GetFlag(FLAGS_rounds); ++round) {
@@ -151,6 +168,13 @@ absl::Status Main() {
   }
   for (const Case& c : cases) {
     const double step = Median(c.round_steps);
+    // The 1F1B case of the same pp and M in this run, when there is one.
+    double one_f_one_b = 0;
+    for (const Case& other : cases) {
+      if (other.pp == c.pp && other.micro_batches == c.micro_batches && other.schedule == "1f1b") {
+        one_f_one_b = Median(other.round_steps);
+      }
+    }
     // Per stage: the median over rounds.
     std::vector<std::string> per_stage;
     for (size_t s = 0; s < c.stages.size(); ++s) {
@@ -160,17 +184,20 @@ absl::Status Main() {
     }
     const cli::PipelineStage& stage0 = c.stages[0];
     std::printf(
-        "{\"bench\":\"pipeline\",\"model\":\"gpt\",\"layers\":%lld,\"hidden\":%lld,\"seq\":%lld,\"batch\":%lld,"
+        "{\"bench\":\"pipeline\",\"model\":\"gpt\",\"schedule\":\"%s\",\"virtual_stages\":%lld,\"layers\":%lld,\"hidden\":%lld,\"seq\":%lld,\"batch\":%lld,"
         "\"pp\":%lld,\"micro_batches\":%lld,\"devices\":%d,\"median_step_ms\":%.3f,\"step_ratio\":%.3f,"
         "\"stage0_peak_bytes\":%lld,\"stage0_persistent_bytes\":%lld,\"stage0_allocated_bytes\":%lld,"
-        "\"modelled_bubble\":%.3f,\"measured_bubble\":%.3f,\"measured_bubble_per_stage\":[%s],\"final_loss\":%.5f}\n",
-        static_cast<long long>(absl::GetFlag(FLAGS_layers)), static_cast<long long>(absl::GetFlag(FLAGS_hidden)),
+        "\"modelled_bubble\":%.3f,\"measured_bubble\":%.3f,\"measured_bubble_per_stage\":[%s],"
+        "\"step_ratio_to_1f1b\":%.3f,\"final_loss\":%.5f}\n",
+        c.schedule.c_str(), static_cast<long long>(c.virtual_stages), static_cast<long long>(absl::GetFlag(FLAGS_layers)), static_cast<long long>(absl::GetFlag(FLAGS_hidden)),
         static_cast<long long>(absl::GetFlag(FLAGS_seq)), static_cast<long long>(absl::GetFlag(FLAGS_batch)),
         static_cast<long long>(c.pp), static_cast<long long>(c.micro_batches), c.plan.devices_size(), step,
         base_step > 0 ? step / base_step : 0.0, static_cast<long long>(c.plan.devices(stage0.devices[0]).peak_bytes()),
         static_cast<long long>(stage0.persistent_bytes), static_cast<long long>(c.allocated_bytes),
-        cli::ModelledBubble(static_cast<int64_t>(c.stages.size()), c.micro_batches), Median(c.round_bubbles),
-        absl::StrJoin(per_stage, ",").c_str(), c.final_loss);
+        cli::ModelledBubble(static_cast<int64_t>(c.stages.size()), c.micro_batches, c.plan.job().pipeline_schedule(),
+                            c.virtual_stages),
+        Median(c.round_bubbles), absl::StrJoin(per_stage, ",").c_str(), one_f_one_b > 0 ? step / one_f_one_b : 0.0,
+        c.final_loss);
   }
   return absl::OkStatus();
 }

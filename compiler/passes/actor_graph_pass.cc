@@ -56,63 +56,6 @@ bool OpPerIteration(const LogicalOp& op, const std::vector<bool>& per_iteration)
   return true;
 }
 
-// With several placements (pipeline stages), each device's depth: the most placement
-// changes on a forward path from an op of its placement to the loss, i.e. S - 1 - s on
-// stage s of a chain of S stages (-1 for a device with no forward op). Forward ops are
-// those the loss depends on. Empty without stages.
-std::vector<int64_t> PipelineDepths(const Compilation& compilation) {
-  const LogicalGraph& graph = compilation.graph;
-  if (graph.placements.size() <= 1 || graph.loss < 0) return {};
-  std::vector<bool> needed(graph.tensors.size(), false);
-  needed[graph.loss] = true;
-  std::vector<int64_t> hops(graph.ops.size(), -1);  // -1: not a forward op
-  std::vector<std::vector<int64_t>> consumers_of(graph.tensors.size());
-  for (size_t o = 0; o < graph.ops.size(); ++o) {
-    for (int64_t t : graph.ops[o].inputs) consumers_of[t].push_back(static_cast<int64_t>(o));
-  }
-  for (size_t o = graph.ops.size(); o-- > 0;) {
-    const LogicalOp& op = graph.ops[o];
-    bool forward = false;
-    for (int64_t t : op.outputs) forward = forward || needed[t];
-    if (!forward) continue;
-    hops[o] = 0;
-    for (int64_t t : op.outputs) {
-      for (int64_t c : consumers_of[t]) {
-        if (hops[c] < 0) continue;
-        hops[o] = std::max(hops[o], hops[c] + (graph.ops[c].placement != op.placement ? 1 : 0));
-      }
-    }
-    for (int64_t t : op.inputs) needed[t] = true;
-  }
-  std::vector<int64_t> depth(graph.placements.size(), -1);
-  for (size_t o = 0; o < graph.ops.size(); ++o) {
-    if (hops[o] >= 0) depth[graph.ops[o].placement] = std::max(depth[graph.ops[o].placement], hops[o]);
-  }
-  std::vector<int64_t> device_depth(compilation.devices.size(), -1);
-  for (size_t p = 0; p < graph.placements.size(); ++p) {
-    if (depth[p] < 0) continue;
-    for (const DeviceId& device : graph.placements[p].devices()) {
-      for (size_t d = 0; d < compilation.devices.size(); ++d) {
-        if (compilation.devices[d].device == device) device_depth[d] = std::max(device_depth[d], depth[p]);
-      }
-    }
-  }
-  return device_depth;
-}
-
-// With micro-batches and stages, the slots of each device's activation registers:
-// depth + 1, i.e. S - s on stage s of S. The first stage then runs up to S
-// micro-batches ahead of the last, which works on one at a time: 1F1B's bound, and the
-// engine's gate enforces it. Otherwise CompileOptions::register_count everywhere.
-std::vector<int64_t> PipelineRegisterCounts(const Compilation& compilation, const std::vector<int64_t>& depths) {
-  std::vector<int64_t> counts(compilation.devices.size(), compilation.options.register_count);
-  if (compilation.job.micro_batches() <= 1) return counts;
-  for (size_t d = 0; d < depths.size(); ++d) {
-    if (depths[d] >= 0) counts[d] = depths[d] + 1;
-  }
-  return counts;
-}
-
 class DeviceActorBuilder {
  public:
   DeviceActorBuilder(Compilation* compilation, int32_t device_index, int64_t* next_actor_id)
@@ -280,6 +223,8 @@ class DeviceActorBuilder {
       (*kernel->mutable_outputs())[op.definition->outputs[k]] = tensor_register_[op.outputs[k]];
     }
     MarkPerIteration(actor, op_per_iteration);
+    const std::vector<proto::PipelineAct>& acts = compilation_.pipeline_schedule.op_act;
+    if (!acts.empty() && acts[node.index] != proto::PIPELINE_ACT_UNSET) actor->set_pipeline_act(acts[node.index]);
     bool after = op_per_iteration && !op.definition->updated_inputs.empty();
     for (int64_t t : op.inputs) after = after || (op_per_iteration && accumulated_[t]);
     if (after) actor->set_after_micro_batches(true);
@@ -464,8 +409,6 @@ class DeviceActorBuilder {
 
 absl::StatusOr<bool> ActorGraphPass::Run(Compilation* compilation) {
   compilation->plan.clear_devices();
-  const std::vector<int64_t> depths = PipelineDepths(*compilation);
-  compilation->device_register_count = PipelineRegisterCounts(*compilation, depths);
   compilation->boxing_step_actors.assign(compilation->boxings.size(), {});
   for (const Boxing& boxing : compilation->boxings) {
     compilation->boxing_step_actors[boxing.id].resize(boxing.plan.steps.size());
@@ -475,12 +418,10 @@ absl::StatusOr<bool> ActorGraphPass::Run(Compilation* compilation) {
     OF_RETURN_IF_ERROR(
         DeviceActorBuilder(compilation, static_cast<int32_t>(d), &next_actor_id).Run());
   }
-  // Pipeline stages, for errors and traces: stage S - 1 - depth.
-  const int64_t deepest = depths.empty() ? 0 : *std::max_element(depths.begin(), depths.end());
-  if (deepest > 0) {
-    for (size_t d = 0; d < depths.size(); ++d) {
-      if (depths[d] >= 0) compilation->plan.mutable_devices(static_cast<int>(d))->set_pipeline_stage(deepest - depths[d]);
-    }
+  // Pipeline stages (pipeline_schedule), for errors and traces.
+  const std::vector<int64_t>& stages = compilation->pipeline_schedule.device_stage;
+  for (size_t d = 0; d < stages.size(); ++d) {
+    if (stages[d] >= 0) compilation->plan.mutable_devices(static_cast<int>(d))->set_pipeline_stage(stages[d]);
   }
   return true;
 }

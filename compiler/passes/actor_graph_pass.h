@@ -7,8 +7,9 @@ namespace oneflow {
 
 // Turns each device program into actors and registers: one actor per node (compute
 // thread, or communication thread for collective boxing steps), one register per output
-// with its producer, consumers, slot count (CompileOptions::register_count; 1 persistent
-// slot for variables) and size. An in-place update waits for every other reader of the
+// with its producer, consumers, slot count (the device's, from pipeline_schedule; 1
+// persistent slot for variables) and size. Each device's pipeline stage and each compute
+// actor's act kind (ZB-H1) are the pipeline_schedule pass's. An in-place update waits for every other reader of the
 // variable it updates (control predecessors). The output of a view op (reshape,
 // identity) whose slice is its input's bytes becomes a view of the input's register
 // (RegisterDef.alias_of): it takes no memory and its actor moves no data.
@@ -18,12 +19,11 @@ class ActorGraphPass : public CompilerPass {
   VerifierChecks Checks() const override { return VerifierChecks{.plan_structure = true}; }
   absl::StatusOr<bool> Run(Compilation* compilation) override;
   StateParts Reads() const override {
-    return {StatePart::kJob, StatePart::kGraph, StatePart::kBoxings, StatePart::kBuckets,
-            StatePart::kDevices};
+    return {StatePart::kJob,     StatePart::kGraph,               StatePart::kBoxings,
+            StatePart::kBuckets, StatePart::kDevices,             StatePart::kDeviceRegisterCount,
+            StatePart::kPipelineSchedule};
   }
-  StateParts Writes() const override {
-    return {StatePart::kPlan, StatePart::kBoxingStepActors, StatePart::kDeviceRegisterCount};
-  }
+  StateParts Writes() const override { return {StatePart::kPlan, StatePart::kBoxingStepActors}; }
 };
 
 }  // namespace oneflow

@@ -10,6 +10,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "compiler/passes/pipeline_schedule_pass.h"
 #include "kernels/cpu/thread_pool.h"
 #include "oneflow_core/dsl/graph.h"
 #include "oneflow_core/status.h"
@@ -46,6 +47,23 @@ absl::StatusOr<CompileOptions> CompileOptionsFor(const ParallelLayout& layout, c
         absl::StrCat("--recompute=", settings.recompute, " is not one of: none, selective, full"));
   }
   options.recompute = *recompute;
+  OF_ASSIGN_OR_RETURN(options.pp_schedule, ParsePipelineSchedule(settings.pp_schedule));
+  options.virtual_stages = layout.virtual_stages();
+  if (options.pp_schedule == proto::PIPELINE_SCHEDULE_INTERLEAVED && layout.virtual_stages() < 2) {
+    return absl::InvalidArgumentError(absl::StrCat("--pp_schedule=interleaved needs --virtual_stages >= 2 (got --virtual_stages=",
+                                                   layout.virtual_stages(), ")"));
+  }
+  if (layout.virtual_stages() > 1 && options.pp_schedule != proto::PIPELINE_SCHEDULE_INTERLEAVED &&
+      options.pp_schedule != proto::PIPELINE_SCHEDULE_AUTO) {
+    return absl::InvalidArgumentError(absl::StrCat("--virtual_stages=", layout.virtual_stages(),
+                                                   " is for --pp_schedule=interleaved or auto, not --pp_schedule=",
+                                                   settings.pp_schedule));
+  }
+  if (settings.device_memory < 0) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--device_memory=", settings.device_memory, " must be >= 0 bytes (0: no limit)"));
+  }
+  options.device_memory = settings.device_memory;
   OF_ASSIGN_OR_RETURN(options.compression, CompressionPolicyFromFlags(settings.compression));
   OF_RETURN_IF_ERROR(
       ApplyCalibrationToCluster(settings.compression.codec_calibration, settings.links, &options.cluster));

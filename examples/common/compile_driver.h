@@ -30,6 +30,11 @@ struct CompileSettings {
   std::string communication_streams = "auto";
   // Activation recomputation (CompileOptions::recompute): none, selective or full.
   std::string recompute = "none";
+  // Pipeline schedule (CompileOptions::pp_schedule): 1f1b, interleaved, zb or auto; the
+  // chunks per stage come from the layout (--virtual_stages). Device memory in bytes for
+  // auto (0: no limit).
+  std::string pp_schedule = "1f1b";
+  int64_t device_memory = 0;
   CompressionFlags compression;
   // Link bandwidths and latencies of the cost model (a --codec_calibration file's measured
   // levels replace those not given on the command line).

@@ -43,6 +43,16 @@ ABSL_FLAG(int64_t, pp, 1,
 ABSL_FLAG(int64_t, micro_batches, 1,
           "Micro-batches per iteration: forward and backward run per micro-batch, gradients "
           "accumulate, the optimizer steps once per iteration. Must divide the batch.");
+ABSL_FLAG(std::string, pp_schedule, "1f1b",
+          "Pipeline schedule with --pp and --micro_batches (docs/pipeline.md, \"Schedules\"): 1f1b; "
+          "interleaved (needs --virtual_stages >= 2); zb (zero-bubble ZB-H1: weight-gradient acts fill "
+          "the bubbles, 1F1B's memory); auto (the smallest modelled bubble that fits --device_memory).");
+ABSL_FLAG(int64_t, virtual_stages, 1,
+          "Chunks of blocks per pipeline stage for --pp_schedule=interleaved: the blocks form "
+          "pp x V chunks, chunk c on stage c mod pp; the blocks must divide by pp x V.");
+ABSL_FLAG(int64_t, device_memory, 0,
+          "Bytes one device may hold (0: no limit). With --auto_parallel, layouts whose predicted or planned "
+          "peak is above are not chosen; with --pp_schedule=auto, schedules whose estimated memory is above.");
 ABSL_FLAG(double, intra_node_bandwidth, 100e9, "Bytes/s between devices of one node.");
 ABSL_FLAG(double, inter_node_bandwidth, 12.5e9, "Bytes/s between nodes.");
 ABSL_FLAG(double, intra_node_latency, 1e-5,
@@ -90,9 +100,6 @@ ABSL_FLAG(bool, auto_parallel, false,
           "--devices_per_node, the links and --device_memory: every layout priced by the cost model, the "
           "cheapest that the model accepts and that fits compiled (docs/auto_parallel.md); `oneflow inspect` "
           "shows the decision.");
-ABSL_FLAG(int64_t, device_memory, 0,
-          "With --auto_parallel: bytes one device may hold; layouts whose predicted or planned peak is above "
-          "are not chosen (0: no limit).");
 ABSL_FLAG(std::string, plan_out, "", "Write the compiled plan to this file.");
 ABSL_FLAG(bool, run, false, "After compiling, train the plan on this machine's CPU devices.");
 ABSL_FLAG(int64_t, iters, 10, "With --run: iterations to train.");
@@ -146,6 +153,7 @@ absl::StatusOr<ParallelLayout> LayoutFromFlags() {
   flags.zero = absl::GetFlag(FLAGS_zero);
   flags.pp = absl::GetFlag(FLAGS_pp);
   flags.micro_batches = absl::GetFlag(FLAGS_micro_batches);
+  flags.virtual_stages = absl::GetFlag(FLAGS_virtual_stages);
   flags.intra_node_bandwidth = absl::GetFlag(FLAGS_intra_node_bandwidth);
   flags.inter_node_bandwidth = absl::GetFlag(FLAGS_inter_node_bandwidth);
   return ParallelLayout::Create(flags);
@@ -159,6 +167,8 @@ CompileSettings SettingsFromFlags() {
   settings.fuse_epilogues = absl::GetFlag(FLAGS_fuse_epilogues);
   settings.communication_streams = absl::GetFlag(FLAGS_communication_streams);
   settings.recompute = absl::GetFlag(FLAGS_recompute);
+  settings.pp_schedule = absl::GetFlag(FLAGS_pp_schedule);
+  settings.device_memory = absl::GetFlag(FLAGS_device_memory);
   settings.compression.compression = absl::GetFlag(FLAGS_compression);
   settings.compression.codec_bytes_per_second = absl::GetFlag(FLAGS_codec_bytes_per_second);
   settings.compression.codec_calibration = absl::GetFlag(FLAGS_codec_calibration);

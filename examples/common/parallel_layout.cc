@@ -12,7 +12,8 @@ absl::StatusOr<ParallelLayout> ParallelLayout::Create(const ParallelFlags& flags
                                     {"tp", flags.tp},
                                     {"cp", flags.cp},
                                     {"pp", flags.pp},
-                                    {"micro_batches", flags.micro_batches}}) {
+                                    {"micro_batches", flags.micro_batches},
+                                    {"virtual_stages", flags.virtual_stages}}) {
     if (value < 1) {
       return absl::InvalidArgumentError(absl::StrCat("--", name, "=", value, " must be >= 1"));
     }
@@ -33,6 +34,11 @@ absl::StatusOr<ParallelLayout> ParallelLayout::Create(const ParallelFlags& flags
   if (flags.zero > 0 && flags.dp == 1) {
     return absl::InvalidArgumentError(absl::StrCat(
         "--zero=", flags.zero, " shards over the data-parallel axis, but --dp=1 has none; use --dp > 1 or --zero=0"));
+  }
+  if (flags.virtual_stages > 1 && flags.pp == 1) {
+    return absl::InvalidArgumentError(absl::StrCat("--virtual_stages=", flags.virtual_stages,
+                                                   " interleaves chunks over pipeline stages, but --pp=1 has none; "
+                                                   "use --pp > 1 or --virtual_stages=1"));
   }
   CpAttention cp_attention;
   if (flags.cp_attention == "ulysses") {
@@ -59,6 +65,7 @@ absl::StatusOr<ParallelLayout> ParallelLayout::Create(const ParallelFlags& flags
   ParallelLayout layout;
   layout.cp_ = flags.cp;
   layout.cp_attention_ = cp_attention;
+  layout.virtual_stages_ = flags.virtual_stages;
   layout.zero_ = flags.zero;
   layout.micro_batches_ = flags.micro_batches;
   layout.dp_ = flags.dp;
@@ -96,6 +103,11 @@ absl::Status ParallelLayout::CheckStages(int64_t blocks, const char* blocks_flag
   if (blocks < pp()) {
     return absl::InvalidArgumentError(absl::StrCat("--pp=", pp(), " is more than --", blocks_flag, "=", blocks,
                                                    "; every pipeline stage needs at least one block"));
+  }
+  if (virtual_stages_ > 1 && blocks % (pp() * virtual_stages_) != 0) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "--", blocks_flag, "=", blocks, " is not divisible by --pp=", pp(), " x --virtual_stages=", virtual_stages_,
+        "; interleaved stages need chunks of equal blocks"));
   }
   return absl::OkStatus();
 }

@@ -37,6 +37,9 @@ struct ParallelFlags {
   // ZeRO stage 0..3 over the data-parallel axis (docs/zero.md); > 0 needs dp > 1.
   int64_t zero = 0;
   int64_t pp = 1;
+  // Chunks of blocks per pipeline stage (interleaved 1F1B, --virtual_stages): the blocks
+  // form pp x virtual_stages chunks, chunk c on stage c mod pp. 1: consecutive blocks.
+  int64_t virtual_stages = 1;
   // Micro-batches per iteration (Job.micro_batches); the batch must divide by it.
   int64_t micro_batches = 1;
   // Link bandwidths of the cluster description, bytes per second.
@@ -68,12 +71,18 @@ class ParallelLayout {
   int64_t pp() const { return static_cast<int64_t>(stages_.size()); }
   int64_t micro_batches() const { return micro_batches_; }
   // The stage of block `block` of `blocks`, balanced: stage s holds blocks
-  // [s * blocks / pp, (s + 1) * blocks / pp).
-  int64_t StageOf(int64_t block, int64_t blocks) const { return ((block + 1) * pp() - 1) / blocks; }
+  // [s * blocks / pp, (s + 1) * blocks / pp). With V virtual stages the blocks form
+  // pp x V chunks the same way and chunk c goes to stage c mod pp (Megatron's interleaved
+  // layout: stage 0 of 2 with V = 2 holds blocks 0 and 2 of 4).
+  int64_t StageOf(int64_t block, int64_t blocks) const {
+    return ((block + 1) * pp() * virtual_stages_ - 1) / blocks % pp();
+  }
+  int64_t virtual_stages() const { return virtual_stages_; }
   // The rows of one micro-batch of a batch of `batch`. Errors name the flags: "--batch=8
   // is not divisible by --micro_batches=3".
   absl::StatusOr<int64_t> MicroBatchRows(int64_t batch) const;
-  // Errors when the model has fewer blocks than stages, naming the flags.
+  // Errors when the model has fewer blocks than stages, or (with --virtual_stages > 1)
+  // blocks not divisible by pp x virtual_stages, naming the flags.
   absl::Status CheckStages(int64_t blocks, const char* blocks_flag) const;
   const proto::Cluster& cluster() const { return cluster_; }
   int64_t dp() const { return dp_; }
@@ -95,6 +104,7 @@ class ParallelLayout {
  private:
   std::vector<Placement> stages_;
   int64_t micro_batches_ = 1;
+  int64_t virtual_stages_ = 1;
   proto::Cluster cluster_;
   int64_t dp_ = 1;
   int64_t tp_ = 1;

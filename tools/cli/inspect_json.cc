@@ -3,6 +3,7 @@
 // Keys are a contract (docs/inspect.md lists them): always present, always in this
 // order, named after the plan.proto field they come from where there is one. A value
 // the plan does not have is null, never a missing key. Byte counts are exact integers.
+#include <algorithm>
 #include <optional>
 #include <string>
 #include <vector>
@@ -294,7 +295,9 @@ void WriteBucket(const proto::GradientBucketDef& bucket, JsonWriter& json) {
 void WritePipeline(const proto::Plan& plan, const std::vector<PipelineStage>& stages,
                    const std::optional<TraceBubble>& measured, JsonWriter& json) {
   const int64_t m = MicroBatches(plan);
-  const double modelled = ModelledBubble(static_cast<int64_t>(stages.size()), m);
+  const int64_t s = static_cast<int64_t>(stages.size());
+  const double modelled =
+      ModelledBubble(s, m, plan.job().pipeline_schedule(), std::max<int64_t>(1, plan.job().virtual_stages()));
   std::vector<double> idle;
   json.BeginObject();
   json.Key("num_stages");
@@ -303,6 +306,25 @@ void WritePipeline(const proto::Plan& plan, const std::vector<PipelineStage>& st
   json.Int(m);
   json.Key("modelled_bubble");
   json.Double(modelled);
+  {
+    // Every schedule's (--pp_schedule), interleaved with the plan's chunks or 2.
+    const int64_t v = std::max<int64_t>(2, plan.job().virtual_stages());
+    json.Key("schedule");
+    json.String(plan.job().pipeline_schedule() == proto::PIPELINE_SCHEDULE_INTERLEAVED ? "interleaved"
+                : plan.job().pipeline_schedule() == proto::PIPELINE_SCHEDULE_ZB_H1    ? "zb"
+                                                                                       : "1f1b");
+    json.Key("modelled_bubble_per_schedule");
+    json.BeginObject();
+    json.Key("1f1b");
+    json.Double(ModelledBubble(s, m, proto::PIPELINE_SCHEDULE_1F1B, 1));
+    json.Key("interleaved");
+    json.Double(ModelledBubble(s, m, proto::PIPELINE_SCHEDULE_INTERLEAVED, v));
+    json.Key("interleaved_virtual_stages");
+    json.Int(v);
+    json.Key("zb");
+    json.Double(ModelledBubble(s, m, proto::PIPELINE_SCHEDULE_ZB_H1, 1));
+    json.EndObject();
+  }
   json.Key("trace");
   if (measured.has_value()) {
     const actors::MeasuredBubble& bubble = measured->bubble;

@@ -76,12 +76,22 @@ TEST(ModelledBubbleTest, OneF1B) {
   EXPECT_THAT(ModelledBubble(4, 0), DoubleEq(0.75));  // Unset micro-batches: one.
 }
 
+// Per schedule at S = 4, M = 8 (issue 27's figures): 1F1B 3/11, interleaved V = 2 3/19,
+// ZB-H1 3/27.
+TEST(ModelledBubbleTest, PerSchedule) {
+  EXPECT_THAT(ModelledBubble(4, 8, proto::PIPELINE_SCHEDULE_1F1B, 1), DoubleEq(3.0 / 11));
+  EXPECT_THAT(ModelledBubble(4, 8, proto::PIPELINE_SCHEDULE_INTERLEAVED, 2), DoubleEq(3.0 / 19));
+  EXPECT_THAT(ModelledBubble(4, 8, proto::PIPELINE_SCHEDULE_ZB_H1, 1), DoubleEq(3.0 / 27));
+  EXPECT_THAT(ModelledBubble(1, 8, proto::PIPELINE_SCHEDULE_ZB_H1, 1), DoubleEq(0));
+}
+
 TEST(InspectPipelineTest, StagesOfTwoStageGpt) {
   const proto::Plan plan = PipelinedGpt(/*pp=*/2, /*dp=*/1, /*micro_batches=*/4, /*layers=*/2);
   const std::string text = Inspect(plan, InspectFormat::kText);
   EXPECT_THAT(text, HasSubstr("plan 'gpt' (format version 2)\nmicro-batches: 4 per iteration\ncluster: "));
   EXPECT_THAT(text, HasSubstr("\npipeline stages (2), 4 micro-batches per iteration; 1F1B bubble "
-                              "(S - 1) / (M + S - 1) = 1 / 5 = 0.200\n  stage 0: cpu{0:0}\n    devices: 0:0\n"));
+                              "(S - 1) / (M + S - 1) = 1 / 5 = 0.200\n  modelled bubble per schedule: 1f1b 0.200 (this "
+                              "plan), interleaved V=2 0.111, zb 0.077\n  stage 0: cpu{0:0}\n    devices: 0:0\n"));
   const std::vector<PipelineStage> stages = PipelineStages(plan);
   ASSERT_EQ(stages.size(), 2u);
   EXPECT_EQ(stages[0].num_ops + stages[1].num_ops, plan.op_sbps_size());

@@ -334,10 +334,23 @@ void AppendStreams(const proto::Plan& plan, std::string* out) {
 void AppendPipeline(const proto::Plan& plan, const std::vector<PipelineStage>& stages,
                     const std::optional<TraceBubble>& measured, std::string* out) {
   const int64_t s = static_cast<int64_t>(stages.size()), m = MicroBatches(plan);
-  const double modelled = ModelledBubble(s, m);
+  const double modelled =
+      ModelledBubble(s, m, plan.job().pipeline_schedule(), std::max<int64_t>(1, plan.job().virtual_stages()));
   absl::StrAppend(out, "\npipeline stages (", s, "), ", Plural(m, "micro-batch", "micro-batches"),
                   " per iteration; 1F1B bubble (S - 1) / (M + S - 1) = ", s - 1, " / ", m + s - 1, " = ",
-                  absl::StrFormat("%.3f", modelled), "\n");
+                  absl::StrFormat("%.3f", ModelledBubble(s, m)), "\n");
+  if (s > 1) {
+    // The schedules side by side (--pp_schedule), the plan's marked.
+    const proto::PipelineSchedule chosen = plan.job().pipeline_schedule();
+    const int64_t v = std::max<int64_t>(2, plan.job().virtual_stages());
+    auto entry = [&](proto::PipelineSchedule schedule, const std::string& name) {
+      return absl::StrCat(name, " ", absl::StrFormat("%.3f", ModelledBubble(s, m, schedule, v)),
+                          schedule == chosen ? " (this plan)" : "");
+    };
+    absl::StrAppend(out, "  modelled bubble per schedule: ", entry(proto::PIPELINE_SCHEDULE_1F1B, "1f1b"), ", ",
+                    entry(proto::PIPELINE_SCHEDULE_INTERLEAVED, absl::StrCat("interleaved V=", v)), ", ",
+                    entry(proto::PIPELINE_SCHEDULE_ZB_H1, "zb"), "\n");
+  }
   std::vector<double> idle;
   if (measured.has_value()) {
     const actors::MeasuredBubble& bubble = measured->bubble;

@@ -72,6 +72,14 @@ double ModelledBubble(int64_t stages, int64_t micro_batches) {
   return static_cast<double>(stages - 1) / static_cast<double>(std::max<int64_t>(micro_batches, 1) + stages - 1);
 }
 
+double ModelledBubble(int64_t stages, int64_t micro_batches, proto::PipelineSchedule schedule,
+                      int64_t virtual_stages) {
+  const int64_t k = schedule == proto::PIPELINE_SCHEDULE_INTERLEAVED ? std::max<int64_t>(1, virtual_stages)
+                    : schedule == proto::PIPELINE_SCHEDULE_ZB_H1     ? 3
+                                                                     : 1;
+  return ModelledBubble(stages, k * std::max<int64_t>(micro_batches, 1));
+}
+
 double StageMeasuredBubble(const PipelineStage& stage, const std::vector<double>& device_idle) {
   double sum = 0;
   int count = 0;

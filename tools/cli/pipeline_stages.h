@@ -42,6 +42,13 @@ int64_t MicroBatches(const proto::Plan& plan);
 // the pipeline fills and drains. 0 for one stage.
 double ModelledBubble(int64_t stages, int64_t micro_batches);
 
+// The modelled bubble of `schedule` (Job.pipeline_schedule) with `virtual_stages` chunks
+// per stage (interleaved only): (S - 1) / (k M + S - 1) with k = 1 for 1F1B, V for
+// interleaved 1F1B (Narayanan et al. 2021), 3 for ZB-H1 (Qi et al. 2024: F, B and W take
+// about equal time and W acts fill two thirds of 1F1B's bubble). 0 for one stage.
+double ModelledBubble(int64_t stages, int64_t micro_batches, proto::PipelineSchedule schedule,
+                      int64_t virtual_stages);
+
 // The mean over the stage's devices of `device_idle` (indexed by plan.devices).
 double StageMeasuredBubble(const PipelineStage& stage, const std::vector<double>& device_idle);
 
