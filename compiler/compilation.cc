@@ -316,8 +316,13 @@ std::string CompilationToText(const Compilation& compilation) {
     for (int64_t t : op.outputs) outs.push_back(tensor_text(t));
     // Ops without outputs (optimizer updates) are named by the op itself.
     if (outs.empty()) outs.push_back(absl::StrCat("op ", op.name));
+    // The precision pass's mark (compiler/passes/precision_pass.h): shown only where set,
+    // so fp32 dumps read as before.
+    const auto compute = op.def->attrs().find("compute_dtype");
+    const std::string precision =
+        compute == op.def->attrs().end() ? "" : absl::StrCat(" compute=", compute->second.s());
     absl::StrAppend(&text, absl::StrJoin(outs, ", "), " = ", op.type, "(",
-                    absl::StrJoin(args, ", "), ") @", op.placement, "\n");
+                    absl::StrJoin(args, ", "), ")", precision, " @", op.placement, "\n");
   }
   for (const Boxing& boxing : compilation.boxings) {
     const LogicalTensor& tensor = graph.tensors[boxing.tensor];

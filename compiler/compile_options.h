@@ -9,6 +9,7 @@
 #include <utility>
 #include <vector>
 
+#include "compiler/precision.h"
 #include "proto/plan.pb.h"
 #include "sbp/compression_policy.h"
 
@@ -41,6 +42,11 @@ struct CompileOptions {
   // in its backward, full every op of each block from its input. A block's own mode
   // (Graph::BlockScope) and per-tensor overrides (Tensor::WithRecompute) win.
   proto::RecomputeMode recompute = proto::RECOMPUTE_NONE;
+  // Compute precision (compiler/precision.h): with bf16 the precision pass marks every
+  // matrix product to run on bf16 operands with fp32 accumulation; weights, optimizer
+  // state and every other kernel stay fp32. The caller checks the CPU
+  // (CheckPrecisionSupported); Compile does not probe it.
+  Precision precision = Precision::kFp32;
   // Sparse boxing (compiler/sparse_boxing.h): where a boxing's tensor says which rows
   // each device uses (Tensor::WithSparseRows, or an op output such as embedding_grad's),
   // its gather or reduction moves only those rows, the runtime falling back to the dense

@@ -13,6 +13,7 @@
 #include "compiler/passes/memory_planning_pass.h"
 #include "compiler/passes/optimizer_pass.h"
 #include "compiler/passes/plan_emission_pass.h"
+#include "compiler/passes/precision_pass.h"
 #include "compiler/passes/recompute_pass.h"
 #include "compiler/passes/sbp_choice_pass.h"
 #include "compiler/passes/shape_inference_pass.h"
@@ -28,6 +29,7 @@ PassPipeline StandardPipeline() {
   pipeline.AddPass<DeadOpEliminationPass>();
   pipeline.AddPass<SbpChoicePass>();
   pipeline.AddPass<EpilogueFusionPass>();
+  pipeline.AddPass<PrecisionPass>();
   pipeline.AddPass<RecomputePass>();
   pipeline.AddPass<BoxingInsertionPass>();
   pipeline.AddPass<GradientBucketingPass>();

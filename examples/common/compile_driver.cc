@@ -46,6 +46,9 @@ absl::StatusOr<CompileOptions> CompileOptionsFor(const ParallelLayout& layout, c
         absl::StrCat("--recompute=", settings.recompute, " is not one of: none, selective, full"));
   }
   options.recompute = *recompute;
+  OF_ASSIGN_OR_RETURN(options.precision, ParsePrecision(settings.precision));
+  OF_RETURN_IF_ERROR(
+      CheckPrecisionSupported(options.precision, settings.cpu.has_value() ? *settings.cpu : ProbeCpuBf16Support()));
   OF_ASSIGN_OR_RETURN(options.compression, CompressionPolicyFromFlags(settings.compression));
   OF_RETURN_IF_ERROR(
       ApplyCalibrationToCluster(settings.compression.codec_calibration, settings.links, &options.cluster));

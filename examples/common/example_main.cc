@@ -77,6 +77,11 @@ ABSL_FLAG(std::string, recompute, "none",
           "Activation recomputation: none keeps every activation for backward; selective re-runs "
           "each block's attention core (scores, mask, softmax, dropout) in its backward, as Megatron; "
           "full re-runs every op of each block from its input (docs/memory_and_precision.md).");
+ABSL_FLAG(std::string, precision, "fp32",
+          "Compute precision: fp32, or bf16 mixed precision (every matrix product on bf16 "
+          "operands with fp32 accumulation through oneDNN; master weights, optimizer state, "
+          "reductions and other kernels fp32). bf16 needs a CPU with AVX-512 BF16 or AMX "
+          "(docs/memory_and_precision.md).");
 ABSL_FLAG(std::string, plan_out, "", "Write the compiled plan to this file.");
 ABSL_FLAG(bool, run, false, "After compiling, train the plan on this machine's CPU devices.");
 ABSL_FLAG(int64_t, iters, 10, "With --run: iterations to train.");
@@ -141,6 +146,7 @@ CompileSettings SettingsFromFlags() {
   settings.fuse_epilogues = absl::GetFlag(FLAGS_fuse_epilogues);
   settings.communication_streams = absl::GetFlag(FLAGS_communication_streams);
   settings.recompute = absl::GetFlag(FLAGS_recompute);
+  settings.precision = absl::GetFlag(FLAGS_precision);
   settings.compression.compression = absl::GetFlag(FLAGS_compression);
   settings.compression.codec_bytes_per_second = absl::GetFlag(FLAGS_codec_bytes_per_second);
   settings.compression.codec_calibration = absl::GetFlag(FLAGS_codec_calibration);
