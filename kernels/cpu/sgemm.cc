@@ -10,6 +10,7 @@
 #include <cstring>
 #include <map>
 #include <memory>
+#include <vector>
 
 #include "oneapi/dnnl/dnnl.h"
 
@@ -438,12 +439,46 @@ void SgemmBiasRelu(bool ta, bool tb, int64_t m, int64_t n, int64_t k, const floa
                     relu, c, ldc);
 }
 
-bool Bf16MatmulBatched(bool ta, bool tb, int64_t batch, int64_t m, int64_t n, int64_t k,
-                       const BFloat16* a, int64_t lda, int64_t stride_a, const BFloat16* b,
-                       int64_t ldb, int64_t stride_b, const float* bias, bool relu, float* c,
-                       int64_t ldc) {
-  return DnnlMatmulOf(/*bf16=*/true, ta, tb, batch, m, n, k, a, lda, stride_a, b, ldb, stride_b, bias,
-                      relu, c, ldc);
+namespace {
+
+// The elements from the first to the last of `batch` row-major operands of `rows` x `cols`
+// at leading dimension `ld` and batch stride `stride`.
+int64_t OperandSpan(int64_t batch, int64_t stride, int64_t rows, int64_t cols, int64_t ld) {
+  return (batch - 1) * stride + (rows - 1) * ld + cols;
+}
+
+}  // namespace
+
+bool Bf16MatmulUsesDnnl() {
+  static const bool dnnl = [] {
+    const BFloat16 one = ToBFloat16(1.0f);
+    const BFloat16 a[4] = {one, one, one, one}, b[4] = {one, one, one, one};
+    float c[4] = {0, 0, 0, 0};
+    return DnnlMatmulOf(/*bf16=*/true, false, false, 1, 2, 2, 2, a, 2, 4, b, 2, 4, nullptr, false, c, 2) &&
+           c[0] == 2.0f && c[3] == 2.0f;
+  }();
+  return dnnl;
+}
+
+BF16MatmulRoute Bf16MatmulBatched(bool ta, bool tb, int64_t batch, int64_t m, int64_t n, int64_t k,
+                                  const BFloat16* a, int64_t lda, int64_t stride_a, const BFloat16* b,
+                                  int64_t ldb, int64_t stride_b, const float* bias, bool relu, float* c,
+                                  int64_t ldc) {
+  if (Bf16MatmulUsesDnnl() && DnnlMatmulOf(/*bf16=*/true, ta, tb, batch, m, n, k, a, lda, stride_a, b, ldb,
+                                           stride_b, bias, relu, c, ldc)) {
+    return BF16MatmulRoute::kDnnlBf16;
+  }
+  // The rounded operands widened back (exactly) and multiplied in fp32.
+  thread_local std::vector<float> a32, b32;
+  const int64_t a_span = OperandSpan(batch, stride_a, ta ? k : m, ta ? m : k, lda);
+  const int64_t b_span = OperandSpan(batch, stride_b, tb ? n : k, tb ? k : n, ldb);
+  a32.resize(static_cast<size_t>(a_span));
+  b32.resize(static_cast<size_t>(b_span));
+  ConvertToFloat(a, a_span, a32.data());
+  ConvertToFloat(b, b_span, b32.data());
+  SgemmBatched(ta, tb, batch, m, n, k, a32.data(), lda, stride_a, b32.data(), ldb, stride_b, c, ldc, m * ldc);
+  if (bias != nullptr || relu) BiasReluInPlace(batch * m, n, bias, relu, c, ldc);
+  return BF16MatmulRoute::kRoundedSgemm;
 }
 
 }  // namespace cpu
