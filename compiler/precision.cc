@@ -43,8 +43,8 @@ CpuBf16Support ProbeCpuBf16Support() {
 absl::Status CheckPrecisionSupported(Precision precision, const CpuBf16Support& cpu) {
   if (precision != Precision::kBf16 || cpu.avx512_bf16 || cpu.amx_bf16) return absl::OkStatus();
   return absl::FailedPreconditionError(
-      "--precision=bf16 needs a CPU with AVX-512 BF16 or AMX-BF16 instructions; this CPU has neither "
-      "(bf16 products would be emulated, many times slower than fp32); use --precision=fp32");
+      "--precision=bf16 needs a CPU with AVX-512 BF16 or AMX-BF16 instructions; this CPU has neither, so "
+      "bf16 products would run as fp32 products of rounded operands, no faster than fp32; use --precision=fp32");
 }
 
 }  // namespace oneflow

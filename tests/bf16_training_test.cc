@@ -227,8 +227,9 @@ TEST(Bf16TrainingTest, PrecisionFlagErrors) {
   const CpuBf16Support avx2_only;  // neither AVX-512 BF16 nor AMX-BF16
   EXPECT_EQ(CompileSettingsError("bf16", avx2_only),
             absl::FailedPreconditionError(
-                "--precision=bf16 needs a CPU with AVX-512 BF16 or AMX-BF16 instructions; this CPU has neither "
-                "(bf16 products would be emulated, many times slower than fp32); use --precision=fp32"));
+                "--precision=bf16 needs a CPU with AVX-512 BF16 or AMX-BF16 instructions; this CPU has neither, so "
+                "bf16 products would run as fp32 products of rounded operands, no faster than fp32; use "
+                "--precision=fp32"));
   // fp32 needs nothing; either instruction set is enough for bf16.
   EXPECT_TRUE(CompileSettingsError("fp32", avx2_only).ok());
   EXPECT_TRUE(CompileSettingsError("bf16", CpuBf16Support{.avx512_bf16 = true}).ok());
