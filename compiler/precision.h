@@ -5,9 +5,10 @@
 // and every other kernel stay fp32 (docs/memory_and_precision.md, "Precision").
 //
 // bf16 products run through oneDNN's bf16 matmul primitive, which is fast only where the
-// CPU has AVX-512 BF16 (vdpbf16ps) or AMX-BF16 tiles; elsewhere oneDNN emulates bf16 at a
-// fraction of fp32's speed (PyTorch users see bf16 44-499x slower on AVX2-only machines).
-// So compiling for bf16 on such a CPU is refused rather than silently slow.
+// CPU has AVX-512 BF16 (vdpbf16ps) or AMX-BF16 tiles; oneDNN has no bf16 primitive below
+// AVX-512, where the kernels multiply the rounded operands in fp32 (kernels/cpu/sgemm.h):
+// bf16's rounding without its speed (PyTorch users see bf16 44-499x slower on AVX2-only
+// machines). So compiling for bf16 on such a CPU is refused rather than silently no faster.
 #ifndef COMPILER_PRECISION_H_
 #define COMPILER_PRECISION_H_
 
@@ -41,8 +42,8 @@ CpuBf16Support ProbeCpuBf16Support();
 // OK for fp32 anywhere, and for bf16 where `cpu` has AVX-512 BF16 or AMX-BF16; otherwise
 // FAILED_PRECONDITION naming the flag and the missing instruction sets:
 //   --precision=bf16 needs a CPU with AVX-512 BF16 or AMX-BF16 instructions; this CPU has
-//   neither (bf16 products would be emulated, many times slower than fp32); use
-//   --precision=fp32
+//   neither, so bf16 products would run as fp32 products of rounded operands, no faster
+//   than fp32; use --precision=fp32
 absl::Status CheckPrecisionSupported(Precision precision, const CpuBf16Support& cpu);
 
 }  // namespace oneflow
