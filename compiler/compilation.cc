@@ -302,6 +302,8 @@ std::string CompilationToText(const Compilation& compilation) {
     absl::StrAppend(&text, tensor.kind == LogicalTensor::Kind::kInput ? "input " : "variable ",
                     tensor_text(t), " @", tensor.placement, "\n");
   }
+  absl::flat_hash_map<std::string, const proto::OpDef*> op_defs;
+  for (const proto::OpDef& def : compilation.job.ops()) op_defs[def.name()] = &def;
   for (const LogicalOp& op : graph.ops) {
     std::vector<std::string> args;
     for (size_t k = 0; k < op.inputs.size(); ++k) {
@@ -316,8 +318,17 @@ std::string CompilationToText(const Compilation& compilation) {
     for (int64_t t : op.outputs) outs.push_back(tensor_text(t));
     // Ops without outputs (optimizer updates) are named by the op itself.
     if (outs.empty()) outs.push_back(absl::StrCat("op ", op.name));
+    // The precision pass's mark (compiler/passes/precision_pass.h): shown only where set,
+    // so fp32 dumps read as before. Looked up in the job by name: after some passes
+    // LogicalOp::def is not to be followed here.
+    std::string precision;
+    const auto def = op_defs.find(op.name);
+    if (def != op_defs.end()) {
+      const auto compute = def->second->attrs().find("compute_dtype");
+      if (compute != def->second->attrs().end()) precision = absl::StrCat(" compute=", compute->second.s());
+    }
     absl::StrAppend(&text, absl::StrJoin(outs, ", "), " = ", op.type, "(",
-                    absl::StrJoin(args, ", "), ") @", op.placement, "\n");
+                    absl::StrJoin(args, ", "), ")", precision, " @", op.placement, "\n");
   }
   for (const Boxing& boxing : compilation.boxings) {
     const LogicalTensor& tensor = graph.tensors[boxing.tensor];

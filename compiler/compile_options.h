@@ -9,6 +9,7 @@
 #include <utility>
 #include <vector>
 
+#include "compiler/precision.h"
 #include "proto/plan.pb.h"
 #include "sbp/compression_policy.h"
 
@@ -49,6 +50,11 @@ struct CompileOptions {
   proto::PipelineSchedule pp_schedule = proto::PIPELINE_SCHEDULE_1F1B;
   int64_t virtual_stages = 1;
   int64_t device_memory = 0;
+  // Compute precision (compiler/precision.h): with bf16 the precision pass marks every
+  // matrix product to run on bf16 operands with fp32 accumulation; weights, optimizer
+  // state and every other kernel stay fp32. The caller checks the CPU
+  // (CheckPrecisionSupported); Compile does not probe it.
+  Precision precision = Precision::kFp32;
   // Sparse boxing (compiler/sparse_boxing.h): where a boxing's tensor says which rows
   // each device uses (Tensor::WithSparseRows, or an op output such as embedding_grad's),
   // its gather or reduction moves only those rows, the runtime falling back to the dense

@@ -14,6 +14,7 @@
 #include "compiler/passes/optimizer_pass.h"
 #include "compiler/passes/pipeline_schedule_pass.h"
 #include "compiler/passes/plan_emission_pass.h"
+#include "compiler/passes/precision_pass.h"
 #include "compiler/passes/recompute_pass.h"
 #include "compiler/passes/sbp_choice_pass.h"
 #include "compiler/passes/shape_inference_pass.h"
@@ -29,6 +30,7 @@ PassPipeline StandardPipeline() {
   pipeline.AddPass<DeadOpEliminationPass>();
   pipeline.AddPass<SbpChoicePass>();
   pipeline.AddPass<EpilogueFusionPass>();
+  pipeline.AddPass<PrecisionPass>();
   pipeline.AddPass<RecomputePass>();
   pipeline.AddPass<BoxingInsertionPass>();
   pipeline.AddPass<GradientBucketingPass>();

@@ -20,7 +20,7 @@
 #include "actors/runtime.h"
 #include "compiler/compiler.h"
 #include "compiler/passes/pipeline_schedule_pass.h"
-#include "compiler/plan_verifier.h"
+#include "plan/plan_verifier.h"
 #include "examples/common/compile_driver.h"
 #include "examples/gpt/gpt_model.h"
 #include "examples/mlp/mlp_model.h"

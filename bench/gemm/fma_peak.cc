@@ -9,65 +9,22 @@
 // so the figure is the port throughput. bench/train/vs_pytorch.py uses it to say how far
 // each case's GEMM work alone is from PyTorch's step (docs/benchmarks.md, "The 1-device
 // mlp against the machine's peak").
-#include <immintrin.h>
-
-#include <chrono>
 #include <cstdio>
 
-namespace {
+#include "bench/gemm/fma_peak.h"
 
-constexpr int kChains = 12;
+using oneflow::bench::Avx2;
+using oneflow::bench::Avx512;
+using oneflow::bench::Seconds;
+
 constexpr long kIterations = 100'000'000;
-
-double Seconds(std::chrono::steady_clock::time_point start) {
-  return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-}
-
-// Returns GFLOP/s; `sink` keeps the chains alive.
-__attribute__((target("avx512f"))) double Avx512(float* sink) {
-  __m512 chain[kChains];
-  const __m512 x = _mm512_set1_ps(1.0000001f), y = _mm512_set1_ps(0.9999999f);
-  for (int i = 0; i < kChains; ++i) chain[i] = _mm512_set1_ps(static_cast<float>(i));
-  const auto start = std::chrono::steady_clock::now();
-  for (long it = 0; it < kIterations; ++it) {
-#pragma GCC unroll 12
-    for (int i = 0; i < kChains; ++i) chain[i] = _mm512_fmadd_ps(chain[i], x, y);
-  }
-  const double seconds = Seconds(start);
-  alignas(64) float lanes[16];
-  for (int i = 0; i < kChains; ++i) {
-    _mm512_store_ps(lanes, chain[i]);
-    *sink += lanes[0];
-  }
-  return kIterations * kChains * 32.0 / seconds / 1e9;
-}
-
-double Avx2(float* sink) {
-  __m256 chain[kChains];
-  const __m256 x = _mm256_set1_ps(1.0000001f), y = _mm256_set1_ps(0.9999999f);
-  for (int i = 0; i < kChains; ++i) chain[i] = _mm256_set1_ps(static_cast<float>(i));
-  const auto start = std::chrono::steady_clock::now();
-  for (long it = 0; it < kIterations; ++it) {
-#pragma GCC unroll 12
-    for (int i = 0; i < kChains; ++i) chain[i] = _mm256_fmadd_ps(chain[i], x, y);
-  }
-  const double seconds = Seconds(start);
-  alignas(32) float lanes[8];
-  for (int i = 0; i < kChains; ++i) {
-    _mm256_store_ps(lanes, chain[i]);
-    *sink += lanes[0];
-  }
-  return kIterations * kChains * 16.0 / seconds / 1e9;
-}
-
-}  // namespace
 
 int main() {
   float sink = 0;
   const auto start = std::chrono::steady_clock::now();
-  const double avx2 = Avx2(&sink);
+  const double avx2 = Avx2(&sink, kIterations);
   const bool has_avx512 = __builtin_cpu_supports("avx512f");
-  const double avx512 = has_avx512 ? Avx512(&sink) : 0;
+  const double avx512 = has_avx512 ? Avx512(&sink, kIterations) : 0;
   std::printf("{\"bench\":\"fma_peak\",\"isa\":\"%s\",\"gflops\":%.1f,\"gflops_avx2\":%.1f,\"seconds\":%.2f,"
               "\"sink\":%g}\n",
               has_avx512 ? "avx512" : "avx2", has_avx512 && avx512 > avx2 ? avx512 : avx2, avx2, Seconds(start),

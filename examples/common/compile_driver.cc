@@ -64,6 +64,9 @@ absl::StatusOr<CompileOptions> CompileOptionsFor(const ParallelLayout& layout, c
         absl::StrCat("--device_memory=", settings.device_memory, " must be >= 0 bytes (0: no limit)"));
   }
   options.device_memory = settings.device_memory;
+  OF_ASSIGN_OR_RETURN(options.precision, ParsePrecision(settings.precision));
+  OF_RETURN_IF_ERROR(
+      CheckPrecisionSupported(options.precision, settings.cpu.has_value() ? *settings.cpu : ProbeCpuBf16Support()));
   OF_ASSIGN_OR_RETURN(options.compression, CompressionPolicyFromFlags(settings.compression));
   OF_RETURN_IF_ERROR(
       ApplyCalibrationToCluster(settings.compression.codec_calibration, settings.links, &options.cluster));

@@ -7,11 +7,13 @@
 #define EXAMPLES_COMMON_COMPILE_DRIVER_H_
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "absl/status/statusor.h"
 #include "compiler/compile_options.h"
+#include "compiler/precision.h"
 #include "examples/common/compression_flags.h"
 #include "examples/common/parallel_layout.h"
 #include "proto/job.pb.h"
@@ -35,6 +37,12 @@ struct CompileSettings {
   // auto (0: no limit).
   std::string pp_schedule = "1f1b";
   int64_t device_memory = 0;
+  // Compute precision (CompileOptions::precision): fp32 or bf16. bf16 is refused on a CPU
+  // without AVX-512 BF16 and AMX-BF16 (compiler/precision.h).
+  std::string precision = "fp32";
+  // The CPU that check is made for; unset: this machine's (ProbeCpuBf16Support). Tests
+  // set it to simulate other CPUs.
+  std::optional<CpuBf16Support> cpu;
   CompressionFlags compression;
   // Link bandwidths and latencies of the cost model (a --codec_calibration file's measured
   // levels replace those not given on the command line).

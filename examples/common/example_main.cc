@@ -100,6 +100,11 @@ ABSL_FLAG(bool, auto_parallel, false,
           "--devices_per_node, the links and --device_memory: every layout priced by the cost model, the "
           "cheapest that the model accepts and that fits compiled (docs/auto_parallel.md); `oneflow inspect` "
           "shows the decision.");
+ABSL_FLAG(std::string, precision, "fp32",
+          "Compute precision: fp32, or bf16 mixed precision (every matrix product on bf16 "
+          "operands with fp32 accumulation through oneDNN; master weights, optimizer state, "
+          "reductions and other kernels fp32). bf16 needs a CPU with AVX-512 BF16 or AMX "
+          "(docs/memory_and_precision.md).");
 ABSL_FLAG(std::string, plan_out, "", "Write the compiled plan to this file.");
 ABSL_FLAG(bool, run, false, "After compiling, train the plan on this machine's CPU devices.");
 ABSL_FLAG(int64_t, iters, 10, "With --run: iterations to train.");
@@ -169,6 +174,7 @@ CompileSettings SettingsFromFlags() {
   settings.recompute = absl::GetFlag(FLAGS_recompute);
   settings.pp_schedule = absl::GetFlag(FLAGS_pp_schedule);
   settings.device_memory = absl::GetFlag(FLAGS_device_memory);
+  settings.precision = absl::GetFlag(FLAGS_precision);
   settings.compression.compression = absl::GetFlag(FLAGS_compression);
   settings.compression.codec_bytes_per_second = absl::GetFlag(FLAGS_codec_bytes_per_second);
   settings.compression.codec_calibration = absl::GetFlag(FLAGS_codec_calibration);

@@ -15,8 +15,19 @@
 // primitive or as a pass over each part of c right after its product, while that part is
 // still in cache, instead of bias_add's and relu's two passes over the whole output. It
 // is cut over the pool as matmul is; a column block takes the bias from its first column.
+//
+// bf16 mixed precision (--precision=bf16, compiler/passes/precision_pass.h): an op with
+// the attribute compute_dtype="bf16" rounds a and b to bf16 (round to nearest even, as
+// ConvertToBFloat16) into this thread's scratch buffers and multiplies them through
+// oneDNN's bf16 matmul primitive (Bf16MatmulBatched, sgemm.h; on a CPU without AVX-512,
+// the rounded operands through fp32 Sgemm) with fp32 accumulation into the f32 output,
+// the bias and relu applied after the product. A single product runs as one
+// call; batches spread whole over the device pool as in fp32. compute_dtype="f32" (or
+// none) is the fp32 path; any other value is an error naming it.
 #include <algorithm>
 #include <climits>
+#include <string>
+#include <variant>
 #include <vector>
 
 #include "absl/status/statusor.h"
@@ -25,6 +36,8 @@
 #include "kernels/cpu/kernels.h"
 #include "kernels/cpu/sgemm.h"
 #include "kernels/cpu/thread_pool.h"
+#include "oneflow_core/dtype.h"
+#include "oneflow_core/ops/attr.h"
 #include "oneflow_core/status.h"
 
 namespace oneflow {
@@ -174,6 +187,45 @@ void RunMatMul(const MatMulDims& d, const float* a, const float* b, const float*
   });
 }
 
+// Whether the op computes in bf16 (its compute_dtype attribute); an unknown value is an
+// error naming it.
+absl::StatusOr<bool> ComputesInBf16(absl::string_view kernel, const KernelContext& context) {
+  const AttrMap& attrs = AttrsOf(context);
+  const auto found = attrs.find("compute_dtype");
+  if (found == attrs.end()) return false;
+  const std::string* value = std::get_if<std::string>(&found->second);
+  if (value != nullptr && *value == "bf16") return true;
+  if (value != nullptr && *value == "f32") return false;
+  return KernelError(kernel, "attribute compute_dtype is ",
+                     value != nullptr ? "\"" + *value + "\"" : AttrToString(found->second),
+                     "; valid: \"f32\", \"bf16\"");
+}
+
+// The checked product on bf16-rounded operands, fp32 accumulation (see the file comment).
+absl::Status RunBf16MatMul(const MatMulDims& d, const KernelContext& context,
+                           const float* bias, bool relu, float* c) {
+  const int64_t a_size = context.inputs[0].shape.NumElements();
+  const int64_t b_size = context.inputs[1].shape.NumElements();
+  thread_local std::vector<BFloat16> a16, b16;
+  a16.resize(static_cast<size_t>(a_size));
+  b16.resize(static_cast<size_t>(b_size));
+  ConvertToBFloat16(context.inputs[0].As<const float>(), a_size, a16.data());
+  ConvertToBFloat16(context.inputs[1].As<const float>(), b_size, b16.data());
+  const int64_t m = d.m, n = d.n, k = d.k;
+  if (d.batches == 1) {
+    Bf16MatmulBatched(d.ta, d.tb, 1, m, n, k, a16.data(), d.lda, m * k, b16.data(), d.ldb, k * n, bias, relu, c, n);
+    return absl::OkStatus();
+  }
+  const BFloat16* a = a16.data();
+  const BFloat16* b = b16.data();
+  const int64_t grain = std::max<int64_t>(1, kMinMacsPerPart / std::max<int64_t>(1, m * n * k));
+  ParallelFor(d.batches, grain, [&](int64_t first, int64_t last) {
+    Bf16MatmulBatched(d.ta, d.tb, last - first, m, n, k, a + first * m * k, d.lda, m * k, b + first * k * n, d.ldb,
+                      k * n, bias, relu, c + first * m * n, n);
+  });
+  return absl::OkStatus();
+}
+
 }  // namespace
 
 absl::Status MatMul(const KernelContext& context) {
@@ -185,6 +237,8 @@ absl::Status MatMul(const KernelContext& context) {
     std::fill(c, c + dims.batches * dims.m * dims.n, 0.0f);
     return absl::OkStatus();
   }
+  OF_ASSIGN_OR_RETURN(const bool bf16, ComputesInBf16(kMatMul, context));
+  if (bf16) return RunBf16MatMul(dims, context, /*bias=*/nullptr, /*relu=*/false, c);
   RunMatMul(dims, context.inputs[0].As<const float>(), context.inputs[1].As<const float>(),
             /*bias=*/nullptr, /*relu=*/false, c);
   return absl::OkStatus();
@@ -205,6 +259,8 @@ absl::Status FusedMatMulBias(const KernelContext& context) {
                   bias, relu, c, dims.n);
     return absl::OkStatus();
   }
+  OF_ASSIGN_OR_RETURN(const bool bf16, ComputesInBf16(kFusedMatMulBias, context));
+  if (bf16) return RunBf16MatMul(dims, context, bias, relu, c);
   RunMatMul(dims, context.inputs[0].As<const float>(), context.inputs[1].As<const float>(),
             bias, relu, c);
   return absl::OkStatus();

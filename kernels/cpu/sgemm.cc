@@ -10,6 +10,7 @@
 #include <cstring>
 #include <map>
 #include <memory>
+#include <vector>
 
 #include "oneapi/dnnl/dnnl.h"
 
@@ -79,7 +80,8 @@ constexpr int64_t kMinDnnlMacs = int64_t{1} << 20;
 // primitives of shapes it may never run again.
 constexpr size_t kMaxCachedPrimitives = 256;
 
-using PrimitiveKey = std::array<int64_t, 13>;
+// The last entry is 1 for bf16 operands (a and b; c and the bias stay f32).
+using PrimitiveKey = std::array<int64_t, 14>;
 
 // One primitive with its memory objects (a, b, c and, with an epilogue bias, the bias),
 // whose data handles each call repoints.
@@ -97,8 +99,9 @@ class MatmulPrimitive {
 
   // Creates the primitive for `key`'s product on `engine`; false if oneDNN refuses it.
   bool Create(const PrimitiveKey& key, dnnl_engine_t engine) {
-    const auto [ta, tb, batch, m, n, k, lda, ldb, ldc, stride_a, stride_b, has_bias, relu] =
+    const auto [ta, tb, batch, m, n, k, lda, ldb, ldc, stride_a, stride_b, has_bias, relu, bf16] =
         key;
+    const dnnl_data_type_t operand_type = bf16 ? dnnl_bf16 : dnnl_f32;
     const int64_t stride_c = m * ldc;  // c's batches are dense (DnnlMatmul's contract)
     dnnl_memory_desc_t a_md, b_md, c_md, bias_md;
     const int ndims = batch > 1 ? 3 : 2;
@@ -110,9 +113,9 @@ class MatmulPrimitive {
     // The bias broadcasts over the batch and the rows: [1, 1, n], dense.
     const dnnl_dims_t bias_dims = {1, 1, n}, bias_strides = {n, n, 1};
     const int skip = 3 - ndims;  // 2-D descriptors drop the batch axis
-    if (dnnl_memory_desc_init_by_strides(&a_md, ndims, a_dims + skip, dnnl_f32,
+    if (dnnl_memory_desc_init_by_strides(&a_md, ndims, a_dims + skip, operand_type,
                                          a_strides + skip) != dnnl_success ||
-        dnnl_memory_desc_init_by_strides(&b_md, ndims, b_dims + skip, dnnl_f32,
+        dnnl_memory_desc_init_by_strides(&b_md, ndims, b_dims + skip, operand_type,
                                          b_strides + skip) != dnnl_success ||
         dnnl_memory_desc_init_by_strides(&c_md, ndims, c_dims + skip, dnnl_f32,
                                          c_strides + skip) != dnnl_success ||
@@ -166,13 +169,13 @@ class MatmulPrimitive {
 
   // Runs the product on a, b, c (and bias, if the primitive was made with one); false if
   // oneDNN failed (c is then to be recomputed).
-  bool Run(dnnl_stream_t stream, const float* a, const float* b, const float* bias,
+  bool Run(dnnl_stream_t stream, const void* a, const void* b, const float* bias,
            float* c) {
     const bool has_bias = memory_[3] != nullptr;
     // oneDNN takes non-const handles but only reads a primitive's sources.
-    if (dnnl_memory_set_data_handle_v2(memory_[0], const_cast<float*>(a), stream) !=
+    if (dnnl_memory_set_data_handle_v2(memory_[0], const_cast<void*>(a), stream) !=
             dnnl_success ||
-        dnnl_memory_set_data_handle_v2(memory_[1], const_cast<float*>(b), stream) !=
+        dnnl_memory_set_data_handle_v2(memory_[1], const_cast<void*>(b), stream) !=
             dnnl_success ||
         dnnl_memory_set_data_handle_v2(memory_[2], c, stream) != dnnl_success ||
         (has_bias && dnnl_memory_set_data_handle_v2(memory_[3], const_cast<float*>(bias),
@@ -236,16 +239,23 @@ class ThreadPrimitives {
 // of every batch when not null, then relu when set); false if oneDNN refused the shape or
 // failed (c is then for the caller to compute). c's batches must be dense (stride_c ==
 // m * ldc).
-bool DnnlMatmul(bool ta, bool tb, int64_t batch, int64_t m, int64_t n, int64_t k,
-                const float* a, int64_t lda, int64_t stride_a, const float* b, int64_t ldb,
-                int64_t stride_b, const float* bias, bool relu, float* c, int64_t ldc) {
+bool DnnlMatmulOf(bool bf16, bool ta, bool tb, int64_t batch, int64_t m, int64_t n, int64_t k,
+                  const void* a, int64_t lda, int64_t stride_a, const void* b, int64_t ldb,
+                  int64_t stride_b, const float* bias, bool relu, float* c, int64_t ldc) {
   UseOneDnnlThreadOnThisThread();
   thread_local ThreadPrimitives primitives;
   const PrimitiveKey key = {ta,  tb,  batch, m, n, k, lda, ldb, ldc,
                             batch > 1 ? stride_a : 0, batch > 1 ? stride_b : 0,
-                            bias != nullptr, relu};
+                            bias != nullptr, relu, bf16};
   MatmulPrimitive* primitive = primitives.Find(key);
   return primitive != nullptr && primitive->Run(primitives.stream(), a, b, bias, c);
+}
+
+bool DnnlMatmul(bool ta, bool tb, int64_t batch, int64_t m, int64_t n, int64_t k,
+                const float* a, int64_t lda, int64_t stride_a, const float* b, int64_t ldb,
+                int64_t stride_b, const float* bias, bool relu, float* c, int64_t ldc) {
+  return DnnlMatmulOf(/*bf16=*/false, ta, tb, batch, m, n, k, a, lda, stride_a, b, ldb, stride_b, bias,
+                      relu, c, ldc);
 }
 
 // Rows of the epilogue, instantiated per (bias, relu) so the inner loop has no branch and
@@ -427,6 +437,48 @@ void SgemmBiasRelu(bool ta, bool tb, int64_t m, int64_t n, int64_t k, const floa
                    float* c, int64_t ldc) {
   SgemmBiasReluWith(EpilogueRouteFor(ta, tb, m, n, k), ta, tb, m, n, k, a, lda, b, ldb, bias,
                     relu, c, ldc);
+}
+
+namespace {
+
+// The elements from the first to the last of `batch` row-major operands of `rows` x `cols`
+// at leading dimension `ld` and batch stride `stride`.
+int64_t OperandSpan(int64_t batch, int64_t stride, int64_t rows, int64_t cols, int64_t ld) {
+  return (batch - 1) * stride + (rows - 1) * ld + cols;
+}
+
+}  // namespace
+
+bool Bf16MatmulUsesDnnl() {
+  static const bool dnnl = [] {
+    const BFloat16 one = ToBFloat16(1.0f);
+    const BFloat16 a[4] = {one, one, one, one}, b[4] = {one, one, one, one};
+    float c[4] = {0, 0, 0, 0};
+    return DnnlMatmulOf(/*bf16=*/true, false, false, 1, 2, 2, 2, a, 2, 4, b, 2, 4, nullptr, false, c, 2) &&
+           c[0] == 2.0f && c[3] == 2.0f;
+  }();
+  return dnnl;
+}
+
+BF16MatmulRoute Bf16MatmulBatched(bool ta, bool tb, int64_t batch, int64_t m, int64_t n, int64_t k,
+                                  const BFloat16* a, int64_t lda, int64_t stride_a, const BFloat16* b,
+                                  int64_t ldb, int64_t stride_b, const float* bias, bool relu, float* c,
+                                  int64_t ldc) {
+  if (Bf16MatmulUsesDnnl() && DnnlMatmulOf(/*bf16=*/true, ta, tb, batch, m, n, k, a, lda, stride_a, b, ldb,
+                                           stride_b, bias, relu, c, ldc)) {
+    return BF16MatmulRoute::kDnnlBf16;
+  }
+  // The rounded operands widened back (exactly) and multiplied in fp32.
+  thread_local std::vector<float> a32, b32;
+  const int64_t a_span = OperandSpan(batch, stride_a, ta ? k : m, ta ? m : k, lda);
+  const int64_t b_span = OperandSpan(batch, stride_b, tb ? n : k, tb ? k : n, ldb);
+  a32.resize(static_cast<size_t>(a_span));
+  b32.resize(static_cast<size_t>(b_span));
+  ConvertToFloat(a, a_span, a32.data());
+  ConvertToFloat(b, b_span, b32.data());
+  SgemmBatched(ta, tb, batch, m, n, k, a32.data(), lda, stride_a, b32.data(), ldb, stride_b, c, ldc, m * ldc);
+  if (bias != nullptr || relu) BiasReluInPlace(batch * m, n, bias, relu, c, ldc);
+  return BF16MatmulRoute::kRoundedSgemm;
 }
 
 }  // namespace cpu

@@ -34,6 +34,8 @@
 
 #include <cstdint>
 
+#include "oneflow_core/dtype.h"
+
 namespace oneflow {
 namespace cpu {
 
@@ -121,6 +123,33 @@ void SgemmBiasRelu(bool transpose_a, bool transpose_b, int64_t m, int64_t n, int
 void SgemmBiasReluWith(EpilogueRoute route, bool transpose_a, bool transpose_b, int64_t m,
                        int64_t n, int64_t k, const float* a, int64_t lda, const float* b,
                        int64_t ldb, const float* bias, bool relu, float* c, int64_t ldc);
+
+// ---------------------------------------------------------------------------------------
+// bf16 products (the matmul kernels under --precision=bf16, compiler/passes/
+// precision_pass.h): `batch` products of SgemmBatched's form on bf16 operands, summed in
+// fp32 into the f32 c, then bias [n] (may be null) added to every row and max(0, .) when
+// relu. Strides and leading dimensions count elements; c's batches are dense (stride m *
+// ldc). Two routes, the same values up to the order of fp32 additions:
+//
+//   kDnnlBf16:     oneDNN's bf16 matmul primitive (AVX-512 BF16 or AMX where the CPU has
+//                  them; oneDNN needs at least AVX-512 for bf16), cached per thread and
+//                  shape with Sgemm's primitives.
+//   kRoundedSgemm: where oneDNN has no bf16 primitive for this CPU: the operands widened
+//                  to f32 (exact) and multiplied by SgemmBatched. A product of two bf16
+//                  values is exact in fp32, so only the summation order differs; it runs
+//                  at fp32's speed, plus the conversions. `--precision=bf16` is refused on
+//                  such CPUs (compiler/precision.h); tests reach this route through
+//                  CompileOptions to check bf16's numerics on any machine.
+enum class BF16MatmulRoute { kDnnlBf16, kRoundedSgemm };
+
+// Whether oneDNN runs bf16 products on this CPU (probed once, on a 2x2 product).
+bool Bf16MatmulUsesDnnl();
+
+BF16MatmulRoute Bf16MatmulBatched(bool transpose_a, bool transpose_b, int64_t batch, int64_t m,
+                                  int64_t n, int64_t k, const BFloat16* a, int64_t lda,
+                                  int64_t stride_a, const BFloat16* b, int64_t ldb,
+                                  int64_t stride_b, const float* bias, bool relu, float* c,
+                                  int64_t ldc);
 
 // The epilogue alone, in place over rows of c: c[i, j] += bias[j] (bias may be null),
 // then max(0, .) when relu. kSeparatePass's second half.

@@ -45,6 +45,9 @@ ABSL_FLAG(std::string, codec_calibration, "", "A codec throughput file written b
 ABSL_FLAG(double, bucket_mb, 25, "Gradient bucket size in MiB (0: one collective per gradient).");
 ABSL_FLAG(std::string, sparse_boxing, "auto", "auto or off (docs/sparse_boxing.md).");
 ABSL_FLAG(bool, fuse_epilogues, true, "Fuse matmul -> bias_add (-> relu) chains into fused_matmul_bias.");
+ABSL_FLAG(std::string, precision, "fp32",
+          "fp32, or bf16 mixed precision (matrix products on bf16 operands with fp32 accumulation; needs "
+          "AVX-512 BF16 or AMX; docs/memory_and_precision.md).");
 ABSL_FLAG(std::string, plan_out, "", "Write the compiled plan to this file.");
 ABSL_FLAG(std::string, dump_after, "",
           "Comma-separated compiler pass names (or 'all') after which to print the state.");
@@ -101,6 +104,7 @@ absl::Status RunCompile(const std::vector<std::string>& arguments, std::ostream&
   settings.bucket_mb = absl::GetFlag(FLAGS_bucket_mb);
   settings.sparse_boxing = absl::GetFlag(FLAGS_sparse_boxing);
   settings.fuse_epilogues = absl::GetFlag(FLAGS_fuse_epilogues);
+  settings.precision = absl::GetFlag(FLAGS_precision);
   settings.compression.compression = absl::GetFlag(FLAGS_compression);
   settings.compression.codec_bytes_per_second = absl::GetFlag(FLAGS_codec_bytes_per_second);
   settings.compression.codec_calibration = absl::GetFlag(FLAGS_codec_calibration);

@@ -5,6 +5,7 @@
 #include <string>
 #include <vector>
 
+#include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 #include "gmock/gmock.h"
 #include "google/protobuf/struct.pb.h"
@@ -125,6 +126,31 @@ proto::Plan PlanWithRicherBoxing() {
   boxing->mutable_sparsity()->set_kind(proto::Sparsity::ROWS);
   boxing->mutable_sparsity()->set_max_rows(1000);
   return plan;
+}
+
+// A bf16 plan (compiler/passes/precision_pass.h): the products are marked in the op table
+// and a precision line counts them and the tensors by dtype; an fp32 plan has neither.
+TEST(InspectTextTest, Bf16ProductsAndThePrecisionLine) {
+  proto::Plan plan = SampleDataParallelPlan();
+  EXPECT_THAT(Inspect(plan, InspectFormat::kText), Not(HasSubstr("precision")));
+  int marked = 0;
+  for (proto::OpDef& op : *plan.mutable_job()->mutable_ops()) {
+    if (op.type() != "matmul") continue;
+    (*op.mutable_attrs())["compute_dtype"].set_s("bf16");
+    ++marked;
+  }
+  ASSERT_EQ(marked, 2);
+  int tensors = 0;
+  for (const proto::TensorDef& tensor : plan.job().tensors()) tensors += tensor.dtype() == proto::DTYPE_F32;
+  ASSERT_EQ(tensors, plan.job().tensors_size());
+  const std::string text = Inspect(plan, InspectFormat::kText);
+  EXPECT_THAT(text, HasSubstr("  mm         matmul[bf16]  a: S(0), b: B -> out: S(0)"));
+  EXPECT_THAT(text, HasSubstr("  mm_grad    matmul[bf16]  a: S(0), b: S(0) -> out: P"));
+  EXPECT_THAT(text, HasSubstr(absl::StrCat(
+                        "\nprecision (--precision=bf16): 2 of 2 matrix products on bf16 operands with fp32 "
+                        "accumulation; tensors: ",
+                        tensors, " f32 (master weights, activations, gradients and optimizer state stay in their "
+                        "dtype: 0 B saved)\n")));
 }
 
 TEST(InspectTextTest, RicherBoxingAndUnknownLowerBound) {
