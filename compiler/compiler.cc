@@ -35,25 +35,30 @@ LinkModel LinkModelOf(const proto::Cluster& cluster) {
                    cluster.inter_node_latency()};
 }
 
-absl::StatusOr<proto::Plan> Compile(const proto::Job& job, const CompileOptions& options) {
+absl::Status PrepareCompilation(const proto::Job& job, const CompileOptions& options, Compilation* compilation) {
   OF_RETURN_IF_ERROR(CheckOptions(options));
-  Compilation compilation;
-  compilation.job = job;
-  compilation.options = options;
+  compilation->job = job;
+  compilation->options = options;
   const proto::Cluster& cluster = options.cluster;
-  compilation.links = LinkModelOf(cluster);
+  compilation->links = LinkModelOf(cluster);
   const DeviceType type = cluster.device_type() == proto::DEVICE_CUDA ? DeviceType::kCuda : DeviceType::kCpu;
-  OF_ASSIGN_OR_RETURN(compilation.cluster_placement,
+  OF_ASSIGN_OR_RETURN(compilation->cluster_placement,
                       Placement::Grid(type, cluster.num_nodes(), cluster.devices_per_node()));
-  compilation.default_placement = compilation.cluster_placement;
+  compilation->default_placement = compilation->cluster_placement;
   if (job.has_default_placement()) {
     absl::StatusOr<Placement> placement = Placement::FromProto(job.default_placement());
     if (!placement.ok()) {
       return absl::InvalidArgumentError(
           absl::StrCat("default placement of job '", job.name(), "': ", placement.status().message()));
     }
-    compilation.default_placement = *placement;
+    compilation->default_placement = *placement;
   }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<proto::Plan> Compile(const proto::Job& job, const CompileOptions& options) {
+  Compilation compilation;
+  OF_RETURN_IF_ERROR(PrepareCompilation(job, options, &compilation));
   OF_RETURN_IF_ERROR(StandardPipeline().Run(&compilation));
   return std::move(compilation.plan);
 }

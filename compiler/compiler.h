@@ -23,6 +23,13 @@ namespace oneflow {
 // The cost model's links of a cluster description: its bandwidths and latencies.
 LinkModel LinkModelOf(const proto::Cluster& cluster);
 
+struct Compilation;
+
+// The state Compile starts the pass pipeline from: the job, the options (checked), the
+// cost model's links and the cluster's and job's default placements. Tests that run a
+// prefix of the pipeline (compiler/passes/pass_test_util.h) start from it too.
+absl::Status PrepareCompilation(const proto::Job& job, const CompileOptions& options, Compilation* compilation);
+
 absl::StatusOr<proto::Plan> Compile(const proto::Job& job, const CompileOptions& options);
 
 }  // namespace oneflow

@@ -16,6 +16,16 @@ std::vector<std::string> PassPipeline::PassNames() const {
   return names;
 }
 
+absl::Status PassPipeline::StopAfter(absl::string_view last_pass) {
+  for (size_t i = 0; i < passes_.size(); ++i) {
+    if (passes_[i]->name() != last_pass) continue;
+    passes_.resize(i + 1);
+    return absl::OkStatus();
+  }
+  return absl::InvalidArgumentError(absl::StrCat("no pass named '", last_pass,
+                                                 "'; the passes are: ", absl::StrJoin(PassNames(), ", ")));
+}
+
 absl::Status PassPipeline::CheckDataflow() const {
   StateParts available = provided_;
   for (size_t i = 0; i < passes_.size(); ++i) {

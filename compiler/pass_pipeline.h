@@ -42,6 +42,11 @@ class PassPipeline {
 
   std::vector<std::string> PassNames() const;
 
+  // Drops the passes after the one named `last_pass`, so that Run stops there (per-pass
+  // tests run the standard pipeline's prefix up to the pass under test). An unknown name
+  // is INVALID_ARGUMENT listing the passes.
+  absl::Status StopAfter(absl::string_view last_pass);
+
  private:
   // Runs one pass with the parts it does not declare moved out, and checks it kept to
   // its declaration.
