@@ -2,6 +2,7 @@
 
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "absl/container/flat_hash_set.h"
@@ -40,10 +41,18 @@ CompileOptions OneDeviceOptions() {
   return options;
 }
 
+absl::StatusOr<proto::Job> JobFromText(absl::string_view graph_text) {
+  OF_ASSIGN_OR_RETURN(std::unique_ptr<Graph> graph, ParseGraphText(graph_text));
+  return graph->Build();
+}
+
 absl::StatusOr<PassTexts> RunThroughPass(absl::string_view graph_text, absl::string_view pass,
                                          CompileOptions options) {
-  OF_ASSIGN_OR_RETURN(std::unique_ptr<Graph> graph, ParseGraphText(std::string(graph_text)));
-  OF_ASSIGN_OR_RETURN(proto::Job job, graph->Build());
+  OF_ASSIGN_OR_RETURN(proto::Job job, JobFromText(graph_text));
+  return RunThroughPass(job, pass, std::move(options));
+}
+
+absl::StatusOr<PassTexts> RunThroughPass(const proto::Job& job, absl::string_view pass, CompileOptions options) {
   PassPipeline pipeline = StandardPipeline();
   OF_RETURN_IF_ERROR(pipeline.StopAfter(pass));
   const std::vector<std::string> names = pipeline.PassNames();

@@ -9,6 +9,7 @@
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
 #include "compiler/compile_options.h"
+#include "proto/job.pb.h"
 
 namespace oneflow {
 
@@ -30,6 +31,12 @@ CompileOptions OneDeviceOptions();
 // standard pipeline's passes in order up to and including `pass` (the earlier ones
 // provide what it reads), and returns the state as text before and after `pass`.
 absl::StatusOr<PassTexts> RunThroughPass(absl::string_view graph_text, absl::string_view pass,
+                                         CompileOptions options = OneDeviceOptions());
+
+// The job of a graph written as text, for tests that set what the text does not say
+// (e.g. Job.micro_batches) before RunThroughPass.
+absl::StatusOr<proto::Job> JobFromText(absl::string_view graph_text);
+absl::StatusOr<PassTexts> RunThroughPass(const proto::Job& job, absl::string_view pass,
                                          CompileOptions options = OneDeviceOptions());
 
 }  // namespace oneflow
