@@ -1,0 +1,64 @@
+// The sbp_choice pass on a small graph written as text: the layout it chooses for each tensor and op.
+#include "compiler/passes/sbp_choice_pass.h"
+
+#include <string>
+
+#include "compiler/passes/pass_test_util.h"
+#include "gtest/gtest.h"
+
+namespace oneflow {
+namespace {
+
+// One linear layer, cross entropy and its mean, trained with SGD with momentum, on two
+// devices: the data-parallel layout is the cheapest.
+constexpr char kLinear[] = R"(graph linear
+placement cpu{0:0-1}
+source data synthetic_classification seed=1 num_classes=4
+%x = input f32[4, 8] source=data
+%labels = input i32[4] source=data
+%w = variable f32[8, 4] init=xavier_uniform seed=1
+%matmul_0 = matmul(a=%x, b=%w) f32[4, 4]
+%sparse_softmax_cross_entropy_1 = sparse_softmax_cross_entropy(logits=%matmul_0, labels=%labels) f32[4]
+%reduce_mean_2 = reduce_mean(x=%sparse_softmax_cross_entropy_1, axes=[], keep_dims=false) f32[]
+optimizer sgd lr=0.1 momentum=0.9
+loss %reduce_mean_2
+)";
+
+CompileOptions TwoDevices() {
+  CompileOptions options = OneDeviceOptions();
+  options.cluster.set_devices_per_node(2);
+  return options;
+}
+
+TEST(SbpChoicePassTest, ChoosesDataParallelOnTwoDevices) {
+  absl::StatusOr<PassTexts> texts = RunThroughPass(kLinear, "sbp_choice", TwoDevices());
+  ASSERT_TRUE(texts.ok()) << texts.status();
+  // Before the pass nothing has an SBP.
+  EXPECT_EQ(texts->before.find(" S(0)"), std::string::npos) << texts->before;
+  // Inputs and variables keep their B default; ops read the batch split (S(0)) and w
+  // whole (B). The mean over a split batch is a partial sum (P), as is w's gradient
+  // x^T x dy over split rows; the update reads it whole (B), so boxing will all-reduce it.
+  EXPECT_EQ(texts->after,
+            "placement #0 cpu{0:0-1}\n"
+            "input %x: f32[4, 8] B @0\n"
+            "input %labels: i32[4] B @0\n"
+            "variable %w: f32[8, 4] B @0\n"
+            "variable %w/momentum: f32[8, 4] B @0\n"
+            "%matmul_0: f32[4, 4] S(0) = matmul(a=%x:S(0), b=%w:B) @0\n"
+            "%sparse_softmax_cross_entropy_1: f32[4] S(0) = sparse_softmax_cross_entropy(logits=%matmul_0:S(0), "
+            "labels=%labels:S(0)) @0\n"
+            "%reduce_mean_2: f32[] P = reduce_mean(x=%sparse_softmax_cross_entropy_1:S(0)) @0\n"
+            "%reduce_mean_2_grad/ones_like_3: f32[] B = ones_like(x=%reduce_mean_2:P) @0\n"
+            "%reduce_mean_2_grad/broadcast_like_4: f32[4] S(0) = broadcast_like(x=%reduce_mean_2_grad/ones_like_3:B, "
+            "like=%sparse_softmax_cross_entropy_1:S(0)) @0\n"
+            "%reduce_mean_2_grad/scalar_mul_5: f32[4] S(0) = scalar_mul(x=%reduce_mean_2_grad/broadcast_like_4:S(0)) @0\n"
+            "%sparse_softmax_cross_entropy_1_grad/sparse_softmax_cross_entropy_grad_6: f32[4, 4] S(0) = "
+            "sparse_softmax_cross_entropy_grad(logits=%matmul_0:S(0), labels=%labels:S(0), "
+            "dy=%reduce_mean_2_grad/scalar_mul_5:S(0)) @0\n"
+            "%matmul_0_grad/matmul_8: f32[8, 4] P = matmul(a=%x:S(0), "
+            "b=%sparse_softmax_cross_entropy_1_grad/sparse_softmax_cross_entropy_grad_6:S(0)) @0\n"
+            "op w_update/sgd_update_9 = sgd_update(param=%w:B, grad=%matmul_0_grad/matmul_8:B, momentum=%w/momentum:B) @0\n");
+}
+
+}  // namespace
+}  // namespace oneflow
