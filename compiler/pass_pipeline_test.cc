@@ -4,6 +4,7 @@
 #include <functional>
 #include <string>
 #include <utility>
+#include <vector>
 
 #include "compiler/compilation.h"
 #include "compiler/passes/sbp_choice_pass.h"
@@ -52,6 +53,17 @@ Compilation SmallCompilation(bool verify_each_pass = true) {
 
 TEST(PassPipelineTest, StandardPipelineReadsOnlyWhatEarlierPassesWrite) {
   EXPECT_TRUE(StandardPipeline().CheckDataflow().ok()) << StandardPipeline().CheckDataflow();
+}
+
+TEST(PassPipelineTest, StopAfterKeepsThePassesUpToTheNamedOne) {
+  PassPipeline pipeline = StandardPipeline();
+  ASSERT_TRUE(pipeline.StopAfter("optimizer").ok());
+  EXPECT_EQ(pipeline.PassNames(),
+            (std::vector<std::string>{"shape_inference", "autograd", "gradient_accumulation", "optimizer"}));
+  const absl::Status unknown = pipeline.StopAfter("lowering");
+  EXPECT_EQ(unknown.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(unknown.message(),
+            "no pass named 'lowering'; the passes are: shape_inference, autograd, gradient_accumulation, optimizer");
 }
 
 TEST(PassPipelineTest, ReadingAPartNoEarlierPassWritesIsRejectedBeforeAnythingRuns) {

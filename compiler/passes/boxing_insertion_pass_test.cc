@@ -1,4 +1,5 @@
-// The boxing_insertion pass on a small graph written as text: the conversions it puts where a producer's layout is not what a consumer reads.
+// The boxing_insertion pass on a small graph written as text: the conversions it puts
+// where a producer's layout is not what a consumer reads.
 #include "compiler/passes/boxing_insertion_pass.h"
 
 #include <string>

@@ -1,4 +1,5 @@
-// The gradient_accumulation pass on a small graph written as text: the accumulate op it puts between a gradient and the optimizer.
+// The gradient_accumulation pass on a small graph written as text: the accumulate op it
+// puts between a gradient and the optimizer.
 #include "compiler/passes/gradient_accumulation_pass.h"
 
 #include "compiler/passes/pass_test_util.h"
