@@ -6,9 +6,8 @@
 
 namespace oneflow {
 
-// In order: shape_inference, autograd, gradient_accumulation, optimizer,
-// dead_op_elimination, sbp_choice, epilogue_fusion, recompute, boxing_insertion, gradient_bucketing,
-// lowering, pipeline_schedule, actor_graph, collective_ordering, memory_planning, plan_emission.
+// The passes in order. The body of this function in standard_pipeline.cc is the one list
+// of them: docs/overview.md walks through it, and `--dump_after` with an unknown name prints it.
 PassPipeline StandardPipeline();
 
 }  // namespace oneflow
