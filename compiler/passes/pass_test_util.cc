@@ -41,6 +41,12 @@ CompileOptions OneDeviceOptions() {
   return options;
 }
 
+CompileOptions TwoDeviceOptions() {
+  CompileOptions options = OneDeviceOptions();
+  options.cluster.set_devices_per_node(2);
+  return options;
+}
+
 absl::StatusOr<proto::Job> JobFromText(absl::string_view graph_text) {
   OF_ASSIGN_OR_RETURN(std::unique_ptr<Graph> graph, ParseGraphText(graph_text));
   return graph->Build();
