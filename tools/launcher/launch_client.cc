@@ -251,17 +251,43 @@ absl::Status LaunchSession::Run() {
   absl::Time cancel_deadline = absl::InfiniteFuture();
   std::string headline;
   absl::StatusCode code = absl::StatusCode::kOk;
-  auto fail = [&](absl::StatusCode failure_code, std::string text, int64_t node = -1) {
-    if (cancelling) return;
+  // A worker that failed because a peer did (JobEvent.Failed.caused_by_peer: it lost the
+  // connection, or read the peer's record) usually reports a few milliseconds before the
+  // node that failed first does, or instead of it. Such a failure is provisional: the job
+  // is cancelled only after kPeerReportWait, and the first failure of a node that failed by
+  // itself (its worker killed or failing, its daemon unreachable), arriving by then or
+  // during the cancel wait, takes the headline, and failed_node() with it.
+  constexpr absl::Duration kPeerReportWait = absl::Milliseconds(500);
+  bool provisional = false;
+  absl::Time settle_deadline = absl::InfiniteFuture();
+  auto cancel_now = [&] {
+    settle_deadline = absl::InfiniteFuture();
+    // The dumps first: a cancelled worker writes none.
+    if (options_.collect_dumps && code != absl::StatusCode::kCancelled) CollectDumps();
+    cancel_deadline = absl::Now() + options_.cancel_wait;
+    CancelEverywhere();
+  };
+  auto fail = [&](absl::StatusCode failure_code, std::string text, int64_t node = -1, bool caused_by_peer = false) {
+    if (cancelling) {
+      if (!provisional || caused_by_peer || failure_code == absl::StatusCode::kCancelled) return;
+      provisional = false;
+      failed_node_ = node;
+      code = failure_code;
+      headline = std::move(text);
+      if (settle_deadline != absl::InfiniteFuture()) cancel_now();
+      return;
+    }
     cancelling = true;
+    provisional = caused_by_peer;
     failed_node_ = node;
     failed_at_ = absl::Now();
     code = failure_code;
     headline = std::move(text);
-    // The dumps first: a cancelled worker writes none.
-    if (options_.collect_dumps && failure_code != absl::StatusCode::kCancelled) CollectDumps();
-    cancel_deadline = absl::Now() + options_.cancel_wait;
-    CancelEverywhere();
+    if (provisional) {
+      settle_deadline = absl::Now() + kPeerReportWait;
+      return;
+    }
+    cancel_now();
   };
   ProgressMonitor monitor(plan_, options_.monitor);
   bool hang_reported = false;
@@ -293,7 +319,9 @@ absl::Status LaunchSession::Run() {
   };
   while (!all_ended()) {
     check_progress();
-    std::optional<Item> item = Pop(cancelling ? cancel_deadline : std::min(cancel_deadline, next_check));
+    std::optional<Item> item =
+        Pop(std::min(settle_deadline, cancelling ? cancel_deadline : std::min(cancel_deadline, next_check)));
+    if (absl::Now() >= settle_deadline) cancel_now();  // No report from the node that failed first.
     if (!item.has_value()) {
       if (cancelling && absl::Now() >= cancel_deadline) break;  // The cancel wait is over.
       continue;
@@ -364,13 +392,15 @@ absl::Status LaunchSession::Run() {
         } else {
           fail(absl::StatusCode::kAborted, absl::StrCat("job '", options_.job_id, "' failed on ", NodeName(node.rank),
                                                         ": ", event.failed().reason()),
-               node.rank);
+               node.rank, event.failed().caused_by_peer());
         }
         break;
       default:
         break;
     }
   }
+  // Every node ended while a provisional failure waited: the dumps are still collected.
+  if (settle_deadline != absl::InfiniteFuture()) cancel_now();
   // Whoever has not answered by now is cut off (their daemons cancel on disconnect).
   for (auto& node : nodes_) {
     if (!node->ended) node->context.TryCancel();

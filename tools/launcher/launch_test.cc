@@ -114,6 +114,32 @@ TEST_F(LaunchTest, ACrashedNodeFailsTheJobWithAReport) {
   for (pid_t pid : pids) EXPECT_TRUE(testing::WaitProcessGone(pid, absl::Seconds(10))) << pid;
 }
 
+// Node 0's worker reports a failure caused by a peer before node 1's worker dies by
+// itself, 300 ms later: the launch waits for node 1's own report and names node 1.
+TEST_F(LaunchTest, ANodeThatFailedByItselfIsNamedBeforeTheSurvivorThatNoticed) {
+  LaunchProcess launch(testing::FakeJobPlan("fake:hang;node0=peer_failed=lost the connection to rank 1;"
+                                            "node1=crash_after_ms=300",
+                                            2),
+                       Flags({"--iters=10"}));
+  ASSERT_EQ(launch.Wait(), 1) << launch.Stderr();
+  const std::string err = launch.Stderr();
+  EXPECT_THAT(err, ::testing::ContainsRegex(absl::StrCat(
+                       R"(oneflow launch: job 'launched' failed on node 1 \()", daemons_[1]->address(),
+                       R"(\): node 1 worker \(pid [0-9]+\) was killed by signal 9 \(Killed\))")));
+  EXPECT_THAT(err, HasSubstr(absl::StrCat("\n  node 0 (", daemons_[0]->address(), "): failed, exit code 1\n")));
+}
+
+// With no report from another node within the wait, the survivor's failure is the job's.
+TEST_F(LaunchTest, ASurvivorsFailureStandsWhenNoOtherNodeReports) {
+  LaunchProcess launch(testing::FakeJobPlan("fake:hang;node0=peer_failed=lost the connection to rank 1", 2),
+                       Flags({"--iters=10"}));
+  ASSERT_EQ(launch.Wait(), 1) << launch.Stderr();
+  const std::string err = launch.Stderr();
+  EXPECT_THAT(err, HasSubstr(absl::StrCat("oneflow launch: job 'launched' failed on node 0 (", daemons_[0]->address(),
+                                          "): lost the connection to rank 1")));
+  EXPECT_THAT(err, HasSubstr(absl::StrCat("\n  node 1 (", daemons_[1]->address(), "): cancelled, signal 15")));
+}
+
 TEST_F(LaunchTest, WrongNumberOfNodesIsAClearError) {
   LaunchProcess launch(testing::FakeJobPlan("fake:finish", 2),
                        {absl::StrCat("--nodes=", daemons_[0]->address()),

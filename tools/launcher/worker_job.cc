@@ -377,6 +377,7 @@ void WorkerJob::Finish(int wait_status) {
     failed->set_signal(signal);
     failed->set_exit_code(exit_code);
     failed->set_cancelled(cancelled);
+    failed->set_caused_by_peer(!cancelled && said_failed && worker_outcome_->failed().caused_by_peer());
     for (const proto::DeviceProgress& device : progress) *failed->add_progress() = device;
     state_ = cancelled ? proto::JobStatus::CANCELLED : proto::JobStatus::FAILED;
     reason_ = reason;

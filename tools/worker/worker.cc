@@ -20,6 +20,7 @@
 #include "absl/synchronization/notification.h"
 #include "actors/flight_recorder.h"
 #include "actors/runtime.h"
+#include "oneflow_core/comm/gloo/failure.h"
 #include "plan/plan_verifier.h"
 #include "oneflow_core/status.h"
 #include "plan/plan_io.h"
@@ -142,6 +143,9 @@ absl::Status RunWorker(const WorkerOptions& options) {
     event.mutable_failed()->set_reason(std::string(status.message()));
     event.mutable_failed()->set_failed_rank(options.node_rank);
     event.mutable_failed()->set_exit_code(1);
+    const std::optional<gloo_backend::Failure> first = gloo_backend::FirstProcessFailure();
+    event.mutable_failed()->set_caused_by_peer(first.has_value() &&
+                                               first->source != gloo_backend::Failure::Source::kThisRank);
     AddProgress(records, event.mutable_failed()->mutable_progress());
     write_event(event);
   };

@@ -2,7 +2,9 @@
 
 #include <vector>
 
+#include "absl/base/thread_annotations.h"
 #include "absl/strings/numbers.h"
+#include "absl/synchronization/mutex.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 
@@ -12,7 +14,29 @@ namespace {
 
 std::string PeerText(int64_t rank) { return rank < 0 ? "a peer" : absl::StrCat("rank ", rank); }
 
+struct ProcessFailure {
+  absl::Mutex mutex;
+  std::optional<Failure> first ABSL_GUARDED_BY(mutex);
+};
+
+ProcessFailure& TheProcessFailure() {
+  static ProcessFailure* failure = new ProcessFailure;
+  return *failure;
+}
+
 }  // namespace
+
+void NoteProcessFailure(const Failure& failure) {
+  ProcessFailure& process = TheProcessFailure();
+  absl::MutexLock lock(&process.mutex);
+  if (!process.first.has_value()) process.first = failure;
+}
+
+std::optional<Failure> FirstProcessFailure() {
+  ProcessFailure& process = TheProcessFailure();
+  absl::MutexLock lock(&process.mutex);
+  return process.first;
+}
 
 absl::string_view VerbText(Exchange::Verb verb) {
   switch (verb) {

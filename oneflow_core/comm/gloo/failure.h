@@ -34,6 +34,13 @@ struct Failure {
   std::string Earlier() const;
 };
 
+// The first failure any group of this process took (both meshes' Fail call
+// NoteProcessFailure), for the worker's report: a failure that came from a peer (kPeer,
+// kLostConnection) marks the worker's failure as caused by a peer, so a launch names the
+// node that failed first rather than a survivor that noticed (launch_client.cc).
+void NoteProcessFailure(const Failure& failure);
+std::optional<Failure> FirstProcessFailure();
+
 // A record is "<source>\n<rank>\n<code>\n<message>", the failure as a third rank tells it.
 std::string EncodeFailureRecord(const Failure& failure);
 std::optional<Failure> DecodeFailureRecord(const std::string& text);

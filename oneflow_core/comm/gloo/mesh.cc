@@ -97,6 +97,7 @@ void Mesh::Fail(Failure failure) {
     std::lock_guard<std::mutex> lock(mutex_);
     if (failure_.has_value()) return;
     failure_ = failure;
+    NoteProcessFailure(failure);
     // A woken wait returns false; the waiting call then reports this failure.
     for (const auto& [buffer, receiving] : waits_) {
       if (receiving) {

@@ -1,10 +1,44 @@
 #include "oneflow_core/comm/ucx/context.h"
 
+#include <ucs/debug/log_def.h>
+#include <unistd.h>
+
+#include <cstdarg>
+#include <cstdio>
+
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
 
 namespace oneflow {
 namespace ucx_backend {
+namespace {
+
+// UCX logs a transport failure it was not asked to handle (a peer that died: CMA's
+// process_vm_readv answers ESRCH, TCP's connection resets) at level FATAL, and its default
+// log handler then aborts this process. Handling them with UCP_ERR_HANDLING_MODE_PEER is
+// not open to us (this UCX refuses synchronous sends in that mode, mesh.h), and an abort
+// would make a survivor look like the failure: a launch would report the survivor's
+// SIGABRT instead of the peer that died. The call sites that log at FATAL through the log
+// handlers return an error status right after (uct_base_iface_failure_log_level), so this
+// handler, called before UCX's own, prints the message as a warning and stops there: the
+// operation fails, the exchange sees a broken request and fails the group as a lost
+// connection, naming the peer (mesh.h). UCX's assertion failures and ucs_fatal() do not
+// pass through log handlers and still abort.
+ucs_log_func_rc_t SurviveTransportFailure(const char* file, unsigned line, const char* /*function*/,
+                                          ucs_log_level_t level, const ucs_log_component_config_t* /*config*/,
+                                          const char* format, va_list arguments) {
+  if (level != UCS_LOG_LEVEL_FATAL) return UCS_LOG_FUNC_RC_CONTINUE;
+  char message[512];
+  vsnprintf(message, sizeof(message), format, arguments);
+  char text[768];
+  const int length = snprintf(text, sizeof(text), "UCX transport failure at %s:%u (the group fails instead of aborting): %s\n",
+                              file, line, message);
+  // write(2): no allocation or stdio lock on a path UCX may take from a progress call.
+  if (length > 0) (void)!write(STDERR_FILENO, text, static_cast<size_t>(length) < sizeof(text) ? length : sizeof(text) - 1);
+  return UCS_LOG_FUNC_RC_STOP;
+}
+
+}  // namespace
 
 absl::StatusOr<ucp_context_h> SharedContext() {
   static const absl::StatusOr<ucp_context_h>* context = [] {
@@ -28,6 +62,8 @@ absl::StatusOr<ucp_context_h> SharedContext() {
       return new absl::StatusOr<ucp_context_h>(absl::UnavailableError(
           absl::StrCat("UCX could not initialize: ", ucs_status_string(status))));
     }
+    // After ucp_init, which pushes UCX's default handler: handlers run newest first.
+    ucs_log_push_handler(SurviveTransportFailure);
     return new absl::StatusOr<ucp_context_h>(handle);
   }();
   return *context;

@@ -125,6 +125,7 @@ void Mesh::Fail(Failure failure) {
     std::lock_guard<std::mutex> lock(mutex_);
     if (failure_.has_value()) return;
     failure_ = failure;
+    gloo_backend::NoteProcessFailure(failure);
     failed_.store(true, std::memory_order_release);
   }
   WriteRecord(failure);

@@ -16,7 +16,9 @@
 // alive, so a peer that died without a record fails the group as a lost connection. Why
 // not UCX's own peer-failure detection: it needs UCP_ERR_HANDLING_MODE_PEER, which this
 // UCX (1.13) supports only without synchronous sends (Send's rendezvous, communicator.h)
-// and with fewer transports.
+// and with fewer transports. Without it UCX logs a peer's death that a transfer runs into
+// (CMA reading a dead process, a TCP reset) at FATAL and would abort this process;
+// context.cc turns those into failed requests, which fail the group as a lost connection.
 #ifndef ONEFLOW_CORE_COMM_UCX_MESH_H_
 #define ONEFLOW_CORE_COMM_UCX_MESH_H_
 

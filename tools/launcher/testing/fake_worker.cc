@@ -7,6 +7,9 @@
 //     finish            every iteration, then Finished, exit 0
 //     crash_after=K     K iterations, then SIGKILL itself
 //     fail=MESSAGE      one iteration, then Failed{MESSAGE}, exit 1
+//     peer_failed=MESSAGE  one iteration, then Failed{MESSAGE, caused_by_peer}, exit 1: a
+//                       survivor that noticed another node's failure
+//     crash_after_ms=T  one iteration, then T ms, then SIGKILL itself
 //     exit=C            one iteration, then exit C without a terminal event
 //     hang              one iteration, then sleep until killed (SIGTERM ends it)
 //     hang_after=K      K iterations (at most --iters), then sleep until killed: a job
@@ -64,9 +67,10 @@ std::string BehaviorFor(const std::string& job_name, int64_t node) {
   return behavior;
 }
 
-int Fail(WorkerEventWriter& events, const std::string& reason) {
+int Fail(WorkerEventWriter& events, const std::string& reason, bool caused_by_peer = false) {
   proto::JobEvent event;
   event.mutable_failed()->set_reason(reason);
+  event.mutable_failed()->set_caused_by_peer(caused_by_peer);
   (void)events.Write(event);
   return 1;
 }
@@ -147,6 +151,13 @@ int Main(int argc, char** argv) {
   }
   if (crash_after >= 0) raise(SIGKILL);  // crash_after >= iterations: crash at the end.
   if (absl::StartsWith(behavior, "fail=")) return Fail(events, behavior.substr(5));
+  if (absl::StartsWith(behavior, "peer_failed=")) return Fail(events, behavior.substr(12), /*caused_by_peer=*/true);
+  if (absl::StartsWith(behavior, "crash_after_ms=")) {
+    int64_t milliseconds = 0;
+    if (!absl::SimpleAtoi(behavior.substr(15), &milliseconds)) return Fail(events, "bad crash_after_ms");
+    absl::SleepFor(absl::Milliseconds(milliseconds));
+    raise(SIGKILL);
+  }
   if (absl::StartsWith(behavior, "exit=")) {
     int code = 0;
     return absl::SimpleAtoi(behavior.substr(5), &code) ? code : 2;
