@@ -13,16 +13,16 @@
 #include "actors/behaviors/bucket_behavior.h"
 #include "actors/behaviors/compute_behavior.h"
 #include "actors/behaviors/leaf_behaviors.h"
-#include "actors/behaviors/plan_index.h"
 #include "actors/checkpoint/checkpoint_reader.h"
 #include "actors/compression_meter.h"
 #include "actors/sparse_meter.h"
-#include "plan/plan_verifier.h"
 #include "kernels/backends.h"
 #include "kernels/cpu/thread_pool.h"
 #include "oneflow_core/dtype.h"
 #include "oneflow_core/ops/registry.h"
 #include "oneflow_core/status.h"
+#include "plan/plan_index.h"
+#include "plan/plan_verifier.h"
 
 namespace oneflow::actors {
 

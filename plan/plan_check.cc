@@ -1,12 +1,17 @@
 #include "plan/plan_check.h"
 
 #include <algorithm>
+#include <string>
 
+#include "absl/container/flat_hash_map.h"
+#include "absl/container/flat_hash_set.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/string_view.h"
 #include "oneflow_core/placement.h"
 #include "oneflow_core/sbp.h"
 #include "oneflow_core/status.h"
 #include "plan/plan_format.h"
+#include "plan/plan_index.h"
 
 namespace oneflow {
 namespace {
@@ -175,61 +180,6 @@ absl::Status CheckPlanForInspection(const proto::Plan& plan) {
     OF_RETURN_IF_ERROR(CheckDeviceReferences(plan, index, d));
   }
   return CheckLogicalSection(plan, index);
-}
-
-PlanIndex::PlanIndex(const proto::Plan& plan) {
-  for (const proto::OpDef& op : plan.job().ops()) ops_.emplace(op.name(), &op);
-  for (const proto::TensorDef& tensor : plan.job().tensors()) {
-    tensors_.emplace(tensor.name(), &tensor);
-  }
-  for (const proto::VariableDef& variable : plan.job().variables()) {
-    variables_.insert(variable.tensor());
-  }
-  for (const proto::DataSourceDef& source : plan.job().data_sources()) {
-    data_source_outputs_.insert(source.outputs().begin(), source.outputs().end());
-  }
-  for (const proto::CollectiveDef& collective : plan.collectives()) {
-    collectives_.emplace(collective.id(), &collective);
-  }
-  for (int d = 0; d < plan.devices_size(); ++d) {
-    for (const proto::ActorDef& actor : plan.devices(d).actors()) {
-      actors_.emplace(actor.id(), ActorEntry{d, &actor});
-    }
-    for (const proto::RegisterDef& reg : plan.devices(d).registers()) {
-      registers_.emplace(std::make_pair(d, reg.id()), &reg);
-    }
-  }
-}
-
-const proto::OpDef* PlanIndex::FindOp(absl::string_view name) const {
-  auto it = ops_.find(name);
-  return it == ops_.end() ? nullptr : it->second;
-}
-
-const proto::TensorDef* PlanIndex::FindTensor(absl::string_view name) const {
-  auto it = tensors_.find(name);
-  return it == tensors_.end() ? nullptr : it->second;
-}
-
-const proto::CollectiveDef* PlanIndex::FindCollective(int64_t id) const {
-  auto it = collectives_.find(id);
-  return it == collectives_.end() ? nullptr : it->second;
-}
-
-const PlanIndex::ActorEntry* PlanIndex::FindActor(int64_t id) const {
-  auto it = actors_.find(id);
-  return it == actors_.end() ? nullptr : &it->second;
-}
-
-const proto::RegisterDef* PlanIndex::FindRegister(int device_index, int64_t id) const {
-  auto it = registers_.find(std::make_pair(device_index, id));
-  return it == registers_.end() ? nullptr : it->second;
-}
-
-bool PlanIndex::IsVariable(absl::string_view tensor) const { return variables_.contains(tensor); }
-
-bool PlanIndex::IsDataSourceOutput(absl::string_view tensor) const {
-  return data_source_outputs_.contains(tensor);
 }
 
 }  // namespace oneflow

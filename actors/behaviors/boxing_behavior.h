@@ -11,10 +11,10 @@
 #include "absl/time/time.h"
 #include "absl/types/span.h"
 #include "actors/behaviors/communicator_pool.h"
-#include "actors/behaviors/plan_index.h"
 #include "actors/compression_meter.h"
 #include "actors/engine.h"
 #include "actors/sparse_meter.h"
+#include "plan/plan_index.h"
 
 namespace oneflow::actors {
 

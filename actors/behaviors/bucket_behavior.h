@@ -9,8 +9,8 @@
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
 #include "actors/behaviors/communicator_pool.h"
-#include "actors/behaviors/plan_index.h"
 #include "actors/engine.h"
+#include "plan/plan_index.h"
 
 namespace oneflow::actors {
 

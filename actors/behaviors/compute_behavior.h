@@ -11,10 +11,10 @@
 #define ACTORS_BEHAVIORS_COMPUTE_BEHAVIOR_H_
 
 #include "absl/status/statusor.h"
-#include "actors/behaviors/plan_index.h"
 #include "actors/engine.h"
 #include "kernels/cpu/thread_pool.h"
 #include "kernels/device_backend.h"
+#include "plan/plan_index.h"
 
 namespace oneflow::actors {
 

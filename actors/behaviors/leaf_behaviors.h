@@ -8,8 +8,8 @@
 #include <functional>
 
 #include "absl/status/statusor.h"
-#include "actors/behaviors/plan_index.h"
 #include "actors/engine.h"
+#include "plan/plan_index.h"
 
 namespace oneflow::actors {
 

@@ -10,9 +10,9 @@
 
 #include "absl/status/statusor.h"
 #include "actors/behaviors/communicator_pool.h"
-#include "actors/behaviors/plan_index.h"
 #include "actors/engine.h"
 #include "actors/sparse_meter.h"
+#include "plan/plan_index.h"
 
 namespace oneflow::actors {
 

@@ -18,9 +18,9 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/types/span.h"
-#include "actors/behaviors/plan_index.h"
 #include "kernels/device_backend.h"
 #include "oneflow_core/tensor_slice.h"
+#include "plan/plan_index.h"
 #include "proto/checkpoint.pb.h"
 #include "proto/plan.pb.h"
 

@@ -45,10 +45,10 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
-#include "actors/behaviors/plan_index.h"
 #include "actors/checkpoint/checkpoint_retention.h"
 #include "kernels/device_backend.h"
 #include "oneflow_core/comm/key_value_store.h"
+#include "plan/plan_index.h"
 #include "proto/checkpoint.pb.h"
 #include "proto/plan.pb.h"
 

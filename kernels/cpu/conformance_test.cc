@@ -8,7 +8,6 @@
 #include <algorithm>
 #include <cmath>
 #include <functional>
-#include <random>
 #include <set>
 
 #include "gtest/gtest.h"
@@ -16,58 +15,11 @@
 #include "kernels/cpu/registry.h"
 #include "oneflow_core/ops/reference/reference.h"
 #include "oneflow_core/ops/registry.h"
+#include "oneflow_core/ops/testing/op_cases.h"
 #include "oneflow_core/tensor_slice.h"
 
 namespace oneflow {
 namespace {
-
-struct Case {
-  std::string type;
-  std::vector<TensorType> inputs;
-  AttrMap attrs;
-  int64_t index_limit = 0;       // Index inputs (ids, labels) are drawn from [0, limit).
-  std::vector<size_t> positive;  // Inputs drawn positive (divisors, Adam's v).
-  // Rewrites the random inputs (valid MoE routing, zero capacity slots); may be empty.
-  std::function<void(std::vector<Dense>*)> prepare;
-};
-
-// inputs[at] (index) and inputs[at + 1] (slot) replaced by moe_route of random probs
-// [B, T, experts]: valid choices, distinct slots, and some dropped ones (-1).
-std::function<void(std::vector<Dense>*)> Routed(size_t at, int64_t experts, int64_t top_k,
-                                                int64_t capacity) {
-  return [=](std::vector<Dense>* inputs) {
-    const Shape& shape = (*inputs)[at].shape;
-    std::mt19937 rng(11);
-    std::uniform_real_distribution<double> uniform(0.0, 1.0);
-    Dense probs = Dense::Zeros(Shape{shape.dim(0), shape.dim(1), experts});
-    for (double& v : probs.values) v = uniform(rng);
-    const std::vector<Dense> routing =
-        *EvaluateReference("moe_route", {probs}, {{"top_k", top_k}, {"capacity", capacity}});
-    for (size_t i = 0; i < 2; ++i) {
-      const DType dtype = (*inputs)[at + i].dtype;
-      (*inputs)[at + i] = routing[i];
-      (*inputs)[at + i].dtype = dtype;
-    }
-  };
-}
-
-// Zeroes the trailing capacity rows of the inputs `ks` [B, E, C, X] as unused slots are:
-// block (b, e) keeps its first (b * E + e + k) % (C + 1) rows, some none, some all. The
-// expert kernels skip those rows; the reference multiplies them.
-std::function<void(std::vector<Dense>*)> UnusedSlots(std::vector<size_t> ks) {
-  return [=](std::vector<Dense>* inputs) {
-    for (size_t k : ks) {
-      Dense& d = (*inputs)[k];
-      const int64_t experts = d.shape.dim(1), capacity = d.shape.dim(2), width = d.shape.dim(3);
-      for (int64_t block = 0; block < d.shape.dim(0) * experts; ++block) {
-        const int64_t kept = (block + static_cast<int64_t>(k)) % (capacity + 1);
-        for (int64_t i = kept * width; i < capacity * width; ++i) {
-          d.values[block * capacity * width + i] = 0.0;
-        }
-      }
-    }
-  };
-}
 
 // Divides input `at` by 16 (exact in float), as weights are ~1/sqrt(k) at initialization:
 // a product over k 128 of the default values (0.5 to 2 in size) sums terms of total size
@@ -83,7 +35,7 @@ std::function<void(std::vector<Dense>*)> WeightScale(size_t at) {
 constexpr int64_t kStep = 3;  // Dropout's stream, the learning-rate schedules, Adam's t.
 constexpr double kTolerance = 1e-5;
 
-std::vector<Case> Cases() {
+std::vector<OpCase> Cases() {
   const DType f = DType::kF32;
   const DType i32 = DType::kI32;
   const DType i64 = DType::kI64;
@@ -298,35 +250,15 @@ std::vector<Case> Cases() {
   };
 }
 
-std::vector<Dense> RandomInputs(const Case& c) {
-  std::mt19937 rng(42);
-  std::uniform_real_distribution<double> uniform(0.5, 2.0);
-  std::vector<Dense> inputs;
-  for (size_t k = 0; k < c.inputs.size(); ++k) {
-    Dense dense = Dense::Zeros(c.inputs[k].shape, c.inputs[k].dtype);
-    const bool index = !IsFloating(dense.dtype);
-    const bool positive = std::count(c.positive.begin(), c.positive.end(), k) > 0;
-    for (double& v : dense.values) {
-      v = index ? static_cast<double>(rng() % c.index_limit)
-                : uniform(rng) * (rng() % 2 && !positive ? -1 : 1);
-    }
-    inputs.push_back(RoundToFloat(std::move(dense)));
-  }
-  if (c.prepare) c.prepare(&inputs);
+// The case's random inputs rounded to float, as the kernels see them. (Rounded after the
+// case's prepare: every prepare writes float-exact values, ints, zeros, -inf, x / 16.)
+std::vector<Dense> RandomFloatInputs(const OpCase& c) {
+  std::vector<Dense> inputs = RandomInputs(c);
+  for (Dense& input : inputs) input = RoundToFloat(std::move(input));
   return inputs;
 }
 
-// A device's part of a P input: x * w_r + noise_r, weights summing to 1 and noise to 0
-// over devices (as ops_test), so the parts differ in sign.
-void MakePartial(Dense* local, int64_t rank, int64_t devices) {
-  const double weight = (rank + 1) * 2.0 / (devices * (devices + 1));
-  const double noise = rank - (devices - 1) / 2.0;
-  for (size_t i = 0; i < local->values.size(); ++i) {
-    local->values[i] = local->values[i] * weight + noise * (0.7 + static_cast<double>(i % 5));
-  }
-}
-
-testing::AssertionResult RunsLikeReference(const Case& c, const std::vector<Dense>& inputs,
+testing::AssertionResult RunsLikeReference(const OpCase& c, const std::vector<Dense>& inputs,
                                            const ReferenceContext& context) {
   const absl::StatusOr<std::vector<Dense>> want =
       EvaluateReference(c.type, inputs, c.attrs, context);
@@ -356,11 +288,11 @@ testing::AssertionResult RunsLikeReference(const Case& c, const std::vector<Dens
 }
 
 // The inputs and context of device `rank` of `devices` under `signature`.
-void DeviceArguments(const Case& c, const SbpSignature& signature, int64_t devices,
+void DeviceArguments(const OpCase& c, const SbpSignature& signature, int64_t devices,
                      int64_t rank, std::vector<Dense>* inputs, ReferenceContext* context) {
   const OpDefinition& op = **OpRegistry::Get().Find(c.type);
   const std::vector<TensorType> out_types = *op.infer(c.inputs, c.attrs);
-  const std::vector<Dense> logical = RandomInputs(c);
+  const std::vector<Dense> logical = RandomFloatInputs(c);
   const Shape hierarchy{devices};
   context->step = kStep;
   for (size_t k = 0; k < c.inputs.size(); ++k) {
@@ -380,7 +312,7 @@ void DeviceArguments(const Case& c, const SbpSignature& signature, int64_t devic
 
 // Whether the signature makes an index input partial: a sum of id tensors means nothing
 // (the reshapes and copies that move ids offer P -> P only because they are linear).
-bool PartialIndices(const Case& c, const SbpSignature& signature) {
+bool PartialIndices(const OpCase& c, const SbpSignature& signature) {
   for (size_t k = 0; k < c.inputs.size(); ++k) {
     if (signature.inputs[k].is_partial() && !IsFloating(c.inputs[k].dtype)) return true;
   }
@@ -391,13 +323,14 @@ class CpuKernelConformanceTest : public testing::TestWithParam<std::string> {};
 
 TEST_P(CpuKernelConformanceTest, MatchesTheReferenceOnEverySignatureAndDevice) {
   int cases = 0;
-  for (const Case& c : Cases()) {
+  for (const OpCase& c : Cases()) {
     const OpDefinition& op = **OpRegistry::Get().Find(c.type);
     if (op.kernel != GetParam()) continue;
     ++cases;
     ReferenceContext whole;
     whole.step = kStep;
-    EXPECT_TRUE(RunsLikeReference(c, RandomInputs(c), whole)) << c.type << " on whole tensors";
+    EXPECT_TRUE(RunsLikeReference(c, RandomFloatInputs(c), whole))
+        << c.type << " on whole tensors";
     for (int64_t devices : {2, 3}) {
       for (const SbpSignature& signature : op.signatures(c.inputs, c.attrs)) {
         if (!signature.ValidFor(devices) || PartialIndices(c, signature)) continue;
@@ -419,8 +352,8 @@ TEST_P(CpuKernelConformanceTest, MatchesTheReferenceOnEverySignatureAndDevice) {
 // it a row or column offset; the reference accepts any layout, so compare on slices that
 // cut the rows and the columns of the masked axes directly.
 TEST(CpuKernelLayoutTest, CausalMaskComparesLogicalRowsAndColumns) {
-  const Case c{"causal_mask", {{Shape{2, 6, 6}, DType::kF32}}, {{"fill", -5.0}}};
-  const Dense logical = RandomInputs(c)[0];
+  const OpCase c{"causal_mask", {{Shape{2, 6, 6}, DType::kF32}}, {{"fill", -5.0}}};
+  const Dense logical = RandomFloatInputs(c)[0];
   for (const std::vector<Range>& ranges :
        {std::vector<Range>{{0, 2}, {2, 5}, {0, 6}}, std::vector<Range>{{0, 2}, {0, 6}, {3, 6}},
         std::vector<Range>{{1, 2}, {1, 4}, {2, 5}}}) {

@@ -14,6 +14,7 @@
 #include "gtest/gtest.h"
 #include "kernels/cpu/kernel_testing.h"
 #include "oneflow_core/ops/reference/reference.h"
+#include "oneflow_core/ops/testing/op_cases.h"
 
 namespace oneflow {
 namespace {
@@ -37,28 +38,8 @@ struct GradientCase {
   std::vector<std::pair<size_t, size_t>> gradients;
   int64_t index_limit = 0;  // Index inputs are drawn from [0, limit).
   // Rewrites the random forward inputs (valid MoE routing); may be empty.
-  std::function<void(std::vector<Dense>*)> prepare;
+  PrepareInputs prepare;
 };
-
-// inputs[at] (index) and inputs[at + 1] (slot) replaced by moe_route of random probs
-// [B, T, experts]: valid choices, distinct slots, and some dropped ones (-1).
-std::function<void(std::vector<Dense>*)> Routed(size_t at, int64_t experts, int64_t top_k,
-                                                int64_t capacity) {
-  return [=](std::vector<Dense>* inputs) {
-    const Shape& shape = (*inputs)[at].shape;
-    std::mt19937 rng(11);
-    std::uniform_real_distribution<double> uniform(0.0, 1.0);
-    Dense probs = Dense::Zeros(Shape{shape.dim(0), shape.dim(1), experts});
-    for (double& v : probs.values) v = uniform(rng);
-    const std::vector<Dense> routing =
-        *EvaluateReference("moe_route", {probs}, {{"top_k", top_k}, {"capacity", capacity}});
-    for (size_t i = 0; i < 2; ++i) {
-      const DType dtype = (*inputs)[at + i].dtype;
-      (*inputs)[at + i] = routing[i];
-      (*inputs)[at + i].dtype = dtype;
-    }
-  };
-}
 
 // Every routing-dependent backward input: dy then the forward's index and slot.
 std::vector<Dense> WithRouting(const std::vector<Dense>& x, Dense first, Dense second,

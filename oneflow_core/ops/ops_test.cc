@@ -5,98 +5,21 @@
 // their results are the new values of the updated inputs, laid out as those inputs.
 #include <algorithm>
 #include <functional>
-#include <random>
 #include <set>
 
 #include "gtest/gtest.h"
 #include "oneflow_core/ops/reference/reference.h"
+#include "oneflow_core/ops/testing/op_cases.h"
 #include "oneflow_core/ops/registry.h"
 #include "oneflow_core/tensor_slice.h"
 
 namespace oneflow {
 namespace {
 
-struct Case {
-  std::string type;
-  std::vector<TensorType> inputs;
-  AttrMap attrs;
-  int64_t index_limit = 0;       // Index inputs (ids, labels) are drawn from [0, limit).
-  std::vector<size_t> positive;  // Inputs drawn positive (divisors, Adam's v).
-  // Rewrites the random inputs (valid MoE routing, zero capacity slots); may be empty.
-  std::function<void(std::vector<Dense>*)> prepare;
-};
-
-// inputs[at] (index) and inputs[at + 1] (slot) replaced by moe_route of random probs
-// [B, T, experts]: valid choices, distinct slots, and some dropped ones (-1).
-std::function<void(std::vector<Dense>*)> Routed(size_t at, int64_t experts, int64_t top_k,
-                                                int64_t capacity) {
-  return [=](std::vector<Dense>* inputs) {
-    const Shape& shape = (*inputs)[at].shape;
-    std::mt19937 rng(11);
-    std::uniform_real_distribution<double> uniform(0.0, 1.0);
-    Dense probs = Dense::Zeros(Shape{shape.dim(0), shape.dim(1), experts});
-    for (double& v : probs.values) v = uniform(rng);
-    const std::vector<Dense> routing =
-        *EvaluateReference("moe_route", {probs}, {{"top_k", top_k}, {"capacity", capacity}});
-    for (size_t i = 0; i < 2; ++i) {
-      const DType dtype = (*inputs)[at + i].dtype;
-      (*inputs)[at + i] = routing[i];
-      (*inputs)[at + i].dtype = dtype;
-    }
-  };
-}
-
-// Zeroes the trailing capacity rows of input `k` [B, E, C, X] as unused slots are: block
-// (b, e) keeps its first (b * E + e + offset) % (C + 1) rows.
-std::function<void(std::vector<Dense>*)> UnusedSlots(std::vector<size_t> ks, int64_t offset = 0) {
-  return [=](std::vector<Dense>* inputs) {
-    for (size_t k : ks) {
-      Dense& d = (*inputs)[k];
-      const int64_t experts = d.shape.dim(1), capacity = d.shape.dim(2), width = d.shape.dim(3);
-      for (int64_t block = 0; block < d.shape.dim(0) * experts; ++block) {
-        const int64_t kept = (block + offset + static_cast<int64_t>(k)) % (capacity + 1);
-        for (int64_t i = kept * width; i < capacity * width; ++i) {
-          d.values[block * capacity * width + i] = 0.0;
-        }
-      }
-    }
-  };
-}
-
 constexpr int64_t kStep = 3;  // Iteration: dropout's stream, the learning-rate schedule.
 
-std::vector<Dense> RandomInputs(const Case& c) {
-  std::mt19937 rng(42);
-  std::uniform_real_distribution<double> uniform(0.5, 2.0);
-  std::vector<Dense> inputs;
-  for (size_t k = 0; k < c.inputs.size(); ++k) {
-    const TensorType& type = c.inputs[k];
-    Dense dense = Dense::Zeros(type.shape, type.dtype);
-    const bool index = !IsFloating(type.dtype);
-    const bool positive = std::count(c.positive.begin(), c.positive.end(), k) > 0;
-    for (double& v : dense.values) {
-      v = index ? static_cast<double>(rng() % c.index_limit)
-                : uniform(rng) * (rng() % 2 && !positive ? -1 : 1);
-    }
-    inputs.push_back(std::move(dense));
-  }
-  if (c.prepare) c.prepare(&inputs);
-  return inputs;
-}
-
-// A device's part of a P input: x * w_r + noise_r with weights summing to 1 and noise
-// summing to 0 over devices, so parts differ in sign and an op that does not commute
-// with summation (relu, scalar_add) is caught.
-void MakePartial(Dense* local, int64_t rank, int64_t devices) {
-  const double weight = (rank + 1) * 2.0 / (devices * (devices + 1));
-  const double noise = rank - (devices - 1) / 2.0;
-  for (size_t i = 0; i < local->values.size(); ++i) {
-    local->values[i] = local->values[i] * weight + noise * (0.7 + static_cast<double>(i % 5));
-  }
-}
-
 // Whether `signature` holds on `devices` devices.
-testing::AssertionResult SignatureHolds(const Case& c, const SbpSignature& signature,
+testing::AssertionResult SignatureHolds(const OpCase& c, const SbpSignature& signature,
                                         int64_t devices) {
   const OpDefinition& op = **OpRegistry::Get().Find(c.type);
   const std::vector<TensorType> out_types = *op.infer(c.inputs, c.attrs);
@@ -164,7 +87,7 @@ testing::AssertionResult SignatureHolds(const Case& c, const SbpSignature& signa
   return testing::AssertionSuccess();
 }
 
-std::vector<Case> Cases() {
+std::vector<OpCase> Cases() {
   const DType f = DType::kF32;
   const DType i32 = DType::kI32;
   using Ints = std::vector<int64_t>;
@@ -277,7 +200,7 @@ std::vector<Case> Cases() {
 }
 
 TEST(OpSignaturesTest, EverySignatureGivesTheSliceOfTheLogicalResult) {
-  for (const Case& c : Cases()) {
+  for (const OpCase& c : Cases()) {
     const OpDefinition& op = **OpRegistry::Get().Find(c.type);
     const std::vector<SbpSignature> signatures = op.signatures(c.inputs, c.attrs);
     ASSERT_FALSE(signatures.empty()) << c.type;
@@ -293,7 +216,7 @@ TEST(OpSignaturesTest, EverySignatureGivesTheSliceOfTheLogicalResult) {
 
 TEST(OpSignaturesTest, EveryRegisteredOpHasACase) {
   std::set<std::string> covered;
-  for (const Case& c : Cases()) covered.insert(c.type);
+  for (const OpCase& c : Cases()) covered.insert(c.type);
   for (const OpDefinition& definition : OpRegistry::Get().definitions()) {
     EXPECT_TRUE(covered.count(definition.type)) << definition.type << " has no signature case";
     EXPECT_FALSE(definition.kernel.empty()) << definition.type;
@@ -303,7 +226,7 @@ TEST(OpSignaturesTest, EveryRegisteredOpHasACase) {
 // The divisibility condition is needed, not just cautious: reshaping [4, 12] to
 // [2, 2, 6, 2] with h split over 4 devices puts half a head on some devices.
 TEST(OpSignaturesTest, HeadSplitNeedsDevicesDividingHeads) {
-  const Case c{"reshape", {{Shape{4, 12}, DType::kF32}}, {{"shape", std::vector<int64_t>{2, 2, 6, 2}}}};
+  const OpCase c{"reshape", {{Shape{4, 12}, DType::kF32}}, {{"shape", std::vector<int64_t>{2, 2, 6, 2}}}};
   const SbpSignature head_split{{Sbp::Split(1)}, {Sbp::Split(2)}, 6};
   const std::vector<SbpSignature> offered = (*OpRegistry::Get().Find("reshape"))->signatures(c.inputs, c.attrs);
   ASSERT_NE(std::find(offered.begin(), offered.end(), head_split), offered.end());

@@ -17,7 +17,7 @@
 #include <vector>
 
 #include "proto/plan.pb.h"
-#include "plan/plan_check.h"
+#include "plan/plan_index.h"
 
 namespace oneflow::cli {
 

@@ -17,7 +17,7 @@
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
 #include "proto/plan.pb.h"
-#include "plan/plan_check.h"
+#include "plan/plan_index.h"
 
 namespace oneflow::cli {
 

@@ -11,7 +11,7 @@
 
 #include "proto/plan.pb.h"
 #include "tools/cli/inspect.h"
-#include "plan/plan_check.h"
+#include "plan/plan_index.h"
 
 namespace oneflow::cli {
 

@@ -21,6 +21,7 @@
 #include "absl/functional/function_ref.h"
 #include "absl/strings/str_cat.h"
 #include "oneflow_core/comm/call_agreement.h"
+#include "oneflow_core/comm/call_guard.h"
 #include "oneflow_core/comm/collective_arguments.h"
 #include "oneflow_core/comm/communicator.h"
 #include "oneflow_core/comm/gloo/call_header.h"
@@ -31,26 +32,6 @@
 
 namespace oneflow {
 namespace gloo_backend {
-
-inline absl::Time DeadlineAfter(absl::Time now, absl::Duration timeout) {
-  if (timeout <= absl::ZeroDuration()) return now;
-  if (timeout == absl::InfiniteDuration()) return absl::InfiniteFuture();
-  return now + timeout;
-}
-
-// Marks a communicator busy for one call; refuses a second thread.
-class Busy {
- public:
-  explicit Busy(std::atomic<bool>* flag) : flag_(flag), entered_(!flag->exchange(true)) {}
-  ~Busy() {
-    if (entered_) flag_->store(false);
-  }
-  bool entered() const { return entered_; }
-
- private:
-  std::atomic<bool>* flag_;
-  bool entered_;
-};
 
 template <typename MeshType, typename ExchangeType>
 class MeshCommunicator final : public Communicator {
@@ -192,10 +173,7 @@ class MeshCommunicator final : public Communicator {
   }
 
   absl::Status RefuseSecondThread(const CollectiveOptions& options, absl::string_view what) {
-    return FailAndAbort(absl::FailedPreconditionError(
-                            "called while another call on this communicator is in progress; "
-                            "one thread must issue a communicator's calls, in order"),
-                        Prefix(options, what));
+    return FailAndAbort(SecondThreadError(), Prefix(options, what));
   }
 
   // Connects on the first call, bounded by connect_timeout as well as the call's timeout.

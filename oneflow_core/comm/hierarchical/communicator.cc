@@ -9,30 +9,12 @@
 #include "absl/functional/function_ref.h"
 #include "absl/strings/str_cat.h"
 #include "oneflow_core/balanced_splitter.h"
+#include "oneflow_core/comm/call_guard.h"
 #include "oneflow_core/comm/collective_arguments.h"
 #include "oneflow_core/status.h"
 
 namespace oneflow {
 namespace {
-
-absl::Time DeadlineAfter(absl::Duration timeout) {
-  if (timeout == absl::InfiniteDuration()) return absl::InfiniteFuture();
-  return absl::Now() + std::max(timeout, absl::ZeroDuration());
-}
-
-// Marks a communicator busy for one call; refuses a second thread.
-class Busy {
- public:
-  explicit Busy(std::atomic<bool>* flag) : flag_(flag), entered_(!flag->exchange(true)) {}
-  ~Busy() {
-    if (entered_) flag_->store(false);
-  }
-  bool entered() const { return entered_; }
-
- private:
-  std::atomic<bool>* flag_;
-  bool entered_;
-};
 
 class HierarchicalCommunicator final : public Communicator {
  public:
@@ -209,7 +191,7 @@ class HierarchicalCommunicator final : public Communicator {
         : owner_(owner),
           prefix_(std::move(prefix)),
           options_(options),
-          deadline_(DeadlineAfter(options.timeout)) {}
+          deadline_(DeadlineAfter(absl::Now(), options.timeout)) {}
 
     absl::Status Run(absl::string_view what,
                      absl::FunctionRef<absl::Status(const CollectiveOptions&)> step) const {
@@ -243,11 +225,7 @@ class HierarchicalCommunicator final : public Communicator {
                    absl::FunctionRef<absl::Status(const Steps&)> body) {
     Busy busy(&busy_);
     if (!busy.entered()) {
-      const absl::Status refused = absl::FailedPreconditionError(
-          absl::StrCat(Prefix(options, kind),
-                       ": called while another call on this communicator is in progress; one "
-                       "thread must issue a "
-                       "communicator's calls, in order"));
+      const absl::Status refused = WithContext(SecondThreadError(), Prefix(options, kind));
       Fail(refused);
       return refused;
     }

@@ -5,6 +5,7 @@
 #include <optional>
 
 #include "absl/strings/str_cat.h"
+#include "oneflow_core/comm/call_guard.h"
 #include "oneflow_core/comm/collective_arguments.h"
 #include "oneflow_core/comm/in_process/collectives.h"
 #include "oneflow_core/comm/in_process/group_state.h"
@@ -17,15 +18,6 @@ namespace {
 // Phases of call k, relative to 2k (group_state.h).
 constexpr int64_t kArrived = 1;
 constexpr int64_t kDone = 2;
-
-Clock::time_point DeadlineAfter(absl::Duration timeout) {
-  const Clock::time_point now = Clock::now();
-  if (timeout <= absl::ZeroDuration()) return now;
-  if (timeout == absl::InfiniteDuration()) return Clock::time_point::max();
-  const auto nanoseconds = absl::ToChronoNanoseconds(timeout);
-  if (nanoseconds >= Clock::time_point::max() - now) return Clock::time_point::max();
-  return now + std::chrono::duration_cast<Clock::duration>(nanoseconds);
-}
 
 class InProcessCommunicator final : public Communicator {
  public:
@@ -100,19 +92,6 @@ class InProcessCommunicator final : public Communicator {
   void Abort(const absl::Status& cause) override { state_->Abort(cause); }
 
  private:
-  // Marks this communicator busy for one call; FAILED_PRECONDITION when it already is.
-  class Busy {
-   public:
-    explicit Busy(std::atomic<bool>* flag) : flag_(flag), entered_(!flag->exchange(true)) {}
-    ~Busy() {
-      if (entered_) flag_->store(false);
-    }
-    bool entered() const { return entered_; }
-
-   private:
-    std::atomic<bool>* flag_;
-    bool entered_;
-  };
 
   // "<description>: in-process group 'tp' rank 1 of 4, all_reduce call 7".
   std::string Prefix(const CollectiveOptions& options, absl::string_view what) const {
@@ -153,10 +132,7 @@ class InProcessCommunicator final : public Communicator {
   }
 
   absl::Status RefuseSecondThread(const CollectiveOptions& options, absl::string_view what) {
-    return FailAndAbort(absl::FailedPreconditionError(
-                            "called while another call on this communicator is in progress; "
-                            "one thread must issue a communicator's calls, in order"),
-                        options, what);
+    return FailAndAbort(SecondThreadError(), options, what);
   }
 
   absl::Status RunCollective(Post post, const absl::Status& arguments,
@@ -172,7 +148,7 @@ class InProcessCommunicator final : public Communicator {
 
 absl::Status InProcessCommunicator::RunCollective(Post post, const absl::Status& arguments,
                                                   const CollectiveOptions& options) {
-  const Clock::time_point deadline = DeadlineAfter(options.timeout);
+  const Clock::time_point deadline = DeadlineAfter<Clock>(Clock::now(), options.timeout);
   Busy busy(&busy_);
   // The call counter belongs to the thread inside the call: read it only once entered.
   if (!busy.entered()) return RefuseSecondThread(options, CollectiveKindName(post.call.kind));
@@ -228,7 +204,7 @@ absl::Status InProcessCommunicator::RunCollective(Post post, const absl::Status&
 
 absl::Status InProcessCommunicator::Send(const void* data, int64_t bytes, int64_t peer,
                                          const CollectiveOptions& options) {
-  const Clock::time_point deadline = DeadlineAfter(options.timeout);
+  const Clock::time_point deadline = DeadlineAfter<Clock>(Clock::now(), options.timeout);
   Busy busy(&busy_);
   if (!busy.entered()) return RefuseSecondThread(options, absl::StrCat("send to rank ", peer));
   const int64_t sequence = peer >= 0 && peer < size() ? sends_[peer] + 1 : 0;
@@ -263,7 +239,7 @@ absl::Status InProcessCommunicator::Send(const void* data, int64_t bytes, int64_
 
 absl::Status InProcessCommunicator::Recv(void* data, int64_t bytes, int64_t peer,
                                          const CollectiveOptions& options) {
-  const Clock::time_point deadline = DeadlineAfter(options.timeout);
+  const Clock::time_point deadline = DeadlineAfter<Clock>(Clock::now(), options.timeout);
   Busy busy(&busy_);
   if (!busy.entered()) return RefuseSecondThread(options, absl::StrCat("receive from rank ", peer));
   const int64_t sequence = peer >= 0 && peer < size() ? receives_[peer] + 1 : 0;
