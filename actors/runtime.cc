@@ -14,6 +14,7 @@
 #include "actors/behaviors/compute_behavior.h"
 #include "actors/behaviors/leaf_behaviors.h"
 #include "actors/behaviors/plan_index.h"
+#include "actors/checkpoint/checkpoint_format.h"
 #include "actors/checkpoint/checkpoint_reader.h"
 #include "actors/compression_meter.h"
 #include "actors/sparse_meter.h"
@@ -58,6 +59,17 @@ absl::StatusOr<TrainResult> TrainPlan(const proto::Plan& plan, const TrainOption
   if (!options.resume_from.empty()) {
     OF_ASSIGN_OR_RETURN(reader, CheckpointReader::Open(options.resume_from, plan, index, *backend));
     first_iteration = reader->iteration();
+    // A damaged newer checkpoint the directory scan passed over is named, never skipped
+    // silently: the run would otherwise quietly train iterations again.
+    for (const std::string& skipped : SkippedDamagedCheckpoints(options.resume_from, reader->dir(), first_iteration)) {
+      const std::string line = absl::StrCat("warning: ", skipped);
+      if (options.on_warning) {
+        options.on_warning(line);
+      } else {
+        fprintf(stderr, "%s\n", line.c_str());
+        fflush(stderr);
+      }
+    }
     if (first_iteration >= options.iterations) {
       return absl::InvalidArgumentError(absl::StrCat("checkpoint '", reader->dir(), "' was taken after ",
                                                      first_iteration, " iterations: nothing is left of ",

@@ -75,6 +75,14 @@ struct DamagedCheckpoint {
 // progress or cut short, not damaged: it is not listed.
 std::vector<DamagedCheckpoint> DamagedCheckpoints(const std::string& dir);
 
+// What a resume from the directory `dir` that took `chosen_dir` (FindCheckpoint's choice)
+// (taken after `chosen_iteration` iterations) passed over: one warning per damaged
+// checkpoint newer than it, oldest first:
+//   checkpoint /ck/iter-00000030 is damaged and skipped (<ReadManifest's error>); resuming from /ck/iter-00000020
+// None when `dir` is itself a checkpoint (nothing was chosen among others).
+std::vector<std::string> SkippedDamagedCheckpoints(const std::string& dir, const std::string& chosen_dir,
+                                                   int64_t chosen_iteration);
+
 // fsyncs the directory `path` (a rename or removal in it reaches the disk); INTERNAL
 // naming it on failure.
 absl::Status SyncDirectory(const std::string& path);

@@ -231,6 +231,47 @@ TEST(CheckpointTest, AFullDiskStopsTrainingAndKeepsThePreviousCheckpoint) {
   EXPECT_EQ(resumed->first_iteration, 2);
 }
 
+// A truncated manifest makes the newest checkpoint incomplete: the resume from the
+// directory takes the previous one and says which it skipped, why, and what it took.
+TEST(CheckpointTest, ATruncatedNewestManifestIsNamedWhenTheResumeFallsBack) {
+  const proto::Plan plan = MlpPlan({2, 2});
+  const std::string dir = FreshDir("truncated_manifest");
+  const absl::StatusOr<TrainResult> whole = Train(plan, 6, dir, 2);
+  ASSERT_TRUE(whole.ok()) << whole.status();
+  const std::string newest = (fs::path(dir) / CheckpointDirName(6)).string();
+  const std::string previous = (fs::path(dir) / CheckpointDirName(4)).string();
+  const std::string manifest = (fs::path(newest) / kManifestFile).string();
+  fs::resize_file(manifest, fs::file_size(manifest) / 2);
+
+  std::vector<std::string> warnings;
+  TrainOptions options;
+  options.node = -1;
+  options.iterations = 8;
+  options.resume_from = dir;
+  options.on_warning = [&warnings](const std::string& line) { warnings.push_back(line); };
+  const absl::StatusOr<TrainResult> resumed = TrainPlan(plan, options);
+  ASSERT_TRUE(resumed.ok()) << resumed.status();
+  EXPECT_EQ(resumed->first_iteration, 4);
+  EXPECT_EQ(resumed->resumed_from, previous);
+  ASSERT_EQ(warnings.size(), 1u);
+  EXPECT_THAT(warnings[0], ::testing::StartsWith(absl::StrCat("warning: checkpoint ", newest,
+                                                              " is damaged and skipped (checkpoint manifest '",
+                                                              manifest, "' is damaged: ")));
+  EXPECT_THAT(warnings[0], ::testing::EndsWith(absl::StrCat("); resuming from ", previous)));
+  // Iterations 4 .. 5 are the uninterrupted run's.
+  for (const IterationMetrics& metrics : resumed->iterations) {
+    if (metrics.iteration >= 6) break;
+    EXPECT_NEAR(metrics.loss, whole->iterations[metrics.iteration].loss,
+                1e-4 * std::abs(whole->iterations[metrics.iteration].loss));
+  }
+
+  // Given the previous checkpoint itself, nothing was skipped and nothing is said.
+  warnings.clear();
+  options.resume_from = previous;
+  ASSERT_TRUE(TrainPlan(plan, options).ok());
+  EXPECT_TRUE(warnings.empty()) << warnings[0];
+}
+
 class DamagedCheckpointTest : public testing::Test {
  protected:
   void SetUp() override {
