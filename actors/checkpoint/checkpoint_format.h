@@ -49,6 +49,17 @@ uint32_t ManifestChecksum(const proto::CheckpointManifest& manifest);
 // another format version.
 absl::StatusOr<proto::CheckpointManifest> ReadManifest(const std::string& checkpoint_dir);
 
+// A checkpoint (or one node's part of one) held in memory rather than in files:
+// in-memory checkpoints (`oneflow launch --memory_checkpoint_every`, docs/elastic.md).
+struct CheckpointInMemory {
+  // For messages, in place of a directory: "in-memory checkpoint after iteration 40".
+  std::string name;
+  // Its shards' `file` fields are names only; nothing is read from disk.
+  proto::CheckpointManifest manifest;
+  // The bytes of each shard of the manifest, in its order.
+  std::vector<std::string> shards;
+};
+
 // A complete checkpoint: its directory and manifest.
 struct CheckpointLocation {
   std::string dir;
