@@ -13,6 +13,7 @@
 #include "actors/behaviors/bucket_behavior.h"
 #include "actors/behaviors/compute_behavior.h"
 #include "actors/behaviors/leaf_behaviors.h"
+#include "actors/checkpoint/checkpoint_format.h"
 #include "actors/checkpoint/checkpoint_reader.h"
 #include "actors/compression_meter.h"
 #include "actors/sparse_meter.h"
@@ -55,9 +56,29 @@ absl::StatusOr<TrainResult> TrainPlan(const proto::Plan& plan, const TrainOption
   // A checkpoint to resume from is read and checked whole before anything runs.
   std::unique_ptr<CheckpointReader> reader;
   int64_t first_iteration = 0;
-  if (!options.resume_from.empty()) {
+  if (options.resume_from_memory != nullptr) {
+    OF_ASSIGN_OR_RETURN(reader, CheckpointReader::OpenInMemory(std::move(*options.resume_from_memory), plan, index,
+                                                               *backend));
+    first_iteration = reader->iteration();
+    if (first_iteration >= options.iterations) {
+      return absl::InvalidArgumentError(absl::StrCat(reader->dir(), " was taken after ", first_iteration,
+                                                     " iterations: nothing is left of ", options.iterations,
+                                                     " iterations in all"));
+    }
+  } else if (!options.resume_from.empty()) {
     OF_ASSIGN_OR_RETURN(reader, CheckpointReader::Open(options.resume_from, plan, index, *backend));
     first_iteration = reader->iteration();
+    // A damaged newer checkpoint the directory scan passed over is named, never skipped
+    // silently: the run would otherwise quietly train iterations again.
+    for (const std::string& skipped : SkippedDamagedCheckpoints(options.resume_from, reader->dir(), first_iteration)) {
+      const std::string line = absl::StrCat("warning: ", skipped);
+      if (options.on_warning) {
+        options.on_warning(line);
+      } else {
+        fprintf(stderr, "%s\n", line.c_str());
+        fflush(stderr);
+      }
+    }
     if (first_iteration >= options.iterations) {
       return absl::InvalidArgumentError(absl::StrCat("checkpoint '", reader->dir(), "' was taken after ",
                                                      first_iteration, " iterations: nothing is left of ",
@@ -75,6 +96,20 @@ absl::StatusOr<TrainResult> TrainPlan(const proto::Plan& plan, const TrainOption
     OF_ASSIGN_OR_RETURN(writer,
                         CheckpointWriter::Create(plan, index, checkpoint, options.node, first_iteration, *backend));
   }
+  // In-memory checkpoints: a second writer with its own staging buffers, so that its
+  // saves and the disk saves never wait for each other's buffers.
+  std::unique_ptr<CheckpointWriter> memory_writer;
+  if (options.memory_checkpoint.every > 0) {
+    if (!options.memory_checkpoint.to_memory) {
+      return absl::InvalidArgumentError("TrainOptions.memory_checkpoint.every is set without to_memory");
+    }
+    OF_ASSIGN_OR_RETURN(memory_writer, CheckpointWriter::Create(plan, index, options.memory_checkpoint, options.node,
+                                                                first_iteration, *backend));
+  }
+  // The writers a variable stages into and an in-place update waits for.
+  std::vector<CheckpointWriter*> writers;
+  if (writer != nullptr) writers.push_back(writer.get());
+  if (memory_writer != nullptr) writers.push_back(memory_writer.get());
   CommunicatorPoolOptions pool_options;
   pool_options.node = options.node;
   pool_options.rendezvous = options.rendezvous;
@@ -170,15 +205,17 @@ absl::StatusOr<TrainResult> TrainPlan(const proto::Plan& plan, const TrainOption
       return false;
     };
   }
-  if (writer != nullptr) {
+  if (!writers.empty()) {
     residuals.save = [&](int device_index, const std::string& key, int64_t elements)
         -> std::function<absl::Status(int64_t, const float*)> {
-      // Binding runs on one thread, before any act: the writer's entries are complete
+      // Binding runs on one thread, before any act: the writers' entries are complete
       // before the first Stage.
-      const int entry = writer->AddResidual(device_index, key, elements);
-      return [writer = writer.get(), entry](int64_t iteration, const float* residual) {
-        OF_RETURN_IF_ERROR(writer->Stage(entry, iteration, residual));
-        return writer->AwaitStaged(entry, iteration);
+      std::vector<std::pair<CheckpointWriter*, int>> entries;
+      for (CheckpointWriter* each : writers) entries.push_back({each, each->AddResidual(device_index, key, elements)});
+      return [entries](int64_t iteration, const float* residual) {
+        for (const auto& [each, entry] : entries) OF_RETURN_IF_ERROR(each->Stage(entry, iteration, residual));
+        for (const auto& [each, entry] : entries) OF_RETURN_IF_ERROR(each->AwaitStaged(entry, iteration));
+        return absl::OkStatus();
       };
     };
   }
@@ -198,31 +235,37 @@ absl::StatusOr<TrainResult> TrainPlan(const proto::Plan& plan, const TrainOption
             return reader->Load(tensor, layout, size, slice);
           };
         }
-        const int entry = writer == nullptr ? -1 : writer->EntryFor(binding.device_index, tensor);
-        if (entry >= 0) {
-          checkpointing.snapshot = [writer = writer.get(), entry](int64_t iteration, const void* slice) {
-            return writer->Stage(entry, iteration, slice);
+        std::vector<std::pair<CheckpointWriter*, int>> entries;
+        for (CheckpointWriter* each : writers) {
+          const int entry = each->EntryFor(binding.device_index, tensor);
+          if (entry >= 0) entries.push_back({each, entry});
+        }
+        if (!entries.empty()) {
+          checkpointing.snapshot = [entries](int64_t iteration, const void* slice) {
+            for (const auto& [each, entry] : entries) OF_RETURN_IF_ERROR(each->Stage(entry, iteration, slice));
+            return absl::OkStatus();
           };
         }
         return BindVariable(index, binding, std::move(checkpointing));
       }
       case proto::ACTOR_COMPUTE: {
         OF_ASSIGN_OR_RETURN(ActFunction act, BindCompute(index, binding, pools[binding.device_index].get(), *backend));
-        if (writer == nullptr) return act;
+        if (writers.empty()) return act;
         // An in-place update waits for the checkpoint copies of the variables it writes.
-        std::vector<int> entries;
+        std::vector<std::pair<CheckpointWriter*, int>> entries;
         OF_ASSIGN_OR_RETURN(const proto::OpDef* op, index.Op(binding.actor->kernels(0).op_name()));
         OF_ASSIGN_OR_RETURN(const OpDefinition* definition, OpRegistry::Get().Find(op->type()));
         for (const std::string& argument : definition->updated_inputs) {
           auto it = op->inputs().find(argument);
           if (it == op->inputs().end()) continue;
-          const int entry = writer->EntryFor(binding.device_index, it->second);
-          if (entry >= 0) entries.push_back(entry);
+          for (CheckpointWriter* each : writers) {
+            const int entry = each->EntryFor(binding.device_index, it->second);
+            if (entry >= 0) entries.push_back({each, entry});
+          }
         }
         if (entries.empty()) return act;
-        return ActFunction([act = std::move(act), entries, writer = writer.get()](int64_t iteration,
-                                                                                  const ActContext& context) {
-          for (int entry : entries) OF_RETURN_IF_ERROR(writer->AwaitStaged(entry, iteration));
+        return ActFunction([act = std::move(act), entries](int64_t iteration, const ActContext& context) {
+          for (const auto& [each, entry] : entries) OF_RETURN_IF_ERROR(each->AwaitStaged(entry, iteration));
           return act(iteration, context);
         });
       }
@@ -280,6 +323,11 @@ absl::StatusOr<TrainResult> TrainPlan(const proto::Plan& plan, const TrainOption
     // A save in flight completes (its snapshot is consistent) even when the run failed.
     const absl::Status saved = writer->Finish();
     result.checkpoints = writer->records();
+    if (engine.ok() && !saved.ok()) return saved;
+  }
+  if (memory_writer != nullptr) {
+    const absl::Status saved = memory_writer->Finish();
+    result.memory_checkpoints = memory_writer->records();
     if (engine.ok() && !saved.ok()) return saved;
   }
   OF_RETURN_IF_ERROR(engine.status());

@@ -12,6 +12,7 @@
 #include <chrono>
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -90,6 +91,13 @@ struct TrainOptions {
   // the total). Refused, before anything runs, when it is incomplete, damaged or of
   // another model.
   std::string resume_from;
+  // In-memory checkpoints (docs/elastic.md): every `memory_checkpoint.every` iterations
+  // this process's shards are handed to `memory_checkpoint.to_memory` (which must be set
+  // with `every`), besides and independently of the disk checkpoints above.
+  CheckpointOptions memory_checkpoint;
+  // When set, the run resumes from this checkpoint held in memory (the parts of every
+  // node, put together) instead of `resume_from`.
+  std::shared_ptr<CheckpointInMemory> resume_from_memory;
 };
 
 struct TrainResult {
@@ -102,6 +110,8 @@ struct TrainResult {
   std::string resumed_from;
   // The checkpoints this run wrote, oldest first.
   std::vector<CheckpointRecord> checkpoints;
+  // The in-memory checkpoints this process handed off (dir "memory"), oldest first.
+  std::vector<CheckpointRecord> memory_checkpoints;
 };
 
 absl::StatusOr<TrainResult> TrainPlan(const proto::Plan& plan, const TrainOptions& options);

@@ -128,6 +128,19 @@ std::vector<DamagedCheckpoint> DamagedCheckpoints(const std::string& dir) {
   return damaged;
 }
 
+std::vector<std::string> SkippedDamagedCheckpoints(const std::string& dir, const std::string& chosen_dir,
+                                                   int64_t chosen_iteration) {
+  std::vector<std::string> warnings;
+  std::error_code error;
+  if (fs::exists(fs::path(dir) / kManifestFile, error)) return warnings;
+  for (const DamagedCheckpoint& damaged : DamagedCheckpoints(dir)) {
+    if (damaged.iteration <= chosen_iteration) continue;
+    warnings.push_back(absl::StrCat("checkpoint ", damaged.dir, " is damaged and skipped (", damaged.error.message(),
+                                    "); resuming from ", chosen_dir));
+  }
+  return warnings;
+}
+
 absl::StatusOr<CheckpointLocation> FindCheckpoint(const std::string& path) {
   std::error_code error;
   if (!fs::is_directory(path, error)) {

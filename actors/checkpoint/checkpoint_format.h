@@ -49,6 +49,17 @@ uint32_t ManifestChecksum(const proto::CheckpointManifest& manifest);
 // another format version.
 absl::StatusOr<proto::CheckpointManifest> ReadManifest(const std::string& checkpoint_dir);
 
+// A checkpoint (or one node's part of one) held in memory rather than in files:
+// in-memory checkpoints (`oneflow launch --memory_checkpoint_every`, docs/elastic.md).
+struct CheckpointInMemory {
+  // For messages, in place of a directory: "in-memory checkpoint after iteration 40".
+  std::string name;
+  // Its shards' `file` fields are names only; nothing is read from disk.
+  proto::CheckpointManifest manifest;
+  // The bytes of each shard of the manifest, in its order.
+  std::vector<std::string> shards;
+};
+
 // A complete checkpoint: its directory and manifest.
 struct CheckpointLocation {
   std::string dir;
@@ -74,6 +85,14 @@ struct DamagedCheckpoint {
 // Those under `dir`, oldest first. A directory without a manifest is a save still in
 // progress or cut short, not damaged: it is not listed.
 std::vector<DamagedCheckpoint> DamagedCheckpoints(const std::string& dir);
+
+// What a resume from the directory `dir` that took `chosen_dir` (FindCheckpoint's choice)
+// (taken after `chosen_iteration` iterations) passed over: one warning per damaged
+// checkpoint newer than it, oldest first:
+//   checkpoint /ck/iter-00000030 is damaged and skipped (<ReadManifest's error>); resuming from /ck/iter-00000020
+// None when `dir` is itself a checkpoint (nothing was chosen among others).
+std::vector<std::string> SkippedDamagedCheckpoints(const std::string& dir, const std::string& chosen_dir,
+                                                   int64_t chosen_iteration);
 
 // fsyncs the directory `path` (a rename or removal in it reaches the disk); INTERNAL
 // naming it on failure.

@@ -90,12 +90,42 @@ absl::StatusOr<std::unique_ptr<CheckpointReader>> CheckpointReader::Open(const s
                                                                          const PlanIndex& index,
                                                                          const DeviceBackend& backend) {
   OF_ASSIGN_OR_RETURN(CheckpointLocation location, FindCheckpoint(path));
+  const std::string dir = location.dir;
+  return OpenManifest(dir, (fs::path(dir) / kManifestFile).string(), std::move(location.manifest), plan, index,
+                      backend, [&dir](const proto::CheckpointShard& shard) -> absl::StatusOr<std::string> {
+                        const std::string file = (fs::path(dir) / shard.file()).string();
+                        std::ifstream in(file, std::ios::binary);
+                        if (!in) return absl::DataLossError(absl::StrCat("checkpoint shard '", file, "' is missing"));
+                        return std::string((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+                      });
+}
+
+absl::StatusOr<std::unique_ptr<CheckpointReader>> CheckpointReader::OpenInMemory(CheckpointInMemory checkpoint,
+                                                                                 const proto::Plan& plan,
+                                                                                 const PlanIndex& index,
+                                                                                 const DeviceBackend& backend) {
+  if (checkpoint.shards.size() != static_cast<size_t>(checkpoint.manifest.shards_size())) {
+    return absl::DataLossError(absl::StrCat(checkpoint.name, " has ", checkpoint.shards.size(),
+                                            " shards; its manifest lists ", checkpoint.manifest.shards_size()));
+  }
+  std::vector<std::string>* shards = &checkpoint.shards;
+  int next = 0;
+  const std::string name = checkpoint.name;
+  return OpenManifest(name, name, std::move(checkpoint.manifest), plan, index, backend,
+                      [shards, &next](const proto::CheckpointShard&) -> absl::StatusOr<std::string> {
+                        return std::move((*shards)[next++]);
+                      });
+}
+
+absl::StatusOr<std::unique_ptr<CheckpointReader>> CheckpointReader::OpenManifest(
+    const std::string& dir, const std::string& manifest_path, proto::CheckpointManifest checked_manifest,
+    const proto::Plan& plan, const PlanIndex& index, const DeviceBackend& backend,
+    const std::function<absl::StatusOr<std::string>(const proto::CheckpointShard& shard)>& read_shard) {
   std::unique_ptr<CheckpointReader> reader(new CheckpointReader());
   reader->backend_ = &backend;
-  reader->dir_ = location.dir;
-  reader->manifest_ = std::move(location.manifest);
+  reader->dir_ = dir;
+  reader->manifest_ = std::move(checked_manifest);
   const proto::CheckpointManifest& manifest = reader->manifest_;
-  const std::string manifest_path = (fs::path(reader->dir_) / kManifestFile).string();
   std::vector<std::string> differences = ModelDifferences(manifest, plan, index);
   if (!differences.empty()) {
     const size_t total = differences.size();
@@ -167,9 +197,7 @@ absl::StatusOr<std::unique_ptr<CheckpointReader>> CheckpointReader::Open(const s
   // Every shard whole and intact before anything is loaded.
   for (const proto::CheckpointShard& shard : manifest.shards()) {
     const std::string file = (fs::path(reader->dir_) / shard.file()).string();
-    std::ifstream in(file, std::ios::binary);
-    if (!in) return absl::DataLossError(absl::StrCat("checkpoint shard '", file, "' is missing"));
-    std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    OF_ASSIGN_OR_RETURN(std::string bytes, read_shard(shard));
     if (static_cast<int64_t>(bytes.size()) != shard.size_bytes()) {
       return absl::DataLossError(absl::StrCat("checkpoint shard '", file, "' has ", bytes.size(),
                                               " bytes; the manifest lists ", shard.size_bytes(),

@@ -10,6 +10,7 @@
 #define ACTORS_CHECKPOINT_CHECKPOINT_READER_H_
 
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <memory>
 #include <string>
@@ -18,6 +19,7 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/types/span.h"
+#include "actors/checkpoint/checkpoint_format.h"
 #include "kernels/device_backend.h"
 #include "oneflow_core/tensor_slice.h"
 #include "plan/plan_index.h"
@@ -35,7 +37,17 @@ class CheckpointReader {
   static absl::StatusOr<std::unique_ptr<CheckpointReader>> Open(const std::string& path, const proto::Plan& plan,
                                                                 const PlanIndex& index, const DeviceBackend& backend);
 
-  // The directory read and the iteration the checkpoint was taken after.
+  // A checkpoint held in memory (in-memory checkpoints, docs/elastic.md): the same checks
+  // as Open, the manifest's checksum excepted (the parts come from several nodes and are
+  // put together by the caller); every shard's size and CRC-32 is checked. Errors name
+  // `checkpoint.name` where Open names files.
+  static absl::StatusOr<std::unique_ptr<CheckpointReader>> OpenInMemory(CheckpointInMemory checkpoint,
+                                                                        const proto::Plan& plan,
+                                                                        const PlanIndex& index,
+                                                                        const DeviceBackend& backend);
+
+  // The directory read (the name of an in-memory checkpoint) and the iteration the
+  // checkpoint was taken after.
   const std::string& dir() const { return dir_; }
   int64_t iteration() const { return manifest_.iteration(); }
 
@@ -58,6 +70,13 @@ class CheckpointReader {
     int64_t offset_bytes = 0;
   };
   CheckpointReader() = default;
+  // Everything after the manifest is found: the model's tensors, the slices, then each
+  // shard from `read_shard` checked against its size and CRC-32. `manifest_path` names
+  // the manifest in errors.
+  static absl::StatusOr<std::unique_ptr<CheckpointReader>> OpenManifest(
+      const std::string& dir, const std::string& manifest_path, proto::CheckpointManifest manifest,
+      const proto::Plan& plan, const PlanIndex& index, const DeviceBackend& backend,
+      const std::function<absl::StatusOr<std::string>(const proto::CheckpointShard& shard)>& read_shard);
 
   std::string dir_;
   proto::CheckpointManifest manifest_;

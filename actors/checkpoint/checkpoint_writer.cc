@@ -78,21 +78,23 @@ absl::StatusOr<std::unique_ptr<CheckpointWriter>> CheckpointWriter::Create(const
   writer->first_iteration_ = first_iteration;
   writer->node_ = node;
   writer->multi_process_ = node >= 0 && plan.cluster().num_nodes() > 1;
-  if (writer->multi_process_ && options.peers == nullptr) {
+  if (writer->multi_process_ && options.peers == nullptr && !options.to_memory) {
     return absl::FailedPreconditionError(
         absl::StrCat("checkpoints of a plan on ", plan.cluster().num_nodes(),
                      " nodes saved from one node's process need the nodes' rendezvous store "
                      "(CheckpointOptions.peers) to agree when a checkpoint is complete"));
   }
   std::error_code error;
-  fs::create_directories(options.dir, error);
-  if (error || !fs::is_directory(options.dir)) {
-    return absl::FailedPreconditionError(absl::StrCat("checkpoint directory '", options.dir,
-                                                      "' cannot be created: ", error.message()));
-  }
-  if (::access(options.dir.c_str(), W_OK) != 0) {
-    return absl::PermissionDeniedError(
-        absl::StrCat("checkpoint directory '", options.dir, "' is not writable: ", std::strerror(errno)));
+  if (!options.to_memory) {
+    fs::create_directories(options.dir, error);
+    if (error || !fs::is_directory(options.dir)) {
+      return absl::FailedPreconditionError(absl::StrCat("checkpoint directory '", options.dir,
+                                                        "' cannot be created: ", error.message()));
+    }
+    if (::access(options.dir.c_str(), W_OK) != 0) {
+      return absl::PermissionDeniedError(
+          absl::StrCat("checkpoint directory '", options.dir, "' is not writable: ", std::strerror(errno)));
+    }
   }
   // The tensors: every variable of the job, with the layout saving it.
   proto::CheckpointManifest& manifest = writer->manifest_template_;
@@ -336,7 +338,73 @@ void CheckpointWriter::WriterMain() {
   }
 }
 
+std::vector<CheckpointWriter::ShardPieces> CheckpointWriter::StagedShards() const {
+  // One shard per device, its entries in order.
+  std::map<int, std::vector<int>> by_device;
+  for (size_t e = 0; e < entries_.size(); ++e) by_device[entries_[e].device_index].push_back(static_cast<int>(e));
+  std::vector<ShardPieces> shards;
+  for (const auto& [device_index, entries] : by_device) {
+    const proto::DeviceId& device = plan_->devices(device_index).device();
+    ShardPieces& staged = shards.emplace_back();
+    proto::CheckpointShard* shard = &staged.shard;
+    shard->set_file(ShardFileName(device.node(), device.device()));
+    *shard->mutable_device() = device;
+    int64_t offset = 0;
+    for (int e : entries) {
+      if (entries_[e].residual) continue;  // After the slices.
+      proto::CheckpointSlice* slice = shard->add_slices();
+      *slice = entries_[e].slice;
+      slice->set_offset_bytes(offset);
+      offset += slice->size_bytes();
+      staged.pieces.push_back({entries_[e].staging.data(), entries_[e].staging.size()});
+    }
+    for (int e : entries) {
+      if (!entries_[e].residual) continue;
+      proto::CheckpointResidual* residual = shard->add_residuals();
+      residual->set_key(entries_[e].tensor);
+      residual->set_elements(entries_[e].slice.size_bytes() / static_cast<int64_t>(sizeof(float)));
+      residual->set_offset_bytes(offset);
+      residual->set_size_bytes(entries_[e].slice.size_bytes());
+      offset += residual->size_bytes();
+      staged.pieces.push_back({entries_[e].staging.data(), entries_[e].staging.size()});
+    }
+    staged.size_bytes = offset;
+  }
+  return shards;
+}
+
+absl::Status CheckpointWriter::WriteToMemory(int64_t iteration, double* write_ms) {
+  const auto start = std::chrono::steady_clock::now();
+  CheckpointInMemory part;
+  part.name = absl::StrCat("in-memory checkpoint after iteration ", iteration);
+  part.manifest = manifest_template_;
+  part.manifest.set_iteration(iteration);
+  int64_t bytes = 0;
+  for (ShardPieces& staged : StagedShards()) {
+    // One copy out of the staging buffers: they are reused by the next save while the
+    // part is still being sent.
+    std::string data;
+    data.reserve(static_cast<size_t>(staged.size_bytes));
+    for (const auto& [piece, size] : staged.pieces) data.append(piece, size);
+    staged.shard.set_size_bytes(staged.size_bytes);
+    staged.shard.set_crc32(Crc32(0, data.data(), data.size()));
+    *part.manifest.add_shards() = std::move(staged.shard);
+    part.shards.push_back(std::move(data));
+    bytes += staged.size_bytes;
+  }
+  const absl::Status handed = options_.to_memory(std::move(part), saving_nodes_);
+  *write_ms = MsSince(start);
+  if (!handed.ok()) {
+    return absl::Status(handed.code(),
+                        absl::StrCat("in-memory checkpoint after iteration ", iteration, ": ", handed.message()));
+  }
+  std::lock_guard<std::mutex> lock(mutex_);
+  records_.push_back(CheckpointRecord{iteration, "memory", bytes, 0, *write_ms});
+  return absl::OkStatus();
+}
+
 absl::Status CheckpointWriter::Write(int64_t iteration, double* write_ms) {
+  if (options_.to_memory) return WriteToMemory(iteration, write_ms);
   const auto start = std::chrono::steady_clock::now();
   const std::string final_dir = (fs::path(options_.dir) / CheckpointDirName(iteration)).string();
   const std::string partial_dir = final_dir + kPartialSuffix;
@@ -358,45 +426,20 @@ absl::Status CheckpointWriter::Write(int64_t iteration, double* write_ms) {
   }
   proto::CheckpointManifest manifest = manifest_template_;
   manifest.set_iteration(iteration);
-  // One shard per device, its entries in order.
-  std::map<int, std::vector<int>> by_device;
-  for (size_t e = 0; e < entries_.size(); ++e) by_device[entries_[e].device_index].push_back(static_cast<int>(e));
   int64_t shards_written = 0, bytes = 0;
-  for (const auto& [device_index, entries] : by_device) {
+  for (ShardPieces& staged : StagedShards()) {
     if (options_.fail_after_shards >= 0 && shards_written >= options_.fail_after_shards) {
       return absl::AbortedError(absl::StrCat(what, "stopped by the test hook after ", shards_written,
                                              " shard files; '", partial_dir, "' stays incomplete"));
     }
-    const proto::DeviceId& device = plan_->devices(device_index).device();
     proto::CheckpointShard* shard = manifest.add_shards();
-    shard->set_file(ShardFileName(device.node(), device.device()));
-    *shard->mutable_device() = device;
-    std::vector<std::pair<const char*, size_t>> pieces;
-    int64_t offset = 0;
-    for (int e : entries) {
-      if (entries_[e].residual) continue;  // After the slices.
-      proto::CheckpointSlice* slice = shard->add_slices();
-      *slice = entries_[e].slice;
-      slice->set_offset_bytes(offset);
-      offset += slice->size_bytes();
-      pieces.push_back({entries_[e].staging.data(), entries_[e].staging.size()});
-    }
-    for (int e : entries) {
-      if (!entries_[e].residual) continue;
-      proto::CheckpointResidual* residual = shard->add_residuals();
-      residual->set_key(entries_[e].tensor);
-      residual->set_elements(entries_[e].slice.size_bytes() / static_cast<int64_t>(sizeof(float)));
-      residual->set_offset_bytes(offset);
-      residual->set_size_bytes(entries_[e].slice.size_bytes());
-      offset += residual->size_bytes();
-      pieces.push_back({entries_[e].staging.data(), entries_[e].staging.size()});
-    }
+    *shard = std::move(staged.shard);
     const std::string path = (fs::path(partial_dir) / shard->file()).string();
-    absl::StatusOr<uint32_t> crc = WriteFile(path, pieces);
+    absl::StatusOr<uint32_t> crc = WriteFile(path, staged.pieces);
     if (!crc.ok()) return absl::Status(crc.status().code(), absl::StrCat(what, crc.status().message()));
-    shard->set_size_bytes(offset);
+    shard->set_size_bytes(staged.size_bytes);
     shard->set_crc32(*crc);
-    bytes += offset;
+    bytes += staged.size_bytes;
     ++shards_written;
   }
   if (multi_process_) {

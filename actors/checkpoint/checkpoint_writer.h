@@ -45,6 +45,7 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
+#include "actors/checkpoint/checkpoint_format.h"
 #include "actors/checkpoint/checkpoint_retention.h"
 #include "kernels/device_backend.h"
 #include "oneflow_core/comm/key_value_store.h"
@@ -86,6 +87,13 @@ struct CheckpointOptions {
   // Called from the writer thread once a checkpoint is complete (renamed), by the process
   // that completed it: the only one with several processes.
   std::function<void(const CheckpointRecord& record)> on_saved;
+  // In-memory checkpoints (docs/elastic.md): when set, a save builds this node's shards
+  // in memory and hands them to `to_memory` (from the writer thread) instead of writing
+  // files: `dir`, `peers`, `retention` and `on_saved` are not used, and the nodes do not
+  // agree on anything (whoever keeps the parts knows when every saving node sent one).
+  // `part.manifest` holds every tensor and this node's shards; `saving_nodes` lists every
+  // node that sends a part of each checkpoint.
+  std::function<absl::Status(CheckpointInMemory part, const std::vector<int64_t>& saving_nodes)> to_memory;
   // Which older checkpoints the process completing a checkpoint deletes once it verifies
   // (checkpoint_retention.h); by default none. A failed deletion warns on stderr and
   // training goes on.
@@ -160,6 +168,16 @@ class CheckpointWriter {
   absl::Status Copy(int entry, int64_t iteration, const void* data);
   // Writes the staged checkpoint of `iteration`; called with no lock held.
   absl::Status Write(int64_t iteration, double* write_ms);
+  // The same, handed to options_.to_memory instead.
+  absl::Status WriteToMemory(int64_t iteration, double* write_ms);
+  // The staged slices and residuals of each local device, in shard order, and the
+  // manifest's shard (without size and CRC) for each, in device order.
+  struct ShardPieces {
+    proto::CheckpointShard shard;
+    std::vector<std::pair<const char*, size_t>> pieces;
+    int64_t size_bytes = 0;
+  };
+  std::vector<ShardPieces> StagedShards() const;
   // Several processes: publishes this node's `part` (a manifest holding only its shards);
   // on the assembling node, waits for every other saving node's part and adds their
   // shards to `manifest`. Returns whether this node completes the checkpoint.

@@ -231,6 +231,98 @@ TEST(CheckpointTest, AFullDiskStopsTrainingAndKeepsThePreviousCheckpoint) {
   EXPECT_EQ(resumed->first_iteration, 2);
 }
 
+// A truncated manifest makes the newest checkpoint incomplete: the resume from the
+// directory takes the previous one and says which it skipped, why, and what it took.
+TEST(CheckpointTest, ATruncatedNewestManifestIsNamedWhenTheResumeFallsBack) {
+  const proto::Plan plan = MlpPlan({2, 2});
+  const std::string dir = FreshDir("truncated_manifest");
+  const absl::StatusOr<TrainResult> whole = Train(plan, 6, dir, 2);
+  ASSERT_TRUE(whole.ok()) << whole.status();
+  const std::string newest = (fs::path(dir) / CheckpointDirName(6)).string();
+  const std::string previous = (fs::path(dir) / CheckpointDirName(4)).string();
+  const std::string manifest = (fs::path(newest) / kManifestFile).string();
+  fs::resize_file(manifest, fs::file_size(manifest) / 2);
+
+  std::vector<std::string> warnings;
+  TrainOptions options;
+  options.node = -1;
+  options.iterations = 8;
+  options.resume_from = dir;
+  options.on_warning = [&warnings](const std::string& line) { warnings.push_back(line); };
+  const absl::StatusOr<TrainResult> resumed = TrainPlan(plan, options);
+  ASSERT_TRUE(resumed.ok()) << resumed.status();
+  EXPECT_EQ(resumed->first_iteration, 4);
+  EXPECT_EQ(resumed->resumed_from, previous);
+  ASSERT_EQ(warnings.size(), 1u);
+  EXPECT_THAT(warnings[0], ::testing::StartsWith(absl::StrCat("warning: checkpoint ", newest,
+                                                              " is damaged and skipped (checkpoint manifest '",
+                                                              manifest, "' is damaged: ")));
+  EXPECT_THAT(warnings[0], ::testing::EndsWith(absl::StrCat("); resuming from ", previous)));
+  // Iterations 4 .. 5 are the uninterrupted run's.
+  for (const IterationMetrics& metrics : resumed->iterations) {
+    if (metrics.iteration >= 6) break;
+    EXPECT_NEAR(metrics.loss, whole->iterations[metrics.iteration].loss,
+                1e-4 * std::abs(whole->iterations[metrics.iteration].loss));
+  }
+
+  // Given the previous checkpoint itself, nothing was skipped and nothing is said.
+  warnings.clear();
+  options.resume_from = previous;
+  ASSERT_TRUE(TrainPlan(plan, options).ok());
+  EXPECT_TRUE(warnings.empty()) << warnings[0];
+}
+
+// In-memory checkpoints (docs/elastic.md): the parts handed to to_memory every 3
+// iterations are whole checkpoints (one process saves every shard), nothing goes to disk,
+// and a run resumed from one on another layout continues the uninterrupted curve.
+TEST(CheckpointTest, InMemoryCheckpointsResumeOnAnotherLayout) {
+  const proto::Plan plan = MlpPlan({2, 2});
+  std::vector<CheckpointInMemory> parts;
+  std::vector<std::vector<int64_t>> saving;
+  TrainOptions options;
+  options.node = -1;
+  options.iterations = 8;
+  options.memory_checkpoint.every = 3;
+  options.memory_checkpoint.to_memory = [&](CheckpointInMemory part, const std::vector<int64_t>& saving_nodes) {
+    parts.push_back(std::move(part));
+    saving.push_back(saving_nodes);
+    return absl::OkStatus();
+  };
+  const absl::StatusOr<TrainResult> whole = TrainPlan(plan, options);
+  ASSERT_TRUE(whole.ok()) << whole.status();
+  ASSERT_EQ(parts.size(), 2u);  // After iterations 3 and 6.
+  EXPECT_EQ(parts[0].manifest.iteration(), 3);
+  EXPECT_EQ(parts[1].manifest.iteration(), 6);
+  EXPECT_EQ(parts[1].name, "in-memory checkpoint after iteration 6");
+  // dp=2 x tp=2: the two tp slices of each tensor, saved once (by dp rank 0's devices).
+  EXPECT_EQ(parts[1].manifest.shards_size(), 2);
+  EXPECT_EQ(saving[1], std::vector<int64_t>({0}));
+  ASSERT_EQ(whole->memory_checkpoints.size(), 2u);
+  EXPECT_TRUE(whole->checkpoints.empty());
+  // Checkpointing in memory does not change the training.
+  const absl::StatusOr<TrainResult> plain = Train(plan, 8, "", 0);
+  ASSERT_TRUE(plain.ok()) << plain.status();
+  for (size_t i = 0; i < 8; ++i) EXPECT_EQ(plain->iterations[i].loss, whole->iterations[i].loss);
+
+  TrainOptions resume;
+  resume.node = -1;
+  resume.iterations = 8;
+  resume.resume_from_memory = std::make_shared<CheckpointInMemory>(parts[1]);
+  const absl::StatusOr<TrainResult> resumed = TrainPlan(MlpPlan({1, 1}), resume);
+  ASSERT_TRUE(resumed.ok()) << resumed.status();
+  EXPECT_EQ(resumed->resumed_from, "in-memory checkpoint after iteration 6");
+  ExpectResumedLosses(*resumed, *whole, 6);
+
+  // A damaged byte is caught by the shard's CRC-32, naming the checkpoint.
+  CheckpointInMemory damaged = parts[1];
+  damaged.shards[1][5] ^= 0x20;
+  resume.resume_from_memory = std::make_shared<CheckpointInMemory>(damaged);
+  const absl::Status refused = TrainPlan(plan, resume).status();
+  EXPECT_EQ(refused.code(), absl::StatusCode::kDataLoss);
+  EXPECT_THAT(refused.message(), HasSubstr(absl::StrCat("in-memory checkpoint after iteration 6/",
+                                                         damaged.manifest.shards(1).file(), "' is damaged")));
+}
+
 class DamagedCheckpointTest : public testing::Test {
  protected:
   void SetUp() override {

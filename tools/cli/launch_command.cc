@@ -14,6 +14,7 @@
 #include "absl/flags/flag.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
 #include "absl/synchronization/mutex.h"
 #include "actors/metrics.h"
 #include "actors/trace.h"
@@ -22,6 +23,7 @@
 #include "tools/cli/daemon_flags.h"
 #include "tools/cli/diagnose.h"
 #include "tools/cli/launch_recovery.h"
+#include "tools/cli/memory_recovery.h"
 #include "plan/plan_io.h"
 #include "tools/launcher/daemon_client.h"
 #include "tools/launcher/launch_client.h"
@@ -51,6 +53,12 @@ ABSL_FLAG(std::string, spare_nodes, "",
           "HOST:PORT of spare oneflowd daemons, comma-separated: checked at the start (running, this launch's "
           "token); when a node of the job is lost, a spare takes its rank and the job resumes on the same layout "
           "from the newest checkpoint of --checkpoint_dir (docs/elastic.md).");
+
+ABSL_FLAG(int64_t, memory_checkpoint_every, 0,
+          "Every N iterations each node keeps its shards of a checkpoint in its daemon's memory and a replica on "
+          "the next node's daemon; a recovery (--max_restarts, --spare_nodes) resumes from the newest complete "
+          "checkpoint, in memory or on disk, without reading the disk when memory is newer (0: none; "
+          "docs/elastic.md).");
 
 ABSL_FLAG(double, hang_seconds, 5,
           "Name a rank that made no progress for this many seconds while others wait for it in a collective, "
@@ -133,6 +141,61 @@ void PrintLaunchLine(const std::string& text) {
   std::fflush(stderr);
 }
 
+// --memory_checkpoint_every=K: K >= 0, and only with a way to recover (the in-memory
+// checkpoints are read by nothing else).
+absl::Status CheckMemoryCheckpointFlag(int64_t every, int64_t max_restarts, bool spares) {
+  if (every < 0) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--memory_checkpoint_every=", every, " must be >= 0 (0: no in-memory checkpoints)"));
+  }
+  if (every > 0 && max_restarts == 0 && !spares) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "--memory_checkpoint_every=", every,
+        " is read only when the launch recovers from a failure: give --max_restarts=K or --spare_nodes too"));
+  }
+  return absl::OkStatus();
+}
+
+// After a failure: the newest in-memory checkpoint whose parts the daemons in
+// `answering` still hold, when it is at least as new as the disk checkpoint of
+// `disk_iteration` (-1: none); then the next attempt resumes from it (the RunOptions
+// memory_resume_* fields of `memory`). Says which newer ones are incomplete.
+struct MemoryChoice {
+  bool chosen = false;
+  int64_t iteration = 0;
+  std::string where;  // "on daemons A, B"
+};
+MemoryChoice ChooseMemoryResume(const std::vector<std::string>& answering, const std::vector<std::string>& daemons,
+                                int64_t disk_iteration, const std::string& scope, const std::string& token,
+                                const std::string& tls_ca_file, proto::RunOptions* memory) {
+  memory->clear_memory_resume_iteration();
+  memory->clear_memory_resume_holders();
+  MemoryChoice choice;
+  if (memory->memory_checkpoint_every() <= 0) return choice;
+  const MemoryResumePoint point = ChooseMemoryCheckpoint(
+      ListMemoryCheckpoints(answering, scope, token, tls_ca_file, absl::Seconds(2)), daemons);
+  const bool use = point.iteration > 0 && point.iteration >= disk_iteration;
+  for (const std::string& line : point.incomplete) {
+    if (point.iteration > 0 && !use) break;
+    PrintLaunchLine(absl::StrCat(line, use                  ? ""
+                                       : disk_iteration >= 0 ? "; resuming from the disk checkpoint"
+                                                             : "; no in-memory checkpoint is complete"));
+  }
+  if (!use) return choice;
+  memory->set_memory_resume_iteration(point.iteration);
+  std::vector<std::string> distinct;
+  for (const std::string& holder : point.holders) {
+    memory->add_memory_resume_holders(holder);
+    if (!holder.empty() && std::find(distinct.begin(), distinct.end(), holder) == distinct.end()) {
+      distinct.push_back(holder);
+    }
+  }
+  choice.chosen = true;
+  choice.iteration = point.iteration;
+  choice.where = absl::StrCat("on daemons ", absl::StrJoin(distinct, ", "));
+  return choice;
+}
+
 absl::Status RunLaunch(const std::vector<std::string>& arguments, std::ostream& out) {
   // From here on, SIGINT/SIGTERM cancel the job rather than kill this process.
   InterruptTarget interrupt;
@@ -191,6 +254,11 @@ absl::Status RunLaunch(const std::vector<std::string>& arguments, std::ostream& 
     }
     OF_RETURN_IF_ERROR(CheckSpareNodes(spares, options.nodes, options.token, options.tls_ca_file, kProbeTimeout));
   }
+  const int64_t memory_every = absl::GetFlag(FLAGS_memory_checkpoint_every);
+  OF_RETURN_IF_ERROR(CheckMemoryCheckpointFlag(memory_every, max_restarts, !spares.empty()));
+  options.memory_checkpoints.set_memory_checkpoint_every(memory_every);
+  // Every daemon that may hold a part: dropped when the launch ends.
+  std::vector<std::string> memory_daemons = options.nodes;
   if (!options.resume_from.empty()) {
     // A damaged newest checkpoint the workers would pass over silently is named here.
     absl::StatusOr<ResumePoint> point = NewestResumePoint(options.resume_from);
@@ -254,7 +322,12 @@ absl::Status RunLaunch(const std::vector<std::string>& arguments, std::ostream& 
     if (attempt > 0) attempt_options.job_id = absl::StrCat(base_job_id, "-restart", attempt);
     OF_ASSIGN_OR_RETURN(std::unique_ptr<launcher::LaunchSession> session,
                         launcher::LaunchSession::Create(plan, std::move(attempt_options)));
-    if (attempt == 0) base_job_id = session->job_id();
+    if (attempt == 0) {
+      base_job_id = session->job_id();
+      // The restarted attempts put and find their in-memory checkpoints under the
+      // launch's id, not their own.
+      if (memory_every > 0) options.memory_checkpoints.set_memory_checkpoint_scope(base_job_id);
+    }
     std::fprintf(stderr, "oneflow launch: job '%s' on %zu nodes%s%s\n", session->job_id().c_str(), node_count,
                  options.resume_from.empty() ? "" : ", resuming from ", options.resume_from.c_str());
     interrupt.Set(session.get());
@@ -297,6 +370,16 @@ absl::Status RunLaunch(const std::vector<std::string>& arguments, std::ostream& 
         options.resume_from = options.checkpoint_dir;
       }
       PrintLaunchLine(absl::StrCat("restart ", restarts, " of ", max_restarts, ": ", status.message()));
+      if (memory_every > 0) {
+        absl::StatusOr<ResumePoint> disk = NewestResumePoint(options.checkpoint_dir);
+        const MemoryChoice memory =
+            ChooseMemoryResume(options.nodes, options.nodes, disk.ok() ? disk->iteration : -1, base_job_id,
+                               options.token, options.tls_ca_file, &options.memory_checkpoints);
+        if (memory.chosen) {
+          PrintLaunchLine(absl::StrCat("resuming from the in-memory checkpoint after iteration ", memory.iteration,
+                                       " ", memory.where));
+        }
+      }
       continue;
     }
     if (lost.size() > spares.size()) {
@@ -334,6 +417,22 @@ absl::Status RunLaunch(const std::vector<std::string>& arguments, std::ostream& 
     } else {
       recovery.set_from("start");  // No checkpoint yet: the job trains again from iteration 0.
     }
+    {
+      // In memory, when a checkpoint there is at least as new: the lost nodes' parts
+      // come from the replicas on the next nodes' daemons.
+      std::vector<std::string> answering;
+      for (size_t i = 0; i < answers.size(); ++i) {
+        if (answers[i].ok()) answering.push_back(options.nodes[i]);
+      }
+      const MemoryChoice memory = ChooseMemoryResume(
+          answering, options.nodes, recovery.checkpoint().empty() ? -1 : recovery.iteration(), base_job_id,
+          options.token, options.tls_ca_file, &options.memory_checkpoints);
+      if (memory.chosen) {
+        recovery.set_from("memory");
+        recovery.set_checkpoint(memory.where);
+        recovery.set_iteration(memory.iteration);
+      }
+    }
     next.iterations_lost = std::max<int64_t>(0, last_iteration + 1 - recovery.iteration());
     for (int64_t node : lost) {
       proto::Recovery& one = recoveries.emplace_back(recovery);
@@ -342,6 +441,7 @@ absl::Status RunLaunch(const std::vector<std::string>& arguments, std::ostream& 
       one.set_node_address(options.nodes[node]);
       one.set_action(absl::StrCat("spare ", spares.front(), " takes its place"));
       options.nodes[node] = spares.front();
+      memory_daemons.push_back(spares.front());
       spares.erase(spares.begin());
       PrintLaunchLine(absl::StrCat("recovery: ", RecoveryText(one)));
     }
@@ -350,6 +450,10 @@ absl::Status RunLaunch(const std::vector<std::string>& arguments, std::ostream& 
     options.recoveries = recoveries;
   }
   reporter->Finish();
+  if (memory_every > 0) {
+    // The parts are of no use once the launch ended; a lost daemon took its own along.
+    DropMemoryCheckpoints(memory_daemons, base_job_id, options.token, options.tls_ca_file, kProbeTimeout);
+  }
   if (status.ok() && !trace_path.empty()) {
     // The acts name actors of every node's devices by Plan.devices index: one trace, as
     // `oneflow run --trace` writes for a whole cluster in one process.
@@ -371,13 +475,13 @@ Subcommand LaunchSubcommand() {
       "--nodes=HOST:PORT,... --token_file=F [--iters=N] [--metrics=FILE] [--tls_ca=F] "
       "[--collective_timeout_s=S] [--transport=ucx|gloo] [--job_id=ID] [--checkpoint_dir=DIR --checkpoint_every=N "
       "[--keep_checkpoints=K] [--keep_checkpoint_every=N]] "
-      "[--resume_from=DIR] [--max_restarts=K] [--spare_nodes=HOST:PORT,...] [--hang_seconds=S] [--hang_action=stop|warn] [--slow_factor=F] "
+      "[--resume_from=DIR] [--max_restarts=K] [--spare_nodes=HOST:PORT,...] [--memory_checkpoint_every=K] [--hang_seconds=S] [--hang_action=stop|warn] [--slow_factor=F] "
       "[--diagnose_on_failure=false] [--trace=FILE.json]";
   command.summary = "run a plan on a cluster through the oneflowd daemons of its nodes";
   command.flags = {"nodes",  "token_file",     "iters",            "metrics",    "tls_ca", "collective_timeout_s",
                    "transport", "job_id", "checkpoint_dir", "checkpoint_every", "resume_from",
                    "max_restarts", "hang_seconds", "hang_action", "slow_factor", "diagnose_on_failure", "trace",
-                   "keep_checkpoints", "keep_checkpoint_every", "spare_nodes"};
+                   "keep_checkpoints", "keep_checkpoint_every", "spare_nodes", "memory_checkpoint_every"};
   command.flag_help = {{"trace", "After the job finished, write every node's acts as one Chrome/Perfetto trace (JSON) here."}};
   command.min_arguments = 1;
   command.max_arguments = 1;

@@ -96,11 +96,7 @@ absl::StatusOr<ResumePoint> NewestResumePoint(const std::string& checkpoint_dir)
   ResumePoint point;
   point.checkpoint = location->dir;
   point.iteration = location->manifest.iteration();
-  for (const actors::DamagedCheckpoint& damaged : actors::DamagedCheckpoints(checkpoint_dir)) {
-    if (damaged.iteration <= point.iteration) continue;
-    point.warnings.push_back(absl::StrCat("checkpoint ", damaged.dir, " is damaged and skipped (",
-                                          damaged.error.message(), "); resuming from ", point.checkpoint));
-  }
+  point.warnings = actors::SkippedDamagedCheckpoints(checkpoint_dir, point.checkpoint, point.iteration);
   return point;
 }
 

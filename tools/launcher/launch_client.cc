@@ -92,6 +92,17 @@ absl::StatusOr<std::unique_ptr<LaunchSession>> LaunchSession::Create(proto::Plan
   if (absl::Status status = ValidateJobId(options.job_id); !status.ok()) {
     return absl::InvalidArgumentError(absl::StrCat("--job_id: ", status.message()));
   }
+  {
+    // In-memory checkpoints: by default scoped by this job's id (a restarted attempt
+    // passes its launch's), on the daemons of `nodes`.
+    proto::RunOptions& memory = options.memory_checkpoints;
+    const bool used = memory.memory_checkpoint_every() > 0 || memory.memory_resume_iteration() > 0;
+    if (used && memory.memory_checkpoint_scope().empty()) memory.set_memory_checkpoint_scope(options.job_id);
+    if (memory.memory_checkpoint_every() > 0 && memory.memory_checkpoint_daemons().empty()) {
+      for (const std::string& node : options.nodes) memory.add_memory_checkpoint_daemons(node);
+    }
+    if (absl::Status status = ValidateMemoryCheckpointOptions(memory, "--"); !status.ok()) return status;
+  }
   auto session = std::unique_ptr<LaunchSession>(new LaunchSession(std::move(plan), std::move(options)));
   absl::StatusOr<std::vector<DaemonNode>> daemons =
       ConnectToDaemons(session->options_.nodes, session->options_.tls_ca_file);
@@ -168,6 +179,7 @@ void LaunchSession::Follow(Node* node) {
   run->set_record_trace(options_.record_trace);
   run->set_transport(options_.transport);
   for (const proto::Recovery& recovery : options_.recoveries) *run->add_recoveries() = recovery;
+  run->MergeFrom(options_.memory_checkpoints);
   run->set_disable_heartbeats(options_.monitor.hang_seconds <= 0 && options_.monitor.slow_factor <= 0);
   AttachToken(&node->context, options_.token);
   std::unique_ptr<grpc::ClientReader<proto::JobEvent>> reader = node->stub->Submit(&node->context, request);

@@ -56,6 +56,10 @@ struct LaunchOptions {
   // Retention, applied by the node completing each checkpoint (0 keeps all; RunOptions).
   int64_t keep_checkpoints = 0;
   int64_t keep_checkpoint_every = 0;
+  // In-memory checkpoints (docs/elastic.md): the RunOptions fields memory_checkpoint_*
+  // and memory_resume_*, merged into every node's Submit as they are (nothing else of
+  // this message is used).
+  proto::RunOptions memory_checkpoints;
   // The workers record their acts and send them after the last iteration (on_trace).
   bool record_trace = false;
   // `--transport=`: the workers' cross-node transport ("ucx", "gloo"); empty: their default.

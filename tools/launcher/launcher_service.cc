@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "plan/plan_io.h"
 #include "tools/launcher/address.h"
 #include "tools/launcher/grpc_status.h"
@@ -143,6 +144,17 @@ absl::StatusOr<std::shared_ptr<WorkerJob>> LauncherService::StartJob(const proto
     arguments.push_back(absl::StrCat("--keep_checkpoint_every=", run.keep_checkpoint_every()));
   }
   if (!run.resume_from().empty()) arguments.push_back(absl::StrCat("--resume_from=", run.resume_from()));
+  if (run.memory_checkpoint_every() > 0) {
+    arguments.push_back(absl::StrCat("--memory_checkpoint_every=", run.memory_checkpoint_every()));
+    arguments.push_back(absl::StrCat("--memory_checkpoint_daemons=", absl::StrJoin(run.memory_checkpoint_daemons(), ",")));
+  }
+  if (run.memory_resume_iteration() > 0) {
+    arguments.push_back(absl::StrCat("--memory_resume_iteration=", run.memory_resume_iteration()));
+    arguments.push_back(absl::StrCat("--memory_resume_holders=", absl::StrJoin(run.memory_resume_holders(), ",")));
+  }
+  if (run.memory_checkpoint_every() > 0 || run.memory_resume_iteration() > 0) {
+    arguments.push_back(absl::StrCat("--memory_checkpoint_scope=", run.memory_checkpoint_scope()));
+  }
   if (run.record_trace()) arguments.push_back("--record_trace");
   if (!run.transport().empty()) arguments.push_back(absl::StrCat("--transport=", run.transport()));
 

@@ -36,6 +36,7 @@
 #include "tools/launcher/address.h"
 #include "tools/launcher/auth.h"
 #include "tools/launcher/launcher_service.h"
+#include "tools/launcher/memory_checkpoint_service.h"
 #include "tools/launcher/rendezvous_service.h"
 #include "tools/launcher/server.h"
 #include "tools/launcher/signal_watcher.h"
@@ -127,6 +128,9 @@ absl::Status Serve(const absl::Notification& stop, const std::atomic<int>& stop_
   auto authorizer = std::make_shared<TokenAuthorizer>(*token, "oneflowd");
   RendezvousService rendezvous(authorizer);
   LauncherService launcher(options, authorizer, &rendezvous.store());
+  // In-memory checkpoints of the jobs' workers and replicas of the previous node's
+  // (docs/elastic.md): kept here so that they outlive a worker.
+  MemoryCheckpointService memory_checkpoints(authorizer);
   ServerOptions server_options;
   server_options.address = listen;
   server_options.token = *token;
@@ -134,7 +138,7 @@ absl::Status Serve(const absl::Notification& stop, const std::atomic<int>& stop_
   server_options.tls_key_file = absl::GetFlag(FLAGS_tls_key);
   server_options.max_receive_bytes = max_plan_bytes + kRequestOverheadBytes;
   server_options.log_name = "oneflowd";
-  absl::StatusOr<StartedServer> server = StartGrpcServer(server_options, {&launcher, &rendezvous});
+  absl::StatusOr<StartedServer> server = StartGrpcServer(server_options, {&launcher, &rendezvous, &memory_checkpoints});
   if (!server.ok()) return server.status();
 
   std::fprintf(stderr, "oneflowd: work directory %s; worker %s; %s\n", options.work_dir.c_str(),

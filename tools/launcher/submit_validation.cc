@@ -54,6 +54,36 @@ absl::Status ValidateCheckpointOptions(const proto::RunOptions& options, absl::s
       return absl::InvalidArgumentError(absl::StrCat(prefix, name, " has a NUL or newline character"));
     }
   }
+  return ValidateMemoryCheckpointOptions(options, prefix);
+}
+
+absl::Status ValidateMemoryCheckpointOptions(const proto::RunOptions& options, absl::string_view prefix) {
+  if (options.memory_checkpoint_every() < 0) {
+    return absl::InvalidArgumentError(absl::StrCat(prefix, "memory_checkpoint_every=", options.memory_checkpoint_every(),
+                                                   " must be >= 0 (0: no in-memory checkpoints)"));
+  }
+  if (options.memory_resume_iteration() < 0) {
+    return absl::InvalidArgumentError(absl::StrCat(prefix, "memory_resume_iteration=",
+                                                   options.memory_resume_iteration(), " must be >= 0"));
+  }
+  if (options.memory_checkpoint_every() > 0 || options.memory_resume_iteration() > 0) {
+    if (absl::Status status = ValidateJobId(options.memory_checkpoint_scope()); !status.ok()) {
+      return absl::InvalidArgumentError(absl::StrCat(prefix, "memory_checkpoint_scope: ", status.message()));
+    }
+  }
+  for (const std::string& daemon : options.memory_checkpoint_daemons()) {
+    if (absl::Status status = ParseHostPort(daemon, absl::StrCat(prefix, "memory_checkpoint_daemons")).status();
+        !status.ok()) {
+      return status;
+    }
+  }
+  for (const std::string& holder : options.memory_resume_holders()) {
+    if (holder.empty()) continue;
+    if (absl::Status status = ParseHostPort(holder, absl::StrCat(prefix, "memory_resume_holders")).status();
+        !status.ok()) {
+      return status;
+    }
+  }
   return absl::OkStatus();
 }
 
@@ -93,6 +123,17 @@ absl::Status ValidateSubmitRequest(const proto::SubmitRequest& request, int64_t 
     return status;
   }
   if (absl::Status status = ValidateCheckpointOptions(options, "options."); !status.ok()) return status;
+  // A part per node: the ring of daemons and the holders name every node of the plan.
+  if (options.memory_checkpoint_every() > 0 && options.memory_checkpoint_daemons_size() != nodes) {
+    return absl::InvalidArgumentError(absl::StrCat("options.memory_checkpoint_daemons lists ",
+                                                   options.memory_checkpoint_daemons_size(),
+                                                   " daemons; the plan has ", nodes, " nodes"));
+  }
+  if (options.memory_resume_iteration() > 0 && options.memory_resume_holders_size() != nodes) {
+    return absl::InvalidArgumentError(absl::StrCat("options.memory_resume_holders lists ",
+                                                   options.memory_resume_holders_size(), " daemons; the plan has ",
+                                                   nodes, " nodes"));
+  }
   if (!options.transport().empty()) {
     if (absl::Status status = ParseTransport(options.transport()).status(); !status.ok()) {
       return absl::InvalidArgumentError(absl::StrCat("options.transport: ", status.message()));

@@ -31,6 +31,12 @@ absl::Status ValidateSubmitRequest(const proto::SubmitRequest& request, int64_t 
 // `prefix` + its name ("options." in a Submit, "--" in `oneflow launch`).
 absl::Status ValidateCheckpointOptions(const proto::RunOptions& options, absl::string_view prefix);
 
+// The in-memory checkpoint fields of RunOptions (docs/elastic.md): K >= 0, a scope that
+// is a valid job id when they are used, HOST:PORT daemons. Called by
+// ValidateCheckpointOptions; the counts against the plan's nodes are checked by
+// ValidateSubmitRequest.
+absl::Status ValidateMemoryCheckpointOptions(const proto::RunOptions& options, absl::string_view prefix);
+
 }  // namespace oneflow::launcher
 
 #endif  // TOOLS_LAUNCHER_SUBMIT_VALIDATION_H_

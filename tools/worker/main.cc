@@ -13,6 +13,7 @@
 #include <fstream>
 #include <sstream>
 #include <string>
+#include <vector>
 
 #include "absl/flags/flag.h"
 #include "absl/flags/parse.h"
@@ -51,6 +52,16 @@ ABSL_FLAG(int64_t, keep_checkpoints, oneflow::actors::kDefaultKeepCheckpoints,
           "only the node completing a checkpoint deletes.");
 ABSL_FLAG(int64_t, keep_checkpoint_every, 0, "Checkpoints whose iteration is a multiple of N are kept besides.");
 ABSL_FLAG(std::string, resume_from, "", "Start from this checkpoint, or the newest complete one under this directory.");
+ABSL_FLAG(int64_t, memory_checkpoint_every, 0,
+          "In-memory checkpoints (docs/elastic.md): every N iterations put this node's shards on its daemon and "
+          "on the next node's (0: none).");
+ABSL_FLAG(std::string, memory_checkpoint_scope, "", "Whose in-memory checkpoints: the launch's job id.");
+ABSL_FLAG(std::vector<std::string>, memory_checkpoint_daemons, {},
+          "HOST:PORT of every node's daemon, in node order, for --memory_checkpoint_every.");
+ABSL_FLAG(int64_t, memory_resume_iteration, 0,
+          "Resume from the in-memory checkpoint after N iterations (0: not; --resume_from then applies).");
+ABSL_FLAG(std::vector<std::string>, memory_resume_holders, {},
+          "For --memory_resume_iteration: the daemon holding each node's part, in node order (empty: none).");
 
 namespace {
 
@@ -84,6 +95,14 @@ int main(int argc, char** argv) {
   options.checkpoint_dir = absl::GetFlag(FLAGS_checkpoint_dir);
   options.checkpoint_every = absl::GetFlag(FLAGS_checkpoint_every);
   options.resume_from = absl::GetFlag(FLAGS_resume_from);
+  options.memory_checkpoints.every = absl::GetFlag(FLAGS_memory_checkpoint_every);
+  options.memory_checkpoints.scope = absl::GetFlag(FLAGS_memory_checkpoint_scope);
+  options.memory_checkpoints.daemons = absl::GetFlag(FLAGS_memory_checkpoint_daemons);
+  options.memory_checkpoints.resume_iteration = absl::GetFlag(FLAGS_memory_resume_iteration);
+  options.memory_checkpoints.resume_holders = absl::GetFlag(FLAGS_memory_resume_holders);
+  if (options.memory_checkpoints.every < 0 || options.memory_checkpoints.resume_iteration < 0) {
+    return Usage("--memory_checkpoint_every and --memory_resume_iteration must be >= 0");
+  }
   options.retention.keep_last = absl::GetFlag(FLAGS_keep_checkpoints);
   options.retention.keep_every = absl::GetFlag(FLAGS_keep_checkpoint_every);
   options.record_trace = absl::GetFlag(FLAGS_record_trace);

@@ -127,6 +127,30 @@ void SendTrace(const std::vector<actors::ActRecord>& acts, const WorkerOptions& 
   }
 }
 
+// In-memory checkpoints (docs/elastic.md): this node's parts go to its daemon and the
+// next one's; a resume from memory fetches every node's part before anything trains.
+absl::Status SetUpMemoryCheckpoints(const WorkerOptions& options, actors::TrainOptions* train) {
+  const MemoryCheckpointSettings& settings = options.memory_checkpoints;
+  if (settings.every > 0) {
+    absl::StatusOr<MemoryCheckpointSink> sink =
+        MakeMemoryCheckpointSink(settings, options.node_rank, options.token, options.tls_ca_file,
+                                 [](const std::string& line) {
+                                   std::fprintf(stderr, "%s\n", line.c_str());
+                                   std::fflush(stderr);
+                                 });
+    if (!sink.ok()) return sink.status();
+    train->memory_checkpoint.every = settings.every;
+    train->memory_checkpoint.to_memory = *std::move(sink);
+  }
+  if (settings.resume_iteration > 0) {
+    absl::StatusOr<std::shared_ptr<actors::CheckpointInMemory>> checkpoint =
+        FetchMemoryCheckpoint(settings, options.token, options.tls_ca_file);
+    if (!checkpoint.ok()) return checkpoint.status();
+    train->resume_from_memory = *std::move(checkpoint);
+  }
+  return absl::OkStatus();
+}
+
 }  // namespace
 
 absl::Status RunWorker(const WorkerOptions& options) {
@@ -302,6 +326,11 @@ absl::Status RunWorker(const WorkerOptions& options) {
     std::fflush(stderr);
   };
   train.resume_from = options.resume_from;
+  if (absl::Status status = SetUpMemoryCheckpoints(options, &train); !status.ok()) {
+    const absl::Status named(status.code(), absl::StrCat("node ", options.node_rank, ": ", status.message()));
+    fail_event(named, {});
+    return named;
+  }
   train.record_acts = options.record_trace && options.events_fd >= 0;
   // Metrics leave as events and lines; none stay in the process (a job may run for weeks).
   train.keep_iteration_metrics = false;

@@ -12,6 +12,7 @@
 #include "absl/time/time.h"
 #include "oneflow_core/comm/transport.h"
 #include "actors/checkpoint/checkpoint_retention.h"
+#include "tools/worker/memory_checkpoints.h"
 
 namespace oneflow::worker {
 
@@ -44,6 +45,8 @@ struct WorkerOptions {
   std::string checkpoint_dir;
   int64_t checkpoint_every = 0;
   std::string resume_from;
+  // In-memory checkpoints and the resume from them (docs/elastic.md).
+  MemoryCheckpointSettings memory_checkpoints;
   // Which older checkpoints this node deletes when it completes one (its protected_dir
   // is set by the runtime).
   actors::RetentionPolicy retention;
