@@ -1,0 +1,114 @@
+#include "bench/auto_parallel/host_calibration.h"
+
+#include <sched.h>
+
+#include <algorithm>
+#include <vector>
+
+#include "absl/strings/str_format.h"
+#include "actors/runtime.h"
+#include "compiler/compiler.h"
+#include "examples/common/compile_driver.h"
+#include "examples/common/parallel_layout.h"
+#include "examples/mlp/mlp_model.h"
+#include "oneflow_core/status.h"
+#include "tools/cli/link_calibration.h"
+
+namespace oneflow::bench {
+namespace {
+
+constexpr int64_t kRepetitions = 3;
+constexpr int64_t kRounds = 4;
+// Iterations of the act probe; the first two (allocation, warm-up) are not timed.
+constexpr int64_t kActIterations = 40;
+
+int64_t AllowedCores() {
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  if (sched_getaffinity(0, sizeof(set), &set) != 0) return 1;
+  return std::max(1, CPU_COUNT(&set));
+}
+
+// The fastest step of an mlp whose kernels are a few nanoseconds (every width 1) on
+// `devices` data-parallel devices: what remains is the runtime's work per act, the cores
+// it kept busy over every device's acts.
+absl::Status MeasureActSeconds(int64_t devices, HostCalibration* calibration) {
+  examples::MlpConfig config;
+  config.batch = devices;
+  config.in_features = 1;
+  config.hidden = 1;
+  config.classes = 2;
+  config.layers = 8;
+  examples::ParallelFlags flags;
+  flags.devices_per_node = devices;
+  flags.dp = devices;
+  OF_ASSIGN_OR_RETURN(const examples::ParallelLayout layout, examples::ParallelLayout::Create(flags));
+  OF_ASSIGN_OR_RETURN(const proto::Job job, examples::BuildMlp(config, layout));
+  std::string dump;
+  OF_ASSIGN_OR_RETURN(const CompileOptions options,
+                      examples::CompileOptionsFor(layout, examples::CompileSettings{}, &dump));
+  OF_ASSIGN_OR_RETURN(const proto::Plan plan, Compile(job, options));
+  actors::TrainOptions train;
+  train.node = -1;
+  train.iterations = kActIterations;
+  OF_ASSIGN_OR_RETURN(const actors::TrainResult result, actors::TrainPlan(plan, train));
+  std::vector<double> steps;
+  for (const actors::IterationMetrics& metrics : result.iterations) {
+    if (metrics.iteration >= 2) steps.push_back(metrics.step_ms / 1e3);
+  }
+  // The fastest step: other programs on the machine only ever slow one down.
+  calibration->probe_step_seconds = *std::min_element(steps.begin(), steps.end());
+  for (const proto::DevicePlan& device : plan.devices()) calibration->probe_acts += device.actors_size();
+  const double busy_cores = static_cast<double>(std::min(calibration->cores, devices));
+  calibration->act_seconds =
+      calibration->probe_step_seconds * busy_cores / static_cast<double>(calibration->probe_acts);
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+absl::StatusOr<HostCalibration> MeasureHostCalibration(int64_t devices) {
+  HostCalibration calibration;
+  calibration.devices = devices;
+  // The best of a few medians, for the same reason.
+  for (int64_t round = 0; round < kRounds; ++round) {
+    calibration.gemm_flops_per_second =
+        std::max(calibration.gemm_flops_per_second, cli::MeasureGemmFlopsPerSecond(kRepetitions));
+    calibration.memory_bytes_per_second =
+        std::max(calibration.memory_bytes_per_second, cli::MeasureMemoryBytesPerSecond(kRepetitions));
+  }
+  for (int64_t round = 0; round < kRounds; ++round) {
+    OF_ASSIGN_OR_RETURN(const LinkLevelMeasurement link, cli::MeasureInProcessLink(kRepetitions));
+    if (round == 0 || link.latency_seconds < calibration.intra_node.latency_seconds) {
+      calibration.intra_node.latency_seconds = link.latency_seconds;
+    }
+    if (round == 0 || link.bytes_per_second > calibration.intra_node.bytes_per_second) {
+      calibration.intra_node.bytes_per_second = link.bytes_per_second;
+      calibration.intra_node.method = link.method;
+    }
+  }
+  calibration.cores = AllowedCores();
+  OF_RETURN_IF_ERROR(MeasureActSeconds(devices, &calibration));
+  return calibration;
+}
+
+void ApplyHostCalibration(const HostCalibration& calibration, auto_parallel::PriceOptions* options) {
+  options->cluster.set_gemm_flops_per_second(calibration.gemm_flops_per_second);
+  options->cluster.set_memory_bytes_per_second(calibration.memory_bytes_per_second);
+  options->cluster.set_intra_node_latency(calibration.intra_node.latency_seconds);
+  options->cluster.set_intra_node_bandwidth(calibration.intra_node.bytes_per_second);
+  options->act_seconds = calibration.act_seconds;
+  options->host_cores = calibration.cores;
+}
+
+std::string HostCalibrationJson(const HostCalibration& calibration) {
+  return absl::StrFormat(
+      "\"devices\":%d,\"gemm_flops_per_second\":%.4g,\"memory_bytes_per_second\":%.4g,"
+      "\"intra_node_latency_s\":%.4g,\"intra_node_bytes_per_second\":%.4g,\"act_seconds\":%.4g,"
+      "\"host_cores\":%d,\"act_probe_acts\":%d,\"act_probe_step_s\":%.4g",
+      calibration.devices, calibration.gemm_flops_per_second, calibration.memory_bytes_per_second,
+      calibration.intra_node.latency_seconds, calibration.intra_node.bytes_per_second, calibration.act_seconds,
+      calibration.cores, calibration.probe_acts, calibration.probe_step_seconds);
+}
+
+}  // namespace oneflow::bench
