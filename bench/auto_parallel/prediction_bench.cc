@@ -9,7 +9,9 @@
 // The reference of each prediction is the step measured in the same run. Two models are
 // reported side by side: "uncalibrated" (the cluster as the examples give it: default
 // compute rates, each device its own core, no per-act cost) and "calibrated" (the terms of
-// bench/auto_parallel/host_calibration.h measured in this process before the sweep).
+// bench/auto_parallel/host_calibration.h measured in this process before the sweep, and
+// the compute rates scaled to the model's own kernels by one 1-device run of it:
+// {"bench":"auto_parallel_model_rates",...}). The summary names the host's cores and load.
 // The goals (issue 26): median |error| <= 15%, Spearman rank correlation >= 0.9.
 //
 // Layouts: the search's ranking (calibrated model) of every layout of the cluster, its
@@ -20,6 +22,7 @@
 #include <chrono>
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
 #include <numeric>
 #include <string>
 #include <vector>
@@ -185,6 +188,33 @@ absl::Status RunCluster(const examples::GptConfig& config, int64_t devices) {
   uncalibrated.max_micro_batches = absl::GetFlag(FLAGS_max_micro_batches);
   auto_parallel::SearchOptions calibrated = uncalibrated;
   bench::ApplyHostCalibration(calibration, &calibrated.price);
+  // The model's own kernels on this host (per-op rates differ from a 512^3 SGEMM's): the
+  // 1-device layout trained, and both compute rates scaled by measured over predicted
+  // compute (its acts' share set aside). A profile of one layout, not a fit to the sweep.
+  proto::AutoParallelLayout single;
+  single.set_dp(1);
+  single.set_tp(1);
+  single.set_pp(1);
+  single.set_micro_batches(1);
+  OF_ASSIGN_OR_RETURN(const Measured one_device, Measure(config, 1, single));
+  auto_parallel::PriceOptions one = calibrated.price;
+  one.cluster.set_devices_per_node(1);
+  one.cluster.set_num_nodes(1);
+  OF_ASSIGN_OR_RETURN(const proto::AutoParallelPrediction with_acts, auto_parallel::PriceLayout(profile, one, single));
+  one.act_seconds = 0;
+  OF_ASSIGN_OR_RETURN(const proto::AutoParallelPrediction kernels_only,
+                      auto_parallel::PriceLayout(profile, one, single));
+  const double act_part = StepSeconds(with_acts) - StepSeconds(kernels_only);
+  const double scale = std::max(0.05, (one_device.step_ms / 1e3 - act_part) / StepSeconds(kernels_only));
+  calibrated.price.cluster.set_gemm_flops_per_second(calibration.gemm_flops_per_second / scale);
+  calibrated.price.cluster.set_memory_bytes_per_second(calibration.memory_bytes_per_second / scale);
+  std::printf(
+      "{\"bench\":\"auto_parallel_model_rates\",\"devices\":%lld,\"one_device_measured_ms\":%.4f,"
+      "\"one_device_predicted_ms\":%.4f,\"rate_scale\":%.4f,\"gemm_flops_per_second\":%.4g,"
+      "\"memory_bytes_per_second\":%.4g}\n",
+      static_cast<long long>(devices), one_device.step_ms, 1e3 * StepSeconds(with_acts), 1 / scale,
+      calibrated.price.cluster.gemm_flops_per_second(), calibrated.price.cluster.memory_bytes_per_second());
+  std::fflush(stdout);
 
   OF_ASSIGN_OR_RETURN(const auto_parallel::SearchResult ranking, auto_parallel::Search(profile, calibrated));
   // The top 3 and evenly spaced ranks over the rest.
@@ -249,18 +279,21 @@ absl::Status RunCluster(const examples::GptConfig& config, int64_t devices) {
     if (row.measured_ms < best->measured_ms) best = &row;
   }
   const Row& chosen = rows.front();  // the search's first choice
+  double load[3] = {0, 0, 0};
+  if (getloadavg(load, 3) < 1) load[0] = -1;
   std::printf(
       "{\"bench\":\"auto_parallel_prediction_summary\",\"model\":\"gpt\",\"layers\":%lld,\"hidden\":%lld,"
       "\"seq\":%lld,\"batch\":%lld,\"devices\":%lld,\"layouts_enumerated\":%lld,\"layouts\":%zu,"
       "\"median_abs_error\":%.4f,\"spearman\":%.4f,\"uncalibrated_median_abs_error\":%.4f,"
       "\"uncalibrated_spearman\":%.4f,\"goal_median_abs_error\":0.15,\"goal_spearman\":0.9,"
       "\"chosen\":\"%s\",\"chosen_measured_ms\":%.4f,\"best_measured\":\"%s\",\"best_measured_ms\":%.4f,"
-      "\"chosen_over_best\":%.3f}\n",
+      "\"chosen_over_best\":%.3f,\"host_cores\":%lld,\"loadavg_1min\":%.2f}\n",
       static_cast<long long>(config.layers), static_cast<long long>(config.hidden),
       static_cast<long long>(config.seq), static_cast<long long>(config.batch), static_cast<long long>(devices),
       static_cast<long long>(total), rows.size(), Median(errors), Spearman(predicted, measured),
       Median(uncalibrated_errors), Spearman(uncalibrated_predicted, measured), LayoutName(chosen.layout).c_str(),
-      chosen.measured_ms, LayoutName(best->layout).c_str(), best->measured_ms, chosen.measured_ms / best->measured_ms);
+      chosen.measured_ms, LayoutName(best->layout).c_str(), best->measured_ms, chosen.measured_ms / best->measured_ms,
+      static_cast<long long>(calibration.cores), load[0]);
   std::fflush(stdout);
   return absl::OkStatus();
 }

@@ -57,8 +57,12 @@ class Pricer {
         ++stageable;
       }
       // Identical units on one stage cost the same (the stage fixes the placement).
-      const std::string key = options_.share_repeated_units ? absl::StrCat(stage, "|", unit.signature)
-                                                            : absl::StrCat(priced.size());
+      // (Units of one signature may differ in their acts: the last block hands its output
+      // to the epilogue.)
+      const std::string key = options_.share_repeated_units
+                                  ? absl::StrCat(stage, "|", unit.acts_per_micro_batch, "|", unit.acts_per_iteration,
+                                                 "|", unit.signature)
+                                  : absl::StrCat(priced.size());
       auto [it, inserted] = priced.try_emplace(key);
       if (inserted) it->second = PriceUnit(unit, stage);
       const UnitCost& cost = it->second;
