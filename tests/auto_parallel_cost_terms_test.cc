@@ -145,6 +145,29 @@ TEST(AutoParallelCostTermsTest, DevicesSharingOneCoreTakeTheirComputeInTurn) {
   EXPECT_EQ(auto_parallel::StepSeconds(*enough), auto_parallel::StepSeconds(*alone));
 }
 
+TEST(AutoParallelCostTermsTest, EveryCollectiveCallCostsCollectiveCallSeconds) {
+  const Probe probe = ProbeOf(SmallGpt());
+  // Megatron's all-reduces of tp = 2 on two devices, one micro-batch, no data parallelism:
+  // every one of them once per iteration, on the critical path.
+  int64_t calls = 0;
+  for (const auto_parallel::ProfileUnit& unit : probe.profile.units) {
+    calls += static_cast<int64_t>(unit.tp_forward_all_reduce_bytes.size() + unit.tp_backward_all_reduce_bytes.size());
+  }
+  // Per block 2 forward + 2 backward; the vocabulary-parallel embedding all-reduces its
+  // output, and the tied output projection (column-parallel over the vocabulary) its
+  // input's gradient.
+  ASSERT_EQ(calls, 3 * 4 + 2);
+  auto_parallel::PriceOptions free = Devices(2);
+  auto_parallel::PriceOptions priced = Devices(2);
+  priced.collective_call_seconds = 1e-4;
+  absl::StatusOr<proto::AutoParallelPrediction> without = PriceLayout(probe.profile, free, Layout(1, 2, 1));
+  absl::StatusOr<proto::AutoParallelPrediction> with = PriceLayout(probe.profile, priced, Layout(1, 2, 1));
+  ASSERT_TRUE(without.ok() && with.ok());
+  EXPECT_NEAR(with->exposed_communication_seconds() - without->exposed_communication_seconds(),
+              1e-4 * static_cast<double>(calls), 1e-12);
+  EXPECT_EQ(with->compute_seconds(), without->compute_seconds());
+}
+
 TEST(AutoParallelCostTermsTest, APlanWithoutActorsIsRefused) {
   auto_parallel::ModelProfile profile;
   profile.job_name = "empty";

@@ -8,6 +8,11 @@
 //                 sharing the host: an mlp with 1-wide layers (kernels of nanoseconds) on
 //                 dp = devices trained, its fastest step x the cores busy (min(cores,
 //                 devices)) over every device's acts per iteration
+//   collective_call_seconds
+//                 what one in-process collective call costs beyond that, its ranks
+//                 sharing the cores: the same mlp at tp = devices (hidden = devices, so
+//                 it all-reduces every pair of layers), its fastest step less its acts'
+//                 share (act_seconds) over the calls of one device
 //   cores         the cores this process may run on (sched_getaffinity)
 // Other programs on the machine only ever slow a measurement down, so each is the fastest
 // of several.
@@ -28,6 +33,7 @@ struct HostCalibration {
   double memory_bytes_per_second = 0;
   LinkLevelMeasurement intra_node;
   double act_seconds = 0;
+  double collective_call_seconds = 0;
   int64_t cores = 0;
   int64_t devices = 0;
   // The act measurement: acts per iteration of its plan and its median step.
@@ -37,7 +43,8 @@ struct HostCalibration {
 
 absl::StatusOr<HostCalibration> MeasureHostCalibration(int64_t devices);
 
-// The cluster's compute rates and intra-node link, act_seconds and host_cores of `options`
+// The cluster's compute rates and intra-node link, act_seconds, collective_call_seconds and
+// host_cores of `options`
 // from `calibration`.
 void ApplyHostCalibration(const HostCalibration& calibration, auto_parallel::PriceOptions* options);
 

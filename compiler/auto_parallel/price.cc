@@ -196,7 +196,8 @@ class Pricer {
   // `calls` collectives moving `group_bytes` in all: the bytes priced once, the latency of
   // every call (the runtime issues one per variable or bucket).
   double Calls(const CollectiveCost& cost, int64_t calls) const {
-    return cost.seconds() + static_cast<double>(std::max<int64_t>(0, calls - 1)) * cost.latency_seconds;
+    return cost.seconds() + static_cast<double>(std::max<int64_t>(0, calls - 1)) * cost.latency_seconds +
+           static_cast<double>(std::max<int64_t>(1, calls)) * options_.collective_call_seconds;
   }
 
   double AllReduceSeconds(int64_t stage, int64_t axis, int64_t members, double group_bytes, int64_t calls = 1) const {

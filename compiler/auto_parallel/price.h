@@ -47,6 +47,9 @@ struct PriceOptions {
   // thread's wake-up), measured on this host (bench/auto_parallel/host_calibration.h); 0:
   // acts are free. Priced only for a profile whose acts CountActs counted.
   double act_seconds = 0;
+  // Seconds one collective call costs beyond the link model when its ranks share the
+  // host's cores (a rank waits for descheduled peers), added per call; 0: none.
+  double collective_call_seconds = 0;
   // Cores of the host when every device of the cluster runs in one process on it (`oneflow
   // run`, the examples' --run): the devices' compute then shares them, and the iteration
   // takes at least every device's compute over the cores. 0: each device has its own.
