@@ -217,6 +217,7 @@ class Profiler {
       if (tp_split_tensors_.contains(name)) unit.tp_activation_bytes += bytes_[name];
     }
     absl::StrAppend(&unit.signature, signature, ";");
+    unit.op_names.push_back(op.name());
     return absl::OkStatus();
   }
 

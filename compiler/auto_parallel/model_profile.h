@@ -59,6 +59,14 @@ struct ProfileUnit {
   std::vector<int64_t> tp_backward_all_reduce_bytes;
   // Equal for units the search may price once.
   std::string signature;
+  // The unit's forward ops, by name (CountActs maps a compiled plan's actors to units
+  // through them).
+  std::vector<std::string> op_names;
+  // Acts one device of the unit's stage runs per micro-batch for it (forward, backward
+  // and boxing actors of its ops), and per iteration (variables, optimizer updates), as
+  // CountActs counted them in the probe plan; 0 until counted.
+  int64_t acts_per_micro_batch = 0;
+  int64_t acts_per_iteration = 0;
 };
 
 struct ModelProfile {
@@ -78,6 +86,8 @@ struct ModelProfile {
   int64_t optimizer_state_copies = 0;
   // Distinct unit signatures (what the search prices).
   int64_t distinct_units = 0;
+  // Whether CountActs filled the units' acts (the cost model prices acts only then).
+  bool acts_counted = false;
 };
 
 // The profile of `job`, built for a probe layout of `probe_tp` tensor-parallel devices

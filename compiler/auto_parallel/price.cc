@@ -24,6 +24,7 @@ struct UnitCost {
   double parameter_bytes = 0;  // on one device before ZeRO
   int64_t parameter_tensors = 0;
   double kept_bytes = 0;       // activations kept for backward, one micro-batch
+  double iteration_act_seconds = 0;  // per-iteration acts (variables, optimizer updates)
 };
 
 class Pricer {
@@ -56,8 +57,12 @@ class Pricer {
         ++stageable;
       }
       // Identical units on one stage cost the same (the stage fixes the placement).
-      const std::string key = options_.share_repeated_units ? absl::StrCat(stage, "|", unit.signature)
-                                                            : absl::StrCat(priced.size());
+      // (Units of one signature may differ in their acts: the last block hands its output
+      // to the epilogue.)
+      const std::string key = options_.share_repeated_units
+                                  ? absl::StrCat(stage, "|", unit.acts_per_micro_batch, "|", unit.acts_per_iteration,
+                                                 "|", unit.signature)
+                                  : absl::StrCat(priced.size());
       auto [it, inserted] = priced.try_emplace(key);
       if (inserted) it->second = PriceUnit(unit, stage);
       const UnitCost& cost = it->second;
@@ -68,12 +73,14 @@ class Pricer {
       total.parameter_bytes += cost.parameter_bytes;
       total.parameter_tensors += cost.parameter_tensors;
       total.kept_bytes += cost.kept_bytes;
+      total.iteration_act_seconds += cost.iteration_act_seconds;
       largest_parameters[stage] = std::max(largest_parameters[stage], cost.parameter_bytes);
     }
     proto::AutoParallelPrediction prediction;
     *prediction.mutable_layout() = layout_;
     double slowest_micro_batch = -1;
     int64_t peak = 0;
+    double all_devices_compute = 0;  // every device's compute seconds of one iteration
     for (int64_t s = 0; s < pp; ++s) {
       const UnitCost& cost = stages[s];
       // Pipeline receives (the sender does not wait): the activation into this stage and
@@ -87,8 +94,12 @@ class Pricer {
       const double micro_batch_seconds = cost.compute_seconds + cost.tp_seconds + pipeline_seconds;
       const double zero3_gathers = Zero3GatherSeconds(s, cost);
       const double dp_seconds = DataParallelSeconds(s, cost);
-      const double optimizer_seconds = MemoryBoundSeconds(
-          rates_, ShardedStateBytes(cost.parameter_bytes) * (3 + 2 * profile_.optimizer_state_copies) / 4);
+      const double optimizer_seconds =
+          MemoryBoundSeconds(rates_, ShardedStateBytes(cost.parameter_bytes) *
+                                         (3 + 2 * profile_.optimizer_state_copies) / 4) +
+          cost.iteration_act_seconds;
+      all_devices_compute += static_cast<double>(layout_.dp() * layout_.tp()) *
+                             (micro_batches * cost.compute_seconds + optimizer_seconds);
       // The last micro-batch's backward hides the gradient sync but its last bucket.
       const double bucket_bytes = options_.bucket_mb * 1024 * 1024;
       const double tail = cost.parameter_bytes <= 0 || bucket_bytes <= 0
@@ -113,6 +124,13 @@ class Pricer {
       peak = std::max(peak, static_cast<int64_t>(parameters + gradients + state + activations));
     }
     prediction.set_peak_bytes(peak);
+    if (options_.host_cores > 0) {
+      // The devices take turns on the host's cores: no iteration is shorter than all
+      // their compute spread over the cores.
+      const double shared = all_devices_compute / static_cast<double>(options_.host_cores);
+      const double step = StepSeconds(prediction);
+      if (shared > step) prediction.set_compute_seconds(prediction.compute_seconds() + shared - step);
+    }
     return prediction;
   }
 
@@ -178,7 +196,8 @@ class Pricer {
   // `calls` collectives moving `group_bytes` in all: the bytes priced once, the latency of
   // every call (the runtime issues one per variable or bucket).
   double Calls(const CollectiveCost& cost, int64_t calls) const {
-    return cost.seconds() + static_cast<double>(std::max<int64_t>(0, calls - 1)) * cost.latency_seconds;
+    return cost.seconds() + static_cast<double>(std::max<int64_t>(0, calls - 1)) * cost.latency_seconds +
+           static_cast<double>(std::max<int64_t>(1, calls)) * options_.collective_call_seconds;
   }
 
   double AllReduceSeconds(int64_t stage, int64_t axis, int64_t members, double group_bytes, int64_t calls = 1) const {
@@ -227,8 +246,15 @@ class Pricer {
       backward_tp += forward_tp;  // the re-run forward all-reduces again
       cost.kept_bytes = unit.input_bytes * rows;
     }
+    // The runtime's fixed cost per act (counted in the probe plan, which recomputes
+    // nothing: full recomputation runs the unit's forward acts again).
+    double acts = static_cast<double>(unit.acts_per_micro_batch);
+    if (recomputed > 0 && layout_.recompute() == proto::RECOMPUTE_FULL) acts += unit.op_names.size();
+    const double act_seconds = profile_.acts_counted ? options_.act_seconds : 0;
+    cost.iteration_act_seconds = act_seconds * static_cast<double>(unit.acts_per_iteration);
     cost.backward_seconds = 2 * forward + recomputed;
-    cost.compute_seconds = forward + cost.backward_seconds;
+    const double overhead = act_seconds * acts;
+    cost.compute_seconds = forward + cost.backward_seconds + overhead;
     cost.tp_seconds = forward_tp + backward_tp;
     cost.parameter_bytes = unit.parameter_bytes - unit.tp_parameter_bytes + unit.tp_parameter_bytes / tp;
     cost.parameter_tensors = unit.parameter_tensors;

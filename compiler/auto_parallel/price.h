@@ -12,12 +12,15 @@
 //               core for selective)
 //     tp        Megatron's all-reduces on the tp axis, on the critical path
 //     pp        the cut activation sent forward and its gradient back
+//     acts      the unit's acts per micro-batch x act_seconds (CountActs), on the critical path
 //   iteration = micro_batches x slowest stage + (pp - 1) x slowest stage (the bubble)
 //               + the stage's optimizer (memory-bound over its parameter state)
 //               + exposed data-parallel sync: the gradient all-reduce (ZeRO 1, 2:
 //               reduce-scatter + all-gather; 3: also the parameter gathers per
 //               micro-batch), of which the last micro-batch's backward hides all but
 //               the last gradient bucket
+//   and with host_cores (every device simulated in one process on that many cores) at
+//   least the devices' compute over the cores; the difference counts as compute.
 //   peak  = parameters + gradients + optimizer state (what ZeRO shards divided by dp)
 //           + kept activations of one micro-batch x micro-batches in flight (pp - s on
 //           stage s, bounded by micro_batches) x the register slots.
@@ -40,6 +43,17 @@ struct PriceOptions {
   double bucket_mb = 25;
   // CompileOptions::register_count: slots of every activation register.
   int64_t register_count = 2;
+  // Seconds the runtime spends on one act besides its kernel (the actor's messages, its
+  // thread's wake-up), measured on this host (bench/auto_parallel/host_calibration.h); 0:
+  // acts are free. Priced only for a profile whose acts CountActs counted.
+  double act_seconds = 0;
+  // Seconds one collective call costs beyond the link model when its ranks share the
+  // host's cores (a rank waits for descheduled peers), added per call; 0: none.
+  double collective_call_seconds = 0;
+  // Cores of the host when every device of the cluster runs in one process on it (`oneflow
+  // run`, the examples' --run): the devices' compute then shares them, and the iteration
+  // takes at least every device's compute over the cores. 0: each device has its own.
+  int64_t host_cores = 0;
   // Price each distinct unit once per layout (identical blocks share the price); false
   // prices every unit, the reference of bench/auto_parallel's search time.
   bool share_repeated_units = true;

@@ -45,6 +45,7 @@ absl::StatusOr<SearchResult> Search(const ModelProfile& profile, const SearchOpt
   }
   SearchResult result;
   for (const proto::AutoParallelLayout& layout : EnumerateLayouts(profile, devices, options.max_micro_batches)) {
+    if (options.max_pipeline_stages > 0 && layout.pp() > options.max_pipeline_stages) continue;
     absl::StatusOr<proto::AutoParallelPrediction> prediction = PriceLayout(profile, options.price, layout);
     if (!prediction.ok()) continue;  // a layout the enumeration could not rule out cheaply
     ++result.candidates;

@@ -25,6 +25,10 @@ struct SearchOptions {
   // Bytes one device may hold (--device_memory); 0: no limit.
   int64_t device_memory = 0;
   int64_t max_micro_batches = 64;
+  // Most pipeline stages a layout may have; 0: as many as the model has blocks or layers.
+  // A model written without a stage map (a graph text: every op on the default placement)
+  // takes 1.
+  int64_t max_pipeline_stages = 0;
 };
 
 struct SearchResult {

@@ -78,6 +78,8 @@ absl::StatusOr<AutoParallelResult> AutoParallelCompile(const JobBuilder& build, 
   options.price.bucket_mb = base.bucket_mb;
   options.price.register_count = base.register_count;
   options.device_memory = request.device_memory;
+  options.max_pipeline_stages = request.max_pipeline_stages;
+  options.max_micro_batches = request.max_micro_batches;
   OF_ASSIGN_OR_RETURN(const auto_parallel::SearchResult result, auto_parallel::Search(profile, options));
   AutoParallelResult out;
   out.search_seconds = SecondsSince(search_start);

@@ -38,6 +38,9 @@ struct AutoParallelRequest {
   int64_t device_memory = 0;
   // Alternatives kept in the decision record.
   int alternatives = 5;
+  // Most pipeline stages and micro-batches (SearchOptions); 0 stages: no limit.
+  int64_t max_pipeline_stages = 0;
+  int64_t max_micro_batches = 64;
   // Layouts compiled for real before giving up (the model refuses or memory planning's
   // peak is over --device_memory).
   int max_compiles = 8;

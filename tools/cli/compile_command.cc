@@ -8,11 +8,13 @@
 
 #include "absl/flags/declare.h"
 #include "absl/flags/flag.h"
+#include "absl/flags/reflection.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 #include "compiler/compiler.h"
 #include "plan/plan_io.h"
+#include "examples/common/auto_parallel_driver.h"
 #include "examples/common/compile_driver.h"
 #include "examples/common/parallel_layout.h"
 #include "oneflow_core/status.h"
@@ -49,6 +51,13 @@ ABSL_FLAG(std::string, precision, "fp32",
           "fp32, or bf16 mixed precision (matrix products on bf16 operands with fp32 accumulation; needs "
           "AVX-512 BF16 or AMX; docs/memory_and_precision.md).");
 ABSL_FLAG(std::string, plan_out, "", "Write the compiled plan to this file.");
+ABSL_FLAG(bool, auto_parallel, false,
+          "Let the compiler choose --dp --tp --zero and recomputation for --nodes x --devices_per_node, the links "
+          "and --device_memory (the examples' search; docs/auto_parallel.md). The graph must have no `placement` "
+          "line; graph text has no stage map and fixes the micro-batch, so pp and micro_batches stay 1.");
+ABSL_FLAG(int64_t, device_memory, 0,
+          "With --auto_parallel: bytes one device may hold (0: no limit); layouts whose predicted or planned peak "
+          "is above it are not chosen.");
 ABSL_FLAG(std::string, dump_after, "",
           "Comma-separated compiler pass names (or 'all') after which to print the state.");
 
@@ -85,7 +94,43 @@ absl::StatusOr<std::string> ReadGraphFile(const std::string& path) {
   return text.str();
 }
 
+// The flags the search chooses; giving one with --auto_parallel is a contradiction.
+absl::Status CheckNoLayoutFlags() {
+  for (const char* name : {"dp", "tp", "pp", "micro_batches", "zero"}) {
+    const absl::CommandLineFlag* flag = absl::FindCommandLineFlag(name);
+    if (flag != nullptr && flag->CurrentValue() != flag->DefaultValue()) {
+      return absl::InvalidArgumentError(absl::StrCat("--auto_parallel chooses --", name, "; do not give --", name,
+                                                     "=", flag->CurrentValue(), " with it"));
+    }
+  }
+  if (!absl::GetFlag(FLAGS_dump_after).empty()) {
+    return absl::InvalidArgumentError(
+        "--dump_after dumps one layout's compilation; compile the chosen layout's flags without --auto_parallel "
+        "to dump it");
+  }
+  return absl::OkStatus();
+}
+
+absl::Status WritePlanOut(const proto::Plan& plan, std::ostream& out) {
+  const std::string plan_out = absl::GetFlag(FLAGS_plan_out);
+  if (!plan_out.empty()) {
+    OF_RETURN_IF_ERROR(WritePlanFile(plan_out, plan));
+    out << "wrote " << plan_out << " (inspect it with: oneflow inspect " << plan_out << ")\n";
+  }
+  return absl::OkStatus();
+}
+
 absl::Status RunCompile(const std::vector<std::string>& arguments, std::ostream& out) {
+  if (absl::GetFlag(FLAGS_auto_parallel)) OF_RETURN_IF_ERROR(CheckNoLayoutFlags());
+  const int64_t device_memory = absl::GetFlag(FLAGS_device_memory);
+  if (device_memory < 0) {
+    return absl::InvalidArgumentError(absl::StrCat("--device_memory=", device_memory,
+                                                   " is negative; give bytes one device may hold (0: no limit)"));
+  }
+  if (device_memory > 0 && !absl::GetFlag(FLAGS_auto_parallel)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--device_memory=", device_memory, " is a limit for --auto_parallel's search; add --auto_parallel"));
+  }
   examples::ParallelFlags flags;
   OF_ASSIGN_OR_RETURN(flags.nodes, NodeCount());
   flags.devices_per_node = absl::GetFlag(FLAGS_devices_per_node);
@@ -96,7 +141,6 @@ absl::Status RunCompile(const std::vector<std::string>& arguments, std::ostream&
   flags.zero = absl::GetFlag(FLAGS_zero);
   flags.intra_node_bandwidth = absl::GetFlag(FLAGS_intra_node_bandwidth);
   flags.inter_node_bandwidth = absl::GetFlag(FLAGS_inter_node_bandwidth);
-  OF_ASSIGN_OR_RETURN(const examples::ParallelLayout layout, examples::ParallelLayout::Create(flags));
   examples::CompileSettings settings;
   // run's --threads_per_device, where 0 means "the plan's"; a new plan's default is 1.
   const int64_t threads = absl::GetFlag(FLAGS_threads_per_device);
@@ -112,10 +156,24 @@ absl::Status RunCompile(const std::vector<std::string>& arguments, std::ostream&
       absl::GetFlag(FLAGS_intra_node_bandwidth), absl::GetFlag(FLAGS_inter_node_bandwidth),
       absl::GetFlag(FLAGS_intra_node_latency), absl::GetFlag(FLAGS_inter_node_latency));
   settings.dump_after = absl::StrSplit(absl::GetFlag(FLAGS_dump_after), ',', absl::SkipEmpty());
+  const std::string& path = arguments[0];
+  if (absl::GetFlag(FLAGS_auto_parallel)) {
+    OF_ASSIGN_OR_RETURN(const std::string text, ReadGraphFile(path));
+    examples::AutoParallelRequest request;
+    request.cluster = flags;
+    request.settings = settings;
+    request.device_memory = device_memory;
+    OF_ASSIGN_OR_RETURN(const examples::AutoParallelResult result, AutoParallelFromGraphText(text, path, request));
+    out << examples::AutoParallelSummary(result.plan.auto_parallel(), result.search_seconds);
+    for (const std::string& warning : examples::LayoutWarnings(result.job, result.layout)) {
+      std::cerr << "oneflow compile: warning: " << warning << "\n";
+    }
+    out << examples::CompileSummary(result.job, result.layout, result.plan, result.compile_seconds);
+    return WritePlanOut(result.plan, out);
+  }
+  OF_ASSIGN_OR_RETURN(const examples::ParallelLayout layout, examples::ParallelLayout::Create(flags));
   std::string dump;
   OF_ASSIGN_OR_RETURN(const CompileOptions options, examples::CompileOptionsFor(layout, settings, &dump));
-
-  const std::string& path = arguments[0];
   OF_ASSIGN_OR_RETURN(const std::string text, ReadGraphFile(path));
   OF_ASSIGN_OR_RETURN(const proto::Job job, JobFromGraphText(text, path, layout));
   for (const std::string& warning : examples::LayoutWarnings(job, layout)) {
@@ -127,12 +185,7 @@ absl::Status RunCompile(const std::vector<std::string>& arguments, std::ostream&
   out << dump;
   OF_RETURN_IF_ERROR(plan.status());
   out << examples::CompileSummary(job, layout, *plan, seconds);
-  const std::string plan_out = absl::GetFlag(FLAGS_plan_out);
-  if (!plan_out.empty()) {
-    OF_RETURN_IF_ERROR(WritePlanFile(plan_out, *plan));
-    out << "wrote " << plan_out << " (inspect it with: oneflow inspect " << plan_out << ")\n";
-  }
-  return absl::OkStatus();
+  return WritePlanOut(*plan, out);
 }
 
 }  // namespace
@@ -143,7 +196,7 @@ Subcommand CompileSubcommand() {
   command.arguments = "GRAPH.txt";
   command.flag_usage =
       "[--nodes=N] [--devices_per_node=N] [--dp=N] [--tp=N] [--pp=N] [--micro_batches=N] [--zero=0..3] "
-      "[--compression=off|auto|fp8|int8|int4] [--plan_out=FILE]";
+      "[--compression=off|auto|fp8|int8|int4] [--auto_parallel [--device_memory=BYTES]] [--plan_out=FILE]";
   command.summary = "compile a model written in the graph text format (docs/graph_text.md) into a plan";
   command.flags = {"nodes",          "devices_per_node",       "dp",
                    "tp",             "pp",                     "micro_batches",
@@ -151,7 +204,8 @@ Subcommand CompileSubcommand() {
                    "intra_node_bandwidth", "inter_node_bandwidth", "intra_node_latency",
                    "inter_node_latency",   "codec_bytes_per_second",
                    "codec_calibration",    "bucket_mb",            "sparse_boxing",
-                   "fuse_epilogues",       "threads_per_device",   "dump_after"};
+                   "fuse_epilogues",       "threads_per_device",   "dump_after",
+                   "auto_parallel",        "device_memory"};
   command.flag_help = {{"nodes", "Nodes of the cluster (a count; default 1)."},
                        {"threads_per_device",
                         "Threads each CPU device runs its compute kernels on, kept in the plan's cluster "

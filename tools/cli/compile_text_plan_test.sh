@@ -46,4 +46,24 @@ sed -E "${first}s/ loc=\"([^:]*):([0-9]+)\"$/ loc=\"\\1:9\\2\"/" "$DIR/gpt.txt" 
 [[ "$(diff "$DIR/gpt.txt" "$DIR/gpt_moved.txt" | grep -c '^>')" == 1 ]] || fail "sed moved no line"
 "$ONEFLOW" compile "$DIR/gpt_moved.txt" "${layout[@]}" --plan_out="$DIR/moved.plan" >/dev/null
 if cmp -s "$DIR/gpt.cpp.plan" "$DIR/moved.plan"; then fail "a moved loc= gives the C++ plan"; fi
+
+# `oneflow compile --auto_parallel` (docs/auto_parallel.md): the mlp's text without its
+# placement line, searched for 4 devices (no tp hints, no stages or micro-batches in a
+# text: dp=4 with ZeRO 0-3), and the flags it refuses. (That the chosen plan is the plan of
+# the chosen flags, byte for byte, is //tools/cli:graph_text_auto_parallel_test.)
+"$PWD/examples/mlp/mlp" --print_graph | grep -v '^placement ' >"$DIR/mlp_free.txt"
+out=$("$ONEFLOW" compile "$DIR/mlp_free.txt" --auto_parallel --devices_per_node=4 --plan_out="$DIR/auto.plan")
+[[ "$out" == "auto-parallel: chose --dp=4 --tp=1 --pp=1 --micro_batches=1 --zero=0 --recompute=none among 4 layouts in "* ]] ||
+  fail "$out"
+inspected=$("$ONEFLOW" inspect "$DIR/auto.plan")
+[[ "$inspected" == *"auto-parallel decision (4 layouts priced)"* ]] || fail "no decision in: $inspected"
+err=$("$ONEFLOW" compile "$DIR/mlp_free.txt" --auto_parallel --devices_per_node=4 --dp=2 2>&1 >/dev/null) && fail "--dp accepted"
+[[ "$err" == "oneflow compile: --auto_parallel chooses --dp; do not give --dp=2 with it" ]] || fail "$err"
+err=$("$ONEFLOW" compile "$DIR/mlp.txt" --auto_parallel --devices_per_node=4 2>&1 >/dev/null) && fail "placement accepted"
+[[ "$err" == "oneflow compile: $DIR/mlp.txt: --auto_parallel gives each layout its own placement, but the graph has \`placement "* ]] ||
+  fail "$err"
+err=$("$ONEFLOW" compile "$DIR/mlp_free.txt" --devices_per_node=4 --dp=4 --device_memory=4096 2>&1 >/dev/null) &&
+  fail "--device_memory without --auto_parallel accepted"
+[[ "$err" == "oneflow compile: --device_memory=4096 is a limit for --auto_parallel's search; add --auto_parallel" ]] ||
+  fail "$err"
 echo "PASS"

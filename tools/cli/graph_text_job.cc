@@ -70,4 +70,24 @@ absl::StatusOr<proto::Job> JobFromGraphText(absl::string_view text, const std::s
   return job;
 }
 
+absl::StatusOr<examples::AutoParallelResult> AutoParallelFromGraphText(absl::string_view text,
+                                                                       const std::string& file_name,
+                                                                       const examples::AutoParallelRequest& request) {
+  absl::StatusOr<std::unique_ptr<Graph>> parsed = ParseGraphText(text);
+  if (!parsed.ok()) return InFile(parsed.status(), file_name);
+  if ((*parsed)->default_placement().has_value()) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        file_name, ": --auto_parallel gives each layout its own placement, but the graph has `placement ",
+        (*parsed)->default_placement()->ToString(),
+        "`; remove that line (and sbp hints written for one layout), or compile without --auto_parallel"));
+  }
+  examples::AutoParallelRequest pipeline_free = request;
+  pipeline_free.max_pipeline_stages = 1;
+  pipeline_free.max_micro_batches = 1;
+  const examples::JobBuilder build = [&](const examples::ParallelLayout& layout) {
+    return JobFromGraphText(text, file_name, layout);
+  };
+  return examples::AutoParallelCompile(build, pipeline_free);
+}
+
 }  // namespace oneflow::cli

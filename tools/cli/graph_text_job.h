@@ -8,6 +8,7 @@
 
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
+#include "examples/common/auto_parallel_driver.h"
 #include "examples/common/parallel_layout.h"
 #include "proto/job.pb.h"
 
@@ -25,6 +26,19 @@ namespace oneflow::cli {
 //   mlp.txt: line 5: unknown op type 'matmull'; known: matmul, add, ...
 absl::StatusOr<proto::Job> JobFromGraphText(absl::string_view text, const std::string& file_name,
                                             const examples::ParallelLayout& layout);
+
+// `oneflow compile GRAPH.txt --auto_parallel`: the search of the examples' --auto_parallel
+// (examples/common/auto_parallel_driver.h) over the layouts a graph text can be built for.
+// The text must have no `placement` line (each layout gives its own). It has no stage map,
+// and its input shapes are one micro-batch's (more micro-batches would grow the batch), so
+// every layout has pp = 1 and one micro-batch: the search chooses dp, tp (where the text's
+// sbp hints shard variables and a layout accepts them), the ZeRO stage (the text needs an
+// `optimizer` line) and recomputation (a text with blocks). Layouts the text cannot be built for are skipped,
+// each with JobFromGraphText's error in the decision record. Errors: the parse error, a
+// `placement` line (naming it), and AutoParallelCompile's.
+absl::StatusOr<examples::AutoParallelResult> AutoParallelFromGraphText(absl::string_view text,
+                                                                       const std::string& file_name,
+                                                                       const examples::AutoParallelRequest& request);
 
 }  // namespace oneflow::cli
 

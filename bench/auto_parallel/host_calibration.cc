@@ -1,0 +1,137 @@
+#include "bench/auto_parallel/host_calibration.h"
+
+#include <sched.h>
+
+#include <algorithm>
+#include <vector>
+
+#include "absl/strings/str_format.h"
+#include "actors/runtime.h"
+#include "compiler/compiler.h"
+#include "examples/common/compile_driver.h"
+#include "examples/common/parallel_layout.h"
+#include "examples/mlp/mlp_model.h"
+#include "oneflow_core/status.h"
+#include "tools/cli/link_calibration.h"
+
+namespace oneflow::bench {
+namespace {
+
+constexpr int64_t kRepetitions = 3;
+constexpr int64_t kRounds = 4;
+// Iterations of the act probe; the first two (allocation, warm-up) are not timed.
+constexpr int64_t kActIterations = 40;
+
+int64_t AllowedCores() {
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  if (sched_getaffinity(0, sizeof(set), &set) != 0) return 1;
+  return std::max(1, CPU_COUNT(&set));
+}
+
+// The fastest step of the tiny mlp (every width 1, or `devices` for tp: kernels of
+// nanoseconds) on `devices` devices, data-parallel or tensor-parallel, and its plan.
+struct TinyRun {
+  double step_seconds = 0;
+  int64_t acts = 0;         // every device's, per iteration
+  int64_t collectives = 0;  // device 0's collective calls per iteration
+};
+
+absl::StatusOr<TinyRun> RunTinyMlp(int64_t devices, bool tensor_parallel) {
+  examples::MlpConfig config;
+  config.batch = devices;
+  config.in_features = 1;
+  config.hidden = tensor_parallel ? devices : 1;
+  config.classes = 2;
+  config.layers = 8;
+  examples::ParallelFlags flags;
+  flags.devices_per_node = devices;
+  (tensor_parallel ? flags.tp : flags.dp) = devices;
+  OF_ASSIGN_OR_RETURN(const examples::ParallelLayout layout, examples::ParallelLayout::Create(flags));
+  OF_ASSIGN_OR_RETURN(const proto::Job job, examples::BuildMlp(config, layout));
+  std::string dump;
+  OF_ASSIGN_OR_RETURN(const CompileOptions options,
+                      examples::CompileOptionsFor(layout, examples::CompileSettings{}, &dump));
+  OF_ASSIGN_OR_RETURN(const proto::Plan plan, Compile(job, options));
+  actors::TrainOptions train;
+  train.node = -1;
+  train.iterations = kActIterations;
+  OF_ASSIGN_OR_RETURN(const actors::TrainResult result, actors::TrainPlan(plan, train));
+  TinyRun run;
+  run.step_seconds = 1e9;
+  for (const actors::IterationMetrics& metrics : result.iterations) {
+    if (metrics.iteration >= 2) run.step_seconds = std::min(run.step_seconds, metrics.step_ms / 1e3);
+  }
+  for (const proto::DevicePlan& device : plan.devices()) run.acts += device.actors_size();
+  for (const proto::ActorDef& actor : plan.devices(0).actors()) {
+    if (actor.kind() == proto::ACTOR_BOXING && actor.collective_id() >= 0) ++run.collectives;
+  }
+  return run;
+}
+
+// act_seconds from the data-parallel run: its step x the busy cores over its acts (its
+// few gradient all-reduces are a small share). collective_call_seconds from the
+// tensor-parallel one: its step less its acts at act_seconds, over device 0's calls.
+absl::Status MeasureActSeconds(int64_t devices, HostCalibration* calibration) {
+  OF_ASSIGN_OR_RETURN(const TinyRun data_parallel, RunTinyMlp(devices, /*tensor_parallel=*/false));
+  calibration->probe_step_seconds = data_parallel.step_seconds;
+  calibration->probe_acts = data_parallel.acts;
+  const double busy_cores = static_cast<double>(std::min(calibration->cores, devices));
+  calibration->act_seconds = data_parallel.step_seconds * busy_cores / static_cast<double>(data_parallel.acts);
+  if (devices < 2) return absl::OkStatus();
+  OF_ASSIGN_OR_RETURN(const TinyRun tensor_parallel, RunTinyMlp(devices, /*tensor_parallel=*/true));
+  const double acts_share = calibration->act_seconds * static_cast<double>(tensor_parallel.acts) / busy_cores;
+  calibration->collective_call_seconds =
+      std::max(0.0, tensor_parallel.step_seconds - acts_share) / static_cast<double>(std::max<int64_t>(1, tensor_parallel.collectives));
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+absl::StatusOr<HostCalibration> MeasureHostCalibration(int64_t devices) {
+  HostCalibration calibration;
+  calibration.devices = devices;
+  // The best of a few medians, for the same reason.
+  for (int64_t round = 0; round < kRounds; ++round) {
+    calibration.gemm_flops_per_second =
+        std::max(calibration.gemm_flops_per_second, cli::MeasureGemmFlopsPerSecond(kRepetitions));
+    calibration.memory_bytes_per_second =
+        std::max(calibration.memory_bytes_per_second, cli::MeasureMemoryBytesPerSecond(kRepetitions));
+  }
+  for (int64_t round = 0; round < kRounds; ++round) {
+    OF_ASSIGN_OR_RETURN(const LinkLevelMeasurement link, cli::MeasureInProcessLink(kRepetitions));
+    if (round == 0 || link.latency_seconds < calibration.intra_node.latency_seconds) {
+      calibration.intra_node.latency_seconds = link.latency_seconds;
+    }
+    if (round == 0 || link.bytes_per_second > calibration.intra_node.bytes_per_second) {
+      calibration.intra_node.bytes_per_second = link.bytes_per_second;
+      calibration.intra_node.method = link.method;
+    }
+  }
+  calibration.cores = AllowedCores();
+  OF_RETURN_IF_ERROR(MeasureActSeconds(devices, &calibration));
+  return calibration;
+}
+
+void ApplyHostCalibration(const HostCalibration& calibration, auto_parallel::PriceOptions* options) {
+  options->cluster.set_gemm_flops_per_second(calibration.gemm_flops_per_second);
+  options->cluster.set_memory_bytes_per_second(calibration.memory_bytes_per_second);
+  options->cluster.set_intra_node_latency(calibration.intra_node.latency_seconds);
+  options->cluster.set_intra_node_bandwidth(calibration.intra_node.bytes_per_second);
+  options->act_seconds = calibration.act_seconds;
+  options->collective_call_seconds = calibration.collective_call_seconds;
+  options->host_cores = calibration.cores;
+}
+
+std::string HostCalibrationJson(const HostCalibration& calibration) {
+  return absl::StrFormat(
+      "\"devices\":%d,\"gemm_flops_per_second\":%.4g,\"memory_bytes_per_second\":%.4g,"
+      "\"intra_node_latency_s\":%.4g,\"intra_node_bytes_per_second\":%.4g,\"act_seconds\":%.4g,"
+      "\"collective_call_seconds\":%.4g,"
+      "\"host_cores\":%d,\"act_probe_acts\":%d,\"act_probe_step_s\":%.4g",
+      calibration.devices, calibration.gemm_flops_per_second, calibration.memory_bytes_per_second,
+      calibration.intra_node.latency_seconds, calibration.intra_node.bytes_per_second, calibration.act_seconds,
+      calibration.collective_call_seconds, calibration.cores, calibration.probe_acts, calibration.probe_step_seconds);
+}
+
+}  // namespace oneflow::bench

@@ -1,0 +1,180 @@
+// The cost model's calibrated terms (compiler/auto_parallel/price.h): acts counted per unit
+// in a compiled probe plan (act_count.h) and priced at PriceOptions::act_seconds, and the
+// host's cores shared by every device of a one-process run (PriceOptions::host_cores).
+// The real-run check of both is bench/auto_parallel:prediction_bench.
+#include <string>
+
+#include "compiler/auto_parallel/act_count.h"
+#include "compiler/auto_parallel/model_profile.h"
+#include "compiler/auto_parallel/price.h"
+#include "compiler/compiler.h"
+#include "examples/common/compile_driver.h"
+#include "examples/gpt/gpt_model.h"
+#include "gtest/gtest.h"
+
+namespace oneflow {
+namespace {
+
+examples::GptConfig SmallGpt() {
+  examples::GptConfig config;
+  config.batch = 8;
+  config.seq = 16;
+  config.layers = 3;
+  config.hidden = 32;
+  config.heads = 2;
+  config.vocab = 64;
+  return config;
+}
+
+// The gpt built and compiled for the probe layout (tp = 2 on two devices), profiled and
+// its acts counted, as the prediction bench does.
+struct Probe {
+  auto_parallel::ModelProfile profile;
+  proto::Plan plan;
+};
+
+Probe ProbeOf(const examples::GptConfig& config) {
+  examples::ParallelFlags flags;
+  flags.devices_per_node = 2;
+  flags.tp = 2;
+  absl::StatusOr<examples::ParallelLayout> layout = examples::ParallelLayout::Create(flags);
+  EXPECT_TRUE(layout.ok()) << layout.status();
+  absl::StatusOr<proto::Job> job = examples::BuildGpt(config, *layout);
+  EXPECT_TRUE(job.ok()) << job.status();
+  Probe probe;
+  absl::StatusOr<auto_parallel::ModelProfile> profile = auto_parallel::ProfileJob(*job, 2);
+  EXPECT_TRUE(profile.ok()) << profile.status();
+  probe.profile = *profile;
+  std::string dump;
+  absl::StatusOr<CompileOptions> options = examples::CompileOptionsFor(*layout, examples::CompileSettings(), &dump);
+  EXPECT_TRUE(options.ok()) << options.status();
+  absl::StatusOr<proto::Plan> plan = Compile(*job, *options);
+  EXPECT_TRUE(plan.ok()) << plan.status();
+  probe.plan = *plan;
+  const absl::Status counted = auto_parallel::CountActs(probe.plan, &probe.profile);
+  EXPECT_TRUE(counted.ok()) << counted;
+  return probe;
+}
+
+proto::AutoParallelLayout Layout(int64_t dp, int64_t tp, int64_t pp) {
+  proto::AutoParallelLayout layout;
+  layout.set_dp(dp);
+  layout.set_tp(tp);
+  layout.set_pp(pp);
+  layout.set_micro_batches(1);
+  layout.set_recompute(proto::RECOMPUTE_NONE);
+  return layout;
+}
+
+auto_parallel::PriceOptions Devices(int64_t devices) {
+  auto_parallel::PriceOptions options;
+  options.cluster.set_num_nodes(1);
+  options.cluster.set_devices_per_node(devices);
+  options.cluster.set_intra_node_bandwidth(100e9);
+  options.cluster.set_intra_node_latency(1e-5);
+  return options;
+}
+
+TEST(AutoParallelCostTermsTest, EveryActorOfTheProbeDeviceIsCountedOnceAndIdenticalBlocksAlike) {
+  const Probe probe = ProbeOf(SmallGpt());
+  ASSERT_TRUE(probe.profile.acts_counted);
+  int64_t counted = 0;
+  std::vector<int64_t> block_acts;
+  std::vector<int64_t> block_iteration_acts;
+  for (const auto_parallel::ProfileUnit& unit : probe.profile.units) {
+    counted += unit.acts_per_micro_batch + unit.acts_per_iteration;
+    if (unit.stageable) {
+      block_acts.push_back(unit.acts_per_micro_batch);
+      block_iteration_acts.push_back(unit.acts_per_iteration);
+    }
+  }
+  EXPECT_EQ(counted, probe.plan.devices(0).actors_size());
+  // Three identical blocks: the first two run the same acts (forward, backward, tp
+  // all-reduces), the last one one act fewer (its output's boxing belongs to the
+  // epilogue), and all three the same per-iteration acts (variables, updates).
+  ASSERT_EQ(block_acts.size(), 3u);
+  EXPECT_GT(block_acts[0], 0);
+  EXPECT_EQ(block_acts[1], block_acts[0]);
+  EXPECT_EQ(block_acts[2], block_acts[0] - 1);
+  EXPECT_GT(block_iteration_acts[0], 0);
+  EXPECT_EQ(block_iteration_acts[1], block_iteration_acts[0]);
+  EXPECT_EQ(block_iteration_acts[2], block_iteration_acts[0]);
+}
+
+TEST(AutoParallelCostTermsTest, ActsCostActSecondsEachOnOneDevice) {
+  const Probe probe = ProbeOf(SmallGpt());
+  int64_t acts = 0;
+  for (const auto_parallel::ProfileUnit& unit : probe.profile.units) {
+    acts += unit.acts_per_micro_batch + unit.acts_per_iteration;
+  }
+  auto_parallel::PriceOptions free = Devices(1);
+  auto_parallel::PriceOptions priced = Devices(1);
+  priced.act_seconds = 1e-5;
+  absl::StatusOr<proto::AutoParallelPrediction> without = PriceLayout(probe.profile, free, Layout(1, 1, 1));
+  absl::StatusOr<proto::AutoParallelPrediction> with = PriceLayout(probe.profile, priced, Layout(1, 1, 1));
+  ASSERT_TRUE(without.ok()) << without.status();
+  ASSERT_TRUE(with.ok()) << with.status();
+  // One device, one micro-batch: every counted act once, on the compute side.
+  EXPECT_NEAR(with->compute_seconds() - without->compute_seconds(), 1e-5 * static_cast<double>(acts), 1e-12);
+  EXPECT_EQ(with->exposed_communication_seconds(), without->exposed_communication_seconds());
+
+  // A profile whose acts were not counted prices none.
+  auto_parallel::ModelProfile uncounted = probe.profile;
+  uncounted.acts_counted = false;
+  absl::StatusOr<proto::AutoParallelPrediction> uncounted_price = PriceLayout(uncounted, priced, Layout(1, 1, 1));
+  ASSERT_TRUE(uncounted_price.ok());
+  EXPECT_EQ(uncounted_price->compute_seconds(), without->compute_seconds());
+}
+
+TEST(AutoParallelCostTermsTest, DevicesSharingOneCoreTakeTheirComputeInTurn) {
+  const Probe probe = ProbeOf(SmallGpt());
+  auto_parallel::PriceOptions own_cores = Devices(4);
+  auto_parallel::PriceOptions one_core = Devices(4);
+  one_core.host_cores = 1;
+  auto_parallel::PriceOptions four_cores = Devices(4);
+  four_cores.host_cores = 4;
+  const proto::AutoParallelLayout dp4 = Layout(4, 1, 1);
+  absl::StatusOr<proto::AutoParallelPrediction> alone = PriceLayout(probe.profile, own_cores, dp4);
+  absl::StatusOr<proto::AutoParallelPrediction> shared = PriceLayout(probe.profile, one_core, dp4);
+  absl::StatusOr<proto::AutoParallelPrediction> enough = PriceLayout(probe.profile, four_cores, dp4);
+  ASSERT_TRUE(alone.ok() && shared.ok() && enough.ok());
+  // Four data-parallel devices on one core: the iteration is their four computes in turn.
+  EXPECT_NEAR(auto_parallel::StepSeconds(*shared), 4 * alone->compute_seconds(), 1e-12);
+  EXPECT_GT(auto_parallel::StepSeconds(*shared), auto_parallel::StepSeconds(*alone));
+  // A core each: nothing changes.
+  EXPECT_EQ(auto_parallel::StepSeconds(*enough), auto_parallel::StepSeconds(*alone));
+}
+
+TEST(AutoParallelCostTermsTest, EveryCollectiveCallCostsCollectiveCallSeconds) {
+  const Probe probe = ProbeOf(SmallGpt());
+  // Megatron's all-reduces of tp = 2 on two devices, one micro-batch, no data parallelism:
+  // every one of them once per iteration, on the critical path.
+  int64_t calls = 0;
+  for (const auto_parallel::ProfileUnit& unit : probe.profile.units) {
+    calls += static_cast<int64_t>(unit.tp_forward_all_reduce_bytes.size() + unit.tp_backward_all_reduce_bytes.size());
+  }
+  // Per block 2 forward + 2 backward; the vocabulary-parallel embedding all-reduces its
+  // output, and the tied output projection (column-parallel over the vocabulary) its
+  // input's gradient.
+  ASSERT_EQ(calls, 3 * 4 + 2);
+  auto_parallel::PriceOptions free = Devices(2);
+  auto_parallel::PriceOptions priced = Devices(2);
+  priced.collective_call_seconds = 1e-4;
+  absl::StatusOr<proto::AutoParallelPrediction> without = PriceLayout(probe.profile, free, Layout(1, 2, 1));
+  absl::StatusOr<proto::AutoParallelPrediction> with = PriceLayout(probe.profile, priced, Layout(1, 2, 1));
+  ASSERT_TRUE(without.ok() && with.ok());
+  EXPECT_NEAR(with->exposed_communication_seconds() - without->exposed_communication_seconds(),
+              1e-4 * static_cast<double>(calls), 1e-12);
+  EXPECT_EQ(with->compute_seconds(), without->compute_seconds());
+}
+
+TEST(AutoParallelCostTermsTest, APlanWithoutActorsIsRefused) {
+  auto_parallel::ModelProfile profile;
+  profile.job_name = "empty";
+  const absl::Status status = auto_parallel::CountActs(proto::Plan(), &profile);
+  EXPECT_EQ(status.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(std::string(status.message()), "the probe plan of 'empty' has no actor to count on its first device");
+}
+
+}  // namespace
+}  // namespace oneflow
