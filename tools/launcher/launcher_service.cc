@@ -144,6 +144,7 @@ absl::StatusOr<std::shared_ptr<WorkerJob>> LauncherService::StartJob(const proto
   }
   if (!run.resume_from().empty()) arguments.push_back(absl::StrCat("--resume_from=", run.resume_from()));
   if (run.record_trace()) arguments.push_back("--record_trace");
+  if (run.measure_links()) arguments.push_back("--measure_links");
   if (!run.transport().empty()) arguments.push_back(absl::StrCat("--transport=", run.transport()));
 
   absl::StatusOr<std::unique_ptr<WorkerJob>> job = WorkerJob::Start(std::move(config));
