@@ -187,22 +187,22 @@ double MeasureInNode(const Plan& plan, int64_t ranks) {
 
 int Run() {
   // Forks first, before any thread.
-  absl::StatusOr<LinkLevelMeasurement> inter = cli::MeasureCrossProcessLink(kCalibrationRepetitions);
+  absl::StatusOr<cli::MeasuredLink> inter = cli::MeasureCrossProcessLink(kCalibrationRepetitions);
   if (!inter.ok()) Die(std::string(inter.status().message()));
   const std::vector<Plan> flat = FlatPlans();
   const std::vector<double> flat_measured = MeasureFlat(flat);
-  absl::StatusOr<LinkLevelMeasurement> intra = cli::MeasureInProcessLink(kCalibrationRepetitions);
+  absl::StatusOr<cli::MeasuredLink> intra = cli::MeasureInProcessLink(kCalibrationRepetitions);
   if (!intra.ok()) Die(std::string(intra.status().message()));
   LinkModel links;
-  links.intra_node_bandwidth = intra->bytes_per_second;
-  links.intra_node_latency = intra->latency_seconds;
-  links.inter_node_bandwidth = inter->bytes_per_second;
-  links.inter_node_latency = inter->latency_seconds;
+  links.intra_node_bandwidth = intra->fit.bytes_per_second;
+  links.intra_node_latency = intra->fit.latency_seconds;
+  links.inter_node_bandwidth = inter->fit.bytes_per_second;
+  links.inter_node_latency = inter->fit.latency_seconds;
   std::printf(
       "{\"bench\":\"cost_model_links\",\"intra_node_latency_seconds\":%g,\"intra_node_bytes_per_second\":%g,"
       "\"inter_node_latency_seconds\":%g,\"inter_node_bytes_per_second\":%g,\"inter_node_method\":\"%s\"}\n",
       links.intra_node_latency, links.intra_node_bandwidth, links.inter_node_latency,
-      links.inter_node_bandwidth, inter->method.c_str());
+      links.inter_node_bandwidth, inter->fit.method.c_str());
 
   std::vector<Plan> plans = flat;
   std::vector<double> measured = flat_measured;

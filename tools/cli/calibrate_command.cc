@@ -10,13 +10,18 @@
 #include <cstring>
 #include <random>
 
+#include "absl/flags/declare.h"
 #include "absl/flags/flag.h"
 #include "absl/strings/str_cat.h"
 #include "kernels/compression/codec.h"
 #include "oneflow_core/files/atomic_write.h"
 #include "sbp/calibration.h"
 #include "sbp/compression_policy.h"
+#include "tools/cli/cluster_link_calibration.h"
+#include "tools/cli/daemon_flags.h"
 #include "tools/cli/link_calibration.h"
+
+ABSL_DECLARE_FLAG(std::string, transport);
 
 ABSL_FLAG(std::string, out, "",
           "Write the measurements (JSON lines) to this file, atomically, instead of stdout.");
@@ -65,25 +70,46 @@ double Median(std::vector<double> seconds) {
   return std::max(seconds[seconds.size() / 2], 1e-9);
 }
 
-absl::Status RunCalibrate(const std::vector<std::string>& /*arguments*/, std::ostream& out) {
+// Both levels on this machine alone: the in-process backend and 2 processes over TCP.
+absl::StatusOr<ClusterLinks> MeasureLocalLinks() {
   // The cross-process link first: it forks, and a fork is simplest before this process
   // has started any thread.
-  absl::StatusOr<LinkLevelMeasurement> inter_node = MeasureCrossProcessLink(kLinkRepetitions);
+  absl::StatusOr<MeasuredLink> inter_node = MeasureCrossProcessLink(kLinkRepetitions);
   if (!inter_node.ok()) {
     return absl::Status(inter_node.status().code(),
                         absl::StrCat("measuring the cross-process link: ", inter_node.status().message()));
   }
-  absl::StatusOr<LinkLevelMeasurement> intra_node = MeasureInProcessLink(kLinkRepetitions);
+  absl::StatusOr<MeasuredLink> intra_node = MeasureInProcessLink(kLinkRepetitions);
   if (!intra_node.ok()) {
     return absl::Status(intra_node.status().code(),
                         absl::StrCat("measuring the in-process link: ", intra_node.status().message()));
   }
+  return ClusterLinks{intra_node->fit, inter_node->fit};
+}
+
+// With --nodes: both levels between the daemons of the cluster (cluster_link_calibration.h).
+absl::StatusOr<ClusterLinks> MeasureLinksBetweenDaemons() {
+  absl::StatusOr<DaemonFlags> daemons = ReadDaemonFlags();
+  if (!daemons.ok()) return daemons.status();
+  ClusterCalibrationOptions options;
+  options.nodes = daemons->nodes;
+  options.token = daemons->token;
+  options.tls_ca_file = daemons->tls_ca_file;
+  // LaunchSession::Create refuses an unknown one, listing the valid ones.
+  options.transport = absl::GetFlag(FLAGS_transport);
+  return MeasureClusterLinks(options);
+}
+
+absl::Status RunCalibrate(const std::vector<std::string>& /*arguments*/, std::ostream& out) {
+  absl::StatusOr<ClusterLinks> links =
+      absl::GetFlag(FLAGS_nodes).empty() ? MeasureLocalLinks() : MeasureLinksBetweenDaemons();
+  if (!links.ok()) return links.status();
   std::vector<std::string> lines;
   for (const CodecMeasurement& measurement : MeasureCodecThroughput(kElements, kRepetitions)) {
     lines.push_back(CodecMeasurementLine(measurement));
   }
-  lines.push_back(LinkMeasurementLine("intra_node", *intra_node));
-  lines.push_back(LinkMeasurementLine("inter_node", *inter_node));
+  lines.push_back(LinkMeasurementLine("intra_node", links->intra_node));
+  lines.push_back(LinkMeasurementLine("inter_node", links->inter_node));
   lines.push_back(ComputeMeasurementLine("gemm", MeasureGemmFlopsPerSecond(kRepetitions),
                                          "sgemm 512x512x512, 1 thread"));
   lines.push_back(ComputeMeasurementLine("memory", MeasureMemoryBytesPerSecond(kRepetitions),
@@ -144,11 +170,17 @@ Subcommand CalibrateSubcommand() {
   Subcommand command;
   command.name = "calibrate";
   command.arguments = "";
-  command.flag_usage = "[--out=FILE]";
+  command.flag_usage = "[--out=FILE] [--nodes=HOST:PORT,... --token_file=F [--tls_ca=F] [--transport=ucx|gloo]]";
   command.summary =
-      "measure this machine's links (alpha, beta), codecs and compute rates for the cost model "
-      "(for --codec_calibration=FILE)";
-  command.flags = {"out"};
+      "measure the links (alpha, beta) of this machine or, with --nodes, between a cluster's daemons, and this "
+      "machine's codecs and compute rates, for the cost model (for --codec_calibration=FILE)";
+  command.flags = {"out", "nodes", "token_file", "tls_ca", "transport"};
+  command.flag_help = {
+      {"nodes",
+       "HOST:PORT of each node's oneflowd, comma-separated, node 0 first (at least 2): measure the links within "
+       "and between these nodes by a short job on them; without it, this machine alone"},
+      {"transport", "the transport of the measured groups across nodes: ucx (default) or gloo"},
+  };
   command.min_arguments = 0;
   command.max_arguments = 0;
   command.run = &RunCalibrate;

@@ -7,6 +7,10 @@
 //  - alpha and beta of the in-node link (the in-process backend) and of the cross-process
 //    transport on 127.0.0.1, and the GEMM and memory rates of one thread
 //    (tools/cli/link_calibration.h).
+// With --nodes=HOST:PORT,... (and the daemons' --token_file, --tls_ca, --transport as for
+// `oneflow launch`) the two link levels are measured between the daemons of a cluster
+// instead, by a short job on them (cluster_link_calibration.h); codecs and compute rates
+// are still this machine's, so run it on a machine like the nodes.
 // The result is one JSON object per line, on stdout or, with --out, in FILE, written
 // atomically (a temporary file in the same directory renamed over FILE), which the
 // examples read with --codec_calibration=FILE. The compiler itself never times

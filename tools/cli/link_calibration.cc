@@ -47,9 +47,11 @@ absl::StatusOr<double> TimeCalls(int64_t repetitions, const std::function<absl::
   return Median(std::move(seconds));
 }
 
-// Times all-reduces of both sizes on `communicator`: what rank 0 reports.
-absl::StatusOr<LinkTimings> TimeAllReduces(Communicator& communicator, int64_t repetitions) {
-  LinkTimings timings{kSmallBytes, kLargeBytes, 0, 0};
+// Times all-reduces of both sizes on `communicator`, one of `ranks` ranks: what this rank
+// saw, with the bytes the busiest rank receives per call (link_calibration.h).
+absl::StatusOr<LinkTimings> TimeAllReduces(Communicator& communicator, int64_t ranks, bool cross_process,
+                                           int64_t repetitions) {
+  LinkTimings timings = AllReduceWireBytes(ranks, cross_process);
   std::vector<float> buffer(kLargeBytes / sizeof(float), 1.0f);
   CollectiveOptions options;
   options.description = "oneflow calibrate";
@@ -67,10 +69,19 @@ absl::StatusOr<LinkTimings> TimeAllReduces(Communicator& communicator, int64_t r
 
 }  // namespace
 
+LinkTimings AllReduceWireBytes(int64_t ranks, bool cross_process) {
+  const double others = static_cast<double>(ranks - 1);
+  LinkTimings timings;
+  // Across processes a small input goes whole to every peer in one round.
+  timings.small_bytes = cross_process ? others * kSmallBytes : 2 * others / ranks * kSmallBytes;
+  timings.large_bytes = 2 * others / ranks * kLargeBytes;
+  return timings;
+}
+
 LinkLevelMeasurement FitLink(const LinkTimings& t, int rounds_large) {
-  // t_small = a + S_s / b;  t_large = rounds a + S_l / b  =>  b = (S_l - rounds S_s) / (t_l - rounds t_s).
+  // t_small = a + W_s / b;  t_large = rounds a + W_l / b  =>  b = (W_l - rounds W_s) / (t_l - rounds t_s).
   LinkLevelMeasurement fit;
-  const double bytes = t.large_bytes - rounds_large * static_cast<double>(t.small_bytes);
+  const double bytes = t.large_bytes - rounds_large * t.small_bytes;
   const double seconds = t.large_seconds - rounds_large * t.small_seconds;
   if (bytes > 0 && seconds > 0) {
     fit.bytes_per_second = bytes / seconds;
@@ -83,21 +94,32 @@ LinkLevelMeasurement FitLink(const LinkTimings& t, int rounds_large) {
   return fit;
 }
 
-absl::StatusOr<LinkLevelMeasurement> MeasureInProcessLink(int64_t repetitions) {
+absl::StatusOr<MeasuredLink> MeasureInProcessLink(int64_t repetitions) {
   absl::StatusOr<std::unique_ptr<InProcessGroup>> group = InProcessGroup::Create(2, "calibrate");
   if (!group.ok()) return group.status();
   absl::Status peer_status;
-  std::thread peer([&] { peer_status = TimeAllReduces((*group)->communicator(1), repetitions).status(); });
-  absl::StatusOr<LinkTimings> timings = TimeAllReduces((*group)->communicator(0), repetitions);
+  std::thread peer([&] { peer_status = TimeAllReduces((*group)->communicator(1), 2, false, repetitions).status(); });
+  absl::StatusOr<LinkTimings> timings = TimeAllReduces((*group)->communicator(0), 2, false, repetitions);
   peer.join();
   if (!timings.ok()) return timings.status();
   if (!peer_status.ok()) return peer_status;
-  LinkLevelMeasurement fit = FitLink(*timings, 1);
-  fit.method = "in-process all_reduce, 2 ranks, 4 KiB and 16 MiB";
-  return fit;
+  MeasuredLink measured{FitLink(*timings, 1), *timings};
+  measured.fit.method = "in-process all_reduce, 2 ranks, 4 KiB and 16 MiB";
+  return measured;
 }
 
-absl::StatusOr<LinkLevelMeasurement> MeasureCrossProcessLink(int64_t repetitions) {
+absl::StatusOr<MeasuredLink> MeasureCrossProcessGroup(Transport transport, const CrossProcessGroupOptions& options,
+                                                      int64_t repetitions, std::string method) {
+  absl::StatusOr<std::unique_ptr<Communicator>> communicator = NewCrossProcessCommunicator(transport, options);
+  if (!communicator.ok()) return communicator.status();
+  absl::StatusOr<LinkTimings> timings = TimeAllReduces(**communicator, options.size, true, repetitions);
+  if (!timings.ok()) return timings.status();
+  MeasuredLink measured{FitLink(*timings, 2), *timings};
+  measured.fit.method = std::move(method);
+  return measured;
+}
+
+absl::StatusOr<MeasuredLink> MeasureCrossProcessLink(int64_t repetitions) {
   char directory_template[] = "/tmp/oneflow_calibrate.XXXXXX";
   if (mkdtemp(directory_template) == nullptr) {
     return absl::InternalError(absl::StrCat("cannot create a directory in /tmp: ", std::strerror(errno)));
@@ -119,7 +141,13 @@ absl::StatusOr<LinkLevelMeasurement> MeasureCrossProcessLink(int64_t repetitions
     remove_directory();
     return absl::InternalError(absl::StrCat("cannot fork the second process: ", std::strerror(errno)));
   }
-  auto run_rank = [&](int64_t rank) -> absl::StatusOr<LinkTimings> {
+  const std::string method = absl::StrCat(
+      TransportName(kDefaultTransport), " all_reduce, 2 processes, ",
+      kDefaultTransport == Transport::kUcx
+          ? (chose_tls ? absl::StrCat("UCX_TLS=", std::getenv("UCX_TLS")) : "over TCP on 127.0.0.1")
+          : "127.0.0.1",
+      ", 4 KiB and 16 MiB");
+  auto run_rank = [&](int64_t rank) -> absl::StatusOr<MeasuredLink> {
     FileKeyValueStore store(directory);
     CrossProcessGroupOptions options;
     options.group_name = "calibrate";
@@ -127,10 +155,7 @@ absl::StatusOr<LinkLevelMeasurement> MeasureCrossProcessLink(int64_t repetitions
     options.size = 2;
     options.store = &store;
     options.connect_timeout = absl::Seconds(30);
-    absl::StatusOr<std::unique_ptr<Communicator>> communicator =
-        NewCrossProcessCommunicator(kDefaultTransport, options);
-    if (!communicator.ok()) return communicator.status();
-    return TimeAllReduces(**communicator, repetitions);
+    return MeasureCrossProcessGroup(kDefaultTransport, options, repetitions, method);
   };
   if (child == 0) {
     // The peer: dies with its parent, reports only through its exit status.
@@ -138,24 +163,17 @@ absl::StatusOr<LinkLevelMeasurement> MeasureCrossProcessLink(int64_t repetitions
     if (getppid() != parent) _exit(3);
     _exit(run_rank(1).ok() ? 0 : 1);
   }
-  absl::StatusOr<LinkTimings> timings = run_rank(0);
-  if (!timings.ok()) kill(child, SIGKILL);
+  absl::StatusOr<MeasuredLink> measured = run_rank(0);
+  if (!measured.ok()) kill(child, SIGKILL);
   int wait_status = 0;
   while (waitpid(child, &wait_status, 0) < 0 && errno == EINTR) {
   }
   remove_directory();
-  if (!timings.ok()) return timings.status();
+  if (!measured.ok()) return measured.status();
   if (!WIFEXITED(wait_status) || WEXITSTATUS(wait_status) != 0) {
     return absl::InternalError("the second calibration process failed; its all-reduces did not complete");
   }
-  LinkLevelMeasurement fit = FitLink(*timings, 2);
-  fit.method = absl::StrCat(
-      TransportName(kDefaultTransport), " all_reduce, 2 processes, ",
-      kDefaultTransport == Transport::kUcx
-          ? (chose_tls ? absl::StrCat("UCX_TLS=", std::getenv("UCX_TLS")) : "over TCP on 127.0.0.1")
-          : "127.0.0.1",
-      ", 4 KiB and 16 MiB");
-  return fit;
+  return measured;
 }
 
 double MeasureGemmFlopsPerSecond(int64_t repetitions) {

@@ -12,36 +12,63 @@
 //   gemm        one 512 x 512 x 512 SGEMM on this thread.
 //   memory      a 64 MiB memcpy on this thread, bytes read + written.
 //
+// `oneflow calibrate --nodes` measures the same two levels between the daemons of a
+// cluster (tools/worker/link_measurement.h): intra_node in each node's worker, inter_node
+// over a group of one worker per node, on the transport and interfaces the job's own
+// cross-node groups use (no UCX_TLS restriction: the nodes are what they are).
+//
 // Alpha and beta from the median time of each size, fitted to the cost model's own
 // formula for that route (sbp/collective_cost.h), so that the model reproduces both
-// measured times exactly: in-process t = alpha + S / beta (one round, 2 (n-1)/n S = S
-// bytes for 2 ranks); cross-process t_small = alpha + S_small / beta (one round of the
-// whole input) and t_large = 2 alpha + S_large / beta (two rounds). A fit that would make
-// alpha negative (noise on a loaded machine) takes alpha = 0 and beta from the large size.
+// measured times exactly. With n ranks and S bytes per rank, the busiest rank receives
+// W bytes: in-process t = alpha + W / beta, W = 2 (n-1)/n S (one round; S for 2 ranks);
+// cross-process t_small = alpha + W_small / beta, W_small = (n-1) S_small (one round of the
+// whole input to every peer) and t_large = 2 alpha + W_large / beta, W_large = 2 (n-1)/n
+// S_large (two rounds). A fit that would make alpha negative (noise on a loaded machine)
+// takes alpha = 0 and beta from the large size.
 #ifndef TOOLS_CLI_LINK_CALIBRATION_H_
 #define TOOLS_CLI_LINK_CALIBRATION_H_
 
 #include <cstdint>
+#include <string>
 
 #include "absl/status/statusor.h"
+#include "oneflow_core/comm/transport.h"
 #include "sbp/calibration.h"
 
 namespace oneflow::cli {
 
+// Median seconds of one all-reduce of each size, and the bytes the busiest rank received
+// in it (W of the top of this file).
 struct LinkTimings {
-  int64_t small_bytes = 0;
-  int64_t large_bytes = 0;
+  double small_bytes = 0;
+  double large_bytes = 0;
   double small_seconds = 0;
   double large_seconds = 0;
 };
 
+// The bytes the busiest of `ranks` >= 2 ranks receives in one all-reduce of each size
+// (W of the top of this file; the seconds are 0): in-process, or across processes.
+LinkTimings AllReduceWireBytes(int64_t ranks, bool cross_process);
+
 // The fits of the top of this file. `rounds_large` is 1 in-process, 2 across processes.
 LinkLevelMeasurement FitLink(const LinkTimings& timings, int rounds_large);
 
+// One level measured: the fit and the timings it came from.
+struct MeasuredLink {
+  LinkLevelMeasurement fit;
+  LinkTimings timings;
+};
+
 // The measurements; `repetitions` timed calls per size after one warm-up.
 // Errors: a failing collective (its status), a child process that cannot start or fails.
-absl::StatusOr<LinkLevelMeasurement> MeasureInProcessLink(int64_t repetitions);
-absl::StatusOr<LinkLevelMeasurement> MeasureCrossProcessLink(int64_t repetitions);
+absl::StatusOr<MeasuredLink> MeasureInProcessLink(int64_t repetitions);
+absl::StatusOr<MeasuredLink> MeasureCrossProcessLink(int64_t repetitions);
+
+// Rank `options.rank` of a group of `options.size` >= 2 processes over `transport`, met
+// through `options.store`: every rank calls it at the same time; each returns its own
+// timings, fitted. `method` goes into the fit as is.
+absl::StatusOr<MeasuredLink> MeasureCrossProcessGroup(Transport transport, const CrossProcessGroupOptions& options,
+                                                      int64_t repetitions, std::string method);
 double MeasureGemmFlopsPerSecond(int64_t repetitions);
 double MeasureMemoryBytesPerSecond(int64_t repetitions);
 

@@ -7,7 +7,7 @@
 //   oneflow checkpoint DIR [--verify]
 //   oneflow profile PLAN TRACE.json [--top=N] [--format=text|json]
 //   oneflow report METRICS.jsonl [--plan=PLAN --trace=FILE.json] > run.html
-//   oneflow calibrate [--out=FILE]
+//   oneflow calibrate [--out=FILE] [--nodes=HOST:PORT,... --token_file=F]
 //   oneflow diagnose DUMP... [--format=text|json]
 //   oneflow compile GRAPH.txt [--nodes=N --devices_per_node=N --dp=N --tp=N ...] [--plan_out=F]
 //   oneflow help [SUBCOMMAND]       (also: oneflow SUBCOMMAND --help; oneflow --version)

@@ -101,7 +101,7 @@ run "$ONEFLOW" frobnicate
 grep -q "unknown subcommand 'frobnicate'; valid: inspect, run, launch, status, list, cancel, checkpoint, profile, report, calibrate, diagnose, compile, help" <<<"$err" || fail "$err"
 run "$ONEFLOW" calibrate extra
 [[ $rc -eq 2 ]] || fail "calibrate with an argument exited $rc"
-[[ "$err" == "oneflow calibrate: expected no arguments, got 1 argument: extra"$'\n'"usage: oneflow calibrate [--out=FILE]" ]] || fail "$err"
+[[ "$err" == "oneflow calibrate: expected no arguments, got 1 argument: extra"$'\n'"usage: oneflow calibrate [--out=FILE] [--nodes=HOST:PORT,... --token_file=F [--tls_ca=F] [--transport=ucx|gloo]]" ]] || fail "$err"
 
 # calibrate -> file -> the compiler: one JSON line per codec the compiler can pick, read
 # back by the examples' --codec_calibration; the same file gives the same plan bytes.

@@ -178,6 +178,7 @@ void LaunchSession::Follow(Node* node) {
   run->set_keep_checkpoint_every(options_.keep_checkpoint_every);
   run->set_record_trace(options_.record_trace);
   run->set_transport(options_.transport);
+  run->set_measure_links(options_.measure_links);
   for (const proto::Recovery& recovery : options_.recoveries) *run->add_recoveries() = recovery;
   run->MergeFrom(options_.memory_checkpoints);
   run->set_disable_heartbeats(options_.monitor.hang_seconds <= 0 && options_.monitor.slow_factor <= 0);
@@ -383,6 +384,11 @@ absl::Status LaunchSession::Run() {
         break;
       case proto::JobEvent::kTrace:
         if (options_.on_trace && !cancelling) options_.on_trace(node.rank, event.trace());
+        break;
+      case proto::JobEvent::kLinkMeasurements:
+        if (options_.on_link_measurements && !cancelling) {
+          options_.on_link_measurements(node.rank, event.link_measurements());
+        }
         break;
       case proto::JobEvent::kHeartbeat:
         monitor.Observe(node.rank, event.heartbeat(), absl::Now());

@@ -64,6 +64,9 @@ struct LaunchOptions {
   bool record_trace = false;
   // `--transport=`: the workers' cross-node transport ("ucx", "gloo"); empty: their default.
   std::string transport;
+  // `oneflow calibrate --nodes`: the workers measure the links instead of running the
+  // plan (RunOptions.measure_links) and report them through on_link_measurements.
+  bool measure_links = false;
   // After a failure, how long the other nodes get to report their end.
   absl::Duration cancel_wait = absl::Seconds(10);
   // Hang and slow-rank detection from the daemons' heartbeats (progress_monitor.h).
@@ -80,6 +83,8 @@ struct LaunchOptions {
   std::function<void(int64_t node, const std::string& line)> on_log;
   // With record_trace: a node's recorded acts (one or more calls per node, before its end).
   std::function<void(int64_t node, const proto::JobEvent::TraceActs& acts)> on_trace;
+  // With measure_links: a node's measurements (once per node, before its end).
+  std::function<void(int64_t node, const proto::LinkMeasurements& measurements)> on_link_measurements;
   // A hang, the moment it is found (then, with stop_on_hang, the job is stopped and Run
   // returns it as the cause), and slow-rank warnings; one line each, from Run's thread.
   std::function<void(const std::string& line)> on_hang;

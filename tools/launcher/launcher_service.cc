@@ -156,6 +156,7 @@ absl::StatusOr<std::shared_ptr<WorkerJob>> LauncherService::StartJob(const proto
     arguments.push_back(absl::StrCat("--memory_checkpoint_scope=", run.memory_checkpoint_scope()));
   }
   if (run.record_trace()) arguments.push_back("--record_trace");
+  if (run.measure_links()) arguments.push_back("--measure_links");
   if (!run.transport().empty()) arguments.push_back(absl::StrCat("--transport=", run.transport()));
 
   absl::StatusOr<std::unique_ptr<WorkerJob>> job = WorkerJob::Start(std::move(config));

@@ -278,6 +278,7 @@ void WorkerJob::OnWorkerEvent(proto::JobEvent event) {
       break;
     case proto::JobEvent::kLog:
     case proto::JobEvent::kTrace:
+    case proto::JobEvent::kLinkMeasurements:
       Push(std::move(event));
       break;
     case proto::JobEvent::kFinished:

@@ -46,6 +46,9 @@ ABSL_FLAG(std::string, checkpoint_dir, "",
 ABSL_FLAG(bool, record_trace, false,
           "Record every act and send them to the daemon (--events_fd) after the last iteration, for `oneflow "
           "launch --trace`.");
+ABSL_FLAG(bool, measure_links, false,
+          "Measure the links (alpha, beta) within this node and between the job's nodes instead of running the "
+          "plan, for `oneflow calibrate --nodes` (daemon mode).");
 ABSL_FLAG(int64_t, checkpoint_every, 0, "With --checkpoint_dir: save after every N-th iteration (N >= 1).");
 ABSL_FLAG(int64_t, keep_checkpoints, oneflow::actors::kDefaultKeepCheckpoints,
           "Keep the newest N complete checkpoints, deleting older ones once a newer one verifies (0 keeps all); "
@@ -106,6 +109,7 @@ int main(int argc, char** argv) {
   options.retention.keep_last = absl::GetFlag(FLAGS_keep_checkpoints);
   options.retention.keep_every = absl::GetFlag(FLAGS_keep_checkpoint_every);
   options.record_trace = absl::GetFlag(FLAGS_record_trace);
+  options.measure_links = absl::GetFlag(FLAGS_measure_links);
   std::string token_file = absl::GetFlag(FLAGS_token_file);
   if (options.events_fd >= 0 || absl::GetFlag(FLAGS_node_rank) >= 0) {
     // Started by a daemon: everything comes from flags.

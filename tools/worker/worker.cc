@@ -27,6 +27,7 @@
 #include "tools/launcher/metrics_proto.h"
 #include "tools/launcher/rendezvous_client.h"
 #include "tools/launcher/rendezvous_service.h"
+#include "tools/worker/link_measurement.h"
 #include "tools/worker/transport_agreement.h"
 #include "tools/launcher/signal_watcher.h"
 #include "tools/launcher/worker_events.h"
@@ -269,6 +270,34 @@ absl::Status RunWorker(const WorkerOptions& options) {
     const absl::Status named(status.code(), absl::StrCat("node ", options.node_rank, ": ", status.message()));
     fail_event(named, {});
     return named;
+  }
+
+  if (options.measure_links) {
+    NodeLinkOptions link_options;
+    link_options.node = options.node_rank;
+    link_options.nodes = plan.cluster().num_nodes();
+    link_options.transport = options.transport;
+    link_options.host = options.worker_host;
+    link_options.store = rendezvous.get();
+    link_options.connect_timeout = options.collective_timeout;
+    absl::StatusOr<proto::LinkMeasurements> measured = MeasureNodeLinks(link_options);
+    if (!measured.ok()) {
+      const absl::Status named(measured.status().code(),
+                               absl::StrCat("node ", options.node_rank, ": ", measured.status().message()));
+      fail_event(named, {});
+      return named;
+    }
+    proto::JobEvent event;
+    event.set_job_id(options.job_id);
+    event.set_node_rank(options.node_rank);
+    *event.mutable_link_measurements() = *std::move(measured);
+    write_event(event);
+    event.Clear();
+    event.set_job_id(options.job_id);
+    event.set_node_rank(options.node_rank);
+    event.mutable_finished();
+    write_event(event);
+    return absl::OkStatus();
   }
 
   std::unique_ptr<actors::MetricsReporter> reporter;

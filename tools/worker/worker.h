@@ -53,6 +53,9 @@ struct WorkerOptions {
   // Record every act and send them on the events pipe after the last iteration
   // (JobEvent.trace), for `oneflow launch --trace`.
   bool record_trace = false;
+  // `oneflow calibrate --nodes`: measure the links instead of running the plan
+  // (link_measurement.h), send them as JobEvent.link_measurements, and finish.
+  bool measure_links = false;
   // Where the flight recorder dump flight-node<N>.json goes (on the run's first error
   // and on SIGUSR1); empty: the working directory.
   std::string flight_dump_dir;

@@ -1,0 +1,100 @@
+#include "tools/cli/cluster_link_calibration.h"
+
+#include <cstdio>
+#include <memory>
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "absl/time/clock.h"
+#include "absl/time/time.h"
+#include "tools/launcher/all_reduce_plan.h"
+#include "tools/launcher/launch_client.h"
+
+namespace oneflow::cli {
+namespace {
+
+// The plan's shape: the workers measure 2 ranks in a node (link_calibration.h) and one
+// rank per node across nodes; 16 MiB per rank is the larger size they time.
+constexpr int64_t kDevicesPerNode = 2;
+constexpr int64_t kLargeElements = (int64_t{16} << 20) / 4;
+
+}  // namespace
+
+absl::StatusOr<ClusterLinks> SlowestLinks(const std::map<int64_t, proto::LinkMeasurements>& reports,
+                                          int64_t expected_nodes) {
+  ClusterLinks links;
+  for (const std::string level : {"intra_node", "inter_node"}) {
+    const proto::LinkMeasurement* slowest = nullptr;
+    int64_t slowest_node = -1;
+    for (int64_t node = 0; node < expected_nodes; ++node) {
+      const auto report = reports.find(node);
+      const proto::LinkMeasurement* found = nullptr;
+      if (report != reports.end()) {
+        for (const proto::LinkMeasurement& entry : report->second.levels()) {
+          if (entry.level() == level) found = &entry;
+        }
+      }
+      if (found == nullptr) {
+        return absl::InvalidArgumentError(
+            absl::StrCat("node ", node, " reported no ", level, " measurement (does its oneflowd run an older "
+                         "oneflow_worker without --measure_links?)"));
+      }
+      if (slowest == nullptr || found->large_seconds() > slowest->large_seconds()) {
+        slowest = found;
+        slowest_node = node;
+      }
+    }
+    LinkLevelMeasurement& out = level == "intra_node" ? links.intra_node : links.inter_node;
+    out.latency_seconds = slowest->latency_seconds();
+    out.bytes_per_second = slowest->bytes_per_second();
+    out.method = absl::StrCat(slowest->method(), ", between daemons: node ", slowest_node, " slowest of ",
+                              expected_nodes, " nodes");
+  }
+  return links;
+}
+
+absl::StatusOr<ClusterLinks> MeasureClusterLinks(const ClusterCalibrationOptions& options) {
+  const int64_t nodes = static_cast<int64_t>(options.nodes.size());
+  if (nodes < 2) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "--nodes lists ", nodes, " daemon; measuring the link between nodes needs at least 2 "
+        "(--nodes=HOST:PORT,HOST:PORT,...), or no --nodes to measure this machine alone"));
+  }
+  launcher::AllReducePlanOptions plan_options;
+  plan_options.job_name = "oneflow calibrate";
+  plan_options.nodes = nodes;
+  plan_options.devices_per_node = kDevicesPerNode;
+  plan_options.elements = kLargeElements;
+  plan_options.collectives = 1;
+  absl::StatusOr<proto::Plan> plan = launcher::AllReducePlan(plan_options);
+  if (!plan.ok()) return plan.status();
+
+  launcher::LaunchOptions launch;
+  launch.nodes = options.nodes;
+  launch.token = options.token;
+  launch.tls_ca_file = options.tls_ca_file;
+  launch.job_id = absl::StrCat("calibrate-", absl::FormatTime("%Y%m%d-%H%M%S", absl::Now(), absl::UTCTimeZone()),
+                               "-", absl::ToUnixMicros(absl::Now()) % 1000000);
+  launch.iterations = 1;
+  launch.transport = options.transport;
+  launch.measure_links = true;
+  // No heartbeats, no hang watch: the job is a few seconds of collectives.
+  launch.monitor.hang_seconds = 0;
+  launch.monitor.slow_factor = 0;
+  launch.collect_dumps = false;
+  std::map<int64_t, proto::LinkMeasurements> reports;
+  launch.on_link_measurements = [&reports](int64_t node, const proto::LinkMeasurements& measurements) {
+    reports[node] = measurements;
+  };
+  // The workers' own lines (UCX's warnings, a failure's detail) help when a node fails.
+  launch.on_log = [](int64_t node, const std::string& line) {
+    std::fprintf(stderr, "node %lld: %s\n", static_cast<long long>(node), line.c_str());
+  };
+  absl::StatusOr<std::unique_ptr<launcher::LaunchSession>> session =
+      launcher::LaunchSession::Create(*std::move(plan), std::move(launch));
+  if (!session.ok()) return session.status();
+  if (absl::Status status = (*session)->Run(); !status.ok()) return status;
+  return SlowestLinks(reports, nodes);
+}
+
+}  // namespace oneflow::cli

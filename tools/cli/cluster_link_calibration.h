@@ -1,0 +1,53 @@
+// `oneflow calibrate --nodes=HOST:PORT,...`: alpha and beta of both link levels measured
+// between the daemons of a cluster, by a short job launched on them like `oneflow launch`
+// (the same token, TLS, rendezvous and transport agreement). Its plan is an all-reduce
+// plan of nodes x 2 devices (tools/launcher/all_reduce_plan.h) and its workers run with
+// RunOptions.measure_links: instead of the plan, each measures its node's intra-node level
+// and, all together, the inter-node level over the job's transport
+// (tools/worker/link_measurement.h), and reports them.
+//
+// Per level the file gets the slowest node's fit (the one whose 16 MiB all-reduce took
+// longest): a collective over nodes runs at the pace of its slowest member. Its "method"
+// names the node and how many reported.
+#ifndef TOOLS_CLI_CLUSTER_LINK_CALIBRATION_H_
+#define TOOLS_CLI_CLUSTER_LINK_CALIBRATION_H_
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "proto/launcher.pb.h"
+#include "sbp/calibration.h"
+
+namespace oneflow::cli {
+
+struct ClusterLinks {
+  LinkLevelMeasurement intra_node;
+  LinkLevelMeasurement inter_node;
+};
+
+struct ClusterCalibrationOptions {
+  // The daemons, node 0 first (>= 2), their token and TLS CA (empty: plaintext).
+  std::vector<std::string> nodes;
+  std::string token;
+  std::string tls_ca_file;
+  // "ucx", "gloo"; empty: the workers' default.
+  std::string transport;
+};
+
+// Runs the measurement job. INVALID_ARGUMENT for fewer than 2 nodes (naming --nodes);
+// the launch's errors as `oneflow launch` words them (a node unreachable or refusing the
+// token, a worker failing), e.g.
+//   job 'calibrate-...' failed: node 1 (127.0.0.1:1) is unreachable: ...
+absl::StatusOr<ClusterLinks> MeasureClusterLinks(const ClusterCalibrationOptions& options);
+
+// The slowest node's fit per level among every node's report (node -> measurements).
+// INVALID_ARGUMENT naming the first of `expected_nodes` nodes whose report lacks a level.
+absl::StatusOr<ClusterLinks> SlowestLinks(const std::map<int64_t, proto::LinkMeasurements>& reports,
+                                          int64_t expected_nodes);
+
+}  // namespace oneflow::cli
+
+#endif  // TOOLS_CLI_CLUSTER_LINK_CALIBRATION_H_
