@@ -3,7 +3,6 @@
 #include <sched.h>
 
 #include <algorithm>
-#include <ctime>
 #include <vector>
 
 #include "absl/strings/str_format.h"
@@ -32,16 +31,8 @@ int64_t AllowedCores() {
 
 // The fastest step of the tiny mlp (every width 1, or `devices` for tp: kernels of
 // nanoseconds) on `devices` devices, data-parallel or tensor-parallel, and its plan.
-// This process's CPU time (every thread), seconds.
-double ProcessCpuSeconds() {
-  timespec now{};
-  clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &now);
-  return static_cast<double>(now.tv_sec) + 1e-9 * static_cast<double>(now.tv_nsec);
-}
-
 struct TinyRun {
   double step_seconds = 0;
-  double cpu_seconds = 0;  // the process's CPU time in that step
   int64_t acts = 0;         // every device's, per iteration
   int64_t collectives = 0;  // device 0's collective calls per iteration
 };
@@ -65,17 +56,11 @@ absl::StatusOr<TinyRun> RunTinyMlp(int64_t devices, bool tensor_parallel) {
   actors::TrainOptions train;
   train.node = -1;
   train.iterations = kActIterations;
-  std::vector<double> cpu_at_end;  // process CPU seconds when each iteration's loss arrived
-  train.on_iteration = [&](const actors::IterationMetrics&) { cpu_at_end.push_back(ProcessCpuSeconds()); };
   OF_ASSIGN_OR_RETURN(const actors::TrainResult result, actors::TrainPlan(plan, train));
   TinyRun run;
   run.step_seconds = 1e9;
-  run.cpu_seconds = 1e9;
   for (const actors::IterationMetrics& metrics : result.iterations) {
-    const size_t i = static_cast<size_t>(metrics.iteration);
-    if (i < 2) continue;
-    run.step_seconds = std::min(run.step_seconds, metrics.step_ms / 1e3);
-    if (i < cpu_at_end.size()) run.cpu_seconds = std::min(run.cpu_seconds, cpu_at_end[i] - cpu_at_end[i - 1]);
+    if (metrics.iteration >= 2) run.step_seconds = std::min(run.step_seconds, metrics.step_ms / 1e3);
   }
   for (const proto::DevicePlan& device : plan.devices()) run.acts += device.actors_size();
   for (const proto::ActorDef& actor : plan.devices(0).actors()) {
@@ -84,16 +69,15 @@ absl::StatusOr<TinyRun> RunTinyMlp(int64_t devices, bool tensor_parallel) {
   return run;
 }
 
-// act_seconds from the data-parallel run: the CPU time of its fastest iteration over its
-// acts (its few gradient all-reduces are a small share; CPU time, which a loaded host does
-// not stretch). collective_call_seconds from the tensor-parallel one: its fastest step
-// less its acts at act_seconds over the busy cores, over device 0's calls.
+// act_seconds from the data-parallel run: its step x the busy cores over its acts (its
+// few gradient all-reduces are a small share). collective_call_seconds from the
+// tensor-parallel one: its step less its acts at act_seconds, over device 0's calls.
 absl::Status MeasureActSeconds(int64_t devices, HostCalibration* calibration) {
   OF_ASSIGN_OR_RETURN(const TinyRun data_parallel, RunTinyMlp(devices, /*tensor_parallel=*/false));
   calibration->probe_step_seconds = data_parallel.step_seconds;
   calibration->probe_acts = data_parallel.acts;
   const double busy_cores = static_cast<double>(std::min(calibration->cores, devices));
-  calibration->act_seconds = data_parallel.cpu_seconds / static_cast<double>(data_parallel.acts);
+  calibration->act_seconds = data_parallel.step_seconds * busy_cores / static_cast<double>(data_parallel.acts);
   if (devices < 2) return absl::OkStatus();
   OF_ASSIGN_OR_RETURN(const TinyRun tensor_parallel, RunTinyMlp(devices, /*tensor_parallel=*/true));
   const double acts_share = calibration->act_seconds * static_cast<double>(tensor_parallel.acts) / busy_cores;

@@ -6,8 +6,8 @@
 //                 measures them); the best of a few medians
 //   act_seconds   the runtime's CPU time per act beyond its kernel, for `devices` devices
 //                 sharing the host: an mlp with 1-wide layers (kernels of nanoseconds) on
-//                 dp = devices trained, the process's CPU time in its fastest iteration
-//                 over every device's acts per iteration
+//                 dp = devices trained, its fastest step x the cores busy (min(cores,
+//                 devices)) over every device's acts per iteration
 //   collective_call_seconds
 //                 what one in-process collective call costs beyond that, its ranks
 //                 sharing the cores: the same mlp at tp = devices (hidden = devices, so

@@ -206,9 +206,9 @@ absl::Status RunCluster(const examples::GptConfig& config, int64_t devices) {
   auto_parallel::SearchOptions calibrated = uncalibrated;
   bench::ApplyHostCalibration(calibration, &calibrated.price);
   // The model's own kernels on this host (per-op rates differ from a 512^3 SGEMM's): the
-  // 1-device layout trained, and both compute rates scaled by its measured CPU time over
-  // its predicted compute (its acts' share set aside). A profile of one layout, not a fit
-  // to the sweep.
+  // 1-device layout trained, and both compute rates scaled by its measured step over its
+  // predicted compute (its acts' share set aside). A profile of one layout, not a fit to
+  // the sweep.
   proto::AutoParallelLayout single;
   single.set_dp(1);
   single.set_tp(1);
@@ -223,8 +223,9 @@ absl::Status RunCluster(const examples::GptConfig& config, int64_t devices) {
   OF_ASSIGN_OR_RETURN(const proto::AutoParallelPrediction kernels_only,
                       auto_parallel::PriceLayout(profile, one, single));
   const double act_part = StepSeconds(with_acts) - StepSeconds(kernels_only);
-  // Its CPU time, not its wall time: one busy thread waits longest for a loaded host.
-  const double scale = std::max(0.05, (one_device.cpu_ms / 1e3 - act_part) / StepSeconds(kernels_only));
+  // Its wall time, as the sweep's steps are measured (its CPU time is printed beside it:
+  // scaling by that instead fitted a loaded host worse, docs/auto_parallel.md).
+  const double scale = std::max(0.05, (one_device.step_ms / 1e3 - act_part) / StepSeconds(kernels_only));
   calibrated.price.cluster.set_gemm_flops_per_second(calibration.gemm_flops_per_second / scale);
   calibrated.price.cluster.set_memory_bytes_per_second(calibration.memory_bytes_per_second / scale);
   std::printf(
