@@ -23,6 +23,7 @@
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
+#include <ctime>
 #include <numeric>
 #include <string>
 #include <vector>
@@ -30,6 +31,7 @@
 #include "absl/flags/flag.h"
 #include "absl/flags/parse.h"
 #include "absl/strings/numbers.h"
+#include "absl/strings/escaping.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 #include "actors/runtime.h"
@@ -111,8 +113,18 @@ examples::ParallelFlags FlagsFor(int64_t devices, const proto::AutoParallelLayou
   return flags;
 }
 
+// This process's CPU time (every thread), seconds.
+double ProcessCpuSeconds() {
+  timespec now{};
+  clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &now);
+  return static_cast<double>(now.tv_sec) + 1e-9 * static_cast<double>(now.tv_nsec);
+}
+
 struct Measured {
   double step_ms = 0;
+  // The process's CPU time in the fastest timed iteration: what the layout asks of the
+  // host's cores, which other programs' load does not stretch (spin-waits count).
+  double cpu_ms = 0;
   int64_t acts_per_iteration = 0;  // every device's, from the plan
 };
 
@@ -130,13 +142,17 @@ absl::StatusOr<Measured> Measure(const examples::GptConfig& config, int64_t devi
   actors::TrainOptions train;
   train.node = -1;
   train.iterations = absl::GetFlag(FLAGS_iters);
+  std::vector<double> cpu_at_end;  // process CPU seconds when each iteration's loss arrived
+  train.on_iteration = [&](const actors::IterationMetrics&) { cpu_at_end.push_back(ProcessCpuSeconds()); };
   OF_ASSIGN_OR_RETURN(const actors::TrainResult result, actors::TrainPlan(plan, train));
-  std::vector<double> steps;
-  for (const actors::IterationMetrics& metrics : result.iterations) {
-    if (metrics.iteration >= 2) steps.push_back(metrics.step_ms);
-  }
   Measured measured;
-  measured.step_ms = steps.empty() ? 0 : *std::min_element(steps.begin(), steps.end());
+  measured.step_ms = 1e300;
+  for (const actors::IterationMetrics& metrics : result.iterations) {
+    const size_t i = static_cast<size_t>(metrics.iteration);
+    if (i < 2 || metrics.step_ms >= measured.step_ms) continue;
+    measured.step_ms = metrics.step_ms;
+    if (i < cpu_at_end.size()) measured.cpu_ms = 1e3 * (cpu_at_end[i] - cpu_at_end[i - 1]);
+  }
   for (const proto::DevicePlan& device : plan.devices()) {
     for (const proto::ActorDef& actor : device.actors()) {
       measured.acts_per_iteration += actor.per_iteration() ? 1 : layout.micro_batches();
@@ -150,6 +166,7 @@ struct Row {
   double predicted_ms = 0;
   double uncalibrated_ms = 0;
   double measured_ms = 0;
+  double measured_cpu_ms = 0;
 };
 
 absl::Status RunCluster(const examples::GptConfig& config, int64_t devices) {
@@ -189,8 +206,9 @@ absl::Status RunCluster(const examples::GptConfig& config, int64_t devices) {
   auto_parallel::SearchOptions calibrated = uncalibrated;
   bench::ApplyHostCalibration(calibration, &calibrated.price);
   // The model's own kernels on this host (per-op rates differ from a 512^3 SGEMM's): the
-  // 1-device layout trained, and both compute rates scaled by measured over predicted
-  // compute (its acts' share set aside). A profile of one layout, not a fit to the sweep.
+  // 1-device layout trained, and both compute rates scaled by its measured step over its
+  // predicted compute (its acts' share set aside). A profile of one layout, not a fit to
+  // the sweep.
   proto::AutoParallelLayout single;
   single.set_dp(1);
   single.set_tp(1);
@@ -205,14 +223,17 @@ absl::Status RunCluster(const examples::GptConfig& config, int64_t devices) {
   OF_ASSIGN_OR_RETURN(const proto::AutoParallelPrediction kernels_only,
                       auto_parallel::PriceLayout(profile, one, single));
   const double act_part = StepSeconds(with_acts) - StepSeconds(kernels_only);
+  // Its wall time, as the sweep's steps are measured (its CPU time is printed beside it:
+  // scaling by that instead fitted a loaded host worse, docs/auto_parallel.md).
   const double scale = std::max(0.05, (one_device.step_ms / 1e3 - act_part) / StepSeconds(kernels_only));
   calibrated.price.cluster.set_gemm_flops_per_second(calibration.gemm_flops_per_second / scale);
   calibrated.price.cluster.set_memory_bytes_per_second(calibration.memory_bytes_per_second / scale);
   std::printf(
       "{\"bench\":\"auto_parallel_model_rates\",\"devices\":%lld,\"one_device_measured_ms\":%.4f,"
+      "\"one_device_measured_cpu_ms\":%.4f,"
       "\"one_device_predicted_ms\":%.4f,\"rate_scale\":%.4f,\"gemm_flops_per_second\":%.4g,"
       "\"memory_bytes_per_second\":%.4g}\n",
-      static_cast<long long>(devices), one_device.step_ms, 1e3 * StepSeconds(with_acts), 1 / scale,
+      static_cast<long long>(devices), one_device.step_ms, one_device.cpu_ms, 1e3 * StepSeconds(with_acts), 1 / scale,
       calibrated.price.cluster.gemm_flops_per_second(), calibrated.price.cluster.memory_bytes_per_second());
   std::fflush(stdout);
 
@@ -230,7 +251,7 @@ absl::Status RunCluster(const examples::GptConfig& config, int64_t devices) {
   // Round-robin over the layouts, so a burst of load elsewhere slows one round of many
   // layouts rather than every round of one.
   std::vector<absl::StatusOr<Measured>> fastest(picks.size(), absl::UnknownError("not measured"));
-  for (int64_t round = 0; round < std::max<int64_t>(1, absl::GetFlag(FLAGS_rounds)); ++round) {
+  for (int64_t round = 0; round < absl::GetFlag(FLAGS_rounds); ++round) {
     for (size_t p = 0; p < picks.size(); ++p) {
       absl::StatusOr<Measured> measured = Measure(config, devices, ranking.fitting[picks[p]].layout());
       if (!measured.ok()) {
@@ -250,19 +271,20 @@ absl::Status RunCluster(const examples::GptConfig& config, int64_t devices) {
     if (!measured.ok()) {
       std::printf("{\"bench\":\"auto_parallel_prediction\",\"devices\":%lld,\"layout\":\"%s\",\"error\":\"%s\"}\n",
                   static_cast<long long>(devices), LayoutName(layout).c_str(),
-                  std::string(measured.status().message()).c_str());
+                  absl::CHexEscape(measured.status().message()).c_str());
       continue;
     }
-    Row row{layout, 1e3 * StepSeconds(ranking.fitting[index]), 1e3 * StepSeconds(before), measured->step_ms};
+    Row row{layout, 1e3 * StepSeconds(ranking.fitting[index]), 1e3 * StepSeconds(before), measured->step_ms,
+            measured->cpu_ms};
     const proto::AutoParallelPrediction& after = ranking.fitting[index];
     std::printf(
         "{\"bench\":\"auto_parallel_prediction\",\"model\":\"gpt\",\"devices\":%lld,\"search_rank\":%lld,"
         "\"layout\":\"%s\",\"predicted_ms\":%.4f,\"predicted_compute_ms\":%.4f,\"predicted_communication_ms\":%.4f,"
-        "\"predicted_bubble_ms\":%.4f,\"measured_ms\":%.4f,\"measured_over_predicted\":%.3f,"
+        "\"predicted_bubble_ms\":%.4f,\"measured_ms\":%.4f,\"measured_cpu_ms\":%.4f,\"measured_over_predicted\":%.3f,"
         "\"uncalibrated_predicted_ms\":%.4f,\"measured_over_uncalibrated\":%.3f,\"acts_per_iteration\":%lld}\n",
         static_cast<long long>(devices), static_cast<long long>(index + 1), LayoutName(layout).c_str(),
         row.predicted_ms, 1e3 * after.compute_seconds(), 1e3 * after.exposed_communication_seconds(),
-        1e3 * after.bubble_seconds(), row.measured_ms, row.measured_ms / row.predicted_ms, row.uncalibrated_ms,
+        1e3 * after.bubble_seconds(), row.measured_ms, row.measured_cpu_ms, row.measured_ms / row.predicted_ms, row.uncalibrated_ms,
         row.measured_ms / row.uncalibrated_ms, static_cast<long long>(measured->acts_per_iteration));
     std::fflush(stdout);
     rows.push_back(row);
@@ -306,13 +328,22 @@ absl::Status Run() {
   config.seq = absl::GetFlag(FLAGS_seq);
   config.batch = absl::GetFlag(FLAGS_batch);
   config.vocab = absl::GetFlag(FLAGS_vocab);
+  if (absl::GetFlag(FLAGS_iters) < 3) {
+    return absl::InvalidArgumentError(absl::StrCat("--iters=", absl::GetFlag(FLAGS_iters),
+                                                   " leaves no timed iteration; give 3 or more (2 warm up)"));
+  }
+  if (absl::GetFlag(FLAGS_rounds) < 1) {
+    return absl::InvalidArgumentError(absl::StrCat("--rounds=", absl::GetFlag(FLAGS_rounds), " must be >= 1"));
+  }
+  std::vector<int64_t> clusters;  // every count checked before the first sweep
   for (absl::string_view text : absl::StrSplit(absl::GetFlag(FLAGS_devices), ',', absl::SkipEmpty())) {
     int64_t devices = 0;
     if (!absl::SimpleAtoi(text, &devices) || devices < 1) {
       return absl::InvalidArgumentError(absl::StrCat("--devices: '", text, "' is not a device count >= 1"));
     }
-    OF_RETURN_IF_ERROR(RunCluster(config, devices));
+    clusters.push_back(devices);
   }
+  for (int64_t devices : clusters) OF_RETURN_IF_ERROR(RunCluster(config, devices));
   return absl::OkStatus();
 }
 

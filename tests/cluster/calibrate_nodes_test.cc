@@ -13,7 +13,9 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "sbp/calibration.h"
@@ -117,9 +119,15 @@ TEST_F(CalibrateNodesTest, MeasuresBothLevelsBetweenTheDaemons) {
   const double large = InterNodeSeconds(*calibration->inter_node, 16 << 20);
   EXPECT_LT(small, large);
   EXPECT_LT(large, 60);
-  // The machine's own lines are there too: compute rates and the codecs.
+  // Node 0's worker measured the machine lines too: compute rates and the codecs.
   EXPECT_GT(calibration->compute.gemm_flops_per_second, 0);
   EXPECT_GT(calibration->compute.memory_bytes_per_second, 0);
+  int codec_lines = 0;
+  const std::string text = Contents(out);
+  for (absl::string_view line : absl::StrSplit(text, '\n')) {
+    if (absl::StartsWith(line, "{\"codec\": ")) ++codec_lines;
+  }
+  EXPECT_GE(codec_lines, 6) << "every codec configuration the compiler picks from";
   EXPECT_TRUE(ProcessesWithArgument("--measure_links").empty());
 
   // The other transport, named in the method.

@@ -6,11 +6,11 @@
 //    dense f32 bytes per second (round trip, encode, decode);
 //  - alpha and beta of the in-node link (the in-process backend) and of the cross-process
 //    transport on 127.0.0.1, and the GEMM and memory rates of one thread
-//    (tools/cli/link_calibration.h).
+//    (tools/cli/link_calibration.h, tools/cli/machine_calibration.h).
 // With --nodes=HOST:PORT,... (and the daemons' --token_file, --tls_ca, --transport as for
 // `oneflow launch`) the two link levels are measured between the daemons of a cluster
-// instead, by a short job on them (cluster_link_calibration.h); codecs and compute rates
-// are still this machine's, so run it on a machine like the nodes.
+// instead, by a short job on them (cluster_link_calibration.h), whose node 0 also measures
+// the codecs and compute rates (machine_calibration.h) on its machine.
 // The result is one JSON object per line, on stdout or, with --out, in FILE, written
 // atomically (a temporary file in the same directory renamed over FILE), which the
 // examples read with --codec_calibration=FILE. The compiler itself never times
@@ -23,17 +23,11 @@
 #include <vector>
 
 #include "absl/status/status.h"
-#include "sbp/codec_throughput.h"
 #include "tools/cli/subcommand.h"
 
 namespace oneflow::cli {
 
 Subcommand CalibrateSubcommand();
-
-// The median throughput of each PickableCodecs configuration over `repetitions` timed
-// encode+decode passes of `elements` Gaussian floats, in PickableCodecs order.
-// Preconditions: elements >= 1, repetitions >= 1.
-std::vector<CodecMeasurement> MeasureCodecThroughput(int64_t elements, int64_t repetitions);
 
 // Writes `lines`, one per line, to `path`, atomically: nothing is left
 // at `path` or beside it when it fails. Errors name the flag and the path:

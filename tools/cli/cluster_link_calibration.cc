@@ -5,6 +5,7 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
 #include "tools/launcher/all_reduce_plan.h"
@@ -49,6 +50,18 @@ absl::StatusOr<ClusterLinks> SlowestLinks(const std::map<int64_t, proto::LinkMea
     out.bytes_per_second = slowest->bytes_per_second();
     out.method = absl::StrCat(slowest->method(), ", between daemons: node ", slowest_node, " slowest of ",
                               expected_nodes, " nodes");
+  }
+  // Node 0's machine lines, read by the file's own parser before they go into the file.
+  const proto::LinkMeasurements& first = reports.at(0);
+  links.machine.codec_lines.assign(first.codec_lines().begin(), first.codec_lines().end());
+  links.machine.compute_lines.assign(first.compute_lines().begin(), first.compute_lines().end());
+  if (links.machine.codec_lines.empty() || links.machine.compute_lines.empty()) {
+    return absl::InvalidArgumentError("node 0 reported no codec or compute measurement");
+  }
+  const std::string text = absl::StrCat(absl::StrJoin(links.machine.codec_lines, "\n"), "\n",
+                                        absl::StrJoin(links.machine.compute_lines, "\n"), "\n");
+  if (absl::Status parsed = ParseCalibration(text, "node 0's measurements").status(); !parsed.ok()) {
+    return parsed;
   }
   return links;
 }

@@ -8,7 +8,8 @@
 //
 // Per level the file gets the slowest node's fit (the one whose 16 MiB all-reduce took
 // longest): a collective over nodes runs at the pace of its slowest member. Its "method"
-// names the node and how many reported.
+// names the node and how many reported. Node 0's worker also measures its machine's codecs
+// and compute rates (machine_calibration.h), the file's other lines.
 #ifndef TOOLS_CLI_CLUSTER_LINK_CALIBRATION_H_
 #define TOOLS_CLI_CLUSTER_LINK_CALIBRATION_H_
 
@@ -20,12 +21,15 @@
 #include "absl/status/statusor.h"
 #include "proto/launcher.pb.h"
 #include "sbp/calibration.h"
+#include "tools/cli/machine_calibration.h"
 
 namespace oneflow::cli {
 
 struct ClusterLinks {
   LinkLevelMeasurement intra_node;
   LinkLevelMeasurement inter_node;
+  // With --nodes: node 0's codec and compute lines.
+  MachineLines machine;
 };
 
 struct ClusterCalibrationOptions {
@@ -43,8 +47,9 @@ struct ClusterCalibrationOptions {
 //   job 'calibrate-...' failed: node 1 (127.0.0.1:1) is unreachable: ...
 absl::StatusOr<ClusterLinks> MeasureClusterLinks(const ClusterCalibrationOptions& options);
 
-// The slowest node's fit per level among every node's report (node -> measurements).
-// INVALID_ARGUMENT naming the first of `expected_nodes` nodes whose report lacks a level.
+// The slowest node's fit per level among every node's report (node -> measurements), and
+// node 0's machine lines. INVALID_ARGUMENT naming the first of `expected_nodes` nodes whose
+// report lacks a level, or node 0's lines when they are missing or do not parse.
 absl::StatusOr<ClusterLinks> SlowestLinks(const std::map<int64_t, proto::LinkMeasurements>& reports,
                                           int64_t expected_nodes);
 

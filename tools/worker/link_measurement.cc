@@ -4,6 +4,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "tools/cli/link_calibration.h"
+#include "tools/cli/machine_calibration.h"
 
 namespace oneflow::worker {
 namespace {
@@ -57,6 +58,11 @@ absl::StatusOr<proto::LinkMeasurements> MeasureNodeLinks(const NodeLinkOptions& 
   proto::LinkMeasurements measurements;
   AddLevel("inter_node", *inter_node, &measurements);
   AddLevel("intra_node", *intra_node, &measurements);
+  if (options.node == 0) {
+    const cli::MachineLines machine = cli::MeasureMachine();
+    for (const std::string& line : machine.codec_lines) measurements.add_codec_lines(line);
+    for (const std::string& line : machine.compute_lines) measurements.add_compute_lines(line);
+  }
   return measurements;
 }
 

@@ -11,7 +11,8 @@
 //
 // All-reduces of 4 KiB and 16 MiB per rank, fitted to the cost model's formulas. The
 // inter-node group runs first, while every node's worker is in step; each node then
-// measures its own intra-node level. The launch client (tools/cli/calibrate_command.cc)
+// measures its own intra-node level, and node 0 its machine's codecs and compute rates
+// (tools/cli/machine_calibration.h: the calibration file's other lines). The launch client (tools/cli/calibrate_command.cc)
 // collects every node's measurements and writes the calibration file.
 #ifndef TOOLS_WORKER_LINK_MEASUREMENT_H_
 #define TOOLS_WORKER_LINK_MEASUREMENT_H_
@@ -38,7 +39,8 @@ struct NodeLinkOptions {
   int64_t repetitions = 21;
 };
 
-// Both levels as this node measured them (levels "inter_node", then "intra_node"). The
+// Both levels as this node measured them (levels "inter_node", then "intra_node"; on node
+// 0 also the codec and compute lines). The
 // collectives' errors (a peer that never joined: the connect timeout's error).
 absl::StatusOr<proto::LinkMeasurements> MeasureNodeLinks(const NodeLinkOptions& options);
 

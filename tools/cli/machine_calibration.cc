@@ -1,0 +1,100 @@
+#include "tools/cli/machine_calibration.h"
+
+#include <algorithm>
+#include <chrono>
+#include <random>
+
+#include "kernels/compression/codec.h"
+#include "sbp/calibration.h"
+#include "sbp/compression_policy.h"
+#include "tools/cli/link_calibration.h"
+
+namespace oneflow::cli {
+namespace {
+
+// Big enough to stream through the caches like a real boxing's buffers, small enough
+// that the whole calibration takes about a second.
+constexpr int64_t kElements = int64_t{1} << 20;
+constexpr int64_t kRepetitions = 7;
+
+CodecOptions ToCodecOptions(const CompressionChoice& choice) {
+  CodecOptions options;
+  options.group_size = choice.group_size;
+  options.hadamard = choice.hadamard;
+  switch (choice.kind) {
+    case CompressionKind::kNone:
+      options.codec = Codec::kNone;
+      break;
+    case CompressionKind::kFp8E4M3:
+      options.codec = Codec::kFp8E4M3;
+      break;
+    case CompressionKind::kFp8E5M2:
+      options.codec = Codec::kFp8E5M2;
+      break;
+    case CompressionKind::kInt4:
+      options.codec = Codec::kInt4;
+      break;
+    case CompressionKind::kInt8:
+      options.codec = Codec::kInt8;
+      break;
+    case CompressionKind::kTacoFp8:
+      options.codec = Codec::kTacoFp8;
+      break;
+  }
+  return options;
+}
+
+// The median; a timer tick of 0 would be an infinite throughput, so at least 1 ns.
+double Median(std::vector<double> seconds) {
+  std::nth_element(seconds.begin(), seconds.begin() + seconds.size() / 2, seconds.end());
+  return std::max(seconds[seconds.size() / 2], 1e-9);
+}
+
+}  // namespace
+
+std::vector<CodecMeasurement> MeasureCodecThroughput(int64_t elements, int64_t repetitions) {
+  std::vector<float> input(elements);
+  std::mt19937 generator(20240601);
+  std::normal_distribution<float> gaussian(0.0f, 1.0f);
+  for (float& value : input) value = gaussian(generator);
+  std::vector<float> decoded(elements);
+  std::vector<CodecMeasurement> measurements;
+  for (const CompressionChoice& choice : PickableCodecs()) {
+    const CodecOptions options = ToCodecOptions(choice);
+    std::vector<uint8_t> encoded(EncodedBytes(options, elements));
+    // The first pass warms caches and pages; it is not timed.
+    Encode(options, input.data(), elements, encoded.data());
+    Decode(options, encoded.data(), elements, decoded.data());
+    std::vector<double> encode_seconds, decode_seconds, round_trips;
+    for (int64_t r = 0; r < repetitions; ++r) {
+      const auto start = std::chrono::steady_clock::now();
+      Encode(options, input.data(), elements, encoded.data());
+      const auto middle = std::chrono::steady_clock::now();
+      Decode(options, encoded.data(), elements, decoded.data());
+      const auto end = std::chrono::steady_clock::now();
+      encode_seconds.push_back(std::chrono::duration<double>(middle - start).count());
+      decode_seconds.push_back(std::chrono::duration<double>(end - middle).count());
+      round_trips.push_back(std::chrono::duration<double>(end - start).count());
+    }
+    const double bytes = static_cast<double>(elements * sizeof(float));
+    CodecMeasurement measurement{choice, bytes / Median(round_trips), 0, 0, elements, repetitions};
+    measurement.encode_bytes_per_second = bytes / Median(encode_seconds);
+    measurement.decode_bytes_per_second = bytes / Median(decode_seconds);
+    measurements.push_back(measurement);
+  }
+  return measurements;
+}
+
+MachineLines MeasureMachine() {
+  MachineLines lines;
+  for (const CodecMeasurement& measurement : MeasureCodecThroughput(kElements, kRepetitions)) {
+    lines.codec_lines.push_back(CodecMeasurementLine(measurement));
+  }
+  lines.compute_lines.push_back(ComputeMeasurementLine("gemm", MeasureGemmFlopsPerSecond(kRepetitions),
+                                                       "sgemm 512x512x512, 1 thread"));
+  lines.compute_lines.push_back(ComputeMeasurementLine("memory", MeasureMemoryBytesPerSecond(kRepetitions),
+                                                       "memcpy 64 MiB, 1 thread, bytes read + written"));
+  return lines;
+}
+
+}  // namespace oneflow::cli
