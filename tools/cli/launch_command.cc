@@ -440,6 +440,11 @@ absl::Status RunLaunch(const std::vector<std::string>& arguments, std::ostream& 
       one.set_node(node);
       one.set_node_address(options.nodes[node]);
       one.set_action(absl::StrCat("spare ", spares.front(), " takes its place"));
+      if (!answers[node].ok()) {
+        // Gone, and its parts with it: the final drop need not wait for it.
+        memory_daemons.erase(std::remove(memory_daemons.begin(), memory_daemons.end(), options.nodes[node]),
+                             memory_daemons.end());
+      }
       options.nodes[node] = spares.front();
       memory_daemons.push_back(spares.front());
       spares.erase(spares.begin());

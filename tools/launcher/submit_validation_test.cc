@@ -103,3 +103,47 @@ TEST(SubmitValidationTest, OptionsAreChecked) {
 
 }  // namespace
 }  // namespace oneflow::launcher
+
+namespace oneflow::launcher {
+namespace {
+
+// In-memory checkpoints (docs/elastic.md): K >= 0, a daemon per node, a valid scope.
+TEST(SubmitValidationTest, MemoryCheckpointFieldsAreChecked) {
+  proto::SubmitRequest request = Request();
+  proto::RunOptions* options = request.mutable_options();
+  options->set_memory_checkpoint_every(10);
+  options->set_memory_checkpoint_scope("job-1");
+  options->add_memory_checkpoint_daemons("127.0.0.1:5001");
+  options->add_memory_checkpoint_daemons("127.0.0.1:5002");
+  EXPECT_TRUE(ValidateSubmitRequest(request, kLimit).ok()) << ValidateSubmitRequest(request, kLimit);
+
+  proto::SubmitRequest negative = request;
+  negative.mutable_options()->set_memory_checkpoint_every(-1);
+  absl::Status status = ValidateSubmitRequest(negative, kLimit);
+  EXPECT_EQ(status.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(status.message(), HasSubstr("options.memory_checkpoint_every=-1 must be >= 0"));
+
+  proto::SubmitRequest one_daemon = request;
+  one_daemon.mutable_options()->mutable_memory_checkpoint_daemons()->RemoveLast();
+  status = ValidateSubmitRequest(one_daemon, kLimit);
+  EXPECT_EQ(status.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(status.message(), HasSubstr("options.memory_checkpoint_daemons lists 1 daemons; the plan has 2 nodes"));
+
+  proto::SubmitRequest no_scope = request;
+  no_scope.mutable_options()->clear_memory_checkpoint_scope();
+  status = ValidateSubmitRequest(no_scope, kLimit);
+  EXPECT_EQ(status.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(status.message(), HasSubstr("options.memory_checkpoint_scope: the job id is empty"));
+
+  proto::SubmitRequest resume = Request();
+  resume.mutable_options()->set_memory_resume_iteration(20);
+  resume.mutable_options()->set_memory_checkpoint_scope("job-1");
+  resume.mutable_options()->add_memory_resume_holders("127.0.0.1:5001");
+  status = ValidateSubmitRequest(resume, kLimit);
+  EXPECT_THAT(status.message(), HasSubstr("options.memory_resume_holders lists 1 daemons; the plan has 2 nodes"));
+  resume.mutable_options()->add_memory_resume_holders("");  // Node 1 saves no part.
+  EXPECT_TRUE(ValidateSubmitRequest(resume, kLimit).ok()) << ValidateSubmitRequest(resume, kLimit);
+}
+
+}  // namespace
+}  // namespace oneflow::launcher
