@@ -157,17 +157,22 @@ absl::Status CheckSize(size_t bytes) {
 }  // namespace
 
 absl::StatusOr<std::string> SerializePlanDeterministically(const proto::Plan& plan) {
-  OF_RETURN_IF_ERROR(CheckSize(plan.ByteSizeLong()));
-  std::string bytes;
+  // One size pass, then the bytes written straight into a buffer of that size: protobuf's
+  // SerializeToCodedStream would walk the whole plan for its size a second time, and a
+  // growing string would copy the (100 MB) bytes as it doubles.
+  const size_t size = plan.ByteSizeLong();  // Also caches the sizes written below.
+  OF_RETURN_IF_ERROR(CheckSize(size));
+  std::string bytes(size, '\0');
   {
-    google::protobuf::io::StringOutputStream stream(&bytes);
-    google::protobuf::io::CodedOutputStream coded(&stream);
+    google::protobuf::io::ArrayOutputStream array(bytes.data(), static_cast<int>(size));
+    google::protobuf::io::CodedOutputStream coded(&array);
     // Maps otherwise serialize in hash order, and plans must be byte-identical.
     coded.SetSerializationDeterministic(true);
-    if (!plan.SerializeToCodedStream(&coded) || coded.HadError()) {
+    plan.SerializeWithCachedSizes(&coded);
+    if (coded.HadError() || static_cast<size_t>(coded.ByteCount()) != size) {
       return absl::InternalError("protobuf failed to serialize the plan");
     }
-  }  // The coded stream trims `bytes` to what was written when it goes out of scope.
+  }
   return bytes;
 }
 

@@ -9,30 +9,17 @@
 #include "actors/flight_recorder.h"
 #include "actors/runtime.h"
 #include "compiler/compiler.h"
-#include "examples/mlp/mlp_model.h"
 #include "gtest/gtest.h"
+#include "tests/mlp_plan.h"
 #include "tools/cli/diagnose.h"
 
 namespace oneflow {
 namespace {
 
 proto::Plan CompileMlp() {
-  examples::ParallelFlags flags;
-  flags.devices_per_node = 2;
-  flags.dp = 2;
-  absl::StatusOr<examples::ParallelLayout> layout = examples::ParallelLayout::Create(flags);
-  EXPECT_TRUE(layout.ok()) << layout.status();
-  examples::MlpConfig config;
-  config.batch = 8;
-  config.in_features = 4;
-  config.hidden = 8;
-  config.classes = 3;
-  config.layers = 2;
-  absl::StatusOr<proto::Job> job = examples::BuildMlp(config, *layout);
-  EXPECT_TRUE(job.ok()) << job.status();
-  CompileOptions options;
-  options.cluster = layout->cluster();
-  absl::StatusOr<proto::Plan> plan = Compile(*job, options);
+  testing::MlpPlanSpec spec;
+  spec.layout = testing::OnOneNode(/*dp=*/2);
+  absl::StatusOr<proto::Plan> plan = testing::CompileMlpPlan(spec);
   EXPECT_TRUE(plan.ok()) << plan.status();
   return *plan;
 }

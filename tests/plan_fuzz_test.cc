@@ -17,33 +17,23 @@
 #include "compiler/compiler.h"
 #include "plan/plan_checksum.h"
 #include "plan/plan_verifier.h"
-#include "examples/mlp/mlp_model.h"
 #include "gtest/gtest.h"
+#include "tests/mlp_plan.h"
 #include "plan/plan_io.h"
 
 namespace oneflow {
 namespace {
 
 proto::Plan DataParallelMlp() {
-  examples::ParallelFlags flags;
-  flags.devices_per_node = 2;
-  flags.dp = 2;
-  absl::StatusOr<examples::ParallelLayout> layout = examples::ParallelLayout::Create(flags);
-  EXPECT_TRUE(layout.ok()) << layout.status();
-  examples::MlpConfig config;
-  config.batch = 8;
-  config.in_features = 8;
-  config.hidden = 16;
-  config.classes = 4;
-  config.layers = 2;
-  absl::StatusOr<proto::Job> job = examples::BuildMlp(config, *layout);
-  EXPECT_TRUE(job.ok()) << job.status();
-  CompileOptions options;
-  options.cluster = layout->cluster();
+  testing::MlpPlanSpec spec;
+  spec.layout = testing::OnOneNode(/*dp=*/2);
+  spec.model.in_features = 8;
+  spec.model.hidden = 16;
+  spec.model.classes = 4;
   // One collective per gradient (no buckets), so edits of the collective order have
   // several entries to swap.
-  options.bucket_mb = 0;
-  absl::StatusOr<proto::Plan> plan = Compile(*job, options);
+  spec.options.bucket_mb = 0;
+  absl::StatusOr<proto::Plan> plan = testing::CompileMlpPlan(spec);
   EXPECT_TRUE(plan.ok()) << plan.status();
   return *plan;
 }

@@ -13,31 +13,17 @@
 #include "compiler/compiler.h"
 #include "plan/plan_checksum.h"
 #include "plan/plan_verifier.h"
-#include "examples/mlp/mlp_model.h"
 #include "gtest/gtest.h"
+#include "tests/mlp_plan.h"
 
 namespace oneflow {
 namespace {
 
 proto::Plan CompileMlp(int64_t dp, int64_t tp, const std::string& record_file = "") {
-  examples::ParallelFlags flags;
-  flags.devices_per_node = dp * tp;
-  flags.dp = dp;
-  flags.tp = tp;
-  absl::StatusOr<examples::ParallelLayout> layout = examples::ParallelLayout::Create(flags);
-  EXPECT_TRUE(layout.ok()) << layout.status();
-  examples::MlpConfig config;
-  config.batch = 8;
-  config.in_features = 4;
-  config.hidden = 8;
-  config.classes = 3;
-  config.layers = 2;
-  config.record_file = record_file;
-  absl::StatusOr<proto::Job> job = examples::BuildMlp(config, *layout);
-  EXPECT_TRUE(job.ok()) << job.status();
-  CompileOptions options;
-  options.cluster = layout->cluster();
-  absl::StatusOr<proto::Plan> plan = Compile(*job, options);
+  testing::MlpPlanSpec spec;
+  spec.layout = testing::OnOneNode(dp, tp);
+  spec.model.record_file = record_file;
+  absl::StatusOr<proto::Plan> plan = testing::CompileMlpPlan(spec);
   EXPECT_TRUE(plan.ok()) << plan.status();
   return *plan;
 }

@@ -33,6 +33,7 @@
 #include "absl/flags/flag.h"
 #include "absl/flags/parse.h"
 #include "absl/status/status.h"
+#include "bench/lib/statistics.h"
 #include "oneflow_core/comm/in_process/communicator.h"
 
 ABSL_FLAG(std::vector<std::string>, ranks, std::vector<std::string>({"2", "4"}),
@@ -141,12 +142,6 @@ double TimeMemcpy(std::vector<char>& to, const std::vector<char>& from, int64_t 
 int64_t IterationsFor(double pilot) {
   const double wanted = absl::GetFlag(FLAGS_min_seconds) / std::max(pilot, 1e-9);
   return std::clamp<int64_t>(static_cast<int64_t>(wanted) + 1, 3, 1000000);
-}
-
-double Median(std::vector<double> values) {
-  std::sort(values.begin(), values.end());
-  const size_t middle = values.size() / 2;
-  return values.size() % 2 == 1 ? values[middle] : (values[middle - 1] + values[middle]) / 2;
 }
 
 // One JSON line for `ranks` ranks and `bytes` per rank; false when the results are wrong.

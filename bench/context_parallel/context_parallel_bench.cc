@@ -20,6 +20,7 @@
 #include "absl/flags/flag.h"
 #include "absl/flags/parse.h"
 #include "actors/runtime.h"
+#include "bench/lib/statistics.h"
 #include "compiler/compiler.h"
 #include "examples/common/context_parallel.h"
 #include "examples/common/cp_traffic.h"
@@ -96,12 +97,6 @@ absl::StatusOr<int64_t> LongestSeq(int64_t cp, int64_t budget) {
     (ok ? low : high) = mid;
   }
   return low * step;
-}
-
-double Median(std::vector<double> values) {
-  if (values.empty()) return 0;
-  std::sort(values.begin(), values.end());
-  return values[values.size() / 2];
 }
 
 absl::StatusOr<double> MedianStep(const proto::Plan& plan) {

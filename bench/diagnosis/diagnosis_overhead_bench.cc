@@ -48,8 +48,9 @@
 #include "absl/strings/str_join.h"
 #include "actors/engine.h"
 #include "actors/flight_recorder.h"
-#include "plan/plan_io.h"
+#include "bench/lib/statistics.h"
 #include "gtest/gtest.h"
+#include "plan/plan_io.h"
 #include "tests/cluster/cluster_harness.h"
 #include "tests/cluster/process.h"
 #include "tools/launcher/worker_status_file.h"
@@ -59,12 +60,6 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 using std::chrono::milliseconds;
-
-double Median(std::vector<double> values) {
-  if (values.empty()) return 0;
-  std::sort(values.begin(), values.end());
-  return values[values.size() / 2];
-}
 
 double StepMs(const std::vector<std::string>& lines, int from, int to) {
   std::vector<double> steps;

@@ -35,6 +35,7 @@
 
 #include "absl/flags/flag.h"
 #include "absl/flags/parse.h"
+#include "bench/lib/statistics.h"
 #include "kernels/cpu/registry.h"
 #include "kernels/kernel.h"
 #include "oneapi/dnnl/dnnl.hpp"
@@ -65,12 +66,6 @@ const BatchedShape kShapes[] = {
 constexpr int kSides = 5;
 const char* const kSideNames[kSides] = {"kernel", "openblas_loop", "dnnl_sgemm_loop",
                                         "dnnl_matmul_loop", "dnnl_batched"};
-
-double Median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  const size_t n = v.size();
-  return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
-}
 
 KernelArgument Argument(std::vector<float>* data, const Shape& shape) {
   return {data->data(), DType::kF32, shape, {shape, TensorSlice::Whole(shape)}};

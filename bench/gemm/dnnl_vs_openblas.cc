@@ -33,6 +33,7 @@
 
 #include "absl/flags/flag.h"
 #include "absl/flags/parse.h"
+#include "bench/lib/statistics.h"
 #include "oneapi/dnnl/dnnl.hpp"
 
 extern "C" void openblas_set_num_threads(int num_threads);
@@ -42,6 +43,8 @@ ABSL_FLAG(int, rounds, 7, "rounds; each times every side on every shape once");
 ABSL_FLAG(double, min_ms, 40, "each side's timing in a round repeats calls for this long");
 ABSL_FLAG(bool, matmul_primitive, true, "also time oneDNN's matmul primitive");
 ABSL_FLAG(std::string, only, "", "run only shapes whose name contains this");
+
+using oneflow::Median;
 
 namespace {
 
@@ -104,12 +107,6 @@ int CountThreads() {
     closedir(dir);
   }
   return count;
-}
-
-double Median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  const size_t n = v.size();
-  return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
 }
 
 struct Problem {

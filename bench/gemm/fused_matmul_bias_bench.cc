@@ -41,6 +41,7 @@
 
 #include "absl/flags/flag.h"
 #include "absl/flags/parse.h"
+#include "bench/lib/statistics.h"
 #include "kernels/cpu/registry.h"
 #include "kernels/cpu/sgemm.h"
 #include "kernels/kernel.h"
@@ -80,12 +81,6 @@ std::vector<BenchCase> Cases() {
 
 KernelArgument Argument(std::vector<float>* data, const Shape& shape) {
   return {data->data(), DType::kF32, shape, {shape, TensorSlice::Whole(shape)}};
-}
-
-double Median(std::vector<double> values) {
-  std::sort(values.begin(), values.end());
-  const size_t n = values.size();
-  return n % 2 ? values[n / 2] : 0.5 * (values[n / 2 - 1] + values[n / 2]);
 }
 
 double MaxAbsDifference(const std::vector<float>& x, const std::vector<float>& y) {

@@ -28,6 +28,7 @@
 #include "absl/strings/str_split.h"
 #include "actors/bubble.h"
 #include "actors/runtime.h"
+#include "bench/lib/statistics.h"
 #include "compiler/compiler.h"
 #include "examples/common/compile_driver.h"
 #include "examples/common/parallel_layout.h"
@@ -66,12 +67,6 @@ struct Case {
   int64_t allocated_bytes = 0;  // Stage 0's first device, largest over the rounds.
   double final_loss = 0;
 };
-
-double Median(std::vector<double> values) {
-  if (values.empty()) return 0;
-  std::sort(values.begin(), values.end());
-  return values[values.size() / 2];
-}
 
 absl::StatusOr<std::vector<int64_t>> ParseList(const std::string& text, const char* flag) {
   std::vector<int64_t> values;

@@ -42,6 +42,7 @@
 #include "absl/flags/flag.h"
 #include "absl/flags/parse.h"
 #include "absl/status/status.h"
+#include "bench/lib/statistics.h"
 #include "kernels/boxing/sparse_rows.h"
 #include "oneflow_core/comm/in_process/communicator.h"
 
@@ -130,12 +131,6 @@ double Run(InProcessGroup& group, std::vector<Rank>& ranks, Case c, int iteratio
   for (std::thread& thread : threads) thread.join();
   if (failed) std::exit(1);
   return seconds / iterations;
-}
-
-double Median(std::vector<double> values) {
-  std::sort(values.begin(), values.end());
-  const size_t middle = values.size() / 2;
-  return values.size() % 2 == 1 ? values[middle] : (values[middle - 1] + values[middle]) / 2;
 }
 
 bool Measure(const std::string& distribution) {

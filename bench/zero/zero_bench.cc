@@ -15,6 +15,7 @@
 #include "absl/flags/flag.h"
 #include "absl/flags/parse.h"
 #include "actors/runtime.h"
+#include "bench/lib/statistics.h"
 #include "compiler/compiler.h"
 #include "examples/common/parallel_layout.h"
 #include "examples/gpt/gpt_model.h"
@@ -35,12 +36,6 @@ struct Stage {
   std::vector<double> round_medians;
   double final_loss = 0;
 };
-
-double Median(std::vector<double> values) {
-  if (values.empty()) return 0;
-  std::sort(values.begin(), values.end());
-  return values[values.size() / 2];
-}
 
 absl::Status Compile(Stage& stage, int64_t dp) {
   examples::ParallelFlags flags;

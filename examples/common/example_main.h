@@ -35,6 +35,8 @@ absl::StatusOr<ParallelLayout> LayoutFromFlags();
 // plan to --plan_out when given. Data files are made absolute and checked first
 // (ResolveDataFiles). With --print_graph, prints the job's graph text (docs/graph_text.md,
 // what `oneflow compile` reads) instead of compiling. Errors name the flag or the op at fault.
+// Meant as the end of a program: the plan is not freed but left to the process's exit
+// (a large plan takes longer to free than to write).
 absl::Status CompileAndReport(const proto::Job& job, const ParallelLayout& layout);
 
 // --auto_parallel was given.

@@ -16,9 +16,9 @@
 #include "actors/checkpoint/checkpoint_retention.h"
 #include "actors/runtime.h"
 #include "compiler/compiler.h"
-#include "examples/mlp/mlp_model.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "tests/mlp_plan.h"
 
 namespace oneflow::actors {
 namespace {
@@ -28,17 +28,13 @@ using ::testing::ElementsAre;
 using ::testing::HasSubstr;
 
 proto::Plan MlpPlan() {
-  examples::ParallelFlags flags;
-  flags.devices_per_node = 2;
-  flags.tp = 2;  // Two shards per checkpoint, one per device.
-  const examples::ParallelLayout parallel = *examples::ParallelLayout::Create(flags);
-  examples::MlpConfig config;
-  config.batch = 16;
-  config.in_features = 8;
-  config.hidden = 16;
-  CompileOptions options;
-  options.cluster = parallel.cluster();
-  absl::StatusOr<proto::Plan> plan = Compile(*examples::BuildMlp(config, parallel), options);
+  oneflow::testing::MlpPlanSpec spec;
+  spec.layout = oneflow::testing::OnOneNode(/*dp=*/1, /*tp=*/2);  // Two shards per checkpoint, one per device.
+  spec.model = examples::MlpConfig();
+  spec.model.batch = 16;
+  spec.model.in_features = 8;
+  spec.model.hidden = 16;
+  absl::StatusOr<proto::Plan> plan = oneflow::testing::CompileMlpPlan(spec);
   EXPECT_TRUE(plan.ok()) << plan.status();
   return *plan;
 }

@@ -5,28 +5,23 @@
 #include <thread>
 
 #include "compiler/compiler.h"
-#include "examples/mlp/mlp_model.h"
 #include "gtest/gtest.h"
+#include "tests/mlp_plan.h"
 
 namespace oneflow::actors {
 namespace {
 
 proto::Plan MlpPlan(int64_t dp, int64_t tp, int64_t register_count, int64_t micro_batches = 1) {
-  examples::ParallelFlags flags;
-  flags.devices_per_node = dp * tp;
-  flags.dp = dp;
-  flags.tp = tp;
-  flags.micro_batches = micro_batches;
-  const examples::ParallelLayout layout = *examples::ParallelLayout::Create(flags);
-  examples::MlpConfig config;
-  config.batch = 16;
-  config.in_features = 8;
-  config.hidden = 16;
-  config.classes = 4;
-  CompileOptions options;
-  options.cluster = layout.cluster();
-  options.register_count = register_count;
-  absl::StatusOr<proto::Plan> plan = Compile(*examples::BuildMlp(config, layout), options);
+  oneflow::testing::MlpPlanSpec spec;
+  spec.layout = oneflow::testing::OnOneNode(dp, tp);
+  spec.layout.micro_batches = micro_batches;
+  spec.model = examples::MlpConfig();
+  spec.model.batch = 16;
+  spec.model.in_features = 8;
+  spec.model.hidden = 16;
+  spec.model.classes = 4;
+  spec.options.register_count = register_count;
+  absl::StatusOr<proto::Plan> plan = oneflow::testing::CompileMlpPlan(spec);
   EXPECT_TRUE(plan.ok()) << plan.status();
   return *plan;
 }

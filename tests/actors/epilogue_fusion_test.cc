@@ -9,27 +9,22 @@
 
 #include "actors/runtime.h"
 #include "compiler/compiler.h"
-#include "examples/mlp/mlp_model.h"
 #include "gtest/gtest.h"
+#include "tests/mlp_plan.h"
 
 namespace oneflow::actors {
 namespace {
 
 proto::Plan MlpPlan(int64_t dp, int64_t tp, bool fuse, int64_t threads_per_device = 0) {
-  examples::ParallelFlags flags;
-  flags.devices_per_node = dp * tp;
-  flags.dp = dp;
-  flags.tp = tp;
-  const examples::ParallelLayout layout = *examples::ParallelLayout::Create(flags);
-  examples::MlpConfig config;
-  config.batch = 64;
-  config.in_features = 256;
-  config.hidden = 512;
-  CompileOptions options;
-  options.cluster = layout.cluster();
-  if (threads_per_device > 0) options.cluster.set_threads_per_device(threads_per_device);
-  options.fuse_epilogues = fuse;
-  absl::StatusOr<proto::Plan> plan = Compile(*examples::BuildMlp(config, layout), options);
+  oneflow::testing::MlpPlanSpec spec;
+  spec.layout = oneflow::testing::OnOneNode(dp, tp);
+  spec.model = examples::MlpConfig();
+  spec.model.batch = 64;
+  spec.model.in_features = 256;
+  spec.model.hidden = 512;
+  if (threads_per_device > 0) spec.threads_per_device = threads_per_device;
+  spec.options.fuse_epilogues = fuse;
+  absl::StatusOr<proto::Plan> plan = oneflow::testing::CompileMlpPlan(spec);
   EXPECT_TRUE(plan.ok()) << plan.status();
   return *plan;
 }
@@ -69,7 +64,7 @@ struct Layout {
 
 TEST(EpilogueFusionTest, FusedPlansFollowTheUnfusedLosses) {
   for (const Layout& layout : {Layout{1, 1, 0}, Layout{2, 1, 0}, Layout{1, 2, 0}, Layout{2, 2, 0}, Layout{1, 1, 2}}) {
-    SCOPED_TRACE(testing::Message() << "dp=" << layout.dp << " tp=" << layout.tp << " threads=" << layout.threads);
+    SCOPED_TRACE(::testing::Message() << "dp=" << layout.dp << " tp=" << layout.tp << " threads=" << layout.threads);
     const proto::Plan fused = MlpPlan(layout.dp, layout.tp, true, layout.threads);
     const proto::Plan unfused = MlpPlan(layout.dp, layout.tp, false, layout.threads);
     EXPECT_EQ(CountOps(unfused, "fused_matmul_bias"), 0);

@@ -6,26 +6,22 @@
 
 #include "actors/runtime.h"
 #include "compiler/compiler.h"
-#include "examples/mlp/mlp_model.h"
 #include "gtest/gtest.h"
+#include "tests/mlp_plan.h"
 
 namespace oneflow::actors {
 namespace {
 
 // Big enough that the matmuls pass the split threshold (64 x 512 x 256 forward).
 proto::Plan MlpPlan(int64_t dp, int64_t threads_per_device) {
-  examples::ParallelFlags flags;
-  flags.devices_per_node = dp;
-  flags.dp = dp;
-  const examples::ParallelLayout layout = *examples::ParallelLayout::Create(flags);
-  examples::MlpConfig config;
-  config.batch = 64;
-  config.in_features = 256;
-  config.hidden = 512;
-  CompileOptions options;
-  options.cluster = layout.cluster();
-  options.cluster.set_threads_per_device(threads_per_device);
-  absl::StatusOr<proto::Plan> plan = Compile(*examples::BuildMlp(config, layout), options);
+  oneflow::testing::MlpPlanSpec spec;
+  spec.layout = oneflow::testing::OnOneNode(dp);
+  spec.model = examples::MlpConfig();
+  spec.model.batch = 64;
+  spec.model.in_features = 256;
+  spec.model.hidden = 512;
+  spec.threads_per_device = threads_per_device;
+  absl::StatusOr<proto::Plan> plan = oneflow::testing::CompileMlpPlan(spec);
   EXPECT_TRUE(plan.ok()) << plan.status();
   return *plan;
 }
@@ -57,7 +53,7 @@ TEST(ThreadsPerDeviceTest, MoreThreadsFollowTheOneThreadLosses) {
   ASSERT_EQ(one->size(), 6u);
   EXPECT_LT(one->back(), one->front());  // It trains.
   for (int64_t threads : {2, 3}) {
-    SCOPED_TRACE(testing::Message() << threads << " threads per device");
+    SCOPED_TRACE(::testing::Message() << threads << " threads per device");
     const absl::StatusOr<std::vector<float>> many = Losses(MlpPlan(1, threads));
     ASSERT_TRUE(many.ok()) << many.status();
     ExpectSameCurve(*many, *one);

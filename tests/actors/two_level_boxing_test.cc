@@ -16,8 +16,8 @@
 #include "compiler/compiler.h"
 #include "plan/plan_checksum.h"
 #include "examples/common/parallel_layout.h"
-#include "examples/mlp/mlp_model.h"
 #include "gtest/gtest.h"
+#include "tests/mlp_plan.h"
 #include "oneflow_core/comm/key_value_store.h"
 
 namespace oneflow {
@@ -26,22 +26,19 @@ namespace {
 constexpr int64_t kIterations = 40;
 
 proto::Plan DataParallelMlp() {
-  examples::ParallelFlags flags;
-  flags.nodes = 2;
-  flags.devices_per_node = 2;
-  flags.dp = 4;
-  const examples::ParallelLayout layout = *examples::ParallelLayout::Create(flags);
-  examples::MlpConfig config;
-  config.batch = 32;
-  config.in_features = 16;
-  config.hidden = 64;
-  config.classes = 4;
-  CompileOptions options;
-  options.cluster = layout.cluster();
+  oneflow::testing::MlpPlanSpec spec;
+  spec.layout.nodes = 2;
+  spec.layout.devices_per_node = 2;
+  spec.layout.dp = 4;
+  spec.model = examples::MlpConfig();
+  spec.model.batch = 32;
+  spec.model.in_features = 16;
+  spec.model.hidden = 64;
+  spec.model.classes = 4;
   // Every gradient reduction as a boxing step of its own: MakeTwoLevel edits steps (a
   // gradient bucket's steps share its one compression, Plan.buckets).
-  options.bucket_mb = 0;
-  absl::StatusOr<proto::Plan> plan = Compile(*examples::BuildMlp(config, layout), options);
+  spec.options.bucket_mb = 0;
+  absl::StatusOr<proto::Plan> plan = oneflow::testing::CompileMlpPlan(spec);
   EXPECT_TRUE(plan.ok()) << plan.status();
   return plan.ok() ? *plan : proto::Plan();
 }
