@@ -19,6 +19,7 @@
 #include "compiler/compiler.h"
 #include "examples/common/auto_parallel_driver.h"
 #include "examples/common/compile_driver.h"
+#include "examples/common/compile_recipe.h"
 #include "oneflow_core/dsl/graph.h"
 #include "plan/plan_io.h"
 #include "oneflow_core/status.h"
@@ -186,8 +187,12 @@ CompileSettings SettingsFromFlags() {
 
 namespace {
 
-// Writes --plan_out and runs --run: the end of every compile.
-absl::Status WriteAndRun(const proto::Plan& plan) {
+// Attaches the recipe (what re-planning needs, Plan.recipe), writes --plan_out and runs
+// --run: the end of every compile.
+absl::Status WriteAndRun(const proto::Job& job, const ParallelLayout& layout, const CompileSettings& settings,
+                         bool auto_parallel, proto::Plan plan) {
+  OF_ASSIGN_OR_RETURN(const proto::CompileRecipe recipe, MakeRecipe(job, layout, settings, auto_parallel));
+  OF_RETURN_IF_ERROR(AttachRecipe(recipe, &plan));
   const std::string plan_out = absl::GetFlag(FLAGS_plan_out);
   if (!plan_out.empty()) {
     OF_RETURN_IF_ERROR(WritePlanFile(plan_out, plan));
@@ -239,7 +244,9 @@ absl::Status CompileAndReportAuto(const JobBuilder& build) {
     std::fprintf(stderr, "%s: warning: %s\n", ProgramName().c_str(), warning.c_str());
   }
   std::fputs(CompileSummary(result.job, result.layout, result.plan, result.compile_seconds).c_str(), stdout);
-  return WriteAndRun(result.plan);
+  CompileSettings chosen = request.settings;
+  chosen.recompute = std::string(RecomputeModeName(result.plan.auto_parallel().chosen().layout().recompute()));
+  return WriteAndRun(result.job, result.layout, chosen, /*auto_parallel=*/true, result.plan);
 }
 
 absl::Status CompileAndReport(const proto::Job& written, const ParallelLayout& layout) {
@@ -254,7 +261,8 @@ absl::Status CompileAndReport(const proto::Job& written, const ParallelLayout& l
     std::fprintf(stderr, "%s: warning: %s\n", ProgramName().c_str(), warning.c_str());
   }
   std::string dump;
-  OF_ASSIGN_OR_RETURN(const CompileOptions options, CompileOptionsFor(layout, SettingsFromFlags(), &dump));
+  const CompileSettings settings = SettingsFromFlags();
+  OF_ASSIGN_OR_RETURN(const CompileOptions options, CompileOptionsFor(layout, settings, &dump));
   const auto start = std::chrono::steady_clock::now();
   absl::StatusOr<proto::Plan> plan = Compile(job, options);
   const double seconds =
@@ -262,7 +270,7 @@ absl::Status CompileAndReport(const proto::Job& written, const ParallelLayout& l
   std::fputs(dump.c_str(), stdout);
   OF_RETURN_IF_ERROR(plan.status());
   std::fputs(CompileSummary(job, layout, *plan, seconds).c_str(), stdout);
-  return WriteAndRun(*plan);
+  return WriteAndRun(job, layout, settings, /*auto_parallel=*/false, *std::move(plan));
 }
 
 int RunExample(const char* name, absl::Status (*body)()) {

@@ -14,6 +14,7 @@
 #include "compiler/compiler.h"
 #include "plan/plan_io.h"
 #include "examples/common/compile_driver.h"
+#include "examples/common/compile_recipe.h"
 #include "examples/common/parallel_layout.h"
 #include "oneflow_core/status.h"
 #include "tools/cli/daemon_flags.h"
@@ -129,6 +130,11 @@ absl::Status RunCompile(const std::vector<std::string>& arguments, std::ostream&
   out << examples::CompileSummary(job, layout, *plan, seconds);
   const std::string plan_out = absl::GetFlag(FLAGS_plan_out);
   if (!plan_out.empty()) {
+    // What `oneflow launch --elastic=shrink` needs to compile it again (Plan.recipe), as the
+    // examples record it: the same Job and layout give the same bytes.
+    OF_ASSIGN_OR_RETURN(const proto::CompileRecipe recipe,
+                        examples::MakeRecipe(job, layout, settings, /*auto_parallel=*/false));
+    OF_RETURN_IF_ERROR(examples::AttachRecipe(recipe, &*plan));
     OF_RETURN_IF_ERROR(WritePlanFile(plan_out, *plan));
     out << "wrote " << plan_out << " (inspect it with: oneflow inspect " << plan_out << ")\n";
   }

@@ -22,6 +22,7 @@
 #include "tools/cli/daemon_flags.h"
 #include "tools/cli/diagnose.h"
 #include "tools/cli/launch_recovery.h"
+#include "tools/cli/launch_shrink.h"
 #include "plan/plan_io.h"
 #include "tools/launcher/daemon_client.h"
 #include "tools/launcher/launch_client.h"
@@ -51,6 +52,12 @@ ABSL_FLAG(std::string, spare_nodes, "",
           "HOST:PORT of spare oneflowd daemons, comma-separated: checked at the start (running, this launch's "
           "token); when a node of the job is lost, a spare takes its rank and the job resumes on the same layout "
           "from the newest checkpoint of --checkpoint_dir (docs/elastic.md).");
+
+ABSL_FLAG(std::string, elastic, "off",
+          "When a node is lost and no spare is left: off (the launch fails) or shrink (the job is compiled again "
+          "for the surviving nodes, dp reduced, and resumes from the newest checkpoint; docs/elastic.md).");
+ABSL_FLAG(std::string, min_nodes, "",
+          "With --elastic=shrink: the fewest nodes the job may continue on (1..the job's nodes; default 1).");
 
 ABSL_FLAG(double, hang_seconds, 5,
           "Name a rank that made no progress for this many seconds while others wait for it in a collective, "
@@ -181,7 +188,11 @@ absl::Status RunLaunch(const std::vector<std::string>& arguments, std::ostream& 
   options.nodes = std::move(daemons.nodes);
   options.token = std::move(daemons.token);
   options.tls_ca_file = std::move(daemons.tls_ca_file);
-  OF_ASSIGN_OR_RETURN(const proto::Plan plan, ReadPlanFile(arguments[0]));
+  // A re-planned job (--elastic=shrink) runs a new plan on fewer nodes.
+  OF_ASSIGN_OR_RETURN(proto::Plan plan, ReadPlanFile(arguments[0]));
+  OF_ASSIGN_OR_RETURN(const ElasticPolicy elastic,
+                      ParseElasticPolicy(absl::GetFlag(FLAGS_elastic), absl::GetFlag(FLAGS_min_nodes),
+                                         static_cast<int64_t>(options.nodes.size()), !options.checkpoint_dir.empty()));
   std::vector<std::string> spares = ParseSpareNodes(absl::GetFlag(FLAGS_spare_nodes));
   if (!spares.empty()) {
     if (options.checkpoint_dir.empty()) {
@@ -243,7 +254,6 @@ absl::Status RunLaunch(const std::vector<std::string>& arguments, std::ostream& 
     }
   };
 
-  const size_t node_count = options.nodes.size();
   std::string base_job_id;
   absl::Status status;
   int64_t restarts = 0;  // --max_restarts used: attempts on the same nodes.
@@ -255,7 +265,7 @@ absl::Status RunLaunch(const std::vector<std::string>& arguments, std::ostream& 
     OF_ASSIGN_OR_RETURN(std::unique_ptr<launcher::LaunchSession> session,
                         launcher::LaunchSession::Create(plan, std::move(attempt_options)));
     if (attempt == 0) base_job_id = session->job_id();
-    std::fprintf(stderr, "oneflow launch: job '%s' on %zu nodes%s%s\n", session->job_id().c_str(), node_count,
+    std::fprintf(stderr, "oneflow launch: job '%s' on %zu nodes%s%s\n", session->job_id().c_str(), options.nodes.size(),
                  options.resume_from.empty() ? "" : ", resuming from ", options.resume_from.c_str());
     interrupt.Set(session.get());
     if (pending_recovery.has_value()) pending_recovery->submitted_at = absl::Now();
@@ -281,7 +291,8 @@ absl::Status RunLaunch(const std::vector<std::string>& arguments, std::ostream& 
     for (size_t i = 0; i < answers.size(); ++i) {
       if (!answers[i].ok()) lost.push_back(static_cast<int64_t>(i));
     }
-    if (lost.empty() && restarts >= max_restarts && !spares.empty() && session->failed_node() >= 0) {
+    if (lost.empty() && restarts >= max_restarts && (!spares.empty() || elastic.shrink) &&
+        session->failed_node() >= 0) {
       lost.push_back(session->failed_node());
     }
     if (lost.empty()) {
@@ -299,16 +310,32 @@ absl::Status RunLaunch(const std::vector<std::string>& arguments, std::ostream& 
       PrintLaunchLine(absl::StrCat("restart ", restarts, " of ", max_restarts, ": ", status.message()));
       continue;
     }
+    std::string lost_names;
+    for (int64_t node : lost) {
+      absl::StrAppend(&lost_names, lost_names.empty() ? "" : ", ", launcher::NodeName(node, options.nodes[node]));
+    }
+    // Lost nodes beyond the spares: the job continues without them (--elastic=shrink).
+    std::optional<Replan> replan;
     if (lost.size() > spares.size()) {
-      std::string names;
-      for (int64_t node : lost) {
-        absl::StrAppend(&names, names.empty() ? "" : ", ", launcher::NodeName(node, options.nodes[node]));
+      const int64_t survivors = static_cast<int64_t>(options.nodes.size() - (lost.size() - spares.size()));
+      std::string why;
+      if (!elastic.shrink) {
+        why = spares.empty() ? "no --spare_nodes given" : absl::StrCat("only ", spares.size(), " spare(s) left");
+      } else if (survivors < elastic.min_nodes) {
+        why = absl::StrCat(survivors, survivors == 1 ? " node survives" : " nodes survive", ", fewer than --min_nodes=",
+                           elastic.min_nodes);
+      } else {
+        absl::StatusOr<Replan> next = ReplanForSurvivors(plan, survivors);
+        if (next.ok()) {
+          replan = *std::move(next);
+        } else {
+          why = std::string(next.status().message());
+        }
       }
-      status = absl::Status(status.code(),
-                            absl::StrCat(status.message(), "\n  lost: ", names, "; ",
-                                         spares.empty() ? "no --spare_nodes given"
-                                                        : absl::StrCat("only ", spares.size(), " spare(s) left")));
-      break;
+      if (!replan.has_value()) {
+        status = absl::Status(status.code(), absl::StrCat(status.message(), "\n  lost: ", lost_names, "; ", why));
+        break;
+      }
     }
     // The resume point: the newest complete checkpoint, else where this launch started.
     // The failed attempt's report (with its diagnosis), as a restart prints it.
@@ -335,15 +362,30 @@ absl::Status RunLaunch(const std::vector<std::string>& arguments, std::ostream& 
       recovery.set_from("start");  // No checkpoint yet: the job trains again from iteration 0.
     }
     next.iterations_lost = std::max<int64_t>(0, last_iteration + 1 - recovery.iteration());
+    std::vector<int64_t> dropped;  // Lost nodes no spare replaces, in increasing order.
     for (int64_t node : lost) {
       proto::Recovery& one = recoveries.emplace_back(recovery);
       one.set_cause(RecoveryCause(status, answers[node].ok()));
       one.set_node(node);
       one.set_node_address(options.nodes[node]);
-      one.set_action(absl::StrCat("spare ", spares.front(), " takes its place"));
-      options.nodes[node] = spares.front();
-      spares.erase(spares.begin());
+      if (!spares.empty()) {
+        one.set_action(absl::StrCat("spare ", spares.front(), " takes its place"));
+        options.nodes[node] = spares.front();
+        spares.erase(spares.begin());
+      } else {
+        one.set_action(replan->action);
+        dropped.push_back(node);
+      }
       PrintLaunchLine(absl::StrCat("recovery: ", RecoveryText(one)));
+    }
+    if (replan.has_value()) {
+      // The survivors keep their order (node ranks close up); the new plan was verified.
+      for (auto node = dropped.rbegin(); node != dropped.rend(); ++node) options.nodes.erase(options.nodes.begin() + *node);
+      plan = std::move(replan->plan);
+      std::string layout = replan->layout_text;
+      while (!layout.empty() && layout.back() == '\n') layout.pop_back();
+      PrintLaunchLine(absl::StrCat(replan->action, "; the new plan passed the verifier; its layout (oneflow inspect):\n  ",
+                                   absl::StrReplaceAll(layout, {{"\n", "\n  "}})));
     }
     next.recovery = recoveries.back();
     pending_recovery = std::move(next);
@@ -371,13 +413,13 @@ Subcommand LaunchSubcommand() {
       "--nodes=HOST:PORT,... --token_file=F [--iters=N] [--metrics=FILE] [--tls_ca=F] "
       "[--collective_timeout_s=S] [--transport=ucx|gloo] [--job_id=ID] [--checkpoint_dir=DIR --checkpoint_every=N "
       "[--keep_checkpoints=K] [--keep_checkpoint_every=N]] "
-      "[--resume_from=DIR] [--max_restarts=K] [--spare_nodes=HOST:PORT,...] [--hang_seconds=S] [--hang_action=stop|warn] [--slow_factor=F] "
+      "[--resume_from=DIR] [--max_restarts=K] [--spare_nodes=HOST:PORT,...] [--elastic=off|shrink [--min_nodes=K]] [--hang_seconds=S] [--hang_action=stop|warn] [--slow_factor=F] "
       "[--diagnose_on_failure=false] [--trace=FILE.json]";
   command.summary = "run a plan on a cluster through the oneflowd daemons of its nodes";
   command.flags = {"nodes",  "token_file",     "iters",            "metrics",    "tls_ca", "collective_timeout_s",
                    "transport", "job_id", "checkpoint_dir", "checkpoint_every", "resume_from",
                    "max_restarts", "hang_seconds", "hang_action", "slow_factor", "diagnose_on_failure", "trace",
-                   "keep_checkpoints", "keep_checkpoint_every", "spare_nodes"};
+                   "keep_checkpoints", "keep_checkpoint_every", "spare_nodes", "elastic", "min_nodes"};
   command.flag_help = {{"trace", "After the job finished, write every node's acts as one Chrome/Perfetto trace (JSON) here."}};
   command.min_arguments = 1;
   command.max_arguments = 1;
