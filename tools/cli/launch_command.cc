@@ -193,6 +193,12 @@ absl::Status RunLaunch(const std::vector<std::string>& arguments, std::ostream& 
   OF_ASSIGN_OR_RETURN(const ElasticPolicy elastic,
                       ParseElasticPolicy(absl::GetFlag(FLAGS_elastic), absl::GetFlag(FLAGS_min_nodes),
                                          static_cast<int64_t>(options.nodes.size()), !options.checkpoint_dir.empty()));
+  if (elastic.shrink && !plan.has_recipe()) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "--elastic=shrink: ", arguments[0],
+        " carries no recipe (Plan.recipe) to compile it again for fewer nodes; it was written before plans "
+        "recorded their model: compile it again with this version's `oneflow compile` or example binary"));
+  }
   std::vector<std::string> spares = ParseSpareNodes(absl::GetFlag(FLAGS_spare_nodes));
   if (!spares.empty()) {
     if (options.checkpoint_dir.empty()) {
