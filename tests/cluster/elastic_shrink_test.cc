@@ -30,8 +30,15 @@ using std::chrono::milliseconds;
 
 std::string JobId(const std::string& name) { return absl::StrCat(name, "-", getpid()); }
 
+// --lr=0.02: at the example's 0.1 (momentum 0.9) the training is chaotic enough that a
+// change of layout mid-run (a new order of the gradient sums) can grow from 1e-7 to above
+// 1e-4 within 120 iterations: measured with `oneflow run`, a dp=3 checkpoint of iteration
+// 20 resumed on dp=2 left the 1-device curve at iteration 142 (resumed on dp=3 or on one
+// device it stays within 1e-5, as does an uninterrupted dp=2 run). At 0.02 the same
+// resumes stay within 4e-6.
 const std::vector<std::string>& Mlp() {
-  static const std::vector<std::string> flags = {"--batch=48", "--hidden=128", "--layers=3", "--compression=off"};
+  static const std::vector<std::string> flags = {"--batch=48", "--hidden=128", "--layers=3", "--compression=off",
+                                                 "--lr=0.02"};
   return flags;
 }
 
@@ -114,9 +121,13 @@ TEST(ElasticShrinkTest, JobContinuesOnTheSurvivingNodes) {
   EXPECT_EQ(resumed_at % 10, 0) << "resumed at " << resumed_at << ", not at a checkpoint";
   // Every iteration, on 3 nodes before the loss and on 2 after it, is the 1-device run's.
   ASSERT_EQ(last.size(), static_cast<size_t>(kIterations));
+  int off_curve = 0;
   for (const auto& [iteration, loss] : last) {
-    EXPECT_NEAR(loss, reference[iteration], 1e-4 * std::abs(reference[iteration]) + 1e-6) << "iteration " << iteration;
+    EXPECT_NEAR(loss, reference[iteration], 1e-4 * std::abs(reference[iteration]) + 1e-6)
+        << "iteration " << iteration << " (resumed at " << resumed_at << ")";
+    if (std::abs(loss - reference[iteration]) > 1e-4 * std::abs(reference[iteration]) + 1e-6) ++off_curve;
   }
+  if (off_curve > 0) ADD_FAILURE() << stderr_text.substr(0, 20000);
 
   Process status({Runfile("tools/cli/oneflow"), "status", job + "-restart1",
                   absl::StrCat("--nodes=", daemons.address(0), ",", daemons.address(2)),

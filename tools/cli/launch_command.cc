@@ -14,6 +14,7 @@
 #include "absl/flags/flag.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "absl/strings/str_split.h"
 #include "absl/synchronization/mutex.h"
 #include "actors/metrics.h"
 #include "actors/trace.h"
@@ -388,10 +389,11 @@ absl::Status RunLaunch(const std::vector<std::string>& arguments, std::ostream& 
       // The survivors keep their order (node ranks close up); the new plan was verified.
       for (auto node = dropped.rbegin(); node != dropped.rend(); ++node) options.nodes.erase(options.nodes.begin() + *node);
       plan = std::move(replan->plan);
-      std::string layout = replan->layout_text;
-      while (!layout.empty() && layout.back() == '\n') layout.pop_back();
-      PrintLaunchLine(absl::StrCat(replan->action, "; the new plan passed the verifier; its layout (oneflow inspect):\n  ",
-                                   absl::StrReplaceAll(layout, {{"\n", "\n  "}})));
+      std::string text = absl::StrCat(replan->action, "; the new plan passed the verifier; its layout (oneflow inspect):");
+      for (absl::string_view line : absl::StrSplit(replan->layout_text, '\n', absl::SkipEmpty())) {
+        absl::StrAppend(&text, "\n  ", line);
+      }
+      PrintLaunchLine(text);
     }
     next.recovery = recoveries.back();
     pending_recovery = std::move(next);
