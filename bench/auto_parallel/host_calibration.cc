@@ -99,7 +99,8 @@ absl::StatusOr<HostCalibration> MeasureHostCalibration(int64_t devices) {
         std::max(calibration.memory_bytes_per_second, cli::MeasureMemoryBytesPerSecond(kRepetitions));
   }
   for (int64_t round = 0; round < kRounds; ++round) {
-    OF_ASSIGN_OR_RETURN(const LinkLevelMeasurement link, cli::MeasureInProcessLink(kRepetitions));
+    OF_ASSIGN_OR_RETURN(const cli::MeasuredLink measured, cli::MeasureInProcessLink(kRepetitions));
+    const LinkLevelMeasurement& link = measured.fit;
     if (round == 0 || link.latency_seconds < calibration.intra_node.latency_seconds) {
       calibration.intra_node.latency_seconds = link.latency_seconds;
     }

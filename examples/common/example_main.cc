@@ -19,6 +19,7 @@
 #include "compiler/compiler.h"
 #include "examples/common/auto_parallel_driver.h"
 #include "examples/common/compile_driver.h"
+#include "examples/common/compile_recipe.h"
 #include "oneflow_core/dsl/graph.h"
 #include "plan/plan_io.h"
 #include "oneflow_core/status.h"
@@ -186,20 +187,6 @@ CompileSettings SettingsFromFlags() {
 
 namespace {
 
-// Writes --plan_out and runs --run: the end of every compile.
-absl::Status WriteAndRun(const proto::Plan& plan) {
-  const std::string plan_out = absl::GetFlag(FLAGS_plan_out);
-  if (!plan_out.empty()) {
-    OF_RETURN_IF_ERROR(WritePlanFile(plan_out, plan));
-    std::printf("wrote %s (inspect it with: oneflow inspect %s)\n", plan_out.c_str(), plan_out.c_str());
-  }
-  if (!absl::GetFlag(FLAGS_run)) return absl::OkStatus();
-  // The same path as `oneflow run` on the written plan.
-  actors::LocalRun run;
-  run.iterations = absl::GetFlag(FLAGS_iters);
-  return actors::RunPlanLocally(plan, run, std::cout, /*out_is_terminal=*/false, std::cerr);
-}
-
 // Hands `plan` to the process's exit instead of freeing it: every example ends right after
 // its compile, and freeing a large plan message by message costs more CPU than writing it
 // (1.8 s for the issue 29 gpt's 434,240 actors, each with kernels and three maps, against
@@ -209,6 +196,28 @@ void KeepUntilExit(proto::Plan plan) {
   static proto::Plan* kept = nullptr;
   if (kept == nullptr) kept = new proto::Plan();
   kept->Swap(&plan);  // The plan kept before (a second compile) is freed with `plan`.
+}
+
+// Attaches the recipe (what re-planning needs, Plan.recipe), writes --plan_out and runs
+// --run: the end of every compile.
+absl::Status WriteAndRun(const proto::Job& job, const ParallelLayout& layout, const CompileSettings& settings,
+                         bool auto_parallel, proto::Plan plan) {
+  OF_ASSIGN_OR_RETURN(const proto::CompileRecipe recipe, MakeRecipe(job, layout, settings, auto_parallel));
+  OF_RETURN_IF_ERROR(AttachRecipe(recipe, &plan));
+  const std::string plan_out = absl::GetFlag(FLAGS_plan_out);
+  if (!plan_out.empty()) {
+    OF_RETURN_IF_ERROR(WritePlanFile(plan_out, plan));
+    std::printf("wrote %s (inspect it with: oneflow inspect %s)\n", plan_out.c_str(), plan_out.c_str());
+  }
+  absl::Status status = absl::OkStatus();
+  if (absl::GetFlag(FLAGS_run)) {
+    // The same path as `oneflow run` on the written plan.
+    actors::LocalRun run;
+    run.iterations = absl::GetFlag(FLAGS_iters);
+    status = actors::RunPlanLocally(plan, run, std::cout, /*out_is_terminal=*/false, std::cerr);
+  }
+  KeepUntilExit(std::move(plan));
+  return status;
 }
 
 }  // namespace
@@ -250,9 +259,9 @@ absl::Status CompileAndReportAuto(const JobBuilder& build) {
     std::fprintf(stderr, "%s: warning: %s\n", ProgramName().c_str(), warning.c_str());
   }
   std::fputs(CompileSummary(result.job, result.layout, result.plan, result.compile_seconds).c_str(), stdout);
-  const absl::Status status = WriteAndRun(result.plan);
-  KeepUntilExit(std::move(result.plan));
-  return status;
+  CompileSettings chosen = request.settings;
+  chosen.recompute = std::string(RecomputeModeName(result.plan.auto_parallel().chosen().layout().recompute()));
+  return WriteAndRun(result.job, result.layout, chosen, /*auto_parallel=*/true, std::move(result.plan));
 }
 
 absl::Status CompileAndReport(const proto::Job& written, const ParallelLayout& layout) {
@@ -267,7 +276,8 @@ absl::Status CompileAndReport(const proto::Job& written, const ParallelLayout& l
     std::fprintf(stderr, "%s: warning: %s\n", ProgramName().c_str(), warning.c_str());
   }
   std::string dump;
-  OF_ASSIGN_OR_RETURN(const CompileOptions options, CompileOptionsFor(layout, SettingsFromFlags(), &dump));
+  const CompileSettings settings = SettingsFromFlags();
+  OF_ASSIGN_OR_RETURN(const CompileOptions options, CompileOptionsFor(layout, settings, &dump));
   const auto start = std::chrono::steady_clock::now();
   absl::StatusOr<proto::Plan> plan = Compile(job, options);
   const double seconds =
@@ -275,9 +285,7 @@ absl::Status CompileAndReport(const proto::Job& written, const ParallelLayout& l
   std::fputs(dump.c_str(), stdout);
   OF_RETURN_IF_ERROR(plan.status());
   std::fputs(CompileSummary(job, layout, *plan, seconds).c_str(), stdout);
-  const absl::Status status = WriteAndRun(*plan);
-  KeepUntilExit(std::move(*plan));
-  return status;
+  return WriteAndRun(job, layout, settings, /*auto_parallel=*/false, *std::move(plan));
 }
 
 int RunExample(const char* name, absl::Status (*body)()) {

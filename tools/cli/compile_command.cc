@@ -16,6 +16,7 @@
 #include "plan/plan_io.h"
 #include "examples/common/auto_parallel_driver.h"
 #include "examples/common/compile_driver.h"
+#include "examples/common/compile_recipe.h"
 #include "examples/common/parallel_layout.h"
 #include "oneflow_core/status.h"
 #include "tools/cli/daemon_flags.h"
@@ -111,12 +112,18 @@ absl::Status CheckNoLayoutFlags() {
   return absl::OkStatus();
 }
 
-absl::Status WritePlanOut(const proto::Plan& plan, std::ostream& out) {
+// Writes --plan_out with the recipe attached: what `oneflow launch --elastic=shrink` needs
+// to compile it again (Plan.recipe), as the examples record it: the same Job and layout
+// give the same bytes.
+absl::Status WritePlanOut(const proto::Job& job, const examples::ParallelLayout& layout,
+                          const examples::CompileSettings& settings, bool auto_parallel, proto::Plan plan,
+                          std::ostream& out) {
   const std::string plan_out = absl::GetFlag(FLAGS_plan_out);
-  if (!plan_out.empty()) {
-    OF_RETURN_IF_ERROR(WritePlanFile(plan_out, plan));
-    out << "wrote " << plan_out << " (inspect it with: oneflow inspect " << plan_out << ")\n";
-  }
+  if (plan_out.empty()) return absl::OkStatus();
+  OF_ASSIGN_OR_RETURN(const proto::CompileRecipe recipe, examples::MakeRecipe(job, layout, settings, auto_parallel));
+  OF_RETURN_IF_ERROR(examples::AttachRecipe(recipe, &plan));
+  OF_RETURN_IF_ERROR(WritePlanFile(plan_out, plan));
+  out << "wrote " << plan_out << " (inspect it with: oneflow inspect " << plan_out << ")\n";
   return absl::OkStatus();
 }
 
@@ -169,7 +176,9 @@ absl::Status RunCompile(const std::vector<std::string>& arguments, std::ostream&
       std::cerr << "oneflow compile: warning: " << warning << "\n";
     }
     out << examples::CompileSummary(result.job, result.layout, result.plan, result.compile_seconds);
-    return WritePlanOut(result.plan, out);
+    examples::CompileSettings chosen = settings;
+    chosen.recompute = std::string(RecomputeModeName(result.plan.auto_parallel().chosen().layout().recompute()));
+    return WritePlanOut(result.job, result.layout, chosen, /*auto_parallel=*/true, result.plan, out);
   }
   OF_ASSIGN_OR_RETURN(const examples::ParallelLayout layout, examples::ParallelLayout::Create(flags));
   std::string dump;
@@ -185,7 +194,7 @@ absl::Status RunCompile(const std::vector<std::string>& arguments, std::ostream&
   out << dump;
   OF_RETURN_IF_ERROR(plan.status());
   out << examples::CompileSummary(job, layout, *plan, seconds);
-  return WritePlanOut(*plan, out);
+  return WritePlanOut(job, layout, settings, /*auto_parallel=*/false, *std::move(plan), out);
 }
 
 }  // namespace

@@ -15,6 +15,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
+#include "absl/strings/str_split.h"
 #include "absl/synchronization/mutex.h"
 #include "actors/metrics.h"
 #include "actors/trace.h"
@@ -24,6 +25,7 @@
 #include "tools/cli/diagnose.h"
 #include "tools/cli/launch_recovery.h"
 #include "tools/cli/memory_recovery.h"
+#include "tools/cli/launch_shrink.h"
 #include "plan/plan_io.h"
 #include "tools/launcher/daemon_client.h"
 #include "tools/launcher/launch_client.h"
@@ -59,6 +61,11 @@ ABSL_FLAG(int64_t, memory_checkpoint_every, 0,
           "the next node's daemon; a recovery (--max_restarts, --spare_nodes) resumes from the newest complete "
           "checkpoint, in memory or on disk, without reading the disk when memory is newer (0: none; "
           "docs/elastic.md).");
+ABSL_FLAG(std::string, elastic, "off",
+          "When a node is lost and no spare is left: off (the launch fails) or shrink (the job is compiled again "
+          "for the surviving nodes, dp reduced, and resumes from the newest checkpoint; docs/elastic.md).");
+ABSL_FLAG(std::string, min_nodes, "",
+          "With --elastic=shrink: the fewest nodes the job may continue on (1..the job's nodes; default 1).");
 
 ABSL_FLAG(double, hang_seconds, 5,
           "Name a rank that made no progress for this many seconds while others wait for it in a collective, "
@@ -244,7 +251,17 @@ absl::Status RunLaunch(const std::vector<std::string>& arguments, std::ostream& 
   options.nodes = std::move(daemons.nodes);
   options.token = std::move(daemons.token);
   options.tls_ca_file = std::move(daemons.tls_ca_file);
-  OF_ASSIGN_OR_RETURN(const proto::Plan plan, ReadPlanFile(arguments[0]));
+  // A re-planned job (--elastic=shrink) runs a new plan on fewer nodes.
+  OF_ASSIGN_OR_RETURN(proto::Plan plan, ReadPlanFile(arguments[0]));
+  OF_ASSIGN_OR_RETURN(const ElasticPolicy elastic,
+                      ParseElasticPolicy(absl::GetFlag(FLAGS_elastic), absl::GetFlag(FLAGS_min_nodes),
+                                         static_cast<int64_t>(options.nodes.size()), !options.checkpoint_dir.empty()));
+  if (elastic.shrink && !plan.has_recipe()) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "--elastic=shrink: ", arguments[0],
+        " carries no recipe (Plan.recipe) to compile it again for fewer nodes; it was written before plans "
+        "recorded their model: compile it again with this version's `oneflow compile` or example binary"));
+  }
   std::vector<std::string> spares = ParseSpareNodes(absl::GetFlag(FLAGS_spare_nodes));
   if (!spares.empty()) {
     if (options.checkpoint_dir.empty()) {
@@ -311,7 +328,6 @@ absl::Status RunLaunch(const std::vector<std::string>& arguments, std::ostream& 
     }
   };
 
-  const size_t node_count = options.nodes.size();
   std::string base_job_id;
   absl::Status status;
   int64_t restarts = 0;  // --max_restarts used: attempts on the same nodes.
@@ -328,7 +344,7 @@ absl::Status RunLaunch(const std::vector<std::string>& arguments, std::ostream& 
       // launch's id, not their own.
       if (memory_every > 0) options.memory_checkpoints.set_memory_checkpoint_scope(base_job_id);
     }
-    std::fprintf(stderr, "oneflow launch: job '%s' on %zu nodes%s%s\n", session->job_id().c_str(), node_count,
+    std::fprintf(stderr, "oneflow launch: job '%s' on %zu nodes%s%s\n", session->job_id().c_str(), options.nodes.size(),
                  options.resume_from.empty() ? "" : ", resuming from ", options.resume_from.c_str());
     interrupt.Set(session.get());
     if (pending_recovery.has_value()) pending_recovery->submitted_at = absl::Now();
@@ -354,7 +370,8 @@ absl::Status RunLaunch(const std::vector<std::string>& arguments, std::ostream& 
     for (size_t i = 0; i < answers.size(); ++i) {
       if (!answers[i].ok()) lost.push_back(static_cast<int64_t>(i));
     }
-    if (lost.empty() && restarts >= max_restarts && !spares.empty() && session->failed_node() >= 0) {
+    if (lost.empty() && restarts >= max_restarts && (!spares.empty() || elastic.shrink) &&
+        session->failed_node() >= 0) {
       lost.push_back(session->failed_node());
     }
     if (lost.empty()) {
@@ -382,16 +399,32 @@ absl::Status RunLaunch(const std::vector<std::string>& arguments, std::ostream& 
       }
       continue;
     }
+    std::string lost_names;
+    for (int64_t node : lost) {
+      absl::StrAppend(&lost_names, lost_names.empty() ? "" : ", ", launcher::NodeName(node, options.nodes[node]));
+    }
+    // Lost nodes beyond the spares: the job continues without them (--elastic=shrink).
+    std::optional<Replan> replan;
     if (lost.size() > spares.size()) {
-      std::string names;
-      for (int64_t node : lost) {
-        absl::StrAppend(&names, names.empty() ? "" : ", ", launcher::NodeName(node, options.nodes[node]));
+      const int64_t survivors = static_cast<int64_t>(options.nodes.size() - (lost.size() - spares.size()));
+      std::string why;
+      if (!elastic.shrink) {
+        why = spares.empty() ? "no --spare_nodes given" : absl::StrCat("only ", spares.size(), " spare(s) left");
+      } else if (survivors < elastic.min_nodes) {
+        why = absl::StrCat(survivors, survivors == 1 ? " node survives" : " nodes survive", ", fewer than --min_nodes=",
+                           elastic.min_nodes);
+      } else {
+        absl::StatusOr<Replan> next = ReplanForSurvivors(plan, survivors);
+        if (next.ok()) {
+          replan = *std::move(next);
+        } else {
+          why = std::string(next.status().message());
+        }
       }
-      status = absl::Status(status.code(),
-                            absl::StrCat(status.message(), "\n  lost: ", names, "; ",
-                                         spares.empty() ? "no --spare_nodes given"
-                                                        : absl::StrCat("only ", spares.size(), " spare(s) left")));
-      break;
+      if (!replan.has_value()) {
+        status = absl::Status(status.code(), absl::StrCat(status.message(), "\n  lost: ", lost_names, "; ", why));
+        break;
+      }
     }
     // The resume point: the newest complete checkpoint, else where this launch started.
     // The failed attempt's report (with its diagnosis), as a restart prints it.
@@ -417,7 +450,12 @@ absl::Status RunLaunch(const std::vector<std::string>& arguments, std::ostream& 
     } else {
       recovery.set_from("start");  // No checkpoint yet: the job trains again from iteration 0.
     }
-    {
+    if (replan.has_value()) {
+      // A re-planned job resumes from disk: the in-memory parts are per node of the old
+      // layout, and the resume holders list one daemon per node of the new one.
+      options.memory_checkpoints.set_memory_resume_iteration(0);
+      options.memory_checkpoints.clear_memory_resume_holders();
+    } else {
       // In memory, when a checkpoint there is at least as new: the lost nodes' parts
       // come from the replicas on the next nodes' daemons.
       std::vector<std::string> answering;
@@ -434,21 +472,37 @@ absl::Status RunLaunch(const std::vector<std::string>& arguments, std::ostream& 
       }
     }
     next.iterations_lost = std::max<int64_t>(0, last_iteration + 1 - recovery.iteration());
+    std::vector<int64_t> dropped;  // Lost nodes no spare replaces, in increasing order.
     for (int64_t node : lost) {
       proto::Recovery& one = recoveries.emplace_back(recovery);
       one.set_cause(RecoveryCause(status, answers[node].ok()));
       one.set_node(node);
       one.set_node_address(options.nodes[node]);
-      one.set_action(absl::StrCat("spare ", spares.front(), " takes its place"));
       if (!answers[node].ok()) {
         // Gone, and its parts with it: the final drop need not wait for it.
         memory_daemons.erase(std::remove(memory_daemons.begin(), memory_daemons.end(), options.nodes[node]),
                              memory_daemons.end());
       }
-      options.nodes[node] = spares.front();
-      memory_daemons.push_back(spares.front());
-      spares.erase(spares.begin());
+      if (!spares.empty()) {
+        one.set_action(absl::StrCat("spare ", spares.front(), " takes its place"));
+        options.nodes[node] = spares.front();
+        memory_daemons.push_back(spares.front());
+        spares.erase(spares.begin());
+      } else {
+        one.set_action(replan->action);
+        dropped.push_back(node);
+      }
       PrintLaunchLine(absl::StrCat("recovery: ", RecoveryText(one)));
+    }
+    if (replan.has_value()) {
+      // The survivors keep their order (node ranks close up); the new plan was verified.
+      for (auto node = dropped.rbegin(); node != dropped.rend(); ++node) options.nodes.erase(options.nodes.begin() + *node);
+      plan = std::move(replan->plan);
+      std::string text = absl::StrCat(replan->action, "; the new plan passed the verifier; its layout (oneflow inspect):");
+      for (absl::string_view line : absl::StrSplit(replan->layout_text, '\n', absl::SkipEmpty())) {
+        absl::StrAppend(&text, "\n  ", line);
+      }
+      PrintLaunchLine(text);
     }
     next.recovery = recoveries.back();
     pending_recovery = std::move(next);
@@ -480,13 +534,14 @@ Subcommand LaunchSubcommand() {
       "--nodes=HOST:PORT,... --token_file=F [--iters=N] [--metrics=FILE] [--tls_ca=F] "
       "[--collective_timeout_s=S] [--transport=ucx|gloo] [--job_id=ID] [--checkpoint_dir=DIR --checkpoint_every=N "
       "[--keep_checkpoints=K] [--keep_checkpoint_every=N]] "
-      "[--resume_from=DIR] [--max_restarts=K] [--spare_nodes=HOST:PORT,...] [--memory_checkpoint_every=K] [--hang_seconds=S] [--hang_action=stop|warn] [--slow_factor=F] "
+      "[--resume_from=DIR] [--max_restarts=K] [--spare_nodes=HOST:PORT,...] [--memory_checkpoint_every=K] [--elastic=off|shrink [--min_nodes=K]] [--hang_seconds=S] [--hang_action=stop|warn] [--slow_factor=F] "
       "[--diagnose_on_failure=false] [--trace=FILE.json]";
   command.summary = "run a plan on a cluster through the oneflowd daemons of its nodes";
   command.flags = {"nodes",  "token_file",     "iters",            "metrics",    "tls_ca", "collective_timeout_s",
                    "transport", "job_id", "checkpoint_dir", "checkpoint_every", "resume_from",
                    "max_restarts", "hang_seconds", "hang_action", "slow_factor", "diagnose_on_failure", "trace",
-                   "keep_checkpoints", "keep_checkpoint_every", "spare_nodes", "memory_checkpoint_every"};
+                   "keep_checkpoints", "keep_checkpoint_every", "spare_nodes", "memory_checkpoint_every", "elastic",
+                   "min_nodes"};
   command.flag_help = {{"trace", "After the job finished, write every node's acts as one Chrome/Perfetto trace (JSON) here."}};
   command.min_arguments = 1;
   command.max_arguments = 1;

@@ -1,0 +1,117 @@
+#include "examples/common/compile_recipe.h"
+
+#include <memory>
+
+#include "oneflow_core/dsl/graph.h"
+#include "oneflow_core/status.h"
+#include "plan/plan_checksum.h"
+
+namespace oneflow::examples {
+
+ParallelFlags FlagsOfLayout(const ParallelLayout& layout) {
+  ParallelFlags flags;
+  flags.nodes = layout.cluster().num_nodes();
+  flags.devices_per_node = layout.cluster().devices_per_node();
+  flags.dp = layout.dp();
+  flags.tp = layout.tp();
+  flags.cp = layout.cp();
+  flags.cp_attention = CpAttentionName(layout.cp_attention());
+  flags.zero = layout.zero();
+  flags.pp = layout.pp();
+  flags.virtual_stages = layout.virtual_stages();
+  flags.micro_batches = layout.micro_batches();
+  flags.intra_node_bandwidth = layout.cluster().intra_node_bandwidth();
+  flags.inter_node_bandwidth = layout.cluster().inter_node_bandwidth();
+  return flags;
+}
+
+absl::StatusOr<proto::CompileRecipe> MakeRecipe(const proto::Job& job, const ParallelLayout& layout,
+                                                const CompileSettings& settings, bool auto_parallel) {
+  proto::CompileRecipe recipe;
+  // Printed from the Job, not copied from a file: the example and `oneflow compile` of its
+  // printed text hold the same Job, so they record the same text.
+  OF_ASSIGN_OR_RETURN(const std::unique_ptr<Graph> graph, Graph::FromJob(job));
+  recipe.set_graph_text(graph->ToText(Graph::Locations::kPrint));
+  const ParallelFlags flags = FlagsOfLayout(layout);
+  recipe.set_nodes(flags.nodes);
+  recipe.set_devices_per_node(flags.devices_per_node);
+  recipe.set_dp(flags.dp);
+  recipe.set_tp(flags.tp);
+  recipe.set_cp(flags.cp);
+  recipe.set_cp_attention(flags.cp_attention);
+  recipe.set_pp(flags.pp);
+  recipe.set_virtual_stages(flags.virtual_stages);
+  recipe.set_micro_batches(flags.micro_batches);
+  recipe.set_zero(flags.zero);
+  recipe.set_auto_parallel(auto_parallel);
+  recipe.set_threads_per_device(settings.threads_per_device);
+  recipe.set_bucket_mb(settings.bucket_mb);
+  recipe.set_sparse_boxing(settings.sparse_boxing);
+  recipe.set_fuse_epilogues(settings.fuse_epilogues);
+  recipe.set_communication_streams(settings.communication_streams);
+  recipe.set_recompute(settings.recompute);
+  recipe.set_pp_schedule(settings.pp_schedule);
+  recipe.set_device_memory(settings.device_memory);
+  recipe.set_precision(settings.precision);
+  recipe.set_compression(settings.compression.compression);
+  recipe.set_codec_bytes_per_second(settings.compression.codec_bytes_per_second);
+  recipe.set_codec_calibration(settings.compression.codec_calibration);
+  recipe.set_intra_node_bandwidth(settings.links.intra_node_bandwidth);
+  recipe.set_inter_node_bandwidth(settings.links.inter_node_bandwidth);
+  recipe.set_intra_node_latency(settings.links.intra_node_latency);
+  recipe.set_inter_node_latency(settings.links.inter_node_latency);
+  recipe.set_intra_node_bandwidth_given(settings.links.intra_node_bandwidth_given);
+  recipe.set_inter_node_bandwidth_given(settings.links.inter_node_bandwidth_given);
+  recipe.set_intra_node_latency_given(settings.links.intra_node_latency_given);
+  recipe.set_inter_node_latency_given(settings.links.inter_node_latency_given);
+  return recipe;
+}
+
+absl::Status AttachRecipe(const proto::CompileRecipe& recipe, proto::Plan* plan) {
+  *plan->mutable_recipe() = recipe;
+  return SealPlan(plan);
+}
+
+ParallelFlags LayoutFlagsFromRecipe(const proto::CompileRecipe& recipe) {
+  ParallelFlags flags;
+  flags.nodes = recipe.nodes();
+  flags.devices_per_node = recipe.devices_per_node();
+  flags.dp = recipe.dp();
+  flags.tp = recipe.tp();
+  flags.cp = recipe.cp();
+  flags.cp_attention = recipe.cp_attention();
+  flags.zero = recipe.zero();
+  flags.pp = recipe.pp();
+  flags.virtual_stages = recipe.virtual_stages();
+  flags.micro_batches = recipe.micro_batches();
+  flags.intra_node_bandwidth = recipe.intra_node_bandwidth();
+  flags.inter_node_bandwidth = recipe.inter_node_bandwidth();
+  return flags;
+}
+
+CompileSettings SettingsFromRecipe(const proto::CompileRecipe& recipe) {
+  CompileSettings settings;
+  settings.threads_per_device = recipe.threads_per_device();
+  settings.bucket_mb = recipe.bucket_mb();
+  settings.sparse_boxing = recipe.sparse_boxing();
+  settings.fuse_epilogues = recipe.fuse_epilogues();
+  settings.communication_streams = recipe.communication_streams();
+  settings.recompute = recipe.recompute();
+  settings.pp_schedule = recipe.pp_schedule();
+  settings.device_memory = recipe.device_memory();
+  settings.precision = recipe.precision();
+  settings.compression.compression = recipe.compression();
+  settings.compression.codec_bytes_per_second = recipe.codec_bytes_per_second();
+  settings.compression.codec_calibration = recipe.codec_calibration();
+  settings.links.intra_node_bandwidth = recipe.intra_node_bandwidth();
+  settings.links.inter_node_bandwidth = recipe.inter_node_bandwidth();
+  settings.links.intra_node_latency = recipe.intra_node_latency();
+  settings.links.inter_node_latency = recipe.inter_node_latency();
+  settings.links.intra_node_bandwidth_given = recipe.intra_node_bandwidth_given();
+  settings.links.inter_node_bandwidth_given = recipe.inter_node_bandwidth_given();
+  settings.links.intra_node_latency_given = recipe.intra_node_latency_given();
+  settings.links.inter_node_latency_given = recipe.inter_node_latency_given();
+  return settings;
+}
+
+}  // namespace oneflow::examples

@@ -1,0 +1,151 @@
+#include "tools/cli/launch_shrink.h"
+
+#include <map>
+#include <utility>
+
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_replace.h"
+#include "compiler/compiler.h"
+#include "examples/common/compile_driver.h"
+#include "examples/common/compile_recipe.h"
+#include "examples/common/parallel_layout.h"
+#include "oneflow_core/status.h"
+#include "plan/plan_format.h"
+#include "plan/plan_verifier.h"
+#include "tools/cli/graph_text_job.h"
+#include "tools/cli/inspect.h"
+
+namespace oneflow::cli {
+
+absl::StatusOr<ElasticPolicy> ParseElasticPolicy(const std::string& elastic, const std::string& min_nodes,
+                                                 int64_t node_count, bool has_checkpoint_dir) {
+  ElasticPolicy policy;
+  if (elastic != "off" && elastic != "shrink") {
+    return absl::InvalidArgumentError(absl::StrCat("--elastic=", elastic, " is not one of: off, shrink"));
+  }
+  policy.shrink = elastic == "shrink";
+  const std::string valid = absl::StrCat("valid: 1..", node_count);
+  if (!min_nodes.empty()) {
+    if (!policy.shrink) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "--min_nodes=", min_nodes,
+          " is for --elastic=shrink (the fewest nodes a re-planned job may run on); with --elastic=off a lost "
+          "node with no spare left ends the launch"));
+    }
+    int64_t value = 0;
+    if (!absl::SimpleAtoi(min_nodes, &value)) {
+      return absl::InvalidArgumentError(absl::StrCat("--min_nodes=", min_nodes, " is not a number of nodes; ", valid));
+    }
+    if (value < 1) return absl::InvalidArgumentError(absl::StrCat("--min_nodes=", min_nodes, " is below 1; ", valid));
+    if (value > node_count) {
+      return absl::InvalidArgumentError(absl::StrCat("--min_nodes=", min_nodes, " is above the job's ", node_count,
+                                                     node_count == 1 ? " node" : " nodes", " (--nodes); ", valid));
+    }
+    policy.min_nodes = value;
+  }
+  if (policy.shrink && !has_checkpoint_dir) {
+    return absl::InvalidArgumentError(
+        "--elastic=shrink needs --checkpoint_dir and --checkpoint_every: the re-planned job resumes from the newest "
+        "checkpoint");
+  }
+  return policy;
+}
+
+namespace {
+
+// `oneflow inspect`'s text up to its boxings: what the layout is, not how it moves data.
+absl::StatusOr<std::string> LayoutText(const proto::Plan& plan) {
+  OF_ASSIGN_OR_RETURN(std::string text, InspectPlan(plan, InspectOptions()));
+  const size_t boxings = text.find("\nboxings (");
+  if (boxings != std::string::npos) text.resize(boxings + 1);
+  return text;
+}
+
+}  // namespace
+
+absl::StatusOr<Replan> ReplanForSurvivors(const proto::Plan& plan, int64_t survivors) {
+  if (!plan.has_recipe() || plan.recipe().graph_text().empty()) {
+    return absl::FailedPreconditionError(
+        "the plan carries no recipe (Plan.recipe) to compile it again for the survivors: it was written before "
+        "plans recorded their model; compile it again with this version's `oneflow compile` or example binary");
+  }
+  const proto::CompileRecipe& recipe = plan.recipe();
+  const examples::ParallelFlags before = examples::LayoutFlagsFromRecipe(recipe);
+  OF_ASSIGN_OR_RETURN(const examples::ParallelLayout old_layout, examples::ParallelLayout::Create(before));
+  const int64_t replica = before.tp * before.cp * before.pp;
+  const int64_t devices = survivors * before.devices_per_node;
+  const std::string replica_text =
+      absl::StrCat("--tp=", before.tp, " x --cp=", before.cp, " x --pp=", before.pp, " (", replica, " devices)");
+  if (survivors < 1 || devices < replica || devices % replica != 0) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        "the ", survivors, " surviving nodes x ", before.devices_per_node, " devices per node (", devices,
+        " devices) do not hold whole replicas of ", replica_text, "; valid: a multiple of ", replica, " devices"));
+  }
+  examples::ParallelFlags after = before;
+  after.nodes = survivors;
+  after.dp = devices / replica;
+  // Axes of size 1 leave the hierarchy ([dp, tp] becomes [tp]), and the SBP hints of the
+  // recorded text have one entry per axis of the layout it was written for.
+  if (before.dp > 1 && after.dp == 1 && (before.tp > 1 || before.cp > 1)) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        "re-planning --dp=", before.dp, " as --dp=1 on the ", survivors,
+        " surviving nodes drops the data-parallel axis of the hierarchy the model's SBP hints were written for; "
+        "valid: at least ",
+        2 * replica, " surviving devices (2 replicas of ", replica_text, ")"));
+  }
+  if (after.dp == 1 && before.zero > 0) {
+    return absl::FailedPreconditionError(absl::StrCat("--zero=", before.zero, " shards over data parallelism, and the ",
+                                                      survivors, " surviving nodes hold one replica (--dp=1); valid: at least ",
+                                                      2 * replica, " surviving devices"));
+  }
+  OF_ASSIGN_OR_RETURN(const examples::ParallelLayout layout, examples::ParallelLayout::Create(after));
+  // The recorded text names the old stage placements (the `placement` line, per-op
+  // placement= of pipeline stages); each becomes the same stage's on the survivors.
+  std::vector<std::pair<std::string, std::string>> placements;
+  for (int64_t stage = 0; stage < layout.pp(); ++stage) {
+    const std::string from = old_layout.StagePlacement(stage).ToString();
+    const std::string to = layout.StagePlacement(stage).ToString();
+    placements.emplace_back(absl::StrCat("placement ", from, "\n"), absl::StrCat("placement ", to, "\n"));
+    placements.emplace_back(absl::StrCat("placement=\"", from, "\""), absl::StrCat("placement=\"", to, "\""));
+  }
+  const std::string text = absl::StrReplaceAll(recipe.graph_text(), placements);
+  const std::string where =
+      absl::StrCat("re-planning for the ", survivors, " surviving nodes (--nodes=", survivors, " --dp=", after.dp, ")");
+  auto in_replan = [&where](const absl::Status& status) {
+    return absl::Status(status.code(), absl::StrCat(where, ": ", status.message()));
+  };
+  absl::StatusOr<proto::Job> job = JobFromGraphText(text, "the plan's recipe", layout);
+  if (!job.ok()) return in_replan(job.status());
+  const examples::CompileSettings settings = examples::SettingsFromRecipe(recipe);
+  std::string dump;
+  absl::StatusOr<CompileOptions> options = examples::CompileOptionsFor(layout, settings, &dump);
+  if (!options.ok()) return in_replan(options.status());
+  absl::StatusOr<proto::Plan> compiled = Compile(*job, *options);
+  if (!compiled.ok()) return in_replan(compiled.status());
+  if (settings.device_memory > 0) {
+    for (const proto::DevicePlan& device : compiled->devices()) {
+      if (device.peak_bytes() <= settings.device_memory) continue;
+      return absl::ResourceExhaustedError(absl::StrCat(
+          "the model does not fit the ", survivors, " surviving nodes: with --dp=", after.dp, " device ",
+          DeviceIdText(device.device()), " needs a peak of ", device.peak_bytes(), " bytes, above the plan's --device_memory=",
+          settings.device_memory, "; valid: --device_memory >= ", device.peak_bytes(),
+          " when compiling, or a --min_nodes that ends the launch instead"));
+    }
+  }
+  OF_ASSIGN_OR_RETURN(const proto::CompileRecipe next_recipe,
+                      examples::MakeRecipe(*job, layout, settings, recipe.auto_parallel()));
+  OF_RETURN_IF_ERROR(examples::AttachRecipe(next_recipe, &*compiled));
+  if (absl::Status verified = VerifyPlan(*compiled); !verified.ok()) {
+    return absl::InternalError(absl::StrCat(where, ": the new plan fails verification: ", verified.message()));
+  }
+  Replan replan;
+  replan.action = absl::StrCat("re-planned for the ", survivors, " surviving nodes (dp ", before.dp, " -> ", after.dp,
+                               recipe.auto_parallel() ? " of the --auto_parallel layout; the search does not run again" : "",
+                               ")");
+  OF_ASSIGN_OR_RETURN(replan.layout_text, LayoutText(*compiled));
+  replan.plan = *std::move(compiled);
+  return replan;
+}
+
+}  // namespace oneflow::cli
