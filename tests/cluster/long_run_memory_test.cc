@@ -12,6 +12,7 @@
 // `oneflow run` grew by 4.97 MB and the worker by 5.06 MB and both checks failed.
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdint>
 #include <memory>
 #include <regex>
@@ -38,7 +39,12 @@ constexpr int kLongFactor = 10;
 // than the iteration count (allocator arenas, thread stacks touched a little further).
 constexpr int64_t kBoundBytes = int64_t{1} << 20;
 // The daemon's resident memory (not a peak) may keep a transient high-water mark: its
-// per-job event queue holds up to 10,000 events (~1.5 MB) while a loaded client lags.
+// per-job event queue holds up to 10,000 events (~1.5 MB) while a loaded client lags, and
+// gRPC may buffer up to the client's flow-control window. The daemon trims freed pages
+// when a job's stream ends, but pages that a few live allocations pin stay resident. On
+// the loaded machine one run saw 19.55 MB after the short job and 23.15 MB after the long
+// one (once; it passed on a rerun), while by-hand runs of seven jobs of 3,000 or 30,000
+// iterations grew by 30-200 KB per job whatever the count. Hence the check further down.
 constexpr int64_t kDaemonBoundBytes = int64_t{2} << 20;
 
 // A small mlp: iterations take tens of microseconds, so 10 N of them take seconds.
@@ -121,6 +127,8 @@ TEST(LongRunMemoryTest, LaunchedJobStaysFlatInEveryProcess) {
   LaunchAndMeasure(daemons, plan, kShort * kLongFactor, id + "-warm");
   const LaunchedMemory short_run = LaunchAndMeasure(daemons, plan, kShort, id + "-short");
   const LaunchedMemory long_run = LaunchAndMeasure(daemons, plan, kShort * kLongFactor, id + "-long");
+  // A second long job: the daemon check below needs two steps (see there).
+  const LaunchedMemory long_again = LaunchAndMeasure(daemons, plan, kShort * kLongFactor, id + "-long-again");
   const std::string iterations = absl::StrCat(" after ", kShort, " and ", kShort * kLongFactor, " iterations: ");
 
   ASSERT_GT(short_run.client_peak, 0);
@@ -133,15 +141,24 @@ TEST(LongRunMemoryTest, LaunchedJobStaysFlatInEveryProcess) {
   ASSERT_EQ(long_run.worker_peaks.size(), 1u);
   RecordProperty("client_peak_bytes", absl::StrCat(short_run.client_peak, " ", long_run.client_peak));
   RecordProperty("worker_peak_bytes", absl::StrCat(short_run.worker_peaks.at(0), " ", long_run.worker_peaks.at(0)));
-  RecordProperty("daemon_bytes", absl::StrCat(short_run.daemon_resident.at(0), " ", long_run.daemon_resident.at(0)));
+  ASSERT_EQ(long_again.daemon_resident.size(), 1u);
+  RecordProperty("daemon_bytes", absl::StrCat(short_run.daemon_resident.at(0), " ", long_run.daemon_resident.at(0),
+                                              " ", long_again.daemon_resident.at(0)));
   for (int node = 0; node < 1; ++node) {
     EXPECT_GT(short_run.worker_peaks[node], 0);
     EXPECT_LT(long_run.worker_peaks[node] - short_run.worker_peaks[node], kBoundBytes)
         << "node " << node << " worker peak" << iterations << short_run.worker_peaks[node] << " B, "
         << long_run.worker_peaks[node] << " B";
-    EXPECT_LT(long_run.daemon_resident[node] - short_run.daemon_resident[node], kDaemonBoundBytes)
-        << "node " << node << " daemon resident" << iterations << short_run.daemon_resident[node] << " B, "
-        << long_run.daemon_resident[node] << " B";
+    // The daemon lives on: a backlog's high-water mark, once reached, stays in its resident
+    // set, so one step (short job -> long job, or long job -> long job) may jump by it once.
+    // State kept per iteration grows in both steps: 100 B per iteration adds 2.7 MB in the
+    // first and 3 MB in the second, each above the bound. So the smaller step is checked.
+    const int64_t first_step = long_run.daemon_resident[node] - short_run.daemon_resident[node];
+    const int64_t second_step = long_again.daemon_resident[node] - long_run.daemon_resident[node];
+    EXPECT_LT(std::min(first_step, second_step), kDaemonBoundBytes)
+        << "node " << node << " daemon resident after " << kShort << ", " << kShort * kLongFactor << " and again "
+        << kShort * kLongFactor << " iterations: " << short_run.daemon_resident[node] << " B, "
+        << long_run.daemon_resident[node] << " B, " << long_again.daemon_resident[node] << " B";
   }
 }
 
