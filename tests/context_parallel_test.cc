@@ -340,6 +340,12 @@ TEST(ContextParallelTest, BadInputIsRefusedNamingTheFlags) {
             "that is a multiple of 4");
   // Ring needs no head split: 2 kv heads at cp=4 build.
   EXPECT_TRUE(BuildStatus(false, {"cp=4 ring", 4, 1, 1, 1, 1, "ring"}, 16, 2).ok());
+  absl::StatusOr<ParallelLayout> ring_tp = MakeLayout({"cp=2 x tp=2 ring", 2, 2, 1, 1, 1, "ring"});
+  ASSERT_TRUE(ring_tp.ok()) << ring_tp.status();
+  absl::Status ring_heads = examples::ResolveCpAttention({2, 16, 48, 6, 3, "kv_heads"}, *ring_tp).status();
+  EXPECT_EQ(ring_heads.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(ring_heads.message(),
+            "--cp_attention=ring keeps whole kv heads on each --tp device, but --kv_heads=3 is not divisible by --tp=2");
   absl::Status unknown = MakeLayout({"cp=2", 2, 1, 1, 1, 1, "striped"}).status();
   EXPECT_EQ(unknown.code(), absl::StatusCode::kInvalidArgument);
   EXPECT_EQ(unknown.message(), "--cp_attention=striped is not one of: ulysses, ring, auto");
