@@ -2,6 +2,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "compiler/ring_shift.h"
 #include "oneflow_core/ops/registry.h"
 #include "oneflow_core/status.h"
 
@@ -262,6 +263,7 @@ absl::Status IndexLogicalGraph(Compilation* compilation) {
   }
   OF_RETURN_IF_ERROR(IndexSparseRows(job, &graph));
   OF_RETURN_IF_ERROR(CheckCompressionHints(job, graph));
+  OF_RETURN_IF_ERROR(AddRingShiftPlacements(job, &graph));
   compilation->graph = std::move(graph);
   return absl::OkStatus();
 }

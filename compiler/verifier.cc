@@ -1,6 +1,7 @@
 #include "compiler/verifier.h"
 
 #include "absl/strings/str_cat.h"
+#include "compiler/ring_shift.h"
 #include "plan/plan_verifier.h"
 #include "oneflow_core/status.h"
 #include "oneflow_core/tensor_slice.h"
@@ -49,12 +50,14 @@ absl::Status VerifySbps(const LogicalGraph& graph) {
 
 absl::Status VerifyBoxings(const Compilation& compilation) {
   const LogicalGraph& graph = compilation.graph;
-  for (const LogicalOp& op : graph.ops) {
+  for (size_t o = 0; o < graph.ops.size(); ++o) {
+    const LogicalOp& op = graph.ops[o];
+    OF_ASSIGN_OR_RETURN(const int64_t input_placement, InputPlacementOf(compilation, static_cast<int64_t>(o)));
     for (size_t k = 0; k < op.inputs.size(); ++k) {
       const LogicalTensor& tensor = graph.tensors[op.inputs[k]];
       const int64_t b = op.input_boxings[k];
       if (b < 0) {
-        if (tensor.placement != op.placement ||
+        if (tensor.placement != input_placement ||
             !SameLayout(tensor.sbp, op.input_sbps[k], graph.placements[op.placement].hierarchy())) {
           return absl::InternalError(absl::StrCat("op '", op.name, "' reads '", tensor.name, "' as ",
                                                   tensor.sbp.ToString(), " but needs ",
@@ -64,7 +67,7 @@ absl::Status VerifyBoxings(const Compilation& compilation) {
       }
       const Boxing& boxing = compilation.boxings[b];
       if (boxing.tensor != op.inputs[k] || boxing.dst_sbp != op.input_sbps[k] ||
-          boxing.dst_placement != op.placement) {
+          boxing.dst_placement != input_placement) {
         return absl::InternalError(absl::StrCat("op '", op.name, "' reads '", tensor.name,
                                                 "' through boxing ", b, ", which produces another layout"));
       }

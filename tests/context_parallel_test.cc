@@ -1,9 +1,10 @@
-// Context parallelism (docs/context_parallelism.md) with Ulysses attention: gpt and llama
-// trained on one device against cp=2, cp=4, cp=2 x tp=2 and cp=2 x pp=2 (2 micro-batches),
-// each loss within 1e-4 of one device's for 10 iterations (the sequence-first cp graph
-// against the ordinary one; a wrong mask at a chunk edge, a position mixed up in the
-// all-to-alls or a wrong rotary angle on a chunk would change the losses); the plan's
-// all-to-alls per layer; and the errors of the flags.
+// Context parallelism (docs/context_parallelism.md) with Ulysses and ring attention: gpt
+// and llama trained on one device against cp=2, cp=4, cp=2 x tp=2 and cp=2 x pp=2 (2
+// micro-batches), each loss within 1e-4 of one device's for 10 iterations (the
+// sequence-first cp graph against the ordinary one; a wrong mask at a chunk edge, a
+// position mixed up in the all-to-alls or the ring, or a wrong rotary angle on a chunk
+// would change the losses); the plan's all-to-alls and ring send/recvs per layer; and the
+// errors of the flags.
 #include <chrono>
 #include <map>
 #include <string>
@@ -116,6 +117,33 @@ const std::vector<Layout>& CpLayouts() {
   return layouts;
 }
 
+// Ring attention (RingAttention): the K/V blocks travel the ring, the queries stay.
+const std::vector<Layout>& RingLayouts() {
+  static const std::vector<Layout> layouts = {
+      {"cp=2 ring", 2, 1, 1, 1, 1, "ring"},
+      {"cp=4 ring", 4, 1, 1, 1, 1, "ring"},
+      {"cp=2 x tp=2 ring", 2, 2, 1, 1, 1, "ring"},
+      {"cp=2 x pp=2 x 2 micro-batches ring", 2, 1, 2, 2, 1, "ring"},
+  };
+  return layouts;
+}
+
+TEST(ContextParallelTest, GptRingFollowsTheOneDeviceCurve) {
+  const std::vector<double> reference = Train(/*gpt=*/true, {"1 device"});
+  for (const Layout& layout : RingLayouts()) {
+    EXPECT_TRUE(testing::MatchesReference(Train(/*gpt=*/true, layout), reference, kIterations))
+        << "gpt " << layout.name;
+  }
+}
+
+TEST(ContextParallelTest, LlamaRingFollowsTheOneDeviceCurve) {
+  const std::vector<double> reference = Train(/*gpt=*/false, {"1 device"});
+  for (const Layout& layout : RingLayouts()) {
+    EXPECT_TRUE(testing::MatchesReference(Train(/*gpt=*/false, layout), reference, kIterations))
+        << "llama " << layout.name;
+  }
+}
+
 TEST(ContextParallelTest, GptEveryCpLayoutFollowsTheOneDeviceCurve) {
   const std::vector<double> reference = Train(/*gpt=*/true, {"1 device"});
   for (const Layout& layout : CpLayouts()) {
@@ -181,6 +209,52 @@ TEST(ContextParallelTest, UlyssesIsFourAllToAllsPerBlockInEachPass) {
   }
 }
 
+// Ring attention's communication is one send/recv per ring step of each of k and v, from
+// the placement into its rotation (compiler/ring_shift.h): at cp=4 three steps, six per
+// block forward, and as many backward (the gradients' shifts back); no all-to-all and no
+// gather of an activation or its gradient. Its bytes per layer, as `oneflow inspect`
+// reads them from the plan, equal the ring formula of the cost model.
+TEST(ContextParallelTest, RingIsOneSendRecvPerStepOfKAndV) {
+  for (bool gpt : {true, false}) {
+    const Layout layout{"cp=4 ring", 4, 1, 1, 1, 1, "ring"};
+    absl::StatusOr<proto::Plan> plan = CompileModel(gpt, layout);
+    ASSERT_TRUE(plan.ok()) << plan.status();
+    std::map<std::string, const proto::OpDef*> ops;
+    for (const proto::OpDef& op : plan->job().ops()) ops[op.name()] = &op;
+    int forward = 0, backward = 0, other = 0;
+    for (const proto::BoxingDef& boxing : plan->boxings()) {
+      // Weights' gradients into their updates, the loss into the loss sink.
+      if (boxing.consumer_op().find("_update") != std::string::npos || boxing.consumer_op() == "loss_sink") continue;
+      const proto::OpDef* consumer = ops.count(boxing.consumer_op()) ? ops[boxing.consumer_op()] : nullptr;
+      for (const proto::BoxingStepDef& step : boxing.steps()) {
+        if (step.bytes_per_device() == 0) continue;
+        if (step.kind() == proto::STEP_SEND_RECV && consumer != nullptr && consumer->type() == "ring_shift") {
+          (boxing.consumer_op().find("_grad") == std::string::npos ? forward : backward) += 1;
+        } else {
+          ++other;
+          ADD_FAILURE() << boxing.tensor() << " into " << boxing.consumer_op() << ": " << boxing.reason();
+        }
+      }
+    }
+    const char* model = gpt ? "gpt" : "llama";
+    EXPECT_EQ(forward, 2 * 3 * 2) << model;  // 2 blocks x 3 steps x (k, v)
+    EXPECT_EQ(backward, 2 * 3 * 2) << model;
+    EXPECT_EQ(other, 0) << model;
+    absl::StatusOr<ParallelLayout> parallel = MakeLayout(layout);
+    ASSERT_TRUE(parallel.ok()) << parallel.status();
+    const examples::AttentionShape shape =
+        gpt ? examples::AttentionShape{2, 16, 32, 4, 4, "heads"} : examples::AttentionShape{2, 16, 64, 8, 4, "kv_heads"};
+    const double formula = examples::EstimateCpAttention(shape, *parallel).ring_bytes;
+    const std::vector<examples::CpLayerTraffic> layers = examples::CpAttentionTraffic(*plan);
+    ASSERT_EQ(layers.size(), 2u) << model;
+    for (const examples::CpLayerTraffic& layer : layers) {
+      EXPECT_EQ(layer.attention, "ring");
+      EXPECT_EQ(layer.collectives, 6) << layer.block;
+      EXPECT_EQ(static_cast<double>(layer.bytes_per_device), formula) << layer.block;
+    }
+  }
+}
+
 TEST(ContextParallelTest, BytesPerLayerFollowTheFormulas) {
   absl::StatusOr<ParallelLayout> layout = MakeLayout({"cp=4", 4});
   ASSERT_TRUE(layout.ok()) << layout.status();
@@ -190,8 +264,8 @@ TEST(ContextParallelTest, BytesPerLayerFollowTheFormulas) {
   EXPECT_DOUBLE_EQ(cost.ulysses_bytes, 3072);
   EXPECT_DOUBLE_EQ(cost.ring_bytes, 6144);
   EXPECT_EQ(cost.choice, examples::CpAttention::kUlysses);
-  // Grouped-query attention with 2 kv heads of 4 at cp=2: ring moves fewer bytes, but
-  // auto stays with Ulysses (ring is not built) where the kv heads divide.
+  // Grouped-query attention with 2 kv heads of 4 at cp=2: ring moves fewer bytes, and
+  // auto takes it.
   absl::StatusOr<ParallelLayout> cp2 = MakeLayout({"cp=2", 2});
   ASSERT_TRUE(cp2.ok()) << cp2.status();
   const examples::CpAttentionCost grouped = examples::EstimateCpAttention({2, 16, 32, 4, 2, "kv_heads"}, *cp2);
@@ -199,7 +273,12 @@ TEST(ContextParallelTest, BytesPerLayerFollowTheFormulas) {
   absl::StatusOr<examples::CpAttention> resolved =
       examples::ResolveCpAttention({2, 16, 32, 4, 2, "kv_heads"}, *cp2);
   ASSERT_TRUE(resolved.ok()) << resolved.status();
-  EXPECT_EQ(*resolved, examples::CpAttention::kUlysses);
+  EXPECT_EQ(*resolved, examples::CpAttention::kRing);
+  // 2 kv heads at cp=4: Ulysses cannot split them, auto takes ring.
+  absl::StatusOr<examples::CpAttention> undivided =
+      examples::ResolveCpAttention({2, 16, 32, 4, 2, "kv_heads"}, *layout);
+  ASSERT_TRUE(undivided.ok()) << undivided.status();
+  EXPECT_EQ(*undivided, examples::CpAttention::kRing);
 }
 
 // What `oneflow inspect` prints per block (examples/common/cp_traffic.h), read from the
@@ -254,11 +333,19 @@ TEST(ContextParallelTest, BadInputIsRefusedNamingTheFlags) {
   EXPECT_EQ(heads.message(),
             "--cp_attention=ulysses splits the kv heads over --tp=1 x --cp=4, but --kv_heads=2 is not divisible by "
             "4; use a --cp that divides --kv_heads / --tp");
-  absl::Status ring = BuildStatus(true, {"cp=2 ring", 2, 1, 1, 1, 1, "ring"}, 16);
-  EXPECT_EQ(ring.code(), absl::StatusCode::kUnimplemented);
-  EXPECT_EQ(ring.message(),
-            "--cp_attention=ring: ring attention is not built yet; use --cp_attention=ulysses with --heads divisible "
-            "by --tp x --cp");
+  absl::Status ring_uneven = BuildStatus(false, {"cp=4 ring", 4, 1, 1, 1, 1, "ring"}, 18);
+  EXPECT_EQ(ring_uneven.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(ring_uneven.message(),
+            "--seq=18 is not divisible by --cp=4: every context-parallel device needs as many positions; use a --seq "
+            "that is a multiple of 4");
+  // Ring needs no head split: 2 kv heads at cp=4 build.
+  EXPECT_TRUE(BuildStatus(false, {"cp=4 ring", 4, 1, 1, 1, 1, "ring"}, 16, 2).ok());
+  absl::StatusOr<ParallelLayout> ring_tp = MakeLayout({"cp=2 x tp=2 ring", 2, 2, 1, 1, 1, "ring"});
+  ASSERT_TRUE(ring_tp.ok()) << ring_tp.status();
+  absl::Status ring_heads = examples::ResolveCpAttention({2, 16, 48, 6, 3, "kv_heads"}, *ring_tp).status();
+  EXPECT_EQ(ring_heads.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(ring_heads.message(),
+            "--cp_attention=ring keeps whole kv heads on each --tp device, but --kv_heads=3 is not divisible by --tp=2");
   absl::Status unknown = MakeLayout({"cp=2", 2, 1, 1, 1, 1, "striped"}).status();
   EXPECT_EQ(unknown.code(), absl::StatusCode::kInvalidArgument);
   EXPECT_EQ(unknown.message(), "--cp_attention=striped is not one of: ulysses, ring, auto");

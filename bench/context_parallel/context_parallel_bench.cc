@@ -1,5 +1,5 @@
-// Context parallelism with Ulysses attention on llama, one process (CPU devices as
-// threads). Three kinds of JSON line:
+// Context parallelism with Ulysses and ring attention on llama, one process (CPU devices
+// as threads). Four kinds of JSON line:
 // {"bench":"context_parallel","metric":"longest_seq","cp":4,"device_memory_bytes":..,
 //  "longest_seq":..,"reference_cp":1,"reference_longest_seq":..,"ratio":..}
 //   the longest --seq (a multiple of 2 x cp) whose memory planning peak (the largest
@@ -11,10 +11,17 @@
 //  "block":"layers0","collectives":4,"plan_bytes_per_device":..,"formula_bytes":..,"ratio":..}
 //   what the plan's all-to-all steps move per device in one block's forward pass
 //   (examples/common/cp_traffic.h) against 4 N h / cp-style formula of
-//   EstimateCpAttention; the ring formula is printed beside it (ring is not built).
+//   EstimateCpAttention, for Ulysses and for ring (its send/recv steps against 2 N h_kv);
+// {"bench":"context_parallel","metric":"attention_scheme","attention":"ring","cp":4,
+//  "seq":..,"median_step_ms":..,"peak_bytes":..,"reference":"cp=1",
+//  "reference_median_step_ms":..,"reference_peak_bytes":..,"step_ratio":..,"peak_ratio":..,
+//  "ulysses_median_step_ms":..,"ulysses_peak_bytes":..,"step_ratio_vs_ulysses":..,"peak_ratio_vs_ulysses":..}
+//   ring and Ulysses at --scheme_seq against one device, alternating rounds: the step
+//   time and the planned per-device peak (DevicePlan.peak_bytes, the largest device's).
 #include <algorithm>
 #include <cstdio>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "absl/flags/flag.h"
@@ -37,6 +44,7 @@ ABSL_FLAG(int64_t, kv_heads, 4, "Key/value heads (divisible by --cp for Ulysses)
 ABSL_FLAG(int64_t, step_seq, 256, "Sequence of the step-time comparison.");
 ABSL_FLAG(int64_t, iterations, 8, "Iterations per round of the step-time comparison; the first 3 are warm-up.");
 ABSL_FLAG(int64_t, rounds, 3, "Rounds of the step-time comparison.");
+ABSL_FLAG(int64_t, scheme_seq, 512, "Sequence of the ring / Ulysses / one-device comparison.");
 
 namespace oneflow {
 namespace {
@@ -53,16 +61,16 @@ examples::LlamaConfig Config(int64_t seq) {
   return config;
 }
 
-absl::StatusOr<examples::ParallelLayout> Layout(int64_t cp) {
+absl::StatusOr<examples::ParallelLayout> Layout(int64_t cp, const char* attention = "ulysses") {
   examples::ParallelFlags flags;
   flags.devices_per_node = cp;
   flags.cp = cp;
-  flags.cp_attention = "ulysses";
+  flags.cp_attention = attention;
   return examples::ParallelLayout::Create(flags);
 }
 
-absl::StatusOr<proto::Plan> CompileAt(int64_t cp, int64_t seq) {
-  OF_ASSIGN_OR_RETURN(const examples::ParallelLayout layout, Layout(cp));
+absl::StatusOr<proto::Plan> CompileAt(int64_t cp, int64_t seq, const char* attention = "ulysses") {
+  OF_ASSIGN_OR_RETURN(const examples::ParallelLayout layout, Layout(cp, attention));
   OF_ASSIGN_OR_RETURN(const proto::Job job, examples::BuildLlama(Config(seq), layout));
   CompileOptions options;
   options.cluster = layout.cluster();
@@ -143,14 +151,52 @@ absl::Status Main() {
   const examples::LlamaConfig config = Config(seq);
   const examples::CpAttentionCost formula = examples::EstimateCpAttention(
       {config.batch, seq, config.hidden, config.heads, config.kv_heads, "kv_heads"}, layout);
-  for (const examples::CpLayerTraffic& layer : examples::CpAttentionTraffic(split)) {
+  OF_ASSIGN_OR_RETURN(const proto::Plan ring_split, CompileAt(cp, seq, "ring"));
+  for (const proto::Plan* plan : {&split, &ring_split}) {
+    for (const examples::CpLayerTraffic& layer : examples::CpAttentionTraffic(*plan)) {
+      const double bytes = layer.attention == "ring" ? formula.ring_bytes : formula.ulysses_bytes;
+      std::printf(
+          "{\"bench\":\"context_parallel\",\"metric\":\"bytes_per_layer\",\"attention\":\"%s\",\"cp\":%lld,"
+          "\"seq\":%lld,\"block\":\"%s\",\"collectives\":%lld,\"plan_bytes_per_device\":%lld,\"formula_bytes\":%.0f,"
+          "\"ratio\":%.3f}\n",
+          layer.attention.c_str(), static_cast<long long>(cp), static_cast<long long>(seq), layer.block.c_str(),
+          static_cast<long long>(layer.collectives), static_cast<long long>(layer.bytes_per_device), bytes,
+          layer.bytes_per_device / bytes);
+    }
+  }
+
+  // Ring and Ulysses against one device at a longer sequence.
+  const int64_t long_seq = absl::GetFlag(FLAGS_scheme_seq);
+  OF_ASSIGN_OR_RETURN(const proto::Plan long_one, CompileAt(1, long_seq));
+  OF_ASSIGN_OR_RETURN(const proto::Plan long_ulysses, CompileAt(cp, long_seq, "ulysses"));
+  OF_ASSIGN_OR_RETURN(const proto::Plan long_ring, CompileAt(cp, long_seq, "ring"));
+  std::vector<double> one_times, ulysses_times, ring_times;
+  for (int64_t round = 0; round < absl::GetFlag(FLAGS_rounds); ++round) {
+    OF_ASSIGN_OR_RETURN(double a, MedianStep(long_one));
+    OF_ASSIGN_OR_RETURN(double b, MedianStep(long_ulysses));
+    OF_ASSIGN_OR_RETURN(double c, MedianStep(long_ring));
+    one_times.push_back(a);
+    ulysses_times.push_back(b);
+    ring_times.push_back(c);
+  }
+  const double one_ms = Median(one_times), ulysses_ms = Median(ulysses_times);
+  const double one_peak = static_cast<double>(PeakBytes(long_one));
+  const double ulysses_peak = static_cast<double>(PeakBytes(long_ulysses));
+  for (const auto& [name, plan, times] :
+       {std::tuple<const char*, const proto::Plan*, const std::vector<double>*>{"ulysses", &long_ulysses,
+                                                                                &ulysses_times},
+        std::tuple<const char*, const proto::Plan*, const std::vector<double>*>{"ring", &long_ring, &ring_times}}) {
+    const double ms = Median(*times);
+    const double peak = static_cast<double>(PeakBytes(*plan));
     std::printf(
-        "{\"bench\":\"context_parallel\",\"metric\":\"bytes_per_layer\",\"attention\":\"%s\",\"cp\":%lld,"
-        "\"seq\":%lld,\"block\":\"%s\",\"collectives\":%lld,\"plan_bytes_per_device\":%lld,\"formula_bytes\":%.0f,"
-        "\"ratio\":%.3f,\"ring_formula_bytes\":%.0f}\n",
-        layer.attention.c_str(), static_cast<long long>(cp), static_cast<long long>(seq), layer.block.c_str(),
-        static_cast<long long>(layer.collectives), static_cast<long long>(layer.bytes_per_device),
-        formula.ulysses_bytes, layer.bytes_per_device / formula.ulysses_bytes, formula.ring_bytes);
+        "{\"bench\":\"context_parallel\",\"metric\":\"attention_scheme\",\"model\":\"llama\",\"attention\":\"%s\","
+        "\"cp\":%lld,\"seq\":%lld,\"median_step_ms\":%.3f,\"peak_bytes\":%.0f,\"reference\":\"cp=1\","
+        "\"reference_median_step_ms\":%.3f,\"reference_peak_bytes\":%.0f,\"step_ratio\":%.3f,\"peak_ratio\":%.3f,"
+        "\"ulysses_median_step_ms\":%.3f,\"ulysses_peak_bytes\":%.0f,\"step_ratio_vs_ulysses\":%.3f,"
+        "\"peak_ratio_vs_ulysses\":%.3f}\n",
+        name, static_cast<long long>(cp), static_cast<long long>(long_seq), ms, peak, one_ms, one_peak,
+        one_ms > 0 ? ms / one_ms : 0.0, one_peak > 0 ? peak / one_peak : 0.0, ulysses_ms, ulysses_peak,
+        ulysses_ms > 0 ? ms / ulysses_ms : 0.0, ulysses_peak > 0 ? peak / ulysses_peak : 0.0);
   }
   return absl::OkStatus();
 }

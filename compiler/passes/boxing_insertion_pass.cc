@@ -2,6 +2,7 @@
 
 #include "absl/container/flat_hash_map.h"
 #include "absl/strings/str_cat.h"
+#include "compiler/ring_shift.h"
 #include "compiler/sparse_boxing.h"
 #include "oneflow_core/status.h"
 
@@ -110,14 +111,17 @@ absl::StatusOr<bool> BoxingInsertionPass::Run(Compilation* compilation) {
   for (size_t o = 0; o < graph.ops.size(); ++o) {
     LogicalOp& op = graph.ops[o];
     op.input_boxings.assign(op.inputs.size(), -1);
+    // A ring_shift split over its ring reads its input from the rotated placement
+    // (compiler/ring_shift.h); every other op from its own.
+    OF_ASSIGN_OR_RETURN(const int64_t input_placement, InputPlacementOf(*compilation, static_cast<int64_t>(o)));
     for (size_t k = 0; k < op.inputs.size(); ++k) {
       const LogicalTensor& tensor = graph.tensors[op.inputs[k]];
-      if (tensor.placement == op.placement &&
-          SameLayout(tensor.sbp, op.input_sbps[k], graph.placements[op.placement].hierarchy())) {
+      if (tensor.placement == input_placement &&
+          SameLayout(tensor.sbp, op.input_sbps[k], graph.placements[input_placement].hierarchy())) {
         continue;
       }
       OF_ASSIGN_OR_RETURN(op.input_boxings[k],
-                          box(op.inputs[k], op.input_sbps[k], op.placement, static_cast<int64_t>(o),
+                          box(op.inputs[k], op.input_sbps[k], input_placement, static_cast<int64_t>(o),
                               absl::StrCat(op.name, " (", op.type, ")")));
     }
   }

@@ -45,5 +45,32 @@ TEST(BoxingInsertionPassTest, SlicesTheDataAndAllReducesThePartialSums) {
       << texts->after;
 }
 
+// Ring attention's ring_shift split over its ring (compiler/ring_shift.h): its input is
+// boxed S(0) -> S(0) into the placement rotated by one, a send/recv in which each device
+// receives the 2 x 4 block of the device before it (32 B); whole (B) it would roll locally.
+// Split over 2 devices while blocks=4 it is refused naming the op.
+TEST(BoxingInsertionPassTest, RingShiftReadsItsInputFromTheRotatedPlacement) {
+  constexpr char kRing[] = R"(graph ring
+placement cpu{0:0-3}
+source data synthetic_classification seed=1 num_classes=4
+%x = input f32[8, 4] source=data sbp=S(0)
+%w = variable f32[4, 4] init=xavier_uniform seed=1 sbp=B
+%y = matmul(a=%x, b=%w) f32[8, 4] sbp=S(0)
+%shifted = ring_shift(x=%y, axis=0, blocks=4, shift=1) f32[8, 4] sbp=S(0)
+%total = reduce_mean(x=%shifted, axes=[], keep_dims=false) f32[]
+optimizer sgd lr=0.1 momentum=0.0
+loss %total
+)";
+  CompileOptions options = OneDeviceOptions();
+  options.cluster.set_devices_per_node(4);
+  absl::StatusOr<PassTexts> texts = RunThroughPass(kRing, "boxing_insertion", options);
+  ASSERT_TRUE(texts.ok()) << texts.status();
+  EXPECT_NE(texts->before.find("placement #1 cpu{0:1-3, 0:0}"), std::string::npos) << texts->before;
+  EXPECT_NE(texts->after.find("ring_shift(x=%y:S(0) via boxing#"), std::string::npos) << texts->after;
+  EXPECT_NE(texts->after.find("%y S(0) @0 -> S(0) @1: send_recv (32 B/device)"), std::string::npos) << texts->after;
+  // The gradient's shift back goes the other way round.
+  EXPECT_NE(texts->before.find("placement #2 cpu{0:3, 0:0-2}"), std::string::npos) << texts->before;
+}
+
 }  // namespace
 }  // namespace oneflow

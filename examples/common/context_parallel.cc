@@ -20,6 +20,17 @@ Tensor TaggedTranspose(Tensor x, std::vector<int64_t> perm) {
                                       SourceLocation::Current());
 }
 
+// One ring step's pass of a K or V block to the next cp device, tagged "ring"
+// (cp_traffic.h counts its send/recv as the layer's ring traffic): x [b, kv, cp, sq, hd]
+// rolled by one block on axis 2. The autograd's shift back carries no tag.
+Tensor TaggedRingShift(Tensor x, int64_t blocks) {
+  if (!x.valid()) return Tensor();
+  return x.graph()->AddSingleOutputOp(
+      "ring_shift", {x},
+      {{"axis", int64_t{2}}, {"blocks", blocks}, {"shift", int64_t{1}}, {kCpAttentionAttr, std::string("ring")}},
+      SourceLocation::Current());
+}
+
 }  // namespace
 
 Tensor Pinned(Tensor x, const NdSbp& sbp) {
@@ -53,7 +64,7 @@ CpAttentionCost EstimateCpAttention(const AttentionShape& shape, const ParallelL
   }
   // Both move their bytes once per layer over the same links; the smaller volume wins.
   // (Ring's transfers can hide behind the blockwise compute, which would favour it on
-  // slow links; with no ring kernel built the estimate stays a byte count.)
+  // slow links; the estimate stays a byte count.)
   cost.choice = cost.ulysses_bytes <= cost.ring_bytes ? CpAttention::kUlysses : CpAttention::kRing;
   cost.reason = absl::StrFormat("Ulysses moves %.0f B per device per layer, ring %.0f B", cost.ulysses_bytes,
                                 cost.ring_bytes);
@@ -70,11 +81,8 @@ absl::StatusOr<CpAttention> ResolveCpAttention(const AttentionShape& shape, cons
   }
   const CpAttentionCost cost = EstimateCpAttention(shape, layout);
   CpAttention choice = layout.cp_attention();
-  // auto: the cost model's choice among the schemes built; ring has no kernel yet, so
-  // auto takes Ulysses wherever the heads allow it, even where ring would move fewer bytes.
-  if (choice == CpAttention::kAuto) {
-    choice = shape.kv_heads % (layout.tp() * layout.cp()) == 0 ? CpAttention::kUlysses : cost.choice;
-  }
+  // auto: the cost model's choice (ring where the heads do not divide, else the fewer bytes).
+  if (choice == CpAttention::kAuto) choice = cost.choice;
   if (choice == CpAttention::kUlysses && shape.kv_heads % (layout.tp() * layout.cp()) != 0) {
     return absl::InvalidArgumentError(absl::StrCat(
         "--cp_attention=ulysses splits the ", shape.kv_heads_flag == std::string("heads") ? "" : "kv ",
@@ -82,12 +90,10 @@ absl::StatusOr<CpAttention> ResolveCpAttention(const AttentionShape& shape, cons
         shape.kv_heads, " is not divisible by ", layout.tp() * layout.cp(), "; use a --cp that divides --",
         shape.kv_heads_flag, " / --tp"));
   }
-  if (choice == CpAttention::kRing) {
-    return absl::UnimplementedError(absl::StrCat(
-        layout.cp_attention() == CpAttention::kAuto ? absl::StrCat("--cp_attention=auto chose ring (", cost.reason, ")")
-                                                    : std::string("--cp_attention=ring"),
-        ": ring attention is not built yet; use --cp_attention=ulysses with --", shape.kv_heads_flag,
-        " divisible by --tp x --cp"));
+  if (choice == CpAttention::kRing && shape.kv_heads % layout.tp() != 0) {
+    return absl::InvalidArgumentError(absl::StrCat("--cp_attention=ring keeps whole kv heads on each --tp device, but --",
+                                                   shape.kv_heads_flag, "=", shape.kv_heads,
+                                                   " is not divisible by --tp=", layout.tp()));
   }
   return choice;
 }
@@ -138,6 +144,90 @@ Tensor UlyssesAttention(Tensor x, Tensor w_q, Tensor w_k, Tensor w_v, Tensor w_o
   Tensor merged = hinted(Reshape(positions, {s * b, heads * hd}), column_sbp);
   Tensor out = hinted(MatMul(merged, w_o), layout.Sbp(B, Sbp::Partial(), Sbp::Split(0)));
   return Reshape(out, {s, b, h});
+}
+
+Tensor RingAttention(Tensor x, Tensor w_q, Tensor w_k, Tensor w_v, Tensor w_o, int64_t heads, int64_t kv_heads,
+                     std::optional<double> rope_base, const ParallelLayout& layout) {
+  for (const Tensor& t : {x, w_q, w_k, w_v, w_o}) {
+    if (!t.valid()) return Tensor();
+  }
+  const int64_t s = x.shape().dim(0), b = x.shape().dim(1), h = x.shape().dim(2);
+  const int64_t hd = h / heads, group = heads / kv_heads;
+  const int64_t cp = layout.cp(), sq = s / cp;
+  const Sbp B = Sbp::Broadcast();
+  auto hinted = [](Tensor t, const NdSbp& sbp) {
+    if (t.valid()) t.WithSbp(sbp);
+    return t;
+  };
+  const NdSbp rows_sbp = layout.Sbp(B, B, Sbp::Split(0));
+  const NdSbp column_sbp = layout.Sbp(B, Sbp::Split(1), Sbp::Split(0));
+  // Whole sequences [b, kv, (group,) s, hd] and blocks [b, kv, cp, ...]: kv heads over
+  // tp, positions (blocks) over cp; the transposes between them and the rows are local.
+  const NdSbp query_positions = layout.Sbp(B, Sbp::Split(1), Sbp::Split(3));
+  const NdSbp positions = layout.Sbp(B, Sbp::Split(1), Sbp::Split(2));
+  const NdSbp blocks = layout.Sbp(B, Sbp::Split(1), Sbp::Split(2));
+  Tensor rows = hinted(Reshape(x, {s * b, h}), rows_sbp);
+  auto product = [&](Tensor w) { return Pinned(hinted(MatMul(rows, w), column_sbp), column_sbp); };
+  // q: [s*b, heads*hd] -> [b, kv, group, s, hd] (rotary angles of logical positions) ->
+  // blocks [b, kv, cp, group * sq, hd]; this device's queries stay here for every step.
+  Tensor q = hinted(Transpose(Reshape(product(w_q), {s, b, kv_heads, group, hd}), {1, 2, 3, 0, 4}), query_positions);
+  if (rope_base) q = hinted(RotaryEmbedding(q, *rope_base), query_positions);
+  q = hinted(Reshape(q, {b, kv_heads, group, cp, sq, hd}), layout.Sbp(B, Sbp::Split(1), Sbp::Split(3)));
+  q = Pinned(hinted(Reshape(hinted(Transpose(q, {0, 1, 3, 2, 4, 5}), blocks), {b, kv_heads, cp, group * sq, hd}),
+                    blocks),
+             blocks);
+  auto kv = [&](Tensor w, bool rotate) {
+    Tensor t = hinted(Transpose(Reshape(product(w), {s, b, kv_heads, hd}), {1, 2, 0, 3}), positions);
+    if (rotate && rope_base) t = hinted(RotaryEmbedding(t, *rope_base), positions);
+    return Pinned(hinted(Reshape(t, {b, kv_heads, cp, sq, hd}), blocks), blocks);
+  };
+  Tensor k = kv(w_k, true);
+  Tensor v = kv(w_v, false);
+  // Step t: block r of k and v is block r - t of the sequence; scores of the local queries
+  // against it, masked where the keys lie after the queries, each step's softmax and its
+  // log-sum-exp (from log_softmax at column 0, which no mask hides in a row that has any
+  // visible key).
+  std::vector<Tensor> outputs, lses;
+  const std::vector<int64_t> begin(6, 0);
+  for (int64_t t = 0; t < cp; ++t) {
+    if (t > 0) {
+      k = Pinned(hinted(TaggedRingShift(k, cp), blocks), blocks);
+      v = Pinned(hinted(TaggedRingShift(v, cp), blocks), blocks);
+    }
+    Tensor probs;
+    {
+      Graph::AttentionCoreScope core(*x.graph());
+      Tensor scores = ScalarMul(MatMul(q, k, false, true), 1.0 / std::sqrt(static_cast<double>(hd)));
+      Tensor masked = RingCausalMask(Reshape(scores, {b, kv_heads, cp, group, sq, sq}), 2, t);
+      probs = Reshape(Softmax(masked), {b, kv_heads, cp, group * sq, sq});
+      const std::vector<int64_t> first_column = {b, kv_heads, cp, group, sq, 1};
+      lses.push_back(Sub(Slice(masked, begin, first_column), Slice(LogSoftmax(masked), begin, first_column)));
+    }
+    outputs.push_back(Reshape(MatMul(probs, v), {b, kv_heads, cp, group, sq, hd}));
+  }
+  // The merge: each step's output weighted by exp(lse_t - lse), the softmax over steps of
+  // the log-sum-exps (the running max and sum of online softmax, taken at the end).
+  Tensor weights = Softmax(Concat(lses, 5));  // [b, kv, cp, group, sq, cp]
+  Tensor context;
+  for (int64_t t = 0; t < cp; ++t) {
+    std::vector<int64_t> from = begin, to = {b, kv_heads, cp, group, sq, t + 1};
+    from[5] = t;
+    Tensor part = Mul(outputs[t], Slice(weights, from, to));
+    context = t == 0 ? part : Add(context, part);
+  }
+  context = Pinned(hinted(context, blocks), blocks);  // [b, kv, cp, group, sq, hd]
+  // Back to rows [s * b, heads * hd], positions over cp (local), kv heads over tp.
+  Tensor back = hinted(Transpose(context, {2, 4, 0, 1, 3, 5}), layout.Sbp(B, Sbp::Split(3), Sbp::Split(0)));
+  Tensor merged = hinted(Reshape(back, {s * b, heads * hd}), column_sbp);
+  Tensor out = hinted(MatMul(merged, w_o), layout.Sbp(B, Sbp::Partial(), Sbp::Split(0)));
+  return Reshape(out, {s, b, h});
+}
+
+Tensor ContextParallelAttention(CpAttention scheme, Tensor x, Tensor w_q, Tensor w_k, Tensor w_v, Tensor w_o,
+                                int64_t heads, int64_t kv_heads, std::optional<double> rope_base,
+                                const ParallelLayout& layout) {
+  return scheme == CpAttention::kRing ? RingAttention(x, w_q, w_k, w_v, w_o, heads, kv_heads, rope_base, layout)
+                                      : UlyssesAttention(x, w_q, w_k, w_v, w_o, heads, kv_heads, rope_base, layout);
 }
 
 }  // namespace oneflow::examples

@@ -6,8 +6,9 @@
 //   Ulysses (DeepSpeed)  the compiler's all-to-all boxing turns the position split into a
 //                        head split (S(seq) -> S(heads) over cp) before the attention
 //                        core and back after it; each device computes whole heads.
-//   Ring                 K/V blocks passed around the cp ring: not built yet (refused
-//                        with an error naming --cp_attention).
+//   Ring                 each device keeps its queries; the K/V blocks pass around the cp
+//                        ring (ring_shift ops, a send/recv each), one blockwise attention
+//                        step per block, merged by the steps' log-sum-exps.
 #ifndef EXAMPLES_COMMON_CONTEXT_PARALLEL_H_
 #define EXAMPLES_COMMON_CONTEXT_PARALLEL_H_
 
@@ -48,11 +49,11 @@ struct CpAttentionCost {
 };
 CpAttentionCost EstimateCpAttention(const AttentionShape& shape, const ParallelLayout& layout);
 
-// The attention scheme for `shape` under `layout` (--cp_attention; auto: Ulysses where
-// the heads divide by tp x cp, as ring is not built), or an
-// error naming the flags: an uneven split of the sequence ("--seq=10 is not divisible by
-// --cp=4"), heads Ulysses cannot split ("--kv_heads=2 is not divisible by --tp=1 x
-// --cp=4"), ring attention (not built yet). With cp = 1: kUlysses, never used.
+// The attention scheme for `shape` under `layout` (--cp_attention; auto: the cost
+// model's, EstimateCpAttention), or an error naming the flags: an uneven split of the
+// sequence ("--seq=10 is not divisible by --cp=4"), heads Ulysses cannot split
+// ("--kv_heads=2 is not divisible by --tp=1 x --cp=4"), kv heads ring cannot keep whole
+// per tp device. With cp = 1: kUlysses, never used.
 absl::StatusOr<CpAttention> ResolveCpAttention(const AttentionShape& shape, const ParallelLayout& layout);
 
 // Causal grouped-query self-attention over a sequence-first x [s, b, h] under Ulysses:
@@ -65,6 +66,25 @@ absl::StatusOr<CpAttention> ResolveCpAttention(const AttentionShape& shape, cons
 // after the core; the two changes of split are the compiler's all-to-all boxings.
 Tensor UlyssesAttention(Tensor x, Tensor w_q, Tensor w_k, Tensor w_v, Tensor w_o, int64_t heads, int64_t kv_heads,
                         std::optional<double> rope_base, const ParallelLayout& layout);
+
+// Causal grouped-query self-attention as UlyssesAttention's (same arguments, same
+// arithmetic up to rounding), by ring attention: the positions stay split over cp; q, k
+// and v become blocks [b, kv_heads, cp, ..., hd] (block r = positions [r s/cp, (r+1)
+// s/cp), local transposes); at step t = 0 .. cp-1 each device scores its queries against
+// the K/V block it holds (block r - t, ring_causal_mask: whole, causal on the diagonal
+// block, or all masked), takes that step's softmax, output and log-sum-exp, and passes
+// k and v one device on (ring_shift tagged kCpAttentionAttr = "ring"); the steps'
+// outputs are merged by the softmax of their log-sum-exps. The backward passes dK and dV
+// back around the ring (ring_shift's gradient). No head split: any kv_heads divisible by
+// tp. Every device computes every step (a fully masked block too), so causal work is
+// even across devices but not halved.
+Tensor RingAttention(Tensor x, Tensor w_q, Tensor w_k, Tensor w_v, Tensor w_o, int64_t heads, int64_t kv_heads,
+                     std::optional<double> rope_base, const ParallelLayout& layout);
+
+// RingAttention or UlyssesAttention, by `scheme` (ResolveCpAttention's).
+Tensor ContextParallelAttention(CpAttention scheme, Tensor x, Tensor w_q, Tensor w_k, Tensor w_v, Tensor w_o,
+                                int64_t heads, int64_t kv_heads, std::optional<double> rope_base,
+                                const ParallelLayout& layout);
 
 // x with layout `sbp` in the forward pass and, when every axis of `sbp` is a split, its
 // gradient with the same layout in the backward (an identity op with the attribute

@@ -34,7 +34,8 @@ ABSL_FLAG(int64_t, cp, 1,
           "attention (gpt, llama; --seq must divide by it; not with --dp > 1).");
 ABSL_FLAG(std::string, cp_attention, "auto",
           "Attention under --cp > 1: ulysses (all-to-all to a head split; --kv_heads or --heads divisible by "
-          "--tp x --cp), ring, or auto (the cost model's choice).");
+          "--tp x --cp), ring (K/V blocks passed around the cp ring; --kv_heads or --heads divisible by --tp), or "
+          "auto (the cost model's choice).");
 ABSL_FLAG(int64_t, zero, 0,
           "ZeRO stage over the data-parallel axis (docs/zero.md): 0 off; 1 optimizer state sharded; "
           "2 also gradients reduce-scattered; 3 also parameters sharded and gathered where used.");

@@ -46,7 +46,8 @@ absl::Status CheckConfig(const GptConfig& config) {
 
 // x [b, s, h] . w [h, n] as a matmul over the flattened rows.
 Tensor Linear(Tensor x, Tensor w) {
-  const Shape& shape = x.shape();
+  // A copy: x.shape() refers into the graph's tensors, which the ops below may reallocate.
+  const Shape shape = x.shape();
   const int64_t rows = shape.dim(0) * shape.dim(1);
   Tensor y = MatMul(Reshape(x, {rows, shape.dim(2)}), w);
   return Reshape(y, {shape.dim(0), shape.dim(1), w.shape().dim(1)});
@@ -109,10 +110,10 @@ absl::StatusOr<proto::Job> BuildGpt(const GptConfig& config, const ParallelLayou
   }
   // The graph is one micro-batch's (all of the batch without micro-batches).
   OF_ASSIGN_OR_RETURN(const int64_t b, layout.MicroBatchRows(config.batch));
-  OF_RETURN_IF_ERROR(
-      ResolveCpAttention({b, config.seq, config.hidden, config.heads, config.heads, "heads"}, layout).status());
+  OF_ASSIGN_OR_RETURN(const CpAttention cp_attention,
+                      ResolveCpAttention({b, config.seq, config.hidden, config.heads, config.heads, "heads"}, layout));
   // Context parallelism (examples/common/context_parallel.h): the residual stream
-  // sequence-first [s, b, h], positions over cp; attention by Ulysses' all-to-alls.
+  // sequence-first [s, b, h], positions over cp; attention by Ulysses' all-to-alls or ring.
   const bool context_parallel = layout.cp() > 1;
   const Sbp split0 = Sbp::Split(0);
   const Sbp split1 = Sbp::Split(1);
@@ -183,8 +184,8 @@ absl::StatusOr<proto::Job> BuildGpt(const GptConfig& config, const ParallelLayou
     Tensor w_v = variable(p + "attn/w_v", Shape{h, h}, normal(), column);
     Tensor w_o = variable(p + "attn/w_o", Shape{h, h}, normal(), row);
     Tensor normed = LayerNorm(x, ln1_g, ln1_b);
-    x = residual(Add(x, context_parallel ? UlyssesAttention(normed, w_q, w_k, w_v, w_o, config.heads, config.heads,
-                                                            std::nullopt, layout)
+    x = residual(Add(x, context_parallel ? ContextParallelAttention(cp_attention, normed, w_q, w_k, w_v, w_o, config.heads,
+                                                                    config.heads, std::nullopt, layout)
                                          : CausalSelfAttention(normed, w_q, w_k, w_v, w_o, config.heads)));
     Tensor ln2_g = variable(p + "ln2/gamma", Shape{h}, Initializer::Ones(), replicated);
     Tensor ln2_b = variable(p + "ln2/beta", Shape{h}, Initializer::Zeros(), replicated);

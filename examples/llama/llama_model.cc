@@ -15,7 +15,8 @@ namespace {
 // x [b, s, h] . w [h, n] as a matmul over the flattened rows [b * s, h], those hinted
 // `rows` and the product `product`.
 Tensor Linear(Tensor x, Tensor w, const NdSbp& rows, const NdSbp& product) {
-  const Shape& shape = x.shape();
+  // A copy: x.shape() refers into the graph's tensors, which the ops below may reallocate.
+  const Shape shape = x.shape();
   Tensor flat = Reshape(x, {shape.dim(0) * shape.dim(1), shape.dim(2)});
   if (flat.valid()) flat.WithSbp(rows);
   Tensor y = MatMul(flat, w);
@@ -77,7 +78,7 @@ absl::StatusOr<proto::Job> BuildLlama(const LlamaConfig& config, const ParallelL
   // The graph is one micro-batch's (all of the batch without micro-batches).
   OF_ASSIGN_OR_RETURN(const int64_t b, layout.MicroBatchRows(config.batch));
   AttentionShape attention_shape{b, config.seq, config.hidden, config.heads, config.kv_heads, "kv_heads"};
-  OF_RETURN_IF_ERROR(ResolveCpAttention(attention_shape, layout).status());
+  OF_ASSIGN_OR_RETURN(const CpAttention cp_attention, ResolveCpAttention(attention_shape, layout));
   // Context parallelism (examples/common/context_parallel.h): the residual stream
   // sequence-first [s, b, h], positions over cp, rows [s * b, h] S(0) over cp.
   const bool context_parallel = layout.cp() > 1;
@@ -167,8 +168,8 @@ absl::StatusOr<proto::Job> BuildLlama(const LlamaConfig& config, const ParallelL
     Tensor w_o = variable(p + "attention/wo", Shape{config.heads * head_dim, h}, normal(), row);
     Tensor attention =
         context_parallel
-            ? UlyssesAttention(RmsNorm(x, attention_norm, config.norm_epsilon), w_q, w_k, w_v, w_o, config.heads,
-                               config.kv_heads, config.rope_base, layout)
+            ? ContextParallelAttention(cp_attention, RmsNorm(x, attention_norm, config.norm_epsilon), w_q, w_k, w_v,
+                                       w_o, config.heads, config.kv_heads, config.rope_base, layout)
             : GroupedQueryAttention(RmsNorm(x, attention_norm, config.norm_epsilon), w_q, w_k, w_v, w_o,
                                     config.heads, config.kv_heads, config.rope_base, attention_hints);
     x = residual(Add(x, attention));

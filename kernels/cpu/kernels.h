@@ -75,6 +75,9 @@ absl::Status RmsNormGrad(const KernelContext& context);
 absl::Status RotaryEmbedding(const KernelContext& context);
 absl::Status Silu(const KernelContext& context);
 absl::Status SiluGrad(const KernelContext& context);
+// ring_attention.cc (ring attention under context parallelism).
+absl::Status RingShift(const KernelContext& context);
+absl::Status RingCausalMask(const KernelContext& context);
 // optimizer.cc
 absl::Status SgdUpdate(const KernelContext& context);
 absl::Status AdamWUpdate(const KernelContext& context);

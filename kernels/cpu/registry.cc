@@ -51,6 +51,8 @@ constexpr NamedKernel kKernels[] = {
     {"rms_norm", cpu::RmsNorm},
     {"rotary_embedding", cpu::RotaryEmbedding},
     {"silu", cpu::Silu},
+    {"ring_shift", cpu::RingShift},
+    {"ring_causal_mask", cpu::RingCausalMask},
     // Backward kernels.
     {"relu_grad", cpu::ReluGrad},
     {"gelu_grad", cpu::GeluGrad},

@@ -324,6 +324,14 @@ Tensor RotaryEmbedding(Tensor x, double base, bool inverse, Loc location) {
   return Apply("rotary_embedding", {x}, std::move(attrs), location);
 }
 
+Tensor RingShift(Tensor x, int64_t axis, int64_t blocks, int64_t shift, Loc location) {
+  return Apply("ring_shift", {x}, {{"axis", axis}, {"blocks", blocks}, {"shift", shift}}, location);
+}
+
+Tensor RingCausalMask(Tensor x, int64_t axis, int64_t step, double fill, Loc location) {
+  return Apply("ring_causal_mask", {x}, {{"axis", axis}, {"step", step}, {"fill", fill}}, location);
+}
+
 Tensor Silu(Tensor x, Loc location) { return Apply("silu", {x}, {}, location); }
 
 Tensor SwiGlu(Tensor gate, Tensor up, Loc location) {

@@ -80,6 +80,16 @@ Tensor RmsNorm(Tensor x, Tensor gamma, double epsilon = 1e-6, Loc location = Loc
 // rotates by the negated angles (the op's gradient).
 Tensor RotaryEmbedding(Tensor x, double base = 10000.0, bool inverse = false,
                        Loc location = Loc::Current());
+// Ring attention's ops (docs/context_parallelism.md, oneflow_core/ops/ring_attention.cc).
+// x rolled by `shift` blocks of dim(axis) / blocks along `axis` (block r of the result is
+// block r - shift of x). Split over `blocks` devices on `axis`, each device passes its
+// block `shift` devices on around the ring (the compiler's send/recv into the rotated
+// placement); the gradient is the shift back.
+Tensor RingShift(Tensor x, int64_t axis, int64_t blocks, int64_t shift = 1, Loc location = Loc::Current());
+// Ring step `step`'s causal mask of scores x [..., blocks at `axis`, ..., s, s]: block r
+// holds query block r against key block (r - step) mod blocks; entries whose key position
+// lies after the query position become `fill`.
+Tensor RingCausalMask(Tensor x, int64_t axis, int64_t step, double fill = -1e9, Loc location = Loc::Current());
 // x * sigmoid(x).
 Tensor Silu(Tensor x, Loc location = Loc::Current());
 // SwiGLU's activation: silu(gate) * up (two ops, silu and mul).

@@ -60,6 +60,10 @@ OpDefinition RmsNormDefinition();
 OpDefinition RotaryEmbeddingDefinition();
 OpDefinition SiluDefinition();
 
+// Ring attention's ops (docs/context_parallelism.md): ring_attention.cc.
+OpDefinition RingShiftDefinition();
+OpDefinition RingCausalMaskDefinition();
+
 // Backward ops, added by gradient functions (oneflow_core/dsl/gradients/).
 // elementwise_grad.cc
 OpDefinition ReluGradDefinition();

@@ -42,10 +42,17 @@ testing::AssertionResult SignatureHolds(const OpCase& c, const SbpSignature& sig
     std::vector<Dense> local_inputs;
     ReferenceContext context;
     context.step = kStep;
+    // ring_shift split on its axis reads what the compiler's send/recv into the rotated
+    // placement delivers (compiler/ring_shift.h): the slice of the device `shift` back.
+    const bool ring = c.type == "ring_shift" &&
+                      signature.inputs[0] == Sbp::Split(GetIntAttr(c.attrs, "axis", 0));
+    const int64_t shift = GetIntAttr(c.attrs, "shift", 1);
+    const int64_t source = ring ? ((rank - shift) % devices + devices) % devices : rank;
     for (size_t k = 0; k < c.inputs.size(); ++k) {
       const TensorSlice slice =
           *DeviceSlice(c.inputs[k].shape, NdSbp{signature.inputs[k]}, hierarchy, {rank});
-      Dense local = SliceOf(logical_inputs[k], slice);
+      Dense local = SliceOf(logical_inputs[k],
+                            *DeviceSlice(c.inputs[k].shape, NdSbp{signature.inputs[k]}, hierarchy, {source}));
       if (signature.inputs[k].is_partial()) MakePartial(&local, rank, devices);
       local_inputs.push_back(std::move(local));
       context.inputs.push_back({c.inputs[k].shape, slice});
@@ -121,6 +128,12 @@ std::vector<OpCase> Cases() {
       {"ones_like", {{Shape{5, 7}, f}}, {}},
       {"causal_mask", {{Shape{3, 2, 4, 4}, f}}, {{"fill", -1e9}}},
       {"causal_mask", {{Shape{5, 4, 4}, f}}, {{"fill", 0.0}}},
+      // Rolled by one block of 3 (blocks = 2, so S(1) runs on 2 devices only) and back.
+      {"ring_shift", {{Shape{2, 6, 3}, f}}, {{"axis", int64_t{1}}, {"blocks", int64_t{2}}, {"shift", int64_t{1}}}},
+      {"ring_shift", {{Shape{6, 5}, f}}, {{"axis", int64_t{0}}, {"blocks", int64_t{3}}, {"shift", int64_t{-1}}}},
+      // Scores [b, blocks, s, s] of ring steps 1 and 2 over 3 blocks of 4 positions.
+      {"ring_causal_mask", {{Shape{2, 3, 4, 4}, f}}, {{"axis", int64_t{1}}, {"step", int64_t{1}}, {"fill", -1e9}}},
+      {"ring_causal_mask", {{Shape{3, 2, 4, 4}, f}}, {{"axis", int64_t{0}}, {"step", int64_t{2}}, {"fill", 0.0}}},
       {"softmax", {{Shape{5, 7}, f}}, {}},
       {"log_softmax", {{Shape{3, 5, 7}, f}}, {}},
       {"layer_norm", {{Shape{5, 7}, f}, {Shape{7}, f}, {Shape{7}, f}}, {{"epsilon", 1e-3}}},

@@ -43,6 +43,8 @@ const OpRegistry& OpRegistry::Get() {
       RmsNormDefinition(),
       RotaryEmbeddingDefinition(),
       SiluDefinition(),
+      RingShiftDefinition(),
+      RingCausalMaskDefinition(),
       // Backward ops.
       ReluGradDefinition(),
       GeluGradDefinition(),

@@ -38,10 +38,12 @@ std::vector<Tensor> ReduceMeanGradient(const GradientContext& ctx);
 std::vector<Tensor> SliceGradient(const GradientContext& ctx);
 std::vector<Tensor> ConcatGradient(const GradientContext& ctx);
 std::vector<Tensor> EmbeddingGradient(const GradientContext& ctx);
-// llama_gradient.cc
+// llama_gradient.cc (and ring attention's ring_shift, ring_causal_mask)
 std::vector<Tensor> RmsNormGradient(const GradientContext& ctx);
 std::vector<Tensor> RotaryEmbeddingGradient(const GradientContext& ctx);
 std::vector<Tensor> SiluGradient(const GradientContext& ctx);
+std::vector<Tensor> RingShiftGradient(const GradientContext& ctx);
+std::vector<Tensor> RingCausalMaskGradient(const GradientContext& ctx);
 // moe_gradient.cc
 std::vector<Tensor> MoeRouteGradient(const GradientContext& ctx);
 std::vector<Tensor> MoeDispatchGradient(const GradientContext& ctx);

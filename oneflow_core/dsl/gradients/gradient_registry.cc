@@ -38,6 +38,8 @@ const GradientFn* FindGradient(absl::string_view type) {
       {"embedding", g::EmbeddingGradient},
       {"rms_norm", g::RmsNormGradient},
       {"rotary_embedding", g::RotaryEmbeddingGradient},
+      {"ring_shift", g::RingShiftGradient},
+      {"ring_causal_mask", g::RingCausalMaskGradient},
       {"silu", g::SiluGradient},
       // No gradient into probs (piecewise constant), listed so `dropped` may reach a loss.
       {"moe_route", g::MoeRouteGradient},

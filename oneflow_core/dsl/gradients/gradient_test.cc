@@ -138,6 +138,8 @@ std::vector<GradCase> Cases() {
       {"rotary_embedding", {{Shape{2, 5, 6}, f}}, {{"base", 100.0}}},
       {"rotary_embedding", {{Shape{2, 3, 4, 4}, f}}, {{"base", 10000.0}, {"inverse", true}}},
       {"silu", {{Shape{3, 4}, f}}, {}},
+      {"ring_shift", {{Shape{2, 6, 2}, f}}, {{"axis", int64_t{1}}, {"blocks", int64_t{3}}, {"shift", int64_t{1}}}},
+      {"ring_causal_mask", {{Shape{2, 2, 3, 3}, f}}, {{"axis", int64_t{1}}, {"step", int64_t{1}}, {"fill", -3.0}}},
       {"slice", {{Shape{3, 5}, f}}, {{"begin", Ints{1, 1}}, {"end", Ints{3, 4}}}},
       {"concat", {{Shape{3, 2}, f}, {Shape{3, 4}, f}}, {{"axis", int64_t{1}}}},
       {"concat", {{Shape{1, 4}, f}, {Shape{2, 4}, f}}, {{"axis", int64_t{0}}}},

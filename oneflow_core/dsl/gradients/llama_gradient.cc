@@ -18,6 +18,18 @@ std::vector<Tensor> RotaryEmbeddingGradient(const GradientContext& ctx) {
                           !GetBoolAttr(*ctx.attrs, "inverse", false), ctx.location)};
 }
 
+// Blocks passed `shift` places on around the ring come back the other way.
+std::vector<Tensor> RingShiftGradient(const GradientContext& ctx) {
+  return {RingShift(ctx.output_grads[0], GetIntAttr(*ctx.attrs, "axis", 0), GetIntAttr(*ctx.attrs, "blocks", 1),
+                    -GetIntAttr(*ctx.attrs, "shift", 1), ctx.location)};
+}
+
+// Masked entries are constants: their gradient is zero, the rest pass through.
+std::vector<Tensor> RingCausalMaskGradient(const GradientContext& ctx) {
+  return {RingCausalMask(ctx.output_grads[0], GetIntAttr(*ctx.attrs, "axis", 0), GetIntAttr(*ctx.attrs, "step", 0),
+                         /*fill=*/0.0, ctx.location)};
+}
+
 std::vector<Tensor> SiluGradient(const GradientContext& ctx) {
   return {SiluGrad(ctx.output_grads[0], ctx.inputs[0], ctx.location)};
 }

@@ -100,6 +100,9 @@ Outputs RmsNormGrad(const KernelArgs& args);
 Outputs RotaryEmbedding(const KernelArgs& args);
 Outputs Silu(const KernelArgs& args);
 Outputs SiluGrad(const KernelArgs& args);
+// ring_attention.cc
+Outputs RingShift(const KernelArgs& args);
+Outputs RingCausalMask(const KernelArgs& args);
 // optimizer.cc
 Outputs SgdUpdate(const KernelArgs& args);
 Outputs AdamWUpdate(const KernelArgs& args);

@@ -49,6 +49,8 @@ const std::map<std::string, reference::Kernel>& Kernels() {
       {"moe_aux_loss", r::MoeAuxLoss},
       {"rms_norm", r::RmsNorm},
       {"rotary_embedding", r::RotaryEmbedding},
+      {"ring_shift", r::RingShift},
+      {"ring_causal_mask", r::RingCausalMask},
       {"silu", r::Silu},
       {"relu_grad", r::ReluGrad},
       {"gelu_grad", r::GeluGrad},
