@@ -18,6 +18,7 @@
 #include "examples/common/compile_driver.h"
 #include "examples/common/compile_recipe.h"
 #include "examples/common/parallel_layout.h"
+#include "oneflow_core/dsl/graph.h"
 #include "oneflow_core/status.h"
 #include "tools/cli/daemon_flags.h"
 #include "tools/cli/graph_text_job.h"
