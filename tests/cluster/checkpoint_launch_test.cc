@@ -32,8 +32,6 @@ constexpr int kFirstRun = 5;  // Checkpoints after 2 and 4; the resume starts at
 
 // Job ids are found among every process of the machine (WorkerPid): unique per test
 // process, so that parallel runs of this test never touch each other's workers.
-std::string JobId(const std::string& name) { return absl::StrCat(name, "-", getpid()); }
-
 // The metrics lines of `lines` are iterations first .. first + n - 1 with the losses of
 // `reference` there, within 1e-4 relative.
 ::testing::AssertionResult ContinuesReference(const std::vector<std::string>& lines,

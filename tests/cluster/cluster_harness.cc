@@ -149,4 +149,18 @@ double SecondsUntilStderrHas(Process& launch, const std::string& needle, std::ch
   return -1;
 }
 
+bool WaitForStderr(Process& launch, const std::string& needle) {
+  return SecondsUntilStderrHas(launch, needle, std::chrono::steady_clock::now(), std::chrono::milliseconds(60000)) >= 0;
+}
+
+std::string JobId(const std::string& name) { return absl::StrCat(name, "-", getpid()); }
+
+std::string JsonValue(const std::string& line, const std::string& key) {
+  const std::string marker = "\"" + key + "\": ";
+  const size_t at = line.find(marker);
+  if (at == std::string::npos) return "";
+  const size_t begin = at + marker.size();
+  return line.substr(begin, line.find_first_of(",}", begin) - begin);
+}
+
 }  // namespace oneflow::testing

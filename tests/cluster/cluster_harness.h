@@ -84,6 +84,16 @@ std::string TwoNodeMlpPlan();
 double SecondsUntilStderrHas(Process& launch, const std::string& needle, std::chrono::steady_clock::time_point since,
                              std::chrono::milliseconds timeout);
 
+// Waits (60 s at most) until `launch`'s stderr holds `needle`; false when it never did.
+bool WaitForStderr(Process& launch, const std::string& needle);
+
+// A job id unique to this test process: "<name>-<pid>".
+std::string JobId(const std::string& name);
+
+// The value after `"key": ` in a metrics or JSON line, up to the next ',' or '}' ("" when
+// the key is absent).
+std::string JsonValue(const std::string& line, const std::string& key);
+
 // Pid of the worker of `job_id` on node `node` (-1 when there is none).
 pid_t WorkerPid(const std::string& job_id, int node);
 // Waits until no worker of `job_id` is left; false after `timeout`.

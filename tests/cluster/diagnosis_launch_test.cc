@@ -28,8 +28,6 @@ namespace {
 using Clock = std::chrono::steady_clock;
 using std::chrono::milliseconds;
 
-std::string JobId(const std::string& name) { return absl::StrCat(name, "-", getpid()); }
-
 // Environment for the workers: the daemons are started after it is set and pass it on.
 class ScopedEnvironment {
  public:

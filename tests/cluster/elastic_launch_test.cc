@@ -31,8 +31,6 @@ namespace {
 
 using std::chrono::milliseconds;
 
-std::string JobId(const std::string& name) { return absl::StrCat(name, "-", getpid()); }
-
 const std::vector<std::string>& Mlp() {
   static const std::vector<std::string> flags = {"--batch=48", "--hidden=128", "--layers=3", "--compression=off"};
   return flags;
@@ -42,24 +40,6 @@ std::string ThreeNodePlan(const std::string& name) {
   std::vector<std::string> flags = Mlp();
   flags.insert(flags.end(), {"--nodes=3", "--devices_per_node=1", "--dp=3"});
   return CompilePlan("mlp", flags, name);
-}
-
-// Waits until `launch`'s stderr holds `needle` (60 s at most).
-bool WaitForStderr(Process& launch, const std::string& needle) {
-  const auto deadline = std::chrono::steady_clock::now() + milliseconds(60000);
-  while (launch.Stderr().find(needle) == std::string::npos && std::chrono::steady_clock::now() < deadline) {
-    std::this_thread::sleep_for(milliseconds(20));
-  }
-  return launch.Stderr().find(needle) != std::string::npos;
-}
-
-// The value after `"key": ` in `line` up to the next ',' or '}'.
-std::string JsonValue(const std::string& line, const std::string& key) {
-  const std::string marker = "\"" + key + "\": ";
-  const size_t at = line.find(marker);
-  if (at == std::string::npos) return "";
-  const size_t begin = at + marker.size();
-  return line.substr(begin, line.find_first_of(",}", begin) - begin);
 }
 
 TEST(ElasticLaunchTest, SpareTakesTheRankOfAKilledDaemon) {

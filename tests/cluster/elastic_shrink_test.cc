@@ -28,8 +28,6 @@ namespace {
 
 using std::chrono::milliseconds;
 
-std::string JobId(const std::string& name) { return absl::StrCat(name, "-", getpid()); }
-
 // --lr=0.02: at the example's 0.1 (momentum 0.9) the training is chaotic enough that a
 // change of layout mid-run (a new order of the gradient sums) can grow from 1e-7 to above
 // 1e-4 within 120 iterations: measured with `oneflow run`, a dp=3 checkpoint of iteration
@@ -46,23 +44,6 @@ std::string ThreeNodePlan(const std::string& name) {
   std::vector<std::string> flags = Mlp();
   flags.insert(flags.end(), {"--nodes=3", "--devices_per_node=1", "--dp=3"});
   return CompilePlan("mlp", flags, name);
-}
-
-bool WaitForStderr(Process& launch, const std::string& needle) {
-  const auto deadline = std::chrono::steady_clock::now() + milliseconds(60000);
-  while (launch.Stderr().find(needle) == std::string::npos && std::chrono::steady_clock::now() < deadline) {
-    std::this_thread::sleep_for(milliseconds(20));
-  }
-  return launch.Stderr().find(needle) != std::string::npos;
-}
-
-// The value after `"key": ` in `line` up to the next ',' or '}'.
-std::string JsonValue(const std::string& line, const std::string& key) {
-  const std::string marker = "\"" + key + "\": ";
-  const size_t at = line.find(marker);
-  if (at == std::string::npos) return "";
-  const size_t begin = at + marker.size();
-  return line.substr(begin, line.find_first_of(",}", begin) - begin);
 }
 
 TEST(ElasticShrinkTest, JobContinuesOnTheSurvivingNodes) {

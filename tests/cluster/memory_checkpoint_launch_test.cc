@@ -34,8 +34,6 @@ using std::chrono::milliseconds;
 
 constexpr int kIterations = 120;
 
-std::string JobId(const std::string& name) { return absl::StrCat(name, "-", getpid()); }
-
 const std::vector<std::string>& Mlp() {
   static const std::vector<std::string> flags = {"--batch=48", "--hidden=128", "--layers=3", "--compression=off"};
   return flags;
@@ -63,15 +61,6 @@ bool WaitForIteration(Process& launch, int iteration) {
     std::this_thread::sleep_for(milliseconds(20));
   }
   return false;
-}
-
-// The value after `"key": ` in `line` up to the next ',' or '}'.
-std::string JsonValue(const std::string& line, const std::string& key) {
-  const std::string marker = "\"" + key + "\": ";
-  const size_t at = line.find(marker);
-  if (at == std::string::npos) return "";
-  const size_t begin = at + marker.size();
-  return line.substr(begin, line.find_first_of(",}", begin) - begin);
 }
 
 // Every iteration's last printed loss is the uninterrupted run's; the "from" and
