@@ -91,7 +91,20 @@ TEST(ElasticLaunchTest, SpareTakesTheRankOfAKilledDaemon) {
   EXPECT_EQ(recovery_lines, 1);
   EXPECT_GE(resumed_at, 10);
   EXPECT_EQ(resumed_at % 10, 0) << "resumed at " << resumed_at << ", not at a checkpoint";
-  ASSERT_EQ(last.size(), static_cast<size_t>(kIterations));
+  // An iteration's line is printed once every node reported it: the killed daemon's node
+  // may take the metrics of the iterations just before the checkpoint it completed with it
+  // (seen once in 2 fresh-clone runs: 299 of 300 printed). Those, and only those, may be
+  // missing: a contiguous run ending right before the resume point, shorter than the
+  // checkpoint interval. Every other iteration is printed.
+  std::vector<int> missing;
+  for (int iteration = 0; iteration < kIterations; ++iteration) {
+    if (last.count(iteration) == 0) missing.push_back(iteration);
+  }
+  if (!missing.empty()) {
+    EXPECT_EQ(missing.back(), resumed_at - 1) << "missing iterations not right before the resume point";
+    EXPECT_EQ(missing.back() - missing.front() + 1, static_cast<int>(missing.size())) << "missing iterations with gaps";
+    EXPECT_LT(missing.size(), 10u);
+  }
   for (const auto& [iteration, loss] : last) {
     EXPECT_NEAR(loss, reference[iteration], 1e-4 * std::abs(reference[iteration]) + 1e-6) << "iteration " << iteration;
   }
