@@ -8,19 +8,7 @@
 namespace oneflow {
 namespace {
 
-// One linear layer, cross entropy and its mean, trained with SGD with momentum.
-constexpr char kLinear[] = R"(graph linear
-placement cpu{0:0}
-source data synthetic_classification seed=1 num_classes=4
-%x = input f32[4, 8] source=data
-%labels = input i32[4] source=data
-%w = variable f32[8, 4] init=xavier_uniform seed=1
-%matmul_0 = matmul(a=%x, b=%w) f32[4, 4]
-%sparse_softmax_cross_entropy_1 = sparse_softmax_cross_entropy(logits=%matmul_0, labels=%labels) f32[4]
-%reduce_mean_2 = reduce_mean(x=%sparse_softmax_cross_entropy_1, axes=[], keep_dims=false) f32[]
-optimizer sgd lr=0.1 momentum=0.9
-loss %reduce_mean_2
-)";
+constexpr const char* kLinear = kOneDeviceLinearGraph;
 
 TEST(GradientAccumulationPassTest, AccumulatesEachVariablesGradientOverMicroBatches) {
   absl::StatusOr<proto::Job> job = JobFromText(kLinear);
