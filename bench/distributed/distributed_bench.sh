@@ -17,8 +17,15 @@
 #                  goal launched <= 1.3x in-process
 #   gpt_dp3tp2     3 hosts x 2, gpt layers 6 hidden 384 heads 6 seq 64 batch 12, dp=3 x tp=2,
 #                  off and auto; goals: off <= 1.2 x max(in-process, link), auto <= 1.2x in-process
-#   dp3_h256       3 hosts x 1, gpt hidden 256 layers 2, dp=3, off and auto; goal auto <= off
-#   dp3_h512       3 hosts x 1, gpt hidden 512 layers 4, dp=3, off and auto; goal auto <= off
+#   dp3_h256       3 hosts x 1, gpt hidden 256 layers 2 batch 12, dp=3, off, auto and PyTorch DDP;
+#                  goal auto <= off
+#   dp3_h512       3 hosts x 1, gpt hidden 512 layers 4 heads 8 batch 12, dp=3, off, auto and PyTorch
+#                  DDP; goals auto <= off, auto <= 0.5x PyTorch DDP
+# The PyTorch reference (mode "pytorch_ddp"): bench/train/torch_step.py, the same gpt layer for
+# layer, one DistributedDataParallel rank (gloo) per emulated host, one thread each, with
+# OPENBLAS_CORETYPE and OPENBLAS_L2_SIZE unset for it (this image sets them; PyTorch's OpenBLAS
+# runs half speed with them); its line names the OpenBLAS core it ran. Skipped, with a line
+# saying so, where python3 cannot import torch (Debian's python3-torch).
 #
 # Flags [defaults]:
 #   --cases=C,...         [demo_loopback,gpt_dp3tp2,dp3_h256,dp3_h512]
@@ -82,8 +89,10 @@ case_spec() {
   case "$1" in
     demo_loopback) echo "loopback 2 2 off|--dp=2 --tp=2 --layers=2 --hidden=256 --heads=8 --batch=8 --seq=32 --vocab=256 --lr=0.01" ;;
     gpt_dp3tp2) echo "netns 3 2 off,auto|--dp=3 --tp=2 --layers=6 --hidden=384 --heads=6 --seq=64 --batch=12" ;;
-    dp3_h256) echo "netns 3 1 off,auto|--dp=3 --hidden=256 --layers=2" ;;
-    dp3_h512) echo "netns 3 1 off,auto|--dp=3 --hidden=512 --layers=4 --heads=8" ;;
+    # batch 12: divisible by dp=3 (an uneven S(0) split of 8 rows makes a plan of 89 collectives
+    # instead of 4, and PyTorch's DDP needs equal rows per rank).
+    dp3_h256) echo "netns 3 1 off,auto,pytorch_ddp|--dp=3 --hidden=256 --layers=2 --batch=12" ;;
+    dp3_h512) echo "netns 3 1 off,auto,pytorch_ddp|--dp=3 --hidden=512 --layers=4 --heads=8 --batch=12" ;;
     *) return 1 ;;
   esac
 }
@@ -133,6 +142,43 @@ print(round(statistics.median(steps), 3) if steps else "null")
 PYEOF
 }
 
+# The gpt flags of a case as torch_step.py spells them (examples/gpt's defaults for the rest).
+torch_flags() {
+  local flags="$1" name value hidden=128 layers=2 heads=4 batch=8 seq=64 vocab=512 lr=3e-4 dp=1 flag
+  for flag in $flags; do
+    name="${flag%%=*}"; value="${flag#*=}"
+    case "$name" in
+      --hidden) hidden="$value" ;; --layers) layers="$value" ;; --heads) heads="$value" ;;
+      --batch) batch="$value" ;; --seq) seq="$value" ;; --vocab) vocab="$value" ;; --lr) lr="$value" ;;
+      --dp) dp="$value" ;;
+      *) die "torch_flags: no PyTorch spelling for $flag" ;;
+    esac
+  done
+  echo "--model=gpt --dp=$dp --hidden=$hidden --layers=$layers --heads=$heads --batch=$batch --seq=$seq" \
+    "--vocab=$vocab --lr=$lr --iters=$ITERS --warmup=$WARMUP"
+}
+
+# PyTorch DDP on the emulated hosts: rank i in namespace i, rank 0 listening on host 0.
+# Prints rank 0's JSON line (median_step_ms, openblas_core, ...) on stdout.
+run_torch_ddp() {
+  local flags="$1" nodes="$2" dir="$3" i pids=() rc=0 args
+  args="$(torch_flags "$flags")"
+  for ((i = 0; i < nodes; i++)); do
+    # shellcheck disable=SC2086
+    ip netns exec "$(netns_name "$i")" env -u OPENBLAS_CORETYPE -u OPENBLAS_L2_SIZE OMP_NUM_THREADS=1 \
+      OPENBLAS_NUM_THREADS=1 MKL_NUM_THREADS=1 GLOO_SOCKET_IFNAME=eth0 \
+      "$PY" "$ROOT/bench/train/torch_step.py" $args --rank="$i" --master="$(netns_ip 0):29511" \
+      > "$dir/pytorch_ddp.rank$i.out" 2> "$dir/pytorch_ddp.rank$i.err" &
+    pids+=("$!")
+  done
+  for i in "${!pids[@]}"; do wait "${pids[$i]}" || rc=1; done
+  if (( rc )); then
+    tail -20 "$dir"/pytorch_ddp.rank*.err >&2
+    die "PyTorch DDP ranks failed"
+  fi
+  grep '^{' "$dir/pytorch_ddp.rank0.out" | tail -1
+}
+
 # One case at one rate (0: loopback): compile each mode, run it in one process, launch it.
 run_case() {
   local name="$1" rate="$2" spec network nodes dpn modes flags mode dir plan bw i
@@ -144,6 +190,10 @@ run_case() {
   bw=$(( (rate > 0 ? rate : 10000) * 125000 ))
   IFS=, read -r -a mode_list <<< "$modes"
   for mode in "${mode_list[@]}"; do
+    if [[ "$mode" == pytorch_ddp ]]; then
+      run_ddp_mode "$name" "$rate" "$nodes" "$flags" "$dir"
+      continue
+    fi
     plan="$dir/$mode.plan"
     # shellcheck disable=SC2086
     "$BIN/gpt" --nodes="$nodes" --devices_per_node="$dpn" $flags --compression="$mode" \
@@ -210,13 +260,51 @@ PYEOF
   done
 }
 
+# The PyTorch DDP reference of a netns case at one rate, with the launched plans' ratios to it.
+run_ddp_mode() {
+  local name="$1" rate="$2" nodes="$3" flags="$4" dir="$5" i before=() tx rx btx brx link_bytes=0 torch_line
+  if ! "$PY" -c "import torch" 2> /dev/null; then
+    echo "{\"case\": \"$name\", \"rate_mbit\": $rate, \"mode\": \"pytorch_ddp\", \"skipped\": \"python3 cannot import torch\"}"
+    return
+  fi
+  netns_shape "$rate"
+  for ((i = 0; i < nodes; i++)); do before+=("$(netns_link_bytes "$i")"); done
+  torch_line="$(run_torch_ddp "$flags" "$nodes" "$dir")"
+  for ((i = 0; i < nodes; i++)); do
+    read -r tx rx <<< "$(netns_link_bytes "$i")"
+    read -r btx brx <<< "${before[$i]}"
+    if (( tx - btx > link_bytes )); then link_bytes=$(( tx - btx )); fi
+    if (( rx - brx > link_bytes )); then link_bytes=$(( rx - brx )); fi
+  done
+  netns_unshape
+  "$PY" - "$name" "$rate" "$ITERS" "$link_bytes" "$torch_line" "$dir" <<'PYEOF'
+import json, os, sys
+name, rate, iters, link_bytes, torch_line, d = sys.argv[1:]
+rate, iters, link_bytes = int(rate), int(iters), int(link_bytes)
+torch = json.loads(torch_line)
+step = torch["median_step_ms"]
+line = {"case": name, "rate_mbit": rate, "mode": "pytorch_ddp", "step_ms": step,
+        "link_bytes_per_iter": int(link_bytes / iters),
+        "link_ms": round(link_bytes / iters * 8 / (rate * 1e6) * 1e3, 2),
+        "torch": torch["torch"], "openblas_core": torch["openblas_core"],
+        "torch_threads": torch["torch_threads"], "params": torch["params"]}
+for mode in ("off", "auto"):
+    path = os.path.join(d, mode + ".summary.json")
+    if os.path.exists(path):
+        line[mode + "_over_pytorch_ddp"] = round(json.load(open(path))["launched_step_ms"] / step, 3)
+if name == "dp3_h512" and "auto_over_pytorch_ddp" in line:
+    line.update({"goal": "auto <= 0.5x PyTorch DDP", "met": line["auto_over_pytorch_ddp"] <= 0.5})
+print(json.dumps(line), flush=True)
+PYEOF
+}
+
 main() {
   RUN="${WORK_DIR:-$(mktemp -d /tmp/distributed_bench.XXXXXX)}"
   mkdir -p "$RUN"
   build
   (umask 077 && head -c 32 /dev/urandom | od -An -tx1 | tr -d ' \n' > "$RUN/token")
   echo "{\"config\": {\"cases\": \"$CASES\", \"rates_mbit\": [$RATES], \"iters\": $ITERS, \"warmup\": $WARMUP," \
-    "\"launch_flags\": \"$LAUNCH_FLAGS\", \"cpus\": $(nproc), \"load_avg_1m\": $(cut -d' ' -f1 /proc/loadavg)," \
+    "\"launch_flags\": \"$LAUNCH_FLAGS\", \"oneflow_openblas_coretype\": \"${OPENBLAS_CORETYPE:-auto}\", \"cpus\": $(nproc), \"load_avg_1m\": $(cut -d' ' -f1 /proc/loadavg)," \
     "\"commit\": \"$(git -C "$ROOT" rev-parse --short HEAD 2>/dev/null || echo unknown)\"}}"
   local name spec network nodes rate
   for name in "${CASE_LIST[@]}"; do

@@ -8,6 +8,8 @@
     torch_step.py --model=llama --batch=8 --hidden=256 --heads=4 --kv_heads=2 --layers=2 \
         --seq=128 --vocab=1024 --lr=3e-4
     torch_step.py --facts      # torch version, BLAS library and OpenBLAS core; no training
+    torch_step.py --model=gpt ... --dp=3 --rank=R --master=10.232.0.1:29500
+                               # one rank of DDP per host (bench/distributed: one per netns host)
 
 Prints one JSON line: every step time and their median after warm-up (wall time from
 one step's end to the next's, as `oneflow run` reports step_ms), the parameter count
@@ -19,7 +21,10 @@ gpt_model.cc); the optimizers are ours, with the same hyper-parameters; the data
 the same way, inside the timed step. Each rank runs one thread (torch.set_num_threads(1);
 the caller also sets OMP/MKL/OpenBLAS threads to 1 before torch is imported). dp=2 is
 DistributedDataParallel over gloo with 2 processes on this machine, each with half of
-the batch, as our dp=2 gives each device half of the logical batch.
+the batch, as our dp=2 gives each device half of the logical batch. With --rank and
+--master this process is that one rank of a dp-rank DistributedDataParallel whose rank 0
+listens on --master (one process per host; bench/distributed/distributed_bench.sh runs one
+in each emulated host); rank 0 prints the line.
 """
 
 import argparse
@@ -342,11 +347,12 @@ def openblas_core():
     return None
 
 
-def train(rank, args, port):
+def train(rank, args, master):
+    """One rank; `master` is rank 0's "address:port" for gloo's rendezvous."""
     torch.set_num_threads(1)
     torch.set_num_interop_threads(1)
     if args.dp > 1:
-        dist.init_process_group("gloo", init_method=f"tcp://127.0.0.1:{port}", rank=rank, world_size=args.dp)
+        dist.init_process_group("gloo", init_method=f"tcp://{master}", rank=rank, world_size=args.dp)
     model, optimizer, scheduler, data = build(args, rank)
     params = [p.numel() for p in model.parameters()]
     step_model = nn.parallel.DistributedDataParallel(model) if args.dp > 1 else model
@@ -405,6 +411,9 @@ def main():
     parser.add_argument("--facts", action="store_true", help="print facts() and exit")
     parser.add_argument("--model", choices=["mlp", "gpt", "llama"])
     parser.add_argument("--dp", type=int, default=1)
+    parser.add_argument("--rank", type=int, default=-1,
+                        help="with --master: run only this rank of --dp (one process per host)")
+    parser.add_argument("--master", default="", help="rank 0's ADDRESS:PORT, with --rank")
     parser.add_argument("--data", choices=["synthetic", "record"], default="synthetic")
     parser.add_argument("--record_file", default="")
     parser.add_argument("--iters", type=int, default=60)
@@ -431,10 +440,16 @@ def main():
         parser.error("missing: " + ", ".join("--" + name for name in missing))
     if args.batch % args.dp:
         parser.error(f"--batch={args.batch} is not divisible by --dp={args.dp}")
-    if args.dp == 1:
-        train(0, args, 0)
+    if (args.rank >= 0) != bool(args.master):
+        parser.error("--rank and --master go together")
+    if args.master and not 0 <= args.rank < args.dp:
+        parser.error(f"--rank={args.rank} is not in [0, --dp={args.dp})")
+    if args.master:
+        train(args.rank, args, args.master)
+    elif args.dp == 1:
+        train(0, args, "")
     else:
-        mp.spawn(train, args=(args, free_port()), nprocs=args.dp, join=True)
+        mp.spawn(train, args=(args, f"127.0.0.1:{free_port()}"), nprocs=args.dp, join=True)
 
 
 if __name__ == "__main__":
