@@ -7,6 +7,7 @@
 
 #include "absl/container/flat_hash_set.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/match.h"
 #include "absl/strings/str_split.h"
 #include "compiler/compilation.h"
 #include "compiler/compiler.h"
@@ -30,6 +31,14 @@ std::string ChangedLines(const PassTexts& texts) {
     if (!before_set.contains(line)) absl::StrAppend(&changed, "+ ", line, "\n");
   }
   return changed;
+}
+
+std::string LinesStartingWith(absl::string_view text, absl::string_view prefix) {
+  std::string lines;
+  for (absl::string_view line : absl::StrSplit(text, '\n', absl::SkipEmpty())) {
+    if (absl::StartsWith(line, prefix)) absl::StrAppend(&lines, line, "\n");
+  }
+  return lines;
 }
 
 CompileOptions OneDeviceOptions() {

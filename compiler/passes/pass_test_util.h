@@ -23,6 +23,10 @@ struct PassTexts {
 // line of `after` that `before` lacks as "+ line", each in its text's order.
 std::string ChangedLines(const PassTexts& texts);
 
+// The lines of `text` that start with `prefix`, each with its newline, in order (for
+// one device's lines of a dump: "node 0:1 ", "actor 0:1 ").
+std::string LinesStartingWith(absl::string_view text, absl::string_view prefix);
+
 // One node of one device (100 GB/s in node, 10 GB/s across), every other option at its
 // default: what a test changes from.
 CompileOptions OneDeviceOptions();

@@ -1,0 +1,64 @@
+// The memory_planning pass on a small graph written as text: where each register's
+// bytes go, and the waits that make reusing them safe.
+#include "compiler/passes/memory_planning_pass.h"
+
+#include "compiler/passes/pass_test_util.h"
+#include "gtest/gtest.h"
+
+namespace oneflow {
+namespace {
+
+TEST(MemoryPlanningPassTest, RegistersWhoseLifetimesDoNotOverlapShareBytes) {
+  absl::StatusOr<PassTexts> texts = RunThroughPass(kOneDeviceLinearGraph, "memory_planning");
+  ASSERT_TRUE(texts.ok()) << texts.status();
+  // Block 0 holds w and its momentum (persistent, 2 x 128 B). The arena holds one
+  // iteration's activations in 512 B (offsets on 64-byte boundaries, largest first at
+  // the lowest free offset) and 2 copies of it (register count 2): peak 256 + 1024 =
+  // 1280 B, the lower bound. Three registers reuse bytes of registers dead by then:
+  // scalar_mul's r9 takes r5's (read last by #7), the cross-entropy gradient's r10
+  // r7's and r8's, w's gradient r11 labels' (read last by #9); so their writers wait for
+  // those readers (#8 after #5 #7, #9 after #7, #10 after #4 #9).
+  EXPECT_EQ(ChangedLines(*texts),
+            "- device 0:0 actors=13 registers=12 collectives=0 peak=0 lower_bound=0\n"
+            "- actor 0:0 #8 reduce_mean_2_grad/scalar_mul_5 compute reads r8 writes r9\n"
+            "- actor 0:0 #9 sparse_softmax_cross_entropy_1_grad/sparse_softmax_cross_entropy_grad_6 compute "
+            "reads r4 r1 r9 writes r10\n"
+            "- actor 0:0 #10 matmul_0_grad/matmul_8 compute reads r0 r10 writes r11\n"
+            "- register 0:0 r0 x 128 B x2 from #0 to #3 #10\n"
+            "- register 0:0 r1 labels 16 B x2 from #0 to #4 #9\n"
+            "- register 0:0 r2 w 128 B x1 from #1 to #3 #11 persistent\n"
+            "- register 0:0 r3 w/momentum 128 B x1 from #2 to #11 persistent\n"
+            "- register 0:0 r4 matmul_0 64 B x2 from #3 to #4 #9\n"
+            "- register 0:0 r5 sparse_softmax_cross_entropy_1 16 B x2 from #4 to #5 #7\n"
+            "- register 0:0 r6 reduce_mean_2 4 B x2 from #5 to #6 #12\n"
+            "- register 0:0 r7 reduce_mean_2_grad/ones_like_3 4 B x2 from #6 to #7\n"
+            "- register 0:0 r8 reduce_mean_2_grad/broadcast_like_4 16 B x2 from #7 to #8\n"
+            "- register 0:0 r9 reduce_mean_2_grad/scalar_mul_5 16 B x2 from #8 to #9\n"
+            "- register 0:0 r10 sparse_softmax_cross_entropy_1_grad/sparse_softmax_cross_entropy_grad_6 64 B x2 "
+            "from #9 to #10\n"
+            "- register 0:0 r11 matmul_0_grad/matmul_8 128 B x2 from #10 to #11\n"
+            "+ device 0:0 actors=13 registers=12 collectives=0 peak=1280 lower_bound=1280\n"
+            "+ actor 0:0 #8 reduce_mean_2_grad/scalar_mul_5 compute reads r8 writes r9 after #5 #7\n"
+            "+ actor 0:0 #9 sparse_softmax_cross_entropy_1_grad/sparse_softmax_cross_entropy_grad_6 compute "
+            "reads r4 r1 r9 writes r10 after #7\n"
+            "+ actor 0:0 #10 matmul_0_grad/matmul_8 compute reads r0 r10 writes r11 after #4 #9\n"
+            "+ register 0:0 r0 x 128 B x2 from #0 to #3 #10 at block 1 offset 0\n"
+            "+ register 0:0 r1 labels 16 B x2 from #0 to #4 #9 at block 1 offset 128\n"
+            "+ register 0:0 r2 w 128 B x1 from #1 to #3 #11 persistent at block 0 offset 0\n"
+            "+ register 0:0 r3 w/momentum 128 B x1 from #2 to #11 persistent at block 0 offset 128\n"
+            "+ register 0:0 r4 matmul_0 64 B x2 from #3 to #4 #9 at block 1 offset 192\n"
+            "+ register 0:0 r5 sparse_softmax_cross_entropy_1 16 B x2 from #4 to #5 #7 at block 1 offset 256\n"
+            "+ register 0:0 r6 reduce_mean_2 4 B x2 from #5 to #6 #12 at block 1 offset 320\n"
+            "+ register 0:0 r7 reduce_mean_2_grad/ones_like_3 4 B x2 from #6 to #7 at block 1 offset 384\n"
+            "+ register 0:0 r8 reduce_mean_2_grad/broadcast_like_4 16 B x2 from #7 to #8 at block 1 offset 448\n"
+            "+ register 0:0 r9 reduce_mean_2_grad/scalar_mul_5 16 B x2 from #8 to #9 at block 1 offset 256\n"
+            "+ register 0:0 r10 sparse_softmax_cross_entropy_1_grad/sparse_softmax_cross_entropy_grad_6 64 B x2 "
+            "from #9 to #10 at block 1 offset 384\n"
+            "+ register 0:0 r11 matmul_0_grad/matmul_8 128 B x2 from #10 to #11 at block 1 offset 128\n"
+            "+ block 0:0 #0 persistent 256 B slot_stride=0\n"
+            "+ block 0:0 #1 arena 1024 B slot_stride=512\n")
+      << texts->after;
+}
+
+}  // namespace
+}  // namespace oneflow
