@@ -7,6 +7,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "actors/metrics.h"
+#include "actors/predicted_step.h"
 #include "actors/reduction_overlap.h"
 #include "actors/trace.h"
 #include "oneflow_core/status.h"
@@ -32,15 +33,10 @@ absl::Status RunPlanLocally(const proto::Plan& plan, const LocalRun& run, std::o
   options.threads_per_device = run.threads_per_device;
   options.threads_per_device_flag = "--threads_per_device";
   options.record_acts = !run.trace_path.empty();
-  // The measured step beside --auto_parallel's prediction: the mean after the first
-  // iteration (which also allocates and warms up), kept as a sum, not per iteration.
-  double measured_step_ms = 0;
-  int64_t measured_steps = 0;
+  // The measured step beside --auto_parallel's prediction (actors/predicted_step.h).
+  MeasuredStep measured;
   options.on_iteration = [&](const IterationMetrics& m) {
-    if (m.iteration > 0) {
-      measured_step_ms += m.step_ms;
-      ++measured_steps;
-    }
+    measured.Add(m.iteration, m.step_ms);
     reporter->Report(m);
   };
   // The lines go out as they come: nothing per iteration stays (a run may last weeks).
@@ -50,17 +46,7 @@ absl::Status RunPlanLocally(const proto::Plan& plan, const LocalRun& run, std::o
   absl::StatusOr<TrainResult> result = TrainPlan(plan, options);
   reporter->Finish();
   OF_RETURN_IF_ERROR(result.status());
-  if (plan.has_auto_parallel() && measured_steps > 0) {
-    const proto::AutoParallelPrediction& chosen = plan.auto_parallel().chosen();
-    const double predicted_ms =
-        1e3 * (chosen.compute_seconds() + chosen.exposed_communication_seconds() + chosen.bubble_seconds());
-    const double measured_ms = measured_step_ms / static_cast<double>(measured_steps);
-    log << absl::StrFormat(
-        "auto-parallel: predicted step %.3f ms (compute %.3f + exposed communication %.3f + bubble %.3f), measured "
-        "%.3f ms (mean of %d iterations after the first): measured / predicted %.2fx\n",
-        predicted_ms, 1e3 * chosen.compute_seconds(), 1e3 * chosen.exposed_communication_seconds(),
-        1e3 * chosen.bubble_seconds(), measured_ms, measured_steps, predicted_ms > 0 ? measured_ms / predicted_ms : 0);
-  }
+  log << PredictedStepLine(plan, measured);
   if (!result->resumed_from.empty()) {
     log << "resumed from " << result->resumed_from << " at iteration " << result->first_iteration << "\n";
   }

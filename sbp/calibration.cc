@@ -2,6 +2,7 @@
 
 #include <cerrno>
 #include <cmath>
+#include <cstdlib>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
@@ -108,7 +109,76 @@ absl::Status ParseCompute(const Members& members, Calibration* calibration) {
   return absl::OkStatus();
 }
 
+absl::StatusOr<int64_t> WholeNumber(const std::string& key, const JsonValue& value) {
+  int64_t number = 0;
+  if (value.type != JsonValue::Type::kNumber || !absl::SimpleAtoi(value.text, &number) || number < 1) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("\"", key, "\" is ", value.text, "; it must be a whole number >= 1"));
+  }
+  return number;
+}
+
+// A "host" line into `calibration`.
+absl::Status ParseHost(const Members& members, Calibration* calibration) {
+  HostMeasurement measurement;
+  bool has_act = false, has_call = false;
+  for (const auto& [key, value] : members) {
+    if (key == "host") {
+      if (value.text != "in_process") {
+        return absl::InvalidArgumentError(absl::StrCat("\"host\" is \"", value.text, "\"; valid: in_process"));
+      }
+    } else if (key == "devices" || key == "cores") {
+      absl::StatusOr<int64_t> number = WholeNumber(key, value);
+      if (!number.ok()) return number.status();
+      (key == "devices" ? measurement.devices : measurement.cores) = *number;
+    } else if (key == "act_seconds" || key == "collective_call_seconds") {
+      absl::StatusOr<double> number = Number(key, value, /*zero_allowed=*/true);
+      if (!number.ok()) return number.status();
+      (key == "act_seconds" ? measurement.act_seconds : measurement.collective_call_seconds) = *number;
+      (key == "act_seconds" ? has_act : has_call) = true;
+    } else if (key == "method") {
+      measurement.method = value.text;
+    } else {
+      return UnknownKey(key, "host, devices, act_seconds, collective_call_seconds, cores, method");
+    }
+  }
+  if (measurement.devices == 0) return Missing("devices");
+  if (!has_act) return Missing("act_seconds");
+  if (!has_call) return Missing("collective_call_seconds");
+  if (measurement.cores == 0) return Missing("cores");
+  for (const HostMeasurement& other : calibration->hosts) {
+    if (other.devices == measurement.devices) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("host for ", measurement.devices, " devices is measured twice"));
+    }
+  }
+  calibration->hosts.push_back(std::move(measurement));
+  return absl::OkStatus();
+}
+
 }  // namespace
+
+std::string HostMeasurementLine(const HostMeasurement& measurement) {
+  return absl::StrFormat(
+      "{\"host\": \"in_process\", \"devices\": %d, \"act_seconds\": %.6g, \"collective_call_seconds\": %.6g, "
+      "\"cores\": %d, \"method\": \"%s\"}",
+      measurement.devices, measurement.act_seconds, measurement.collective_call_seconds, measurement.cores,
+      measurement.method);
+}
+
+const HostMeasurement* NearestHostMeasurement(const Calibration& calibration, int64_t devices) {
+  const HostMeasurement* nearest = nullptr;
+  for (const HostMeasurement& host : calibration.hosts) {
+    if (nearest == nullptr) {
+      nearest = &host;
+      continue;
+    }
+    const int64_t distance = std::abs(host.devices - devices);
+    const int64_t best = std::abs(nearest->devices - devices);
+    if (distance < best || (distance == best && host.devices > nearest->devices)) nearest = &host;
+  }
+  return nearest;
+}
 
 std::string LinkMeasurementLine(absl::string_view level, const LinkLevelMeasurement& measurement) {
   return absl::StrFormat(
@@ -141,6 +211,8 @@ absl::StatusOr<Calibration> ParseCalibration(absl::string_view text, absl::strin
       if (absl::Status status = ParseLink(*members, &calibration); !status.ok()) return fail(status);
     } else if (kind == "compute") {
       if (absl::Status status = ParseCompute(*members, &calibration); !status.ok()) return fail(status);
+    } else if (kind == "host") {
+      if (absl::Status status = ParseHost(*members, &calibration); !status.ok()) return fail(status);
     } else {
       any_codec = true;
     }

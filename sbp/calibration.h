@@ -11,14 +11,23 @@
 //   {"compute": "gemm", "per_second": 1.2e+11, "method": "sgemm 512x512x512, 1 thread"}
 //   {"compute": "memory", "per_second": 1.4e+10, "method": "memcpy 64 MiB, read + written"}
 //       the compute rates of sbp/compute_cost.h
+//   {"host": "in_process", "devices": 4, "act_seconds": 2.1e-06, "collective_call_seconds": 1.3e-05,
+//    "cores": 2, "method": "..."}
+//       the runtime's own costs when `devices` devices run as threads of one process on
+//       this host (`oneflow run`, the examples' --run): per act, per collective call, and
+//       the cores they share (the auto-parallel cost model's PriceOptions act_seconds,
+//       collective_call_seconds, host_cores); one line per device count measured. Files
+//       written before these lines existed have none and still load.
 //
 // Every line must be valid; "method" is informational. The same file always gives the
 // same values, so the same inputs give the same plan bytes.
 #ifndef SBP_CALIBRATION_H_
 #define SBP_CALIBRATION_H_
 
+#include <cstdint>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
@@ -33,6 +42,15 @@ struct LinkLevelMeasurement {
   std::string method;
 };
 
+// One "host" line: the runtime's in-process costs measured for `devices` devices.
+struct HostMeasurement {
+  int64_t devices = 0;
+  double act_seconds = 0;
+  double collective_call_seconds = 0;
+  int64_t cores = 0;
+  std::string method;
+};
+
 struct Calibration {
   // CodecThroughput::Defaults() with the file's codec lines over it.
   CodecThroughput codecs = CodecThroughput::Defaults();
@@ -40,6 +58,8 @@ struct Calibration {
   std::optional<LinkLevelMeasurement> inter_node;
   // 0 where the file has no such line.
   ComputeRates compute;
+  // The file's host lines in file order, at most one per device count.
+  std::vector<HostMeasurement> hosts;
 };
 
 // {"link": "intra_node", "latency_seconds": ..., "bytes_per_second": ..., "method": "..."}
@@ -48,10 +68,19 @@ std::string LinkMeasurementLine(absl::string_view level, const LinkLevelMeasurem
 // {"compute": "gemm", "per_second": ..., "method": "..."}; `kind` is "gemm" or "memory".
 std::string ComputeMeasurementLine(absl::string_view kind, double per_second, absl::string_view method);
 
+// {"host": "in_process", "devices": ..., "act_seconds": ..., "collective_call_seconds": ...,
+//  "cores": ..., "method": "..."} with 6 significant digits.
+std::string HostMeasurementLine(const HostMeasurement& measurement);
+
+// The host line measured for the device count nearest `devices` (ties: the larger count),
+// or nullptr when the calibration has none.
+const HostMeasurement* NearestHostMeasurement(const Calibration& calibration, int64_t devices);
+
 // The calibration of a file's text. INVALID_ARGUMENT naming `file` and the line for a bad
 // line (ParseCodecCalibration's errors for codec lines; for the others e.g.
 //   calibration file 'c.jsonl' line 7: "link" is "wan"; valid: intra_node, inter_node
-// ), a level or compute kind given twice, or a file with no line at all.
+//   calibration file 'c.jsonl' line 9: "cores" is 0; it must be a whole number >= 1
+// ), a level, compute kind or host device count given twice, or a file with no line at all.
 absl::StatusOr<Calibration> ParseCalibration(absl::string_view text, absl::string_view file);
 
 // ParseCalibration of the file at `path`; NOT_FOUND when it does not exist.

@@ -61,6 +61,77 @@ TEST(CalibrationTest, BadLinesNameTheFileAndLine) {
             "codec calibration file 'c.jsonl' line 2: missing key \"bytes_per_second\"");
 }
 
+TEST(CalibrationTest, HostLinesRoundTripOnePerDeviceCount) {
+  const HostMeasurement four{4, 2.5e-6, 1.25e-5, 2, "tiny mlp"};
+  const HostMeasurement eight{8, 3e-6, 4e-5, 2, ""};
+  EXPECT_EQ(HostMeasurementLine(four),
+            R"({"host": "in_process", "devices": 4, "act_seconds": 2.5e-06, "collective_call_seconds": 1.25e-05, )"
+            R"("cores": 2, "method": "tiny mlp"})");
+  const std::string text = LinkMeasurementLine("intra_node", {1e-6, 1e10, ""}) + "\n" + HostMeasurementLine(four) +
+                           "\n" + R"({"codec": "int4", "group_size": 128, "hadamard": true, "bytes_per_second": 3e9})" +
+                           "\n" + HostMeasurementLine(eight);
+  const absl::StatusOr<Calibration> parsed = ParseCalibration(text, "c.jsonl");
+  ASSERT_TRUE(parsed.ok()) << parsed.status();
+  ASSERT_EQ(parsed->hosts.size(), 2u);
+  EXPECT_EQ(parsed->hosts[0].devices, 4);
+  EXPECT_EQ(parsed->hosts[0].act_seconds, 2.5e-6);
+  EXPECT_EQ(parsed->hosts[0].collective_call_seconds, 1.25e-5);
+  EXPECT_EQ(parsed->hosts[0].cores, 2);
+  EXPECT_EQ(parsed->hosts[0].method, "tiny mlp");
+  EXPECT_EQ(parsed->hosts[1].devices, 8);
+  // The codec lines still parse beside host lines.
+  EXPECT_EQ(parsed->codecs.BytesPerSecond({CompressionKind::kInt4, 128, true}), 3e9);
+  // The nearest device count; a tie goes to the larger one.
+  EXPECT_EQ(NearestHostMeasurement(*parsed, 4)->devices, 4);
+  EXPECT_EQ(NearestHostMeasurement(*parsed, 2)->devices, 4);
+  EXPECT_EQ(NearestHostMeasurement(*parsed, 6)->devices, 8);
+  EXPECT_EQ(NearestHostMeasurement(*parsed, 64)->devices, 8);
+  EXPECT_EQ(NearestHostMeasurement(Calibration{}, 4), nullptr);
+}
+
+// A file `oneflow calibrate` wrote before host lines existed (links, compute, codecs)
+// loads as it did, with no host measurement.
+TEST(CalibrationTest, FilesWithoutHostLinesStillLoad) {
+  const std::string old_file =
+      R"({"codec": "fp8", "group_size": 128, "hadamard": false, "bytes_per_second": 2.1e+09, )"
+      R"("encode_bytes_per_second": 4e+09, "decode_bytes_per_second": 4.4e+09, "elements": 1048576, "repetitions": 7})"
+      "\n"
+      R"({"link": "intra_node", "latency_seconds": 3.1e-06, "bytes_per_second": 5.2e+09, "method": "in-process all_reduce, 2 ranks"})"
+      "\n"
+      R"({"link": "inter_node", "latency_seconds": 0.00043, "bytes_per_second": 1.6e+09, "method": "gloo all_reduce, 2 processes, 127.0.0.1"})"
+      "\n"
+      R"({"compute": "gemm", "per_second": 1.2e+11, "method": "sgemm 512x512x512, 1 thread"})"
+      "\n"
+      R"({"compute": "memory", "per_second": 1.4e+10, "method": "memcpy 64 MiB, read + written"})"
+      "\n";
+  const absl::StatusOr<Calibration> parsed = ParseCalibration(old_file, "old.jsonl");
+  ASSERT_TRUE(parsed.ok()) << parsed.status();
+  EXPECT_TRUE(parsed->hosts.empty());
+  EXPECT_EQ(parsed->inter_node->latency_seconds, 0.00043);
+  EXPECT_EQ(parsed->compute.gemm_flops_per_second, 1.2e11);
+}
+
+TEST(CalibrationTest, BadHostLinesNameTheLine) {
+  const std::string link = LinkMeasurementLine("intra_node", {1e-6, 1e10, ""});
+  const std::string host = HostMeasurementLine({4, 1e-6, 1e-5, 2, ""});
+  EXPECT_EQ(Error(link + "\n" + R"({"host": "gpu", "devices": 4, "act_seconds": 0, "collective_call_seconds": 0, "cores": 1})"),
+            "calibration file 'c.jsonl' line 2: \"host\" is \"gpu\"; valid: in_process");
+  EXPECT_EQ(Error(R"({"host": "in_process", "devices": 4, "act_seconds": -1e-6, "collective_call_seconds": 0, "cores": 1})"),
+            "calibration file 'c.jsonl' line 1: \"act_seconds\" is -1e-6; it must be a finite number >= 0");
+  EXPECT_EQ(Error(R"({"host": "in_process", "devices": 4, "act_seconds": 0, "collective_call_seconds": "fast", "cores": 1})"),
+            "calibration file 'c.jsonl' line 1: \"collective_call_seconds\" is fast; it must be a finite number >= 0");
+  EXPECT_EQ(Error(R"({"host": "in_process", "devices": 4, "act_seconds": 0, "collective_call_seconds": 0, "cores": 0})"),
+            "calibration file 'c.jsonl' line 1: \"cores\" is 0; it must be a whole number >= 1");
+  EXPECT_EQ(Error(R"({"host": "in_process", "devices": 2.5, "act_seconds": 0, "collective_call_seconds": 0, "cores": 1})"),
+            "calibration file 'c.jsonl' line 1: \"devices\" is 2.5; it must be a whole number >= 1");
+  EXPECT_EQ(Error(R"({"host": "in_process", "devices": 4, "collective_call_seconds": 0, "cores": 1})"),
+            "calibration file 'c.jsonl' line 1: missing key \"act_seconds\"");
+  EXPECT_EQ(Error(R"({"host": "in_process", "devices": 4, "act_seconds": 0, "collective_call_seconds": 0, "cores": 1, "acts": 3})"),
+            "calibration file 'c.jsonl' line 1: unknown key \"acts\"; valid keys: host, devices, act_seconds, "
+            "collective_call_seconds, cores, method");
+  EXPECT_EQ(Error(host + "\n\n" + host), "calibration file 'c.jsonl' line 3: host for 4 devices is measured twice");
+}
+
 TEST(CalibrationTest, MissingFileIsNotFound) {
   const absl::StatusOr<Calibration> missing = ReadCalibrationFile(::testing::TempDir() + "/absent.jsonl");
   EXPECT_EQ(missing.status().code(), absl::StatusCode::kNotFound);

@@ -214,7 +214,8 @@ absl::StatusOr<std::vector<CodecMeasurement>> ParseCodecCalibration(absl::string
     };
     auto members = LineParser(line).Object();
     if (!members.ok()) return fail(members.status());
-    if (!members->empty() && (members->front().first == "link" || members->front().first == "compute")) {
+    if (!members->empty() && (members->front().first == "link" || members->front().first == "compute" ||
+                              members->front().first == "host")) {
       continue;  // sbp/calibration.h reads these.
     }
     absl::StatusOr<CodecMeasurement> measurement = Measurement(*members);

@@ -99,7 +99,7 @@ std::string CodecMeasurementLine(const CodecMeasurement& measurement);
 // (an integer the codec accepts), hadamard (true/false), bytes_per_second (a finite
 // number > 0), optionally encode_bytes_per_second and decode_bytes_per_second (both or
 // neither, finite numbers > 0), and optionally elements and repetitions (integers >= 1).
-// Lines of the other kinds a calibration file holds (a "link" or "compute" key,
+// Lines of the other kinds a calibration file holds (a "link", "compute" or "host" key,
 // sbp/calibration.h) are skipped here. INVALID_ARGUMENT naming `file` and the line, e.g.
 //   codec calibration file 'codecs.jsonl' line 3: unknown key "speed"; valid keys: codec,
 //   group_size, hadamard, bytes_per_second, encode_bytes_per_second,

@@ -9,7 +9,7 @@
 // The reference of each prediction is the step measured in the same run. Two models are
 // reported side by side: "uncalibrated" (the cluster as the examples give it: default
 // compute rates, each device its own core, no per-act cost) and "calibrated" (the terms of
-// bench/auto_parallel/host_calibration.h measured in this process before the sweep, and
+// tools/cli/host_calibration.h measured in this process before the sweep, and
 // the compute rates scaled to the model's own kernels by one 1-device run of it:
 // {"bench":"auto_parallel_model_rates",...}). The summary names the host's cores and load.
 // The goals (issue 26): median |error| <= 15%, Spearman rank correlation >= 0.9.
@@ -35,7 +35,6 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 #include "actors/runtime.h"
-#include "bench/auto_parallel/host_calibration.h"
 #include "compiler/auto_parallel/act_count.h"
 #include "compiler/auto_parallel/candidate.h"
 #include "compiler/auto_parallel/model_profile.h"
@@ -45,6 +44,7 @@
 #include "examples/common/parallel_layout.h"
 #include "examples/gpt/gpt_model.h"
 #include "oneflow_core/status.h"
+#include "tools/cli/host_calibration.h"
 
 ABSL_FLAG(std::string, devices, "4,8", "Comma-separated device counts, each one node in this process.");
 ABSL_FLAG(int64_t, layers, 4, "Blocks of the gpt.");
@@ -171,9 +171,9 @@ struct Row {
 
 absl::Status RunCluster(const examples::GptConfig& config, int64_t devices) {
   const auto calibration_start = std::chrono::steady_clock::now();
-  OF_ASSIGN_OR_RETURN(const bench::HostCalibration calibration, bench::MeasureHostCalibration(devices));
+  OF_ASSIGN_OR_RETURN(const cli::HostCalibration calibration, cli::MeasureHostCalibration(devices));
   std::printf("{\"bench\":\"auto_parallel_calibration\",%s,\"seconds\":%.2f}\n",
-              bench::HostCalibrationJson(calibration).c_str(),
+              cli::HostCalibrationJson(calibration).c_str(),
               std::chrono::duration<double>(std::chrono::steady_clock::now() - calibration_start).count());
   std::fflush(stdout);
   examples::ParallelFlags probe;
@@ -204,7 +204,7 @@ absl::Status RunCluster(const examples::GptConfig& config, int64_t devices) {
   uncalibrated.price.register_count = base.register_count;
   uncalibrated.max_micro_batches = absl::GetFlag(FLAGS_max_micro_batches);
   auto_parallel::SearchOptions calibrated = uncalibrated;
-  bench::ApplyHostCalibration(calibration, &calibrated.price);
+  cli::ApplyHostCalibration(calibration, &calibrated.price);
   // The model's own kernels on this host (per-op rates differ from a 512^3 SGEMM's): the
   // 1-device layout trained, and both compute rates scaled by its measured step over its
   // predicted compute (its acts' share set aside). A profile of one layout, not a fit to
@@ -315,7 +315,7 @@ absl::Status RunCluster(const examples::GptConfig& config, int64_t devices) {
       static_cast<long long>(total), rows.size(), Median(errors), Spearman(predicted, measured),
       Median(uncalibrated_errors), Spearman(uncalibrated_predicted, measured), LayoutName(chosen.layout).c_str(),
       chosen.measured_ms, LayoutName(best->layout).c_str(), best->measured_ms, chosen.measured_ms / best->measured_ms,
-      static_cast<long long>(calibration.cores), load[0]);
+      static_cast<long long>(calibration.runtime.measurement.cores), load[0]);
   std::fflush(stdout);
   return absl::OkStatus();
 }

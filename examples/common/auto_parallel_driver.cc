@@ -7,12 +7,15 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
+#include "compiler/auto_parallel/act_count.h"
 #include "compiler/auto_parallel/candidate.h"
+#include "compiler/auto_parallel/host_terms.h"
 #include "compiler/auto_parallel/model_profile.h"
 #include "compiler/auto_parallel/search.h"
 #include "compiler/compiler.h"
 #include "plan/plan_checksum.h"
 #include "oneflow_core/status.h"
+#include "sbp/calibration.h"
 #include "sbp/collective_cost.h"
 
 namespace oneflow::examples {
@@ -32,9 +35,16 @@ ParallelFlags FlagsFor(const ParallelFlags& cluster, const proto::AutoParallelLa
   return flags;
 }
 
-// The profile of the model built for the probe layout: tp = 2 on two devices of one node
-// when the cluster has two devices and the model accepts it, else one device.
-absl::StatusOr<auto_parallel::ModelProfile> Profile(const JobBuilder& build, const ParallelFlags& cluster) {
+// The model built for the probe layout and its profile.
+struct Probe {
+  ParallelLayout layout;
+  proto::Job job;
+  auto_parallel::ModelProfile profile;
+};
+
+// The probe layout: tp = 2 on two devices of one node when the cluster has two devices
+// and the model accepts it, else one device.
+absl::StatusOr<Probe> Profile(const JobBuilder& build, const ParallelFlags& cluster) {
   ParallelFlags probe;
   probe.intra_node_bandwidth = cluster.intra_node_bandwidth;
   probe.inter_node_bandwidth = cluster.inter_node_bandwidth;
@@ -44,14 +54,33 @@ absl::StatusOr<auto_parallel::ModelProfile> Profile(const JobBuilder& build, con
     absl::StatusOr<ParallelLayout> layout = ParallelLayout::Create(probe);
     if (layout.ok()) {
       absl::StatusOr<proto::Job> job = build(*layout);
-      if (job.ok()) return auto_parallel::ProfileJob(*job, 2);
+      if (job.ok()) {
+        OF_ASSIGN_OR_RETURN(auto_parallel::ModelProfile profile, auto_parallel::ProfileJob(*job, 2));
+        return Probe{*std::move(layout), *std::move(job), std::move(profile)};
+      }
     }
   }
   probe.devices_per_node = 1;
   probe.tp = 1;
-  OF_ASSIGN_OR_RETURN(const ParallelLayout layout, ParallelLayout::Create(probe));
-  OF_ASSIGN_OR_RETURN(const proto::Job job, build(layout));
-  return auto_parallel::ProfileJob(job, 1);
+  OF_ASSIGN_OR_RETURN(ParallelLayout layout, ParallelLayout::Create(probe));
+  OF_ASSIGN_OR_RETURN(proto::Job job, build(layout));
+  OF_ASSIGN_OR_RETURN(auto_parallel::ModelProfile profile, auto_parallel::ProfileJob(job, 1));
+  return Probe{std::move(layout), std::move(job), std::move(profile)};
+}
+
+// The host terms of --codec_calibration's file for the cluster's device count (its host
+// line nearest it), or nullopt without a file or without host lines. The file was read
+// and checked by CompileOptionsFor already.
+absl::StatusOr<std::optional<proto::AutoParallelHostTerms>> HostTerms(const CompileSettings& settings,
+                                                                      int64_t devices) {
+  const std::string& file = settings.compression.codec_calibration;
+  if (file.empty()) return std::optional<proto::AutoParallelHostTerms>();
+  absl::StatusOr<Calibration> calibration = ReadCalibrationFile(file);
+  if (!calibration.ok()) {
+    return absl::Status(calibration.status().code(),
+                        absl::StrCat("--codec_calibration: ", calibration.status().message()));
+  }
+  return auto_parallel::HostTermsFor(*calibration, devices, file);
 }
 
 int64_t PlannedPeak(const proto::Plan& plan) {
@@ -64,7 +93,8 @@ int64_t PlannedPeak(const proto::Plan& plan) {
 
 absl::StatusOr<AutoParallelResult> AutoParallelCompile(const JobBuilder& build, const AutoParallelRequest& request) {
   const auto search_start = std::chrono::steady_clock::now();
-  OF_ASSIGN_OR_RETURN(const auto_parallel::ModelProfile profile, Profile(build, request.cluster));
+  OF_ASSIGN_OR_RETURN(Probe probe, Profile(build, request.cluster));
+  auto_parallel::ModelProfile& profile = probe.profile;
   // The cluster proto (links, calibration, compute rates) as every compile of it sees it.
   ParallelFlags whole = request.cluster;
   whole.dp = whole.nodes * whole.devices_per_node;
@@ -80,6 +110,26 @@ absl::StatusOr<AutoParallelResult> AutoParallelCompile(const JobBuilder& build, 
   options.device_memory = request.device_memory;
   options.max_pipeline_stages = request.max_pipeline_stages;
   options.max_micro_batches = request.max_micro_batches;
+  OF_ASSIGN_OR_RETURN(const std::optional<proto::AutoParallelHostTerms> host_terms,
+                      HostTerms(request.settings, request.cluster.nodes * request.cluster.devices_per_node));
+  if (host_terms.has_value()) {
+    auto_parallel::ApplyHostTerms(*host_terms, &options.price);
+    // The per-act cost needs the acts of each unit: the probe job compiled (as a layout
+    // of the search would be, recomputing nothing) and its actors counted.
+    std::string probe_dump;
+    CompileSettings probe_settings = request.settings;
+    probe_settings.recompute = "none";
+    OF_ASSIGN_OR_RETURN(const CompileOptions probe_options,
+                        CompileOptionsFor(probe.layout, probe_settings, &probe_dump));
+    absl::StatusOr<proto::Plan> probe_plan = Compile(probe.job, probe_options);
+    if (!probe_plan.ok()) {
+      return absl::Status(probe_plan.status().code(),
+                          absl::StrCat("--auto_parallel: compiling the probe layout to count its acts (for the "
+                                       "calibration's host terms): ",
+                                       probe_plan.status().message()));
+    }
+    OF_RETURN_IF_ERROR(auto_parallel::CountActs(*probe_plan, &profile));
+  }
   OF_ASSIGN_OR_RETURN(const auto_parallel::SearchResult result, auto_parallel::Search(profile, options));
   AutoParallelResult out;
   out.search_seconds = SecondsSince(search_start);
@@ -122,6 +172,7 @@ absl::StatusOr<AutoParallelResult> AutoParallelCompile(const JobBuilder& build, 
     proto::AutoParallelDecision decision =
         auto_parallel::DecisionRecord(result, i, request.device_memory, request.alternatives, refused);
     decision.set_planned_peak_bytes(planned);
+    if (host_terms.has_value()) *decision.mutable_host_terms() = *host_terms;
     *plan->mutable_auto_parallel() = std::move(decision);
     OF_RETURN_IF_ERROR(SealPlan(&*plan));
     out.compile_seconds = SecondsSince(compile_start);
@@ -152,7 +203,7 @@ std::string AutoParallelSummary(const proto::AutoParallelDecision& decision, dou
     absl::StrAppend(&text, " (--device_memory=", auto_parallel::BytesText(decision.device_memory()), ", ",
                     decision.over_memory(), " layouts over it)");
   }
-  absl::StrAppend(&text, "\n");
+  absl::StrAppend(&text, "\n  host terms: ", auto_parallel::HostTermsText(decision), "\n");
   for (const proto::AutoParallelPrediction& alternative : decision.alternatives()) {
     absl::StrAppend(&text, "  lost: ", alternative.lost_because(), "\n");
   }

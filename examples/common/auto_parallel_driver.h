@@ -32,7 +32,10 @@ struct AutoParallelRequest {
   // The cluster: nodes, devices_per_node and link bandwidths (dp, tp, pp, zero and
   // micro_batches are what the search chooses and are ignored).
   ParallelFlags cluster;
-  // Everything else the compile takes; its recompute is what the search chooses.
+  // Everything else the compile takes; its recompute is what the search chooses. A
+  // compression.codec_calibration file with host lines (`oneflow calibrate`) gives the
+  // search its per-act, per-collective-call and host-core terms (the line nearest the
+  // cluster's device count), recorded in the decision (AutoParallelDecision.host_terms).
   CompileSettings settings;
   // Bytes one device may hold (--device_memory); 0: no limit.
   int64_t device_memory = 0;
@@ -61,7 +64,8 @@ struct AutoParallelResult {
 absl::StatusOr<AutoParallelResult> AutoParallelCompile(const JobBuilder& build, const AutoParallelRequest& request);
 
 // What a person reads: the chosen layout as flags, its predicted step split, predicted
-// and planned peak, the search's size and time, and the alternatives with why each lost.
+// and planned peak, the search's size and time, the host terms it was priced with
+// (auto_parallel::HostTermsText), and the alternatives with why each lost.
 std::string AutoParallelSummary(const proto::AutoParallelDecision& decision, double search_seconds);
 
 }  // namespace oneflow::examples

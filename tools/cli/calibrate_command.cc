@@ -10,11 +10,16 @@
 
 #include "absl/flags/declare.h"
 #include "absl/flags/flag.h"
+#include "absl/flags/reflection.h"
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
 #include "oneflow_core/files/atomic_write.h"
+#include "oneflow_core/status.h"
 #include "sbp/calibration.h"
 #include "tools/cli/cluster_link_calibration.h"
 #include "tools/cli/daemon_flags.h"
+#include "tools/cli/host_calibration.h"
 #include "tools/cli/link_calibration.h"
 #include "tools/cli/machine_calibration.h"
 
@@ -22,6 +27,10 @@ ABSL_DECLARE_FLAG(std::string, transport);
 
 ABSL_FLAG(std::string, out, "",
           "Write the measurements (JSON lines) to this file, atomically, instead of stdout.");
+ABSL_FLAG(std::string, host_devices, "4,8",
+          "Device counts, comma-separated, for which to measure the runtime's in-process costs (per act, per "
+          "collective call, the cores the devices share) as the file's host lines, which --auto_parallel prices "
+          "with; empty: none. Not with --nodes.");
 
 namespace oneflow::cli {
 namespace {
@@ -60,7 +69,52 @@ absl::StatusOr<ClusterLinks> MeasureLinksBetweenDaemons() {
   return MeasureClusterLinks(options);
 }
 
+// --host_devices as device counts, each >= 1 and given once.
+absl::StatusOr<std::vector<int64_t>> HostDeviceCounts() {
+  const std::string text = absl::GetFlag(FLAGS_host_devices);
+  std::vector<int64_t> counts;
+  for (absl::string_view part : absl::StrSplit(text, ',', absl::SkipEmpty())) {
+    int64_t count = 0;
+    if (!absl::SimpleAtoi(part, &count) || count < 1 || count > 4096) {
+      return absl::InvalidArgumentError(absl::StrCat("--host_devices=", text, ": '", part,
+                                                     "' is not a device count (1..4096)"));
+    }
+    if (std::find(counts.begin(), counts.end(), count) != counts.end()) {
+      return absl::InvalidArgumentError(absl::StrCat("--host_devices=", text, ": ", count, " is given twice"));
+    }
+    counts.push_back(count);
+  }
+  return counts;
+}
+
+// One host line per count of --host_devices, measured in this process (tools/cli/host_calibration.h).
+absl::StatusOr<std::vector<std::string>> MeasureHostLines(const std::vector<int64_t>& counts) {
+  std::vector<std::string> lines;
+  for (int64_t devices : counts) {
+    absl::StatusOr<HostRuntime> runtime = MeasureHostRuntime(devices);
+    if (!runtime.ok()) {
+      return absl::Status(runtime.status().code(), absl::StrCat("measuring the runtime's costs for ", devices,
+                                                                " devices: ", runtime.status().message()));
+    }
+    lines.push_back(HostMeasurementLine(runtime->measurement));
+  }
+  return lines;
+}
+
 absl::Status RunCalibrate(const std::vector<std::string>& /*arguments*/, std::ostream& out) {
+  OF_ASSIGN_OR_RETURN(std::vector<int64_t> host_devices, HostDeviceCounts());
+  const absl::CommandLineFlag* host_flag = absl::FindCommandLineFlag("host_devices");
+  const bool host_devices_given = host_flag != nullptr && host_flag->CurrentValue() != host_flag->DefaultValue();
+  if (!absl::GetFlag(FLAGS_nodes).empty()) {
+    // The host lines describe every device as a thread of one process on this machine,
+    // which a cluster of daemons is not.
+    if (host_devices_given && !host_devices.empty()) {
+      return absl::InvalidArgumentError(
+          "--host_devices measures devices simulated in one process on this machine; with --nodes the cluster's "
+          "devices run on their own nodes: drop --host_devices or --nodes");
+    }
+    host_devices.clear();
+  }
   absl::StatusOr<ClusterLinks> links =
       absl::GetFlag(FLAGS_nodes).empty() ? MeasureLocalLinks() : MeasureLinksBetweenDaemons();
   if (!links.ok()) return links.status();
@@ -70,6 +124,8 @@ absl::Status RunCalibrate(const std::vector<std::string>& /*arguments*/, std::os
   lines.push_back(LinkMeasurementLine("intra_node", links->intra_node));
   lines.push_back(LinkMeasurementLine("inter_node", links->inter_node));
   lines.insert(lines.end(), machine.compute_lines.begin(), machine.compute_lines.end());
+  OF_ASSIGN_OR_RETURN(const std::vector<std::string> host_lines, MeasureHostLines(host_devices));
+  lines.insert(lines.end(), host_lines.begin(), host_lines.end());
   const std::string path = absl::GetFlag(FLAGS_out);
   if (!path.empty()) return WriteCalibrationFile(path, lines);
   for (const std::string& line : lines) out << line << "\n";
@@ -93,11 +149,13 @@ Subcommand CalibrateSubcommand() {
   Subcommand command;
   command.name = "calibrate";
   command.arguments = "";
-  command.flag_usage = "[--out=FILE] [--nodes=HOST:PORT,... --token_file=F [--tls_ca=F] [--transport=ucx|gloo]]";
+  command.flag_usage =
+      "[--out=FILE] [--host_devices=N,...] [--nodes=HOST:PORT,... --token_file=F [--tls_ca=F] [--transport=ucx|gloo]]";
   command.summary =
       "measure the links (alpha, beta) of this machine or, with --nodes, between a cluster's daemons, and this "
-      "machine's codecs and compute rates, for the cost model (for --codec_calibration=FILE)";
-  command.flags = {"out", "nodes", "token_file", "tls_ca", "transport"};
+      "machine's codecs and compute rates and, without --nodes, the runtime's in-process costs, for the cost model "
+      "(for --codec_calibration=FILE)";
+  command.flags = {"out", "host_devices", "nodes", "token_file", "tls_ca", "transport"};
   command.flag_help = {
       {"nodes",
        "HOST:PORT of each node's oneflowd, comma-separated, node 0 first (at least 2): measure the links within "

@@ -7,6 +7,10 @@
 //  - alpha and beta of the in-node link (the in-process backend) and of the cross-process
 //    transport on 127.0.0.1, and the GEMM and memory rates of one thread
 //    (tools/cli/link_calibration.h, tools/cli/machine_calibration.h).
+//  - without --nodes, for each count N of --host_devices (default 4,8), the runtime's
+//    in-process costs when N devices run as threads of this process: per act, per
+//    collective call, and the cores they share (tools/cli/host_calibration.h, what the
+//    prediction benchmark measures), one host line each, which --auto_parallel prices with.
 // With --nodes=HOST:PORT,... (and the daemons' --token_file, --tls_ca, --transport as for
 // `oneflow launch`) the two link levels are measured between the daemons of a cluster
 // instead, by a short job on them (cluster_link_calibration.h), whose node 0 also measures

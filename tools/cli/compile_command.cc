@@ -52,6 +52,23 @@ ABSL_FLAG(bool, fuse_epilogues, true, "Fuse matmul -> bias_add (-> relu) chains 
 ABSL_FLAG(std::string, precision, "fp32",
           "fp32, or bf16 mixed precision (matrix products on bf16 operands with fp32 accumulation; needs "
           "AVX-512 BF16 or AMX; docs/memory_and_precision.md).");
+ABSL_FLAG(std::string, recompute, "none",
+          "Activation recomputation: none, selective (the attention cores of the graph's blocks) or full (every op "
+          "of a block from its input); the graph marks blocks with [block=NAME] (docs/memory_and_precision.md).");
+ABSL_FLAG(std::string, pp_schedule, "1f1b",
+          "Pipeline schedule with --pp > 1: 1f1b, interleaved (needs --virtual_stages >= 2), zb (zero-bubble "
+          "ZB-H1) or auto (by --device_memory) (docs/pipeline.md).");
+ABSL_FLAG(int64_t, virtual_stages, 1,
+          "Chunks of blocks per pipeline stage for --pp_schedule=interleaved; the graph's op placements must be "
+          "the ones the example printed for the same --pp and --virtual_stages.");
+ABSL_FLAG(int64_t, cp, 1,
+          "Context-parallel degree (the layout's context axis); the graph must be one printed for the same --cp, "
+          "whose ops already say how attention runs.");
+ABSL_FLAG(std::string, cp_attention, "auto",
+          "Refused unless auto: a graph text already fixes how its attention runs (Ulysses all-to-all boxings or "
+          "ring attention ops); choose it when the example prints the graph.");
+ABSL_FLAG(std::string, communication_streams, "auto",
+          "auto (a communication stream per group class) or one (every collective on one thread).");
 ABSL_FLAG(std::string, plan_out, "", "Write the compiled plan to this file.");
 ABSL_FLAG(bool, auto_parallel, false,
           "Let the compiler choose --dp --tp --zero and recomputation for --nodes x --devices_per_node, the links "
@@ -59,7 +76,7 @@ ABSL_FLAG(bool, auto_parallel, false,
           "line; graph text has no stage map and fixes the micro-batch, so pp and micro_batches stay 1.");
 ABSL_FLAG(int64_t, device_memory, 0,
           "With --auto_parallel: bytes one device may hold (0: no limit); layouts whose predicted or planned peak "
-          "is above it are not chosen.");
+          "is above it are not chosen. With --pp_schedule=auto: the memory budget the schedule is chosen by.");
 ABSL_FLAG(std::string, dump_after, "",
           "Comma-separated compiler pass names (or 'all') after which to print the state.");
 
@@ -96,9 +113,24 @@ absl::StatusOr<std::string> ReadGraphFile(const std::string& path) {
   return text.str();
 }
 
+bool FlagGiven(const char* name) {
+  const absl::CommandLineFlag* flag = absl::FindCommandLineFlag(name);
+  return flag != nullptr && flag->CurrentValue() != flag->DefaultValue();
+}
+
 // The flags the search chooses; giving one with --auto_parallel is a contradiction.
 absl::Status CheckNoLayoutFlags() {
-  for (const char* name : {"dp", "tp", "pp", "micro_batches", "zero"}) {
+  // A graph text is searched with one pipeline stage and no context axis.
+  for (const char* name : {"cp", "virtual_stages", "pp_schedule"}) {
+    if (FlagGiven(name)) {
+      const absl::CommandLineFlag* flag = absl::FindCommandLineFlag(name);
+      return absl::InvalidArgumentError(
+          absl::StrCat("--", name, "=", flag->CurrentValue(),
+                       " is not searched: --auto_parallel on a graph text keeps one pipeline stage and --cp=1; "
+                       "compile without --auto_parallel to give it"));
+    }
+  }
+  for (const char* name : {"dp", "tp", "pp", "micro_batches", "zero", "recompute"}) {
     const absl::CommandLineFlag* flag = absl::FindCommandLineFlag(name);
     if (flag != nullptr && flag->CurrentValue() != flag->DefaultValue()) {
       return absl::InvalidArgumentError(absl::StrCat("--auto_parallel chooses --", name, "; do not give --", name,
@@ -135,9 +167,16 @@ absl::Status RunCompile(const std::vector<std::string>& arguments, std::ostream&
     return absl::InvalidArgumentError(absl::StrCat("--device_memory=", device_memory,
                                                    " is negative; give bytes one device may hold (0: no limit)"));
   }
-  if (device_memory > 0 && !absl::GetFlag(FLAGS_auto_parallel)) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("--device_memory=", device_memory, " is a limit for --auto_parallel's search; add --auto_parallel"));
+  if (device_memory > 0 && !absl::GetFlag(FLAGS_auto_parallel) && absl::GetFlag(FLAGS_pp_schedule) != "auto") {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "--device_memory=", device_memory,
+        " is a limit for --auto_parallel's search or --pp_schedule=auto; add one of them"));
+  }
+  if (absl::GetFlag(FLAGS_cp_attention) != "auto") {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "--cp_attention=", absl::GetFlag(FLAGS_cp_attention),
+        ": a graph text already fixes how its attention runs (the Ulysses all-to-all boxings or the ring attention "
+        "ops are in it); give --cp_attention to the example that prints the graph (--print_graph) instead"));
   }
   examples::ParallelFlags flags;
   OF_ASSIGN_OR_RETURN(flags.nodes, NodeCount());
@@ -147,6 +186,8 @@ absl::Status RunCompile(const std::vector<std::string>& arguments, std::ostream&
   flags.pp = absl::GetFlag(FLAGS_pp);
   flags.micro_batches = absl::GetFlag(FLAGS_micro_batches);
   flags.zero = absl::GetFlag(FLAGS_zero);
+  flags.cp = absl::GetFlag(FLAGS_cp);
+  flags.virtual_stages = absl::GetFlag(FLAGS_virtual_stages);
   flags.intra_node_bandwidth = absl::GetFlag(FLAGS_intra_node_bandwidth);
   flags.inter_node_bandwidth = absl::GetFlag(FLAGS_inter_node_bandwidth);
   examples::CompileSettings settings;
@@ -157,6 +198,10 @@ absl::Status RunCompile(const std::vector<std::string>& arguments, std::ostream&
   settings.sparse_boxing = absl::GetFlag(FLAGS_sparse_boxing);
   settings.fuse_epilogues = absl::GetFlag(FLAGS_fuse_epilogues);
   settings.precision = absl::GetFlag(FLAGS_precision);
+  settings.recompute = absl::GetFlag(FLAGS_recompute);
+  settings.pp_schedule = absl::GetFlag(FLAGS_pp_schedule);
+  settings.communication_streams = absl::GetFlag(FLAGS_communication_streams);
+  settings.device_memory = device_memory;
   settings.compression.compression = absl::GetFlag(FLAGS_compression);
   settings.compression.codec_bytes_per_second = absl::GetFlag(FLAGS_codec_bytes_per_second);
   settings.compression.codec_calibration = absl::GetFlag(FLAGS_codec_calibration);
@@ -206,7 +251,9 @@ Subcommand CompileSubcommand() {
   command.arguments = "GRAPH.txt";
   command.flag_usage =
       "[--nodes=N] [--devices_per_node=N] [--dp=N] [--tp=N] [--pp=N] [--micro_batches=N] [--zero=0..3] "
-      "[--compression=off|auto|fp8|int8|int4] [--auto_parallel [--device_memory=BYTES]] [--plan_out=FILE]";
+      "[--cp=N] [--virtual_stages=N] [--pp_schedule=1f1b|interleaved|zb|auto] [--recompute=none|selective|full] "
+      "[--precision=fp32|bf16] [--compression=off|auto|fp8|int8|int4] [--auto_parallel [--device_memory=BYTES]] "
+      "[--plan_out=FILE]";
   command.summary = "compile a model written in the graph text format (docs/graph_text.md) into a plan";
   command.flags = {"nodes",          "devices_per_node",       "dp",
                    "tp",             "pp",                     "micro_batches",
@@ -215,7 +262,10 @@ Subcommand CompileSubcommand() {
                    "inter_node_latency",   "codec_bytes_per_second",
                    "codec_calibration",    "bucket_mb",            "sparse_boxing",
                    "fuse_epilogues",       "threads_per_device",   "dump_after",
-                   "auto_parallel",        "device_memory"};
+                   "auto_parallel",        "device_memory",
+                   "recompute",            "precision",            "pp_schedule",
+                   "virtual_stages",       "cp",                   "cp_attention",
+                   "communication_streams"};
   command.flag_help = {{"nodes", "Nodes of the cluster (a count; default 1)."},
                        {"threads_per_device",
                         "Threads each CPU device runs its compute kernels on, kept in the plan's cluster "

@@ -35,6 +35,47 @@ model_flags=(--text_file=corpus.txt)
 model_flags=()
 grep -q "source .* text_file path=\"$DIR/corpus.txt\"" "$DIR/gpt_pp.txt" || fail "$(head -n 5 "$DIR/gpt_pp.txt")"
 
+# The compile flags beyond the layout (docs/graph_text.md, "oneflow compile"): the same
+# flags give the same plan from the text as from C++, for recomputation, the pipeline
+# schedules and context parallelism.
+same_plan gpt_recompute "$PWD/examples/gpt/gpt" "${layout[@]}" --recompute=full
+inspected=$("$ONEFLOW" inspect "$DIR/gpt_recompute.text.plan")
+[[ "$inspected" == *"recompute (--recompute=full): activations kept for backward "* ]] ||
+  fail "no recompute section in: $inspected"
+same_plan gpt_selective "$PWD/examples/gpt/gpt" "${layout[@]}" --recompute=selective --communication_streams=one
+same_plan gpt_zb "$PWD/examples/gpt/gpt" --devices_per_node=2 --pp=2 --micro_batches=4 --pp_schedule=zb
+model_flags=(--layers=4)
+same_plan gpt_interleaved "$PWD/examples/gpt/gpt" --devices_per_node=2 --pp=2 --micro_batches=4 \
+  --virtual_stages=2 --pp_schedule=interleaved
+model_flags=(--cp_attention=ring)
+same_plan gpt_cp_ring "$PWD/examples/gpt/gpt" --devices_per_node=2 --cp=2
+model_flags=()
+if "$PWD/examples/gpt/gpt" --precision=bf16 --plan_out="$DIR/bf16_probe.plan" >/dev/null 2>"$DIR/bf16.err"; then
+  same_plan gpt_bf16 "$PWD/examples/gpt/gpt" "${layout[@]}" --precision=bf16
+else
+  # A CPU without BF16 instructions: compile refuses it as the example does, naming the flag.
+  err=$("$ONEFLOW" compile "$DIR/gpt.txt" "${layout[@]}" --precision=bf16 2>&1 >/dev/null) && fail "bf16 accepted"
+  [[ "$err" == "oneflow compile: --precision=bf16 needs a CPU with AVX-512 BF16 or AMX-BF16 instructions;"* ]] ||
+    fail "$err"
+fi
+# Bad values name the flag and what is valid; what a text cannot take is refused, saying why.
+expect_error() {
+  local want="$1"
+  shift
+  local err
+  err=$("$ONEFLOW" compile "$@" 2>&1 >/dev/null) && fail "accepted: $*"
+  [[ "$err" == "$want" ]] || fail "oneflow compile $*: got: $err; want: $want"
+}
+expect_error "oneflow compile: --recompute=some is not one of: none, selective, full" \
+  "$DIR/gpt.txt" "${layout[@]}" --recompute=some
+expect_error "oneflow compile: --pp_schedule=gpipe is not one of: 1f1b, interleaved, zb, auto" \
+  "$DIR/gpt.txt" "${layout[@]}" --pp_schedule=gpipe
+expect_error "oneflow compile: --precision=fp16 is not one of: fp32, bf16" "$DIR/gpt.txt" "${layout[@]}" --precision=fp16
+expect_error "oneflow compile: --cp_attention=ulysses: a graph text already fixes how its attention runs (the Ulysses all-to-all boxings or the ring attention ops are in it); give --cp_attention to the example that prints the graph (--print_graph) instead" \
+  "$DIR/gpt_cp_ring.txt" --devices_per_node=2 --cp=2 --cp_attention=ulysses
+expect_error "oneflow compile: --pp_schedule=interleaved needs --virtual_stages >= 2 (got --virtual_stages=1)" \
+  "$DIR/gpt_zb.txt" --devices_per_node=2 --pp=2 --micro_batches=4 --pp_schedule=interleaved
+
 # The comparison sees one location: the text without its loc= fields (locations then name
 # the text's lines), or with one line number moved, compiles to another plan.
 grep -q ' loc="gpt_model.cc:[0-9]*"$' "$DIR/gpt.txt" || fail "no loc= in $(head -n 8 "$DIR/gpt.txt")"
@@ -59,11 +100,15 @@ inspected=$("$ONEFLOW" inspect "$DIR/auto.plan")
 [[ "$inspected" == *"auto-parallel decision (4 layouts priced)"* ]] || fail "no decision in: $inspected"
 err=$("$ONEFLOW" compile "$DIR/mlp_free.txt" --auto_parallel --devices_per_node=4 --dp=2 2>&1 >/dev/null) && fail "--dp accepted"
 [[ "$err" == "oneflow compile: --auto_parallel chooses --dp; do not give --dp=2 with it" ]] || fail "$err"
+expect_error "oneflow compile: --auto_parallel chooses --recompute; do not give --recompute=full with it" \
+  "$DIR/mlp_free.txt" --auto_parallel --devices_per_node=4 --recompute=full
+expect_error "oneflow compile: --cp=2 is not searched: --auto_parallel on a graph text keeps one pipeline stage and --cp=1; compile without --auto_parallel to give it" \
+  "$DIR/mlp_free.txt" --auto_parallel --devices_per_node=4 --cp=2
 err=$("$ONEFLOW" compile "$DIR/mlp.txt" --auto_parallel --devices_per_node=4 2>&1 >/dev/null) && fail "placement accepted"
 [[ "$err" == "oneflow compile: $DIR/mlp.txt: --auto_parallel gives each layout its own placement, but the graph has \`placement "* ]] ||
   fail "$err"
 err=$("$ONEFLOW" compile "$DIR/mlp_free.txt" --devices_per_node=4 --dp=4 --device_memory=4096 2>&1 >/dev/null) &&
   fail "--device_memory without --auto_parallel accepted"
-[[ "$err" == "oneflow compile: --device_memory=4096 is a limit for --auto_parallel's search; add --auto_parallel" ]] ||
+[[ "$err" == "oneflow compile: --device_memory=4096 is a limit for --auto_parallel's search or --pp_schedule=auto; add one of them" ]] ||
   fail "$err"
 echo "PASS"

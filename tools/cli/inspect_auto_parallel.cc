@@ -2,6 +2,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "compiler/auto_parallel/candidate.h"
+#include "compiler/auto_parallel/host_terms.h"
 #include "compiler/auto_parallel/price.h"
 #include "compiler/auto_parallel/search.h"
 #include "sbp/collective_cost.h"
@@ -69,6 +70,7 @@ void AppendAutoParallelText(const proto::Plan& plan, std::string* out) {
   absl::StrAppend(out, "    ", StepText(chosen), "\n");
   absl::StrAppend(out, "    peak: predicted ", BytesText(chosen.peak_bytes()), ", planned ",
                   BytesText(decision.planned_peak_bytes()), "\n");
+  absl::StrAppend(out, "    host terms: ", auto_parallel::HostTermsText(decision), "\n");
   if (decision.alternatives_size() > 0) {
     absl::StrAppend(out, "  alternatives (", decision.alternatives_size(), "), why each lost:\n");
     for (const proto::AutoParallelPrediction& alternative : decision.alternatives()) {
@@ -99,6 +101,25 @@ void WriteAutoParallelJson(const proto::Plan& plan, JsonWriter& json) {
   json.Int(decision.planned_peak_bytes());
   json.Key("chosen");
   WritePrediction(decision.chosen(), json);
+  // null: priced without host terms (acts free, every device its own core).
+  json.Key("host_terms");
+  if (decision.has_host_terms()) {
+    const proto::AutoParallelHostTerms& terms = decision.host_terms();
+    json.BeginObject();
+    json.Key("act_seconds");
+    json.Double(terms.act_seconds());
+    json.Key("collective_call_seconds");
+    json.Double(terms.collective_call_seconds());
+    json.Key("host_cores");
+    json.Int(terms.host_cores());
+    json.Key("measured_devices");
+    json.Int(terms.measured_devices());
+    json.Key("calibration_file");
+    json.String(terms.calibration_file());
+    json.EndObject();
+  } else {
+    json.Null();
+  }
   json.Key("alternatives");
   json.BeginArray();
   for (const proto::AutoParallelPrediction& alternative : decision.alternatives()) WritePrediction(alternative, json);

@@ -17,6 +17,7 @@ namespace oneflow::cli {
 //     chosen: dp=2 tp=2 pp=1 micro_batches=1 zero=0 recompute=none
 //       predicted step 1.2 ms = compute 1.0 ms + exposed communication 0.2 ms + bubble 0 ms
 //       peak: predicted 40.00 KiB (40960 B), planned 38.00 KiB (38912 B)
+//       host terms: act 2.5 us, collective call 12.5 us, 2 host cores (measured for 4 devices, c.jsonl)
 //     alternatives:
 //       dp=4 tp=1: +12% step: exposed communication +0.15 ms
 void AppendAutoParallelText(const proto::Plan& plan, std::string* out);

@@ -18,6 +18,7 @@
 #include "absl/strings/str_split.h"
 #include "absl/synchronization/mutex.h"
 #include "actors/metrics.h"
+#include "actors/predicted_step.h"
 #include "actors/trace.h"
 #include "oneflow_core/status.h"
 #include "absl/strings/str_replace.h"
@@ -292,9 +293,12 @@ absl::Status RunLaunch(const std::vector<std::string>& arguments, std::ostream& 
   // are printed again, as the new attempt trains them.
   std::optional<PendingRecovery> pending_recovery;
   int64_t last_iteration = -1;  // The newest merged iteration of the current attempt.
+  // The attempt's measured step beside --auto_parallel's prediction (actors/predicted_step.h).
+  actors::MeasuredStep measured;
   options.on_metrics = [&](const proto::IterationMetrics& m) {
     actors::IterationMetrics metrics = launcher::MetricsFromProto(m);
     last_iteration = m.iteration();
+    measured.Add(metrics.iteration, metrics.step_ms);
     if (pending_recovery.has_value()) {
       // The kill-to-training time: from the failure to the first iteration trained again.
       const double seconds = absl::ToDoubleSeconds(absl::Now() - pending_recovery->failed_at);
@@ -334,6 +338,7 @@ absl::Status RunLaunch(const std::vector<std::string>& arguments, std::ostream& 
   for (int64_t attempt = 0;; ++attempt) {
     acts.clear();
     last_iteration = -1;
+    measured = actors::MeasuredStep();
     launcher::LaunchOptions attempt_options = options;
     if (attempt > 0) attempt_options.job_id = absl::StrCat(base_job_id, "-restart", attempt);
     OF_ASSIGN_OR_RETURN(std::unique_ptr<launcher::LaunchSession> session,
@@ -509,6 +514,11 @@ absl::Status RunLaunch(const std::vector<std::string>& arguments, std::ostream& 
     options.recoveries = recoveries;
   }
   reporter->Finish();
+  if (status.ok()) {
+    // The plan the last attempt ran (a shrunk job's own).
+    const std::string line = actors::PredictedStepLine(plan, measured);
+    if (!line.empty()) PrintLaunchLine(line.substr(0, line.size() - 1));
+  }
   if (memory_every > 0) {
     // The parts are of no use once the launch ended; a lost daemon took its own along.
     DropMemoryCheckpoints(memory_daemons, base_job_id, options.token, options.tls_ca_file, kProbeTimeout);

@@ -101,14 +101,15 @@ run "$ONEFLOW" frobnicate
 grep -q "unknown subcommand 'frobnicate'; valid: inspect, run, launch, status, list, cancel, checkpoint, profile, report, calibrate, diagnose, compile, help" <<<"$err" || fail "$err"
 run "$ONEFLOW" calibrate extra
 [[ $rc -eq 2 ]] || fail "calibrate with an argument exited $rc"
-[[ "$err" == "oneflow calibrate: expected no arguments, got 1 argument: extra"$'\n'"usage: oneflow calibrate [--out=FILE] [--nodes=HOST:PORT,... --token_file=F [--tls_ca=F] [--transport=ucx|gloo]]" ]] || fail "$err"
+[[ "$err" == "oneflow calibrate: expected no arguments, got 1 argument: extra"$'\n'"usage: oneflow calibrate [--out=FILE] [--host_devices=N,...] [--nodes=HOST:PORT,... --token_file=F [--tls_ca=F] [--transport=ucx|gloo]]" ]] || fail "$err"
 
 # calibrate -> file -> the compiler: one JSON line per codec the compiler can pick, read
 # back by the examples' --codec_calibration; the same file gives the same plan bytes.
-run "$ONEFLOW" calibrate --out="$DIR/codecs.jsonl"
+run "$ONEFLOW" calibrate --out="$DIR/codecs.jsonl" --host_devices=2
 [[ $rc -eq 0 && -z "$out" ]] || fail "calibrate exited $rc: $err $out"
-# 6 codecs, 2 link levels, 2 compute rates.
-[[ $(wc -l <"$DIR/codecs.jsonl") -eq 10 ]] || fail "$(cat "$DIR/codecs.jsonl")"
+# 6 codecs, 2 link levels, 2 compute rates, the runtime's costs for 2 devices in one process.
+[[ $(wc -l <"$DIR/codecs.jsonl") -eq 11 ]] || fail "$(cat "$DIR/codecs.jsonl")"
+grep -q '^{"host": "in_process", "devices": 2, "act_seconds": [0-9.e+-]*, "collective_call_seconds": [0-9.e+-]*, "cores": [1-9][0-9]*, "method": "mlp of 8 1-wide layers in one process, dp=2: ' "$DIR/codecs.jsonl" || fail "$(cat "$DIR/codecs.jsonl")"
 grep -q '^{"codec": "taco_fp8", "group_size": 128, "hadamard": false, "bytes_per_second": [0-9.e+]*, "encode_bytes_per_second": [0-9.e+]*, "decode_bytes_per_second": [0-9.e+]*, "elements": 1048576, "repetitions": 7}$' "$DIR/codecs.jsonl" || fail "$(cat "$DIR/codecs.jsonl")"
 grep -q '^{"link": "intra_node", "latency_seconds": [0-9.e+-]*, "bytes_per_second": [0-9.e+]*, "method": "in-process all_reduce' "$DIR/codecs.jsonl" || fail "$(cat "$DIR/codecs.jsonl")"
 grep -q '^{"link": "inter_node", "latency_seconds": [0-9.e+-]*, "bytes_per_second": [0-9.e+]*, "method": "ucx all_reduce, 2 processes, over TCP on 127.0.0.1' "$DIR/codecs.jsonl" || fail "$(cat "$DIR/codecs.jsonl")"
@@ -141,10 +142,21 @@ run "$ONEFLOW" inspect "$DIR/latency.plan"
 grep -q "^links: intra-node .*; latency intra-node [0-9.e+-]* us, inter-node [0-9.e+-]* us$" <<<"$out" || fail "$out"
 
 # A bad --out: exit 1, the flag and the path named, nothing left behind.
-run "$ONEFLOW" calibrate --out="$DIR/no/such/dir/codecs.jsonl"
+run "$ONEFLOW" calibrate --host_devices= --out="$DIR/no/such/dir/codecs.jsonl"
 [[ $rc -eq 1 ]] || fail "bad --out exited $rc"
 [[ "$err" == "oneflow calibrate: --out='$DIR/no/such/dir/codecs.jsonl': cannot create a temporary file in '$DIR/no/such/dir': No such file or directory" ]] || fail "$err"
 [[ ! -e "$DIR/no" ]] || fail "bad --out left $DIR/no"
+
+run "$ONEFLOW" calibrate --host_devices=4,0
+[[ $rc -eq 1 && "$err" == "oneflow calibrate: --host_devices=4,0: '0' is not a device count (1..4096)" ]] || fail "$rc $err"
+# The host line prices --auto_parallel: the plan records it, inspect and the run summary name it.
+run "$GPT" --devices_per_node=2 --layers=1 --hidden=32 --heads=2 --vocab=32 --seq=8 --batch=4 --auto_parallel \
+  --codec_calibration="$DIR/codecs.jsonl" --plan_out="$DIR/auto.plan"
+[[ $rc -eq 0 ]] || fail "gpt --auto_parallel with host terms exited $rc: $err"
+grep -q "^  host terms: act [0-9.e+-]* us, collective call [0-9.e+-]* us, [0-9]* host cores (measured for 2 devices, $DIR/codecs.jsonl)$" <<<"$out" || fail "$out"
+run "$ONEFLOW" run "$DIR/auto.plan" --iters=3
+[[ $rc -eq 0 ]] || fail "run of the auto plan exited $rc: $err"
+grep -q "^auto-parallel: predicted step [0-9.]* ms (.*; host terms: act [0-9.e+-]* us, collective call [0-9.e+-]* us, [0-9]* host cores), measured [0-9.]* ms (mean of 2 iterations after the first)" <<<"$err" || fail "$err"
 
 # Malformed calibration files and a bad --compression: the examples exit 2 naming the flag.
 printf '{"codec": "int4", "group_size": 128, "hadamard": false, "bytes_per_second": 2e9}\nnot json\n' >"$DIR/bad.jsonl"

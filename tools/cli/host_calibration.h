@@ -1,6 +1,9 @@
 // What the auto-parallel cost model needs to know about the host a whole cluster is
 // simulated on (one process, every device a pair of threads: `oneflow run`, the examples'
-// --run), measured in a few seconds in this process:
+// --run), measured in a few seconds in this process. `oneflow calibrate` writes the
+// runtime terms as the calibration file's host lines (sbp/calibration.h); the prediction
+// benchmark (bench/auto_parallel/prediction_bench.cc) measures everything here before
+// its sweep.
 //   gemm, memory  one thread's SGEMM and streamed-copy rates, and the in-process link's
 //                 alpha and beta (tools/cli/link_calibration.h, as `oneflow calibrate`
 //                 measures them); the best of a few medians
@@ -16,8 +19,8 @@
 //   cores         the cores this process may run on (sched_getaffinity)
 // Other programs on the machine only ever slow a measurement down, so each is the fastest
 // of several.
-#ifndef BENCH_AUTO_PARALLEL_HOST_CALIBRATION_H_
-#define BENCH_AUTO_PARALLEL_HOST_CALIBRATION_H_
+#ifndef TOOLS_CLI_HOST_CALIBRATION_H_
+#define TOOLS_CLI_HOST_CALIBRATION_H_
 
 #include <cstdint>
 #include <string>
@@ -26,31 +29,36 @@
 #include "compiler/auto_parallel/price.h"
 #include "sbp/calibration.h"
 
-namespace oneflow::bench {
+namespace oneflow::cli {
+
+// The runtime terms for `devices` devices (act_seconds, collective_call_seconds, cores;
+// a host line of the calibration file, its method naming the probes) and the act probe's
+// acts per iteration and fastest step. INVALID_ARGUMENT for devices < 1; the probes'
+// compile or training errors otherwise.
+struct HostRuntime {
+  HostMeasurement measurement;
+  int64_t probe_acts = 0;
+  double probe_step_seconds = 0;
+};
+absl::StatusOr<HostRuntime> MeasureHostRuntime(int64_t devices);
 
 struct HostCalibration {
   double gemm_flops_per_second = 0;
   double memory_bytes_per_second = 0;
   LinkLevelMeasurement intra_node;
-  double act_seconds = 0;
-  double collective_call_seconds = 0;
-  int64_t cores = 0;
-  int64_t devices = 0;
-  // The act measurement: acts per iteration of its plan and its median step.
-  int64_t probe_acts = 0;
-  double probe_step_seconds = 0;
+  HostRuntime runtime;
 };
 
+// Everything of the top of this file for `devices` devices.
 absl::StatusOr<HostCalibration> MeasureHostCalibration(int64_t devices);
 
-// The cluster's compute rates and intra-node link, act_seconds, collective_call_seconds and
-// host_cores of `options`
-// from `calibration`.
+// The cluster's compute rates and intra-node link of `options` from `calibration`, and
+// its act_seconds, collective_call_seconds and host_cores (ApplyHostMeasurement).
 void ApplyHostCalibration(const HostCalibration& calibration, auto_parallel::PriceOptions* options);
 
 // "\"gemm_flops_per_second\":1.1e+11,...": the fields as JSON members.
 std::string HostCalibrationJson(const HostCalibration& calibration);
 
-}  // namespace oneflow::bench
+}  // namespace oneflow::cli
 
-#endif  // BENCH_AUTO_PARALLEL_HOST_CALIBRATION_H_
+#endif  // TOOLS_CLI_HOST_CALIBRATION_H_

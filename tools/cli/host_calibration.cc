@@ -1,11 +1,13 @@
-#include "bench/auto_parallel/host_calibration.h"
+#include "tools/cli/host_calibration.h"
 
 #include <sched.h>
 
 #include <algorithm>
 #include <vector>
 
+#include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "compiler/auto_parallel/host_terms.h"
 #include "actors/runtime.h"
 #include "compiler/compiler.h"
 #include "examples/common/compile_driver.h"
@@ -14,7 +16,7 @@
 #include "oneflow_core/status.h"
 #include "tools/cli/link_calibration.h"
 
-namespace oneflow::bench {
+namespace oneflow::cli {
 namespace {
 
 constexpr int64_t kRepetitions = 3;
@@ -69,29 +71,41 @@ absl::StatusOr<TinyRun> RunTinyMlp(int64_t devices, bool tensor_parallel) {
   return run;
 }
 
+}  // namespace
+
 // act_seconds from the data-parallel run: its step x the busy cores over its acts (its
 // few gradient all-reduces are a small share). collective_call_seconds from the
 // tensor-parallel one: its step less its acts at act_seconds, over device 0's calls.
-absl::Status MeasureActSeconds(int64_t devices, HostCalibration* calibration) {
+absl::StatusOr<HostRuntime> MeasureHostRuntime(int64_t devices) {
+  if (devices < 1) {
+    return absl::InvalidArgumentError(absl::StrCat("the host's runtime is measured for devices >= 1, not ", devices));
+  }
+  HostRuntime runtime;
+  HostMeasurement& measurement = runtime.measurement;
+  measurement.devices = devices;
+  measurement.cores = AllowedCores();
   OF_ASSIGN_OR_RETURN(const TinyRun data_parallel, RunTinyMlp(devices, /*tensor_parallel=*/false));
-  calibration->probe_step_seconds = data_parallel.step_seconds;
-  calibration->probe_acts = data_parallel.acts;
-  const double busy_cores = static_cast<double>(std::min(calibration->cores, devices));
-  calibration->act_seconds = data_parallel.step_seconds * busy_cores / static_cast<double>(data_parallel.acts);
-  if (devices < 2) return absl::OkStatus();
+  runtime.probe_step_seconds = data_parallel.step_seconds;
+  runtime.probe_acts = data_parallel.acts;
+  const double busy_cores = static_cast<double>(std::min(measurement.cores, devices));
+  measurement.act_seconds = data_parallel.step_seconds * busy_cores / static_cast<double>(data_parallel.acts);
+  measurement.method = absl::StrFormat(
+      "mlp of 8 1-wide layers in one process, dp=%d: fastest step %.4g s of %d acts on %d busy cores", devices,
+      data_parallel.step_seconds, data_parallel.acts, static_cast<int64_t>(busy_cores));
+  if (devices < 2) return runtime;
   OF_ASSIGN_OR_RETURN(const TinyRun tensor_parallel, RunTinyMlp(devices, /*tensor_parallel=*/true));
-  const double acts_share = calibration->act_seconds * static_cast<double>(tensor_parallel.acts) / busy_cores;
-  calibration->collective_call_seconds =
-      std::max(0.0, tensor_parallel.step_seconds - acts_share) / static_cast<double>(std::max<int64_t>(1, tensor_parallel.collectives));
-  return absl::OkStatus();
+  const double acts_share = measurement.act_seconds * static_cast<double>(tensor_parallel.acts) / busy_cores;
+  const int64_t calls = std::max<int64_t>(1, tensor_parallel.collectives);
+  measurement.collective_call_seconds =
+      std::max(0.0, tensor_parallel.step_seconds - acts_share) / static_cast<double>(calls);
+  absl::StrAppendFormat(&measurement.method, "; tp=%d: fastest step %.4g s, %d collective calls per device", devices,
+                        tensor_parallel.step_seconds, calls);
+  return runtime;
 }
-
-}  // namespace
 
 absl::StatusOr<HostCalibration> MeasureHostCalibration(int64_t devices) {
   HostCalibration calibration;
-  calibration.devices = devices;
-  // The best of a few medians, for the same reason.
+  // The best of a few medians: other programs only ever slow a measurement down.
   for (int64_t round = 0; round < kRounds; ++round) {
     calibration.gemm_flops_per_second =
         std::max(calibration.gemm_flops_per_second, cli::MeasureGemmFlopsPerSecond(kRepetitions));
@@ -109,8 +123,7 @@ absl::StatusOr<HostCalibration> MeasureHostCalibration(int64_t devices) {
       calibration.intra_node.method = link.method;
     }
   }
-  calibration.cores = AllowedCores();
-  OF_RETURN_IF_ERROR(MeasureActSeconds(devices, &calibration));
+  OF_ASSIGN_OR_RETURN(calibration.runtime, MeasureHostRuntime(devices));
   return calibration;
 }
 
@@ -119,9 +132,7 @@ void ApplyHostCalibration(const HostCalibration& calibration, auto_parallel::Pri
   options->cluster.set_memory_bytes_per_second(calibration.memory_bytes_per_second);
   options->cluster.set_intra_node_latency(calibration.intra_node.latency_seconds);
   options->cluster.set_intra_node_bandwidth(calibration.intra_node.bytes_per_second);
-  options->act_seconds = calibration.act_seconds;
-  options->collective_call_seconds = calibration.collective_call_seconds;
-  options->host_cores = calibration.cores;
+  auto_parallel::ApplyHostMeasurement(calibration.runtime.measurement, options);
 }
 
 std::string HostCalibrationJson(const HostCalibration& calibration) {
@@ -130,9 +141,11 @@ std::string HostCalibrationJson(const HostCalibration& calibration) {
       "\"intra_node_latency_s\":%.4g,\"intra_node_bytes_per_second\":%.4g,\"act_seconds\":%.4g,"
       "\"collective_call_seconds\":%.4g,"
       "\"host_cores\":%d,\"act_probe_acts\":%d,\"act_probe_step_s\":%.4g",
-      calibration.devices, calibration.gemm_flops_per_second, calibration.memory_bytes_per_second,
-      calibration.intra_node.latency_seconds, calibration.intra_node.bytes_per_second, calibration.act_seconds,
-      calibration.collective_call_seconds, calibration.cores, calibration.probe_acts, calibration.probe_step_seconds);
+      calibration.runtime.measurement.devices, calibration.gemm_flops_per_second,
+      calibration.memory_bytes_per_second, calibration.intra_node.latency_seconds,
+      calibration.intra_node.bytes_per_second, calibration.runtime.measurement.act_seconds,
+      calibration.runtime.measurement.collective_call_seconds, calibration.runtime.measurement.cores,
+      calibration.runtime.probe_acts, calibration.runtime.probe_step_seconds);
 }
 
-}  // namespace oneflow::bench
+}  // namespace oneflow::cli

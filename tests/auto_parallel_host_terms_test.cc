@@ -1,0 +1,137 @@
+// --auto_parallel priced with a calibration file's host lines (sbp/calibration.h, written by
+// `oneflow calibrate`): the per-act cost joins the predicted step act by act, the line
+// nearest the cluster's device count is used and recorded in the plan, files without host
+// lines price as before, and a bad host line is refused naming the file and line.
+#include <fstream>
+#include <string>
+
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "compiler/auto_parallel/price.h"
+#include "examples/common/auto_parallel_driver.h"
+#include "examples/mlp/mlp_model.h"
+#include "gtest/gtest.h"
+#include "sbp/calibration.h"
+#include "tools/cli/inspect.h"
+
+namespace oneflow {
+namespace {
+
+using examples::ParallelLayout;
+
+// A codec line as every `oneflow calibrate` file has one; it prices nothing here
+// (compression off).
+constexpr char kCodecLine[] =
+    R"({"codec": "int8", "group_size": 128, "hadamard": false, "bytes_per_second": 2e+09})";
+
+std::string WriteFile(const std::string& name, const std::string& text) {
+  const std::string path = absl::StrCat(::testing::TempDir(), "/", name);
+  std::ofstream(path) << text;
+  return path;
+}
+
+examples::JobBuilder TinyMlp() {
+  examples::MlpConfig config;
+  config.batch = 32;
+  config.in_features = 16;
+  config.hidden = 32;
+  config.classes = 4;
+  return [config](const ParallelLayout& layout) { return examples::BuildMlp(config, layout); };
+}
+
+absl::StatusOr<examples::AutoParallelResult> Search(int64_t devices, const std::string& calibration) {
+  examples::AutoParallelRequest request;
+  request.cluster.devices_per_node = devices;
+  request.settings.compression.compression = "off";
+  request.settings.compression.codec_calibration = calibration;
+  return examples::AutoParallelCompile(TinyMlp(), request);
+}
+
+// On one device the probe layout is the chosen one (dp = tp = pp = 1, one micro-batch):
+// every actor of the plan's device acts once per iteration, so the calibrated per-act
+// cost adds exactly act_seconds x its actors to the predicted step (the host's 64 cores
+// leave the other terms as they were).
+TEST(AutoParallelHostTermsTest, ActSecondsTimesTheActsJoinThePredictedStep) {
+  constexpr double kActSeconds = 1e-4;
+  const std::string file =
+      WriteFile("acts.jsonl", absl::StrCat(kCodecLine, "\n", HostMeasurementLine({1, kActSeconds, 0, 64, "test"}), "\n"));
+  absl::StatusOr<examples::AutoParallelResult> plain = Search(1, WriteFile("codecs.jsonl", kCodecLine));
+  absl::StatusOr<examples::AutoParallelResult> priced = Search(1, file);
+  ASSERT_TRUE(plain.ok()) << plain.status();
+  ASSERT_TRUE(priced.ok()) << priced.status();
+  const proto::AutoParallelDecision& decision = priced->plan.auto_parallel();
+  EXPECT_EQ(decision.chosen().layout().SerializeAsString(),
+            plain->plan.auto_parallel().chosen().layout().SerializeAsString());
+  const int64_t acts = priced->plan.devices(0).actors_size();
+  ASSERT_GT(acts, 10);
+  EXPECT_NEAR(auto_parallel::StepSeconds(decision.chosen()) -
+                  auto_parallel::StepSeconds(plain->plan.auto_parallel().chosen()),
+              kActSeconds * static_cast<double>(acts), 1e-9);
+  ASSERT_TRUE(decision.has_host_terms());
+  EXPECT_EQ(decision.host_terms().act_seconds(), kActSeconds);
+  EXPECT_EQ(decision.host_terms().host_cores(), 64);
+  EXPECT_EQ(decision.host_terms().measured_devices(), 1);
+  EXPECT_EQ(decision.host_terms().calibration_file(), file);
+  EXPECT_FALSE(plain->plan.auto_parallel().has_host_terms());
+}
+
+// The line measured for the cluster's device count, else the nearest (a tie: the larger);
+// `oneflow inspect` names the terms, the count and the file.
+TEST(AutoParallelHostTermsTest, TheLineNearestTheClusterIsUsedAndShown) {
+  const std::string two = HostMeasurementLine({2, 1e-6, 2e-6, 2, ""});
+  const std::string four = HostMeasurementLine({4, 3e-6, 4e-6, 2, ""});
+  const std::string eight = HostMeasurementLine({8, 5e-6, 6e-6, 2, ""});
+  const std::string all = WriteFile("all.jsonl", absl::StrCat(kCodecLine, "\n", two, "\n", eight, "\n", four, "\n"));
+  absl::StatusOr<examples::AutoParallelResult> exact = Search(4, all);
+  ASSERT_TRUE(exact.ok()) << exact.status();
+  EXPECT_EQ(exact->plan.auto_parallel().host_terms().measured_devices(), 4);
+  EXPECT_EQ(exact->plan.auto_parallel().host_terms().act_seconds(), 3e-6);
+  EXPECT_EQ(exact->plan.auto_parallel().host_terms().collective_call_seconds(), 4e-6);
+  absl::StatusOr<examples::AutoParallelResult> tie =
+      Search(4, WriteFile("tie.jsonl", absl::StrCat(kCodecLine, "\n", two, "\n", eight, "\n")));
+  ASSERT_TRUE(tie.ok()) << tie.status();
+  EXPECT_EQ(tie->plan.auto_parallel().host_terms().measured_devices(), 8);
+
+  absl::StatusOr<std::string> text = cli::InspectPlan(exact->plan, {cli::InspectFormat::kText});
+  ASSERT_TRUE(text.ok()) << text.status();
+  EXPECT_TRUE(absl::StrContains(
+      *text, absl::StrCat("    host terms: act 3 us, collective call 4 us, 2 host cores (measured for 4 devices, ",
+                          all, ")\n")))
+      << *text;
+  absl::StatusOr<std::string> json = cli::InspectPlan(exact->plan, {cli::InspectFormat::kJson});
+  ASSERT_TRUE(json.ok()) << json.status();
+  EXPECT_TRUE(absl::StrContains(*json, "\"measured_devices\": 4")) << *json;
+  EXPECT_TRUE(absl::StrContains(examples::AutoParallelSummary(exact->plan.auto_parallel(), 0.5),
+                                "\n  host terms: act 3 us, collective call 4 us, 2 host cores (measured for 4 devices"));
+}
+
+// A file `oneflow calibrate` wrote before host lines existed prices as without a file:
+// acts free, every device its own core, and the record says so.
+TEST(AutoParallelHostTermsTest, FilesWithoutHostLinesPriceAsBefore) {
+  absl::StatusOr<examples::AutoParallelResult> none = Search(4, "");
+  absl::StatusOr<examples::AutoParallelResult> old = Search(4, WriteFile("old.jsonl", kCodecLine));
+  ASSERT_TRUE(none.ok()) << none.status();
+  ASSERT_TRUE(old.ok()) << old.status();
+  EXPECT_FALSE(old->plan.auto_parallel().has_host_terms());
+  EXPECT_EQ(old->plan.auto_parallel().chosen().SerializeAsString(),
+            none->plan.auto_parallel().chosen().SerializeAsString());
+  absl::StatusOr<std::string> text = cli::InspectPlan(old->plan, {cli::InspectFormat::kText});
+  ASSERT_TRUE(text.ok()) << text.status();
+  EXPECT_TRUE(absl::StrContains(*text, "    host terms: none: acts free, every device its own core\n")) << *text;
+}
+
+TEST(AutoParallelHostTermsTest, ABadHostLineIsRefusedNamingTheLine) {
+  const std::string file = WriteFile(
+      "bad.jsonl",
+      absl::StrCat(kCodecLine, "\n",
+                   R"({"host": "in_process", "devices": 4, "act_seconds": 1e-6, "collective_call_seconds": 0, "cores": 0})",
+                   "\n"));
+  absl::StatusOr<examples::AutoParallelResult> result = Search(4, file);
+  ASSERT_EQ(result.status().code(), absl::StatusCode::kInvalidArgument) << result.status();
+  EXPECT_EQ(result.status().message(),
+            absl::StrCat("--codec_calibration: calibration file '", file,
+                         "' line 2: \"cores\" is 0; it must be a whole number >= 1"));
+}
+
+}  // namespace
+}  // namespace oneflow
