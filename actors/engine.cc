@@ -227,11 +227,13 @@ absl::Status Engine::Build(const BindFunction& bind) {
     }
     for (const proto::MemoryBlock& block : device.memory_blocks()) {
       const size_t bytes = static_cast<size_t>((block.size_bytes() + 63) / 64 * 64 + 64);
-      runtime.blocks.emplace_back(static_cast<char*>(backend->Allocate(static_cast<int64_t>(bytes))),
-                                  [backend](char* memory) { backend->Free(memory); });
-      if (runtime.blocks.back() == nullptr) {
-        return absl::ResourceExhaustedError(absl::StrCat("cannot allocate ", bytes, " bytes for device ", d));
+      absl::StatusOr<void*> memory = backend->Allocate(static_cast<int64_t>(bytes));
+      if (!memory.ok()) {
+        return absl::Status(memory.status().code(),
+                            absl::StrCat("memory block ", block.id(), " of device ", device.device().node(), ":",
+                                         device.device().device(), ": ", memory.status().message()));
       }
+      runtime.blocks.emplace_back(static_cast<char*>(*memory), [backend](char* memory) { backend->Free(memory); });
       runtime.allocated += static_cast<int64_t>(bytes);
     }
     for (const proto::ActorDef& def : device.actors()) {

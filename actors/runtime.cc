@@ -18,7 +18,7 @@
 #include "actors/compression_meter.h"
 #include "actors/sparse_meter.h"
 #include "kernels/backends.h"
-#include "kernels/cpu/thread_pool.h"
+#include "kernels/device_backend.h"
 #include "oneflow_core/dtype.h"
 #include "oneflow_core/ops/registry.h"
 #include "oneflow_core/status.h"
@@ -149,12 +149,8 @@ absl::StatusOr<TrainResult> TrainPlan(const proto::Plan& plan, const TrainOption
     if (local && plan.devices(d).actors_size() > 0) local_devices.push_back(d);
   }
   // One pool per local device that computes; they outlive the engine run below.
-  std::vector<std::unique_ptr<KernelThreadPool>> pools(plan.devices_size());
-  if (threads_per_device > 1) {
-    for (int d : local_devices) {
-      pools[d] = std::make_unique<KernelThreadPool>(static_cast<int>(threads_per_device));
-    }
-  }
+  std::vector<std::shared_ptr<KernelThreadPool>> pools(plan.devices_size());
+  for (int d : local_devices) pools[d] = backend->CreateThreadPool(threads_per_device);
   std::map<int64_t, IterationMetrics> losses;  // arrived, not yet reported
   int64_t next_report = first_iteration;
   auto report_ready = [&] {  // under `mutex`

@@ -35,7 +35,7 @@ struct TrainOptions {
   int64_t node = 0;
   int64_t iterations = 1;
   // Threads each local CPU device runs its compute kernels on (its compute thread plus
-  // a pool of helpers, kernels/cpu/thread_pool.h). 0: the plan's
+  // a pool of helpers from the device backend, DeviceBackend::CreateThreadPool). 0: the plan's
   // cluster.threads_per_device (1 when unset). Values outside [1, kMaxThreadsPerDevice]
   // fail with INVALID_ARGUMENT naming `threads_per_device_flag`.
   int64_t threads_per_device = 0;

@@ -25,6 +25,10 @@
 
 namespace oneflow {
 
+// A device's kernel threads: defined by the backend that creates them (the CPU's in
+// kernels/cpu/thread_pool.h); the runtime only passes the pointer along.
+class KernelThreadPool;
+
 struct KernelArgument {
   // f32 for floating tensors, int32 for ids and labels (the dtype says which).
   void* data = nullptr;
@@ -47,6 +51,9 @@ struct KernelContext {
   std::vector<KernelArgument> outputs;
   // The 0-based iteration (dropout's stream, learning-rate schedule, Adam's t = step + 1).
   int64_t step = 0;
+  // The helper threads of the device the kernel runs for (DeviceBackend::CreateThreadPool,
+  // --threads_per_device), or nullptr: the kernel runs on the calling thread only.
+  KernelThreadPool* thread_pool = nullptr;
 };
 
 // Runs the kernel. Errors (an id out of range, a NaN-producing configuration the kernel

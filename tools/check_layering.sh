@@ -7,7 +7,11 @@
 #     (tests that need a higher layer live in tests/ or bench/, above all of them).
 #  2. The runtime reads plans, it does not make them: no non-test target of actors/,
 #     tools/worker/ or tools/launcher/ depends on compiler/ (only on plan/).
-#  3. Test helpers are testonly: every cc_library under tests/, named "...testing...", or
+#  3. The runtime reaches devices through the seam: no non-test target of actors/ depends
+#     on a backend's package (//kernels/cpu/..., //kernels/cuda/...) and no file under
+#     actors/ includes a header from one; it uses //kernels:device_backend and
+#     //kernels:backends (kernels/device_backend.h), which hand kernels their threads.
+#  4. Test helpers are testonly: every cc_library under tests/, named "...testing...", or
 #     built from files in a testing/ folder is testonly = True, so Bazel refuses any
 #     non-test target that depends on one.
 # A failing query fails the check (it is not read as "no violation").
@@ -49,6 +53,16 @@ if [[ -n "$compiler_uses" ]]; then
   echo "layering: the runtime (actors/, tools/worker/, tools/launcher/) depends on the compiler:"
   echo "$compiler_uses" | sed 's/^/  /'
   echo "  (read and check plans through //plan:plan_io and //plan:plan_verifier instead)"
+  status=1
+fi
+
+backend_uses="$(query "kind(rule, deps(//actors/... except attr(testonly, 1, //actors/...), 1)) intersect (//kernels/cpu/... + //kernels/cuda/...)")"
+backend_includes="$(grep -rnE '#include "kernels/(cpu|cuda)/' actors/ || true)"
+if [[ -n "$backend_uses$backend_includes" ]]; then
+  echo "layering: the runtime (actors/) reaches a device backend's package directly:"
+  [[ -n "$backend_uses" ]] && echo "$backend_uses" | sed 's/^/  /'
+  [[ -n "$backend_includes" ]] && echo "$backend_includes" | sed 's/^/  /'
+  echo "  (go through kernels/device_backend.h: BackendFor, FindKernel, CreateThreadPool, KernelContext::thread_pool)"
   status=1
 fi
 

@@ -90,12 +90,13 @@ absl::StatusOr<ActFunction> BindCompute(const PlanIndex& index, const ActorBindi
   // slots (an actor acts on one thread at a time, so the mutable copy is not shared).
   KernelContext call;
   call.attrs = attrs;
+  call.thread_pool = pool;
   for (const BoundArgument& bound : inputs) call.inputs.push_back(bound.argument);
   for (const BoundArgument& bound : outputs) call.outputs.push_back(bound.argument);
   std::vector<int64_t> input_registers, output_registers;
   for (const BoundArgument& bound : inputs) input_registers.push_back(bound.register_id);
   for (const BoundArgument& bound : outputs) output_registers.push_back(bound.register_id);
-  return ActFunction([kernel, call, input_registers, output_registers, pool](
+  return ActFunction([kernel, call, input_registers, output_registers](
                          int64_t iteration, const ActContext& context) mutable {
     call.step = iteration;
     for (size_t k = 0; k < input_registers.size(); ++k) {
@@ -106,7 +107,6 @@ absl::StatusOr<ActFunction> BindCompute(const PlanIndex& index, const ActorBindi
     }
     // Kernel errors already name the kernel; the engine adds the device, actor and
     // iteration.
-    ScopedKernelThreadPool scope(pool);
     return kernel(call);
   });
 }

@@ -4,16 +4,16 @@
 // whose output register is a view of its input (RegisterDef.alias_of) runs no kernel:
 // the bytes are already there.
 //
-// `pool` (may be null: one thread) is the device's kernel thread pool
-// (kernels/cpu/thread_pool.h, --threads_per_device): each act runs its kernel with it
-// as the thread's current pool, so large kernels split their work over it.
+// `pool` (may be null: one thread) is the device's kernel thread pool, made by the
+// backend (DeviceBackend::CreateThreadPool, --threads_per_device): each act hands it to
+// its kernel as KernelContext::thread_pool, so large kernels split their work over it.
 #ifndef ACTORS_BEHAVIORS_COMPUTE_BEHAVIOR_H_
 #define ACTORS_BEHAVIORS_COMPUTE_BEHAVIOR_H_
 
 #include "absl/status/statusor.h"
 #include "actors/engine.h"
-#include "kernels/cpu/thread_pool.h"
 #include "kernels/device_backend.h"
+#include "kernels/kernel.h"
 #include "plan/plan_index.h"
 
 namespace oneflow::actors {

@@ -31,6 +31,7 @@
 #ifndef ACTORS_CHECKPOINT_CHECKPOINT_WRITER_H_
 #define ACTORS_CHECKPOINT_CHECKPOINT_WRITER_H_
 
+#include <chrono>
 #include <condition_variable>
 #include <cstdint>
 #include <deque>
@@ -148,6 +149,8 @@ class CheckpointWriter {
   std::vector<CheckpointRecord> records() const;
 
  private:
+  // Milliseconds from `start` to now (stalls and write times of records()).
+  static double MsSince(std::chrono::steady_clock::time_point start);
   struct Entry {
     int device_index = 0;
     std::string tensor;
@@ -166,7 +169,8 @@ class CheckpointWriter {
   // Copies entry `entry` of `iteration` (from `data`) once the staging buffers are free;
   // the last one of an iteration starts the write. Called with no lock held.
   absl::Status Copy(int entry, int64_t iteration, const void* data);
-  // Writes the staged checkpoint of `iteration`; called with no lock held.
+  // Writes the staged checkpoint of `iteration`; called with no lock held
+  // (checkpoint_files.cc, as are WriteToMemory, StagedShards and AgreeWithPeers).
   absl::Status Write(int64_t iteration, double* write_ms);
   // The same, handed to options_.to_memory instead.
   absl::Status WriteToMemory(int64_t iteration, double* write_ms);

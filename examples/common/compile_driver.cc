@@ -11,7 +11,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "compiler/passes/pipeline_schedule_pass.h"
-#include "kernels/cpu/thread_pool.h"
+#include "kernels/device_backend.h"
 #include "oneflow_core/dsl/graph.h"
 #include "oneflow_core/status.h"
 

@@ -96,15 +96,15 @@ struct Gemm {
   }
 };
 
-// Runs `gemm` over the current device pool, cut along its longer output side.
-void SplitGemm(const Gemm& gemm) {
+// Runs `gemm` over the device's `pool`, cut along its longer output side.
+void SplitGemm(KernelThreadPool* pool, const Gemm& gemm) {
   const bool by_rows = gemm.m >= gemm.n;
   const int64_t length = by_rows ? gemm.m : gemm.n;
   const int64_t macs_per_line = (by_rows ? gemm.n : gemm.m) * gemm.k;
   const int64_t blocks = (length + kSplitAlign - 1) / kSplitAlign;
   const int64_t min_lines = (kMinMacsPerPart + macs_per_line - 1) / macs_per_line;
   const int64_t grain = (min_lines + kSplitAlign - 1) / kSplitAlign;
-  ParallelFor(blocks, grain, [&](int64_t first, int64_t last) {
+  ParallelFor(pool, blocks, grain, [&](int64_t first, int64_t last) {
     const int64_t begin = first * kSplitAlign, end = std::min(last * kSplitAlign, length);
     (by_rows ? gemm.Rows(begin, end) : gemm.Columns(begin, end)).Call();
   });
@@ -161,19 +161,19 @@ absl::StatusOr<MatMulDims> CheckMatMulShapes(absl::string_view kernel,
                     static_cast<int>(b.dim(r - 1))};
 }
 
-// Runs the checked product (with the epilogue of bias / relu when given) over the device
-// pool: a single product cut by SplitGemm, many batches spread whole (no cut inside one).
-void RunMatMul(const MatMulDims& d, const float* a, const float* b, const float* bias,
+// Runs the checked product (with the epilogue of bias / relu when given) over the device's
+// `pool`: a single product cut by SplitGemm, many batches spread whole (no cut inside one).
+void RunMatMul(KernelThreadPool* pool, const MatMulDims& d, const float* a, const float* b, const float* bias,
                bool relu, float* c) {
   const Gemm whole{d.ta, d.tb, d.m, d.n, d.k, a, d.lda, b, d.ldb, c, static_cast<int>(d.n),
                    bias, relu};
   if (d.batches == 1) {
-    SplitGemm(whole);
+    SplitGemm(pool, whole);
     return;
   }
   const int64_t m = d.m, n = d.n, k = d.k;
   const int64_t grain = std::max<int64_t>(1, kMinMacsPerPart / std::max<int64_t>(1, m * n * k));
-  ParallelFor(d.batches, grain, [&](int64_t first, int64_t last) {
+  ParallelFor(pool, d.batches, grain, [&](int64_t first, int64_t last) {
     // Attention's batches: the matmul primitive runs a batch set in one call.
     SgemmBatched(d.ta, d.tb, last - first, m, n, k, a + first * m * k, d.lda, m * k,
                  b + first * k * n, d.ldb, k * n, c + first * m * n, n, m * n);
@@ -219,7 +219,7 @@ absl::Status RunBf16MatMul(const MatMulDims& d, const KernelContext& context,
   const BFloat16* a = a16.data();
   const BFloat16* b = b16.data();
   const int64_t grain = std::max<int64_t>(1, kMinMacsPerPart / std::max<int64_t>(1, m * n * k));
-  ParallelFor(d.batches, grain, [&](int64_t first, int64_t last) {
+  ParallelFor(context.thread_pool, d.batches, grain, [&](int64_t first, int64_t last) {
     Bf16MatmulBatched(d.ta, d.tb, last - first, m, n, k, a + first * m * k, d.lda, m * k, b + first * k * n, d.ldb,
                       k * n, bias, relu, c + first * m * n, n);
   });
@@ -239,7 +239,7 @@ absl::Status MatMul(const KernelContext& context) {
   }
   OF_ASSIGN_OR_RETURN(const bool bf16, ComputesInBf16(kMatMul, context));
   if (bf16) return RunBf16MatMul(dims, context, /*bias=*/nullptr, /*relu=*/false, c);
-  RunMatMul(dims, context.inputs[0].As<const float>(), context.inputs[1].As<const float>(),
+  RunMatMul(context.thread_pool, dims, context.inputs[0].As<const float>(), context.inputs[1].As<const float>(),
             /*bias=*/nullptr, /*relu=*/false, c);
   return absl::OkStatus();
 }
@@ -261,7 +261,7 @@ absl::Status FusedMatMulBias(const KernelContext& context) {
   }
   OF_ASSIGN_OR_RETURN(const bool bf16, ComputesInBf16(kFusedMatMulBias, context));
   if (bf16) return RunBf16MatMul(dims, context, bias, relu, c);
-  RunMatMul(dims, context.inputs[0].As<const float>(), context.inputs[1].As<const float>(),
+  RunMatMul(context.thread_pool, dims, context.inputs[0].As<const float>(), context.inputs[1].As<const float>(),
             bias, relu, c);
   return absl::OkStatus();
 }

@@ -52,7 +52,7 @@ std::vector<float> RunProduct(const Case& c, bool ta, bool tb, const std::vector
   }
   context.attrs = &attrs;
   context.outputs = {Argument(out.data(), out_shape)};
-  ScopedKernelThreadPool scope(pool);
+  context.thread_pool = pool;
   const absl::Status status = (*FindCpuKernel(bias != nullptr ? "fused_matmul_bias" : "matmul"))(context);
   EXPECT_TRUE(status.ok()) << status;
   return out;
@@ -141,7 +141,7 @@ TEST(MatMulThreadsTest, FusedSplitProductsMatchDoubleAndOneThread) {
 }
 
 // matmul, then bias_add, then relu (when `relu`), each kernel writing its own tensor, as
-// the unfused graph runs them, with `pool` current.
+// the unfused graph runs them, each given `pool`.
 std::vector<float> RunUnfused(const Case& c, bool ta, bool tb, bool relu,
                               const std::vector<float>& a, const std::vector<float>& b,
                               const std::vector<float>& bias, KernelThreadPool* pool) {
@@ -150,8 +150,8 @@ std::vector<float> RunUnfused(const Case& c, bool ta, bool tb, bool relu,
   out_dims.insert(out_dims.end(), {c.m, c.n});
   const Shape out_shape(out_dims);
   std::vector<float> biased(product.size(), NAN), activated(product.size(), NAN);
-  ScopedKernelThreadPool scope(pool);
   KernelContext bias_add;
+  bias_add.thread_pool = pool;
   bias_add.inputs = {Argument(const_cast<float*>(product.data()), out_shape),
                      Argument(const_cast<float*>(bias.data()), Shape{c.n})};
   bias_add.outputs = {Argument(biased.data(), out_shape)};
@@ -160,6 +160,7 @@ std::vector<float> RunUnfused(const Case& c, bool ta, bool tb, bool relu,
   KernelContext relu_context;
   relu_context.inputs = {Argument(biased.data(), out_shape)};
   relu_context.outputs = {Argument(activated.data(), out_shape)};
+  relu_context.thread_pool = pool;
   EXPECT_TRUE((*FindCpuKernel("relu"))(relu_context).ok());
   return activated;
 }

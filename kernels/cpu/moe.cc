@@ -3,14 +3,12 @@
 // indexes across (tokens, experts, capacity) or split the expert axis only where no
 // expert id is read (expert_matmul), so none needs its layout.
 //
-// The expert products run one sgemm per (sample, expert) block over only the block's
-// leading used rows: capacity slots past the last token routed there are zero (dispatch
+// The expert products run one Sgemm (sgemm.h: the GEMM backend chosen for the shape, one
+// BLAS thread per call) per (sample, expert) block over only the block's leading used rows: capacity slots past the last token routed there are zero (dispatch
 // writes zeros, and so does the backward of combine), and a zero row's product is a zero
 // row, so skipping them changes nothing but the work. It also means an expert with no
 // token on the device never reads its weights: a device may hold zeros there and still
 // get exact results, and its weight gradient is exactly 0.
-#include <cblas.h>
-
 #include <algorithm>
 #include <climits>
 #include <numeric>
@@ -18,23 +16,13 @@
 
 #include "kernels/cpu/kernel_util.h"
 #include "kernels/cpu/kernels.h"
+#include "kernels/cpu/sgemm.h"
 #include "kernels/cpu/thread_pool.h"
 #include "oneflow_core/status.h"
-
-extern "C" void openblas_set_num_threads(int num_threads);
 
 namespace oneflow {
 namespace cpu {
 namespace {
-
-// One BLAS thread per call, as matmul.cc (device threads share OpenBLAS).
-void UseOneBlasThreadPerCall() {
-  static const bool done = [] {
-    openblas_set_num_threads(1);
-    return true;
-  }();
-  (void)done;
-}
 
 // Work below which a ParallelFor part is not worth a helper's wake-up (as matmul.cc).
 constexpr int64_t kMinMacsPerPart = int64_t{1} << 20;
@@ -262,20 +250,16 @@ absl::Status ExpertMatMul(const KernelContext& context) {
   const float* a = context.inputs[0].As<const float>();
   const float* weights = context.inputs[1].As<const float>();
   float* out = context.outputs[0].As<float>();
-  UseOneBlasThreadPerCall();
   const int64_t grain =
       std::max<int64_t>(1, kMinMacsPerPart / std::max<int64_t>(1, capacity * hidden * inner));
-  ParallelFor(batch * experts, grain, [&](int64_t first, int64_t last) {
+  ParallelFor(context.thread_pool, batch * experts, grain, [&](int64_t first, int64_t last) {
     for (int64_t block = first; block < last; ++block) {
       const int64_t e = block % experts;
       const float* x = a + block * capacity * hidden;
       float* y = out + block * capacity * inner;
       const int64_t rows = hidden == 0 ? 0 : UsedRows(x, capacity, hidden);
       if (rows > 0 && inner > 0) {
-        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, static_cast<int>(rows),
-                    static_cast<int>(inner), static_cast<int>(hidden), 1.0f, x,
-                    static_cast<int>(hidden), weights + e * hidden * inner,
-                    static_cast<int>(inner), 0.0f, y, static_cast<int>(inner));
+        Sgemm(false, false, rows, inner, hidden, x, hidden, weights + e * hidden * inner, inner, y, inner);
       }
       std::fill(y + rows * inner, y + capacity * inner, 0.0f);
     }
@@ -300,20 +284,16 @@ absl::Status ExpertMatMulGradData(const KernelContext& context) {
   const float* dy = context.inputs[0].As<const float>();
   const float* weights = context.inputs[1].As<const float>();
   float* out = context.outputs[0].As<float>();
-  UseOneBlasThreadPerCall();
   const int64_t grain =
       std::max<int64_t>(1, kMinMacsPerPart / std::max<int64_t>(1, capacity * hidden * inner));
-  ParallelFor(batch * experts, grain, [&](int64_t first, int64_t last) {
+  ParallelFor(context.thread_pool, batch * experts, grain, [&](int64_t first, int64_t last) {
     for (int64_t block = first; block < last; ++block) {
       const int64_t e = block % experts;
       const float* g = dy + block * capacity * inner;
       float* dx = out + block * capacity * hidden;
       const int64_t rows = inner == 0 ? 0 : UsedRows(g, capacity, inner);
       if (rows > 0 && hidden > 0) {  // dx = g . w[e]^T
-        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, static_cast<int>(rows),
-                    static_cast<int>(hidden), static_cast<int>(inner), 1.0f, g,
-                    static_cast<int>(inner), weights + e * hidden * inner,
-                    static_cast<int>(inner), 0.0f, dx, static_cast<int>(hidden));
+        Sgemm(false, true, rows, hidden, inner, g, inner, weights + e * hidden * inner, inner, dx, hidden);
       }
       std::fill(dx + rows * hidden, dx + capacity * hidden, 0.0f);
     }
@@ -334,18 +314,21 @@ absl::Status ExpertMatMulGradWeight(const KernelContext& context) {
                                 "buf's samples, experts and capacity"));
   OF_RETURN_IF_ERROR(CheckShape(kKernel, "dw", context.outputs[0].shape,
                                 Shape{experts, hidden, inner}));
-  OF_RETURN_IF_ERROR(CheckBlasLimits(kKernel, {capacity, hidden, inner}));
+  OF_RETURN_IF_ERROR(CheckBlasLimits(kKernel, {batch * capacity, hidden, inner}));
   const float* x = context.inputs[0].As<const float>();
   const float* dy = context.inputs[1].As<const float>();
   float* dw = context.outputs[0].As<float>();
-  UseOneBlasThreadPerCall();
   const int64_t grain = std::max<int64_t>(
       1, kMinMacsPerPart / std::max<int64_t>(1, batch * capacity * hidden * inner));
-  // Experts are independent; each sums its samples' products in sample order.
-  ParallelFor(experts, grain, [&](int64_t first, int64_t last) {
+  // Experts are independent. Each gathers the used rows of its blocks, sample after
+  // sample, and takes dw[e] = a^T . g over all of them in one product (Sgemm overwrites
+  // its output: one product per expert, not one accumulated per sample).
+  ParallelFor(context.thread_pool, experts, grain, [&](int64_t first, int64_t last) {
+    std::vector<float> rows_a, rows_g;
     for (int64_t e = first; e < last; ++e) {
       float* to = dw + e * hidden * inner;
-      bool written = false;
+      rows_a.clear();
+      rows_g.clear();
       for (int64_t b = 0; b < batch; ++b) {
         const int64_t block = b * experts + e;
         const float* a = x + block * capacity * hidden;
@@ -353,14 +336,15 @@ absl::Status ExpertMatMulGradWeight(const KernelContext& context) {
         // Row r adds outer(a[r], g[r]): rows past either block's last nonzero add nothing.
         const int64_t rows = std::min(hidden == 0 ? 0 : UsedRows(a, capacity, hidden),
                                       inner == 0 ? 0 : UsedRows(g, capacity, inner));
-        if (rows == 0) continue;
-        cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, static_cast<int>(hidden),
-                    static_cast<int>(inner), static_cast<int>(rows), 1.0f, a,
-                    static_cast<int>(hidden), g, static_cast<int>(inner),
-                    written ? 1.0f : 0.0f, to, static_cast<int>(inner));
-        written = true;
+        rows_a.insert(rows_a.end(), a, a + rows * hidden);
+        rows_g.insert(rows_g.end(), g, g + rows * inner);
       }
-      if (!written) std::fill(to, to + hidden * inner, 0.0f);  // No token: exactly 0.
+      const int64_t rows = hidden == 0 ? 0 : static_cast<int64_t>(rows_a.size()) / hidden;
+      if (rows == 0 || inner == 0) {
+        std::fill(to, to + hidden * inner, 0.0f);  // No token: exactly 0.
+        continue;
+      }
+      Sgemm(true, false, hidden, inner, rows, rows_a.data(), hidden, rows_g.data(), inner, to, inner);
     }
   });
   return absl::OkStatus();

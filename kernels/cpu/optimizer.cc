@@ -72,7 +72,7 @@ absl::Status RunSgd(const char* kernel, const KernelContext& context, const SgdA
   OF_RETURN_IF_ERROR(CheckFactor(kernel, "momentum", momentum_factor));
   const float rate = static_cast<float>(lr);
   const float factor = static_cast<float>(momentum_factor);
-  ParallelFor(a.n, kUpdateGrain, [=](int64_t begin, int64_t end) {
+  ParallelFor(context.thread_pool, a.n, kUpdateGrain, [=](int64_t begin, int64_t end) {
     const float* grad = a.grad;
     if (a.param_out == a.param) {
       float* param = a.param_out;
@@ -133,7 +133,7 @@ absl::Status RunAdamW(const char* kernel, const KernelContext& context, const Ad
   const float inverse_c1 = static_cast<float>(1.0 / (1.0 - std::pow(beta1, t)));
   const float inverse_sqrt_c2 = static_cast<float>(1.0 / std::sqrt(1.0 - std::pow(beta2, t)));
   const float eps = static_cast<float>(epsilon);
-  ParallelFor(a.n, kUpdateGrain, [=](int64_t begin, int64_t end) {
+  ParallelFor(context.thread_pool, a.n, kUpdateGrain, [=](int64_t begin, int64_t end) {
     const float* grad = a.grad;
     if (a.param_out == a.param) {
       float* param = a.param_out;

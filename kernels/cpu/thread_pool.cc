@@ -2,21 +2,7 @@
 
 #include <algorithm>
 
-#include "absl/strings/str_cat.h"
-
 namespace oneflow {
-namespace {
-
-thread_local KernelThreadPool* current_pool = nullptr;
-
-}  // namespace
-
-absl::Status CheckThreadsPerDevice(int64_t threads, absl::string_view what) {
-  if (threads >= 1 && threads <= kMaxThreadsPerDevice) return absl::OkStatus();
-  return absl::InvalidArgumentError(absl::StrCat(
-      what, "=", threads, " is not a valid thread count: a CPU device runs its kernels on 1 to ",
-      kMaxThreadsPerDevice, " threads (its compute thread plus helpers)"));
-}
 
 KernelThreadPool::KernelThreadPool(int threads) {
   for (int t = 1; t < threads; ++t) helpers_.emplace_back([this] { HelperLoop(); });
@@ -85,17 +71,9 @@ void KernelThreadPool::HelperLoop() {
   }
 }
 
-ScopedKernelThreadPool::ScopedKernelThreadPool(KernelThreadPool* pool) : previous_(current_pool) {
-  current_pool = pool;
-}
-
-ScopedKernelThreadPool::~ScopedKernelThreadPool() { current_pool = previous_; }
-
-KernelThreadPool* CurrentKernelThreadPool() { return current_pool; }
-
-void ParallelFor(int64_t total, int64_t grain, const std::function<void(int64_t, int64_t)>& body) {
+void ParallelFor(KernelThreadPool* pool, int64_t total, int64_t grain,
+                 const std::function<void(int64_t, int64_t)>& body) {
   if (total <= 0) return;
-  KernelThreadPool* pool = current_pool;
   const int64_t most = grain > 0 ? total / grain : total;
   const int64_t parts = pool == nullptr ? 1 : std::min<int64_t>(pool->threads(), std::max<int64_t>(most, 1));
   if (parts <= 1) {

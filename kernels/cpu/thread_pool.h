@@ -1,12 +1,13 @@
 // A CPU device's kernel threads: `--threads_per_device=N` gives each device a pool of
-// N - 1 helper threads, and the device's compute thread is the N-th. Kernels reach the
-// pool of the device they run for through a thread-local pointer (ScopedKernelThreadPool)
-// rather than through KernelContext, so the kernel interface stays one function of its
-// arguments and a kernel called outside a device (tests, the reference) runs serially.
+// N - 1 helper threads, and the device's compute thread is the N-th. The runtime gets
+// each device's pool from its backend (DeviceBackend::CreateThreadPool) and hands it to
+// every kernel call as KernelContext::thread_pool; a kernel passes it to ParallelFor. A
+// kernel called without one (tests, a device of one thread) runs serially. Passing the
+// pool, not setting a thread-local, keeps the kernel a function of its arguments and the
+// runtime free of this CPU header.
 //
-//   KernelThreadPool pool(2);                    // per device, owned by the runtime
-//   ScopedKernelThreadPool scope(&pool);         // around each kernel call
-//   ParallelFor(rows, 64, [&](int64_t begin, int64_t end) { ... rows [begin, end) ... });
+//   KernelThreadPool pool(2);                    // per device, from the backend
+//   ParallelFor(context.thread_pool, rows, 64, [&](int64_t begin, int64_t end) { ... });
 //
 // Why a pool per device and not OpenBLAS's own threads: OpenBLAS's thread count is one
 // process-wide setting, and a process may run several devices (`oneflow run` simulates
@@ -22,18 +23,8 @@
 #include <thread>
 #include <vector>
 
-#include "absl/status/status.h"
-#include "absl/strings/string_view.h"
 
 namespace oneflow {
-
-// The most threads one device may have: far above any core count a CPU device gets,
-// low enough that a typo (--threads_per_device=10000) is refused instead of spawning.
-inline constexpr int64_t kMaxThreadsPerDevice = 256;
-
-// OK when 1 <= threads <= kMaxThreadsPerDevice; otherwise INVALID_ARGUMENT naming
-// `what` (the flag or field the user wrote, e.g. "--threads_per_device") and the range.
-absl::Status CheckThreadsPerDevice(int64_t threads, absl::string_view what);
 
 class KernelThreadPool {
  public:
@@ -68,25 +59,10 @@ class KernelThreadPool {
   std::vector<std::thread> helpers_;
 };
 
-// The pool kernels on this thread use while the scope lives (nullptr: run serially).
-class ScopedKernelThreadPool {
- public:
-  explicit ScopedKernelThreadPool(KernelThreadPool* pool);
-  ~ScopedKernelThreadPool();
-  ScopedKernelThreadPool(const ScopedKernelThreadPool&) = delete;
-  ScopedKernelThreadPool& operator=(const ScopedKernelThreadPool&) = delete;
-
- private:
-  KernelThreadPool* previous_;
-};
-
-// This thread's pool (ScopedKernelThreadPool), or nullptr.
-KernelThreadPool* CurrentKernelThreadPool();
-
-// Calls body(begin, end) on disjoint ranges covering [0, total), in parallel over the
-// current pool. Ranges are at least `grain` long (except when total < grain), so small
+// Calls body(begin, end) on disjoint ranges covering [0, total), in parallel over `pool`
+// (nullptr: on the calling thread). Ranges are at least `grain` long (except when total < grain), so small
 // loops stay on the calling thread, where waking a helper would cost more than it saves.
-void ParallelFor(int64_t total, int64_t grain, const std::function<void(int64_t, int64_t)>& body);
+void ParallelFor(KernelThreadPool* pool, int64_t total, int64_t grain, const std::function<void(int64_t, int64_t)>& body);
 
 }  // namespace oneflow
 

@@ -1,6 +1,7 @@
 // The device kernel pool: every index run exactly once, real concurrency, serial
 // fallback without a pool, and the thread-count check's message.
 #include "kernels/cpu/thread_pool.h"
+#include "kernels/device_backend.h"
 
 #include <atomic>
 #include <chrono>
@@ -18,12 +19,11 @@ namespace {
 TEST(ThreadPoolTest, ParallelForCoversEveryIndexOnce) {
   for (int threads : {1, 2, 3, 5}) {
     KernelThreadPool pool(threads);
-    ScopedKernelThreadPool scope(&pool);
     for (int64_t total : {0, 1, 2, 7, 64, 1000, 1001}) {
       for (int64_t grain : {0, 1, 3, 100}) {
         std::vector<std::atomic<int>> hits(total);
         std::atomic<int> calls{0};
-        ParallelFor(total, grain, [&](int64_t begin, int64_t end) {
+        ParallelFor(&pool, total, grain, [&](int64_t begin, int64_t end) {
           ++calls;
           EXPECT_LT(begin, end);
           // Parts are at least `grain` long unless the whole range is shorter.
@@ -53,30 +53,15 @@ TEST(ThreadPoolTest, TasksRunConcurrently) {
 }
 
 TEST(ThreadPoolTest, WithoutAPoolTheCallerRunsEverything) {
-  ASSERT_EQ(CurrentKernelThreadPool(), nullptr);
   const std::thread::id caller = std::this_thread::get_id();
   int calls = 0;
-  ParallelFor(1000, 1, [&](int64_t begin, int64_t end) {
+  ParallelFor(nullptr, 1000, 1, [&](int64_t begin, int64_t end) {
     ++calls;
     EXPECT_EQ(std::this_thread::get_id(), caller);
     EXPECT_EQ(begin, 0);
     EXPECT_EQ(end, 1000);
   });
   EXPECT_EQ(calls, 1);
-}
-
-TEST(ThreadPoolTest, ScopesNestAndRestore) {
-  KernelThreadPool outer(2), inner(3);
-  {
-    ScopedKernelThreadPool a(&outer);
-    EXPECT_EQ(CurrentKernelThreadPool(), &outer);
-    {
-      ScopedKernelThreadPool b(&inner);
-      EXPECT_EQ(CurrentKernelThreadPool(), &inner);
-    }
-    EXPECT_EQ(CurrentKernelThreadPool(), &outer);
-  }
-  EXPECT_EQ(CurrentKernelThreadPool(), nullptr);
 }
 
 TEST(ThreadPoolTest, ManyRunsBackToBack) {

@@ -1,5 +1,5 @@
 // The page of `oneflow inspect --format=html`: its head (markup, CSS and the error
-// counter) here, its script in inspect_html_script.cc, around the plan's JSON blob
+// counter) here, its script in inspect_html_script.js (embedded by inspect_html_script.cc), around the plan's JSON blob
 // (inspect_html.cc writes the blob between the head and the tail). Self-contained: no
 // network, no external scripts or fonts; it opens from disk.
 //
