@@ -11,6 +11,7 @@
 
 #include <chrono>
 #include <cmath>
+#include <fstream>
 #include <map>
 #include <memory>
 #include <string>
@@ -120,6 +121,89 @@ TEST(ElasticShrinkTest, JobContinuesOnTheSurvivingNodes) {
                                           ") lost (daemon unreachable): re-planned for the 2 surviving nodes")),
             std::string::npos)
       << status_text;
+  EXPECT_TRUE(NoWorkersLeft(job, milliseconds(10000)));
+  EXPECT_TRUE(NoWorkersLeft(job + "-restart1", milliseconds(10000)));
+}
+
+// `oneflow compile mlp.txt --auto_parallel --nodes=3` of the mlp's layout-free text
+// (docs/auto_parallel.md): the plan's recipe keeps the text, so the shrink searches again.
+std::string SearchedThreeNodePlan(const std::string& name) {
+  std::vector<std::string> print = {Runfile("examples/mlp/mlp")};
+  print.insert(print.end(), Mlp().begin(), Mlp().end());
+  print.push_back("--print_graph");
+  Process printed(print);
+  EXPECT_TRUE(printed.Wait(milliseconds(60000)));
+  EXPECT_EQ(printed.exit_code(), 0) << printed.Stderr();
+  const std::string text_path = TempPath(name + ".txt");
+  {
+    std::ofstream text(text_path);
+    for (const std::string& line : printed.StdoutLines()) {
+      if (line.rfind("placement ", 0) != 0) text << line << "\n";
+    }
+  }
+  const std::string plan = TempPath(name + ".plan");
+  Process compile({Runfile("tools/cli/oneflow"), "compile", text_path, "--auto_parallel", "--nodes=3",
+                   "--compression=off", "--plan_out=" + plan});
+  EXPECT_TRUE(compile.Wait(milliseconds(60000)));
+  EXPECT_EQ(compile.exit_code(), 0) << compile.Stderr();
+  const std::string out = absl::StrJoin(compile.StdoutLines(), "\n");
+  EXPECT_NE(out.find("auto-parallel: chose --dp=3 "), std::string::npos) << out;
+  return plan;
+}
+
+// A plan the search chose: the survivors get the layout the search chooses for them,
+// shown (with the search's summary) before the new attempt, and the loss curve stays the
+// 1-device run's.
+TEST(ElasticShrinkTest, AutoParallelJobIsSearchedAgainOnTheSurvivors) {
+  constexpr int kIterations = 150;
+  const std::string job = JobId("shrink-auto");
+  const std::vector<double> reference = RunInOneProcess(CompilePlan("mlp", Mlp(), "mlp-1device-auto"), kIterations);
+  ASSERT_EQ(reference.size(), static_cast<size_t>(kIterations));
+  const std::string dir = TempPath("shrink-auto-checkpoints");
+  Daemons daemons(3);
+  ASSERT_EQ(daemons.size(), 3);
+  std::unique_ptr<Process> launch =
+      Launch(daemons, SearchedThreeNodePlan("mlp-auto-3x1"), kIterations, job,
+             {"--checkpoint_dir=" + dir, "--checkpoint_every=10", "--elastic=shrink", "--min_nodes=2",
+              "--collective_timeout_s=20"});
+  ASSERT_TRUE(WaitForStderr(*launch, "iter-00000010 complete")) << launch->Stderr();
+  daemons.Signal(1, SIGKILL);
+  ASSERT_TRUE(launch->Wait(milliseconds(180000))) << launch->Stderr();
+  const std::string stderr_text = launch->Stderr();
+  ASSERT_EQ(launch->exit_code(), 0) << stderr_text;
+  const std::string action =
+      "re-planned for the 2 surviving nodes (the --auto_parallel search ran again: --dp=2 --tp=1 --pp=1 "
+      "--micro_batches=1 --zero=0 --recompute=none; was --dp=3 --tp=1 --pp=1 --micro_batches=1 --zero=0 "
+      "--recompute=none)";
+  EXPECT_NE(stderr_text.find(absl::StrCat("recovery: node 1 (", daemons.address(1), ") lost (daemon unreachable): ",
+                                          action, "; resuming from disk checkpoint ", dir, "/iter-")),
+            std::string::npos)
+      << stderr_text;
+  const size_t shown = stderr_text.find(absl::StrCat(
+      action, "; the new plan passed the verifier; its layout (oneflow inspect):\n  auto-parallel: chose --dp=2 "));
+  const size_t submitted = stderr_text.find("job '" + job + "-restart1' on 2 nodes, resuming from " + dir + "/iter-");
+  ASSERT_NE(shown, std::string::npos) << stderr_text;
+  ASSERT_NE(submitted, std::string::npos) << stderr_text;
+  EXPECT_LT(shown, submitted);
+  EXPECT_NE(stderr_text.find("\n  cluster: 2 nodes x 1 device per node", shown), std::string::npos) << stderr_text;
+
+  std::map<int, double> last;
+  int resumed_at = -1;
+  for (const std::string& line : launch->StdoutLines()) {
+    const int iteration = IterationOf(line);
+    if (iteration < 0) continue;
+    if (line.find("\"recovery\": ") != std::string::npos) {
+      EXPECT_EQ(JsonValue(line, "action"), absl::StrCat("\"", action, "\"")) << line;
+      resumed_at = std::stoi(JsonValue(line, "iteration"));
+    }
+    last[iteration] = Losses({line})[0];
+  }
+  EXPECT_GE(resumed_at, 10);
+  ASSERT_EQ(last.size(), static_cast<size_t>(kIterations));
+  for (const auto& [iteration, loss] : last) {
+    EXPECT_NEAR(loss, reference[iteration], 1e-4 * std::abs(reference[iteration]) + 1e-6)
+        << "iteration " << iteration << " (resumed at " << resumed_at << ")";
+  }
   EXPECT_TRUE(NoWorkersLeft(job, milliseconds(10000)));
   EXPECT_TRUE(NoWorkersLeft(job + "-restart1", milliseconds(10000)));
 }

@@ -2,7 +2,10 @@
 
 #include <memory>
 
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "absl/strings/str_split.h"
 #include "absl/strings/str_replace.h"
 #include "examples/common/compile_driver.h"
 #include "oneflow_core/dsl/text/graph_text.h"
@@ -88,6 +91,25 @@ absl::StatusOr<examples::AutoParallelResult> AutoParallelFromGraphText(absl::str
     return JobFromGraphText(text, file_name, layout);
   };
   return examples::AutoParallelCompile(build, pipeline_free);
+}
+
+std::string LayoutFreeGraphText(absl::string_view recipe_text, bool zero_from_layout) {
+  std::vector<std::string> lines;
+  for (absl::string_view line : absl::StrSplit(recipe_text, '\n')) {
+    if (absl::StartsWith(line, "placement ")) continue;
+    std::string kept(line);
+    if (zero_from_layout && absl::StartsWith(line, "optimizer ")) {
+      // Graph::ToText writes " zero=N zero_axis=A" last on the line.
+      const size_t zero = kept.find(" zero=");
+      if (zero != std::string::npos) {
+        size_t end = kept.find(" zero_axis=", zero);
+        end = end == std::string::npos ? std::string::npos : kept.find(' ', end + 1);
+        kept.erase(zero, end == std::string::npos ? std::string::npos : end - zero);
+      }
+    }
+    lines.push_back(std::move(kept));
+  }
+  return absl::StrJoin(lines, "\n");
 }
 
 }  // namespace oneflow::cli

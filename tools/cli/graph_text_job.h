@@ -40,6 +40,13 @@ absl::StatusOr<examples::AutoParallelResult> AutoParallelFromGraphText(absl::str
                                                                        const std::string& file_name,
                                                                        const examples::AutoParallelRequest& request);
 
+// The layout-free text of a plan's recipe (CompileRecipe.graph_text, printed from the Job
+// of one layout), for AutoParallelFromGraphText: without its `placement` line, and, when
+// `zero_from_layout` (the layout set a ZeRO stage, which the printer writes on the
+// optimizer line), without the optimizer line's `zero=N zero_axis=A`, which the search
+// chooses again. A `zero=` the text's author wrote is dropped with it.
+std::string LayoutFreeGraphText(absl::string_view recipe_text, bool zero_from_layout);
+
 }  // namespace oneflow::cli
 
 #endif  // TOOLS_CLI_GRAPH_TEXT_JOB_H_

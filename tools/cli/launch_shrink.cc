@@ -6,7 +6,9 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_replace.h"
+#include "compiler/auto_parallel/candidate.h"
 #include "compiler/compiler.h"
+#include "examples/common/auto_parallel_driver.h"
 #include "examples/common/compile_driver.h"
 #include "examples/common/compile_recipe.h"
 #include "examples/common/parallel_layout.h"
@@ -62,6 +64,56 @@ absl::StatusOr<std::string> LayoutText(const proto::Plan& plan) {
   return text;
 }
 
+// A plan the search chose with one pipeline stage and one micro-batch (all that
+// `oneflow compile --auto_parallel` of graph text chooses): the search runs again on the
+// survivors' devices, with the links, compile settings and --device_memory it ran with,
+// over the recipe's text made layout-free. The chosen layout may differ in more than dp
+// (a ZeRO stage that now fits, tp where the text's hints allow).
+absl::StatusOr<Replan> SearchForSurvivors(const proto::Plan& plan, int64_t survivors) {
+  const proto::CompileRecipe& recipe = plan.recipe();
+  examples::AutoParallelRequest request;
+  request.cluster = examples::LayoutFlagsFromRecipe(recipe);
+  request.cluster.nodes = survivors;
+  request.settings = examples::SettingsFromRecipe(recipe);
+  request.settings.recompute = examples::CompileSettings().recompute;  // Each layout the search tries sets its own.
+  request.device_memory = plan.auto_parallel().device_memory();
+  const std::string where = absl::StrCat("re-planning for the ", survivors, " surviving nodes (--nodes=", survivors,
+                                         " --auto_parallel, searched again)");
+  const std::string text = LayoutFreeGraphText(recipe.graph_text(), /*zero_from_layout=*/recipe.zero() > 0);
+  absl::StatusOr<examples::AutoParallelResult> result = AutoParallelFromGraphText(text, "the plan's recipe", request);
+  if (!result.ok()) {
+    if (result.status().code() == absl::StatusCode::kResourceExhausted ||
+        result.status().code() == absl::StatusCode::kFailedPrecondition) {
+      return absl::Status(result.status().code(),
+                          absl::StrCat("the model does not fit the ", survivors,
+                                       " surviving nodes: the --auto_parallel search found no layout that fits: ",
+                                       result.status().message()));
+    }
+    return absl::Status(result.status().code(), absl::StrCat(where, ": ", result.status().message()));
+  }
+  examples::CompileSettings chosen = request.settings;
+  chosen.recompute = auto_parallel::RecomputeName(result->plan.auto_parallel().chosen().layout().recompute());
+  OF_ASSIGN_OR_RETURN(const proto::CompileRecipe next_recipe,
+                      examples::MakeRecipe(result->job, result->layout, chosen, /*auto_parallel=*/true));
+  OF_RETURN_IF_ERROR(examples::AttachRecipe(next_recipe, &result->plan));
+  if (absl::Status verified = VerifyPlan(result->plan); !verified.ok()) {
+    return absl::InternalError(absl::StrCat(where, ": the new plan fails verification: ", verified.message()));
+  }
+  Replan replan;
+  const std::string before = plan.has_auto_parallel()
+                                 ? auto_parallel::LayoutFlags(plan.auto_parallel().chosen().layout())
+                                 : absl::StrCat("--dp=", recipe.dp(), " --tp=", recipe.tp());
+  replan.action = absl::StrCat("re-planned for the ", survivors,
+                               " surviving nodes (the --auto_parallel search ran again: ",
+                               auto_parallel::LayoutFlags(result->plan.auto_parallel().chosen().layout()), "; was ",
+                               before, ")");
+  OF_ASSIGN_OR_RETURN(const std::string layout, LayoutText(result->plan));
+  replan.layout_text =
+      absl::StrCat(examples::AutoParallelSummary(result->plan.auto_parallel(), result->search_seconds), layout);
+  replan.plan = std::move(result->plan);
+  return replan;
+}
+
 }  // namespace
 
 absl::StatusOr<Replan> ReplanForSurvivors(const proto::Plan& plan, int64_t survivors) {
@@ -71,6 +123,9 @@ absl::StatusOr<Replan> ReplanForSurvivors(const proto::Plan& plan, int64_t survi
         "plans recorded their model; compile it again with this version's `oneflow compile` or example binary");
   }
   const proto::CompileRecipe& recipe = plan.recipe();
+  if (recipe.auto_parallel() && recipe.pp() == 1 && recipe.micro_batches() == 1) {
+    return SearchForSurvivors(plan, survivors);
+  }
   const examples::ParallelFlags before = examples::LayoutFlagsFromRecipe(recipe);
   OF_ASSIGN_OR_RETURN(const examples::ParallelLayout old_layout, examples::ParallelLayout::Create(before));
   const int64_t replica = before.tp * before.cp * before.pp;
@@ -141,7 +196,9 @@ absl::StatusOr<Replan> ReplanForSurvivors(const proto::Plan& plan, int64_t survi
   }
   Replan replan;
   replan.action = absl::StrCat("re-planned for the ", survivors, " surviving nodes (dp ", before.dp, " -> ", after.dp,
-                               recipe.auto_parallel() ? " of the --auto_parallel layout; the search does not run again" : "",
+                               recipe.auto_parallel() ? " of the --auto_parallel layout; the search does not run again: the "
+                                                        "recorded text fixes its pipeline stages and micro-batches"
+                                                      : "",
                                ")");
   OF_ASSIGN_OR_RETURN(replan.layout_text, LayoutText(*compiled));
   replan.plan = *std::move(compiled);

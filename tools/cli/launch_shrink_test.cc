@@ -8,7 +8,11 @@
 #include <string>
 #include <vector>
 
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "absl/strings/str_split.h"
+#include "compiler/auto_parallel/candidate.h"
 #include "compiler/compiler.h"
 #include "examples/common/compile_driver.h"
 #include "examples/common/compile_recipe.h"
@@ -17,13 +21,16 @@
 #include "examples/mlp/mlp_model.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "oneflow_core/dsl/graph.h"
 #include "plan/plan_checksum.h"
 #include "plan/plan_verifier.h"
+#include "tools/cli/graph_text_job.h"
 
 namespace oneflow::cli {
 namespace {
 
 using ::testing::HasSubstr;
+using ::testing::Not;
 using ::testing::StartsWith;
 
 using Builder = std::function<absl::StatusOr<proto::Job>(const examples::ParallelLayout&)>;
@@ -120,6 +127,109 @@ TEST(LaunchShrinkTest, PipelineStagesMoveToTheSurvivors) {
   examples::ParallelFlags four = Flags(4, 2, 1, 2);
   four.micro_batches = 2;
   EXPECT_TRUE(Bytes(replan->plan) == Bytes(CompiledPlan(gpt, four, Dense())));
+}
+
+// The mlp's text without its `placement` line, as docs/auto_parallel.md makes one.
+std::string LayoutFreeMlpText() {
+  absl::StatusOr<proto::Job> job = Mlp()(*examples::ParallelLayout::Create(examples::ParallelFlags{}));
+  EXPECT_TRUE(job.ok()) << job.status();
+  absl::StatusOr<std::unique_ptr<Graph>> graph = Graph::FromJob(*job);
+  EXPECT_TRUE(graph.ok()) << graph.status();
+  std::vector<std::string> lines;
+  for (absl::string_view line : absl::StrSplit((*graph)->ToText(Graph::Locations::kOmit), '\n')) {
+    if (!absl::StartsWith(line, "placement ")) lines.emplace_back(line);
+  }
+  return absl::StrJoin(lines, "\n");
+}
+
+examples::AutoParallelRequest Nodes(int64_t nodes, int64_t device_memory = 0) {
+  examples::AutoParallelRequest request;
+  request.cluster.nodes = nodes;
+  request.settings = Dense();
+  request.device_memory = device_memory;
+  return request;
+}
+
+// What `oneflow compile mlp.txt --auto_parallel --nodes=N --plan_out=...` writes: the
+// searched plan with its recipe.
+proto::Plan SearchedPlan(const std::string& text, const examples::AutoParallelRequest& request) {
+  absl::StatusOr<examples::AutoParallelResult> result = AutoParallelFromGraphText(text, "mlp.txt", request);
+  EXPECT_TRUE(result.ok()) << result.status();
+  examples::CompileSettings chosen = request.settings;
+  chosen.recompute = auto_parallel::RecomputeName(result->plan.auto_parallel().chosen().layout().recompute());
+  absl::StatusOr<proto::CompileRecipe> recipe = examples::MakeRecipe(result->job, result->layout, chosen, true);
+  EXPECT_TRUE(recipe.ok()) << recipe.status();
+  EXPECT_TRUE(examples::AttachRecipe(*recipe, &result->plan).ok());
+  return result->plan;
+}
+
+// A plan the search chose from graph text is searched again for the survivors: the plan
+// is the one the search gives for 2 nodes from the start, and its action says so.
+TEST(LaunchShrinkTest, AutoParallelPlanIsSearchedAgainForTheSurvivors) {
+  const std::string text = LayoutFreeMlpText();
+  const proto::Plan three = SearchedPlan(text, Nodes(3));
+  ASSERT_EQ(auto_parallel::LayoutFlags(three.auto_parallel().chosen().layout()),
+            "--dp=3 --tp=1 --pp=1 --micro_batches=1 --zero=0 --recompute=none");
+  absl::StatusOr<Replan> replan = ReplanForSurvivors(three, 2);
+  ASSERT_TRUE(replan.ok()) << replan.status();
+  EXPECT_EQ(replan->action,
+            "re-planned for the 2 surviving nodes (the --auto_parallel search ran again: --dp=2 --tp=1 --pp=1 "
+            "--micro_batches=1 --zero=0 --recompute=none; was --dp=3 --tp=1 --pp=1 --micro_batches=1 --zero=0 "
+            "--recompute=none)");
+  EXPECT_THAT(replan->layout_text, StartsWith("auto-parallel: chose --dp=2 --tp=1"));
+  EXPECT_THAT(replan->layout_text, HasSubstr("\nplan 'mlp'"));
+  EXPECT_THAT(replan->layout_text, HasSubstr("cluster: 2 nodes x 1 device per node"));
+  EXPECT_TRUE(VerifyPlan(replan->plan).ok());
+  // Recipe and decision record included.
+  EXPECT_TRUE(Bytes(replan->plan) == Bytes(SearchedPlan(text, Nodes(2))));
+  EXPECT_TRUE(replan->plan.recipe().auto_parallel());
+  // It shrinks again from its own recipe.
+  absl::StatusOr<Replan> again = ReplanForSurvivors(replan->plan, 1);
+  ASSERT_TRUE(again.ok()) << again.status();
+  EXPECT_THAT(again->action, HasSubstr("the --auto_parallel search ran again: --dp=1 "));
+  EXPECT_TRUE(Bytes(again->plan) == Bytes(SearchedPlan(text, Nodes(1))));
+}
+
+// --device_memory that the 3 nodes' smallest layout (ZeRO-3 over 3 devices) fits and 2
+// nodes' does not: the search finds nothing, and the refusal says so with its figures.
+TEST(LaunchShrinkTest, AutoParallelSearchThatFindsNothingIsRefused) {
+  const std::string text = LayoutFreeMlpText();
+  // The bytes in "... AFTER 1.2 KiB (1234 B)" of a message.
+  auto bytes_after = [](const absl::Status& status, const std::string& after) -> int64_t {
+    const std::string message(status.message());
+    const size_t at = message.find(after);
+    EXPECT_NE(at, std::string::npos) << message;
+    return at == std::string::npos ? 0 : std::stoll(message.substr(message.find('(', at) + 1));
+  };
+  // ZeRO-3's peak on 3 devices: predicted (the search's refusal), then planned (memory
+  // planning's, which is larger here).
+  const int64_t predicted = bytes_after(AutoParallelFromGraphText(text, "mlp.txt", Nodes(3, 1024)).status(),
+                                        "the smallest is ");
+  absl::StatusOr<examples::AutoParallelResult> at_predicted =
+      AutoParallelFromGraphText(text, "mlp.txt", Nodes(3, predicted));
+  const int64_t smallest =
+      at_predicted.ok() ? predicted : std::max(predicted, bytes_after(at_predicted.status(), "planned peak "));
+  const proto::Plan three = SearchedPlan(text, Nodes(3, smallest));
+  ASSERT_EQ(three.auto_parallel().chosen().layout().zero(), 3) << three.auto_parallel().DebugString();
+  // The recipe's text carries the chosen stage on its optimizer line and the layout's
+  // placement; the text searched again has neither.
+  EXPECT_THAT(three.recipe().graph_text(), HasSubstr(" zero=3 zero_axis=0\n"));
+  EXPECT_THAT(three.recipe().graph_text(), HasSubstr("\nplacement cpu{"));
+  const std::string searched = LayoutFreeGraphText(three.recipe().graph_text(), true);
+  EXPECT_THAT(searched, Not(HasSubstr(" zero=")));
+  EXPECT_THAT(searched, Not(HasSubstr("placement")));
+  EXPECT_THAT(searched, HasSubstr("\noptimizer sgd lr="));
+  absl::StatusOr<Replan> replan = ReplanForSurvivors(three, 2);
+  // Refused by the prediction (RESOURCE_EXHAUSTED) or by memory planning of the layouts
+  // it compiled (FAILED_PRECONDITION): both are the search's own message.
+  EXPECT_TRUE(replan.status().code() == absl::StatusCode::kResourceExhausted ||
+              replan.status().code() == absl::StatusCode::kFailedPrecondition)
+      << replan.status();
+  EXPECT_THAT(std::string(replan.status().message()),
+              StartsWith("the model does not fit the 2 surviving nodes: the --auto_parallel search found no layout "
+                         "that fits: "));
+  EXPECT_THAT(std::string(replan.status().message()), HasSubstr(absl::StrCat("--device_memory=")));
+  EXPECT_THAT(std::string(replan.status().message()), HasSubstr(absl::StrCat("(", smallest, " B)")));
 }
 
 TEST(LaunchShrinkTest, RefusalsNameWhatIsValid) {

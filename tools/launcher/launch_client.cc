@@ -4,10 +4,14 @@
 
 #include <cmath>
 #include <cstring>
+#include <map>
 #include <random>
+#include <string>
 #include <utility>
+#include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "absl/strings/str_format.h"
 #include "absl/time/clock.h"
 #include "plan/plan_verifier.h"
@@ -374,7 +378,10 @@ absl::Status LaunchSession::Run() {
         if (cancelling) CancelEverywhere();
         break;
       case proto::JobEvent::kMetrics:
-        if (cancelling) break;
+        // After a failure the survivors' reports still count: an iteration they trained
+        // with the lost node may be complete, or go out as incomplete below. Not after a
+        // cancel (Ctrl-C, `oneflow cancel`): the job stops there.
+        if (cancelling && code == absl::StatusCode::kCancelled) break;
         for (const proto::IterationMetrics& merged : merger.Add(node.rank, event.metrics())) {
           if (options_.on_metrics) options_.on_metrics(merged);
         }
@@ -426,6 +433,33 @@ absl::Status LaunchSession::Run() {
   for (auto& node : nodes_) node->follower.join();
   for (std::thread& canceller : cancellers_) canceller.join();
   cancellers_.clear();
+  if (cancelling && code != absl::StatusCode::kCancelled) {
+    // The iterations whose reports from some node went down with it: printed from the
+    // nodes that reported them, so that the metrics hold every iteration trained.
+    // Their lines' node_step_ms lists the nodes that reported; a warning says which are
+    // missing, once per set of missing nodes.
+    std::vector<int64_t> unreported;
+    std::map<std::vector<int64_t>, std::vector<int64_t>> by_missing;  // missing nodes -> iterations
+    for (const MetricsMerger::Incomplete& incomplete : merger.TakeIncomplete(&unreported)) {
+      if (options_.on_metrics) options_.on_metrics(incomplete.metrics);
+      by_missing[incomplete.missing_nodes].push_back(incomplete.metrics.iteration());
+    }
+    for (const auto& [missing, iterations] : by_missing) {
+      if (!options_.on_warning) break;
+      std::vector<std::string> names;
+      for (int64_t node : missing) names.push_back(NodeName(node));
+      options_.on_warning(absl::StrCat("the metrics of iteration", iterations.size() == 1 ? " " : "s ",
+                                       absl::StrJoin(iterations, ", "), " are from the other nodes only: ",
+                                       absl::StrJoin(names, ", "), iterations.size() == 1 ? "'s report" : "'s reports",
+                                       " never arrived before the job failed"));
+    }
+    if (!unreported.empty() && options_.on_warning) {
+      options_.on_warning(absl::StrCat("no node's metrics of iteration", unreported.size() == 1 ? " " : "s ",
+                                       absl::StrJoin(unreported, ", "),
+                                       " arrived before the job failed (a daemon drops the reports of a client "
+                                       "that reads too slowly); later iterations' did"));
+    }
+  }
   if (!cancelling) return absl::OkStatus();
   return absl::Status(code, Report(headline));
 }

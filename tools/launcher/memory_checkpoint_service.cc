@@ -19,8 +19,43 @@ std::string PartName(const std::string& scope, int64_t owner, int64_t iteration)
 
 }  // namespace
 
-MemoryCheckpointService::MemoryCheckpointService(std::shared_ptr<const TokenAuthorizer> authorizer)
-    : authorizer_(std::move(authorizer)) {}
+MemoryCheckpointService::MemoryCheckpointService(std::shared_ptr<const TokenAuthorizer> authorizer,
+                                                 MemoryCheckpointLimits limits)
+    : authorizer_(std::move(authorizer)), limits_(std::move(limits)) {}
+
+int64_t MemoryCheckpointService::ScopeBytes(const Scope& scope) {
+  int64_t bytes = 0;
+  for (const auto& [owner, iterations] : scope.owners) {
+    for (const auto& [iteration, part] : iterations) bytes += static_cast<int64_t>(part.data->size());
+  }
+  return bytes;
+}
+
+int64_t MemoryCheckpointService::HeldBytes() const {
+  int64_t bytes = 0;
+  for (const auto& [name, scope] : scopes_) bytes += ScopeBytes(scope);
+  return bytes;
+}
+
+void MemoryCheckpointService::DropIdleScopes(const std::string& keep) {
+  const absl::Time now = limits_.now();
+  for (auto scope = scopes_.begin(); scope != scopes_.end();) {
+    if (scope->first == keep || now - scope->second.last_used < limits_.idle) {
+      ++scope;
+      continue;
+    }
+    if (limits_.log) {
+      limits_.log(absl::StrCat("dropped the in-memory checkpoints of '", scope->first, "' (", ScopeBytes(scope->second),
+                               " bytes): none of its parts was put, listed or fetched for ",
+                               absl::FormatDuration(now - scope->second.last_used),
+                               ", at least --memory_checkpoint_idle=", absl::FormatDuration(limits_.idle),
+                               " (a launch that ended without dropping them)"));
+    }
+    scope = scopes_.erase(scope);
+  }
+  const auto found = scopes_.find(keep);
+  if (found != scopes_.end()) found->second.last_used = now;
+}
 
 grpc::Status MemoryCheckpointService::Put(grpc::ServerContext* context,
                                           grpc::ServerReader<proto::MemoryCheckpointPiece>* reader,
@@ -56,7 +91,37 @@ grpc::Status MemoryCheckpointService::Put(grpc::ServerContext* context,
   part.saving_nodes.assign(header.saving_nodes().begin(), header.saving_nodes().end());
   part.data = std::move(data);
   absl::MutexLock lock(&mutex_);
-  std::map<int64_t, Part>& iterations = scopes_[header.scope()][header.owner_node()];
+  DropIdleScopes(header.scope());
+  if (limits_.limit_bytes > 0) {
+    // What stays once this part is in: the owner's oldest iteration goes when it would
+    // be one more than kept, and a part of the same iteration is replaced.
+    int64_t freed = 0;
+    const auto scope = scopes_.find(header.scope());
+    if (scope != scopes_.end()) {
+      const auto owner = scope->second.owners.find(header.owner_node());
+      if (owner != scope->second.owners.end()) {
+        const auto same = owner->second.find(header.iteration());
+        if (same != owner->second.end()) {
+          freed = static_cast<int64_t>(same->second.data->size());
+        } else if (owner->second.size() >= static_cast<size_t>(kMemoryCheckpointsKept) &&
+                   owner->second.begin()->first < header.iteration()) {
+          freed = static_cast<int64_t>(owner->second.begin()->second.data->size());
+        }
+      }
+    }
+    const int64_t held = HeldBytes();
+    if (held - freed + listed > limits_.limit_bytes) {
+      return grpc::Status(
+          grpc::StatusCode::RESOURCE_EXHAUSTED,
+          absl::StrCat(name, " (", listed, " bytes) is refused: this daemon holds ", held,
+                       " bytes of in-memory checkpoints, and with it would hold ", held - freed + listed,
+                       ", above its --memory_checkpoint_limit_bytes=", limits_.limit_bytes,
+                       "; valid: a larger limit on the daemon, or a smaller --memory_checkpoint_every state"));
+    }
+  }
+  Scope& scope = scopes_[header.scope()];
+  scope.last_used = limits_.now();
+  std::map<int64_t, Part>& iterations = scope.owners[header.owner_node()];
   iterations[header.iteration()] = std::move(part);
   while (iterations.size() > static_cast<size_t>(kMemoryCheckpointsKept)) iterations.erase(iterations.begin());
   response->set_bytes(listed);
@@ -67,9 +132,10 @@ grpc::Status MemoryCheckpointService::List(grpc::ServerContext* context, const p
                                            proto::MemoryListResponse* response) {
   if (grpc::Status denied = authorizer_->Check(*context, "MemoryCheckpoints.List"); !denied.ok()) return denied;
   absl::MutexLock lock(&mutex_);
+  DropIdleScopes(request->scope());
   const auto scope = scopes_.find(request->scope());
   if (scope == scopes_.end()) return grpc::Status::OK;
-  for (const auto& [owner, iterations] : scope->second) {
+  for (const auto& [owner, iterations] : scope->second.owners) {
     for (const auto& [iteration, part] : iterations) {
       proto::MemoryCheckpointEntry* entry = response->add_entries();
       entry->set_owner_node(owner);
@@ -87,10 +153,11 @@ grpc::Status MemoryCheckpointService::Get(grpc::ServerContext* context, const pr
   Part part;
   {
     absl::MutexLock lock(&mutex_);
+    DropIdleScopes(request->scope());
     const auto scope = scopes_.find(request->scope());
     if (scope != scopes_.end()) {
-      const auto owner = scope->second.find(request->owner_node());
-      if (owner != scope->second.end()) {
+      const auto owner = scope->second.owners.find(request->owner_node());
+      if (owner != scope->second.owners.end()) {
         const auto found = owner->second.find(request->iteration());
         if (found != owner->second.end()) part = found->second;
       }
@@ -124,26 +191,17 @@ grpc::Status MemoryCheckpointService::Drop(grpc::ServerContext* context, const p
                                            proto::MemoryDropResponse* response) {
   if (grpc::Status denied = authorizer_->Check(*context, "MemoryCheckpoints.Drop"); !denied.ok()) return denied;
   absl::MutexLock lock(&mutex_);
+  DropIdleScopes(request->scope());
   const auto scope = scopes_.find(request->scope());
   if (scope == scopes_.end()) return grpc::Status::OK;
-  int64_t bytes = 0;
-  for (const auto& [owner, iterations] : scope->second) {
-    for (const auto& [iteration, part] : iterations) bytes += static_cast<int64_t>(part.data->size());
-  }
+  response->set_bytes(ScopeBytes(scope->second));
   scopes_.erase(scope);
-  response->set_bytes(bytes);
   return grpc::Status::OK;
 }
 
 int64_t MemoryCheckpointService::held_bytes() const {
   absl::MutexLock lock(&mutex_);
-  int64_t bytes = 0;
-  for (const auto& [name, owners] : scopes_) {
-    for (const auto& [owner, iterations] : owners) {
-      for (const auto& [iteration, part] : iterations) bytes += static_cast<int64_t>(part.data->size());
-    }
-  }
-  return bytes;
+  return HeldBytes();
 }
 
 }  // namespace oneflow::launcher

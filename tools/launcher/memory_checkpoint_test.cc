@@ -3,6 +3,11 @@
 // node, lists what it holds, refuses another token, and a drop frees everything.
 #include <memory>
 #include <string>
+#include <vector>
+
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "absl/time/time.h"
 
 #include "gtest/gtest.h"
 #include "tools/launcher/auth.h"
@@ -15,8 +20,12 @@ namespace {
 
 class MemoryCheckpointTest : public testing::Test {
  protected:
-  void SetUp() override {
-    service_ = std::make_unique<MemoryCheckpointService>(std::make_shared<TokenAuthorizer>("secret", "test"));
+  void SetUp() override { Start(MemoryCheckpointLimits()); }
+  // Restarts the service with `limits` (the daemon's --memory_checkpoint_* flags).
+  void Start(MemoryCheckpointLimits limits) {
+    if (server_ != nullptr) server_->Shutdown();
+    service_ = std::make_unique<MemoryCheckpointService>(std::make_shared<TokenAuthorizer>("secret", "test"),
+                                                         std::move(limits));
     ServerOptions options;
     options.address = "127.0.0.1:0";
     options.token = "secret";
@@ -25,7 +34,9 @@ class MemoryCheckpointTest : public testing::Test {
     server_ = std::move(started->server);
     address_ = started->address;
   }
-  void TearDown() override { server_->Shutdown(); }
+  void TearDown() override {
+    if (server_ != nullptr) server_->Shutdown();
+  }
 
   std::unique_ptr<MemoryCheckpointClient> Client(const std::string& token = "secret") {
     absl::StatusOr<std::unique_ptr<MemoryCheckpointClient>> client =
@@ -97,6 +108,66 @@ TEST_F(MemoryCheckpointTest, APartComesBackWholeAndTheTwoNewestAreKept) {
   EXPECT_EQ(*freed, 3 * part_bytes);
   EXPECT_EQ(service_->held_bytes(), 0);
   EXPECT_TRUE(client->List("job")->empty());
+}
+
+// --memory_checkpoint_limit_bytes: room for three parts. The third fits; a fourth is
+// refused naming the limit and nothing of it is kept; a newer iteration of an owner that
+// already holds two replaces the oldest and fits.
+TEST_F(MemoryCheckpointTest, APutAboveTheLimitIsRefusedNamingIt) {
+  const int64_t part_bytes = kMemoryCheckpointPieceBytes * 5 / 2 + 3;
+  MemoryCheckpointLimits limits;
+  limits.limit_bytes = 3 * part_bytes + 10;
+  Start(limits);
+  std::unique_ptr<MemoryCheckpointClient> client = Client();
+  ASSERT_TRUE(client->Put("job", Part(0, 10, 'a')).ok());
+  ASSERT_TRUE(client->Put("job", Part(0, 20, 'b')).ok());
+  ASSERT_TRUE(client->Put("job", Part(1, 20, 'c')).ok());
+  const absl::Status refused = client->Put("job", Part(2, 20, 'd'));
+  EXPECT_EQ(refused.code(), absl::StatusCode::kResourceExhausted) << refused;
+  EXPECT_TRUE(absl::EndsWith(
+      refused.message(),
+      absl::StrCat("node 2's part of the in-memory checkpoint after iteration 20 of 'job' (", part_bytes,
+                         " bytes) is refused: this daemon holds ", 3 * part_bytes,
+                         " bytes of in-memory checkpoints, and with it would hold ", 4 * part_bytes,
+                         ", above its --memory_checkpoint_limit_bytes=", 3 * part_bytes + 10,
+                         "; valid: a larger limit on the daemon, or a smaller --memory_checkpoint_every state")))
+      << refused;
+  EXPECT_EQ(service_->held_bytes(), 3 * part_bytes);
+  EXPECT_EQ(client->Get("job", 2, 20).status().code(), absl::StatusCode::kNotFound);
+  // Node 0's iteration 30 takes the place of its iteration 10.
+  ASSERT_TRUE(client->Put("job", Part(0, 30, 'e')).ok());
+  EXPECT_EQ(service_->held_bytes(), 3 * part_bytes);
+  EXPECT_EQ(client->Get("job", 0, 10).status().code(), absl::StatusCode::kNotFound);
+  EXPECT_TRUE(client->Get("job", 0, 30).ok());
+}
+
+// --memory_checkpoint_idle: a scope nobody used for that long (its launch was killed
+// before it could drop it) is dropped by the next call of another launch, and said so;
+// a scope in use is kept.
+TEST_F(MemoryCheckpointTest, AnIdleLaunchsPartsAreDroppedByTheNextCall) {
+  const int64_t part_bytes = kMemoryCheckpointPieceBytes * 5 / 2 + 3;
+  auto now = std::make_shared<absl::Time>(absl::FromUnixSeconds(1000));
+  auto said = std::make_shared<std::vector<std::string>>();
+  MemoryCheckpointLimits limits;
+  limits.idle = absl::Minutes(30);
+  limits.now = [now] { return *now; };
+  limits.log = [said](const std::string& line) { said->push_back(line); };
+  Start(limits);
+  std::unique_ptr<MemoryCheckpointClient> client = Client();
+  ASSERT_TRUE(client->Put("killed", Part(0, 10, 'a')).ok());
+  ASSERT_TRUE(client->Put("running", Part(0, 10, 'b')).ok());
+  *now += absl::Minutes(20);
+  ASSERT_TRUE(client->List("running").ok());  // "running" used at 20 min.
+  *now += absl::Minutes(15);                   // "killed" idle 35 min, "running" 15.
+  EXPECT_EQ(service_->held_bytes(), 2 * part_bytes);  // Nothing dropped without a call.
+  ASSERT_TRUE(client->Put("next", Part(0, 10, 'c')).ok());
+  EXPECT_EQ(service_->held_bytes(), 2 * part_bytes);
+  EXPECT_TRUE(client->List("killed")->empty());
+  EXPECT_EQ(client->List("running")->size(), 1u);
+  ASSERT_EQ(said->size(), 1u);
+  EXPECT_EQ((*said)[0], absl::StrCat("dropped the in-memory checkpoints of 'killed' (", part_bytes,
+                                     " bytes): none of its parts was put, listed or fetched for 35m, at least "
+                                     "--memory_checkpoint_idle=30m (a launch that ended without dropping them)"));
 }
 
 TEST_F(MemoryCheckpointTest, AnotherTokenIsRefused) {

@@ -34,7 +34,10 @@ std::vector<proto::IterationMetrics> MetricsMerger::Add(int64_t node, const prot
   last = std::max(last, metrics.iteration());
   Partial& partial = partial_[metrics.iteration()];
   ++partial.reported;
-  if (node == reporting_nodes_.front()) partial.loss = metrics.loss();
+  if (partial.loss_node < 0 || node < partial.loss_node) {
+    partial.loss_node = node;
+    partial.loss = metrics.loss();
+  }
   partial.step_ms = std::max(partial.step_ms, metrics.step_ms());
   partial.node_step_ms[node] = metrics.step_ms();
   if (!metrics.transport().empty()) partial.transport = metrics.transport();
@@ -73,20 +76,41 @@ std::vector<proto::IterationMetrics> MetricsMerger::Add(int64_t node, const prot
     }
     // Iterations before this one that no node reported were skipped by every node.
     next_ = iteration;
-    const Partial& done = partial_.begin()->second;
-    proto::IterationMetrics& merged = complete.emplace_back();
-    merged.set_iteration(next_);
-    merged.set_loss(done.loss);
-    merged.set_step_ms(done.step_ms);
-    merged.set_transport(done.transport);
-    merged.set_samples_per_s(done.step_ms > 0 ? static_cast<double>(batch_size_) * 1000.0 / done.step_ms : 0.0);
-    for (const auto& [reporting_node, step_ms] : done.node_step_ms) (*merged.mutable_node_step_ms())[reporting_node] = step_ms;
-    for (const auto& [codec, sum] : done.compression) *merged.add_compression() = sum;
-    if (done.sparse.sparse_calls() + done.sparse.dense_calls() > 0) *merged.mutable_sparse() = done.sparse;
+    complete.push_back(Merged(iteration, partial_.begin()->second));
     partial_.erase(partial_.begin());
     ++next_;
   }
   return complete;
+}
+
+proto::IterationMetrics MetricsMerger::Merged(int64_t iteration, const Partial& done) const {
+  proto::IterationMetrics merged;
+  merged.set_iteration(iteration);
+  merged.set_loss(done.loss);
+  merged.set_step_ms(done.step_ms);
+  merged.set_transport(done.transport);
+  merged.set_samples_per_s(done.step_ms > 0 ? static_cast<double>(batch_size_) * 1000.0 / done.step_ms : 0.0);
+  for (const auto& [reporting_node, step_ms] : done.node_step_ms) (*merged.mutable_node_step_ms())[reporting_node] = step_ms;
+  for (const auto& [codec, sum] : done.compression) *merged.add_compression() = sum;
+  if (done.sparse.sparse_calls() + done.sparse.dense_calls() > 0) *merged.mutable_sparse() = done.sparse;
+  return merged;
+}
+
+std::vector<MetricsMerger::Incomplete> MetricsMerger::TakeIncomplete(std::vector<int64_t>* unreported) {
+  std::vector<Incomplete> incomplete;
+  int64_t expected = next_;
+  for (const auto& [iteration, partial] : partial_) {
+    for (int64_t skipped = expected; skipped < iteration; ++skipped) unreported->push_back(skipped);
+    Incomplete& merged = incomplete.emplace_back();
+    merged.metrics = Merged(iteration, partial);
+    for (int64_t node : reporting_nodes_) {
+      if (partial.node_step_ms.count(node) == 0) merged.missing_nodes.push_back(node);
+    }
+    expected = iteration + 1;
+  }
+  partial_.clear();
+  next_ = expected;
+  return incomplete;
 }
 
 }  // namespace oneflow::launcher

@@ -43,9 +43,22 @@ class MetricsMerger {
   // of it is kept.
   std::vector<proto::IterationMetrics> Add(int64_t node, const proto::IterationMetrics& metrics);
 
+  // After a failed attempt, when no more reports will come: every iteration some but not
+  // all reporting nodes reported (the others' reports went down with a lost node), in
+  // order, merged from the nodes that did report (the loss of the lowest such node: the
+  // loss is the same on every node that holds it; the step time the slowest of theirs;
+  // node_step_ms theirs only), with the nodes missing. `unreported` gets the iterations
+  // before the newest of them that no node reported. Nothing is kept afterwards.
+  struct Incomplete {
+    proto::IterationMetrics metrics;
+    std::vector<int64_t> missing_nodes;
+  };
+  std::vector<Incomplete> TakeIncomplete(std::vector<int64_t>* unreported);
+
  private:
   struct Partial {
     int64_t reported = 0;
+    int64_t loss_node = -1;  // The node whose loss `loss` is: the lowest that reported.
     double loss = 0;
     double step_ms = 0;
     std::map<int64_t, double> node_step_ms;
@@ -53,6 +66,8 @@ class MetricsMerger {
     proto::SparseMetrics sparse;
     std::string transport;  // the nodes' (they agreed on one before training)
   };
+  proto::IterationMetrics Merged(int64_t iteration, const Partial& partial) const;
+
   std::vector<int64_t> reporting_nodes_;
   int64_t batch_size_;
   int64_t next_ = -1;  // The next iteration to complete; -1 before the first report.

@@ -132,5 +132,43 @@ TEST(MetricsMergerTest, OnlyTheNodesWithALossSinkReport) {
   EXPECT_EQ(merged[0].step_ms(), 5.0);
 }
 
+// A failed attempt: node 0 (the one whose loss the lines carry) was lost after it reported
+// iteration 1; nodes 1 and 2 reported 2 and 3, node 1 also 5, nobody 4. The incomplete
+// iterations come out merged from the nodes that reported, naming the missing ones, and
+// the one nobody reported is named as such.
+TEST(MetricsMergerTest, IncompleteIterationsOfAFailedAttemptComeFromTheSurvivors) {
+  MetricsMerger merger(/*reporting_nodes=*/{0, 1, 2}, /*batch_size=*/30);
+  for (int64_t iteration : {0, 1}) {
+    for (int64_t node : {0, 1, 2}) {
+      EXPECT_EQ(merger.Add(node, Metrics(iteration, 3.0, 5.0)).size(), node == 2 ? 1u : 0u);
+    }
+  }
+  for (int64_t iteration : {2, 3}) {
+    EXPECT_TRUE(merger.Add(2, Metrics(iteration, 2.0 - iteration * 0.1, 7.0)).empty());
+    EXPECT_TRUE(merger.Add(1, Metrics(iteration, 2.0 - iteration * 0.1, 4.0)).empty());
+  }
+  EXPECT_TRUE(merger.Add(1, Metrics(5, 1.5, 4.0)).empty());
+  std::vector<int64_t> unreported;
+  const std::vector<MetricsMerger::Incomplete> taken = merger.TakeIncomplete(&unreported);
+  ASSERT_EQ(taken.size(), 3u);
+  EXPECT_EQ(taken[0].metrics.iteration(), 2);
+  EXPECT_DOUBLE_EQ(taken[0].metrics.loss(), 1.8);  // Node 1's: node 0's report is lost.
+  EXPECT_EQ(taken[0].metrics.step_ms(), 7.0);
+  EXPECT_DOUBLE_EQ(taken[0].metrics.samples_per_s(), 30 * 1000.0 / 7.0);
+  EXPECT_EQ(taken[0].metrics.node_step_ms().size(), 2u);
+  EXPECT_EQ(taken[0].missing_nodes, std::vector<int64_t>{0});
+  EXPECT_EQ(taken[1].metrics.iteration(), 3);
+  EXPECT_EQ(taken[1].missing_nodes, std::vector<int64_t>{0});
+  EXPECT_EQ(taken[2].metrics.iteration(), 5);
+  EXPECT_EQ(taken[2].metrics.loss(), 1.5);
+  EXPECT_EQ(taken[2].metrics.node_step_ms().size(), 1u);
+  EXPECT_EQ(taken[2].missing_nodes, (std::vector<int64_t>{0, 2}));
+  EXPECT_EQ(unreported, std::vector<int64_t>{4});
+  // Taken: nothing is left to take.
+  unreported.clear();
+  EXPECT_TRUE(merger.TakeIncomplete(&unreported).empty());
+  EXPECT_TRUE(unreported.empty());
+}
+
 }  // namespace
 }  // namespace oneflow::launcher

@@ -61,6 +61,15 @@ ABSL_FLAG(absl::Duration, keep_jobs_for, absl::InfiniteDuration(),
           "Remove an ended job's record and directory this long after it ended, even within --keep_jobs "
           "(e.g. 72h; inf: no age limit).");
 
+ABSL_FLAG(int64_t, memory_checkpoint_limit_bytes, 0,
+          "Bytes of in-memory checkpoints (`oneflow launch --memory_checkpoint_every`) this daemon holds at most, "
+          "over every launch: a part that would go above it is refused, naming this limit, and the launch resumes "
+          "from an older or a disk checkpoint (0: no limit; docs/elastic.md).");
+ABSL_FLAG(absl::Duration, memory_checkpoint_idle, absl::Minutes(30),
+          "Drop a launch's in-memory checkpoints once none of them was put, listed or fetched for this long "
+          "(a launch killed before it could drop them), at the next in-memory checkpoint call of any launch "
+          "(inf: never).");
+
 namespace oneflow::launcher {
 namespace {
 
@@ -130,7 +139,23 @@ absl::Status Serve(const absl::Notification& stop, const std::atomic<int>& stop_
   LauncherService launcher(options, authorizer, &rendezvous.store());
   // In-memory checkpoints of the jobs' workers and replicas of the previous node's
   // (docs/elastic.md): kept here so that they outlive a worker.
-  MemoryCheckpointService memory_checkpoints(authorizer);
+  MemoryCheckpointLimits memory_limits;
+  memory_limits.limit_bytes = absl::GetFlag(FLAGS_memory_checkpoint_limit_bytes);
+  memory_limits.idle = absl::GetFlag(FLAGS_memory_checkpoint_idle);
+  if (memory_limits.limit_bytes < 0) {
+    return absl::InvalidArgumentError(absl::StrCat("--memory_checkpoint_limit_bytes=", memory_limits.limit_bytes,
+                                                   " must be >= 0 (0: no limit)"));
+  }
+  if (memory_limits.idle <= absl::ZeroDuration()) {
+    return absl::InvalidArgumentError(absl::StrCat("--memory_checkpoint_idle=",
+                                                   absl::FormatDuration(memory_limits.idle),
+                                                   " must be above 0 (inf: never drop idle checkpoints)"));
+  }
+  memory_limits.log = [](const std::string& line) {
+    std::fprintf(stderr, "oneflowd: %s\n", line.c_str());
+    std::fflush(stderr);
+  };
+  MemoryCheckpointService memory_checkpoints(authorizer, memory_limits);
   ServerOptions server_options;
   server_options.address = listen;
   server_options.token = *token;
