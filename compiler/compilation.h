@@ -141,6 +141,15 @@ struct GradientBucket {
   // members, as actor_graph packs them), and of each member's largest slice.
   int64_t size_bytes = 0;
   std::vector<int64_t> member_bytes;
+  // The collective of its members' steps: kAllReduce (the register reduced in place) or
+  // kReduceScatter (ZeRO-2's P -> S: the register is one chunk per rank of the group,
+  // rank-major, each chunk holding that rank's part of every member).
+  BoxingKind kind = BoxingKind::kAllReduce;
+  // kReduceScatter only: the bytes of one rank's chunk, and where member k's part lies in
+  // every chunk (64-byte aligned, member_bytes[k] reserved: the largest part on any rank,
+  // so that all ranks of all groups share one layout). size_bytes = group size * chunk.
+  int64_t chunk_bytes = 0;
+  std::vector<int64_t> part_offsets;
 };
 
 // A node of one device's program, in execution order.

@@ -188,7 +188,8 @@ std::string CompilationToText(const Compilation& compilation) {
                     " (", boxing.plan.bytes_per_device, " B/device)\n");
   }
   for (const GradientBucket& bucket : compilation.buckets) {
-    absl::StrAppend(&text, "bucket#", bucket.id, " level ", bucket.level, " all_reduce[axis ", bucket.hierarchy_axis,
+    absl::StrAppend(&text, "bucket#", bucket.id, " level ", bucket.level, " ", BoxingKindName(bucket.kind), "[axis ",
+                    bucket.hierarchy_axis,
                     "] @", bucket.placement, " after ",
                     bucket.after_op >= 0 ? absl::StrCat("%", graph.ops[bucket.after_op].name) : "start", ": ",
                     absl::StrJoin(bucket.members, ", ",

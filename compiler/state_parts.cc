@@ -154,6 +154,9 @@ void AddBuckets(const Compilation& c, Hasher* h) {
     h->Add(bucket.level);
     h->Add(bucket.size_bytes);
     h->AddInts(bucket.member_bytes);
+    h->Add(static_cast<int64_t>(bucket.kind));
+    h->Add(bucket.chunk_bytes);
+    h->AddInts(bucket.part_offsets);
   }
   h->Add(static_cast<uint64_t>(c.boxing_step_bucket.size()));
   for (const std::vector<int64_t>& steps : c.boxing_step_bucket) h->AddInts(steps);

@@ -6,6 +6,7 @@
 
 #include "absl/container/flat_hash_map.h"
 #include "absl/strings/str_cat.h"
+#include "oneflow_core/placement.h"
 #include "plan/plan_verifier.h"
 #include "plan/plan_verifier_internal.h"
 #include "oneflow_core/status.h"
@@ -16,6 +17,20 @@ namespace {
 using plan_verifier_internal::ActorText;
 using plan_verifier_internal::DeviceText;
 using plan_verifier_internal::Fail;
+
+// The step kind a bucket's members have when the bucket issues `collective`: all_reduce
+// buckets reduce in place, reduce_scatter ones (ZeRO-2) scatter rank-major chunks.
+// STEP_INVALID for any other collective kind.
+proto::BoxingStepKind MemberStepKind(proto::CollectiveKind collective) {
+  switch (collective) {
+    case proto::ALL_REDUCE:
+      return proto::STEP_ALL_REDUCE;
+    case proto::REDUCE_SCATTER:
+      return proto::STEP_REDUCE_SCATTER;
+    default:
+      return proto::STEP_INVALID;
+  }
+}
 
 // The bucket's definition against the boxing steps it names and its collective.
 absl::Status VerifyBucketDef(const proto::Plan& plan, int k) {
@@ -33,11 +48,14 @@ absl::Status VerifyBucketDef(const proto::Plan& plan, int k) {
     return Fail(absl::StrCat(who, " has dtype ", proto::DataType_Name(bucket.dtype()), "; buckets reduce f32"));
   }
   if (bucket.collective_id() < 0 || bucket.collective_id() >= plan.collectives_size() ||
-      plan.collectives(static_cast<int>(bucket.collective_id())).kind() != proto::ALL_REDUCE ||
+      MemberStepKind(plan.collectives(static_cast<int>(bucket.collective_id())).kind()) == proto::STEP_INVALID ||
       plan.collectives(static_cast<int>(bucket.collective_id())).hierarchy_axis() != bucket.hierarchy_axis()) {
     return Fail(absl::StrCat(who, " names collective ", bucket.collective_id(),
-                             ", which is not an all_reduce of the plan on hierarchy axis ", bucket.hierarchy_axis()));
+                             ", which is not an all_reduce or reduce_scatter of the plan on hierarchy axis ",
+                             bucket.hierarchy_axis()));
   }
+  const proto::BoxingStepKind member_kind =
+      MemberStepKind(plan.collectives(static_cast<int>(bucket.collective_id())).kind());
   if (bucket.compression().kind() != proto::Compression::NONE ||
       bucket.compression().cross_node_kind() != proto::Compression::NONE) {
     return Fail(absl::StrCat(who, " is compressed; the runtime reduces buckets dense"));
@@ -56,8 +74,9 @@ absl::Status VerifyBucketDef(const proto::Plan& plan, int k) {
       return Fail(absl::StrCat(what, " names tensor '", member.tensor(), "' but the boxing moves '",
                                boxing.tensor(), "'"));
     }
-    if (step.kind() != proto::STEP_ALL_REDUCE || step.hierarchy_axis() != bucket.hierarchy_axis()) {
-      return Fail(absl::StrCat(what, " is not an all_reduce on hierarchy axis ", bucket.hierarchy_axis()));
+    if (step.kind() != member_kind || step.hierarchy_axis() != bucket.hierarchy_axis()) {
+      return Fail(absl::StrCat(what, " is not a ", proto::BoxingStepKind_Name(member_kind), " on hierarchy axis ",
+                               bucket.hierarchy_axis(), " like the bucket's collective"));
     }
     if (!step.has_bucket_id() || step.bucket_id() != bucket.id() || step.collective_id() != bucket.collective_id()) {
       return Fail(absl::StrCat(what, " does not name the bucket and its collective ", bucket.collective_id(),
@@ -71,9 +90,58 @@ absl::Status VerifyBucketDef(const proto::Plan& plan, int k) {
   return absl::OkStatus();
 }
 
+// One device's reduce_scatter bucket actor: the register is one chunk per rank of the
+// group, and each chunk lays the members out alike: member i's part at the next 64-byte
+// aligned offset after member i - 1's largest part (BucketMemberDef.size_bytes), the
+// chunk ending at the aligned end of the last. Member i's output is the view of its part
+// in this device's chunk (its coordinate on the axis), its size at most the largest.
+absl::Status VerifyScatterBucketActor(const proto::DevicePlan& device, const proto::GradientBucketDef& bucket,
+                                      const proto::KernelDef& kernel, const proto::RegisterDef& whole,
+                                      const std::string& who) {
+  absl::StatusOr<Placement> placement = Placement::FromProto(bucket.placement());
+  if (!placement.ok()) return Fail(absl::StrCat(who, ": ", placement.status().message()));
+  const int64_t rank = placement->RankOf(DeviceId{device.device().node(), device.device().device()});
+  const int64_t axis = bucket.hierarchy_axis();
+  if (rank < 0 || axis < 0 || axis >= placement->hierarchy().rank()) {
+    return Fail(absl::StrCat(who, " runs outside its bucket's placement ", placement->ToString(), " or axis ", axis));
+  }
+  const int64_t me = placement->Coordinate(rank)[axis];
+  int64_t end = 0;
+  for (int k = 0; k < bucket.members_size(); ++k) {
+    const proto::RegisterDef& in = device.registers(static_cast<int>(kernel.inputs().at(absl::StrCat("in_", k))));
+    const proto::RegisterDef& out = device.registers(static_cast<int>(kernel.outputs().at(absl::StrCat("out_", k))));
+    end = (end + 63) / 64 * 64 + bucket.members(k).size_bytes();
+    if (in.dtype() != bucket.dtype() || out.size_bytes() > bucket.members(k).size_bytes() ||
+        out.size_bytes() > in.size_bytes()) {
+      return Fail(absl::StrCat(who, " member ", k, " ('", bucket.members(k).tensor(), "'): its part of ",
+                               out.size_bytes(), " bytes must fit the bucket's ", bucket.members(k).size_bytes(),
+                               " and its f32 input register ", in.id(), " (", in.size_bytes(), " bytes)"));
+    }
+  }
+  const int64_t chunk = (end + 63) / 64 * 64;
+  const int64_t ranks = placement->hierarchy().dim(axis);
+  if (whole.size_bytes() != ranks * chunk || whole.size_bytes() > bucket.size_bytes()) {
+    return Fail(absl::StrCat(who, " has a bucket register of ", whole.size_bytes(), " bytes; its ", ranks,
+                             " chunks of ", chunk, " bytes need ", ranks * chunk, " and the bucket allows ",
+                             bucket.size_bytes()));
+  }
+  end = 0;
+  for (int k = 0; k < bucket.members_size(); ++k) {
+    const proto::RegisterDef& out = device.registers(static_cast<int>(kernel.outputs().at(absl::StrCat("out_", k))));
+    const int64_t offset = me * chunk + (end + 63) / 64 * 64;
+    end = (end + 63) / 64 * 64 + bucket.members(k).size_bytes();
+    if (!out.has_alias_of() || out.alias_of() != whole.id() || out.alias_offset_bytes() != offset) {
+      return Fail(absl::StrCat(who, " member ", k, " ('", bucket.members(k).tensor(), "'): its output register ",
+                               out.id(), " must be a view of bucket register ", whole.id(), " at byte ", offset,
+                               " (its part in chunk ", me, ")"));
+    }
+  }
+  return absl::OkStatus();
+}
+
 // One device's bucket actor: member i's input is packed at the next 64-byte aligned
 // offset after member i - 1, its output is the view of exactly those bytes, and the
-// bucket register ends with the last member.
+// bucket register ends with the last member (reduce_scatter buckets: by chunks, above).
 absl::Status VerifyBucketActor(const proto::Plan& plan, const proto::DevicePlan& device,
                                const proto::ActorDef& actor) {
   const std::string who = absl::StrCat("device ", DeviceText(device.device()), ": bucket actor ", ActorText(actor));
@@ -81,10 +149,13 @@ absl::Status VerifyBucketActor(const proto::Plan& plan, const proto::DevicePlan&
     return Fail(absl::StrCat(who, " runs bucket ", actor.bucket_id(), ", which the plan lacks"));
   }
   const proto::GradientBucketDef& bucket = plan.buckets(static_cast<int>(actor.bucket_id()));
+  const bool scatter = bucket.collective_id() >= 0 && bucket.collective_id() < plan.collectives_size() &&
+                       plan.collectives(static_cast<int>(bucket.collective_id())).kind() == proto::REDUCE_SCATTER;
+  const std::string kernel_name = scatter ? "bucket_reduce_scatter" : "bucket_all_reduce";
   if (actor.kind() != proto::ACTOR_BOXING || actor.thread() != proto::THREAD_COMMUNICATION ||
-      actor.boxing_id() != -1 || actor.kernels_size() != 1 || actor.kernels(0).name() != "bucket_all_reduce") {
-    return Fail(absl::StrCat(who, " must be a boxing actor on the communication thread with boxing_id -1 and one "
-                             "'bucket_all_reduce' kernel"));
+      actor.boxing_id() != -1 || actor.kernels_size() != 1 || actor.kernels(0).name() != kernel_name) {
+    return Fail(absl::StrCat(who, " must be a boxing actor on the communication thread with boxing_id -1 and one '",
+                             kernel_name, "' kernel"));
   }
   if (actor.collective_id() < bucket.collective_id() || actor.collective_id() >= plan.collectives_size() ||
       plan.collectives(static_cast<int>(actor.collective_id())).tensor() !=
@@ -102,12 +173,16 @@ absl::Status VerifyBucketActor(const proto::Plan& plan, const proto::DevicePlan&
   if (whole.has_alias_of() || whole.dtype() != bucket.dtype()) {
     return Fail(absl::StrCat(who, " writes bucket register ", whole.id(), ", which must own its bytes and be f32"));
   }
-  int64_t end = 0;
   for (int k = 0; k < members; ++k) {
     const std::string in_name = absl::StrCat("in_", k), out_name = absl::StrCat("out_", k);
     if (!kernel.inputs().count(in_name) || !kernel.outputs().count(out_name)) {
       return Fail(absl::StrCat(who, " lacks argument '", !kernel.inputs().count(in_name) ? in_name : out_name, "'"));
     }
+  }
+  if (scatter) return VerifyScatterBucketActor(device, bucket, kernel, whole, who);
+  int64_t end = 0;
+  for (int k = 0; k < members; ++k) {
+    const std::string in_name = absl::StrCat("in_", k), out_name = absl::StrCat("out_", k);
     const proto::RegisterDef& in = device.registers(static_cast<int>(kernel.inputs().at(in_name)));
     const proto::RegisterDef& out = device.registers(static_cast<int>(kernel.outputs().at(out_name)));
     const int64_t offset = (end + 63) / 64 * 64;

@@ -4,7 +4,8 @@
 // axes: [P, P] -> [B, B] as an all-reduce on the tp axis then one on the dp axis, and
 // [P, P] -> [B, S] as a reduce-scatter on the tp axis then an all-reduce on the dp axis.
 // Before buckets covered such chains, each of those 21 cross-node all-reduces ran on its
-// own; now they ride in buckets, and the plan still trains like one device.
+// own; now they ride in buckets, and so do the in-node reduce-scatters that start the
+// [B, S] chains (reduce-scatter buckets), and the plan still trains like one device.
 #include <cmath>
 #include <set>
 #include <string>
@@ -76,13 +77,14 @@ TEST(GradientBuckets2dTest, TheDemoPlansCrossNodeReductionsRideInBuckets) {
   // both axes, and the 4 mlp weights ([P, S] -> [B, S]) on the dp axis: 24 cross-node
   // and 20 in-node gradient reductions (the loss's, for the sink, is no gradient's).
   EXPECT_EQ(GradientReductionsPerAxis(off), (std::vector<int>{24, 20}));
-  // With them: the [B, B] chains' first steps (with the loss's) in one in-node bucket;
-  // every cross-node all-reduce in 4 buckets: the mlp weights of each block (1 MiB first
-  // buckets, produced first), the 8 attention projections once their reduce-scatters
-  // ran, and the second steps of the [B, B] chains with wte's. The 9 reduce-scatters
-  // stay on their own (a bucket all-reduces its register).
-  EXPECT_EQ(GradientReductionsPerAxis(on), (std::vector<int>{4, 10}));
-  ASSERT_EQ(on.buckets_size(), 5);
+  // With them: the [B, B] chains' first steps (with the loss's) in in-node all-reduce
+  // buckets, the 9 [B, S] chains' first steps (in-node reduce-scatters) in reduce-scatter
+  // buckets: 3 in-node collectives in all; every cross-node all-reduce in 4 buckets: the
+  // mlp weights of each block (1 MiB first buckets, produced first), the attention
+  // projections once their reduce-scatter bucket ran, and the second steps of the
+  // [B, B] chains with wte's.
+  EXPECT_EQ(GradientReductionsPerAxis(on), (std::vector<int>{4, 3}));
+  ASSERT_EQ(on.buckets_size(), 7);
   // Every gradient reduction on the dp axis is in a bucket, 2-D chains' second steps included.
   std::set<std::pair<int64_t, int64_t>> bucketed;
   for (const proto::GradientBucketDef& bucket : on.buckets()) {
@@ -94,6 +96,12 @@ TEST(GradientBuckets2dTest, TheDemoPlansCrossNodeReductionsRideInBuckets) {
   for (const proto::BoxingDef& boxing : on.boxings()) {
     for (int s = 0; s < boxing.steps_size(); ++s) {
       const proto::BoxingStepDef& step = boxing.steps(s);
+      // Every dense reduction of a gradient chain rides in a bucket: the in-node
+      // reduce-scatters on axis 1 too.
+      if (step.kind() == proto::STEP_REDUCE_SCATTER && step.hierarchy_axis() == 1 && s == 0 &&
+          boxing.steps_size() > 1 && boxing.steps(1).kind() == proto::STEP_ALL_REDUCE) {
+        EXPECT_TRUE(step.has_bucket_id()) << boxing.tensor() << " step " << s;
+      }
       if (step.hierarchy_axis() != 0 || step.kind() != proto::STEP_ALL_REDUCE) continue;
       const bool member = bucketed.count({boxing.id(), s}) > 0;
       EXPECT_EQ(member, step.has_bucket_id()) << boxing.tensor() << " step " << s;

@@ -6,7 +6,11 @@
 
 #include "absl/strings/str_cat.h"
 #include "actors/flight_recorder.h"
+#include "kernels/boxing/slice_boxes.h"
+#include "oneflow_core/placement.h"
+#include "oneflow_core/sbp.h"
 #include "oneflow_core/status.h"
+#include "oneflow_core/tensor_slice.h"
 
 namespace oneflow::actors {
 namespace {
@@ -16,7 +20,37 @@ struct Member {
   int64_t input = 0;
   int64_t offset = 0;
   int64_t bytes = 0;
+  // Reduce-scatter buckets: the member's slice on this device (its input) and the part
+  // of it that goes to each rank of the group, in rank order; `offset` is then where
+  // the part lies in every rank's chunk.
+  TensorSlice source;
+  std::vector<TensorSlice> parts;
 };
+
+// A reduce-scatter member's slices, as the member's own step would cut them
+// (kernels/boxing/collective_steps.cc: chunk g = rank g's destination slice).
+absl::Status FillParts(const PlanIndex& index, const proto::BucketMemberDef& member_def, const Placement& placement,
+                       int64_t axis, int64_t rank, Member* member) {
+  const proto::Plan& plan = index.plan();
+  const proto::BoxingStepDef& step =
+      plan.boxings(static_cast<int>(member_def.boxing_id())).steps(static_cast<int>(member_def.boxing_step()));
+  OF_ASSIGN_OR_RETURN(const proto::TensorDef* tensor, index.Tensor(member_def.tensor()));
+  const Shape logical(std::vector<int64_t>(tensor->shape().begin(), tensor->shape().end()));
+  OF_ASSIGN_OR_RETURN(NdSbp src, NdSbp::FromProto(step.src_sbp()));
+  OF_ASSIGN_OR_RETURN(NdSbp dst, NdSbp::FromProto(step.dst_sbp()));
+  OF_ASSIGN_OR_RETURN(member->source, DeviceSlice(logical, src, placement, rank));
+  std::vector<int64_t> coordinate = placement.Coordinate(rank);
+  for (int64_t g = 0; g < placement.hierarchy().dim(axis); ++g) {
+    coordinate[axis] = g;
+    OF_ASSIGN_OR_RETURN(TensorSlice part, DeviceSlice(logical, dst, placement, placement.RankOf(coordinate)));
+    if (!Contains(member->source, part)) {
+      return absl::FailedPreconditionError(absl::StrCat("bucket member '", member_def.tensor(), "': rank ", g,
+                                                        "'s part is not inside this device's slice"));
+    }
+    member->parts.push_back(std::move(part));
+  }
+  return absl::OkStatus();
+}
 
 }  // namespace
 
@@ -35,12 +69,39 @@ absl::StatusOr<ActFunction> BindBucket(const PlanIndex& index, const ActorBindin
   const proto::KernelDef& kernel = actor.kernels(0);
   const int64_t whole = kernel.outputs().at("bucket");
   const int64_t whole_bytes = device.registers(static_cast<int>(whole)).size_bytes();
+  const bool scatter = plan.collectives(static_cast<int>(actor.collective_id())).kind() == proto::REDUCE_SCATTER;
+  // A reduce-scatter bucket: this device's place in its group, and the chunk layout.
+  int64_t group_size = 1, me = 0, chunk_bytes = whole_bytes;
+  OF_ASSIGN_OR_RETURN(const Placement placement, Placement::FromProto(bucket.placement()));
+  const int64_t rank = placement.RankOf(DeviceId{device.device().node(), device.device().device()});
+  if (scatter) {
+    const int64_t axis = bucket.hierarchy_axis();
+    if (rank < 0 || axis < 0 || axis >= placement.hierarchy().rank() ||
+        whole_bytes % (placement.hierarchy().dim(axis) * static_cast<int64_t>(sizeof(float))) != 0) {
+      return absl::FailedPreconditionError(absl::StrCat("gradient bucket ", bucket.id(), " does not fit this device"));
+    }
+    group_size = placement.hierarchy().dim(axis);
+    me = placement.Coordinate(rank)[axis];
+    chunk_bytes = whole_bytes / group_size;
+  }
   std::vector<Member> members;
   for (int k = 0; k < bucket.members_size(); ++k) {
     const proto::RegisterDef& view = device.registers(static_cast<int>(kernel.outputs().at(absl::StrCat("out_", k))));
-    members.push_back(Member{kernel.inputs().at(absl::StrCat("in_", k)), view.alias_offset_bytes(), view.size_bytes()});
+    Member member{kernel.inputs().at(absl::StrCat("in_", k)), view.alias_offset_bytes(), view.size_bytes()};
+    if (scatter) {
+      // The view is the member's part in this device's chunk; every chunk has it there.
+      member.offset -= me * chunk_bytes;
+      OF_RETURN_IF_ERROR(FillParts(index, bucket.members(k), placement, bucket.hierarchy_axis(), rank, &member));
+      const int64_t input_bytes = device.registers(static_cast<int>(member.input)).size_bytes();
+      if (member.source.NumElements() * static_cast<int64_t>(sizeof(float)) != input_bytes) {
+        return absl::FailedPreconditionError(absl::StrCat("gradient bucket ", bucket.id(), " member '",
+                                                          bucket.members(k).tensor(), "': its input holds ",
+                                                          input_bytes, " bytes, not its slice's"));
+      }
+    }
+    members.push_back(std::move(member));
   }
-  // The compiler buckets dense all-reduces only; the verifier refuses anything else.
+  // The compiler buckets dense reductions only; the verifier refuses anything else.
   if (bucket.compression().kind() != proto::Compression::NONE) {
     return absl::FailedPreconditionError(
         absl::StrCat("gradient bucket ", bucket.id(), " is compressed; buckets reduce dense"));
@@ -55,24 +116,38 @@ absl::StatusOr<ActFunction> BindBucket(const PlanIndex& index, const ActorBindin
   const int64_t collective_id = actor.collective_id();
   return ActFunction([=](int64_t iteration, const ActContext& context) -> absl::Status {
     char* base = static_cast<char*>(context.RegisterSlot(whole, iteration));
-    int64_t end = 0;
-    for (const Member& member : members) {
-      // The padding is zeroed so the reduced register holds no garbage sums.
-      if (member.offset > end) std::memset(base + end, 0, static_cast<size_t>(member.offset - end));
-      std::memcpy(base + member.offset, context.RegisterSlot(member.input, iteration),
-                  static_cast<size_t>(member.bytes));
-      end = member.offset + member.bytes;
+    // Chunk by chunk (one for an all-reduce), the members' bytes at their offsets; the
+    // padding is zeroed so the reduced register holds no garbage sums.
+    for (int64_t g = 0; g < group_size; ++g) {
+      char* chunk = base + g * chunk_bytes;
+      int64_t end = 0;
+      for (const Member& member : members) {
+        const void* input = context.RegisterSlot(member.input, iteration);
+        if (member.offset > end) std::memset(chunk + end, 0, static_cast<size_t>(member.offset - end));
+        int64_t bytes = member.bytes;
+        if (scatter) {
+          bytes = member.parts[g].NumElements() * static_cast<int64_t>(sizeof(float));
+          PackBox(member.source, input, member.parts[g], sizeof(float), chunk + member.offset);
+        } else {
+          std::memcpy(chunk + member.offset, input, static_cast<size_t>(bytes));
+        }
+        end = member.offset + bytes;
+      }
+      if (chunk_bytes > end) std::memset(chunk + end, 0, static_cast<size_t>(chunk_bytes - end));
     }
-    if (whole_bytes > end) std::memset(base + end, 0, static_cast<size_t>(whole_bytes - end));
     CollectiveOptions options;
     options.timeout = collective_timeout;
     options.description = absl::StrCat("actor '", name, "' collective ", collective_id, " sequence ",
                                        iteration * order_length + position, " iteration ", iteration);
-    // In place: the register holds the packed partial sums, then their reduction.
     float* data = reinterpret_cast<float*>(base);
-    const int64_t count = whole_bytes / static_cast<int64_t>(sizeof(float));
     FlightRecorder::NoteCollectiveStart();
-    return communicator->AllReduce(data, data, count, options);
+    if (scatter) {
+      // In place: this rank's chunk of the packed partial sums receives its reduction.
+      const std::vector<int64_t> counts(group_size, chunk_bytes / static_cast<int64_t>(sizeof(float)));
+      return communicator->ReduceScatter(data, data + me * counts[0], counts, options);
+    }
+    // In place: the register holds the packed partial sums, then their reduction.
+    return communicator->AllReduce(data, data, whole_bytes / static_cast<int64_t>(sizeof(float)), options);
   });
 }
 

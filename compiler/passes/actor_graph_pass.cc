@@ -311,16 +311,21 @@ class DeviceActorBuilder {
   // that consumes every member's input ("in_<k>"), packs them into the bucket register
   // ("bucket": f32, members at 64-byte aligned offsets) and all-reduces it in place; each
   // member's output ("out_<k>") is a view of its bytes there (alias_offset_bytes), which
-  // the member's consumers read as they would the step's own output.
+  // the member's consumers read as they would the step's own output. A reduce-scatter
+  // bucket's register is one chunk per rank of the group (GradientBucket::chunk_bytes,
+  // part_offsets); it is reduce-scattered in place, and a member's view is its part in
+  // this device's chunk.
   absl::Status AddBucket(const PhysicalNode& node) {
     const GradientBucket& bucket = compilation_.buckets[node.index];
-    proto::ActorDef* actor = NewActor(absl::StrCat("bucket_", bucket.id, "/all_reduce"), proto::ACTOR_BOXING,
-                                      proto::THREAD_COMMUNICATION);
+    const bool scatter = bucket.kind == BoxingKind::kReduceScatter;
+    proto::ActorDef* actor =
+        NewActor(absl::StrCat("bucket_", bucket.id, "/", BoxingKindName(bucket.kind)), proto::ACTOR_BOXING,
+                 proto::THREAD_COMMUNICATION);
     actor->set_bucket_id(bucket.id);
     actor->set_boxing_id(-1);
     actor->set_boxing_step(-1);
     proto::KernelDef* kernel = actor->add_kernels();
-    kernel->set_name("bucket_all_reduce");
+    kernel->set_name(absl::StrCat("bucket_", BoxingKindName(bucket.kind)));
     kernel->set_op_name(absl::StrCat("bucket_", bucket.id));
     std::vector<int64_t> offsets;
     int64_t end = 0;
@@ -335,13 +340,25 @@ class DeviceActorBuilder {
       }
       Consume(actor, in);
       (*kernel->mutable_inputs())[absl::StrCat("in_", k)] = in;
-      offsets.push_back(BucketMemberOffset(end));
+      offsets.push_back(scatter ? bucket.part_offsets[k] : BucketMemberOffset(end));
       end = offsets.back() + node.output_shapes[k].NumElements() * SizeOf(DType::kF32);
       per_iteration = per_iteration || (!per_iteration_.empty() && per_iteration_[boxing.tensor]);
       after = after || (!per_iteration_.empty() && per_iteration_[boxing.tensor] && accumulated_[boxing.tensor]);
     }
     MarkPerIteration(actor, per_iteration);
     if (after) actor->set_after_micro_batches(true);
+    if (scatter) {
+      // This device's chunk: its coordinate on the bucket's axis.
+      const Placement& where = graph_.placements[bucket.placement];
+      const int64_t rank = where.RankOf(compilation_.devices[device_index_].device);
+      if (rank < 0) {
+        return absl::InternalError(absl::StrCat("bucket ", bucket.id, " runs on device ", device_index_,
+                                                " outside its placement ", where.ToString()));
+      }
+      const int64_t chunk_start = where.Coordinate(rank)[bucket.hierarchy_axis] * bucket.chunk_bytes;
+      for (int64_t& offset : offsets) offset += chunk_start;
+      end = bucket.size_bytes;
+    }
     const int64_t whole = NewRegister(actor, absl::StrCat("bucket_", bucket.id), Shape{end / 4}, DType::kF32, false);
     (*kernel->mutable_outputs())["bucket"] = whole;
     if (per_iteration) plan_.mutable_registers(static_cast<int>(whole))->set_per_iteration(true);

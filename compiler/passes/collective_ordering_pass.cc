@@ -147,7 +147,8 @@ void AssignStreams(const Compilation& compilation, const std::vector<GroupClass>
   }
 }
 
-// Appends a gradient bucket's collectives (one all-reduce per group of its members' axis)
+// Appends a gradient bucket's collectives (one all-reduce or reduce-scatter per group of
+// its members' axis)
 // and hands them to the bucket's actors (gradient_bucketing_pass.h).
 void OrderBucket(Compilation* compilation, const GradientBucket& bucket,
                  const std::vector<std::pair<int32_t, int32_t>>& actors,
@@ -167,7 +168,7 @@ void OrderBucket(Compilation* compilation, const GradientBucket& bucket,
   for (const std::vector<DeviceId>& group : Groups(*compilation, first, first_step, bucket.placement)) {
     proto::CollectiveDef* collective = plan.add_collectives();
     collective->set_id(plan.collectives_size() - 1);
-    collective->set_kind(proto::ALL_REDUCE);
+    collective->set_kind(bucket.kind == BoxingKind::kReduceScatter ? proto::REDUCE_SCATTER : proto::ALL_REDUCE);
     std::vector<std::pair<int64_t, int64_t>> key;
     for (const DeviceId& device : group) {
       proto::DeviceId* id = collective->add_group();

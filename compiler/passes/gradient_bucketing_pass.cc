@@ -14,33 +14,49 @@
 namespace oneflow {
 namespace {
 
-// An all_reduce step that may join a bucket.
+// An all_reduce or reduce_scatter step that may join a bucket.
 struct Candidate {
   int64_t boxing = 0;
   int64_t tensor = 0;
+  BoxingKind kind = BoxingKind::kAllReduce;
   // The op producing its input (-1: a variable or data source, ready before every op),
   // and the op before which lowering emits the rest of its boxing: the bucket must lie
   // between them.
   int64_t ready_op = -1;
   int64_t deadline_op = 0;
-  std::vector<int64_t> bytes_per_rank;  // The member's slice on each rank of its placement.
+  // The op producing the gradient itself: among candidates ready after the same op (the
+  // members of one bucket of the level before), the order backward produced them.
+  int64_t produced_op = -1;
+  // All-reduce: the member's slice on each rank of its placement. Reduce-scatter: its
+  // largest part (destination slice) on any rank, for every rank: each rank's chunk of
+  // the bucket reserves that much for the member, so all chunks share one layout.
+  std::vector<int64_t> bytes_per_rank;
 };
 
 // A bucket being filled.
 struct OpenBucket {
+  // Chunks of the register: 1 for an all-reduce; the group size for a reduce-scatter,
+  // whose register holds one chunk per rank, each laid out alike.
+  int64_t chunks = 1;
   std::vector<const Candidate*> members;
-  std::vector<int64_t> end_per_rank;  // Bytes packed so far, per rank.
+  std::vector<int64_t> end_per_rank;  // Bytes packed so far, per rank (in one chunk).
   int64_t deadline_op = INT64_MAX;
   absl::flat_hash_set<int64_t> tensors;
+
+  explicit OpenBucket(int64_t chunks) : chunks(chunks) {}
 
   bool Fits(const Candidate& candidate, int64_t limit) const {
     if (members.empty()) return true;
     if (candidate.ready_op >= deadline_op || tensors.contains(candidate.tensor)) return false;
     for (size_t r = 0; r < end_per_rank.size(); ++r) {
-      if (BucketMemberOffset(end_per_rank[r]) + candidate.bytes_per_rank[r] > limit) return false;
+      if (chunks * ChunkBytes(BucketMemberOffset(end_per_rank[r]) + candidate.bytes_per_rank[r]) > limit) {
+        return false;
+      }
     }
     return true;
   }
+  // A reduce-scatter's chunks start at 64-byte aligned offsets, as its members do.
+  int64_t ChunkBytes(int64_t end) const { return chunks == 1 ? end : BucketMemberOffset(end); }
   void Add(const Candidate& candidate) {
     if (members.empty()) end_per_rank.assign(candidate.bytes_per_rank.size(), 0);
     members.push_back(&candidate);
@@ -52,10 +68,11 @@ struct OpenBucket {
   }
 };
 
-// Steps with the same key can share one collective: the same groups (every candidate
-// is dense f32, so the format is common).
+// Steps with the same key can share one collective: the same groups and the same kind
+// of collective (every candidate is dense f32, so the format is common).
 std::string GroupKey(const Boxing& boxing, int64_t placement, size_t step) {
-  return absl::StrCat(placement, "/", boxing.plan.steps[step].hierarchy_axis);
+  return absl::StrCat(placement, "/", boxing.plan.steps[step].hierarchy_axis, "/",
+                      BoxingKindName(boxing.plan.steps[step].kind));
 }
 
 }  // namespace
@@ -141,16 +158,28 @@ absl::StatusOr<bool> GradientBucketingPass::Run(Compilation* compilation) {
       bucket.placement = graph.tensors[boxing.tensor].placement;
       bucket.hierarchy_axis = boxing.plan.steps[step].hierarchy_axis;
       bucket.level = step;
+      bucket.kind = first.kind;
+      int64_t end = 0;
       for (const Candidate* member : open.members) {
         bucket.members.push_back({member->boxing, step});
         bucket.member_bytes.push_back(
             *std::max_element(member->bytes_per_rank.begin(), member->bytes_per_rank.end()));
         bucket.after_op = std::max(bucket.after_op, member->ready_op);
+        if (bucket.kind == BoxingKind::kReduceScatter) {
+          bucket.part_offsets.push_back(BucketMemberOffset(end));
+          end = bucket.part_offsets.back() + bucket.member_bytes.back();
+        }
       }
-      bucket.size_bytes = *std::max_element(open.end_per_rank.begin(), open.end_per_rank.end());
+      const int64_t largest = *std::max_element(open.end_per_rank.begin(), open.end_per_rank.end());
+      if (bucket.kind == BoxingKind::kReduceScatter) {
+        bucket.chunk_bytes = open.ChunkBytes(largest);
+        bucket.size_bytes = open.chunks * bucket.chunk_bytes;
+      } else {
+        bucket.size_bytes = largest;
+      }
       buckets.push_back(std::move(bucket));
     }
-    open = OpenBucket();
+    open = OpenBucket(open.chunks);
   };
   // Level by level: step `step` of each reducing boxing whose earlier steps all reduced
   // (so its input is a partial sum the bucket may add up).
@@ -169,19 +198,25 @@ absl::StatusOr<bool> GradientBucketingPass::Run(Compilation* compilation) {
       }
       // Dense only: a codec's scale groups would span members of different magnitudes (a
       // bias next to a weight), and the plan's wire bytes count each tensor's own groups.
-      // A reduce-scatter runs on its own (a bucket all-reduces its register); the next
-      // step may still join a bucket.
-      if (this_step.compression.compressed() || this_step.kind != BoxingKind::kAllReduce) continue;
+      // A compressed step runs on its own; the next step may still join a bucket.
+      if (this_step.compression.compressed()) continue;
       const LogicalTensor& tensor = graph.tensors[boxing.tensor];
       Candidate candidate;
       candidate.boxing = boxing.id;
       candidate.tensor = boxing.tensor;
+      candidate.kind = this_step.kind;
       candidate.ready_op = ready_after[boxing.id];
       candidate.deadline_op = emitted_before[boxing.id];
+      candidate.produced_op = tensor.kind == LogicalTensor::Kind::kOpOutput ? tensor.producer : -1;
       const Placement& where = graph.placements[tensor.placement];
       for (int64_t rank = 0; rank < where.num_devices(); ++rank) {
         OF_ASSIGN_OR_RETURN(TensorSlice slice, DeviceSlice(tensor.type.shape, this_step.dst, where, rank));
         candidate.bytes_per_rank.push_back(slice.NumElements() * SizeOf(tensor.type.dtype));
+      }
+      if (candidate.kind == BoxingKind::kReduceScatter) {
+        // Every chunk reserves the largest part (an uneven split's first ranks hold more).
+        const int64_t part = *std::max_element(candidate.bytes_per_rank.begin(), candidate.bytes_per_rank.end());
+        std::fill(candidate.bytes_per_rank.begin(), candidate.bytes_per_rank.end(), part);
       }
       groups[GroupKey(boxing, tensor.placement, step)].push_back(candidates.size());
       candidates.push_back(std::move(candidate));
@@ -189,13 +224,18 @@ absl::StatusOr<bool> GradientBucketingPass::Run(Compilation* compilation) {
     const size_t first_new = buckets.size();
     for (auto& [key, members] : groups) {
       std::stable_sort(members.begin(), members.end(), [&](size_t a, size_t b) {
-        return std::tie(candidates[a].ready_op, candidates[a].boxing) <
-               std::tie(candidates[b].ready_op, candidates[b].boxing);
+        return std::tie(candidates[a].ready_op, candidates[a].produced_op, candidates[a].boxing) <
+               std::tie(candidates[b].ready_op, candidates[b].produced_op, candidates[b].boxing);
       });
       // The group's first bucket (the first gradients backward produces) is smaller, as in
       // DDP: it launches early, while most of backward is still to run.
       int64_t bucket_limit = FirstBucketBytesLimit(limit);
-      OpenBucket open;
+      const Candidate& first = candidates[members.front()];
+      const Boxing& first_boxing = compilation->boxings[first.boxing];
+      const int64_t axis = first_boxing.plan.steps[step].hierarchy_axis;
+      OpenBucket open(first.kind == BoxingKind::kReduceScatter
+                          ? graph.placements[graph.tensors[first_boxing.tensor].placement].hierarchy().dim(axis)
+                          : 1);
       for (size_t c : members) {
         if (!open.Fits(candidates[c], bucket_limit)) {
           close(open, static_cast<int64_t>(step));

@@ -15,11 +15,13 @@ namespace oneflow {
 //
 // Candidates: step 0 of a boxing of a gradient (a variable's gradient, f32), or of the
 // loss into the loss sink (its reduction waits for backward anyway, so it joins a bucket
-// rather than issue a collective of its own), that is a dense P -> B all_reduce and not
-// row-sparse (a compressed one keeps its own collective: a codec's scale
+// rather than issue a collective of its own), that is a dense P -> B all_reduce or
+// P -> S reduce_scatter (ZeRO-2's gradients, the in-node first step of a 2-D chain) and
+// not row-sparse (a compressed one keeps its own collective: a codec's scale
 // groups would span members of different magnitudes, and the plan counts each tensor's
-// own groups on the wire). Candidates with the same placement and hierarchy axis (the
-// same communicator groups) form a group; each group is walked in the order backward produces the
+// own groups on the wire); then, level by level, step s of a chain whose steps before it
+// were all reductions. Candidates with the same placement, hierarchy axis (the same
+// communicator groups) and kind form a group; each group is walked in the order backward produces the
 // gradients (their producing op's position, ties by boxing id) and cut greedily into
 // buckets: a candidate joins the open bucket unless that would take the bucket past the
 // limit (for the group's first bucket: min(limit, kFirstBucketBytes)) on some device
@@ -28,6 +30,14 @@ namespace oneflow {
 // producer and its first member's consumer), or its tensor is already in the bucket. A
 // bucket of one member is no bucket: that step runs on its own, as does every step when
 // bucket_mb is 0.
+//
+// A reduce_scatter bucket's register is rank-major: one chunk per rank of the group, each
+// laid out alike with every member's part for that rank (its destination slice there) at
+// a 64-byte aligned offset that reserves the member's largest part on any rank (an uneven
+// split's first ranks hold one row more); the chunk ends aligned. One in-place
+// reduce-scatter of the register leaves each rank's chunk reduced, and a member's view is
+// its part in this device's chunk (GradientBucket::chunk_bytes, part_offsets). The limit
+// applies to the whole register (group size x chunk).
 //
 // Fills Compilation::buckets (ids in the order lowering emits them: by `after_op`, the
 // producer of their last member) and boxing_step_bucket. Lowering then emits one bucket

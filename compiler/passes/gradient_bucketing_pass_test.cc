@@ -77,25 +77,62 @@ constexpr char kBoxings[] =
     "all_gather[axis 1] (384 B/device)\n"
     "boxing#3 %reduce_mean_5 [P, P] @0 -> [B, B] @0: all_reduce[axis 1], all_reduce[axis 0] (16 B/device)\n";
 
-// Step 1 of each chain (the cross-node all-reduce) joins one bucket, in the order the
+// Step 0 of the three gradients' chains (the in-node reduce-scatters) joins one
+// reduce-scatter bucket, rank-major: each of the 2 chunks holds that rank's half of w2
+// (128 B), b1 (32 B, at 128) and w1 (8192 B, at 192), 8384 B a chunk. Step 1 of each
+// chain (the cross-node all-reduce) then joins one all-reduce bucket, in the order the
 // values are produced (the loss, then backward's gradients), after the op producing the
-// last (w1's gradient); steps 0 (the in-node reduce-scatters, and the loss's lone
-// all-reduce on axis 1: a bucket of one is none) run on their own, early. Members pack at
-// 64-byte offsets: each device's loss (4 B, whole), half of w2 (128 B), of b1 (32 B), of w1 (8192 B).
+// last (w1's gradient); the loss's lone all-reduce on axis 1 (a bucket of one is none)
+// runs on its own, early. Members pack at 64-byte offsets: each device's loss (4 B,
+// whole), half of w2 (128 B), of b1 (32 B), of w1 (8192 B).
 TEST(GradientBucketingPassTest, TwoDimensionalChainsBucketLevelByLevel) {
   EXPECT_EQ(BucketsAfterPass(kTwoDimensional, 25),
             absl::StrCat(kBoxings,
-                         "bucket#0 level 1 all_reduce[axis 0] @0 after %matmul_0_grad/matmul_15: boxing#3.1, "
+                         "bucket#0 level 0 reduce_scatter[axis 1] @0 after %matmul_0_grad/matmul_15: boxing#2.0, "
+                         "boxing#1.0, boxing#0.0 (16768 B)\n"
+                         "bucket#1 level 1 all_reduce[axis 0] @0 after %matmul_0_grad/matmul_15: boxing#3.1, "
                          "boxing#2.1, boxing#1.1, boxing#0.1 (8448 B)\n"));
 }
 
-// A limit of 4 KiB (first bucket 4 KiB too): w1's 8 KiB half travels alone; the others
-// share a bucket that closes before it, right after the op producing b1's gradient.
+// A limit of 4 KiB (first bucket 4 KiB too): w1's 8 KiB half travels alone, its
+// reduce-scatter (16 KiB, two chunks) too; the others share a bucket at each level that
+// closes before it, right after the op producing b1's gradient.
 TEST(GradientBucketingPassTest, AMemberOverTheLimitTravelsAlone) {
   EXPECT_EQ(BucketsAfterPass(kTwoDimensional, 4.0 / 1024),
             absl::StrCat(kBoxings,
-                         "bucket#0 level 1 all_reduce[axis 0] @0 after %bias_add_1_grad/reduce_sum_13: boxing#3.1, "
+                         "bucket#0 level 0 reduce_scatter[axis 1] @0 after %bias_add_1_grad/reduce_sum_13: "
+                         "boxing#2.0, boxing#1.0 (384 B)\n"
+                         "bucket#1 level 1 all_reduce[axis 0] @0 after %bias_add_1_grad/reduce_sum_13: boxing#3.1, "
                          "boxing#2.1, boxing#1.1 (224 B)\n"));
+}
+
+// ZeRO-2 over dp=2 on one node: every gradient is P -> S(0), one reduce_scatter, and
+// they share one reduce-scatter bucket (the loss's all-reduce for the sink is the only
+// all-reduce: a bucket of one is none). Each rank's chunk holds its half of w2 (8 rows
+// of 4: 128 B), of b1 (32 B, at 128) and of w1 (128 rows of 16: 8192 B, at 192).
+constexpr char kZeroTwo[] = R"(graph zero2
+placement cpu{0:0-1}[2]
+source data synthetic_classification seed=1 num_classes=4
+%x = input f32[64, 256] source=data sbp=[S(0)]
+%labels = input i32[64] source=data sbp=[S(0)]
+%w1 = variable f32[256, 16] init=xavier_uniform seed=1 sbp=[B]
+%b1 = variable f32[16] init=zeros seed=0 sbp=[B]
+%w2 = variable f32[16, 4] init=xavier_uniform seed=2 sbp=[B]
+%matmul_0 = matmul(a=%x, b=%w1) f32[64, 16]
+%bias_add_1 = bias_add(x=%matmul_0, bias=%b1) f32[64, 16]
+%relu_2 = relu(x=%bias_add_1) f32[64, 16]
+%matmul_3 = matmul(a=%relu_2, b=%w2) f32[64, 4]
+%sparse_softmax_cross_entropy_4 = sparse_softmax_cross_entropy(logits=%matmul_3, labels=%labels) f32[64]
+%reduce_mean_5 = reduce_mean(x=%sparse_softmax_cross_entropy_4, axes=[], keep_dims=false) f32[]
+optimizer sgd lr=0.1 momentum=0.9 zero=2 zero_axis=0
+loss %reduce_mean_5
+)";
+
+TEST(GradientBucketingPassTest, ZeroTwoReduceScattersShareABucket) {
+  const std::string lines = BucketsAfterPass(kZeroTwo, 25);
+  EXPECT_EQ(lines.substr(lines.find("bucket#")),
+            "bucket#0 level 0 reduce_scatter[axis 0] @0 after %matmul_0_grad/matmul_15: boxing#7.0, boxing#4.0, "
+            "boxing#1.0 (16768 B)\n");
 }
 
 // Buckets off: no bucket, every step on its own.

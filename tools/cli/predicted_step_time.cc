@@ -44,9 +44,13 @@ absl::StatusOr<absl::flat_hash_map<int64_t, double>> CollectiveSeconds(const pro
     const int64_t members = placement->hierarchy().dim(axis);
     const int64_t bytes = bucket.size_bytes();
     const int64_t chunk = (bytes + members - 1) / members;
-    const double price =
-        PriceDenseCollective(links, *placement, axis, BoxingKind::kAllReduce, bytes, 2 * (members - 1) * chunk)
-            .seconds();
+    // A reduce-scatter bucket (ZeRO-2) moves one round of chunks, an all-reduce two.
+    const bool scatter = bucket.collective_id() >= 0 && bucket.collective_id() < plan.collectives_size() &&
+                         plan.collectives(static_cast<int>(bucket.collective_id())).kind() == proto::REDUCE_SCATTER;
+    const double price = PriceDenseCollective(links, *placement, axis,
+                                              scatter ? BoxingKind::kReduceScatter : BoxingKind::kAllReduce, bytes,
+                                              (scatter ? 1 : 2) * (members - 1) * chunk)
+                             .seconds();
     for (int64_t group = 0; group < placement->num_devices() / members; ++group) {
       seconds[bucket.collective_id() + group] = price;
     }
