@@ -99,10 +99,11 @@ TEST(AutoParallelHostTermsTest, TheLineNearestTheClusterIsUsedAndShown) {
 
   absl::StatusOr<std::string> text = cli::InspectPlan(exact->plan, {cli::InspectFormat::kText});
   ASSERT_TRUE(text.ok()) << text.status();
+  // (inspect wraps the line before the file name.)
   EXPECT_TRUE(absl::StrContains(
-      *text, absl::StrCat("    host terms: act 3 us, collective call 4 us, 2 host cores (measured for 4 devices, ",
-                          all, ")\n")))
+      *text, "    host terms: act 3 us, collective call 4 us, 2 host cores (measured for 4 devices,"))
       << *text;
+  EXPECT_TRUE(absl::StrContains(*text, absl::StrCat(all, ")\n"))) << *text;
   absl::StatusOr<std::string> json = cli::InspectPlan(exact->plan, {cli::InspectFormat::kJson});
   ASSERT_TRUE(json.ok()) << json.status();
   EXPECT_TRUE(absl::StrContains(*json, "\"measured_devices\": 4")) << *json;
