@@ -93,7 +93,7 @@ TEST(CalibrationTest, HostLinesRoundTripOnePerDeviceCount) {
 // loads as it did, with no host measurement.
 TEST(CalibrationTest, FilesWithoutHostLinesStillLoad) {
   const std::string old_file =
-      R"({"codec": "fp8", "group_size": 128, "hadamard": false, "bytes_per_second": 2.1e+09, )"
+      R"({"codec": "fp8e4m3", "group_size": 128, "hadamard": false, "bytes_per_second": 2.1e+09, )"
       R"("encode_bytes_per_second": 4e+09, "decode_bytes_per_second": 4.4e+09, "elements": 1048576, "repetitions": 7})"
       "\n"
       R"({"link": "intra_node", "latency_seconds": 3.1e-06, "bytes_per_second": 5.2e+09, "method": "in-process all_reduce, 2 ranks"})"

@@ -65,8 +65,8 @@ ABSL_FLAG(int64_t, cp, 1,
           "Context-parallel degree (the layout's context axis); the graph must be one printed for the same --cp, "
           "whose ops already say how attention runs.");
 ABSL_FLAG(std::string, cp_attention, "auto",
-          "Refused unless auto: a graph text already fixes how its attention runs (Ulysses all-to-all boxings or "
-          "ring attention ops); choose it when the example prints the graph.");
+          "ulysses, ring or auto: give the value the graph was printed with. The text's ops already say how its "
+          "attention runs; the value is recorded in the plan's recipe, as the example records it.");
 ABSL_FLAG(std::string, communication_streams, "auto",
           "auto (a communication stream per group class) or one (every collective on one thread).");
 ABSL_FLAG(std::string, plan_out, "", "Write the compiled plan to this file.");
@@ -121,7 +121,7 @@ bool FlagGiven(const char* name) {
 // The flags the search chooses; giving one with --auto_parallel is a contradiction.
 absl::Status CheckNoLayoutFlags() {
   // A graph text is searched with one pipeline stage and no context axis.
-  for (const char* name : {"cp", "virtual_stages", "pp_schedule"}) {
+  for (const char* name : {"cp", "cp_attention", "virtual_stages", "pp_schedule"}) {
     if (FlagGiven(name)) {
       const absl::CommandLineFlag* flag = absl::FindCommandLineFlag(name);
       return absl::InvalidArgumentError(
@@ -172,12 +172,6 @@ absl::Status RunCompile(const std::vector<std::string>& arguments, std::ostream&
         "--device_memory=", device_memory,
         " is a limit for --auto_parallel's search or --pp_schedule=auto; add one of them"));
   }
-  if (absl::GetFlag(FLAGS_cp_attention) != "auto") {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "--cp_attention=", absl::GetFlag(FLAGS_cp_attention),
-        ": a graph text already fixes how its attention runs (the Ulysses all-to-all boxings or the ring attention "
-        "ops are in it); give --cp_attention to the example that prints the graph (--print_graph) instead"));
-  }
   examples::ParallelFlags flags;
   OF_ASSIGN_OR_RETURN(flags.nodes, NodeCount());
   flags.devices_per_node = absl::GetFlag(FLAGS_devices_per_node);
@@ -187,6 +181,7 @@ absl::Status RunCompile(const std::vector<std::string>& arguments, std::ostream&
   flags.micro_batches = absl::GetFlag(FLAGS_micro_batches);
   flags.zero = absl::GetFlag(FLAGS_zero);
   flags.cp = absl::GetFlag(FLAGS_cp);
+  flags.cp_attention = absl::GetFlag(FLAGS_cp_attention);
   flags.virtual_stages = absl::GetFlag(FLAGS_virtual_stages);
   flags.intra_node_bandwidth = absl::GetFlag(FLAGS_intra_node_bandwidth);
   flags.inter_node_bandwidth = absl::GetFlag(FLAGS_inter_node_bandwidth);

@@ -47,9 +47,8 @@ same_plan gpt_zb "$PWD/examples/gpt/gpt" --devices_per_node=2 --pp=2 --micro_bat
 model_flags=(--layers=4)
 same_plan gpt_interleaved "$PWD/examples/gpt/gpt" --devices_per_node=2 --pp=2 --micro_batches=4 \
   --virtual_stages=2 --pp_schedule=interleaved
-model_flags=(--cp_attention=ring)
-same_plan gpt_cp_ring "$PWD/examples/gpt/gpt" --devices_per_node=2 --cp=2
-model_flags=()
+same_plan gpt_cp_ring "$PWD/examples/gpt/gpt" --devices_per_node=2 --cp=2 --cp_attention=ring
+grep -q "ring_shift" "$DIR/gpt_cp_ring.txt" || fail "no ring attention in $(head -n 5 "$DIR/gpt_cp_ring.txt")"
 if "$PWD/examples/gpt/gpt" --precision=bf16 --plan_out="$DIR/bf16_probe.plan" >/dev/null 2>"$DIR/bf16.err"; then
   same_plan gpt_bf16 "$PWD/examples/gpt/gpt" "${layout[@]}" --precision=bf16
 else
@@ -71,8 +70,8 @@ expect_error "oneflow compile: --recompute=some is not one of: none, selective, 
 expect_error "oneflow compile: --pp_schedule=gpipe is not one of: 1f1b, interleaved, zb, auto" \
   "$DIR/gpt.txt" "${layout[@]}" --pp_schedule=gpipe
 expect_error "oneflow compile: --precision=fp16 is not one of: fp32, bf16" "$DIR/gpt.txt" "${layout[@]}" --precision=fp16
-expect_error "oneflow compile: --cp_attention=ulysses: a graph text already fixes how its attention runs (the Ulysses all-to-all boxings or the ring attention ops are in it); give --cp_attention to the example that prints the graph (--print_graph) instead" \
-  "$DIR/gpt_cp_ring.txt" --devices_per_node=2 --cp=2 --cp_attention=ulysses
+expect_error "oneflow compile: --cp_attention=flash is not one of: ulysses, ring, auto" \
+  "$DIR/gpt_cp_ring.txt" --devices_per_node=2 --cp=2 --cp_attention=flash
 expect_error "oneflow compile: --pp_schedule=interleaved needs --virtual_stages >= 2 (got --virtual_stages=1)" \
   "$DIR/gpt_zb.txt" --devices_per_node=2 --pp=2 --micro_batches=4 --pp_schedule=interleaved
 
