@@ -30,6 +30,14 @@ struct CompileOptions {
   // plain int4, and on the mlp (SGD momentum) it tracks dense closer early but not at the
   // end of 200 iterations (tests:error_feedback_test has the figures).
   bool error_feedback = false;
+  // How the int4 and int8 encoders of compressed steps round (Compression.rounding;
+  // docs/sbp_and_boxing.md, "Stochastic rounding"): to nearest even (the default), or
+  // stochastically, on every compressed step whose codecs are all int4 / int8 (fp8 and
+  // TACO steps keep nearest). Each such step's random stream is keyed by
+  // codec_rounding_seed, its logical tensor's name and its place in the boxing
+  // (Compression.rounding_seed), then per act, encoding rank and element at run time.
+  proto::Compression::Rounding codec_rounding = proto::Compression::NEAREST;
+  uint64_t codec_rounding_seed = 0;
   // Gradient buckets (compiler/passes/gradient_bucketing_pass.h): the P -> B all-reduces
   // of gradients of one communicator group are packed into buckets of at most this many
   // MiB, in the order backward produces them, each reduced by one collective that runs

@@ -437,6 +437,28 @@ std::string FirstStep(const proto::Plan& plan) {
                       ")");
 }
 
+TEST(PlanVerifierTest, ChecksAStepsRounding) {
+  const proto::Plan original = TensorParallelPlan();
+  const std::string who = FirstStep(original);
+  auto with = [&](proto::Compression::Kind kind, proto::Compression::Rounding rounding) -> std::string {
+    proto::Plan plan = original;
+    proto::Compression* compression = plan.mutable_boxings(0)->mutable_steps(0)->mutable_compression();
+    compression->set_kind(kind);
+    compression->set_block_size(kind == proto::Compression::NONE ? 0 : 32);
+    compression->set_rounding(rounding);
+    compression->set_rounding_seed(5);
+    return std::string(Resealed(plan).message());
+  };
+  EXPECT_EQ(with(proto::Compression::INT4, proto::Compression::STOCHASTIC), "");  // What the runtime runs.
+  EXPECT_EQ(with(proto::Compression::INT8, proto::Compression::STOCHASTIC), "");
+  EXPECT_EQ(with(proto::Compression::FP8_E4M3, proto::Compression::STOCHASTIC),
+            who + " has rounding STOCHASTIC with codec FP8_E4M3; only INT4 and INT8 encoders round stochastically");
+  EXPECT_EQ(with(proto::Compression::NONE, proto::Compression::STOCHASTIC),
+            who + " has rounding STOCHASTIC with codec NONE; only INT4 and INT8 encoders round stochastically");
+  EXPECT_EQ(with(proto::Compression::INT4, static_cast<proto::Compression::Rounding>(4)),
+            who + " has rounding 4, which this build does not know (NEAREST, STOCHASTIC)");
+}
+
 TEST(PlanVerifierTest, ChecksTheTwoLevelForm) {
   // 2 nodes x 2 devices: the all-reduce's group is [0:0, 0:1, 1:0, 1:1].
   const proto::Plan original = TensorParallelPlan(2, 2);

@@ -40,6 +40,10 @@ absl::StatusOr<NdSbp> StepSbp(const proto::NdSbp& sbp, const std::string& who, c
   return parsed;
 }
 
+bool IsStochasticCodec(proto::Compression::Kind kind) {
+  return kind == proto::Compression::INT4 || kind == proto::Compression::INT8;
+}
+
 bool IsTwoLevel(const proto::Compression& compression) {
   return compression.cross_node_kind() != proto::Compression::NONE;
 }
@@ -65,6 +69,21 @@ absl::Status VerifyCompression(const proto::Compression& compression, BoxingKind
        (kind != BoxingKind::kAllReduce && kind != BoxingKind::kReduceScatter))) {
     return Fail(absl::StrCat(who, " has error feedback, which only compressed all_reduce and reduce_scatter "
                              "steps have"));
+  }
+  if (!proto::Compression::Rounding_IsValid(compression.rounding())) {
+    return Fail(absl::StrCat(who, " has rounding ", static_cast<int>(compression.rounding()),
+                             ", which this build does not know (NEAREST, STOCHASTIC)"));
+  }
+  if (compression.rounding() == proto::Compression::STOCHASTIC &&
+      (!IsStochasticCodec(compression.kind()) ||
+       (IsTwoLevel(compression) && !IsStochasticCodec(compression.cross_node_kind())))) {
+    return Fail(absl::StrCat(who, " has rounding STOCHASTIC with codec ",
+                             proto::Compression::Kind_Name(compression.kind()),
+                             IsTwoLevel(compression)
+                                 ? absl::StrCat(" / ", proto::Compression::Kind_Name(compression.cross_node_kind()),
+                                                " across nodes")
+                                 : "",
+                             "; only INT4 and INT8 encoders round stochastically"));
   }
   if (compression.kind() == proto::Compression::NONE) {
     if (IsTwoLevel(compression)) {

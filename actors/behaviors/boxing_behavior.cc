@@ -159,6 +159,7 @@ absl::StatusOr<ActFunction> BindBoxing(const PlanIndex& index, const ActorBindin
     if (residuals.restore) residuals.restore(key, prepared.residual());
     if (residuals.save) save_residual = residuals.save(binding.device_index, key, static_cast<int64_t>(prepared.residual().size()));
   }
+  const proto::Compression compression_def = step.compression();
   return ActFunction([=](int64_t iteration, const ActContext& context) mutable {
     (void)placement;  // Keeps the placement the prepared step points to alive.
     if (save_residual && iteration % acts_per_iteration == 0) {
@@ -167,7 +168,7 @@ absl::StatusOr<ActFunction> BindBoxing(const PlanIndex& index, const ActorBindin
     const CompressedTraffic before = prepared.traffic(), cross_node_before = prepared.cross_node_traffic();
     FlightRecorder::NoteCollectiveStart();
     OF_RETURN_IF_ERROR(prepared.Run(context.RegisterSlot(in, iteration), context.RegisterSlot(out, iteration),
-                                    options_for(iteration)));
+                                    options_for(iteration), StochasticRoundingSeed(compression_def, iteration)));
     if (part >= 0) meter->Record(part, iteration / acts_per_iteration, TrafficSince(prepared.traffic(), before));
     if (cross_node_part >= 0) {
       meter->Record(cross_node_part, iteration / acts_per_iteration,

@@ -11,9 +11,12 @@
 //   CODEC+OPT+...  a variant: CODEC int4 or int8, then any of gN (N values per scale),
 //                  had (Hadamard rotation of each group), grad (only the gradient
 //                  reductions compress, every other step dense), ef (error feedback on
-//                  them); e.g. int4+g128 is forced int4 as it was before groups of 32,
-//                  int4+g32+grad+ef. int4_ef, int4_grad and int4_grad_ef are int4+ef,
-//                  int4+grad and int4+grad+ef.
+//                  them), sr (stochastic rounding on every compressed step,
+//                  --codec_rounding=stochastic), srg (stochastic rounding on the
+//                  gradient reductions only, nearest elsewhere); e.g. int4+g128 is forced
+//                  int4 as it was before groups of 32, int4+g32+grad+ef, int4+sr+ef.
+//                  int4_ef, int4_grad and int4_grad_ef are int4+ef, int4+grad and
+//                  int4+grad+ef.
 // One JSON line per seed and mode, then one per mode with the gaps averaged over seeds
 // ("seed":"mean"):
 //   {"bench":"error_feedback","model":"gpt L2 h64 b8 s16 v64 lr0.01 synthetic",
@@ -72,7 +75,8 @@ struct Curve {
 
 // A mode: "dense", or a codec with options joined by '+': "int4", "int8", then any of
 // gN (groups of N values per scale; default: what the forced codec uses), had (Hadamard rotation of each group),
-// grad (only the gradient reductions compress), ef (error feedback on them). The old names
+// grad (only the gradient reductions compress), ef (error feedback on them), sr (stochastic
+// rounding everywhere), srg (stochastic rounding on the gradient reductions). The old names
 // int4_ef, int4_grad and int4_grad_ef are int4+ef, int4+grad and int4+grad+ef.
 struct Mode {
   CompressionKind codec = CompressionKind::kNone;
@@ -80,6 +84,8 @@ struct Mode {
   bool hadamard = false;
   bool gradients_only = false;
   bool error_feedback = false;
+  bool stochastic_rounding = false;
+  bool stochastic_gradients_only = false;
 };
 
 absl::StatusOr<Mode> ParseMode(const std::string& text) {
@@ -97,7 +103,7 @@ absl::StatusOr<Mode> ParseMode(const std::string& text) {
   } else {
     return absl::InvalidArgumentError(absl::StrCat("--modes: unknown mode '", text,
                                                    "'; valid: dense, or int4 / int8 followed by +gN, +had, +grad, "
-                                                   "+ef (e.g. int4+g32+had+grad), or int4_ef, int4_grad, "
+                                                   "+ef, +sr, +srg (e.g. int4+g32+had+grad), or int4_ef, int4_grad, "
                                                    "int4_grad_ef"));
   }
   for (size_t i = 1; i < parts.size(); ++i) {
@@ -108,11 +114,16 @@ absl::StatusOr<Mode> ParseMode(const std::string& text) {
       mode.gradients_only = true;
     } else if (part == "ef") {
       mode.error_feedback = true;
+    } else if (part == "sr") {
+      mode.stochastic_rounding = true;
+    } else if (part == "srg") {
+      mode.stochastic_rounding = true;
+      mode.stochastic_gradients_only = true;
     } else if (part.size() > 1 && part[0] == 'g' && absl::SimpleAtoi(part.substr(1), &mode.group_size) &&
                mode.group_size >= 1) {
     } else {
       return absl::InvalidArgumentError(
-          absl::StrCat("--modes: '", text, "': unknown option '", part, "'; valid: gN (N >= 1), had, grad, ef"));
+          absl::StrCat("--modes: '", text, "': unknown option '", part, "'; valid: gN (N >= 1), had, grad, ef, sr, srg"));
     }
   }
   return mode;
@@ -129,14 +140,19 @@ absl::StatusOr<Curve> Run(const proto::Job& job, const examples::ParallelLayout&
       options.compression.int4_group_size = mode.group_size;
     }
   }
-  // grad finds the gradient reductions by the mark error feedback puts on them.
-  options.error_feedback = mode.error_feedback || mode.gradients_only;
+  if (mode.stochastic_rounding) options.codec_rounding = proto::Compression::STOCHASTIC;
+  // grad and srg find the gradient reductions by the mark error feedback puts on them.
+  options.error_feedback = mode.error_feedback || mode.gradients_only || mode.stochastic_gradients_only;
   absl::StatusOr<proto::Plan> plan = Compile(job, options);
   if (!plan.ok()) return plan.status();
   if (mode.gradients_only || mode.hadamard || options.error_feedback != mode.error_feedback) {
     for (proto::BoxingDef& boxing : *plan->mutable_boxings()) {
       for (proto::BoxingStepDef& step : *boxing.mutable_steps()) {
         if (mode.gradients_only && !step.compression().error_feedback()) step.clear_compression();
+        if (mode.stochastic_gradients_only && !step.compression().error_feedback()) {
+          step.mutable_compression()->clear_rounding();
+          step.mutable_compression()->clear_rounding_seed();
+        }
         if (!mode.error_feedback) step.mutable_compression()->clear_error_feedback();
         if (mode.hadamard && step.compression().kind() != proto::Compression::NONE) {
           step.mutable_compression()->set_hadamard(true);

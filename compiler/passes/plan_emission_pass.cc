@@ -1,6 +1,8 @@
 #include "compiler/passes/plan_emission_pass.h"
 
+#include <cstdint>
 #include <map>
+#include <string>
 
 #include "absl/strings/str_cat.h"
 #include "compiler/passes/gradient_bucketing_pass.h"
@@ -42,11 +44,35 @@ proto::Compression::Kind CompressionToProto(CompressionKind kind) {
   return proto::Compression::NONE;
 }
 
+bool HasStochasticEncoder(const CompressionChoice& choice) {
+  return !choice.compressed() || choice.kind == CompressionKind::kInt4 || choice.kind == CompressionKind::kInt8;
+}
+
+// The key of a step's stochastic rounding (Compression.rounding_seed): the options' seed,
+// the logical tensor's name (FNV-1a) and the step's index in its boxing; nothing of the
+// device layout but what the boxing's steps are.
+uint64_t RoundingSeed(uint64_t seed, const std::string& tensor, int64_t step_index) {
+  uint64_t hash = 0xCBF29CE484222325ull;
+  for (const char c : tensor) hash = (hash ^ static_cast<uint8_t>(c)) * 0x100000001B3ull;
+  return MixSeed(MixSeed(seed, static_cast<int64_t>(hash)), step_index);
+}
+
+// How a compressed step rounds: options.codec_rounding where every level's codec has a
+// stochastic encoder (int4, int8), nearest elsewhere.
+struct Rounding {
+  proto::Compression::Rounding mode = proto::Compression::NEAREST;
+  uint64_t seed = 0;
+};
+
+Rounding RoundingFor(const CompileOptions& options, const std::string& tensor, int64_t step_index) {
+  return {options.codec_rounding, RoundingSeed(options.codec_rounding_seed, tensor, step_index)};
+}
+
 // The step's modelled seconds and the cost model's decision (when a codec applied); a
-// compressed step's codec (both levels for a two-level one). With
+// compressed step's codec (both levels for a two-level one) and rounding. With
 // CompileOptions.error_feedback, a compressed reduction of a variable's gradient gets
 // error feedback.
-void EmitCompression(const BoxingStep& step, bool gradient, proto::BoxingStepDef* def) {
+void EmitCompression(const BoxingStep& step, bool gradient, const Rounding& rounding, proto::BoxingStepDef* def) {
   def->set_seconds(step.seconds);
   def->set_dense_seconds(step.dense_seconds);
   def->set_reason(step.compression_reason);  // the decision, whichever side won
@@ -62,6 +88,11 @@ void EmitCompression(const BoxingStep& step, bool gradient, proto::BoxingStepDef
     compression->set_cross_node_kind(CompressionToProto(step.cross_node_compression.kind));
     compression->set_cross_node_block_size(step.cross_node_compression.group_size);
     compression->set_cross_node_hadamard(step.cross_node_compression.hadamard);
+  }
+  if (rounding.mode == proto::Compression::STOCHASTIC && HasStochasticEncoder(step.compression) &&
+      HasStochasticEncoder(step.cross_node_compression)) {
+    compression->set_rounding(proto::Compression::STOCHASTIC);
+    compression->set_rounding_seed(rounding.seed);
   }
   def->set_dense_bytes_per_device(step.dense_bytes_per_device);
   def->set_seconds_saved(step.dense_seconds - step.seconds);
@@ -107,7 +138,8 @@ void EmitBoxings(Compilation* compilation) {
         step_def->set_bucket_id(bucket);
         step_def->set_collective_id(compilation->bucket_collective[bucket]);
       }
-      EmitCompression(step, compilation->options.error_feedback && tensor.is_gradient, step_def);
+      EmitCompression(step, compilation->options.error_feedback && tensor.is_gradient,
+                      RoundingFor(compilation->options, tensor.name, static_cast<int64_t>(s)), step_def);
       if (boxing.sparse.has_value()) EmitSparsity(*compilation, *boxing.sparse, step_def->mutable_sparsity());
       if (step.kind == BoxingKind::kSendRecv) placement = boxing.dst_placement;
       bytes_per_iter += step.bytes_per_device * graph.placements[placement].num_devices();
@@ -140,9 +172,9 @@ void EmitBuckets(Compilation* compilation) {
     def->set_dtype(ToProto(DType::kF32));
     const auto& [b, s] = bucket.members.front();
     proto::BoxingStepDef first;
-    EmitCompression(compilation->boxings[b].plan.steps[s],
-                    compilation->options.error_feedback && graph.tensors[compilation->boxings[b].tensor].is_gradient,
-                    &first);
+    const LogicalTensor& first_tensor = graph.tensors[compilation->boxings[b].tensor];
+    EmitCompression(compilation->boxings[b].plan.steps[s], compilation->options.error_feedback && first_tensor.is_gradient,
+                    RoundingFor(compilation->options, first_tensor.name, s), &first);
     if (first.has_compression()) *def->mutable_compression() = first.compression();
     def->set_size_bytes(bucket.size_bytes);
     def->set_collective_id(compilation->bucket_collective[bucket.id]);

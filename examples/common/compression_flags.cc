@@ -46,6 +46,13 @@ absl::StatusOr<CompressionPolicy> CompressionPolicyFromFlags(const CompressionFl
   return policy;
 }
 
+absl::StatusOr<proto::Compression::Rounding> CodecRoundingFromFlags(const CompressionFlags& flags) {
+  if (flags.codec_rounding == "nearest") return proto::Compression::NEAREST;
+  if (flags.codec_rounding == "stochastic") return proto::Compression::STOCHASTIC;
+  return absl::InvalidArgumentError(
+      absl::StrCat("--codec_rounding=", flags.codec_rounding, " is not a choice; valid: nearest, stochastic"));
+}
+
 LinkFlags LinkFlagsFromCommandLine(double intra_node_bandwidth, double inter_node_bandwidth,
                                    double intra_node_latency, double inter_node_latency) {
   auto given = [](const char* name) {

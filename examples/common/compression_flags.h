@@ -4,6 +4,8 @@
 //   --codec_calibration=FILE               measured throughputs (`oneflow calibrate`); its
 //                                          link and compute lines go into the cluster
 //                                          (ApplyCalibrationToCluster)
+//   --codec_rounding=nearest|stochastic    how int4 / int8 encoders round (default nearest;
+//                                          CodecRoundingFromFlags)
 // Kept apart from example_main.cc, which reads the flags, so tests can check every value
 // without touching process-global flags.
 #ifndef EXAMPLES_COMMON_COMPRESSION_FLAGS_H_
@@ -21,6 +23,7 @@ struct CompressionFlags {
   std::string compression = "auto";
   double codec_bytes_per_second = 0;
   std::string codec_calibration;
+  std::string codec_rounding = "nearest";
 };
 
 // off: dense. auto: each tensor's role picks its codecs and the cost model decides per
@@ -32,6 +35,12 @@ struct CompressionFlags {
 //   --codec_bytes_per_second and --codec_calibration both give codec throughputs; use one
 //   --codec_calibration: codec calibration file 'c.jsonl' line 2: ...
 absl::StatusOr<CompressionPolicy> CompressionPolicyFromFlags(const CompressionFlags& flags);
+
+// --codec_rounding as CompileOptions::codec_rounding: nearest (round to nearest even) or
+// stochastic (int4 and int8 encoders round up with probability equal to the fraction;
+// docs/sbp_and_boxing.md, "Stochastic rounding"). INVALID_ARGUMENT naming the flag:
+//   --codec_rounding=up is not a choice; valid: nearest, stochastic
+absl::StatusOr<proto::Compression::Rounding> CodecRoundingFromFlags(const CompressionFlags& flags);
 
 // The link flags of the cost model, and which of them the command line set to other than
 // their defaults. The defaults are those of the examples' and `oneflow compile`'s flags

@@ -28,6 +28,19 @@ TEST(CompressionFlagsTest, Modes) {
   EXPECT_EQ(bad.status().message(), "--compression=fp9 is not a choice; valid: off, auto, fp8, int8, int4");
 }
 
+TEST(CompressionFlagsTest, CodecRounding) {
+  CompressionFlags flags;
+  EXPECT_EQ(*CodecRoundingFromFlags(flags), proto::Compression::NEAREST);  // the default
+  flags.codec_rounding = "stochastic";
+  EXPECT_EQ(*CodecRoundingFromFlags(flags), proto::Compression::STOCHASTIC);
+  flags.codec_rounding = "nearest";
+  EXPECT_EQ(*CodecRoundingFromFlags(flags), proto::Compression::NEAREST);
+  flags.codec_rounding = "up";
+  const absl::StatusOr<proto::Compression::Rounding> bad = CodecRoundingFromFlags(flags);
+  EXPECT_EQ(bad.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(bad.status().message(), "--codec_rounding=up is not a choice; valid: nearest, stochastic");
+}
+
 TEST(CompressionFlagsTest, CodecThroughputs) {
   const CompressionChoice taco{CompressionKind::kTacoFp8, 128, false};
   EXPECT_EQ(CompressionPolicyFromFlags(Flags("auto"))->codec_throughput.BytesPerSecond(taco),

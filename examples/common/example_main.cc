@@ -73,6 +73,10 @@ ABSL_FLAG(double, codec_bytes_per_second, 0,
           "table of sbp/codec_throughput.cc, or --codec_calibration).");
 ABSL_FLAG(std::string, codec_calibration, "",
           "A codec throughput file written by `oneflow calibrate --out=FILE` on the target machine.");
+ABSL_FLAG(std::string, codec_rounding, "nearest",
+          "How the int4 and int8 encoders of compressed boxings round: nearest (to nearest even) or "
+          "stochastic (up with probability equal to the fraction: unbiased; keyed by the tensor, "
+          "iteration, rank and element, so runs and resumes repeat). fp8 and TACO steps round to nearest.");
 ABSL_FLAG(int64_t, threads_per_device, 1,
           "Threads each CPU device runs its compute kernels on (its compute thread plus helpers "
           "that large matmuls and elementwise kernels split over); recorded in the plan's cluster.");
@@ -180,6 +184,7 @@ CompileSettings SettingsFromFlags() {
   settings.compression.compression = absl::GetFlag(FLAGS_compression);
   settings.compression.codec_bytes_per_second = absl::GetFlag(FLAGS_codec_bytes_per_second);
   settings.compression.codec_calibration = absl::GetFlag(FLAGS_codec_calibration);
+  settings.compression.codec_rounding = absl::GetFlag(FLAGS_codec_rounding);
   settings.links = LinkFlagsFromCommandLine(absl::GetFlag(FLAGS_intra_node_bandwidth), absl::GetFlag(FLAGS_inter_node_bandwidth),
                                             absl::GetFlag(FLAGS_intra_node_latency), absl::GetFlag(FLAGS_inter_node_latency));
   settings.dump_after = absl::StrSplit(absl::GetFlag(FLAGS_dump_after), ',', absl::SkipEmpty());

@@ -240,9 +240,14 @@ absl::StatusOr<PreparedBoxingStep> PreparedBoxingStep::Prepare(const BoxingStepA
   return prepared;
 }
 
-absl::Status PreparedBoxingStep::Run(const void* input, void* output, CollectiveOptions options) {
+absl::Status PreparedBoxingStep::Run(const void* input, void* output, CollectiveOptions options,
+                                     uint64_t rounding_seed) {
   const GroupStep& step = *step_;
   BoxingStepArgs& args = args_;
+  args.compression.seed = rounding_seed;
+  // A stream of its own for the cross-node level: the in-node and the cross-node ranks
+  // are both small numbers, and the same seed would give two stages the same draws.
+  args.cross_node_compression.seed = MixSeed(rounding_seed, -1);
   OF_RETURN_IF_ERROR(WithContext(CheckBuffer("input", input, args.input_bytes), step.name));
   OF_RETURN_IF_ERROR(WithContext(CheckBuffer("output", output, args.output_bytes), step.name));
   args.input = input;
@@ -292,7 +297,7 @@ absl::Span<float> PreparedBoxingStep::residual() const { return absl::MakeSpan(s
 
 absl::Status RunBoxingStep(const BoxingStepArgs& args) {
   OF_ASSIGN_OR_RETURN(PreparedBoxingStep prepared, PreparedBoxingStep::Prepare(args));
-  return prepared.Run(args.input, args.output, args.options);
+  return prepared.Run(args.input, args.output, args.options, args.compression.seed);
 }
 
 }  // namespace oneflow

@@ -128,7 +128,9 @@ class PreparedBoxingStep {
   static absl::StatusOr<PreparedBoxingStep> Prepare(const BoxingStepArgs& args);
 
   // Runs the step on this act's buffers (of the prepared byte counts; null only when 0).
-  absl::Status Run(const void* input, void* output, CollectiveOptions options);
+  // `rounding_seed` is this act's CodecOptions::seed for codecs that round
+  // stochastically (both levels; StochasticRoundingSeed in step_proto.h); ignored otherwise.
+  absl::Status Run(const void* input, void* output, CollectiveOptions options, uint64_t rounding_seed = 0);
 
   // Bytes this device exchanged in compressed form over all acts so far, and what they
   // weigh dense, and the squared error and signal of this device's own encodings (the

@@ -22,13 +22,22 @@ constexpr std::pair<BoxingKind, proto::BoxingStepKind> kKinds[] = {
     {BoxingKind::kSendRecv, proto::STEP_SEND_RECV},
 };
 
-// One level of a Compression: its kind, group size and rotation.
-absl::StatusOr<CodecOptions> CodecFrom(proto::Compression::Kind kind, int64_t block_size, bool hadamard) {
+// One level of a Compression: its kind, group size, rotation and rounding.
+absl::StatusOr<CodecOptions> CodecFrom(proto::Compression::Kind kind, int64_t block_size, bool hadamard,
+                                       proto::Compression::Rounding rounding) {
   CodecOptions options;
   options.group_size = block_size;
   options.hadamard = hadamard;
+  if (!proto::Compression::Rounding_IsValid(rounding)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("rounding ", static_cast<int>(rounding), " is not one this build knows (NEAREST, STOCHASTIC)"));
+  }
+  options.stochastic_rounding = rounding == proto::Compression::STOCHASTIC;
   switch (kind) {
     case proto::Compression::NONE:
+      if (options.stochastic_rounding) {
+        return absl::InvalidArgumentError("rounding STOCHASTIC on a dense step; only int4 and int8 encoders round");
+      }
       return CodecOptions();
     case proto::Compression::FP8_E4M3:
       options.codec = Codec::kFp8E4M3;
@@ -74,7 +83,11 @@ absl::StatusOr<BoxingKind> BoxingKindFromProto(proto::BoxingStepKind kind) {
 }
 
 absl::StatusOr<CodecOptions> CodecFromProto(const proto::Compression& compression) {
-  return CodecFrom(compression.kind(), compression.block_size(), compression.hadamard());
+  return CodecFrom(compression.kind(), compression.block_size(), compression.hadamard(), compression.rounding());
+}
+
+uint64_t StochasticRoundingSeed(const proto::Compression& compression, int64_t act) {
+  return MixSeed(compression.rounding_seed(), act);
 }
 
 absl::StatusOr<StepCompression> StepCompressionFromProto(const proto::Compression& compression) {
@@ -82,8 +95,11 @@ absl::StatusOr<StepCompression> StepCompressionFromProto(const proto::Compressio
   absl::StatusOr<CodecOptions> codec = CodecFromProto(compression);
   if (!codec.ok()) return codec.status();
   step.codec = *codec;
-  absl::StatusOr<CodecOptions> cross_node = CodecFrom(
-      compression.cross_node_kind(), compression.cross_node_block_size(), compression.cross_node_hadamard());
+  // One rounding for both levels; a dense cross-node level (one-level step) has none.
+  absl::StatusOr<CodecOptions> cross_node =
+      CodecFrom(compression.cross_node_kind(), compression.cross_node_block_size(), compression.cross_node_hadamard(),
+                compression.cross_node_kind() == proto::Compression::NONE ? proto::Compression::NEAREST
+                                                                          : compression.rounding());
   if (!cross_node.ok()) {
     return absl::Status(cross_node.status().code(), absl::StrCat("cross-node ", cross_node.status().message()));
   }

@@ -4,6 +4,8 @@
 #ifndef KERNELS_BOXING_STEP_PROTO_H_
 #define KERNELS_BOXING_STEP_PROTO_H_
 
+#include <cstdint>
+
 #include "absl/status/statusor.h"
 #include "kernels/compression/codec.h"
 #include "proto/plan.pb.h"
@@ -20,10 +22,20 @@ proto::BoxingStepKind BoxingKindToProto(BoxingKind kind);
 //   unknown step kind 12; this build runs identity, all_reduce, reduce_scatter, ...
 absl::StatusOr<BoxingKind> BoxingKindFromProto(proto::BoxingStepKind kind);
 
-// A step's compression as the runtime runs it: codec, group size (block_size), Hadamard.
-// NONE gives Codec::kNone. A kind this build does not know is INVALID_ARGUMENT naming the
-// number; options the codec refuses (CheckCodecOptions) are INVALID_ARGUMENT too.
+// A step's compression as the runtime runs it: codec, group size (block_size), Hadamard,
+// rounding (STOCHASTIC sets stochastic_rounding; the seed is per act,
+// StochasticRoundingSeed). NONE gives Codec::kNone. A kind or rounding this build does
+// not know is INVALID_ARGUMENT naming the number; options the codec refuses
+// (CheckCodecOptions: STOCHASTIC with an fp8 or TACO codec) and STOCHASTIC on NONE are
+// INVALID_ARGUMENT too.
 absl::StatusOr<CodecOptions> CodecFromProto(const proto::Compression& compression);
+
+// The CodecOptions::seed of act `act` (iteration * micro-batches + micro-batch) of a
+// step with STOCHASTIC rounding: Compression.rounding_seed mixed with the act number
+// (MixSeed). The compressed collectives then mix in the encoding rank and key each
+// element by its index, so the numbers are a function of (rounding_seed, act, rank in the
+// group, element) only: the same on a rerun and after a resume, whatever thread runs it.
+uint64_t StochasticRoundingSeed(const proto::Compression& compression, int64_t act);
 
 // A step's whole compression: one level, or the two-level form (proto::Compression's
 // cross_node_* fields) of a reduction whose group spans nodes.

@@ -45,6 +45,46 @@ TEST(StepCompressionTest, OneLevelWhenTheCrossNodeKindIsNone) {
   EXPECT_FALSE(dense->two_level());
 }
 
+TEST(StepCompressionTest, StochasticRoundingReachesBothLevels) {
+  proto::Compression compression = TwoLevel();
+  EXPECT_FALSE(StepCompressionFromProto(compression)->codec.stochastic_rounding);
+  compression.set_rounding(proto::Compression::STOCHASTIC);
+  compression.set_rounding_seed(77);
+  const absl::StatusOr<StepCompression> step = StepCompressionFromProto(compression);
+  ASSERT_TRUE(step.ok()) << step.status();
+  EXPECT_TRUE(step->codec.stochastic_rounding);
+  EXPECT_TRUE(step->cross_node.stochastic_rounding);
+  // One level: the dense cross-node level has no rounding.
+  compression.set_cross_node_kind(proto::Compression::NONE);
+  const absl::StatusOr<StepCompression> flat = StepCompressionFromProto(compression);
+  ASSERT_TRUE(flat.ok()) << flat.status();
+  EXPECT_TRUE(flat->codec.stochastic_rounding);
+  EXPECT_FALSE(flat->cross_node.stochastic_rounding);
+  // The act's seed: the step's seed mixed with the act, a different stream per act.
+  EXPECT_EQ(StochasticRoundingSeed(compression, 5), MixSeed(77, 5));
+  EXPECT_NE(StochasticRoundingSeed(compression, 5), StochasticRoundingSeed(compression, 6));
+  compression.set_rounding_seed(78);
+  EXPECT_NE(StochasticRoundingSeed(compression, 5), MixSeed(77, 5));
+}
+
+TEST(StepCompressionTest, StochasticRoundingNeedsAnIntegerCodec) {
+  proto::Compression compression = TwoLevel();
+  compression.set_rounding(proto::Compression::STOCHASTIC);
+  compression.set_kind(proto::Compression::FP8_E4M3);
+  compression.set_hadamard(false);
+  EXPECT_EQ(StepCompressionFromProto(compression).status(),
+            absl::InvalidArgumentError(
+                "codec fp8e4m3: stochastic_rounding is set; only int4 and int8 round stochastically"));
+  proto::Compression dense;
+  dense.set_rounding(proto::Compression::STOCHASTIC);
+  EXPECT_EQ(CodecFromProto(dense).status(),
+            absl::InvalidArgumentError("rounding STOCHASTIC on a dense step; only int4 and int8 encoders round"));
+  compression = TwoLevel();
+  compression.set_rounding(static_cast<proto::Compression::Rounding>(7));
+  EXPECT_EQ(StepCompressionFromProto(compression).status(),
+            absl::InvalidArgumentError("rounding 7 is not one this build knows (NEAREST, STOCHASTIC)"));
+}
+
 TEST(StepCompressionTest, ErrorsNameTheLevel) {
   proto::Compression compression = TwoLevel();
   compression.set_cross_node_kind(static_cast<proto::Compression::Kind>(9));

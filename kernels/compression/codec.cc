@@ -122,7 +122,7 @@ void QuantizeGroup(const CodecOptions& options, const PreparedGroup& group,
         std::memset(payload + position, 0, n);
       } else {
         compression::QuantizeInt8(group.x, n, scale.inverse,
-                                  reinterpret_cast<int8_t*>(payload + position));
+                                  reinterpret_cast<int8_t*>(payload + position), noise, noise_index);
       }
       break;
     case Codec::kInt4:
@@ -236,6 +236,16 @@ absl::StatusOr<Codec> ParseCodec(absl::string_view name) {
       absl::StrCat("unknown codec '", name, "'; the codecs are ", names));
 }
 
+uint64_t MixSeed(uint64_t seed, int64_t value) {
+  // SplitMix64's finalizer over seed + (value + 1) * golden ratio.
+  uint64_t z = seed + (static_cast<uint64_t>(value) + 1) * 0x9E3779B97F4A7C15ull;
+  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+  z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+  return z ^ (z >> 31);
+}
+
+bool RoundsStochastically(Codec codec) { return codec == Codec::kInt4 || codec == Codec::kInt8; }
+
 absl::Status CheckCodecOptions(const CodecOptions& options) {
   if (options.group_size < 1) {
     return absl::InvalidArgumentError(
@@ -252,10 +262,10 @@ absl::Status CheckCodecOptions(const CodecOptions& options) {
         options.group_size, "; the Walsh-Hadamard transform needs a power of two in [",
         kMinHadamardGroup, ", ", kMaxHadamardGroup, "]"));
   }
-  if (options.stochastic_rounding && options.codec != Codec::kInt4) {
+  if (options.stochastic_rounding && !RoundsStochastically(options.codec)) {
     return absl::InvalidArgumentError(absl::StrCat(
         "codec ", CodecName(options.codec),
-        ": stochastic_rounding is set; only int4 rounds stochastically"));
+        ": stochastic_rounding is set; only int4 and int8 round stochastically"));
   }
   return absl::OkStatus();
 }
@@ -280,7 +290,7 @@ void Encode(const CodecOptions& options, const float* input, int64_t count, void
   uint8_t* header = bytes;
   uint8_t* payload = bytes + groups * parameters * 4;
   const bool rotates = Rotates(options);
-  const bool stochastic = options.stochastic_rounding && options.codec == Codec::kInt4;
+  const bool stochastic = options.stochastic_rounding && RoundsStochastically(options.codec);
   const float norm = rotates ? HadamardNorm(group_size) : 1.0f;
   const compression::RoundingNoise noise(options.seed);
   alignas(32) float scratch[kMaxHadamardGroup];

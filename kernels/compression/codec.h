@@ -15,9 +15,11 @@
 //                       a per-group scale (REFERENCES.md, arXiv 2604.24088).
 // Options: `hadamard` rotates each group (fast Walsh-Hadamard, normalised, G a power of
 // two in [32, 2048]; a short last group rotates in power-of-two pieces, hadamard.h)
-// before quantizing and back after decoding, which spreads outliers over the group; `stochastic_rounding` (int4 only) rounds up with probability equal to
-// the fraction, from a counter-based generator keyed by `seed` and the element index,
-// so it is reproducible and still the same on every rank.
+// before quantizing and back after decoding, which spreads outliers over the group;
+// `stochastic_rounding` (int4 and int8) rounds up with probability equal to the fraction,
+// from a counter-based generator keyed by `seed` and the element index, so it is
+// reproducible and still the same on every rank. The FP8 formats round to nearest only:
+// their grid is not uniform, so the fraction is not one subtraction away.
 //
 // Wire format (docs/sbp_and_boxing.md, "Codecs and wire formats", has the details and the
 // measured errors): for ng = ceil(count / G) groups, first ng f32 scales in host byte order
@@ -56,13 +58,22 @@ struct CodecOptions {
   Codec codec = Codec::kNone;
   int64_t group_size = 128;
   bool hadamard = false;
-  bool stochastic_rounding = false;  // kInt4 only
+  bool stochastic_rounding = false;  // kInt4 and kInt8 (RoundsStochastically)
   uint64_t seed = 0;                 // for stochastic rounding
 };
 
+// A SplitMix64 mix of a seed and a value, for deriving stochastic rounding's seeds: per
+// act from a step's rounding seed (kernels/boxing/step_proto.h), per encoding rank from
+// the act's (compressed_collectives.h). Documented so that a test or a replay can
+// reproduce an encoding.
+uint64_t MixSeed(uint64_t seed, int64_t value);
+
+// Whether the codec has a stochastic-rounding encoder: kInt4 and kInt8.
+bool RoundsStochastically(Codec codec);
+
 // INVALID_ARGUMENT naming the field when the options are not a valid combination
 // (group_size < 1; hadamard or kTacoFp8 with a group that is not a power of two in
-// [32, 2048]; stochastic rounding with a codec other than kInt4).
+// [32, 2048]; stochastic rounding with a codec other than kInt4 and kInt8).
 absl::Status CheckCodecOptions(const CodecOptions& options);
 
 // Bytes that carry `count` elements (count >= 0). kNone: count * 4.

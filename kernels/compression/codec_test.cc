@@ -10,6 +10,7 @@
 #include <cstdio>
 #include <cstring>
 #include <limits>
+#include <utility>
 #include <vector>
 
 #include "gmock/gmock.h"
@@ -105,11 +106,15 @@ TEST(CodecOptionsTest, InvalidCombinationsNameTheField) {
   }
   // Without a rotation any group size >= 1 is fine.
   EXPECT_TRUE(CheckCodecOptions(Options(Codec::kInt4, 5)).ok());
-  options = Options(Codec::kInt8);
+  options = Options(Codec::kFp8E4M3);
   options.stochastic_rounding = true;
   EXPECT_EQ(CheckCodecOptions(options).message(),
-            "codec int8: stochastic_rounding is set; only int4 rounds stochastically");
+            "codec fp8e4m3: stochastic_rounding is set; only int4 and int8 round stochastically");
+  options.codec = Codec::kTacoFp8;
+  EXPECT_THAT(CheckCodecOptions(options).message(), HasSubstr("only int4 and int8 round stochastically"));
   options.codec = Codec::kInt4;
+  EXPECT_TRUE(CheckCodecOptions(options).ok());
+  options.codec = Codec::kInt8;
   EXPECT_TRUE(CheckCodecOptions(options).ok());
   EXPECT_TRUE(CheckCodecOptions(CodecOptions{}).ok());
 }
@@ -346,30 +351,38 @@ TEST(CodecStochasticTest, NoiseIsLogicalRandomsUniform) {
 }
 
 // Stochastic rounding is unbiased: averaged over seeds, decoded values approach x, where
-// nearest rounding keeps its bias; every single encoding is within one step.
+// nearest rounding keeps its bias; every single encoding is within one step. int4 and
+// int8 alike (x spans the group's range, so the step is max / 7 or max / 127).
 TEST(CodecStochasticTest, StochasticRoundingIsUnbiased) {
-  std::vector<float> x(128);
-  for (int64_t i = 0; i < 128; ++i) x[i] = -7.0f + 14.0f * static_cast<float>(i) / 127;  // max 7
-  CodecOptions options = Options(Codec::kInt4);
-  options.stochastic_rounding = true;
-  std::vector<double> mean(128, 0.0);
-  constexpr int kSeeds = 400;
-  for (int seed = 0; seed < kSeeds; ++seed) {
-    options.seed = seed;
-    const std::vector<float> decoded = RoundTrip(options, x);
-    for (int64_t i = 0; i < 128; ++i) {
-      ASSERT_LE(std::fabs(decoded[i] - x[i]), 1.0f) << i;
-      mean[i] += decoded[i] / kSeeds;
+  for (const auto& [codec, max_code] : {std::pair{Codec::kInt4, 7.0f}, std::pair{Codec::kInt8, 127.0f}}) {
+    std::vector<float> x(128);
+    // max |x| = max_code, so one code step is 1.0; the others fall between the steps.
+    for (int64_t i = 0; i < 128; ++i) x[i] = (static_cast<float>(i) - 63.5f) * (max_code / 64) * 0.99f;
+    x[0] = -max_code;
+    x[127] = max_code;
+    CodecOptions options = Options(codec);
+    options.stochastic_rounding = true;
+    std::vector<double> mean(128, 0.0);
+    constexpr int kSeeds = 400;
+    for (int seed = 0; seed < kSeeds; ++seed) {
+      options.seed = seed;
+      const std::vector<float> decoded = RoundTrip(options, x);
+      for (int64_t i = 0; i < 128; ++i) {
+        ASSERT_LE(std::fabs(decoded[i] - x[i]), 1.0f) << CodecName(codec) << " " << i;
+        mean[i] += decoded[i] / kSeeds;
+      }
     }
+    double bias = 0.0, nearest_bias = 0.0;
+    const std::vector<float> nearest = RoundTrip(Options(codec), x);
+    for (int64_t i = 0; i < 128; ++i) {
+      bias += std::fabs(mean[i] - x[i]) / 128;
+      nearest_bias += std::fabs(nearest[i] - x[i]) / 128;
+    }
+    // Nearest's mean error is 0.25 (int4) and 0.23 (int8) of a step for these x; 400
+    // draws of a Bernoulli leave ~0.02.
+    EXPECT_LT(bias, 0.05) << CodecName(codec);
+    EXPECT_GT(nearest_bias, 0.2) << CodecName(codec);
   }
-  double bias = 0.0, nearest_bias = 0.0;
-  const std::vector<float> nearest = RoundTrip(Options(Codec::kInt4), x);
-  for (int64_t i = 0; i < 128; ++i) {
-    bias += std::fabs(mean[i] - x[i]) / 128;
-    nearest_bias += std::fabs(nearest[i] - x[i]) / 128;
-  }
-  EXPECT_LT(bias, 0.05);
-  EXPECT_GT(nearest_bias, 0.2);
 }
 
 // Pieces of a tensor encoded separately (at group boundaries, with their first_index)

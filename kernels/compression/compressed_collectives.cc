@@ -320,14 +320,6 @@ TwoLevelTraffic& TwoLevelTraffic::operator+=(const TwoLevelTraffic& other) {
   return *this;
 }
 
-uint64_t MixSeed(uint64_t seed, int64_t rank) {
-  // SplitMix64's finalizer over seed + (rank + 1) * golden ratio.
-  uint64_t z = seed + (static_cast<uint64_t>(rank) + 1) * 0x9E3779B97F4A7C15ull;
-  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
-  z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
-  return z ^ (z >> 31);
-}
-
 int64_t ReduceScatterResidualElements(absl::Span<const int64_t> counts) { return SumOf(counts); }
 
 int64_t AllReduceResidualElements(int64_t count, int64_t size, int64_t rank) {

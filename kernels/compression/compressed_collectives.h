@@ -38,7 +38,7 @@
 //    Communicator::ReduceScatter: uneven and empty ranks are ordinary.
 //  - Reductions follow options.reduce_op (sum, max, min) on the decoded values, in fp32.
 //  - Stochastic rounding (int4) keys element i of the tensor by its logical index, with
-//    the seed mixed with the encoding rank (MixSeed below): the same call gives the same
+//    the seed mixed with the encoding rank (MixSeed, codec.h): the same call gives the same
 //    bits every time, and different ranks' rounding errors are independent, so they
 //    average out in the sum instead of adding up. Vary codec.seed per step.
 //  - In place as in Communicator: reduce-scatter output == input + offset of this rank's
@@ -143,9 +143,8 @@ struct TwoLevelTraffic {
   TwoLevelTraffic& operator+=(const TwoLevelTraffic& other);
 };
 
-// The seed rank `rank` encodes with when the codec rounds stochastically (a SplitMix64
-// mix of both): documented so that a test or a replay can reproduce an encoding.
-uint64_t MixSeed(uint64_t seed, int64_t rank);
+// MixSeed (codec.h) gives the seed rank `rank` encodes with when the codec rounds
+// stochastically: MixSeed(codec.seed, rank).
 
 // Floats of the residual of each reduction with error feedback (the header's "Error
 // feedback"), for this rank; 0 for arguments the call itself would refuse.

@@ -25,23 +25,23 @@ inline IntLanes QuantizeNearest(FloatLanes x, float inverse, float max_code) {
 #endif
 
 // floor(x * inverse + u), clamped: round to nearest even, then step down where that
-// went up. |x * inverse + u| < 8, far inside RoundNearestEven's range.
-inline int32_t QuantizeStochastic(float x, float inverse, float u) {
+// went up. |x * inverse + u| <= max_code + 1 <= 128, far inside RoundNearestEven's range.
+inline int32_t QuantizeStochastic(float x, float inverse, float u, float max_code) {
   const float shifted = x * inverse + u;
   float floor = RoundNearestEven(shifted);
   if (floor > shifted) floor -= 1.0f;
-  floor = floor < -kInt4MaxCode ? -kInt4MaxCode : floor;
-  floor = floor > kInt4MaxCode ? kInt4MaxCode : floor;
+  floor = floor < -max_code ? -max_code : floor;
+  floor = floor > max_code ? max_code : floor;
   return static_cast<int32_t>(floor);
 }
 
 #if defined(__GNUC__)
-inline IntLanes QuantizeStochastic(FloatLanes x, float inverse, FloatLanes u) {
+inline IntLanes QuantizeStochastic(FloatLanes x, float inverse, FloatLanes u, float max_code) {
   const FloatLanes shifted = x * inverse + u;
   FloatLanes floor = RoundNearestEven(shifted);
   floor = floor > shifted ? floor - 1.0f : floor;
-  floor = Max(floor, SplatFloat(-kInt4MaxCode));
-  floor = Min(floor, SplatFloat(kInt4MaxCode));
+  floor = Max(floor, SplatFloat(-max_code));
+  floor = Min(floor, SplatFloat(max_code));
   return __builtin_convertvector(floor, IntLanes);
 }
 #endif
@@ -118,7 +118,21 @@ void DequantizeInt4Impl(const uint8_t* payload, int64_t position, int64_t n, flo
 
 }  // namespace
 
-void QuantizeInt8(const float* x, int64_t n, float inverse, int8_t* codes) {
+void QuantizeInt8(const float* x, int64_t n, float inverse, int8_t* codes, const RoundingNoise* noise,
+                  uint64_t noise_index) {
+  if (noise != nullptr) {
+    int64_t i = 0;
+#if defined(__GNUC__) && defined(__AVX2__)
+    for (; i + kLanes <= n; i += kLanes) {
+      StoreLowBytes(codes + i, QuantizeStochastic(LoadFloats(x + i), inverse, noise->Uniform8(noise_index + i),
+                                                  kInt8MaxCode));
+    }
+#endif
+    for (; i < n; ++i) {
+      codes[i] = static_cast<int8_t>(QuantizeStochastic(x[i], inverse, noise->Uniform(noise_index + i), kInt8MaxCode));
+    }
+    return;
+  }
   int64_t i = 0;
 #if defined(__GNUC__)
   for (; i + 4 * kLanes <= n; i += 4 * kLanes) {
@@ -148,7 +162,7 @@ void QuantizeInt4(const float* x, int64_t n, float inverse, uint8_t* payload, in
     int64_t i = 0;
 #if defined(__GNUC__) && defined(__AVX2__)
     if (position % 2 != 0 && n > 0) {
-      PutNibble(payload, position, QuantizeStochastic(x[0], inverse, noise->Uniform(noise_index)));
+      PutNibble(payload, position, QuantizeStochastic(x[0], inverse, noise->Uniform(noise_index), kInt4MaxCode));
       i = 1;
     }
     for (; i + 4 * kLanes <= n; i += 4 * kLanes) {
@@ -156,14 +170,14 @@ void QuantizeInt4(const float* x, int64_t n, float inverse, uint8_t* payload, in
       for (int part = 0; part < 4; ++part) {
         const int64_t at = i + part * kLanes;
         codes[part] = QuantizeStochastic(LoadFloats(x + at), inverse,
-                                         noise->Uniform8(noise_index + at));
+                                         noise->Uniform8(noise_index + at), kInt4MaxCode);
       }
       StoreNibbles(payload + (position + i) / 2, codes[0], codes[1], codes[2], codes[3]);
     }
 #endif
     for (; i < n; ++i) {
       PutNibble(payload, position + i,
-                QuantizeStochastic(x[i], inverse, noise->Uniform(noise_index + i)));
+                QuantizeStochastic(x[i], inverse, noise->Uniform(noise_index + i), kInt4MaxCode));
     }
     return;
   }

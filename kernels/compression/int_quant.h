@@ -2,7 +2,7 @@
 // int4 (codes -7..7, two per byte), given the group's scale (group_scale.h).
 //
 //   encode: code = clamp(round_nearest_even(x * inverse), -Q, Q)     Q = 127 or 7
-//           (int4 with stochastic rounding: clamp(floor(x * inverse + u), -Q, Q), u in
+//           (stochastic rounding: clamp(floor(x * inverse + u), -Q, Q), u in
 //           [0, 1) from RoundingNoise at the element's logical index: unbiased, so the
 //           rounding errors of many ranks and steps average out instead of adding up)
 //   decode: value = code * scale
@@ -25,7 +25,10 @@ namespace compression {
 constexpr float kInt8MaxCode = 127.0f;
 constexpr float kInt4MaxCode = 7.0f;
 
-void QuantizeInt8(const float* x, int64_t n, float inverse, int8_t* codes);
+// `noise` null: nearest-even rounding; otherwise stochastic, element i keyed by
+// noise_index + i.
+void QuantizeInt8(const float* x, int64_t n, float inverse, int8_t* codes, const RoundingNoise* noise,
+                  uint64_t noise_index);
 void DequantizeInt8(const int8_t* codes, int64_t n, float scale, DecodeMode mode, float* out);
 
 // Writes the nibbles of elements [position, position + n) of `payload`'s stream. When

@@ -46,6 +46,8 @@ ABSL_FLAG(std::string, compression, "auto",
 ABSL_FLAG(double, codec_bytes_per_second, 0,
           "Dense f32 bytes/s one device encodes and decodes (0: the built-in table or --codec_calibration).");
 ABSL_FLAG(std::string, codec_calibration, "", "A codec throughput file written by `oneflow calibrate --out=FILE`.");
+ABSL_FLAG(std::string, codec_rounding, "nearest",
+          "How int4 and int8 encoders round: nearest or stochastic (docs/sbp_and_boxing.md).");
 ABSL_FLAG(double, bucket_mb, 25, "Gradient bucket size in MiB (0: one collective per gradient).");
 ABSL_FLAG(std::string, sparse_boxing, "auto", "auto or off (docs/sparse_boxing.md).");
 ABSL_FLAG(bool, fuse_epilogues, true, "Fuse matmul -> bias_add (-> relu) chains into fused_matmul_bias.");
@@ -200,6 +202,7 @@ absl::Status RunCompile(const std::vector<std::string>& arguments, std::ostream&
   settings.compression.compression = absl::GetFlag(FLAGS_compression);
   settings.compression.codec_bytes_per_second = absl::GetFlag(FLAGS_codec_bytes_per_second);
   settings.compression.codec_calibration = absl::GetFlag(FLAGS_codec_calibration);
+  settings.compression.codec_rounding = absl::GetFlag(FLAGS_codec_rounding);
   settings.links = examples::LinkFlagsFromCommandLine(
       absl::GetFlag(FLAGS_intra_node_bandwidth), absl::GetFlag(FLAGS_inter_node_bandwidth),
       absl::GetFlag(FLAGS_intra_node_latency), absl::GetFlag(FLAGS_inter_node_latency));
@@ -255,7 +258,7 @@ Subcommand CompileSubcommand() {
                    "zero",           "compression",            "plan_out",
                    "intra_node_bandwidth", "inter_node_bandwidth", "intra_node_latency",
                    "inter_node_latency",   "codec_bytes_per_second",
-                   "codec_calibration",    "bucket_mb",            "sparse_boxing",
+                   "codec_calibration",    "codec_rounding",       "bucket_mb",            "sparse_boxing",
                    "fuse_epilogues",       "threads_per_device",   "dump_after",
                    "auto_parallel",        "device_memory",
                    "recompute",            "precision",            "pp_schedule",

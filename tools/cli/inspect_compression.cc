@@ -40,14 +40,29 @@ bool IsTwoLevel(const proto::BoxingStepDef& step) {
   return IsCompressed(step) && step.compression().cross_node_kind() != proto::Compression::NONE;
 }
 
+std::string RoundingText(proto::Compression::Rounding rounding) {
+  switch (rounding) {
+    case proto::Compression::NEAREST:
+      return "nearest";
+    case proto::Compression::STOCHASTIC:
+      return "stochastic";
+    default:
+      return absl::StrCat("unknown(", static_cast<int>(rounding), ")");
+  }
+}
+
 std::string StepCodecText(const proto::BoxingStepDef& step) {
   const proto::Compression& compression = step.compression();
+  // Nearest is the default and says nothing, so plans without the field print as before.
+  const std::string rounding = compression.rounding() == proto::Compression::NEAREST
+                                   ? ""
+                                   : absl::StrCat(", ", RoundingText(compression.rounding()), " rounding");
   const std::string in_node = LevelText(compression.kind(), compression.block_size(), compression.hadamard());
-  if (!IsTwoLevel(step)) return in_node;
+  if (!IsTwoLevel(step)) return absl::StrCat(in_node, rounding);
   return absl::StrCat("two-level: ", in_node, " in-node + ",
                       LevelText(compression.cross_node_kind(), compression.cross_node_block_size(),
                                 compression.cross_node_hadamard()),
-                      " cross-node");
+                      " cross-node", rounding);
 }
 
 std::optional<double> SecondsSaved(const proto::BoxingStepDef& step) {

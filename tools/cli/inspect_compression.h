@@ -55,8 +55,13 @@ std::string CodecText(proto::Compression::Kind kind);
 bool IsCompressed(const proto::BoxingStepDef& step);
 bool IsTwoLevel(const proto::BoxingStepDef& step);
 
+// "nearest", "stochastic" (Compression.rounding), "unknown(N)" otherwise.
+std::string RoundingText(proto::Compression::Rounding rounding);
+
 // "taco_fp8 (group 128)", "int4 (group 128, hadamard)", or for a two-level step
-// "two-level: int8 (group 512, hadamard) in-node + int4 (group 128, hadamard) cross-node".
+// "two-level: int8 (group 512, hadamard) in-node + int4 (group 128, hadamard) cross-node";
+// a step with stochastic rounding ends in ", stochastic rounding" (nearest, the default,
+// adds nothing).
 std::string StepCodecText(const proto::BoxingStepDef& step);
 
 // The modelled seconds compression saves on the step per iteration

@@ -27,7 +27,7 @@ using ::testing::HasSubstr;
 
 constexpr char kGolden[] = "tools/cli/testdata/gpt_tp4_slow_link.txt";
 
-proto::Plan CompressedGpt() {
+proto::Plan CompressedGpt(proto::Compression::Rounding rounding = proto::Compression::NEAREST) {
   examples::ParallelFlags flags;
   flags.nodes = 2;
   flags.devices_per_node = 2;
@@ -44,6 +44,7 @@ proto::Plan CompressedGpt() {
   CompileOptions options;
   options.cluster = layout.cluster();
   options.compression.mode = CompressionMode::kAuto;
+  options.codec_rounding = rounding;
   absl::StatusOr<proto::Plan> plan = Compile(*examples::BuildGpt(config, layout), options);
   EXPECT_TRUE(plan.ok()) << plan.status();
   return plan.ok() ? *plan : proto::Plan();
@@ -71,6 +72,44 @@ TEST(InspectCompressionTest, TextMatchesTheGoldenFile) {
     ASSERT_EQ(have[i], want[i]) << kGolden << " line " << i + 1;
   }
   EXPECT_EQ(have.size(), want.size());
+}
+
+// With --codec_rounding=stochastic the int8 / int4 steps say so; TACO fp8 steps keep
+// nearest and print as before.
+TEST(InspectCompressionTest, ShowsStochasticRounding) {
+  const proto::Plan plan = CompressedGpt(proto::Compression::STOCHASTIC);
+  const std::string text = Inspect(plan, InspectFormat::kText);
+  EXPECT_THAT(text, HasSubstr("two-level: int8 (group 512, hadamard) in-node + int4 (group 128, hadamard) "
+                              "cross-node, stochastic rounding"));
+  int stochastic = 0;
+  for (const proto::BoxingDef& boxing : plan.boxings()) {
+    for (const proto::BoxingStepDef& step : boxing.steps()) {
+      if (step.compression().kind() == proto::Compression::TACO_FP8) {
+        EXPECT_EQ(step.compression().rounding(), proto::Compression::NEAREST);
+      }
+      stochastic += step.compression().rounding() == proto::Compression::STOCHASTIC;
+    }
+  }
+  ASSERT_GT(stochastic, 0);
+  // Exactly the stochastic steps print it.
+  int printed = 0;
+  for (size_t at = text.find("stochastic rounding"); at != std::string::npos;
+       at = text.find("stochastic rounding", at + 1)) {
+    ++printed;
+  }
+  EXPECT_EQ(printed, stochastic);
+  google::protobuf::Struct json;
+  ASSERT_TRUE(google::protobuf::util::JsonStringToMessage(Inspect(plan, InspectFormat::kJson), &json).ok());
+  int json_stochastic = 0;
+  for (const auto& boxing : json.fields().at("boxings").list_value().values()) {
+    for (const auto& step : boxing.struct_value().fields().at("steps").list_value().values()) {
+      const auto& fields = step.struct_value().fields();
+      if (fields.count("compression") == 0) continue;
+      json_stochastic +=
+          fields.at("compression").struct_value().fields().at("rounding").string_value() == "stochastic";
+    }
+  }
+  EXPECT_EQ(json_stochastic, stochastic);
 }
 
 google::protobuf::Struct ParseJson(const std::string& json) {
@@ -104,6 +143,7 @@ TEST(InspectCompressionTest, JsonCarriesBothLevelsDenseAndWireBytesAndTheSaving)
   EXPECT_TRUE(compression.at("cross_node_hadamard").bool_value());
   EXPECT_EQ(compression.at("dense_bytes_per_device").number_value(), 3072);
   EXPECT_EQ(compression.at("wire_bytes_per_device").number_value(), 652);
+  EXPECT_EQ(compression.at("rounding").string_value(), "nearest");
   // Dense, as the runtime runs it (hierarchical): 2048 B in the node at 1e11 B/s plus
   // 1024 B across at 1.25e8 = 8.21248 us. Two-level: 516 B in the node + 136 B across =
   // 1.09316 us of wire, and the codec passes at the default 2e9 B/s round trips (4e9 a
