@@ -165,7 +165,10 @@ TEST(Bf16TrainingTest, LlamaDp2Tp2FollowsOneDevice) {
 
 // Activations kept for backward in bf16 shrink the planned arena: bf16 over fp32 on one
 // device and on device 0 of dp=2 x tp=2, at most the bound measured on these configs
-// (below). Keeping them in f32 (the pass switched off) gives 1.
+// (below). Keeping them in f32 (the pass switched off) gives 1. Measured: gpt 0.834x on
+// one device and 0.810x on dp=2 x tp=2; llama 0.729x and 0.800x (the rest of the arena is
+// what forward alone keeps live, the gradients in flight and the f32 copies widened for
+// backward).
 void ExpectBf16ArenaShrinks(Model model, double bound) {
   for (const Layout& layout : {Layout{"1 device"}, Layout{"dp=2 x tp=2", 2, 2}}) {
     const proto::Plan fp32 = CompileModel(model, layout, Precision::kFp32);
@@ -178,9 +181,9 @@ void ExpectBf16ArenaShrinks(Model model, double bound) {
   }
 }
 
-TEST(Bf16TrainingTest, GptActivationArenaShrinks) { ExpectBf16ArenaShrinks(Model::kGpt, 1.0); }
+TEST(Bf16TrainingTest, GptActivationArenaShrinks) { ExpectBf16ArenaShrinks(Model::kGpt, 0.85); }
 
-TEST(Bf16TrainingTest, LlamaActivationArenaShrinks) { ExpectBf16ArenaShrinks(Model::kLlama, 1.0); }
+TEST(Bf16TrainingTest, LlamaActivationArenaShrinks) { ExpectBf16ArenaShrinks(Model::kLlama, 0.82); }
 
 double MeanOver(const std::vector<double>& losses, int begin, int end) {
   double sum = 0;
