@@ -116,6 +116,27 @@ absl::Status IndexSparseRows(const proto::Job& job, LogicalGraph* graph) {
 
 }  // namespace
 
+std::vector<bool> ForwardOps(const LogicalGraph& graph) {
+  std::vector<bool> forward(graph.ops.size(), false);
+  std::vector<int64_t> stack;
+  if (graph.loss >= 0 && graph.tensors[graph.loss].kind == LogicalTensor::Kind::kOpOutput) {
+    stack.push_back(graph.tensors[graph.loss].producer);
+  }
+  while (!stack.empty()) {
+    const int64_t op = stack.back();
+    stack.pop_back();
+    if (forward[op]) continue;
+    forward[op] = true;
+    for (int64_t t : graph.ops[op].inputs) {
+      const LogicalTensor& tensor = graph.tensors[t];
+      if (tensor.kind == LogicalTensor::Kind::kOpOutput && !forward[tensor.producer]) {
+        stack.push_back(tensor.producer);
+      }
+    }
+  }
+  return forward;
+}
+
 bool SameLayout(const NdSbp& a, const NdSbp& b, const Shape& hierarchy) {
   if (a.size() != b.size() || a.size() != hierarchy.rank()) return false;
   for (int64_t axis = 0; axis < a.size(); ++axis) {

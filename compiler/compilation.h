@@ -237,6 +237,11 @@ std::vector<int64_t> BoxingEmissionOps(const Compilation& compilation);
 // local steps (slices, zero-filling, relabeling).
 bool IsCollective(BoxingKind kind);
 
+// For each op: whether the loss depends on it (forward). Every other op (gradients,
+// accumulation, optimizer updates, and what passes add for backward: recompute copies,
+// widened activations) is backward. All false when the graph has no loss.
+std::vector<bool> ForwardOps(const LogicalGraph& graph);
+
 // True when a tensor laid out as `a` and as `b` on a placement of `hierarchy` holds the
 // same bytes on every device: the SBPs agree on every hierarchy axis of more than one
 // device (on an axis of size 1, S, B and P all mean "the whole value").

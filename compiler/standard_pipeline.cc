@@ -1,6 +1,7 @@
 #include "compiler/standard_pipeline.h"
 
 #include "compiler/pass_pipeline.h"
+#include "compiler/passes/activation_storage_pass.h"
 #include "compiler/passes/actor_graph_pass.h"
 #include "compiler/passes/autograd_pass.h"
 #include "compiler/passes/boxing_insertion_pass.h"
@@ -32,6 +33,7 @@ PassPipeline StandardPipeline() {
   pipeline.AddPass<EpilogueFusionPass>();
   pipeline.AddPass<PrecisionPass>();
   pipeline.AddPass<RecomputePass>();
+  pipeline.AddPass<ActivationStoragePass>();
   pipeline.AddPass<BoxingInsertionPass>();
   pipeline.AddPass<GradientBucketingPass>();
   pipeline.AddPass<LoweringPass>();

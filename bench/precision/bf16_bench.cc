@@ -3,6 +3,7 @@
 //
 //   {"bench":"bf16_matmul","m":1024,"n":1024,"k":1024,"fp32_gflops":..,"bf16_gflops":..,
 //    "bf16_kernel_gflops":..,"fma_peak_gflops":..,"bf16_vs_fma_peak":..,"bf16_vs_fp32":..}
+//   {"bench":"bf16_arena","model":"llama",...,"fp32_arena_bytes":..,"bf16_arena_bytes":..,"ratio":..}
 //   {"bench":"bf16_step","model":"llama",...,"fp32_step_ms":..,"bf16_step_ms":..,"ratio":..}
 //
 // route: dnnl_bf16 (oneDNN's bf16 primitive) or rounded_sgemm (a CPU without AVX-512:
@@ -118,14 +119,19 @@ int MatmulBench() {
   return 0;
 }
 
-// Median step (ms) of the llama trained in `precision`, after 3 warm-up iterations.
-absl::StatusOr<double> LlamaStepMs(const examples::LlamaConfig& config, Precision precision) {
+// The llama example's plan on one device in `precision`.
+absl::StatusOr<proto::Plan> LlamaPlan(const examples::LlamaConfig& config, Precision precision) {
   OF_ASSIGN_OR_RETURN(const examples::ParallelLayout layout, examples::ParallelLayout::Create(examples::ParallelFlags{}));
   OF_ASSIGN_OR_RETURN(const proto::Job job, examples::BuildLlama(config, layout));
   CompileOptions options;
   options.cluster = layout.cluster();
   options.precision = precision;
-  OF_ASSIGN_OR_RETURN(const proto::Plan plan, Compile(job, options));
+  return Compile(job, options);
+}
+
+// Median step (ms) of the llama trained in `precision`, after 3 warm-up iterations.
+absl::StatusOr<double> LlamaStepMs(const examples::LlamaConfig& config, Precision precision) {
+  OF_ASSIGN_OR_RETURN(const proto::Plan plan, LlamaPlan(config, precision));
   actors::TrainOptions train;
   train.node = -1;
   train.iterations = absl::GetFlag(FLAGS_iterations);
@@ -146,6 +152,23 @@ int StepBench() {
   config.heads = absl::GetFlag(FLAGS_heads);
   config.kv_heads = absl::GetFlag(FLAGS_kv_heads);
   config.vocab = absl::GetFlag(FLAGS_vocab);
+  // The activation arena (memory block 1) as planned: bf16 keeps the activations that
+  // backward reads in bf16 (compiler/passes/activation_storage_pass.h).
+  const absl::StatusOr<proto::Plan> fp32_plan = LlamaPlan(config, Precision::kFp32);
+  const absl::StatusOr<proto::Plan> bf16_plan = LlamaPlan(config, Precision::kBf16);
+  if (!fp32_plan.ok() || !bf16_plan.ok()) {
+    std::fprintf(stderr, "%s\n", (!fp32_plan.ok() ? fp32_plan.status() : bf16_plan.status()).ToString().c_str());
+    return 1;
+  }
+  const int64_t fp32_arena = fp32_plan->devices(0).memory_blocks(1).size_bytes();
+  const int64_t bf16_arena = bf16_plan->devices(0).memory_blocks(1).size_bytes();
+  std::printf(
+      "{\"bench\":\"bf16_arena\",\"model\":\"llama\",\"hidden\":%lld,\"layers\":%lld,\"seq\":%lld,\"batch\":%lld,"
+      "\"devices\":1,\"fp32_arena_bytes\":%lld,\"bf16_arena_bytes\":%lld,\"ratio\":%.3f}\n",
+      static_cast<long long>(config.hidden), static_cast<long long>(config.layers),
+      static_cast<long long>(config.seq), static_cast<long long>(config.batch), static_cast<long long>(fp32_arena),
+      static_cast<long long>(bf16_arena), static_cast<double>(bf16_arena) / static_cast<double>(fp32_arena));
+  std::fflush(stdout);
   const absl::StatusOr<double> fp32 = LlamaStepMs(config, Precision::kFp32);
   const absl::StatusOr<double> bf16 = LlamaStepMs(config, Precision::kBf16);
   if (!fp32.ok() || !bf16.ok()) {

@@ -15,29 +15,6 @@
 namespace oneflow {
 namespace {
 
-// The ops the loss depends on: forward. Everything else (gradients, accumulation,
-// optimizer updates) is backward for this pass.
-std::vector<bool> ForwardOps(const LogicalGraph& graph) {
-  std::vector<bool> forward(graph.ops.size(), false);
-  std::vector<int64_t> stack;
-  if (graph.loss >= 0 && graph.tensors[graph.loss].kind == LogicalTensor::Kind::kOpOutput) {
-    stack.push_back(graph.tensors[graph.loss].producer);
-  }
-  while (!stack.empty()) {
-    const int64_t op = stack.back();
-    stack.pop_back();
-    if (forward[op]) continue;
-    forward[op] = true;
-    for (int64_t t : graph.ops[op].inputs) {
-      const LogicalTensor& tensor = graph.tensors[t];
-      if (tensor.kind == LogicalTensor::Kind::kOpOutput && !forward[tensor.producer]) {
-        stack.push_back(tensor.producer);
-      }
-    }
-  }
-  return forward;
-}
-
 int64_t TensorBytes(const LogicalTensor& tensor) {
   return tensor.type.shape.NumElements() * SizeOf(tensor.type.dtype);
 }
@@ -155,14 +132,18 @@ absl::StatusOr<bool> RecomputePass::Run(Compilation* compilation) {
       summary.set_recompute_flops(summary.recompute_flops() + OpFlops(graph, op));
     }
   }
+  if (std::find(copied.begin(), copied.end(), true) == copied.end()) {
+    // Nothing is re-run: the summary is written into the job in place, so the graph's
+    // OpDef pointers (LogicalOp::def) stay valid for the passes after this one.
+    compilation->job.set_recompute(compilation->options.recompute);
+    compilation->job.clear_recompute_blocks();
+    for (const auto& [name, summary] : blocks) *compilation->job.add_recompute_blocks() = summary;
+    return any_block;
+  }
   proto::Job rewritten = job;
   rewritten.set_recompute(compilation->options.recompute);
   rewritten.clear_recompute_blocks();
   for (const auto& [name, summary] : blocks) *rewritten.add_recompute_blocks() = summary;
-  if (std::find(copied.begin(), copied.end(), true) == copied.end()) {
-    compilation->job = std::move(rewritten);
-    return any_block;
-  }
 
   // Where each copy runs: with the other copies of its block (or, outside blocks, on its
   // own), just before the first backward op reading any of them; never after a copy

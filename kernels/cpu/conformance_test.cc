@@ -250,6 +250,9 @@ std::vector<OpCase> Cases() {
       {"ring_causal_mask", {{Shape{4, 3, 3}, f}}, {{"axis", int64_t{0}}, {"step", int64_t{3}}, {"fill", 0.0}}},
       {"rotary_embedding", {{Shape{11, 6}, f}}, {{"base", 500.0}, {"inverse", true}}},
       {"silu", {{Shape{7, 37}, f}}, {}},
+      {"cast", {{Shape{7, 37}, f}}, {{"dtype", std::string("bf16")}}},
+      {"cast", {{Shape{7, 37}, DType::kBF16}}, {{"dtype", std::string("f32")}}},
+      {"cast", {{Shape{7, 37}, f}}, {{"dtype", std::string("f16")}}},
       {"silu_grad", {{Shape{7, 37}, f}, {Shape{7, 37}, f}}, {}},
   };
 }

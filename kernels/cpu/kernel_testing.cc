@@ -18,14 +18,27 @@ struct Buffer {
   std::vector<float> f32;
   std::vector<int32_t> i32;
   std::vector<int64_t> i64;
+  std::vector<BFloat16> bf16;
+  std::vector<Float16> f16;
 
   static Buffer From(const Dense& dense) {
     Buffer buffer{dense.dtype};
     for (double v : dense.values) {
-      if (dense.dtype == DType::kI32) buffer.i32.push_back(static_cast<int32_t>(v));
-      if (dense.dtype == DType::kI64) buffer.i64.push_back(static_cast<int64_t>(v));
-      if (dense.dtype != DType::kI32 && dense.dtype != DType::kI64) {
-        buffer.f32.push_back(static_cast<float>(v));
+      switch (dense.dtype) {
+        case DType::kI32:
+          buffer.i32.push_back(static_cast<int32_t>(v));
+          break;
+        case DType::kI64:
+          buffer.i64.push_back(static_cast<int64_t>(v));
+          break;
+        case DType::kBF16:
+          buffer.bf16.push_back(ToBFloat16(static_cast<float>(v)));
+          break;
+        case DType::kF16:
+          buffer.f16.push_back(ToFloat16(static_cast<float>(v)));
+          break;
+        default:
+          buffer.f32.push_back(static_cast<float>(v));
       }
     }
     return buffer;
@@ -34,15 +47,19 @@ struct Buffer {
   void* data() {
     if (dtype == DType::kI32) return i32.data();
     if (dtype == DType::kI64) return i64.data();
+    if (dtype == DType::kBF16) return bf16.data();
+    if (dtype == DType::kF16) return f16.data();
     return f32.data();
   }
 
   Dense ToDense(const Shape& shape) const {
     Dense dense = Dense::Zeros(shape, dtype);
     for (size_t i = 0; i < dense.values.size(); ++i) {
-      dense.values[i] = dtype == DType::kI32   ? i32[i]
-                        : dtype == DType::kI64 ? static_cast<double>(i64[i])
-                                               : f32[i];
+      dense.values[i] = dtype == DType::kI32    ? i32[i]
+                        : dtype == DType::kI64  ? static_cast<double>(i64[i])
+                        : dtype == DType::kBF16 ? ToFloat(bf16[i])
+                        : dtype == DType::kF16  ? ToFloat(f16[i])
+                                                : f32[i];
     }
     return dense;
   }
@@ -52,7 +69,12 @@ struct Buffer {
 
 Dense RoundToFloat(Dense dense) {
   if (IsFloating(dense.dtype)) {
-    for (double& v : dense.values) v = static_cast<float>(v);
+    for (double& v : dense.values) {
+      const float value = static_cast<float>(v);
+      v = dense.dtype == DType::kBF16 ? ToFloat(ToBFloat16(value))
+          : dense.dtype == DType::kF16 ? ToFloat(ToFloat16(value))
+                                       : value;
+    }
   }
   return dense;
 }

@@ -6,7 +6,7 @@
 //   auto want = EvaluateReference("softmax", inputs, attrs, context);
 //   auto got = RunCpuKernel("softmax", inputs, attrs, context);
 //
-// Float inputs are rounded to float (RoundToFloat them first so the reference sees the
+// Float inputs are rounded to their dtype (RoundToFloat them first so the reference sees the
 // same values); index inputs are stored as i32 or i64 per their dtype. Output buffers
 // start as NaN, so an element a kernel fails to write shows up in any comparison.
 #ifndef KERNELS_CPU_KERNEL_TESTING_H_
@@ -34,7 +34,8 @@ absl::StatusOr<std::vector<Dense>> RunCpuKernel(const std::string& op_type,
                                                 const AttrMap& attrs,
                                                 const ReferenceContext& context = {});
 
-// `dense` with floating values rounded to float precision (index values unchanged).
+// `dense` with floating values rounded to float precision, or to bf16/f16 for those
+// dtypes, as the kernel's buffer holds them (index values unchanged).
 Dense RoundToFloat(Dense dense);
 
 // EvaluateGraph (oneflow_core/ops/reference/evaluate_graph.h) with the CPU kernels: the

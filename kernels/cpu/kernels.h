@@ -73,6 +73,8 @@ absl::Status MoeAuxLossGrad(const KernelContext& context);
 absl::Status RmsNorm(const KernelContext& context);
 absl::Status RmsNormGrad(const KernelContext& context);
 absl::Status RotaryEmbedding(const KernelContext& context);
+// cast.cc: f32 <-> f16/bf16 storage.
+absl::Status Cast(const KernelContext& context);
 absl::Status Silu(const KernelContext& context);
 absl::Status SiluGrad(const KernelContext& context);
 // ring_attention.cc (ring attention under context parallelism).

@@ -51,6 +51,7 @@ constexpr NamedKernel kKernels[] = {
     {"rms_norm", cpu::RmsNorm},
     {"rotary_embedding", cpu::RotaryEmbedding},
     {"silu", cpu::Silu},
+    {"cast", cpu::Cast},
     {"ring_shift", cpu::RingShift},
     {"ring_causal_mask", cpu::RingCausalMask},
     // Backward kernels.

@@ -60,6 +60,11 @@ OpDefinition RmsNormDefinition();
 OpDefinition RotaryEmbeddingDefinition();
 OpDefinition SiluDefinition();
 
+// cast.cc: f32 <-> f16/bf16 storage (the activation_storage pass inserts it).
+OpDefinition CastDefinition();
+// The dtype cast's attribute names (f32, f16 or bf16); an error names what was written.
+absl::StatusOr<DType> CastTargetDType(const AttrMap& attrs);
+
 // Ring attention's ops (docs/context_parallelism.md): ring_attention.cc.
 OpDefinition RingShiftDefinition();
 OpDefinition RingCausalMaskDefinition();

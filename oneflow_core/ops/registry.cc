@@ -43,6 +43,7 @@ const OpRegistry& OpRegistry::Get() {
       RmsNormDefinition(),
       RotaryEmbeddingDefinition(),
       SiluDefinition(),
+      CastDefinition(),
       RingShiftDefinition(),
       RingCausalMaskDefinition(),
       // Backward ops.

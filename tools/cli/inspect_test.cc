@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_replace.h"
 #include "absl/strings/str_split.h"
 #include "gmock/gmock.h"
 #include "google/protobuf/struct.pb.h"
@@ -143,14 +144,34 @@ TEST(InspectTextTest, Bf16ProductsAndThePrecisionLine) {
   int tensors = 0;
   for (const proto::TensorDef& tensor : plan.job().tensors()) tensors += tensor.dtype() == proto::DTYPE_F32;
   ASSERT_EQ(tensors, plan.job().tensors_size());
-  const std::string text = Inspect(plan, InspectFormat::kText);
+  // The precision line wraps at the terminal width; its continuation lines are indented.
+  const auto unwrapped = [](const std::string& text) {
+    return absl::StrReplaceAll(text, {{"\n                              ", " "}});
+  };
+  const std::string text = unwrapped(Inspect(plan, InspectFormat::kText));
   EXPECT_THAT(text, HasSubstr("  mm         matmul[bf16]  a: S(0), b: B -> out: S(0)"));
   EXPECT_THAT(text, HasSubstr("  mm_grad    matmul[bf16]  a: S(0), b: S(0) -> out: P"));
   EXPECT_THAT(text, HasSubstr(absl::StrCat(
                         "\nprecision (--precision=bf16): 2 of 2 matrix products on bf16 operands with fp32 "
                         "accumulation; tensors: ",
-                        tensors, " f32 (master weights, activations, gradients and optimizer state stay in their "
-                        "dtype: 0 B saved)\n")));
+                        tensors, " f32; activations kept for backward in bf16: 0, 0 B (0 B saved against f32; master "
+                        "weights, gradients and optimizer state stay f32)\n")));
+  // An activation kept in bf16 (compiler/passes/activation_storage_pass.h): a cast to a
+  // bf16 tensor of 8 x 16 elements, 256 B instead of 512 B.
+  proto::TensorDef* stored = plan.mutable_job()->add_tensors();
+  stored->set_name("x/bf16");
+  stored->add_shape(8);
+  stored->add_shape(16);
+  stored->set_dtype(proto::DTYPE_BF16);
+  proto::OpDef* cast = plan.mutable_job()->add_ops();
+  cast->set_name("x/bf16");
+  cast->set_type("cast");
+  (*cast->mutable_inputs())["x"] = "x";
+  (*cast->mutable_outputs())["out"] = "x/bf16";
+  EXPECT_THAT(unwrapped(Inspect(plan, InspectFormat::kText)),
+              HasSubstr(absl::StrCat("tensors: 1 bf16, ", tensors,
+                                     " f32; activations kept for backward in bf16: 1, 256 B (256 B saved against f32; "
+                                     "master weights, gradients and optimizer state stay f32)\n")));
 }
 
 TEST(InspectTextTest, RicherBoxingAndUnknownLowerBound) {

@@ -98,6 +98,8 @@ Outputs MoeAuxLossGrad(const KernelArgs& args);
 Outputs RmsNorm(const KernelArgs& args);
 Outputs RmsNormGrad(const KernelArgs& args);
 Outputs RotaryEmbedding(const KernelArgs& args);
+// cast.cc
+Outputs Cast(const KernelArgs& args);
 Outputs Silu(const KernelArgs& args);
 Outputs SiluGrad(const KernelArgs& args);
 // ring_attention.cc

@@ -52,6 +52,7 @@ const std::map<std::string, reference::Kernel>& Kernels() {
       {"ring_shift", r::RingShift},
       {"ring_causal_mask", r::RingCausalMask},
       {"silu", r::Silu},
+      {"cast", r::Cast},
       {"relu_grad", r::ReluGrad},
       {"gelu_grad", r::GeluGrad},
       {"dropout_grad", r::DropoutGrad},
