@@ -5,6 +5,7 @@
 // skewed router makes fssdp move fewer expert bytes, the auto rule's choices, and bad
 // flags are clear errors.
 #include <cmath>
+#include <iostream>
 #include <string>
 #include <vector>
 
@@ -37,18 +38,21 @@ examples::GptConfig MoeGpt(MoeParallel parallel) {
   return config;
 }
 
-examples::ParallelLayout Layout(int64_t dp, int64_t tp) {
+examples::ParallelLayout Layout(int64_t dp, int64_t tp, int64_t pp = 1, int64_t micro_batches = 1) {
   examples::ParallelFlags flags;
-  flags.devices_per_node = dp * tp;
+  flags.devices_per_node = dp * tp * pp;
   flags.dp = dp;
   flags.tp = tp;
+  flags.pp = pp;
+  flags.micro_batches = micro_batches;
   absl::StatusOr<examples::ParallelLayout> layout = examples::ParallelLayout::Create(flags);
   EXPECT_TRUE(layout.ok()) << layout.status();
   return *layout;
 }
 
-proto::Plan Compile(const examples::GptConfig& config, int64_t dp, int64_t tp = 1) {
-  const examples::ParallelLayout layout = Layout(dp, tp);
+proto::Plan Compile(const examples::GptConfig& config, int64_t dp, int64_t tp = 1, int64_t pp = 1,
+                    int64_t micro_batches = 1) {
+  const examples::ParallelLayout layout = Layout(dp, tp, pp, micro_batches);
   absl::StatusOr<proto::Job> job = examples::BuildGpt(config, layout);
   EXPECT_TRUE(job.ok()) << job.status();
   CompileOptions options;
@@ -100,6 +104,30 @@ TEST(MoeTrainingTest, EveryExpertParallelismTrainsLikeOneDevice) {
   EXPECT_TRUE(testing::MatchesReference(Losses(Train(Compile(MoeGpt(MoeParallel::kFssdp), 2, 2))), reference,
                                         kIterations))
       << "fssdp on dp=2 x tp=2";
+}
+
+// MoE blocks in pipeline stages: one block per stage at pp=2 with 2 micro-batches (the
+// router, the capacity and the balance loss per micro-batch), alone and with the experts
+// over dp=2 inside each stage (fssdp's sparse collectives and ep's all-to-alls on the
+// stage's devices), equal to one device. The one-device reference runs the same
+// micro-batches: capacity and the balance loss are per micro-batch, so a run without
+// micro-batches routes differently.
+TEST(MoeTrainingTest, MoeBlocksInPipelineStagesTrainLikeOneDevice) {
+  const std::vector<double> reference = Losses(Train(Compile(MoeGpt(MoeParallel::kReplicated), 1, 1, 1, 2)));
+  const proto::Plan pipelined = Compile(MoeGpt(MoeParallel::kReplicated), 1, 1, 2, 2);
+  EXPECT_TRUE(testing::MatchesReference(Losses(Train(pipelined)), reference, kIterations)) << "pp=2, 2 micro-batches";
+  for (MoeParallel parallel : {MoeParallel::kFssdp, MoeParallel::kExpert}) {
+    const std::string name(examples::MoeParallelName(parallel));
+    const proto::Plan plan = Compile(MoeGpt(parallel), 2, 1, 2, 2);
+    const int sparse = CountCollectives(plan, proto::SPARSE_ALL_GATHER) +
+                       CountCollectives(plan, proto::SPARSE_REDUCE_SCATTER);
+    for (const proto::CollectiveDef& collective : plan.collectives()) std::cerr << name << " " << proto::CollectiveKind_Name(collective.kind()) << "\n";
+    // One MoE block per stage, each stage's two expert weights gathered and reduced.
+    EXPECT_EQ(sparse > 0, parallel == MoeParallel::kFssdp) << name;
+    EXPECT_EQ(CountCollectives(plan, proto::ALL_TO_ALL) > 0, parallel == MoeParallel::kExpert) << name;
+    EXPECT_TRUE(testing::MatchesReference(Losses(Train(plan)), reference, kIterations))
+        << name << " on pp=2 x dp=2, 2 micro-batches";
+  }
 }
 
 // 16 experts, top-1, one sample per device and a Zipf(1.5) router: a device's 16 tokens

@@ -53,6 +53,8 @@ constexpr NamedKernel kKernels[] = {
     {"silu", cpu::Silu},
     {"ring_shift", cpu::RingShift},
     {"ring_causal_mask", cpu::RingCausalMask},
+    {"ring_attention", cpu::RingAttention},
+    {"ring_attention_grad", cpu::RingAttentionGrad},
     // Backward kernels.
     {"relu_grad", cpu::ReluGrad},
     {"gelu_grad", cpu::GeluGrad},

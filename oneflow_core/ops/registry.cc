@@ -45,6 +45,8 @@ const OpRegistry& OpRegistry::Get() {
       SiluDefinition(),
       RingShiftDefinition(),
       RingCausalMaskDefinition(),
+      RingAttentionDefinition(),
+      RingAttentionGradDefinition(),
       // Backward ops.
       ReluGradDefinition(),
       GeluGradDefinition(),
