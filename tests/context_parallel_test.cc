@@ -30,7 +30,7 @@ struct Layout {
   const char* name;
   int64_t cp = 1, tp = 1, pp = 1, micro_batches = 1, dp = 1;
   const char* cp_attention = "auto";
-  const char* cp_ring_split = "zigzag";
+  const char* cp_ring_split = "contiguous";
 };
 
 absl::StatusOr<ParallelLayout> MakeLayout(const Layout& l) {
@@ -124,12 +124,14 @@ const std::vector<Layout>& CpLayouts() {
 // 16 / 8 = 2 positions per zig-zag chunk, so every chunk edge is a causal-mask edge.
 const std::vector<Layout>& RingLayouts() {
   static const std::vector<Layout> layouts = {
-      {"cp=2 ring zig-zag", 2, 1, 1, 1, 1, "ring"},
-      {"cp=4 ring zig-zag", 4, 1, 1, 1, 1, "ring"},
-      {"cp=2 x tp=2 ring zig-zag", 2, 2, 1, 1, 1, "ring"},
-      {"cp=2 x pp=2 x 2 micro-batches ring zig-zag", 2, 1, 2, 2, 1, "ring"},
-      {"cp=2 ring contiguous", 2, 1, 1, 1, 1, "ring", "contiguous"},
-      {"cp=4 ring contiguous", 4, 1, 1, 1, 1, "ring", "contiguous"},
+      {"cp=2 ring", 2, 1, 1, 1, 1, "ring"},
+      {"cp=4 ring", 4, 1, 1, 1, 1, "ring"},
+      {"cp=2 x tp=2 ring", 2, 2, 1, 1, 1, "ring"},
+      {"cp=2 x pp=2 x 2 micro-batches ring", 2, 1, 2, 2, 1, "ring"},
+      {"cp=2 ring zig-zag", 2, 1, 1, 1, 1, "ring", "zigzag"},
+      {"cp=4 ring zig-zag", 4, 1, 1, 1, 1, "ring", "zigzag"},
+      {"cp=2 x tp=2 ring zig-zag", 2, 2, 1, 1, 1, "ring", "zigzag"},
+      {"cp=2 x pp=2 x 2 micro-batches ring zig-zag", 2, 1, 2, 2, 1, "ring", "zigzag"},
   };
   return layouts;
 }
@@ -384,7 +386,7 @@ TEST(ContextParallelTest, BadInputIsRefusedNamingTheFlags) {
             "--seq=18 is not divisible by --cp=4: every context-parallel device needs as many positions; use a --seq "
             "that is a multiple of 4");
   // Zig-zag: two chunks per device.
-  absl::Status zigzag_uneven = BuildStatus(false, {"cp=4 ring", 4, 1, 1, 1, 1, "ring"}, 12);
+  absl::Status zigzag_uneven = BuildStatus(false, {"cp=4 ring", 4, 1, 1, 1, 1, "ring", "zigzag"}, 12);
   EXPECT_EQ(zigzag_uneven.code(), absl::StatusCode::kInvalidArgument);
   EXPECT_EQ(zigzag_uneven.message(),
             "--cp_ring_split=zigzag gives every context-parallel device two chunks of the sequence, but --seq=12 is "

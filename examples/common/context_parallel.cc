@@ -249,7 +249,9 @@ Tensor ZigZagSequence(Tensor x, int64_t axis, int64_t cp) {
       chunks.push_back(Slice(x, begin, end));
     }
   }
-  return Concat(chunks, axis);
+  // Concat splits only along other axes; behind an identity a position-split hint on the
+  // result is the compiler's B -> S boxing of the whole concat (a local slice).
+  return x.graph()->AddSingleOutputOp("identity", {Concat(chunks, axis)}, {}, SourceLocation::Current());
 }
 
 Tensor ContextParallelAttention(CpAttention scheme, Tensor x, Tensor w_q, Tensor w_k, Tensor w_v, Tensor w_o,
