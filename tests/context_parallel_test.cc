@@ -30,6 +30,7 @@ struct Layout {
   const char* name;
   int64_t cp = 1, tp = 1, pp = 1, micro_batches = 1, dp = 1;
   const char* cp_attention = "auto";
+  const char* cp_ring_split = "contiguous";
 };
 
 absl::StatusOr<ParallelLayout> MakeLayout(const Layout& l) {
@@ -39,6 +40,7 @@ absl::StatusOr<ParallelLayout> MakeLayout(const Layout& l) {
   flags.tp = l.tp;
   flags.cp = l.cp;
   flags.cp_attention = l.cp_attention;
+  flags.cp_ring_split = l.cp_ring_split;
   flags.pp = l.pp;
   flags.micro_batches = l.micro_batches;
   return ParallelLayout::Create(flags);
@@ -117,13 +119,19 @@ const std::vector<Layout>& CpLayouts() {
   return layouts;
 }
 
-// Ring attention (RingAttention): the K/V blocks travel the ring, the queries stay.
+// Ring attention (RingAttention): the K/V blocks travel the ring, the queries stay; the
+// sequence in zig-zag blocks (the default) and contiguous ones. At cp=4 each device holds
+// 16 / 8 = 2 positions per zig-zag chunk, so every chunk edge is a causal-mask edge.
 const std::vector<Layout>& RingLayouts() {
   static const std::vector<Layout> layouts = {
       {"cp=2 ring", 2, 1, 1, 1, 1, "ring"},
       {"cp=4 ring", 4, 1, 1, 1, 1, "ring"},
       {"cp=2 x tp=2 ring", 2, 2, 1, 1, 1, "ring"},
       {"cp=2 x pp=2 x 2 micro-batches ring", 2, 1, 2, 2, 1, "ring"},
+      {"cp=2 ring zig-zag", 2, 1, 1, 1, 1, "ring", "zigzag"},
+      {"cp=4 ring zig-zag", 4, 1, 1, 1, 1, "ring", "zigzag"},
+      {"cp=2 x tp=2 ring zig-zag", 2, 2, 1, 1, 1, "ring", "zigzag"},
+      {"cp=2 x pp=2 x 2 micro-batches ring zig-zag", 2, 1, 2, 2, 1, "ring", "zigzag"},
   };
   return layouts;
 }
@@ -255,6 +263,45 @@ TEST(ContextParallelTest, RingIsOneSendRecvPerStepOfKAndV) {
   }
 }
 
+// The work each cp rank's ring steps compute (the fused ring_attention ops skip the tiles
+// the causal mask hides), as `oneflow inspect` reads it from the plan: contiguous blocks
+// at cp=4 give rank r r + 1 of its 4 block pairs (rank 3 four times rank 0's work);
+// zig-zag blocks (two chunks per rank, 16 chunk pairs over the 4 steps) give every rank
+// 3 tiles at step 0 (two diagonal chunks and the late chunk against the early one) and 2
+// at each later step, 9 of 16: equal work, the causal half (plus the diagonal) skipped.
+TEST(ContextParallelTest, RingSkipsMaskedTilesAndZigZagBalancesThem) {
+  for (bool gpt : {true, false}) {
+    const char* model = gpt ? "gpt" : "llama";
+    absl::StatusOr<proto::Plan> contiguous = CompileModel(gpt, {"cp=4", 4, 1, 1, 1, 1, "ring", "contiguous"});
+    ASSERT_TRUE(contiguous.ok()) << contiguous.status();
+    absl::StatusOr<proto::Plan> zigzag = CompileModel(gpt, {"cp=4", 4, 1, 1, 1, 1, "ring", "zigzag"});
+    ASSERT_TRUE(zigzag.ok()) << zigzag.status();
+    const std::vector<examples::CpLayerTraffic> contiguous_layers = examples::CpAttentionTraffic(*contiguous);
+    const std::vector<examples::CpLayerTraffic> zigzag_layers = examples::CpAttentionTraffic(*zigzag);
+    ASSERT_EQ(contiguous_layers.size(), 2u) << model;
+    ASSERT_EQ(zigzag_layers.size(), 2u) << model;
+    for (const examples::CpLayerTraffic& layer : contiguous_layers) {
+      EXPECT_FALSE(layer.ring_zigzag);
+      EXPECT_EQ(layer.ring_tiles_per_rank, (std::vector<int64_t>{1, 2, 3, 4})) << model << " " << layer.block;
+      EXPECT_EQ(layer.ring_tiles_per_rank_total, 4) << model;
+    }
+    for (const examples::CpLayerTraffic& layer : zigzag_layers) {
+      EXPECT_TRUE(layer.ring_zigzag);
+      EXPECT_EQ(layer.ring_tiles_per_rank, (std::vector<int64_t>{9, 9, 9, 9})) << model << " " << layer.block;
+      EXPECT_EQ(layer.ring_tiles_per_rank_total, 16) << model;
+    }
+    // The backward recomputes each step's probabilities and skips the same tiles: one
+    // gradient op per input of each forward step, with the step's attributes.
+    int forward = 0, backward = 0;
+    for (const proto::OpDef& op : zigzag->job().ops()) {
+      forward += op.type() == "ring_attention";
+      backward += op.type() == "ring_attention_grad" && op.attrs().at("zigzag").b();
+    }
+    EXPECT_EQ(forward, 2 * 4) << model;  // 2 blocks x 4 steps
+    EXPECT_EQ(backward, 3 * forward) << model;
+  }
+}
+
 TEST(ContextParallelTest, BytesPerLayerFollowTheFormulas) {
   absl::StatusOr<ParallelLayout> layout = MakeLayout({"cp=4", 4});
   ASSERT_TRUE(layout.ok()) << layout.status();
@@ -338,6 +385,15 @@ TEST(ContextParallelTest, BadInputIsRefusedNamingTheFlags) {
   EXPECT_EQ(ring_uneven.message(),
             "--seq=18 is not divisible by --cp=4: every context-parallel device needs as many positions; use a --seq "
             "that is a multiple of 4");
+  // Zig-zag: two chunks per device.
+  absl::Status zigzag_uneven = BuildStatus(false, {"cp=4 ring", 4, 1, 1, 1, 1, "ring", "zigzag"}, 12);
+  EXPECT_EQ(zigzag_uneven.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(zigzag_uneven.message(),
+            "--cp_ring_split=zigzag gives every context-parallel device two chunks of the sequence, but --seq=12 is "
+            "not divisible by 2 x --cp=8; use a --seq that is a multiple of 8, or --cp_ring_split=contiguous");
+  EXPECT_TRUE(BuildStatus(false, {"cp=4 ring", 4, 1, 1, 1, 1, "ring", "contiguous"}, 12).ok());
+  absl::Status split = MakeLayout({"cp=2", 2, 1, 1, 1, 1, "ring", "striped"}).status();
+  EXPECT_EQ(split.message(), "--cp_ring_split=striped is not one of: zigzag, contiguous");
   // Ring needs no head split: 2 kv heads at cp=4 build.
   EXPECT_TRUE(BuildStatus(false, {"cp=4 ring", 4, 1, 1, 1, 1, "ring"}, 16, 2).ok());
   absl::StatusOr<ParallelLayout> ring_tp = MakeLayout({"cp=2 x tp=2 ring", 2, 2, 1, 1, 1, "ring"});

@@ -17,7 +17,12 @@
 //  "reference_median_step_ms":..,"reference_peak_bytes":..,"step_ratio":..,"peak_ratio":..,
 //  "ulysses_median_step_ms":..,"ulysses_peak_bytes":..,"step_ratio_vs_ulysses":..,"peak_ratio_vs_ulysses":..}
 //   ring and Ulysses at --scheme_seq against one device, alternating rounds: the step
-//   time and the planned per-device peak (DevicePlan.peak_bytes, the largest device's).
+//   time and the planned per-device peak (DevicePlan.peak_bytes, the largest device's);
+// {"bench":"context_parallel","metric":"ring_split","cp":4,"seq":..,"zigzag_median_step_ms":..,
+//  "contiguous_median_step_ms":..,"ulysses_median_step_ms":..,"ratio_zigzag_vs_contiguous":..,
+//  "ratio_zigzag_vs_ulysses":..,"zigzag_tiles_per_rank":"9 9 9 9","contiguous_tiles_per_rank":"1 2 3 4"}
+//   ring attention with the zig-zag split against the contiguous one and Ulysses at
+//   --scheme_seq (the same rounds), with the tiles each rank computes (from the plan).
 #include <algorithm>
 #include <cstdio>
 #include <string>
@@ -26,6 +31,7 @@
 
 #include "absl/flags/flag.h"
 #include "absl/flags/parse.h"
+#include "absl/strings/str_join.h"
 #include "actors/runtime.h"
 #include "bench/lib/statistics.h"
 #include "compiler/compiler.h"
@@ -61,16 +67,19 @@ examples::LlamaConfig Config(int64_t seq) {
   return config;
 }
 
-absl::StatusOr<examples::ParallelLayout> Layout(int64_t cp, const char* attention = "ulysses") {
+absl::StatusOr<examples::ParallelLayout> Layout(int64_t cp, const char* attention = "ulysses",
+                                                const char* ring_split = "zigzag") {
   examples::ParallelFlags flags;
   flags.devices_per_node = cp;
   flags.cp = cp;
   flags.cp_attention = attention;
+  flags.cp_ring_split = ring_split;
   return examples::ParallelLayout::Create(flags);
 }
 
-absl::StatusOr<proto::Plan> CompileAt(int64_t cp, int64_t seq, const char* attention = "ulysses") {
-  OF_ASSIGN_OR_RETURN(const examples::ParallelLayout layout, Layout(cp, attention));
+absl::StatusOr<proto::Plan> CompileAt(int64_t cp, int64_t seq, const char* attention = "ulysses",
+                                      const char* ring_split = "zigzag") {
+  OF_ASSIGN_OR_RETURN(const examples::ParallelLayout layout, Layout(cp, attention, ring_split));
   OF_ASSIGN_OR_RETURN(const proto::Job job, examples::BuildLlama(Config(seq), layout));
   CompileOptions options;
   options.cluster = layout.cluster();
@@ -170,14 +179,17 @@ absl::Status Main() {
   OF_ASSIGN_OR_RETURN(const proto::Plan long_one, CompileAt(1, long_seq));
   OF_ASSIGN_OR_RETURN(const proto::Plan long_ulysses, CompileAt(cp, long_seq, "ulysses"));
   OF_ASSIGN_OR_RETURN(const proto::Plan long_ring, CompileAt(cp, long_seq, "ring"));
-  std::vector<double> one_times, ulysses_times, ring_times;
+  OF_ASSIGN_OR_RETURN(const proto::Plan long_contiguous, CompileAt(cp, long_seq, "ring", "contiguous"));
+  std::vector<double> one_times, ulysses_times, ring_times, contiguous_times;
   for (int64_t round = 0; round < absl::GetFlag(FLAGS_rounds); ++round) {
     OF_ASSIGN_OR_RETURN(double a, MedianStep(long_one));
     OF_ASSIGN_OR_RETURN(double b, MedianStep(long_ulysses));
     OF_ASSIGN_OR_RETURN(double c, MedianStep(long_ring));
+    OF_ASSIGN_OR_RETURN(double d, MedianStep(long_contiguous));
     one_times.push_back(a);
     ulysses_times.push_back(b);
     ring_times.push_back(c);
+    contiguous_times.push_back(d);
   }
   const double one_ms = Median(one_times), ulysses_ms = Median(ulysses_times);
   const double one_peak = static_cast<double>(PeakBytes(long_one));
@@ -198,6 +210,20 @@ absl::Status Main() {
         one_ms > 0 ? ms / one_ms : 0.0, one_peak > 0 ? peak / one_peak : 0.0, ulysses_ms, ulysses_peak,
         ulysses_ms > 0 ? ms / ulysses_ms : 0.0, ulysses_peak > 0 ? peak / ulysses_peak : 0.0);
   }
+  // The first block's tiles per rank (every block has the same).
+  auto tiles = [](const proto::Plan& plan) {
+    const std::vector<examples::CpLayerTraffic> layers = examples::CpAttentionTraffic(plan);
+    return layers.empty() ? std::string() : absl::StrJoin(layers[0].ring_tiles_per_rank, " ");
+  };
+  const double zigzag_ms = Median(ring_times), contiguous_ms = Median(contiguous_times);
+  std::printf(
+      "{\"bench\":\"context_parallel\",\"metric\":\"ring_split\",\"model\":\"llama\",\"cp\":%lld,\"seq\":%lld,"
+      "\"zigzag_median_step_ms\":%.3f,\"contiguous_median_step_ms\":%.3f,\"ulysses_median_step_ms\":%.3f,"
+      "\"ratio_zigzag_vs_contiguous\":%.3f,\"ratio_zigzag_vs_ulysses\":%.3f,\"zigzag_tiles_per_rank\":\"%s\","
+      "\"contiguous_tiles_per_rank\":\"%s\"}\n",
+      static_cast<long long>(cp), static_cast<long long>(long_seq), zigzag_ms, contiguous_ms, ulysses_ms,
+      contiguous_ms > 0 ? zigzag_ms / contiguous_ms : 0.0, ulysses_ms > 0 ? zigzag_ms / ulysses_ms : 0.0,
+      tiles(long_ring).c_str(), tiles(long_contiguous).c_str());
   return absl::OkStatus();
 }
 

@@ -16,6 +16,7 @@ ParallelFlags FlagsOfLayout(const ParallelLayout& layout) {
   flags.tp = layout.tp();
   flags.cp = layout.cp();
   flags.cp_attention = CpAttentionName(layout.cp_attention());
+  flags.cp_ring_split = layout.cp_ring_zigzag() ? "zigzag" : "contiguous";
   flags.zero = layout.zero();
   flags.pp = layout.pp();
   flags.virtual_stages = layout.virtual_stages();
@@ -39,6 +40,7 @@ absl::StatusOr<proto::CompileRecipe> MakeRecipe(const proto::Job& job, const Par
   recipe.set_tp(flags.tp);
   recipe.set_cp(flags.cp);
   recipe.set_cp_attention(flags.cp_attention);
+  recipe.set_cp_ring_split(flags.cp_ring_split);
   recipe.set_pp(flags.pp);
   recipe.set_virtual_stages(flags.virtual_stages);
   recipe.set_micro_batches(flags.micro_batches);
@@ -81,6 +83,8 @@ ParallelFlags LayoutFlagsFromRecipe(const proto::CompileRecipe& recipe) {
   flags.tp = recipe.tp();
   flags.cp = recipe.cp();
   flags.cp_attention = recipe.cp_attention();
+  // Recipes written before the flag existed hold "": their plans split contiguously.
+  flags.cp_ring_split = recipe.cp_ring_split().empty() ? "contiguous" : recipe.cp_ring_split();
   flags.zero = recipe.zero();
   flags.pp = recipe.pp();
   flags.virtual_stages = recipe.virtual_stages();

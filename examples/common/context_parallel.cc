@@ -90,6 +90,12 @@ absl::StatusOr<CpAttention> ResolveCpAttention(const AttentionShape& shape, cons
         shape.kv_heads, " is not divisible by ", layout.tp() * layout.cp(), "; use a --cp that divides --",
         shape.kv_heads_flag, " / --tp"));
   }
+  if (UsesZigZag(choice, layout) && shape.seq % (2 * layout.cp()) != 0) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "--cp_ring_split=zigzag gives every context-parallel device two chunks of the sequence, but --seq=",
+        shape.seq, " is not divisible by 2 x --cp=", 2 * layout.cp(), "; use a --seq that is a multiple of ",
+        2 * layout.cp(), ", or --cp_ring_split=contiguous"));
+  }
   if (choice == CpAttention::kRing && shape.kv_heads % layout.tp() != 0) {
     return absl::InvalidArgumentError(absl::StrCat("--cp_attention=ring keeps whole kv heads on each --tp device, but --",
                                                    shape.kv_heads_flag, "=", shape.kv_heads,
@@ -154,6 +160,9 @@ Tensor RingAttention(Tensor x, Tensor w_q, Tensor w_k, Tensor w_v, Tensor w_o, i
   const int64_t s = x.shape().dim(0), b = x.shape().dim(1), h = x.shape().dim(2);
   const int64_t hd = h / heads, group = heads / kv_heads;
   const int64_t cp = layout.cp(), sq = s / cp;
+  const bool zigzag = layout.cp_ring_zigzag();
+  // Rotary angles of the logical positions (in zig-zag order, those of the chunks held).
+  auto rotate = [&](Tensor t) { return ZigZagRotaryEmbedding(t, *rope_base, zigzag ? cp : 0); };
   const Sbp B = Sbp::Broadcast();
   auto hinted = [](Tensor t, const NdSbp& sbp) {
     if (t.valid()) t.WithSbp(sbp);
@@ -171,46 +180,47 @@ Tensor RingAttention(Tensor x, Tensor w_q, Tensor w_k, Tensor w_v, Tensor w_o, i
   // q: [s*b, heads*hd] -> [b, kv, group, s, hd] (rotary angles of logical positions) ->
   // blocks [b, kv, cp, group * sq, hd]; this device's queries stay here for every step.
   Tensor q = hinted(Transpose(Reshape(product(w_q), {s, b, kv_heads, group, hd}), {1, 2, 3, 0, 4}), query_positions);
-  if (rope_base) q = hinted(RotaryEmbedding(q, *rope_base), query_positions);
+  if (rope_base) q = hinted(rotate(q), query_positions);
   q = hinted(Reshape(q, {b, kv_heads, group, cp, sq, hd}), layout.Sbp(B, Sbp::Split(1), Sbp::Split(3)));
   q = Pinned(hinted(Reshape(hinted(Transpose(q, {0, 1, 3, 2, 4, 5}), blocks), {b, kv_heads, cp, group * sq, hd}),
                     blocks),
              blocks);
-  auto kv = [&](Tensor w, bool rotate) {
+  auto kv = [&](Tensor w, bool rotary) {
     Tensor t = hinted(Transpose(Reshape(product(w), {s, b, kv_heads, hd}), {1, 2, 0, 3}), positions);
-    if (rotate && rope_base) t = hinted(RotaryEmbedding(t, *rope_base), positions);
+    if (rotary && rope_base) t = hinted(rotate(t), positions);
     return Pinned(hinted(Reshape(t, {b, kv_heads, cp, sq, hd}), blocks), blocks);
   };
   Tensor k = kv(w_k, true);
   Tensor v = kv(w_v, false);
-  // Step t: block r of k and v is block r - t of the sequence; scores of the local queries
-  // against it, masked where the keys lie after the queries, each step's softmax and its
-  // log-sum-exp (from log_softmax at column 0, which no mask hides in a row that has any
-  // visible key).
+  // Step t: block r of k and v is block r - t of the sequence; one fused op per step
+  // scores the local queries against it, skipping the keys that lie after them (a whole
+  // block pair on the devices the step gives a later block), and returns the step's
+  // output and log-sum-exp (kMaskedRowLse for rows that see no key).
   std::vector<Tensor> outputs, lses;
-  const std::vector<int64_t> begin(6, 0);
+  const std::vector<int64_t> begin(5, 0);
+  const double scale = 1.0 / std::sqrt(static_cast<double>(hd));
   for (int64_t t = 0; t < cp; ++t) {
     if (t > 0) {
       k = Pinned(hinted(TaggedRingShift(k, cp), blocks), blocks);
       v = Pinned(hinted(TaggedRingShift(v, cp), blocks), blocks);
     }
-    Tensor probs;
+    Tensor step;
     {
       Graph::AttentionCoreScope core(*x.graph());
-      Tensor scores = ScalarMul(MatMul(q, k, false, true), 1.0 / std::sqrt(static_cast<double>(hd)));
-      Tensor masked = RingCausalMask(Reshape(scores, {b, kv_heads, cp, group, sq, sq}), 2, t);
-      probs = Reshape(Softmax(masked), {b, kv_heads, cp, group * sq, sq});
-      const std::vector<int64_t> first_column = {b, kv_heads, cp, group, sq, 1};
-      lses.push_back(Sub(Slice(masked, begin, first_column), Slice(LogSoftmax(masked), begin, first_column)));
+      step = hinted(RingAttentionStep(q, k, v, /*axis=*/2, t, scale, zigzag), blocks);
     }
-    outputs.push_back(Reshape(MatMul(probs, v), {b, kv_heads, cp, group, sq, hd}));
+    const std::vector<int64_t> hd_end = {b, kv_heads, cp, group * sq, hd};
+    std::vector<int64_t> lse_begin = begin;
+    lse_begin[4] = hd;
+    outputs.push_back(Reshape(Slice(step, begin, hd_end), {b, kv_heads, cp, group, sq, hd}));
+    lses.push_back(Reshape(Slice(step, lse_begin, {b, kv_heads, cp, group * sq, hd + 1}), {b, kv_heads, cp, group, sq, 1}));
   }
   // The merge: each step's output weighted by exp(lse_t - lse), the softmax over steps of
   // the log-sum-exps (the running max and sum of online softmax, taken at the end).
   Tensor weights = Softmax(Concat(lses, 5));  // [b, kv, cp, group, sq, cp]
   Tensor context;
   for (int64_t t = 0; t < cp; ++t) {
-    std::vector<int64_t> from = begin, to = {b, kv_heads, cp, group, sq, t + 1};
+    std::vector<int64_t> from(6, 0), to = {b, kv_heads, cp, group, sq, t + 1};
     from[5] = t;
     Tensor part = Mul(outputs[t], Slice(weights, from, to));
     context = t == 0 ? part : Add(context, part);
@@ -221,6 +231,27 @@ Tensor RingAttention(Tensor x, Tensor w_q, Tensor w_k, Tensor w_v, Tensor w_o, i
   Tensor merged = hinted(Reshape(back, {s * b, heads * hd}), column_sbp);
   Tensor out = hinted(MatMul(merged, w_o), layout.Sbp(B, Sbp::Partial(), Sbp::Split(0)));
   return Reshape(out, {s, b, h});
+}
+
+bool UsesZigZag(CpAttention scheme, const ParallelLayout& layout) {
+  return layout.cp() > 1 && scheme == CpAttention::kRing && layout.cp_ring_zigzag();
+}
+
+Tensor ZigZagSequence(Tensor x, int64_t axis, int64_t cp) {
+  if (!x.valid()) return Tensor();
+  const int64_t chunk = x.shape().dim(axis) / (2 * cp);
+  std::vector<Tensor> chunks;
+  for (int64_t r = 0; r < cp; ++r) {
+    for (int64_t index : {r, 2 * cp - 1 - r}) {
+      std::vector<int64_t> begin(x.shape().rank(), 0), end = x.shape().dims();
+      begin[axis] = index * chunk;
+      end[axis] = (index + 1) * chunk;
+      chunks.push_back(Slice(x, begin, end));
+    }
+  }
+  // Concat splits only along other axes; behind an identity a position-split hint on the
+  // result is the compiler's B -> S boxing of the whole concat (a local slice).
+  return x.graph()->AddSingleOutputOp("identity", {Concat(chunks, axis)}, {}, SourceLocation::Current());
 }
 
 Tensor ContextParallelAttention(CpAttention scheme, Tensor x, Tensor w_q, Tensor w_k, Tensor w_v, Tensor w_o,

@@ -76,10 +76,26 @@ Tensor UlyssesAttention(Tensor x, Tensor w_q, Tensor w_k, Tensor w_v, Tensor w_o
 // k and v one device on (ring_shift tagged kCpAttentionAttr = "ring"); the steps'
 // outputs are merged by the softmax of their log-sum-exps. The backward passes dK and dV
 // back around the ring (ring_shift's gradient). No head split: any kv_heads divisible by
-// tp. Every device computes every step (a fully masked block too), so causal work is
-// even across devices but not halved.
+// tp. Each step is one fused ring_attention op that skips the keys the causal mask hides
+// (a whole block pair where the key block lies after the query block). With
+// layout.cp_ring_zigzag() the input is in zig-zag order (ZigZagSequence: block r holds
+// chunks r and 2cp-1-r), the rotary angles and the mask follow the logical positions,
+// and every device computes as many tiles; contiguous, device r computes r + 1 blocks.
 Tensor RingAttention(Tensor x, Tensor w_q, Tensor w_k, Tensor w_v, Tensor w_o, int64_t heads, int64_t kv_heads,
                      std::optional<double> rope_base, const ParallelLayout& layout);
+
+// Whether the model keeps its sequence in zig-zag blocks (ZigZagSequence): ring attention
+// with --cp_ring_split=zigzag at cp > 1.
+bool UsesZigZag(CpAttention scheme, const ParallelLayout& layout);
+
+// x with its positions axis `axis` (length s, a multiple of 2 x cp) reordered into the
+// zig-zag blocks of ring attention's load-balanced split (oneflow_core/ops/ring_blocks.h):
+// the s positions as 2 cp chunks, stored in the order 0, 2cp-1, 1, 2cp-2, ..., so that
+// split S(axis) over cp, device r holds chunks r and 2cp-1-r. Slices and concats of the
+// logical tensor (local where x is whole over cp, as the embedding and the targets
+// are); everything position-wise after it runs unchanged, and the losses' mean over
+// tokens does not depend on their order.
+Tensor ZigZagSequence(Tensor x, int64_t axis, int64_t cp);
 
 // RingAttention or UlyssesAttention, by `scheme` (ResolveCpAttention's).
 Tensor ContextParallelAttention(CpAttention scheme, Tensor x, Tensor w_q, Tensor w_k, Tensor w_v, Tensor w_o,

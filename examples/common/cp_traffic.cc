@@ -2,6 +2,8 @@
 
 #include <map>
 
+#include "oneflow_core/ops/ring_blocks.h"
+
 namespace oneflow::examples {
 
 std::vector<CpLayerTraffic> CpAttentionTraffic(const proto::Plan& plan) {
@@ -41,6 +43,30 @@ std::vector<CpLayerTraffic> CpAttentionTraffic(const proto::Plan& plan) {
       if (step.collective_id() < 0 || step.bytes_per_device() == 0) continue;
       ++layer.collectives;
       layer.bytes_per_device += step.bytes_per_device();
+    }
+  }
+  // Ring attention's steps: the block count is the q input's dimension on the op's axis.
+  std::map<std::string, const proto::TensorDef*> tensors;
+  for (const proto::TensorDef& tensor : plan.job().tensors()) tensors[tensor.name()] = &tensor;
+  for (const proto::OpDef& op : plan.job().ops()) {
+    if (op.type() != "ring_attention") continue;
+    auto index = index_of_block.find(op.block());
+    auto q = op.inputs().find("q");
+    if (index == index_of_block.end() || q == op.inputs().end() || !tensors.count(q->second)) continue;
+    auto int_attr = [&](const char* name) {
+      auto it = op.attrs().find(name);
+      return it == op.attrs().end() ? int64_t{0} : it->second.i();
+    };
+    auto zigzag_attr = op.attrs().find("zigzag");
+    const bool zigzag = zigzag_attr != op.attrs().end() && zigzag_attr->second.b();
+    const int64_t blocks = tensors[q->second]->shape(int_attr("axis"));
+    CpLayerTraffic& layer = layers[index->second];
+    layer.ring_tiles_per_rank.resize(blocks, 0);
+    layer.ring_zigzag = zigzag;
+    layer.ring_tiles_per_rank_total += RingChunks(zigzag) * RingChunks(zigzag);
+    for (int64_t rank = 0; rank < blocks; ++rank) {
+      layer.ring_tiles_per_rank[rank] +=
+          RingTilesComputed(rank, RingKeyBlock(rank, int_attr("step"), blocks), blocks, zigzag);
     }
   }
   return layers;

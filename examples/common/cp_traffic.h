@@ -24,6 +24,13 @@ struct CpLayerTraffic {
   // Sum of the steps' BoxingStepDef.bytes_per_device (the busiest device's received
   // bytes, as the plan states them) per micro-batch's forward pass.
   int64_t bytes_per_device = 0;
+  // Ring attention's work (ring_attention ops, oneflow_core/ops/ring_blocks.h): per cp
+  // rank, the (query chunk, key chunk) tiles its steps compute over one micro-batch's
+  // forward pass, of `ring_tiles_per_rank_total` (every step's every tile); the causal
+  // mask's fully hidden tiles are skipped. Empty for Ulysses.
+  std::vector<int64_t> ring_tiles_per_rank;
+  int64_t ring_tiles_per_rank_total = 0;
+  bool ring_zigzag = false;
 };
 
 // One entry per block with tagged ops, in the order of their first op; empty for a plan

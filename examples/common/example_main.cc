@@ -36,6 +36,10 @@ ABSL_FLAG(std::string, cp_attention, "auto",
           "Attention under --cp > 1: ulysses (all-to-all to a head split; --kv_heads or --heads divisible by "
           "--tp x --cp), ring (K/V blocks passed around the cp ring; --kv_heads or --heads divisible by --tp), or "
           "auto (the cost model's choice).");
+ABSL_FLAG(std::string, cp_ring_split, "contiguous",
+          "Ring attention's split of the causal sequence over --cp: contiguous (device r holds block r) or "
+          "zigzag (device r holds chunks r and 2cp-1-r of 2cp, equal work on every device; see "
+          "docs/context_parallelism.md for its known compile failure at cp=2).");
 ABSL_FLAG(int64_t, zero, 0,
           "ZeRO stage over the data-parallel axis (docs/zero.md): 0 off; 1 optimizer state sharded; "
           "2 also gradients reduce-scattered; 3 also parameters sharded and gathered where used.");
@@ -161,6 +165,7 @@ absl::StatusOr<ParallelLayout> LayoutFromFlags() {
   flags.tp = absl::GetFlag(FLAGS_tp);
   flags.cp = absl::GetFlag(FLAGS_cp);
   flags.cp_attention = absl::GetFlag(FLAGS_cp_attention);
+  flags.cp_ring_split = absl::GetFlag(FLAGS_cp_ring_split);
   flags.zero = absl::GetFlag(FLAGS_zero);
   flags.pp = absl::GetFlag(FLAGS_pp);
   flags.micro_batches = absl::GetFlag(FLAGS_micro_batches);

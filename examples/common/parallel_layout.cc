@@ -51,6 +51,10 @@ absl::StatusOr<ParallelLayout> ParallelLayout::Create(const ParallelFlags& flags
     return absl::InvalidArgumentError(
         absl::StrCat("--cp_attention=", flags.cp_attention, " is not one of: ulysses, ring, auto"));
   }
+  if (flags.cp_ring_split != "zigzag" && flags.cp_ring_split != "contiguous") {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--cp_ring_split=", flags.cp_ring_split, " is not one of: zigzag, contiguous"));
+  }
   // Outside attention a context-parallel activation is split by position and the models'
   // linear layers multiply it as rows [positions x batch, hidden]; a data-parallel split
   // of the batch inside those rows would be a second split nested in the first, which the
@@ -65,6 +69,7 @@ absl::StatusOr<ParallelLayout> ParallelLayout::Create(const ParallelFlags& flags
   ParallelLayout layout;
   layout.cp_ = flags.cp;
   layout.cp_attention_ = cp_attention;
+  layout.cp_ring_zigzag_ = flags.cp_ring_split == "zigzag";
   layout.virtual_stages_ = flags.virtual_stages;
   layout.zero_ = flags.zero;
   layout.micro_batches_ = flags.micro_batches;

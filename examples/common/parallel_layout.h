@@ -34,6 +34,10 @@ struct ParallelFlags {
   int64_t cp = 1;
   // How attention runs under cp > 1: "ulysses", "ring" or "auto" (CpAttention).
   std::string cp_attention = "auto";
+  // How ring attention splits the causal sequence over cp: "zigzag" (each device holds
+  // chunk r and its mirror 2cp-1-r, equal causal work everywhere; Megatron's load
+  // balancing) or "contiguous" (device r holds block r; the causal work grows with r).
+  std::string cp_ring_split = "contiguous";
   // ZeRO stage 0..3 over the data-parallel axis (docs/zero.md); > 0 needs dp > 1.
   int64_t zero = 0;
   int64_t pp = 1;
@@ -89,6 +93,8 @@ class ParallelLayout {
   int64_t tp() const { return tp_; }
   int64_t cp() const { return cp_; }
   CpAttention cp_attention() const { return cp_attention_; }
+  // --cp_ring_split=zigzag: ring attention's sequence in zig-zag blocks.
+  bool cp_ring_zigzag() const { return cp_ring_zigzag_; }
   int64_t zero() const { return zero_; }
   // The hierarchy axis of dp (0: [dp] or [dp, tp]), for Optimizer::WithZero.
   int64_t dp_axis() const { return 0; }
@@ -110,6 +116,7 @@ class ParallelLayout {
   int64_t tp_ = 1;
   int64_t cp_ = 1;
   CpAttention cp_attention_ = CpAttention::kAuto;
+  bool cp_ring_zigzag_ = false;
   int64_t zero_ = 0;
 };
 

@@ -100,10 +100,6 @@ absl::StatusOr<proto::Job> BuildGpt(const GptConfig& config, const ParallelLayou
   if (!valid.ok()) return valid;
   OF_RETURN_IF_ERROR(layout.CheckStages(config.layers, "layers"));
   OF_RETURN_IF_ERROR(CheckMoeConfig(config.moe, layout.dp()));
-  if (config.moe.enabled() && layout.pp() > 1) {
-    return absl::InvalidArgumentError(absl::StrCat("--moe_experts=", config.moe.experts, " with --pp=", layout.pp(),
-                                                   ": mixture-of-experts blocks do not run in pipeline stages yet"));
-  }
   if (config.moe.enabled() && layout.cp() > 1) {
     return absl::InvalidArgumentError(absl::StrCat("--moe_experts=", config.moe.experts, " with --cp=", layout.cp(),
                                                    ": mixture-of-experts blocks do not run context-parallel yet"));
@@ -170,7 +166,12 @@ absl::StatusOr<proto::Job> BuildGpt(const GptConfig& config, const ParallelLayou
   Tensor balance;  // The blocks' load-balancing losses, summed.
   Tensor wte = variable("wte", Shape{v, h}, normal(), row);  // Vocabulary-parallel.
   Tensor wpe = variable("wpe", Shape{s, h}, normal(), replicated);
-  Tensor x = context_parallel ? residual(Add(Transpose(Embedding(wte, tokens), {1, 0, 2}), Reshape(wpe, {s, 1, h})))
+  // Ring attention's zig-zag split: the sequence reordered once here (and the targets
+  // below), positions and the loss staying functions of the logical token index.
+  const bool zigzag = UsesZigZag(cp_attention, layout);
+  auto sequence_order = [&](Tensor t) { return zigzag ? ZigZagSequence(t, 0, layout.cp()) : t; };
+  Tensor x = context_parallel ? residual(sequence_order(
+                                    Add(Transpose(Embedding(wte, tokens), {1, 0, 2}), Reshape(wpe, {s, 1, h}))))
                               : Add(Embedding(wte, tokens), wpe);
   for (int64_t l = 0; l < config.layers; ++l) {
     x = enter_stage(x, layout.StageOf(l, config.layers));
@@ -213,7 +214,7 @@ absl::StatusOr<proto::Job> BuildGpt(const GptConfig& config, const ParallelLayou
     logits = MatMul(final_x, w_out);
   }
   // Under cp the logits' rows are position-major, and so must the targets be.
-  Tensor target_rows = Reshape(context_parallel ? Transpose(targets, {1, 0}) : targets, {b * s});
+  Tensor target_rows = Reshape(context_parallel ? sequence_order(Transpose(targets, {1, 0})) : targets, {b * s});
   Tensor loss = ReduceMean(SparseSoftmaxCrossEntropy(logits, target_rows));
   if (balance.valid()) loss = Add(loss, ScalarMul(balance, config.moe.aux_weight));
   graph.SetLoss(loss);

@@ -154,7 +154,11 @@ absl::StatusOr<proto::Job> BuildLlama(const LlamaConfig& config, const ParallelL
 
   Tensor embedding = variable("tok_embeddings", Shape{v, h}, normal(), row);  // Stored split by vocabulary.
   Tensor x = Embedding(embedding, tokens);
-  if (context_parallel) x = Transpose(x, {1, 0, 2});  // [s, b, h]
+  // Ring attention's zig-zag split: the sequence reordered once here (and the targets
+  // below); the rotary angles and the mask read logical positions.
+  const bool zigzag = UsesZigZag(cp_attention, layout);
+  auto sequence_order = [&](Tensor t) { return zigzag ? ZigZagSequence(t, 0, layout.cp()) : t; };
+  if (context_parallel) x = sequence_order(Transpose(x, {1, 0, 2}));  // [s, b, h]
   x = residual(x);
   for (int64_t l = 0; l < config.layers; ++l) {
     x = enter_stage(x, layout.StageOf(l, config.layers));
@@ -186,7 +190,7 @@ absl::StatusOr<proto::Job> BuildLlama(const LlamaConfig& config, const ParallelL
   Tensor output = variable("output", Shape{h, v}, normal(), column);  // Untied; stored split by vocabulary.
   Tensor logits = MatMul(Reshape(RmsNorm(x, final_norm, config.norm_epsilon), {b * s, h}), output);
   // Under cp the logits' rows are position-major, and so must the targets be.
-  Tensor target_rows = Reshape(context_parallel ? Transpose(targets, {1, 0}) : targets, {b * s});
+  Tensor target_rows = Reshape(context_parallel ? sequence_order(Transpose(targets, {1, 0})) : targets, {b * s});
   Tensor loss = ReduceMean(SparseSoftmaxCrossEntropy(logits, target_rows));
   graph.SetLoss(loss);
   graph.SetOptimizer(Optimizer::AdamW(config.learning_rate)

@@ -65,6 +65,17 @@ std::vector<GradientCase> Cases() {
   const AttrMap dropout = {{"rate", 0.3}, {"seed", int64_t{5}}};
   const AttrMap layer_norm = {{"epsilon", 1e-3}};
   const AttrMap slice = {{"begin", Ints{1, 2}}, {"end", Ints{4, 6}}};
+  const AttrMap ring = {{"axis", int64_t{0}}, {"step", int64_t{0}}, {"scale", 0.6}, {"zigzag", true}};
+  auto RingGrad = [&ring](int64_t wrt) {
+    AttrMap attrs = ring;
+    attrs["wrt"] = wrt;
+    return attrs;
+  };
+  auto RingBackwardInputs = []() -> BackwardInputs {
+    return [](const std::vector<Dense>& x, const std::vector<Dense>& y, const Dense& dy) {
+      return std::vector<Dense>{x[0], x[1], x[2], y[0], dy};
+    };
+  };
   return {
       {"relu", {{Shape{4, 6}, f}}, {}, "relu_grad", {}, DyAndOutput(), {{0, 0}}},
       {"gelu", {{Shape{4, 6}, f}}, {}, "gelu_grad", {}, DyAndInput(), {{0, 0}}},
@@ -89,6 +100,18 @@ std::vector<GradientCase> Cases() {
        },
        {{0, 0}}},
       {"log_softmax", {{Shape{3, 7}, f}}, {}, "log_softmax_grad", {}, DyAndOutput(), {{0, 0}}},
+      // Ring step 0 over 3 zig-zag blocks (group 2, s = 4): per block the two diagonal
+      // chunk pairs (causal triangles), the late query chunk against the early key
+      // chunk (whole) and the early against the late (skipped); dq, dk and dv, the
+      // log-sum-exp's gradient included (dy covers the last column too). Step 0 because
+      // every row sees a key: a row that sees none holds the constant lse -1e9, which
+      // would swamp the float loss of the central differences.
+      {"ring_attention", {{Shape{3, 2, 8, 3}, f}, {Shape{3, 2, 4, 3}, f}, {Shape{3, 2, 4, 3}, f}}, ring,
+       "ring_attention_grad", RingGrad(0), RingBackwardInputs(), {{0, 0}}},
+      {"ring_attention", {{Shape{3, 2, 8, 3}, f}, {Shape{3, 2, 4, 3}, f}, {Shape{3, 2, 4, 3}, f}}, ring,
+       "ring_attention_grad", RingGrad(1), RingBackwardInputs(), {{1, 0}}},
+      {"ring_attention", {{Shape{3, 2, 8, 3}, f}, {Shape{3, 2, 4, 3}, f}, {Shape{3, 2, 4, 3}, f}}, ring,
+       "ring_attention_grad", RingGrad(2), RingBackwardInputs(), {{2, 0}}},
       {"layer_norm", {{Shape{3, 7}, f}, {Shape{7}, f}, {Shape{7}, f}}, layer_norm,
        "layer_norm_grad", layer_norm,
        [](const std::vector<Dense>& x, const std::vector<Dense>&, const Dense& dy) {

@@ -80,6 +80,8 @@ absl::Status SiluGrad(const KernelContext& context);
 // ring_attention.cc (ring attention under context parallelism).
 absl::Status RingShift(const KernelContext& context);
 absl::Status RingCausalMask(const KernelContext& context);
+absl::Status RingAttention(const KernelContext& context);
+absl::Status RingAttentionGrad(const KernelContext& context);
 // optimizer.cc
 absl::Status SgdUpdate(const KernelContext& context);
 absl::Status AdamWUpdate(const KernelContext& context);

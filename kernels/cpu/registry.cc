@@ -54,6 +54,8 @@ constexpr NamedKernel kKernels[] = {
     {"cast", cpu::Cast},
     {"ring_shift", cpu::RingShift},
     {"ring_causal_mask", cpu::RingCausalMask},
+    {"ring_attention", cpu::RingAttention},
+    {"ring_attention_grad", cpu::RingAttentionGrad},
     // Backward kernels.
     {"relu_grad", cpu::ReluGrad},
     {"gelu_grad", cpu::GeluGrad},

@@ -9,6 +9,7 @@
 
 #include "kernels/cpu/kernel_util.h"
 #include "kernels/cpu/kernels.h"
+#include "oneflow_core/ops/ring_blocks.h"
 #include "oneflow_core/status.h"
 
 namespace oneflow {
@@ -32,10 +33,14 @@ absl::Status RotaryEmbedding(const KernelContext& context) {
   const int64_t half = d / 2;
   const int64_t positions = x.shape.dim(rank - 2);
   const int64_t first_position = x.layout.slice.range(rank - 2).begin;
+  // Zig-zag order (ring attention's load-balanced split): the index's logical position.
+  const int64_t zigzag_blocks = GetIntAttr(AttrsOf(context), "zigzag_blocks", 0);
+  const int64_t length = x.layout.logical.dim(rank - 2);
   std::vector<float> cosines(positions * half), sines(positions * half);
   for (int64_t p = 0; p < positions; ++p) {
+    const int64_t position = SequencePosition(first_position + p, length, zigzag_blocks, zigzag_blocks > 0);
     for (int64_t i = 0; i < half; ++i) {
-      const double theta = sign * static_cast<double>(first_position + p) *
+      const double theta = sign * static_cast<double>(position) *
                            std::pow(base, -2.0 * static_cast<double>(i) / static_cast<double>(d));
       cosines[p * half + i] = static_cast<float>(std::cos(theta));
       sines[p * half + i] = static_cast<float>(std::sin(theta));

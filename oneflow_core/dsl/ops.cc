@@ -324,12 +324,31 @@ Tensor RotaryEmbedding(Tensor x, double base, bool inverse, Loc location) {
   return Apply("rotary_embedding", {x}, std::move(attrs), location);
 }
 
+Tensor ZigZagRotaryEmbedding(Tensor x, double base, int64_t zigzag_blocks, bool inverse, Loc location) {
+  AttrMap attrs = {{"base", base}};
+  if (inverse) attrs["inverse"] = true;
+  if (zigzag_blocks > 0) attrs["zigzag_blocks"] = zigzag_blocks;
+  return Apply("rotary_embedding", {x}, std::move(attrs), location);
+}
+
 Tensor RingShift(Tensor x, int64_t axis, int64_t blocks, int64_t shift, Loc location) {
   return Apply("ring_shift", {x}, {{"axis", axis}, {"blocks", blocks}, {"shift", shift}}, location);
 }
 
 Tensor RingCausalMask(Tensor x, int64_t axis, int64_t step, double fill, Loc location) {
   return Apply("ring_causal_mask", {x}, {{"axis", axis}, {"step", step}, {"fill", fill}}, location);
+}
+
+Tensor RingAttentionStep(Tensor q, Tensor k, Tensor v, int64_t axis, int64_t step, double scale, bool zigzag,
+                         Loc location) {
+  return Apply("ring_attention", {q, k, v},
+               {{"axis", axis}, {"step", step}, {"scale", scale}, {"zigzag", zigzag}}, location);
+}
+
+Tensor RingAttentionStepGrad(Tensor q, Tensor k, Tensor v, Tensor out, Tensor dout, int64_t axis, int64_t step,
+                             double scale, bool zigzag, int64_t wrt, Loc location) {
+  return Apply("ring_attention_grad", {q, k, v, out, dout},
+               {{"axis", axis}, {"step", step}, {"scale", scale}, {"zigzag", zigzag}, {"wrt", wrt}}, location);
 }
 
 Tensor Silu(Tensor x, Loc location) { return Apply("silu", {x}, {}, location); }

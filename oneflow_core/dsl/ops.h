@@ -80,6 +80,12 @@ Tensor RmsNorm(Tensor x, Tensor gamma, double epsilon = 1e-6, Loc location = Loc
 // rotates by the negated angles (the op's gradient).
 Tensor RotaryEmbedding(Tensor x, double base = 10000.0, bool inverse = false,
                        Loc location = Loc::Current());
+// RotaryEmbedding of x whose positions axis holds the sequence in the zig-zag order of
+// `zigzag_blocks` blocks (ring attention's load-balanced split: block r = chunks r and
+// 2 x blocks - 1 - r, oneflow_core/ops/ring_blocks.h): each index rotated by the angle
+// of its logical position. zigzag_blocks = 0 is RotaryEmbedding.
+Tensor ZigZagRotaryEmbedding(Tensor x, double base, int64_t zigzag_blocks, bool inverse = false,
+                             Loc location = Loc::Current());
 // Ring attention's ops (docs/context_parallelism.md, oneflow_core/ops/ring_attention.cc).
 // x rolled by `shift` blocks of dim(axis) / blocks along `axis` (block r of the result is
 // block r - shift of x). Split over `blocks` devices on `axis`, each device passes its
@@ -90,6 +96,16 @@ Tensor RingShift(Tensor x, int64_t axis, int64_t blocks, int64_t shift = 1, Loc 
 // holds query block r against key block (r - step) mod blocks; entries whose key position
 // lies after the query position become `fill`.
 Tensor RingCausalMask(Tensor x, int64_t axis, int64_t step, double fill = -1e9, Loc location = Loc::Current());
+// One ring step of causal blockwise attention, fused: q [..., blocks at `axis`, ...,
+// group x s, hd] against k, v [..., s, hd] (block r against key block (r - step) mod
+// blocks; contiguous or zig-zag blocks, oneflow_core/ops/ring_blocks.h); returns [...,
+// group x s, hd + 1]: each row's softmax(scale q.k) v over the keys it sees, then its
+// log-sum-exp. What the causal mask hides is skipped, in the backward too.
+Tensor RingAttentionStep(Tensor q, Tensor k, Tensor v, int64_t axis, int64_t step, double scale, bool zigzag,
+                         Loc location = Loc::Current());
+// RingAttentionStep's gradient with respect to q (wrt = 0), k (1) or v (2).
+Tensor RingAttentionStepGrad(Tensor q, Tensor k, Tensor v, Tensor out, Tensor dout, int64_t axis, int64_t step,
+                             double scale, bool zigzag, int64_t wrt, Loc location = Loc::Current());
 // x * sigmoid(x).
 Tensor Silu(Tensor x, Loc location = Loc::Current());
 // SwiGLU's activation: silu(gate) * up (two ops, silu and mul).

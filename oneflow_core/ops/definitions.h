@@ -68,6 +68,8 @@ absl::StatusOr<DType> CastTargetDType(const AttrMap& attrs);
 // Ring attention's ops (docs/context_parallelism.md): ring_attention.cc.
 OpDefinition RingShiftDefinition();
 OpDefinition RingCausalMaskDefinition();
+OpDefinition RingAttentionDefinition();
+OpDefinition RingAttentionGradDefinition();
 
 // Backward ops, added by gradient functions (oneflow_core/dsl/gradients/).
 // elementwise_grad.cc

@@ -46,6 +46,8 @@ const OpRegistry& OpRegistry::Get() {
       CastDefinition(),
       RingShiftDefinition(),
       RingCausalMaskDefinition(),
+      RingAttentionDefinition(),
+      RingAttentionGradDefinition(),
       // Backward ops.
       ReluGradDefinition(),
       GeluGradDefinition(),

@@ -1,4 +1,4 @@
-// The two ops ring attention adds (docs/context_parallelism.md):
+// The ops ring attention adds (docs/context_parallelism.md):
 //
 // ring_shift(x; axis, blocks, shift): x rolled by `shift` blocks of dim(axis) / blocks
 //   along `axis`: block r of the result is block (r - shift) mod blocks of x. Split S(axis)
@@ -15,6 +15,22 @@
 //   when the key lies after the query (j > r, or j == r and c > i). Block r is read as
 //   the LOGICAL index on `axis`, so any split of it gives the same result. fill = 0 is
 //   the op's gradient.
+//
+// ring_attention(q [..., blocks at `axis`, ..., group x s, hd], k, v [..., s, hd]; axis,
+//   step, scale, zigzag): one ring step of causal blockwise attention, fused so that what
+//   the causal mask hides is not computed (oneflow_core/ops/ring_blocks.h). Query block r
+//   (the LOGICAL index on `axis`) against key block j = (r - step) mod blocks, positions
+//   by RingPosition (contiguous or zig-zag blocks); query row i of a block is position
+//   i mod s (the groups of grouped-query attention stacked along the rows). out [...,
+//   group x s, hd + 1]: the softmax over the row's visible keys of scale x q.k times v,
+//   then the row's log-sum-exp of the visible scores (kMaskedRowLse where none is
+//   visible; the output is 0 there). Rows with no visible key and block pairs with no
+//   visible entry cost nothing.
+// ring_attention_grad(q, k, v, out, dout; the same attributes, wrt): the gradient of
+//   ring_attention with respect to q (wrt = 0), k (1) or v (2), given out and its
+//   gradient dout (the log-sum-exp's gradient in the last column), recomputing the
+//   probabilities from the saved log-sum-exp (flash attention's backward). Skips what the
+//   forward skipped.
 #include "absl/strings/str_cat.h"
 #include "oneflow_core/ops/definitions.h"
 #include "oneflow_core/ops/op_util.h"
@@ -82,7 +98,80 @@ std::vector<SbpSignature> RingCausalMaskSignatures(const std::vector<TensorType>
   return op_util::UnarySignatures(rank, GetFloatAttr(attrs, "fill", -1e9) == 0.0, {rank - 2, rank - 1});
 }
 
+absl::Status ExpectRingAttentionInputs(const std::vector<TensorType>& inputs, const AttrMap& attrs) {
+  const TensorType& q = inputs[0];
+  const TensorType& k = inputs[1];
+  const TensorType& v = inputs[2];
+  for (const auto& [name, type] : {std::pair<const char*, const TensorType&>{"q", q}, {"k", k}, {"v", v}}) {
+    OF_RETURN_IF_ERROR(op_util::ExpectRankAtLeast(name, type, 3));
+    OF_RETURN_IF_ERROR(op_util::ExpectFloating(name, type));
+  }
+  OF_RETURN_IF_ERROR(op_util::ExpectSameType("k", k, "v", v));
+  const int64_t rank = q.shape.rank();
+  bool same_leading = k.shape.rank() == rank;
+  for (int64_t a = 0; same_leading && a < rank - 2; ++a) same_leading = q.shape.dim(a) == k.shape.dim(a);
+  const int64_t rows = q.shape.dim(rank - 2), s = k.shape.dim(k.shape.rank() - 2);
+  if (!same_leading || q.shape.dim(rank - 1) != k.shape.dim(rank - 1) || s == 0 || rows % s != 0) {
+    return absl::InvalidArgumentError(absl::StrCat("q ", q.shape.ToString(), " and k ", k.shape.ToString(),
+                                                   " must be [..., group x s, hd] and [..., s, hd] with the same "
+                                                   "leading dimensions"));
+  }
+  OF_RETURN_IF_ERROR(AxisAttr(q, attrs, 2).status());
+  if (GetBoolAttr(attrs, "zigzag", false) && s % 2 != 0) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("zig-zag blocks hold two chunks each, but k's block of ", s, " positions is odd"));
+  }
+  if (GetIntAttr(attrs, "step", 0) < 0) {
+    return absl::InvalidArgumentError(absl::StrCat("attribute step=", GetIntAttr(attrs, "step", 0), " must be >= 0"));
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<std::vector<TensorType>> InferRingAttention(const std::vector<TensorType>& inputs,
+                                                           const AttrMap& attrs) {
+  OF_RETURN_IF_ERROR(ExpectRingAttentionInputs(inputs, attrs));
+  TensorType out = inputs[0];
+  const int64_t last = out.shape.rank() - 1;
+  out.shape.set_dim(last, out.shape.dim(last) + 1);  // hd outputs, then the log-sum-exp.
+  return std::vector<TensorType>{out};
+}
+
+absl::StatusOr<std::vector<TensorType>> InferRingAttentionGrad(const std::vector<TensorType>& inputs,
+                                                               const AttrMap& attrs) {
+  OF_RETURN_IF_ERROR(ExpectRingAttentionInputs(inputs, attrs));
+  OF_ASSIGN_OR_RETURN(const std::vector<TensorType> forward, InferRingAttention(inputs, attrs));
+  OF_RETURN_IF_ERROR(op_util::ExpectSameType("out", inputs[3], "forward output", forward[0]));
+  OF_RETURN_IF_ERROR(op_util::ExpectSameType("dout", inputs[4], "out", inputs[3]));
+  const int64_t wrt = GetIntAttr(attrs, "wrt", 0);
+  if (wrt < 0 || wrt > 2) {
+    return absl::InvalidArgumentError(absl::StrCat("attribute wrt=", wrt, " must be 0 (q), 1 (k) or 2 (v)"));
+  }
+  return std::vector<TensorType>{inputs[wrt]};
+}
+
+// Every input and output split alike on an axis before the rows (batch, heads, blocks),
+// or all whole. Not linear (softmax), and the rows stay whole (each row's softmax needs
+// all of its block's keys).
+std::vector<SbpSignature> RingAttentionSignatures(const std::vector<TensorType>& inputs, const AttrMap&) {
+  std::vector<SbpSignature> signatures;
+  const size_t arity = inputs.size();
+  signatures.push_back({std::vector<Sbp>(arity, Sbp::Broadcast()), {Sbp::Broadcast()}});
+  for (int64_t a = 0; a < inputs[0].shape.rank() - 2; ++a) {
+    signatures.push_back({std::vector<Sbp>(arity, Sbp::Split(a)), {Sbp::Split(a)}});
+  }
+  return signatures;
+}
+
 }  // namespace
+
+OpDefinition RingAttentionDefinition() {
+  return {"ring_attention", {"q", "k", "v"}, {"out"}, InferRingAttention, RingAttentionSignatures, "ring_attention"};
+}
+
+OpDefinition RingAttentionGradDefinition() {
+  return {"ring_attention_grad", {"q", "k", "v", "out", "dout"}, {"dx"}, InferRingAttentionGrad,
+          RingAttentionSignatures, "ring_attention_grad"};
+}
 
 OpDefinition RingShiftDefinition() {
   return {"ring_shift", {"x"}, {"out"}, InferRingShift, RingShiftSignatures, "ring_shift"};

@@ -7,6 +7,9 @@
 //   out[i]       = x[i] cos(theta_i) - x[i + d/2] sin(theta_i)
 //   out[i + d/2] = x[i + d/2] cos(theta_i) + x[i] sin(theta_i)
 // inverse = true rotates by -theta: the transpose of the rotation, hence the op's gradient.
+// zigzag_blocks = n > 0: the positions axis holds the sequence in the zig-zag order of n
+// blocks (oneflow_core/ops/ring_blocks.h, ring attention's load-balanced split), so
+// index i is position SequencePosition(i, length, n, true); 0: index i is position i.
 #include "absl/strings/str_cat.h"
 #include "oneflow_core/ops/definitions.h"
 #include "oneflow_core/ops/op_util.h"
@@ -29,6 +32,13 @@ absl::StatusOr<std::vector<TensorType>> InferRotaryEmbedding(
   const double base = GetFloatAttr(attrs, "base", 10000.0);
   if (!(base > 1)) {
     return absl::InvalidArgumentError(absl::StrCat("attribute base=", base, " must be > 1"));
+  }
+  const int64_t zigzag_blocks = GetIntAttr(attrs, "zigzag_blocks", 0);
+  const int64_t positions = x.shape.dim(x.shape.rank() - 2);
+  if (zigzag_blocks < 0 || (zigzag_blocks > 0 && positions % (2 * zigzag_blocks) != 0)) {
+    return absl::InvalidArgumentError(absl::StrCat("attribute zigzag_blocks=", zigzag_blocks, " must be 0 or split the ",
+                                                   positions, " positions of x ", x.shape.ToString(),
+                                                   " into 2 x zigzag_blocks equal chunks"));
   }
   return inputs;
 }

@@ -189,8 +189,15 @@ void AppendContextParallel(const proto::Plan& plan, std::string* out) {
   absl::StrAppend(out, "\ncontext-parallel attention (forward, per micro-batch)\n");
   std::vector<std::vector<std::string>> rows;
   for (const examples::CpLayerTraffic& layer : layers) {
-    rows.push_back({layer.block, layer.attention, absl::StrCat(layer.collectives, " collectives"),
-                    absl::StrCat(FormatBytes(layer.bytes_per_device), " per device")});
+    std::vector<std::string> row = {layer.block, layer.attention, absl::StrCat(layer.collectives, " collectives"),
+                                    absl::StrCat(FormatBytes(layer.bytes_per_device), " per device")};
+    // Ring: the tiles each cp rank computes (the causal mask's hidden ones skipped).
+    if (!layer.ring_tiles_per_rank.empty()) {
+      row.push_back(absl::StrCat(layer.ring_zigzag ? "zig-zag" : "contiguous", " tiles per rank ",
+                                 absl::StrJoin(layer.ring_tiles_per_rank, " "), " of ",
+                                 layer.ring_tiles_per_rank_total));
+    }
+    rows.push_back(std::move(row));
   }
   AppendTable(rows, "  ", out);
 }

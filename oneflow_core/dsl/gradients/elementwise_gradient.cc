@@ -88,7 +88,9 @@ std::vector<Tensor> IdentityGradient(const GradientContext& ctx) {
   auto pinned = ctx.attrs->find("hint_gradient");
   if (pinned != ctx.attrs->end() && std::holds_alternative<bool>(pinned->second) &&
       std::get<bool>(pinned->second)) {
-    const std::optional<NdSbp>& hint = x.graph()->tensor(ctx.outputs[0].id()).sbp_hint;
+    // A copy: AddSingleOutputOp below grows the graph's tensor table, which would leave a
+    // reference into it dangling (seen as an empty or garbage hint on dx).
+    const std::optional<NdSbp> hint = x.graph()->tensor(ctx.outputs[0].id()).sbp_hint;
     bool all_split = hint.has_value();
     for (int64_t a = 0; all_split && a < hint->size(); ++a) all_split = hint->at(a).is_split();
     if (all_split) {

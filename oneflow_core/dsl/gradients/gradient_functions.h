@@ -44,6 +44,7 @@ std::vector<Tensor> RotaryEmbeddingGradient(const GradientContext& ctx);
 std::vector<Tensor> SiluGradient(const GradientContext& ctx);
 std::vector<Tensor> RingShiftGradient(const GradientContext& ctx);
 std::vector<Tensor> RingCausalMaskGradient(const GradientContext& ctx);
+std::vector<Tensor> RingAttentionGradient(const GradientContext& ctx);
 // moe_gradient.cc
 std::vector<Tensor> MoeRouteGradient(const GradientContext& ctx);
 std::vector<Tensor> MoeDispatchGradient(const GradientContext& ctx);

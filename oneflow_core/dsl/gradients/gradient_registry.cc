@@ -40,6 +40,7 @@ const GradientFn* FindGradient(absl::string_view type) {
       {"rotary_embedding", g::RotaryEmbeddingGradient},
       {"ring_shift", g::RingShiftGradient},
       {"ring_causal_mask", g::RingCausalMaskGradient},
+      {"ring_attention", g::RingAttentionGradient},
       {"silu", g::SiluGradient},
       // No gradient into probs (piecewise constant), listed so `dropped` may reach a loss.
       {"moe_route", g::MoeRouteGradient},

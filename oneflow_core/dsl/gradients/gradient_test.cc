@@ -137,9 +137,16 @@ std::vector<GradCase> Cases() {
       {"rms_norm", {{Shape{2, 3, 4}, f}, {Shape{4}, f}}, {}},
       {"rotary_embedding", {{Shape{2, 5, 6}, f}}, {{"base", 100.0}}},
       {"rotary_embedding", {{Shape{2, 3, 4, 4}, f}}, {{"base", 10000.0}, {"inverse", true}}},
+      {"rotary_embedding", {{Shape{2, 8, 4}, f}}, {{"base", 100.0}, {"zigzag_blocks", int64_t{2}}}},
       {"silu", {{Shape{3, 4}, f}}, {}},
       {"ring_shift", {{Shape{2, 6, 2}, f}}, {{"axis", int64_t{1}}, {"blocks", int64_t{3}}, {"shift", int64_t{1}}}},
       {"ring_causal_mask", {{Shape{2, 2, 3, 3}, f}}, {{"axis", int64_t{1}}, {"step", int64_t{1}}, {"fill", -3.0}}},
+      // Ring step 0 (every query row sees a key: a row that sees none has the constant lse
+      // -1e9, which would swamp the loss's differences), zig-zag blocks of 2 chunks.
+      {"ring_attention", {{Shape{2, 2, 4, 3}, f}, {Shape{2, 2, 2, 3}, f}, {Shape{2, 2, 2, 3}, f}},
+       {{"axis", int64_t{1}}, {"step", int64_t{0}}, {"scale", 0.6}, {"zigzag", true}}},
+      {"ring_attention", {{Shape{2, 3, 3, 2}, f}, {Shape{2, 3, 3, 2}, f}, {Shape{2, 3, 3, 2}, f}},
+       {{"axis", int64_t{1}}, {"step", int64_t{0}}, {"scale", 0.6}, {"zigzag", false}}},
       {"slice", {{Shape{3, 5}, f}}, {{"begin", Ints{1, 1}}, {"end", Ints{3, 4}}}},
       {"concat", {{Shape{3, 2}, f}, {Shape{3, 4}, f}}, {{"axis", int64_t{1}}}},
       {"concat", {{Shape{1, 4}, f}, {Shape{2, 4}, f}}, {{"axis", int64_t{0}}}},

@@ -14,8 +14,9 @@ std::vector<Tensor> RmsNormGradient(const GradientContext& ctx) {
 }
 
 std::vector<Tensor> RotaryEmbeddingGradient(const GradientContext& ctx) {
-  return {RotaryEmbedding(ctx.output_grads[0], GetFloatAttr(*ctx.attrs, "base", 10000.0),
-                          !GetBoolAttr(*ctx.attrs, "inverse", false), ctx.location)};
+  return {ZigZagRotaryEmbedding(ctx.output_grads[0], GetFloatAttr(*ctx.attrs, "base", 10000.0),
+                                GetIntAttr(*ctx.attrs, "zigzag_blocks", 0), !GetBoolAttr(*ctx.attrs, "inverse", false),
+                                ctx.location)};
 }
 
 // Blocks passed `shift` places on around the ring come back the other way.
@@ -28,6 +29,20 @@ std::vector<Tensor> RingShiftGradient(const GradientContext& ctx) {
 std::vector<Tensor> RingCausalMaskGradient(const GradientContext& ctx) {
   return {RingCausalMask(ctx.output_grads[0], GetIntAttr(*ctx.attrs, "axis", 0), GetIntAttr(*ctx.attrs, "step", 0),
                          /*fill=*/0.0, ctx.location)};
+}
+
+// Recomputes the step's probabilities from its saved log-sum-exp (the out's last column);
+// one op per input gradient, each skipping what the forward skipped.
+std::vector<Tensor> RingAttentionGradient(const GradientContext& ctx) {
+  const AttrMap& attrs = *ctx.attrs;
+  std::vector<Tensor> grads;
+  for (int64_t wrt = 0; wrt < 3; ++wrt) {
+    grads.push_back(RingAttentionStepGrad(ctx.inputs[0], ctx.inputs[1], ctx.inputs[2], ctx.outputs[0],
+                                          ctx.output_grads[0], GetIntAttr(attrs, "axis", 0),
+                                          GetIntAttr(attrs, "step", 0), GetFloatAttr(attrs, "scale", 1.0),
+                                          GetBoolAttr(attrs, "zigzag", false), wrt, ctx.location));
+  }
+  return grads;
 }
 
 std::vector<Tensor> SiluGradient(const GradientContext& ctx) {

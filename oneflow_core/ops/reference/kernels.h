@@ -105,6 +105,8 @@ Outputs SiluGrad(const KernelArgs& args);
 // ring_attention.cc
 Outputs RingShift(const KernelArgs& args);
 Outputs RingCausalMask(const KernelArgs& args);
+Outputs RingAttention(const KernelArgs& args);
+Outputs RingAttentionGrad(const KernelArgs& args);
 // optimizer.cc
 Outputs SgdUpdate(const KernelArgs& args);
 Outputs AdamWUpdate(const KernelArgs& args);

@@ -51,6 +51,8 @@ const std::map<std::string, reference::Kernel>& Kernels() {
       {"rotary_embedding", r::RotaryEmbedding},
       {"ring_shift", r::RingShift},
       {"ring_causal_mask", r::RingCausalMask},
+      {"ring_attention", r::RingAttention},
+      {"ring_attention_grad", r::RingAttentionGrad},
       {"silu", r::Silu},
       {"cast", r::Cast},
       {"relu_grad", r::ReluGrad},

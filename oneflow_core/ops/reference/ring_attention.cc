@@ -1,6 +1,11 @@
-// Reference kernels of ring_shift and ring_causal_mask (oneflow_core/ops/ring_attention.cc).
+// Reference kernels of ring_shift, ring_causal_mask and ring_attention
+// (oneflow_core/ops/ring_attention.cc).
+#include <cmath>
+#include <limits>
+
 #include "absl/strings/str_cat.h"
 #include "oneflow_core/ops/reference/kernels.h"
+#include "oneflow_core/ops/ring_blocks.h"
 
 namespace oneflow {
 namespace reference {
@@ -51,6 +56,126 @@ Outputs RingCausalMask(const KernelArgs& args) {
     if (key_block > query_block || (key_block == query_block && column > row)) out.values[i] = fill;
   }
   return std::vector<Dense>{out};
+}
+
+namespace {
+
+// One ring step's attention for every query row, dense: each (query, key) entry is
+// visible when the key's logical position is at or before the query's (no tiles, no
+// skipping: the reference the CPU kernel's skipping is checked against). Calls
+// `row_fn(q_row, k_base, v_base, visible, probs, lse)` per row with at least one visible key.
+struct RingGeometry {
+  int64_t rank, rows, s, hd, blocks, axis, step;
+  bool zigzag;
+  double scale;
+};
+
+RingGeometry GeometryOf(const KernelArgs& args) {
+  const Dense& q = args.in(0);
+  const Dense& k = args.in(1);
+  RingGeometry g;
+  g.rank = q.shape.rank();
+  g.rows = q.shape.dim(g.rank - 2);
+  g.s = k.shape.dim(g.rank - 2);
+  g.hd = q.shape.dim(g.rank - 1);
+  g.axis = GetIntAttr(args.attrs, "axis", 0);
+  g.step = GetIntAttr(args.attrs, "step", 0);
+  g.zigzag = GetBoolAttr(args.attrs, "zigzag", false);
+  g.scale = GetFloatAttr(args.attrs, "scale", 1.0);
+  g.blocks = args.input_layouts[0].logical.dim(g.axis);
+  return g;
+}
+
+// For each leading index (every axis before the rows) and query row: the visible keys'
+// probabilities (softmax over them of scale x q.k) and the log-sum-exp.
+template <typename RowFn>
+void ForEachRow(const KernelArgs& args, const RingGeometry& g, RowFn row_fn) {
+  const Dense& q = args.in(0);
+  const Dense& k = args.in(1);
+  const int64_t leading = q.shape.NumElements() / (g.rows * g.hd);
+  std::vector<int64_t> leading_dims(q.shape.dims().begin(), q.shape.dims().end() - 2);
+  const Shape leading_shape(leading_dims);
+  const int64_t begin = args.input_layouts[0].slice.range(g.axis).begin;
+  for (int64_t l = 0; l < leading; ++l) {
+    const int64_t query_block = Unravel(l, leading_shape)[g.axis] + begin;
+    const int64_t key_block = RingKeyBlock(query_block, g.step, g.blocks);
+    for (int64_t r = 0; r < g.rows; ++r) {
+      const int64_t query = RingPosition(query_block, r % g.s, g.s, g.blocks, g.zigzag);
+      std::vector<double> scores(g.s, -std::numeric_limits<double>::infinity());
+      std::vector<bool> visible(g.s, false);
+      double max = -std::numeric_limits<double>::infinity();
+      for (int64_t c = 0; c < g.s; ++c) {
+        if (RingPosition(key_block, c, g.s, g.blocks, g.zigzag) > query) continue;
+        visible[c] = true;
+        double dot = 0;
+        for (int64_t d = 0; d < g.hd; ++d) {
+          dot += q.values[(l * g.rows + r) * g.hd + d] * k.values[(l * g.s + c) * g.hd + d];
+        }
+        scores[c] = g.scale * dot;
+        max = std::max(max, scores[c]);
+      }
+      if (max == -std::numeric_limits<double>::infinity()) continue;
+      double sum = 0;
+      for (int64_t c = 0; c < g.s; ++c) sum += visible[c] ? std::exp(scores[c] - max) : 0.0;
+      std::vector<double> probs(g.s, 0.0);
+      for (int64_t c = 0; c < g.s; ++c) probs[c] = visible[c] ? std::exp(scores[c] - max) / sum : 0.0;
+      row_fn(l, r, probs, max + std::log(sum));
+    }
+  }
+}
+
+}  // namespace
+
+Outputs RingAttention(const KernelArgs& args) {
+  const RingGeometry g = GeometryOf(args);
+  const Dense& v = args.in(2);
+  Dense out = args.NewOutput(0);
+  const int64_t width = g.hd + 1;
+  const int64_t leading = args.in(0).shape.NumElements() / (g.rows * g.hd);
+  for (int64_t l = 0; l < leading; ++l) {
+    for (int64_t r = 0; r < g.rows; ++r) out.values[(l * g.rows + r) * width + g.hd] = kMaskedRowLse;
+  }
+  ForEachRow(args, g, [&](int64_t l, int64_t r, const std::vector<double>& probs, double lse) {
+    double* row = &out.values[(l * g.rows + r) * width];
+    for (int64_t c = 0; c < g.s; ++c) {
+      for (int64_t d = 0; d < g.hd; ++d) row[d] += probs[c] * v.values[(l * g.s + c) * g.hd + d];
+    }
+    row[g.hd] = lse;
+  });
+  return std::vector<Dense>{out};
+}
+
+// d score_c = p_c (dout.v_c - dout.out + dlse); dq = scale sum_c dscore_c k_c, dk_c =
+// scale dscore_c q, dv_c = p_c dout.
+Outputs RingAttentionGrad(const KernelArgs& args) {
+  const RingGeometry g = GeometryOf(args);
+  const Dense& q = args.in(0);
+  const Dense& k = args.in(1);
+  const Dense& v = args.in(2);
+  const Dense& out = args.in(3);
+  const Dense& dout = args.in(4);
+  const int64_t wrt = GetIntAttr(args.attrs, "wrt", 0);
+  Dense dx = args.NewOutput(0);
+  const int64_t width = g.hd + 1;
+  ForEachRow(args, g, [&](int64_t l, int64_t r, std::vector<double> probs, double lse) {
+    const double* dy = &dout.values[(l * g.rows + r) * width];
+    // The probabilities from the log-sum-exp `out` holds (the op's definition).
+    for (double& p : probs) p *= std::exp(lse - out.values[(l * g.rows + r) * width + g.hd]);
+    double dot_out = 0;
+    for (int64_t d = 0; d < g.hd; ++d) dot_out += dy[d] * out.values[(l * g.rows + r) * width + d];
+    for (int64_t c = 0; c < g.s; ++c) {
+      if (probs[c] == 0) continue;
+      double dp = 0;
+      for (int64_t d = 0; d < g.hd; ++d) dp += dy[d] * v.values[(l * g.s + c) * g.hd + d];
+      const double dscore = probs[c] * (dp - dot_out + dy[g.hd]);
+      for (int64_t d = 0; d < g.hd; ++d) {
+        if (wrt == 0) dx.values[(l * g.rows + r) * g.hd + d] += g.scale * dscore * k.values[(l * g.s + c) * g.hd + d];
+        if (wrt == 1) dx.values[(l * g.s + c) * g.hd + d] += g.scale * dscore * q.values[(l * g.rows + r) * g.hd + d];
+        if (wrt == 2) dx.values[(l * g.s + c) * g.hd + d] += probs[c] * dy[d];
+      }
+    }
+  });
+  return std::vector<Dense>{dx};
 }
 
 }  // namespace reference

@@ -4,6 +4,7 @@
 #include <cmath>
 
 #include "oneflow_core/ops/reference/kernels.h"
+#include "oneflow_core/ops/ring_blocks.h"
 
 namespace oneflow {
 namespace reference {
@@ -20,7 +21,9 @@ Outputs RotaryEmbedding(const KernelArgs& args) {
   const int64_t rows = d == 0 ? 0 : x.shape.NumElements() / d;
   Dense out = x;
   for (int64_t row = 0; row < rows; ++row) {
-    const double p = static_cast<double>(first_position + row % positions);
+    const int64_t zigzag_blocks = GetIntAttr(args.attrs, "zigzag_blocks", 0);
+    const double p = static_cast<double>(SequencePosition(
+        first_position + row % positions, args.input_layouts[0].logical.dim(rank - 2), zigzag_blocks, zigzag_blocks > 0));
     const double* v = &x.values[row * d];
     double* o = &out.values[row * d];
     for (int64_t i = 0; i < half; ++i) {
