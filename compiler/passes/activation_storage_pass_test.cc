@@ -14,26 +14,6 @@
 namespace oneflow {
 namespace {
 
-// Two layers on two devices (data parallel): matmul -> bias_add -> relu (fused by
-// epilogue_fusion into one fused_matmul_bias writing relu_2), a second matmul, the loss.
-constexpr char kTwoLayers[] = R"(graph two_layers
-placement cpu{0:0-1}
-source data synthetic_classification seed=1 num_classes=4
-%x = input f32[4, 8] source=data
-%labels = input i32[4] source=data
-%w1 = variable f32[8, 8] init=xavier_uniform seed=1
-%b1 = variable f32[8] init=zeros
-%w2 = variable f32[8, 4] init=xavier_uniform seed=2
-%matmul_0 = matmul(a=%x, b=%w1) f32[4, 8]
-%bias_add_1 = bias_add(x=%matmul_0, bias=%b1) f32[4, 8]
-%relu_2 = relu(x=%bias_add_1) f32[4, 8]
-%matmul_3 = matmul(a=%relu_2, b=%w2) f32[4, 4]
-%sparse_softmax_cross_entropy_4 = sparse_softmax_cross_entropy(logits=%matmul_3, labels=%labels) f32[4]
-%reduce_mean_5 = reduce_mean(x=%sparse_softmax_cross_entropy_4, axes=[], keep_dims=false) f32[]
-optimizer sgd lr=0.1 momentum=0.0
-loss %reduce_mean_5
-)";
-
 CompileOptions Options(Precision precision) {
   CompileOptions options = TwoDeviceOptions();
   options.precision = precision;
@@ -41,7 +21,7 @@ CompileOptions Options(Precision precision) {
 }
 
 TEST(ActivationStoragePassTest, Fp32ChangesNothing) {
-  absl::StatusOr<PassTexts> texts = RunThroughPass(kTwoLayers, "activation_storage", Options(Precision::kFp32));
+  absl::StatusOr<PassTexts> texts = RunThroughPass(kTwoDeviceTwoLayerGraph, "activation_storage", Options(Precision::kFp32));
   ASSERT_TRUE(texts.ok()) << texts.status();
   EXPECT_EQ(texts->before, texts->after);
 }
@@ -52,7 +32,7 @@ TEST(ActivationStoragePassTest, Fp32ChangesNothing) {
 // and widened before its first backward reader, which with the later backward readers
 // now reads the widened copy. x (an input), the weights and the loss are not activations.
 TEST(ActivationStoragePassTest, Bf16StoresWhatBackwardReads) {
-  absl::StatusOr<PassTexts> texts = RunThroughPass(kTwoLayers, "activation_storage", Options(Precision::kBf16));
+  absl::StatusOr<PassTexts> texts = RunThroughPass(kTwoDeviceTwoLayerGraph, "activation_storage", Options(Precision::kBf16));
   ASSERT_TRUE(texts.ok()) << texts.status();
   EXPECT_EQ(ChangedLines(*texts),
             "- %reduce_mean_5_grad/broadcast_like_7: f32[4] S(0) = broadcast_like(x=%reduce_mean_5_grad/ones_like_6:B, like=%sparse_softmax_cross_entropy_4:S(0)) @0\n"
@@ -75,7 +55,7 @@ TEST(ActivationStoragePassTest, Bf16StoresWhatBackwardReads) {
 // The compiled plan: the stored activations' registers are bf16, sized 2 bytes an
 // element, which the verifier checks (a bf16 register sized as f32 is refused).
 TEST(ActivationStoragePassTest, Bf16RegistersAreSizedByTheirDtype) {
-  absl::StatusOr<proto::Job> job = JobFromText(kTwoLayers);
+  absl::StatusOr<proto::Job> job = JobFromText(kTwoDeviceTwoLayerGraph);
   ASSERT_TRUE(job.ok()) << job.status();
   absl::StatusOr<proto::Plan> plan = Compile(*job, Options(Precision::kBf16));
   ASSERT_TRUE(plan.ok()) << plan.status();

@@ -61,6 +61,31 @@ optimizer sgd lr=0.1 momentum=0.9
 loss %reduce_mean_2
 )";
 
+// Two layers: matmul -> bias_add -> relu (epilogue_fusion fuses them into one
+// fused_matmul_bias writing relu_2), a classifier matmul, cross entropy and its mean,
+// trained with SGD, on one device and on two (data parallel): the epilogue_fusion,
+// precision and activation_storage pass tests.
+#define ONEFLOW_TWO_LAYER_GRAPH_BODY \
+  "source data synthetic_classification seed=1 num_classes=4\n" \
+  "%x = input f32[4, 8] source=data\n" \
+  "%labels = input i32[4] source=data\n" \
+  "%w1 = variable f32[8, 8] init=xavier_uniform seed=1\n" \
+  "%b1 = variable f32[8] init=zeros\n" \
+  "%w2 = variable f32[8, 4] init=xavier_uniform seed=2\n" \
+  "%matmul_0 = matmul(a=%x, b=%w1) f32[4, 8]\n" \
+  "%bias_add_1 = bias_add(x=%matmul_0, bias=%b1) f32[4, 8]\n" \
+  "%relu_2 = relu(x=%bias_add_1) f32[4, 8]\n" \
+  "%matmul_3 = matmul(a=%relu_2, b=%w2) f32[4, 4]\n" \
+  "%sparse_softmax_cross_entropy_4 = sparse_softmax_cross_entropy(logits=%matmul_3, labels=%labels) f32[4]\n" \
+  "%reduce_mean_5 = reduce_mean(x=%sparse_softmax_cross_entropy_4, axes=[], keep_dims=false) f32[]\n" \
+  "optimizer sgd lr=0.1 momentum=0.0\n" \
+  "loss %reduce_mean_5\n"
+inline constexpr char kOneDeviceTwoLayerGraph[] =
+    "graph two_layers\nplacement cpu{0:0}\n" ONEFLOW_TWO_LAYER_GRAPH_BODY;
+inline constexpr char kTwoDeviceTwoLayerGraph[] =
+    "graph two_layers\nplacement cpu{0:0-1}\n" ONEFLOW_TWO_LAYER_GRAPH_BODY;
+#undef ONEFLOW_TWO_LAYER_GRAPH_BODY
+
 // OneDeviceOptions with two devices on the node (for kTwoDeviceLinearGraph).
 CompileOptions TwoDeviceOptions();
 

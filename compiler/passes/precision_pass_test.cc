@@ -6,34 +6,15 @@
 #include <string>
 
 #include "compiler/compiler.h"
+#include "compiler/passes/pass_test_util.h"
 #include "gtest/gtest.h"
 #include "oneflow_core/dsl/text/graph_text.h"
 
 namespace oneflow {
 namespace {
 
-// matmul -> bias_add -> relu (fused by epilogue_fusion into one fused_matmul_bias writing
-// relu_2), then a second matmul and the loss.
-constexpr char kTwoLayers[] = R"(graph two_layers
-placement cpu{0:0}
-source data synthetic_classification seed=1 num_classes=4
-%x = input f32[4, 8] source=data
-%labels = input i32[4] source=data
-%w1 = variable f32[8, 8] init=xavier_uniform seed=1
-%b1 = variable f32[8] init=zeros
-%w2 = variable f32[8, 4] init=xavier_uniform seed=2
-%matmul_0 = matmul(a=%x, b=%w1) f32[4, 8]
-%bias_add_1 = bias_add(x=%matmul_0, bias=%b1) f32[4, 8]
-%relu_2 = relu(x=%bias_add_1) f32[4, 8]
-%matmul_3 = matmul(a=%relu_2, b=%w2) f32[4, 4]
-%sparse_softmax_cross_entropy_4 = sparse_softmax_cross_entropy(logits=%matmul_3, labels=%labels) f32[4]
-%reduce_mean_5 = reduce_mean(x=%sparse_softmax_cross_entropy_4, axes=[], keep_dims=false) f32[]
-optimizer sgd lr=0.1 momentum=0.0
-loss %reduce_mean_5
-)";
-
 absl::StatusOr<proto::Plan> CompileText(Precision precision, std::string* dump) {
-  absl::StatusOr<std::unique_ptr<Graph>> graph = ParseGraphText(kTwoLayers);
+  absl::StatusOr<std::unique_ptr<Graph>> graph = ParseGraphText(kOneDeviceTwoLayerGraph);
   if (!graph.ok()) return graph.status();
   absl::StatusOr<proto::Job> job = (*graph)->Build();
   if (!job.ok()) return job.status();
