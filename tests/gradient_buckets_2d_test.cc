@@ -18,6 +18,7 @@
 #include "examples/common/compile_driver.h"
 #include "examples/gpt/gpt_model.h"
 #include "gtest/gtest.h"
+#include "tests/plan_losses.h"
 
 namespace oneflow {
 namespace {
@@ -130,24 +131,11 @@ TEST(GradientBuckets2dTest, TheDemoPlansCrossNodeReductionsRideInBuckets) {
   EXPECT_EQ(on.devices(0).bytes_sent_per_iter(), off.devices(0).bytes_sent_per_iter());
 }
 
-std::vector<float> Losses(const proto::Plan& plan, int64_t iterations) {
-  actors::TrainOptions options;
-  options.node = -1;
-  options.iterations = iterations;
-  absl::StatusOr<actors::TrainResult> result = actors::TrainPlan(plan, options);
-  EXPECT_TRUE(result.ok()) << result.status();
-  std::vector<float> losses;
-  if (result.ok()) {
-    for (const actors::IterationMetrics& m : result->iterations) losses.push_back(m.loss);
-  }
-  return losses;
-}
-
 // The demo plan with its 2-D buckets (and with a limit small enough for several buckets
 // per axis and level) trains like one device.
 TEST(GradientBuckets2dTest, TheDemoPlanTrainsLikeOneDevice) {
   constexpr int64_t kIterations = 3;
-  const std::vector<float> reference = Losses(CompileDemo(1, 1, 1, 25), kIterations);
+  const std::vector<float> reference = testing::TrainedLosses(CompileDemo(1, 1, 1, 25), kIterations);
   ASSERT_EQ(reference.size(), kIterations);
   EXPECT_LT(reference.back(), reference.front());
   for (double bucket_mb : {25.0, 0.005}) {
@@ -156,7 +144,7 @@ TEST(GradientBuckets2dTest, TheDemoPlanTrainsLikeOneDevice) {
       // 5 KiB: the 1 KiB layer-norm gradients in several buckets on each axis.
       EXPECT_GE(plan.buckets_size(), 4);
     }
-    const std::vector<float> losses = Losses(plan, kIterations);
+    const std::vector<float> losses = testing::TrainedLosses(plan, kIterations);
     ASSERT_EQ(losses.size(), kIterations);
     for (int64_t i = 0; i < kIterations; ++i) {
       EXPECT_LE(std::abs(losses[i] - reference[i]), 1e-4 * std::abs(reference[i]))

@@ -13,6 +13,7 @@
 #include "actors/trace.h"
 #include "compiler/compiler.h"
 #include "plan/plan_verifier.h"
+#include "tests/plan_losses.h"
 #include "examples/gpt/gpt_model.h"
 #include "gtest/gtest.h"
 
@@ -201,23 +202,10 @@ examples::GptConfig SmallGpt() {
   return config;
 }
 
-std::vector<float> Losses(const proto::Plan& plan, int64_t iterations) {
-  actors::TrainOptions options;
-  options.node = -1;
-  options.iterations = iterations;
-  absl::StatusOr<actors::TrainResult> result = actors::TrainPlan(plan, options);
-  EXPECT_TRUE(result.ok()) << result.status();
-  std::vector<float> losses;
-  if (result.ok()) {
-    for (const actors::IterationMetrics& m : result->iterations) losses.push_back(m.loss);
-  }
-  return losses;
-}
-
 // dp=2 and dp=3 (uneven batch) with buckets off, one bucket, and several small ones.
 TEST(GradientBucketsTest, LossesEqualOneDeviceWithBucketsOnAndOff) {
   constexpr int64_t kIterations = 4;
-  const std::vector<float> reference = Losses(CompileGpt(SmallGpt(), 1, 25), kIterations);
+  const std::vector<float> reference = testing::TrainedLosses(CompileGpt(SmallGpt(), 1, 25), kIterations);
   ASSERT_EQ(reference.size(), kIterations);
   for (int64_t dp : {2, 3}) {
     for (double bucket_mb : {0.0, 25.0, 0.004}) {
@@ -225,7 +213,7 @@ TEST(GradientBucketsTest, LossesEqualOneDeviceWithBucketsOnAndOff) {
       if (bucket_mb == 0.004) {
         EXPECT_GE(plan.buckets_size(), 3) << "dp " << dp;
       }
-      const std::vector<float> losses = Losses(plan, kIterations);
+      const std::vector<float> losses = testing::TrainedLosses(plan, kIterations);
       ASSERT_EQ(losses.size(), kIterations);
       for (int64_t i = 0; i < kIterations; ++i) {
         EXPECT_LE(std::abs(losses[i] - reference[i]), 1e-4 * std::abs(reference[i]))

@@ -16,6 +16,7 @@
 #include "examples/mlp/mlp_model.h"
 #include "gtest/gtest.h"
 #include "plan/plan_verifier.h"
+#include "tests/plan_losses.h"
 
 namespace oneflow {
 namespace {
@@ -73,19 +74,6 @@ proto::Plan CompileModel(Model model, const Layout& layout, double bucket_mb) {
   return plan.ok() ? *plan : proto::Plan();
 }
 
-std::vector<float> Losses(const proto::Plan& plan, int64_t iterations) {
-  actors::TrainOptions options;
-  options.node = -1;
-  options.iterations = iterations;
-  absl::StatusOr<actors::TrainResult> result = actors::TrainPlan(plan, options);
-  EXPECT_TRUE(result.ok()) << result.status();
-  std::vector<float> losses;
-  if (result.ok()) {
-    for (const actors::IterationMetrics& m : result->iterations) losses.push_back(m.loss);
-  }
-  return losses;
-}
-
 // Collectives device 0 issues per iteration of `kind` (each actor issues one per act).
 int CollectivesOnDeviceZero(const proto::Plan& plan, proto::CollectiveKind kind) {
   int count = 0;
@@ -119,7 +107,7 @@ TEST(GradientBucketsZeroTest, ReduceScatterBucketsTrainLikeOneDevice) {
   constexpr int64_t kIterations = 3;
   for (Model model : {Model::kGpt, Model::kMlp}) {
     const char* model_name = model == Model::kGpt ? "gpt" : "mlp";
-    const std::vector<float> reference = Losses(CompileModel(model, Layout{}, 25), kIterations);
+    const std::vector<float> reference = testing::TrainedLosses(CompileModel(model, Layout{}, 25), kIterations);
     ASSERT_EQ(reference.size(), kIterations) << model_name;
     EXPECT_LT(reference.back(), reference.front()) << model_name;
     for (const Layout& layout : kLayouts) {
@@ -136,7 +124,7 @@ TEST(GradientBucketsZeroTest, ReduceScatterBucketsTrainLikeOneDevice) {
       EXPECT_EQ(on.devices(0).bytes_sent_per_iter(), off.devices(0).bytes_sent_per_iter()) << name;
       for (double bucket_mb : {25.0, 0.002}) {
         const proto::Plan plan = bucket_mb == 25.0 ? on : CompileModel(model, layout, bucket_mb);
-        const std::vector<float> losses = Losses(plan, kIterations);
+        const std::vector<float> losses = testing::TrainedLosses(plan, kIterations);
         ASSERT_EQ(losses.size(), kIterations) << name;
         for (int64_t i = 0; i < kIterations; ++i) {
           EXPECT_LE(std::abs(losses[i] - reference[i]), 1e-4 * std::abs(reference[i]))

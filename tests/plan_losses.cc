@@ -1,0 +1,22 @@
+#include "tests/plan_losses.h"
+
+#include "absl/status/statusor.h"
+#include "actors/runtime.h"
+#include "gtest/gtest.h"
+
+namespace oneflow::testing {
+
+std::vector<float> TrainedLosses(const proto::Plan& plan, int64_t iterations) {
+  actors::TrainOptions options;
+  options.node = -1;
+  options.iterations = iterations;
+  absl::StatusOr<actors::TrainResult> result = actors::TrainPlan(plan, options);
+  EXPECT_TRUE(result.ok()) << result.status();
+  std::vector<float> losses;
+  if (result.ok()) {
+    for (const actors::IterationMetrics& m : result->iterations) losses.push_back(m.loss);
+  }
+  return losses;
+}
+
+}  // namespace oneflow::testing
