@@ -35,6 +35,7 @@
 #include <chrono>
 #include <cstdio>
 #include <map>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -64,6 +65,9 @@ ABSL_FLAG(std::string, text_file, "",
           "train on this file's bytes (empty: the synthetic tokens, which the gpt learns to a loss near 0)");
 ABSL_FLAG(std::string, modes, "int4+g128,int4,int4+ef,int4+grad,int8",
           "modes besides dense (which always runs first), comma separated");
+ABSL_FLAG(bool, list_boxings, false,
+          "print one JSON line per compressed step of the first mode's plan (tensor, producer, consumer, kind, "
+          "role) before training");
 
 namespace oneflow {
 namespace {
@@ -82,7 +86,10 @@ struct Mode {
   CompressionKind codec = CompressionKind::kNone;
   int64_t group_size = 0;  // 0: the policy's (int4 32, int8 128)
   bool hadamard = false;
-  bool gradients_only = false;
+  bool gradients_only = false;  // roles == {grad}
+  // Which compressed steps keep their codec, by the role of the tensor (RoleOf); the
+  // others run dense. Empty: every one (no fwd / bwd / grad option given).
+  std::set<std::string> roles;
   bool error_feedback = false;
   bool stochastic_rounding = false;
   bool stochastic_gradients_only = false;
@@ -103,7 +110,7 @@ absl::StatusOr<Mode> ParseMode(const std::string& text) {
   } else {
     return absl::InvalidArgumentError(absl::StrCat("--modes: unknown mode '", text,
                                                    "'; valid: dense, or int4 / int8 followed by +gN, +had, +grad, "
-                                                   "+ef, +sr, +srg (e.g. int4+g32+had+grad), or int4_ef, int4_grad, "
+                                                   "+fwd, +bwd, +ef, +sr, +srg (e.g. int4+g32+had+grad), or int4_ef, int4_grad, "
                                                    "int4_grad_ef"));
   }
   for (size_t i = 1; i < parts.size(); ++i) {
@@ -112,6 +119,9 @@ absl::StatusOr<Mode> ParseMode(const std::string& text) {
       mode.hadamard = true;
     } else if (part == "grad") {
       mode.gradients_only = true;
+      mode.roles.insert(part);
+    } else if (part == "fwd" || part == "bwd") {
+      mode.roles.insert(part);
     } else if (part == "ef") {
       mode.error_feedback = true;
     } else if (part == "sr") {
@@ -123,10 +133,38 @@ absl::StatusOr<Mode> ParseMode(const std::string& text) {
                mode.group_size >= 1) {
     } else {
       return absl::InvalidArgumentError(
-          absl::StrCat("--modes: '", text, "': unknown option '", part, "'; valid: gN (N >= 1), had, grad, ef, sr, srg"));
+          absl::StrCat("--modes: '", text, "': unknown option '", part, "'; valid: gN (N >= 1), had, fwd, bwd, grad, ef, sr, srg"));
     }
   }
   return mode;
+}
+
+// The role of a compressed step's tensor: "grad" for a variable's gradient (the compiler
+// marks those reductions with error feedback, which Run always asks for and then clears
+// unless the mode has ef), "bwd" for another tensor of backward (autodiff names its ops
+// "<forward op>_grad/<op>"), "fwd" for a forward activation.
+std::string RoleOf(const proto::BoxingDef& boxing, const proto::BoxingStepDef& step) {
+  if (step.compression().error_feedback()) return "grad";
+  if (boxing.producer_op().find("_grad/") != std::string::npos) return "bwd";
+  return "fwd";
+}
+
+// The compressed steps of a plan, one JSON line each, to see which tensors compress.
+void ListBoxings(const proto::Plan& plan) {
+  static bool listed = false;
+  if (listed) return;
+  listed = true;
+  for (const proto::BoxingDef& boxing : plan.boxings()) {
+    for (const proto::BoxingStepDef& step : boxing.steps()) {
+      if (step.compression().kind() == proto::Compression::NONE) continue;
+      printf("{\"boxing\":\"%s\",\"producer\":\"%s\",\"consumer\":\"%s\",\"step\":\"%s\",\"axis\":%lld,"
+             "\"bytes_per_device\":%lld,\"role\":\"%s\"}\n",
+             boxing.tensor().c_str(), boxing.producer_op().c_str(), boxing.consumer_op().c_str(),
+             proto::BoxingStepKind_Name(step.kind()).c_str(), static_cast<long long>(step.hierarchy_axis()),
+             static_cast<long long>(step.dense_bytes_per_device()),
+             RoleOf(boxing, step).c_str());
+    }
+  }
 }
 
 absl::StatusOr<Curve> Run(const proto::Job& job, const examples::ParallelLayout& layout, const Mode& mode) {
@@ -142,13 +180,17 @@ absl::StatusOr<Curve> Run(const proto::Job& job, const examples::ParallelLayout&
   }
   if (mode.stochastic_rounding) options.codec_rounding = proto::Compression::STOCHASTIC;
   // grad and srg find the gradient reductions by the mark error feedback puts on them.
-  options.error_feedback = mode.error_feedback || mode.gradients_only || mode.stochastic_gradients_only;
+  options.error_feedback = true;
   absl::StatusOr<proto::Plan> plan = Compile(job, options);
   if (!plan.ok()) return plan.status();
-  if (mode.gradients_only || mode.hadamard || options.error_feedback != mode.error_feedback) {
+  if (absl::GetFlag(FLAGS_list_boxings) && mode.codec != CompressionKind::kNone) ListBoxings(*plan);
+  if (!mode.roles.empty() || mode.hadamard || options.error_feedback != mode.error_feedback) {
     for (proto::BoxingDef& boxing : *plan->mutable_boxings()) {
       for (proto::BoxingStepDef& step : *boxing.mutable_steps()) {
-        if (mode.gradients_only && !step.compression().error_feedback()) step.clear_compression();
+        if (!mode.roles.empty() && step.compression().kind() != proto::Compression::NONE &&
+            mode.roles.count(RoleOf(boxing, step)) == 0) {
+          step.clear_compression();
+        }
         if (mode.stochastic_gradients_only && !step.compression().error_feedback()) {
           step.mutable_compression()->clear_rounding();
           step.mutable_compression()->clear_rounding_seed();
