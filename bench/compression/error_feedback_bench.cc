@@ -10,22 +10,32 @@
 //                  perturbation moves these trajectories, the floor any gap is read against
 //   CODEC+OPT+...  a variant: CODEC int4 or int8, then any of gN (N values per scale),
 //                  had (Hadamard rotation of each group), grad (only the gradient
-//                  reductions compress, every other step dense), ef (error feedback on
-//                  them), sr (stochastic rounding on every compressed step,
+//                  reductions compress, every other step dense), fwd (only the forward
+//                  activations' steps compress), bwd (only backward's other tensors,
+//                  the activation gradients; fwd, bwd and grad combine: int4+fwd+bwd is
+//                  every step but the gradient reductions), ef (error feedback on
+//                  the gradient reductions), sr (stochastic rounding on every compressed step,
 //                  --codec_rounding=stochastic), srg (stochastic rounding on the
 //                  gradient reductions only, nearest elsewhere); e.g. int4+g128 is forced
 //                  int4 as it was before groups of 32, int4+g32+grad+ef, int4+sr+ef.
 //                  int4_ef, int4_grad and int4_grad_ef are int4+ef, int4+grad and
 //                  int4+grad+ef.
+// --list_boxings first prints one line per compressed step of the first compressed plan:
+//   {"boxing":"add_1","producer":"add_1","consumer":"layer_norm_2","step":"STEP_REDUCE_SCATTER",
+//    "axis":1,"bytes_per_device":8192,"role":"fwd"}
 // One JSON line per seed and mode, then one per mode with the gaps averaged over seeds
 // ("seed":"mean"):
 //   {"bench":"error_feedback","model":"gpt L2 h64 b8 s16 v64 lr0.01 synthetic",
 //    "layout":"2 nodes x 2 devices, dp=2 x tp=2","seed":1,"mode":"int4_ef",
 //    "iterations":200,"tail":20,"final_loss":..,"dense_final_loss":..,"final_loss_gap":..,
-//    "mean_loss":..,"dense_mean_loss":..,"mean_loss_gap":..,"seconds":..}
+//    "mean_loss":..,"dense_mean_loss":..,"mean_loss_gap":..,"rel_l2":..,"seconds":..}
 // final_loss is the mean of the last --tail iterations' losses; gaps are relative,
-// (mode - dense) / dense. Single trajectories of these small models part from each other
-// under any perturbation, so compare the seeds' mean, not one seed.
+// (mode - dense) / dense; rel_l2 is the relative L2 error of all the encodings the run
+// made (the metrics' sums over iterations and codecs; 0 for dense). The mean lines add
+// "rel_l2" averaged over seeds and "gap_curve": the relative gap of the mean loss over each
+// window of --tail iterations (iterations 0-19, 20-39, ...), averaged over seeds, to see
+// whether a gap grows with training. Single trajectories of these small models part from
+// each other under any perturbation, so compare the seeds' mean, not one seed.
 //
 //   bazel run //bench/compression:error_feedback_bench
 //   bazel run //bench/compression:error_feedback_bench -- --modes=int4+g128,int4,int4+g32+grad,int8
@@ -43,6 +53,7 @@
 #include "absl/flags/parse.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
 #include "absl/strings/str_split.h"
 #include "actors/runtime.h"
 #include "compiler/compiler.h"
@@ -75,6 +86,9 @@ namespace {
 struct Curve {
   std::vector<double> losses;
   double seconds = 0;
+  // The compressed steps' encodings over the whole run, every codec together: their
+  // relative L2 error (RelativeError) says how much the mode's steps perturb.
+  actors::CodecMetrics encoded;
 };
 
 // A mode: "dense", or a codec with options joined by '+': "int4", "int8", then any of
@@ -211,7 +225,10 @@ absl::StatusOr<Curve> Run(const proto::Job& job, const examples::ParallelLayout&
   if (!result.ok()) return result.status();
   Curve curve;
   curve.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-  for (const actors::IterationMetrics& m : result->iterations) curve.losses.push_back(m.loss);
+  for (const actors::IterationMetrics& m : result->iterations) {
+    curve.losses.push_back(m.loss);
+    for (const auto& [codec, metrics] : m.compression) curve.encoded += metrics;
+  }
   return curve;
 }
 
@@ -224,6 +241,8 @@ double MeanOf(const std::vector<double>& values, size_t first) {
 struct Gaps {
   double final_gap = 0;
   double mean_gap = 0;
+  double rel_l2 = 0;
+  std::vector<double> window_gaps;  // summed over seeds, one per --tail window
   int seeds = 0;
 };
 
@@ -254,6 +273,11 @@ int Main() {
                    config.text_file.empty() ? std::string("synthetic") : config.text_file);
   const int64_t iterations = absl::GetFlag(FLAGS_iterations);
   const int64_t tail = std::min(absl::GetFlag(FLAGS_tail), iterations);
+  if (tail < 1) {
+    fprintf(stderr, "--tail=%lld with --iterations=%lld: both must be >= 1\n",
+            static_cast<long long>(absl::GetFlag(FLAGS_tail)), static_cast<long long>(iterations));
+    return 1;
+  }
   std::vector<std::string> modes = {"dense"};
   std::map<std::string, Mode> parsed = {{"dense", Mode()}};
   for (const std::string& mode :
@@ -298,25 +322,41 @@ int Main() {
       Gaps& mode_gaps = gaps[mode];
       mode_gaps.final_gap += final_loss / dense_final - 1;
       mode_gaps.mean_gap += mean_loss / dense_mean - 1;
+      mode_gaps.rel_l2 += curve->encoded.RelativeError();
+      const size_t windows = curve->losses.size() / std::max<int64_t>(tail, 1);
+      mode_gaps.window_gaps.resize(windows, 0.0);
+      for (size_t w = 0; w < windows; ++w) {
+        double sum = 0, dense_sum = 0;
+        for (size_t i = w * tail; i < (w + 1) * tail; ++i) {
+          sum += curve->losses[i];
+          dense_sum += dense.losses[i];
+        }
+        mode_gaps.window_gaps[w] += sum / dense_sum - 1;
+      }
       ++mode_gaps.seeds;
       printf("{\"bench\":\"error_feedback\",\"model\":\"%s\",\"layout\":\"2 nodes x 2 devices, dp=2 x tp=2\","
              "\"seed\":%llu,\"mode\":\"%s\",\"iterations\":%lld,\"tail\":%lld,\"final_loss\":%.6f,"
              "\"dense_final_loss\":%.6f,\"final_loss_gap\":%.5f,\"mean_loss\":%.6f,\"dense_mean_loss\":%.6f,"
-             "\"mean_loss_gap\":%.5f,\"seconds\":%.2f}\n",
+             "\"mean_loss_gap\":%.5f,\"rel_l2\":%.4f,\"seconds\":%.2f}\n",
              model.c_str(), static_cast<unsigned long long>(seed), mode.c_str(), static_cast<long long>(iterations),
              static_cast<long long>(tail), final_loss, dense_final, final_loss / dense_final - 1, mean_loss,
-             dense_mean, mean_loss / dense_mean - 1, curve->seconds);
+             dense_mean, mean_loss / dense_mean - 1, curve->encoded.RelativeError(), curve->seconds);
       fflush(stdout);
     }
   }
   for (const std::string& mode : modes) {
     const Gaps& mode_gaps = gaps[mode];
+    const int seed_count = std::max(mode_gaps.seeds, 1);
+    std::string curve;
+    for (const double gap : mode_gaps.window_gaps) {
+      absl::StrAppend(&curve, curve.empty() ? "" : ",", absl::StrFormat("%.5f", gap / seed_count));
+    }
     printf("{\"bench\":\"error_feedback\",\"model\":\"%s\",\"layout\":\"2 nodes x 2 devices, dp=2 x tp=2\","
            "\"seed\":\"mean\",\"seeds\":%d,\"mode\":\"%s\",\"iterations\":%lld,\"tail\":%lld,"
-           "\"final_loss_gap\":%.5f,\"mean_loss_gap\":%.5f}\n",
+           "\"final_loss_gap\":%.5f,\"mean_loss_gap\":%.5f,\"rel_l2\":%.4f,\"gap_curve\":[%s]}\n",
            model.c_str(), mode_gaps.seeds, mode.c_str(), static_cast<long long>(iterations),
-           static_cast<long long>(tail), mode_gaps.final_gap / std::max(mode_gaps.seeds, 1),
-           mode_gaps.mean_gap / std::max(mode_gaps.seeds, 1));
+           static_cast<long long>(tail), mode_gaps.final_gap / seed_count, mode_gaps.mean_gap / seed_count,
+           mode_gaps.rel_l2 / seed_count, curve.c_str());
   }
   return 0;
 }
