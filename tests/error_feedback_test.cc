@@ -201,6 +201,76 @@ TEST(ErrorFeedbackTest, Int4GradientsOfTheMlpFollowDenseCloserWithErrorFeedback)
   EXPECT_LT(distance_with, 0.8 * distance_without);
 }
 
+// Issue 24's 0.5% bar where error feedback is sound: the gpt of
+// bench/compression:error_feedback_bench (L2 h64 b8 s16 v64, 2 nodes x 2 devices, dp=2 x
+// tp=2, seed 7) trained with SGD (momentum 0.9, lr 0.1) instead of AdamW, int4 (groups of
+// 32, what forced int4 uses) on its gradient reductions only. With error feedback the
+// final loss (mean of the last 20 iterations) ends within 0.5% of dense; without it, it
+// does not. 100 iterations keep the test short: measured with the bench
+// (--optimizer=sgd --learning_rate=0.1 --modes=int4+grad,int4+grad+ef --iterations=100),
+// seeds 7 / 5 / 3 end -2.18 / -2.17 / -1.28% without error feedback and -0.04 / +0.24 /
+// +0.14% with it; over 200 iterations, seeds 1-8 end -0.5 / -0.1 / -1.3 / +0.9 / -1.7 /
+// +0.2 / -1.8 / +0.1% without it and -0.1 / +0.0 / +0.1 / -0.1 / +0.2 / -0.1 / -0.0 /
+// -0.1% with it. Under AdamW the same steps end +1.7% (mean of 8 seeds) and error
+// feedback makes that worse (docs/sbp_and_boxing.md, "Error feedback"): the optimizer's
+// doing, not the residual's. Without the residual this run is the one without error
+// feedback; with the residual kept with the wrong sign it ends far off (checked by
+// breaking KeepResidual in kernels/compression/compressed_collectives.cc).
+TEST(ErrorFeedbackTest, Int4GradientsOfTheGptUnderSgdEndWithinHalfAPercentOfDense) {
+  constexpr int64_t kIterations = 100, kTail = 20;
+  const examples::ParallelLayout layout = TwoNodesDp2Tp2();
+  examples::GptConfig config;
+  config.batch = 8;
+  config.seq = 16;
+  config.layers = 2;
+  config.hidden = 64;
+  config.heads = 4;
+  config.vocab = 64;
+  config.learning_rate = 0.1;
+  config.warmup_steps = 5;
+  config.seed = 7;
+  proto::Job job = *examples::BuildGpt(config, layout);
+  job.mutable_optimizer()->mutable_sgd()->set_momentum(0.9);
+  const std::vector<double> dense = Train(Compile(job, layout, CompressionMode::kOff), kIterations);
+  ASSERT_EQ(dense.size(), static_cast<size_t>(kIterations));
+  proto::Plan int4 = Compile(job, layout, CompressionMode::kForced);
+  int gradient_steps = 0;
+  for (proto::BoxingDef& boxing : *int4.mutable_boxings()) {
+    for (proto::BoxingStepDef& step : *boxing.mutable_steps()) {
+      if (!step.compression().error_feedback()) step.clear_compression();
+      if (!step.compression().error_feedback()) continue;
+      ++gradient_steps;
+      EXPECT_EQ(step.compression().kind(), proto::Compression::INT4) << boxing.tensor();
+      EXPECT_EQ(step.compression().block_size(), 32) << boxing.tensor();
+    }
+  }
+  ASSERT_TRUE(SealPlan(&int4).ok());
+  ASSERT_GE(gradient_steps, 8);
+  const std::vector<double> with = Train(int4, kIterations);
+  const std::vector<double> without = Train(WithoutErrorFeedback(int4), kIterations);
+  ASSERT_EQ(with.size(), dense.size());
+  ASSERT_EQ(without.size(), dense.size());
+  auto tail_mean = [&](const std::vector<double>& losses) {
+    double sum = 0;
+    for (int64_t i = kIterations - kTail; i < kIterations; ++i) sum += losses[i];
+    return sum / kTail;
+  };
+  const double gap_with = tail_mean(with) / tail_mean(dense) - 1;
+  const double gap_without = tail_mean(without) / tail_mean(dense) - 1;
+  printf("gpt (SGD) 2 nodes x 2 devices, int4 G=32 gradient reductions, %lld iterations: final loss %+.3f%% with "
+         "error feedback, %+.3f%% without (dense final %.6f)\n",
+         static_cast<long long>(kIterations), 100 * gap_with, 100 * gap_without, tail_mean(dense));
+  for (size_t i = 0; i < with.size(); ++i) ASSERT_TRUE(std::isfinite(with[i])) << "iteration " << i;
+  // The codec ran: dense would match to float reassociation.
+  double largest_difference = 0;
+  for (size_t i = 0; i < with.size(); ++i) {
+    largest_difference = std::max(largest_difference, std::abs(with[i] - dense[i]));
+  }
+  EXPECT_GT(largest_difference, 1e-4);
+  EXPECT_LT(std::abs(gap_with), 0.005);
+  EXPECT_GT(std::abs(gap_without), 0.01);
+}
+
 // A fresh directory under the test's temporary directory.
 std::string FreshDir(const std::string& name) {
   const std::string dir = (fs::path(::testing::TempDir()) / name).string();

@@ -39,6 +39,9 @@
 //
 //   bazel run //bench/compression:error_feedback_bench
 //   bazel run //bench/compression:error_feedback_bench -- --modes=int4+g128,int4,int4+g32+grad,int8
+//   bazel run //bench/compression:error_feedback_bench -- --modes=int4,int4+fwd,int4+bwd,int4+grad --list_boxings
+//   bazel run //bench/compression:error_feedback_bench -- --optimizer=sgd --learning_rate=0.1 \
+//       --modes=int4+grad,int4+grad+ef
 //   bazel run //bench/compression:error_feedback_bench -- --seeds=1,2,3,4 --text_file=/usr/share/common-licenses/GPL-3 \
 //       --batch=16 --seq=64 --learning_rate=3e-3
 #include <algorithm>
@@ -69,7 +72,11 @@ ABSL_FLAG(int64_t, layers, 2, "gpt layers");
 ABSL_FLAG(int64_t, hidden, 64, "gpt hidden size");
 ABSL_FLAG(int64_t, heads, 4, "gpt heads");
 ABSL_FLAG(int64_t, vocab, 64, "gpt vocabulary");
-ABSL_FLAG(double, learning_rate, 1e-2, "AdamW learning rate");
+ABSL_FLAG(double, learning_rate, 1e-2, "learning rate (AdamW's, or SGD's with --optimizer=sgd)");
+ABSL_FLAG(std::string, optimizer, "adamw",
+          "adamw (the gpt's own) or sgd (momentum --momentum, the same schedule): whether a mode's effect is "
+          "the optimizer's (error feedback suits SGD's linear update, not Adam's per-element scaling)");
+ABSL_FLAG(double, momentum, 0.9, "SGD momentum (--optimizer=sgd)");
 ABSL_FLAG(int64_t, warmup_steps, 5, "linear warmup steps");
 ABSL_FLAG(std::string, seeds, "1,2,3,4", "gpt seeds (initial weights and synthetic data), comma separated");
 ABSL_FLAG(std::string, text_file, "",
@@ -270,7 +277,16 @@ int Main() {
   const std::string model =
       absl::StrCat("gpt L", config.layers, " h", config.hidden, " b", config.batch, " s", config.seq, " v",
                    config.vocab, " lr", config.learning_rate, " ",
+                   absl::GetFlag(FLAGS_optimizer) == "sgd"
+                       ? absl::StrCat("sgd momentum ", absl::GetFlag(FLAGS_momentum), " ")
+                       : std::string(),
                    config.text_file.empty() ? std::string("synthetic") : config.text_file);
+  const std::string optimizer = absl::GetFlag(FLAGS_optimizer);
+  if (optimizer != "adamw" && optimizer != "sgd") {
+    fprintf(stderr, "--optimizer=%s: valid: adamw, sgd\n", optimizer.c_str());
+    return 1;
+  }
+  const bool sgd = optimizer == "sgd";
   const int64_t iterations = absl::GetFlag(FLAGS_iterations);
   const int64_t tail = std::min(absl::GetFlag(FLAGS_tail), iterations);
   if (tail < 1) {
@@ -308,6 +324,7 @@ int Main() {
       fprintf(stderr, "%s\n", job.status().ToString().c_str());
       return 1;
     }
+    if (sgd) job->mutable_optimizer()->mutable_sgd()->set_momentum(absl::GetFlag(FLAGS_momentum));
     Curve dense;
     for (const std::string& mode : modes) {
       absl::StatusOr<Curve> curve = Run(*job, *layout, parsed[mode]);
