@@ -20,7 +20,8 @@
 //                  int4 as it was before groups of 32, int4+g32+grad+ef, int4+sr+ef.
 //                  int4_ef, int4_grad and int4_grad_ef are int4+ef, int4+grad and
 //                  int4+grad+ef.
-// --list_boxings first prints one line per compressed step of the first compressed plan:
+// --list_boxings first prints one line per compressed step of the first compressed mode's
+// plan as compiled (forced on every eligible step), with the role its options select by:
 //   {"boxing":"add_1","producer":"add_1","consumer":"layer_norm_2","step":"STEP_REDUCE_SCATTER",
 //    "axis":1,"bytes_per_device":8192,"role":"fwd"}
 // One JSON line per seed and mode, then one per mode with the gaps averaged over seeds
@@ -40,8 +41,7 @@
 //   bazel run //bench/compression:error_feedback_bench
 //   bazel run //bench/compression:error_feedback_bench -- --modes=int4+g128,int4,int4+g32+grad,int8
 //   bazel run //bench/compression:error_feedback_bench -- --modes=int4,int4+fwd,int4+bwd,int4+grad --list_boxings
-//   bazel run //bench/compression:error_feedback_bench -- --optimizer=sgd --learning_rate=0.1 \
-//       --modes=int4+grad,int4+grad+ef
+//   bazel run //bench/compression:error_feedback_bench -- --optimizer=sgd --learning_rate=0.1 --modes=int4+grad,int4+grad+ef
 //   bazel run //bench/compression:error_feedback_bench -- --seeds=1,2,3,4 --text_file=/usr/share/common-licenses/GPL-3 \
 //       --batch=16 --seq=64 --learning_rate=3e-3
 #include <algorithm>
@@ -84,8 +84,8 @@ ABSL_FLAG(std::string, text_file, "",
 ABSL_FLAG(std::string, modes, "int4+g128,int4,int4+ef,int4+grad,int8",
           "modes besides dense (which always runs first), comma separated");
 ABSL_FLAG(bool, list_boxings, false,
-          "print one JSON line per compressed step of the first mode's plan (tensor, producer, consumer, kind, "
-          "role) before training");
+          "print one JSON line per compressed step of the first compressed mode's plan, before the mode's "
+          "options apply (tensor, producer, consumer, kind, role), before training");
 
 namespace oneflow {
 namespace {
@@ -107,7 +107,6 @@ struct Mode {
   CompressionKind codec = CompressionKind::kNone;
   int64_t group_size = 0;  // 0: the policy's (int4 32, int8 128)
   bool hadamard = false;
-  bool gradients_only = false;  // roles == {grad}
   // Which compressed steps keep their codec, by the role of the tensor (RoleOf); the
   // others run dense. Empty: every one (no fwd / bwd / grad option given).
   std::set<std::string> roles;
@@ -129,17 +128,16 @@ absl::StatusOr<Mode> ParseMode(const std::string& text) {
   } else if (parts[0] == "int8") {
     mode.codec = CompressionKind::kInt8;
   } else {
-    return absl::InvalidArgumentError(absl::StrCat("--modes: unknown mode '", text,
-                                                   "'; valid: dense, or int4 / int8 followed by +gN, +had, +grad, "
-                                                   "+fwd, +bwd, +ef, +sr, +srg (e.g. int4+g32+had+grad), or int4_ef, int4_grad, "
-                                                   "int4_grad_ef"));
+    return absl::InvalidArgumentError(
+        absl::StrCat("--modes: unknown mode '", text,
+                     "'; valid: dense, or int4 / int8 followed by +gN, +had, +grad, +fwd, +bwd, +ef, +sr, +srg (e.g. "
+                     "int4+g32+had+grad), or int4_ef, int4_grad, int4_grad_ef"));
   }
   for (size_t i = 1; i < parts.size(); ++i) {
     const std::string& part = parts[i];
     if (part == "had") {
       mode.hadamard = true;
     } else if (part == "grad") {
-      mode.gradients_only = true;
       mode.roles.insert(part);
     } else if (part == "fwd" || part == "bwd") {
       mode.roles.insert(part);
@@ -153,8 +151,8 @@ absl::StatusOr<Mode> ParseMode(const std::string& text) {
     } else if (part.size() > 1 && part[0] == 'g' && absl::SimpleAtoi(part.substr(1), &mode.group_size) &&
                mode.group_size >= 1) {
     } else {
-      return absl::InvalidArgumentError(
-          absl::StrCat("--modes: '", text, "': unknown option '", part, "'; valid: gN (N >= 1), had, fwd, bwd, grad, ef, sr, srg"));
+      return absl::InvalidArgumentError(absl::StrCat("--modes: '", text, "': unknown option '", part,
+                                                     "'; valid: gN (N >= 1), had, fwd, bwd, grad, ef, sr, srg"));
     }
   }
   return mode;
@@ -200,7 +198,8 @@ absl::StatusOr<Curve> Run(const proto::Job& job, const examples::ParallelLayout&
     }
   }
   if (mode.stochastic_rounding) options.codec_rounding = proto::Compression::STOCHASTIC;
-  // grad and srg find the gradient reductions by the mark error feedback puts on them.
+  // Always marked: the roles (RoleOf) and srg find the gradient reductions by the mark
+  // error feedback puts on them; it is cleared below unless the mode has ef.
   options.error_feedback = true;
   absl::StatusOr<proto::Plan> plan = Compile(job, options);
   if (!plan.ok()) return plan.status();
