@@ -199,10 +199,13 @@ PYEOF
 
 # One step-cost launch (memory: 0 or 1): prints its JSON line; the mean goes to $dir/mean.
 cost_run() {
-  local memory="$1" run="$2" job dir extra=(--max_restarts=1)
+  local memory="$1" run="$2" job dir extra=()
   job="e37-cost$memory-$$-$run"
   dir="$RUN/cost.$memory.$run"
   mkdir -p "$dir"
+  # In-memory checkpoints are read only by a recovery (--max_restarts), which needs a
+  # checkpoint directory: every 1000 iterations writes none in either launch.
+  extra=(--max_restarts=1 --checkpoint_dir="$dir/ck" --checkpoint_every=1000)
   (( memory )) && extra+=(--memory_checkpoint_every="$EVERY")
   launch_command "$job" "$COST_ITERS" "$dir/metrics" "${extra[@]}"
   if ! "${LAUNCH[@]}" > "$dir/launch.out" 2> "$dir/launch.err"; then
