@@ -21,7 +21,10 @@
 # Each line: kill_to_training_s (SIGKILL -> the first metrics line of the next attempt, the
 # issue's "kill -> next trained iteration"; goal <= 10 s), iterations_lost (newest iteration
 # printed before + 1 - the resume point; goal <= K), the launch's own "recovery" (its
-# seconds count from when the launch saw the failure) and its timeline.
+# seconds count from when the launch saw the failure) and its timeline, and two references
+# from the same launch: its cold start (launch to its first metrics line: the same plan
+# started from nothing, so kill_to_training_over_cold_start is what a recovery costs
+# against starting the job) and its median step before the kill.
 #
 # Step cost: the same plan launched to its end without in-memory checkpoints (the reference)
 # and with --memory_checkpoint_every=K, alternating, --cost_runs pairs; the mean step of
@@ -273,6 +276,10 @@ for path in ("spare", "shrink", "memory", "disk"):
     seconds = [l["kill_to_training_s"] for l in lines if l.get("path") == path and "kill_to_training_s" in l]
     if seconds:
         summary[f"median_kill_to_training_s_{path}"] = statistics.median(seconds)
+    over_cold = [l["kill_to_training_over_cold_start"] for l in lines
+                 if l.get("path") == path and "kill_to_training_over_cold_start" in l]
+    if over_cold:
+        summary[f"median_kill_to_training_over_cold_start_{path}"] = statistics.median(over_cold)
 disk = summary.get("median_kill_to_training_s_disk")
 for path in ("spare", "shrink", "memory"):
     if disk and f"median_kill_to_training_s_{path}" in summary:

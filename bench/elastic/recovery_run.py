@@ -85,6 +85,7 @@ def main():
 
     result = {}
     with open(args.log_prefix + ".out", "w") as out_copy, open(args.log_prefix + ".err", "w") as err_copy:
+        started = time.monotonic()
         launch = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
         stdout, stderr = Lines(launch.stdout, out_copy), Lines(launch.stderr, err_copy)
         deadline = time.monotonic() + args.timeout_s
@@ -122,13 +123,22 @@ def main():
                         when, line = after[0]
                         newest_before = max([iteration_of(l) for l in before] or [-1])
                         resumed_at = iteration_of(line)
+                        first_line = next(t for t, l in lines if iteration_of(l) >= 0)
+                        steps_before = sorted(json.loads(l)["step_ms"] for t, l in lines
+                                              if t < announced_at and iteration_of(l) >= 1 and '"step_ms"' in l)
                         result.update({
                             "kill_to_training_s": round(when - killed, 3),
                             "resumed_at_iteration": resumed_at,
                             "newest_iteration_before": newest_before,
                             "iterations_lost": max(0, newest_before + 1 - resumed_at),
                             "first_step_ms_after": json.loads(line).get("step_ms"),
+                            # References from the same launch: its cold start (launch to its
+                            # first metrics line, the same plan from nothing) and its steps.
+                            "cold_start_s": round(first_line - started, 3),
+                            "median_step_ms_before": steps_before[len(steps_before) // 2] if steps_before else None,
                         })
+                        result["kill_to_training_over_cold_start"] = round(
+                            result["kill_to_training_s"] / result["cold_start_s"], 3)
                         if '"recovery": ' in line:
                             result["recovery"] = json.loads(line)["recovery"]
                         break
