@@ -127,7 +127,8 @@ build() {
     log "building -c opt"
     (cd "$ROOT" && bazel build -c opt --symlink_prefix=/ --jobs=2 --color=no --curses=no //tools/launcher:oneflowd \
       //tools/worker:oneflow_worker //tools/cli:oneflow //examples/gpt >&2)
-    BIN_DIR="$ROOT/bazel-out/k8-opt/bin"
+    # --symlink_prefix=/ makes no bazel-* links: ask where the -c opt outputs are.
+    BIN_DIR="$(cd "$ROOT" && bazel info -c opt --symlink_prefix=/ bazel-bin 2>/dev/null)"
   fi
   # A private copy, so a build running beside the bench cannot replace a binary mid-run.
   mkdir -p "$RUN/bin"
