@@ -8,6 +8,7 @@
 #include "absl/strings/str_split.h"
 #include "absl/strings/str_replace.h"
 #include "examples/common/compile_driver.h"
+#include "examples/common/compile_recipe.h"
 #include "oneflow_core/dsl/text/graph_text.h"
 #include "oneflow_core/status.h"
 
@@ -90,7 +91,19 @@ absl::StatusOr<examples::AutoParallelResult> AutoParallelFromGraphText(absl::str
   const examples::JobBuilder build = [&](const examples::ParallelLayout& layout) {
     return JobFromGraphText(text, file_name, layout);
   };
-  return examples::AutoParallelCompile(build, pipeline_free);
+  OF_ASSIGN_OR_RETURN(examples::AutoParallelResult result, examples::AutoParallelCompile(build, pipeline_free));
+  if (result.layout.zero() > 0) {
+    // The stage may be the text's own (its optimizer line's zero=N, which the chosen
+    // layout only repeats): then the result's layout is the one without it, so that the
+    // recipe (Plan.recipe.zero) says the stage is the model's and a search run again on
+    // fewer nodes (launch_shrink.cc, LayoutFreeGraphText) keeps it rather than choosing.
+    examples::ParallelFlags flags = examples::FlagsOfLayout(result.layout);
+    flags.zero = 0;
+    OF_ASSIGN_OR_RETURN(examples::ParallelLayout without_zero, examples::ParallelLayout::Create(flags));
+    OF_ASSIGN_OR_RETURN(const proto::Job text_job, JobFromGraphText(text, file_name, without_zero));
+    if (text_job.optimizer().zero_stage() == result.layout.zero()) result.layout = std::move(without_zero);
+  }
+  return result;
 }
 
 std::string LayoutFreeGraphText(absl::string_view recipe_text, bool zero_from_layout) {

@@ -34,8 +34,11 @@ absl::StatusOr<proto::Job> JobFromGraphText(absl::string_view text, const std::s
 // every layout has pp = 1 and one micro-batch: the search chooses dp, tp (where the text's
 // sbp hints shard variables and a layout accepts them), the ZeRO stage (the text needs an
 // `optimizer` line) and recomputation (a text with blocks). Layouts the text cannot be built for are skipped,
-// each with JobFromGraphText's error in the decision record. Errors: the parse error, a
-// `placement` line (naming it), and AutoParallelCompile's.
+// each with JobFromGraphText's error in the decision record. When the text's optimizer
+// line names a ZeRO stage and the chosen layout repeats it, the result's layout is the
+// one without a stage (the same Job): the stage is the model's, and a recipe made from
+// the result says so (a re-search keeps it). Errors: the parse error, a `placement` line
+// (naming it), and AutoParallelCompile's.
 absl::StatusOr<examples::AutoParallelResult> AutoParallelFromGraphText(absl::string_view text,
                                                                        const std::string& file_name,
                                                                        const examples::AutoParallelRequest& request);
@@ -44,7 +47,8 @@ absl::StatusOr<examples::AutoParallelResult> AutoParallelFromGraphText(absl::str
 // of one layout), for AutoParallelFromGraphText: without its `placement` line, and, when
 // `zero_from_layout` (the layout set a ZeRO stage, which the printer writes on the
 // optimizer line), without the optimizer line's `zero=N zero_axis=A`, which the search
-// chooses again. A `zero=` the text's author wrote is dropped with it.
+// chooses again. A `zero=` the text's author wrote is not the layout's (see
+// AutoParallelFromGraphText) and stays, unless the plan was compiled before that rule.
 std::string LayoutFreeGraphText(absl::string_view recipe_text, bool zero_from_layout);
 
 }  // namespace oneflow::cli

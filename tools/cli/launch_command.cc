@@ -189,6 +189,14 @@ MemoryChoice ChooseMemoryResume(const std::vector<std::string>& answering, const
                                        : disk_iteration >= 0 ? "; resuming from the disk checkpoint"
                                                              : "; no in-memory checkpoint is complete"));
   }
+  if (point.iteration <= 0 && point.incomplete.empty() && disk_iteration >= 0) {
+    // Not one part kept (each daemon refused them, e.g. over its
+    // --memory_checkpoint_limit_bytes, or dropped them): the fallback is said, not silent.
+    PrintLaunchLine(absl::StrCat(
+        "no in-memory checkpoint is held by the daemons that answer (", answering.size(),
+        " of ", daemons.size(), "; the workers' warnings above say why a part was not kept); resuming from the disk "
+        "checkpoint after iteration ", disk_iteration));
+  }
   if (!use) return choice;
   memory->set_memory_resume_iteration(point.iteration);
   std::vector<std::string> distinct;

@@ -190,6 +190,28 @@ TEST(LaunchShrinkTest, AutoParallelPlanIsSearchedAgainForTheSurvivors) {
   EXPECT_TRUE(Bytes(again->plan) == Bytes(SearchedPlan(text, Nodes(1))));
 }
 
+// A ZeRO stage the text's author wrote on the optimizer line is the model's, not a
+// layout's: the recipe records no layout stage (AutoParallelFromGraphText keeps the
+// layout without it even when the chosen layout repeats it), so the search on the
+// survivors keeps the text's zero=2 instead of choosing a stage again.
+TEST(LaunchShrinkTest, AutoParallelSearchAgainKeepsTheTextsZeroStage) {
+  const std::string layout_free = LayoutFreeMlpText();
+  const size_t optimizer = layout_free.find("\noptimizer ");
+  ASSERT_NE(optimizer, std::string::npos) << layout_free;
+  std::string text = layout_free;
+  text.insert(text.find('\n', optimizer + 1), " zero=2");
+  const proto::Plan three = SearchedPlan(text, Nodes(3));
+  ASSERT_EQ(three.job().optimizer().zero_stage(), 2);
+  EXPECT_EQ(three.recipe().zero(), 0);
+  EXPECT_THAT(three.recipe().graph_text(), HasSubstr(" zero=2 zero_axis=0\n"));
+  absl::StatusOr<Replan> replan = ReplanForSurvivors(three, 2);
+  ASSERT_TRUE(replan.ok()) << replan.status();
+  EXPECT_EQ(replan->plan.job().optimizer().zero_stage(), 2) << replan->action;
+  EXPECT_EQ(replan->plan.recipe().zero(), 0);
+  EXPECT_THAT(replan->plan.recipe().graph_text(), HasSubstr(" zero=2 zero_axis=0\n"));
+  EXPECT_TRUE(Bytes(replan->plan) == Bytes(SearchedPlan(text, Nodes(2))));
+}
+
 // --device_memory that the 3 nodes' smallest layout (ZeRO-3 over 3 devices) fits and 2
 // nodes' does not: the search finds nothing, and the refusal says so with its figures.
 TEST(LaunchShrinkTest, AutoParallelSearchThatFindsNothingIsRefused) {

@@ -43,7 +43,8 @@ absl::StatusOr<MemoryCheckpointSink> MakeMemoryCheckpointSink(const MemoryCheckp
       const absl::Status status = clients[i]->Put(scope, put);
       if (!status.ok() && warn) {
         warn(absl::StrCat("warning: ", i == 0 ? "the" : "the replica of the", " in-memory checkpoint after iteration ",
-                          put.iteration, " is not kept on daemon ", clients[i]->address(), ": ", status.message()));
+                          put.iteration, " is not kept on daemon ", clients[i]->address(), ": ",
+                          absl::StatusCodeToString(status.code()), ": ", status.message()));
       }
     }
     return absl::OkStatus();
