@@ -74,8 +74,17 @@ absl::StatusOr<ReductionOverlap> MeasureReductionOverlap(const proto::Plan& plan
   for (const proto::DevicePlan& device : plan.devices()) {
     for (const proto::ActorDef& actor : device.actors()) actors[actor.id()] = &actor;
   }
+  // The latest start of each call (collective, iteration) on any device: the last member's arrival.
+  absl::flat_hash_map<std::pair<int64_t, int64_t>, int64_t> last_arrival;
+  for (const ActRecord& act : acts) {
+    const proto::ActorDef& actor = *actors.at(act.actor_id);
+    if (actor.kind() != proto::ACTOR_BOXING || actor.collective_id() < 0) continue;
+    int64_t& latest = last_arrival.try_emplace({actor.collective_id(), act.iteration}, act.start_ns).first->second;
+    latest = std::max(latest, act.start_ns);
+  }
   using Intervals = std::vector<std::pair<int64_t, int64_t>>;
   std::vector<Intervals> reduction(plan.devices_size()), compute(plan.devices_size());
+  std::vector<Intervals> transfer(plan.devices_size());
   ReductionOverlap overlap;
   overlap.first_iteration = bubble->first_iteration;
   overlap.last_iteration = bubble->last_iteration;
@@ -87,23 +96,39 @@ absl::StatusOr<ReductionOverlap> MeasureReductionOverlap(const proto::Plan& plan
     if (measured && reductions.Contains(actor)) {
       reduction[act.device_index].push_back({act.start_ns, act.end_ns});
       ++overlap.reduction_acts;
+      int64_t start = act.start_ns;
+      if (actor.kind() == proto::ACTOR_BOXING && actor.collective_id() >= 0) {
+        start = std::max(start, last_arrival.at({actor.collective_id(), act.iteration}));
+      }
+      if (start < act.end_ns) transfer[act.device_index].push_back({start, act.end_ns});
     }
   }
+  // |R ∩ C| = |R| + |C| - |R ∪ C|, C clipped to R's span; R's union and |R ∩ C|.
+  auto covered_and_hidden = [](Intervals reduced, Intervals computed) -> std::pair<int64_t, int64_t> {
+    if (reduced.empty()) return {0, 0};
+    int64_t from = std::numeric_limits<int64_t>::max(), to = std::numeric_limits<int64_t>::min();
+    for (const auto& [start, end] : reduced) from = std::min(from, start), to = std::max(to, end);
+    Intervals both = reduced;
+    both.insert(both.end(), computed.begin(), computed.end());
+    const int64_t r = CoveredNs(std::move(reduced), from, to);
+    const int64_t c = CoveredNs(std::move(computed), from, to);
+    return {r, r + c - CoveredNs(std::move(both), from, to)};
+  };
   for (int d = 0; d < plan.devices_size(); ++d) {
     overlap.compute_ns += bubble->devices[d].busy_ns;
-    if (reduction[d].empty()) continue;
-    // |R ∩ C| = |R| + |C| - |R ∪ C|, C clipped to R's span.
-    int64_t from = std::numeric_limits<int64_t>::max(), to = std::numeric_limits<int64_t>::min();
-    for (const auto& [start, end] : reduction[d]) from = std::min(from, start), to = std::max(to, end);
-    Intervals both = reduction[d];
-    both.insert(both.end(), compute[d].begin(), compute[d].end());
-    const int64_t reduced = CoveredNs(std::move(reduction[d]), from, to);
-    const int64_t computed = CoveredNs(std::move(compute[d]), from, to);
+    const auto [reduced, hidden] = covered_and_hidden(std::move(reduction[d]), compute[d]);
     overlap.reduction_ns += reduced;
-    overlap.hidden_ns += reduced + computed - CoveredNs(std::move(both), from, to);
+    overlap.hidden_ns += hidden;
+    const auto [transferred, transfer_hidden] = covered_and_hidden(std::move(transfer[d]), compute[d]);
+    overlap.transfer_ns += transferred;
+    overlap.transfer_hidden_ns += transfer_hidden;
   }
   if (overlap.reduction_ns > 0) {
     overlap.hidden_fraction = static_cast<double>(overlap.hidden_ns) / static_cast<double>(overlap.reduction_ns);
+  }
+  if (overlap.transfer_ns > 0) {
+    overlap.transfer_hidden_fraction =
+        static_cast<double>(overlap.transfer_hidden_ns) / static_cast<double>(overlap.transfer_ns);
   }
   return overlap;
 }

@@ -78,7 +78,10 @@ TEST(ProfileReportTest, HandMadeTraceGivesExactFigures) {
   // The all_reduce of w_grad (read by sgd_update) is the gradient reduction: 1 us on
   // device 0, 2 us on device 1, while neither compute thread acted.
   EXPECT_THAT(text, HasSubstr("gradient reductions: 2 acts, 1.50 us per iteration and device, 0.0% of it hidden behind "
-                              "compute (0.00 us); compute 6.00 us per iteration and device\n"));
+                              "compute (0.00 us); compute 6.00 us per iteration and device\n"
+                              "gradient reductions from each call's last arrival (the transfer, no waiting for "
+                              "peers): 1.50 us per iteration and device, 0.0% of it hidden behind compute (0.00 us); "
+                              "exposed 1.50 us\n"));
   const actors::CriticalPath& critical = report->critical_path;
   int64_t total = 0;
   for (const actors::PathStep& step : critical.steps) total += step.path_end_ns - step.path_start_ns + step.wait_ns;
@@ -105,6 +108,10 @@ TEST(ProfileReportTest, JsonIsOneObject) {
   EXPECT_DOUBLE_EQ(reductions.at("ms_per_iteration_and_device").number_value(), 0.0015);
   EXPECT_DOUBLE_EQ(reductions.at("hidden_fraction").number_value(), 0);
   EXPECT_DOUBLE_EQ(reductions.at("compute_ms_per_iteration_and_device").number_value(), 0.006);
+  // Both members start the call together: the transfer is the acts' own time, all exposed.
+  EXPECT_DOUBLE_EQ(reductions.at("transfer_ms_per_iteration_and_device").number_value(), 0.0015);
+  EXPECT_DOUBLE_EQ(reductions.at("transfer_hidden_fraction").number_value(), 0);
+  EXPECT_DOUBLE_EQ(reductions.at("exposed_ms_per_iteration_and_device").number_value(), 0.0015);
 }
 
 TEST(ProfileReportTest, Errors) {
