@@ -1,9 +1,11 @@
 #include "actors/reduction_overlap.h"
 
 #include <algorithm>
+#include <iterator>
 #include <limits>
 #include <string>
 #include <utility>
+#include <vector>
 
 #include "absl/container/flat_hash_map.h"
 #include "absl/container/flat_hash_set.h"
@@ -74,14 +76,22 @@ absl::StatusOr<ReductionOverlap> MeasureReductionOverlap(const proto::Plan& plan
   for (const proto::DevicePlan& device : plan.devices()) {
     for (const proto::ActorDef& actor : device.actors()) actors[actor.id()] = &actor;
   }
-  // The latest start of each call (collective, iteration) on any device: the last member's arrival.
-  absl::flat_hash_map<std::pair<int64_t, int64_t>, int64_t> last_arrival;
+  // The starts of each call (collective, iteration) on every device, sorted. An act's last
+  // arrival is the latest of them no later than its own end: a collective over several
+  // groups (dp over each tp rank) has members that are no peers of this act, and one that
+  // started after this act ended cannot be (the call cannot end before its last member came).
+  absl::flat_hash_map<std::pair<int64_t, int64_t>, std::vector<int64_t>> call_starts;
   for (const ActRecord& act : acts) {
     const proto::ActorDef& actor = *actors.at(act.actor_id);
     if (actor.kind() != proto::ACTOR_BOXING || actor.collective_id() < 0) continue;
-    int64_t& latest = last_arrival.try_emplace({actor.collective_id(), act.iteration}, act.start_ns).first->second;
-    latest = std::max(latest, act.start_ns);
+    call_starts[{actor.collective_id(), act.iteration}].push_back(act.start_ns);
   }
+  for (auto& [call, starts] : call_starts) std::sort(starts.begin(), starts.end());
+  auto last_arrival = [&](const proto::ActorDef& actor, const ActRecord& act) {
+    const std::vector<int64_t>& starts = call_starts.at({actor.collective_id(), act.iteration});
+    auto after = std::upper_bound(starts.begin(), starts.end(), act.end_ns);
+    return after == starts.begin() ? act.start_ns : *std::prev(after);
+  };
   using Intervals = std::vector<std::pair<int64_t, int64_t>>;
   std::vector<Intervals> reduction(plan.devices_size()), compute(plan.devices_size());
   std::vector<Intervals> transfer(plan.devices_size());
@@ -98,7 +108,7 @@ absl::StatusOr<ReductionOverlap> MeasureReductionOverlap(const proto::Plan& plan
       ++overlap.reduction_acts;
       int64_t start = act.start_ns;
       if (actor.kind() == proto::ACTOR_BOXING && actor.collective_id() >= 0) {
-        start = std::max(start, last_arrival.at({actor.collective_id(), act.iteration}));
+        start = std::max(start, last_arrival(actor, act));
       }
       if (start < act.end_ns) transfer[act.device_index].push_back({start, act.end_ns});
     }

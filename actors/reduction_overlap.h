@@ -63,9 +63,10 @@ struct ReductionOverlap {
   // device reached the call; across processes the members arrive at different times (a
   // slower host, or one whose compute thread still works), and the time spent waiting for
   // them is not reduction time: counted as such it inflates both the reduction time and the
-  // part hidden behind this device's compute, which goes on meanwhile. In one process the
-  // members arrive close together and the two measures nearly agree. With a collective
-  // over several groups (dp over each tp rank), the last arrival of any group counts.
+  // part hidden behind this device's compute, which goes on meanwhile. A collective over
+  // several groups (dp over each tp rank) has acts that are no peers of this one: only
+  // starts no later than this act's end count (a peer cannot arrive after the call ended),
+  // so another group's member that arrived earlier still counts (transfer undercounted).
   int64_t transfer_ns = 0;
   int64_t transfer_hidden_ns = 0;
   // transfer_hidden_ns / transfer_ns; 0 when there is none.

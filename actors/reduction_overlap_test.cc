@@ -134,7 +134,9 @@ TEST(MeasureReductionOverlapTest, NextIterationsComputeHidesAReductionToo) {
 TEST(MeasureReductionOverlapTest, TransferCountsFromTheLastMembersArrival) {
   proto::Plan plan = TwoDevicePlan();
   // Every boxing actor its own collective, w_grad's all_reduce one collective on both devices.
-  const std::map<int64_t, int64_t> collective_of = {{2, 0}, {7, 0}, {3, 1}, {4, 2}, {5, 3}, {9, -1}, {10, 4}};
+  // Actor 3 stands for a member of another group of the same collective (dp over another
+  // tp rank): it starts after both acts above ended, so it is no peer of theirs.
+  const std::map<int64_t, int64_t> collective_of = {{2, 0}, {7, 0}, {3, 0}, {4, 2}, {5, 3}, {9, -1}, {10, 4}};
   for (proto::DevicePlan& device : *plan.mutable_devices()) {
     for (proto::ActorDef& actor : *device.mutable_actors()) {
       auto it = collective_of.find(actor.id());
@@ -145,7 +147,8 @@ TEST(MeasureReductionOverlapTest, TransferCountsFromTheLastMembersArrival) {
       Act(0, 1, 0, 0, 100), Act(1, 6, 0, 0, 100),  // warm-up
       // Device 0 reaches the all-reduce at 210 and computes until 300; device 1 computes
       // until 280 and arrives then; both leave at 320.
-      Act(0, 1, 1, 200, 300), Act(0, 2, 1, 210, 320), Act(1, 6, 1, 200, 280), Act(1, 7, 1, 280, 320)};
+      Act(0, 1, 1, 200, 300), Act(0, 2, 1, 210, 320), Act(1, 6, 1, 200, 280), Act(1, 7, 1, 280, 320),
+      Act(0, 3, 1, 400, 410)};
   absl::StatusOr<ReductionOverlap> overlap = MeasureReductionOverlap(plan, acts);
   ASSERT_TRUE(overlap.ok()) << overlap.status();
   // From the acts' own starts: device 0 110 ns (90 of them hidden), device 1 40 ns.
