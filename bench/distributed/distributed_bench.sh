@@ -40,6 +40,9 @@
 #   --bin_dir=DIR         binaries (DIR/tools/cli/oneflow, ...) instead of building -c opt
 #   --work_dir=DIR --keep where plans, logs and metrics go; kept with --keep or on failure
 #
+# Launches use --collective_timeout_s=300 --hang_seconds=120: on a loaded machine a rank can
+# compute for more than the default 5 s between collectives, which the launch would stop
+# as a hang ("stuck outside the collective (in compute ...)").
 # Prints JSON lines on stdout: one "config" line, then one line per (case, rate, mode).
 # Needs root. Everything it creates is named ofdb<pid>-* and is torn down on exit.
 # A benchmark, not a test: it asserts nothing; the goal and whether it was met are fields.
@@ -221,7 +224,7 @@ run_case() {
     # shellcheck disable=SC2086
     if ! "${in_host[@]}" "$BIN/oneflow" launch "$plan" --nodes="$NETNS_NODES_ARG" --token_file="$RUN/token" \
         --iters="$ITERS" --metrics="$dir/$mode.launched.metrics" --job_id="db-$name-$rate-$mode-$$" \
-        --collective_timeout_s=300 "${trace_flags[@]}" $LAUNCH_FLAGS > "$dir/$mode.launch.out" 2> "$dir/$mode.launch.err"; then
+        --collective_timeout_s=300 --hang_seconds=120 "${trace_flags[@]}" $LAUNCH_FLAGS > "$dir/$mode.launch.out" 2> "$dir/$mode.launch.err"; then
       tail -20 "$dir/$mode.launch.err" >&2
       die "oneflow launch of $name ($mode, rate $rate) failed"
     fi
