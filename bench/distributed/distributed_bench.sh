@@ -103,7 +103,8 @@ case_spec() {
     demo_loopback) echo "loopback 2 2 off|--dp=2 --tp=2 --layers=2 --hidden=256 --heads=8 --batch=8 --seq=32 --vocab=256 --lr=0.01" ;;
     gpt_dp3tp2) echo "netns 3 2 off,auto|--dp=3 --tp=2 --layers=6 --hidden=384 --heads=6 --seq=64 --batch=12" ;;
     # batch 12: divisible by dp=3 (an uneven S(0) split of 8 rows makes a plan of 89 collectives
-    # instead of 4, and PyTorch's DDP needs equal rows per rank).
+    # instead of 4, which examples/gpt refuses without --uneven_batch, and PyTorch's DDP needs
+    # equal rows per rank).
     dp3_h256) echo "netns 3 1 off,auto,pytorch_ddp|--dp=3 --hidden=256 --layers=2 --batch=12" ;;
     dp3_h512) echo "netns 3 1 off,auto,pytorch_ddp|--dp=3 --hidden=512 --layers=4 --heads=8 --batch=12" ;;
     *) return 1 ;;
