@@ -286,7 +286,7 @@ std::string RenderJson(const proto::Plan& plan, const ProfileReport& report, con
   json.Key("ms_by_thread");
   json.BeginObject();
   for (const auto& [thread, ns] : totals.by_thread) {
-    json.Key(ThreadKindText(static_cast<proto::ThreadKind>(thread)));
+    json.Key(actors::TrackName(thread));
     json.Double(Ms(ns));
   }
   json.EndObject();
@@ -323,7 +323,7 @@ std::string RenderJson(const proto::Plan& plan, const ProfileReport& report, con
     json.Key("act");
     json.Int(step.act.iteration);
     json.Key("thread");
-    json.String(ThreadKindText(static_cast<proto::ThreadKind>(step.act.thread)));
+    json.String(actors::TrackName(step.act.thread));
     json.Key("edge");
     json.String(actors::PathEdgeName(step.edge));
     json.Key("wait_ms");
@@ -410,7 +410,7 @@ ProfileTables TabulateProfile(const proto::Plan& plan, const ProfileReport& repo
                                 path.iteration - 1, " to the end of iteration ", path.iteration);
   std::vector<std::string> parts;
   for (const auto& [thread, ns] : totals.by_thread) {
-    parts.push_back(absl::StrCat(ThreadKindText(static_cast<proto::ThreadKind>(thread)), " acts ", Time(ns), " (",
+    parts.push_back(absl::StrCat(actors::TrackName(thread), " acts ", Time(ns), " (",
                                  Percent(ns / wall), ")"));
   }
   parts.push_back(absl::StrCat("waiting ", Time(totals.wait_ns), " (", Percent(totals.wait_ns / wall), ")"));

@@ -114,6 +114,22 @@ TEST(ProfileReportTest, JsonIsOneObject) {
   EXPECT_DOUBLE_EQ(reductions.at("exposed_ms_per_iteration_and_device").number_value(), 0.0015);
 }
 
+// A collective on communication stream 1 is drawn on its own track (actors/trace.h,
+// kStreamTrackBase + 1); the critical path names that track, not an unknown thread kind.
+TEST(ProfileReportTest, CriticalPathNamesAStreamTrack) {
+  proto::Plan plan = SampleDataParallelPlan();
+  ASSERT_GT(plan.collectives_size(), 0);
+  plan.mutable_collectives(0)->set_stream(1);
+  const std::string path = TempPath("sample_stream.json");
+  ASSERT_TRUE(actors::WriteChromeTrace(path, plan, SampleActs()).ok());
+  absl::StatusOr<ProfileReport> report = ProfileTrace(plan, path);
+  ASSERT_TRUE(report.ok()) << report.status();
+  const std::string text = RenderProfile(plan, *report, {ProfileFormat::kText, 3});
+  EXPECT_THAT(text, HasSubstr("  7 acts on 1 device: compute acts 6.00 us (60.0%), communication stream 1 acts "
+                              "2.00 us (20.0%), waiting 2.00 us (20.0%)\n"));
+  EXPECT_THAT(text, ::testing::Not(HasSubstr("unknown")));
+}
+
 TEST(ProfileReportTest, Errors) {
   const proto::Plan plan = SampleDataParallelPlan();
   EXPECT_THAT(std::string(ProfileTrace(plan, TempPath("missing.json")).status().message()),
