@@ -1,9 +1,11 @@
 #include "actors/reduction_overlap.h"
 
 #include <algorithm>
+#include <iterator>
 #include <limits>
 #include <string>
 #include <utility>
+#include <vector>
 
 #include "absl/container/flat_hash_map.h"
 #include "absl/container/flat_hash_set.h"
@@ -74,8 +76,25 @@ absl::StatusOr<ReductionOverlap> MeasureReductionOverlap(const proto::Plan& plan
   for (const proto::DevicePlan& device : plan.devices()) {
     for (const proto::ActorDef& actor : device.actors()) actors[actor.id()] = &actor;
   }
+  // The starts of each call (collective, iteration) on every device, sorted. An act's last
+  // arrival is the latest of them no later than its own end: a collective over several
+  // groups (dp over each tp rank) has members that are no peers of this act, and one that
+  // started after this act ended cannot be (the call cannot end before its last member came).
+  absl::flat_hash_map<std::pair<int64_t, int64_t>, std::vector<int64_t>> call_starts;
+  for (const ActRecord& act : acts) {
+    const proto::ActorDef& actor = *actors.at(act.actor_id);
+    if (actor.kind() != proto::ACTOR_BOXING || actor.collective_id() < 0) continue;
+    call_starts[{actor.collective_id(), act.iteration}].push_back(act.start_ns);
+  }
+  for (auto& [call, starts] : call_starts) std::sort(starts.begin(), starts.end());
+  auto last_arrival = [&](const proto::ActorDef& actor, const ActRecord& act) {
+    const std::vector<int64_t>& starts = call_starts.at({actor.collective_id(), act.iteration});
+    auto after = std::upper_bound(starts.begin(), starts.end(), act.end_ns);
+    return after == starts.begin() ? act.start_ns : *std::prev(after);
+  };
   using Intervals = std::vector<std::pair<int64_t, int64_t>>;
   std::vector<Intervals> reduction(plan.devices_size()), compute(plan.devices_size());
+  std::vector<Intervals> transfer(plan.devices_size());
   ReductionOverlap overlap;
   overlap.first_iteration = bubble->first_iteration;
   overlap.last_iteration = bubble->last_iteration;
@@ -87,23 +106,39 @@ absl::StatusOr<ReductionOverlap> MeasureReductionOverlap(const proto::Plan& plan
     if (measured && reductions.Contains(actor)) {
       reduction[act.device_index].push_back({act.start_ns, act.end_ns});
       ++overlap.reduction_acts;
+      int64_t start = act.start_ns;
+      if (actor.kind() == proto::ACTOR_BOXING && actor.collective_id() >= 0) {
+        start = std::max(start, last_arrival(actor, act));
+      }
+      if (start < act.end_ns) transfer[act.device_index].push_back({start, act.end_ns});
     }
   }
+  // |R ∩ C| = |R| + |C| - |R ∪ C|, C clipped to R's span; R's union and |R ∩ C|.
+  auto covered_and_hidden = [](Intervals reduced, Intervals computed) -> std::pair<int64_t, int64_t> {
+    if (reduced.empty()) return {0, 0};
+    int64_t from = std::numeric_limits<int64_t>::max(), to = std::numeric_limits<int64_t>::min();
+    for (const auto& [start, end] : reduced) from = std::min(from, start), to = std::max(to, end);
+    Intervals both = reduced;
+    both.insert(both.end(), computed.begin(), computed.end());
+    const int64_t r = CoveredNs(std::move(reduced), from, to);
+    const int64_t c = CoveredNs(std::move(computed), from, to);
+    return {r, r + c - CoveredNs(std::move(both), from, to)};
+  };
   for (int d = 0; d < plan.devices_size(); ++d) {
     overlap.compute_ns += bubble->devices[d].busy_ns;
-    if (reduction[d].empty()) continue;
-    // |R ∩ C| = |R| + |C| - |R ∪ C|, C clipped to R's span.
-    int64_t from = std::numeric_limits<int64_t>::max(), to = std::numeric_limits<int64_t>::min();
-    for (const auto& [start, end] : reduction[d]) from = std::min(from, start), to = std::max(to, end);
-    Intervals both = reduction[d];
-    both.insert(both.end(), compute[d].begin(), compute[d].end());
-    const int64_t reduced = CoveredNs(std::move(reduction[d]), from, to);
-    const int64_t computed = CoveredNs(std::move(compute[d]), from, to);
+    const auto [reduced, hidden] = covered_and_hidden(std::move(reduction[d]), compute[d]);
     overlap.reduction_ns += reduced;
-    overlap.hidden_ns += reduced + computed - CoveredNs(std::move(both), from, to);
+    overlap.hidden_ns += hidden;
+    const auto [transferred, transfer_hidden] = covered_and_hidden(std::move(transfer[d]), compute[d]);
+    overlap.transfer_ns += transferred;
+    overlap.transfer_hidden_ns += transfer_hidden;
   }
   if (overlap.reduction_ns > 0) {
     overlap.hidden_fraction = static_cast<double>(overlap.hidden_ns) / static_cast<double>(overlap.reduction_ns);
+  }
+  if (overlap.transfer_ns > 0) {
+    overlap.transfer_hidden_fraction =
+        static_cast<double>(overlap.transfer_hidden_ns) / static_cast<double>(overlap.transfer_ns);
   }
   return overlap;
 }

@@ -57,6 +57,20 @@ struct ReductionOverlap {
   // Summed over devices: the union of each device's compute-thread acts of the measured
   // iterations (to tell whether compute was long enough to hide the reductions).
   int64_t compute_ns = 0;
+  // The same from the moment the call's last member arrived (the latest start of an act of
+  // the same collective, ActorDef.collective_id, in the same iteration on any device of the
+  // trace) to the act's end: the transfer itself. A reduction act's own start is when its
+  // device reached the call; across processes the members arrive at different times (a
+  // slower host, or one whose compute thread still works), and the time spent waiting for
+  // them is not reduction time: counted as such it inflates both the reduction time and the
+  // part hidden behind this device's compute, which goes on meanwhile. A collective over
+  // several groups (dp over each tp rank) has acts that are no peers of this one: only
+  // starts no later than this act's end count (a peer cannot arrive after the call ended),
+  // so another group's member that arrived earlier still counts (transfer undercounted).
+  int64_t transfer_ns = 0;
+  int64_t transfer_hidden_ns = 0;
+  // transfer_hidden_ns / transfer_ns; 0 when there is none.
+  double transfer_hidden_fraction = 0;
 };
 
 // Errors: FAILED_PRECONDITION when no act belongs to a measured iteration, INVALID_ARGUMENT

@@ -1,5 +1,9 @@
 #include "actors/reduction_overlap.h"
 
+#include <map>
+#include <string>
+#include <vector>
+
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 
@@ -124,6 +128,38 @@ TEST(MeasureReductionOverlapTest, NextIterationsComputeHidesAReductionToo) {
   EXPECT_THAT(overlap->hidden_fraction, DoubleEq(0.5));
 }
 
+// Across processes the members of a call arrive at different times: the transfer is
+// counted from the last arrival, so a device that waits in the call while its own compute
+// thread works does not count that wait as reduction time hidden behind compute.
+TEST(MeasureReductionOverlapTest, TransferCountsFromTheLastMembersArrival) {
+  proto::Plan plan = TwoDevicePlan();
+  // Every boxing actor its own collective, w_grad's all_reduce one collective on both devices.
+  // Actor 3 stands for a member of another group of the same collective (dp over another
+  // tp rank): it starts after both acts above ended, so it is no peer of theirs.
+  const std::map<int64_t, int64_t> collective_of = {{2, 0}, {7, 0}, {3, 0}, {4, 2}, {5, 3}, {9, -1}, {10, 4}};
+  for (proto::DevicePlan& device : *plan.mutable_devices()) {
+    for (proto::ActorDef& actor : *device.mutable_actors()) {
+      auto it = collective_of.find(actor.id());
+      if (it != collective_of.end()) actor.set_collective_id(it->second);
+    }
+  }
+  const std::vector<ActRecord> acts = {
+      Act(0, 1, 0, 0, 100), Act(1, 6, 0, 0, 100),  // warm-up
+      // Device 0 reaches the all-reduce at 210 and computes until 300; device 1 computes
+      // until 280 and arrives then; both leave at 320.
+      Act(0, 1, 1, 200, 300), Act(0, 2, 1, 210, 320), Act(1, 6, 1, 200, 280), Act(1, 7, 1, 280, 320),
+      Act(0, 3, 1, 400, 410)};
+  absl::StatusOr<ReductionOverlap> overlap = MeasureReductionOverlap(plan, acts);
+  ASSERT_TRUE(overlap.ok()) << overlap.status();
+  // From the acts' own starts: device 0 110 ns (90 of them hidden), device 1 40 ns.
+  EXPECT_EQ(overlap->reduction_ns, 110 + 40);
+  EXPECT_EQ(overlap->hidden_ns, 90);
+  // From the last arrival (280): 40 ns each; device 0's compute hides [280, 300).
+  EXPECT_EQ(overlap->transfer_ns, 40 + 40);
+  EXPECT_EQ(overlap->transfer_hidden_ns, 20);
+  EXPECT_THAT(overlap->transfer_hidden_fraction, DoubleEq(0.25));
+}
+
 TEST(MeasureReductionOverlapTest, NoReductionIsZeroNotNaN) {
   const std::vector<ActRecord> acts = {Act(0, 1, 0, 0, 10), Act(0, 1, 1, 10, 20), Act(0, 3, 1, 20, 30)};
   absl::StatusOr<ReductionOverlap> overlap = MeasureReductionOverlap(TwoDevicePlan(), acts);
@@ -131,6 +167,7 @@ TEST(MeasureReductionOverlapTest, NoReductionIsZeroNotNaN) {
   EXPECT_EQ(overlap->reduction_acts, 0);
   EXPECT_EQ(overlap->reduction_ns, 0);
   EXPECT_THAT(overlap->hidden_fraction, DoubleEq(0.0));
+  EXPECT_THAT(overlap->transfer_hidden_fraction, DoubleEq(0.0));
 }
 
 TEST(MeasureReductionOverlapTest, OnlyTheWarmUpIteration) {

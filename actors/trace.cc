@@ -52,7 +52,6 @@ std::string ThreadName(int kind) {
 // except that a communication actor on stream s > 0 (CollectiveDef.stream) gets track
 // kStreamTrackBase + s: each stream is a thread of its own, whose acts overlap those of
 // the other streams.
-constexpr int kStreamTrackBase = 10;
 int TrackOf(const proto::Plan& plan, const proto::ActorDef& actor) {
   if (actor.thread() == proto::THREAD_COMMUNICATION && actor.collective_id() >= 0 &&
       actor.collective_id() < plan.collectives_size()) {
@@ -62,10 +61,6 @@ int TrackOf(const proto::Plan& plan, const proto::ActorDef& actor) {
   return static_cast<int>(actor.thread());
 }
 
-std::string TrackName(int track) {
-  if (track >= kStreamTrackBase) return absl::StrCat("communication stream ", track - kStreamTrackBase);
-  return ThreadName(track);
-}
 
 std::string Microseconds(int64_t ns) { return absl::StrFormat("%.3f", ns / 1000.0); }
 
@@ -294,6 +289,11 @@ absl::StatusOr<std::vector<ActRecord>> ReadChromeTrace(const std::string& path, 
 absl::Status WriteChromeTrace(const std::string& path, const proto::Plan& plan,
                               const std::vector<ActRecord>& acts) {
   return WriteFileAtomically(path, ChromeTraceJson(plan, acts), WriteFileOptions{absl::StrCat("trace file '", path, "'")});
+}
+
+std::string TrackName(int track) {
+  if (track >= kStreamTrackBase) return absl::StrCat("communication stream ", track - kStreamTrackBase);
+  return ThreadName(track);
 }
 
 }  // namespace oneflow::actors

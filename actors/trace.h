@@ -42,6 +42,13 @@ absl::Status WriteChromeTrace(const std::string& path, const proto::Plan& plan,
 //   plan 'gpt' (checksum 0x5e8c01d2)
 absl::StatusOr<std::vector<ActRecord>> ReadChromeTrace(const std::string& path, const proto::Plan& plan);
 
+// ActRecord.thread of an act read back by ReadChromeTrace is its track: the actor's
+// ThreadKind (compute 0, communication 1, transfer 2), or kStreamTrackBase + s for a
+// communication actor on stream s > 0. TrackName names one ("compute", "communication",
+// "transfer", "communication stream 1").
+inline constexpr int kStreamTrackBase = 10;
+std::string TrackName(int track);
+
 // The plan a trace written by WriteChromeTrace carries (otherData.plan). INVALID_ARGUMENT
 // naming the file when it holds none (written before traces carried their plan) or a
 // damaged one (not base64 of a plan, or not of the checksum the trace names); the

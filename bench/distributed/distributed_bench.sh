@@ -32,9 +32,17 @@
 #   --rates_mbit=R,...    link rates of the netns cases [1000]
 #   --iters=K --warmup=W  iterations per run, and those left out of the median [20, 5]
 #   --launch_flags="..."  extra flags for every `oneflow launch` (e.g. --transport=gloo)
+#   --gpt_flags="..."     extra flags for every case's gpt compile (e.g. --bucket_mb=4)
+#   --trace               launch with --trace and add the launched trace's gradient reduction
+#                         figures (`oneflow profile`, docs/profile.md) to each line: the share
+#                         hidden behind compute from each act's start and from each call's last
+#                         arrival (the transfer), the exposed transfer time and the compute time
 #   --bin_dir=DIR         binaries (DIR/tools/cli/oneflow, ...) instead of building -c opt
 #   --work_dir=DIR --keep where plans, logs and metrics go; kept with --keep or on failure
 #
+# Launches use --collective_timeout_s=300 --hang_seconds=120: on a loaded machine a rank can
+# compute for more than the default 5 s between collectives, which the launch would stop
+# as a hang ("stuck outside the collective (in compute ...)").
 # Prints JSON lines on stdout: one "config" line, then one line per (case, rate, mode).
 # Needs root. Everything it creates is named ofdb<pid>-* and is torn down on exit.
 # A benchmark, not a test: it asserts nothing; the goal and whether it was met are fields.
@@ -53,6 +61,8 @@ RATES="1000"
 ITERS=20
 WARMUP=5
 LAUNCH_FLAGS=""
+GPT_FLAGS=""
+TRACE=0
 BIN_DIR=""
 WORK_DIR=""
 KEEP=0
@@ -68,6 +78,8 @@ for arg in "$@"; do
     --iters=*) ITERS="${arg#*=}" ;;
     --warmup=*) WARMUP="${arg#*=}" ;;
     --launch_flags=*) LAUNCH_FLAGS="${arg#*=}" ;;
+    --gpt_flags=*) GPT_FLAGS="${arg#*=}" ;;
+    --trace) TRACE=1 ;;
     --bin_dir=*) BIN_DIR="${arg#*=}" ;;
     --work_dir=*) WORK_DIR="${arg#*=}" ;;
     --keep) KEEP=1 ;;
@@ -82,6 +94,7 @@ IFS=, read -r -a RATE_LIST <<< "$RATES"
 for r in "${RATE_LIST[@]}"; do [[ "$r" =~ ^[1-9][0-9]*$ ]] || die "--rates_mbit: '$r' is not a positive integer"; done
 IFS=, read -r -a CASE_LIST <<< "$CASES"
 [[ "$LAUNCH_FLAGS" =~ ^[-A-Za-z0-9_=.,\ ]*$ ]] || die "--launch_flags: only flags (letters, digits, - _ = . ,)"
+[[ "$GPT_FLAGS" =~ ^[-A-Za-z0-9_=.,\ ]*$ ]] || die "--gpt_flags: only flags (letters, digits, - _ = . ,)"
 [[ "$(id -u)" == 0 ]] || die "needs root (network namespaces, veth pairs, tc)"
 
 # case -> "network nodes devices_per_node modes|gpt flags"
@@ -90,7 +103,8 @@ case_spec() {
     demo_loopback) echo "loopback 2 2 off|--dp=2 --tp=2 --layers=2 --hidden=256 --heads=8 --batch=8 --seq=32 --vocab=256 --lr=0.01" ;;
     gpt_dp3tp2) echo "netns 3 2 off,auto|--dp=3 --tp=2 --layers=6 --hidden=384 --heads=6 --seq=64 --batch=12" ;;
     # batch 12: divisible by dp=3 (an uneven S(0) split of 8 rows makes a plan of 89 collectives
-    # instead of 4, and PyTorch's DDP needs equal rows per rank).
+    # instead of 4, which examples/gpt refuses without --uneven_batch, and PyTorch's DDP needs
+    # equal rows per rank).
     dp3_h256) echo "netns 3 1 off,auto,pytorch_ddp|--dp=3 --hidden=256 --layers=2 --batch=12" ;;
     dp3_h512) echo "netns 3 1 off,auto,pytorch_ddp|--dp=3 --hidden=512 --layers=4 --heads=8 --batch=12" ;;
     *) return 1 ;;
@@ -196,7 +210,7 @@ run_case() {
     fi
     plan="$dir/$mode.plan"
     # shellcheck disable=SC2086
-    "$BIN/gpt" --nodes="$nodes" --devices_per_node="$dpn" $flags --compression="$mode" \
+    "$BIN/gpt" --nodes="$nodes" --devices_per_node="$dpn" $flags $GPT_FLAGS --compression="$mode" \
       --inter_node_bandwidth="$bw" --plan_out="$plan" > "$dir/$mode.compile.log"
     # The floor's first half: the same plan, every node in this process, no network.
     "$BIN/oneflow" run "$plan" --iters="$ITERS" --metrics="$dir/$mode.inprocess.metrics" > /dev/null
@@ -205,12 +219,13 @@ run_case() {
       netns_shape "$rate"
       for ((i = 0; i < nodes; i++)); do before+=("$(netns_link_bytes "$i")"); done
     fi
-    local in_host=()  # the launch client runs on host 0 of a netns cluster
+    local in_host=() trace_flags=()  # the launch client runs on host 0 of a netns cluster
+    (( TRACE )) && trace_flags=(--trace="$dir/$mode.launched.trace.json")
     [[ "$network" == netns ]] && in_host=(ip netns exec "$(netns_name 0)")
     # shellcheck disable=SC2086
     if ! "${in_host[@]}" "$BIN/oneflow" launch "$plan" --nodes="$NETNS_NODES_ARG" --token_file="$RUN/token" \
         --iters="$ITERS" --metrics="$dir/$mode.launched.metrics" --job_id="db-$name-$rate-$mode-$$" \
-        --collective_timeout_s=300 $LAUNCH_FLAGS > "$dir/$mode.launch.out" 2> "$dir/$mode.launch.err"; then
+        --collective_timeout_s=300 --hang_seconds=120 "${trace_flags[@]}" $LAUNCH_FLAGS > "$dir/$mode.launch.out" 2> "$dir/$mode.launch.err"; then
       tail -20 "$dir/$mode.launch.err" >&2
       die "oneflow launch of $name ($mode, rate $rate) failed"
     fi
@@ -224,11 +239,16 @@ run_case() {
       done
       netns_unshape
     fi
+    local profile_json="$dir/$mode.launched.profile.json"
+    if (( TRACE )); then
+      "$BIN/oneflow" profile "$dir/$mode.launched.trace.json" --format=json > "$profile_json" ||
+        die "oneflow profile of $name ($mode) failed"
+    fi
     "$PY" - "$name" "$rate" "$mode" "$nodes" "$dpn" "$ITERS" "$link_bytes" \
         "$(median_step "$dir/$mode.inprocess.metrics")" "$(median_step "$dir/$mode.launched.metrics")" \
-        "$dir" <<'PYEOF'
+        "$dir" "$profile_json" <<'PYEOF'
 import json, os, sys
-name, rate, mode, nodes, dpn, iters, link_bytes, inproc, launched, d = sys.argv[1:]
+name, rate, mode, nodes, dpn, iters, link_bytes, inproc, launched, d, profile_json = sys.argv[1:]
 rate, iters, link_bytes = int(rate), int(iters), int(link_bytes)
 inproc, launched = float(inproc), float(launched)
 line = {"case": name, "rate_mbit": rate or None, "mode": mode, "nodes": int(nodes),
@@ -246,6 +266,16 @@ elif name == "gpt_dp3tp2" and mode == "off":
     line.update({"goal": "launched <= 1.2x floor", "met": launched <= 1.2 * line["floor_ms"]})
 elif name == "gpt_dp3tp2":
     line.update({"goal": "launched <= 1.2x in-process", "met": launched <= 1.2 * inproc})
+if os.path.exists(profile_json):
+    # The launched trace's gradient reductions (docs/profile.md), per iteration and device.
+    r = json.load(open(profile_json))["gradient_reductions"]
+    line.update({"reduction_hidden_fraction": round(r["hidden_fraction"], 3),
+                 "transfer_ms": round(r["transfer_ms_per_iteration_and_device"], 2),
+                 "transfer_hidden_fraction": round(r["transfer_hidden_fraction"], 3),
+                 "exposed_transfer_ms": round(r["exposed_ms_per_iteration_and_device"], 2),
+                 "compute_ms": round(r["compute_ms_per_iteration_and_device"], 2),
+                 "compute_longer_than_transfer": r["compute_ms_per_iteration_and_device"] >
+                                                 r["transfer_ms_per_iteration_and_device"]})
 if mode != "off":
     off = os.path.join(d, "off.summary.json")
     if os.path.exists(off):
@@ -304,7 +334,7 @@ main() {
   build
   (umask 077 && head -c 32 /dev/urandom | od -An -tx1 | tr -d ' \n' > "$RUN/token")
   echo "{\"config\": {\"cases\": \"$CASES\", \"rates_mbit\": [$RATES], \"iters\": $ITERS, \"warmup\": $WARMUP," \
-    "\"launch_flags\": \"$LAUNCH_FLAGS\", \"oneflow_openblas_coretype\": \"${OPENBLAS_CORETYPE:-auto}\", \"cpus\": $(nproc), \"load_avg_1m\": $(cut -d' ' -f1 /proc/loadavg)," \
+    "\"launch_flags\": \"$LAUNCH_FLAGS\", \"gpt_flags\": \"$GPT_FLAGS\", \"trace\": $TRACE, \"oneflow_openblas_coretype\": \"${OPENBLAS_CORETYPE:-auto}\", \"cpus\": $(nproc), \"load_avg_1m\": $(cut -d' ' -f1 /proc/loadavg)," \
     "\"commit\": \"$(git -C "$ROOT" rev-parse --short HEAD 2>/dev/null || echo unknown)\"}}"
   local name spec network nodes rate
   for name in "${CASE_LIST[@]}"; do

@@ -1,6 +1,10 @@
 #include "examples/common/parallel_layout.h"
 
+#include <string>
+#include <vector>
+
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "oneflow_core/status.h"
 
 namespace oneflow::examples {
@@ -102,6 +106,26 @@ absl::StatusOr<int64_t> ParallelLayout::MicroBatchRows(int64_t batch) const {
                                                    micro_batches_, "; micro-batches must be of equal size"));
   }
   return batch / micro_batches_;
+}
+
+absl::Status ParallelLayout::CheckEvenDataParallelBatch(int64_t batch, const char* escape_flag) const {
+  const int64_t rows_per_split = dp_ * micro_batches_;
+  if (dp_ <= 1 || batch % rows_per_split == 0) return absl::OkStatus();
+  const int64_t rows = batch / micro_batches_;  // MicroBatchRows refuses a remainder first
+  // What each data-parallel device would hold: the balanced split, the first ranks one row more.
+  std::vector<std::string> per_device;
+  for (int64_t d = 0; d < dp_; ++d) per_device.push_back(absl::StrCat(rows / dp_ + (d < rows % dp_ ? 1 : 0)));
+  const int64_t below = batch / rows_per_split * rows_per_split;
+  const int64_t above = below + rows_per_split;
+  const std::string valid = below > 0 ? absl::StrCat(below, " or ", above) : absl::StrCat(above);
+  const std::string micro =
+      micro_batches_ > 1 ? absl::StrCat(" (", rows, " per micro-batch of --micro_batches=", micro_batches_, ")") : "";
+  return absl::InvalidArgumentError(absl::StrCat(
+      "--batch=", batch, micro, " does not split evenly over --dp=", dp_, ": the data-parallel devices would hold ",
+      absl::StrJoin(per_device, ", "),
+      " sequences", micro_batches_ > 1 ? " of each micro-batch" : "", ", and the model's reshapes of an uneven batch split need activation boxing (S(0) -> P and back: "
+      "dozens of collectives per step instead of a few gradient reductions); use a --batch divisible by ",
+      rows_per_split, " (e.g. ", valid, "), or --", escape_flag, " to compile the uneven split anyway"));
 }
 
 absl::Status ParallelLayout::CheckStages(int64_t blocks, const char* blocks_flag) const {

@@ -85,6 +85,15 @@ class ParallelLayout {
   // The rows of one micro-batch of a batch of `batch`. Errors name the flags: "--batch=8
   // is not divisible by --micro_batches=3".
   absl::StatusOr<int64_t> MicroBatchRows(int64_t batch) const;
+  // Refuses a batch whose micro-batch rows do not split evenly over --dp, as Megatron and
+  // PyTorch DDP do: the data-parallel devices would hold different row counts (8 over 3:
+  // 3, 3, 2), and a model that reshapes its batch ([b, s, h] -> [b*s, h]) cannot keep such
+  // a split through the reshape (an even split of b*s rows is not the reshaped uneven split
+  // of b), so the compiler boxes activations S(0) -> P and back around every reshape: the
+  // gpt at --batch=8 --dp=3 issued 89 collectives per step instead of 4. The error names
+  // the batch, the dp degree (and micro-batches), the rows each device would get, and the
+  // nearest valid batches; `escape_flag` is the flag that compiles the uneven split anyway.
+  absl::Status CheckEvenDataParallelBatch(int64_t batch, const char* escape_flag) const;
   // Errors when the model has fewer blocks than stages, or (with --virtual_stages > 1)
   // blocks not divisible by pp x virtual_stages, naming the flags.
   absl::Status CheckStages(int64_t blocks, const char* blocks_flag) const;

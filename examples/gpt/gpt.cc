@@ -12,6 +12,9 @@
 #include "oneflow_core/status.h"
 
 ABSL_FLAG(int64_t, batch, 8, "Sequences per iteration (the logical batch).");
+ABSL_FLAG(bool, uneven_batch, false,
+          "Compile a --batch that --dp (x --micro_batches) does not divide instead of refusing it (the plan then "
+          "boxes activations around every reshape; for tests of uneven splits).");
 ABSL_FLAG(int64_t, seq, 64, "Sequence length.");
 ABSL_FLAG(int64_t, layers, 2, "Transformer blocks.");
 ABSL_FLAG(int64_t, hidden, 128, "Hidden width.");
@@ -40,6 +43,7 @@ namespace {
 absl::Status Main() {
   GptConfig config;
   config.batch = absl::GetFlag(FLAGS_batch);
+  config.uneven_batch = absl::GetFlag(FLAGS_uneven_batch);
   config.seq = absl::GetFlag(FLAGS_seq);
   config.layers = absl::GetFlag(FLAGS_layers);
   config.hidden = absl::GetFlag(FLAGS_hidden);

@@ -106,6 +106,7 @@ absl::StatusOr<proto::Job> BuildGpt(const GptConfig& config, const ParallelLayou
   }
   // The graph is one micro-batch's (all of the batch without micro-batches).
   OF_ASSIGN_OR_RETURN(const int64_t b, layout.MicroBatchRows(config.batch));
+  if (!config.uneven_batch) OF_RETURN_IF_ERROR(layout.CheckEvenDataParallelBatch(config.batch, "uneven_batch"));
   OF_ASSIGN_OR_RETURN(const CpAttention cp_attention,
                       ResolveCpAttention({b, config.seq, config.hidden, config.heads, config.heads, "heads"}, layout));
   // Context parallelism (examples/common/context_parallel.h): the residual stream

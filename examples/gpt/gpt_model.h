@@ -33,6 +33,11 @@ struct GptConfig {
   double learning_rate = 3e-4;
   int64_t warmup_steps = 100;  // Linear warmup, then cosine decay over 10000 steps.
   uint64_t seed = 1;
+  // Compile a batch that does not split evenly over dp (x micro-batches) instead of
+  // refusing it (ParallelLayout::CheckEvenDataParallelBatch says why it is refused): the
+  // plan trains to the same losses but boxes activations around every reshape. For tests
+  // of the compiler's uneven splits (--uneven_batch).
+  bool uneven_batch = false;
   // Mixture of experts in every moe.every-th block's feed-forward (examples/gpt/moe.h).
   MoeConfig moe;
 };

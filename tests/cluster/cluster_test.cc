@@ -151,11 +151,11 @@ TEST(ClusterTest, ThreeDaemonsTrainLikeOneDevice) {
 
 // dp=3 over a batch of 8: the data-parallel groups get 3, 3 and 2 sequences, so every
 // tensor split along the batch (the int32 targets included, reshaped to [batch * seq])
-// is split unevenly across the processes.
+// is split unevenly across the processes (--uneven_batch: examples/gpt refuses it otherwise).
 TEST(ClusterTest, ThreeDaemonsTrainGptWithABatchThatDoesNotDivideByDp) {
   Daemons daemons(3);
-  const std::vector<std::string> gpt = {"--batch=8",  "--seq=8",   "--layers=1", "--hidden=32",
-                                        "--heads=4", "--vocab=32", "--lr=0.01"};
+  const std::vector<std::string> gpt = {"--batch=8", "--uneven_batch", "--seq=8",    "--layers=1",
+                                        "--hidden=32", "--heads=4",      "--vocab=32", "--lr=0.01"};
   const std::vector<double> reference = RunInOneProcess(CompilePlan("gpt", gpt, "gpt3ref"), kIterations);
   std::vector<std::string> flags = gpt;
   flags.insert(flags.end(), {"--nodes=3", "--devices_per_node=2", "--dp=3", "--tp=2"});

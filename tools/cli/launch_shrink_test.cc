@@ -117,6 +117,7 @@ TEST(LaunchShrinkTest, PipelineStagesMoveToTheSurvivors) {
   config.hidden = 32;
   config.heads = 2;
   config.vocab = 64;
+  config.uneven_batch = true;  // 2 rows per micro-batch over dp=3 (the re-plan's dp=2 divides them)
   const Builder gpt = [config](const examples::ParallelLayout& layout) { return examples::BuildGpt(config, layout); };
   examples::ParallelFlags six = Flags(6, 3, 1, 2);
   six.micro_batches = 2;

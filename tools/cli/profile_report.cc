@@ -135,6 +135,17 @@ std::string ReductionLine(const ProfileReport& report) {
                       Time(PerIterationAndDevice(report, r.compute_ns)), " per iteration and device");
 }
 
+// The same counted from each call's last member's arrival (ReductionOverlap.transfer_ns):
+// what a launched run's figure means, where members wait for slower hosts inside the call.
+std::string TransferLine(const ProfileReport& report) {
+  const actors::ReductionOverlap& r = report.reductions;
+  return absl::StrCat("gradient reductions from each call's last arrival (the transfer, no waiting for peers): ",
+                      Time(PerIterationAndDevice(report, r.transfer_ns)), " per iteration and device, ",
+                      Percent(r.transfer_hidden_fraction), " of it hidden behind compute (",
+                      Time(PerIterationAndDevice(report, r.transfer_hidden_ns)), "); exposed ",
+                      Time(PerIterationAndDevice(report, r.transfer_ns - r.transfer_hidden_ns)));
+}
+
 std::string RenderText(const proto::Plan& plan, const ProfileReport& report, const ProfileOptions& options) {
   const ProfileTables tables = TabulateProfile(plan, report, options.top);
   std::string text;
@@ -254,6 +265,12 @@ std::string RenderJson(const proto::Plan& plan, const ProfileReport& report, con
   json.Double(reductions.hidden_fraction);
   json.Key("compute_ms_per_iteration_and_device");
   json.Double(Ms(PerIterationAndDevice(report, reductions.compute_ns)));
+  json.Key("transfer_ms_per_iteration_and_device");
+  json.Double(Ms(PerIterationAndDevice(report, reductions.transfer_ns)));
+  json.Key("transfer_hidden_fraction");
+  json.Double(reductions.transfer_hidden_fraction);
+  json.Key("exposed_ms_per_iteration_and_device");
+  json.Double(Ms(PerIterationAndDevice(report, reductions.transfer_ns - reductions.transfer_hidden_ns)));
   json.EndObject();
 
   const actors::CriticalPath& path = report.critical_path;
@@ -269,7 +286,7 @@ std::string RenderJson(const proto::Plan& plan, const ProfileReport& report, con
   json.Key("ms_by_thread");
   json.BeginObject();
   for (const auto& [thread, ns] : totals.by_thread) {
-    json.Key(ThreadKindText(static_cast<proto::ThreadKind>(thread)));
+    json.Key(actors::TrackName(thread));
     json.Double(Ms(ns));
   }
   json.EndObject();
@@ -306,7 +323,7 @@ std::string RenderJson(const proto::Plan& plan, const ProfileReport& report, con
     json.Key("act");
     json.Int(step.act.iteration);
     json.Key("thread");
-    json.String(ThreadKindText(static_cast<proto::ThreadKind>(step.act.thread)));
+    json.String(actors::TrackName(step.act.thread));
     json.Key("edge");
     json.String(actors::PathEdgeName(step.edge));
     json.Key("wait_ms");
@@ -347,6 +364,7 @@ ProfileTables TabulateProfile(const proto::Plan& plan, const ProfileReport& repo
                                         Time(p.window_end_ns - p.window_start_ns), " / ", p.iterations,
                                         "); devices: ", absl::StrJoin(devices, ", ")));
   tables.heading.push_back(ReductionLine(report));
+  if (report.reductions.reduction_acts > 0) tables.heading.push_back(TransferLine(report));
 
   ProfileSection& threads = tables.sections.emplace_back();
   threads.title = "threads, per iteration (compute + communication + idle = step)";
@@ -392,7 +410,7 @@ ProfileTables TabulateProfile(const proto::Plan& plan, const ProfileReport& repo
                                 path.iteration - 1, " to the end of iteration ", path.iteration);
   std::vector<std::string> parts;
   for (const auto& [thread, ns] : totals.by_thread) {
-    parts.push_back(absl::StrCat(ThreadKindText(static_cast<proto::ThreadKind>(thread)), " acts ", Time(ns), " (",
+    parts.push_back(absl::StrCat(actors::TrackName(thread), " acts ", Time(ns), " (",
                                  Percent(ns / wall), ")"));
   }
   parts.push_back(absl::StrCat("waiting ", Time(totals.wait_ns), " (", Percent(totals.wait_ns / wall), ")"));

@@ -78,7 +78,10 @@ TEST(ProfileReportTest, HandMadeTraceGivesExactFigures) {
   // The all_reduce of w_grad (read by sgd_update) is the gradient reduction: 1 us on
   // device 0, 2 us on device 1, while neither compute thread acted.
   EXPECT_THAT(text, HasSubstr("gradient reductions: 2 acts, 1.50 us per iteration and device, 0.0% of it hidden behind "
-                              "compute (0.00 us); compute 6.00 us per iteration and device\n"));
+                              "compute (0.00 us); compute 6.00 us per iteration and device\n"
+                              "gradient reductions from each call's last arrival (the transfer, no waiting for "
+                              "peers): 1.50 us per iteration and device, 0.0% of it hidden behind compute (0.00 us); "
+                              "exposed 1.50 us\n"));
   const actors::CriticalPath& critical = report->critical_path;
   int64_t total = 0;
   for (const actors::PathStep& step : critical.steps) total += step.path_end_ns - step.path_start_ns + step.wait_ns;
@@ -105,6 +108,26 @@ TEST(ProfileReportTest, JsonIsOneObject) {
   EXPECT_DOUBLE_EQ(reductions.at("ms_per_iteration_and_device").number_value(), 0.0015);
   EXPECT_DOUBLE_EQ(reductions.at("hidden_fraction").number_value(), 0);
   EXPECT_DOUBLE_EQ(reductions.at("compute_ms_per_iteration_and_device").number_value(), 0.006);
+  // Both members start the call together: the transfer is the acts' own time, all exposed.
+  EXPECT_DOUBLE_EQ(reductions.at("transfer_ms_per_iteration_and_device").number_value(), 0.0015);
+  EXPECT_DOUBLE_EQ(reductions.at("transfer_hidden_fraction").number_value(), 0);
+  EXPECT_DOUBLE_EQ(reductions.at("exposed_ms_per_iteration_and_device").number_value(), 0.0015);
+}
+
+// A collective on communication stream 1 is drawn on its own track (actors/trace.h,
+// kStreamTrackBase + 1); the critical path names that track, not an unknown thread kind.
+TEST(ProfileReportTest, CriticalPathNamesAStreamTrack) {
+  proto::Plan plan = SampleDataParallelPlan();
+  ASSERT_GT(plan.collectives_size(), 0);
+  plan.mutable_collectives(0)->set_stream(1);
+  const std::string path = TempPath("sample_stream.json");
+  ASSERT_TRUE(actors::WriteChromeTrace(path, plan, SampleActs()).ok());
+  absl::StatusOr<ProfileReport> report = ProfileTrace(plan, path);
+  ASSERT_TRUE(report.ok()) << report.status();
+  const std::string text = RenderProfile(plan, *report, {ProfileFormat::kText, 3});
+  EXPECT_THAT(text, HasSubstr("  7 acts on 1 device: compute acts 6.00 us (60.0%), communication stream 1 acts "
+                              "2.00 us (20.0%), waiting 2.00 us (20.0%)\n"));
+  EXPECT_THAT(text, ::testing::Not(HasSubstr("unknown")));
 }
 
 TEST(ProfileReportTest, Errors) {
