@@ -167,6 +167,10 @@ struct Row {
   double uncalibrated_ms = 0;
   double measured_ms = 0;
   double measured_cpu_ms = 0;
+  // The model's CPU demand of a step: the layout priced on one host core, so the step is
+  // every device's compute (acts included) in turn, compared with measured_cpu_ms: the
+  // model's work terms without the share of the cores other programs leave this process.
+  double predicted_cpu_ms = 0;
 };
 
 absl::Status RunCluster(const examples::GptConfig& config, int64_t devices) {
@@ -292,21 +296,29 @@ absl::Status RunCluster(const examples::GptConfig& config, int64_t devices) {
                   absl::CHexEscape(measured.status().message()).c_str());
       continue;
     }
-    Row row{layout, 1e3 * StepSeconds(after), 1e3 * StepSeconds(before), measured->step_ms, measured->cpu_ms};
+    auto_parallel::PriceOptions one_core = final_options.price;
+    one_core.host_cores = 1;
+    OF_ASSIGN_OR_RETURN(const proto::AutoParallelPrediction demand,
+                        auto_parallel::PriceLayout(profile, one_core, layout));
+    Row row{layout, 1e3 * StepSeconds(after), 1e3 * StepSeconds(before), measured->step_ms, measured->cpu_ms,
+            1e3 * StepSeconds(demand)};
     std::printf(
         "{\"bench\":\"auto_parallel_prediction\",\"model\":\"gpt\",\"devices\":%lld,\"search_rank\":%lld,"
         "\"layout\":\"%s\",\"predicted_ms\":%.4f,\"predicted_compute_ms\":%.4f,\"predicted_communication_ms\":%.4f,"
         "\"predicted_bubble_ms\":%.4f,\"measured_ms\":%.4f,\"measured_cpu_ms\":%.4f,\"measured_over_predicted\":%.3f,"
-        "\"uncalibrated_predicted_ms\":%.4f,\"measured_over_uncalibrated\":%.3f,\"acts_per_iteration\":%lld}\n",
+        "\"uncalibrated_predicted_ms\":%.4f,\"measured_over_uncalibrated\":%.3f,\"acts_per_iteration\":%lld,"
+        "\"predicted_cpu_ms\":%.4f}\n",
         static_cast<long long>(devices), static_cast<long long>(index + 1), LayoutName(layout).c_str(),
         row.predicted_ms, 1e3 * after.compute_seconds(), 1e3 * after.exposed_communication_seconds(),
         1e3 * after.bubble_seconds(), row.measured_ms, row.measured_cpu_ms, row.measured_ms / row.predicted_ms, row.uncalibrated_ms,
-        row.measured_ms / row.uncalibrated_ms, static_cast<long long>(measured->acts_per_iteration));
+        row.measured_ms / row.uncalibrated_ms, static_cast<long long>(measured->acts_per_iteration),
+        row.predicted_cpu_ms);
     std::fflush(stdout);
     rows.push_back(row);
   }
   if (rows.size() < 3) return absl::InternalError(absl::StrCat(devices, " devices: fewer than 3 layouts ran"));
   std::vector<double> predicted, uncalibrated_predicted, measured, errors, uncalibrated_errors;
+  std::vector<double> predicted_cpu, measured_cpu, cpu_errors;
   const Row* best = &rows.front();
   for (const Row& row : rows) {
     predicted.push_back(row.predicted_ms);
@@ -314,6 +326,9 @@ absl::Status RunCluster(const examples::GptConfig& config, int64_t devices) {
     measured.push_back(row.measured_ms);
     errors.push_back(std::abs(row.predicted_ms - row.measured_ms) / row.measured_ms);
     uncalibrated_errors.push_back(std::abs(row.uncalibrated_ms - row.measured_ms) / row.measured_ms);
+    predicted_cpu.push_back(row.predicted_cpu_ms);
+    measured_cpu.push_back(row.measured_cpu_ms);
+    cpu_errors.push_back(std::abs(row.predicted_cpu_ms - row.measured_cpu_ms) / std::max(1e-9, row.measured_cpu_ms));
     if (row.measured_ms < best->measured_ms) best = &row;
   }
   for (const Row& row : rows) {
@@ -327,13 +342,15 @@ absl::Status RunCluster(const examples::GptConfig& config, int64_t devices) {
       "\"median_abs_error\":%.4f,\"spearman\":%.4f,\"uncalibrated_median_abs_error\":%.4f,"
       "\"uncalibrated_spearman\":%.4f,\"goal_median_abs_error\":0.15,\"goal_spearman\":0.9,"
       "\"chosen\":\"%s\",\"chosen_measured_ms\":%.4f,\"best_measured\":\"%s\",\"best_measured_ms\":%.4f,"
-      "\"chosen_over_best\":%.3f,\"host_cores\":%lld,\"loadavg_1min\":%.2f}\n",
+      "\"chosen_over_best\":%.3f,\"cpu_median_abs_error\":%.4f,\"cpu_spearman\":%.4f,\"host_cores\":%lld,"
+      "\"loadavg_1min\":%.2f}\n",
       static_cast<long long>(config.layers), static_cast<long long>(config.hidden),
       static_cast<long long>(config.seq), static_cast<long long>(config.batch), static_cast<long long>(devices),
       static_cast<long long>(total), rows.size(), Median(errors), Spearman(predicted, measured),
       Median(uncalibrated_errors), Spearman(uncalibrated_predicted, measured), LayoutName(chosen->layout).c_str(),
       chosen->measured_ms, LayoutName(best->layout).c_str(), best->measured_ms, chosen->measured_ms / best->measured_ms,
-      static_cast<long long>(calibration.runtime.measurement.cores), load[0]);
+      Median(cpu_errors), Spearman(predicted_cpu, measured_cpu), static_cast<long long>(calibration.runtime.measurement.cores),
+      load[0]);
   std::fflush(stdout);
   return absl::OkStatus();
 }
