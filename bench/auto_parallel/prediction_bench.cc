@@ -167,6 +167,10 @@ struct Row {
   double uncalibrated_ms = 0;
   double measured_ms = 0;
   double measured_cpu_ms = 0;
+  // The model's CPU demand of a step: the layout priced on one host core, so the step is
+  // every device's compute (acts included) in turn, compared with measured_cpu_ms: the
+  // model's work terms without the share of the cores other programs leave this process.
+  double predicted_cpu_ms = 0;
 };
 
 absl::Status RunCluster(const examples::GptConfig& config, int64_t devices) {
@@ -208,13 +212,16 @@ absl::Status RunCluster(const examples::GptConfig& config, int64_t devices) {
   // The model's own kernels on this host (per-op rates differ from a 512^3 SGEMM's): the
   // 1-device layout trained, and both compute rates scaled by its measured step over its
   // predicted compute (its acts' share set aside). A profile of one layout, not a fit to
-  // the sweep.
+  // the sweep. It is measured like every layout of the sweep (once per round, the fastest
+  // of all rounds): a reference taken once before the sweep saw another load than the
+  // sweep did (measured 68 ms of wall for 31 ms of CPU while the load rose from 2 to 14,
+  // which made every prediction 2x too slow). The first measurement ranks the layouts
+  // to sweep; the final rates, from the fastest, price the measured ones.
   proto::AutoParallelLayout single;
   single.set_dp(1);
   single.set_tp(1);
   single.set_pp(1);
   single.set_micro_batches(1);
-  OF_ASSIGN_OR_RETURN(const Measured one_device, Measure(config, 1, single));
   auto_parallel::PriceOptions one = calibrated.price;
   one.cluster.set_devices_per_node(1);
   one.cluster.set_num_nodes(1);
@@ -225,19 +232,26 @@ absl::Status RunCluster(const examples::GptConfig& config, int64_t devices) {
   const double act_part = StepSeconds(with_acts) - StepSeconds(kernels_only);
   // Its wall time, as the sweep's steps are measured (its CPU time is printed beside it:
   // scaling by that instead fitted a loaded host worse, docs/auto_parallel.md).
-  const double scale = std::max(0.05, (one_device.step_ms / 1e3 - act_part) / StepSeconds(kernels_only));
-  calibrated.price.cluster.set_gemm_flops_per_second(calibration.gemm_flops_per_second / scale);
-  calibrated.price.cluster.set_memory_bytes_per_second(calibration.memory_bytes_per_second / scale);
-  std::printf(
-      "{\"bench\":\"auto_parallel_model_rates\",\"devices\":%lld,\"one_device_measured_ms\":%.4f,"
-      "\"one_device_measured_cpu_ms\":%.4f,"
-      "\"one_device_predicted_ms\":%.4f,\"rate_scale\":%.4f,\"gemm_flops_per_second\":%.4g,"
-      "\"memory_bytes_per_second\":%.4g}\n",
-      static_cast<long long>(devices), one_device.step_ms, one_device.cpu_ms, 1e3 * StepSeconds(with_acts), 1 / scale,
-      calibrated.price.cluster.gemm_flops_per_second(), calibrated.price.cluster.memory_bytes_per_second());
-  std::fflush(stdout);
+  auto with_rates_of = [&](const Measured& one_device, int64_t round) {
+    const double scale = std::max(0.05, (one_device.step_ms / 1e3 - act_part) / StepSeconds(kernels_only));
+    auto_parallel::SearchOptions scaled = calibrated;
+    scaled.price.cluster.set_gemm_flops_per_second(calibration.gemm_flops_per_second / scale);
+    scaled.price.cluster.set_memory_bytes_per_second(calibration.memory_bytes_per_second / scale);
+    std::printf(
+        "{\"bench\":\"auto_parallel_model_rates\",\"devices\":%lld,\"after_round\":%lld,"
+        "\"one_device_measured_ms\":%.4f,\"one_device_measured_cpu_ms\":%.4f,"
+        "\"one_device_predicted_ms\":%.4f,\"rate_scale\":%.4f,\"gemm_flops_per_second\":%.4g,"
+        "\"memory_bytes_per_second\":%.4g}\n",
+        static_cast<long long>(devices), static_cast<long long>(round), one_device.step_ms, one_device.cpu_ms,
+        1e3 * StepSeconds(with_acts), 1 / scale, scaled.price.cluster.gemm_flops_per_second(),
+        scaled.price.cluster.memory_bytes_per_second());
+    std::fflush(stdout);
+    return scaled;
+  };
+  OF_ASSIGN_OR_RETURN(Measured one_device, Measure(config, 1, single));
+  const auto_parallel::SearchOptions preliminary = with_rates_of(one_device, 0);
 
-  OF_ASSIGN_OR_RETURN(const auto_parallel::SearchResult ranking, auto_parallel::Search(profile, calibrated));
+  OF_ASSIGN_OR_RETURN(const auto_parallel::SearchResult ranking, auto_parallel::Search(profile, preliminary));
   // The top 3 and evenly spaced ranks over the rest.
   const int64_t total = static_cast<int64_t>(ranking.fitting.size());
   const int64_t wanted = std::min<int64_t>(total, std::max<int64_t>(3, absl::GetFlag(FLAGS_layouts)));
@@ -252,6 +266,10 @@ absl::Status RunCluster(const examples::GptConfig& config, int64_t devices) {
   // layouts rather than every round of one.
   std::vector<absl::StatusOr<Measured>> fastest(picks.size(), absl::UnknownError("not measured"));
   for (int64_t round = 0; round < absl::GetFlag(FLAGS_rounds); ++round) {
+    if (round > 0) {
+      absl::StatusOr<Measured> again = Measure(config, 1, single);
+      if (again.ok() && again->step_ms < one_device.step_ms) one_device = *again;
+    }
     for (size_t p = 0; p < picks.size(); ++p) {
       absl::StatusOr<Measured> measured = Measure(config, devices, ranking.fitting[picks[p]].layout());
       if (!measured.ok()) {
@@ -261,10 +279,14 @@ absl::Status RunCluster(const examples::GptConfig& config, int64_t devices) {
       }
     }
   }
+  const auto_parallel::SearchOptions final_options = with_rates_of(one_device, absl::GetFlag(FLAGS_rounds));
   std::vector<Row> rows;
+  const Row* chosen = nullptr;  // the measured layout the final model predicts fastest
   for (size_t p = 0; p < picks.size(); ++p) {
     const int64_t index = picks[p];
     const proto::AutoParallelLayout& layout = ranking.fitting[index].layout();
+    OF_ASSIGN_OR_RETURN(const proto::AutoParallelPrediction after,
+                        auto_parallel::PriceLayout(profile, final_options.price, layout));
     OF_ASSIGN_OR_RETURN(const proto::AutoParallelPrediction before,
                         auto_parallel::PriceLayout(profile, uncalibrated.price, layout));
     const absl::StatusOr<Measured>& measured = fastest[p];
@@ -274,23 +296,29 @@ absl::Status RunCluster(const examples::GptConfig& config, int64_t devices) {
                   absl::CHexEscape(measured.status().message()).c_str());
       continue;
     }
-    Row row{layout, 1e3 * StepSeconds(ranking.fitting[index]), 1e3 * StepSeconds(before), measured->step_ms,
-            measured->cpu_ms};
-    const proto::AutoParallelPrediction& after = ranking.fitting[index];
+    auto_parallel::PriceOptions one_core = final_options.price;
+    one_core.host_cores = 1;
+    OF_ASSIGN_OR_RETURN(const proto::AutoParallelPrediction demand,
+                        auto_parallel::PriceLayout(profile, one_core, layout));
+    Row row{layout, 1e3 * StepSeconds(after), 1e3 * StepSeconds(before), measured->step_ms, measured->cpu_ms,
+            1e3 * StepSeconds(demand)};
     std::printf(
         "{\"bench\":\"auto_parallel_prediction\",\"model\":\"gpt\",\"devices\":%lld,\"search_rank\":%lld,"
         "\"layout\":\"%s\",\"predicted_ms\":%.4f,\"predicted_compute_ms\":%.4f,\"predicted_communication_ms\":%.4f,"
         "\"predicted_bubble_ms\":%.4f,\"measured_ms\":%.4f,\"measured_cpu_ms\":%.4f,\"measured_over_predicted\":%.3f,"
-        "\"uncalibrated_predicted_ms\":%.4f,\"measured_over_uncalibrated\":%.3f,\"acts_per_iteration\":%lld}\n",
+        "\"uncalibrated_predicted_ms\":%.4f,\"measured_over_uncalibrated\":%.3f,\"acts_per_iteration\":%lld,"
+        "\"predicted_cpu_ms\":%.4f}\n",
         static_cast<long long>(devices), static_cast<long long>(index + 1), LayoutName(layout).c_str(),
         row.predicted_ms, 1e3 * after.compute_seconds(), 1e3 * after.exposed_communication_seconds(),
         1e3 * after.bubble_seconds(), row.measured_ms, row.measured_cpu_ms, row.measured_ms / row.predicted_ms, row.uncalibrated_ms,
-        row.measured_ms / row.uncalibrated_ms, static_cast<long long>(measured->acts_per_iteration));
+        row.measured_ms / row.uncalibrated_ms, static_cast<long long>(measured->acts_per_iteration),
+        row.predicted_cpu_ms);
     std::fflush(stdout);
     rows.push_back(row);
   }
   if (rows.size() < 3) return absl::InternalError(absl::StrCat(devices, " devices: fewer than 3 layouts ran"));
   std::vector<double> predicted, uncalibrated_predicted, measured, errors, uncalibrated_errors;
+  std::vector<double> predicted_cpu, measured_cpu, cpu_errors;
   const Row* best = &rows.front();
   for (const Row& row : rows) {
     predicted.push_back(row.predicted_ms);
@@ -298,9 +326,14 @@ absl::Status RunCluster(const examples::GptConfig& config, int64_t devices) {
     measured.push_back(row.measured_ms);
     errors.push_back(std::abs(row.predicted_ms - row.measured_ms) / row.measured_ms);
     uncalibrated_errors.push_back(std::abs(row.uncalibrated_ms - row.measured_ms) / row.measured_ms);
+    predicted_cpu.push_back(row.predicted_cpu_ms);
+    measured_cpu.push_back(row.measured_cpu_ms);
+    cpu_errors.push_back(std::abs(row.predicted_cpu_ms - row.measured_cpu_ms) / std::max(1e-9, row.measured_cpu_ms));
     if (row.measured_ms < best->measured_ms) best = &row;
   }
-  const Row& chosen = rows.front();  // the search's first choice
+  for (const Row& row : rows) {
+    if (chosen == nullptr || row.predicted_ms < chosen->predicted_ms) chosen = &row;
+  }
   double load[3] = {0, 0, 0};
   if (getloadavg(load, 3) < 1) load[0] = -1;
   std::printf(
@@ -309,13 +342,15 @@ absl::Status RunCluster(const examples::GptConfig& config, int64_t devices) {
       "\"median_abs_error\":%.4f,\"spearman\":%.4f,\"uncalibrated_median_abs_error\":%.4f,"
       "\"uncalibrated_spearman\":%.4f,\"goal_median_abs_error\":0.15,\"goal_spearman\":0.9,"
       "\"chosen\":\"%s\",\"chosen_measured_ms\":%.4f,\"best_measured\":\"%s\",\"best_measured_ms\":%.4f,"
-      "\"chosen_over_best\":%.3f,\"host_cores\":%lld,\"loadavg_1min\":%.2f}\n",
+      "\"chosen_over_best\":%.3f,\"cpu_median_abs_error\":%.4f,\"cpu_spearman\":%.4f,\"host_cores\":%lld,"
+      "\"loadavg_1min\":%.2f}\n",
       static_cast<long long>(config.layers), static_cast<long long>(config.hidden),
       static_cast<long long>(config.seq), static_cast<long long>(config.batch), static_cast<long long>(devices),
       static_cast<long long>(total), rows.size(), Median(errors), Spearman(predicted, measured),
-      Median(uncalibrated_errors), Spearman(uncalibrated_predicted, measured), LayoutName(chosen.layout).c_str(),
-      chosen.measured_ms, LayoutName(best->layout).c_str(), best->measured_ms, chosen.measured_ms / best->measured_ms,
-      static_cast<long long>(calibration.runtime.measurement.cores), load[0]);
+      Median(uncalibrated_errors), Spearman(uncalibrated_predicted, measured), LayoutName(chosen->layout).c_str(),
+      chosen->measured_ms, LayoutName(best->layout).c_str(), best->measured_ms, chosen->measured_ms / best->measured_ms,
+      Median(cpu_errors), Spearman(predicted_cpu, measured_cpu), static_cast<long long>(calibration.runtime.measurement.cores),
+      load[0]);
   std::fflush(stdout);
   return absl::OkStatus();
 }

@@ -176,11 +176,13 @@ class Profiler {
           const int64_t contracted_axis = b_tensor.shape_size() - (transposed ? 1 : 2);
           if (split == contracted_axis) {
             unit.tp_forward_all_reduce_bytes.push_back(bytes_[out->second]);  // row-parallel: g
+            unit.tp_forward_all_reduce_tensors.push_back(out->second);
           } else {
             // Column-parallel GEMMs of one input (q, k and v) sum their input gradients
             // before the one all-reduce.
             if (backward_reduced_.insert(a->second).second) {
               unit.tp_backward_all_reduce_bytes.push_back(bytes_[a->second]);  // column-parallel: f
+              unit.tp_backward_all_reduce_tensors.push_back(a->second);
             }
             tp_split_tensors_.insert(out->second);
           }
@@ -202,7 +204,10 @@ class Profiler {
       // partial and all-reduced. Other ops on a sharded variable (a column-parallel bias)
       // work on the shard only.
       if (reads_tp_sharded && op.type() == "embedding") {
-        for (const auto& [port, name] : outputs) unit.tp_forward_all_reduce_bytes.push_back(bytes_[name]);
+        for (const auto& [port, name] : outputs) {
+          unit.tp_forward_all_reduce_bytes.push_back(bytes_[name]);
+          unit.tp_forward_all_reduce_tensors.push_back(name);
+        }
       } else if (reads_tp_sharded) {
         tp_divided = true;
       }

@@ -57,6 +57,10 @@ struct ProfileUnit {
   // embedding) all-reduces its output in forward.
   std::vector<int64_t> tp_forward_all_reduce_bytes;
   std::vector<int64_t> tp_backward_all_reduce_bytes;
+  // The tensors of those all-reduces, in the same order (for a backward one, the GEMM
+  // input whose gradient is reduced): how the decision record names each priced edge.
+  std::vector<std::string> tp_forward_all_reduce_tensors;
+  std::vector<std::string> tp_backward_all_reduce_tensors;
   // Equal for units the search may price once.
   std::string signature;
   // The unit's forward ops, by name (CountActs maps a compiled plan's actors to units

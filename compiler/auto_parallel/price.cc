@@ -6,10 +6,12 @@
 
 #include "absl/container/flat_hash_map.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "compiler/auto_parallel/candidate.h"
 #include "compiler/compiler.h"
 #include "oneflow_core/placement.h"
 #include "oneflow_core/status.h"
+#include "sbp/boxing.h"
 #include "sbp/collective_cost.h"
 #include "sbp/compute_cost.h"
 
@@ -64,7 +66,9 @@ class Pricer {
                                                  "|", unit.signature)
                                   : absl::StrCat(priced.size());
       auto [it, inserted] = priced.try_emplace(key);
-      if (inserted) it->second = PriceUnit(unit, stage);
+      if (inserted) {
+        OF_ASSIGN_OR_RETURN(it->second, PriceUnit(unit, stage));
+      }
       const UnitCost& cost = it->second;
       UnitCost& total = stages[stage];
       total.compute_seconds += cost.compute_seconds;
@@ -78,6 +82,7 @@ class Pricer {
     }
     proto::AutoParallelPrediction prediction;
     *prediction.mutable_layout() = layout_;
+    for (proto::AutoParallelEdge& edge : edges_) *prediction.add_edges() = std::move(edge);
     double slowest_micro_batch = -1;
     int64_t peak = 0;
     double all_devices_compute = 0;  // every device's compute seconds of one iteration
@@ -215,7 +220,48 @@ class Pricer {
     return Calls(PriceDenseCollective(links_, stage_placements_[stage], DpAxis(), kind, bytes, wire), calls);
   }
 
-  UnitCost PriceUnit(const ProfileUnit& unit, int64_t stage) const {
+  // One tensor-parallel all-reduce of `group_bytes` (one micro-batch of one dp group):
+  // dense without compression; else as PlanBoxing plans P -> B over the tp axis of the
+  // stage's placement under the activation codecs of the policy, which compresses only
+  // where the codec's time and the link model say it pays. Recorded when asked.
+  absl::StatusOr<double> TpAllReduceSeconds(int64_t stage, double group_bytes, const std::string& unit,
+                                            const std::string& tensor) {
+    if (TpAxis() < 0 || group_bytes <= 0) return 0.0;
+    if (options_.compression.mode == CompressionMode::kOff) {
+      return AllReduceSeconds(stage, TpAxis(), layout_.tp(), group_bytes);
+    }
+    const Placement& placement = stage_placements_[stage];
+    std::vector<Sbp> before(placement.hierarchy().rank(), Sbp::Broadcast());
+    before[TpAxis()] = Sbp::Partial();
+    const NdSbp after(std::vector<Sbp>(placement.hierarchy().rank(), Sbp::Broadcast()));
+    // The group's tensor as f32 elements (other axes broadcast: the dp group's rows).
+    const int64_t elements = std::max<int64_t>(1, static_cast<int64_t>(group_bytes / SizeOf(DType::kF32)));
+    OF_ASSIGN_OR_RETURN(
+        const BoxingPlan plan,
+        PlanBoxing(Shape{elements}, DType::kF32, NdSbp(std::move(before)), placement, after, placement, links_,
+                   BoxingOptionsFor(options_.compression, TensorRole::kActivation, std::nullopt)));
+    const double calls = static_cast<double>(plan.steps.size()) * options_.collective_call_seconds;
+    if (options_.record_edges) {
+      proto::AutoParallelEdge edge;
+      edge.set_unit(unit);
+      edge.set_tensor(tensor);
+      double dense = 0;
+      std::vector<std::string> codecs, decisions;
+      for (const BoxingStep& step : plan.steps) {
+        dense += step.dense_seconds;
+        if (step.compression.compressed()) codecs.push_back(CompressionChoiceText(step.compression));
+        if (!step.compression_reason.empty()) decisions.push_back(step.compression_reason);
+      }
+      edge.set_dense_seconds(dense + calls);
+      edge.set_seconds(plan.seconds + calls);
+      edge.set_codec(absl::StrJoin(codecs, " + "));
+      edge.set_decision(absl::StrJoin(decisions, "; "));
+      edges_.push_back(std::move(edge));
+    }
+    return plan.seconds + calls;
+  }
+
+  absl::StatusOr<UnitCost> PriceUnit(const ProfileUnit& unit, int64_t stage) {
     const double tp = static_cast<double>(layout_.tp());
     const double rows = RowFraction();
     auto seconds = [&](double flops, double tp_flops, double bytes, double tp_bytes) {
@@ -228,11 +274,22 @@ class Pricer {
     UnitCost cost;
     double forward_tp = 0;
     double backward_tp = 0;
-    for (int64_t bytes : unit.tp_forward_all_reduce_bytes) {
-      forward_tp += AllReduceSeconds(stage, TpAxis(), layout_.tp(), bytes * rows);
+    for (size_t i = 0; i < unit.tp_forward_all_reduce_bytes.size(); ++i) {
+      const std::string tensor = i < unit.tp_forward_all_reduce_tensors.size()
+                                     ? absl::StrCat(unit.tp_forward_all_reduce_tensors[i], " (forward all-reduce)")
+                                     : std::string("(forward all-reduce)");
+      OF_ASSIGN_OR_RETURN(const double seconds,
+                          TpAllReduceSeconds(stage, unit.tp_forward_all_reduce_bytes[i] * rows, unit.name, tensor));
+      forward_tp += seconds;
     }
-    for (int64_t bytes : unit.tp_backward_all_reduce_bytes) {
-      backward_tp += AllReduceSeconds(stage, TpAxis(), layout_.tp(), bytes * rows);
+    for (size_t i = 0; i < unit.tp_backward_all_reduce_bytes.size(); ++i) {
+      const std::string tensor =
+          i < unit.tp_backward_all_reduce_tensors.size()
+              ? absl::StrCat(unit.tp_backward_all_reduce_tensors[i], " (backward all-reduce of its gradient)")
+              : std::string("(backward all-reduce)");
+      OF_ASSIGN_OR_RETURN(const double seconds,
+                          TpAllReduceSeconds(stage, unit.tp_backward_all_reduce_bytes[i] * rows, unit.name, tensor));
+      backward_tp += seconds;
     }
     double recomputed = 0;
     const double activations = unit.activation_bytes - unit.tp_activation_bytes + unit.tp_activation_bytes / tp;
@@ -297,6 +354,7 @@ class Pricer {
   const LinkModel links_;
   ComputeRates rates_;
   std::vector<Placement> stage_placements_;
+  std::vector<proto::AutoParallelEdge> edges_;  // record_edges: in pricing order
 };
 
 }  // namespace

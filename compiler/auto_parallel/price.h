@@ -10,7 +10,8 @@
 //               hints shard divided by tp
 //     backward  2 x forward, plus forward again for full recomputation (the attention
 //               core for selective)
-//     tp        Megatron's all-reduces on the tp axis, on the critical path
+//     tp        Megatron's all-reduces on the tp axis, on the critical path; with
+//               --compression, each as the boxing planner plans it (dense or a codec)
 //     pp        the cut activation sent forward and its gradient back
 //     acts      the unit's acts per micro-batch x act_seconds (CountActs), on the critical path
 //   iteration = micro_batches x slowest stage + (pp - 1) x slowest stage (the bubble)
@@ -32,6 +33,7 @@
 #include "absl/status/statusor.h"
 #include "compiler/auto_parallel/model_profile.h"
 #include "proto/plan.pb.h"
+#include "sbp/compression_policy.h"
 
 namespace oneflow::auto_parallel {
 
@@ -54,6 +56,17 @@ struct PriceOptions {
   // run`, the examples' --run): the devices' compute then shares them, and the iteration
   // takes at least every device's compute over the cores. 0: each device has its own.
   int64_t host_cores = 0;
+  // --compression as the compiler will apply it (CompileOptions::compression): with a
+  // mode other than off, each tensor-parallel all-reduce is priced by the compiler's own
+  // boxing planner (sbp/boxing.h PlanBoxing, the options BoxingOptionsFor gives an
+  // activation), which compresses an edge where the calibrated codec throughput and the
+  // link model say it pays: the search's prices and the compiled plan's boxings agree.
+  // Off (the default): dense all-reduces.
+  CompressionPolicy compression;
+  // Record each distinct unit's priced tp edges in AutoParallelPrediction.edges (dense and
+  // compressed, which was taken); off for the search itself (the decision record re-prices
+  // the chosen layout with it).
+  bool record_edges = false;
   // Price each distinct unit once per layout (identical blocks share the price); false
   // prices every unit, the reference of bench/auto_parallel's search time.
   bool share_repeated_units = true;

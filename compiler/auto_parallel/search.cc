@@ -33,6 +33,12 @@ std::string BytesText(int64_t bytes) {
   return absl::StrFormat("%.2f %s (%d B)", value, kUnits[unit], bytes);
 }
 
+std::string EdgeText(const proto::AutoParallelEdge& edge) {
+  return absl::StrCat(edge.unit(), " ", edge.tensor(), ": ", edge.codec().empty() ? "dense" : edge.codec(), " ",
+                      FormatMilliseconds(edge.seconds()), ", dense ", FormatMilliseconds(edge.dense_seconds()),
+                      edge.decision().empty() ? "" : ": ", edge.decision());
+}
+
 absl::StatusOr<SearchResult> Search(const ModelProfile& profile, const SearchOptions& options) {
   const int64_t devices = options.price.cluster.num_nodes() * options.price.cluster.devices_per_node();
   if (devices < 1) {

@@ -107,6 +107,8 @@ absl::StatusOr<AutoParallelResult> AutoParallelCompile(const JobBuilder& build, 
   options.price.cluster = base.cluster;
   options.price.bucket_mb = base.bucket_mb;
   options.price.register_count = base.register_count;
+  // --compression as every compile applies it: the search prices the tp edges' codecs.
+  options.price.compression = base.compression;
   options.device_memory = request.device_memory;
   options.max_pipeline_stages = request.max_pipeline_stages;
   options.max_micro_batches = request.max_micro_batches;
@@ -172,6 +174,13 @@ absl::StatusOr<AutoParallelResult> AutoParallelCompile(const JobBuilder& build, 
     proto::AutoParallelDecision decision =
         auto_parallel::DecisionRecord(result, i, request.device_memory, request.alternatives, refused);
     decision.set_planned_peak_bytes(planned);
+    // The chosen layout's priced edges (dense and compressed, which was taken), for
+    // `oneflow inspect` beside the compiled plan's own boxing decisions.
+    auto_parallel::PriceOptions recording = options.price;
+    recording.record_edges = true;
+    OF_ASSIGN_OR_RETURN(const proto::AutoParallelPrediction recorded,
+                        auto_parallel::PriceLayout(profile, recording, candidate.layout()));
+    *decision.mutable_chosen()->mutable_edges() = recorded.edges();
     if (host_terms.has_value()) *decision.mutable_host_terms() = *host_terms;
     *plan->mutable_auto_parallel() = std::move(decision);
     OF_RETURN_IF_ERROR(SealPlan(&*plan));
@@ -204,6 +213,9 @@ std::string AutoParallelSummary(const proto::AutoParallelDecision& decision, dou
                     decision.over_memory(), " layouts over it)");
   }
   absl::StrAppend(&text, "\n  host terms: ", auto_parallel::HostTermsText(decision), "\n");
+  for (const proto::AutoParallelEdge& edge : chosen.edges()) {
+    absl::StrAppend(&text, "  edge: ", auto_parallel::EdgeText(edge), "\n");
+  }
   for (const proto::AutoParallelPrediction& alternative : decision.alternatives()) {
     absl::StrAppend(&text, "  lost: ", alternative.lost_because(), "\n");
   }

@@ -1,6 +1,7 @@
 #include "tools/cli/host_calibration.h"
 
 #include <sched.h>
+#include <time.h>
 
 #include <algorithm>
 #include <vector>
@@ -37,7 +38,16 @@ struct TinyRun {
   double step_seconds = 0;
   int64_t acts = 0;         // every device's, per iteration
   int64_t collectives = 0;  // device 0's collective calls per iteration
+  // The process's CPU time per timed iteration (mean): what the acts cost the host's
+  // cores, which other programs' load stretches far less than the wall time.
+  double cpu_seconds_per_iteration = 0;
 };
+
+double ProcessCpuSeconds() {
+  timespec now{};
+  clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &now);
+  return static_cast<double>(now.tv_sec) + 1e-9 * static_cast<double>(now.tv_nsec);
+}
 
 absl::StatusOr<TinyRun> RunTinyMlp(int64_t devices, bool tensor_parallel) {
   examples::MlpConfig config;
@@ -58,8 +68,14 @@ absl::StatusOr<TinyRun> RunTinyMlp(int64_t devices, bool tensor_parallel) {
   actors::TrainOptions train;
   train.node = -1;
   train.iterations = kActIterations;
+  std::vector<double> cpu_at_end;  // when each iteration's loss arrived
+  train.on_iteration = [&](const actors::IterationMetrics&) { cpu_at_end.push_back(ProcessCpuSeconds()); };
   OF_ASSIGN_OR_RETURN(const actors::TrainResult result, actors::TrainPlan(plan, train));
   TinyRun run;
+  if (cpu_at_end.size() > 2) {
+    run.cpu_seconds_per_iteration =
+        (cpu_at_end.back() - cpu_at_end[1]) / static_cast<double>(cpu_at_end.size() - 2);
+  }
   run.step_seconds = 1e9;
   for (const actors::IterationMetrics& metrics : result.iterations) {
     if (metrics.iteration >= 2) run.step_seconds = std::min(run.step_seconds, metrics.step_ms / 1e3);
@@ -87,6 +103,7 @@ absl::StatusOr<HostRuntime> MeasureHostRuntime(int64_t devices) {
   OF_ASSIGN_OR_RETURN(const TinyRun data_parallel, RunTinyMlp(devices, /*tensor_parallel=*/false));
   runtime.probe_step_seconds = data_parallel.step_seconds;
   runtime.probe_acts = data_parallel.acts;
+  runtime.probe_cpu_seconds_per_act = data_parallel.cpu_seconds_per_iteration / static_cast<double>(data_parallel.acts);
   const double busy_cores = static_cast<double>(std::min(measurement.cores, devices));
   measurement.act_seconds = data_parallel.step_seconds * busy_cores / static_cast<double>(data_parallel.acts);
   measurement.method = absl::StrFormat(
@@ -140,12 +157,13 @@ std::string HostCalibrationJson(const HostCalibration& calibration) {
       "\"devices\":%d,\"gemm_flops_per_second\":%.4g,\"memory_bytes_per_second\":%.4g,"
       "\"intra_node_latency_s\":%.4g,\"intra_node_bytes_per_second\":%.4g,\"act_seconds\":%.4g,"
       "\"collective_call_seconds\":%.4g,"
-      "\"host_cores\":%d,\"act_probe_acts\":%d,\"act_probe_step_s\":%.4g",
+      "\"host_cores\":%d,\"act_probe_acts\":%d,\"act_probe_step_s\":%.4g,\"act_probe_cpu_s_per_act\":%.4g",
       calibration.runtime.measurement.devices, calibration.gemm_flops_per_second,
       calibration.memory_bytes_per_second, calibration.intra_node.latency_seconds,
       calibration.intra_node.bytes_per_second, calibration.runtime.measurement.act_seconds,
       calibration.runtime.measurement.collective_call_seconds, calibration.runtime.measurement.cores,
-      calibration.runtime.probe_acts, calibration.runtime.probe_step_seconds);
+      calibration.runtime.probe_acts, calibration.runtime.probe_step_seconds,
+      calibration.runtime.probe_cpu_seconds_per_act);
 }
 
 }  // namespace oneflow::cli

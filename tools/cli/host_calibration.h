@@ -39,6 +39,9 @@ struct HostRuntime {
   HostMeasurement measurement;
   int64_t probe_acts = 0;
   double probe_step_seconds = 0;
+  // The act probe's mean process CPU time per timed iteration over its acts: reported
+  // beside act_seconds (the prediction benchmark prints it), not priced.
+  double probe_cpu_seconds_per_act = 0;
 };
 absl::StatusOr<HostRuntime> MeasureHostRuntime(int64_t devices);
 

@@ -52,6 +52,25 @@ void WritePrediction(const proto::AutoParallelPrediction& prediction, JsonWriter
   json.Int(prediction.peak_bytes());
   json.Key("lost_because");
   json.String(prediction.lost_because());
+  json.Key("edges");
+  json.BeginArray();
+  for (const proto::AutoParallelEdge& edge : prediction.edges()) {
+    json.BeginObject();
+    json.Key("unit");
+    json.String(edge.unit());
+    json.Key("tensor");
+    json.String(edge.tensor());
+    json.Key("codec");
+    json.String(edge.codec());
+    json.Key("seconds");
+    json.Double(edge.seconds());
+    json.Key("dense_seconds");
+    json.Double(edge.dense_seconds());
+    json.Key("decision");
+    json.String(edge.decision());
+    json.EndObject();
+  }
+  json.EndArray();
   json.EndObject();
 }
 
@@ -71,6 +90,12 @@ void AppendAutoParallelText(const proto::Plan& plan, std::string* out) {
   absl::StrAppend(out, "    peak: predicted ", BytesText(chosen.peak_bytes()), ", planned ",
                   BytesText(decision.planned_peak_bytes()), "\n");
   absl::StrAppend(out, "    host terms: ", auto_parallel::HostTermsText(decision), "\n");
+  if (chosen.edges_size() > 0) {
+    absl::StrAppend(out, "    tp edges priced with codecs (", chosen.edges_size(), "), per micro-batch:\n");
+    for (const proto::AutoParallelEdge& edge : chosen.edges()) {
+      absl::StrAppend(out, "      ", auto_parallel::EdgeText(edge), "\n");
+    }
+  }
   if (decision.alternatives_size() > 0) {
     absl::StrAppend(out, "  alternatives (", decision.alternatives_size(), "), why each lost:\n");
     for (const proto::AutoParallelPrediction& alternative : decision.alternatives()) {

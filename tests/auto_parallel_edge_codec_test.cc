@@ -1,0 +1,155 @@
+// The auto-parallel search prices each tensor-parallel all-reduce with the codec the
+// compiler's boxing planner would choose under --compression (PriceOptions::compression):
+// a slow link makes the edge compressed, a fast one keeps it dense, the prediction moves
+// with the choice, and `oneflow inspect` prints both sides of each edge.
+#include <string>
+#include <vector>
+
+#include "compiler/auto_parallel/model_profile.h"
+#include "compiler/auto_parallel/price.h"
+#include "examples/common/compile_driver.h"
+#include "examples/gpt/gpt_model.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "tools/cli/inspect_auto_parallel.h"
+
+namespace oneflow {
+namespace {
+
+using ::testing::HasSubstr;
+using ::testing::Not;
+
+examples::GptConfig SmallGpt() {
+  examples::GptConfig config;
+  config.batch = 8;
+  config.seq = 32;
+  config.layers = 2;
+  config.hidden = 128;
+  config.heads = 4;
+  config.vocab = 64;
+  return config;
+}
+
+auto_parallel::ModelProfile ProfileOf(const examples::GptConfig& config) {
+  examples::ParallelFlags flags;
+  flags.devices_per_node = 2;
+  flags.tp = 2;
+  absl::StatusOr<examples::ParallelLayout> layout = examples::ParallelLayout::Create(flags);
+  EXPECT_TRUE(layout.ok()) << layout.status();
+  absl::StatusOr<proto::Job> job = examples::BuildGpt(config, *layout);
+  EXPECT_TRUE(job.ok()) << job.status();
+  absl::StatusOr<auto_parallel::ModelProfile> profile = auto_parallel::ProfileJob(*job, 2);
+  EXPECT_TRUE(profile.ok()) << profile.status();
+  return *profile;
+}
+
+// tp = 4 over 4 nodes of one device: every tp all-reduce crosses the inter-node link.
+proto::AutoParallelLayout TensorParallelOverFourNodes() {
+  proto::AutoParallelLayout layout;
+  layout.set_dp(1);
+  layout.set_tp(4);
+  layout.set_pp(1);
+  layout.set_micro_batches(1);
+  layout.set_recompute(proto::RECOMPUTE_NONE);
+  return layout;
+}
+
+// 50 us between the nodes (Ethernet), so the tensors of a small gpt are not all latency.
+constexpr double kInterNodeLatency = 5e-5;
+
+// The cluster and compression as the examples' driver gives them to the search.
+examples::ParallelFlags Cluster(double inter_node_bandwidth) {
+  examples::ParallelFlags flags;
+  flags.nodes = 4;
+  flags.devices_per_node = 1;
+  flags.tp = 4;
+  flags.inter_node_bandwidth = inter_node_bandwidth;
+  return flags;
+}
+
+CompileOptions OptionsFor(double inter_node_bandwidth, const std::string& compression) {
+  absl::StatusOr<examples::ParallelLayout> layout = examples::ParallelLayout::Create(Cluster(inter_node_bandwidth));
+  EXPECT_TRUE(layout.ok()) << layout.status();
+  examples::CompileSettings settings;
+  settings.compression.compression = compression;
+  // The link flags as given on the command line (they override the layout's cluster).
+  settings.links.inter_node_bandwidth = inter_node_bandwidth;
+  settings.links.inter_node_bandwidth_given = true;
+  settings.links.inter_node_latency = kInterNodeLatency;
+  settings.links.inter_node_latency_given = true;
+  std::string dump;
+  absl::StatusOr<CompileOptions> options = examples::CompileOptionsFor(*layout, settings, &dump);
+  EXPECT_TRUE(options.ok()) << options.status();
+  return *options;
+}
+
+proto::AutoParallelPrediction Price(const auto_parallel::ModelProfile& profile, double inter_node_bandwidth,
+                                    const std::string& compression) {
+  const CompileOptions compile = OptionsFor(inter_node_bandwidth, compression);
+  auto_parallel::PriceOptions options;
+  options.cluster = compile.cluster;
+  options.compression = compile.compression;
+  options.record_edges = true;
+  absl::StatusOr<proto::AutoParallelPrediction> prediction =
+      auto_parallel::PriceLayout(profile, options, TensorParallelOverFourNodes());
+  EXPECT_TRUE(prediction.ok()) << prediction.status();
+  return *prediction;
+}
+
+std::string InspectText(const proto::AutoParallelPrediction& chosen) {
+  proto::Plan plan;
+  *plan.mutable_auto_parallel()->mutable_chosen() = chosen;
+  plan.mutable_auto_parallel()->set_candidates(1);
+  std::string text;
+  cli::AppendAutoParallelText(plan, &text);
+  return text;
+}
+
+// 1 Gbit/s between the nodes, and 100 GB/s.
+constexpr double kSlow = 1.25e8;
+constexpr double kFast = 1e11;
+
+TEST(AutoParallelEdgeCodecTest, ALinkSpeedFlipsEachTensorParallelEdgeBetweenCompressedAndDense) {
+  const auto_parallel::ModelProfile profile = ProfileOf(SmallGpt());
+  const proto::AutoParallelPrediction slow = Price(profile, kSlow, "auto");
+  const proto::AutoParallelPrediction fast = Price(profile, kFast, "auto");
+  // Per block: the attention and mlp outputs all-reduced in forward (row-parallel), the
+  // normed inputs' gradients in backward (column-parallel); the vocabulary-parallel
+  // embedding's output; the two blocks share a price but the last hands its output on.
+  ASSERT_GE(slow.edges_size(), 5);
+  ASSERT_EQ(slow.edges_size(), fast.edges_size());
+  for (int i = 0; i < slow.edges_size(); ++i) {
+    const proto::AutoParallelEdge& compressed = slow.edges(i);
+    const proto::AutoParallelEdge& dense = fast.edges(i);
+    EXPECT_EQ(compressed.tensor(), dense.tensor());
+    // The activation codec of --compression=auto (TACO) where the slow link makes it pay.
+    EXPECT_EQ(compressed.codec(), "taco_fp8 G=128") << compressed.tensor();
+    EXPECT_LT(compressed.seconds(), 0.9 * compressed.dense_seconds()) << compressed.tensor();
+    EXPECT_THAT(compressed.decision(), HasSubstr(": compressed, saves ")) << compressed.tensor();
+    EXPECT_EQ(dense.codec(), "") << dense.tensor();
+    EXPECT_EQ(dense.seconds(), dense.dense_seconds()) << dense.tensor();
+    EXPECT_THAT(dense.decision(), HasSubstr(": dense")) << dense.tensor();
+  }
+
+  // `oneflow inspect` prints both sides of each edge, and the flip.
+  const std::string slow_text = InspectText(slow);
+  const std::string fast_text = InspectText(fast);
+  EXPECT_THAT(slow_text, HasSubstr(absl::StrCat("    tp edges priced with codecs (", slow.edges_size(),
+                                                "), per micro-batch:\n")));
+  const std::string first = absl::StrCat("      ", slow.edges(0).unit(), " ", slow.edges(0).tensor(), ": ");
+  EXPECT_THAT(slow_text, HasSubstr(absl::StrCat(first, "taco_fp8 G=128 ")));
+  EXPECT_THAT(fast_text, HasSubstr(absl::StrCat(first, "dense ")));
+  EXPECT_THAT(fast_text, Not(HasSubstr("taco_fp8 G=128 ")));
+}
+
+TEST(AutoParallelEdgeCodecTest, TheCompressedEdgesShortenThePredictionByWhatTheySave) {
+  const auto_parallel::ModelProfile profile = ProfileOf(SmallGpt());
+  const proto::AutoParallelPrediction compressed = Price(profile, kSlow, "auto");
+  const proto::AutoParallelPrediction dense = Price(profile, kSlow, "off");
+  EXPECT_EQ(dense.edges_size(), 0);  // off: the dense all-reduces, nothing to choose
+  EXPECT_LT(compressed.exposed_communication_seconds(), 0.7 * dense.exposed_communication_seconds());
+  EXPECT_EQ(compressed.compute_seconds(), dense.compute_seconds());
+}
+
+}  // namespace
+}  // namespace oneflow
