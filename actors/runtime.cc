@@ -218,7 +218,7 @@ absl::StatusOr<TrainResult> TrainPlan(const proto::Plan& plan, const TrainOption
   BindFunction behavior = [&](const ActorBinding& binding) -> absl::StatusOr<ActFunction> {
     switch (binding.actor->kind()) {
       case proto::ACTOR_DATA_SOURCE:
-        return BindDataSource(index, binding);
+        return BindDataSource(index, binding, *backend);
       case proto::ACTOR_VARIABLE: {
         VariableCheckpointing checkpointing;
         checkpointing.first_iteration = first_iteration;
@@ -242,7 +242,7 @@ absl::StatusOr<TrainResult> TrainPlan(const proto::Plan& plan, const TrainOption
             return absl::OkStatus();
           };
         }
-        return BindVariable(index, binding, std::move(checkpointing));
+        return BindVariable(index, binding, *backend, std::move(checkpointing));
       }
       case proto::ACTOR_COMPUTE: {
         OF_ASSIGN_OR_RETURN(ActFunction act, BindCompute(index, binding, pools[binding.device_index].get(), *backend));
@@ -272,9 +272,9 @@ absl::StatusOr<TrainResult> TrainPlan(const proto::Plan& plan, const TrainOption
         return BindBoxing(index, binding, &communicators, options.collective_timeout, &meter, &sparse_meter,
                           residuals);
       case proto::ACTOR_SINK:
-        return BindLossSink(binding, binding.device_index == reporting_device
-                                         ? std::function<void(int64_t, float)>(on_loss)
-                                         : nullptr);
+        return BindLossSink(binding, *backend,
+                            binding.device_index == reporting_device ? std::function<void(int64_t, float)>(on_loss)
+                                                                     : nullptr);
       default:
         return absl::UnimplementedError(absl::StrCat("actor kind ", proto::ActorKind_Name(binding.actor->kind()),
                                                      " has no behavior"));

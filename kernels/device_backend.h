@@ -1,13 +1,12 @@
 // The seam between the runtime and a kind of device: where its registers' memory comes
 // from, which function computes a kernel on it, and how bytes cross between it and the
 // host. The engine allocates registers' memory blocks through it, the compute behavior
-// looks kernels up through it, and checkpoints save and load through its copies, so a new
-// device kind is a new folder next to kernels/cpu/ implementing this (and a line in
+// looks kernels up through it, and checkpoints, data sources, variable initializers and
+// the loss sink cross between host and device memory through its copies, so a new device
+// kind is a new folder next to kernels/cpu/ implementing this (and a line in
 // kernels/backends.cc), not edits across the engine and behaviors. The runtime includes
 // no header of a backend's folder: a device's kernel threads come from CreateThreadPool
-// and reach kernels as KernelContext::thread_pool. Only what the CPU path needs today: the
-// data sources and the loss sink still write and read register memory directly (host
-// memory on the CPU), and the CUDA backend is not written.
+// and reach kernels as KernelContext::thread_pool. The CUDA backend is not written.
 #ifndef KERNELS_DEVICE_BACKEND_H_
 #define KERNELS_DEVICE_BACKEND_H_
 

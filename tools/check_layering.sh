@@ -14,6 +14,11 @@
 #  4. Test helpers are testonly: every cc_library under tests/, named "...testing...", or
 #     built from files in a testing/ folder is testonly = True, so Bazel refuses any
 #     non-test target that depends on one.
+#  5. Every program that links OpenBLAS settles its core first: each cc_binary depending
+#     on //third_party/system:openblas (except gtest programs, which are tests) has a
+#     source that calls UseBestBlasCore() (kernels/cpu/blas_core.h) or ParseExampleFlags(
+#     (examples/common/example_main.h, which calls it first). Nothing does it behind the
+#     program's back: there is no library constructor any more.
 # A failing query fails the check (it is not read as "no violation").
 # Prints each violation and exits 1; exits 0 when the tree keeps the rules.
 set -uo pipefail
@@ -72,12 +77,27 @@ if [[ -n "$helpers" ]]; then
   echo "$helpers" | sed 's/^/  /'
   status=1
 fi
+programs="$(query "kind(cc_binary, rdeps(//..., //third_party/system:openblas)) except rdeps(//..., //third_party/system:gtest_main)")"
+[[ -n "$programs" ]] || echo "query found no programs linking //third_party/system:openblas" >>"$ERRORS"
+missing=""
+for program in $programs; do
+  sources="$(query "labels(srcs, $program)" | sed -e 's|^//||' -e 's|:|/|')"
+  # shellcheck disable=SC2086
+  if ! grep -sqE 'UseBestBlasCore\(\)|ParseExampleFlags\(' $sources /dev/null; then missing+="  $program"$'\n'; fi
+done
+if [[ -n "$missing" ]]; then
+  echo "layering: programs that link OpenBLAS without settling its core first (call"
+  echo "  oneflow::cpu::UseBestBlasCore() at the top of main, kernels/cpu/blas_core.h):"
+  printf '%s' "$missing"
+  status=1
+fi
+
 # The rules above found something to check (a query that returns nothing everywhere
 # would prove nothing).
 for layer in compiler plan; do
   [[ -n "$(query "kind(rule, //$layer/...)")" ]] || echo "query found no rules in //$layer/..." >>"$ERRORS"
 done
-if grep -q "query failed\|query found no rules" "$ERRORS"; then
+if grep -q "query failed\|query found no" "$ERRORS"; then
   echo "layering: bazel query failed:"
   grep -v "^INFO\|^Loading\|^$" "$ERRORS" | sed 's/^/  /'
   status=1

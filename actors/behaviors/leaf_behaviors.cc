@@ -5,6 +5,7 @@
 #include <fstream>
 #include <iterator>
 #include <memory>
+#include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "actors/behaviors/synthetic_data.h"
@@ -142,7 +143,8 @@ absl::Status Initialize(const proto::Initializer& init, const TensorLayout& layo
 
 }  // namespace
 
-absl::StatusOr<ActFunction> BindDataSource(const PlanIndex& index, const ActorBinding& binding) {
+absl::StatusOr<ActFunction> BindDataSource(const PlanIndex& index, const ActorBinding& binding,
+                                           const DeviceBackend& backend) {
   const proto::KernelDef& kernel = binding.actor->kernels(0);
   const proto::DataSourceDef* source = nullptr;
   for (const proto::DataSourceDef& def : index.plan().job().data_sources()) {
@@ -194,14 +196,19 @@ absl::StatusOr<ActFunction> BindDataSource(const PlanIndex& index, const ActorBi
   }
   const proto::SyntheticSource synthetic = source->synthetic();
   const int64_t micro_batches = std::max<int64_t>(1, index.plan().job().micro_batches());
-  return ActFunction([outputs, features, synthetic, file, records, micro_batches](int64_t act,
-                                                                                 const ActContext& context) {
+  // One host buffer per output, sized once: every output holds 4-byte values (f32
+  // features, int32 labels and tokens), one micro-batch's slice of them.
+  std::vector<std::vector<char>> staging;
+  for (const Output& output : outputs) staging.emplace_back(4 * output.layout.slice.NumElements());
+  const DeviceBackend* device = &backend;
+  return ActFunction([outputs, features, synthetic, file, records, micro_batches, staging, device](
+                         int64_t act, const ActContext& context) mutable {
     // One act per micro-batch: the data of micro-batch `act % M` of iteration `act / M`.
     const int64_t iteration = act / micro_batches;
-    for (const Output& micro_batch_output : outputs) {
-      Output output = micro_batch_output;
+    for (size_t o = 0; o < outputs.size(); ++o) {
+      Output output = outputs[o];
       output.layout = InWholeBatch(output.layout, micro_batches, act % micro_batches);
-      void* slot = context.RegisterSlot(output.register_id, act);
+      void* slot = staging[o].data();
       if (records != nullptr && output.floating) {
         FillFileRecords(*records, output.record_offset, iteration, output.layout, static_cast<float*>(slot));
       } else if (records != nullptr) {
@@ -217,13 +224,15 @@ absl::StatusOr<ActFunction> BindDataSource(const PlanIndex& index, const ActorBi
         FillClassificationLabels(synthetic.seed(), iteration, features, synthetic.num_classes(),
                                  output.layout, static_cast<int32_t*>(slot));
       }
+      device->CopyFromHost(context.RegisterSlot(output.register_id, act), slot,
+                           static_cast<int64_t>(staging[o].size()));
     }
     return absl::OkStatus();
   });
 }
 
 absl::StatusOr<ActFunction> BindVariable(const PlanIndex& index, const ActorBinding& binding,
-                                         VariableCheckpointing checkpointing) {
+                                         const DeviceBackend& backend, VariableCheckpointing checkpointing) {
   const proto::KernelDef& kernel = binding.actor->kernels(0);
   const std::string& tensor = kernel.op_name();
   const proto::VariableDef* variable = nullptr;
@@ -236,7 +245,9 @@ absl::StatusOr<ActFunction> BindVariable(const PlanIndex& index, const ActorBind
   OF_ASSIGN_OR_RETURN(TensorLayout layout, index.LeafLayout(tensor, binding.device_index));
   const int64_t register_id = kernel.outputs().at("out");
   const proto::Initializer init = variable->initializer();
-  return ActFunction([layout, register_id, init, checkpointing](int64_t iteration, const ActContext& context) {
+  const DeviceBackend* device = &backend;
+  return ActFunction([layout, register_id, init, checkpointing, device](int64_t iteration,
+                                                                          const ActContext& context) {
     // Persistent: initialized (or restored) on the first iteration, then updated in
     // place by the optimizer's update actor.
     float* out = static_cast<float*>(context.RegisterSlot(register_id, iteration));
@@ -246,22 +257,28 @@ absl::StatusOr<ActFunction> BindVariable(const PlanIndex& index, const ActorBind
     if (checkpointing.restore) {
       OF_RETURN_IF_ERROR(checkpointing.restore(out));
     } else {
-      OF_RETURN_IF_ERROR(Initialize(init, layout, out));
+      // Made on the host and copied once: the first act only, so the buffer is not kept.
+      std::vector<float> initial(layout.slice.NumElements());
+      OF_RETURN_IF_ERROR(Initialize(init, layout, initial.data()));
+      device->CopyFromHost(out, initial.data(), static_cast<int64_t>(initial.size() * sizeof(float)));
     }
     // Not a checkpoint (it would be the one resumed from): lets the writer see the memory.
     return checkpointing.snapshot ? checkpointing.snapshot(iteration, out) : absl::OkStatus();
   });
 }
 
-absl::StatusOr<ActFunction> BindLossSink(const ActorBinding& binding,
+absl::StatusOr<ActFunction> BindLossSink(const ActorBinding& binding, const DeviceBackend& backend,
                                          std::function<void(int64_t, float)> on_loss) {
   const int64_t register_id = binding.actor->kernels(0).inputs().at("loss");
   const int64_t micro_batches = std::max<int64_t>(1, binding.plan->job().micro_batches());
   // With micro-batches the sink acts once per micro-batch; an iteration's loss is the
   // mean of its micro-batches' (each a mean over its rows, all of the same size).
   double sum = 0;
-  return ActFunction([register_id, on_loss, micro_batches, sum](int64_t act, const ActContext& context) mutable {
-    const float loss = *static_cast<const float*>(context.RegisterSlot(register_id, act));
+  const DeviceBackend* device = &backend;
+  return ActFunction([register_id, on_loss, micro_batches, sum, device](int64_t act,
+                                                                        const ActContext& context) mutable {
+    float loss = 0;
+    device->CopyToHost(&loss, context.RegisterSlot(register_id, act), sizeof(loss));
     if (micro_batches == 1) {
       if (on_loss) on_loss(act, loss);
       return absl::OkStatus();

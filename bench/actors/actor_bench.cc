@@ -12,6 +12,7 @@
 #include "absl/flags/flag.h"
 #include "absl/flags/parse.h"
 #include "actors/engine.h"
+#include "kernels/cpu/blas_core.h"
 
 ABSL_FLAG(int64_t, actors, 1000, "Actors per shape.");
 ABSL_FLAG(int64_t, iterations, 200, "Iterations.");
@@ -88,6 +89,7 @@ int Run() {
 }  // namespace oneflow::actors
 
 int main(int argc, char** argv) {
+  oneflow::cpu::UseBestBlasCore();  // First: it may restart the program.
   absl::ParseCommandLine(argc, argv);
   return oneflow::actors::Run();
 }

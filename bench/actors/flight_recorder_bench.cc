@@ -6,8 +6,10 @@
 #include <cstdio>
 
 #include "actors/flight_recorder.h"
+#include "kernels/cpu/blas_core.h"
 
 int main() {
+  oneflow::cpu::UseBestBlasCore();  // First: it may restart the program.
   oneflow::proto::Plan plan;
   oneflow::proto::CollectiveDef* collective = plan.add_collectives();
   collective->set_id(0);

@@ -28,6 +28,7 @@
 #include "compiler/compiler.h"
 #include "examples/common/parallel_layout.h"
 #include "examples/gpt/gpt_model.h"
+#include "kernels/cpu/blas_core.h"
 #include "oneflow_core/status.h"
 
 ABSL_FLAG(int64_t, dp, 1, "Data-parallel devices.");
@@ -131,6 +132,7 @@ absl::Status Run() {
 }  // namespace oneflow
 
 int main(int argc, char** argv) {
+  oneflow::cpu::UseBestBlasCore();  // First: it may restart the program.
   absl::ParseCommandLine(argc, argv);
   const absl::Status status = oneflow::Run();
   if (!status.ok()) {

@@ -32,6 +32,7 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "kernels/cpu/blas_core.h"
 #include "oneflow_core/comm/gloo/file_key_value_store.h"
 #include "oneflow_core/comm/in_process/communicator.h"
 #include "oneflow_core/comm/transport.h"
@@ -251,6 +252,7 @@ int Run() {
 }  // namespace oneflow
 
 int main(int argc, char** argv) {
+  oneflow::cpu::UseBestBlasCore();  // First: it may restart the program.
   if (argc == 2 && std::string(argv[1]).rfind("--flat_peer=", 0) == 0) {
     oneflow::RunFlat(1, std::string(argv[1]).substr(12), oneflow::FlatPlans());
     return 0;

@@ -60,6 +60,7 @@
 #include "absl/strings/str_split.h"
 #include "actors/runtime.h"
 #include "compiler/compiler.h"
+#include "kernels/cpu/blas_core.h"
 #include "plan/plan_checksum.h"
 #include "oneflow_core/status.h"
 #include "examples/gpt/gpt_model.h"
@@ -381,6 +382,7 @@ int Main() {
 }  // namespace oneflow
 
 int main(int argc, char** argv) {
+  oneflow::cpu::UseBestBlasCore();  // First: it may restart the program.
   absl::ParseCommandLine(argc, argv);
   return oneflow::Main();
 }

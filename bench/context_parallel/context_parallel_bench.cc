@@ -39,6 +39,7 @@
 #include "examples/common/cp_traffic.h"
 #include "examples/common/parallel_layout.h"
 #include "examples/llama/llama_model.h"
+#include "kernels/cpu/blas_core.h"
 #include "oneflow_core/status.h"
 
 ABSL_FLAG(int64_t, cp, 4, "Context-parallel degree to compare with cp=1.");
@@ -231,6 +232,7 @@ absl::Status Main() {
 }  // namespace oneflow
 
 int main(int argc, char** argv) {
+  oneflow::cpu::UseBestBlasCore();  // First: it may restart the program.
   absl::ParseCommandLine(argc, argv);
   const absl::Status status = oneflow::Main();
   if (!status.ok()) {

@@ -24,6 +24,7 @@
 #include "absl/flags/flag.h"
 #include "absl/flags/parse.h"
 #include "actors/behaviors/synthetic_data.h"
+#include "kernels/cpu/blas_core.h"
 #include "oneflow_core/random.h"
 
 ABSL_FLAG(int64_t, batch, 256, "rows of the batch");
@@ -136,6 +137,7 @@ int Run() {
 }  // namespace oneflow
 
 int main(int argc, char** argv) {
+  oneflow::cpu::UseBestBlasCore();  // First: it may restart the program.
   absl::ParseCommandLine(argc, argv);
   return oneflow::Run();
 }

@@ -36,6 +36,7 @@
 #include "absl/flags/flag.h"
 #include "absl/flags/parse.h"
 #include "bench/lib/statistics.h"
+#include "kernels/cpu/blas_core.h"
 #include "kernels/cpu/registry.h"
 #include "kernels/kernel.h"
 #include "oneapi/dnnl/dnnl.hpp"
@@ -226,6 +227,7 @@ int Run() {
 }  // namespace oneflow
 
 int main(int argc, char** argv) {
+  oneflow::cpu::UseBestBlasCore();  // First: it may restart the program.
   absl::ParseCommandLine(argc, argv);
   return oneflow::Run();
 }

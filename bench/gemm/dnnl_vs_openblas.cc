@@ -34,6 +34,7 @@
 #include "absl/flags/flag.h"
 #include "absl/flags/parse.h"
 #include "bench/lib/statistics.h"
+#include "kernels/cpu/blas_core.h"
 #include "oneapi/dnnl/dnnl.hpp"
 
 extern "C" void openblas_set_num_threads(int num_threads);
@@ -120,6 +121,7 @@ struct Problem {
 }  // namespace
 
 int main(int argc, char** argv) {
+  oneflow::cpu::UseBestBlasCore();  // First: it may restart the program.
   absl::ParseCommandLine(argc, argv);
   openblas_set_num_threads(1);
   omp_set_num_threads(1);

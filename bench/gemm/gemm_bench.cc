@@ -14,8 +14,8 @@
 //   bazel run -c opt //bench/gemm:gemm_bench -- --min_seconds=0.2 --max_size=1024
 //
 // "openblas_core" is the kernel set OpenBLAS runs (openblas_get_corename()). Where Debian's
-// OpenBLAS 0.3.21 does not recognise the CPU, //kernels/cpu:blas_core has restarted the
-// bench with OPENBLAS_CORETYPE set to the core cpuid implies, saying so in one line on
+// OpenBLAS 0.3.21 does not recognise the CPU, UseBestBlasCore() (first in main) has
+// restarted the bench with OPENBLAS_CORETYPE set to the core cpuid implies, saying so in one line on
 // stderr; a user-set OPENBLAS_CORETYPE is kept (docs/kernels.md, "Which OpenBLAS kernel runs").
 // bench/gemm:dnnl_vs_openblas compares the two backends themselves.
 #include <algorithm>
@@ -27,6 +27,7 @@
 
 #include "absl/flags/flag.h"
 #include "absl/flags/parse.h"
+#include "kernels/cpu/blas_core.h"
 #include "kernels/cpu/registry.h"
 #include "kernels/cpu/sgemm.h"
 #include "kernels/kernel.h"
@@ -143,6 +144,7 @@ int Run() {
 }  // namespace oneflow
 
 int main(int argc, char** argv) {
+  oneflow::cpu::UseBestBlasCore();  // First: it may restart the program.
   absl::ParseCommandLine(argc, argv);
   return oneflow::Run();
 }

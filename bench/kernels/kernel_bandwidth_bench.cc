@@ -42,6 +42,7 @@
 #include "absl/flags/parse.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "kernels/cpu/blas_core.h"
 #include "kernels/cpu/registry.h"
 #include "kernels/kernel.h"
 
@@ -330,6 +331,7 @@ int Run() {
 }  // namespace oneflow
 
 int main(int argc, char** argv) {
+  oneflow::cpu::UseBestBlasCore();  // First: it may restart the program.
   absl::ParseCommandLine(argc, argv);
   return oneflow::Run();
 }

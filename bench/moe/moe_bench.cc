@@ -49,6 +49,7 @@
 #include "compiler/compiler.h"
 #include "examples/common/parallel_layout.h"
 #include "examples/gpt/gpt_model.h"
+#include "kernels/cpu/blas_core.h"
 #include "oneflow_core/status.h"
 #include "proto/plan.pb.h"
 #include "plan/plan_io.h"
@@ -443,6 +444,7 @@ absl::Status Main() {
 }  // namespace oneflow
 
 int main(int argc, char** argv) {
+  oneflow::cpu::UseBestBlasCore();  // First: it may restart the program.
   absl::ParseCommandLine(argc, argv);
   const absl::Status status = oneflow::Main();
   if (!status.ok()) {

@@ -33,6 +33,7 @@
 #include "examples/common/compile_driver.h"
 #include "examples/common/parallel_layout.h"
 #include "examples/gpt/gpt_model.h"
+#include "kernels/cpu/blas_core.h"
 #include "oneflow_core/status.h"
 #include "tools/cli/pipeline_stages.h"
 
@@ -201,6 +202,7 @@ absl::Status Main() {
 }  // namespace oneflow
 
 int main(int argc, char** argv) {
+  oneflow::cpu::UseBestBlasCore();  // First: it may restart the program.
   absl::ParseCommandLine(argc, argv);
   const absl::Status status = oneflow::Main();
   if (!status.ok()) {

@@ -27,6 +27,7 @@
 #include "compiler/compiler.h"
 #include "examples/common/parallel_layout.h"
 #include "examples/llama/llama_model.h"
+#include "kernels/cpu/blas_core.h"
 #include "kernels/cpu/registry.h"
 #include "kernels/kernel.h"
 #include "kernels/cpu/sgemm.h"
@@ -187,6 +188,7 @@ int StepBench() {
 }  // namespace oneflow
 
 int main(int argc, char** argv) {
+  oneflow::cpu::UseBestBlasCore();  // First: it may restart the program.
   absl::ParseCommandLine(argc, argv);
   const int matmul = oneflow::MatmulBench();
   std::fflush(stdout);

@@ -24,6 +24,7 @@
 #include "absl/strings/str_cat.h"
 #include "actors/runtime.h"
 #include "bench/train/bench_models.h"
+#include "kernels/cpu/blas_core.h"
 #include "tests/cluster/process.h"
 #include "plan/plan_io.h"
 
@@ -94,6 +95,7 @@ int Main(const std::string& worker) {
 }  // namespace oneflow
 
 int main(int argc, char** argv) {
+  oneflow::cpu::UseBestBlasCore();  // First: it may restart the program.
   absl::ParseCommandLine(argc, argv);
   char cwd[4096];
   // bazel run starts the binary in its runfiles tree, where the worker is a data file.

@@ -15,9 +15,9 @@
 // the nodes of PyTorch's autograd graph. matmul_gflop_per_iter is the work of one
 // iteration's products (MatMulGflopPerIteration), for the GEMM floor vs_pytorch.py prints.
 //
-// It links the CPU kernels as `oneflow run` does, so their startup check (kernels/cpu/
-// blas_core.h) picks the OpenBLAS core the same way: openblas_core is the core `oneflow
-// run` runs on this machine with this environment.
+// It settles the OpenBLAS core first in main() as `oneflow run` does (UseBestBlasCore,
+// kernels/cpu/blas_core.h), so openblas_core is the core `oneflow run` runs on this
+// machine with this environment.
 #include <algorithm>
 #include <cstdio>
 #include <map>
@@ -26,6 +26,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "kernels/cpu/blas_core.h"
 #include "proto/plan.pb.h"
 #include "plan/plan_io.h"
 
@@ -137,6 +138,7 @@ int Main(const std::string& path) {
 }  // namespace oneflow
 
 int main(int argc, char** argv) {
+  oneflow::cpu::UseBestBlasCore();  // First: it may restart the program.
   if (argc != 2) {
     std::fprintf(stderr, "usage: plan_summary PLAN\n");
     return 2;

@@ -13,6 +13,7 @@
 #include "absl/flags/parse.h"
 #include "actors/runtime.h"
 #include "bench/train/bench_models.h"
+#include "kernels/cpu/blas_core.h"
 
 ABSL_FLAG(int64_t, iterations, 30, "Iterations per run; the first 5 are warm-up.");
 
@@ -77,6 +78,7 @@ int Main() {
 }  // namespace oneflow
 
 int main(int argc, char** argv) {
+  oneflow::cpu::UseBestBlasCore();  // First: it may restart the program.
   absl::ParseCommandLine(argc, argv);
   return oneflow::Main();
 }

@@ -20,6 +20,7 @@
 #include "examples/common/auto_parallel_driver.h"
 #include "examples/common/compile_driver.h"
 #include "examples/common/compile_recipe.h"
+#include "kernels/cpu/blas_core.h"
 #include "oneflow_core/dsl/graph.h"
 #include "plan/plan_io.h"
 #include "oneflow_core/status.h"
@@ -145,6 +146,7 @@ bool IsExampleFlagFile(absl::string_view file) {
 }  // namespace
 
 void ParseExampleFlags(int argc, char** argv, const char* usage) {
+  cpu::UseBestBlasCore();  // First: it may restart the program.
   absl::string_view program = argc > 0 ? argv[0] : "";
   const size_t slash = program.find_last_of('/');
   ProgramName() = std::string(slash == absl::string_view::npos ? program : program.substr(slash + 1));

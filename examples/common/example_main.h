@@ -23,9 +23,11 @@
 
 namespace oneflow::examples {
 
-// Parses the command line as every example does: `usage` heads --help, and --help lists
-// the shared layout and compile flags (examples/common) with the binary's own, not only
-// the flags of the file holding main(); --version prints the project's version.
+// Call first in main(). Settles the OpenBLAS core before anything else happens
+// (UseBestBlasCore, kernels/cpu/blas_core.h: may restart the program), then parses the
+// command line as every example does: `usage` heads --help, and --help lists the shared
+// layout and compile flags (examples/common) with the binary's own, not only the flags of
+// the file holding main(); --version prints the project's version.
 void ParseExampleFlags(int argc, char** argv, const char* usage);
 
 // The layout from the shared flags.

@@ -23,8 +23,7 @@ namespace {
 
 constexpr char kCoreTypeVariable[] = "OPENBLAS_CORETYPE";
 
-// A plain pointer (to OpenBLAS's static name), not a std::string: the constructor below may
-// run before the dynamic initialisers of this program's other files.
+// What UseBestBlasCore saw: a pointer to OpenBLAS's static name.
 const char* seen_at_startup = nullptr;
 
 // 2: cores with AVX-512 kernels; 1: cores OpenBLAS picks for AVX2 CPUs it knows; 0: older
@@ -98,15 +97,6 @@ std::string Reexecute(const char* core) {
   return std::string("execv(/proc/self/exe): ") + std::strerror(exec_errno);
 }
 
-// Runs before main() in every program linking this library. Shared libraries' constructors,
-// OpenBLAS's among them, run before any of the executable's (hence linkstatic in BUILD);
-// priority 101, the earliest a program may use, puts it before the executable's own static
-// initialisers (flag registrations, protobuf descriptors), so little runs twice on a restart.
-__attribute__((constructor(101))) void CheckBlasCoreAtStartup() {
-  seen_at_startup = openblas_get_corename();
-  RestartWithBetterBlasCoreIfNeeded(seen_at_startup);
-}
-
 // OpenBLAS's own verbosity: 0 silences its warnings, 1 (the default) shows them, and our
 // lines with them. Tests set 0: some compare a program's stderr exactly (.bazelrc).
 bool Quiet() {
@@ -139,6 +129,12 @@ const char* BetterBlasCore(absl::string_view openblas_core, CpuVectorSupport cpu
   if (cpu.avx512 && picked < 2) return "SkylakeX";
   if (cpu.avx2_fma && picked < 1) return "Haswell";
   return nullptr;
+}
+
+void UseBestBlasCore() {
+  // OpenBLAS's constructor, which ran before main(), has picked its core by now.
+  seen_at_startup = openblas_get_corename();
+  RestartWithBetterBlasCoreIfNeeded(seen_at_startup);
 }
 
 const char* BlasCoreSeenAtStartup() { return seen_at_startup; }

@@ -4,9 +4,10 @@
 //
 //   blas_core_probe [--pretend_openblas_picked=CORE] [ARGUMENTS...]
 //
-// --pretend_openblas_picked runs the startup check again in main() as if OpenBLAS had
-// picked CORE, so the re-exec path can be tested on CPUs that OpenBLAS recognises. The
-// re-executed probe sees the same argument, but OPENBLAS_CORETYPE is set by then.
+// Like every program that runs OpenBLAS, it calls UseBestBlasCore() first.
+// --pretend_openblas_picked runs the check again as if OpenBLAS had picked CORE, so the
+// re-exec path can be tested on CPUs that OpenBLAS recognises. The re-executed probe sees
+// the same argument, but OPENBLAS_CORETYPE is set by then.
 #include <cblas.h>
 
 #include <cstdio>
@@ -16,6 +17,7 @@
 #include "kernels/cpu/blas_core.h"
 
 int main(int argc, char** argv) {
+  oneflow::cpu::UseBestBlasCore();
   constexpr char kPretend[] = "--pretend_openblas_picked=";
   if (argc > 1 && std::strncmp(argv[1], kPretend, std::strlen(kPretend)) == 0) {
     oneflow::cpu::RestartWithBetterBlasCoreIfNeeded(argv[1] + std::strlen(kPretend));

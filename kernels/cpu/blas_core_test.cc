@@ -47,6 +47,10 @@ TEST(BetterBlasCoreTest, RaisesOnlyAPickBelowWhatTheCpuRuns) {
   EXPECT_EQ(BetterBlasCore("Unknown", avx512), nullptr);
 }
 
+// No side effect of linking: this test links the library (and OpenBLAS) but is not a
+// program of the project, so nothing ran the check before main().
+TEST(BlasCoreTest, LinkingTheLibraryRunsNothing) { EXPECT_EQ(BlasCoreSeenAtStartup(), nullptr); }
+
 TEST(DetectCpuVectorSupportTest, AgreesWithLibgcc) {
   const CpuVectorSupport cpu = DetectCpuVectorSupport();
   // The project builds with -march=x86-64-v3: this test could not run without AVX2 and FMA.

@@ -17,9 +17,10 @@
 // would oversubscribe the cores. Setting OPENBLAS_NUM_THREADS=1 in the environment does
 // the same from process start. A device with --threads_per_device > 1 splits large
 // matmuls and optimizer updates over its own pool instead (thread_pool.h): OpenBLAS's
-// thread count is process-wide, and a process may run several devices. On CPUs Debian's OpenBLAS 0.3.21 does not recognise, the
-// blas_core library (a dependency of this one) restarts the process with the core type
-// cpuid implies, so the fast GEMM runs without the user's help (blas_core.h).
+// thread count is process-wide, and a process may run several devices. On CPUs Debian's
+// OpenBLAS 0.3.21 does not recognise, the programs' UseBestBlasCore() (blas_core.h, first
+// in their main()) restarts the process with the core type cpuid implies, so the fast
+// GEMM runs without the user's help.
 #ifndef KERNELS_CPU_REGISTRY_H_
 #define KERNELS_CPU_REGISTRY_H_
 

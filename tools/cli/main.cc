@@ -32,6 +32,7 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "kernels/cpu/blas_core.h"
 #include "tools/cli/calibrate_command.h"
 #include "tools/cli/checkpoint_command.h"
 #include "tools/cli/compile_command.h"
@@ -280,4 +281,7 @@ int Main(int argc, char** argv) {
 }  // namespace
 }  // namespace oneflow::cli
 
-int main(int argc, char** argv) { return oneflow::cli::Main(argc, argv); }
+int main(int argc, char** argv) {
+  oneflow::cpu::UseBestBlasCore();  // First: it may restart the program.
+  return oneflow::cli::Main(argc, argv);
+}

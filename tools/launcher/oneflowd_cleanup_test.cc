@@ -66,6 +66,20 @@ proto::JobStatus StatusOf(proto::Launcher::Stub& stub, const std::string& job_id
   return status;
 }
 
+// The job's status once it left RUNNING, or the last one seen after `timeout`. The daemon
+// composes the terminal state right after it reaps the worker, so a test that saw the
+// worker's pid disappear (and not the terminal event: its stream was cancelled) may ask
+// in between and still read RUNNING.
+proto::JobStatus SettledStatusOf(proto::Launcher::Stub& stub, const std::string& job_id, absl::Duration timeout) {
+  const absl::Time deadline = absl::Now() + timeout;
+  proto::JobStatus status = StatusOf(stub, job_id);
+  while (status.state() == proto::JobStatus::RUNNING && absl::Now() < deadline) {
+    absl::SleepFor(absl::Milliseconds(20));
+    status = StatusOf(stub, job_id);
+  }
+  return status;
+}
+
 TEST(OneflowdCleanupTest, CancelTerminatesAndReapsTheWorker) {
   std::unique_ptr<DaemonProcess> daemon = StartDaemon();
   ASSERT_NE(daemon, nullptr);
@@ -125,7 +139,7 @@ TEST(OneflowdCleanupTest, ClientDisconnectCancelsTheJob) {
   job.context->TryCancel();
   job.Finish();
   EXPECT_TRUE(testing::WaitProcessGone(job.worker_pid, absl::Seconds(10)));
-  const proto::JobStatus status = StatusOf(*stub, "job");
+  const proto::JobStatus status = SettledStatusOf(*stub, "job", absl::Seconds(5));
   EXPECT_EQ(status.state(), proto::JobStatus::CANCELLED);
   EXPECT_THAT(status.reason(), HasSubstr("cancelled (the client went away)"));
 }

@@ -20,6 +20,7 @@
 #include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
 #include "actors/checkpoint/checkpoint_retention.h"
+#include "kernels/cpu/blas_core.h"
 #include "tools/worker/environment.h"
 #include "tools/worker/worker.h"
 
@@ -76,6 +77,7 @@ int Usage(const std::string& message) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  oneflow::cpu::UseBestBlasCore();  // First: it may restart the program.
   absl::ParseCommandLine(argc, argv);
   // Peers that vanish must surface as errors of the collective, not kill the worker.
   std::signal(SIGPIPE, SIG_IGN);
