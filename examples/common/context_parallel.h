@@ -2,7 +2,7 @@
 // devices of ParallelLayout. Outside attention every op works on its own positions, so
 // the models keep activations sequence-first, [s, b, h] split S(0) over cp, and multiply
 // them as rows [s * b, h] (whose split over cp is S(0), contiguous; [b, s, h] flattened
-// would interleave the batch). Attention needs every position of a head:
+// would interleave the batch); with dp, [dp * s, b / dp, h] (SequenceFirst). Attention needs every position of a head:
 //   Ulysses (DeepSpeed)  the compiler's all-to-all boxing turns the position split into a
 //                        head split (S(seq) -> S(heads) over cp) before the attention
 //                        core and back after it; each device computes whole heads.
@@ -40,7 +40,7 @@ struct AttentionShape {
 //            N/cp positions x (h + 2 h_kv + h) / tp values (4 N h / cp for multi-head);
 //   ring:    each device forwards the K and V blocks cp-1 times, (cp-1) x (N/cp) x
 //            2 h_kv / tp values (about 2 N h_kv).
-// N = batch x seq tokens.
+// N = batch x seq / dp tokens (one data-parallel group's).
 struct CpAttentionCost {
   CpAttention choice = CpAttention::kUlysses;
   double ulysses_bytes = 0;
@@ -110,8 +110,18 @@ Tensor ContextParallelAttention(CpAttention scheme, Tensor x, Tensor w_q, Tensor
 // device, then reduce-scatters them: memory and bytes the all-to-alls avoid.
 Tensor Pinned(Tensor x, const NdSbp& sbp);
 
-// The position-split layout of a sequence-first activation [s, b, ...]: S(0) over cp,
-// whole over tp. (Llama's sequence parallelism over tp is off under cp: a second split
+// x [b, s, ...] sequence-first, as the models keep it under cp: [s, b, ...] at dp = 1;
+// under dp, [dp * s, b / dp, ...]: each data-parallel group's positions stacked (the
+// groups' batch rows b / dp each), so that the rows [dp * s * b / dp, n] the linear
+// layers multiply are split S(0) over dp and, nested, S(0) over cp: device (d, c) holds
+// group d's positions of block c, contiguous ([s, b] flattened with the batch split over
+// dp would interleave the two splits). With `zigzag` each group's positions in
+// ZigZagSequence's order. The attention functions take the batch groups back out of the
+// positions (a reshape judged on the local shape, OpDefinition::attrs_for_local_shapes).
+Tensor SequenceFirst(Tensor x, const ParallelLayout& layout, bool zigzag);
+
+// The position-split layout of a sequence-first activation (SequenceFirst): S(0) over
+// cp and over dp (the batch groups stacked along the positions), whole over tp. (Llama's sequence parallelism over tp is off under cp: a second split
 // of the positions nested in cp's would make the gathers before the column-parallel
 // products general rearrangements instead of all-gathers over tp.)
 NdSbp SequenceSplit(const ParallelLayout& layout);

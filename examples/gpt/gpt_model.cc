@@ -169,9 +169,7 @@ absl::StatusOr<proto::Job> BuildGpt(const GptConfig& config, const ParallelLayou
   // Ring attention's zig-zag split: the sequence reordered once here (and the targets
   // below), positions and the loss staying functions of the logical token index.
   const bool zigzag = UsesZigZag(cp_attention, layout);
-  auto sequence_order = [&](Tensor t) { return zigzag ? ZigZagSequence(t, 0, layout.cp()) : t; };
-  Tensor x = context_parallel ? residual(sequence_order(
-                                    Add(Transpose(Embedding(wte, tokens), {1, 0, 2}), Reshape(wpe, {s, 1, h}))))
+  Tensor x = context_parallel ? residual(SequenceFirst(Add(Embedding(wte, tokens), wpe), layout, zigzag))
                               : Add(Embedding(wte, tokens), wpe);
   for (int64_t l = 0; l < config.layers; ++l) {
     x = enter_stage(x, layout.StageOf(l, config.layers));
@@ -199,7 +197,7 @@ absl::StatusOr<proto::Job> BuildGpt(const GptConfig& config, const ParallelLayou
     Tensor fc = Linear(LayerNorm(x, ln2_g, ln2_b), w_fc);
     // Under cp the MLP's hidden [s, b, 4h] stays on its positions in both passes (columns
     // over tp, Megatron's), else the backward makes the rows' gradient a partial sum.
-    if (context_parallel) fc = Pinned(fc, layout.Sbp(split1, Sbp::Split(2), split0));
+    if (context_parallel) fc = Pinned(fc, layout.Sbp(split0, Sbp::Split(2), split0));
     x = residual(Add(x, Linear(Gelu(fc), w_proj)));
   }
   x = enter_stage(x, layout.pp() - 1);
@@ -214,7 +212,7 @@ absl::StatusOr<proto::Job> BuildGpt(const GptConfig& config, const ParallelLayou
     logits = MatMul(final_x, w_out);
   }
   // Under cp the logits' rows are position-major, and so must the targets be.
-  Tensor target_rows = Reshape(context_parallel ? sequence_order(Transpose(targets, {1, 0})) : targets, {b * s});
+  Tensor target_rows = Reshape(context_parallel ? SequenceFirst(targets, layout, zigzag) : targets, {b * s});
   Tensor loss = ReduceMean(SparseSoftmaxCrossEntropy(logits, target_rows));
   if (balance.valid()) loss = Add(loss, ScalarMul(balance, config.moe.aux_weight));
   graph.SetLoss(loss);

@@ -96,7 +96,8 @@ absl::StatusOr<proto::Job> BuildLlama(const LlamaConfig& config, const ParallelL
   // Products over the flattened rows [b * s, n]: rows over dp; column-parallel ones split
   // by columns over tp, row-parallel ones partial sums over tp (Megatron's layout; the
   // cost model alone prefers gathering the weights when tokens outnumber hidden units).
-  // (Under cp the rows are [s * b] and split S(0) over cp; dp is 1 there.)
+  // (Under cp the rows are [s * b] and split S(0) over cp; with dp, the batch groups
+  // stacked outside the positions, S(0) over dp as well: SequenceFirst.)
   const NdSbp gathered = layout.Sbp(split0, broadcast, split0);
   const NdSbp column_product = layout.Sbp(split0, split1, split0);
   const NdSbp row_product = layout.Sbp(split0, Sbp::Partial(), split0);
@@ -157,8 +158,7 @@ absl::StatusOr<proto::Job> BuildLlama(const LlamaConfig& config, const ParallelL
   // Ring attention's zig-zag split: the sequence reordered once here (and the targets
   // below); the rotary angles and the mask read logical positions.
   const bool zigzag = UsesZigZag(cp_attention, layout);
-  auto sequence_order = [&](Tensor t) { return zigzag ? ZigZagSequence(t, 0, layout.cp()) : t; };
-  if (context_parallel) x = sequence_order(Transpose(x, {1, 0, 2}));  // [s, b, h]
+  if (context_parallel) x = SequenceFirst(x, layout, zigzag);  // [s, b, h]; [dp * s, b / dp, h] under dp
   x = residual(x);
   for (int64_t l = 0; l < config.layers; ++l) {
     x = enter_stage(x, layout.StageOf(l, config.layers));
@@ -190,7 +190,7 @@ absl::StatusOr<proto::Job> BuildLlama(const LlamaConfig& config, const ParallelL
   Tensor output = variable("output", Shape{h, v}, normal(), column);  // Untied; stored split by vocabulary.
   Tensor logits = MatMul(Reshape(RmsNorm(x, final_norm, config.norm_epsilon), {b * s, h}), output);
   // Under cp the logits' rows are position-major, and so must the targets be.
-  Tensor target_rows = Reshape(context_parallel ? sequence_order(Transpose(targets, {1, 0})) : targets, {b * s});
+  Tensor target_rows = Reshape(context_parallel ? SequenceFirst(targets, layout, zigzag) : targets, {b * s});
   Tensor loss = ReduceMean(SparseSoftmaxCrossEntropy(logits, target_rows));
   graph.SetLoss(loss);
   graph.SetOptimizer(Optimizer::AdamW(config.learning_rate)
