@@ -280,9 +280,13 @@ TEST(ContextParallelTest, UlyssesIsFourAllToAllsPerBlockInEachPass) {
 // block forward, and as many backward (the gradients' shifts back); no all-to-all and no
 // gather of an activation or its gradient. Its bytes per layer, as `oneflow inspect`
 // reads them from the plan, equal the ring formula of the cost model.
+// Both splits: the zig-zag reorder of the tokens and targets (integers, whole per cp
+// device) and of gpt's position embedding moves nothing, so the zig-zag plan holds the
+// contiguous plan's collectives and no other.
 TEST(ContextParallelTest, RingIsOneSendRecvPerStepOfKAndV) {
+  for (const char* split : {"contiguous", "zigzag"}) {
   for (bool gpt : {true, false}) {
-    const Layout layout{"cp=4 ring", 4, 1, 1, 1, 1, "ring"};
+    const Layout layout{"cp=4 ring", 4, 1, 1, 1, 1, "ring", split};
     absl::StatusOr<proto::Plan> plan = CompileModel(gpt, layout);
     ASSERT_TRUE(plan.ok()) << plan.status();
     std::map<std::string, const proto::OpDef*> ops;
@@ -302,7 +306,7 @@ TEST(ContextParallelTest, RingIsOneSendRecvPerStepOfKAndV) {
         }
       }
     }
-    const char* model = gpt ? "gpt" : "llama";
+    const std::string model = std::string(gpt ? "gpt " : "llama ") + split;
     EXPECT_EQ(forward, 2 * 3 * 2) << model;  // 2 blocks x 3 steps x (k, v)
     EXPECT_EQ(backward, 2 * 3 * 2) << model;
     EXPECT_EQ(other, 0) << model;
@@ -317,6 +321,36 @@ TEST(ContextParallelTest, RingIsOneSendRecvPerStepOfKAndV) {
       EXPECT_EQ(layer.attention, "ring");
       EXPECT_EQ(layer.collectives, 6) << layer.block;
       EXPECT_EQ(static_cast<double>(layer.bytes_per_device), formula) << layer.block;
+    }
+  }
+  }
+}
+
+// All the collectives of a plan, weights' gradients included: the zig-zag plan has as
+// many as the contiguous one (the reorder adds none), at cp=4 and at cp=2 x dp=2, except
+// gpt's position embedding under dp: its gradient, taken in zig-zag order, is one more
+// reduction (a reduce-scatter) before its update.
+TEST(ContextParallelTest, ZigZagPlanHasTheContiguousPlansCollectives) {
+  for (bool gpt : {true, false}) {
+    for (const Layout& base : {Layout{"cp=4 ring", 4, 1, 1, 1, 1, "ring"},
+                               Layout{"cp=2 x dp=2 ring", 2, 1, 1, 1, 2, "ring", "contiguous", 4}}) {
+      Layout zigzag = base;
+      zigzag.cp_ring_split = "zigzag";
+      absl::StatusOr<proto::Plan> contiguous_plan = CompileModel(gpt, base);
+      absl::StatusOr<proto::Plan> zigzag_plan = CompileModel(gpt, zigzag);
+      ASSERT_TRUE(contiguous_plan.ok()) << contiguous_plan.status();
+      ASSERT_TRUE(zigzag_plan.ok()) << zigzag_plan.status();
+      auto collectives = [](const proto::Plan& plan) {
+        int64_t steps = 0;
+        for (const proto::BoxingDef& boxing : plan.boxings()) {
+          for (const proto::BoxingStepDef& step : boxing.steps()) steps += step.bytes_per_device() > 0;
+        }
+        return steps;
+      };
+      const std::string name = std::string(gpt ? "gpt " : "llama ") + base.name;
+      EXPECT_GT(collectives(*contiguous_plan), 0) << name;
+      const int64_t position_embedding = gpt && base.dp > 1 ? 1 : 0;
+      EXPECT_EQ(collectives(*zigzag_plan), collectives(*contiguous_plan) + position_embedding) << name;
     }
   }
 }

@@ -80,7 +80,7 @@ Tensor SequenceToRows(Tensor t, int64_t n, const Sbp& model, const ParallelLayou
 
 }  // namespace
 
-Tensor SequenceFirst(Tensor x, const ParallelLayout& layout, bool zigzag) {
+Tensor SequenceFirst(Tensor x, const ParallelLayout& layout) {
   if (!x.valid()) return Tensor();
   const std::vector<int64_t> dims = x.shape().dims();
   const int64_t b = dims[0], s = dims[1];
@@ -88,8 +88,7 @@ Tensor SequenceFirst(Tensor x, const ParallelLayout& layout, bool zigzag) {
   if (layout.dp() == 1) {
     std::vector<int64_t> perm = {1, 0};
     for (int64_t a = 2; a < static_cast<int64_t>(dims.size()); ++a) perm.push_back(a);
-    Tensor t = Transpose(x, perm);
-    return zigzag ? ZigZagSequence(t, 0, layout.cp()) : t;
+    return Transpose(x, perm);
   }
   const int64_t dp = layout.dp();
   std::vector<int64_t> grouped = {dp, b / dp, s};
@@ -97,7 +96,6 @@ Tensor SequenceFirst(Tensor x, const ParallelLayout& layout, bool zigzag) {
   std::vector<int64_t> perm = {0, 2, 1};
   for (int64_t a = 3; a < static_cast<int64_t>(grouped.size()); ++a) perm.push_back(a);
   Tensor t = Transpose(Reshape(x, grouped), perm);  // [dp, s, b/dp, ...]
-  if (zigzag) t = ZigZagSequence(t, 1, layout.cp());
   std::vector<int64_t> stacked = {dp * s, b / dp};
   stacked.insert(stacked.end(), rest.begin(), rest.end());
   return Reshape(t, stacked);
@@ -328,7 +326,7 @@ bool UsesZigZag(CpAttention scheme, const ParallelLayout& layout) {
   return layout.cp() > 1 && scheme == CpAttention::kRing && layout.cp_ring_zigzag();
 }
 
-Tensor ZigZagSequence(Tensor x, int64_t axis, int64_t cp) {
+Tensor ZigZagSequence(Tensor x, int64_t axis, int64_t cp, const NdSbp& whole, const NdSbp& positions) {
   if (!x.valid()) return Tensor();
   const int64_t chunk = x.shape().dim(axis) / (2 * cp);
   std::vector<Tensor> chunks;
@@ -337,12 +335,17 @@ Tensor ZigZagSequence(Tensor x, int64_t axis, int64_t cp) {
       std::vector<int64_t> begin(x.shape().rank(), 0), end = x.shape().dims();
       begin[axis] = index * chunk;
       end[axis] = (index + 1) * chunk;
-      chunks.push_back(Slice(x, begin, end));
+      chunks.push_back(Hinted(Slice(x, begin, end), whole));
     }
   }
   // Concat splits only along other axes; behind an identity a position-split hint on the
-  // result is the compiler's B -> S boxing of the whole concat (a local slice).
-  return x.graph()->AddSingleOutputOp("identity", {Concat(chunks, axis)}, {}, SourceLocation::Current());
+  // result is the compiler's B -> S boxing of the whole concat (a local slice). Without
+  // the hints the greedy choice splits the slices by some axis (free from a whole x) and
+  // then needs all-to-alls to put the positions over cp.
+  // (Concat of a list is a chain of pairwise concats: each link hinted.)
+  Tensor reordered = chunks[0];
+  for (size_t i = 1; i < chunks.size(); ++i) reordered = Hinted(Concat({reordered, chunks[i]}, axis), whole);
+  return Hinted(x.graph()->AddSingleOutputOp("identity", {reordered}, {}, SourceLocation::Current()), positions);
 }
 
 Tensor ContextParallelAttention(CpAttention scheme, Tensor x, Tensor w_q, Tensor w_k, Tensor w_v, Tensor w_o,

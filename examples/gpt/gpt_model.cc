@@ -127,10 +127,20 @@ absl::StatusOr<proto::Job> BuildGpt(const GptConfig& config, const ParallelLayou
   graph.AddDataSource("data", !config.text_file.empty()    ? DataSource::TextFile(config.text_file)
                               : !config.token_file.empty() ? DataSource::TokenFile(config.token_file)
                                                            : DataSource::SyntheticTokens(config.seed, config.vocab));
+  // Ring attention's zig-zag split: the tokens, the targets and the position embedding
+  // reordered once (ZigZagSequence), positions and the loss staying functions of the
+  // logical token index. Integers and a replicated weight: no activation's gradient
+  // passes through the reorder, and whole tokens per cp device make it local.
+  const bool zigzag = UsesZigZag(cp_attention, layout);
+  auto sequence_order = [&](Tensor t, int64_t axis, const NdSbp& whole, const NdSbp& positions) {
+    return zigzag ? ZigZagSequence(t, axis, layout.cp(), whole, positions) : t;
+  };
+  const NdSbp whole_tokens = layout.Sbp(split0, broadcast, broadcast);
+  const NdSbp token_positions = layout.Sbp(split0, broadcast, split1);
   Tensor tokens = graph.Input("tokens", Shape{b, s}, DType::kI32, "data");
-  tokens.WithSbp(layout.Sbp(split0, broadcast, split1));
+  tokens.WithSbp(layout.Sbp(split0, broadcast, zigzag ? broadcast : split1));
   Tensor targets = graph.Input("targets", Shape{b, s}, DType::kI32, "data");
-  targets.WithSbp(layout.Sbp(split0, broadcast, split1));
+  targets.WithSbp(layout.Sbp(split0, broadcast, zigzag ? broadcast : split1));
   auto residual = [&](Tensor x) {
     if (context_parallel && x.valid()) x.WithSbp(SequenceSplit(layout));
     return x;
@@ -166,10 +176,10 @@ absl::StatusOr<proto::Job> BuildGpt(const GptConfig& config, const ParallelLayou
   Tensor balance;  // The blocks' load-balancing losses, summed.
   Tensor wte = variable("wte", Shape{v, h}, normal(), row);  // Vocabulary-parallel.
   Tensor wpe = variable("wpe", Shape{s, h}, normal(), replicated);
-  // Ring attention's zig-zag split: the sequence reordered once here (and the targets
-  // below), positions and the loss staying functions of the logical token index.
-  const bool zigzag = UsesZigZag(cp_attention, layout);
-  Tensor x = context_parallel ? residual(SequenceFirst(Add(Embedding(wte, tokens), wpe), layout, zigzag))
+  Tensor x = context_parallel ? residual(SequenceFirst(
+                                    Add(Embedding(wte, sequence_order(tokens, 1, whole_tokens, token_positions)),
+                                        sequence_order(wpe, 0, replicated, layout.Sbp(broadcast, broadcast, split0))),
+                                    layout))
                               : Add(Embedding(wte, tokens), wpe);
   for (int64_t l = 0; l < config.layers; ++l) {
     x = enter_stage(x, layout.StageOf(l, config.layers));
@@ -212,7 +222,7 @@ absl::StatusOr<proto::Job> BuildGpt(const GptConfig& config, const ParallelLayou
     logits = MatMul(final_x, w_out);
   }
   // Under cp the logits' rows are position-major, and so must the targets be.
-  Tensor target_rows = Reshape(context_parallel ? SequenceFirst(targets, layout, zigzag) : targets, {b * s});
+  Tensor target_rows = Reshape(context_parallel ? SequenceFirst(sequence_order(targets, 1, whole_tokens, token_positions), layout) : targets, {b * s});
   Tensor loss = ReduceMean(SparseSoftmaxCrossEntropy(logits, target_rows));
   if (balance.valid()) loss = Add(loss, ScalarMul(balance, config.moe.aux_weight));
   graph.SetLoss(loss);
