@@ -3,6 +3,7 @@
 #include <limits>
 #include <optional>
 
+#include "absl/container/flat_hash_set.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "oneflow_core/ops/attr.h"
@@ -190,12 +191,18 @@ absl::StatusOr<bool> SbpChoicePass::Run(Compilation* compilation) {
       LocalPartial partial{std::vector<std::vector<Sbp>>(op.inputs.size()),
                            std::vector<std::vector<Sbp>>(op.outputs.size())};
       LocalCandidates(*op.definition, attrs, placement.hierarchy(), input_types, output_types, 0, &partial, &local);
+      // Keyed by their printed layouts: comparing each with every whole-tensor candidate
+      // was quadratic (512 x 512 on a three-axis hierarchy, per reshape).
+      auto key = [](const Candidate& candidate) {
+        std::string text;
+        for (const NdSbp& sbp : candidate.inputs) absl::StrAppend(&text, sbp.ToString(), ";");
+        for (const NdSbp& sbp : candidate.outputs) absl::StrAppend(&text, sbp.ToString(), ";");
+        return text;
+      };
+      absl::flat_hash_set<std::string> known;
+      for (const Candidate& existing : candidates) known.insert(key(existing));
       for (Candidate& candidate : local) {
-        bool known = false;
-        for (const Candidate& existing : candidates) {
-          known = known || (existing.inputs == candidate.inputs && existing.outputs == candidate.outputs);
-        }
-        if (!known) candidates.push_back(std::move(candidate));
+        if (known.insert(key(candidate)).second) candidates.push_back(std::move(candidate));
       }
     }
     // Each input is priced with the compression options boxing insertion will plan it
