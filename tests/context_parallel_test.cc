@@ -31,6 +31,7 @@ struct Layout {
   int64_t cp = 1, tp = 1, pp = 1, micro_batches = 1, dp = 1;
   const char* cp_attention = "auto";
   const char* cp_ring_split = "contiguous";
+  int64_t batch = 2;  // The models' --batch.
 };
 
 absl::StatusOr<ParallelLayout> MakeLayout(const Layout& l) {
@@ -76,14 +77,18 @@ examples::LlamaConfig TinyLlama() {
   return config;
 }
 
-absl::StatusOr<proto::Job> Build(bool gpt, const ParallelLayout& layout) {
-  return gpt ? examples::BuildGpt(TinyGpt(), layout) : examples::BuildLlama(TinyLlama(), layout);
+absl::StatusOr<proto::Job> Build(bool gpt, const ParallelLayout& layout, int64_t batch = 2) {
+  examples::GptConfig gpt_config = TinyGpt();
+  gpt_config.batch = batch;
+  examples::LlamaConfig llama_config = TinyLlama();
+  llama_config.batch = batch;
+  return gpt ? examples::BuildGpt(gpt_config, layout) : examples::BuildLlama(llama_config, layout);
 }
 
 absl::StatusOr<proto::Plan> CompileModel(bool gpt, const Layout& l) {
   absl::StatusOr<ParallelLayout> layout = MakeLayout(l);
   if (!layout.ok()) return layout.status();
-  absl::StatusOr<proto::Job> job = Build(gpt, *layout);
+  absl::StatusOr<proto::Job> job = Build(gpt, *layout, l.batch);
   if (!job.ok()) return job.status();
   CompileOptions options;
   options.cluster = layout->cluster();
@@ -134,6 +139,61 @@ const std::vector<Layout>& RingLayouts() {
       {"cp=2 x pp=2 x 2 micro-batches ring zig-zag", 2, 1, 2, 2, 1, "ring", "zigzag"},
   };
   return layouts;
+}
+
+// cp x dp: each data-parallel group's positions stacked along the sequence axis
+// (SequenceFirst), so the rows are split by batch group over dp and, nested, by position
+// over cp. Batch 4: two rows per group, so a wrong interleaving of the groups' rows and
+// positions would mix sequences and change the losses.
+const std::vector<Layout>& CpWithDpLayouts() {
+  static const std::vector<Layout> layouts = {
+      {"cp=2 x dp=2 ulysses", 2, 1, 1, 1, 2, "ulysses", "contiguous", 4},
+      {"cp=2 x dp=2 ring zig-zag", 2, 1, 1, 1, 2, "ring", "zigzag", 4},
+      {"cp=2 x dp=2 ring", 2, 1, 1, 1, 2, "ring", "contiguous", 4},
+      {"cp=2 x dp=2 ulysses", 2, 1, 1, 1, 2, "ulysses", "contiguous", 4},
+  };
+  return layouts;
+}
+
+// gpt on the first two layouts, llama on the last two (each layout's code path is the
+// models' shared SequenceFirst and attention; the split keeps the test short). cp x tp x
+// dp also trains (examples/llama --dp=2 --tp=2 --cp=2) but its three-axis hierarchy
+// takes sbp_choice ~40 s to compile here, too slow for this test.
+TEST(ContextParallelTest, CpWithDpFollowsTheOneDeviceCurve) {
+  for (bool gpt : {true, false}) {
+    const std::vector<double> reference = Train(gpt, {"1 device", 1, 1, 1, 1, 1, "auto", "contiguous", 4});
+    for (size_t i = gpt ? 0 : 2; i < (gpt ? 2u : 4u); ++i) {
+      const Layout& layout = CpWithDpLayouts()[i];
+      EXPECT_TRUE(testing::MatchesReference(Train(gpt, layout), reference, kIterations))
+          << (gpt ? "gpt " : "llama ") << layout.name;
+    }
+  }
+}
+
+// No collective carries an activation across dp: the weights' gradients are the only
+// data-parallel traffic, as at dp = 1 (the position split and the batch split nest).
+TEST(ContextParallelTest, CpWithDpAddsOnlyTheGradientReductions) {
+  for (bool gpt : {true, false}) {
+    for (const char* attention : {"ulysses", "ring"}) {
+      const Layout alone{"cp=2", 2, 1, 1, 1, 1, attention, "contiguous", 4};
+      const Layout with_dp{"cp=2 x dp=2", 2, 1, 1, 1, 2, attention, "contiguous", 4};
+      absl::StatusOr<proto::Plan> plan_alone = CompileModel(gpt, alone);
+      absl::StatusOr<proto::Plan> plan_dp = CompileModel(gpt, with_dp);
+      ASSERT_TRUE(plan_alone.ok()) << plan_alone.status();
+      ASSERT_TRUE(plan_dp.ok()) << plan_dp.status();
+      auto activation_steps = [](const proto::Plan& plan) {
+        int64_t steps = 0;
+        for (const proto::BoxingDef& boxing : plan.boxings()) {
+          if (boxing.consumer_op().find("_update") != std::string::npos || boxing.consumer_op() == "loss_sink") continue;
+          for (const proto::BoxingStepDef& step : boxing.steps()) steps += step.bytes_per_device() > 0;
+        }
+        return steps;
+      };
+      const std::string name = std::string(gpt ? "gpt " : "llama ") + attention;
+      EXPECT_GT(activation_steps(*plan_alone), 0) << name;
+      EXPECT_EQ(activation_steps(*plan_dp), activation_steps(*plan_alone)) << name;
+    }
+  }
 }
 
 TEST(ContextParallelTest, GptRingFollowsTheOneDeviceCurve) {
@@ -222,9 +282,13 @@ TEST(ContextParallelTest, UlyssesIsFourAllToAllsPerBlockInEachPass) {
 // block forward, and as many backward (the gradients' shifts back); no all-to-all and no
 // gather of an activation or its gradient. Its bytes per layer, as `oneflow inspect`
 // reads them from the plan, equal the ring formula of the cost model.
+// Both splits: the zig-zag reorder of the tokens and targets (integers, whole per cp
+// device) and of gpt's position embedding moves nothing, so the zig-zag plan holds the
+// contiguous plan's collectives and no other.
 TEST(ContextParallelTest, RingIsOneSendRecvPerStepOfKAndV) {
+  for (const char* split : {"contiguous", "zigzag"}) {
   for (bool gpt : {true, false}) {
-    const Layout layout{"cp=4 ring", 4, 1, 1, 1, 1, "ring"};
+    const Layout layout{"cp=4 ring", 4, 1, 1, 1, 1, "ring", split};
     absl::StatusOr<proto::Plan> plan = CompileModel(gpt, layout);
     ASSERT_TRUE(plan.ok()) << plan.status();
     std::map<std::string, const proto::OpDef*> ops;
@@ -244,7 +308,7 @@ TEST(ContextParallelTest, RingIsOneSendRecvPerStepOfKAndV) {
         }
       }
     }
-    const char* model = gpt ? "gpt" : "llama";
+    const std::string model = std::string(gpt ? "gpt " : "llama ") + split;
     EXPECT_EQ(forward, 2 * 3 * 2) << model;  // 2 blocks x 3 steps x (k, v)
     EXPECT_EQ(backward, 2 * 3 * 2) << model;
     EXPECT_EQ(other, 0) << model;
@@ -259,6 +323,36 @@ TEST(ContextParallelTest, RingIsOneSendRecvPerStepOfKAndV) {
       EXPECT_EQ(layer.attention, "ring");
       EXPECT_EQ(layer.collectives, 6) << layer.block;
       EXPECT_EQ(static_cast<double>(layer.bytes_per_device), formula) << layer.block;
+    }
+  }
+  }
+}
+
+// All the collectives of a plan, weights' gradients included: the zig-zag plan has as
+// many as the contiguous one (the reorder adds none), at cp=4 and at cp=2 x dp=2, except
+// gpt's position embedding under dp: its gradient, taken in zig-zag order, is one more
+// reduction (a reduce-scatter) before its update.
+TEST(ContextParallelTest, ZigZagPlanHasTheContiguousPlansCollectives) {
+  for (bool gpt : {true, false}) {
+    for (const Layout& base : {Layout{"cp=4 ring", 4, 1, 1, 1, 1, "ring"},
+                               Layout{"cp=2 x dp=2 ring", 2, 1, 1, 1, 2, "ring", "contiguous", 4}}) {
+      Layout zigzag = base;
+      zigzag.cp_ring_split = "zigzag";
+      absl::StatusOr<proto::Plan> contiguous_plan = CompileModel(gpt, base);
+      absl::StatusOr<proto::Plan> zigzag_plan = CompileModel(gpt, zigzag);
+      ASSERT_TRUE(contiguous_plan.ok()) << contiguous_plan.status();
+      ASSERT_TRUE(zigzag_plan.ok()) << zigzag_plan.status();
+      auto collectives = [](const proto::Plan& plan) {
+        int64_t steps = 0;
+        for (const proto::BoxingDef& boxing : plan.boxings()) {
+          for (const proto::BoxingStepDef& step : boxing.steps()) steps += step.bytes_per_device() > 0;
+        }
+        return steps;
+      };
+      const std::string name = std::string(gpt ? "gpt " : "llama ") + base.name;
+      EXPECT_GT(collectives(*contiguous_plan), 0) << name;
+      const int64_t position_embedding = gpt && base.dp > 1 ? 1 : 0;
+      EXPECT_EQ(collectives(*zigzag_plan), collectives(*contiguous_plan) + position_embedding) << name;
     }
   }
 }
@@ -405,11 +499,14 @@ TEST(ContextParallelTest, BadInputIsRefusedNamingTheFlags) {
   absl::Status unknown = MakeLayout({"cp=2", 2, 1, 1, 1, 1, "striped"}).status();
   EXPECT_EQ(unknown.code(), absl::StatusCode::kInvalidArgument);
   EXPECT_EQ(unknown.message(), "--cp_attention=striped is not one of: ulysses, ring, auto");
-  absl::Status with_dp = MakeLayout({"cp=2 x dp=2", 2, 1, 1, 1, 2}).status();
-  EXPECT_EQ(with_dp.code(), absl::StatusCode::kInvalidArgument);
-  EXPECT_NE(with_dp.message().find("--cp=2 with --dp=2: context parallelism does not compose with data parallelism"),
-            absl::string_view::npos)
-      << with_dp.message();
+  absl::StatusOr<ParallelLayout> dp4 = MakeLayout({"cp=2 x dp=4", 2, 1, 1, 1, 4});
+  ASSERT_TRUE(dp4.ok()) << dp4.status();
+  absl::Status uneven_batch = examples::ResolveCpAttention({2, 16, 32, 4, 4, "heads"}, *dp4).status();
+  EXPECT_EQ(uneven_batch.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(uneven_batch.message(),
+            "--batch gives 2 rows per micro-batch, not divisible by --dp=4: with --cp every data-parallel group holds "
+            "whole sequences of an equal share of the batch; use a --batch that is a multiple of --dp x "
+            "--micro_batches");
   ParallelFlags zero_flags;
   zero_flags.cp = 0;
   absl::Status zero = ParallelLayout::Create(zero_flags).status();

@@ -1,7 +1,9 @@
 #include "compiler/passes/sbp_choice_pass.h"
 
 #include <limits>
+#include <optional>
 
+#include "absl/container/flat_hash_set.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "oneflow_core/ops/attr.h"
@@ -25,12 +27,15 @@ struct Candidate {
   std::vector<NdSbp> inputs;
   std::vector<NdSbp> outputs;
   std::vector<size_t> picks;  // The 1-D signature used on each hierarchy axis.
+  // Judged per axis on the local shapes (LocalCandidates): every axis already checked.
+  bool judged_locally = false;
 };
 
 // A signature valid only for some device counts (devices_must_divide) must hold for the
 // devices of all hierarchy axes that use it together.
 bool FitsHierarchy(const Candidate& candidate, const std::vector<SbpSignature>& signatures,
                    const Shape& hierarchy) {
+  if (candidate.judged_locally) return true;
   for (size_t a = 0; a < candidate.picks.size(); ++a) {
     const SbpSignature& signature = signatures[candidate.picks[a]];
     if (signature.devices_must_divide == 0) continue;
@@ -69,6 +74,59 @@ std::vector<Candidate> Combine(const std::vector<SbpSignature>& signatures, int6
     if (a < 0) break;
   }
   return candidates;
+}
+
+// `types` as one device of `devices` holds them along one hierarchy axis under `sbps`
+// (one per type), or nothing when a split axis does not divide evenly: the slices of
+// an uneven split differ between devices, and a signature judged on one would not hold
+// for the others.
+std::optional<std::vector<TensorType>> SplitTypes(std::vector<TensorType> types, const std::vector<Sbp>& sbps,
+                                                  int64_t devices) {
+  for (size_t k = 0; k < types.size(); ++k) {
+    if (!sbps[k].is_split()) continue;
+    std::vector<int64_t> dims = types[k].shape.dims();
+    const int64_t axis = sbps[k].axis();
+    if (axis >= static_cast<int64_t>(dims.size()) || dims[axis] % devices != 0) return std::nullopt;
+    dims[axis] /= devices;
+    types[k].shape = Shape(std::move(dims));
+  }
+  return types;
+}
+
+// The candidates of an op whose signatures depend on the shapes
+// (OpDefinition::attrs_for_local_shapes): hierarchy axis 0's signatures judged on the
+// logical types, each inner axis's on the slice the outer axes' choices leave. A flatten
+// of [dp, s, b, h] (S(0), S(1)) into rows is (S(0), S(0)) this way, which the whole
+// tensor's signatures cannot say (their S(1) lands on no axis of the rows).
+struct LocalPartial {
+  std::vector<std::vector<Sbp>> inputs;   // Per input, the SBPs of the axes chosen so far.
+  std::vector<std::vector<Sbp>> outputs;
+};
+
+void LocalCandidates(const OpDefinition& definition, const AttrMap& attrs, const Shape& hierarchy,
+                     const std::vector<TensorType>& inputs, const std::vector<TensorType>& outputs, int64_t axis,
+                     LocalPartial* partial, std::vector<Candidate>* candidates) {
+  if (axis == hierarchy.rank()) {
+    Candidate candidate;
+    candidate.judged_locally = true;
+    for (const std::vector<Sbp>& sbps : partial->inputs) candidate.inputs.push_back(NdSbp(sbps));
+    for (const std::vector<Sbp>& sbps : partial->outputs) candidate.outputs.push_back(NdSbp(sbps));
+    candidates->push_back(std::move(candidate));
+    return;
+  }
+  const AttrMap local_attrs = axis == 0 ? attrs : definition.attrs_for_local_shapes(attrs, outputs);
+  const int64_t devices = hierarchy.dim(axis);
+  for (const SbpSignature& signature : definition.signatures(inputs, local_attrs)) {
+    if (!signature.ValidFor(devices)) continue;
+    const std::optional<std::vector<TensorType>> local_inputs = SplitTypes(inputs, signature.inputs, devices);
+    const std::optional<std::vector<TensorType>> local_outputs = SplitTypes(outputs, signature.outputs, devices);
+    if (!local_inputs || !local_outputs) continue;
+    for (size_t k = 0; k < inputs.size(); ++k) partial->inputs[k].push_back(signature.inputs[k]);
+    for (size_t k = 0; k < outputs.size(); ++k) partial->outputs[k].push_back(signature.outputs[k]);
+    LocalCandidates(definition, attrs, hierarchy, *local_inputs, *local_outputs, axis + 1, partial, candidates);
+    for (size_t k = 0; k < inputs.size(); ++k) partial->inputs[k].pop_back();
+    for (size_t k = 0; k < outputs.size(); ++k) partial->outputs[k].pop_back();
+  }
 }
 
 // Per-device elements of a tensor under `sbp`, a partial one counted double: it will
@@ -124,6 +182,29 @@ absl::StatusOr<bool> SbpChoicePass::Run(Compilation* compilation) {
       return absl::InternalError(absl::StrCat(where, " offers no SBP signature"));
     }
     std::vector<Candidate> candidates = Combine(signatures, axes);
+    if (op.definition->attrs_for_local_shapes && axes > 1) {
+      // Appended after the whole-tensor combinations, so that among equal prices those
+      // keep winning; only layouts the whole tensor cannot say are new.
+      std::vector<TensorType> output_types;
+      for (int64_t t : op.outputs) output_types.push_back(graph.tensors[t].type);
+      std::vector<Candidate> local;
+      LocalPartial partial{std::vector<std::vector<Sbp>>(op.inputs.size()),
+                           std::vector<std::vector<Sbp>>(op.outputs.size())};
+      LocalCandidates(*op.definition, attrs, placement.hierarchy(), input_types, output_types, 0, &partial, &local);
+      // Keyed by their printed layouts: comparing each with every whole-tensor candidate
+      // was quadratic (512 x 512 on a three-axis hierarchy, per reshape).
+      auto key = [](const Candidate& candidate) {
+        std::string text;
+        for (const NdSbp& sbp : candidate.inputs) absl::StrAppend(&text, sbp.ToString(), ";");
+        for (const NdSbp& sbp : candidate.outputs) absl::StrAppend(&text, sbp.ToString(), ";");
+        return text;
+      };
+      absl::flat_hash_set<std::string> known;
+      for (const Candidate& existing : candidates) known.insert(key(existing));
+      for (Candidate& candidate : local) {
+        if (known.insert(key(candidate)).second) candidates.push_back(std::move(candidate));
+      }
+    }
     // Each input is priced with the compression options boxing insertion will plan it
     // with (its role and hint), so with a slow link the choice sees what compression
     // saves; with fast links nothing compresses and the prices are the dense ones.

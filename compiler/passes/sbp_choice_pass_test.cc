@@ -39,5 +39,33 @@ TEST(SbpChoicePassTest, ChoosesDataParallelOnTwoDevices) {
             "op w_update/sgd_update_9 = sgd_update(param=%w:B, grad=%matmul_0_grad/matmul_8:B, momentum=%w/momentum:B) @0\n");
 }
 
+// Context parallelism with data parallelism (docs/context_parallelism.md, "With dp"):
+// rows [dp * s, b, h] split S(0) over dp and, nested, S(0) over cp, become [dp, s, b, h]
+// split S(0) over dp and S(1) over cp. Judged on the whole tensor, reshape's 1-D
+// signatures send cp's S(0) to axis 0 again; judged on the slice dp leaves
+// ([s, b, h] -> [1, s, b, h]) it is S(1). The pass takes that layout without boxing, and
+// the flatten back to rows likewise.
+TEST(SbpChoicePassTest, ReshapeJudgesInnerAxesOnTheLocalShape) {
+  constexpr char kGraph[] = R"(graph nested
+placement cpu{0:0-3}[2, 2]
+source data synthetic_classification seed=1 num_classes=4
+%x = input f32[8, 3, 4] source=data sbp=[S(0), S(0)]
+%groups = reshape(x=%x, shape=[2, 4, 3, 4]) f32[2, 4, 3, 4] sbp=[S(0), S(1)]
+%rows = reshape(x=%groups, shape=[24, 4]) f32[24, 4] sbp=[S(0), S(0)]
+%reduce_mean_0 = reduce_mean(x=%rows, axes=[], keep_dims=false) f32[]
+loss %reduce_mean_0
+)";
+  CompileOptions options = OneDeviceOptions();
+  options.cluster.set_devices_per_node(4);
+  absl::StatusOr<PassTexts> texts = RunThroughPass(kGraph, "sbp_choice", options);
+  ASSERT_TRUE(texts.ok()) << texts.status();
+  EXPECT_NE(texts->after.find("%groups: f32[2, 4, 3, 4] [S(0), S(1)] = reshape(x=%x:[S(0), S(0)]) @0\n"),
+            std::string::npos)
+      << texts->after;
+  EXPECT_NE(texts->after.find("%rows: f32[24, 4] [S(0), S(0)] = reshape(x=%groups:[S(0), S(1)]) @0\n"),
+            std::string::npos)
+      << texts->after;
+}
+
 }  // namespace
 }  // namespace oneflow

@@ -31,7 +31,75 @@ Tensor TaggedRingShift(Tensor x, int64_t blocks) {
       SourceLocation::Current());
 }
 
+// t with `sbp` as its hint (nothing for an invalid t).
+Tensor Hinted(Tensor t, const NdSbp& sbp) {
+  if (t.valid()) t.WithSbp(sbp);
+  return t;
+}
+
+// `sbp` with its split axis moved by `by` (tp's split of a tensor that gains or loses
+// leading axes); B and P unchanged.
+Sbp Shifted(const Sbp& sbp, int64_t by) { return sbp.is_split() ? Sbp::Split(sbp.axis() + by) : sbp; }
+
+// The product rows [dp * s * b/dp, n] (SequenceFirst's order: each data-parallel group's
+// positions, then its batch rows; S(0) over dp and, nested, S(0) over cp) as [s, b,
+// dims...] with the batch over dp (S(1)) and the positions over cp (S(0)); `model` is
+// tp's SBP of the result. At dp = 1 one reshape, as before dp composed with cp. Under dp
+// the batch groups come out of the positions first, [dp, s, b/dp, dims...] (S(0), S(1)):
+// a reshape only the local shapes can judge (OpDefinition::attrs_for_local_shapes), then
+// local transposes and a reshape that merges the groups back into the batch.
+Tensor RowsToSequence(Tensor rows, int64_t s, int64_t b, const std::vector<int64_t>& dims, const Sbp& model,
+                      const ParallelLayout& layout) {
+  std::vector<int64_t> shape = {s, b};
+  shape.insert(shape.end(), dims.begin(), dims.end());
+  if (layout.dp() == 1) return Reshape(rows, shape);
+  const int64_t dp = layout.dp();
+  std::vector<int64_t> grouped = {dp, s, b / dp};
+  grouped.insert(grouped.end(), dims.begin(), dims.end());
+  Tensor t = Hinted(Reshape(rows, grouped), layout.Sbp(Sbp::Split(0), Shifted(model, 1), Sbp::Split(1)));
+  std::vector<int64_t> perm = {1, 0};
+  for (int64_t a = 2; a < static_cast<int64_t>(grouped.size()); ++a) perm.push_back(a);
+  t = Hinted(Transpose(t, perm), layout.Sbp(Sbp::Split(1), Shifted(model, 1), Sbp::Split(0)));
+  return Hinted(Reshape(t, shape), layout.Sbp(Sbp::Split(1), model, Sbp::Split(0)));
+}
+
+// RowsToSequence's inverse: t [s, b, ...] (batch S(1) over dp, positions S(0) over cp,
+// `model` over tp) as rows [dp * s * b/dp, n] in SequenceFirst's order.
+Tensor SequenceToRows(Tensor t, int64_t n, const Sbp& model, const ParallelLayout& layout) {
+  if (!t.valid()) return Tensor();
+  const int64_t s = t.shape().dim(0), b = t.shape().dim(1);
+  if (layout.dp() == 1) return Reshape(t, {s * b, n});
+  const int64_t dp = layout.dp();
+  // tp's split lands on the merged columns (axis 3 of [s, dp, b/dp, n]).
+  const Sbp columns = model.is_split() ? Sbp::Split(3) : model;
+  Tensor grouped =
+      Hinted(Reshape(t, {s, dp, b / dp, n}), layout.Sbp(Sbp::Split(1), columns, Sbp::Split(0)));
+  grouped = Hinted(Transpose(grouped, {1, 0, 2, 3}), layout.Sbp(Sbp::Split(0), columns, Sbp::Split(1)));
+  return Reshape(grouped, {s * b, n});
+}
+
 }  // namespace
+
+Tensor SequenceFirst(Tensor x, const ParallelLayout& layout) {
+  if (!x.valid()) return Tensor();
+  const std::vector<int64_t> dims = x.shape().dims();
+  const int64_t b = dims[0], s = dims[1];
+  const std::vector<int64_t> rest(dims.begin() + 2, dims.end());
+  if (layout.dp() == 1) {
+    std::vector<int64_t> perm = {1, 0};
+    for (int64_t a = 2; a < static_cast<int64_t>(dims.size()); ++a) perm.push_back(a);
+    return Transpose(x, perm);
+  }
+  const int64_t dp = layout.dp();
+  std::vector<int64_t> grouped = {dp, b / dp, s};
+  grouped.insert(grouped.end(), rest.begin(), rest.end());
+  std::vector<int64_t> perm = {0, 2, 1};
+  for (int64_t a = 3; a < static_cast<int64_t>(grouped.size()); ++a) perm.push_back(a);
+  Tensor t = Transpose(Reshape(x, grouped), perm);  // [dp, s, b/dp, ...]
+  std::vector<int64_t> stacked = {dp * s, b / dp};
+  stacked.insert(stacked.end(), rest.begin(), rest.end());
+  return Reshape(t, stacked);
+}
 
 Tensor Pinned(Tensor x, const NdSbp& sbp) {
   if (!x.valid()) return Tensor();
@@ -41,14 +109,16 @@ Tensor Pinned(Tensor x, const NdSbp& sbp) {
 }
 
 NdSbp SequenceSplit(const ParallelLayout& layout) {
-  return layout.Sbp(Sbp::Split(1), Sbp::Broadcast(), Sbp::Split(0));
+  return layout.Sbp(Sbp::Split(0), Sbp::Broadcast(), Sbp::Split(0));
 }
 
 CpAttentionCost EstimateCpAttention(const AttentionShape& shape, const ParallelLayout& layout) {
   CpAttentionCost cost;
   const double cp = static_cast<double>(layout.cp());
   const double tp = static_cast<double>(layout.tp());
-  const double tokens = static_cast<double>(shape.batch) * static_cast<double>(shape.seq);
+  // One data-parallel group's tokens: every group runs the same attention on its rows.
+  const double tokens =
+      static_cast<double>(shape.batch) * static_cast<double>(shape.seq) / static_cast<double>(layout.dp());
   const double head_dim = static_cast<double>(shape.hidden) / static_cast<double>(shape.heads);
   const double h = static_cast<double>(shape.heads) * head_dim / tp;
   const double h_kv = static_cast<double>(shape.kv_heads) * head_dim / tp;
@@ -78,6 +148,12 @@ absl::StatusOr<CpAttention> ResolveCpAttention(const AttentionShape& shape, cons
                                                    ": every context-parallel device needs as many positions; use a "
                                                    "--seq that is a multiple of ",
                                                    layout.cp()));
+  }
+  if (shape.batch % layout.dp() != 0) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "--batch gives ", shape.batch, " rows per micro-batch, not divisible by --dp=", layout.dp(),
+        ": with --cp every data-parallel group holds whole sequences of an equal share of the batch; use a --batch "
+        "that is a multiple of --dp x --micro_batches"));
   }
   const CpAttentionCost cost = EstimateCpAttention(shape, layout);
   CpAttention choice = layout.cp_attention();
@@ -109,26 +185,30 @@ Tensor UlyssesAttention(Tensor x, Tensor w_q, Tensor w_k, Tensor w_v, Tensor w_o
   for (const Tensor& t : {x, w_q, w_k, w_v, w_o}) {
     if (!t.valid()) return Tensor();
   }
-  const int64_t s = x.shape().dim(0), b = x.shape().dim(1), h = x.shape().dim(2);
+  // x is [dp * s, b / dp, h] (SequenceFirst); s and b are one group's positions and the batch.
+  const int64_t s = x.shape().dim(0) / layout.dp(), b = x.shape().dim(1) * layout.dp(), h = x.shape().dim(2);
   const int64_t hd = h / heads, group = heads / kv_heads;
   const Sbp B = Sbp::Broadcast();
-  auto hinted = [](Tensor t, const NdSbp& sbp) {
-    if (t.valid()) t.WithSbp(sbp);
-    return t;
-  };
-  // Rows [s * b, n]: positions over cp; the products column-parallel over tp.
-  const NdSbp rows_sbp = layout.Sbp(B, B, Sbp::Split(0));
-  const NdSbp column_sbp = layout.Sbp(B, Sbp::Split(1), Sbp::Split(0));
-  // The head layouts [b, kv_heads, ...]: kv heads over tp, then each tp device's over cp.
-  const NdSbp heads_sbp = layout.Sbp(B, Sbp::Split(1), Sbp::Split(1));
+  const Sbp S0 = Sbp::Split(0);
+  auto hinted = Hinted;
+  // Rows [s * b, n]: positions over cp (and, outside them, batch groups over dp); the
+  // products column-parallel over tp.
+  const NdSbp rows_sbp = layout.Sbp(S0, B, S0);
+  const NdSbp column_sbp = layout.Sbp(S0, Sbp::Split(1), S0);
+  // The head layouts [b, kv_heads, ...]: the batch over dp, kv heads over tp, then each
+  // tp device's over cp.
+  const NdSbp heads_sbp = layout.Sbp(S0, Sbp::Split(1), Sbp::Split(1));
   Tensor rows = hinted(Reshape(x, {s * b, h}), rows_sbp);
   auto product = [&](Tensor w) { return Pinned(hinted(MatMul(rows, w), column_sbp), column_sbp); };
   // q: [s*b, heads*hd] -> [s, b, kv, group, hd] -> [b, kv, group, s, hd]; the hint on the
   // transposed q is Ulysses' first all-to-all (positions over cp -> kv heads over cp).
-  Tensor q = hinted(TaggedTranspose(Reshape(product(w_q), {s, b, kv_heads, group, hd}), {1, 2, 3, 0, 4}), heads_sbp);
+  Tensor q = hinted(
+      TaggedTranspose(RowsToSequence(product(w_q), s, b, {kv_heads, group, hd}, Sbp::Split(2), layout), {1, 2, 3, 0, 4}),
+      heads_sbp);
   if (rope_base) q = hinted(RotaryEmbedding(q, *rope_base), heads_sbp);
   auto kv = [&](Tensor w) {
-    return hinted(TaggedTranspose(Reshape(product(w), {s, b, kv_heads, hd}), {1, 2, 0, 3}), heads_sbp);
+    return hinted(TaggedTranspose(RowsToSequence(product(w), s, b, {kv_heads, hd}, Sbp::Split(2), layout), {1, 2, 0, 3}),
+                  heads_sbp);
   };
   Tensor k = kv(w_k);
   if (rope_base) k = hinted(RotaryEmbedding(k, *rope_base), heads_sbp);
@@ -146,10 +226,10 @@ Tensor UlyssesAttention(Tensor x, Tensor w_q, Tensor w_k, Tensor w_v, Tensor w_o
   // Back to positions: [b, kv, group, s, hd] -> [s, b, kv, group, hd], positions over cp
   // (Ulysses' second all-to-all), kv heads still over tp.
   Tensor positions = hinted(TaggedTranspose(Pinned(Reshape(context, {b, kv_heads, group, s, hd}), heads_sbp), {3, 0, 1, 2, 4}),
-                            layout.Sbp(B, Sbp::Split(2), Sbp::Split(0)));
-  Tensor merged = hinted(Reshape(positions, {s * b, heads * hd}), column_sbp);
-  Tensor out = hinted(MatMul(merged, w_o), layout.Sbp(B, Sbp::Partial(), Sbp::Split(0)));
-  return Reshape(out, {s, b, h});
+                            layout.Sbp(Sbp::Split(1), Sbp::Split(2), S0));
+  Tensor merged = hinted(SequenceToRows(positions, heads * hd, Sbp::Split(2), layout), column_sbp);
+  Tensor out = hinted(MatMul(merged, w_o), layout.Sbp(S0, Sbp::Partial(), S0));
+  return Reshape(out, x.shape().dims());
 }
 
 Tensor RingAttention(Tensor x, Tensor w_q, Tensor w_k, Tensor w_v, Tensor w_o, int64_t heads, int64_t kv_heads,
@@ -157,36 +237,39 @@ Tensor RingAttention(Tensor x, Tensor w_q, Tensor w_k, Tensor w_v, Tensor w_o, i
   for (const Tensor& t : {x, w_q, w_k, w_v, w_o}) {
     if (!t.valid()) return Tensor();
   }
-  const int64_t s = x.shape().dim(0), b = x.shape().dim(1), h = x.shape().dim(2);
+  // x is [dp * s, b / dp, h] (SequenceFirst); s and b are one group's positions and the batch.
+  const int64_t s = x.shape().dim(0) / layout.dp(), b = x.shape().dim(1) * layout.dp(), h = x.shape().dim(2);
   const int64_t hd = h / heads, group = heads / kv_heads;
   const int64_t cp = layout.cp(), sq = s / cp;
   const bool zigzag = layout.cp_ring_zigzag();
   // Rotary angles of the logical positions (in zig-zag order, those of the chunks held).
   auto rotate = [&](Tensor t) { return ZigZagRotaryEmbedding(t, *rope_base, zigzag ? cp : 0); };
   const Sbp B = Sbp::Broadcast();
-  auto hinted = [](Tensor t, const NdSbp& sbp) {
-    if (t.valid()) t.WithSbp(sbp);
-    return t;
-  };
-  const NdSbp rows_sbp = layout.Sbp(B, B, Sbp::Split(0));
-  const NdSbp column_sbp = layout.Sbp(B, Sbp::Split(1), Sbp::Split(0));
-  // Whole sequences [b, kv, (group,) s, hd] and blocks [b, kv, cp, ...]: kv heads over
-  // tp, positions (blocks) over cp; the transposes between them and the rows are local.
-  const NdSbp query_positions = layout.Sbp(B, Sbp::Split(1), Sbp::Split(3));
-  const NdSbp positions = layout.Sbp(B, Sbp::Split(1), Sbp::Split(2));
-  const NdSbp blocks = layout.Sbp(B, Sbp::Split(1), Sbp::Split(2));
+  const Sbp S0 = Sbp::Split(0);
+  auto hinted = Hinted;
+  const NdSbp rows_sbp = layout.Sbp(S0, B, S0);
+  const NdSbp column_sbp = layout.Sbp(S0, Sbp::Split(1), S0);
+  // Whole sequences [b, kv, (group,) s, hd] and blocks [b, kv, cp, ...]: the batch over
+  // dp, kv heads over tp, positions (blocks) over cp; the transposes between them and the
+  // rows are local.
+  const NdSbp query_positions = layout.Sbp(S0, Sbp::Split(1), Sbp::Split(3));
+  const NdSbp positions = layout.Sbp(S0, Sbp::Split(1), Sbp::Split(2));
+  const NdSbp blocks = layout.Sbp(S0, Sbp::Split(1), Sbp::Split(2));
   Tensor rows = hinted(Reshape(x, {s * b, h}), rows_sbp);
   auto product = [&](Tensor w) { return Pinned(hinted(MatMul(rows, w), column_sbp), column_sbp); };
   // q: [s*b, heads*hd] -> [b, kv, group, s, hd] (rotary angles of logical positions) ->
   // blocks [b, kv, cp, group * sq, hd]; this device's queries stay here for every step.
-  Tensor q = hinted(Transpose(Reshape(product(w_q), {s, b, kv_heads, group, hd}), {1, 2, 3, 0, 4}), query_positions);
+  Tensor q = hinted(
+      Transpose(RowsToSequence(product(w_q), s, b, {kv_heads, group, hd}, Sbp::Split(2), layout), {1, 2, 3, 0, 4}),
+      query_positions);
   if (rope_base) q = hinted(rotate(q), query_positions);
-  q = hinted(Reshape(q, {b, kv_heads, group, cp, sq, hd}), layout.Sbp(B, Sbp::Split(1), Sbp::Split(3)));
+  q = hinted(Reshape(q, {b, kv_heads, group, cp, sq, hd}), layout.Sbp(S0, Sbp::Split(1), Sbp::Split(3)));
   q = Pinned(hinted(Reshape(hinted(Transpose(q, {0, 1, 3, 2, 4, 5}), blocks), {b, kv_heads, cp, group * sq, hd}),
                     blocks),
              blocks);
   auto kv = [&](Tensor w, bool rotary) {
-    Tensor t = hinted(Transpose(Reshape(product(w), {s, b, kv_heads, hd}), {1, 2, 0, 3}), positions);
+    Tensor t = hinted(Transpose(RowsToSequence(product(w), s, b, {kv_heads, hd}, Sbp::Split(2), layout), {1, 2, 0, 3}),
+                      positions);
     if (rotary && rope_base) t = hinted(rotate(t), positions);
     return Pinned(hinted(Reshape(t, {b, kv_heads, cp, sq, hd}), blocks), blocks);
   };
@@ -227,17 +310,23 @@ Tensor RingAttention(Tensor x, Tensor w_q, Tensor w_k, Tensor w_v, Tensor w_o, i
   }
   context = Pinned(hinted(context, blocks), blocks);  // [b, kv, cp, group, sq, hd]
   // Back to rows [s * b, heads * hd], positions over cp (local), kv heads over tp.
-  Tensor back = hinted(Transpose(context, {2, 4, 0, 1, 3, 5}), layout.Sbp(B, Sbp::Split(3), Sbp::Split(0)));
-  Tensor merged = hinted(Reshape(back, {s * b, heads * hd}), column_sbp);
-  Tensor out = hinted(MatMul(merged, w_o), layout.Sbp(B, Sbp::Partial(), Sbp::Split(0)));
-  return Reshape(out, {s, b, h});
+  Tensor back = hinted(Transpose(context, {2, 4, 0, 1, 3, 5}), layout.Sbp(Sbp::Split(2), Sbp::Split(3), S0));
+  if (layout.dp() > 1) {
+    // [cp, sq, b, kv, group, hd] -> [s, b, ...], then rows in SequenceFirst's order.
+    back = hinted(Reshape(back, {s, b, kv_heads, group, hd}), layout.Sbp(Sbp::Split(1), Sbp::Split(2), S0));
+  }
+  Tensor merged = hinted(layout.dp() > 1 ? SequenceToRows(back, heads * hd, Sbp::Split(2), layout)
+                                         : Reshape(back, {s * b, heads * hd}),
+                         column_sbp);
+  Tensor out = hinted(MatMul(merged, w_o), layout.Sbp(S0, Sbp::Partial(), S0));
+  return Reshape(out, x.shape().dims());
 }
 
 bool UsesZigZag(CpAttention scheme, const ParallelLayout& layout) {
   return layout.cp() > 1 && scheme == CpAttention::kRing && layout.cp_ring_zigzag();
 }
 
-Tensor ZigZagSequence(Tensor x, int64_t axis, int64_t cp) {
+Tensor ZigZagSequence(Tensor x, int64_t axis, int64_t cp, const NdSbp& whole, const NdSbp& positions) {
   if (!x.valid()) return Tensor();
   const int64_t chunk = x.shape().dim(axis) / (2 * cp);
   std::vector<Tensor> chunks;
@@ -246,12 +335,17 @@ Tensor ZigZagSequence(Tensor x, int64_t axis, int64_t cp) {
       std::vector<int64_t> begin(x.shape().rank(), 0), end = x.shape().dims();
       begin[axis] = index * chunk;
       end[axis] = (index + 1) * chunk;
-      chunks.push_back(Slice(x, begin, end));
+      chunks.push_back(Hinted(Slice(x, begin, end), whole));
     }
   }
   // Concat splits only along other axes; behind an identity a position-split hint on the
-  // result is the compiler's B -> S boxing of the whole concat (a local slice).
-  return x.graph()->AddSingleOutputOp("identity", {Concat(chunks, axis)}, {}, SourceLocation::Current());
+  // result is the compiler's B -> S boxing of the whole concat (a local slice). Without
+  // the hints the greedy choice splits the slices by some axis (free from a whole x) and
+  // then needs all-to-alls to put the positions over cp.
+  // (Concat of a list is a chain of pairwise concats: each link hinted.)
+  Tensor reordered = chunks[0];
+  for (size_t i = 1; i < chunks.size(); ++i) reordered = Hinted(Concat({reordered, chunks[i]}, axis), whole);
+  return Hinted(x.graph()->AddSingleOutputOp("identity", {reordered}, {}, SourceLocation::Current()), positions);
 }
 
 Tensor ContextParallelAttention(CpAttention scheme, Tensor x, Tensor w_q, Tensor w_k, Tensor w_v, Tensor w_o,

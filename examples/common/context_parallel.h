@@ -2,7 +2,7 @@
 // devices of ParallelLayout. Outside attention every op works on its own positions, so
 // the models keep activations sequence-first, [s, b, h] split S(0) over cp, and multiply
 // them as rows [s * b, h] (whose split over cp is S(0), contiguous; [b, s, h] flattened
-// would interleave the batch). Attention needs every position of a head:
+// would interleave the batch); with dp, [dp * s, b / dp, h] (SequenceFirst). Attention needs every position of a head:
 //   Ulysses (DeepSpeed)  the compiler's all-to-all boxing turns the position split into a
 //                        head split (S(seq) -> S(heads) over cp) before the attention
 //                        core and back after it; each device computes whole heads.
@@ -40,7 +40,7 @@ struct AttentionShape {
 //            N/cp positions x (h + 2 h_kv + h) / tp values (4 N h / cp for multi-head);
 //   ring:    each device forwards the K and V blocks cp-1 times, (cp-1) x (N/cp) x
 //            2 h_kv / tp values (about 2 N h_kv).
-// N = batch x seq tokens.
+// N = batch x seq / dp tokens (one data-parallel group's).
 struct CpAttentionCost {
   CpAttention choice = CpAttention::kUlysses;
   double ulysses_bytes = 0;
@@ -91,11 +91,13 @@ bool UsesZigZag(CpAttention scheme, const ParallelLayout& layout);
 // x with its positions axis `axis` (length s, a multiple of 2 x cp) reordered into the
 // zig-zag blocks of ring attention's load-balanced split (oneflow_core/ops/ring_blocks.h):
 // the s positions as 2 cp chunks, stored in the order 0, 2cp-1, 1, 2cp-2, ..., so that
-// split S(axis) over cp, device r holds chunks r and 2cp-1-r. Slices and concats of the
-// logical tensor (local where x is whole over cp, as the embedding and the targets
-// are); everything position-wise after it runs unchanged, and the losses' mean over
-// tokens does not depend on their order.
-Tensor ZigZagSequence(Tensor x, int64_t axis, int64_t cp);
+// split S(axis) over cp, device r holds chunks r and 2cp-1-r. Slices and a concat of x,
+// each hinted `whole` (x's own layout, whole along `axis` over cp: the models reorder
+// the integer tokens and targets and gpt's replicated position embedding, so the reorder
+// moves nothing and no activation's gradient passes through it), then the result hinted
+// `positions` (split by position over cp: a local slice). Everything position-wise after
+// it runs unchanged, and the losses' mean over tokens does not depend on their order.
+Tensor ZigZagSequence(Tensor x, int64_t axis, int64_t cp, const NdSbp& whole, const NdSbp& positions);
 
 // RingAttention or UlyssesAttention, by `scheme` (ResolveCpAttention's).
 Tensor ContextParallelAttention(CpAttention scheme, Tensor x, Tensor w_q, Tensor w_k, Tensor w_v, Tensor w_o,
@@ -110,8 +112,17 @@ Tensor ContextParallelAttention(CpAttention scheme, Tensor x, Tensor w_q, Tensor
 // device, then reduce-scatters them: memory and bytes the all-to-alls avoid.
 Tensor Pinned(Tensor x, const NdSbp& sbp);
 
-// The position-split layout of a sequence-first activation [s, b, ...]: S(0) over cp,
-// whole over tp. (Llama's sequence parallelism over tp is off under cp: a second split
+// x [b, s, ...] sequence-first, as the models keep it under cp: [s, b, ...] at dp = 1;
+// under dp, [dp * s, b / dp, ...]: each data-parallel group's positions stacked (the
+// groups' batch rows b / dp each), so that the rows [dp * s * b / dp, n] the linear
+// layers multiply are split S(0) over dp and, nested, S(0) over cp: device (d, c) holds
+// group d's positions of block c, contiguous ([s, b] flattened with the batch split over
+// dp would interleave the two splits). The attention functions take the batch groups back out of the
+// positions (a reshape judged on the local shape, OpDefinition::attrs_for_local_shapes).
+Tensor SequenceFirst(Tensor x, const ParallelLayout& layout);
+
+// The position-split layout of a sequence-first activation (SequenceFirst): S(0) over
+// cp and over dp (the batch groups stacked along the positions), whole over tp. (Llama's sequence parallelism over tp is off under cp: a second split
 // of the positions nested in cp's would make the gathers before the column-parallel
 // products general rearrangements instead of all-gathers over tp.)
 NdSbp SequenceSplit(const ParallelLayout& layout);

@@ -59,17 +59,6 @@ absl::StatusOr<ParallelLayout> ParallelLayout::Create(const ParallelFlags& flags
     return absl::InvalidArgumentError(
         absl::StrCat("--cp_ring_split=", flags.cp_ring_split, " is not one of: zigzag, contiguous"));
   }
-  // Outside attention a context-parallel activation is split by position and the models'
-  // linear layers multiply it as rows [positions x batch, hidden]; a data-parallel split
-  // of the batch inside those rows would be a second split nested in the first, which the
-  // per-axis SBP signatures of reshape cannot express (they judge each hierarchy axis on
-  // the whole tensor). Refused rather than silently replicated.
-  if (flags.cp > 1 && flags.dp > 1) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "--cp=", flags.cp, " with --dp=", flags.dp,
-        ": context parallelism does not compose with data parallelism yet (the position split and the batch "
-        "split of the same rows need nested SBP splits); use --dp=1 with --cp, or --cp=1"));
-  }
   ParallelLayout layout;
   layout.cp_ = flags.cp;
   layout.cp_attention_ = cp_attention;

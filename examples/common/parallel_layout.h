@@ -30,7 +30,7 @@ struct ParallelFlags {
   int64_t dp = 1;
   int64_t tp = 1;
   // Context-parallel degree: activations split by sequence position over cp devices
-  // outside attention. cp > 1 with dp > 1 is refused (see ParallelLayout::Create).
+  // outside attention (with dp > 1: SequenceFirst, examples/common/context_parallel.h).
   int64_t cp = 1;
   // How attention runs under cp > 1: "ulysses", "ring" or "auto" (CpAttention).
   std::string cp_attention = "auto";

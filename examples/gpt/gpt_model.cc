@@ -128,10 +128,20 @@ absl::StatusOr<proto::Job> BuildGpt(const GptConfig& config, const ParallelLayou
   graph.AddDataSource("data", !config.text_file.empty()    ? DataSource::TextFile(config.text_file)
                               : !config.token_file.empty() ? DataSource::TokenFile(config.token_file)
                                                            : DataSource::SyntheticTokens(config.seed, config.vocab));
+  // Ring attention's zig-zag split: the tokens, the targets and the position embedding
+  // reordered once (ZigZagSequence), positions and the loss staying functions of the
+  // logical token index. Integers and a replicated weight: no activation's gradient
+  // passes through the reorder, and whole tokens per cp device make it local.
+  const bool zigzag = UsesZigZag(cp_attention, layout);
+  auto sequence_order = [&](Tensor t, int64_t axis, const NdSbp& whole, const NdSbp& positions) {
+    return zigzag ? ZigZagSequence(t, axis, layout.cp(), whole, positions) : t;
+  };
+  const NdSbp whole_tokens = layout.Sbp(split0, broadcast, broadcast);
+  const NdSbp token_positions = layout.Sbp(split0, broadcast, split1);
   Tensor tokens = graph.Input("tokens", Shape{b, s}, DType::kI32, "data");
-  tokens.WithSbp(layout.Sbp(split0, broadcast, split1));
+  tokens.WithSbp(layout.Sbp(split0, broadcast, zigzag ? broadcast : split1));
   Tensor targets = graph.Input("targets", Shape{b, s}, DType::kI32, "data");
-  targets.WithSbp(layout.Sbp(split0, broadcast, split1));
+  targets.WithSbp(layout.Sbp(split0, broadcast, zigzag ? broadcast : split1));
   auto residual = [&](Tensor x) {
     if (context_parallel && x.valid()) x.WithSbp(SequenceSplit(layout));
     return x;
@@ -167,12 +177,10 @@ absl::StatusOr<proto::Job> BuildGpt(const GptConfig& config, const ParallelLayou
   Tensor balance;  // The blocks' load-balancing losses, summed.
   Tensor wte = variable("wte", Shape{v, h}, normal(), row);  // Vocabulary-parallel.
   Tensor wpe = variable("wpe", Shape{s, h}, normal(), replicated);
-  // Ring attention's zig-zag split: the sequence reordered once here (and the targets
-  // below), positions and the loss staying functions of the logical token index.
-  const bool zigzag = UsesZigZag(cp_attention, layout);
-  auto sequence_order = [&](Tensor t) { return zigzag ? ZigZagSequence(t, 0, layout.cp()) : t; };
-  Tensor x = context_parallel ? residual(sequence_order(
-                                    Add(Transpose(Embedding(wte, tokens), {1, 0, 2}), Reshape(wpe, {s, 1, h}))))
+  Tensor x = context_parallel ? residual(SequenceFirst(
+                                    Add(Embedding(wte, sequence_order(tokens, 1, whole_tokens, token_positions)),
+                                        sequence_order(wpe, 0, replicated, layout.Sbp(broadcast, broadcast, split0))),
+                                    layout))
                               : Add(Embedding(wte, tokens), wpe);
   for (int64_t l = 0; l < config.layers; ++l) {
     x = enter_stage(x, layout.StageOf(l, config.layers));
@@ -200,7 +208,7 @@ absl::StatusOr<proto::Job> BuildGpt(const GptConfig& config, const ParallelLayou
     Tensor fc = Linear(LayerNorm(x, ln2_g, ln2_b), w_fc);
     // Under cp the MLP's hidden [s, b, 4h] stays on its positions in both passes (columns
     // over tp, Megatron's), else the backward makes the rows' gradient a partial sum.
-    if (context_parallel) fc = Pinned(fc, layout.Sbp(split1, Sbp::Split(2), split0));
+    if (context_parallel) fc = Pinned(fc, layout.Sbp(split0, Sbp::Split(2), split0));
     x = residual(Add(x, Linear(Gelu(fc), w_proj)));
   }
   x = enter_stage(x, layout.pp() - 1);
@@ -215,7 +223,7 @@ absl::StatusOr<proto::Job> BuildGpt(const GptConfig& config, const ParallelLayou
     logits = MatMul(final_x, w_out);
   }
   // Under cp the logits' rows are position-major, and so must the targets be.
-  Tensor target_rows = Reshape(context_parallel ? sequence_order(Transpose(targets, {1, 0})) : targets, {b * s});
+  Tensor target_rows = Reshape(context_parallel ? SequenceFirst(sequence_order(targets, 1, whole_tokens, token_positions), layout) : targets, {b * s});
   Tensor loss = ReduceMean(SparseSoftmaxCrossEntropy(logits, target_rows));
   if (balance.valid()) loss = Add(loss, ScalarMul(balance, config.moe.aux_weight));
   graph.SetLoss(loss);

@@ -96,7 +96,8 @@ absl::StatusOr<proto::Job> BuildLlama(const LlamaConfig& config, const ParallelL
   // Products over the flattened rows [b * s, n]: rows over dp; column-parallel ones split
   // by columns over tp, row-parallel ones partial sums over tp (Megatron's layout; the
   // cost model alone prefers gathering the weights when tokens outnumber hidden units).
-  // (Under cp the rows are [s * b] and split S(0) over cp; dp is 1 there.)
+  // (Under cp the rows are [s * b] and split S(0) over cp; with dp, the batch groups
+  // stacked outside the positions, S(0) over dp as well: SequenceFirst.)
   const NdSbp gathered = layout.Sbp(split0, broadcast, split0);
   const NdSbp column_product = layout.Sbp(split0, split1, split0);
   const NdSbp row_product = layout.Sbp(split0, Sbp::Partial(), split0);
@@ -123,10 +124,19 @@ absl::StatusOr<proto::Job> BuildLlama(const LlamaConfig& config, const ParallelL
   graph.AddDataSource("data", !config.text_file.empty()    ? DataSource::TextFile(config.text_file)
                               : !config.token_file.empty() ? DataSource::TokenFile(config.token_file)
                                                            : DataSource::SyntheticTokens(config.seed, config.vocab));
+  // Ring attention's zig-zag split: the tokens and the targets reordered once
+  // (ZigZagSequence); the rotary angles and the mask read logical positions. Integers
+  // without a gradient, whole per cp device: the reorder is local in both passes.
+  const bool zigzag = UsesZigZag(cp_attention, layout);
+  auto sequence_order = [&](Tensor t) {
+    return zigzag ? ZigZagSequence(t, 1, layout.cp(), layout.Sbp(split0, broadcast, broadcast),
+                                   layout.Sbp(split0, broadcast, split1))
+                  : t;
+  };
   Tensor tokens = graph.Input("tokens", Shape{b, s}, DType::kI32, "data");
-  tokens.WithSbp(layout.Sbp(split0, broadcast, split1));
+  tokens.WithSbp(layout.Sbp(split0, broadcast, zigzag ? broadcast : split1));
   Tensor targets = graph.Input("targets", Shape{b, s}, DType::kI32, "data");
-  targets.WithSbp(layout.Sbp(split0, broadcast, split1));
+  targets.WithSbp(layout.Sbp(split0, broadcast, zigzag ? broadcast : split1));
 
   // Pipeline stages as in examples/gpt: blocks on consecutive stages, the embedding on the
   // first, the final norm and the loss on the last; activations move through To().
@@ -153,12 +163,8 @@ absl::StatusOr<proto::Job> BuildLlama(const LlamaConfig& config, const ParallelL
   auto normal = [&]() { return Initializer::Normal(0, 0.02, ++seed); };
 
   Tensor embedding = variable("tok_embeddings", Shape{v, h}, normal(), row);  // Stored split by vocabulary.
-  Tensor x = Embedding(embedding, tokens);
-  // Ring attention's zig-zag split: the sequence reordered once here (and the targets
-  // below); the rotary angles and the mask read logical positions.
-  const bool zigzag = UsesZigZag(cp_attention, layout);
-  auto sequence_order = [&](Tensor t) { return zigzag ? ZigZagSequence(t, 0, layout.cp()) : t; };
-  if (context_parallel) x = sequence_order(Transpose(x, {1, 0, 2}));  // [s, b, h]
+  Tensor x = Embedding(embedding, sequence_order(tokens));
+  if (context_parallel) x = SequenceFirst(x, layout);  // [s, b, h]; [dp * s, b / dp, h] under dp
   x = residual(x);
   for (int64_t l = 0; l < config.layers; ++l) {
     x = enter_stage(x, layout.StageOf(l, config.layers));
@@ -190,7 +196,7 @@ absl::StatusOr<proto::Job> BuildLlama(const LlamaConfig& config, const ParallelL
   Tensor output = variable("output", Shape{h, v}, normal(), column);  // Untied; stored split by vocabulary.
   Tensor logits = MatMul(Reshape(RmsNorm(x, final_norm, config.norm_epsilon), {b * s, h}), output);
   // Under cp the logits' rows are position-major, and so must the targets be.
-  Tensor target_rows = Reshape(context_parallel ? sequence_order(Transpose(targets, {1, 0})) : targets, {b * s});
+  Tensor target_rows = Reshape(context_parallel ? SequenceFirst(sequence_order(targets), layout) : targets, {b * s});
   Tensor loss = ReduceMean(SparseSoftmaxCrossEntropy(logits, target_rows));
   graph.SetLoss(loss);
   graph.SetOptimizer(Optimizer::AdamW(config.learning_rate)

@@ -2,7 +2,9 @@
 // copies the block the compiler's send/recv delivered, or rolls a tensor whole along the
 // axis; ring_causal_mask masks each block pair of one ring step by logical positions;
 // ring_attention and its gradient compute one ring step's blockwise attention, only the
-// keys each query row sees (the rest of the block pair is skipped, not masked).
+// key chunks each query chunk sees (the rest of the block pair is skipped, not masked),
+// tile by tile on the tree's GEMM (sgemm.h): scores q k^T, the output P V and the
+// gradients' products, as the attention core's matmuls run.
 #include <algorithm>
 #include <cmath>
 #include <cstring>
@@ -10,6 +12,7 @@
 
 #include "kernels/cpu/kernel_util.h"
 #include "kernels/cpu/kernels.h"
+#include "kernels/cpu/sgemm.h"
 #include "oneflow_core/ops/ring_blocks.h"
 #include "oneflow_core/status.h"
 #include "oneflow_core/tensor_slice.h"
@@ -152,29 +155,96 @@ absl::StatusOr<RingStep> RingStepOf(const char* kernel, const KernelContext& con
   return g;
 }
 
-// The keys query row `row` of leading index `l` sees: per key chunk, the first `count`
-// keys from `first` (positions at or before the query's). At most two ranges (zig-zag).
-struct VisibleKeys {
-  int64_t first[2] = {0, 0};
-  int64_t count[2] = {0, 0};
-  int ranges = 0;
+// The rows of q that share a query chunk, and the key chunks of the step's K/V block they
+// see: a tile of ring attention. Contiguous blocks have one chunk, so all the rows of a
+// leading index (every group's) form one tile; zig-zag blocks two, so each group's rows
+// split into two tiles of a chunk each. A key chunk wholly after the query chunk is
+// skipped; the one with the query chunk's own positions is the causal triangle
+// (`diagonal`); an earlier one is seen whole.
+struct Tile {
+  int64_t first_row = 0;  // Into q's rows of the leading index; a multiple of the chunk length.
+  int64_t rows = 0;
+  int64_t key_chunk[2] = {0, 0};
+  bool diagonal[2] = {false, false};
+  int chunks = 0;
 };
 
-VisibleKeys VisibleKeysOf(const RingStep& g, int64_t l, int64_t row) {
+int64_t ChunkLength(const RingStep& g) { return g.s / RingChunks(g.zigzag); }
+
+std::vector<Tile> TilesOf(const RingStep& g, int64_t l) {
   const int64_t query_block = g.QueryBlock(l);
   const int64_t key_block = RingKeyBlock(query_block, g.step, g.blocks);
-  const int64_t query = RingPosition(query_block, row % g.s, g.s, g.blocks, g.zigzag);
-  const int64_t chunk_length = g.s / RingChunks(g.zigzag);
-  VisibleKeys keys;
-  for (int64_t chunk = 0; chunk < RingChunks(g.zigzag); ++chunk) {
-    const int64_t first = RingChunkIndex(key_block, chunk, g.blocks, g.zigzag) * chunk_length;
-    const int64_t count = std::clamp<int64_t>(query - first + 1, 0, chunk_length);
-    if (count == 0) continue;
-    keys.first[keys.ranges] = chunk * chunk_length;
-    keys.count[keys.ranges] = count;
-    ++keys.ranges;
+  const int64_t chunk_length = ChunkLength(g);
+  std::vector<Tile> tiles;
+  const int64_t groups = g.rows / g.s;
+  for (int64_t group = 0; group < (g.zigzag ? groups : 1); ++group) {
+    for (int64_t query_chunk = 0; query_chunk < RingChunks(g.zigzag); ++query_chunk) {
+      Tile tile;
+      tile.first_row = g.zigzag ? group * g.s + query_chunk * chunk_length : 0;
+      tile.rows = g.zigzag ? chunk_length : g.rows;
+      const int64_t query_index = RingChunkIndex(query_block, query_chunk, g.blocks, g.zigzag);
+      for (int64_t key_chunk = 0; key_chunk < RingChunks(g.zigzag); ++key_chunk) {
+        const int64_t key_index = RingChunkIndex(key_block, key_chunk, g.blocks, g.zigzag);
+        if (key_index > query_index) continue;
+        tile.key_chunk[tile.chunks] = key_chunk;
+        tile.diagonal[tile.chunks] = key_index == query_index;
+        ++tile.chunks;
+      }
+      tiles.push_back(tile);
+    }
   }
-  return keys;
+  return tiles;
+}
+
+// The tile's scores, scale x q.k, as [tile.rows, tile.chunks x chunk length] (row stride
+// `width`), one GEMM per key chunk seen; in a diagonal chunk the keys after the query
+// (in-chunk index above the row's) are -inf, so their exp is exactly 0.
+void TileScores(const RingStep& g, const Tile& tile, const float* q_rows, const float* k_block,
+                std::vector<float>* scores) {
+  const int64_t chunk_length = ChunkLength(g);
+  const int64_t width = tile.chunks * chunk_length;
+  scores->resize(static_cast<size_t>(tile.rows * width));
+  for (int c = 0; c < tile.chunks; ++c) {
+    Sgemm(false, true, tile.rows, chunk_length, g.hd, q_rows, g.hd, k_block + tile.key_chunk[c] * chunk_length * g.hd,
+          g.hd, scores->data() + c * chunk_length, width);
+  }
+  for (int64_t i = 0; i < tile.rows; ++i) {
+    float* row = scores->data() + i * width;
+    for (int64_t j = 0; j < width; ++j) row[j] *= g.scale;
+    const int64_t position = (tile.first_row + i) % chunk_length;
+    for (int c = 0; c < tile.chunks; ++c) {
+      if (!tile.diagonal[c]) continue;
+      std::fill(row + c * chunk_length + position + 1, row + (c + 1) * chunk_length, -INFINITY);
+    }
+  }
+}
+
+// c[rows, hd] (row stride ldc) += a[rows, chunks x chunk length] (row stride lda) . the
+// tile's key chunks of `block` ([s, hd]), one GEMM per chunk into `scratch`.
+void AddTimesChunks(const RingStep& g, const Tile& tile, const float* a, int64_t lda, const float* block, float* c,
+                    int64_t ldc, std::vector<float>* scratch) {
+  const int64_t chunk_length = ChunkLength(g);
+  scratch->resize(static_cast<size_t>(tile.rows * g.hd));
+  for (int k = 0; k < tile.chunks; ++k) {
+    Sgemm(false, false, tile.rows, g.hd, chunk_length, a + k * chunk_length, lda,
+          block + tile.key_chunk[k] * chunk_length * g.hd, g.hd, scratch->data(), g.hd);
+    for (int64_t i = 0; i < tile.rows; ++i) {
+      for (int64_t d = 0; d < g.hd; ++d) c[i * ldc + d] += (*scratch)[i * g.hd + d];
+    }
+  }
+}
+
+// The key chunks of `block` ([s, hd]) += a[rows, chunks x chunk length]^T . b[rows, hd]
+// (row strides lda, ldb): the gradients of the keys' and values' rows.
+void AddTransposedTimes(const RingStep& g, const Tile& tile, const float* a, int64_t lda, const float* b, int64_t ldb,
+                        float* block, std::vector<float>* scratch) {
+  const int64_t chunk_length = ChunkLength(g);
+  scratch->resize(static_cast<size_t>(chunk_length * g.hd));
+  for (int k = 0; k < tile.chunks; ++k) {
+    Sgemm(true, false, chunk_length, g.hd, tile.rows, a + k * chunk_length, lda, b, ldb, scratch->data(), g.hd);
+    float* to = block + tile.key_chunk[k] * chunk_length * g.hd;
+    for (int64_t i = 0; i < chunk_length * g.hd; ++i) to[i] += (*scratch)[i];
+  }
 }
 
 float Dot(const float* a, const float* b, int64_t n) {
@@ -183,21 +253,10 @@ float Dot(const float* a, const float* b, int64_t n) {
   return sum;
 }
 
-// Scores (scale x q.k) of the visible keys into `scores` (indexed by key), their max.
-float VisibleScores(const RingStep& g, const VisibleKeys& keys, const float* q_row, const float* k,
-                    std::vector<float>* scores) {
-  float max = -INFINITY;
-  for (int r = 0; r < keys.ranges; ++r) {
-    for (int64_t c = keys.first[r]; c < keys.first[r] + keys.count[r]; ++c) {
-      (*scores)[c] = g.scale * Dot(q_row, k + c * g.hd, g.hd);
-      max = std::max(max, (*scores)[c]);
-    }
-  }
-  return max;
-}
-
 }  // namespace
 
+// Per tile: the scores by GEMM, each row's softmax over the keys it sees, its output
+// P V by GEMM, and its log-sum-exp in the last column.
 absl::Status RingAttention(const KernelContext& context) {
   constexpr char kKernel[] = "ring_attention";
   OF_RETURN_IF_ERROR(CheckArguments(kKernel, context, {{"q"}, {"k"}, {"v"}}, {{"out"}}));
@@ -207,38 +266,39 @@ absl::Status RingAttention(const KernelContext& context) {
   const float* v = context.inputs[2].As<const float>();
   float* out = context.outputs[0].As<float>();
   const int64_t width = g.hd + 1;
-  std::vector<float> scores(g.s);
+  std::vector<float> scores, scratch;
   for (int64_t l = 0; l < g.leading; ++l) {
     const float* k_block = k + l * g.s * g.hd;
     const float* v_block = v + l * g.s * g.hd;
-    for (int64_t row = 0; row < g.rows; ++row) {
-      float* o = out + (l * g.rows + row) * width;
-      std::fill(o, o + g.hd, 0.0f);
-      const VisibleKeys keys = VisibleKeysOf(g, l, row);
-      if (keys.ranges == 0) {
-        o[g.hd] = kMaskedRowLse;
-        continue;
+    for (const Tile& tile : TilesOf(g, l)) {
+      float* o = out + (l * g.rows + tile.first_row) * width;
+      for (int64_t i = 0; i < tile.rows; ++i) {
+        std::fill(o + i * width, o + i * width + g.hd, 0.0f);
+        o[i * width + g.hd] = kMaskedRowLse;
       }
-      const float max = VisibleScores(g, keys, q + (l * g.rows + row) * g.hd, k_block, &scores);
-      float sum = 0;
-      for (int r = 0; r < keys.ranges; ++r) {
-        for (int64_t c = keys.first[r]; c < keys.first[r] + keys.count[r]; ++c) {
-          const float p = std::exp(scores[c] - max);
-          sum += p;
-          const float* v_row = v_block + c * g.hd;
-          for (int64_t d = 0; d < g.hd; ++d) o[d] += p * v_row[d];
+      if (tile.chunks == 0) continue;
+      TileScores(g, tile, q + (l * g.rows + tile.first_row) * g.hd, k_block, &scores);
+      const int64_t columns = tile.chunks * ChunkLength(g);
+      for (int64_t i = 0; i < tile.rows; ++i) {
+        float* p = scores.data() + i * columns;
+        const float max = *std::max_element(p, p + columns);
+        float sum = 0;
+        for (int64_t j = 0; j < columns; ++j) {
+          p[j] = std::exp(p[j] - max);
+          sum += p[j];
         }
+        for (int64_t j = 0; j < columns; ++j) p[j] /= sum;
+        o[i * width + g.hd] = max + std::log(sum);
       }
-      for (int64_t d = 0; d < g.hd; ++d) o[d] /= sum;
-      o[g.hd] = max + std::log(sum);
+      AddTimesChunks(g, tile, scores.data(), columns, v_block, o, width, &scratch);
     }
   }
   return absl::OkStatus();
 }
 
-// Flash attention's backward per row: p_c = exp(score_c - lse), dscore_c = p_c (dout.v_c
-// - dout.out + dlse); dq = scale sum_c dscore_c k_c, dk_c += scale dscore_c q, dv_c +=
-// p_c dout. Only the requested input's gradient is accumulated.
+// Flash attention's backward per tile: p = exp(score - lse), dscore = p (dout.v - dout.out
+// + dlse); dq = scale dscore k, dk = scale dscore^T q, dv = p^T dout, each by GEMM over
+// the key chunks the tile sees. Only the requested input's gradient is accumulated.
 absl::Status RingAttentionGrad(const KernelContext& context) {
   constexpr char kKernel[] = "ring_attention_grad";
   OF_RETURN_IF_ERROR(
@@ -255,36 +315,43 @@ absl::Status RingAttentionGrad(const KernelContext& context) {
   float* dx = context.outputs[0].As<float>();
   std::fill(dx, dx + context.outputs[0].NumElements(), 0.0f);
   const int64_t width = g.hd + 1;
-  std::vector<float> scores(g.s);
+  std::vector<float> probs, dscores, scratch;
   for (int64_t l = 0; l < g.leading; ++l) {
     const float* k_block = k + l * g.s * g.hd;
     const float* v_block = v + l * g.s * g.hd;
-    for (int64_t row = 0; row < g.rows; ++row) {
-      const VisibleKeys keys = VisibleKeysOf(g, l, row);
-      if (keys.ranges == 0) continue;
-      const float* q_row = q + (l * g.rows + row) * g.hd;
-      const float* dy = dout + (l * g.rows + row) * width;
-      const float lse = out[(l * g.rows + row) * width + g.hd];
-      const float dot_out = Dot(dy, out + (l * g.rows + row) * width, g.hd);
-      VisibleScores(g, keys, q_row, k_block, &scores);
-      for (int r = 0; r < keys.ranges; ++r) {
-        for (int64_t c = keys.first[r]; c < keys.first[r] + keys.count[r]; ++c) {
-          const float p = std::exp(scores[c] - lse);
-          if (wrt == 2) {
-            float* dv = dx + (l * g.s + c) * g.hd;
-            for (int64_t d = 0; d < g.hd; ++d) dv[d] += p * dy[d];
-            continue;
-          }
-          const float dscore = g.scale * p * (Dot(dy, v_block + c * g.hd, g.hd) - dot_out + dy[g.hd]);
-          if (wrt == 0) {
-            float* dq = dx + (l * g.rows + row) * g.hd;
-            const float* k_row = k_block + c * g.hd;
-            for (int64_t d = 0; d < g.hd; ++d) dq[d] += dscore * k_row[d];
-          } else {
-            float* dk = dx + (l * g.s + c) * g.hd;
-            for (int64_t d = 0; d < g.hd; ++d) dk[d] += dscore * q_row[d];
-          }
+    for (const Tile& tile : TilesOf(g, l)) {
+      if (tile.chunks == 0) continue;
+      const int64_t row0 = l * g.rows + tile.first_row;
+      const float* q_rows = q + row0 * g.hd;
+      const float* dy = dout + row0 * width;
+      const float* y = out + row0 * width;
+      TileScores(g, tile, q_rows, k_block, &probs);
+      const int64_t columns = tile.chunks * ChunkLength(g);
+      for (int64_t i = 0; i < tile.rows; ++i) {
+        const float lse = y[i * width + g.hd];
+        for (int64_t j = 0; j < columns; ++j) probs[i * columns + j] = std::exp(probs[i * columns + j] - lse);
+      }
+      if (wrt == 2) {
+        AddTransposedTimes(g, tile, probs.data(), columns, dy, width, dx + l * g.s * g.hd, &scratch);
+        continue;
+      }
+      // dout . v^T over the chunks seen, then dscore in place.
+      dscores.resize(static_cast<size_t>(tile.rows * columns));
+      for (int c = 0; c < tile.chunks; ++c) {
+        Sgemm(false, true, tile.rows, ChunkLength(g), g.hd, dy, width, v_block + tile.key_chunk[c] * ChunkLength(g) * g.hd,
+              g.hd, dscores.data() + c * ChunkLength(g), columns);
+      }
+      for (int64_t i = 0; i < tile.rows; ++i) {
+        const float shift = Dot(dy + i * width, y + i * width, g.hd) - dy[i * width + g.hd];
+        for (int64_t j = 0; j < columns; ++j) {
+          float& ds = dscores[i * columns + j];
+          ds = g.scale * probs[i * columns + j] * (ds - shift);
         }
+      }
+      if (wrt == 0) {
+        AddTimesChunks(g, tile, dscores.data(), columns, k_block, dx + row0 * g.hd, g.hd, &scratch);
+      } else {
+        AddTransposedTimes(g, tile, dscores.data(), columns, q_rows, g.hd, dx + l * g.s * g.hd, &scratch);
       }
     }
   }

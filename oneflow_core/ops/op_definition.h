@@ -82,6 +82,13 @@ struct OpDefinition {
   // compiler makes their reductions (P -> B, P -> S(0)) row-sparse
   // (compiler/sparse_boxing.h).
   std::vector<std::pair<std::string, std::string>> sparse_row_outputs;
+  // Set for ops whose signatures depend on the shapes (reshape): besides the combinations
+  // of signatures judged on the whole tensor, the compiler judges each inner hierarchy
+  // axis on the slice the outer axes leave (OneFlow's N-D reshape), calling `signatures`
+  // with the local input types and the attributes this function gives for the local
+  // output types. A flatten of [dp, s, b, h] split S(0) over dp and S(1) over cp into
+  // rows is S(0) nested in S(0) only on the local shape [1, s, b, h].
+  std::function<AttrMap(const AttrMap& attrs, const std::vector<TensorType>& local_outputs)> attrs_for_local_shapes;
 };
 
 }  // namespace oneflow

@@ -174,7 +174,13 @@ std::vector<SbpSignature> ReduceSignatures(const std::vector<TensorType>& inputs
 }  // namespace
 
 OpDefinition ReshapeDefinition() {
-  return {"reshape", {"x"}, {"out"}, InferReshape, ReshapeSignatures, "reshape"};
+  OpDefinition definition{"reshape", {"x"}, {"out"}, InferReshape, ReshapeSignatures, "reshape"};
+  definition.attrs_for_local_shapes = [](const AttrMap& attrs, const std::vector<TensorType>& local_outputs) {
+    AttrMap local = attrs;
+    local["shape"] = local_outputs[0].shape.dims();
+    return local;
+  };
+  return definition;
 }
 
 OpDefinition TransposeDefinition() {

@@ -69,6 +69,9 @@ ABSL_FLAG(int64_t, cp, 1,
 ABSL_FLAG(std::string, cp_attention, "auto",
           "ulysses, ring or auto: give the value the graph was printed with. The text's ops already say how its "
           "attention runs; the value is recorded in the plan's recipe, as the example records it.");
+ABSL_FLAG(std::string, cp_ring_split, "contiguous",
+          "zigzag or contiguous: give the value the graph was printed with. The text's ops already hold the "
+          "sequence in that order; the value is recorded in the plan's recipe, as the example records it.");
 ABSL_FLAG(std::string, communication_streams, "auto",
           "auto (a communication stream per group class) or one (every collective on one thread).");
 ABSL_FLAG(std::string, plan_out, "", "Write the compiled plan to this file.");
@@ -123,7 +126,7 @@ bool FlagGiven(const char* name) {
 // The flags the search chooses; giving one with --auto_parallel is a contradiction.
 absl::Status CheckNoLayoutFlags() {
   // A graph text is searched with one pipeline stage and no context axis.
-  for (const char* name : {"cp", "cp_attention", "virtual_stages", "pp_schedule"}) {
+  for (const char* name : {"cp", "cp_attention", "cp_ring_split", "virtual_stages", "pp_schedule"}) {
     if (FlagGiven(name)) {
       const absl::CommandLineFlag* flag = absl::FindCommandLineFlag(name);
       return absl::InvalidArgumentError(
@@ -184,6 +187,7 @@ absl::Status RunCompile(const std::vector<std::string>& arguments, std::ostream&
   flags.zero = absl::GetFlag(FLAGS_zero);
   flags.cp = absl::GetFlag(FLAGS_cp);
   flags.cp_attention = absl::GetFlag(FLAGS_cp_attention);
+  flags.cp_ring_split = absl::GetFlag(FLAGS_cp_ring_split);
   flags.virtual_stages = absl::GetFlag(FLAGS_virtual_stages);
   flags.intra_node_bandwidth = absl::GetFlag(FLAGS_intra_node_bandwidth);
   flags.inter_node_bandwidth = absl::GetFlag(FLAGS_inter_node_bandwidth);
@@ -249,7 +253,7 @@ Subcommand CompileSubcommand() {
   command.arguments = "GRAPH.txt";
   command.flag_usage =
       "[--nodes=N] [--devices_per_node=N] [--dp=N] [--tp=N] [--pp=N] [--micro_batches=N] [--zero=0..3] "
-      "[--cp=N] [--virtual_stages=N] [--pp_schedule=1f1b|interleaved|zb|auto] [--recompute=none|selective|full] "
+      "[--cp=N] [--cp_attention=ulysses|ring|auto] [--cp_ring_split=contiguous|zigzag] [--virtual_stages=N] [--pp_schedule=1f1b|interleaved|zb|auto] [--recompute=none|selective|full] "
       "[--precision=fp32|bf16] [--compression=off|auto|fp8|int8|int4] [--auto_parallel [--device_memory=BYTES]] "
       "[--plan_out=FILE]";
   command.summary = "compile a model written in the graph text format (docs/graph_text.md) into a plan";
@@ -263,7 +267,7 @@ Subcommand CompileSubcommand() {
                    "auto_parallel",        "device_memory",
                    "recompute",            "precision",            "pp_schedule",
                    "virtual_stages",       "cp",                   "cp_attention",
-                   "communication_streams"};
+                   "cp_ring_split",        "communication_streams"};
   command.flag_help = {{"nodes", "Nodes of the cluster (a count; default 1)."},
                        {"threads_per_device",
                         "Threads each CPU device runs its compute kernels on, kept in the plan's cluster "

@@ -49,6 +49,12 @@ same_plan gpt_interleaved "$PWD/examples/gpt/gpt" --devices_per_node=2 --pp=2 --
   --virtual_stages=2 --pp_schedule=interleaved
 same_plan gpt_cp_ring "$PWD/examples/gpt/gpt" --devices_per_node=2 --cp=2 --cp_attention=ring
 grep -q "ring_shift" "$DIR/gpt_cp_ring.txt" || fail "no ring attention in $(head -n 5 "$DIR/gpt_cp_ring.txt")"
+# The zig-zag split: the recipe records --cp_ring_split, so without the flag the text's
+# plan differs from the example's in that field alone.
+same_plan gpt_cp_zigzag "$PWD/examples/gpt/gpt" --devices_per_node=2 --cp=2 --cp_attention=ring --cp_ring_split=zigzag
+"$ONEFLOW" compile "$DIR/gpt_cp_zigzag.txt" --devices_per_node=2 --cp=2 --cp_attention=ring \
+  --plan_out="$DIR/zigzag_no_flag.plan" >/dev/null
+if cmp -s "$DIR/gpt_cp_zigzag.cpp.plan" "$DIR/zigzag_no_flag.plan"; then fail "--cp_ring_split made no difference"; fi
 if "$PWD/examples/gpt/gpt" --precision=bf16 --plan_out="$DIR/bf16_probe.plan" >/dev/null 2>"$DIR/bf16.err"; then
   same_plan gpt_bf16 "$PWD/examples/gpt/gpt" "${layout[@]}" --precision=bf16
 else
@@ -72,6 +78,8 @@ expect_error "oneflow compile: --pp_schedule=gpipe is not one of: 1f1b, interlea
 expect_error "oneflow compile: --precision=fp16 is not one of: fp32, bf16" "$DIR/gpt.txt" "${layout[@]}" --precision=fp16
 expect_error "oneflow compile: --cp_attention=flash is not one of: ulysses, ring, auto" \
   "$DIR/gpt_cp_ring.txt" --devices_per_node=2 --cp=2 --cp_attention=flash
+expect_error "oneflow compile: --cp_ring_split=spiral is not one of: zigzag, contiguous" \
+  "$DIR/gpt_cp_ring.txt" --devices_per_node=2 --cp=2 --cp_attention=ring --cp_ring_split=spiral
 expect_error "oneflow compile: --pp_schedule=interleaved needs --virtual_stages >= 2 (got --virtual_stages=1)" \
   "$DIR/gpt_zb.txt" --devices_per_node=2 --pp=2 --micro_batches=4 --pp_schedule=interleaved
 
