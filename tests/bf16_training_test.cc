@@ -185,12 +185,14 @@ TEST(Bf16TrainingTest, LlamaPp2FollowsOneDevice) {
   ExpectBf16LayoutsAgree(Model::kLlama, {"pp=2 x 4 micro-batches", 1, 1, 2, 4});
 }
 
-// Activations kept for backward in bf16 shrink the planned arena: bf16 over fp32 on one
-// device and on device 0 of dp=2 x tp=2, at most the bound measured on these configs
-// (below). Keeping them in f32 (the pass switched off) gives 1. Measured: gpt 0.834x on
-// one device and 0.810x on dp=2 x tp=2; llama 0.729x and 0.800x (the rest of the arena is
-// what forward alone keeps live, the gradients in flight and the f32 copies widened for
-// backward).
+// Activations kept for backward in bf16 shrink the planned arena of one device: bf16 over
+// fp32 at most the bound measured on these configs (below); keeping them in f32 (the pass
+// switched off) gives 1. On device 0 of dp=2 x tp=2 the arena's peak lies where few kept
+// activations are live, and bf16 must only not make it larger. Measured: gpt 0.834x on
+// one device and 1.000x on dp=2 x tp=2; llama 0.729x and 1.000x (0.982x without gradient
+// buckets). The 0.810x / 0.800x measured on dp=2 x tp=2 before compared a bucketed fp32
+// plan with a bf16 plan that had lost its gradient buckets (activation_storage did not
+// read the gradients).
 void ExpectBf16ArenaShrinks(Model model, double bound) {
   for (const Layout& layout : {Layout{"1 device"}, Layout{"dp=2 x tp=2", 2, 2}}) {
     const proto::Plan fp32 = CompileModel(model, layout, Precision::kFp32);
@@ -199,7 +201,7 @@ void ExpectBf16ArenaShrinks(Model model, double bound) {
     const double ratio = static_cast<double>(ArenaBytes(bf16)) / ArenaBytes(fp32);
     std::printf("%s %s: activation arena fp32 %lld B, bf16 %lld B (%.3fx)\n", model == Model::kGpt ? "gpt" : "llama",
                 layout.name, static_cast<long long>(ArenaBytes(fp32)), static_cast<long long>(ArenaBytes(bf16)), ratio);
-    EXPECT_LE(ratio, bound) << layout.name;
+    EXPECT_LE(ratio, layout.dp == 1 ? bound : 1.0) << layout.name;
   }
 }
 
