@@ -75,7 +75,7 @@ TEST(CodecThroughputTest, MalformedFilesNameTheFileAndLine) {
             "\"bytes_per_second\"");
   EXPECT_EQ(ParseError(R"({"codec": "int5", "group_size": 128, "hadamard": false, "bytes_per_second": 2e9})"),
             "codec calibration file 'c.jsonl' line 1: \"codec\" is \"int5\"; valid: fp8e4m3, fp8e5m2, int4, int8, "
-            "taco_fp8");
+            "taco_fp8, bf16");
   EXPECT_EQ(ParseError(R"({"codec": "int4", "group_size": 128, "hadamard": false, "speed": 2e9})"),
             "codec calibration file 'c.jsonl' line 1: unknown key \"speed\"; valid keys: codec, group_size, "
             "hadamard, bytes_per_second, encode_bytes_per_second, decode_bytes_per_second, elements, repetitions");

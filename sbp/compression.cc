@@ -13,12 +13,25 @@ bool IsPowerOfTwo(int64_t n) { return n > 0 && (n & (n - 1)) == 0; }
 
 bool Rotates(const CompressionChoice& choice) {
   return choice.kind == CompressionKind::kTacoFp8 ||
-         (choice.hadamard && choice.kind != CompressionKind::kNone);
+         (choice.hadamard && choice.kind != CompressionKind::kNone && choice.kind != CompressionKind::kBf16);
 }
 
-// f32 values per group ahead of the payload: TACO keeps its pre-scale beside the scale.
+// f32 values per group ahead of the payload: TACO keeps its pre-scale beside the scale;
+// bf16 has no groups.
 int64_t ParametersPerGroup(CompressionKind kind) {
+  if (kind == CompressionKind::kBf16) return 0;
   return kind == CompressionKind::kTacoFp8 ? 2 : 1;
+}
+
+int64_t PayloadBytes(CompressionKind kind, int64_t elements) {
+  switch (kind) {
+    case CompressionKind::kInt4:
+      return (elements + 1) / 2;
+    case CompressionKind::kBf16:
+      return 2 * elements;
+    default:
+      return elements;
+  }
 }
 
 }  // namespace
@@ -37,12 +50,15 @@ absl::string_view CompressionKindName(CompressionKind kind) {
       return "int8";
     case CompressionKind::kTacoFp8:
       return "taco_fp8";
+    case CompressionKind::kBf16:
+      return "bf16";
   }
   return "?";
 }
 
 std::string CompressionChoiceText(const CompressionChoice& choice) {
   if (!choice.compressed()) return "none";
+  if (choice.kind == CompressionKind::kBf16) return choice.hadamard ? "bf16 hadamard" : "bf16";
   return absl::StrCat(CompressionKindName(choice.kind), " G=", choice.group_size,
                       choice.hadamard && choice.kind != CompressionKind::kTacoFp8 ? " hadamard" : "");
 }
@@ -52,6 +68,11 @@ absl::Status CheckCompressionChoice(const CompressionChoice& choice) {
   if (choice.group_size < 1) {
     return absl::InvalidArgumentError(absl::StrCat("compression ", CompressionChoiceText(choice),
                                                    ": the group size must be >= 1"));
+  }
+  if (choice.kind == CompressionKind::kBf16 && choice.hadamard) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "compression ", CompressionChoiceText(choice),
+        ": bf16 rounds each element by itself and has no groups to rotate"));
   }
   if (Rotates(choice) && (!IsPowerOfTwo(choice.group_size) || choice.group_size < kMinRotatedGroup ||
                           choice.group_size > kMaxRotatedGroup)) {
@@ -66,7 +87,7 @@ absl::Status CheckCompressionChoice(const CompressionChoice& choice) {
 WireBytes CountWireBytes(int64_t elements, DType dtype, const CompressionChoice& choice) {
   const int64_t dense = elements * SizeOf(dtype);
   if (!choice.compressed() || elements == 0) return WireBytes{dense, false};
-  const int64_t payload = choice.kind == CompressionKind::kInt4 ? (elements + 1) / 2 : elements;
+  const int64_t payload = PayloadBytes(choice.kind, elements);
   const int64_t groups = (elements + choice.group_size - 1) / choice.group_size;
   const int64_t encoded = payload + groups * ParametersPerGroup(choice.kind) * 4;
   if (encoded >= dense) return WireBytes{dense, false};

@@ -8,6 +8,8 @@
 // payload (one byte per element; int4 packs two per byte):
 //   fp8e4m3, fp8e5m2, int8   E + 4 ng          int4   ceil(E / 2) + 4 ng
 //   taco_fp8                 E + 8 ng          (TACO rotates by design; `hadamard` unused)
+//   bf16                     2 E               (no groups: each element rounded by itself;
+//                                              `group_size` unused, `hadamard` refused)
 #ifndef SBP_COMPRESSION_H_
 #define SBP_COMPRESSION_H_
 
@@ -20,9 +22,9 @@
 
 namespace oneflow {
 
-enum class CompressionKind { kNone, kFp8E4M3, kFp8E5M2, kInt4, kInt8, kTacoFp8 };
+enum class CompressionKind { kNone, kFp8E4M3, kFp8E5M2, kInt4, kInt8, kTacoFp8, kBf16 };
 
-// "none", "fp8e4m3", "fp8e5m2", "int4", "int8", "taco_fp8" (the codec's own names).
+// "none", "fp8e4m3", "fp8e5m2", "int4", "int8", "taco_fp8", "bf16" (the codec's own names).
 absl::string_view CompressionKindName(CompressionKind kind);
 
 // One codec configuration: the format, its group size and whether groups are rotated.
@@ -38,11 +40,13 @@ struct CompressionChoice {
   bool operator!=(const CompressionChoice& other) const { return !(*this == other); }
 };
 
-// "none", or "int8 G=512 hadamard", "taco_fp8 G=128": how reasons and keys spell a choice.
+// "none", or "int8 G=512 hadamard", "taco_fp8 G=128", "bf16" (no groups): how reasons and
+// keys spell a choice.
 std::string CompressionChoiceText(const CompressionChoice& choice);
 
 // OK for kNone and for a configuration the codecs accept: group_size >= 1, and a power of
-// two in [32, 2048] when the groups are rotated (hadamard, and always for taco_fp8).
+// two in [32, 2048] when the groups are rotated (hadamard, and always for taco_fp8); bf16
+// without hadamard.
 // INVALID_ARGUMENT naming the codec otherwise:
 //   compression int4 G=100 hadamard: the Walsh-Hadamard transform needs a group size
 //   that is a power of two in [32, 2048]

@@ -16,6 +16,10 @@
 //   auto,    hint fp8 / int8 / int4   that codec (G as forced) on every step        always
 //   forced
 //   any      kNever                   dense (unless hinted)
+//   any      gradient, gradient_wire  bf16 on every reduction and gather, inside   always
+//            bf16                     nodes too (no hint on the tensor)
+//   any      gradient, gradient_wire  bf16 where modelled faster than dense        by cost
+//            auto                     (no hint on the tensor)
 // Roles follow the literature (REFERENCES.md): TACO for tensor-parallel activations,
 // SDP4Bit's TLq-HS / ZeRO++'s qgZ for data-parallel gradient reductions, ZeRO++'s qwZ for
 // weight gathers. kNever covers what must stay exact: the loss and what flows into the
@@ -35,6 +39,13 @@ namespace oneflow {
 
 enum class CompressionMode { kOff, kAuto, kForced };
 
+// How variables' gradients travel in their reductions (--gradient_wire): f32 (the default,
+// then `mode` decides as for any tensor), bf16 on every step, or bf16 where the cost model
+// says it pays. bf16 is only the wire: the compressed collectives decode every
+// contribution to f32 and add in f32, in rank order (kernels/compression/
+// compressed_collectives.h), as Megatron's grad_reduce_in_fp32 adds.
+enum class GradientWire { kFp32, kBf16, kAuto };
+
 struct CompressionPolicy {
   CompressionMode mode = CompressionMode::kOff;
   // kForced: the codec every eligible boxing uses (kFp8E4M3, kInt8 or kInt4).
@@ -49,6 +60,8 @@ struct CompressionPolicy {
   // (tests:int4_training_test shows both sides).
   int64_t int4_group_size = 32;
   CodecThroughput codec_throughput = CodecThroughput::Defaults();
+  // Wins over `mode` for gradients (the table above); a tensor's hint wins over it.
+  GradientWire gradient_wire = GradientWire::kFp32;
 };
 
 enum class TensorRole {

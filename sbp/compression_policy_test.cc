@@ -180,5 +180,40 @@ TEST(CompressionPolicyTest, PickableCodecsAreValidAndDistinct) {
   }
 }
 
+// --gradient_wire: bf16 on every step of a gradient (inside nodes too) whatever the
+// compression mode, by cost with auto; other roles keep the mode's codecs; a hint wins.
+TEST(CompressionPolicyTest, GradientWireBf16WinsForGradientsOnly) {
+  for (CompressionMode mode : {CompressionMode::kOff, CompressionMode::kAuto, CompressionMode::kForced}) {
+    CompressionPolicy policy = Auto();
+    policy.mode = mode;
+    policy.forced = CompressionKind::kInt4;
+    policy.gradient_wire = GradientWire::kBf16;
+    EXPECT_EQ(BoxingOptionsKey(BoxingOptionsFor(policy, TensorRole::kGradient, std::nullopt)),
+              "reduce in-node bf16, cross-node bf16; gather bf16; intra-node");
+    policy.gradient_wire = GradientWire::kAuto;
+    EXPECT_EQ(BoxingOptionsKey(BoxingOptionsFor(policy, TensorRole::kGradient, std::nullopt)),
+              "reduce in-node bf16, cross-node bf16; gather bf16; intra-node; automatic");
+    EXPECT_FALSE(BoxingOptionsFor(policy, TensorRole::kGradient, CompressionKind::kNone).compresses());
+    EXPECT_FALSE(BoxingOptionsFor(policy, TensorRole::kNever, std::nullopt).compresses());
+  }
+  CompressionPolicy off;
+  off.gradient_wire = GradientWire::kBf16;
+  EXPECT_FALSE(BoxingOptionsFor(off, TensorRole::kActivation, std::nullopt).compresses());
+  EXPECT_FALSE(BoxingOptionsFor(off, TensorRole::kWeight, std::nullopt).compresses());
+  // A gradient all-reduce of [5, 7] f32 over two devices of one node: 35 elements, the
+  // reduce-scatter half and the all-gather half each 2 bytes an element instead of 4.
+  const std::string dense = PlanText("P", "B", "cpu{0:0-1}", BoxingOptionsFor(CompressionPolicy(), TensorRole::kGradient, std::nullopt));
+  const std::string bf16 = PlanText("P", "B", "cpu{0:0-1}", BoxingOptionsFor(off, TensorRole::kGradient, std::nullopt));
+  EXPECT_NE(dense, bf16);
+  const absl::StatusOr<BoxingPlan> dense_plan =
+      Plan("P", "B", "cpu{0:0-1}", BoxingOptionsFor(CompressionPolicy(), TensorRole::kGradient, std::nullopt));
+  const absl::StatusOr<BoxingPlan> bf16_plan = Plan("P", "B", "cpu{0:0-1}", BoxingOptionsFor(off, TensorRole::kGradient, std::nullopt));
+  ASSERT_TRUE(dense_plan.ok() && bf16_plan.ok());
+  ASSERT_EQ(dense_plan->steps.size(), 1u);
+  ASSERT_EQ(bf16_plan->steps.size(), 1u);
+  EXPECT_EQ(bf16_plan->steps[0].compression.kind, CompressionKind::kBf16);
+  EXPECT_EQ(2 * bf16_plan->steps[0].bytes_per_device, dense_plan->steps[0].bytes_per_device) << bf16;
+}
+
 }  // namespace
 }  // namespace oneflow

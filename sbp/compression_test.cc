@@ -69,5 +69,23 @@ TEST(CompressionTest, ChecksWhatTheCodecsAccept) {
   EXPECT_TRUE(CheckCompressionChoice(Choice(CompressionKind::kTacoFp8, 2048)).ok());
 }
 
+// bf16 on the wire (--gradient_wire): two bytes an element, no scales, whatever the group
+// size; a bf16 tensor does not shrink, so it stays dense; hadamard is refused.
+TEST(CompressionTest, Bf16IsTwoBytesAnElementWithoutScales) {
+  EXPECT_EQ(CompressionKindName(CompressionKind::kBf16), "bf16");
+  EXPECT_EQ(CompressionChoiceText(Choice(CompressionKind::kBf16, 1)), "bf16");
+  const WireBytes f32 = CountWireBytes(1001, DType::kF32, Choice(CompressionKind::kBf16, 1));
+  EXPECT_EQ(f32.bytes, 2002);
+  EXPECT_TRUE(f32.compressed);
+  EXPECT_EQ(CountWireBytes(1001, DType::kF32, Choice(CompressionKind::kBf16, 128)).bytes, 2002);
+  EXPECT_EQ(CountWireBytes(1, DType::kF32, Choice(CompressionKind::kBf16, 1)).bytes, 2);
+  const WireBytes bf16 = CountWireBytes(1001, DType::kBF16, Choice(CompressionKind::kBf16, 1));
+  EXPECT_EQ(bf16.bytes, 2002);
+  EXPECT_FALSE(bf16.compressed);
+  EXPECT_TRUE(CheckCompressionChoice(Choice(CompressionKind::kBf16, 1)).ok());
+  EXPECT_EQ(CheckCompressionChoice(Choice(CompressionKind::kBf16, 1, true)).message(),
+            "compression bf16 hadamard: bf16 rounds each element by itself and has no groups to rotate");
+}
+
 }  // namespace
 }  // namespace oneflow

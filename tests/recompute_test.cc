@@ -185,5 +185,18 @@ TEST(RecomputeTest, UnknownModeNamesTheFlag) {
   EXPECT_EQ(options->recompute, proto::RECOMPUTE_FULL);
 }
 
+// Recomputation re-indexes the job; the variables' gradients stay gradients, so dp's
+// gradient all-reduces are bucketed as without it (they were not, before the pass read
+// the gradients).
+TEST(RecomputeTest, GradientsStayBucketed) {
+  const Layout layout{"dp=2 x tp=2", 4, 2, 2, 1, 1};
+  absl::StatusOr<proto::Plan> none = CompileGpt(TinyGpt(), layout, proto::RECOMPUTE_NONE);
+  absl::StatusOr<proto::Plan> full = CompileGpt(TinyGpt(), layout, proto::RECOMPUTE_FULL);
+  ASSERT_TRUE(none.ok()) << none.status();
+  ASSERT_TRUE(full.ok()) << full.status();
+  EXPECT_GT(none->buckets_size(), 0);
+  EXPECT_EQ(full->buckets_size(), none->buckets_size());
+}
+
 }  // namespace
 }  // namespace oneflow

@@ -66,6 +66,7 @@ std::vector<Case> Cases(int64_t g) {
       {{Codec::kInt4, g, true}, 0},
       {stochastic, 0},
       {{Codec::kTacoFp8, g}, 0},
+      {{Codec::kBf16, g}, 0},  // no groups: g is ignored
   };
 }
 

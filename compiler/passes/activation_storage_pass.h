@@ -37,7 +37,10 @@ class ActivationStoragePass : public CompilerPass {
   absl::string_view name() const override { return "activation_storage"; }
   VerifierChecks Checks() const override { return VerifierChecks{.sbps = true}; }
   absl::StatusOr<bool> Run(Compilation* compilation) override;
-  StateParts Reads() const override { return {StatePart::kJob, StatePart::kGraph}; }
+  // Gradients: re-indexing the rewritten job marks the variables' gradients
+  // (LogicalTensor::is_gradient) from them; without them every gradient would read as an
+  // activation to gradient buckets and compression.
+  StateParts Reads() const override { return {StatePart::kJob, StatePart::kGraph, StatePart::kGradients}; }
   StateParts Writes() const override { return {StatePart::kJob, StatePart::kGraph}; }
 };
 

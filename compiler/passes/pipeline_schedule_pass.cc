@@ -82,8 +82,23 @@ std::vector<int64_t> DeviceDepths(const Compilation& compilation, const std::vec
   return device_depth;
 }
 
-// Per per-micro-batch op: forward, B (an op of another placement is reachable from it
-// through per-micro-batch ops: the previous stage waits for it) or W.
+// A cast of a forward op's output that no forward op reads: activation_storage's narrowing
+// cast (compiler/passes/activation_storage_pass.h), placed right after the last forward
+// reader of what it keeps so that the f32 tensor dies there. It is no ancestor of the loss,
+// and nothing on another stage waits for it; as a W act ZB-H1 would defer it into the
+// bubbles and keep the f32 tensor live for longer, so it acts with forward.
+bool NarrowsForwardOutput(const LogicalGraph& graph, const LogicalOp& op, const std::vector<int64_t>& hops) {
+  if (op.type != "cast" || op.inputs.empty()) return false;
+  for (int64_t t : op.inputs) {
+    const LogicalTensor& tensor = graph.tensors[t];
+    if (tensor.kind != LogicalTensor::Kind::kOpOutput || hops[tensor.producer] < 0) return false;
+  }
+  return true;
+}
+
+// Per per-micro-batch op: forward (or a forward output's narrowing cast), B (an op of
+// another placement is reachable from it through per-micro-batch ops: the previous stage
+// waits for it) or W.
 std::vector<proto::PipelineAct> OpActs(const LogicalGraph& graph, const std::vector<int64_t>& hops) {
   const std::vector<bool> per_micro_batch = PerMicroBatchTensors(graph);
   std::vector<std::vector<int64_t>> consumers_of(graph.tensors.size());
@@ -101,9 +116,9 @@ std::vector<proto::PipelineAct> OpActs(const LogicalGraph& graph, const std::vec
         reaches_other[o] = reaches_other[o] || graph.ops[c].placement != op.placement || reaches_other[c];
       }
     }
-    acts[o] = hops[o] >= 0       ? proto::PIPELINE_ACT_FORWARD
-              : reaches_other[o] ? proto::PIPELINE_ACT_BACKWARD_INPUT
-                                 : proto::PIPELINE_ACT_BACKWARD_WEIGHT;
+    acts[o] = hops[o] >= 0 || NarrowsForwardOutput(graph, op, hops) ? proto::PIPELINE_ACT_FORWARD
+              : reaches_other[o]                                    ? proto::PIPELINE_ACT_BACKWARD_INPUT
+                                                                    : proto::PIPELINE_ACT_BACKWARD_WEIGHT;
   }
   return acts;
 }

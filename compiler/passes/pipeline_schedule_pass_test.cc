@@ -47,6 +47,7 @@ struct Schedule {
   int64_t virtual_stages = 1;
   int64_t micro_batches = 4;
   int64_t device_memory = 0;
+  Precision precision = Precision::kFp32;
 };
 
 absl::StatusOr<proto::Plan> CompileText(const std::string& text, const Schedule& s, std::string* dump) {
@@ -63,6 +64,7 @@ absl::StatusOr<proto::Plan> CompileText(const std::string& text, const Schedule&
   options.pp_schedule = s.schedule;
   options.virtual_stages = s.virtual_stages;
   options.device_memory = s.device_memory;
+  options.precision = s.precision;
   options.dump_after = {"pipeline_schedule"};
   options.dump = dump;
   return Compile(*job, options);
@@ -147,6 +149,29 @@ TEST(PipelineSchedulePassTest, ZeroBubbleSplitsBackwardIntoInputAndWeightActs) {
     if (line.find("PIPELINE_ACT_BACKWARD_WEIGHT") != std::string::npos) weight_gradient_is_w = true;
   }
   EXPECT_TRUE(input_gradient_is_b && weight_gradient_is_w) << acts;
+}
+
+// bf16 keeps activations for backward as bf16 casts (activation_storage): each narrowing
+// cast acts with forward, right after the last forward reader of its f32 tensor, where
+// as a W act ZB-H1 would defer it into a bubble and keep the f32 tensor; the widening
+// cast, read by backward, is backward.
+TEST(PipelineSchedulePassTest, ZeroBubbleRunsNarrowingCastsWithForward) {
+  std::string dump;
+  Schedule s;
+  s.schedule = proto::PIPELINE_SCHEDULE_ZB_H1;
+  s.precision = Precision::kBf16;
+  absl::StatusOr<proto::Plan> plan = CompileText(ChainText({0, 1}), s, &dump);
+  ASSERT_TRUE(plan.ok()) << plan.status();
+  const std::string acts = absl::StrJoin(LinesStarting(dump, "act "), "\n") + "\n";
+  int narrowing = 0;
+  for (const std::string& line : LinesStarting(dump, "act ")) {
+    if (absl::EndsWith(line, "/bf16")) {
+      ++narrowing;
+      EXPECT_TRUE(absl::StartsWith(line, "act PIPELINE_ACT_FORWARD ")) << line;
+    }
+    if (absl::EndsWith(line, "/f32")) EXPECT_FALSE(absl::StartsWith(line, "act PIPELINE_ACT_FORWARD ")) << line;
+  }
+  EXPECT_GE(narrowing, 1) << acts;
 }
 
 TEST(PipelineSchedulePassTest, InterleavedChunksCountEveryChunkBoundary) {

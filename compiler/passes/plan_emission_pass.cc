@@ -40,6 +40,8 @@ proto::Compression::Kind CompressionToProto(CompressionKind kind) {
       return proto::Compression::INT8;
     case CompressionKind::kTacoFp8:
       return proto::Compression::TACO_FP8;
+    case CompressionKind::kBf16:
+      return proto::Compression::BF16;
   }
   return proto::Compression::NONE;
 }

@@ -25,6 +25,16 @@ absl::StatusOr<CompressionPolicy> CompressionPolicyFromFlags(const CompressionFl
     return absl::InvalidArgumentError(
         absl::StrCat("--compression=", mode, " is not a choice; valid: off, auto, fp8, int8, int4"));
   }
+  if (flags.gradient_wire == "fp32") {
+    policy.gradient_wire = GradientWire::kFp32;
+  } else if (flags.gradient_wire == "bf16") {
+    policy.gradient_wire = GradientWire::kBf16;
+  } else if (flags.gradient_wire == "auto") {
+    policy.gradient_wire = GradientWire::kAuto;
+  } else {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--gradient_wire=", flags.gradient_wire, " is not a choice; valid: fp32, bf16, auto"));
+  }
   const double uniform = flags.codec_bytes_per_second;
   if (!std::isfinite(uniform) || uniform < 0) {
     return absl::InvalidArgumentError(absl::StrCat("--codec_bytes_per_second=", uniform,

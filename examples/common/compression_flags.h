@@ -6,6 +6,8 @@
 //                                          (ApplyCalibrationToCluster)
 //   --codec_rounding=nearest|stochastic    how int4 / int8 encoders round (default nearest;
 //                                          CodecRoundingFromFlags)
+//   --gradient_wire=fp32|bf16|auto         how gradient reductions travel (default fp32;
+//                                          CompressionPolicy::gradient_wire)
 // Kept apart from example_main.cc, which reads the flags, so tests can check every value
 // without touching process-global flags.
 #ifndef EXAMPLES_COMMON_COMPRESSION_FLAGS_H_
@@ -24,6 +26,7 @@ struct CompressionFlags {
   double codec_bytes_per_second = 0;
   std::string codec_calibration;
   std::string codec_rounding = "nearest";
+  std::string gradient_wire = "fp32";
 };
 
 // off: dense. auto: each tensor's role picks its codecs and the cost model decides per
@@ -31,6 +34,7 @@ struct CompressionFlags {
 // throughputs: CodecThroughput::Defaults(), or --codec_calibration's file over them, or
 // --codec_bytes_per_second for all. INVALID_ARGUMENT naming the flag:
 //   --compression=fp9 is not a choice; valid: off, auto, fp8, int8, int4
+//   --gradient_wire=fp16 is not a choice; valid: fp32, bf16, auto
 //   --codec_bytes_per_second=-1 must be a finite number > 0 (or 0: the per-codec table)
 //   --codec_bytes_per_second and --codec_calibration both give codec throughputs; use one
 //   --codec_calibration: codec calibration file 'c.jsonl' line 2: ...

@@ -41,6 +41,19 @@ TEST(CompressionFlagsTest, CodecRounding) {
   EXPECT_EQ(bad.status().message(), "--codec_rounding=up is not a choice; valid: nearest, stochastic");
 }
 
+TEST(CompressionFlagsTest, GradientWire) {
+  CompressionFlags flags;
+  EXPECT_EQ(CompressionPolicyFromFlags(flags)->gradient_wire, GradientWire::kFp32);  // the default
+  flags.gradient_wire = "bf16";
+  EXPECT_EQ(CompressionPolicyFromFlags(flags)->gradient_wire, GradientWire::kBf16);
+  flags.gradient_wire = "auto";
+  EXPECT_EQ(CompressionPolicyFromFlags(flags)->gradient_wire, GradientWire::kAuto);
+  flags.gradient_wire = "fp16";
+  const absl::StatusOr<CompressionPolicy> bad = CompressionPolicyFromFlags(flags);
+  EXPECT_EQ(bad.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(bad.status().message(), "--gradient_wire=fp16 is not a choice; valid: fp32, bf16, auto");
+}
+
 TEST(CompressionFlagsTest, CodecThroughputs) {
   const CompressionChoice taco{CompressionKind::kTacoFp8, 128, false};
   EXPECT_EQ(CompressionPolicyFromFlags(Flags("auto"))->codec_throughput.BytesPerSecond(taco),

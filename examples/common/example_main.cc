@@ -82,6 +82,11 @@ ABSL_FLAG(std::string, codec_rounding, "nearest",
           "How the int4 and int8 encoders of compressed boxings round: nearest (to nearest even) or "
           "stochastic (up with probability equal to the fraction: unbiased; keyed by the tensor, "
           "iteration, rank and element, so runs and resumes repeat). fp8 and TACO steps round to nearest.");
+ABSL_FLAG(std::string, gradient_wire, "fp32",
+          "How variables' gradients travel in their reductions: fp32 (the default; --compression "
+          "decides), bf16 (2 bytes an element on every gradient reduction and gather, added in fp32 "
+          "after decoding), or auto (bf16 where the cost model finds it faster). A tensor's "
+          "WithCompression hint wins.");
 ABSL_FLAG(int64_t, threads_per_device, 1,
           "Threads each CPU device runs its compute kernels on (its compute thread plus helpers "
           "that large matmuls and elementwise kernels split over); recorded in the plan's cluster.");
@@ -192,6 +197,7 @@ CompileSettings SettingsFromFlags() {
   settings.compression.codec_bytes_per_second = absl::GetFlag(FLAGS_codec_bytes_per_second);
   settings.compression.codec_calibration = absl::GetFlag(FLAGS_codec_calibration);
   settings.compression.codec_rounding = absl::GetFlag(FLAGS_codec_rounding);
+  settings.compression.gradient_wire = absl::GetFlag(FLAGS_gradient_wire);
   settings.links = LinkFlagsFromCommandLine(absl::GetFlag(FLAGS_intra_node_bandwidth), absl::GetFlag(FLAGS_inter_node_bandwidth),
                                             absl::GetFlag(FLAGS_intra_node_latency), absl::GetFlag(FLAGS_inter_node_latency));
   settings.dump_after = absl::StrSplit(absl::GetFlag(FLAGS_dump_after), ',', absl::SkipEmpty());

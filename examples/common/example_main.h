@@ -3,7 +3,8 @@
 //
 // Shared flags (example_main.cc): --nodes --devices_per_node --dp --tp --zero=0..3
 // --intra_node_bandwidth --inter_node_bandwidth --compression=off|auto|fp8|int8|int4
-// --codec_bytes_per_second=B --codec_calibration=FILE --codec_rounding=nearest|stochastic (compression_flags.h)
+// --codec_bytes_per_second=B --codec_calibration=FILE --codec_rounding=nearest|stochastic
+// --gradient_wire=fp32|bf16|auto (compression_flags.h)
 // --threads_per_device=N (kernel threads per CPU device, kept in the plan's cluster)
 // --bucket_mb=MiB (gradient buckets, compiler/passes/gradient_bucketing_pass.h; 0: off)
 // --communication_streams=auto|one (compiler/passes/collective_ordering_pass.h)

@@ -54,6 +54,9 @@ absl::StatusOr<CodecOptions> CodecFrom(proto::Compression::Kind kind, int64_t bl
     case proto::Compression::TACO_FP8:
       options.codec = Codec::kTacoFp8;
       break;
+    case proto::Compression::BF16:
+      options.codec = Codec::kBf16;
+      break;
     default:
       return absl::InvalidArgumentError(
           absl::StrCat("codec ", static_cast<int>(kind), " is not one this build knows"));

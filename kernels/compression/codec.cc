@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "kernels/compression/bf16_codec.h"
 #include "kernels/compression/fp8_quant.h"
 #include "kernels/compression/group_scale.h"
 #include "kernels/compression/hadamard.h"
@@ -32,8 +33,8 @@ constexpr int64_t kMaxHadamardGroup = 2048;
 // Groups encoded as one batch (see Encode).
 constexpr int64_t kBatchGroups = 8;
 
-constexpr Codec kAllCodecs[] = {Codec::kNone, Codec::kFp8E4M3, Codec::kFp8E5M2,
-                                Codec::kInt8, Codec::kInt4,    Codec::kTacoFp8};
+constexpr Codec kAllCodecs[] = {Codec::kNone, Codec::kFp8E4M3, Codec::kFp8E5M2, Codec::kInt8,
+                                Codec::kInt4, Codec::kTacoFp8, Codec::kBf16};
 
 bool IsPowerOfTwo(int64_t n) { return n > 0 && (n & (n - 1)) == 0; }
 
@@ -41,6 +42,7 @@ bool IsPowerOfTwo(int64_t n) { return n > 0 && (n & (n - 1)) == 0; }
 int64_t ParametersPerGroup(Codec codec) {
   switch (codec) {
     case Codec::kNone:
+    case Codec::kBf16:
       return 0;
     case Codec::kTacoFp8:
       return 2;
@@ -55,6 +57,8 @@ int64_t PayloadBytes(Codec codec, int64_t count) {
       return count * 4;
     case Codec::kInt4:
       return (count + 1) / 2;
+    case Codec::kBf16:
+      return count * 2;
     default:
       return count;
   }
@@ -65,7 +69,8 @@ int64_t GroupCount(const CodecOptions& options, int64_t count) {
 }
 
 bool Rotates(const CodecOptions& options) {
-  return options.hadamard && options.codec != Codec::kNone && options.codec != Codec::kTacoFp8;
+  return options.hadamard && options.codec != Codec::kNone && options.codec != Codec::kTacoFp8 &&
+         options.codec != Codec::kBf16;
 }
 
 float MaxCode(Codec codec) {
@@ -174,6 +179,10 @@ void DecodeImpl(const CodecOptions& options, const void* in, int64_t count, Deco
     }
     return;
   }
+  if (options.codec == Codec::kBf16) {
+    compression::DecodeBf16(bytes, count, mode, out);
+    return;
+  }
   const int64_t group_size = options.group_size;
   const int64_t groups = GroupCount(options, count);
   const int64_t parameters = ParametersPerGroup(options.codec);
@@ -222,6 +231,8 @@ absl::string_view CodecName(Codec codec) {
       return "int4";
     case Codec::kTacoFp8:
       return "taco_fp8";
+    case Codec::kBf16:
+      return "bf16";
   }
   return "?";
 }
@@ -251,6 +262,10 @@ absl::Status CheckCodecOptions(const CodecOptions& options) {
     return absl::InvalidArgumentError(
         absl::StrCat("codec ", CodecName(options.codec), ": group_size is ", options.group_size,
                      "; it must be >= 1"));
+  }
+  if (options.codec == Codec::kBf16 && options.hadamard) {
+    return absl::InvalidArgumentError(
+        "codec bf16: hadamard is set; bf16 rounds each element by itself and has no groups to rotate");
   }
   const bool needs_power_of_two = Rotates(options) || options.codec == Codec::kTacoFp8;
   if (needs_power_of_two &&
@@ -282,6 +297,10 @@ void Encode(const CodecOptions& options, const float* input, int64_t count, void
   uint8_t* bytes = static_cast<uint8_t*>(out);
   if (options.codec == Codec::kNone) {
     std::memcpy(bytes, input, count * sizeof(float));
+    return;
+  }
+  if (options.codec == Codec::kBf16) {
+    compression::EncodeBf16(input, count, bytes);
     return;
   }
   const int64_t group_size = options.group_size;

@@ -13,6 +13,8 @@
 //   kTacoFp8            TACO's FP8 for tensor-parallel activations: adaptive
 //                       pre-scale, Walsh-Hadamard transform of each group, FP8 E4M3 with
 //                       a per-group scale (REFERENCES.md, arXiv 2604.24088).
+//   kBf16               each element rounded to bf16 (nearest even), no groups or scales:
+//                       gradients reduced "in bf16" (bf16_codec.h; --gradient_wire).
 // Options: `hadamard` rotates each group (fast Walsh-Hadamard, normalised, G a power of
 // two in [32, 2048]; a short last group rotates in power-of-two pieces, hadamard.h)
 // before quantizing and back after decoding, which spreads outliers over the group;
@@ -35,7 +37,10 @@
 //  - a finite group never decodes to Inf: without rotation no decoded value exceeds the
 //    group's largest magnitude (the FP8 conversions saturate; fp8.h).
 // kNone is a copy of the floats: hadamard and the seed are ignored (group_size must still
-// be >= 1).
+// be >= 1). kBf16 has no groups either (group_size is ignored but must be >= 1; hadamard is
+// refused) and is the exception to the special-value rules: each element is rounded by
+// itself, so a NaN or Inf stays in its own element and a finite value beyond bf16's range
+// becomes +-Inf (bf16_codec.h).
 #ifndef KERNELS_COMPRESSION_CODEC_H_
 #define KERNELS_COMPRESSION_CODEC_H_
 
@@ -47,9 +52,9 @@
 
 namespace oneflow {
 
-enum class Codec { kNone, kFp8E4M3, kFp8E5M2, kInt8, kInt4, kTacoFp8 };
+enum class Codec { kNone, kFp8E4M3, kFp8E5M2, kInt8, kInt4, kTacoFp8, kBf16 };
 
-// "none", "fp8e4m3", "fp8e5m2", "int8", "int4", "taco_fp8".
+// "none", "fp8e4m3", "fp8e5m2", "int8", "int4", "taco_fp8", "bf16".
 absl::string_view CodecName(Codec codec);
 // Inverse of CodecName; INVALID_ARGUMENT naming the text and listing the names.
 absl::StatusOr<Codec> ParseCodec(absl::string_view name);
@@ -73,10 +78,11 @@ bool RoundsStochastically(Codec codec);
 
 // INVALID_ARGUMENT naming the field when the options are not a valid combination
 // (group_size < 1; hadamard or kTacoFp8 with a group that is not a power of two in
-// [32, 2048]; stochastic rounding with a codec other than kInt4 and kInt8).
+// [32, 2048]; stochastic rounding with a codec other than kInt4 and kInt8; hadamard with
+// kBf16).
 absl::Status CheckCodecOptions(const CodecOptions& options);
 
-// Bytes that carry `count` elements (count >= 0). kNone: count * 4.
+// Bytes that carry `count` elements (count >= 0). kNone: count * 4; kBf16: count * 2.
 int64_t EncodedBytes(const CodecOptions& options, int64_t count);
 
 // Encodes `count` floats into EncodedBytes(options, count) bytes at `out`.

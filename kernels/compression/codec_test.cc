@@ -84,7 +84,7 @@ TEST(CodecNamesTest, ParseInvertsNameAndListsTheNames) {
   absl::StatusOr<Codec> bad = ParseCodec("fp4");
   EXPECT_EQ(bad.status().code(), absl::StatusCode::kInvalidArgument);
   EXPECT_EQ(bad.status().message(),
-            "unknown codec 'fp4'; the codecs are none, fp8e4m3, fp8e5m2, int8, int4, taco_fp8");
+            "unknown codec 'fp4'; the codecs are none, fp8e4m3, fp8e5m2, int8, int4, taco_fp8, bf16");
 }
 
 TEST(CodecOptionsTest, InvalidCombinationsNameTheField) {

@@ -160,6 +160,7 @@ inline std::vector<NamedCodec> Codecs() {
       {"int4_odd_groups", {Codec::kInt4, 5}, 0.2},
       {"int4_stochastic", stochastic, 0.25},
       {"taco_fp8", {Codec::kTacoFp8, 32}, 0.04},
+      {"bf16", {Codec::kBf16, 1}, 0.004},  // 2^-8 per element at most
   };
 }
 

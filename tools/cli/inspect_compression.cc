@@ -19,6 +19,8 @@ std::string CodecText(proto::Compression::Kind kind) {
       return "int8";
     case proto::Compression::TACO_FP8:
       return "taco_fp8";
+    case proto::Compression::BF16:
+      return "bf16";
     default:
       return absl::StrCat("unknown(", static_cast<int>(kind), ")");
   }
@@ -27,6 +29,8 @@ std::string CodecText(proto::Compression::Kind kind) {
 namespace {
 
 std::string LevelText(proto::Compression::Kind kind, int64_t group_size, bool hadamard) {
+  // bf16 rounds each element by itself: no groups to name.
+  if (kind == proto::Compression::BF16) return CodecText(kind);
   return absl::StrCat(CodecText(kind), " (group ", group_size, hadamard ? ", hadamard" : "", ")");
 }
 

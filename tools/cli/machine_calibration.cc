@@ -40,6 +40,9 @@ CodecOptions ToCodecOptions(const CompressionChoice& choice) {
     case CompressionKind::kTacoFp8:
       options.codec = Codec::kTacoFp8;
       break;
+    case CompressionKind::kBf16:
+      options.codec = Codec::kBf16;
+      break;
   }
   return options;
 }
