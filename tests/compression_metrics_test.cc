@@ -20,6 +20,7 @@
 #include "gtest/gtest.h"
 #include "kernels/compression/codec.h"
 #include "oneflow_core/balanced_splitter.h"
+#include "tests/codec_gpt.h"
 
 namespace oneflow {
 namespace {
@@ -179,13 +180,7 @@ TEST(CompressionMetricsTest, GptErrorsStayWithinTheDocumentedBounds) {
   flags.dp = 2;
   flags.tp = 2;
   const examples::ParallelLayout layout = *examples::ParallelLayout::Create(flags);
-  examples::GptConfig config;
-  config.batch = 8;
-  config.seq = 16;
-  config.layers = 2;
-  config.hidden = 64;
-  config.heads = 4;
-  config.vocab = 64;
+  examples::GptConfig config = testing::CodecTestGpt();
   const proto::Job job = *examples::BuildGpt(config, layout);
   for (CompressionKind kind : {CompressionKind::kInt4, CompressionKind::kInt8, CompressionKind::kFp8E4M3}) {
     CompileOptions options;

@@ -22,6 +22,7 @@
 #include "gtest/gtest.h"
 #include "oneflow_core/dsl/graph.h"
 #include "oneflow_core/sbp.h"
+#include "tests/codec_gpt.h"
 
 namespace oneflow {
 namespace {
@@ -37,13 +38,7 @@ examples::ParallelLayout TwoNodesDp2Tp2(double inter_node_bandwidth) {
 }
 
 proto::Job Gpt(const examples::ParallelLayout& layout) {
-  examples::GptConfig config;
-  config.batch = 8;
-  config.seq = 16;
-  config.layers = 2;
-  config.hidden = 64;
-  config.heads = 4;
-  config.vocab = 64;
+  examples::GptConfig config = testing::CodecTestGpt();
   config.learning_rate = 1e-2;
   config.warmup_steps = 5;
   return *examples::BuildGpt(config, layout);

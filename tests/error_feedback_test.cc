@@ -23,6 +23,7 @@
 #include "examples/mlp/mlp_model.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "tests/codec_gpt.h"
 
 namespace oneflow {
 namespace {
@@ -206,13 +207,7 @@ TEST(ErrorFeedbackTest, Int4GradientsOfTheMlpFollowDenseCloserWithErrorFeedback)
 // The gpt of bench/compression:error_feedback_bench (L2 h64 b8 s16 v64) trained with SGD
 // (momentum 0.9, lr 0.1), the bench's --optimizer=sgd --learning_rate=0.1.
 proto::Job SgdGpt(const examples::ParallelLayout& layout, uint64_t seed) {
-  examples::GptConfig config;
-  config.batch = 8;
-  config.seq = 16;
-  config.layers = 2;
-  config.hidden = 64;
-  config.heads = 4;
-  config.vocab = 64;
+  examples::GptConfig config = testing::CodecTestGpt();
   config.learning_rate = 0.1;
   config.warmup_steps = 5;
   config.seed = seed;

@@ -16,6 +16,7 @@
 #include "compiler/compiler.h"
 #include "examples/gpt/gpt_model.h"
 #include "gtest/gtest.h"
+#include "tests/codec_gpt.h"
 
 namespace oneflow {
 namespace {
@@ -83,13 +84,7 @@ TEST(Int4TrainingTest, GroupsOf32FollowDenseWhereGroupsOf128DoNot) {
   flags.dp = 2;
   flags.tp = 2;
   const examples::ParallelLayout layout = *examples::ParallelLayout::Create(flags);
-  examples::GptConfig config;
-  config.batch = 8;
-  config.seq = 16;
-  config.layers = 2;
-  config.hidden = 64;
-  config.heads = 4;
-  config.vocab = 64;
+  examples::GptConfig config = testing::CodecTestGpt();
   config.learning_rate = 1e-2;
   config.warmup_steps = 5;
   const proto::Job job = *examples::BuildGpt(config, layout);

@@ -106,21 +106,7 @@ done
 
 RUN=""
 OK=0
-teardown() {
-  local rc=$?
-  trap - EXIT INT TERM HUP
-  set +e
-  netns_teardown
-  if [[ -n "$RUN" && -d "$RUN" ]]; then
-    if (( KEEP )) || (( ! OK )); then log "work dir kept: $RUN"; else rm -rf "$RUN"; fi
-  fi
-  (( OK )) || log "failed (exit $rc); torn down"
-  exit "$rc"
-}
-trap teardown EXIT
-trap 'exit 130' INT
-trap 'exit 143' TERM
-trap 'exit 129' HUP
+netns_trap_teardown
 
 build() {
   if [[ -z "$BIN_DIR" ]]; then

@@ -7,8 +7,8 @@
 #   NETNS_PREFIX   a name unique to the run (e.g. "ofdb$$"); every namespace is named
 #                  $NETNS_PREFIX-...; teardown removes exactly those
 #   NETNS_SUBNET   three octets of a private /24 used only inside the namespaces, e.g. 10.232.0
-# and calls netns_teardown from its EXIT trap. Only the namespaces' own addresses are
-# ever dialled.
+# and calls netns_teardown from its EXIT trap (netns_trap_teardown installs one). Only the
+# namespaces' own addresses are ever dialled.
 
 NETNS_CREATED=()     # namespaces this run made, in creation order
 NETNS_DAEMON_PIDS=() # the oneflowd processes started by netns_start_daemons
@@ -133,6 +133,28 @@ netns_teardown() {
   done
   NETNS_CREATED=()
   NETNS_HOSTS=0
+}
+
+# netns_trap_teardown: the EXIT/INT/TERM/HUP traps of a benchmark run. On exit: netns_teardown,
+# then the work dir $RUN removed unless $KEEP is 1 or the run did not reach $OK=1 (a failed
+# run's plans and logs are what one reads next), and a "failed" line through the caller's
+# `log`. The caller defines log() and sets RUN, KEEP and OK (OK=1 after its last result).
+netns_trap_teardown() {
+  trap _netns_on_exit EXIT
+  trap 'exit 130' INT
+  trap 'exit 143' TERM
+  trap 'exit 129' HUP
+}
+_netns_on_exit() {
+  local rc=$?
+  trap - EXIT INT TERM HUP
+  set +e
+  netns_teardown
+  if [[ -n "$RUN" && -d "$RUN" ]]; then
+    if (( KEEP )) || (( ! OK )); then log "work dir kept: $RUN"; else rm -rf "$RUN"; fi
+  fi
+  (( OK )) || log "failed (exit $rc); torn down"
+  exit "$rc"
 }
 
 # loopback_start_daemons N BIN_DIR TOKEN_FILE WORK_DIR: N oneflowd on 127.0.0.1 (ports the
