@@ -107,14 +107,16 @@ run "$ONEFLOW" calibrate extra
 # back by the examples' --codec_calibration; the same file gives the same plan bytes.
 run "$ONEFLOW" calibrate --out="$DIR/codecs.jsonl" --host_devices=2
 [[ $rc -eq 0 && -z "$out" ]] || fail "calibrate exited $rc: $err $out"
-# 6 codecs, 2 link levels, 2 compute rates, the runtime's costs for 2 devices in one process.
-[[ $(wc -l <"$DIR/codecs.jsonl") -eq 11 ]] || fail "$(cat "$DIR/codecs.jsonl")"
+# 7 codecs (bf16 among them), 2 link levels, 2 compute rates, the runtime's costs for 2
+# devices in one process.
+[[ $(wc -l <"$DIR/codecs.jsonl") -eq 12 ]] || fail "$(cat "$DIR/codecs.jsonl")"
 grep -q '^{"host": "in_process", "devices": 2, "act_seconds": [0-9.e+-]*, "collective_call_seconds": [0-9.e+-]*, "cores": [1-9][0-9]*, "method": "mlp of 8 1-wide layers in one process, dp=2: ' "$DIR/codecs.jsonl" || fail "$(cat "$DIR/codecs.jsonl")"
 grep -q '^{"codec": "taco_fp8", "group_size": 128, "hadamard": false, "bytes_per_second": [0-9.e+]*, "encode_bytes_per_second": [0-9.e+]*, "decode_bytes_per_second": [0-9.e+]*, "elements": 1048576, "repetitions": 7}$' "$DIR/codecs.jsonl" || fail "$(cat "$DIR/codecs.jsonl")"
 grep -q '^{"link": "intra_node", "latency_seconds": [0-9.e+-]*, "bytes_per_second": [0-9.e+]*, "method": "in-process all_reduce' "$DIR/codecs.jsonl" || fail "$(cat "$DIR/codecs.jsonl")"
 grep -q '^{"link": "inter_node", "latency_seconds": [0-9.e+-]*, "bytes_per_second": [0-9.e+]*, "method": "ucx all_reduce, 2 processes, over TCP on 127.0.0.1' "$DIR/codecs.jsonl" || fail "$(cat "$DIR/codecs.jsonl")"
 grep -q '^{"compute": "gemm", "per_second": [0-9.e+]*, ' "$DIR/codecs.jsonl" || fail "$(cat "$DIR/codecs.jsonl")"
 grep -q '^{"codec": "int4", "group_size": 128, "hadamard": true, ' "$DIR/codecs.jsonl" || fail "$(cat "$DIR/codecs.jsonl")"
+grep -q '^{"codec": "bf16", "group_size": 1, "hadamard": false, ' "$DIR/codecs.jsonl" || fail "$(cat "$DIR/codecs.jsonl")"
 [[ -z "$(ls "$DIR" | grep '\.tmp\.')" ]] || fail "calibrate left a temporary file: $(ls "$DIR")"
 # Latency 0 given on the command line wins over the file's: these gradients are small
 # enough that two calls' latency would keep every one of them dense.
