@@ -4,6 +4,9 @@
 #ifndef TESTS_CODEC_GPT_H_
 #define TESTS_CODEC_GPT_H_
 
+#include <cstdint>
+
+#include "examples/common/parallel_layout.h"
 #include "examples/gpt/gpt_model.h"
 
 namespace oneflow::testing {
@@ -18,6 +21,32 @@ inline examples::GptConfig CodecTestGpt() {
   config.heads = 4;
   config.vocab = 64;
   return config;
+}
+
+// The smaller gpt of the tests that resume a compressed run (error feedback, stochastic
+// rounding; tests/actors/checkpoint_test.cc's model): 2 blocks, hidden 32, seq 16, batch 4,
+// with a warm-up short enough that the learning rate changes across the resume.
+inline examples::GptConfig ResumeTestGpt() {
+  examples::GptConfig config;
+  config.batch = 4;
+  config.seq = 16;
+  config.hidden = 32;
+  config.heads = 4;
+  config.vocab = 64;
+  config.learning_rate = 3e-3;
+  config.warmup_steps = 3;
+  return config;
+}
+
+// dp=2 x tp=2 over `nodes` nodes of `devices_per_node` devices (2 x 2: the dp axis crosses
+// the nodes, so its reductions take the inter-node codecs).
+inline examples::ParallelLayout Dp2Tp2(int64_t nodes, int64_t devices_per_node) {
+  examples::ParallelFlags flags;
+  flags.nodes = nodes;
+  flags.devices_per_node = devices_per_node;
+  flags.dp = 2;
+  flags.tp = 2;
+  return *examples::ParallelLayout::Create(flags);
 }
 
 }  // namespace oneflow::testing

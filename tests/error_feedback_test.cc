@@ -31,28 +31,6 @@ namespace {
 namespace fs = std::filesystem;
 using ::testing::HasSubstr;
 
-examples::ParallelLayout TwoNodesDp2Tp2() {
-  examples::ParallelFlags flags;
-  flags.nodes = 2;
-  flags.devices_per_node = 2;
-  flags.dp = 2;
-  flags.tp = 2;
-  return *examples::ParallelLayout::Create(flags);
-}
-
-// tests/actors/checkpoint_test.cc's: small, with a schedule that changes over the resume.
-examples::GptConfig SmallGpt() {
-  examples::GptConfig config;
-  config.batch = 4;
-  config.seq = 16;
-  config.hidden = 32;
-  config.heads = 4;
-  config.vocab = 64;
-  config.learning_rate = 3e-3;
-  config.warmup_steps = 3;
-  return config;
-}
-
 proto::Plan Compile(const proto::Job& job, const examples::ParallelLayout& layout, CompressionMode mode,
                     bool error_feedback = true) {
   CompileOptions options;
@@ -66,7 +44,7 @@ proto::Plan Compile(const proto::Job& job, const examples::ParallelLayout& layou
 }
 
 proto::Plan CompileGpt(const examples::ParallelLayout& layout, CompressionMode mode, bool error_feedback = true) {
-  return Compile(*examples::BuildGpt(SmallGpt(), layout), layout, mode, error_feedback);
+  return Compile(*examples::BuildGpt(testing::ResumeTestGpt(), layout), layout, mode, error_feedback);
 }
 
 // The plan with error feedback turned off on every step: what the runtime did before it.
@@ -97,7 +75,7 @@ std::vector<double> Train(const proto::Plan& plan, int64_t iterations) {
 // Under forced compression every compressible step of the gpt compresses (activations
 // and weights too); error feedback is on exactly the reductions of variables' gradients.
 TEST(ErrorFeedbackTest, TheCompilerMarksExactlyTheCompressedGradientReductions) {
-  const proto::Plan plan = CompileGpt(TwoNodesDp2Tp2(), CompressionMode::kForced);
+  const proto::Plan plan = CompileGpt(testing::Dp2Tp2(2, 2), CompressionMode::kForced);
   std::vector<std::string> gradients;
   for (const proto::OpDef& op : plan.job().ops()) {
     if (op.type() == "adamw_update" || op.type() == "sgd_update") gradients.push_back(op.inputs().at("grad"));
@@ -117,8 +95,8 @@ TEST(ErrorFeedbackTest, TheCompilerMarksExactlyTheCompressedGradientReductions) 
   EXPECT_GE(marked, 8);            // the gpt's weights, reduced over dp
   EXPECT_GE(compressed_other, 4);  // activations and weight gathers, without it
   // Off, or without CompileOptions.error_feedback: no step has error feedback.
-  for (const proto::Plan& other : {CompileGpt(TwoNodesDp2Tp2(), CompressionMode::kOff),
-                                   CompileGpt(TwoNodesDp2Tp2(), CompressionMode::kForced, false)}) {
+  for (const proto::Plan& other : {CompileGpt(testing::Dp2Tp2(2, 2), CompressionMode::kOff),
+                                   CompileGpt(testing::Dp2Tp2(2, 2), CompressionMode::kForced, false)}) {
     for (const proto::BoxingDef& boxing : other.boxings()) {
       for (const proto::BoxingStepDef& step : boxing.steps()) EXPECT_FALSE(step.compression().error_feedback());
     }
@@ -166,7 +144,7 @@ TEST(ErrorFeedbackTest, AutoPicksInt4OnlyWithErrorFeedback) {
 // in bursts changes its steps: 1-bit Adam's observation); hence it is opt-in.
 TEST(ErrorFeedbackTest, Int4GradientsOfTheMlpFollowDenseCloserWithErrorFeedback) {
   constexpr int64_t kIterations = 60;
-  const examples::ParallelLayout layout = TwoNodesDp2Tp2();
+  const examples::ParallelLayout layout = testing::Dp2Tp2(2, 2);
   examples::MlpConfig config;
   config.batch = 32;
   config.in_features = 16;
@@ -240,7 +218,7 @@ double TailMean(const std::vector<double>& losses, int64_t tail) {
 // breaking KeepResidual in kernels/compression/compressed_collectives.cc).
 TEST(ErrorFeedbackTest, Int4GradientsOfTheGptUnderSgdEndWithinHalfAPercentOfDense) {
   constexpr int64_t kIterations = 100, kTail = 20;
-  const examples::ParallelLayout layout = TwoNodesDp2Tp2();
+  const examples::ParallelLayout layout = testing::Dp2Tp2(2, 2);
   const proto::Job job = SgdGpt(layout, 7);
   const std::vector<double> dense = Train(Compile(job, layout, CompressionMode::kOff), kIterations);
   ASSERT_EQ(dense.size(), static_cast<size_t>(kIterations));
@@ -292,7 +270,7 @@ TEST(ErrorFeedbackTest, Int4GradientsOfTheGptUnderSgdEndWithinHalfAPercentOfDens
 // (kernels/compression/compressed_collectives.cc) "with" is "without" and the test fails.
 TEST(ErrorFeedbackTest, WithInt4ForwardActivationsInt4GradientsWithErrorFeedbackEndWhereDenseGradientsDo) {
   constexpr int64_t kIterations = 100, kTail = 20;
-  const examples::ParallelLayout layout = TwoNodesDp2Tp2();
+  const examples::ParallelLayout layout = testing::Dp2Tp2(2, 2);
   const proto::Job job = SgdGpt(layout, 4);
   const proto::Plan forced = Compile(job, layout, CompressionMode::kForced);
   // Which steps keep int4: the forward activations' (neither a gradient reduction nor a
@@ -352,7 +330,7 @@ std::string FreshDir(const std::string& name) {
 // stripped of its residuals differs.
 TEST(ErrorFeedbackTest, AResumeCarriesTheResiduals) {
   constexpr int64_t kIterations = 8;
-  const proto::Plan plan = CompileGpt(TwoNodesDp2Tp2(), CompressionMode::kForced);
+  const proto::Plan plan = CompileGpt(testing::Dp2Tp2(2, 2), CompressionMode::kForced);
   const std::string dir = FreshDir("error_feedback");
   actors::TrainOptions options;
   options.node = -1;
@@ -440,7 +418,7 @@ TEST(ErrorFeedbackTest, AResumeCarriesTheResiduals) {
 // On another layout (1 node x 4 devices, dp=2 x tp=2) the residuals do not fit:
 // the run resumes, warns once naming a residual, and trains from zero residuals.
 TEST(ErrorFeedbackTest, AResumeOnAnotherLayoutStartsTheResidualsFromZero) {
-  const proto::Plan plan = CompileGpt(TwoNodesDp2Tp2(), CompressionMode::kForced);
+  const proto::Plan plan = CompileGpt(testing::Dp2Tp2(2, 2), CompressionMode::kForced);
   const std::string dir = FreshDir("error_feedback_layout");
   actors::TrainOptions options;
   options.node = -1;

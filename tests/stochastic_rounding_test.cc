@@ -17,33 +17,12 @@
 #include "compiler/compiler.h"
 #include "examples/gpt/gpt_model.h"
 #include "gtest/gtest.h"
+#include "tests/codec_gpt.h"
 
 namespace oneflow {
 namespace {
 
 namespace fs = std::filesystem;
-
-examples::ParallelLayout Layout(int64_t nodes, int64_t devices_per_node) {
-  examples::ParallelFlags flags;
-  flags.nodes = nodes;
-  flags.devices_per_node = devices_per_node;
-  flags.dp = 2;
-  flags.tp = 2;
-  return *examples::ParallelLayout::Create(flags);
-}
-
-// tests/error_feedback_test.cc's small gpt.
-examples::GptConfig SmallGpt() {
-  examples::GptConfig config;
-  config.batch = 4;
-  config.seq = 16;
-  config.hidden = 32;
-  config.heads = 4;
-  config.vocab = 64;
-  config.learning_rate = 3e-3;
-  config.warmup_steps = 3;
-  return config;
-}
 
 proto::Plan CompileGpt(const examples::ParallelLayout& layout, CompressionMode mode, CompressionKind forced,
                        proto::Compression::Rounding rounding) {
@@ -52,7 +31,7 @@ proto::Plan CompileGpt(const examples::ParallelLayout& layout, CompressionMode m
   options.compression.mode = mode;
   options.compression.forced = forced;
   options.codec_rounding = rounding;
-  absl::StatusOr<proto::Plan> plan = Compile(*examples::BuildGpt(SmallGpt(), layout), options);
+  absl::StatusOr<proto::Plan> plan = Compile(*examples::BuildGpt(testing::ResumeTestGpt(), layout), options);
   EXPECT_TRUE(plan.ok()) << plan.status();
   return plan.ok() ? *plan : proto::Plan();
 }
@@ -88,7 +67,7 @@ std::map<std::pair<std::string, int>, uint64_t> RoundingSeeds(const proto::Plan&
 }
 
 TEST(StochasticRoundingTest, TheCompilerMarksTheIntegerStepsWithALayoutFreeSeed) {
-  const examples::ParallelLayout two_nodes = Layout(2, 2);
+  const examples::ParallelLayout two_nodes = testing::Dp2Tp2(2, 2);
   // Nearest (the default) leaves the field unset everywhere.
   EXPECT_TRUE(RoundingSeeds(CompileGpt(two_nodes, CompressionMode::kForced, CompressionKind::kInt4,
                                        proto::Compression::NEAREST))
@@ -115,7 +94,7 @@ TEST(StochasticRoundingTest, TheCompilerMarksTheIntegerStepsWithALayoutFreeSeed)
   // one node of four devices carry the same seeds.
   const std::map<std::pair<std::string, int>, uint64_t> here = RoundingSeeds(plan);
   const std::map<std::pair<std::string, int>, uint64_t> one_node = RoundingSeeds(
-      CompileGpt(Layout(1, 4), CompressionMode::kForced, CompressionKind::kInt4, proto::Compression::STOCHASTIC));
+      CompileGpt(testing::Dp2Tp2(1, 4), CompressionMode::kForced, CompressionKind::kInt4, proto::Compression::STOCHASTIC));
   int shared = 0;
   for (const auto& [key, seed] : one_node) {
     const auto it = here.find(key);
@@ -134,7 +113,7 @@ TEST(StochasticRoundingTest, TheCompilerMarksTheIntegerStepsWithALayoutFreeSeed)
 // and not to the nearest-rounding losses (the field reaches the codec).
 TEST(StochasticRoundingTest, ARunRepeatsAndDiffersFromNearest) {
   constexpr int64_t kIterations = 6;
-  const examples::ParallelLayout layout = Layout(2, 2);
+  const examples::ParallelLayout layout = testing::Dp2Tp2(2, 2);
   const proto::Plan stochastic =
       CompileGpt(layout, CompressionMode::kForced, CompressionKind::kInt4, proto::Compression::STOCHASTIC);
   const proto::Plan nearest =
@@ -155,7 +134,7 @@ TEST(StochasticRoundingTest, ARunRepeatsAndDiffersFromNearest) {
 TEST(StochasticRoundingTest, AResumeGivesTheUninterruptedLosses) {
   constexpr int64_t kIterations = 8;
   const proto::Plan plan =
-      CompileGpt(Layout(2, 2), CompressionMode::kForced, CompressionKind::kInt4, proto::Compression::STOCHASTIC);
+      CompileGpt(testing::Dp2Tp2(2, 2), CompressionMode::kForced, CompressionKind::kInt4, proto::Compression::STOCHASTIC);
   const std::string dir = (fs::path(::testing::TempDir()) / "stochastic_rounding").string();
   fs::remove_all(dir);
   actors::TrainOptions options;

@@ -153,6 +153,13 @@ bool WaitForStderr(Process& launch, const std::string& needle) {
   return SecondsUntilStderrHas(launch, needle, std::chrono::steady_clock::now(), std::chrono::milliseconds(60000)) >= 0;
 }
 
+bool WaitForIteration(Process& launch, int iteration) {
+  return launch
+      .WaitForLine([iteration](const std::string& line) { return IterationOf(line) >= iteration; },
+                   std::chrono::milliseconds(60000))
+      .has_value();
+}
+
 std::string JobId(const std::string& name) { return absl::StrCat(name, "-", getpid()); }
 
 std::string JsonValue(const std::string& line, const std::string& key) {

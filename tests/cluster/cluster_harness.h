@@ -87,6 +87,10 @@ double SecondsUntilStderrHas(Process& launch, const std::string& needle, std::ch
 // Waits (60 s at most) until `launch`'s stderr holds `needle`; false when it never did.
 bool WaitForStderr(Process& launch, const std::string& needle);
 
+// Waits (60 s at most) until `launch` printed the metrics of `iteration` or a later one;
+// false when it never did (or its stdout ended first).
+bool WaitForIteration(Process& launch, int iteration);
+
 // A job id unique to this test process: "<name>-<pid>".
 std::string JobId(const std::string& name);
 

@@ -42,18 +42,6 @@ std::string ThreeNodePlan(const std::string& name) {
   return CompilePlan("mlp", flags, name);
 }
 
-// Waits until `launch` printed the metrics of `iteration` (60 s at most).
-bool WaitForIteration(Process& launch, int iteration) {
-  const auto deadline = std::chrono::steady_clock::now() + milliseconds(60000);
-  while (std::chrono::steady_clock::now() < deadline) {
-    for (const std::string& line : launch.StdoutLines()) {
-      if (IterationOf(line) >= iteration) return true;
-    }
-    std::this_thread::sleep_for(milliseconds(20));
-  }
-  return false;
-}
-
 // Waits until daemon `i`'s stderr holds `needle` (`timeout` at most).
 bool WaitForDaemonStderr(const Daemons& daemons, int i, const std::string& needle, milliseconds timeout) {
   const auto deadline = std::chrono::steady_clock::now() + timeout;

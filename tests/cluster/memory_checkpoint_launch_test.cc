@@ -51,18 +51,6 @@ const std::vector<double>& Reference() {
   return reference;
 }
 
-// Waits until `launch` printed the metrics of `iteration` (60 s at most).
-bool WaitForIteration(Process& launch, int iteration) {
-  const auto deadline = std::chrono::steady_clock::now() + milliseconds(60000);
-  while (std::chrono::steady_clock::now() < deadline) {
-    for (const std::string& line : launch.StdoutLines()) {
-      if (IterationOf(line) >= iteration) return true;
-    }
-    std::this_thread::sleep_for(milliseconds(20));
-  }
-  return false;
-}
-
 // Every iteration's last printed loss is the uninterrupted run's; the "from" and
 // iteration of the one recovery line.
 void ExpectUninterruptedCurve(Process& launch, const std::string& from, int* resumed_at) {
