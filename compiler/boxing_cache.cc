@@ -16,7 +16,7 @@ const absl::StatusOr<BoxingPlan>& BoxingCache::Plan(const Shape& logical, DType 
   return plans_
       .emplace(std::move(key),
                PlanBoxing(logical, dtype, src, (*placements_)[src_placement], dst,
-                          (*placements_)[dst_placement], links_, options))
+                          (*placements_)[dst_placement], links_, options, &searches_))
       .first->second;
 }
 

@@ -36,6 +36,8 @@ class BoxingCache {
   const std::vector<Placement>* placements_;
   LinkModel links_;
   absl::node_hash_map<std::string, absl::StatusOr<BoxingPlan>> plans_;
+  // Shared by the questions with the same source: one search answers all their targets.
+  BoxingSearchCache searches_;
 };
 
 }  // namespace oneflow

@@ -1,12 +1,13 @@
 #include "sbp/boxing.h"
 
+#include <memory>
 #include <optional>
-#include <utility>
 #include <string>
 #include <utility>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
 #include "oneflow_core/status.h"
 #include "oneflow_core/tensor_slice.h"
 #include "sbp/boxing/axis_step.h"
@@ -15,6 +16,38 @@
 #include "sbp/boxing/send_recv.h"
 
 namespace oneflow {
+
+// Friend of BoxingSearchCache: the only code that reads or fills it.
+class BoxingSearchCacheAccess {
+ public:
+  static const boxing::SbpSearch& Get(const boxing::BoxingContext& context, const Placement& placement,
+                                      boxing::StateSpace space, const NdSbp& anchor,
+                                      boxing::SbpSearch::Direction direction,
+                                      BoxingSearchCache* searches) {
+    std::string key = absl::StrCat(
+        direction == boxing::SbpSearch::Direction::kFromAnchor ? "from " : "to ", anchor.ToString(),
+        " on ", placement.ToString(), " ", DTypeName(context.dtype), context.logical.ToString(), " links ",
+        absl::StrFormat("%a %a %a %a", context.links.intra_node_bandwidth,
+                        context.links.inter_node_bandwidth, context.links.intra_node_latency,
+                        context.links.inter_node_latency),
+        " options ", BoxingOptionsKey(context.options), " space");
+    for (const std::vector<Sbp>& candidates : space.per_axis) {
+      absl::StrAppend(&key, " |");
+      for (const Sbp& sbp : candidates) absl::StrAppend(&key, " ", sbp.ToString());
+    }
+    std::unique_ptr<const boxing::SbpSearch>& search = searches->searches_[key];
+    if (search == nullptr) {
+      search = std::make_unique<const boxing::SbpSearch>(context, placement, std::move(space), anchor,
+                                                         direction);
+      ++searches->searches_run_;
+    }
+    return *search;
+  }
+};
+
+BoxingSearchCache::BoxingSearchCache() = default;
+BoxingSearchCache::~BoxingSearchCache() = default;
+
 namespace {
 
 using boxing::BoxingContext;
@@ -79,6 +112,19 @@ absl::Status CheckRequest(const Shape& logical, DType dtype, const NdSbp& src,
   return absl::OkStatus();
 }
 
+// The search from (kFromAnchor) or to (kToAnchor) `anchor` over `space`: from `searches`
+// when an equal one ran before, else run now (and kept there when `searches` is not null).
+const SbpSearch& Search(const BoxingContext& context, const Placement& placement, StateSpace space,
+                        const NdSbp& anchor, SbpSearch::Direction direction,
+                        BoxingSearchCache* searches, std::unique_ptr<const SbpSearch>* owned) {
+  if (searches == nullptr) {
+    *owned = std::make_unique<const SbpSearch>(context, placement, std::move(space), anchor, direction);
+    return **owned;
+  }
+  return BoxingSearchCacheAccess::Get(context, placement, std::move(space), anchor, direction,
+                                      searches);
+}
+
 BoxingPlan MakePlan(std::vector<BoxingStep> steps) {
   BoxingPlan plan;
   plan.steps = std::move(steps);
@@ -93,15 +139,17 @@ BoxingPlan MakePlan(std::vector<BoxingStep> steps) {
 // the destination placement, convert there: the cheapest such triple.
 absl::StatusOr<BoxingPlan> PlanAcrossPlacements(const BoxingContext& context, const NdSbp& src,
                                                 const Placement& src_placement, const NdSbp& dst,
-                                                const Placement& dst_placement) {
+                                                const Placement& dst_placement,
+                                                BoxingSearchCache* searches) {
   OF_ASSIGN_OR_RETURN(StateSpace src_space,
                       boxing::MakeStateSpace(context.logical, src.size(), {src, dst}));
   OF_ASSIGN_OR_RETURN(StateSpace dst_space,
                       boxing::MakeStateSpace(context.logical, dst.size(), {src, dst}));
-  const SbpSearch before(context, src_placement, std::move(src_space), src,
-                         SbpSearch::Direction::kFromAnchor);
-  const SbpSearch after(context, dst_placement, std::move(dst_space), dst,
-                        SbpSearch::Direction::kToAnchor);
+  std::unique_ptr<const SbpSearch> owned_before, owned_after;
+  const SbpSearch& before = Search(context, src_placement, std::move(src_space), src,
+                                   SbpSearch::Direction::kFromAnchor, searches, &owned_before);
+  const SbpSearch& after = Search(context, dst_placement, std::move(dst_space), dst,
+                                  SbpSearch::Direction::kToAnchor, searches, &owned_after);
   std::optional<PathCost> best_cost;
   std::vector<BoxingStep> best_steps;
   for (int64_t i = 0; i < static_cast<int64_t>(before.states().size()); ++i) {
@@ -129,6 +177,14 @@ absl::StatusOr<BoxingPlan> PlanBoxing(const Shape& logical, DType dtype, const N
                                       const Placement& src_placement, const NdSbp& dst,
                                       const Placement& dst_placement, const LinkModel& links,
                                       const BoxingOptions& options) {
+  return PlanBoxing(logical, dtype, src, src_placement, dst, dst_placement, links, options,
+                    /*searches=*/nullptr);
+}
+
+absl::StatusOr<BoxingPlan> PlanBoxing(const Shape& logical, DType dtype, const NdSbp& src,
+                                      const Placement& src_placement, const NdSbp& dst,
+                                      const Placement& dst_placement, const LinkModel& links,
+                                      const BoxingOptions& options, BoxingSearchCache* searches) {
   const std::string edge = absl::StrCat("boxing ", DTypeName(dtype), " ", logical.ToString(),
                                         " from ", src.ToString(), " on ", src_placement.ToString(),
                                         " to ", dst.ToString(), " on ", dst_placement.ToString());
@@ -137,15 +193,16 @@ absl::StatusOr<BoxingPlan> PlanBoxing(const Shape& logical, DType dtype, const N
   const BoxingContext context{logical, dtype, links, options};
   if (src_placement != dst_placement) {
     absl::StatusOr<BoxingPlan> plan =
-        PlanAcrossPlacements(context, src, src_placement, dst, dst_placement);
+        PlanAcrossPlacements(context, src, src_placement, dst, dst_placement, searches);
     if (!plan.ok()) return WithContext(plan.status(), edge);
     return plan;
   }
   if (src == dst) return BoxingPlan();
   absl::StatusOr<StateSpace> space = boxing::MakeStateSpace(logical, src.size(), {src, dst});
   if (!space.ok()) return WithContext(space.status(), edge);
-  const SbpSearch search(context, src_placement, *std::move(space), src,
-                         SbpSearch::Direction::kFromAnchor);
+  std::unique_ptr<const SbpSearch> owned;
+  const SbpSearch& search = Search(context, src_placement, *std::move(space), src,
+                                   SbpSearch::Direction::kFromAnchor, searches, &owned);
   return MakePlan(search.Path(search.IndexOf(dst)));
 }
 

@@ -19,6 +19,10 @@
 #ifndef SBP_BOXING_H_
 #define SBP_BOXING_H_
 
+#include <memory>
+#include <string>
+
+#include "absl/container/node_hash_map.h"
 #include "absl/status/statusor.h"
 #include "oneflow_core/dtype.h"
 #include "oneflow_core/placement.h"
@@ -47,6 +51,43 @@ absl::StatusOr<BoxingPlan> PlanBoxing(const Shape& logical, DType dtype, const N
                                       const Placement& src_placement, const NdSbp& dst,
                                       const Placement& dst_placement, const LinkModel& links,
                                       const BoxingOptions& options = BoxingOptions());
+
+namespace boxing {
+class SbpSearch;
+}  // namespace boxing
+
+// The searches of earlier PlanBoxing calls, for the calls that follow. One search from a
+// source SBP finds the cheapest path to every state of its space, and the SBP choice
+// asks, per input, for the paths from the producer's SBP to each of the consumer's
+// candidate signatures: on a 3-axis hierarchy (dp x tp x cp) a few hundred states and
+// dozens of candidates per op, one search each before this cache (~40 s for a small
+// llama). A search is reused only for the same tensor shape, dtype, anchor, direction,
+// placement, options, links and state space, so the plans are the ones PlanBoxing
+// computes alone. Precondition: every BoxingOptions given with one cache carries the same
+// codec throughput table (one compilation's; BoxingOptionsKey, part of the key, leaves it
+// out). Not thread-safe.
+class BoxingSearchCache {
+ public:
+  BoxingSearchCache();
+  ~BoxingSearchCache();
+  BoxingSearchCache(const BoxingSearchCache&) = delete;
+  BoxingSearchCache& operator=(const BoxingSearchCache&) = delete;
+
+  // The number of searches run (not served from the cache) so far.
+  int64_t searches_run() const { return searches_run_; }
+
+ private:
+  friend class BoxingSearchCacheAccess;
+  absl::node_hash_map<std::string, std::unique_ptr<const boxing::SbpSearch>> searches_;
+  int64_t searches_run_ = 0;
+};
+
+// PlanBoxing with its searches taken from, and added to, `searches` (not null): the same
+// plan and errors as PlanBoxing.
+absl::StatusOr<BoxingPlan> PlanBoxing(const Shape& logical, DType dtype, const NdSbp& src,
+                                      const Placement& src_placement, const NdSbp& dst,
+                                      const Placement& dst_placement, const LinkModel& links,
+                                      const BoxingOptions& options, BoxingSearchCache* searches);
 
 // The bytes the busiest device receives when one per-axis step of a plan, `from` -> `to`
 // (which differ on hierarchy axis `axis` only) on `placement`, runs dense: what `oneflow

@@ -8,6 +8,7 @@
 #include "sbp/boxing.h"
 
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "gtest/gtest.h"
@@ -157,6 +158,38 @@ TEST(CompressedPlansTest, EveryPairStaysValid) {
   const std::vector<NdSbp> all = AllNdSbps(kLogical.rank(), 2);
   for (const NdSbp& src : all) {
     for (const NdSbp& dst : all) ExpectExactPlan(src, grid, dst, grid, kLogical, options);
+  }
+}
+
+// The shared searches (BoxingSearchCache) give PlanBoxing's plans, step for step, on one
+// placement and across two, and run one search per source (one more per destination
+// across placements): the compiler's SBP choice asks for many destinations per source.
+TEST(BoxingSearchCacheTest, SharedSearchesGiveTheSamePlans) {
+  for (const auto& [src_text, dst_text] :
+       {std::pair<std::string, std::string>{"cpu{0:0-3, 1:0-3}[2, 2, 2]", "cpu{0:0-3, 1:0-3}[2, 2, 2]"},
+        std::pair<std::string, std::string>{"cpu{0:0-1, 1:0-1}[2, 2]", "cpu{0:0-3}"}}) {
+    const Placement src_placement = *Placement::Parse(src_text);
+    const Placement dst_placement = *Placement::Parse(dst_text);
+    const std::vector<NdSbp> sources = AllNdSbps(kLogical.rank(), src_placement.hierarchy().rank());
+    const std::vector<NdSbp> targets = AllNdSbps(kLogical.rank(), dst_placement.hierarchy().rank());
+    BoxingSearchCache searches;
+    for (const NdSbp& src : sources) {
+      for (const NdSbp& dst : targets) {
+        const absl::StatusOr<BoxingPlan> alone =
+            PlanBoxing(kLogical, DType::kF32, src, src_placement, dst, dst_placement, kLinks);
+        const absl::StatusOr<BoxingPlan> shared = PlanBoxing(
+            kLogical, DType::kF32, src, src_placement, dst, dst_placement, kLinks, BoxingOptions(), &searches);
+        ASSERT_TRUE(alone.ok() && shared.ok()) << alone.status() << shared.status();
+        EXPECT_EQ(BoxingPlanToString(*shared), BoxingPlanToString(*alone))
+            << src.ToString() << " -> " << dst.ToString() << " on " << src_text;
+      }
+    }
+    const bool same = src_placement == dst_placement;
+    // On one placement src == dst needs no search: every source's search still runs for
+    // its other targets. Across placements one search from each source, one to each target.
+    const int64_t expected = same ? static_cast<int64_t>(sources.size())
+                                  : static_cast<int64_t>(sources.size() + targets.size());
+    EXPECT_EQ(searches.searches_run(), expected) << src_text << " -> " << dst_text;
   }
 }
 

@@ -1,13 +1,14 @@
 // Context parallelism (docs/context_parallelism.md) with Ulysses and ring attention: gpt
-// and llama trained on one device against cp=2, cp=4, cp=2 x tp=2 and cp=2 x pp=2 (2
-// micro-batches), each loss within 1e-4 of one device's for 10 iterations (the
-// sequence-first cp graph against the ordinary one; a wrong mask at a chunk edge, a
-// position mixed up in the all-to-alls or the ring, or a wrong rotary angle on a chunk
-// would change the losses); the plan's all-to-alls and ring send/recvs per layer; and the
-// errors of the flags.
+// and llama trained on one device against cp=2, cp=4, cp=2 x tp=2, cp=2 x pp=2 (2
+// micro-batches), cp=2 x dp=2, cp=2 x tp=2 x dp=2 and cp=2 x dp=2 x pp=2, each loss
+// within 1e-4 of one device's for 10 iterations (the sequence-first cp graph against the
+// ordinary one; a wrong mask at a chunk edge, a position mixed up in the all-to-alls or
+// the ring, or a wrong rotary angle on a chunk would change the losses); the plan's
+// all-to-alls and ring send/recvs per layer; and the errors of the flags.
 #include <chrono>
 #include <map>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "actors/runtime.h"
@@ -156,9 +157,7 @@ const std::vector<Layout>& CpWithDpLayouts() {
 }
 
 // gpt on the first two layouts, llama on the last two (each layout's code path is the
-// models' shared SequenceFirst and attention; the split keeps the test short). cp x tp x
-// dp also trains (examples/llama --dp=2 --tp=2 --cp=2) but its three-axis hierarchy
-// takes sbp_choice ~40 s to compile here, too slow for this test.
+// models' shared SequenceFirst and attention; the split keeps the test short).
 TEST(ContextParallelTest, CpWithDpFollowsTheOneDeviceCurve) {
   for (bool gpt : {true, false}) {
     const std::vector<double> reference = Train(gpt, {"1 device", 1, 1, 1, 1, 1, "auto", "contiguous", 4});
@@ -167,6 +166,34 @@ TEST(ContextParallelTest, CpWithDpFollowsTheOneDeviceCurve) {
       EXPECT_TRUE(testing::MatchesReference(Train(gpt, layout), reference, kIterations))
           << (gpt ? "gpt " : "llama ") << layout.name;
     }
+  }
+}
+
+// cp with dp and a third axis: tp (a [dp, tp, cp] hierarchy on 8 devices: heads over tp,
+// then over cp, the batch over dp) and pp (two stages of [dp, cp], 2 micro-batches of 4
+// sequences, 2 per data-parallel group). Batch 8: the micro-batch's rows 0-3 and 4-7 go
+// to different iterations' halves, so mixing micro-batches or dp groups changes the
+// losses. gpt and llama take one scheme each per layout (Ulysses' all-to-alls on the cp
+// axis of the three-axis hierarchy, the ring's send/recvs between stages' rotated
+// placements).
+const std::vector<std::pair<bool, Layout>>& CpWithDpAndAThirdAxisLayouts() {
+  static const std::vector<std::pair<bool, Layout>> layouts = {
+      {true, {"cp=2 x tp=2 x dp=2 ulysses", 2, 2, 1, 1, 2, "ulysses", "contiguous", 8}},
+      {false, {"cp=2 x tp=2 x dp=2 ring", 2, 2, 1, 1, 2, "ring", "contiguous", 8}},
+      {true, {"cp=2 x dp=2 x pp=2 x 2 micro-batches ring zig-zag", 2, 1, 2, 2, 2, "ring", "zigzag", 8}},
+      {false, {"cp=2 x dp=2 x pp=2 x 2 micro-batches ulysses", 2, 1, 2, 2, 2, "ulysses", "contiguous", 8}},
+  };
+  return layouts;
+}
+
+TEST(ContextParallelTest, CpWithDpAndTpOrPpFollowsTheOneDeviceCurve) {
+  std::map<bool, std::vector<double>> references;
+  for (bool gpt : {true, false}) {
+    references[gpt] = Train(gpt, {"1 device", 1, 1, 1, 1, 1, "auto", "contiguous", 8});
+  }
+  for (const auto& [gpt, layout] : CpWithDpAndAThirdAxisLayouts()) {
+    EXPECT_TRUE(testing::MatchesReference(Train(gpt, layout), references[gpt], kIterations))
+        << (gpt ? "gpt " : "llama ") << layout.name;
   }
 }
 

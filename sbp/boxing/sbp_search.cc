@@ -93,15 +93,24 @@ absl::StatusOr<StateSpace> MakeStateSpace(const Shape& logical, int64_t hierarch
 SbpSearch::SbpSearch(const BoxingContext& context, const Placement& placement, StateSpace space,
                      const NdSbp& anchor, Direction direction)
     : space_(std::move(space)), direction_(direction) {
-  for (size_t i = 0; i < space_.states.size(); ++i) {
-    index_of_[space_.states[i].ToString()] = static_cast<int64_t>(i);
+  const int64_t rank = static_cast<int64_t>(space_.per_axis.size());
+  stride_.assign(rank, 1);
+  for (int64_t axis = rank - 2; axis >= 0; --axis) {
+    stride_[axis] = stride_[axis + 1] * static_cast<int64_t>(space_.per_axis[axis + 1].size());
   }
   Run(context, placement, IndexOf(anchor));
 }
 
 int64_t SbpSearch::IndexOf(const NdSbp& state) const {
-  auto it = index_of_.find(state.ToString());
-  return it == index_of_.end() ? -1 : it->second;
+  if (state.size() != static_cast<int64_t>(space_.per_axis.size())) return -1;
+  int64_t index = 0;
+  for (int64_t axis = 0; axis < state.size(); ++axis) {
+    const std::vector<Sbp>& candidates = space_.per_axis[axis];
+    const auto it = std::find(candidates.begin(), candidates.end(), state.at(axis));
+    if (it == candidates.end()) return -1;
+    index += (it - candidates.begin()) * stride_[axis];
+  }
+  return index;
 }
 
 void SbpSearch::Run(const BoxingContext& context, const Placement& placement, int64_t anchor) {
@@ -125,13 +134,15 @@ void SbpSearch::Run(const BoxingContext& context, const Placement& placement, in
     settled[current] = true;
     const NdSbp& state = space_.states[current];
     for (int64_t axis = 0; axis < state.size(); ++axis) {
-      for (const Sbp& other : space_.per_axis[axis]) {
-        if (other == state.at(axis)) continue;
-        std::vector<Sbp> sbps = state.sbps();
-        sbps[axis] = other;
-        const NdSbp neighbour_state(std::move(sbps));
-        const int64_t neighbour = IndexOf(neighbour_state);
-        if (neighbour < 0 || settled[neighbour]) continue;
+      const std::vector<Sbp>& candidates = space_.per_axis[axis];
+      const int64_t position = (current / stride_[axis]) % static_cast<int64_t>(candidates.size());
+      for (int64_t other_position = 0; other_position < static_cast<int64_t>(candidates.size());
+           ++other_position) {
+        if (other_position == position) continue;
+        const Sbp& other = candidates[other_position];
+        const int64_t neighbour = current + (other_position - position) * stride_[axis];
+        if (settled[neighbour]) continue;
+        const NdSbp& neighbour_state = space_.states[neighbour];
         // Forward: current -> neighbour. Backward: neighbour -> current.
         const std::optional<BoxingStep> step =
             direction_ == Direction::kFromAnchor

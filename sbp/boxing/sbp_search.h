@@ -26,7 +26,6 @@
 #include <string>
 #include <vector>
 
-#include "absl/container/flat_hash_map.h"
 #include "absl/status/statusor.h"
 #include "oneflow_core/placement.h"
 #include "oneflow_core/sbp.h"
@@ -87,7 +86,10 @@ class SbpSearch {
 
   StateSpace space_;
   Direction direction_;
-  absl::flat_hash_map<std::string, int64_t> index_of_;
+  // states[i]'s index is the sum over axes of (its candidate's position on the axis) x
+  // stride[axis]: the odometer of MakeStateSpace, last axis fastest. Computed, not
+  // hashed: the search asks for every neighbour of every state it settles.
+  std::vector<int64_t> stride_;
   std::vector<PathCost> costs_;
   // The neighbour on the best path (towards the anchor) and the step between them.
   std::vector<int64_t> link_;
