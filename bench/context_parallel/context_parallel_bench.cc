@@ -1,9 +1,10 @@
 // Context parallelism with Ulysses and ring attention on llama, one process (CPU devices
 // as threads). Four kinds of JSON line:
-// {"bench":"context_parallel","metric":"longest_seq","cp":4,"device_memory_bytes":..,
+// {"bench":"context_parallel","metric":"longest_seq","attention":"ulysses","cp":4,"device_memory_bytes":..,
 //  "longest_seq":..,"reference_cp":1,"reference_longest_seq":..,"ratio":..}
 //   the longest --seq (a multiple of 2 x cp) whose memory planning peak (the largest
-//   DevicePlan.peak_bytes of the stage) fits --device_memory_mb, cp=4 against cp=1;
+//   DevicePlan.peak_bytes of the stage) fits --device_memory_mb, cp=4 against cp=1, one
+//   line with Ulysses and one with ring attention (zig-zag);
 // {"bench":"context_parallel","metric":"step_ms","cp":4,"seq":..,"median_step_ms":..,
 //  "reference_median_step_ms":..,"ratio":..}
 //   the step time of the same sequence on cp=4 and on one device, alternating rounds;
@@ -94,10 +95,10 @@ int64_t PeakBytes(const proto::Plan& plan) {
 }
 
 // The largest multiple of `step` whose plan peak fits `budget`: doubling, then bisection.
-absl::StatusOr<int64_t> LongestSeq(int64_t cp, int64_t budget) {
+absl::StatusOr<int64_t> LongestSeq(int64_t cp, int64_t budget, const char* attention = "ulysses") {
   const int64_t step = 2 * cp;
   auto fits = [&](int64_t seq) -> absl::StatusOr<bool> {
-    OF_ASSIGN_OR_RETURN(const proto::Plan plan, CompileAt(cp, seq));
+    OF_ASSIGN_OR_RETURN(const proto::Plan plan, CompileAt(cp, seq, attention));
     return PeakBytes(plan) <= budget;
   };
   OF_ASSIGN_OR_RETURN(bool first, fits(step));
@@ -131,14 +132,21 @@ absl::Status Main() {
   const int64_t cp = absl::GetFlag(FLAGS_cp);
   const int64_t budget = absl::GetFlag(FLAGS_device_memory_mb) << 20;
   OF_ASSIGN_OR_RETURN(const int64_t reference, LongestSeq(1, budget));
-  OF_ASSIGN_OR_RETURN(const int64_t longest, LongestSeq(cp, budget));
-  std::printf(
-      "{\"bench\":\"context_parallel\",\"metric\":\"longest_seq\",\"model\":\"llama\",\"hidden\":%lld,"
-      "\"layers\":%lld,\"cp\":%lld,\"device_memory_bytes\":%lld,\"longest_seq\":%lld,\"reference_cp\":1,"
-      "\"reference_longest_seq\":%lld,\"ratio\":%.3f}\n",
-      static_cast<long long>(absl::GetFlag(FLAGS_hidden)), static_cast<long long>(absl::GetFlag(FLAGS_layers)),
-      static_cast<long long>(cp), static_cast<long long>(budget), static_cast<long long>(longest),
-      static_cast<long long>(reference), reference > 0 ? static_cast<double>(longest) / reference : 0.0);
+  // Ring keeps no [s, s] block between the passes (its kernel recomputes the scores from
+  // the saved log-sum-exp), so its activations shrink with N / cp; Ulysses' attention core
+  // holds whole-sequence scores of its heads.
+  for (const char* attention : {"ulysses", "ring"}) {
+    OF_ASSIGN_OR_RETURN(const int64_t longest, LongestSeq(cp, budget, attention));
+    std::printf(
+        "{\"bench\":\"context_parallel\",\"metric\":\"longest_seq\",\"attention\":\"%s\",\"model\":\"llama\","
+        "\"hidden\":%lld,\"layers\":%lld,\"cp\":%lld,\"device_memory_bytes\":%lld,\"longest_seq\":%lld,"
+        "\"reference_cp\":1,\"reference_longest_seq\":%lld,\"ratio\":%.3f}\n",
+        attention, static_cast<long long>(absl::GetFlag(FLAGS_hidden)),
+        static_cast<long long>(absl::GetFlag(FLAGS_layers)), static_cast<long long>(cp),
+        static_cast<long long>(budget), static_cast<long long>(longest), static_cast<long long>(reference),
+        reference > 0 ? static_cast<double>(longest) / reference : 0.0);
+    std::fflush(stdout);
+  }
 
   const int64_t seq = absl::GetFlag(FLAGS_step_seq);
   OF_ASSIGN_OR_RETURN(const proto::Plan one, CompileAt(1, seq));
