@@ -1,7 +1,7 @@
 // `oneflow launch --elastic=shrink --min_nodes=K` on loopback daemons (docs/elastic.md):
 // an mlp on 3 nodes x 1 device (dp=3) checkpoints every 10 iterations; node 1's daemon is
 // SIGKILLed mid-run and no spare is given, so the launch compiles the job again for the 2
-// surviving nodes (dp=2, the same global batch), prints the verified plan's layout, and
+// surviving nodes (dp=2 in 2 micro-batches, the same global batch), prints the verified plan's layout, and
 // resumes from the newest checkpoint: every iteration's final loss is the uninterrupted
 // 1-device run's, the first line trained again carries the recovery, `oneflow status`
 // shows it, and no worker is left. Fewer survivors than --min_nodes end the launch with
@@ -47,6 +47,12 @@ std::string ThreeNodePlan(const std::string& name) {
   return CompilePlan("mlp", flags, name);
 }
 
+// The shrink rule (tools/cli/shrink_rule.h): the global batch of 48 kept, dp 3 -> 2, and
+// 2 micro-batches so that each device's micro-batch (12 rows) is no larger than before (16).
+constexpr char kAction[] =
+    "re-planned for the 2 surviving nodes (dp 3 -> 2, micro-batches 1 -> 2: global batch 48, 12 rows per device's "
+    "micro-batch (was 16))";
+
 TEST(ElasticShrinkTest, JobContinuesOnTheSurvivingNodes) {
   constexpr int kIterations = 300;
   const std::string job = JobId("shrink");
@@ -65,15 +71,13 @@ TEST(ElasticShrinkTest, JobContinuesOnTheSurvivingNodes) {
   const std::string stderr_text = launch->Stderr();
   ASSERT_EQ(launch->exit_code(), 0) << stderr_text;
   EXPECT_NE(stderr_text.find(absl::StrCat("recovery: node 1 (", daemons.address(1),
-                                          ") lost (daemon unreachable): re-planned for the 2 surviving nodes (dp 3 -> "
-                                          "2); resuming from disk checkpoint ",
+                                          ") lost (daemon unreachable): ", kAction, "; resuming from disk checkpoint ",
                                           dir, "/iter-")),
             std::string::npos)
       << stderr_text;
   // The new plan, verified and shown before it runs on the two survivors.
   const size_t shown = stderr_text.find(
-      "re-planned for the 2 surviving nodes (dp 3 -> 2); the new plan passed the verifier; its layout (oneflow "
-      "inspect):\n  plan 'mlp'");
+      absl::StrCat(kAction, "; the new plan passed the verifier; its layout (oneflow inspect):\n  plan 'mlp'"));
   const size_t submitted = stderr_text.find("job '" + job + "-restart1' on 2 nodes, resuming from " + dir + "/iter-");
   ASSERT_NE(shown, std::string::npos) << stderr_text;
   ASSERT_NE(submitted, std::string::npos) << stderr_text;
@@ -90,7 +94,8 @@ TEST(ElasticShrinkTest, JobContinuesOnTheSurvivingNodes) {
       ++recovery_lines;
       EXPECT_EQ(JsonValue(line, "cause"), "\"daemon unreachable\"") << line;
       EXPECT_EQ(JsonValue(line, "node"), "1") << line;
-      EXPECT_EQ(JsonValue(line, "action"), "\"re-planned for the 2 surviving nodes (dp 3 -> 2)\"") << line;
+      // The action holds commas, where JsonValue stops: look for the whole field.
+      EXPECT_NE(line.find(absl::StrCat("\"action\": \"", kAction, "\"")), std::string::npos) << line;
       EXPECT_EQ(JsonValue(line, "from"), "\"disk\"") << line;
       resumed_at = std::stoi(JsonValue(line, "iteration"));
       EXPECT_EQ(resumed_at, iteration) << "the recovery is reported on the first iteration trained again: " << line;

@@ -510,6 +510,9 @@ absl::Status RunLaunch(const std::vector<std::string>& arguments, std::ostream& 
     if (replan.has_value()) {
       // The survivors keep their order (node ranks close up); the new plan was verified.
       for (auto node = dropped.rbegin(); node != dropped.rend(); ++node) options.nodes.erase(options.nodes.begin() + *node);
+      // A smaller dp than the survivors hold (the batch divides only by it: shrink_rule.h)
+      // runs on the first survivors; the action names the idle ones.
+      if (replan->nodes > 0 && replan->nodes < static_cast<int64_t>(options.nodes.size())) options.nodes.resize(replan->nodes);
       plan = std::move(replan->plan);
       std::string text = absl::StrCat(replan->action, "; the new plan passed the verifier; its layout (oneflow inspect):");
       for (absl::string_view line : absl::StrSplit(replan->layout_text, '\n', absl::SkipEmpty())) {

@@ -6,6 +6,8 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_replace.h"
+#include "absl/strings/str_split.h"
+#include "absl/strings/strip.h"
 #include "compiler/auto_parallel/candidate.h"
 #include "compiler/compiler.h"
 #include "examples/common/auto_parallel_driver.h"
@@ -17,6 +19,7 @@
 #include "plan/plan_verifier.h"
 #include "tools/cli/graph_text_job.h"
 #include "tools/cli/inspect.h"
+#include "tools/cli/shrink_rule.h"
 
 namespace oneflow::cli {
 
@@ -114,6 +117,58 @@ absl::StatusOr<Replan> SearchForSurvivors(const proto::Plan& plan, int64_t survi
   return replan;
 }
 
+// The global batch: the recorded text's `batch` line, else its first input's rows times
+// the micro-batches (a text written without one).
+int64_t BatchOf(const std::string& text, int64_t micro_batches) {
+  for (absl::string_view line : absl::StrSplit(text, '\n')) {
+    int64_t batch = 0;
+    if (absl::ConsumePrefix(&line, "batch ") && absl::SimpleAtoi(line, &batch) && batch > 0) return batch;
+  }
+  for (absl::string_view line : absl::StrSplit(text, '\n')) {
+    const size_t input = line.find(" = input ");
+    const size_t open = line.find('[', input == absl::string_view::npos ? line.size() : input);
+    if (input == absl::string_view::npos || open == absl::string_view::npos) continue;
+    const size_t close = line.find_first_of(",]", open);
+    int64_t rows = 0;
+    if (close != absl::string_view::npos && absl::SimpleAtoi(line.substr(open + 1, close - open - 1), &rows)) {
+      return rows * micro_batches;
+    }
+  }
+  return micro_batches;
+}
+
+std::string FirstLine(absl::string_view text) { return std::string(text.substr(0, text.find('\n'))); }
+
+// A shrink choice made concrete: its flags and layout, the recorded text with the old
+// stage placements moved to the new ones, and that text's Job.
+struct Layouted {
+  examples::ParallelFlags flags;
+  examples::ParallelLayout layout;
+  std::string text;
+  absl::StatusOr<proto::Job> job;
+};
+
+absl::StatusOr<Layouted> LayoutForChoice(const proto::CompileRecipe& recipe, const examples::ParallelLayout& old_layout,
+                                         const examples::ParallelFlags& before, const ShrinkChoice& choice) {
+  examples::ParallelFlags after = before;
+  after.nodes = choice.nodes;
+  after.dp = choice.dp;
+  after.micro_batches = choice.micro_batches;
+  OF_ASSIGN_OR_RETURN(examples::ParallelLayout layout, examples::ParallelLayout::Create(after));
+  // The recorded text names the old stage placements (the `placement` line, per-op
+  // placement= of pipeline stages); each becomes the same stage's on the survivors.
+  std::vector<std::pair<std::string, std::string>> placements;
+  for (int64_t stage = 0; stage < layout.pp(); ++stage) {
+    const std::string from = old_layout.StagePlacement(stage).ToString();
+    const std::string to = layout.StagePlacement(stage).ToString();
+    placements.emplace_back(absl::StrCat("placement ", from, "\n"), absl::StrCat("placement ", to, "\n"));
+    placements.emplace_back(absl::StrCat("placement=\"", from, "\""), absl::StrCat("placement=\"", to, "\""));
+  }
+  std::string text = absl::StrReplaceAll(recipe.graph_text(), placements);
+  absl::StatusOr<proto::Job> job = JobFromGraphText(text, "the plan's recipe", layout);
+  return Layouted{after, std::move(layout), std::move(text), std::move(job)};
+}
+
 }  // namespace
 
 absl::StatusOr<Replan> ReplanForSurvivors(const proto::Plan& plan, int64_t survivors) {
@@ -137,40 +192,69 @@ absl::StatusOr<Replan> ReplanForSurvivors(const proto::Plan& plan, int64_t survi
         "the ", survivors, " surviving nodes x ", before.devices_per_node, " devices per node (", devices,
         " devices) do not hold whole replicas of ", replica_text, "; valid: a multiple of ", replica, " devices"));
   }
-  examples::ParallelFlags after = before;
-  after.nodes = survivors;
-  after.dp = devices / replica;
-  // Axes of size 1 leave the hierarchy ([dp, tp] becomes [tp]), and the SBP hints of the
-  // recorded text have one entry per axis of the layout it was written for.
-  if (before.dp > 1 && after.dp == 1 && (before.tp > 1 || before.cp > 1)) {
+  if (before.dp > 1 && devices / replica == 1 && (before.tp > 1 || before.cp > 1)) {
+    // Axes of size 1 leave the hierarchy ([dp, tp] becomes [tp]), and the SBP hints of
+    // the recorded text have one entry per axis of the layout it was written for.
     return absl::FailedPreconditionError(absl::StrCat(
         "re-planning --dp=", before.dp, " as --dp=1 on the ", survivors,
         " surviving nodes drops the data-parallel axis of the hierarchy the model's SBP hints were written for; "
         "valid: at least ",
         2 * replica, " surviving devices (2 replicas of ", replica_text, ")"));
   }
-  if (after.dp == 1 && before.zero > 0) {
+  if (devices / replica == 1 && before.zero > 0) {
     return absl::FailedPreconditionError(absl::StrCat("--zero=", before.zero, " shards over data parallelism, and the ",
                                                       survivors, " surviving nodes hold one replica (--dp=1); valid: at least ",
                                                       2 * replica, " surviving devices"));
   }
-  OF_ASSIGN_OR_RETURN(const examples::ParallelLayout layout, examples::ParallelLayout::Create(after));
-  // The recorded text names the old stage placements (the `placement` line, per-op
-  // placement= of pipeline stages); each becomes the same stage's on the survivors.
-  std::vector<std::pair<std::string, std::string>> placements;
-  for (int64_t stage = 0; stage < layout.pp(); ++stage) {
-    const std::string from = old_layout.StagePlacement(stage).ToString();
-    const std::string to = layout.StagePlacement(stage).ToString();
-    placements.emplace_back(absl::StrCat("placement ", from, "\n"), absl::StrCat("placement ", to, "\n"));
-    placements.emplace_back(absl::StrCat("placement=\"", from, "\""), absl::StrCat("placement=\"", to, "\""));
+  // The shrink rule (shrink_rule.h): the global batch kept, dp reduced, micro-batches
+  // raised so no device's micro-batch grows.
+  ShrinkInputs inputs;
+  inputs.batch = BatchOf(recipe.graph_text(), before.micro_batches);
+  inputs.dp = before.dp;
+  inputs.micro_batches = before.micro_batches;
+  inputs.tp = before.tp;
+  inputs.cp = before.cp;
+  inputs.pp = before.pp;
+  inputs.zero = before.zero;
+  inputs.devices_per_node = before.devices_per_node;
+  inputs.survivors = survivors;
+  absl::StatusOr<ShrinkChoice> choice = ChooseShrinkLayout(inputs);
+  if (!choice.ok()) return choice.status();
+  absl::StatusOr<Layouted> layouted = LayoutForChoice(recipe, old_layout, before, *choice);
+  if (!layouted.ok()) return layouted.status();
+  std::string recut_note;
+  if (choice->micro_batches != before.micro_batches) {
+    // The recorded text is one micro-batch's: re-cut its batch rows. The parser checks
+    // every printed type, so a text the rewrite does not cover (a reshape whose target
+    // holds the batch) is refused there, and the micro-batches stay as they were.
+    const std::string recut = RecutMicroBatchRows(layouted->text, inputs.batch / before.micro_batches,
+                                                  inputs.batch / choice->micro_batches);
+    absl::StatusOr<proto::Job> recut_job = JobFromGraphText(recut, "the plan's recipe", layouted->layout);
+    if (recut_job.ok()) {
+      layouted->job = *std::move(recut_job);
+    } else {
+      inputs.micro_batches_fixed = true;
+      choice = ChooseShrinkLayout(inputs);
+      if (!choice.ok()) {
+        return absl::Status(choice.status().code(),
+                            absl::StrCat(choice.status().message(), " (the recorded text's micro-batch rows cannot be re-cut: ",
+                                         FirstLine(recut_job.status().message()), ")"));
+      }
+      recut_note = absl::StrCat("the recorded text's micro-batch rows cannot be re-cut (",
+                                FirstLine(recut_job.status().message()), "), so the micro-batches stay ",
+                                before.micro_batches);
+      layouted = LayoutForChoice(recipe, old_layout, before, *choice);
+      if (!layouted.ok()) return layouted.status();
+    }
   }
-  const std::string text = absl::StrReplaceAll(recipe.graph_text(), placements);
-  const std::string where =
-      absl::StrCat("re-planning for the ", survivors, " surviving nodes (--nodes=", survivors, " --dp=", after.dp, ")");
+  const examples::ParallelFlags after = layouted->flags;
+  const examples::ParallelLayout& layout = layouted->layout;
+  const std::string where = absl::StrCat("re-planning for the ", survivors, " surviving nodes (--nodes=", after.nodes,
+                                         " --dp=", after.dp, " --micro_batches=", after.micro_batches, ")");
   auto in_replan = [&where](const absl::Status& status) {
     return absl::Status(status.code(), absl::StrCat(where, ": ", status.message()));
   };
-  absl::StatusOr<proto::Job> job = JobFromGraphText(text, "the plan's recipe", layout);
+  absl::StatusOr<proto::Job> job = std::move(layouted->job);
   if (!job.ok()) return in_replan(job.status());
   const examples::CompileSettings settings = examples::SettingsFromRecipe(recipe);
   std::string dump;
@@ -195,11 +279,16 @@ absl::StatusOr<Replan> ReplanForSurvivors(const proto::Plan& plan, int64_t survi
     return absl::InternalError(absl::StrCat(where, ": the new plan fails verification: ", verified.message()));
   }
   Replan replan;
-  replan.action = absl::StrCat("re-planned for the ", survivors, " surviving nodes (dp ", before.dp, " -> ", after.dp,
+  replan.nodes = after.nodes;
+  std::string notes;
+  for (const std::string& note : {choice->note, recut_note}) {
+    if (!note.empty()) absl::StrAppend(&notes, "; ", note);
+  }
+  replan.action = absl::StrCat("re-planned for the ", survivors, " surviving nodes (", ShrinkChoiceText(inputs, *choice),
                                recipe.auto_parallel() ? " of the --auto_parallel layout; the search does not run again: the "
-                                                        "recorded text fixes its pipeline stages and micro-batches"
+                                                        "recorded text fixes its pipeline stages"
                                                       : "",
-                               ")");
+                               notes, ")");
   OF_ASSIGN_OR_RETURN(replan.layout_text, LayoutText(*compiled));
   replan.plan = *std::move(compiled);
   return replan;

@@ -34,22 +34,28 @@ absl::StatusOr<ElasticPolicy> ParseElasticPolicy(const std::string& elastic, con
 // A plan compiled again for fewer nodes.
 struct Replan {
   proto::Plan plan;
-  // What changed, for the recovery's action: "re-planned for the 2 surviving nodes (dp 3 -> 2)".
+  // What changed, for the recovery's action: "re-planned for the 2 surviving nodes (dp 3 -> 2,
+  // micro-batches 1 -> 2: global batch 48, 12 rows per device's micro-batch (was 16))".
   std::string action;
+  // The nodes the new plan runs on: the first `nodes` survivors (fewer than the survivors
+  // when the batch divides only by a smaller dp: shrink_rule.h).
+  int64_t nodes = 0;
   // `oneflow inspect`'s text of the new plan's layout: its header, cluster, links,
   // predicted step time and every logical op's SBP (the text before its boxings).
   std::string layout_text;
 };
 
 // Compiles `plan`'s recipe for the first `survivors` nodes: the same devices per node,
-// tp, cp, pp, micro-batches and compile settings, dp reduced to the replicas the
-// survivors hold; the global batch is the model's (a micro-batch that no longer divides
-// by dp is split unevenly, which keeps the loss curve). The new plan carries its own
-// recipe (it can shrink again), is sealed and passes the full verifier.
+// tp, cp, pp and compile settings, the same global batch, dp and micro-batches by the
+// shrink rule (shrink_rule.h: dp reduced to the replicas the survivors hold, or the
+// largest smaller dp the batch divides by; micro-batches raised so no device's
+// micro-batch grows, the recorded text re-cut to the new micro-batch rows). The new plan
+// carries its own recipe (it can shrink again), is sealed and passes the full verifier.
 // Errors, each naming the flag or figure at fault and what would be valid:
 //   FAILED_PRECONDITION: no recipe (a plan written before recipes); the survivors' devices
 //     do not hold whole tp x cp x pp replicas; dp 1 would drop the hierarchy axis the
-//     model's SBP hints were written for; ZeRO with dp 1;
+//     model's SBP hints were written for; ZeRO with dp 1; no dp keeps the global batch
+//     (naming the batch, the survivors and the dp counts that divide it);
 //   RESOURCE_EXHAUSTED: a device's planned peak is above the recipe's --device_memory
 //     (the model does not fit the survivors);
 //   the compiler's errors, prefixed with the new layout.

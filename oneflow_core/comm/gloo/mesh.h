@@ -49,6 +49,10 @@ class Mesh {
   Mesh(const Mesh&) = delete;
   Mesh& operator=(const Mesh&) = delete;
 
+  // A destroyed Gloo mesh records a failure ("its communicator was destroyed"), not a
+  // departure (mesh_communicator.h).
+  static constexpr bool kRecordsDeparture = false;
+
   int64_t rank() const { return options_.rank; }
   int64_t size() const { return options_.size; }
   const std::string& group_name() const { return options_.group_name; }

@@ -2,7 +2,9 @@
 // the schedules every such transport shares (schedules.h): Gloo's TCP pairs (gloo/mesh.h)
 // and UCX (ucx/mesh.h). A transport brings
 //   - a MeshType: rank(), size(), group_name(), Connect(deadline, timeout, prefix),
-//     Fail(Failure), failure(); built from the transport's group options;
+//     Fail(Failure), failure(); built from the transport's group options; with
+//     kRecordsDeparture: when true, NoteDeparture(calls, sends, receives) is told what
+//     this rank completed before the mesh is destroyed (ucx/departure.h);
 //   - an ExchangeType (exchange.h) built as (MeshType*, slot, deadline, timeout, prefix),
 //     with kArrivalCarriesPayload: when true, it arrives through its own Arrive(call) and
 //     runs small all-reduces inside the arrival through SmallAllReduce (ucx/exchange.h);
@@ -44,6 +46,12 @@ class MeshCommunicator final : public Communicator {
         mesh_(std::move(options)),
         sends_(mesh_.size()),
         receives_(mesh_.size()) {}
+
+  // No call is in progress (communicator.h), so every call counted completed or failed the
+  // group; the mesh writes the counts only when it did not fail.
+  ~MeshCommunicator() override {
+    if constexpr (MeshType::kRecordsDeparture) mesh_.NoteDeparture(calls_, sends_, receives_);
+  }
 
   int64_t size() const override { return mesh_.size(); }
   int64_t rank() const override { return mesh_.rank(); }

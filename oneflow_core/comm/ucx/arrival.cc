@@ -43,12 +43,6 @@ std::vector<int64_t> PeersOf(int64_t me, int64_t size) {
   return peers;
 }
 
-// Mesh's record of a peer whose communicator was destroyed (mesh.h).
-bool IsDestroyedRecord(const Failure& failure) {
-  return failure.source == Failure::Source::kPeer &&
-         failure.message == "its communicator was destroyed";
-}
-
 }  // namespace
 
 // Receives every peer's arrival message into `mesh_->arrival_scratch()` (slot p for peer
@@ -92,11 +86,10 @@ absl::Status UcxExchange::ArriveCarrying(const CallDescription& mine, const floa
     // whole one-round call waiting, and no later round would tell it they failed: look
     // for a failure record (Mesh::CheckPeers: a store read at most every few
     // milliseconds, so a few per second in a loop of small all-reduces) before calling
-    // the call done. A peer that destroyed its communicator did so after its own call
-    // completed, so that record does not fail this call (the next one fails).
+    // the call done. A peer that destroyed its communicator after its own call completed
+    // left a departure, not a failure (mesh.h), so it does not fail this call.
     mesh_->CheckPeers(absl::Now());
-    const std::optional<Failure> failure = mesh_->failure();
-    if (failure.has_value() && !IsDestroyedRecord(*failure)) {
+    if (mesh_->failed()) {
       status_ = Stopped(absl::StrCat(RanksText(PeersOf(me, size())), " to arrive"));
       return status_;
     }

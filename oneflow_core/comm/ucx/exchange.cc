@@ -16,12 +16,22 @@ constexpr uint64_t kTagPointToPoint = uint64_t{1} << 47;
 constexpr uint64_t kTagSlotMask = kTagPointToPoint - 1;
 constexpr ucp_tag_t kFullMask = ~ucp_tag_t{0};
 
+// MeshCommunicator numbers a collective call's slots (call << 8) and the k-th
+// point-to-point message's (kPointToPointSlots | k << 8); phases count from there.
+CallPosition PositionOf(uint64_t slot) {
+  CallPosition position;
+  position.point_to_point = (slot & gloo_backend::kPointToPointSlots) != 0;
+  position.index = (slot & ~gloo_backend::kPointToPointSlots) >> 8;
+  return position;
+}
+
 }  // namespace
 
 UcxExchange::UcxExchange(Mesh* mesh, uint64_t slot, absl::Time deadline, absl::Duration timeout,
                          std::string prefix)
     : mesh_(mesh),
       slot_(slot),
+      position_(PositionOf(slot)),
       deadline_(deadline),
       timeout_(timeout),
       prefix_(std::move(prefix)) {}
@@ -171,6 +181,10 @@ UcxExchange::Outcome UcxExchange::WaitFor(Transfer& transfer, std::string* detai
     if (now - start < kSpinWait) continue;
     mesh_->CheckPeers(now);
     if (mesh_->failed()) return Outcome::kWoken;
+    if (mesh_->departed(transfer.peer) != nullptr) {
+      const Outcome judged = JudgeDeparture(transfer);
+      if (judged != Outcome::kExpired) return judged;
+    }
     // Block until UCX has an event, the next peer check, or the deadline. Arming fails
     // with BUSY when events are pending: progress them first.
     const absl::Duration slice = std::min(kBlockSlice, deadline_ - now);
@@ -192,6 +206,25 @@ UcxExchange::Outcome UcxExchange::WaitFor(Transfer& transfer, std::string* detai
   }
 }
 
+UcxExchange::Outcome UcxExchange::JudgeDeparture(Transfer& transfer) {
+  const Departure* departure = mesh_->departed(transfer.peer);
+  if (departure == nullptr) return Outcome::kExpired;
+  std::string why;
+  switch (Judge(*departure, position_, !transfer.receiving, rank(), &why)) {
+    case DepartureVerdict::kConsumed:
+      // The peer's call (or receive) completed, so it holds this message; UCX's own
+      // completion waits for an acknowledgement the departed peer may never send.
+      transfer.done = true;
+      return Outcome::kDone;
+    case DepartureVerdict::kInFlight:
+      return Outcome::kExpired;
+    case DepartureVerdict::kLeftBefore:
+      mesh_->Fail(Failure{Failure::Source::kPeer, transfer.peer, absl::StatusCode::kAborted, why});
+      return Outcome::kWoken;
+  }
+  return Outcome::kExpired;
+}
+
 absl::Status UcxExchange::Stopped(const std::string& waiting_for) {
   const std::optional<Failure> failure = mesh_->failure();
   if (!failure.has_value()) {
@@ -211,9 +244,16 @@ absl::Status UcxExchange::Report(Transfer& transfer, Outcome outcome, const std:
       return absl::OkStatus();
     case Outcome::kWoken:
       return Stopped(waiting_for);
-    case Outcome::kBroken:
+    case Outcome::kBroken: {
+      // A transfer with a peer that departed breaks when its endpoint closes: judge it
+      // by the peer's record before calling the connection lost.
+      mesh_->ReadDepartures();
+      const Outcome judged = JudgeDeparture(transfer);
+      if (judged == Outcome::kDone) return absl::OkStatus();
+      if (judged == Outcome::kWoken) return Stopped(waiting_for);
       mesh_->FailForBrokenConnection({transfer.peer}, detail);
       return Stopped(waiting_for);
+    }
     case Outcome::kExpired:
       break;
   }

@@ -21,6 +21,10 @@
 // of the header's round and the payload's (half the latency of a 4 KiB all-reduce), with
 // the same agreement check before anything is reduced and the same bits (rank order).
 // A peer making another call sends another header, which is named as on Gloo.
+//
+// A peer that departed (mesh.h, departure.h) is judged per transfer: a send it consumed
+// completes (its request is released when the exchange ends), a receive it sent keeps
+// waiting, and a peer that left before this call fails the group naming what it had done.
 #ifndef ONEFLOW_CORE_COMM_UCX_EXCHANGE_H_
 #define ONEFLOW_CORE_COMM_UCX_EXCHANGE_H_
 
@@ -103,6 +107,11 @@ class UcxExchange final : public Exchange {
   };
   enum class Outcome { kDone, kWoken, kExpired, kBroken };
 
+  // Whether `transfer`'s peer departed and what that means for it; kDone for a send the
+  // peer consumed (the transfer is then done), kWoken after failing the group for a peer
+  // that left before this call, else kExpired as "nothing decided" (keep waiting).
+  Outcome JudgeDeparture(Transfer& transfer);
+
   uint64_t Tag(int64_t sender, int phase) const;
   Op Post(int64_t peer, int phase, void* data, int64_t bytes, bool receiving, Verb waiting_for,
           bool exact = true);
@@ -117,6 +126,7 @@ class UcxExchange final : public Exchange {
 
   Mesh* const mesh_;
   const uint64_t slot_;
+  const CallPosition position_;  // decoded from slot_ (mesh_communicator.h's numbering)
   const absl::Time deadline_;
   const absl::Duration timeout_;
   const std::string prefix_;

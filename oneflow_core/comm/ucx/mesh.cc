@@ -63,20 +63,21 @@ bool ProcessEnded(pid_t pid) {
 }  // namespace
 
 Mesh::Mesh(UcxGroupOptions options)
-    : options_(std::move(options)), local_pids_(options_.size, 0) {}
+    : options_(std::move(options)), local_pids_(options_.size, 0), departed_(options_.size) {}
 
 Mesh::~Mesh() {
-  bool tell_peers = false;
+  bool depart = false;
   {
     std::lock_guard<std::mutex> lock(mutex_);
-    if (connected_ && !failure_.has_value()) {
-      failure_ = Failure{Failure::Source::kThisRank, rank(), absl::StatusCode::kAborted,
-                         "its communicator was destroyed"};
-      failed_.store(true, std::memory_order_release);
-      tell_peers = true;
+    depart = connected_ && !failure_.has_value() && options_.store != nullptr;
+  }
+  if (depart) {
+    // The record before the counter: a peer that sees the counter grow finds the record.
+    // Best effort: without them, a peer still waiting fails by its deadline.
+    if (options_.store->Set(Key(absl::StrCat("departed/", rank())), EncodeDeparture(departure_)).ok()) {
+      (void)options_.store->Add(Key("departures"), 1);
     }
   }
-  if (tell_peers) WriteRecord(*failure());
   CloseEndpoints();
   if (worker_ != nullptr) ucp_worker_destroy(worker_);
 }
@@ -170,6 +171,28 @@ void Mesh::FailForBrokenConnection(const std::vector<int64_t>& peers, const std:
                absl::StatusCode::kUnavailable, detail});
 }
 
+void Mesh::ReadDepartures() {
+  if (options_.store == nullptr) return;
+  const absl::StatusOr<std::string> counter = options_.store->Get(Key("departures"));
+  int64_t departures = 0;
+  if (!counter.ok() || !absl::SimpleAtoi(*counter, &departures) || departures <= departures_read_) {
+    return;
+  }
+  int64_t read = 0;
+  for (int64_t peer = 0; peer < size(); ++peer) {
+    if (departed_[peer].has_value()) {
+      ++read;
+      continue;
+    }
+    if (peer == rank()) continue;
+    const absl::StatusOr<std::string> text = options_.store->Get(Key(absl::StrCat("departed/", peer)));
+    if (!text.ok()) continue;
+    departed_[peer] = DecodeDeparture(*text, size());
+    if (departed_[peer].has_value()) ++read;
+  }
+  departures_read_ = read;
+}
+
 void Mesh::CheckPeers(absl::Time now) {
   if (now < next_check_ || options_.store == nullptr) return;
   next_check_ = now + kCheckInterval;
@@ -182,9 +205,12 @@ void Mesh::CheckPeers(absl::Time now) {
                                       "it failed without saying why"});
     return;
   }
+  // Read after the failure key and before the processes: a departed peer writes its
+  // record before its process can end.
+  ReadDepartures();
   for (int64_t other = 0; other < size(); ++other) {
     const pid_t pid = static_cast<pid_t>(local_pids_[other]);
-    if (pid <= 0 || !ProcessEnded(pid)) continue;
+    if (pid <= 0 || departed_[other].has_value() || !ProcessEnded(pid)) continue;
     FailForBrokenConnection({other}, absl::StrCat("its process (pid ", pid, ") on this host exited"));
     return;
   }

@@ -19,6 +19,19 @@
 // and with fewer transports. Without it UCX logs a peer's death that a transfer runs into
 // (CMA reading a dead process, a TCP reset) at FATAL and would abort this process;
 // context.cc turns those into failed requests, which fail the group as a lost connection.
+//
+// Leaving: destroying a connected, unfailed communicator is not a failure. The rank writes
+// its Departure (departure.h: the calls and messages it completed) to
+// "<group>/departed/<rank>" and adds 1 to "<group>/departures"; CheckPeers reads that
+// counter beside "<group>/failed" and, when it grew, the new records. A wait then judges
+// its transfer with a departed peer (UcxExchange::WaitFor): a send the peer consumed is
+// complete, a receive the peer sent keeps waiting for its data, and a peer that left
+// before the call fails the group naming it ("its communicator was destroyed after 1
+// collective call, before call 2"). Before this, a leaving rank recorded a failure, and a
+// peer still waiting in the same last call for a third rank (its rendezvous send's
+// acknowledgement) failed the job: "the group was aborted by rank 2: its communicator was
+// destroyed". A departed peer's process ending is expected, so the same-host liveness
+// check skips it.
 #ifndef ONEFLOW_CORE_COMM_UCX_MESH_H_
 #define ONEFLOW_CORE_COMM_UCX_MESH_H_
 
@@ -35,6 +48,7 @@
 #include "absl/time/time.h"
 #include "oneflow_core/comm/gloo/failure.h"
 #include "oneflow_core/comm/ucx/communicator.h"
+#include "oneflow_core/comm/ucx/departure.h"
 
 namespace oneflow {
 namespace ucx_backend {
@@ -44,8 +58,8 @@ using gloo_backend::Failure;
 class Mesh {
  public:
   explicit Mesh(UcxGroupOptions options);
-  // Records "its communicator was destroyed" when connected and not failed, then closes the
-  // endpoints and the worker. Precondition: no call is in progress.
+  // Records this rank's departure (NoteDeparture's counts) when connected and not failed,
+  // then closes the endpoints and the worker. Precondition: no call is in progress.
   ~Mesh();
   Mesh(const Mesh&) = delete;
   Mesh& operator=(const Mesh&) = delete;
@@ -76,9 +90,23 @@ class Mesh {
   std::optional<Failure> failure() const;
   // A cheap check for the waits' loop.
   bool failed() const { return failed_.load(std::memory_order_acquire); }
-  // Looks for a peer's failure record and for dead peer processes on this host, failing
-  // the group when it finds one; at most every kCheckInterval, else does nothing.
+  // Looks for a peer's failure record, for new departures, and for dead peer processes on
+  // this host (not departed ones), failing the group when it finds a failure; at most every
+  // kCheckInterval, else does nothing. Precondition: the caller is the communication thread.
   void CheckPeers(absl::Time now);
+  // Reads the departures now (CheckPeers does it on its schedule). Communication thread.
+  void ReadDepartures();
+  // The departure of `peer` as last read; nullptr while it has not departed. Communication
+  // thread.
+  const Departure* departed(int64_t peer) const {
+    return departed_[peer].has_value() ? &*departed_[peer] : nullptr;
+  }
+  // What this rank completed, written when the mesh is destroyed (MeshCommunicator's
+  // destructor tells it). Precondition: no call is in progress.
+  void NoteDeparture(uint64_t calls, std::vector<int64_t> sends, std::vector<int64_t> receives) {
+    departure_ = Departure{calls, std::move(sends), std::move(receives)};
+  }
+  static constexpr bool kRecordsDeparture = true;
 
  private:
   std::string Key(const std::string& what) const;
@@ -100,6 +128,11 @@ class Mesh {
   // 0 elsewhere and for this rank.
   std::vector<int64_t> local_pids_;
   absl::Time next_check_ = absl::InfinitePast();
+  // This rank's counts for its departure record; peers' departures as read, and how many
+  // the store's counter said when they were read.
+  Departure departure_;
+  std::vector<std::optional<Departure>> departed_;
+  int64_t departures_read_ = 0;
 
   std::atomic<bool> failed_{false};
   // Guards the members below.
