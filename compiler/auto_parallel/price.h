@@ -31,6 +31,7 @@
 #include <cstdint>
 
 #include "absl/status/statusor.h"
+#include "compiler/auto_parallel/edge_price_cache.h"
 #include "compiler/auto_parallel/model_profile.h"
 #include "proto/plan.pb.h"
 #include "sbp/compression_policy.h"
@@ -78,6 +79,13 @@ struct PriceOptions {
 // dp x micro_batches, ZeRO without dp, tp without the model's hints.
 absl::StatusOr<proto::AutoParallelPrediction> PriceLayout(const ModelProfile& profile, const PriceOptions& options,
                                                           const proto::AutoParallelLayout& layout);
+
+// The same, the tensor-parallel edges the boxing planner prices (--compression other than
+// off) looked up in and added to `cache` (edge_price_cache.h), which must have been made
+// for `options` (this object: INTERNAL otherwise). Gives the same prediction as without.
+absl::StatusOr<proto::AutoParallelPrediction> PriceLayout(const ModelProfile& profile, const PriceOptions& options,
+                                                          const proto::AutoParallelLayout& layout,
+                                                          EdgePriceCache* cache);
 
 // compute + exposed communication + bubble.
 double StepSeconds(const proto::AutoParallelPrediction& prediction);
