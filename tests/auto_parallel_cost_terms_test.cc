@@ -5,6 +5,7 @@
 #include <string>
 
 #include "compiler/auto_parallel/act_count.h"
+#include "compiler/auto_parallel/host_terms.h"
 #include "compiler/auto_parallel/model_profile.h"
 #include "compiler/auto_parallel/price.h"
 #include "compiler/compiler.h"
@@ -143,6 +144,45 @@ TEST(AutoParallelCostTermsTest, DevicesSharingOneCoreTakeTheirComputeInTurn) {
   EXPECT_GT(auto_parallel::StepSeconds(*shared), auto_parallel::StepSeconds(*alone));
   // A core each: nothing changes.
   EXPECT_EQ(auto_parallel::StepSeconds(*enough), auto_parallel::StepSeconds(*alone));
+}
+
+TEST(AutoParallelCostTermsTest, TheDevicesComputeOverTheShareOfTheCoresTheProcessObtains) {
+  const Probe probe = ProbeOf(SmallGpt());
+  const proto::AutoParallelLayout dp4 = Layout(4, 1, 1);
+  absl::StatusOr<proto::AutoParallelPrediction> alone = PriceLayout(probe.profile, Devices(4), dp4);
+  ASSERT_TRUE(alone.ok()) << alone.status();
+  // Two cores of which the process obtains half a core's worth (other programs run):
+  // four data-parallel devices' compute takes 4 x compute / 0.5 of wall time.
+  auto_parallel::PriceOptions half_core = Devices(4);
+  half_core.host_cores = 2;
+  half_core.host_core_share = 0.5;
+  absl::StatusOr<proto::AutoParallelPrediction> loaded = PriceLayout(probe.profile, half_core, dp4);
+  ASSERT_TRUE(loaded.ok()) << loaded.status();
+  EXPECT_NEAR(auto_parallel::StepSeconds(*loaded), 8 * alone->compute_seconds(), 1e-12);
+  // A share above the cores (a measurement's noise) is capped at them: 4 x compute / 2.
+  auto_parallel::PriceOptions above = half_core;
+  above.host_core_share = 3;
+  absl::StatusOr<proto::AutoParallelPrediction> capped = PriceLayout(probe.profile, above, dp4);
+  ASSERT_TRUE(capped.ok()) << capped.status();
+  EXPECT_NEAR(auto_parallel::StepSeconds(*capped), 2 * alone->compute_seconds(), 1e-12);
+}
+
+TEST(AutoParallelCostTermsTest, SharedHostTermsAreTheCpuBeyondTheKernelsPerActAndCpuOverWall) {
+  // A step of 50 ms of wall and 60 ms of process CPU, whose kernels the model prices at
+  // 30 ms, with 2000 acts on 2 cores: (60 - 30) ms / 2000 = 15 us per act, 60 / 50 = 1.2 cores.
+  absl::StatusOr<auto_parallel::SharedHostTerms> terms = auto_parallel::SharedHostTermsOf(0.060, 0.050, 0.030, 2000, 2);
+  ASSERT_TRUE(terms.ok()) << terms.status();
+  EXPECT_NEAR(terms->act_seconds, 15e-6, 1e-15);
+  EXPECT_NEAR(terms->host_core_share, 1.2, 1e-12);
+  // CPU over wall above the cores is capped at them; kernels above the CPU leave acts free.
+  terms = auto_parallel::SharedHostTermsOf(0.200, 0.050, 0.300, 2000, 2);
+  ASSERT_TRUE(terms.ok()) << terms.status();
+  EXPECT_EQ(terms->act_seconds, 0);
+  EXPECT_EQ(terms->host_core_share, 2);
+  const absl::StatusOr<auto_parallel::SharedHostTerms> no_acts =
+      auto_parallel::SharedHostTermsOf(0.060, 0.050, 0.030, 0, 2);
+  EXPECT_EQ(no_acts.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_NE(no_acts.status().message().find("acts >= 1 (0)"), std::string::npos) << no_acts.status();
 }
 
 TEST(AutoParallelCostTermsTest, EveryCollectiveCallCostsCollectiveCallSeconds) {

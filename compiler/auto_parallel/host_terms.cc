@@ -1,9 +1,25 @@
 #include "compiler/auto_parallel/host_terms.h"
 
+#include <algorithm>
+
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 
 namespace oneflow::auto_parallel {
+
+absl::StatusOr<SharedHostTerms> SharedHostTermsOf(double cpu_seconds, double wall_seconds, double kernel_cpu_seconds,
+                                                  int64_t acts, int64_t host_cores) {
+  if (!(cpu_seconds > 0) || !(wall_seconds > 0) || kernel_cpu_seconds < 0 || acts < 1 || host_cores < 1) {
+    return absl::InvalidArgumentError(absl::StrFormat(
+        "shared-host terms need a positive CPU time (%g s) and wall time (%g s), kernel time >= 0 (%g s), acts >= 1 "
+        "(%d) and host cores >= 1 (%d)",
+        cpu_seconds, wall_seconds, kernel_cpu_seconds, acts, host_cores));
+  }
+  SharedHostTerms terms;
+  terms.act_seconds = std::max(0.0, cpu_seconds - kernel_cpu_seconds) / static_cast<double>(acts);
+  terms.host_core_share = std::clamp(cpu_seconds / wall_seconds, 1e-3, static_cast<double>(host_cores));
+  return terms;
+}
 
 void ApplyHostMeasurement(const HostMeasurement& measurement, PriceOptions* options) {
   options->act_seconds = measurement.act_seconds;

@@ -134,7 +134,10 @@ class Pricer {
     if (options_.host_cores > 0) {
       // The devices take turns on the host's cores: no iteration is shorter than all
       // their compute spread over the cores.
-      const double shared = all_devices_compute / static_cast<double>(options_.host_cores);
+      const double cores = options_.host_core_share > 0
+                               ? std::min(options_.host_core_share, static_cast<double>(options_.host_cores))
+                               : static_cast<double>(options_.host_cores);
+      const double shared = all_devices_compute / cores;
       const double step = StepSeconds(prediction);
       if (shared > step) prediction.set_compute_seconds(prediction.compute_seconds() + shared - step);
     }
