@@ -167,22 +167,25 @@ TEST(AutoParallelCostTermsTest, TheDevicesComputeOverTheShareOfTheCoresTheProces
   EXPECT_NEAR(auto_parallel::StepSeconds(*capped), 2 * alone->compute_seconds(), 1e-12);
 }
 
-TEST(AutoParallelCostTermsTest, SharedHostTermsAreTheCpuBeyondTheKernelsPerActAndCpuOverWall) {
-  // A step of 50 ms of wall and 60 ms of process CPU, whose kernels the model prices at
-  // 30 ms, with 2000 acts on 2 cores: (60 - 30) ms / 2000 = 15 us per act, 60 / 50 = 1.2 cores.
-  absl::StatusOr<auto_parallel::SharedHostTerms> terms = auto_parallel::SharedHostTermsOf(0.060, 0.050, 0.030, 2000, 2);
+TEST(AutoParallelCostTermsTest, SharedHostTermsAreTheExtraCpuPerExtraActAndCpuOverWall) {
+  // One micro-batch: 40 ms of wall, 48 ms of process CPU, 2000 acts; two: 60 ms of wall,
+  // 78 ms of CPU, 4000 acts (the same kernels) on 2 cores: (78 - 48) ms / 2000 = 15 us per
+  // act, (48 + 78) / (40 + 60) = 1.26 cores.
+  const auto_parallel::RunSample one{0.048, 0.040, 2000};
+  const auto_parallel::RunSample two{0.078, 0.060, 4000};
+  absl::StatusOr<auto_parallel::SharedHostTerms> terms = auto_parallel::SharedHostTermsOf(one, two, 2);
   ASSERT_TRUE(terms.ok()) << terms.status();
   EXPECT_NEAR(terms->act_seconds, 15e-6, 1e-15);
-  EXPECT_NEAR(terms->host_core_share, 1.2, 1e-12);
-  // CPU over wall above the cores is capped at them; kernels above the CPU leave acts free.
-  terms = auto_parallel::SharedHostTermsOf(0.200, 0.050, 0.300, 2000, 2);
+  EXPECT_NEAR(terms->host_core_share, 1.26, 1e-12);
+  // CPU over wall above the cores is capped at them; less CPU with more acts leaves acts free.
+  terms = auto_parallel::SharedHostTermsOf({0.2, 0.05, 2000}, {0.1, 0.05, 4000}, 2);
   ASSERT_TRUE(terms.ok()) << terms.status();
   EXPECT_EQ(terms->act_seconds, 0);
   EXPECT_EQ(terms->host_core_share, 2);
-  const absl::StatusOr<auto_parallel::SharedHostTerms> no_acts =
-      auto_parallel::SharedHostTermsOf(0.060, 0.050, 0.030, 0, 2);
-  EXPECT_EQ(no_acts.status().code(), absl::StatusCode::kInvalidArgument);
-  EXPECT_NE(no_acts.status().message().find("acts >= 1 (0)"), std::string::npos) << no_acts.status();
+  const absl::StatusOr<auto_parallel::SharedHostTerms> same_acts = auto_parallel::SharedHostTermsOf(one, one, 2);
+  EXPECT_EQ(same_acts.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_NE(same_acts.status().message().find("more acts (2000, not above 2000)"), std::string::npos)
+      << same_acts.status();
 }
 
 TEST(AutoParallelCostTermsTest, EveryCollectiveCallCostsCollectiveCallSeconds) {

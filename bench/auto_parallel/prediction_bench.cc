@@ -251,45 +251,48 @@ absl::Status RunCluster(const examples::GptConfig& config, int64_t devices) {
     std::fflush(stdout);
     return scaled;
   };
-  // The host shared by every device: one layout of the model on all of them (pure data
-  // parallelism), trained like the sweep's. Its CPU time beyond its kernels (as the scaled
-  // rates price them) over its acts is the act's cost when devices take turns on the
+  // The host shared by every device: one layout of the model on all of them, trained like
+  // the sweep's with one micro-batch and with two (the same kernels, more acts): the CPU
+  // time the second adds per act it adds is the act's cost when devices take turns on the
   // cores (threads sleep and wake, caches go cold: far above the act probe's, whose
-  // nanosecond kernels keep every thread spinning); its CPU time over its wall time the
-  // share of the cores the process obtains. A profile of one layout, like the 1-device one.
-  proto::AutoParallelLayout shared_reference = single;
-  shared_reference.set_dp(devices);
-  auto with_shared_host_of = [&](const auto_parallel::SearchOptions& scaled, const Measured& reference,
+  // nanosecond kernels keep every thread spinning); CPU over wall time the share of the
+  // cores the process obtains (auto_parallel::SharedHostTermsOf). The layout: the most
+  // data parallelism that leaves 2 rows per replica, the rest pipeline stages. A profile
+  // of one layout, like the 1-device one.
+  proto::AutoParallelLayout shared_one = single;
+  for (int64_t dp = devices; dp >= 1; --dp) {
+    if (devices % dp == 0 && config.batch % (2 * dp) == 0 && devices / dp <= profile.stageable_units) {
+      shared_one.set_dp(dp);
+      shared_one.set_pp(devices / dp);
+      break;
+    }
+  }
+  proto::AutoParallelLayout shared_two = shared_one;
+  shared_two.set_micro_batches(2);
+  auto with_shared_host_of = [&](const auto_parallel::SearchOptions& scaled, const Measured& one, const Measured& two,
                                  int64_t round) -> absl::StatusOr<auto_parallel::SearchOptions> {
-    auto_parallel::PriceOptions kernels = scaled.price;
-    kernels.act_seconds = 0;
-    kernels.collective_call_seconds = 0;
-    kernels.host_cores = 1;
-    kernels.host_core_share = 0;
-    OF_ASSIGN_OR_RETURN(const proto::AutoParallelPrediction kernel_demand,
-                        auto_parallel::PriceLayout(profile, kernels, shared_reference));
     OF_ASSIGN_OR_RETURN(const auto_parallel::SharedHostTerms terms,
-                        auto_parallel::SharedHostTermsOf(reference.cpu_ms / 1e3, reference.step_ms / 1e3,
-                                                         StepSeconds(kernel_demand), reference.acts_per_iteration,
+                        auto_parallel::SharedHostTermsOf({one.cpu_ms / 1e3, one.step_ms / 1e3, one.acts_per_iteration},
+                                                         {two.cpu_ms / 1e3, two.step_ms / 1e3, two.acts_per_iteration},
                                                          scaled.price.host_cores));
     auto_parallel::SearchOptions shared = scaled;
     shared.price.act_seconds = terms.act_seconds;
     shared.price.host_core_share = terms.host_core_share;
     std::printf(
         "{\"bench\":\"auto_parallel_shared_host\",\"devices\":%lld,\"after_round\":%lld,\"reference\":\"%s\","
-        "\"measured_ms\":%.4f,\"measured_cpu_ms\":%.4f,\"kernel_cpu_ms\":%.4f,\"acts_per_iteration\":%lld,"
+        "\"measured_ms\":[%.4f,%.4f],\"measured_cpu_ms\":[%.4f,%.4f],\"acts_per_iteration\":[%lld,%lld],"
         "\"act_seconds\":%.4g,\"host_core_share\":%.3f}\n",
-        static_cast<long long>(devices), static_cast<long long>(round), LayoutName(shared_reference).c_str(),
-        reference.step_ms, reference.cpu_ms, 1e3 * StepSeconds(kernel_demand),
-        static_cast<long long>(reference.acts_per_iteration), shared.price.act_seconds,
-        shared.price.host_core_share);
+        static_cast<long long>(devices), static_cast<long long>(round), LayoutName(shared_one).c_str(), one.step_ms,
+        two.step_ms, one.cpu_ms, two.cpu_ms, static_cast<long long>(one.acts_per_iteration),
+        static_cast<long long>(two.acts_per_iteration), terms.act_seconds, terms.host_core_share);
     std::fflush(stdout);
     return shared;
   };
   OF_ASSIGN_OR_RETURN(Measured one_device, Measure(config, 1, single));
-  OF_ASSIGN_OR_RETURN(Measured shared_host, Measure(config, devices, shared_reference));
+  OF_ASSIGN_OR_RETURN(Measured shared_one_run, Measure(config, devices, shared_one));
+  OF_ASSIGN_OR_RETURN(Measured shared_two_run, Measure(config, devices, shared_two));
   OF_ASSIGN_OR_RETURN(const auto_parallel::SearchOptions preliminary,
-                      with_shared_host_of(with_rates_of(one_device, 0), shared_host, 0));
+                      with_shared_host_of(with_rates_of(one_device, 0), shared_one_run, shared_two_run, 0));
 
   OF_ASSIGN_OR_RETURN(const auto_parallel::SearchResult ranking, auto_parallel::Search(profile, preliminary));
   // The top 3 and evenly spaced ranks over the rest.
@@ -309,8 +312,10 @@ absl::Status RunCluster(const examples::GptConfig& config, int64_t devices) {
     if (round > 0) {
       absl::StatusOr<Measured> again = Measure(config, 1, single);
       if (again.ok() && again->cpu_ms < one_device.cpu_ms) one_device = *again;
-      again = Measure(config, devices, shared_reference);
-      if (again.ok() && again->step_ms < shared_host.step_ms) shared_host = *again;
+      again = Measure(config, devices, shared_one);
+      if (again.ok() && again->step_ms < shared_one_run.step_ms) shared_one_run = *again;
+      again = Measure(config, devices, shared_two);
+      if (again.ok() && again->step_ms < shared_two_run.step_ms) shared_two_run = *again;
     }
     for (size_t p = 0; p < picks.size(); ++p) {
       absl::StatusOr<Measured> measured = Measure(config, devices, ranking.fitting[picks[p]].layout());
@@ -323,7 +328,8 @@ absl::Status RunCluster(const examples::GptConfig& config, int64_t devices) {
   }
   OF_ASSIGN_OR_RETURN(
       const auto_parallel::SearchOptions final_options,
-      with_shared_host_of(with_rates_of(one_device, absl::GetFlag(FLAGS_rounds)), shared_host, absl::GetFlag(FLAGS_rounds)));
+      with_shared_host_of(with_rates_of(one_device, absl::GetFlag(FLAGS_rounds)), shared_one_run, shared_two_run,
+                          absl::GetFlag(FLAGS_rounds)));
   std::vector<Row> rows;
   const Row* chosen = nullptr;  // the measured layout the final model predicts fastest
   for (size_t p = 0; p < picks.size(); ++p) {

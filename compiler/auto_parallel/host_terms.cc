@@ -7,17 +7,24 @@
 
 namespace oneflow::auto_parallel {
 
-absl::StatusOr<SharedHostTerms> SharedHostTermsOf(double cpu_seconds, double wall_seconds, double kernel_cpu_seconds,
-                                                  int64_t acts, int64_t host_cores) {
-  if (!(cpu_seconds > 0) || !(wall_seconds > 0) || kernel_cpu_seconds < 0 || acts < 1 || host_cores < 1) {
+absl::StatusOr<SharedHostTerms> SharedHostTermsOf(const RunSample& fewer, const RunSample& more, int64_t host_cores) {
+  for (const RunSample* run : {&fewer, &more}) {
+    if (!(run->cpu_seconds > 0) || !(run->wall_seconds > 0)) {
+      return absl::InvalidArgumentError(absl::StrFormat(
+          "shared-host terms need positive CPU and wall times, not %g s of CPU in a %g s step", run->cpu_seconds,
+          run->wall_seconds));
+    }
+  }
+  if (more.acts <= fewer.acts || host_cores < 1) {
     return absl::InvalidArgumentError(absl::StrFormat(
-        "shared-host terms need a positive CPU time (%g s) and wall time (%g s), kernel time >= 0 (%g s), acts >= 1 "
-        "(%d) and host cores >= 1 (%d)",
-        cpu_seconds, wall_seconds, kernel_cpu_seconds, acts, host_cores));
+        "shared-host terms need a second run with more acts (%d, not above %d) and host cores >= 1 (%d)", more.acts,
+        fewer.acts, host_cores));
   }
   SharedHostTerms terms;
-  terms.act_seconds = std::max(0.0, cpu_seconds - kernel_cpu_seconds) / static_cast<double>(acts);
-  terms.host_core_share = std::clamp(cpu_seconds / wall_seconds, 1e-3, static_cast<double>(host_cores));
+  terms.act_seconds =
+      std::max(0.0, more.cpu_seconds - fewer.cpu_seconds) / static_cast<double>(more.acts - fewer.acts);
+  terms.host_core_share = std::clamp((fewer.cpu_seconds + more.cpu_seconds) / (fewer.wall_seconds + more.wall_seconds),
+                                     1e-3, static_cast<double>(host_cores));
   return terms;
 }
 
