@@ -9,9 +9,12 @@
 // The reference of each prediction is the step measured in the same run. Two models are
 // reported side by side: "uncalibrated" (the cluster as the examples give it: default
 // compute rates, each device its own core, no per-act cost) and "calibrated" (the terms of
-// tools/cli/host_calibration.h measured in this process before the sweep, and
-// the compute rates scaled to the model's own kernels by one 1-device run of it:
-// {"bench":"auto_parallel_model_rates",...}). The summary names the host's cores and load.
+// tools/cli/host_calibration.h measured in this process before the sweep, the
+// compute rates scaled to the model's own kernels by the CPU time of one 1-device run of
+// it ({"bench":"auto_parallel_model_rates",...}), and the act cost and the share of the
+// cores the process obtains from two runs of it on every device, with one and two
+// micro-batches ({"bench":"auto_parallel_shared_host",...}, SharedHostTermsOf in
+// compiler/auto_parallel/host_terms.h). The summary names the host's cores and load.
 // The goals (issue 26): median |error| <= 15%, Spearman rank correlation >= 0.9.
 //
 // Layouts: the search's ranking (calibrated model) of every layout of the cluster, its
