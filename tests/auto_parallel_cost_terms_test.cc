@@ -5,6 +5,7 @@
 #include <string>
 
 #include "compiler/auto_parallel/act_count.h"
+#include "compiler/auto_parallel/host_terms.h"
 #include "compiler/auto_parallel/model_profile.h"
 #include "compiler/auto_parallel/price.h"
 #include "compiler/compiler.h"
@@ -143,6 +144,48 @@ TEST(AutoParallelCostTermsTest, DevicesSharingOneCoreTakeTheirComputeInTurn) {
   EXPECT_GT(auto_parallel::StepSeconds(*shared), auto_parallel::StepSeconds(*alone));
   // A core each: nothing changes.
   EXPECT_EQ(auto_parallel::StepSeconds(*enough), auto_parallel::StepSeconds(*alone));
+}
+
+TEST(AutoParallelCostTermsTest, TheDevicesComputeOverTheShareOfTheCoresTheProcessObtains) {
+  const Probe probe = ProbeOf(SmallGpt());
+  const proto::AutoParallelLayout dp4 = Layout(4, 1, 1);
+  absl::StatusOr<proto::AutoParallelPrediction> alone = PriceLayout(probe.profile, Devices(4), dp4);
+  ASSERT_TRUE(alone.ok()) << alone.status();
+  // Two cores of which the process obtains half a core's worth (other programs run):
+  // four data-parallel devices' compute takes 4 x compute / 0.5 of wall time.
+  auto_parallel::PriceOptions half_core = Devices(4);
+  half_core.host_cores = 2;
+  half_core.host_core_share = 0.5;
+  absl::StatusOr<proto::AutoParallelPrediction> loaded = PriceLayout(probe.profile, half_core, dp4);
+  ASSERT_TRUE(loaded.ok()) << loaded.status();
+  EXPECT_NEAR(auto_parallel::StepSeconds(*loaded), 8 * alone->compute_seconds(), 1e-12);
+  // A share above the cores (a measurement's noise) is capped at them: 4 x compute / 2.
+  auto_parallel::PriceOptions above = half_core;
+  above.host_core_share = 3;
+  absl::StatusOr<proto::AutoParallelPrediction> capped = PriceLayout(probe.profile, above, dp4);
+  ASSERT_TRUE(capped.ok()) << capped.status();
+  EXPECT_NEAR(auto_parallel::StepSeconds(*capped), 2 * alone->compute_seconds(), 1e-12);
+}
+
+TEST(AutoParallelCostTermsTest, SharedHostTermsAreTheExtraCpuPerExtraActAndCpuOverWall) {
+  // One micro-batch: 40 ms of wall, 48 ms of process CPU, 2000 acts; two: 60 ms of wall,
+  // 78 ms of CPU, 4000 acts (the same kernels) on 2 cores: (78 - 48) ms / 2000 = 15 us per
+  // act, (48 + 78) / (40 + 60) = 1.26 cores.
+  const auto_parallel::RunSample one{0.048, 0.040, 2000};
+  const auto_parallel::RunSample two{0.078, 0.060, 4000};
+  absl::StatusOr<auto_parallel::SharedHostTerms> terms = auto_parallel::SharedHostTermsOf(one, two, 2);
+  ASSERT_TRUE(terms.ok()) << terms.status();
+  EXPECT_NEAR(terms->act_seconds, 15e-6, 1e-15);
+  EXPECT_NEAR(terms->host_core_share, 1.26, 1e-12);
+  // CPU over wall above the cores is capped at them; less CPU with more acts leaves acts free.
+  terms = auto_parallel::SharedHostTermsOf({0.2, 0.05, 2000}, {0.1, 0.05, 4000}, 2);
+  ASSERT_TRUE(terms.ok()) << terms.status();
+  EXPECT_EQ(terms->act_seconds, 0);
+  EXPECT_EQ(terms->host_core_share, 2);
+  const absl::StatusOr<auto_parallel::SharedHostTerms> same_acts = auto_parallel::SharedHostTermsOf(one, one, 2);
+  EXPECT_EQ(same_acts.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_NE(same_acts.status().message().find("more acts (2000, not above 2000)"), std::string::npos)
+      << same_acts.status();
 }
 
 TEST(AutoParallelCostTermsTest, EveryCollectiveCallCostsCollectiveCallSeconds) {

@@ -7,6 +7,8 @@
 
 #include "compiler/auto_parallel/model_profile.h"
 #include "compiler/auto_parallel/price.h"
+#include "compiler/auto_parallel/search.h"
+#include "compiler/auto_parallel/candidate.h"
 #include "examples/common/compile_driver.h"
 #include "examples/gpt/gpt_model.h"
 #include "gmock/gmock.h"
@@ -149,6 +151,65 @@ TEST(AutoParallelEdgeCodecTest, TheCompressedEdgesShortenThePredictionByWhatThey
   EXPECT_EQ(dense.edges_size(), 0);  // off: the dense all-reduces, nothing to choose
   EXPECT_LT(compressed.exposed_communication_seconds(), 0.7 * dense.exposed_communication_seconds());
   EXPECT_EQ(compressed.compute_seconds(), dense.compute_seconds());
+}
+
+// The search plans each distinct tp edge once and reuses its price for every layout that
+// boxes the same tensor on the same group (edge_price_cache.h): the ranking, prediction
+// for prediction, and the decision record are the bytes of a search that plans every
+// layout's edges itself.
+TEST(AutoParallelEdgeCodecTest, TheEdgeCacheGivesTheSameSearchBytesAsPlanningEveryLayout) {
+  const auto_parallel::ModelProfile profile = ProfileOf(SmallGpt());
+  auto_parallel::SearchOptions options;
+  options.price.cluster = OptionsFor(kSlow, "auto").cluster;
+  // 4 nodes of 2: tp groups inside a node and across the slow link, so edges of one size
+  // are priced on groups whose routes differ (a key without the group would mix them).
+  options.price.cluster.set_num_nodes(4);
+  options.price.cluster.set_devices_per_node(2);
+  options.price.compression = OptionsFor(kSlow, "auto").compression;
+  options.max_micro_batches = 8;
+  absl::StatusOr<auto_parallel::SearchResult> cached = auto_parallel::Search(profile, options);
+  ASSERT_TRUE(cached.ok()) << cached.status();
+  options.cache_edge_prices = false;
+  absl::StatusOr<auto_parallel::SearchResult> uncached = auto_parallel::Search(profile, options);
+  ASSERT_TRUE(uncached.ok()) << uncached.status();
+
+  EXPECT_GT(cached->edges_planned, 0);
+  EXPECT_GT(cached->edges_reused, cached->edges_planned);  // most layouts reuse
+  EXPECT_EQ(uncached->edges_planned + uncached->edges_reused, 0);
+  ASSERT_EQ(cached->fitting.size(), uncached->fitting.size());
+  int compressed_layouts = 0;
+  for (size_t i = 0; i < cached->fitting.size(); ++i) {
+    EXPECT_EQ(cached->fitting[i].SerializeAsString(), uncached->fitting[i].SerializeAsString())
+        << auto_parallel::LayoutName(uncached->fitting[i].layout());
+  }
+  const std::vector<proto::AutoParallelPrediction> none;
+  EXPECT_EQ(auto_parallel::DecisionRecord(*cached, 0, 0, 5, none).SerializeAsString(),
+            auto_parallel::DecisionRecord(*uncached, 0, 0, 5, none).SerializeAsString());
+  // The search did price compressed edges (the cache matters only where the planner runs):
+  // some of its layouts, re-priced with their edges, have a codec on one.
+  auto_parallel::PriceOptions recorded = options.price;
+  recorded.record_edges = true;
+  for (const proto::AutoParallelPrediction& prediction : cached->fitting) {
+    absl::StatusOr<proto::AutoParallelPrediction> priced =
+        auto_parallel::PriceLayout(profile, recorded, prediction.layout());
+    ASSERT_TRUE(priced.ok()) << priced.status();
+    bool compressed = false;
+    for (const proto::AutoParallelEdge& edge : priced->edges()) compressed |= !edge.codec().empty();
+    compressed_layouts += compressed ? 1 : 0;
+  }
+  EXPECT_GT(compressed_layouts, 0);
+}
+
+TEST(AutoParallelEdgeCodecTest, ACacheMadeForOtherOptionsIsRefused) {
+  const auto_parallel::ModelProfile profile = ProfileOf(SmallGpt());
+  auto_parallel::PriceOptions options;
+  options.cluster = OptionsFor(kSlow, "auto").cluster;
+  const auto_parallel::PriceOptions other = options;
+  auto_parallel::EdgePriceCache cache(other);
+  absl::StatusOr<proto::AutoParallelPrediction> priced =
+      auto_parallel::PriceLayout(profile, options, TensorParallelOverFourNodes(), &cache);
+  EXPECT_EQ(priced.status().code(), absl::StatusCode::kInternal);
+  EXPECT_THAT(priced.status().message(), HasSubstr("EdgePriceCache made for other PriceOptions"));
 }
 
 }  // namespace

@@ -1,9 +1,32 @@
 #include "compiler/auto_parallel/host_terms.h"
 
+#include <algorithm>
+
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 
 namespace oneflow::auto_parallel {
+
+absl::StatusOr<SharedHostTerms> SharedHostTermsOf(const RunSample& fewer, const RunSample& more, int64_t host_cores) {
+  for (const RunSample* run : {&fewer, &more}) {
+    if (!(run->cpu_seconds > 0) || !(run->wall_seconds > 0)) {
+      return absl::InvalidArgumentError(absl::StrFormat(
+          "shared-host terms need positive CPU and wall times, not %g s of CPU in a %g s step", run->cpu_seconds,
+          run->wall_seconds));
+    }
+  }
+  if (more.acts <= fewer.acts || host_cores < 1) {
+    return absl::InvalidArgumentError(absl::StrFormat(
+        "shared-host terms need a second run with more acts (%d, not above %d) and host cores >= 1 (%d)", more.acts,
+        fewer.acts, host_cores));
+  }
+  SharedHostTerms terms;
+  terms.act_seconds =
+      std::max(0.0, more.cpu_seconds - fewer.cpu_seconds) / static_cast<double>(more.acts - fewer.acts);
+  terms.host_core_share = std::clamp((fewer.cpu_seconds + more.cpu_seconds) / (fewer.wall_seconds + more.wall_seconds),
+                                     1e-3, static_cast<double>(host_cores));
+  return terms;
+}
 
 void ApplyHostMeasurement(const HostMeasurement& measurement, PriceOptions* options) {
   options->act_seconds = measurement.act_seconds;

@@ -8,6 +8,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "compiler/auto_parallel/candidate.h"
+#include "compiler/auto_parallel/edge_price_cache.h"
 #include "compiler/compiler.h"
 #include "oneflow_core/placement.h"
 #include "oneflow_core/status.h"
@@ -31,8 +32,9 @@ struct UnitCost {
 
 class Pricer {
  public:
-  Pricer(const ModelProfile& profile, const PriceOptions& options, const proto::AutoParallelLayout& layout)
-      : profile_(profile), options_(options), layout_(layout), links_(LinkModelOf(options.cluster)) {
+  Pricer(const ModelProfile& profile, const PriceOptions& options, const proto::AutoParallelLayout& layout,
+         EdgePriceCache* cache)
+      : profile_(profile), options_(options), layout_(layout), links_(LinkModelOf(options.cluster)), cache_(cache) {
     rates_ = WithDefaults(ComputeRates{options.cluster.gemm_flops_per_second(),
                                        options.cluster.memory_bytes_per_second()});
   }
@@ -132,7 +134,10 @@ class Pricer {
     if (options_.host_cores > 0) {
       // The devices take turns on the host's cores: no iteration is shorter than all
       // their compute spread over the cores.
-      const double shared = all_devices_compute / static_cast<double>(options_.host_cores);
+      const double cores = options_.host_core_share > 0
+                               ? std::min(options_.host_core_share, static_cast<double>(options_.host_cores))
+                               : static_cast<double>(options_.host_cores);
+      const double shared = all_devices_compute / cores;
       const double step = StepSeconds(prediction);
       if (shared > step) prediction.set_compute_seconds(prediction.compute_seconds() + shared - step);
     }
@@ -231,34 +236,56 @@ class Pricer {
       return AllReduceSeconds(stage, TpAxis(), layout_.tp(), group_bytes);
     }
     const Placement& placement = stage_placements_[stage];
-    std::vector<Sbp> before(placement.hierarchy().rank(), Sbp::Broadcast());
-    before[TpAxis()] = Sbp::Partial();
-    const NdSbp after(std::vector<Sbp>(placement.hierarchy().rank(), Sbp::Broadcast()));
     // The group's tensor as f32 elements (other axes broadcast: the dp group's rows).
     const int64_t elements = std::max<int64_t>(1, static_cast<int64_t>(group_bytes / SizeOf(DType::kF32)));
-    OF_ASSIGN_OR_RETURN(
-        const BoxingPlan plan,
-        PlanBoxing(Shape{elements}, DType::kF32, NdSbp(std::move(before)), placement, after, placement, links_,
-                   BoxingOptionsFor(options_.compression, TensorRole::kActivation, std::nullopt)));
-    const double calls = static_cast<double>(plan.steps.size()) * options_.collective_call_seconds;
+    std::string key;
+    const PricedEdge* priced = nullptr;
+    PricedEdge planned;
+    if (cache_ != nullptr) {
+      key = EdgePriceCache::Key(placement.ToString(), TpAxis(), elements);
+      priced = cache_->Find(key);
+    }
+    if (priced == nullptr) {
+      OF_ASSIGN_OR_RETURN(planned, PlanTpAllReduce(placement, elements));
+      priced = &planned;
+      if (cache_ != nullptr) priced = &cache_->Insert(std::move(key), std::move(planned));
+    }
+    const double calls = static_cast<double>(priced->steps) * options_.collective_call_seconds;
     if (options_.record_edges) {
       proto::AutoParallelEdge edge;
       edge.set_unit(unit);
       edge.set_tensor(tensor);
-      double dense = 0;
-      std::vector<std::string> codecs, decisions;
-      for (const BoxingStep& step : plan.steps) {
-        dense += step.dense_seconds;
-        if (step.compression.compressed()) codecs.push_back(CompressionChoiceText(step.compression));
-        if (!step.compression_reason.empty()) decisions.push_back(step.compression_reason);
-      }
-      edge.set_dense_seconds(dense + calls);
-      edge.set_seconds(plan.seconds + calls);
-      edge.set_codec(absl::StrJoin(codecs, " + "));
-      edge.set_decision(absl::StrJoin(decisions, "; "));
+      edge.set_dense_seconds(priced->dense_seconds + calls);
+      edge.set_seconds(priced->seconds + calls);
+      edge.set_codec(priced->codec);
+      edge.set_decision(priced->decision);
       edges_.push_back(std::move(edge));
     }
-    return plan.seconds + calls;
+    return priced->seconds + calls;
+  }
+
+  // P -> B over the tp axis of `placement` as PlanBoxing plans it under the activation
+  // codecs of the policy.
+  absl::StatusOr<PricedEdge> PlanTpAllReduce(const Placement& placement, int64_t elements) const {
+    std::vector<Sbp> before(placement.hierarchy().rank(), Sbp::Broadcast());
+    before[TpAxis()] = Sbp::Partial();
+    const NdSbp after(std::vector<Sbp>(placement.hierarchy().rank(), Sbp::Broadcast()));
+    OF_ASSIGN_OR_RETURN(
+        const BoxingPlan plan,
+        PlanBoxing(Shape{elements}, DType::kF32, NdSbp(std::move(before)), placement, after, placement, links_,
+                   BoxingOptionsFor(options_.compression, TensorRole::kActivation, std::nullopt)));
+    PricedEdge edge;
+    edge.seconds = plan.seconds;
+    edge.steps = static_cast<int64_t>(plan.steps.size());
+    std::vector<std::string> codecs, decisions;
+    for (const BoxingStep& step : plan.steps) {
+      edge.dense_seconds += step.dense_seconds;
+      if (step.compression.compressed()) codecs.push_back(CompressionChoiceText(step.compression));
+      if (!step.compression_reason.empty()) decisions.push_back(step.compression_reason);
+    }
+    edge.codec = absl::StrJoin(codecs, " + ");
+    edge.decision = absl::StrJoin(decisions, "; ");
+    return edge;
   }
 
   absl::StatusOr<UnitCost> PriceUnit(const ProfileUnit& unit, int64_t stage) {
@@ -353,6 +380,7 @@ class Pricer {
   const proto::AutoParallelLayout& layout_;
   const LinkModel links_;
   ComputeRates rates_;
+  EdgePriceCache* cache_;  // may be null
   std::vector<Placement> stage_placements_;
   std::vector<proto::AutoParallelEdge> edges_;  // record_edges: in pricing order
 };
@@ -361,7 +389,16 @@ class Pricer {
 
 absl::StatusOr<proto::AutoParallelPrediction> PriceLayout(const ModelProfile& profile, const PriceOptions& options,
                                                           const proto::AutoParallelLayout& layout) {
-  return Pricer(profile, options, layout).Run();
+  return Pricer(profile, options, layout, nullptr).Run();
+}
+
+absl::StatusOr<proto::AutoParallelPrediction> PriceLayout(const ModelProfile& profile, const PriceOptions& options,
+                                                          const proto::AutoParallelLayout& layout,
+                                                          EdgePriceCache* cache) {
+  if (cache != nullptr && cache->options() != &options) {
+    return absl::InternalError("PriceLayout: an EdgePriceCache made for other PriceOptions");
+  }
+  return Pricer(profile, options, layout, cache).Run();
 }
 
 double StepSeconds(const proto::AutoParallelPrediction& prediction) {

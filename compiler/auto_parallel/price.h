@@ -21,7 +21,8 @@
 //               micro-batch), of which the last micro-batch's backward hides all but
 //               the last gradient bucket
 //   and with host_cores (every device simulated in one process on that many cores) at
-//   least the devices' compute over the cores; the difference counts as compute.
+//   least the devices' compute (kernels and acts) over the cores, or over the share of
+//   them the process obtains (host_core_share); the difference counts as compute.
 //   peak  = parameters + gradients + optimizer state (what ZeRO shards divided by dp)
 //           + kept activations of one micro-batch x micro-batches in flight (pp - s on
 //           stage s, bounded by micro_batches) x the register slots.
@@ -31,6 +32,7 @@
 #include <cstdint>
 
 #include "absl/status/statusor.h"
+#include "compiler/auto_parallel/edge_price_cache.h"
 #include "compiler/auto_parallel/model_profile.h"
 #include "proto/plan.pb.h"
 #include "sbp/compression_policy.h"
@@ -56,6 +58,11 @@ struct PriceOptions {
   // run`, the examples' --run): the devices' compute then shares them, and the iteration
   // takes at least every device's compute over the cores. 0: each device has its own.
   int64_t host_cores = 0;
+  // With host_cores: the CPU seconds the devices obtain per second of wall time when all
+  // of them are busy, measured as a run's process CPU time over its wall time (other
+  // programs on the host, and the devices' own wake-ups, leave less than host_cores); the
+  // iteration then takes at least every device's compute over this share. 0: host_cores.
+  double host_core_share = 0;
   // --compression as the compiler will apply it (CompileOptions::compression): with a
   // mode other than off, each tensor-parallel all-reduce is priced by the compiler's own
   // boxing planner (sbp/boxing.h PlanBoxing, the options BoxingOptionsFor gives an
@@ -78,6 +85,13 @@ struct PriceOptions {
 // dp x micro_batches, ZeRO without dp, tp without the model's hints.
 absl::StatusOr<proto::AutoParallelPrediction> PriceLayout(const ModelProfile& profile, const PriceOptions& options,
                                                           const proto::AutoParallelLayout& layout);
+
+// The same, the tensor-parallel edges the boxing planner prices (--compression other than
+// off) looked up in and added to `cache` (edge_price_cache.h), which must have been made
+// for `options` (this object: INTERNAL otherwise). Gives the same prediction as without.
+absl::StatusOr<proto::AutoParallelPrediction> PriceLayout(const ModelProfile& profile, const PriceOptions& options,
+                                                          const proto::AutoParallelLayout& layout,
+                                                          EdgePriceCache* cache);
 
 // compute + exposed communication + bubble.
 double StepSeconds(const proto::AutoParallelPrediction& prediction);

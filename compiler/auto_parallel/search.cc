@@ -50,9 +50,11 @@ absl::StatusOr<SearchResult> Search(const ModelProfile& profile, const SearchOpt
         absl::StrCat("--device_memory=", options.device_memory, " is negative; give bytes > 0 (0: no limit)"));
   }
   SearchResult result;
+  EdgePriceCache cache(options.price);
+  EdgePriceCache* edge_cache = options.cache_edge_prices ? &cache : nullptr;
   for (const proto::AutoParallelLayout& layout : EnumerateLayouts(profile, devices, options.max_micro_batches)) {
     if (options.max_pipeline_stages > 0 && layout.pp() > options.max_pipeline_stages) continue;
-    absl::StatusOr<proto::AutoParallelPrediction> prediction = PriceLayout(profile, options.price, layout);
+    absl::StatusOr<proto::AutoParallelPrediction> prediction = PriceLayout(profile, options.price, layout, edge_cache);
     if (!prediction.ok()) continue;  // a layout the enumeration could not rule out cheaply
     ++result.candidates;
     if (options.device_memory > 0 && prediction->peak_bytes() > options.device_memory) {
@@ -61,6 +63,8 @@ absl::StatusOr<SearchResult> Search(const ModelProfile& profile, const SearchOpt
       result.fitting.push_back(*std::move(prediction));
     }
   }
+  result.edges_planned = cache.misses();
+  result.edges_reused = cache.hits();
   if (result.candidates == 0) {
     return absl::InvalidArgumentError(absl::StrCat("no layout of '", profile.job_name, "' fits ", devices,
                                                    " devices: the batch of ", profile.batch_rows,

@@ -29,6 +29,11 @@ struct SearchOptions {
   // A model written without a stage map (a graph text: every op on the default placement)
   // takes 1.
   int64_t max_pipeline_stages = 0;
+  // Price each distinct tensor-parallel edge once for all layouts (edge_price_cache.h):
+  // with --compression other than off, the boxing planner's price of an edge is reused by
+  // every layout that boxes the same tensor on the same group. The ranking is the same
+  // either way; false is the reference of bench/auto_parallel:search_bench.
+  bool cache_edge_prices = true;
 };
 
 struct SearchResult {
@@ -37,6 +42,10 @@ struct SearchResult {
   // Layouts over it, cheapest first.
   std::vector<proto::AutoParallelPrediction> over_memory;
   int64_t candidates = 0;
+  // Tensor-parallel edges the boxing planner planned, and the prices reused from the
+  // cache (both 0 without compression, whose edges are priced by formula).
+  int64_t edges_planned = 0;
+  int64_t edges_reused = 0;
 };
 
 // INVALID_ARGUMENT when the cluster has no device or no layout suits the model (naming
