@@ -60,11 +60,11 @@ absl::StatusOr<std::unique_ptr<WorkerJob>> WorkerJob::Start(WorkerJobConfig conf
   if (pipe2(wake, O_CLOEXEC | O_NONBLOCK) != 0) {
     return absl::UnavailableError(absl::StrCat("cannot start the worker: pipe2: ", std::strerror(errno)));
   }
-  job->wake_read_ = UniqueFd(wake[0]);
-  job->wake_write_ = UniqueFd(wake[1]);
+  job->wake_read_ = FileDescriptor(wake[0]);
+  job->wake_write_ = FileDescriptor(wake[1]);
   if (!job->config_.log_file.empty()) {
     // Best effort: the log is a debugging aid, the stream carries the same lines.
-    job->log_file_ = UniqueFd(open(job->config_.log_file.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644));
+    job->log_file_ = FileDescriptor(open(job->config_.log_file.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644));
   }
   absl::Status start_status;
   absl::Notification started;
@@ -108,8 +108,8 @@ void WorkerJob::Supervise(absl::Status* start_status, absl::Notification* starte
     event.mutable_started()->set_worker_pid(pid);
     Push(std::move(event));
   }
-  UniqueFd events = std::move(spawned->events);
-  UniqueFd output = std::move(spawned->output);
+  FileDescriptor events = std::move(spawned->events);
+  FileDescriptor output = std::move(spawned->output);
   started->Notify();  // Start's locals are gone after this.
 
   std::thread pump(&WorkerJob::PumpPipes, this, std::move(events), std::move(output));
@@ -137,7 +137,7 @@ void WorkerJob::Supervise(absl::Status* start_status, absl::Notification* starte
   Finish(wait_status);
 }
 
-void WorkerJob::PumpPipes(UniqueFd events, UniqueFd output) {
+void WorkerJob::PumpPipes(FileDescriptor events, FileDescriptor output) {
   WorkerEventParser parser;
   bool parser_stuck = false;
   std::string line_buffer;

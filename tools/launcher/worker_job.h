@@ -28,8 +28,8 @@
 #include "absl/synchronization/mutex.h"
 #include "absl/synchronization/notification.h"
 #include "absl/time/time.h"
+#include "oneflow_core/files/file_descriptor.h"
 #include "proto/launcher.pb.h"
-#include "tools/launcher/unique_fd.h"
 #include "tools/launcher/worker_process.h"
 #include "tools/launcher/worker_status_file.h"
 
@@ -112,7 +112,7 @@ class WorkerJob {
  private:
   explicit WorkerJob(WorkerJobConfig config);
   void Supervise(absl::Status* start_status, absl::Notification* started);
-  void PumpPipes(UniqueFd events, UniqueFd output);
+  void PumpPipes(FileDescriptor events, FileDescriptor output);
   void OnWorkerEvent(proto::JobEvent event);
   void OnOutputLine(std::string line);
   void Finish(int wait_status);
@@ -120,8 +120,8 @@ class WorkerJob {
   void SampleStops(pid_t pid);
 
   const WorkerJobConfig config_;
-  UniqueFd wake_read_, wake_write_;  // The supervisor wakes the I/O thread at exit.
-  UniqueFd log_file_;
+  FileDescriptor wake_read_, wake_write_;  // The supervisor wakes the I/O thread at exit.
+  FileDescriptor log_file_;
   std::thread supervisor_;
   std::thread killer_;  // Cancel's SIGKILL after the grace period.
   std::thread stop_sampler_;  // Started by the first Heartbeat.

@@ -33,7 +33,7 @@ char ProcessState(pid_t pid) {
 }
 
 // The state letter from an open /proc/PID/stat (re-read from offset 0 on every call).
-char ProcessState(const UniqueFd& stat) {
+char ProcessState(const FileDescriptor& stat) {
   char text[512];
   const ssize_t got = pread(stat.get(), text, sizeof(text) - 1, 0);
   if (got <= 0) return 0;
@@ -65,7 +65,7 @@ int64_t ModifiedNs(const std::string& path) {
 
 void WorkerJob::SampleStops(pid_t pid) {
   pthread_setname_np(pthread_self(), "of-stop-sample");  // For bench/diagnosis.
-  const UniqueFd stat(open(absl::StrCat("/proc/", pid, "/stat").c_str(), O_RDONLY | O_CLOEXEC));
+  const FileDescriptor stat(open(absl::StrCat("/proc/", pid, "/stat").c_str(), O_RDONLY | O_CLOEXEC));
   if (!stat.valid()) return;
   // Random intervals, so that a periodic SIGSTOP/SIGCONT cycle cannot hide between
   // samples: 100-300 ms while the worker has not been seen stopped (a stop that costs a
