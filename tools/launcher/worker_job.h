@@ -15,9 +15,11 @@
 
 #include <sys/types.h>
 
+#include <condition_variable>
 #include <cstdint>
 #include <deque>
 #include <memory>
+#include <mutex>
 #include <optional>
 #include <string>
 #include <thread>
@@ -25,7 +27,6 @@
 
 #include "absl/base/thread_annotations.h"
 #include "absl/status/statusor.h"
-#include "absl/synchronization/mutex.h"
 #include "absl/synchronization/notification.h"
 #include "absl/time/time.h"
 #include "oneflow_core/files/file_descriptor.h"
@@ -127,7 +128,8 @@ class WorkerJob {
   std::thread stop_sampler_;  // Started by the first Heartbeat.
   absl::Notification done_;
 
-  mutable absl::Mutex mutex_;
+  mutable std::mutex mutex_;
+  std::condition_variable queue_changed_;  // an event was queued
   pid_t pid_ ABSL_GUARDED_BY(mutex_) = 0;
   // The worker (group leader) exited but is not reaped yet, so its pid, which is the
   // group id, cannot have been reused: signalling the group is safe until then only.

@@ -88,7 +88,7 @@ void WorkerJob::SampleStops(pid_t pid) {
     fast_until = now + absl::Seconds(10);
     // A stopped worker's file does not change: this is where its devices stopped.
     const std::vector<proto::DeviceProgress> progress = ReadWorkerStatusFile(config_.status_file, config_.node_devices);
-    absl::MutexLock lock(&mutex_);
+    std::lock_guard<std::mutex> lock(mutex_);
     if (leader_exited_) break;  // The pid may be reaped and reused from here on.
     stopped_time_.ChargeStopped(progress, elapsed_ns);
   }
@@ -97,7 +97,7 @@ void WorkerJob::SampleStops(pid_t pid) {
 std::optional<proto::JobEvent> WorkerJob::Heartbeat() {
   WorkerStatusSnapshot snapshot = ReadWorkerStatus(config_.status_file, config_.node_devices);
   const absl::Time now = absl::Now();
-  absl::MutexLock lock(&mutex_);
+  std::lock_guard<std::mutex> lock(mutex_);
   if (done_.HasBeenNotified() || leader_exited_ || pid_ <= 0) return std::nullopt;
   if (!sampling_stops_) {
     sampling_stops_ = true;
@@ -126,7 +126,7 @@ WorkerDump WorkerJob::RequestDump(absl::Duration timeout) {
   const int64_t before = ModifiedNs(dump.path);
   bool asked = false;
   {
-    absl::MutexLock lock(&mutex_);
+    std::lock_guard<std::mutex> lock(mutex_);
     if (!done_.HasBeenNotified() && !leader_exited_ && pid_ > 0) {
       if (ProcessState(pid_) == 'T') {
         dump.note = absl::StrCat("node ", config_.node_rank, " worker (pid ", pid_,
