@@ -90,13 +90,6 @@ absl::Status CheckRequest(const Shape& logical, DType dtype, const NdSbp& src,
   OF_RETURN_IF_ERROR(CheckPartialIsSum("source", src));
   OF_RETURN_IF_ERROR(CheckPartialIsSum("destination", dst));
   OF_RETURN_IF_ERROR(CheckLinkModel(links));
-  if (options.sparsity != BoxingOptions::Sparsity::kDense) {
-    // Sparse boxing exists, but not here: the compiler decides which boxings are
-    // row-sparse and plans them as one sparse step itself (boxing_options.h).
-    return absl::UnimplementedError(
-        "PlanBoxing plans dense and compressed boxings only; row-sparse ones (only the used rows "
-        "travel) are planned by the compiler (compiler/sparse_boxing.h): use Sparsity::kDense here");
-  }
   using Named = std::pair<const char*, const CompressionChoice*>;
   for (const auto& [what, choice] : {Named{"in-node reductions", &options.reduce_in_node},
                                      Named{"cross-node reductions", &options.reduce_cross_node},

@@ -45,8 +45,8 @@ namespace oneflow {
 //                     of CheckNdSbpFits, which lists the valid split axes), a negative
 //                     dimension, a bad link model, compression of a non-floating dtype
 //                     or a codec configuration CheckCompressionChoice refuses;
-//   UNIMPLEMENTED     P(max) / P(min) (only partial sums box today), sparse boxing,
-//                     a hierarchy too large to search.
+//   UNIMPLEMENTED     P(max) / P(min) (only partial sums box today), a hierarchy too
+//                     large to search.
 absl::StatusOr<BoxingPlan> PlanBoxing(const Shape& logical, DType dtype, const NdSbp& src,
                                       const Placement& src_placement, const NdSbp& dst,
                                       const Placement& dst_placement, const LinkModel& links,

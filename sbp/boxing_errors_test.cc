@@ -51,17 +51,6 @@ TEST(BoxingErrorsTest, PartialMaxIsNotImplemented) {
             "boxing supports partial sums (P) only; P(max) and P(min) are not implemented");
 }
 
-TEST(BoxingErrorsTest, SparseRowsAreNotPlannedHere) {
-  BoxingOptions options;
-  options.sparsity = BoxingOptions::Sparsity::kSparseRows;
-  const absl::Status status = Boxing(Shape{5, 7}, DType::kF32, "S(0)", "B", options);
-  EXPECT_EQ(status.code(), absl::StatusCode::kUnimplemented);
-  EXPECT_EQ(status.message(),
-            "boxing f32 [5, 7] from S(0) on cpu{0:0-3} to B on cpu{0:0-3}: PlanBoxing plans dense and "
-            "compressed boxings only; row-sparse ones (only the used rows travel) are planned by the "
-            "compiler (compiler/sparse_boxing.h): use Sparsity::kDense here");
-}
-
 TEST(BoxingErrorsTest, CompressingAnIntegerTensor) {
   const BoxingOptions options = BoxingOptions::Everywhere({CompressionKind::kFp8E4M3, 128, false});
   const absl::Status status = Boxing(Shape{5, 7}, DType::kI32, "P", "B", options);

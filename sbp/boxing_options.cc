@@ -14,13 +14,12 @@ BoxingOptions BoxingOptions::Everywhere(const CompressionChoice& choice) {
 }
 
 std::string BoxingOptionsKey(const BoxingOptions& options) {
-  if (!options.compresses() && options.sparsity == BoxingOptions::Sparsity::kDense) return "dense";
+  if (!options.compresses()) return "dense";
   return absl::StrCat("reduce in-node ", CompressionChoiceText(options.reduce_in_node), ", cross-node ",
                       CompressionChoiceText(options.reduce_cross_node), options.two_level ? ", two-level" : "",
                       "; gather ", CompressionChoiceText(options.gather),
                       options.compress_intra_node ? "; intra-node" : "", options.automatic ? "; automatic" : "",
-                      options.dense_in_bucket ? "; dense in a bucket" : "",
-                      options.sparsity == BoxingOptions::Sparsity::kDense ? "" : "; sparse rows");
+                      options.dense_in_bucket ? "; dense in a bucket" : "");
 }
 
 }  // namespace oneflow

@@ -1,4 +1,4 @@
-// What a boxing may do to the bytes on the wire: dense, compressed or sparse.
+// What a boxing may do to the bytes on the wire: dense or compressed.
 //
 // PlanBoxing takes a BoxingOptions per edge: the graph compiler picks the codecs by what
 // the tensor is (sbp/compression_policy.h) and every BoxingStep records the codec its
@@ -20,10 +20,9 @@
 //    it, every eligible step compresses.
 //  - Bytes are counted by CountWireBytes (sbp/compression.h); an encoding that would not
 //    shrink the step leaves it dense.
-//  - Sparse (only the used rows travel) is not planned here: the compiler decides which
+//  - Sparse (only the used rows travel) is not an option here: the compiler decides which
 //    boxings are row-sparse itself (compiler/sparse_boxing.h: embedding gradients, MoE
-//    dispatch) and plans them as one sparse step. PlanBoxing, asked for kSparseRows,
-//    returns UNIMPLEMENTED naming the edge rather than pretending the dense bytes are sparse.
+//    dispatch) and marks the planned step sparse (proto::Sparsity in the plan).
 #ifndef SBP_BOXING_OPTIONS_H_
 #define SBP_BOXING_OPTIONS_H_
 
@@ -35,8 +34,6 @@
 namespace oneflow {
 
 struct BoxingOptions {
-  enum class Sparsity { kDense, kSparseRows };
-
   // The codecs of the compressible step kinds (the top of this file); kNone everywhere
   // (the default) is dense.
   CompressionChoice reduce_in_node;
@@ -52,9 +49,6 @@ struct BoxingOptions {
   // the automatic decision compares the compressed step with the dense wire time only.
   bool dense_in_bucket = false;
   CodecThroughput codec_throughput = CodecThroughput::Defaults();
-  // kSparseRows: only the rows that are used travel. PlanBoxing refuses it (see above):
-  // sparse boxings are planned by compiler/sparse_boxing.h, not through these options.
-  Sparsity sparsity = Sparsity::kDense;
 
   // True when some step could compress.
   bool compresses() const {

@@ -17,6 +17,7 @@
 #include "absl/strings/str_join.h"
 #include "actors/checkpoint/checkpoint_format.h"
 #include "actors/checkpoint/checkpoint_writer.h"
+#include "oneflow_core/files/file_descriptor.h"
 #include "oneflow_core/status.h"
 
 namespace oneflow::actors {
@@ -30,29 +31,21 @@ absl::Status IoError(const std::string& what, const std::string& path) {
 
 // Writes `pieces` to a new file at `path` and fsyncs it; the CRC-32 of what it wrote.
 absl::StatusOr<uint32_t> WriteFile(const std::string& path, const std::vector<std::pair<const char*, size_t>>& pieces) {
-  const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-  if (fd < 0) return IoError("create", path);
+  FileDescriptor file(::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644));
+  if (!file.valid()) return IoError("create", path);
   uint32_t crc = 0;
   for (const auto& [data, size] : pieces) {
     size_t done = 0;
     while (done < size) {
-      const ssize_t n = ::write(fd, data + done, size - done);
+      const ssize_t n = ::write(file.get(), data + done, size - done);
       if (n < 0 && errno == EINTR) continue;
-      if (n <= 0) {
-        absl::Status status = IoError("write", path);
-        ::close(fd);
-        return status;
-      }
+      if (n <= 0) return IoError("write", path);
       done += static_cast<size_t>(n);
     }
     crc = Crc32(crc, data, size);
   }
-  if (::fsync(fd) != 0) {
-    absl::Status status = IoError("fsync", path);
-    ::close(fd);
-    return status;
-  }
-  if (::close(fd) != 0) return IoError("close", path);
+  if (::fsync(file.get()) != 0) return IoError("fsync", path);
+  if (file.Close() != 0) return IoError("close", path);
   return crc;
 }
 

@@ -20,6 +20,7 @@
 #include "absl/strings/strip.h"
 #include "google/protobuf/io/coded_stream.h"
 #include "google/protobuf/io/zero_copy_stream_impl_lite.h"
+#include "oneflow_core/files/file_descriptor.h"
 
 namespace oneflow::actors {
 namespace {
@@ -179,17 +180,14 @@ absl::StatusOr<CheckpointLocation> FindCheckpoint(const std::string& path) {
 }
 
 absl::Status SyncDirectory(const std::string& path) {
-  const int fd = ::open(path.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-  if (fd < 0) {
+  const FileDescriptor directory(::open(path.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+  if (!directory.valid()) {
     return absl::InternalError(
         absl::StrCat("checkpoint: cannot open directory '", path, "': ", std::strerror(errno)));
   }
-  const int result = ::fsync(fd);
-  const int fsync_errno = errno;
-  ::close(fd);
-  if (result != 0) {
+  if (::fsync(directory.get()) != 0) {
     return absl::InternalError(
-        absl::StrCat("checkpoint: cannot fsync directory '", path, "': ", std::strerror(fsync_errno)));
+        absl::StrCat("checkpoint: cannot fsync directory '", path, "': ", std::strerror(errno)));
   }
   return absl::OkStatus();
 }

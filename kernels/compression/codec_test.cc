@@ -341,7 +341,7 @@ TEST(CodecStochasticTest, NoiseIsLogicalRandomsUniform) {
 #if defined(__GNUC__) && defined(__AVX2__)
     // The eight-lane form, across a carry into the counter's high word too.
     for (uint64_t first : {0ull, 12345ull, 0xFFFFFFFCull, (1ull << 62) + 3}) {
-      const compression::FloatLanes lanes = noise.Uniform8(first);
+      const F32x8 lanes = noise.Uniform8(first);
       for (int lane = 0; lane < 8; ++lane) {
         ASSERT_EQ(lanes[lane], random.Uniform(static_cast<int64_t>(first + lane))) << first;
       }

@@ -10,10 +10,9 @@ template <typename Traits>
 void ConvertToFp8(const float* in, int64_t count, uint8_t* out) {
   int64_t i = 0;
 #if defined(__GNUC__)
-  using compression::IntLanes;
   using compression::kLanes;
   auto code = [&](int64_t at) {
-    return (IntLanes)compression::FloatToFp8Lanes<Traits>(compression::LoadFloats(in + at));
+    return (I32x8)compression::FloatToFp8Lanes<Traits>(compression::LoadFloats(in + at));
   };
   for (; i + 4 * kLanes <= count; i += 4 * kLanes) {
     compression::StoreLowBytes(out + i, code(i), code(i + kLanes), code(i + 2 * kLanes),

@@ -90,24 +90,24 @@ inline uint8_t FloatToFp8(float value) {
 // arithmetic is unsigned (it wraps for NaN patterns, which are then replaced); the
 // comparisons are signed, on values below 2^31, because AVX2 compares only signed lanes.
 template <typename Traits>
-inline UintLanes FloatToFp8Lanes(FloatLanes value) {
+inline U32x8 FloatToFp8Lanes(F32x8 value) {
   constexpr int kDrop = 23 - Traits::kMantissaBits;
-  const UintLanes bits = AsUints(value);
-  const UintLanes sign = (bits >> 24) & 0x80;
-  const UintLanes magnitude = bits & 0x7FFFFFFF;
-  const IntLanes signed_magnitude = (IntLanes)magnitude;
-  const UintLanes subnormal = AsUints(AsFloats(magnitude) + Traits::kSubnormalMagic) -
+  const U32x8 bits = AsUints(value);
+  const U32x8 sign = (bits >> 24) & 0x80;
+  const U32x8 magnitude = bits & 0x7FFFFFFF;
+  const I32x8 signed_magnitude = (I32x8)magnitude;
+  const U32x8 subnormal = AsUints(AsFloats(magnitude) + Traits::kSubnormalMagic) -
                               FloatBits(Traits::kSubnormalMagic);
-  const UintLanes rounded = magnitude + ((1u << (kDrop - 1)) - 1) + ((magnitude >> kDrop) & 1);
-  IntLanes normal = (IntLanes)((rounded >> kDrop) - (static_cast<uint32_t>(127 - Traits::kBias)
+  const U32x8 rounded = magnitude + ((1u << (kDrop - 1)) - 1) + ((magnitude >> kDrop) & 1);
+  I32x8 normal = (I32x8)((rounded >> kDrop) - (static_cast<uint32_t>(127 - Traits::kBias)
                                                      << Traits::kMantissaBits));
-  const IntLanes max_code = SplatInt(static_cast<int32_t>(Traits::kMaxCode));
+  const I32x8 max_code = SplatInt(static_cast<int32_t>(Traits::kMaxCode));
   normal = normal < max_code ? normal : max_code;
-  IntLanes code = signed_magnitude < static_cast<int32_t>(Traits::kSmallestNormalBits)
-                      ? (IntLanes)subnormal
+  I32x8 code = signed_magnitude < static_cast<int32_t>(Traits::kSmallestNormalBits)
+                      ? (I32x8)subnormal
                       : normal;
   code = signed_magnitude > 0x7F800000 ? SplatInt(0x7F) : code;
-  return sign | (UintLanes)code;
+  return sign | (U32x8)code;
 }
 #endif
 
@@ -135,20 +135,20 @@ inline float Fp8ToFloat(uint8_t code) {
 #if defined(__GNUC__)
 // The same as Fp8ToFloat on eight lanes, from codes in the low byte of each lane.
 template <typename Traits>
-inline FloatLanes Fp8ToFloatLanes(UintLanes code) {
+inline F32x8 Fp8ToFloatLanes(U32x8 code) {
   constexpr int kShift = 23 - Traits::kMantissaBits;
-  const IntLanes magnitude = (IntLanes)(code & 0x7F);
-  const FloatLanes subnormal =
-      __builtin_convertvector(magnitude, FloatLanes) * Traits::kSubnormalStep;
-  const IntLanes normal = (magnitude << kShift) + ((127 - Traits::kBias) << 23);
-  IntLanes bits = magnitude < (1 << Traits::kMantissaBits) ? AsInts(subnormal) : normal;
+  const I32x8 magnitude = (I32x8)(code & 0x7F);
+  const F32x8 subnormal =
+      __builtin_convertvector(magnitude, F32x8) * Traits::kSubnormalStep;
+  const I32x8 normal = (magnitude << kShift) + ((127 - Traits::kBias) << 23);
+  I32x8 bits = magnitude < (1 << Traits::kMantissaBits) ? AsInts(subnormal) : normal;
   if (Traits::kMaxCode == 0x7B) {
     bits = magnitude == 0x7C ? SplatInt(0x7F800000) : bits;
     bits = magnitude > 0x7C ? SplatInt(0x7FC00000) : bits;
   } else {
     bits = magnitude > static_cast<int32_t>(Traits::kMaxCode) ? SplatInt(0x7FC00000) : bits;
   }
-  return AsFloats(bits | (IntLanes)((code & 0x80) << 24));
+  return AsFloats(bits | (I32x8)((code & 0x80) << 24));
 }
 #endif
 

@@ -12,7 +12,7 @@ template <typename Traits>
 void Quantize(const float* x, int64_t n, float inverse, uint8_t* codes) {
   int64_t i = 0;
 #if defined(__GNUC__)
-  auto code = [&](int64_t at) { return (IntLanes)FloatToFp8Lanes<Traits>(LoadFloats(x + at) * inverse); };
+  auto code = [&](int64_t at) { return (I32x8)FloatToFp8Lanes<Traits>(LoadFloats(x + at) * inverse); };
   for (; i + 4 * kLanes <= n; i += 4 * kLanes) {
     StoreLowBytes(codes + i, code(i), code(i + kLanes), code(i + 2 * kLanes), code(i + 3 * kLanes));
   }
@@ -26,7 +26,7 @@ void Dequantize(const uint8_t* codes, int64_t n, float scale, float* out) {
   int64_t i = 0;
 #if defined(__GNUC__)
   for (; i + kLanes <= n; i += kLanes) {
-    FloatLanes value = Fp8ToFloatLanes<Traits>(LoadUnsignedBytes(codes + i)) * scale;
+    F32x8 value = Fp8ToFloatLanes<Traits>(LoadUnsignedBytes(codes + i)) * scale;
     if (kMode == DecodeMode::kAccumulate) value = LoadFloats(out + i) + value;
     StoreFloats(out + i, value);
   }

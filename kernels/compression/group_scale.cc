@@ -16,9 +16,9 @@ GroupRange MeasureGroup(const float* x, int64_t n) {
   int64_t i = 0;
 #if defined(__GNUC__)
   if (n >= kLanes) {
-    IntLanes lanes{};
+    I32x8 lanes{};
     for (; i + kLanes <= n; i += kLanes) {
-      const IntLanes magnitude = AsInts(LoadFloats(x + i)) & 0x7FFFFFFF;
+      const I32x8 magnitude = AsInts(LoadFloats(x + i)) & 0x7FFFFFFF;
       lanes = magnitude > lanes ? magnitude : lanes;
     }
     largest = HorizontalMax(lanes);

@@ -23,17 +23,16 @@ void ScalarStages(float* data, int64_t n, int64_t first_stride) {
 }
 
 #if defined(__GNUC__)
-using compression::FloatLanes;
 
 // Strides 1, 2 and 4 inside one eight-lane vector: lane j pairs with lane j ^ h; the
 // lower lane gets a + b (written b + a: the same float), the upper one a + (-b) = a - b.
-inline FloatLanes InRegisterStages(FloatLanes v) {
+inline F32x8 InRegisterStages(F32x8 v) {
   v = __builtin_shufflevector(v, v, 1, 0, 3, 2, 5, 4, 7, 6) +
-      v * FloatLanes{1, -1, 1, -1, 1, -1, 1, -1};
+      v * F32x8{1, -1, 1, -1, 1, -1, 1, -1};
   v = __builtin_shufflevector(v, v, 2, 3, 0, 1, 6, 7, 4, 5) +
-      v * FloatLanes{1, 1, -1, -1, 1, 1, -1, -1};
+      v * F32x8{1, 1, -1, -1, 1, 1, -1, -1};
   v = __builtin_shufflevector(v, v, 4, 5, 6, 7, 0, 1, 2, 3) +
-      v * FloatLanes{1, 1, 1, 1, -1, -1, -1, -1};
+      v * F32x8{1, 1, 1, 1, -1, -1, -1, -1};
   return v;
 }
 #endif
@@ -56,12 +55,12 @@ void FastWalshHadamard(const float* in, float* out, int64_t n) {
     for (; 4 * h <= n; h *= 4) {
       for (int64_t i = 0; i < n; i += 4 * h) {
         for (int64_t j = i; j < i + h; j += compression::kLanes) {
-          const FloatLanes a = compression::LoadFloats(out + j);
-          const FloatLanes b = compression::LoadFloats(out + j + h);
-          const FloatLanes c = compression::LoadFloats(out + j + 2 * h);
-          const FloatLanes d = compression::LoadFloats(out + j + 3 * h);
-          const FloatLanes ab_sum = a + b, ab_difference = a - b;
-          const FloatLanes cd_sum = c + d, cd_difference = c - d;
+          const F32x8 a = compression::LoadFloats(out + j);
+          const F32x8 b = compression::LoadFloats(out + j + h);
+          const F32x8 c = compression::LoadFloats(out + j + 2 * h);
+          const F32x8 d = compression::LoadFloats(out + j + 3 * h);
+          const F32x8 ab_sum = a + b, ab_difference = a - b;
+          const F32x8 cd_sum = c + d, cd_difference = c - d;
           compression::StoreFloats(out + j, ab_sum + cd_sum);
           compression::StoreFloats(out + j + h, ab_difference + cd_difference);
           compression::StoreFloats(out + j + 2 * h, ab_sum - cd_sum);
@@ -71,8 +70,8 @@ void FastWalshHadamard(const float* in, float* out, int64_t n) {
     }
     if (h < n) {  // one stage left (n / 8 is an odd power of two)
       for (int64_t j = 0; j < h; j += compression::kLanes) {
-        const FloatLanes a = compression::LoadFloats(out + j);
-        const FloatLanes b = compression::LoadFloats(out + j + h);
+        const F32x8 a = compression::LoadFloats(out + j);
+        const F32x8 b = compression::LoadFloats(out + j + h);
         compression::StoreFloats(out + j, a + b);
         compression::StoreFloats(out + j + h, a - b);
       }

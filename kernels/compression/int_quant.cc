@@ -16,11 +16,11 @@ inline int32_t QuantizeNearest(float x, float inverse, float max_code) {
 }
 
 #if defined(__GNUC__)
-inline IntLanes QuantizeNearest(FloatLanes x, float inverse, float max_code) {
-  FloatLanes rounded = RoundNearestEven(x * inverse);
+inline I32x8 QuantizeNearest(F32x8 x, float inverse, float max_code) {
+  F32x8 rounded = RoundNearestEven(x * inverse);
   rounded = Max(rounded, SplatFloat(-max_code));
   rounded = Min(rounded, SplatFloat(max_code));
-  return __builtin_convertvector(rounded, IntLanes);
+  return __builtin_convertvector(rounded, I32x8);
 }
 #endif
 
@@ -36,13 +36,13 @@ inline int32_t QuantizeStochastic(float x, float inverse, float u, float max_cod
 }
 
 #if defined(__GNUC__)
-inline IntLanes QuantizeStochastic(FloatLanes x, float inverse, FloatLanes u, float max_code) {
-  const FloatLanes shifted = x * inverse + u;
-  FloatLanes floor = RoundNearestEven(shifted);
+inline I32x8 QuantizeStochastic(F32x8 x, float inverse, F32x8 u, float max_code) {
+  const F32x8 shifted = x * inverse + u;
+  F32x8 floor = RoundNearestEven(shifted);
   floor = floor > shifted ? floor - 1.0f : floor;
   floor = Max(floor, SplatFloat(-max_code));
   floor = Min(floor, SplatFloat(max_code));
-  return __builtin_convertvector(floor, IntLanes);
+  return __builtin_convertvector(floor, I32x8);
 }
 #endif
 
@@ -57,7 +57,7 @@ inline void Put(float* out, float value) {
 
 #if defined(__GNUC__)
 template <DecodeMode kMode>
-inline void PutLanes(float* out, FloatLanes value) {
+inline void PutLanes(float* out, F32x8 value) {
   if (kMode == DecodeMode::kStore) {
     StoreFloats(out, value);
   } else {
@@ -71,8 +71,8 @@ void DequantizeInt8Impl(const int8_t* codes, int64_t n, float scale, float* out)
   int64_t i = 0;
 #if defined(__GNUC__)
   for (; i + kLanes <= n; i += kLanes) {
-    const IntLanes wide = LoadSignedBytes(codes + i);
-    PutLanes<kMode>(out + i, __builtin_convertvector(wide, FloatLanes) * scale);
+    const I32x8 wide = LoadSignedBytes(codes + i);
+    PutLanes<kMode>(out + i, __builtin_convertvector(wide, F32x8) * scale);
   }
 #endif
   for (; i < n; ++i) Put<kMode>(out + i, static_cast<float>(codes[i]) * scale);
@@ -103,11 +103,11 @@ void DequantizeInt4Impl(const uint8_t* payload, int64_t position, int64_t n, flo
 #if defined(__GNUC__)
   // Two elements per byte: 16 bytes -> 32 elements. (position + i) is even here.
   for (; i + 4 * kLanes <= n; i += 4 * kLanes) {
-    IntLanes codes[4];
+    I32x8 codes[4];
     LoadNibbles(payload + (position + i) / 2, codes);
     for (int part = 0; part < 4; ++part) {
       PutLanes<kMode>(out + i + part * kLanes,
-                      __builtin_convertvector(codes[part], FloatLanes) * scale);
+                      __builtin_convertvector(codes[part], F32x8) * scale);
     }
   }
 #endif
@@ -166,7 +166,7 @@ void QuantizeInt4(const float* x, int64_t n, float inverse, uint8_t* payload, in
       i = 1;
     }
     for (; i + 4 * kLanes <= n; i += 4 * kLanes) {
-      IntLanes codes[4];
+      I32x8 codes[4];
       for (int part = 0; part < 4; ++part) {
         const int64_t at = i + part * kLanes;
         codes[part] = QuantizeStochastic(LoadFloats(x + at), inverse,

@@ -18,6 +18,8 @@
 #include <cstdint>
 #include <cstring>
 
+#include "oneflow_core/simd_lanes.h"
+
 #if defined(__AVX2__)
 #include <immintrin.h>
 #endif
@@ -46,55 +48,49 @@ inline float RoundNearestEven(float value) { return (value + kRoundingMagic) - k
 constexpr int64_t kLanes = 8;
 
 #if defined(__GNUC__)
-using FloatLanes = float __attribute__((vector_size(32)));
-using IntLanes = int32_t __attribute__((vector_size(32)));
-using UintLanes = uint32_t __attribute__((vector_size(32)));  // bit patterns: wrap, >> is logical
-using ByteLanes = uint8_t __attribute__((vector_size(8)));
-using SignedByteLanes = int8_t __attribute__((vector_size(8)));
-
 // Unaligned loads and stores (encoded buffers are byte streams; floats come from users).
-inline FloatLanes LoadFloats(const float* source) {
-  FloatLanes lanes;
+inline F32x8 LoadFloats(const float* source) {
+  F32x8 lanes;
   std::memcpy(&lanes, source, sizeof(lanes));
   return lanes;
 }
-inline void StoreFloats(float* destination, FloatLanes lanes) {
+inline void StoreFloats(float* destination, F32x8 lanes) {
   std::memcpy(destination, &lanes, sizeof(lanes));
 }
-inline FloatLanes SplatFloat(float value) { return FloatLanes{} + value; }
-inline IntLanes SplatInt(int32_t value) { return IntLanes{} + value; }
-inline IntLanes AsInts(FloatLanes lanes) {
-  IntLanes ints;
+inline F32x8 SplatFloat(float value) { return F32x8{} + value; }
+inline I32x8 SplatInt(int32_t value) { return I32x8{} + value; }
+inline I32x8 AsInts(F32x8 lanes) {
+  I32x8 ints;
   std::memcpy(&ints, &lanes, sizeof(ints));
   return ints;
 }
-inline UintLanes AsUints(FloatLanes lanes) {
-  UintLanes uints;
+inline U32x8 AsUints(F32x8 lanes) {
+  U32x8 uints;
   std::memcpy(&uints, &lanes, sizeof(uints));
   return uints;
 }
-inline FloatLanes AsFloats(IntLanes lanes) {
-  FloatLanes floats;
+inline F32x8 AsFloats(I32x8 lanes) {
+  F32x8 floats;
   std::memcpy(&floats, &lanes, sizeof(floats));
   return floats;
 }
-inline FloatLanes AsFloats(UintLanes lanes) {
-  FloatLanes floats;
+inline F32x8 AsFloats(U32x8 lanes) {
+  F32x8 floats;
   std::memcpy(&floats, &lanes, sizeof(floats));
   return floats;
 }
-inline UintLanes SplatUint(uint32_t value) { return UintLanes{} + value; }
-inline FloatLanes Abs(FloatLanes lanes) { return AsFloats(AsInts(lanes) & 0x7FFFFFFF); }
-inline FloatLanes RoundNearestEven(FloatLanes lanes) {
+inline U32x8 SplatUint(uint32_t value) { return U32x8{} + value; }
+inline F32x8 Abs(F32x8 lanes) { return AsFloats(AsInts(lanes) & 0x7FFFFFFF); }
+inline F32x8 RoundNearestEven(F32x8 lanes) {
   return (lanes + kRoundingMagic) - kRoundingMagic;
 }
 // min/max of non-NaN lanes (the codecs never let NaN reach them).
-inline FloatLanes Min(FloatLanes a, FloatLanes b) { return b < a ? b : a; }
-inline FloatLanes Max(FloatLanes a, FloatLanes b) { return b > a ? b : a; }
+inline F32x8 Min(F32x8 a, F32x8 b) { return b < a ? b : a; }
+inline F32x8 Max(F32x8 a, F32x8 b) { return b > a ? b : a; }
 
 // The largest lane.
-inline int32_t HorizontalMax(IntLanes lanes) {
-  IntLanes other = __builtin_shufflevector(lanes, lanes, 4, 5, 6, 7, 0, 1, 2, 3);
+inline int32_t HorizontalMax(I32x8 lanes) {
+  I32x8 other = __builtin_shufflevector(lanes, lanes, 4, 5, 6, 7, 0, 1, 2, 3);
   lanes = other > lanes ? other : lanes;
   other = __builtin_shufflevector(lanes, lanes, 2, 3, 0, 1, 6, 7, 4, 5);
   lanes = other > lanes ? other : lanes;
@@ -108,31 +104,31 @@ inline int32_t HorizontalMax(IntLanes lanes) {
 // use its widening moves and saturating packs; elsewhere, plain per-lane code.
 
 // Eight bytes at `source`, sign-extended (int8 codes) or zero-extended (FP8 codes).
-inline IntLanes LoadSignedBytes(const void* source) {
+inline I32x8 LoadSignedBytes(const void* source) {
 #if defined(__AVX2__)
-  return (IntLanes)_mm256_cvtepi8_epi32(_mm_loadl_epi64(static_cast<const __m128i*>(source)));
+  return (I32x8)_mm256_cvtepi8_epi32(_mm_loadl_epi64(static_cast<const __m128i*>(source)));
 #else
   int8_t bytes[kLanes];
   std::memcpy(bytes, source, kLanes);
-  IntLanes lanes;
+  I32x8 lanes;
   for (int lane = 0; lane < kLanes; ++lane) lanes[lane] = bytes[lane];
   return lanes;
 #endif
 }
-inline UintLanes LoadUnsignedBytes(const void* source) {
+inline U32x8 LoadUnsignedBytes(const void* source) {
 #if defined(__AVX2__)
-  return (UintLanes)_mm256_cvtepu8_epi32(_mm_loadl_epi64(static_cast<const __m128i*>(source)));
+  return (U32x8)_mm256_cvtepu8_epi32(_mm_loadl_epi64(static_cast<const __m128i*>(source)));
 #else
   uint8_t bytes[kLanes];
   std::memcpy(bytes, source, kLanes);
-  UintLanes lanes;
+  U32x8 lanes;
   for (int lane = 0; lane < kLanes; ++lane) lanes[lane] = bytes[lane];
   return lanes;
 #endif
 }
 
 // The low byte of each lane of a, b, c, d: 32 bytes in lane order.
-inline void StoreLowBytes(void* destination, IntLanes a, IntLanes b, IntLanes c, IntLanes d) {
+inline void StoreLowBytes(void* destination, I32x8 a, I32x8 b, I32x8 c, I32x8 d) {
 #if defined(__AVX2__)
   // Masked to 0..255, the unsigned saturating packs keep every value; they interleave the
   // 128-bit halves, which the final permutation undoes.
@@ -154,7 +150,7 @@ inline void StoreLowBytes(void* destination, IntLanes a, IntLanes b, IntLanes c,
 }
 
 // The low byte of each lane: 8 bytes.
-inline void StoreLowBytes(void* destination, IntLanes a) {
+inline void StoreLowBytes(void* destination, I32x8 a) {
 #if defined(__AVX2__)
   const __m256i masked = (__m256i)(a & 0xFF);
   const __m128i words = _mm_packus_epi32(_mm256_castsi256_si128(masked),
@@ -169,7 +165,7 @@ inline void StoreLowBytes(void* destination, IntLanes a) {
 
 // Nibbles: 32 codes (the low four bits of each lane of a, b, c, d) into 16 bytes, element
 // 2k in the low nibble of byte k and element 2k + 1 in the high one.
-inline void StoreNibbles(void* destination, IntLanes a, IntLanes b, IntLanes c, IntLanes d) {
+inline void StoreNibbles(void* destination, I32x8 a, I32x8 b, I32x8 c, I32x8 d) {
 #if defined(__AVX2__)
   const __m256i ab = _mm256_packus_epi32((__m256i)(a & 0xF), (__m256i)(b & 0xF));
   const __m256i cd = _mm256_packus_epi32((__m256i)(c & 0xF), (__m256i)(d & 0xF));
@@ -182,7 +178,7 @@ inline void StoreNibbles(void* destination, IntLanes a, IntLanes b, IntLanes c, 
   const __m256i packed = _mm256_permute4x64_epi64(_mm256_packus_epi16(words, words), 0x08);
   _mm_storeu_si128(static_cast<__m128i*>(destination), _mm256_castsi256_si128(packed));
 #else
-  const IntLanes lanes[4] = {a, b, c, d};
+  const I32x8 lanes[4] = {a, b, c, d};
   uint8_t bytes[2 * kLanes];
   for (int k = 0; k < 2 * kLanes; ++k) {
     const int32_t even = lanes[(2 * k) / kLanes][(2 * k) % kLanes];
@@ -194,7 +190,7 @@ inline void StoreNibbles(void* destination, IntLanes a, IntLanes b, IntLanes c, 
 }
 
 // 16 bytes of nibbles into 32 sign-extended codes (the inverse of StoreNibbles).
-inline void LoadNibbles(const void* source, IntLanes out[4]) {
+inline void LoadNibbles(const void* source, I32x8 out[4]) {
 #if defined(__AVX2__)
   const __m128i bytes = _mm_loadu_si128(static_cast<const __m128i*>(source));
   const __m128i mask = _mm_set1_epi8(0x0F), eight = _mm_set1_epi8(8);
@@ -203,10 +199,10 @@ inline void LoadNibbles(const void* source, IntLanes out[4]) {
   // (x ^ 8) - 8 sign-extends four bits within a byte.
   const __m128i first = _mm_sub_epi8(_mm_xor_si128(_mm_unpacklo_epi8(low, high), eight), eight);
   const __m128i second = _mm_sub_epi8(_mm_xor_si128(_mm_unpackhi_epi8(low, high), eight), eight);
-  out[0] = (IntLanes)_mm256_cvtepi8_epi32(first);
-  out[1] = (IntLanes)_mm256_cvtepi8_epi32(_mm_srli_si128(first, 8));
-  out[2] = (IntLanes)_mm256_cvtepi8_epi32(second);
-  out[3] = (IntLanes)_mm256_cvtepi8_epi32(_mm_srli_si128(second, 8));
+  out[0] = (I32x8)_mm256_cvtepi8_epi32(first);
+  out[1] = (I32x8)_mm256_cvtepi8_epi32(_mm_srli_si128(first, 8));
+  out[2] = (I32x8)_mm256_cvtepi8_epi32(second);
+  out[3] = (I32x8)_mm256_cvtepi8_epi32(_mm_srli_si128(second, 8));
 #else
   uint8_t bytes[2 * kLanes];
   std::memcpy(bytes, source, sizeof(bytes));

@@ -48,7 +48,7 @@ class RoundingNoise {
   // Uniform(first + lane) for the eight lanes: the same rounds on eight counters at once.
   // AVX2 multiplies 32 x 32 -> 64 bits on the even lanes only, so each product is two
   // multiplies (even lanes, and odd lanes shifted down) put back together.
-  FloatLanes Uniform8(uint64_t first) const {
+  F32x8 Uniform8(uint64_t first) const {
     alignas(32) uint32_t low[kLanes], high[kLanes];
     for (int lane = 0; lane < kLanes; ++lane) {
       low[lane] = static_cast<uint32_t>(first + lane);
@@ -74,7 +74,7 @@ class RoundingNoise {
     }
     const __m256 u = _mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_srli_epi32(c0, 8)),
                                    _mm256_set1_ps(1.0f / 16777216.0f));
-    return (FloatLanes)u;
+    return (F32x8)u;
   }
 #endif
 

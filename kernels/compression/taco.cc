@@ -29,9 +29,9 @@ float SumOfSquares(const float* x, int64_t n) {
   float partial[kLanes] = {};
   int64_t i = 0;
 #if defined(__GNUC__)
-  FloatLanes lanes{};
+  F32x8 lanes{};
   for (; i + kLanes <= n; i += kLanes) {
-    const FloatLanes v = LoadFloats(x + i);
+    const F32x8 v = LoadFloats(x + i);
     lanes += v * v;
   }
   for (int lane = 0; lane < kLanes; ++lane) partial[lane] = lanes[lane];

@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "absl/strings/match.h"
+#include "oneflow_core/files/file_descriptor.h"
 
 // Also in Debian's OpenBLAS cblas.h; declared here so this file needs no BLAS header.
 extern "C" char* openblas_get_corename(void);
@@ -49,23 +50,21 @@ uint64_t EnabledRegisterState() {
 
 // /proc/self/cmdline: the arguments as the program was started, each ended by a NUL.
 bool ReadCommandLine(std::string* command_line, std::string* error) {
-  const int fd = open("/proc/self/cmdline", O_RDONLY | O_CLOEXEC);
-  if (fd < 0) {
+  const FileDescriptor file(open("/proc/self/cmdline", O_RDONLY | O_CLOEXEC));
+  if (!file.valid()) {
     *error = std::string("/proc/self/cmdline: ") + std::strerror(errno);
     return false;
   }
   char buffer[4096];
   ssize_t got;
-  while ((got = read(fd, buffer, sizeof(buffer))) != 0) {
+  while ((got = read(file.get(), buffer, sizeof(buffer))) != 0) {
     if (got < 0 && errno == EINTR) continue;
     if (got < 0) {
       *error = std::string("/proc/self/cmdline: ") + std::strerror(errno);
-      close(fd);
       return false;
     }
     command_line->append(buffer, got);
   }
-  close(fd);
   if (command_line->empty()) {
     *error = "/proc/self/cmdline is empty";
     return false;

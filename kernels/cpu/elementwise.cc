@@ -2,12 +2,12 @@
 // (as the reference), bias_add, the activations and their gradients, scalar ops,
 // ones_like. Each op is a small functor instantiated into a template loop, so every
 // inner loop is a plain pointer loop the compiler vectorizes (no per-element calls).
-// The unary ops and the activation gradients are written on Float8 (float8.h): GELU's
+// The unary ops and the activation gradients are written on F32x8 (float8.h): GELU's
 // exp stayed scalar when left to the auto-vectorizer.
 #include <algorithm>
 
 #include "kernels/cpu/cpu_features.h"
-#include "kernels/cpu/float8.h"
+#include "kernels/cpu/f32x8.h"
 #include "kernels/cpu/kernel_util.h"
 #include "kernels/cpu/kernels.h"
 #include "kernels/cpu/stream_store.h"
@@ -78,7 +78,7 @@ absl::Status Broadcasting(const KernelContext& context, const char* kernel, cons
   return absl::OkStatus();
 }
 
-// out = fn(x) elementwise over equal shapes; fn maps a Float8 to a Float8. Outputs larger
+// out = fn(x) elementwise over equal shapes; fn maps a F32x8 to a F32x8. Outputs larger
 // than the caches are written with streaming stores (stream_store.h).
 template <typename Fn>
 absl::Status Unary(const KernelContext& context, const char* kernel, Fn fn) {
@@ -93,7 +93,7 @@ absl::Status Unary(const KernelContext& context, const char* kernel, Fn fn) {
 }
 
 // The gradient of a unary op, dx = fn(dy, forward), from dy and a forward tensor of dy's
-// shape; fn maps two Float8 to one.
+// shape; fn maps two F32x8 to one.
 template <typename Fn>
 absl::Status UnaryGrad(const KernelContext& context, const char* kernel, const char* forward,
                        Fn fn) {
@@ -112,10 +112,10 @@ absl::Status UnaryGrad(const KernelContext& context, const char* kernel, const c
 #if defined(OF_AVX512_CODE)
 // GELU and its gradient on 512-bit vectors where CpuHasAvx512() (cpu_features.h): 16 lanes
 // from out's first 64-byte boundary (streaming stores need it), the lanes before it and
-// after the last whole 16 through the Float8 function, which gives the same bits
+// after the last whole 16 through the F32x8 function, which gives the same bits
 // (Gelu16 and GeluDerivative16 are Gelu and GeluDerivative operation for operation). GELU
 // is bound by its arithmetic (exp and a division per element): 0.35-0.36 ns per element
-// on [4096, 4096] against 0.46-0.50 on Float8; the gradient 0.47-0.52 against 0.65-0.68.
+// on [4096, 4096] against 0.46-0.50 on F32x8; the gradient 0.47-0.52 against 0.65-0.68.
 struct Gelu16Fn {
   OF_TARGET_AVX512_INLINE __m512 operator()(__m512 x) const { return Gelu16(x); }
 };
@@ -141,7 +141,7 @@ OF_TARGET_AVX512_INLINE inline void Put16(float* to, __m512 value) {
   }
 }
 
-// out[i] = fn16(x[i]), fn8 on Float8 at the ends.
+// out[i] = fn16(x[i]), fn8 on F32x8 at the ends.
 template <bool kStream, typename Fn16, typename Fn8>
 OF_TARGET_AVX512 void Map16(const float* x, float* out, int64_t n, Fn8 fn8) {
   const int64_t head = LanesTo64Bytes(out, n);
@@ -151,7 +151,7 @@ OF_TARGET_AVX512 void Map16(const float* x, float* out, int64_t n, Fn8 fn8) {
   MapTo<false>(x + i, out + i, n - i, fn8);
 }
 
-// out[i] = fn16(x[i], y[i]), fn8 on Float8 at the ends.
+// out[i] = fn16(x[i], y[i]), fn8 on F32x8 at the ends.
 template <bool kStream, typename Fn16, typename Fn8>
 OF_TARGET_AVX512 void Map16(const float* x, const float* y, float* out, int64_t n, Fn8 fn8) {
   const int64_t head = LanesTo64Bytes(out, n);
@@ -201,11 +201,11 @@ absl::Status BiasAdd(const KernelContext& context) {
 }
 
 absl::Status Relu(const KernelContext& context) {
-  return Unary(context, "relu", [](Float8 x) { return x > 0.0f ? x : Float8{}; });
+  return Unary(context, "relu", [](F32x8 x) { return x > 0.0f ? x : F32x8{}; });
 }
 
 absl::Status Gelu(const KernelContext& context) {
-  const auto gelu = [](Float8 x) { return Gelu(x); };
+  const auto gelu = [](F32x8 x) { return Gelu(x); };
 #if defined(OF_AVX512_CODE)
   if (CpuHasAvx512()) {
     OF_RETURN_IF_ERROR(CheckArguments("gelu", context, {{"x"}}, {{"out"}}));
@@ -224,12 +224,12 @@ absl::Status Gelu(const KernelContext& context) {
 
 absl::Status ScalarMul(const KernelContext& context) {
   const float scalar = static_cast<float>(GetFloatAttr(AttrsOf(context), "scalar", 0.0));
-  return Unary(context, "scalar_mul", [scalar](Float8 x) { return x * scalar; });
+  return Unary(context, "scalar_mul", [scalar](F32x8 x) { return x * scalar; });
 }
 
 absl::Status ScalarAdd(const KernelContext& context) {
   const float scalar = static_cast<float>(GetFloatAttr(AttrsOf(context), "scalar", 0.0));
-  return Unary(context, "scalar_add", [scalar](Float8 x) { return x + scalar; });
+  return Unary(context, "scalar_add", [scalar](F32x8 x) { return x + scalar; });
 }
 
 // The input gives the shape only: a partial input still gives every device all ones.
@@ -243,11 +243,11 @@ absl::Status OnesLike(const KernelContext& context) {
 // relu_grad(dy, y): relu's output y > 0 exactly where its input was.
 absl::Status ReluGrad(const KernelContext& context) {
   return UnaryGrad(context, "relu_grad", "y",
-                   [](Float8 dy, Float8 y) { return y > 0.0f ? dy : Float8{}; });
+                   [](F32x8 dy, F32x8 y) { return y > 0.0f ? dy : F32x8{}; });
 }
 
 absl::Status GeluGrad(const KernelContext& context) {
-  const auto gelu_grad = [](Float8 dy, Float8 x) { return dy * GeluDerivative(x); };
+  const auto gelu_grad = [](F32x8 dy, F32x8 x) { return dy * GeluDerivative(x); };
 #if defined(OF_AVX512_CODE)
   if (CpuHasAvx512()) {
     constexpr char kKernel[] = "gelu_grad";
@@ -276,13 +276,13 @@ namespace cpu {
 // silu(x) = x * sigmoid(x) = x / (1 + exp(-x)); Exp saturates at exp(88) for x < -88,
 // where the quotient is already 0 in float.
 absl::Status Silu(const KernelContext& context) {
-  return Unary(context, "silu", [](Float8 x) { return x / (1.0f + Exp(-x)); });
+  return Unary(context, "silu", [](F32x8 x) { return x / (1.0f + Exp(-x)); });
 }
 
 // dx = dy * s * (1 + x * (1 - s)), s = sigmoid(x).
 absl::Status SiluGrad(const KernelContext& context) {
-  return UnaryGrad(context, "silu_grad", "x", [](Float8 dy, Float8 x) {
-    const Float8 s = 1.0f / (1.0f + Exp(-x));
+  return UnaryGrad(context, "silu_grad", "x", [](F32x8 dy, F32x8 x) {
+    const F32x8 s = 1.0f / (1.0f + Exp(-x));
     return dy * s * (1.0f + x * (1.0f - s));
   });
 }

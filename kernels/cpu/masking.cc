@@ -7,7 +7,7 @@
 #include <cstring>
 
 #include "kernels/cpu/cpu_features.h"
-#include "kernels/cpu/float8.h"
+#include "kernels/cpu/f32x8.h"
 #include "kernels/cpu/kernel_util.h"
 #include "kernels/cpu/kernels.h"
 #include "kernels/cpu/philox.h"
@@ -45,12 +45,12 @@ inline int64_t DropoutByBlock(const Mask& mask, const float* from, float* to, ui
 // Eight words of Blocks' applied to the n elements at `from` (n < 8: in part): the kept
 // ones scaled, the others 0. (word >> 8) < 2^24 and threshold <= 2^24, so a signed
 // comparison against threshold - 1 is exact.
-inline __attribute__((always_inline)) Float8 ApplyWords(__m256i words, const float* from, int64_t n,
-                                                        Int8 below, Float8 scales) {
-  Int8 bits;
+inline __attribute__((always_inline)) F32x8 ApplyWords(__m256i words, const float* from, int64_t n,
+                                                        I32x8 below, F32x8 scales) {
+  I32x8 bits;
   std::memcpy(&bits, &words, sizeof(bits));
-  const Int8 keep = (Int8)((UInt8)bits >> 8) > below;
-  return keep ? (n >= kLanes ? Load(from) : LoadPartial(from, n, 0.0f)) * scales : Float8{};
+  const I32x8 keep = (I32x8)((U32x8)bits >> 8) > below;
+  return keep ? (n >= kLanes ? Load(from) : LoadPartial(from, n, 0.0f)) * scales : F32x8{};
 }
 
 // Whole steps of 16 * kGroups elements, from the first element of `block`, while they fit
@@ -62,8 +62,8 @@ constexpr int kGroups = 2;
 inline int64_t DropoutSteps(const Mask& mask, const float* from, float* to, uint64_t block,
                             int64_t length) {
   constexpr int64_t kStep = 16 * kGroups;
-  const Int8 below = Int8{} + static_cast<int32_t>(mask.threshold) - 1;
-  const Float8 scales = Splat<Float8>(mask.scale);
+  const I32x8 below = I32x8{} + static_cast<int32_t>(mask.threshold) - 1;
+  const F32x8 scales = Splat<F32x8>(mask.scale);
   __m256i words[2 * kGroups];
   int64_t i = 0;
   for (; i + kStep <= length; i += kStep, block += 4 * kGroups) {
@@ -85,8 +85,8 @@ constexpr int kGroups512 = 6;
 OF_TARGET_AVX512 int64_t DropoutSteps512(const Mask& mask, const float* from, float* to,
                                          uint64_t block, int64_t length) {
   constexpr int64_t kStep = 16 * kGroups512;
-  const Int8 below = Int8{} + static_cast<int32_t>(mask.threshold) - 1;
-  const Float8 scales = Splat<Float8>(mask.scale);
+  const I32x8 below = I32x8{} + static_cast<int32_t>(mask.threshold) - 1;
+  const F32x8 scales = Splat<F32x8>(mask.scale);
   __m256i words[2 * kGroups512];
   int64_t i = 0;
   for (; i + kStep <= length; i += kStep, block += 4 * kGroups512) {
@@ -131,8 +131,8 @@ void DropoutRun(const Mask& mask, bool avx512, const float* from, float* to, uin
     // The last step in part: one vector step's words, applied to what is left.
     __m256i words[2 * kGroups];
     mask.random.Blocks<kGroups>(block, words);
-    const Int8 below = Int8{} + static_cast<int32_t>(mask.threshold) - 1;
-    const Float8 scales = Splat<Float8>(mask.scale);
+    const I32x8 below = I32x8{} + static_cast<int32_t>(mask.threshold) - 1;
+    const F32x8 scales = Splat<F32x8>(mask.scale);
     for (int k = 0; i < length; ++k, i += kLanes) {
       const int64_t n = std::min<int64_t>(kLanes, length - i);
       StorePartial(to + i, n, ApplyWords(words[k], from + i, n, below, scales));
@@ -213,8 +213,8 @@ absl::Status CausalMask(const KernelContext& context) {
   // One vector loop per row, each lane x or fill by its column (rather than a copy and a
   // fill, which split the row at an arbitrary column), streaming for large outputs
   // (stream_store.h).
-  const Float8 fills = Splat<Float8>(fill);
-  const Int8 lanes{0, 1, 2, 3, 4, 5, 6, 7};
+  const F32x8 fills = Splat<F32x8>(fill);
+  const I32x8 lanes{0, 1, 2, 3, 4, 5, 6, 7};
   WithStreaming(ShouldStream(x.NumElements() * int64_t{sizeof(float)}), [&](auto stream) {
     for (int64_t m = 0; m < matrices; ++m) {
       for (int64_t r = 0; r < rows; ++r) {
@@ -223,7 +223,7 @@ absl::Status CausalMask(const KernelContext& context) {
         const int64_t kept = std::clamp<int64_t>(r + row_offset - col_offset + 1, 0, cols);
         const float* from = in + at;
         WriteLanes<stream()>(out + at, cols, [&](int64_t i, int64_t count) {
-          const Int8 keep = lanes < static_cast<int32_t>(std::min<int64_t>(kept - i, kLanes));
+          const I32x8 keep = lanes < static_cast<int32_t>(std::min<int64_t>(kept - i, kLanes));
           return keep ? LoadLanes(from, i, count) : fills;
         });
       }

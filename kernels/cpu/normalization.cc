@@ -1,7 +1,7 @@
 // Last-axis normalizations: softmax, log_softmax, layer_norm and the sparse softmax
 // cross-entropy loss. Each works row by row (a row is the last axis, whole on every
 // device) in a few passes over the row, which stays in the L1 cache: a max, a sum of
-// exponentials, then the write-out, all on Float8 (normalization_util.h). Sums keep 8
+// exponentials, then the write-out, all on F32x8 (normalization_util.h). Sums keep 8
 // lanes of partial sums; the order differs from the reference's by float rounding.
 // Outputs larger than the caches are written with streaming stores (stream_store.h) in
 // each row's last pass.
@@ -11,7 +11,7 @@
 #include <vector>
 
 #include "kernels/cpu/cpu_features.h"
-#include "kernels/cpu/float8.h"
+#include "kernels/cpu/f32x8.h"
 #include "kernels/cpu/kernel_util.h"
 #include "kernels/cpu/kernels.h"
 #include "kernels/cpu/normalization_util.h"
@@ -49,7 +49,7 @@ absl::Status RowSoftmax(const KernelContext& context, const char* kernel, bool l
       const float max = RowMax(in, width);
       if (log) {
         const float shift = max + std::log(SumExpShifted(in, width, max, next));
-        MapTo<kStream()>(in, y, width, [shift](Float8 v) { return v - shift; });
+        MapTo<kStream()>(in, y, width, [shift](F32x8 v) { return v - shift; });
       } else {
 #if defined(OF_AVX512_CODE)
         const float inverse = 1.0f / (avx512 ? ExpShifted512(in, width, max, y, next)
@@ -57,7 +57,7 @@ absl::Status RowSoftmax(const KernelContext& context, const char* kernel, bool l
 #else
         const float inverse = 1.0f / ExpShifted(in, width, max, y, next);
 #endif
-        Map(y, y, width, [inverse](Float8 v) { return v * inverse; });
+        Map(y, y, width, [inverse](F32x8 v) { return v * inverse; });
       }
     }
   });
@@ -104,7 +104,7 @@ absl::Status LayerNorm(const KernelContext& context) {
       if (!kStream() && row + 1 < rows) PrefetchForWriting(y + h, h);
       const RowMoments moments = Moments(in, h, static_cast<float>(epsilon), next);
       const float mean = moments.mean, rstd = moments.rstd;
-      MapTo<kStream()>(in, gamma, beta, y, h, [mean, rstd](Float8 v, Float8 g, Float8 b) {
+      MapTo<kStream()>(in, gamma, beta, y, h, [mean, rstd](F32x8 v, F32x8 g, F32x8 b) {
         return (v - mean) * rstd * g + b;
       });
     }
@@ -154,14 +154,14 @@ absl::Status SparseSoftmaxCrossEntropy(const KernelContext& context) {
       const float* in = logits + row * classes;
       // The sum of exp(x - max) so far, and max: the maximum so far.
       float max = -std::numeric_limits<float>::infinity();
-      Float8 sum{};
+      F32x8 sum{};
       for (int64_t begin = 0; begin < classes; begin += segment) {
         const int64_t length = std::min(segment, classes - begin);
         const float segment_max = next_max;
         if (segment_max > max) {
           // The sum so far, rescaled to the new maximum: exp(old - new) < 1, at most once
           // per segment (sum is 0 before the first).
-          if (begin > 0) sum *= Exp(Splat<Float8>(max - segment_max));
+          if (begin > 0) sum *= Exp(Splat<F32x8>(max - segment_max));
           max = segment_max;
         }
         // The next segment: the rest of this row, else the next row's first.

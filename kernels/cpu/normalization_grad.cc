@@ -7,7 +7,7 @@
 #include <vector>
 
 #include "kernels/cpu/cpu_features.h"
-#include "kernels/cpu/float8.h"
+#include "kernels/cpu/f32x8.h"
 #include "kernels/cpu/kernel_util.h"
 #include "kernels/cpu/kernels.h"
 #include "kernels/cpu/normalization_util.h"
@@ -49,7 +49,7 @@ absl::Status SoftmaxGrad(const KernelContext& context) {
       context, "softmax_grad",
       [](const float* dy, const float* y, float* dx, int64_t width, auto stream) {
         const float dot = RowDot(dy, y, width);
-        MapTo<stream()>(dy, y, dx, width, [dot](Float8 d, Float8 p) { return p * (d - dot); });
+        MapTo<stream()>(dy, y, dx, width, [dot](F32x8 d, F32x8 p) { return p * (d - dot); });
       });
 }
 
@@ -59,7 +59,7 @@ absl::Status LogSoftmaxGrad(const KernelContext& context) {
       context, "log_softmax_grad",
       [](const float* dy, const float* y, float* dx, int64_t width, auto stream) {
         const float sum = RowSum(dy, width);
-        MapTo<stream()>(dy, y, dx, width, [sum](Float8 d, Float8 p) { return d - Exp(p) * sum; });
+        MapTo<stream()>(dy, y, dx, width, [sum](F32x8 d, F32x8 p) { return d - Exp(p) * sum; });
       });
 }
 
@@ -126,12 +126,12 @@ absl::Status LayerNormGrad(const KernelContext& context) {
       const float mean = RowSum(in, h) / static_cast<float>(h);  // As Moments computes it.
       // Two sets of sums, for even and odd vectors: each sum waits on its previous value
       // (4 cycles per multiply-add), so one set took 4 cycles per vector.
-      Float8 squares0{}, sum_g0{}, sum_gd0{}, squares1{}, sum_g1{}, sum_gd1{};
+      F32x8 squares0{}, sum_g0{}, sum_gd0{}, squares1{}, sum_g1{}, sum_gd1{};
       // Lanes j..j+7 added to one set; tail lanes: x = mean and dy = 0 add nothing.
-      const auto add = [&](int64_t j, Float8& squares, Float8& sum_g, Float8& sum_gd) {
+      const auto add = [&](int64_t j, F32x8& squares, F32x8& sum_g, F32x8& sum_gd) {
         const int64_t n = h - j;
-        const Float8 centered = (n >= kLanes ? Load(in + j) : LoadPartial(in + j, n, mean)) - mean;
-        const Float8 g = n >= kLanes
+        const F32x8 centered = (n >= kLanes ? Load(in + j) : LoadPartial(in + j, n, mean)) - mean;
+        const F32x8 g = n >= kLanes
                              ? Load(d + j) * Load(gamma + j)
                              : LoadPartial(d + j, n, 0.0f) * LoadPartial(gamma + j, n, 0.0f);
         squares += centered * centered;
@@ -161,10 +161,10 @@ absl::Status LayerNormGrad(const KernelContext& context) {
       float* group_dbeta_row = group_dbeta;
       WriteLanes<stream()>(out, h, [&](int64_t j, int64_t count) {
         const bool whole = count == kLanes;
-        const Float8 xhat =
+        const F32x8 xhat =
             ((whole ? Load(in + j) : LoadPartial(in + j, count, mean)) - mean) * rstd;
-        const Float8 dy_j = whole ? Load(d + j) : LoadPartial(d + j, count, 0.0f);
-        const Float8 g = dy_j * (whole ? Load(gamma + j) : LoadPartial(gamma + j, count, 0.0f));
+        const F32x8 dy_j = whole ? Load(d + j) : LoadPartial(d + j, count, 0.0f);
+        const F32x8 g = dy_j * (whole ? Load(gamma + j) : LoadPartial(gamma + j, count, 0.0f));
         if (j % 16 < kLanes) PrefetchAt(next_d, j);  // Every other group: a line.
         float* sum_dgamma = group_dgamma_row + j;
         float* sum_dbeta = group_dbeta_row + j;
@@ -242,7 +242,7 @@ absl::Status SparseSoftmaxCrossEntropyGrad(const KernelContext& context) {
         const int64_t label = static_cast<int64_t>(labels[row]);
         // exp * scale, and at the label exp * scale - dy.
         WriteLanes<kStream()>(out, classes, [&](int64_t i, int64_t count) {
-          Float8 value = LoadLanes(exps, i, count) * scale;
+          F32x8 value = LoadLanes(exps, i, count) * scale;
           if (label >= i && label < i + count) value[label - i] -= d;
           return value;
         });

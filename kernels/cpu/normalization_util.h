@@ -1,4 +1,4 @@
-// Row primitives shared by the normalization kernels and their gradients, on Float8
+// Row primitives shared by the normalization kernels and their gradients, on F32x8
 // (float8.h): each sum is a function of the row alone (lanes combined in a fixed order,
 // the tail padded with values that add nothing), whatever the row's place in memory.
 // Internal to //kernels/cpu.
@@ -14,7 +14,7 @@
 
 #include "absl/status/status.h"
 #include "kernels/cpu/cpu_features.h"
-#include "kernels/cpu/float8.h"
+#include "kernels/cpu/f32x8.h"
 #include "kernels/cpu/kernel_util.h"
 #include "kernels/cpu/vector_math.h"
 
@@ -24,7 +24,7 @@ namespace cpu {
 // max_j x_j (NaNs are skipped, as `x > max ? x : max` skips them).
 inline float RowMax(const float* x, int64_t n) {
   constexpr float kLowest = -std::numeric_limits<float>::infinity();
-  Float8 even = Splat<Float8>(kLowest), odd = even;
+  F32x8 even = Splat<F32x8>(kLowest), odd = even;
   int64_t j = 0;
   for (; j + 2 * kLanes <= n; j += 2 * kLanes) {
     even = Max(Load(x + j), even);
@@ -55,17 +55,17 @@ inline void PrefetchForWriting(float* row, int64_t n) {
 
 // sum_j exp(x_j - max), the exponentials stored in out.
 inline float ExpShifted(const float* x, int64_t n, float max, float* out, const float* next) {
-  Float8 sum{};
+  F32x8 sum{};
   int64_t j = 0;
   for (; j + kLanes <= n; j += kLanes) {
     PrefetchAt(next, j);
-    const Float8 e = ExpUpTo88(Load(x + j) - max);
+    const F32x8 e = ExpUpTo88(Load(x + j) - max);
     Store(out + j, e);
     sum += e;
   }
   if (j < n) {
     // Padding lanes hold -inf, whose exponential is 0.
-    const Float8 e =
+    const F32x8 e =
         ExpUpTo88(LoadPartial(x + j, n - j, -std::numeric_limits<float>::infinity()) - max);
     StorePartial(out + j, n - j, e);
     sum += e;
@@ -76,26 +76,25 @@ inline float ExpShifted(const float* x, int64_t n, float max, float* out, const 
 #if defined(OF_AVX512_CODE)
 // The low and the high 8 lanes of a 512-bit vector. (Not through the cast and extract
 // intrinsics: GCC 12 warns, wrongly, about their undefined pass-through operands.)
-typedef float Float16 __attribute__((vector_size(64)));
-OF_TARGET_AVX512_INLINE inline Float8 LowHalf(__m512 v) {
-  const Float16 lanes = v;
+OF_TARGET_AVX512_INLINE inline F32x8 LowHalf(__m512 v) {
+  const F32x16 lanes = v;
   return __builtin_shufflevector(lanes, lanes, 0, 1, 2, 3, 4, 5, 6, 7);
 }
-OF_TARGET_AVX512_INLINE inline Float8 HighHalf(__m512 v) {
-  const Float16 lanes = v;
+OF_TARGET_AVX512_INLINE inline F32x8 HighHalf(__m512 v) {
+  const F32x16 lanes = v;
   return __builtin_shufflevector(lanes, lanes, 8, 9, 10, 11, 12, 13, 14, 15);
 }
 
 // ExpShifted on 512-bit vectors where CpuHasAvx512() (cpu_features.h): the same
 // exponentials bit for bit (ExpUpTo88x16), and the same sum, each vector's two halves
 // added in order to the 8-lane sum as ExpShifted adds its vectors; the last n % 16
-// elements on Float8. 0.40-0.44 ns per element for sparse_softmax_cross_entropy_grad on
+// elements on F32x8. 0.40-0.44 ns per element for sparse_softmax_cross_entropy_grad on
 // [4096, 4096] against 0.47-0.52; softmax on [16384, 1024] 0.36-0.37 against 0.45-0.46.
 OF_TARGET_AVX512 inline float ExpShifted512(const float* x, int64_t n, float max, float* out,
                                             const float* next) {
   const int64_t whole = n / 16 * 16;
   const __m512 shift = _mm512_set1_ps(max);
-  Float8 sum{};
+  F32x8 sum{};
   for (int64_t j = 0; j < whole; j += 16) {
     PrefetchAt(next, j);
     const __m512 e = ExpUpTo88x16(_mm512_sub_ps(_mm512_loadu_ps(x + j), shift));
@@ -106,7 +105,7 @@ OF_TARGET_AVX512 inline float ExpShifted512(const float* x, int64_t n, float max
   for (int64_t j = whole; j < n; j += kLanes) {
     const int64_t count = std::min<int64_t>(kLanes, n - j);
     // Padding lanes hold -inf, whose exponential is 0.
-    const Float8 e = ExpUpTo88(
+    const F32x8 e = ExpUpTo88(
         (count == kLanes ? Load(x + j)
                          : LoadPartial(x + j, count, -std::numeric_limits<float>::infinity())) -
         max);
@@ -119,7 +118,7 @@ OF_TARGET_AVX512 inline float ExpShifted512(const float* x, int64_t n, float max
 
 // sum_j exp(x_j - max) without storing the exponentials.
 inline float SumExpShifted(const float* x, int64_t n, float max, const float* next) {
-  Float8 even{}, odd{};
+  F32x8 even{}, odd{};
   int64_t j = 0;
   for (; j + 2 * kLanes <= n; j += 2 * kLanes) {
     PrefetchAt(next, j);
@@ -148,8 +147,8 @@ inline float SumExpShifted(const float* x, int64_t n, float max, const float* ne
 // From element `from` (a multiple of 8) on, adding to `sum` and `maximum`: the AVX-512
 // version below does the 16-element steps and hands the rest, and its two 8-lane halves,
 // to this one.
-inline Float8 SumExpShiftedAndMaxFrom(const float* x, int64_t n, float max, const float* next,
-                                      int64_t next_n, int64_t from, Float8 sum, Float8 maximum,
+inline F32x8 SumExpShiftedAndMaxFrom(const float* x, int64_t n, float max, const float* next,
+                                      int64_t next_n, int64_t from, F32x8 sum, F32x8 maximum,
                                       float* next_max) {
   constexpr float kLowest = -std::numeric_limits<float>::infinity();
   const int64_t both = std::min(n, next_n) / kLanes * kLanes;
@@ -171,10 +170,10 @@ inline Float8 SumExpShiftedAndMaxFrom(const float* x, int64_t n, float max, cons
   return sum;
 }
 
-inline Float8 SumExpShiftedAndMax(const float* x, int64_t n, float max, const float* next,
+inline F32x8 SumExpShiftedAndMax(const float* x, int64_t n, float max, const float* next,
                                   int64_t next_n, float* next_max) {
-  return SumExpShiftedAndMaxFrom(x, n, max, next, next_n, 0, Float8{},
-                                 Splat<Float8>(-std::numeric_limits<float>::infinity()), next_max);
+  return SumExpShiftedAndMaxFrom(x, n, max, next, next_n, 0, F32x8{},
+                                 Splat<F32x8>(-std::numeric_limits<float>::infinity()), next_max);
 }
 
 #if defined(OF_AVX512_CODE)
@@ -182,12 +181,12 @@ inline Float8 SumExpShiftedAndMax(const float* x, int64_t n, float max, const fl
 // same sum bit for bit: ExpForSum16's lanes are ExpForSum's, and each vector's two halves
 // are added in order to the 8-lane sum, as the 8-lane loop adds its vectors. 0.22 ns per
 // element for sparse_softmax_cross_entropy on [4096, 4096] against 0.26.
-OF_TARGET_AVX512 inline Float8 SumExpShiftedAndMax512(const float* x, int64_t n, float max,
+OF_TARGET_AVX512 inline F32x8 SumExpShiftedAndMax512(const float* x, int64_t n, float max,
                                                       const float* next, int64_t next_n,
                                                       float* next_max) {
   const int64_t both = std::min(n, next_n) / 16 * 16;
   const __m512 shift = _mm512_set1_ps(max);
-  Float8 sum{};
+  F32x8 sum{};
   __m512 maximum = _mm512_set1_ps(-std::numeric_limits<float>::infinity());
   for (int64_t j = 0; j < both; j += 16) {
     const __m512 e = ExpForSum16(_mm512_sub_ps(_mm512_loadu_ps(x + j), shift));
@@ -195,17 +194,17 @@ OF_TARGET_AVX512 inline Float8 SumExpShiftedAndMax512(const float* x, int64_t n,
     sum += HighHalf(e);
     maximum = _mm512_mask_max_ps(maximum, 0xFFFF, _mm512_loadu_ps(next + j), maximum);
   }
-  const Float8 maximum8 = Max(LowHalf(maximum), HighHalf(maximum));
+  const F32x8 maximum8 = Max(LowHalf(maximum), HighHalf(maximum));
   return SumExpShiftedAndMaxFrom(x, n, max, next, next_n, both, sum, maximum8, next_max);
 }
 #endif
 
 inline float RowSum(const float* x, int64_t n) {
-  return SumOf(x, n, 0.0f, [](Float8 v) { return v; });
+  return SumOf(x, n, 0.0f, [](F32x8 v) { return v; });
 }
 
 inline float RowDot(const float* x, const float* y, int64_t n) {
-  Float8 sum{};
+  F32x8 sum{};
   int64_t j = 0;
   for (; j + kLanes <= n; j += kLanes) sum += Load(x + j) * Load(y + j);
   if (j < n) sum += LoadPartial(x + j, n - j, 0.0f) * LoadPartial(y + j, n - j, 0.0f);
@@ -221,9 +220,9 @@ struct RowMoments {
 // second, on the row the first brought into the L1 cache, prefetches `next` (as above).
 inline RowMoments Moments(const float* x, int64_t n, float epsilon, const float* next) {
   const float mean = RowSum(x, n) / static_cast<float>(n);
-  auto square = [mean](Float8 v) { return (v - mean) * (v - mean); };
+  auto square = [mean](F32x8 v) { return (v - mean) * (v - mean); };
   // Two accumulators, as SumOf.
-  Float8 even{}, odd{};
+  F32x8 even{}, odd{};
   int64_t j = 0;
   for (; j + 2 * kLanes <= n; j += 2 * kLanes) {
     PrefetchAt(next, j);

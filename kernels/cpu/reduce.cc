@@ -10,7 +10,7 @@
 #include <algorithm>
 
 #include "absl/strings/str_join.h"
-#include "kernels/cpu/float8.h"
+#include "kernels/cpu/f32x8.h"
 #include "kernels/cpu/kernel_util.h"
 #include "kernels/cpu/kernels.h"
 #include "kernels/cpu/stream_store.h"
@@ -195,7 +195,7 @@ absl::Status BroadcastLike(const KernelContext& context) {
         WriteLanes<stream()>(
             to, n, [from](int64_t i, int64_t count) { return LoadLanes(from, i, count); });
       } else {
-        const Float8 value = Splat<Float8>(*from);
+        const F32x8 value = Splat<F32x8>(*from);
         WriteLanes<stream()>(to, n, [value](int64_t, int64_t) { return value; });
       }
     });

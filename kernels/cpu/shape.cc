@@ -13,7 +13,7 @@
 #include <type_traits>
 
 #include "absl/strings/str_join.h"
-#include "kernels/cpu/float8.h"
+#include "kernels/cpu/f32x8.h"
 #include "kernels/cpu/kernel_util.h"
 #include "kernels/cpu/kernels.h"
 #include "kernels/cpu/stream_store.h"

@@ -37,7 +37,7 @@
 #include <cstring>
 #include <type_traits>
 
-#include "kernels/cpu/float8.h"
+#include "kernels/cpu/f32x8.h"
 
 #if defined(__AVX__)
 #include <immintrin.h>
@@ -131,7 +131,7 @@ class LaneWriter {
       if (address % sizeof(float) == 0) {
         shift_ = static_cast<int>((address / sizeof(float)) % kLanes);
         streaming_ = true;
-        const Int8 lanes{0, 1, 2, 3, 4, 5, 6, 7};
+        const I32x8 lanes{0, 1, 2, 3, 4, 5, 6, 7};
         rotate_ = (lanes - shift_) & 7;   // vpermps indices: lane m takes m - shift.
         from_previous_ = lanes < shift_;  // Lanes taken from the previous group.
       }
@@ -140,7 +140,7 @@ class LaneWriter {
   }
 
   // The next 8 lanes of the run.
-  void Put(Float8 value) {
+  void Put(F32x8 value) {
 #if defined(__AVX2__)
     if constexpr (kStream) {
       if (streaming_) {
@@ -154,7 +154,7 @@ class LaneWriter {
   }
 
   // The last n <= 8 lanes of the run (none after it).
-  void PutLast(Float8 value, int64_t n) {
+  void PutLast(F32x8 value, int64_t n) {
 #if defined(__AVX2__)
     if constexpr (kStream) {
       if (streaming_) {
@@ -183,7 +183,7 @@ class LaneWriter {
 #if defined(__AVX2__)
   // Group k (`written_` = 8k) covers the run's elements 8k .. 8k + 7; the 32-byte boundary
   // falls at 8k + (8 - shift) for shift > 0.
-  void PutStreaming(Float8 value) {
+  void PutStreaming(F32x8 value) {
     if (shift_ == 0) {
       _mm256_stream_ps(to_ + written_, value);
     } else if (!has_previous_) {
@@ -191,7 +191,7 @@ class LaneWriter {
       StorePartial(to_, kLanes - shift_, value);
       has_previous_ = true;
     } else {
-      Float8 combined;
+      F32x8 combined;
       if (shift_ == 4) {
         combined = _mm256_permute2f128_ps(previous_, value, 0x21);
       } else {
@@ -219,8 +219,8 @@ class LaneWriter {
   bool streaming_ = false;
   bool has_previous_ = false;
   int shift_ = 0;  // The run's start in floats past a 32-byte boundary.
-  Int8 rotate_{}, from_previous_{};
-  Float8 previous_{};
+  I32x8 rotate_{}, from_previous_{};
+  F32x8 previous_{};
 #endif
   float* to_;
   int64_t written_ = 0;  // Elements given so far (stored or pending).
@@ -252,7 +252,7 @@ inline void WriteLanes(float* out, int64_t n, ValueFn&& value) {
 }
 
 // Lanes i .. i + count of x, the others 0 (count < kLanes: a partial load).
-inline Float8 LoadLanes(const float* x, int64_t i, int64_t count) {
+inline F32x8 LoadLanes(const float* x, int64_t i, int64_t count) {
   return count == kLanes ? Load(x + i) : LoadPartial(x + i, count, 0.0f);
 }
 

@@ -29,6 +29,7 @@
 #include <vector>
 
 #include "kernels/cpu/stream_store.h"
+#include "oneflow_core/simd_lanes.h"
 
 #if defined(__AVX__)
 #include <immintrin.h>
@@ -38,19 +39,16 @@ namespace oneflow {
 namespace cpu {
 namespace transpose_internal {
 
-typedef uint32_t Word8 __attribute__((vector_size(32)));
-typedef int32_t Index8 __attribute__((vector_size(32)));
-
-inline Word8 LoadWords(const uint32_t* from) {
-  Word8 words;
+inline U32x8 LoadWords(const uint32_t* from) {
+  U32x8 words;
   std::memcpy(&words, from, sizeof(words));
   return words;
 }
-inline void StoreWords(uint32_t* to, Word8 words) { std::memcpy(to, &words, sizeof(words)); }
+inline void StoreWords(uint32_t* to, U32x8 words) { std::memcpy(to, &words, sizeof(words)); }
 
 // Stores 8 words at `to`: streaming (32-byte aligned `to`) or plain.
 template <bool kStream>
-inline void PutWords(uint32_t* to, Word8 words) {
+inline void PutWords(uint32_t* to, U32x8 words) {
 #if defined(__AVX__)
   if constexpr (kStream) {
     __m256i value;
@@ -66,24 +64,24 @@ inline void PutWords(uint32_t* to, Word8 words) {
 // block of source rows 0..7, columns 0..7. Interleave pairs of rows (within 128-bit
 // halves), then pairs of pairs, then swap the halves: the classic unpack / shuffle /
 // permute sequence.
-inline void TransposeBlock(const uint32_t* source, int64_t source_stride, Word8 out[8]) {
-  Word8 r[8], t[8], s[8];
+inline void TransposeBlock(const uint32_t* source, int64_t source_stride, U32x8 out[8]) {
+  U32x8 r[8], t[8], s[8];
   for (int k = 0; k < 8; ++k) r[k] = LoadWords(source + k * source_stride);
   for (int k = 0; k < 8; k += 2) {
-    t[k] = __builtin_shuffle(r[k], r[k + 1], Index8{0, 8, 1, 9, 4, 12, 5, 13});
-    t[k + 1] = __builtin_shuffle(r[k], r[k + 1], Index8{2, 10, 3, 11, 6, 14, 7, 15});
+    t[k] = __builtin_shuffle(r[k], r[k + 1], I32x8{0, 8, 1, 9, 4, 12, 5, 13});
+    t[k + 1] = __builtin_shuffle(r[k], r[k + 1], I32x8{2, 10, 3, 11, 6, 14, 7, 15});
   }
   for (int k = 0; k < 8; k += 4) {
     for (int half = 0; half < 2; ++half) {
       s[k + 2 * half] =
-          __builtin_shuffle(t[k + half], t[k + half + 2], Index8{0, 1, 8, 9, 4, 5, 12, 13});
+          __builtin_shuffle(t[k + half], t[k + half + 2], I32x8{0, 1, 8, 9, 4, 5, 12, 13});
       s[k + 2 * half + 1] =
-          __builtin_shuffle(t[k + half], t[k + half + 2], Index8{2, 3, 10, 11, 6, 7, 14, 15});
+          __builtin_shuffle(t[k + half], t[k + half + 2], I32x8{2, 3, 10, 11, 6, 7, 14, 15});
     }
   }
   for (int k = 0; k < 4; ++k) {
-    out[k] = __builtin_shuffle(s[k], s[k + 4], Index8{0, 1, 2, 3, 8, 9, 10, 11});
-    out[k + 4] = __builtin_shuffle(s[k], s[k + 4], Index8{4, 5, 6, 7, 12, 13, 14, 15});
+    out[k] = __builtin_shuffle(s[k], s[k + 4], I32x8{0, 1, 2, 3, 8, 9, 10, 11});
+    out[k + 4] = __builtin_shuffle(s[k], s[k + 4], I32x8{4, 5, 6, 7, 12, 13, 14, 15});
   }
 }
 
@@ -92,7 +90,7 @@ inline void TransposeBlock(const uint32_t* source, int64_t source_stride, Word8 
 template <bool kStream>
 inline void TransposeBlock8x16(const uint32_t* source, int64_t source_stride, uint32_t* destination,
                                int64_t destination_stride) {
-  Word8 left[8], right[8];
+  U32x8 left[8], right[8];
   TransposeBlock(source, source_stride, left);
   TransposeBlock(source + 8 * source_stride, source_stride, right);
   for (int k = 0; k < 8; ++k) {
@@ -107,7 +105,7 @@ inline void TransposeBlock8x16(const uint32_t* source, int64_t source_stride, ui
 inline void TransposeBlockPart(const uint32_t* source, int64_t source_stride, uint32_t* destination,
                                int64_t destination_stride, int64_t row_from, int64_t row_to,
                                int64_t col_from, int64_t col_to) {
-  Word8 left[8], right[8];
+  U32x8 left[8], right[8];
   TransposeBlock(source, source_stride, left);
   TransposeBlock(source + 8 * source_stride, source_stride, right);
   for (int64_t k = row_from; k < row_to; ++k) {
@@ -222,7 +220,7 @@ inline void TransposeWordsTiled(const uint32_t* source, int64_t source_stride,
             __builtin_prefetch(source + k * source_stride + next + (i - i0), 0, 2);
           }
           if (i + kBlock <= i1 && j + kBlock <= j1) {
-            Word8 block[8];
+            U32x8 block[8];
             TransposeBlock(source + j * source_stride + i, source_stride, block);
             for (int k = 0; k < 8; ++k)
               StoreWords(destination + (i + k) * destination_stride + j, block[k]);

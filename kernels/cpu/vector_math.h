@@ -1,11 +1,11 @@
-// exp and GELU for float, as templates over the value type: V = float or Float8 (eight
+// exp and GELU for float, as templates over the value type: V = float or F32x8 (eight
 // lanes, float8.h). One source for both, so the scalar functions the tests sweep and the
 // vector ones the kernels run are the same algorithm.
 //
 // std::exp / std::tanh are library calls: a loop calling them stays scalar (glibc's
 // vector math library is only used under -ffast-math, which the kernels avoid because it
 // would also reorder every other float expression). These are branch-free inline
-// functions (selects instead of if, integer bit tricks instead of ldexp), so on Float8
+// functions (selects instead of if, integer bit tricks instead of ldexp), so on F32x8
 // every step is one AVX2 instruction over 8 lanes.
 //
 // Accuracy (vector_math_test, against the double functions, both value types):
@@ -27,7 +27,7 @@
 #include <cstring>
 
 #include "kernels/cpu/cpu_features.h"
-#include "kernels/cpu/float8.h"
+#include "kernels/cpu/f32x8.h"
 
 #if defined(OF_AVX512_CODE)
 #include <immintrin.h>
@@ -43,8 +43,8 @@ inline int32_t FloatAsBits(float value) {
   std::memcpy(&bits, &value, sizeof(bits));
   return bits;
 }
-inline Int8 FloatAsBits(Float8 value) {
-  Int8 bits;
+inline I32x8 FloatAsBits(F32x8 value) {
+  I32x8 bits;
   std::memcpy(&bits, &value, sizeof(bits));
   return bits;
 }
@@ -53,8 +53,8 @@ inline float BitsAsFloat(int32_t bits) {
   std::memcpy(&value, &bits, sizeof(value));
   return value;
 }
-inline Float8 BitsAsFloat(Int8 bits) {
-  Float8 value;
+inline F32x8 BitsAsFloat(I32x8 bits) {
+  F32x8 value;
   std::memcpy(&value, &bits, sizeof(value));
   return value;
 }
@@ -77,15 +77,15 @@ alignas(32) inline constexpr float kExp2Eighths[8] = {
 // clang-format on
 
 // kExp2Eighths[bits & 7] for the low bits of `index`'s float bits: one vpermps (which reads
-// only the low three bits of each lane) on Float8.
+// only the low three bits of each lane) on F32x8.
 inline float Exp2Eighth(float index) { return kExp2Eighths[FloatAsBits(index) & 7]; }
-inline Float8 Exp2Eighth(Float8 index) {
+inline F32x8 Exp2Eighth(F32x8 index) {
 #if defined(__AVX2__)
-  Float8 table;
+  F32x8 table;
   std::memcpy(&table, kExp2Eighths, sizeof(table));
   return _mm256_permutevar8x32_ps(table, (__m256i)FloatAsBits(index));
 #else
-  Float8 value;
+  F32x8 value;
   for (int lane = 0; lane < 8; ++lane) value[lane] = Exp2Eighth(index[lane]);
   return value;
 #endif
@@ -323,14 +323,14 @@ inline float GeluDerivativeF(float x) { return GeluDerivative(x); }
 
 #if defined(OF_AVX512_CODE)
 // Gelu and GeluDerivative on 16 lanes for functions compiled for AVX-512
-// (cpu_features.h): the same operations in the same order as on Float8, so each lane is
+// (cpu_features.h): the same operations in the same order as on F32x8, so each lane is
 // the same bits (vector_math_test checks it).
 OF_TARGET_AVX512_INLINE inline __m512 Gelu16(__m512 x) {
   constexpr float kA = -2.0f * kGeluScale;
   constexpr float kB = -2.0f * kGeluScale * kGeluCubic;
   const __m512 minus_two_u = _mm512_mul_ps(
       x, _mm512_fmadd_ps(_mm512_mul_ps(x, x), _mm512_set1_ps(kB), _mm512_set1_ps(kA)));
-  // Exp's clamp, then 1 + p * scale fused, as GCC compiles Gelu on Float8.
+  // Exp's clamp, then 1 + p * scale fused, as GCC compiles Gelu on F32x8.
   const ExpParts16 e =
       ExpInRangeParts16(Min16(_mm512_set1_ps(88.0f), Max16(_mm512_set1_ps(-88.0f), minus_two_u)));
   return _mm512_div_ps(x, _mm512_fmadd_ps(e.p, e.scale, _mm512_set1_ps(1.0f)));

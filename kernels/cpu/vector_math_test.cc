@@ -1,5 +1,5 @@
 // Exp and the GELU functions against libm in double, over their whole domain, both as
-// float (ExpF, GeluF, GeluDerivativeF) and on Float8 (what the kernels run: every sweep
+// float (ExpF, GeluF, GeluDerivativeF) and on F32x8 (what the kernels run: every sweep
 // is evaluated 8 points at a time too, and held to the same bounds).
 #include "kernels/cpu/vector_math.h"
 
@@ -23,13 +23,13 @@ std::vector<float> Sweep(float low, float high, float step) {
   return points;
 }
 
-// fn over `points` on Float8, 8 points per call (the last call padded with the last point).
+// fn over `points` on F32x8, 8 points per call (the last call padded with the last point).
 template <typename Fn>
 std::vector<float> OnFloat8(const std::vector<float>& points, Fn fn) {
   std::vector<float> values(points.size());
   for (size_t i = 0; i < points.size(); i += kLanes) {
     const int64_t n = std::min<int64_t>(kLanes, points.size() - i);
-    const Float8 result = fn(LoadPartial(points.data() + i, n, points.back()));
+    const F32x8 result = fn(LoadPartial(points.data() + i, n, points.back()));
     StorePartial(values.data() + i, n, result);
   }
   return values;
@@ -43,12 +43,12 @@ std::vector<float> OnFloat(const std::vector<float>& points, Fn fn) {
   return values;
 }
 
-// Both forms of fn over `points`: {"float", values}, {"Float8", values}.
+// Both forms of fn over `points`: {"float", values}, {"F32x8", values}.
 template <typename Fn>
 std::vector<std::pair<const char*, std::vector<float>>> BothForms(const std::vector<float>& points,
                                                                   Fn fn) {
   return {{"float", OnFloat(points, [&](float x) { return fn(x); })},
-          {"Float8", OnFloat8(points, [&](Float8 x) { return fn(x); })}};
+          {"F32x8", OnFloat8(points, [&](F32x8 x) { return fn(x); })}};
 }
 
 // Exp's worst relative error over the sweep and over every 448th float of [-87.33, 88] (5
@@ -78,8 +78,8 @@ TEST(VectorMathTest, ExpIsWithinTwoUlpOfLibm) {
     }
   }
   EXPECT_EQ(ExpF(0.0f), 1.0f);
-  EXPECT_EQ(Exp(Float8{})[3], 1.0f);
-  EXPECT_EQ(ExpUpTo88(Float8{})[3], 1.0f);
+  EXPECT_EQ(Exp(F32x8{})[3], 1.0f);
+  EXPECT_EQ(ExpUpTo88(F32x8{})[3], 1.0f);
 }
 
 #if defined(OF_AVX512_CODE)
@@ -108,7 +108,7 @@ OF_TARGET_AVX512 void On16(int which, const float* x, float* out) {
 }
 #endif
 
-// The 16-lane functions (AVX-512) are their Float8 forms bit for bit on every lane: the
+// The 16-lane functions (AVX-512) are their F32x8 forms bit for bit on every lane: the
 // kernels that run them on AVX-512 give the values the AVX2 code gives.
 TEST(VectorMathTest, SixteenLanesAreTheEightLaneFunctions) {
 #if defined(OF_AVX512_CODE)
@@ -120,7 +120,7 @@ TEST(VectorMathTest, SixteenLanesAreTheEightLaneFunctions) {
     points.push_back(x);
   }
   while (points.size() % 16 != 0) points.push_back(0.25f);
-  const auto eight = [](int which, Float8 x) {
+  const auto eight = [](int which, F32x8 x) {
     switch (which) {
       case 0:
         return ExpForSum(x);
@@ -139,7 +139,7 @@ TEST(VectorMathTest, SixteenLanesAreTheEightLaneFunctions) {
     for (size_t i = 0; i < points.size(); i += 16)
       On16(which, points.data() + i, values.data() + i);
     for (size_t i = 0; i < points.size(); i += kLanes) {
-      const Float8 want = eight(which, Load(points.data() + i));
+      const F32x8 want = eight(which, Load(points.data() + i));
       for (int64_t lane = 0; lane < kLanes; ++lane) {
         const float got = values[i + lane], expected = want[lane];
         if (points[i + lane] > 88.0f && which == 1) continue;  // ExpUpTo88: garbage there.
@@ -165,7 +165,7 @@ TEST(VectorMathTest, ExpLimits) {
   EXPECT_EQ(ExpF(-inf), 0.0f);
   EXPECT_FLOAT_EQ(ExpF(1000.0f), std::exp(88.0f));
   EXPECT_TRUE(std::isnan(ExpF(nan)));
-  const Float8 limits = Exp(Float8{-87.7f, -1e9f, -inf, 1000.0f, nan, inf, 0.0f, -0.0f});
+  const F32x8 limits = Exp(F32x8{-87.7f, -1e9f, -inf, 1000.0f, nan, inf, 0.0f, -0.0f});
   EXPECT_EQ(limits[0], 0.0f);
   EXPECT_EQ(limits[1], 0.0f);
   EXPECT_EQ(limits[2], 0.0f);
@@ -174,7 +174,7 @@ TEST(VectorMathTest, ExpLimits) {
   EXPECT_FLOAT_EQ(limits[5], std::exp(88.0f));
   EXPECT_EQ(limits[6], 1.0f);
   EXPECT_EQ(limits[7], 1.0f);
-  const Float8 low = ExpUpTo88(Float8{-87.7f, -1e9f, -inf, 88.0f, nan, -87.34f, 0.0f, -0.0f});
+  const F32x8 low = ExpUpTo88(F32x8{-87.7f, -1e9f, -inf, 88.0f, nan, -87.34f, 0.0f, -0.0f});
   EXPECT_EQ(low[0], 0.0f);
   EXPECT_EQ(low[1], 0.0f);
   EXPECT_EQ(low[2], 0.0f);
@@ -186,7 +186,7 @@ TEST(VectorMathTest, ExpLimits) {
   // ExpForSum: gradual underflow down to -87.39 only.
   EXPECT_GT(ExpForSum(-87.36f), 0.0f);
   EXPECT_EQ(ExpForSum(-87.4f), 0.0f);
-  const Float8 sum = ExpForSum(Float8{-87.7f, -1e9f, -inf, 88.0f, nan, -87.34f, 0.0f, -0.0f});
+  const F32x8 sum = ExpForSum(F32x8{-87.7f, -1e9f, -inf, 88.0f, nan, -87.34f, 0.0f, -0.0f});
   EXPECT_EQ(sum[0], 0.0f);
   EXPECT_EQ(sum[1], 0.0f);
   EXPECT_EQ(sum[2], 0.0f);
@@ -258,9 +258,9 @@ TEST(VectorMathTest, GeluAndItsDerivativeMatchTheDoubleFormula) {
   EXPECT_EQ(GeluDerivativeF(1e30f), 1.0f);
   EXPECT_NEAR(GeluDerivativeF(-1e30f), 0.0f, 1e-30);
   EXPECT_NEAR(GeluF(-30.0f), 0.0f, 1e-30);
-  const Float8 limits{0.0f, 1e30f, -30.0f, -1e30f, 0.0f, 0.0f, 0.0f, 0.0f};
-  const Float8 gelu = Gelu(limits);
-  const Float8 derivative = GeluDerivative(limits);
+  const F32x8 limits{0.0f, 1e30f, -30.0f, -1e30f, 0.0f, 0.0f, 0.0f, 0.0f};
+  const F32x8 gelu = Gelu(limits);
+  const F32x8 derivative = GeluDerivative(limits);
   EXPECT_EQ(gelu[0], 0.0f);
   EXPECT_EQ(gelu[1], 1e30f);
   EXPECT_NEAR(gelu[2], 0.0f, 1e-30);

@@ -3,6 +3,7 @@
 #include <cstdint>
 
 #include "absl/container/inlined_vector.h"
+#include "oneflow_core/simd_lanes.h"
 
 #if defined(__AVX__)
 #include <immintrin.h>
@@ -11,13 +12,9 @@
 namespace oneflow {
 namespace {
 
-// Eight floats as one value (GCC/Clang vector extension): one AVX register under
-// -march=x86-64-v3, two SSE registers elsewhere. Written out because -O2's cost model
-// does not vectorize a loop of unknown trip count on its own (it left the first version
-// of this loop scalar, 4x slower than memory bandwidth).
-using Lanes = float __attribute__((vector_size(32)));
-// The same value at any float address (loads and stores of unaligned buffers).
-using UnalignedLanes = float __attribute__((vector_size(32), aligned(4)));
+// Eight floats as one value (F32x8, oneflow_core/simd_lanes.h). Written out because -O2's
+// cost model does not vectorize a loop of unknown trip count on its own (it left the
+// first version of this loop scalar, 4x slower than memory bandwidth).
 constexpr int64_t kLanes = 8;
 // Elements per step of the main loop: two cache lines, so the loop over inputs and the
 // loop over outputs are paid once per 128 bytes, and a streaming step writes whole lines.
@@ -25,11 +22,11 @@ constexpr int64_t kStep = 4 * kLanes;
 // Streaming stores start where outputs[0] is aligned to a cache line.
 constexpr uintptr_t kLineBytes = 64;
 
-Lanes Load(const float* at) { return *reinterpret_cast<const UnalignedLanes*>(at); }
-void Store(float* at, Lanes value) { *reinterpret_cast<UnalignedLanes*>(at) = value; }
+F32x8 Load(const float* at) { return *reinterpret_cast<const F32x8Unaligned*>(at); }
+void Store(float* at, F32x8 value) { *reinterpret_cast<F32x8Unaligned*>(at) = value; }
 
 // `at` is 32-byte aligned.
-void StreamStore(float* at, Lanes value) {
+void StreamStore(float* at, F32x8 value) {
 #if defined(__AVX__)
   _mm256_stream_ps(at, value);
 #else
@@ -63,7 +60,7 @@ void ReduceSteps(absl::Span<const float* const> inputs, absl::Span<float* const>
                  const char* streamed, int64_t begin, int64_t end, Op op) {
   for (int64_t i = begin; i < end; i += kStep) {
     const float* first = inputs[0] + i;
-    Lanes v0 = Load(first), v1 = Load(first + kLanes), v2 = Load(first + 2 * kLanes),
+    F32x8 v0 = Load(first), v1 = Load(first + kLanes), v2 = Load(first + 2 * kLanes),
           v3 = Load(first + 3 * kLanes);
     for (size_t input = 1; input < inputs.size(); ++input) {
       const float* next = inputs[input] + i;
@@ -115,7 +112,7 @@ void Reduce(absl::Span<const float* const> inputs, absl::Span<float* const> outp
 
 }  // namespace
 
-// Each op works on one float and on Lanes alike. max/min propagate NaN from any input
+// Each op works on one float and on F32x8 alike. max/min propagate NaN from any input
 // (b != b is the NaN test); `|` rather than `||` so that it also works lane-wise.
 void ReduceFloatsToAll(ReduceOp op, absl::Span<const float* const> inputs,
                        absl::Span<float* const> outputs, int64_t count, ReduceStores stores) {

@@ -1,4 +1,6 @@
-// An owning file descriptor: closed on every path out of the scope that holds it.
+// An owning file descriptor: closed on every path out of the scope that holds it. The one
+// such type in the tree (files, pipes, sockets, /proc reads; the launcher's pipes included):
+// it lives in the bottom layer so that every layer may hold one.
 #ifndef ONEFLOW_CORE_FILES_FILE_DESCRIPTOR_H_
 #define ONEFLOW_CORE_FILES_FILE_DESCRIPTOR_H_
 
@@ -35,10 +37,13 @@ class FileDescriptor {
     return close(std::exchange(fd_, -1));
   }
 
- private:
+  // Closes now, if one is held, when close()'s result does not matter (a read end, a pipe
+  // end handed to a child, the destructor).
   void Reset() {
     if (fd_ >= 0) close(std::exchange(fd_, -1));
   }
+
+ private:
 
   int fd_ = -1;
 };

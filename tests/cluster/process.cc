@@ -44,8 +44,8 @@ Process::Process(const std::vector<std::string>& argv, const std::map<std::strin
   }
   close(out[1]);
   close(err[1]);
-  stdout_thread_ = std::thread([this, fd = out[0]] { Reader(fd, true); });
-  stderr_thread_ = std::thread([this, fd = err[0]] { Reader(fd, false); });
+  stdout_thread_ = std::thread([this, fd = out[0]] { Reader(FileDescriptor(fd), true); });
+  stderr_thread_ = std::thread([this, fd = err[0]] { Reader(FileDescriptor(fd), false); });
 }
 
 Process::~Process() {
@@ -59,11 +59,11 @@ Process::~Process() {
 
 void Process::Signal(int signal_number) const { kill(pid_, signal_number); }
 
-void Process::Reader(int fd, bool is_stdout) {
+void Process::Reader(FileDescriptor pipe, bool is_stdout) {
   std::string pending;
   char buffer[4096];
   while (true) {
-    const ssize_t n = read(fd, buffer, sizeof(buffer));
+    const ssize_t n = read(pipe.get(), buffer, sizeof(buffer));
     if (n < 0 && errno == EINTR) continue;
     if (n <= 0) break;
     std::lock_guard<std::mutex> lock(mutex_);
@@ -79,7 +79,7 @@ void Process::Reader(int fd, bool is_stdout) {
     }
     changed_.notify_all();
   }
-  close(fd);
+  pipe.Reset();
   std::lock_guard<std::mutex> lock(mutex_);
   if (is_stdout && !pending.empty()) stdout_lines_.push_back(pending);
   if (is_stdout) {
@@ -171,13 +171,12 @@ bool ProcessExists(pid_t pid) { return kill(pid, 0) == 0; }
 int UnusedLocalPort() {
   for (int attempt = 0; attempt < 1000; ++attempt) {
     const int port = 20000 + (getpid() * 7919 + attempt * 104729) % 12000;
-    const int fd = socket(AF_INET, SOCK_STREAM, 0);
+    const FileDescriptor socket_fd(socket(AF_INET, SOCK_STREAM, 0));
     sockaddr_in address{};
     address.sin_family = AF_INET;
     address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
     address.sin_port = htons(static_cast<uint16_t>(port));
-    const bool free = bind(fd, reinterpret_cast<sockaddr*>(&address), sizeof(address)) == 0;
-    close(fd);
+    const bool free = bind(socket_fd.get(), reinterpret_cast<sockaddr*>(&address), sizeof(address)) == 0;
     if (free) return port;
   }
   return 29500;

@@ -18,6 +18,8 @@
 #include <thread>
 #include <vector>
 
+#include "oneflow_core/files/file_descriptor.h"
+
 namespace oneflow::testing {
 
 class Process {
@@ -49,7 +51,7 @@ class Process {
   std::string Stderr();
 
  private:
-  void Reader(int fd, bool is_stdout);
+  void Reader(FileDescriptor pipe, bool is_stdout);
 
   pid_t pid_ = -1;
   bool reaped_ = false;

@@ -8,15 +8,16 @@
 #include <filesystem>
 #include <fstream>
 #include <memory>
+#include <mutex>
 #include <optional>
 
+#include "absl/base/thread_annotations.h"
 #include "absl/flags/declare.h"
 #include "absl/flags/flag.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
-#include "absl/synchronization/mutex.h"
 #include "actors/metrics.h"
 #include "actors/predicted_step.h"
 #include "actors/trace.h"
@@ -97,12 +98,12 @@ std::string AbsolutePath(const std::string& path) {
 class InterruptTarget {
  public:
   void Set(launcher::LaunchSession* session) {
-    absl::MutexLock lock(&mutex_);
+    std::lock_guard<std::mutex> lock(mutex_);
     session_ = session;
     if (session_ != nullptr && pending_ != 0) session_->Interrupt(pending_);
   }
   void Signal(int signal) {
-    absl::MutexLock lock(&mutex_);
+    std::lock_guard<std::mutex> lock(mutex_);
     if (session_ != nullptr) {
       session_->Interrupt(signal);
     } else {
@@ -111,7 +112,7 @@ class InterruptTarget {
   }
 
  private:
-  absl::Mutex mutex_;
+  std::mutex mutex_;
   launcher::LaunchSession* session_ ABSL_GUARDED_BY(mutex_) = nullptr;
   int pending_ ABSL_GUARDED_BY(mutex_) = 0;
 };

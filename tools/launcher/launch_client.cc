@@ -14,6 +14,7 @@
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_format.h"
 #include "absl/time/clock.h"
+#include "oneflow_core/wait_until.h"
 #include "plan/plan_verifier.h"
 #include "oneflow_core/comm/transport_name.h"
 #include "grpcpp/client_context.h"
@@ -124,9 +125,10 @@ absl::StatusOr<std::unique_ptr<LaunchSession>> LaunchSession::Create(proto::Plan
 
 LaunchSession::~LaunchSession() {
   {
-    absl::MutexLock lock(&mutex_);
+    std::lock_guard<std::mutex> lock(mutex_);
     closing_ = true;
   }
+  changed_.notify_all();
   for (auto& node : nodes_) {
     if (node->follower.joinable()) {
       node->context.TryCancel();
@@ -141,20 +143,23 @@ std::string LaunchSession::NodeName(int64_t node) const {
 }
 
 void LaunchSession::Push(Item item, bool wait_for_room) {
-  absl::MutexLock lock(&mutex_);
+  std::unique_lock<std::mutex> lock(mutex_);
   if (wait_for_room) {
-    auto room = [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mutex_) { return items_.size() < kMaxQueuedItems || closing_; };
-    mutex_.Await(absl::Condition(&room));
+    changed_.wait(lock, [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mutex_) {
+      return items_.size() < kMaxQueuedItems || closing_;
+    });
   }
   items_.push_back(std::move(item));
+  changed_.notify_all();
 }
 
 std::optional<LaunchSession::Item> LaunchSession::Pop(absl::Time deadline) {
-  absl::MutexLock lock(&mutex_);
+  std::unique_lock<std::mutex> lock(mutex_);
   auto ready = [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mutex_) { return !items_.empty(); };
-  if (!mutex_.AwaitWithDeadline(absl::Condition(&ready), deadline)) return std::nullopt;
+  if (!WaitUntil(changed_, lock, deadline, ready)) return std::nullopt;
   Item item = std::move(items_.front());
   items_.pop_front();
+  changed_.notify_all();  // Room for a Push waiting for it.
   return item;
 }
 

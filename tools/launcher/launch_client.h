@@ -18,10 +18,12 @@
 #ifndef TOOLS_LAUNCHER_LAUNCH_CLIENT_H_
 #define TOOLS_LAUNCHER_LAUNCH_CLIENT_H_
 
+#include <condition_variable>
 #include <cstdint>
 #include <deque>
 #include <functional>
 #include <memory>
+#include <mutex>
 #include <optional>
 #include <string>
 #include <thread>
@@ -29,7 +31,6 @@
 
 #include "absl/base/thread_annotations.h"
 #include "absl/status/statusor.h"
-#include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
 #include "proto/launcher.grpc.pb.h"
 #include "proto/plan.pb.h"
@@ -156,7 +157,8 @@ class LaunchSession {
   int64_t failed_node_ = -1;
   absl::Time failed_at_ = absl::InfiniteFuture();
 
-  absl::Mutex mutex_;
+  std::mutex mutex_;
+  std::condition_variable changed_;  // items_ or closing_ changed
   std::deque<Item> items_ ABSL_GUARDED_BY(mutex_);
   // Set by the destructor: followers waiting for room stop waiting.
   bool closing_ ABSL_GUARDED_BY(mutex_) = false;

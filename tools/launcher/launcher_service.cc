@@ -70,10 +70,10 @@ void LauncherService::RemoveJobDirectory(const std::string& job_id, int64_t node
 }
 
 void LauncherService::ForgetOldJobs(const std::string& replacing) {
-  absl::MutexLock forgetting(&forget_mutex_);
+  std::lock_guard<std::mutex> forgetting(forget_mutex_);
   std::vector<std::shared_ptr<WorkerJob>> forgotten;
   {
-    absl::MutexLock lock(&mutex_);
+    std::lock_guard<std::mutex> lock(mutex_);
     std::vector<std::shared_ptr<WorkerJob>> ended;
     for (const auto& [id, job] : jobs_) {
       if (!job->done()) continue;
@@ -185,7 +185,7 @@ grpc::Status LauncherService::Submit(grpc::ServerContext* context, const proto::
   }
   const std::string& job_id = request->job_id();
   {
-    absl::MutexLock lock(&mutex_);
+    std::lock_guard<std::mutex> lock(mutex_);
     if (shutting_down_) return grpc::Status(grpc::StatusCode::UNAVAILABLE, "the daemon is shutting down");
     const auto existing = jobs_.find(job_id);
     if (starting_.count(job_id) > 0 || (existing != jobs_.end() && !existing->second->done())) {
@@ -197,7 +197,7 @@ grpc::Status LauncherService::Submit(grpc::ServerContext* context, const proto::
   ForgetOldJobs(job_id);
   absl::StatusOr<std::shared_ptr<WorkerJob>> started = StartJob(*request);
   {
-    absl::MutexLock lock(&mutex_);
+    std::lock_guard<std::mutex> lock(mutex_);
     starting_.erase(job_id);
     if (started.ok()) jobs_[job_id] = *started;
     // A shutdown that began meanwhile did not see this job: cancel it here.
@@ -248,7 +248,7 @@ grpc::Status LauncherService::Cancel(grpc::ServerContext* context, const proto::
   if (grpc::Status denied = authorizer_->Check(*context, "Launcher.Cancel"); !denied.ok()) return denied;
   std::shared_ptr<WorkerJob> job;
   {
-    absl::MutexLock lock(&mutex_);
+    std::lock_guard<std::mutex> lock(mutex_);
     const auto found = jobs_.find(request->job_id());
     if (found != jobs_.end()) job = found->second;
   }
@@ -262,7 +262,7 @@ grpc::Status LauncherService::Status(grpc::ServerContext* context, const proto::
   if (grpc::Status denied = authorizer_->Check(*context, "Launcher.Status"); !denied.ok()) return denied;
   std::shared_ptr<WorkerJob> job;
   {
-    absl::MutexLock lock(&mutex_);
+    std::lock_guard<std::mutex> lock(mutex_);
     const auto found = jobs_.find(request->job_id());
     if (found != jobs_.end()) job = found->second;
   }
@@ -276,7 +276,7 @@ grpc::Status LauncherService::List(grpc::ServerContext* context, const proto::Li
   if (grpc::Status denied = authorizer_->Check(*context, "Launcher.List"); !denied.ok()) return denied;
   std::vector<std::shared_ptr<WorkerJob>> jobs;
   {
-    absl::MutexLock lock(&mutex_);
+    std::lock_guard<std::mutex> lock(mutex_);
     for (const auto& [id, job] : jobs_) jobs.push_back(job);
   }
   for (const auto& job : jobs) *response->add_jobs() = job->Status();
@@ -291,7 +291,7 @@ grpc::Status LauncherService::List(grpc::ServerContext* context, const proto::Li
 grpc::Status LauncherService::Health(grpc::ServerContext* context, const proto::HealthRequest*,
                                      proto::HealthResponse* response) {
   if (grpc::Status denied = authorizer_->Check(*context, "Launcher.Health"); !denied.ok()) return denied;
-  absl::MutexLock lock(&mutex_);
+  std::lock_guard<std::mutex> lock(mutex_);
   response->set_version(kOneflowdVersion);
   int64_t running = 0;
   for (const auto& [id, job] : jobs_) running += job->done() ? 0 : 1;
@@ -304,7 +304,7 @@ grpc::Status LauncherService::Dump(grpc::ServerContext* context, const proto::Du
   if (grpc::Status denied = authorizer_->Check(*context, "Launcher.Dump"); !denied.ok()) return denied;
   std::shared_ptr<WorkerJob> job;
   {
-    absl::MutexLock lock(&mutex_);
+    std::lock_guard<std::mutex> lock(mutex_);
     const auto found = jobs_.find(request->job_id());
     if (found != jobs_.end()) job = found->second;
   }
@@ -321,7 +321,7 @@ grpc::Status LauncherService::Dump(grpc::ServerContext* context, const proto::Du
 void LauncherService::Shutdown() {
   std::vector<std::shared_ptr<WorkerJob>> jobs;
   {
-    absl::MutexLock lock(&mutex_);
+    std::lock_guard<std::mutex> lock(mutex_);
     shutting_down_ = true;
     for (const auto& [id, job] : jobs_) jobs.push_back(job);
   }

@@ -21,13 +21,13 @@
 #include <cstdint>
 #include <map>
 #include <memory>
+#include <mutex>
 #include <set>
 #include <string>
 #include <thread>
 
 #include "absl/base/thread_annotations.h"
 #include "absl/status/statusor.h"
-#include "absl/synchronization/mutex.h"
 #include "absl/synchronization/notification.h"
 #include "absl/time/time.h"
 #include "proto/launcher.grpc.pb.h"
@@ -101,8 +101,8 @@ class LauncherService final : public proto::Launcher::Service {
 
   // Held through a whole ForgetOldJobs, removals included, so that a Submit of an id the
   // janitor is forgetting starts only once the old directory is gone (before mutex_).
-  absl::Mutex forget_mutex_;
-  absl::Mutex mutex_;
+  std::mutex forget_mutex_;
+  std::mutex mutex_;
   std::map<std::string, std::shared_ptr<WorkerJob>> jobs_ ABSL_GUARDED_BY(mutex_);
   // Ids between the duplicate check and the job's entry in jobs_.
   std::set<std::string> starting_ ABSL_GUARDED_BY(mutex_);

@@ -90,7 +90,7 @@ grpc::Status MemoryCheckpointService::Put(grpc::ServerContext* context,
   part.part = std::move(*header.mutable_part());
   part.saving_nodes.assign(header.saving_nodes().begin(), header.saving_nodes().end());
   part.data = std::move(data);
-  absl::MutexLock lock(&mutex_);
+  std::lock_guard<std::mutex> lock(mutex_);
   DropIdleScopes(header.scope());
   if (limits_.limit_bytes > 0) {
     // What stays once this part is in: the owner's oldest iteration goes when it would
@@ -131,7 +131,7 @@ grpc::Status MemoryCheckpointService::Put(grpc::ServerContext* context,
 grpc::Status MemoryCheckpointService::List(grpc::ServerContext* context, const proto::MemoryListRequest* request,
                                            proto::MemoryListResponse* response) {
   if (grpc::Status denied = authorizer_->Check(*context, "MemoryCheckpoints.List"); !denied.ok()) return denied;
-  absl::MutexLock lock(&mutex_);
+  std::lock_guard<std::mutex> lock(mutex_);
   DropIdleScopes(request->scope());
   const auto scope = scopes_.find(request->scope());
   if (scope == scopes_.end()) return grpc::Status::OK;
@@ -152,7 +152,7 @@ grpc::Status MemoryCheckpointService::Get(grpc::ServerContext* context, const pr
   if (grpc::Status denied = authorizer_->Check(*context, "MemoryCheckpoints.Get"); !denied.ok()) return denied;
   Part part;
   {
-    absl::MutexLock lock(&mutex_);
+    std::lock_guard<std::mutex> lock(mutex_);
     DropIdleScopes(request->scope());
     const auto scope = scopes_.find(request->scope());
     if (scope != scopes_.end()) {
@@ -190,7 +190,7 @@ grpc::Status MemoryCheckpointService::Get(grpc::ServerContext* context, const pr
 grpc::Status MemoryCheckpointService::Drop(grpc::ServerContext* context, const proto::MemoryDropRequest* request,
                                            proto::MemoryDropResponse* response) {
   if (grpc::Status denied = authorizer_->Check(*context, "MemoryCheckpoints.Drop"); !denied.ok()) return denied;
-  absl::MutexLock lock(&mutex_);
+  std::lock_guard<std::mutex> lock(mutex_);
   DropIdleScopes(request->scope());
   const auto scope = scopes_.find(request->scope());
   if (scope == scopes_.end()) return grpc::Status::OK;
@@ -200,7 +200,7 @@ grpc::Status MemoryCheckpointService::Drop(grpc::ServerContext* context, const p
 }
 
 int64_t MemoryCheckpointService::held_bytes() const {
-  absl::MutexLock lock(&mutex_);
+  std::lock_guard<std::mutex> lock(mutex_);
   return HeldBytes();
 }
 

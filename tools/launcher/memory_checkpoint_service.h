@@ -22,10 +22,11 @@
 #include <cstdint>
 #include <map>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <vector>
 
-#include "absl/synchronization/mutex.h"
+#include "absl/base/thread_annotations.h"
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
 #include <functional>
@@ -89,7 +90,7 @@ class MemoryCheckpointService final : public proto::MemoryCheckpoints::Service {
 
   std::shared_ptr<const TokenAuthorizer> authorizer_;
   const MemoryCheckpointLimits limits_;
-  mutable absl::Mutex mutex_;
+  mutable std::mutex mutex_;
   std::map<std::string, Scope> scopes_ ABSL_GUARDED_BY(mutex_);
 };
 

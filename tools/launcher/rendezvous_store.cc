@@ -6,6 +6,7 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "oneflow_core/wait_until.h"
 
 namespace oneflow::launcher {
 namespace {
@@ -17,13 +18,14 @@ constexpr absl::Duration kCancelPollInterval = absl::Milliseconds(100);
 }  // namespace
 
 absl::Status RendezvousStore::Set(const std::string& job_id, const std::string& key, const std::string& value) {
-  absl::MutexLock lock(&mutex_);
+  std::lock_guard<std::mutex> lock(mutex_);
   jobs_[job_id][key] = value;
+  changed_.notify_all();
   return absl::OkStatus();
 }
 
 absl::StatusOr<std::string> RendezvousStore::Get(const std::string& job_id, const std::string& key) {
-  absl::MutexLock lock(&mutex_);
+  std::lock_guard<std::mutex> lock(mutex_);
   const auto job = jobs_.find(job_id);
   if (job != jobs_.end()) {
     const auto found = job->second.find(key);
@@ -41,10 +43,10 @@ bool RendezvousStore::AllSet(const std::string& job_id, const std::vector<std::s
 absl::Status RendezvousStore::Wait(const std::string& job_id, const std::vector<std::string>& keys,
                                    absl::Duration timeout, const std::function<bool()>& cancelled) {
   const absl::Time deadline = absl::Now() + timeout;
-  absl::MutexLock lock(&mutex_);
+  std::unique_lock<std::mutex> lock(mutex_);
   auto done = [&]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mutex_) { return shut_down_ || AllSet(job_id, keys); };
   while (true) {
-    mutex_.AwaitWithDeadline(absl::Condition(&done), std::min(deadline, absl::Now() + kCancelPollInterval));
+    WaitUntil(changed_, lock, std::min(deadline, absl::Now() + kCancelPollInterval), done);
     if (shut_down_) return absl::UnavailableError("the rendezvous server is shutting down");
     if (AllSet(job_id, keys)) return absl::OkStatus();
     if (cancelled && cancelled()) return absl::CancelledError("the caller went away");
@@ -60,7 +62,7 @@ absl::Status RendezvousStore::Wait(const std::string& job_id, const std::vector<
 }
 
 absl::StatusOr<int64_t> RendezvousStore::Add(const std::string& job_id, const std::string& key, int64_t delta) {
-  absl::MutexLock lock(&mutex_);
+  std::lock_guard<std::mutex> lock(mutex_);
   std::map<std::string, std::string>& job = jobs_[job_id];
   const auto found = job.find(key);
   int64_t value = 0;
@@ -74,17 +76,19 @@ absl::StatusOr<int64_t> RendezvousStore::Add(const std::string& job_id, const st
   }
   value += delta;
   job[key] = absl::StrCat(value);
+  changed_.notify_all();
   return value;
 }
 
 void RendezvousStore::DropJob(const std::string& job_id) {
-  absl::MutexLock lock(&mutex_);
+  std::lock_guard<std::mutex> lock(mutex_);
   jobs_.erase(job_id);
 }
 
 void RendezvousStore::Shutdown() {
-  absl::MutexLock lock(&mutex_);
+  std::lock_guard<std::mutex> lock(mutex_);
   shut_down_ = true;
+  changed_.notify_all();
 }
 
 }  // namespace oneflow::launcher

@@ -6,16 +6,17 @@
 #ifndef TOOLS_LAUNCHER_RENDEZVOUS_STORE_H_
 #define TOOLS_LAUNCHER_RENDEZVOUS_STORE_H_
 
+#include <condition_variable>
 #include <cstdint>
 #include <functional>
 #include <map>
+#include <mutex>
 #include <string>
 #include <vector>
 
 #include "absl/base/thread_annotations.h"
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
-#include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
 
 namespace oneflow::launcher {
@@ -44,7 +45,8 @@ class RendezvousStore {
   bool AllSet(const std::string& job_id, const std::vector<std::string>& keys) const
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mutex_);
 
-  absl::Mutex mutex_;
+  std::mutex mutex_;
+  std::condition_variable changed_;  // a key was set or added to, or shut_down_ set
   std::map<std::string, std::map<std::string, std::string>> jobs_ ABSL_GUARDED_BY(mutex_);
   bool shut_down_ ABSL_GUARDED_BY(mutex_) = false;
 };

@@ -32,13 +32,13 @@ SignalWatcher::SignalWatcher(std::vector<int> signals, std::function<void(int)> 
     : signals_(std::move(signals)), on_signal_(std::move(on_signal)) {
   int fds[2];
   if (pipe2(fds, O_CLOEXEC) == 0) {
-    read_fd_ = fds[0];
-    write_fd_ = fds[1];
+    read_fd_ = FileDescriptor(fds[0]);
+    write_fd_ = FileDescriptor(fds[1]);
     // A full pipe must not block the handler (the signal is then dropped: there are
     // already plenty queued).
-    fcntl(write_fd_, F_SETFL, fcntl(write_fd_, F_GETFL) | O_NONBLOCK);
+    fcntl(write_fd_.get(), F_SETFL, fcntl(write_fd_.get(), F_GETFL) | O_NONBLOCK);
   }
-  g_signal_pipe.store(write_fd_);
+  g_signal_pipe.store(write_fd_.get());
   struct sigaction action;
   std::memset(&action, 0, sizeof(action));
   action.sa_handler = &WriteSignalToPipe;
@@ -49,10 +49,10 @@ SignalWatcher::SignalWatcher(std::vector<int> signals, std::function<void(int)> 
   thread_ = std::thread([this] {
     while (!stop_.load()) {
       // Short polls so the destructor need not wake the thread.
-      struct pollfd poll_fd = {read_fd_, POLLIN, 0};
+      struct pollfd poll_fd = {read_fd_.get(), POLLIN, 0};
       if (poll(&poll_fd, 1, 100) <= 0) continue;
       unsigned char byte;
-      if (read(read_fd_, &byte, 1) == 1) on_signal_(byte);
+      if (read(read_fd_.get(), &byte, 1) == 1) on_signal_(byte);
     }
   });
 }
@@ -61,9 +61,7 @@ SignalWatcher::~SignalWatcher() {
   for (size_t i = 0; i < signals_.size(); ++i) sigaction(signals_[i], &previous_[i], nullptr);
   g_signal_pipe.store(-1);
   stop_.store(true);
-  thread_.join();
-  if (read_fd_ >= 0) close(read_fd_);
-  if (write_fd_ >= 0) close(write_fd_);
+  thread_.join();  // The pipe's ends close after it (members).
 }
 
 }  // namespace oneflow::launcher

@@ -17,6 +17,8 @@
 #include <thread>
 #include <vector>
 
+#include "oneflow_core/files/file_descriptor.h"
+
 namespace oneflow::launcher {
 
 class SignalWatcher {
@@ -31,8 +33,8 @@ class SignalWatcher {
   std::vector<int> signals_;
   std::vector<struct sigaction> previous_;
   std::function<void(int)> on_signal_;
-  int read_fd_ = -1;
-  int write_fd_ = -1;
+  FileDescriptor read_fd_;
+  FileDescriptor write_fd_;
   std::atomic<bool> stop_{false};
   std::thread thread_;
 };

@@ -17,6 +17,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "oneflow_core/process_memory.h"
+#include "oneflow_core/wait_until.h"
 #include "tools/launcher/worker_events.h"
 #include "tools/launcher/worker_status_file.h"
 
@@ -60,11 +61,11 @@ absl::StatusOr<std::unique_ptr<WorkerJob>> WorkerJob::Start(WorkerJobConfig conf
   if (pipe2(wake, O_CLOEXEC | O_NONBLOCK) != 0) {
     return absl::UnavailableError(absl::StrCat("cannot start the worker: pipe2: ", std::strerror(errno)));
   }
-  job->wake_read_ = UniqueFd(wake[0]);
-  job->wake_write_ = UniqueFd(wake[1]);
+  job->wake_read_ = FileDescriptor(wake[0]);
+  job->wake_write_ = FileDescriptor(wake[1]);
   if (!job->config_.log_file.empty()) {
     // Best effort: the log is a debugging aid, the stream carries the same lines.
-    job->log_file_ = UniqueFd(open(job->config_.log_file.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644));
+    job->log_file_ = FileDescriptor(open(job->config_.log_file.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644));
   }
   absl::Status start_status;
   absl::Notification started;
@@ -89,7 +90,7 @@ void WorkerJob::Supervise(absl::Status* start_status, absl::Notification* starte
   if (!spawned.ok()) {
     *start_status = spawned.status();
     {
-      absl::MutexLock lock(&mutex_);
+      std::lock_guard<std::mutex> lock(mutex_);
       state_ = proto::JobStatus::FAILED;
       reason_ = std::string(spawned.status().message());
       end_time_ = absl::Now();
@@ -100,7 +101,7 @@ void WorkerJob::Supervise(absl::Status* start_status, absl::Notification* starte
   }
   const pid_t pid = spawned->pid;
   {
-    absl::MutexLock lock(&mutex_);
+    std::lock_guard<std::mutex> lock(mutex_);
     pid_ = pid;
     state_ = proto::JobStatus::RUNNING;
     start_time_ = absl::Now();
@@ -108,8 +109,8 @@ void WorkerJob::Supervise(absl::Status* start_status, absl::Notification* starte
     event.mutable_started()->set_worker_pid(pid);
     Push(std::move(event));
   }
-  UniqueFd events = std::move(spawned->events);
-  UniqueFd output = std::move(spawned->output);
+  FileDescriptor events = std::move(spawned->events);
+  FileDescriptor output = std::move(spawned->output);
   started->Notify();  // Start's locals are gone after this.
 
   std::thread pump(&WorkerJob::PumpPipes, this, std::move(events), std::move(output));
@@ -117,7 +118,7 @@ void WorkerJob::Supervise(absl::Status* start_status, absl::Notification* starte
   while (waitid(P_PID, pid, &info, WEXITED | WNOWAIT) != 0 && errno == EINTR) {
   }
   {
-    absl::MutexLock lock(&mutex_);
+    std::lock_guard<std::mutex> lock(mutex_);
     leader_exited_ = true;
   }
   // Whatever the worker started and left behind goes with it.
@@ -131,13 +132,13 @@ void WorkerJob::Supervise(absl::Status* start_status, absl::Notification* starte
   while (wait4(pid, &wait_status, 0, &usage) < 0 && errno == EINTR) {
   }
   {
-    absl::MutexLock lock(&mutex_);
+    std::lock_guard<std::mutex> lock(mutex_);
     worker_peak_resident_bytes_ = static_cast<int64_t>(usage.ru_maxrss) * 1024;  // Linux counts kilobytes.
   }
   Finish(wait_status);
 }
 
-void WorkerJob::PumpPipes(UniqueFd events, UniqueFd output) {
+void WorkerJob::PumpPipes(FileDescriptor events, FileDescriptor output) {
   WorkerEventParser parser;
   bool parser_stuck = false;
   std::string line_buffer;
@@ -198,7 +199,7 @@ void WorkerJob::PumpPipes(UniqueFd events, UniqueFd output) {
 }
 
 void WorkerJob::OnWorkerEvent(proto::JobEvent event) {
-  absl::MutexLock lock(&mutex_);
+  std::lock_guard<std::mutex> lock(mutex_);
   switch (event.event_case()) {
     case proto::JobEvent::kMetrics:
       last_iteration_ = event.metrics().iteration();
@@ -231,7 +232,7 @@ void WorkerJob::OnOutputLine(std::string line) {
   }
   proto::JobEvent event;
   event.mutable_log()->set_text(std::move(line));
-  absl::MutexLock lock(&mutex_);
+  std::lock_guard<std::mutex> lock(mutex_);
   Push(std::move(event));
 }
 
@@ -250,13 +251,14 @@ void WorkerJob::Push(proto::JobEvent event) {
   event.set_job_id(config_.job_id);
   event.set_node_rank(config_.node_rank);
   queue_.push_back(std::move(event));
+  queue_changed_.notify_all();
 }
 
 void WorkerJob::Finish(int wait_status) {
   std::vector<proto::DeviceProgress> progress = ReadWorkerStatusFile(config_.status_file, config_.node_devices);
   const int signal = WIFSIGNALED(wait_status) ? WTERMSIG(wait_status) : 0;
   const int exit_code = WIFEXITED(wait_status) ? WEXITSTATUS(wait_status) : 0;
-  absl::MutexLock lock(&mutex_);
+  std::lock_guard<std::mutex> lock(mutex_);
   if (dropped_lines_ > 0) {
     proto::JobEvent note;
     note.mutable_log()->set_text(absl::StrCat("[oneflowd] ", dropped_lines_,
@@ -316,26 +318,27 @@ void WorkerJob::Finish(int wait_status) {
   queue_.push_back(std::move(terminal));  // Kept even when nobody reads: it is the job's record.
   final_progress_ = std::move(progress);
   end_time_ = absl::Now();
+  queue_changed_.notify_all();
   done_.Notify();
 }
 
 std::optional<proto::JobEvent> WorkerJob::NextEvent(absl::Duration timeout) {
-  absl::MutexLock lock(&mutex_);
+  std::unique_lock<std::mutex> lock(mutex_);
   auto ready = [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mutex_) { return !queue_.empty(); };
-  if (!mutex_.AwaitWithTimeout(absl::Condition(&ready), timeout)) return std::nullopt;
+  if (!WaitUntil(queue_changed_, lock, absl::Now() + timeout, ready)) return std::nullopt;
   proto::JobEvent event = std::move(queue_.front());
   queue_.pop_front();
   return event;
 }
 
 void WorkerJob::StopQueueing() {
-  absl::MutexLock lock(&mutex_);
+  std::lock_guard<std::mutex> lock(mutex_);
   queueing_ = false;
   queue_.clear();
 }
 
 void WorkerJob::Cancel(const std::string& why) {
-  absl::MutexLock lock(&mutex_);
+  std::lock_guard<std::mutex> lock(mutex_);
   if (done_.HasBeenNotified() || cancel_reason_.has_value() || pid_ <= 0) return;
   cancel_reason_ = why;
   if (leader_exited_) return;  // Ending by itself; the supervisor kills the rest.
@@ -345,7 +348,7 @@ void WorkerJob::Cancel(const std::string& why) {
   kill(-pid_, SIGCONT);
   killer_ = std::thread([this] {
     if (done_.WaitForNotificationWithTimeout(kCancelGrace)) return;
-    absl::MutexLock lock(&mutex_);
+    std::lock_guard<std::mutex> lock(mutex_);
     if (!leader_exited_) kill(-pid_, SIGKILL);
   });
 }
@@ -353,7 +356,7 @@ void WorkerJob::Cancel(const std::string& why) {
 bool WorkerJob::done() const { return done_.HasBeenNotified(); }
 
 absl::Time WorkerJob::end_time() const {
-  absl::MutexLock lock(&mutex_);
+  std::lock_guard<std::mutex> lock(mutex_);
   return end_time_;
 }
 
@@ -363,13 +366,13 @@ proto::JobStatus WorkerJob::Status() const {
   std::vector<proto::DeviceProgress> live = ReadWorkerStatusFile(config_.status_file, config_.node_devices);
   pid_t running = 0;
   {
-    absl::MutexLock lock(&mutex_);
+    std::lock_guard<std::mutex> lock(mutex_);
     if (!leader_exited_) running = pid_;
   }
   // NOT_FOUND when it exited meanwhile: the peak from its reaping is reported below.
   absl::StatusOr<ProcessMemory> memory = absl::NotFoundError("not running");
   if (running > 0) memory = ReadProcessMemory(running);
-  absl::MutexLock lock(&mutex_);
+  std::lock_guard<std::mutex> lock(mutex_);
   proto::JobStatus status;
   const bool ended = done_.HasBeenNotified();
   for (const proto::DeviceProgress& device : ended ? final_progress_ : live) *status.add_progress() = device;

@@ -15,9 +15,11 @@
 
 #include <sys/types.h>
 
+#include <condition_variable>
 #include <cstdint>
 #include <deque>
 #include <memory>
+#include <mutex>
 #include <optional>
 #include <string>
 #include <thread>
@@ -25,11 +27,10 @@
 
 #include "absl/base/thread_annotations.h"
 #include "absl/status/statusor.h"
-#include "absl/synchronization/mutex.h"
 #include "absl/synchronization/notification.h"
 #include "absl/time/time.h"
+#include "oneflow_core/files/file_descriptor.h"
 #include "proto/launcher.pb.h"
-#include "tools/launcher/unique_fd.h"
 #include "tools/launcher/worker_process.h"
 #include "tools/launcher/worker_status_file.h"
 
@@ -112,7 +113,7 @@ class WorkerJob {
  private:
   explicit WorkerJob(WorkerJobConfig config);
   void Supervise(absl::Status* start_status, absl::Notification* started);
-  void PumpPipes(UniqueFd events, UniqueFd output);
+  void PumpPipes(FileDescriptor events, FileDescriptor output);
   void OnWorkerEvent(proto::JobEvent event);
   void OnOutputLine(std::string line);
   void Finish(int wait_status);
@@ -120,14 +121,15 @@ class WorkerJob {
   void SampleStops(pid_t pid);
 
   const WorkerJobConfig config_;
-  UniqueFd wake_read_, wake_write_;  // The supervisor wakes the I/O thread at exit.
-  UniqueFd log_file_;
+  FileDescriptor wake_read_, wake_write_;  // The supervisor wakes the I/O thread at exit.
+  FileDescriptor log_file_;
   std::thread supervisor_;
   std::thread killer_;  // Cancel's SIGKILL after the grace period.
   std::thread stop_sampler_;  // Started by the first Heartbeat.
   absl::Notification done_;
 
-  mutable absl::Mutex mutex_;
+  mutable std::mutex mutex_;
+  std::condition_variable queue_changed_;  // an event was queued
   pid_t pid_ ABSL_GUARDED_BY(mutex_) = 0;
   // The worker (group leader) exited but is not reaped yet, so its pid, which is the
   // group id, cannot have been reused: signalling the group is safe until then only.

@@ -33,7 +33,7 @@ char ProcessState(pid_t pid) {
 }
 
 // The state letter from an open /proc/PID/stat (re-read from offset 0 on every call).
-char ProcessState(const UniqueFd& stat) {
+char ProcessState(const FileDescriptor& stat) {
   char text[512];
   const ssize_t got = pread(stat.get(), text, sizeof(text) - 1, 0);
   if (got <= 0) return 0;
@@ -65,7 +65,7 @@ int64_t ModifiedNs(const std::string& path) {
 
 void WorkerJob::SampleStops(pid_t pid) {
   pthread_setname_np(pthread_self(), "of-stop-sample");  // For bench/diagnosis.
-  const UniqueFd stat(open(absl::StrCat("/proc/", pid, "/stat").c_str(), O_RDONLY | O_CLOEXEC));
+  const FileDescriptor stat(open(absl::StrCat("/proc/", pid, "/stat").c_str(), O_RDONLY | O_CLOEXEC));
   if (!stat.valid()) return;
   // Random intervals, so that a periodic SIGSTOP/SIGCONT cycle cannot hide between
   // samples: 100-300 ms while the worker has not been seen stopped (a stop that costs a
@@ -88,7 +88,7 @@ void WorkerJob::SampleStops(pid_t pid) {
     fast_until = now + absl::Seconds(10);
     // A stopped worker's file does not change: this is where its devices stopped.
     const std::vector<proto::DeviceProgress> progress = ReadWorkerStatusFile(config_.status_file, config_.node_devices);
-    absl::MutexLock lock(&mutex_);
+    std::lock_guard<std::mutex> lock(mutex_);
     if (leader_exited_) break;  // The pid may be reaped and reused from here on.
     stopped_time_.ChargeStopped(progress, elapsed_ns);
   }
@@ -97,7 +97,7 @@ void WorkerJob::SampleStops(pid_t pid) {
 std::optional<proto::JobEvent> WorkerJob::Heartbeat() {
   WorkerStatusSnapshot snapshot = ReadWorkerStatus(config_.status_file, config_.node_devices);
   const absl::Time now = absl::Now();
-  absl::MutexLock lock(&mutex_);
+  std::lock_guard<std::mutex> lock(mutex_);
   if (done_.HasBeenNotified() || leader_exited_ || pid_ <= 0) return std::nullopt;
   if (!sampling_stops_) {
     sampling_stops_ = true;
@@ -126,7 +126,7 @@ WorkerDump WorkerJob::RequestDump(absl::Duration timeout) {
   const int64_t before = ModifiedNs(dump.path);
   bool asked = false;
   {
-    absl::MutexLock lock(&mutex_);
+    std::lock_guard<std::mutex> lock(mutex_);
     if (!done_.HasBeenNotified() && !leader_exited_ && pid_ > 0) {
       if (ProcessState(pid_) == 'T') {
         dump.note = absl::StrCat("node ", config_.node_rank, " worker (pid ", pid_,

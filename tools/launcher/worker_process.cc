@@ -79,18 +79,18 @@ struct ChildSetup {
 }
 
 // A close-on-exec duplicate numbered >= 10, replacing `fd`.
-absl::Status RaiseDescriptor(UniqueFd* fd) {
+absl::Status RaiseDescriptor(FileDescriptor* fd) {
   const int raised = fcntl(fd->get(), F_DUPFD_CLOEXEC, 10);
   if (raised < 0) return absl::UnavailableError(absl::StrCat("fcntl(F_DUPFD_CLOEXEC): ", std::strerror(errno)));
-  *fd = UniqueFd(raised);
+  *fd = FileDescriptor(raised);
   return absl::OkStatus();
 }
 
-absl::Status MakePipe(UniqueFd* read_end, UniqueFd* write_end) {
+absl::Status MakePipe(FileDescriptor* read_end, FileDescriptor* write_end) {
   int fds[2];
   if (pipe2(fds, O_CLOEXEC) != 0) return absl::UnavailableError(absl::StrCat("pipe2: ", std::strerror(errno)));
-  *read_end = UniqueFd(fds[0]);
-  *write_end = UniqueFd(fds[1]);
+  *read_end = FileDescriptor(fds[0]);
+  *write_end = FileDescriptor(fds[1]);
   absl::Status status = RaiseDescriptor(read_end);
   if (status.ok()) status = RaiseDescriptor(write_end);
   return status;
@@ -107,11 +107,11 @@ absl::StatusOr<SpawnedWorker> SpawnWorker(const WorkerCommand& command) {
   for (std::string& argument : storage) argv.push_back(argument.data());
   argv.push_back(nullptr);
 
-  UniqueFd events_read, events_write, output_read, output_write, error_read, error_write;
+  FileDescriptor events_read, events_write, output_read, output_write, error_read, error_write;
   absl::Status status = MakePipe(&events_read, &events_write);
   if (status.ok()) status = MakePipe(&output_read, &output_write);
   if (status.ok()) status = MakePipe(&error_read, &error_write);
-  UniqueFd null_fd(open("/dev/null", O_RDONLY | O_CLOEXEC));
+  FileDescriptor null_fd(open("/dev/null", O_RDONLY | O_CLOEXEC));
   if (status.ok() && !null_fd.valid()) status = absl::UnavailableError(absl::StrCat("/dev/null: ", std::strerror(errno)));
   if (status.ok()) status = RaiseDescriptor(&null_fd);
   if (!status.ok()) return absl::Status(status.code(), absl::StrCat(where, ": ", status.message()));

@@ -23,7 +23,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
-#include "tools/launcher/unique_fd.h"
+#include "oneflow_core/files/file_descriptor.h"
 
 namespace oneflow::launcher {
 
@@ -38,8 +38,8 @@ struct WorkerCommand {
 
 struct SpawnedWorker {
   pid_t pid = -1;
-  UniqueFd events;  // read end of the events pipe
-  UniqueFd output;  // read end of the worker's stdout + stderr
+  FileDescriptor events;  // read end of the events pipe
+  FileDescriptor output;  // read end of the worker's stdout + stderr
 };
 
 // Starts the worker. UNAVAILABLE/INTERNAL naming the binary and the failing call (exec's

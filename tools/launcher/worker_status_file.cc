@@ -13,6 +13,7 @@
 
 #include "absl/base/config.h"
 #include "absl/strings/str_cat.h"
+#include "oneflow_core/files/file_descriptor.h"
 
 namespace oneflow::launcher {
 namespace {
@@ -49,16 +50,14 @@ absl::StatusOr<std::unique_ptr<WorkerStatusFile>> WorkerStatusFile::Create(
     const std::string& path, const std::vector<int64_t>& device_indices, int heartbeat_ms) {
   const std::string where = absl::StrCat("status file '", path, "'");
   const size_t bytes = HeartbeatOffset(static_cast<int64_t>(device_indices.size())) + sizeof(int64_t);
-  const int fd = open(path.c_str(), O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-  if (fd < 0) return absl::UnavailableError(absl::StrCat(where, ": cannot create: ", std::strerror(errno)));
-  if (ftruncate(fd, static_cast<off_t>(bytes)) != 0) {
-    const int error = errno;
-    close(fd);
-    return absl::UnavailableError(absl::StrCat(where, ": cannot size: ", std::strerror(error)));
+  FileDescriptor descriptor(open(path.c_str(), O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0644));
+  if (!descriptor.valid()) return absl::UnavailableError(absl::StrCat(where, ": cannot create: ", std::strerror(errno)));
+  if (ftruncate(descriptor.get(), static_cast<off_t>(bytes)) != 0) {
+    return absl::UnavailableError(absl::StrCat(where, ": cannot size: ", std::strerror(errno)));
   }
-  void* mapped = mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+  void* mapped = mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_SHARED, descriptor.get(), 0);
   const int error = errno;
-  close(fd);  // The mapping keeps the file.
+  descriptor.Reset();  // The mapping keeps the file.
   if (mapped == MAP_FAILED) return absl::UnavailableError(absl::StrCat(where, ": cannot map: ", std::strerror(error)));
   auto file = std::unique_ptr<WorkerStatusFile>(
       new WorkerStatusFile(static_cast<int64_t*>(mapped), bytes, static_cast<int>(device_indices.size())));

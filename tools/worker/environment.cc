@@ -11,6 +11,7 @@
 
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "oneflow_core/files/file_descriptor.h"
 
 namespace oneflow::worker {
 namespace {
@@ -49,19 +50,18 @@ absl::StatusOr<std::string> LocalAddressToward(const std::string& host, int64_t 
     return absl::InvalidArgumentError(absl::StrCat("MASTER_ADDR='", host, "' does not resolve to an IPv4 address (",
                                                    gai_strerror(error), "); set ONEFLOW_WORKER_HOST to this node's address"));
   }
-  const int fd = socket(AF_INET, SOCK_DGRAM, 0);
+  const FileDescriptor socket_fd(socket(AF_INET, SOCK_DGRAM, 0));
   std::string address;
-  if (fd >= 0 && connect(fd, resolved->ai_addr, resolved->ai_addrlen) == 0) {
+  if (socket_fd.valid() && connect(socket_fd.get(), resolved->ai_addr, resolved->ai_addrlen) == 0) {
     sockaddr_in local{};
     socklen_t length = sizeof(local);
     char text[INET_ADDRSTRLEN] = {};
-    if (getsockname(fd, reinterpret_cast<sockaddr*>(&local), &length) == 0 &&
+    if (getsockname(socket_fd.get(), reinterpret_cast<sockaddr*>(&local), &length) == 0 &&
         inet_ntop(AF_INET, &local.sin_addr, text, sizeof(text)) != nullptr) {
       address = text;
     }
   }
   const int saved = errno;
-  if (fd >= 0) close(fd);
   freeaddrinfo(resolved);
   if (address.empty() || address == "0.0.0.0") {
     return absl::InvalidArgumentError(absl::StrCat("no route from this machine to MASTER_ADDR='", host, "' (",

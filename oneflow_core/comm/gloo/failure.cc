@@ -1,10 +1,10 @@
 #include "oneflow_core/comm/gloo/failure.h"
 
+#include <mutex>
 #include <vector>
 
 #include "absl/base/thread_annotations.h"
 #include "absl/strings/numbers.h"
-#include "absl/synchronization/mutex.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 
@@ -15,7 +15,7 @@ namespace {
 std::string PeerText(int64_t rank) { return rank < 0 ? "a peer" : absl::StrCat("rank ", rank); }
 
 struct ProcessFailure {
-  absl::Mutex mutex;
+  std::mutex mutex;
   std::optional<Failure> first ABSL_GUARDED_BY(mutex);
 };
 
@@ -28,13 +28,13 @@ ProcessFailure& TheProcessFailure() {
 
 void NoteProcessFailure(const Failure& failure) {
   ProcessFailure& process = TheProcessFailure();
-  absl::MutexLock lock(&process.mutex);
+  std::lock_guard<std::mutex> lock(process.mutex);
   if (!process.first.has_value()) process.first = failure;
 }
 
 std::optional<Failure> FirstProcessFailure() {
   ProcessFailure& process = TheProcessFailure();
-  absl::MutexLock lock(&process.mutex);
+  std::lock_guard<std::mutex> lock(process.mutex);
   return process.first;
 }
 

@@ -18,6 +18,7 @@
 #include "absl/strings/str_join.h"
 #include "absl/time/clock.h"
 #include "oneflow_core/files/atomic_write.h"
+#include "oneflow_core/files/file_descriptor.h"
 
 namespace oneflow {
 
@@ -76,13 +77,13 @@ absl::Status FileKeyValueStore::Wait(const std::vector<std::string>& keys, absl:
 
 absl::StatusOr<int64_t> FileKeyValueStore::Add(const std::string& key, int64_t delta) {
   const std::string lock_path = absl::StrCat(directory_, "/.lock");
-  const int lock = open(lock_path.c_str(), O_CREAT | O_RDWR, 0644);
-  if (lock < 0) {
+  const FileDescriptor lock(open(lock_path.c_str(), O_CREAT | O_RDWR, 0644));
+  if (!lock.valid()) {
     return absl::UnavailableError(
         absl::StrCat("cannot open ", lock_path, ": ", std::strerror(errno)));
   }
   absl::StatusOr<int64_t> result;
-  if (flock(lock, LOCK_EX) != 0) {
+  if (flock(lock.get(), LOCK_EX) != 0) {
     result =
         absl::UnavailableError(absl::StrCat("cannot lock ", lock_path, ": ", std::strerror(errno)));
   } else {
@@ -96,9 +97,8 @@ absl::StatusOr<int64_t> FileKeyValueStore::Add(const std::string& key, int64_t d
       const absl::Status written = WriteFile(PathOf(key), absl::StrCat(value));
       result = written.ok() ? absl::StatusOr<int64_t>(value) : absl::StatusOr<int64_t>(written);
     }
-    flock(lock, LOCK_UN);
+    flock(lock.get(), LOCK_UN);
   }
-  close(lock);
   return result;
 }
 

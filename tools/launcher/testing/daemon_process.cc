@@ -67,7 +67,7 @@ absl::StatusOr<std::unique_ptr<DaemonProcess>> DaemonProcess::Start(const std::s
   const int spawned = posix_spawn(&daemon->pid_, kDaemonBinary, &actions, nullptr, argv.data(), environ);
   posix_spawn_file_actions_destroy(&actions);
   close(out[1]);
-  daemon->stdout_fd_ = out[0];
+  daemon->stdout_fd_ = FileDescriptor(out[0]);
   if (spawned != 0) return absl::InternalError(absl::StrCat("posix_spawn oneflowd: ", std::strerror(spawned)));
 
   std::string line;
@@ -96,7 +96,6 @@ DaemonProcess::~DaemonProcess() {
     int status;
     waitpid(pid_, &status, 0);
   }
-  if (stdout_fd_ >= 0) close(stdout_fd_);
 }
 
 std::string DaemonProcess::Stderr() const {

@@ -14,6 +14,7 @@
 
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
+#include "oneflow_core/files/file_descriptor.h"
 #include "proto/launcher.grpc.pb.h"
 
 namespace oneflow::launcher::testing {
@@ -50,7 +51,7 @@ class DaemonProcess {
  private:
   pid_t pid_ = -1;
   bool reaped_ = false;
-  int stdout_fd_ = -1;
+  FileDescriptor stdout_fd_;
   std::string address_, work_dir_, token_file_, stderr_file_;
 };
 
