@@ -111,6 +111,12 @@ TEST(GradientBucketsLinkCapTest, ASlowLinkSplitsTheLastBucketOfTheTwoBlockGpt) {
   // Same bytes on the wire as the fast plan: only the packing differs.
   EXPECT_EQ(slow.devices(0).bytes_sent_per_iter(), fast.devices(0).bytes_sent_per_iter());
   EXPECT_TRUE(VerifyPlan(slow).ok()) << VerifyPlan(slow);
+  // The verifier holds a bucket to its recorded limit.
+  proto::Plan edited = slow;
+  edited.mutable_buckets(1)->set_limit_bytes(edited.buckets(1).size_bytes() - 1);
+  const absl::Status refused = VerifyBuckets(edited);
+  EXPECT_FALSE(refused.ok());
+  EXPECT_NE(refused.message().find("gradient bucket 1 holds"), absl::string_view::npos) << refused;
   // An explicit --bucket_mb wins: the 25 MiB packing of the fast link.
   const proto::Plan given = CompileGpt(gpt, AcrossNodes(2, 12.5e6), 25, true);
   EXPECT_EQ(MemberCounts(given), (std::vector<int>{13, 12}));
