@@ -150,6 +150,10 @@ struct GradientBucket {
   // so that all ranks of all groups share one layout). size_bytes = group size * chunk.
   int64_t chunk_bytes = 0;
   std::vector<int64_t> part_offsets;
+  // The limit its group was packed to (bucket_cap.h: --bucket_mb, or the link-rate cap
+  // of a node-crossing group) and why.
+  int64_t limit_bytes = 0;
+  std::string limit_reason;
 };
 
 // A node of one device's program, in execution order.

@@ -9,6 +9,7 @@
 #include "absl/strings/str_join.h"
 #include "absl/strings/strip.h"
 #include "compiler/compilation.h"
+#include "compiler/passes/gradient_bucketing_pass.h"
 #include "oneflow_core/sbp.h"
 
 namespace oneflow {
@@ -196,7 +197,11 @@ std::string CompilationToText(const Compilation& compilation) {
                                   [](std::string* out, const std::pair<int64_t, int64_t>& member) {
                                     absl::StrAppend(out, "boxing#", member.first, ".", member.second);
                                   }),
-                    " (", bucket.size_bytes, " B)\n");
+                    " (", bucket.size_bytes, " B)",
+                    bucket.limit_bytes != BucketBytesLimit(compilation.options.bucket_mb)
+                        ? absl::StrCat(" limit ", bucket.limit_bytes, " B")
+                        : std::string(),
+                    "\n");
   }
   // The pipeline schedule (pipeline_schedule pass), only with stages.
   const PipelineSchedulePlan& schedule = compilation.pipeline_schedule;

@@ -45,6 +45,11 @@ struct CompileOptions {
   // buckets off (one collective per gradient); negative is INVALID_ARGUMENT. The plan
   // records the limit in bytes (Plan.bucket_bytes_limit).
   double bucket_mb = 25;
+  // Whether the user gave bucket_mb (--bucket_mb on the command line). false: a group
+  // whose collective crosses nodes is capped further to what its link moves in about
+  // kNodeCrossingBucketSeconds (compiler/passes/bucket_cap.h), so that its buckets start
+  // early in backward on slow links; true: every group uses bucket_mb as given.
+  bool bucket_mb_given = false;
   // Activation recomputation (compiler/passes/recompute_pass.h): none keeps every
   // activation from forward to backward; selective re-runs each block's attention core
   // in its backward, full every op of each block from its input. A block's own mode

@@ -44,6 +44,13 @@ absl::Status VerifyBucketDef(const proto::Plan& plan, int k) {
     return Fail(absl::StrCat(who, " holds ", bucket.size_bytes(), " bytes, over the plan's bucket limit of ",
                              plan.bucket_bytes_limit(), " bytes"));
   }
+  // Its group's own limit (a node-crossing group's link-rate cap), when recorded.
+  if (bucket.limit_bytes() < 0 || bucket.limit_bytes() > plan.bucket_bytes_limit() ||
+      (bucket.limit_bytes() > 0 && bucket.size_bytes() > bucket.limit_bytes())) {
+    return Fail(absl::StrCat(who, " holds ", bucket.size_bytes(), " bytes with a group limit of ", bucket.limit_bytes(),
+                             " bytes; the group limit must be at most the plan's ", plan.bucket_bytes_limit(),
+                             " and hold the bucket"));
+  }
   if (bucket.dtype() != proto::DTYPE_F32) {
     return Fail(absl::StrCat(who, " has dtype ", proto::DataType_Name(bucket.dtype()), "; buckets reduce f32"));
   }

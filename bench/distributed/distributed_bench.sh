@@ -33,10 +33,17 @@
 #   --iters=K --warmup=W  iterations per run, and those left out of the median [20, 5]
 #   --launch_flags="..."  extra flags for every `oneflow launch` (e.g. --transport=gloo)
 #   --gpt_flags="..."     extra flags for every case's gpt compile (e.g. --bucket_mb=4)
+#   --bucket_reference=M  also run each case's dense plan compiled with an explicit --bucket_mb=M
+#                         (mode "off_bucket_mb_M", before "off"), the reference the "off" line's
+#                         over_bucket_reference is measured against (e.g. 25: the buckets before
+#                         the link-rate cap of node-crossing groups, docs/gradient_buckets.md)
 #   --trace               launch with --trace and add the launched trace's gradient reduction
 #                         figures (`oneflow profile`, docs/profile.md) to each line: the share
 #                         hidden behind compute from each act's start and from each call's last
-#                         arrival (the transfer), the exposed transfer time and the compute time
+#                         arrival (the transfer), the exposed transfer time and the compute time,
+#                         and how long before the end of backward the first node-crossing bucket
+#                         started (first_cross_node_bucket_lead_ms, median over iterations and
+#                         devices; negative: after backward ended)
 #   --bin_dir=DIR         binaries (DIR/tools/cli/oneflow, ...) instead of building -c opt
 #   --work_dir=DIR --keep where plans, logs and metrics go; kept with --keep or on failure
 #
@@ -62,6 +69,7 @@ ITERS=20
 WARMUP=5
 LAUNCH_FLAGS=""
 GPT_FLAGS=""
+BUCKET_REFERENCE=""
 TRACE=0
 BIN_DIR=""
 WORK_DIR=""
@@ -79,6 +87,7 @@ for arg in "$@"; do
     --warmup=*) WARMUP="${arg#*=}" ;;
     --launch_flags=*) LAUNCH_FLAGS="${arg#*=}" ;;
     --gpt_flags=*) GPT_FLAGS="${arg#*=}" ;;
+    --bucket_reference=*) BUCKET_REFERENCE="${arg#*=}" ;;
     --trace) TRACE=1 ;;
     --bin_dir=*) BIN_DIR="${arg#*=}" ;;
     --work_dir=*) WORK_DIR="${arg#*=}" ;;
@@ -95,6 +104,8 @@ for r in "${RATE_LIST[@]}"; do [[ "$r" =~ ^[1-9][0-9]*$ ]] || die "--rates_mbit:
 IFS=, read -r -a CASE_LIST <<< "$CASES"
 [[ "$LAUNCH_FLAGS" =~ ^[-A-Za-z0-9_=.,\ ]*$ ]] || die "--launch_flags: only flags (letters, digits, - _ = . ,)"
 [[ "$GPT_FLAGS" =~ ^[-A-Za-z0-9_=.,\ ]*$ ]] || die "--gpt_flags: only flags (letters, digits, - _ = . ,)"
+[[ -z "$BUCKET_REFERENCE" || "$BUCKET_REFERENCE" =~ ^[0-9]+(\.[0-9]+)?$ ]] ||
+  die "--bucket_reference=$BUCKET_REFERENCE: give MiB (a number >= 0)"
 [[ "$(id -u)" == 0 ]] || die "needs root (network namespaces, veth pairs, tc)"
 
 # case -> "network nodes devices_per_node modes|gpt flags"
@@ -188,6 +199,7 @@ run_case() {
   dir="$RUN/$name.r$rate"
   mkdir -p "$dir"
   bw=$(( (rate > 0 ? rate : 10000) * 125000 ))
+  [[ -n "$BUCKET_REFERENCE" ]] && modes="off_bucket_mb_$BUCKET_REFERENCE,$modes"
   IFS=, read -r -a mode_list <<< "$modes"
   for mode in "${mode_list[@]}"; do
     if [[ "$mode" == pytorch_ddp ]]; then
@@ -195,9 +207,14 @@ run_case() {
       continue
     fi
     plan="$dir/$mode.plan"
+    local compression="$mode" bucket_flags=()
+    if [[ "$mode" == off_bucket_mb_* ]]; then
+      compression=off
+      bucket_flags=(--bucket_mb="$BUCKET_REFERENCE")
+    fi
     # shellcheck disable=SC2086
-    "$BIN/gpt" --nodes="$nodes" --devices_per_node="$dpn" $flags $GPT_FLAGS --compression="$mode" \
-      --inter_node_bandwidth="$bw" --plan_out="$plan" > "$dir/$mode.compile.log"
+    "$BIN/gpt" --nodes="$nodes" --devices_per_node="$dpn" $flags $GPT_FLAGS "${bucket_flags[@]}" \
+      --compression="$compression" --inter_node_bandwidth="$bw" --plan_out="$plan" > "$dir/$mode.compile.log"
     # The floor's first half: the same plan, every node in this process, no network.
     "$BIN/oneflow" run "$plan" --iters="$ITERS" --metrics="$dir/$mode.inprocess.metrics" > /dev/null
     local before=() after=()
@@ -229,7 +246,10 @@ run_case() {
     if (( TRACE )); then
       "$BIN/oneflow" profile "$dir/$mode.launched.trace.json" --format=json > "$profile_json" ||
         die "oneflow profile of $name ($mode) failed"
+      "$BIN/oneflow" inspect "$plan" --format=json > "$dir/$mode.inspect.json" ||
+        die "oneflow inspect of $name ($mode) failed"
     fi
+    BENCH_WARMUP="$WARMUP" BENCH_BUCKET_REFERENCE="$BUCKET_REFERENCE" \
     "$PY" - "$name" "$rate" "$mode" "$nodes" "$dpn" "$ITERS" "$link_bytes" \
         "$(median_step "$dir/$mode.inprocess.metrics")" "$(median_step "$dir/$mode.launched.metrics")" \
         "$dir" "$profile_json" <<'PYEOF'
@@ -248,7 +268,7 @@ if rate:
                  "floor_ms": round(floor, 2), "launched_over_floor": round(launched / floor, 3)})
 if name == "demo_loopback":
     line.update({"goal": "launched <= 1.3x in-process", "met": launched <= 1.3 * inproc})
-elif name == "gpt_dp3tp2" and mode == "off":
+elif name == "gpt_dp3tp2" and mode.startswith("off"):
     line.update({"goal": "launched <= 1.2x floor", "met": launched <= 1.2 * line["floor_ms"]})
 elif name == "gpt_dp3tp2":
     line.update({"goal": "launched <= 1.2x in-process", "met": launched <= 1.2 * inproc})
@@ -262,7 +282,32 @@ if os.path.exists(profile_json):
                  "compute_ms": round(r["compute_ms_per_iteration_and_device"], 2),
                  "compute_longer_than_transfer": r["compute_ms_per_iteration_and_device"] >
                                                  r["transfer_ms_per_iteration_and_device"]})
-if mode != "off":
+    # When the first node-crossing bucket started against the end of backward, per measured
+    # iteration and device: the last act of a backward op (an actor named *_grad*) ends
+    # backward; a node-crossing bucket is one on hierarchy axis 0 (every case here puts
+    # the nodes on axis 0). Positive: it started that many ms before backward ended.
+    plan = json.load(open(os.path.join(d, mode + ".inspect.json")))
+    crossing = {"bucket_%d/" % b["id"] for b in plan["buckets"] if b["hierarchy_axis"] == 0}
+    trace = json.load(open(os.path.join(d, mode + ".launched.trace.json")))
+    events = trace["traceEvents"] if isinstance(trace, dict) else trace
+    backward_end, first_bucket = {}, {}
+    for e in events:
+        if e.get("ph") != "X":
+            continue
+        key = (e["pid"], e["args"]["iteration"])
+        if e.get("cat") == "compute" and "_grad" in e["name"]:
+            backward_end[key] = max(backward_end.get(key, 0.0), e["ts"] + e["dur"])
+        if any(e["name"].startswith(p) for p in crossing):
+            first_bucket[key] = min(first_bucket.get(key, float("inf")), e["ts"])
+    warmup = int(os.environ.get("BENCH_WARMUP", "0"))
+    leads = sorted((backward_end[k] - first_bucket[k]) / 1e3 for k in first_bucket
+                   if k in backward_end and k[1] >= warmup)
+    if leads:
+        line["first_cross_node_bucket_lead_ms"] = round(leads[len(leads) // 2], 2)
+if mode == "off" and os.path.exists(os.path.join(d, "off_bucket_mb_" + os.environ.get("BENCH_BUCKET_REFERENCE", "") + ".summary.json")):
+    ref = json.load(open(os.path.join(d, "off_bucket_mb_" + os.environ["BENCH_BUCKET_REFERENCE"] + ".summary.json")))
+    line["over_bucket_reference"] = round(launched / ref["launched_step_ms"], 3)
+if mode not in ("off",) and not mode.startswith("off_bucket_mb_"):
     off = os.path.join(d, "off.summary.json")
     if os.path.exists(off):
         off_ms = json.load(open(off))["launched_step_ms"]
@@ -320,7 +365,7 @@ main() {
   build
   (umask 077 && head -c 32 /dev/urandom | od -An -tx1 | tr -d ' \n' > "$RUN/token")
   echo "{\"config\": {\"cases\": \"$CASES\", \"rates_mbit\": [$RATES], \"iters\": $ITERS, \"warmup\": $WARMUP," \
-    "\"launch_flags\": \"$LAUNCH_FLAGS\", \"gpt_flags\": \"$GPT_FLAGS\", \"trace\": $TRACE, \"oneflow_openblas_coretype\": \"${OPENBLAS_CORETYPE:-auto}\", \"cpus\": $(nproc), \"load_avg_1m\": $(cut -d' ' -f1 /proc/loadavg)," \
+    "\"launch_flags\": \"$LAUNCH_FLAGS\", \"gpt_flags\": \"$GPT_FLAGS\", \"bucket_reference\": \"$BUCKET_REFERENCE\", \"trace\": $TRACE, \"oneflow_openblas_coretype\": \"${OPENBLAS_CORETYPE:-auto}\", \"cpus\": $(nproc), \"load_avg_1m\": $(cut -d' ' -f1 /proc/loadavg)," \
     "\"commit\": \"$(git -C "$ROOT" rev-parse --short HEAD 2>/dev/null || echo unknown)\"}}"
   local name spec network nodes rate
   for name in "${CASE_LIST[@]}"; do

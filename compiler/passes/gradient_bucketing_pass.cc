@@ -8,6 +8,7 @@
 
 #include "absl/container/flat_hash_set.h"
 #include "absl/strings/str_cat.h"
+#include "compiler/passes/bucket_cap.h"
 #include "oneflow_core/status.h"
 #include "oneflow_core/tensor_slice.h"
 
@@ -150,9 +151,12 @@ absl::StatusOr<bool> GradientBucketingPass::Run(Compilation* compilation) {
 
   std::vector<Candidate> candidates;
   std::vector<GradientBucket> buckets;
+  BucketCap cap;  // The open group's.
   auto close = [&](OpenBucket& open, int64_t step) {
     if (open.members.size() >= 2) {
       GradientBucket bucket;
+      bucket.limit_bytes = cap.bytes;
+      bucket.limit_reason = cap.reason;
       const Candidate& first = *open.members.front();
       const Boxing& boxing = compilation->boxings[first.boxing];
       bucket.placement = graph.tensors[boxing.tensor].placement;
@@ -227,19 +231,42 @@ absl::StatusOr<bool> GradientBucketingPass::Run(Compilation* compilation) {
         return std::tie(candidates[a].ready_op, candidates[a].produced_op, candidates[a].boxing) <
                std::tie(candidates[b].ready_op, candidates[b].produced_op, candidates[b].boxing);
       });
-      // The group's first bucket (the first gradients backward produces) is smaller, as in
-      // DDP: it launches early, while most of backward is still to run.
-      int64_t bucket_limit = FirstBucketBytesLimit(limit);
       const Candidate& first = candidates[members.front()];
       const Boxing& first_boxing = compilation->boxings[first.boxing];
       const int64_t axis = first_boxing.plan.steps[step].hierarchy_axis;
-      OpenBucket open(first.kind == BoxingKind::kReduceScatter
-                          ? graph.placements[graph.tensors[first_boxing.tensor].placement].hierarchy().dim(axis)
-                          : 1);
+      const Placement& where = graph.placements[graph.tensors[first_boxing.tensor].placement];
+      // A group that crosses nodes is capped by its link rate unless the user gave the
+      // limit (bucket_cap.h): on a slow link its buckets then start early in backward.
+      cap = BucketCapFor(compilation->links, where, axis, first.kind, limit, compilation->options.bucket_mb_given);
+      // An in-node step of a 2-D chain whose next step crosses nodes: its buckets feed that
+      // step's, which may start only when one has run, so they take the next step's cap
+      // (in this level's bytes: a reduce-scatter's register is group size x what it
+      // hands on), and the first cross-node bucket starts early in backward too.
+      if (!compilation->options.bucket_mb_given && !AxisCrossesNodes(where, axis)) {
+        const int64_t hands_on = first.kind == BoxingKind::kReduceScatter ? where.hierarchy().dim(axis) : 1;
+        for (size_t c : members) {
+          const BoxingPlan& chain = compilation->boxings[candidates[c].boxing].plan;
+          if (step + 1 >= chain.steps.size()) continue;
+          const BoxingStep& next = chain.steps[step + 1];
+          if (next.kind != BoxingKind::kAllReduce && next.kind != BoxingKind::kReduceScatter) continue;
+          if (!AxisCrossesNodes(where, next.hierarchy_axis)) continue;
+          const BucketCap next_cap =
+              BucketCapFor(compilation->links, where, next.hierarchy_axis, next.kind, limit, /*given=*/false);
+          if (next_cap.bytes * hands_on < cap.bytes) {
+            cap = {next_cap.bytes * hands_on,
+                   absl::StrCat("the node-crossing step after it (axis ", next.hierarchy_axis, ") ",
+                                next_cap.reason, hands_on > 1 ? absl::StrCat("; x ", hands_on, " ranks") : "")};
+          }
+        }
+      }
+      // The group's first bucket (the first gradients backward produces) is smaller, as in
+      // DDP: it launches early, while most of backward is still to run.
+      int64_t bucket_limit = FirstBucketBytesLimit(cap.bytes);
+      OpenBucket open(first.kind == BoxingKind::kReduceScatter ? where.hierarchy().dim(axis) : 1);
       for (size_t c : members) {
         if (!open.Fits(candidates[c], bucket_limit)) {
           close(open, static_cast<int64_t>(step));
-          bucket_limit = limit;
+          bucket_limit = cap.bytes;
         }
         open.Add(candidates[c]);
       }

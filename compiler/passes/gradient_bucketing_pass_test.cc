@@ -13,24 +13,27 @@
 namespace oneflow {
 namespace {
 
-proto::Cluster Cluster(int64_t nodes, int64_t devices_per_node) {
+proto::Cluster Cluster(int64_t nodes, int64_t devices_per_node, double inter_node_bandwidth) {
   proto::Cluster cluster;
   cluster.set_num_nodes(nodes);
   cluster.set_devices_per_node(devices_per_node);
   cluster.set_intra_node_bandwidth(100e9);
-  cluster.set_inter_node_bandwidth(10e9);
+  cluster.set_inter_node_bandwidth(inter_node_bandwidth);
   return cluster;
 }
 
-// The boxing and bucket lines of the dump after gradient_bucketing (or the error).
-std::string BucketsAfterPass(const std::string& text, double bucket_mb) {
+// The boxing and bucket lines of the dump after gradient_bucketing (or the error), on
+// 2 nodes x 2 devices whose nodes talk at `inter_node_bandwidth` bytes/s.
+std::string BucketsAfterPass(const std::string& text, double bucket_mb, double inter_node_bandwidth = 10e9,
+                             bool bucket_mb_given = false) {
   absl::StatusOr<std::unique_ptr<Graph>> graph = ParseGraphText(text);
   if (!graph.ok()) return std::string(graph.status().message());
   absl::StatusOr<proto::Job> job = (*graph)->Build();
   if (!job.ok()) return std::string(job.status().message());
   CompileOptions options;
-  options.cluster = Cluster(2, 2);
+  options.cluster = Cluster(2, 2, inter_node_bandwidth);
   options.bucket_mb = bucket_mb;
+  options.bucket_mb_given = bucket_mb_given;
   options.dump_after = {"gradient_bucketing"};
   std::string dump;
   options.dump = &dump;
@@ -137,6 +140,79 @@ TEST(GradientBucketingPassTest, ZeroTwoReduceScattersShareABucket) {
 
 // Buckets off: no bucket, every step on its own.
 TEST(GradientBucketingPassTest, ZeroTurnsBucketsOff) { EXPECT_EQ(BucketsAfterPass(kTwoDimensional, 0), kBoxings); }
+
+
+// Four 512 x 512 layers (1 MiB gradients) and a small output layer over 2 nodes x 2
+// devices, every gradient a 2-D chain: in-node reduce-scatter (axis 1), cross-node
+// all-reduce of the half (axis 0), in-node all-gather.
+constexpr char kDeep[] = R"(graph deep2d
+placement cpu{0:0-1, 1:0-1}[2, 2]
+source data synthetic_classification seed=1 num_classes=4
+%x = input f32[64, 512] source=data sbp=[S(0), S(0)]
+%labels = input i32[64] source=data sbp=[S(0), S(0)]
+%w1 = variable f32[512, 512] init=xavier_uniform seed=1 sbp=[B, B]
+%w2 = variable f32[512, 512] init=xavier_uniform seed=2 sbp=[B, B]
+%w3 = variable f32[512, 512] init=xavier_uniform seed=3 sbp=[B, B]
+%w4 = variable f32[512, 512] init=xavier_uniform seed=4 sbp=[B, B]
+%w5 = variable f32[512, 4] init=xavier_uniform seed=5 sbp=[B, B]
+%matmul_0 = matmul(a=%x, b=%w1) f32[64, 512]
+%relu_1 = relu(x=%matmul_0) f32[64, 512]
+%matmul_2 = matmul(a=%relu_1, b=%w2) f32[64, 512]
+%relu_3 = relu(x=%matmul_2) f32[64, 512]
+%matmul_4 = matmul(a=%relu_3, b=%w3) f32[64, 512]
+%relu_5 = relu(x=%matmul_4) f32[64, 512]
+%matmul_6 = matmul(a=%relu_5, b=%w4) f32[64, 512]
+%relu_7 = relu(x=%matmul_6) f32[64, 512]
+%matmul_8 = matmul(a=%relu_7, b=%w5) f32[64, 4]
+%sparse_softmax_cross_entropy_9 = sparse_softmax_cross_entropy(logits=%matmul_8, labels=%labels) f32[64]
+%reduce_mean_10 = reduce_mean(x=%sparse_softmax_cross_entropy_9, axes=[], keep_dims=false) f32[]
+optimizer sgd lr=0.1 momentum=0.0
+loss %reduce_mean_10
+)";
+
+// The bucket lines only.
+std::string BucketLines(const std::string& lines) {
+  const size_t start = lines.find("bucket#");
+  return start == std::string::npos ? std::string() : lines.substr(start);
+}
+
+// Boxings: #0..#3 w1..w4 (1 MiB each), #4 w5, #5 the loss. At 10 GB/s nothing caps the
+// 25 MiB: the in-node reduce-scatters of w4..w1 share one 4 MiB bucket that closes after
+// the last backward op (w1's gradient), and both cross-node buckets follow it there.
+constexpr char kDeepFast[] =
+    "bucket#0 level 0 reduce_scatter[axis 1] @0 after %matmul_0_grad/matmul_28: boxing#3.0, boxing#2.0, boxing#1.0, "
+    "boxing#0.0 (4194304 B)\n"
+    "bucket#1 level 1 all_reduce[axis 0] @0 after %matmul_0_grad/matmul_28: boxing#2.1, boxing#1.1, boxing#0.1 "
+    "(1572864 B)\n"
+    "bucket#2 level 1 all_reduce[axis 0] @0 after %matmul_0_grad/matmul_28: boxing#5.1, boxing#4.1, boxing#3.1 "
+    "(528448 B)\n";
+
+TEST(GradientBucketingPassTest, DeepChainsOnFastLinksWaitForTheEndOfBackward) {
+  EXPECT_EQ(BucketLines(BucketsAfterPass(kDeep, 25)), kDeepFast);
+}
+
+// At 100 Mbit/s the cross-node all-reduces are capped at 1 MiB (40 ms move 0.49 MB; never
+// below the first bucket) and the in-node reduce-scatters before them at 2 MiB (the cap x
+// the 2 ranks of the tp axis: a 2 MiB register hands 1 MiB on). So the reduce-scatter
+// buckets follow backward: w4 and w3 close after w3's gradient (matmul_4_grad), and the
+// first cross-node bucket (the loss, w5 and w4's halves; w5's reduce-scatter alone, early)
+// runs right after it, mid-backward; then w2 and w1, and the cross-node bucket of w3's and
+// w2's halves (w1's half alone) at the end. Buckets in backward order at each level.
+TEST(GradientBucketingPassTest, OnASlowLinkTwoDimensionalChainsBucketInBackwardOrder) {
+  EXPECT_EQ(BucketLines(BucketsAfterPass(kDeep, 25, 12.5e6)),
+            "bucket#0 level 0 reduce_scatter[axis 1] @0 after %matmul_4_grad/matmul_22: boxing#3.0, boxing#2.0 "
+            "(2097152 B) limit 2097152 B\n"
+            "bucket#1 level 1 all_reduce[axis 0] @0 after %matmul_4_grad/matmul_22: boxing#5.1, boxing#4.1, boxing#3.1 "
+            "(528448 B) limit 1048576 B\n"
+            "bucket#2 level 0 reduce_scatter[axis 1] @0 after %matmul_0_grad/matmul_28: boxing#1.0, boxing#0.0 "
+            "(2097152 B) limit 2097152 B\n"
+            "bucket#3 level 1 all_reduce[axis 0] @0 after %matmul_0_grad/matmul_28: boxing#2.1, boxing#1.1 "
+            "(1048576 B) limit 1048576 B\n");
+}
+
+TEST(GradientBucketingPassTest, AGivenLimitIsNotCappedByTheLink) {
+  EXPECT_EQ(BucketLines(BucketsAfterPass(kDeep, 25, 12.5e6, /*bucket_mb_given=*/true)), kDeepFast);
+}
 
 }  // namespace
 }  // namespace oneflow

@@ -7,6 +7,7 @@
 #include "absl/strings/str_cat.h"
 #include "compiler/passes/gradient_bucketing_pass.h"
 #include "plan/plan_checksum.h"
+#include "sbp/link_model.h"
 #include "plan/plan_verifier.h"
 #include "kernels/boxing/step_proto.h"
 #include "oneflow_core/status.h"
@@ -180,6 +181,14 @@ void EmitBuckets(Compilation* compilation) {
     if (first.has_compression()) *def->mutable_compression() = first.compression();
     def->set_size_bytes(bucket.size_bytes);
     def->set_collective_id(compilation->bucket_collective[bucket.id]);
+    // Where the group crosses nodes (where the link-rate cap is considered) or was capped
+    // for the node-crossing step after it; other groups' limit is the plan's, and their
+    // plans stay as they were.
+    if (AxisCrossesNodes(graph.placements[bucket.placement], bucket.hierarchy_axis) ||
+        bucket.limit_bytes != plan.bucket_bytes_limit()) {
+      def->set_limit_bytes(bucket.limit_bytes);
+      def->set_limit_reason(bucket.limit_reason);
+    }
   }
 }
 

@@ -30,6 +30,7 @@ absl::StatusOr<CompileOptions> CompileOptionsFor(const ParallelLayout& layout, c
                      " is not a bucket size: give MiB >= 0 (0 turns gradient buckets off, 25 is the default)"));
   }
   options.bucket_mb = settings.bucket_mb;
+  options.bucket_mb_given = settings.bucket_mb_given;
   if (settings.sparse_boxing != "auto" && settings.sparse_boxing != "off") {
     return absl::InvalidArgumentError(
         absl::StrCat("--sparse_boxing=", settings.sparse_boxing, " is not one of: auto, off"));

@@ -26,6 +26,8 @@ namespace oneflow::examples {
 struct CompileSettings {
   int64_t threads_per_device = 1;
   double bucket_mb = 25;
+  // --bucket_mb was on the command line (CompileOptions::bucket_mb_given).
+  bool bucket_mb_given = false;
   std::string sparse_boxing = "auto";
   bool fuse_epilogues = true;
   // auto: a communication stream per group class; one: every collective on one thread.

@@ -48,6 +48,7 @@ absl::StatusOr<proto::CompileRecipe> MakeRecipe(const proto::Job& job, const Par
   recipe.set_auto_parallel(auto_parallel);
   recipe.set_threads_per_device(settings.threads_per_device);
   recipe.set_bucket_mb(settings.bucket_mb);
+  recipe.set_bucket_mb_given(settings.bucket_mb_given);
   recipe.set_sparse_boxing(settings.sparse_boxing);
   recipe.set_fuse_epilogues(settings.fuse_epilogues);
   recipe.set_communication_streams(settings.communication_streams);
@@ -99,6 +100,7 @@ CompileSettings SettingsFromRecipe(const proto::CompileRecipe& recipe) {
   CompileSettings settings;
   settings.threads_per_device = recipe.threads_per_device();
   settings.bucket_mb = recipe.bucket_mb();
+  settings.bucket_mb_given = recipe.bucket_mb_given();
   settings.sparse_boxing = recipe.sparse_boxing();
   settings.fuse_epilogues = recipe.fuse_epilogues();
   settings.communication_streams = recipe.communication_streams();

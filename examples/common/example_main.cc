@@ -90,11 +90,20 @@ ABSL_FLAG(std::string, gradient_wire, "fp32",
 ABSL_FLAG(int64_t, threads_per_device, 1,
           "Threads each CPU device runs its compute kernels on (its compute thread plus helpers "
           "that large matmuls and elementwise kernels split over); recorded in the plan's cluster.");
+namespace {
+// Calls of --bucket_mb's OnUpdate: absl calls it once when the flag registers (at static
+// initialization, FlagImpl::SetCallback) and once per value the command line gives, so a
+// second call means the user gave --bucket_mb, whatever the value (an explicit
+// --bucket_mb=25 wins over a node-crossing group's link-rate cap as any other does).
+int bucket_mb_updates = 0;
+}  // namespace
 ABSL_FLAG(double, bucket_mb, 25,
           "Gradient buckets: the data-parallel gradient all-reduces of one communicator group are "
           "packed into buckets of at most this many MiB, in the order backward produces them, one "
           "collective per bucket overlapping the rest of backward (PyTorch DDP's default 25); 0: one "
-          "collective per gradient.");
+          "collective per gradient. Not given: a group that crosses nodes is capped further to what its "
+          "link moves in about 40 ms (docs/gradient_buckets.md).")
+    .OnUpdate([] { ++bucket_mb_updates; });
 ABSL_FLAG(std::string, sparse_boxing, "auto",
           "auto: where a tensor lists the rows each device uses (sparse embedding gradients, "
           "FSSDP experts), its boxing moves only those rows, falling back to dense per call when "
@@ -186,6 +195,7 @@ CompileSettings SettingsFromFlags() {
   CompileSettings settings;
   settings.threads_per_device = absl::GetFlag(FLAGS_threads_per_device);
   settings.bucket_mb = absl::GetFlag(FLAGS_bucket_mb);
+  settings.bucket_mb_given = bucket_mb_updates > 1;
   settings.sparse_boxing = absl::GetFlag(FLAGS_sparse_boxing);
   settings.fuse_epilogues = absl::GetFlag(FLAGS_fuse_epilogues);
   settings.communication_streams = absl::GetFlag(FLAGS_communication_streams);

@@ -51,7 +51,17 @@ ABSL_FLAG(std::string, codec_rounding, "nearest",
 ABSL_FLAG(std::string, gradient_wire, "fp32",
           "How gradient reductions travel: fp32, bf16 (added in fp32 after decoding) or auto (bf16 where "
           "modelled faster; docs/memory_and_precision.md).");
-ABSL_FLAG(double, bucket_mb, 25, "Gradient bucket size in MiB (0: one collective per gradient).");
+namespace {
+// Calls of --bucket_mb's OnUpdate: absl calls it once when the flag registers (at static
+// initialization, FlagImpl::SetCallback) and once per value the command line gives, so a
+// second call means the user gave --bucket_mb, whatever the value (an explicit
+// --bucket_mb=25 wins over a node-crossing group's link-rate cap as any other does).
+int bucket_mb_updates = 0;
+}  // namespace
+ABSL_FLAG(double, bucket_mb, 25,
+          "Gradient bucket size in MiB (0: one collective per gradient). Not given: a group that crosses "
+          "nodes is capped further to what its link moves in about 40 ms.")
+    .OnUpdate([] { ++bucket_mb_updates; });
 ABSL_FLAG(std::string, sparse_boxing, "auto", "auto or off (docs/sparse_boxing.md).");
 ABSL_FLAG(bool, fuse_epilogues, true, "Fuse matmul -> bias_add (-> relu) chains into fused_matmul_bias.");
 ABSL_FLAG(std::string, precision, "fp32",
@@ -199,6 +209,7 @@ absl::Status RunCompile(const std::vector<std::string>& arguments, std::ostream&
   const int64_t threads = absl::GetFlag(FLAGS_threads_per_device);
   settings.threads_per_device = threads == 0 ? 1 : threads;
   settings.bucket_mb = absl::GetFlag(FLAGS_bucket_mb);
+  settings.bucket_mb_given = bucket_mb_updates > 1;
   settings.sparse_boxing = absl::GetFlag(FLAGS_sparse_boxing);
   settings.fuse_epilogues = absl::GetFlag(FLAGS_fuse_epilogues);
   settings.precision = absl::GetFlag(FLAGS_precision);

@@ -272,6 +272,13 @@ void WriteBucket(const proto::GradientBucketDef& bucket, JsonWriter& json) {
   json.Int(bucket.size_bytes());
   json.Key("collective_id");
   json.Int(bucket.collective_id());
+  // The group's own limit and why (a node-crossing group's; bucket_cap.h), when recorded.
+  if (bucket.limit_bytes() > 0) {
+    json.Key("limit_bytes");
+    json.Int(bucket.limit_bytes());
+    json.Key("limit_reason");
+    json.String(bucket.limit_reason());
+  }
   json.Key("codec");
   bucket.compression().kind() == proto::Compression::NONE ? json.Null()
                                                            : json.String(CodecText(bucket.compression().kind()));

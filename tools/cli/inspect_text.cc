@@ -294,6 +294,11 @@ void AppendBucket(const proto::GradientBucketDef& bucket, const PlanIndex& index
                       ? absl::StrCat(", ", CompressionKindText(bucket.compression().kind()))
                       : std::string(),
                   "\n");
+  // A node-crossing group's limit (compiler/passes/bucket_cap.h): the link-rate cap or
+  // the given --bucket_mb, and why.
+  if (bucket.limit_bytes() > 0) {
+    absl::StrAppend(out, "    limit ", FormatBytes(bucket.limit_bytes()), ": ", bucket.limit_reason(), "\n");
+  }
   std::vector<std::vector<std::string>> rows;
   for (int k = 0; k < bucket.members_size(); ++k) {
     const proto::BucketMemberDef& member = bucket.members(k);

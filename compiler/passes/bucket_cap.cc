@@ -1,0 +1,66 @@
+#include "compiler/passes/bucket_cap.h"
+
+#include <algorithm>
+
+#include "absl/strings/str_cat.h"
+#include "compiler/passes/gradient_bucketing_pass.h"
+#include "plan/plan_format.h"
+#include "sbp/collective_cost.h"
+
+namespace oneflow {
+namespace {
+
+// The bucket's collective as the runtime runs it, for a register of `bytes`: an
+// all-reduce sends 2(n-1)/n of it to the busiest device ((n-1) x it in one round when
+// small), a reduce-scatter (n-1)/n.
+CollectiveCost PriceBucket(const LinkModel& links, const Placement& placement, int64_t axis, BoxingKind kind,
+                           int64_t bytes) {
+  const int64_t members = placement.hierarchy().dim(axis);
+  int64_t wire = 0;
+  if (kind == BoxingKind::kAllReduce) {
+    wire = bytes <= kFlatOneRoundAllReduceBytes ? (members - 1) * bytes : 2 * (members - 1) * bytes / members;
+  } else {
+    wire = (members - 1) * bytes / members;
+  }
+  return PriceDenseCollective(links, placement, axis, kind, bytes, wire);
+}
+
+}  // namespace
+
+BucketCap BucketCapFor(const LinkModel& links, const Placement& placement, int64_t axis, BoxingKind kind,
+                       int64_t limit, bool given) {
+  if (given) return {limit, "--bucket_mb (given)"};
+  if (!AxisCrossesNodes(placement, axis)) return {limit, "--bucket_mb (default; the group is inside one node)"};
+  const CollectiveCost at_limit = PriceBucket(links, placement, axis, kind, limit);
+  if (at_limit.seconds() <= kNodeCrossingBucketSeconds) {
+    return {limit, absl::StrCat("--bucket_mb (default): a bucket of that size crosses nodes in ",
+                                FormatMilliseconds(at_limit.seconds()), " <= ",
+                                FormatMilliseconds(kNodeCrossingBucketSeconds), " (", at_limit.text, ")")};
+  }
+  // The largest 64-byte multiple the cost model prices within the target (the price grows
+  // with the bytes), at least the first bucket's size.
+  const int64_t floor_bytes = FirstBucketBytesLimit(limit);
+  int64_t low = floor_bytes / 64;  // Fits (or is the floor).
+  int64_t high = limit / 64;       // Does not fit.
+  while (high - low > 1) {
+    const int64_t middle = low + (high - low) / 2;
+    if (PriceBucket(links, placement, axis, kind, middle * 64).seconds() <= kNodeCrossingBucketSeconds) {
+      low = middle;
+    } else {
+      high = middle;
+    }
+  }
+  const int64_t bytes = std::max(floor_bytes, low * 64);
+  const CollectiveCost at_cap = PriceBucket(links, placement, axis, kind, bytes);
+  return {bytes, absl::StrCat("link rate: the group crosses nodes at ",
+                              FormatBandwidth(links.inter_node_bandwidth), ", ",
+                              FormatMilliseconds(links.inter_node_latency), " per round; ", FormatBytes(bytes),
+                              " is priced ", FormatMilliseconds(at_cap.seconds()), " (", at_cap.text, "), the most within ",
+                              FormatMilliseconds(kNodeCrossingBucketSeconds),
+                              bytes == floor_bytes && at_cap.seconds() > kNodeCrossingBucketSeconds
+                                  ? " but not below the first bucket's size"
+                                  : "",
+                              "; --bucket_mb gives ", FormatBytes(limit))};
+}
+
+}  // namespace oneflow

@@ -1,0 +1,45 @@
+#ifndef COMPILER_PASSES_BUCKET_CAP_H_
+#define COMPILER_PASSES_BUCKET_CAP_H_
+
+#include <cstdint>
+#include <string>
+
+#include "oneflow_core/placement.h"
+#include "sbp/boxing_plan.h"
+#include "sbp/link_model.h"
+
+namespace oneflow {
+
+// The bucket limit of one communicator group of the gradient bucketing pass, and why.
+//
+// DDP's 25 MiB suits the 10-100 Gbit/s links it was chosen for: there a bucket's
+// all-reduce takes tens of milliseconds. On a slower link the same bytes take ten times
+// longer, so a node-crossing group's last buckets start only at the end of backward and
+// their whole transfer is exposed (measured on 3 hosts at 1 Gbit/s, gpt h512 L4: the
+// default left a 24 MiB bucket to the end of backward, 48% of the transfer hidden;
+// 4 MiB buckets hid 80%). So unless the user gave --bucket_mb, a group whose collective
+// crosses nodes is capped at the largest bucket the cost model prices
+// (PriceDenseCollective, the route the runtime takes, with the cluster's calibrated or
+// declared latency and bandwidth) at most kNodeCrossingBucketSeconds, and never below
+// kFirstBucketBytes (DDP's first bucket, which stays as it is). In-node groups, and every
+// group when the user gave the limit, use the limit as given.
+inline constexpr double kNodeCrossingBucketSeconds = 0.040;
+
+struct BucketCap {
+  int64_t bytes = 0;
+  // How the cap was chosen, for the plan and `oneflow inspect`, e.g.
+  // "link rate: priced 39.9 ms <= 40 ms (flat across 3 nodes, 2 rounds) < --bucket_mb limit"
+  // or "--bucket_mb (given)".
+  std::string reason;
+};
+
+// The cap for a `kind` (kAllReduce or kReduceScatter) bucket over the groups of hierarchy
+// axis `axis` of `placement`, with `limit` the bytes of --bucket_mb (> 0) and `given`
+// whether the user wrote it. Preconditions: CheckLinkModel(links) is OK,
+// 0 <= axis < hierarchy rank.
+BucketCap BucketCapFor(const LinkModel& links, const Placement& placement, int64_t axis, BoxingKind kind,
+                       int64_t limit, bool given);
+
+}  // namespace oneflow
+
+#endif  // COMPILER_PASSES_BUCKET_CAP_H_
