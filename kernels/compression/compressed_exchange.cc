@@ -112,16 +112,19 @@ absl::StatusOr<CompressedTraffic> ExchangeAndReduce(Communicator& communicator,
     if (d == rank) continue;
     for (const Piece& piece : layout[d]) {
       const float* original = input + piece.offset;
+      float* kept = piece.residual != nullptr ? piece.residual
+                                              : (residual != nullptr ? residual + piece.offset : nullptr);
+      encoding.seed = piece.encoding_seed.value_or(encoding_seed);
       if (static_cast<int64_t>(scratch.size()) < piece.count) scratch.resize(piece.count);
-      if (residual != nullptr) {
+      if (kept != nullptr) {
         if (static_cast<int64_t>(compensated.size()) < piece.count) compensated.resize(piece.count);
-        Compensate(original, residual + piece.offset, piece.count, compensated.data());
+        Compensate(original, kept, piece.count, compensated.data());
         original = compensated.data();
       }
       Encode(encoding, original, piece.count, send.data() + position, piece.logical_index);
       Decode(codec, send.data() + position, piece.count, scratch.data());
       AddEncodingError(original, scratch.data(), piece.count, &traffic);
-      if (residual != nullptr) KeepResidual(original, scratch.data(), piece.count, residual + piece.offset);
+      if (kept != nullptr) KeepResidual(original, scratch.data(), piece.count, kept);
       position += EncodedBytes(codec, piece.count);
     }
   }
