@@ -8,7 +8,6 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
-#include "absl/strings/str_join.h"
 #include "actors/flight_recorder.h"
 #include "kernels/boxing/slice_boxes.h"
 #include "kernels/boxing/step_proto.h"
@@ -68,17 +67,21 @@ struct CompressedBucket {
   std::vector<std::vector<float>> residuals;           // error feedback; empty: off
   std::vector<std::function<absl::Status(int64_t, const float*)>> save_residual;
   CompressionMeter* meter = nullptr;
-  int part = -1;
+  std::vector<int> parts;                 // per member, its edge's meter part (-1: none)
+  std::vector<CompressedTraffic> traffic;  // per member, this act's
 
   absl::Status Reduce(int64_t iteration, float* data, const CollectiveOptions& options) {
     for (size_t m = 0; m < members.size(); ++m) {
       if (save_residual[m]) OF_RETURN_IF_ERROR(save_residual[m](iteration, residuals[m].data()));
       members[m].seed = StochasticRoundingSeed(member_compression[m], iteration);
+      traffic[m] = CompressedTraffic();
+      members[m].traffic = &traffic[m];
     }
     FlightRecorder::NoteCollectiveStart();
-    OF_ASSIGN_OR_RETURN(const CompressedTraffic traffic,
-                        CompressedBucketAllReduce(*communicator, codec, data, data, members, options));
-    if (part >= 0) meter->Record(part, iteration, traffic);
+    OF_RETURN_IF_ERROR(CompressedBucketAllReduce(*communicator, codec, data, data, members, options).status());
+    for (size_t m = 0; m < members.size(); ++m) {
+      if (parts[m] >= 0) meter->Record(parts[m], iteration, traffic[m]);
+    }
     return absl::OkStatus();
   }
 };
@@ -99,14 +102,12 @@ absl::StatusOr<std::shared_ptr<CompressedBucket>> BindCompressedBucket(
   const bool error_feedback = bucket.compression().error_feedback();
   result->residuals.resize(members.size());
   result->save_residual.resize(members.size());
-  std::vector<std::string> tensors;
   for (size_t m = 0; m < members.size(); ++m) {
     const proto::BucketMemberDef& member_def = bucket.members(static_cast<int>(m));
     const proto::BoxingStepDef& step =
         plan.boxings(static_cast<int>(member_def.boxing_id())).steps(static_cast<int>(member_def.boxing_step()));
     const int64_t count = members[m].bytes / static_cast<int64_t>(sizeof(float));
     result->member_compression.push_back(step.compression());
-    tensors.push_back(member_def.tensor());
     if (error_feedback) {
       // The member's own step's residual, under its own key: checkpoints of plans with
       // and without buckets hold the same residuals.
@@ -120,14 +121,21 @@ absl::StatusOr<std::shared_ptr<CompressedBucket>> BindCompressedBucket(
     result->members.push_back({members[m].offset / static_cast<int64_t>(sizeof(float)), count, 0,
                                absl::MakeSpan(result->residuals[m])});
   }
-  if (meter != nullptr) {
-    const proto::BucketMemberDef& first = bucket.members(0);
-    result->meter = meter;
-    result->part = meter->AddPart(first.boxing_id(), first.boxing_step(),
-                                  absl::StrCat("gradient bucket ", bucket.id(), " (all_reduce on hierarchy axis ",
-                                               bucket.hierarchy_axis(), " of ", members.size(), " tensors: ",
-                                               absl::StrJoin(tensors, ", "), ")"),
-                                  result->codec);
+  // Each member is metered as its own step would be (the same edge, bytes and error),
+  // its warning naming the bucket too.
+  result->traffic.resize(members.size());
+  result->parts.assign(members.size(), -1);
+  result->meter = meter;
+  for (size_t m = 0; meter != nullptr && m < members.size(); ++m) {
+    const proto::BucketMemberDef& member_def = bucket.members(static_cast<int>(m));
+    const proto::BoxingDef& boxing = plan.boxings(static_cast<int>(member_def.boxing_id()));
+    result->parts[m] = meter->AddPart(
+        member_def.boxing_id(), member_def.boxing_step(),
+        absl::StrCat("tensor '", boxing.tensor(), "' (", boxing.producer_op(), " -> ", boxing.consumer_op(),
+                     ") boxing ", member_def.boxing_id(), " step ", member_def.boxing_step(),
+                     " (all_reduce on hierarchy axis ", bucket.hierarchy_axis(), ", in gradient bucket ", bucket.id(),
+                     ")"),
+        result->codec);
   }
   return result;
 }

@@ -10,7 +10,7 @@
 // view holds the bits its own compressed step would have produced. The residuals are
 // checkpointed under each member's own step's key (ResidualKey), so a checkpoint of a
 // plan without buckets resumes into one with them and the converse; the compression
-// meter records the bucket's traffic as one part under its first member's step.
+// meter records each member's traffic (bytes and error) under its own step's edge.
 #ifndef ACTORS_BEHAVIORS_BUCKET_BEHAVIOR_H_
 #define ACTORS_BEHAVIORS_BUCKET_BEHAVIOR_H_
 

@@ -1,7 +1,8 @@
 // The compressed all-reduce of a gradient bucket (CompressedBucketAllReduce,
 // compressed_collectives.h): every member's output and error-feedback residual are bit
 // for bit those of CompressedAllReduce on that member alone (each codec, stochastic
-// rounding with a seed per member, three calls so the residuals carry), with 2
+// rounding with a seed per member, three calls so the residuals carry), and so is each
+// member's metered traffic (bytes and error), with 2
 // communicator calls per bucket where the members alone make 2 each, the same encoded
 // bytes, the padding between members untouched; bad members are refused by name.
 #include <cstdint>
@@ -65,6 +66,9 @@ TEST(CompressedBucketAllReduceTest, EveryMemberGetsTheBitsAndResidualOfItsOwnCal
       }
       std::vector<int64_t> bucket_calls(kRanks, 0), alone_calls(kRanks, 0);
       std::vector<int64_t> bucket_bytes(kRanks, 0), alone_bytes(kRanks, 0);
+      // Per rank and member: the traffic of its own call, and its share of the bucket's.
+      std::vector<std::vector<CompressedTraffic>> alone_traffic(kRanks, std::vector<CompressedTraffic>(members));
+      std::vector<std::vector<CompressedTraffic>> member_traffic = alone_traffic;
       RunOnRankThreads(kRanks, [&](int64_t rank) {
         std::vector<float> data = RankInput(rank + 7 * call, layout.total);
         for (size_t m = 0; m < members; ++m) {
@@ -82,13 +86,14 @@ TEST(CompressedBucketAllReduceTest, EveryMemberGetsTheBitsAndResidualOfItsOwnCal
                                   absl::MakeSpan(alone_residuals[rank][m]));
           ASSERT_TRUE(traffic.ok()) << traffic.status();
           alone_bytes[rank] += traffic->bytes_sent;
+          alone_traffic[rank][m] = *traffic;
           alone_calls[rank] += 2;
         }
         // The bucket, in place as the bucket actor runs it.
         std::vector<CompressedBucketMember> bucket;
         for (size_t m = 0; m < members; ++m) {
           bucket.push_back({layout.offsets[m], layout.counts[m], named.options.seed + 1000 * m + call,
-                            absl::MakeSpan(bucket_residuals[rank][m])});
+                            absl::MakeSpan(bucket_residuals[rank][m]), &member_traffic[rank][m]});
         }
         bucket_out[rank] = data;
         const absl::StatusOr<CompressedTraffic> traffic =
@@ -107,6 +112,15 @@ TEST(CompressedBucketAllReduceTest, EveryMemberGetsTheBitsAndResidualOfItsOwnCal
         EXPECT_EQ(bucket_bytes[r], alone_bytes[r]);
         EXPECT_EQ(bucket_counting[r].sent, alone_counting[r].sent);
         EXPECT_EQ(bucket_counting[r].received, alone_counting[r].received);
+        // Each member's share of the bucket's traffic is its own call's: bytes and error.
+        for (size_t m = 0; m < members; ++m) {
+          EXPECT_EQ(member_traffic[r][m].bytes_sent, alone_traffic[r][m].bytes_sent) << "member " << m;
+          EXPECT_EQ(member_traffic[r][m].bytes_received, alone_traffic[r][m].bytes_received) << "member " << m;
+          EXPECT_EQ(member_traffic[r][m].dense_bytes_sent, alone_traffic[r][m].dense_bytes_sent) << "member " << m;
+          EXPECT_EQ(member_traffic[r][m].dense_bytes_received, alone_traffic[r][m].dense_bytes_received);
+          EXPECT_EQ(member_traffic[r][m].error_sq, alone_traffic[r][m].error_sq) << "member " << m;
+          EXPECT_EQ(member_traffic[r][m].signal_sq, alone_traffic[r][m].signal_sq) << "member " << m;
+        }
       }
     }
     // The codec loses something, so the residuals carried are not all zero (the test

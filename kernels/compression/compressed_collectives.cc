@@ -48,6 +48,7 @@ struct GatherMember {
   const float* shard = nullptr;
   uint64_t seed = 0;
   float* residual = nullptr;
+  CompressedTraffic* traffic = nullptr;  // when set, receives this member's traffic too
 };
 
 // The flat all-gather of every member in one AllGather: each rank's block holds its
@@ -232,7 +233,19 @@ absl::StatusOr<CompressedTraffic> GatherMembers(Communicator& communicator, cons
         continue;
       }
       float* own = out + splits[m].offsets[rank];
-      DecodeOwnShard(codec, encoded, encoded_from[m], count, own, &traffic);
+      CompressedTraffic decoded;
+      DecodeOwnShard(codec, encoded, encoded_from[m], count, own, &decoded);
+      traffic.error_sq += decoded.error_sq;
+      traffic.signal_sq += decoded.signal_sq;
+      if (member.traffic != nullptr) {
+        int64_t others = 0;
+        for (int64_t p = 0; p < size; ++p) others += p == rank ? 0 : EncodedBytes(codec, member.counts[p]);
+        decoded.bytes_sent = (size - 1) * EncodedBytes(codec, count);
+        decoded.bytes_received = others;
+        decoded.dense_bytes_sent = (size - 1) * count * kDenseBytes;
+        decoded.dense_bytes_received = (splits[m].total - count) * kDenseBytes;
+        *member.traffic += decoded;
+      }
       // The own shard's place holds its decode (the compensated input is a separate buffer).
       if (member.residual != nullptr) KeepResidual(encoded_from[m], own, count, member.residual);
     }
@@ -310,10 +323,12 @@ absl::StatusOr<CompressedTraffic> BucketAllReduce(Communicator& communicator, co
       Piece piece{member.offset + split.offsets[d], gather[m].counts[d], split.offsets[d]};
       if (!member.residual.empty()) piece.residual = member.residual.data() + split.offsets[d];
       piece.encoding_seed = MixSeed(member.seed, rank);
+      piece.traffic = member.traffic;
       layout[d].push_back(piece);
     }
     gather[m].output_offset = member.offset;
     gather[m].seed = member.seed;
+    gather[m].traffic = member.traffic;
     // The gathered shard's residual follows the reduce-scatter's.
     if (!member.residual.empty()) gather[m].residual = member.residual.data() + member.count;
     shard_total += gather[m].counts[rank];

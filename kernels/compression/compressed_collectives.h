@@ -189,6 +189,8 @@ struct CompressedBucketMember {
   int64_t count = 0;
   uint64_t seed = 0;
   absl::Span<float> residual;
+  // When set, the member's own traffic (what its own call would return) is added here.
+  CompressedTraffic* traffic = nullptr;
 };
 
 // The compressed all-reduce of a gradient bucket (docs/gradient_buckets.md): every member

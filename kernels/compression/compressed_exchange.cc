@@ -123,7 +123,15 @@ absl::StatusOr<CompressedTraffic> ExchangeAndReduce(Communicator& communicator,
       }
       Encode(encoding, original, piece.count, send.data() + position, piece.logical_index);
       Decode(codec, send.data() + position, piece.count, scratch.data());
-      AddEncodingError(original, scratch.data(), piece.count, &traffic);
+      CompressedTraffic encoded;
+      AddEncodingError(original, scratch.data(), piece.count, &encoded);
+      traffic.error_sq += encoded.error_sq;
+      traffic.signal_sq += encoded.signal_sq;
+      if (piece.traffic != nullptr) {
+        encoded.bytes_sent = EncodedBytes(codec, piece.count);
+        encoded.dense_bytes_sent = piece.count * kDenseBytes;
+        *piece.traffic += encoded;
+      }
       if (kept != nullptr) KeepResidual(original, scratch.data(), piece.count, kept);
       position += EncodedBytes(codec, piece.count);
     }
@@ -157,6 +165,10 @@ absl::StatusOr<CompressedTraffic> ExchangeAndReduce(Communicator& communicator,
       } else {
         const uint8_t* encoded = received.data() + position;
         position += EncodedBytes(codec, piece.count);
+        if (piece.traffic != nullptr) {
+          piece.traffic->bytes_received += EncodedBytes(codec, piece.count);
+          piece.traffic->dense_bytes_received += piece.count * kDenseBytes;
+        }
         if (s == 0) {
           Decode(codec, encoded, piece.count, destination);
         } else if (options.reduce_op == ReduceOp::kSum) {

@@ -44,6 +44,9 @@ struct Piece {
   // at `offset`, if any) and that tensor's encoding seed (unset: the call's).
   float* residual = nullptr;
   std::optional<uint64_t> encoding_seed;
+  // When set, also receives this piece's bytes (sent and received) and encoding error,
+  // so that a bucketed call can meter each tensor apart.
+  CompressedTraffic* traffic = nullptr;
 };
 // pieces[d]: what each rank sends to rank d, in order; rank d reduces piece j over the
 // senders into the j-th run of its output.
