@@ -82,7 +82,7 @@ def losses(prefix):
 def plan_facts(prefix):
     plan = json.load(open(f"{run}/{prefix}.inspect.json"))
     buckets = plan.get("buckets", [])
-    coded = [b for b in buckets if b.get("compression", {}).get("kind", "NONE") not in ("NONE", 0)]
+    coded = [b for b in buckets if b.get("codec") not in (None, "", "none", "dense")]
     devices = plan.get("devices", [])
     order = devices[0].get("collective_order", devices[0].get("collectiveOrder", [])) if devices else []
     return {"buckets": len(buckets), "compressed_buckets": len(coded), "device0_collectives": len(order)}
