@@ -267,7 +267,7 @@ absl::StatusOr<TrainResult> TrainPlan(const proto::Plan& plan, const TrainOption
       }
       case proto::ACTOR_BOXING:
         if (binding.actor->has_bucket_id()) {
-          return BindBucket(index, binding, &communicators, options.collective_timeout);
+          return BindBucket(index, binding, &communicators, options.collective_timeout, &meter, residuals);
         }
         return BindBoxing(index, binding, &communicators, options.collective_timeout, &meter, &sparse_meter,
                           residuals);

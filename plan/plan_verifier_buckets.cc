@@ -32,6 +32,14 @@ proto::BoxingStepKind MemberStepKind(proto::CollectiveKind collective) {
   }
 }
 
+// What members of one bucket share of their Compression: everything but the stochastic
+// rounding seed, which is each tensor's own (the bucket's collective encodes each member
+// with its own step's seed).
+std::string WireFormat(proto::Compression compression) {
+  compression.clear_rounding_seed();
+  return compression.SerializeAsString();
+}
+
 // The bucket's definition against the boxing steps it names and its collective.
 absl::Status VerifyBucketDef(const proto::Plan& plan, int k) {
   const proto::GradientBucketDef& bucket = plan.buckets(k);
@@ -63,11 +71,15 @@ absl::Status VerifyBucketDef(const proto::Plan& plan, int k) {
   }
   const proto::BoxingStepKind member_kind =
       MemberStepKind(plan.collectives(static_cast<int>(bucket.collective_id())).kind());
-  if (bucket.compression().kind() != proto::Compression::NONE ||
-      bucket.compression().cross_node_kind() != proto::Compression::NONE) {
-    return Fail(absl::StrCat(who, " is compressed; the runtime reduces buckets dense"));
+  // A codec on the wire: one-level all-reduce buckets only (CompressedBucketAllReduce).
+  if (bucket.compression().cross_node_kind() != proto::Compression::NONE ||
+      (bucket.compression().kind() != proto::Compression::NONE && member_kind != proto::STEP_ALL_REDUCE)) {
+    return Fail(absl::StrCat(who, " is a ", bucket.compression().cross_node_kind() != proto::Compression::NONE
+                                                ? "two-level compressed" : "compressed reduce_scatter",
+                             " bucket; the runtime reduces dense buckets and one-level compressed all_reduce "
+                             "buckets"));
   }
-  const std::string compression = bucket.compression().SerializeAsString();
+  const std::string compression = WireFormat(bucket.compression());
   for (const proto::BucketMemberDef& member : bucket.members()) {
     const std::string what = absl::StrCat(who, " member '", member.tensor(), "' (boxing ", member.boxing_id(),
                                           " step ", member.boxing_step(), ")");
@@ -90,7 +102,7 @@ absl::Status VerifyBucketDef(const proto::Plan& plan, int k) {
                                " (it names bucket ", step.has_bucket_id() ? step.bucket_id() : -1, ", collective ",
                                step.collective_id(), ")"));
     }
-    if (step.compression().SerializeAsString() != compression) {
+    if (WireFormat(step.compression()) != compression) {
       return Fail(absl::StrCat(what, " travels in another format than the bucket; a bucket's members share one"));
     }
   }

@@ -52,6 +52,8 @@ proto::Plan WithoutErrorFeedback(proto::Plan plan) {
   for (proto::BoxingDef& boxing : *plan.mutable_boxings()) {
     for (proto::BoxingStepDef& step : *boxing.mutable_steps()) step.mutable_compression()->clear_error_feedback();
   }
+  // A compressed gradient bucket shares its members' format (gradient_buckets.md).
+  for (proto::GradientBucketDef& bucket : *plan.mutable_buckets()) bucket.mutable_compression()->clear_error_feedback();
   EXPECT_TRUE(SealPlan(&plan).ok());
   return plan;
 }
@@ -288,6 +290,10 @@ TEST(ErrorFeedbackTest, WithInt4ForwardActivationsInt4GradientsWithErrorFeedback
         if (gradient && gradients) ++gradient_steps;
         if (!forward && !(gradient && gradients)) step.clear_compression();
       }
+    }
+    // A gradient bucket travels in its members' format: dense with them.
+    if (!gradients) {
+      for (proto::GradientBucketDef& bucket : *plan.mutable_buckets()) bucket.clear_compression();
     }
     EXPECT_GE(forward_steps, 4);
     if (gradients) EXPECT_GE(gradient_steps, 8);

@@ -165,8 +165,15 @@ TEST(GradientBucketsTest, VerifierRejectsInconsistentBuckets) {
   }
   {
     proto::Plan edited = plan;
+    // A codec the members do not travel in.
     edited.mutable_buckets(0)->mutable_compression()->set_kind(proto::Compression::INT8);
-    expect(edited, "gradient bucket 0 is compressed; the runtime reduces buckets dense");
+    const proto::BucketMemberDef& first = bucket.members(0);
+    expect(edited, absl::StrCat("gradient bucket 0 member '", first.tensor(), "' (boxing ", first.boxing_id(),
+                                " step 0) travels in another format than the bucket; a bucket's members share one"));
+    // The two-level form has no bucketed collective.
+    edited.mutable_buckets(0)->mutable_compression()->set_cross_node_kind(proto::Compression::INT4);
+    expect(edited, "gradient bucket 0 is a two-level compressed bucket; the runtime reduces dense buckets and "
+                   "one-level compressed all_reduce buckets");
   }
   {
     // Member 1's view moved 64 bytes into the bucket: it would read member 2's bytes.

@@ -69,11 +69,17 @@ struct OpenBucket {
   }
 };
 
-// Steps with the same key can share one collective: the same groups and the same kind
-// of collective (every candidate is dense f32, so the format is common).
-std::string GroupKey(const Boxing& boxing, int64_t placement, size_t step) {
-  return absl::StrCat(placement, "/", boxing.plan.steps[step].hierarchy_axis, "/",
-                      BoxingKindName(boxing.plan.steps[step].kind));
+// Steps with the same key can share one collective: the same groups, the same kind of
+// collective and the same format on the wire (every candidate is f32; a compressed one
+// also needs the same codec and the same error-feedback marking, which plan emission
+// gives the reductions of variables' gradients only).
+std::string GroupKey(const Boxing& boxing, int64_t placement, size_t step, bool error_feedback) {
+  const BoxingStep& this_step = boxing.plan.steps[step];
+  std::string key = absl::StrCat(placement, "/", this_step.hierarchy_axis, "/", BoxingKindName(this_step.kind));
+  if (this_step.compression.compressed()) {
+    absl::StrAppend(&key, "/", CompressionChoiceText(this_step.compression), error_feedback ? "/ef" : "");
+  }
+  return key;
 }
 
 }  // namespace
@@ -200,10 +206,15 @@ absl::StatusOr<bool> GradientBucketingPass::Run(Compilation* compilation) {
         reduces[boxing.id] = false;  // The chain of reductions ends here.
         continue;
       }
-      // Dense only: a codec's scale groups would span members of different magnitudes (a
-      // bias next to a weight), and the plan's wire bytes count each tensor's own groups.
-      // A compressed step runs on its own; the next step may still join a bucket.
-      if (this_step.compression.compressed()) continue;
+      // A compressed all-reduce joins a bucket of its codec: the bucket's collective
+      // (CompressedBucketAllReduce) encodes each member's chunks by themselves, so no
+      // codec group spans two members and each gets the bits of its own step. A
+      // compressed reduce-scatter or a two-level step runs on its own; the next step may
+      // still join a bucket.
+      if (this_step.compression.compressed() &&
+          (this_step.kind != BoxingKind::kAllReduce || this_step.cross_node_compression.compressed())) {
+        continue;
+      }
       const LogicalTensor& tensor = graph.tensors[boxing.tensor];
       Candidate candidate;
       candidate.boxing = boxing.id;
@@ -222,7 +233,8 @@ absl::StatusOr<bool> GradientBucketingPass::Run(Compilation* compilation) {
         const int64_t part = *std::max_element(candidate.bytes_per_rank.begin(), candidate.bytes_per_rank.end());
         std::fill(candidate.bytes_per_rank.begin(), candidate.bytes_per_rank.end(), part);
       }
-      groups[GroupKey(boxing, tensor.placement, step)].push_back(candidates.size());
+      groups[GroupKey(boxing, tensor.placement, step, compilation->options.error_feedback && tensor.is_gradient)]
+          .push_back(candidates.size());
       candidates.push_back(std::move(candidate));
     }
     const size_t first_new = buckets.size();

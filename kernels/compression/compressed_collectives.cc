@@ -4,6 +4,8 @@
 #include <cstring>
 #include <vector>
 
+#include "absl/strings/str_cat.h"
+
 #if defined(__AVX__)
 #include <immintrin.h>
 #endif
@@ -36,12 +38,33 @@ using compressed_exchange::ResidualPart;
 
 namespace {
 
-// The flat all-gather; with `residual` (null: off; counts[rank] floats) the shard is
-// encoded with its residual added, which then keeps what the encoding dropped.
-absl::StatusOr<CompressedTraffic> GatherEncoded(Communicator& communicator, const CodecOptions& codec,
-                                                const float* input, float* output,
-                                                absl::Span<const int64_t> counts,
-                                                const CollectiveOptions& options, float* residual);
+// One tensor of a (bucketed) encoded all-gather: its shards' counts per rank, where its
+// gathered output starts, this rank's shard, the seed its encoding rounds with (before
+// the rank is mixed in) and its error-feedback residual (null: off; counts[rank] floats:
+// the shard is encoded with it added, and it keeps what the encoding dropped).
+struct GatherMember {
+  std::vector<int64_t> counts;
+  int64_t output_offset = 0;
+  const float* shard = nullptr;
+  uint64_t seed = 0;
+  float* residual = nullptr;
+  CompressedTraffic* traffic = nullptr;  // when set, receives this member's traffic too
+};
+
+// The flat all-gather of every member in one AllGather: each rank's block holds its
+// members' encoded shards back to back, each encoded exactly as a gather of that member
+// alone would encode it (its own groups, logical indices and seed), so every member's
+// output has the bits of its own gather. Arguments are the caller's to check.
+absl::StatusOr<CompressedTraffic> GatherMembers(Communicator& communicator, const CodecOptions& codec,
+                                                const std::vector<GatherMember>& members, float* output,
+                                                const CollectiveOptions& options);
+
+// CompressedBucketAllReduce once its arguments are checked: one AllToAll (the members'
+// reduce-scatters) and one AllGather (their gathers).
+absl::StatusOr<CompressedTraffic> BucketAllReduce(Communicator& communicator, const CodecOptions& codec,
+                                                  const float* input, float* output,
+                                                  absl::Span<const CompressedBucketMember> members,
+                                                  const CollectiveOptions& options);
 
 }  // namespace
 
@@ -141,56 +164,91 @@ absl::StatusOr<CompressedTraffic> CompressedAllGather(Communicator& communicator
                                                       const float* input, float* output,
                                                       absl::Span<const int64_t> counts,
                                                       const CollectiveOptions& options) {
-  return GatherEncoded(communicator, codec, input, output, counts, options, /*residual=*/nullptr);
+  const int64_t size = communicator.size();
+  const int64_t rank = communicator.rank();
+  const bool counts_ok = static_cast<int64_t>(counts.size()) == size;
+  OF_RETURN_IF_ERROR(CheckArguments(options, "compressed all_gather", codec, counts, size, input,
+                                    counts_ok ? counts[rank] : 0, output, SumOf(counts)));
+  GatherMember member;
+  member.counts.assign(counts.begin(), counts.end());
+  member.shard = input;
+  member.seed = codec.seed;
+  return GatherMembers(communicator, codec, {member}, output, options);
 }
 
 namespace {
 
-absl::StatusOr<CompressedTraffic> GatherEncoded(Communicator& communicator, const CodecOptions& codec,
-                                                const float* input, float* output,
-                                                absl::Span<const int64_t> counts,
-                                                const CollectiveOptions& options, float* residual) {
+absl::StatusOr<CompressedTraffic> GatherMembers(Communicator& communicator, const CodecOptions& codec,
+                                                const std::vector<GatherMember>& members, float* output,
+                                                const CollectiveOptions& options) {
   const int64_t size = communicator.size();
   const int64_t rank = communicator.rank();
-  const bool counts_ok = static_cast<int64_t>(counts.size()) == size;
-  const Split split = SplitOf(counts);
-  OF_RETURN_IF_ERROR(CheckArguments(options, "compressed all_gather", codec, counts, size, input,
-                                    counts_ok ? counts[rank] : 0, output, split.total));
-  std::vector<int64_t> byte_counts(size);
+  std::vector<Split> splits;
+  std::vector<int64_t> byte_counts(size, 0);
   int64_t gathered_bytes = 0;
-  for (int64_t r = 0; r < size; ++r) {
-    byte_counts[r] = EncodedBytes(codec, counts[r]);
-    gathered_bytes += byte_counts[r];
-  }
   CompressedTraffic traffic;
+  for (const GatherMember& member : members) {
+    splits.push_back(SplitOf(member.counts));
+    for (int64_t r = 0; r < size; ++r) byte_counts[r] += EncodedBytes(codec, member.counts[r]);
+    traffic.dense_bytes_sent += (size - 1) * member.counts[rank] * kDenseBytes;
+    traffic.dense_bytes_received += (splits.back().total - member.counts[rank]) * kDenseBytes;
+  }
+  for (int64_t r = 0; r < size; ++r) gathered_bytes += byte_counts[r];
   traffic.bytes_sent = (size - 1) * byte_counts[rank];
   traffic.bytes_received = gathered_bytes - byte_counts[rank];
-  traffic.dense_bytes_sent = (size - 1) * counts[rank] * kDenseBytes;
-  traffic.dense_bytes_received = (split.total - counts[rank]) * kDenseBytes;
+  std::vector<int64_t> block(size, 0);  // where rank r's block starts in `gathered`
+  for (int64_t r = 1; r < size; ++r) block[r] = block[r - 1] + byte_counts[r - 1];
 
-  // The shard is encoded straight into its place in the gathered buffer (in place).
+  // The shards are encoded straight into their place in the gathered buffer (in place).
   std::vector<uint8_t> gathered(gathered_bytes);
-  int64_t own_position = 0;
-  for (int64_t r = 0; r < rank; ++r) own_position += byte_counts[r];
-  CodecOptions encoding = codec;
-  encoding.seed = MixSeed(codec.seed, rank);
-  std::vector<float> compensated;
-  if (residual != nullptr) {
-    compensated.resize(counts[rank]);
-    Compensate(input, residual, counts[rank], compensated.data());
-    input = compensated.data();
+  std::vector<std::vector<float>> compensated(members.size());
+  std::vector<const float*> encoded_from(members.size());
+  int64_t position = block[rank];
+  for (size_t m = 0; m < members.size(); ++m) {
+    const GatherMember& member = members[m];
+    const int64_t count = member.counts[rank];
+    encoded_from[m] = member.shard;
+    if (member.residual != nullptr) {
+      compensated[m].resize(count);
+      Compensate(member.shard, member.residual, count, compensated[m].data());
+      encoded_from[m] = compensated[m].data();
+    }
+    CodecOptions encoding = codec;
+    encoding.seed = MixSeed(member.seed, rank);
+    Encode(encoding, encoded_from[m], count, gathered.data() + position, splits[m].offsets[rank]);
+    position += EncodedBytes(codec, count);
   }
-  Encode(encoding, input, counts[rank], gathered.data() + own_position, split.offsets[rank]);
-  OF_RETURN_IF_ERROR(communicator.AllGather(gathered.data() + own_position, gathered.data(),
-                                            byte_counts, Encoded(options, codec)));
-  float* own = output + split.offsets[rank];
-  DecodeOwnShard(codec, gathered.data() + own_position, input, counts[rank], own, &traffic);
-  // The own shard's place holds its decode (the input, compensated, is a separate buffer).
-  if (residual != nullptr) KeepResidual(input, own, counts[rank], residual);
-  int64_t position = 0;
-  for (int64_t r = 0; r < size; ++r) {
-    if (r != rank) Decode(codec, gathered.data() + position, counts[r], output + split.offsets[r]);
-    position += byte_counts[r];
+  OF_RETURN_IF_ERROR(communicator.AllGather(gathered.data() + block[rank], gathered.data(), byte_counts,
+                                            Encoded(options, codec)));
+  std::vector<int64_t> read = block;  // per rank, the next member's encoding in its block
+  for (size_t m = 0; m < members.size(); ++m) {
+    const GatherMember& member = members[m];
+    float* out = output + member.output_offset;
+    for (int64_t r = 0; r < size; ++r) {
+      const int64_t count = member.counts[r];
+      const uint8_t* encoded = gathered.data() + read[r];
+      read[r] += EncodedBytes(codec, count);
+      if (r != rank) {
+        Decode(codec, encoded, count, out + splits[m].offsets[r]);
+        continue;
+      }
+      float* own = out + splits[m].offsets[rank];
+      CompressedTraffic decoded;
+      DecodeOwnShard(codec, encoded, encoded_from[m], count, own, &decoded);
+      traffic.error_sq += decoded.error_sq;
+      traffic.signal_sq += decoded.signal_sq;
+      if (member.traffic != nullptr) {
+        int64_t others = 0;
+        for (int64_t p = 0; p < size; ++p) others += p == rank ? 0 : EncodedBytes(codec, member.counts[p]);
+        decoded.bytes_sent = (size - 1) * EncodedBytes(codec, count);
+        decoded.bytes_received = others;
+        decoded.dense_bytes_sent = (size - 1) * count * kDenseBytes;
+        decoded.dense_bytes_received = (splits[m].total - count) * kDenseBytes;
+        *member.traffic += decoded;
+      }
+      // The own shard's place holds its decode (the compensated input is a separate buffer).
+      if (member.residual != nullptr) KeepResidual(encoded_from[m], own, count, member.residual);
+    }
   }
   return traffic;
 }
@@ -210,18 +268,85 @@ absl::StatusOr<CompressedTraffic> CompressedAllReduce(Communicator& communicator
   if (!status.ok()) return Invalid(options, kCall, status.message());
   OF_RETURN_IF_ERROR(CheckResidual(options, kCall, residual,
                                    AllReduceResidualElements(count, communicator.size(), communicator.rank())));
-  std::vector<int64_t> counts;
-  OF_RETURN_IF_ERROR(BalancedCounts(count, communicator.size(), &counts));
-  std::vector<float> shard(counts[communicator.rank()]);
-  // The residual: the reduce-scatter's (`count`, like the input), then the gathered shard's.
+  // One member: the bucketed form with a single tensor is this call (and so a bucket's
+  // members get exactly the bits of their own calls).
+  const CompressedBucketMember whole{0, count, codec.seed, residual};
+  return BucketAllReduce(communicator, codec, input, output, {&whole, 1}, options);
+}
+
+absl::StatusOr<CompressedTraffic> CompressedBucketAllReduce(Communicator& communicator,
+                                                            const CodecOptions& codec, const float* input,
+                                                            float* output,
+                                                            absl::Span<const CompressedBucketMember> members,
+                                                            const CollectiveOptions& options) {
+  constexpr absl::string_view kCall = "compressed bucket all_reduce";
+  absl::Status status = CheckCodecOptions(codec);
+  int64_t end = 0;
+  for (size_t m = 0; m < members.size() && status.ok(); ++m) {
+    const CompressedBucketMember& member = members[m];
+    if (member.offset < end || member.count < 0) {
+      return Invalid(options, kCall,
+                     absl::StrCat("member ", m, " covers [", member.offset, ", ", member.offset + member.count,
+                                  "); members must be in order, apart, with counts >= 0"));
+    }
+    end = member.offset + member.count;
+    OF_RETURN_IF_ERROR(
+        CheckResidual(options, absl::StrCat(kCall, " member ", m), member.residual,
+                      AllReduceResidualElements(member.count, communicator.size(), communicator.rank())));
+  }
+  if (status.ok()) status = CheckBuffer("input", input, end);
+  if (status.ok()) status = CheckBuffer("output", output, end);
+  if (!status.ok()) return Invalid(options, kCall, status.message());
+  return BucketAllReduce(communicator, codec, input, output, members, options);
+}
+
+namespace {
+
+absl::StatusOr<CompressedTraffic> BucketAllReduce(Communicator& communicator, const CodecOptions& codec,
+                                                  const float* input, float* output,
+                                                  absl::Span<const CompressedBucketMember> members,
+                                                  const CollectiveOptions& options) {
+  const int64_t size = communicator.size();
+  const int64_t rank = communicator.rank();
+  // Reduce-scatter phase: every member split by BalancedSplit over the ranks, as its own
+  // call splits it; rank d receives every member's chunk d, in member order, back to back
+  // in `shards`. Each piece keeps its member's logical index, seed and residual (the
+  // reduce-scatter's part of it: `count` floats indexed like the member).
+  Layout layout(size);
+  std::vector<GatherMember> gather(members.size());
+  int64_t shard_total = 0;
+  for (size_t m = 0; m < members.size(); ++m) {
+    const CompressedBucketMember& member = members[m];
+    OF_RETURN_IF_ERROR(BalancedCounts(member.count, size, &gather[m].counts));
+    const Split split = SplitOf(gather[m].counts);
+    for (int64_t d = 0; d < size; ++d) {
+      Piece piece{member.offset + split.offsets[d], gather[m].counts[d], split.offsets[d]};
+      if (!member.residual.empty()) piece.residual = member.residual.data() + split.offsets[d];
+      piece.encoding_seed = MixSeed(member.seed, rank);
+      piece.traffic = member.traffic;
+      layout[d].push_back(piece);
+    }
+    gather[m].output_offset = member.offset;
+    gather[m].seed = member.seed;
+    gather[m].traffic = member.traffic;
+    // The gathered shard's residual follows the reduce-scatter's.
+    if (!member.residual.empty()) gather[m].residual = member.residual.data() + member.count;
+    shard_total += gather[m].counts[rank];
+  }
+  std::vector<float> shards(shard_total);
   OF_ASSIGN_OR_RETURN(CompressedTraffic traffic,
-                      CompressedReduceScatter(communicator, codec, input, shard.data(), counts,
-                                              options, residual.empty() ? residual : residual.subspan(0, count)));
-  OF_ASSIGN_OR_RETURN(CompressedTraffic gather,
-                      GatherEncoded(communicator, codec, shard.data(), output, counts, options,
-                                    ResidualPart(residual, count)));
-  traffic += gather;
+                      ExchangeAndReduce(communicator, codec, MixSeed(codec.seed, rank), input, layout,
+                                        shards.data(), options));
+  int64_t position = 0;
+  for (GatherMember& member : gather) {
+    member.shard = shards.data() + position;
+    position += member.counts[rank];
+  }
+  OF_ASSIGN_OR_RETURN(CompressedTraffic gathered, GatherMembers(communicator, codec, gather, output, options));
+  traffic += gathered;
   return traffic;
 }
+
+}  // namespace
 
 }  // namespace oneflow

@@ -180,6 +180,36 @@ absl::StatusOr<CompressedTraffic> CompressedAllReduce(Communicator& communicator
                                                       const CollectiveOptions& options,
                                                       absl::Span<float> residual = {});
 
+// One tensor of a gradient bucket reduced by CompressedBucketAllReduce: `count` floats at
+// `offset` of the bucket, the seed its own call's codec would round with (CodecOptions::
+// seed), and its own call's error-feedback residual (AllReduceResidualElements(count,
+// size, rank) floats, or empty: off).
+struct CompressedBucketMember {
+  int64_t offset = 0;
+  int64_t count = 0;
+  uint64_t seed = 0;
+  absl::Span<float> residual;
+  // When set, the member's own traffic (what its own call would return) is added here.
+  CompressedTraffic* traffic = nullptr;
+};
+
+// The compressed all-reduce of a gradient bucket (docs/gradient_buckets.md): every member
+// is reduced exactly as CompressedAllReduce reduces it alone (codec with the member's
+// seed, its slice of `input` and `output`, its residual): same balanced split, same
+// groups (each member's chunks are encoded by themselves, so no codec group straddles
+// two tensors and no scale is shared between a bias and a weight), same logical indices,
+// same rank order of the sums. The output and residuals are bit for bit those of the
+// members' own calls, and so are the encoded bytes; what changes is that the members'
+// reduce-scatters travel in one AllToAll and their gathers in one AllGather: 2
+// communicator calls per bucket instead of 2 per member. Members are in increasing
+// offset order and do not overlap; floats between them are not touched. In place
+// (output == input) is allowed. The traffic is the members' summed.
+absl::StatusOr<CompressedTraffic> CompressedBucketAllReduce(Communicator& communicator,
+                                                            const CodecOptions& codec, const float* input,
+                                                            float* output,
+                                                            absl::Span<const CompressedBucketMember> members,
+                                                            const CollectiveOptions& options);
+
 // The codecs of the two-level forms. Defaults follow SDP4Bit (int8 in groups of 512 in
 // the node, int4 in groups of 128 across nodes, both rotated) and ZeRO++'s qwZ for the
 // gathered shards (int8, groups of 128).

@@ -112,16 +112,27 @@ absl::StatusOr<CompressedTraffic> ExchangeAndReduce(Communicator& communicator,
     if (d == rank) continue;
     for (const Piece& piece : layout[d]) {
       const float* original = input + piece.offset;
+      float* kept = piece.residual != nullptr ? piece.residual
+                                              : (residual != nullptr ? residual + piece.offset : nullptr);
+      encoding.seed = piece.encoding_seed.value_or(encoding_seed);
       if (static_cast<int64_t>(scratch.size()) < piece.count) scratch.resize(piece.count);
-      if (residual != nullptr) {
+      if (kept != nullptr) {
         if (static_cast<int64_t>(compensated.size()) < piece.count) compensated.resize(piece.count);
-        Compensate(original, residual + piece.offset, piece.count, compensated.data());
+        Compensate(original, kept, piece.count, compensated.data());
         original = compensated.data();
       }
       Encode(encoding, original, piece.count, send.data() + position, piece.logical_index);
       Decode(codec, send.data() + position, piece.count, scratch.data());
-      AddEncodingError(original, scratch.data(), piece.count, &traffic);
-      if (residual != nullptr) KeepResidual(original, scratch.data(), piece.count, residual + piece.offset);
+      CompressedTraffic encoded;
+      AddEncodingError(original, scratch.data(), piece.count, &encoded);
+      traffic.error_sq += encoded.error_sq;
+      traffic.signal_sq += encoded.signal_sq;
+      if (piece.traffic != nullptr) {
+        encoded.bytes_sent = EncodedBytes(codec, piece.count);
+        encoded.dense_bytes_sent = piece.count * kDenseBytes;
+        *piece.traffic += encoded;
+      }
+      if (kept != nullptr) KeepResidual(original, scratch.data(), piece.count, kept);
       position += EncodedBytes(codec, piece.count);
     }
   }
@@ -154,6 +165,10 @@ absl::StatusOr<CompressedTraffic> ExchangeAndReduce(Communicator& communicator,
       } else {
         const uint8_t* encoded = received.data() + position;
         position += EncodedBytes(codec, piece.count);
+        if (piece.traffic != nullptr) {
+          piece.traffic->bytes_received += EncodedBytes(codec, piece.count);
+          piece.traffic->dense_bytes_received += piece.count * kDenseBytes;
+        }
         if (s == 0) {
           Decode(codec, encoded, piece.count, destination);
         } else if (options.reduce_op == ReduceOp::kSum) {

@@ -7,6 +7,7 @@
 #define KERNELS_COMPRESSION_COMPRESSED_EXCHANGE_H_
 
 #include <cstdint>
+#include <optional>
 #include <vector>
 
 #include "absl/status/status.h"
@@ -37,6 +38,15 @@ struct Piece {
   int64_t offset = 0;
   int64_t count = 0;
   int64_t logical_index = 0;
+  // A bucketed call (CompressedBucketAllReduce) packs several tensors' pieces into one
+  // exchange; each piece is then encoded as its own tensor's call would encode it: with
+  // that tensor's error-feedback residual (`count` floats; null: the call's `residual`
+  // at `offset`, if any) and that tensor's encoding seed (unset: the call's).
+  float* residual = nullptr;
+  std::optional<uint64_t> encoding_seed;
+  // When set, also receives this piece's bytes (sent and received) and encoding error,
+  // so that a bucketed call can meter each tensor apart.
+  CompressedTraffic* traffic = nullptr;
 };
 // pieces[d]: what each rank sends to rank d, in order; rank d reduces piece j over the
 // senders into the j-th run of its output.
@@ -70,7 +80,8 @@ void KeepResidual(const float* compensated, const float* decoded, int64_t count,
 // reduces its pieces over the senders in rank order into `output` (the pieces of
 // layout[rank] back to back; it must not overlap `input`). With `residual` (null: no
 // error feedback; else indexed like `input`), each sent piece is encoded with its
-// residual added and leaves what its encoding dropped there.
+// residual added and leaves what its encoding dropped there; a piece's own `residual`
+// and `encoding_seed`, when set, take the place of the call's for that piece.
 absl::StatusOr<CompressedTraffic> ExchangeAndReduce(Communicator& communicator,
                                                     const CodecOptions& codec,
                                                     uint64_t encoding_seed, const float* input,
