@@ -29,13 +29,18 @@ bool HasPartial(const NdSbp& nd_sbp) {
   return false;
 }
 
-absl::Status CheckPartialIsSum(absl::string_view which, const NdSbp& nd_sbp) {
-  for (const Sbp& sbp : nd_sbp.sbps()) {
-    if (sbp.is_partial() && sbp.reduce_op() != ReduceOp::kSum) {
-      return absl::UnimplementedError(absl::StrCat(
-          which, " SBP ", nd_sbp.ToString(),
-          ": boxing supports partial sums (P) only; P(max) and P(min) are not implemented"));
-    }
+// P(max) and P(min) box only out of a source, by an all-reduce or a reduce-scatter (or
+// unchanged): making one needs an identity element other than zero (local_partial,
+// split_to_partial write zeros), so no destination may hold one that the source does not
+// hold on the same hierarchy axis. reduce_max's P(max) output reaches B that way.
+absl::Status CheckPartialReductions(const NdSbp& src, const NdSbp& dst) {
+  for (int64_t axis = 0; axis < dst.size(); ++axis) {
+    const Sbp& to = dst.at(axis);
+    if (!to.is_partial() || to.reduce_op() == ReduceOp::kSum) continue;
+    if (axis < src.size() && src.at(axis) == to) continue;
+    return absl::UnimplementedError(absl::StrCat(
+        "destination SBP ", dst.ToString(), ": boxing makes partial sums (P) only; ",
+        to.ToString(), " can only be reduced (to B or S), not made"));
   }
   return absl::OkStatus();
 }
@@ -54,8 +59,7 @@ absl::Status CheckRequest(const Shape& logical, DType dtype, const NdSbp& src,
       WithContext(CheckNdSbpFits(logical, src, src_placement.hierarchy()), "source"));
   OF_RETURN_IF_ERROR(
       WithContext(CheckNdSbpFits(logical, dst, dst_placement.hierarchy()), "destination"));
-  OF_RETURN_IF_ERROR(CheckPartialIsSum("source", src));
-  OF_RETURN_IF_ERROR(CheckPartialIsSum("destination", dst));
+  OF_RETURN_IF_ERROR(CheckPartialReductions(src, dst));
   OF_RETURN_IF_ERROR(CheckLinkModel(links));
   if (options.sparsity != BoxingOptions::Sparsity::kDense) {
     // Sparse boxing exists, but not here: the compiler decides which boxings are

@@ -224,7 +224,10 @@ absl::StatusOr<proto::Job> BuildGpt(const GptConfig& config, const ParallelLayou
   }
   // Under cp the logits' rows are position-major, and so must the targets be.
   Tensor target_rows = Reshape(context_parallel ? SequenceFirst(sequence_order(targets, 1, whole_tokens, token_positions), layout) : targets, {b * s});
-  Tensor loss = ReduceMean(SparseSoftmaxCrossEntropy(logits, target_rows));
+  // Vocab-parallel: the logits column-parallel (rows over dp and cp, vocabulary over tp).
+  if (config.vocab_parallel_loss) logits.WithSbp(layout.Sbp(split0, split1, split0));
+  Tensor loss = ReduceMean(config.vocab_parallel_loss ? VocabParallelCrossEntropy(logits, target_rows)
+                                                      : SparseSoftmaxCrossEntropy(logits, target_rows));
   if (balance.valid()) loss = Add(loss, ScalarMul(balance, config.moe.aux_weight));
   graph.SetLoss(loss);
   graph.SetOptimizer(Optimizer::AdamW(config.learning_rate)

@@ -197,7 +197,11 @@ absl::StatusOr<proto::Job> BuildLlama(const LlamaConfig& config, const ParallelL
   Tensor logits = MatMul(Reshape(RmsNorm(x, final_norm, config.norm_epsilon), {b * s, h}), output);
   // Under cp the logits' rows are position-major, and so must the targets be.
   Tensor target_rows = Reshape(context_parallel ? SequenceFirst(sequence_order(targets), layout) : targets, {b * s});
-  Tensor loss = ReduceMean(SparseSoftmaxCrossEntropy(logits, target_rows));
+  // Vocab-parallel: the logits column-parallel (S(1) over tp, as `output` is stored) into
+  // a loss whose ops keep them split (docs/llama.md, "The loss").
+  if (config.vocab_parallel_loss) logits.WithSbp(column_product);
+  Tensor loss = ReduceMean(config.vocab_parallel_loss ? VocabParallelCrossEntropy(logits, target_rows)
+                                                      : SparseSoftmaxCrossEntropy(logits, target_rows));
   graph.SetLoss(loss);
   graph.SetOptimizer(Optimizer::AdamW(config.learning_rate)
                          .WithWarmupCosine(config.warmup_steps, 10000, 0.1 * config.learning_rate)

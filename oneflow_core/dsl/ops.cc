@@ -423,4 +423,24 @@ RmsNormGrads RmsNormGrad(Tensor x, Tensor gamma, Tensor dy, double epsilon, Loc 
 
 Tensor SiluGrad(Tensor dy, Tensor x, Loc location) { return Apply("silu_grad", {dy, x}, {}, location); }
 
+Tensor ReduceMax(Tensor x, Loc location) { return Apply("reduce_max", {x}, {}, location); }
+
+Tensor Log(Tensor x, Loc location) { return Apply("log", {x}, {}, location); }
+
+VocabCrossEntropyParts VocabCrossEntropy(Tensor logits, Tensor labels, Tensor shift, Loc location) {
+  std::vector<Tensor> parts = ApplyN("vocab_cross_entropy", {logits, labels, shift}, {}, location);
+  if (parts.size() != 2) return {};
+  return {parts[0], parts[1]};
+}
+
+Tensor VocabParallelCrossEntropy(Tensor logits, Tensor labels, Loc location) {
+  const VocabCrossEntropyParts parts = VocabCrossEntropy(logits, labels, ReduceMax(logits, location), location);
+  return Sub(Log(parts.sum_exp, location), parts.target, location);
+}
+
+Tensor VocabCrossEntropyGrad(Tensor logits, Tensor labels, Tensor shift, Tensor dsum_exp, Tensor dtarget,
+                             Loc location) {
+  return Apply("vocab_cross_entropy_grad", {logits, labels, shift, dsum_exp, dtarget}, {}, location);
+}
+
 }  // namespace oneflow
