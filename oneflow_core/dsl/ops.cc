@@ -433,8 +433,12 @@ VocabCrossEntropyParts VocabCrossEntropy(Tensor logits, Tensor labels, Tensor sh
   return {parts[0], parts[1]};
 }
 
-Tensor VocabParallelCrossEntropy(Tensor logits, Tensor labels, Loc location) {
-  const VocabCrossEntropyParts parts = VocabCrossEntropy(logits, labels, ReduceMax(logits, location), location);
+Tensor VocabParallelCrossEntropy(Tensor logits, Tensor labels, std::optional<NdSbp> parts_sbp, Loc location) {
+  VocabCrossEntropyParts parts = VocabCrossEntropy(logits, labels, ReduceMax(logits, location), location);
+  if (parts_sbp.has_value() && parts.sum_exp.valid()) {
+    parts.sum_exp.WithSbp(*parts_sbp);
+    parts.target.WithSbp(*parts_sbp);
+  }
   return Sub(Log(parts.sum_exp, location), parts.target, location);
 }
 

@@ -114,7 +114,11 @@ Tensor SwiGlu(Tensor gate, Tensor up, Loc location = Loc::Current());
 // logits [..., c], labels [...] -> loss [...], equal to SparseSoftmaxCrossEntropy, made of
 // reduce_max, vocab_cross_entropy, log and sub so that logits split on the class axis stay
 // split (the parts and maxima are reduced across devices, not the logits gathered).
-Tensor VocabParallelCrossEntropy(Tensor logits, Tensor labels, Loc location = Loc::Current());
+// `parts_sbp`, when given, hints the per-row parts (sum_exp, target): P over the tensor-
+// parallel axis pins Megatron's layout where the cost model would rather gather small
+// logits (one collective instead of two all-reduces).
+Tensor VocabParallelCrossEntropy(Tensor logits, Tensor labels, std::optional<NdSbp> parts_sbp = std::nullopt,
+                                 Loc location = Loc::Current());
 // The maximum over the last axis: [..., c] -> [...].
 Tensor ReduceMax(Tensor x, Loc location = Loc::Current());
 // The natural logarithm, elementwise.
