@@ -153,10 +153,11 @@ LossTraffic TrafficOfTheLoss(const proto::Plan& plan) {
 // Before: the whole-row loss needs whole rows, so boxings move the [32, 32] f32 logits
 // split by vocabulary over tp=2 (at least a quarter of them, 1 KiB, per device). After
 // (the parts hinted P over tp): nothing moves the logits or their gradient;
-// the loss reduces three rows of 32 floats instead (the maximum by an all-reduce,
-// 2 (n - 1) / n x 128 B = 128 B; the sum of exponentials and the target logit by
-// all-reduces or, where the cost model splits the rows after them, reduce-scatters of
-// 64 B), on tp=2 and on dp=2 x tp=2 (rows split over dp: half of that per tp group).
+// the loss reduces rows of 32 floats instead: the maximum by an all-reduce (2 (n - 1) / n
+// x 128 B = 128 B), the sum of exponentials by an all-reduce or a reduce-scatter, and the
+// target logit likewise or, kept a partial sum through the loss's sub and mean, as part
+// of the scalar loss's reduction; on tp=2 and on dp=2 x tp=2 (rows split over dp: half
+// of that per tp group).
 TEST(VocabParallelLossTest, TheLossReducesRowsNotLogits) {
   for (const bool gpt : {false, true}) {
     SCOPED_TRACE(gpt ? "gpt" : "llama");
@@ -171,7 +172,8 @@ TEST(VocabParallelLossTest, TheLossReducesRowsNotLogits) {
     const LossTraffic vocab_parallel = TrafficOfTheLoss(*after);
     EXPECT_EQ(vocab_parallel.logits_gathers, 0);
     EXPECT_EQ(vocab_parallel.logits_bytes, 0);
-    EXPECT_EQ(vocab_parallel.row_reductions, 3);
+    EXPECT_GE(vocab_parallel.row_reductions, 2);
+    EXPECT_LE(vocab_parallel.row_reductions, 3);
     EXPECT_GT(vocab_parallel.row_bytes, 0);
     EXPECT_LE(vocab_parallel.row_bytes, 3 * 128);
     EXPECT_EQ(vocab_parallel.max_reductions, std::vector<std::string>{"P(max) -> B"});
@@ -180,7 +182,8 @@ TEST(VocabParallelLossTest, TheLossReducesRowsNotLogits) {
     ASSERT_TRUE(grid.ok()) << grid.status();
     const LossTraffic nested = TrafficOfTheLoss(*grid);
     EXPECT_EQ(nested.logits_bytes, 0);
-    EXPECT_EQ(nested.row_reductions, 3);
+    EXPECT_GE(nested.row_reductions, 2);
+    EXPECT_LE(nested.row_reductions, 3);
     EXPECT_GT(nested.row_bytes, 0);
     EXPECT_LE(nested.row_bytes, 3 * 64);
     EXPECT_EQ(nested.max_reductions, std::vector<std::string>{"[S(0), P(max)] -> [S(0), B]"});

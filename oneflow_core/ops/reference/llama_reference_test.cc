@@ -195,8 +195,10 @@ TEST(LlamaReferenceTest, VocabParallelCrossEntropyOnHandComputedValues) {
   ExpectNear(values->at(loss.name()).values, {std::log(sum), std::log(sum) + 2});
   ExpectNear(values->at(whole.name()).values, {std::log(sum), std::log(sum) + 2});
   // A label outside the logical classes, and labels of the wrong shape.
+  ReferenceContext forward_first = first;
+  forward_first.inputs.resize(3);
   absl::StatusOr<std::vector<Dense>> bad =
-      EvaluateReference("vocab_cross_entropy", {left, Dense{Shape{2}, {3, 0}, DType::kI32}, shift}, {}, first);
+      EvaluateReference("vocab_cross_entropy", {left, Dense{Shape{2}, {3, 0}, DType::kI32}, shift}, {}, forward_first);
   EXPECT_EQ(std::string(bad.status().message()), "reference of 'vocab_cross_entropy': label 3 at index 0 is out of range; valid: 0..2");
   absl::StatusOr<std::vector<Dense>> shape =
       EvaluateReference("vocab_cross_entropy", {logits, labels, Values({3}, {3, 3, 3})}, {});
