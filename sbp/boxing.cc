@@ -138,7 +138,16 @@ absl::StatusOr<BoxingPlan> PlanBoxing(const Shape& logical, DType dtype, const N
                                         " to ", dst.ToString(), " on ", dst_placement.ToString());
   OF_RETURN_IF_ERROR(WithContext(
       CheckRequest(logical, dtype, src, src_placement, dst, dst_placement, links, options), edge));
-  const BoxingContext context{logical, dtype, links, options};
+  // A maximum or minimum travels dense: codecs reduce by summing, and a lossy gather after
+  // a reduce-scatter of maxima would leave the devices different values of what must be
+  // one (the vocab-parallel loss's shift cancels only if every device uses the same).
+  BoxingOptions effective = options;
+  for (const Sbp& sbp : src.sbps()) {
+    if (sbp.is_partial() && sbp.reduce_op() != ReduceOp::kSum) {
+      effective.reduce_in_node = effective.reduce_cross_node = effective.gather = CompressionChoice();
+    }
+  }
+  const BoxingContext context{logical, dtype, links, effective};
   if (src_placement != dst_placement) {
     absl::StatusOr<BoxingPlan> plan =
         PlanAcrossPlacements(context, src, src_placement, dst, dst_placement);

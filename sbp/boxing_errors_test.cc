@@ -54,11 +54,13 @@ TEST(BoxingErrorsTest, PartialMaxIsReducedButNeverMade) {
 }
 
 // reduce_max's output over a split class axis (the vocab-parallel cross-entropy): one
-// dense all-reduce carrying the reduction.
+// dense all-reduce carrying the reduction, also when the options compress (no lossy
+// gather of maxima after a reduce-scatter).
 TEST(BoxingErrorsTest, PartialMaxReducesByOneDenseAllReduce) {
   const Placement placement = *Placement::Parse("cpu{0:0-3}");
+  const BoxingOptions compressed = BoxingOptions::Everywhere({CompressionKind::kFp8E4M3, 128, false});
   const absl::StatusOr<BoxingPlan> plan = PlanBoxing(Shape{64}, DType::kF32, *NdSbp::Parse("P(max)"), placement,
-                                                     *NdSbp::Parse("B"), placement, kLinks, BoxingOptions());
+                                                     *NdSbp::Parse("B"), placement, kLinks, compressed);
   ASSERT_TRUE(plan.ok()) << plan.status();
   EXPECT_EQ(BoxingPlanToString(*plan), "all_reduce axis 0: P(max) -> B, 384 bytes/device");
   const Placement grid = *Placement::Parse("cpu{0:0-3}[2, 2]");
