@@ -62,13 +62,18 @@ bool HasPartial(const NdSbp& nd_sbp) {
   return false;
 }
 
-absl::Status CheckPartialIsSum(absl::string_view which, const NdSbp& nd_sbp) {
-  for (const Sbp& sbp : nd_sbp.sbps()) {
-    if (sbp.is_partial() && sbp.reduce_op() != ReduceOp::kSum) {
-      return absl::UnimplementedError(absl::StrCat(
-          which, " SBP ", nd_sbp.ToString(),
-          ": boxing supports partial sums (P) only; P(max) and P(min) are not implemented"));
-    }
+// P(max) and P(min) box only out of a source, by an all-reduce or a reduce-scatter (or
+// unchanged): making one needs an identity element other than zero (local_partial,
+// split_to_partial write zeros), so no destination may hold one that the source does not
+// hold on the same hierarchy axis. reduce_max's P(max) output reaches B that way.
+absl::Status CheckPartialReductions(const NdSbp& src, const NdSbp& dst) {
+  for (int64_t axis = 0; axis < dst.size(); ++axis) {
+    const Sbp& to = dst.at(axis);
+    if (!to.is_partial() || to.reduce_op() == ReduceOp::kSum) continue;
+    if (axis < src.size() && src.at(axis) == to) continue;
+    return absl::UnimplementedError(absl::StrCat(
+        "destination SBP ", dst.ToString(), ": boxing makes partial sums (P) only; ",
+        to.ToString(), " can only be reduced (to B or S), not made"));
   }
   return absl::OkStatus();
 }
@@ -87,8 +92,7 @@ absl::Status CheckRequest(const Shape& logical, DType dtype, const NdSbp& src,
       WithContext(CheckNdSbpFits(logical, src, src_placement.hierarchy()), "source"));
   OF_RETURN_IF_ERROR(
       WithContext(CheckNdSbpFits(logical, dst, dst_placement.hierarchy()), "destination"));
-  OF_RETURN_IF_ERROR(CheckPartialIsSum("source", src));
-  OF_RETURN_IF_ERROR(CheckPartialIsSum("destination", dst));
+  OF_RETURN_IF_ERROR(CheckPartialReductions(src, dst));
   OF_RETURN_IF_ERROR(CheckLinkModel(links));
   using Named = std::pair<const char*, const CompressionChoice*>;
   for (const auto& [what, choice] : {Named{"in-node reductions", &options.reduce_in_node},
@@ -183,7 +187,16 @@ absl::StatusOr<BoxingPlan> PlanBoxing(const Shape& logical, DType dtype, const N
                                         " to ", dst.ToString(), " on ", dst_placement.ToString());
   OF_RETURN_IF_ERROR(WithContext(
       CheckRequest(logical, dtype, src, src_placement, dst, dst_placement, links, options), edge));
-  const BoxingContext context{logical, dtype, links, options};
+  // A maximum or minimum travels dense: codecs reduce by summing, and a lossy gather after
+  // a reduce-scatter of maxima would leave the devices different values of what must be
+  // one (the vocab-parallel loss's shift cancels only if every device uses the same).
+  BoxingOptions effective = options;
+  for (const Sbp& sbp : src.sbps()) {
+    if (sbp.is_partial() && sbp.reduce_op() != ReduceOp::kSum) {
+      effective.reduce_in_node = effective.reduce_cross_node = effective.gather = CompressionChoice();
+    }
+  }
+  const BoxingContext context{logical, dtype, links, effective};
   if (src_placement != dst_placement) {
     absl::StatusOr<BoxingPlan> plan =
         PlanAcrossPlacements(context, src, src_placement, dst, dst_placement, searches);

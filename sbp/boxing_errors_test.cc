@@ -43,12 +43,32 @@ TEST(BoxingErrorsTest, NegativeDimension) {
             "negative dimension");
 }
 
-TEST(BoxingErrorsTest, PartialMaxIsNotImplemented) {
-  const absl::Status status = Boxing(Shape{5, 7}, DType::kF32, "P(max)", "B");
+TEST(BoxingErrorsTest, PartialMaxIsReducedButNeverMade) {
+  const absl::Status status = Boxing(Shape{5, 7}, DType::kF32, "B", "P(max)");
   EXPECT_EQ(status.code(), absl::StatusCode::kUnimplemented);
   EXPECT_EQ(status.message(),
-            "boxing f32 [5, 7] from P(max) on cpu{0:0-3} to B on cpu{0:0-3}: source SBP P(max): "
-            "boxing supports partial sums (P) only; P(max) and P(min) are not implemented");
+            "boxing f32 [5, 7] from B on cpu{0:0-3} to P(max) on cpu{0:0-3}: destination SBP P(max): "
+            "boxing makes partial sums (P) only; P(max) can only be reduced (to B or S), not made");
+  EXPECT_EQ(Boxing(Shape{5, 7}, DType::kF32, "P(max)", "P(min)").code(), absl::StatusCode::kUnimplemented);
+  EXPECT_EQ(Boxing(Shape{5, 7}, DType::kF32, "S(0)", "P(min)").code(), absl::StatusCode::kUnimplemented);
+}
+
+// reduce_max's output over a split class axis (the vocab-parallel cross-entropy): one
+// dense all-reduce carrying the reduction, also when the options compress (no lossy
+// gather of maxima after a reduce-scatter).
+TEST(BoxingErrorsTest, PartialMaxReducesByOneDenseAllReduce) {
+  const Placement placement = *Placement::Parse("cpu{0:0-3}");
+  const BoxingOptions compressed = BoxingOptions::Everywhere({CompressionKind::kFp8E4M3, 128, false});
+  const absl::StatusOr<BoxingPlan> plan = PlanBoxing(Shape{64}, DType::kF32, *NdSbp::Parse("P(max)"), placement,
+                                                     *NdSbp::Parse("B"), placement, kLinks, compressed);
+  ASSERT_TRUE(plan.ok()) << plan.status();
+  EXPECT_EQ(BoxingPlanToString(*plan), "all_reduce axis 0: P(max) -> B, 384 bytes/device");
+  const Placement grid = *Placement::Parse("cpu{0:0-3}[2, 2]");
+  const absl::StatusOr<BoxingPlan> nested =
+      PlanBoxing(Shape{64}, DType::kF32, *NdSbp::Parse("[S(0), P(max)]"), grid, *NdSbp::Parse("[S(0), B]"), grid,
+                 kLinks, BoxingOptions());
+  ASSERT_TRUE(nested.ok()) << nested.status();
+  EXPECT_EQ(BoxingPlanToString(*nested), "all_reduce axis 1: [S(0), P(max)] -> [S(0), B], 128 bytes/device");
 }
 
 TEST(BoxingErrorsTest, CompressingAnIntegerTensor) {

@@ -99,7 +99,8 @@ TEST(LlamaTrainingTest, EveryLayoutFollowsTheOneDeviceCurve) {
 // forward pass each block's two normalized activations reach the column-parallel products
 // by an all-gather (S(1) -> B over tp) and its two row-parallel products (attention's wo,
 // the feed-forward's w2) reach the residual stream by a reduce-scatter (P -> S(1)); no
-// activation is all-reduced or moved all-to-all, and no weight is gathered for a block.
+// activation is all-reduced or moved all-to-all (the vocab-parallel loss's rows of maxima
+// and parts aside), and no weight is gathered for a block.
 TEST(LlamaTrainingTest, SequenceParallelismReduceScattersAndGathersTheResidualStream) {
   examples::LlamaConfig config = TinyLlama();
   config.hidden = 64;  // hd 16, 4 heads over 2 kv heads: one kv head per device.
@@ -119,6 +120,8 @@ TEST(LlamaTrainingTest, SequenceParallelismReduceScattersAndGathersTheResidualSt
       continue;
     }
     const std::string& producer = producer_type[boxing.tensor()];
+    // The vocab-parallel loss's own reductions (VocabParallelLossReducesRowsNotLogits).
+    if (producer == "reduce_max" || producer == "vocab_cross_entropy") continue;
     for (const proto::BoxingStepDef& step : boxing.steps()) {
       if (step.kind() == proto::STEP_REDUCE_SCATTER && type_of_op[consumer] == "add") ++reduce_scatters_into_adds;
       if (step.kind() == proto::STEP_ALL_GATHER && producer == "rms_norm") ++gathers_of_norms;
@@ -130,7 +133,8 @@ TEST(LlamaTrainingTest, SequenceParallelismReduceScattersAndGathersTheResidualSt
     }
   }
   EXPECT_EQ(reduce_scatters_into_adds, 2 * config.layers);
-  EXPECT_EQ(gathers_of_norms, 2 * config.layers);
+  // Plus the final norm's, into the column-parallel output projection (the vocab-parallel loss).
+  EXPECT_EQ(gathers_of_norms, 2 * config.layers + 1);
 }
 
 TEST(LlamaTrainingTest, LossFallsOnTheLicenseText) {

@@ -21,6 +21,9 @@ ABSL_FLAG(int64_t, hidden, 128, "Hidden width.");
 ABSL_FLAG(int64_t, heads, 4, "Attention heads (must divide --hidden; --tp should divide it).");
 ABSL_FLAG(int64_t, vocab, 512, "Vocabulary size.");
 ABSL_FLAG(bool, tied, true, "Tie the output projection to the token embedding.");
+ABSL_FLAG(bool, vocab_parallel_loss, false,
+          "Megatron's vocab-parallel cross-entropy: the logits stay split by vocabulary over --tp "
+          "(default false: the whole-row cross-entropy, which gathers the logits on every tp device).");
 ABSL_FLAG(std::string, token_file, "", "Little-endian int32 tokens; empty: synthetic tokens.");
 ABSL_FLAG(std::string, text_file, "",
           "Train on the bytes of any file (vocabulary 256, next-byte prediction; --vocab is ignored), "
@@ -50,6 +53,7 @@ absl::Status Main() {
   config.heads = absl::GetFlag(FLAGS_heads);
   config.vocab = absl::GetFlag(FLAGS_vocab);
   config.tied_embeddings = absl::GetFlag(FLAGS_tied);
+  config.vocab_parallel_loss = absl::GetFlag(FLAGS_vocab_parallel_loss);
   config.token_file = absl::GetFlag(FLAGS_token_file);
   config.text_file = absl::GetFlag(FLAGS_text_file);
   config.learning_rate = absl::GetFlag(FLAGS_lr);

@@ -215,6 +215,9 @@ absl::StatusOr<proto::Job> BuildGpt(const GptConfig& config, const ParallelLayou
   Tensor lnf_g = variable("ln_f/gamma", Shape{h}, Initializer::Ones(), replicated);
   Tensor lnf_b = variable("ln_f/beta", Shape{h}, Initializer::Zeros(), replicated);
   Tensor final_x = Reshape(LayerNorm(x, lnf_g, lnf_b), {b * s, h});
+  // Vocab-parallel (docs/llama.md, "The loss"): rows gathered over tp into the output
+  // projection, the logits split by vocabulary, the loss's per-row parts P over tp.
+  if (config.vocab_parallel_loss) final_x.WithSbp(layout.Sbp(split0, broadcast, split0));
   Tensor logits;
   if (config.tied_embeddings) {
     logits = MatMul(final_x, wte, /*transpose_a=*/false, /*transpose_b=*/true);
@@ -224,7 +227,10 @@ absl::StatusOr<proto::Job> BuildGpt(const GptConfig& config, const ParallelLayou
   }
   // Under cp the logits' rows are position-major, and so must the targets be.
   Tensor target_rows = Reshape(context_parallel ? SequenceFirst(sequence_order(targets, 1, whole_tokens, token_positions), layout) : targets, {b * s});
-  Tensor loss = ReduceMean(SparseSoftmaxCrossEntropy(logits, target_rows));
+  if (config.vocab_parallel_loss) logits.WithSbp(layout.Sbp(split0, split1, split0));
+  Tensor loss = ReduceMean(config.vocab_parallel_loss ? VocabParallelCrossEntropy(logits, target_rows,
+                                                                                  layout.Sbp(split0, Sbp::Partial(), split0))
+                                                      : SparseSoftmaxCrossEntropy(logits, target_rows));
   if (balance.valid()) loss = Add(loss, ScalarMul(balance, config.moe.aux_weight));
   graph.SetLoss(loss);
   graph.SetOptimizer(Optimizer::AdamW(config.learning_rate)

@@ -38,6 +38,11 @@ struct GptConfig {
   // plan trains to the same losses but boxes activations around every reshape. For tests
   // of the compiler's uneven splits (--uneven_batch).
   bool uneven_batch = false;
+  // Megatron's vocab-parallel cross-entropy (VocabParallelCrossEntropy): the logits,
+  // split by vocabulary over tp like wte (or w_out), stay split into the loss instead of
+  // being gathered for SparseSoftmaxCrossEntropy (docs/llama.md, "The loss";
+  // --vocab_parallel_loss).
+  bool vocab_parallel_loss = false;
   // Mixture of experts in every moe.every-th block's feed-forward (examples/gpt/moe.h).
   MoeConfig moe;
 };

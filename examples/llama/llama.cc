@@ -25,6 +25,9 @@ ABSL_FLAG(std::string, text_file, "",
           "Train on the bytes of any file (vocabulary 256, next-byte prediction; --vocab is ignored), "
           "e.g. /usr/share/common-licenses/GPL-3.");
 ABSL_FLAG(double, lr, 3e-4, "Peak learning rate (AdamW, warmup-cosine).");
+ABSL_FLAG(bool, vocab_parallel_loss, true,
+          "Megatron's vocab-parallel cross-entropy: the logits stay split by vocabulary over --tp "
+          "(false: the whole-row cross-entropy, which gathers the logits on every tp device).");
 
 namespace oneflow::examples {
 namespace {
@@ -43,6 +46,7 @@ absl::Status Main() {
   config.token_file = absl::GetFlag(FLAGS_token_file);
   config.text_file = absl::GetFlag(FLAGS_text_file);
   config.learning_rate = absl::GetFlag(FLAGS_lr);
+  config.vocab_parallel_loss = absl::GetFlag(FLAGS_vocab_parallel_loss);
   if (AutoParallelRequested()) {
     return CompileAndReportAuto([&config](const ParallelLayout& layout) { return BuildLlama(config, layout); });
   }

@@ -194,10 +194,17 @@ absl::StatusOr<proto::Job> BuildLlama(const LlamaConfig& config, const ParallelL
   x = enter_stage(x, layout.pp() - 1);
   Tensor final_norm = variable("norm", Shape{h}, Initializer::Ones(), replicated);
   Tensor output = variable("output", Shape{h, v}, normal(), column);  // Untied; stored split by vocabulary.
-  Tensor logits = MatMul(Reshape(RmsNorm(x, final_norm, config.norm_epsilon), {b * s, h}), output);
+  Tensor normalized = Reshape(RmsNorm(x, final_norm, config.norm_epsilon), {b * s, h});
+  // Vocab-parallel: the output projection column-parallel as Megatron's (normalized rows
+  // gathered over tp, the logits split by vocabulary) into a loss that keeps them split,
+  // its per-row parts partial sums over tp (docs/llama.md, "The loss").
+  if (config.vocab_parallel_loss) normalized.WithSbp(gathered);
+  Tensor logits = MatMul(normalized, output);
   // Under cp the logits' rows are position-major, and so must the targets be.
   Tensor target_rows = Reshape(context_parallel ? SequenceFirst(sequence_order(targets), layout) : targets, {b * s});
-  Tensor loss = ReduceMean(SparseSoftmaxCrossEntropy(logits, target_rows));
+  if (config.vocab_parallel_loss) logits.WithSbp(column_product);
+  Tensor loss = ReduceMean(config.vocab_parallel_loss ? VocabParallelCrossEntropy(logits, target_rows, row_product)
+                                                      : SparseSoftmaxCrossEntropy(logits, target_rows));
   graph.SetLoss(loss);
   graph.SetOptimizer(Optimizer::AdamW(config.learning_rate)
                          .WithWarmupCosine(config.warmup_steps, 10000, 0.1 * config.learning_rate)

@@ -43,6 +43,10 @@ struct LlamaConfig {
   double learning_rate = 3e-4;
   int64_t warmup_steps = 100;  // Linear warmup, then cosine decay over 10000 steps.
   uint64_t seed = 1;
+  // Megatron's vocab-parallel cross-entropy (VocabParallelCrossEntropy): the logits stay
+  // split by vocabulary over tp into the loss. false: SparseSoftmaxCrossEntropy, which
+  // needs whole rows, so the compiler gathers the [b * s, vocab] logits on every tp device.
+  bool vocab_parallel_loss = true;
 
   // ffn_hidden, or when 0 Llama's rule: 2/3 of 4 x hidden rounded up to a multiple of 32.
   int64_t FfnHidden() const;

@@ -275,6 +275,15 @@ std::vector<OpCase> Cases() {
       {"cast", {{Shape{7, 37}, DType::kBF16}}, {{"dtype", std::string("f32")}}},
       {"cast", {{Shape{7, 37}, f}}, {{"dtype", std::string("f16")}}},
       {"silu_grad", {{Shape{7, 37}, f}, {Shape{7, 37}, f}}, {}},
+      // The vocab-parallel cross-entropy: rows of 37 classes (vector lanes and a tail),
+      // split 19 + 18 and 13 + 12 + 12 on the class axis with logical labels.
+      {"reduce_max", {{Shape{7, 37}, f}}, {}},
+      {"reduce_max", {{Shape{2, 3, 5}, f}}, {}},
+      {"log", {{Shape{7, 37}, f}}, {}, 0, {0}},
+      {"vocab_cross_entropy", {{Shape{7, 37}, f}, {Shape{7}, i32}, {Shape{7}, f}}, {}, 37},
+      {"vocab_cross_entropy", {{Shape{2, 3, 37}, f}, {Shape{2, 3}, i64}, {Shape{2, 3}, f}}, {}, 37},
+      {"vocab_cross_entropy_grad",
+       {{Shape{7, 37}, f}, {Shape{7}, i32}, {Shape{7}, f}, {Shape{7}, f}, {Shape{7}, f}}, {}, 37},
   };
 }
 

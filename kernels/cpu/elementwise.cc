@@ -2,7 +2,7 @@
 // (as the reference), bias_add, the activations and their gradients, scalar ops,
 // ones_like. Each op is a small functor instantiated into a template loop, so every
 // inner loop is a plain pointer loop the compiler vectorizes (no per-element calls).
-// The unary ops and the activation gradients are written on F32x8 (float8.h): GELU's
+// The unary ops and the activation gradients are written on F32x8 (f32x8.h): GELU's
 // exp stayed scalar when left to the auto-vectorizer.
 #include <algorithm>
 

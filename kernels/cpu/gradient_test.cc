@@ -11,6 +11,7 @@
 #include <functional>
 #include <random>
 
+#include "absl/strings/str_cat.h"
 #include "gtest/gtest.h"
 #include "kernels/cpu/kernel_testing.h"
 #include "oneflow_core/ops/reference/reference.h"
@@ -122,6 +123,14 @@ std::vector<GradientCase> Cases() {
        "sparse_softmax_cross_entropy_grad", {},
        [](const std::vector<Dense>& x, const std::vector<Dense>&, const Dense& dy) {
          return std::vector<Dense>{x[0], x[1], dy};
+       },
+       {{0, 0}}, 6},
+      // vocab_cross_entropy's first output (sum_exp; dtarget = 0): the target's path is
+      // checked with the whole loss in VocabCrossEntropyOnSlicesMatchesFiniteDifferences.
+      {"vocab_cross_entropy", {{Shape{4, 6}, f}, {Shape{4}, DType::kI32}, {Shape{4}, f}}, {},
+       "vocab_cross_entropy_grad", {},
+       [](const std::vector<Dense>& x, const std::vector<Dense>&, const Dense& dy) {
+         return std::vector<Dense>{x[0], x[1], x[2], dy, Dense::Zeros(dy.shape, dy.dtype)};
        },
        {{0, 0}}, 6},
       {"embedding", {{Shape{7, 3}, f}, {Shape{5}, DType::kI32}}, {}, "embedding_grad",
@@ -264,6 +273,105 @@ TEST(CpuGradientTest, BackwardKernelsMatchFiniteDifferencesOfForwardKernels) {
         EXPECT_NEAR(analytic, numeric, kRelativeTolerance * std::abs(numeric) + kAbsoluteTolerance)
             << "input " << input << " element " << i;
       }
+    }
+  }
+}
+
+// Megatron's vocab-parallel loss on every slicing of the class axis (whole, 2 and 3
+// parts): shift = the maximum of the parts' reduce_max, sum_exp and target the sums of
+// the parts' vocab_cross_entropy, L = sum_rows dy * (log(sum_exp) - target). The gradient
+// assembled from each part's vocab_cross_entropy_grad (dsum_exp = dy / sum_exp, dtarget
+// = -dy, the shift held constant) must match central differences of L, where moving a
+// logit also moves the shift: the shift's path contributes nothing to the true gradient.
+// The loss itself equals sparse_softmax_cross_entropy's.
+struct VocabLoss {
+  double loss = 0;
+  std::vector<double> sum_exp;  // per row
+  std::vector<double> shift;
+};
+
+VocabLoss VocabLossOnSlices(const Dense& logits, const Dense& labels, const Dense& dy,
+                            const std::vector<Range>& parts) {
+  const int64_t rows = logits.shape.dim(0);
+  VocabLoss result;
+  result.sum_exp.assign(rows, 0);
+  result.shift.assign(rows, -1e30);
+  std::vector<double> target(rows, 0);
+  const Shape rows_shape{rows};
+  const TensorLayout whole_rows{rows_shape, TensorSlice({{0, rows}})};
+  for (const Range& part : parts) {
+    const TensorSlice slice({{0, rows}, part});
+    ReferenceContext context;
+    context.inputs = {{logits.shape, slice}};
+    const absl::StatusOr<std::vector<Dense>> max = RunCpuKernel("reduce_max", {SliceOf(logits, slice)}, {}, context);
+    EXPECT_TRUE(max.ok()) << max.status();
+    if (!max.ok()) return result;
+    for (int64_t r = 0; r < rows; ++r) result.shift[r] = std::max(result.shift[r], (*max)[0].values[r]);
+  }
+  const Dense shift{rows_shape, result.shift, DType::kF32};
+  for (const Range& part : parts) {
+    const TensorSlice slice({{0, rows}, part});
+    ReferenceContext context;
+    context.inputs = {{logits.shape, slice}, whole_rows, whole_rows};
+    const absl::StatusOr<std::vector<Dense>> out =
+        RunCpuKernel("vocab_cross_entropy", {SliceOf(logits, slice), labels, shift}, {}, context);
+    EXPECT_TRUE(out.ok()) << out.status();
+    if (!out.ok()) return result;
+    for (int64_t r = 0; r < rows; ++r) {
+      result.sum_exp[r] += (*out)[0].values[r];
+      target[r] += (*out)[1].values[r];
+    }
+  }
+  for (int64_t r = 0; r < rows; ++r) result.loss += dy.values[r] * (std::log(result.sum_exp[r]) - target[r]);
+  return result;
+}
+
+TEST(CpuGradientTest, VocabCrossEntropyOnSlicesMatchesFiniteDifferences) {
+  std::mt19937 rng(11);
+  const Dense logits = Random({Shape{4, 10}, DType::kF32}, 0, &rng);
+  const Dense labels{Shape{4}, {0, 3, 7, 9}, DType::kI32};
+  const Dense dy = Random({Shape{4}, DType::kF32}, 0, &rng);
+  const std::vector<double> expected_loss =
+      RunKernel("sparse_softmax_cross_entropy", {logits, labels}, {})[0].values;
+  for (const std::vector<Range>& parts : {std::vector<Range>{{0, 10}}, std::vector<Range>{{0, 4}, {4, 10}},
+                                          std::vector<Range>{{0, 3}, {3, 7}, {7, 10}}}) {
+    SCOPED_TRACE(absl::StrCat(parts.size(), " parts"));
+    const VocabLoss at = VocabLossOnSlices(logits, labels, dy, parts);
+    double want = 0;
+    for (int64_t r = 0; r < 4; ++r) want += dy.values[r] * expected_loss[r];
+    EXPECT_NEAR(at.loss, want, 1e-5);
+    Dense dsum_exp = Dense::Zeros(Shape{4}, DType::kF32), dtarget = dsum_exp;
+    for (int64_t r = 0; r < 4; ++r) {
+      dsum_exp.values[r] = dy.values[r] / at.sum_exp[r];
+      dtarget.values[r] = -dy.values[r];
+    }
+    const Dense shift{Shape{4}, at.shift, DType::kF32};
+    Dense gradient = Dense::Zeros(logits.shape, DType::kF32);
+    const TensorLayout whole_rows{Shape{4}, TensorSlice({{0, 4}})};
+    for (const Range& part : parts) {
+      const TensorSlice slice({{0, 4}, part});
+      ReferenceContext context;
+      context.inputs = {{logits.shape, slice}, whole_rows, whole_rows, whole_rows, whole_rows};
+      context.outputs = {{logits.shape, slice}};
+      const absl::StatusOr<std::vector<Dense>> local = RunCpuKernel(
+          "vocab_cross_entropy_grad", {SliceOf(logits, slice), labels, shift, dsum_exp, dtarget}, {}, context);
+      ASSERT_TRUE(local.ok()) << local.status();
+      const int64_t width = part.end - part.begin;
+      for (int64_t r = 0; r < 4; ++r) {
+        for (int64_t j = 0; j < width; ++j) {
+          gradient.values[r * 10 + part.begin + j] = (*local)[0].values[r * width + j];
+        }
+      }
+    }
+    for (size_t i = 0; i < logits.values.size(); ++i) {
+      Dense plus = logits, minus = logits;
+      plus.values[i] = static_cast<float>(logits.values[i] + kEpsilon);
+      minus.values[i] = static_cast<float>(logits.values[i] - kEpsilon);
+      const double numeric = (VocabLossOnSlices(plus, labels, dy, parts).loss -
+                              VocabLossOnSlices(minus, labels, dy, parts).loss) /
+                             (plus.values[i] - minus.values[i]);
+      EXPECT_NEAR(gradient.values[i], numeric, kRelativeTolerance * std::abs(numeric) + kAbsoluteTolerance)
+          << "logit " << i;
     }
   }
 }

@@ -77,6 +77,11 @@ absl::Status RotaryEmbedding(const KernelContext& context);
 absl::Status Cast(const KernelContext& context);
 absl::Status Silu(const KernelContext& context);
 absl::Status SiluGrad(const KernelContext& context);
+// vocab_cross_entropy.cc: the vocab-parallel cross-entropy's ops.
+absl::Status ReduceMax(const KernelContext& context);
+absl::Status Log(const KernelContext& context);
+absl::Status VocabCrossEntropy(const KernelContext& context);
+absl::Status VocabCrossEntropyGrad(const KernelContext& context);
 // ring_attention.cc (ring attention under context parallelism).
 absl::Status RingShift(const KernelContext& context);
 absl::Status RingCausalMask(const KernelContext& context);

@@ -1,5 +1,5 @@
 // Row primitives shared by the normalization kernels and their gradients, on F32x8
-// (float8.h): each sum is a function of the row alone (lanes combined in a fixed order,
+// (f32x8.h): each sum is a function of the row alone (lanes combined in a fixed order,
 // the tail padded with values that add nothing), whatever the row's place in memory.
 // Internal to //kernels/cpu.
 #ifndef KERNELS_CPU_NORMALIZATION_UTIL_H_

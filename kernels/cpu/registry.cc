@@ -51,6 +51,9 @@ constexpr NamedKernel kKernels[] = {
     {"rms_norm", cpu::RmsNorm},
     {"rotary_embedding", cpu::RotaryEmbedding},
     {"silu", cpu::Silu},
+    {"reduce_max", cpu::ReduceMax},
+    {"log", cpu::Log},
+    {"vocab_cross_entropy", cpu::VocabCrossEntropy},
     {"cast", cpu::Cast},
     {"ring_shift", cpu::RingShift},
     {"ring_causal_mask", cpu::RingCausalMask},
@@ -76,6 +79,7 @@ constexpr NamedKernel kKernels[] = {
     {"moe_aux_loss_grad", cpu::MoeAuxLossGrad},
     {"rms_norm_grad", cpu::RmsNormGrad},
     {"silu_grad", cpu::SiluGrad},
+    {"vocab_cross_entropy_grad", cpu::VocabCrossEntropyGrad},
     // Optimizer updates (in place).
     {"sgd_update", cpu::SgdUpdate},
     {"adamw_update", cpu::AdamWUpdate},

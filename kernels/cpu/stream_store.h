@@ -256,7 +256,7 @@ inline F32x8 LoadLanes(const float* x, int64_t i, int64_t count) {
   return count == kLanes ? Load(x + i) : LoadPartial(x + i, count, 0.0f);
 }
 
-// Map (float8.h) with the store kind as a parameter: out[i] = fn(x[i]).
+// Map (f32x8.h) with the store kind as a parameter: out[i] = fn(x[i]).
 template <bool kStream, typename Fn>
 inline void MapTo(const float* x, float* out, int64_t n, Fn&& fn) {
   WriteLanes<kStream>(out, n, [&](int64_t i, int64_t count) { return fn(LoadLanes(x, i, count)); });

@@ -1,5 +1,5 @@
 // exp and GELU for float, as templates over the value type: V = float or F32x8 (eight
-// lanes, float8.h). One source for both, so the scalar functions the tests sweep and the
+// lanes, f32x8.h). One source for both, so the scalar functions the tests sweep and the
 // vector ones the kernels run are the same algorithm.
 //
 // std::exp / std::tanh are library calls: a loop calling them stays scalar (glibc's
@@ -253,7 +253,7 @@ OF_TARGET_AVX512_INLINE inline __m512 ExpInRange16(__m512 x) {
   return _mm512_mul_ps(parts.p, parts.scale);
 }
 
-// max(low, x), min(high, x) lane by lane as Max and Min (float8.h): the second operand
+// max(low, x), min(high, x) lane by lane as Max and Min (f32x8.h): the second operand
 // where either is NaN.
 OF_TARGET_AVX512_INLINE inline __m512 Max16(__m512 a, __m512 b) {
   return _mm512_mask_max_ps(a, 0xFFFF, a, b);

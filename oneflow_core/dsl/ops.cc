@@ -423,4 +423,28 @@ RmsNormGrads RmsNormGrad(Tensor x, Tensor gamma, Tensor dy, double epsilon, Loc 
 
 Tensor SiluGrad(Tensor dy, Tensor x, Loc location) { return Apply("silu_grad", {dy, x}, {}, location); }
 
+Tensor ReduceMax(Tensor x, Loc location) { return Apply("reduce_max", {x}, {}, location); }
+
+Tensor Log(Tensor x, Loc location) { return Apply("log", {x}, {}, location); }
+
+VocabCrossEntropyParts VocabCrossEntropy(Tensor logits, Tensor labels, Tensor shift, Loc location) {
+  std::vector<Tensor> parts = ApplyN("vocab_cross_entropy", {logits, labels, shift}, {}, location);
+  if (parts.size() != 2) return {};
+  return {parts[0], parts[1]};
+}
+
+Tensor VocabParallelCrossEntropy(Tensor logits, Tensor labels, std::optional<NdSbp> parts_sbp, Loc location) {
+  VocabCrossEntropyParts parts = VocabCrossEntropy(logits, labels, ReduceMax(logits, location), location);
+  if (parts_sbp.has_value() && parts.sum_exp.valid()) {
+    parts.sum_exp.WithSbp(*parts_sbp);
+    parts.target.WithSbp(*parts_sbp);
+  }
+  return Sub(Log(parts.sum_exp, location), parts.target, location);
+}
+
+Tensor VocabCrossEntropyGrad(Tensor logits, Tensor labels, Tensor shift, Tensor dsum_exp, Tensor dtarget,
+                             Loc location) {
+  return Apply("vocab_cross_entropy_grad", {logits, labels, shift, dsum_exp, dtarget}, {}, location);
+}
+
 }  // namespace oneflow

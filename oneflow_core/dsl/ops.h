@@ -110,6 +110,24 @@ Tensor RingAttentionStepGrad(Tensor q, Tensor k, Tensor v, Tensor out, Tensor do
 Tensor Silu(Tensor x, Loc location = Loc::Current());
 // SwiGLU's activation: silu(gate) * up (two ops, silu and mul).
 Tensor SwiGlu(Tensor gate, Tensor up, Loc location = Loc::Current());
+// Megatron's vocab-parallel cross-entropy (oneflow_core/ops/vocab_cross_entropy.cc):
+// logits [..., c], labels [...] -> loss [...], equal to SparseSoftmaxCrossEntropy, made of
+// reduce_max, vocab_cross_entropy, log and sub so that logits split on the class axis stay
+// split (the parts and maxima are reduced across devices, not the logits gathered).
+// `parts_sbp`, when given, hints the per-row parts (sum_exp, target): P over the tensor-
+// parallel axis pins Megatron's layout where the cost model would rather gather small
+// logits (one collective instead of two all-reduces).
+Tensor VocabParallelCrossEntropy(Tensor logits, Tensor labels, std::optional<NdSbp> parts_sbp = std::nullopt,
+                                 Loc location = Loc::Current());
+// The maximum over the last axis: [..., c] -> [...].
+Tensor ReduceMax(Tensor x, Loc location = Loc::Current());
+// The natural logarithm, elementwise.
+Tensor Log(Tensor x, Loc location = Loc::Current());
+struct VocabCrossEntropyParts {
+  Tensor sum_exp, target;  // sum_j exp(logits_j - shift); logits[label] - shift.
+};
+VocabCrossEntropyParts VocabCrossEntropy(Tensor logits, Tensor labels, Tensor shift,
+                                         Loc location = Loc::Current());
 // Causal grouped-query self-attention with rotary embeddings, composed of the ops above:
 // x [b, s, h], w_q [h, heads * hd], w_k and w_v [h, kv_heads * hd], w_o [heads * hd, h],
 // hd = h / heads; kv_heads divides heads and query head j reads kv head j / (heads /
@@ -193,6 +211,10 @@ RmsNormGrads RmsNormGrad(Tensor x, Tensor gamma, Tensor dy, double epsilon,
                          Loc location = Loc::Current());
 // dy * silu'(x), x the forward input.
 Tensor SiluGrad(Tensor dy, Tensor x, Loc location = Loc::Current());
+// dsum_exp * exp(logits - shift) + dtarget * one_hot(labels): vocab_cross_entropy's
+// gradient with respect to the logits (the shift held constant).
+Tensor VocabCrossEntropyGrad(Tensor logits, Tensor labels, Tensor shift, Tensor dsum_exp,
+                             Tensor dtarget, Loc location = Loc::Current());
 
 // Mixture-of-experts backward ops (docs/moe.md).
 // dx [B, T, H]: the sum over kept choices of dbuf[b, index, slot].

@@ -59,6 +59,10 @@ OpDefinition MoeAuxLossGradDefinition();
 OpDefinition RmsNormDefinition();
 OpDefinition RotaryEmbeddingDefinition();
 OpDefinition SiluDefinition();
+// vocab_cross_entropy.cc
+OpDefinition ReduceMaxDefinition();
+OpDefinition LogDefinition();
+OpDefinition VocabCrossEntropyDefinition();
 
 // cast.cc: f32 <-> f16/bf16 storage (the activation_storage pass inserts it).
 OpDefinition CastDefinition();
@@ -84,6 +88,7 @@ OpDefinition SparseSoftmaxCrossEntropyGradDefinition();
 // rms_norm.cc, silu.cc (rotary_embedding's gradient is rotary_embedding, inverse)
 OpDefinition RmsNormGradDefinition();
 OpDefinition SiluGradDefinition();
+OpDefinition VocabCrossEntropyGradDefinition();
 // broadcast.cc
 OpDefinition ReduceSumLikeDefinition();
 OpDefinition BroadcastLikeDefinition();

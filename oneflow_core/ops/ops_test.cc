@@ -82,12 +82,21 @@ testing::AssertionResult SignatureHolds(const OpCase& c, const SbpSignature& sig
       }
     }
     if (!result_sbps[r].is_partial()) continue;
+    // P sums the devices' parts; P(max) (reduce_max over a split axis) takes their maximum.
+    const ReduceOp reduction = result_sbps[r].reduce_op();
     for (size_t i = 0; i < want.values.size(); ++i) {
       double sum = 0;
-      for (int64_t rank = 0; rank < devices; ++rank) sum += results[rank][r].values[i];
+      for (int64_t rank = 0; rank < devices; ++rank) {
+        const double part = results[rank][r].values[i];
+        sum = reduction == ReduceOp::kSum ? sum + part
+              : rank == 0                 ? part
+              : reduction == ReduceOp::kMax ? std::max(sum, part)
+                                            : std::min(sum, part);
+      }
       if (std::abs(sum - want.values[i]) > 1e-9) {
         return testing::AssertionFailure() << "partial result " << r << " element " << i
-                                           << ": sum " << sum << " vs " << want.values[i];
+                                           << ": " << result_sbps[r].ToString() << " of the parts " << sum
+                                           << " vs " << want.values[i];
       }
     }
   }
@@ -173,6 +182,14 @@ std::vector<OpCase> Cases() {
       {"cast", {{Shape{5, 7}, DType::kBF16}}, {{"dtype", std::string("f32")}}},
       {"cast", {{Shape{5, 7}, f}}, {{"dtype", std::string("f16")}}},
       {"silu_grad", {{Shape{5, 7}, f}, {Shape{5, 7}, f}}, {}},
+      // The vocab-parallel cross-entropy: the class axis (7) split, labels logical.
+      {"reduce_max", {{Shape{5, 7}, f}}, {}},
+      {"reduce_max", {{Shape{2, 3, 7}, f}}, {}},
+      {"log", {{Shape{5, 7}, f}}, {}, 0, {0}},
+      {"vocab_cross_entropy", {{Shape{5, 7}, f}, {Shape{5}, i32}, {Shape{5}, f}}, {}, 7},
+      {"vocab_cross_entropy", {{Shape{2, 3, 7}, f}, {Shape{2, 3}, i32}, {Shape{2, 3}, f}}, {}, 7},
+      {"vocab_cross_entropy_grad",
+       {{Shape{5, 7}, f}, {Shape{5}, i32}, {Shape{5}, f}, {Shape{5}, f}, {Shape{5}, f}}, {}, 7},
       {"relu_grad", {{Shape{5, 7}, f}, {Shape{5, 7}, f}}, {}},
       {"gelu_grad", {{Shape{5, 7}, f}, {Shape{5, 7}, f}}, {}},
       {"dropout_grad", {{Shape{5, 7}, f}}, {{"rate", 0.4}, {"seed", int64_t{9}}}},

@@ -43,6 +43,9 @@ const OpRegistry& OpRegistry::Get() {
       RmsNormDefinition(),
       RotaryEmbeddingDefinition(),
       SiluDefinition(),
+      ReduceMaxDefinition(),
+      LogDefinition(),
+      VocabCrossEntropyDefinition(),
       CastDefinition(),
       RingShiftDefinition(),
       RingCausalMaskDefinition(),
@@ -68,6 +71,7 @@ const OpRegistry& OpRegistry::Get() {
       MoeAuxLossGradDefinition(),
       RmsNormGradDefinition(),
       SiluGradDefinition(),
+      VocabCrossEntropyGradDefinition(),
       // Optimizer updates.
       SgdUpdateDefinition(),
       AdamWUpdateDefinition(),

@@ -51,6 +51,15 @@ std::optional<BoxingStep> MakeAxisStep(const BoxingContext& context, const Place
                                " and ", to.ToString(), " hold the same data: relabel only");
     return step;
   }
+  // P(max)/P(min) cannot be made (their identity is not the zeros local_partial and
+  // split_to_partial write), only reduced or kept.
+  if (to.is_partial() && to.reduce_op() != ReduceOp::kSum && before != to) return std::nullopt;
+  // Nor is a partial sum made beside one: the order of the two reductions would be lost.
+  if (to.is_partial() && !before.is_partial()) {
+    for (const Sbp& other : from.sbps()) {
+      if (other.is_partial() && other.reduce_op() != ReduceOp::kSum) return std::nullopt;
+    }
+  }
   const AxisConversion* conversion = FindAxisConversion(before, to);
   if (conversion == nullptr) return std::nullopt;
 
@@ -70,6 +79,8 @@ std::optional<BoxingStep> MakeAxisStep(const BoxingContext& context, const Place
                              " (groups of ", group.size, " devices ",
                              crosses_nodes ? "across nodes" : "within a node", ", group tensor ",
                              group.tensor.ToString(), "): ", conversion->Algorithm());
+  // Codecs reduce by summing: a maximum or minimum travels dense.
+  if (before.is_partial() && before.reduce_op() != ReduceOp::kSum) return step;
   const std::optional<PricedCompression> compressed =
       PriceCompression(context, placement, axis, step.kind, elements);
   if (!compressed.has_value()) return step;

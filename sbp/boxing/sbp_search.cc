@@ -18,6 +18,13 @@ void AddUnique(std::vector<Sbp>* sbps, const Sbp& sbp) {
 std::vector<Sbp> AxisCandidates(const Shape& logical, const std::vector<NdSbp>& anchors,
                                 bool full) {
   std::vector<Sbp> sbps = {Sbp::Broadcast(), Sbp::Partial()};
+  // A P(max)/P(min) anchor (reduce_max's output) is a state of its own; axis_step.h
+  // never makes one, so the search only reduces it.
+  for (const NdSbp& anchor : anchors) {
+    for (const Sbp& sbp : anchor.sbps()) {
+      if (sbp.is_partial()) AddUnique(&sbps, sbp);
+    }
+  }
   if (full) {
     for (int64_t axis = 0; axis < logical.rank(); ++axis) sbps.push_back(Sbp::Split(axis));
     return sbps;

@@ -42,6 +42,8 @@ std::vector<Tensor> EmbeddingGradient(const GradientContext& ctx);
 std::vector<Tensor> RmsNormGradient(const GradientContext& ctx);
 std::vector<Tensor> RotaryEmbeddingGradient(const GradientContext& ctx);
 std::vector<Tensor> SiluGradient(const GradientContext& ctx);
+std::vector<Tensor> LogGradient(const GradientContext& ctx);
+std::vector<Tensor> VocabCrossEntropyGradient(const GradientContext& ctx);
 std::vector<Tensor> RingShiftGradient(const GradientContext& ctx);
 std::vector<Tensor> RingCausalMaskGradient(const GradientContext& ctx);
 std::vector<Tensor> RingAttentionGradient(const GradientContext& ctx);

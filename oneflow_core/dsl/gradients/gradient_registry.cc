@@ -42,6 +42,8 @@ const GradientFn* FindGradient(absl::string_view type) {
       {"ring_causal_mask", g::RingCausalMaskGradient},
       {"ring_attention", g::RingAttentionGradient},
       {"silu", g::SiluGradient},
+      {"log", g::LogGradient},
+      {"vocab_cross_entropy", g::VocabCrossEntropyGradient},
       // No gradient into probs (piecewise constant), listed so `dropped` may reach a loss.
       {"moe_route", g::MoeRouteGradient},
       {"moe_dispatch", g::MoeDispatchGradient},

@@ -139,6 +139,11 @@ std::vector<GradCase> Cases() {
       {"rotary_embedding", {{Shape{2, 3, 4, 4}, f}}, {{"base", 10000.0}, {"inverse", true}}},
       {"rotary_embedding", {{Shape{2, 8, 4}, f}}, {{"base", 100.0}, {"zigzag_blocks", int64_t{2}}}},
       {"silu", {{Shape{3, 4}, f}}, {}},
+      {"log", {{Shape{3, 4}, f}}, {}, 0, {0}},
+      // The shift input gets no gradient (it cancels in the loss), so the op is checked
+      // as the whole vocab-parallel loss: reduce_max, vocab_cross_entropy, log, sub.
+      {"vocab_cross_entropy", {{Shape{3, 5}, f}, {Shape{3}, i32}}, {}, 5, {},
+       [](const std::vector<Tensor>& in) { return std::vector<Tensor>{VocabParallelCrossEntropy(in[0], in[1])}; }},
       {"ring_shift", {{Shape{2, 6, 2}, f}}, {{"axis", int64_t{1}}, {"blocks", int64_t{3}}, {"shift", int64_t{1}}}},
       {"ring_causal_mask", {{Shape{2, 2, 3, 3}, f}}, {{"axis", int64_t{1}}, {"step", int64_t{1}}, {"fill", -3.0}}},
       // Ring step 0 (every query row sees a key: a row that sees none has the constant lse

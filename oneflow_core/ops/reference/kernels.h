@@ -102,6 +102,11 @@ Outputs RotaryEmbedding(const KernelArgs& args);
 Outputs Cast(const KernelArgs& args);
 Outputs Silu(const KernelArgs& args);
 Outputs SiluGrad(const KernelArgs& args);
+// vocab_cross_entropy.cc
+Outputs ReduceMax(const KernelArgs& args);
+Outputs Log(const KernelArgs& args);
+Outputs VocabCrossEntropy(const KernelArgs& args);
+Outputs VocabCrossEntropyGrad(const KernelArgs& args);
 // ring_attention.cc
 Outputs RingShift(const KernelArgs& args);
 Outputs RingCausalMask(const KernelArgs& args);

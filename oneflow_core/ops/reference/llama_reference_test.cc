@@ -144,6 +144,69 @@ TEST(LlamaReferenceTest, GroupedQueryAttentionEqualsMultiHeadWithRepeatedKvHeads
   EXPECT_GT(difference, 1e-3);
 }
 
+// The vocab-parallel cross-entropy on rows [1, 2, 3] (labels 2 and 0): with shift 3 the
+// sum of exponentials is e^-2 + e^-1 + 1 = 1.503214724, its log 0.407605964; the target
+// logit minus the shift is 0 (label 2) and -2 (label 0). Split [0, 2) + [2, 3) over the
+// classes, each slice holds its part, and only the owner of the label its target.
+TEST(LlamaReferenceTest, VocabParallelCrossEntropyOnHandComputedValues) {
+  const Dense logits = Values({2, 3}, {1, 2, 3, 1, 2, 3});
+  const Dense labels{Shape{2}, {2, 0}, DType::kI32};
+  const Dense shift = Values({2}, {3, 3});
+  const double e1 = std::exp(-1.0), e2 = std::exp(-2.0);
+  ExpectNear(Eval("reduce_max", {Values({2, 3}, {1, 5, -2, -7, -3, -4})}), {5, -3});
+  ExpectNear(Eval("log", {Values({2}, {1, std::exp(2.5)})}), {0, 2.5});
+  ExpectNear(Eval("vocab_cross_entropy", {logits, labels, shift}), {e2 + e1 + 1, e2 + e1 + 1});
+  ExpectNear(Eval("vocab_cross_entropy", {logits, labels, shift}, {}, 1), {0, -2});
+  const Shape logical{2, 3};
+  ReferenceContext first, second;
+  first.inputs = {{logical, TensorSlice({{0, 2}, {0, 2}})}, {Shape{2}, TensorSlice({{0, 2}})},
+                  {Shape{2}, TensorSlice({{0, 2}})}};
+  second.inputs = {{logical, TensorSlice({{0, 2}, {2, 3}})}, {Shape{2}, TensorSlice({{0, 2}})},
+                   {Shape{2}, TensorSlice({{0, 2}})}};
+  const Dense left = Values({2, 2}, {1, 2, 1, 2});
+  const Dense right = Values({2, 1}, {3, 3});
+  ExpectNear(Eval("vocab_cross_entropy", {left, labels, shift}, {}, 0, first), {e2 + e1, e2 + e1});
+  ExpectNear(Eval("vocab_cross_entropy", {left, labels, shift}, {}, 1, first), {0, -2});
+  ExpectNear(Eval("vocab_cross_entropy", {right, labels, shift}, {}, 0, second), {1, 1});
+  ExpectNear(Eval("vocab_cross_entropy", {right, labels, shift}, {}, 1, second), {0, 0});
+  // The gradient with dsum_exp = 1 / sum_exp and dtarget = -1 (the loss's) is softmax
+  // minus one-hot, on each slice: softmax([1, 2, 3]) = [0.0900306, 0.2447285, 0.6652410].
+  const double sum = e2 + e1 + 1;
+  const Dense dsum_exp = Values({2}, {1 / sum, 1 / sum});
+  const Dense dtarget = Values({2}, {-1, -1});
+  const double p0 = e2 / sum, p1 = e1 / sum, p2 = 1 / sum;
+  ExpectNear(Eval("vocab_cross_entropy_grad", {logits, labels, shift, dsum_exp, dtarget}),
+             {p0, p1, p2 - 1, p0 - 1, p1, p2});
+  first.inputs.insert(first.inputs.end(), 2, {Shape{2}, TensorSlice({{0, 2}})});
+  second.inputs.insert(second.inputs.end(), 2, {Shape{2}, TensorSlice({{0, 2}})});
+  ExpectNear(Eval("vocab_cross_entropy_grad", {left, labels, shift, dsum_exp, dtarget}, {}, 0, first),
+             {p0, p1, p0 - 1, p1});
+  ExpectNear(Eval("vocab_cross_entropy_grad", {right, labels, shift, dsum_exp, dtarget}, {}, 0, second),
+             {p2 - 1, p2});
+  // The composed loss equals sparse_softmax_cross_entropy: log(sum) - 0 and log(sum) + 2.
+  Graph graph("vocab_loss");
+  Tensor x = graph.Variable("x", logical, Initializer::Zeros());
+  Tensor y = graph.Input("y", Shape{2}, DType::kI32, "data");
+  Tensor loss = VocabParallelCrossEntropy(x, y);
+  Tensor whole = SparseSoftmaxCrossEntropy(x, y);
+  ASSERT_TRUE(graph.status().ok()) << graph.status();
+  absl::StatusOr<TensorValues> values = EvaluateGraph(graph, {{"x", logits}, {"y", labels}});
+  ASSERT_TRUE(values.ok()) << values.status();
+  ExpectNear(values->at(loss.name()).values, {std::log(sum), std::log(sum) + 2});
+  ExpectNear(values->at(whole.name()).values, {std::log(sum), std::log(sum) + 2});
+  // A label outside the logical classes, and labels of the wrong shape.
+  ReferenceContext forward_first = first;
+  forward_first.inputs.resize(3);
+  absl::StatusOr<std::vector<Dense>> bad =
+      EvaluateReference("vocab_cross_entropy", {left, Dense{Shape{2}, {3, 0}, DType::kI32}, shift}, {}, forward_first);
+  EXPECT_EQ(std::string(bad.status().message()), "reference of 'vocab_cross_entropy': label 3 at index 0 is out of range; valid: 0..2");
+  absl::StatusOr<std::vector<Dense>> shape =
+      EvaluateReference("vocab_cross_entropy", {logits, labels, Values({3}, {3, 3, 3})}, {});
+  EXPECT_EQ(std::string(shape.status().message()),
+            "reference of 'vocab_cross_entropy': shift [3] must have the shape of logits [2, 3] without its last "
+            "(class) axis: [2]");
+}
+
 TEST(LlamaReferenceTest, BadArgumentsNameTheArgument) {
   Graph graph("bad");
   Tensor x = graph.Variable("x", Shape{2, 3, 8}, Initializer::Zeros());
