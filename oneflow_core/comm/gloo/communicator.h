@@ -24,9 +24,10 @@
 // peer blocked in a call sees its connection close, reads the record, and fails with the
 // same code and story ("the group was aborted by rank 2: ..."). A peer that vanished
 // without a record (its process died) gives UNAVAILABLE "lost the connection to rank 2".
-// Destroying a communicator closes its connections the same way (its peers fail with
-// ABORTED "... its communicator was destroyed"), so destroy it only when the group is done
-// or has failed. docs/collectives.md has the algorithms and their bytes.
+// Destroying a communicator after its calls is a departure, not a failure (gloo/mesh.h):
+// a peer still finishing the same call goes on, and a peer that makes a call the leaver
+// never made fails with ABORTED "... its communicator was destroyed after N collective
+// calls, before call N+1"; so destroy it only when the group is done or has failed. docs/collectives.md has the algorithms and their bytes.
 #ifndef ONEFLOW_CORE_COMM_GLOO_COMMUNICATOR_H_
 #define ONEFLOW_CORE_COMM_GLOO_COMMUNICATOR_H_
 

@@ -19,6 +19,7 @@ GlooExchange::GlooExchange(Mesh* mesh, uint64_t slot, absl::Time deadline, absl:
                    std::string prefix)
     : mesh_(mesh),
       slot_(slot),
+      position_(PositionOfSlot(slot)),
       deadline_(deadline),
       timeout_(timeout),
       prefix_(std::move(prefix)) {}
@@ -103,7 +104,28 @@ absl::Status GlooExchange::Stopped(const std::string& waiting_for) {
                                                   ": ", failure->WhileWaiting()));
 }
 
-absl::Status GlooExchange::Report(const Transfer& transfer, Outcome outcome, const std::string& detail,
+GlooExchange::Outcome GlooExchange::JudgeDeparture(Transfer& transfer) {
+  mesh_->ReadDepartures();
+  const std::optional<Departure> departure = mesh_->departed(transfer.peer);
+  if (!departure.has_value()) return Outcome::kBroken;
+  std::string why;
+  switch (Judge(*departure, position_, !transfer.receiving, rank(), &why)) {
+    case DepartureVerdict::kConsumed:
+      // The peer's call (or receive) completed, so it holds this message; the wait broke
+      // only because the peer closed its connection afterwards.
+      transfer.done = true;
+      return Outcome::kDone;
+    case DepartureVerdict::kInFlight:
+      // The peer sent it before leaving, yet the connection broke before it arrived.
+      return Outcome::kBroken;
+    case DepartureVerdict::kLeftBefore:
+      mesh_->Fail(Failure{Failure::Source::kPeer, transfer.peer, absl::StatusCode::kAborted, why});
+      return Outcome::kWoken;
+  }
+  return Outcome::kBroken;
+}
+
+absl::Status GlooExchange::Report(Transfer& transfer, Outcome outcome, const std::string& detail,
                               absl::Span<const Op> others) {
   const std::string waiting_for =
       absl::StrCat("rank ", transfer.peer, " ", VerbText(transfer.waiting_for));
@@ -112,9 +134,14 @@ absl::Status GlooExchange::Report(const Transfer& transfer, Outcome outcome, con
       return absl::OkStatus();
     case Outcome::kWoken:
       return Stopped(waiting_for);
-    case Outcome::kBroken:
-      mesh_->FailForBrokenConnection({transfer.peer}, detail);
+    case Outcome::kBroken: {
+      // A connection to a peer that departed breaks when it closes: judge the transfer by
+      // the peer's record before calling the connection lost.
+      const Outcome judged = JudgeDeparture(transfer);
+      if (judged == Outcome::kDone) return absl::OkStatus();
+      if (judged == Outcome::kBroken) mesh_->FailForBrokenConnection({transfer.peer}, detail);
       return Stopped(waiting_for);
+    }
     case Outcome::kExpired:
       break;
   }

@@ -6,7 +6,10 @@
 // Mesh::Fail (this rank's Abort, a peer's failure seen by the watcher); on expiry Gloo has
 // closed every connection already; a broken connection fails the group with the peer's
 // record or as a lost connection (Mesh::FailForBrokenConnection). A receive must get
-// exactly the bytes posted: Gloo's reader aborts the process on a longer message.
+// exactly the bytes posted: Gloo's reader aborts the process on a longer message. A
+// connection that broke because its peer departed (mesh.h) is judged by the peer's record:
+// a send it consumed completes, a peer that left before this call fails the group naming
+// what it had done.
 #ifndef ONEFLOW_CORE_COMM_GLOO_GLOO_EXCHANGE_H_
 #define ONEFLOW_CORE_COMM_GLOO_GLOO_EXCHANGE_H_
 
@@ -20,6 +23,7 @@
 #include "absl/time/time.h"
 #include "absl/types/span.h"
 #include "gloo/transport/unbound_buffer.h"
+#include "oneflow_core/comm/gloo/departure.h"
 #include "oneflow_core/comm/gloo/exchange.h"
 #include "oneflow_core/comm/gloo/mesh.h"
 
@@ -66,13 +70,18 @@ class GlooExchange final : public Exchange {
 
   Op Post(int64_t peer, int phase, void* data, int64_t bytes, bool receiving, Verb waiting_for);
   Outcome WaitFor(Transfer& transfer, std::chrono::milliseconds timeout, std::string* detail);
-  absl::Status Report(const Transfer& transfer, Outcome outcome, const std::string& detail,
+  // Whether `transfer`'s broken connection was a peer that departed: kDone for a send the
+  // peer consumed (the transfer is then done), kWoken after failing the group for a peer
+  // that left before this call, else kBroken (a lost connection).
+  Outcome JudgeDeparture(Transfer& transfer);
+  absl::Status Report(Transfer& transfer, Outcome outcome, const std::string& detail,
                       absl::Span<const Op> others);
   std::chrono::milliseconds Remaining() const;
   absl::Status Stopped(const std::string& waiting_for);
 
   Mesh* const mesh_;
   const uint64_t slot_;
+  const CallPosition position_;  // decoded from slot_ (departure.h)
   const absl::Time deadline_;
   const absl::Duration timeout_;
   const std::string prefix_;

@@ -45,20 +45,19 @@ void IgnoreSigpipe() {
 
 }  // namespace
 
-Mesh::Mesh(GlooGroupOptions options) : options_(std::move(options)) {}
+Mesh::Mesh(GlooGroupOptions options)
+    : options_(std::move(options)), departures_(options_.rank, options_.size, Key("")) {}
 
 Mesh::~Mesh() {
-  bool tell_peers = false;
+  bool depart = false;
   {
     std::lock_guard<std::mutex> lock(mutex_);
-    if (connected_ && !failure_.has_value()) {
-      failure_ = Failure{Failure::Source::kThisRank, rank(), absl::StatusCode::kAborted,
-                         "its communicator was destroyed"};
-      tell_peers = true;
-    }
+    depart = connected_ && !failure_.has_value() && options_.store != nullptr;
+    closing_ = true;
     if (watch_ != nullptr) watch_->abortWaitRecv();
   }
-  if (tell_peers) WriteRecord(*failure());
+  // The record before the connections close: a peer that sees them break finds it.
+  if (depart) departures_.Write(*options_.store, departure_);
   if (watcher_.joinable()) watcher_.join();
   // Buffers hold the transport context; the context's pairs close their sockets (an
   // orderly FIN, so bytes already sent still arrive) when it is destroyed.
@@ -289,18 +288,81 @@ absl::Status Mesh::OpenConnections(absl::Time deadline, const std::string& prefi
   return absl::OkStatus();
 }
 
+void Mesh::ReadDepartures() {
+  if (options_.store == nullptr) return;
+  std::lock_guard<std::mutex> lock(departures_mutex_);
+  departures_.Read(*options_.store);
+}
+
+std::optional<Departure> Mesh::departed(int64_t peer) const {
+  std::lock_guard<std::mutex> lock(departures_mutex_);
+  const Departure* departure = departures_.departed(peer);
+  if (departure == nullptr) return std::nullopt;
+  return *departure;
+}
+
 void Mesh::Watch() {
-  std::string detail = "a rank sent on the watch slot, which no rank does";
-  try {
-    if (!watch_->waitRecv(nullptr, kForever)) return;  // this rank failed or is closing
-  } catch (const std::exception& error) {
-    detail = error.what();
+  std::string broke_rearming;
+  for (;;) {
+    std::string detail = "a rank sent on the watch slot, which no rank does";
+    if (!broke_rearming.empty()) {
+      detail = std::move(broke_rearming);
+      broke_rearming.clear();
+    } else {
+      try {
+        // watch_ changes only on this thread (WatchAgain).
+        if (!watch_->waitRecv(nullptr, kForever)) return;  // this rank failed or is closing
+      } catch (const std::exception& error) {
+        detail = error.what();
+      }
+    }
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      if (failure_.has_value() || closing_) return;
+    }
+    // A wait of this rank's own call expired: Gloo closed every connection with this
+    // message, and that call reports the timeout itself.
+    if (absl::StrContains(detail, "Application timeout")) return;
+    // A departed peer writes its record before it closes, so it is there to read now.
+    const std::vector<int64_t> broken = BrokenPeers();
+    ReadDepartures();
+    std::vector<int64_t> failed;
+    for (int64_t peer : broken) {
+      if (!departed(peer).has_value()) failed.push_back(peer);
+    }
+    if (broken.empty() || !failed.empty()) {
+      FailForBrokenConnection(broken.empty() ? broken : failed, detail);
+      return;
+    }
+    // Every broken connection was a peer leaving after its calls: not a failure.
+    if (!WatchAgain(&broke_rearming)) return;
   }
-  if (failure().has_value()) return;
-  // A wait of this rank's own call expired: Gloo closed every connection with this
-  // message, and that call reports the timeout itself.
-  if (absl::StrContains(detail, "Application timeout")) return;
-  FailForBrokenConnection(BrokenPeers(), detail);
+}
+
+bool Mesh::WatchAgain(std::string* broke) {
+  std::unique_ptr<::gloo::transport::UnboundBuffer> watch =
+      context_->createUnboundBuffer(watch_bytes_.data(), watch_bytes_.size());
+  bool watching = false;
+  try {
+    for (int64_t peer = 0; peer < size(); ++peer) {
+      if (peer == rank() || departed(peer).has_value()) continue;
+      watch->recv(static_cast<int>(peer), kWatchSlot, peer, 1);
+      watching = true;
+    }
+  } catch (const std::exception& error) {
+    // A connection that broke meanwhile: judged as the first one was, on the next round.
+    *broke = error.what();
+    if (broke->empty()) *broke = "a connection broke";
+    watching = true;
+  }
+  std::unique_ptr<::gloo::transport::UnboundBuffer> previous;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (!watching || failure_.has_value() || closing_) return false;
+    previous = std::move(watch_);
+    watch_ = std::move(watch);
+  }
+  return true;
 }
 
 std::vector<int64_t> Mesh::BrokenPeers() {

@@ -14,6 +14,18 @@
 // finds the broken connection, reads that rank's record, and fails with it; so one
 // failure spreads through the group in about one store read per hop.
 //
+// Leaving: destroying a connected, unfailed communicator is not a failure. The rank writes
+// its Departure (departure.h: the calls and messages it completed) through the
+// DepartureLedger, then closes its connections. A peer's watcher that sees connections
+// break reads the departures first: when every broken connection belongs to a departed
+// peer it watches the remaining connections again instead of failing the group. A transfer
+// whose connection to a departed peer broke is judged by its record (GlooExchange): a send
+// the peer consumed is complete, and a peer that left before the call fails the group
+// naming what it had done ("its communicator was destroyed after 1 collective call, before
+// call 2"). Before this, a leaving rank recorded a failure, and a peer still waiting in the
+// same last call for a third rank failed the job: "the group was aborted by rank 2: its
+// communicator was destroyed".
+//
 // Why not Gloo's own close: Pair::close() in this Gloo version (2022) neither wakes a
 // local waiter nor fails its buffers, so closing alone would leave this rank's own call
 // blocked until its timeout; abortWait* on every registered wait fills that gap.
@@ -34,6 +46,7 @@
 #include "gloo/rendezvous/context.h"
 #include "gloo/transport/unbound_buffer.h"
 #include "oneflow_core/comm/gloo/communicator.h"
+#include "oneflow_core/comm/gloo/departure.h"
 #include "oneflow_core/comm/gloo/failure.h"
 
 namespace oneflow {
@@ -42,16 +55,24 @@ namespace gloo_backend {
 class Mesh {
  public:
   explicit Mesh(GlooGroupOptions options);
-  // Closes the connections. When connected and not failed it first records "its
-  // communicator was destroyed", so peers still waiting learn why. Precondition: no call
-  // and no Abort is in progress.
+  // Closes the connections. When connected and not failed it first records this rank's
+  // departure (NoteDeparture's counts), so peers still waiting judge their transfers with
+  // it. Precondition: no call and no Abort is in progress.
   ~Mesh();
   Mesh(const Mesh&) = delete;
   Mesh& operator=(const Mesh&) = delete;
 
-  // A destroyed Gloo mesh records a failure ("its communicator was destroyed"), not a
-  // departure (mesh_communicator.h).
-  static constexpr bool kRecordsDeparture = false;
+  // A destroyed mesh records a departure (mesh_communicator.h, departure.h).
+  static constexpr bool kRecordsDeparture = true;
+  // What this rank completed, written when the mesh is destroyed (MeshCommunicator's
+  // destructor tells it). Precondition: no call is in progress.
+  void NoteDeparture(uint64_t calls, std::vector<int64_t> sends, std::vector<int64_t> receives) {
+    departure_ = Departure{calls, std::move(sends), std::move(receives)};
+  }
+  // Reads the departures that are new in the store.
+  void ReadDepartures();
+  // The departure of `peer` as last read; nullopt while it has not departed.
+  std::optional<Departure> departed(int64_t peer) const;
 
   int64_t rank() const { return options_.rank; }
   int64_t size() const { return options_.size; }
@@ -90,6 +111,10 @@ class Mesh {
   std::optional<Failure> ReadRecord(const std::vector<int64_t>& ranks, absl::Duration grace);
   void WriteRecord(const Failure& failure);
   void Watch();
+  // Posts a new watcher receive on the connections of peers that have not departed and
+  // makes it the one a failure wakes; false when there is none or the group failed or is
+  // closing. A connection that breaks while posting sets `broke` to Gloo's error.
+  bool WatchAgain(std::string* broke);
   std::vector<int64_t> BrokenPeers();
 
   const GlooGroupOptions options_;
@@ -102,12 +127,21 @@ class Mesh {
   std::thread watcher_;
 
   // A std::mutex rather than absl::Mutex: ThreadSanitizer sees through it (Debian's absl
-  // is not built with its annotations). Guards the three members below.
+  // is not built with its annotations). Guards the four members below.
   mutable std::mutex mutex_;
   bool connected_ = false;
   std::optional<Failure> failure_;
   // Waits in progress: buffer -> receiving (else sending).
   std::unordered_map<::gloo::transport::UnboundBuffer*, bool> waits_;
+  // Set by the destructor: the watcher must not fail the group of a leaving rank.
+  bool closing_ = false;
+
+  // This rank's counts for its departure record; set before destruction, single thread.
+  Departure departure_;
+  // Peers' departures, read by the watcher and by calls (GlooExchange); guarded by its own
+  // mutex so store reads never hold mutex_.
+  mutable std::mutex departures_mutex_;
+  DepartureLedger departures_;
 };
 
 }  // namespace gloo_backend

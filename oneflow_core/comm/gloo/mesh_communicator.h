@@ -4,7 +4,7 @@
 //   - a MeshType: rank(), size(), group_name(), Connect(deadline, timeout, prefix),
 //     Fail(Failure), failure(); built from the transport's group options; with
 //     kRecordsDeparture: when true, NoteDeparture(calls, sends, receives) is told what
-//     this rank completed before the mesh is destroyed (ucx/departure.h);
+//     this rank completed before the mesh is destroyed (gloo/departure.h);
 //   - an ExchangeType (exchange.h) built as (MeshType*, slot, deadline, timeout, prefix),
 //     with kArrivalCarriesPayload: when true, it arrives through its own Arrive(call) and
 //     runs small all-reduces inside the arrival through SmallAllReduce (ucx/exchange.h);

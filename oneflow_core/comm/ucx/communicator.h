@@ -23,7 +23,7 @@
 // (mesh.h says how they travel): a failing rank records why in the store; peers blocked in
 // a call read the record within milliseconds; a peer process on this host that died
 // without a record gives UNAVAILABLE "lost the connection to rank 2". Destroying a
-// communicator that has not failed records a departure (ucx/departure.h): peers still
+// communicator that has not failed records a departure (gloo/departure.h): peers still
 // finishing the calls it made complete them; a peer in a call it never made fails with
 // ABORTED "... its communicator was destroyed after 3 collective calls, before call 4".
 #ifndef ONEFLOW_CORE_COMM_UCX_COMMUNICATOR_H_

@@ -1,4 +1,4 @@
-// A rank that leaves a UCX group after its last call (ucx/departure.h, ucx/mesh.h).
+// A rank that leaves a UCX group after its last call (gloo/departure.h, ucx/mesh.h).
 //
 // The race this guards against (seen as ~1 in 6 runs of //tests/cluster:elastic_launch_test):
 // in a job's last iteration rank 2 finished and destroyed its communicator while rank 1
@@ -18,12 +18,18 @@
 #include "gtest/gtest.h"
 #include "oneflow_core/comm/key_value_store.h"
 #include "oneflow_core/comm/ucx/communicator.h"
-#include "oneflow_core/comm/ucx/departure.h"
+#include "oneflow_core/comm/gloo/departure.h"
 
 namespace oneflow {
 namespace ucx_backend {
 namespace {
 
+using gloo_backend::CallPosition;
+using gloo_backend::Departure;
+using gloo_backend::DecodeDeparture;
+using gloo_backend::DepartureVerdict;
+using gloo_backend::EncodeDeparture;
+using gloo_backend::Judge;
 using ::testing::HasSubstr;
 using Clock = std::chrono::steady_clock;
 

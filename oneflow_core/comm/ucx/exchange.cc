@@ -10,20 +10,14 @@
 
 namespace oneflow {
 namespace ucx_backend {
+
+using gloo_backend::PositionOfSlot;
+
 namespace {
 
 constexpr uint64_t kTagPointToPoint = uint64_t{1} << 47;
 constexpr uint64_t kTagSlotMask = kTagPointToPoint - 1;
 constexpr ucp_tag_t kFullMask = ~ucp_tag_t{0};
-
-// MeshCommunicator numbers a collective call's slots (call << 8) and the k-th
-// point-to-point message's (kPointToPointSlots | k << 8); phases count from there.
-CallPosition PositionOf(uint64_t slot) {
-  CallPosition position;
-  position.point_to_point = (slot & gloo_backend::kPointToPointSlots) != 0;
-  position.index = (slot & ~gloo_backend::kPointToPointSlots) >> 8;
-  return position;
-}
 
 }  // namespace
 
@@ -31,7 +25,7 @@ UcxExchange::UcxExchange(Mesh* mesh, uint64_t slot, absl::Time deadline, absl::D
                          std::string prefix)
     : mesh_(mesh),
       slot_(slot),
-      position_(PositionOf(slot)),
+      position_(PositionOfSlot(slot)),
       deadline_(deadline),
       timeout_(timeout),
       prefix_(std::move(prefix)) {}

@@ -63,7 +63,8 @@ bool ProcessEnded(pid_t pid) {
 }  // namespace
 
 Mesh::Mesh(UcxGroupOptions options)
-    : options_(std::move(options)), local_pids_(options_.size, 0), departed_(options_.size) {}
+    : options_(std::move(options)), local_pids_(options_.size, 0),
+      departures_(options_.rank, options_.size, Key("")) {}
 
 Mesh::~Mesh() {
   bool depart = false;
@@ -72,11 +73,7 @@ Mesh::~Mesh() {
     depart = connected_ && !failure_.has_value() && options_.store != nullptr;
   }
   if (depart) {
-    // The record before the counter: a peer that sees the counter grow finds the record.
-    // Best effort: without them, a peer still waiting fails by its deadline.
-    if (options_.store->Set(Key(absl::StrCat("departed/", rank())), EncodeDeparture(departure_)).ok()) {
-      (void)options_.store->Add(Key("departures"), 1);
-    }
+    departures_.Write(*options_.store, departure_);
   }
   CloseEndpoints();
   if (worker_ != nullptr) ucp_worker_destroy(worker_);
@@ -172,25 +169,7 @@ void Mesh::FailForBrokenConnection(const std::vector<int64_t>& peers, const std:
 }
 
 void Mesh::ReadDepartures() {
-  if (options_.store == nullptr) return;
-  const absl::StatusOr<std::string> counter = options_.store->Get(Key("departures"));
-  int64_t departures = 0;
-  if (!counter.ok() || !absl::SimpleAtoi(*counter, &departures) || departures <= departures_read_) {
-    return;
-  }
-  int64_t read = 0;
-  for (int64_t peer = 0; peer < size(); ++peer) {
-    if (departed_[peer].has_value()) {
-      ++read;
-      continue;
-    }
-    if (peer == rank()) continue;
-    const absl::StatusOr<std::string> text = options_.store->Get(Key(absl::StrCat("departed/", peer)));
-    if (!text.ok()) continue;
-    departed_[peer] = DecodeDeparture(*text, size());
-    if (departed_[peer].has_value()) ++read;
-  }
-  departures_read_ = read;
+  if (options_.store != nullptr) departures_.Read(*options_.store);
 }
 
 void Mesh::CheckPeers(absl::Time now) {
@@ -210,7 +189,7 @@ void Mesh::CheckPeers(absl::Time now) {
   ReadDepartures();
   for (int64_t other = 0; other < size(); ++other) {
     const pid_t pid = static_cast<pid_t>(local_pids_[other]);
-    if (pid <= 0 || departed_[other].has_value() || !ProcessEnded(pid)) continue;
+    if (pid <= 0 || departures_.departed(other) != nullptr || !ProcessEnded(pid)) continue;
     FailForBrokenConnection({other}, absl::StrCat("its process (pid ", pid, ") on this host exited"));
     return;
   }

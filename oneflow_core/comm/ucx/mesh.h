@@ -48,11 +48,15 @@
 #include "absl/time/time.h"
 #include "oneflow_core/comm/gloo/failure.h"
 #include "oneflow_core/comm/ucx/communicator.h"
-#include "oneflow_core/comm/ucx/departure.h"
+#include "oneflow_core/comm/gloo/departure.h"
 
 namespace oneflow {
 namespace ucx_backend {
 
+using gloo_backend::CallPosition;
+using gloo_backend::Departure;
+using gloo_backend::DepartureLedger;
+using gloo_backend::DepartureVerdict;
 using gloo_backend::Failure;
 
 class Mesh {
@@ -99,7 +103,7 @@ class Mesh {
   // The departure of `peer` as last read; nullptr while it has not departed. Communication
   // thread.
   const Departure* departed(int64_t peer) const {
-    return departed_[peer].has_value() ? &*departed_[peer] : nullptr;
+    return departures_.departed(peer);
   }
   // What this rank completed, written when the mesh is destroyed (MeshCommunicator's
   // destructor tells it). Precondition: no call is in progress.
@@ -128,11 +132,9 @@ class Mesh {
   // 0 elsewhere and for this rank.
   std::vector<int64_t> local_pids_;
   absl::Time next_check_ = absl::InfinitePast();
-  // This rank's counts for its departure record; peers' departures as read, and how many
-  // the store's counter said when they were read.
+  // This rank's counts for its departure record; peers' departures as read.
   Departure departure_;
-  std::vector<std::optional<Departure>> departed_;
-  int64_t departures_read_ = 0;
+  DepartureLedger departures_;
 
   std::atomic<bool> failed_{false};
   // Guards the members below.

@@ -1,12 +1,14 @@
-#include "oneflow_core/comm/ucx/departure.h"
+#include "oneflow_core/comm/gloo/departure.h"
 
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
 
+#include <utility>
+
 namespace oneflow {
-namespace ucx_backend {
+namespace gloo_backend {
 namespace {
 
 std::optional<std::vector<int64_t>> DecodeCounts(absl::string_view text, int64_t size) {
@@ -25,6 +27,13 @@ std::string Plural(int64_t count, const char* noun) {
 }
 
 }  // namespace
+
+CallPosition PositionOfSlot(uint64_t slot) {
+  CallPosition position;
+  position.point_to_point = (slot & kPointToPointSlots) != 0;
+  position.index = (slot & ~kPointToPointSlots) >> 8;
+  return position;
+}
 
 std::string EncodeDeparture(const Departure& departure) {
   return absl::StrCat(departure.calls, "\n", absl::StrJoin(departure.sends, ","), "\n",
@@ -65,5 +74,36 @@ DepartureVerdict Judge(const Departure& departure, const CallPosition& position,
   return DepartureVerdict::kLeftBefore;
 }
 
-}  // namespace ucx_backend
+DepartureLedger::DepartureLedger(int64_t rank, int64_t size, std::string group_prefix)
+    : rank_(rank), group_prefix_(std::move(group_prefix)), departed_(size) {}
+
+void DepartureLedger::Write(KeyValueStore& store, const Departure& departure) const {
+  if (store.Set(absl::StrCat(group_prefix_, "departed/", rank_), EncodeDeparture(departure)).ok()) {
+    (void)store.Add(absl::StrCat(group_prefix_, "departures"), 1);
+  }
+}
+
+void DepartureLedger::Read(KeyValueStore& store) {
+  const absl::StatusOr<std::string> counter = store.Get(absl::StrCat(group_prefix_, "departures"));
+  int64_t departures = 0;
+  if (!counter.ok() || !absl::SimpleAtoi(*counter, &departures) || departures <= departures_read_) {
+    return;
+  }
+  const int64_t size = static_cast<int64_t>(departed_.size());
+  int64_t read = 0;
+  for (int64_t peer = 0; peer < size; ++peer) {
+    if (departed_[peer].has_value()) {
+      ++read;
+      continue;
+    }
+    if (peer == rank_) continue;
+    const absl::StatusOr<std::string> text = store.Get(absl::StrCat(group_prefix_, "departed/", peer));
+    if (!text.ok()) continue;
+    departed_[peer] = DecodeDeparture(*text, size);
+    if (departed_[peer].has_value()) ++read;
+  }
+  departures_read_ = read;
+}
+
+}  // namespace gloo_backend
 }  // namespace oneflow
