@@ -160,7 +160,9 @@ absl::StatusOr<RingStep> RingStepOf(const char* kernel, const KernelContext& con
 // leading index (every group's) form one tile; zig-zag blocks two, so each group's rows
 // split into two tiles of a chunk each. A key chunk wholly after the query chunk is
 // skipped; the one with the query chunk's own positions is the causal triangle
-// (`diagonal`); an earlier one is seen whole.
+// (`diagonal`); an earlier one is seen whole. Each such tile is cut into tiles of at most
+// kRingRowsPerTile rows (rows are independent: each row's softmax is over its own keys),
+// which bounds the scratch (RingAttentionWorkspaceFloats).
 struct Tile {
   int64_t first_row = 0;  // Into q's rows of the leading index; a multiple of the chunk length.
   int64_t rows = 0;
@@ -190,7 +192,12 @@ std::vector<Tile> TilesOf(const RingStep& g, int64_t l) {
         tile.diagonal[tile.chunks] = key_index == query_index;
         ++tile.chunks;
       }
-      tiles.push_back(tile);
+      const int64_t first_row = tile.first_row, rows = tile.rows;
+      for (int64_t row = 0; row < rows; row += kRingRowsPerTile) {
+        tile.first_row = first_row + row;
+        tile.rows = std::min(kRingRowsPerTile, rows - row);
+        tiles.push_back(tile);
+      }
     }
   }
   return tiles;
@@ -199,17 +206,15 @@ std::vector<Tile> TilesOf(const RingStep& g, int64_t l) {
 // The tile's scores, scale x q.k, as [tile.rows, tile.chunks x chunk length] (row stride
 // `width`), one GEMM per key chunk seen; in a diagonal chunk the keys after the query
 // (in-chunk index above the row's) are -inf, so their exp is exactly 0.
-void TileScores(const RingStep& g, const Tile& tile, const float* q_rows, const float* k_block,
-                std::vector<float>* scores) {
+void TileScores(const RingStep& g, const Tile& tile, const float* q_rows, const float* k_block, float* scores) {
   const int64_t chunk_length = ChunkLength(g);
   const int64_t width = tile.chunks * chunk_length;
-  scores->resize(static_cast<size_t>(tile.rows * width));
   for (int c = 0; c < tile.chunks; ++c) {
     Sgemm(false, true, tile.rows, chunk_length, g.hd, q_rows, g.hd, k_block + tile.key_chunk[c] * chunk_length * g.hd,
-          g.hd, scores->data() + c * chunk_length, width);
+          g.hd, scores + c * chunk_length, width);
   }
   for (int64_t i = 0; i < tile.rows; ++i) {
-    float* row = scores->data() + i * width;
+    float* row = scores + i * width;
     for (int64_t j = 0; j < width; ++j) row[j] *= g.scale;
     const int64_t position = (tile.first_row + i) % chunk_length;
     for (int c = 0; c < tile.chunks; ++c) {
@@ -220,30 +225,29 @@ void TileScores(const RingStep& g, const Tile& tile, const float* q_rows, const 
 }
 
 // c[rows, hd] (row stride ldc) += a[rows, chunks x chunk length] (row stride lda) . the
-// tile's key chunks of `block` ([s, hd]), one GEMM per chunk into `scratch`.
+// tile's key chunks of `block` ([s, hd]), one GEMM per chunk into `scratch` (rows x hd).
 void AddTimesChunks(const RingStep& g, const Tile& tile, const float* a, int64_t lda, const float* block, float* c,
-                    int64_t ldc, std::vector<float>* scratch) {
+                    int64_t ldc, float* scratch) {
   const int64_t chunk_length = ChunkLength(g);
-  scratch->resize(static_cast<size_t>(tile.rows * g.hd));
   for (int k = 0; k < tile.chunks; ++k) {
     Sgemm(false, false, tile.rows, g.hd, chunk_length, a + k * chunk_length, lda,
-          block + tile.key_chunk[k] * chunk_length * g.hd, g.hd, scratch->data(), g.hd);
+          block + tile.key_chunk[k] * chunk_length * g.hd, g.hd, scratch, g.hd);
     for (int64_t i = 0; i < tile.rows; ++i) {
-      for (int64_t d = 0; d < g.hd; ++d) c[i * ldc + d] += (*scratch)[i * g.hd + d];
+      for (int64_t d = 0; d < g.hd; ++d) c[i * ldc + d] += scratch[i * g.hd + d];
     }
   }
 }
 
 // The key chunks of `block` ([s, hd]) += a[rows, chunks x chunk length]^T . b[rows, hd]
-// (row strides lda, ldb): the gradients of the keys' and values' rows.
+// (row strides lda, ldb): the gradients of the keys' and values' rows, through `scratch`
+// (chunk length x hd).
 void AddTransposedTimes(const RingStep& g, const Tile& tile, const float* a, int64_t lda, const float* b, int64_t ldb,
-                        float* block, std::vector<float>* scratch) {
+                        float* block, float* scratch) {
   const int64_t chunk_length = ChunkLength(g);
-  scratch->resize(static_cast<size_t>(chunk_length * g.hd));
   for (int k = 0; k < tile.chunks; ++k) {
-    Sgemm(true, false, chunk_length, g.hd, tile.rows, a + k * chunk_length, lda, b, ldb, scratch->data(), g.hd);
+    Sgemm(true, false, chunk_length, g.hd, tile.rows, a + k * chunk_length, lda, b, ldb, scratch, g.hd);
     float* to = block + tile.key_chunk[k] * chunk_length * g.hd;
-    for (int64_t i = 0; i < chunk_length * g.hd; ++i) to[i] += (*scratch)[i];
+    for (int64_t i = 0; i < chunk_length * g.hd; ++i) to[i] += scratch[i];
   }
 }
 
@@ -266,7 +270,10 @@ absl::Status RingAttention(const KernelContext& context) {
   const float* v = context.inputs[2].As<const float>();
   float* out = context.outputs[0].As<float>();
   const int64_t width = g.hd + 1;
-  std::vector<float> scores, scratch;
+  // The declared workspace (RingAttentionWorkspaceFloats): a tile's scores, then the
+  // rows x hd of one P V product.
+  std::vector<float> workspace(static_cast<size_t>(RingAttentionWorkspaceFloats(g.rows, g.s, g.hd, g.zigzag, false)));
+  float* const scores = workspace.data();
   for (int64_t l = 0; l < g.leading; ++l) {
     const float* k_block = k + l * g.s * g.hd;
     const float* v_block = v + l * g.s * g.hd;
@@ -277,10 +284,11 @@ absl::Status RingAttention(const KernelContext& context) {
         o[i * width + g.hd] = kMaskedRowLse;
       }
       if (tile.chunks == 0) continue;
-      TileScores(g, tile, q + (l * g.rows + tile.first_row) * g.hd, k_block, &scores);
+      TileScores(g, tile, q + (l * g.rows + tile.first_row) * g.hd, k_block, scores);
       const int64_t columns = tile.chunks * ChunkLength(g);
+      float* const scratch = scores + tile.rows * columns;
       for (int64_t i = 0; i < tile.rows; ++i) {
-        float* p = scores.data() + i * columns;
+        float* p = scores + i * columns;
         const float max = *std::max_element(p, p + columns);
         float sum = 0;
         for (int64_t j = 0; j < columns; ++j) {
@@ -290,7 +298,7 @@ absl::Status RingAttention(const KernelContext& context) {
         for (int64_t j = 0; j < columns; ++j) p[j] /= sum;
         o[i * width + g.hd] = max + std::log(sum);
       }
-      AddTimesChunks(g, tile, scores.data(), columns, v_block, o, width, &scratch);
+      AddTimesChunks(g, tile, scores, columns, v_block, o, width, scratch);
     }
   }
   return absl::OkStatus();
@@ -315,7 +323,9 @@ absl::Status RingAttentionGrad(const KernelContext& context) {
   float* dx = context.outputs[0].As<float>();
   std::fill(dx, dx + context.outputs[0].NumElements(), 0.0f);
   const int64_t width = g.hd + 1;
-  std::vector<float> probs, dscores, scratch;
+  // The declared workspace (RingAttentionWorkspaceFloats): a tile's probabilities, their
+  // gradients, then the rows x hd or chunk x hd of one product.
+  std::vector<float> workspace(static_cast<size_t>(RingAttentionWorkspaceFloats(g.rows, g.s, g.hd, g.zigzag, true)));
   for (int64_t l = 0; l < g.leading; ++l) {
     const float* k_block = k + l * g.s * g.hd;
     const float* v_block = v + l * g.s * g.hd;
@@ -325,21 +335,23 @@ absl::Status RingAttentionGrad(const KernelContext& context) {
       const float* q_rows = q + row0 * g.hd;
       const float* dy = dout + row0 * width;
       const float* y = out + row0 * width;
-      TileScores(g, tile, q_rows, k_block, &probs);
       const int64_t columns = tile.chunks * ChunkLength(g);
+      float* const probs = workspace.data();
+      float* const dscores = probs + tile.rows * columns;
+      float* const scratch = dscores + tile.rows * columns;
+      TileScores(g, tile, q_rows, k_block, probs);
       for (int64_t i = 0; i < tile.rows; ++i) {
         const float lse = y[i * width + g.hd];
         for (int64_t j = 0; j < columns; ++j) probs[i * columns + j] = std::exp(probs[i * columns + j] - lse);
       }
       if (wrt == 2) {
-        AddTransposedTimes(g, tile, probs.data(), columns, dy, width, dx + l * g.s * g.hd, &scratch);
+        AddTransposedTimes(g, tile, probs, columns, dy, width, dx + l * g.s * g.hd, scratch);
         continue;
       }
       // dout . v^T over the chunks seen, then dscore in place.
-      dscores.resize(static_cast<size_t>(tile.rows * columns));
       for (int c = 0; c < tile.chunks; ++c) {
         Sgemm(false, true, tile.rows, ChunkLength(g), g.hd, dy, width, v_block + tile.key_chunk[c] * ChunkLength(g) * g.hd,
-              g.hd, dscores.data() + c * ChunkLength(g), columns);
+              g.hd, dscores + c * ChunkLength(g), columns);
       }
       for (int64_t i = 0; i < tile.rows; ++i) {
         const float shift = Dot(dy + i * width, y + i * width, g.hd) - dy[i * width + g.hd];
@@ -349,9 +361,9 @@ absl::Status RingAttentionGrad(const KernelContext& context) {
         }
       }
       if (wrt == 0) {
-        AddTimesChunks(g, tile, dscores.data(), columns, k_block, dx + row0 * g.hd, g.hd, &scratch);
+        AddTimesChunks(g, tile, dscores, columns, k_block, dx + row0 * g.hd, g.hd, scratch);
       } else {
-        AddTransposedTimes(g, tile, dscores.data(), columns, q_rows, g.hd, dx + l * g.s * g.hd, &scratch);
+        AddTransposedTimes(g, tile, dscores, columns, q_rows, g.hd, dx + l * g.s * g.hd, scratch);
       }
     }
   }

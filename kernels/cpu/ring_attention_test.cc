@@ -23,7 +23,7 @@
 namespace oneflow {
 namespace {
 
-constexpr int64_t kBatch = 2, kGroup = 2, kBlockLength = 4, kHeadDim = 3;
+constexpr int64_t kBatch = 2, kGroup = 2, kHeadDim = 3;
 constexpr double kScale = 0.45;
 
 // Deterministic values of both signs, different per tensor.
@@ -47,14 +47,14 @@ Dense Rotated(const Dense& x, int64_t blocks, int64_t step) {
   return out;
 }
 
-void ExpectRingEqualsCausalAttention(int64_t blocks, bool zigzag) {
-  SCOPED_TRACE(absl::StrCat(blocks, " blocks, ", zigzag ? "zig-zag" : "contiguous"));
+void ExpectRingEqualsCausalAttention(int64_t blocks, bool zigzag, int64_t block_length) {
+  SCOPED_TRACE(absl::StrCat(blocks, " blocks of ", block_length, ", ", zigzag ? "zig-zag" : "contiguous"));
   // q [b, blocks, group x s, hd]: a block's query rows are its s positions once per group
   // member (grouped-query attention); k, v [b, blocks, s, hd].
-  const Dense q = Values(Shape{kBatch, blocks, kGroup * kBlockLength, kHeadDim}, 1);
-  const Dense k = Values(Shape{kBatch, blocks, kBlockLength, kHeadDim}, 2);
-  const Dense v = Values(Shape{kBatch, blocks, kBlockLength, kHeadDim}, 3);
-  const int64_t rows = kGroup * kBlockLength;
+  const Dense q = Values(Shape{kBatch, blocks, kGroup * block_length, kHeadDim}, 1);
+  const Dense k = Values(Shape{kBatch, blocks, block_length, kHeadDim}, 2);
+  const Dense v = Values(Shape{kBatch, blocks, block_length, kHeadDim}, 3);
+  const int64_t rows = kGroup * block_length;
   auto at = [](const Dense& x, int64_t b, int64_t block, int64_t row, int64_t d) {
     return x.values[Ravel({b, block, row, d}, x.shape)];
   };
@@ -73,14 +73,14 @@ void ExpectRingEqualsCausalAttention(int64_t blocks, bool zigzag) {
   for (int64_t b = 0; b < kBatch; ++b) {
     for (int64_t r = 0; r < blocks; ++r) {
       for (int64_t i = 0; i < rows; ++i) {
-        const int64_t position = RingPosition(r, i % kBlockLength, kBlockLength, blocks, zigzag);
+        const int64_t position = RingPosition(r, i % block_length, block_length, blocks, zigzag);
         // Plain causal attention over every key block by logical positions.
         double most = -INFINITY;
         std::vector<double> scores;
         std::vector<std::pair<int64_t, int64_t>> keys;  // (block, index)
         for (int64_t j = 0; j < blocks; ++j) {
-          for (int64_t m = 0; m < kBlockLength; ++m) {
-            if (RingPosition(j, m, kBlockLength, blocks, zigzag) > position) continue;
+          for (int64_t m = 0; m < block_length; ++m) {
+            if (RingPosition(j, m, block_length, blocks, zigzag) > position) continue;
             double score = 0;
             for (int64_t d = 0; d < kHeadDim; ++d) score += at(q, b, r, i, d) * at(k, b, j, m, d);
             scores.push_back(kScale * score);
@@ -118,7 +118,18 @@ void ExpectRingEqualsCausalAttention(int64_t blocks, bool zigzag) {
 
 TEST(RingAttentionKernelTest, EveryStepMergedEqualsCausalAttentionOnEveryBlockSplit) {
   for (int64_t blocks : {2, 3, 4}) {
-    for (bool zigzag : {false, true}) ExpectRingEqualsCausalAttention(blocks, zigzag);
+    for (bool zigzag : {false, true}) ExpectRingEqualsCausalAttention(blocks, zigzag, /*block_length=*/4);
+  }
+}
+
+// Blocks longer than a tile: the kernel cuts each query chunk into tiles of
+// kRingRowsPerTile rows (its bounded workspace), contiguous into 5 tiles per leading index
+// (the last partial), zig-zag chunks of 67 rows into 64 + 3. A tile's rows at the wrong
+// positions (the causal triangle shifted) or a tile skipped changes the result.
+TEST(RingAttentionKernelTest, BlocksLongerThanATileEqualCausalAttention) {
+  const int64_t block_length = 2 * kRingRowsPerTile + 6;
+  for (int64_t blocks : {2, 3}) {
+    for (bool zigzag : {false, true}) ExpectRingEqualsCausalAttention(blocks, zigzag, block_length);
   }
 }
 

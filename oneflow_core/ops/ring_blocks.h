@@ -14,6 +14,7 @@
 #ifndef ONEFLOW_CORE_OPS_RING_BLOCKS_H_
 #define ONEFLOW_CORE_OPS_RING_BLOCKS_H_
 
+#include <algorithm>
 #include <cstdint>
 
 namespace oneflow {
@@ -58,6 +59,26 @@ inline int64_t RingTilesComputed(int64_t query_block, int64_t key_block, int64_t
     }
   }
   return tiles;
+}
+
+// Query rows one ring tile computes at once. The kernels' scratch (a tile's scores, and in
+// the gradient its probabilities and their gradient) is this many rows by at most one
+// block's keys, so it grows with S / blocks, not with its square (a tile of all of a
+// block's rows would hold group x (S / blocks)^2 scores).
+inline constexpr int64_t kRingRowsPerTile = 64;
+
+// Floats of scratch one act of ring_attention (grad = false) or ring_attention_grad
+// (grad = true) uses for q of `rows` rows per leading index, K/V blocks of `s` positions
+// and head dimension `hd`: the kernels allocate this once per act and carve their buffers
+// from it. A tile has at most kRingRowsPerTile rows of one query chunk (contiguous: all of a
+// leading index's rows) and sees at most s keys; the products P V and dscore K go through
+// a tile's rows x hd, those into the keys' and values' rows through a chunk x hd.
+inline int64_t RingAttentionWorkspaceFloats(int64_t rows, int64_t s, int64_t hd, bool zigzag, bool grad) {
+  const int64_t chunk_length = s / RingChunks(zigzag);
+  const int64_t tile_rows = std::min(kRingRowsPerTile, zigzag ? chunk_length : rows);
+  const int64_t scores = tile_rows * s;
+  if (!grad) return scores + tile_rows * hd;
+  return 2 * scores + std::max(tile_rows, chunk_length) * hd;
 }
 
 // The key block query block `query_block` holds at ring step `step`: (query_block - step)
