@@ -2,18 +2,17 @@
 // llama (the default) and gpt (--vocab_parallel_loss) at tp=2 and dp=2 x tp=2 follow one
 // device's curve within 1e-4 for 20 iterations, and the loss's boxings move rows, not
 // logits: counted on the plan with the whole-row loss and with the vocab-parallel one.
-#include <chrono>
 #include <map>
 #include <string>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
-#include "actors/runtime.h"
 #include "compiler/compiler.h"
 #include "examples/gpt/gpt_model.h"
 #include "examples/llama/llama_model.h"
 #include "gtest/gtest.h"
 #include "tests/loss_curves.h"
+#include "tests/plan_losses.h"
 
 namespace oneflow {
 namespace {
@@ -78,18 +77,8 @@ std::vector<double> Train(bool gpt, bool vocab_parallel, const Layout& l) {
   absl::StatusOr<proto::Plan> plan = CompileModel(gpt, vocab_parallel, l);
   EXPECT_TRUE(plan.ok()) << l.name << ": " << plan.status();
   if (!plan.ok()) return {};
-  actors::TrainOptions train;
-  train.node = -1;
-  train.iterations = kIterations;
-  train.progress_timeout = std::chrono::milliseconds(20000);
-  train.collective_timeout = absl::Seconds(20);
-  absl::StatusOr<actors::TrainResult> result = actors::TrainPlan(*plan, train);
-  EXPECT_TRUE(result.ok()) << l.name << ": " << result.status();
-  std::vector<double> losses;
-  if (result.ok()) {
-    for (const actors::IterationMetrics& m : result->iterations) losses.push_back(m.loss);
-  }
-  return losses;
+  const std::vector<float> losses = testing::TrainedLosses(*plan, kIterations);
+  return std::vector<double>(losses.begin(), losses.end());
 }
 
 // One device with the whole-row loss is the reference: the vocab-parallel loss is the
