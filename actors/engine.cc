@@ -12,6 +12,7 @@
 #include <mutex>
 #include <thread>
 
+#include "actors/thread_priority.h"
 #include "absl/container/flat_hash_map.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
@@ -89,6 +90,9 @@ struct ThreadRuntime {
   std::vector<int> actors;
   int device = 0;
   bool communication = false;
+  // Communication and transfer threads: they wait on peers and run ahead of compute
+  // threads (thread_priority.h).
+  bool waits_on_peers = false;
   std::string name;
   int64_t stream = 0;             // For a communication thread: the stream it issues.
   int64_t collective_cursor = 0;  // Position in its stream's collective sequence.
@@ -204,6 +208,7 @@ absl::Status Engine::Build(const BindFunction& bind) {
       threads_.back().index = static_cast<int>(threads_.size()) - 1;
       threads_.back().device = d;
       threads_.back().communication = communication;
+      threads_.back().waits_on_peers = communication;
       threads_.back().register_count = runtime.register_count;
       threads_.back().name =
           absl::StrCat("device ", device.device().node(), ":", device.device().device(), " ", what, " thread");
@@ -242,6 +247,7 @@ absl::Status Engine::Build(const BindFunction& bind) {
       actor.device = d;
       if (def.thread() == proto::THREAD_TRANSFER) {
         actor.thread = add_thread(false, absl::StrCat("transfer '", def.name(), "'"));
+        threads_[actor.thread].waits_on_peers = true;
       } else {
         actor.thread = runtime.compute_thread();
         if (def.thread() == proto::THREAD_COMMUNICATION) {
@@ -660,8 +666,21 @@ void Engine::Fail(absl::Status status) {
 }
 
 absl::StatusOr<EngineResult> Engine::Run() {
+  // Decided once, from the thread that starts the run; every worker sets its own.
+  const int base = ThisThreadNice();
+  const int levels = options_.communication_priority_levels;
+  const ThreadNiceValues nice =
+      ChooseThreadNiceValues(base, levels, MayRaiseThreadPriority(base, levels));
   std::vector<std::thread> workers;
-  for (size_t t = 0; t < threads_.size(); ++t) workers.emplace_back([this, t] { ThreadMain(static_cast<int>(t)); });
+  for (size_t t = 0; t < threads_.size(); ++t) {
+    const int wanted = threads_[t].waits_on_peers ? nice.communication : nice.compute;
+    workers.emplace_back([this, t, wanted, base] {
+      // A scheduling preference, not a condition of the run: a refusal leaves the
+      // thread at the base value.
+      if (wanted != base) (void)SetThisThreadNice(wanted);
+      ThreadMain(static_cast<int>(t));
+    });
+  }
   for (std::thread& worker : workers) worker.join();
   if (!error_.ok()) return error_;
   if (options_.on_finished) {

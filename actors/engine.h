@@ -38,6 +38,7 @@
 #include <string>
 #include <vector>
 
+#include "actors/thread_priority.h"
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "proto/plan.pb.h"
@@ -92,6 +93,10 @@ struct EngineOptions {
   std::chrono::milliseconds progress_timeout{30000};
   // Records every act (for --trace and the flow-control tests).
   bool record_acts = false;
+  // Nice levels by which communication and transfer threads lead the compute threads
+  // (actors/thread_priority.h); 0: every thread at the nice value of the thread that
+  // calls RunEngine.
+  int communication_priority_levels = kCommunicationPriorityLevels;
   // Progress reports, from the thread that made the progress: the device (plan.devices()
   // index) completed its `completed`-th collective, counted over all its streams (with
   // one stream its last completed collective sequence number is completed - 1), or its

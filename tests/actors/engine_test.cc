@@ -2,8 +2,10 @@
 
 #include <map>
 #include <mutex>
+#include <set>
 #include <thread>
 
+#include "actors/thread_priority.h"
 #include "compiler/compiler.h"
 #include "gtest/gtest.h"
 #include "tests/mlp_plan.h"
@@ -197,6 +199,53 @@ TEST(EngineTest, MicroBatchesMapActCountsOnEveryEdge) {
     }
   }
   EXPECT_GT(checked_edges, 0);
+}
+
+// Each actor's act records the nice value of the thread it runs on, by the thread kind
+// its ActorDef names.
+struct NiceByThreadKind {
+  std::mutex mutex;
+  std::set<int> compute;
+  std::set<int> communication;
+};
+
+BindFunction RecordNice(NiceByThreadKind* seen) {
+  return [seen](const ActorBinding& binding) -> absl::StatusOr<ActFunction> {
+    const bool collective = binding.actor->thread() == proto::THREAD_COMMUNICATION;
+    return ActFunction([seen, collective](int64_t, const ActContext&) {
+      const int nice = ThisThreadNice();
+      std::lock_guard<std::mutex> lock(seen->mutex);
+      (collective ? seen->communication : seen->compute).insert(nice);
+      return absl::OkStatus();
+    });
+  };
+}
+
+TEST(EngineTest, CommunicationThreadsRunTenNiceLevelsAheadOfComputeThreads) {
+  const proto::Plan plan = MlpPlan(2, 2, 2);
+  int collectives = 0;
+  for (const proto::ActorDef& actor : plan.devices(0).actors()) collectives += actor.thread() == proto::THREAD_COMMUNICATION;
+  ASSERT_GT(collectives, 0);
+  const int base = ThisThreadNice();
+  EngineOptions options;
+  options.iterations = 2;
+  NiceByThreadKind seen;
+  ASSERT_TRUE(RunEngine(plan, RecordNice(&seen), options).ok());
+  // One value per kind: every compute thread alike, every communication thread alike,
+  // the communication threads kCommunicationPriorityLevels ahead (as root they are raised;
+  // otherwise the compute threads are lowered).
+  ASSERT_EQ(seen.compute.size(), 1u);
+  ASSERT_EQ(seen.communication.size(), 1u);
+  EXPECT_EQ(*seen.compute.begin() - *seen.communication.begin(), kCommunicationPriorityLevels);
+  EXPECT_TRUE(*seen.compute.begin() == base || *seen.communication.begin() == base);
+  EXPECT_EQ(ThisThreadNice(), base);  // the calling thread is left as it was
+
+  // Off: every thread at the caller's value.
+  options.communication_priority_levels = 0;
+  NiceByThreadKind off;
+  ASSERT_TRUE(RunEngine(plan, RecordNice(&off), options).ok());
+  EXPECT_EQ(off.compute, std::set<int>{base});
+  EXPECT_EQ(off.communication, std::set<int>{base});
 }
 
 }  // namespace

@@ -1,0 +1,55 @@
+// Communication threads get a core before compute threads.
+//
+// A device's compute thread is busy for most of a step; its communication threads
+// mostly wait, and when a message arrives (a TCP segment for UCX or Gloo, a peer thread's
+// hand-off in process) the transfer goes on only once the waiting thread runs again. On
+// a host with fewer cores than busy compute threads, a woken communication thread of
+// equal priority waits for its fair share behind them, and a cross-node bucket then moves
+// at the pace of the scheduler rather than the link: bench/distributed/wire_bench.sh
+// measured a 3.4 MiB all-reduce over 3 emulated hosts at 1 Gbit/s 3.4x slower with two
+// busy threads per process beside it than alone, and 2.0-2.4x faster again when the
+// communication threads ran 10 nice levels above them (docs/benchmarks.md, "Where the 851
+// ms go"). Communication threads spin at most briefly and then block
+// (oneflow_core/comm/ucx/exchange.h; in-process groups wait on condition variables), so a
+// higher priority gives them latency, not a bigger share of the CPU.
+//
+// Linux applies nice values per thread (setpriority(PRIO_PROCESS, tid)). Raising a
+// thread above its process's nice needs CAP_SYS_NICE or RLIMIT_NICE; lowering one is
+// always allowed. So when this process may raise priority the communication threads go
+// `levels` below the run's base nice value, and otherwise the compute threads go
+// `levels` above it: either way communication leads compute by `levels`.
+#ifndef ACTORS_THREAD_PRIORITY_H_
+#define ACTORS_THREAD_PRIORITY_H_
+
+#include "absl/status/status.h"
+
+namespace oneflow::actors {
+
+// Nice levels between the communication threads and the compute threads of a run by
+// default (EngineOptions::communication_priority_levels): a weight ratio of about 9
+// (the kernel's sched_prio_to_weight table: nice 0 is 1024, nice -10 is 9548).
+constexpr int kCommunicationPriorityLevels = 10;
+
+struct ThreadNiceValues {
+  int compute = 0;
+  int communication = 0;
+};
+
+// The nice values of a run's threads from the base (the nice value of the thread that
+// starts the run) and the lead: communication at base - levels when `may_raise`, else
+// compute at base + levels; clamped to Linux's range [-20, 19]. levels <= 0: both base.
+ThreadNiceValues ChooseThreadNiceValues(int base, int levels, bool may_raise);
+
+// The calling thread's nice value.
+int ThisThreadNice();
+
+// Whether this process may give a thread a nice value below `base` (tried on the calling
+// thread and undone: raising the nice value back is always allowed).
+bool MayRaiseThreadPriority(int base, int levels);
+
+// Sets the calling thread's nice value; the error names errno's text.
+absl::Status SetThisThreadNice(int nice);
+
+}  // namespace oneflow::actors
+
+#endif  // ACTORS_THREAD_PRIORITY_H_
