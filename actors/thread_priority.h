@@ -7,7 +7,7 @@
 // equal priority waits for its fair share behind them, and a cross-node bucket then moves
 // at the pace of the scheduler rather than the link: bench/distributed/wire_bench.sh
 // measured a 3.4 MiB all-reduce over 3 emulated hosts at 1 Gbit/s 3.4x slower with two
-// busy threads per process beside it than alone, and 2.0-2.4x faster again when the
+// busy threads per process beside it than alone, and 2.1-2.5x faster again when the
 // communication threads ran 10 nice levels above them (docs/benchmarks.md, "Where the 851
 // ms go"). Communication threads spin at most briefly and then block
 // (oneflow_core/comm/ucx/exchange.h; in-process groups wait on condition variables), so a
