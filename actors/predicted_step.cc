@@ -15,6 +15,7 @@ std::string PredictedStepLine(const proto::Plan& plan, const MeasuredStep& measu
     const proto::AutoParallelHostTerms& host = decision.host_terms();
     terms = absl::StrFormat("act %.3g us, collective call %.3g us, %d host cores", 1e6 * host.act_seconds(),
                             1e6 * host.collective_call_seconds(), host.host_cores());
+    if (host.host_core_share() > 0) absl::StrAppendFormat(&terms, ", core share %.3g", host.host_core_share());
   }
   const double measured_ms = measured.mean_ms();
   return absl::StrFormat(

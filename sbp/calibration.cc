@@ -136,10 +136,14 @@ absl::Status ParseHost(const Members& members, Calibration* calibration) {
       if (!number.ok()) return number.status();
       (key == "act_seconds" ? measurement.act_seconds : measurement.collective_call_seconds) = *number;
       (key == "act_seconds" ? has_act : has_call) = true;
+    } else if (key == "core_share") {
+      absl::StatusOr<double> number = Number(key, value, /*zero_allowed=*/false);
+      if (!number.ok()) return number.status();
+      measurement.core_share = *number;
     } else if (key == "method") {
       measurement.method = value.text;
     } else {
-      return UnknownKey(key, "host, devices, act_seconds, collective_call_seconds, cores, method");
+      return UnknownKey(key, "host, devices, act_seconds, collective_call_seconds, cores, core_share, method");
     }
   }
   if (measurement.devices == 0) return Missing("devices");
@@ -159,10 +163,12 @@ absl::Status ParseHost(const Members& members, Calibration* calibration) {
 }  // namespace
 
 std::string HostMeasurementLine(const HostMeasurement& measurement) {
+  const std::string share =
+      measurement.core_share > 0 ? absl::StrFormat("\"core_share\": %.6g, ", measurement.core_share) : std::string();
   return absl::StrFormat(
       "{\"host\": \"in_process\", \"devices\": %d, \"act_seconds\": %.6g, \"collective_call_seconds\": %.6g, "
-      "\"cores\": %d, \"method\": \"%s\"}",
-      measurement.devices, measurement.act_seconds, measurement.collective_call_seconds, measurement.cores,
+      "\"cores\": %d, %s\"method\": \"%s\"}",
+      measurement.devices, measurement.act_seconds, measurement.collective_call_seconds, measurement.cores, share,
       measurement.method);
 }
 

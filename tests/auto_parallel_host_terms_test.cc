@@ -75,6 +75,32 @@ TEST(AutoParallelHostTermsTest, ActSecondsTimesTheActsJoinThePredictedStep) {
   EXPECT_FALSE(plain->plan.auto_parallel().has_host_terms());
 }
 
+// A line with the share of the cores the process obtained (`oneflow calibrate` measures it
+// with the act-count probe): on one device of a one-core host the iteration is its compute
+// over that share, so a quarter of a core makes the predicted step exactly 4 times the one
+// the same line without the share gives; the record and inspect carry the share.
+TEST(AutoParallelHostTermsTest, TheCoreShareDividesTheDevicesCompute) {
+  HostMeasurement whole_core{1, 0, 0, 1, "test"};
+  HostMeasurement quarter = whole_core;
+  quarter.core_share = 0.25;
+  absl::StatusOr<examples::AutoParallelResult> alone =
+      Search(1, WriteFile("whole.jsonl", absl::StrCat(kCodecLine, "\n", HostMeasurementLine(whole_core), "\n")));
+  const std::string file = WriteFile("quarter.jsonl", absl::StrCat(kCodecLine, "\n", HostMeasurementLine(quarter), "\n"));
+  absl::StatusOr<examples::AutoParallelResult> shared = Search(1, file);
+  ASSERT_TRUE(alone.ok()) << alone.status();
+  ASSERT_TRUE(shared.ok()) << shared.status();
+  const double alone_step = auto_parallel::StepSeconds(alone->plan.auto_parallel().chosen());
+  ASSERT_GT(alone_step, 0);
+  EXPECT_NEAR(auto_parallel::StepSeconds(shared->plan.auto_parallel().chosen()) / alone_step, 4.0, 1e-9);
+  EXPECT_EQ(alone->plan.auto_parallel().host_terms().host_core_share(), 0);
+  EXPECT_EQ(shared->plan.auto_parallel().host_terms().host_core_share(), 0.25);
+  absl::StatusOr<std::string> text = cli::InspectPlan(shared->plan, {cli::InspectFormat::kText});
+  ASSERT_TRUE(text.ok()) << text.status();
+  EXPECT_TRUE(absl::StrContains(*text, "    host terms: act 0 us, collective call 0 us, 1 host cores, core share 0.25 "
+                                       "(measured for 1 devices,"))
+      << *text;
+}
+
 // The line measured for the cluster's device count, else the nearest (a tie: the larger);
 // `oneflow inspect` names the terms, the count and the file.
 TEST(AutoParallelHostTermsTest, TheLineNearestTheClusterIsUsedAndShown) {

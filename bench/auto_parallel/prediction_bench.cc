@@ -12,9 +12,11 @@
 // tools/cli/host_calibration.h measured in this process before the sweep, the
 // compute rates scaled to the model's own kernels by the CPU time of one 1-device run of
 // it ({"bench":"auto_parallel_model_rates",...}), and the act cost and the share of the
-// cores the process obtains from two runs of it on every device, with one and two
-// micro-batches ({"bench":"auto_parallel_shared_host",...}, SharedHostTermsOf in
-// compiler/auto_parallel/host_terms.h). The summary names the host's cores and load.
+// cores the process obtains fitted to runs of it on every device with 1, 2 (and 4)
+// micro-batches ({"bench":"auto_parallel_shared_host",...}, FitSharedHostTerms in
+// compiler/auto_parallel/host_terms.h). A third model, "probe", prices with the host terms
+// `oneflow calibrate` writes (its own act-count probe) in place of the model's references.
+// The summary names the host's cores and load.
 // The goals (issue 26): median |error| <= 15%, Spearman rank correlation >= 0.9.
 //
 // Layouts: the search's ranking (calibrated model) of every layout of the cluster, its
@@ -36,6 +38,8 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/escaping.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
 #include "actors/runtime.h"
 #include "compiler/auto_parallel/act_count.h"
@@ -131,6 +135,10 @@ struct Measured {
   // host's cores, which other programs' load does not stretch (spin-waits count).
   double cpu_ms = 0;
   int64_t acts_per_iteration = 0;  // every device's, from the plan
+  // Means over the timed iterations: the shared-host fit's samples (a mean of several
+  // iterations, not the one fastest, whose CPU time may be another iteration's spinning).
+  double mean_cpu_ms = 0;
+  double mean_step_ms = 0;
 };
 
 // Builds, compiles and trains `layout`; the fastest of the timed iterations.
@@ -152,11 +160,19 @@ absl::StatusOr<Measured> Measure(const examples::GptConfig& config, int64_t devi
   OF_ASSIGN_OR_RETURN(const actors::TrainResult result, actors::TrainPlan(plan, train));
   Measured measured;
   measured.step_ms = 1e300;
+  int64_t timed = 0;
   for (const actors::IterationMetrics& metrics : result.iterations) {
     const size_t i = static_cast<size_t>(metrics.iteration);
-    if (i < 2 || metrics.step_ms >= measured.step_ms) continue;
+    if (i < 2) continue;
+    measured.mean_step_ms += metrics.step_ms;
+    ++timed;
+    if (metrics.step_ms >= measured.step_ms) continue;
     measured.step_ms = metrics.step_ms;
     if (i < cpu_at_end.size()) measured.cpu_ms = 1e3 * (cpu_at_end[i] - cpu_at_end[i - 1]);
+  }
+  if (timed > 0) measured.mean_step_ms /= static_cast<double>(timed);
+  if (cpu_at_end.size() > 2) {
+    measured.mean_cpu_ms = 1e3 * (cpu_at_end.back() - cpu_at_end[1]) / static_cast<double>(cpu_at_end.size() - 2);
   }
   for (const proto::DevicePlan& device : plan.devices()) {
     for (const proto::ActorDef& actor : device.actors()) {
@@ -176,6 +192,9 @@ struct Row {
   // every device's compute (acts included) in turn, compared with measured_cpu_ms: the
   // model's work terms without the share of the cores other programs leave this process.
   double predicted_cpu_ms = 0;
+  // Priced with the host terms `oneflow calibrate` writes (its act-count probe) instead of
+  // the model's own references.
+  double probe_ms = 0;
 };
 
 absl::Status RunCluster(const examples::GptConfig& config, int64_t devices) {
@@ -254,48 +273,91 @@ absl::Status RunCluster(const examples::GptConfig& config, int64_t devices) {
     std::fflush(stdout);
     return scaled;
   };
-  // The host shared by every device: one layout of the model on all of them, trained like
-  // the sweep's with one micro-batch and with two (the same kernels, more acts): the CPU
-  // time the second adds per act it adds is the act's cost when devices take turns on the
-  // cores (threads sleep and wake, caches go cold: far above the act probe's, whose
-  // nanosecond kernels keep every thread spinning); CPU over wall time the share of the
-  // cores the process obtains (auto_parallel::SharedHostTermsOf). The layout: the most
-  // data parallelism that leaves 2 rows per replica, the rest pipeline stages. A profile
-  // of one layout, like the 1-device one.
-  proto::AutoParallelLayout shared_one = single;
-  for (int64_t dp = devices; dp >= 1; --dp) {
-    if (devices % dp == 0 && config.batch % (2 * dp) == 0 && devices / dp <= profile.stageable_units) {
-      shared_one.set_dp(dp);
-      shared_one.set_pp(devices / dp);
+  // The host shared by every device: layouts of the model on all of them, each trained
+  // like the sweep's with every micro-batch count its replicas' rows allow (the same
+  // kernels in more acts), and auto_parallel::FitSharedHostTerms over them: the act cost
+  // the median slope of CPU time over acts among runs of one layout (threads sleep and
+  // wake, caches go cold: far above the cost of an act of nanosecond kernels), the share
+  // of the cores the process obtains CPU over wall time. The layouts: the most data
+  // parallelism that leaves 2 rows per replica (the rest pipeline stages), and half that
+  // (4 rows per replica: 1, 2 and 4 micro-batches). Profiles of a few layouts, like the
+  // 1-device one; a run is the mean of its timed iterations, and each keeps its least CPU
+  // time of the rounds. (Two runs alone, 1 and 2 micro-batches of the first layout, gave an
+  // act cost of 0 on 4 devices where the run with fewer acts spun longer: run 11 of
+  // docs/auto_parallel.md.)
+  struct Reference {
+    proto::AutoParallelLayout layout;
+    int64_t group = 0;
+    Measured least;
+    bool measured = false;
+  };
+  std::vector<Reference> references;
+  for (int64_t rows : {2, 4}) {
+    for (int64_t dp = devices; dp >= 1; --dp) {
+      if (devices % dp != 0 || config.batch % (rows * dp) != 0 || devices / dp > profile.stageable_units) continue;
+      for (int64_t micro_batches = 1; micro_batches <= rows; micro_batches *= 2) {
+        Reference reference;
+        reference.layout = single;
+        reference.layout.set_dp(dp);
+        reference.layout.set_pp(devices / dp);
+        reference.layout.set_micro_batches(micro_batches);
+        reference.group = rows;
+        bool known = false;
+        for (const Reference& other : references) {
+          known = known || other.layout.SerializeAsString() == reference.layout.SerializeAsString();
+        }
+        if (!known) references.push_back(reference);
+      }
       break;
     }
   }
-  proto::AutoParallelLayout shared_two = shared_one;
-  shared_two.set_micro_batches(2);
-  auto with_shared_host_of = [&](const auto_parallel::SearchOptions& scaled, const Measured& one, const Measured& two,
+  auto measure_references = [&]() {
+    for (Reference& reference : references) {
+      absl::StatusOr<Measured> run = Measure(config, devices, reference.layout);
+      if (!run.ok()) continue;
+      if (!reference.measured || run->mean_cpu_ms < reference.least.mean_cpu_ms) reference.least = *run;
+      reference.measured = true;
+    }
+  };
+  auto with_shared_host_of = [&](const auto_parallel::SearchOptions& scaled,
                                  int64_t round) -> absl::StatusOr<auto_parallel::SearchOptions> {
+    std::vector<auto_parallel::RunSample> samples;
+    std::vector<std::string> runs;
+    for (const Reference& reference : references) {
+      if (!reference.measured) continue;
+      samples.push_back({reference.least.mean_cpu_ms / 1e3, reference.least.mean_step_ms / 1e3,
+                         reference.least.acts_per_iteration, reference.group});
+      runs.push_back(absl::StrFormat(
+          "{\"layout\":\"%s\",\"measured_ms\":%.4f,\"measured_cpu_ms\":%.4f,\"acts_per_iteration\":%d}",
+          LayoutName(reference.layout), reference.least.mean_step_ms, reference.least.mean_cpu_ms,
+          reference.least.acts_per_iteration));
+    }
     OF_ASSIGN_OR_RETURN(const auto_parallel::SharedHostTerms terms,
-                        auto_parallel::SharedHostTermsOf({one.cpu_ms / 1e3, one.step_ms / 1e3, one.acts_per_iteration},
-                                                         {two.cpu_ms / 1e3, two.step_ms / 1e3, two.acts_per_iteration},
-                                                         scaled.price.host_cores));
+                        auto_parallel::FitSharedHostTerms(samples, scaled.price.host_cores));
     auto_parallel::SearchOptions shared = scaled;
     shared.price.act_seconds = terms.act_seconds;
     shared.price.host_core_share = terms.host_core_share;
     std::printf(
-        "{\"bench\":\"auto_parallel_shared_host\",\"devices\":%lld,\"after_round\":%lld,\"reference\":\"%s\","
-        "\"measured_ms\":[%.4f,%.4f],\"measured_cpu_ms\":[%.4f,%.4f],\"acts_per_iteration\":[%lld,%lld],"
-        "\"act_seconds\":%.4g,\"host_core_share\":%.3f}\n",
-        static_cast<long long>(devices), static_cast<long long>(round), LayoutName(shared_one).c_str(), one.step_ms,
-        two.step_ms, one.cpu_ms, two.cpu_ms, static_cast<long long>(one.acts_per_iteration),
-        static_cast<long long>(two.acts_per_iteration), terms.act_seconds, terms.host_core_share);
+        "{\"bench\":\"auto_parallel_shared_host\",\"devices\":%lld,\"after_round\":%lld,\"references\":[%s],"
+        "\"act_seconds\":%.4g,\"host_core_share\":%.3f,\"slopes\":%lld}\n",
+        static_cast<long long>(devices), static_cast<long long>(round), absl::StrJoin(runs, ",").c_str(),
+        terms.act_seconds, terms.host_core_share, static_cast<long long>(terms.slopes));
     std::fflush(stdout);
     return shared;
   };
+  // What `oneflow calibrate` writes for this host (its act-count probe, a small gpt of its
+  // own: tools/cli/host_calibration.h) priced beside the model's own references: the
+  // "probe" columns of the summary.
+  auto with_probe_terms = [&](const auto_parallel::SearchOptions& scaled) {
+    auto_parallel::SearchOptions probe = scaled;
+    probe.price.act_seconds = calibration.runtime.measurement.act_seconds;
+    probe.price.host_core_share = calibration.runtime.measurement.core_share;
+    return probe;
+  };
   OF_ASSIGN_OR_RETURN(Measured one_device, Measure(config, 1, single));
-  OF_ASSIGN_OR_RETURN(Measured shared_one_run, Measure(config, devices, shared_one));
-  OF_ASSIGN_OR_RETURN(Measured shared_two_run, Measure(config, devices, shared_two));
+  measure_references();
   OF_ASSIGN_OR_RETURN(const auto_parallel::SearchOptions preliminary,
-                      with_shared_host_of(with_rates_of(one_device, 0), shared_one_run, shared_two_run, 0));
+                      with_shared_host_of(with_rates_of(one_device, 0), 0));
 
   OF_ASSIGN_OR_RETURN(const auto_parallel::SearchResult ranking, auto_parallel::Search(profile, preliminary));
   // The top 3 and evenly spaced ranks over the rest.
@@ -315,10 +377,7 @@ absl::Status RunCluster(const examples::GptConfig& config, int64_t devices) {
     if (round > 0) {
       absl::StatusOr<Measured> again = Measure(config, 1, single);
       if (again.ok() && again->cpu_ms < one_device.cpu_ms) one_device = *again;
-      again = Measure(config, devices, shared_one);
-      if (again.ok() && again->step_ms < shared_one_run.step_ms) shared_one_run = *again;
-      again = Measure(config, devices, shared_two);
-      if (again.ok() && again->step_ms < shared_two_run.step_ms) shared_two_run = *again;
+      measure_references();
     }
     for (size_t p = 0; p < picks.size(); ++p) {
       absl::StatusOr<Measured> measured = Measure(config, devices, ranking.fitting[picks[p]].layout());
@@ -329,10 +388,10 @@ absl::Status RunCluster(const examples::GptConfig& config, int64_t devices) {
       }
     }
   }
-  OF_ASSIGN_OR_RETURN(
-      const auto_parallel::SearchOptions final_options,
-      with_shared_host_of(with_rates_of(one_device, absl::GetFlag(FLAGS_rounds)), shared_one_run, shared_two_run,
-                          absl::GetFlag(FLAGS_rounds)));
+  const auto_parallel::SearchOptions final_rates = with_rates_of(one_device, absl::GetFlag(FLAGS_rounds));
+  OF_ASSIGN_OR_RETURN(const auto_parallel::SearchOptions final_options,
+                      with_shared_host_of(final_rates, absl::GetFlag(FLAGS_rounds)));
+  const auto_parallel::SearchOptions probe_options = with_probe_terms(final_rates);
   std::vector<Row> rows;
   const Row* chosen = nullptr;  // the measured layout the final model predicts fastest
   for (size_t p = 0; p < picks.size(); ++p) {
@@ -361,25 +420,27 @@ absl::Status RunCluster(const examples::GptConfig& config, int64_t devices) {
                         auto_parallel::PriceLayout(profile, no_call, layout));
     OF_ASSIGN_OR_RETURN(const proto::AutoParallelPrediction demand,
                         auto_parallel::PriceLayout(profile, one_core, layout));
-    Row row{layout, 1e3 * StepSeconds(after), 1e3 * StepSeconds(before), measured->step_ms, measured->cpu_ms,
-            1e3 * StepSeconds(demand)};
+    OF_ASSIGN_OR_RETURN(const proto::AutoParallelPrediction probed,
+                        auto_parallel::PriceLayout(profile, probe_options.price, layout));
+    Row row{layout,           1e3 * StepSeconds(after),  1e3 * StepSeconds(before), measured->step_ms,
+            measured->cpu_ms, 1e3 * StepSeconds(demand), 1e3 * StepSeconds(probed)};
     std::printf(
         "{\"bench\":\"auto_parallel_prediction\",\"model\":\"gpt\",\"devices\":%lld,\"search_rank\":%lld,"
         "\"layout\":\"%s\",\"predicted_ms\":%.4f,\"predicted_compute_ms\":%.4f,\"predicted_communication_ms\":%.4f,"
         "\"predicted_bubble_ms\":%.4f,\"measured_ms\":%.4f,\"measured_cpu_ms\":%.4f,\"measured_over_predicted\":%.3f,"
         "\"uncalibrated_predicted_ms\":%.4f,\"measured_over_uncalibrated\":%.3f,\"acts_per_iteration\":%lld,"
-        "\"predicted_cpu_ms\":%.4f,\"predicted_without_call_cost_ms\":%.4f}\n",
+        "\"predicted_cpu_ms\":%.4f,\"predicted_without_call_cost_ms\":%.4f,\"probe_predicted_ms\":%.4f}\n",
         static_cast<long long>(devices), static_cast<long long>(index + 1), LayoutName(layout).c_str(),
         row.predicted_ms, 1e3 * after.compute_seconds(), 1e3 * after.exposed_communication_seconds(),
         1e3 * after.bubble_seconds(), row.measured_ms, row.measured_cpu_ms, row.measured_ms / row.predicted_ms, row.uncalibrated_ms,
         row.measured_ms / row.uncalibrated_ms, static_cast<long long>(measured->acts_per_iteration),
-        row.predicted_cpu_ms, 1e3 * StepSeconds(without_calls));
+        row.predicted_cpu_ms, 1e3 * StepSeconds(without_calls), row.probe_ms);
     std::fflush(stdout);
     rows.push_back(row);
   }
   if (rows.size() < 3) return absl::InternalError(absl::StrCat(devices, " devices: fewer than 3 layouts ran"));
   std::vector<double> predicted, uncalibrated_predicted, measured, errors, uncalibrated_errors;
-  std::vector<double> predicted_cpu, measured_cpu, cpu_errors;
+  std::vector<double> predicted_cpu, measured_cpu, cpu_errors, probe_predicted, probe_errors;
   const Row* best = &rows.front();
   for (const Row& row : rows) {
     predicted.push_back(row.predicted_ms);
@@ -390,6 +451,8 @@ absl::Status RunCluster(const examples::GptConfig& config, int64_t devices) {
     predicted_cpu.push_back(row.predicted_cpu_ms);
     measured_cpu.push_back(row.measured_cpu_ms);
     cpu_errors.push_back(std::abs(row.predicted_cpu_ms - row.measured_cpu_ms) / std::max(1e-9, row.measured_cpu_ms));
+    probe_predicted.push_back(row.probe_ms);
+    probe_errors.push_back(std::abs(row.probe_ms - row.measured_ms) / row.measured_ms);
     if (row.measured_ms < best->measured_ms) best = &row;
   }
   for (const Row& row : rows) {
@@ -403,14 +466,15 @@ absl::Status RunCluster(const examples::GptConfig& config, int64_t devices) {
       "\"median_abs_error\":%.4f,\"spearman\":%.4f,\"uncalibrated_median_abs_error\":%.4f,"
       "\"uncalibrated_spearman\":%.4f,\"goal_median_abs_error\":0.15,\"goal_spearman\":0.9,"
       "\"chosen\":\"%s\",\"chosen_measured_ms\":%.4f,\"best_measured\":\"%s\",\"best_measured_ms\":%.4f,"
-      "\"chosen_over_best\":%.3f,\"cpu_median_abs_error\":%.4f,\"cpu_spearman\":%.4f,\"host_cores\":%lld,"
-      "\"loadavg_1min\":%.2f}\n",
+      "\"chosen_over_best\":%.3f,\"cpu_median_abs_error\":%.4f,\"cpu_spearman\":%.4f,"
+      "\"probe_median_abs_error\":%.4f,\"probe_spearman\":%.4f,\"host_cores\":%lld,\"loadavg_1min\":%.2f}\n",
       static_cast<long long>(config.layers), static_cast<long long>(config.hidden),
       static_cast<long long>(config.seq), static_cast<long long>(config.batch), static_cast<long long>(devices),
       static_cast<long long>(total), rows.size(), Median(errors), Spearman(predicted, measured),
       Median(uncalibrated_errors), Spearman(uncalibrated_predicted, measured), LayoutName(chosen->layout).c_str(),
       chosen->measured_ms, LayoutName(best->layout).c_str(), best->measured_ms, chosen->measured_ms / best->measured_ms,
-      Median(cpu_errors), Spearman(predicted_cpu, measured_cpu), static_cast<long long>(calibration.runtime.measurement.cores),
+      Median(cpu_errors), Spearman(predicted_cpu, measured_cpu), Median(probe_errors),
+      Spearman(probe_predicted, measured), static_cast<long long>(calibration.runtime.measurement.cores),
       load[0]);
   std::fflush(stdout);
   return absl::OkStatus();

@@ -7,24 +7,38 @@
 
 namespace oneflow::auto_parallel {
 
-absl::StatusOr<SharedHostTerms> SharedHostTermsOf(const RunSample& fewer, const RunSample& more, int64_t host_cores) {
-  for (const RunSample* run : {&fewer, &more}) {
-    if (!(run->cpu_seconds > 0) || !(run->wall_seconds > 0)) {
+absl::StatusOr<SharedHostTerms> FitSharedHostTerms(const std::vector<RunSample>& runs, int64_t host_cores) {
+  double cpu = 0, wall = 0;
+  for (const RunSample& run : runs) {
+    if (!(run.cpu_seconds > 0) || !(run.wall_seconds > 0)) {
       return absl::InvalidArgumentError(absl::StrFormat(
-          "shared-host terms need positive CPU and wall times, not %g s of CPU in a %g s step", run->cpu_seconds,
-          run->wall_seconds));
+          "shared-host terms need positive CPU and wall times, not %g s of CPU in a %g s step", run.cpu_seconds,
+          run.wall_seconds));
+    }
+    cpu += run.cpu_seconds;
+    wall += run.wall_seconds;
+  }
+  if (host_cores < 1) {
+    return absl::InvalidArgumentError(absl::StrFormat("shared-host terms need host cores >= 1, not %d", host_cores));
+  }
+  std::vector<double> slopes;
+  for (size_t i = 0; i < runs.size(); ++i) {
+    for (size_t j = i + 1; j < runs.size(); ++j) {
+      if (runs[i].reference != runs[j].reference || runs[i].acts == runs[j].acts) continue;
+      slopes.push_back((runs[j].cpu_seconds - runs[i].cpu_seconds) / static_cast<double>(runs[j].acts - runs[i].acts));
     }
   }
-  if (more.acts <= fewer.acts || host_cores < 1) {
+  if (slopes.empty()) {
     return absl::InvalidArgumentError(absl::StrFormat(
-        "shared-host terms need a second run with more acts (%d, not above %d) and host cores >= 1 (%d)", more.acts,
-        fewer.acts, host_cores));
+        "shared-host terms need two runs of one reference with other act counts; %d runs give none", runs.size()));
   }
+  std::sort(slopes.begin(), slopes.end());
+  const size_t n = slopes.size();
+  const double median = n % 2 == 1 ? slopes[n / 2] : 0.5 * (slopes[n / 2 - 1] + slopes[n / 2]);
   SharedHostTerms terms;
-  terms.act_seconds =
-      std::max(0.0, more.cpu_seconds - fewer.cpu_seconds) / static_cast<double>(more.acts - fewer.acts);
-  terms.host_core_share = std::clamp((fewer.cpu_seconds + more.cpu_seconds) / (fewer.wall_seconds + more.wall_seconds),
-                                     1e-3, static_cast<double>(host_cores));
+  terms.act_seconds = std::max(0.0, median);
+  terms.host_core_share = std::clamp(cpu / wall, 1e-3, static_cast<double>(host_cores));
+  terms.slopes = static_cast<int64_t>(n);
   return terms;
 }
 
@@ -32,6 +46,7 @@ void ApplyHostMeasurement(const HostMeasurement& measurement, PriceOptions* opti
   options->act_seconds = measurement.act_seconds;
   options->collective_call_seconds = measurement.collective_call_seconds;
   options->host_cores = measurement.cores;
+  options->host_core_share = measurement.core_share;
 }
 
 std::optional<proto::AutoParallelHostTerms> HostTermsFor(const Calibration& calibration, int64_t devices,
@@ -42,6 +57,7 @@ std::optional<proto::AutoParallelHostTerms> HostTermsFor(const Calibration& cali
   terms.set_act_seconds(nearest->act_seconds);
   terms.set_collective_call_seconds(nearest->collective_call_seconds);
   terms.set_host_cores(nearest->cores);
+  terms.set_host_core_share(nearest->core_share);
   terms.set_measured_devices(nearest->devices);
   terms.set_calibration_file(file);
   return terms;
@@ -51,13 +67,16 @@ void ApplyHostTerms(const proto::AutoParallelHostTerms& terms, PriceOptions* opt
   options->act_seconds = terms.act_seconds();
   options->collective_call_seconds = terms.collective_call_seconds();
   options->host_cores = terms.host_cores();
+  options->host_core_share = terms.host_core_share();
 }
 
 std::string HostTermsText(const proto::AutoParallelDecision& decision) {
   if (!decision.has_host_terms()) return "none: acts free, every device its own core";
   const proto::AutoParallelHostTerms& terms = decision.host_terms();
-  return absl::StrFormat("act %.3g us, collective call %.3g us, %d host cores (measured for %d devices, %s)",
-                         terms.act_seconds() * 1e6, terms.collective_call_seconds() * 1e6, terms.host_cores(),
+  const std::string share =
+      terms.host_core_share() > 0 ? absl::StrFormat(", core share %.3g", terms.host_core_share()) : std::string();
+  return absl::StrFormat("act %.3g us, collective call %.3g us, %d host cores%s (measured for %d devices, %s)",
+                         terms.act_seconds() * 1e6, terms.collective_call_seconds() * 1e6, terms.host_cores(), share,
                          terms.measured_devices(), terms.calibration_file());
 }
 

@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "absl/status/statusor.h"
 #include "compiler/auto_parallel/price.h"
@@ -16,31 +17,40 @@
 
 namespace oneflow::auto_parallel {
 
-// The host terms of devices taking turns on shared cores, from two runs of a model on all
-// of them that do the same kernels with other numbers of acts (the same layout with one
-// and with two micro-batches: bench/auto_parallel/prediction_bench.cc measures them):
-//   act_seconds      (process CPU time of the step with more acts - of the other) / (its
-//                    acts - the other's): what an act costs the host's cores when its
-//                    threads sleep and wake between kernels (far above the act probe's,
-//                    whose nanosecond kernels keep threads spinning); the kernels cancel,
-//                    so no compute rate enters it
-//   host_core_share  both steps' process CPU time over their wall time: the cores the
-//                    process obtains, at most host_cores (other programs take the rest)
+// The host terms of devices taking turns on shared cores, fitted to runs on all of them
+// that do the same kernels with other numbers of acts (one layout with 1, 2, 4, ...
+// micro-batches: the rows per kernel shrink, the acts grow; `oneflow calibrate`'s probe and
+// bench/auto_parallel/prediction_bench.cc measure them):
+//   act_seconds      the slope of process CPU time per step against acts per step, by
+//                    Theil-Sen: the median of the slopes of every pair of runs of one
+//                    reference (the same `reference` id: the same layout, so the same
+//                    kernels) with other act counts. The kernels cancel in each pair, so no
+//                    compute rate enters it; the median keeps one run measured in a bad
+//                    moment (a burst of other programs, a collective spinning long) from
+//                    setting it, where the difference of two runs would take it whole.
+//                    What an act costs the host's cores when its threads sleep and wake
+//                    between kernels (far above an act of nanosecond kernels, whose
+//                    threads keep spinning).
+//   host_core_share  every run's process CPU time over its wall time, summed: the cores
+//                    the process obtains, at most host_cores (other programs take the rest)
 struct RunSample {
   double cpu_seconds = 0;   // the process's CPU time in one step (every thread)
   double wall_seconds = 0;  // the step
   int64_t acts = 0;         // every device's acts in one step
+  int64_t reference = 0;    // runs of one reference (layout) share the kernels
 };
 struct SharedHostTerms {
   double act_seconds = 0;
   double host_core_share = 0;
+  int64_t slopes = 0;  // pairs the median was taken over
 };
-// INVALID_ARGUMENT when a time is not positive, `more` has no more acts than `fewer` or
-// host_cores < 1. The act cost is 0 when the run with more acts took less CPU time; the
-// share at least 1 / 1000 of a core.
-absl::StatusOr<SharedHostTerms> SharedHostTermsOf(const RunSample& fewer, const RunSample& more, int64_t host_cores);
+// INVALID_ARGUMENT when a time is not positive, no reference has two runs with other act
+// counts, or host_cores < 1. The act cost is 0 when the median slope is negative (more
+// acts took less CPU); the share is at least 1 / 1000 of a core.
+absl::StatusOr<SharedHostTerms> FitSharedHostTerms(const std::vector<RunSample>& runs, int64_t host_cores);
 
-// Sets options' act_seconds, collective_call_seconds and host_cores from `measurement`.
+// Sets options' act_seconds, collective_call_seconds, host_cores and host_core_share from
+// `measurement`.
 void ApplyHostMeasurement(const HostMeasurement& measurement, PriceOptions* options);
 
 // The record of the calibration's host line nearest `devices` (NearestHostMeasurement),
@@ -48,10 +58,12 @@ void ApplyHostMeasurement(const HostMeasurement& measurement, PriceOptions* opti
 std::optional<proto::AutoParallelHostTerms> HostTermsFor(const Calibration& calibration, int64_t devices,
                                                         const std::string& file);
 
-// Sets options' act_seconds, collective_call_seconds and host_cores from a record.
+// Sets options' act_seconds, collective_call_seconds, host_cores and host_core_share from a
+// record.
 void ApplyHostTerms(const proto::AutoParallelHostTerms& terms, PriceOptions* options);
 
-// "act 2.5 us, collective call 12.5 us, 2 host cores (measured for 4 devices, c.jsonl)", or
+// "act 2.5 us, collective call 12.5 us, 2 host cores (measured for 4 devices, c.jsonl)" (with
+// ", core share 1.6" after the cores when the line had one), or
 // for a decision without the record "none: acts free, every device its own core".
 std::string HostTermsText(const proto::AutoParallelDecision& decision);
 

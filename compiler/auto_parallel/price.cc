@@ -84,7 +84,6 @@ class Pricer {
     }
     proto::AutoParallelPrediction prediction;
     *prediction.mutable_layout() = layout_;
-    for (proto::AutoParallelEdge& edge : edges_) *prediction.add_edges() = std::move(edge);
     double slowest_micro_batch = -1;
     int64_t peak = 0;
     double all_devices_compute = 0;  // every device's compute seconds of one iteration
@@ -99,8 +98,8 @@ class Pricer {
         pipeline_seconds += CallSeconds(links_, CutCrossesNodes(edge), bytes);
       }
       const double micro_batch_seconds = cost.compute_seconds + cost.tp_seconds + pipeline_seconds;
-      const double zero3_gathers = Zero3GatherSeconds(s, cost);
-      const double dp_seconds = DataParallelSeconds(s, cost);
+      OF_ASSIGN_OR_RETURN(const double zero3_gathers, Zero3GatherSeconds(s, cost));
+      OF_ASSIGN_OR_RETURN(const double dp_seconds, DataParallelSeconds(s, cost));
       const double optimizer_seconds =
           MemoryBoundSeconds(rates_, ShardedStateBytes(cost.parameter_bytes) *
                                          (3 + 2 * profile_.optimizer_state_copies) / 4) +
@@ -131,6 +130,8 @@ class Pricer {
       peak = std::max(peak, static_cast<int64_t>(parameters + gradients + state + activations));
     }
     prediction.set_peak_bytes(peak);
+    // The units' tp edges, then each stage's data-parallel collectives.
+    for (proto::AutoParallelEdge& edge : edges_) *prediction.add_edges() = std::move(edge);
     if (options_.host_cores > 0) {
       // The devices take turns on the host's cores: no iteration is shorter than all
       // their compute spread over the cores.
@@ -274,18 +275,7 @@ class Pricer {
         const BoxingPlan plan,
         PlanBoxing(Shape{elements}, DType::kF32, NdSbp(std::move(before)), placement, after, placement, links_,
                    BoxingOptionsFor(options_.compression, TensorRole::kActivation, std::nullopt)));
-    PricedEdge edge;
-    edge.seconds = plan.seconds;
-    edge.steps = static_cast<int64_t>(plan.steps.size());
-    std::vector<std::string> codecs, decisions;
-    for (const BoxingStep& step : plan.steps) {
-      edge.dense_seconds += step.dense_seconds;
-      if (step.compression.compressed()) codecs.push_back(CompressionChoiceText(step.compression));
-      if (!step.compression_reason.empty()) decisions.push_back(step.compression_reason);
-    }
-    edge.codec = absl::StrJoin(codecs, " + ");
-    edge.decision = absl::StrJoin(decisions, "; ");
-    return edge;
+    return Summarize(plan);
   }
 
   absl::StatusOr<UnitCost> PriceUnit(const ProfileUnit& unit, int64_t stage) {
@@ -353,26 +343,144 @@ class Pricer {
   // The gradient sync of one iteration (proto OptimizerDef.zero_stage): an all-reduce of
   // the gradients (ZeRO 0 and 1) or their reduce-scatter (2, 3), then for ZeRO 1 and 2 the
   // all-gather of the updated parameter shards. Without ZeRO the gradients travel in
-  // buckets of bucket_mb; ZeRO's collectives run per variable.
-  double DataParallelSeconds(int64_t stage, const UnitCost& cost) const {
-    if (layout_.dp() == 1) return 0;
+  // buckets of bucket_mb; ZeRO's collectives run per variable. With --compression each
+  // collective is priced as the boxing planner plans it for the stage's variables
+  // (DataParallelCollective): compressed where the planner says the codec pays.
+  absl::StatusOr<double> DataParallelSeconds(int64_t stage, const UnitCost& cost) {
+    if (layout_.dp() == 1) return 0.0;
     const double bucket_bytes = options_.bucket_mb * 1024 * 1024;
     const int64_t buckets = bucket_bytes > 0 ? static_cast<int64_t>(std::ceil(cost.parameter_bytes / bucket_bytes))
                                              : cost.parameter_tensors;
-    if (layout_.zero() == 0) return AllReduceSeconds(stage, DpAxis(), layout_.dp(), cost.parameter_bytes, buckets);
-    const double reduce =
-        layout_.zero() == 1
-            ? AllReduceSeconds(stage, DpAxis(), layout_.dp(), cost.parameter_bytes, cost.parameter_tensors)
-            : HalfSeconds(stage, BoxingKind::kReduceScatter, cost.parameter_bytes, cost.parameter_tensors);
+    const int64_t tensors = cost.parameter_tensors;
+    if (layout_.zero() == 0) {
+      return DataParallelCollective(stage, BoxingKind::kAllReduce, cost.parameter_bytes, tensors, buckets, 1,
+                                    AllReduceSeconds(stage, DpAxis(), layout_.dp(), cost.parameter_bytes, buckets));
+    }
+    double reduce = 0;
+    if (layout_.zero() == 1) {
+      OF_ASSIGN_OR_RETURN(
+          reduce, DataParallelCollective(stage, BoxingKind::kAllReduce, cost.parameter_bytes, tensors, tensors, 1,
+                                         AllReduceSeconds(stage, DpAxis(), layout_.dp(), cost.parameter_bytes, tensors)));
+    } else {
+      OF_ASSIGN_OR_RETURN(
+          reduce, DataParallelCollective(stage, BoxingKind::kReduceScatter, cost.parameter_bytes, tensors, tensors, 1,
+                                         HalfSeconds(stage, BoxingKind::kReduceScatter, cost.parameter_bytes, tensors)));
+    }
     if (layout_.zero() >= 3) return reduce;
-    return reduce + HalfSeconds(stage, BoxingKind::kAllGather, cost.parameter_bytes, cost.parameter_tensors);
+    OF_ASSIGN_OR_RETURN(
+        const double gather,
+        DataParallelCollective(stage, BoxingKind::kAllGather, cost.parameter_bytes, tensors, tensors, 1,
+                               HalfSeconds(stage, BoxingKind::kAllGather, cost.parameter_bytes, tensors)));
+    return reduce + gather;
   }
 
   // ZeRO-3 gathers every parameter for forward and again for backward, per micro-batch.
-  double Zero3GatherSeconds(int64_t stage, const UnitCost& cost) const {
-    if (layout_.zero() < 3) return 0;
-    const int64_t calls = 2 * layout_.micro_batches() * cost.parameter_tensors;
-    return HalfSeconds(stage, BoxingKind::kAllGather, 2.0 * layout_.micro_batches() * cost.parameter_bytes, calls);
+  absl::StatusOr<double> Zero3GatherSeconds(int64_t stage, const UnitCost& cost) {
+    if (layout_.zero() < 3) return 0.0;
+    const int64_t repeats = 2 * layout_.micro_batches();
+    const int64_t calls = repeats * cost.parameter_tensors;
+    return DataParallelCollective(
+        stage, BoxingKind::kAllGather, cost.parameter_bytes, cost.parameter_tensors, cost.parameter_tensors, repeats,
+        HalfSeconds(stage, BoxingKind::kAllGather, static_cast<double>(repeats) * cost.parameter_bytes, calls));
+  }
+
+  // One data-parallel collective of stage `stage`'s `tensors` variables (`bytes` of them
+  // on one device), run `repeats` times per iteration in `calls` collective calls each
+  // (buckets: fewer calls than variables), `dense` its dense price. With --compression
+  // other than off: PlanBoxing plans it for one variable of the mean size on the dp axis
+  // of the stage's placement, with the codecs BoxingOptionsFor gives the role (a gradient's
+  // reduction, P -> B or P -> S(0), dense_in_bucket when gradients are bucketed as
+  // compilation.cc sets it; a weight's gather, S(0) -> B) and the comparison the compiled
+  // plan makes. Where it compresses, the collective costs every variable's compressed
+  // collective, less the latency of the calls buckets share, plus the call cost of each
+  // call; where it stays dense, `dense`. Recorded (per iteration) when asked.
+  absl::StatusOr<double> DataParallelCollective(int64_t stage, BoxingKind kind, double bytes, int64_t tensors,
+                                                int64_t calls, int64_t repeats, double dense) {
+    if (options_.compression.mode == CompressionMode::kOff || DpAxis() < 0 || bytes <= 0 || tensors < 1) {
+      return dense;
+    }
+    const Placement& placement = stage_placements_[stage];
+    // One variable of the mean size, as f32 elements, whole rows for each member of a split.
+    int64_t elements = std::max<int64_t>(1, static_cast<int64_t>(bytes / static_cast<double>(tensors) /
+                                                                 static_cast<double>(SizeOf(DType::kF32))));
+    if (kind != BoxingKind::kAllReduce) elements = (elements + layout_.dp() - 1) / layout_.dp() * layout_.dp();
+    const std::string role = kind == BoxingKind::kAllGather ? "weight" : "gradient";
+    std::string key;
+    const PricedEdge* priced = nullptr;
+    PricedEdge planned;
+    if (cache_ != nullptr) {
+      key = EdgePriceCache::Key(absl::StrCat(role, " ", BoxingKindName(kind), " ", placement.ToString()), DpAxis(),
+                                elements);
+      priced = cache_->Find(key);
+    }
+    if (priced == nullptr) {
+      OF_ASSIGN_OR_RETURN(planned, PlanDataParallel(placement, kind, elements));
+      priced = &planned;
+      if (cache_ != nullptr) priced = &cache_->Insert(std::move(key), std::move(planned));
+    }
+    double seconds = dense;
+    if (!priced->codec.empty()) {
+      const int64_t dense_bytes = static_cast<int64_t>(bytes / static_cast<double>(tensors));
+      const double shared_latency =
+          PriceDenseCollective(links_, placement, DpAxis(), kind, dense_bytes, dense_bytes).latency_seconds;
+      seconds = static_cast<double>(repeats) *
+                (static_cast<double>(tensors) * priced->seconds -
+                 static_cast<double>(std::max<int64_t>(0, tensors - calls)) * shared_latency +
+                 static_cast<double>(calls) * options_.collective_call_seconds);
+    }
+    if (options_.record_edges) {
+      proto::AutoParallelEdge edge;
+      edge.set_unit(absl::StrCat("stage ", stage));
+      edge.set_tensor(absl::StrCat(repeats > 1 ? absl::StrCat(repeats, " x ") : std::string(), tensors,
+                                   role == "weight" ? " weights (data-parallel " : " gradients (data-parallel ",
+                                   BoxingKindName(kind), " in ", calls, " calls, ", elements,
+                                   " elements a variable on average)"));
+      edge.set_dense_seconds(dense);
+      edge.set_seconds(seconds);
+      edge.set_codec(priced->codec);
+      edge.set_decision(priced->decision);
+      edge.set_per_iteration(true);
+      edges_.push_back(std::move(edge));
+    }
+    return seconds;
+  }
+
+  // `kind` over the dp axis of `placement` for a variable of `elements` f32 as PlanBoxing
+  // plans it under the policy's codecs for its role.
+  absl::StatusOr<PricedEdge> PlanDataParallel(const Placement& placement, BoxingKind kind, int64_t elements) const {
+    const int64_t rank = placement.hierarchy().rank();
+    std::vector<Sbp> before(rank, Sbp::Broadcast());
+    std::vector<Sbp> after(rank, Sbp::Broadcast());
+    TensorRole role = TensorRole::kGradient;
+    if (kind == BoxingKind::kAllGather) {
+      before[DpAxis()] = Sbp::Split(0);
+      role = TensorRole::kWeight;
+    } else {
+      before[DpAxis()] = Sbp::Partial();
+      if (kind == BoxingKind::kReduceScatter) after[DpAxis()] = Sbp::Split(0);
+    }
+    BoxingOptions boxing = BoxingOptionsFor(options_.compression, role, std::nullopt);
+    // compilation.cc BoxingOptionsOf: a dense gradient all-reduce would ride in a bucket.
+    boxing.dense_in_bucket = role == TensorRole::kGradient && options_.bucket_mb > 0;
+    OF_ASSIGN_OR_RETURN(const BoxingPlan plan, PlanBoxing(Shape{elements}, DType::kF32, NdSbp(std::move(before)),
+                                                          placement, NdSbp(std::move(after)), placement, links_, boxing));
+    return Summarize(plan);
+  }
+
+  // A plan's time, its steps dense, its codecs and the planner's comparisons.
+  static PricedEdge Summarize(const BoxingPlan& plan) {
+    PricedEdge edge;
+    edge.seconds = plan.seconds;
+    edge.steps = static_cast<int64_t>(plan.steps.size());
+    std::vector<std::string> codecs, decisions;
+    for (const BoxingStep& step : plan.steps) {
+      edge.dense_seconds += step.dense_seconds;
+      if (step.compression.compressed()) codecs.push_back(CompressionChoiceText(step.compression));
+      if (!step.compression_reason.empty()) decisions.push_back(step.compression_reason);
+    }
+    edge.codec = absl::StrJoin(codecs, " + ");
+    edge.decision = absl::StrJoin(decisions, "; ");
+    return edge;
   }
 
   const ModelProfile& profile_;

@@ -8,11 +8,13 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
 #include "compiler/auto_parallel/host_terms.h"
 #include "actors/runtime.h"
 #include "compiler/compiler.h"
 #include "examples/common/compile_driver.h"
 #include "examples/common/parallel_layout.h"
+#include "examples/gpt/gpt_model.h"
 #include "examples/mlp/mlp_model.h"
 #include "oneflow_core/status.h"
 #include "tools/cli/link_calibration.h"
@@ -87,11 +89,101 @@ absl::StatusOr<TinyRun> RunTinyMlp(int64_t devices, bool tensor_parallel) {
   return run;
 }
 
+// The act-count probe: a small gpt (its acts are a transformer's: attention, norms, GEMMs
+// of tens of microseconds, between which a device's threads sleep and wake as the real
+// models' do) at dp = devices, 8 rows per replica, trained with 1, 2, 4 and 8 micro-batches:
+// the same kernels cut into more acts.
+constexpr int64_t kProbeRowsPerReplica = 8;
+constexpr int64_t kProbeMicroBatches[] = {1, 2, 4, 8};
+// Iterations per run (the first two not timed) and rounds over the micro-batch counts;
+// each count keeps its least CPU time of the rounds (other programs only add to it).
+constexpr int64_t kProbeIterations = 7;
+constexpr int64_t kProbeRounds = 2;
+
+examples::GptConfig ProbeGpt(int64_t devices) {
+  examples::GptConfig config;
+  config.layers = 2;
+  config.hidden = 64;
+  config.heads = 2;
+  config.seq = 16;
+  config.vocab = 64;
+  config.batch = devices * kProbeRowsPerReplica;
+  return config;
+}
+
+// One run of the probe gpt: the process's CPU time and the wall time per timed iteration
+// (means), and every device's acts per iteration.
+absl::StatusOr<auto_parallel::RunSample> RunProbeGpt(int64_t devices, int64_t micro_batches) {
+  examples::ParallelFlags flags;
+  flags.devices_per_node = devices;
+  flags.dp = devices;
+  flags.micro_batches = micro_batches;
+  OF_ASSIGN_OR_RETURN(const examples::ParallelLayout layout, examples::ParallelLayout::Create(flags));
+  OF_ASSIGN_OR_RETURN(const proto::Job job, examples::BuildGpt(ProbeGpt(devices), layout));
+  std::string dump;
+  OF_ASSIGN_OR_RETURN(const CompileOptions options,
+                      examples::CompileOptionsFor(layout, examples::CompileSettings{}, &dump));
+  OF_ASSIGN_OR_RETURN(const proto::Plan plan, Compile(job, options));
+  actors::TrainOptions train;
+  train.node = -1;
+  train.iterations = kProbeIterations;
+  std::vector<double> cpu_at_end;
+  train.on_iteration = [&](const actors::IterationMetrics&) { cpu_at_end.push_back(ProcessCpuSeconds()); };
+  OF_ASSIGN_OR_RETURN(const actors::TrainResult result, actors::TrainPlan(plan, train));
+  auto_parallel::RunSample sample;
+  if (cpu_at_end.size() < 3) {
+    return absl::InternalError(absl::StrCat("the act-count probe reported ", cpu_at_end.size(), " iterations of ",
+                                            kProbeIterations));
+  }
+  sample.cpu_seconds = (cpu_at_end.back() - cpu_at_end[1]) / static_cast<double>(cpu_at_end.size() - 2);
+  double wall = 0;
+  int64_t timed = 0;
+  for (const actors::IterationMetrics& metrics : result.iterations) {
+    if (metrics.iteration < 2) continue;
+    wall += metrics.step_ms / 1e3;
+    ++timed;
+  }
+  sample.wall_seconds = timed > 0 ? wall / static_cast<double>(timed) : 0;
+  for (const proto::DevicePlan& device : plan.devices()) {
+    for (const proto::ActorDef& actor : device.actors()) sample.acts += actor.per_iteration() ? 1 : micro_batches;
+  }
+  return sample;
+}
+
 }  // namespace
 
-// act_seconds from the data-parallel run: its step x the busy cores over its acts (its
-// few gradient all-reduces are a small share). collective_call_seconds from the
-// tensor-parallel one: its step less its acts at act_seconds, over device 0's calls.
+absl::StatusOr<SharedHostProbe> MeasureSharedHost(int64_t devices, int64_t cores) {
+  if (devices < 1) {
+    return absl::InvalidArgumentError(absl::StrCat("the shared host is measured for devices >= 1, not ", devices));
+  }
+  SharedHostProbe probe;
+  for (int64_t micro_batches : kProbeMicroBatches) {
+    auto_parallel::RunSample least;
+    for (int64_t round = 0; round < kProbeRounds; ++round) {
+      OF_ASSIGN_OR_RETURN(const auto_parallel::RunSample sample, RunProbeGpt(devices, micro_batches));
+      if (round == 0 || sample.cpu_seconds < least.cpu_seconds) least = sample;
+    }
+    probe.samples.push_back(least);
+  }
+  OF_ASSIGN_OR_RETURN(probe.terms, auto_parallel::FitSharedHostTerms(probe.samples, cores));
+  const examples::GptConfig config = ProbeGpt(devices);
+  std::vector<std::string> runs;
+  for (const auto_parallel::RunSample& sample : probe.samples) {
+    runs.push_back(absl::StrFormat("%d acts %.4g s CPU in %.4g s", sample.acts, sample.cpu_seconds,
+                                   sample.wall_seconds));
+  }
+  probe.method = absl::StrFormat(
+      "gpt of %d blocks (hidden %d, seq %d) in one process, dp=%d, 1/2/4/8 micro-batches, least CPU of %d rounds: "
+      "%s; act: Theil-Sen slope of CPU over acts (%d pairs); core share: CPU over wall",
+      config.layers, config.hidden, config.seq, devices, kProbeRounds, absl::StrJoin(runs, ", "),
+      probe.terms.slopes);
+  return probe;
+}
+
+// act_seconds and the core share from the act-count probe (MeasureSharedHost).
+// collective_call_seconds from the tiny tensor-parallel mlp: its step less its acts at the
+// tiny data-parallel mlp's cost per act (its step x the busy cores over its acts: acts of
+// nanosecond kernels, as the tp mlp's are), over device 0's calls.
 absl::StatusOr<HostRuntime> MeasureHostRuntime(int64_t devices) {
   if (devices < 1) {
     return absl::InvalidArgumentError(absl::StrCat("the host's runtime is measured for devices >= 1, not ", devices));
@@ -100,23 +192,27 @@ absl::StatusOr<HostRuntime> MeasureHostRuntime(int64_t devices) {
   HostMeasurement& measurement = runtime.measurement;
   measurement.devices = devices;
   measurement.cores = AllowedCores();
+  OF_ASSIGN_OR_RETURN(runtime.shared, MeasureSharedHost(devices, measurement.cores));
+  measurement.act_seconds = runtime.shared.terms.act_seconds;
+  measurement.core_share = runtime.shared.terms.host_core_share;
+  measurement.method = runtime.shared.method;
   OF_ASSIGN_OR_RETURN(const TinyRun data_parallel, RunTinyMlp(devices, /*tensor_parallel=*/false));
   runtime.probe_step_seconds = data_parallel.step_seconds;
   runtime.probe_acts = data_parallel.acts;
   runtime.probe_cpu_seconds_per_act = data_parallel.cpu_seconds_per_iteration / static_cast<double>(data_parallel.acts);
-  const double busy_cores = static_cast<double>(std::min(measurement.cores, devices));
-  measurement.act_seconds = data_parallel.step_seconds * busy_cores / static_cast<double>(data_parallel.acts);
-  measurement.method = absl::StrFormat(
-      "mlp of 8 1-wide layers in one process, dp=%d: fastest step %.4g s of %d acts on %d busy cores", devices,
-      data_parallel.step_seconds, data_parallel.acts, static_cast<int64_t>(busy_cores));
   if (devices < 2) return runtime;
+  const double busy_cores = static_cast<double>(std::min(measurement.cores, devices));
+  const double tiny_act_seconds = data_parallel.step_seconds * busy_cores / static_cast<double>(data_parallel.acts);
   OF_ASSIGN_OR_RETURN(const TinyRun tensor_parallel, RunTinyMlp(devices, /*tensor_parallel=*/true));
-  const double acts_share = measurement.act_seconds * static_cast<double>(tensor_parallel.acts) / busy_cores;
+  const double acts_share = tiny_act_seconds * static_cast<double>(tensor_parallel.acts) / busy_cores;
   const int64_t calls = std::max<int64_t>(1, tensor_parallel.collectives);
   measurement.collective_call_seconds =
       std::max(0.0, tensor_parallel.step_seconds - acts_share) / static_cast<double>(calls);
-  absl::StrAppendFormat(&measurement.method, "; tp=%d: fastest step %.4g s, %d collective calls per device", devices,
-                        tensor_parallel.step_seconds, calls);
+  absl::StrAppendFormat(&measurement.method,
+                        "; collective call: mlp of 8 1-wide layers, tp=%d fastest step %.4g s less its %d acts at "
+                        "dp=%d's %.3g us, over %d calls per device",
+                        devices, tensor_parallel.step_seconds, tensor_parallel.acts, devices, 1e6 * tiny_act_seconds,
+                        calls);
   return runtime;
 }
 
@@ -157,12 +253,13 @@ std::string HostCalibrationJson(const HostCalibration& calibration) {
       "\"devices\":%d,\"gemm_flops_per_second\":%.4g,\"memory_bytes_per_second\":%.4g,"
       "\"intra_node_latency_s\":%.4g,\"intra_node_bytes_per_second\":%.4g,\"act_seconds\":%.4g,"
       "\"collective_call_seconds\":%.4g,"
-      "\"host_cores\":%d,\"act_probe_acts\":%d,\"act_probe_step_s\":%.4g,\"act_probe_cpu_s_per_act\":%.4g",
+      "\"host_cores\":%d,\"host_core_share\":%.4g,\"act_fit_pairs\":%d,\"act_probe_acts\":%d,"
+      "\"act_probe_step_s\":%.4g,\"act_probe_cpu_s_per_act\":%.4g",
       calibration.runtime.measurement.devices, calibration.gemm_flops_per_second,
       calibration.memory_bytes_per_second, calibration.intra_node.latency_seconds,
       calibration.intra_node.bytes_per_second, calibration.runtime.measurement.act_seconds,
       calibration.runtime.measurement.collective_call_seconds, calibration.runtime.measurement.cores,
-      calibration.runtime.probe_acts, calibration.runtime.probe_step_seconds,
+      calibration.runtime.measurement.core_share, calibration.runtime.shared.terms.slopes, calibration.runtime.probe_acts, calibration.runtime.probe_step_seconds,
       calibration.runtime.probe_cpu_seconds_per_act);
 }
 

@@ -8,14 +8,19 @@
 //                 alpha and beta (tools/cli/link_calibration.h, as `oneflow calibrate`
 //                 measures them); the best of a few medians
 //   act_seconds   the runtime's CPU time per act beyond its kernel, for `devices` devices
-//                 sharing the host: an mlp with 1-wide layers (kernels of nanoseconds) on
-//                 dp = devices trained, its fastest step x the cores busy (min(cores,
-//                 devices)) over every device's acts per iteration
+//   core_share    sharing the host, and the cores' worth of CPU time the process obtains:
+//                 the act-count probe, a small gpt (2 blocks, hidden 64, seq 16: kernels of
+//                 tens of microseconds, between which threads sleep and wake as a real
+//                 model's do) on dp = devices trained with 1, 2, 4 and 8 micro-batches
+//                 (the same kernels in more acts), each its least process CPU time per
+//                 step of 2 rounds; act_seconds the Theil-Sen slope of CPU time over acts,
+//                 core_share CPU over wall time (auto_parallel::FitSharedHostTerms)
 //   collective_call_seconds
-//                 what one in-process collective call costs beyond that, its ranks
-//                 sharing the cores: the same mlp at tp = devices (hidden = devices, so
-//                 it all-reduces every pair of layers), its fastest step less its acts'
-//                 share (act_seconds) over the calls of one device
+//                 what one in-process collective call costs beyond its acts, its ranks
+//                 sharing the cores: an mlp of 1-wide layers at tp = devices (hidden =
+//                 devices, so it all-reduces every pair of layers), its fastest step less
+//                 its acts at the cost the same mlp at dp = devices gives them (its
+//                 fastest step x the busy cores over its acts), over one device's calls
 //   cores         the cores this process may run on (sched_getaffinity)
 // Other programs on the machine only ever slow a measurement down, so each is the fastest
 // of several.
@@ -24,23 +29,36 @@
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "absl/status/statusor.h"
+#include "compiler/auto_parallel/host_terms.h"
 #include "compiler/auto_parallel/price.h"
 #include "sbp/calibration.h"
 
 namespace oneflow::cli {
 
-// The runtime terms for `devices` devices (act_seconds, collective_call_seconds, cores;
-// a host line of the calibration file, its method naming the probes) and the act probe's
-// acts per iteration and fastest step. INVALID_ARGUMENT for devices < 1; the probes'
-// compile or training errors otherwise.
+// The act-count probe's runs (one per micro-batch count) and the terms fitted to them.
+struct SharedHostProbe {
+  std::vector<auto_parallel::RunSample> samples;
+  auto_parallel::SharedHostTerms terms;
+  std::string method;  // the runs and the fit, for the host line
+};
+// INVALID_ARGUMENT for devices < 1; the probe's compile or training errors otherwise.
+absl::StatusOr<SharedHostProbe> MeasureSharedHost(int64_t devices, int64_t cores);
+
+// The runtime terms for `devices` devices (act_seconds, collective_call_seconds, cores,
+// core_share; a host line of the calibration file, its method naming the probes) and the
+// tiny data-parallel mlp's acts per iteration and fastest step. INVALID_ARGUMENT for
+// devices < 1; the probes' compile or training errors otherwise.
 struct HostRuntime {
   HostMeasurement measurement;
+  SharedHostProbe shared;
   int64_t probe_acts = 0;
   double probe_step_seconds = 0;
-  // The act probe's mean process CPU time per timed iteration over its acts: reported
-  // beside act_seconds (the prediction benchmark prints it), not priced.
+  // The tiny data-parallel mlp's mean process CPU time per timed iteration over its acts
+  // (acts of nanosecond kernels): reported beside act_seconds (the prediction benchmark
+  // prints it), not priced.
   double probe_cpu_seconds_per_act = 0;
 };
 absl::StatusOr<HostRuntime> MeasureHostRuntime(int64_t devices);

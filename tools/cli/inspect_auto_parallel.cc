@@ -68,6 +68,8 @@ void WritePrediction(const proto::AutoParallelPrediction& prediction, JsonWriter
     json.Double(edge.dense_seconds());
     json.Key("decision");
     json.String(edge.decision());
+    json.Key("per_iteration");
+    json.Bool(edge.per_iteration());
     json.EndObject();
   }
   json.EndArray();
@@ -90,10 +92,15 @@ void AppendAutoParallelText(const proto::Plan& plan, std::string* out) {
   absl::StrAppend(out, "    peak: predicted ", BytesText(chosen.peak_bytes()), ", planned ",
                   BytesText(decision.planned_peak_bytes()), "\n");
   absl::StrAppend(out, "    host terms: ", auto_parallel::HostTermsText(decision), "\n");
-  if (chosen.edges_size() > 0) {
-    absl::StrAppend(out, "    tp edges priced with codecs (", chosen.edges_size(), "), per micro-batch:\n");
+  // The tp edges (per micro-batch), then the data-parallel collectives (per iteration).
+  for (const bool per_iteration : {false, true}) {
+    int64_t count = 0;
+    for (const proto::AutoParallelEdge& edge : chosen.edges()) count += edge.per_iteration() == per_iteration;
+    if (count == 0) continue;
+    absl::StrAppend(out, per_iteration ? "    data-parallel collectives priced with codecs (" : "    tp edges priced with codecs (",
+                    count, per_iteration ? "), per iteration:\n" : "), per micro-batch:\n");
     for (const proto::AutoParallelEdge& edge : chosen.edges()) {
-      absl::StrAppend(out, "      ", auto_parallel::EdgeText(edge), "\n");
+      if (edge.per_iteration() == per_iteration) absl::StrAppend(out, "      ", auto_parallel::EdgeText(edge), "\n");
     }
   }
   if (decision.alternatives_size() > 0) {
@@ -137,6 +144,8 @@ void WriteAutoParallelJson(const proto::Plan& plan, JsonWriter& json) {
     json.Double(terms.collective_call_seconds());
     json.Key("host_cores");
     json.Int(terms.host_cores());
+    json.Key("host_core_share");  // 0: the line had none (the cores)
+    json.Double(terms.host_core_share());
     json.Key("measured_devices");
     json.Int(terms.measured_devices());
     json.Key("calibration_file");

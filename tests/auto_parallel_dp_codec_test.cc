@@ -1,0 +1,184 @@
+// The auto-parallel search prices the data-parallel gradient sync and ZeRO's collectives
+// with the codec the compiler's boxing planner would choose under --compression, as it
+// prices the tp edges (tests/auto_parallel_edge_codec_test.cc): a slow link between the
+// nodes makes the gradient all-reduce (and ZeRO-3's reduce-scatter and weight gathers)
+// compressed and shortens the prediction, a fast one keeps them dense and the prediction
+// equal to --compression=off's, and the compiled plan compresses the same gradients.
+#include <string>
+
+#include "compiler/auto_parallel/model_profile.h"
+#include "compiler/auto_parallel/price.h"
+#include "compiler/compiler.h"
+#include "examples/common/compile_driver.h"
+#include "examples/gpt/gpt_model.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "tools/cli/inspect_auto_parallel.h"
+
+namespace oneflow {
+namespace {
+
+using ::testing::HasSubstr;
+
+examples::GptConfig SmallGpt() {
+  examples::GptConfig config;
+  config.batch = 8;
+  config.seq = 32;
+  config.layers = 2;
+  config.hidden = 128;
+  config.heads = 4;
+  config.vocab = 64;
+  return config;
+}
+
+auto_parallel::ModelProfile ProfileOf(const examples::GptConfig& config) {
+  examples::ParallelFlags flags;
+  flags.devices_per_node = 2;
+  flags.tp = 2;
+  absl::StatusOr<examples::ParallelLayout> layout = examples::ParallelLayout::Create(flags);
+  EXPECT_TRUE(layout.ok()) << layout.status();
+  absl::StatusOr<proto::Job> job = examples::BuildGpt(config, *layout);
+  EXPECT_TRUE(job.ok()) << job.status();
+  absl::StatusOr<auto_parallel::ModelProfile> profile = auto_parallel::ProfileJob(*job, 2);
+  EXPECT_TRUE(profile.ok()) << profile.status();
+  return *profile;
+}
+
+// Pure data parallelism over 4 nodes of one device: every gradient crosses the link.
+examples::ParallelFlags Cluster(double inter_node_bandwidth, int64_t zero) {
+  examples::ParallelFlags flags;
+  flags.nodes = 4;
+  flags.devices_per_node = 1;
+  flags.dp = 4;
+  flags.zero = zero;
+  flags.inter_node_bandwidth = inter_node_bandwidth;
+  return flags;
+}
+
+CompileOptions OptionsFor(double inter_node_bandwidth, int64_t zero, const std::string& compression) {
+  absl::StatusOr<examples::ParallelLayout> layout =
+      examples::ParallelLayout::Create(Cluster(inter_node_bandwidth, zero));
+  EXPECT_TRUE(layout.ok()) << layout.status();
+  examples::CompileSettings settings;
+  settings.compression.compression = compression;
+  settings.links.inter_node_bandwidth = inter_node_bandwidth;
+  settings.links.inter_node_bandwidth_given = true;
+  std::string dump;
+  absl::StatusOr<CompileOptions> options = examples::CompileOptionsFor(*layout, settings, &dump);
+  EXPECT_TRUE(options.ok()) << options.status();
+  return *options;
+}
+
+proto::AutoParallelLayout DataParallel(int64_t zero) {
+  proto::AutoParallelLayout layout;
+  layout.set_dp(4);
+  layout.set_tp(1);
+  layout.set_pp(1);
+  layout.set_micro_batches(1);
+  layout.set_zero(zero);
+  layout.set_recompute(proto::RECOMPUTE_NONE);
+  return layout;
+}
+
+proto::AutoParallelPrediction Price(const auto_parallel::ModelProfile& profile, double inter_node_bandwidth,
+                                    int64_t zero, const std::string& compression) {
+  const CompileOptions compile = OptionsFor(inter_node_bandwidth, zero, compression);
+  auto_parallel::PriceOptions options;
+  options.cluster = compile.cluster;
+  options.bucket_mb = compile.bucket_mb;
+  options.compression = compile.compression;
+  options.record_edges = true;
+  absl::StatusOr<proto::AutoParallelPrediction> prediction =
+      auto_parallel::PriceLayout(profile, options, DataParallel(zero));
+  EXPECT_TRUE(prediction.ok()) << prediction.status();
+  return *prediction;
+}
+
+// 1 Gbit/s between the nodes, and 100 GB/s.
+constexpr double kSlow = 1.25e8;
+constexpr double kFast = 1e11;
+
+TEST(AutoParallelDpCodecTest, TheGradientAllReduceIsPricedWithTheCodecTheLinkMakesPay) {
+  const auto_parallel::ModelProfile profile = ProfileOf(SmallGpt());
+  const proto::AutoParallelPrediction slow = Price(profile, kSlow, 0, "auto");
+  const proto::AutoParallelPrediction slow_off = Price(profile, kSlow, 0, "off");
+  const proto::AutoParallelPrediction fast = Price(profile, kFast, 0, "auto");
+  const proto::AutoParallelPrediction fast_off = Price(profile, kFast, 0, "off");
+  // One stage: one data-parallel edge, the gradients' all-reduce (no tp edge at tp = 1).
+  ASSERT_EQ(slow.edges_size(), 1);
+  ASSERT_EQ(fast.edges_size(), 1);
+  EXPECT_EQ(slow_off.edges_size(), 0);
+  const proto::AutoParallelEdge& compressed = slow.edges(0);
+  EXPECT_TRUE(compressed.per_iteration());
+  EXPECT_EQ(compressed.unit(), "stage 0");
+  EXPECT_THAT(compressed.tensor(), HasSubstr("gradients (data-parallel all_reduce in "));
+  // --compression=auto's gradient codec across nodes (SDP4Bit's int4 with a Hadamard).
+  EXPECT_THAT(compressed.codec(), HasSubstr("int4")) << compressed.decision();
+  EXPECT_THAT(compressed.decision(), HasSubstr(": compressed, saves ")) << compressed.decision();
+  EXPECT_LT(compressed.seconds(), 0.5 * compressed.dense_seconds());
+  // The dense side is what --compression=off prices, so the prediction moves by the saving.
+  EXPECT_NEAR(auto_parallel::StepSeconds(slow_off) - auto_parallel::StepSeconds(slow),
+              compressed.dense_seconds() - compressed.seconds(), 1e-12);
+  // A fast link keeps it dense: the prediction is --compression=off's, to the bit.
+  const proto::AutoParallelEdge& dense = fast.edges(0);
+  EXPECT_EQ(dense.codec(), "");
+  EXPECT_EQ(dense.seconds(), dense.dense_seconds());
+  EXPECT_THAT(dense.decision(), HasSubstr(": dense"));
+  EXPECT_EQ(auto_parallel::StepSeconds(fast), auto_parallel::StepSeconds(fast_off));
+
+  // `oneflow inspect` lists it apart from the tp edges, per iteration.
+  proto::Plan plan;
+  *plan.mutable_auto_parallel()->mutable_chosen() = slow;
+  plan.mutable_auto_parallel()->set_candidates(1);
+  std::string text;
+  cli::AppendAutoParallelText(plan, &text);
+  EXPECT_THAT(text, HasSubstr("    data-parallel collectives priced with codecs (1), per iteration:\n"
+                              "      stage 0 "));
+  EXPECT_THAT(text, ::testing::Not(HasSubstr("tp edges")));
+}
+
+TEST(AutoParallelDpCodecTest, ZeroThreeReduceScatterAndWeightGathersArePricedWithTheirCodecs) {
+  const auto_parallel::ModelProfile profile = ProfileOf(SmallGpt());
+  const proto::AutoParallelPrediction slow = Price(profile, kSlow, 3, "auto");
+  const proto::AutoParallelPrediction slow_off = Price(profile, kSlow, 3, "off");
+  // The gradients' reduce-scatter, and the weights gathered for forward and backward.
+  ASSERT_EQ(slow.edges_size(), 2);
+  const proto::AutoParallelEdge& gathers = slow.edges(0);
+  const proto::AutoParallelEdge& reduce = slow.edges(1);
+  EXPECT_THAT(gathers.tensor(), HasSubstr("2 x "));
+  EXPECT_THAT(gathers.tensor(), HasSubstr("weights (data-parallel all_gather"));
+  // ZeRO++'s qwZ: int8 weights.
+  EXPECT_THAT(gathers.codec(), HasSubstr("int8")) << gathers.decision();
+  EXPECT_LT(gathers.seconds(), gathers.dense_seconds());
+  EXPECT_THAT(reduce.tensor(), HasSubstr("gradients (data-parallel reduce_scatter"));
+  EXPECT_THAT(reduce.codec(), HasSubstr("int4")) << reduce.decision();
+  EXPECT_LT(reduce.seconds(), reduce.dense_seconds());
+  EXPECT_LT(auto_parallel::StepSeconds(slow), auto_parallel::StepSeconds(slow_off));
+}
+
+// The compiled plan of the same layout compresses its gradient reductions on the slow link
+// and none on the fast one, as priced.
+TEST(AutoParallelDpCodecTest, TheCompiledPlanCompressesTheSameGradients) {
+  auto compressed_gradient_steps = [](double bandwidth) {
+    absl::StatusOr<examples::ParallelLayout> layout = examples::ParallelLayout::Create(Cluster(bandwidth, 0));
+    EXPECT_TRUE(layout.ok()) << layout.status();
+    absl::StatusOr<proto::Job> job = examples::BuildGpt(SmallGpt(), *layout);
+    EXPECT_TRUE(job.ok()) << job.status();
+    absl::StatusOr<proto::Plan> plan = Compile(*job, OptionsFor(bandwidth, 0, "auto"));
+    EXPECT_TRUE(plan.ok()) << plan.status();
+    int64_t compressed = 0;
+    for (const proto::BoxingDef& boxing : plan->boxings()) {
+      for (const proto::BoxingStepDef& step : boxing.steps()) {
+        if (step.kind() == proto::STEP_ALL_REDUCE && step.compression().kind() != proto::Compression::NONE) {
+          ++compressed;
+        }
+      }
+    }
+    return compressed;
+  };
+  EXPECT_GT(compressed_gradient_steps(kSlow), 0);
+  EXPECT_EQ(compressed_gradient_steps(kFast), 0);
+}
+
+}  // namespace
+}  // namespace oneflow
