@@ -111,6 +111,9 @@ struct DeviceRuntime {
   // Memory from the plan's device backend (kernels/device_backend.h), freed through it.
   std::vector<std::unique_ptr<char, std::function<void(char*)>>> blocks;
   int64_t allocated = 0;
+  // The block marked MemoryBlock.workspace, if any (ActorBinding::workspace).
+  char* workspace = nullptr;
+  int64_t workspace_bytes = 0;
   int actor_count = 0;
   // Its compute thread, one communication thread per stream it uses (at least one),
   // then one per transfer actor.
@@ -240,6 +243,10 @@ absl::Status Engine::Build(const BindFunction& bind) {
       }
       runtime.blocks.emplace_back(static_cast<char*>(*memory), [backend](char* memory) { backend->Free(memory); });
       runtime.allocated += static_cast<int64_t>(bytes);
+      if (block.workspace()) {
+        runtime.workspace = runtime.blocks.back().get();
+        runtime.workspace_bytes = block.size_bytes();
+      }
     }
     for (const proto::ActorDef& def : device.actors()) {
       ActorRuntime actor;
@@ -267,7 +274,8 @@ absl::Status Engine::Build(const BindFunction& bind) {
       actor.fills_bubble = def.pipeline_act() == proto::PIPELINE_ACT_BACKWARD_WEIGHT;
       actor_index[def.id()] = static_cast<int>(actors_.size());
       threads_[actor.thread].actors.push_back(static_cast<int>(actors_.size()));
-      absl::StatusOr<ActFunction> act = bind(ActorBinding{&plan_, d, &def});
+      absl::StatusOr<ActFunction> act =
+          bind(ActorBinding{&plan_, d, &def, runtime.workspace, runtime.workspace_bytes});
       if (!act.ok()) {
         return absl::Status(act.status().code(), absl::StrCat("device ", d, " actor ", def.id(), " '",
                                                               def.name(), "': ", act.status().message()));

@@ -63,6 +63,11 @@ struct ActorBinding {
   const proto::Plan* plan = nullptr;
   int device_index = 0;  // Index into plan.devices().
   const proto::ActorDef* actor = nullptr;
+  // The device's workspace block (MemoryBlock.workspace): scratch that compute kernels
+  // declaring one (KernelDef.workspace_bytes) share, one act at a time on the device's
+  // compute thread. Null and 0 when the plan has none.
+  void* workspace = nullptr;
+  int64_t workspace_bytes = 0;
 };
 
 using BindFunction = std::function<absl::StatusOr<ActFunction>(const ActorBinding& binding)>;
@@ -115,7 +120,8 @@ struct EngineOptions {
 
 struct EngineResult {
   std::vector<ActRecord> acts;  // Empty unless record_acts.
-  // Peak bytes of memory the engine allocated per device (arena + persistent), in
+  // Peak bytes of memory the engine allocated per device (every memory block: persistent,
+  // arena, per-iteration, kernel workspace, each rounded up to 64 B plus 64 B), in
   // plan.devices() order; devices of other nodes have 0.
   std::vector<int64_t> allocated_bytes;
 };

@@ -73,6 +73,9 @@ void AppendDevicePlanText(const proto::DevicePlan& device, std::string* text) {
       absl::StrAppend(text, " after ", IdList("#", actor.control_predecessors()));
     }
     if (actor.per_iteration()) absl::StrAppend(text, " per_iteration");
+    for (const proto::KernelDef& kernel : actor.kernels()) {
+      if (kernel.workspace_bytes() > 0) absl::StrAppend(text, " workspace=", kernel.workspace_bytes(), " B");
+    }
     absl::StrAppend(text, "\n");
   }
   for (const proto::RegisterDef& reg : device.registers()) {
@@ -87,7 +90,8 @@ void AppendDevicePlanText(const proto::DevicePlan& device, std::string* text) {
     absl::StrAppend(text, "\n");
   }
   for (const proto::MemoryBlock& block : device.memory_blocks()) {
-    absl::StrAppend(text, "block ", where, " #", block.id(), block.persistent() ? " persistent " : " arena ",
+    absl::StrAppend(text, "block ", where, " #", block.id(),
+                    block.persistent() ? " persistent " : block.workspace() ? " workspace " : " arena ",
                     block.size_bytes(), " B slot_stride=", block.slot_stride_bytes(), "\n");
   }
 }

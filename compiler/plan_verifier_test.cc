@@ -215,6 +215,42 @@ TEST(PlanVerifierTest, RejectsLiveRegistersSharingBytes) {
       << status;
 }
 
+// A kernel's declared scratch (KernelDef.workspace_bytes) must fit the device's one
+// workspace block, an unslotted buffer that holds no register.
+TEST(PlanVerifierTest, KernelWorkspaceMustFitTheDevicesWorkspaceBlock) {
+  proto::Plan plan = TensorParallelPlan();
+  proto::DevicePlan* device = plan.mutable_devices(0);
+  ASSERT_TRUE(VerifyMemory(plan).ok());
+  proto::ActorDef* compute = nullptr;
+  for (proto::ActorDef& actor : *device->mutable_actors()) {
+    if (actor.kind() == proto::ACTOR_COMPUTE && actor.thread() == proto::THREAD_COMPUTE) compute = &actor;
+  }
+  ASSERT_NE(compute, nullptr);
+  compute->mutable_kernels(0)->set_workspace_bytes(256);
+  auto expect_refused = [&](absl::string_view text) {
+    const absl::Status status = VerifyMemory(plan);
+    EXPECT_EQ(status.code(), absl::StatusCode::kFailedPrecondition);
+    EXPECT_TRUE(absl::StrContains(status.message(), text)) << status;
+  };
+  expect_refused("declares 256 bytes of workspace, but the device's plan has no workspace block");
+  proto::MemoryBlock* block = device->add_memory_blocks();
+  block->set_id(device->memory_blocks_size() - 1);
+  block->set_workspace(true);
+  block->set_size_bytes(128);
+  expect_refused("declares 256 bytes of workspace, but the device's workspace block holds 128");
+  block->set_size_bytes(256);
+  EXPECT_TRUE(VerifyMemory(plan).ok()) << VerifyMemory(plan);
+  block->set_slot_stride_bytes(128);
+  expect_refused("is the kernels' workspace but is slotted (stride 128); a workspace is one buffer");
+  block->set_slot_stride_bytes(0);
+  const int64_t arena = device->registers(0).memory_block();
+  device->mutable_registers(0)->set_memory_block(block->id());
+  expect_refused("the kernels' workspace, which holds no register");
+  device->mutable_registers(0)->set_memory_block(arena);
+  compute->set_thread(proto::THREAD_COMMUNICATION);
+  expect_refused("declares a workspace but does not run on the compute thread");
+}
+
 TEST(PlanVerifierTest, RejectsAControlPredecessorThatComesLater) {
   proto::Plan plan = TensorParallelPlan();
   proto::DevicePlan* device = plan.mutable_devices(0);

@@ -54,6 +54,12 @@ struct KernelContext {
   // The helper threads of the device the kernel runs for (DeviceBackend::CreateThreadPool,
   // --threads_per_device), or nullptr: the kernel runs on the calling thread only.
   KernelThreadPool* thread_pool = nullptr;
+  // Scratch for kernels whose op declares a workspace (OpDefinition::workspace_bytes):
+  // the device's workspace block, which memory planning sized for the largest act on the
+  // device (KernelDef.workspace_bytes), or a buffer a test provides. Null and 0 for other
+  // kernels. Its contents are undefined when the act starts.
+  void* workspace = nullptr;
+  int64_t workspace_bytes = 0;
 };
 
 // Runs the kernel. Errors (an id out of range, a NaN-producing configuration the kernel

@@ -36,6 +36,9 @@
 //                device of the same size, neither persistent, lies exactly where its
 //                source does, is written by one compute kernel reading only the source,
 //                and its alias chain ends at a register that owns bytes (no cycle);
+//                at most one workspace block, one unslotted buffer without registers,
+//                at least as large as every kernel's workspace_bytes, used only by
+//                compute-thread acts;
 //   recompute    a recomputed op runs its original's kernel on its original's devices,
 //                after the original's outputs died (VerifyRecompute below);
 //   buckets      gradient buckets agree with their steps, actors and registers

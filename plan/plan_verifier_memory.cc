@@ -25,6 +25,7 @@ using plan_verifier_internal::DeviceText;
 using plan_verifier_internal::Fail;
 
 absl::Status VerifyBlocks(const proto::Plan& plan, const proto::DevicePlan& device, const std::string& where) {
+  int workspace_block = -1;
   for (int b = 0; b < device.memory_blocks_size(); ++b) {
     const proto::MemoryBlock& block = device.memory_blocks(b);
     const std::string who = absl::StrCat(where, ": memory block ", block.id());
@@ -40,6 +41,21 @@ absl::Status VerifyBlocks(const proto::Plan& plan, const proto::DevicePlan& devi
     if (block.persistent() && block.slot_stride_bytes() != 0) {
       return Fail(absl::StrCat(who, " is persistent but has slot stride ", block.slot_stride_bytes(),
                                "; persistent memory has one slot"));
+    }
+    if (block.workspace()) {
+      // The kernels' scratch: one buffer shared by the device's compute acts (plan.proto).
+      if (block.persistent() || block.slot_stride_bytes() != 0) {
+        return Fail(absl::StrCat(who, " is the kernels' workspace but is ",
+                                 block.persistent() ? "persistent" : absl::StrCat("slotted (stride ",
+                                                                                   block.slot_stride_bytes(), ")"),
+                                 "; a workspace is one buffer"));
+      }
+      if (workspace_block >= 0) {
+        return Fail(absl::StrCat(where, ": memory blocks ", workspace_block, " and ", block.id(),
+                                 " are both the kernels' workspace; a device has at most one"));
+      }
+      workspace_block = b;
+      continue;
     }
     // The arena is register_count copies of one iteration's layout (plan.proto).
     const int64_t copies = RegisterCountOf(plan, device);
@@ -63,6 +79,10 @@ absl::Status VerifyRegisterPlacement(const proto::Plan& plan, const proto::Devic
       return Fail(absl::StrCat(who(), " is in memory block ", reg.memory_block(), ", which does not exist"));
     }
     const proto::MemoryBlock& block = device.memory_blocks(static_cast<int>(reg.memory_block()));
+    if (block.workspace()) {
+      return Fail(absl::StrCat(who(), " lies in memory block ", block.id(),
+                               ", the kernels' workspace, which holds no register"));
+    }
     const int64_t expected_count = block.persistent() ? 1 : RegisterCountOf(plan, device);
     if (reg.count() != expected_count) {
       return Fail(absl::StrCat(who(), " has ", reg.count(), " slots, but registers in ",
@@ -179,6 +199,35 @@ absl::Status VerifyNoLiveOverlap(const proto::DevicePlan& device, const std::str
   return absl::OkStatus();
 }
 
+// Every kernel's declared scratch fits the device's workspace block, and only compute
+// acts, which run one at a time on the device's compute thread, share it.
+absl::Status VerifyKernelWorkspaces(const proto::DevicePlan& device, const std::string& where) {
+  int64_t workspace = -1;
+  for (const proto::MemoryBlock& block : device.memory_blocks()) {
+    if (block.workspace()) workspace = block.size_bytes();
+  }
+  for (const proto::ActorDef& actor : device.actors()) {
+    for (const proto::KernelDef& kernel : actor.kernels()) {
+      if (kernel.workspace_bytes() == 0) continue;
+      const std::string who = absl::StrCat(where, ": actor ", actor.id(), " '", actor.name(), "' kernel '",
+                                           kernel.name(), "'");
+      if (kernel.workspace_bytes() < 0) {
+        return Fail(absl::StrCat(who, " declares ", kernel.workspace_bytes(), " bytes of workspace; it must be >= 0"));
+      }
+      if (actor.thread() != proto::THREAD_COMPUTE) {
+        return Fail(absl::StrCat(who, " declares a workspace but does not run on the compute thread, whose acts "
+                                      "alone share the workspace block"));
+      }
+      if (workspace < kernel.workspace_bytes()) {
+        return Fail(absl::StrCat(who, " declares ", kernel.workspace_bytes(), " bytes of workspace, but the device's ",
+                                 workspace < 0 ? "plan has no workspace block"
+                                               : absl::StrCat("workspace block holds ", workspace)));
+      }
+    }
+  }
+  return absl::OkStatus();
+}
+
 }  // namespace
 
 absl::Status VerifyMemory(const proto::Plan& plan) {
@@ -193,6 +242,7 @@ absl::Status VerifyMemory(const proto::Plan& plan) {
     OF_RETURN_IF_ERROR(VerifyBlocks(plan, device, where));
     OF_RETURN_IF_ERROR(VerifyRegisterPlacement(plan, device, where));
     OF_RETURN_IF_ERROR(VerifyNoLiveOverlap(device, where));
+    OF_RETURN_IF_ERROR(VerifyKernelWorkspaces(device, where));
     if (device.peak_bytes() < device.lower_bound_bytes()) {
       return Fail(absl::StrCat(where, ": peak ", device.peak_bytes(), " bytes is below the lower bound ",
                                device.lower_bound_bytes()));

@@ -138,6 +138,10 @@ const std::vector<Layout>& RingLayouts() {
       {"cp=4 ring zig-zag", 4, 1, 1, 1, 1, "ring", "zigzag"},
       {"cp=2 x tp=2 ring zig-zag", 2, 2, 1, 1, 1, "ring", "zigzag"},
       {"cp=2 x pp=2 x 2 micro-batches ring zig-zag", 2, 1, 2, 2, 1, "ring", "zigzag"},
+      // One device, attention as one ring step (the blockwise kernel in its planned
+      // workspace) against the plain attention core of the reference.
+      {"1 device ring", 1, 1, 1, 1, 1, "ring"},
+      {"1 device ring zig-zag", 1, 1, 1, 1, 1, "ring", "zigzag"},
   };
   return layouts;
 }

@@ -91,6 +91,18 @@ absl::StatusOr<ActFunction> BindCompute(const PlanIndex& index, const ActorBindi
   KernelContext call;
   call.attrs = attrs;
   call.thread_pool = pool;
+  if (kernel_def.workspace_bytes() > 0) {
+    // The planned scratch: the device's workspace block (the verifier checked that it
+    // holds this kernel's declaration; checked again for a plan run unverified).
+    if (binding.workspace == nullptr || binding.workspace_bytes < kernel_def.workspace_bytes()) {
+      return absl::FailedPreconditionError(absl::StrCat(
+          "kernel of op '", op, "' declares ", kernel_def.workspace_bytes(), " bytes of workspace, but the device's ",
+          binding.workspace == nullptr ? "plan has no workspace block"
+                                       : absl::StrCat("workspace block holds ", binding.workspace_bytes)));
+    }
+    call.workspace = binding.workspace;
+    call.workspace_bytes = kernel_def.workspace_bytes();
+  }
   for (const BoundArgument& bound : inputs) call.inputs.push_back(bound.argument);
   for (const BoundArgument& bound : outputs) call.outputs.push_back(bound.argument);
   std::vector<int64_t> input_registers, output_registers;

@@ -1,10 +1,13 @@
 // Context parallelism with Ulysses and ring attention on llama, one process (CPU devices
 // as threads). Four kinds of JSON line:
 // {"bench":"context_parallel","metric":"longest_seq","attention":"ulysses","cp":4,"device_memory_bytes":..,
-//  "longest_seq":..,"reference_cp":1,"reference_longest_seq":..,"ratio":..}
+//  "longest_seq":..,"peak_bytes":..,"workspace_bytes":..,"reference_cp":1,"reference_attention":"plain",
+//  "reference_longest_seq":..,"reference_peak_bytes":..,"reference_workspace_bytes":..,"ratio":..}
 //   the longest --seq (a multiple of 2 x cp) whose memory planning peak (the largest
-//   DevicePlan.peak_bytes of the stage) fits --device_memory_mb, cp=4 against cp=1, one
-//   line with Ulysses and one with ring attention (zig-zag);
+//   DevicePlan.peak_bytes of the stage, the kernels' workspace block included) fits
+//   --device_memory_mb, cp=4 against cp=1: Ulysses against the plain attention core on
+//   one device, ring attention (zig-zag) against it and against one ring step on one
+//   device (the same blockwise kernel: cp's own scaling);
 // {"bench":"context_parallel","metric":"step_ms","cp":4,"seq":..,"median_step_ms":..,
 //  "reference_median_step_ms":..,"ratio":..}
 //   the step time of the same sequence on cp=4 and on one device, alternating rounds;
@@ -18,7 +21,8 @@
 //  "reference_median_step_ms":..,"reference_peak_bytes":..,"step_ratio":..,"peak_ratio":..,
 //  "ulysses_median_step_ms":..,"ulysses_peak_bytes":..,"step_ratio_vs_ulysses":..,"peak_ratio_vs_ulysses":..}
 //   ring and Ulysses at --scheme_seq against one device, alternating rounds: the step
-//   time and the planned per-device peak (DevicePlan.peak_bytes, the largest device's);
+//   time and the planned per-device peak (DevicePlan.peak_bytes, the largest device's),
+//   its workspace block, and what the engine allocated for that device against it;
 // {"bench":"context_parallel","metric":"ring_split","cp":4,"seq":..,"zigzag_median_step_ms":..,
 //  "contiguous_median_step_ms":..,"ulysses_median_step_ms":..,"ratio_zigzag_vs_contiguous":..,
 //  "ratio_zigzag_vs_ulysses":..,"zigzag_tiles_per_rank":"9 9 9 9","contiguous_tiles_per_rank":"1 2 3 4"}
@@ -94,15 +98,38 @@ int64_t PeakBytes(const proto::Plan& plan) {
   return peak;
 }
 
+// The largest kernel workspace block of the plan's devices (MemoryBlock.workspace; part
+// of the peak): the ring kernels' scratch.
+int64_t WorkspaceBytes(const proto::Plan& plan) {
+  int64_t bytes = 0;
+  for (const proto::DevicePlan& device : plan.devices()) {
+    for (const proto::MemoryBlock& block : device.memory_blocks()) {
+      if (block.workspace()) bytes = std::max(bytes, block.size_bytes());
+    }
+  }
+  return bytes;
+}
+
+struct Longest {
+  int64_t seq = 0;
+  int64_t peak_bytes = 0;       // The plan's at `seq`.
+  int64_t workspace_bytes = 0;  // Of that peak.
+};
+
 // The largest multiple of `step` whose plan peak fits `budget`: doubling, then bisection.
-absl::StatusOr<int64_t> LongestSeq(int64_t cp, int64_t budget, const char* attention = "ulysses") {
+// At cp = 1, "ring" is one ring step over the whole sequence (the blockwise kernel) and
+// "ulysses" the plain attention core.
+absl::StatusOr<Longest> LongestSeq(int64_t cp, int64_t budget, const char* attention = "ulysses") {
   const int64_t step = 2 * cp;
+  Longest longest;
   auto fits = [&](int64_t seq) -> absl::StatusOr<bool> {
     OF_ASSIGN_OR_RETURN(const proto::Plan plan, CompileAt(cp, seq, attention));
-    return PeakBytes(plan) <= budget;
+    if (PeakBytes(plan) > budget) return false;
+    if (seq > longest.seq) longest = {seq, PeakBytes(plan), WorkspaceBytes(plan)};
+    return true;
   };
   OF_ASSIGN_OR_RETURN(bool first, fits(step));
-  if (!first) return 0;
+  if (!first) return longest;
   int64_t low = 1, high = 2;  // In units of `step`: low fits.
   while (true) {
     OF_ASSIGN_OR_RETURN(bool ok, fits(high * step));
@@ -115,36 +142,66 @@ absl::StatusOr<int64_t> LongestSeq(int64_t cp, int64_t budget, const char* atten
     OF_ASSIGN_OR_RETURN(bool ok, fits(mid * step));
     (ok ? low : high) = mid;
   }
-  return low * step;
+  return longest;
 }
 
-absl::StatusOr<double> MedianStep(const proto::Plan& plan) {
+// The median step of a run, and the largest memory the engine allocated for one device
+// (EngineResult.allocated_bytes: every block of the plan, each padded by up to 128 B).
+struct StepRun {
+  double median_ms = 0;
+  int64_t allocated_bytes = 0;
+};
+
+absl::StatusOr<StepRun> RunSteps(const proto::Plan& plan) {
   actors::TrainOptions train;
   train.node = -1;
   train.iterations = std::max<int64_t>(absl::GetFlag(FLAGS_iterations), 4);
   OF_ASSIGN_OR_RETURN(const actors::TrainResult result, actors::TrainPlan(plan, train));
+  StepRun run;
+  for (int64_t bytes : result.engine.allocated_bytes) run.allocated_bytes = std::max(run.allocated_bytes, bytes);
   std::vector<double> steps;
   for (size_t i = 3; i < result.iterations.size(); ++i) steps.push_back(result.iterations[i].step_ms);
-  return Median(steps);
+  run.median_ms = Median(steps);
+  return run;
+}
+
+absl::StatusOr<double> MedianStep(const proto::Plan& plan) {
+  OF_ASSIGN_OR_RETURN(const StepRun run, RunSteps(plan));
+  return run.median_ms;
 }
 
 absl::Status Main() {
   const int64_t cp = absl::GetFlag(FLAGS_cp);
   const int64_t budget = absl::GetFlag(FLAGS_device_memory_mb) << 20;
-  OF_ASSIGN_OR_RETURN(const int64_t reference, LongestSeq(1, budget));
+  // The references on one device: the plain attention core (whole [s, s] scores kept for
+  // the backward) and one ring step over the whole sequence (the blockwise kernel, its
+  // scratch in the plan's workspace block).
+  OF_ASSIGN_OR_RETURN(const Longest plain, LongestSeq(1, budget, "ulysses"));
+  OF_ASSIGN_OR_RETURN(const Longest blockwise, LongestSeq(1, budget, "ring"));
   // Ring keeps no [s, s] block between the passes (its kernel recomputes the scores from
   // the saved log-sum-exp), so its activations shrink with N / cp; Ulysses' attention core
-  // holds whole-sequence scores of its heads.
-  for (const char* attention : {"ulysses", "ring"}) {
-    OF_ASSIGN_OR_RETURN(const int64_t longest, LongestSeq(cp, budget, attention));
+  // holds whole-sequence scores of its heads. Ring is compared with both references: with
+  // the plain one the ratio mixes the kernel's saving with cp's, with the blockwise one it
+  // is cp's alone.
+  OF_ASSIGN_OR_RETURN(const Longest ulysses, LongestSeq(cp, budget, "ulysses"));
+  OF_ASSIGN_OR_RETURN(const Longest ring, LongestSeq(cp, budget, "ring"));
+  using Comparison = std::tuple<const char*, const Longest*, const char*, const Longest*>;
+  for (const auto& [attention, longest, reference_attention, reference] :
+       {Comparison{"ulysses", &ulysses, "plain", &plain}, Comparison{"ring", &ring, "plain", &plain},
+        Comparison{"ring", &ring, "ring", &blockwise}}) {
     std::printf(
         "{\"bench\":\"context_parallel\",\"metric\":\"longest_seq\",\"attention\":\"%s\",\"model\":\"llama\","
         "\"hidden\":%lld,\"layers\":%lld,\"cp\":%lld,\"device_memory_bytes\":%lld,\"longest_seq\":%lld,"
-        "\"reference_cp\":1,\"reference_longest_seq\":%lld,\"ratio\":%.3f}\n",
+        "\"peak_bytes\":%lld,\"workspace_bytes\":%lld,\"reference_cp\":1,\"reference_attention\":\"%s\","
+        "\"reference_longest_seq\":%lld,\"reference_peak_bytes\":%lld,\"reference_workspace_bytes\":%lld,"
+        "\"ratio\":%.3f}\n",
         attention, static_cast<long long>(absl::GetFlag(FLAGS_hidden)),
         static_cast<long long>(absl::GetFlag(FLAGS_layers)), static_cast<long long>(cp),
-        static_cast<long long>(budget), static_cast<long long>(longest), static_cast<long long>(reference),
-        reference > 0 ? static_cast<double>(longest) / reference : 0.0);
+        static_cast<long long>(budget), static_cast<long long>(longest->seq),
+        static_cast<long long>(longest->peak_bytes), static_cast<long long>(longest->workspace_bytes),
+        reference_attention, static_cast<long long>(reference->seq), static_cast<long long>(reference->peak_bytes),
+        static_cast<long long>(reference->workspace_bytes),
+        reference->seq > 0 ? static_cast<double>(longest->seq) / reference->seq : 0.0);
     std::fflush(stdout);
   }
 
@@ -190,34 +247,43 @@ absl::Status Main() {
   OF_ASSIGN_OR_RETURN(const proto::Plan long_ring, CompileAt(cp, long_seq, "ring"));
   OF_ASSIGN_OR_RETURN(const proto::Plan long_contiguous, CompileAt(cp, long_seq, "ring", "contiguous"));
   std::vector<double> one_times, ulysses_times, ring_times, contiguous_times;
+  int64_t ulysses_allocated = 0, ring_allocated = 0;
   for (int64_t round = 0; round < absl::GetFlag(FLAGS_rounds); ++round) {
     OF_ASSIGN_OR_RETURN(double a, MedianStep(long_one));
-    OF_ASSIGN_OR_RETURN(double b, MedianStep(long_ulysses));
-    OF_ASSIGN_OR_RETURN(double c, MedianStep(long_ring));
+    OF_ASSIGN_OR_RETURN(const StepRun b, RunSteps(long_ulysses));
+    ulysses_allocated = b.allocated_bytes;
+    OF_ASSIGN_OR_RETURN(const StepRun c, RunSteps(long_ring));
+    ring_allocated = c.allocated_bytes;
     OF_ASSIGN_OR_RETURN(double d, MedianStep(long_contiguous));
     one_times.push_back(a);
-    ulysses_times.push_back(b);
-    ring_times.push_back(c);
+    ulysses_times.push_back(b.median_ms);
+    ring_times.push_back(c.median_ms);
     contiguous_times.push_back(d);
   }
   const double one_ms = Median(one_times), ulysses_ms = Median(ulysses_times);
   const double one_peak = static_cast<double>(PeakBytes(long_one));
   const double ulysses_peak = static_cast<double>(PeakBytes(long_ulysses));
-  for (const auto& [name, plan, times] :
-       {std::tuple<const char*, const proto::Plan*, const std::vector<double>*>{"ulysses", &long_ulysses,
-                                                                                &ulysses_times},
-        std::tuple<const char*, const proto::Plan*, const std::vector<double>*>{"ring", &long_ring, &ring_times}}) {
+  for (const auto& [name, plan, times, allocated] :
+       {std::tuple<const char*, const proto::Plan*, const std::vector<double>*, int64_t>{
+            "ulysses", &long_ulysses, &ulysses_times, ulysses_allocated},
+        std::tuple<const char*, const proto::Plan*, const std::vector<double>*, int64_t>{"ring", &long_ring,
+                                                                                         &ring_times, ring_allocated}}) {
     const double ms = Median(*times);
     const double peak = static_cast<double>(PeakBytes(*plan));
+    // allocated_bytes: what the engine allocated for the largest device (the plan's
+    // blocks, the workspace block included); the ring kernels allocate nothing else.
     std::printf(
         "{\"bench\":\"context_parallel\",\"metric\":\"attention_scheme\",\"model\":\"llama\",\"attention\":\"%s\","
-        "\"cp\":%lld,\"seq\":%lld,\"median_step_ms\":%.3f,\"peak_bytes\":%.0f,\"reference\":\"cp=1\","
+        "\"cp\":%lld,\"seq\":%lld,\"median_step_ms\":%.3f,\"peak_bytes\":%.0f,\"workspace_bytes\":%lld,"
+        "\"allocated_bytes\":%lld,\"allocated_to_peak\":%.4f,\"reference\":\"cp=1\","
         "\"reference_median_step_ms\":%.3f,\"reference_peak_bytes\":%.0f,\"step_ratio\":%.3f,\"peak_ratio\":%.3f,"
         "\"ulysses_median_step_ms\":%.3f,\"ulysses_peak_bytes\":%.0f,\"step_ratio_vs_ulysses\":%.3f,"
         "\"peak_ratio_vs_ulysses\":%.3f}\n",
-        name, static_cast<long long>(cp), static_cast<long long>(long_seq), ms, peak, one_ms, one_peak,
-        one_ms > 0 ? ms / one_ms : 0.0, one_peak > 0 ? peak / one_peak : 0.0, ulysses_ms, ulysses_peak,
-        ulysses_ms > 0 ? ms / ulysses_ms : 0.0, ulysses_peak > 0 ? peak / ulysses_peak : 0.0);
+        name, static_cast<long long>(cp), static_cast<long long>(long_seq), ms, peak,
+        static_cast<long long>(WorkspaceBytes(*plan)), static_cast<long long>(allocated),
+        peak > 0 ? allocated / peak : 0.0, one_ms, one_peak, one_ms > 0 ? ms / one_ms : 0.0,
+        one_peak > 0 ? peak / one_peak : 0.0, ulysses_ms, ulysses_peak, ulysses_ms > 0 ? ms / ulysses_ms : 0.0,
+        ulysses_peak > 0 ? peak / ulysses_peak : 0.0);
   }
   // The first block's tiles per rank (every block has the same).
   auto tiles = [](const proto::Plan& plan) {

@@ -5,7 +5,9 @@
 #include "absl/container/flat_hash_map.h"
 #include "absl/hash/hash.h"
 #include "absl/types/span.h"
+#include "compiler/kernel_workspace.h"
 #include "compiler/memory_layout.h"
+#include "oneflow_core/status.h"
 
 namespace oneflow {
 namespace {
@@ -136,6 +138,7 @@ absl::StatusOr<bool> MemoryPlanningPass::Run(Compilation* compilation) {
   // The arena's slot copies are this pass's layout decision; the plan records them.
   compilation->plan.set_register_count(compilation->options.register_count);
   absl::flat_hash_map<DeviceProblem, MemoryLayout> solved;
+  OF_ASSIGN_OR_RETURN(const KernelWorkspaces workspaces, KernelWorkspaces::Of(compilation->graph));
   for (int device_index = 0; device_index < compilation->plan.devices_size(); ++device_index) {
     proto::DevicePlan& device = *compilation->plan.mutable_devices(device_index);
     // The device's own slot count (pipeline stages), recorded when it differs.
@@ -197,9 +200,19 @@ absl::StatusOr<bool> MemoryPlanningPass::Run(Compilation* compilation) {
       block->set_size_bytes(per_iteration_bytes * count);
       block->set_slot_stride_bytes(per_iteration_bytes);
     }
-    device.set_peak_bytes(persistent_bytes + layout.size_bytes * count + per_iteration_bytes * count);
+    // The kernels' scratch (compiler/kernel_workspace.h): one buffer for the largest act.
+    OF_ASSIGN_OR_RETURN(const int64_t workspace, workspaces.Assign(&device));
+    const int64_t workspace_bytes = workspace > 0 ? AlignUp(workspace) : 0;
+    if (workspace_bytes > 0) {
+      proto::MemoryBlock* block = device.add_memory_blocks();
+      block->set_id(device.memory_blocks_size() - 1);
+      block->set_size_bytes(workspace_bytes);
+      block->set_workspace(true);
+    }
+    device.set_peak_bytes(persistent_bytes + layout.size_bytes * count + per_iteration_bytes * count +
+                          workspace_bytes);
     device.set_lower_bound_bytes(persistent_bytes + layout.lower_bound_bytes * count +
-                                 per_iteration_bytes * count);
+                                 per_iteration_bytes * count + workspace_bytes);
     // Whoever writes reused memory waits for the readers of what was there before.
     const int64_t first_actor = device.actors_size() > 0 ? device.actors(0).id() : 0;
     for (const auto& [earlier, later] : layout.reuses) {

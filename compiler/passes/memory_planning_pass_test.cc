@@ -2,6 +2,13 @@
 // bytes go, and the waits that make reusing them safe.
 #include "compiler/passes/memory_planning_pass.h"
 
+#include <string>
+#include <vector>
+
+#include "absl/strings/match.h"
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
 #include "compiler/passes/pass_test_util.h"
 #include "gtest/gtest.h"
 
@@ -58,6 +65,63 @@ TEST(MemoryPlanningPassTest, RegistersWhoseLifetimesDoNotOverlapShareBytes) {
             "+ block 0:0 #0 persistent 256 B slot_stride=0\n"
             "+ block 0:0 #1 arena 1024 B slot_stride=512\n")
       << texts->after;
+}
+
+// One zig-zag ring attention step on one device (2 blocks of 128 positions, head
+// dimension 8, one query row per position), its loss and its gradients.
+constexpr char kRingAttentionGraph[] = R"(graph ring
+placement cpu{0:0}
+%q = variable f32[1, 2, 128, 8] init=xavier_uniform seed=1
+%k = variable f32[1, 2, 128, 8] init=xavier_uniform seed=2
+%v = variable f32[1, 2, 128, 8] init=xavier_uniform seed=3
+%ring_attention_0 = ring_attention(q=%q, k=%k, v=%v, axis=1, step=0, scale=0.35, zigzag=true) f32[1, 2, 128, 9]
+%reduce_mean_1 = reduce_mean(x=%ring_attention_0, axes=[], keep_dims=false) f32[]
+optimizer sgd lr=0.1
+loss %reduce_mean_1
+)";
+
+// The ring kernels' scratch is part of the plan: each ring act declares
+// RingAttentionWorkspaceFloats x 4 B, the device gets one workspace block the size of
+// the largest (its compute acts run one at a time), and the peak grows by exactly that.
+// Zig-zag chunks of 64 positions make tiles of 64 query rows against the block's 128
+// keys: forward 64 x 128 scores + 64 x 8 = 8704 floats (34816 B), the gradients 2 x 64 x
+// 128 + max(64, 64) x 8 = 16896 floats (67584 B, a multiple of 64).
+TEST(MemoryPlanningPassTest, RingAttentionWorkspaceIsOneBlockAddedToThePeak) {
+  absl::StatusOr<PassTexts> texts = RunThroughPass(kRingAttentionGraph, "memory_planning");
+  ASSERT_TRUE(texts.ok()) << texts.status();
+  std::string workspace_lines;
+  for (absl::string_view line : absl::StrSplit(texts->after, '\n')) {
+    if (absl::StrContains(line, "workspace")) absl::StrAppend(&workspace_lines, line, "\n");
+  }
+  EXPECT_EQ(workspace_lines,
+            "actor 0:0 #6 ring_attention_0 compute reads r0 r1 r2 writes r6 workspace=34816 B\n"
+            "actor 0:0 #11 ring_attention_0_grad/ring_attention_grad_5 compute reads r0 r1 r2 r6 r10 writes r11 "
+            "after #10 workspace=67584 B\n"
+            "actor 0:0 #12 ring_attention_0_grad/ring_attention_grad_6 compute reads r0 r1 r2 r6 r10 writes r12 "
+            "workspace=67584 B\n"
+            "actor 0:0 #13 ring_attention_0_grad/ring_attention_grad_7 compute reads r0 r1 r2 r6 r10 writes r13 "
+            "workspace=67584 B\n"
+            "block 0:0 #2 workspace 67584 B slot_stride=0\n")
+      << texts->after;
+  // Peak = the persistent block + the arena + the workspace block.
+  int64_t blocks = 0;
+  for (absl::string_view line : absl::StrSplit(LinesStartingWith(texts->after, "block 0:0 "), '\n')) {
+    std::vector<absl::string_view> words = absl::StrSplit(line, ' ');
+    if (words.size() < 5) continue;
+    int64_t bytes = 0;
+    ASSERT_TRUE(absl::SimpleAtoi(words[4], &bytes)) << line;
+    blocks += bytes;
+  }
+  const std::string device = LinesStartingWith(texts->after, "device 0:0 ");
+  EXPECT_TRUE(absl::StrContains(device, absl::StrCat(" peak=", blocks, " "))) << device << " blocks " << blocks;
+  EXPECT_FALSE(absl::StrContains(texts->before, "workspace")) << texts->before;
+}
+
+// A plan whose ops declare no workspace has no workspace block and no declarations.
+TEST(MemoryPlanningPassTest, NoWorkspaceBlockWithoutDeclarations) {
+  absl::StatusOr<PassTexts> texts = RunThroughPass(kOneDeviceLinearGraph, "memory_planning");
+  ASSERT_TRUE(texts.ok()) << texts.status();
+  EXPECT_FALSE(absl::StrContains(texts->after, "workspace")) << texts->after;
 }
 
 }  // namespace

@@ -142,7 +142,10 @@ CpAttentionCost EstimateCpAttention(const AttentionShape& shape, const ParallelL
 }
 
 absl::StatusOr<CpAttention> ResolveCpAttention(const AttentionShape& shape, const ParallelLayout& layout) {
-  if (layout.cp() == 1) return CpAttention::kUlysses;
+  // One device: the plain attention core (reported as Ulysses, which at cp = 1 is that
+  // core), unless ring is asked for: then one ring step over the whole sequence, the
+  // blockwise kernel whose scratch is linear in the sequence (no [s, s] scores kept).
+  if (layout.cp() == 1 && layout.cp_attention() != CpAttention::kRing) return CpAttention::kUlysses;
   if (shape.seq % layout.cp() != 0) {
     return absl::InvalidArgumentError(absl::StrCat("--seq=", shape.seq, " is not divisible by --cp=", layout.cp(),
                                                    ": every context-parallel device needs as many positions; use a "
@@ -296,13 +299,17 @@ Tensor RingAttention(Tensor x, Tensor w_q, Tensor w_k, Tensor w_v, Tensor w_o, i
     std::vector<int64_t> lse_begin = begin;
     lse_begin[4] = hd;
     outputs.push_back(Reshape(Slice(step, begin, hd_end), {b, kv_heads, cp, group, sq, hd}));
-    lses.push_back(Reshape(Slice(step, lse_begin, {b, kv_heads, cp, group * sq, hd + 1}), {b, kv_heads, cp, group, sq, 1}));
+    if (cp > 1) {
+      lses.push_back(
+          Reshape(Slice(step, lse_begin, {b, kv_heads, cp, group * sq, hd + 1}), {b, kv_heads, cp, group, sq, 1}));
+    }
   }
   // The merge: each step's output weighted by exp(lse_t - lse), the softmax over steps of
   // the log-sum-exps (the running max and sum of online softmax, taken at the end).
-  Tensor weights = Softmax(Concat(lses, 5));  // [b, kv, cp, group, sq, cp]
-  Tensor context;
-  for (int64_t t = 0; t < cp; ++t) {
+  // One device (cp = 1): one step, whose weight is exactly 1; nothing to merge.
+  Tensor weights = cp > 1 ? Softmax(Concat(lses, 5)) : Tensor();  // [b, kv, cp, group, sq, cp]
+  Tensor context = cp > 1 ? Tensor() : outputs[0];
+  for (int64_t t = 0; cp > 1 && t < cp; ++t) {
     std::vector<int64_t> from(6, 0), to = {b, kv_heads, cp, group, sq, t + 1};
     from[5] = t;
     Tensor part = Mul(outputs[t], Slice(weights, from, to));
@@ -323,7 +330,7 @@ Tensor RingAttention(Tensor x, Tensor w_q, Tensor w_k, Tensor w_v, Tensor w_o, i
 }
 
 bool UsesZigZag(CpAttention scheme, const ParallelLayout& layout) {
-  return layout.cp() > 1 && scheme == CpAttention::kRing && layout.cp_ring_zigzag();
+  return scheme == CpAttention::kRing && layout.cp_ring_zigzag();
 }
 
 Tensor ZigZagSequence(Tensor x, int64_t axis, int64_t cp, const NdSbp& whole, const NdSbp& positions) {

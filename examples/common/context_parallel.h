@@ -53,7 +53,9 @@ CpAttentionCost EstimateCpAttention(const AttentionShape& shape, const ParallelL
 // model's, EstimateCpAttention), or an error naming the flags: an uneven split of the
 // sequence ("--seq=10 is not divisible by --cp=4"), heads Ulysses cannot split
 // ("--kv_heads=2 is not divisible by --tp=1 x --cp=4"), kv heads ring cannot keep whole
-// per tp device. With cp = 1: kUlysses, never used.
+// per tp device. With cp = 1: kRing when --cp_attention=ring (the models then run
+// attention as one ring step over the whole sequence, the blockwise kernel), else
+// kUlysses, never used (the plain attention core).
 absl::StatusOr<CpAttention> ResolveCpAttention(const AttentionShape& shape, const ParallelLayout& layout);
 
 // Causal grouped-query self-attention over a sequence-first x [s, b, h] under Ulysses:
@@ -85,7 +87,7 @@ Tensor RingAttention(Tensor x, Tensor w_q, Tensor w_k, Tensor w_v, Tensor w_o, i
                      std::optional<double> rope_base, const ParallelLayout& layout);
 
 // Whether the model keeps its sequence in zig-zag blocks (ZigZagSequence): ring attention
-// with --cp_ring_split=zigzag at cp > 1.
+// with --cp_ring_split=zigzag (at cp = 1 the order of its two chunks is the sequence's).
 bool UsesZigZag(CpAttention scheme, const ParallelLayout& layout);
 
 // x with its positions axis `axis` (length s, a multiple of 2 x cp) reordered into the

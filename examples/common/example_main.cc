@@ -36,7 +36,8 @@ ABSL_FLAG(int64_t, cp, 1,
 ABSL_FLAG(std::string, cp_attention, "auto",
           "Attention under --cp > 1: ulysses (all-to-all to a head split; --kv_heads or --heads divisible by "
           "--tp x --cp), ring (K/V blocks passed around the cp ring; --kv_heads or --heads divisible by --tp), or "
-          "auto (the cost model's choice).");
+          "auto (the cost model's choice). At --cp=1, ring runs attention as one ring step over the whole "
+          "sequence (the blockwise kernel: no [s, s] scores kept); the others the plain attention core.");
 ABSL_FLAG(std::string, cp_ring_split, "contiguous",
           "Ring attention's split of the causal sequence over --cp: contiguous (device r holds block r) or "
           "zigzag (device r holds chunks r and 2cp-1-r of 2cp, equal work on every device; see "

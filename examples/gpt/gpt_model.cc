@@ -111,7 +111,9 @@ absl::StatusOr<proto::Job> BuildGpt(const GptConfig& config, const ParallelLayou
                       ResolveCpAttention({b, config.seq, config.hidden, config.heads, config.heads, "heads"}, layout));
   // Context parallelism (examples/common/context_parallel.h): the residual stream
   // sequence-first [s, b, h], positions over cp; attention by Ulysses' all-to-alls or ring.
-  const bool context_parallel = layout.cp() > 1;
+  // (--cp_attention=ring on one device takes this path too: its attention is one ring
+  // step, the blockwise kernel.)
+  const bool context_parallel = layout.cp() > 1 || cp_attention == CpAttention::kRing;
   const Sbp split0 = Sbp::Split(0);
   const Sbp split1 = Sbp::Split(1);
   const Sbp broadcast = Sbp::Broadcast();

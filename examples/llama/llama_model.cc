@@ -81,7 +81,9 @@ absl::StatusOr<proto::Job> BuildLlama(const LlamaConfig& config, const ParallelL
   OF_ASSIGN_OR_RETURN(const CpAttention cp_attention, ResolveCpAttention(attention_shape, layout));
   // Context parallelism (examples/common/context_parallel.h): the residual stream
   // sequence-first [s, b, h], positions over cp, rows [s * b, h] S(0) over cp.
-  const bool context_parallel = layout.cp() > 1;
+  // (--cp_attention=ring on one device takes this path too: its attention is one ring
+  // step, the blockwise kernel.)
+  const bool context_parallel = layout.cp() > 1 || cp_attention == CpAttention::kRing;
   const Sbp split0 = Sbp::Split(0);
   const Sbp split1 = Sbp::Split(1);
   const Sbp broadcast = Sbp::Broadcast();

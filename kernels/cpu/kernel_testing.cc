@@ -126,6 +126,17 @@ absl::StatusOr<std::vector<Dense>> RunCpuKernel(const std::string& op_type,
     kernel_context.outputs.push_back(
         {buffers.back().data(), output_types[i].dtype, layout.slice.shape(), layout});
   }
+  // The scratch the op declares, as memory planning reserves it for a plan (filled with
+  // NaN: a kernel that read it before writing would show in the comparison).
+  std::vector<float> workspace;
+  if (op->workspace_bytes) {
+    std::vector<TensorType> local_types;
+    for (const Dense& input : inputs) local_types.push_back({input.shape, input.dtype});
+    const int64_t bytes = op->workspace_bytes(local_types, attrs);
+    workspace.assign(static_cast<size_t>((bytes + 3) / 4), std::numeric_limits<float>::quiet_NaN());
+    kernel_context.workspace = workspace.data();
+    kernel_context.workspace_bytes = bytes;
+  }
   OF_RETURN_IF_ERROR(kernel(kernel_context));
   std::vector<Dense> results;
   for (size_t i = 0; i < output_types.size(); ++i) {

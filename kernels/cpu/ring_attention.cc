@@ -251,6 +251,20 @@ void AddTransposedTimes(const RingStep& g, const Tile& tile, const float* a, int
   }
 }
 
+// The act's scratch, RingAttentionWorkspaceFloats floats carved from the context's
+// workspace (the plan's workspace block): the kernel allocates nothing of its own, so
+// the planned peak is what it uses.
+absl::StatusOr<float*> Workspace(const char* kernel, const KernelContext& context, const RingStep& g, bool grad) {
+  const int64_t needed =
+      RingAttentionWorkspaceFloats(g.rows, g.s, g.hd, g.zigzag, grad) * static_cast<int64_t>(sizeof(float));
+  if (context.workspace == nullptr || context.workspace_bytes < needed) {
+    return KernelError(kernel, "needs ", needed, " bytes of workspace for q of ", g.rows, " rows, key blocks of ", g.s,
+                       " positions and head dimension ", g.hd, ", but the context gives ", context.workspace_bytes,
+                       " (memory planning reserves it: KernelDef.workspace_bytes)");
+  }
+  return static_cast<float*>(context.workspace);
+}
+
 float Dot(const float* a, const float* b, int64_t n) {
   float sum = 0;
   for (int64_t i = 0; i < n; ++i) sum += a[i] * b[i];
@@ -272,8 +286,7 @@ absl::Status RingAttention(const KernelContext& context) {
   const int64_t width = g.hd + 1;
   // The declared workspace (RingAttentionWorkspaceFloats): a tile's scores, then the
   // rows x hd of one P V product.
-  std::vector<float> workspace(static_cast<size_t>(RingAttentionWorkspaceFloats(g.rows, g.s, g.hd, g.zigzag, false)));
-  float* const scores = workspace.data();
+  OF_ASSIGN_OR_RETURN(float* const scores, Workspace(kKernel, context, g, /*grad=*/false));
   for (int64_t l = 0; l < g.leading; ++l) {
     const float* k_block = k + l * g.s * g.hd;
     const float* v_block = v + l * g.s * g.hd;
@@ -325,7 +338,7 @@ absl::Status RingAttentionGrad(const KernelContext& context) {
   const int64_t width = g.hd + 1;
   // The declared workspace (RingAttentionWorkspaceFloats): a tile's probabilities, their
   // gradients, then the rows x hd or chunk x hd of one product.
-  std::vector<float> workspace(static_cast<size_t>(RingAttentionWorkspaceFloats(g.rows, g.s, g.hd, g.zigzag, true)));
+  OF_ASSIGN_OR_RETURN(float* const workspace, Workspace(kKernel, context, g, /*grad=*/true));
   for (int64_t l = 0; l < g.leading; ++l) {
     const float* k_block = k + l * g.s * g.hd;
     const float* v_block = v + l * g.s * g.hd;
@@ -336,7 +349,7 @@ absl::Status RingAttentionGrad(const KernelContext& context) {
       const float* dy = dout + row0 * width;
       const float* y = out + row0 * width;
       const int64_t columns = tile.chunks * ChunkLength(g);
-      float* const probs = workspace.data();
+      float* const probs = workspace;
       float* const dscores = probs + tile.rows * columns;
       float* const scratch = dscores + tile.rows * columns;
       TileScores(g, tile, q_rows, k_block, probs);

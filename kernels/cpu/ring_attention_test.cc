@@ -18,6 +18,8 @@
 #include "absl/strings/str_cat.h"
 #include "gtest/gtest.h"
 #include "kernels/cpu/kernel_testing.h"
+#include "kernels/cpu/registry.h"
+#include "kernels/kernel.h"
 #include "oneflow_core/ops/ring_blocks.h"
 
 namespace oneflow {
@@ -130,6 +132,63 @@ TEST(RingAttentionKernelTest, BlocksLongerThanATileEqualCausalAttention) {
   const int64_t block_length = 2 * kRingRowsPerTile + 6;
   for (int64_t blocks : {2, 3}) {
     for (bool zigzag : {false, true}) ExpectRingEqualsCausalAttention(blocks, zigzag, block_length);
+  }
+}
+
+// The kernel computes in the workspace its context gives (the plan's workspace block),
+// exactly RingAttentionWorkspaceFloats of it: it writes inside those floats and not past
+// them, and a context with less is refused naming the bytes, since a kernel that fell
+// back to its own allocation would use memory the plan does not count.
+TEST(RingAttentionKernelTest, ComputesInTheGivenWorkspaceAndRefusesLess) {
+  const int64_t blocks = 2, block_length = 2 * kRingRowsPerTile;
+  const Shape q_shape{1, blocks, kGroup * block_length, kHeadDim}, kv_shape{1, blocks, block_length, kHeadDim};
+  const Dense q = Values(q_shape, 1), k = Values(kv_shape, 2), v = Values(kv_shape, 3);
+  for (bool grad : {false, true}) {
+    SCOPED_TRACE(grad ? "ring_attention_grad" : "ring_attention");
+    const AttrMap attrs = {{"axis", int64_t{1}}, {"step", int64_t{0}}, {"scale", kScale}, {"zigzag", true}, {"wrt", int64_t{1}}};
+    absl::StatusOr<std::vector<Dense>> forward = RunCpuKernel("ring_attention", {q, k, v}, attrs);
+    ASSERT_TRUE(forward.ok()) << forward.status();
+    std::vector<std::vector<float>> values;
+    const Dense& out0 = forward->at(0);
+    for (const Dense* dense : {&q, &k, &v, &out0, &out0}) {
+      values.emplace_back(dense->values.begin(), dense->values.end());
+    }
+    KernelContext context;
+    context.attrs = &attrs;
+    const int inputs = grad ? 5 : 3;
+    for (int i = 0; i < inputs; ++i) {
+      const Shape& shape = i < 3 ? (i == 0 ? q_shape : kv_shape) : forward->at(0).shape;
+      context.inputs.push_back({values[i].data(), DType::kF32, shape, {shape, TensorSlice::Whole(shape)}});
+    }
+    const Shape out_shape = grad ? kv_shape : forward->at(0).shape;
+    std::vector<float> out(static_cast<size_t>(out_shape.NumElements()));
+    context.outputs.push_back({out.data(), DType::kF32, out_shape, {out_shape, TensorSlice::Whole(out_shape)}});
+    // Zig-zag chunks of 64 positions: tiles of 64 rows against a block of 128 keys.
+    const int64_t floats = RingAttentionWorkspaceFloats(kGroup * block_length, block_length, kHeadDim, true, grad);
+    EXPECT_EQ(floats, grad ? 2 * 64 * 128 + 64 * kHeadDim : 64 * 128 + 64 * kHeadDim);
+    constexpr float kUnwritten = -12345.0f;
+    std::vector<float> workspace(static_cast<size_t>(floats + 16), kUnwritten);
+    context.workspace = workspace.data();
+    context.workspace_bytes = floats * 4;
+    const KernelFunction kernel = *FindCpuKernel(grad ? "ring_attention_grad" : "ring_attention");
+    ASSERT_TRUE(kernel(context).ok());
+    // The scores of a tile fill the front; the products' scratch ends at the last float.
+    EXPECT_NE(workspace[0], kUnwritten);
+    EXPECT_NE(workspace[floats - 1], kUnwritten);
+    for (int64_t i = floats; i < floats + 16; ++i) EXPECT_EQ(workspace[i], kUnwritten) << "float " << i;
+    // The same result as through RunCpuKernel's declared workspace.
+    std::vector<Dense> inputs_dense = {q, k, v};
+    if (grad) inputs_dense.insert(inputs_dense.end(), {forward->at(0), forward->at(0)});
+    absl::StatusOr<std::vector<Dense>> want = RunCpuKernel(grad ? "ring_attention_grad" : "ring_attention", inputs_dense, attrs);
+    ASSERT_TRUE(want.ok()) << want.status();
+    for (size_t i = 0; i < out.size(); ++i) ASSERT_EQ(out[i], static_cast<float>(want->at(0).values[i])) << i;
+
+    context.workspace_bytes = floats * 4 - 4;
+    const absl::Status refused = kernel(context);
+    EXPECT_EQ(refused.code(), absl::StatusCode::kInvalidArgument);
+    EXPECT_NE(refused.message().find(absl::StrCat("needs ", floats * 4, " bytes of workspace")), std::string::npos)
+        << refused;
+    EXPECT_NE(refused.message().find(absl::StrCat("the context gives ", floats * 4 - 4)), std::string::npos) << refused;
   }
 }
 

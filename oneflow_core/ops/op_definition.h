@@ -66,6 +66,13 @@ using InferFn = std::function<absl::StatusOr<std::vector<TensorType>>(
 using SignaturesFn = std::function<std::vector<SbpSignature>(
     const std::vector<TensorType>& inputs, const AttrMap& attrs)>;
 
+// Bytes of scratch one act of the op's kernel needs besides its inputs and outputs, for
+// the inputs it gets on a device (physical shapes: the device's slices). The compiler
+// reserves them in the plan (memory planning's workspace block, KernelDef.workspace_bytes)
+// and the runtime hands them to the kernel (KernelContext::workspace), so the planned
+// peak is what the process uses.
+using WorkspaceFn = std::function<int64_t(const std::vector<TensorType>& local_inputs, const AttrMap& attrs)>;
+
 struct OpDefinition {
   std::string type;  // "matmul"
   std::vector<std::string> inputs;   // Argument names: {"a", "b"}.
@@ -89,6 +96,8 @@ struct OpDefinition {
   // output types. A flatten of [dp, s, b, h] split S(0) over dp and S(1) over cp into
   // rows is S(0) nested in S(0) only on the local shape [1, s, b, h].
   std::function<AttrMap(const AttrMap& attrs, const std::vector<TensorType>& local_outputs)> attrs_for_local_shapes;
+  // Set for kernels that need scratch memory (ring attention's tiles); unset: none.
+  WorkspaceFn workspace_bytes;
 };
 
 }  // namespace oneflow

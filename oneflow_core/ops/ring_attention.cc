@@ -34,6 +34,7 @@
 #include "absl/strings/str_cat.h"
 #include "oneflow_core/ops/definitions.h"
 #include "oneflow_core/ops/op_util.h"
+#include "oneflow_core/ops/ring_blocks.h"
 #include "oneflow_core/status.h"
 
 namespace oneflow {
@@ -162,15 +163,33 @@ std::vector<SbpSignature> RingAttentionSignatures(const std::vector<TensorType>&
   return signatures;
 }
 
+// The kernels' scratch for the inputs a device holds: RingAttentionWorkspaceFloats of
+// q's rows, the key block's positions and the head dimension, in f32.
+WorkspaceFn RingAttentionWorkspace(bool grad) {
+  return [grad](const std::vector<TensorType>& inputs, const AttrMap& attrs) -> int64_t {
+    const Shape& q = inputs[0].shape;
+    const Shape& k = inputs[1].shape;
+    if (q.rank() < 2 || k.rank() < 2) return 0;
+    return RingAttentionWorkspaceFloats(q.dim(q.rank() - 2), k.dim(k.rank() - 2), q.dim(q.rank() - 1),
+                                        GetBoolAttr(attrs, "zigzag", false), grad) *
+           static_cast<int64_t>(sizeof(float));
+  };
+}
+
 }  // namespace
 
 OpDefinition RingAttentionDefinition() {
-  return {"ring_attention", {"q", "k", "v"}, {"out"}, InferRingAttention, RingAttentionSignatures, "ring_attention"};
+  OpDefinition definition{"ring_attention", {"q", "k", "v"}, {"out"}, InferRingAttention, RingAttentionSignatures,
+                          "ring_attention"};
+  definition.workspace_bytes = RingAttentionWorkspace(/*grad=*/false);
+  return definition;
 }
 
 OpDefinition RingAttentionGradDefinition() {
-  return {"ring_attention_grad", {"q", "k", "v", "out", "dout"}, {"dx"}, InferRingAttentionGrad,
-          RingAttentionSignatures, "ring_attention_grad"};
+  OpDefinition definition{"ring_attention_grad", {"q", "k", "v", "out", "dout"}, {"dx"}, InferRingAttentionGrad,
+                          RingAttentionSignatures, "ring_attention_grad"};
+  definition.workspace_bytes = RingAttentionWorkspace(/*grad=*/true);
+  return definition;
 }
 
 OpDefinition RingShiftDefinition() {
