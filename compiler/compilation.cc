@@ -301,8 +301,13 @@ TensorRole CompressionRole(const Compilation& compilation, int64_t t, bool into_
 
 BoxingOptions BoxingOptionsOf(const Compilation& compilation, int64_t t, bool into_loss_sink) {
   const TensorRole role = CompressionRole(compilation, t, into_loss_sink);
-  BoxingOptions options =
-      BoxingOptionsFor(compilation.options.compression, role, compilation.graph.tensors[t].compression_hint);
+  // The measured rows auto's accuracy bound reads depend on the optimizer and on error
+  // feedback (sbp/codec_accuracy.h).
+  TrainingSetup setup;
+  setup.optimizer = compilation.job.optimizer().has_sgd() ? OptimizerKind::kLinear : OptimizerKind::kAdaptive;
+  setup.error_feedback = compilation.options.error_feedback;
+  BoxingOptions options = BoxingOptionsFor(compilation.options.compression, role,
+                                           compilation.graph.tensors[t].compression_hint, setup);
   // Dense, a gradient's all-reduce would ride in a bucket (gradient_bucketing_pass.h).
   options.dense_in_bucket = role == TensorRole::kGradient && compilation.options.bucket_mb > 0;
   return options;

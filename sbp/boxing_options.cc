@@ -14,12 +14,21 @@ BoxingOptions BoxingOptions::Everywhere(const CompressionChoice& choice) {
 }
 
 std::string BoxingOptionsKey(const BoxingOptions& options) {
-  if (!options.compresses()) return "dense";
+  // A refusal only when there is one, so that keys of options without one read as before.
+  std::string notes;
+  for (const auto& [slot, refused] : {std::pair{"in-node", &options.reduce_in_node_refused},
+                                      std::pair{"cross-node", &options.reduce_cross_node_refused},
+                                      std::pair{"gather", &options.gather_refused}}) {
+    if (refused->codec.compressed()) {
+      absl::StrAppend(&notes, "; ", slot, " refused ", CompressionChoiceText(refused->codec), ": ", refused->note);
+    }
+  }
+  if (!options.compresses()) return absl::StrCat("dense", notes);
   return absl::StrCat("reduce in-node ", CompressionChoiceText(options.reduce_in_node), ", cross-node ",
                       CompressionChoiceText(options.reduce_cross_node), options.two_level ? ", two-level" : "",
                       "; gather ", CompressionChoiceText(options.gather),
                       options.compress_intra_node ? "; intra-node" : "", options.automatic ? "; automatic" : "",
-                      options.dense_in_bucket ? "; dense in a bucket" : "");
+                      options.dense_in_bucket ? "; dense in a bucket" : "", notes);
 }
 
 }  // namespace oneflow

@@ -1,5 +1,7 @@
 #include "sbp/compression_policy.h"
 
+#include "absl/strings/str_cat.h"
+
 namespace oneflow {
 namespace {
 
@@ -9,26 +11,50 @@ constexpr CompressionChoice kGradientInNode{CompressionKind::kInt8, 512, true};
 constexpr CompressionChoice kGradientCrossNode{CompressionKind::kInt4, 128, true};
 constexpr CompressionChoice kWeightCodec{CompressionKind::kInt8, 128, false};
 
-// The automatic options of each role (the table of the header).
-BoxingOptions AutomaticFor(TensorRole role) {
-  BoxingOptions options;
+AccuracyRole AccuracyRoleOf(TensorRole role) {
   switch (role) {
     case TensorRole::kActivation:
-      options = BoxingOptions::Everywhere(kActivationCodec);
-      break;
-    case TensorRole::kGradient:
-      options.reduce_in_node = kGradientInNode;
-      options.reduce_cross_node = kGradientCrossNode;
-      options.two_level = true;
-      options.gather = kWeightCodec;
-      options.compress_intra_node = true;
-      break;
+      return AccuracyRole::kActivation;
     case TensorRole::kWeight:
-      options = BoxingOptions::Everywhere(kWeightCodec);
-      break;
-    case TensorRole::kNever:
-      return options;
+      return AccuracyRole::kWeight;
+    default:
+      return AccuracyRole::kGradient;
   }
+}
+
+// The first of the slot's candidates within the bound; kNone (dense) when none is. When
+// a candidate was refused, `refused` holds the first one refused and why, and what was
+// used instead.
+CompressionChoice PickWithinBound(const CompressionPolicy& policy, TensorRole role, CodecSlot slot,
+                                  const TrainingSetup& setup, BoxingOptions::AccuracyRefusal* refused) {
+  std::string why;
+  for (const CompressionChoice& candidate : AutomaticCandidates(role, slot)) {
+    const AccuracyVerdict verdict = CodecWithinBound(candidate, AccuracyRoleOf(role), setup, policy.accuracy_bound);
+    if (verdict.within_bound) {
+      if (refused->codec.compressed()) {
+        refused->note = absl::StrCat(why, "; so ", CompressionChoiceText(candidate), " (", verdict.text, ")");
+      }
+      return candidate;
+    }
+    if (!refused->codec.compressed()) refused->codec = candidate;
+    absl::StrAppend(&why, why.empty() ? "accuracy: not " : "; not ", verdict.text);
+  }
+  if (refused->codec.compressed()) refused->note = absl::StrCat(why, "; so dense");
+  return CompressionChoice{CompressionKind::kNone, 128, false};
+}
+
+// The automatic options of each role (the table of the header), each slot's codec the
+// first candidate within the accuracy bound.
+BoxingOptions AutomaticFor(const CompressionPolicy& policy, TensorRole role, const TrainingSetup& setup) {
+  BoxingOptions options;
+  if (role == TensorRole::kNever) return options;
+  options.reduce_in_node =
+      PickWithinBound(policy, role, CodecSlot::kReduceInNode, setup, &options.reduce_in_node_refused);
+  options.reduce_cross_node =
+      PickWithinBound(policy, role, CodecSlot::kReduceCrossNode, setup, &options.reduce_cross_node_refused);
+  options.gather = PickWithinBound(policy, role, CodecSlot::kGather, setup, &options.gather_refused);
+  options.two_level = role == TensorRole::kGradient;
+  options.compress_intra_node = true;
   options.automatic = true;
   return options;
 }
@@ -49,8 +75,24 @@ absl::string_view TensorRoleName(TensorRole role) {
   return "?";
 }
 
+std::vector<CompressionChoice> AutomaticCandidates(TensorRole role, CodecSlot slot) {
+  switch (role) {
+    case TensorRole::kActivation:
+      return {kActivationCodec, kWeightCodec};
+    case TensorRole::kGradient:
+      if (slot == CodecSlot::kReduceCrossNode) return {kGradientCrossNode, kGradientInNode};
+      if (slot == CodecSlot::kReduceInNode) return {kGradientInNode};
+      return {kWeightCodec};
+    case TensorRole::kWeight:
+      return {kWeightCodec};
+    case TensorRole::kNever:
+      return {};
+  }
+  return {};
+}
+
 BoxingOptions BoxingOptionsFor(const CompressionPolicy& policy, TensorRole role,
-                               std::optional<CompressionKind> hint) {
+                               std::optional<CompressionKind> hint, const TrainingSetup& setup) {
   BoxingOptions options;
   if (role == TensorRole::kGradient && !hint.has_value() && policy.gradient_wire != GradientWire::kFp32) {
     options = BoxingOptions::Everywhere({CompressionKind::kBf16, 1, false});
@@ -71,7 +113,7 @@ BoxingOptions BoxingOptionsFor(const CompressionPolicy& policy, TensorRole role,
       options = BoxingOptions::Everywhere({policy.forced, group_of(policy.forced), false});
     }
   } else {
-    options = AutomaticFor(role);
+    options = AutomaticFor(policy, role, setup);
   }
   options.codec_throughput = policy.codec_throughput;
   return options;

@@ -34,6 +34,7 @@
 
 #include "absl/strings/string_view.h"
 #include "sbp/boxing_options.h"
+#include "sbp/codec_accuracy.h"
 
 namespace oneflow {
 
@@ -62,6 +63,12 @@ struct CompressionPolicy {
   CodecThroughput codec_throughput = CodecThroughput::Defaults();
   // Wins over `mode` for gradients (the table above); a tensor's hint wins over it.
   GradientWire gradient_wire = GradientWire::kFp32;
+  // `auto` only: the largest measured final-loss gap a role's codec may have
+  // (sbp/codec_accuracy.h). A codec of the table above whose measured gap for the role,
+  // the job's optimizer and error feedback exceeds it gives way to the role's next
+  // candidate (AutomaticCandidates), or to dense when none is left; the step's decision
+  // says which and why. Forced codecs and hints are not held to it.
+  AccuracyBound accuracy_bound;
 };
 
 enum class TensorRole {
@@ -75,9 +82,18 @@ enum class TensorRole {
 absl::string_view TensorRoleName(TensorRole role);
 
 // The options one boxing of a tensor with `role` is planned with (the table above);
-// `hint` is the tensor's Tensor::WithCompression, if any (kNone: dense).
+// `hint` is the tensor's Tensor::WithCompression, if any (kNone: dense). `setup` (the
+// job's optimizer, error feedback) selects the measured rows `auto`'s accuracy bound
+// reads (CompressionPolicy::accuracy_bound).
 BoxingOptions BoxingOptionsFor(const CompressionPolicy& policy, TensorRole role,
-                               std::optional<CompressionKind> hint);
+                               std::optional<CompressionKind> hint, const TrainingSetup& setup = TrainingSetup());
+
+// `auto`'s codecs for one slot of a role, most compact first: the first within the
+// accuracy bound is used. Activations: taco_fp8 G=128, then int8 G=128. Gradient
+// reductions across nodes: int4 G=128 hadamard, then int8 G=512 hadamard; inside a node:
+// int8 G=512 hadamard; gathers and weights: int8 G=128.
+enum class CodecSlot { kReduceInNode, kReduceCrossNode, kGather };
+std::vector<CompressionChoice> AutomaticCandidates(TensorRole role, CodecSlot slot);
 
 // Every codec configuration BoxingOptionsFor can put on a step, in a fixed order:
 // what `oneflow calibrate` measures and CodecThroughput::Defaults() covers.

@@ -2,6 +2,7 @@
 // elements) computed by hand from the formulas of sbp/boxing/step_compression.h.
 #include "sbp/compression_policy.h"
 
+#include <cmath>
 #include <string>
 
 #include "absl/strings/match.h"
@@ -16,10 +17,13 @@ namespace {
 const Shape kLogical{5, 7};
 const LinkModel kSlowNetwork{/*intra_node_bandwidth=*/1e9, /*inter_node_bandwidth=*/1e8};
 
+// The cost model's side of auto: the accuracy bound off, so that each role gets its most
+// compact codec (the bound has its own tests, "Accuracy" below).
 CompressionPolicy Auto() {
   CompressionPolicy policy;
   policy.mode = CompressionMode::kAuto;
   policy.codec_throughput = CodecThroughput::Uniform(1e9);
+  policy.accuracy_bound = AccuracyBound{-1, -1, -1};
   return policy;
 }
 
@@ -213,6 +217,93 @@ TEST(CompressionPolicyTest, GradientWireBf16WinsForGradientsOnly) {
   ASSERT_EQ(bf16_plan->steps.size(), 1u);
   EXPECT_EQ(bf16_plan->steps[0].compression.kind, CompressionKind::kBf16);
   EXPECT_EQ(2 * bf16_plan->steps[0].bytes_per_device, dense_plan->steps[0].bytes_per_device) << bf16;
+}
+
+// Accuracy: auto's codec of a slot is the first candidate whose measured training gap
+// (sbp/codec_accuracy.h) for the role, optimizer and error feedback is within the bound.
+constexpr CompressionChoice kInt4G128Hadamard{CompressionKind::kInt4, 128, true};
+constexpr CompressionChoice kInt8G512Hadamard{CompressionKind::kInt8, 512, true};
+
+TEST(CompressionPolicyTest, AccuracyBoundRefusesACodecWhoseMeasuredGapExceedsIt) {
+  const TrainingSetup adamw;
+  const std::optional<MeasuredTrainingGap> int4 = FindMeasuredGap(kInt4G128Hadamard, AccuracyRole::kGradient, adamw);
+  const std::optional<MeasuredTrainingGap> int8 = FindMeasuredGap(kInt8G512Hadamard, AccuracyRole::kGradient, adamw);
+  ASSERT_TRUE(int4.has_value() && int8.has_value());
+  const double int4_gap = std::abs(int4->final_loss_gap), int8_gap = std::abs(int8->final_loss_gap);
+  ASSERT_LT(int8_gap, int4_gap);
+  CompressionPolicy policy = Auto();
+  // At the int4 row's gap, int4 is within the bound (the bound is inclusive).
+  policy.accuracy_bound.gradient = int4_gap;
+  BoxingOptions options = BoxingOptionsFor(policy, TensorRole::kGradient, std::nullopt, adamw);
+  EXPECT_EQ(options.reduce_cross_node, kInt4G128Hadamard);
+  EXPECT_FALSE(options.reduce_cross_node_refused.codec.compressed());
+  // Between the two rows' gaps: int8 G=512 hadamard crosses nodes instead, and the
+  // refusal says why.
+  policy.accuracy_bound.gradient = (int4_gap + int8_gap) / 2;
+  options = BoxingOptionsFor(policy, TensorRole::kGradient, std::nullopt, adamw);
+  EXPECT_EQ(options.reduce_cross_node, kInt8G512Hadamard);
+  EXPECT_EQ(options.reduce_in_node, kInt8G512Hadamard);
+  EXPECT_EQ(options.reduce_cross_node_refused.codec, kInt4G128Hadamard);
+  EXPECT_TRUE(absl::StartsWith(options.reduce_cross_node_refused.note,
+                               "accuracy: not int4 G=128 hadamard on gradients under adaptive (AdamW) without error "
+                               "feedback: measured final-loss gap +"))
+      << options.reduce_cross_node_refused.note;
+  EXPECT_NE(options.reduce_cross_node_refused.note.find("; so int8 G=512 hadamard (int8 G=512 hadamard on gradients"),
+            std::string::npos)
+      << options.reduce_cross_node_refused.note;
+  // Below both: the cross-node gradient reductions go dense (the in-node slot's only
+  // candidate is int8 G=512 hadamard, refused too).
+  policy.accuracy_bound.gradient = int8_gap / 2;
+  options = BoxingOptionsFor(policy, TensorRole::kGradient, std::nullopt, adamw);
+  EXPECT_FALSE(options.reduce_cross_node.compressed());
+  EXPECT_TRUE(absl::EndsWith(options.reduce_cross_node_refused.note, "; so dense"))
+      << options.reduce_cross_node_refused.note;
+  // Forced codecs and hints are not held to the bound.
+  policy.mode = CompressionMode::kForced;
+  policy.forced = CompressionKind::kInt4;
+  EXPECT_EQ(BoxingOptionsFor(policy, TensorRole::kGradient, std::nullopt, adamw).reduce_cross_node.kind,
+            CompressionKind::kInt4);
+}
+
+TEST(CompressionPolicyTest, AnUnmeasuredCodecPassesAndSaysSo) {
+  const AccuracyVerdict verdict =
+      CodecWithinBound({CompressionKind::kInt8, 128, false}, AccuracyRole::kWeight, TrainingSetup(), AccuracyBound{});
+  EXPECT_TRUE(verdict.within_bound);
+  EXPECT_EQ(verdict.text, "int8 G=128 on weights under adaptive (AdamW): unmeasured");
+  CompressionPolicy policy = Auto();
+  policy.accuracy_bound = AccuracyBound{0, 0, 0};
+  EXPECT_EQ(BoxingOptionsFor(policy, TensorRole::kWeight, std::nullopt).gather, (CompressionChoice{
+                                                                                    CompressionKind::kInt8, 128, false}));
+}
+
+// The refusal ends a step's decision where the refused codec would have paid: the
+// two-level gradient all-reduce of GradientReductionsGoTwoLevelWhenTheGroupIsNodeBlocks
+// (int4 across saves 0.000324 ms there), and not where no codec pays (fast links).
+TEST(CompressionPolicyTest, TheDecisionSaysWhyWhereTheRefusedCodecWouldHavePaid) {
+  const TrainingSetup adamw;
+  const std::optional<MeasuredTrainingGap> int4 = FindMeasuredGap(kInt4G128Hadamard, AccuracyRole::kGradient, adamw);
+  ASSERT_TRUE(int4.has_value());
+  CompressionPolicy policy = Auto();
+  policy.accuracy_bound.gradient = std::abs(int4->final_loss_gap) / 2;
+  const BoxingOptions gradient = BoxingOptionsFor(policy, TensorRole::kGradient, std::nullopt, adamw);
+  const absl::StatusOr<BoxingPlan> plan = Plan("P", "B", "cpu{0:0-1, 1:0-1}", gradient);
+  ASSERT_TRUE(plan.ok()) << plan.status();
+  const BoxingStep& step = plan->steps[0];
+  EXPECT_EQ(step.cross_node_compression, kInt8G512Hadamard);
+  EXPECT_TRUE(absl::StartsWith(step.compression_reason,
+                               "two-level over 2 nodes x 2, int8 G=512 hadamard in-node + int8 G=512 hadamard "
+                               "cross-node: "))
+      << step.compression_reason;
+  EXPECT_NE(step.compression_reason.find("; accuracy: not int4 G=128 hadamard on gradients"), std::string::npos)
+      << step.compression_reason;
+  const Placement where = *Placement::Parse("cpu{0:0-1, 1:0-1}");
+  const LinkModel fast{1e12, 1e12};
+  const absl::StatusOr<BoxingPlan> fast_plan =
+      PlanBoxing(kLogical, DType::kF32, *NdSbp::Parse("P"), where, *NdSbp::Parse("B"), where, fast, gradient);
+  ASSERT_TRUE(fast_plan.ok()) << fast_plan.status();
+  EXPECT_FALSE(fast_plan->steps[0].compression.compressed());
+  EXPECT_EQ(fast_plan->steps[0].compression_reason.find("accuracy:"), std::string::npos)
+      << fast_plan->steps[0].compression_reason;
 }
 
 }  // namespace

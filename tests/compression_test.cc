@@ -60,9 +60,12 @@ CompressionPolicy Forced(CompressionKind codec) {
   return policy;
 }
 
+// auto's cost model and role codecs, without its accuracy bound (which keeps int4 off this
+// AdamW gpt's and this SGD mlp's gradients; tests:auto_codec_accuracy_test checks it).
 CompressionPolicy Automatic() {
   CompressionPolicy policy;
   policy.mode = CompressionMode::kAuto;
+  policy.accuracy_bound = AccuracyBound{-1, -1, -1};
   return policy;
 }
 

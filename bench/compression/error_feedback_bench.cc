@@ -8,6 +8,12 @@
 //                  eligible step (activations and weight gathers too), no error feedback
 //   int8           forced int8 (groups of 128, relative error ~0.65%): how far a near-lossless
 //                  perturbation moves these trajectories, the floor any gap is read against
+//   auto           --compression=auto's codecs (sbp/compression_policy.h) on every step
+//                  they may take: the links are set to 1 MB/s so that every such step pays
+//                  (gradient buckets off); with +fwd, +bwd, +grad one role's, and with
+//                  +nobound without auto's accuracy bound (sbp/codec_accuracy.h), which is
+//                  how the bound's table is measured (auto+grad+nobound: int4 G=128
+//                  hadamard on the cross-node gradient reductions)
 //   CODEC+OPT+...  a variant: CODEC int4 or int8, then any of gN (N values per scale),
 //                  had (Hadamard rotation of each group), grad (only the gradient
 //                  reductions compress, every other step dense), fwd (only the forward
@@ -16,14 +22,19 @@
 //                  every step but the gradient reductions), ef (error feedback on
 //                  the gradient reductions), sr (stochastic rounding on every compressed step,
 //                  --codec_rounding=stochastic), srg (stochastic rounding on the
-//                  gradient reductions only, nearest elsewhere); e.g. int4+g128 is forced
+//                  gradient reductions only, nearest elsewhere), ln8 / lnd (the forward
+//                  steps whose consumer is a layer norm, the heavy-tailed residual stream,
+//                  run int8 G=128 / dense instead), chain8 (in a gradient's boxing every
+//                  compressed step but the last runs int8 G=128: the partial sums travel
+//                  finer, one int4 encoding at the end), lgd (the forward step of the
+//                  logits, whose consumer is the loss, dense); e.g. int4+g128 is forced
 //                  int4 as it was before groups of 32, int4+g32+grad+ef, int4+sr+ef.
 //                  int4_ef, int4_grad and int4_grad_ef are int4+ef, int4+grad and
 //                  int4+grad+ef.
 // --list_boxings first prints one line per compressed step of the first compressed mode's
 // plan as compiled (forced on every eligible step), with the role its options select by:
 //   {"boxing":"add_1","producer":"add_1","consumer":"layer_norm_2","step":"STEP_REDUCE_SCATTER",
-//    "axis":1,"bytes_per_device":8192,"role":"fwd"}
+//    "axis":1,"bytes_per_device":8192,"role":"fwd","codec":"INT4 G=32"}
 // One JSON line per seed and mode, then one per mode with the gaps averaged over seeds
 // ("seed":"mean"):
 //   {"bench":"error_feedback","model":"gpt L2 h64 b8 s16 v64 lr0.01 synthetic",
@@ -106,6 +117,13 @@ struct Curve {
 // int4_ef, int4_grad and int4_grad_ef are int4+ef, int4+grad and int4+grad+ef.
 struct Mode {
   CompressionKind codec = CompressionKind::kNone;
+  // --compression=auto's codecs (sbp/compression_policy.h) on every step they may take, the
+  // links made slow enough (kAutoLinkBandwidth) that every such step pays: what auto puts
+  // on a slow cluster, role by role.
+  bool automatic = false;
+  // auto's accuracy bound off (CompressionPolicy::accuracy_bound): auto's most compact
+  // codec of each role whatever its measured gap, to measure that gap.
+  bool no_bound = false;
   int64_t group_size = 0;  // 0: the policy's (int4 32, int8 128)
   bool hadamard = false;
   // Which compressed steps keep their codec, by the role of the tensor (RoleOf); the
@@ -114,6 +132,11 @@ struct Mode {
   bool error_feedback = false;
   bool stochastic_rounding = false;
   bool stochastic_gradients_only = false;
+  // The forward steps whose consumer is a layer norm (the residual stream): kInt4 keeps
+  // them as the mode says, kInt8 runs them int8 G=128, kNone dense.
+  CompressionKind layer_norm_inputs = CompressionKind::kInt4;
+  bool gradient_chain_int8 = false;
+  bool logits_dense = false;
 };
 
 absl::StatusOr<Mode> ParseMode(const std::string& text) {
@@ -124,14 +147,16 @@ absl::StatusOr<Mode> ParseMode(const std::string& text) {
   Mode mode;
   if (spec == "dense") return mode;
   const std::vector<std::string> parts = absl::StrSplit(spec, '+');
-  if (parts[0] == "int4") {
+  if (parts[0] == "auto") {
+    mode.automatic = true;
+  } else if (parts[0] == "int4") {
     mode.codec = CompressionKind::kInt4;
   } else if (parts[0] == "int8") {
     mode.codec = CompressionKind::kInt8;
   } else {
     return absl::InvalidArgumentError(
         absl::StrCat("--modes: unknown mode '", text,
-                     "'; valid: dense, or int4 / int8 followed by +gN, +had, +grad, +fwd, +bwd, +ef, +sr, +srg (e.g. "
+                     "'; valid: dense, or auto / int4 / int8 followed by +gN, +had, +grad, +fwd, +bwd, +ef, +sr, +srg, +ln8, +lnd, +lgd, +chain8, +nobound (e.g. "
                      "int4+g32+had+grad), or int4_ef, int4_grad, int4_grad_ef"));
   }
   for (size_t i = 1; i < parts.size(); ++i) {
@@ -149,11 +174,22 @@ absl::StatusOr<Mode> ParseMode(const std::string& text) {
     } else if (part == "srg") {
       mode.stochastic_rounding = true;
       mode.stochastic_gradients_only = true;
+    } else if (part == "ln8") {
+      mode.layer_norm_inputs = CompressionKind::kInt8;
+    } else if (part == "lnd") {
+      mode.layer_norm_inputs = CompressionKind::kNone;
+    } else if (part == "nobound") {
+      mode.no_bound = true;
+    } else if (part == "lgd") {
+      mode.logits_dense = true;
+    } else if (part == "chain8") {
+      mode.gradient_chain_int8 = true;
     } else if (part.size() > 1 && part[0] == 'g' && absl::SimpleAtoi(part.substr(1), &mode.group_size) &&
                mode.group_size >= 1) {
     } else {
       return absl::InvalidArgumentError(absl::StrCat("--modes: '", text, "': unknown option '", part,
-                                                     "'; valid: gN (N >= 1), had, fwd, bwd, grad, ef, sr, srg"));
+                                                     "'; valid: gN (N >= 1), had, fwd, bwd, grad, ef, sr, srg, ln8, lnd, "
+                                                     "chain8, lgd, nobound"));
     }
   }
   return mode;
@@ -169,6 +205,17 @@ std::string RoleOf(const proto::BoxingDef& boxing, const proto::BoxingStepDef& s
   return "fwd";
 }
 
+// "int4 G=32", "int8 G=512 hadamard + int4 G=128 hadamard" (two-level: in-node + cross-node).
+std::string CodecText(const proto::Compression& compression) {
+  std::string text = absl::StrCat(proto::Compression::Kind_Name(compression.kind()), " G=", compression.block_size(),
+                                  compression.hadamard() ? " hadamard" : "");
+  if (compression.cross_node_kind() != proto::Compression::NONE) {
+    absl::StrAppend(&text, " + ", proto::Compression::Kind_Name(compression.cross_node_kind()),
+                    " G=", compression.cross_node_block_size(), compression.cross_node_hadamard() ? " hadamard" : "");
+  }
+  return text;
+}
+
 // The compressed steps of a plan, one JSON line each, to see which tensors compress.
 void ListBoxings(const proto::Plan& plan) {
   static bool listed = false;
@@ -178,11 +225,11 @@ void ListBoxings(const proto::Plan& plan) {
     for (const proto::BoxingStepDef& step : boxing.steps()) {
       if (step.compression().kind() == proto::Compression::NONE) continue;
       printf("{\"boxing\":\"%s\",\"producer\":\"%s\",\"consumer\":\"%s\",\"step\":\"%s\",\"axis\":%lld,"
-             "\"bytes_per_device\":%lld,\"role\":\"%s\"}\n",
+             "\"bytes_per_device\":%lld,\"role\":\"%s\",\"codec\":\"%s\"}\n",
              boxing.tensor().c_str(), boxing.producer_op().c_str(), boxing.consumer_op().c_str(),
              proto::BoxingStepKind_Name(step.kind()).c_str(), static_cast<long long>(step.hierarchy_axis()),
              static_cast<long long>(step.dense_bytes_per_device()),
-             RoleOf(boxing, step).c_str());
+             RoleOf(boxing, step).c_str(), CodecText(step.compression()).c_str());
     }
   }
 }
@@ -190,7 +237,20 @@ void ListBoxings(const proto::Plan& plan) {
 absl::StatusOr<Curve> Run(const proto::Job& job, const examples::ParallelLayout& layout, const Mode& mode) {
   CompileOptions options;
   options.cluster = layout.cluster();
-  if (mode.codec != CompressionKind::kNone) {
+  // Compressed gradient all-reduces share buckets, whose members must keep one format; the
+  // modes below edit steps one by one (error feedback, roles, codecs), so every gradient
+  // keeps its own call, in every mode, dense too (the same sums: a bucket encodes each
+  // member as its own step would, and sums a dense member as alone).
+  options.bucket_mb = 0;
+  if (mode.automatic) {
+    // Every compressible step pays at 1 MB/s, in nodes and across: auto's codec choice by
+    // role is then all that decides.
+    constexpr double kAutoLinkBandwidth = 1e6;
+    options.cluster.set_intra_node_bandwidth(kAutoLinkBandwidth);
+    options.cluster.set_inter_node_bandwidth(kAutoLinkBandwidth);
+    options.compression.mode = CompressionMode::kAuto;
+    if (mode.no_bound) options.compression.accuracy_bound = AccuracyBound{-1, -1, -1};
+  } else if (mode.codec != CompressionKind::kNone) {
     options.compression.mode = CompressionMode::kForced;
     options.compression.forced = mode.codec;
     if (mode.group_size > 0) {
@@ -204,10 +264,39 @@ absl::StatusOr<Curve> Run(const proto::Job& job, const examples::ParallelLayout&
   options.error_feedback = true;
   absl::StatusOr<proto::Plan> plan = Compile(job, options);
   if (!plan.ok()) return plan.status();
-  if (absl::GetFlag(FLAGS_list_boxings) && mode.codec != CompressionKind::kNone) ListBoxings(*plan);
-  if (!mode.roles.empty() || mode.hadamard || options.error_feedback != mode.error_feedback) {
+  if (absl::GetFlag(FLAGS_list_boxings) && (mode.codec != CompressionKind::kNone || mode.automatic)) {
+    ListBoxings(*plan);
+  }
+  const bool edits_steps =
+      mode.layer_norm_inputs != CompressionKind::kInt4 || mode.gradient_chain_int8 || mode.logits_dense;
+  if (!mode.roles.empty() || mode.hadamard || options.error_feedback != mode.error_feedback || edits_steps) {
     for (proto::BoxingDef& boxing : *plan->mutable_boxings()) {
-      for (proto::BoxingStepDef& step : *boxing.mutable_steps()) {
+      // The last compressed step of the boxing (chain8 keeps its codec).
+      int last_compressed = -1;
+      for (int i = 0; i < boxing.steps_size(); ++i) {
+        if (boxing.steps(i).compression().kind() != proto::Compression::NONE) last_compressed = i;
+      }
+      for (int i = 0; i < boxing.steps_size(); ++i) {
+        proto::BoxingStepDef& step = *boxing.mutable_steps(i);
+        const bool compressed = step.compression().kind() != proto::Compression::NONE;
+        const std::string role = RoleOf(boxing, step);
+        if (compressed && role == "fwd" && mode.layer_norm_inputs != CompressionKind::kInt4 &&
+            boxing.consumer_op().find("layer_norm") != std::string::npos) {
+          if (mode.layer_norm_inputs == CompressionKind::kNone) {
+            step.clear_compression();
+          } else {
+            step.mutable_compression()->set_kind(proto::Compression::INT8);
+            step.mutable_compression()->set_block_size(128);
+          }
+        }
+        if (compressed && role == "fwd" && mode.logits_dense &&
+            boxing.consumer_op().find("cross_entropy") != std::string::npos) {
+          step.clear_compression();
+        }
+        if (compressed && role == "grad" && mode.gradient_chain_int8 && i != last_compressed) {
+          step.mutable_compression()->set_kind(proto::Compression::INT8);
+          step.mutable_compression()->set_block_size(128);
+        }
         if (!mode.roles.empty() && step.compression().kind() != proto::Compression::NONE &&
             mode.roles.count(RoleOf(boxing, step)) == 0) {
           step.clear_compression();

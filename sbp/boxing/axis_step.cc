@@ -81,13 +81,51 @@ std::optional<BoxingStep> MakeAxisStep(const BoxingContext& context, const Place
                              group.tensor.ToString(), "): ", conversion->Algorithm());
   // Codecs reduce by summing: a maximum or minimum travels dense.
   if (before.is_partial() && before.reduce_op() != ReduceOp::kSum) return step;
+  // The more compact codec auto did not use for this step's slot, if any (sbp/codec_accuracy.h).
+  const bool reduces = step.kind == BoxingKind::kAllReduce || step.kind == BoxingKind::kReduceScatter;
+  const BoxingOptions::AccuracyRefusal* refusal =
+      step.kind == BoxingKind::kAllGather ? &context.options.gather_refused
+      : !reduces                          ? nullptr
+      : crosses_nodes                     ? &context.options.reduce_cross_node_refused
+                                          : &context.options.reduce_in_node_refused;
+  if (refusal != nullptr && !refusal->codec.compressed()) refusal = nullptr;
   const std::optional<PricedCompression> compressed =
       PriceCompression(context, placement, axis, step.kind, elements);
-  if (!compressed.has_value()) return step;
   // A dense all-reduce of a bucketed gradient shares its bucket's call: what it adds to
   // the step is its wire time, not a call's latency.
   const bool in_bucket = context.options.dense_in_bucket && step.kind == BoxingKind::kAllReduce;
   const double dense_marginal = in_bucket ? dense.wire_seconds : dense.seconds();
+  // Automatic: compressed only where modelled at least kAutoMargin faster than dense;
+  // otherwise always. The margin: a codec's rounding costs accuracy (activations leave
+  // the one-device loss curve), so a saving within the model's own error (a 4-rank
+  // activation reduce-scatter over 2 nodes priced 0.501 ms compressed vs 0.51 ms dense)
+  // is not worth it; the bar for auto is "never slower than off beyond 3% noise".
+  constexpr double kAutoMargin = 0.9;
+  // The refusal is worth saying where the refused codec would have compressed the step.
+  std::string accuracy_note;
+  if (refusal != nullptr) {
+    BoxingContext refused_context = context;
+    BoxingOptions& refused_options = refused_context.options;
+    if (step.kind == BoxingKind::kAllGather) {
+      refused_options.gather = refusal->codec;
+    } else if (crosses_nodes) {
+      refused_options.reduce_cross_node = refusal->codec;
+    } else {
+      refused_options.reduce_in_node = refusal->codec;
+    }
+    const std::optional<PricedCompression> refused =
+        PriceCompression(refused_context, placement, axis, step.kind, elements);
+    if (refused.has_value() && (!context.options.automatic || refused->seconds() < kAutoMargin * dense_marginal)) {
+      accuracy_note = refusal->note;
+    }
+  }
+  if (!compressed.has_value()) {
+    if (!accuracy_note.empty()) {
+      step.compression_reason = accuracy_note;
+      absl::StrAppend(&step.reason, "; ", step.compression_reason);
+    }
+    return step;
+  }
   const std::string dense_text =
       absl::StrCat("dense ", FormatMilliseconds(dense_marginal), " (", dense.text,
                    in_bucket ? absl::StrCat("; in a gradient bucket, its ", FormatMilliseconds(dense.latency_seconds),
@@ -95,12 +133,6 @@ std::optional<BoxingStep> MakeAxisStep(const BoxingContext& context, const Place
                              : std::string(),
                    ")");
   const std::string comparison = absl::StrCat(compressed->text, " vs ", dense_text);
-  // Automatic: compressed only where modelled at least kAutoMargin faster than dense;
-  // otherwise always. The margin: a codec's rounding costs accuracy (activations leave
-  // the one-device loss curve), so a saving within the model's own error (a 4-rank
-  // activation reduce-scatter over 2 nodes priced 0.501 ms compressed vs 0.51 ms dense)
-  // is not worth it; the bar for auto is "never slower than off beyond 3% noise".
-  constexpr double kAutoMargin = 0.9;
   const bool pays = compressed->seconds() < kAutoMargin * dense_marginal;
   if (context.options.automatic && !pays) {
     step.compression_reason = absl::StrCat(comparison, ": dense");
@@ -113,6 +145,7 @@ std::optional<BoxingStep> MakeAxisStep(const BoxingContext& context, const Place
         absl::StrCat(comparison, context.options.automatic ? ": compressed" : ": compressed as asked", ", saves ",
                      FormatMilliseconds(dense_marginal - step.seconds));
   }
+  if (!accuracy_note.empty()) absl::StrAppend(&step.compression_reason, "; ", accuracy_note);
   absl::StrAppend(&step.reason, "; ", step.compression_reason);
   return step;
 }
