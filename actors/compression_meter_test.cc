@@ -28,7 +28,6 @@ TEST(CompressionMeterTest, KeysAndDocumentedBounds) {
   EXPECT_GT(DocumentedErrorBound(Codec::kFp8E5M2), 0.052);
   EXPECT_GT(DocumentedErrorBound(Codec::kInt8), 0.0065);
   EXPECT_GT(DocumentedErrorBound(Codec::kInt4), 0.166);
-  EXPECT_GT(DocumentedErrorBound(Codec::kTacoFp8), 0.026);
 }
 
 TEST(CompressionMeterTest, TrafficSinceIsTheDifference) {

@@ -32,8 +32,8 @@ struct CompileOptions {
   bool error_feedback = false;
   // How the int4 and int8 encoders of compressed steps round (Compression.rounding;
   // docs/sbp_and_boxing.md, "Stochastic rounding"): to nearest even (the default), or
-  // stochastically, on every compressed step whose codecs are all int4 / int8 (fp8 and
-  // TACO steps keep nearest). Each such step's random stream is keyed by
+  // stochastically, on every compressed step whose codecs are all int4 / int8 (fp8 steps,
+  // rotated or not, keep nearest). Each such step's random stream is keyed by
   // codec_rounding_seed, its logical tensor's name and its place in the boxing
   // (Compression.rounding_seed), then per act, encoding rank and element at run time.
   proto::Compression::Rounding codec_rounding = proto::Compression::NEAREST;

@@ -129,13 +129,13 @@ loss %reduce_mean_2
 }
 
 // The Megatron pair with its devices on two nodes: the partial activation crosses the
-// slow link as TACO FP8 (its 16 elements as 16 bytes and TACO's two f32 scales),
-// unless the tensor's hint says otherwise.
-TEST(CompilerTest, ActivationsCompressAsTacoUnlessHinted) {
+// slow link as rotated FP8 E4M3, TACO's codec (its 16 elements as 16 bytes and one f32
+// scale), unless the tensor's hint says otherwise.
+TEST(CompilerTest, ActivationsCompressAsRotatedFp8UnlessHinted) {
   std::string text = kTensorParallel;
   text.replace(text.find("cpu{0:0-1}"), 10, "cpu{0:0, 1:0}");
   const std::string dump = DumpAfter(text, "boxing_insertion", SlowNetwork(2, 1), CompressionMode::kAuto);
-  EXPECT_NE(dump.find("boxing#0 %matmul_2 P @0 -> S(0) @0: reduce_scatter[axis 0]{taco_fp8 G=128} (24 B/device)"),
+  EXPECT_NE(dump.find("boxing#0 %matmul_2 P @0 -> S(0) @0: reduce_scatter[axis 0]{fp8e4m3 G=128 hadamard} (20 B/device)"),
             std::string::npos)
       << dump;
   text.replace(text.find("f32[8, 4]\n%relu_3"), 9, "f32[8, 4] compression=none");

@@ -66,7 +66,7 @@ struct BoxingStep {
   // `compression_reason` when it is set.
   std::string reason;
   // The cost model's compression decision for a step the options could compress, e.g.
-  // "inter-node 1.25e+08 B/s: 5.2 ms dense vs 1.4 ms taco_fp8 G=128 + 0.3 ms codec:
+  // "inter-node 1.25e+08 B/s: 5.2 ms dense vs 1.4 ms fp8e4m3 G=128 hadamard + 0.3 ms codec:
   // compressed, saves 3.5 ms" (or ": dense"); empty when no codec applies.
   std::string compression_reason;
 };

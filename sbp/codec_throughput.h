@@ -105,7 +105,12 @@ std::string CodecMeasurementLine(const CodecMeasurement& measurement);
 //   group_size, hadamard, bytes_per_second, encode_bytes_per_second,
 //   decode_bytes_per_second, elements, repetitions
 // also for a line that repeats an earlier line's configuration and for a file with no
-// measurement at all.
+// measurement at all. The deprecated codec name "taco_fp8" (files written before the
+// codec was named for what it is) reads as fp8e4m3 with hadamard, whatever its line says of
+// hadamard, and prints one warning to stderr per file:
+//   warning: codec calibration file 'F' line 3: codec "taco_fp8" is deprecated; it is
+//   fp8e4m3 with hadamard and is read as such: write "codec": "fp8e4m3", "hadamard": true
+//   (`oneflow calibrate --out=FILE` does)
 absl::StatusOr<std::vector<CodecMeasurement>> ParseCodecCalibration(absl::string_view text,
                                                                      absl::string_view file);
 

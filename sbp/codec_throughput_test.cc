@@ -29,7 +29,7 @@ TEST(CodecThroughputTest, DefaultsCoverEveryConfigurationTheCompilerPicks) {
 TEST(CodecThroughputTest, UniformGivesEveryConfigurationOneValue) {
   CodecThroughput uniform = CodecThroughput::Uniform(3e9);
   EXPECT_EQ(uniform.BytesPerSecond(kInt8Rotated), 3e9);
-  EXPECT_EQ(uniform.BytesPerSecond({CompressionKind::kTacoFp8, 128, false}), 3e9);
+  EXPECT_EQ(uniform.BytesPerSecond({CompressionKind::kFp8E4M3, 128, true}), 3e9);
   uniform.Set(kInt8Rotated, 5e8);
   EXPECT_EQ(uniform.BytesPerSecond(kInt8Rotated), 5e8);
   EXPECT_EQ(uniform.BytesPerSecond({CompressionKind::kInt8, 512, false}), 3e9);  // Not rotated: another entry.
@@ -42,7 +42,7 @@ TEST(CodecThroughputTest, LinesRoundTrip) {
             "{\"codec\": \"int8\", \"group_size\": 512, \"hadamard\": true, \"bytes_per_second\": 1.23457e+09, "
             "\"elements\": 1048576, \"repetitions\": 7}");
   const absl::StatusOr<std::vector<CodecMeasurement>> parsed =
-      ParseCodecCalibration(line + "\n\n" + CodecMeasurementLine({{CompressionKind::kTacoFp8, 128, false}, 4e8, 9e8, 7.2e8, 1, 1}) + "\n",
+      ParseCodecCalibration(line + "\n\n" + CodecMeasurementLine({{CompressionKind::kFp8E4M3, 128, true}, 4e8, 9e8, 7.2e8, 1, 1}) + "\n",
                             "codecs.jsonl");
   ASSERT_TRUE(parsed.ok()) << parsed.status();
   ASSERT_EQ(parsed->size(), 2u);
@@ -50,7 +50,7 @@ TEST(CodecThroughputTest, LinesRoundTrip) {
   EXPECT_EQ((*parsed)[0].bytes_per_second, 1.23457e9);
   EXPECT_EQ((*parsed)[0].elements, 1048576);
   EXPECT_EQ((*parsed)[0].repetitions, 7);
-  EXPECT_EQ((*parsed)[1].choice.kind, CompressionKind::kTacoFp8);
+  EXPECT_EQ((*parsed)[1].choice, (CompressionChoice{CompressionKind::kFp8E4M3, 128, true}));
   EXPECT_EQ((*parsed)[1].encode_bytes_per_second, 9e8);
   EXPECT_EQ((*parsed)[1].decode_bytes_per_second, 7.2e8);
   EXPECT_EQ(CodecMeasurementLine((*parsed)[0]), line);
@@ -75,7 +75,7 @@ TEST(CodecThroughputTest, MalformedFilesNameTheFileAndLine) {
             "\"bytes_per_second\"");
   EXPECT_EQ(ParseError(R"({"codec": "int5", "group_size": 128, "hadamard": false, "bytes_per_second": 2e9})"),
             "codec calibration file 'c.jsonl' line 1: \"codec\" is \"int5\"; valid: fp8e4m3, fp8e5m2, int4, int8, "
-            "taco_fp8, bf16");
+            "bf16");
   EXPECT_EQ(ParseError(R"({"codec": "int4", "group_size": 128, "hadamard": false, "speed": 2e9})"),
             "codec calibration file 'c.jsonl' line 1: unknown key \"speed\"; valid keys: codec, group_size, "
             "hadamard, bytes_per_second, encode_bytes_per_second, decode_bytes_per_second, elements, repetitions");
@@ -114,8 +114,8 @@ TEST(CodecThroughputTest, ReadingAFileOverridesTheDefaultsItMeasures) {
   const absl::StatusOr<CodecThroughput> read = ReadCodecCalibrationFile(path);
   ASSERT_TRUE(read.ok()) << read.status();
   EXPECT_EQ(read->BytesPerSecond(kInt8Rotated), 7e9);
-  const CompressionChoice taco{CompressionKind::kTacoFp8, 128, false};
-  EXPECT_EQ(read->BytesPerSecond(taco), CodecThroughput::Defaults().BytesPerSecond(taco));
+  const CompressionChoice activations{CompressionKind::kFp8E4M3, 128, true};
+  EXPECT_EQ(read->BytesPerSecond(activations), CodecThroughput::Defaults().BytesPerSecond(activations));
   // Without separate figures each pass takes half the round trip: 1 MB encodes in 1/14 ms.
   EXPECT_DOUBLE_EQ(read->EncodeSeconds(kInt8Rotated, 1e6), 1e6 / 14e9);
   EXPECT_DOUBLE_EQ(read->DecodeSeconds(kInt8Rotated, 1e6), 1e6 / 14e9);
@@ -133,6 +133,51 @@ TEST(CodecThroughputTest, ReadingAFileOverridesTheDefaultsItMeasures) {
   EXPECT_EQ(directory.status().message(),
             "codec calibration file '" + ::testing::TempDir() + "': is a directory, not a calibration file");
   std::remove(path.c_str());
+}
+
+// Files written before the rename name fp8e4m3 with hadamard "taco_fp8" (with "hadamard":
+// false: TACO rotated by design). They read as the rotated fp8e4m3 G=128 that auto's
+// activations use, with one warning for the file naming the new spelling.
+TEST(CodecThroughputTest, TacoFp8IsADeprecatedNameOfRotatedFp8E4M3) {
+  const std::string old_line =
+      R"({"codec": "taco_fp8", "group_size": 128, "hadamard": false, "bytes_per_second": 2.9e9})";
+  const std::string int8 = R"({"codec": "int8", "group_size": 128, "hadamard": false, "bytes_per_second": 5e9})";
+  const std::string old_g64 =
+      R"({"codec": "taco_fp8", "group_size": 64, "hadamard": false, "bytes_per_second": 2e9})";
+  ::testing::internal::CaptureStderr();
+  const absl::StatusOr<std::vector<CodecMeasurement>> parsed =
+      ParseCodecCalibration(int8 + "\n" + old_line + "\n" + old_g64 + "\n", "old.jsonl");
+  const std::string warnings = ::testing::internal::GetCapturedStderr();
+  ASSERT_TRUE(parsed.ok()) << parsed.status();
+  ASSERT_EQ(parsed->size(), 3u);
+  EXPECT_EQ((*parsed)[1].choice, (CompressionChoice{CompressionKind::kFp8E4M3, 128, true}));
+  EXPECT_EQ((*parsed)[1].bytes_per_second, 2.9e9);
+  EXPECT_EQ((*parsed)[2].choice, (CompressionChoice{CompressionKind::kFp8E4M3, 64, true}));
+  EXPECT_EQ(warnings,
+            "warning: codec calibration file 'old.jsonl' line 2: codec \"taco_fp8\" is deprecated; it is fp8e4m3 "
+            "with hadamard and is read as such: write \"codec\": \"fp8e4m3\", \"hadamard\": true (`oneflow "
+            "calibrate --out=FILE` does)\n");
+  // What it measured prices auto's activation codec.
+  CodecThroughput throughput = CodecThroughput::Defaults();
+  throughput.Set((*parsed)[1].choice, (*parsed)[1].bytes_per_second);
+  CompressionPolicy automatic;
+  automatic.mode = CompressionMode::kAuto;
+  const BoxingOptions activations = BoxingOptionsFor(automatic, TensorRole::kActivation, std::nullopt);
+  EXPECT_EQ(activations.reduce_in_node, (*parsed)[1].choice);
+  EXPECT_EQ(throughput.BytesPerSecond(activations.reduce_in_node), 2.9e9);
+  // Its rotation needs a power-of-two group, and it is the same configuration as the
+  // new spelling's.
+  EXPECT_EQ(ParseError(R"({"codec": "taco_fp8", "group_size": 100, "hadamard": false, "bytes_per_second": 1})"),
+            "codec calibration file 'c.jsonl' line 1: compression fp8e4m3 G=100 hadamard: the Walsh-Hadamard "
+            "transform needs a group size that is a power of two in [32, 2048]");
+  EXPECT_EQ(ParseError(old_line + "\n" +
+                       R"({"codec": "fp8e4m3", "group_size": 128, "hadamard": true, "bytes_per_second": 3e9})"),
+            "codec calibration file 'c.jsonl' line 2: fp8e4m3 G=128 hadamard is measured twice (also on line 1); "
+            "keep one line per configuration");
+  // A file without the old name warns of nothing.
+  ::testing::internal::CaptureStderr();
+  ASSERT_TRUE(ParseCodecCalibration(int8 + "\n", "new.jsonl").ok());
+  EXPECT_EQ(::testing::internal::GetCapturedStderr(), "");
 }
 
 }  // namespace

@@ -12,16 +12,11 @@ constexpr int64_t kMaxRotatedGroup = 2048;
 bool IsPowerOfTwo(int64_t n) { return n > 0 && (n & (n - 1)) == 0; }
 
 bool Rotates(const CompressionChoice& choice) {
-  return choice.kind == CompressionKind::kTacoFp8 ||
-         (choice.hadamard && choice.kind != CompressionKind::kNone && choice.kind != CompressionKind::kBf16);
+  return choice.hadamard && choice.kind != CompressionKind::kNone && choice.kind != CompressionKind::kBf16;
 }
 
-// f32 values per group ahead of the payload: TACO keeps its pre-scale beside the scale;
-// bf16 has no groups.
-int64_t ParametersPerGroup(CompressionKind kind) {
-  if (kind == CompressionKind::kBf16) return 0;
-  return kind == CompressionKind::kTacoFp8 ? 2 : 1;
-}
+// f32 values per group ahead of the payload: one scale; bf16 has no groups.
+int64_t ParametersPerGroup(CompressionKind kind) { return kind == CompressionKind::kBf16 ? 0 : 1; }
 
 int64_t PayloadBytes(CompressionKind kind, int64_t elements) {
   switch (kind) {
@@ -48,8 +43,6 @@ absl::string_view CompressionKindName(CompressionKind kind) {
       return "int4";
     case CompressionKind::kInt8:
       return "int8";
-    case CompressionKind::kTacoFp8:
-      return "taco_fp8";
     case CompressionKind::kBf16:
       return "bf16";
   }
@@ -60,7 +53,7 @@ std::string CompressionChoiceText(const CompressionChoice& choice) {
   if (!choice.compressed()) return "none";
   if (choice.kind == CompressionKind::kBf16) return choice.hadamard ? "bf16 hadamard" : "bf16";
   return absl::StrCat(CompressionKindName(choice.kind), " G=", choice.group_size,
-                      choice.hadamard && choice.kind != CompressionKind::kTacoFp8 ? " hadamard" : "");
+                      choice.hadamard ? " hadamard" : "");
 }
 
 absl::Status CheckCompressionChoice(const CompressionChoice& choice) {

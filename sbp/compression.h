@@ -4,10 +4,9 @@
 // the plan need to know about them: a name, the group size (values sharing one scale),
 // whether groups are Walsh-Hadamard rotated, and the bytes `elements` values take on the
 // wire. The byte count mirrors the codec's EncodedBytes exactly: for ng = ceil(E / G)
-// groups, ng f32 parameters per scale slot (one; two for TACO, s_q and s_a) and the
-// payload (one byte per element; int4 packs two per byte):
+// groups, one f32 scale per group and the payload (one byte per element; int4 packs two
+// per byte):
 //   fp8e4m3, fp8e5m2, int8   E + 4 ng          int4   ceil(E / 2) + 4 ng
-//   taco_fp8                 E + 8 ng          (TACO rotates by design; `hadamard` unused)
 //   bf16                     2 E               (no groups: each element rounded by itself;
 //                                              `group_size` unused, `hadamard` refused)
 #ifndef SBP_COMPRESSION_H_
@@ -22,9 +21,12 @@
 
 namespace oneflow {
 
-enum class CompressionKind { kNone, kFp8E4M3, kFp8E5M2, kInt4, kInt8, kTacoFp8, kBf16 };
+// TACO's activation codec is kFp8E4M3 with hadamard (its pre-scale cancels against the
+// group scale; kernels/compression/taco_equivalence_test.cc): --compression=auto's
+// activations travel as "fp8e4m3 G=128 hadamard".
+enum class CompressionKind { kNone, kFp8E4M3, kFp8E5M2, kInt4, kInt8, kBf16 };
 
-// "none", "fp8e4m3", "fp8e5m2", "int4", "int8", "taco_fp8", "bf16" (the codec's own names).
+// "none", "fp8e4m3", "fp8e5m2", "int4", "int8", "bf16" (the codec's own names).
 absl::string_view CompressionKindName(CompressionKind kind);
 
 // One codec configuration: the format, its group size and whether groups are rotated.
@@ -40,12 +42,12 @@ struct CompressionChoice {
   bool operator!=(const CompressionChoice& other) const { return !(*this == other); }
 };
 
-// "none", or "int8 G=512 hadamard", "taco_fp8 G=128", "bf16" (no groups): how reasons and
+// "none", or "int8 G=512 hadamard", "fp8e4m3 G=128", "bf16" (no groups): how reasons and
 // keys spell a choice.
 std::string CompressionChoiceText(const CompressionChoice& choice);
 
 // OK for kNone and for a configuration the codecs accept: group_size >= 1, and a power of
-// two in [32, 2048] when the groups are rotated (hadamard, and always for taco_fp8); bf16
+// two in [32, 2048] when the groups are rotated (hadamard); bf16
 // without hadamard.
 // INVALID_ARGUMENT naming the codec otherwise:
 //   compression int4 G=100 hadamard: the Walsh-Hadamard transform needs a group size

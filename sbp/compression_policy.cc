@@ -6,7 +6,7 @@ namespace oneflow {
 namespace {
 
 // The group size of forced and hinted codecs is the policy's; these are the literature's.
-constexpr CompressionChoice kActivationCodec{CompressionKind::kTacoFp8, 128, false};
+constexpr CompressionChoice kActivationCodec{CompressionKind::kFp8E4M3, 128, true};
 constexpr CompressionChoice kGradientInNode{CompressionKind::kInt8, 512, true};
 constexpr CompressionChoice kGradientCrossNode{CompressionKind::kInt4, 128, true};
 constexpr CompressionChoice kWeightCodec{CompressionKind::kInt8, 128, false};

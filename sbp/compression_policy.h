@@ -3,7 +3,8 @@
 //
 //   mode     role / hint              codecs (CompressionChoiceText)              decided
 //   off      anything                 dense
-//   auto     activation               taco_fp8 G=128 on every compressible step   by cost
+//   auto     activation               fp8e4m3 G=128 hadamard on every             by cost
+//                                     compressible step (TACO's codec)
 //   auto     gradient                 reductions: two-level int8 G=512 hadamard   by cost
 //                                     in-node + int4 G=128 hadamard cross-node
 //                                     when the group is nodes x equal members;
@@ -20,7 +21,9 @@
 //            bf16                     nodes too (no hint on the tensor)
 //   any      gradient, gradient_wire  bf16 where modelled faster than dense        by cost
 //            auto                     (no hint on the tensor)
-// Roles follow the literature (REFERENCES.md): TACO for tensor-parallel activations,
+// Roles follow the literature (REFERENCES.md): TACO for tensor-parallel activations (its
+// FP8 with the rotation; its adaptive pre-scale cancels against the group's scale,
+// kernels/compression/taco_equivalence_test.cc),
 // SDP4Bit's TLq-HS / ZeRO++'s qgZ for data-parallel gradient reductions, ZeRO++'s qwZ for
 // weight gathers. kNever covers what must stay exact: the loss and what flows into the
 // loss sink, data-source inputs (labels, token ids, features as fed), integer tensors,

@@ -54,7 +54,8 @@ TEST(CompressionPolicyTest, OffAndNeverAreDense) {
 TEST(CompressionPolicyTest, EachRoleGetsItsCodecs) {
   const BoxingOptions activation = BoxingOptionsFor(Auto(), TensorRole::kActivation, std::nullopt);
   EXPECT_EQ(BoxingOptionsKey(activation),
-            "reduce in-node taco_fp8 G=128, cross-node taco_fp8 G=128; gather taco_fp8 G=128; intra-node; automatic");
+            "reduce in-node fp8e4m3 G=128 hadamard, cross-node fp8e4m3 G=128 hadamard; gather fp8e4m3 G=128 "
+            "hadamard; intra-node; automatic");
   EXPECT_EQ(BoxingOptionsKey(BoxingOptionsFor(Auto(), TensorRole::kGradient, std::nullopt)),
             "reduce in-node int8 G=512 hadamard, cross-node int4 G=128 hadamard, two-level; gather int8 G=128; "
             "intra-node; automatic");
@@ -72,7 +73,7 @@ TEST(CompressionPolicyTest, EachRoleGetsItsCodecs) {
             "reduce in-node fp8e4m3 G=128, cross-node fp8e4m3 G=128; gather fp8e4m3 G=128; intra-node");
   EXPECT_EQ(BoxingOptionsKey(BoxingOptionsFor(Auto(), TensorRole::kActivation, CompressionKind::kNone)), "dense");
   // The policy's throughput table travels with the options.
-  EXPECT_EQ(activation.codec_throughput.BytesPerSecond({CompressionKind::kTacoFp8, 128, false}), 1e9);
+  EXPECT_EQ(activation.codec_throughput.BytesPerSecond({CompressionKind::kFp8E4M3, 128, true}), 1e9);
 }
 
 // A gradient all-reduce over 2 nodes x 2 devices ([4], one group listed node by node):
@@ -127,11 +128,12 @@ TEST(CompressionPolicyTest, GradientReductionsWithOneDevicePerNodeAreFlatInt4) {
             "all_reduce axis 1: [B, P] -> [B, B], 144 bytes/device");
 }
 
-TEST(CompressionPolicyTest, ActivationsTravelAsTacoAndWeightsAsInt8) {
+TEST(CompressionPolicyTest, ActivationsTravelAsRotatedFp8AndWeightsAsInt8) {
   const std::string nodes = "cpu{0:0, 1:0}";
-  // 2 (n-1) ceil(35/2) = 36 elements: 36 B of FP8 + 8 B of TACO's two scales.
+  // 2 (n-1) ceil(35/2) = 36 elements: 36 B of FP8 + one f32 scale (TACO's codec sent
+  // two: 44 B).
   EXPECT_EQ(PlanText("P", "B", nodes, BoxingOptionsFor(Auto(), TensorRole::kActivation, std::nullopt)),
-            "all_reduce axis 0: P -> B, 44 bytes/device (taco_fp8 G=128)");
+            "all_reduce axis 0: P -> B, 40 bytes/device (fp8e4m3 G=128 hadamard)");
   // S(0) -> B gathers 3 rows x 7 = 21 elements: 21 + 4 B.
   EXPECT_EQ(PlanText("S(0)", "B", nodes, BoxingOptionsFor(Auto(), TensorRole::kWeight, std::nullopt)),
             "all_gather axis 0: S(0) -> B, 25 bytes/device (int8 G=128)");

@@ -15,10 +15,9 @@ TEST(CompressionTest, Names) {
   EXPECT_EQ(CompressionKindName(CompressionKind::kFp8E5M2), "fp8e5m2");
   EXPECT_EQ(CompressionKindName(CompressionKind::kInt4), "int4");
   EXPECT_EQ(CompressionKindName(CompressionKind::kInt8), "int8");
-  EXPECT_EQ(CompressionKindName(CompressionKind::kTacoFp8), "taco_fp8");
   EXPECT_EQ(CompressionChoiceText(Choice(CompressionKind::kInt8, 512, true)), "int8 G=512 hadamard");
-  // TACO always rotates; the flag is not part of its name.
-  EXPECT_EQ(CompressionChoiceText(Choice(CompressionKind::kTacoFp8, 128, true)), "taco_fp8 G=128");
+  // --compression=auto's activation codec (TACO's FP8 with its rotation).
+  EXPECT_EQ(CompressionChoiceText(Choice(CompressionKind::kFp8E4M3, 128, true)), "fp8e4m3 G=128 hadamard");
   EXPECT_EQ(CompressionChoiceText(Choice(CompressionKind::kNone)), "none");
 }
 
@@ -34,8 +33,8 @@ TEST(CompressionTest, CompressedBytesArePayloadPlusScalesPerGroup) {
   EXPECT_EQ(CountWireBytes(1000, DType::kF32, Choice(CompressionKind::kFp8E5M2)).bytes, 1000 + 32);
   EXPECT_EQ(CountWireBytes(1000, DType::kF32, Choice(CompressionKind::kInt8)).bytes, 1000 + 32);
   EXPECT_EQ(CountWireBytes(1000, DType::kF32, Choice(CompressionKind::kInt4)).bytes, 500 + 32);
-  // TACO keeps two f32 per group (scale and pre-scale): 1 + 8/G bytes per element.
-  EXPECT_EQ(CountWireBytes(1000, DType::kF32, Choice(CompressionKind::kTacoFp8)).bytes, 1000 + 64);
+  // The rotation adds no bytes: one f32 per group (TACO sent two, 1000 + 64 here).
+  EXPECT_EQ(CountWireBytes(1000, DType::kF32, Choice(CompressionKind::kFp8E4M3, 128, true)).bytes, 1000 + 32);
   // Groups of 512: 2 scales.
   EXPECT_EQ(CountWireBytes(1000, DType::kF32, Choice(CompressionKind::kInt8, 512, true)).bytes, 1000 + 8);
   // Odd element counts round the 4-bit payload up to whole bytes.
@@ -64,9 +63,9 @@ TEST(CompressionTest, ChecksWhatTheCodecsAccept) {
   EXPECT_EQ(CheckCompressionChoice(Choice(CompressionKind::kInt4, 100, true)).message(),
             "compression int4 G=100 hadamard: the Walsh-Hadamard transform needs a group size that is a "
             "power of two in [32, 2048]");
-  EXPECT_EQ(CheckCompressionChoice(Choice(CompressionKind::kTacoFp8, 16)).code(),
+  EXPECT_EQ(CheckCompressionChoice(Choice(CompressionKind::kFp8E4M3, 16, true)).code(),
             absl::StatusCode::kInvalidArgument);
-  EXPECT_TRUE(CheckCompressionChoice(Choice(CompressionKind::kTacoFp8, 2048)).ok());
+  EXPECT_TRUE(CheckCompressionChoice(Choice(CompressionKind::kFp8E4M3, 2048, true)).ok());
 }
 
 // bf16 on the wire (--gradient_wire): two bytes an element, no scales, whatever the group

@@ -124,8 +124,9 @@ TEST(AutoParallelEdgeCodecTest, ALinkSpeedFlipsEachTensorParallelEdgeBetweenComp
     const proto::AutoParallelEdge& compressed = slow.edges(i);
     const proto::AutoParallelEdge& dense = fast.edges(i);
     EXPECT_EQ(compressed.tensor(), dense.tensor());
-    // The activation codec of --compression=auto (TACO) where the slow link makes it pay.
-    EXPECT_EQ(compressed.codec(), "taco_fp8 G=128") << compressed.tensor();
+    // The activation codec of --compression=auto (rotated fp8, TACO's codec) where the
+    // slow link makes it pay.
+    EXPECT_EQ(compressed.codec(), "fp8e4m3 G=128 hadamard") << compressed.tensor();
     EXPECT_LT(compressed.seconds(), 0.9 * compressed.dense_seconds()) << compressed.tensor();
     EXPECT_THAT(compressed.decision(), HasSubstr(": compressed, saves ")) << compressed.tensor();
     EXPECT_EQ(dense.codec(), "") << dense.tensor();
@@ -139,9 +140,9 @@ TEST(AutoParallelEdgeCodecTest, ALinkSpeedFlipsEachTensorParallelEdgeBetweenComp
   EXPECT_THAT(slow_text, HasSubstr(absl::StrCat("    tp edges priced with codecs (", slow.edges_size(),
                                                 "), per micro-batch:\n")));
   const std::string first = absl::StrCat("      ", slow.edges(0).unit(), " ", slow.edges(0).tensor(), ": ");
-  EXPECT_THAT(slow_text, HasSubstr(absl::StrCat(first, "taco_fp8 G=128 ")));
+  EXPECT_THAT(slow_text, HasSubstr(absl::StrCat(first, "fp8e4m3 G=128 hadamard ")));
   EXPECT_THAT(fast_text, HasSubstr(absl::StrCat(first, "dense ")));
-  EXPECT_THAT(fast_text, Not(HasSubstr("taco_fp8 G=128 ")));
+  EXPECT_THAT(fast_text, Not(HasSubstr("fp8e4m3 G=128 hadamard ")));
 }
 
 TEST(AutoParallelEdgeCodecTest, TheCompressedEdgesShortenThePredictionByWhatTheySave) {

@@ -60,8 +60,6 @@ Codec CodecOf(proto::Compression::Kind kind) {
       return Codec::kInt8;
     case proto::Compression::INT4:
       return Codec::kInt4;
-    case proto::Compression::TACO_FP8:
-      return Codec::kTacoFp8;
     default:
       return Codec::kNone;
   }

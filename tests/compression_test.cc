@@ -153,7 +153,8 @@ std::string StepName(const proto::BoxingDef& boxing, int s) {
 
 // Auto with a slow inter-node link compresses exactly the node-crossing f32 reductions
 // and gathers (all but tensors of a few elements, whose scales outweigh the saving, and
-// the loss), and each with its role's codec: activations TACO FP8, gradients two-level
+// the loss), and each with its role's codec: activations FP8 E4M3 with the Hadamard
+// rotation (TACO's codec), gradients two-level
 // int8 / int4 where the group has several devices per node (else int4 with Hadamard),
 // weight gathers int8. `crossing_axis` is the hierarchy axis that crosses nodes.
 void ExpectRoleCodecs(const proto::Plan& plan, int64_t crossing_axis, bool two_level_gradients,
@@ -186,8 +187,9 @@ void ExpectRoleCodecs(const proto::Plan& plan, int64_t crossing_axis, bool two_l
       ++(*counts)[kind];
       const bool reduces = step.kind() != proto::STEP_ALL_GATHER;
       if (kind == Role::kActivation) {
-        EXPECT_EQ(compression.kind(), proto::Compression::TACO_FP8) << StepName(boxing, s);
+        EXPECT_EQ(compression.kind(), proto::Compression::FP8_E4M3) << StepName(boxing, s);
         EXPECT_EQ(compression.block_size(), 128);
+        EXPECT_TRUE(compression.hadamard()) << StepName(boxing, s);
         EXPECT_EQ(compression.cross_node_kind(), proto::Compression::NONE);
       } else if (kind == Role::kWeight || !reduces) {
         EXPECT_EQ(compression.kind(), proto::Compression::INT8) << StepName(boxing, s);
@@ -216,7 +218,7 @@ void ExpectRoleCodecs(const proto::Plan& plan, int64_t crossing_axis, bool two_l
 TEST(CompressionTest, AutomaticGivesEachNodeCrossingBoxingItsRolesCodec) {
   // 100 Mbit/s: at 1 Gbit/s the cost model prices this small gpt's 24 KiB activation
   // reduce-scatters as the runtime runs them densely (hierarchical: in-node first, half
-  // the bytes across) within 1% of flat TACO, so auto keeps them dense.
+  // the bytes across) within 1% of flat rotated FP8, so auto keeps them dense.
   const examples::ParallelLayout layout = TwoNodesTp4(1.25e7);
   std::map<Role, int> counts;
   ExpectRoleCodecs(CompileWith(Gpt(layout), layout, Automatic()), /*crossing_axis=*/0, /*two_level_gradients=*/true,
@@ -247,7 +249,7 @@ TEST(CompressionTest, AutomaticCompressesOnlyTheNodeCrossingAxis) {
 TEST(CompressionTest, SameInputsGiveTheSamePlanBytes) {
   const examples::ParallelLayout layout = TwoNodesTp4(1.25e8);
   CompressionPolicy policy = Automatic();
-  policy.codec_throughput.Set({CompressionKind::kTacoFp8, 128, false}, 2.5e9);
+  policy.codec_throughput.Set({CompressionKind::kFp8E4M3, 128, true}, 2.5e9);
   const std::string first = *SerializePlanDeterministically(CompileWith(Gpt(layout), layout, policy));
   const std::string second = *SerializePlanDeterministically(CompileWith(Gpt(layout), layout, policy));
   EXPECT_EQ(first, second);
@@ -279,21 +281,38 @@ std::vector<proto::Compression::Kind> StepCodecs(const proto::Plan& plan, const 
   return codecs;
 }
 
+// Whether every step of the boxings of `tensor` rotates its groups (and there is one).
+bool AllRotated(const proto::Plan& plan, const std::string& tensor) {
+  int steps = 0;
+  for (const proto::BoxingDef& boxing : plan.boxings()) {
+    if (boxing.tensor() != tensor) continue;
+    for (const proto::BoxingStepDef& step : boxing.steps()) {
+      if (!step.compression().hadamard()) return false;
+      ++steps;
+    }
+  }
+  return steps > 0;
+}
+
 TEST(CompressionTest, TensorHintsOverrideAutoAndForcedButNotOff) {
   using Kinds = std::vector<proto::Compression::Kind>;
   // add_1 (the embeddings plus positions) is reduce-scattered across nodes: auto
-  // compresses it with TACO; kNone keeps it dense and changes nothing else.
+  // compresses it with rotated FP8 (TACO's codec); kNone keeps it dense and changes
+  // nothing else.
   const examples::ParallelLayout slow = TwoNodesTp4(1.25e7);  // 100 Mbit/s (see above)
   // (At this link speed add_1's boxing is two steps, a reduce-scatter and a gather: each
   // step of it is compressed, or each is dense.)
   const auto all_are = [](const Kinds& kinds, proto::Compression::Kind kind) {
     return !kinds.empty() && std::all_of(kinds.begin(), kinds.end(), [&](auto k) { return k == kind; });
   };
-  const Kinds automatic = StepCodecs(CompileWith(Gpt(slow), slow, Automatic()), "add_1");
-  EXPECT_TRUE(all_are(automatic, proto::Compression::TACO_FP8)) << automatic.size() << " steps";
+  const proto::Plan automatic_plan = CompileWith(Gpt(slow), slow, Automatic());
+  const Kinds automatic = StepCodecs(automatic_plan, "add_1");
+  EXPECT_TRUE(all_are(automatic, proto::Compression::FP8_E4M3)) << automatic.size() << " steps";
+  EXPECT_TRUE(AllRotated(automatic_plan, "add_1"));
   const proto::Plan dense_hint = CompileWith(WithHint(Gpt(slow), "add_1", Compression::kNone), slow, Automatic());
   EXPECT_TRUE(all_are(StepCodecs(dense_hint, "add_1"), proto::Compression::NONE));
-  EXPECT_TRUE(all_are(StepCodecs(dense_hint, "add_22"), proto::Compression::TACO_FP8));
+  EXPECT_TRUE(all_are(StepCodecs(dense_hint, "add_22"), proto::Compression::FP8_E4M3));
+  EXPECT_TRUE(AllRotated(dense_hint, "add_22"));
   // On fast links auto compresses nothing; kFp8 on add_1 compresses its reduce-scatter
   // inside the node anyway, FP8 E4M3 in groups of 128 (and only that tensor).
   const examples::ParallelLayout fast = TwoNodesDp2Tp2(12.5e9);
@@ -307,6 +326,7 @@ TEST(CompressionTest, TensorHintsOverrideAutoAndForcedButNotOff) {
       EXPECT_EQ(boxing.tensor(), activation);
       EXPECT_EQ(step.compression().kind(), proto::Compression::FP8_E4M3);
       EXPECT_EQ(step.compression().block_size(), 128);
+      EXPECT_FALSE(step.compression().hadamard());  // hinted codecs do not rotate
       EXPECT_NE(step.reason().find(": compressed as asked"), std::string::npos) << step.reason();
     }
   }

@@ -65,7 +65,6 @@ std::vector<Case> Cases(int64_t g) {
       {{Codec::kInt8, g, true}, 0},
       {{Codec::kInt4, g, true}, 0},
       {stochastic, 0},
-      {{Codec::kTacoFp8, g}, 0},
       {{Codec::kBf16, g}, 0},  // no groups: g is ignored
   };
 }

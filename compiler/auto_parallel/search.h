@@ -68,8 +68,8 @@ proto::AutoParallelDecision DecisionRecord(const SearchResult& result, size_t ch
                                            int alternatives,
                                            const std::vector<proto::AutoParallelPrediction>& refused);
 
-// One priced edge as a line: "block0 block0/attn/out (forward all-reduce): taco_fp8 G=128
-// 0.0123 ms, dense 0.0456 ms: <the planner's comparison>" (the codec "dense" when none).
+// One priced edge as a line: "block0 block0/attn/out (forward all-reduce): fp8e4m3 G=128
+// hadamard 0.0123 ms, dense 0.0456 ms: <the planner's comparison>" (the codec "dense" when none).
 std::string EdgeText(const proto::AutoParallelEdge& edge);
 
 // "1.90 GiB (2040109465 B)", binary units.

@@ -39,8 +39,6 @@ proto::Compression::Kind CompressionToProto(CompressionKind kind) {
       return proto::Compression::INT4;
     case CompressionKind::kInt8:
       return proto::Compression::INT8;
-    case CompressionKind::kTacoFp8:
-      return proto::Compression::TACO_FP8;
     case CompressionKind::kBf16:
       return proto::Compression::BF16;
   }

@@ -55,12 +55,12 @@ TEST(CompressionFlagsTest, GradientWire) {
 }
 
 TEST(CompressionFlagsTest, CodecThroughputs) {
-  const CompressionChoice taco{CompressionKind::kTacoFp8, 128, false};
-  EXPECT_EQ(CompressionPolicyFromFlags(Flags("auto"))->codec_throughput.BytesPerSecond(taco),
-            CodecThroughput::Defaults().BytesPerSecond(taco));
+  const CompressionChoice activations{CompressionKind::kFp8E4M3, 128, true};
+  EXPECT_EQ(CompressionPolicyFromFlags(Flags("auto"))->codec_throughput.BytesPerSecond(activations),
+            CodecThroughput::Defaults().BytesPerSecond(activations));
   CompressionFlags uniform = Flags("auto");
   uniform.codec_bytes_per_second = 4e9;
-  EXPECT_EQ(CompressionPolicyFromFlags(uniform)->codec_throughput.BytesPerSecond(taco), 4e9);
+  EXPECT_EQ(CompressionPolicyFromFlags(uniform)->codec_throughput.BytesPerSecond(activations), 4e9);
   uniform.codec_bytes_per_second = -1;
   EXPECT_EQ(CompressionPolicyFromFlags(uniform).status().message(),
             "--codec_bytes_per_second=-1 must be a finite number > 0 (or 0: the per-codec table)");
@@ -68,11 +68,11 @@ TEST(CompressionFlagsTest, CodecThroughputs) {
   const std::string path = ::testing::TempDir() + "/codecs.jsonl";
   {
     std::ofstream out(path);
-    out << R"({"codec": "taco_fp8", "group_size": 128, "hadamard": false, "bytes_per_second": 3.5e9})" << "\n";
+    out << R"({"codec": "fp8e4m3", "group_size": 128, "hadamard": true, "bytes_per_second": 3.5e9})" << "\n";
   }
   CompressionFlags calibrated = Flags("auto");
   calibrated.codec_calibration = path;
-  EXPECT_EQ(CompressionPolicyFromFlags(calibrated)->codec_throughput.BytesPerSecond(taco), 3.5e9);
+  EXPECT_EQ(CompressionPolicyFromFlags(calibrated)->codec_throughput.BytesPerSecond(activations), 3.5e9);
   calibrated.codec_bytes_per_second = 1e9;
   EXPECT_EQ(CompressionPolicyFromFlags(calibrated).status().message(),
             "--codec_bytes_per_second and --codec_calibration both give codec throughputs; use one");

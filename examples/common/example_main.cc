@@ -69,9 +69,9 @@ ABSL_FLAG(double, inter_node_latency, 5e-4,
           "Seconds of one message round between nodes (the cost model's alpha; Gloo over TCP "
           "takes 0.4-0.5 ms for a 4 KiB all-reduce).");
 ABSL_FLAG(std::string, compression, "auto",
-          "How boxings move f32 tensors: off (dense); auto (by what the tensor is: activations TACO "
-          "fp8, gradient reductions two-level int8/int4, weight gathers int8, wherever the modelled "
-          "link time saved exceeds the codec time); fp8, int8 or int4 (that codec on every "
+          "How boxings move f32 tensors: off (dense); auto (by what the tensor is: activations "
+          "fp8e4m3 G=128 hadamard (TACO's codec), gradient reductions two-level int8/int4, weight "
+          "gathers int8, wherever the modelled link time saved exceeds the codec time); fp8, int8 or int4 (that codec on every "
           "all_reduce, reduce_scatter and all_gather). The loss, data-source inputs (labels, token "
           "ids) and integer tensors never compress; Tensor::WithCompression overrides all but off.");
 ABSL_FLAG(double, codec_bytes_per_second, 0,
@@ -82,7 +82,7 @@ ABSL_FLAG(std::string, codec_calibration, "",
 ABSL_FLAG(std::string, codec_rounding, "nearest",
           "How the int4 and int8 encoders of compressed boxings round: nearest (to nearest even) or "
           "stochastic (up with probability equal to the fraction: unbiased; keyed by the tensor, "
-          "iteration, rank and element, so runs and resumes repeat). fp8 and TACO steps round to nearest.");
+          "iteration, rank and element, so runs and resumes repeat). fp8 steps round to nearest.");
 ABSL_FLAG(std::string, gradient_wire, "fp32",
           "How variables' gradients travel in their reductions: fp32 (the default; --compression "
           "decides), bf16 (2 bytes an element on every gradient reduction and gather, added in fp32 "

@@ -22,6 +22,10 @@ constexpr std::pair<BoxingKind, proto::BoxingStepKind> kKinds[] = {
     {BoxingKind::kSendRecv, proto::STEP_SEND_RECV},
 };
 
+// proto::Compression's reserved kind 5, TACO_FP8 in plans written before the codec was
+// named for what it is (FP8_E4M3 with hadamard; plan.proto).
+constexpr int kRemovedTacoFp8 = 5;
+
 // One level of a Compression: its kind, group size, rotation and rounding.
 absl::StatusOr<CodecOptions> CodecFrom(proto::Compression::Kind kind, int64_t block_size, bool hadamard,
                                        proto::Compression::Rounding rounding) {
@@ -51,13 +55,15 @@ absl::StatusOr<CodecOptions> CodecFrom(proto::Compression::Kind kind, int64_t bl
     case proto::Compression::INT8:
       options.codec = Codec::kInt8;
       break;
-    case proto::Compression::TACO_FP8:
-      options.codec = Codec::kTacoFp8;
-      break;
     case proto::Compression::BF16:
       options.codec = Codec::kBf16;
       break;
     default:
+      if (static_cast<int>(kind) == kRemovedTacoFp8) {
+        return absl::InvalidArgumentError(
+            "codec 5 (TACO_FP8) is no longer run: it was FP8_E4M3 with hadamard and a second scale per group; "
+            "recompile the plan (its activation steps become FP8_E4M3 with hadamard)");
+      }
       return absl::InvalidArgumentError(
           absl::StrCat("codec ", static_cast<int>(kind), " is not one this build knows"));
   }

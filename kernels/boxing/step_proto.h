@@ -25,9 +25,9 @@ absl::StatusOr<BoxingKind> BoxingKindFromProto(proto::BoxingStepKind kind);
 // A step's compression as the runtime runs it: codec, group size (block_size), Hadamard,
 // rounding (STOCHASTIC sets stochastic_rounding; the seed is per act,
 // StochasticRoundingSeed). NONE gives Codec::kNone. A kind or rounding this build does
-// not know is INVALID_ARGUMENT naming the number; options the codec refuses
-// (CheckCodecOptions: STOCHASTIC with an fp8 or TACO codec) and STOCHASTIC on NONE are
-// INVALID_ARGUMENT too.
+// not know is INVALID_ARGUMENT naming the number (kind 5, the removed TACO_FP8 of older
+// plans, says to recompile the plan); options the codec refuses (CheckCodecOptions:
+// STOCHASTIC with an fp8 codec) and STOCHASTIC on NONE are INVALID_ARGUMENT too.
 absl::StatusOr<CodecOptions> CodecFromProto(const proto::Compression& compression);
 
 // The CodecOptions::seed of act `act` (iteration * micro-batches + micro-batch) of a

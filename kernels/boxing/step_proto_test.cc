@@ -2,6 +2,9 @@
 // errors for codecs this build does not know or options the codecs refuse.
 #include "kernels/boxing/step_proto.h"
 
+#include <string>
+
+#include "gmock/gmock.h"
 #include "gtest/gtest.h"
 
 namespace oneflow {
@@ -83,6 +86,26 @@ TEST(StepCompressionTest, StochasticRoundingNeedsAnIntegerCodec) {
   compression.set_rounding(static_cast<proto::Compression::Rounding>(7));
   EXPECT_EQ(StepCompressionFromProto(compression).status(),
             absl::InvalidArgumentError("rounding 7 is not one this build knows (NEAREST, STOCHASTIC)"));
+}
+
+// Plans written before the rename carry kind 5 (TACO_FP8, now reserved): the bytes of
+// such a step still parse (proto3 keeps the unknown value), and the step is refused with
+// what to do.
+TEST(StepCompressionTest, RemovedTacoFp8SaysToRecompile) {
+  proto::Compression old_step;
+  old_step.set_kind(static_cast<proto::Compression::Kind>(5));
+  old_step.set_block_size(128);
+  proto::Compression read;
+  ASSERT_TRUE(read.ParseFromString(old_step.SerializeAsString()));
+  EXPECT_EQ(static_cast<int>(read.kind()), 5);
+  const absl::Status refused = StepCompressionFromProto(read).status();
+  EXPECT_EQ(refused, absl::InvalidArgumentError(
+                         "codec 5 (TACO_FP8) is no longer run: it was FP8_E4M3 with hadamard and a second scale "
+                         "per group; recompile the plan (its activation steps become FP8_E4M3 with hadamard)"));
+  proto::Compression cross_node = TwoLevel();
+  cross_node.set_cross_node_kind(static_cast<proto::Compression::Kind>(5));
+  EXPECT_THAT(std::string(StepCompressionFromProto(cross_node).status().message()),
+              ::testing::StartsWith("cross-node codec 5 (TACO_FP8) is no longer run"));
 }
 
 TEST(StepCompressionTest, ErrorsNameTheLevel) {

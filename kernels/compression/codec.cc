@@ -1,6 +1,6 @@
 // The codecs' common frame: groups, the header of per-group scales, the payload, the
 // optional rotation, and the order of work. The per-format arithmetic is in fp8_quant,
-// int_quant and taco; the layout and the special-value rules are in codec.h.
+// int_quant and bf16_codec; the layout and the special-value rules are in codec.h.
 //
 // Rotated groups of the full size G are transformed unnormalised (t = WHT(x)) and the
 // 1 / sqrt(G) is folded into the scale: the codes are those of y = t / sqrt(G) scaled to
@@ -21,7 +21,6 @@
 #include "kernels/compression/hadamard.h"
 #include "kernels/compression/int_quant.h"
 #include "kernels/compression/rounding_noise.h"
-#include "kernels/compression/taco.h"
 
 namespace oneflow {
 namespace {
@@ -34,7 +33,7 @@ constexpr int64_t kMaxHadamardGroup = 2048;
 constexpr int64_t kBatchGroups = 8;
 
 constexpr Codec kAllCodecs[] = {Codec::kNone, Codec::kFp8E4M3, Codec::kFp8E5M2, Codec::kInt8,
-                                Codec::kInt4, Codec::kTacoFp8, Codec::kBf16};
+                                Codec::kInt4, Codec::kBf16};
 
 bool IsPowerOfTwo(int64_t n) { return n > 0 && (n & (n - 1)) == 0; }
 
@@ -44,8 +43,6 @@ int64_t ParametersPerGroup(Codec codec) {
     case Codec::kNone:
     case Codec::kBf16:
       return 0;
-    case Codec::kTacoFp8:
-      return 2;
     default:
       return 1;
   }
@@ -69,8 +66,7 @@ int64_t GroupCount(const CodecOptions& options, int64_t count) {
 }
 
 bool Rotates(const CodecOptions& options) {
-  return options.hadamard && options.codec != Codec::kNone && options.codec != Codec::kTacoFp8 &&
-         options.codec != Codec::kBf16;
+  return options.hadamard && options.codec != Codec::kNone && options.codec != Codec::kBf16;
 }
 
 float MaxCode(Codec codec) {
@@ -190,27 +186,24 @@ void DecodeImpl(const CodecOptions& options, const void* in, int64_t count, Deco
   const uint8_t* payload = bytes + groups * parameters * 4;
   const bool rotates = Rotates(options);
   const float norm = rotates ? HadamardNorm(group_size) : 1.0f;
-  // Rotated and TACO groups are at most 2048 elements (CheckCodecOptions).
+  // Rotated groups are at most 2048 elements (CheckCodecOptions).
   alignas(32) float scratch[kMaxHadamardGroup];
   for (int64_t group = 0; group < groups; ++group) {
     const int64_t begin = group * group_size;
     const int64_t n = std::min(group_size, count - begin);
-    float parameter[2];
-    std::memcpy(parameter, header + group * parameters * 4, parameters * 4);
-    if (options.codec == Codec::kTacoFp8) {
-      compression::DecodeTacoGroup(payload + begin, n, {parameter[0], parameter[1]}, scratch,
-                                   mode, out + begin);
-    } else if (rotates && n == group_size) {
+    float scale;
+    std::memcpy(&scale, header + group * parameters * 4, 4);
+    if (rotates && n == group_size) {
       // H(code * scale) / sqrt(G) = H(code) * (scale / sqrt(G)): one pass fewer.
       DecodeScaledGroup(options, payload, begin, n, 1.0f, DecodeMode::kStore, scratch);
       FastWalshHadamard(scratch, n);
-      compression::EmitScaled(scratch, n, parameter[0] * norm, mode, out + begin);
+      compression::EmitScaled(scratch, n, scale * norm, mode, out + begin);
     } else if (rotates) {  // a short last group: rotated piecewise
-      DecodeScaledGroup(options, payload, begin, n, parameter[0], DecodeMode::kStore, scratch);
+      DecodeScaledGroup(options, payload, begin, n, scale, DecodeMode::kStore, scratch);
       HadamardRotate(scratch, n);
       compression::EmitValues(scratch, n, mode, out + begin);
     } else {
-      DecodeScaledGroup(options, payload, begin, n, parameter[0], mode, out + begin);
+      DecodeScaledGroup(options, payload, begin, n, scale, mode, out + begin);
     }
   }
 }
@@ -229,8 +222,6 @@ absl::string_view CodecName(Codec codec) {
       return "int8";
     case Codec::kInt4:
       return "int4";
-    case Codec::kTacoFp8:
-      return "taco_fp8";
     case Codec::kBf16:
       return "bf16";
   }
@@ -242,6 +233,11 @@ absl::StatusOr<Codec> ParseCodec(absl::string_view name) {
   for (Codec codec : kAllCodecs) {
     if (CodecName(codec) == name) return codec;
     absl::StrAppend(&names, names.empty() ? "" : ", ", CodecName(codec));
+  }
+  if (name == "taco_fp8") {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "codec 'taco_fp8' is fp8e4m3 with hadamard (its pre-scale cancelled; docs/sbp_and_boxing.md): "
+        "use fp8e4m3 and set hadamard; the codecs are ", names));
   }
   return absl::InvalidArgumentError(
       absl::StrCat("unknown codec '", name, "'; the codecs are ", names));
@@ -267,13 +263,11 @@ absl::Status CheckCodecOptions(const CodecOptions& options) {
     return absl::InvalidArgumentError(
         "codec bf16: hadamard is set; bf16 rounds each element by itself and has no groups to rotate");
   }
-  const bool needs_power_of_two = Rotates(options) || options.codec == Codec::kTacoFp8;
-  if (needs_power_of_two &&
+  if (Rotates(options) &&
       (!IsPowerOfTwo(options.group_size) || options.group_size < kMinHadamardGroup ||
        options.group_size > kMaxHadamardGroup)) {
     return absl::InvalidArgumentError(absl::StrCat(
-        "codec ", CodecName(options.codec),
-        options.codec == Codec::kTacoFp8 ? "" : " with hadamard", ": group_size is ",
+        "codec ", CodecName(options.codec), " with hadamard: group_size is ",
         options.group_size, "; the Walsh-Hadamard transform needs a power of two in [",
         kMinHadamardGroup, ", ", kMaxHadamardGroup, "]"));
   }
@@ -313,17 +307,6 @@ void Encode(const CodecOptions& options, const float* input, int64_t count, void
   const float norm = rotates ? HadamardNorm(group_size) : 1.0f;
   const compression::RoundingNoise noise(options.seed);
   alignas(32) float scratch[kMaxHadamardGroup];
-  if (options.codec == Codec::kTacoFp8) {
-    for (int64_t group = 0; group < groups; ++group) {
-      const int64_t begin = group * group_size;
-      const int64_t n = std::min(group_size, count - begin);
-      const compression::TacoScales scales =
-          compression::EncodeTacoGroup(input + begin, n, scratch, payload + begin);
-      const float parameter[2] = {scales.quantization, scales.pre_scale};
-      std::memcpy(header + group * 8, parameter, 8);
-    }
-    return;
-  }
   // Groups go in batches: measure every group of the batch, then compute their scales,
   // then quantize them. One group at a time, each group's quantization waited on its own
   // chain of horizontal max and divisions (a third of int8's encoding time at G = 128);

@@ -10,9 +10,6 @@
 //                       round-to-nearest-even.
 //   kInt8, kInt4        symmetric integers (±127, ±7) with one f32 scale per group
 //                       (max|x| / 127 or / 7); int4 packs two elements per byte.
-//   kTacoFp8            TACO's FP8 for tensor-parallel activations: adaptive
-//                       pre-scale, Walsh-Hadamard transform of each group, FP8 E4M3 with
-//                       a per-group scale (REFERENCES.md, arXiv 2604.24088).
 //   kBf16               each element rounded to bf16 (nearest even), no groups or scales:
 //                       gradients reduced "in bf16" (bf16_codec.h; --gradient_wire).
 // Options: `hadamard` rotates each group (fast Walsh-Hadamard, normalised, G a power of
@@ -24,8 +21,8 @@
 // their grid is not uniform, so the fraction is not one subtraction away.
 //
 // Wire format (docs/sbp_and_boxing.md, "Codecs and wire formats", has the details and the
-// measured errors): for ng = ceil(count / G) groups, first ng f32 scales in host byte order
-// (TACO: ng pairs s_q, s_a), then the payload: one byte per element (FP8 code, int8), or
+// measured errors): for ng = ceil(count / G) groups, first ng f32 scales in host byte order,
+// then the payload: one byte per element (FP8 code, int8), or
 // int4 nibbles (element k in the low nibble of byte k / 2 when k is even, the high one when
 // odd). No alignment is assumed: an encoding may start at any byte.
 //
@@ -52,11 +49,15 @@
 
 namespace oneflow {
 
-enum class Codec { kNone, kFp8E4M3, kFp8E5M2, kInt8, kInt4, kTacoFp8, kBf16 };
+// FP8 E4M3 with `hadamard` is what shipped as "taco_fp8" (TACO's recipe, REFERENCES.md,
+// arXiv 2604.24088): with one absmax scale per group TACO's adaptive pre-scale cancels, so
+// its codes were these, sent with a second f32 per group (taco_equivalence_test).
+enum class Codec { kNone, kFp8E4M3, kFp8E5M2, kInt8, kInt4, kBf16 };
 
-// "none", "fp8e4m3", "fp8e5m2", "int8", "int4", "taco_fp8", "bf16".
+// "none", "fp8e4m3", "fp8e5m2", "int8", "int4", "bf16".
 absl::string_view CodecName(Codec codec);
-// Inverse of CodecName; INVALID_ARGUMENT naming the text and listing the names.
+// Inverse of CodecName; INVALID_ARGUMENT naming the text and listing the names (for
+// "taco_fp8", saying it is fp8e4m3 with hadamard: a Codec has no room for the rotation).
 absl::StatusOr<Codec> ParseCodec(absl::string_view name);
 
 struct CodecOptions {
@@ -77,7 +78,7 @@ uint64_t MixSeed(uint64_t seed, int64_t value);
 bool RoundsStochastically(Codec codec);
 
 // INVALID_ARGUMENT naming the field when the options are not a valid combination
-// (group_size < 1; hadamard or kTacoFp8 with a group that is not a power of two in
+// (group_size < 1; hadamard with a group that is not a power of two in
 // [32, 2048]; stochastic rounding with a codec other than kInt4 and kInt8; hadamard with
 // kBf16).
 absl::Status CheckCodecOptions(const CodecOptions& options);

@@ -71,12 +71,10 @@ double Measure(const CodecOptions& options, const std::vector<float>& x, const c
 }
 
 const Codec kScaledCodecs[] = {Codec::kFp8E4M3, Codec::kFp8E5M2, Codec::kInt8, Codec::kInt4};
-const Codec kAllCompressing[] = {Codec::kFp8E4M3, Codec::kFp8E5M2, Codec::kInt8, Codec::kInt4,
-                                 Codec::kTacoFp8};
+const Codec kAllCompressing[] = {Codec::kFp8E4M3, Codec::kFp8E5M2, Codec::kInt8, Codec::kInt4};
 
 TEST(CodecNamesTest, ParseInvertsNameAndListsTheNames) {
-  for (Codec codec : {Codec::kNone, Codec::kFp8E4M3, Codec::kFp8E5M2, Codec::kInt8, Codec::kInt4,
-                      Codec::kTacoFp8}) {
+  for (Codec codec : {Codec::kNone, Codec::kFp8E4M3, Codec::kFp8E5M2, Codec::kInt8, Codec::kInt4}) {
     absl::StatusOr<Codec> parsed = ParseCodec(CodecName(codec));
     ASSERT_TRUE(parsed.ok()) << parsed.status();
     EXPECT_EQ(*parsed, codec);
@@ -84,7 +82,11 @@ TEST(CodecNamesTest, ParseInvertsNameAndListsTheNames) {
   absl::StatusOr<Codec> bad = ParseCodec("fp4");
   EXPECT_EQ(bad.status().code(), absl::StatusCode::kInvalidArgument);
   EXPECT_EQ(bad.status().message(),
-            "unknown codec 'fp4'; the codecs are none, fp8e4m3, fp8e5m2, int8, int4, taco_fp8, bf16");
+            "unknown codec 'fp4'; the codecs are none, fp8e4m3, fp8e5m2, int8, int4, bf16");
+  // The name the rotated FP8 shipped under says what it is now.
+  EXPECT_EQ(ParseCodec("taco_fp8").status().message(),
+            "codec 'taco_fp8' is fp8e4m3 with hadamard (its pre-scale cancelled; docs/sbp_and_boxing.md): use "
+            "fp8e4m3 and set hadamard; the codecs are none, fp8e4m3, fp8e5m2, int8, int4, bf16");
 }
 
 TEST(CodecOptionsTest, InvalidCombinationsNameTheField) {
@@ -97,12 +99,12 @@ TEST(CodecOptionsTest, InvalidCombinationsNameTheField) {
             "needs a power of two in [32, 2048]");
   for (int64_t bad : {16, 4096, 96}) {
     EXPECT_FALSE(CheckCodecOptions(Options(Codec::kInt4, bad, true)).ok()) << bad;
-    EXPECT_THAT(CheckCodecOptions(Options(Codec::kTacoFp8, bad)).message(),
-                HasSubstr("codec taco_fp8: group_size is"));
+    EXPECT_THAT(CheckCodecOptions(Options(Codec::kFp8E4M3, bad, true)).message(),
+                HasSubstr("codec fp8e4m3 with hadamard: group_size is"));
   }
   for (int64_t good : {32, 128, 2048}) {
     EXPECT_TRUE(CheckCodecOptions(Options(Codec::kInt4, good, true)).ok()) << good;
-    EXPECT_TRUE(CheckCodecOptions(Options(Codec::kTacoFp8, good)).ok()) << good;
+    EXPECT_TRUE(CheckCodecOptions(Options(Codec::kFp8E4M3, good, true)).ok()) << good;
   }
   // Without a rotation any group size >= 1 is fine.
   EXPECT_TRUE(CheckCodecOptions(Options(Codec::kInt4, 5)).ok());
@@ -110,7 +112,7 @@ TEST(CodecOptionsTest, InvalidCombinationsNameTheField) {
   options.stochastic_rounding = true;
   EXPECT_EQ(CheckCodecOptions(options).message(),
             "codec fp8e4m3: stochastic_rounding is set; only int4 and int8 round stochastically");
-  options.codec = Codec::kTacoFp8;
+  options.codec = Codec::kFp8E5M2;
   EXPECT_THAT(CheckCodecOptions(options).message(), HasSubstr("only int4 and int8 round stochastically"));
   options.codec = Codec::kInt4;
   EXPECT_TRUE(CheckCodecOptions(options).ok());
@@ -119,7 +121,7 @@ TEST(CodecOptionsTest, InvalidCombinationsNameTheField) {
   EXPECT_TRUE(CheckCodecOptions(CodecOptions{}).ok());
 }
 
-// Scales first (one f32 per group, two for TACO), then one byte per element or a nibble.
+// Scales first (one f32 per group), then one byte per element or a nibble.
 TEST(CodecWireTest, EncodedBytesArePayloadPlusScales) {
   for (int64_t count : {0, 1, 2, 127, 128, 129, 1000, 4097}) {
     const int64_t groups = (count + 127) / 128;
@@ -128,7 +130,7 @@ TEST(CodecWireTest, EncodedBytesArePayloadPlusScales) {
     EXPECT_EQ(EncodedBytes(Options(Codec::kFp8E5M2), count), count + 4 * groups);
     EXPECT_EQ(EncodedBytes(Options(Codec::kInt8, 128, true), count), count + 4 * groups);
     EXPECT_EQ(EncodedBytes(Options(Codec::kInt4), count), (count + 1) / 2 + 4 * groups);
-    EXPECT_EQ(EncodedBytes(Options(Codec::kTacoFp8), count), count + 8 * groups);
+    EXPECT_EQ(EncodedBytes(Options(Codec::kFp8E4M3, 128, true), count), count + 4 * groups);
   }
   // The layout itself: group 1's scale is bytes 4..7, element 130's int8 code byte 8 + 130.
   std::vector<float> x(200, 0.0f);
@@ -154,7 +156,6 @@ TEST(CodecErrorTest, Fp8E4M3OnGaussianIsWithinTwoPointSixPercent) {
   const std::vector<float> x = Gaussian(kCount);
   EXPECT_LE(Measure(Options(Codec::kFp8E4M3), x, "gaussian"), 0.026);
   EXPECT_LE(Measure(Options(Codec::kFp8E4M3, 128, true), x, "gaussian"), 0.026);
-  EXPECT_LE(Measure(Options(Codec::kTacoFp8), x, "gaussian"), 0.026);
   EXPECT_LE(Measure(Options(Codec::kFp8E5M2), x, "gaussian"), 0.052);
 }
 
@@ -184,7 +185,6 @@ TEST(CodecErrorTest, Int8WithOutliersAndHadamardIsWithinOnePercent) {
   // The other codecs on the same data, for the docs' table.
   Measure(Options(Codec::kFp8E4M3), x, "gaussian+0.1% x100");
   Measure(Options(Codec::kFp8E4M3, 128, true), x, "gaussian+0.1% x100");
-  Measure(Options(Codec::kTacoFp8), x, "gaussian+0.1% x100");
 }
 
 // A last group shorter than G (rotated piecewise) is as good as a whole one.
@@ -193,7 +193,6 @@ TEST(CodecErrorTest, ShortLastGroupsKeepTheBound) {
     const std::vector<float> x = Gaussian(count, 77);
     EXPECT_LE(RoundTripRelativeError(Options(Codec::kFp8E4M3, 128, true), x.data(), count), 0.04)
         << count;
-    EXPECT_LE(RoundTripRelativeError(Options(Codec::kTacoFp8), x.data(), count), 0.04) << count;
     EXPECT_LE(RoundTripRelativeError(Options(Codec::kInt8, 128, true), x.data(), count), 0.015)
         << count;
   }
@@ -291,8 +290,7 @@ TEST(CodecSpecialValuesTest, LargeFiniteValuesSaturateInsteadOfOverflowing) {
 TEST(CodecDecodeTest, DecodeAccumulateAddsTheDecodedValues) {
   const std::vector<float> x = Gaussian(1000, 1);
   const std::vector<float> base = Gaussian(1000, 2);
-  for (Codec codec : {Codec::kNone, Codec::kFp8E4M3, Codec::kFp8E5M2, Codec::kInt8, Codec::kInt4,
-                      Codec::kTacoFp8}) {
+  for (Codec codec : {Codec::kNone, Codec::kFp8E4M3, Codec::kFp8E5M2, Codec::kInt8, Codec::kInt4}) {
     for (bool hadamard : {false, true}) {
       const CodecOptions options = Options(codec, 128, hadamard);
       std::vector<uint8_t> encoded(EncodedBytes(options, 1000));

@@ -159,7 +159,7 @@ inline std::vector<NamedCodec> Codecs() {
       {"int8_hadamard", {Codec::kInt8, 128, true}, 0.015},
       {"int4_odd_groups", {Codec::kInt4, 5}, 0.2},
       {"int4_stochastic", stochastic, 0.25},
-      {"taco_fp8", {Codec::kTacoFp8, 32}, 0.04},
+      {"fp8e4m3_hadamard", {Codec::kFp8E4M3, 32, true}, 0.04},
       {"bf16", {Codec::kBf16, 1}, 0.004},  // 2^-8 per element at most
   };
 }

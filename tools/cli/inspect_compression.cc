@@ -17,8 +17,6 @@ std::string CodecText(proto::Compression::Kind kind) {
       return "int4";
     case proto::Compression::INT8:
       return "int8";
-    case proto::Compression::TACO_FP8:
-      return "taco_fp8";
     case proto::Compression::BF16:
       return "bf16";
     default:

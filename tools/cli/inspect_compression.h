@@ -47,7 +47,7 @@ class CompressionFigures {
 };
 
 // The codec names of kernels/compression/codec.h and of the compiler's decisions
-// ("fp8e4m3", "int8", "taco_fp8"), not the proto enum's spelling, so inspect and the
+// ("fp8e4m3", "int8", "bf16"), not the proto enum's spelling, so inspect and the
 // decision text agree; "unknown(N)" for a number this build does not know.
 std::string CodecText(proto::Compression::Kind kind);
 
@@ -58,7 +58,7 @@ bool IsTwoLevel(const proto::BoxingStepDef& step);
 // "nearest", "stochastic" (Compression.rounding), "unknown(N)" otherwise.
 std::string RoundingText(proto::Compression::Rounding rounding);
 
-// "taco_fp8 (group 128)", "int4 (group 128, hadamard)", or for a two-level step
+// "fp8e4m3 (group 128, hadamard)", "int4 (group 128)", or for a two-level step
 // "two-level: int8 (group 512, hadamard) in-node + int4 (group 128, hadamard) cross-node";
 // a step with stochastic rounding ends in ", stochastic rounding" (nearest, the default,
 // adds nothing).

@@ -78,8 +78,8 @@ TEST(InspectCompressionTest, TextMatchesTheGoldenFile) {
   EXPECT_EQ(have.size(), want.size());
 }
 
-// With --codec_rounding=stochastic the int8 / int4 steps say so; TACO fp8 steps keep
-// nearest and print as before.
+// With --codec_rounding=stochastic the int8 / int4 steps say so; fp8 steps (the
+// activations' rotated fp8e4m3) keep nearest and print as before.
 TEST(InspectCompressionTest, ShowsStochasticRounding) {
   const proto::Plan plan = CompressedGpt(proto::Compression::STOCHASTIC);
   const std::string text = Inspect(plan, InspectFormat::kText);
@@ -88,7 +88,7 @@ TEST(InspectCompressionTest, ShowsStochasticRounding) {
   int stochastic = 0;
   for (const proto::BoxingDef& boxing : plan.boxings()) {
     for (const proto::BoxingStepDef& step : boxing.steps()) {
-      if (step.compression().kind() == proto::Compression::TACO_FP8) {
+      if (step.compression().kind() == proto::Compression::FP8_E4M3) {
         EXPECT_EQ(step.compression().rounding(), proto::Compression::NEAREST);
       }
       stochastic += step.compression().rounding() == proto::Compression::STOCHASTIC;
@@ -155,7 +155,7 @@ TEST(InspectCompressionTest, JsonCarriesBothLevelsDenseAndWireBytesAndTheSaving)
   // 4.81532 us.
   EXPECT_NEAR(compression.at("seconds_saved").number_value(), 4.81532e-6, 1e-10);
   EXPECT_THAT(compression.at("reason").string_value(), HasSubstr(": compressed, saves "));
-  // An activation's reduce-scatter over the same devices stays dense: TACO has no
+  // An activation's reduce-scatter over the same devices stays dense: rotated fp8 has no
   // two-level form, so its 816 B would all cross the slow link (6.528 us) plus 3.072 us
   // of codec, against the hierarchical dense step's 8.21 us.
   const google::protobuf::Struct* activation = Boxing(json, "add_1");

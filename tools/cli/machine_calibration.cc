@@ -37,9 +37,6 @@ CodecOptions ToCodecOptions(const CompressionChoice& choice) {
     case CompressionKind::kInt8:
       options.codec = Codec::kInt8;
       break;
-    case CompressionKind::kTacoFp8:
-      options.codec = Codec::kTacoFp8;
-      break;
     case CompressionKind::kBf16:
       options.codec = Codec::kBf16;
       break;

@@ -113,7 +113,7 @@ run "$ONEFLOW" calibrate --out="$DIR/codecs.jsonl" --host_devices=2
 # The host line: act cost and core share from the act-count probe (a small gpt at dp=2
 # with 1, 2, 4 and 8 micro-batches, 6 pairs of runs), the collective call from the tp mlp.
 grep -q '^{"host": "in_process", "devices": 2, "act_seconds": [0-9.e+-]*, "collective_call_seconds": [0-9.e+-]*, "cores": [1-9][0-9]*, "core_share": [0-9.e+-]*, "method": "gpt of 2 blocks (hidden 64, seq 16) in one process, dp=2, 1/2/4/8 micro-batches, least CPU of 2 rounds: .*; act: Theil-Sen slope of CPU over acts (6 pairs); core share: CPU over wall; collective call: mlp of 8 1-wide layers, tp=2 ' "$DIR/codecs.jsonl" || fail "$(cat "$DIR/codecs.jsonl")"
-grep -q '^{"codec": "taco_fp8", "group_size": 128, "hadamard": false, "bytes_per_second": [0-9.e+]*, "encode_bytes_per_second": [0-9.e+]*, "decode_bytes_per_second": [0-9.e+]*, "elements": 1048576, "repetitions": 7}$' "$DIR/codecs.jsonl" || fail "$(cat "$DIR/codecs.jsonl")"
+grep -q '^{"codec": "fp8e4m3", "group_size": 128, "hadamard": true, "bytes_per_second": [0-9.e+]*, "encode_bytes_per_second": [0-9.e+]*, "decode_bytes_per_second": [0-9.e+]*, "elements": 1048576, "repetitions": 7}$' "$DIR/codecs.jsonl" || fail "$(cat "$DIR/codecs.jsonl")"
 grep -q '^{"link": "intra_node", "latency_seconds": [0-9.e+-]*, "bytes_per_second": [0-9.e+]*, "method": "in-process all_reduce' "$DIR/codecs.jsonl" || fail "$(cat "$DIR/codecs.jsonl")"
 grep -q '^{"link": "inter_node", "latency_seconds": [0-9.e+-]*, "bytes_per_second": [0-9.e+]*, "method": "ucx all_reduce, 2 processes, over TCP on 127.0.0.1' "$DIR/codecs.jsonl" || fail "$(cat "$DIR/codecs.jsonl")"
 grep -q '^{"compute": "gemm", "per_second": [0-9.e+]*, ' "$DIR/codecs.jsonl" || fail "$(cat "$DIR/codecs.jsonl")"
