@@ -92,7 +92,7 @@ BoxingOptions BoxingOptionsFor(const CompressionPolicy& policy, TensorRole role,
                                std::optional<CompressionKind> hint, const TrainingSetup& setup = TrainingSetup());
 
 // `auto`'s codecs for one slot of a role, most compact first: the first within the
-// accuracy bound is used. Activations: taco_fp8 G=128, then int8 G=128. Gradient
+// accuracy bound is used. Activations: fp8e4m3 G=128 hadamard, then int8 G=128. Gradient
 // reductions across nodes: int4 G=128 hadamard, then int8 G=512 hadamard; inside a node:
 // int8 G=512 hadamard; gathers and weights: int8 G=128.
 enum class CodecSlot { kReduceInNode, kReduceCrossNode, kGather };
