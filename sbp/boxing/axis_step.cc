@@ -84,24 +84,34 @@ std::optional<BoxingStep> MakeAxisStep(const BoxingContext& context, const Place
   const std::optional<PricedCompression> compressed =
       PriceCompression(context, placement, axis, step.kind, elements);
   if (!compressed.has_value()) return step;
-  // A dense all-reduce of a bucketed gradient shares its bucket's call: what it adds to
-  // the step is its wire time, not a call's latency.
-  const bool in_bucket = context.options.dense_in_bucket && step.kind == BoxingKind::kAllReduce;
+  // A reduction of a bucketed gradient shares its bucket's calls, dense or compressed
+  // (the bucket's collective makes one call per phase and level for all its members,
+  // kernels/compression/bucket_reduce_scatter.h, bucket_two_level.h): what the step adds
+  // is its wire time (and codec passes), not its calls' latency.
+  const bool in_bucket = context.options.dense_in_bucket &&
+                         (step.kind == BoxingKind::kAllReduce || step.kind == BoxingKind::kReduceScatter);
   const double dense_marginal = in_bucket ? dense.wire_seconds : dense.seconds();
+  const double compressed_marginal =
+      in_bucket ? compressed->seconds() - compressed->latency_seconds : compressed->seconds();
   const std::string dense_text =
       absl::StrCat("dense ", FormatMilliseconds(dense_marginal), " (", dense.text,
                    in_bucket ? absl::StrCat("; in a gradient bucket, its ", FormatMilliseconds(dense.latency_seconds),
                                             " of latency shared")
                              : std::string(),
                    ")");
-  const std::string comparison = absl::StrCat(compressed->text, " vs ", dense_text);
+  const std::string comparison =
+      absl::StrCat(compressed->text,
+                   in_bucket ? absl::StrCat("; in a gradient bucket ", FormatMilliseconds(compressed_marginal),
+                                                       ", its latency shared")
+                                        : std::string(),
+                   " vs ", dense_text);
   // Automatic: compressed only where modelled at least kAutoMargin faster than dense;
   // otherwise always. The margin: a codec's rounding costs accuracy (activations leave
   // the one-device loss curve), so a saving within the model's own error (a 4-rank
   // activation reduce-scatter over 2 nodes priced 0.501 ms compressed vs 0.51 ms dense)
   // is not worth it; the bar for auto is "never slower than off beyond 3% noise".
   constexpr double kAutoMargin = 0.9;
-  const bool pays = compressed->seconds() < kAutoMargin * dense_marginal;
+  const bool pays = compressed_marginal < kAutoMargin * dense_marginal;
   if (context.options.automatic && !pays) {
     step.compression_reason = absl::StrCat(comparison, ": dense");
   } else {
@@ -111,7 +121,7 @@ std::optional<BoxingStep> MakeAxisStep(const BoxingContext& context, const Place
     step.seconds = compressed->seconds();
     step.compression_reason =
         absl::StrCat(comparison, context.options.automatic ? ": compressed" : ": compressed as asked", ", saves ",
-                     FormatMilliseconds(dense_marginal - step.seconds));
+                     FormatMilliseconds(dense_marginal - compressed_marginal));
   }
   absl::StrAppend(&step.reason, "; ", step.compression_reason);
   return step;
