@@ -352,19 +352,18 @@ class Pricer {
 
   // The gradient sync of one iteration (proto OptimizerDef.zero_stage): an all-reduce of
   // the gradients (ZeRO 0 and 1) or their reduce-scatter (2, 3), then for ZeRO 1 and 2 the
-  // all-gather of the updated parameter shards. The gradients' reductions travel in
-  // buckets of bucket_mb (all-reduces and ZeRO's reduce-scatters alike: one call's
-  // latency per bucket, compiler/passes/gradient_bucketing_pass.h); the parameter
-  // gathers run per variable.
+  // all-gather of the updated parameter shards. Without ZeRO the gradients travel in
+  // buckets of bucket_mb; ZeRO's collectives run per variable.
   double DataParallelSeconds(int64_t stage, const UnitCost& cost) const {
     if (layout_.dp() == 1) return 0;
     const double bucket_bytes = options_.bucket_mb * 1024 * 1024;
     const int64_t buckets = bucket_bytes > 0 ? static_cast<int64_t>(std::ceil(cost.parameter_bytes / bucket_bytes))
                                              : cost.parameter_tensors;
     if (layout_.zero() == 0) return AllReduceSeconds(stage, DpAxis(), layout_.dp(), cost.parameter_bytes, buckets);
-    const double reduce = layout_.zero() == 1
-                              ? AllReduceSeconds(stage, DpAxis(), layout_.dp(), cost.parameter_bytes, buckets)
-                              : HalfSeconds(stage, BoxingKind::kReduceScatter, cost.parameter_bytes, buckets);
+    const double reduce =
+        layout_.zero() == 1
+            ? AllReduceSeconds(stage, DpAxis(), layout_.dp(), cost.parameter_bytes, cost.parameter_tensors)
+            : HalfSeconds(stage, BoxingKind::kReduceScatter, cost.parameter_bytes, cost.parameter_tensors);
     if (layout_.zero() >= 3) return reduce;
     return reduce + HalfSeconds(stage, BoxingKind::kAllGather, cost.parameter_bytes, cost.parameter_tensors);
   }
