@@ -71,13 +71,13 @@ absl::Status VerifyBucketDef(const proto::Plan& plan, int k) {
   }
   const proto::BoxingStepKind member_kind =
       MemberStepKind(plan.collectives(static_cast<int>(bucket.collective_id())).kind());
-  // A codec on the wire: one-level all-reduce buckets only (CompressedBucketAllReduce).
-  if (bucket.compression().cross_node_kind() != proto::Compression::NONE ||
-      (bucket.compression().kind() != proto::Compression::NONE && member_kind != proto::STEP_ALL_REDUCE)) {
-    return Fail(absl::StrCat(who, " is a ", bucket.compression().cross_node_kind() != proto::Compression::NONE
-                                                ? "two-level compressed" : "compressed reduce_scatter",
-                             " bucket; the runtime reduces dense buckets and one-level compressed all_reduce "
-                             "buckets"));
+  // A codec on the wire, one level or two (CompressedBucketAllReduce,
+  // CompressedBucketReduceScatter, bucket_two_level.h): every member travels in the
+  // bucket's format (below). A cross-node codec needs an in-node one, as for a step.
+  if (bucket.compression().cross_node_kind() != proto::Compression::NONE &&
+      bucket.compression().kind() == proto::Compression::NONE) {
+    return Fail(absl::StrCat(who, " has a cross-node codec without an in-node one; a two-level bucket compresses "
+                             "both levels"));
   }
   const std::string compression = WireFormat(bucket.compression());
   for (const proto::BucketMemberDef& member : bucket.members()) {

@@ -44,9 +44,9 @@ struct BoxingOptions {
   bool compress_intra_node = false;
   // Compress only where it pays (see the top of this file).
   bool automatic = false;
-  // A dense all_reduce of this tensor would join a gradient bucket
-  // (compiler/passes/gradient_bucketing_pass.h), so the call's latency is shared and
-  // the automatic decision compares the compressed step with the dense wire time only.
+  // An all_reduce or reduce_scatter of this tensor would join a gradient bucket
+  // (compiler/passes/gradient_bucketing_pass.h), dense or compressed, so the calls'
+  // latency is shared and the automatic decision compares the two sides without it.
   bool dense_in_bucket = false;
   CodecThroughput codec_throughput = CodecThroughput::Defaults();
   // A slot's more compact codec `auto` did not use (sbp/codec_accuracy.h: its measured

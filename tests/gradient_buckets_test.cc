@@ -170,10 +170,11 @@ TEST(GradientBucketsTest, VerifierRejectsInconsistentBuckets) {
     const proto::BucketMemberDef& first = bucket.members(0);
     expect(edited, absl::StrCat("gradient bucket 0 member '", first.tensor(), "' (boxing ", first.boxing_id(),
                                 " step 0) travels in another format than the bucket; a bucket's members share one"));
-    // The two-level form has no bucketed collective.
+    // A cross-node codec without an in-node one is no two-level form.
+    edited.mutable_buckets(0)->mutable_compression()->set_kind(proto::Compression::NONE);
     edited.mutable_buckets(0)->mutable_compression()->set_cross_node_kind(proto::Compression::INT4);
-    expect(edited, "gradient bucket 0 is a two-level compressed bucket; the runtime reduces dense buckets and "
-                   "one-level compressed all_reduce buckets");
+    expect(edited, "gradient bucket 0 has a cross-node codec without an in-node one; a two-level bucket compresses "
+                   "both levels");
   }
   {
     // Member 1's view moved 64 bytes into the bucket: it would read member 2's bytes.

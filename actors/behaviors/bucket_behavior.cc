@@ -11,6 +11,8 @@
 #include "actors/flight_recorder.h"
 #include "kernels/boxing/slice_boxes.h"
 #include "kernels/boxing/step_proto.h"
+#include "kernels/compression/bucket_reduce_scatter.h"
+#include "kernels/compression/bucket_two_level.h"
 #include "kernels/compression/compressed_collectives.h"
 #include "oneflow_core/placement.h"
 #include "oneflow_core/sbp.h"
@@ -57,30 +59,71 @@ absl::Status FillParts(const PlanIndex& index, const proto::BucketMemberDef& mem
   return absl::OkStatus();
 }
 
-// The codec of a compressed all-reduce bucket and what each act needs beside the
-// register: per member its floats, its step's rounding key and its residual.
+// The codec of a compressed bucket and what each act needs beside the register: per
+// member its floats (an all-reduce's count, or a reduce-scatter's part per rank), its
+// step's rounding key and its residual.
 struct CompressedBucket {
   Communicator* communicator = nullptr;
-  CodecOptions codec;
-  std::vector<CompressedBucketMember> members;  // residual spans point into `residuals`
+  // A two-level bucket: its group's in-node and cross-node communicators and codecs.
+  bool two_level = false;
+  Communicator* in_node = nullptr;
+  Communicator* cross_node = nullptr;
+  TwoLevelCodecs codecs;  // codecs.in_node is the one-level codec too
+  bool scatter = false;
+  int64_t chunk = 0;  // reduce-scatter buckets: floats per rank's chunk
+  // One-level all-reduce buckets: `members`; one-level reduce-scatter buckets:
+  // `scatter_members`; two-level buckets: `two_level_members`. Residual spans point into
+  // `residuals`.
+  std::vector<CompressedBucketMember> members;
+  std::vector<CompressedScatterBucketMember> scatter_members;
+  std::vector<TwoLevelBucketMember> two_level_members;
   std::vector<proto::Compression> member_compression;  // for each act's rounding seed
   std::vector<std::vector<float>> residuals;           // error feedback; empty: off
   std::vector<std::function<absl::Status(int64_t, const float*)>> save_residual;
   CompressionMeter* meter = nullptr;
-  std::vector<int> parts;                 // per member, its edge's meter part (-1: none)
-  std::vector<CompressedTraffic> traffic;  // per member, this act's
+  // Per member, its edge's meter parts (-1: none): the (in-node) codec's and, two-level,
+  // the cross-node codec's; and this act's traffic.
+  std::vector<int> parts, cross_node_parts;
+  std::vector<TwoLevelTraffic> traffic;
 
   absl::Status Reduce(int64_t iteration, float* data, const CollectiveOptions& options) {
-    for (size_t m = 0; m < members.size(); ++m) {
+    for (size_t m = 0; m < member_compression.size(); ++m) {
       if (save_residual[m]) OF_RETURN_IF_ERROR(save_residual[m](iteration, residuals[m].data()));
-      members[m].seed = StochasticRoundingSeed(member_compression[m], iteration);
-      traffic[m] = CompressedTraffic();
-      members[m].traffic = &traffic[m];
+      // The seeds its own step would use (PreparedBoxingStep::Run).
+      const uint64_t seed = StochasticRoundingSeed(member_compression[m], iteration);
+      traffic[m] = TwoLevelTraffic();
+      if (two_level) {
+        two_level_members[m].in_node_seed = seed;
+        two_level_members[m].cross_node_seed = MixSeed(seed, -1);
+        two_level_members[m].gather_seed = seed;
+        two_level_members[m].traffic = &traffic[m];
+      } else if (scatter) {
+        scatter_members[m].seed = seed;
+        scatter_members[m].traffic = &traffic[m].in_node;
+      } else {
+        members[m].seed = seed;
+        members[m].traffic = &traffic[m].in_node;
+      }
     }
     FlightRecorder::NoteCollectiveStart();
-    OF_RETURN_IF_ERROR(CompressedBucketAllReduce(*communicator, codec, data, data, members, options).status());
-    for (size_t m = 0; m < members.size(); ++m) {
-      if (parts[m] >= 0) meter->Record(parts[m], iteration, traffic[m]);
+    if (two_level && scatter) {
+      OF_RETURN_IF_ERROR(TwoLevelCompressedBucketReduceScatter(*in_node, *cross_node, codecs, data, chunk,
+                                                               two_level_members, options)
+                             .status());
+    } else if (two_level) {
+      OF_RETURN_IF_ERROR(
+          TwoLevelCompressedBucketAllReduce(*in_node, *cross_node, codecs, data, two_level_members, options).status());
+    } else if (scatter) {
+      OF_RETURN_IF_ERROR(
+          CompressedBucketReduceScatter(*communicator, codecs.in_node, data, chunk, scatter_members, options)
+              .status());
+    } else {
+      OF_RETURN_IF_ERROR(
+          CompressedBucketAllReduce(*communicator, codecs.in_node, data, data, members, options).status());
+    }
+    for (size_t m = 0; m < member_compression.size(); ++m) {
+      if (parts[m] >= 0) meter->Record(parts[m], iteration, traffic[m].in_node);
+      if (cross_node_parts[m] >= 0) meter->Record(cross_node_parts[m], iteration, traffic[m].cross_node);
     }
     return absl::OkStatus();
   }
@@ -88,17 +131,35 @@ struct CompressedBucket {
 
 absl::StatusOr<std::shared_ptr<CompressedBucket>> BindCompressedBucket(
     const PlanIndex& index, const proto::GradientBucketDef& bucket, const Placement& placement, const DeviceId& self,
-    const std::vector<Member>& members, Communicator& communicator, int device_index, CompressionMeter* meter,
+    const std::vector<Member>& members, bool scatter, int64_t chunk_bytes, Communicator& communicator,
+    const CommunicatorPool::TwoLevel& two_level, int device_index, CompressionMeter* meter,
     const ResidualCheckpointing& residuals) {
   const proto::Plan& plan = index.plan();
   auto result = std::make_shared<CompressedBucket>();
   result->communicator = &communicator;
+  result->scatter = scatter;
+  result->chunk = chunk_bytes / static_cast<int64_t>(sizeof(float));
+  const absl::string_view kind = scatter ? "reduce_scatter" : "all_reduce";
   absl::StatusOr<StepCompression> compression = StepCompressionFromProto(bucket.compression());
   if (!compression.ok()) {
     return absl::FailedPreconditionError(
         absl::StrCat("gradient bucket ", bucket.id(), ": ", compression.status().message()));
   }
-  result->codec = compression->codec;
+  // As a two-level step's (collective_steps.cc): the gather phase in the in-node codec.
+  result->codecs.in_node = compression->codec;
+  result->codecs.cross_node = compression->cross_node;
+  result->codecs.gather = compression->codec;
+  result->two_level = compression->two_level();
+  if (result->two_level) {
+    if (two_level.in_node == nullptr || two_level.cross_node == nullptr) {
+      return absl::FailedPreconditionError(absl::StrCat(
+          "gradient bucket ", bucket.id(), " is two-level compressed but has no in-node and cross-node communicators"));
+    }
+    result->in_node = two_level.in_node;
+    result->cross_node = two_level.cross_node;
+  }
+  const Communicator* in_node = result->in_node;
+  const Communicator* cross_node = result->cross_node;
   const bool error_feedback = bucket.compression().error_feedback();
   result->residuals.resize(members.size());
   result->save_residual.resize(members.size());
@@ -107,35 +168,62 @@ absl::StatusOr<std::shared_ptr<CompressedBucket>> BindCompressedBucket(
     const proto::BoxingStepDef& step =
         plan.boxings(static_cast<int>(member_def.boxing_id())).steps(static_cast<int>(member_def.boxing_step()));
     const int64_t count = members[m].bytes / static_cast<int64_t>(sizeof(float));
+    // A reduce-scatter member's part for each rank (its own step's counts).
+    std::vector<int64_t> counts;
+    for (const TensorSlice& part : members[m].parts) counts.push_back(part.NumElements());
     result->member_compression.push_back(step.compression());
     if (error_feedback) {
       // The member's own step's residual, under its own key: checkpoints of plans with
       // and without buckets hold the same residuals.
+      int64_t elements = 0;
+      if (result->two_level) {
+        elements = scatter ? TwoLevelReduceScatterResidualElements(counts, in_node->size(), in_node->rank())
+                           : TwoLevelAllReduceResidualElements(count, cross_node->size(), in_node->size(),
+                                                               cross_node->rank(), in_node->rank());
+      } else {
+        elements = scatter ? ReduceScatterResidualElements(counts)
+                           : AllReduceResidualElements(count, communicator.size(), communicator.rank());
+      }
       std::vector<float>& residual = result->residuals[m];
-      residual.assign(AllReduceResidualElements(count, communicator.size(), communicator.rank()), 0.0f);
-      const std::string key = ResidualKey(member_def.tensor(), member_def.boxing_step(), "all_reduce",
+      residual.assign(elements, 0.0f);
+      const std::string key = ResidualKey(member_def.tensor(), member_def.boxing_step(), kind,
                                           bucket.hierarchy_axis(), placement.ToString(), self);
       if (residuals.restore) residuals.restore(key, absl::MakeSpan(residual));
       if (residuals.save) result->save_residual[m] = residuals.save(device_index, key, static_cast<int64_t>(residual.size()));
     }
-    result->members.push_back({members[m].offset / static_cast<int64_t>(sizeof(float)), count, 0,
-                               absl::MakeSpan(result->residuals[m])});
+    const int64_t offset = members[m].offset / static_cast<int64_t>(sizeof(float));
+    const absl::Span<float> residual = absl::MakeSpan(result->residuals[m]);
+    if (result->two_level) {
+      TwoLevelBucketMember member;
+      member.offset = offset;
+      member.count = count;
+      member.counts = std::move(counts);
+      member.residual = residual;
+      result->two_level_members.push_back(std::move(member));
+    } else if (scatter) {
+      result->scatter_members.push_back({offset, std::move(counts), 0, residual});
+    } else {
+      result->members.push_back({offset, count, 0, residual});
+    }
   }
-  // Each member is metered as its own step would be (the same edge, bytes and error),
-  // its warning naming the bucket too.
+  // Each member is metered as its own step would be (the same edge, bytes and error per
+  // codec), its warning naming the bucket too.
   result->traffic.resize(members.size());
   result->parts.assign(members.size(), -1);
+  result->cross_node_parts.assign(members.size(), -1);
   result->meter = meter;
   for (size_t m = 0; meter != nullptr && m < members.size(); ++m) {
     const proto::BucketMemberDef& member_def = bucket.members(static_cast<int>(m));
     const proto::BoxingDef& boxing = plan.boxings(static_cast<int>(member_def.boxing_id()));
-    result->parts[m] = meter->AddPart(
-        member_def.boxing_id(), member_def.boxing_step(),
+    const std::string edge =
         absl::StrCat("tensor '", boxing.tensor(), "' (", boxing.producer_op(), " -> ", boxing.consumer_op(),
-                     ") boxing ", member_def.boxing_id(), " step ", member_def.boxing_step(),
-                     " (all_reduce on hierarchy axis ", bucket.hierarchy_axis(), ", in gradient bucket ", bucket.id(),
-                     ")"),
-        result->codec);
+                     ") boxing ", member_def.boxing_id(), " step ", member_def.boxing_step(), " (", kind,
+                     " on hierarchy axis ", bucket.hierarchy_axis(), ", in gradient bucket ", bucket.id(), ")");
+    result->parts[m] = meter->AddPart(member_def.boxing_id(), member_def.boxing_step(), edge, result->codecs.in_node);
+    if (result->two_level) {
+      result->cross_node_parts[m] =
+          meter->AddPart(member_def.boxing_id(), member_def.boxing_step(), edge, result->codecs.cross_node);
+    }
   }
   return result;
 }
@@ -192,17 +280,19 @@ absl::StatusOr<ActFunction> BindBucket(const PlanIndex& index, const ActorBindin
   }
   OF_ASSIGN_OR_RETURN(Communicator * communicator,
                       communicators->ForCollective(actor.collective_id(), device.device()));
-  // A codec on the wire: one-level all-reduce buckets only (the verifier refuses others).
+  // A codec on the wire, one level or two (the two-level form over the group's in-node
+  // and cross-node communicators).
   const bool compressed = bucket.compression().kind() != proto::Compression::NONE;
   std::shared_ptr<CompressedBucket> codec_bucket;
   if (compressed) {
-    if (scatter || bucket.compression().cross_node_kind() != proto::Compression::NONE) {
-      return absl::FailedPreconditionError(absl::StrCat(
-          "gradient bucket ", bucket.id(), " is compressed but not a one-level all-reduce bucket"));
+    CommunicatorPool::TwoLevel two_level;
+    if (bucket.compression().cross_node_kind() != proto::Compression::NONE) {
+      OF_ASSIGN_OR_RETURN(two_level, communicators->TwoLevelForCollective(actor.collective_id(), device.device()));
     }
     const DeviceId self{device.device().node(), device.device().device()};
-    OF_ASSIGN_OR_RETURN(codec_bucket, BindCompressedBucket(index, bucket, placement, self, members, *communicator,
-                                                           binding.device_index, meter, residuals));
+    OF_ASSIGN_OR_RETURN(codec_bucket,
+                        BindCompressedBucket(index, bucket, placement, self, members, scatter, chunk_bytes,
+                                             *communicator, two_level, binding.device_index, meter, residuals));
   }
   // Sequence numbers: the device's collectives in static order, iteration after iteration.
   const auto& order = device.collective_order();

@@ -4,8 +4,9 @@
 // them, and all-reduces the whole register in place (one dense f32 call) through the
 // communicator of this device's group. The members' consumers then read their views.
 // A bucket with a codec (GradientBucketDef.compression: int8, fp8, int4, bf16; one-level
-// all-reduce buckets only) reduces the members in place with CompressedBucketAllReduce
-// (kernels/compression/compressed_collectives.h): each member encoded by itself with its
+// buckets) reduces the members in place with CompressedBucketAllReduce
+// (kernels/compression/compressed_collectives.h) or, for a reduce-scatter bucket,
+// CompressedBucketReduceScatter (bucket_reduce_scatter.h): each member encoded by itself with its
 // own step's stochastic-rounding seed and, with error feedback, its own residual, so its
 // view holds the bits its own compressed step would have produced. The residuals are
 // checkpointed under each member's own step's key (ResidualKey), so a checkpoint of a

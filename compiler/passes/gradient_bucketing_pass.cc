@@ -79,6 +79,9 @@ std::string GroupKey(const Boxing& boxing, int64_t placement, size_t step, bool 
   if (this_step.compression.compressed()) {
     absl::StrAppend(&key, "/", CompressionChoiceText(this_step.compression), error_feedback ? "/ef" : "");
   }
+  if (this_step.cross_node_compression.compressed()) {
+    absl::StrAppend(&key, "/two-level/", CompressionChoiceText(this_step.cross_node_compression));
+  }
   return key;
 }
 
@@ -206,15 +209,11 @@ absl::StatusOr<bool> GradientBucketingPass::Run(Compilation* compilation) {
         reduces[boxing.id] = false;  // The chain of reductions ends here.
         continue;
       }
-      // A compressed all-reduce joins a bucket of its codec: the bucket's collective
-      // (CompressedBucketAllReduce) encodes each member's chunks by themselves, so no
-      // codec group spans two members and each gets the bits of its own step. A
-      // compressed reduce-scatter or a two-level step runs on its own; the next step may
-      // still join a bucket.
-      if (this_step.compression.compressed() &&
-          (this_step.kind != BoxingKind::kAllReduce || this_step.cross_node_compression.compressed())) {
-        continue;
-      }
+      // A compressed reduction joins a bucket of its codecs (both levels' for a two-level
+      // step): the bucket's collective (CompressedBucketAllReduce,
+      // CompressedBucketReduceScatter, their two-level forms in bucket_two_level.h)
+      // encodes each member's chunks by themselves, so no codec group spans two members
+      // and each gets the bits of its own step.
       const LogicalTensor& tensor = graph.tensors[boxing.tensor];
       Candidate candidate;
       candidate.boxing = boxing.id;

@@ -15,14 +15,15 @@ namespace oneflow {
 //
 // Candidates: step 0 of a boxing of a gradient (a variable's gradient, f32), or of the
 // loss into the loss sink (its reduction waits for backward anyway, so it joins a bucket
-// rather than issue a collective of its own), that is a dense P -> B all_reduce or
-// P -> S reduce_scatter (ZeRO-2's gradients, the in-node first step of a 2-D chain), or a
-// compressed (one-level) all_reduce, and not row-sparse; then, level by level, step s of
-// a chain whose steps before it were all reductions. A compressed all-reduce shares a
-// bucket only with steps of the same codec (and error-feedback marking): the bucket's
-// collective encodes each member's chunks by themselves (CompressedBucketAllReduce), so
-// no codec group spans two members and every member gets the bits of its own step; a
-// compressed reduce_scatter or two-level step keeps its own collective. Candidates with
+// rather than issue a collective of its own), that is a P -> B all_reduce or
+// P -> S reduce_scatter (ZeRO-2's gradients, the in-node first step of a 2-D chain),
+// dense or compressed (one level or two-level), and not row-sparse; then, level by level,
+// step s of a chain whose steps before it were all reductions. A compressed reduction
+// shares a bucket only with steps of the same kind and codecs (both levels', and the
+// error-feedback marking): the bucket's collective encodes each member's chunks by
+// themselves (CompressedBucketAllReduce, CompressedBucketReduceScatter, their two-level
+// forms), so no codec group spans two members and every member gets the bits of its own
+// step. Candidates with
 // the same placement, hierarchy axis (the same communicator groups), kind and wire
 // format form a group; each group is walked in the order backward produces the
 // gradients (their producing op's position, ties by boxing id) and cut greedily into

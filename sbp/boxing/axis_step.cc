@@ -91,10 +91,15 @@ std::optional<BoxingStep> MakeAxisStep(const BoxingContext& context, const Place
   if (refusal != nullptr && !refusal->codec.compressed()) refusal = nullptr;
   const std::optional<PricedCompression> compressed =
       PriceCompression(context, placement, axis, step.kind, elements);
-  // A dense all-reduce of a bucketed gradient shares its bucket's call: what it adds to
-  // the step is its wire time, not a call's latency.
-  const bool in_bucket = context.options.dense_in_bucket && step.kind == BoxingKind::kAllReduce;
+  // A reduction of a bucketed gradient shares its bucket's calls, dense or compressed
+  // (the bucket's collective makes one call per phase and level for all its members,
+  // kernels/compression/bucket_reduce_scatter.h, bucket_two_level.h): what the step adds
+  // is its wire time (and codec passes), not its calls' latency.
+  const bool in_bucket = context.options.dense_in_bucket && reduces;
   const double dense_marginal = in_bucket ? dense.wire_seconds : dense.seconds();
+  const auto marginal_of = [in_bucket](const PricedCompression& priced) {
+    return in_bucket ? priced.seconds() - priced.latency_seconds : priced.seconds();
+  };
   // Automatic: compressed only where modelled at least kAutoMargin faster than dense;
   // otherwise always. The margin: a codec's rounding costs accuracy (activations leave
   // the one-device loss curve), so a saving within the model's own error (a 4-rank
@@ -115,7 +120,8 @@ std::optional<BoxingStep> MakeAxisStep(const BoxingContext& context, const Place
     }
     const std::optional<PricedCompression> refused =
         PriceCompression(refused_context, placement, axis, step.kind, elements);
-    if (refused.has_value() && (!context.options.automatic || refused->seconds() < kAutoMargin * dense_marginal)) {
+    if (refused.has_value() &&
+        (!context.options.automatic || marginal_of(*refused) < kAutoMargin * dense_marginal)) {
       accuracy_note = refusal->note;
     }
   }
@@ -126,14 +132,20 @@ std::optional<BoxingStep> MakeAxisStep(const BoxingContext& context, const Place
     }
     return step;
   }
+  const double compressed_marginal = marginal_of(*compressed);
   const std::string dense_text =
       absl::StrCat("dense ", FormatMilliseconds(dense_marginal), " (", dense.text,
                    in_bucket ? absl::StrCat("; in a gradient bucket, its ", FormatMilliseconds(dense.latency_seconds),
                                             " of latency shared")
                              : std::string(),
                    ")");
-  const std::string comparison = absl::StrCat(compressed->text, " vs ", dense_text);
-  const bool pays = compressed->seconds() < kAutoMargin * dense_marginal;
+  const std::string comparison =
+      absl::StrCat(compressed->text,
+                   in_bucket ? absl::StrCat("; in a gradient bucket ", FormatMilliseconds(compressed_marginal),
+                                            ", its latency shared")
+                             : std::string(),
+                   " vs ", dense_text);
+  const bool pays = compressed_marginal < kAutoMargin * dense_marginal;
   if (context.options.automatic && !pays) {
     step.compression_reason = absl::StrCat(comparison, ": dense");
   } else {
@@ -143,7 +155,7 @@ std::optional<BoxingStep> MakeAxisStep(const BoxingContext& context, const Place
     step.seconds = compressed->seconds();
     step.compression_reason =
         absl::StrCat(comparison, context.options.automatic ? ": compressed" : ": compressed as asked", ", saves ",
-                     FormatMilliseconds(dense_marginal - step.seconds));
+                     FormatMilliseconds(dense_marginal - compressed_marginal));
   }
   if (!accuracy_note.empty()) absl::StrAppend(&step.compression_reason, "; ", accuracy_note);
   absl::StrAppend(&step.reason, "; ", step.compression_reason);

@@ -1,5 +1,6 @@
 #include "tools/cli/predicted_step_time.h"
 
+#include <algorithm>
 #include <cstdint>
 
 #include "absl/container/flat_hash_map.h"
@@ -9,6 +10,7 @@
 #include "oneflow_core/placement.h"
 #include "sbp/collective_cost.h"
 #include "sbp/compute_cost.h"
+#include "sbp/link_model.h"
 
 namespace oneflow::cli {
 namespace {
@@ -17,6 +19,28 @@ int64_t Elements(const proto::RegisterDef& reg) {
   int64_t elements = 1;
   for (int64_t dim : reg.shape()) elements *= dim;
   return elements;
+}
+
+// A compressed bucket as the runtime runs it (CompressedBucketAllReduce,
+// CompressedBucketReduceScatter, their two-level forms): every member's encodings, wire
+// bytes and decodes, as its own step was priced (BoxingStepDef.seconds:
+// sbp/boxing/step_compression.h), but the calls made once for the bucket: one latency
+// per call (per phase an AllToAll or AllGather; two-level, one on each level) instead of
+// one per member and call.
+double CompressedBucketSeconds(const proto::Plan& plan, const proto::GradientBucketDef& bucket,
+                               const LinkModel& links, bool crosses_nodes, bool scatter) {
+  const bool two_level = bucket.compression().cross_node_kind() != proto::Compression::NONE;
+  const double call_latency = two_level      ? links.intra_node_latency + links.inter_node_latency
+                              : crosses_nodes ? links.inter_node_latency
+                                              : links.intra_node_latency;
+  const double calls_latency = (scatter ? 1 : 2) * call_latency;
+  double seconds = calls_latency;
+  for (const proto::BucketMemberDef& member : bucket.members()) {
+    const proto::BoxingStepDef& step =
+        plan.boxings(static_cast<int>(member.boxing_id())).steps(static_cast<int>(member.boxing_step()));
+    seconds += std::max(0.0, step.seconds() - calls_latency);
+  }
+  return seconds;
 }
 
 // The modelled seconds of every collective: the boxing steps' own, and each gradient
@@ -47,10 +71,13 @@ absl::StatusOr<absl::flat_hash_map<int64_t, double>> CollectiveSeconds(const pro
     // A reduce-scatter bucket (ZeRO-2) moves one round of chunks, an all-reduce two.
     const bool scatter = bucket.collective_id() >= 0 && bucket.collective_id() < plan.collectives_size() &&
                          plan.collectives(static_cast<int>(bucket.collective_id())).kind() == proto::REDUCE_SCATTER;
-    const double price = PriceDenseCollective(links, *placement, axis,
-                                              scatter ? BoxingKind::kReduceScatter : BoxingKind::kAllReduce, bytes,
-                                              (scatter ? 1 : 2) * (members - 1) * chunk)
-                             .seconds();
+    double price = PriceDenseCollective(links, *placement, axis,
+                                        scatter ? BoxingKind::kReduceScatter : BoxingKind::kAllReduce, bytes,
+                                        (scatter ? 1 : 2) * (members - 1) * chunk)
+                       .seconds();
+    if (bucket.compression().kind() != proto::Compression::NONE) {
+      price = CompressedBucketSeconds(plan, bucket, links, AxisCrossesNodes(*placement, axis), scatter);
+    }
     for (int64_t group = 0; group < placement->num_devices() / members; ++group) {
       seconds[bucket.collective_id() + group] = price;
     }

@@ -5,7 +5,8 @@
 // shape, the rest by the bytes of their registers) at the plan's Cluster rates, plus its
 // collectives as the boxing steps' modelled seconds (BoxingStepDef.seconds, priced when
 // compiled: sbp/collective_cost.h and the codec passes) and each gradient bucket's
-// all-reduce priced the same way from the plan's links. An actor that acts once per
+// collective priced the same way from the plan's links (a compressed bucket: its
+// members' codec passes and wire bytes summed, its calls' latency once). An actor that acts once per
 // micro-batch counts Job.micro_batches times. The prediction is the slowest device's
 // compute plus communication, as if none of the communication overlapped compute (the
 // upper end: compute and communication threads can overlap, so a run may be faster).
