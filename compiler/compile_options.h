@@ -5,6 +5,7 @@
 #define COMPILER_COMPILE_OPTIONS_H_
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -107,6 +108,14 @@ struct CompileOptions {
 #endif
   // When set, receives (pass name, seconds) for every pass, verification included.
   std::vector<std::pair<std::string, double>>* pass_seconds = nullptr;
+  // What compiling the plan again needs (Plan.recipe, examples/common/compile_recipe.h),
+  // recorded in the plan before it is sealed; a caller that attaches it after the compile
+  // instead must seal the plan again (one more walk over the whole plan).
+  std::optional<proto::CompileRecipe> recipe;
+  // When set, receives the sealed plan's bytes, exactly what WritePlanFile writes for the
+  // returned plan: plan emission seals by serializing the plan once (SealAndSerializePlan
+  // in plan/plan_checksum.h), so a caller that writes the plan does not serialize it again.
+  std::string* sealed_plan = nullptr;
 };
 
 }  // namespace oneflow

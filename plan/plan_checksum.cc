@@ -3,7 +3,12 @@
 #include <zlib.h>
 
 #include <algorithm>
+#include <atomic>
 #include <climits>
+#include <cstring>
+#include <functional>
+#include <thread>
+#include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
@@ -218,6 +223,158 @@ absl::Status SealPlan(proto::Plan* plan) {
   OF_ASSIGN_OR_RETURN(const uint32_t checksum, PlanChecksum(*plan));
   plan->set_checksum(checksum);
   return absl::OkStatus();
+}
+
+namespace {
+
+// What a plan's bytes are made of, apart from its devices: the plan without its devices
+// (the shell), serialized, and where in those bytes the devices (field 6) and the
+// checksum field (10) go.
+struct Shell {
+  std::string bytes;
+  size_t devices_at = 0;   // Before the first top-level field numbered above 6.
+  size_t checksum_at = 0;  // The checksum field's tag byte.
+};
+
+// The top-level fields of `bytes` (a serialized message; the shell is a few MB at most):
+// calls visit(number, offset of its tag) for each. False when they are not whole fields.
+template <typename Visit>
+bool ForEachTopLevelField(absl::string_view bytes, Visit visit) {
+  google::protobuf::io::CodedInputStream input(reinterpret_cast<const uint8_t*>(bytes.data()),
+                                               static_cast<int>(bytes.size()));
+  while (true) {
+    const size_t at = static_cast<size_t>(input.CurrentPosition());
+    const uint32_t tag = input.ReadTag();
+    if (tag == 0) return at == bytes.size();
+    visit(static_cast<int>(tag >> 3), at);
+    uint64_t value = 0;
+    switch (tag & 7) {
+      case 0:
+        if (!input.ReadVarint64(&value)) return false;
+        break;
+      case 1:
+        if (!input.Skip(8)) return false;
+        break;
+      case 2: {
+        uint32_t length = 0;
+        if (!input.ReadVarint32(&length) || !input.Skip(static_cast<int>(length))) return false;
+        break;
+      }
+      case 5:
+        if (!input.Skip(4)) return false;
+        break;
+      default:
+        return false;
+    }
+  }
+}
+
+// The threads per-device work runs on: the machine's hardware threads, at most 8.
+int TaskThreads() { return static_cast<int>(std::clamp(std::thread::hardware_concurrency(), 1u, 8u)); }
+
+// Calls task(0) ... task(tasks - 1) on up to `threads` threads, the caller one of them,
+// each taking the next index until none is left; returns when every call has returned.
+// Each task writes only its own slots, so the result does not depend on the threads.
+void RunTasksOnThreads(int tasks, int threads, const std::function<void(int)>& task) {
+  std::atomic<int> next{0};
+  auto drain = [&] {
+    for (int i = next.fetch_add(1); i < tasks; i = next.fetch_add(1)) task(i);
+  };
+  std::vector<std::thread> helpers;
+  for (int t = 1; t < std::min(threads, tasks); ++t) helpers.emplace_back(drain);
+  drain();
+  for (std::thread& helper : helpers) helper.join();
+}
+
+uLong Crc(uLong crc, const char* data, size_t size) {
+  return crc32_z(crc, reinterpret_cast<const Bytef*>(data), size);
+}
+
+}  // namespace
+
+absl::StatusOr<std::string> SealAndSerializePlan(proto::Plan* plan) {
+  // Any non-zero value makes protobuf write the field's five bytes where they belong
+  // (between fields 9 and 20); the CRC leaves them out, so the value does not matter.
+  plan->set_checksum(0xFFFFFFFFu);
+  // The devices are nearly all of the bytes (99% for issue 29's gpt): each is sized,
+  // serialized and summed on its own, on several threads, into its place. Protobuf writes
+  // a message's fields in number order and each element of a repeated message field as
+  // its tag, its length and its bytes, so the result is what its serializer gives for
+  // the whole plan, whatever the number of threads.
+  google::protobuf::RepeatedPtrField<proto::DevicePlan> devices;
+  devices.Swap(plan->mutable_devices());
+  Shell shell;
+  absl::StatusOr<std::string> shell_bytes = SerializePlanDeterministically(*plan);
+  devices.Swap(plan->mutable_devices());
+  OF_RETURN_IF_ERROR(shell_bytes.status());
+  shell.bytes = *std::move(shell_bytes);
+  shell.devices_at = shell.bytes.size();
+  int checksums = 0;
+  const bool whole = ForEachTopLevelField(shell.bytes, [&](int number, size_t at) {
+    if (number > 6 && shell.devices_at == shell.bytes.size()) shell.devices_at = at;
+    if (number == 10) {
+      shell.checksum_at = at;
+      ++checksums;
+    }
+  });
+  if (!whole || checksums != 1 || shell.checksum_at < shell.devices_at ||
+      static_cast<unsigned char>(shell.bytes[shell.checksum_at]) != kChecksumTag) {
+    return absl::InternalError("the plan's serialization has no whole checksum field");
+  }
+
+  const int count = plan->devices_size();
+  const int threads = TaskThreads();
+  std::vector<size_t> sizes(count);
+  RunTasksOnThreads(count, threads, [&](int d) { sizes[d] = plan->devices(d).ByteSizeLong(); });
+  // Device d's field starts at offsets[d]: the shell's head, then each device's tag
+  // (one byte: field 6, length-delimited), length and bytes.
+  constexpr unsigned char kDeviceTag = (6 << 3) | 2;
+  std::vector<size_t> offsets(count + 1);
+  offsets[0] = shell.devices_at;
+  for (int d = 0; d < count; ++d) {
+    offsets[d + 1] = offsets[d] + 1 + google::protobuf::io::CodedOutputStream::VarintSize64(sizes[d]) + sizes[d];
+  }
+  const size_t size = offsets[count] + (shell.bytes.size() - shell.devices_at);
+  OF_RETURN_IF_ERROR(CheckSize(size));
+  std::string bytes(size, '\0');
+  char* const out = bytes.data();
+  std::memcpy(out, shell.bytes.data(), shell.devices_at);
+  std::memcpy(out + offsets[count], shell.bytes.data() + shell.devices_at, shell.bytes.size() - shell.devices_at);
+  // Each device's CRC is summed while its bytes are still in cache, then the pieces are
+  // combined in order (zlib's crc32_combine).
+  std::vector<uLong> crcs(count);
+  std::atomic<bool> failed{false};
+  RunTasksOnThreads(count, threads, [&](int d) {
+    uint8_t* at = reinterpret_cast<uint8_t*>(out + offsets[d]);
+    *at++ = kDeviceTag;
+    at = google::protobuf::io::CodedOutputStream::WriteVarint64ToArray(sizes[d], at);
+    google::protobuf::io::ArrayOutputStream array(at, static_cast<int>(sizes[d]));
+    google::protobuf::io::CodedOutputStream coded(&array);
+    coded.SetSerializationDeterministic(true);
+    plan->devices(d).SerializeWithCachedSizes(&coded);
+    if (coded.HadError() || static_cast<size_t>(coded.ByteCount()) != sizes[d]) failed = true;
+    crcs[d] = Crc(crc32(0L, Z_NULL, 0), out + offsets[d], offsets[d + 1] - offsets[d]);
+  });
+  if (failed) return absl::InternalError("protobuf failed to serialize the plan");
+  uLong crc = Crc(crc32(0L, Z_NULL, 0), out, shell.devices_at);
+  for (int d = 0; d < count; ++d) {
+    crc = crc32_combine(crc, crcs[d], static_cast<z_off_t>(offsets[d + 1] - offsets[d]));
+  }
+  // The shell's tail, without the checksum field.
+  const size_t at = offsets[count] + (shell.checksum_at - shell.devices_at);
+  crc = Crc(crc, out + offsets[count], at - offsets[count]);
+  crc = Crc(crc, out + at + kChecksumFieldBytes, size - at - kChecksumFieldBytes);
+  const uint32_t checksum = static_cast<uint32_t>(crc);
+  plan->set_checksum(checksum);
+  if (checksum == 0) {
+    // proto3 writes a zero fixed32 not at all: the bytes of the plan as it now is.
+    bytes.erase(at, kChecksumFieldBytes);
+  } else {
+    for (int k = 0; k < 4; ++k) {  // fixed32: little-endian, after the tag byte
+      bytes[at + 1 + k] = static_cast<char>((checksum >> (8 * k)) & 0xff);
+    }
+  }
+  return bytes;
 }
 
 namespace {

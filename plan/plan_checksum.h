@@ -43,6 +43,13 @@ absl::StatusOr<uint32_t> SerializedPlanChecksum(absl::string_view bytes);
 // Sets plan->checksum to PlanChecksum(*plan).
 absl::Status SealPlan(proto::Plan* plan);
 
+// Seals `plan` like SealPlan and returns the deterministic serialization of the sealed
+// plan: the bytes a plan file holds (WritePlanFile), equal to
+// SerializePlanDeterministically(*plan) afterwards. One serialization, not two: the
+// checksum is the CRC of these very bytes (their checksum field left out), patched into
+// them once computed. For a plan that is written; SealPlan streams and keeps no copy.
+absl::StatusOr<std::string> SealAndSerializePlan(proto::Plan* plan);
+
 // OK when plan.checksum matches its contents; FAILED_PRECONDITION otherwise, e.g.
 //   plan checksum 0x1234abcd does not match its contents (0x9f00e1c2): the plan was
 //   damaged or edited after it was compiled

@@ -180,6 +180,95 @@ TEST(PlanChecksumTest, AFlippedByteIsRefused) {
   EXPECT_GT(parsed, static_cast<int>(bytes.size()) / 2);
 }
 
+// A plan that is written is sealed by the serialization that is written: the checksum is
+// SealPlan's, and the bytes are the sealed plan's deterministic serialization.
+TEST(PlanChecksumTest, SealAndSerializeGivesTheSealedPlansBytes) {
+  proto::Plan sealed = EveryDeviceField();
+  ASSERT_TRUE(SealPlan(&sealed).ok());
+  proto::Plan plan = EveryDeviceField();  // Carries a stale checksum (0x12345678).
+  const absl::StatusOr<std::string> bytes = SealAndSerializePlan(&plan);
+  ASSERT_TRUE(bytes.ok()) << bytes.status();
+  EXPECT_EQ(plan.checksum(), sealed.checksum());
+  EXPECT_EQ(plan.checksum(), ReferenceChecksum(plan));
+  EXPECT_EQ(*bytes, *SerializePlanDeterministically(sealed));
+  proto::Plan read;
+  ASSERT_TRUE(read.ParseFromString(*bytes));
+  EXPECT_EQ(read.checksum(), plan.checksum());
+  EXPECT_TRUE(VerifySerializedPlanChecksum(read, *bytes).ok());
+}
+
+// The devices are serialized on threads into their places: with more devices than
+// threads, devices of different sizes (one empty), and fields the build does not know
+// (written last), the bytes are still protobuf's for the whole plan.
+TEST(PlanChecksumTest, SealAndSerializeOfManyDevicesIsProtobufsSerialization) {
+  proto::Plan plan = EveryDeviceField();
+  for (int d = 0; d < 20; ++d) {
+    proto::DevicePlan* device = plan.add_devices();
+    *device = plan.devices(d % 2);
+    for (int a = 0; a < d * 37; ++a) device->add_actors()->set_id(a);  // Lengths of 1 and 2 bytes.
+  }
+  plan.GetReflection()->MutableUnknownFields(&plan)->AddVarint(3000, 7);
+  const absl::StatusOr<std::string> bytes = SealAndSerializePlan(&plan);
+  ASSERT_TRUE(bytes.ok()) << bytes.status();
+  EXPECT_EQ(*bytes, *SerializePlanDeterministically(plan));
+  EXPECT_EQ(plan.checksum(), ReferenceChecksum(plan));
+  EXPECT_EQ(*SerializedPlanChecksum(*bytes), plan.checksum());
+}
+
+// CRC-32 register after `bytes` (zlib's CRC without its final inversion).
+uint32_t CrcRegister(const std::string& bytes) {
+  return ~static_cast<uint32_t>(
+      crc32(crc32(0L, Z_NULL, 0), reinterpret_cast<const Bytef*>(bytes.data()), static_cast<uInt>(bytes.size())));
+}
+
+// The four bytes that, appended to `prefix`, make its CRC-32 zero: the register is run
+// backwards from the one a zero CRC ends in (each table entry's top byte is unique).
+std::string BytesForZeroCrc(const std::string& prefix) {
+  uint32_t table[256];
+  for (uint32_t i = 0; i < 256; ++i) {
+    uint32_t c = i;
+    for (int k = 0; k < 8; ++k) c = (c & 1) ? (c >> 1) ^ 0xEDB88320u : c >> 1;
+    table[i] = c;
+  }
+  uint32_t wanted = ~0u;  // The register of a zero CRC.
+  for (int k = 0; k < 4; ++k) {
+    uint32_t index = 0;
+    while ((table[index] >> 24) != (wanted >> 24)) ++index;
+    wanted = ((wanted ^ table[index]) << 8) | index;
+  }
+  const uint32_t value = wanted ^ CrcRegister(prefix);
+  std::string bytes(4, '\0');
+  for (int k = 0; k < 4; ++k) bytes[k] = static_cast<char>((value >> (8 * k)) & 0xff);
+  return bytes;
+}
+
+// proto3 does not write a zero checksum: a plan whose CRC is zero (one in 2^32) is
+// written without the field, as SerializePlanDeterministically writes it.
+TEST(PlanChecksumTest, SealAndSerializeWritesAZeroChecksumAsProtobufDoes) {
+  // The recipe's text is the plan's last bytes: its last four are chosen to make the CRC
+  // zero, and kept ASCII (a string field must be UTF-8) by trying other first bytes.
+  proto::Plan plan = EveryDeviceField();
+  plan.clear_checksum();
+  bool found = false;
+  for (int attempt = 0; attempt < 256 && !found; ++attempt) {
+    const std::string start = "recipe " + std::to_string(attempt) + " ";
+    plan.mutable_recipe()->set_graph_text(start + "0000");
+    const std::string bytes = *SerializePlanDeterministically(plan);
+    const std::string tail = BytesForZeroCrc(bytes.substr(0, bytes.size() - 4));
+    found = true;
+    for (char c : tail) found = found && static_cast<unsigned char>(c) < 0x80;
+    if (found) plan.mutable_recipe()->set_graph_text(start + tail);
+  }
+  ASSERT_TRUE(found);
+  ASSERT_EQ(ReferenceChecksum(plan), 0u);
+  plan.set_checksum(0x12345678);
+  const absl::StatusOr<std::string> bytes = SealAndSerializePlan(&plan);
+  ASSERT_TRUE(bytes.ok()) << bytes.status();
+  EXPECT_EQ(plan.checksum(), 0u);
+  EXPECT_EQ(*bytes, *SerializePlanDeterministically(plan));
+  EXPECT_TRUE(VerifySerializedPlanChecksum(plan, *bytes).ok());
+}
+
 TEST(PlanChecksumTest, BytesThatEndInsideAFieldAreRefused) {
   proto::Plan plan = EveryDeviceField();
   ASSERT_TRUE(SealPlan(&plan).ok());

@@ -100,7 +100,11 @@ absl::StatusOr<std::string> SerializePlan(const proto::Plan& plan) {
 absl::Status WritePlanFile(const std::string& path, const proto::Plan& plan) {
   absl::StatusOr<std::string> bytes = SerializePlan(plan);
   if (!bytes.ok()) return WithContext(bytes.status(), FilePrefix(path));
-  return WriteFileAtomically(path, *bytes, WriteFileOptions{FilePrefix(path)});
+  return WriteSerializedPlanFile(path, *bytes);
+}
+
+absl::Status WriteSerializedPlanFile(const std::string& path, absl::string_view bytes) {
+  return WriteFileAtomically(path, bytes, WriteFileOptions{FilePrefix(path)});
 }
 
 }  // namespace oneflow

@@ -28,6 +28,7 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
 #include "proto/plan.pb.h"
 
 namespace oneflow {
@@ -41,6 +42,12 @@ absl::StatusOr<proto::Plan> ReadPlanFile(const std::string& path);
 // system call, e.g. "plan file 'out/a.plan': cannot create a temporary file in 'out':
 // No such file or directory".
 absl::Status WritePlanFile(const std::string& path, const proto::Plan& plan);
+
+// Writes `bytes`, a plan's serialization (SealAndSerializePlan in plan_checksum.h, or the
+// CompileOptions::sealed_plan of a compile), to `path` as WritePlanFile writes a plan's:
+// atomically, replacing any file there, with the same errors. For a plan that is already
+// serialized: WritePlanFile would serialize it again.
+absl::Status WriteSerializedPlanFile(const std::string& path, absl::string_view bytes);
 
 // The exact bytes WritePlanFile writes: the deterministic serialization of `plan`.
 // INVALID_ARGUMENT when the plan is over protobuf's 2 GiB message limit.

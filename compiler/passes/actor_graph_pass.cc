@@ -1,6 +1,10 @@
 #include "compiler/passes/actor_graph_pass.h"
 
 #include <algorithm>
+#include <atomic>
+#include <functional>
+#include <thread>
+#include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "compiler/passes/gradient_bucketing_pass.h"
@@ -56,22 +60,62 @@ bool OpPerIteration(const LogicalOp& op, const std::vector<bool>& per_iteration)
   return true;
 }
 
+// The threads per-device work runs on: the machine's hardware threads, at most 8.
+int TaskThreads() { return static_cast<int>(std::clamp(std::thread::hardware_concurrency(), 1u, 8u)); }
+
+// Calls task(0) ... task(tasks - 1) on up to `threads` threads, the caller one of them,
+// each taking the next index until none is left; returns when every call has returned.
+// (The same helper as plan/plan_checksum.cc's.)
+void RunTasksOnThreads(int tasks, int threads, const std::function<void(int)>& task) {
+  std::atomic<int> next{0};
+  auto drain = [&] {
+    for (int i = next.fetch_add(1); i < tasks; i = next.fetch_add(1)) task(i);
+  };
+  std::vector<std::thread> helpers;
+  for (int t = 1; t < std::min(threads, tasks); ++t) helpers.emplace_back(drain);
+  drain();
+  for (std::thread& helper : helpers) helper.join();
+}
+
+// Which tensors hold one value per iteration (PerIterationTensors), computed once for
+// every device.
+struct IterationMarks {
+  std::vector<bool> accumulated;
+  std::vector<bool> per_iteration;
+};
+
+// An actor of a boxing step (Compilation::boxing_step_actors) as one device's builder
+// found it: boxing id, step, actor index on the device.
+struct StepActor {
+  int64_t boxing;
+  int64_t step;
+  int actor;
+};
+
+// Builds one device's actors and registers into `plan`. Devices are built on separate
+// threads: a builder reads the compilation and writes only its device's plan and its own
+// list of step actors, which the pass merges in device order.
 class DeviceActorBuilder {
  public:
-  DeviceActorBuilder(Compilation* compilation, int32_t device_index, int64_t* next_actor_id)
-      : compilation_(*compilation),
-        graph_(compilation->graph),
+  DeviceActorBuilder(const Compilation& compilation, const IterationMarks& marks, int32_t device_index,
+                     int64_t first_actor_id, proto::DevicePlan* plan)
+      : compilation_(compilation),
+        graph_(compilation.graph),
         device_index_(device_index),
-        next_actor_id_(*next_actor_id),
-        plan_(*compilation->plan.add_devices()),
+        next_actor_id_(first_actor_id),
+        plan_(*plan),
         tensor_register_(graph_.tensors.size(), -1),
-        boxing_register_(compilation->boxings.size(), -1),
+        boxing_register_(compilation.boxings.size(), -1),
         op_input_registers_(graph_.ops.size()),
-        per_iteration_(PerIterationTensors(*compilation, &accumulated_)) {
-    const DeviceId& device = compilation->devices[device_index].device;
+        accumulated_(marks.accumulated),
+        per_iteration_(marks.per_iteration) {
+    const DeviceId& device = compilation.devices[device_index].device;
     plan_.mutable_device()->set_node(device.node);
     plan_.mutable_device()->set_device(device.device);
   }
+
+  // The boxing steps' actors this device has, in the order they were built.
+  std::vector<StepActor> TakeStepActors() { return std::move(step_actors_); }
 
   absl::Status Run() {
     const DeviceProgram& program = compilation_.devices[device_index_];
@@ -302,8 +346,7 @@ class DeviceActorBuilder {
       (*kernel->mutable_outputs())["out"] = boxing_register_[boxing.id];
       MarkRegister(boxing_register_[boxing.id], boxing.tensor);
     }
-    auto& actors = compilation_.boxing_step_actors[boxing.id][node.step];
-    actors.push_back({device_index_, plan_.actors_size() - 1});
+    step_actors_.push_back({boxing.id, node.step, plan_.actors_size() - 1});
     return absl::OkStatus();
   }
 
@@ -405,10 +448,10 @@ class DeviceActorBuilder {
     }
   }
 
-  Compilation& compilation_;
+  const Compilation& compilation_;
   const LogicalGraph& graph_;
   const int32_t device_index_;
-  int64_t& next_actor_id_;
+  int64_t next_actor_id_;
   proto::DevicePlan& plan_;
   std::vector<int64_t> tensor_register_;
   // The register holding the latest step's output of each boxing on this device.
@@ -416,10 +459,10 @@ class DeviceActorBuilder {
   // The registers each op's kernel read on this device, in input order.
   std::vector<std::vector<int64_t>> op_input_registers_;
   std::vector<std::pair<int64_t, int64_t>> updates_;  // (update actor id, register id)
-  // PerIterationTensors: empty without micro-batches. accumulated_ is declared first:
-  // per_iteration_'s initializer fills it.
-  std::vector<bool> accumulated_;
-  const std::vector<bool> per_iteration_;
+  std::vector<StepActor> step_actors_;
+  // PerIterationTensors: empty without micro-batches.
+  const std::vector<bool>& accumulated_;
+  const std::vector<bool>& per_iteration_;
 };
 
 }  // namespace
@@ -430,10 +473,29 @@ absl::StatusOr<bool> ActorGraphPass::Run(Compilation* compilation) {
   for (const Boxing& boxing : compilation->boxings) {
     compilation->boxing_step_actors[boxing.id].resize(boxing.plan.steps.size());
   }
-  int64_t next_actor_id = 0;
-  for (size_t d = 0; d < compilation->devices.size(); ++d) {
-    OF_RETURN_IF_ERROR(
-        DeviceActorBuilder(compilation, static_cast<int32_t>(d), &next_actor_id).Run());
+  // Actor ids run on from device to device, one actor per node of the device's program:
+  // each device's first id is known before any is built, so devices build in parallel
+  // and the plan is the same as built one after another.
+  const int devices = static_cast<int>(compilation->devices.size());
+  std::vector<int64_t> first_actor_id(devices + 1, 0);
+  for (int d = 0; d < devices; ++d) {
+    first_actor_id[d + 1] = first_actor_id[d] + static_cast<int64_t>(compilation->devices[d].nodes.size());
+    compilation->plan.add_devices();
+  }
+  IterationMarks marks;
+  marks.per_iteration = PerIterationTensors(*compilation, &marks.accumulated);
+  std::vector<absl::Status> built(devices);
+  std::vector<std::vector<StepActor>> step_actors(devices);
+  RunTasksOnThreads(devices, TaskThreads(), [&](int d) {
+    DeviceActorBuilder builder(*compilation, marks, d, first_actor_id[d], compilation->plan.mutable_devices(d));
+    built[d] = builder.Run();
+    step_actors[d] = builder.TakeStepActors();
+  });
+  for (int d = 0; d < devices; ++d) {
+    OF_RETURN_IF_ERROR(built[d]);  // The first device's error, as if built in order.
+    for (const StepActor& actor : step_actors[d]) {
+      compilation->boxing_step_actors[actor.boxing][actor.step].push_back({d, actor.actor});
+    }
   }
   // Pipeline stages (pipeline_schedule), for errors and traces.
   const std::vector<int64_t>& stages = compilation->pipeline_schedule.device_stage;

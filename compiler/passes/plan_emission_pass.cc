@@ -255,8 +255,14 @@ absl::StatusOr<bool> PlanEmissionPass::Run(Compilation* compilation) {
   // This pass changes no device's actors, registers or memory, nor the collectives:
   // what the verification after memory planning checked of them still holds.
   OF_RETURN_IF_ERROR(VerifyPlanContents(plan, compilation->verified_plan_checks));
-  // Sealed last: any later change to the plan makes every reader refuse it.
-  OF_RETURN_IF_ERROR(SealPlan(&plan));
+  if (compilation->options.recipe.has_value()) *plan.mutable_recipe() = *compilation->options.recipe;
+  // Sealed last: any later change to the plan makes every reader refuse it. A caller that
+  // writes the plan gets the bytes the checksum was computed over.
+  if (compilation->options.sealed_plan != nullptr) {
+    OF_ASSIGN_OR_RETURN(*compilation->options.sealed_plan, SealAndSerializePlan(&plan));
+  } else {
+    OF_RETURN_IF_ERROR(SealPlan(&plan));
+  }
   return true;
 }
 

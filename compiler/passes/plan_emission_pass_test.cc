@@ -2,8 +2,12 @@
 // that actors, registers and memory already fill.
 #include "compiler/passes/plan_emission_pass.h"
 
+#include <string>
+
+#include "compiler/compiler.h"
 #include "compiler/passes/pass_test_util.h"
 #include "gtest/gtest.h"
+#include "plan/plan_checksum.h"
 
 namespace oneflow {
 namespace {
@@ -31,6 +35,36 @@ TEST(PlanEmissionPassTest, EmitsLayoutsBoxingsWireBytesAndSeals) {
             "+ wire 0:0 sent=136 received=136\n"
             "+ wire 0:1 sent=136 received=136\n")
       << texts->after;
+}
+
+// The recipe is recorded before the seal, and a caller that writes the plan gets the bytes
+// the seal serialized: those of the plan it returns, carrying its checksum, and the same
+// plan as attaching the recipe after the compile and sealing again.
+TEST(PlanEmissionPassTest, SealsTheRecipeAndHandsOutTheSealedBytes) {
+  absl::StatusOr<proto::Job> job = JobFromText(kTwoDeviceLinearGraph);
+  ASSERT_TRUE(job.ok()) << job.status();
+  proto::CompileRecipe recipe;
+  recipe.set_graph_text("graph linear");
+  recipe.set_dp(2);
+  CompileOptions options = TwoDeviceOptions();
+  options.recipe = recipe;
+  std::string bytes;
+  options.sealed_plan = &bytes;
+  absl::StatusOr<proto::Plan> plan = Compile(*job, options);
+  ASSERT_TRUE(plan.ok()) << plan.status();
+  EXPECT_EQ(plan->recipe().dp(), 2);
+  EXPECT_TRUE(VerifyPlanChecksum(*plan).ok());
+  EXPECT_EQ(bytes, *SerializePlanDeterministically(*plan));
+  EXPECT_TRUE(VerifySerializedPlanChecksum(*plan, bytes).ok());
+
+  options.recipe.reset();
+  options.sealed_plan = nullptr;
+  absl::StatusOr<proto::Plan> attached_later = Compile(*job, options);
+  ASSERT_TRUE(attached_later.ok()) << attached_later.status();
+  EXPECT_FALSE(attached_later->has_recipe());
+  *attached_later->mutable_recipe() = recipe;
+  ASSERT_TRUE(SealPlan(&*attached_later).ok());
+  EXPECT_EQ(*SerializePlanDeterministically(*attached_later), bytes);
 }
 
 }  // namespace

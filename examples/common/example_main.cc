@@ -22,6 +22,7 @@
 #include "examples/common/compile_recipe.h"
 #include "kernels/cpu/blas_core.h"
 #include "oneflow_core/dsl/graph.h"
+#include "plan/plan_checksum.h"
 #include "plan/plan_io.h"
 #include "oneflow_core/status.h"
 #include "version.h"
@@ -227,18 +228,36 @@ void KeepUntilExit(proto::Plan plan) {
   if (kept == nullptr) kept = new proto::Plan();
   kept->Swap(&plan);  // The plan kept before (a second compile) is freed with `plan`.
 }
+// The same for the plan's bytes: one block, but unmapping 91 MB page by page is not free.
+void KeepUntilExit(std::string bytes) {
+  static std::string* kept = nullptr;
+  if (kept == nullptr) kept = new std::string();
+  kept->swap(bytes);
+}
 
-// Attaches the recipe (what re-planning needs, Plan.recipe), writes --plan_out and runs
-// --run: the end of every compile.
+// Attaches the recipe (what re-planning needs, Plan.recipe) unless the compile recorded it,
+// writes --plan_out and runs --run: the end of every compile. `sealed_plan` holds the
+// bytes of `plan` as sealed by the compile (CompileOptions::sealed_plan), or is empty.
 absl::Status WriteAndRun(const proto::Job& job, const ParallelLayout& layout, const CompileSettings& settings,
-                         bool auto_parallel, proto::Plan plan) {
-  OF_ASSIGN_OR_RETURN(const proto::CompileRecipe recipe, MakeRecipe(job, layout, settings, auto_parallel));
-  OF_RETURN_IF_ERROR(AttachRecipe(recipe, &plan));
+                         bool auto_parallel, proto::Plan plan, std::string sealed_plan = "") {
   const std::string plan_out = absl::GetFlag(FLAGS_plan_out);
+  if (!plan.has_recipe()) {
+    OF_ASSIGN_OR_RETURN(const proto::CompileRecipe recipe, MakeRecipe(job, layout, settings, auto_parallel));
+    *plan.mutable_recipe() = recipe;
+    // Sealed again with the recipe; when the plan is written, by the one serialization
+    // that is written (AttachRecipe's seal and WritePlanFile would walk the plan twice).
+    if (plan_out.empty()) {
+      OF_RETURN_IF_ERROR(SealPlan(&plan));
+    } else {
+      OF_ASSIGN_OR_RETURN(sealed_plan, SealAndSerializePlan(&plan));
+    }
+  }
   if (!plan_out.empty()) {
-    OF_RETURN_IF_ERROR(WritePlanFile(plan_out, plan));
+    if (sealed_plan.empty()) return absl::InternalError("the compile returned no bytes of the plan to write");
+    OF_RETURN_IF_ERROR(WriteSerializedPlanFile(plan_out, sealed_plan));
     std::printf("wrote %s (inspect it with: oneflow inspect %s)\n", plan_out.c_str(), plan_out.c_str());
   }
+  KeepUntilExit(std::move(sealed_plan));
   absl::Status status = absl::OkStatus();
   if (absl::GetFlag(FLAGS_run)) {
     // The same path as `oneflow run` on the written plan.
@@ -307,7 +326,12 @@ absl::Status CompileAndReport(const proto::Job& written, const ParallelLayout& l
   }
   std::string dump;
   const CompileSettings settings = SettingsFromFlags();
-  OF_ASSIGN_OR_RETURN(const CompileOptions options, CompileOptionsFor(layout, settings, &dump));
+  OF_ASSIGN_OR_RETURN(CompileOptions options, CompileOptionsFor(layout, settings, &dump));
+  // The recipe goes in before the compile seals the plan, and a plan to be written comes
+  // back with its bytes: one serialization of the plan in the whole process.
+  OF_ASSIGN_OR_RETURN(options.recipe, MakeRecipe(job, layout, settings, /*auto_parallel=*/false));
+  std::string sealed_plan;
+  if (!absl::GetFlag(FLAGS_plan_out).empty()) options.sealed_plan = &sealed_plan;
   const auto start = std::chrono::steady_clock::now();
   absl::StatusOr<proto::Plan> plan = Compile(job, options);
   const double seconds =
@@ -315,7 +339,7 @@ absl::Status CompileAndReport(const proto::Job& written, const ParallelLayout& l
   std::fputs(dump.c_str(), stdout);
   OF_RETURN_IF_ERROR(plan.status());
   std::fputs(CompileSummary(job, layout, *plan, seconds).c_str(), stdout);
-  return WriteAndRun(job, layout, settings, /*auto_parallel=*/false, *std::move(plan));
+  return WriteAndRun(job, layout, settings, /*auto_parallel=*/false, *std::move(plan), std::move(sealed_plan));
 }
 
 int RunExample(const char* name, absl::Status (*body)()) {
