@@ -301,7 +301,9 @@ TEST(ErrorFeedbackTest, WithInt4ForwardActivationsInt4GradientsWithErrorFeedback
       for (proto::GradientBucketDef& bucket : *plan.mutable_buckets()) bucket.clear_compression();
     }
     EXPECT_GE(forward_steps, 4);
-    if (gradients) EXPECT_GE(gradient_steps, 8);
+    if (gradients) {
+      EXPECT_GE(gradient_steps, 8);
+    }
     EXPECT_TRUE(SealPlan(&plan).ok());
     return plan;
   };

@@ -53,8 +53,8 @@
 //   bazel run //bench/compression:error_feedback_bench -- --modes=int4+g128,int4,int4+g32+grad,int8
 //   bazel run //bench/compression:error_feedback_bench -- --modes=int4,int4+fwd,int4+bwd,int4+grad --list_boxings
 //   bazel run //bench/compression:error_feedback_bench -- --optimizer=sgd --learning_rate=0.1 --modes=int4+grad+ef
-//   bazel run //bench/compression:error_feedback_bench -- --seeds=1,2,3,4 --text_file=/usr/share/common-licenses/GPL-3 \
-//       --batch=16 --seq=64 --learning_rate=3e-3
+//   bazel run //bench/compression:error_feedback_bench -- --seeds=1,2,3,4 --batch=16 --seq=64
+//       --learning_rate=3e-3 --text_file=/usr/share/common-licenses/GPL-3   (one command)
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
