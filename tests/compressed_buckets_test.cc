@@ -8,12 +8,10 @@
 // checkpoint of the plan without buckets resumes into the plan with them (the residuals
 // keep their keys).
 #include <cmath>
-#include <filesystem>
 #include <string>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
-#include "actors/checkpoint/checkpoint_format.h"
 #include "actors/reduction_overlap.h"
 #include "actors/runtime.h"
 #include "compiler/compiler.h"
@@ -22,12 +20,12 @@
 #include "examples/llama/llama_model.h"
 #include "gtest/gtest.h"
 #include "tests/codec_gpt.h"
+#include "tests/bucket_resume.h"
 #include "tests/plan_losses.h"
 
 namespace oneflow {
 namespace {
 
-namespace fs = std::filesystem;
 
 proto::Plan CompileFor(const absl::StatusOr<proto::Job>& job, const examples::ParallelLayout& layout,
                        const examples::CompileSettings& settings, bool error_feedback = false) {
@@ -179,34 +177,7 @@ TEST(CompressedBucketsTest, Int4WithErrorFeedbackInBucketsTrainsAndResumesLikeWi
       EXPECT_EQ(bucket.compression().rounding(), proto::Compression::STOCHASTIC);
     }
   }
-  const std::string dir = (fs::path(::testing::TempDir()) / "compressed_buckets").string();
-  fs::remove_all(dir);
-  actors::TrainOptions options;
-  options.node = -1;
-  options.iterations = kIterations;
-  options.checkpoint.dir = dir;
-  options.checkpoint.every = 3;
-  absl::StatusOr<actors::TrainResult> unbucketed = actors::TrainPlan(off, options);
-  ASSERT_TRUE(unbucketed.ok()) << unbucketed.status();
-  std::vector<float> losses;
-  for (const actors::IterationMetrics& m : unbucketed->iterations) losses.push_back(m.loss);
-  EXPECT_EQ(testing::TrainedLosses(on, kIterations), losses);
-
-  actors::TrainOptions resume;
-  resume.node = -1;
-  resume.iterations = kIterations;
-  resume.resume_from = (fs::path(dir) / actors::CheckpointDirName(3)).string();
-  std::vector<std::string> warnings;
-  resume.on_warning = [&](const std::string& line) {
-    if (line.find("error-feedback") != std::string::npos) warnings.push_back(line);
-  };
-  absl::StatusOr<actors::TrainResult> resumed = actors::TrainPlan(on, resume);
-  ASSERT_TRUE(resumed.ok()) << resumed.status();
-  ASSERT_EQ(resumed->iterations.size(), static_cast<size_t>(kIterations - 3));
-  for (size_t i = 0; i < resumed->iterations.size(); ++i) {
-    EXPECT_NEAR(resumed->iterations[i].loss, losses[3 + i], 1e-4 * std::abs(losses[3 + i])) << "iteration " << 3 + i;
-  }
-  EXPECT_TRUE(warnings.empty()) << warnings.front();
+  testing::ExpectBucketedTrainsAndResumesLikeUnbucketed(off, on, kIterations, 3, "compressed_buckets");
 }
 
 // llama dp=2 x tp=2 with bf16 on the wire: its 21 gradient all-reduces (on the dp axis)
