@@ -310,7 +310,8 @@ TEST(ContextParallelTest, UlyssesIsFourAllToAllsPerBlockInEachPass) {
 
 // Ring attention's communication is one send/recv per ring step of each of k and v, from
 // the placement into its rotation (compiler/ring_shift.h): at cp=4 three steps, six per
-// block forward, and as many backward (the gradients' shifts back); no all-to-all and no
+// block forward; backward k and v travel the ring again (three shifts each) with dk and
+// dv alongside (four each: the last brings them home), 14 per block; no all-to-all and no
 // gather of an activation or its gradient. Its bytes per layer, as `oneflow inspect`
 // reads them from the plan, equal the ring formula of the cost model.
 // Both splits: the zig-zag reorder of the tokens and targets (integers, whole per cp
@@ -341,7 +342,7 @@ TEST(ContextParallelTest, RingIsOneSendRecvPerStepOfKAndV) {
     }
     const std::string model = std::string(gpt ? "gpt " : "llama ") + split;
     EXPECT_EQ(forward, 2 * 3 * 2) << model;  // 2 blocks x 3 steps x (k, v)
-    EXPECT_EQ(backward, 2 * 3 * 2) << model;
+    EXPECT_EQ(backward, 2 * (3 * 2 + 4 * 2)) << model;  // 2 blocks x (3 steps x (k, v) + 4 x (dk, dv))
     EXPECT_EQ(other, 0) << model;
     absl::StatusOr<ParallelLayout> parallel = MakeLayout(layout);
     ASSERT_TRUE(parallel.ok()) << parallel.status();

@@ -5,8 +5,8 @@
 //  "reference_longest_seq":..,"reference_peak_bytes":..,"reference_workspace_bytes":..,"ratio":..}
 //   the longest --seq (a multiple of 2 x cp) whose memory planning peak (the largest
 //   DevicePlan.peak_bytes of the stage, the kernels' workspace block included) fits
-//   --device_memory_mb, cp=4 against cp=1: Ulysses against the plain attention core on
-//   one device, ring attention (zig-zag) against it and against one ring step on one
+//   --device_memory_mb, cp=4 against cp=1: Ulysses and ring attention (zig-zag) each
+//   against the plain attention core on one device and against one ring step on one
 //   device (the same blockwise kernel: cp's own scaling);
 // {"bench":"context_parallel","metric":"step_ms","cp":4,"seq":..,"median_step_ms":..,
 //  "reference_median_step_ms":..,"ratio":..}
@@ -178,17 +178,18 @@ absl::Status Main() {
   // scratch in the plan's workspace block).
   OF_ASSIGN_OR_RETURN(const Longest plain, LongestSeq(1, budget, "ulysses"));
   OF_ASSIGN_OR_RETURN(const Longest blockwise, LongestSeq(1, budget, "ring"));
-  // Ring keeps no [s, s] block between the passes (its kernel recomputes the scores from
-  // the saved log-sum-exp), so its activations shrink with N / cp; Ulysses' attention core
-  // holds whole-sequence scores of its heads. Ring is compared with both references: with
-  // the plain one the ratio mixes the kernel's saving with cp's, with the blockwise one it
-  // is cp's alone.
+  // Neither scheme keeps an [s, s] block between the passes: ring's steps and Ulysses'
+  // local attention (one ring step over its heads' whole sequence) recompute the scores
+  // from the saved log-sum-exp, and ring's backward passes K/V around the ring again
+  // instead of keeping every step's block, so both hold O(N / cp) per device. Each is
+  // compared with both references: with the plain one the ratio mixes the kernel's saving
+  // with cp's, with the blockwise one (the same kernel on one device) it is cp's alone.
   OF_ASSIGN_OR_RETURN(const Longest ulysses, LongestSeq(cp, budget, "ulysses"));
   OF_ASSIGN_OR_RETURN(const Longest ring, LongestSeq(cp, budget, "ring"));
   using Comparison = std::tuple<const char*, const Longest*, const char*, const Longest*>;
   for (const auto& [attention, longest, reference_attention, reference] :
-       {Comparison{"ulysses", &ulysses, "plain", &plain}, Comparison{"ring", &ring, "plain", &plain},
-        Comparison{"ring", &ring, "ring", &blockwise}}) {
+       {Comparison{"ulysses", &ulysses, "plain", &plain}, Comparison{"ulysses", &ulysses, "ring", &blockwise},
+        Comparison{"ring", &ring, "plain", &plain}, Comparison{"ring", &ring, "ring", &blockwise}}) {
     std::printf(
         "{\"bench\":\"context_parallel\",\"metric\":\"longest_seq\",\"attention\":\"%s\",\"model\":\"llama\","
         "\"hidden\":%lld,\"layers\":%lld,\"cp\":%lld,\"device_memory_bytes\":%lld,\"longest_seq\":%lld,"

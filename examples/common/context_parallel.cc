@@ -20,17 +20,6 @@ Tensor TaggedTranspose(Tensor x, std::vector<int64_t> perm) {
                                       SourceLocation::Current());
 }
 
-// One ring step's pass of a K or V block to the next cp device, tagged "ring"
-// (cp_traffic.h counts its send/recv as the layer's ring traffic): x [b, kv, cp, sq, hd]
-// rolled by one block on axis 2. The autograd's shift back carries no tag.
-Tensor TaggedRingShift(Tensor x, int64_t blocks) {
-  if (!x.valid()) return Tensor();
-  return x.graph()->AddSingleOutputOp(
-      "ring_shift", {x},
-      {{"axis", int64_t{2}}, {"blocks", blocks}, {"shift", int64_t{1}}, {kCpAttentionAttr, std::string("ring")}},
-      SourceLocation::Current());
-}
-
 // t with `sbp` as its hint (nothing for an invalid t).
 Tensor Hinted(Tensor t, const NdSbp& sbp) {
   if (t.valid()) t.WithSbp(sbp);
@@ -216,16 +205,24 @@ Tensor UlyssesAttention(Tensor x, Tensor w_q, Tensor w_k, Tensor w_v, Tensor w_o
   Tensor k = kv(w_k);
   if (rope_base) k = hinted(RotaryEmbedding(k, *rope_base), heads_sbp);
   Tensor v = kv(w_v);
-  Tensor grouped_q = hinted(Reshape(q, {b, kv_heads, group * s, hd}), heads_sbp);
-  // The attention core on whole heads, as GroupedQueryAttention's.
-  Tensor probs;
+  // The local attention on whole heads, blockwise: one ring step over the whole sequence
+  // (a block axis of 1, the step's own causal triangle), tiles of at most
+  // kRingRowsPerTile query rows in the planned workspace. It keeps q, k, v and its output
+  // with the log-sum-exp for the backward, which recomputes the probabilities: linear in
+  // the sequence, where GroupedQueryAttention's core keeps the heads' [s, s] probabilities.
+  const NdSbp one_block = heads_sbp;  // [b, kv, 1, ...]: the block axis whole.
+  Tensor grouped_q = hinted(Reshape(q, {b, kv_heads, 1, group * s, hd}), one_block);
+  Tensor step;
   {
     Graph::AttentionCoreScope core(*x.graph());
-    Tensor scores = ScalarMul(MatMul(grouped_q, k, false, true), 1.0 / std::sqrt(static_cast<double>(hd)));
-    Tensor masked = CausalMask(Reshape(scores, {b, kv_heads, group, s, s}), -1e9);
-    probs = Reshape(Softmax(masked), {b, kv_heads, group * s, s});
+    step = hinted(RingAttentionStep(grouped_q, hinted(Reshape(k, {b, kv_heads, 1, s, hd}), one_block),
+                                    hinted(Reshape(v, {b, kv_heads, 1, s, hd}), one_block), /*axis=*/2, /*step=*/0,
+                                    1.0 / std::sqrt(static_cast<double>(hd)), /*zigzag=*/false),
+                  one_block);
   }
-  Tensor context = hinted(MatMul(probs, v), heads_sbp);  // [b, kv, group*s, hd]
+  Tensor context =
+      hinted(Reshape(Slice(step, std::vector<int64_t>(5, 0), {b, kv_heads, 1, group * s, hd}), {b, kv_heads, group * s, hd}),
+             heads_sbp);
   // Back to positions: [b, kv, group, s, hd] -> [s, b, kv, group, hd], positions over cp
   // (Ulysses' second all-to-all), kv heads still over tp.
   Tensor positions = hinted(TaggedTranspose(Pinned(Reshape(context, {b, kv_heads, group, s, hd}), heads_sbp), {3, 0, 1, 2, 4}),
@@ -280,41 +277,23 @@ Tensor RingAttention(Tensor x, Tensor w_q, Tensor w_k, Tensor w_v, Tensor w_o, i
   Tensor v = kv(w_v, false);
   // Step t: block r of k and v is block r - t of the sequence; one fused op per step
   // scores the local queries against it, skipping the keys that lie after them (a whole
-  // block pair on the devices the step gives a later block), and returns the step's
-  // output and log-sum-exp (kMaskedRowLse for rows that see no key).
-  std::vector<Tensor> outputs, lses;
-  const std::vector<int64_t> begin(5, 0);
-  const double scale = 1.0 / std::sqrt(static_cast<double>(hd));
-  for (int64_t t = 0; t < cp; ++t) {
-    if (t > 0) {
-      k = Pinned(hinted(TaggedRingShift(k, cp), blocks), blocks);
-      v = Pinned(hinted(TaggedRingShift(v, cp), blocks), blocks);
-    }
-    Tensor step;
-    {
-      Graph::AttentionCoreScope core(*x.graph());
-      step = hinted(RingAttentionStep(q, k, v, /*axis=*/2, t, scale, zigzag), blocks);
-    }
-    const std::vector<int64_t> hd_end = {b, kv_heads, cp, group * sq, hd};
-    std::vector<int64_t> lse_begin = begin;
-    lse_begin[4] = hd;
-    outputs.push_back(Reshape(Slice(step, begin, hd_end), {b, kv_heads, cp, group, sq, hd}));
-    if (cp > 1) {
-      lses.push_back(
-          Reshape(Slice(step, lse_begin, {b, kv_heads, cp, group * sq, hd + 1}), {b, kv_heads, cp, group, sq, 1}));
-    }
-  }
-  // The merge: each step's output weighted by exp(lse_t - lse), the softmax over steps of
-  // the log-sum-exps (the running max and sum of online softmax, taken at the end).
-  // One device (cp = 1): one step, whose weight is exactly 1; nothing to merge.
-  Tensor weights = cp > 1 ? Softmax(Concat(lses, 5)) : Tensor();  // [b, kv, cp, group, sq, cp]
-  Tensor context = cp > 1 ? Tensor() : outputs[0];
-  for (int64_t t = 0; cp > 1 && t < cp; ++t) {
-    std::vector<int64_t> from(6, 0), to = {b, kv_heads, cp, group, sq, t + 1};
-    from[5] = t;
-    Tensor part = Mul(outputs[t], Slice(weights, from, to));
-    context = t == 0 ? part : Add(context, part);
-  }
+  // block pair on the devices the step gives a later block), and is merged into the
+  // running output and log-sum-exp (online softmax); the shifts carry the tag "ring"
+  // (cp_traffic.h counts their send/recvs as the layer's traffic). The backward passes
+  // k, v and their gradients around the ring again (BlockwiseRingAttention): no step's
+  // K/V block or result is kept between the passes.
+  BlockwiseRingOptions ring;
+  ring.axis = 2;
+  ring.scale = 1.0 / std::sqrt(static_cast<double>(hd));
+  ring.zigzag = zigzag;
+  ring.block_sbp = blocks;
+  ring.shift_attrs[kCpAttentionAttr] = std::string("ring");
+  // Not an attention core (what --recompute=selective re-runs): the backward keeps only
+  // q, k, v and the result, nothing of the steps to recompute; re-running the result
+  // would re-run the ring's shifts.
+  Tensor result = BlockwiseRingAttention(q, k, v, ring);  // [b, kv, cp, group * sq, hd + 1]
+  Tensor context = Reshape(Slice(result, std::vector<int64_t>(5, 0), {b, kv_heads, cp, group * sq, hd}),
+                           {b, kv_heads, cp, group, sq, hd});
   context = Pinned(hinted(context, blocks), blocks);  // [b, kv, cp, group, sq, hd]
   // Back to rows [s * b, heads * hd], positions over cp (local), kv heads over tp.
   Tensor back = hinted(Transpose(context, {2, 4, 0, 1, 3, 5}), layout.Sbp(Sbp::Split(2), Sbp::Split(3), S0));

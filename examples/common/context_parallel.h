@@ -65,7 +65,10 @@ absl::StatusOr<CpAttention> ResolveCpAttention(const AttentionShape& shape, cons
 // [s, b, h]. The three transposes next to the all-to-alls carry the attribute
 // kCpAttentionAttr = "ulysses" (cp_traffic.h reads it back from a plan). Hints: rows S(0) over cp (whole over tp), the heads of q, k, v and the
 // context split over tp then cp (whole heads per device), back to rows S(0) over cp
-// after the core; the two changes of split are the compiler's all-to-all boxings.
+// after the core; the two changes of split are the compiler's all-to-all boxings. The
+// local attention on whole heads is one ring_attention step over the whole sequence (a
+// block axis of 1): blockwise, it keeps q, k, v and its output for the backward, not the
+// heads' [s, s] probabilities.
 Tensor UlyssesAttention(Tensor x, Tensor w_q, Tensor w_k, Tensor w_v, Tensor w_o, int64_t heads, int64_t kv_heads,
                         std::optional<double> rope_base, const ParallelLayout& layout);
 
@@ -75,9 +78,11 @@ Tensor UlyssesAttention(Tensor x, Tensor w_q, Tensor w_k, Tensor w_v, Tensor w_o
 // s/cp), local transposes); at step t = 0 .. cp-1 each device scores its queries against
 // the K/V block it holds (block r - t, ring_causal_mask: whole, causal on the diagonal
 // block, or all masked), takes that step's softmax, output and log-sum-exp, and passes
-// k and v one device on (ring_shift tagged kCpAttentionAttr = "ring"); the steps'
-// outputs are merged by the softmax of their log-sum-exps. The backward passes dK and dV
-// back around the ring (ring_shift's gradient). No head split: any kv_heads divisible by
+// k and v one device on (ring_shift tagged kCpAttentionAttr = "ring"); each step's
+// output is merged into a running output and log-sum-exp (online softmax,
+// BlockwiseRingAttention). The backward passes k and v around the ring again with dK and
+// dV alongside (ring_attention_result's gradient), so per device both passes hold O(1)
+// blocks of N / cp positions, however large cp. No head split: any kv_heads divisible by
 // tp. Each step is one fused ring_attention op that skips the keys the causal mask hides
 // (a whole block pair where the key block lies after the query block). With
 // layout.cp_ring_zigzag() the input is in zig-zag order (ZigZagSequence: block r holds

@@ -61,6 +61,8 @@ std::vector<CpLayerTraffic> CpAttentionTraffic(const proto::Plan& plan) {
     const bool zigzag = zigzag_attr != op.attrs().end() && zigzag_attr->second.b();
     const int64_t blocks = tensors[q->second]->shape(int_attr("axis"));
     CpLayerTraffic& layer = layers[index->second];
+    // Ulysses' local attention is one ring step over whole heads: no ring, no ranks.
+    if (layer.attention != "ring") continue;
     layer.ring_tiles_per_rank.resize(blocks, 0);
     layer.ring_zigzag = zigzag;
     layer.ring_tiles_per_rank_total += RingChunks(zigzag) * RingChunks(zigzag);

@@ -268,6 +268,11 @@ std::vector<OpCase> Cases() {
        {{Shape{2, 4, 12, 3}, f}, {Shape{2, 4, 6, 3}, f}, {Shape{2, 4, 6, 3}, f}, {Shape{2, 4, 12, 4}, f},
         {Shape{2, 4, 12, 4}, f}},
        {{"axis", int64_t{1}}, {"step", int64_t{3}}, {"scale", 0.4}, {"zigzag", true}, {"wrt", int64_t{2}}}},
+      // Merged rows of 5 (hd 4 and the log-sum-exp), masked on one side, both or neither.
+      {"ring_attention_merge", {{Shape{2, 4, 6, 5}, f}, {Shape{2, 4, 6, 5}, f}}, {}, 0, {}, MaskedRingRows({2, 3})},
+      {"ring_attention_result",
+       {{Shape{2, 4, 12, 4}, f}, {Shape{2, 4, 12, 3}, f}, {Shape{2, 4, 6, 3}, f}, {Shape{2, 4, 6, 3}, f}},
+       {{"axis", int64_t{1}}, {"scale", 0.4}, {"zigzag", true}}},
       {"rotary_embedding", {{Shape{11, 6}, f}}, {{"base", 500.0}, {"inverse", true}}},
       {"rotary_embedding", {{Shape{2, 12, 4}, f}}, {{"base", 100.0}, {"zigzag_blocks", int64_t{3}}}},
       {"silu", {{Shape{7, 37}, f}}, {}},

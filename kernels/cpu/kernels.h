@@ -87,6 +87,8 @@ absl::Status RingShift(const KernelContext& context);
 absl::Status RingCausalMask(const KernelContext& context);
 absl::Status RingAttention(const KernelContext& context);
 absl::Status RingAttentionGrad(const KernelContext& context);
+absl::Status RingAttentionMerge(const KernelContext& context);
+absl::Status RingAttentionResult(const KernelContext& context);
 // optimizer.cc
 absl::Status SgdUpdate(const KernelContext& context);
 absl::Status AdamWUpdate(const KernelContext& context);

@@ -59,6 +59,8 @@ constexpr NamedKernel kKernels[] = {
     {"ring_causal_mask", cpu::RingCausalMask},
     {"ring_attention", cpu::RingAttention},
     {"ring_attention_grad", cpu::RingAttentionGrad},
+    {"ring_attention_merge", cpu::RingAttentionMerge},
+    {"ring_attention_result", cpu::RingAttentionResult},
     // Backward kernels.
     {"relu_grad", cpu::ReluGrad},
     {"gelu_grad", cpu::GeluGrad},

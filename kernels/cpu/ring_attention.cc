@@ -4,7 +4,9 @@
 // ring_attention and its gradient compute one ring step's blockwise attention, only the
 // key chunks each query chunk sees (the rest of the block pair is skipped, not masked),
 // tile by tile on the tree's GEMM (sgemm.h): scores q k^T, the output P V and the
-// gradients' products, as the attention core's matmuls run.
+// gradients' products, as the attention core's matmuls run. ring_attention_merge merges
+// two steps' results row by row (online softmax); ring_attention_result copies its input
+// (it exists for the ring's backward, oneflow_core/ops/ring_attention.cc).
 #include <algorithm>
 #include <cmath>
 #include <cstring>
@@ -380,6 +382,46 @@ absl::Status RingAttentionGrad(const KernelContext& context) {
       }
     }
   }
+  return absl::OkStatus();
+}
+
+absl::Status RingAttentionMerge(const KernelContext& context) {
+  constexpr char kKernel[] = "ring_attention_merge";
+  OF_RETURN_IF_ERROR(CheckArguments(kKernel, context, {{"a"}, {"b"}}, {{"out"}}));
+  const KernelArgument& a = context.inputs[0];
+  OF_RETURN_IF_ERROR(CheckShape(kKernel, "b", context.inputs[1].shape, a.shape, "a's shape"));
+  OF_RETURN_IF_ERROR(CheckShape(kKernel, "out", context.outputs[0].shape, a.shape, "a's shape"));
+  const int64_t width = a.shape.rank() == 0 ? 0 : a.shape.dim(a.shape.rank() - 1);
+  if (width < 2) return KernelError(kKernel, "a ", a.shape.ToString(), " is not [..., hd + 1] with hd >= 1");
+  const int64_t hd = width - 1;
+  const float* x_all = a.As<const float>();
+  const float* y_all = context.inputs[1].As<const float>();
+  float* out = context.outputs[0].As<float>();
+  for (int64_t row = 0; row < a.NumElements() / width; ++row) {
+    const float* x = x_all + row * width;
+    const float* y = y_all + row * width;
+    float* o = out + row * width;
+    // A row one side saw no key of: the other side's result, exactly (its weight is 0).
+    const bool x_masked = x[hd] <= kMaskedRowLse, y_masked = y[hd] <= kMaskedRowLse;
+    if (x_masked || y_masked) {
+      std::copy(x_masked ? y : x, (x_masked ? y : x) + width, o);
+      continue;
+    }
+    const float max = std::max(x[hd], y[hd]);
+    const float wx = std::exp(x[hd] - max), wy = std::exp(y[hd] - max);
+    const float inverse = 1.0f / (wx + wy);
+    for (int64_t d = 0; d < hd; ++d) o[d] = (wx * x[d] + wy * y[d]) * inverse;
+    o[hd] = max + std::log(wx + wy);
+  }
+  return absl::OkStatus();
+}
+
+absl::Status RingAttentionResult(const KernelContext& context) {
+  constexpr char kKernel[] = "ring_attention_result";
+  OF_RETURN_IF_ERROR(CheckArguments(kKernel, context, {{"out"}, {"q"}, {"k"}, {"v"}}, {{"y"}}));
+  const KernelArgument& out = context.inputs[0];
+  OF_RETURN_IF_ERROR(CheckShape(kKernel, "y", context.outputs[0].shape, out.shape, "out's shape"));
+  std::memcpy(context.outputs[0].As<float>(), out.As<const float>(), static_cast<size_t>(out.NumElements()) * sizeof(float));
   return absl::OkStatus();
 }
 

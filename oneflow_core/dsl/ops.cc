@@ -351,6 +351,47 @@ Tensor RingAttentionStepGrad(Tensor q, Tensor k, Tensor v, Tensor out, Tensor do
                {{"axis", axis}, {"step", step}, {"scale", scale}, {"zigzag", zigzag}, {"wrt", wrt}}, location);
 }
 
+Tensor RingAttentionMerge(Tensor a, Tensor b, Loc location) {
+  return Apply("ring_attention_merge", {a, b}, {}, location);
+}
+
+Tensor RingAttentionResult(Tensor out, Tensor q, Tensor k, Tensor v, int64_t axis, double scale, bool zigzag,
+                           Loc location) {
+  return Apply("ring_attention_result", {out, q, k, v}, {{"axis", axis}, {"scale", scale}, {"zigzag", zigzag}},
+               location);
+}
+
+Tensor BlockwiseRingAttention(Tensor q, Tensor k, Tensor v, const BlockwiseRingOptions& options, Loc location) {
+  for (const Tensor& t : {q, k, v}) {
+    if (!t.valid()) return Tensor();
+  }
+  auto hinted = [&](Tensor t) {
+    if (t.valid() && options.block_sbp) t.WithSbp(*options.block_sbp);
+    return t;
+  };
+  const int64_t axis = options.axis;
+  if (axis < 0 || axis >= k.shape().rank()) {
+    // The step reports the bad axis with its shapes.
+    return RingAttentionStep(q, k, v, axis, 0, options.scale, options.zigzag, location);
+  }
+  const int64_t blocks = k.shape().dim(axis);
+  AttrMap shift = options.shift_attrs;
+  shift["axis"] = axis;
+  shift["blocks"] = blocks;
+  shift["shift"] = int64_t{1};
+  Tensor block_k = k, block_v = v, merged;
+  for (int64_t t = 0; t < blocks; ++t) {
+    if (t > 0) {
+      // Depends on the previous block only, not on its step: the send can overlap the step.
+      block_k = hinted(Apply("ring_shift", {block_k}, shift, location));
+      block_v = hinted(Apply("ring_shift", {block_v}, shift, location));
+    }
+    Tensor step = hinted(RingAttentionStep(q, block_k, block_v, axis, t, options.scale, options.zigzag, location));
+    merged = t == 0 ? step : hinted(RingAttentionMerge(merged, step, location));
+  }
+  return hinted(RingAttentionResult(merged, q, k, v, axis, options.scale, options.zigzag, location));
+}
+
 Tensor Silu(Tensor x, Loc location) { return Apply("silu", {x}, {}, location); }
 
 Tensor SwiGlu(Tensor gate, Tensor up, Loc location) {

@@ -106,6 +106,36 @@ Tensor RingAttentionStep(Tensor q, Tensor k, Tensor v, int64_t axis, int64_t ste
 // RingAttentionStep's gradient with respect to q (wrt = 0), k (1) or v (2).
 Tensor RingAttentionStepGrad(Tensor q, Tensor k, Tensor v, Tensor out, Tensor dout, int64_t axis, int64_t step,
                              double scale, bool zigzag, int64_t wrt, Loc location = Loc::Current());
+// Online softmax's merge of two ring steps' results a, b [..., hd + 1] over disjoint keys
+// (ring_attention_merge, oneflow_core/ops/ring_attention.cc). No gradient of its own.
+Tensor RingAttentionMerge(Tensor a, Tensor b, Loc location = Loc::Current());
+// `out` unchanged, declared the merged ring attention of q, k, v over every block on
+// `axis`: its gradient is the whole ring's backward (ring_attention_result).
+Tensor RingAttentionResult(Tensor out, Tensor q, Tensor k, Tensor v, int64_t axis, double scale, bool zigzag,
+                           Loc location = Loc::Current());
+// How BlockwiseRingAttention runs: the block axis, the scores' scale, the split of the
+// blocks; `block_sbp`, when set, the hint of every block tensor it adds (k and v after
+// each shift, each step's result, the running merge); `shift_attrs` added to its forward
+// ring_shift ops (a model's tag).
+struct BlockwiseRingOptions {
+  int64_t axis = 0;
+  double scale = 1.0;
+  bool zigzag = false;
+  std::optional<NdSbp> block_sbp;
+  AttrMap shift_attrs;
+};
+// Causal attention of q [..., blocks at `axis`, ..., group x s, hd] against every K/V
+// block of k, v [..., s, hd] by ring attention: at step t = 0 .. blocks-1 block r of q
+// against block r - t of k and v (RingAttentionStep), which then pass one block on
+// (RingShift: over the ring, a send/recv to the next device), each step merged into one
+// running result (RingAttentionMerge); returns RingAttentionResult of it, [..., group x s,
+// hd + 1] (outputs, then the log-sum-exp). Its gradient (dsl/gradients/llama_gradient.cc)
+// passes k and v around the ring again with dk and dv travelling alongside, so a device
+// holds O(1) blocks of K/V and of results in either pass, however many steps: the forward
+// keeps nothing of a step for the backward, the backward recomputes each step's
+// probabilities from the merged log-sum-exp.
+Tensor BlockwiseRingAttention(Tensor q, Tensor k, Tensor v, const BlockwiseRingOptions& options,
+                              Loc location = Loc::Current());
 // x * sigmoid(x).
 Tensor Silu(Tensor x, Loc location = Loc::Current());
 // SwiGLU's activation: silu(gate) * up (two ops, silu and mul).

@@ -74,6 +74,8 @@ OpDefinition RingShiftDefinition();
 OpDefinition RingCausalMaskDefinition();
 OpDefinition RingAttentionDefinition();
 OpDefinition RingAttentionGradDefinition();
+OpDefinition RingAttentionMergeDefinition();
+OpDefinition RingAttentionResultDefinition();
 
 // Backward ops, added by gradient functions (oneflow_core/dsl/gradients/).
 // elementwise_grad.cc

@@ -153,6 +153,11 @@ std::vector<OpCase> Cases() {
        {{Shape{3, 2, 4, 3}, f}, {Shape{3, 2, 2, 3}, f}, {Shape{3, 2, 2, 3}, f}, {Shape{3, 2, 4, 4}, f},
         {Shape{3, 2, 4, 4}, f}},
        {{"axis", int64_t{0}}, {"step", int64_t{1}}, {"scale", 0.7}, {"zigzag", true}, {"wrt", int64_t{1}}}},
+      // Two steps' results [b, blocks, rows, hd + 1], rows masked on one side, both, neither.
+      {"ring_attention_merge", {{Shape{2, 3, 4, 4}, f}, {Shape{2, 3, 4, 4}, f}}, {}, 0, {}, MaskedRingRows({2, 3})},
+      {"ring_attention_result",
+       {{Shape{2, 3, 8, 4}, f}, {Shape{2, 3, 8, 3}, f}, {Shape{2, 3, 4, 3}, f}, {Shape{2, 3, 4, 3}, f}},
+       {{"axis", int64_t{1}}, {"scale", 0.5}, {"zigzag", false}}},
       {"softmax", {{Shape{5, 7}, f}}, {}},
       {"log_softmax", {{Shape{3, 5, 7}, f}}, {}},
       {"layer_norm", {{Shape{5, 7}, f}, {Shape{7}, f}, {Shape{7}, f}}, {{"epsilon", 1e-3}}},

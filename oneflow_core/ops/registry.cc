@@ -51,6 +51,8 @@ const OpRegistry& OpRegistry::Get() {
       RingCausalMaskDefinition(),
       RingAttentionDefinition(),
       RingAttentionGradDefinition(),
+      RingAttentionMergeDefinition(),
+      RingAttentionResultDefinition(),
       // Backward ops.
       ReluGradDefinition(),
       GeluGradDefinition(),

@@ -30,7 +30,28 @@
 //   ring_attention with respect to q (wrt = 0), k (1) or v (2), given out and its
 //   gradient dout (the log-sum-exp's gradient in the last column), recomputing the
 //   probabilities from the saved log-sum-exp (flash attention's backward). Skips what the
-//   forward skipped.
+//   forward skipped. Given the output and log-sum-exp of ALL the ring's steps merged
+//   (and their gradient) instead of one step's, it gives that step's share of the whole
+//   attention's gradient: p = exp(score - lse) is then the probability over every key,
+//   and dscore = p (dout.v - dout.out + dlse) the whole softmax's gradient restricted to
+//   this step's keys (Megatron's and flash attention's ring backward).
+//
+// ring_attention_merge(a, b [..., hd + 1]): two partial results of ring_attention over
+//   disjoint key sets, merged as online softmax does: per row m = max(lse_a, lse_b), out
+//   = (e^(lse_a - m) out_a + e^(lse_b - m) out_b) / (e^(lse_a - m) + e^(lse_b - m)), lse
+//   = m + log(e^(lse_a - m) + e^(lse_b - m)); a row masked in one (kMaskedRowLse) is the
+//   other's, masked in both stays masked. The forward's running result: one block of it
+//   lives at a time instead of every step's. No gradient of its own: the ring's backward
+//   is ring_attention_result's.
+//
+// ring_attention_result(out, q, k, v; axis, scale, zigzag): `out` unchanged (a copy),
+//   declaring that out is the causal attention of q against every K/V block on `axis`,
+//   the ring_attention steps 0 .. blocks-1 merged (ring_attention_merge). It exists for
+//   its gradient (oneflow_core/dsl/gradients/llama_gradient.cc): the whole ring's
+//   backward, which passes k and v around the ring again with dk and dv travelling
+//   alongside (ring_attention_grad per step against the merged out), so the backward
+//   keeps q, k, v, out and its gradient, one block each, instead of every step's K/V
+//   block and partial result. No gradient reaches `out`'s producers.
 #include "absl/strings/str_cat.h"
 #include "oneflow_core/ops/definitions.h"
 #include "oneflow_core/ops/op_util.h"
@@ -176,7 +197,47 @@ WorkspaceFn RingAttentionWorkspace(bool grad) {
   };
 }
 
+absl::StatusOr<std::vector<TensorType>> InferRingAttentionMerge(const std::vector<TensorType>& inputs,
+                                                                const AttrMap&) {
+  OF_RETURN_IF_ERROR(op_util::ExpectRankAtLeast("a", inputs[0], 1));
+  OF_RETURN_IF_ERROR(op_util::ExpectFloating("a", inputs[0]));
+  OF_RETURN_IF_ERROR(op_util::ExpectSameType("b", inputs[1], "a", inputs[0]));
+  if (inputs[0].shape.dim(inputs[0].shape.rank() - 1) < 2) {
+    return absl::InvalidArgumentError(absl::StrCat("a ", inputs[0].shape.ToString(),
+                                                   " must be [..., hd + 1]: outputs then the log-sum-exp, hd >= 1"));
+  }
+  return std::vector<TensorType>{inputs[0]};
+}
+
+// Row by row: every axis but the last (a row's outputs and its log-sum-exp) splits, or all
+// whole. Not linear.
+std::vector<SbpSignature> RingAttentionMergeSignatures(const std::vector<TensorType>& inputs, const AttrMap&) {
+  const int64_t rank = inputs[0].shape.rank();
+  std::vector<SbpSignature> signatures = op_util::UnarySignatures(rank, /*linear=*/false, {rank - 1});
+  for (SbpSignature& signature : signatures) signature.inputs.push_back(signature.inputs[0]);
+  return signatures;
+}
+
+absl::StatusOr<std::vector<TensorType>> InferRingAttentionResult(const std::vector<TensorType>& inputs,
+                                                                 const AttrMap& attrs) {
+  const std::vector<TensorType> qkv(inputs.begin() + 1, inputs.end());
+  OF_RETURN_IF_ERROR(ExpectRingAttentionInputs(qkv, attrs));
+  OF_ASSIGN_OR_RETURN(const std::vector<TensorType> attention, InferRingAttention(qkv, attrs));
+  OF_RETURN_IF_ERROR(op_util::ExpectSameType("out", inputs[0], "ring_attention's output of q, k, v", attention[0]));
+  return std::vector<TensorType>{inputs[0]};
+}
+
 }  // namespace
+
+OpDefinition RingAttentionMergeDefinition() {
+  return {"ring_attention_merge", {"a", "b"}, {"out"}, InferRingAttentionMerge, RingAttentionMergeSignatures,
+          "ring_attention_merge"};
+}
+
+OpDefinition RingAttentionResultDefinition() {
+  return {"ring_attention_result", {"out", "q", "k", "v"}, {"y"}, InferRingAttentionResult,
+          RingAttentionSignatures, "ring_attention_result"};
+}
 
 OpDefinition RingAttentionDefinition() {
   OpDefinition definition{"ring_attention", {"q", "k", "v"}, {"out"}, InferRingAttention, RingAttentionSignatures,

@@ -46,6 +46,7 @@ std::vector<Tensor> LogGradient(const GradientContext& ctx);
 std::vector<Tensor> VocabCrossEntropyGradient(const GradientContext& ctx);
 std::vector<Tensor> RingShiftGradient(const GradientContext& ctx);
 std::vector<Tensor> RingCausalMaskGradient(const GradientContext& ctx);
+std::vector<Tensor> RingAttentionResultGradient(const GradientContext& ctx);
 std::vector<Tensor> RingAttentionGradient(const GradientContext& ctx);
 // moe_gradient.cc
 std::vector<Tensor> MoeRouteGradient(const GradientContext& ctx);

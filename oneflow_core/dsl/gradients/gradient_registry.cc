@@ -41,6 +41,7 @@ const GradientFn* FindGradient(absl::string_view type) {
       {"ring_shift", g::RingShiftGradient},
       {"ring_causal_mask", g::RingCausalMaskGradient},
       {"ring_attention", g::RingAttentionGradient},
+      {"ring_attention_result", g::RingAttentionResultGradient},
       {"silu", g::SiluGradient},
       {"log", g::LogGradient},
       {"vocab_cross_entropy", g::VocabCrossEntropyGradient},

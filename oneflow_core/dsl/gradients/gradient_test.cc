@@ -152,6 +152,24 @@ std::vector<GradCase> Cases() {
        {{"axis", int64_t{1}}, {"step", int64_t{0}}, {"scale", 0.6}, {"zigzag", true}}},
       {"ring_attention", {{Shape{2, 3, 3, 2}, f}, {Shape{2, 3, 3, 2}, f}, {Shape{2, 3, 3, 2}, f}},
        {{"axis", int64_t{1}}, {"step", int64_t{0}}, {"scale", 0.6}, {"zigzag", false}}},
+      // The whole ring (BlockwiseRingAttention: 3 steps over blocks of 2 positions, merged
+      // online): ring_attention_result's gradient passes k, v, dk and dv around the ring
+      // again and must equal the finite differences of the steps and merges it replaces.
+      {"ring_attention_result", {{Shape{2, 3, 4, 2}, f}, {Shape{2, 3, 2, 2}, f}, {Shape{2, 3, 2, 2}, f}}, {}, 0, {},
+       [](const std::vector<Tensor>& in) {
+         BlockwiseRingOptions options;
+         options.axis = 1;
+         options.scale = 0.6;
+         return std::vector<Tensor>{BlockwiseRingAttention(in[0], in[1], in[2], options)};
+       }},
+      {"ring_attention_result", {{Shape{2, 2, 4, 2}, f}, {Shape{2, 2, 4, 2}, f}, {Shape{2, 2, 4, 2}, f}}, {}, 0, {},
+       [](const std::vector<Tensor>& in) {
+         BlockwiseRingOptions options;
+         options.axis = 1;
+         options.scale = 0.6;
+         options.zigzag = true;
+         return std::vector<Tensor>{BlockwiseRingAttention(in[0], in[1], in[2], options)};
+       }},
       {"slice", {{Shape{3, 5}, f}}, {{"begin", Ints{1, 1}}, {"end", Ints{3, 4}}}},
       {"concat", {{Shape{3, 2}, f}, {Shape{3, 4}, f}}, {{"axis", int64_t{1}}}},
       {"concat", {{Shape{1, 4}, f}, {Shape{2, 4}, f}}, {{"axis", int64_t{0}}}},

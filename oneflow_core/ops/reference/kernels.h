@@ -112,6 +112,8 @@ Outputs RingShift(const KernelArgs& args);
 Outputs RingCausalMask(const KernelArgs& args);
 Outputs RingAttention(const KernelArgs& args);
 Outputs RingAttentionGrad(const KernelArgs& args);
+Outputs RingAttentionMerge(const KernelArgs& args);
+Outputs RingAttentionResult(const KernelArgs& args);
 // optimizer.cc
 Outputs SgdUpdate(const KernelArgs& args);
 Outputs AdamWUpdate(const KernelArgs& args);

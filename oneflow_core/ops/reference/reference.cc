@@ -53,6 +53,8 @@ const std::map<std::string, reference::Kernel>& Kernels() {
       {"ring_causal_mask", r::RingCausalMask},
       {"ring_attention", r::RingAttention},
       {"ring_attention_grad", r::RingAttentionGrad},
+      {"ring_attention_merge", r::RingAttentionMerge},
+      {"ring_attention_result", r::RingAttentionResult},
       {"silu", r::Silu},
       {"reduce_max", r::ReduceMax},
       {"log", r::Log},

@@ -1,5 +1,7 @@
-// Reference kernels of ring_shift, ring_causal_mask and ring_attention
+// Reference kernels of ring_shift, ring_causal_mask, ring_attention and its gradient,
+// ring_attention_merge and ring_attention_result
 // (oneflow_core/ops/ring_attention.cc).
+#include <algorithm>
 #include <cmath>
 #include <limits>
 
@@ -177,6 +179,34 @@ Outputs RingAttentionGrad(const KernelArgs& args) {
   });
   return std::vector<Dense>{dx};
 }
+
+// Per row (the last axis: hd outputs, then the log-sum-exp): online softmax's merge of two
+// disjoint key sets; a masked side (kMaskedRowLse) weighs exactly 0.
+Outputs RingAttentionMerge(const KernelArgs& args) {
+  const Dense& a = args.in(0);
+  const Dense& b = args.in(1);
+  Dense out = args.NewOutput(0);
+  const int64_t width = a.shape.dim(a.shape.rank() - 1);
+  const int64_t hd = width - 1;
+  for (int64_t row = 0; width > 0 && row < a.shape.NumElements() / width; ++row) {
+    const double* x = &a.values[row * width];
+    const double* y = &b.values[row * width];
+    double* o = &out.values[row * width];
+    const bool x_masked = x[hd] <= kMaskedRowLse, y_masked = y[hd] <= kMaskedRowLse;
+    if (x_masked || y_masked) {
+      std::copy(x_masked ? y : x, (x_masked ? y : x) + width, o);
+      continue;
+    }
+    const double max = std::max(x[hd], y[hd]);
+    const double wx = std::exp(x[hd] - max), wy = std::exp(y[hd] - max);
+    for (int64_t d = 0; d < hd; ++d) o[d] = (wx * x[d] + wy * y[d]) / (wx + wy);
+    o[hd] = max + std::log(wx + wy);
+  }
+  return std::vector<Dense>{out};
+}
+
+// `out` itself: the op carries the ring's backward, not a computation.
+Outputs RingAttentionResult(const KernelArgs& args) { return std::vector<Dense>{args.in(0)}; }
 
 }  // namespace reference
 }  // namespace oneflow

@@ -4,6 +4,7 @@
 #include <random>
 
 #include "oneflow_core/ops/reference/reference.h"
+#include "oneflow_core/ops/ring_blocks.h"
 
 namespace oneflow {
 
@@ -24,6 +25,19 @@ std::vector<Dense> RandomInputs(const OpCase& c) {
   }
   if (c.prepare) c.prepare(&inputs);
   return inputs;
+}
+
+PrepareInputs MaskedRingRows(std::vector<int64_t> every) {
+  return [every](std::vector<Dense>* inputs) {
+    for (size_t i = 0; i < every.size() && i < inputs->size(); ++i) {
+      Dense& x = (*inputs)[i];
+      const int64_t width = x.shape.dim(x.shape.rank() - 1);
+      for (int64_t row = 0; row < x.shape.NumElements() / width; row += every[i]) {
+        std::fill(x.values.begin() + row * width, x.values.begin() + (row + 1) * width - 1, 0.0);
+        x.values[(row + 1) * width - 1] = kMaskedRowLse;
+      }
+    }
+  };
 }
 
 PrepareInputs Routed(size_t at, int64_t experts, int64_t top_k, int64_t capacity) {

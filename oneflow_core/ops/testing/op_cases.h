@@ -38,6 +38,12 @@ std::vector<Dense> RandomInputs(const OpCase& c);
 // [B, T, experts]: valid choices, distinct slots, and some dropped ones (-1).
 PrepareInputs Routed(size_t at, int64_t experts, int64_t top_k, int64_t capacity);
 
+// Ring steps' results [..., hd + 1] as a step leaves rows that see no key of its block:
+// in input i, every row whose index is a multiple of every[i] gets outputs 0 and the
+// log-sum-exp kMaskedRowLse (oneflow_core/ops/ring_blocks.h); the others keep their
+// random values (ring_attention_merge's cases: masked on one side, on both, on neither).
+PrepareInputs MaskedRingRows(std::vector<int64_t> every);
+
 // Zeroes the trailing capacity rows of the inputs `ks` [B, E, C, X] as unused slots are:
 // block (b, e) keeps its first (b * E + e + k + offset) % (C + 1) rows, some none, some
 // all. The expert kernels skip those rows; the reference multiplies them.
