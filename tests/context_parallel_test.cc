@@ -310,8 +310,10 @@ TEST(ContextParallelTest, UlyssesIsFourAllToAllsPerBlockInEachPass) {
 
 // Ring attention's communication is one send/recv per ring step of each of k and v, from
 // the placement into its rotation (compiler/ring_shift.h): at cp=4 three steps, six per
-// block forward; backward k and v travel the ring again (three shifts each) with dk and
-// dv alongside (four each: the last brings them home), 14 per block; no all-to-all and no
+// block forward; backward k and v travel the ring again with dk and dv alongside: three
+// shifts of each of k and v, the first of which reuses the forward's delivered block (the
+// compiler boxes a tensor once per destination), so two send/recvs each, and four of each
+// of dk and dv (the last brings them home): 12 per block; no all-to-all and no
 // gather of an activation or its gradient. Its bytes per layer, as `oneflow inspect`
 // reads them from the plan, equal the ring formula of the cost model.
 // Both splits: the zig-zag reorder of the tokens and targets (integers, whole per cp
@@ -342,7 +344,7 @@ TEST(ContextParallelTest, RingIsOneSendRecvPerStepOfKAndV) {
     }
     const std::string model = std::string(gpt ? "gpt " : "llama ") + split;
     EXPECT_EQ(forward, 2 * 3 * 2) << model;  // 2 blocks x 3 steps x (k, v)
-    EXPECT_EQ(backward, 2 * (3 * 2 + 4 * 2)) << model;  // 2 blocks x (3 steps x (k, v) + 4 x (dk, dv))
+    EXPECT_EQ(backward, 2 * (2 * 2 + 4 * 2)) << model;  // 2 blocks x (2 x (k, v) + 4 x (dk, dv))
     EXPECT_EQ(other, 0) << model;
     absl::StatusOr<ParallelLayout> parallel = MakeLayout(layout);
     ASSERT_TRUE(parallel.ok()) << parallel.status();
@@ -357,6 +359,44 @@ TEST(ContextParallelTest, RingIsOneSendRecvPerStepOfKAndV) {
       EXPECT_EQ(static_cast<double>(layer.bytes_per_device), formula) << layer.block;
     }
   }
+  }
+}
+
+// Ring attention's backward keeps nothing of the forward's steps: it passes k and v around
+// the ring again (ring_attention_result's gradient) and recomputes each step's
+// probabilities from the merged log-sum-exp. So no backward op reads a forward step's
+// result or running merge, and no step gradient reads a K/V block the forward shifted:
+// per device the backward holds q, k, v and the merged result, one block each, not cp
+// blocks of K/V and cp step results (the autograd of the steps one by one would keep
+// those, and this test fails on it).
+TEST(ContextParallelTest, RingBackwardPassesKAndVAroundTheRingAgain) {
+  for (bool gpt : {true, false}) {
+    absl::StatusOr<proto::Plan> plan = CompileModel(gpt, {"cp=4 ring", 4, 1, 1, 1, 1, "ring", "zigzag"});
+    ASSERT_TRUE(plan.ok()) << plan.status();
+    std::map<std::string, const proto::OpDef*> producer;
+    for (const proto::OpDef& op : plan->job().ops()) {
+      for (const auto& [arg, tensor] : op.outputs()) producer[tensor] = &op;
+    }
+    auto backward = [](const proto::OpDef& op) { return op.name().find("_grad") != std::string::npos; };
+    int step_gradients = 0, backward_shifts = 0;
+    for (const proto::OpDef& op : plan->job().ops()) {
+      if (!backward(op)) continue;
+      step_gradients += op.type() == "ring_attention_grad";
+      backward_shifts += op.type() == "ring_shift";
+      for (const auto& [arg, tensor] : op.inputs()) {
+        auto from = producer.find(tensor);
+        if (from == producer.end() || backward(*from->second)) continue;
+        const std::string& type = from->second->type();
+        EXPECT_NE(type, "ring_attention") << op.name() << " reads the forward step " << tensor;
+        EXPECT_NE(type, "ring_attention_merge") << op.name() << " reads the forward merge " << tensor;
+        if (op.type() == "ring_attention_grad") {
+          EXPECT_NE(type, "ring_shift") << op.name() << " reads the forward's shifted block " << tensor;
+        }
+      }
+    }
+    const char* model = gpt ? "gpt" : "llama";
+    EXPECT_EQ(step_gradients, 2 * 4 * 3) << model;       // 2 blocks x 4 steps x (dq, dk, dv)
+    EXPECT_EQ(backward_shifts, 2 * (2 * 3 + 2 * 4)) << model;  // (k, v) x 3 and (dk, dv) x 4 per block
   }
 }
 
