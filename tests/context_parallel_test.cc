@@ -5,6 +5,7 @@
 // ordinary one; a wrong mask at a chunk edge, a position mixed up in the all-to-alls or
 // the ring, or a wrong rotary angle on a chunk would change the losses); the plan's
 // all-to-alls and ring send/recvs per layer; and the errors of the flags.
+#include <algorithm>
 #include <chrono>
 #include <map>
 #include <string>
@@ -397,6 +398,47 @@ TEST(ContextParallelTest, RingBackwardPassesKAndVAroundTheRingAgain) {
     const char* model = gpt ? "gpt" : "llama";
     EXPECT_EQ(step_gradients, 2 * 4 * 3) << model;       // 2 blocks x 4 steps x (dq, dk, dv)
     EXPECT_EQ(backward_shifts, 2 * (2 * 3 + 2 * 4)) << model;  // (k, v) x 3 and (dk, dv) x 4 per block
+  }
+}
+
+// Memory planning's peak per device (DevicePlan.peak_bytes, the ring kernels' workspace
+// block included): at cp=4 a device holds its quarter of a 4x longer sequence in about
+// one device's memory for the same kernel (one ring step over the whole sequence,
+// --cp_attention=ring at cp=1), for ring and for Ulysses: every activation kept for the
+// backward is O(N / cp) per device. (Ring's backward keeping every step's K/V block, or
+// Ulysses' local attention keeping its heads' [s, s] probabilities, adds what grows
+// with N, and this fails: the code before the change planned 1.82x for ring and 37.8x
+// for Ulysses.) Llama with 8 heads over 4 kv heads, 2 blocks, whose weights are small
+// next to its activations at these lengths; measured 1.077x (ring) and 1.058x (Ulysses).
+TEST(ContextParallelTest, Cp4HoldsFourTimesTheSequenceOfOneDevice) {
+  auto peak = [](const Layout& l, int64_t seq) -> int64_t {
+    absl::StatusOr<ParallelLayout> layout = MakeLayout(l);
+    EXPECT_TRUE(layout.ok()) << layout.status();
+    if (!layout.ok()) return 0;
+    examples::LlamaConfig config = TinyLlama();
+    config.seq = seq;
+    absl::StatusOr<proto::Job> job = examples::BuildLlama(config, *layout);
+    EXPECT_TRUE(job.ok()) << job.status();
+    if (!job.ok()) return 0;
+    CompileOptions options;
+    options.cluster = layout->cluster();
+    absl::StatusOr<proto::Plan> plan = Compile(*job, options);
+    EXPECT_TRUE(plan.ok()) << l.name << ": " << plan.status();
+    int64_t bytes = 0;
+    for (const proto::DevicePlan& device : plan.ok() ? plan->devices() : proto::Plan().devices()) {
+      bytes = std::max(bytes, device.peak_bytes());
+    }
+    return bytes;
+  };
+  constexpr int64_t kSeq = 512;
+  const int64_t one = peak({"1 device ring", 1, 1, 1, 1, 1, "ring"}, kSeq);
+  ASSERT_GT(one, 0);
+  for (const Layout& layout : {Layout{"cp=4 ring zig-zag", 4, 1, 1, 1, 1, "ring", "zigzag"},
+                               Layout{"cp=4 ulysses", 4, 1, 1, 1, 1, "ulysses"}}) {
+    const int64_t four = peak(layout, 4 * kSeq);
+    EXPECT_LT(static_cast<double>(four), 1.15 * static_cast<double>(one)) << layout.name << ": " << four << " B at "
+                                                                         << 4 * kSeq << " positions vs one device's "
+                                                                         << one << " B at " << kSeq;
   }
 }
 
