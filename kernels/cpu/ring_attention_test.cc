@@ -2,12 +2,13 @@
 // attention kernel alone against the reference attention on every block split"): for
 // blocks in {2, 3, 4}, contiguous and zig-zag, the CPU ring_attention kernel is run for
 // every ring step t on whole tensors whose key/value block r holds block r - t (what
-// ring_shift leaves after t steps), the steps' outputs are merged by their log-sum-exps
-// (online softmax, as RingAttention in examples/common/context_parallel.cc), and the
+// ring_shift leaves after t steps), the steps' outputs are merged one by one into a
+// running result by the CPU ring_attention_merge kernel (online softmax, as
+// BlockwiseRingAttention in oneflow_core/dsl/ops.h), and the
 // result must equal softmax(scale q.k over the keys at or before the query's logical
 // position) v, computed here directly from the positions, within 1e-5. A step that
 // attends to a wrong block, a mask edge off by one chunk, a zig-zag position mixed up or
-// a wrong log-sum-exp changes the merged result.
+// a wrong log-sum-exp or merge changes the merged result.
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
@@ -71,6 +72,13 @@ void ExpectRingEqualsCausalAttention(int64_t blocks, bool zigzag, int64_t block_
     ASSERT_EQ(out->at(0).shape, (Shape{kBatch, blocks, rows, kHeadDim + 1}));
     steps.push_back(std::move(out->at(0)));
   }
+  // The running merge, step by step.
+  Dense merged = steps[0];
+  for (int64_t step = 1; step < blocks; ++step) {
+    absl::StatusOr<std::vector<Dense>> out = RunCpuKernel("ring_attention_merge", {merged, steps[step]}, {});
+    ASSERT_TRUE(out.ok()) << out.status();
+    merged = std::move(out->at(0));
+  }
 
   for (int64_t b = 0; b < kBatch; ++b) {
     for (int64_t r = 0; r < blocks; ++r) {
@@ -97,21 +105,12 @@ void ExpectRingEqualsCausalAttention(int64_t blocks, bool zigzag, int64_t block_
           const double p = std::exp(scores[n] - most) / sum;
           for (int64_t d = 0; d < kHeadDim; ++d) want[d] += p * at(v, b, keys[n].first, keys[n].second, d);
         }
-        // The merge: out = sum_t softmax_t(lse_t) out_t.
-        double lse_most = -INFINITY;
-        for (const Dense& out : steps) lse_most = std::max(lse_most, at(out, b, r, i, kHeadDim));
-        double weight_sum = 0;
-        for (const Dense& out : steps) weight_sum += std::exp(at(out, b, r, i, kHeadDim) - lse_most);
         for (int64_t d = 0; d < kHeadDim; ++d) {
-          double got = 0;
-          for (const Dense& out : steps) {
-            got += std::exp(at(out, b, r, i, kHeadDim) - lse_most) / weight_sum * at(out, b, r, i, d);
-          }
-          EXPECT_NEAR(got, want[d], 1e-5) << "batch " << b << " block " << r << " row " << i << " (position "
-                                          << position << ") dim " << d;
+          EXPECT_NEAR(at(merged, b, r, i, d), want[d], 1e-5)
+              << "batch " << b << " block " << r << " row " << i << " (position " << position << ") dim " << d;
         }
         // The steps' log-sum-exps merge to the whole row's: lse = log sum exp(scores).
-        EXPECT_NEAR(lse_most + std::log(weight_sum), most + std::log(sum), 1e-4)
+        EXPECT_NEAR(at(merged, b, r, i, kHeadDim), most + std::log(sum), 1e-4)
             << "batch " << b << " block " << r << " row " << i;
       }
     }
