@@ -1,11 +1,13 @@
 // Context parallelism with Ulysses and ring attention on llama, one process (CPU devices
 // as threads). Four kinds of JSON line:
 // {"bench":"context_parallel","metric":"longest_seq","attention":"ulysses","cp":4,"device_memory_bytes":..,
-//  "longest_seq":..,"peak_bytes":..,"workspace_bytes":..,"reference_cp":1,"reference_attention":"plain",
-//  "reference_longest_seq":..,"reference_peak_bytes":..,"reference_workspace_bytes":..,"ratio":..}
+//  "longest_seq":..,"peak_bytes":..,"workspace_bytes":..,"persistent_bytes":..,"arena_bytes":..,
+//  "reference_cp":1,"reference_attention":"plain","reference_longest_seq":..,"reference_peak_bytes":..,
+//  "reference_workspace_bytes":..,"reference_persistent_bytes":..,"reference_arena_bytes":..,"ratio":..}
 //   the longest --seq (a multiple of 2 x cp) whose memory planning peak (the largest
 //   DevicePlan.peak_bytes of the stage, the kernels' workspace block included) fits
-//   --device_memory_mb, cp=4 against cp=1: Ulysses and ring attention (zig-zag) each
+//   --device_memory_mb (with memory planning's blocks of that device: persistent weights
+//   and optimizer state, the activation arena, the workspace), cp=4 against cp=1: Ulysses and ring attention (zig-zag) each
 //   against the plain attention core on one device and against one ring step on one
 //   device (the same blockwise kernel: cp's own scaling);
 // {"bench":"context_parallel","metric":"step_ms","cp":4,"seq":..,"median_step_ms":..,
@@ -32,6 +34,7 @@
 #include <cstdio>
 #include <string>
 #include <tuple>
+#include <utility>
 #include <vector>
 
 #include "absl/flags/flag.h"
@@ -114,7 +117,26 @@ struct Longest {
   int64_t seq = 0;
   int64_t peak_bytes = 0;       // The plan's at `seq`.
   int64_t workspace_bytes = 0;  // Of that peak.
+  // Memory planning's blocks of the device with the largest peak: the persistent block
+  // (weights, optimizer state) and the activation arena (all its slots).
+  int64_t persistent_bytes = 0;
+  int64_t arena_bytes = 0;
 };
+
+// The persistent and arena bytes of the device with the largest peak.
+std::pair<int64_t, int64_t> PersistentAndArenaBytes(const proto::Plan& plan) {
+  const proto::DevicePlan* largest = nullptr;
+  for (const proto::DevicePlan& device : plan.devices()) {
+    if (largest == nullptr || device.peak_bytes() > largest->peak_bytes()) largest = &device;
+  }
+  int64_t persistent = 0, arena = 0;
+  for (const proto::MemoryBlock& block : largest == nullptr ? proto::DevicePlan().memory_blocks()
+                                                            : largest->memory_blocks()) {
+    if (block.workspace()) continue;
+    (block.persistent() ? persistent : arena) += block.size_bytes();
+  }
+  return {persistent, arena};
+}
 
 // The largest multiple of `step` whose plan peak fits `budget`: doubling, then bisection.
 // At cp = 1, "ring" is one ring step over the whole sequence (the blockwise kernel) and
@@ -125,7 +147,10 @@ absl::StatusOr<Longest> LongestSeq(int64_t cp, int64_t budget, const char* atten
   auto fits = [&](int64_t seq) -> absl::StatusOr<bool> {
     OF_ASSIGN_OR_RETURN(const proto::Plan plan, CompileAt(cp, seq, attention));
     if (PeakBytes(plan) > budget) return false;
-    if (seq > longest.seq) longest = {seq, PeakBytes(plan), WorkspaceBytes(plan)};
+    if (seq > longest.seq) {
+      const auto [persistent, arena] = PersistentAndArenaBytes(plan);
+      longest = {seq, PeakBytes(plan), WorkspaceBytes(plan), persistent, arena};
+    }
     return true;
   };
   OF_ASSIGN_OR_RETURN(bool first, fits(step));
@@ -193,15 +218,18 @@ absl::Status Main() {
     std::printf(
         "{\"bench\":\"context_parallel\",\"metric\":\"longest_seq\",\"attention\":\"%s\",\"model\":\"llama\","
         "\"hidden\":%lld,\"layers\":%lld,\"cp\":%lld,\"device_memory_bytes\":%lld,\"longest_seq\":%lld,"
-        "\"peak_bytes\":%lld,\"workspace_bytes\":%lld,\"reference_cp\":1,\"reference_attention\":\"%s\","
+        "\"peak_bytes\":%lld,\"workspace_bytes\":%lld,\"persistent_bytes\":%lld,\"arena_bytes\":%lld,"
+        "\"reference_cp\":1,\"reference_attention\":\"%s\","
         "\"reference_longest_seq\":%lld,\"reference_peak_bytes\":%lld,\"reference_workspace_bytes\":%lld,"
-        "\"ratio\":%.3f}\n",
+        "\"reference_persistent_bytes\":%lld,\"reference_arena_bytes\":%lld,\"ratio\":%.3f}\n",
         attention, static_cast<long long>(absl::GetFlag(FLAGS_hidden)),
         static_cast<long long>(absl::GetFlag(FLAGS_layers)), static_cast<long long>(cp),
         static_cast<long long>(budget), static_cast<long long>(longest->seq),
         static_cast<long long>(longest->peak_bytes), static_cast<long long>(longest->workspace_bytes),
+        static_cast<long long>(longest->persistent_bytes), static_cast<long long>(longest->arena_bytes),
         reference_attention, static_cast<long long>(reference->seq), static_cast<long long>(reference->peak_bytes),
-        static_cast<long long>(reference->workspace_bytes),
+        static_cast<long long>(reference->workspace_bytes), static_cast<long long>(reference->persistent_bytes),
+        static_cast<long long>(reference->arena_bytes),
         reference->seq > 0 ? static_cast<double>(longest->seq) / reference->seq : 0.0);
     std::fflush(stdout);
   }
