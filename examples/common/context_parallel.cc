@@ -205,24 +205,29 @@ Tensor UlyssesAttention(Tensor x, Tensor w_q, Tensor w_k, Tensor w_v, Tensor w_o
   Tensor k = kv(w_k);
   if (rope_base) k = hinted(RotaryEmbedding(k, *rope_base), heads_sbp);
   Tensor v = kv(w_v);
-  // The local attention on whole heads, blockwise: one ring step over the whole sequence
-  // (a block axis of 1, the step's own causal triangle), tiles of at most
-  // kRingRowsPerTile query rows in the planned workspace. It keeps q, k, v and its output
-  // with the log-sum-exp for the backward, which recomputes the probabilities: linear in
-  // the sequence, where GroupedQueryAttention's core keeps the heads' [s, s] probabilities.
-  const NdSbp one_block = heads_sbp;  // [b, kv, 1, ...]: the block axis whole.
-  Tensor grouped_q = hinted(Reshape(q, {b, kv_heads, 1, group * s, hd}), one_block);
-  Tensor step;
-  {
-    Graph::AttentionCoreScope core(*x.graph());
-    step = hinted(RingAttentionStep(grouped_q, hinted(Reshape(k, {b, kv_heads, 1, s, hd}), one_block),
-                                    hinted(Reshape(v, {b, kv_heads, 1, s, hd}), one_block), /*axis=*/2, /*step=*/0,
-                                    1.0 / std::sqrt(static_cast<double>(hd)), /*zigzag=*/false),
-                  one_block);
-  }
-  Tensor context =
-      hinted(Reshape(Slice(step, std::vector<int64_t>(5, 0), {b, kv_heads, 1, group * s, hd}), {b, kv_heads, group * s, hd}),
-             heads_sbp);
+  // The local attention on whole heads, blockwise: ring attention over cp blocks of the
+  // device's own sequence (BlockwiseRingAttention with the block axis whole, so its
+  // shifts are local rolls, no communication), each step's tiles at most
+  // kRingRowsPerTile query rows against one block's keys in the planned workspace. It
+  // keeps q, k, v and the merged output with its log-sum-exp for the backward, which
+  // recomputes the probabilities: O(N / cp) per device, where GroupedQueryAttention's
+  // core keeps the heads' [s, s] probabilities and one step over the whole sequence a
+  // workspace of 64 rows x N keys.
+  const int64_t blocks = layout.cp(), sb = s / blocks;
+  Tensor q_blocks = hinted(Reshape(q, {b, kv_heads, group, blocks, sb, hd}), heads_sbp);
+  q_blocks = hinted(Transpose(q_blocks, {0, 1, 3, 2, 4, 5}), heads_sbp);  // [b, kv, blocks, group, sb, hd]
+  q_blocks = hinted(Reshape(q_blocks, {b, kv_heads, blocks, group * sb, hd}), heads_sbp);
+  BlockwiseRingOptions local;
+  local.axis = 2;
+  local.scale = 1.0 / std::sqrt(static_cast<double>(hd));
+  local.block_sbp = heads_sbp;  // Heads over tp and cp; the blocks whole.
+  Tensor result = BlockwiseRingAttention(q_blocks, hinted(Reshape(k, {b, kv_heads, blocks, sb, hd}), heads_sbp),
+                                         hinted(Reshape(v, {b, kv_heads, blocks, sb, hd}), heads_sbp), local);
+  Tensor context = hinted(Reshape(Slice(result, std::vector<int64_t>(5, 0), {b, kv_heads, blocks, group * sb, hd}),
+                                  {b, kv_heads, blocks, group, sb, hd}),
+                          heads_sbp);
+  context = hinted(Transpose(context, {0, 1, 3, 2, 4, 5}), heads_sbp);  // [b, kv, group, blocks, sb, hd]
+  context = hinted(Reshape(context, {b, kv_heads, group * s, hd}), heads_sbp);
   // Back to positions: [b, kv, group, s, hd] -> [s, b, kv, group, hd], positions over cp
   // (Ulysses' second all-to-all), kv heads still over tp.
   Tensor positions = hinted(TaggedTranspose(Pinned(Reshape(context, {b, kv_heads, group, s, hd}), heads_sbp), {3, 0, 1, 2, 4}),
