@@ -66,9 +66,10 @@ absl::StatusOr<CpAttention> ResolveCpAttention(const AttentionShape& shape, cons
 // kCpAttentionAttr = "ulysses" (cp_traffic.h reads it back from a plan). Hints: rows S(0) over cp (whole over tp), the heads of q, k, v and the
 // context split over tp then cp (whole heads per device), back to rows S(0) over cp
 // after the core; the two changes of split are the compiler's all-to-all boxings. The
-// local attention on whole heads is one ring_attention step over the whole sequence (a
-// block axis of 1): blockwise, it keeps q, k, v and its output for the backward, not the
-// heads' [s, s] probabilities.
+// local attention on whole heads is BlockwiseRingAttention over cp blocks of the
+// device's own sequence (the block axis whole: local rolls, no communication): it keeps
+// q, k, v and the merged output for the backward, not the heads' [s, s] probabilities,
+// and its workspace is 64 query rows x N / cp keys.
 Tensor UlyssesAttention(Tensor x, Tensor w_q, Tensor w_k, Tensor w_v, Tensor w_o, int64_t heads, int64_t kv_heads,
                         std::optional<double> rope_base, const ParallelLayout& layout);
 
