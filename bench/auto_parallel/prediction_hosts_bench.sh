@@ -168,7 +168,7 @@ launch() {
   # shellcheck disable=SC2086
   if ! timeout -k 10 "$LAUNCH_TIMEOUT" ip netns exec "$(netns_name 0)" "$BIN/oneflow" launch "$plan" \
       --nodes="$NETNS_NODES_ARG" --token_file="$RUN/token" --iters="$ITERS" --metrics="$out.metrics" \
-      --job_id="ph-$(basename "$out")-$$" --collective_timeout_s=120 --hang_seconds=60 \
+      --job_id="ph-$(basename "$out")-$$" --collective_timeout_s=180 --hang_seconds=120 \
       > "$out.launch.out" 2> "$out.launch.err"; then
     log "launch of $(basename "$plan") on $nodes nodes failed: $(tail -3 "$out.launch.err" | tr '\n' ' ')"
     echo null

@@ -292,6 +292,11 @@ absl::Status CompileAndReportAuto(const JobBuilder& build) {
     return absl::InvalidArgumentError(
         "--print_graph prints one layout's graph; compile with --auto_parallel --plan_out=FILE and inspect the plan");
   }
+  if (absl::GetFlag(FLAGS_predict_step)) {
+    return absl::InvalidArgumentError(
+        "--predict_step prices a layout given by hand; --auto_parallel records the prediction of the layout it "
+        "chooses anyway: drop --predict_step");
+  }
   AutoParallelRequest request;
   request.cluster.nodes = absl::GetFlag(FLAGS_nodes);
   request.cluster.devices_per_node = absl::GetFlag(FLAGS_devices_per_node);
