@@ -33,7 +33,7 @@
 #                          [0, all]; keeps one bench-lock hold short
 #   --searched=0|1         also launch the searched layouts (--auto_parallel) [1]
 #   --iters=K --warmup=W   iterations per launch, and those left out of the median [8, 3]
-#   --gpt_flags="..."      the model [--layers=4 --hidden=96 --heads=12 --seq=32 --batch=24 --vocab=512]
+#   --gpt_flags="..."      the model [--layers=6 --hidden=96 --heads=12 --seq=32 --batch=24 --vocab=512]
 #   --launch_timeout_s=S   a launch that takes longer is stopped and its line says so [240]
 #   --bin_dir=DIR          binaries (DIR/tools/cli/oneflow, ...) instead of building
 #   --work_dir=DIR --keep  where plans, calibrations, logs and metrics go; kept with --keep or on failure
@@ -61,7 +61,7 @@ LAYOUTS=""
 SEARCHED=1
 ITERS=8
 WARMUP=3
-GPT_FLAGS="--layers=4 --hidden=96 --heads=12 --seq=32 --batch=24 --vocab=512"
+GPT_FLAGS="--layers=6 --hidden=96 --heads=12 --seq=32 --batch=24 --vocab=512"
 LAUNCH_TIMEOUT=240
 BIN_DIR=""
 WORK_DIR=""

@@ -5,7 +5,8 @@ Prints one line per layout, "name|gpt flags|megatron" (megatron: 1 for the textb
 tensor parallelism inside a node and data parallelism across nodes), in a fixed order:
 families of data parallelism (micro-batches, ZeRO 1-3, full recomputation, no codecs),
 Megatron's layout and its variants, tensor parallelism over every device, pipelines across
-nodes with data or tensor parallelism inside them, and tensor parallelism across nodes.
+nodes with data or tensor parallelism inside them, a stage per device, and tensor
+parallelism across nodes.
 A layout the gpt cannot take is left out: rows of a micro-batch that do not split evenly
 over dp, heads or hidden not divisible by tp, fewer blocks than stages, ZeRO without dp.
 
@@ -40,6 +41,8 @@ def layouts(nodes, per_node, batch, layers, heads, hidden):
         (p, 1, n, 4, 1, "none", "auto"),
         (1, p, n, 2, 0, "none", "auto"),  # a stage per node, tp inside it
         (1, p, n, 4, 0, "none", "auto"),
+        (1, 1, d, 2, 0, "none", "auto"),  # a stage per device
+        (1, 1, d, 4, 0, "none", "auto"),
         (n, 1, p, 2, 0, "none", "auto"),  # stages of n consecutive devices
         (p, n, 1, 1, 0, "none", "auto"),  # tp of n consecutive devices: across nodes when p < n
         (p, n, 1, 1, 0, "none", "off"),

@@ -63,7 +63,7 @@ PYEOF
 # The sweep: >= 20 layouts on 3 x 2 and 2 x 2, each using every device, one Megatron layout
 # (tp inside a node, dp across nodes), every family the issue names.
 for cluster in 3x2 2x2; do
-  python3 "$LAYOUTS" "${cluster%x*}" "${cluster#*x}" --batch=24 --layers=4 --heads=12 --hidden=96 > "$DIR/$cluster.txt"
+  python3 "$LAYOUTS" "${cluster%x*}" "${cluster#*x}" --batch=24 --layers=6 --heads=12 --hidden=96 > "$DIR/$cluster.txt"
   python3 - "$DIR/$cluster.txt" "${cluster%x*}" "${cluster#*x}" <<'PYEOF' || fail "layouts of $cluster"
 import re, sys
 lines = open(sys.argv[1]).read().split("\n")[:-1]
@@ -78,7 +78,7 @@ for line in lines:
     v = dict(re.findall(r"--(\w+)=(\w+)", flags))
     dp, tp, pp, m = (int(v[k]) for k in ("dp", "tp", "pp", "micro_batches"))
     assert dp * tp * pp == nodes * per_node, line
-    assert (24 // m) % dp == 0 and 12 % tp == 0 and pp <= 4, line
+    assert (24 // m) % dp == 0 and 12 % tp == 0 and pp <= 6, line
     seen.update({"dp" if dp > 1 else "", "tp" if tp > 1 else "", "pp" if pp > 1 else "", "M" if m > 1 else "",
                  "zero" if v["zero"] != "0" else "", "off" if v["compression"] == "off" else "",
                  "recompute" if v["recompute"] != "none" else ""})
