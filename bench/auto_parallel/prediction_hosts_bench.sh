@@ -16,11 +16,13 @@
 #   3. Each hand layout of bench/auto_parallel/prediction_hosts_layouts.py (dp/tp/pp,
 #      micro-batches, ZeRO, recomputation, --compression; >= 20 per cluster) compiled by the
 #      gpt with --predict_step (the search's cost model prices the given layout and the plan
-#      records it) with each calibration, the first plan launched with `oneflow launch`
-#      across the daemons; its line has both predictions and the measured median step.
+#      records it) with each of three calibrations: "cluster" (1.), "shared_host" (2.) and
+#      "link_rate" (no file: --inter_node_bandwidth at the netns rate, the rest the
+#      examples' defaults). The "cluster" plan is launched with `oneflow launch` across the
+#      daemons; its line has the three predictions and the measured median step.
 #   4. The searched layout: the gpt with --auto_parallel with each calibration, launched.
 # Then the summary per cluster (bench/auto_parallel/prediction_hosts_summary.py): median
-# |error| and Spearman of both predictions, chosen / best measured, Megatron / best.
+# |error| and Spearman of each prediction, chosen / best measured, Megatron / best.
 #
 #   sudo bench/auto_parallel/prediction_hosts_bench.sh                   3x2 and 2x2 at 1 Gbit/s
 #   sudo bench/auto_parallel/prediction_hosts_bench.sh --clusters=3x2 --offset=0 --layouts=12 --searched=0
@@ -177,55 +179,64 @@ launch() {
   median_step "$out.metrics"
 }
 
-# One layout line: compile with each calibration (hand: --predict_step; searched: --auto_parallel),
-# launch the first plan, print the JSON line.
+# The flags of a calibration: "cluster" (the daemons' measurement), "shared_host" (it with
+# this machine's host line), "link_rate" (no file: the netns link rate as the inter-node
+# bandwidth, every other figure the examples' default).
+calibration_flags() {
+  case "$1" in
+    cluster) echo "--codec_calibration=$2/cluster.jsonl" ;;
+    shared_host) echo "--codec_calibration=$2/shared_host.jsonl" ;;
+    link_rate) echo "--inter_node_bandwidth=$((RATE * 125000))" ;;
+  esac
+}
+
+# One layout line. A hand layout (searched=0): compiled with --predict_step with each
+# calibration, the "cluster" plan launched. The searched layout (searched=1): --auto_parallel
+# with the calibration `calibration`, launched.
 run_layout() {
   local cluster="$1" nodes="$2" dpn="$3" dir="$4" index="$5" name="$6" flags="$7" megatron="$8" searched="$9"
-  local base="$dir/layout$index" mode_flags=(--predict_step) calibration measured shared_line="" shared_ms=null
+  local calibration="${10}" base="$dir/layout$index" mode_flags=(--predict_step) measured other p
+  local -A extra=([shared_host]=null [link_rate]=null)
   [[ "$searched" == 1 ]] && mode_flags=(--auto_parallel)
-  local host_terms=0
-  [[ "$name" == "searched (shared host)" ]] && host_terms=1
-  calibration="$dir/cluster.jsonl"
-  (( host_terms )) && calibration="$dir/shared_host.jsonl"
   # shellcheck disable=SC2086
   if ! "$BIN/gpt" --nodes="$nodes" --devices_per_node="$dpn" $GPT_FLAGS $flags "${mode_flags[@]}" \
-      --codec_calibration="$calibration" --plan_out="$base.plan" > "$base.compile.log" 2>&1; then
+      $(calibration_flags "$calibration" "$dir") --plan_out="$base.plan" > "$base.compile.log" 2>&1; then
     log "compile of '$name' failed: $(tail -2 "$base.compile.log" | tr '\n' ' ')"
-    echo "{\"bench\": \"auto_parallel_prediction_hosts\", \"cluster\": \"$cluster\", \"nodes\": $nodes, \"devices_per_node\": $dpn, \"layout\": \"$name\", \"measured_ms\": null, \"error\": \"compile failed\"}"
+    echo "{\"bench\": \"auto_parallel_prediction_hosts\", \"cluster\": \"$cluster\", \"nodes\": $nodes, \"devices_per_node\": $dpn, \"layout\": \"$name\", \"searched\": $([[ $searched == 1 ]] && echo true || echo false), \"calibration\": \"$calibration\", \"measured_ms\": null, \"error\": \"compile failed\"}"
     return
   fi
-  local p
   p="$(predicted "$base.plan")"
   if [[ "$searched" == 0 ]]; then
-    # The same layout priced with the shared-host terms too (compiled, not launched).
-    # shellcheck disable=SC2086
-    "$BIN/gpt" --nodes="$nodes" --devices_per_node="$dpn" $GPT_FLAGS $flags --predict_step \
-      --codec_calibration="$dir/shared_host.jsonl" --plan_out="$base.shared.plan" > "$base.shared.compile.log" 2>&1 &&
-      shared_line="$(predicted "$base.shared.plan")" && shared_ms="${shared_line%% *}"
+    # The same layout priced with the other calibrations (compiled, not launched).
+    for other in shared_host link_rate; do
+      # shellcheck disable=SC2086
+      "$BIN/gpt" --nodes="$nodes" --devices_per_node="$dpn" $GPT_FLAGS $flags --predict_step \
+        $(calibration_flags "$other" "$dir") --plan_out="$base.$other.plan" > "$base.$other.compile.log" 2>&1 &&
+        extra[$other]="$(predicted "$base.$other.plan" | cut -d' ' -f1)"
+    done
   fi
   measured="$(launch "$base.plan" "$base" "$nodes")"
-  "$PY" - "$cluster" "$nodes" "$dpn" "$RATE" "$name" "$flags" "$megatron" "$searched" "$host_terms" "$p" \
-      "$shared_ms" "$measured" "$(cut -d' ' -f1 /proc/loadavg)" "$base.launch.err" <<'PYEOF'
+  "$PY" - "$cluster" "$nodes" "$dpn" "$RATE" "$name" "$flags" "$megatron" "$searched" "$calibration" "$p" \
+      "${extra[shared_host]}" "${extra[link_rate]}" "$measured" "$(cut -d' ' -f1 /proc/loadavg)" "$base.launch.err" <<'PYEOF'
 import json, sys
-(cluster, nodes, dpn, rate, name, flags, megatron, searched, host_terms, p, shared, measured, load,
+(cluster, nodes, dpn, rate, name, flags, megatron, searched, calibration, p, shared, link_rate, measured, load,
  launch_err) = sys.argv[1:]
 step, compute, exposed, bubble, *layout = p.split()
 step = float(step)
-measured = None if measured == "null" else float(measured)
-shared = None if shared == "null" else float(shared)
+number = lambda text: None if text == "null" else float(text)
+measured, shared, link_rate = number(measured), number(shared), number(link_rate)
+error = lambda predicted: None if measured is None or predicted is None else round((predicted - measured) / measured, 4)
 line = {"bench": "auto_parallel_prediction_hosts", "cluster": cluster, "nodes": int(nodes),
         "devices_per_node": int(dpn), "rate_mbit": int(rate),
         # The gpt's --compression is auto unless the hand layout's flags say otherwise.
         "layout": " ".join(layout) + " compression=" + (flags.split("--compression=")[1].split()[0] if "--compression=" in flags else "auto"),
-        "searched": searched == "1", "host_terms": host_terms == "1", "megatron": megatron == "1",
+        "searched": searched == "1", "calibration": calibration, "megatron": megatron == "1",
         "predicted_ms": step, "predicted_compute_ms": float(compute),
         "predicted_exposed_communication_ms": float(exposed), "predicted_bubble_ms": float(bubble),
-        "shared_host_predicted_ms": shared, "measured_ms": measured,
-        "error": None if measured is None else round((step - measured) / measured, 4),
-        "shared_host_error": None if measured is None or shared is None else round((shared - measured) / measured, 4),
-        "load_avg_1m": float(load)}
-if searched == "1":
-    line["searched_as"] = name
+        "measured_ms": measured, "error": error(step), "load_avg_1m": float(load)}
+if searched == "0":
+    line.update({"shared_host_predicted_ms": shared, "shared_host_error": error(shared),
+                 "link_rate_predicted_ms": link_rate, "link_rate_error": error(link_rate)})
 # The launch's own line (actors/predicted_step.h): the recorded prediction beside the mean step.
 for text in open(launch_err, errors="replace") if measured is not None else []:
     if "auto-parallel: predicted step" in text:
@@ -265,15 +276,16 @@ for path, keep in ((links, ("link", "compute")), (host, ("host",))):
             line["%s_%s" % (kind, row[kind])] = {k: v for k, v in row.items() if k not in (kind, "method")}
 print(json.dumps(line), flush=True)
 PYEOF
-  local entry name flags megatron
+  local entry name flags megatron calibration
   for ((i = OFFSET; i < OFFSET + count && i < ${#all[@]}; i++)); do
     entry="${all[$i]}"
     IFS='|' read -r name flags megatron <<< "$entry"
-    run_layout "$cluster" "$nodes" "$dpn" "$dir" "$i" "$name" "$flags" "$megatron" 0
+    run_layout "$cluster" "$nodes" "$dpn" "$dir" "$i" "$name" "$flags" "$megatron" 0 cluster
   done
   if (( SEARCHED )); then
-    run_layout "$cluster" "$nodes" "$dpn" "$dir" auto "searched" "" 0 1
-    run_layout "$cluster" "$nodes" "$dpn" "$dir" auto_shared "searched (shared host)" "" 0 1
+    for calibration in cluster shared_host link_rate; do
+      run_layout "$cluster" "$nodes" "$dpn" "$dir" "searched_$calibration" searched "" 0 1 "$calibration"
+    done
   fi
   netns_teardown
 }

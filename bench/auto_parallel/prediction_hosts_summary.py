@@ -8,11 +8,12 @@ Reads JSON lines (files named on the command line, or stdin) and prints, per clu
 over its hand layouts (lines with "bench": "auto_parallel_prediction_hosts" and "searched"
 false and a measured step): |predicted - measured| / measured per layout and its median,
 Spearman's rank correlation of predicted against measured (ties share their mean rank),
-the same two for the second prediction ("shared_host_predicted_ms", priced with the host
-terms of every emulated host sharing this machine's cores) where the lines have it, the
-searched layouts' measured steps over the best measured hand layout ("chosen_over_best":
---auto_parallel with the cluster's calibration; "shared_host_chosen_over_best": with the
-host terms too), the textbook Megatron layout's (tp inside a node, dp across nodes), and
+the same two for the other predictions where the lines have them ("shared_host_predicted_ms":
+priced with the host terms of every emulated host sharing this machine's cores;
+"link_rate_predicted_ms": the link rate alone), the searched layouts' measured steps over
+the best measured hand layout ("chosen_over_best": --auto_parallel with the cluster's
+calibration; "shared_host_chosen_over_best", "link_rate_chosen_over_best": with the
+others, by the searched line's "calibration"), the textbook Megatron layout's (tp inside a node, dp across nodes), and
 the measured step of the hand layout the model predicts fastest over the best. Lines of
 other kinds are ignored; a layout whose launch failed ("measured_ms": null) is counted in
 "failed". Goals of issue 26: median |error| <= 0.15, Spearman >= 0.9, chosen <= 1.05x best.
@@ -21,6 +22,10 @@ import json
 import math
 import statistics
 import sys
+
+
+# The predictions beside the launched plan's ("cluster": the daemons' calibration).
+OTHER_CALIBRATIONS = ("shared_host", "link_rate")
 
 
 def ranks(values):
@@ -81,10 +86,10 @@ def summarize(lines):
                    "nodes": rows[0]["nodes"], "devices_per_node": rows[0]["devices_per_node"],
                    "rate_mbit": rows[0].get("rate_mbit"), "layouts": len(hand), "failed": len(failed)}
         error, rho = quality(hand, "predicted_ms")
-        shared_error, shared_rho = quality(hand, "shared_host_predicted_ms")
-        summary.update({"median_abs_error": rounded(error), "spearman": rounded(rho),
-                        "shared_host_median_abs_error": rounded(shared_error),
-                        "shared_host_spearman": rounded(shared_rho)})
+        summary.update({"median_abs_error": rounded(error), "spearman": rounded(rho)})
+        for other in OTHER_CALIBRATIONS:
+            other_error, other_rho = quality(hand, other + "_predicted_ms")
+            summary.update({other + "_median_abs_error": rounded(other_error), other + "_spearman": rounded(other_rho)})
         if hand:
             best = min(hand, key=lambda r: r["measured_ms"])
             summary.update({"best_layout": best["layout"], "best_measured_ms": best["measured_ms"]})
@@ -92,7 +97,8 @@ def summarize(lines):
             summary.update({"predicted_fastest_layout": predicted_fastest["layout"],
                             "predicted_fastest_over_best": rounded(predicted_fastest["measured_ms"] / best["measured_ms"], 3)})
             for searched in [r for r in rows if r.get("searched") and r.get("measured_ms") is not None]:
-                prefix = "shared_host_" if searched.get("host_terms") else ""
+                calibration = searched.get("calibration", "cluster")
+                prefix = "" if calibration == "cluster" else calibration + "_"
                 summary.update({prefix + "chosen_layout": searched["layout"],
                                 prefix + "chosen_over_best": rounded(searched["measured_ms"] / best["measured_ms"], 3)})
             for megatron in [r for r in hand if r.get("megatron")]:

@@ -23,7 +23,8 @@ row() {  # cluster layout predicted measured [extra json fields]
   row 3x2 e 45 50 '"shared_host_predicted_ms": 60'
   row 3x2 f 5 null '"error": "compile failed"'
   row 3x2 searched 9 21 '"searched": true'
-  row 3x2 searched_shared 9 12 '"searched": true, "host_terms": true'
+  row 3x2 searched_shared 9 12 '"searched": true, "calibration": "shared_host"'
+  row 3x2 searched_rate 9 15 '"searched": true, "calibration": "link_rate"'
   echo '{"bench": "auto_parallel_prediction_hosts_calibration", "cluster": "3x2"}'
   # measured 10 10 20 (ranks 1.5 1.5 3) against predicted 1 2 3: Spearman 1.5 / sqrt(1.5 * 2);
   # errors 0.9 0.8 0.85.
@@ -49,6 +50,8 @@ near("shared_host_spearman", 1.0)
 assert a["best_layout"] == "a" and a["best_measured_ms"] == 10, a
 near("chosen_over_best", 2.1)
 near("shared_host_chosen_over_best", 1.2)
+near("link_rate_chosen_over_best", 1.5)
+assert a["link_rate_median_abs_error"] is None and a["link_rate_spearman"] is None, a
 near("megatron_over_best", 2.0)
 near("chosen_over_megatron", 1.05)
 assert a["predicted_fastest_layout"] == "b", a
