@@ -89,12 +89,17 @@ int64_t PlannedPeak(const proto::Plan& plan) {
   return peak;
 }
 
-}  // namespace
+// What a search and a priced hand layout share: the model's profile (with each unit's
+// acts counted when the calibration has host lines), the price options of the cluster
+// as every compile of it sees it, and the host terms they were priced with.
+struct CostModel {
+  Probe probe;
+  auto_parallel::SearchOptions options;
+  std::optional<proto::AutoParallelHostTerms> host_terms;
+};
 
-absl::StatusOr<AutoParallelResult> AutoParallelCompile(const JobBuilder& build, const AutoParallelRequest& request) {
-  const auto search_start = std::chrono::steady_clock::now();
+absl::StatusOr<CostModel> PrepareCostModel(const JobBuilder& build, const AutoParallelRequest& request) {
   OF_ASSIGN_OR_RETURN(Probe probe, Profile(build, request.cluster));
-  auto_parallel::ModelProfile& profile = probe.profile;
   // The cluster proto (links, calibration, compute rates) as every compile of it sees it.
   ParallelFlags whole = request.cluster;
   whole.dp = whole.nodes * whole.devices_per_node;
@@ -130,8 +135,19 @@ absl::StatusOr<AutoParallelResult> AutoParallelCompile(const JobBuilder& build, 
                                        "calibration's host terms): ",
                                        probe_plan.status().message()));
     }
-    OF_RETURN_IF_ERROR(auto_parallel::CountActs(*probe_plan, &profile));
+    OF_RETURN_IF_ERROR(auto_parallel::CountActs(*probe_plan, &probe.profile));
   }
+  return CostModel{std::move(probe), std::move(options), host_terms};
+}
+
+}  // namespace
+
+absl::StatusOr<AutoParallelResult> AutoParallelCompile(const JobBuilder& build, const AutoParallelRequest& request) {
+  const auto search_start = std::chrono::steady_clock::now();
+  OF_ASSIGN_OR_RETURN(CostModel model, PrepareCostModel(build, request));
+  const auto_parallel::ModelProfile& profile = model.probe.profile;
+  const auto_parallel::SearchOptions& options = model.options;
+  const std::optional<proto::AutoParallelHostTerms>& host_terms = model.host_terms;
   OF_ASSIGN_OR_RETURN(const auto_parallel::SearchResult result, auto_parallel::Search(profile, options));
   AutoParallelResult out;
   out.search_seconds = SecondsSince(search_start);
@@ -199,12 +215,39 @@ absl::StatusOr<AutoParallelResult> AutoParallelCompile(const JobBuilder& build, 
                                                     absl::StrJoin(lines, "\n  ")));
 }
 
-std::string AutoParallelSummary(const proto::AutoParallelDecision& decision, double search_seconds) {
+absl::StatusOr<proto::AutoParallelDecision> PriceGivenLayout(const JobBuilder& build,
+                                                             const AutoParallelRequest& request,
+                                                             const proto::AutoParallelLayout& layout) {
+  OF_ASSIGN_OR_RETURN(const CostModel model, PrepareCostModel(build, request));
+  // Priced with its edges recorded, as the search records its chosen layout's.
+  auto_parallel::PriceOptions recording = model.options.price;
+  recording.record_edges = true;
+  absl::StatusOr<proto::AutoParallelPrediction> prediction =
+      auto_parallel::PriceLayout(model.probe.profile, recording, layout);
+  if (!prediction.ok()) {
+    return absl::Status(prediction.status().code(),
+                        absl::StrCat("--predict_step: the cost model cannot price ", auto_parallel::LayoutFlags(layout),
+                                     ": ", prediction.status().message()));
+  }
+  proto::AutoParallelDecision decision;
+  *decision.mutable_chosen() = *std::move(prediction);
+  decision.set_candidates(1);  // One layout priced; `oneflow inspect` shows it as chosen among 1.
+  if (model.host_terms.has_value()) *decision.mutable_host_terms() = *model.host_terms;
+  return decision;
+}
+
+std::string AutoParallelSummary(const proto::AutoParallelDecision& decision, double search_seconds, bool given_layout) {
   const proto::AutoParallelPrediction& chosen = decision.chosen();
+  const std::string how = given_layout
+                              ? absl::StrFormat("priced the given %s (--predict_step, not searched) in %.3f s",
+                                                auto_parallel::LayoutFlags(chosen.layout()), search_seconds)
+                              : absl::StrFormat("chose %s among %d layouts in %.3f s",
+                                                auto_parallel::LayoutFlags(chosen.layout()), decision.candidates(),
+                                                search_seconds);
   std::string text = absl::StrFormat(
-      "auto-parallel: chose %s among %d layouts in %.3f s: predicted step %s (compute %s, exposed communication "
+      "auto-parallel: %s: predicted step %s (compute %s, exposed communication "
       "%s, bubble %s), predicted peak %s, planned peak %s",
-      auto_parallel::LayoutFlags(chosen.layout()), decision.candidates(), search_seconds,
+      how,
       FormatMilliseconds(auto_parallel::StepSeconds(chosen)), FormatMilliseconds(chosen.compute_seconds()),
       FormatMilliseconds(chosen.exposed_communication_seconds()), FormatMilliseconds(chosen.bubble_seconds()),
       auto_parallel::BytesText(chosen.peak_bytes()), auto_parallel::BytesText(decision.planned_peak_bytes()));

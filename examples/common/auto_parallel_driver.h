@@ -63,10 +63,25 @@ struct AutoParallelResult {
 // every layout compiled and why each was refused.
 absl::StatusOr<AutoParallelResult> AutoParallelCompile(const JobBuilder& build, const AutoParallelRequest& request);
 
+// A layout given by hand, priced by the search's cost model as the search would price it
+// (the same probe profile, links, codecs and --codec_calibration host terms; its edges
+// recorded), without searching: the examples' --predict_step, so `oneflow run` /
+// `oneflow launch` set the model's prediction beside the measured step of any layout.
+// The record's `chosen` is the layout and `candidates` 1 (no alternatives); the caller
+// sets planned_peak_bytes from the compiled plan. `request.device_memory` is not checked.
+// Errors: the profile's or the calibration file's, or the cost model's for this layout
+// (INVALID_ARGUMENT naming it, e.g. a batch its dp and micro-batches do not divide).
+absl::StatusOr<proto::AutoParallelDecision> PriceGivenLayout(const JobBuilder& build,
+                                                             const AutoParallelRequest& request,
+                                                             const proto::AutoParallelLayout& layout);
+
 // What a person reads: the chosen layout as flags, its predicted step split, predicted
 // and planned peak, the search's size and time, the host terms it was priced with
-// (auto_parallel::HostTermsText), and the alternatives with why each lost.
-std::string AutoParallelSummary(const proto::AutoParallelDecision& decision, double search_seconds);
+// (auto_parallel::HostTermsText), and the alternatives with why each lost. `given_layout`:
+// the record of PriceGivenLayout, which says "priced the given ..." where a search's says
+// "chose ...".
+std::string AutoParallelSummary(const proto::AutoParallelDecision& decision, double search_seconds,
+                                bool given_layout = false);
 
 }  // namespace oneflow::examples
 

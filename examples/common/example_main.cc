@@ -1,5 +1,6 @@
 #include "examples/common/example_main.h"
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <iostream>
@@ -127,6 +128,11 @@ ABSL_FLAG(bool, auto_parallel, false,
           "--devices_per_node, the links and --device_memory: every layout priced by the cost model, the "
           "cheapest that the model accepts and that fits compiled (docs/auto_parallel.md); `oneflow inspect` "
           "shows the decision.");
+ABSL_FLAG(bool, predict_step, false,
+          "With a hand layout (--dp --tp --pp --micro_batches --zero --recompute): price it with --auto_parallel's "
+          "cost model (the same links, codecs and --codec_calibration host terms) and record the prediction in "
+          "the plan, so `oneflow run` / `oneflow launch` print it beside the measured step and `oneflow inspect` "
+          "shows it (docs/auto_parallel.md). Not with --cp or --virtual_stages, which the model does not price.");
 ABSL_FLAG(std::string, precision, "fp32",
           "Compute precision: fp32, or bf16 mixed precision (every matrix product on bf16 "
           "operands with fp32 accumulation through oneDNN; master weights, optimizer state, "
@@ -286,6 +292,11 @@ absl::Status CompileAndReportAuto(const JobBuilder& build) {
     return absl::InvalidArgumentError(
         "--print_graph prints one layout's graph; compile with --auto_parallel --plan_out=FILE and inspect the plan");
   }
+  if (absl::GetFlag(FLAGS_predict_step)) {
+    return absl::InvalidArgumentError(
+        "--predict_step prices a layout given by hand; --auto_parallel records the prediction of the layout it "
+        "chooses anyway: drop --predict_step");
+  }
   AutoParallelRequest request;
   request.cluster.nodes = absl::GetFlag(FLAGS_nodes);
   request.cluster.devices_per_node = absl::GetFlag(FLAGS_devices_per_node);
@@ -313,7 +324,51 @@ absl::Status CompileAndReportAuto(const JobBuilder& build) {
   return WriteAndRun(result.job, result.layout, chosen, /*auto_parallel=*/true, std::move(result.plan));
 }
 
-absl::Status CompileAndReport(const proto::Job& written, const ParallelLayout& layout) {
+namespace {
+
+// --predict_step: the cost model's price of `layout`, the decision record the plan carries.
+absl::StatusOr<proto::AutoParallelDecision> PredictGivenLayout(const JobBuilder& build, const ParallelLayout& layout,
+                                                               const CompileSettings& settings,
+                                                               proto::RecomputeMode recompute) {
+  if (layout.cp() > 1 || layout.virtual_stages() > 1) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "--predict_step prices layouts of dp, tp, pp, micro-batches, ZeRO and recomputation; --",
+        layout.cp() > 1 ? absl::StrCat("cp=", layout.cp()) : absl::StrCat("virtual_stages=", layout.virtual_stages()),
+        " is not in the cost model: drop it or --predict_step"));
+  }
+  AutoParallelRequest request;
+  request.cluster.nodes = absl::GetFlag(FLAGS_nodes);
+  request.cluster.devices_per_node = absl::GetFlag(FLAGS_devices_per_node);
+  request.cluster.intra_node_bandwidth = absl::GetFlag(FLAGS_intra_node_bandwidth);
+  request.cluster.inter_node_bandwidth = absl::GetFlag(FLAGS_inter_node_bandwidth);
+  request.settings = settings;
+  proto::AutoParallelLayout given;
+  given.set_dp(layout.dp());
+  given.set_tp(layout.tp());
+  given.set_pp(layout.pp());
+  given.set_micro_batches(layout.micro_batches());
+  given.set_zero(static_cast<int32_t>(layout.zero()));
+  given.set_recompute(recompute);
+  const JobBuilder resolved = [&build](const ParallelLayout& probe) -> absl::StatusOr<proto::Job> {
+    OF_ASSIGN_OR_RETURN(proto::Job job, build(probe));
+    OF_RETURN_IF_ERROR(ResolveDataFiles(&job));
+    return job;
+  };
+  return PriceGivenLayout(resolved, request, given);
+}
+
+// CompileAndReport's body; `build` is null for an example that gives no model builder
+// (--predict_step is then refused).
+absl::Status CompileAndReportLayout(const proto::Job& written, const ParallelLayout& layout, const JobBuilder* build) {
+  const bool predict_step = absl::GetFlag(FLAGS_predict_step);
+  if (predict_step && build == nullptr) {
+    return absl::InvalidArgumentError(
+        "--predict_step: this program builds one layout only and cannot give the cost model its probe layout; "
+        "the gpt, mlp and llama examples take it");
+  }
+  if (predict_step && absl::GetFlag(FLAGS_print_graph)) {
+    return absl::InvalidArgumentError("--print_graph prints the graph and compiles nothing: drop --predict_step");
+  }
   proto::Job job = written;
   OF_RETURN_IF_ERROR(ResolveDataFiles(&job));
   if (absl::GetFlag(FLAGS_print_graph)) {
@@ -328,10 +383,11 @@ absl::Status CompileAndReport(const proto::Job& written, const ParallelLayout& l
   const CompileSettings settings = SettingsFromFlags();
   OF_ASSIGN_OR_RETURN(CompileOptions options, CompileOptionsFor(layout, settings, &dump));
   // The recipe goes in before the compile seals the plan, and a plan to be written comes
-  // back with its bytes: one serialization of the plan in the whole process.
+  // back with its bytes: one serialization of the plan in the whole process (with
+  // --predict_step the plan is sealed again after the record is added, so not here).
   OF_ASSIGN_OR_RETURN(options.recipe, MakeRecipe(job, layout, settings, /*auto_parallel=*/false));
   std::string sealed_plan;
-  if (!absl::GetFlag(FLAGS_plan_out).empty()) options.sealed_plan = &sealed_plan;
+  if (!absl::GetFlag(FLAGS_plan_out).empty() && !predict_step) options.sealed_plan = &sealed_plan;
   const auto start = std::chrono::steady_clock::now();
   absl::StatusOr<proto::Plan> plan = Compile(job, options);
   const double seconds =
@@ -339,7 +395,34 @@ absl::Status CompileAndReport(const proto::Job& written, const ParallelLayout& l
   std::fputs(dump.c_str(), stdout);
   OF_RETURN_IF_ERROR(plan.status());
   std::fputs(CompileSummary(job, layout, *plan, seconds).c_str(), stdout);
+  if (predict_step) {
+    const auto price_start = std::chrono::steady_clock::now();
+    OF_ASSIGN_OR_RETURN(proto::AutoParallelDecision decision,
+                        PredictGivenLayout(*build, layout, settings, options.recompute));
+    int64_t planned_peak = 0;
+    for (const proto::DevicePlan& device : plan->devices()) planned_peak = std::max(planned_peak, device.peak_bytes());
+    decision.set_planned_peak_bytes(planned_peak);
+    const double price_seconds =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - price_start).count();
+    std::fputs(AutoParallelSummary(decision, price_seconds, /*given_layout=*/true).c_str(), stdout);
+    *plan->mutable_auto_parallel() = std::move(decision);
+    if (absl::GetFlag(FLAGS_plan_out).empty()) {
+      OF_RETURN_IF_ERROR(SealPlan(&*plan));
+    } else {
+      OF_ASSIGN_OR_RETURN(sealed_plan, SealAndSerializePlan(&*plan));
+    }
+  }
   return WriteAndRun(job, layout, settings, /*auto_parallel=*/false, *std::move(plan), std::move(sealed_plan));
+}
+
+}  // namespace
+
+absl::Status CompileAndReport(const proto::Job& job, const ParallelLayout& layout) {
+  return CompileAndReportLayout(job, layout, nullptr);
+}
+
+absl::Status CompileAndReport(const proto::Job& job, const ParallelLayout& layout, const JobBuilder& build) {
+  return CompileAndReportLayout(job, layout, &build);
 }
 
 int RunExample(const char* name, absl::Status (*body)()) {

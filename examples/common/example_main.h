@@ -42,6 +42,13 @@ absl::StatusOr<ParallelLayout> LayoutFromFlags();
 // (a large plan takes longer to free than to write).
 absl::Status CompileAndReport(const proto::Job& job, const ParallelLayout& layout);
 
+// As above, for a program that can build its model for any layout: with --predict_step
+// the given layout is also priced by --auto_parallel's cost model (PriceGivenLayout,
+// `build` making the model for the probe layout) and the prediction recorded in the plan
+// (Plan.auto_parallel, one layout priced) and printed after the compile summary.
+// (The overload without `build` refuses --predict_step.)
+absl::Status CompileAndReport(const proto::Job& job, const ParallelLayout& layout, const JobBuilder& build);
+
 // --auto_parallel was given.
 bool AutoParallelRequested();
 

@@ -64,9 +64,8 @@ absl::Status Main() {
   OF_ASSIGN_OR_RETURN(config.moe.parallel, ParseMoeParallel(absl::GetFlag(FLAGS_moe_parallel)));
   config.moe.aux_weight = absl::GetFlag(FLAGS_moe_aux_weight);
   config.moe.zipf_skew = absl::GetFlag(FLAGS_moe_zipf_skew);
-  if (AutoParallelRequested()) {
-    return CompileAndReportAuto([&config](const ParallelLayout& layout) { return BuildGpt(config, layout); });
-  }
+  const JobBuilder build = [&config](const ParallelLayout& layout) { return BuildGpt(config, layout); };
+  if (AutoParallelRequested()) return CompileAndReportAuto(build);
   OF_ASSIGN_OR_RETURN(ParallelLayout layout, LayoutFromFlags());
   if (config.moe.enabled()) {
     const MoeCost cost = ResolveMoeParallel(config, layout);
@@ -74,7 +73,7 @@ absl::Status Main() {
   }
   OF_ASSIGN_OR_RETURN(proto::Job job, BuildGpt(config, layout));
   for (const std::string& warning : GptLayoutWarnings(config, layout)) std::cerr << "gpt: warning: " << warning << "\n";
-  return CompileAndReport(job, layout);
+  return CompileAndReport(job, layout, build);
 }
 
 }  // namespace

@@ -47,12 +47,11 @@ absl::Status Main() {
   config.text_file = absl::GetFlag(FLAGS_text_file);
   config.learning_rate = absl::GetFlag(FLAGS_lr);
   config.vocab_parallel_loss = absl::GetFlag(FLAGS_vocab_parallel_loss);
-  if (AutoParallelRequested()) {
-    return CompileAndReportAuto([&config](const ParallelLayout& layout) { return BuildLlama(config, layout); });
-  }
+  const JobBuilder build = [&config](const ParallelLayout& layout) { return BuildLlama(config, layout); };
+  if (AutoParallelRequested()) return CompileAndReportAuto(build);
   OF_ASSIGN_OR_RETURN(ParallelLayout layout, LayoutFromFlags());
   OF_ASSIGN_OR_RETURN(proto::Job job, BuildLlama(config, layout));
-  return CompileAndReport(job, layout);
+  return CompileAndReport(job, layout, build);
 }
 
 }  // namespace

@@ -32,12 +32,11 @@ absl::Status Main() {
   config.optimizer = absl::GetFlag(FLAGS_optimizer);
   config.learning_rate = absl::GetFlag(FLAGS_lr);
   config.record_file = absl::GetFlag(FLAGS_record_file);
-  if (AutoParallelRequested()) {
-    return CompileAndReportAuto([&config](const ParallelLayout& layout) { return BuildMlp(config, layout); });
-  }
+  const JobBuilder build = [&config](const ParallelLayout& layout) { return BuildMlp(config, layout); };
+  if (AutoParallelRequested()) return CompileAndReportAuto(build);
   OF_ASSIGN_OR_RETURN(ParallelLayout layout, LayoutFromFlags());
   OF_ASSIGN_OR_RETURN(proto::Job job, BuildMlp(config, layout));
-  return CompileAndReport(job, layout);
+  return CompileAndReport(job, layout, build);
 }
 
 }  // namespace

@@ -1,0 +1,309 @@
+#!/usr/bin/env bash
+# Prediction quality of --auto_parallel's cost model on emulated hosts (issue 26, "Prediction
+# quality" (b) and "Choice quality"; docs/auto_parallel.md, "Prediction on emulated hosts"):
+# per cluster of NODES x DEVICES_PER_NODE, one Linux network namespace per node on a bridge,
+# each link shaped with tc tbf to --rate_mbit (bench/lib/netns_hosts.sh), one `oneflowd` each.
+#
+# Per cluster:
+#   1. `oneflow calibrate --nodes=...` between the daemons, from host 0, with the links shaped:
+#      the cluster's calibration (both link levels' alpha and beta, node 0's worker's codec and
+#      compute rates). Every plan below is compiled with it (--codec_calibration), so the
+#      model sees the shaped link as measured, not the flag's 1 Gbit/s.
+#   2. `oneflow calibrate --host_devices=D` on this machine (D = every device of the cluster):
+#      its host line (per-act cost, collective call cost, cores, core share) appended to a
+#      second file, the "shared host" calibration: every emulated host runs on this machine's
+#      cores, which the first calibration does not know.
+#   3. Each hand layout of bench/auto_parallel/prediction_hosts_layouts.py (dp/tp/pp,
+#      micro-batches, ZeRO, recomputation, --compression; >= 20 per cluster) compiled by the
+#      gpt with --predict_step (the search's cost model prices the given layout and the plan
+#      records it) with each of three calibrations: "cluster" (1.), "shared_host" (2.) and
+#      "link_rate" (no file: --inter_node_bandwidth at the netns rate, the rest the
+#      examples' defaults). The "cluster" plan is launched with `oneflow launch` across the
+#      daemons; its line has the three predictions and the measured median step.
+#   4. The searched layout: the gpt with --auto_parallel with each calibration, launched.
+# Then the summary per cluster (bench/auto_parallel/prediction_hosts_summary.py): median
+# |error| and Spearman of each prediction, chosen / best measured, Megatron / best.
+#
+#   sudo bench/auto_parallel/prediction_hosts_bench.sh                   3x2 and 2x2 at 1 Gbit/s
+#   sudo bench/auto_parallel/prediction_hosts_bench.sh --clusters=3x2 --offset=0 --layouts=12 --searched=0
+#   bench/auto_parallel/prediction_hosts_bench.sh --summarize=a.jsonl,b.jsonl   summary of chunks, no root
+#
+# Flags [defaults]:
+#   --clusters=NxD,...     clusters, nodes x devices per node [3x2,2x2]
+#   --rate_mbit=R          link rate of every host [1000]
+#   --offset=K --layouts=N a chunk of each cluster's hand layouts: N from the K-th (0-based)
+#                          [0, all]; keeps one bench-lock hold short
+#   --searched=0|1         also launch the searched layouts (--auto_parallel) [1]
+#   --iters=K --warmup=W   iterations per launch, and those left out of the median [8, 3]
+#   --gpt_flags="..."      the model [--layers=6 --hidden=96 --heads=12 --seq=32 --batch=24 --vocab=512]
+#   --launch_timeout_s=S   a launch that takes longer is stopped and its line says so [240]
+#   --bin_dir=DIR          binaries (DIR/tools/cli/oneflow, ...) instead of building
+#   --work_dir=DIR --keep  where plans, calibrations, logs and metrics go; kept with --keep or on failure
+#   --summarize=F,...      only print the summaries of earlier runs' JSON lines (no root, no netns)
+#
+# Prints JSON lines on stdout: a "config" line, a "calibration" line per cluster, one line per
+# layout ({"bench": "auto_parallel_prediction_hosts", ...}) and the summaries. Needs root
+# (except --summarize). Everything it creates is named ofph<pid>-* and torn down on exit.
+# A benchmark, not a test: it asserts nothing.
+set -euo pipefail
+
+ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
+HERE="$ROOT/bench/auto_parallel"
+PY=/usr/bin/python3
+[[ -x "$PY" ]] || PY="$(command -v python3)"
+# shellcheck source=bench/lib/netns_hosts.sh
+source "$ROOT/bench/lib/netns_hosts.sh"
+NETNS_PREFIX="ofph$$"
+NETNS_SUBNET="10.233.0"
+
+CLUSTERS="3x2,2x2"
+RATE=1000
+OFFSET=0
+LAYOUTS=""
+SEARCHED=1
+ITERS=8
+WARMUP=3
+GPT_FLAGS="--layers=6 --hidden=96 --heads=12 --seq=32 --batch=24 --vocab=512"
+LAUNCH_TIMEOUT=240
+BIN_DIR=""
+WORK_DIR=""
+KEEP=0
+SUMMARIZE=""
+PORT=5311
+
+log() { echo "prediction_hosts_bench: $*" >&2; }
+die() { log "error: $*"; exit 2; }
+
+for arg in "$@"; do
+  case "$arg" in
+    --clusters=*) CLUSTERS="${arg#*=}" ;;
+    --rate_mbit=*) RATE="${arg#*=}" ;;
+    --offset=*) OFFSET="${arg#*=}" ;;
+    --layouts=*) LAYOUTS="${arg#*=}" ;;
+    --searched=*) SEARCHED="${arg#*=}" ;;
+    --iters=*) ITERS="${arg#*=}" ;;
+    --warmup=*) WARMUP="${arg#*=}" ;;
+    --gpt_flags=*) GPT_FLAGS="${arg#*=}" ;;
+    --launch_timeout_s=*) LAUNCH_TIMEOUT="${arg#*=}" ;;
+    --bin_dir=*) BIN_DIR="${arg#*=}" ;;
+    --work_dir=*) WORK_DIR="${arg#*=}" ;;
+    --keep) KEEP=1 ;;
+    --summarize=*) SUMMARIZE="${arg#*=}" ;;
+    -h|--help) sed -n '2,/^set -euo/p' "${BASH_SOURCE[0]}" | sed '$d; s/^# \{0,1\}//' >&2; exit 0 ;;
+    *) die "unknown argument '$arg' (see --help)" ;;
+  esac
+done
+
+if [[ -n "$SUMMARIZE" ]]; then
+  IFS=, read -r -a files <<< "$SUMMARIZE"
+  for f in "${files[@]}"; do [[ -r "$f" ]] || die "--summarize: cannot read '$f'"; done
+  exec "$PY" "$HERE/prediction_hosts_summary.py" "${files[@]}"
+fi
+
+[[ "$RATE" =~ ^[1-9][0-9]*$ ]] || die "--rate_mbit=$RATE: give a positive integer (Mbit/s)"
+[[ "$OFFSET" =~ ^[0-9]+$ ]] || die "--offset=$OFFSET: give a whole number >= 0"
+[[ -z "$LAYOUTS" || "$LAYOUTS" =~ ^[1-9][0-9]*$ ]] || die "--layouts=$LAYOUTS: give a whole number >= 1"
+[[ "$SEARCHED" == 0 || "$SEARCHED" == 1 ]] || die "--searched=$SEARCHED: give 0 or 1"
+[[ "$ITERS" =~ ^[0-9]+$ && "$WARMUP" =~ ^[0-9]+$ ]] || die "--iters and --warmup must be whole numbers"
+(( WARMUP + 2 <= ITERS )) || die "--warmup=$WARMUP must leave at least 2 of --iters=$ITERS"
+[[ "$LAUNCH_TIMEOUT" =~ ^[1-9][0-9]*$ ]] || die "--launch_timeout_s=$LAUNCH_TIMEOUT: give seconds >= 1"
+[[ "$GPT_FLAGS" =~ ^[-A-Za-z0-9_=.,\ ]*$ ]] || die "--gpt_flags: only flags (letters, digits, - _ = . ,)"
+IFS=, read -r -a CLUSTER_LIST <<< "$CLUSTERS"
+for c in "${CLUSTER_LIST[@]}"; do
+  [[ "$c" =~ ^[1-9][0-9]*x[1-9][0-9]*$ ]] || die "--clusters: '$c' is not NODESxDEVICES_PER_NODE (e.g. 3x2)"
+  (( ${c%x*} >= 2 )) || die "--clusters: '$c' has one node; emulated hosts need at least 2"
+done
+gpt_flag() {  # the value of --NAME in --gpt_flags
+  local flag
+  for flag in $GPT_FLAGS; do [[ "$flag" == "--$1="* ]] && { echo "${flag#*=}"; return; }; done
+  die "--gpt_flags must give --$1 (the layouts depend on it)"
+}
+BATCH="$(gpt_flag batch)"; LAYERS="$(gpt_flag layers)"; HEADS="$(gpt_flag heads)"; HIDDEN="$(gpt_flag hidden)"
+[[ "$(id -u)" == 0 ]] || die "needs root (network namespaces, veth pairs, tc); --summarize does not"
+
+RUN=""
+OK=0
+netns_trap_teardown
+
+build() {
+  if [[ -z "$BIN_DIR" ]]; then
+    log "building"
+    (cd "$ROOT" && bazel build --jobs=2 --color=no --curses=no //tools/launcher:oneflowd \
+      //tools/worker:oneflow_worker //tools/cli:oneflow //examples/gpt >&2)
+    BIN_DIR="$(cd "$ROOT" && bazel info bazel-bin 2> /dev/null)"
+  fi
+  # A private copy, so a build running beside the bench cannot replace a binary mid-run.
+  mkdir -p "$RUN/bin"
+  local src
+  for src in tools/launcher/oneflowd tools/worker/oneflow_worker tools/cli/oneflow examples/gpt/gpt; do
+    [[ -x "$BIN_DIR/$src" ]] || die "$BIN_DIR/$src is missing"
+    cp "$BIN_DIR/$src" "$RUN/bin/"
+  done
+  BIN="$RUN/bin"
+}
+
+median_step() {  # metrics file -> median step_ms after the warm-up, or null
+  "$PY" - "$1" "$WARMUP" <<'PYEOF'
+import json, statistics, sys
+try:
+    steps = [json.loads(l)["step_ms"] for l in open(sys.argv[1]) if l.startswith("{") and '"step_ms"' in l]
+except OSError:
+    steps = []
+steps = steps[int(sys.argv[2]):]
+print(round(statistics.median(steps), 3) if len(steps) >= 2 else "null")
+PYEOF
+}
+
+predicted() {  # plan -> "step_ms compute_ms exposed_ms bubble_ms layout" from its decision record
+  "$BIN/oneflow" inspect "$1" --format=json | "$PY" -c '
+import json, sys
+c = json.load(sys.stdin)["auto_parallel"]["chosen"]
+l = c["layout"]
+print("%.4f %.4f %.4f %.4f dp=%d tp=%d pp=%d M=%d zero=%d recompute=%s" % (1e3 * c["step_seconds"],
+      1e3 * c["compute_seconds"], 1e3 * c["exposed_communication_seconds"], 1e3 * c["bubble_seconds"],
+      l["dp"], l["tp"], l["pp"], l["micro_batches"], l["zero"], l["recompute"]))'
+}
+
+# Launches `plan` on the cluster from host 0; prints the median step (null when it failed).
+launch() {
+  local plan="$1" out="$2" nodes="$3"
+  # shellcheck disable=SC2086
+  if ! timeout -k 10 "$LAUNCH_TIMEOUT" ip netns exec "$(netns_name 0)" "$BIN/oneflow" launch "$plan" \
+      --nodes="$NETNS_NODES_ARG" --token_file="$RUN/token" --iters="$ITERS" --metrics="$out.metrics" \
+      --job_id="ph-$(basename "$out")-$$" --collective_timeout_s=180 --hang_seconds=120 \
+      > "$out.launch.out" 2> "$out.launch.err"; then
+    log "launch of $(basename "$plan") on $nodes nodes failed: $(tail -3 "$out.launch.err" | tr '\n' ' ')"
+    echo null
+    return
+  fi
+  median_step "$out.metrics"
+}
+
+# The flags of a calibration: "cluster" (the daemons' measurement), "shared_host" (it with
+# this machine's host line), "link_rate" (no file: the netns link rate as the inter-node
+# bandwidth, every other figure the examples' default).
+calibration_flags() {
+  case "$1" in
+    cluster) echo "--codec_calibration=$2/cluster.jsonl" ;;
+    shared_host) echo "--codec_calibration=$2/shared_host.jsonl" ;;
+    link_rate) echo "--inter_node_bandwidth=$((RATE * 125000))" ;;
+  esac
+}
+
+# One layout line. A hand layout (searched=0): compiled with --predict_step with each
+# calibration, the "cluster" plan launched. The searched layout (searched=1): --auto_parallel
+# with the calibration `calibration`, launched.
+run_layout() {
+  local cluster="$1" nodes="$2" dpn="$3" dir="$4" index="$5" name="$6" flags="$7" megatron="$8" searched="$9"
+  local calibration="${10}" base="$dir/layout$index" mode_flags=(--predict_step) measured other p
+  local -A extra=([shared_host]=null [link_rate]=null)
+  [[ "$searched" == 1 ]] && mode_flags=(--auto_parallel)
+  # shellcheck disable=SC2086
+  if ! "$BIN/gpt" --nodes="$nodes" --devices_per_node="$dpn" $GPT_FLAGS $flags "${mode_flags[@]}" \
+      $(calibration_flags "$calibration" "$dir") --plan_out="$base.plan" > "$base.compile.log" 2>&1; then
+    log "compile of '$name' failed: $(tail -2 "$base.compile.log" | tr '\n' ' ')"
+    echo "{\"bench\": \"auto_parallel_prediction_hosts\", \"cluster\": \"$cluster\", \"nodes\": $nodes, \"devices_per_node\": $dpn, \"layout\": \"$name\", \"searched\": $([[ $searched == 1 ]] && echo true || echo false), \"calibration\": \"$calibration\", \"measured_ms\": null, \"error\": \"compile failed\"}"
+    return
+  fi
+  p="$(predicted "$base.plan")"
+  if [[ "$searched" == 0 ]]; then
+    # The same layout priced with the other calibrations (compiled, not launched).
+    for other in shared_host link_rate; do
+      # shellcheck disable=SC2086
+      "$BIN/gpt" --nodes="$nodes" --devices_per_node="$dpn" $GPT_FLAGS $flags --predict_step \
+        $(calibration_flags "$other" "$dir") --plan_out="$base.$other.plan" > "$base.$other.compile.log" 2>&1 &&
+        extra[$other]="$(predicted "$base.$other.plan" | cut -d' ' -f1)"
+    done
+  fi
+  measured="$(launch "$base.plan" "$base" "$nodes")"
+  "$PY" - "$cluster" "$nodes" "$dpn" "$RATE" "$name" "$flags" "$megatron" "$searched" "$calibration" "$p" \
+      "${extra[shared_host]}" "${extra[link_rate]}" "$measured" "$(cut -d' ' -f1 /proc/loadavg)" "$base.launch.err" <<'PYEOF'
+import json, sys
+(cluster, nodes, dpn, rate, name, flags, megatron, searched, calibration, p, shared, link_rate, measured, load,
+ launch_err) = sys.argv[1:]
+step, compute, exposed, bubble, *layout = p.split()
+step = float(step)
+number = lambda text: None if text == "null" else float(text)
+measured, shared, link_rate = number(measured), number(shared), number(link_rate)
+error = lambda predicted: None if measured is None or predicted is None else round((predicted - measured) / measured, 4)
+line = {"bench": "auto_parallel_prediction_hosts", "cluster": cluster, "nodes": int(nodes),
+        "devices_per_node": int(dpn), "rate_mbit": int(rate),
+        # The gpt's --compression is auto unless the hand layout's flags say otherwise.
+        "layout": " ".join(layout) + " compression=" + (flags.split("--compression=")[1].split()[0] if "--compression=" in flags else "auto"),
+        "searched": searched == "1", "calibration": calibration, "megatron": megatron == "1",
+        "predicted_ms": step, "predicted_compute_ms": float(compute),
+        "predicted_exposed_communication_ms": float(exposed), "predicted_bubble_ms": float(bubble),
+        "measured_ms": measured, "error": error(step), "load_avg_1m": float(load)}
+if searched == "0":
+    line.update({"shared_host_predicted_ms": shared, "shared_host_error": error(shared),
+                 "link_rate_predicted_ms": link_rate, "link_rate_error": error(link_rate)})
+# The launch's own line (actors/predicted_step.h): the recorded prediction beside the mean step.
+for text in open(launch_err, errors="replace") if measured is not None else []:
+    if "auto-parallel: predicted step" in text:
+        line["launch_summary"] = text.strip()
+print(json.dumps(line), flush=True)
+PYEOF
+}
+
+run_cluster() {
+  local cluster="$1" nodes="${1%x*}" dpn="${1#*x}" dir i
+  dir="$RUN/$cluster"
+  mkdir -p "$dir"
+  mapfile -t all < <("$PY" "$HERE/prediction_hosts_layouts.py" "$nodes" "$dpn" --batch="$BATCH" --layers="$LAYERS" \
+    --heads="$HEADS" --hidden="$HIDDEN")
+  local count="${LAYOUTS:-${#all[@]}}"
+  netns_create "$nodes"
+  netns_shape "$RATE"
+  netns_start_daemons "$BIN" "$RUN/token" "$dir/netns" "$PORT"
+  local start=$SECONDS
+  if ! timeout -k 10 300 ip netns exec "$(netns_name 0)" "$BIN/oneflow" calibrate --nodes="$NETNS_NODES_ARG" \
+      --token_file="$RUN/token" --out="$dir/cluster.jsonl" > "$dir/calibrate.out" 2> "$dir/calibrate.err"; then
+    tail -5 "$dir/calibrate.err" >&2
+    die "oneflow calibrate between the daemons of $cluster failed"
+  fi
+  "$BIN/oneflow" calibrate --host_devices="$((nodes * dpn))" --out="$dir/host.jsonl" > "$dir/host_calibrate.out" \
+    2> "$dir/host_calibrate.err" || die "oneflow calibrate --host_devices=$((nodes * dpn)) failed: $(tail -3 "$dir/host_calibrate.err")"
+  { cat "$dir/cluster.jsonl"; grep '"host"' "$dir/host.jsonl"; } > "$dir/shared_host.jsonl"
+  "$PY" - "$cluster" "$dir/cluster.jsonl" "$dir/host.jsonl" "$((SECONDS - start))" <<'PYEOF'
+import json, sys
+cluster, links, host, seconds = sys.argv[1:]
+line = {"bench": "auto_parallel_prediction_hosts_calibration", "cluster": cluster, "seconds": int(seconds)}
+for path, keep in ((links, ("link", "compute")), (host, ("host",))):
+    for text in open(path):
+        row = json.loads(text)
+        kind = next((k for k in keep if k in row), None)
+        if kind:
+            line["%s_%s" % (kind, row[kind])] = {k: v for k, v in row.items() if k not in (kind, "method")}
+print(json.dumps(line), flush=True)
+PYEOF
+  local entry name flags megatron calibration
+  for ((i = OFFSET; i < OFFSET + count && i < ${#all[@]}; i++)); do
+    entry="${all[$i]}"
+    IFS='|' read -r name flags megatron <<< "$entry"
+    run_layout "$cluster" "$nodes" "$dpn" "$dir" "$i" "$name" "$flags" "$megatron" 0 cluster
+  done
+  if (( SEARCHED )); then
+    for calibration in cluster shared_host link_rate; do
+      run_layout "$cluster" "$nodes" "$dpn" "$dir" "searched_$calibration" searched "" 0 1 "$calibration"
+    done
+  fi
+  netns_teardown
+}
+
+main() {
+  RUN="${WORK_DIR:-$(mktemp -d /tmp/prediction_hosts_bench.XXXXXX)}"
+  mkdir -p "$RUN"
+  build
+  (umask 077 && head -c 32 /dev/urandom | od -An -tx1 | tr -d ' \n' > "$RUN/token")
+  echo "{\"config\": {\"bench\": \"auto_parallel_prediction_hosts\", \"clusters\": \"$CLUSTERS\", \"rate_mbit\": $RATE," \
+    "\"offset\": $OFFSET, \"layouts\": \"${LAYOUTS:-all}\", \"searched\": $SEARCHED, \"iters\": $ITERS, \"warmup\": $WARMUP," \
+    "\"gpt_flags\": \"$GPT_FLAGS\", \"cpus\": $(nproc), \"load_avg_1m\": $(cut -d' ' -f1 /proc/loadavg)," \
+    "\"commit\": \"$(git -C "$ROOT" rev-parse --short HEAD 2>/dev/null || echo unknown)\"}}"
+  local cluster
+  # Not a pipe: run_cluster stays in this shell, whose EXIT trap tears down what it made.
+  for cluster in "${CLUSTER_LIST[@]}"; do run_cluster "$cluster" > >(tee -a "$RUN/lines.jsonl"); done
+  "$PY" "$HERE/prediction_hosts_summary.py" "$RUN/lines.jsonl"
+  OK=1
+}
+
+main

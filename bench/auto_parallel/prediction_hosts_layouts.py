@@ -1,0 +1,87 @@
+#!/usr/bin/env python3
+"""The hand layouts of prediction_hosts_bench.sh for one cluster of NODES x DEVICES_PER_NODE.
+
+Prints one line per layout, "name|gpt flags|megatron" (megatron: 1 for the textbook layout,
+tensor parallelism inside a node and data parallelism across nodes), in a fixed order:
+families of data parallelism (micro-batches, ZeRO 1-3, full recomputation, no codecs),
+Megatron's layout and its variants, tensor parallelism over every device, pipelines across
+nodes with data or tensor parallelism inside them, a stage per device, and tensor
+parallelism across nodes.
+A layout the gpt cannot take is left out: rows of a micro-batch that do not split evenly
+over dp, heads or hidden not divisible by tp, fewer blocks than stages, ZeRO without dp.
+
+  prediction_hosts_layouts.py NODES DEVICES_PER_NODE --batch=B --layers=L --heads=H --hidden=W
+"""
+import argparse
+import sys
+
+
+def layouts(nodes, per_node, batch, layers, heads, hidden):
+    devices = nodes * per_node
+    n, p, d = nodes, per_node, devices
+    # (dp, tp, pp, micro_batches, zero, recompute, compression)
+    families = [
+        (d, 1, 1, 1, 0, "none", "auto"),
+        (d, 1, 1, 1, 0, "none", "off"),
+        (d, 1, 1, 2, 0, "none", "auto"),
+        (d, 1, 1, 1, 1, "none", "auto"),
+        (d, 1, 1, 1, 2, "none", "auto"),
+        (d, 1, 1, 1, 3, "none", "auto"),
+        (d, 1, 1, 1, 0, "full", "auto"),
+        (n, p, 1, 1, 0, "none", "auto"),  # Megatron: tp inside a node, dp across nodes
+        (n, p, 1, 1, 0, "none", "off"),
+        (n, p, 1, 2, 0, "none", "auto"),
+        (n, p, 1, 4, 0, "none", "auto"),
+        (n, p, 1, 1, 1, "none", "auto"),
+        (n, p, 1, 1, 0, "selective", "auto"),
+        (1, d, 1, 1, 0, "none", "auto"),
+        (1, d, 1, 1, 0, "none", "off"),
+        (p, 1, n, 2, 0, "none", "auto"),  # a stage per node, dp inside it
+        (p, 1, n, 4, 0, "none", "auto"),
+        (p, 1, n, 4, 1, "none", "auto"),
+        (1, p, n, 2, 0, "none", "auto"),  # a stage per node, tp inside it
+        (1, p, n, 4, 0, "none", "auto"),
+        (1, 1, d, 2, 0, "none", "auto"),  # a stage per device
+        (1, 1, d, 4, 0, "none", "auto"),
+        (n, 1, p, 2, 0, "none", "auto"),  # stages of n consecutive devices
+        (p, n, 1, 1, 0, "none", "auto"),  # tp of n consecutive devices: across nodes when p < n
+        (p, n, 1, 1, 0, "none", "off"),
+    ]
+    seen = set()
+    out = []
+    for dp, tp, pp, micro, zero, recompute, compression in families:
+        if dp * tp * pp != devices:
+            continue
+        if batch % micro != 0 or (batch // micro) % dp != 0:
+            continue
+        if heads % tp != 0 or hidden % tp != 0 or layers < pp or (zero > 0 and dp < 2):
+            continue
+        flags = (f"--dp={dp} --tp={tp} --pp={pp} --micro_batches={micro} --zero={zero} "
+                 f"--recompute={recompute} --compression={compression}")
+        if flags in seen:
+            continue
+        seen.add(flags)
+        name = f"dp={dp} tp={tp} pp={pp} M={micro} zero={zero} recompute={recompute} compression={compression}"
+        megatron = int((dp, tp, pp, micro, zero, recompute, compression) == (n, p, 1, 1, 0, "none", "auto"))
+        out.append(f"{name}|{flags}|{megatron}")
+    return out
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("nodes", type=int)
+    parser.add_argument("devices_per_node", type=int)
+    parser.add_argument("--batch", type=int, required=True)
+    parser.add_argument("--layers", type=int, required=True)
+    parser.add_argument("--heads", type=int, required=True)
+    parser.add_argument("--hidden", type=int, required=True)
+    args = parser.parse_args()
+    if args.nodes < 1 or args.devices_per_node < 1:
+        sys.exit(f"prediction_hosts_layouts.py: nodes {args.nodes} x devices_per_node {args.devices_per_node}: "
+                 "both must be >= 1")
+    for line in layouts(args.nodes, args.devices_per_node, args.batch, args.layers, args.heads, args.hidden):
+        print(line)
+
+
+if __name__ == "__main__":
+    main()

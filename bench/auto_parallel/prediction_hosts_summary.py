@@ -1,0 +1,133 @@
+#!/usr/bin/env python3
+"""The summary lines of prediction_hosts_bench.sh, from its layout lines.
+
+Reads JSON lines (files named on the command line, or stdin) and prints, per cluster
+("3x2": nodes x devices per node), one line
+  {"bench": "auto_parallel_prediction_hosts_summary", "cluster": "3x2", "layouts": 23,
+   "median_abs_error": ..., "spearman": ..., "chosen_over_best": ..., "megatron_over_best": ...}
+over its hand layouts (lines with "bench": "auto_parallel_prediction_hosts" and "searched"
+false and a measured step): |predicted - measured| / measured per layout and its median,
+Spearman's rank correlation of predicted against measured (ties share their mean rank),
+the same two for the other predictions where the lines have them ("shared_host_predicted_ms":
+priced with the host terms of every emulated host sharing this machine's cores;
+"link_rate_predicted_ms": the link rate alone), the searched layouts' measured steps over
+the best measured hand layout ("chosen_over_best": --auto_parallel with the cluster's
+calibration; "shared_host_chosen_over_best", "link_rate_chosen_over_best": with the
+others, by the searched line's "calibration"), the textbook Megatron layout's (tp inside a node, dp across nodes), and
+the measured step of the hand layout the model predicts fastest over the best. Lines of
+other kinds are ignored; a layout whose launch failed ("measured_ms": null) is counted in
+"failed". Goals of issue 26: median |error| <= 0.15, Spearman >= 0.9, chosen <= 1.05x best.
+"""
+import json
+import math
+import statistics
+import sys
+
+
+# The predictions beside the launched plan's ("cluster": the daemons' calibration).
+OTHER_CALIBRATIONS = ("shared_host", "link_rate")
+
+
+def ranks(values):
+    """Ranks 1..n, ties sharing their mean rank."""
+    order = sorted(range(len(values)), key=lambda i: values[i])
+    out = [0.0] * len(values)
+    i = 0
+    while i < len(order):
+        j = i
+        while j + 1 < len(order) and values[order[j + 1]] == values[order[i]]:
+            j += 1
+        for k in range(i, j + 1):
+            out[order[k]] = (i + j) / 2 + 1
+        i = j + 1
+    return out
+
+
+def spearman(a, b):
+    """Pearson correlation of the ranks; None for fewer than 2 values or a constant side."""
+    if len(a) < 2:
+        return None
+    ra, rb = ranks(a), ranks(b)
+    mean = (len(a) + 1) / 2
+    covariance = sum((x - mean) * (y - mean) for x, y in zip(ra, rb))
+    va = sum((x - mean) ** 2 for x in ra)
+    vb = sum((y - mean) ** 2 for y in rb)
+    return covariance / math.sqrt(va * vb) if va > 0 and vb > 0 else None
+
+
+def rounded(value, digits=4):
+    return None if value is None else round(value, digits)
+
+
+def quality(rows, key):
+    """Median |error| and Spearman of the prediction `key` over the rows that have it."""
+    priced = [r for r in rows if r.get(key) is not None]
+    if not priced:
+        return None, None
+    errors = [abs(r[key] - r["measured_ms"]) / r["measured_ms"] for r in priced]
+    return statistics.median(errors), spearman([r[key] for r in priced], [r["measured_ms"] for r in priced])
+
+
+def summarize(lines):
+    clusters = {}
+    for line in lines:
+        line = line.strip()
+        if not line.startswith("{"):
+            continue
+        row = json.loads(line)
+        if row.get("bench") != "auto_parallel_prediction_hosts":
+            continue
+        clusters.setdefault(row["cluster"], []).append(row)
+    summaries = []
+    for cluster, rows in clusters.items():
+        hand = [r for r in rows if not r.get("searched") and r.get("measured_ms") is not None]
+        failed = [r for r in rows if r.get("measured_ms") is None]
+        summary = {"bench": "auto_parallel_prediction_hosts_summary", "cluster": cluster,
+                   "nodes": rows[0]["nodes"], "devices_per_node": rows[0]["devices_per_node"],
+                   "rate_mbit": rows[0].get("rate_mbit"), "layouts": len(hand), "failed": len(failed)}
+        error, rho = quality(hand, "predicted_ms")
+        summary.update({"median_abs_error": rounded(error), "spearman": rounded(rho)})
+        for other in OTHER_CALIBRATIONS:
+            other_error, other_rho = quality(hand, other + "_predicted_ms")
+            summary.update({other + "_median_abs_error": rounded(other_error), other + "_spearman": rounded(other_rho)})
+        if hand:
+            best = min(hand, key=lambda r: r["measured_ms"])
+            summary.update({"best_layout": best["layout"], "best_measured_ms": best["measured_ms"]})
+            predicted_fastest = min(hand, key=lambda r: r["predicted_ms"])
+            summary.update({"predicted_fastest_layout": predicted_fastest["layout"],
+                            "predicted_fastest_over_best": rounded(predicted_fastest["measured_ms"] / best["measured_ms"], 3)})
+            for searched in [r for r in rows if r.get("searched") and r.get("measured_ms") is not None]:
+                calibration = searched.get("calibration", "cluster")
+                prefix = "" if calibration == "cluster" else calibration + "_"
+                summary.update({prefix + "chosen_layout": searched["layout"],
+                                prefix + "chosen_over_best": rounded(searched["measured_ms"] / best["measured_ms"], 3)})
+            for megatron in [r for r in hand if r.get("megatron")]:
+                summary.update({"megatron_layout": megatron["layout"],
+                                "megatron_over_best": rounded(megatron["measured_ms"] / best["measured_ms"], 3)})
+                if "chosen_over_best" in summary:
+                    summary["chosen_over_megatron"] = rounded(
+                        summary["chosen_over_best"] * best["measured_ms"] / megatron["measured_ms"], 3)
+        loads = [r["load_avg_1m"] for r in rows if r.get("load_avg_1m") is not None]
+        if loads:
+            summary["load_avg_1m"] = [min(loads), max(loads)]
+        summary.update({"goal_median_abs_error": 0.15, "goal_spearman": 0.9, "goal_chosen_over_best": 1.05,
+                        "met": error is not None and rho is not None and error <= 0.15 and rho >= 0.9 and
+                               summary.get("chosen_over_best", math.inf) <= 1.05})
+        summaries.append(summary)
+    return summaries
+
+
+def main():
+    lines = []
+    if len(sys.argv) > 1:
+        for path in sys.argv[1:]:
+            with open(path) as f:
+                lines.extend(f)
+    else:
+        lines = sys.stdin.readlines()
+    for summary in summarize(lines):
+        print(json.dumps(summary), flush=True)
+
+
+if __name__ == "__main__":
+    main()

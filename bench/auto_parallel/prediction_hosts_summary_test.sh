@@ -1,0 +1,95 @@
+#!/usr/bin/env bash
+# The script logic of prediction_hosts_bench.sh that runs without netns or root: the
+# summary (median |error|, Spearman with tied ranks, chosen / best, Megatron / best,
+# failed launches) computed from fixed layout lines with answers worked out by hand, through
+# the bench's own --summarize; and the hand layouts each cluster sweeps.
+set -euo pipefail
+BENCH=bench/auto_parallel/prediction_hosts_bench.sh
+LAYOUTS=bench/auto_parallel/prediction_hosts_layouts.py
+DIR="${TEST_TMPDIR:-$(mktemp -d)}"
+fail() { echo "FAIL: $*" >&2; exit 1; }
+
+row() {  # cluster layout predicted measured [extra json fields]
+  echo "{\"bench\": \"auto_parallel_prediction_hosts\", \"cluster\": \"$1\", \"nodes\": ${1%x*}, \"devices_per_node\": ${1#*x}, \"rate_mbit\": 1000, \"layout\": \"$2\", \"predicted_ms\": $3, \"measured_ms\": $4, \"load_avg_1m\": 2.5${5:+, $5}}"
+}
+{
+  echo '{"config": {"bench": "auto_parallel_prediction_hosts"}}'
+  # measured 10..50, predicted 12 10 33 40 45: errors 0.2 0.5 0.1 0 0.1 (median 0.1);
+  # ranks of the predictions 2 1 3 4 5 against 1..5: Spearman 1 - 6 * 2 / (5 * 24) = 0.9.
+  row 3x2 a 12 10 '"shared_host_predicted_ms": 10'
+  row 3x2 b 10 20 '"shared_host_predicted_ms": 20, "megatron": true'
+  row 3x2 c 33 30 '"shared_host_predicted_ms": 30'
+  row 3x2 d 40 40 '"shared_host_predicted_ms": 40'
+  row 3x2 e 45 50 '"shared_host_predicted_ms": 60'
+  row 3x2 f 5 null '"error": "compile failed"'
+  row 3x2 searched 9 21 '"searched": true'
+  row 3x2 searched_shared 9 12 '"searched": true, "calibration": "shared_host"'
+  row 3x2 searched_rate 9 15 '"searched": true, "calibration": "link_rate"'
+  echo '{"bench": "auto_parallel_prediction_hosts_calibration", "cluster": "3x2"}'
+  # measured 10 10 20 (ranks 1.5 1.5 3) against predicted 1 2 3: Spearman 1.5 / sqrt(1.5 * 2);
+  # errors 0.9 0.8 0.85.
+  row 2x2 x 1 10
+  row 2x2 y 2 10
+  row 2x2 z 3 20
+} > "$DIR/lines.jsonl"
+
+"$BENCH" --summarize="$DIR/lines.jsonl" > "$DIR/summary.jsonl" || fail "--summarize exited $?"
+python3 - "$DIR/summary.jsonl" <<'PYEOF' || fail "summary values"
+import json, math, sys
+s = {l["cluster"]: l for l in map(json.loads, open(sys.argv[1]))}
+assert set(s) == {"3x2", "2x2"}, s.keys()
+a = s["3x2"]
+def near(key, value):
+    assert a[key] is not None and abs(a[key] - value) < 1e-9, (key, a[key], value)
+assert a["layouts"] == 5 and a["failed"] == 1, a
+near("median_abs_error", 0.1)
+near("spearman", 0.9)
+# shared host: errors 0 0 0 0 0.2, ranks identical
+near("shared_host_median_abs_error", 0.0)
+near("shared_host_spearman", 1.0)
+assert a["best_layout"] == "a" and a["best_measured_ms"] == 10, a
+near("chosen_over_best", 2.1)
+near("shared_host_chosen_over_best", 1.2)
+near("link_rate_chosen_over_best", 1.5)
+assert a["link_rate_median_abs_error"] is None and a["link_rate_spearman"] is None, a
+near("megatron_over_best", 2.0)
+near("chosen_over_megatron", 1.05)
+assert a["predicted_fastest_layout"] == "b", a
+near("predicted_fastest_over_best", 2.0)
+assert a["met"] is False and a["load_avg_1m"] == [2.5, 2.5], a
+b = s["2x2"]
+assert abs(b["spearman"] - round(1.5 / math.sqrt(3.0), 4)) < 1e-9, b
+assert b["median_abs_error"] == 0.85 and b["shared_host_spearman"] is None, b
+assert "chosen_over_best" not in b and b["met"] is False, b
+PYEOF
+
+# The sweep: >= 20 layouts on 3 x 2 and 2 x 2, each using every device, one Megatron layout
+# (tp inside a node, dp across nodes), every family the issue names.
+for cluster in 3x2 2x2; do
+  python3 "$LAYOUTS" "${cluster%x*}" "${cluster#*x}" --batch=24 --layers=6 --heads=12 --hidden=96 > "$DIR/$cluster.txt"
+  python3 - "$DIR/$cluster.txt" "${cluster%x*}" "${cluster#*x}" <<'PYEOF' || fail "layouts of $cluster"
+import re, sys
+lines = open(sys.argv[1]).read().split("\n")[:-1]
+nodes, per_node = int(sys.argv[2]), int(sys.argv[3])
+assert len(lines) >= 20, len(lines)
+assert len(set(lines)) == len(lines)
+megatron = [l for l in lines if l.endswith("|1")]
+assert len(megatron) == 1 and f"--dp={nodes} --tp={per_node} --pp=1 --micro_batches=1 --zero=0" in megatron[0], megatron
+seen = set()
+for line in lines:
+    name, flags, _ = line.split("|")
+    v = dict(re.findall(r"--(\w+)=(\w+)", flags))
+    dp, tp, pp, m = (int(v[k]) for k in ("dp", "tp", "pp", "micro_batches"))
+    assert dp * tp * pp == nodes * per_node, line
+    assert (24 // m) % dp == 0 and 12 % tp == 0 and pp <= 6, line
+    seen.update({"dp" if dp > 1 else "", "tp" if tp > 1 else "", "pp" if pp > 1 else "", "M" if m > 1 else "",
+                 "zero" if v["zero"] != "0" else "", "off" if v["compression"] == "off" else "",
+                 "recompute" if v["recompute"] != "none" else ""})
+assert {"dp", "tp", "pp", "M", "zero", "off", "recompute"} <= seen, seen
+PYEOF
+done
+# A layout the gpt cannot take is left out: 5 heads allow no tp of 2 or 3.
+python3 "$LAYOUTS" 3 2 --batch=24 --layers=4 --heads=5 --hidden=95 | grep -q -- '--tp=[236]' && fail "tp kept with 5 heads"
+"$BENCH" --summarize="$DIR/missing.jsonl" 2> "$DIR/err" && fail "a missing file was summarized"
+grep -q "cannot read '$DIR/missing.jsonl'" "$DIR/err" || fail "the error does not name the file: $(cat "$DIR/err")"
+echo PASS

@@ -1,0 +1,61 @@
+#!/bin/bash
+# The examples' --predict_step: a hand layout priced by --auto_parallel's cost model. The
+# layouts a search records (its choice and its alternatives), each compiled by hand with
+# --predict_step, get the search's own prediction to the bit; the plan carries it as a
+# record of one layout; `oneflow run` prints it beside the measured step; the flags it
+# cannot price are refused naming them.
+set -euo pipefail
+gpt="$1"
+oneflow="$2"
+dir="$(mktemp -d)"
+trap 'rm -rf "$dir"' EXIT
+fail() { echo "FAIL: $*" >&2; exit 1; }
+
+model=(--layers=2 --hidden=32 --heads=4 --seq=8 --batch=8 --vocab=64 --nodes=2 --devices_per_node=2
+       --inter_node_bandwidth=1.25e8)
+"$gpt" "${model[@]}" --auto_parallel --plan_out="$dir/auto.plan" > "$dir/auto.out" || fail "search: $(cat "$dir/auto.out")"
+"$oneflow" inspect "$dir/auto.plan" --format=json > "$dir/auto.json"
+# Every layout the search recorded, as flags and its predicted step in seconds.
+python3 - "$dir/auto.json" > "$dir/layouts" <<'PYEOF'
+import json, sys
+d = json.load(open(sys.argv[1]))["auto_parallel"]
+for p in [d["chosen"]] + d["alternatives"]:
+    l = p["layout"]
+    print("--dp=%d --tp=%d --pp=%d --micro_batches=%d --zero=%d --recompute=%s|%r" % (
+        l["dp"], l["tp"], l["pp"], l["micro_batches"], l["zero"], l["recompute"], p["step_seconds"]))
+PYEOF
+[[ "$(wc -l < "$dir/layouts")" -ge 3 ]] || fail "the search recorded fewer than 3 layouts: $(cat "$dir/layouts")"
+i=0
+while IFS='|' read -r flags step; do
+  # shellcheck disable=SC2086
+  "$gpt" "${model[@]}" $flags --predict_step --plan_out="$dir/hand$i.plan" > "$dir/hand$i.out" ||
+    fail "--predict_step $flags: $(cat "$dir/hand$i.out")"
+  grep -q "^auto-parallel: priced the given $flags (--predict_step, not searched)" "$dir/hand$i.out" ||
+    fail "no summary line for $flags: $(cat "$dir/hand$i.out")"
+  "$oneflow" inspect "$dir/hand$i.plan" --format=json > "$dir/hand$i.json"
+  python3 - "$dir/hand$i.json" "$step" "$flags" <<'PYEOF' || fail "the record of $flags"
+import json, sys
+d = json.load(open(sys.argv[1]))["auto_parallel"]
+assert d["candidates"] == 1 and d["alternatives"] == [] and d["refused"] == [], d
+assert repr(d["chosen"]["step_seconds"]) == sys.argv[2], (d["chosen"]["step_seconds"], sys.argv[2], sys.argv[3])
+assert d["planned_peak_bytes"] > 0, d
+PYEOF
+  i=$((i + 1))
+done < "$dir/layouts"
+
+# The run summary sets the recorded prediction beside the measured step.
+"$oneflow" run "$dir/hand1.plan" --iters=3 > "$dir/run.out" 2>&1 || fail "run: $(cat "$dir/run.out")"
+grep -q "auto-parallel: predicted step [0-9.]* ms .*host terms: none), measured [0-9.]* ms (mean of 2 iterations after the first)" \
+  "$dir/run.out" || fail "no predicted-vs-measured line: $(cat "$dir/run.out")"
+
+# What it cannot price, refused naming the flag.
+expect_error() {  # expected text, then the flags
+  local expected="$1"
+  shift
+  if "$gpt" "$@" > "$dir/err.out" 2>&1; then fail "accepted: $*"; fi
+  grep -qF -- "$expected" "$dir/err.out" || fail "for $*: expected '$expected', got: $(cat "$dir/err.out")"
+}
+expect_error "--cp=2 is not in the cost model" --layers=2 --hidden=32 --heads=4 --seq=8 --batch=8 --vocab=64 \
+  --devices_per_node=2 --cp=2 --predict_step
+expect_error "drop --predict_step" "${model[@]}" --auto_parallel --predict_step
+echo PASS
