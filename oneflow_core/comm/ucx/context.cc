@@ -5,9 +5,11 @@
 
 #include <cstdarg>
 #include <cstdio>
+#include <cstdlib>
 
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
+#include "oneflow_core/comm/ucx/settings.h"
 
 namespace oneflow {
 namespace ucx_backend {
@@ -48,6 +50,14 @@ absl::StatusOr<ucp_context_h> SharedContext() {
       return new absl::StatusOr<ucp_context_h>(absl::UnavailableError(absl::StrCat(
           "UCX could not initialize: reading its configuration failed: ",
           ucs_status_string(status))));
+    }
+    // The backend's measured choices, under whatever the environment sets (settings.h).
+    const absl::Status chosen =
+        ApplyChosenUcxSettings(config, [](const char* name) { return std::getenv(name); });
+    if (!chosen.ok()) {
+      ucp_config_release(config);
+      return new absl::StatusOr<ucp_context_h>(
+          absl::UnavailableError(absl::StrCat("UCX could not initialize: ", chosen.message())));
     }
     ucp_params_t params = {};
     params.field_mask = UCP_PARAM_FIELD_FEATURES | UCP_PARAM_FIELD_MT_WORKERS_SHARED;
