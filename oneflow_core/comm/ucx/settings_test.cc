@@ -66,7 +66,7 @@ TEST_F(UcxSettingsTest, TheEnvironmentOverridesTheChoice) {
   ASSERT_EQ(ucp_config_read(nullptr, nullptr, &from_environment), UCS_OK);
   unsetenv("UCX_RNDV_THRESH");
   ASSERT_TRUE(ApplyChosenUcxSettings(from_environment, EnvironmentOf({{"UCX_RNDV_THRESH", "8k"}})).ok());
-  EXPECT_THAT(Printed(from_environment), ::testing::HasSubstr("UCX_RNDV_THRESH=8192\n"));
+  EXPECT_THAT(Printed(from_environment), ::testing::HasSubstr("UCX_RNDV_THRESH=8K\n"));
   ucp_config_release(from_environment);
 }
 
