@@ -35,7 +35,12 @@ absl::StatusOr<std::unique_ptr<Communicator>> NewUcxCommunicator(UcxGroupOptions
           "ucx", std::move(options)));
 }
 
-absl::Status UcxAvailable() { return ucx_backend::SharedContext().status(); }
+absl::Status UcxAvailable() {
+  // Both contexts: a group may need either (context.h).
+  absl::Status status = ucx_backend::SharedContext(ucx_backend::PeerPlacement::kAllOnOtherHosts).status();
+  if (status.ok()) status = ucx_backend::SharedContext(ucx_backend::PeerPlacement::kSomeOnThisHost).status();
+  return status;
+}
 
 std::string UcxSettingsInEffect() {
   return ucx_backend::UcxSettingsText([](const char* name) { return std::getenv(name); });

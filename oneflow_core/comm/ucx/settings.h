@@ -1,9 +1,10 @@
 // The UCX settings this backend chooses for itself, by measurement, and what a run used.
 //
 // UCX reads its configuration from UCX_* environment variables. The backend changes a few
-// of UCX's defaults in its context's configuration (context.cc) where a measurement on
-// the emulated hosts showed they cost the cross-node collectives time or CPU
-// (docs/benchmarks.md, "Toward the floor"); a variable set in the environment always
+// of UCX's defaults in the configuration of the context for groups whose peers are all on
+// other hosts (context.h; groups with a peer on this host keep UCX's defaults) where a
+// measurement on the emulated hosts showed they cost the cross-node collectives time or
+// CPU (docs/benchmarks.md, "UCX eager messages"); a variable set in the environment always
 // wins, so `UCX_RNDV_THRESH=auto oneflow launch ...` measures UCX's own default again.
 // The settings in effect are recorded in every multi-node run's metrics
 // (`transport_settings`), so two runs can be told apart.
