@@ -60,6 +60,10 @@ struct IterationMetrics {
   // A multi-node job's transport across nodes ("ucx", "gloo": oneflow_core/comm/transport.h);
   // empty in one process.
   std::string transport;
+  // The settings that transport ran with in this process when it has its own (UCX's
+  // measured defaults and environment overrides: oneflow_core/comm/ucx/settings.h); empty
+  // otherwise.
+  std::string transport_settings;
   // `oneflow launch` after recovering from a lost node, on the first line trained again
   // only: the recovery as a JSON object (tools/cli/launch_recovery.h, RecoveryJson).
   std::string recovery_json;
@@ -75,6 +79,8 @@ struct IterationMetrics {
 //   , "node_step_ms": {"0": 11.482, "1": 12.345}
 // and for a multi-node job, the transport of its cross-node groups:
 //   , "transport": "ucx"
+// and the settings it ran with, when it has any:
+//   , "transport_settings": "RNDV_THRESH=inf; TLS=tcp,self (environment)"
 // and on the first line after `oneflow launch` recovered from a lost node, last:
 //   , "recovery": {"cause": "daemon unreachable", "node": 1, "from": "disk", "iteration": 10, "seconds": 1.234}
 // rel_l2 is RelativeError() (4 significant digits; null when not finite: a NaN or Inf was

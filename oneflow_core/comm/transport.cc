@@ -11,6 +11,10 @@ absl::Status TransportAvailable(Transport transport) {
   return absl::OkStatus();  // Gloo's TCP needs nothing beyond the library this binary links
 }
 
+std::string TransportSettings(Transport transport) {
+  return transport == Transport::kUcx ? UcxSettingsInEffect() : std::string();
+}
+
 absl::StatusOr<std::unique_ptr<Communicator>> NewCrossProcessCommunicator(
     Transport transport, const CrossProcessGroupOptions& options) {
   if (transport == Transport::kGloo) {

@@ -25,6 +25,11 @@ namespace oneflow {
 // library failing to initialize).
 absl::Status TransportAvailable(Transport transport);
 
+// The settings `transport` runs with in this process, for a run's metrics: UCX's chosen
+// and overridden configuration (ucx/communicator.h, UcxSettingsInEffect); empty for Gloo,
+// which has none of its own.
+std::string TransportSettings(Transport transport);
+
 struct CrossProcessGroupOptions {
   std::string group_name;  // the same on every rank; unique in the job
   int64_t rank = 0;

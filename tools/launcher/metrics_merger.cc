@@ -37,6 +37,8 @@ std::vector<proto::IterationMetrics> MetricsMerger::Add(int64_t node, const prot
   if (partial.loss_node < 0 || node < partial.loss_node) {
     partial.loss_node = node;
     partial.loss = metrics.loss();
+    // Nodes may run with different environments: the line shows the lowest node's.
+    partial.transport_settings = metrics.transport_settings();
   }
   partial.step_ms = std::max(partial.step_ms, metrics.step_ms());
   partial.node_step_ms[node] = metrics.step_ms();
@@ -89,6 +91,7 @@ proto::IterationMetrics MetricsMerger::Merged(int64_t iteration, const Partial& 
   merged.set_loss(done.loss);
   merged.set_step_ms(done.step_ms);
   merged.set_transport(done.transport);
+  merged.set_transport_settings(done.transport_settings);
   merged.set_samples_per_s(done.step_ms > 0 ? static_cast<double>(batch_size_) * 1000.0 / done.step_ms : 0.0);
   for (const auto& [reporting_node, step_ms] : done.node_step_ms) (*merged.mutable_node_step_ms())[reporting_node] = step_ms;
   for (const auto& [codec, sum] : done.compression) *merged.add_compression() = sum;

@@ -65,6 +65,7 @@ class MetricsMerger {
     std::map<std::string, proto::CodecMetrics> compression;
     proto::SparseMetrics sparse;
     std::string transport;  // the nodes' (they agreed on one before training)
+    std::string transport_settings;  // the lowest reporting node's
   };
   proto::IterationMetrics Merged(int64_t iteration, const Partial& partial) const;
 

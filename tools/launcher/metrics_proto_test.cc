@@ -58,6 +58,26 @@ TEST(MetricsProtoTest, TransportRoundTripsAndEndsTheMergedLine) {
             "\"node_step_ms\": {\"0\": 10.000, \"1\": 10.000}, \"transport\": \"ucx\"}\n");
 }
 
+// The transport's settings travel beside it; the merged line carries the lowest node's
+// (nodes may run with different environments).
+TEST(MetricsProtoTest, TransportSettingsRoundTripAndTheLowestNodeNamesThem) {
+  actors::IterationMetrics m = NodeMetrics(0.01, 1.0, 100, 800);
+  m.compression.clear();
+  m.transport = "ucx";
+  m.transport_settings = "RNDV_THRESH=inf";
+  EXPECT_EQ(MetricsFromProto(MetricsToProto(m)).transport_settings, "RNDV_THRESH=inf");
+  actors::IterationMetrics overridden = m;
+  overridden.transport_settings = "RNDV_THRESH=auto (environment)";
+  MetricsMerger merger(/*reporting_nodes=*/{0, 1}, /*batch_size=*/32);
+  EXPECT_TRUE(merger.Add(1, MetricsToProto(overridden)).empty());
+  const std::vector<proto::IterationMetrics> merged = merger.Add(0, MetricsToProto(m));
+  ASSERT_EQ(merged.size(), 1u);
+  EXPECT_EQ(actors::MetricsJsonLine(MetricsFromProto(merged[0])),
+            "{\"iter\": 7, \"loss\": 1.25, \"step_ms\": 10.000, \"samples_per_s\": 3200.0, "
+            "\"node_step_ms\": {\"0\": 10.000, \"1\": 10.000}, \"transport\": \"ucx\", "
+            "\"transport_settings\": \"RNDV_THRESH=inf\"}\n");
+}
+
 // Row-sparse boxing bytes travel with the metrics and add up over nodes; a node without
 // row-sparse boxings sends none.
 TEST(MetricsProtoTest, SparseBytesRoundTripAndAddUp) {

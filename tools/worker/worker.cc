@@ -20,6 +20,7 @@
 #include "absl/synchronization/notification.h"
 #include "actors/flight_recorder.h"
 #include "actors/runtime.h"
+#include "oneflow_core/comm/transport.h"
 #include "oneflow_core/comm/gloo/failure.h"
 #include "plan/plan_verifier.h"
 #include "oneflow_core/status.h"
@@ -371,10 +372,15 @@ absl::Status RunWorker(const WorkerOptions& options) {
     iterations[device].store(completed, std::memory_order_relaxed);
     if (status_file) status_file->SetCompletedIterations(slot[device], completed);
   };
+  // Read once: the environment does not change during the run.
+  const std::string transport_settings = TransportSettings(options.transport);
   train.on_iteration = [&](const actors::IterationMetrics& iteration_metrics) {
     actors::IterationMetrics m = iteration_metrics;
     // Which transport the cross-node groups ran over, for comparing runs.
-    if (plan.cluster().num_nodes() > 1) m.transport = TransportName(options.transport);
+    if (plan.cluster().num_nodes() > 1) {
+      m.transport = TransportName(options.transport);
+      m.transport_settings = transport_settings;
+    }
     proto::JobEvent event;
     event.set_job_id(options.job_id);
     event.set_node_rank(options.node_rank);

@@ -1,10 +1,13 @@
 #include "oneflow_core/comm/ucx/communicator.h"
 
+#include <cstdlib>
+
 #include "absl/strings/str_cat.h"
 #include "oneflow_core/comm/gloo/mesh_communicator.h"
 #include "oneflow_core/comm/ucx/context.h"
 #include "oneflow_core/comm/ucx/exchange.h"
 #include "oneflow_core/comm/ucx/mesh.h"
+#include "oneflow_core/comm/ucx/settings.h"
 
 namespace oneflow {
 
@@ -32,6 +35,15 @@ absl::StatusOr<std::unique_ptr<Communicator>> NewUcxCommunicator(UcxGroupOptions
           "ucx", std::move(options)));
 }
 
-absl::Status UcxAvailable() { return ucx_backend::SharedContext().status(); }
+absl::Status UcxAvailable() {
+  // Both contexts: a group may need either (context.h).
+  absl::Status status = ucx_backend::SharedContext(ucx_backend::PeerPlacement::kAllOnOtherHosts).status();
+  if (status.ok()) status = ucx_backend::SharedContext(ucx_backend::PeerPlacement::kSomeOnThisHost).status();
+  return status;
+}
+
+std::string UcxSettingsInEffect() {
+  return ucx_backend::UcxSettingsText([](const char* name) { return std::getenv(name); });
+}
 
 }  // namespace oneflow

@@ -62,6 +62,10 @@ absl::StatusOr<std::unique_ptr<Communicator>> NewUcxCommunicator(UcxGroupOptions
 // UCX's reason. For the launcher's check that every node has the transport it was asked for.
 absl::Status UcxAvailable();
 
+// The UCX settings this process's groups run with (ucx/settings.h): the backend's own
+// choices and what the environment set instead, e.g. "RNDV_THRESH=inf". For run metrics.
+std::string UcxSettingsInEffect();
+
 }  // namespace oneflow
 
 #endif  // ONEFLOW_CORE_COMM_UCX_COMMUNICATOR_H_

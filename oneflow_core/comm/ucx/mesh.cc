@@ -16,6 +16,7 @@
 #include "oneflow_core/comm/collective_arguments.h"
 #include "oneflow_core/comm/gloo/store_adapter.h"
 #include "oneflow_core/comm/ucx/context.h"
+#include "oneflow_core/comm/ucx/process_record.h"
 
 namespace oneflow {
 namespace ucx_backend {
@@ -27,26 +28,6 @@ constexpr absl::Duration kRecordGrace = absl::Milliseconds(500);
 constexpr absl::Duration kCheckInterval = absl::Milliseconds(5);
 // Closing endpoints is local (forced): bound the progress it needs.
 constexpr absl::Duration kCloseBound = absl::Seconds(1);
-
-std::string FirstLine(const std::string& path) {
-  std::ifstream file(path);
-  std::string line;
-  std::getline(file, line);
-  return line;
-}
-
-// Processes with the same boot id and pid namespace can see each other's pids: kill(pid, 0)
-// then tells whether a peer still runs.
-const std::string& ProcessSpace() {
-  static const std::string* space = [] {
-    char namespace_link[128] = {};
-    const ssize_t length =
-        readlink("/proc/self/ns/pid", namespace_link, sizeof(namespace_link) - 1);
-    return new std::string(absl::StrCat(FirstLine("/proc/sys/kernel/random/boot_id"), "/",
-                                        length > 0 ? namespace_link : "unknown"));
-  }();
-  return *space;
-}
 
 // Whether process `pid` (one this process can see) has ended: gone, or a zombie its
 // parent has not reaped yet (kill(pid, 0) still succeeds on those).
@@ -239,8 +220,21 @@ absl::Status Mesh::JoinGroup(absl::Time deadline, absl::Duration timeout,
     Fail(Failure{Failure::Source::kThisRank, rank(), status.code(), std::string(status.message())});
     return status;
   };
+  KeyValueStore& store = *options_.store;
+  if (absl::Status status = store.Set(Key(absl::StrCat("ucx/process/", rank())), ProcessRecord()); !status.ok()) {
+    return fail(absl::UnavailableError(
+        absl::StrCat(prefix, ": connecting: cannot write to the rendezvous store: ", status.message())));
+  }
+  if (absl::Status peers = AwaitPeers("process", deadline, timeout, prefix); !peers.ok()) return peers;
   if (worker_ == nullptr) {
-    const absl::StatusOr<ucp_context_h> context = SharedContext();
+    // Which context: are any peers on this host (context.h)?
+    PeerPlacement placement = PeerPlacement::kAllOnOtherHosts;
+    for (int64_t peer = 0; peer < size(); ++peer) {
+      if (peer == rank()) continue;
+      const absl::StatusOr<std::string> record = store.Get(Key(absl::StrCat("ucx/process/", peer)));
+      if (record.ok() && ReadProcessRecord(*record).same_host) placement = PeerPlacement::kSomeOnThisHost;
+    }
+    const absl::StatusOr<ucp_context_h> context = SharedContext(placement);
     if (!context.ok()) {
       return fail(absl::UnavailableError(
           absl::StrCat(prefix, ": connecting: ", context.status().message())));
@@ -269,17 +263,23 @@ absl::Status Mesh::JoinGroup(absl::Time deadline, absl::Duration timeout,
       absl::string_view(reinterpret_cast<const char*>(address), address_length));
   ucp_worker_release_address(worker_, address);
 
-  KeyValueStore& store = *options_.store;
-  absl::Status status = store.Set(Key(absl::StrCat("ucx/process/", rank())),
-                                  absl::StrCat(ProcessSpace(), "\n", getpid()));
-  if (status.ok()) status = store.Set(Key(absl::StrCat("ucx/address/", rank())), hex);
-  if (!status.ok()) {
+  if (absl::Status status = store.Set(Key(absl::StrCat("ucx/address/", rank())), hex); !status.ok()) {
     return fail(absl::UnavailableError(absl::StrCat(
         prefix, ": connecting: cannot write to the rendezvous store: ", status.message())));
   }
+  return AwaitPeers("address", deadline, timeout, prefix);
+}
+
+absl::Status Mesh::AwaitPeers(const std::string& kind, absl::Time deadline, absl::Duration timeout,
+                              const std::string& prefix) {
+  auto fail = [&](absl::Status status) {
+    Fail(Failure{Failure::Source::kThisRank, rank(), status.code(), std::string(status.message())});
+    return status;
+  };
+  KeyValueStore& store = *options_.store;
   std::vector<std::string> keys;
   for (int64_t peer = 0; peer < size(); ++peer) {
-    keys.push_back(Key(absl::StrCat("ucx/address/", peer)));
+    keys.push_back(Key(absl::StrCat("ucx/", kind, "/", peer)));
   }
   absl::Status joined = StopConnecting();
   if (joined.ok()) {
@@ -327,12 +327,8 @@ absl::Status Mesh::CreateEndpoints(const std::string& prefix) {
     const absl::StatusOr<std::string> process =
         options_.store->Get(Key(absl::StrCat("ucx/process/", peer)));
     if (process.ok()) {
-      const std::vector<std::string> parts = absl::StrSplit(*process, '\n');
-      int64_t pid = 0;
-      if (parts.size() == 2 && parts[0] == ProcessSpace() && absl::SimpleAtoi(parts[1], &pid) &&
-          pid != getpid()) {
-        local_pids_[peer] = pid;
-      }
+      const int64_t pid = ReadProcessRecord(*process).visible_pid;
+      if (pid != getpid()) local_pids_[peer] = pid;
     }
   }
   return absl::OkStatus();

@@ -1,11 +1,13 @@
 // One rank's UCX worker and endpoints for a group, and the group's failure as this rank
 // knows it (the UCX counterpart of gloo/mesh.h; the same Failure and records).
 //
-// Connecting (lazily, on the first call, on the calling thread): the rank creates its
-// worker, publishes "<group>/ucx/address/<rank>" (its worker address, hex) and
-// "<group>/ucx/process/<rank>" (host identity and process id), waits for every rank's
-// address (a missing rank is named: "waited 1s for rank 3 to join the group"), and creates
-// one endpoint per peer. UCX wires the endpoints up on their first message.
+// Connecting (lazily, on the first call, on the calling thread): the rank publishes
+// "<group>/ucx/process/<rank>" (host identity, process id, network namespace) and waits for
+// every rank's; creates its worker from the context for where its peers are (context.h:
+// any on this host or none), publishes "<group>/ucx/address/<rank>" (its worker address,
+// hex), waits for every rank's address (a missing rank is named: "waited 1s for rank 3 to
+// join the group"), and creates one endpoint per peer. UCX wires the endpoints up on their
+// first message.
 //
 // Failing: the first failure wins. Fail() records it in the store, "<group>/failure/<rank>"
 // and "<group>/failed" = rank, and sets a flag the waits of this rank's call poll, so it is
@@ -120,6 +122,9 @@ class Mesh {
   std::optional<Failure> ReadRecord(const std::vector<int64_t>& ranks, absl::Duration grace);
   void WriteRecord(const Failure& failure);
   absl::Status JoinGroup(absl::Time deadline, absl::Duration timeout, const std::string& prefix);
+  // Waits for every rank's "<group>/ucx/<kind>/<rank>" key, naming the missing ranks.
+  absl::Status AwaitPeers(const std::string& kind, absl::Time deadline, absl::Duration timeout,
+                          const std::string& prefix);
   absl::Status CreateEndpoints(const std::string& prefix);
   void CloseEndpoints();
 
