@@ -91,6 +91,42 @@ int64_t PlannedPeak(const proto::Plan& plan) {
 
 }  // namespace
 
+absl::StatusOr<int64_t> CountActsOfLayoutFamilies(const JobBuilder& build, const ParallelFlags& cluster,
+                                                  const CompileSettings& settings, int64_t max_micro_batches,
+                                                  auto_parallel::ModelProfile* profile) {
+  std::vector<proto::AutoParallelLayout> probes;
+  for (const proto::AutoParallelLayout& layout :
+       auto_parallel::EnumerateLayouts(*profile, cluster.nodes * cluster.devices_per_node, max_micro_batches)) {
+    const proto::AutoParallelLayout probe = auto_parallel::ActFamilyProbe(layout);
+    const std::string name = auto_parallel::LayoutName(probe);
+    bool known = false;
+    for (const proto::AutoParallelLayout& other : probes) known = known || auto_parallel::LayoutName(other) == name;
+    if (!known) probes.push_back(probe);
+  }
+  CompileSettings probe_settings = settings;
+  probe_settings.recompute = "none";
+  int64_t counted = 0;
+  for (const proto::AutoParallelLayout& probe : probes) {
+    // The probe's devices on one node with the cluster's links (its plan's actors, not
+    // its times, are what is counted).
+    ParallelFlags flags = FlagsFor(cluster, probe);
+    flags.nodes = 1;
+    flags.devices_per_node = probe.dp() * probe.tp();
+    absl::StatusOr<ParallelLayout> layout = ParallelLayout::Create(flags);
+    if (!layout.ok()) continue;
+    absl::StatusOr<proto::Job> job = build(*layout);
+    if (!job.ok()) continue;
+    std::string dump;
+    absl::StatusOr<CompileOptions> options = CompileOptionsFor(*layout, probe_settings, &dump);
+    if (!options.ok()) continue;
+    absl::StatusOr<proto::Plan> plan = Compile(*job, *options);
+    if (!plan.ok()) continue;
+    OF_RETURN_IF_ERROR(auto_parallel::CountLayoutActs(*plan, probe, profile));
+    ++counted;
+  }
+  return counted;
+}
+
 absl::StatusOr<AutoParallelResult> AutoParallelCompile(const JobBuilder& build, const AutoParallelRequest& request) {
   const auto search_start = std::chrono::steady_clock::now();
   OF_ASSIGN_OR_RETURN(Probe probe, Profile(build, request.cluster));
@@ -131,6 +167,11 @@ absl::StatusOr<AutoParallelResult> AutoParallelCompile(const JobBuilder& build, 
                                        probe_plan.status().message()));
     }
     OF_RETURN_IF_ERROR(auto_parallel::CountActs(*probe_plan, &profile));
+    // Layouts of other families run other actors (dp's gradient sync, ZeRO's collectives
+    // and copies, the micro-batches' accumulators): each family's acts from its own probe.
+    OF_RETURN_IF_ERROR(
+        CountActsOfLayoutFamilies(build, request.cluster, request.settings, request.max_micro_batches, &profile)
+            .status());
   }
   OF_ASSIGN_OR_RETURN(const auto_parallel::SearchResult result, auto_parallel::Search(profile, options));
   AutoParallelResult out;
