@@ -261,6 +261,13 @@ absl::Status RunCluster(const examples::GptConfig& config, int64_t devices) {
   auto_parallel::PriceOptions one = calibrated.price;
   one.cluster.set_devices_per_node(1);
   one.cluster.set_num_nodes(1);
+  // Priced on a core of its own: the scale compares the kernels with the run's CPU time,
+  // which no share of the cores stretches. (With the calibration's share, 0.42 here, the
+  // prediction was the kernels over that share, so every rate came out 1 / share too fast
+  // and the sweep's CPU demand about half its measured CPU time: run 14 of
+  // docs/auto_parallel.md.)
+  one.host_cores = 0;
+  one.host_core_share = 0;
   OF_ASSIGN_OR_RETURN(const proto::AutoParallelPrediction with_acts, auto_parallel::PriceLayout(profile, one, single));
   one.act_seconds = 0;
   OF_ASSIGN_OR_RETURN(const proto::AutoParallelPrediction kernels_only,
