@@ -37,7 +37,7 @@ namespace oneflow::auto_parallel {
 //                    waited (4 ranks of a collective on 2 loaded cores: 113-153 ms of wall
 //                    for 21 ms of CPU, where the other references got 1-1.5 cores) says
 //                    nothing about the share, and the ratio of sums weighs it most
-//                    (run 14 of docs/auto_parallel.md: 0.29 cores, every prediction ~4x long).
+//                    (run 15 of docs/auto_parallel.md: 0.29 cores, every prediction ~4x long).
 struct RunSample {
   double cpu_seconds = 0;   // the process's CPU time in one step (every thread)
   double wall_seconds = 0;  // the step
