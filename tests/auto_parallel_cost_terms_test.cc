@@ -170,13 +170,19 @@ TEST(AutoParallelCostTermsTest, TheDevicesComputeOverTheShareOfTheCoresTheProces
 TEST(AutoParallelCostTermsTest, SharedHostTermsAreTheExtraCpuPerExtraActAndCpuOverWall) {
   // One micro-batch: 40 ms of wall, 48 ms of process CPU, 2000 acts; two: 60 ms of wall,
   // 78 ms of CPU, 4000 acts (the same kernels) on 2 cores: (78 - 48) ms / 2000 = 15 us per
-  // act, (48 + 78) / (40 + 60) = 1.26 cores.
+  // act, the median of 48 / 40 and 78 / 60 = 1.25 cores.
   const auto_parallel::RunSample one{0.048, 0.040, 2000};
   const auto_parallel::RunSample two{0.078, 0.060, 4000};
   absl::StatusOr<auto_parallel::SharedHostTerms> terms = auto_parallel::FitSharedHostTerms({one, two}, 2);
   ASSERT_TRUE(terms.ok()) << terms.status();
   EXPECT_NEAR(terms->act_seconds, 15e-6, 1e-15);
-  EXPECT_NEAR(terms->host_core_share, 1.26, 1e-12);
+  EXPECT_NEAR(terms->host_core_share, 1.25, 1e-12);
+  // A third run whose threads mostly waited (150 ms of wall for 20 ms of CPU) does not
+  // set the share: the median 1.2, where the sums' ratio would be 146 / 250 = 0.58.
+  absl::StatusOr<auto_parallel::SharedHostTerms> with_stall =
+      auto_parallel::FitSharedHostTerms({one, two, {0.020, 0.150, 2000, 1}}, 2);
+  ASSERT_TRUE(with_stall.ok()) << with_stall.status();
+  EXPECT_NEAR(with_stall->host_core_share, 1.2, 1e-12);
   EXPECT_EQ(terms->slopes, 1);
   // CPU over wall above the cores is capped at them; less CPU with more acts leaves acts free.
   terms = auto_parallel::FitSharedHostTerms({{0.2, 0.05, 2000}, {0.1, 0.05, 4000}}, 2);

@@ -1,10 +1,14 @@
 #include "compiler/auto_parallel/act_count.h"
 
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "absl/container/flat_hash_map.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/string_view.h"
+#include "compiler/auto_parallel/candidate.h"
+#include "oneflow_core/status.h"
 
 namespace oneflow::auto_parallel {
 namespace {
@@ -29,53 +33,110 @@ bool RunsPerIteration(const proto::ActorDef& actor, absl::string_view op) {
          op.find("_update/") != absl::string_view::npos;
 }
 
-}  // namespace
-
-absl::Status CountActs(const proto::Plan& probe_plan, ModelProfile* profile) {
-  if (probe_plan.devices().empty() || probe_plan.devices(0).actors().empty()) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("the probe plan of '", profile->job_name, "' has no actor to count on its first device"));
-  }
+// Every unit's acts on the first device of `plan` (checked to have one with actors).
+std::vector<UnitActs> CountUnitActs(const proto::Plan& plan, const ModelProfile& profile) {
+  std::vector<UnitActs> counts(profile.units.size());
   absl::flat_hash_map<std::string, size_t> unit_of_op;
-  for (size_t u = 0; u < profile->units.size(); ++u) {
-    profile->units[u].acts_per_micro_batch = 0;
-    profile->units[u].acts_per_iteration = 0;
-    for (const std::string& op : profile->units[u].op_names) unit_of_op.emplace(op, u);
+  for (size_t u = 0; u < profile.units.size(); ++u) {
+    for (const std::string& op : profile.units[u].op_names) unit_of_op.emplace(op, u);
   }
   // Per-iteration actors outside any unit (a variable's own actor, named after the
   // variable): spread over the units by their trainable variables below.
   int64_t unplaced_per_iteration = 0;
-  for (const proto::ActorDef& actor : probe_plan.devices(0).actors()) {
-    const std::string op = OpOf(probe_plan, actor);
+  for (const proto::ActorDef& actor : plan.devices(0).actors()) {
+    const std::string op = OpOf(plan, actor);
     const bool per_iteration = RunsPerIteration(actor, op);
     auto it = unit_of_op.find(ForwardOp(op));
     if (it == unit_of_op.end()) {
       if (per_iteration) {
         ++unplaced_per_iteration;
-      } else if (!profile->units.empty()) {
-        ++profile->units.front().acts_per_micro_batch;
+      } else if (!counts.empty()) {
+        ++counts.front().per_micro_batch;
       }
       continue;
     }
-    ProfileUnit& unit = profile->units[it->second];
-    ++(per_iteration ? unit.acts_per_iteration : unit.acts_per_micro_batch);
+    UnitActs& unit = counts[it->second];
+    ++(per_iteration ? unit.per_iteration : unit.per_micro_batch);
   }
   int64_t tensors = 0;
-  for (const ProfileUnit& unit : profile->units) tensors += unit.parameter_tensors;
+  for (const ProfileUnit& unit : profile.units) tensors += unit.parameter_tensors;
   // Whole acts per variable tensor (the same count for every tensor: a variable and its
   // update), the remainder to the first unit with variables.
   const int64_t each = tensors > 0 ? unplaced_per_iteration / tensors : 0;
   int64_t remainder = unplaced_per_iteration - each * tensors;
-  for (ProfileUnit& unit : profile->units) {
-    unit.acts_per_iteration += each * unit.parameter_tensors;
-    if (remainder > 0 && unit.parameter_tensors > 0) {
-      unit.acts_per_iteration += remainder;
+  for (size_t u = 0; u < profile.units.size(); ++u) {
+    counts[u].per_iteration += each * profile.units[u].parameter_tensors;
+    if (remainder > 0 && profile.units[u].parameter_tensors > 0) {
+      counts[u].per_iteration += remainder;
       remainder = 0;
     }
   }
-  if (remainder > 0 && !profile->units.empty()) profile->units.front().acts_per_iteration += remainder;
+  if (remainder > 0 && !counts.empty()) counts.front().per_iteration += remainder;
+  return counts;
+}
+
+absl::Status CheckHasActors(const proto::Plan& plan, const ModelProfile& profile, absl::string_view which) {
+  if (plan.devices().empty() || plan.devices(0).actors().empty()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("the ", which, " plan of '", profile.job_name, "' has no actor to count on its first device"));
+  }
+  return absl::OkStatus();
+}
+
+bool SameLayout(const proto::AutoParallelLayout& a, const proto::AutoParallelLayout& b) {
+  return a.dp() == b.dp() && a.tp() == b.tp() && a.pp() == b.pp() && a.micro_batches() == b.micro_batches() &&
+         a.zero() == b.zero() && a.recompute() == b.recompute();
+}
+
+}  // namespace
+
+absl::Status CountActs(const proto::Plan& probe_plan, ModelProfile* profile) {
+  OF_RETURN_IF_ERROR(CheckHasActors(probe_plan, *profile, "probe"));
+  const std::vector<UnitActs> counts = CountUnitActs(probe_plan, *profile);
+  for (size_t u = 0; u < profile->units.size(); ++u) {
+    profile->units[u].acts_per_micro_batch = counts[u].per_micro_batch;
+    profile->units[u].acts_per_iteration = counts[u].per_iteration;
+  }
   profile->acts_counted = true;
   return absl::OkStatus();
+}
+
+proto::AutoParallelLayout ActFamilyProbe(const proto::AutoParallelLayout& layout) {
+  proto::AutoParallelLayout probe;
+  probe.set_dp(layout.dp() > 1 ? 2 : 1);
+  probe.set_tp(layout.tp() > 1 ? 2 : 1);
+  probe.set_pp(1);
+  probe.set_micro_batches(layout.micro_batches() > 1 ? 2 : 1);
+  probe.set_zero(layout.dp() > 1 ? layout.zero() : 0);
+  probe.set_recompute(proto::RECOMPUTE_NONE);
+  return probe;
+}
+
+absl::Status CountLayoutActs(const proto::Plan& plan, const proto::AutoParallelLayout& probe, ModelProfile* profile) {
+  if (!SameLayout(ActFamilyProbe(probe), probe)) {
+    return absl::InvalidArgumentError(absl::StrCat(LayoutName(probe), " is no family probe; its family's is ",
+                                                   LayoutName(ActFamilyProbe(probe))));
+  }
+  OF_RETURN_IF_ERROR(CheckHasActors(plan, *profile, LayoutName(probe)));
+  LayoutActs counted;
+  counted.probe = probe;
+  counted.units = CountUnitActs(plan, *profile);
+  for (LayoutActs& family : profile->layout_acts) {
+    if (SameLayout(family.probe, probe)) {
+      family = std::move(counted);
+      return absl::OkStatus();
+    }
+  }
+  profile->layout_acts.push_back(std::move(counted));
+  return absl::OkStatus();
+}
+
+UnitActs ActsOf(const ModelProfile& profile, size_t unit, const proto::AutoParallelLayout& layout) {
+  const proto::AutoParallelLayout probe = ActFamilyProbe(layout);
+  for (const LayoutActs& family : profile.layout_acts) {
+    if (SameLayout(family.probe, probe) && unit < family.units.size()) return family.units[unit];
+  }
+  return UnitActs{profile.units[unit].acts_per_micro_batch, profile.units[unit].acts_per_iteration};
 }
 
 }  // namespace oneflow::auto_parallel

@@ -10,6 +10,8 @@
 #ifndef COMPILER_AUTO_PARALLEL_ACT_COUNT_H_
 #define COMPILER_AUTO_PARALLEL_ACT_COUNT_H_
 
+#include <cstddef>
+
 #include "absl/status/status.h"
 #include "compiler/auto_parallel/model_profile.h"
 #include "proto/plan.pb.h"
@@ -21,6 +23,25 @@ namespace oneflow::auto_parallel {
 // every unit), and profile->acts_counted. INVALID_ARGUMENT when the plan has no device or
 // its first device has no actor.
 absl::Status CountActs(const proto::Plan& probe_plan, ModelProfile* profile);
+
+// The probe layout of `layout`'s family: the smallest layout whose plan has the actors
+// every unit has in `layout`'s plan: dp 2 when dp > 1 (with its ZeRO stage), tp 2 when
+// tp > 1, 2 micro-batches when it has more than one (the gradient accumulators, and the
+// per-iteration marks that tell the acts of a variable's copies from a micro-batch's), one
+// stage, no recomputation. (The pipeline's sends and receives and recomputation's re-run
+// acts are not a family: pp and recompute keep the family of the layout without them.)
+proto::AutoParallelLayout ActFamilyProbe(const proto::AutoParallelLayout& layout);
+
+// Counts the acts of every unit on the first device of `plan`, the model compiled for
+// `probe` (an ActFamilyProbe), as CountActs maps actors to units, into
+// profile->layout_acts (replacing the family's earlier count). INVALID_ARGUMENT when
+// `probe` is no family probe, or the plan has no device or its first device no actor.
+absl::Status CountLayoutActs(const proto::Plan& plan, const proto::AutoParallelLayout& probe, ModelProfile* profile);
+
+// The acts of unit `unit` on one device in `layout`: its family's count when
+// CountLayoutActs counted it, else the unit's acts_per_micro_batch and
+// acts_per_iteration (CountActs' probe plan).
+UnitActs ActsOf(const ModelProfile& profile, size_t unit, const proto::AutoParallelLayout& layout);
 
 }  // namespace oneflow::auto_parallel
 

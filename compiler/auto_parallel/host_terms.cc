@@ -6,17 +6,25 @@
 #include "absl/strings/str_format.h"
 
 namespace oneflow::auto_parallel {
+namespace {
+
+double Median(std::vector<double> values) {
+  std::sort(values.begin(), values.end());
+  const size_t n = values.size();
+  return n % 2 == 1 ? values[n / 2] : 0.5 * (values[n / 2 - 1] + values[n / 2]);
+}
+
+}  // namespace
 
 absl::StatusOr<SharedHostTerms> FitSharedHostTerms(const std::vector<RunSample>& runs, int64_t host_cores) {
-  double cpu = 0, wall = 0;
+  std::vector<double> shares;
   for (const RunSample& run : runs) {
     if (!(run.cpu_seconds > 0) || !(run.wall_seconds > 0)) {
       return absl::InvalidArgumentError(absl::StrFormat(
           "shared-host terms need positive CPU and wall times, not %g s of CPU in a %g s step", run.cpu_seconds,
           run.wall_seconds));
     }
-    cpu += run.cpu_seconds;
-    wall += run.wall_seconds;
+    shares.push_back(run.cpu_seconds / run.wall_seconds);
   }
   if (host_cores < 1) {
     return absl::InvalidArgumentError(absl::StrFormat("shared-host terms need host cores >= 1, not %d", host_cores));
@@ -32,13 +40,10 @@ absl::StatusOr<SharedHostTerms> FitSharedHostTerms(const std::vector<RunSample>&
     return absl::InvalidArgumentError(absl::StrFormat(
         "shared-host terms need two runs of one reference with other act counts; %d runs give none", runs.size()));
   }
-  std::sort(slopes.begin(), slopes.end());
-  const size_t n = slopes.size();
-  const double median = n % 2 == 1 ? slopes[n / 2] : 0.5 * (slopes[n / 2 - 1] + slopes[n / 2]);
   SharedHostTerms terms;
-  terms.act_seconds = std::max(0.0, median);
-  terms.host_core_share = std::clamp(cpu / wall, 1e-3, static_cast<double>(host_cores));
-  terms.slopes = static_cast<int64_t>(n);
+  terms.act_seconds = std::max(0.0, Median(slopes));
+  terms.host_core_share = std::clamp(Median(shares), 1e-3, static_cast<double>(host_cores));
+  terms.slopes = static_cast<int64_t>(slopes.size());
   return terms;
 }
 

@@ -31,8 +31,13 @@ namespace oneflow::auto_parallel {
 //                    What an act costs the host's cores when its threads sleep and wake
 //                    between kernels (far above an act of nanosecond kernels, whose
 //                    threads keep spinning).
-//   host_core_share  every run's process CPU time over its wall time, summed: the cores
-//                    the process obtains, at most host_cores (other programs take the rest)
+//   host_core_share  the median of the runs' process CPU time over wall time: the cores
+//                    the process obtains, at most host_cores (other programs take the
+//                    rest). A median, not the sums' ratio: a run whose threads mostly
+//                    waited (4 ranks of a collective on 2 loaded cores: 113-153 ms of wall
+//                    for 21 ms of CPU, where the other references got 1-1.5 cores) says
+//                    nothing about the share, and the ratio of sums weighs it most
+//                    (run 15 of docs/auto_parallel.md: 0.29 cores, every prediction ~4x long).
 struct RunSample {
   double cpu_seconds = 0;   // the process's CPU time in one step (every thread)
   double wall_seconds = 0;  // the step

@@ -18,6 +18,7 @@
 
 #include "absl/status/statusor.h"
 #include "proto/job.pb.h"
+#include "proto/plan.pb.h"
 
 namespace oneflow::auto_parallel {
 
@@ -73,6 +74,21 @@ struct ProfileUnit {
   int64_t acts_per_iteration = 0;
 };
 
+// The acts one device runs for one unit in a plan (act_count.h).
+struct UnitActs {
+  int64_t per_micro_batch = 0;
+  int64_t per_iteration = 0;
+};
+
+// Every unit's acts in the plan of one family of layouts (act_count.h ActFamilyProbe):
+// layouts whose plans differ from each other's in the actors each unit has. Tensor
+// parallelism adds Megatron's boxings, data parallelism the gradient sync, each ZeRO stage
+// its own collectives and copies, micro-batches the gradient accumulators.
+struct LayoutActs {
+  proto::AutoParallelLayout probe;  // the family's probe layout (ActFamilyProbe)
+  std::vector<UnitActs> units;      // indexed like ModelProfile::units
+};
+
 struct ModelProfile {
   std::string job_name;
   std::vector<ProfileUnit> units;
@@ -92,6 +108,9 @@ struct ModelProfile {
   int64_t distinct_units = 0;
   // Whether CountActs filled the units' acts (the cost model prices acts only then).
   bool acts_counted = false;
+  // The acts of the families CountLayoutActs counted; a layout of another family is
+  // priced with the units' acts_per_micro_batch and acts_per_iteration.
+  std::vector<LayoutActs> layout_acts;
 };
 
 // The profile of `job`, built for a probe layout of `probe_tp` tensor-parallel devices

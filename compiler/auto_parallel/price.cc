@@ -7,9 +7,11 @@
 #include "absl/container/flat_hash_map.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "compiler/auto_parallel/act_count.h"
 #include "compiler/auto_parallel/candidate.h"
 #include "compiler/auto_parallel/edge_price_cache.h"
 #include "compiler/compiler.h"
+#include "compiler/passes/gradient_bucketing_pass.h"
 #include "oneflow_core/placement.h"
 #include "oneflow_core/status.h"
 #include "sbp/boxing.h"
@@ -28,6 +30,9 @@ struct UnitCost {
   int64_t parameter_tensors = 0;
   double kept_bytes = 0;       // activations kept for backward, one micro-batch
   double iteration_act_seconds = 0;  // per-iteration acts (variables, optimizer updates)
+  // The acts priced: one device's per micro-batch and per iteration.
+  double micro_batch_acts = 0;
+  double iteration_acts = 0;
 };
 
 class Pricer {
@@ -53,7 +58,9 @@ class Pricer {
     int64_t stageable = 0;
     int64_t stage = 0;
     absl::flat_hash_map<std::string, UnitCost> priced;
-    for (const ProfileUnit& unit : profile_.units) {
+    for (size_t u = 0; u < profile_.units.size(); ++u) {
+      const ProfileUnit& unit = profile_.units[u];
+      const UnitActs acts = ActsOf(profile_, u, layout_);
       if (unit.stageable) {
         const int64_t next = ((stageable + 1) * pp - 1) / profile_.stageable_units;
         if (next != stage) cut_bytes[next] = unit.input_bytes;
@@ -64,12 +71,12 @@ class Pricer {
       // (Units of one signature may differ in their acts: the last block hands its output
       // to the epilogue.)
       const std::string key = options_.share_repeated_units
-                                  ? absl::StrCat(stage, "|", unit.acts_per_micro_batch, "|", unit.acts_per_iteration,
-                                                 "|", unit.signature)
+                                  ? absl::StrCat(stage, "|", acts.per_micro_batch, "|", acts.per_iteration, "|",
+                                                 unit.signature)
                                   : absl::StrCat(priced.size());
       auto [it, inserted] = priced.try_emplace(key);
       if (inserted) {
-        OF_ASSIGN_OR_RETURN(it->second, PriceUnit(unit, stage));
+        OF_ASSIGN_OR_RETURN(it->second, PriceUnit(unit, acts, stage));
       }
       const UnitCost& cost = it->second;
       UnitCost& total = stages[stage];
@@ -80,6 +87,8 @@ class Pricer {
       total.parameter_tensors += cost.parameter_tensors;
       total.kept_bytes += cost.kept_bytes;
       total.iteration_act_seconds += cost.iteration_act_seconds;
+      total.micro_batch_acts += cost.micro_batch_acts;
+      total.iteration_acts += cost.iteration_acts;
       largest_parameters[stage] = std::max(largest_parameters[stage], cost.parameter_bytes);
     }
     proto::AutoParallelPrediction prediction;
@@ -87,6 +96,7 @@ class Pricer {
     double slowest_micro_batch = -1;
     int64_t peak = 0;
     double all_devices_compute = 0;  // every device's compute seconds of one iteration
+    double all_devices_acts = 0;
     for (int64_t s = 0; s < pp; ++s) {
       const UnitCost& cost = stages[s];
       // Pipeline receives (the sender does not wait): the activation into this stage and
@@ -106,11 +116,13 @@ class Pricer {
           cost.iteration_act_seconds;
       all_devices_compute += static_cast<double>(layout_.dp() * layout_.tp()) *
                              (micro_batches * cost.compute_seconds + optimizer_seconds);
+      all_devices_acts += static_cast<double>(layout_.dp() * layout_.tp()) *
+                          (micro_batches * cost.micro_batch_acts + cost.iteration_acts);
       // The last micro-batch's backward hides the gradient sync but its last bucket.
-      const double bucket_bytes = options_.bucket_mb * 1024 * 1024;
-      const double tail = cost.parameter_bytes <= 0 || bucket_bytes <= 0
+      const GradientBuckets buckets = BucketsOf(cost);
+      const double tail = cost.parameter_bytes <= 0 || buckets.count <= 1 || options_.bucket_mb <= 0
                               ? 1.0
-                              : std::min(1.0, bucket_bytes / cost.parameter_bytes);
+                              : buckets.last_bytes / cost.parameter_bytes;
       const double exposed_dp = std::max(dp_seconds - cost.backward_seconds, dp_seconds * tail);
       // ZeRO-3 prefetches the next gather while the current block computes.
       const double exposed_gathers = std::max(0.0, zero3_gathers - micro_batches * cost.compute_seconds);
@@ -130,6 +142,7 @@ class Pricer {
       peak = std::max(peak, static_cast<int64_t>(parameters + gradients + state + activations));
     }
     prediction.set_peak_bytes(peak);
+    if (profile_.acts_counted) prediction.set_acts_per_iteration(static_cast<int64_t>(std::llround(all_devices_acts)));
     // The units' tp edges, then each stage's data-parallel collectives.
     for (proto::AutoParallelEdge& edge : edges_) *prediction.add_edges() = std::move(edge);
     if (options_.host_cores > 0) {
@@ -278,7 +291,7 @@ class Pricer {
     return Summarize(plan);
   }
 
-  absl::StatusOr<UnitCost> PriceUnit(const ProfileUnit& unit, int64_t stage) {
+  absl::StatusOr<UnitCost> PriceUnit(const ProfileUnit& unit, const UnitActs& unit_acts, int64_t stage) {
     const double tp = static_cast<double>(layout_.tp());
     const double rows = RowFraction();
     auto seconds = [&](double flops, double tp_flops, double bytes, double tp_bytes) {
@@ -320,12 +333,15 @@ class Pricer {
       backward_tp += forward_tp;  // the re-run forward all-reduces again
       cost.kept_bytes = unit.input_bytes * rows;
     }
-    // The runtime's fixed cost per act (counted in the probe plan, which recomputes
-    // nothing: full recomputation runs the unit's forward acts again).
-    double acts = static_cast<double>(unit.acts_per_micro_batch);
+    // The runtime's fixed cost per act (counted in the plan of the layout's family,
+    // act_count.h, which recomputes nothing: full recomputation runs the unit's forward
+    // acts again).
+    double acts = static_cast<double>(unit_acts.per_micro_batch);
     if (recomputed > 0 && layout_.recompute() == proto::RECOMPUTE_FULL) acts += unit.op_names.size();
     const double act_seconds = profile_.acts_counted ? options_.act_seconds : 0;
-    cost.iteration_act_seconds = act_seconds * static_cast<double>(unit.acts_per_iteration);
+    cost.iteration_act_seconds = act_seconds * static_cast<double>(unit_acts.per_iteration);
+    cost.micro_batch_acts = acts;
+    cost.iteration_acts = static_cast<double>(unit_acts.per_iteration);
     cost.backward_seconds = 2 * forward + recomputed;
     const double overhead = act_seconds * acts;
     cost.compute_seconds = forward + cost.backward_seconds + overhead;
@@ -333,6 +349,36 @@ class Pricer {
     cost.parameter_bytes = unit.parameter_bytes - unit.tp_parameter_bytes + unit.tp_parameter_bytes / tp;
     cost.parameter_tensors = unit.parameter_tensors;
     return cost;
+  }
+
+  // The gradient buckets of one device of a stage as compiler/passes/gradient_bucketing
+  // packs its gradients' reductions (ZeRO 0 and 1: all-reduces, 2 and 3: reduce-scatters,
+  // one collective per bucket either way): the first bucket holds at most
+  // FirstBucketBytesLimit (DDP's 1 MiB, so backward overlaps its collective early), each
+  // later one the --bucket_mb limit; without a limit every variable is its own call.
+  // (Members are whole variables, so real buckets close a little earlier.)
+  struct GradientBuckets {
+    int64_t count = 1;
+    double last_bytes = 0;
+  };
+  GradientBuckets BucketsOf(const UnitCost& cost) const {
+    GradientBuckets buckets;
+    const double limit = static_cast<double>(BucketBytesLimit(options_.bucket_mb));
+    const double bytes = cost.parameter_bytes;
+    if (limit <= 0) {
+      buckets.count = std::max<int64_t>(1, cost.parameter_tensors);
+      buckets.last_bytes = bytes / static_cast<double>(buckets.count);
+      return buckets;
+    }
+    const double first = static_cast<double>(FirstBucketBytesLimit(static_cast<int64_t>(limit)));
+    if (bytes <= first) {
+      buckets.last_bytes = bytes;
+      return buckets;
+    }
+    const int64_t later = static_cast<int64_t>(std::ceil((bytes - first) / limit));
+    buckets.count = 1 + later;
+    buckets.last_bytes = bytes - first - static_cast<double>(later - 1) * limit;
+    return buckets;
   }
 
   // Optimizer state bytes per parameter copy on one device: ZeRO >= 1 shards it.
@@ -348,9 +394,7 @@ class Pricer {
   // (DataParallelCollective): compressed where the planner says the codec pays.
   absl::StatusOr<double> DataParallelSeconds(int64_t stage, const UnitCost& cost) {
     if (layout_.dp() == 1) return 0.0;
-    const double bucket_bytes = options_.bucket_mb * 1024 * 1024;
-    const int64_t buckets = bucket_bytes > 0 ? static_cast<int64_t>(std::ceil(cost.parameter_bytes / bucket_bytes))
-                                             : cost.parameter_tensors;
+    const int64_t buckets = BucketsOf(cost).count;
     const int64_t tensors = cost.parameter_tensors;
     if (layout_.zero() == 0) {
       return DataParallelCollective(stage, BoxingKind::kAllReduce, cost.parameter_bytes, tensors, buckets, 1,
@@ -359,12 +403,12 @@ class Pricer {
     double reduce = 0;
     if (layout_.zero() == 1) {
       OF_ASSIGN_OR_RETURN(
-          reduce, DataParallelCollective(stage, BoxingKind::kAllReduce, cost.parameter_bytes, tensors, tensors, 1,
-                                         AllReduceSeconds(stage, DpAxis(), layout_.dp(), cost.parameter_bytes, tensors)));
+          reduce, DataParallelCollective(stage, BoxingKind::kAllReduce, cost.parameter_bytes, tensors, buckets, 1,
+                                         AllReduceSeconds(stage, DpAxis(), layout_.dp(), cost.parameter_bytes, buckets)));
     } else {
       OF_ASSIGN_OR_RETURN(
-          reduce, DataParallelCollective(stage, BoxingKind::kReduceScatter, cost.parameter_bytes, tensors, tensors, 1,
-                                         HalfSeconds(stage, BoxingKind::kReduceScatter, cost.parameter_bytes, tensors)));
+          reduce, DataParallelCollective(stage, BoxingKind::kReduceScatter, cost.parameter_bytes, tensors, buckets, 1,
+                                         HalfSeconds(stage, BoxingKind::kReduceScatter, cost.parameter_bytes, buckets)));
     }
     if (layout_.zero() >= 3) return reduce;
     OF_ASSIGN_OR_RETURN(
@@ -374,10 +418,13 @@ class Pricer {
     return reduce + gather;
   }
 
-  // ZeRO-3 gathers every parameter for forward and again for backward, per micro-batch.
+  // ZeRO-3 gathers every parameter for forward and again for backward
+  // (CompileOptions::zero3_regather, the default), once per iteration: the gathered copies
+  // are computed from variables only, so the runtime runs them per iteration and every
+  // micro-batch reads them (docs/zero.md, "With micro-batches").
   absl::StatusOr<double> Zero3GatherSeconds(int64_t stage, const UnitCost& cost) {
     if (layout_.zero() < 3) return 0.0;
-    const int64_t repeats = 2 * layout_.micro_batches();
+    const int64_t repeats = 2;
     const int64_t calls = repeats * cost.parameter_tensors;
     return DataParallelCollective(
         stage, BoxingKind::kAllGather, cost.parameter_bytes, cost.parameter_tensors, cost.parameter_tensors, repeats,

@@ -13,13 +13,17 @@
 //     tp        Megatron's all-reduces on the tp axis, on the critical path; with
 //               --compression, each as the boxing planner plans it (dense or a codec)
 //     pp        the cut activation sent forward and its gradient back
-//     acts      the unit's acts per micro-batch x act_seconds (CountActs), on the critical path
+//     acts      the unit's acts per micro-batch x act_seconds, on the critical path: the
+//               acts of the unit in the plan of the layout's family (act_count.h ActsOf:
+//               dp's gradient sync, ZeRO's collectives and copies, the accumulators)
 //   iteration = micro_batches x slowest stage + (pp - 1) x slowest stage (the bubble)
 //               + the stage's optimizer (memory-bound over its parameter state)
-//               + exposed data-parallel sync: the gradient all-reduce (ZeRO 1, 2:
-//               reduce-scatter + all-gather; 3: also the parameter gathers per
-//               micro-batch), of which the last micro-batch's backward hides all but
-//               the last gradient bucket
+//               + exposed data-parallel sync: the gradient all-reduce (ZeRO 1: + the
+//               all-gather of the updated shards; 2: reduce-scatter + all-gather; 3:
+//               reduce-scatter, and each parameter gathered twice per iteration), the
+//               reductions one call per gradient bucket as gradient_bucketing packs
+//               them (the first bucket at most 1 MiB), the gathers one per variable; the
+//               last micro-batch's backward hides all but the last bucket
 //   and with host_cores (every device simulated in one process on that many cores) at
 //   least the devices' compute (kernels and acts) over the cores, or over the share of
 //   them the process obtains (host_core_share); the difference counts as compute.

@@ -98,6 +98,46 @@ struct CostModel {
   std::optional<proto::AutoParallelHostTerms> host_terms;
 };
 
+}  // namespace
+
+absl::StatusOr<int64_t> CountActsOfLayoutFamilies(const JobBuilder& build, const ParallelFlags& cluster,
+                                                  const CompileSettings& settings, int64_t max_micro_batches,
+                                                  auto_parallel::ModelProfile* profile) {
+  std::vector<proto::AutoParallelLayout> probes;
+  for (const proto::AutoParallelLayout& layout :
+       auto_parallel::EnumerateLayouts(*profile, cluster.nodes * cluster.devices_per_node, max_micro_batches)) {
+    const proto::AutoParallelLayout probe = auto_parallel::ActFamilyProbe(layout);
+    const std::string name = auto_parallel::LayoutName(probe);
+    bool known = false;
+    for (const proto::AutoParallelLayout& other : probes) known = known || auto_parallel::LayoutName(other) == name;
+    if (!known) probes.push_back(probe);
+  }
+  CompileSettings probe_settings = settings;
+  probe_settings.recompute = "none";
+  int64_t counted = 0;
+  for (const proto::AutoParallelLayout& probe : probes) {
+    // The probe's devices on one node with the cluster's links (its plan's actors, not
+    // its times, are what is counted).
+    ParallelFlags flags = FlagsFor(cluster, probe);
+    flags.nodes = 1;
+    flags.devices_per_node = probe.dp() * probe.tp();
+    absl::StatusOr<ParallelLayout> layout = ParallelLayout::Create(flags);
+    if (!layout.ok()) continue;
+    absl::StatusOr<proto::Job> job = build(*layout);
+    if (!job.ok()) continue;
+    std::string dump;
+    absl::StatusOr<CompileOptions> options = CompileOptionsFor(*layout, probe_settings, &dump);
+    if (!options.ok()) continue;
+    absl::StatusOr<proto::Plan> plan = Compile(*job, *options);
+    if (!plan.ok()) continue;
+    OF_RETURN_IF_ERROR(auto_parallel::CountLayoutActs(*plan, probe, profile));
+    ++counted;
+  }
+  return counted;
+}
+
+namespace {
+
 absl::StatusOr<CostModel> PrepareCostModel(const JobBuilder& build, const AutoParallelRequest& request) {
   OF_ASSIGN_OR_RETURN(Probe probe, Profile(build, request.cluster));
   // The cluster proto (links, calibration, compute rates) as every compile of it sees it.
@@ -136,6 +176,11 @@ absl::StatusOr<CostModel> PrepareCostModel(const JobBuilder& build, const AutoPa
                                        probe_plan.status().message()));
     }
     OF_RETURN_IF_ERROR(auto_parallel::CountActs(*probe_plan, &probe.profile));
+    // Layouts of other families run other actors (dp's gradient sync, ZeRO's collectives
+    // and copies, the micro-batches' accumulators): each family's acts from its own probe.
+    OF_RETURN_IF_ERROR(
+        CountActsOfLayoutFamilies(build, request.cluster, request.settings, request.max_micro_batches, &probe.profile)
+            .status());
   }
   return CostModel{std::move(probe), std::move(options), host_terms};
 }

@@ -18,6 +18,7 @@
 #include <string>
 
 #include "absl/status/statusor.h"
+#include "compiler/auto_parallel/model_profile.h"
 #include "examples/common/compile_driver.h"
 #include "examples/common/parallel_layout.h"
 #include "proto/job.pb.h"
@@ -74,6 +75,16 @@ absl::StatusOr<AutoParallelResult> AutoParallelCompile(const JobBuilder& build, 
 absl::StatusOr<proto::AutoParallelDecision> PriceGivenLayout(const JobBuilder& build,
                                                              const AutoParallelRequest& request,
                                                              const proto::AutoParallelLayout& layout);
+
+// Every unit's acts in the plans of the layouts the search prices on `cluster`: the model
+// built and compiled (with `settings`, recomputing nothing) for the probe of each family
+// of them (auto_parallel::ActFamilyProbe: dp, tp and micro-batches at most 2, the ZeRO
+// stage, one stage) and its first device's actors counted (auto_parallel::CountLayoutActs).
+// A probe the model or the compiler refuses is left out: its family keeps the counts of
+// CountActs' probe plan. The families counted.
+absl::StatusOr<int64_t> CountActsOfLayoutFamilies(const JobBuilder& build, const ParallelFlags& cluster,
+                                                  const CompileSettings& settings, int64_t max_micro_batches,
+                                                  auto_parallel::ModelProfile* profile);
 
 // What a person reads: the chosen layout as flags, its predicted step split, predicted
 // and planned peak, the search's size and time, the host terms it was priced with

@@ -174,7 +174,7 @@ absl::StatusOr<SharedHostProbe> MeasureSharedHost(int64_t devices, int64_t cores
   }
   probe.method = absl::StrFormat(
       "gpt of %d blocks (hidden %d, seq %d) in one process, dp=%d, 1/2/4/8 micro-batches, least CPU of %d rounds: "
-      "%s; act: Theil-Sen slope of CPU over acts (%d pairs); core share: CPU over wall",
+      "%s; act: Theil-Sen slope of CPU over acts (%d pairs); core share: median CPU over wall",
       config.layers, config.hidden, config.seq, devices, kProbeRounds, absl::StrJoin(runs, ", "),
       probe.terms.slopes);
   return probe;

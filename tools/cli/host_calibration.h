@@ -14,7 +14,7 @@
 //                 model's do) on dp = devices trained with 1, 2, 4 and 8 micro-batches
 //                 (the same kernels in more acts), each its least process CPU time per
 //                 step of 2 rounds; act_seconds the Theil-Sen slope of CPU time over acts,
-//                 core_share CPU over wall time (auto_parallel::FitSharedHostTerms)
+//                 core_share the median of the runs' CPU over wall time (auto_parallel::FitSharedHostTerms)
 //   collective_call_seconds
 //                 what one in-process collective call costs beyond its acts, its ranks
 //                 sharing the cores: an mlp of 1-wide layers at tp = devices (hidden =
