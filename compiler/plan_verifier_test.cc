@@ -317,6 +317,40 @@ TEST(PlanChecksumTest, IsTheCrcOfTheSerializationWithoutTheChecksum) {
   EXPECT_EQ(unsealed.checksum(), expected);
 }
 
+// Devices are checked on threads (oneflow_core/run_tasks.h); the error named is still
+// the first device's in device order, whichever thread finished first.
+TEST(PlanVerifierTest, NamesTheFirstDamagedDeviceInDeviceOrder) {
+  proto::Plan plan = TensorParallelPlan(/*nodes=*/1, /*devices_per_node=*/8);
+  ASSERT_EQ(plan.devices_size(), 8);
+  for (int d : {6, 2}) {
+    proto::DevicePlan* device = plan.mutable_devices(d);
+    device->mutable_actors(0)->add_control_predecessors(device->actors(device->actors_size() - 1).id());
+  }
+  const proto::DevicePlan& first = plan.devices(2);
+  EXPECT_EQ(VerifyPlanStructure(plan).message(),
+            absl::StrCat("device 0:2: actor ", first.actors(0).id(), " ('", first.actors(0).name(), "') waits for actor ",
+                         first.actors(first.actors_size() - 1).id(), ", which is not an earlier actor of the device"));
+  // Memory: registers moved past their block on devices 5 and 1.
+  plan = TensorParallelPlan(1, 8);
+  for (int d : {5, 1}) {
+    proto::DevicePlan* device = plan.mutable_devices(d);
+    proto::RegisterDef* reg = device->mutable_registers(FirstArenaRegister(*device));
+    reg->set_offset(reg->offset() + 10'000'000);
+  }
+  EXPECT_TRUE(absl::StartsWith(VerifyMemory(plan).message(), "device 0:1: register "))
+      << VerifyMemory(plan).message();
+}
+
+// Actor ids repeated across devices: found although each device is checked on its own.
+TEST(PlanVerifierTest, RejectsActorIdsAnotherDeviceUses) {
+  proto::Plan plan = TensorParallelPlan(/*nodes=*/1, /*devices_per_node=*/4);
+  const int64_t taken = plan.devices(1).actors(0).id();
+  proto::DevicePlan* device = plan.mutable_devices(3);
+  for (int a = 0; a < device->actors_size(); ++a) device->mutable_actors(a)->set_id(taken + a);
+  EXPECT_EQ(VerifyPlanStructure(plan).message(),
+            absl::StrCat("device 0:3: actor id ", taken, " ('", device->actors(0).name(), "') is used twice in the plan"));
+}
+
 TEST(PlanVerifierTest, RejectsARegisterMovedPastItsBlock) {
   proto::Plan plan = TensorParallelPlan();
   proto::DevicePlan* device = plan.mutable_devices(0);

@@ -6,8 +6,6 @@
 #include <atomic>
 #include <climits>
 #include <cstring>
-#include <functional>
-#include <thread>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
@@ -15,6 +13,7 @@
 #include "google/protobuf/io/coded_stream.h"
 #include "google/protobuf/io/zero_copy_stream.h"
 #include "google/protobuf/io/zero_copy_stream_impl_lite.h"
+#include "oneflow_core/run_tasks.h"
 #include "oneflow_core/status.h"
 
 namespace oneflow {
@@ -267,23 +266,6 @@ bool ForEachTopLevelField(absl::string_view bytes, Visit visit) {
         return false;
     }
   }
-}
-
-// The threads per-device work runs on: the machine's hardware threads, at most 8.
-int TaskThreads() { return static_cast<int>(std::clamp(std::thread::hardware_concurrency(), 1u, 8u)); }
-
-// Calls task(0) ... task(tasks - 1) on up to `threads` threads, the caller one of them,
-// each taking the next index until none is left; returns when every call has returned.
-// Each task writes only its own slots, so the result does not depend on the threads.
-void RunTasksOnThreads(int tasks, int threads, const std::function<void(int)>& task) {
-  std::atomic<int> next{0};
-  auto drain = [&] {
-    for (int i = next.fetch_add(1); i < tasks; i = next.fetch_add(1)) task(i);
-  };
-  std::vector<std::thread> helpers;
-  for (int t = 1; t < std::min(threads, tasks); ++t) helpers.emplace_back(drain);
-  drain();
-  for (std::thread& helper : helpers) helper.join();
 }
 
 uLong Crc(uLong crc, const char* data, size_t size) {

@@ -16,6 +16,7 @@
 #include "plan/plan_checksum.h"
 #include "plan/plan_verifier_internal.h"
 #include "oneflow_core/dtype.h"
+#include "oneflow_core/run_tasks.h"
 #include "oneflow_core/status.h"
 
 namespace oneflow {
@@ -423,27 +424,42 @@ absl::Status VerifyVersion(const proto::Plan& plan) {
 }  // namespace
 
 absl::Status VerifyPlanStructure(const proto::Plan& plan) {
-  // The ids of the devices checked so far: disjoint ranges, keyed by their first id.
-  std::map<int64_t, int64_t> id_ranges;  // first -> last
-  ActorLists lists;                       // Of the device being checked.
-  for (int d = 0; d < plan.devices_size(); ++d) {
+  // Whether each device's ids, taken as the range from its first id over its size,
+  // overlap those of the devices before it: the only check that looks across devices.
+  // Computed in device order before the devices are checked, so each device's checks
+  // read nothing another's write, and the devices are checked on threads. The ranges of
+  // the devices before are what the loop in order held when it reached a device: every
+  // one of them had passed.
+  const int devices = plan.devices_size();
+  std::vector<char> ranges_fit(devices, 1);
+  {
+    std::map<int64_t, int64_t> id_ranges;  // first -> last, of the devices so far
+    for (int d = 0; d < devices; ++d) {
+      const proto::DevicePlan& device = plan.devices(d);
+      ranges_fit[d] = ActorIdsFit(device, /*consecutive=*/true, id_ranges);
+      if (device.actors_size() > 0) {
+        id_ranges.emplace(device.actors(0).id(), device.actors(0).id() + device.actors_size() - 1);
+      }
+    }
+  }
+  // Every device is checked on its own (the first failing one in device order is
+  // named, as the loop in order would): the structure check walks every actor, kernel
+  // and register of the plan, a quarter of the compiler's verification.
+  return RunChecksOnThreads(devices, [&](int d) -> absl::Status {
     const proto::DevicePlan& device = plan.devices(d);
     const std::string where = absl::StrCat("device ", DeviceText(device.device()));
     const ActorPositions positions(device);
+    ActorLists lists;
     const bool checks_pass = lists.Index(device, positions);
-    if (!ActorIdsFit(device, lists.ids_consecutive(), id_ranges)) {
+    if (!ranges_fit[d] || !lists.ids_consecutive()) {
       // Some id is repeated or out of sequence: name the first, as if every id were
       // looked up in turn among those before it.
       OF_RETURN_IF_ERROR(VerifyActorIds(plan, d, where));
     }
-    if (device.actors_size() > 0) {
-      id_ranges.emplace(device.actors(0).id(), device.actors(0).id() + device.actors_size() - 1);
-    }
     size_t consumers = 0;
     OF_RETURN_IF_ERROR(VerifyRegisters(device, where, positions, lists, &consumers));
-    OF_RETURN_IF_ERROR(VerifyActors(device, where, positions, lists, checks_pass, consumers));
-  }
-  return absl::OkStatus();
+    return VerifyActors(device, where, positions, lists, checks_pass, consumers);
+  });
 }
 
 absl::Status VerifyPlanContents(const proto::Plan& plan) { return VerifyPlanContents(plan, PlanChecks{}); }

@@ -9,6 +9,7 @@
 #include "oneflow_core/placement.h"
 #include "plan/plan_verifier.h"
 #include "plan/plan_verifier_internal.h"
+#include "oneflow_core/run_tasks.h"
 #include "oneflow_core/status.h"
 
 namespace oneflow {
@@ -248,12 +249,15 @@ absl::Status VerifyBuckets(const proto::Plan& plan) {
       }
     }
   }
-  for (const proto::DevicePlan& device : plan.devices()) {
+  // Each device's bucket actors on their own, on threads; the first failing device in
+  // device order is named.
+  return RunChecksOnThreads(plan.devices_size(), [&plan](int d) -> absl::Status {
+    const proto::DevicePlan& device = plan.devices(d);
     for (const proto::ActorDef& actor : device.actors()) {
       if (actor.has_bucket_id()) OF_RETURN_IF_ERROR(VerifyBucketActor(plan, device, actor));
     }
-  }
-  return absl::OkStatus();
+    return absl::OkStatus();
+  });
 }
 
 }  // namespace oneflow

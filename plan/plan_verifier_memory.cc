@@ -11,6 +11,7 @@
 #include "absl/strings/str_cat.h"
 #include "plan/plan_verifier.h"
 #include "plan/plan_verifier_internal.h"
+#include "oneflow_core/run_tasks.h"
 #include "oneflow_core/status.h"
 
 namespace oneflow {
@@ -234,7 +235,10 @@ absl::Status VerifyMemory(const proto::Plan& plan) {
   if (plan.register_count() < 1) {
     return Fail(absl::StrCat("plan register_count is ", plan.register_count(), "; it must be >= 1"));
   }
-  for (const proto::DevicePlan& device : plan.devices()) {
+  // Each device's memory is checked on its own, on threads; the first failing device in
+  // device order is named.
+  return RunChecksOnThreads(plan.devices_size(), [&plan](int d) -> absl::Status {
+    const proto::DevicePlan& device = plan.devices(d);
     const std::string where = absl::StrCat("device ", DeviceText(device.device()));
     if (device.register_count() < 0) {
       return Fail(absl::StrCat(where, ": register_count is ", device.register_count(), "; it must be >= 0"));
@@ -247,8 +251,8 @@ absl::Status VerifyMemory(const proto::Plan& plan) {
       return Fail(absl::StrCat(where, ": peak ", device.peak_bytes(), " bytes is below the lower bound ",
                                device.lower_bound_bytes()));
     }
-  }
-  return absl::OkStatus();
+    return absl::OkStatus();
+  });
 }
 
 }  // namespace oneflow

@@ -1,14 +1,12 @@
 #include "compiler/passes/actor_graph_pass.h"
 
 #include <algorithm>
-#include <atomic>
-#include <functional>
-#include <thread>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "compiler/passes/gradient_bucketing_pass.h"
 #include "oneflow_core/ops/attr.h"
+#include "oneflow_core/run_tasks.h"
 #include "oneflow_core/status.h"
 
 namespace oneflow {
@@ -58,23 +56,6 @@ bool OpPerIteration(const LogicalOp& op, const std::vector<bool>& per_iteration)
     if (!per_iteration[t]) return false;
   }
   return true;
-}
-
-// The threads per-device work runs on: the machine's hardware threads, at most 8.
-int TaskThreads() { return static_cast<int>(std::clamp(std::thread::hardware_concurrency(), 1u, 8u)); }
-
-// Calls task(0) ... task(tasks - 1) on up to `threads` threads, the caller one of them,
-// each taking the next index until none is left; returns when every call has returned.
-// (The same helper as plan/plan_checksum.cc's.)
-void RunTasksOnThreads(int tasks, int threads, const std::function<void(int)>& task) {
-  std::atomic<int> next{0};
-  auto drain = [&] {
-    for (int i = next.fetch_add(1); i < tasks; i = next.fetch_add(1)) task(i);
-  };
-  std::vector<std::thread> helpers;
-  for (int t = 1; t < std::min(threads, tasks); ++t) helpers.emplace_back(drain);
-  drain();
-  for (std::thread& helper : helpers) helper.join();
 }
 
 // Which tensors hold one value per iteration (PerIterationTensors), computed once for

@@ -1,12 +1,15 @@
 #include "compiler/passes/memory_planning_pass.h"
 
 #include <algorithm>
+#include <memory>
+#include <mutex>
 
 #include "absl/container/flat_hash_map.h"
 #include "absl/hash/hash.h"
 #include "absl/types/span.h"
 #include "compiler/kernel_workspace.h"
 #include "compiler/memory_layout.h"
+#include "oneflow_core/run_tasks.h"
 #include "oneflow_core/status.h"
 
 namespace oneflow {
@@ -132,107 +135,136 @@ DeviceProblem ProblemOf(const proto::DevicePlan& device, const Readers& readers)
   return problem;
 }
 
+// The layouts solved so far, by problem: devices with the same structure and sizes
+// share one. Devices are planned on threads; a problem two of them meet at once may be
+// solved by both (LayOutRegisters depends only on the problem, so either answer is the
+// same), and the first stored is kept.
+class SolvedLayouts {
+ public:
+  const MemoryLayout& Of(const DeviceProblem& problem) {
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      auto it = solved_.find(problem);
+      if (it != solved_.end()) return *it->second;
+    }
+    auto layout = std::make_unique<MemoryLayout>(LayOutRegisters(problem.transient));
+    std::lock_guard<std::mutex> lock(mutex_);
+    return *solved_.emplace(problem, std::move(layout)).first->second;
+  }
+
+ private:
+  std::mutex mutex_;
+  // Pointers: a layout handed out stays where it is while others are added.
+  absl::flat_hash_map<DeviceProblem, std::unique_ptr<MemoryLayout>> solved_;
+};
+
+// Lays out one device's registers: memory blocks, offsets, peak, and the control edges
+// memory reuse needs. Reads the compilation, writes only `device`.
+absl::Status PlanDevice(const Compilation& compilation, const KernelWorkspaces& workspaces, int device_index,
+                        SolvedLayouts& solved, proto::DevicePlan& device) {
+  // The device's own slot count (pipeline stages), recorded when it differs.
+  const int64_t count = compilation.device_register_count.empty()
+                            ? compilation.options.register_count
+                            : compilation.device_register_count[device_index];
+  if (count != compilation.options.register_count) device.set_register_count(count);
+  // Persistent registers: one slot each, packed in their own block.
+  int64_t persistent_bytes = 0;
+  for (proto::RegisterDef& reg : *device.mutable_registers()) {
+    if (!reg.persistent() || reg.has_alias_of()) continue;
+    reg.set_memory_block(0);
+    reg.set_offset(persistent_bytes);
+    persistent_bytes += AlignUp(reg.size_bytes());
+  }
+  const Readers readers(device);
+  DeviceProblem problem = ProblemOf(device, readers);
+  const MemoryLayout& layout = solved.Of(problem);
+  for (size_t i = 0; i < problem.transient_ids.size(); ++i) {
+    proto::RegisterDef* reg = device.mutable_registers(static_cast<int>(problem.transient_ids[i]));
+    reg->set_memory_block(1);
+    reg->set_offset(layout.offsets[i]);
+  }
+  // Registers that own their bytes (OwnsItsBytes): `count` copies each, no reuse.
+  int64_t per_iteration_bytes = 0;
+  for (proto::RegisterDef& reg : *device.mutable_registers()) {
+    if (!OwnsItsBytes(device, reg)) continue;
+    reg.set_memory_block(2);
+    reg.set_offset(per_iteration_bytes);
+    per_iteration_bytes += AlignUp(reg.size_bytes());
+  }
+  // A view lies where its owner does (a bucket member's view at its offset inside the
+  // bucket), so every reader finds the bytes by offset alone.
+  for (proto::RegisterDef& reg : *device.mutable_registers()) {
+    if (!reg.has_alias_of()) continue;
+    int64_t inside = 0;
+    for (int64_t at = reg.id(); device.registers(static_cast<int>(at)).has_alias_of();
+         at = device.registers(static_cast<int>(at)).alias_of()) {
+      inside += device.registers(static_cast<int>(at)).alias_offset_bytes();
+    }
+    const proto::RegisterDef& owner = device.registers(static_cast<int>(OwnerOf(device, reg.id())));
+    reg.set_memory_block(owner.memory_block());
+    reg.set_offset(owner.offset() + inside);
+  }
+  device.clear_memory_blocks();
+  proto::MemoryBlock* persistent = device.add_memory_blocks();
+  persistent->set_id(0);
+  persistent->set_size_bytes(persistent_bytes);
+  persistent->set_persistent(true);
+  proto::MemoryBlock* arena = device.add_memory_blocks();
+  arena->set_id(1);
+  arena->set_size_bytes(layout.size_bytes * count);
+  arena->set_slot_stride_bytes(layout.size_bytes);
+  if (per_iteration_bytes > 0) {
+    proto::MemoryBlock* block = device.add_memory_blocks();
+    block->set_id(2);
+    block->set_size_bytes(per_iteration_bytes * count);
+    block->set_slot_stride_bytes(per_iteration_bytes);
+  }
+  // The kernels' scratch (compiler/kernel_workspace.h): one buffer for the largest act.
+  OF_ASSIGN_OR_RETURN(const int64_t workspace, workspaces.Assign(&device));
+  const int64_t workspace_bytes = workspace > 0 ? AlignUp(workspace) : 0;
+  if (workspace_bytes > 0) {
+    proto::MemoryBlock* block = device.add_memory_blocks();
+    block->set_id(device.memory_blocks_size() - 1);
+    block->set_size_bytes(workspace_bytes);
+    block->set_workspace(true);
+  }
+  device.set_peak_bytes(persistent_bytes + layout.size_bytes * count + per_iteration_bytes * count +
+                        workspace_bytes);
+  device.set_lower_bound_bytes(persistent_bytes + layout.lower_bound_bytes * count +
+                               per_iteration_bytes * count + workspace_bytes);
+  // Whoever writes reused memory waits for the readers of what was there before.
+  const int64_t first_actor = device.actors_size() > 0 ? device.actors(0).id() : 0;
+  for (const auto& [earlier, later] : layout.reuses) {
+    const proto::RegisterDef& old_reg = device.registers(static_cast<int>(problem.transient_ids[earlier]));
+    const proto::RegisterDef& new_reg = device.registers(static_cast<int>(problem.transient_ids[later]));
+    proto::ActorDef* writer =
+        device.mutable_actors(static_cast<int>(new_reg.producer_actor() - first_actor));
+    auto add = [&](int64_t predecessor) {
+      if (predecessor == writer->id()) return;
+      const auto& existing = writer->control_predecessors();
+      // Lists stay short (one entry per reused byte range), so a scan is cheap.
+      if (std::find(existing.begin(), existing.end(), predecessor) == existing.end()) {
+        writer->add_control_predecessors(predecessor);
+      }
+    };
+    const absl::Span<const int64_t> old_readers = readers.Of(old_reg.id());
+    if (old_readers.empty()) add(old_reg.producer_actor());
+    for (int64_t reader : old_readers) add(reader);
+  }
+  return absl::OkStatus();
+}
+
 }  // namespace
 
 absl::StatusOr<bool> MemoryPlanningPass::Run(Compilation* compilation) {
   // The arena's slot copies are this pass's layout decision; the plan records them.
   compilation->plan.set_register_count(compilation->options.register_count);
-  absl::flat_hash_map<DeviceProblem, MemoryLayout> solved;
+  SolvedLayouts solved;
   OF_ASSIGN_OR_RETURN(const KernelWorkspaces workspaces, KernelWorkspaces::Of(compilation->graph));
-  for (int device_index = 0; device_index < compilation->plan.devices_size(); ++device_index) {
-    proto::DevicePlan& device = *compilation->plan.mutable_devices(device_index);
-    // The device's own slot count (pipeline stages), recorded when it differs.
-    const int64_t count = compilation->device_register_count.empty()
-                              ? compilation->options.register_count
-                              : compilation->device_register_count[device_index];
-    if (count != compilation->options.register_count) device.set_register_count(count);
-    // Persistent registers: one slot each, packed in their own block.
-    int64_t persistent_bytes = 0;
-    for (proto::RegisterDef& reg : *device.mutable_registers()) {
-      if (!reg.persistent() || reg.has_alias_of()) continue;
-      reg.set_memory_block(0);
-      reg.set_offset(persistent_bytes);
-      persistent_bytes += AlignUp(reg.size_bytes());
-    }
-    const Readers readers(device);
-    DeviceProblem problem = ProblemOf(device, readers);
-    auto it = solved.find(problem);
-    if (it == solved.end()) it = solved.emplace(problem, LayOutRegisters(problem.transient)).first;
-    const MemoryLayout& layout = it->second;
-    for (size_t i = 0; i < problem.transient_ids.size(); ++i) {
-      proto::RegisterDef* reg = device.mutable_registers(static_cast<int>(problem.transient_ids[i]));
-      reg->set_memory_block(1);
-      reg->set_offset(layout.offsets[i]);
-    }
-    // Registers that own their bytes (OwnsItsBytes): `count` copies each, no reuse.
-    int64_t per_iteration_bytes = 0;
-    for (proto::RegisterDef& reg : *device.mutable_registers()) {
-      if (!OwnsItsBytes(device, reg)) continue;
-      reg.set_memory_block(2);
-      reg.set_offset(per_iteration_bytes);
-      per_iteration_bytes += AlignUp(reg.size_bytes());
-    }
-    // A view lies where its owner does (a bucket member's view at its offset inside the
-    // bucket), so every reader finds the bytes by offset alone.
-    for (proto::RegisterDef& reg : *device.mutable_registers()) {
-      if (!reg.has_alias_of()) continue;
-      int64_t inside = 0;
-      for (int64_t at = reg.id(); device.registers(static_cast<int>(at)).has_alias_of();
-           at = device.registers(static_cast<int>(at)).alias_of()) {
-        inside += device.registers(static_cast<int>(at)).alias_offset_bytes();
-      }
-      const proto::RegisterDef& owner = device.registers(static_cast<int>(OwnerOf(device, reg.id())));
-      reg.set_memory_block(owner.memory_block());
-      reg.set_offset(owner.offset() + inside);
-    }
-    device.clear_memory_blocks();
-    proto::MemoryBlock* persistent = device.add_memory_blocks();
-    persistent->set_id(0);
-    persistent->set_size_bytes(persistent_bytes);
-    persistent->set_persistent(true);
-    proto::MemoryBlock* arena = device.add_memory_blocks();
-    arena->set_id(1);
-    arena->set_size_bytes(layout.size_bytes * count);
-    arena->set_slot_stride_bytes(layout.size_bytes);
-    if (per_iteration_bytes > 0) {
-      proto::MemoryBlock* block = device.add_memory_blocks();
-      block->set_id(2);
-      block->set_size_bytes(per_iteration_bytes * count);
-      block->set_slot_stride_bytes(per_iteration_bytes);
-    }
-    // The kernels' scratch (compiler/kernel_workspace.h): one buffer for the largest act.
-    OF_ASSIGN_OR_RETURN(const int64_t workspace, workspaces.Assign(&device));
-    const int64_t workspace_bytes = workspace > 0 ? AlignUp(workspace) : 0;
-    if (workspace_bytes > 0) {
-      proto::MemoryBlock* block = device.add_memory_blocks();
-      block->set_id(device.memory_blocks_size() - 1);
-      block->set_size_bytes(workspace_bytes);
-      block->set_workspace(true);
-    }
-    device.set_peak_bytes(persistent_bytes + layout.size_bytes * count + per_iteration_bytes * count +
-                          workspace_bytes);
-    device.set_lower_bound_bytes(persistent_bytes + layout.lower_bound_bytes * count +
-                                 per_iteration_bytes * count + workspace_bytes);
-    // Whoever writes reused memory waits for the readers of what was there before.
-    const int64_t first_actor = device.actors_size() > 0 ? device.actors(0).id() : 0;
-    for (const auto& [earlier, later] : layout.reuses) {
-      const proto::RegisterDef& old_reg = device.registers(static_cast<int>(problem.transient_ids[earlier]));
-      const proto::RegisterDef& new_reg = device.registers(static_cast<int>(problem.transient_ids[later]));
-      proto::ActorDef* writer =
-          device.mutable_actors(static_cast<int>(new_reg.producer_actor() - first_actor));
-      auto add = [&](int64_t predecessor) {
-        if (predecessor == writer->id()) return;
-        const auto& existing = writer->control_predecessors();
-        // Lists stay short (one entry per reused byte range), so a scan is cheap.
-        if (std::find(existing.begin(), existing.end(), predecessor) == existing.end()) {
-          writer->add_control_predecessors(predecessor);
-        }
-      };
-      const absl::Span<const int64_t> old_readers = readers.Of(old_reg.id());
-      if (old_readers.empty()) add(old_reg.producer_actor());
-      for (int64_t reader : old_readers) add(reader);
-    }
-  }
+  // Each device on its own, on threads (the first failing device in order is named).
+  OF_RETURN_IF_ERROR(RunChecksOnThreads(compilation->plan.devices_size(), [&](int d) {
+    return PlanDevice(*compilation, workspaces, d, solved, *compilation->plan.mutable_devices(d));
+  }));
   return true;
 }
 
