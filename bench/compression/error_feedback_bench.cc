@@ -58,6 +58,8 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
+#include <filesystem>
+#include <unistd.h>
 #include <map>
 #include <set>
 #include <string>
@@ -137,6 +139,10 @@ struct Mode {
   CompressionKind layer_norm_inputs = CompressionKind::kInt4;
   bool gradient_chain_int8 = false;
   bool logits_dense = false;
+  // dwN: the first N iterations train dense, the rest with the mode's codecs (the dense
+  // plan's checkpoint after iteration N resumed by the compressed plan): DeepSpeed 1-bit
+  // Adam's dense warm-up stage.
+  int64_t dense_warmup = 0;
 };
 
 absl::StatusOr<Mode> ParseMode(const std::string& text) {
@@ -184,6 +190,8 @@ absl::StatusOr<Mode> ParseMode(const std::string& text) {
       mode.logits_dense = true;
     } else if (part == "chain8") {
       mode.gradient_chain_int8 = true;
+    } else if (part.size() > 2 && part.substr(0, 2) == "dw" && absl::SimpleAtoi(part.substr(2), &mode.dense_warmup) &&
+               mode.dense_warmup >= 1) {
     } else if (part.size() > 1 && part[0] == 'g' && absl::SimpleAtoi(part.substr(1), &mode.group_size) &&
                mode.group_size >= 1) {
     } else {
@@ -317,9 +325,29 @@ absl::StatusOr<Curve> Run(const proto::Job& job, const examples::ParallelLayout&
   train.node = -1;
   train.iterations = absl::GetFlag(FLAGS_iterations);
   const auto start = std::chrono::steady_clock::now();
-  absl::StatusOr<actors::TrainResult> result = actors::TrainPlan(*plan, train);
-  if (!result.ok()) return result.status();
   Curve curve;
+  if (mode.dense_warmup > 0) {
+    CompileOptions dense_options = options;
+    dense_options.compression = CompressionPolicy();
+    dense_options.codec_rounding = proto::Compression::NEAREST;
+    absl::StatusOr<proto::Plan> dense_plan = Compile(job, dense_options);
+    if (!dense_plan.ok()) return dense_plan.status();
+    const std::string dir = absl::StrCat(std::filesystem::temp_directory_path().string(), "/error_feedback_bench_",
+                                         getpid(), "_warmup");
+    std::filesystem::remove_all(dir);
+    actors::TrainOptions warmup = train;
+    warmup.iterations = mode.dense_warmup;
+    warmup.checkpoint.dir = dir;
+    warmup.checkpoint.every = mode.dense_warmup;
+    absl::StatusOr<actors::TrainResult> warm = actors::TrainPlan(*dense_plan, warmup);
+    if (!warm.ok()) return warm.status();
+    for (const actors::IterationMetrics& m : warm->iterations) curve.losses.push_back(m.loss);
+    train.resume_from = dir;
+    train.on_warning = [](const std::string&) {};
+  }
+  absl::StatusOr<actors::TrainResult> result = actors::TrainPlan(*plan, train);
+  if (!train.resume_from.empty()) std::filesystem::remove_all(train.resume_from);
+  if (!result.ok()) return result.status();
   curve.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   for (const actors::IterationMetrics& m : result->iterations) {
     curve.losses.push_back(m.loss);
