@@ -27,7 +27,8 @@
 //                  run int8 G=128 / dense instead), chain8 (in a gradient's boxing every
 //                  compressed step but the last runs int8 G=128: the partial sums travel
 //                  finer, one int4 encoding at the end), lgd (the forward step of the
-//                  logits, whose consumer is the loss, dense); e.g. int4+g128 is forced
+//                  logits, whose consumer is the loss, dense), dwN (the first N iterations
+//                  every compressed step runs dense: --compression_warmup=N); e.g. int4+g128 is forced
 //                  int4 as it was before groups of 32, int4+g32+grad+ef, int4+sr+ef.
 //                  int4_ef, int4_grad and int4_grad_ef are int4+ef, int4+grad and
 //                  int4+grad+ef.
@@ -58,8 +59,6 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
-#include <filesystem>
-#include <unistd.h>
 #include <map>
 #include <set>
 #include <string>
@@ -139,9 +138,9 @@ struct Mode {
   CompressionKind layer_norm_inputs = CompressionKind::kInt4;
   bool gradient_chain_int8 = false;
   bool logits_dense = false;
-  // dwN: the first N iterations train dense, the rest with the mode's codecs (the dense
-  // plan's checkpoint after iteration N resumed by the compressed plan): DeepSpeed 1-bit
-  // Adam's dense warm-up stage.
+  // dwN: the first N iterations every compressed step runs dense, the rest with the mode's
+  // codecs (CompileOptions::compression_warmup_iterations; DeepSpeed 1-bit Adam's dense
+  // warm-up stage). auto's accuracy bound then reads the rows measured with that warm-up.
   int64_t dense_warmup = 0;
 };
 
@@ -162,7 +161,7 @@ absl::StatusOr<Mode> ParseMode(const std::string& text) {
   } else {
     return absl::InvalidArgumentError(
         absl::StrCat("--modes: unknown mode '", text,
-                     "'; valid: dense, or auto / int4 / int8 followed by +gN, +had, +grad, +fwd, +bwd, +ef, +sr, +srg, +ln8, +lnd, +lgd, +chain8, +nobound (e.g. "
+                     "'; valid: dense, or auto / int4 / int8 followed by +gN, +had, +grad, +fwd, +bwd, +ef, +sr, +srg, +ln8, +lnd, +lgd, +chain8, +nobound, +dwN (e.g. "
                      "int4+g32+had+grad), or int4_ef, int4_grad, int4_grad_ef"));
   }
   for (size_t i = 1; i < parts.size(); ++i) {
@@ -197,7 +196,7 @@ absl::StatusOr<Mode> ParseMode(const std::string& text) {
     } else {
       return absl::InvalidArgumentError(absl::StrCat("--modes: '", text, "': unknown option '", part,
                                                      "'; valid: gN (N >= 1), had, fwd, bwd, grad, ef, sr, srg, ln8, lnd, "
-                                                     "chain8, lgd, nobound"));
+                                                     "chain8, lgd, nobound, dwN (N >= 1)"));
     }
   }
   return mode;
@@ -267,6 +266,7 @@ absl::StatusOr<Curve> Run(const proto::Job& job, const examples::ParallelLayout&
     }
   }
   if (mode.stochastic_rounding) options.codec_rounding = proto::Compression::STOCHASTIC;
+  options.compression_warmup_iterations = mode.dense_warmup;
   // Always marked: the roles (RoleOf) and srg find the gradient reductions by the mark
   // error feedback puts on them; it is cleared below unless the mode has ef.
   options.error_feedback = true;
@@ -325,29 +325,9 @@ absl::StatusOr<Curve> Run(const proto::Job& job, const examples::ParallelLayout&
   train.node = -1;
   train.iterations = absl::GetFlag(FLAGS_iterations);
   const auto start = std::chrono::steady_clock::now();
-  Curve curve;
-  if (mode.dense_warmup > 0) {
-    CompileOptions dense_options = options;
-    dense_options.compression = CompressionPolicy();
-    dense_options.codec_rounding = proto::Compression::NEAREST;
-    absl::StatusOr<proto::Plan> dense_plan = Compile(job, dense_options);
-    if (!dense_plan.ok()) return dense_plan.status();
-    const std::string dir = absl::StrCat(std::filesystem::temp_directory_path().string(), "/error_feedback_bench_",
-                                         getpid(), "_warmup");
-    std::filesystem::remove_all(dir);
-    actors::TrainOptions warmup = train;
-    warmup.iterations = mode.dense_warmup;
-    warmup.checkpoint.dir = dir;
-    warmup.checkpoint.every = mode.dense_warmup;
-    absl::StatusOr<actors::TrainResult> warm = actors::TrainPlan(*dense_plan, warmup);
-    if (!warm.ok()) return warm.status();
-    for (const actors::IterationMetrics& m : warm->iterations) curve.losses.push_back(m.loss);
-    train.resume_from = dir;
-    train.on_warning = [](const std::string&) {};
-  }
   absl::StatusOr<actors::TrainResult> result = actors::TrainPlan(*plan, train);
-  if (!train.resume_from.empty()) std::filesystem::remove_all(train.resume_from);
   if (!result.ok()) return result.status();
+  Curve curve;
   curve.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   for (const actors::IterationMetrics& m : result->iterations) {
     curve.losses.push_back(m.loss);
