@@ -115,6 +115,14 @@ TEST(Int4TrainingTest, GroupsOf32FollowDenseWhereGroupsOf128DoNot) {
   EXPECT_NEAR(before_ratio, 0.53125 / 4, 0.01);
 }
 
+// The gpt of GroupsOf32FollowDenseWhereGroupsOf128DoNot (AdamW lr 1e-2, 5 warm-up steps).
+proto::Job AdamWGpt(const examples::ParallelLayout& layout) {
+  examples::GptConfig config = testing::CodecTestGpt();
+  config.learning_rate = 1e-2;
+  config.warmup_steps = 5;
+  return *examples::BuildGpt(config, layout);
+}
+
 // A dense warm-up stage (CompileOptions::compression_warmup_iterations, DeepSpeed 1-bit
 // Adam's; docs/sbp_and_boxing.md, "int4 that trains like dense"): with the first 20 of 200
 // iterations dense, int4 G=128 hadamard gradient reductions across nodes end +0.11% +- 0.03
@@ -171,10 +179,7 @@ double FinalLoss(const proto::Plan& plan) {
 // warm-up stops reaching the steps.
 TEST(Int4TrainingTest, AfterADenseWarmUpAutoSendsInt4GradientsUnderAdamWAndTheyEndWithinHalfAPercentOfDense) {
   const examples::ParallelLayout layout = testing::Dp2Tp2(2, 2);
-  examples::GptConfig config = testing::CodecTestGpt();
-  config.learning_rate = 1e-2;
-  config.warmup_steps = 5;
-  const proto::Job job = *examples::BuildGpt(config, layout);
+  const proto::Job job = AdamWGpt(layout);
   // Without the warm-up, the accuracy rule refuses int4 for AdamW gradients.
   absl::StatusOr<proto::Plan> cold = Compile(job, SlowLinksAuto(layout, 0));
   ASSERT_TRUE(cold.ok()) << cold.status();
@@ -204,10 +209,7 @@ TEST(Int4TrainingTest, AfterADenseWarmUpAutoSendsInt4GradientsUnderAdamWAndTheyE
 // to the same losses bit for bit.
 TEST(Int4TrainingTest, ADenseWarmUpResumesAndBucketsLikeTheUninterruptedRun) {
   const examples::ParallelLayout layout = testing::Dp2Tp2(2, 2);
-  examples::GptConfig config = testing::CodecTestGpt();
-  config.learning_rate = 1e-2;
-  config.warmup_steps = 5;
-  const proto::Job job = *examples::BuildGpt(config, layout);
+  const proto::Job job = AdamWGpt(layout);
   CompileOptions options = SlowLinksAuto(layout, 20);
   absl::StatusOr<proto::Plan> unbucketed = Compile(job, options);
   ASSERT_TRUE(unbucketed.ok()) << unbucketed.status();
