@@ -44,7 +44,8 @@ struct TrainingSetup {
   bool error_feedback = false;  // CompileOptions::error_feedback (gradient reductions only)
   // CompileOptions::compression_warmup_iterations: the first iterations every compressed
   // step runs dense. A row measured with a warm-up of W applies to setups of at least W
-  // (the one with the largest such W is read).
+  // (the rows with the largest such W are read, and of them the largest gap: the same
+  // warm-up is measured at several learning rates).
   int64_t dense_warmup_iterations = 0;
 };
 
@@ -73,7 +74,9 @@ struct MeasuredTrainingGap {
 const std::vector<MeasuredTrainingGap>& MeasuredTrainingGaps();
 
 // The row of `codec` on `role` under `setup`, if one was measured: of the rows measured
-// with a dense warm-up no longer than the setup's, the longest. Error feedback only
+// with a dense warm-up no longer than the setup's, those of the longest, and of them the
+// one with the largest |gap| (a warm-up enough at one learning rate may not be at another).
+// Error feedback only
 // applies to gradient reductions: for activations and weights the setting is ignored.
 std::optional<MeasuredTrainingGap> FindMeasuredGap(const CompressionChoice& codec, AccuracyRole role,
                                                    const TrainingSetup& setup);

@@ -86,7 +86,7 @@ ABSL_FLAG(std::string, codec_rounding, "nearest",
           "iteration, rank and element, so runs and resumes repeat). fp8 steps round to nearest.");
 ABSL_FLAG(int64_t, compression_warmup, 0,
           "Iterations every compressed boxing runs dense before its codecs take over (DeepSpeed 1-bit "
-          "Adam's warm-up; with 20 of 200, int4 gradient reductions under AdamW end within 0.5% of dense "
+          "Adam's warm-up; with 50 of 200, int4 gradient reductions under AdamW end within 0.5% of dense "
           "and --compression=auto may pick them: docs/sbp_and_boxing.md).");
 ABSL_FLAG(std::string, gradient_wire, "fp32",
           "How variables' gradients travel in their reductions: fp32 (the default; --compression "
