@@ -82,6 +82,12 @@ const std::vector<MeasuredTrainingGap>& MeasuredTrainingGaps() {
        "error_feedback_bench --learning_rate=3e-3 auto+grad+nobound+dw50, seeds 1-8", 50},
       {kInt4G128Hadamard, AccuracyRole::kGradient, OptimizerKind::kAdaptive, false, 0.0002, 0.0001, 8,
        "error_feedback_bench --learning_rate=3e-3 auto+grad+nobound+dw100, seeds 1-8", 100},
+      {kInt4G128Hadamard, AccuracyRole::kGradient, OptimizerKind::kAdaptive, true, 0.0190, 0.0004, 8,
+       "error_feedback_bench --learning_rate=3e-3 auto+grad+ef+nobound+dw20, seeds 1-8", 20},
+      {kInt4G128Hadamard, AccuracyRole::kGradient, OptimizerKind::kAdaptive, true, 0.0000, 0.0000, 8,
+       "error_feedback_bench auto+grad+ef+nobound+dw50, seeds 1-8", 50},
+      {kInt4G128Hadamard, AccuracyRole::kGradient, OptimizerKind::kAdaptive, true, 0.0006, 0.0000, 8,
+       "error_feedback_bench --learning_rate=3e-3 auto+grad+ef+nobound+dw50, seeds 1-8", 50},
       // The fallback across nodes: int8 G=512 hadamard in both levels (auto+grad with the
       // bound on, which refuses int4 in every setting but SGD with error feedback).
       {kInt8G512Hadamard, AccuracyRole::kGradient, OptimizerKind::kAdaptive, false, 0.0003, 0.0015, 8,
