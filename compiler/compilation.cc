@@ -306,6 +306,7 @@ BoxingOptions BoxingOptionsOf(const Compilation& compilation, int64_t t, bool in
   TrainingSetup setup;
   setup.optimizer = compilation.job.optimizer().has_sgd() ? OptimizerKind::kLinear : OptimizerKind::kAdaptive;
   setup.error_feedback = compilation.options.error_feedback;
+  setup.dense_warmup_iterations = compilation.options.compression_warmup_iterations;
   BoxingOptions options = BoxingOptionsFor(compilation.options.compression, role,
                                            compilation.graph.tensors[t].compression_hint, setup);
   // Dense, a gradient's all-reduce would ride in a bucket (gradient_bucketing_pass.h).

@@ -25,6 +25,11 @@ absl::Status CheckOptions(const CompileOptions& options) {
         "bucket_mb is ", options.bucket_mb,
         "; it must be >= 0 MiB (0 turns gradient buckets off, 25 is the default) and at most 1e6"));
   }
+  if (options.compression_warmup_iterations < 0) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "compression_warmup_iterations is ", options.compression_warmup_iterations,
+        "; it must be >= 0 (0: compressed from the first iteration; N: the first N iterations dense)"));
+  }
   return CheckLinkModel(LinkModelOf(cluster));
 }
 

@@ -529,6 +529,26 @@ TEST(PlanVerifierTest, ChecksAStepsRounding) {
             who + " has rounding 4, which this build does not know (NEAREST, STOCHASTIC)");
 }
 
+// A dense warm-up (Compression.dense_warmup_iterations) belongs on a compressed step only,
+// and is never negative.
+TEST(PlanVerifierTest, ChecksAStepsDenseWarmUp) {
+  const proto::Plan original = TensorParallelPlan();
+  const std::string who = FirstStep(original);
+  auto with = [&](proto::Compression::Kind kind, int64_t warmup) -> std::string {
+    proto::Plan plan = original;
+    proto::Compression* compression = plan.mutable_boxings(0)->mutable_steps(0)->mutable_compression();
+    compression->set_kind(kind);
+    compression->set_block_size(kind == proto::Compression::NONE ? 0 : 32);
+    compression->set_dense_warmup_iterations(warmup);
+    return std::string(Resealed(plan).message());
+  };
+  EXPECT_EQ(with(proto::Compression::INT4, 20), "");  // What the runtime runs.
+  EXPECT_EQ(with(proto::Compression::INT4, -1),
+            who + " has dense_warmup_iterations -1; it must be >= 0, and 0 on a dense step (nothing to warm up before)");
+  EXPECT_EQ(with(proto::Compression::NONE, 20),
+            who + " has dense_warmup_iterations 20; it must be >= 0, and 0 on a dense step (nothing to warm up before)");
+}
+
 TEST(PlanVerifierTest, ChecksTheTwoLevelForm) {
   // 2 nodes x 2 devices: the all-reduce's group is [0:0, 0:1, 1:0, 1:1].
   const proto::Plan original = TensorParallelPlan(2, 2);

@@ -70,6 +70,11 @@ absl::Status VerifyCompression(const proto::Compression& compression, BoxingKind
     return Fail(absl::StrCat(who, " has error feedback, which only compressed all_reduce and reduce_scatter "
                              "steps have"));
   }
+  if (compression.dense_warmup_iterations() < 0 ||
+      (compression.dense_warmup_iterations() > 0 && compression.kind() == proto::Compression::NONE)) {
+    return Fail(absl::StrCat(who, " has dense_warmup_iterations ", compression.dense_warmup_iterations(),
+                             "; it must be >= 0, and 0 on a dense step (nothing to warm up before)"));
+  }
   if (!proto::Compression::Rounding_IsValid(compression.rounding())) {
     return Fail(absl::StrCat(who, " has rounding ", static_cast<int>(compression.rounding()),
                              ", which this build does not know (NEAREST, STOCHASTIC)"));

@@ -20,6 +20,7 @@
 #ifndef SBP_CODEC_ACCURACY_H_
 #define SBP_CODEC_ACCURACY_H_
 
+#include <cstdint>
 #include <optional>
 #include <string>
 #include <vector>
@@ -41,6 +42,11 @@ absl::string_view OptimizerKindName(OptimizerKind kind);
 struct TrainingSetup {
   OptimizerKind optimizer = OptimizerKind::kAdaptive;
   bool error_feedback = false;  // CompileOptions::error_feedback (gradient reductions only)
+  // CompileOptions::compression_warmup_iterations: the first iterations every compressed
+  // step runs dense. A row measured with a warm-up of W applies to setups of at least W
+  // (the rows with the largest such W are read, and of them the largest gap: the same
+  // warm-up is measured at several learning rates).
+  int64_t dense_warmup_iterations = 0;
 };
 
 // The roles the table distinguishes (sbp/compression_policy.h's TensorRole, without the
@@ -60,12 +66,17 @@ struct MeasuredTrainingGap {
   int seeds = 0;
   // Where it was measured, e.g. "error_feedback_bench auto+grad, seeds 1-8".
   absl::string_view source;
+  // The dense warm-up it was measured with (iterations of the 200; 0: none).
+  int64_t dense_warmup_iterations = 0;
 };
 
 // Every measured row, in a fixed order (docs/sbp_and_boxing.md has the table).
 const std::vector<MeasuredTrainingGap>& MeasuredTrainingGaps();
 
-// The row of `codec` on `role` under `setup`, if one was measured. Error feedback only
+// The row of `codec` on `role` under `setup`, if one was measured: of the rows measured
+// with a dense warm-up no longer than the setup's, those of the longest, and of them the
+// one with the largest |gap| (a warm-up enough at one learning rate may not be at another).
+// Error feedback only
 // applies to gradient reductions: for activations and weights the setting is ignored.
 std::optional<MeasuredTrainingGap> FindMeasuredGap(const CompressionChoice& codec, AccuracyRole role,
                                                    const TrainingSetup& setup);

@@ -159,11 +159,31 @@ absl::StatusOr<ActFunction> BindBoxing(const PlanIndex& index, const ActorBindin
     if (residuals.restore) residuals.restore(key, prepared.residual());
     if (residuals.save) save_residual = residuals.save(binding.device_index, key, static_cast<int64_t>(prepared.residual().size()));
   }
+  // A dense warm-up (Compression.dense_warmup_iterations): the same step without its
+  // codecs (the plain collective over the same group; no residual: nothing is dropped)
+  // carries the first iterations. Every member switches at the same iteration.
+  const int64_t warmup_iterations = step.compression().dense_warmup_iterations();
+  std::shared_ptr<PreparedBoxingStep> dense_warmup;
+  if (warmup_iterations > 0 && args.compression.codec != Codec::kNone) {
+    BoxingStepArgs dense_args = args;
+    dense_args.compression = CodecOptions();
+    dense_args.cross_node_compression = CodecOptions();
+    dense_args.error_feedback = false;
+    dense_args.in_node_communicator = nullptr;
+    dense_args.cross_node_communicator = nullptr;
+    OF_ASSIGN_OR_RETURN(PreparedBoxingStep dense, PreparedBoxingStep::Prepare(dense_args));
+    dense_warmup = std::make_shared<PreparedBoxingStep>(std::move(dense));
+  }
   const proto::Compression compression_def = step.compression();
   return ActFunction([=](int64_t iteration, const ActContext& context) mutable {
     (void)placement;  // Keeps the placement the prepared step points to alive.
     if (save_residual && iteration % acts_per_iteration == 0) {
       OF_RETURN_IF_ERROR(save_residual(iteration / acts_per_iteration, prepared.residual().data()));
+    }
+    if (dense_warmup != nullptr && iteration / acts_per_iteration < warmup_iterations) {
+      FlightRecorder::NoteCollectiveStart();
+      return dense_warmup->Run(context.RegisterSlot(in, iteration), context.RegisterSlot(out, iteration),
+                               options_for(iteration));
     }
     const CompressedTraffic before = prepared.traffic(), cross_node_before = prepared.cross_node_traffic();
     FlightRecorder::NoteCollectiveStart();

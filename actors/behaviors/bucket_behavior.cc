@@ -300,6 +300,7 @@ absl::StatusOr<ActFunction> BindBucket(const PlanIndex& index, const ActorBindin
   const int64_t position = std::find(order.begin(), order.end(), actor.collective_id()) - order.begin();
   const std::string name = actor.name();
   const int64_t collective_id = actor.collective_id();
+  const int64_t warmup_iterations = bucket.compression().dense_warmup_iterations();
   return ActFunction([=](int64_t iteration, const ActContext& context) -> absl::Status {
     char* base = static_cast<char*>(context.RegisterSlot(whole, iteration));
     // Chunk by chunk (one for an all-reduce), the members' bytes at their offsets; the
@@ -326,7 +327,16 @@ absl::StatusOr<ActFunction> BindBucket(const PlanIndex& index, const ActorBindin
     options.description = absl::StrCat("actor '", name, "' collective ", collective_id, " sequence ",
                                        iteration * order_length + position, " iteration ", iteration);
     float* data = reinterpret_cast<float*>(base);
-    if (codec_bucket != nullptr) return codec_bucket->Reduce(iteration, data, options);
+    // A compressed bucket runs dense for its dense warm-up (Compression.
+    // dense_warmup_iterations), as each member's own step would.
+    if (codec_bucket != nullptr && iteration >= warmup_iterations) return codec_bucket->Reduce(iteration, data, options);
+    if (codec_bucket != nullptr) {
+      for (size_t m = 0; m < codec_bucket->member_compression.size(); ++m) {
+        if (codec_bucket->save_residual[m]) {
+          OF_RETURN_IF_ERROR(codec_bucket->save_residual[m](iteration, codec_bucket->residuals[m].data()));
+        }
+      }
+    }
     FlightRecorder::NoteCollectiveStart();
     if (scatter) {
       // In place: this rank's chunk of the packed partial sums receives its reduction.

@@ -27,7 +27,8 @@
 //                  run int8 G=128 / dense instead), chain8 (in a gradient's boxing every
 //                  compressed step but the last runs int8 G=128: the partial sums travel
 //                  finer, one int4 encoding at the end), lgd (the forward step of the
-//                  logits, whose consumer is the loss, dense); e.g. int4+g128 is forced
+//                  logits, whose consumer is the loss, dense), dwN (the first N iterations
+//                  every compressed step runs dense: --compression_warmup=N); e.g. int4+g128 is forced
 //                  int4 as it was before groups of 32, int4+g32+grad+ef, int4+sr+ef.
 //                  int4_ef, int4_grad and int4_grad_ef are int4+ef, int4+grad and
 //                  int4+grad+ef.
@@ -137,6 +138,10 @@ struct Mode {
   CompressionKind layer_norm_inputs = CompressionKind::kInt4;
   bool gradient_chain_int8 = false;
   bool logits_dense = false;
+  // dwN: the first N iterations every compressed step runs dense, the rest with the mode's
+  // codecs (CompileOptions::compression_warmup_iterations; DeepSpeed 1-bit Adam's dense
+  // warm-up stage). auto's accuracy bound then reads the rows measured with that warm-up.
+  int64_t dense_warmup = 0;
 };
 
 absl::StatusOr<Mode> ParseMode(const std::string& text) {
@@ -156,7 +161,7 @@ absl::StatusOr<Mode> ParseMode(const std::string& text) {
   } else {
     return absl::InvalidArgumentError(
         absl::StrCat("--modes: unknown mode '", text,
-                     "'; valid: dense, or auto / int4 / int8 followed by +gN, +had, +grad, +fwd, +bwd, +ef, +sr, +srg, +ln8, +lnd, +lgd, +chain8, +nobound (e.g. "
+                     "'; valid: dense, or auto / int4 / int8 followed by +gN, +had, +grad, +fwd, +bwd, +ef, +sr, +srg, +ln8, +lnd, +lgd, +chain8, +nobound, +dwN (e.g. "
                      "int4+g32+had+grad), or int4_ef, int4_grad, int4_grad_ef"));
   }
   for (size_t i = 1; i < parts.size(); ++i) {
@@ -184,12 +189,14 @@ absl::StatusOr<Mode> ParseMode(const std::string& text) {
       mode.logits_dense = true;
     } else if (part == "chain8") {
       mode.gradient_chain_int8 = true;
+    } else if (part.size() > 2 && part.substr(0, 2) == "dw" && absl::SimpleAtoi(part.substr(2), &mode.dense_warmup) &&
+               mode.dense_warmup >= 1) {
     } else if (part.size() > 1 && part[0] == 'g' && absl::SimpleAtoi(part.substr(1), &mode.group_size) &&
                mode.group_size >= 1) {
     } else {
       return absl::InvalidArgumentError(absl::StrCat("--modes: '", text, "': unknown option '", part,
                                                      "'; valid: gN (N >= 1), had, fwd, bwd, grad, ef, sr, srg, ln8, lnd, "
-                                                     "chain8, lgd, nobound"));
+                                                     "chain8, lgd, nobound, dwN (N >= 1)"));
     }
   }
   return mode;
@@ -259,6 +266,7 @@ absl::StatusOr<Curve> Run(const proto::Job& job, const examples::ParallelLayout&
     }
   }
   if (mode.stochastic_rounding) options.codec_rounding = proto::Compression::STOCHASTIC;
+  options.compression_warmup_iterations = mode.dense_warmup;
   // Always marked: the roles (RoleOf) and srg find the gradient reductions by the mark
   // error feedback puts on them; it is cleared below unless the mode has ef.
   options.error_feedback = true;

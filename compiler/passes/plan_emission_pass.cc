@@ -72,8 +72,9 @@ Rounding RoundingFor(const CompileOptions& options, const std::string& tensor, i
 // The step's modelled seconds and the cost model's decision (when a codec applied); a
 // compressed step's codec (both levels for a two-level one) and rounding. With
 // CompileOptions.error_feedback, a compressed reduction of a variable's gradient gets
-// error feedback.
-void EmitCompression(const BoxingStep& step, bool gradient, const Rounding& rounding, proto::BoxingStepDef* def) {
+// error feedback; every compressed step gets CompileOptions.compression_warmup_iterations.
+void EmitCompression(const BoxingStep& step, bool gradient, const Rounding& rounding, int64_t dense_warmup_iterations,
+                     proto::BoxingStepDef* def) {
   def->set_seconds(step.seconds);
   def->set_dense_seconds(step.dense_seconds);
   def->set_reason(step.compression_reason);  // the decision, whichever side won
@@ -95,6 +96,7 @@ void EmitCompression(const BoxingStep& step, bool gradient, const Rounding& roun
     compression->set_rounding(proto::Compression::STOCHASTIC);
     compression->set_rounding_seed(rounding.seed);
   }
+  compression->set_dense_warmup_iterations(dense_warmup_iterations);
   def->set_dense_bytes_per_device(step.dense_bytes_per_device);
   def->set_seconds_saved(step.dense_seconds - step.seconds);
 }
@@ -140,7 +142,8 @@ void EmitBoxings(Compilation* compilation) {
         step_def->set_collective_id(compilation->bucket_collective[bucket]);
       }
       EmitCompression(step, compilation->options.error_feedback && tensor.is_gradient,
-                      RoundingFor(compilation->options, tensor.name, static_cast<int64_t>(s)), step_def);
+                      RoundingFor(compilation->options, tensor.name, static_cast<int64_t>(s)),
+                      compilation->options.compression_warmup_iterations, step_def);
       if (boxing.sparse.has_value()) EmitSparsity(*compilation, *boxing.sparse, step_def->mutable_sparsity());
       if (step.kind == BoxingKind::kSendRecv) placement = boxing.dst_placement;
       bytes_per_iter += step.bytes_per_device * graph.placements[placement].num_devices();
@@ -175,7 +178,8 @@ void EmitBuckets(Compilation* compilation) {
     proto::BoxingStepDef first;
     const LogicalTensor& first_tensor = graph.tensors[compilation->boxings[b].tensor];
     EmitCompression(compilation->boxings[b].plan.steps[s], compilation->options.error_feedback && first_tensor.is_gradient,
-                    RoundingFor(compilation->options, first_tensor.name, s), &first);
+                    RoundingFor(compilation->options, first_tensor.name, s),
+                    compilation->options.compression_warmup_iterations, &first);
     if (first.has_compression()) *def->mutable_compression() = first.compression();
     def->set_size_bytes(bucket.size_bytes);
     def->set_collective_id(compilation->bucket_collective[bucket.id]);

@@ -56,6 +56,14 @@ absl::StatusOr<CompressionPolicy> CompressionPolicyFromFlags(const CompressionFl
   return policy;
 }
 
+absl::StatusOr<int64_t> CompressionWarmupFromFlags(const CompressionFlags& flags) {
+  if (flags.compression_warmup < 0) {
+    return absl::InvalidArgumentError(absl::StrCat("--compression_warmup=", flags.compression_warmup,
+                                                   " must be >= 0 (0: compressed from the first iteration)"));
+  }
+  return flags.compression_warmup;
+}
+
 absl::StatusOr<proto::Compression::Rounding> CodecRoundingFromFlags(const CompressionFlags& flags) {
   if (flags.codec_rounding == "nearest") return proto::Compression::NEAREST;
   if (flags.codec_rounding == "stochastic") return proto::Compression::STOCHASTIC;

@@ -8,11 +8,14 @@
 //                                          CodecRoundingFromFlags)
 //   --gradient_wire=fp32|bf16|auto         how gradient reductions travel (default fp32;
 //                                          CompressionPolicy::gradient_wire)
+//   --compression_warmup=N                 the first N iterations every compressed step
+//                                          runs dense (default 0; CompressionWarmupFromFlags)
 // Kept apart from example_main.cc, which reads the flags, so tests can check every value
 // without touching process-global flags.
 #ifndef EXAMPLES_COMMON_COMPRESSION_FLAGS_H_
 #define EXAMPLES_COMMON_COMPRESSION_FLAGS_H_
 
+#include <cstdint>
 #include <string>
 
 #include "absl/status/statusor.h"
@@ -27,6 +30,9 @@ struct CompressionFlags {
   std::string codec_calibration;
   std::string codec_rounding = "nearest";
   std::string gradient_wire = "fp32";
+  // --compression_warmup: the first iterations every compressed step runs dense
+  // (CompileOptions::compression_warmup_iterations; CompressionWarmupFromFlags).
+  int64_t compression_warmup = 0;
 };
 
 // off: dense. auto: each tensor's role picks its codecs and the cost model decides per
@@ -45,6 +51,12 @@ absl::StatusOr<CompressionPolicy> CompressionPolicyFromFlags(const CompressionFl
 // docs/sbp_and_boxing.md, "Stochastic rounding"). INVALID_ARGUMENT naming the flag:
 //   --codec_rounding=up is not a choice; valid: nearest, stochastic
 absl::StatusOr<proto::Compression::Rounding> CodecRoundingFromFlags(const CompressionFlags& flags);
+
+// --compression_warmup as CompileOptions::compression_warmup_iterations: the iterations
+// every compressed step runs dense before its codecs take over (docs/sbp_and_boxing.md,
+// "int4 that trains like dense"). INVALID_ARGUMENT naming the flag:
+//   --compression_warmup=-1 must be >= 0 (0: compressed from the first iteration)
+absl::StatusOr<int64_t> CompressionWarmupFromFlags(const CompressionFlags& flags);
 
 // The link flags of the cost model, and which of them the command line set to other than
 // their defaults. The defaults are those of the examples' and `oneflow compile`'s flags

@@ -41,6 +41,17 @@ TEST(CompressionFlagsTest, CodecRounding) {
   EXPECT_EQ(bad.status().message(), "--codec_rounding=up is not a choice; valid: nearest, stochastic");
 }
 
+TEST(CompressionFlagsTest, CompressionWarmup) {
+  CompressionFlags flags;
+  EXPECT_EQ(*CompressionWarmupFromFlags(flags), 0);  // the default: compressed from the start
+  flags.compression_warmup = 20;
+  EXPECT_EQ(*CompressionWarmupFromFlags(flags), 20);
+  flags.compression_warmup = -1;
+  const absl::StatusOr<int64_t> bad = CompressionWarmupFromFlags(flags);
+  EXPECT_EQ(bad.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(bad.status().message(), "--compression_warmup=-1 must be >= 0 (0: compressed from the first iteration)");
+}
+
 TEST(CompressionFlagsTest, GradientWire) {
   CompressionFlags flags;
   EXPECT_EQ(CompressionPolicyFromFlags(flags)->gradient_wire, GradientWire::kFp32);  // the default

@@ -85,6 +85,10 @@ ABSL_FLAG(std::string, codec_rounding, "nearest",
           "How the int4 and int8 encoders of compressed boxings round: nearest (to nearest even) or "
           "stochastic (up with probability equal to the fraction: unbiased; keyed by the tensor, "
           "iteration, rank and element, so runs and resumes repeat). fp8 steps round to nearest.");
+ABSL_FLAG(int64_t, compression_warmup, 0,
+          "Iterations every compressed boxing runs dense before its codecs take over (DeepSpeed 1-bit "
+          "Adam's warm-up; with 50 of 200, int4 gradient reductions under AdamW end within 0.5% of dense "
+          "and --compression=auto may pick them: docs/sbp_and_boxing.md).");
 ABSL_FLAG(std::string, gradient_wire, "fp32",
           "How variables' gradients travel in their reductions: fp32 (the default; --compression "
           "decides), bf16 (2 bytes an element on every gradient reduction and gather, added in fp32 "
@@ -216,6 +220,7 @@ CompileSettings SettingsFromFlags() {
   settings.compression.codec_calibration = absl::GetFlag(FLAGS_codec_calibration);
   settings.compression.codec_rounding = absl::GetFlag(FLAGS_codec_rounding);
   settings.compression.gradient_wire = absl::GetFlag(FLAGS_gradient_wire);
+  settings.compression.compression_warmup = absl::GetFlag(FLAGS_compression_warmup);
   settings.links = LinkFlagsFromCommandLine(absl::GetFlag(FLAGS_intra_node_bandwidth), absl::GetFlag(FLAGS_inter_node_bandwidth),
                                             absl::GetFlag(FLAGS_intra_node_latency), absl::GetFlag(FLAGS_inter_node_latency));
   settings.dump_after = absl::StrSplit(absl::GetFlag(FLAGS_dump_after), ',', absl::SkipEmpty());

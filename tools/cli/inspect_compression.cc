@@ -56,9 +56,13 @@ std::string RoundingText(proto::Compression::Rounding rounding) {
 std::string StepCodecText(const proto::BoxingStepDef& step) {
   const proto::Compression& compression = step.compression();
   // Nearest is the default and says nothing, so plans without the field print as before.
-  const std::string rounding = compression.rounding() == proto::Compression::NEAREST
-                                   ? ""
-                                   : absl::StrCat(", ", RoundingText(compression.rounding()), " rounding");
+  std::string rounding = compression.rounding() == proto::Compression::NEAREST
+                             ? ""
+                             : absl::StrCat(", ", RoundingText(compression.rounding()), " rounding");
+  // The dense warm-up, likewise printed only where the plan has one.
+  if (compression.dense_warmup_iterations() > 0) {
+    absl::StrAppend(&rounding, ", dense for the first ", compression.dense_warmup_iterations(), " iterations");
+  }
   const std::string in_node = LevelText(compression.kind(), compression.block_size(), compression.hadamard());
   if (!IsTwoLevel(step)) return absl::StrCat(in_node, rounding);
   return absl::StrCat("two-level: ", in_node, " in-node + ",

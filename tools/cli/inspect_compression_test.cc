@@ -27,7 +27,8 @@ using ::testing::HasSubstr;
 
 constexpr char kGolden[] = "tools/cli/testdata/gpt_tp4_slow_link.txt";
 
-proto::Plan CompressedGpt(proto::Compression::Rounding rounding = proto::Compression::NEAREST) {
+proto::Plan CompressedGpt(proto::Compression::Rounding rounding = proto::Compression::NEAREST,
+                          int64_t dense_warmup_iterations = 0) {
   examples::ParallelFlags flags;
   flags.nodes = 2;
   flags.devices_per_node = 2;
@@ -49,6 +50,7 @@ proto::Plan CompressedGpt(proto::Compression::Rounding rounding = proto::Compres
   // checks the rendering of (tests:auto_codec_accuracy_test checks the bound's note).
   options.compression.accuracy_bound = AccuracyBound{-1, -1, -1};
   options.codec_rounding = rounding;
+  options.compression_warmup_iterations = dense_warmup_iterations;
   absl::StatusOr<proto::Plan> plan = Compile(*examples::BuildGpt(config, layout), options);
   EXPECT_TRUE(plan.ok()) << plan.status();
   return plan.ok() ? *plan : proto::Plan();
@@ -114,6 +116,32 @@ TEST(InspectCompressionTest, ShowsStochasticRounding) {
     }
   }
   EXPECT_EQ(json_stochastic, stochastic);
+}
+
+// With --compression_warmup=N every compressed step says it runs dense for the first N
+// iterations (the golden file above has none: a plan without one prints as before).
+TEST(InspectCompressionTest, ShowsTheDenseWarmUp) {
+  const proto::Plan plan = CompressedGpt(proto::Compression::NEAREST, 20);
+  const std::string text = Inspect(plan, InspectFormat::kText);
+  // After the codecs (a two-level step's line wraps before it).
+  EXPECT_THAT(text, HasSubstr("compressed: int8 (group 128), dense for the first 20 iterations;"));
+  EXPECT_THAT(text, HasSubstr("int4 (group 128, hadamard) cross-node,\n                  dense for the first 20 iterations;"));
+  int compressed = 0;
+  for (const proto::BoxingDef& boxing : plan.boxings()) {
+    for (const proto::BoxingStepDef& step : boxing.steps()) {
+      if (step.compression().kind() == proto::Compression::NONE) continue;
+      ++compressed;
+      EXPECT_EQ(step.compression().dense_warmup_iterations(), 20);
+    }
+  }
+  ASSERT_GT(compressed, 0);
+  int printed = 0;
+  for (size_t at = text.find("dense for the first 20 iterations"); at != std::string::npos;
+       at = text.find("dense for the first 20 iterations", at + 1)) {
+    ++printed;
+  }
+  EXPECT_EQ(printed, compressed);
+  EXPECT_EQ(Inspect(CompressedGpt(), InspectFormat::kText).find("dense for the first"), std::string::npos);
 }
 
 google::protobuf::Struct ParseJson(const std::string& json) {
