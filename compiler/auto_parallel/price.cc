@@ -468,8 +468,15 @@ class Pricer {
     double seconds = dense;
     if (!priced->codec.empty()) {
       const int64_t dense_bytes = static_cast<int64_t>(bytes / static_cast<double>(tensors));
+      // A bucketed variable saves the latency of its own call, and never more than that
+      // call's whole price: the dense algorithm's latency can exceed the compressed
+      // collective's (a slow intra-node hop, which the compressed plan may cross fewer
+      // times), and subtracting it unbounded once priced a dp=6 gradient sync at -1 s.
+      // The compressed plan's latency is not separated from its codec and wire time, so
+      // its whole price is the bound: every call still costs at least one variable's.
       const double shared_latency =
-          PriceDenseCollective(links_, placement, DpAxis(), kind, dense_bytes, dense_bytes).latency_seconds;
+          std::min(priced->seconds,
+                   PriceDenseCollective(links_, placement, DpAxis(), kind, dense_bytes, dense_bytes).latency_seconds);
       seconds = static_cast<double>(repeats) *
                 (static_cast<double>(tensors) * priced->seconds -
                  static_cast<double>(std::max<int64_t>(0, tensors - calls)) * shared_latency +
