@@ -64,6 +64,9 @@ std::string MetricsJsonLine(const IterationMetrics& m) {
     absl::StrAppend(&line, "}");
   }
   if (!m.transport.empty()) absl::StrAppend(&line, ", \"transport\": \"", m.transport, "\"");
+  if (m.communication_priority_levels >= 0) {
+    absl::StrAppend(&line, ", \"communication_priority_levels\": ", m.communication_priority_levels);
+  }
   if (!m.recovery_json.empty()) absl::StrAppend(&line, ", \"recovery\": ", m.recovery_json);
   absl::StrAppend(&line, "}\n");
   return line;

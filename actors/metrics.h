@@ -60,6 +60,9 @@ struct IterationMetrics {
   // A multi-node job's transport across nodes ("ucx", "gloo": oneflow_core/comm/transport.h);
   // empty in one process.
   std::string transport;
+  // Nice levels by which the run's communication threads led its compute threads
+  // (--communication_priority_levels, actors/thread_priority.h); < 0: not recorded.
+  int64_t communication_priority_levels = -1;
   // `oneflow launch` after recovering from a lost node, on the first line trained again
   // only: the recovery as a JSON object (tools/cli/launch_recovery.h, RecoveryJson).
   std::string recovery_json;
@@ -75,6 +78,8 @@ struct IterationMetrics {
 //   , "node_step_ms": {"0": 11.482, "1": 12.345}
 // and for a multi-node job, the transport of its cross-node groups:
 //   , "transport": "ucx"
+// and where recorded, the lead of the communication threads' priority:
+//   , "communication_priority_levels": 10
 // and on the first line after `oneflow launch` recovered from a lost node, last:
 //   , "recovery": {"cause": "daemon unreachable", "node": 1, "from": "disk", "iteration": 10, "seconds": 1.234}
 // rel_l2 is RelativeError() (4 significant digits; null when not finite: a NaN or Inf was

@@ -2,10 +2,25 @@
 
 #include <thread>
 
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
 #include "gtest/gtest.h"
 
 namespace oneflow::actors {
 namespace {
+
+TEST(ThreadPriorityTest, UserGivenLevelsOutsideTheNiceRangeAreRefusedNamingTheFlag) {
+  EXPECT_TRUE(ValidateCommunicationPriorityLevels(0, "--communication_priority_levels").ok());
+  EXPECT_TRUE(ValidateCommunicationPriorityLevels(10, "--communication_priority_levels").ok());
+  EXPECT_TRUE(ValidateCommunicationPriorityLevels(39, "--communication_priority_levels").ok());
+  for (int64_t bad : {int64_t{-1}, int64_t{40}, int64_t{1} << 40}) {
+    const absl::Status status = ValidateCommunicationPriorityLevels(bad, "--communication_priority_levels");
+    EXPECT_EQ(status.code(), absl::StatusCode::kInvalidArgument) << bad;
+    EXPECT_TRUE(absl::StrContains(status.message(),
+                                  absl::StrCat("--communication_priority_levels=", bad, " is not in [0, 39]")))
+        << status.message();
+  }
+}
 
 TEST(ThreadPriorityTest, CommunicationLeadsComputeByTheLevelsEitherWay) {
   // Allowed to raise: communication goes up, compute stays.

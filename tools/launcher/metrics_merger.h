@@ -65,6 +65,8 @@ class MetricsMerger {
     std::map<std::string, proto::CodecMetrics> compression;
     proto::SparseMetrics sparse;
     std::string transport;  // the nodes' (they agreed on one before training)
+    // The nodes' priority lead (each worker got the launch's); -1: none recorded.
+    int64_t communication_priority_levels = -1;
   };
   proto::IterationMetrics Merged(int64_t iteration, const Partial& partial) const;
 
