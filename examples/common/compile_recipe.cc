@@ -61,7 +61,6 @@ absl::StatusOr<proto::CompileRecipe> MakeRecipe(const proto::Job& job, const Par
   recipe.set_codec_calibration(settings.compression.codec_calibration);
   recipe.set_codec_rounding(settings.compression.codec_rounding);
   recipe.set_gradient_wire(settings.compression.gradient_wire);
-  recipe.set_codec_accuracy_bound(settings.compression.codec_accuracy_bound);
   recipe.set_intra_node_bandwidth(settings.links.intra_node_bandwidth);
   recipe.set_inter_node_bandwidth(settings.links.inter_node_bandwidth);
   recipe.set_intra_node_latency(settings.links.intra_node_latency);
@@ -114,9 +113,6 @@ CompileSettings SettingsFromRecipe(const proto::CompileRecipe& recipe) {
   settings.compression.codec_calibration = recipe.codec_calibration();
   if (!recipe.codec_rounding().empty()) settings.compression.codec_rounding = recipe.codec_rounding();
   if (!recipe.gradient_wire().empty()) settings.compression.gradient_wire = recipe.gradient_wire();
-  if (!recipe.codec_accuracy_bound().empty()) {
-    settings.compression.codec_accuracy_bound = recipe.codec_accuracy_bound();
-  }
   settings.links.intra_node_bandwidth = recipe.intra_node_bandwidth();
   settings.links.inter_node_bandwidth = recipe.inter_node_bandwidth();
   settings.links.intra_node_latency = recipe.intra_node_latency();
