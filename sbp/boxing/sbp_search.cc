@@ -49,8 +49,13 @@ std::vector<Sbp> AxisCandidates(const Shape& logical, const std::vector<NdSbp>& 
 PathCost PathCost::Plus(const BoxingStep& step) const {
   const bool reduces =
       step.kind == BoxingKind::kAllReduce || step.kind == BoxingKind::kReduceScatter;
-  return PathCost{seconds + step.seconds, bytes + step.bytes_per_device, steps + 1,
-                  reductions + (reduces ? 1 : 0)};
+  // A bucketed gradient reduction's calls are its bucket's: what the path adds is the
+  // rest (BoxingStep::bucket_shared_latency_seconds). Without this a chain that ends in
+  // an unbucketed all-gather (reduce-scatter, then gather) looked as cheap as one
+  // bucketed all-reduce, and auto's int8 gradients crossed nodes as one gather per
+  // tensor (docs/benchmarks.md, "auto on gpt_dp3tp2, separated").
+  return PathCost{seconds + step.seconds - step.bucket_shared_latency_seconds, bytes + step.bytes_per_device,
+                  steps + 1, reductions + (reduces ? 1 : 0)};
 }
 
 PathCost PathCost::Plus(const PathCost& other) const {
