@@ -17,11 +17,12 @@
 namespace oneflow {
 namespace {
 
-examples::ParallelLayout Layout() {
+// `nodes` x 2 devices, dp=nodes (across them) x tp=2.
+examples::ParallelLayout Layout(int64_t nodes = 2) {
   examples::ParallelFlags flags;
-  flags.nodes = 2;
+  flags.nodes = nodes;
   flags.devices_per_node = 2;
-  flags.dp = 2;
+  flags.dp = nodes;
   flags.tp = 2;
   flags.inter_node_bandwidth = 1.25e8;
   return *examples::ParallelLayout::Create(flags);
@@ -110,13 +111,7 @@ TEST(AutoCodecAccuracyTest, UnderAdamWTheGradientsCrossNodesInInt8AndTheDecision
 // bucket_shared_latency_seconds). Priced without that, auto's int8 gradients took the
 // gather chain on every weight matrix.
 TEST(AutoCodecAccuracyTest, CrossNodeGradientReductionsStayInBucketsOverThreeNodes) {
-  examples::ParallelFlags flags;
-  flags.nodes = 3;
-  flags.devices_per_node = 2;
-  flags.dp = 3;
-  flags.tp = 2;
-  flags.inter_node_bandwidth = 1.25e8;
-  const examples::ParallelLayout layout = *examples::ParallelLayout::Create(flags);
+  const examples::ParallelLayout layout = Layout(3);
   CompileOptions options;
   options.cluster = layout.cluster();
   options.compression.mode = CompressionMode::kAuto;
