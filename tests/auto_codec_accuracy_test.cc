@@ -28,8 +28,9 @@ examples::ParallelLayout Layout(int64_t nodes = 2) {
   return *examples::ParallelLayout::Create(flags);
 }
 
-proto::Job Gpt(const examples::ParallelLayout& layout, bool sgd) {
+proto::Job Gpt(const examples::ParallelLayout& layout, bool sgd, int64_t batch = 8) {
   examples::GptConfig config = testing::CodecTestGpt();
+  config.batch = batch;
   config.learning_rate = sgd ? 0.1 : 1e-2;
   proto::Job job = *examples::BuildGpt(config, layout);
   if (sgd) job.mutable_optimizer()->mutable_sgd()->set_momentum(0.9);
@@ -115,7 +116,7 @@ TEST(AutoCodecAccuracyTest, CrossNodeGradientReductionsStayInBucketsOverThreeNod
   CompileOptions options;
   options.cluster = layout.cluster();
   options.compression.mode = CompressionMode::kAuto;
-  absl::StatusOr<proto::Plan> plan = Compile(Gpt(layout, /*sgd=*/false), options);
+  absl::StatusOr<proto::Plan> plan = Compile(Gpt(layout, /*sgd=*/false, /*batch=*/12), options);
   ASSERT_TRUE(plan.ok()) << plan.status();
   int cross_node_gathers = 0;
   int bucketed_cross_node_reductions = 0;
