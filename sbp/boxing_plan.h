@@ -62,12 +62,6 @@ struct BoxingStep {
   // so `dense_seconds - seconds` is the modelled time compression saves.
   int64_t dense_bytes_per_device = 0;
   double dense_seconds = 0;
-  // The part of `seconds` that is the step's calls' latency, when the step is a gradient
-  // reduction that rides in a gradient bucket (BoxingOptions::dense_in_bucket): the
-  // bucket's collective makes those calls once for all its members, so the boxing search
-  // charges the step seconds - this (sbp_search.h, PathCost), while an unbucketed step
-  // (a gather after it, say) pays its latency in full. 0 otherwise.
-  double bucket_shared_latency_seconds = 0;
   // One line for humans: what moves where, over which links, by which algorithm, and
   // `compression_reason` when it is set.
   std::string reason;

@@ -126,7 +126,6 @@ std::optional<BoxingStep> MakeAxisStep(const BoxingContext& context, const Place
     }
   }
   if (!compressed.has_value()) {
-    if (in_bucket) step.bucket_shared_latency_seconds = dense.latency_seconds;
     if (!accuracy_note.empty()) {
       step.compression_reason = accuracy_note;
       absl::StrAppend(&step.reason, "; ", step.compression_reason);
@@ -147,11 +146,9 @@ std::optional<BoxingStep> MakeAxisStep(const BoxingContext& context, const Place
                              : std::string(),
                    " vs ", dense_text);
   const bool pays = compressed_marginal < kAutoMargin * dense_marginal;
-  if (in_bucket) step.bucket_shared_latency_seconds = dense.latency_seconds;
   if (context.options.automatic && !pays) {
     step.compression_reason = absl::StrCat(comparison, ": dense");
   } else {
-    if (in_bucket) step.bucket_shared_latency_seconds = compressed->latency_seconds;
     step.compression = compressed->codec;
     step.cross_node_compression = compressed->cross_node;
     step.bytes_per_device = compressed->wire_bytes;
