@@ -67,6 +67,9 @@ std::string MetricsJsonLine(const IterationMetrics& m) {
   if (!m.transport_settings.empty()) {
     absl::StrAppend(&line, ", \"transport_settings\": \"", m.transport_settings, "\"");
   }
+  if (m.communication_priority_levels >= 0) {
+    absl::StrAppend(&line, ", \"communication_priority_levels\": ", m.communication_priority_levels);
+  }
   if (!m.recovery_json.empty()) absl::StrAppend(&line, ", \"recovery\": ", m.recovery_json);
   absl::StrAppend(&line, "}\n");
   return line;

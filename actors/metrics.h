@@ -64,6 +64,9 @@ struct IterationMetrics {
   // measured defaults and environment overrides: oneflow_core/comm/ucx/settings.h); empty
   // otherwise.
   std::string transport_settings;
+  // Nice levels by which the run's communication threads led its compute threads
+  // (--communication_priority_levels, actors/thread_priority.h); < 0: not recorded.
+  int64_t communication_priority_levels = -1;
   // `oneflow launch` after recovering from a lost node, on the first line trained again
   // only: the recovery as a JSON object (tools/cli/launch_recovery.h, RecoveryJson).
   std::string recovery_json;
@@ -81,6 +84,8 @@ struct IterationMetrics {
 //   , "transport": "ucx"
 // and the settings it ran with, when it has any:
 //   , "transport_settings": "RNDV_THRESH=inf; TLS=tcp,self (environment)"
+// and where recorded, the lead of the communication threads' priority:
+//   , "communication_priority_levels": 10
 // and on the first line after `oneflow launch` recovered from a lost node, last:
 //   , "recovery": {"cause": "daemon unreachable", "node": 1, "from": "disk", "iteration": 10, "seconds": 1.234}
 // rel_l2 is RelativeError() (4 significant digits; null when not finite: a NaN or Inf was

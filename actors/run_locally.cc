@@ -32,12 +32,22 @@ absl::Status RunPlanLocally(const proto::Plan& plan, const LocalRun& run, std::o
   options.iterations = run.iterations;
   options.threads_per_device = run.threads_per_device;
   options.threads_per_device_flag = "--threads_per_device";
+  if (run.communication_priority_levels >= 0) {
+    options.communication_priority_levels = run.communication_priority_levels;
+    options.communication_priority_levels_flag = "--communication_priority_levels";
+  }
   options.record_acts = !run.trace_path.empty();
   // The measured step beside --auto_parallel's prediction (actors/predicted_step.h).
   MeasuredStep measured;
   options.on_iteration = [&](const IterationMetrics& m) {
     measured.Add(m.iteration, m.step_ms);
-    reporter->Report(m);
+    if (run.communication_priority_levels < 0) {
+      reporter->Report(m);
+      return;
+    }
+    IterationMetrics recorded = m;
+    recorded.communication_priority_levels = run.communication_priority_levels;
+    reporter->Report(recorded);
   };
   // The lines go out as they come: nothing per iteration stays (a run may last weeks).
   options.keep_iteration_metrics = false;

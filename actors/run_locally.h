@@ -28,6 +28,10 @@ struct LocalRun {
   std::string trace_path;
   CheckpointOptions checkpoint;
   std::string resume_from;
+  // Nice levels by which communication threads lead compute threads (TrainOptions);
+  // < 0: the default (kCommunicationPriorityLevels), not recorded; otherwise checked
+  // ([0, 39]) and recorded in every metrics line.
+  int64_t communication_priority_levels = -1;
 };
 
 // Errors name the flag spelling of the option (--iters=0 must be >= 1, --checkpoint_dir

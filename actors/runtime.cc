@@ -52,6 +52,8 @@ absl::StatusOr<TrainResult> TrainPlan(const proto::Plan& plan, const TrainOption
   OF_RETURN_IF_ERROR(CheckDevicesRunHere(plan));
   OF_ASSIGN_OR_RETURN(PlanIndex index, PlanIndex::Create(plan));
   OF_ASSIGN_OR_RETURN(const int64_t threads_per_device, ThreadsPerDevice(plan, options));
+  OF_RETURN_IF_ERROR(ValidateCommunicationPriorityLevels(options.communication_priority_levels,
+                                                         options.communication_priority_levels_flag));
   OF_ASSIGN_OR_RETURN(DeviceBackend* const backend, BackendFor(PlanDeviceType(plan)));
   // A checkpoint to resume from is read and checked whole before anything runs.
   std::unique_ptr<CheckpointReader> reader;
@@ -299,6 +301,7 @@ absl::StatusOr<TrainResult> TrainPlan(const proto::Plan& plan, const TrainOption
   }
   engine_options.progress_timeout = options.progress_timeout;
   engine_options.record_acts = options.record_acts;
+  engine_options.communication_priority_levels = static_cast<int>(options.communication_priority_levels);
   engine_options.on_collective_done = options.on_collective_done;
   engine_options.on_iteration_done = [&](int device_index, int64_t count) {
     if (options.on_iteration_done) options.on_iteration_done(device_index, count);

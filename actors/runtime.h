@@ -57,6 +57,12 @@ struct TrainOptions {
   std::string worker_host = "127.0.0.1";
   // The transport of groups with members in other processes (CommunicatorPool).
   Transport transport = kDefaultTransport;
+  // Nice levels by which this process's communication threads lead its compute threads
+  // (EngineOptions::communication_priority_levels, actors/thread_priority.h); 0: off.
+  // Outside [0, 39] the run fails with INVALID_ARGUMENT naming
+  // `communication_priority_levels_flag`.
+  int64_t communication_priority_levels = kCommunicationPriorityLevels;
+  std::string communication_priority_levels_flag = "TrainOptions.communication_priority_levels";
   // Progress per device (engine.h); the worker's status file.
   std::function<void(int device_index, int64_t completed)> on_collective_done;
   std::function<void(int device_index, int64_t completed)> on_iteration_done;

@@ -22,6 +22,13 @@ int Clamp(int nice) { return std::clamp(nice, kHighestNice, kLowestNice); }
 
 }  // namespace
 
+absl::Status ValidateCommunicationPriorityLevels(int64_t levels, absl::string_view flag) {
+  if (levels >= 0 && levels <= kMaxCommunicationPriorityLevels) return absl::OkStatus();
+  return absl::InvalidArgumentError(absl::StrCat(flag, "=", levels, " is not in [0, ", kMaxCommunicationPriorityLevels,
+                                                 "] (nice levels by which communication threads lead compute "
+                                                 "threads; 0: every thread at the run's nice value)"));
+}
+
 ThreadNiceValues ChooseThreadNiceValues(int base, int levels, bool may_raise) {
   ThreadNiceValues values{base, base};
   if (levels <= 0) return values;

@@ -21,7 +21,10 @@
 #ifndef ACTORS_THREAD_PRIORITY_H_
 #define ACTORS_THREAD_PRIORITY_H_
 
+#include <cstdint>
+
 #include "absl/status/status.h"
+#include "absl/strings/string_view.h"
 
 namespace oneflow::actors {
 
@@ -29,6 +32,15 @@ namespace oneflow::actors {
 // default (EngineOptions::communication_priority_levels): a weight ratio of about 9
 // (the kernel's sched_prio_to_weight table: nice 0 is 1024, nice -10 is 9548).
 constexpr int kCommunicationPriorityLevels = 10;
+
+// The most levels that can separate two threads: Linux's nice range is [-20, 19].
+constexpr int kMaxCommunicationPriorityLevels = 39;
+
+// Checks a user-given lead (`flag` names where it came from, e.g.
+// "--communication_priority_levels"): INVALID_ARGUMENT unless 0 <= levels <= 39, e.g.
+// "--communication_priority_levels=-1 is not in [0, 39] (nice levels by which
+// communication threads lead compute threads; 0: every thread at the run's nice value)".
+absl::Status ValidateCommunicationPriorityLevels(int64_t levels, absl::string_view flag);
 
 struct ThreadNiceValues {
   int compute = 0;

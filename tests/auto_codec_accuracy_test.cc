@@ -17,18 +17,22 @@
 namespace oneflow {
 namespace {
 
-examples::ParallelLayout Layout() {
+// `nodes` x 2 devices, dp=nodes (across them) x tp=2.
+examples::ParallelFlags FlagsOfLayout(int64_t nodes) {
   examples::ParallelFlags flags;
-  flags.nodes = 2;
+  flags.nodes = nodes;
   flags.devices_per_node = 2;
-  flags.dp = 2;
+  flags.dp = nodes;
   flags.tp = 2;
   flags.inter_node_bandwidth = 1.25e8;
-  return *examples::ParallelLayout::Create(flags);
+  return flags;
 }
 
-proto::Job Gpt(const examples::ParallelLayout& layout, bool sgd) {
+examples::ParallelLayout Layout(int64_t nodes = 2) { return *examples::ParallelLayout::Create(FlagsOfLayout(nodes)); }
+
+proto::Job Gpt(const examples::ParallelLayout& layout, bool sgd, int64_t batch = 8) {
   examples::GptConfig config = testing::CodecTestGpt();
+  config.batch = batch;
   config.learning_rate = sgd ? 0.1 : 1e-2;
   proto::Job job = *examples::BuildGpt(config, layout);
   if (sgd) job.mutable_optimizer()->mutable_sgd()->set_momentum(0.9);
@@ -101,6 +105,40 @@ TEST(AutoCodecAccuracyTest, UnderAdamWTheGradientsCrossNodesInInt8AndTheDecision
   absl::StatusOr<std::string> text = cli::InspectPlan(plan, cli::InspectOptions());
   ASSERT_TRUE(text.ok()) << text.status();
   EXPECT_TRUE(absl::StrContains(*text, "accuracy: not int4 G=128 hadamard on gradients"));
+}
+
+// Over 3 nodes x 2 devices (dp=3 x tp=2, bench/distributed's gpt_dp3tp2 layout), a
+// gradient's cross-node reduction is one bucketed all-reduce, not a bucketed
+// reduce-scatter followed by a gather of its own: the gather would pay its calls'
+// latency per tensor while the all-reduce shares its bucket's (BoxingStep::
+// bucket_shared_latency_seconds). Priced without that, auto's int8 gradients took the
+// gather chain on every weight matrix.
+TEST(AutoCodecAccuracyTest, CrossNodeGradientReductionsStayInBucketsOverThreeNodes) {
+  const examples::ParallelLayout layout = Layout(3);
+  CompileOptions options;
+  options.cluster = layout.cluster();
+  options.cluster.set_inter_node_latency(5e-4);  // the examples' default: each unbucketed call pays it
+  options.compression.mode = CompressionMode::kAuto;
+  absl::StatusOr<proto::Plan> plan = Compile(Gpt(layout, /*sgd=*/false, /*batch=*/12), options);
+  ASSERT_TRUE(plan.ok()) << plan.status();
+  int cross_node_gathers = 0;
+  int bucketed_cross_node_reductions = 0;
+  for (const proto::BoxingDef& boxing : plan->boxings()) {
+    if (!absl::StrContains(boxing.consumer_op(), "_update/")) continue;  // a gradient
+    for (const proto::BoxingStepDef& step : boxing.steps()) {
+      if (step.hierarchy_axis() != 0) continue;
+      if (step.kind() == proto::STEP_ALL_GATHER) {
+        ++cross_node_gathers;
+        ADD_FAILURE() << boxing.consumer_op() << ": " << step.reason();
+      }
+      if ((step.kind() == proto::STEP_ALL_REDUCE || step.kind() == proto::STEP_REDUCE_SCATTER) &&
+          step.has_bucket_id()) {
+        ++bucketed_cross_node_reductions;
+      }
+    }
+  }
+  EXPECT_EQ(cross_node_gathers, 0);
+  EXPECT_GE(bucketed_cross_node_reductions, 8);
 }
 
 TEST(AutoCodecAccuracyTest, UnderSgdWithErrorFeedbackInt4IsWithinTheBound) {

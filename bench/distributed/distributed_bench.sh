@@ -33,6 +33,7 @@
 #   --iters=K --warmup=W  iterations per run, and those left out of the median [20, 5]
 #   --launch_flags="..."  extra flags for every `oneflow launch` (e.g. --transport=gloo)
 #   --gpt_flags="..."     extra flags for every case's gpt compile (e.g. --bucket_mb=4)
+#   --modes=M,...         run only these of each case's modes (e.g. auto), in the case's order
 #   --bucket_reference=M  also run each case's dense plan compiled with an explicit --bucket_mb=M
 #                         (mode "off_bucket_mb_M", before "off"), the reference the "off" line's
 #                         over_bucket_reference is measured against (e.g. 25: the buckets before
@@ -69,6 +70,7 @@ ITERS=20
 WARMUP=5
 LAUNCH_FLAGS=""
 GPT_FLAGS=""
+MODES=""
 BUCKET_REFERENCE=""
 TRACE=0
 BIN_DIR=""
@@ -87,6 +89,7 @@ for arg in "$@"; do
     --warmup=*) WARMUP="${arg#*=}" ;;
     --launch_flags=*) LAUNCH_FLAGS="${arg#*=}" ;;
     --gpt_flags=*) GPT_FLAGS="${arg#*=}" ;;
+    --modes=*) MODES="${arg#*=}" ;;
     --bucket_reference=*) BUCKET_REFERENCE="${arg#*=}" ;;
     --trace) TRACE=1 ;;
     --bin_dir=*) BIN_DIR="${arg#*=}" ;;
@@ -104,6 +107,7 @@ for r in "${RATE_LIST[@]}"; do [[ "$r" =~ ^[1-9][0-9]*$ ]] || die "--rates_mbit:
 IFS=, read -r -a CASE_LIST <<< "$CASES"
 [[ "$LAUNCH_FLAGS" =~ ^[-A-Za-z0-9_=.,\ ]*$ ]] || die "--launch_flags: only flags (letters, digits, - _ = . ,)"
 [[ "$GPT_FLAGS" =~ ^[-A-Za-z0-9_=.,\ ]*$ ]] || die "--gpt_flags: only flags (letters, digits, - _ = . ,)"
+[[ "$MODES" =~ ^[a-z0-9_,]*$ ]] || die "--modes: mode names separated by commas (off, auto, pytorch_ddp)"
 [[ -z "$BUCKET_REFERENCE" || "$BUCKET_REFERENCE" =~ ^[0-9]+(\.[0-9]+)?$ ]] ||
   die "--bucket_reference=$BUCKET_REFERENCE: give MiB (a number >= 0)"
 [[ "$(id -u)" == 0 ]] || die "needs root (network namespaces, veth pairs, tc)"
@@ -202,6 +206,7 @@ run_case() {
   [[ -n "$BUCKET_REFERENCE" ]] && modes="off_bucket_mb_$BUCKET_REFERENCE,$modes"
   IFS=, read -r -a mode_list <<< "$modes"
   for mode in "${mode_list[@]}"; do
+    [[ -z "$MODES" || ",$MODES," == *",$mode,"* ]] || continue
     if [[ "$mode" == pytorch_ddp ]]; then
       run_ddp_mode "$name" "$rate" "$nodes" "$flags" "$dir"
       continue
@@ -365,7 +370,7 @@ main() {
   build
   (umask 077 && head -c 32 /dev/urandom | od -An -tx1 | tr -d ' \n' > "$RUN/token")
   echo "{\"config\": {\"cases\": \"$CASES\", \"rates_mbit\": [$RATES], \"iters\": $ITERS, \"warmup\": $WARMUP," \
-    "\"launch_flags\": \"$LAUNCH_FLAGS\", \"gpt_flags\": \"$GPT_FLAGS\", \"bucket_reference\": \"$BUCKET_REFERENCE\", \"trace\": $TRACE, \"oneflow_openblas_coretype\": \"${OPENBLAS_CORETYPE:-auto}\", \"cpus\": $(nproc), \"load_avg_1m\": $(cut -d' ' -f1 /proc/loadavg)," \
+    "\"launch_flags\": \"$LAUNCH_FLAGS\", \"gpt_flags\": \"$GPT_FLAGS\", \"modes\": \"$MODES\", \"bucket_reference\": \"$BUCKET_REFERENCE\", \"trace\": $TRACE, \"oneflow_openblas_coretype\": \"${OPENBLAS_CORETYPE:-auto}\", \"cpus\": $(nproc), \"load_avg_1m\": $(cut -d' ' -f1 /proc/loadavg)," \
     "\"commit\": \"$(git -C "$ROOT" rev-parse --short HEAD 2>/dev/null || echo unknown)\"}}"
   local name spec network nodes rate
   for name in "${CASE_LIST[@]}"; do

@@ -3,6 +3,7 @@
 #include <cmath>
 
 #include "absl/flags/reflection.h"
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "sbp/calibration.h"
 #include "sbp/codec_throughput.h"
@@ -34,6 +35,17 @@ absl::StatusOr<CompressionPolicy> CompressionPolicyFromFlags(const CompressionFl
   } else {
     return absl::InvalidArgumentError(
         absl::StrCat("--gradient_wire=", flags.gradient_wire, " is not a choice; valid: fp32, bf16, auto"));
+  }
+  if (flags.codec_accuracy_bound == "off") {
+    policy.accuracy_bound = AccuracyBound{-1, -1, -1};
+  } else {
+    double bound = 0;
+    if (!absl::SimpleAtod(flags.codec_accuracy_bound, &bound) || !std::isfinite(bound) || bound < 0) {
+      return absl::InvalidArgumentError(absl::StrCat("--codec_accuracy_bound=", flags.codec_accuracy_bound,
+                                                     " is not a choice; valid: a final-loss gap >= 0 as a fraction "
+                                                     "of dense's (0.005 is 0.5%, the default), or off"));
+    }
+    policy.accuracy_bound = AccuracyBound{bound, bound, bound};
   }
   const double uniform = flags.codec_bytes_per_second;
   if (!std::isfinite(uniform) || uniform < 0) {

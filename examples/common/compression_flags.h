@@ -10,6 +10,10 @@
 //                                          CompressionPolicy::gradient_wire)
 //   --compression_warmup=N                 the first N iterations every compressed step
 //                                          runs dense (default 0; CompressionWarmupFromFlags)
+//   --codec_accuracy_bound=F|off           the largest measured final-loss gap auto accepts
+//                                          for a codec, as a fraction of dense's final loss,
+//                                          on every role (default 0.005; off: no bound;
+//                                          CompressionPolicy::accuracy_bound)
 // Kept apart from example_main.cc, which reads the flags, so tests can check every value
 // without touching process-global flags.
 #ifndef EXAMPLES_COMMON_COMPRESSION_FLAGS_H_
@@ -33,6 +37,7 @@ struct CompressionFlags {
   // --compression_warmup: the first iterations every compressed step runs dense
   // (CompileOptions::compression_warmup_iterations; CompressionWarmupFromFlags).
   int64_t compression_warmup = 0;
+  std::string codec_accuracy_bound = "0.005";
 };
 
 // off: dense. auto: each tensor's role picks its codecs and the cost model decides per
@@ -43,6 +48,8 @@ struct CompressionFlags {
 //   --gradient_wire=fp16 is not a choice; valid: fp32, bf16, auto
 //   --codec_bytes_per_second=-1 must be a finite number > 0 (or 0: the per-codec table)
 //   --codec_bytes_per_second and --codec_calibration both give codec throughputs; use one
+//   --codec_accuracy_bound=-1 is not a choice; valid: a final-loss gap >= 0 as a fraction
+//   of dense's (0.005 is 0.5%, the default), or off
 //   --codec_calibration: codec calibration file 'c.jsonl' line 2: ...
 absl::StatusOr<CompressionPolicy> CompressionPolicyFromFlags(const CompressionFlags& flags);
 

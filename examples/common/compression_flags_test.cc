@@ -3,7 +3,9 @@
 #include <cstdio>
 #include <fstream>
 
+#include "absl/strings/str_cat.h"
 #include "gtest/gtest.h"
+#include "sbp/codec_accuracy.h"
 
 namespace oneflow::examples {
 namespace {
@@ -50,6 +52,41 @@ TEST(CompressionFlagsTest, CompressionWarmup) {
   const absl::StatusOr<int64_t> bad = CompressionWarmupFromFlags(flags);
   EXPECT_EQ(bad.status().code(), absl::StatusCode::kInvalidArgument);
   EXPECT_EQ(bad.status().message(), "--compression_warmup=-1 must be >= 0 (0: compressed from the first iteration)");
+}
+
+TEST(CompressionFlagsTest, CodecAccuracyBound) {
+  CompressionFlags flags;
+  const AccuracyBound documented;  // sbp/codec_accuracy.h's 0.5%
+  const absl::StatusOr<CompressionPolicy> by_default = CompressionPolicyFromFlags(flags);
+  ASSERT_TRUE(by_default.ok()) << by_default.status();
+  for (AccuracyRole role : {AccuracyRole::kActivation, AccuracyRole::kGradient, AccuracyRole::kWeight}) {
+    EXPECT_EQ(by_default->accuracy_bound.For(role), documented.For(role));
+  }
+  flags.codec_accuracy_bound = "0.02";
+  EXPECT_EQ(CompressionPolicyFromFlags(flags)->accuracy_bound.gradient, 0.02);
+  EXPECT_EQ(CompressionPolicyFromFlags(flags)->accuracy_bound.activation, 0.02);
+  EXPECT_EQ(CompressionPolicyFromFlags(flags)->accuracy_bound.weight, 0.02);
+  flags.codec_accuracy_bound = "0";  // only codecs measured exactly at dense's loss, or unmeasured
+  EXPECT_EQ(CompressionPolicyFromFlags(flags)->accuracy_bound.gradient, 0);
+  // off: negative on every role, which CodecWithinBound reads as no rule.
+  flags.codec_accuracy_bound = "off";
+  const absl::StatusOr<CompressionPolicy> off = CompressionPolicyFromFlags(flags);
+  ASSERT_TRUE(off.ok()) << off.status();
+  EXPECT_LT(off->accuracy_bound.gradient, 0);
+  EXPECT_LT(off->accuracy_bound.activation, 0);
+  EXPECT_LT(off->accuracy_bound.weight, 0);
+  EXPECT_TRUE(CodecWithinBound({CompressionKind::kInt4, 128, true}, AccuracyRole::kGradient, TrainingSetup(),
+                               off->accuracy_bound)
+                  .within_bound);
+  for (const std::string bad : {"-1", "nan", "inf", "half", "", "0.5%"}) {
+    flags.codec_accuracy_bound = bad;
+    const absl::StatusOr<CompressionPolicy> refused = CompressionPolicyFromFlags(flags);
+    EXPECT_EQ(refused.status().code(), absl::StatusCode::kInvalidArgument) << bad;
+    EXPECT_EQ(refused.status().message(),
+              absl::StrCat("--codec_accuracy_bound=", bad,
+                           " is not a choice; valid: a final-loss gap >= 0 as a fraction of dense's (0.005 is "
+                           "0.5%, the default), or off"));
+  }
 }
 
 TEST(CompressionFlagsTest, GradientWire) {

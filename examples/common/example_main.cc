@@ -94,6 +94,10 @@ ABSL_FLAG(std::string, gradient_wire, "fp32",
           "decides), bf16 (2 bytes an element on every gradient reduction and gather, added in fp32 "
           "after decoding), or auto (bf16 where the cost model finds it faster). A tensor's "
           "WithCompression hint wins.");
+ABSL_FLAG(std::string, codec_accuracy_bound, "0.005",
+          "The largest final-loss gap, as a fraction of dense's, that --compression=auto accepts for a codec on "
+          "any tensor role, as measured (sbp/codec_accuracy.cc; 0.005 is 0.5%, the default), or off: auto may "
+          "pick any codec, as before the rule.");
 ABSL_FLAG(int64_t, threads_per_device, 1,
           "Threads each CPU device runs its compute kernels on (its compute thread plus helpers "
           "that large matmuls and elementwise kernels split over); recorded in the plan's cluster.");
@@ -221,6 +225,7 @@ CompileSettings SettingsFromFlags() {
   settings.compression.codec_rounding = absl::GetFlag(FLAGS_codec_rounding);
   settings.compression.gradient_wire = absl::GetFlag(FLAGS_gradient_wire);
   settings.compression.compression_warmup = absl::GetFlag(FLAGS_compression_warmup);
+  settings.compression.codec_accuracy_bound = absl::GetFlag(FLAGS_codec_accuracy_bound);
   settings.links = LinkFlagsFromCommandLine(absl::GetFlag(FLAGS_intra_node_bandwidth), absl::GetFlag(FLAGS_inter_node_bandwidth),
                                             absl::GetFlag(FLAGS_intra_node_latency), absl::GetFlag(FLAGS_inter_node_latency));
   settings.dump_after = absl::StrSplit(absl::GetFlag(FLAGS_dump_after), ',', absl::SkipEmpty());

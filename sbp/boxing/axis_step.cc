@@ -151,6 +151,10 @@ std::optional<BoxingStep> MakeAxisStep(const BoxingContext& context, const Place
   } else {
     step.compression = compressed->codec;
     step.cross_node_compression = compressed->cross_node;
+    // Only auto's own choices: forced codecs and dense steps keep the chains they had,
+    // so that their bucketed and unbucketed plans reduce the same steps (and train bit
+    // for bit alike: tests:compressed_buckets_test).
+    if (in_bucket && context.options.automatic) step.bucket_shared_latency_seconds = compressed->latency_seconds;
     step.bytes_per_device = compressed->wire_bytes;
     step.seconds = compressed->seconds();
     step.compression_reason =

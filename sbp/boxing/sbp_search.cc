@@ -156,7 +156,18 @@ void SbpSearch::Run(const BoxingContext& context, const Placement& placement, in
                 ? MakeAxisStep(context, placement, state, axis, other)
                 : MakeAxisStep(context, placement, neighbour_state, axis, state.at(axis));
         if (!step.has_value()) continue;
-        const PathCost candidate = costs_[current].Plus(*step);
+        PathCost candidate = costs_[current].Plus(*step);
+        // An auto-compressed gradient reduction that rides in a bucket makes its bucket's
+        // calls, not its own: the path adds it without that latency
+        // (BoxingStep::bucket_shared_latency_seconds). The bucketing pass takes a step
+        // only when every step before it in the chain was a reduction, which a forward
+        // search knows (its path so far); a backward one does not, and charges it all.
+        // Without this a chain ending in an unbucketed all-gather (reduce-scatter, then a
+        // gather per tensor) looked as cheap as one bucketed all-reduce
+        // (docs/benchmarks.md, "auto on gpt_dp3tp2, separated").
+        if (direction_ == Direction::kFromAnchor && costs_[current].reductions == costs_[current].steps) {
+          candidate.seconds -= step->bucket_shared_latency_seconds;
+        }
         if (!reached[neighbour] || CheaperThan(candidate, costs_[neighbour])) {
           reached[neighbour] = true;
           costs_[neighbour] = candidate;

@@ -9,15 +9,19 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <filesystem>
 #include <fstream>
 #include <iterator>
 #include <map>
 #include <memory>
+#include <set>
 #include <string>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "absl/strings/str_split.h"
+#include "actors/thread_priority.h"
 #include "gtest/gtest.h"
 #include "tests/cluster/cluster_harness.h"
 #include "tests/cluster/process.h"
@@ -288,6 +292,88 @@ TEST(ClusterTest, KilledDaemonTakesItsWorkerAndTheJobStops) {
   EXPECT_TRUE(NoWorkersLeft("kill-daemon", milliseconds(8000)));
   EXPECT_TRUE(daemons.Alive(0));
   ExpectServing(daemons, 0, "after-daemon-kill");
+}
+
+// The nice values of a process's threads, from /proc/PID/task/*/stat (field 19).
+std::multiset<int> ThreadNiceValues(pid_t pid) {
+  std::multiset<int> nice_values;
+  const std::string tasks = absl::StrCat("/proc/", pid, "/task");
+  for (const auto& task : std::filesystem::directory_iterator(tasks)) {
+    std::ifstream in(task.path() / "stat");
+    std::string stat((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    // After the command name's closing parenthesis: state is field 3, nice field 19.
+    const size_t close = stat.rfind(')');
+    if (close == std::string::npos) continue;
+    std::vector<std::string> fields = absl::StrSplit(stat.substr(close + 2), ' ');
+    if (fields.size() > 16) nice_values.insert(std::stoi(fields[16]));
+  }
+  return nice_values;
+}
+
+// `oneflow launch --communication_priority_levels=N` reaches every worker: its threads
+// run at two nice values N apart (communication ahead of compute: raised where the
+// worker may, else compute lowered), 0 leaves every thread at one value, and every
+// merged metrics line records the value. Out-of-range values are refused, naming the
+// flag, by the launch, the worker and `oneflow run`.
+TEST(ClusterTest, CommunicationPriorityLevelsReachEveryWorkerAndAreRecorded) {
+  Daemons daemons(2);
+  for (int levels : {5, 0}) {
+    const std::string job_id = absl::StrCat("priority-", levels);
+    std::unique_ptr<Process> launch =
+        StartLongJob(daemons, job_id, {absl::StrCat("--communication_priority_levels=", levels)});
+    for (int node = 0; node < 2; ++node) {
+      const pid_t worker = WorkerPid(job_id, node);
+      ASSERT_GT(worker, 0) << "node " << node;
+      const std::multiset<int> nice = ThreadNiceValues(worker);
+      ASSERT_FALSE(nice.empty());
+      std::set<int> distinct(nice.begin(), nice.end());
+      // The workers start at this test's nice value (through the daemons); the lead is
+      // what Linux's range leaves of `levels` from there, either way.
+      const int base = actors::ThisThreadNice();
+      const actors::ThreadNiceValues expected =
+          actors::ChooseThreadNiceValues(base, levels, actors::MayRaiseThreadPriority(base, levels));
+      if (levels == 0) {
+        EXPECT_EQ(distinct.size(), 1u) << "levels 0, node " << node << ": " << absl::StrJoin(nice, ",");
+      } else {
+        // Threads the engine does not start (gRPC's, the main thread) keep the base.
+        EXPECT_EQ(*distinct.rbegin() - *distinct.begin(), expected.compute - expected.communication)
+            << "levels " << levels << ", node " << node << ": " << absl::StrJoin(nice, ",");
+        EXPECT_GT(expected.compute - expected.communication, 0) << "nice " << base << " leaves no room";
+      }
+    }
+    ASSERT_TRUE(launch->WaitForLine(
+        [&](const std::string& line) {
+          return line.find(absl::StrCat("\"communication_priority_levels\": ", levels, "}")) != std::string::npos;
+        },
+        milliseconds(30000)))
+        << "levels " << levels << ": " << absl::StrJoin(launch->StdoutLines(), "\n");
+    launch->Signal(SIGTERM);
+    ASSERT_TRUE(launch->Wait(milliseconds(15000)));
+    EXPECT_TRUE(NoWorkersLeft(job_id, milliseconds(5000)));
+  }
+  const std::string plan = CompilePlan("mlp", {"--nodes=2", "--devices_per_node=1", "--dp=2"}, "priority-refused");
+  const std::string valid = "is not in [0, 39] (nice levels by which communication threads lead compute threads";
+  std::unique_ptr<Process> launch = Launch(daemons, plan, 2, "priority-refused", {"--communication_priority_levels=40"});
+  ASSERT_TRUE(launch->Wait(milliseconds(20000)));
+  EXPECT_NE(launch->exit_code(), 0);
+  EXPECT_NE(launch->Stderr().find("--communication_priority_levels=40 " + valid), std::string::npos)
+      << launch->Stderr();
+  EXPECT_TRUE(NoWorkersLeft("priority-refused", milliseconds(1000)));
+  Process worker({Runfile("tools/worker/oneflow_worker"), "--plan=" + plan, "--communication_priority_levels=-3"}, {});
+  ASSERT_TRUE(worker.Wait(milliseconds(20000)));
+  EXPECT_EQ(worker.exit_code(), 2);
+  EXPECT_NE(worker.Stderr().find("--communication_priority_levels=-3 " + valid), std::string::npos) << worker.Stderr();
+  const std::string one_process = CompilePlan("mlp", {"--batch=8", "--hidden=16"}, "priority-run");
+  Process run({Runfile("tools/cli/oneflow"), "run", one_process, "--iters=2", "--communication_priority_levels=99"});
+  ASSERT_TRUE(run.Wait(milliseconds(20000)));
+  EXPECT_NE(run.exit_code(), 0);
+  EXPECT_NE(run.Stderr().find("--communication_priority_levels=99 " + valid), std::string::npos) << run.Stderr();
+  Process run_off({Runfile("tools/cli/oneflow"), "run", one_process, "--iters=2", "--communication_priority_levels=0"});
+  ASSERT_TRUE(run_off.Wait(milliseconds(20000)));
+  ASSERT_EQ(run_off.exit_code(), 0) << run_off.Stderr();
+  ASSERT_EQ(run_off.StdoutLines().size(), 2u);
+  EXPECT_NE(run_off.StdoutLines()[1].find("\"communication_priority_levels\": 0}"), std::string::npos)
+      << run_off.StdoutLines()[1];
 }
 
 TEST(ClusterTest, ClientDisconnectCancelsTheJob) {

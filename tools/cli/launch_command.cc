@@ -43,6 +43,7 @@ ABSL_DECLARE_FLAG(int64_t, keep_checkpoints);
 ABSL_DECLARE_FLAG(int64_t, keep_checkpoint_every);
 ABSL_DECLARE_FLAG(std::string, resume_from);
 ABSL_DECLARE_FLAG(std::string, trace);
+ABSL_DECLARE_FLAG(int64_t, communication_priority_levels);
 
 ABSL_FLAG(std::string, transport, "",
           "Transport of the groups that span nodes: ucx (shared memory within a host, TCP across hosts; the "
@@ -222,6 +223,7 @@ absl::Status RunLaunch(const std::vector<std::string>& arguments, std::ostream& 
   options.iterations = absl::GetFlag(FLAGS_iters);
   options.collective_timeout_s = absl::GetFlag(FLAGS_collective_timeout_s);
   options.transport = absl::GetFlag(FLAGS_transport);
+  options.communication_priority_levels = absl::GetFlag(FLAGS_communication_priority_levels);
   options.job_id = absl::GetFlag(FLAGS_job_id);
   options.checkpoint_dir = AbsolutePath(absl::GetFlag(FLAGS_checkpoint_dir));
   options.checkpoint_every = absl::GetFlag(FLAGS_checkpoint_every);
@@ -554,13 +556,13 @@ Subcommand LaunchSubcommand() {
   command.arguments = "PLAN";
   command.flag_usage =
       "--nodes=HOST:PORT,... --token_file=F [--iters=N] [--metrics=FILE] [--tls_ca=F] "
-      "[--collective_timeout_s=S] [--transport=ucx|gloo] [--job_id=ID] [--checkpoint_dir=DIR --checkpoint_every=N "
+      "[--collective_timeout_s=S] [--transport=ucx|gloo] [--communication_priority_levels=N] [--job_id=ID] [--checkpoint_dir=DIR --checkpoint_every=N "
       "[--keep_checkpoints=K] [--keep_checkpoint_every=N]] "
       "[--resume_from=DIR] [--max_restarts=K] [--spare_nodes=HOST:PORT,...] [--memory_checkpoint_every=K] [--elastic=off|shrink [--min_nodes=K]] [--hang_seconds=S] [--hang_action=stop|warn] [--slow_factor=F] "
       "[--diagnose_on_failure=false] [--trace=FILE.json]";
   command.summary = "run a plan on a cluster through the oneflowd daemons of its nodes";
   command.flags = {"nodes",  "token_file",     "iters",            "metrics",    "tls_ca", "collective_timeout_s",
-                   "transport", "job_id", "checkpoint_dir", "checkpoint_every", "resume_from",
+                   "transport", "communication_priority_levels", "job_id", "checkpoint_dir", "checkpoint_every", "resume_from",
                    "max_restarts", "hang_seconds", "hang_action", "slow_factor", "diagnose_on_failure", "trace",
                    "keep_checkpoints", "keep_checkpoint_every", "spare_nodes", "memory_checkpoint_every", "elastic",
                    "min_nodes"};

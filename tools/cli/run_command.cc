@@ -8,6 +8,7 @@
 #include "absl/strings/str_cat.h"
 #include "actors/checkpoint/checkpoint_retention.h"
 #include "actors/run_locally.h"
+#include "actors/thread_priority.h"
 #include "plan/plan_io.h"
 #include "oneflow_core/status.h"
 
@@ -37,6 +38,10 @@ ABSL_FLAG(bool, checkpoint_sync, false,
 ABSL_FLAG(std::string, resume_from, "",
           "Start from this checkpoint, or the newest complete one under this directory: runs iterations k .. "
           "--iters - 1 for a checkpoint taken after k iterations, on any layout.");
+ABSL_FLAG(int64_t, communication_priority_levels, -1,
+          "run, launch: nice levels by which communication threads lead compute threads, in [0, 39] (0: every "
+          "thread at the process's nice value; -1: the default, 10); recorded in every metrics line (launch: "
+          "always, the workers' value).");
 
 namespace oneflow::cli {
 namespace {
@@ -56,6 +61,11 @@ absl::Status RunRun(const std::vector<std::string>& arguments, std::ostream& out
   run.checkpoint.retention.keep_last = absl::GetFlag(FLAGS_keep_checkpoints);
   run.checkpoint.retention.keep_every = absl::GetFlag(FLAGS_keep_checkpoint_every);
   run.resume_from = absl::GetFlag(FLAGS_resume_from);
+  run.communication_priority_levels = absl::GetFlag(FLAGS_communication_priority_levels);
+  if (run.communication_priority_levels != -1) {
+    OF_RETURN_IF_ERROR(actors::ValidateCommunicationPriorityLevels(run.communication_priority_levels,
+                                                                   "--communication_priority_levels"));
+  }
   OF_ASSIGN_OR_RETURN(const proto::Plan plan, ReadPlanFile(arguments[0]));
   // stderr for what is not a metrics line: stdout may be metrics.
   return actors::RunPlanLocally(plan, run, out, isatty(STDOUT_FILENO), std::cerr);
@@ -69,11 +79,11 @@ Subcommand RunSubcommand() {
   command.arguments = "PLAN";
   command.flag_usage = "[--iters=N] [--metrics=FILE] [--trace=FILE.json] [--threads_per_device=N] "
       "[--checkpoint_dir=DIR --checkpoint_every=N [--checkpoint_sync] [--keep_checkpoints=K] "
-      "[--keep_checkpoint_every=N]] [--resume_from=DIR]";
+      "[--keep_checkpoint_every=N]] [--resume_from=DIR] [--communication_priority_levels=N]";
   command.summary = "train a plan on this machine's CPU devices, printing loss and throughput";
   command.flags = {"iters",          "metrics",          "trace",           "threads_per_device",
                    "checkpoint_dir", "checkpoint_every", "checkpoint_sync", "resume_from",
-                   "keep_checkpoints", "keep_checkpoint_every"};
+                   "keep_checkpoints", "keep_checkpoint_every", "communication_priority_levels"};
   command.flag_help = {{"trace", "Write a Chrome/Perfetto trace (JSON) of every act here (ui.perfetto.dev)."}};
   command.min_arguments = 1;
   command.max_arguments = 1;

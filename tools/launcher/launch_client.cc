@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "actors/thread_priority.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_format.h"
 #include "absl/time/clock.h"
@@ -82,6 +83,11 @@ absl::StatusOr<std::unique_ptr<LaunchSession>> LaunchSession::Create(proto::Plan
     if (absl::Status status = ParseTransport(options.transport).status(); !status.ok()) {
       return absl::InvalidArgumentError(absl::StrCat("--transport: ", status.message()));
     }
+  }
+  if (options.communication_priority_levels != -1) {
+    absl::Status levels = actors::ValidateCommunicationPriorityLevels(options.communication_priority_levels,
+                                                                      "--communication_priority_levels");
+    if (!levels.ok()) return levels;
   }
   {
     proto::RunOptions checkpoints;
@@ -187,6 +193,9 @@ void LaunchSession::Follow(Node* node) {
   run->set_keep_checkpoint_every(options_.keep_checkpoint_every);
   run->set_record_trace(options_.record_trace);
   run->set_transport(options_.transport);
+  if (options_.communication_priority_levels >= 0) {
+    run->set_communication_priority_levels(options_.communication_priority_levels);
+  }
   run->set_measure_links(options_.measure_links);
   for (const proto::Recovery& recovery : options_.recoveries) *run->add_recoveries() = recovery;
   run->MergeFrom(options_.memory_checkpoints);

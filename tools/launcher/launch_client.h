@@ -65,6 +65,9 @@ struct LaunchOptions {
   bool record_trace = false;
   // `--transport=`: the workers' cross-node transport ("ucx", "gloo"); empty: their default.
   std::string transport;
+  // `--communication_priority_levels=`: nice levels by which the workers' communication
+  // threads lead their compute threads, in [0, 39]; -1: the workers' default.
+  int64_t communication_priority_levels = -1;
   // `oneflow calibrate --nodes`: the workers measure the links instead of running the
   // plan (RunOptions.measure_links) and report them through on_link_measurements.
   bool measure_links = false;

@@ -168,6 +168,9 @@ absl::StatusOr<std::shared_ptr<WorkerJob>> LauncherService::StartJob(const proto
   if (run.record_trace()) arguments.push_back("--record_trace");
   if (run.measure_links()) arguments.push_back("--measure_links");
   if (!run.transport().empty()) arguments.push_back(absl::StrCat("--transport=", run.transport()));
+  if (run.has_communication_priority_levels()) {
+    arguments.push_back(absl::StrCat("--communication_priority_levels=", run.communication_priority_levels()));
+  }
 
   absl::StatusOr<std::unique_ptr<WorkerJob>> job = WorkerJob::Start(std::move(config));
   if (!job.ok()) {

@@ -43,6 +43,9 @@ std::vector<proto::IterationMetrics> MetricsMerger::Add(int64_t node, const prot
   partial.step_ms = std::max(partial.step_ms, metrics.step_ms());
   partial.node_step_ms[node] = metrics.step_ms();
   if (!metrics.transport().empty()) partial.transport = metrics.transport();
+  if (metrics.has_communication_priority_levels()) {
+    partial.communication_priority_levels = metrics.communication_priority_levels();
+  }
   for (const proto::CodecMetrics& entry : metrics.compression()) {
     proto::CodecMetrics& sum = partial.compression[entry.codec()];
     sum.set_codec(entry.codec());
@@ -92,6 +95,9 @@ proto::IterationMetrics MetricsMerger::Merged(int64_t iteration, const Partial& 
   merged.set_step_ms(done.step_ms);
   merged.set_transport(done.transport);
   merged.set_transport_settings(done.transport_settings);
+  if (done.communication_priority_levels >= 0) {
+    merged.set_communication_priority_levels(done.communication_priority_levels);
+  }
   merged.set_samples_per_s(done.step_ms > 0 ? static_cast<double>(batch_size_) * 1000.0 / done.step_ms : 0.0);
   for (const auto& [reporting_node, step_ms] : done.node_step_ms) (*merged.mutable_node_step_ms())[reporting_node] = step_ms;
   for (const auto& [codec, sum] : done.compression) *merged.add_compression() = sum;

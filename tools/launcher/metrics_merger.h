@@ -66,6 +66,8 @@ class MetricsMerger {
     proto::SparseMetrics sparse;
     std::string transport;  // the nodes' (they agreed on one before training)
     std::string transport_settings;  // the lowest reporting node's
+    // The nodes' priority lead (each worker got the launch's); -1: none recorded.
+    int64_t communication_priority_levels = -1;
   };
   proto::IterationMetrics Merged(int64_t iteration, const Partial& partial) const;
 

@@ -29,6 +29,7 @@ proto::IterationMetrics MetricsToProto(const actors::IterationMetrics& m) {
   for (const auto& [node, step_ms] : m.node_step_ms) (*metrics.mutable_node_step_ms())[node] = step_ms;
   metrics.set_transport(m.transport);
   metrics.set_transport_settings(m.transport_settings);
+  if (m.communication_priority_levels >= 0) metrics.set_communication_priority_levels(m.communication_priority_levels);
   return metrics;
 }
 
@@ -50,6 +51,7 @@ actors::IterationMetrics MetricsFromProto(const proto::IterationMetrics& m) {
   for (const auto& [node, step_ms] : m.node_step_ms()) metrics.node_step_ms[node] = step_ms;
   metrics.transport = m.transport();
   metrics.transport_settings = m.transport_settings();
+  if (m.has_communication_priority_levels()) metrics.communication_priority_levels = m.communication_priority_levels();
   return metrics;
 }
 

@@ -1,5 +1,6 @@
 #include "tools/launcher/metrics_proto.h"
 
+#include "absl/strings/str_cat.h"
 #include "gtest/gtest.h"
 #include "tools/launcher/metrics_merger.h"
 
@@ -76,6 +77,29 @@ TEST(MetricsProtoTest, TransportSettingsRoundTripAndTheLowestNodeNamesThem) {
             "{\"iter\": 7, \"loss\": 1.25, \"step_ms\": 10.000, \"samples_per_s\": 3200.0, "
             "\"node_step_ms\": {\"0\": 10.000, \"1\": 10.000}, \"transport\": \"ucx\", "
             "\"transport_settings\": \"RNDV_THRESH=inf\"}\n");
+}
+
+// The priority lead of the communication threads travels with each node's metrics and
+// comes out of the merge after the transport; unset, the line has none (0 is a value).
+TEST(MetricsProtoTest, CommunicationPriorityLevelsRoundTripAndFollowTheTransport) {
+  actors::IterationMetrics m = NodeMetrics(0.01, 1.0, 100, 800);
+  m.compression.clear();
+  m.transport = "ucx";
+  EXPECT_FALSE(MetricsToProto(m).has_communication_priority_levels());
+  EXPECT_EQ(actors::MetricsJsonLine(m).find("communication_priority_levels"), std::string::npos);
+  for (int64_t levels : {int64_t{0}, int64_t{10}}) {
+    m.communication_priority_levels = levels;
+    EXPECT_EQ(MetricsFromProto(MetricsToProto(m)).communication_priority_levels, levels);
+    MetricsMerger merger(/*reporting_nodes=*/{0, 1}, /*batch_size=*/32);
+    EXPECT_TRUE(merger.Add(0, MetricsToProto(m)).empty());
+    const std::vector<proto::IterationMetrics> merged = merger.Add(1, MetricsToProto(m));
+    ASSERT_EQ(merged.size(), 1u);
+    EXPECT_EQ(actors::MetricsJsonLine(MetricsFromProto(merged[0])),
+              absl::StrCat("{\"iter\": 7, \"loss\": 1.25, \"step_ms\": 10.000, \"samples_per_s\": 3200.0, "
+                           "\"node_step_ms\": {\"0\": 10.000, \"1\": 10.000}, \"transport\": \"ucx\", "
+                           "\"communication_priority_levels\": ",
+                           levels, "}\n"));
+  }
 }
 
 // Row-sparse boxing bytes travel with the metrics and add up over nodes; a node without

@@ -4,6 +4,7 @@
 
 #include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
+#include "actors/thread_priority.h"
 #include "plan/plan_verifier.h"
 #include "oneflow_core/comm/transport_name.h"
 #include "tools/launcher/address.h"
@@ -138,6 +139,11 @@ absl::Status ValidateSubmitRequest(const proto::SubmitRequest& request, int64_t 
     if (absl::Status status = ParseTransport(options.transport()).status(); !status.ok()) {
       return absl::InvalidArgumentError(absl::StrCat("options.transport: ", status.message()));
     }
+  }
+  if (options.has_communication_priority_levels()) {
+    absl::Status levels = actors::ValidateCommunicationPriorityLevels(options.communication_priority_levels(),
+                                                                      "options.communication_priority_levels");
+    if (!levels.ok()) return levels;
   }
   for (char c : options.worker_host()) {
     if (!absl::ascii_isalnum(static_cast<unsigned char>(c)) && c != '.' && c != '-' && c != ':' && c != '[' &&

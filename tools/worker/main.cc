@@ -20,6 +20,7 @@
 #include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
 #include "actors/checkpoint/checkpoint_retention.h"
+#include "actors/thread_priority.h"
 #include "kernels/cpu/blas_core.h"
 #include "tools/worker/environment.h"
 #include "tools/worker/worker.h"
@@ -36,6 +37,9 @@ ABSL_FLAG(std::string, worker_host, "", "Address Gloo binds for connections to t
 ABSL_FLAG(std::string, transport, "",
           "Transport of the groups that span nodes: ucx (default: shared memory within a host, TCP across hosts) "
           "or gloo (TCP). Every node must use the same.");
+ABSL_FLAG(int64_t, communication_priority_levels, oneflow::actors::kCommunicationPriorityLevels,
+          "Nice levels by which this worker's communication threads lead its compute threads, in [0, 39] "
+          "(0: every thread at the worker's nice value); recorded in the metrics lines.");
 ABSL_FLAG(int32_t, events_fd, -1, "Pipe to the daemon: length-delimited JobEvents (daemon mode).");
 ABSL_FLAG(std::string, status_file, "", "Per-device progress file the daemon reads (daemon mode).");
 ABSL_FLAG(std::string, metrics, "",
@@ -92,6 +96,12 @@ int main(int argc, char** argv) {
     const absl::StatusOr<oneflow::Transport> parsed = oneflow::ParseTransport(transport);
     if (!parsed.ok()) return Usage(absl::StrCat("--transport: ", parsed.status().message()));
     options.transport = *parsed;
+  }
+  options.communication_priority_levels = absl::GetFlag(FLAGS_communication_priority_levels);
+  if (absl::Status status = oneflow::actors::ValidateCommunicationPriorityLevels(options.communication_priority_levels,
+                                                                                "--communication_priority_levels");
+      !status.ok()) {
+    return Usage(std::string(status.message()));
   }
   options.tls_ca_file = absl::GetFlag(FLAGS_tls_ca);
   options.events_fd = absl::GetFlag(FLAGS_events_fd);

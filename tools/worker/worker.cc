@@ -346,6 +346,8 @@ absl::Status RunWorker(const WorkerOptions& options) {
   train.rendezvous = rendezvous.get();
   train.worker_host = options.worker_host;
   train.transport = options.transport;
+  train.communication_priority_levels = options.communication_priority_levels;
+  train.communication_priority_levels_flag = "--communication_priority_levels";
   train.checkpoint.dir = options.checkpoint_dir;
   train.checkpoint.every = options.checkpoint_every;
   train.checkpoint.retention = options.retention;
@@ -381,6 +383,7 @@ absl::Status RunWorker(const WorkerOptions& options) {
       m.transport = TransportName(options.transport);
       m.transport_settings = transport_settings;
     }
+    m.communication_priority_levels = options.communication_priority_levels;
     proto::JobEvent event;
     event.set_job_id(options.job_id);
     event.set_node_rank(options.node_rank);

@@ -12,6 +12,7 @@
 #include "absl/time/time.h"
 #include "oneflow_core/comm/transport.h"
 #include "actors/checkpoint/checkpoint_retention.h"
+#include "actors/thread_priority.h"
 #include "tools/worker/memory_checkpoints.h"
 
 namespace oneflow::worker {
@@ -36,6 +37,10 @@ struct WorkerOptions {
   // The transport of groups that span nodes (`--transport=`); every node must run the same
   // one (transport_agreement.h). It shows in every metrics line of a multi-node job.
   Transport transport = kDefaultTransport;
+  // Nice levels by which this worker's communication threads lead its compute threads
+  // (`--communication_priority_levels`, actors/thread_priority.h; 0: off). It shows in
+  // every metrics line.
+  int64_t communication_priority_levels = actors::kCommunicationPriorityLevels;
   int events_fd = -1;        // Length-delimited JobEvents to the daemon; < 0: none.
   std::string status_file;   // Empty: none.
   std::string metrics_path;  // JSON lines here ("-": stdout; empty: none).
