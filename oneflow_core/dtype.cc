@@ -117,8 +117,55 @@ void ConvertToFloat16(const float* in, int64_t n, Float16* out) {
 #endif
 }
 
-void ConvertToBFloat16(const float* in, int64_t n, BFloat16* out) {
+namespace {
+
+void ConvertToBFloat16Portable(const float* in, int64_t n, BFloat16* out) {
   ConvertBuffer(in, n, out, [](float v) { return ToBFloat16(v); });
+}
+
+#if defined(__x86_64__)
+// AVX512_BF16's VCVTNE2PS2BF16 rounds 32 floats to nearest even in one instruction: what
+// the bf16 matmul kernels pay on both operands of every call (kernels/cpu/matmul.cc). Its
+// results are ToBFloat16's bit for bit (NaN: the top half with the quiet bit 0x0040 set;
+// infinities and overflow to infinity from the same integer rounding) except for
+// subnormal inputs, which the instruction flushes to a signed zero whatever MXCSR says:
+// a block holding one goes through the scalar rounding instead.
+__attribute__((target("avx512f,avx512bw,avx512bf16"))) void ConvertToBFloat16Avx512Bf16(const float* in,
+                                                                                         int64_t n,
+                                                                                         BFloat16* out) {
+  const __m512i magnitude = _mm512_set1_epi32(0x7FFFFFFF);
+  const __m512i one = _mm512_set1_epi32(1);
+  const __m512i largest_subnormal_less_one = _mm512_set1_epi32(0x007FFFFF - 1);
+  int64_t i = 0;
+  for (; i + 32 <= n; i += 32) {
+    const __m512 low = _mm512_loadu_ps(in + i);
+    const __m512 high = _mm512_loadu_ps(in + i + 16);
+    // |x| - 1 <= 0x7FFFFE (unsigned) exactly when |x| is a subnormal pattern (1 ... 0x7FFFFF).
+    const __m512i low_less_one = _mm512_sub_epi32(_mm512_and_si512(_mm512_castps_si512(low), magnitude), one);
+    const __m512i high_less_one = _mm512_sub_epi32(_mm512_and_si512(_mm512_castps_si512(high), magnitude), one);
+    if ((_mm512_cmple_epu32_mask(low_less_one, largest_subnormal_less_one) |
+         _mm512_cmple_epu32_mask(high_less_one, largest_subnormal_less_one)) != 0) {
+      for (int64_t j = 0; j < 32; ++j) out[i + j] = ToBFloat16(in[i + j]);
+      continue;
+    }
+    // The second operand fills the low 16 lanes.
+    _mm512_storeu_si512(out + i, reinterpret_cast<__m512i>(_mm512_cvtne2ps_pbh(high, low)));
+  }
+  for (; i < n; ++i) out[i] = ToBFloat16(in[i]);
+}
+#endif
+
+}  // namespace
+
+void ConvertToBFloat16(const float* in, int64_t n, BFloat16* out) {
+#if defined(__x86_64__)
+  static const bool avx512_bf16 = __builtin_cpu_supports("avx512bf16") && __builtin_cpu_supports("avx512bw");
+  if (avx512_bf16) {
+    ConvertToBFloat16Avx512Bf16(in, n, out);
+    return;
+  }
+#endif
+  ConvertToBFloat16Portable(in, n, out);
 }
 
 void ConvertToFloat8E4M3(const float* in, int64_t n, Float8E4M3* out) {

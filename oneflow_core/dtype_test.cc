@@ -263,5 +263,30 @@ TEST(DTypeTest, BulkConversionsMatchScalar) {
   ConvertToFloat16(in.data(), 0, f16.data());  // n == 0 is a no-op
 }
 
+// The bulk bf16 rounding takes 32-float blocks through AVX512_BF16 where the CPU has it,
+// an instruction that flushes subnormal inputs to zero: a block with one subnormal among
+// normals, a block of subnormals only, NaNs with payloads, infinities, overflow to
+// infinity and exact midpoints (ties to even) must all equal the scalar rounding.
+TEST(DTypeTest, BulkBf16MatchesScalarAroundSubnormalsNansAndTies) {
+  std::vector<float> in;
+  for (int i = 0; i < 32; ++i) in.push_back(1.0f + static_cast<float>(i) / 64.0f);  // normals only
+  for (int i = 0; i < 32; ++i) in.push_back(i == 17 ? FromBits(0x00012345u) : -3.5f * static_cast<float>(i));
+  for (uint32_t i = 0; i < 32; ++i) in.push_back(FromBits((i % 2 ? 0x80000000u : 0u) | (0x007FFFFFu - i * 4099u)));
+  for (uint32_t i = 0; i < 32; ++i) {
+    const uint32_t patterns[8] = {0x7F800001u, 0xFFC12345u, 0x7F800000u, 0xFF800000u,
+                                  0x7F7FFFFFu, 0x3F808000u, 0x3F818000u, 0x00800000u};
+    in.push_back(FromBits(patterns[i % 8] + (i / 8) * (i % 8 == 1 ? 1u : 0u)));
+  }
+  in.push_back(FromBits(0x00000001u));  // the tail: a subnormal after the blocks
+  const int64_t n = static_cast<int64_t>(in.size());
+  std::vector<BFloat16> bulk(n);
+  ConvertToBFloat16(in.data(), n, bulk.data());
+  for (int64_t i = 0; i < n; ++i) ASSERT_EQ(bulk[i].bits, ToBFloat16(in[i]).bits) << i << " " << in[i];
+  // Subnormals round (not flush): the smallest normal's neighbour below stays non-zero.
+  EXPECT_NE(bulk[32 + 17].bits, 0);
+  EXPECT_EQ(bulk[64].bits, ToBFloat16(FromBits(0x007FFFFFu)).bits);
+  EXPECT_EQ(bulk[64].bits, 0x0080);  // 0x007FFFFF rounds up to the smallest normal bf16
+}
+
 }  // namespace
 }  // namespace oneflow

@@ -10,6 +10,7 @@
 
 #include "gtest/gtest.h"
 #include "kernels/cpu/registry.h"
+#include "kernels/cpu/sgemm.h"
 #include "kernels/kernel.h"
 #include "oneflow_core/dtype.h"
 
@@ -96,6 +97,20 @@ TEST(Bf16MatMulTest, EveryFormEqualsTheProductOfRoundedOperands) {
   }
   ExpectBf16Product({false, false, 1, 33, 40, 48, true, false});
   ExpectBf16Product({false, true, 1, 16, 24, 32, true, true});
+}
+
+// On a CPU with AVX-512 BF16 the products must reach oneDNN's bf16 primitive, not the
+// rounded-operand fp32 route (same values, no speed-up): the probe's 2x2 product and a
+// kernel-sized one both take it.
+TEST(Bf16MatMulTest, Avx512Bf16CpuTakesTheDnnlRoute) {
+  if (!__builtin_cpu_supports("avx512bf16")) GTEST_SKIP() << "this CPU has no AVX-512 BF16";
+  EXPECT_TRUE(cpu::Bf16MatmulUsesDnnl());
+  std::vector<BFloat16> a(64 * 48, ToBFloat16(0.5f)), b(48 * 40, ToBFloat16(-2.0f));
+  std::vector<float> c(64 * 40);
+  EXPECT_EQ(cpu::Bf16MatmulBatched(false, false, 1, 64, 40, 48, a.data(), 48, 64 * 48, b.data(), 40, 48 * 40,
+                                   nullptr, false, c.data(), 40),
+            cpu::BF16MatmulRoute::kDnnlBf16);
+  EXPECT_EQ(c[0], -48.0f);
 }
 
 TEST(Bf16MatMulTest, UnknownComputeDtypeIsAnError) {

@@ -55,6 +55,13 @@ absl::Status Cast(const KernelContext& context) {
     std::memcpy(out.data, in.data, static_cast<size_t>(n) * SizeOf(in.dtype));
     return absl::OkStatus();
   }
+  // Widening writes the f32 output directly: activation storage (--precision=bf16) widens
+  // every kept activation before backward; a float copy there would allocate and copy
+  // each tensor once more.
+  if (out.dtype == DType::kF32) {
+    ToFloats(in, n, out.As<float>());
+    return absl::OkStatus();
+  }
   // Narrowing reads f32 directly; from f16 to bf16 (or back) goes through a float copy.
   std::unique_ptr<float[]> widened;
   const float* floats = in.As<const float>();

@@ -206,9 +206,11 @@ absl::Status RunBf16MatMul(const MatMulDims& d, const KernelContext& context,
                            const float* bias, bool relu, float* c) {
   const int64_t a_size = context.inputs[0].shape.NumElements();
   const int64_t b_size = context.inputs[1].shape.NumElements();
+  // Grown only, never shrunk: resizing up again after a smaller product would zero-fill
+  // the difference, one more pass over memory on every change of shape in a step.
   thread_local std::vector<BFloat16> a16, b16;
-  a16.resize(static_cast<size_t>(a_size));
-  b16.resize(static_cast<size_t>(b_size));
+  if (a16.size() < static_cast<size_t>(a_size)) a16.resize(static_cast<size_t>(a_size));
+  if (b16.size() < static_cast<size_t>(b_size)) b16.resize(static_cast<size_t>(b_size));
   ConvertToBFloat16(context.inputs[0].As<const float>(), a_size, a16.data());
   ConvertToBFloat16(context.inputs[1].As<const float>(), b_size, b16.data());
   const int64_t m = d.m, n = d.n, k = d.k;
