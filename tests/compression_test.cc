@@ -380,17 +380,19 @@ void ExpectFidelity(bool gpt) {
     proto::Plan plan;
     double tolerance;  // of the mean loss, relative
   };
-  // Each bound about 2x the mean-loss difference measured with this file's configurations
-  // (200 iterations; the runs are deterministic, the same figure every run): gpt fp8
-  // -0.045%, int8 +0.123%, int4 +1.09% (groups of 32; +2.49% with the groups of 128 forced
-  // int4 had before, tests:int4_training_test), auto +0.463% (gradients across nodes as
-  // int4 with Hadamard, activations and weights inside nodes dense); the mlp (SGD with
-  // momentum 0.9 at lr 0.1 on new batches every step) is far more sensitive to any
-  // perturbation of its gradients: fp8 +3.79%, int8 +4.51%, int4 +9.64% (groups of 32;
-  // +7.13% with groups of 128; bound 10%), auto +0.582%, with final losses on both sides
-  // of dense's.
+  // Each bound about 2x the larger mean-loss difference measured with this file's
+  // configurations on two CPUs (200 iterations; deterministic on one machine, the same
+  // figure every run, but not across CPUs: the floating-point sums differ). AMD EPYC (AVX2):
+  // gpt fp8 -0.045%, int8 +0.123%, int4 +1.09% (groups of 32; +2.49% with the groups of 128
+  // forced int4 had before, tests:int4_training_test), auto +0.463% (gradients across
+  // nodes as int4 with Hadamard, activations and weights inside nodes dense); Intel Xeon
+  // with AVX-512 and AMX (session 40): gpt fp8 -0.175%, int8 +0.085%, int4 +0.772%, auto
+  // +0.515%. The mlp (SGD with momentum 0.9 at lr 0.1 on new batches every step) is far
+  // more sensitive to any perturbation of its gradients: fp8 +3.79% / +5.14%, int8 +4.51% /
+  // +1.62%, int4 +9.64% / +7.06% (groups of 32; +7.13% with groups of 128 on AVX2; bound
+  // 10%), auto +0.582% / +0.635%, with final losses on both sides of dense's.
   const std::vector<Case> cases = {
-      {"fp8", CompileWith(job, fast, Forced(CompressionKind::kFp8E4M3)), gpt ? 0.001 : 0.08},
+      {"fp8", CompileWith(job, fast, Forced(CompressionKind::kFp8E4M3)), gpt ? 0.0035 : 0.08},
       {"int8", CompileWith(job, fast, Forced(CompressionKind::kInt8)), gpt ? 0.003 : 0.09},
       {"int4", CompileWith(job, fast, Forced(CompressionKind::kInt4)), gpt ? 0.05 : 0.10},
       {"auto, slow inter-node link", CompileWith(gpt ? Gpt(slow) : Mlp(slow), slow, Automatic()),
