@@ -61,7 +61,7 @@ run "$ONEFLOW" compile "$DIR/missing.txt"
 run "$ONEFLOW" help run
 [[ $rc -eq 0 ]] || fail "help run exited $rc"
 help_run="$out"
-[[ "$(head -n 1 <<<"$out")" == "usage: oneflow run PLAN [--iters=N] [--metrics=FILE] [--trace=FILE.json] [--threads_per_device=N] [--checkpoint_dir=DIR --checkpoint_every=N [--checkpoint_sync] [--keep_checkpoints=K] [--keep_checkpoint_every=N]] [--resume_from=DIR]" ]] || fail "$out"
+[[ "$(head -n 1 <<<"$out")" == "usage: oneflow run PLAN [--iters=N] [--metrics=FILE] [--trace=FILE.json] [--threads_per_device=N] [--checkpoint_dir=DIR --checkpoint_every=N [--checkpoint_sync] [--keep_checkpoints=K] [--keep_checkpoint_every=N]] [--resume_from=DIR] [--communication_priority_levels=N]" ]] || fail "$out"
 grep -qx "  --iters (default: 10)" <<<"$out" || fail "$out"
 grep -qx "      Write a Chrome/Perfetto trace (JSON) of every act here (ui.perfetto.dev)." <<<"$out" || fail "$out"
 if grep -q -- "--format\|--nodes\|--devices_per_node" <<<"$out"; then fail "help run shows other subcommands' flags: $out"; fi
@@ -82,7 +82,7 @@ grep -qx "  compile  compile a model written in the graph text format (docs/grap
 # ---- a mistyped flag or subcommand: the nearest valid one -----------------------------
 run "$ONEFLOW" run "$DIR/cpp.plan" --iter=3
 [[ $rc -eq 2 ]] || fail "--iter exited $rc"
-[[ "$err" == "oneflow run: unknown flag --iter; did you mean --iters?"$'\n'"usage: oneflow run PLAN [--iters=N] [--metrics=FILE] [--trace=FILE.json] [--threads_per_device=N] [--checkpoint_dir=DIR --checkpoint_every=N [--checkpoint_sync] [--keep_checkpoints=K] [--keep_checkpoint_every=N]] [--resume_from=DIR]" ]] || fail "$err"
+[[ "$err" == "oneflow run: unknown flag --iter; did you mean --iters?"$'\n'"usage: oneflow run PLAN [--iters=N] [--metrics=FILE] [--trace=FILE.json] [--threads_per_device=N] [--checkpoint_dir=DIR --checkpoint_every=N [--checkpoint_sync] [--keep_checkpoints=K] [--keep_checkpoint_every=N]] [--resume_from=DIR] [--communication_priority_levels=N]" ]] || fail "$err"
 run "$ONEFLOW" inspect "$DIR/cpp.plan" --formt=json
 [[ $rc -eq 2 && "$(head -n 1 <<<"$err")" == "oneflow inspect: unknown flag --formt; did you mean --format?" ]] || fail "$rc $err"
 run "$ONEFLOW" inspekt "$DIR/cpp.plan"
