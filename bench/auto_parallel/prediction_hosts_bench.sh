@@ -132,13 +132,8 @@ build() {
       //tools/worker:oneflow_worker //tools/cli:oneflow //examples/gpt >&2)
     BIN_DIR="$(cd "$ROOT" && bazel info bazel-bin 2> /dev/null)"
   fi
-  # A private copy, so a build running beside the bench cannot replace a binary mid-run.
-  mkdir -p "$RUN/bin"
-  local src
-  for src in tools/launcher/oneflowd tools/worker/oneflow_worker tools/cli/oneflow examples/gpt/gpt; do
-    [[ -x "$BIN_DIR/$src" ]] || die "$BIN_DIR/$src is missing"
-    cp "$BIN_DIR/$src" "$RUN/bin/"
-  done
+  netns_private_binaries "$BIN_DIR" "$RUN/bin" tools/launcher/oneflowd tools/worker/oneflow_worker \
+    tools/cli/oneflow examples/gpt/gpt || die "a binary is missing in $BIN_DIR"
   BIN="$RUN/bin"
 }
 

@@ -183,3 +183,17 @@ loopback_start_daemons() {
     NETNS_NODES_ARG+="${NETNS_NODES_ARG:+,}$address"
   done
 }
+
+# netns_private_binaries SRC_DIR DEST_DIR PATH...: copies each SRC_DIR/PATH into DEST_DIR, a
+# private copy, so a build running beside the bench cannot replace a binary mid-run (the
+# daemons in the namespaces exec the workers from it). Returns 1, naming the first missing
+# binary on stderr, before copying anything.
+netns_private_binaries() {
+  local src="$1" dest="$2" path
+  shift 2
+  for path in "$@"; do
+    [[ -x "$src/$path" ]] || { echo "$src/$path is missing" >&2; return 1; }
+  done
+  mkdir -p "$dest"
+  for path in "$@"; do cp "$src/$path" "$dest/"; done
+}
