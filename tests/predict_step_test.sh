@@ -57,5 +57,7 @@ expect_error() {  # expected text, then the flags
 }
 expect_error "--cp=2 is not in the cost model" --layers=2 --hidden=32 --heads=4 --seq=8 --batch=8 --vocab=64 \
   --devices_per_node=2 --cp=2 --predict_step
+expect_error "--pp_schedule=zb is not in the cost model" --layers=2 --hidden=32 --heads=4 --seq=8 --batch=8 \
+  --vocab=64 --devices_per_node=2 --pp=2 --micro_batches=4 --pp_schedule=zb --predict_step
 expect_error "drop --predict_step" "${model[@]}" --auto_parallel --predict_step
 echo PASS

@@ -346,6 +346,13 @@ absl::StatusOr<proto::AutoParallelDecision> PredictGivenLayout(const JobBuilder&
         layout.cp() > 1 ? absl::StrCat("cp=", layout.cp()) : absl::StrCat("virtual_stages=", layout.virtual_stages()),
         " is not in the cost model: drop it or --predict_step"));
   }
+  // The cost model prices a pipeline's bubble as 1F1B's; another schedule's prediction
+  // would be 1F1B's under its name.
+  if (layout.pp() > 1 && settings.pp_schedule != "1f1b") {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--predict_step prices the 1f1b pipeline schedule only; --pp_schedule=", settings.pp_schedule,
+                     " is not in the cost model: drop it or --predict_step"));
+  }
   AutoParallelRequest request;
   request.cluster.nodes = absl::GetFlag(FLAGS_nodes);
   request.cluster.devices_per_node = absl::GetFlag(FLAGS_devices_per_node);
