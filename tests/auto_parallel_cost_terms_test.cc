@@ -12,20 +12,10 @@
 #include "examples/common/compile_driver.h"
 #include "examples/gpt/gpt_model.h"
 #include "gtest/gtest.h"
+#include "tests/auto_parallel_testing.h"
 
 namespace oneflow {
 namespace {
-
-examples::GptConfig SmallGpt() {
-  examples::GptConfig config;
-  config.batch = 8;
-  config.seq = 16;
-  config.layers = 3;
-  config.hidden = 32;
-  config.heads = 2;
-  config.vocab = 64;
-  return config;
-}
 
 // The gpt built and compiled for the probe layout (tp = 2 on two devices), profiled and
 // its acts counted, as the prediction bench does.
@@ -77,7 +67,7 @@ auto_parallel::PriceOptions Devices(int64_t devices) {
 }
 
 TEST(AutoParallelCostTermsTest, EveryActorOfTheProbeDeviceIsCountedOnceAndIdenticalBlocksAlike) {
-  const Probe probe = ProbeOf(SmallGpt());
+  const Probe probe = ProbeOf(TinyGpt());
   ASSERT_TRUE(probe.profile.acts_counted);
   int64_t counted = 0;
   std::vector<int64_t> block_acts;
@@ -103,7 +93,7 @@ TEST(AutoParallelCostTermsTest, EveryActorOfTheProbeDeviceIsCountedOnceAndIdenti
 }
 
 TEST(AutoParallelCostTermsTest, ActsCostActSecondsEachOnOneDevice) {
-  const Probe probe = ProbeOf(SmallGpt());
+  const Probe probe = ProbeOf(TinyGpt());
   int64_t acts = 0;
   for (const auto_parallel::ProfileUnit& unit : probe.profile.units) {
     acts += unit.acts_per_micro_batch + unit.acts_per_iteration;
@@ -128,7 +118,7 @@ TEST(AutoParallelCostTermsTest, ActsCostActSecondsEachOnOneDevice) {
 }
 
 TEST(AutoParallelCostTermsTest, DevicesSharingOneCoreTakeTheirComputeInTurn) {
-  const Probe probe = ProbeOf(SmallGpt());
+  const Probe probe = ProbeOf(TinyGpt());
   auto_parallel::PriceOptions own_cores = Devices(4);
   auto_parallel::PriceOptions one_core = Devices(4);
   one_core.host_cores = 1;
@@ -147,7 +137,7 @@ TEST(AutoParallelCostTermsTest, DevicesSharingOneCoreTakeTheirComputeInTurn) {
 }
 
 TEST(AutoParallelCostTermsTest, TheDevicesComputeOverTheShareOfTheCoresTheProcessObtains) {
-  const Probe probe = ProbeOf(SmallGpt());
+  const Probe probe = ProbeOf(TinyGpt());
   const proto::AutoParallelLayout dp4 = Layout(4, 1, 1);
   absl::StatusOr<proto::AutoParallelPrediction> alone = PriceLayout(probe.profile, Devices(4), dp4);
   ASSERT_TRUE(alone.ok()) << alone.status();
@@ -222,7 +212,7 @@ TEST(AutoParallelCostTermsTest, OneRunMeasuredInABadMomentDoesNotSetTheActCost) 
 }
 
 TEST(AutoParallelCostTermsTest, EveryCollectiveCallCostsCollectiveCallSeconds) {
-  const Probe probe = ProbeOf(SmallGpt());
+  const Probe probe = ProbeOf(TinyGpt());
   // Megatron's all-reduces of tp = 2 on two devices, one micro-batch, no data parallelism:
   // every one of them once per iteration, on the critical path.
   int64_t calls = 0;

@@ -13,36 +13,13 @@
 #include "examples/gpt/gpt_model.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "tests/auto_parallel_testing.h"
 #include "tools/cli/inspect_auto_parallel.h"
 
 namespace oneflow {
 namespace {
 
 using ::testing::HasSubstr;
-
-examples::GptConfig SmallGpt() {
-  examples::GptConfig config;
-  config.batch = 8;
-  config.seq = 32;
-  config.layers = 2;
-  config.hidden = 128;
-  config.heads = 4;
-  config.vocab = 64;
-  return config;
-}
-
-auto_parallel::ModelProfile ProfileOf(const examples::GptConfig& config) {
-  examples::ParallelFlags flags;
-  flags.devices_per_node = 2;
-  flags.tp = 2;
-  absl::StatusOr<examples::ParallelLayout> layout = examples::ParallelLayout::Create(flags);
-  EXPECT_TRUE(layout.ok()) << layout.status();
-  absl::StatusOr<proto::Job> job = examples::BuildGpt(config, *layout);
-  EXPECT_TRUE(job.ok()) << job.status();
-  absl::StatusOr<auto_parallel::ModelProfile> profile = auto_parallel::ProfileJob(*job, 2);
-  EXPECT_TRUE(profile.ok()) << profile.status();
-  return *profile;
-}
 
 // Pure data parallelism over 4 nodes of one device: every gradient crosses the link.
 examples::ParallelFlags Cluster(double inter_node_bandwidth, int64_t zero) {
@@ -99,7 +76,7 @@ constexpr double kSlow = 1.25e8;
 constexpr double kFast = 1e11;
 
 TEST(AutoParallelDpCodecTest, TheGradientAllReduceIsPricedWithTheCodecTheLinkMakesPay) {
-  const auto_parallel::ModelProfile profile = ProfileOf(SmallGpt());
+  const auto_parallel::ModelProfile profile = ProfileOfTwoDevices(SmallGpt());
   const proto::AutoParallelPrediction slow = Price(profile, kSlow, 0, "auto");
   const proto::AutoParallelPrediction slow_off = Price(profile, kSlow, 0, "off");
   const proto::AutoParallelPrediction fast = Price(profile, kFast, 0, "auto");
@@ -142,7 +119,7 @@ TEST(AutoParallelDpCodecTest, TheGradientAllReduceIsPricedWithTheCodecTheLinkMak
 }
 
 TEST(AutoParallelDpCodecTest, ZeroThreeReduceScatterAndWeightGathersArePricedWithTheirCodecs) {
-  const auto_parallel::ModelProfile profile = ProfileOf(SmallGpt());
+  const auto_parallel::ModelProfile profile = ProfileOfTwoDevices(SmallGpt());
   const proto::AutoParallelPrediction slow = Price(profile, kSlow, 3, "auto");
   const proto::AutoParallelPrediction slow_off = Price(profile, kSlow, 3, "off");
   // The gradients' reduce-scatter, and the weights gathered for forward and backward.
@@ -168,7 +145,7 @@ TEST(AutoParallelDpCodecTest, ZeroThreeReduceScatterAndWeightGathersArePricedWit
 TEST(AutoParallelDpCodecTest, BucketsNeverMakeTheCompressedSyncCostLessThanOneCallPerBucket) {
   examples::GptConfig config = SmallGpt();
   config.batch = 12;  // dp = 6 divides it
-  const auto_parallel::ModelProfile profile = ProfileOf(config);
+  const auto_parallel::ModelProfile profile = ProfileOfTwoDevices(config);
   examples::ParallelFlags flags;
   flags.nodes = 3;
   flags.devices_per_node = 2;

@@ -13,6 +13,7 @@
 #include "examples/gpt/gpt_model.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "tests/auto_parallel_testing.h"
 #include "tools/cli/inspect_auto_parallel.h"
 
 namespace oneflow {
@@ -20,30 +21,6 @@ namespace {
 
 using ::testing::HasSubstr;
 using ::testing::Not;
-
-examples::GptConfig SmallGpt() {
-  examples::GptConfig config;
-  config.batch = 8;
-  config.seq = 32;
-  config.layers = 2;
-  config.hidden = 128;
-  config.heads = 4;
-  config.vocab = 64;
-  return config;
-}
-
-auto_parallel::ModelProfile ProfileOf(const examples::GptConfig& config) {
-  examples::ParallelFlags flags;
-  flags.devices_per_node = 2;
-  flags.tp = 2;
-  absl::StatusOr<examples::ParallelLayout> layout = examples::ParallelLayout::Create(flags);
-  EXPECT_TRUE(layout.ok()) << layout.status();
-  absl::StatusOr<proto::Job> job = examples::BuildGpt(config, *layout);
-  EXPECT_TRUE(job.ok()) << job.status();
-  absl::StatusOr<auto_parallel::ModelProfile> profile = auto_parallel::ProfileJob(*job, 2);
-  EXPECT_TRUE(profile.ok()) << profile.status();
-  return *profile;
-}
 
 // tp = 4 over 4 nodes of one device: every tp all-reduce crosses the inter-node link.
 proto::AutoParallelLayout TensorParallelOverFourNodes() {
@@ -112,7 +89,7 @@ constexpr double kSlow = 1.25e8;
 constexpr double kFast = 1e11;
 
 TEST(AutoParallelEdgeCodecTest, ALinkSpeedFlipsEachTensorParallelEdgeBetweenCompressedAndDense) {
-  const auto_parallel::ModelProfile profile = ProfileOf(SmallGpt());
+  const auto_parallel::ModelProfile profile = ProfileOfTwoDevices(SmallGpt());
   const proto::AutoParallelPrediction slow = Price(profile, kSlow, "auto");
   const proto::AutoParallelPrediction fast = Price(profile, kFast, "auto");
   // Per block: the attention and mlp outputs all-reduced in forward (row-parallel), the
@@ -146,7 +123,7 @@ TEST(AutoParallelEdgeCodecTest, ALinkSpeedFlipsEachTensorParallelEdgeBetweenComp
 }
 
 TEST(AutoParallelEdgeCodecTest, TheCompressedEdgesShortenThePredictionByWhatTheySave) {
-  const auto_parallel::ModelProfile profile = ProfileOf(SmallGpt());
+  const auto_parallel::ModelProfile profile = ProfileOfTwoDevices(SmallGpt());
   const proto::AutoParallelPrediction compressed = Price(profile, kSlow, "auto");
   const proto::AutoParallelPrediction dense = Price(profile, kSlow, "off");
   EXPECT_EQ(dense.edges_size(), 0);  // off: the dense all-reduces, nothing to choose
@@ -159,7 +136,7 @@ TEST(AutoParallelEdgeCodecTest, TheCompressedEdgesShortenThePredictionByWhatThey
 // for prediction, and the decision record are the bytes of a search that plans every
 // layout's edges itself.
 TEST(AutoParallelEdgeCodecTest, TheEdgeCacheGivesTheSameSearchBytesAsPlanningEveryLayout) {
-  const auto_parallel::ModelProfile profile = ProfileOf(SmallGpt());
+  const auto_parallel::ModelProfile profile = ProfileOfTwoDevices(SmallGpt());
   auto_parallel::SearchOptions options;
   options.price.cluster = OptionsFor(kSlow, "auto").cluster;
   // 4 nodes of 2: tp groups inside a node and across the slow link, so edges of one size
@@ -202,7 +179,7 @@ TEST(AutoParallelEdgeCodecTest, TheEdgeCacheGivesTheSameSearchBytesAsPlanningEve
 }
 
 TEST(AutoParallelEdgeCodecTest, ACacheMadeForOtherOptionsIsRefused) {
-  const auto_parallel::ModelProfile profile = ProfileOf(SmallGpt());
+  const auto_parallel::ModelProfile profile = ProfileOfTwoDevices(SmallGpt());
   auto_parallel::PriceOptions options;
   options.cluster = OptionsFor(kSlow, "auto").cluster;
   const auto_parallel::PriceOptions other = options;

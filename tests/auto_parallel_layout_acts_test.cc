@@ -15,20 +15,10 @@
 #include "examples/common/compile_driver.h"
 #include "examples/gpt/gpt_model.h"
 #include "gtest/gtest.h"
+#include "tests/auto_parallel_testing.h"
 
 namespace oneflow {
 namespace {
-
-examples::GptConfig SmallGpt() {
-  examples::GptConfig config;
-  config.batch = 8;
-  config.seq = 16;
-  config.layers = 3;
-  config.hidden = 32;
-  config.heads = 2;
-  config.vocab = 64;
-  return config;
-}
 
 proto::AutoParallelLayout Layout(int64_t dp, int64_t tp, int64_t micro_batches, int32_t zero) {
   proto::AutoParallelLayout layout;
@@ -51,7 +41,7 @@ proto::Plan Compiled(const proto::AutoParallelLayout& layout) {
   flags.zero = layout.zero();
   absl::StatusOr<examples::ParallelLayout> parallel = examples::ParallelLayout::Create(flags);
   EXPECT_TRUE(parallel.ok()) << parallel.status();
-  absl::StatusOr<proto::Job> job = examples::BuildGpt(SmallGpt(), *parallel);
+  absl::StatusOr<proto::Job> job = examples::BuildGpt(TinyGpt(), *parallel);
   EXPECT_TRUE(job.ok()) << job.status();
   std::string dump;
   absl::StatusOr<CompileOptions> options = examples::CompileOptionsFor(*parallel, examples::CompileSettings(), &dump);
@@ -78,7 +68,7 @@ auto_parallel::ModelProfile CountedProfile() {
   flags.tp = 2;
   absl::StatusOr<examples::ParallelLayout> layout = examples::ParallelLayout::Create(flags);
   EXPECT_TRUE(layout.ok()) << layout.status();
-  absl::StatusOr<proto::Job> job = examples::BuildGpt(SmallGpt(), *layout);
+  absl::StatusOr<proto::Job> job = examples::BuildGpt(TinyGpt(), *layout);
   EXPECT_TRUE(job.ok()) << job.status();
   absl::StatusOr<auto_parallel::ModelProfile> profile = auto_parallel::ProfileJob(*job, 2);
   EXPECT_TRUE(profile.ok()) << profile.status();
@@ -145,7 +135,7 @@ TEST(AutoParallelLayoutActsTest, TheDriverCountsEveryFamilyTheSearchPrices) {
   examples::ParallelFlags cluster;
   cluster.devices_per_node = 4;
   absl::StatusOr<int64_t> families = examples::CountActsOfLayoutFamilies(
-      [](const examples::ParallelLayout& layout) { return examples::BuildGpt(SmallGpt(), layout); }, cluster,
+      [](const examples::ParallelLayout& layout) { return examples::BuildGpt(TinyGpt(), layout); }, cluster,
       examples::CompileSettings(), 8, &profile);
   ASSERT_TRUE(families.ok()) << families.status();
   // dp 1 or 2 (with ZeRO 0-3) x tp 1 or 2 x one or more micro-batches: (1 + 4) x 2 x 2,
