@@ -1,5 +1,6 @@
 #include "sbp/codec_accuracy.h"
 
+#include <algorithm>
 #include <cmath>
 
 #include "absl/strings/str_cat.h"
@@ -155,7 +156,41 @@ AccuracyVerdict CodecWithinBound(const CompressionChoice& codec, AccuracyRole ro
                   limit < 0 ? ", no bound"
                             : absl::StrCat(verdict.within_bound ? " <= bound " : " > bound ",
                                            absl::StrFormat("%.2f%%", 100 * limit), " either side"));
+  if (!verdict.within_bound) {
+    if (const std::optional<int64_t> warmup = AdmittingWarmup(codec, role, setup, bound)) {
+      TrainingSetup warmed = setup;
+      warmed.dense_warmup_iterations = *warmup;
+      const std::optional<MeasuredTrainingGap> admitted = FindMeasuredGap(codec, role, warmed);
+      absl::StrAppend(&verdict.text, ", within it after a dense warm-up of ", *warmup,
+                      " iterations (--compression_warmup=", *warmup, ": ", Percent(admitted->final_loss_gap),
+                      absl::StrFormat(" +- %.2f", 100 * admitted->standard_error), ")");
+    }
+  }
   return verdict;
+}
+
+std::optional<int64_t> AdmittingWarmup(const CompressionChoice& codec, AccuracyRole role, const TrainingSetup& setup,
+                                       const AccuracyBound& bound) {
+  const double limit = bound.For(role);
+  if (limit < 0) return std::nullopt;
+  // The warm-ups measured for this codec, role and setup beyond the setup's own, shortest
+  // first; each is judged as the rule judges a setup of exactly that warm-up.
+  std::vector<int64_t> warmups;
+  for (const MeasuredTrainingGap& row : MeasuredTrainingGaps()) {
+    TrainingSetup longest = setup;
+    longest.dense_warmup_iterations = row.dense_warmup_iterations;
+    if (row.dense_warmup_iterations > setup.dense_warmup_iterations && Applies(row, codec, role, longest)) {
+      warmups.push_back(row.dense_warmup_iterations);
+    }
+  }
+  std::sort(warmups.begin(), warmups.end());
+  for (int64_t warmup : warmups) {
+    TrainingSetup warmed = setup;
+    warmed.dense_warmup_iterations = warmup;
+    const std::optional<MeasuredTrainingGap> row = FindMeasuredGap(codec, role, warmed);
+    if (row.has_value() && std::abs(row->final_loss_gap) <= limit) return warmup;
+  }
+  return std::nullopt;
 }
 
 }  // namespace oneflow

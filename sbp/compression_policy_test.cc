@@ -307,6 +307,41 @@ TEST(CompressionPolicyTest, ADenseWarmUpReadsTheRowsMeasuredWithIt) {
   EXPECT_EQ(BoxingOptionsFor(policy, TensorRole::kGradient, std::nullopt, adamw).reduce_cross_node, kInt8G512Hadamard);
 }
 
+// A refused codec's verdict names the shortest measured dense warm-up that admits it:
+// under AdamW int4 G=128 hadamard gradients need 50 (after 20 the lr 3e-3 row reads
+// +0.86%), with or without error feedback; under SGD without error feedback no warm-up
+// was measured, and a bound turned off refuses nothing to admit.
+TEST(CompressionPolicyTest, ARefusedCodecNamesTheWarmUpThatAdmitsIt) {
+  TrainingSetup adamw;
+  EXPECT_EQ(AdmittingWarmup(kInt4G128Hadamard, AccuracyRole::kGradient, adamw, AccuracyBound{}), 50);
+  const AccuracyVerdict refused = CodecWithinBound(kInt4G128Hadamard, AccuracyRole::kGradient, adamw, AccuracyBound{});
+  EXPECT_FALSE(refused.within_bound);
+  EXPECT_EQ(refused.text,
+            "int4 G=128 hadamard on gradients under adaptive (AdamW) without error feedback: measured final-loss gap "
+            "+0.75% +- 0.97 (error_feedback_bench auto+grad+nobound, seeds 1-8) > bound 0.50% either side, within it "
+            "after a dense warm-up of 50 iterations (--compression_warmup=50: +0.05% +- 0.02)");
+  adamw.dense_warmup_iterations = 20;
+  EXPECT_EQ(AdmittingWarmup(kInt4G128Hadamard, AccuracyRole::kGradient, adamw, AccuracyBound{}), 50);
+  // A looser bound admits the lr 1e-2 row's 20 iterations (+0.11%) but not lr 3e-3's (+0.86%).
+  adamw.dense_warmup_iterations = 0;
+  EXPECT_EQ(AdmittingWarmup(kInt4G128Hadamard, AccuracyRole::kGradient, adamw, AccuracyBound{0.009, 0.009, 0.009}),
+            20);
+  adamw.error_feedback = true;
+  EXPECT_EQ(AdmittingWarmup(kInt4G128Hadamard, AccuracyRole::kGradient, adamw, AccuracyBound{}), 50);
+  // Within the bound already: nothing longer is needed, and the text says nothing of it.
+  adamw.dense_warmup_iterations = 50;
+  EXPECT_EQ(CodecWithinBound(kInt4G128Hadamard, AccuracyRole::kGradient, adamw, AccuracyBound{}).text.find("warm-up of"),
+            std::string::npos);
+  TrainingSetup sgd;
+  sgd.optimizer = OptimizerKind::kLinear;
+  EXPECT_EQ(AdmittingWarmup(kInt4G128Hadamard, AccuracyRole::kGradient, sgd, AccuracyBound{}), std::nullopt);
+  const AccuracyVerdict sgd_refused = CodecWithinBound(kInt4G128Hadamard, AccuracyRole::kGradient, sgd, AccuracyBound{});
+  EXPECT_FALSE(sgd_refused.within_bound);
+  EXPECT_TRUE(absl::EndsWith(sgd_refused.text, "> bound 0.50% either side")) << sgd_refused.text;
+  EXPECT_EQ(AdmittingWarmup(kInt4G128Hadamard, AccuracyRole::kGradient, TrainingSetup(), AccuracyBound{-1, -1, -1}),
+            std::nullopt);
+}
+
 TEST(CompressionPolicyTest, AnUnmeasuredCodecPassesAndSaysSo) {
   const AccuracyVerdict verdict =
       CodecWithinBound({CompressionKind::kInt8, 128, false}, AccuracyRole::kWeight, TrainingSetup(), AccuracyBound{});
