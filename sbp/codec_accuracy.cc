@@ -177,9 +177,9 @@ std::optional<int64_t> AdmittingWarmup(const CompressionChoice& codec, AccuracyR
   // first; each is judged as the rule judges a setup of exactly that warm-up.
   std::vector<int64_t> warmups;
   for (const MeasuredTrainingGap& row : MeasuredTrainingGaps()) {
-    TrainingSetup longest = setup;
-    longest.dense_warmup_iterations = row.dense_warmup_iterations;
-    if (row.dense_warmup_iterations > setup.dense_warmup_iterations && Applies(row, codec, role, longest)) {
+    TrainingSetup at_row = setup;
+    at_row.dense_warmup_iterations = row.dense_warmup_iterations;
+    if (row.dense_warmup_iterations > setup.dense_warmup_iterations && Applies(row, codec, role, at_row)) {
       warmups.push_back(row.dense_warmup_iterations);
     }
   }
