@@ -157,6 +157,37 @@ TEST(AutoParallelCostTermsTest, TheDevicesComputeOverTheShareOfTheCoresTheProces
   EXPECT_NEAR(auto_parallel::StepSeconds(*capped), 2 * alone->compute_seconds(), 1e-12);
 }
 
+TEST(AutoParallelCostTermsTest, APipelineOnFewerCoresThanStagesIsPlayedOutOnThem) {
+  const Probe probe = ProbeOf(TinyGpt());
+  proto::AutoParallelLayout pp3 = Layout(1, 1, 3);
+  pp3.set_micro_batches(4);
+  auto_parallel::PriceOptions own_cores = Devices(3);
+  auto_parallel::PriceOptions two_cores = Devices(3);
+  two_cores.host_cores = 2;
+  auto_parallel::PriceOptions enough = Devices(3);
+  enough.host_cores = 3;
+  absl::StatusOr<proto::AutoParallelPrediction> alone = PriceLayout(probe.profile, own_cores, pp3);
+  absl::StatusOr<proto::AutoParallelPrediction> shared = PriceLayout(probe.profile, two_cores, pp3);
+  absl::StatusOr<proto::AutoParallelPrediction> a_core_each = PriceLayout(probe.profile, enough, pp3);
+  ASSERT_TRUE(alone.ok() && shared.ok() && a_core_each.ok());
+  // The three stages' micro-batches as the schedule plays them, each device at most a core:
+  // with a core each the schedule is (M + pp - 1) x the slowest stage, as without cores.
+  EXPECT_NEAR(auto_parallel::StepSeconds(*a_core_each), auto_parallel::StepSeconds(*alone), 1e-12);
+  // On two cores, the steady state's three runnable stages slow the critical path to 2/3
+  // of a core: longer than the schedule alone and than the work over the cores. (Without
+  // the play the step was the larger of those two.)
+  auto_parallel::PriceOptions one_core = Devices(3);
+  one_core.host_cores = 1;
+  absl::StatusOr<proto::AutoParallelPrediction> serial = PriceLayout(probe.profile, one_core, pp3);
+  ASSERT_TRUE(serial.ok());
+  const double step = auto_parallel::StepSeconds(*shared);
+  EXPECT_GT(step, 1.05 * auto_parallel::StepSeconds(*alone));
+  EXPECT_GT(step, 1.05 * auto_parallel::StepSeconds(*serial) / 2);
+  EXPECT_LT(step, auto_parallel::StepSeconds(*serial));
+  // The excess is the devices taking turns on the cores: compute, not bubble.
+  EXPECT_EQ(shared->bubble_seconds(), alone->bubble_seconds());
+}
+
 TEST(AutoParallelCostTermsTest, SharedHostTermsAreTheExtraCpuPerExtraActAndCpuOverWall) {
   // One micro-batch: 40 ms of wall, 48 ms of process CPU, 2000 acts; two: 60 ms of wall,
   // 78 ms of CPU, 4000 acts (the same kernels) on 2 cores: (78 - 48) ms / 2000 = 15 us per
