@@ -357,7 +357,13 @@ class Pricer {
       recomputed = core;
       cost.kept_bytes = (activations - unit.attention_core_activation_bytes / tp) * rows;
     } else if (in_block && layout_.recompute() == proto::RECOMPUTE_FULL) {
-      recomputed = forward;
+      // The ops the recompute pass re-runs when counted (act_count.h
+      // CountFullRecomputation), else the whole forward. (The whole forward priced the
+      // bench's gpt's full recomputation 9-11% above its measured CPU time.)
+      recomputed = profile_.full_recompute_counted
+                       ? seconds(unit.full_recompute.gemm_flops, unit.full_recompute.tp_gemm_flops,
+                                 unit.full_recompute.memory_bytes, unit.full_recompute.tp_memory_bytes)
+                       : forward;
       backward_tp += forward_tp;  // the re-run forward all-reduces again
       cost.kept_bytes = unit.input_bytes * rows;
     }
@@ -365,7 +371,10 @@ class Pricer {
     // act_count.h, which recomputes nothing: full recomputation runs the unit's forward
     // acts again).
     double acts = static_cast<double>(unit_acts.per_micro_batch);
-    if (recomputed > 0 && layout_.recompute() == proto::RECOMPUTE_FULL) acts += unit.op_names.size();
+    if (recomputed > 0 && layout_.recompute() == proto::RECOMPUTE_FULL) {
+      acts += static_cast<double>(profile_.full_recompute_counted ? unit.full_recompute_ops
+                                                                   : static_cast<int64_t>(unit.op_names.size()));
+    }
     const double act_seconds = profile_.acts_counted ? options_.act_seconds : 0;
     cost.iteration_act_seconds = act_seconds * static_cast<double>(unit_acts.per_iteration);
     cost.micro_batch_acts = acts;
