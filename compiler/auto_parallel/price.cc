@@ -120,14 +120,8 @@ class Pricer {
           MemoryBoundSeconds(rates_, ShardedStateBytes(cost.parameter_bytes) *
                                          (3 + 2 * profile_.optimizer_state_copies) / 4) +
           cost.iteration_act_seconds;
-      // With every device in one process (host_cores) a collective is the ranks' own
-      // threads copying and reducing through memory, so its time is CPU work on every rank
-      // (hidden behind backward or not), like the kernels'. (Left out, data parallelism's
-      // gradient sync made the CPU demand of dp = 4 on the bench's gpt 10-12% short of
-      // the measured CPU time, where a pipeline of one device per stage was within 1%.)
-      const double communication = micro_batches * (cost.tp_seconds + pipeline_seconds) + dp_seconds + zero3_gathers;
       all_devices_compute += static_cast<double>(layout_.dp() * layout_.tp()) *
-                             (micro_batches * cost.compute_seconds + optimizer_seconds + communication);
+                             (micro_batches * cost.compute_seconds + optimizer_seconds);
       all_devices_acts += static_cast<double>(layout_.dp() * layout_.tp()) *
                           (micro_batches * cost.micro_batch_acts + cost.iteration_acts);
       // The last micro-batch's backward hides the gradient sync but its last bucket.
