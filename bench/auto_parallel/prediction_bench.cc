@@ -70,9 +70,9 @@ ABSL_FLAG(int64_t, vocab, 512, "Vocabulary.");
 ABSL_FLAG(int64_t, layouts, 20, "Layouts measured per cluster (the top 3 and evenly spaced ranks).");
 ABSL_FLAG(int64_t, warmup, 2, "Iterations per layout and round not timed (allocation, warm-up).");
 ABSL_FLAG(int64_t, iters, 4, "Timed iterations per layout and round, after the warm-up ones.");
-ABSL_FLAG(int64_t, rounds, 3,
-          "Rounds over the layouts, interleaved; a layout's measured step is the median of its timed "
-          "iterations of all rounds, its spread the rounds' medians apart over that median.");
+ABSL_FLAG(int64_t, rounds, 4,
+          "Rounds over the layouts, interleaved; a layout's measured step is the least of its rounds' "
+          "medians of the timed iterations, its spread the rounds' medians apart over that step.");
 ABSL_FLAG(int64_t, max_micro_batches, 8, "Largest micro-batch count enumerated.");
 
 namespace oneflow {
@@ -143,28 +143,32 @@ struct Measured {
   int64_t acts_per_iteration = 0;  // every device's, from the plan
 };
 
-// A layout's timed iterations of every round pooled. Its step is their median: the rounds
-// interleave the layouts, so a burst of other programs lands in one round of many layouts,
-// and the median of 3 rounds x 4 iterations leaves it out where the fastest iteration (what
-// the bench took before) is the one sample most likely to be a lucky scheduling of threads
-// on 2 cores (session 40: the 4-device rank of a layout flipped between runs).
+// A layout's timed iterations of every round. Its step is the least of the rounds'
+// medians, its CPU time that round's median: within a round the median leaves out one
+// lucky scheduling of the threads on 2 cores (the fastest iteration, what the bench took
+// before, was that: session 40's 4-device rank of a layout flipped between runs); across
+// rounds, which interleave the layouts, other programs only ever slow a round down (a
+// compile taking the core a sleeping device thread left: the same layout's round medians
+// moved 20% apart in half the layouts of run 20, and 2x in one).
 struct Pooled {
-  std::vector<double> steps_ms;
-  std::vector<double> cpus_ms;
   std::vector<double> round_medians_ms;
+  std::vector<double> round_cpu_medians_ms;
   int64_t acts_per_iteration = 0;
   bool measured = false;
 
   void Add(const Measured& run) {
-    steps_ms.insert(steps_ms.end(), run.steps_ms.begin(), run.steps_ms.end());
-    cpus_ms.insert(cpus_ms.end(), run.cpus_ms.begin(), run.cpus_ms.end());
     round_medians_ms.push_back(Median(run.steps_ms));
+    round_cpu_medians_ms.push_back(Median(run.cpus_ms));
     acts_per_iteration = run.acts_per_iteration;
     measured = true;
   }
-  double StepMs() const { return Median(steps_ms); }
-  double CpuMs() const { return Median(cpus_ms); }
-  // The rounds' medians apart, over the pooled median: how far one round's figure moves.
+  size_t Best() const {
+    return static_cast<size_t>(std::min_element(round_medians_ms.begin(), round_medians_ms.end()) -
+                               round_medians_ms.begin());
+  }
+  double StepMs() const { return round_medians_ms.empty() ? 0 : round_medians_ms[Best()]; }
+  double CpuMs() const { return round_cpu_medians_ms.empty() ? 0 : round_cpu_medians_ms[Best()]; }
+  // The rounds' medians apart, over the step: how far one round's figure moves.
   double Spread() const {
     if (round_medians_ms.empty()) return 0;
     const auto [low, high] = std::minmax_element(round_medians_ms.begin(), round_medians_ms.end());
@@ -276,8 +280,8 @@ absl::Status RunCluster(const examples::GptConfig& config, int64_t devices) {
   // The model's own kernels on this host (per-op rates differ from a 512^3 SGEMM's): the
   // 1-device layout trained, and both compute rates scaled by its measured step over its
   // predicted compute (its acts' share set aside). A profile of one layout, not a fit to
-  // the sweep. It is measured like every layout of the sweep (once per round, the median
-  // of all rounds' timed iterations): a reference taken once before the sweep saw another load than the
+  // the sweep. It is measured like every layout of the sweep (once per round, the least
+  // of the rounds' medians): a reference taken once before the sweep saw another load than the
   // sweep did (measured 68 ms of wall for 31 ms of CPU while the load rose from 2 to 14,
   // which made every prediction 2x too slow). The first measurement ranks the layouts
   // to sweep; the final rates, from every round, price the measured ones.
@@ -326,9 +330,9 @@ absl::Status RunCluster(const examples::GptConfig& config, int64_t devices) {
   // the median slope of CPU time over acts among runs of one layout (threads sleep and
   // wake, caches go cold: far above the cost of an act of nanosecond kernels), the share
   // of the cores the process obtains CPU over wall time. The layouts: the most data
-  // parallelism that leaves 2 rows per replica (the rest pipeline stages), and half that
-  // (4 rows per replica: 1, 2 and 4 micro-batches). Profiles of a few layouts, like the
-  // 1-device one; each is the median of its timed iterations of every round. (Two runs alone, 1 and 2 micro-batches of the first layout, gave an
+  // parallelism that leaves 2 rows per replica (the rest pipeline stages), and the most
+  // below it that leaves 4 rows per replica (1, 2 and 4 micro-batches). Profiles of a few layouts, like the
+  // 1-device one, measured like them. (Two runs alone, 1 and 2 micro-batches of the first layout, gave an
   // act cost of 0 on 4 devices where the run with fewer acts spun longer: run 11 of
   // docs/auto_parallel.md.)
   struct Reference {
@@ -337,8 +341,9 @@ absl::Status RunCluster(const examples::GptConfig& config, int64_t devices) {
     Pooled runs;
   };
   std::vector<Reference> references;
+  int64_t above = devices + 1;  // the second layout has less data parallelism than the first
   for (int64_t rows : {2, 4}) {
-    for (int64_t dp = devices; dp >= 1; --dp) {
+    for (int64_t dp = above - 1; dp >= 1; --dp) {
       if (devices % dp != 0 || config.batch % (rows * dp) != 0 || devices / dp > profile.stageable_units) continue;
       for (int64_t micro_batches = 1; micro_batches <= rows; micro_batches *= 2) {
         Reference reference;
@@ -346,13 +351,14 @@ absl::Status RunCluster(const examples::GptConfig& config, int64_t devices) {
         reference.layout.set_dp(dp);
         reference.layout.set_pp(devices / dp);
         reference.layout.set_micro_batches(micro_batches);
-        reference.group = rows;
-        bool known = false;
-        for (const Reference& other : references) {
-          known = known || other.layout.SerializeAsString() == reference.layout.SerializeAsString();
-        }
-        if (!known) references.push_back(reference);
+        // Runs of one dp x pp share the kernels (the micro-batches only split their rows),
+        // so their pairs' slopes are the act cost. (Grouped by rows per replica, a batch of
+        // 16 on 4 devices gave dp = 4 for both and left its 4 micro-batches alone in a
+        // group: one slope, from 1 and 2 micro-batches.)
+        reference.group = dp;
+        references.push_back(reference);
       }
+      above = dp;
       break;
     }
   }
@@ -364,28 +370,38 @@ absl::Status RunCluster(const examples::GptConfig& config, int64_t devices) {
   };
   auto with_shared_host_of = [&](const auto_parallel::SearchOptions& scaled,
                                  int64_t round) -> absl::StatusOr<auto_parallel::SearchOptions> {
-    std::vector<auto_parallel::RunSample> samples;
+    // The share from the references with every device busy the whole step (one stage)
+    // when they fit alone: a pipeline's runs use fewer cores than the host offers (it fills
+    // and drains), which the cost model plays out itself (shared_core_pipeline.h), so
+    // their CPU over wall would count it twice.
+    std::vector<auto_parallel::RunSample> samples, one_stage;
     std::vector<std::string> runs;
     for (const Reference& reference : references) {
       if (!reference.runs.measured) continue;
       samples.push_back({reference.runs.CpuMs() / 1e3, reference.runs.StepMs() / 1e3,
                          reference.runs.acts_per_iteration, reference.group});
+      if (reference.layout.pp() == 1) one_stage.push_back(samples.back());
       runs.push_back(absl::StrFormat(
           "{\"layout\":\"%s\",\"measured_ms\":%.4f,\"measured_cpu_ms\":%.4f,\"spread\":%.3f,"
           "\"acts_per_iteration\":%d}",
           LayoutName(reference.layout), reference.runs.StepMs(), reference.runs.CpuMs(), reference.runs.Spread(),
           reference.runs.acts_per_iteration));
     }
-    OF_ASSIGN_OR_RETURN(const auto_parallel::SharedHostTerms terms,
+    OF_ASSIGN_OR_RETURN(auto_parallel::SharedHostTerms terms,
                         auto_parallel::FitSharedHostTerms(samples, scaled.price.host_cores));
+    const absl::StatusOr<auto_parallel::SharedHostTerms> busy =
+        auto_parallel::FitSharedHostTerms(one_stage, scaled.price.host_cores);
+    const bool share_of_one_stage = busy.ok();
+    if (share_of_one_stage) terms.host_core_share = busy->host_core_share;
     auto_parallel::SearchOptions shared = scaled;
     shared.price.act_seconds = terms.act_seconds;
     shared.price.host_core_share = terms.host_core_share;
     std::printf(
         "{\"bench\":\"auto_parallel_shared_host\",\"devices\":%lld,\"after_round\":%lld,\"references\":[%s],"
-        "\"act_seconds\":%.4g,\"host_core_share\":%.3f,\"slopes\":%lld}\n",
+        "\"act_seconds\":%.4g,\"host_core_share\":%.3f,\"share_of_one_stage\":%s,\"slopes\":%lld}\n",
         static_cast<long long>(devices), static_cast<long long>(round), absl::StrJoin(runs, ",").c_str(),
-        terms.act_seconds, terms.host_core_share, static_cast<long long>(terms.slopes));
+        terms.act_seconds, terms.host_core_share, share_of_one_stage ? "true" : "false",
+        static_cast<long long>(terms.slopes));
     std::fflush(stdout);
     return shared;
   };
@@ -477,14 +493,14 @@ absl::Status RunCluster(const examples::GptConfig& config, int64_t devices) {
         "{\"bench\":\"auto_parallel_prediction\",\"model\":\"gpt\",\"devices\":%lld,\"search_rank\":%lld,"
         "\"layout\":\"%s\",\"predicted_ms\":%.4f,\"predicted_compute_ms\":%.4f,\"predicted_communication_ms\":%.4f,"
         "\"predicted_bubble_ms\":%.4f,\"measured_ms\":%.4f,\"measured_round_medians_ms\":%s,\"measured_spread\":%.3f,"
-        "\"measured_fastest_ms\":%.4f,\"measured_cpu_ms\":%.4f,\"measured_over_predicted\":%.3f,"
+        "\"measured_median_of_rounds_ms\":%.4f,\"measured_cpu_ms\":%.4f,\"measured_over_predicted\":%.3f,"
         "\"uncalibrated_predicted_ms\":%.4f,\"measured_over_uncalibrated\":%.3f,\"acts_per_iteration\":%lld,"
         "\"predicted_acts_per_iteration\":%lld,"
         "\"predicted_cpu_ms\":%.4f,\"predicted_without_call_cost_ms\":%.4f,\"probe_predicted_ms\":%.4f}\n",
         static_cast<long long>(devices), static_cast<long long>(index + 1), LayoutName(layout).c_str(),
         row.predicted_ms, 1e3 * after.compute_seconds(), 1e3 * after.exposed_communication_seconds(),
         1e3 * after.bubble_seconds(), row.measured_ms, measured.RoundsJson().c_str(), measured.Spread(),
-        *std::min_element(measured.steps_ms.begin(), measured.steps_ms.end()), row.measured_cpu_ms,
+        Median(measured.round_medians_ms), row.measured_cpu_ms,
         row.measured_ms / row.predicted_ms, row.uncalibrated_ms, row.measured_ms / row.uncalibrated_ms,
         static_cast<long long>(measured.acts_per_iteration),
         static_cast<long long>(after.acts_per_iteration()),
