@@ -144,21 +144,25 @@ struct Measured {
 };
 
 // A layout's timed iterations of every round. Its step is the least of the rounds'
-// medians, its CPU time that round's median: within a round the median leaves out one
+// medians, its CPU time the median of every round's iterations: within a round the median leaves out one
 // lucky scheduling of the threads on 2 cores (the fastest iteration, what the bench took
 // before, was that: session 40's 4-device rank of a layout flipped between runs); across
 // rounds, which interleave the layouts, other programs only ever slow a round down (a
 // compile taking the core a sleeping device thread left: the same layout's round medians
-// moved 20% apart in half the layouts of run 20, and 2x in one).
+// moved 20% apart in half the layouts of runs 20-21, and 2x in one). CPU time counts only
+// while a thread runs, so a slow round stretches it far less than the step, and the
+// shared-host fit takes slopes of it between runs that differ by a few percent: the CPU of
+// the least round alone (a sample of 4) made the act cost's slopes negative in run 23,
+// an act cost of 0 and a Spearman of 0.45.
 struct Pooled {
   std::vector<double> round_medians_ms;
-  std::vector<double> round_cpu_medians_ms;
+  std::vector<double> cpus_ms;
   int64_t acts_per_iteration = 0;
   bool measured = false;
 
   void Add(const Measured& run) {
     round_medians_ms.push_back(Median(run.steps_ms));
-    round_cpu_medians_ms.push_back(Median(run.cpus_ms));
+    cpus_ms.insert(cpus_ms.end(), run.cpus_ms.begin(), run.cpus_ms.end());
     acts_per_iteration = run.acts_per_iteration;
     measured = true;
   }
@@ -167,7 +171,7 @@ struct Pooled {
                                round_medians_ms.begin());
   }
   double StepMs() const { return round_medians_ms.empty() ? 0 : round_medians_ms[Best()]; }
-  double CpuMs() const { return round_cpu_medians_ms.empty() ? 0 : round_cpu_medians_ms[Best()]; }
+  double CpuMs() const { return Median(cpus_ms); }
   // The rounds' medians apart, over the step: how far one round's figure moves.
   double Spread() const {
     if (round_medians_ms.empty()) return 0;
