@@ -4,6 +4,8 @@
 // The real-run check of both is bench/auto_parallel:prediction_bench.
 #include <string>
 
+#include "absl/container/flat_hash_set.h"
+#include "absl/strings/match.h"
 #include "compiler/auto_parallel/act_count.h"
 #include "compiler/auto_parallel/host_terms.h"
 #include "compiler/auto_parallel/model_profile.h"
@@ -157,6 +159,37 @@ TEST(AutoParallelCostTermsTest, TheDevicesComputeOverTheShareOfTheCoresTheProces
   EXPECT_NEAR(auto_parallel::StepSeconds(*capped), 2 * alone->compute_seconds(), 1e-12);
 }
 
+TEST(AutoParallelCostTermsTest, APipelineOnFewerCoresThanStagesIsPlayedOutOnThem) {
+  const Probe probe = ProbeOf(TinyGpt());
+  proto::AutoParallelLayout pp3 = Layout(1, 1, 3);
+  pp3.set_micro_batches(4);
+  auto_parallel::PriceOptions own_cores = Devices(3);
+  auto_parallel::PriceOptions two_cores = Devices(3);
+  two_cores.host_cores = 2;
+  auto_parallel::PriceOptions enough = Devices(3);
+  enough.host_cores = 3;
+  absl::StatusOr<proto::AutoParallelPrediction> alone = PriceLayout(probe.profile, own_cores, pp3);
+  absl::StatusOr<proto::AutoParallelPrediction> shared = PriceLayout(probe.profile, two_cores, pp3);
+  absl::StatusOr<proto::AutoParallelPrediction> a_core_each = PriceLayout(probe.profile, enough, pp3);
+  ASSERT_TRUE(alone.ok() && shared.ok() && a_core_each.ok());
+  // The three stages' micro-batches as the schedule plays them, each device at most a core:
+  // with a core each the schedule is (M + pp - 1) x the slowest stage, as without cores.
+  EXPECT_NEAR(auto_parallel::StepSeconds(*a_core_each), auto_parallel::StepSeconds(*alone), 1e-12);
+  // On two cores, the steady state's three runnable stages slow the critical path to 2/3
+  // of a core: longer than the schedule alone and than the work over the cores. (Without
+  // the play the step was the larger of those two.)
+  auto_parallel::PriceOptions one_core = Devices(3);
+  one_core.host_cores = 1;
+  absl::StatusOr<proto::AutoParallelPrediction> serial = PriceLayout(probe.profile, one_core, pp3);
+  ASSERT_TRUE(serial.ok());
+  const double step = auto_parallel::StepSeconds(*shared);
+  EXPECT_GT(step, 1.05 * auto_parallel::StepSeconds(*alone));
+  EXPECT_GT(step, 1.05 * auto_parallel::StepSeconds(*serial) / 2);
+  EXPECT_LT(step, auto_parallel::StepSeconds(*serial));
+  // The excess is the devices taking turns on the cores: compute, not bubble.
+  EXPECT_EQ(shared->bubble_seconds(), alone->bubble_seconds());
+}
+
 TEST(AutoParallelCostTermsTest, SharedHostTermsAreTheExtraCpuPerExtraActAndCpuOverWall) {
   // One micro-batch: 40 ms of wall, 48 ms of process CPU, 2000 acts; two: 60 ms of wall,
   // 78 ms of CPU, 4000 acts (the same kernels) on 2 cores: (78 - 48) ms / 2000 = 15 us per
@@ -232,6 +265,76 @@ TEST(AutoParallelCostTermsTest, EveryCollectiveCallCostsCollectiveCallSeconds) {
   EXPECT_NEAR(with->exposed_communication_seconds() - without->exposed_communication_seconds(),
               1e-4 * static_cast<double>(calls), 1e-12);
   EXPECT_EQ(with->compute_seconds(), without->compute_seconds());
+}
+
+// The tiny gpt on one device compiled with `recompute` ("none", "full").
+proto::Plan OneDevicePlan(const std::string& recompute) {
+  examples::ParallelFlags flags;
+  flags.devices_per_node = 1;
+  absl::StatusOr<examples::ParallelLayout> layout = examples::ParallelLayout::Create(flags);
+  EXPECT_TRUE(layout.ok()) << layout.status();
+  absl::StatusOr<proto::Job> job = examples::BuildGpt(TinyGpt(), *layout);
+  EXPECT_TRUE(job.ok()) << job.status();
+  examples::CompileSettings settings;
+  settings.recompute = recompute;
+  std::string dump;
+  absl::StatusOr<CompileOptions> options = examples::CompileOptionsFor(*layout, settings, &dump);
+  EXPECT_TRUE(options.ok()) << options.status();
+  absl::StatusOr<proto::Plan> plan = Compile(*job, *options);
+  EXPECT_TRUE(plan.ok()) << plan.status();
+  return plan.ok() ? *plan : proto::Plan();
+}
+
+TEST(AutoParallelCostTermsTest, FullRecomputationIsPricedAsTheOpsThePassReRuns) {
+  Probe probe = ProbeOf(TinyGpt());
+  const proto::Plan full = OneDevicePlan("full");
+  absl::flat_hash_set<std::string> copies;
+  for (const proto::ActorDef& actor : full.devices(0).actors()) {
+    for (const proto::KernelDef& kernel : actor.kernels()) {
+      if (absl::EndsWith(kernel.op_name(), "/recompute")) copies.insert(kernel.op_name());
+    }
+  }
+  ASSERT_FALSE(copies.empty());
+  auto_parallel::ModelProfile whole_forward = probe.profile;
+  ASSERT_TRUE(auto_parallel::CountFullRecomputation(full, &probe.profile).ok());
+  EXPECT_TRUE(probe.profile.full_recompute_counted);
+  // Every copy the pass made is one forward op of a block, and each block re-runs some of
+  // its forward ops but not all (an op whose output only the next forward op reads is
+  // not re-run), so less work than its whole forward.
+  int64_t counted = 0;
+  for (const auto_parallel::ProfileUnit& unit : probe.profile.units) {
+    counted += unit.full_recompute_ops;
+    if (!unit.stageable) {
+      EXPECT_EQ(unit.full_recompute_ops, 0) << unit.name;
+      continue;
+    }
+    EXPECT_GT(unit.full_recompute_ops, 0) << unit.name;
+    EXPECT_LT(unit.full_recompute_ops, static_cast<int64_t>(unit.op_names.size())) << unit.name;
+    EXPECT_GT(unit.full_recompute.gemm_flops, 0) << unit.name;
+    EXPECT_LE(unit.full_recompute.gemm_flops, unit.gemm_flops) << unit.name;
+    EXPECT_LT(unit.full_recompute.memory_bytes, unit.memory_bytes) << unit.name;
+  }
+  EXPECT_EQ(counted, static_cast<int64_t>(copies.size()));
+
+  // Priced (acts free, so only the kernels differ): full recomputation adds the re-run
+  // ops' work, less than the whole forward again that an uncounted profile prices, and
+  // their acts.
+  const auto_parallel::PriceOptions priced = Devices(1);
+  proto::AutoParallelLayout none = Layout(1, 1, 1);
+  proto::AutoParallelLayout recompute_full = none;
+  recompute_full.set_recompute(proto::RECOMPUTE_FULL);
+  absl::StatusOr<proto::AutoParallelPrediction> base = PriceLayout(probe.profile, priced, none);
+  absl::StatusOr<proto::AutoParallelPrediction> counted_full = PriceLayout(probe.profile, priced, recompute_full);
+  absl::StatusOr<proto::AutoParallelPrediction> whole = PriceLayout(whole_forward, priced, recompute_full);
+  ASSERT_TRUE(base.ok() && counted_full.ok() && whole.ok());
+  EXPECT_GT(counted_full->compute_seconds(), base->compute_seconds());
+  EXPECT_LT(counted_full->compute_seconds(), whole->compute_seconds());
+  EXPECT_EQ(counted_full->acts_per_iteration() - base->acts_per_iteration(), counted);
+
+  // A plan compiled without recomputation re-runs nothing: refused, naming the fix.
+  const absl::Status refused = auto_parallel::CountFullRecomputation(OneDevicePlan("none"), &whole_forward);
+  EXPECT_EQ(refused.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_NE(std::string(refused.message()).find("compile it with --recompute=full"), std::string::npos);
 }
 
 TEST(AutoParallelCostTermsTest, APlanWithoutActorsIsRefused) {

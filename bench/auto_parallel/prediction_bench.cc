@@ -57,17 +57,22 @@
 #include "tools/cli/host_calibration.h"
 
 ABSL_FLAG(std::string, devices, "4,8", "Comma-separated device counts, each one node in this process.");
+// The sweep's gpt: large enough that a step is 100-400 ms on 4 devices sharing 2 cores, so
+// one scheduler slice (~3 ms) or a wake-up is a few percent of a step and the layouts'
+// differences stand above the noise (session 40's hidden 128, seq 32, batch 8 stepped in 6-11
+// ms and a layout's measured rank flipped between runs).
 ABSL_FLAG(int64_t, layers, 4, "Blocks of the gpt.");
-ABSL_FLAG(int64_t, hidden, 128, "Hidden width.");
+ABSL_FLAG(int64_t, hidden, 256, "Hidden width.");
 ABSL_FLAG(int64_t, heads, 4, "Attention heads.");
-ABSL_FLAG(int64_t, seq, 32, "Sequence length.");
-ABSL_FLAG(int64_t, batch, 8, "Global batch (sequences).");
+ABSL_FLAG(int64_t, seq, 64, "Sequence length.");
+ABSL_FLAG(int64_t, batch, 16, "Global batch (sequences).");
 ABSL_FLAG(int64_t, vocab, 512, "Vocabulary.");
 ABSL_FLAG(int64_t, layouts, 20, "Layouts measured per cluster (the top 3 and evenly spaced ranks).");
-ABSL_FLAG(int64_t, iters, 5, "Iterations per layout and round; the first two (allocation, warm-up) are not timed.");
-ABSL_FLAG(int64_t, rounds, 2,
-          "Rounds over the layouts; a layout's measured step is its fastest timed iteration of all rounds "
-          "(other programs on the machine only ever slow a step down).");
+ABSL_FLAG(int64_t, warmup, 2, "Iterations per layout and round not timed (allocation, warm-up).");
+ABSL_FLAG(int64_t, iters, 4, "Timed iterations per layout and round, after the warm-up ones.");
+ABSL_FLAG(int64_t, rounds, 4,
+          "Rounds over the layouts, interleaved; a layout's measured step is the least of its rounds' "
+          "medians of the timed iterations, its spread the rounds' medians apart over that step.");
 ABSL_FLAG(int64_t, max_micro_batches, 8, "Largest micro-batch count enumerated.");
 
 namespace oneflow {
@@ -131,18 +136,56 @@ double ProcessCpuSeconds() {
 }
 
 struct Measured {
-  double step_ms = 0;
-  // The process's CPU time in the fastest timed iteration: what the layout asks of the
-  // host's cores, which other programs' load does not stretch (spin-waits count).
-  double cpu_ms = 0;
+  // Every timed iteration's step and the process's CPU time in it (every thread: what the
+  // layout asks of the host's cores, spin-waits included).
+  std::vector<double> steps_ms;
+  std::vector<double> cpus_ms;
   int64_t acts_per_iteration = 0;  // every device's, from the plan
-  // Means over the timed iterations: the shared-host fit's samples (a mean of several
-  // iterations, not the one fastest, whose CPU time may be another iteration's spinning).
-  double mean_cpu_ms = 0;
-  double mean_step_ms = 0;
 };
 
-// Builds, compiles and trains `layout`; the fastest of the timed iterations.
+// A layout's timed iterations of every round. Its step is the least of the rounds'
+// medians, its CPU time the median of every round's iterations: within a round the median leaves out one
+// lucky scheduling of the threads on 2 cores (the fastest iteration, what the bench took
+// before, was that: session 40's 4-device rank of a layout flipped between runs); across
+// rounds, which interleave the layouts, other programs only ever slow a round down (a
+// compile taking the core a sleeping device thread left: the same layout's round medians
+// moved 20% apart in half the layouts of runs 20-21, and 2x in one). CPU time counts only
+// while a thread runs, so a slow round stretches it far less than the step, and the
+// shared-host fit takes slopes of it between runs that differ by a few percent: the CPU of
+// the least round alone (a sample of 4) made the act cost's slopes negative in run 23,
+// an act cost of 0 and a Spearman of 0.45.
+struct Pooled {
+  std::vector<double> round_medians_ms;
+  std::vector<double> cpus_ms;
+  int64_t acts_per_iteration = 0;
+  bool measured = false;
+
+  void Add(const Measured& run) {
+    round_medians_ms.push_back(Median(run.steps_ms));
+    cpus_ms.insert(cpus_ms.end(), run.cpus_ms.begin(), run.cpus_ms.end());
+    acts_per_iteration = run.acts_per_iteration;
+    measured = true;
+  }
+  size_t Best() const {
+    return static_cast<size_t>(std::min_element(round_medians_ms.begin(), round_medians_ms.end()) -
+                               round_medians_ms.begin());
+  }
+  double StepMs() const { return round_medians_ms.empty() ? 0 : round_medians_ms[Best()]; }
+  double CpuMs() const { return Median(cpus_ms); }
+  // The rounds' medians apart, over the step: how far one round's figure moves.
+  double Spread() const {
+    if (round_medians_ms.empty()) return 0;
+    const auto [low, high] = std::minmax_element(round_medians_ms.begin(), round_medians_ms.end());
+    return (*high - *low) / std::max(1e-9, StepMs());
+  }
+  std::string RoundsJson() const {
+    std::vector<std::string> texts;
+    for (double ms : round_medians_ms) texts.push_back(absl::StrFormat("%.3f", ms));
+    return absl::StrCat("[", absl::StrJoin(texts, ","), "]");
+  }
+};
+
+// Builds, compiles and trains `layout` for one round: its timed iterations.
 absl::StatusOr<Measured> Measure(const examples::GptConfig& config, int64_t devices,
                                  const proto::AutoParallelLayout& layout) {
   OF_ASSIGN_OR_RETURN(const examples::ParallelLayout parallel,
@@ -155,26 +198,18 @@ absl::StatusOr<Measured> Measure(const examples::GptConfig& config, int64_t devi
   OF_ASSIGN_OR_RETURN(const proto::Plan plan, Compile(job, options));
   actors::TrainOptions train;
   train.node = -1;
-  train.iterations = absl::GetFlag(FLAGS_iters);
+  train.iterations = absl::GetFlag(FLAGS_warmup) + absl::GetFlag(FLAGS_iters);
   std::vector<double> cpu_at_end;  // process CPU seconds when each iteration's loss arrived
   train.on_iteration = [&](const actors::IterationMetrics&) { cpu_at_end.push_back(ProcessCpuSeconds()); };
   OF_ASSIGN_OR_RETURN(const actors::TrainResult result, actors::TrainPlan(plan, train));
   Measured measured;
-  measured.step_ms = 1e300;
-  int64_t timed = 0;
   for (const actors::IterationMetrics& metrics : result.iterations) {
     const size_t i = static_cast<size_t>(metrics.iteration);
-    if (i < 2) continue;
-    measured.mean_step_ms += metrics.step_ms;
-    ++timed;
-    if (metrics.step_ms >= measured.step_ms) continue;
-    measured.step_ms = metrics.step_ms;
-    if (i < cpu_at_end.size()) measured.cpu_ms = 1e3 * (cpu_at_end[i] - cpu_at_end[i - 1]);
+    if (static_cast<int64_t>(i) < absl::GetFlag(FLAGS_warmup) || i == 0 || i >= cpu_at_end.size()) continue;
+    measured.steps_ms.push_back(metrics.step_ms);
+    measured.cpus_ms.push_back(1e3 * (cpu_at_end[i] - cpu_at_end[i - 1]));
   }
-  if (timed > 0) measured.mean_step_ms /= static_cast<double>(timed);
-  if (cpu_at_end.size() > 2) {
-    measured.mean_cpu_ms = 1e3 * (cpu_at_end.back() - cpu_at_end[1]) / static_cast<double>(cpu_at_end.size() - 2);
-  }
+  if (measured.steps_ms.empty()) return absl::InternalError(absl::StrCat(LayoutName(layout), ": no timed iteration"));
   for (const proto::DevicePlan& device : plan.devices()) {
     for (const proto::ActorDef& actor : device.actors()) {
       measured.acts_per_iteration += actor.per_iteration() ? 1 : layout.micro_batches();
@@ -196,6 +231,7 @@ struct Row {
   // Priced with the host terms `oneflow calibrate` writes (its act-count probe) instead of
   // the model's own references.
   double probe_ms = 0;
+  double spread = 0;  // the rounds' medians apart over the measured step
 };
 
 absl::Status RunCluster(const examples::GptConfig& config, int64_t devices) {
@@ -248,11 +284,11 @@ absl::Status RunCluster(const examples::GptConfig& config, int64_t devices) {
   // The model's own kernels on this host (per-op rates differ from a 512^3 SGEMM's): the
   // 1-device layout trained, and both compute rates scaled by its measured step over its
   // predicted compute (its acts' share set aside). A profile of one layout, not a fit to
-  // the sweep. It is measured like every layout of the sweep (once per round, the fastest
-  // of all rounds): a reference taken once before the sweep saw another load than the
+  // the sweep. It is measured like every layout of the sweep (once per round, the least
+  // of the rounds' medians): a reference taken once before the sweep saw another load than the
   // sweep did (measured 68 ms of wall for 31 ms of CPU while the load rose from 2 to 14,
   // which made every prediction 2x too slow). The first measurement ranks the layouts
-  // to sweep; the final rates, from the fastest, price the measured ones.
+  // to sweep; the final rates, from every round, price the measured ones.
   proto::AutoParallelLayout single;
   single.set_dp(1);
   single.set_tp(1);
@@ -276,8 +312,8 @@ absl::Status RunCluster(const examples::GptConfig& config, int64_t devices) {
   // Scaled by its CPU time: the kernels' own cost. The host's share of cores and the acts'
   // cost when devices share the cores are measured apart (the shared reference below).
   // (Scaling by wall time under load, without those terms, was run 3 of docs/auto_parallel.md.)
-  auto with_rates_of = [&](const Measured& one_device, int64_t round) {
-    const double scale = std::max(0.05, (one_device.cpu_ms / 1e3 - act_part) / StepSeconds(kernels_only));
+  auto with_rates_of = [&](const Pooled& one_device, int64_t round) {
+    const double scale = std::max(0.05, (one_device.CpuMs() / 1e3 - act_part) / StepSeconds(kernels_only));
     auto_parallel::SearchOptions scaled = calibrated;
     scaled.price.cluster.set_gemm_flops_per_second(calibration.gemm_flops_per_second / scale);
     scaled.price.cluster.set_memory_bytes_per_second(calibration.memory_bytes_per_second / scale);
@@ -286,7 +322,7 @@ absl::Status RunCluster(const examples::GptConfig& config, int64_t devices) {
         "\"one_device_measured_ms\":%.4f,\"one_device_measured_cpu_ms\":%.4f,"
         "\"one_device_predicted_ms\":%.4f,\"rate_scale\":%.4f,\"gemm_flops_per_second\":%.4g,"
         "\"memory_bytes_per_second\":%.4g}\n",
-        static_cast<long long>(devices), static_cast<long long>(round), one_device.step_ms, one_device.cpu_ms,
+        static_cast<long long>(devices), static_cast<long long>(round), one_device.StepMs(), one_device.CpuMs(),
         1e3 * StepSeconds(with_acts), 1 / scale, scaled.price.cluster.gemm_flops_per_second(),
         scaled.price.cluster.memory_bytes_per_second());
     std::fflush(stdout);
@@ -298,21 +334,20 @@ absl::Status RunCluster(const examples::GptConfig& config, int64_t devices) {
   // the median slope of CPU time over acts among runs of one layout (threads sleep and
   // wake, caches go cold: far above the cost of an act of nanosecond kernels), the share
   // of the cores the process obtains CPU over wall time. The layouts: the most data
-  // parallelism that leaves 2 rows per replica (the rest pipeline stages), and half that
-  // (4 rows per replica: 1, 2 and 4 micro-batches). Profiles of a few layouts, like the
-  // 1-device one; a run is the mean of its timed iterations, and each keeps its least CPU
-  // time of the rounds. (Two runs alone, 1 and 2 micro-batches of the first layout, gave an
+  // parallelism that leaves 2 rows per replica (the rest pipeline stages), and the most
+  // below it that leaves 4 rows per replica (1, 2 and 4 micro-batches). Profiles of a few layouts, like the
+  // 1-device one, measured like them. (Two runs alone, 1 and 2 micro-batches of the first layout, gave an
   // act cost of 0 on 4 devices where the run with fewer acts spun longer: run 11 of
   // docs/auto_parallel.md.)
   struct Reference {
     proto::AutoParallelLayout layout;
     int64_t group = 0;
-    Measured least;
-    bool measured = false;
+    Pooled runs;
   };
   std::vector<Reference> references;
+  int64_t above = devices + 1;  // the second layout has less data parallelism than the first
   for (int64_t rows : {2, 4}) {
-    for (int64_t dp = devices; dp >= 1; --dp) {
+    for (int64_t dp = above - 1; dp >= 1; --dp) {
       if (devices % dp != 0 || config.batch % (rows * dp) != 0 || devices / dp > profile.stageable_units) continue;
       for (int64_t micro_batches = 1; micro_batches <= rows; micro_batches *= 2) {
         Reference reference;
@@ -320,47 +355,57 @@ absl::Status RunCluster(const examples::GptConfig& config, int64_t devices) {
         reference.layout.set_dp(dp);
         reference.layout.set_pp(devices / dp);
         reference.layout.set_micro_batches(micro_batches);
-        reference.group = rows;
-        bool known = false;
-        for (const Reference& other : references) {
-          known = known || other.layout.SerializeAsString() == reference.layout.SerializeAsString();
-        }
-        if (!known) references.push_back(reference);
+        // Runs of one dp x pp share the kernels (the micro-batches only split their rows),
+        // so their pairs' slopes are the act cost. (Grouped by rows per replica, a batch of
+        // 16 on 4 devices gave dp = 4 for both and left its 4 micro-batches alone in a
+        // group: one slope, from 1 and 2 micro-batches.)
+        reference.group = dp;
+        references.push_back(reference);
       }
+      above = dp;
       break;
     }
   }
   auto measure_references = [&]() {
     for (Reference& reference : references) {
       absl::StatusOr<Measured> run = Measure(config, devices, reference.layout);
-      if (!run.ok()) continue;
-      if (!reference.measured || run->mean_cpu_ms < reference.least.mean_cpu_ms) reference.least = *run;
-      reference.measured = true;
+      if (run.ok()) reference.runs.Add(*run);
     }
   };
   auto with_shared_host_of = [&](const auto_parallel::SearchOptions& scaled,
                                  int64_t round) -> absl::StatusOr<auto_parallel::SearchOptions> {
-    std::vector<auto_parallel::RunSample> samples;
+    // The share from the references with every device busy the whole step (one stage)
+    // when they fit alone: a pipeline's runs use fewer cores than the host offers (it fills
+    // and drains), which the cost model plays out itself (shared_core_pipeline.h), so
+    // their CPU over wall would count it twice.
+    std::vector<auto_parallel::RunSample> samples, one_stage;
     std::vector<std::string> runs;
     for (const Reference& reference : references) {
-      if (!reference.measured) continue;
-      samples.push_back({reference.least.mean_cpu_ms / 1e3, reference.least.mean_step_ms / 1e3,
-                         reference.least.acts_per_iteration, reference.group});
+      if (!reference.runs.measured) continue;
+      samples.push_back({reference.runs.CpuMs() / 1e3, reference.runs.StepMs() / 1e3,
+                         reference.runs.acts_per_iteration, reference.group});
+      if (reference.layout.pp() == 1) one_stage.push_back(samples.back());
       runs.push_back(absl::StrFormat(
-          "{\"layout\":\"%s\",\"measured_ms\":%.4f,\"measured_cpu_ms\":%.4f,\"acts_per_iteration\":%d}",
-          LayoutName(reference.layout), reference.least.mean_step_ms, reference.least.mean_cpu_ms,
-          reference.least.acts_per_iteration));
+          "{\"layout\":\"%s\",\"measured_ms\":%.4f,\"measured_cpu_ms\":%.4f,\"spread\":%.3f,"
+          "\"acts_per_iteration\":%d}",
+          LayoutName(reference.layout), reference.runs.StepMs(), reference.runs.CpuMs(), reference.runs.Spread(),
+          reference.runs.acts_per_iteration));
     }
-    OF_ASSIGN_OR_RETURN(const auto_parallel::SharedHostTerms terms,
+    OF_ASSIGN_OR_RETURN(auto_parallel::SharedHostTerms terms,
                         auto_parallel::FitSharedHostTerms(samples, scaled.price.host_cores));
+    const absl::StatusOr<auto_parallel::SharedHostTerms> busy =
+        auto_parallel::FitSharedHostTerms(one_stage, scaled.price.host_cores);
+    const bool share_of_one_stage = busy.ok();
+    if (share_of_one_stage) terms.host_core_share = busy->host_core_share;
     auto_parallel::SearchOptions shared = scaled;
     shared.price.act_seconds = terms.act_seconds;
     shared.price.host_core_share = terms.host_core_share;
     std::printf(
         "{\"bench\":\"auto_parallel_shared_host\",\"devices\":%lld,\"after_round\":%lld,\"references\":[%s],"
-        "\"act_seconds\":%.4g,\"host_core_share\":%.3f,\"slopes\":%lld}\n",
+        "\"act_seconds\":%.4g,\"host_core_share\":%.3f,\"share_of_one_stage\":%s,\"slopes\":%lld}\n",
         static_cast<long long>(devices), static_cast<long long>(round), absl::StrJoin(runs, ",").c_str(),
-        terms.act_seconds, terms.host_core_share, static_cast<long long>(terms.slopes));
+        terms.act_seconds, terms.host_core_share, share_of_one_stage ? "true" : "false",
+        static_cast<long long>(terms.slopes));
     std::fflush(stdout);
     return shared;
   };
@@ -373,7 +418,11 @@ absl::Status RunCluster(const examples::GptConfig& config, int64_t devices) {
     probe.price.host_core_share = calibration.runtime.measurement.core_share;
     return probe;
   };
-  OF_ASSIGN_OR_RETURN(Measured one_device, Measure(config, 1, single));
+  Pooled one_device;
+  {
+    OF_ASSIGN_OR_RETURN(const Measured first, Measure(config, 1, single));
+    one_device.Add(first);
+  }
   measure_references();
   OF_ASSIGN_OR_RETURN(const auto_parallel::SearchOptions preliminary,
                       with_shared_host_of(with_rates_of(one_device, 0), 0));
@@ -391,19 +440,20 @@ absl::Status RunCluster(const examples::GptConfig& config, int64_t devices) {
 
   // Round-robin over the layouts, so a burst of load elsewhere slows one round of many
   // layouts rather than every round of one.
-  std::vector<absl::StatusOr<Measured>> fastest(picks.size(), absl::UnknownError("not measured"));
+  std::vector<Pooled> pooled(picks.size());
+  std::vector<absl::Status> failures(picks.size());
   for (int64_t round = 0; round < absl::GetFlag(FLAGS_rounds); ++round) {
     if (round > 0) {
       absl::StatusOr<Measured> again = Measure(config, 1, single);
-      if (again.ok() && again->cpu_ms < one_device.cpu_ms) one_device = *again;
+      if (again.ok()) one_device.Add(*again);
       measure_references();
     }
     for (size_t p = 0; p < picks.size(); ++p) {
       absl::StatusOr<Measured> measured = Measure(config, devices, ranking.fitting[picks[p]].layout());
-      if (!measured.ok()) {
-        fastest[p] = measured.status();
-      } else if (round == 0 || !fastest[p].ok() || measured->step_ms < fastest[p]->step_ms) {
-        fastest[p] = *measured;
+      if (measured.ok()) {
+        pooled[p].Add(*measured);
+      } else {
+        failures[p] = measured.status();
       }
     }
   }
@@ -420,11 +470,11 @@ absl::Status RunCluster(const examples::GptConfig& config, int64_t devices) {
                         auto_parallel::PriceLayout(profile, final_options.price, layout));
     OF_ASSIGN_OR_RETURN(const proto::AutoParallelPrediction before,
                         auto_parallel::PriceLayout(profile, uncalibrated.price, layout));
-    const absl::StatusOr<Measured>& measured = fastest[p];
-    if (!measured.ok()) {
+    const Pooled& measured = pooled[p];
+    if (!measured.measured || !failures[p].ok()) {
       std::printf("{\"bench\":\"auto_parallel_prediction\",\"devices\":%lld,\"layout\":\"%s\",\"error\":\"%s\"}\n",
                   static_cast<long long>(devices), LayoutName(layout).c_str(),
-                  absl::CHexEscape(measured.status().message()).c_str());
+                  absl::CHexEscape(failures[p].message()).c_str());
       continue;
     }
     auto_parallel::PriceOptions one_core = final_options.price;
@@ -441,19 +491,22 @@ absl::Status RunCluster(const examples::GptConfig& config, int64_t devices) {
                         auto_parallel::PriceLayout(profile, one_core, layout));
     OF_ASSIGN_OR_RETURN(const proto::AutoParallelPrediction probed,
                         auto_parallel::PriceLayout(profile, probe_options.price, layout));
-    Row row{layout,           1e3 * StepSeconds(after),  1e3 * StepSeconds(before), measured->step_ms,
-            measured->cpu_ms, 1e3 * StepSeconds(demand), 1e3 * StepSeconds(probed)};
+    Row row{layout,           1e3 * StepSeconds(after),  1e3 * StepSeconds(before), measured.StepMs(),
+            measured.CpuMs(), 1e3 * StepSeconds(demand), 1e3 * StepSeconds(probed), measured.Spread()};
     std::printf(
         "{\"bench\":\"auto_parallel_prediction\",\"model\":\"gpt\",\"devices\":%lld,\"search_rank\":%lld,"
         "\"layout\":\"%s\",\"predicted_ms\":%.4f,\"predicted_compute_ms\":%.4f,\"predicted_communication_ms\":%.4f,"
-        "\"predicted_bubble_ms\":%.4f,\"measured_ms\":%.4f,\"measured_cpu_ms\":%.4f,\"measured_over_predicted\":%.3f,"
+        "\"predicted_bubble_ms\":%.4f,\"measured_ms\":%.4f,\"measured_round_medians_ms\":%s,\"measured_spread\":%.3f,"
+        "\"measured_median_of_rounds_ms\":%.4f,\"measured_cpu_ms\":%.4f,\"measured_over_predicted\":%.3f,"
         "\"uncalibrated_predicted_ms\":%.4f,\"measured_over_uncalibrated\":%.3f,\"acts_per_iteration\":%lld,"
         "\"predicted_acts_per_iteration\":%lld,"
         "\"predicted_cpu_ms\":%.4f,\"predicted_without_call_cost_ms\":%.4f,\"probe_predicted_ms\":%.4f}\n",
         static_cast<long long>(devices), static_cast<long long>(index + 1), LayoutName(layout).c_str(),
         row.predicted_ms, 1e3 * after.compute_seconds(), 1e3 * after.exposed_communication_seconds(),
-        1e3 * after.bubble_seconds(), row.measured_ms, row.measured_cpu_ms, row.measured_ms / row.predicted_ms, row.uncalibrated_ms,
-        row.measured_ms / row.uncalibrated_ms, static_cast<long long>(measured->acts_per_iteration),
+        1e3 * after.bubble_seconds(), row.measured_ms, measured.RoundsJson().c_str(), measured.Spread(),
+        Median(measured.round_medians_ms), row.measured_cpu_ms,
+        row.measured_ms / row.predicted_ms, row.uncalibrated_ms, row.measured_ms / row.uncalibrated_ms,
+        static_cast<long long>(measured.acts_per_iteration),
         static_cast<long long>(after.acts_per_iteration()),
         row.predicted_cpu_ms, 1e3 * StepSeconds(without_calls), row.probe_ms);
     std::fflush(stdout);
@@ -461,7 +514,7 @@ absl::Status RunCluster(const examples::GptConfig& config, int64_t devices) {
   }
   if (rows.size() < 3) return absl::InternalError(absl::StrCat(devices, " devices: fewer than 3 layouts ran"));
   std::vector<double> predicted, uncalibrated_predicted, measured, errors, uncalibrated_errors;
-  std::vector<double> predicted_cpu, measured_cpu, cpu_errors, probe_predicted, probe_errors;
+  std::vector<double> predicted_cpu, measured_cpu, cpu_errors, probe_predicted, probe_errors, spreads;
   const Row* best = &rows.front();
   for (const Row& row : rows) {
     predicted.push_back(row.predicted_ms);
@@ -474,6 +527,7 @@ absl::Status RunCluster(const examples::GptConfig& config, int64_t devices) {
     cpu_errors.push_back(std::abs(row.predicted_cpu_ms - row.measured_cpu_ms) / std::max(1e-9, row.measured_cpu_ms));
     probe_predicted.push_back(row.probe_ms);
     probe_errors.push_back(std::abs(row.probe_ms - row.measured_ms) / row.measured_ms);
+    spreads.push_back(row.spread);
     if (row.measured_ms < best->measured_ms) best = &row;
   }
   for (const Row& row : rows) {
@@ -488,14 +542,16 @@ absl::Status RunCluster(const examples::GptConfig& config, int64_t devices) {
       "\"uncalibrated_spearman\":%.4f,\"goal_median_abs_error\":0.15,\"goal_spearman\":0.9,"
       "\"chosen\":\"%s\",\"chosen_measured_ms\":%.4f,\"best_measured\":\"%s\",\"best_measured_ms\":%.4f,"
       "\"chosen_over_best\":%.3f,\"cpu_median_abs_error\":%.4f,\"cpu_spearman\":%.4f,"
-      "\"probe_median_abs_error\":%.4f,\"probe_spearman\":%.4f,\"host_cores\":%lld,\"loadavg_1min\":%.2f}\n",
+      "\"probe_median_abs_error\":%.4f,\"probe_spearman\":%.4f,\"median_spread\":%.4f,\"max_spread\":%.4f,"
+      "\"host_cores\":%lld,\"loadavg_1min\":%.2f}\n",
       static_cast<long long>(config.layers), static_cast<long long>(config.hidden),
       static_cast<long long>(config.seq), static_cast<long long>(config.batch), static_cast<long long>(devices),
       static_cast<long long>(total), rows.size(), Median(errors), Spearman(predicted, measured),
       Median(uncalibrated_errors), Spearman(uncalibrated_predicted, measured), LayoutName(chosen->layout).c_str(),
       chosen->measured_ms, LayoutName(best->layout).c_str(), best->measured_ms, chosen->measured_ms / best->measured_ms,
       Median(cpu_errors), Spearman(predicted_cpu, measured_cpu), Median(probe_errors),
-      Spearman(probe_predicted, measured), static_cast<long long>(calibration.runtime.measurement.cores),
+      Spearman(probe_predicted, measured), Median(spreads), *std::max_element(spreads.begin(), spreads.end()),
+      static_cast<long long>(calibration.runtime.measurement.cores),
       load[0]);
   std::fflush(stdout);
   return absl::OkStatus();
@@ -509,9 +565,13 @@ absl::Status Run() {
   config.seq = absl::GetFlag(FLAGS_seq);
   config.batch = absl::GetFlag(FLAGS_batch);
   config.vocab = absl::GetFlag(FLAGS_vocab);
-  if (absl::GetFlag(FLAGS_iters) < 3) {
-    return absl::InvalidArgumentError(absl::StrCat("--iters=", absl::GetFlag(FLAGS_iters),
-                                                   " leaves no timed iteration; give 3 or more (2 warm up)"));
+  if (absl::GetFlag(FLAGS_iters) < 1) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--iters=", absl::GetFlag(FLAGS_iters), " leaves no timed iteration; give 1 or more"));
+  }
+  if (absl::GetFlag(FLAGS_warmup) < 1) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "--warmup=", absl::GetFlag(FLAGS_warmup), ": give 1 or more (the first iteration allocates every register)"));
   }
   if (absl::GetFlag(FLAGS_rounds) < 1) {
     return absl::InvalidArgumentError(absl::StrCat("--rounds=", absl::GetFlag(FLAGS_rounds), " must be >= 1"));

@@ -5,6 +5,8 @@
 #include <vector>
 
 #include "absl/container/flat_hash_map.h"
+#include "absl/container/flat_hash_set.h"
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/string_view.h"
 #include "compiler/auto_parallel/candidate.h"
@@ -128,6 +130,39 @@ absl::Status CountLayoutActs(const proto::Plan& plan, const proto::AutoParallelL
     }
   }
   profile->layout_acts.push_back(std::move(counted));
+  return absl::OkStatus();
+}
+
+absl::Status CountFullRecomputation(const proto::Plan& plan, ModelProfile* profile) {
+  OF_RETURN_IF_ERROR(CheckHasActors(plan, *profile, "--recompute=full"));
+  constexpr absl::string_view kCopy = "/recompute";
+  absl::flat_hash_set<std::string> copied;
+  for (const proto::ActorDef& actor : plan.devices(0).actors()) {
+    for (const proto::KernelDef& kernel : actor.kernels()) {
+      const absl::string_view op = kernel.op_name();
+      if (absl::EndsWith(op, kCopy)) copied.insert(std::string(op.substr(0, op.size() - kCopy.size())));
+    }
+  }
+  int64_t found = 0;
+  for (ProfileUnit& unit : profile->units) {
+    unit.full_recompute = OpWork();
+    unit.full_recompute_ops = 0;
+    for (size_t o = 0; o < unit.op_names.size() && o < unit.op_work.size(); ++o) {
+      if (!copied.contains(unit.op_names[o])) continue;
+      const OpWork& work = unit.op_work[o];
+      unit.full_recompute.gemm_flops += work.gemm_flops;
+      unit.full_recompute.tp_gemm_flops += work.tp_gemm_flops;
+      unit.full_recompute.memory_bytes += work.memory_bytes;
+      unit.full_recompute.tp_memory_bytes += work.tp_memory_bytes;
+      ++unit.full_recompute_ops;
+      ++found;
+    }
+  }
+  if (profile->has_blocks && found == 0) {
+    return absl::InvalidArgumentError(absl::StrCat("the plan of '", profile->job_name,
+                                                   "' re-runs no op of its blocks: compile it with --recompute=full"));
+  }
+  profile->full_recompute_counted = true;
   return absl::OkStatus();
 }
 

@@ -38,6 +38,14 @@ proto::AutoParallelLayout ActFamilyProbe(const proto::AutoParallelLayout& layout
 // `probe` is no family probe, or the plan has no device or its first device no actor.
 absl::Status CountLayoutActs(const proto::Plan& plan, const proto::AutoParallelLayout& probe, ModelProfile* profile);
 
+// Sets every unit's full_recompute (and full_recompute_ops) to the work of the forward ops
+// the recompute pass copied in `plan`, the model compiled with --recompute=full (a copy's
+// kernel runs op "NAME/recompute"; each op counted once, whichever devices and actors run
+// it), and profile->full_recompute_counted. INVALID_ARGUMENT when the plan has no device or
+// its first device no actor, or when the profile has blocks and the plan re-runs none of
+// their ops (not compiled with --recompute=full).
+absl::Status CountFullRecomputation(const proto::Plan& plan, ModelProfile* profile);
+
 // The acts of unit `unit` on one device in `layout`: its family's count when
 // CountLayoutActs counted it, else the unit's acts_per_micro_batch and
 // acts_per_iteration (CountActs' probe plan).

@@ -122,6 +122,7 @@ class Profiler {
     int64_t in_bytes = 0;
     int64_t out_bytes = 0;
     bool reads_tp_sharded = false;
+    OpWork work;
     for (const auto& [port, name] : inputs) {
       OF_ASSIGN_OR_RETURN(const proto::TensorDef* tensor, Tensor(op, name));
       in_bytes += bytes_[name];
@@ -166,6 +167,7 @@ class Profiler {
         const int64_t n = out_tensor.shape().empty() ? 1 : out_tensor.shape(out_tensor.shape_size() - 1);
         const double flops = GemmFlops(Elements(a_tensor), n);
         unit.gemm_flops += flops;
+        work.gemm_flops = flops;
         if (op.attention_core()) unit.attention_core_gemm_flops += flops;
         const proto::TensorDef& b_tensor = *tensors_.at(b->second);
         const int64_t split = variables_.contains(b->second) ? TpSplitAxis(b_tensor, probe_tp_) : -1;
@@ -196,9 +198,11 @@ class Profiler {
           for (const auto& [port, name] : outputs) tp_split_tensors_.insert(name);
         }
         if (tp_divided) unit.tp_gemm_flops += flops;
+        if (tp_divided) work.tp_gemm_flops = flops;
       }
     } else {
       unit.memory_bytes += in_bytes + out_bytes;
+      work.memory_bytes = static_cast<double>(in_bytes + out_bytes);
       if (op.attention_core()) unit.attention_core_memory_bytes += in_bytes + out_bytes;
       // A vocabulary-parallel embedding's rows live on one tp device each: its output is
       // partial and all-reduced. Other ops on a sharded variable (a column-parallel bias)
@@ -215,6 +219,7 @@ class Profiler {
         for (const auto& [port, name] : outputs) tp_split_tensors_.insert(name);
       }
       if (tp_divided) unit.tp_memory_bytes += in_bytes + out_bytes;
+      if (tp_divided) work.tp_memory_bytes = static_cast<double>(in_bytes + out_bytes);
     }
     unit.activation_bytes += out_bytes;
     if (op.attention_core()) unit.attention_core_activation_bytes += out_bytes;
@@ -223,6 +228,7 @@ class Profiler {
     }
     absl::StrAppend(&unit.signature, signature, ";");
     unit.op_names.push_back(op.name());
+    unit.op_work.push_back(work);
     return absl::OkStatus();
   }
 

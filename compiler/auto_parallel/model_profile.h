@@ -22,6 +22,14 @@
 
 namespace oneflow::auto_parallel {
 
+// One forward op's work for the whole batch, split as a unit's (ProfileUnit below).
+struct OpWork {
+  double gemm_flops = 0;
+  double tp_gemm_flops = 0;
+  double memory_bytes = 0;
+  double tp_memory_bytes = 0;
+};
+
 struct ProfileUnit {
   // The block's name (OpDef.block), a layer's first op, "prologue" or "epilogue".
   std::string name;
@@ -67,6 +75,15 @@ struct ProfileUnit {
   // The unit's forward ops, by name (CountActs maps a compiled plan's actors to units
   // through them).
   std::vector<std::string> op_names;
+  // Each of those ops' work, in the same order.
+  std::vector<OpWork> op_work;
+  // What full recomputation re-runs in backward: the forward ops the recompute pass copies
+  // (those whose outputs backward reads, and the producers of their inputs inside the
+  // block), as CountFullRecomputation counted them in a plan compiled with
+  // --recompute=full, and their summed work. Not the whole forward: an op whose output
+  // only the next op's forward reads (a residual add, a bias) is not re-run.
+  OpWork full_recompute;
+  int64_t full_recompute_ops = 0;
   // Acts one device of the unit's stage runs per micro-batch for it (forward, backward
   // and boxing actors of its ops), and per iteration (variables, optimizer updates), as
   // CountActs counted them in the probe plan; 0 until counted.
@@ -108,6 +125,9 @@ struct ModelProfile {
   int64_t distinct_units = 0;
   // Whether CountActs filled the units' acts (the cost model prices acts only then).
   bool acts_counted = false;
+  // Whether CountFullRecomputation filled the units' full_recompute (the cost model prices
+  // full recomputation as the whole forward again otherwise).
+  bool full_recompute_counted = false;
   // The acts of the families CountLayoutActs counted; a layout of another family is
   // priced with the units' acts_per_micro_batch and acts_per_iteration.
   std::vector<LayoutActs> layout_acts;

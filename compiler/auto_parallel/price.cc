@@ -10,6 +10,7 @@
 #include "compiler/auto_parallel/act_count.h"
 #include "compiler/auto_parallel/candidate.h"
 #include "compiler/auto_parallel/edge_price_cache.h"
+#include "compiler/auto_parallel/shared_core_pipeline.h"
 #include "compiler/compiler.h"
 #include "compiler/passes/gradient_bucketing_pass.h"
 #include "oneflow_core/placement.h"
@@ -97,6 +98,11 @@ class Pricer {
     int64_t peak = 0;
     double all_devices_compute = 0;  // every device's compute seconds of one iteration
     double all_devices_acts = 0;
+    // Each stage's micro-batch split into forward and backward, and what follows the
+    // pipeline's drain on it (the optimizer, the exposed sync): the play of the pipeline on
+    // shared cores (shared_core_pipeline.h).
+    std::vector<PipelineStageWork> stage_work(pp);
+    double slowest_tail = 0;
     for (int64_t s = 0; s < pp; ++s) {
       const UnitCost& cost = stages[s];
       // Pipeline receives (the sender does not wait): the activation into this stage and
@@ -126,6 +132,13 @@ class Pricer {
       const double exposed_dp = std::max(dp_seconds - cost.backward_seconds, dp_seconds * tail);
       // ZeRO-3 prefetches the next gather while the current block computes.
       const double exposed_gathers = std::max(0.0, zero3_gathers - micro_batches * cost.compute_seconds);
+      stage_work[s].backward_seconds = std::min(cost.backward_seconds, micro_batch_seconds);
+      stage_work[s].forward_seconds = micro_batch_seconds - stage_work[s].backward_seconds;
+      stage_work[s].devices = layout_.dp() * layout_.tp();
+      const double every_device_at_once = std::max(
+          1.0, static_cast<double>(layout_.dp() * layout_.tp() * pp) / std::max(1.0, SharedCores()));
+      slowest_tail =
+          std::max(slowest_tail, optimizer_seconds * every_device_at_once + exposed_dp + exposed_gathers);
       if (micro_batch_seconds > slowest_micro_batch) {
         slowest_micro_batch = micro_batch_seconds;
         prediction.set_compute_seconds(micro_batches * cost.compute_seconds + optimizer_seconds);
@@ -147,11 +160,13 @@ class Pricer {
     for (proto::AutoParallelEdge& edge : edges_) *prediction.add_edges() = std::move(edge);
     if (options_.host_cores > 0) {
       // The devices take turns on the host's cores: no iteration is shorter than all
-      // their compute spread over the cores.
-      const double cores = options_.host_core_share > 0
-                               ? std::min(options_.host_core_share, static_cast<double>(options_.host_cores))
-                               : static_cast<double>(options_.host_cores);
-      const double shared = all_devices_compute / cores;
+      // their compute spread over the cores, nor than the pipeline played out on them
+      // (its stages do not keep every core busy while it fills and drains).
+      double shared = all_devices_compute / SharedCores();
+      if (pp > 1) {
+        OF_ASSIGN_OR_RETURN(const double pipeline, SharedCorePipelineSeconds(stage_work, micro_batches, SharedCores()));
+        shared = std::max(shared, pipeline + slowest_tail);
+      }
       const double step = StepSeconds(prediction);
       if (shared > step) prediction.set_compute_seconds(prediction.compute_seconds() + shared - step);
     }
@@ -203,6 +218,13 @@ class Pricer {
       stage_placements_.push_back(std::move(placement));
     }
     return absl::OkStatus();
+  }
+
+  // With host_cores: the cores' worth the devices obtain (host_core_share, at most the cores).
+  double SharedCores() const {
+    return options_.host_core_share > 0
+               ? std::min(options_.host_core_share, static_cast<double>(options_.host_cores))
+               : static_cast<double>(options_.host_cores);
   }
 
   double RowFraction() const { return 1.0 / static_cast<double>(layout_.dp() * layout_.micro_batches()); }
@@ -329,7 +351,13 @@ class Pricer {
       recomputed = core;
       cost.kept_bytes = (activations - unit.attention_core_activation_bytes / tp) * rows;
     } else if (in_block && layout_.recompute() == proto::RECOMPUTE_FULL) {
-      recomputed = forward;
+      // The ops the recompute pass re-runs when counted (act_count.h
+      // CountFullRecomputation), else the whole forward. (The whole forward priced the
+      // bench's gpt's full recomputation 9-11% above its measured CPU time.)
+      recomputed = profile_.full_recompute_counted
+                       ? seconds(unit.full_recompute.gemm_flops, unit.full_recompute.tp_gemm_flops,
+                                 unit.full_recompute.memory_bytes, unit.full_recompute.tp_memory_bytes)
+                       : forward;
       backward_tp += forward_tp;  // the re-run forward all-reduces again
       cost.kept_bytes = unit.input_bytes * rows;
     }
@@ -337,7 +365,10 @@ class Pricer {
     // act_count.h, which recomputes nothing: full recomputation runs the unit's forward
     // acts again).
     double acts = static_cast<double>(unit_acts.per_micro_batch);
-    if (recomputed > 0 && layout_.recompute() == proto::RECOMPUTE_FULL) acts += unit.op_names.size();
+    if (recomputed > 0 && layout_.recompute() == proto::RECOMPUTE_FULL) {
+      acts += static_cast<double>(profile_.full_recompute_counted ? unit.full_recompute_ops
+                                                                   : static_cast<int64_t>(unit.op_names.size()));
+    }
     const double act_seconds = profile_.acts_counted ? options_.act_seconds : 0;
     cost.iteration_act_seconds = act_seconds * static_cast<double>(unit_acts.per_iteration);
     cost.micro_batch_acts = acts;

@@ -26,7 +26,9 @@
 //               last micro-batch's backward hides all but the last bucket
 //   and with host_cores (every device simulated in one process on that many cores) at
 //   least the devices' compute (kernels and acts) over the cores, or over the share of
-//   them the process obtains (host_core_share); the difference counts as compute.
+//   them the process obtains (host_core_share), and with pp > 1 at least the 1F1B
+//   pipeline played out on that share (shared_core_pipeline.h) plus the slowest stage's
+//   optimizer (every device at once) and exposed sync; the difference counts as compute.
 //   peak  = parameters + gradients + optimizer state (what ZeRO shards divided by dp)
 //           + kept activations of one micro-batch x micro-batches in flight (pp - s on
 //           stage s, bounded by micro_batches) x the register slots.

@@ -133,6 +133,27 @@ absl::StatusOr<int64_t> CountActsOfLayoutFamilies(const JobBuilder& build, const
     OF_RETURN_IF_ERROR(auto_parallel::CountLayoutActs(*plan, probe, profile));
     ++counted;
   }
+  if (profile->has_blocks) {
+    proto::AutoParallelLayout one_device;
+    one_device.set_dp(1);
+    one_device.set_tp(1);
+    one_device.set_pp(1);
+    one_device.set_micro_batches(1);
+    ParallelFlags flags = FlagsFor(cluster, one_device);
+    flags.nodes = 1;
+    flags.devices_per_node = 1;
+    CompileSettings full = settings;
+    full.recompute = "full";
+    auto compile = [&]() -> absl::StatusOr<proto::Plan> {
+      OF_ASSIGN_OR_RETURN(const ParallelLayout layout, ParallelLayout::Create(flags));
+      OF_ASSIGN_OR_RETURN(const proto::Job job, build(layout));
+      std::string dump;
+      OF_ASSIGN_OR_RETURN(const CompileOptions options, CompileOptionsFor(layout, full, &dump));
+      return Compile(job, options);
+    };
+    const absl::StatusOr<proto::Plan> plan = compile();
+    if (plan.ok()) OF_RETURN_IF_ERROR(auto_parallel::CountFullRecomputation(*plan, profile));
+  }
   return counted;
 }
 

@@ -81,7 +81,10 @@ absl::StatusOr<proto::AutoParallelDecision> PriceGivenLayout(const JobBuilder& b
 // of them (auto_parallel::ActFamilyProbe: dp, tp and micro-batches at most 2, the ZeRO
 // stage, one stage) and its first device's actors counted (auto_parallel::CountLayoutActs).
 // A probe the model or the compiler refuses is left out: its family keeps the counts of
-// CountActs' probe plan. The families counted.
+// CountActs' probe plan. For a model with blocks, also what full recomputation re-runs:
+// the model on one device compiled with --recompute=full
+// (auto_parallel::CountFullRecomputation; left out, as a refused probe, when the model or
+// the compiler refuses it). The families counted.
 absl::StatusOr<int64_t> CountActsOfLayoutFamilies(const JobBuilder& build, const ParallelFlags& cluster,
                                                   const CompileSettings& settings, int64_t max_micro_batches,
                                                   auto_parallel::ModelProfile* profile);

@@ -1,0 +1,48 @@
+// A 1F1B pipeline whose devices take turns on fewer host cores than they are (every device
+// of the cluster simulated in one process: `oneflow run`, the examples' --run), played out
+// task by task.
+//
+// The cost model's bound for devices sharing cores, every device's compute over the cores,
+// holds when every device is busy the whole iteration (data and tensor parallelism). A
+// pipeline is not: while it fills and drains some stages have nothing to do, so the busy
+// ones get more of the cores than their share, and in the steady state more devices are
+// runnable than there are cores, so its critical path runs slower than one device alone.
+// Neither (M + pp - 1) x the slowest stage nor the compute over the cores is the step then:
+// 4 stages of the bench's gpt with 4 micro-batches on 2 cores measured 121 ms where the
+// larger of the two predicted 89 ms, and the model ranked it among the fastest layouts
+// (docs/auto_parallel.md, run 19).
+//
+// The play: each stage runs its tasks in 1F1B order (pp - s - 1 forwards of warm-up, then
+// one forward and one backward in turn, then the remaining backwards); a forward waits for
+// the stage before's forward of its micro-batch, a backward for the stage after's backward
+// (the last stage: its own forward). Every stage is `devices` devices (dp x tp) running the
+// task together; the devices of the stages with a task ready share `cores` equally
+// (processor sharing), each at most one core.
+#ifndef COMPILER_AUTO_PARALLEL_SHARED_CORE_PIPELINE_H_
+#define COMPILER_AUTO_PARALLEL_SHARED_CORE_PIPELINE_H_
+
+#include <cstdint>
+#include <vector>
+
+#include "absl/status/statusor.h"
+
+namespace oneflow::auto_parallel {
+
+struct PipelineStageWork {
+  // One micro-batch's forward and backward on one device of the stage, on a core of its own.
+  double forward_seconds = 0;
+  double backward_seconds = 0;
+  int64_t devices = 1;  // devices of the stage running each task together (dp x tp)
+};
+
+// The wall time from the first forward to the last backward. With cores at least every
+// device's count it is the 1F1B schedule's own length ((M + pp - 1) x (F + B) for equal
+// stages); one stage of g devices is M x (F + B) x max(1, g / cores).
+// INVALID_ARGUMENT when there is no stage, micro_batches < 1, cores <= 0, a stage has no
+// device or a negative time.
+absl::StatusOr<double> SharedCorePipelineSeconds(const std::vector<PipelineStageWork>& stages, int64_t micro_batches,
+                                                 double cores);
+
+}  // namespace oneflow::auto_parallel
+
+#endif  // COMPILER_AUTO_PARALLEL_SHARED_CORE_PIPELINE_H_

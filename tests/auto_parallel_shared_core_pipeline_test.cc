@@ -1,0 +1,79 @@
+// A 1F1B pipeline played out on shared host cores (compiler/auto_parallel/
+// shared_core_pipeline.h): its length against schedules worked out by hand.
+#include "compiler/auto_parallel/shared_core_pipeline.h"
+
+#include <vector>
+
+#include "gtest/gtest.h"
+
+namespace oneflow {
+namespace {
+
+using auto_parallel::PipelineStageWork;
+using auto_parallel::SharedCorePipelineSeconds;
+
+std::vector<PipelineStageWork> Equal(int64_t pp, int64_t devices) {
+  return std::vector<PipelineStageWork>(pp, PipelineStageWork{1.0, 2.0, devices});
+}
+
+TEST(SharedCorePipelineTest, WithACoreForEveryDeviceItIsTheOneForwardOneBackwardSchedule) {
+  // (M + pp - 1) x (F + B).
+  absl::StatusOr<double> seconds = SharedCorePipelineSeconds(Equal(4, 1), 4, 4);
+  ASSERT_TRUE(seconds.ok()) << seconds.status();
+  EXPECT_NEAR(*seconds, 7 * 3.0, 1e-9);
+  seconds = SharedCorePipelineSeconds(Equal(4, 1), 4, 64);
+  ASSERT_TRUE(seconds.ok());
+  EXPECT_NEAR(*seconds, 7 * 3.0, 1e-9);
+}
+
+TEST(SharedCorePipelineTest, OneStageOfMoreDevicesThanCoresTakesItsWorkInTurn) {
+  // 4 devices on 2 cores: 3 micro-batches of F + B at half speed.
+  absl::StatusOr<double> seconds = SharedCorePipelineSeconds(Equal(1, 4), 3, 2);
+  ASSERT_TRUE(seconds.ok()) << seconds.status();
+  EXPECT_NEAR(*seconds, 3 * 3.0 * 2, 1e-9);
+}
+
+TEST(SharedCorePipelineTest, OneMicroBatchRunsOneStageAtATimeAtFullSpeed) {
+  absl::StatusOr<double> seconds = SharedCorePipelineSeconds(Equal(4, 1), 1, 2);
+  ASSERT_TRUE(seconds.ok()) << seconds.status();
+  EXPECT_NEAR(*seconds, 4 * 3.0, 1e-9);
+}
+
+TEST(SharedCorePipelineTest, FourStagesOnTwoCoresTakeLongerThanEitherBound) {
+  // 4 stages, 4 micro-batches, F = 1, B = 2 on 2 cores: the schedule alone is 21, the
+  // work over the cores 4 x 4 x 3 / 2 = 24; played out, three stages are runnable in the
+  // steady state (1.5 cores' pace for the critical one) and one or two in the fill and
+  // drain: 27.
+  absl::StatusOr<double> seconds = SharedCorePipelineSeconds(Equal(4, 1), 4, 2);
+  ASSERT_TRUE(seconds.ok()) << seconds.status();
+  EXPECT_NEAR(*seconds, 27.0, 1e-9);
+}
+
+TEST(SharedCorePipelineTest, TwoStagesOfTwoDevicesOnThreeCores) {
+  // Stage 0: F0, F1, B0, B1; stage 1: F0, B0, F1, B1. F0 alone (1), F1 of stage 0 with
+  // F0 of stage 1 at 3/4 speed (4/3), B0 of stage 1 alone (2), B0 of stage 0 with F1 of
+  // stage 1 (4/3; B0 has 1 left), with B1 of stage 1 (4/3; B1 has 1 left), B1 of stage 1
+  // alone (1), B1 of stage 0 alone (2): 10.
+  absl::StatusOr<double> seconds = SharedCorePipelineSeconds(Equal(2, 2), 2, 3);
+  ASSERT_TRUE(seconds.ok()) << seconds.status();
+  EXPECT_NEAR(*seconds, 10.0, 1e-9);
+}
+
+TEST(SharedCorePipelineTest, BadInputIsRefusedNamingIt) {
+  absl::StatusOr<double> none = SharedCorePipelineSeconds({}, 1, 2);
+  EXPECT_EQ(none.status().code(), absl::StatusCode::kInvalidArgument);
+  absl::StatusOr<double> no_micro_batch = SharedCorePipelineSeconds(Equal(2, 1), 0, 2);
+  EXPECT_EQ(no_micro_batch.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_NE(no_micro_batch.status().message().find("micro_batches=0"), std::string::npos);
+  absl::StatusOr<double> no_core = SharedCorePipelineSeconds(Equal(2, 1), 2, 0);
+  EXPECT_EQ(no_core.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_NE(no_core.status().message().find("cores=0"), std::string::npos);
+  std::vector<PipelineStageWork> empty_stage = Equal(2, 1);
+  empty_stage[1].devices = 0;
+  absl::StatusOr<double> no_device = SharedCorePipelineSeconds(empty_stage, 2, 2);
+  EXPECT_EQ(no_device.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_NE(no_device.status().message().find("stage 1: 0 devices"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace oneflow
