@@ -84,8 +84,8 @@ absl::Status UcxExchange::ArriveCarrying(const CallDescription& mine, const floa
   if (payload_count > 0) {
     // A rank arriving after its peers gave up on it (their call's timeout) finds their
     // whole one-round call waiting, and no later round would tell it they failed: look
-    // for a failure record (Mesh::CheckPeers: a store read at most every few
-    // milliseconds, so a few per second in a loop of small all-reduces) before calling
+    // for a failure record (Mesh::CheckPeers: store reads at most every 5-100 ms,
+    // peer_check.h, so at most 200 a second in a loop of small all-reduces) before calling
     // the call done. A peer that destroyed its communicator after its own call completed
     // left a departure, not a failure (mesh.h), so it does not fail this call.
     mesh_->CheckPeers(absl::Now());
