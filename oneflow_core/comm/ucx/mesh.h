@@ -12,8 +12,8 @@
 // Failing: the first failure wins. Fail() records it in the store, "<group>/failure/<rank>"
 // and "<group>/failed" = rank, and sets a flag the waits of this rank's call poll, so it is
 // thread-safe and never touches UCX (only the communication thread does). Peers learn of
-// it by CheckPeers(), which a wait calls every 5-100 ms (peer_check.h) once it has spun
-// for kSpinWait (exchange.h): it reads "<group>/failed" and fails this rank with that
+// it by CheckPeers(), which a wait calls every 5-100 ms (peer_check.h) once it is done
+// spinning (spin_policy.h): it reads "<group>/failed" and fails this rank with that
 // rank's record; and, for peers on this host (same boot id and pid namespace), checks
 // their processes are alive, so a peer that died without a record fails the group as a lost connection. Why
 // not UCX's own peer-failure detection: it needs UCP_ERR_HANDLING_MODE_PEER, which this
@@ -50,6 +50,7 @@
 #include "absl/time/time.h"
 #include "oneflow_core/comm/gloo/failure.h"
 #include "oneflow_core/comm/ucx/communicator.h"
+#include "oneflow_core/comm/ucx/spin_policy.h"
 #include "oneflow_core/comm/gloo/departure.h"
 
 namespace oneflow {
@@ -115,6 +116,8 @@ class Mesh {
     departure_ = Departure{calls, std::move(sends), std::move(receives)};
   }
   static constexpr bool kRecordsDeparture = true;
+  // Whether this communicator's waits spin (spin_policy.h). Communication thread.
+  SpinPolicy& spin_policy() { return spin_policy_; }
 
  private:
   std::string Key(const std::string& what) const;
@@ -141,6 +144,7 @@ class Mesh {
   // 0 elsewhere and for this rank.
   std::vector<int64_t> local_pids_;
   absl::Time next_check_ = absl::InfinitePast();
+  SpinPolicy spin_policy_;
   // This rank's counts for its departure record; peers' departures as read.
   Departure departure_;
   DepartureLedger departures_;
