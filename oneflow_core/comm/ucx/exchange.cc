@@ -166,12 +166,14 @@ bool UcxExchange::Test(Transfer& transfer, Outcome* outcome, std::string* detail
 UcxExchange::Outcome UcxExchange::WaitFor(Transfer& transfer, std::string* detail) {
   const absl::Time start = absl::Now();
   SpinPolicy& spin_policy = mesh_->spin_policy();
-  const absl::Duration spin = spin_policy.Spin();
+  const absl::Duration spin = spin_policy.NextSpin();
   bool unfinished = false;  // the transfer was not done at the first look
   for (;;) {
     Outcome outcome = Outcome::kDone;
     if (Test(transfer, &outcome, detail)) {
-      if (unfinished && outcome == Outcome::kDone) spin_policy.Record(absl::Now() - start);
+      if (unfinished && outcome == Outcome::kDone && spin > absl::ZeroDuration()) {
+        spin_policy.Record(absl::Now() - start);
+      }
       return outcome;
     }
     unfinished = true;

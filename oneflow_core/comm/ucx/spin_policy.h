@@ -12,11 +12,15 @@
 // steps of 20.8-51.4 ms with a 200 us spin, 19.2-22.1 ms without one, five runs each
 // (docs/benchmarks.md, "Session 41").
 //
-// So each communicator keeps the share of its recent waits that ended within kSpinWait
-// (an exponential average over about 8 waits) and spins only while that share is at least
-// one half. Only waits that found their transfer unfinished count; a wait that did not spin
-// still ends "short" when its wake-up comes within kSpinWait, so a communicator whose peers
-// become prompt again goes back to spinning. Waits that fail or expire are not counted.
+// So each communicator keeps the share of its recent spinning waits that ended within
+// kSpinWait (an exponential average over about 8 waits) and spins only while that share
+// is at least one half. Only waits that spun and found their transfer unfinished count: a
+// wait that did not spin ends when the kernel wakes it, which says nothing about whether a
+// spin would have paid (at load 16 the wake-ups alone took ~200 us, so counting them kept
+// a 4 KiB all-reduce at 206 us per call after its first calls had stopped the spin). While
+// it does not spin, every kProbeEvery-th wait spins anyway, so a communicator whose peers
+// become prompt again goes back to spinning within a few dozen waits. Waits that fail or
+// expire are not counted.
 #ifndef ONEFLOW_CORE_COMM_UCX_SPIN_POLICY_H_
 #define ONEFLOW_CORE_COMM_UCX_SPIN_POLICY_H_
 
@@ -30,21 +34,27 @@ constexpr absl::Duration kSpinWait = absl::Microseconds(200);
 
 class SpinPolicy {
  public:
-  // How long the next wait spins: kSpinWait or zero.
-  absl::Duration Spin() const {
-    return short_share_ >= kSpinWhenShortShare ? kSpinWait : absl::ZeroDuration();
+  // How long the next wait spins: kSpinWait or zero. Counts the waits that do not spin,
+  // for the probes.
+  absl::Duration NextSpin() {
+    if (short_share_ >= kSpinWhenShortShare || ++waits_without_spin_ % kProbeEvery == 0) {
+      return kSpinWait;
+    }
+    return absl::ZeroDuration();
   }
-  // A wait that found its transfer unfinished ended after `waited`.
+  // A wait that spun and found its transfer unfinished ended after `waited`.
   void Record(absl::Duration waited) {
     const double short_wait = waited <= kSpinWait ? 1.0 : 0.0;
     short_share_ += (short_wait - short_share_) * kWeight;
   }
-  double short_share() const { return short_share_; }
+
+  static constexpr int kProbeEvery = 8;
 
  private:
   static constexpr double kWeight = 1.0 / 8;
   static constexpr double kSpinWhenShortShare = 0.5;
   double short_share_ = 1.0;  // a new communicator spins
+  int waits_without_spin_ = 0;
 };
 
 }  // namespace ucx_backend
