@@ -8,16 +8,19 @@
 // computing) the spin burns kSpinWait of a core each time, and a communication thread
 // runs 10 nice levels above the compute threads (actors/thread_priority.h), so on a host
 // with fewer cores than busy threads it takes that core from the very compute its peer
-// waits for. The demo's 2-node plan launched on the 2-core machine (load 14): launched
-// steps of 20.8-51.4 ms with a 200 us spin, 19.2-22.1 ms without one, five runs each
-// (docs/benchmarks.md, "Session 41").
+// waits for; where both ranks share one core, it keeps the peer from running until it
+// gives up (our reading of a run in which a 4 KiB all-reduce took 225 us per call: about
+// the spin, then a wake-up). The demo's
+// 2-node plan launched on the 2-core machine at load 14 took 20.8-51.4 ms per step with
+// a 200 us spin and 19.2-22.1 ms without one, five runs each; with the policy below its
+// gradient transfers took half the time (docs/benchmarks.md, "Session 41").
 //
 // So each communicator keeps the share of its recent spinning waits that ended within
 // kSpinWait (an exponential average over about 8 waits) and spins only while that share
 // is at least one half. Only waits that spun and found their transfer unfinished count: a
 // wait that did not spin ends when the kernel wakes it, which says nothing about whether a
-// spin would have paid (at load 16 the wake-ups alone took ~200 us, so counting them kept
-// a 4 KiB all-reduce at 206 us per call after its first calls had stopped the spin). While
+// spin would have paid (counting those kept a 4 KiB all-reduce at 206 us per call, at load
+// 16, after its first calls had stopped the spin: the wake-ups were as slow). While
 // it does not spin, every kProbeEvery-th wait spins anyway, so a communicator whose peers
 // become prompt again goes back to spinning within a few dozen waits. Waits that fail or
 // expire are not counted.
