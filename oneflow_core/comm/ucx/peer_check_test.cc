@@ -110,10 +110,11 @@ TEST(PeerCheck, ASlowStoreIsReadInProportionToItsCost) {
 }
 
 // A fast store is still read every few milliseconds while a rank waits, so a peer's failure
-// record is seen promptly.
+// record is seen promptly: ~80 reads in 400 ms at 5 ms; at least 10 leaves room for a
+// loaded machine and is still twice what a fixed 100 ms interval would give.
 TEST(PeerCheck, AFastStoreIsReadEveryFewMilliseconds) {
   const int64_t reads = FailureKeyReadsWhileWaiting(absl::ZeroDuration(), absl::Milliseconds(400));
-  EXPECT_GE(reads, 20) << "rank 0 read the failure key " << reads << " times in 400 ms";
+  EXPECT_GE(reads, 10) << "rank 0 read the failure key " << reads << " times in 400 ms";
 }
 
 }  // namespace
