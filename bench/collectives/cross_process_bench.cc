@@ -9,6 +9,14 @@
 //    "ucx_median_seconds":...,"gloo_median_seconds":...,"raw_gloo_median_seconds":...,
 //    "mpi_median_seconds":...,"mpi_tcp_median_seconds":...,"mpi_ucx_median_seconds":...,
 //    "ucx_median_latency_to_mpi":...,"ucx_median_latency_to_mpi_tcp":...}
+// and then one line of what waiting for a late peer costs:
+//   {"bench":"allreduce_cross_process_late_peer","ranks":2,"bytes":4096,"calls":50,
+//    "peer_delay_us":2000,"ucx_wait_cpu_us_per_call":...,"ucx_wait_cpu_share":...,
+//    "gloo_wait_cpu_us_per_call":...,"gloo_wait_cpu_share":...}
+// where every rank but 0 sleeps peer_delay_us before each of `calls` 4 KiB all-reduces
+// and rank 0 reads its thread's CPU time around them: `wait_cpu_us_per_call` is that CPU
+// time per call, `wait_cpu_share` the CPU time over the wall time of the same calls (1: the
+// wait spun throughout; ucx/spin_policy.h says why it should not).
 // `seconds` is one all-reduce of `bytes` floats per rank (sum, out of place), as rank 0
 // times it, the mean over the timed calls; `median_seconds` the median of the same calls
 // timed one by one, which a loaded machine's rare stalls of tens of milliseconds (on any
@@ -34,6 +42,7 @@
 #include <stdlib.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -43,6 +52,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "absl/flags/flag.h"
@@ -104,17 +114,37 @@ Timing Time(int64_t iterations, AllReduce&& all_reduce, Barrier&& barrier) {
 
 using Seconds = std::map<int64_t, Timing>;  // bytes -> seconds per call
 
+// Rank 0's cost of waiting for late peers (see the top of the file).
+struct LatePeerWait {
+  double cpu_us_per_call = 0;
+  double cpu_share = 0;  // CPU time over wall time
+};
+
 struct Timings {
   Seconds ucx;
   Seconds gloo;
   Seconds raw_gloo;
+  LatePeerWait ucx_late_peer;
+  LatePeerWait gloo_late_peer;
 };
+
+constexpr int kLatePeerCalls = 50;
+constexpr int64_t kLatePeerBytes = 4096;
+constexpr auto kLatePeerDelay = std::chrono::microseconds(2000);
+
+double ThreadCpuSeconds() {
+  timespec now = {};
+  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &now);
+  return static_cast<double>(now.tv_sec) + static_cast<double>(now.tv_nsec) * 1e-9;
+}
 
 // The sum every rank's output must hold: rank r contributes 1 + r.
 float ExpectedSum(int ranks) { return static_cast<float>(ranks * (ranks + 1) / 2); }
 
-// Every size over `communicator`, checked.
-Seconds RunOurs(Communicator& communicator, int rank, int ranks, double scale) {
+// Every size over `communicator`, checked; then the late-peer calls (rank 0's figures in
+// `late_peer`).
+Seconds RunOurs(Communicator& communicator, int rank, int ranks, double scale,
+                LatePeerWait* late_peer) {
   CollectiveOptions call;
   call.description = "cross_process_bench";
   float one = 1.0f;
@@ -138,6 +168,21 @@ Seconds RunOurs(Communicator& communicator, int rank, int ranks, double scale) {
       Die(absl::StrCat(communicator.Name(), ": wrong sum ", output[count - 1]));
     }
   }
+  const int64_t count = kLatePeerBytes / static_cast<int64_t>(sizeof(float));
+  std::vector<float> input(count, 1.0f + static_cast<float>(rank));
+  std::vector<float> output(count, 0.0f);
+  barrier();
+  const double cpu_start = ThreadCpuSeconds();
+  const Clock::time_point wall_start = Clock::now();
+  for (int i = 0; i < kLatePeerCalls; ++i) {
+    if (rank != 0) std::this_thread::sleep_for(kLatePeerDelay);
+    const absl::Status status = communicator.AllReduce(input.data(), output.data(), count, call);
+    if (!status.ok()) Die(std::string(status.message()));
+  }
+  const double cpu = ThreadCpuSeconds() - cpu_start;
+  const double wall = std::chrono::duration<double>(Clock::now() - wall_start).count();
+  late_peer->cpu_us_per_call = cpu / kLatePeerCalls * 1e6;
+  late_peer->cpu_share = cpu / wall;
   return seconds;
 }
 
@@ -154,8 +199,9 @@ Timings RunRank(int rank, int ranks, const std::string& directory, double scale)
     absl::StatusOr<std::unique_ptr<Communicator>> communicator =
         NewCrossProcessCommunicator(transport, options);
     if (!communicator.ok()) Die(std::string(communicator.status().message()));
-    (transport == Transport::kUcx ? timings.ucx : timings.gloo) =
-        RunOurs(**communicator, rank, ranks, scale);
+    const bool ucx = transport == Transport::kUcx;
+    (ucx ? timings.ucx : timings.gloo) = RunOurs(
+        **communicator, rank, ranks, scale, ucx ? &timings.ucx_late_peer : &timings.gloo_late_peer);
   }
 
   // Raw Gloo: the same transport, set up as Gloo's own examples do.
@@ -340,6 +386,14 @@ int RunBenchmark() {
         Ratio("ucx", timings.ucx, "mpi_tcp", mpi_tcp, bytes, /*median=*/true).c_str());
     std::fflush(stdout);
   }
+  std::printf(
+      "{\"bench\":\"allreduce_cross_process_late_peer\",\"ranks\":%d,\"bytes\":%lld,\"calls\":%d,"
+      "\"peer_delay_us\":%lld,\"ucx_wait_cpu_us_per_call\":%.2f,\"ucx_wait_cpu_share\":%.4f,"
+      "\"gloo_wait_cpu_us_per_call\":%.2f,\"gloo_wait_cpu_share\":%.4f}\n",
+      ranks, static_cast<long long>(kLatePeerBytes), kLatePeerCalls,
+      static_cast<long long>(kLatePeerDelay.count()), timings.ucx_late_peer.cpu_us_per_call,
+      timings.ucx_late_peer.cpu_share, timings.gloo_late_peer.cpu_us_per_call,
+      timings.gloo_late_peer.cpu_share);
   return 0;
 }
 

@@ -84,10 +84,13 @@ absl::Status UcxExchange::ArriveCarrying(const CallDescription& mine, const floa
   if (payload_count > 0) {
     // A rank arriving after its peers gave up on it (their call's timeout) finds their
     // whole one-round call waiting, and no later round would tell it they failed: look
-    // for a failure record (Mesh::CheckPeers: a store read at most every few
-    // milliseconds, so a few per second in a loop of small all-reduces) before calling
-    // the call done. A peer that destroyed its communicator after its own call completed
-    // left a departure, not a failure (mesh.h), so it does not fail this call.
+    // for a failure record (Mesh::CheckPeers: store reads at most every 5-100 ms,
+    // peer_check.h, so at most 200 a second in a loop of small all-reduces) before calling
+    // the call done. A peer that gave up after the last check is not seen here (the window
+    // is the check interval: 5 ms with a fast store, up to 100 ms with a slow one); this
+    // rank then fails at its next call. A peer that destroyed its communicator after its
+    // own call completed left a departure, not a failure (mesh.h), so it does not fail
+    // this call.
     mesh_->CheckPeers(absl::Now());
     if (mesh_->failed()) {
       status_ = Stopped(absl::StrCat(RanksText(PeersOf(me, size())), " to arrive"));

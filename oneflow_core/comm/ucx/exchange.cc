@@ -165,14 +165,23 @@ bool UcxExchange::Test(Transfer& transfer, Outcome* outcome, std::string* detail
 
 UcxExchange::Outcome UcxExchange::WaitFor(Transfer& transfer, std::string* detail) {
   const absl::Time start = absl::Now();
+  SpinPolicy& spin_policy = mesh_->spin_policy();
+  const absl::Duration spin = spin_policy.NextSpin();
+  bool unfinished = false;  // the transfer was not done at the first look
   for (;;) {
     Outcome outcome = Outcome::kDone;
-    if (Test(transfer, &outcome, detail)) return outcome;
+    if (Test(transfer, &outcome, detail)) {
+      if (unfinished && outcome == Outcome::kDone && spin > absl::ZeroDuration()) {
+        spin_policy.Record(absl::Now() - start);
+      }
+      return outcome;
+    }
+    unfinished = true;
     if (mesh_->failed()) return Outcome::kWoken;
     const absl::Time now = absl::Now();
     if (now >= deadline_) return Outcome::kExpired;
     if (ucp_worker_progress(mesh_->worker()) != 0) continue;
-    if (now - start < kSpinWait) continue;
+    if (now - start < spin) continue;
     mesh_->CheckPeers(now);
     if (mesh_->failed()) return Outcome::kWoken;
     if (mesh_->departed(transfer.peer) != nullptr) {

@@ -5,14 +5,16 @@
 // point-to-point send (ucp_tag_send_sync_nbx) once the receiver matched it, as
 // communicator.h asks.
 //
-// A wait drives the worker itself (ucp_worker_progress) and polls for the first kSpinWait,
-// so a message that arrives while the thread spins is seen within a microsecond; after
-// that it arms the worker and blocks on its event fd (ucp_worker_get_efd) for at most
+// A wait drives the worker itself (ucp_worker_progress) and polls for the first kSpinWait
+// while the communicator's recent waits were mostly short (spin_policy.h; otherwise it
+// does not spin), so a message that arrives while the thread spins is seen within a
+// microsecond; after that it arms the worker and blocks on its event fd (ucp_worker_get_efd) for at most
 // kBlockSlice at a time, so a long wait costs no CPU and the thread wakes as soon as UCX
 // has an event. Why not sched_yield, as before: on a loaded machine a yield hands the
 // core to another process for a whole time slice (milliseconds), which made 4 KiB
-// all-reduces 15-60x slower than OpenMPI's (docs/collectives.md). From its first
-// millisecond on a wait also calls Mesh::CheckPeers, at least every kBlockSlice.
+// all-reduces 15-60x slower than OpenMPI's (docs/collectives.md). Once it has spun, a
+// wait also calls Mesh::CheckPeers at every turn (which reads the store every 5-100 ms,
+// peer_check.h).
 //
 // Arrival (Arrive, arrival.cc): each receive of a peer's call header takes up to a header
 // plus kSmallAllReduceBytes, because a UCX receive, unlike Gloo's, survives a shorter
@@ -40,6 +42,7 @@
 #include "oneflow_core/comm/call_agreement.h"
 #include "oneflow_core/comm/gloo/exchange.h"
 #include "oneflow_core/comm/ucx/mesh.h"
+#include "oneflow_core/comm/ucx/spin_policy.h"
 #include "oneflow_core/sbp.h"
 
 namespace oneflow {
@@ -47,7 +50,6 @@ namespace ucx_backend {
 
 using gloo_backend::Exchange;
 
-constexpr absl::Duration kSpinWait = absl::Microseconds(200);
 constexpr absl::Duration kBlockSlice = absl::Milliseconds(2);
 
 class UcxExchange final : public Exchange {

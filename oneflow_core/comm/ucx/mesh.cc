@@ -16,6 +16,7 @@
 #include "oneflow_core/comm/collective_arguments.h"
 #include "oneflow_core/comm/gloo/store_adapter.h"
 #include "oneflow_core/comm/ucx/context.h"
+#include "oneflow_core/comm/ucx/peer_check.h"
 #include "oneflow_core/comm/ucx/process_record.h"
 
 namespace oneflow {
@@ -24,8 +25,6 @@ namespace {
 
 // How long a rank that saw a transfer break waits for the peer's record.
 constexpr absl::Duration kRecordGrace = absl::Milliseconds(500);
-// How often a waiting rank looks for peers' failures (a store read, a kill(pid, 0) each).
-constexpr absl::Duration kCheckInterval = absl::Milliseconds(5);
 // Closing endpoints is local (forced): bound the progress it needs.
 constexpr absl::Duration kCloseBound = absl::Seconds(1);
 
@@ -155,7 +154,12 @@ void Mesh::ReadDepartures() {
 
 void Mesh::CheckPeers(absl::Time now) {
   if (now < next_check_ || options_.store == nullptr) return;
-  next_check_ = now + kCheckInterval;
+  LookForFailedPeers();
+  // peer_check.h: the next check waits in proportion to what this one cost.
+  next_check_ = now + PeerCheckInterval(absl::Now() - now);
+}
+
+void Mesh::LookForFailedPeers() {
   const absl::StatusOr<std::string> failed_rank = options_.store->Get(Key("failed"));
   int64_t peer = -1;
   if (failed_rank.ok() && absl::SimpleAtoi(*failed_rank, &peer) && peer != rank()) {

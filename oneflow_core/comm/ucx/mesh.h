@@ -12,10 +12,10 @@
 // Failing: the first failure wins. Fail() records it in the store, "<group>/failure/<rank>"
 // and "<group>/failed" = rank, and sets a flag the waits of this rank's call poll, so it is
 // thread-safe and never touches UCX (only the communication thread does). Peers learn of
-// it by CheckPeers(), which a wait calls every few milliseconds once it has waited for a
-// millisecond: it reads "<group>/failed" and fails this rank with that rank's record; and,
-// for peers on this host (same boot id and pid namespace), checks their processes are
-// alive, so a peer that died without a record fails the group as a lost connection. Why
+// it by CheckPeers(), which a wait calls every 5-100 ms (peer_check.h) once it is done
+// spinning (spin_policy.h): it reads "<group>/failed" and fails this rank with that
+// rank's record; and, for peers on this host (same boot id and pid namespace), checks
+// their processes are alive, so a peer that died without a record fails the group as a lost connection. Why
 // not UCX's own peer-failure detection: it needs UCP_ERR_HANDLING_MODE_PEER, which this
 // UCX (1.13) supports only without synchronous sends (Send's rendezvous, communicator.h)
 // and with fewer transports. Without it UCX logs a peer's death that a transfer runs into
@@ -50,6 +50,7 @@
 #include "absl/time/time.h"
 #include "oneflow_core/comm/gloo/failure.h"
 #include "oneflow_core/comm/ucx/communicator.h"
+#include "oneflow_core/comm/ucx/spin_policy.h"
 #include "oneflow_core/comm/gloo/departure.h"
 
 namespace oneflow {
@@ -97,8 +98,10 @@ class Mesh {
   // A cheap check for the waits' loop.
   bool failed() const { return failed_.load(std::memory_order_acquire); }
   // Looks for a peer's failure record, for new departures, and for dead peer processes on
-  // this host (not departed ones), failing the group when it finds a failure; at most every
-  // kCheckInterval, else does nothing. Precondition: the caller is the communication thread.
+  // this host (not departed ones), failing the group when it finds a failure; when `now`
+  // (the caller's clock) is past the time the last check set for the next one
+  // (peer_check.h: 5-100 ms, in proportion to the check's own cost), else does nothing.
+  // Precondition: the caller is the communication thread.
   void CheckPeers(absl::Time now);
   // Reads the departures now (CheckPeers does it on its schedule). Communication thread.
   void ReadDepartures();
@@ -113,11 +116,15 @@ class Mesh {
     departure_ = Departure{calls, std::move(sends), std::move(receives)};
   }
   static constexpr bool kRecordsDeparture = true;
+  // Whether this communicator's waits spin (spin_policy.h). Communication thread.
+  SpinPolicy& spin_policy() { return spin_policy_; }
 
  private:
   std::string Key(const std::string& what) const;
   std::string RecordKey(int64_t rank) const;
   absl::Status StopConnecting();
+  // CheckPeers' reads and verdicts, unconditionally.
+  void LookForFailedPeers();
   absl::Status StoppedWaiting(const std::string& prefix, const std::string& waiting_for) const;
   std::optional<Failure> ReadRecord(const std::vector<int64_t>& ranks, absl::Duration grace);
   void WriteRecord(const Failure& failure);
@@ -137,6 +144,7 @@ class Mesh {
   // 0 elsewhere and for this rank.
   std::vector<int64_t> local_pids_;
   absl::Time next_check_ = absl::InfinitePast();
+  SpinPolicy spin_policy_;
   // This rank's counts for its departure record; peers' departures as read.
   Departure departure_;
   DepartureLedger departures_;

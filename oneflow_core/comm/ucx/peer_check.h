@@ -1,0 +1,39 @@
+// How often a UCX rank looks for its peers' failures (Mesh::CheckPeers): a read of the
+// group's "failed" key and of its departures counter in the job's store, then kill(pid, 0)
+// per peer on this host.
+//
+// Why the interval follows the cost of a check: under `oneflow launch` the store is the
+// rendezvous daemon of node 0, and a check is two gRPC round trips made by the
+// communication thread, in the middle of a wait or at the end of a small all-reduce
+// (exchange.h). On the 2-core machine at load 5-14 one check took 1.2-1.5 ms on average
+// (200-350 ms of store reads per worker in a 30-iteration run of the demo's plan, 140-390
+// checks, against a step of 30-50 ms), most of it waiting for a time slice for the daemon's
+// and the worker's gRPC threads. At a fixed 5 ms that is a quarter of a communication
+// thread's time; on a quiet machine a check takes about 0.1 ms and 5 ms costs 2%. So the
+// next check comes kCheckCostMultiple times the last check's duration later: the checks
+// take at most about 1/kCheckCostMultiple of the thread's time, and a failure record is
+// seen within max(5 ms, that) of being written, never more than kLongestCheckInterval.
+#ifndef ONEFLOW_CORE_COMM_UCX_PEER_CHECK_H_
+#define ONEFLOW_CORE_COMM_UCX_PEER_CHECK_H_
+
+#include <algorithm>
+
+#include "absl/time/time.h"
+
+namespace oneflow {
+namespace ucx_backend {
+
+constexpr absl::Duration kShortestCheckInterval = absl::Milliseconds(5);
+constexpr absl::Duration kLongestCheckInterval = absl::Milliseconds(100);
+constexpr int kCheckCostMultiple = 50;
+
+// The time from the start of a peer check that took `last_check` to the next one.
+inline absl::Duration PeerCheckInterval(absl::Duration last_check) {
+  return std::clamp(last_check * kCheckCostMultiple, kShortestCheckInterval,
+                    kLongestCheckInterval);
+}
+
+}  // namespace ucx_backend
+}  // namespace oneflow
+
+#endif  // ONEFLOW_CORE_COMM_UCX_PEER_CHECK_H_
