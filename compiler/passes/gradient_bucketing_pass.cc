@@ -103,7 +103,8 @@ int64_t LastBucketedStep(const Compilation& compilation, int64_t boxing) {
 }
 
 bool IsEarlyStep(const Compilation& compilation, int64_t boxing, int64_t step) {
-  return step < LastBucketedStep(compilation, boxing) && BucketOf(compilation, boxing, step) < 0;
+  const int64_t bucket = BucketOf(compilation, boxing, step);
+  return bucket == kAloneEarly || (bucket < 0 && step < LastBucketedStep(compilation, boxing));
 }
 
 std::vector<std::vector<int64_t>> EarlyBoxingsAfterOps(const Compilation& compilation) {
@@ -161,7 +162,14 @@ absl::StatusOr<bool> GradientBucketingPass::Run(Compilation* compilation) {
   std::vector<Candidate> candidates;
   std::vector<GradientBucket> buckets;
   BucketCap cap;  // The open group's.
+  bool alone_early = false;
   auto close = [&](OpenBucket& open, int64_t step) {
+    if (open.members.size() == 1) {
+      // No bucket, but the step still runs where the bucket would have: as soon as its
+      // input exists, in backward order with the buckets of its group.
+      compilation->boxing_step_bucket[open.members.front()->boxing][step] = kAloneEarly;
+      alone_early = true;
+    }
     if (open.members.size() >= 2) {
       GradientBucket bucket;
       bucket.limit_bytes = cap.bytes;
@@ -307,7 +315,7 @@ absl::StatusOr<bool> GradientBucketingPass::Run(Compilation* compilation) {
     for (const auto& [b, s] : sorted[k].members) compilation->boxing_step_bucket[b][s] = sorted[k].id;
   }
   compilation->buckets = std::move(sorted);
-  return !compilation->buckets.empty();
+  return !compilation->buckets.empty() || alone_early;
 }
 
 }  // namespace oneflow
