@@ -25,6 +25,27 @@ namespace oneflow {
 // group when the user gave the limit, use the limit as given.
 inline constexpr double kNodeCrossingBucketSeconds = 0.040;
 
+// On a link fast enough that the whole group's gradients cross in a few tens of
+// milliseconds, 40 ms buckets are few and large, and the last one (the gradients backward
+// produces last, which start crossing only when backward ends) is exposed whole: dp3_h512
+// at 10 Gbit/s made two 24 MiB buckets and hid 31% of its transfer behind a backward
+// twice as long. So, given the group's bytes, the target is also at most
+// 1/kNodeCrossingBucketsPerGroup of the whole group's price, which leaves the last bucket
+// about that share of the transfer to expose (issue 24's bar: 80% hidden where backward
+// is longer than the reductions), but not below kNodeCrossingBucketMinSeconds, where the
+// per-call latency (0.5 ms a round by default, 2 rounds) would weigh 20% of a bucket. A
+// gradient larger than the cap is a bucket of one: it runs on its own, right after it is
+// produced (gradient_bucketing_pass.h, kAloneEarly).
+inline constexpr double kNodeCrossingBucketsPerGroup = 8;
+inline constexpr double kNodeCrossingBucketMinSeconds = 0.005;
+
+// What the gradient bucketing pass knows of a group's candidates, in the bytes of the
+// step priced: the whole group's data (the sum of the members' bytes in a bucket
+// register). Zero: not known (the cap is the 40 ms one alone).
+struct BucketGroupBytes {
+  int64_t total = 0;
+};
+
 struct BucketCap {
   int64_t bytes = 0;
   // How the cap was chosen, for the plan and `oneflow inspect`, e.g.
@@ -35,10 +56,10 @@ struct BucketCap {
 
 // The cap for a `kind` (kAllReduce or kReduceScatter) bucket over the groups of hierarchy
 // axis `axis` of `placement`, with `limit` the bytes of --bucket_mb (> 0) and `given`
-// whether the user wrote it. Preconditions: CheckLinkModel(links) is OK,
+// whether the user wrote it; with `group`, also bounded by the group's bytes (above). Preconditions: CheckLinkModel(links) is OK,
 // 0 <= axis < hierarchy rank.
 BucketCap BucketCapFor(const LinkModel& links, const Placement& placement, int64_t axis, BoxingKind kind,
-                       int64_t limit, bool given);
+                       int64_t limit, bool given, BucketGroupBytes group = {});
 
 }  // namespace oneflow
 
