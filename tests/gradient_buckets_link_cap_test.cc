@@ -5,6 +5,7 @@
 #include <string>
 #include <vector>
 
+#include "absl/container/flat_hash_map.h"
 #include "compiler/compiler.h"
 #include "compiler/passes/bucket_cap.h"
 #include "compiler/passes/gradient_bucketing_pass.h"
@@ -86,6 +87,35 @@ TEST(BucketCapTest, ANodeCrossingGroupIsCappedToWhatItsLinkMovesInFortyMilliseco
   EXPECT_EQ(BucketCapFor(links, dp3, 0, BoxingKind::kAllReduce, 1 << 20, false).bytes, 1 << 20);
 }
 
+// With the group's bytes known, a bucket also takes at most 1/8 of the whole group's price,
+// not below 5 ms. At 10 Gbit/s (1.25e9 B/s), 0.5 ms a round, a group of 48 MiB
+// (50,331,648 B) is priced 2 x 0.5 ms + (4/3) 50,331,648 / 1.25e9 = 54.687 ms; an eighth,
+// 6.836 ms, gives 1 ms + (4/3) T / 1.25e9 <= 6.836 ms: T <= 5,471,143 B, 5,471,104 as a
+// multiple of 64 (the 40 ms cap alone: the 25 MiB limit). A group of 8 MiB is priced 9.95
+// ms: an eighth is below 5 ms, so 5 ms: T <= 3,750,000 B, 3,749,952. At 1 Gbit/s the 48
+// MiB group is priced 537 ms, an eighth is over 40 ms: the 40 ms cap stays.
+TEST(BucketCapTest, AFastLinkBoundsEachBucketToAnEighthOfTheGroup) {
+  const LinkModel ten_gigabit{100e9, 1.25e9, 1e-5, 5e-4};
+  const LinkModel one_gigabit{100e9, 125e6, 1e-5, 5e-4};
+  const Placement dp3 = Grid(3, 1);
+  const int64_t limit = BucketBytesLimit(25);
+  EXPECT_EQ(BucketCapFor(ten_gigabit, dp3, 0, BoxingKind::kAllReduce, limit, false).bytes, limit);
+  const BucketCap eighth =
+      BucketCapFor(ten_gigabit, dp3, 0, BoxingKind::kAllReduce, limit, false, BucketGroupBytes{50331648});
+  EXPECT_EQ(eighth.bytes, 5471104);
+  EXPECT_NE(eighth.reason.find("at most 1/8 of that per bucket"), std::string::npos) << eighth.reason;
+  EXPECT_EQ(BucketCapFor(ten_gigabit, dp3, 0, BoxingKind::kAllReduce, limit, false, BucketGroupBytes{8 << 20}).bytes,
+            3749952);
+  EXPECT_EQ(BucketCapFor(one_gigabit, dp3, 0, BoxingKind::kAllReduce, limit, false, BucketGroupBytes{50331648}).bytes,
+            3656192);
+  // Given, or inside one node, the limit wins whatever the group.
+  EXPECT_EQ(BucketCapFor(ten_gigabit, dp3, 0, BoxingKind::kAllReduce, limit, true, BucketGroupBytes{8 << 20}).bytes,
+            limit);
+  EXPECT_EQ(
+      BucketCapFor(ten_gigabit, Grid(1, 3), 0, BoxingKind::kAllReduce, limit, false, BucketGroupBytes{8 << 20}).bytes,
+      limit);
+}
+
 // The 2-block gpt at dp=2 over 2 nodes. On fast links it packs as on one node: the loss
 // and block 1 (13 members, the first bucket of at most 1 MiB), then block 0, wpe and wte
 // (12, 1.03 MiB). At 100 Mbit/s the cap is 1 MiB (40 ms move 0.49 MB; never below the
@@ -124,10 +154,12 @@ TEST(GradientBucketsLinkCapTest, ASlowLinkSplitsTheLastBucketOfTheTwoBlockGpt) {
   EXPECT_EQ(given.buckets(1).limit_reason(), "--bucket_mb (given)");
 }
 
-// A larger gpt (hidden 256: 3 MiB per block) at dp=3 across 3 nodes at 1 Gbit/s: every
-// bucket after the first holds at most the 3,656,192 B cap, so block 1's and block 0's
-// gradients reduce in buckets that close during backward instead of one of 6.5 MiB at
-// its end.
+// A larger gpt (hidden 256: 3 MiB per block) at dp=3 across 3 nodes at 1 Gbit/s: its
+// 6.3 MiB of gradients are priced ~71 ms, an eighth of that moves less than the 1 MiB
+// first bucket, so every bucket holds at most 1 MiB (bucket_cap.h) instead of one of 6.5
+// MiB at the end of backward (25 MiB) or two of ~3 MiB (the 40 ms cap alone). Each block's
+// two 1 MiB mlp weights fill a bucket alone, so they cross on their own, early: right
+// after backward produces them, in backward order between the buckets.
 TEST(GradientBucketsLinkCapTest, OneGigabitCapsTheBucketsOfADp3Gpt) {
   examples::GptConfig gpt;
   gpt.hidden = 256;
@@ -140,17 +172,34 @@ TEST(GradientBucketsLinkCapTest, OneGigabitCapsTheBucketsOfADp3Gpt) {
   EXPECT_GT(capped.buckets_size(), uncapped.buckets_size());
   std::vector<int64_t> sizes;
   for (const proto::GradientBucketDef& bucket : capped.buckets()) {
-    EXPECT_EQ(bucket.limit_bytes(), 3656192);
-    EXPECT_LE(bucket.size_bytes(), 3656192) << "bucket " << bucket.id();
+    EXPECT_EQ(bucket.limit_bytes(), kFirstBucketBytes);
+    EXPECT_LE(bucket.size_bytes(), kFirstBucketBytes) << "bucket " << bucket.id();
     sizes.push_back(bucket.size_bytes());
   }
-  EXPECT_LE(capped.buckets(0).size_bytes(), kFirstBucketBytes);
   EXPECT_EQ(capped.devices(0).bytes_sent_per_iter(), uncapped.devices(0).bytes_sent_per_iter());
   EXPECT_TRUE(VerifyPlan(capped).ok()) << VerifyPlan(capped);
-  // The loss and ln_f's 2 gradients (the next, a 1 MiB mlp weight, does not fit the
-  // 1 MiB first bucket beside them), then block 1's 10, then block 0's 10 with wpe's.
-  EXPECT_EQ(sizes, (std::vector<int64_t>{2112, 3149824, 3215360}));
-  EXPECT_EQ(MemberCounts(capped), (std::vector<int>{3, 10, 11}));
+  // The loss and ln_f's 2 gradients; per block (1, then 0): w_proj and w_fc alone, then
+  // ln2's 2, w_o, w_v, w_k (3 x 256 KiB) | w_q and ln1's 2 (block 0's with wpe and wte).
+  EXPECT_EQ(sizes, (std::vector<int64_t>{2112, 788480, 264192, 788480, 854016}));
+  EXPECT_EQ(MemberCounts(capped), (std::vector<int>{3, 5, 3, 5, 5}));
+  // Device 0's all-reduces in its collective order: each bucket (its id) or a lone
+  // weight (-1), in the order backward produces them; before lone reductions ran
+  // early they came after every bucket.
+  absl::flat_hash_map<int64_t, int64_t> bucket_of_collective;
+  for (const proto::GradientBucketDef& bucket : capped.buckets()) {
+    bucket_of_collective[bucket.collective_id()] = bucket.id();
+  }
+  std::vector<int64_t> order;
+  for (int64_t id : capped.devices(0).collective_order()) {
+    const proto::CollectiveDef& collective = capped.collectives(static_cast<int>(id));
+    if (collective.kind() != proto::ALL_REDUCE) continue;
+    if (bucket_of_collective.contains(id)) {
+      order.push_back(bucket_of_collective[id]);
+    } else {
+      order.push_back(-1);
+    }
+  }
+  EXPECT_EQ(order, (std::vector<int64_t>{0, -1, -1, 1, 2, -1, -1, 3, 4}));
 }
 
 }  // namespace
