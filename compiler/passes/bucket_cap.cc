@@ -31,11 +31,12 @@ BucketCap BucketCapFor(const LinkModel& links, const Placement& placement, int64
                        int64_t limit, bool given, BucketGroupBytes group) {
   if (given) return {limit, "--bucket_mb (given)"};
   if (!AxisCrossesNodes(placement, axis)) return {limit, "--bucket_mb (default; the group is inside one node)"};
-  // The time one bucket may take: 40 ms, or less where that is more than an eighth of the
-  // whole group's (bucket_cap.h).
+  // The time one bucket may take: 40 ms, or, where the limit crosses within that (a fast
+  // link), less where that is more than an eighth of the whole group's (bucket_cap.h).
   double target = kNodeCrossingBucketSeconds;
   std::string why_target;
-  if (group.total > 0) {
+  const CollectiveCost limit_price = PriceBucket(links, placement, axis, kind, limit);
+  if (group.total > 0 && limit_price.seconds() <= kNodeCrossingBucketSeconds) {
     const CollectiveCost whole = PriceBucket(links, placement, axis, kind, group.total);
     const double share = whole.seconds() / kNodeCrossingBucketsPerGroup;
     if (share < target) {
@@ -46,7 +47,7 @@ BucketCap BucketCapFor(const LinkModel& links, const Placement& placement, int64
                                 ")");
     }
   }
-  const CollectiveCost at_limit = PriceBucket(links, placement, axis, kind, limit);
+  const CollectiveCost& at_limit = limit_price;
   if (at_limit.seconds() <= target) {
     return {limit, absl::StrCat("--bucket_mb (default): a bucket of that size crosses nodes in ",
                                 FormatMilliseconds(at_limit.seconds()), " <= ", FormatMilliseconds(target),
