@@ -9,13 +9,16 @@
 #include <vector>
 
 #include "absl/container/flat_hash_map.h"
+#include "absl/container/flat_hash_set.h"
 #include "absl/strings/str_cat.h"
 #include "compiler/compiler.h"
 #include "compiler/passes/bucket_cap.h"
 #include "compiler/passes/gradient_bucketing_pass.h"
 #include "examples/gpt/gpt_model.h"
+#include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "plan/plan_verifier.h"
+#include "tests/reuse_wait_testing.h"
 
 namespace oneflow {
 namespace {
@@ -231,28 +234,14 @@ TEST(GradientBucketsLinkCapTest, ALoneGradientAllReduceCrossesEarlyAndHoldsNoBac
   for (size_t k = 1; k < order.size(); ++k) EXPECT_EQ(order[k].rfind("bucket ", 0), 0u) << order[k];
   int lone = 0;
   for (const proto::DevicePlan& device : plan.devices()) {
-    // Per all-reduce actor outside any bucket, the last actor reading its output.
-    absl::flat_hash_map<int64_t, int64_t> last_reader;
+    absl::flat_hash_set<int64_t> alone;  // Its cross-node all-reduces outside any bucket.
     for (const proto::ActorDef& actor : device.actors()) {
       if (actor.kind() != proto::ACTOR_BOXING || actor.has_bucket_id() || actor.collective_id() < 0) continue;
       const proto::CollectiveDef& collective = plan.collectives(static_cast<int>(actor.collective_id()));
-      if (collective.kind() != proto::ALL_REDUCE || collective.hierarchy_axis() != 0) continue;
-      last_reader[actor.id()] = actor.id();
+      if (collective.kind() == proto::ALL_REDUCE && collective.hierarchy_axis() == 0) alone.insert(actor.id());
     }
-    lone += static_cast<int>(last_reader.size());
-    for (const proto::RegisterDef& reg : device.registers()) {
-      const int64_t producer = reg.producer_actor();
-      if (!last_reader.contains(producer)) continue;
-      for (int64_t reader : reg.consumer_actors()) last_reader[producer] = std::max(last_reader[producer], reader);
-    }
-    for (const proto::ActorDef& actor : device.actors()) {
-      for (int64_t predecessor : actor.control_predecessors()) {
-        if (!last_reader.contains(predecessor)) continue;
-        EXPECT_GT(actor.id(), last_reader[predecessor])
-            << actor.name() << " waits for lone all-reduce actor " << predecessor << " before its output's last reader "
-            << last_reader[predecessor];
-      }
-    }
+    lone += static_cast<int>(alone.size());
+    EXPECT_THAT(testing::WaitsBeforeLastReader(device, alone), ::testing::IsEmpty());
   }
   EXPECT_EQ(lone, 6);  // One on each of the 6 devices.
 }
