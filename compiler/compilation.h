@@ -201,7 +201,9 @@ struct Compilation {
   std::unique_ptr<BoxingCache> boxing_cache;
   std::vector<Boxing> boxings;
   // Filled by gradient_bucketing: the buckets, and for boxing b and step s the bucket
-  // that runs it, or -1 (empty when buckets are off: every step runs on its own).
+  // that runs it, or -1, or kAloneEarly (-2, a reduction alone in its bucket: it runs on
+  // its own right after its input exists; gradient_bucketing_pass.h). Empty when buckets
+  // are off: every step runs on its own.
   std::vector<GradientBucket> buckets;
   std::vector<std::vector<int64_t>> boxing_step_bucket;
   std::vector<DeviceProgram> devices;
@@ -228,7 +230,8 @@ struct Compilation {
   PlanChecks verified_plan_checks;
 };
 
-// The bucket running step `step` of boxing `boxing`, or -1 when the step runs on its own.
+// The bucket running step `step` of boxing `boxing`, or a negative value when the step runs
+// on its own (-1, or kAloneEarly: right after its input exists, gradient_bucketing_pass.h).
 int64_t BucketOf(const Compilation& compilation, int64_t boxing, int64_t step);
 
 // The op before which lowering emits each boxing (boxings are numbered in the order of

@@ -1,16 +1,24 @@
 // The link-rate cap of node-crossing gradient buckets (compiler/passes/bucket_cap.h): a
 // group whose collective crosses nodes packs buckets no larger than what the cost model
-// prices at kNodeCrossingBucketSeconds on its link, unless the user gave --bucket_mb; the
-// plan records each such bucket's limit and why.
+// prices at kNodeCrossingBucketSeconds on its link, nor, where a --bucket_mb bucket
+// crosses within that, than an eighth of the whole group's price (not below 5 ms), unless
+// the user gave --bucket_mb; the plan records each
+// such bucket's limit and why. A gradient alone in its bucket crosses early, in backward
+// order, and no backward op waits for it through reused memory.
 #include <string>
 #include <vector>
 
+#include "absl/container/flat_hash_map.h"
+#include "absl/container/flat_hash_set.h"
+#include "absl/strings/str_cat.h"
 #include "compiler/compiler.h"
 #include "compiler/passes/bucket_cap.h"
 #include "compiler/passes/gradient_bucketing_pass.h"
 #include "examples/gpt/gpt_model.h"
+#include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "plan/plan_verifier.h"
+#include "tests/reuse_wait_testing.h"
 
 namespace oneflow {
 namespace {
@@ -86,6 +94,38 @@ TEST(BucketCapTest, ANodeCrossingGroupIsCappedToWhatItsLinkMovesInFortyMilliseco
   EXPECT_EQ(BucketCapFor(links, dp3, 0, BoxingKind::kAllReduce, 1 << 20, false).bytes, 1 << 20);
 }
 
+// With the group's bytes known, a bucket also takes at most 1/8 of the whole group's price,
+// not below 5 ms. At 10 Gbit/s (1.25e9 B/s), 0.5 ms a round, a group of 48 MiB
+// (50,331,648 B) is priced 2 x 0.5 ms + (4/3) 50,331,648 / 1.25e9 = 54.687 ms; an eighth,
+// 6.836 ms, gives 1 ms + (4/3) T / 1.25e9 <= 6.836 ms: T <= 5,471,143 B, 5,471,104 as a
+// multiple of 64 (the 40 ms cap alone: the 25 MiB limit). A group of 8 MiB is priced 9.95
+// ms: an eighth is below 5 ms, so 5 ms: T <= 3,750,000 B, 3,749,952. At 1 Gbit/s a 25 MiB
+// bucket is priced over 40 ms: the 40 ms cap binds and the eighth does not apply (an 8 MiB
+// group, priced 90.5 ms, would give 11.3 ms).
+TEST(BucketCapTest, AFastLinkBoundsEachBucketToAnEighthOfTheGroup) {
+  const LinkModel ten_gigabit{100e9, 1.25e9, 1e-5, 5e-4};
+  const LinkModel one_gigabit{100e9, 125e6, 1e-5, 5e-4};
+  const Placement dp3 = Grid(3, 1);
+  const int64_t limit = BucketBytesLimit(25);
+  EXPECT_EQ(BucketCapFor(ten_gigabit, dp3, 0, BoxingKind::kAllReduce, limit, false).bytes, limit);
+  const BucketCap eighth =
+      BucketCapFor(ten_gigabit, dp3, 0, BoxingKind::kAllReduce, limit, false, BucketGroupBytes{50331648});
+  EXPECT_EQ(eighth.bytes, 5471104);
+  EXPECT_NE(eighth.reason.find("at most 1/8 of that per bucket"), std::string::npos) << eighth.reason;
+  EXPECT_EQ(BucketCapFor(ten_gigabit, dp3, 0, BoxingKind::kAllReduce, limit, false, BucketGroupBytes{8 << 20}).bytes,
+            3749952);
+  EXPECT_EQ(BucketCapFor(one_gigabit, dp3, 0, BoxingKind::kAllReduce, limit, false, BucketGroupBytes{50331648}).bytes,
+            3656192);
+  EXPECT_EQ(BucketCapFor(one_gigabit, dp3, 0, BoxingKind::kAllReduce, limit, false, BucketGroupBytes{8 << 20}).bytes,
+            3656192);
+  // Given, or inside one node, the limit wins whatever the group.
+  EXPECT_EQ(BucketCapFor(ten_gigabit, dp3, 0, BoxingKind::kAllReduce, limit, true, BucketGroupBytes{8 << 20}).bytes,
+            limit);
+  EXPECT_EQ(
+      BucketCapFor(ten_gigabit, Grid(1, 3), 0, BoxingKind::kAllReduce, limit, false, BucketGroupBytes{8 << 20}).bytes,
+      limit);
+}
+
 // The 2-block gpt at dp=2 over 2 nodes. On fast links it packs as on one node: the loss
 // and block 1 (13 members, the first bucket of at most 1 MiB), then block 0, wpe and wte
 // (12, 1.03 MiB). At 100 Mbit/s the cap is 1 MiB (40 ms move 0.49 MB; never below the
@@ -151,6 +191,59 @@ TEST(GradientBucketsLinkCapTest, OneGigabitCapsTheBucketsOfADp3Gpt) {
   // 1 MiB first bucket beside them), then block 1's 10, then block 0's 10 with wpe's.
   EXPECT_EQ(sizes, (std::vector<int64_t>{2112, 3149824, 3215360}));
   EXPECT_EQ(MemberCounts(capped), (std::vector<int>{3, 10, 11}));
+}
+
+// dp=3 across 3 nodes x tp=2 in each (gpt_dp3tp2's layout, 2 blocks) at 1 Gbit/s: the
+// first weight gradient backward produces (block 1's w_proj, 1.125 MiB per device, split
+// over tp) does not fit its group's 1 MiB first bucket and crosses alone. It runs early,
+// right after backward produces it, first on the cross-node stream, not after every
+// bucket where its update needs it; and no later backward op waits for it through reused
+// memory: its input's bytes stay live until its output's last reader, as a bucket's do
+// (on gpt_dp3tp2, without that, backward took 1.7x as long).
+TEST(GradientBucketsLinkCapTest, ALoneGradientAllReduceCrossesEarlyAndHoldsNoBackwardOpUp) {
+  examples::GptConfig gpt;
+  gpt.hidden = 384;
+  gpt.heads = 6;
+  gpt.layers = 2;
+  gpt.batch = 12;
+  examples::ParallelFlags flags;
+  flags.nodes = 3;
+  flags.devices_per_node = 2;
+  flags.dp = 3;
+  flags.tp = 2;
+  flags.inter_node_bandwidth = 125e6;
+  absl::StatusOr<examples::ParallelLayout> layout = examples::ParallelLayout::Create(flags);
+  ASSERT_TRUE(layout.ok()) << layout.status();
+  const proto::Plan plan = CompileGpt(gpt, *layout, 25, false);
+  EXPECT_TRUE(VerifyPlan(plan).ok()) << VerifyPlan(plan);
+  absl::flat_hash_map<int64_t, int64_t> bucket_of_collective;
+  for (const proto::GradientBucketDef& bucket : plan.buckets()) {
+    bucket_of_collective[bucket.collective_id()] = bucket.id();
+  }
+  // Device 0's cross-node (axis 0) all-reduces in its collective order: a bucket (its id)
+  // or one on its own (its tensor).
+  std::vector<std::string> order;
+  for (int64_t id : plan.devices(0).collective_order()) {
+    const proto::CollectiveDef& collective = plan.collectives(static_cast<int>(id));
+    if (collective.kind() != proto::ALL_REDUCE || collective.hierarchy_axis() != 0) continue;
+    order.push_back(bucket_of_collective.contains(id) ? absl::StrCat("bucket ", bucket_of_collective[id])
+                                                      : collective.tensor());
+  }
+  ASSERT_GE(order.size(), 3u);
+  EXPECT_EQ(order.front(), "matmul_59_grad/matmul_78");  // Block 1's w_proj gradient.
+  for (size_t k = 1; k < order.size(); ++k) EXPECT_EQ(order[k].rfind("bucket ", 0), 0u) << order[k];
+  int lone = 0;
+  for (const proto::DevicePlan& device : plan.devices()) {
+    absl::flat_hash_set<int64_t> alone;  // Its cross-node all-reduces outside any bucket.
+    for (const proto::ActorDef& actor : device.actors()) {
+      if (actor.kind() != proto::ACTOR_BOXING || actor.has_bucket_id() || actor.collective_id() < 0) continue;
+      const proto::CollectiveDef& collective = plan.collectives(static_cast<int>(actor.collective_id()));
+      if (collective.kind() == proto::ALL_REDUCE && collective.hierarchy_axis() == 0) alone.insert(actor.id());
+    }
+    lone += static_cast<int>(alone.size());
+    EXPECT_THAT(testing::WaitsBeforeLastReader(device, alone), ::testing::IsEmpty());
+  }
+  EXPECT_EQ(lone, 6);  // One on each of the 6 devices.
 }
 
 }  // namespace

@@ -8,6 +8,7 @@
 #include <thread>
 
 #include "absl/container/flat_hash_map.h"
+#include "absl/container/flat_hash_set.h"
 #include "absl/strings/str_cat.h"
 #include "actors/runtime.h"
 #include "actors/trace.h"
@@ -15,7 +16,9 @@
 #include "plan/plan_verifier.h"
 #include "tests/plan_losses.h"
 #include "examples/gpt/gpt_model.h"
+#include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "tests/reuse_wait_testing.h"
 
 namespace oneflow {
 namespace {
@@ -241,25 +244,11 @@ TEST(GradientBucketsTest, ABucketsAllReduceOverlapsLaterBackwardOps) {
     const proto::Plan plan = CompileGpt(examples::GptConfig(), 2, bucket_mb);
     ASSERT_GE(plan.buckets_size(), 2) << "bucket_mb " << bucket_mb;
     for (const proto::DevicePlan& device : plan.devices()) {
-      // Per bucket actor, the last actor reading one of its member views.
-      absl::flat_hash_map<int64_t, int64_t> last_reader;
+      absl::flat_hash_set<int64_t> buckets;
       for (const proto::ActorDef& actor : device.actors()) {
-        if (actor.has_bucket_id()) last_reader[actor.id()] = actor.id();
+        if (actor.has_bucket_id()) buckets.insert(actor.id());
       }
-      for (const proto::RegisterDef& reg : device.registers()) {
-        if (!reg.has_alias_of()) continue;
-        const int64_t producer = device.registers(static_cast<int>(reg.alias_of())).producer_actor();
-        if (!last_reader.contains(producer)) continue;
-        for (int64_t reader : reg.consumer_actors()) last_reader[producer] = std::max(last_reader[producer], reader);
-      }
-      for (const proto::ActorDef& actor : device.actors()) {
-        for (int64_t predecessor : actor.control_predecessors()) {
-          if (!last_reader.contains(predecessor)) continue;
-          EXPECT_GT(actor.id(), last_reader[predecessor])
-              << "bucket_mb " << bucket_mb << ": " << actor.name() << " waits for bucket actor " << predecessor
-              << " before the bucket's last reader " << last_reader[predecessor];
-        }
-      }
+      EXPECT_THAT(testing::WaitsBeforeLastReader(device, buckets), ::testing::IsEmpty()) << "bucket_mb " << bucket_mb;
     }
     actors::TrainOptions options;
     options.node = -1;

@@ -28,23 +28,40 @@ CollectiveCost PriceBucket(const LinkModel& links, const Placement& placement, i
 }  // namespace
 
 BucketCap BucketCapFor(const LinkModel& links, const Placement& placement, int64_t axis, BoxingKind kind,
-                       int64_t limit, bool given) {
+                       int64_t limit, bool given, BucketGroupBytes group) {
   if (given) return {limit, "--bucket_mb (given)"};
   if (!AxisCrossesNodes(placement, axis)) return {limit, "--bucket_mb (default; the group is inside one node)"};
-  const CollectiveCost at_limit = PriceBucket(links, placement, axis, kind, limit);
-  if (at_limit.seconds() <= kNodeCrossingBucketSeconds) {
+  // The time one bucket may take: 40 ms, or, where the limit crosses within that (a fast
+  // link), less where that is more than an eighth of the whole group's (bucket_cap.h).
+  double target = kNodeCrossingBucketSeconds;
+  std::string why_target;
+  const CollectiveCost limit_price = PriceBucket(links, placement, axis, kind, limit);
+  if (group.total > 0 && limit_price.seconds() <= kNodeCrossingBucketSeconds) {
+    const CollectiveCost whole = PriceBucket(links, placement, axis, kind, group.total);
+    const double share = whole.seconds() / kNodeCrossingBucketsPerGroup;
+    if (share < target) {
+      target = std::max(share, kNodeCrossingBucketMinSeconds);
+      why_target = absl::StrCat(" (the group's ", FormatBytes(group.total), " are priced ",
+                                FormatMilliseconds(whole.seconds()), ": at most 1/", kNodeCrossingBucketsPerGroup,
+                                " of that per bucket, not below ", FormatMilliseconds(kNodeCrossingBucketMinSeconds),
+                                ")");
+    }
+  }
+  const CollectiveCost& at_limit = limit_price;
+  if (at_limit.seconds() <= target) {
     return {limit, absl::StrCat("--bucket_mb (default): a bucket of that size crosses nodes in ",
-                                FormatMilliseconds(at_limit.seconds()), " <= ",
-                                FormatMilliseconds(kNodeCrossingBucketSeconds), " (", at_limit.text, ")")};
+                                FormatMilliseconds(at_limit.seconds()), " <= ", FormatMilliseconds(target),
+                                why_target, " (", at_limit.text, ")")};
   }
   // The largest 64-byte multiple the cost model prices within the target (the price grows
-  // with the bytes), at least the first bucket's size.
+  // with the bytes), at least the first bucket's size. A member larger than that is a
+  // bucket of one, which runs on its own as early as a bucket would (kAloneEarly).
   const int64_t floor_bytes = FirstBucketBytesLimit(limit);
   int64_t low = floor_bytes / 64;  // Fits (or is the floor).
   int64_t high = limit / 64;       // Does not fit.
   while (high - low > 1) {
     const int64_t middle = low + (high - low) / 2;
-    if (PriceBucket(links, placement, axis, kind, middle * 64).seconds() <= kNodeCrossingBucketSeconds) {
+    if (PriceBucket(links, placement, axis, kind, middle * 64).seconds() <= target) {
       low = middle;
     } else {
       high = middle;
@@ -52,14 +69,12 @@ BucketCap BucketCapFor(const LinkModel& links, const Placement& placement, int64
   }
   const int64_t bytes = std::max(floor_bytes, low * 64);
   const CollectiveCost at_cap = PriceBucket(links, placement, axis, kind, bytes);
-  return {bytes, absl::StrCat("link rate: the group crosses nodes at ",
-                              FormatBandwidth(links.inter_node_bandwidth), ", ",
-                              FormatMilliseconds(links.inter_node_latency), " per round; ", FormatBytes(bytes),
+  const bool at_floor = bytes == floor_bytes && at_cap.seconds() > target;
+  return {bytes, absl::StrCat("link rate: the group crosses nodes at ", FormatBandwidth(links.inter_node_bandwidth),
+                              ", ", FormatMilliseconds(links.inter_node_latency), " per round; ", FormatBytes(bytes),
                               " is priced ", FormatMilliseconds(at_cap.seconds()), " (", at_cap.text, "), the most within ",
-                              FormatMilliseconds(kNodeCrossingBucketSeconds),
-                              bytes == floor_bytes && at_cap.seconds() > kNodeCrossingBucketSeconds
-                                  ? " but not below the first bucket's size"
-                                  : "",
+                              FormatMilliseconds(target), why_target,
+                              at_floor ? " but not below the first bucket's size" : "",
                               "; --bucket_mb gives ", FormatBytes(limit))};
 }
 

@@ -25,6 +25,31 @@ namespace oneflow {
 // group when the user gave the limit, use the limit as given.
 inline constexpr double kNodeCrossingBucketSeconds = 0.040;
 
+// On a link fast enough that a --bucket_mb bucket crosses within the 40 ms, buckets are
+// few and large, and the last one (the gradients backward produces last, which start
+// crossing only when backward ends) is exposed whole: dp3_h512 at 10 Gbit/s made two 24
+// MiB buckets and hid 31-55% of its transfer behind compute 3.5x as long. So there, given
+// the group's bytes, the target is also at most 1/kNodeCrossingBucketsPerGroup of the
+// whole group's price, which leaves the last bucket
+// about that share of the transfer to expose (issue 24's bar: 80% hidden where backward
+// is longer than the reductions), but not below kNodeCrossingBucketMinSeconds, where the
+// per-call latency (0.5 ms a round by default, 2 rounds) would weigh 20% of a bucket. A
+// gradient larger than the cap is a bucket of one: it runs on its own, right after it is
+// produced (gradient_bucketing_pass.h, kAloneEarly). Where the 40 ms cap binds (a slow
+// link) the transfer was longer than backward in every case measured, the link busy from
+// the first bucket on: there smaller buckets only add calls (gpt_dp3tp2 at 1 Gbit/s with
+// the eighth: 21 cross-node calls a step instead of 8, the link busy 0.73 of the transfer
+// time instead of 0.80, the step not faster), so the eighth applies only where it does not.
+inline constexpr double kNodeCrossingBucketsPerGroup = 8;
+inline constexpr double kNodeCrossingBucketMinSeconds = 0.005;
+
+// What the gradient bucketing pass knows of a group's candidates, in the bytes of the
+// step priced: the whole group's data (the sum of the members' bytes in a bucket
+// register). Zero: not known (the cap is the 40 ms one alone).
+struct BucketGroupBytes {
+  int64_t total = 0;
+};
+
 struct BucketCap {
   int64_t bytes = 0;
   // How the cap was chosen, for the plan and `oneflow inspect`, e.g.
@@ -35,10 +60,10 @@ struct BucketCap {
 
 // The cap for a `kind` (kAllReduce or kReduceScatter) bucket over the groups of hierarchy
 // axis `axis` of `placement`, with `limit` the bytes of --bucket_mb (> 0) and `given`
-// whether the user wrote it. Preconditions: CheckLinkModel(links) is OK,
+// whether the user wrote it; with `group`, also bounded by the group's bytes (above). Preconditions: CheckLinkModel(links) is OK,
 // 0 <= axis < hierarchy rank.
 BucketCap BucketCapFor(const LinkModel& links, const Placement& placement, int64_t axis, BoxingKind kind,
-                       int64_t limit, bool given);
+                       int64_t limit, bool given, BucketGroupBytes group = {});
 
 }  // namespace oneflow
 

@@ -103,7 +103,8 @@ int64_t LastBucketedStep(const Compilation& compilation, int64_t boxing) {
 }
 
 bool IsEarlyStep(const Compilation& compilation, int64_t boxing, int64_t step) {
-  return step < LastBucketedStep(compilation, boxing) && BucketOf(compilation, boxing, step) < 0;
+  const int64_t bucket = BucketOf(compilation, boxing, step);
+  return bucket == kAloneEarly || (bucket < 0 && step < LastBucketedStep(compilation, boxing));
 }
 
 std::vector<std::vector<int64_t>> EarlyBoxingsAfterOps(const Compilation& compilation) {
@@ -161,7 +162,14 @@ absl::StatusOr<bool> GradientBucketingPass::Run(Compilation* compilation) {
   std::vector<Candidate> candidates;
   std::vector<GradientBucket> buckets;
   BucketCap cap;  // The open group's.
+  bool alone_early = false;
   auto close = [&](OpenBucket& open, int64_t step) {
+    if (open.members.size() == 1) {
+      // No bucket, but the step still runs where the bucket would have: as soon as its
+      // input exists, in backward order with the buckets of its group.
+      compilation->boxing_step_bucket[open.members.front()->boxing][step] = kAloneEarly;
+      alone_early = true;
+    }
     if (open.members.size() >= 2) {
       GradientBucket bucket;
       bucket.limit_bytes = cap.bytes;
@@ -246,23 +254,45 @@ absl::StatusOr<bool> GradientBucketingPass::Run(Compilation* compilation) {
       const Boxing& first_boxing = compilation->boxings[first.boxing];
       const int64_t axis = first_boxing.plan.steps[step].hierarchy_axis;
       const Placement& where = graph.placements[graph.tensors[first_boxing.tensor].placement];
-      // A group that crosses nodes is capped by its link rate unless the user gave the
-      // limit (bucket_cap.h): on a slow link its buckets then start early in backward.
-      cap = BucketCapFor(compilation->links, where, axis, first.kind, limit, compilation->options.bucket_mb_given);
+      // A member's bytes in a bucket register: its per-device slice, or for a reduce-scatter
+      // one part per rank.
+      const int64_t chunks = first.kind == BoxingKind::kReduceScatter ? where.hierarchy().dim(axis) : 1;
+      auto register_bytes = [&](size_t c) {
+        const std::vector<int64_t>& per_rank = candidates[c].bytes_per_rank;
+        return chunks * *std::max_element(per_rank.begin(), per_rank.end());
+      };
+      BucketGroupBytes group;
+      for (size_t c : members) group.total += register_bytes(c);
+      // A group that crosses nodes is capped by its link rate and its own bytes unless the
+      // user gave the limit (bucket_cap.h): its buckets then start early in backward, and
+      // the last one, exposed after backward, is small.
+      cap = BucketCapFor(compilation->links, where, axis, first.kind, limit, compilation->options.bucket_mb_given,
+                         group);
       // An in-node step of a 2-D chain whose next step crosses nodes: its buckets feed that
       // step's, which may start only when one has run, so they take the next step's cap
       // (in this level's bytes: a reduce-scatter's register is group size x what it
       // hands on), and the first cross-node bucket starts early in backward too.
       if (!compilation->options.bucket_mb_given && !AxisCrossesNodes(where, axis)) {
-        const int64_t hands_on = first.kind == BoxingKind::kReduceScatter ? where.hierarchy().dim(axis) : 1;
-        for (size_t c : members) {
+        const int64_t hands_on = chunks;
+        // The next step's group: what these members hand on to a node-crossing reduction.
+        auto node_crossing_next = [&](size_t c) -> const BoxingStep* {
           const BoxingPlan& chain = compilation->boxings[candidates[c].boxing].plan;
-          if (step + 1 >= chain.steps.size()) continue;
+          if (step + 1 >= chain.steps.size()) return nullptr;
           const BoxingStep& next = chain.steps[step + 1];
-          if (next.kind != BoxingKind::kAllReduce && next.kind != BoxingKind::kReduceScatter) continue;
-          if (!AxisCrossesNodes(where, next.hierarchy_axis)) continue;
-          const BucketCap next_cap =
-              BucketCapFor(compilation->links, where, next.hierarchy_axis, next.kind, limit, /*given=*/false);
+          if (next.kind != BoxingKind::kAllReduce && next.kind != BoxingKind::kReduceScatter) return nullptr;
+          return AxisCrossesNodes(where, next.hierarchy_axis) ? &next : nullptr;
+        };
+        BucketGroupBytes handed_on;
+        for (size_t c : members) {
+          if (node_crossing_next(c) == nullptr) continue;
+          handed_on.total += register_bytes(c) / hands_on;
+        }
+        for (size_t c : members) {
+          const BoxingStep* next_step = node_crossing_next(c);
+          if (next_step == nullptr) continue;
+          const BoxingStep& next = *next_step;
+          const BucketCap next_cap = BucketCapFor(compilation->links, where, next.hierarchy_axis, next.kind, limit,
+                                                  /*given=*/false, handed_on);
           if (next_cap.bytes * hands_on < cap.bytes) {
             cap = {next_cap.bytes * hands_on,
                    absl::StrCat("the node-crossing step after it (axis ", next.hierarchy_axis, ") ",
@@ -273,7 +303,7 @@ absl::StatusOr<bool> GradientBucketingPass::Run(Compilation* compilation) {
       // The group's first bucket (the first gradients backward produces) is smaller, as in
       // DDP: it launches early, while most of backward is still to run.
       int64_t bucket_limit = FirstBucketBytesLimit(cap.bytes);
-      OpenBucket open(first.kind == BoxingKind::kReduceScatter ? where.hierarchy().dim(axis) : 1);
+      OpenBucket open(chunks);
       for (size_t c : members) {
         if (!open.Fits(candidates[c], bucket_limit)) {
           close(open, static_cast<int64_t>(step));
@@ -307,7 +337,7 @@ absl::StatusOr<bool> GradientBucketingPass::Run(Compilation* compilation) {
     for (const auto& [b, s] : sorted[k].members) compilation->boxing_step_bucket[b][s] = sorted[k].id;
   }
   compilation->buckets = std::move(sorted);
-  return !compilation->buckets.empty();
+  return !compilation->buckets.empty() || alone_early;
 }
 
 }  // namespace oneflow

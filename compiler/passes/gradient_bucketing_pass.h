@@ -32,8 +32,12 @@ namespace oneflow {
 // (members 64-byte aligned, as actor_graph packs them), or it is produced no earlier
 // than a member of the bucket is first needed (the bucket runs between its last member's
 // producer and its first member's consumer), or its tensor is already in the bucket. A
-// bucket of one member is no bucket: that step runs on its own, as does every step when
-// bucket_mb is 0.
+// bucket of one member is no bucket: that step runs on its own, but early, right after
+// its input exists (kAloneEarly, IsEarlyStep), so its collective keeps its place in
+// backward order instead of waiting for the step's consumer (e.g. the first weight
+// gradient of a node-crossing group, larger than the 1 MiB first bucket, ran after every
+// bucket and held up its update). Every step runs on its own, where its consumer needs
+// it, when bucket_mb is 0 (the plans before buckets).
 //
 // A reduce_scatter bucket's register is rank-major: one chunk per rank of the group, each
 // laid out alike with every member's part for that rank (its destination slice there) at
@@ -62,12 +66,17 @@ class GradientBucketingPass : public CompilerPass {
 inline constexpr int64_t kFirstBucketBytes = int64_t{1} << 20;
 int64_t FirstBucketBytesLimit(int64_t limit);
 
+// Compilation::boxing_step_bucket of a reduction that would have joined a bucket but stood
+// alone in it: it runs on its own, early (IsEarlyStep). Not a bucket id: BucketOf < 0.
+inline constexpr int64_t kAloneEarly = -2;
+
 // The last step of `boxing` that runs in a gradient bucket, or -1 (none does).
 int64_t LastBucketedStep(const Compilation& compilation, int64_t boxing);
 
 // A step that lowering emits early: it runs on its own (in no bucket) before a step of
 // its boxing that runs in a bucket (e.g. the in-node reduce-scatter of a gradient whose
-// cross-node all-reduce is bucketed). It runs right after its input exists: step 0 right
+// cross-node all-reduce is bucketed), or it is a reduction left alone in its bucket
+// (kAloneEarly). It runs right after its input exists: step 0 right
 // after the tensor's producer, a later one right after its previous step (or the bucket
 // that ran it), so the bucket after it finds its input there. Lowering and
 // collective_ordering both place it so; every other step of the boxing keeps its place.

@@ -9,6 +9,7 @@
 #include "absl/types/span.h"
 #include "compiler/kernel_workspace.h"
 #include "compiler/memory_layout.h"
+#include "compiler/passes/gradient_bucketing_pass.h"
 #include "oneflow_core/run_tasks.h"
 #include "oneflow_core/status.h"
 
@@ -104,15 +105,22 @@ bool OwnsItsBytes(const proto::DevicePlan& device, const proto::RegisterDef& reg
 // inputs (its members' partial sums) stay live as long as the bucket register: were their
 // bytes reused by a later backward op, that op would wait (a reuse control edge) for the
 // bucket's act, collective included, and backward would stop while the bucket reduces,
-// which is what buckets are there to avoid (docs/gradient_buckets.md).
-DeviceProblem ProblemOf(const proto::DevicePlan& device, const Readers& readers) {
+// which is what buckets are there to avoid (docs/gradient_buckets.md). The same holds for
+// a gradient reduction that runs on its own early, while backward goes on (IsEarlyStep:
+// one left alone in its bucket, or a step before a bucketed one): on gpt_dp3tp2 the lone
+// cross-node all-reduces of the MLP weights each held backward up for their whole
+// transfer (backward 1.7x as long) before their inputs were kept too.
+DeviceProblem ProblemOf(const Compilation& compilation, const proto::DevicePlan& device, const Readers& readers) {
   DeviceProblem problem;
   const int64_t first_actor = device.actors_size() > 0 ? device.actors(0).id() : 0;
-  // Per bucket actor (by index), the last reader of what it produces (-1: not a bucket).
+  // Per bucket or early step actor (by index), the last reader of what it produces (-1:
+  // neither).
   std::vector<int64_t> bucket_release(device.actors_size(), -1);
   for (int a = 0; a < device.actors_size(); ++a) {
     const proto::ActorDef& actor = device.actors(a);
-    if (!actor.has_bucket_id()) continue;
+    const bool early = actor.kind() == proto::ACTOR_BOXING &&
+                       IsEarlyStep(compilation, actor.boxing_id(), actor.boxing_step());
+    if (!actor.has_bucket_id() && !early) continue;
     bucket_release[a] = a;
     for (int64_t produced : actor.produced_registers()) {
       for (int64_t reader : readers.Of(OwnerOf(device, produced))) {
@@ -176,7 +184,7 @@ absl::Status PlanDevice(const Compilation& compilation, const KernelWorkspaces& 
     persistent_bytes += AlignUp(reg.size_bytes());
   }
   const Readers readers(device);
-  DeviceProblem problem = ProblemOf(device, readers);
+  DeviceProblem problem = ProblemOf(compilation, device, readers);
   const MemoryLayout& layout = solved.Of(problem);
   for (size_t i = 0; i < problem.transient_ids.size(); ++i) {
     proto::RegisterDef* reg = device.mutable_registers(static_cast<int>(problem.transient_ids[i]));

@@ -23,7 +23,8 @@ class MemoryPlanningPass : public CompilerPass {
   VerifierChecks Checks() const override { return VerifierChecks{.collective_order = true, .memory = true}; }
   absl::StatusOr<bool> Run(Compilation* compilation) override;
   StateParts Reads() const override {
-    return {StatePart::kPlan, StatePart::kDeviceRegisterCount, StatePart::kGraph};
+    return {StatePart::kPlan, StatePart::kDeviceRegisterCount, StatePart::kGraph, StatePart::kBoxings,
+            StatePart::kBuckets};
   }
   StateParts Writes() const override { return {StatePart::kPlan}; }
 };
