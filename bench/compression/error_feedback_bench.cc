@@ -78,6 +78,7 @@
 #include "kernels/cpu/blas_core.h"
 #include "plan/plan_checksum.h"
 #include "oneflow_core/status.h"
+#include "examples/common/dense_evaluation.h"
 #include "examples/gpt/gpt_model.h"
 
 ABSL_FLAG(int64_t, iterations, 200, "training iterations per mode");
@@ -95,9 +96,9 @@ ABSL_FLAG(std::string, optimizer, "adamw",
 ABSL_FLAG(double, momentum, 0.9, "SGD momentum (--optimizer=sgd)");
 ABSL_FLAG(int64_t, warmup_steps, 5, "linear warmup steps");
 ABSL_FLAG(int64_t, dense_eval, 20,
-          "after training, evaluate each mode's trained weights with the dense plan at learning rate ~0 "
-          "on the next this many batches (0: off): the loss of the model int4 trained, without int4's "
-          "noise in the forward pass that measures it");
+          "after training, evaluate each mode's trained weights with one dense plan on the next this many "
+          "batches (examples/common/dense_evaluation.h; 0: off): the loss of what a mode learnt, without "
+          "its codecs' noise in the forward pass that measures its training loss");
 ABSL_FLAG(std::string, seeds, "1,2,3,4", "gpt seeds (initial weights and synthetic data), comma separated");
 ABSL_FLAG(std::string, text_file, "",
           "train on this file's bytes (empty: the synthetic tokens, which the gpt learns to a loss near 0)");
@@ -116,8 +117,8 @@ struct Curve {
   // The compressed steps' encodings over the whole run, every codec together: their
   // relative L2 error (RelativeError) says how much the mode's steps perturb.
   actors::CodecMetrics encoded;
-  // --dense_eval: the losses of the trained weights under the dense plan at learning rate
-  // 0, on the batches after training's.
+  // --dense_eval: the trained weights' losses under examples::DenseEvaluationPlan,
+  // on the batches after training's.
   std::vector<double> evaluated;
 };
 
@@ -258,21 +259,6 @@ void ListBoxings(const proto::Plan& plan) {
   }
 }
 
-// The dense plan at learning rate 1e-30 (the compiler refuses 0): every update, and
-// AdamW's decay factor 1 - lr * weight_decay, rounds to no change of an f32 weight, so
-// each iteration is a forward and backward of the weights it resumed with, on that
-// iteration's batch.
-absl::StatusOr<proto::Plan> EvaluationPlan(proto::Job job, const examples::ParallelLayout& layout) {
-  proto::LearningRateSchedule* schedule = job.mutable_optimizer()->mutable_schedule();
-  schedule->Clear();
-  schedule->set_kind(proto::LearningRateSchedule::CONSTANT);
-  schedule->set_base_lr(1e-30);
-  CompileOptions options;
-  options.cluster = layout.cluster();
-  options.bucket_mb = 0;
-  return Compile(job, options);
-}
-
 absl::StatusOr<Curve> Run(const proto::Job& job, const examples::ParallelLayout& layout, const Mode& mode,
                           const proto::Plan* evaluation) {
   CompileOptions options;
@@ -372,17 +358,13 @@ absl::StatusOr<Curve> Run(const proto::Job& job, const examples::ParallelLayout&
   Curve curve;
   curve.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   if (result.ok() && evaluation != nullptr) {
-    actors::TrainOptions evaluate;
-    evaluate.node = -1;
-    evaluate.iterations = train.iterations + absl::GetFlag(FLAGS_dense_eval);
-    evaluate.resume_from = checkpoint_dir;
-    absl::StatusOr<actors::TrainResult> evaluated = actors::TrainPlan(*evaluation, evaluate);
+    absl::StatusOr<std::vector<double>> evaluated = examples::EvaluateCheckpoint(
+        *evaluation, checkpoint_dir, train.iterations, absl::GetFlag(FLAGS_dense_eval));
     if (!evaluated.ok()) {
       std::filesystem::remove_all(checkpoint_dir);
-      return absl::Status(evaluated.status().code(),
-                          absl::StrCat("--dense_eval: ", evaluated.status().message()));
+      return absl::Status(evaluated.status().code(), absl::StrCat("--dense_eval: ", evaluated.status().message()));
     }
-    for (const actors::IterationMetrics& m : evaluated->iterations) curve.evaluated.push_back(m.loss);
+    curve.evaluated = *std::move(evaluated);
   }
   if (!checkpoint_dir.empty()) std::filesystem::remove_all(checkpoint_dir);
   if (!result.ok()) return result.status();
@@ -482,7 +464,7 @@ int Main() {
     if (sgd) job->mutable_optimizer()->mutable_sgd()->set_momentum(absl::GetFlag(FLAGS_momentum));
     std::optional<proto::Plan> evaluation;
     if (absl::GetFlag(FLAGS_dense_eval) > 0) {
-      absl::StatusOr<proto::Plan> plan = EvaluationPlan(*job, *layout);
+      absl::StatusOr<proto::Plan> plan = examples::DenseEvaluationPlan(*job, layout->cluster());
       if (!plan.ok()) {
         fprintf(stderr, "--dense_eval: %s\n", plan.status().ToString().c_str());
         return 1;
