@@ -64,16 +64,8 @@ std::vector<double> TrainAndCheckpoint(const proto::Plan& plan, int64_t iteratio
 // that harms learning: with the int4 encoder truncating toward zero instead of rounding,
 // this run evaluates +15.0% (training +7.9%) and the test fails.
 TEST(Int4DenseEvaluationTest, ForcedInt4WeightsEvaluateWithinHalfAPercentOfDenseThoughItsTrainingLossDoesNot) {
-  examples::ParallelFlags flags;
-  flags.nodes = 2;
-  flags.devices_per_node = 2;
-  flags.dp = 2;
-  flags.tp = 2;
-  const examples::ParallelLayout layout = *examples::ParallelLayout::Create(flags);
-  examples::GptConfig config = testing::CodecTestGpt();
-  config.learning_rate = 1e-2;
-  config.warmup_steps = 5;
-  const proto::Job job = *examples::BuildGpt(config, layout);
+  const examples::ParallelLayout layout = testing::Dp2Tp2(/*nodes=*/2, /*devices_per_node=*/2);
+  const proto::Job job = *examples::BuildGpt(testing::AdamWCodecTestGpt(), layout);
   CompileOptions dense_options;
   dense_options.cluster = layout.cluster();
   CompileOptions int4_options = dense_options;
