@@ -28,7 +28,9 @@
 //                  compressed step but the last runs int8 G=128: the partial sums travel
 //                  finer, one int4 encoding at the end), lgd (the forward step of the
 //                  logits, whose consumer is the loss, dense), dwN (the first N iterations
-//                  every compressed step runs dense: --compression_warmup=N); e.g. int4+g128 is forced
+//                  every compressed step runs dense: --compression_warmup=N), dense:T1[:T2...] (the
+//                  boxings of tensors T1, T2, ... run dense; e.g. int4+fwd+dw50+dense:add_61 is one
+//                  tensor's share of the forward gap); e.g. int4+g128 is forced
 //                  int4 as it was before groups of 32, int4+g32+grad+ef, int4+sr+ef.
 //                  int4_ef, int4_grad and int4_grad_ef are int4+ef, int4+grad and
 //                  int4+grad+ef.
@@ -42,6 +44,12 @@
 //    "layout":"2 nodes x 2 devices, dp=2 x tp=2","seed":1,"mode":"int4_ef",
 //    "iterations":200,"tail":20,"final_loss":..,"dense_final_loss":..,"final_loss_gap":..,
 //    "mean_loss":..,"dense_mean_loss":..,"mean_loss_gap":..,"rel_l2":..,"seconds":..}
+// With --dense_eval=K (default 20; 0: off) each run is checkpointed after its iterations
+// and its weights are evaluated by one dense plan on the next K batches
+// (examples/common/dense_evaluation.h): the lines add "dense_eval_loss",
+// "dense_eval_dense_loss" (dense's weights, the same way) and "dense_eval_gap", the mean
+// lines "dense_eval_gap". A mode whose codecs sit in the forward pass reports a training
+// loss measured through them; the evaluated gap is what the run learnt.
 // final_loss is the mean of the last --tail iterations' losses; gaps are relative,
 // (mode - dense) / dense; rel_l2 is the relative L2 error of all the encodings the run
 // made (the metrics' sums over iterations and codecs; 0 for dense). The mean lines add
@@ -297,6 +305,7 @@ absl::StatusOr<Curve> Run(const proto::Job& job, const examples::ParallelLayout&
   const bool edits_steps = mode.layer_norm_inputs != CompressionKind::kInt4 || mode.gradient_chain_int8 ||
                             mode.logits_dense || !mode.dense_tensors.empty();
   if (!mode.roles.empty() || mode.hadamard || options.error_feedback != mode.error_feedback || edits_steps) {
+    std::set<std::string> densified;  // the dense:TENSOR names that named a boxing
     for (proto::BoxingDef& boxing : *plan->mutable_boxings()) {
       // The last compressed step of the boxing (chain8 keeps its codec).
       int last_compressed = -1;
@@ -320,7 +329,10 @@ absl::StatusOr<Curve> Run(const proto::Job& job, const examples::ParallelLayout&
             boxing.consumer_op().find("cross_entropy") != std::string::npos) {
           step.clear_compression();
         }
-        if (mode.dense_tensors.count(boxing.tensor()) > 0) step.clear_compression();
+        if (mode.dense_tensors.count(boxing.tensor()) > 0) {
+          step.clear_compression();
+          densified.insert(boxing.tensor());
+        }
         if (compressed && role == "grad" && mode.gradient_chain_int8 && i != last_compressed) {
           step.mutable_compression()->set_kind(proto::Compression::INT8);
           step.mutable_compression()->set_block_size(128);
@@ -337,6 +349,12 @@ absl::StatusOr<Curve> Run(const proto::Job& job, const examples::ParallelLayout&
         if (mode.hadamard && step.compression().kind() != proto::Compression::NONE) {
           step.mutable_compression()->set_hadamard(true);
         }
+      }
+    }
+    for (const std::string& tensor : mode.dense_tensors) {
+      if (densified.count(tensor) == 0) {
+        return absl::InvalidArgumentError(absl::StrCat("--modes: dense:", tensor, ": no boxing of a tensor '", tensor,
+                                                       "' in this plan (--list_boxings lists the compressed ones)"));
       }
     }
     OF_RETURN_IF_ERROR(SealPlan(&*plan));
