@@ -58,8 +58,8 @@ std::vector<double> TrainAndCheckpoint(const proto::Plan& plan, int64_t iteratio
 // same run; Intel Xeon, session 41): forced int4's training final loss (mean of the last
 // 20) +2.50% above dense's, its weights evaluated dense -2.04% below dense's weights
 // evaluated dense; int8 -0.13% and -0.21%. Over seeds 1-8 forced int4 evaluates below
-// dense on every seed (mean -2.53%; the noise in its forward during training acts as a
-// regulariser, is our reading). That also flatters worse codecs (groups of 128 evaluate -0.7%
+// dense on every seed (mean -2.53%; our reading: the noise in its forward during
+// training acts as a regulariser). That also flatters worse codecs (groups of 128 evaluate -0.7%
 // on this seed), so the evaluated bar is not a ranking of codecs; it fails for a codec
 // that harms learning: with the int4 encoder truncating toward zero instead of rounding,
 // this run evaluates +15.0% (training +7.9%) and the test fails.
