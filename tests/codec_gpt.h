@@ -23,6 +23,15 @@ inline examples::GptConfig CodecTestGpt() {
   return config;
 }
 
+// CodecTestGpt under bench/compression:error_feedback_bench's default optimizer: AdamW at
+// learning rate 1e-2 with 5 warm-up steps.
+inline examples::GptConfig AdamWCodecTestGpt() {
+  examples::GptConfig config = CodecTestGpt();
+  config.learning_rate = 1e-2;
+  config.warmup_steps = 5;
+  return config;
+}
+
 // The smaller gpt of the tests that resume a compressed run (error feedback, stochastic
 // rounding; tests/actors/checkpoint_test.cc's model): 2 blocks, hidden 32, seq 16, batch 4,
 // with a warm-up short enough that the learning rate changes across the resume.

@@ -28,7 +28,9 @@
 //                  compressed step but the last runs int8 G=128: the partial sums travel
 //                  finer, one int4 encoding at the end), lgd (the forward step of the
 //                  logits, whose consumer is the loss, dense), dwN (the first N iterations
-//                  every compressed step runs dense: --compression_warmup=N); e.g. int4+g128 is forced
+//                  every compressed step runs dense: --compression_warmup=N), dense:T1[:T2...] (the
+//                  boxings of tensors T1, T2, ... run dense; e.g. int4+fwd+dw50+dense:add_61 is one
+//                  tensor's share of the forward gap); e.g. int4+g128 is forced
 //                  int4 as it was before groups of 32, int4+g32+grad+ef, int4+sr+ef.
 //                  int4_ef, int4_grad and int4_grad_ef are int4+ef, int4+grad and
 //                  int4+grad+ef.
@@ -42,6 +44,12 @@
 //    "layout":"2 nodes x 2 devices, dp=2 x tp=2","seed":1,"mode":"int4_ef",
 //    "iterations":200,"tail":20,"final_loss":..,"dense_final_loss":..,"final_loss_gap":..,
 //    "mean_loss":..,"dense_mean_loss":..,"mean_loss_gap":..,"rel_l2":..,"seconds":..}
+// With --dense_eval=K (default 20; 0: off) each run is checkpointed after its iterations
+// and its weights are evaluated by one dense plan on the next K batches
+// (examples/common/dense_evaluation.h): the lines add "dense_eval_loss",
+// "dense_eval_dense_loss" (dense's weights, the same way) and "dense_eval_gap", the mean
+// lines "dense_eval_gap". A mode whose codecs sit in the forward pass reports a training
+// loss measured through them; the evaluated gap is what the run learnt.
 // final_loss is the mean of the last --tail iterations' losses; gaps are relative,
 // (mode - dense) / dense; rel_l2 is the relative L2 error of all the encodings the run
 // made (the metrics' sums over iterations and codecs; 0 for dense). The mean lines add
@@ -59,7 +67,10 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
+#include <cstdlib>
+#include <filesystem>
 #include <map>
+#include <optional>
 #include <set>
 #include <string>
 #include <vector>
@@ -75,6 +86,7 @@
 #include "kernels/cpu/blas_core.h"
 #include "plan/plan_checksum.h"
 #include "oneflow_core/status.h"
+#include "examples/common/dense_evaluation.h"
 #include "examples/gpt/gpt_model.h"
 
 ABSL_FLAG(int64_t, iterations, 200, "training iterations per mode");
@@ -91,6 +103,10 @@ ABSL_FLAG(std::string, optimizer, "adamw",
           "the optimizer's (error feedback suits SGD's linear update, not Adam's per-element scaling)");
 ABSL_FLAG(double, momentum, 0.9, "SGD momentum (--optimizer=sgd)");
 ABSL_FLAG(int64_t, warmup_steps, 5, "linear warmup steps");
+ABSL_FLAG(int64_t, dense_eval, 20,
+          "after training, evaluate each mode's trained weights with one dense plan on the next this many "
+          "batches (examples/common/dense_evaluation.h; 0: off): the loss of what a mode learnt, without "
+          "its codecs' noise in the forward pass that measures its training loss");
 ABSL_FLAG(std::string, seeds, "1,2,3,4", "gpt seeds (initial weights and synthetic data), comma separated");
 ABSL_FLAG(std::string, text_file, "",
           "train on this file's bytes (empty: the synthetic tokens, which the gpt learns to a loss near 0)");
@@ -109,6 +125,9 @@ struct Curve {
   // The compressed steps' encodings over the whole run, every codec together: their
   // relative L2 error (RelativeError) says how much the mode's steps perturb.
   actors::CodecMetrics encoded;
+  // --dense_eval: the trained weights' losses under examples::DenseEvaluationPlan,
+  // on the batches after training's.
+  std::vector<double> evaluated;
 };
 
 // A mode: "dense", or a codec with options joined by '+': "int4", "int8", then any of
@@ -142,6 +161,9 @@ struct Mode {
   // codecs (CompileOptions::compression_warmup_iterations; DeepSpeed 1-bit Adam's dense
   // warm-up stage). auto's accuracy bound then reads the rows measured with that warm-up.
   int64_t dense_warmup = 0;
+  // dense:NAME[:NAME...]: the boxings of these tensors run dense, whatever their role (to
+  // find which tensors carry a gap, one at a time).
+  std::set<std::string> dense_tensors;
 };
 
 absl::StatusOr<Mode> ParseMode(const std::string& text) {
@@ -161,7 +183,7 @@ absl::StatusOr<Mode> ParseMode(const std::string& text) {
   } else {
     return absl::InvalidArgumentError(
         absl::StrCat("--modes: unknown mode '", text,
-                     "'; valid: dense, or auto / int4 / int8 followed by +gN, +had, +grad, +fwd, +bwd, +ef, +sr, +srg, +ln8, +lnd, +lgd, +chain8, +nobound, +dwN (e.g. "
+                     "'; valid: dense, or auto / int4 / int8 followed by +gN, +had, +grad, +fwd, +bwd, +ef, +sr, +srg, +ln8, +lnd, +lgd, +chain8, +nobound, +dwN, +dense:TENSOR (e.g. "
                      "int4+g32+had+grad), or int4_ef, int4_grad, int4_grad_ef"));
   }
   for (size_t i = 1; i < parts.size(); ++i) {
@@ -189,6 +211,10 @@ absl::StatusOr<Mode> ParseMode(const std::string& text) {
       mode.logits_dense = true;
     } else if (part == "chain8") {
       mode.gradient_chain_int8 = true;
+    } else if (part.size() > 6 && part.substr(0, 6) == "dense:") {
+      for (absl::string_view name : absl::StrSplit(part.substr(6), ':', absl::SkipEmpty())) {
+        mode.dense_tensors.insert(std::string(name));
+      }
     } else if (part.size() > 2 && part.substr(0, 2) == "dw" && absl::SimpleAtoi(part.substr(2), &mode.dense_warmup) &&
                mode.dense_warmup >= 1) {
     } else if (part.size() > 1 && part[0] == 'g' && absl::SimpleAtoi(part.substr(1), &mode.group_size) &&
@@ -196,7 +222,7 @@ absl::StatusOr<Mode> ParseMode(const std::string& text) {
     } else {
       return absl::InvalidArgumentError(absl::StrCat("--modes: '", text, "': unknown option '", part,
                                                      "'; valid: gN (N >= 1), had, fwd, bwd, grad, ef, sr, srg, ln8, lnd, "
-                                                     "chain8, lgd, nobound, dwN (N >= 1)"));
+                                                     "chain8, lgd, nobound, dwN (N >= 1), dense:TENSOR[:TENSOR...]"));
     }
   }
   return mode;
@@ -241,7 +267,8 @@ void ListBoxings(const proto::Plan& plan) {
   }
 }
 
-absl::StatusOr<Curve> Run(const proto::Job& job, const examples::ParallelLayout& layout, const Mode& mode) {
+absl::StatusOr<Curve> Run(const proto::Job& job, const examples::ParallelLayout& layout, const Mode& mode,
+                          const proto::Plan* evaluation) {
   CompileOptions options;
   options.cluster = layout.cluster();
   // Compressed gradient all-reduces share buckets, whose members must keep one format; the
@@ -275,9 +302,10 @@ absl::StatusOr<Curve> Run(const proto::Job& job, const examples::ParallelLayout&
   if (absl::GetFlag(FLAGS_list_boxings) && (mode.codec != CompressionKind::kNone || mode.automatic)) {
     ListBoxings(*plan);
   }
-  const bool edits_steps =
-      mode.layer_norm_inputs != CompressionKind::kInt4 || mode.gradient_chain_int8 || mode.logits_dense;
+  const bool edits_steps = mode.layer_norm_inputs != CompressionKind::kInt4 || mode.gradient_chain_int8 ||
+                            mode.logits_dense || !mode.dense_tensors.empty();
   if (!mode.roles.empty() || mode.hadamard || options.error_feedback != mode.error_feedback || edits_steps) {
+    std::set<std::string> densified;  // the dense:TENSOR names that named a boxing
     for (proto::BoxingDef& boxing : *plan->mutable_boxings()) {
       // The last compressed step of the boxing (chain8 keeps its codec).
       int last_compressed = -1;
@@ -301,6 +329,10 @@ absl::StatusOr<Curve> Run(const proto::Job& job, const examples::ParallelLayout&
             boxing.consumer_op().find("cross_entropy") != std::string::npos) {
           step.clear_compression();
         }
+        if (mode.dense_tensors.count(boxing.tensor()) > 0) {
+          step.clear_compression();
+          densified.insert(boxing.tensor());
+        }
         if (compressed && role == "grad" && mode.gradient_chain_int8 && i != last_compressed) {
           step.mutable_compression()->set_kind(proto::Compression::INT8);
           step.mutable_compression()->set_block_size(128);
@@ -319,16 +351,41 @@ absl::StatusOr<Curve> Run(const proto::Job& job, const examples::ParallelLayout&
         }
       }
     }
+    for (const std::string& tensor : mode.dense_tensors) {
+      if (densified.count(tensor) == 0) {
+        return absl::InvalidArgumentError(absl::StrCat("--modes: dense:", tensor, ": no boxing of a tensor '", tensor,
+                                                       "' in this plan (--list_boxings lists the compressed ones)"));
+      }
+    }
     OF_RETURN_IF_ERROR(SealPlan(&*plan));
   }
   actors::TrainOptions train;
   train.node = -1;
   train.iterations = absl::GetFlag(FLAGS_iterations);
+  std::string checkpoint_dir;
+  if (evaluation != nullptr) {
+    char pattern[] = "/tmp/error_feedback_bench.XXXXXX";
+    if (mkdtemp(pattern) == nullptr) return absl::InternalError("mkdtemp failed for the --dense_eval checkpoint");
+    checkpoint_dir = pattern;
+    train.checkpoint.dir = checkpoint_dir;
+    train.checkpoint.every = train.iterations;
+    train.checkpoint.synchronous = true;
+  }
   const auto start = std::chrono::steady_clock::now();
   absl::StatusOr<actors::TrainResult> result = actors::TrainPlan(*plan, train);
-  if (!result.ok()) return result.status();
   Curve curve;
   curve.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  if (result.ok() && evaluation != nullptr) {
+    absl::StatusOr<std::vector<double>> evaluated = examples::EvaluateCheckpoint(
+        *evaluation, checkpoint_dir, train.iterations, absl::GetFlag(FLAGS_dense_eval));
+    if (!evaluated.ok()) {
+      std::filesystem::remove_all(checkpoint_dir);
+      return absl::Status(evaluated.status().code(), absl::StrCat("--dense_eval: ", evaluated.status().message()));
+    }
+    curve.evaluated = *std::move(evaluated);
+  }
+  if (!checkpoint_dir.empty()) std::filesystem::remove_all(checkpoint_dir);
+  if (!result.ok()) return result.status();
   for (const actors::IterationMetrics& m : result->iterations) {
     curve.losses.push_back(m.loss);
     for (const auto& [codec, metrics] : m.compression) curve.encoded += metrics;
@@ -346,6 +403,7 @@ struct Gaps {
   double final_gap = 0;
   double mean_gap = 0;
   double rel_l2 = 0;
+  double eval_gap = 0;  // --dense_eval's gap
   std::vector<double> window_gaps;  // summed over seeds, one per --tail window
   int seeds = 0;
 };
@@ -422,9 +480,18 @@ int Main() {
       return 1;
     }
     if (sgd) job->mutable_optimizer()->mutable_sgd()->set_momentum(absl::GetFlag(FLAGS_momentum));
+    std::optional<proto::Plan> evaluation;
+    if (absl::GetFlag(FLAGS_dense_eval) > 0) {
+      absl::StatusOr<proto::Plan> plan = examples::DenseEvaluationPlan(*job, layout->cluster());
+      if (!plan.ok()) {
+        fprintf(stderr, "--dense_eval: %s\n", plan.status().ToString().c_str());
+        return 1;
+      }
+      evaluation = *std::move(plan);
+    }
     Curve dense;
     for (const std::string& mode : modes) {
-      absl::StatusOr<Curve> curve = Run(*job, *layout, parsed[mode]);
+      absl::StatusOr<Curve> curve = Run(*job, *layout, parsed[mode], evaluation ? &*evaluation : nullptr);
       if (!curve.ok()) {
         fprintf(stderr, "%s: %s\n", mode.c_str(), curve.status().ToString().c_str());
         return 1;
@@ -437,6 +504,9 @@ int Main() {
       mode_gaps.final_gap += final_loss / dense_final - 1;
       mode_gaps.mean_gap += mean_loss / dense_mean - 1;
       mode_gaps.rel_l2 += curve->encoded.RelativeError();
+      const double evaluated = MeanOf(curve->evaluated, 0), dense_evaluated = MeanOf(dense.evaluated, 0);
+      const double eval_gap = evaluation ? evaluated / dense_evaluated - 1 : 0;
+      mode_gaps.eval_gap += eval_gap;
       const size_t windows = curve->losses.size() / std::max<int64_t>(tail, 1);
       mode_gaps.window_gaps.resize(windows, 0.0);
       for (size_t w = 0; w < windows; ++w) {
@@ -451,10 +521,16 @@ int Main() {
       printf("{\"bench\":\"error_feedback\",\"model\":\"%s\",\"layout\":\"2 nodes x 2 devices, dp=2 x tp=2\","
              "\"seed\":%llu,\"mode\":\"%s\",\"iterations\":%lld,\"tail\":%lld,\"final_loss\":%.6f,"
              "\"dense_final_loss\":%.6f,\"final_loss_gap\":%.5f,\"mean_loss\":%.6f,\"dense_mean_loss\":%.6f,"
-             "\"mean_loss_gap\":%.5f,\"rel_l2\":%.4f,\"seconds\":%.2f}\n",
+             "\"mean_loss_gap\":%.5f,\"rel_l2\":%.4f,%s\"seconds\":%.2f}\n",
              model.c_str(), static_cast<unsigned long long>(seed), mode.c_str(), static_cast<long long>(iterations),
              static_cast<long long>(tail), final_loss, dense_final, final_loss / dense_final - 1, mean_loss,
-             dense_mean, mean_loss / dense_mean - 1, curve->encoded.RelativeError(), curve->seconds);
+             dense_mean, mean_loss / dense_mean - 1, curve->encoded.RelativeError(),
+             evaluation ? absl::StrFormat("\"dense_eval_loss\":%.6f,\"dense_eval_dense_loss\":%.6f,"
+                                          "\"dense_eval_gap\":%.5f,",
+                                          evaluated, dense_evaluated, eval_gap)
+                              .c_str()
+                        : "",
+             curve->seconds);
       fflush(stdout);
     }
   }
@@ -467,10 +543,14 @@ int Main() {
     }
     printf("{\"bench\":\"error_feedback\",\"model\":\"%s\",\"layout\":\"2 nodes x 2 devices, dp=2 x tp=2\","
            "\"seed\":\"mean\",\"seeds\":%d,\"mode\":\"%s\",\"iterations\":%lld,\"tail\":%lld,"
-           "\"final_loss_gap\":%.5f,\"mean_loss_gap\":%.5f,\"rel_l2\":%.4f,\"gap_curve\":[%s]}\n",
+           "\"final_loss_gap\":%.5f,\"mean_loss_gap\":%.5f,\"rel_l2\":%.4f,%s\"gap_curve\":[%s]}\n",
            model.c_str(), mode_gaps.seeds, mode.c_str(), static_cast<long long>(iterations),
            static_cast<long long>(tail), mode_gaps.final_gap / seed_count, mode_gaps.mean_gap / seed_count,
-           mode_gaps.rel_l2 / seed_count, curve.c_str());
+           mode_gaps.rel_l2 / seed_count,
+           absl::GetFlag(FLAGS_dense_eval) > 0
+               ? absl::StrFormat("\"dense_eval_gap\":%.5f,", mode_gaps.eval_gap / seed_count).c_str()
+               : "",
+           curve.c_str());
   }
   return 0;
 }
