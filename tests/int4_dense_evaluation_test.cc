@@ -108,8 +108,8 @@ TEST(Int4DenseEvaluationTest, ForcedInt4WeightsEvaluateWithinHalfAPercentOfDense
   EXPECT_LT(evaluated_gap, 0.005);
   // The weights are int4's, not dense's (a run ignoring the codec would evaluate equal).
   EXPECT_GT(std::abs(evaluated_gap), 1e-3);
-  // Its training loss, measured through int4's forward, misses the same bar.
-  EXPECT_GT(trained_gap, 0.005);
+  // Its training loss, measured through int4's forward, is printed above and not checked:
+  // it misses the bar today (+2.5% on seed 1), and a test must not fail when that improves.
   fs::remove_all(dense_dir);
   fs::remove_all(int4_dir);
 }
