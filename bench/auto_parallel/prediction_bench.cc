@@ -375,20 +375,21 @@ absl::Status RunCluster(const examples::GptConfig& config, int64_t devices) {
     }
   }
   // The boxing acts' own cost (FitSharedHostTerms' two-kind fit): tp = 2 with the rest
-  // data parallelism, 1 and 2 micro-batches, whose extra acts are a third or more
-  // Megatron's all-reduces where the references above add hardly any boxing act. Not in
+  // data parallelism, 1, 2 and 4 micro-batches, whose extra acts are one in six
+  // Megatron's all-reduces where the references above add 0.5-3% boxing acts. (With 1
+  // and 2 alone, one pair set the boxing cost: 68-90 us, which priced tp = 2 with 8
+  // micro-batches 25-40% above its CPU time: run 28 of docs/auto_parallel.md.) Not in
   // the share: the share is that of the layouts measured with it before (runs 22-27).
-  if (profile.tp_hinted && devices % 2 == 0 && config.batch % (2 * (devices / 2)) == 0) {
-    for (int64_t micro_batches : {1, 2}) {
-      Reference reference;
-      reference.layout = single;
-      reference.layout.set_dp(devices / 2);
-      reference.layout.set_tp(2);
-      reference.layout.set_micro_batches(micro_batches);
-      reference.group = -2;  // no dp of the groups above
-      reference.for_share = false;
-      references.push_back(reference);
-    }
+  for (int64_t micro_batches : {1, 2, 4}) {
+    if (!profile.tp_hinted || devices % 2 != 0 || config.batch % ((devices / 2) * micro_batches) != 0) continue;
+    Reference reference;
+    reference.layout = single;
+    reference.layout.set_dp(devices / 2);
+    reference.layout.set_tp(2);
+    reference.layout.set_micro_batches(micro_batches);
+    reference.group = -2;  // no dp of the groups above
+    reference.for_share = false;
+    references.push_back(reference);
   }
   auto measure_references = [&]() {
     for (Reference& reference : references) {
