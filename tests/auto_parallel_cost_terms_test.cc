@@ -218,6 +218,66 @@ TEST(AutoParallelCostTermsTest, SharedHostTermsAreTheExtraCpuPerExtraActAndCpuOv
             "shared-host terms need two runs of one reference with other act counts; 2 runs give none");
 }
 
+TEST(AutoParallelCostTermsTest, BoxingActsGetTheirOwnCostFromReferencesThatAddThemAtOtherRates) {
+  // 5 us per act, 20 us per boxing act. A data-parallel reference adds 1000 acts with
+  // micro-batches and no boxing act: 50 -> 55 ms of CPU. A tensor-parallel one adds 600
+  // acts, 300 of them boxing (all-reduces): 60 -> 60 + 300 x 5 + 300 x 20 us = 67.5 ms.
+  // Solved together: 5 and 20 us. One cost for both (the median of the slopes 5 and
+  // 7.5 / 600 = 12.5 us) is 8.75 us.
+  std::vector<auto_parallel::RunSample> runs = {{0.050, 0.05, 1000, 0, 100},
+                                                {0.055, 0.05, 2000, 0, 100},
+                                                {0.060, 0.05, 1000, 1, 200},
+                                                {0.0675, 0.05, 1600, 1, 500}};
+  absl::StatusOr<auto_parallel::SharedHostTerms> terms = auto_parallel::FitSharedHostTerms(runs, 2);
+  ASSERT_TRUE(terms.ok()) << terms.status();
+  ASSERT_TRUE(terms->boxing_act_seconds.has_value());
+  EXPECT_NEAR(*terms->boxing_act_seconds, 20e-6, 1e-12);
+  EXPECT_NEAR(terms->act_seconds, 5e-6, 1e-12);
+  EXPECT_EQ(terms->solutions, 1);
+  EXPECT_NEAR(terms->one_cost_act_seconds, 8.75e-6, 1e-12);
+  // References that add boxing acts in nearly one proportion (0 and 4%) tell nothing
+  // apart: one cost, no boxing cost.
+  runs[3] = {0.0625, 0.05, 1500, 1, 220};
+  terms = auto_parallel::FitSharedHostTerms(runs, 2);
+  ASSERT_TRUE(terms.ok()) << terms.status();
+  EXPECT_FALSE(terms->boxing_act_seconds.has_value());
+  EXPECT_NEAR(terms->act_seconds, terms->one_cost_act_seconds, 0);
+  // Nor do pairs of one reference, whatever their proportions.
+  runs = {{0.050, 0.05, 1000, 0, 100}, {0.055, 0.05, 2000, 0, 100}, {0.0675, 0.05, 2600, 0, 400}};
+  terms = auto_parallel::FitSharedHostTerms(runs, 2);
+  ASSERT_TRUE(terms.ok()) << terms.status();
+  EXPECT_FALSE(terms->boxing_act_seconds.has_value());
+  // More boxing acts than acts is no run.
+  const absl::StatusOr<auto_parallel::SharedHostTerms> bad =
+      auto_parallel::FitSharedHostTerms({{0.05, 0.05, 100, 0, 101}, {0.06, 0.05, 200, 0, 0}}, 2);
+  EXPECT_EQ(bad.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(bad.status().message(), "shared-host terms need 0 to 100 boxing acts in a run of 100 acts, not 101");
+}
+
+TEST(AutoParallelCostTermsTest, BoxingActsCostBoxingActSecondsEach) {
+  const Probe probe = ProbeOf(TinyGpt());
+  // The boxing actors of the tp = 2 probe plan's first device (one micro-batch: each once).
+  int64_t boxing = 0;
+  for (const proto::ActorDef& actor : probe.plan.devices(0).actors()) {
+    if (actor.kind() == proto::ACTOR_BOXING) ++boxing;
+  }
+  ASSERT_GE(boxing, 3 * 4 + 2);  // Megatron's all-reduces at least
+  auto_parallel::PriceOptions one_cost = Devices(2);
+  one_cost.act_seconds = 1e-5;
+  auto_parallel::PriceOptions same = one_cost;
+  same.boxing_act_seconds = 1e-5;
+  auto_parallel::PriceOptions dearer = one_cost;
+  dearer.boxing_act_seconds = 1e-5 + 1e-3;
+  absl::StatusOr<proto::AutoParallelPrediction> base = PriceLayout(probe.profile, one_cost, Layout(1, 2, 1));
+  absl::StatusOr<proto::AutoParallelPrediction> alike = PriceLayout(probe.profile, same, Layout(1, 2, 1));
+  absl::StatusOr<proto::AutoParallelPrediction> boxed = PriceLayout(probe.profile, dearer, Layout(1, 2, 1));
+  ASSERT_TRUE(base.ok() && alike.ok() && boxed.ok());
+  EXPECT_EQ(auto_parallel::StepSeconds(*alike), auto_parallel::StepSeconds(*base));
+  // Every boxing act 1 ms dearer, on the compute side, each once.
+  EXPECT_NEAR(boxed->compute_seconds() - base->compute_seconds(), 1e-3 * static_cast<double>(boxing), 1e-9);
+  EXPECT_EQ(boxed->exposed_communication_seconds(), base->exposed_communication_seconds());
+}
+
 TEST(AutoParallelCostTermsTest, OneRunMeasuredInABadMomentDoesNotSetTheActCost) {
   // Kernels of 30 ms and 10 us per act, with 1, 2, 4 and 8 micro-batches (1000 acts each),
   // but the 1-micro-batch run caught a burst of spinning: 80 ms of CPU instead of 40. The
@@ -265,6 +325,25 @@ TEST(AutoParallelCostTermsTest, EveryCollectiveCallCostsCollectiveCallSeconds) {
   EXPECT_NEAR(with->exposed_communication_seconds() - without->exposed_communication_seconds(),
               1e-4 * static_cast<double>(calls), 1e-12);
   EXPECT_EQ(with->compute_seconds(), without->compute_seconds());
+}
+
+TEST(AutoParallelCostTermsTest, APipelinesTensorParallelAllReducesAreWaitingNotSharedWork) {
+  const Probe probe = ProbeOf(TinyGpt());
+  // tp = 2 x pp = 2 with one micro-batch on one core: one stage at a time, its 2 devices
+  // computing at half speed, so the play (then the optimizer, all 4 devices at once) is
+  // the step. Each of the model's 14 all-reduces (3 x 4 + 2) costs a call of c more wall
+  // time once, where the devices wait on it, not 2 x c (the 2 devices' turns on the core,
+  // as when the play counted it as their compute). (c small beside the compute, so the
+  // play stays the step's bound.)
+  auto_parallel::PriceOptions free = Devices(4);
+  free.host_cores = 1;
+  auto_parallel::PriceOptions priced = free;
+  const double c = 1e-6;
+  priced.collective_call_seconds = c;
+  absl::StatusOr<proto::AutoParallelPrediction> without = PriceLayout(probe.profile, free, Layout(1, 2, 2));
+  absl::StatusOr<proto::AutoParallelPrediction> with = PriceLayout(probe.profile, priced, Layout(1, 2, 2));
+  ASSERT_TRUE(without.ok() && with.ok());
+  EXPECT_NEAR(auto_parallel::StepSeconds(*with) - auto_parallel::StepSeconds(*without), 14 * c, 1e-12);
 }
 
 // The tiny gpt on one device compiled with `recompute` ("none", "full").

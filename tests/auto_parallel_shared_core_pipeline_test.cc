@@ -59,6 +59,31 @@ TEST(SharedCorePipelineTest, TwoStagesOfTwoDevicesOnThreeCores) {
   EXPECT_NEAR(*seconds, 10.0, 1e-9);
 }
 
+TEST(SharedCorePipelineTest, WaitingTakesWallTimeButNoCore) {
+  // One stage of 2 devices on 1 core, one micro-batch: the forward's compute at half
+  // speed (2), its wait (1), the backward's compute at half speed (4), its wait (0.5):
+  // 7.5. (Waiting counted as compute: 9; left out: 6.)
+  std::vector<PipelineStageWork> stage = {PipelineStageWork{1.0, 2.0, 2, 1.0, 0.5}};
+  absl::StatusOr<double> seconds = SharedCorePipelineSeconds(stage, 1, 1);
+  ASSERT_TRUE(seconds.ok()) << seconds.status();
+  EXPECT_NEAR(*seconds, 7.5, 1e-9);
+}
+
+TEST(SharedCorePipelineTest, AStageThatWaitsLeavesTheCoresToTheOthers) {
+  // 2 stages of one device on 1 core, 2 micro-batches, F = B = 1, each forward then
+  // waiting 1. Stage 0: F0, F1, B0, B1; stage 1: F0, B0, F1, B1.
+  //   0-1   stage 0 computes F0 alone            1-2   it waits
+  //   2-4   F1 of stage 0 and F0 of stage 1 share the core (1 each at half speed)
+  //   4-5   both wait                             5-6   B0 of stage 1 alone
+  //   6-8   B0 of stage 0 and F1 of stage 1 share the core
+  //   8-9   stage 1 waits (stage 0's B1 needs its B1)
+  //   9-10  B1 of stage 1 alone                   10-11 B1 of stage 0 alone: 11.
+  std::vector<PipelineStageWork> stages(2, PipelineStageWork{1.0, 1.0, 1, 1.0, 0.0});
+  absl::StatusOr<double> seconds = SharedCorePipelineSeconds(stages, 2, 1);
+  ASSERT_TRUE(seconds.ok()) << seconds.status();
+  EXPECT_NEAR(*seconds, 11.0, 1e-9);
+}
+
 TEST(SharedCorePipelineTest, BadInputIsRefusedNamingIt) {
   absl::StatusOr<double> none = SharedCorePipelineSeconds({}, 1, 2);
   EXPECT_EQ(none.status().code(), absl::StatusCode::kInvalidArgument);
@@ -73,6 +98,12 @@ TEST(SharedCorePipelineTest, BadInputIsRefusedNamingIt) {
   absl::StatusOr<double> no_device = SharedCorePipelineSeconds(empty_stage, 2, 2);
   EXPECT_EQ(no_device.status().code(), absl::StatusCode::kInvalidArgument);
   EXPECT_NE(no_device.status().message().find("stage 1: 0 devices"), std::string::npos);
+  std::vector<PipelineStageWork> negative_wait = Equal(2, 1);
+  negative_wait[0].backward_wait_seconds = -1;
+  absl::StatusOr<double> waits_back = SharedCorePipelineSeconds(negative_wait, 2, 2);
+  EXPECT_EQ(waits_back.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_NE(waits_back.status().message().find("backward 2 s + -1 s waiting"), std::string::npos)
+      << waits_back.status();
 }
 
 }  // namespace

@@ -48,17 +48,23 @@ std::vector<UnitActs> CountUnitActs(const proto::Plan& plan, const ModelProfile&
   for (const proto::ActorDef& actor : plan.devices(0).actors()) {
     const std::string op = OpOf(plan, actor);
     const bool per_iteration = RunsPerIteration(actor, op);
+    const bool boxing = actor.kind() == proto::ACTOR_BOXING;
     auto it = unit_of_op.find(ForwardOp(op));
     if (it == unit_of_op.end()) {
-      if (per_iteration) {
+      if (per_iteration && !boxing) {
         ++unplaced_per_iteration;
       } else if (!counts.empty()) {
-        ++counts.front().per_micro_batch;
+        // A boxing of no unit's op (a variable's gather) to the prologue, like the
+        // data source's acts.
+        UnitActs& first = counts.front();
+        ++(per_iteration ? first.per_iteration : first.per_micro_batch);
+        if (boxing) ++(per_iteration ? first.boxing_per_iteration : first.boxing_per_micro_batch);
       }
       continue;
     }
     UnitActs& unit = counts[it->second];
     ++(per_iteration ? unit.per_iteration : unit.per_micro_batch);
+    if (boxing) ++(per_iteration ? unit.boxing_per_iteration : unit.boxing_per_micro_batch);
   }
   int64_t tensors = 0;
   for (const ProfileUnit& unit : profile.units) tensors += unit.parameter_tensors;
@@ -98,6 +104,8 @@ absl::Status CountActs(const proto::Plan& probe_plan, ModelProfile* profile) {
   for (size_t u = 0; u < profile->units.size(); ++u) {
     profile->units[u].acts_per_micro_batch = counts[u].per_micro_batch;
     profile->units[u].acts_per_iteration = counts[u].per_iteration;
+    profile->units[u].boxing_acts_per_micro_batch = counts[u].boxing_per_micro_batch;
+    profile->units[u].boxing_acts_per_iteration = counts[u].boxing_per_iteration;
   }
   profile->acts_counted = true;
   return absl::OkStatus();
@@ -171,7 +179,9 @@ UnitActs ActsOf(const ModelProfile& profile, size_t unit, const proto::AutoParal
   for (const LayoutActs& family : profile.layout_acts) {
     if (SameLayout(family.probe, probe) && unit < family.units.size()) return family.units[unit];
   }
-  return UnitActs{profile.units[unit].acts_per_micro_batch, profile.units[unit].acts_per_iteration};
+  const ProfileUnit& counted = profile.units[unit];
+  return UnitActs{counted.acts_per_micro_batch, counted.acts_per_iteration, counted.boxing_acts_per_micro_batch,
+                  counted.boxing_acts_per_iteration};
 }
 
 }  // namespace oneflow::auto_parallel

@@ -1,6 +1,7 @@
 #include "compiler/auto_parallel/host_terms.h"
 
 #include <algorithm>
+#include <cmath>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
@@ -14,11 +15,29 @@ double Median(std::vector<double> values) {
   return n % 2 == 1 ? values[n / 2] : 0.5 * (values[n / 2 - 1] + values[n / 2]);
 }
 
+// One pair of runs of a reference: its extra acts of each kind and extra CPU seconds.
+struct Pair {
+  double other = 0;
+  double boxing = 0;
+  double cpu = 0;
+  int64_t reference = 0;
+};
+
+// Two pairs whose extra acts are boxing acts in proportions closer than this tell the two
+// costs apart too poorly to solve for them (their determinant is near 0: noise of a few
+// ms in a pair's CPU time would swing the costs by far more than they are).
+constexpr double kDistinctBoxingFraction = 0.05;
+
 }  // namespace
 
 absl::StatusOr<SharedHostTerms> FitSharedHostTerms(const std::vector<RunSample>& runs, int64_t host_cores) {
   std::vector<double> shares;
   for (const RunSample& run : runs) {
+    if (run.boxing_acts < 0 || run.boxing_acts > run.acts) {
+      return absl::InvalidArgumentError(absl::StrFormat(
+          "shared-host terms need 0 to %d boxing acts in a run of %d acts, not %d", run.acts, run.acts,
+          run.boxing_acts));
+    }
     if (!(run.cpu_seconds > 0) || !(run.wall_seconds > 0)) {
       return absl::InvalidArgumentError(absl::StrFormat(
           "shared-host terms need positive CPU and wall times, not %g s of CPU in a %g s step", run.cpu_seconds,
@@ -30,10 +49,14 @@ absl::StatusOr<SharedHostTerms> FitSharedHostTerms(const std::vector<RunSample>&
     return absl::InvalidArgumentError(absl::StrFormat("shared-host terms need host cores >= 1, not %d", host_cores));
   }
   std::vector<double> slopes;
+  std::vector<Pair> pairs;
   for (size_t i = 0; i < runs.size(); ++i) {
     for (size_t j = i + 1; j < runs.size(); ++j) {
       if (runs[i].reference != runs[j].reference || runs[i].acts == runs[j].acts) continue;
       slopes.push_back((runs[j].cpu_seconds - runs[i].cpu_seconds) / static_cast<double>(runs[j].acts - runs[i].acts));
+      const double boxing = static_cast<double>(runs[j].boxing_acts - runs[i].boxing_acts);
+      pairs.push_back({static_cast<double>(runs[j].acts - runs[i].acts) - boxing, boxing,
+                       runs[j].cpu_seconds - runs[i].cpu_seconds, runs[i].reference});
     }
   }
   if (slopes.empty()) {
@@ -42,8 +65,30 @@ absl::StatusOr<SharedHostTerms> FitSharedHostTerms(const std::vector<RunSample>&
   }
   SharedHostTerms terms;
   terms.act_seconds = std::max(0.0, Median(slopes));
+  terms.one_cost_act_seconds = terms.act_seconds;
   terms.host_core_share = std::clamp(Median(shares), 1e-3, static_cast<double>(host_cores));
   terms.slopes = static_cast<int64_t>(slopes.size());
+  std::vector<double> others, boxings;
+  for (size_t i = 0; i < pairs.size(); ++i) {
+    for (size_t j = i + 1; j < pairs.size(); ++j) {
+      const Pair& a = pairs[i];
+      const Pair& b = pairs[j];
+      // Pairs of one reference add both kinds in one proportion: they tell nothing apart.
+      if (a.reference == b.reference) continue;
+      const double fraction_a = a.boxing / (a.other + a.boxing);
+      const double fraction_b = b.boxing / (b.other + b.boxing);
+      if (std::abs(fraction_a - fraction_b) < kDistinctBoxingFraction) continue;
+      // Cramer's rule on  a.cpu = other a.other + boxing a.boxing  (and b's).
+      const double determinant = a.other * b.boxing - a.boxing * b.other;
+      others.push_back((a.cpu * b.boxing - a.boxing * b.cpu) / determinant);
+      boxings.push_back((a.other * b.cpu - a.cpu * b.other) / determinant);
+    }
+  }
+  if (!others.empty()) {
+    terms.act_seconds = std::max(0.0, Median(others));
+    terms.boxing_act_seconds = std::max(0.0, Median(boxings));
+    terms.solutions = static_cast<int64_t>(others.size());
+  }
   return terms;
 }
 

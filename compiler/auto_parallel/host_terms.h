@@ -38,20 +38,36 @@ namespace oneflow::auto_parallel {
 //                    for 21 ms of CPU, where the other references got 1-1.5 cores) says
 //                    nothing about the share, and the ratio of sums weighs it most
 //                    (run 15 of docs/auto_parallel.md: 0.29 cores, every prediction ~4x long).
+//
+// With the boxing acts of each run (boxing_acts: a collective's or a transfer's actors,
+// which wait for their peers), two act costs, one per kind: every pair of runs of one
+// reference says  extra CPU = act x extra other acts + boxing act x extra boxing acts;
+// two such pairs of references whose extra acts are boxing acts in other proportions
+// (|difference of the boxing fractions| >= 0.05: a data-parallel reference adds hardly any
+// with micro-batches, a tensor-parallel one an all-reduce per block's matmul pair) give
+// both costs, and each is the median over every such two (a Theil-Sen of two unknowns).
 struct RunSample {
   double cpu_seconds = 0;   // the process's CPU time in one step (every thread)
   double wall_seconds = 0;  // the step
   int64_t acts = 0;         // every device's acts in one step
   int64_t reference = 0;    // runs of one reference (layout) share the kernels
+  int64_t boxing_acts = 0;  // of acts, the boxing actors'
 };
 struct SharedHostTerms {
   double act_seconds = 0;
   double host_core_share = 0;
   int64_t slopes = 0;  // pairs the median was taken over
+  // The two-kind fit's (nullopt when no two pairs tell the kinds apart): the boxing act's
+  // cost, and act_seconds is then the other acts'.
+  std::optional<double> boxing_act_seconds;
+  int64_t solutions = 0;
+  // The one cost of every act (the median slope), whichever fit set act_seconds.
+  double one_cost_act_seconds = 0;  // two-pair solutions the medians were taken over
 };
 // INVALID_ARGUMENT when a time is not positive, no reference has two runs with other act
-// counts, or host_cores < 1. The act cost is 0 when the median slope is negative (more
-// acts took less CPU); the share is at least 1 / 1000 of a core.
+// counts, boxing acts are negative or above the acts, or host_cores < 1. An act cost is 0
+// when its median is negative (more acts took less CPU); the share is at least 1 / 1000
+// of a core.
 absl::StatusOr<SharedHostTerms> FitSharedHostTerms(const std::vector<RunSample>& runs, int64_t host_cores);
 
 // Sets options' act_seconds, collective_call_seconds, host_cores and host_core_share from

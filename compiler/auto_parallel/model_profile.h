@@ -89,12 +89,20 @@ struct ProfileUnit {
   // CountActs counted them in the probe plan; 0 until counted.
   int64_t acts_per_micro_batch = 0;
   int64_t acts_per_iteration = 0;
+  // Of them, the boxing actors' (a collective or a transfer: tp's all-reduces, the
+  // gradient sync, ZeRO's gathers, a pipeline's sends), priced apart
+  // (PriceOptions::boxing_act_seconds).
+  int64_t boxing_acts_per_micro_batch = 0;
+  int64_t boxing_acts_per_iteration = 0;
 };
 
-// The acts one device runs for one unit in a plan (act_count.h).
+// The acts one device runs for one unit in a plan (act_count.h); boxing_* of them the
+// boxing actors'.
 struct UnitActs {
   int64_t per_micro_batch = 0;
   int64_t per_iteration = 0;
+  int64_t boxing_per_micro_batch = 0;
+  int64_t boxing_per_iteration = 0;
 };
 
 // Every unit's acts in the plan of one family of layouts (act_count.h ActFamilyProbe):

@@ -27,6 +27,7 @@ struct UnitCost {
   double compute_seconds = 0;  // forward + backward (+ recomputation)
   double backward_seconds = 0;
   double tp_seconds = 0;
+  double backward_tp_seconds = 0;  // of tp_seconds: the backward's all-reduces
   double parameter_bytes = 0;  // on one device before ZeRO
   int64_t parameter_tensors = 0;
   double kept_bytes = 0;       // activations kept for backward, one micro-batch
@@ -84,6 +85,7 @@ class Pricer {
       total.compute_seconds += cost.compute_seconds;
       total.backward_seconds += cost.backward_seconds;
       total.tp_seconds += cost.tp_seconds;
+      total.backward_tp_seconds += cost.backward_tp_seconds;
       total.parameter_bytes += cost.parameter_bytes;
       total.parameter_tensors += cost.parameter_tensors;
       total.kept_bytes += cost.kept_bytes;
@@ -108,10 +110,13 @@ class Pricer {
       // Pipeline receives (the sender does not wait): the activation into this stage and
       // the gradient from the next one, one micro-batch's rows of each device.
       double pipeline_seconds = 0;
+      double gradient_receive_seconds = 0;  // of pipeline_seconds: the backward's
       for (int64_t edge : {s, s + 1}) {
         if (edge == 0 || edge >= pp) continue;
         const double bytes = cut_bytes[edge] * RowFraction();
-        pipeline_seconds += CallSeconds(links_, CutCrossesNodes(edge), bytes);
+        const double seconds = CallSeconds(links_, CutCrossesNodes(edge), bytes);
+        pipeline_seconds += seconds;
+        if (edge == s + 1) gradient_receive_seconds = seconds;
       }
       const double micro_batch_seconds = cost.compute_seconds + cost.tp_seconds + pipeline_seconds;
       OF_ASSIGN_OR_RETURN(const double zero3_gathers, Zero3GatherSeconds(s, cost));
@@ -132,8 +137,13 @@ class Pricer {
       const double exposed_dp = std::max(dp_seconds - cost.backward_seconds, dp_seconds * tail);
       // ZeRO-3 prefetches the next gather while the current block computes.
       const double exposed_gathers = std::max(0.0, zero3_gathers - micro_batches * cost.compute_seconds);
-      stage_work[s].backward_seconds = std::min(cost.backward_seconds, micro_batch_seconds);
-      stage_work[s].forward_seconds = micro_batch_seconds - stage_work[s].backward_seconds;
+      // The play's tasks: compute on the shared cores, then the communication the stage
+      // waits on, which holds no core (tp's all-reduces, the pipeline's receives).
+      stage_work[s].backward_seconds = cost.backward_seconds;
+      stage_work[s].forward_seconds = cost.compute_seconds - cost.backward_seconds;
+      stage_work[s].backward_wait_seconds = cost.backward_tp_seconds + gradient_receive_seconds;
+      stage_work[s].forward_wait_seconds =
+          cost.tp_seconds - cost.backward_tp_seconds + pipeline_seconds - gradient_receive_seconds;
       stage_work[s].devices = layout_.dp() * layout_.tp();
       const double every_device_at_once = std::max(
           1.0, static_cast<double>(layout_.dp() * layout_.tp() * pp) / std::max(1.0, SharedCores()));
@@ -370,13 +380,21 @@ class Pricer {
                                                                    : static_cast<int64_t>(unit.op_names.size()));
     }
     const double act_seconds = profile_.acts_counted ? options_.act_seconds : 0;
-    cost.iteration_act_seconds = act_seconds * static_cast<double>(unit_acts.per_iteration);
+    const double boxing_act_seconds =
+        profile_.acts_counted ? options_.boxing_act_seconds.value_or(options_.act_seconds) : 0;
+    // Priced per kind: the boxing acts (recomputation's re-run forward adds compute acts
+    // only, its all-reduces' price is in backward_tp) and the rest.
+    const double boxing_micro_batch = static_cast<double>(unit_acts.boxing_per_micro_batch);
+    const double boxing_iteration = static_cast<double>(unit_acts.boxing_per_iteration);
+    cost.iteration_act_seconds = act_seconds * (static_cast<double>(unit_acts.per_iteration) - boxing_iteration) +
+                                 boxing_act_seconds * boxing_iteration;
     cost.micro_batch_acts = acts;
     cost.iteration_acts = static_cast<double>(unit_acts.per_iteration);
     cost.backward_seconds = 2 * forward + recomputed;
-    const double overhead = act_seconds * acts;
+    const double overhead = act_seconds * (acts - boxing_micro_batch) + boxing_act_seconds * boxing_micro_batch;
     cost.compute_seconds = forward + cost.backward_seconds + overhead;
     cost.tp_seconds = forward_tp + backward_tp;
+    cost.backward_tp_seconds = backward_tp;
     cost.parameter_bytes = unit.parameter_bytes - unit.tp_parameter_bytes + unit.tp_parameter_bytes / tp;
     cost.parameter_tensors = unit.parameter_tensors;
     return cost;

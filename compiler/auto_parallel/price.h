@@ -27,8 +27,10 @@
 //   and with host_cores (every device simulated in one process on that many cores) at
 //   least the devices' compute (kernels and acts) over the cores, or over the share of
 //   them the process obtains (host_core_share), and with pp > 1 at least the 1F1B
-//   pipeline played out on that share (shared_core_pipeline.h) plus the slowest stage's
-//   optimizer (every device at once) and exposed sync; the difference counts as compute.
+//   pipeline played out on that share (shared_core_pipeline.h: a task's kernels and acts
+//   on the cores, its tp all-reduces and pipeline receives as waiting on none) plus the
+//   slowest stage's optimizer (every device at once) and exposed sync; the difference
+//   counts as compute.
 //   peak  = parameters + gradients + optimizer state (what ZeRO shards divided by dp)
 //           + kept activations of one micro-batch x micro-batches in flight (pp - s on
 //           stage s, bounded by micro_batches) x the register slots.
@@ -36,6 +38,7 @@
 #define COMPILER_AUTO_PARALLEL_PRICE_H_
 
 #include <cstdint>
+#include <optional>
 
 #include "absl/status/statusor.h"
 #include "compiler/auto_parallel/edge_price_cache.h"
@@ -57,6 +60,13 @@ struct PriceOptions {
   // thread's wake-up), measured on this host (bench/auto_parallel/host_calibration.h); 0:
   // acts are free. Priced only for a profile whose acts CountActs counted.
   double act_seconds = 0;
+  // Seconds a boxing act (a collective's or a transfer's actor: tp's all-reduces, the
+  // gradient sync, ZeRO's gathers, a pipeline's sends) costs instead: its ranks meet, so
+  // on shared cores a rank spins and sleeps until its peers come, and one cost for every
+  // act priced tp's and ZeRO's layouts 15-25% under their measured CPU time
+  // (docs/auto_parallel.md, runs 24-27). Fitted with act_seconds from runs of layouts whose
+  // boxing acts grow at other rates (host_terms.h FitSharedHostTerms). nullopt: act_seconds.
+  std::optional<double> boxing_act_seconds;
   // Seconds one collective call costs beyond the link model when its ranks share the
   // host's cores (a rank waits for descheduled peers), added per call; 0: none.
   double collective_call_seconds = 0;

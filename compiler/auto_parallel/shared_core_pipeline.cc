@@ -34,10 +34,13 @@ absl::StatusOr<double> SharedCorePipelineSeconds(const std::vector<PipelineStage
   if (micro_batches < 1) return absl::InvalidArgumentError(absl::StrCat("micro_batches=", micro_batches, ": give >= 1"));
   if (!(cores > 0)) return absl::InvalidArgumentError(absl::StrCat("cores=", cores, ": give > 0"));
   for (size_t s = 0; s < stages.size(); ++s) {
-    if (stages[s].devices < 1 || stages[s].forward_seconds < 0 || stages[s].backward_seconds < 0) {
-      return absl::InvalidArgumentError(absl::StrCat("stage ", s, ": ", stages[s].devices, " devices, forward ",
-                                                     stages[s].forward_seconds, " s, backward ",
-                                                     stages[s].backward_seconds, " s"));
+    const PipelineStageWork& stage = stages[s];
+    if (stage.devices < 1 || stage.forward_seconds < 0 || stage.backward_seconds < 0 ||
+        stage.forward_wait_seconds < 0 || stage.backward_wait_seconds < 0) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "stage ", s, ": ", stage.devices, " devices, forward ", stage.forward_seconds, " s + ",
+          stage.forward_wait_seconds, " s waiting, backward ", stage.backward_seconds, " s + ",
+          stage.backward_wait_seconds, " s waiting"));
     }
   }
   const int64_t pp = static_cast<int64_t>(stages.size());
@@ -48,6 +51,7 @@ absl::StatusOr<double> SharedCorePipelineSeconds(const std::vector<PipelineStage
   std::vector<std::vector<bool>> backward_done(pp, std::vector<bool>(micro_batches, false));
   std::vector<size_t> next(pp, 0);
   std::vector<double> remaining(pp, -1);  // core-seconds left of the current task; -1: not started
+  std::vector<double> waiting(pp, 0);     // wall seconds of waiting left after its compute
   auto ready = [&](int64_t s) -> bool {
     if (next[s] >= orders[s].size()) return false;
     const Task& task = orders[s][next[s]];
@@ -58,24 +62,32 @@ absl::StatusOr<double> SharedCorePipelineSeconds(const std::vector<PipelineStage
   std::vector<int64_t> running;
   while (true) {
     running.clear();
-    int64_t busy_devices = 0;
+    int64_t busy_devices = 0;  // devices computing (not waiting): they share the cores
     for (int64_t s = 0; s < pp; ++s) {
       if (!ready(s)) continue;
       running.push_back(s);
-      busy_devices += stages[s].devices;
       if (remaining[s] < 0) {
-        remaining[s] = orders[s][next[s]].forward ? stages[s].forward_seconds : stages[s].backward_seconds;
+        const bool forward = orders[s][next[s]].forward;
+        remaining[s] = forward ? stages[s].forward_seconds : stages[s].backward_seconds;
+        waiting[s] = forward ? stages[s].forward_wait_seconds : stages[s].backward_wait_seconds;
       }
+      if (remaining[s] > 0) busy_devices += stages[s].devices;
     }
     if (running.empty()) break;
-    const double rate = std::min(1.0, cores / static_cast<double>(busy_devices));
+    const double rate = busy_devices == 0 ? 1.0 : std::min(1.0, cores / static_cast<double>(busy_devices));
     double step = std::numeric_limits<double>::infinity();
-    for (int64_t s : running) step = std::min(step, remaining[s] / rate);
+    for (int64_t s : running) step = std::min(step, remaining[s] > 0 ? remaining[s] / rate : waiting[s]);
     now += step;
+    // A relative margin absorbs rounding: the phase(s) that set the step end now.
+    const double margin = 1e-12 * std::max(1.0, now);
     for (int64_t s : running) {
-      remaining[s] -= step * rate;
-      // The task(s) that set the step end now; a relative margin absorbs rounding.
-      if (remaining[s] > 1e-12 * std::max(1.0, now)) continue;
+      if (remaining[s] > 0) {
+        remaining[s] -= step * rate;
+        if (remaining[s] <= margin) remaining[s] = 0;
+        continue;  // its waiting starts at the next step
+      }
+      waiting[s] -= step;
+      if (waiting[s] > margin) continue;
       const Task& task = orders[s][next[s]];
       (task.forward ? forward_done : backward_done)[s][task.micro_batch] = true;
       ++next[s];

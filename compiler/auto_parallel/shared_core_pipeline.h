@@ -18,6 +18,12 @@
 // (the last stage: its own forward). Every stage is `devices` devices (dp x tp) running the
 // task together; the devices of the stages with a task ready share `cores` equally
 // (processor sharing), each at most one core.
+//
+// A task is its compute and then its waiting: the tensor-parallel all-reduces and the
+// pipeline's receives the stage waits on. Waiting takes wall time but no core, so a
+// stage that waits leaves the cores to the others. (Counted as compute, the waiting of
+// tp = 2 × pp = 2 with 8 micro-batches and full recomputation put the play at 443 ms where
+// the step measured 286: docs/auto_parallel.md, runs 24-27.)
 #ifndef COMPILER_AUTO_PARALLEL_SHARED_CORE_PIPELINE_H_
 #define COMPILER_AUTO_PARALLEL_SHARED_CORE_PIPELINE_H_
 
@@ -33,11 +39,16 @@ struct PipelineStageWork {
   double forward_seconds = 0;
   double backward_seconds = 0;
   int64_t devices = 1;  // devices of the stage running each task together (dp x tp)
+  // After each forward and backward: the wall time the stage's devices wait on
+  // communication (tensor-parallel all-reduces, the pipeline's receives), on no core.
+  double forward_wait_seconds = 0;
+  double backward_wait_seconds = 0;
 };
 
 // The wall time from the first forward to the last backward. With cores at least every
 // device's count it is the 1F1B schedule's own length ((M + pp - 1) x (F + B) for equal
-// stages); one stage of g devices is M x (F + B) x max(1, g / cores).
+// stages, the waits included); one stage of g devices is
+// M x ((F + B) x max(1, g / cores) + the waits).
 // INVALID_ARGUMENT when there is no stage, micro_batches < 1, cores <= 0, a stage has no
 // device or a negative time.
 absl::StatusOr<double> SharedCorePipelineSeconds(const std::vector<PipelineStageWork>& stages, int64_t micro_batches,
