@@ -169,7 +169,9 @@ TEST(PipelineSchedulePassTest, ZeroBubbleRunsNarrowingCastsWithForward) {
       ++narrowing;
       EXPECT_TRUE(absl::StartsWith(line, "act PIPELINE_ACT_FORWARD ")) << line;
     }
-    if (absl::EndsWith(line, "/f32")) EXPECT_FALSE(absl::StartsWith(line, "act PIPELINE_ACT_FORWARD ")) << line;
+    if (absl::EndsWith(line, "/f32")) {
+      EXPECT_FALSE(absl::StartsWith(line, "act PIPELINE_ACT_FORWARD ")) << line;
+    }
   }
   EXPECT_GE(narrowing, 1) << acts;
 }

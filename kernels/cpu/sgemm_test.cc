@@ -262,7 +262,9 @@ void CheckEpilogue(EpilogueRoute route, const Case& c, bool ta, bool tb, bool wi
       }
     }
   }
-  if (relu && c.m * c.n >= 16) EXPECT_GT(clamped, 0) << "no negative sum: relu untested";
+  if (relu && c.m * c.n >= 16) {
+    EXPECT_GT(clamped, 0) << "no negative sum: relu untested";
+  }
 }
 
 TEST(SgemmTest, EpilogueMatchesTheDoubleProductOnEveryRoute) {
