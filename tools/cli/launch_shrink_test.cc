@@ -158,7 +158,8 @@ int CrossNodeInt4Gradients(const proto::Plan& plan) {
 }
 
 // --codec_accuracy_bound=off travels in the recipe: the small gpt of the compression tests
-// under AdamW at 1 Gbit/s between nodes, where the bound (0.5% by default) refuses int4
+// under AdamW at 1 MB/s between nodes (slow enough that codecs pay in the gradient
+// buckets), where the bound (0.5% by default) refuses int4
 // gradients and off lets auto pick them. Re-planned for 2 of 3 nodes, the plan is byte for
 // byte the one compiled for 2 nodes with the bound off, int4 included; with the default
 // bound (a recipe that lost the flag) it would be the int8 plan.
@@ -173,10 +174,12 @@ TEST(LaunchShrinkTest, ReplanKeepsTheCodecAccuracyBound) {
   auto flags = [](int64_t nodes) {
     examples::ParallelFlags flags = Flags(nodes, nodes, 2);
     flags.devices_per_node = 2;
-    flags.inter_node_bandwidth = 1.25e8;
     return flags;
   };
-  examples::CompileSettings off;
+  examples::CompileSettings bounded;
+  bounded.links.inter_node_bandwidth = 1e6;  // as --inter_node_bandwidth=1e6
+  bounded.links.inter_node_bandwidth_given = true;
+  examples::CompileSettings off = bounded;
   off.compression.codec_accuracy_bound = "off";
   const proto::Plan three = CompiledPlan(gpt, flags(3), off);
   EXPECT_EQ(three.recipe().codec_accuracy_bound(), "off");
@@ -189,9 +192,9 @@ TEST(LaunchShrinkTest, ReplanKeepsTheCodecAccuracyBound) {
   EXPECT_GE(CrossNodeInt4Gradients(replan->plan), 8);
   EXPECT_TRUE(Bytes(replan->plan) == Bytes(CompiledPlan(gpt, two, off)));
   // The default bound refuses int4 on the same layout: what carrying the flag keeps away.
-  const proto::Plan bounded = CompiledPlan(gpt, two);
-  EXPECT_EQ(CrossNodeInt4Gradients(bounded), 0);
-  EXPECT_EQ(bounded.recipe().codec_accuracy_bound(), "");  // the default is not written: dense plans keep their bytes
+  const proto::Plan with_bound = CompiledPlan(gpt, two, bounded);
+  EXPECT_EQ(CrossNodeInt4Gradients(with_bound), 0);
+  EXPECT_EQ(with_bound.recipe().codec_accuracy_bound(), "");  // the default is not written: dense plans keep their bytes
 }
 
 // The mlp's text without its `placement` line, as docs/auto_parallel.md makes one.
