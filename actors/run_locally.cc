@@ -38,7 +38,7 @@ absl::Status RunPlanLocally(const proto::Plan& plan, const LocalRun& run, std::o
   }
   options.record_acts = !run.trace_path.empty();
   // The measured step beside --auto_parallel's prediction (actors/predicted_step.h).
-  MeasuredStep measured;
+  MeasuredStep measured(DenseWarmupIterations(plan));
   options.on_iteration = [&](const IterationMetrics& m) {
     measured.Add(m.iteration, m.step_ms);
     if (run.communication_priority_levels < 0) {

@@ -55,6 +55,11 @@ same_plan gpt_cp_zigzag "$PWD/examples/gpt/gpt" --devices_per_node=2 --cp=2 --cp
 "$ONEFLOW" compile "$DIR/gpt_cp_zigzag.txt" --devices_per_node=2 --cp=2 --cp_attention=ring \
   --plan_out="$DIR/zigzag_no_flag.plan" >/dev/null
 if cmp -s "$DIR/gpt_cp_zigzag.cpp.plan" "$DIR/zigzag_no_flag.plan"; then fail "--cp_ring_split made no difference"; fi
+# --codec_accuracy_bound is recorded in the recipe (an elastic re-plan keeps it), so the
+# text compiled without the flag differs from the example's plan compiled with it.
+same_plan gpt_bound_off "$PWD/examples/gpt/gpt" "${layout[@]}" --codec_accuracy_bound=off
+"$ONEFLOW" compile "$DIR/gpt_bound_off.txt" "${layout[@]}" --plan_out="$DIR/bound_no_flag.plan" >/dev/null
+if cmp -s "$DIR/gpt_bound_off.cpp.plan" "$DIR/bound_no_flag.plan"; then fail "--codec_accuracy_bound made no difference"; fi
 if "$PWD/examples/gpt/gpt" --precision=bf16 --plan_out="$DIR/bf16_probe.plan" >/dev/null 2>"$DIR/bf16.err"; then
   same_plan gpt_bf16 "$PWD/examples/gpt/gpt" "${layout[@]}" --precision=bf16
 else
@@ -80,6 +85,8 @@ expect_error "oneflow compile: --cp_attention=flash is not one of: ulysses, ring
   "$DIR/gpt_cp_ring.txt" --devices_per_node=2 --cp=2 --cp_attention=flash
 expect_error "oneflow compile: --cp_ring_split=spiral is not one of: zigzag, contiguous" \
   "$DIR/gpt_cp_ring.txt" --devices_per_node=2 --cp=2 --cp_attention=ring --cp_ring_split=spiral
+expect_error "oneflow compile: --codec_accuracy_bound=-1 is not a choice; valid: a final-loss gap >= 0 as a fraction \
+of dense's (0.005 is 0.5%, the default), or off" "$DIR/gpt.txt" "${layout[@]}" --codec_accuracy_bound=-1
 expect_error "oneflow compile: --pp_schedule=interleaved needs --virtual_stages >= 2 (got --virtual_stages=1)" \
   "$DIR/gpt_zb.txt" --devices_per_node=2 --pp=2 --micro_batches=4 --pp_schedule=interleaved
 

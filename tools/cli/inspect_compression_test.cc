@@ -19,6 +19,7 @@
 #include "google/protobuf/util/json_util.h"
 #include "gtest/gtest.h"
 #include "tools/cli/inspect.h"
+#include "tools/cli/predicted_step_time.h"
 
 namespace oneflow::cli {
 namespace {
@@ -142,6 +143,63 @@ TEST(InspectCompressionTest, ShowsTheDenseWarmUp) {
   }
   EXPECT_EQ(printed, compressed);
   EXPECT_EQ(Inspect(CompressedGpt(), InspectFormat::kText).find("dense for the first"), std::string::npos);
+}
+
+// The same plan with every compressed step and bucket dense, as the warm-up runs them:
+// each step at its compiled dense price.
+proto::Plan AsInWarmup(proto::Plan plan) {
+  for (proto::BoxingDef& boxing : *plan.mutable_boxings()) {
+    for (proto::BoxingStepDef& step : *boxing.mutable_steps()) {
+      if (step.compression().kind() == proto::Compression::NONE) continue;
+      step.set_seconds(step.dense_seconds());
+      step.clear_compression();
+    }
+  }
+  for (proto::GradientBucketDef& bucket : *plan.mutable_buckets()) bucket.clear_compression();
+  return plan;
+}
+
+google::protobuf::Struct ParseJson(const std::string& json);
+
+// With --compression_warmup=N the predicted step has two parts: the steady compressed
+// step, and the step of the N dense iterations, which is the step of the same plan with
+// every compressed collective dense. Text and JSON carry both; a plan without a warm-up
+// prints only the steady one.
+TEST(InspectCompressionTest, PredictsTheDenseWarmUpBesideTheSteadyStep) {
+  const proto::Plan plan = CompressedGpt(proto::Compression::NEAREST, 20);
+  const absl::StatusOr<StepTimePrediction> prediction = PredictStepTime(plan);
+  ASSERT_TRUE(prediction.ok()) << prediction.status();
+  EXPECT_EQ(prediction->dense_warmup_iterations, 20);
+  ASSERT_EQ(prediction->warmup_devices.size(), prediction->devices.size());
+  const absl::StatusOr<StepTimePrediction> dense = PredictStepTime(AsInWarmup(plan));
+  ASSERT_TRUE(dense.ok()) << dense.status();
+  EXPECT_EQ(dense->dense_warmup_iterations, 0);
+  for (size_t d = 0; d < prediction->devices.size(); ++d) {
+    EXPECT_NEAR(prediction->warmup_devices[d].communication_seconds, dense->devices[d].communication_seconds, 1e-12);
+    EXPECT_EQ(prediction->warmup_devices[d].compute_seconds(), prediction->devices[d].compute_seconds());
+  }
+  // At 1 Gbit/s the codecs pay: the dense warm-up is the slower step.
+  EXPECT_GT(prediction->warmup_seconds(), prediction->seconds());
+  EXPECT_NEAR(prediction->warmup_seconds(), dense->seconds(), 1e-12);
+
+  const std::string text = Inspect(plan, InspectFormat::kText);
+  EXPECT_THAT(text, HasSubstr("\npredicted step time of the first 20 iterations (dense warm-up, --compression_warmup): "));
+  EXPECT_THAT(text, HasSubstr(StepTimeText(plan, *prediction)));
+  const google::protobuf::Struct json = ParseJson(Inspect(plan, InspectFormat::kJson));
+  const auto& step = json.fields().at("predicted_step").struct_value().fields();
+  EXPECT_DOUBLE_EQ(step.at("seconds").number_value(), prediction->seconds());
+  EXPECT_EQ(step.at("dense_warmup_iterations").number_value(), 20);
+  EXPECT_DOUBLE_EQ(step.at("dense_warmup_seconds").number_value(), prediction->warmup_seconds());
+  EXPECT_FALSE(step.at("dense_warmup_slowest_device").string_value().empty());
+
+  const proto::Plan steady_only = CompressedGpt();
+  EXPECT_EQ(Inspect(steady_only, InspectFormat::kText).find("(dense warm-up, --compression_warmup)"),
+            std::string::npos);
+  const google::protobuf::Struct without = ParseJson(Inspect(steady_only, InspectFormat::kJson));
+  const auto& without_step = without.fields().at("predicted_step").struct_value().fields();
+  EXPECT_EQ(without_step.at("dense_warmup_iterations").number_value(), 0);
+  EXPECT_TRUE(without_step.at("dense_warmup_seconds").has_null_value());
+  EXPECT_GT(without_step.at("seconds").number_value(), 0);
 }
 
 google::protobuf::Struct ParseJson(const std::string& json) {

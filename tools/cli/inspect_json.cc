@@ -8,11 +8,13 @@
 #include <string>
 #include <vector>
 
+#include "absl/strings/str_cat.h"
 #include "tools/cli/inspect_compression.h"
 #include "tools/cli/inspect_auto_parallel.h"
 #include "tools/cli/inspect_render.h"
 #include "tools/cli/json_writer.h"
 #include "tools/cli/pipeline_stages.h"
+#include "tools/cli/predicted_step_time.h"
 #include "plan/plan_format.h"
 
 namespace oneflow::cli {
@@ -30,6 +32,48 @@ void WriteCluster(const proto::Cluster& cluster, JsonWriter& json) {
   json.Double(ToGigabytesPerSecond(cluster.intra_node_bandwidth()));
   json.Key("inter_node_gb_per_s");
   json.Double(ToGigabytesPerSecond(cluster.inter_node_bandwidth()));
+  json.EndObject();
+}
+
+std::string DeviceName(const proto::Plan& plan, int d) {
+  const proto::DeviceId& id = plan.devices(d).device();
+  return absl::StrCat(id.node(), ":", id.device());
+}
+
+// The text's "predicted step time" line (predicted_step_time.h): the slowest device's
+// step, and with --compression_warmup the step of the dense warm-up iterations (null
+// without one). null when the plan cannot be priced or has no devices.
+void WritePredictedStep(const proto::Plan& plan, JsonWriter& json) {
+  const absl::StatusOr<StepTimePrediction> prediction = PredictStepTime(plan);
+  if (!prediction.ok() || prediction->devices.empty()) {
+    json.Null();
+    return;
+  }
+  const DeviceStepTime& slowest = prediction->devices[prediction->slowest];
+  json.BeginObject();
+  json.Key("seconds");
+  json.Double(slowest.seconds());
+  json.Key("slowest_device");
+  json.String(DeviceName(plan, prediction->slowest));
+  json.Key("compute_seconds");
+  json.Double(slowest.compute_seconds());
+  json.Key("communication_seconds");
+  json.Double(slowest.communication_seconds);
+  json.Key("dense_warmup_iterations");
+  json.Int(prediction->dense_warmup_iterations);
+  const bool warmup = prediction->dense_warmup_iterations > 0 && !prediction->warmup_devices.empty();
+  json.Key("dense_warmup_seconds");
+  if (warmup) {
+    json.Double(prediction->warmup_seconds());
+  } else {
+    json.Null();
+  }
+  json.Key("dense_warmup_slowest_device");
+  if (warmup) {
+    json.String(DeviceName(plan, prediction->warmup_slowest));
+  } else {
+    json.Null();
+  }
   json.EndObject();
 }
 
@@ -402,6 +446,8 @@ std::string RenderJson(const proto::Plan& plan, const PlanIndex& index, std::opt
   WriteCluster(plan.cluster(), json);
   json.Key("micro_batches");
   json.Int(MicroBatches(plan));
+  json.Key("predicted_step");
+  WritePredictedStep(plan, json);
   json.Key("ops");
   json.BeginArray();
   for (const proto::LogicalOpSbp& op : plan.op_sbps()) WriteOp(op, index, json);

@@ -349,7 +349,7 @@ absl::Status RunLaunch(const std::vector<std::string>& arguments, std::ostream& 
   for (int64_t attempt = 0;; ++attempt) {
     acts.clear();
     last_iteration = -1;
-    measured = actors::MeasuredStep();
+    measured = actors::MeasuredStep(actors::DenseWarmupIterations(plan));
     launcher::LaunchOptions attempt_options = options;
     if (attempt > 0) attempt_options.job_id = absl::StrCat(base_job_id, "-restart", attempt);
     OF_ASSIGN_OR_RETURN(std::unique_ptr<launcher::LaunchSession> session,

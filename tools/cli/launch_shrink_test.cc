@@ -143,6 +143,60 @@ TEST(LaunchShrinkTest, PipelineStagesMoveToTheSurvivors) {
   EXPECT_TRUE(Bytes(replan->plan) == Bytes(CompiledPlan(gpt, four, Dense())));
 }
 
+// The int4 all-reduces of variables' gradients across nodes (hierarchy axis 0): the steps
+// auto's accuracy bound decides on.
+int CrossNodeInt4Gradients(const proto::Plan& plan) {
+  int int4 = 0;
+  for (const proto::BoxingDef& boxing : plan.boxings()) {
+    if (!absl::StrContains(boxing.consumer_op(), "_update/")) continue;  // a variable's update reads a gradient
+    for (const proto::BoxingStepDef& step : boxing.steps()) {
+      int4 += step.kind() == proto::STEP_ALL_REDUCE && step.hierarchy_axis() == 0 &&
+              step.compression().kind() == proto::Compression::INT4;
+    }
+  }
+  return int4;
+}
+
+// --codec_accuracy_bound=off travels in the recipe: the small gpt of the compression tests
+// under AdamW at 1 MB/s between nodes (slow enough that codecs pay in the gradient
+// buckets), where the bound (0.5% by default) refuses int4
+// gradients and off lets auto pick them. Re-planned for 2 of 3 nodes, the plan is byte for
+// byte the one compiled for 2 nodes with the bound off, int4 included; with the default
+// bound (a recipe that lost the flag) it would be the int8 plan.
+TEST(LaunchShrinkTest, ReplanKeepsTheCodecAccuracyBound) {
+  examples::GptConfig config;
+  config.batch = 12;
+  config.seq = 16;
+  config.hidden = 64;
+  config.heads = 4;
+  config.vocab = 64;
+  const Builder gpt = [config](const examples::ParallelLayout& layout) { return examples::BuildGpt(config, layout); };
+  auto flags = [](int64_t nodes) {
+    examples::ParallelFlags flags = Flags(nodes, nodes, 2);
+    flags.devices_per_node = 2;
+    return flags;
+  };
+  examples::CompileSettings bounded;
+  bounded.links.inter_node_bandwidth = 1e6;  // as --inter_node_bandwidth=1e6
+  bounded.links.inter_node_bandwidth_given = true;
+  examples::CompileSettings off = bounded;
+  off.compression.codec_accuracy_bound = "off";
+  const proto::Plan three = CompiledPlan(gpt, flags(3), off);
+  EXPECT_EQ(three.recipe().codec_accuracy_bound(), "off");
+  EXPECT_GE(CrossNodeInt4Gradients(three), 8);
+  absl::StatusOr<Replan> replan = ReplanForSurvivors(three, 2);
+  ASSERT_TRUE(replan.ok()) << replan.status();
+  EXPECT_EQ(replan->plan.recipe().codec_accuracy_bound(), "off");
+  examples::ParallelFlags two = flags(2);
+  two.micro_batches = replan->plan.recipe().micro_batches();
+  EXPECT_GE(CrossNodeInt4Gradients(replan->plan), 8);
+  EXPECT_TRUE(Bytes(replan->plan) == Bytes(CompiledPlan(gpt, two, off)));
+  // The default bound refuses int4 on the same layout: what carrying the flag keeps away.
+  const proto::Plan with_bound = CompiledPlan(gpt, two, bounded);
+  EXPECT_EQ(CrossNodeInt4Gradients(with_bound), 0);
+  EXPECT_EQ(with_bound.recipe().codec_accuracy_bound(), "");  // the default is not written: dense plans keep their bytes
+}
+
 // The mlp's text without its `placement` line, as docs/auto_parallel.md makes one.
 std::string LayoutFreeMlpText() {
   absl::StatusOr<proto::Job> job = Mlp()(*examples::ParallelLayout::Create(examples::ParallelFlags{}));

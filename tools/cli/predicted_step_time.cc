@@ -43,13 +43,32 @@ double CompressedBucketSeconds(const proto::Plan& plan, const proto::GradientBuc
   return seconds;
 }
 
+// One collective's modelled seconds in the steady iterations and in the dense warm-up
+// (--compression_warmup; the same for a collective without a warm-up).
+struct CollectivePrice {
+  double steady = 0;
+  double warmup = 0;
+};
+
+struct CollectivePrices {
+  absl::flat_hash_map<int64_t, CollectivePrice> by_id;
+  // The largest Compression.dense_warmup_iterations of a compressed step or bucket.
+  int64_t dense_warmup_iterations = 0;
+};
+
 // The modelled seconds of every collective: the boxing steps' own, and each gradient
 // bucket's all-reduce (one collective per communicator group, consecutive ids).
-absl::StatusOr<absl::flat_hash_map<int64_t, double>> CollectiveSeconds(const proto::Plan& plan) {
-  absl::flat_hash_map<int64_t, double> seconds;
+absl::StatusOr<CollectivePrices> CollectiveSeconds(const proto::Plan& plan) {
+  CollectivePrices prices;
+  auto& seconds = prices.by_id;
   for (const proto::BoxingDef& boxing : plan.boxings()) {
     for (const proto::BoxingStepDef& step : boxing.steps()) {
-      if (step.collective_id() >= 0 && !step.has_bucket_id()) seconds[step.collective_id()] = step.seconds();
+      if (step.collective_id() < 0 || step.has_bucket_id()) continue;
+      const int64_t warmup = step.compression().kind() == proto::Compression::NONE
+                                 ? 0
+                                 : step.compression().dense_warmup_iterations();
+      prices.dense_warmup_iterations = std::max(prices.dense_warmup_iterations, warmup);
+      seconds[step.collective_id()] = {step.seconds(), warmup > 0 ? step.dense_seconds() : step.seconds()};
     }
   }
   const LinkModel links = LinkModelOf(plan.cluster());
@@ -71,18 +90,32 @@ absl::StatusOr<absl::flat_hash_map<int64_t, double>> CollectiveSeconds(const pro
     // A reduce-scatter bucket (ZeRO-2) moves one round of chunks, an all-reduce two.
     const bool scatter = bucket.collective_id() >= 0 && bucket.collective_id() < plan.collectives_size() &&
                          plan.collectives(static_cast<int>(bucket.collective_id())).kind() == proto::REDUCE_SCATTER;
-    double price = PriceDenseCollective(links, *placement, axis,
-                                        scatter ? BoxingKind::kReduceScatter : BoxingKind::kAllReduce, bytes,
-                                        (scatter ? 1 : 2) * (members - 1) * chunk)
-                       .seconds();
+    const double dense = PriceDenseCollective(links, *placement, axis,
+                                              scatter ? BoxingKind::kReduceScatter : BoxingKind::kAllReduce, bytes,
+                                              (scatter ? 1 : 2) * (members - 1) * chunk)
+                             .seconds();
+    CollectivePrice price{dense, dense};
     if (bucket.compression().kind() != proto::Compression::NONE) {
-      price = CompressedBucketSeconds(plan, bucket, links, AxisCrossesNodes(*placement, axis), scatter);
+      price.steady = CompressedBucketSeconds(plan, bucket, links, AxisCrossesNodes(*placement, axis), scatter);
+      const int64_t warmup = bucket.compression().dense_warmup_iterations();
+      prices.dense_warmup_iterations = std::max(prices.dense_warmup_iterations, warmup);
+      // In the warm-up the bucket runs as the dense one it replaces.
+      price.warmup = warmup > 0 ? dense : price.steady;
     }
     for (int64_t group = 0; group < placement->num_devices() / members; ++group) {
       seconds[bucket.collective_id() + group] = price;
     }
   }
-  return seconds;
+  return prices;
+}
+
+// The index of the slowest of `devices` (the first of equals).
+int Slowest(const std::vector<DeviceStepTime>& devices) {
+  int slowest = 0;
+  for (int d = 1; d < static_cast<int>(devices.size()); ++d) {
+    if (devices[d].seconds() > devices[slowest].seconds()) slowest = d;
+  }
+  return slowest;
 }
 
 }  // namespace
@@ -90,8 +123,9 @@ absl::StatusOr<absl::flat_hash_map<int64_t, double>> CollectiveSeconds(const pro
 absl::StatusOr<StepTimePrediction> PredictStepTime(const proto::Plan& plan) {
   const ComputeRates rates = WithDefaults(
       ComputeRates{plan.cluster().gemm_flops_per_second(), plan.cluster().memory_bytes_per_second()});
-  absl::StatusOr<absl::flat_hash_map<int64_t, double>> collectives = CollectiveSeconds(plan);
-  if (!collectives.ok()) return collectives.status();
+  absl::StatusOr<CollectivePrices> prices = CollectiveSeconds(plan);
+  if (!prices.ok()) return prices.status();
+  const absl::flat_hash_map<int64_t, CollectivePrice>& collectives = prices->by_id;
   const int64_t micro_batches = plan.job().micro_batches() > 1 ? plan.job().micro_batches() : 1;
   StepTimePrediction prediction;
   for (const proto::DevicePlan& device : plan.devices()) {
@@ -102,11 +136,15 @@ absl::StatusOr<StepTimePrediction> PredictStepTime(const proto::Plan& plan) {
       return it == registers.end() ? 0.0 : static_cast<double>(it->second->size_bytes());
     };
     DeviceStepTime time;
+    double warmup_communication_seconds = 0;
     for (const proto::ActorDef& actor : device.actors()) {
       const double repeats = micro_batches > 1 && !actor.per_iteration() ? micro_batches : 1;
       if (actor.collective_id() >= 0) {
-        auto it = collectives->find(actor.collective_id());
-        if (it != collectives->end()) time.communication_seconds += repeats * it->second;
+        auto it = collectives.find(actor.collective_id());
+        if (it != collectives.end()) {
+          time.communication_seconds += repeats * it->second.steady;
+          warmup_communication_seconds += repeats * it->second.warmup;
+        }
       }
       if (actor.thread() != proto::THREAD_COMPUTE) continue;
       for (const proto::KernelDef& kernel : actor.kernels()) {
@@ -127,9 +165,16 @@ absl::StatusOr<StepTimePrediction> PredictStepTime(const proto::Plan& plan) {
       }
     }
     prediction.devices.push_back(time);
-    if (time.seconds() > prediction.devices[prediction.slowest].seconds()) {
-      prediction.slowest = static_cast<int>(prediction.devices.size()) - 1;
+    if (prices->dense_warmup_iterations > 0) {
+      DeviceStepTime warmup = time;
+      warmup.communication_seconds = warmup_communication_seconds;
+      prediction.warmup_devices.push_back(warmup);
     }
+  }
+  prediction.slowest = Slowest(prediction.devices);
+  if (prices->dense_warmup_iterations > 0) {
+    prediction.dense_warmup_iterations = prices->dense_warmup_iterations;
+    prediction.warmup_slowest = Slowest(prediction.warmup_devices);
   }
   return prediction;
 }
@@ -139,10 +184,19 @@ std::string StepTimeText(const proto::Plan& plan, const StepTimePrediction& pred
   const DeviceStepTime& slowest = prediction.devices[prediction.slowest];
   const proto::DeviceId& id = plan.devices(prediction.slowest).device();
   auto ms = [](double seconds) { return absl::StrFormat("%.3g", seconds * 1e3); };
-  return absl::StrCat("predicted step time: ", ms(slowest.seconds()), " ms (device ", id.node(), ":", id.device(),
-                      ": compute ", ms(slowest.compute_seconds()), " ms = GEMM ", ms(slowest.gemm_seconds),
-                      " + memory-bound ", ms(slowest.memory_bound_seconds), ", communication ",
-                      ms(slowest.communication_seconds), " ms, not overlapped)");
+  std::string text = absl::StrCat(
+      "predicted step time: ", ms(slowest.seconds()), " ms (device ", id.node(), ":", id.device(), ": compute ",
+      ms(slowest.compute_seconds()), " ms = GEMM ", ms(slowest.gemm_seconds), " + memory-bound ",
+      ms(slowest.memory_bound_seconds), ", communication ", ms(slowest.communication_seconds), " ms, not overlapped)");
+  if (prediction.dense_warmup_iterations > 0 && !prediction.warmup_devices.empty()) {
+    const DeviceStepTime& warmup = prediction.warmup_devices[prediction.warmup_slowest];
+    const proto::DeviceId& warmup_id = plan.devices(prediction.warmup_slowest).device();
+    absl::StrAppend(&text, "\npredicted step time of the first ", prediction.dense_warmup_iterations,
+                    " iterations (dense warm-up, --compression_warmup): ", ms(warmup.seconds()), " ms (device ",
+                    warmup_id.node(), ":", warmup_id.device(), ": communication ", ms(warmup.communication_seconds),
+                    " ms)");
+  }
+  return text;
 }
 
 }  // namespace oneflow::cli
