@@ -27,21 +27,16 @@ struct Probe {
 };
 
 Probe ProbeOf(const examples::GptConfig& config) {
-  examples::ParallelFlags flags;
-  flags.devices_per_node = 2;
-  flags.tp = 2;
-  absl::StatusOr<examples::ParallelLayout> layout = examples::ParallelLayout::Create(flags);
-  EXPECT_TRUE(layout.ok()) << layout.status();
-  absl::StatusOr<proto::Job> job = examples::BuildGpt(config, *layout);
-  EXPECT_TRUE(job.ok()) << job.status();
+  const examples::ParallelLayout layout = TwoDeviceTpLayout();
+  const proto::Job job = TwoDeviceTpGpt(config);
   Probe probe;
-  absl::StatusOr<auto_parallel::ModelProfile> profile = auto_parallel::ProfileJob(*job, 2);
+  absl::StatusOr<auto_parallel::ModelProfile> profile = auto_parallel::ProfileJob(job, 2);
   EXPECT_TRUE(profile.ok()) << profile.status();
   probe.profile = *profile;
   std::string dump;
-  absl::StatusOr<CompileOptions> options = examples::CompileOptionsFor(*layout, examples::CompileSettings(), &dump);
+  absl::StatusOr<CompileOptions> options = examples::CompileOptionsFor(layout, examples::CompileSettings(), &dump);
   EXPECT_TRUE(options.ok()) << options.status();
-  absl::StatusOr<proto::Plan> plan = Compile(*job, *options);
+  absl::StatusOr<proto::Plan> plan = Compile(job, *options);
   EXPECT_TRUE(plan.ok()) << plan.status();
   probe.plan = *plan;
   const absl::Status counted = auto_parallel::CountActs(probe.plan, &probe.profile);

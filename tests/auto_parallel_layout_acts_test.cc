@@ -63,18 +63,10 @@ int64_t PlanActs(const proto::Plan& plan, int64_t micro_batches) {
 // The gpt's profile from the probe layout (tp = 2 on two devices) with that plan's acts
 // counted, as --auto_parallel does with host terms.
 auto_parallel::ModelProfile CountedProfile() {
-  examples::ParallelFlags flags;
-  flags.devices_per_node = 2;
-  flags.tp = 2;
-  absl::StatusOr<examples::ParallelLayout> layout = examples::ParallelLayout::Create(flags);
-  EXPECT_TRUE(layout.ok()) << layout.status();
-  absl::StatusOr<proto::Job> job = examples::BuildGpt(TinyGpt(), *layout);
-  EXPECT_TRUE(job.ok()) << job.status();
-  absl::StatusOr<auto_parallel::ModelProfile> profile = auto_parallel::ProfileJob(*job, 2);
-  EXPECT_TRUE(profile.ok()) << profile.status();
-  const absl::Status counted = auto_parallel::CountActs(Compiled(Layout(1, 2, 1, 0)), &*profile);
+  auto_parallel::ModelProfile profile = ProfileOfTwoDevices(TinyGpt());
+  const absl::Status counted = auto_parallel::CountActs(Compiled(Layout(1, 2, 1, 0)), &profile);
   EXPECT_TRUE(counted.ok()) << counted;
-  return *profile;
+  return profile;
 }
 
 auto_parallel::PriceOptions Devices(int64_t devices) {

@@ -27,15 +27,23 @@ examples::GptConfig SmallGpt() {
   return config;
 }
 
-auto_parallel::ModelProfile ProfileOfTwoDevices(const examples::GptConfig& config) {
+examples::ParallelLayout TwoDeviceTpLayout() {
   examples::ParallelFlags flags;
   flags.devices_per_node = 2;
   flags.tp = 2;
   absl::StatusOr<examples::ParallelLayout> layout = examples::ParallelLayout::Create(flags);
   EXPECT_TRUE(layout.ok()) << layout.status();
-  absl::StatusOr<proto::Job> job = examples::BuildGpt(config, *layout);
+  return *layout;
+}
+
+proto::Job TwoDeviceTpGpt(const examples::GptConfig& config) {
+  absl::StatusOr<proto::Job> job = examples::BuildGpt(config, TwoDeviceTpLayout());
   EXPECT_TRUE(job.ok()) << job.status();
-  absl::StatusOr<auto_parallel::ModelProfile> profile = auto_parallel::ProfileJob(*job, 2);
+  return *job;
+}
+
+auto_parallel::ModelProfile ProfileOfTwoDevices(const examples::GptConfig& config) {
+  absl::StatusOr<auto_parallel::ModelProfile> profile = auto_parallel::ProfileJob(TwoDeviceTpGpt(config), 2);
   EXPECT_TRUE(profile.ok()) << profile.status();
   return *profile;
 }

@@ -3,6 +3,7 @@
 #define TESTS_AUTO_PARALLEL_TESTING_H_
 
 #include "compiler/auto_parallel/model_profile.h"
+#include "examples/common/parallel_layout.h"
 #include "examples/gpt/gpt_model.h"
 
 namespace oneflow {
@@ -15,8 +16,13 @@ examples::GptConfig TinyGpt();
 // slow link makes a codec pay (the codec-pricing tests).
 examples::GptConfig SmallGpt();
 
-// `config` built for the probe layout (tp = 2 on two devices) and profiled; a failure
-// fails the test.
+// The probe layout: tp = 2 on two devices.
+examples::ParallelLayout TwoDeviceTpLayout();
+
+// `config` built for the probe layout; a failure fails the test.
+proto::Job TwoDeviceTpGpt(const examples::GptConfig& config);
+
+// `config` built for the probe layout and profiled; a failure fails the test.
 auto_parallel::ModelProfile ProfileOfTwoDevices(const examples::GptConfig& config);
 
 }  // namespace oneflow
