@@ -205,7 +205,7 @@ std::vector<std::string> ProgressMonitor::CheckSlow(absl::Time now) {
     const double in_collectives = static_cast<double>(last.collective_ns - first.collective_ns) / (span_ms * 1e6);
     busy[static_cast<int64_t>(d)] = {1 - std::clamp(in_collectives, 0.0, 1.0), last.completed - first.completed};
   }
-  std::set<int64_t> flagged;
+  std::set<int64_t> flagged, evaluated;
   std::map<int64_t, std::string> texts;
   for (const std::vector<int64_t>& group : groups_) {
     bool complete = true;
@@ -216,6 +216,10 @@ std::vector<std::string> ProgressMonitor::CheckSlow(absl::Time now) {
       if (complete) most = std::max(most, found->second.first);
     }
     if (!complete) continue;
+    // Only a group that could be judged confirms or breaks its members' streaks: a window
+    // with too few collectives (a slow rank's long steps, heartbeats late on a loaded
+    // machine) is no evidence that the rank stopped being slow.
+    for (const int64_t d : group) evaluated.insert(d);
     std::vector<int64_t> slow, rest;
     for (const int64_t d : group) (busy[d].first >= most / 2 ? slow : rest).push_back(d);
     if (rest.empty()) continue;
@@ -249,7 +253,8 @@ std::vector<std::string> ProgressMonitor::CheckSlow(absl::Time now) {
     }
   }
   for (auto it = slow_streak_.begin(); it != slow_streak_.end();) {
-    it = flagged.count(it->first) > 0 ? std::next(it) : slow_streak_.erase(it);
+    const bool cleared = evaluated.count(it->first) > 0 && flagged.count(it->first) == 0;
+    it = cleared ? slow_streak_.erase(it) : std::next(it);
   }
   for (const int64_t d : flagged) {
     if (++slow_streak_[d] >= options_.slow_confirmations && slow_named_.insert(d).second) {

@@ -20,7 +20,8 @@
 //         stopped inside a collective out of collective_ns) than the rest -- >=
 //         slow_factor times as much, and by >= 30% of the time -- that the rest spent >=
 //         half their time waiting in collectives; confirmed on slow_confirmations
-//         evaluations a second apart.
+//         evaluations a second apart (a window too short to judge neither confirms nor
+//         breaks the streak).
 #ifndef TOOLS_LAUNCHER_PROGRESS_MONITOR_H_
 #define TOOLS_LAUNCHER_PROGRESS_MONITOR_H_
 

@@ -95,7 +95,10 @@ TEST(ProgressMonitorTest, ARankStillProgressingIsNoHang) {
 
 // Collective time per second of each device: the slow one is named after the window
 // and the confirmations; a ±20% jittered clean run is not.
-std::vector<std::string> RunSlow(double fraction0, double fraction1, double jitter, absl::Duration length) {
+// `beats_per_collective`: heartbeats (500 ms apart) per collective completed; 1 means 20
+// collectives per heartbeat.
+std::vector<std::string> RunSlow(double fraction0, double fraction1, double jitter, absl::Duration length,
+                                 int beats_per_collective = 1) {
   const proto::Plan plan = TwoNodePlan();
   ProgressMonitor monitor(plan, MonitorOptions{});
   std::mt19937 random(7);
@@ -104,10 +107,15 @@ std::vector<std::string> RunSlow(double fraction0, double fraction1, double jitt
   double ns0 = 0, ns1 = 0;
   int64_t completed = 0;
   std::vector<std::string> warnings;
-  for (absl::Time end = now + length; now < end; now += absl::Milliseconds(500)) {
+  int64_t beat = 0;
+  for (absl::Time end = now + length; now < end; now += absl::Milliseconds(500), ++beat) {
     ns0 += 0.5e9 * std::min(1.0, fraction0 * noise(random));
     ns1 += 0.5e9 * std::min(1.0, fraction1 * noise(random));
-    completed += 20;
+    if (beats_per_collective == 1) {
+      completed += 20;
+    } else if (beat % beats_per_collective == 0) {
+      ++completed;
+    }
     monitor.Observe(0, Beat(0, completed, completed, static_cast<int64_t>(ns0), now), now);
     monitor.Observe(1, Beat(1, completed, completed, static_cast<int64_t>(ns1), now), now);
     for (const std::string& warning : monitor.CheckSlow(now)) warnings.push_back(warning);
@@ -120,6 +128,17 @@ TEST(ProgressMonitorTest, SlowRankIsNamedOnce) {
   ASSERT_EQ(warnings.size(), 1u);
   EXPECT_THAT(warnings[0], HasSubstr("slow rank: node 1 device 1:0 is about"));
   EXPECT_THAT(warnings[0], HasSubstr("than 0:0 of its group"));
+}
+
+// One collective per 1.5 s: a 5 s window holds 4 of them (judged) or 3 (too few to judge)
+// -- one evaluation in three is judged. The windows that cannot be judged must not
+// restart the confirmations (they did, and a 10x slow rank on a loaded CI machine was
+// named after 23 s instead of 7, or never).
+TEST(ProgressMonitorTest, WindowsTooShortToJudgeDoNotRestartTheConfirmations) {
+  const std::vector<std::string> warnings = RunSlow(0.9, 0.05, 0.1, absl::Seconds(30), /*beats_per_collective=*/3);
+  ASSERT_EQ(warnings.size(), 1u);
+  EXPECT_THAT(warnings[0], HasSubstr("slow rank: node 1 device 1:0 is about"));
+  EXPECT_TRUE(RunSlow(0.4, 0.4, 0.2, absl::Seconds(30), /*beats_per_collective=*/3).empty());
 }
 
 TEST(ProgressMonitorTest, JitteredCleanRunRaisesNothing) {
