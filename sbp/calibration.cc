@@ -140,10 +140,16 @@ absl::Status ParseHost(const Members& members, Calibration* calibration) {
       absl::StatusOr<double> number = Number(key, value, /*zero_allowed=*/false);
       if (!number.ok()) return number.status();
       measurement.core_share = *number;
+    } else if (key == "boxing_act_seconds") {
+      absl::StatusOr<double> number = Number(key, value, /*zero_allowed=*/true);
+      if (!number.ok()) return number.status();
+      measurement.boxing_act_seconds = *number;
     } else if (key == "method") {
       measurement.method = value.text;
     } else {
-      return UnknownKey(key, "host, devices, act_seconds, collective_call_seconds, cores, core_share, method");
+      return UnknownKey(key,
+                        "host, devices, act_seconds, collective_call_seconds, cores, core_share, boxing_act_seconds, "
+                        "method");
     }
   }
   if (measurement.devices == 0) return Missing("devices");
@@ -163,13 +169,16 @@ absl::Status ParseHost(const Members& members, Calibration* calibration) {
 }  // namespace
 
 std::string HostMeasurementLine(const HostMeasurement& measurement) {
-  const std::string share =
+  std::string optional_terms =
       measurement.core_share > 0 ? absl::StrFormat("\"core_share\": %.6g, ", measurement.core_share) : std::string();
+  if (measurement.boxing_act_seconds.has_value()) {
+    absl::StrAppendFormat(&optional_terms, "\"boxing_act_seconds\": %.6g, ", *measurement.boxing_act_seconds);
+  }
   return absl::StrFormat(
       "{\"host\": \"in_process\", \"devices\": %d, \"act_seconds\": %.6g, \"collective_call_seconds\": %.6g, "
       "\"cores\": %d, %s\"method\": \"%s\"}",
-      measurement.devices, measurement.act_seconds, measurement.collective_call_seconds, measurement.cores, share,
-      measurement.method);
+      measurement.devices, measurement.act_seconds, measurement.collective_call_seconds, measurement.cores,
+      optional_terms, measurement.method);
 }
 
 const HostMeasurement* NearestHostMeasurement(const Calibration& calibration, int64_t devices) {

@@ -12,14 +12,16 @@
 //   {"compute": "memory", "per_second": 1.4e+10, "method": "memcpy 64 MiB, read + written"}
 //       the compute rates of sbp/compute_cost.h
 //   {"host": "in_process", "devices": 4, "act_seconds": 2.1e-06, "collective_call_seconds": 1.3e-05,
-//    "cores": 2, "core_share": 1.6, "method": "..."}
+//    "cores": 2, "core_share": 1.6, "boxing_act_seconds": 4.2e-05, "method": "..."}
 //       the runtime's own costs when `devices` devices run as threads of one process on
 //       this host (`oneflow run`, the examples' --run): per act, per collective call, the
 //       cores they share and the cores' worth of CPU time the process obtained (the
 //       auto-parallel cost model's PriceOptions act_seconds, collective_call_seconds,
-//       host_cores, host_core_share); one line per device count measured. "core_share" is
-//       optional (lines written before it existed load with none). Files written before
-//       host lines existed have none and still load.
+//       host_cores, host_core_share, boxing_act_seconds: a boxing act's -- a collective's
+//       or a transfer's actor's -- own cost where it differs from other acts'); one line
+//       per device count measured. "core_share" and "boxing_act_seconds" are optional
+//       (lines written before they existed load with none: boxing acts then cost
+//       act_seconds). Files written before host lines existed have none and still load.
 //
 // Every line must be valid; "method" is informational. The same file always gives the
 // same values, so the same inputs give the same plan bytes.
@@ -54,6 +56,9 @@ struct HostMeasurement {
   // CPU seconds the process obtained per wall second with every device busy; 0: not
   // measured (the cost model then takes `cores`).
   double core_share = 0;
+  // A boxing act's own cost (auto_parallel::FitSharedHostTerms' two-kind fit); nullopt:
+  // not measured (boxing acts cost act_seconds).
+  std::optional<double> boxing_act_seconds;
 };
 
 struct Calibration {
@@ -74,8 +79,9 @@ std::string LinkMeasurementLine(absl::string_view level, const LinkLevelMeasurem
 std::string ComputeMeasurementLine(absl::string_view kind, double per_second, absl::string_view method);
 
 // {"host": "in_process", "devices": ..., "act_seconds": ..., "collective_call_seconds": ...,
-//  "cores": ..., "core_share": ..., "method": "..."} with 6 significant digits ("core_share"
-// only when measured, i.e. above 0).
+//  "cores": ..., "core_share": ..., "boxing_act_seconds": ..., "method": "..."} with 6
+// significant digits ("core_share" only when measured, i.e. above 0; "boxing_act_seconds"
+// only when measured).
 std::string HostMeasurementLine(const HostMeasurement& measurement);
 
 // The host line measured for the device count nearest `devices` (ties: the larger count),

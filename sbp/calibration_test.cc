@@ -63,14 +63,15 @@ TEST(CalibrationTest, BadLinesNameTheFileAndLine) {
 
 TEST(CalibrationTest, HostLinesRoundTripOnePerDeviceCount) {
   const HostMeasurement four{4, 2.5e-6, 1.25e-5, 2, "tiny mlp"};
-  const HostMeasurement eight{8, 3e-6, 4e-5, 2, "", 1.5};
+  const HostMeasurement eight{8, 3e-6, 4e-5, 2, "", 1.5, 4.25e-5};
   EXPECT_EQ(HostMeasurementLine(four),
             R"({"host": "in_process", "devices": 4, "act_seconds": 2.5e-06, "collective_call_seconds": 1.25e-05, )"
             R"("cores": 2, "method": "tiny mlp"})");
-  // The share of the cores the process obtained, when measured, comes before the method.
+  // The share of the cores the process obtained and the boxing act's own cost, when
+  // measured, come before the method.
   EXPECT_EQ(HostMeasurementLine(eight),
             R"({"host": "in_process", "devices": 8, "act_seconds": 3e-06, "collective_call_seconds": 4e-05, )"
-            R"("cores": 2, "core_share": 1.5, "method": ""})");
+            R"("cores": 2, "core_share": 1.5, "boxing_act_seconds": 4.25e-05, "method": ""})");
   const std::string text = LinkMeasurementLine("intra_node", {1e-6, 1e10, ""}) + "\n" + HostMeasurementLine(four) +
                            "\n" + R"({"codec": "int4", "group_size": 128, "hadamard": true, "bytes_per_second": 3e9})" +
                            "\n" + HostMeasurementLine(eight);
@@ -85,6 +86,8 @@ TEST(CalibrationTest, HostLinesRoundTripOnePerDeviceCount) {
   EXPECT_EQ(parsed->hosts[0].core_share, 0);  // a line without it: not measured
   EXPECT_EQ(parsed->hosts[1].devices, 8);
   EXPECT_EQ(parsed->hosts[1].core_share, 1.5);
+  EXPECT_FALSE(parsed->hosts[0].boxing_act_seconds.has_value());  // boxing acts cost act_seconds
+  EXPECT_EQ(parsed->hosts[1].boxing_act_seconds, 4.25e-5);
   // The codec lines still parse beside host lines.
   EXPECT_EQ(parsed->codecs.BytesPerSecond({CompressionKind::kInt4, 128, true}), 3e9);
   // The nearest device count; a tie goes to the larger one.
@@ -134,7 +137,9 @@ TEST(CalibrationTest, BadHostLinesNameTheLine) {
             "calibration file 'c.jsonl' line 1: missing key \"act_seconds\"");
   EXPECT_EQ(Error(R"({"host": "in_process", "devices": 4, "act_seconds": 0, "collective_call_seconds": 0, "cores": 1, "acts": 3})"),
             "calibration file 'c.jsonl' line 1: unknown key \"acts\"; valid keys: host, devices, act_seconds, "
-            "collective_call_seconds, cores, core_share, method");
+            "collective_call_seconds, cores, core_share, boxing_act_seconds, method");
+  EXPECT_EQ(Error(R"({"host": "in_process", "devices": 4, "act_seconds": 0, "collective_call_seconds": 0, "cores": 1, "boxing_act_seconds": -1})"),
+            "calibration file 'c.jsonl' line 1: \"boxing_act_seconds\" is -1; it must be a finite number >= 0");
   EXPECT_EQ(Error(R"({"host": "in_process", "devices": 4, "act_seconds": 0, "collective_call_seconds": 0, "cores": 1, "core_share": 0})"),
             "calibration file 'c.jsonl' line 1: \"core_share\" is 0; it must be a finite number > 0");
   EXPECT_EQ(Error(host + "\n\n" + host), "calibration file 'c.jsonl' line 3: host for 4 devices is measured twice");

@@ -7,6 +7,7 @@
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "compiler/auto_parallel/host_terms.h"
 #include "compiler/auto_parallel/price.h"
 #include "examples/common/auto_parallel_driver.h"
 #include "examples/mlp/mlp_model.h"
@@ -135,6 +136,37 @@ TEST(AutoParallelHostTermsTest, TheLineNearestTheClusterIsUsedAndShown) {
   EXPECT_TRUE(absl::StrContains(*json, "\"measured_devices\": 4")) << *json;
   EXPECT_TRUE(absl::StrContains(examples::AutoParallelSummary(exact->plan.auto_parallel(), 0.5),
                                 "\n  host terms: act 3 us, collective call 4 us, 2 host cores (measured for 4 devices"));
+}
+
+// A line with a boxing act's own cost (`oneflow calibrate`'s two-kind fit on an even
+// device count): the record carries it, the pricing takes it for boxing acts, inspect
+// shows it; a line without it leaves boxing acts at the act's cost.
+TEST(AutoParallelHostTermsTest, TheBoxingActsOwnCostReachesThePriceAndTheRecord) {
+  HostMeasurement with_boxing{2, 3e-6, 4e-6, 2, ""};
+  with_boxing.boxing_act_seconds = 4e-5;
+  const std::string file = WriteFile("boxing.jsonl", absl::StrCat(kCodecLine, "\n", HostMeasurementLine(with_boxing), "\n"));
+  absl::StatusOr<examples::AutoParallelResult> result = Search(2, file);
+  ASSERT_TRUE(result.ok()) << result.status();
+  const proto::AutoParallelHostTerms& terms = result->plan.auto_parallel().host_terms();
+  ASSERT_TRUE(terms.has_boxing_act_seconds());
+  EXPECT_EQ(terms.boxing_act_seconds(), 4e-5);
+  auto_parallel::PriceOptions options;
+  auto_parallel::ApplyHostTerms(terms, &options);
+  EXPECT_EQ(options.boxing_act_seconds, 4e-5);
+  EXPECT_EQ(options.act_seconds, 3e-6);
+  absl::StatusOr<std::string> text = cli::InspectPlan(result->plan, {cli::InspectFormat::kText});
+  ASSERT_TRUE(text.ok()) << text.status();
+  EXPECT_TRUE(absl::StrContains(*text, "    host terms: act 3 us, boxing act 40 us, collective call 4 us, 2 host cores"))
+      << *text;
+
+  absl::StatusOr<examples::AutoParallelResult> without =
+      Search(2, WriteFile("no_boxing.jsonl",
+                          absl::StrCat(kCodecLine, "\n", HostMeasurementLine({2, 3e-6, 4e-6, 2, ""}), "\n")));
+  ASSERT_TRUE(without.ok()) << without.status();
+  EXPECT_FALSE(without->plan.auto_parallel().host_terms().has_boxing_act_seconds());
+  options.boxing_act_seconds = 1;
+  auto_parallel::ApplyHostTerms(without->plan.auto_parallel().host_terms(), &options);
+  EXPECT_FALSE(options.boxing_act_seconds.has_value());
 }
 
 // A file `oneflow calibrate` wrote before host lines existed prices as without a file:

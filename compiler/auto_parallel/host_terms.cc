@@ -97,6 +97,7 @@ void ApplyHostMeasurement(const HostMeasurement& measurement, PriceOptions* opti
   options->collective_call_seconds = measurement.collective_call_seconds;
   options->host_cores = measurement.cores;
   options->host_core_share = measurement.core_share;
+  options->boxing_act_seconds = measurement.boxing_act_seconds;
 }
 
 std::optional<proto::AutoParallelHostTerms> HostTermsFor(const Calibration& calibration, int64_t devices,
@@ -108,6 +109,7 @@ std::optional<proto::AutoParallelHostTerms> HostTermsFor(const Calibration& cali
   terms.set_collective_call_seconds(nearest->collective_call_seconds);
   terms.set_host_cores(nearest->cores);
   terms.set_host_core_share(nearest->core_share);
+  if (nearest->boxing_act_seconds.has_value()) terms.set_boxing_act_seconds(*nearest->boxing_act_seconds);
   terms.set_measured_devices(nearest->devices);
   terms.set_calibration_file(file);
   return terms;
@@ -118,16 +120,21 @@ void ApplyHostTerms(const proto::AutoParallelHostTerms& terms, PriceOptions* opt
   options->collective_call_seconds = terms.collective_call_seconds();
   options->host_cores = terms.host_cores();
   options->host_core_share = terms.host_core_share();
+  options->boxing_act_seconds =
+      terms.has_boxing_act_seconds() ? std::optional<double>(terms.boxing_act_seconds()) : std::nullopt;
 }
 
 std::string HostTermsText(const proto::AutoParallelDecision& decision) {
   if (!decision.has_host_terms()) return "none: acts free, every device its own core";
   const proto::AutoParallelHostTerms& terms = decision.host_terms();
+  const std::string boxing_act = terms.has_boxing_act_seconds()
+                                     ? absl::StrFormat(", boxing act %.3g us", terms.boxing_act_seconds() * 1e6)
+                                     : std::string();
   const std::string share =
       terms.host_core_share() > 0 ? absl::StrFormat(", core share %.3g", terms.host_core_share()) : std::string();
-  return absl::StrFormat("act %.3g us, collective call %.3g us, %d host cores%s (measured for %d devices, %s)",
-                         terms.act_seconds() * 1e6, terms.collective_call_seconds() * 1e6, terms.host_cores(), share,
-                         terms.measured_devices(), terms.calibration_file());
+  return absl::StrFormat("act %.3g us%s, collective call %.3g us, %d host cores%s (measured for %d devices, %s)",
+                         terms.act_seconds() * 1e6, boxing_act, terms.collective_call_seconds() * 1e6,
+                         terms.host_cores(), share, terms.measured_devices(), terms.calibration_file());
 }
 
 }  // namespace oneflow::auto_parallel

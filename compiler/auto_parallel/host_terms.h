@@ -70,8 +70,8 @@ struct SharedHostTerms {
 // of a core.
 absl::StatusOr<SharedHostTerms> FitSharedHostTerms(const std::vector<RunSample>& runs, int64_t host_cores);
 
-// Sets options' act_seconds, collective_call_seconds, host_cores and host_core_share from
-// `measurement`.
+// Sets options' act_seconds, collective_call_seconds, host_cores, host_core_share and
+// boxing_act_seconds (nullopt when not measured) from `measurement`.
 void ApplyHostMeasurement(const HostMeasurement& measurement, PriceOptions* options);
 
 // The record of the calibration's host line nearest `devices` (NearestHostMeasurement),
@@ -79,12 +79,13 @@ void ApplyHostMeasurement(const HostMeasurement& measurement, PriceOptions* opti
 std::optional<proto::AutoParallelHostTerms> HostTermsFor(const Calibration& calibration, int64_t devices,
                                                         const std::string& file);
 
-// Sets options' act_seconds, collective_call_seconds, host_cores and host_core_share from a
-// record.
+// Sets options' act_seconds, collective_call_seconds, host_cores, host_core_share and
+// boxing_act_seconds (nullopt when the record has none) from a record.
 void ApplyHostTerms(const proto::AutoParallelHostTerms& terms, PriceOptions* options);
 
 // "act 2.5 us, collective call 12.5 us, 2 host cores (measured for 4 devices, c.jsonl)" (with
-// ", core share 1.6" after the cores when the line had one), or
+// ", boxing act 42 us" after the act and ", core share 1.6" after the cores when the line
+// had them), or
 // for a decision without the record "none: acts free, every device its own core".
 std::string HostTermsText(const proto::AutoParallelDecision& decision);
 

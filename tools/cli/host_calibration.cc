@@ -95,6 +95,8 @@ absl::StatusOr<TinyRun> RunTinyMlp(int64_t devices, bool tensor_parallel) {
 // the same kernels cut into more acts.
 constexpr int64_t kProbeRowsPerReplica = 8;
 constexpr int64_t kProbeMicroBatches[] = {1, 2, 4, 8};
+// The tensor-parallel runs (for the boxing act's cost) on an even device count.
+constexpr int64_t kProbeTensorParallelMicroBatches[] = {1, 2, 4};
 // Iterations per run (the first two not timed) and rounds over the micro-batch counts;
 // each count keeps its least CPU time of the rounds (other programs only add to it).
 constexpr int64_t kProbeIterations = 7;
@@ -111,12 +113,14 @@ examples::GptConfig ProbeGpt(int64_t devices) {
   return config;
 }
 
-// One run of the probe gpt: the process's CPU time and the wall time per timed iteration
-// (means), and every device's acts per iteration.
-absl::StatusOr<auto_parallel::RunSample> RunProbeGpt(int64_t devices, int64_t micro_batches) {
+// One run of the probe gpt at dp = devices, or at tp = 2 with the rest data parallelism
+// (`tensor_parallel`): the process's CPU time and the wall time per timed iteration
+// (means), and every device's acts and boxing acts per iteration.
+absl::StatusOr<auto_parallel::RunSample> RunProbeGpt(int64_t devices, bool tensor_parallel, int64_t micro_batches) {
   examples::ParallelFlags flags;
   flags.devices_per_node = devices;
-  flags.dp = devices;
+  flags.tp = tensor_parallel ? 2 : 1;
+  flags.dp = devices / flags.tp;
   flags.micro_batches = micro_batches;
   OF_ASSIGN_OR_RETURN(const examples::ParallelLayout layout, examples::ParallelLayout::Create(flags));
   OF_ASSIGN_OR_RETURN(const proto::Job job, examples::BuildGpt(ProbeGpt(devices), layout));
@@ -144,8 +148,13 @@ absl::StatusOr<auto_parallel::RunSample> RunProbeGpt(int64_t devices, int64_t mi
     ++timed;
   }
   sample.wall_seconds = timed > 0 ? wall / static_cast<double>(timed) : 0;
+  sample.reference = tensor_parallel ? 1 : 0;
   for (const proto::DevicePlan& device : plan.devices()) {
-    for (const proto::ActorDef& actor : device.actors()) sample.acts += actor.per_iteration() ? 1 : micro_batches;
+    for (const proto::ActorDef& actor : device.actors()) {
+      const int64_t acts = actor.per_iteration() ? 1 : micro_batches;
+      sample.acts += acts;
+      if (actor.kind() == proto::ACTOR_BOXING) sample.boxing_acts += acts;
+    }
   }
   return sample;
 }
@@ -157,26 +166,49 @@ absl::StatusOr<SharedHostProbe> MeasureSharedHost(int64_t devices, int64_t cores
     return absl::InvalidArgumentError(absl::StrCat("the shared host is measured for devices >= 1, not ", devices));
   }
   SharedHostProbe probe;
-  for (int64_t micro_batches : kProbeMicroBatches) {
+  auto least_of_rounds = [&](bool tensor_parallel, int64_t micro_batches) -> absl::Status {
     auto_parallel::RunSample least;
     for (int64_t round = 0; round < kProbeRounds; ++round) {
-      OF_ASSIGN_OR_RETURN(const auto_parallel::RunSample sample, RunProbeGpt(devices, micro_batches));
+      OF_ASSIGN_OR_RETURN(const auto_parallel::RunSample sample,
+                          RunProbeGpt(devices, tensor_parallel, micro_batches));
       if (round == 0 || sample.cpu_seconds < least.cpu_seconds) least = sample;
     }
     probe.samples.push_back(least);
+    return absl::OkStatus();
+  };
+  for (int64_t micro_batches : kProbeMicroBatches) OF_RETURN_IF_ERROR(least_of_rounds(false, micro_batches));
+  const std::vector<auto_parallel::RunSample> data_parallel = probe.samples;
+  // The boxing acts' own cost: tp = 2, whose extra acts with micro-batches are a
+  // collective's in a far larger proportion than dp's (an all-reduce per block's matmul
+  // pair), so FitSharedHostTerms' two-kind fit tells the kinds apart, as the prediction
+  // benchmark's tp reference does (docs/auto_parallel.md).
+  const bool tensor_parallel = devices >= 2 && devices % 2 == 0;
+  if (tensor_parallel) {
+    for (int64_t micro_batches : kProbeTensorParallelMicroBatches) {
+      OF_RETURN_IF_ERROR(least_of_rounds(true, micro_batches));
+    }
   }
   OF_ASSIGN_OR_RETURN(probe.terms, auto_parallel::FitSharedHostTerms(probe.samples, cores));
+  // The share with every device busy on the same layout: the data-parallel runs' (a tp
+  // run's ranks also wait in their all-reduces, which is not the share of the cores).
+  OF_ASSIGN_OR_RETURN(const auto_parallel::SharedHostTerms busy, auto_parallel::FitSharedHostTerms(data_parallel, cores));
+  probe.terms.host_core_share = busy.host_core_share;
   const examples::GptConfig config = ProbeGpt(devices);
   std::vector<std::string> runs;
   for (const auto_parallel::RunSample& sample : probe.samples) {
-    runs.push_back(absl::StrFormat("%d acts %.4g s CPU in %.4g s", sample.acts, sample.cpu_seconds,
-                                   sample.wall_seconds));
+    runs.push_back(absl::StrFormat("%s%d acts (%d boxing) %.4g s CPU in %.4g s", sample.reference == 1 ? "tp=2 " : "",
+                                   sample.acts, sample.boxing_acts, sample.cpu_seconds, sample.wall_seconds));
   }
+  const std::string boxing =
+      probe.terms.boxing_act_seconds.has_value()
+          ? absl::StrFormat("boxing act: two-kind fit with tp=2 dp=%d, 1/2/4 micro-batches (%d solutions)",
+                            devices / 2, probe.terms.solutions)
+          : std::string("boxing act: not told apart (costs an act)");
   probe.method = absl::StrFormat(
       "gpt of %d blocks (hidden %d, seq %d) in one process, dp=%d, 1/2/4/8 micro-batches, least CPU of %d rounds: "
-      "%s; act: Theil-Sen slope of CPU over acts (%d pairs); core share: median CPU over wall",
+      "%s; act: Theil-Sen slope of CPU over acts (%d pairs); %s; core share: median CPU over wall at dp=%d",
       config.layers, config.hidden, config.seq, devices, kProbeRounds, absl::StrJoin(runs, ", "),
-      probe.terms.slopes);
+      probe.terms.slopes, boxing, devices);
   return probe;
 }
 
@@ -195,6 +227,7 @@ absl::StatusOr<HostRuntime> MeasureHostRuntime(int64_t devices) {
   OF_ASSIGN_OR_RETURN(runtime.shared, MeasureSharedHost(devices, measurement.cores));
   measurement.act_seconds = runtime.shared.terms.act_seconds;
   measurement.core_share = runtime.shared.terms.host_core_share;
+  measurement.boxing_act_seconds = runtime.shared.terms.boxing_act_seconds;
   measurement.method = runtime.shared.method;
   OF_ASSIGN_OR_RETURN(const TinyRun data_parallel, RunTinyMlp(devices, /*tensor_parallel=*/false));
   runtime.probe_step_seconds = data_parallel.step_seconds;

@@ -15,6 +15,11 @@
 //                 (the same kernels in more acts), each its least process CPU time per
 //                 step of 2 rounds; act_seconds the Theil-Sen slope of CPU time over acts,
 //                 core_share the median of the runs' CPU over wall time (auto_parallel::FitSharedHostTerms)
+//   boxing_act_seconds
+//                 on an even device count, the same gpt at tp = 2 (the rest dp) with 1, 2
+//                 and 4 micro-batches beside those runs: its extra acts are boxing acts in
+//                 a far larger proportion, so FitSharedHostTerms' two-kind fit gives a
+//                 boxing act's own cost (and act_seconds becomes the other acts')
 //   collective_call_seconds
 //                 what one in-process collective call costs beyond its acts, its ranks
 //                 sharing the cores: an mlp of 1-wide layers at tp = devices (hidden =
