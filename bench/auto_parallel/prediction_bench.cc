@@ -451,6 +451,7 @@ absl::Status RunCluster(const examples::GptConfig& config, int64_t devices) {
     auto_parallel::SearchOptions probe = scaled;
     probe.price.act_seconds = calibration.runtime.measurement.act_seconds;
     probe.price.host_core_share = calibration.runtime.measurement.core_share;
+    probe.price.boxing_act_seconds = calibration.runtime.measurement.boxing_act_seconds;
     return probe;
   };
   Pooled one_device;

@@ -287,13 +287,16 @@ std::string HostCalibrationJson(const HostCalibration& calibration) {
       "\"intra_node_latency_s\":%.4g,\"intra_node_bytes_per_second\":%.4g,\"act_seconds\":%.4g,"
       "\"collective_call_seconds\":%.4g,"
       "\"host_cores\":%d,\"host_core_share\":%.4g,\"act_fit_pairs\":%d,\"act_probe_acts\":%d,"
-      "\"act_probe_step_s\":%.4g,\"act_probe_cpu_s_per_act\":%.4g",
+      "\"act_probe_step_s\":%.4g,\"act_probe_cpu_s_per_act\":%.4g,\"boxing_act_seconds\":%s",
       calibration.runtime.measurement.devices, calibration.gemm_flops_per_second,
       calibration.memory_bytes_per_second, calibration.intra_node.latency_seconds,
       calibration.intra_node.bytes_per_second, calibration.runtime.measurement.act_seconds,
       calibration.runtime.measurement.collective_call_seconds, calibration.runtime.measurement.cores,
       calibration.runtime.measurement.core_share, calibration.runtime.shared.terms.slopes, calibration.runtime.probe_acts, calibration.runtime.probe_step_seconds,
-      calibration.runtime.probe_cpu_seconds_per_act);
+      calibration.runtime.probe_cpu_seconds_per_act,
+      calibration.runtime.measurement.boxing_act_seconds.has_value()
+          ? absl::StrFormat("%.4g", *calibration.runtime.measurement.boxing_act_seconds)
+          : std::string("null"));
 }
 
 }  // namespace oneflow::cli
