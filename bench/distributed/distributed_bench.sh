@@ -44,7 +44,10 @@
 #                         arrival (the transfer), the exposed transfer time and the compute time,
 #                         and how long before the end of backward the first node-crossing bucket
 #                         started (first_cross_node_bucket_lead_ms, median over iterations and
-#                         devices; negative: after backward ended)
+#                         devices; negative: after backward ended); how far apart the devices
+#                         ended backward (backward_end_skew_ms) and how long the reductions ran
+#                         on after the last device's backward (reduction_after_last_backward_ms),
+#                         medians over iterations
 #   --bin_dir=DIR         binaries (DIR/tools/cli/oneflow, ...) instead of building -c opt
 #   --work_dir=DIR --keep where plans, logs and metrics go; kept with --keep or on failure
 #
@@ -290,7 +293,7 @@ if os.path.exists(profile_json):
     crossing = {"bucket_%d/" % b["id"] for b in plan["buckets"] if b["hierarchy_axis"] == 0}
     trace = json.load(open(os.path.join(d, mode + ".launched.trace.json")))
     events = trace["traceEvents"] if isinstance(trace, dict) else trace
-    backward_end, first_bucket = {}, {}
+    backward_end, first_bucket, last_reduction = {}, {}, {}
     for e in events:
         if e.get("ph") != "X":
             continue
@@ -299,11 +302,27 @@ if os.path.exists(profile_json):
             backward_end[key] = max(backward_end.get(key, 0.0), e["ts"] + e["dur"])
         if any(e["name"].startswith(p) for p in crossing):
             first_bucket[key] = min(first_bucket.get(key, float("inf")), e["ts"])
+        # The iteration's last collective: after backward only gradient reductions remain.
+        if e.get("cat") == "boxing":
+            last_reduction[key[1]] = max(last_reduction.get(key[1], 0.0), e["ts"] + e["dur"])
     warmup = int(os.environ.get("BENCH_WARMUP", "0"))
     leads = sorted((backward_end[k] - first_bucket[k]) / 1e3 for k in first_bucket
                    if k in backward_end and k[1] >= warmup)
     if leads:
         line["first_cross_node_bucket_lead_ms"] = round(leads[len(leads) // 2], 2)
+    # Per measured iteration: how far apart the devices ended backward (all start it within
+    # a few ms, after the same last collective), and how long the reductions ran on after
+    # the last device's backward ended (what no device's backward could hide). Medians.
+    by_iteration = {}
+    for (pid, iteration), end in backward_end.items():
+        if iteration >= warmup:
+            by_iteration.setdefault(iteration, []).append(end)
+    skews = sorted((max(v) - min(v)) / 1e3 for v in by_iteration.values())
+    tails = sorted((last_reduction[i] - max(v)) / 1e3 for i, v in by_iteration.items() if i in last_reduction)
+    if skews:
+        line["backward_end_skew_ms"] = round(skews[len(skews) // 2], 2)
+    if tails:
+        line["reduction_after_last_backward_ms"] = round(tails[len(tails) // 2], 2)
 if mode == "off" and os.path.exists(os.path.join(d, "off_bucket_mb_" + os.environ.get("BENCH_BUCKET_REFERENCE", "") + ".summary.json")):
     ref = json.load(open(os.path.join(d, "off_bucket_mb_" + os.environ["BENCH_BUCKET_REFERENCE"] + ".summary.json")))
     line["over_bucket_reference"] = round(launched / ref["launched_step_ms"], 3)
