@@ -21,6 +21,9 @@
 #                  goal auto <= off
 #   dp3_h512       3 hosts x 1, gpt hidden 512 layers 4 heads 8 batch 12, dp=3, off, auto and PyTorch
 #                  DDP; goals auto <= off, auto <= 0.5x PyTorch DDP
+#   dp2_h512       2 hosts x 1, dp3_h512's gpt at dp=2, off: one compute thread per core of a
+#                  2-core machine (dp3_h512 runs 3 on 2 cores, and the scheduler's uneven share
+#                  spreads the devices' ends of backward; backward_end_skew_ms), no goal
 # The PyTorch reference (mode "pytorch_ddp"): bench/train/torch_step.py, the same gpt layer for
 # layer, one DistributedDataParallel rank (gloo) per emulated host, one thread each, with
 # OPENBLAS_CORETYPE and OPENBLAS_L2_SIZE unset for it (this image sets them; PyTorch's OpenBLAS
@@ -125,10 +128,11 @@ case_spec() {
     # equal rows per rank).
     dp3_h256) echo "netns 3 1 off,auto,pytorch_ddp|--dp=3 --hidden=256 --layers=2 --batch=12" ;;
     dp3_h512) echo "netns 3 1 off,auto,pytorch_ddp|--dp=3 --hidden=512 --layers=4 --heads=8 --batch=12" ;;
+    dp2_h512) echo "netns 2 1 off|--dp=2 --hidden=512 --layers=4 --heads=8 --batch=12" ;;
     *) return 1 ;;
   esac
 }
-for c in "${CASE_LIST[@]}"; do case_spec "$c" >/dev/null || die "--cases: '$c' is not one of demo_loopback, gpt_dp3tp2, dp3_h256, dp3_h512"; done
+for c in "${CASE_LIST[@]}"; do case_spec "$c" >/dev/null || die "--cases: '$c' is not one of demo_loopback, gpt_dp3tp2, dp3_h256, dp3_h512, dp2_h512"; done
 
 RUN=""
 OK=0
