@@ -21,6 +21,9 @@
 #                  goal auto <= off
 #   dp3_h512       3 hosts x 1, gpt hidden 512 layers 4 heads 8 batch 12, dp=3, off, auto and PyTorch
 #                  DDP; goals auto <= off, auto <= 0.5x PyTorch DDP
+#   dp2_h512       2 hosts x 1, dp3_h512's gpt at dp=2, off: one compute thread per core of a
+#                  2-core machine (dp3_h512 runs 3 on 2 cores, and the scheduler's uneven share
+#                  spreads the devices' ends of backward; backward_end_skew_ms), no goal
 # The PyTorch reference (mode "pytorch_ddp"): bench/train/torch_step.py, the same gpt layer for
 # layer, one DistributedDataParallel rank (gloo) per emulated host, one thread each, with
 # OPENBLAS_CORETYPE and OPENBLAS_L2_SIZE unset for it (this image sets them; PyTorch's OpenBLAS
@@ -44,7 +47,10 @@
 #                         arrival (the transfer), the exposed transfer time and the compute time,
 #                         and how long before the end of backward the first node-crossing bucket
 #                         started (first_cross_node_bucket_lead_ms, median over iterations and
-#                         devices; negative: after backward ended)
+#                         devices; negative: after backward ended); how far apart the devices
+#                         ended backward (backward_end_skew_ms) and how long the reductions ran
+#                         on after the last device's backward (reduction_after_last_backward_ms),
+#                         medians over iterations
 #   --bin_dir=DIR         binaries (DIR/tools/cli/oneflow, ...) instead of building -c opt
 #   --work_dir=DIR --keep where plans, logs and metrics go; kept with --keep or on failure
 #
@@ -122,10 +128,11 @@ case_spec() {
     # equal rows per rank).
     dp3_h256) echo "netns 3 1 off,auto,pytorch_ddp|--dp=3 --hidden=256 --layers=2 --batch=12" ;;
     dp3_h512) echo "netns 3 1 off,auto,pytorch_ddp|--dp=3 --hidden=512 --layers=4 --heads=8 --batch=12" ;;
+    dp2_h512) echo "netns 2 1 off|--dp=2 --hidden=512 --layers=4 --heads=8 --batch=12" ;;
     *) return 1 ;;
   esac
 }
-for c in "${CASE_LIST[@]}"; do case_spec "$c" >/dev/null || die "--cases: '$c' is not one of demo_loopback, gpt_dp3tp2, dp3_h256, dp3_h512"; done
+for c in "${CASE_LIST[@]}"; do case_spec "$c" >/dev/null || die "--cases: '$c' is not one of demo_loopback, gpt_dp3tp2, dp3_h256, dp3_h512, dp2_h512"; done
 
 RUN=""
 OK=0
@@ -290,7 +297,7 @@ if os.path.exists(profile_json):
     crossing = {"bucket_%d/" % b["id"] for b in plan["buckets"] if b["hierarchy_axis"] == 0}
     trace = json.load(open(os.path.join(d, mode + ".launched.trace.json")))
     events = trace["traceEvents"] if isinstance(trace, dict) else trace
-    backward_end, first_bucket = {}, {}
+    backward_end, first_bucket, last_reduction = {}, {}, {}
     for e in events:
         if e.get("ph") != "X":
             continue
@@ -299,11 +306,27 @@ if os.path.exists(profile_json):
             backward_end[key] = max(backward_end.get(key, 0.0), e["ts"] + e["dur"])
         if any(e["name"].startswith(p) for p in crossing):
             first_bucket[key] = min(first_bucket.get(key, float("inf")), e["ts"])
+        # The iteration's last collective: after backward only gradient reductions remain.
+        if e.get("cat") == "boxing":
+            last_reduction[key[1]] = max(last_reduction.get(key[1], 0.0), e["ts"] + e["dur"])
     warmup = int(os.environ.get("BENCH_WARMUP", "0"))
     leads = sorted((backward_end[k] - first_bucket[k]) / 1e3 for k in first_bucket
                    if k in backward_end and k[1] >= warmup)
     if leads:
         line["first_cross_node_bucket_lead_ms"] = round(leads[len(leads) // 2], 2)
+    # Per measured iteration: how far apart the devices ended backward (all start it within
+    # a few ms, after the same last collective), and how long the reductions ran on after
+    # the last device's backward ended (what no device's backward could hide). Medians.
+    by_iteration = {}
+    for (pid, iteration), end in backward_end.items():
+        if iteration >= warmup:
+            by_iteration.setdefault(iteration, []).append(end)
+    skews = sorted((max(v) - min(v)) / 1e3 for v in by_iteration.values())
+    tails = sorted((last_reduction[i] - max(v)) / 1e3 for i, v in by_iteration.items() if i in last_reduction)
+    if skews:
+        line["backward_end_skew_ms"] = round(skews[len(skews) // 2], 2)
+    if tails:
+        line["reduction_after_last_backward_ms"] = round(tails[len(tails) // 2], 2)
 if mode == "off" and os.path.exists(os.path.join(d, "off_bucket_mb_" + os.environ.get("BENCH_BUCKET_REFERENCE", "") + ".summary.json")):
     ref = json.load(open(os.path.join(d, "off_bucket_mb_" + os.environ["BENCH_BUCKET_REFERENCE"] + ".summary.json")))
     line["over_bucket_reference"] = round(launched / ref["launched_step_ms"], 3)
