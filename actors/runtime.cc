@@ -117,11 +117,6 @@ absl::StatusOr<TrainResult> TrainPlan(const proto::Plan& plan, const TrainOption
   pool_options.rendezvous = options.rendezvous;
   pool_options.worker_host = options.worker_host;
   pool_options.transport = options.transport;
-  // Each computing device of this node runs threads_per_device kernel threads.
-  for (const proto::DevicePlan& device : plan.devices()) {
-    const bool local = options.node < 0 || device.device().node() == options.node;
-    if (local && device.actors_size() > 0) pool_options.compute_threads_per_process += threads_per_device;
-  }
   CommunicatorPool communicators(plan, pool_options);
   // The loss is B: every device's sink sees the same value; the first device of this
   // node (of the plan, when every node runs here) that has a sink reports it. With

@@ -192,7 +192,6 @@ absl::StatusOr<std::unique_ptr<Communicator>> CommunicatorPool::CrossProcessGrou
   options.size = size;
   options.store = options_.rendezvous;
   options.host = options_.worker_host;
-  options.compute_threads_per_process = options_.compute_threads_per_process;
   return NewCrossProcessCommunicator(options_.transport, options);
 }
 

@@ -49,10 +49,6 @@ struct CommunicatorPoolOptions {
   std::string worker_host = "127.0.0.1";
   // The transport of groups with members in other processes.
   Transport transport = kDefaultTransport;
-  // The compute threads this process runs (its devices' kernel threads), which every
-  // process of the job is taken to run as well: cross-process groups weigh them against
-  // the cores before their waits spin (transport.h). 0: unknown.
-  int64_t compute_threads_per_process = 0;
 };
 
 class CommunicatorPool {

@@ -33,7 +33,6 @@ absl::StatusOr<std::unique_ptr<Communicator>> NewCrossProcessCommunicator(
   ucx.size = options.size;
   ucx.store = options.store;
   ucx.connect_timeout = options.connect_timeout;
-  ucx.compute_threads_per_process = options.compute_threads_per_process;
   return NewUcxCommunicator(std::move(ucx));
 }
 

@@ -38,9 +38,6 @@ struct CrossProcessGroupOptions {
   // This node's address its peers can reach (Gloo binds to it; UCX picks its interfaces).
   std::string host = "127.0.0.1";
   absl::Duration connect_timeout = absl::Seconds(60);
-  // The threads each rank's process keeps busy computing, for whether UCX's waits may spin
-  // (ucx/communicator.h); 0: unknown. Gloo's waits block in its I/O threads and ignore it.
-  int64_t compute_threads_per_process = 0;
 };
 
 // A communicator of `transport` for rank `options.rank` of a group of processes.

@@ -1,5 +1,6 @@
 #include "tools/cli/host_calibration.h"
 
+#include <sched.h>
 #include <time.h>
 
 #include <algorithm>
@@ -15,7 +16,6 @@
 #include "examples/common/parallel_layout.h"
 #include "examples/gpt/gpt_model.h"
 #include "examples/mlp/mlp_model.h"
-#include "oneflow_core/allowed_cores.h"
 #include "oneflow_core/status.h"
 #include "tools/cli/link_calibration.h"
 
@@ -26,6 +26,13 @@ constexpr int64_t kRepetitions = 3;
 constexpr int64_t kRounds = 4;
 // Iterations of the act probe; the first two (allocation, warm-up) are not timed.
 constexpr int64_t kActIterations = 40;
+
+int64_t AllowedCores() {
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  if (sched_getaffinity(0, sizeof(set), &set) != 0) return 1;
+  return std::max(1, CPU_COUNT(&set));
+}
 
 // The fastest step of the tiny mlp (every width 1, or `devices` for tp: kernels of
 // nanoseconds) on `devices` devices, data-parallel or tensor-parallel, and its plan.

@@ -52,11 +52,6 @@ struct UcxGroupOptions {
   KeyValueStore* store = nullptr;
   // The longest the first call waits for every rank to join. The call's timeout bounds it too.
   absl::Duration connect_timeout = absl::Seconds(60);
-  // The threads each rank's process keeps busy computing (its devices' compute threads);
-  // with the ranks whose processes run on this host and the cores this process may use,
-  // whether the group's waits may spin (spin_policy.h, WaitsMaySpin). 0: unknown, they
-  // learn whether spinning pays.
-  int64_t compute_threads_per_process = 0;
 };
 
 // A communicator for rank `options.rank` of the group. INVALID_ARGUMENT for an empty group

@@ -4,7 +4,6 @@
 #include <signal.h>
 #include <unistd.h>
 
-#include <algorithm>
 #include <fstream>
 #include <iterator>
 #include <sstream>
@@ -14,7 +13,6 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
-#include "oneflow_core/allowed_cores.h"
 #include "oneflow_core/comm/collective_arguments.h"
 #include "oneflow_core/comm/gloo/store_adapter.h"
 #include "oneflow_core/comm/ucx/context.h"
@@ -337,12 +335,6 @@ absl::Status Mesh::CreateEndpoints(const std::string& prefix) {
       if (pid != getpid()) local_pids_[peer] = pid;
     }
   }
-  // Whether the waits may spin: this process and the peers' processes it can see (their
-  // compute threads share its cores, whatever their network namespace).
-  const int64_t processes_on_host =
-      1 + std::count_if(local_pids_.begin(), local_pids_.end(), [](int64_t pid) { return pid > 0; });
-  spin_policy_ =
-      SpinPolicy(WaitsMaySpin(options_.compute_threads_per_process, processes_on_host, AllowedCores()));
   return absl::OkStatus();
 }
 

@@ -1,6 +1,5 @@
 // When a UCX wait spins (spin_policy.h): while at least half of the communicator's recent
-// spinning waits ended within kSpinWait, and every kProbeEvery-th wait otherwise; never
-// where the host's compute threads leave no core free.
+// spinning waits ended within kSpinWait, and every kProbeEvery-th wait otherwise.
 #include "oneflow_core/comm/ucx/spin_policy.h"
 
 #include "gtest/gtest.h"
@@ -79,30 +78,6 @@ TEST(SpinPolicy, FollowsTheMajorityOfRecentWaits) {
   }
   EXPECT_EQ(Waits(mostly_short, 16, kShort), 16);
   EXPECT_EQ(Waits(mostly_long, 16, kLong), 2);
-}
-
-// Compute threads that fill the host's cores: no wait spins, not even the probes, however
-// short the waits are.
-TEST(SpinPolicy, AHostWithoutAFreeCoreNeverSpins) {
-  SpinPolicy policy(/*may_spin=*/false);
-  EXPECT_FALSE(policy.may_spin());
-  EXPECT_EQ(Waits(policy, 10 * SpinPolicy::kProbeEvery, kShort), 0);
-  SpinPolicy learning;
-  EXPECT_TRUE(learning.may_spin());
-  EXPECT_EQ(Waits(learning, 10 * SpinPolicy::kProbeEvery, kShort), 10 * SpinPolicy::kProbeEvery);
-}
-
-TEST(WaitsMaySpin, OnlyWhileTheComputeThreadsLeaveACoreFree) {
-  // The demo launched on 2 cores: 2 processes of 2 devices each.
-  EXPECT_FALSE(WaitsMaySpin(/*compute_threads_per_process=*/2, /*processes_on_host=*/2, /*cores=*/2));
-  // One process of 2 devices on 2 cores, its peers on other hosts: no core is free either.
-  EXPECT_FALSE(WaitsMaySpin(2, 1, 2));
-  // 2 processes of 1 device on 4 cores, or 8 devices on a 32-core host: cores to spare.
-  EXPECT_TRUE(WaitsMaySpin(1, 2, 4));
-  EXPECT_TRUE(WaitsMaySpin(8, 1, 32));
-  EXPECT_FALSE(WaitsMaySpin(8, 4, 32));
-  // Unknown compute threads (a transport benchmark): the policy learns.
-  EXPECT_TRUE(WaitsMaySpin(0, 2, 2));
 }
 
 }  // namespace
