@@ -17,12 +17,11 @@
 // And only a wait that has lasted kCheckAfterWaiting looks (UcxExchange::WaitFor): a
 // failed peer keeps a wait waiting, while a short wait ends by itself, and most waits of a
 // training step are short (the peer's side of a ring step, a peer finishing its backward).
-// Checking in those too made the demo's plan launched on the 2-core machine read node 0's
-// store hundreds of times a second: node 0's daemon spent 29-37 ms of CPU per second
-// serving the reads and the communication threads another 14-15 ms in gRPC (a perf
-// profile, docs/benchmarks.md, "Session 42"), taken from the compute threads of a host
-// whose cores they fill. A failure is still seen within kCheckAfterWaiting plus the
-// interval of its being written.
+// Checking in those too, the demo's plan launched on the 2-core machine kept node 0's
+// daemon at 31-34 ms of CPU per second serving the reads, and its communication threads
+// spent 14-15 ms a second in gRPC, in the middle of waits whose message could arrive
+// meanwhile; with this, 19-22 and 0-0.4 ms (perf, docs/benchmarks.md, "Session 42"). A
+// failure is still seen within kCheckAfterWaiting plus the interval of its being written.
 #ifndef ONEFLOW_CORE_COMM_UCX_PEER_CHECK_H_
 #define ONEFLOW_CORE_COMM_UCX_PEER_CHECK_H_
 
