@@ -7,6 +7,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "oneflow_core/comm/collective_arguments.h"
+#include "oneflow_core/comm/ucx/peer_check.h"
 
 namespace oneflow {
 namespace ucx_backend {
@@ -182,7 +183,8 @@ UcxExchange::Outcome UcxExchange::WaitFor(Transfer& transfer, std::string* detai
     if (now >= deadline_) return Outcome::kExpired;
     if (ucp_worker_progress(mesh_->worker()) != 0) continue;
     if (now - start < spin) continue;
-    mesh_->CheckPeers(now);
+    // Only a wait that lasts looks for failed peers (peer_check.h, kCheckAfterWaiting).
+    if (now - start >= kCheckAfterWaiting) mesh_->CheckPeers(now);
     if (mesh_->failed()) return Outcome::kWoken;
     if (mesh_->departed(transfer.peer) != nullptr) {
       const Outcome judged = JudgeDeparture(transfer);

@@ -12,9 +12,9 @@
 // kBlockSlice at a time, so a long wait costs no CPU and the thread wakes as soon as UCX
 // has an event. Why not sched_yield, as before: on a loaded machine a yield hands the
 // core to another process for a whole time slice (milliseconds), which made 4 KiB
-// all-reduces 15-60x slower than OpenMPI's (docs/collectives.md). Once it has spun, a
-// wait also calls Mesh::CheckPeers at every turn (which reads the store every 5-100 ms,
-// peer_check.h).
+// all-reduces 15-60x slower than OpenMPI's (docs/collectives.md). Once it has lasted
+// kCheckAfterWaiting (5 ms), a wait also calls Mesh::CheckPeers at every turn (which reads
+// the store every 5-100 ms, peer_check.h); a shorter one never does.
 //
 // Arrival (Arrive, arrival.cc): each receive of a peer's call header takes up to a header
 // plus kSmallAllReduceBytes, because a UCX receive, unlike Gloo's, survives a shorter

@@ -13,6 +13,15 @@
 // next check comes kCheckCostMultiple times the last check's duration later: the checks
 // take at most about 1/kCheckCostMultiple of the thread's time, and a failure record is
 // seen within max(5 ms, that) of being written, never more than kLongestCheckInterval.
+//
+// And only a wait that has lasted kCheckAfterWaiting looks (UcxExchange::WaitFor): a
+// failed peer keeps a wait waiting, while a short wait ends by itself, and most waits of a
+// training step are short (the peer's side of a ring step, a peer finishing its backward).
+// Checking in those too, the demo's plan launched on the 2-core machine kept node 0's
+// daemon at 31-34 ms of CPU per second serving the reads, and its communication threads
+// spent 14-15 ms a second in gRPC, in the middle of waits whose message could arrive
+// meanwhile; with this, 19-22 and 0-0.4 ms (perf, docs/benchmarks.md, "Session 42"). A
+// failure is still seen within kCheckAfterWaiting plus the interval of its being written.
 #ifndef ONEFLOW_CORE_COMM_UCX_PEER_CHECK_H_
 #define ONEFLOW_CORE_COMM_UCX_PEER_CHECK_H_
 
@@ -26,6 +35,7 @@ namespace ucx_backend {
 constexpr absl::Duration kShortestCheckInterval = absl::Milliseconds(5);
 constexpr absl::Duration kLongestCheckInterval = absl::Milliseconds(100);
 constexpr int kCheckCostMultiple = 50;
+constexpr absl::Duration kCheckAfterWaiting = absl::Milliseconds(5);
 
 // The time from the start of a peer check that took `last_check` to the next one.
 inline absl::Duration PeerCheckInterval(absl::Duration last_check) {

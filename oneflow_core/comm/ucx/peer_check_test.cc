@@ -1,7 +1,8 @@
 // How often a waiting UCX rank reads its group's failure key (peer_check.h): in proportion
 // to what a read costs, so a slow store (the rendezvous daemon over gRPC on a loaded
 // machine) does not take the communication thread's time, while a fast one still tells a
-// peer's failure within milliseconds.
+// peer's failure within milliseconds; and only in a wait that lasts.
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <memory>
@@ -57,9 +58,10 @@ CollectiveOptions Options() {
   return options;
 }
 
-// Rank 0 of two waits `wait` in a 4 KiB all-reduce for rank 1 (after a first call that
-// connects the group); returns how often rank 0 read the failure key during that call.
-int64_t FailureKeyReadsWhileWaiting(absl::Duration read_delay, absl::Duration wait) {
+// Rank 0 of two makes `calls` all-reduces of `count` floats, before each of which rank 1
+// sleeps `wait` (after a first call that connects the group); returns how often rank 0
+// read the failure key during them.
+int64_t FailureKeyReads(absl::Duration read_delay, absl::Duration wait, int64_t count, int calls) {
   std::unique_ptr<KeyValueStore> shared = NewInMemoryKeyValueStore();
   std::vector<std::unique_ptr<TimedStore>> stores;
   std::vector<std::unique_ptr<Communicator>> ranks;
@@ -75,24 +77,29 @@ int64_t FailureKeyReadsWhileWaiting(absl::Duration read_delay, absl::Duration wa
     if (!communicator.ok()) return -1;
     ranks.push_back(std::move(communicator).value());
   }
-  constexpr int64_t kCount = 1024;
   int64_t reads_before = 0;
   std::vector<std::thread> threads;
   for (int64_t rank = 0; rank < 2; ++rank) {
     threads.emplace_back([&, rank] {
-      std::vector<float> data(kCount, static_cast<float>(rank + 1));
-      ASSERT_TRUE(ranks[rank]->AllReduce(data.data(), data.data(), kCount, Options()).ok());
+      std::vector<float> data(count, static_cast<float>(rank + 1));
+      ASSERT_TRUE(ranks[rank]->AllReduce(data.data(), data.data(), count, Options()).ok());
       if (rank == 0) reads_before = stores[0]->failure_key_reads();
-      if (rank == 1) absl::SleepFor(wait);
-      std::fill(data.begin(), data.end(), static_cast<float>(rank + 1));
-      const absl::Status status =
-          ranks[rank]->AllReduce(data.data(), data.data(), kCount, Options());
-      ASSERT_TRUE(status.ok()) << status;
-      EXPECT_EQ(data[kCount - 1], 3.0f);
+      for (int call = 0; call < calls; ++call) {
+        if (rank == 1) absl::SleepFor(wait);
+        std::fill(data.begin(), data.end(), static_cast<float>(rank + 1));
+        const absl::Status status = ranks[rank]->AllReduce(data.data(), data.data(), count, Options());
+        ASSERT_TRUE(status.ok()) << status;
+        EXPECT_EQ(data[count - 1], 3.0f);
+      }
     });
   }
   for (std::thread& thread : threads) thread.join();
   return stores[0]->failure_key_reads() - reads_before;
+}
+
+// Rank 0 of two waits `wait` in one 4 KiB all-reduce for rank 1.
+int64_t FailureKeyReadsWhileWaiting(absl::Duration read_delay, absl::Duration wait) {
+  return FailureKeyReads(read_delay, wait, 1024, 1);
 }
 
 TEST(PeerCheckInterval, FollowsTheCostOfACheckWithinItsBounds) {
@@ -115,6 +122,16 @@ TEST(PeerCheck, ASlowStoreIsReadInProportionToItsCost) {
 TEST(PeerCheck, AFastStoreIsReadEveryFewMilliseconds) {
   const int64_t reads = FailureKeyReadsWhileWaiting(absl::ZeroDuration(), absl::Milliseconds(400));
   EXPECT_GE(reads, 10) << "rank 0 read the failure key " << reads << " times in 400 ms";
+}
+
+// Short waits do not read the store: 50 all-reduces of 128 KiB (past the small all-reduce,
+// whose end looks too: arrival.cc) in which rank 0 waits about 1 ms for rank 1 each time.
+// Checking in every wait read the key about every 5 ms of them (10-15 times); now only a
+// wait of kCheckAfterWaiting does, which a 1 ms sleep reaches only when the machine
+// deschedules rank 1 for longer.
+TEST(PeerCheck, ShortWaitsDoNotReadTheStore) {
+  const int64_t reads = FailureKeyReads(absl::ZeroDuration(), absl::Milliseconds(1), 32768, 50);
+  EXPECT_LE(reads, 3) << "rank 0 read the failure key " << reads << " times in 50 waits of about 1 ms";
 }
 
 }  // namespace
