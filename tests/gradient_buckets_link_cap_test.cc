@@ -2,8 +2,7 @@
 // group whose collective crosses nodes packs buckets no larger than what the cost model
 // prices at kNodeCrossingBucketSeconds on its link, nor, where a --bucket_mb bucket
 // crosses within that, than an eighth of the whole group's price (not below 5 ms), unless
-// the user gave --bucket_mb; where the eighth binds, the buckets of the end of backward
-// hold at most the group's bytes still to come; the plan records each
+// the user gave --bucket_mb; the plan records each
 // such bucket's limit and why. A gradient alone in its bucket crosses early, in backward
 // order, and no backward op waits for it through reused memory.
 #include <string>
@@ -192,84 +191,6 @@ TEST(GradientBucketsLinkCapTest, OneGigabitCapsTheBucketsOfADp3Gpt) {
   // 1 MiB first bucket beside them), then block 1's 10, then block 0's 10 with wpe's.
   EXPECT_EQ(sizes, (std::vector<int64_t>{2112, 3149824, 3215360}));
   EXPECT_EQ(MemberCounts(capped), (std::vector<int>{3, 10, 11}));
-}
-
-// dp3_h512 (gpt hidden 512, 4 blocks, dp=3 over 3 nodes) at 10 Gbit/s: the group's eighth
-// bounds the cap (49.16 MiB of gradients priced 56 ms: 5,623,168 B), so near the end of
-// backward a bucket also holds at most the group's bytes still to come after its last
-// member. Blocks 3-1 pack as before (the bytes to come exceed the cap); block 0's
-// gradients, in backward order: w_proj (4 MiB, alone as before), w_fc (4 MiB), ln2's two
-// (2 KiB each), w_o, q, k, v (1 MiB each), ln1's two, wpe's (128 KiB), wte's (1 MiB, the
-// last backward op's). By hand: w_fc + ln2 = 4,198,400 B with 5,378,048 to come (w_o would
-// make 5,246,976 > the 4,329,472 to come after it); w_o + q = 2,097,152 with 3,280,896 to
-// come (k would make 3 MiB > 2,232,320); k alone (k + v = 2 MiB > 1,183,744); v + ln1 =
-// 1,052,672 with 1,179,648 to come (wpe would make 1,183,744 > 1,048,576); wpe and wte
-// alone. Before: w_fc, ln2 and w_o in one 5 MiB bucket, and q, k, v, ln1, wpe and wte in
-// one of 4.13 MiB that could start only after the last backward op.
-TEST(GradientBucketsLinkCapTest, TenGigabitSplitsTheBucketsOfTheEndOfBackward) {
-  examples::GptConfig gpt;
-  gpt.hidden = 512;
-  gpt.heads = 8;
-  gpt.layers = 4;
-  gpt.batch = 12;
-  const proto::Plan plan = CompileGpt(gpt, AcrossNodes(3, 1.25e9), 25, false);
-  EXPECT_TRUE(VerifyPlan(plan).ok()) << VerifyPlan(plan);
-  std::vector<int64_t> sizes;
-  for (const proto::GradientBucketDef& bucket : plan.buckets()) sizes.push_back(bucket.size_bytes());
-  EXPECT_EQ(sizes, (std::vector<int64_t>{4160, 5246976, 3149824, 5246976, 3149824, 5246976, 3149824, 4198400, 2097152,
-                                         1052672}));
-  ASSERT_EQ(plan.buckets_size(), 10);
-  for (int b = 0; b < 7; ++b) {
-    EXPECT_EQ(plan.buckets(b).limit_bytes(), 5623168) << "bucket " << b;
-    EXPECT_EQ(plan.buckets(b).limit_reason().find("near the end of backward"), std::string::npos) << b;
-  }
-  const std::vector<int64_t> to_come = {5378048, 3280896, 1179648};
-  for (int b = 7; b < 10; ++b) {
-    EXPECT_EQ(plan.buckets(b).limit_bytes(), to_come[b - 7]) << "bucket " << b;
-    EXPECT_NE(plan.buckets(b).limit_reason().find("near the end of backward"), std::string::npos)
-        << plan.buckets(b).limit_reason();
-  }
-  auto tensors = [&](int b) {
-    std::vector<std::string> names;
-    for (const proto::BucketMemberDef& member : plan.buckets(b).members()) names.push_back(member.tensor());
-    return names;
-  };
-  EXPECT_THAT(tensors(7), ::testing::ElementsAre("matmul_25_grad/matmul_263",
-                                                 "layer_norm_23_grad/layer_norm_grad_265/dgamma",
-                                                 "layer_norm_23_grad/layer_norm_grad_265/dbeta"));
-  EXPECT_THAT(tensors(8), ::testing::ElementsAre("matmul_20_grad/matmul_269", "matmul_10_grad/matmul_282"));
-  EXPECT_THAT(tensors(9), ::testing::ElementsAre("matmul_4_grad/matmul_290",
-                                                 "layer_norm_2_grad/layer_norm_grad_294/dgamma",
-                                                 "layer_norm_2_grad/layer_norm_grad_294/dbeta"));
-  // Device 0's collectives in order: the lone ones by tensor, the last five after bucket 7.
-  absl::flat_hash_map<int64_t, int64_t> bucket_of_collective;
-  for (const proto::GradientBucketDef& bucket : plan.buckets()) bucket_of_collective[bucket.collective_id()] = bucket.id();
-  std::vector<std::string> order;
-  for (int64_t id : plan.devices(0).collective_order()) {
-    order.push_back(bucket_of_collective.contains(id) ? absl::StrCat("bucket ", bucket_of_collective[id])
-                                                      : plan.collectives(static_cast<int>(id)).tensor());
-  }
-  ASSERT_GE(order.size(), 6u);
-  EXPECT_THAT(std::vector<std::string>(order.end() - 6, order.end()),
-              ::testing::ElementsAre("bucket 7", "bucket 8", "matmul_7_grad/matmul_286", "bucket 9",
-                                     "add_1_grad/reduce_sum_like_296", "wte_grad/add_298"));
-  // No backward op waits for a lone reduction through reused memory.
-  for (const proto::DevicePlan& device : plan.devices()) {
-    absl::flat_hash_set<int64_t> alone;
-    for (const proto::ActorDef& actor : device.actors()) {
-      if (actor.kind() == proto::ACTOR_BOXING && !actor.has_bucket_id() && actor.collective_id() >= 0) {
-        alone.insert(actor.id());
-      }
-    }
-    EXPECT_EQ(alone.size(), 7u);  // 4 weights of 4 MiB, k, wpe, wte.
-    EXPECT_THAT(testing::WaitsBeforeLastReader(device, alone), ::testing::IsEmpty());
-  }
-  // An explicit --bucket_mb keeps its packing: no bucket is split at the end.
-  const proto::Plan given = CompileGpt(gpt, AcrossNodes(3, 1.25e9), 25, true);
-  for (const proto::GradientBucketDef& bucket : given.buckets()) {
-    EXPECT_EQ(bucket.limit_reason(), "--bucket_mb (given)");
-  }
-  EXPECT_EQ(given.buckets_size(), 3);
 }
 
 // dp=3 across 3 nodes x tp=2 in each (gpt_dp3tp2's layout, 2 blocks) at 1 Gbit/s: the

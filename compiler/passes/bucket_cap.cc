@@ -29,10 +29,8 @@ CollectiveCost PriceBucket(const LinkModel& links, const Placement& placement, i
 
 BucketCap BucketCapFor(const LinkModel& links, const Placement& placement, int64_t axis, BoxingKind kind,
                        int64_t limit, bool given, BucketGroupBytes group) {
-  if (given) return {limit, /*tail_follows_backward=*/false, "--bucket_mb (given)"};
-  if (!AxisCrossesNodes(placement, axis)) {
-    return {limit, /*tail_follows_backward=*/false, "--bucket_mb (default; the group is inside one node)"};
-  }
+  if (given) return {limit, "--bucket_mb (given)"};
+  if (!AxisCrossesNodes(placement, axis)) return {limit, "--bucket_mb (default; the group is inside one node)"};
   // The time one bucket may take: 40 ms, or, where the limit crosses within that (a fast
   // link), less where that is more than an eighth of the whole group's (bucket_cap.h).
   double target = kNodeCrossingBucketSeconds;
@@ -51,7 +49,7 @@ BucketCap BucketCapFor(const LinkModel& links, const Placement& placement, int64
   }
   const CollectiveCost& at_limit = limit_price;
   if (at_limit.seconds() <= target) {
-    return {limit, /*tail_follows_backward=*/false, absl::StrCat("--bucket_mb (default): a bucket of that size crosses nodes in ",
+    return {limit, absl::StrCat("--bucket_mb (default): a bucket of that size crosses nodes in ",
                                 FormatMilliseconds(at_limit.seconds()), " <= ", FormatMilliseconds(target),
                                 why_target, " (", at_limit.text, ")")};
   }
@@ -72,7 +70,7 @@ BucketCap BucketCapFor(const LinkModel& links, const Placement& placement, int64
   const int64_t bytes = std::max(floor_bytes, low * 64);
   const CollectiveCost at_cap = PriceBucket(links, placement, axis, kind, bytes);
   const bool at_floor = bytes == floor_bytes && at_cap.seconds() > target;
-  return {bytes, /*tail_follows_backward=*/!why_target.empty(), absl::StrCat("link rate: the group crosses nodes at ", FormatBandwidth(links.inter_node_bandwidth),
+  return {bytes, absl::StrCat("link rate: the group crosses nodes at ", FormatBandwidth(links.inter_node_bandwidth),
                               ", ", FormatMilliseconds(links.inter_node_latency), " per round; ", FormatBytes(bytes),
                               " is priced ", FormatMilliseconds(at_cap.seconds()), " (", at_cap.text, "), the most within ",
                               FormatMilliseconds(target), why_target,

@@ -52,22 +52,6 @@ struct BucketGroupBytes {
 
 struct BucketCap {
   int64_t bytes = 0;
-  // True where the group's eighth bounds the cap (a fast link, where backward is longer
-  // than the reductions). The buckets of the end of backward are then split finer: the
-  // gradient bucketing pass holds each bucket to at most the bytes of its group's
-  // gradients still to be produced after its last member (a member larger than that runs
-  // on its own, early). Backward produces a weight's gradient in time about proportional
-  // to its bytes (a matmul's dW and dX are each 2 x tokens x weight elements FLOPs), so
-  // those bytes stand for the backward compute left to hide the bucket behind: at the end
-  // of backward the transfer queue drains while the last gradients come, instead of a
-  // bucket waiting for its last member while the link idles and then crossing whole after
-  // backward. Traced on 3 emulated hosts at 10 Gbit/s (dp3_h512): block 0's last buckets
-  // were 5.00 MiB (w_fc's gradient waiting for w_o's) and 4.13 MiB (q, k and v's waiting
-  // for the embedding's, produced by the last backward op, then ~11 ms of transfer); the
-  // reductions ended 10.8-12.3 ms after the last device's backward (medians of 4 runs),
-  // 5.3-10.4 ms with this rule. Mid-backward the bytes to come exceed the cap: only the
-  // last buckets change.
-  bool tail_follows_backward = false;
   // How the cap was chosen, for the plan and `oneflow inspect`, e.g.
   // "link rate: priced 39.9 ms <= 40 ms (flat across 3 nodes, 2 rounds) < --bucket_mb limit"
   // or "--bucket_mb (given)".

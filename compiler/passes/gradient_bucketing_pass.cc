@@ -11,7 +11,6 @@
 #include "compiler/passes/bucket_cap.h"
 #include "oneflow_core/status.h"
 #include "oneflow_core/tensor_slice.h"
-#include "plan/plan_format.h"
 
 namespace oneflow {
 namespace {
@@ -164,9 +163,7 @@ absl::StatusOr<bool> GradientBucketingPass::Run(Compilation* compilation) {
   std::vector<GradientBucket> buckets;
   BucketCap cap;  // The open group's.
   bool alone_early = false;
-  // `limit`: what the bucket was packed to, the group's cap or less near the end of
-  // backward (BucketCap::tail_follows_backward).
-  auto close = [&](OpenBucket& open, int64_t step, int64_t limit) {
+  auto close = [&](OpenBucket& open, int64_t step) {
     if (open.members.size() == 1) {
       // No bucket, but the step still runs where the bucket would have: as soon as its
       // input exists, in backward order with the buckets of its group.
@@ -175,12 +172,8 @@ absl::StatusOr<bool> GradientBucketingPass::Run(Compilation* compilation) {
     }
     if (open.members.size() >= 2) {
       GradientBucket bucket;
-      bucket.limit_bytes = limit;
+      bucket.limit_bytes = cap.bytes;
       bucket.limit_reason = cap.reason;
-      if (limit < cap.bytes) {
-        absl::StrAppend(&bucket.limit_reason, "; near the end of backward: ", FormatBytes(limit),
-                        " of the group's gradients are still to come after its last member");
-      }
       const Candidate& first = *open.members.front();
       const Boxing& boxing = compilation->boxings[first.boxing];
       bucket.placement = graph.tensors[boxing.tensor].placement;
@@ -301,7 +294,7 @@ absl::StatusOr<bool> GradientBucketingPass::Run(Compilation* compilation) {
           const BucketCap next_cap = BucketCapFor(compilation->links, where, next.hierarchy_axis, next.kind, limit,
                                                   /*given=*/false, handed_on);
           if (next_cap.bytes * hands_on < cap.bytes) {
-            cap = {next_cap.bytes * hands_on, /*tail_follows_backward=*/false,
+            cap = {next_cap.bytes * hands_on,
                    absl::StrCat("the node-crossing step after it (axis ", next.hierarchy_axis, ") ",
                                 next_cap.reason, hands_on > 1 ? absl::StrCat("; x ", hands_on, " ranks") : "")};
           }
@@ -310,29 +303,15 @@ absl::StatusOr<bool> GradientBucketingPass::Run(Compilation* compilation) {
       // The group's first bucket (the first gradients backward produces) is smaller, as in
       // DDP: it launches early, while most of backward is still to run.
       int64_t bucket_limit = FirstBucketBytesLimit(cap.bytes);
-      // Near the end of backward a bucket holds at most the group's bytes still to come
-      // after its last member (BucketCap::tail_follows_backward): to_come[k] is what
-      // members k+1.. add.
-      std::vector<int64_t> to_come(members.size(), 0);
-      for (size_t k = members.size(); k-- > 1;) to_come[k - 1] = to_come[k] + register_bytes(members[k]);
-      auto limit_with = [&](size_t k) {
-        return cap.tail_follows_backward ? std::min(bucket_limit, to_come[k]) : bucket_limit;
-      };
-      // The limit a bucket whose last member is k is recorded with.
-      auto recorded_limit = [&](size_t k) {
-        return cap.tail_follows_backward ? std::min(cap.bytes, to_come[k]) : cap.bytes;
-      };
       OpenBucket open(chunks);
-      int64_t open_limit = cap.bytes;
-      for (size_t k = 0; k < members.size(); ++k) {
-        if (!open.Fits(candidates[members[k]], limit_with(k))) {
-          close(open, static_cast<int64_t>(step), open_limit);
+      for (size_t c : members) {
+        if (!open.Fits(candidates[c], bucket_limit)) {
+          close(open, static_cast<int64_t>(step));
           bucket_limit = cap.bytes;
         }
-        open.Add(candidates[members[k]]);
-        open_limit = recorded_limit(k);
+        open.Add(candidates[c]);
       }
-      close(open, static_cast<int64_t>(step), open_limit);
+      close(open, static_cast<int64_t>(step));
     }
     // The members' next steps may run once this level's buckets have.
     for (size_t k = first_new; k < buckets.size(); ++k) {

@@ -28,9 +28,7 @@ namespace oneflow {
 // format form a group; each group is walked in the order backward produces the
 // gradients (their producing op's position, ties by boxing id) and cut greedily into
 // buckets: a candidate joins the open bucket unless that would take the bucket past the
-// limit (for the group's first bucket: min(limit, kFirstBucketBytes); where the
-// node-crossing cap's eighth binds, also the group's bytes still to come after the
-// candidate, BucketCap::tail_follows_backward) on some device
+// limit (for the group's first bucket: min(limit, kFirstBucketBytes)) on some device
 // (members 64-byte aligned, as actor_graph packs them), or it is produced no earlier
 // than a member of the bucket is first needed (the bucket runs between its last member's
 // producer and its first member's consumer), or its tensor is already in the bucket. A
