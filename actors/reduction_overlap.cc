@@ -81,10 +81,13 @@ absl::StatusOr<ReductionOverlap> MeasureReductionOverlap(const proto::Plan& plan
   // groups (dp over each tp rank) has members that are no peers of this act, and one that
   // started after this act ended cannot be (the call cannot end before its last member came).
   absl::flat_hash_map<std::pair<int64_t, int64_t>, std::vector<int64_t>> call_starts;
+  // The devices with an act of each call: a reduction's members.
+  absl::flat_hash_map<std::pair<int64_t, int64_t>, absl::flat_hash_set<int>> call_devices;
   for (const ActRecord& act : acts) {
     const proto::ActorDef& actor = *actors.at(act.actor_id);
     if (actor.kind() != proto::ACTOR_BOXING || actor.collective_id() < 0) continue;
     call_starts[{actor.collective_id(), act.iteration}].push_back(act.start_ns);
+    call_devices[{actor.collective_id(), act.iteration}].insert(act.device_index);
   }
   for (auto& [call, starts] : call_starts) std::sort(starts.begin(), starts.end());
   auto last_arrival = [&](const proto::ActorDef& actor, const ActRecord& act) {
@@ -95,6 +98,9 @@ absl::StatusOr<ReductionOverlap> MeasureReductionOverlap(const proto::Plan& plan
   using Intervals = std::vector<std::pair<int64_t, int64_t>>;
   std::vector<Intervals> reduction(plan.devices_size()), compute(plan.devices_size());
   std::vector<Intervals> transfer(plan.devices_size());
+  // Per device, the devices it reduces gradients with (itself included).
+  std::vector<absl::flat_hash_set<int>> members(plan.devices_size());
+  for (int d = 0; d < plan.devices_size(); ++d) members[d].insert(d);
   ReductionOverlap overlap;
   overlap.first_iteration = bubble->first_iteration;
   overlap.last_iteration = bubble->last_iteration;
@@ -109,6 +115,7 @@ absl::StatusOr<ReductionOverlap> MeasureReductionOverlap(const proto::Plan& plan
       int64_t start = act.start_ns;
       if (actor.kind() == proto::ACTOR_BOXING && actor.collective_id() >= 0) {
         start = std::max(start, last_arrival(actor, act));
+        for (int peer : call_devices.at({actor.collective_id(), act.iteration})) members[act.device_index].insert(peer);
       }
       if (start < act.end_ns) transfer[act.device_index].push_back({start, act.end_ns});
     }
@@ -129,9 +136,14 @@ absl::StatusOr<ReductionOverlap> MeasureReductionOverlap(const proto::Plan& plan
     const auto [reduced, hidden] = covered_and_hidden(std::move(reduction[d]), compute[d]);
     overlap.reduction_ns += reduced;
     overlap.hidden_ns += hidden;
-    const auto [transferred, transfer_hidden] = covered_and_hidden(std::move(transfer[d]), compute[d]);
+    const auto [transferred, transfer_hidden] = covered_and_hidden(transfer[d], compute[d]);
     overlap.transfer_ns += transferred;
     overlap.transfer_hidden_ns += transfer_hidden;
+    Intervals members_compute;
+    for (int member : members[d]) {
+      members_compute.insert(members_compute.end(), compute[member].begin(), compute[member].end());
+    }
+    overlap.transfer_hidden_by_members_ns += covered_and_hidden(transfer[d], std::move(members_compute)).second;
   }
   if (overlap.reduction_ns > 0) {
     overlap.hidden_fraction = static_cast<double>(overlap.hidden_ns) / static_cast<double>(overlap.reduction_ns);
@@ -139,6 +151,8 @@ absl::StatusOr<ReductionOverlap> MeasureReductionOverlap(const proto::Plan& plan
   if (overlap.transfer_ns > 0) {
     overlap.transfer_hidden_fraction =
         static_cast<double>(overlap.transfer_hidden_ns) / static_cast<double>(overlap.transfer_ns);
+    overlap.transfer_hidden_by_members_fraction =
+        static_cast<double>(overlap.transfer_hidden_by_members_ns) / static_cast<double>(overlap.transfer_ns);
   }
   return overlap;
 }

@@ -71,6 +71,16 @@ struct ReductionOverlap {
   int64_t transfer_hidden_ns = 0;
   // transfer_hidden_ns / transfer_ns; 0 when there is none.
   double transfer_hidden_fraction = 0;
+  // The part of the transfer during which the compute thread of any member of the device's
+  // reductions acted (the devices with an act of the same call; itself included). A member
+  // that ended backward early (a slower host, or threads sharing too few cores) waits for
+  // the others, and its transfer is exposed by the measure above while a slower member's
+  // backward still runs beside it: the step, which ends with its slowest member, pays none
+  // of that transfer. This one counts what the step pays: transfer after every member's
+  // compute stopped. Members are the union over all of the device's reduction calls (a 2-D
+  // layout's device reduces over its dp group; another group's compute can count).
+  int64_t transfer_hidden_by_members_ns = 0;
+  double transfer_hidden_by_members_fraction = 0;
 };
 
 // Errors: FAILED_PRECONDITION when no act belongs to a measured iteration, INVALID_ARGUMENT

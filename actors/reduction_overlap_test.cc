@@ -158,6 +158,10 @@ TEST(MeasureReductionOverlapTest, TransferCountsFromTheLastMembersArrival) {
   EXPECT_EQ(overlap->transfer_ns, 40 + 40);
   EXPECT_EQ(overlap->transfer_hidden_ns, 20);
   EXPECT_THAT(overlap->transfer_hidden_fraction, DoubleEq(0.25));
+  // Device 1 ended its compute at 280 and waits; device 0's compute hides [280, 300) of
+  // both devices' transfer: the members' compute hides 20 + 20 of 80 ns.
+  EXPECT_EQ(overlap->transfer_hidden_by_members_ns, 20 + 20);
+  EXPECT_THAT(overlap->transfer_hidden_by_members_fraction, DoubleEq(0.5));
 }
 
 TEST(MeasureReductionOverlapTest, NoReductionIsZeroNotNaN) {

@@ -45,6 +45,9 @@
 #                         figures (`oneflow profile`, docs/profile.md) to each line: the share
 #                         hidden behind compute from each act's start and from each call's last
 #                         arrival (the transfer), the exposed transfer time and the compute time,
+#                         the transfer's share while any member's compute still acted
+#                         (transfer_hidden_by_members_fraction) and the transfer after every
+#                         member's compute (exposed_after_members_ms),
 #                         and how long before the end of backward the first node-crossing bucket
 #                         started (first_cross_node_bucket_lead_ms, median over iterations and
 #                         devices; negative: after backward ended); how far apart the devices
@@ -286,6 +289,8 @@ if os.path.exists(profile_json):
                  "transfer_ms": round(r["transfer_ms_per_iteration_and_device"], 2),
                  "transfer_hidden_fraction": round(r["transfer_hidden_fraction"], 3),
                  "exposed_transfer_ms": round(r["exposed_ms_per_iteration_and_device"], 2),
+                 "transfer_hidden_by_members_fraction": round(r["transfer_hidden_by_members_fraction"], 3),
+                 "exposed_after_members_ms": round(r["exposed_after_members_ms_per_iteration_and_device"], 2),
                  "compute_ms": round(r["compute_ms_per_iteration_and_device"], 2),
                  "compute_longer_than_transfer": r["compute_ms_per_iteration_and_device"] >
                                                  r["transfer_ms_per_iteration_and_device"]})

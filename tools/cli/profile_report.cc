@@ -143,7 +143,10 @@ std::string TransferLine(const ProfileReport& report) {
                       Time(PerIterationAndDevice(report, r.transfer_ns)), " per iteration and device, ",
                       Percent(r.transfer_hidden_fraction), " of it hidden behind compute (",
                       Time(PerIterationAndDevice(report, r.transfer_hidden_ns)), "); exposed ",
-                      Time(PerIterationAndDevice(report, r.transfer_ns - r.transfer_hidden_ns)));
+                      Time(PerIterationAndDevice(report, r.transfer_ns - r.transfer_hidden_ns)), "; ",
+                      Percent(r.transfer_hidden_by_members_fraction),
+                      " of it while a member's compute still acted (after every member's: ",
+                      Time(PerIterationAndDevice(report, r.transfer_ns - r.transfer_hidden_by_members_ns)), ")");
 }
 
 std::string RenderText(const proto::Plan& plan, const ProfileReport& report, const ProfileOptions& options) {
@@ -271,6 +274,10 @@ std::string RenderJson(const proto::Plan& plan, const ProfileReport& report, con
   json.Double(reductions.transfer_hidden_fraction);
   json.Key("exposed_ms_per_iteration_and_device");
   json.Double(Ms(PerIterationAndDevice(report, reductions.transfer_ns - reductions.transfer_hidden_ns)));
+  json.Key("transfer_hidden_by_members_fraction");
+  json.Double(reductions.transfer_hidden_by_members_fraction);
+  json.Key("exposed_after_members_ms_per_iteration_and_device");
+  json.Double(Ms(PerIterationAndDevice(report, reductions.transfer_ns - reductions.transfer_hidden_by_members_ns)));
   json.EndObject();
 
   const actors::CriticalPath& path = report.critical_path;

@@ -76,12 +76,14 @@ TEST(ProfileReportTest, HandMadeTraceGivesExactFigures) {
                               "(20.0%), waiting 2.00 us (20.0%)\n"));
   EXPECT_THAT(text, HasSubstr("    0:1     data               data_source  1     1.00 us  2.00 us  30.0%\n"));
   // The all_reduce of w_grad (read by sgd_update) is the gradient reduction: 1 us on
-  // device 0, 2 us on device 1, while neither compute thread acted.
+  // device 0, 2 us on device 1, while neither's own compute thread acted; device 0's update
+  // [6, 7) us runs beside device 1's second microsecond: 1 of the 3 us while a member computed.
   EXPECT_THAT(text, HasSubstr("gradient reductions: 2 acts, 1.50 us per iteration and device, 0.0% of it hidden behind "
                               "compute (0.00 us); compute 6.00 us per iteration and device\n"
                               "gradient reductions from each call's last arrival (the transfer, no waiting for "
                               "peers): 1.50 us per iteration and device, 0.0% of it hidden behind compute (0.00 us); "
-                              "exposed 1.50 us\n"));
+                              "exposed 1.50 us; 33.3% of it while a member's compute still acted (after every "
+                              "member's: 1.00 us)\n"));
   const actors::CriticalPath& critical = report->critical_path;
   int64_t total = 0;
   for (const actors::PathStep& step : critical.steps) total += step.path_end_ns - step.path_start_ns + step.wait_ns;
@@ -112,6 +114,9 @@ TEST(ProfileReportTest, JsonIsOneObject) {
   EXPECT_DOUBLE_EQ(reductions.at("transfer_ms_per_iteration_and_device").number_value(), 0.0015);
   EXPECT_DOUBLE_EQ(reductions.at("transfer_hidden_fraction").number_value(), 0);
   EXPECT_DOUBLE_EQ(reductions.at("exposed_ms_per_iteration_and_device").number_value(), 0.0015);
+  // Device 0's update runs during device 1's second microsecond of the call.
+  EXPECT_DOUBLE_EQ(reductions.at("transfer_hidden_by_members_fraction").number_value(), 1.0 / 3);
+  EXPECT_DOUBLE_EQ(reductions.at("exposed_after_members_ms_per_iteration_and_device").number_value(), 0.001);
 }
 
 // A collective on communication stream 1 is drawn on its own track (actors/trace.h,
