@@ -63,9 +63,10 @@ assert b["median_abs_error"] == 0.85 and b["shared_host_spearman"] is None, b
 assert "chosen_over_best" not in b and b["met"] is False, b
 PYEOF
 
-# The sweep: >= 20 layouts on 3 x 2 and 2 x 2, each using every device, one Megatron layout
-# (tp inside a node, dp across nodes), every family the issue names.
-for cluster in 3x2 2x2; do
+# The sweep: >= 20 layouts on 3 x 2, 2 x 2, 2 x 1 and 3 x 1, each using every device, one
+# Megatron layout (tp inside a node, dp across nodes: pure dp with one device a node), every
+# family the issue names.
+for cluster in 3x2 2x2 2x1 3x1; do
   python3 "$LAYOUTS" "${cluster%x*}" "${cluster#*x}" --batch=24 --layers=6 --heads=12 --hidden=96 > "$DIR/$cluster.txt"
   python3 - "$DIR/$cluster.txt" "${cluster%x*}" "${cluster#*x}" <<'PYEOF' || fail "layouts of $cluster"
 import re, sys
@@ -86,8 +87,21 @@ for line in lines:
                  "zero" if v["zero"] != "0" else "", "off" if v["compression"] == "off" else "",
                  "recompute" if v["recompute"] != "none" else ""})
 assert {"dp", "tp", "pp", "M", "zero", "off", "recompute"} <= seen, seen
+if per_node == 1:
+    # One device a host: the families that stay distinct, each with its variants.
+    rows = [dict(re.findall(r"--(\w+)=(\w+)", line.split("|")[1])) for line in lines]
+    def values(key, **where):
+        return {r[key] for r in rows if all(r[k] == str(v) for k, v in where.items())}
+    assert values("micro_batches", dp=nodes, zero=0, recompute="none", compression="auto") == {"1", "2", "4"}, rows
+    assert values("zero", dp=nodes) == {"0", "1", "2", "3"}, rows
+    assert values("recompute", dp=nodes) == {"none", "selective", "full"}, rows
+    assert values("compression", dp=nodes, micro_batches=1, zero=0, recompute="none") == {"auto", "off", "int8", "int4"}, rows
+    assert values("compression", tp=nodes) == {"auto", "off"}, rows
+    assert values("micro_batches", pp=nodes, recompute="none", compression="auto") == {"2", "4", "6", "8"}, rows
 PYEOF
 done
+# The clusters of several devices a node sweep what runs 1-4 swept (25 and 22 layouts).
+[[ "$(wc -l < "$DIR/3x2.txt") $(wc -l < "$DIR/2x2.txt")" == "25 22" ]] || fail "3x2 / 2x2 sweeps changed"
 # A layout the gpt cannot take is left out: 5 heads allow no tp of 2 or 3.
 python3 "$LAYOUTS" 3 2 --batch=24 --layers=4 --heads=5 --hidden=95 | grep -q -- '--tp=[236]' && fail "tp kept with 5 heads"
 "$BENCH" --summarize="$DIR/missing.jsonl" 2> "$DIR/err" && fail "a missing file was summarized"
