@@ -228,7 +228,7 @@ int Run() {
     const double ratio = measured[i] / cost.seconds();
     const bool cross_process = plan.placement == std::string("cpu{0:0, 1:0}");
     const bool fit_point = ranks == 2 && plan.kind == BoxingKind::kAllReduce &&
-                           (plan.bytes == cli::CalibrationSmallBytes(cross_process) || plan.bytes == cli::kCalibrationLargeBytes);
+                           (plan.bytes == cli::SmallAllReduceBytes(cross_process) || plan.bytes == cli::kLargeBytes);
     ratios.push_back(ratio);
     if (!fit_point) out_of_fit.push_back(ratio);
     std::printf(

@@ -49,12 +49,12 @@ absl::StatusOr<double> TimeCalls(int64_t repetitions, const std::function<absl::
 absl::StatusOr<LinkTimings> TimeAllReduces(Communicator& communicator, int64_t ranks, bool cross_process,
                                            int64_t repetitions) {
   LinkTimings timings = AllReduceWireBytes(ranks, cross_process);
-  std::vector<float> buffer(kCalibrationLargeBytes / sizeof(float), 1.0f);
+  std::vector<float> buffer(kLargeBytes / sizeof(float), 1.0f);
   CollectiveOptions options;
   options.description = "oneflow calibrate";
-  const int64_t small_bytes = CalibrationSmallBytes(cross_process);
+  const int64_t small_bytes = SmallAllReduceBytes(cross_process);
   for (const auto& [bytes, seconds] : {std::pair<int64_t, double*>{small_bytes, &timings.small_seconds},
-                                       {kCalibrationLargeBytes, &timings.large_seconds}}) {
+                                       {kLargeBytes, &timings.large_seconds}}) {
     const int64_t count = bytes / static_cast<int64_t>(sizeof(float));
     absl::StatusOr<double> median = TimeCalls(repetitions, [&] {
       return communicator.AllReduce(buffer.data(), buffer.data(), count, options);
@@ -67,17 +67,17 @@ absl::StatusOr<LinkTimings> TimeAllReduces(Communicator& communicator, int64_t r
 
 }  // namespace
 
-int64_t CalibrationSmallBytes(bool cross_process) {
-  return cross_process ? kCrossProcessCalibrationSmallBytes : kInProcessCalibrationSmallBytes;
+int64_t SmallAllReduceBytes(bool cross_process) {
+  return cross_process ? kCrossProcessSmallBytes : kInProcessSmallBytes;
 }
 
 LinkTimings AllReduceWireBytes(int64_t ranks, bool cross_process) {
   const double others = static_cast<double>(ranks - 1);
   LinkTimings timings;
   // Across processes a small input goes whole to every peer in one round.
-  const double small = static_cast<double>(CalibrationSmallBytes(cross_process));
+  const double small = static_cast<double>(SmallAllReduceBytes(cross_process));
   timings.small_bytes = cross_process ? others * small : 2 * others / ranks * small;
-  timings.large_bytes = 2 * others / ranks * kCalibrationLargeBytes;
+  timings.large_bytes = 2 * others / ranks * kLargeBytes;
   return timings;
 }
 

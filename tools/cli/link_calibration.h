@@ -48,10 +48,10 @@
 namespace oneflow::cli {
 
 // Bytes per rank of the small and the large all-reduce (the top of this file).
-constexpr int64_t kInProcessCalibrationSmallBytes = 4 << 10;
-constexpr int64_t kCrossProcessCalibrationSmallBytes = 64;
-constexpr int64_t kCalibrationLargeBytes = 16 << 20;
-int64_t CalibrationSmallBytes(bool cross_process);
+constexpr int64_t kInProcessSmallBytes = 4 << 10;
+constexpr int64_t kCrossProcessSmallBytes = 64;
+constexpr int64_t kLargeBytes = 16 << 20;
+int64_t SmallAllReduceBytes(bool cross_process);
 
 // Median seconds of one all-reduce of each size, and the bytes the busiest rank received
 // in it (W of the top of this file).

@@ -49,8 +49,8 @@ TEST(LinkCalibrationTest, WireBytesOfEachRoute) {
   EXPECT_DOUBLE_EQ(three.large_bytes, 4.0 / 3 * kLarge);
   // In-process: one round of 2 (n-1)/n at both sizes.
   EXPECT_EQ(AllReduceWireBytes(2, false).small_bytes, kInProcessSmall);
-  EXPECT_EQ(CalibrationSmallBytes(true), kSmall);
-  EXPECT_EQ(CalibrationSmallBytes(false), kInProcessSmall);
+  EXPECT_EQ(SmallAllReduceBytes(true), kSmall);
+  EXPECT_EQ(SmallAllReduceBytes(false), kInProcessSmall);
 }
 
 // The emulated hosts' links (bench/lib/netns_hosts.sh: tc tbf at 1 Gbit/s, 128 KiB of
