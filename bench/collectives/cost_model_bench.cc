@@ -13,9 +13,8 @@
 //             all_gather;
 //   flat:     2 processes (this one and a fork), all_reduce across "nodes" cpu{0:0, 1:0}.
 // `bytes` is T, the group tensor per member (collective_cost.h). The calibration fits
-// alpha and beta so that the model reproduces the 2-rank all-reduce at its two sizes
-// exactly (tools/cli/link_calibration.h: 4 KiB in-process, 64 B across processes, and
-// 16 MiB): those plans are marked fit_point; the others test the model.
+// alpha and beta so that the model reproduces the 2-rank all-reduce at 4 KiB and 16 MiB
+// exactly: those plans are marked fit_point; the others test the model.
 //   bazel run -c opt //bench/collectives:cost_model_bench
 #include <spawn.h>
 #include <sys/wait.h>
@@ -226,9 +225,8 @@ int Run() {
     const CollectiveCost cost = PriceDenseCollective(links, placement, 0, plan.kind, plan.bytes,
                                                      WireBytes(plan.kind, plan.bytes, ranks));
     const double ratio = measured[i] / cost.seconds();
-    const bool cross_process = plan.placement == std::string("cpu{0:0, 1:0}");
     const bool fit_point = ranks == 2 && plan.kind == BoxingKind::kAllReduce &&
-                           (plan.bytes == cli::SmallAllReduceBytes(cross_process) || plan.bytes == cli::kLargeBytes);
+                           (plan.bytes == (4 << 10) || plan.bytes == (16 << 20));
     ratios.push_back(ratio);
     if (!fit_point) out_of_fit.push_back(ratio);
     std::printf(

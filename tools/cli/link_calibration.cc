@@ -27,6 +27,9 @@
 namespace oneflow::cli {
 namespace {
 
+constexpr int64_t kSmallBytes = 4 << 10;
+constexpr int64_t kLargeBytes = 16 << 20;
+
 double Median(std::vector<double> values) {
   std::nth_element(values.begin(), values.begin() + values.size() / 2, values.end());
   return std::max(values[values.size() / 2], 1e-9);
@@ -52,8 +55,7 @@ absl::StatusOr<LinkTimings> TimeAllReduces(Communicator& communicator, int64_t r
   std::vector<float> buffer(kLargeBytes / sizeof(float), 1.0f);
   CollectiveOptions options;
   options.description = "oneflow calibrate";
-  const int64_t small_bytes = SmallAllReduceBytes(cross_process);
-  for (const auto& [bytes, seconds] : {std::pair<int64_t, double*>{small_bytes, &timings.small_seconds},
+  for (const auto& [bytes, seconds] : {std::pair<int64_t, double*>{kSmallBytes, &timings.small_seconds},
                                        {kLargeBytes, &timings.large_seconds}}) {
     const int64_t count = bytes / static_cast<int64_t>(sizeof(float));
     absl::StatusOr<double> median = TimeCalls(repetitions, [&] {
@@ -67,16 +69,11 @@ absl::StatusOr<LinkTimings> TimeAllReduces(Communicator& communicator, int64_t r
 
 }  // namespace
 
-int64_t SmallAllReduceBytes(bool cross_process) {
-  return cross_process ? kCrossProcessSmallBytes : kInProcessSmallBytes;
-}
-
 LinkTimings AllReduceWireBytes(int64_t ranks, bool cross_process) {
   const double others = static_cast<double>(ranks - 1);
   LinkTimings timings;
   // Across processes a small input goes whole to every peer in one round.
-  const double small = static_cast<double>(SmallAllReduceBytes(cross_process));
-  timings.small_bytes = cross_process ? others * small : 2 * others / ranks * small;
+  timings.small_bytes = cross_process ? others * kSmallBytes : 2 * others / ranks * kSmallBytes;
   timings.large_bytes = 2 * others / ranks * kLargeBytes;
   return timings;
 }
@@ -149,7 +146,7 @@ absl::StatusOr<MeasuredLink> MeasureCrossProcessLink(int64_t repetitions) {
       kDefaultTransport == Transport::kUcx
           ? (chose_tls ? absl::StrCat("UCX_TLS=", std::getenv("UCX_TLS")) : "over TCP on 127.0.0.1")
           : "127.0.0.1",
-      ", 64 B and 16 MiB");
+      ", 4 KiB and 16 MiB");
   auto run_rank = [&](int64_t rank) -> absl::StatusOr<MeasuredLink> {
     FileKeyValueStore store(directory);
     CrossProcessGroupOptions options;

@@ -6,9 +6,9 @@
 //   inter_node  2 processes on this host over the default cross-process transport (UCX,
 //               what groups across nodes use), restricted to TCP on 127.0.0.1 (UCX_TLS=
 //               tcp,self unless UCX_TLS is set) so that shared memory does not stand in
-//               for a network link; its "method" says which: all-reduces of 64 B and
-//               16 MiB per rank. The second process is a fork of this one that dies with
-//               it (PR_SET_PDEATHSIG) and is reaped before the call returns.
+//               for a network link; its "method" says which: the same all-reduces. The second process is a
+//               fork of this one that dies with it (PR_SET_PDEATHSIG) and is reaped
+//               before the call returns.
 //   gemm        one 512 x 512 x 512 SGEMM on this thread.
 //   memory      a 64 MiB memcpy on this thread, bytes read + written.
 //
@@ -16,16 +16,6 @@
 // cluster (tools/worker/link_measurement.h): intra_node in each node's worker, inter_node
 // over a group of one worker per node, on the transport and interfaces the job's own
 // cross-node groups use (no UCX_TLS restriction: the nodes are what they are).
-//
-// Why 64 B across processes: alpha is what a call costs with nothing to carry, and the fit
-// takes it as the small call's time less its bytes at the large call's rate. A link that
-// passes short messages in a burst does not charge them that rate, e.g. tc's token bucket
-// on the emulated hosts of bench/lib/netns_hosts.sh (128 KiB of burst at 1 Gbit/s): a 4 KiB
-// call there took 34-40 us, and the fit took the 34 us its bytes need at 1 Gbit/s off as
-// wire time: alpha 0-5 us, every call between the hosts priced as if free
-// (docs/auto_parallel.md, "Prediction on emulated hosts").
-// At 64 B the bytes are under 1 us at 1 Gbit/s whether or not the link charges them, so
-// alpha is the call's cost on any link. (Threads of one process pay no such wire: 4 KiB.)
 //
 // Alpha and beta from the median time of each size, fitted to the cost model's own
 // formula for that route (sbp/collective_cost.h), so that the model reproduces both
@@ -46,12 +36,6 @@
 #include "sbp/calibration.h"
 
 namespace oneflow::cli {
-
-// Bytes per rank of the small and the large all-reduce (the top of this file).
-constexpr int64_t kInProcessSmallBytes = 4 << 10;
-constexpr int64_t kCrossProcessSmallBytes = 64;
-constexpr int64_t kLargeBytes = 16 << 20;
-int64_t SmallAllReduceBytes(bool cross_process);
 
 // Median seconds of one all-reduce of each size, and the bytes the busiest rank received
 // in it (W of the top of this file).
