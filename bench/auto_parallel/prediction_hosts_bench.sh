@@ -27,7 +27,7 @@
 #   sudo bench/auto_parallel/prediction_hosts_bench.sh                   3x2 and 2x2 at 1 Gbit/s
 #   sudo bench/auto_parallel/prediction_hosts_bench.sh --clusters=3x2 --offset=0 --layouts=12 --searched=0
 #   sudo bench/auto_parallel/prediction_hosts_bench.sh --clusters=2x1     one device a host: 2 compute threads, 2 cores
-#   bench/auto_parallel/prediction_hosts_bench.sh --summarize=a.jsonl,b.jsonl   summary of chunks, no root
+#   bench/auto_parallel/prediction_hosts_bench.sh --summarize=a.jsonl,b.jsonl   summary of chunks or of repeated runs, no root
 #
 # Flags [defaults]:
 #   --clusters=NxD,...     clusters, nodes x devices per node [3x2,2x2]; 2x1 and 3x1 (one
