@@ -26,10 +26,12 @@
 #
 #   sudo bench/auto_parallel/prediction_hosts_bench.sh                   3x2 and 2x2 at 1 Gbit/s
 #   sudo bench/auto_parallel/prediction_hosts_bench.sh --clusters=3x2 --offset=0 --layouts=12 --searched=0
-#   bench/auto_parallel/prediction_hosts_bench.sh --summarize=a.jsonl,b.jsonl   summary of chunks, no root
+#   sudo bench/auto_parallel/prediction_hosts_bench.sh --clusters=2x1     one device a host: 2 compute threads, 2 cores
+#   bench/auto_parallel/prediction_hosts_bench.sh --summarize=a.jsonl,b.jsonl   summary of chunks or of repeated runs, no root
 #
 # Flags [defaults]:
-#   --clusters=NxD,...     clusters, nodes x devices per node [3x2,2x2]
+#   --clusters=NxD,...     clusters, nodes x devices per node [3x2,2x2]; 2x1 and 3x1 (one
+#                          device a host) sweep their own families (prediction_hosts_layouts.py)
 #   --rate_mbit=R          link rate of every host [1000]
 #   --offset=K --layouts=N a chunk of each cluster's hand layouts: N from the K-th (0-based)
 #                          [0, all]; keeps one bench-lock hold short
@@ -43,7 +45,8 @@
 #
 # Prints JSON lines on stdout: a "config" line, a "calibration" line per cluster, one line per
 # layout ({"bench": "auto_parallel_prediction_hosts", ...}) and the summaries. Needs root
-# (except --summarize). Everything it creates is named ofph<pid>-* and torn down on exit.
+# (except --summarize). Everything it creates is named $NETNS_PREFIX-* (ofph<pid>-* unless the
+# environment sets it) and torn down on exit.
 # A benchmark, not a test: it asserts nothing.
 set -euo pipefail
 
@@ -53,7 +56,8 @@ PY=/usr/bin/python3
 [[ -x "$PY" ]] || PY="$(command -v python3)"
 # shellcheck source=bench/lib/netns_hosts.sh
 source "$ROOT/bench/lib/netns_hosts.sh"
-NETNS_PREFIX="ofph$$"
+# A caller may name the run's namespaces (NETNS_PREFIX=h43 ...), e.g. to tell its own apart.
+NETNS_PREFIX="${NETNS_PREFIX:-ofph$$}"
 NETNS_SUBNET="10.233.0"
 
 CLUSTERS="3x2,2x2"

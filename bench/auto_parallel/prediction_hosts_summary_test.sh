@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # The script logic of prediction_hosts_bench.sh that runs without netns or root: the
 # summary (median |error|, Spearman with tied ranks, chosen / best, Megatron / best,
-# failed launches) computed from fixed layout lines with answers worked out by hand, through
-# the bench's own --summarize; and the hand layouts each cluster sweeps.
+# failed launches; several runs of one sweep merged per layout) computed from fixed layout
+# lines with answers worked out by hand, through the bench's own --summarize; and the hand
+# layouts each cluster sweeps.
 set -euo pipefail
 BENCH=bench/auto_parallel/prediction_hosts_bench.sh
 LAYOUTS=bench/auto_parallel/prediction_hosts_layouts.py
@@ -32,6 +33,36 @@ row() {  # cluster layout predicted measured [extra json fields]
   row 2x2 y 2 10
   row 2x2 z 3 20
 } > "$DIR/lines.jsonl"
+# Three runs of one sweep summarized together: each layout once, the medians of its runs.
+# p: predicted 10 12 11, measured 10 14 12 -> 11 against 12, spread (14 - 10) / 12;
+# q: predicted 20 22, measured 20 18 -> 21 against 19, spread 2 / 19 (measured twice);
+# the searched layout measured 15 and 17 (two runs chose two layouts) -> 16 / best 12.
+{
+  row 2x1 p 10 10
+  row 2x1 q 20 20
+  row 2x1 s1 9 15 '"searched": true'
+} > "$DIR/run_a.jsonl"
+{
+  row 2x1 p 12 14
+  row 2x1 q 22 18
+  row 2x1 s2 9 17 '"searched": true'
+} > "$DIR/run_b.jsonl"
+row 2x1 p 11 12 > "$DIR/run_c.jsonl"
+"$BENCH" --summarize="$DIR/run_a.jsonl,$DIR/run_b.jsonl,$DIR/run_c.jsonl" > "$DIR/repeats.jsonl" ||
+  fail "--summarize of three runs exited $?"
+python3 - "$DIR/repeats.jsonl" <<'PYEOF' || fail "summary of repeated runs"
+import json, sys
+[s] = [json.loads(l) for l in open(sys.argv[1])]
+def near(key, value):
+    assert s[key] is not None and abs(s[key] - value) < 1e-9, (key, s[key], value)
+assert s["layouts"] == 2 and s["runs_per_layout"] == 2, s
+near("median_abs_error", round((1 / 12 + 2 / 19) / 2, 4))
+near("spearman", 1.0)
+near("run_spread", round((4 / 12 + 2 / 19) / 2, 4))
+assert s["best_layout"] == "p" and s["best_measured_ms"] == 12, s
+near("chosen_over_best", round(16 / 12, 3))
+assert s["chosen_layout"] == "s1 | s2", s
+PYEOF
 
 "$BENCH" --summarize="$DIR/lines.jsonl" > "$DIR/summary.jsonl" || fail "--summarize exited $?"
 python3 - "$DIR/summary.jsonl" <<'PYEOF' || fail "summary values"
@@ -57,15 +88,17 @@ near("chosen_over_megatron", 1.05)
 assert a["predicted_fastest_layout"] == "b", a
 near("predicted_fastest_over_best", 2.0)
 assert a["met"] is False and a["load_avg_1m"] == [2.5, 2.5], a
+assert a["runs_per_layout"] == 1 and "run_spread" not in a, a
 b = s["2x2"]
 assert abs(b["spearman"] - round(1.5 / math.sqrt(3.0), 4)) < 1e-9, b
 assert b["median_abs_error"] == 0.85 and b["shared_host_spearman"] is None, b
 assert "chosen_over_best" not in b and b["met"] is False, b
 PYEOF
 
-# The sweep: >= 20 layouts on 3 x 2 and 2 x 2, each using every device, one Megatron layout
-# (tp inside a node, dp across nodes), every family the issue names.
-for cluster in 3x2 2x2; do
+# The sweep: >= 20 layouts on 3 x 2, 2 x 2, 2 x 1 and 3 x 1, each using every device, one
+# Megatron layout (tp inside a node, dp across nodes: pure dp with one device a node), every
+# family the issue names.
+for cluster in 3x2 2x2 2x1 3x1; do
   python3 "$LAYOUTS" "${cluster%x*}" "${cluster#*x}" --batch=24 --layers=6 --heads=12 --hidden=96 > "$DIR/$cluster.txt"
   python3 - "$DIR/$cluster.txt" "${cluster%x*}" "${cluster#*x}" <<'PYEOF' || fail "layouts of $cluster"
 import re, sys
@@ -86,8 +119,21 @@ for line in lines:
                  "zero" if v["zero"] != "0" else "", "off" if v["compression"] == "off" else "",
                  "recompute" if v["recompute"] != "none" else ""})
 assert {"dp", "tp", "pp", "M", "zero", "off", "recompute"} <= seen, seen
+if per_node == 1:
+    # One device a host: the families that stay distinct, each with its variants.
+    rows = [dict(re.findall(r"--(\w+)=(\w+)", line.split("|")[1])) for line in lines]
+    def values(key, **where):
+        return {r[key] for r in rows if all(r[k] == str(v) for k, v in where.items())}
+    assert values("micro_batches", dp=nodes, zero=0, recompute="none", compression="auto") == {"1", "2", "4"}, rows
+    assert values("zero", dp=nodes) == {"0", "1", "2", "3"}, rows
+    assert values("recompute", dp=nodes) == {"none", "selective", "full"}, rows
+    assert values("compression", dp=nodes, micro_batches=1, zero=0, recompute="none") == {"auto", "off", "int8", "int4"}, rows
+    assert values("compression", tp=nodes) == {"auto", "off"}, rows
+    assert values("micro_batches", pp=nodes, recompute="none", compression="auto") == {"2", "4", "6", "8"}, rows
 PYEOF
 done
+# The clusters of several devices a node sweep what runs 1-4 swept (25 and 22 layouts).
+[[ "$(wc -l < "$DIR/3x2.txt") $(wc -l < "$DIR/2x2.txt")" == "25 22" ]] || fail "3x2 / 2x2 sweeps changed"
 # A layout the gpt cannot take is left out: 5 heads allow no tp of 2 or 3.
 python3 "$LAYOUTS" 3 2 --batch=24 --layers=4 --heads=5 --hidden=95 | grep -q -- '--tp=[236]' && fail "tp kept with 5 heads"
 "$BENCH" --summarize="$DIR/missing.jsonl" 2> "$DIR/err" && fail "a missing file was summarized"
