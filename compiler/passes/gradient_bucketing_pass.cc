@@ -141,6 +141,7 @@ absl::StatusOr<bool> GradientBucketingPass::Run(Compilation* compilation) {
   // buckets, and the op after which each one's next step may run: its producer, then,
   // level by level, the bucket that ran its previous step (a step running on its own
   // before a bucketed one runs right after its predecessor, so it keeps the point).
+  bool alone_early = false;
   std::vector<bool> reduces(compilation->boxings.size(), false);
   std::vector<int64_t> ready_after(compilation->boxings.size(), -1);
   for (const Boxing& boxing : compilation->boxings) {
@@ -152,6 +153,15 @@ absl::StatusOr<bool> GradientBucketingPass::Run(Compilation* compilation) {
     // gradients once per iteration.
     const bool loss_for_sink = boxing.tensor == graph.loss && boxing.first_consumer < 0 &&
                                compilation->job.micro_batches() <= 1;
+    // With micro-batches that per-micro-batch reduction runs early, right after the loss
+    // exists (kAloneEarly): in its consumer's place (none: the program's end) it ran after
+    // the micro-batch's backward, and the iteration's gradient buckets, behind it in the
+    // collective order, waited for the end of backward with it.
+    if (boxing.tensor == graph.loss && boxing.first_consumer < 0 && compilation->job.micro_batches() > 1) {
+      compilation->boxing_step_bucket[boxing.id].assign(boxing.plan.steps.size(), kAloneEarly);
+      alone_early = true;
+      continue;
+    }
     if (!(tensor.is_gradient && boxing.first_consumer >= 0) && !loss_for_sink) continue;
     if (tensor.type.dtype != DType::kF32) continue;
     if (boxing.sparse.has_value()) continue;  // Its own row-sparse collective.
@@ -162,7 +172,6 @@ absl::StatusOr<bool> GradientBucketingPass::Run(Compilation* compilation) {
   std::vector<Candidate> candidates;
   std::vector<GradientBucket> buckets;
   BucketCap cap;  // The open group's.
-  bool alone_early = false;
   auto close = [&](OpenBucket& open, int64_t step) {
     if (open.members.size() == 1) {
       // No bucket, but the step still runs where the bucket would have: as soon as its
