@@ -21,12 +21,16 @@
 #      examples' defaults). The "cluster" plan is launched with `oneflow launch` across the
 #      daemons; its line has the three predictions and the measured median step.
 #   4. The searched layout: the gpt with --auto_parallel with each calibration, launched.
+#   With --repeats=N every plan of 3. and 4. is launched N times, in N rounds that each
+#   launch every plan once (so slow drift of the machine spreads over all layouts instead
+#   of landing on a few); a line's measured step is the median of its launches' steps.
 # Then the summary per cluster (bench/auto_parallel/prediction_hosts_summary.py): median
 # |error| and Spearman of each prediction, chosen / best measured, Megatron / best.
 #
 #   sudo bench/auto_parallel/prediction_hosts_bench.sh                   3x2 and 2x2 at 1 Gbit/s
 #   sudo bench/auto_parallel/prediction_hosts_bench.sh --clusters=3x2 --offset=0 --layouts=12 --searched=0
 #   sudo bench/auto_parallel/prediction_hosts_bench.sh --clusters=2x1     one device a host: 2 compute threads, 2 cores
+#   sudo bench/auto_parallel/prediction_hosts_bench.sh --clusters=2x1 --repeats=3   each plan launched 3 times, interleaved
 #   bench/auto_parallel/prediction_hosts_bench.sh --summarize=a.jsonl,b.jsonl   summary of chunks or of repeated runs, no root
 #
 # Flags [defaults]:
@@ -36,6 +40,8 @@
 #   --offset=K --layouts=N a chunk of each cluster's hand layouts: N from the K-th (0-based)
 #                          [0, all]; keeps one bench-lock hold short
 #   --searched=0|1         also launch the searched layouts (--auto_parallel) [1]
+#   --repeats=N            launches of every plan, in N rounds over all of them; the line's
+#                          measured step is their median, "measured_repeats_ms" each one [1]
 #   --iters=K --warmup=W   iterations per launch, and those left out of the median [8, 3]
 #   --gpt_flags="..."      the model [--layers=6 --hidden=96 --heads=12 --seq=32 --batch=24 --vocab=512]
 #   --launch_timeout_s=S   a launch that takes longer is stopped and its line says so [240]
@@ -65,6 +71,7 @@ RATE=1000
 OFFSET=0
 LAYOUTS=""
 SEARCHED=1
+REPEATS=1
 ITERS=8
 WARMUP=3
 GPT_FLAGS="--layers=6 --hidden=96 --heads=12 --seq=32 --batch=24 --vocab=512"
@@ -85,6 +92,7 @@ for arg in "$@"; do
     --offset=*) OFFSET="${arg#*=}" ;;
     --layouts=*) LAYOUTS="${arg#*=}" ;;
     --searched=*) SEARCHED="${arg#*=}" ;;
+    --repeats=*) REPEATS="${arg#*=}" ;;
     --iters=*) ITERS="${arg#*=}" ;;
     --warmup=*) WARMUP="${arg#*=}" ;;
     --gpt_flags=*) GPT_FLAGS="${arg#*=}" ;;
@@ -108,6 +116,7 @@ fi
 [[ "$OFFSET" =~ ^[0-9]+$ ]] || die "--offset=$OFFSET: give a whole number >= 0"
 [[ -z "$LAYOUTS" || "$LAYOUTS" =~ ^[1-9][0-9]*$ ]] || die "--layouts=$LAYOUTS: give a whole number >= 1"
 [[ "$SEARCHED" == 0 || "$SEARCHED" == 1 ]] || die "--searched=$SEARCHED: give 0 or 1"
+[[ "$REPEATS" =~ ^[1-9][0-9]*$ ]] || die "--repeats=$REPEATS: give a whole number >= 1 (launches of every plan)"
 [[ "$ITERS" =~ ^[0-9]+$ && "$WARMUP" =~ ^[0-9]+$ ]] || die "--iters and --warmup must be whole numbers"
 (( WARMUP + 2 <= ITERS )) || die "--warmup=$WARMUP must leave at least 2 of --iters=$ITERS"
 [[ "$LAUNCH_TIMEOUT" =~ ^[1-9][0-9]*$ ]] || die "--launch_timeout_s=$LAUNCH_TIMEOUT: give seconds >= 1"
@@ -166,7 +175,7 @@ print("%.4f %.4f %.4f %.4f dp=%d tp=%d pp=%d M=%d zero=%d recompute=%s" % (1e3 *
 # Launches `plan` on the cluster from host 0; prints the median step (null when it failed).
 launch() {
   local plan="$1" out="$2" nodes="$3"
-  # shellcheck disable=SC2086
+  # shellcheck disable=SC2086,SC2046
   if ! timeout -k 10 "$LAUNCH_TIMEOUT" ip netns exec "$(netns_name 0)" "$BIN/oneflow" launch "$plan" \
       --nodes="$NETNS_NODES_ARG" --token_file="$RUN/token" --iters="$ITERS" --metrics="$out.metrics" \
       --job_id="ph-$(basename "$out")-$$" --collective_timeout_s=180 --hang_seconds=120 \
@@ -189,41 +198,64 @@ calibration_flags() {
   esac
 }
 
-# One layout line. A hand layout (searched=0): compiled with --predict_step with each
-# calibration, the "cluster" plan launched. The searched layout (searched=1): --auto_parallel
-# with the calibration `calibration`, launched.
-run_layout() {
-  local cluster="$1" nodes="$2" dpn="$3" dir="$4" index="$5" name="$6" flags="$7" megatron="$8" searched="$9"
-  local calibration="${10}" base="$dir/layout$index" mode_flags=(--predict_step) measured other p
+# Compiles one layout. A hand layout (searched=0): compiled with --predict_step with each
+# calibration (the "cluster" plan is the one launched). The searched layout (searched=1):
+# --auto_parallel with the calibration `calibration`. Writes BASE.predicted (the "cluster"
+# plan's prediction, `predicted`'s fields) and BASE.others (the other calibrations' predicted
+# steps, null where a compile failed); a failed compile prints its line and returns 1.
+compile_layout() {
+  local cluster="$1" nodes="$2" dpn="$3" dir="$4" index="$5" name="$6" flags="$7" searched="$8" calibration="$9"
+  local base="$dir/layout$index" mode_flags=(--predict_step) other
   local -A extra=([shared_host]=null [link_rate]=null)
   [[ "$searched" == 1 ]] && mode_flags=(--auto_parallel)
-  # shellcheck disable=SC2086
+  # shellcheck disable=SC2086,SC2046
   if ! "$BIN/gpt" --nodes="$nodes" --devices_per_node="$dpn" $GPT_FLAGS $flags "${mode_flags[@]}" \
       $(calibration_flags "$calibration" "$dir") --plan_out="$base.plan" > "$base.compile.log" 2>&1; then
     log "compile of '$name' failed: $(tail -2 "$base.compile.log" | tr '\n' ' ')"
     echo "{\"bench\": \"auto_parallel_prediction_hosts\", \"cluster\": \"$cluster\", \"nodes\": $nodes, \"devices_per_node\": $dpn, \"layout\": \"$name\", \"searched\": $([[ $searched == 1 ]] && echo true || echo false), \"calibration\": \"$calibration\", \"measured_ms\": null, \"error\": \"compile failed\"}"
-    return
+    return 1
   fi
-  p="$(predicted "$base.plan")"
+  predicted "$base.plan" > "$base.predicted"
   if [[ "$searched" == 0 ]]; then
     # The same layout priced with the other calibrations (compiled, not launched).
     for other in shared_host link_rate; do
-      # shellcheck disable=SC2086
+      # shellcheck disable=SC2086,SC2046
       "$BIN/gpt" --nodes="$nodes" --devices_per_node="$dpn" $GPT_FLAGS $flags --predict_step \
         $(calibration_flags "$other" "$dir") --plan_out="$base.$other.plan" > "$base.$other.compile.log" 2>&1 &&
         extra[$other]="$(predicted "$base.$other.plan" | cut -d' ' -f1)"
     done
   fi
-  measured="$(launch "$base.plan" "$base" "$nodes")"
-  "$PY" - "$cluster" "$nodes" "$dpn" "$RATE" "$name" "$flags" "$megatron" "$searched" "$calibration" "$p" \
-      "${extra[shared_host]}" "${extra[link_rate]}" "$measured" "$(cut -d' ' -f1 /proc/loadavg)" "$base.launch.err" <<'PYEOF'
-import json, sys
-(cluster, nodes, dpn, rate, name, flags, megatron, searched, calibration, p, shared, link_rate, measured, load,
- launch_err) = sys.argv[1:]
+  echo "${extra[shared_host]} ${extra[link_rate]}" > "$base.others"
+  : > "$base.repeats"
+}
+
+# Launches a compiled layout's plan once more (round `round`): appends "STEP LOAD" to
+# BASE.repeats (STEP null when the launch failed; LOAD the 1-minute load average then).
+launch_layout() {
+  local dir="$1" index="$2" nodes="$3" round="$4" base="$1/layout$2" measured
+  measured="$(launch "$base.plan" "${base}_r$round" "$nodes")"
+  echo "$measured $(cut -d' ' -f1 /proc/loadavg) ${base}_r$round.launch.err" >> "$base.repeats"
+}
+
+# One layout's JSON line from its prediction and its launches: the measured step is the
+# median of the launches that ran ("measured_repeats_ms": each launch's, null where one
+# failed; "repeat_spread": (slowest - fastest) / median, with 2 or more).
+emit_layout() {
+  local cluster="$1" nodes="$2" dpn="$3" dir="$4" index="$5" flags="$6" megatron="$7" searched="$8"
+  local calibration="$9" base="$4/layout$5"
+  "$PY" - "$cluster" "$nodes" "$dpn" "$RATE" "$flags" "$megatron" "$searched" "$calibration" \
+      "$(cat "$base.predicted")" "$(cat "$base.others")" "$base.repeats" <<'PYEOF'
+import json, statistics, sys
+(cluster, nodes, dpn, rate, flags, megatron, searched, calibration, p, others, repeats_file) = sys.argv[1:]
 step, compute, exposed, bubble, *layout = p.split()
 step = float(step)
 number = lambda text: None if text == "null" else float(text)
-measured, shared, link_rate = number(measured), number(shared), number(link_rate)
+shared, link_rate = (number(t) for t in others.split())
+launches = [line.split() for line in open(repeats_file)]
+steps = [number(l[0]) for l in launches]
+ran = [s for s in steps if s is not None]
+measured = round(statistics.median(ran), 3) if ran else None
+loads = [float(l[1]) for l in launches]
 error = lambda predicted: None if measured is None or predicted is None else round((predicted - measured) / measured, 4)
 line = {"bench": "auto_parallel_prediction_hosts", "cluster": cluster, "nodes": int(nodes),
         "devices_per_node": int(dpn), "rate_mbit": int(rate),
@@ -232,12 +264,15 @@ line = {"bench": "auto_parallel_prediction_hosts", "cluster": cluster, "nodes": 
         "searched": searched == "1", "calibration": calibration, "megatron": megatron == "1",
         "predicted_ms": step, "predicted_compute_ms": float(compute),
         "predicted_exposed_communication_ms": float(exposed), "predicted_bubble_ms": float(bubble),
-        "measured_ms": measured, "error": error(step), "load_avg_1m": float(load)}
+        "measured_ms": measured, "error": error(step), "load_avg_1m": statistics.median(loads) if loads else None}
+if len(launches) > 1:
+    line.update({"measured_repeats_ms": steps, "load_avg_1m_repeats": loads,
+                 "repeat_spread": round((max(ran) - min(ran)) / measured, 4) if len(ran) >= 2 else None})
 if searched == "0":
     line.update({"shared_host_predicted_ms": shared, "shared_host_error": error(shared),
                  "link_rate_predicted_ms": link_rate, "link_rate_error": error(link_rate)})
-# The launch's own line (actors/predicted_step.h): the recorded prediction beside the mean step.
-for text in open(launch_err, errors="replace") if measured is not None else []:
+# The last launch's own line (actors/predicted_step.h): the recorded prediction beside the mean step.
+for text in open([l[2] for l in launches if number(l[0]) is not None][-1], errors="replace") if ran else []:
     if "auto-parallel: predicted step" in text:
         line["launch_summary"] = text.strip()
 print(json.dumps(line), flush=True)
@@ -275,17 +310,31 @@ for path, keep in ((links, ("link", "compute")), (host, ("host",))):
             line["%s_%s" % (kind, row[kind])] = {k: v for k, v in row.items() if k not in (kind, "method")}
 print(json.dumps(line), flush=True)
 PYEOF
-  local entry name flags megatron calibration
+  # Every plan compiled first, then launched in rounds: round r launches each once.
+  local entry name flags megatron calibration round k searched
+  local -a compiled=()  # "index|flags|megatron|searched|calibration" of each plan to launch
   for ((i = OFFSET; i < OFFSET + count && i < ${#all[@]}; i++)); do
     entry="${all[$i]}"
     IFS='|' read -r name flags megatron <<< "$entry"
-    run_layout "$cluster" "$nodes" "$dpn" "$dir" "$i" "$name" "$flags" "$megatron" 0 cluster
+    compile_layout "$cluster" "$nodes" "$dpn" "$dir" "$i" "$name" "$flags" 0 cluster &&
+      compiled+=("$i|$flags|$megatron|0|cluster")
   done
   if (( SEARCHED )); then
     for calibration in cluster shared_host link_rate; do
-      run_layout "$cluster" "$nodes" "$dpn" "$dir" "searched_$calibration" searched "" 0 1 "$calibration"
+      compile_layout "$cluster" "$nodes" "$dpn" "$dir" "searched_$calibration" searched "" 1 "$calibration" &&
+        compiled+=("searched_$calibration||0|1|$calibration")
     done
   fi
+  for ((round = 0; round < REPEATS; round++)); do
+    (( REPEATS > 1 )) && log "$cluster: round $((round + 1)) of $REPEATS (${#compiled[@]} plans)"
+    for entry in "${compiled[@]}"; do
+      launch_layout "$dir" "${entry%%|*}" "$nodes" "$round"
+    done
+  done
+  for entry in "${compiled[@]}"; do
+    IFS='|' read -r k flags megatron searched calibration <<< "$entry"
+    emit_layout "$cluster" "$nodes" "$dpn" "$dir" "$k" "$flags" "$megatron" "$searched" "$calibration"
+  done
   netns_teardown
 }
 
@@ -295,7 +344,7 @@ main() {
   build
   (umask 077 && head -c 32 /dev/urandom | od -An -tx1 | tr -d ' \n' > "$RUN/token")
   echo "{\"config\": {\"bench\": \"auto_parallel_prediction_hosts\", \"clusters\": \"$CLUSTERS\", \"rate_mbit\": $RATE," \
-    "\"offset\": $OFFSET, \"layouts\": \"${LAYOUTS:-all}\", \"searched\": $SEARCHED, \"iters\": $ITERS, \"warmup\": $WARMUP," \
+    "\"offset\": $OFFSET, \"layouts\": \"${LAYOUTS:-all}\", \"searched\": $SEARCHED, \"repeats\": $REPEATS, \"iters\": $ITERS, \"warmup\": $WARMUP," \
     "\"gpt_flags\": \"$GPT_FLAGS\", \"cpus\": $(nproc), \"load_avg_1m\": $(cut -d' ' -f1 /proc/loadavg)," \
     "\"commit\": \"$(git -C "$ROOT" rev-parse --short HEAD 2>/dev/null || echo unknown)\"}}"
   local cluster

@@ -18,15 +18,17 @@ the measured step of the hand layout the model predicts fastest over the best. L
 other kinds are ignored; a layout whose launch failed ("measured_ms": null) is counted in
 "failed". Goals of issue 26: median |error| <= 0.15, Spearman >= 0.9, chosen <= 1.05x best.
 
-Runs of the same sweep summarized together (--summarize=run1.jsonl,run2.jsonl: a layout
-measured more than once in a cluster, or a searched layout of one calibration launched more
-than once) count each layout once: the median of its measured steps and of each
-prediction. Single runs of this bench differ by 7-12% per layout and rank the same layouts
-at Spearman 0.64-0.86 against each other (docs/auto_parallel.md, runs 5-7), so one run
-cannot show 0.9 even for a perfect model; the median of several can. The summary then says
-"runs_per_layout" (the fewest measurements of a layout) and "run_spread" (the median over
-layouts of (slowest - fastest) / median measured step). Chunks of one run (other layouts in
-each file) are summarized as before.
+A layout launched more than once counts once: the median of all its launches' steps
+(a line of a --repeats=N run holds N of them in "measured_repeats_ms", null where one
+failed; a line without it, one: its "measured_ms") and of each prediction. So do runs of
+the same sweep summarized together (--summarize=run1.jsonl,run2.jsonl: a layout in several
+files, or a searched layout of one calibration launched in several), their launches
+pooled. Single launches of this bench differ by 7-12% per layout and rank the same layouts
+at Spearman 0.64-0.86 against each other (docs/auto_parallel.md, runs 5-7), so one launch
+per layout cannot show 0.9 even for a perfect model; the median of several can. The summary
+then says "runs_per_layout" (the fewest launches that ran of a layout) and "run_spread"
+(the median over layouts of (slowest - fastest) / median launch). Chunks of one run (other
+layouts in each file) are summarized as before.
 """
 import json
 import math
@@ -78,14 +80,23 @@ def quality(rows, key):
     return statistics.median(errors), spearman([r[key] for r in priced], [r["measured_ms"] for r in priced])
 
 
-# The fields of a layout line that are medians over its repeated runs.
-REPEATED_FIELDS = ("measured_ms", "predicted_ms") + tuple(o + "_predicted_ms" for o in OTHER_CALIBRATIONS)
+# The predictions of a layout line, medians over the lines of one layout.
+REPEATED_FIELDS = ("predicted_ms",) + tuple(o + "_predicted_ms" for o in OTHER_CALIBRATIONS)
+
+
+def launches(row):
+    """The steps of a line's launches that ran: its --repeats ("measured_repeats_ms"), or
+    its one "measured_ms"."""
+    if "measured_repeats_ms" in row:
+        return [step for step in row["measured_repeats_ms"] if step is not None]
+    return [row["measured_ms"]]
 
 
 def merge_repeats(rows, key):
-    """One row per key(row): the first row of each, its REPEATED_FIELDS the medians of the
-    rows' values that are not null, "measured_runs_ms" the measured steps in order, and
-    "layout" the distinct layouts joined by " | " (a searched layout may differ per run)."""
+    """One row per key(row): the first row of each, "measured_ms" the median of every
+    launch of the rows (launches()), listed in "measured_runs_ms" in order, its
+    REPEATED_FIELDS the medians of the rows' values that are not null, and "layout" the
+    distinct layouts joined by " | " (a searched layout may differ per run)."""
     groups = {}
     for row in rows:
         groups.setdefault(key(row), []).append(row)
@@ -95,7 +106,8 @@ def merge_repeats(rows, key):
         for field in REPEATED_FIELDS:
             values = [r[field] for r in group if r.get(field) is not None]
             row[field] = statistics.median(values) if values else None
-        row["measured_runs_ms"] = [r["measured_ms"] for r in group]
+        row["measured_runs_ms"] = [step for r in group for step in launches(r)]
+        row["measured_ms"] = statistics.median(row["measured_runs_ms"])
         row["layout"] = " | ".join(dict.fromkeys(r["layout"] for r in group))
         merged.append(row)
     return merged

@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
 # The script logic of prediction_hosts_bench.sh that runs without netns or root: the
 # summary (median |error|, Spearman with tied ranks, chosen / best, Megatron / best,
-# failed launches; several runs of one sweep merged per layout) computed from fixed layout
-# lines with answers worked out by hand, through the bench's own --summarize; and the hand
-# layouts each cluster sweeps.
+# failed launches; a layout's launches merged: a --repeats run's, several runs of one sweep)
+# computed from fixed layout lines with answers worked out by hand, through the bench's own
+# --summarize; the check of --repeats; and the hand layouts each cluster sweeps.
 set -euo pipefail
 BENCH=bench/auto_parallel/prediction_hosts_bench.sh
 LAYOUTS=bench/auto_parallel/prediction_hosts_layouts.py
@@ -63,6 +63,42 @@ assert s["best_layout"] == "p" and s["best_measured_ms"] == 12, s
 near("chosen_over_best", round(16 / 12, 3))
 assert s["chosen_layout"] == "s1 | s2", s
 PYEOF
+
+# A --repeats=3 run: each line holds its launches ("measured_repeats_ms", null where one
+# failed) and their median. u: launches 12 11 (one failed) -> 11.5; v: 19 25 18 -> 19; the
+# searched layout 15 16 14 -> 15. Predicted 10 and 20: errors 1.5 / 11.5 and 1 / 19,
+# ranks alike; spreads (12 - 11) / 11.5 and (25 - 18) / 19; fewest launches that ran 2.
+{
+  row 2x1 u 10 11.5 '"measured_repeats_ms": [12, 11, null], "repeat_spread": 0.087'
+  row 2x1 v 20 19 '"measured_repeats_ms": [19, 25, 18], "repeat_spread": 0.3684'
+  row 2x1 s 9 15 '"searched": true, "measured_repeats_ms": [15, 16, 14]'
+} > "$DIR/repeats_run.jsonl"
+# A later single-launch run of u (13) pools with them: u's launches 12 11 13 -> 12.
+row 2x1 u 10 13 > "$DIR/repeats_later.jsonl"
+"$BENCH" --summarize="$DIR/repeats_run.jsonl" > "$DIR/repeats_one.jsonl" || fail "--summarize of a --repeats run exited $?"
+"$BENCH" --summarize="$DIR/repeats_run.jsonl,$DIR/repeats_later.jsonl" > "$DIR/repeats_pooled.jsonl" ||
+  fail "--summarize of a --repeats run and a later one exited $?"
+python3 - "$DIR/repeats_one.jsonl" "$DIR/repeats_pooled.jsonl" <<'PYEOF' || fail "summary of --repeats lines"
+import json, sys
+[one] = [json.loads(l) for l in open(sys.argv[1])]
+[pooled] = [json.loads(l) for l in open(sys.argv[2])]
+def near(s, key, value):
+    assert s[key] is not None and abs(s[key] - value) < 1e-9, (key, s[key], value)
+assert one["layouts"] == 2 and one["failed"] == 0 and one["runs_per_layout"] == 2, one
+near(one, "median_abs_error", round((1.5 / 11.5 + 1 / 19) / 2, 4))
+near(one, "spearman", 1.0)
+near(one, "run_spread", round((1 / 11.5 + 7 / 19) / 2, 4))
+assert one["best_layout"] == "u" and one["best_measured_ms"] == 11.5, one
+near(one, "chosen_over_best", round(15 / 11.5, 3))
+assert pooled["layouts"] == 2 and pooled["runs_per_layout"] == 3, pooled
+assert pooled["best_measured_ms"] == 12, pooled
+near(pooled, "median_abs_error", round((2 / 12 + 1 / 19) / 2, 4))
+near(pooled, "run_spread", round((2 / 12 + 7 / 19) / 2, 4))
+near(pooled, "chosen_over_best", round(15 / 12, 3))
+PYEOF
+# --repeats takes a whole number >= 1, checked before anything is made.
+"$BENCH" --repeats=0 2> "$DIR/err" && fail "--repeats=0 was accepted"
+grep -q -- "--repeats=0: give a whole number >= 1" "$DIR/err" || fail "the error does not name --repeats=0: $(cat "$DIR/err")"
 
 "$BENCH" --summarize="$DIR/lines.jsonl" > "$DIR/summary.jsonl" || fail "--summarize exited $?"
 python3 - "$DIR/summary.jsonl" <<'PYEOF' || fail "summary values"
