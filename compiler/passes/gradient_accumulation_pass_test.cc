@@ -24,38 +24,27 @@ TEST(GradientAccumulationPassTest, AccumulatesEachVariablesGradientOverMicroBatc
       << texts->after;
 }
 
-// Two layers: backward produces the second layer's weight gradient (w2) before the
-// first's (w1), and the accumulate ops follow that order, so gradient_bucketing (which
-// orders a bucket group by the op that makes each member ready) fills the first bucket
-// with the gradients backward produces first. In variable order w1's would come first and
-// the first bucket would wait for the end of the last micro-batch's backward.
+// Two layers (kOneDeviceTwoLayerGraph): backward produces the classifier's weight gradient
+// (w2) first, then the first layer's bias (b1) and weight (w1) gradients, and the
+// accumulate ops follow that order, so gradient_bucketing (which orders a bucket group by
+// the op that makes each member ready) fills the first bucket with the gradients backward
+// produces first. In variable order w1's would come first and the first bucket would wait
+// for the end of the last micro-batch's backward.
 TEST(GradientAccumulationPassTest, AccumulatesInTheOrderBackwardProducesTheGradients) {
-  absl::StatusOr<proto::Job> job = JobFromText(R"(graph two_layers
-placement cpu{0:0}
-source data synthetic_classification seed=1 num_classes=4
-%x = input f32[4, 8] source=data
-%labels = input i32[4] source=data
-%w1 = variable f32[8, 8] init=xavier_uniform seed=1
-%w2 = variable f32[8, 4] init=xavier_uniform seed=2
-%matmul_0 = matmul(a=%x, b=%w1) f32[4, 8]
-%relu_1 = relu(x=%matmul_0) f32[4, 8]
-%matmul_2 = matmul(a=%relu_1, b=%w2) f32[4, 4]
-%sparse_softmax_cross_entropy_3 = sparse_softmax_cross_entropy(logits=%matmul_2, labels=%labels) f32[4]
-%reduce_mean_4 = reduce_mean(x=%sparse_softmax_cross_entropy_3, axes=[], keep_dims=false) f32[]
-optimizer sgd lr=0.1 momentum=0.9
-loss %reduce_mean_4
-)");
+  absl::StatusOr<proto::Job> job = JobFromText(kOneDeviceTwoLayerGraph);
   ASSERT_TRUE(job.ok()) << job.status();
   job->set_micro_batches(2);
   absl::StatusOr<PassTexts> texts = RunThroughPass(*job, "gradient_accumulation");
   ASSERT_TRUE(texts.ok()) << texts.status();
   const std::string changed = ChangedLines(*texts);
-  const size_t w1 = changed.find("%w1_accumulate");
   const size_t w2 = changed.find("%w2_accumulate");
-  ASSERT_NE(w1, std::string::npos) << changed;
+  const size_t b1 = changed.find("%b1_accumulate");
+  const size_t w1 = changed.find("%w1_accumulate");
   ASSERT_NE(w2, std::string::npos) << changed;
-  EXPECT_LT(w2, w1) << "w2's gradient is produced first in backward, so its accumulate op comes first:\n"
-                    << texts->after;
+  ASSERT_NE(b1, std::string::npos) << changed;
+  ASSERT_NE(w1, std::string::npos) << changed;
+  EXPECT_LT(w2, b1) << "backward produces w2's gradient before b1's:\n" << texts->after;
+  EXPECT_LT(b1, w1) << "backward produces b1's gradient before w1's:\n" << texts->after;
 }
 
 TEST(GradientAccumulationPassTest, WithoutMicroBatchesChangesNothing) {
