@@ -107,7 +107,7 @@ def merge_repeats(rows, key):
             values = [r[field] for r in group if r.get(field) is not None]
             row[field] = statistics.median(values) if values else None
         row["measured_runs_ms"] = [step for r in group for step in launches(r)]
-        row["measured_ms"] = statistics.median(row["measured_runs_ms"])
+        row["measured_ms"] = round(statistics.median(row["measured_runs_ms"]), 4)
         row["layout"] = " | ".join(dict.fromkeys(r["layout"] for r in group))
         merged.append(row)
     return merged
