@@ -9,8 +9,9 @@
 // The reference of each prediction is the step measured in the same run. Two models are
 // reported side by side: "uncalibrated" (the cluster as the examples give it: default
 // compute rates, each device its own core, no per-act cost) and "calibrated" (the terms of
-// tools/cli/host_calibration.h measured in this process before the sweep, the
-// compute rates scaled to the model's own kernels by the CPU time of one 1-device run of
+// tools/cli/host_calibration.h measured in this process before the sweep (the collective
+// call cost the least of that and one measurement per later round:
+// {"bench":"auto_parallel_call_cost",...}), the compute rates scaled to the model's own kernels by the CPU time of one 1-device run of
 // it ({"bench":"auto_parallel_model_rates",...}), and the act cost and the share of the
 // cores the process obtains fitted to runs of it on every device with 1, 2 (and 4)
 // micro-batches ({"bench":"auto_parallel_shared_host",...}, FitSharedHostTerms in
@@ -288,6 +289,24 @@ absl::Status RunCluster(const examples::GptConfig& config, int64_t devices) {
   uncalibrated.max_micro_batches = absl::GetFlag(FLAGS_max_micro_batches);
   auto_parallel::SearchOptions calibrated = uncalibrated;
   cli::ApplyHostCalibration(calibration, &calibrated.price);
+  // The collective call cost (what a rank waits for descheduled peers), like a layout's
+  // step, is the least of its measurements, one before the sweep and one per later round:
+  // other programs only ever lengthen the tiny tensor-parallel mlp's step it comes from.
+  // (Once, it came out 588 us after another engineer's run where the runs before and after
+  // gave 59-65 us, and priced ZeRO-3's gathers, which wait on a call each, 25-30% over
+  // their measured steps: run 37 of docs/auto_parallel.md.)
+  auto measure_call_cost = [&](int64_t round) {
+    absl::StatusOr<cli::HostRuntime> runtime = cli::MeasureHostRuntime(devices);
+    if (!runtime.ok()) return;
+    const double measured = runtime->measurement.collective_call_seconds;
+    calibrated.price.collective_call_seconds = std::min(calibrated.price.collective_call_seconds, measured);
+    std::printf(
+        "{\"bench\":\"auto_parallel_call_cost\",\"devices\":%lld,\"after_round\":%lld,\"measured_s\":%.4g,"
+        "\"least_s\":%.4g}\n",
+        static_cast<long long>(devices), static_cast<long long>(round), measured,
+        calibrated.price.collective_call_seconds);
+    std::fflush(stdout);
+  };
   // The model's own kernels on this host (per-op rates differ from a 512^3 SGEMM's): the
   // 1-device layout trained, and both compute rates scaled by its measured step over its
   // predicted compute (its acts' share set aside). A profile of one layout, not a fit to
@@ -483,6 +502,7 @@ absl::Status RunCluster(const examples::GptConfig& config, int64_t devices) {
       absl::StatusOr<Measured> again = Measure(config, 1, single);
       if (again.ok()) one_device.Add(*again);
       measure_references();
+      measure_call_cost(round);
     }
     for (size_t p = 0; p < picks.size(); ++p) {
       absl::StatusOr<Measured> measured = Measure(config, devices, ranking.fitting[picks[p]].layout());
