@@ -292,9 +292,9 @@ absl::Status RunCluster(const examples::GptConfig& config, int64_t devices) {
   // The collective call cost (what a rank waits for descheduled peers), like a layout's
   // step, is the least of its measurements, one before the sweep and one per later round:
   // other programs only ever lengthen the tiny tensor-parallel mlp's step it comes from.
-  // (Once, it came out 588 us after another engineer's run where the runs before and after
-  // gave 59-65 us, and priced ZeRO-3's gathers, which wait on a call each, 25-30% over
-  // their measured steps: run 37 of docs/auto_parallel.md.)
+  // (Once, on 8 devices, it came out 588 us as another engineer's run finished, where the
+  // runs before and after gave 59-71 us, and ZeRO-3's layouts, whose gathers wait on a call
+  // each, measured 0.75-0.82 x their prediction: run 37 of docs/auto_parallel.md.)
   auto measure_call_cost = [&](int64_t round) {
     absl::StatusOr<cli::HostRuntime> runtime = cli::MeasureHostRuntime(devices);
     if (!runtime.ok()) return;
