@@ -69,23 +69,36 @@ int64_t Variables(const auto_parallel::ModelProfile& profile) {
   return tensors;
 }
 
+// dp x pp devices, tp 1, as the search names a layout.
+proto::AutoParallelLayout Layout(int64_t dp, int64_t pp, int64_t micro_batches, int32_t zero) {
+  proto::AutoParallelLayout layout;
+  layout.set_dp(dp);
+  layout.set_tp(1);
+  layout.set_pp(pp);
+  layout.set_micro_batches(micro_batches);
+  layout.set_zero(zero);
+  return layout;
+}
+
+// One node of `devices` on links of 100 GB/s and 10 us, GEMMs at `gemm_flops_per_second`,
+// memory-bound work free.
+auto_parallel::PriceOptions OneNode(int64_t devices, double gemm_flops_per_second) {
+  auto_parallel::PriceOptions options;
+  options.cluster.set_num_nodes(1);
+  options.cluster.set_devices_per_node(devices);
+  options.cluster.set_intra_node_bandwidth(100e9);
+  options.cluster.set_intra_node_latency(1e-5);
+  options.cluster.set_gemm_flops_per_second(gemm_flops_per_second);
+  options.cluster.set_memory_bytes_per_second(1e30);
+  return options;
+}
+
 // The collective calls priced for `layout` on two devices: the exposed communication a
 // call cost of 1 ms adds, over 1 ms. Compute is made free, so backward hides nothing and
 // every data-parallel call is exposed.
 double PricedCalls(const auto_parallel::ModelProfile& profile, int64_t micro_batches, int32_t zero) {
-  proto::AutoParallelLayout layout;
-  layout.set_dp(2);
-  layout.set_tp(1);
-  layout.set_pp(1);
-  layout.set_micro_batches(micro_batches);
-  layout.set_zero(zero);
-  auto_parallel::PriceOptions free;
-  free.cluster.set_num_nodes(1);
-  free.cluster.set_devices_per_node(2);
-  free.cluster.set_intra_node_bandwidth(100e9);
-  free.cluster.set_intra_node_latency(1e-5);
-  free.cluster.set_gemm_flops_per_second(1e30);
-  free.cluster.set_memory_bytes_per_second(1e30);
+  const proto::AutoParallelLayout layout = Layout(2, 1, micro_batches, zero);
+  const auto_parallel::PriceOptions free = OneNode(2, 1e30);
   auto_parallel::PriceOptions priced = free;
   priced.collective_call_seconds = 1e-3;
   absl::StatusOr<proto::AutoParallelPrediction> without = auto_parallel::PriceLayout(profile, free, layout);
@@ -137,19 +150,8 @@ TEST(AutoParallelZeroCallsTest, ZeroThreeGathersOncePerIterationWhateverTheMicro
 // cores (the devices share the host's cores: the 1F1B play), compute and acts free: the
 // step with a call cost of 2 ms less the step with 1 ms, over 1 ms.
 double PipelineCriticalCalls(const auto_parallel::ModelProfile& profile, int32_t zero) {
-  proto::AutoParallelLayout layout;
-  layout.set_dp(2);
-  layout.set_tp(1);
-  layout.set_pp(2);
-  layout.set_micro_batches(1);
-  layout.set_zero(zero);
-  auto_parallel::PriceOptions options;
-  options.cluster.set_num_nodes(1);
-  options.cluster.set_devices_per_node(4);
-  options.cluster.set_intra_node_bandwidth(100e9);
-  options.cluster.set_intra_node_latency(1e-5);
-  options.cluster.set_gemm_flops_per_second(1e30);
-  options.cluster.set_memory_bytes_per_second(1e30);
+  const proto::AutoParallelLayout layout = Layout(2, 2, 1, zero);
+  auto_parallel::PriceOptions options = OneNode(4, 1e30);
   options.host_cores = 4;
   double steps[2];
   for (int i = 0; i < 2; ++i) {
@@ -199,23 +201,13 @@ TEST(AutoParallelZeroCallsTest, OnSharedCoresEveryStageOfAPipelineWaitsOnItsZero
 // reductions and they do not depend on the micro-batches), a call cost of 1 ms (the
 // gathers far longer than a micro-batch's compute), GEMMs at 100 GFLOP/s, the rest free.
 double ZeroThreeExposed(const auto_parallel::ModelProfile& profile, int64_t micro_batches, double* compute) {
-  proto::AutoParallelLayout layout;
-  layout.set_dp(2);
-  layout.set_tp(1);
-  layout.set_pp(1);
-  layout.set_micro_batches(micro_batches);
-  layout.set_zero(3);
-  auto_parallel::PriceOptions options;
-  options.cluster.set_num_nodes(1);
-  options.cluster.set_devices_per_node(2);
-  options.cluster.set_intra_node_bandwidth(100e9);
-  options.cluster.set_intra_node_latency(1e-5);
-  options.cluster.set_gemm_flops_per_second(1e11);
-  options.cluster.set_memory_bytes_per_second(1e30);
+  const proto::AutoParallelLayout layout = Layout(2, 1, micro_batches, 3);
+  auto_parallel::PriceOptions options = OneNode(2, 1e11);
   options.bucket_mb = 0;
   options.collective_call_seconds = 1e-3;
   absl::StatusOr<proto::AutoParallelPrediction> prediction = auto_parallel::PriceLayout(profile, options, layout);
   EXPECT_TRUE(prediction.ok()) << prediction.status();
+  if (!prediction.ok()) return 0;
   *compute = prediction->compute_seconds();
   return prediction->exposed_communication_seconds();
 }
