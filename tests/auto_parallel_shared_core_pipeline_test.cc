@@ -84,6 +84,29 @@ TEST(SharedCorePipelineTest, AStageThatWaitsLeavesTheCoresToTheOthers) {
   EXPECT_NEAR(*seconds, 11.0, 1e-9);
 }
 
+TEST(SharedCorePipelineTest, TheFirstMicroBatchAloneWaitsOnPerIterationWork) {
+  // ZeRO-3's gathers: 2 stages of one device on a core each, 2 micro-batches, F = 1, B = 2,
+  // every stage's first forward waiting 0.5 more and its first backward 0.25 more.
+  // Stage 0: F0, F1, B0, B1; stage 1: F0, B0, F1, B1.
+  //   0-1.5      F0 of stage 0 (its gathers after)
+  //   1.5-2.5    F1 of stage 0 (no wait) with F0 of stage 1, which then waits to 3
+  //   3-5.25     B0 of stage 1 and its first backward's wait
+  //   5.25-6.25  F1 of stage 1, with B0 of stage 0 (5.25-7.5, its wait included)
+  //   6.25-8.25  B1 of stage 1                  8.25-10.25  B1 of stage 0: 10.25
+  // (Without the first waits 9; waiting in every micro-batch's tasks would give more.)
+  std::vector<PipelineStageWork> stages(2, PipelineStageWork{1.0, 2.0, 1});
+  absl::StatusOr<double> without = SharedCorePipelineSeconds(stages, 2, 2);
+  ASSERT_TRUE(without.ok()) << without.status();
+  EXPECT_NEAR(*without, 9.0, 1e-9);
+  for (PipelineStageWork& stage : stages) {
+    stage.first_forward_wait_seconds = 0.5;
+    stage.first_backward_wait_seconds = 0.25;
+  }
+  absl::StatusOr<double> seconds = SharedCorePipelineSeconds(stages, 2, 2);
+  ASSERT_TRUE(seconds.ok()) << seconds.status();
+  EXPECT_NEAR(*seconds, 10.25, 1e-9);
+}
+
 TEST(SharedCorePipelineTest, BadInputIsRefusedNamingIt) {
   absl::StatusOr<double> none = SharedCorePipelineSeconds({}, 1, 2);
   EXPECT_EQ(none.status().code(), absl::StatusCode::kInvalidArgument);
@@ -104,6 +127,13 @@ TEST(SharedCorePipelineTest, BadInputIsRefusedNamingIt) {
   EXPECT_EQ(waits_back.status().code(), absl::StatusCode::kInvalidArgument);
   EXPECT_NE(waits_back.status().message().find("backward 2 s + -1 s waiting"), std::string::npos)
       << waits_back.status();
+  std::vector<PipelineStageWork> negative_first = Equal(2, 1);
+  negative_first[1].first_forward_wait_seconds = -0.5;
+  absl::StatusOr<double> first_back = SharedCorePipelineSeconds(negative_first, 2, 2);
+  EXPECT_EQ(first_back.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_NE(first_back.status().message().find("stage 1: 1 devices, forward 1 s + 0 s waiting (+ -0.5 s the first"),
+            std::string::npos)
+      << first_back.status();
 }
 
 }  // namespace

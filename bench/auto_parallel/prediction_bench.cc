@@ -9,8 +9,9 @@
 // The reference of each prediction is the step measured in the same run. Two models are
 // reported side by side: "uncalibrated" (the cluster as the examples give it: default
 // compute rates, each device its own core, no per-act cost) and "calibrated" (the terms of
-// tools/cli/host_calibration.h measured in this process before the sweep, the
-// compute rates scaled to the model's own kernels by the CPU time of one 1-device run of
+// tools/cli/host_calibration.h measured in this process before the sweep (the collective
+// call cost the least of that and one measurement per later round:
+// {"bench":"auto_parallel_call_cost",...}), the compute rates scaled to the model's own kernels by the CPU time of one 1-device run of
 // it ({"bench":"auto_parallel_model_rates",...}), and the act cost and the share of the
 // cores the process obtains fitted to runs of it on every device with 1, 2 (and 4)
 // micro-batches ({"bench":"auto_parallel_shared_host",...}, FitSharedHostTerms in
@@ -21,7 +22,11 @@
 //
 // Layouts: the search's ranking (calibrated model) of every layout of the cluster, its
 // top 3 (the choice) and evenly spaced ranks over the rest, so the sweep covers fast and
-// slow families (dp, tp, pp, micro-batches, ZeRO, recomputation). Not a test:
+// slow families (dp, tp, pp, micro-batches, ZeRO, recomputation). With --reprice=FILE it
+// measures nothing: the sweeps FILE holds (this bench's output) are priced again by this
+// build's model with each run's own final terms ({"bench":"auto_parallel_reprice",...} per
+// layout, the recorded and new error, ranking and choice in
+// {"bench":"auto_parallel_reprice_summary",...}). Not a test:
 //   bazel run //bench/auto_parallel:prediction_bench   (the .bazelrc builds with -O2)
 #include <algorithm>
 #include <chrono>
@@ -29,13 +34,16 @@
 #include <cstdio>
 #include <cstdlib>
 #include <ctime>
+#include <fstream>
 #include <numeric>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "absl/flags/flag.h"
 #include "absl/flags/parse.h"
 #include "absl/strings/numbers.h"
+#include "absl/strings/strip.h"
 #include "absl/strings/escaping.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
@@ -74,6 +82,10 @@ ABSL_FLAG(int64_t, rounds, 4,
           "Rounds over the layouts, interleaved; a layout's measured step is the least of its rounds' "
           "medians of the timed iterations, its spread the rounds' medians apart over that step.");
 ABSL_FLAG(int64_t, max_micro_batches, 8, "Largest micro-batch count enumerated.");
+ABSL_FLAG(std::string, reprice, "",
+          "A file of this bench's output: price the measured layouts of its --devices sweeps again with this "
+          "build's model and the run's own final terms (calibration, model rates, shared-host fit, least call "
+          "cost), measuring nothing (lines auto_parallel_reprice and auto_parallel_reprice_summary).");
 
 namespace oneflow {
 namespace {
@@ -241,39 +253,35 @@ struct Row {
   double one_act_cost_ms = 0;
 };
 
-absl::Status RunCluster(const examples::GptConfig& config, int64_t devices) {
-  const auto calibration_start = std::chrono::steady_clock::now();
-  OF_ASSIGN_OR_RETURN(const cli::HostCalibration calibration, cli::MeasureHostCalibration(devices));
-  std::printf("{\"bench\":\"auto_parallel_calibration\",%s,\"seconds\":%.2f}\n",
-              cli::HostCalibrationJson(calibration).c_str(),
-              std::chrono::duration<double>(std::chrono::steady_clock::now() - calibration_start).count());
-  std::fflush(stdout);
+// The gpt's profile with its acts counted, per family of layouts of `devices` devices from
+// its own plan (dp's gradient sync, ZeRO's collectives and copies, the micro-batches'
+// accumulators), as --auto_parallel counts them.
+absl::StatusOr<auto_parallel::ModelProfile> CountedProfile(const examples::GptConfig& config, int64_t devices) {
   examples::ParallelFlags probe;
   probe.devices_per_node = 2;
   probe.tp = 2;
   OF_ASSIGN_OR_RETURN(const examples::ParallelLayout probe_layout, examples::ParallelLayout::Create(probe));
   OF_ASSIGN_OR_RETURN(const proto::Job probe_job, examples::BuildGpt(config, probe_layout));
   OF_ASSIGN_OR_RETURN(auto_parallel::ModelProfile profile, auto_parallel::ProfileJob(probe_job, 2));
-  {
-    std::string probe_dump;
-    OF_ASSIGN_OR_RETURN(const CompileOptions probe_options,
-                        examples::CompileOptionsFor(probe_layout, examples::CompileSettings{}, &probe_dump));
-    OF_ASSIGN_OR_RETURN(const proto::Plan probe_plan, Compile(probe_job, probe_options));
-    OF_RETURN_IF_ERROR(auto_parallel::CountActs(probe_plan, &profile));
-    // Each family of layouts' acts from its own plan (dp's gradient sync, ZeRO's
-    // collectives and copies, the micro-batches' accumulators), as --auto_parallel counts them.
-    examples::ParallelFlags cluster;
-    cluster.devices_per_node = devices;
-    OF_ASSIGN_OR_RETURN(
-        const int64_t families,
-        examples::CountActsOfLayoutFamilies(
-            [&](const examples::ParallelLayout& layout) { return examples::BuildGpt(config, layout); }, cluster,
-            examples::CompileSettings{}, absl::GetFlag(FLAGS_max_micro_batches), &profile));
-    std::printf("{\"bench\":\"auto_parallel_act_families\",\"devices\":%lld,\"families\":%lld}\n",
-                static_cast<long long>(devices), static_cast<long long>(families));
-  }
+  std::string probe_dump;
+  OF_ASSIGN_OR_RETURN(const CompileOptions probe_options,
+                      examples::CompileOptionsFor(probe_layout, examples::CompileSettings{}, &probe_dump));
+  OF_ASSIGN_OR_RETURN(const proto::Plan probe_plan, Compile(probe_job, probe_options));
+  OF_RETURN_IF_ERROR(auto_parallel::CountActs(probe_plan, &profile));
+  examples::ParallelFlags cluster;
+  cluster.devices_per_node = devices;
+  OF_ASSIGN_OR_RETURN(
+      const int64_t families,
+      examples::CountActsOfLayoutFamilies(
+          [&](const examples::ParallelLayout& layout) { return examples::BuildGpt(config, layout); }, cluster,
+          examples::CompileSettings{}, absl::GetFlag(FLAGS_max_micro_batches), &profile));
+  std::printf("{\"bench\":\"auto_parallel_act_families\",\"devices\":%lld,\"families\":%lld}\n",
+              static_cast<long long>(devices), static_cast<long long>(families));
+  return profile;
+}
 
-  // The cluster as the examples' driver gives it to the search (compile_driver's options).
+// The cluster as the examples' driver gives it to the search (compile_driver's options).
+absl::StatusOr<auto_parallel::SearchOptions> UncalibratedOptions(int64_t devices) {
   examples::ParallelFlags whole;
   whole.devices_per_node = devices;
   whole.dp = devices;
@@ -286,8 +294,38 @@ absl::Status RunCluster(const examples::GptConfig& config, int64_t devices) {
   uncalibrated.price.bucket_mb = base.bucket_mb;
   uncalibrated.price.register_count = base.register_count;
   uncalibrated.max_micro_batches = absl::GetFlag(FLAGS_max_micro_batches);
+  return uncalibrated;
+}
+
+absl::Status RunCluster(const examples::GptConfig& config, int64_t devices) {
+  const auto calibration_start = std::chrono::steady_clock::now();
+  OF_ASSIGN_OR_RETURN(const cli::HostCalibration calibration, cli::MeasureHostCalibration(devices));
+  std::printf("{\"bench\":\"auto_parallel_calibration\",%s,\"seconds\":%.2f}\n",
+              cli::HostCalibrationJson(calibration).c_str(),
+              std::chrono::duration<double>(std::chrono::steady_clock::now() - calibration_start).count());
+  std::fflush(stdout);
+  OF_ASSIGN_OR_RETURN(const auto_parallel::ModelProfile profile, CountedProfile(config, devices));
+  OF_ASSIGN_OR_RETURN(const auto_parallel::SearchOptions uncalibrated, UncalibratedOptions(devices));
   auto_parallel::SearchOptions calibrated = uncalibrated;
   cli::ApplyHostCalibration(calibration, &calibrated.price);
+  // The collective call cost (what a rank waits for descheduled peers), like a layout's
+  // step, is the least of its measurements, one before the sweep and one per later round:
+  // other programs only ever lengthen the tiny tensor-parallel mlp's step it comes from.
+  // (Once, on 8 devices, it came out 588 us as another engineer's run finished, where the
+  // runs before and after gave 59-71 us, and ZeRO-3's layouts, whose gathers wait on a call
+  // each, measured 0.75-0.82 x their prediction: run 37 of docs/auto_parallel.md.)
+  auto measure_call_cost = [&](int64_t round) {
+    absl::StatusOr<cli::HostRuntime> runtime = cli::MeasureHostRuntime(devices);
+    if (!runtime.ok()) return;
+    const double measured = runtime->measurement.collective_call_seconds;
+    calibrated.price.collective_call_seconds = std::min(calibrated.price.collective_call_seconds, measured);
+    std::printf(
+        "{\"bench\":\"auto_parallel_call_cost\",\"devices\":%lld,\"after_round\":%lld,\"measured_s\":%.4g,"
+        "\"least_s\":%.4g}\n",
+        static_cast<long long>(devices), static_cast<long long>(round), measured,
+        calibrated.price.collective_call_seconds);
+    std::fflush(stdout);
+  };
   // The model's own kernels on this host (per-op rates differ from a 512^3 SGEMM's): the
   // 1-device layout trained, and both compute rates scaled by its measured step over its
   // predicted compute (its acts' share set aside). A profile of one layout, not a fit to
@@ -483,6 +521,7 @@ absl::Status RunCluster(const examples::GptConfig& config, int64_t devices) {
       absl::StatusOr<Measured> again = Measure(config, 1, single);
       if (again.ok()) one_device.Add(*again);
       measure_references();
+      measure_call_cost(round);
     }
     for (size_t p = 0; p < picks.size(); ++p) {
       absl::StatusOr<Measured> measured = Measure(config, devices, ranking.fitting[picks[p]].layout());
@@ -604,6 +643,163 @@ absl::Status RunCluster(const examples::GptConfig& config, int64_t devices) {
   return absl::OkStatus();
 }
 
+// --reprice: a sweep this bench printed, priced again by this build's model with the run's
+// own final terms, nothing measured. So a change of the model is judged on measurements
+// already taken (a quiet run's, say) with the terms that run fitted, and the layouts whose
+// terms the change does not touch show that the re-pricing is faithful (their predictions
+// come out as recorded).
+
+// The value after "key": in one of this bench's JSON lines (the first such key: the
+// summaries' nested arrays hold none of the keys read here), or nullopt.
+std::optional<std::string> Field(absl::string_view line, absl::string_view key) {
+  const std::string quoted = absl::StrCat("\"", key, "\":");
+  const size_t at = line.find(quoted);
+  if (at == absl::string_view::npos) return std::nullopt;
+  absl::string_view rest = line.substr(at + quoted.size());
+  if (absl::ConsumePrefix(&rest, "\"")) {
+    const size_t end = rest.find('"');
+    if (end == absl::string_view::npos) return std::nullopt;
+    return std::string(rest.substr(0, end));
+  }
+  const size_t end = rest.find_first_of(",}");
+  return std::string(rest.substr(0, end));
+}
+
+absl::StatusOr<double> NumberField(absl::string_view line, absl::string_view key, absl::string_view what) {
+  const std::optional<std::string> text = Field(line, key);
+  double value = 0;
+  if (!text.has_value() || !absl::SimpleAtod(*text, &value)) {
+    return absl::InvalidArgumentError(absl::StrCat("--reprice: the ", what, " line has no number \"", key, "\""));
+  }
+  return value;
+}
+
+// "dp=2 tp=1 pp=4 micro_batches=1 zero=0 recompute=none" (LayoutName) back to a layout.
+absl::StatusOr<proto::AutoParallelLayout> ParseLayoutName(absl::string_view name) {
+  proto::AutoParallelLayout layout;
+  int found = 0;
+  for (absl::string_view part : absl::StrSplit(name, ' ', absl::SkipEmpty())) {
+    const std::pair<absl::string_view, absl::string_view> field = absl::StrSplit(part, absl::MaxSplits('=', 1));
+    int64_t value = 0;
+    const bool number = absl::SimpleAtoi(field.second, &value);
+    if (field.first == "recompute") {
+      for (proto::RecomputeMode mode : {proto::RECOMPUTE_NONE, proto::RECOMPUTE_SELECTIVE, proto::RECOMPUTE_FULL}) {
+        if (auto_parallel::RecomputeName(mode) == field.second) {
+          layout.set_recompute(mode);
+          ++found;
+        }
+      }
+    } else if (number && field.first == "dp") {
+      layout.set_dp(value), ++found;
+    } else if (number && field.first == "tp") {
+      layout.set_tp(value), ++found;
+    } else if (number && field.first == "pp") {
+      layout.set_pp(value), ++found;
+    } else if (number && field.first == "micro_batches") {
+      layout.set_micro_batches(value), ++found;
+    } else if (number && field.first == "zero") {
+      layout.set_zero(static_cast<int32_t>(value)), ++found;
+    }
+  }
+  if (found != 6) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "--reprice: layout '", name, "' is not dp=N tp=N pp=N micro_batches=N zero=N recompute=none|selective|full"));
+  }
+  return layout;
+}
+
+absl::Status RepriceCluster(const examples::GptConfig& config, int64_t devices, const std::vector<std::string>& lines,
+                            const std::string& file) {
+  // The run's terms: its calibration, and the last (final) rates, shared-host fit and
+  // call cost it printed for this cluster.
+  const std::string* calibration = nullptr;
+  const std::string* rates = nullptr;
+  const std::string* shared = nullptr;
+  const std::string* call_cost = nullptr;
+  std::vector<const std::string*> rows;
+  for (const std::string& line : lines) {
+    const std::optional<std::string> bench = Field(line, "bench");
+    const std::optional<std::string> count = Field(line, "devices");
+    if (!bench.has_value() || count != absl::StrCat(devices)) continue;
+    if (*bench == "auto_parallel_calibration") calibration = &line;
+    if (*bench == "auto_parallel_model_rates") rates = &line;
+    if (*bench == "auto_parallel_shared_host") shared = &line;
+    if (*bench == "auto_parallel_call_cost") call_cost = &line;
+    if (*bench == "auto_parallel_prediction" && Field(line, "measured_ms").has_value()) rows.push_back(&line);
+  }
+  if (calibration == nullptr || rates == nullptr || shared == nullptr || rows.size() < 3) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "--reprice: ", file, " has no sweep of ", devices, " devices to price again (its calibration, model rates "
+        "and shared-host lines and 3 or more measured layouts, as prediction_bench prints them)"));
+  }
+  OF_ASSIGN_OR_RETURN(const auto_parallel::ModelProfile profile, CountedProfile(config, devices));
+  OF_ASSIGN_OR_RETURN(auto_parallel::SearchOptions options, UncalibratedOptions(devices));
+  proto::Cluster& cluster = options.price.cluster;
+  OF_ASSIGN_OR_RETURN(const double latency, NumberField(*calibration, "intra_node_latency_s", "calibration"));
+  OF_ASSIGN_OR_RETURN(const double bandwidth, NumberField(*calibration, "intra_node_bytes_per_second", "calibration"));
+  OF_ASSIGN_OR_RETURN(const double call, NumberField(*calibration, "collective_call_seconds", "calibration"));
+  OF_ASSIGN_OR_RETURN(const double cores, NumberField(*calibration, "host_cores", "calibration"));
+  OF_ASSIGN_OR_RETURN(const double gemm, NumberField(*rates, "gemm_flops_per_second", "model rates"));
+  OF_ASSIGN_OR_RETURN(const double memory, NumberField(*rates, "memory_bytes_per_second", "model rates"));
+  OF_ASSIGN_OR_RETURN(const double act, NumberField(*shared, "act_seconds", "shared-host"));
+  OF_ASSIGN_OR_RETURN(const double boxing_act, NumberField(*shared, "boxing_act_seconds", "shared-host"));
+  OF_ASSIGN_OR_RETURN(const double share, NumberField(*shared, "host_core_share", "shared-host"));
+  cluster.set_intra_node_latency(latency);
+  cluster.set_intra_node_bandwidth(bandwidth);
+  cluster.set_gemm_flops_per_second(gemm);
+  cluster.set_memory_bytes_per_second(memory);
+  options.price.act_seconds = act;
+  // The shared-host line prints -1 when the two-kind fit found no boxing act cost.
+  options.price.boxing_act_seconds = boxing_act >= 0 ? std::optional<double>(boxing_act) : std::nullopt;
+  options.price.host_cores = static_cast<int64_t>(cores);
+  options.price.host_core_share = share;
+  options.price.collective_call_seconds = call;
+  if (call_cost != nullptr) {
+    OF_ASSIGN_OR_RETURN(options.price.collective_call_seconds, NumberField(*call_cost, "least_s", "call cost"));
+  }
+  std::vector<double> recorded, predicted, measured, recorded_errors, errors;
+  std::vector<std::string> names;
+  for (const std::string* row : rows) {
+    const std::optional<std::string> name = Field(*row, "layout");
+    if (!name.has_value()) return absl::InvalidArgumentError("--reprice: a prediction line has no \"layout\"");
+    OF_ASSIGN_OR_RETURN(const proto::AutoParallelLayout layout, ParseLayoutName(*name));
+    OF_ASSIGN_OR_RETURN(const double was, NumberField(*row, "predicted_ms", "prediction"));
+    OF_ASSIGN_OR_RETURN(const double step, NumberField(*row, "measured_ms", "prediction"));
+    OF_ASSIGN_OR_RETURN(const proto::AutoParallelPrediction now,
+                        auto_parallel::PriceLayout(profile, options.price, layout));
+    const double ms = 1e3 * StepSeconds(now);
+    std::printf(
+        "{\"bench\":\"auto_parallel_reprice\",\"devices\":%lld,\"layout\":\"%s\",\"recorded_predicted_ms\":%.4f,"
+        "\"predicted_ms\":%.4f,\"measured_ms\":%.4f,\"measured_over_predicted\":%.3f}\n",
+        static_cast<long long>(devices), name->c_str(), was, ms, step, step / ms);
+    names.push_back(*name);
+    recorded.push_back(was);
+    predicted.push_back(ms);
+    measured.push_back(step);
+    recorded_errors.push_back(std::abs(was - step) / step);
+    errors.push_back(std::abs(ms - step) / step);
+  }
+  auto fastest = [](const std::vector<double>& values) {
+    return static_cast<size_t>(std::min_element(values.begin(), values.end()) - values.begin());
+  };
+  OF_ASSIGN_OR_RETURN(const auto_parallel::SearchResult search, auto_parallel::Search(profile, options));
+  const proto::AutoParallelPrediction& top = search.fitting.front();
+  const size_t best = fastest(measured);
+  std::printf(
+      "{\"bench\":\"auto_parallel_reprice_summary\",\"devices\":%lld,\"file\":\"%s\",\"layouts\":%zu,"
+      "\"recorded_median_abs_error\":%.4f,\"recorded_spearman\":%.4f,\"recorded_chosen\":\"%s\","
+      "\"recorded_chosen_over_best\":%.3f,\"median_abs_error\":%.4f,\"spearman\":%.4f,\"chosen\":\"%s\","
+      "\"chosen_over_best\":%.3f,\"best_measured\":\"%s\",\"search_first\":\"%s\",\"search_first_predicted_ms\":%.4f,"
+      "\"collective_call_seconds\":%.4g}\n",
+      static_cast<long long>(devices), absl::CHexEscape(file).c_str(), names.size(), Median(recorded_errors),
+      Spearman(recorded, measured), names[fastest(recorded)].c_str(), measured[fastest(recorded)] / measured[best],
+      Median(errors), Spearman(predicted, measured), names[fastest(predicted)].c_str(),
+      measured[fastest(predicted)] / measured[best], names[best].c_str(), LayoutName(top.layout()).c_str(),
+      1e3 * StepSeconds(top), options.price.collective_call_seconds);
+  std::fflush(stdout);
+  return absl::OkStatus();
+}
+
 absl::Status Run() {
   examples::GptConfig config;
   config.layers = absl::GetFlag(FLAGS_layers);
@@ -630,6 +826,15 @@ absl::Status Run() {
       return absl::InvalidArgumentError(absl::StrCat("--devices: '", text, "' is not a device count >= 1"));
     }
     clusters.push_back(devices);
+  }
+  const std::string reprice = absl::GetFlag(FLAGS_reprice);
+  if (!reprice.empty()) {
+    std::ifstream in(reprice);
+    if (!in) return absl::InvalidArgumentError(absl::StrCat("--reprice: cannot read '", reprice, "'"));
+    std::vector<std::string> lines;
+    for (std::string line; std::getline(in, line);) lines.push_back(line);
+    for (int64_t devices : clusters) OF_RETURN_IF_ERROR(RepriceCluster(config, devices, lines, reprice));
+    return absl::OkStatus();
   }
   for (int64_t devices : clusters) OF_RETURN_IF_ERROR(RunCluster(config, devices));
   return absl::OkStatus();

@@ -135,8 +135,22 @@ class Pricer {
                               ? 1.0
                               : buckets.last_bytes / cost.parameter_bytes;
       const double exposed_dp = std::max(dp_seconds - cost.backward_seconds, dp_seconds * tail);
-      // ZeRO-3 prefetches the next gather while the current block computes.
-      const double exposed_gathers = std::max(0.0, zero3_gathers - micro_batches * cost.compute_seconds);
+      // ZeRO-3's gathers, half for forward and half re-gathered for backward, run once per
+      // iteration and serve every micro-batch, so only the first micro-batch's forward and
+      // backward can hide them (each is prefetched one parameter-reading op ahead, on the
+      // communication thread). On cores the devices share, nothing hides them: the
+      // communication threads run on the cores the stage's compute threads fill, and a
+      // gather's ranks meet, so the stage waits on each gather as on tp's all-reduces
+      // (dp = 2 x pp = 4, one micro-batch, 8 devices on 2 cores: ZeRO-3 measured 10.1 ms
+      // above zero = 0 where hiding them priced it 0.3 ms below; docs/auto_parallel.md,
+      // run 35).
+      const double forward_gathers = zero3_gathers / 2;
+      const double backward_gathers = zero3_gathers - forward_gathers;
+      const double forward_compute = cost.compute_seconds - cost.backward_seconds;
+      const double exposed_gathers =
+          options_.host_cores > 0 ? zero3_gathers
+                                  : std::max(0.0, forward_gathers - forward_compute) +
+                                        std::max(0.0, backward_gathers - cost.backward_seconds);
       // The play's tasks: compute on the shared cores, then the communication the stage
       // waits on, which holds no core (tp's all-reduces, the pipeline's receives).
       stage_work[s].backward_seconds = cost.backward_seconds;
@@ -144,11 +158,13 @@ class Pricer {
       stage_work[s].backward_wait_seconds = cost.backward_tp_seconds + gradient_receive_seconds;
       stage_work[s].forward_wait_seconds =
           cost.tp_seconds - cost.backward_tp_seconds + pipeline_seconds - gradient_receive_seconds;
+      stage_work[s].first_forward_wait_seconds = forward_gathers;
+      stage_work[s].first_backward_wait_seconds = backward_gathers;
       stage_work[s].devices = layout_.dp() * layout_.tp();
       const double every_device_at_once = std::max(
           1.0, static_cast<double>(layout_.dp() * layout_.tp() * pp) / std::max(1.0, SharedCores()));
-      slowest_tail =
-          std::max(slowest_tail, optimizer_seconds * every_device_at_once + exposed_dp + exposed_gathers);
+      // (The gathers are in the play's first tasks of every stage.)
+      slowest_tail = std::max(slowest_tail, optimizer_seconds * every_device_at_once + exposed_dp);
       if (micro_batch_seconds > slowest_micro_batch) {
         slowest_micro_batch = micro_batch_seconds;
         prediction.set_compute_seconds(micro_batches * cost.compute_seconds + optimizer_seconds);

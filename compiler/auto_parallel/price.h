@@ -20,15 +20,20 @@
 //               + the stage's optimizer (memory-bound over its parameter state)
 //               + exposed data-parallel sync: the gradient all-reduce (ZeRO 1: + the
 //               all-gather of the updated shards; 2: reduce-scatter + all-gather; 3:
-//               reduce-scatter, and each parameter gathered twice per iteration), the
-//               reductions one call per gradient bucket as gradient_bucketing packs
-//               them (the first bucket at most 1 MiB), the gathers one per variable; the
-//               last micro-batch's backward hides all but the last bucket
+//               reduce-scatter), the reductions one call per gradient bucket as
+//               gradient_bucketing packs them (the first bucket at most 1 MiB), the
+//               gathers one per variable; the last micro-batch's backward hides all but
+//               the last bucket
+//               + ZeRO-3's gathers (each parameter for forward and again for backward,
+//               once per iteration), less what the first micro-batch's forward and
+//               backward hide of them; on shared cores (host_cores) none: each stage waits
+//               on its gathers
 //   and with host_cores (every device simulated in one process on that many cores) at
 //   least the devices' compute (kernels and acts) over the cores, or over the share of
 //   them the process obtains (host_core_share), and with pp > 1 at least the 1F1B
 //   pipeline played out on that share (shared_core_pipeline.h: a task's kernels and acts
-//   on the cores, its tp all-reduces and pipeline receives as waiting on none) plus the
+//   on the cores, its tp all-reduces and pipeline receives as waiting on none, and the
+//   first micro-batch's forward and backward each waiting on ZeRO-3's gathers) plus the
 //   slowest stage's optimizer (every device at once) and exposed sync; the difference
 //   counts as compute.
 //   peak  = parameters + gradients + optimizer state (what ZeRO shards divided by dp)

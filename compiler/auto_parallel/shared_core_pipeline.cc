@@ -36,11 +36,13 @@ absl::StatusOr<double> SharedCorePipelineSeconds(const std::vector<PipelineStage
   for (size_t s = 0; s < stages.size(); ++s) {
     const PipelineStageWork& stage = stages[s];
     if (stage.devices < 1 || stage.forward_seconds < 0 || stage.backward_seconds < 0 ||
-        stage.forward_wait_seconds < 0 || stage.backward_wait_seconds < 0) {
+        stage.forward_wait_seconds < 0 || stage.backward_wait_seconds < 0 || stage.first_forward_wait_seconds < 0 ||
+        stage.first_backward_wait_seconds < 0) {
       return absl::InvalidArgumentError(absl::StrCat(
           "stage ", s, ": ", stage.devices, " devices, forward ", stage.forward_seconds, " s + ",
-          stage.forward_wait_seconds, " s waiting, backward ", stage.backward_seconds, " s + ",
-          stage.backward_wait_seconds, " s waiting"));
+          stage.forward_wait_seconds, " s waiting (+ ", stage.first_forward_wait_seconds,
+          " s the first micro-batch), backward ", stage.backward_seconds, " s + ", stage.backward_wait_seconds,
+          " s waiting (+ ", stage.first_backward_wait_seconds, " s the first); give >= 1 device and no negative time"));
     }
   }
   const int64_t pp = static_cast<int64_t>(stages.size());
@@ -67,9 +69,12 @@ absl::StatusOr<double> SharedCorePipelineSeconds(const std::vector<PipelineStage
       if (!ready(s)) continue;
       running.push_back(s);
       if (remaining[s] < 0) {
-        const bool forward = orders[s][next[s]].forward;
-        remaining[s] = forward ? stages[s].forward_seconds : stages[s].backward_seconds;
-        waiting[s] = forward ? stages[s].forward_wait_seconds : stages[s].backward_wait_seconds;
+        const Task& task = orders[s][next[s]];
+        remaining[s] = task.forward ? stages[s].forward_seconds : stages[s].backward_seconds;
+        waiting[s] = task.forward ? stages[s].forward_wait_seconds : stages[s].backward_wait_seconds;
+        if (task.micro_batch == 0) {
+          waiting[s] += task.forward ? stages[s].first_forward_wait_seconds : stages[s].first_backward_wait_seconds;
+        }
       }
       if (remaining[s] > 0) busy_devices += stages[s].devices;
     }

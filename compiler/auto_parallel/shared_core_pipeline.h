@@ -20,7 +20,8 @@
 // (processor sharing), each at most one core.
 //
 // A task is its compute and then its waiting: the tensor-parallel all-reduces and the
-// pipeline's receives the stage waits on. Waiting takes wall time but no core, so a
+// pipeline's receives the stage waits on (the first micro-batch's tasks also ZeRO-3's
+// gathers, once per iteration). Waiting takes wall time but no core, so a
 // stage that waits leaves the cores to the others. (Counted as compute, the waiting of
 // tp = 2 × pp = 2 with 8 micro-batches and full recomputation put the play at 443 ms where
 // the step measured 286: docs/auto_parallel.md, runs 24-27.)
@@ -43,6 +44,11 @@ struct PipelineStageWork {
   // communication (tensor-parallel all-reduces, the pipeline's receives), on no core.
   double forward_wait_seconds = 0;
   double backward_wait_seconds = 0;
+  // Waiting once per iteration, added to the stage's first forward and first backward:
+  // ZeRO-3's gathers of the stage's parameters for forward and again for backward (their
+  // copies serve every micro-batch, so only the first one waits on them).
+  double first_forward_wait_seconds = 0;
+  double first_backward_wait_seconds = 0;
 };
 
 // The wall time from the first forward to the last backward. With cores at least every
