@@ -239,8 +239,9 @@ TEST(AutoParallelZeroCallsTest, ZeroThreeGathersHideOnlyBehindTheFirstMicroBatch
 // of the reductions), GEMMs at 1 GFLOP/s (the forward and backward far longer than any
 // collective), the rest free.
 double Exposed(const auto_parallel::ModelProfile& profile, bool across_nodes, int32_t zero,
-               CompressionMode compression = CompressionMode::kOff) {
+               CompressionMode compression = CompressionMode::kOff, int64_t host_cores = 0) {
   auto_parallel::PriceOptions options = OneNode(2, 1e9);
+  options.host_cores = host_cores;
   if (across_nodes) {
     options.cluster.set_num_nodes(2);
     options.cluster.set_devices_per_node(1);
@@ -279,6 +280,11 @@ TEST(AutoParallelZeroCallsTest, AcrossNodesBackwardWaitsOnEveryZeroThreeRegather
   // as many bytes as zero = 0's all-reduce. (Hidden behind backward, it exposed half.)
   EXPECT_NEAR(Exposed(profile, true, 3) - Exposed(profile, false, 3), regathers, 1e-9);
   EXPECT_NEAR(Exposed(profile, true, 3), Exposed(profile, true, 0), 1e-9);
+  // Emulated hosts sharing this machine's cores (a host line: host_cores) run the same
+  // calls between processes: the forward's gathers still hide, where the one-process rule
+  // (every gather exposed, as in one node on 2 cores) would add them.
+  EXPECT_NEAR(Exposed(profile, true, 3, CompressionMode::kOff, 2), 2 * regathers, 1e-9);
+  EXPECT_NEAR(Exposed(profile, false, 3, CompressionMode::kOff, 2), 3 * regathers, 1e-9);
 }
 
 TEST(AutoParallelZeroCallsTest, UpdatedShardGathersOfZeroOneAndTwoStayDenseUnderCompression) {

@@ -161,12 +161,14 @@ class Pricer {
       // prefetched one parameter-reading op ahead and its ranks meet over the link: the
       // compute thread waits on every one (traced on 2 x 1 at 1 Gbit/s: the forward's 13.5
       // ms of gathers done while its compute ran; backward 37.6 ms against zero = 0's 21.1
-      // with the same compute). Priced so: all of the re-gathers exposed.
+      // with the same compute, the two processes on this machine's 2 cores). Priced so,
+      // with or without host_cores: all of the re-gathers exposed, the forward's gathers
+      // beyond the forward.
+      const double exposed_forward_gathers = std::max(0.0, forward_gathers - forward_compute);
       const double exposed_gathers =
-          options_.host_cores > 0 ? zero3_gathers
-          : regathers_waited      ? std::max(0.0, forward_gathers - forward_compute) + backward_gathers
-                                  : std::max(0.0, forward_gathers - forward_compute) +
-                                        std::max(0.0, backward_gathers - cost.backward_seconds);
+          regathers_waited        ? exposed_forward_gathers + backward_gathers
+          : options_.host_cores > 0 ? zero3_gathers
+                                    : exposed_forward_gathers + std::max(0.0, backward_gathers - cost.backward_seconds);
       // The play's tasks: compute on the shared cores, then the communication the stage
       // waits on, which holds no core (tp's all-reduces, the pipeline's receives).
       stage_work[s].backward_seconds = cost.backward_seconds;
@@ -174,7 +176,7 @@ class Pricer {
       stage_work[s].backward_wait_seconds = cost.backward_tp_seconds + gradient_receive_seconds;
       stage_work[s].forward_wait_seconds =
           cost.tp_seconds - cost.backward_tp_seconds + pipeline_seconds - gradient_receive_seconds;
-      stage_work[s].first_forward_wait_seconds = forward_gathers;
+      stage_work[s].first_forward_wait_seconds = regathers_waited ? exposed_forward_gathers : forward_gathers;
       stage_work[s].first_backward_wait_seconds = backward_gathers;
       stage_work[s].devices = layout_.dp() * layout_.tp();
       const double every_device_at_once = std::max(
