@@ -508,8 +508,8 @@ class Pricer {
     }
     if (layout_.zero() >= 3) return reduce;
     // The gathers of the updated shards run dense whatever --compression says: the
-    // compiler never compresses them (docs/zero.md: the new shard is a weight's master
-    // copy). Priced with the weight codec, they came out 4 x too cheap over a slow link
+    // compiler never compresses them (docs/zero.md, "What is not done"). Priced with the
+    // weight codec, they came out 4 x too cheap over a slow link
     // (traced on 2 x 1 with --compression=auto: 64 dense gathers, 1.37 MiB a device, where
     // int8 was priced).
     return reduce + HalfSeconds(stage, BoxingKind::kAllGather, cost.parameter_bytes, tensors);
