@@ -3,8 +3,9 @@
 // compiler/passes/gradient_bucketing packs them (the first bucket at most 1 MiB, ZeRO's
 // reductions too), the updated shards' gathers (ZeRO 1, 2) one per variable, and ZeRO-3's
 // parameter gathers twice per iteration whatever the micro-batches, checked against the
-// plans the compiler emits; those gathers hidden only behind the first micro-batch, and on
-// shared cores waited on by every stage of a pipeline.
+// plans the compiler emits; those gathers hidden only behind the first micro-batch, on
+// shared cores waited on by every stage of a pipeline, and across nodes backward waiting
+// on every re-gather; the updated shards' gathers dense whatever --compression says.
 #include <string>
 
 #include "absl/strings/str_cat.h"
@@ -14,6 +15,7 @@
 #include "examples/common/compile_driver.h"
 #include "examples/gpt/gpt_model.h"
 #include "gtest/gtest.h"
+#include "sbp/compression_policy.h"
 
 namespace oneflow {
 namespace {
@@ -79,6 +81,9 @@ proto::AutoParallelLayout Layout(int64_t dp, int64_t pp, int64_t micro_batches, 
   layout.set_zero(zero);
   return layout;
 }
+
+// 1 Gbit/s in bytes per second.
+constexpr double kGigabit = 1.25e8;
 
 // One node of `devices` on links of 100 GB/s and 10 us, GEMMs at `gemm_flops_per_second`,
 // memory-bound work free.
@@ -225,6 +230,78 @@ TEST(AutoParallelZeroCallsTest, ZeroThreeGathersHideOnlyBehindTheFirstMicroBatch
   ASSERT_GT(one, 0);
   EXPECT_NEAR(four, one, 1e-9 * one);
   EXPECT_NEAR(exposed_four - exposed_one, 0.75 * one, 1e-9 * one + 1e-12);
+}
+
+// Exposed communication of dp = 2 with ZeRO stage `zero` on 2 devices, one a node (the dp
+// group crosses the link: its collectives are calls between processes) or both on one
+// node, every link 1 Gbit/s without latency and calls free, so a collective costs its
+// wire bytes over the rate; every variable its own call (no buckets: backward hides none
+// of the reductions), GEMMs at 1 GFLOP/s (the forward and backward far longer than any
+// collective), the rest free.
+double Exposed(const auto_parallel::ModelProfile& profile, bool across_nodes, int32_t zero,
+               CompressionMode compression = CompressionMode::kOff, int64_t host_cores = 0) {
+  auto_parallel::PriceOptions options = OneNode(2, 1e9);
+  options.host_cores = host_cores;
+  if (across_nodes) {
+    options.cluster.set_num_nodes(2);
+    options.cluster.set_devices_per_node(1);
+  }
+  options.cluster.set_intra_node_bandwidth(kGigabit);
+  options.cluster.set_intra_node_latency(0);
+  options.cluster.set_inter_node_bandwidth(kGigabit);
+  options.cluster.set_inter_node_latency(0);
+  options.bucket_mb = 0;
+  options.compression.mode = compression;
+  absl::StatusOr<proto::AutoParallelPrediction> prediction =
+      auto_parallel::PriceLayout(profile, options, Layout(2, 1, 1, zero));
+  EXPECT_TRUE(prediction.ok()) << prediction.status();
+  return prediction.ok() ? prediction->exposed_communication_seconds() : 0;
+}
+
+double ParameterBytes(const auto_parallel::ModelProfile& profile) {
+  double bytes = 0;
+  for (const auto_parallel::ProfileUnit& unit : profile.units) bytes += unit.parameter_bytes;
+  return bytes;
+}
+
+TEST(AutoParallelZeroCallsTest, AcrossNodesBackwardWaitsOnEveryZeroThreeRegather) {
+  const auto_parallel::ModelProfile profile = Profile();
+  // One gather of every parameter moves half of them over the link (dp = 2).
+  const double regathers = ParameterBytes(profile) / 2 / kGigabit;
+  ASSERT_GT(regathers, 1e-3);
+  // In one node backward hides the re-gathers (and the forward its gathers): exposed is
+  // the reduce-scatter alone, half the parameters over the link, as zero = 0's all-reduce
+  // is all of them.
+  EXPECT_NEAR(Exposed(profile, false, 3), regathers, 1e-9);
+  EXPECT_NEAR(Exposed(profile, false, 0), 2 * regathers, 1e-9);
+  // Across the nodes each re-gather is a call between processes, prefetched one op ahead:
+  // backward waits on every one (traced on 2 emulated hosts, docs/auto_parallel.md). The
+  // forward's gathers still hide. So ZeRO-3 exposes its reduce-scatter and its re-gathers,
+  // as many bytes as zero = 0's all-reduce. (Hidden behind backward, it exposed half.)
+  EXPECT_NEAR(Exposed(profile, true, 3) - Exposed(profile, false, 3), regathers, 1e-9);
+  EXPECT_NEAR(Exposed(profile, true, 3), Exposed(profile, true, 0), 1e-9);
+  // Emulated hosts sharing this machine's cores (a host line: host_cores) run the same
+  // calls between processes: the forward's gathers still hide, where the one-process rule
+  // (every gather exposed, as in one node on 2 cores) would add them.
+  EXPECT_NEAR(Exposed(profile, true, 3, CompressionMode::kOff, 2), 2 * regathers, 1e-9);
+  EXPECT_NEAR(Exposed(profile, false, 3, CompressionMode::kOff, 2), 3 * regathers, 1e-9);
+}
+
+TEST(AutoParallelZeroCallsTest, UpdatedShardGathersOfZeroOneAndTwoStayDenseUnderCompression) {
+  const auto_parallel::ModelProfile profile = Profile();
+  const double gathers = ParameterBytes(profile) / 2 / kGigabit;
+  // With --compression=auto over 1 Gbit/s the reductions are compressed alike (ZeRO-1 and
+  // zero = 0 all-reduce, ZeRO-2 and ZeRO-3 reduce-scatter), and the gathers of the updated
+  // shards run dense, as the compiler runs them (docs/zero.md): ZeRO-1 and 2 each add the
+  // dense gather of every shard. (Priced with the weight codec, int8, a quarter of it.)
+  EXPECT_NEAR(Exposed(profile, true, 1, CompressionMode::kAuto) - Exposed(profile, true, 0, CompressionMode::kAuto),
+              gathers, 1e-9);
+  // ZeRO-2: its compressed reduce-scatter (more than nothing, less than the dense one,
+  // which moves as many bytes as a gather) and the dense gathers.
+  const double zero2 = Exposed(profile, true, 2, CompressionMode::kAuto);
+  EXPECT_GT(zero2 - gathers, 0);
+  EXPECT_LT(zero2 - gathers, gathers);
+  EXPECT_NEAR(Exposed(profile, true, 2) - gathers, gathers, 1e-9);
 }
 
 }  // namespace

@@ -134,7 +134,16 @@ class Pricer {
       const double tail = cost.parameter_bytes <= 0 || buckets.count <= 1 || options_.bucket_mb <= 0
                               ? 1.0
                               : buckets.last_bytes / cost.parameter_bytes;
-      const double exposed_dp = std::max(dp_seconds - cost.backward_seconds, dp_seconds * tail);
+      // ZeRO-3 across processes (the dp group spans nodes): backward waits on its
+      // re-gathers (below), and the device's one communication thread runs the gradient
+      // buckets' reduce-scatters between them, so a bucket reduced during backward delays
+      // the re-gathers after it by its own time: every bucket is on the path, not the last
+      // one only (2 x 1 at 1 Gbit/s, traced: backward lasted its compute + the re-gathers
+      // + the first bucket's reduce-scatter, 18.7 + 13.1 + 3.1 ms against 37.6 measured;
+      // docs/auto_parallel.md, "ZeRO across hosts").
+      const bool regathers_waited = layout_.zero() >= 3 && DpCrossesNodes(s);
+      const double exposed_dp =
+          regathers_waited ? dp_seconds : std::max(dp_seconds - cost.backward_seconds, dp_seconds * tail);
       // ZeRO-3's gathers, half for forward and half re-gathered for backward, run once per
       // iteration and serve every micro-batch, so only the first micro-batch's forward and
       // backward can hide them (each is prefetched one parameter-reading op ahead, on the
@@ -147,10 +156,19 @@ class Pricer {
       const double forward_gathers = zero3_gathers / 2;
       const double backward_gathers = zero3_gathers - forward_gathers;
       const double forward_compute = cost.compute_seconds - cost.backward_seconds;
+      // Across processes the forward's gathers, which read variables only, run ahead of
+      // the forward on the communication thread and hide behind it, but each re-gather is
+      // prefetched one parameter-reading op ahead and its ranks meet over the link: the
+      // compute thread waits on every one (traced on 2 x 1 at 1 Gbit/s: the forward's 13.5
+      // ms of gathers done while its compute ran; backward 37.6 ms against zero = 0's 21.1
+      // with the same compute, the two processes on this machine's 2 cores). Priced so,
+      // with or without host_cores: all of the re-gathers exposed, the forward's gathers
+      // beyond the forward.
+      const double exposed_forward_gathers = std::max(0.0, forward_gathers - forward_compute);
       const double exposed_gathers =
-          options_.host_cores > 0 ? zero3_gathers
-                                  : std::max(0.0, forward_gathers - forward_compute) +
-                                        std::max(0.0, backward_gathers - cost.backward_seconds);
+          regathers_waited        ? exposed_forward_gathers + backward_gathers
+          : options_.host_cores > 0 ? zero3_gathers
+                                    : exposed_forward_gathers + std::max(0.0, backward_gathers - cost.backward_seconds);
       // The play's tasks: compute on the shared cores, then the communication the stage
       // waits on, which holds no core (tp's all-reduces, the pipeline's receives).
       stage_work[s].backward_seconds = cost.backward_seconds;
@@ -158,7 +176,7 @@ class Pricer {
       stage_work[s].backward_wait_seconds = cost.backward_tp_seconds + gradient_receive_seconds;
       stage_work[s].forward_wait_seconds =
           cost.tp_seconds - cost.backward_tp_seconds + pipeline_seconds - gradient_receive_seconds;
-      stage_work[s].first_forward_wait_seconds = forward_gathers;
+      stage_work[s].first_forward_wait_seconds = regathers_waited ? exposed_forward_gathers : forward_gathers;
       stage_work[s].first_backward_wait_seconds = backward_gathers;
       stage_work[s].devices = layout_.dp() * layout_.tp();
       const double every_device_at_once = std::max(
@@ -258,6 +276,18 @@ class Pricer {
   // The hierarchy axis of dp / tp in the stage placements (-1 when the degree is 1).
   int64_t DpAxis() const { return layout_.dp() > 1 ? 0 : -1; }
   int64_t TpAxis() const { return layout_.tp() > 1 ? (layout_.dp() > 1 ? 1 : 0) : -1; }
+
+  // Whether stage `stage`'s data-parallel groups span nodes (their collectives are calls
+  // between processes over the inter-node link): the devices of one dp group, tp apart in
+  // the stage's placement (tp innermost), are not all on one node.
+  bool DpCrossesNodes(int64_t stage) const {
+    if (DpAxis() < 0) return false;
+    const auto& devices = stage_placements_[stage].devices();
+    for (int64_t d = layout_.tp(); d < static_cast<int64_t>(devices.size()); d += layout_.tp()) {
+      if (devices[d].node != devices[0].node) return true;
+    }
+    return false;
+  }
 
   bool CutCrossesNodes(int64_t stage) const {
     const DeviceId& before = stage_placements_[stage - 1].devices().back();
@@ -454,9 +484,10 @@ class Pricer {
   // The gradient sync of one iteration (proto OptimizerDef.zero_stage): an all-reduce of
   // the gradients (ZeRO 0 and 1) or their reduce-scatter (2, 3), then for ZeRO 1 and 2 the
   // all-gather of the updated parameter shards. Without ZeRO the gradients travel in
-  // buckets of bucket_mb; ZeRO's collectives run per variable. With --compression each
-  // collective is priced as the boxing planner plans it for the stage's variables
-  // (DataParallelCollective): compressed where the planner says the codec pays.
+  // buckets of bucket_mb; ZeRO's gathers run per variable. With --compression each
+  // reduction is priced as the boxing planner plans it for the stage's variables
+  // (DataParallelCollective): compressed where the planner says the codec pays; the
+  // gathers of the updated shards stay dense, as the compiler runs them.
   absl::StatusOr<double> DataParallelSeconds(int64_t stage, const UnitCost& cost) {
     if (layout_.dp() == 1) return 0.0;
     const int64_t buckets = BucketsOf(cost).count;
@@ -476,11 +507,12 @@ class Pricer {
                                          HalfSeconds(stage, BoxingKind::kReduceScatter, cost.parameter_bytes, buckets)));
     }
     if (layout_.zero() >= 3) return reduce;
-    OF_ASSIGN_OR_RETURN(
-        const double gather,
-        DataParallelCollective(stage, BoxingKind::kAllGather, cost.parameter_bytes, tensors, tensors, 1,
-                               HalfSeconds(stage, BoxingKind::kAllGather, cost.parameter_bytes, tensors)));
-    return reduce + gather;
+    // The gathers of the updated shards run dense whatever --compression says: the
+    // compiler never compresses them (docs/zero.md, "What is not done"). Priced with the
+    // weight codec, they came out 4 x too cheap over a slow link
+    // (traced on 2 x 1 with --compression=auto: 64 dense gathers, 1.37 MiB a device, where
+    // int8 was priced).
+    return reduce + HalfSeconds(stage, BoxingKind::kAllGather, cost.parameter_bytes, tensors);
   }
 
   // ZeRO-3 gathers every parameter for forward and again for backward

@@ -22,12 +22,16 @@
 //               all-gather of the updated shards; 2: reduce-scatter + all-gather; 3:
 //               reduce-scatter), the reductions one call per gradient bucket as
 //               gradient_bucketing packs them (the first bucket at most 1 MiB), the
-//               gathers one per variable; the last micro-batch's backward hides all but
-//               the last bucket
+//               gathers one per variable (dense: the compiler never compresses them); the
+//               last micro-batch's backward hides all but the last bucket (ZeRO-3 with
+//               the dp group across nodes: none, the reduce-scatters share the one
+//               communication thread with the re-gathers backward waits on)
 //               + ZeRO-3's gathers (each parameter for forward and again for backward,
 //               once per iteration), less what the first micro-batch's forward and
 //               backward hide of them; on shared cores (host_cores) none: each stage waits
-//               on its gathers
+//               on its gathers; with the dp group across nodes the forward hides its
+//               gathers but backward waits on every re-gather (a call between processes,
+//               prefetched one op ahead)
 //   and with host_cores (every device simulated in one process on that many cores) at
 //   least the devices' compute (kernels and acts) over the cores, or over the share of
 //   them the process obtains (host_core_share), and with pp > 1 at least the 1F1B
