@@ -30,6 +30,24 @@ struct OpWork {
   double tp_memory_bytes = 0;
 };
 
+// One tensor-parallel boxing of a unit as the compiler planned it in the tp probe plan
+// (tp_boxings.h CountTpBoxings): the compiler's per-op SBP choice may gather weights and
+// reduce-scatter activations instead of Megatron's all-reduces.
+struct TpBoxing {
+  std::string tensor;
+  // The collective the plan runs (all-reduce, reduce-scatter, all-gather, all-to-all).
+  proto::BoxingStepKind kind = proto::STEP_INVALID;
+  // The tensor's logical bytes in the probe plan (the whole batch for an activation).
+  int64_t bytes = 0;
+  // An activation or its gradient: its bytes scale with the rows a device computes;
+  // otherwise a variable (read per micro-batch) or a variable's gradient.
+  bool scales_with_rows = false;
+  // Run by backward (a "_grad/" op produced it).
+  bool backward = false;
+  // A variable's gradient to its update: once per iteration whatever the micro-batches.
+  bool per_iteration = false;
+};
+
 struct ProfileUnit {
   // The block's name (OpDef.block), a layer's first op, "prologue" or "epilogue".
   std::string name;
@@ -70,6 +88,10 @@ struct ProfileUnit {
   // input whose gradient is reduced): how the decision record names each priced edge.
   std::vector<std::string> tp_forward_all_reduce_tensors;
   std::vector<std::string> tp_backward_all_reduce_tensors;
+  // The tp boxings the compiled probe plan runs for this unit (CountTpBoxings); when
+  // ModelProfile::tp_boxings_counted, the cost model prices these instead of the
+  // Megatron all-reduces above.
+  std::vector<TpBoxing> tp_boxings;
   // Equal for units the search may price once.
   std::string signature;
   // The unit's forward ops, by name (CountActs maps a compiled plan's actors to units
@@ -136,6 +158,8 @@ struct ModelProfile {
   // Whether CountFullRecomputation filled the units' full_recompute (the cost model prices
   // full recomputation as the whole forward again otherwise).
   bool full_recompute_counted = false;
+  // Whether CountTpBoxings filled the units' tp_boxings from the tp probe plan.
+  bool tp_boxings_counted = false;
   // The acts of the families CountLayoutActs counted; a layout of another family is
   // priced with the units' acts_per_micro_batch and acts_per_iteration.
   std::vector<LayoutActs> layout_acts;

@@ -369,6 +369,51 @@ class Pricer {
     return Summarize(plan);
   }
 
+  // The unit's tp boxings as the tp probe plan runs them (tp_boxings.h), on the tp axis of
+  // the stage's placement: an all-reduce as TpAllReduceSeconds prices it (with the
+  // policy's codecs), the gathers, reduce-scatters and all-to-alls dense. An
+  // activation's bytes are its rows' share; a variable's gather is its whole size every
+  // micro-batch; a variable gradient's reduction runs once per iteration, so each
+  // micro-batch carries 1 / micro_batches of it. The compiler's choice is the probe's
+  // (the whole batch on one tp group); a layout with fewer rows per device is priced
+  // with the same boxings.
+  absl::Status PlannedTpSeconds(const ProfileUnit& unit, int64_t stage, double* forward_tp, double* backward_tp) {
+    if (TpAxis() < 0) return absl::OkStatus();
+    const double members = static_cast<double>(layout_.tp());
+    for (const TpBoxing& boxing : unit.tp_boxings) {
+      const double group_bytes =
+          static_cast<double>(boxing.bytes) * (boxing.scales_with_rows ? RowFraction() : 1.0);
+      double seconds = 0;
+      if (boxing.kind == proto::STEP_ALL_REDUCE) {
+        OF_ASSIGN_OR_RETURN(seconds, TpAllReduceSeconds(stage, group_bytes, unit.name,
+                                                        absl::StrCat(boxing.tensor, " (planned all-reduce)")));
+      } else if (group_bytes > 0) {
+        const BoxingKind kind = boxing.kind == proto::STEP_ALL_GATHER       ? BoxingKind::kAllGather
+                                : boxing.kind == proto::STEP_REDUCE_SCATTER ? BoxingKind::kReduceScatter
+                                                                            : BoxingKind::kAllToAll;
+        // What the busiest member receives (sbp/collective_cost.h): (n-1)/n T for a
+        // gather or a reduce-scatter, (n-1)/n^2 T for an all-to-all.
+        const double share = kind == BoxingKind::kAllToAll ? (members - 1) / (members * members) : (members - 1) / members;
+        const int64_t wire = static_cast<int64_t>(share * group_bytes);
+        seconds = Calls(PriceDenseCollective(links_, stage_placements_[stage], TpAxis(), kind,
+                                             static_cast<int64_t>(group_bytes), wire),
+                        1);
+        if (options_.record_edges) {
+          proto::AutoParallelEdge edge;
+          edge.set_unit(unit.name);
+          edge.set_tensor(absl::StrCat(boxing.tensor, " (planned ", BoxingKindName(kind), ")"));
+          edge.set_dense_seconds(seconds);
+          edge.set_seconds(seconds);
+          edge.set_decision("dense, as the tp probe plan boxes it");
+          edges_.push_back(std::move(edge));
+        }
+      }
+      if (boxing.per_iteration) seconds /= static_cast<double>(layout_.micro_batches());
+      *(boxing.backward ? backward_tp : forward_tp) += seconds;
+    }
+    return absl::OkStatus();
+  }
+
   absl::StatusOr<UnitCost> PriceUnit(const ProfileUnit& unit, const UnitActs& unit_acts, int64_t stage) {
     const double tp = static_cast<double>(layout_.tp());
     const double rows = RowFraction();
@@ -382,7 +427,10 @@ class Pricer {
     UnitCost cost;
     double forward_tp = 0;
     double backward_tp = 0;
-    for (size_t i = 0; i < unit.tp_forward_all_reduce_bytes.size(); ++i) {
+    if (profile_.tp_boxings_counted) {
+      OF_RETURN_IF_ERROR(PlannedTpSeconds(unit, stage, &forward_tp, &backward_tp));
+    }
+    for (size_t i = 0; !profile_.tp_boxings_counted && i < unit.tp_forward_all_reduce_bytes.size(); ++i) {
       const std::string tensor = i < unit.tp_forward_all_reduce_tensors.size()
                                      ? absl::StrCat(unit.tp_forward_all_reduce_tensors[i], " (forward all-reduce)")
                                      : std::string("(forward all-reduce)");
@@ -390,7 +438,7 @@ class Pricer {
                           TpAllReduceSeconds(stage, unit.tp_forward_all_reduce_bytes[i] * rows, unit.name, tensor));
       forward_tp += seconds;
     }
-    for (size_t i = 0; i < unit.tp_backward_all_reduce_bytes.size(); ++i) {
+    for (size_t i = 0; !profile_.tp_boxings_counted && i < unit.tp_backward_all_reduce_bytes.size(); ++i) {
       const std::string tensor =
           i < unit.tp_backward_all_reduce_tensors.size()
               ? absl::StrCat(unit.tp_backward_all_reduce_tensors[i], " (backward all-reduce of its gradient)")
