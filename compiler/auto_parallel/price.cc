@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <map>
 #include <vector>
 
 #include "absl/container/flat_hash_map.h"
@@ -372,46 +373,63 @@ class Pricer {
   // The unit's tp boxings as the tp probe plan runs them (tp_boxings.h), on the tp axis of
   // the stage's placement: an all-reduce as TpAllReduceSeconds prices it (with the
   // policy's codecs), the gathers, reduce-scatters and all-to-alls dense. An
-  // activation's bytes are its rows' share; a variable's gather is its whole size every
-  // micro-batch; a variable gradient's reduction runs once per iteration, so each
-  // micro-batch carries 1 / micro_batches of it. The compiler's choice is the probe's
-  // (the whole batch on one tp group); a layout with fewer rows per device is priced
-  // with the same boxings.
+  // activation's bytes are its rows' share, one call per micro-batch; a variable's
+  // gather is its whole size every micro-batch. The variables' gradients are reduced
+  // once per iteration, packed into gradient buckets (compiler/passes/gradient_bucketing),
+  // so a unit's are priced as one call per kind, and each micro-batch carries
+  // 1 / micro_batches of it. The compiler's choice is the probe's (the whole batch on one
+  // tp group): a layout with fewer rows per device is priced with the same boxings.
   absl::Status PlannedTpSeconds(const ProfileUnit& unit, int64_t stage, double* forward_tp, double* backward_tp) {
     if (TpAxis() < 0) return absl::OkStatus();
-    const double members = static_cast<double>(layout_.tp());
+    std::map<proto::BoxingStepKind, double> per_iteration_bytes;
     for (const TpBoxing& boxing : unit.tp_boxings) {
       const double group_bytes =
           static_cast<double>(boxing.bytes) * (boxing.scales_with_rows ? RowFraction() : 1.0);
-      double seconds = 0;
-      if (boxing.kind == proto::STEP_ALL_REDUCE) {
-        OF_ASSIGN_OR_RETURN(seconds, TpAllReduceSeconds(stage, group_bytes, unit.name,
-                                                        absl::StrCat(boxing.tensor, " (planned all-reduce)")));
-      } else if (group_bytes > 0) {
-        const BoxingKind kind = boxing.kind == proto::STEP_ALL_GATHER       ? BoxingKind::kAllGather
-                                : boxing.kind == proto::STEP_REDUCE_SCATTER ? BoxingKind::kReduceScatter
-                                                                            : BoxingKind::kAllToAll;
-        // What the busiest member receives (sbp/collective_cost.h): (n-1)/n T for a
-        // gather or a reduce-scatter, (n-1)/n^2 T for an all-to-all.
-        const double share = kind == BoxingKind::kAllToAll ? (members - 1) / (members * members) : (members - 1) / members;
-        const int64_t wire = static_cast<int64_t>(share * group_bytes);
-        seconds = Calls(PriceDenseCollective(links_, stage_placements_[stage], TpAxis(), kind,
-                                             static_cast<int64_t>(group_bytes), wire),
-                        1);
-        if (options_.record_edges) {
-          proto::AutoParallelEdge edge;
-          edge.set_unit(unit.name);
-          edge.set_tensor(absl::StrCat(boxing.tensor, " (planned ", BoxingKindName(kind), ")"));
-          edge.set_dense_seconds(seconds);
-          edge.set_seconds(seconds);
-          edge.set_decision("dense, as the tp probe plan boxes it");
-          edges_.push_back(std::move(edge));
-        }
+      if (boxing.per_iteration) {
+        per_iteration_bytes[boxing.kind] += group_bytes;
+        continue;
       }
-      if (boxing.per_iteration) seconds /= static_cast<double>(layout_.micro_batches());
+      OF_ASSIGN_OR_RETURN(const double seconds, PlannedTpCallSeconds(unit, stage, boxing.kind, group_bytes,
+                                                                     boxing.tensor));
       *(boxing.backward ? backward_tp : forward_tp) += seconds;
     }
+    for (const auto& [kind, bytes] : per_iteration_bytes) {
+      OF_ASSIGN_OR_RETURN(const double seconds,
+                          PlannedTpCallSeconds(unit, stage, kind, bytes, "the variables' gradients"));
+      *backward_tp += seconds / static_cast<double>(layout_.micro_batches());
+    }
     return absl::OkStatus();
+  }
+
+  // One planned tp collective of `kind` moving `group_bytes` per member.
+  absl::StatusOr<double> PlannedTpCallSeconds(const ProfileUnit& unit, int64_t stage, proto::BoxingStepKind kind,
+                                              double group_bytes, const std::string& tensor) {
+    if (group_bytes <= 0) return 0.0;
+    if (kind == proto::STEP_ALL_REDUCE) {
+      return TpAllReduceSeconds(stage, group_bytes, unit.name, absl::StrCat(tensor, " (planned all_reduce)"));
+    }
+    const BoxingKind boxing_kind = kind == proto::STEP_ALL_GATHER       ? BoxingKind::kAllGather
+                                   : kind == proto::STEP_REDUCE_SCATTER ? BoxingKind::kReduceScatter
+                                                                        : BoxingKind::kAllToAll;
+    // What the busiest member receives (sbp/collective_cost.h): (n-1)/n T for a gather or
+    // a reduce-scatter, (n-1)/n^2 T for an all-to-all.
+    const double members = static_cast<double>(layout_.tp());
+    const double share = boxing_kind == BoxingKind::kAllToAll ? (members - 1) / (members * members)
+                                                              : (members - 1) / members;
+    const double seconds =
+        Calls(PriceDenseCollective(links_, stage_placements_[stage], TpAxis(), boxing_kind,
+                                   static_cast<int64_t>(group_bytes), static_cast<int64_t>(share * group_bytes)),
+              1);
+    if (options_.record_edges) {
+      proto::AutoParallelEdge edge;
+      edge.set_unit(unit.name);
+      edge.set_tensor(absl::StrCat(tensor, " (planned ", BoxingKindName(boxing_kind), ")"));
+      edge.set_dense_seconds(seconds);
+      edge.set_seconds(seconds);
+      edge.set_decision("dense, as the tp probe plan boxes it");
+      edges_.push_back(std::move(edge));
+    }
+    return seconds;
   }
 
   absl::StatusOr<UnitCost> PriceUnit(const ProfileUnit& unit, const UnitActs& unit_acts, int64_t stage) {

@@ -1,0 +1,84 @@
+#include "compiler/auto_parallel/tp_boxings.h"
+
+#include <string>
+
+#include "absl/container/flat_hash_map.h"
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/string_view.h"
+#include "oneflow_core/dtype.h"
+#include "oneflow_core/status.h"
+
+namespace oneflow::auto_parallel {
+namespace {
+
+// The forward op a compiled op comes from: "matmul_3_grad/matmul_9" -> "matmul_3".
+absl::string_view ForwardOp(absl::string_view op) {
+  const size_t grad = op.find("_grad/");
+  return grad == absl::string_view::npos ? op : op.substr(0, grad);
+}
+
+bool IsCollective(proto::BoxingStepKind kind) {
+  return kind == proto::STEP_ALL_REDUCE || kind == proto::STEP_REDUCE_SCATTER || kind == proto::STEP_ALL_GATHER ||
+         kind == proto::STEP_ALL_TO_ALL;
+}
+
+}  // namespace
+
+absl::Status CountTpBoxings(const proto::Plan& probe_plan, ModelProfile* profile) {
+  if (!profile->tp_hinted) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("'", profile->job_name, "' has no tensor-parallel hints: there are no tp boxings to count"));
+  }
+  if (probe_plan.devices_size() < 2) {
+    return absl::InvalidArgumentError(absl::StrCat("the tp probe plan of '", profile->job_name, "' has ",
+                                                   probe_plan.devices_size(), " device(s); tp = 2 needs two"));
+  }
+  absl::flat_hash_map<std::string, size_t> unit_of_op;
+  for (size_t u = 0; u < profile->units.size(); ++u) {
+    for (const std::string& op : profile->units[u].op_names) unit_of_op.emplace(op, u);
+  }
+  absl::flat_hash_map<std::string, int64_t> tensor_bytes;
+  for (const proto::TensorDef& tensor : probe_plan.job().tensors()) {
+    OF_ASSIGN_OR_RETURN(const DType dtype, FromProto(tensor.dtype()));
+    int64_t elements = 1;
+    for (int64_t dim : tensor.shape()) elements *= dim;
+    tensor_bytes[tensor.name()] = elements * SizeOf(dtype);
+  }
+  for (ProfileUnit& unit : profile->units) unit.tp_boxings.clear();
+  for (const proto::BoxingDef& boxing : probe_plan.boxings()) {
+    proto::BoxingStepKind kind = proto::STEP_INVALID;
+    for (const proto::BoxingStepDef& step : boxing.steps()) {
+      if (IsCollective(step.kind())) kind = step.kind();
+    }
+    if (kind == proto::STEP_INVALID) continue;
+    auto bytes = tensor_bytes.find(boxing.tensor());
+    if (bytes == tensor_bytes.end()) {
+      return absl::InvalidArgumentError(absl::StrCat("boxing ", boxing.id(), " of the tp probe plan moves tensor '",
+                                                     boxing.tensor(), "', which the plan's job does not define"));
+    }
+    TpBoxing entry;
+    entry.tensor = boxing.tensor();
+    entry.kind = kind;
+    entry.bytes = bytes->second;
+    entry.backward = absl::StrContains(boxing.producer_op(), "_grad/");
+    entry.per_iteration = absl::StrContains(boxing.consumer_op(), "_update/");
+    size_t unit = 0;
+    auto producer = unit_of_op.find(ForwardOp(boxing.producer_op()));
+    if (producer != unit_of_op.end()) {
+      unit = producer->second;
+      // An op's output or its gradient: the rows' share of the batch. A variable's
+      // gradient (read by its update) is the variable's size whatever the rows.
+      entry.scales_with_rows = !entry.per_iteration;
+    } else {
+      // A variable's value: its reader's unit, the same bytes at every row count.
+      auto consumer = unit_of_op.find(ForwardOp(boxing.consumer_op()));
+      if (consumer != unit_of_op.end()) unit = consumer->second;
+    }
+    if (unit < profile->units.size()) profile->units[unit].tp_boxings.push_back(std::move(entry));
+  }
+  profile->tp_boxings_counted = true;
+  return absl::OkStatus();
+}
+
+}  // namespace oneflow::auto_parallel
