@@ -1,7 +1,8 @@
 // Tensor parallelism priced as the compiler plans it (compiler/auto_parallel/tp_boxings.h):
 // the units' tp boxings are the tp probe plan's, and the cost model prices their bytes
 // (activations by the rows a micro-batch has, variables' gathers whole every micro-batch,
-// the variables' gradients once per iteration), not Megatron's all-reduces.
+// the variables' gradients once per iteration), not Megatron's all-reduces; the work tp
+// divides is the ops the plan splits.
 #include <string>
 
 #include "absl/container/flat_hash_set.h"
@@ -110,6 +111,20 @@ TEST(AutoParallelTpBoxingsTest, BlockBoxingsAreTheProbePlansNotMegatronsAllReduc
   // and the MLP's outputs) and two backward ones of the whole batch's rows.
   EXPECT_EQ(block.tp_forward_all_reduce_bytes.size(), 2u);
   EXPECT_EQ(block.tp_backward_all_reduce_bytes.size(), 2u);
+}
+
+TEST(AutoParallelTpBoxingsTest, WorkTpDividesIsWhatThePlanSplits) {
+  Probe probe = TpProbe();
+  const auto_parallel::ProfileUnit hinted = Unit(probe.profile, "block0");
+  ASSERT_TRUE(auto_parallel::CountTpBoxings(probe.plan, &probe.profile).ok());
+  const auto_parallel::ProfileUnit& block = Unit(probe.profile, "block0");
+  // Every GEMM of the block is divided either way; the hints leave the layer norms and
+  // residual adds whole, the plan splits the layer norms' rows too.
+  EXPECT_DOUBLE_EQ(block.tp_gemm_flops, block.gemm_flops);
+  EXPECT_GT(block.tp_memory_bytes, hinted.tp_memory_bytes);
+  // Only the two residual adds, whose inputs are partial (P), run on the whole tensor:
+  // two inputs and an output of 24 x 32 x 96 each.
+  EXPECT_DOUBLE_EQ(block.memory_bytes - block.tp_memory_bytes, 2.0 * 3 * 24 * 32 * 96 * kF32);
 }
 
 TEST(AutoParallelTpBoxingsTest, EveryCollectiveBoxingOfThePlanIsCountedOnce) {

@@ -1,7 +1,8 @@
 // What the auto-parallel search knows about a model: its logical job reduced to a list of
 // units (a transformer block, a layer, the prologue before the first and the epilogue after
 // the last), each with the forward work, parameters and activations the cost model prices,
-// and the tensor-parallel all-reduces the model's own SBP hints imply.
+// and the tensor-parallel all-reduces the model's own SBP hints imply (replaced by the
+// boxings and the split work of the compiled tp probe plan when CountTpBoxings read it).
 //
 // The job is built by the model for a probe layout (one device, or tp devices of one
 // node with dp = pp = 1, so its hints show which variables tensor parallelism shards).

@@ -77,6 +77,37 @@ absl::Status CountTpBoxings(const proto::Plan& probe_plan, ModelProfile* profile
     }
     if (unit < profile->units.size()) profile->units[unit].tp_boxings.push_back(std::move(entry));
   }
+  // The work tp divides, as the plan splits it: an op that reads or writes a tensor split
+  // over the tp axis computes its share of it (Megatron's sharded GEMMs, and the row
+  // splits the compiler may choose for everything else); one on whole or partial tensors
+  // only (a residual add of P values) computes all of it on every device.
+  absl::flat_hash_map<std::string, bool> op_split;
+  for (const proto::LogicalOpSbp& op : probe_plan.op_sbps()) {
+    bool split = false;
+    for (const auto* ports : {&op.signature().inputs(), &op.signature().outputs()}) {
+      for (const auto& [port, nd_sbp] : *ports) {
+        for (const proto::SbpParallel& sbp : nd_sbp.sbp()) split = split || sbp.has_split();
+      }
+    }
+    op_split[op.op_name()] = split;
+  }
+  for (ProfileUnit& unit : profile->units) {
+    double tp_gemm_flops = 0;
+    double tp_memory_bytes = 0;
+    for (size_t o = 0; o < unit.op_names.size() && o < unit.op_work.size(); ++o) {
+      auto split = op_split.find(unit.op_names[o]);
+      if (split == op_split.end()) continue;  // not in the plan: keep the hints' division
+      OpWork& work = unit.op_work[o];
+      work.tp_gemm_flops = split->second ? work.gemm_flops : 0;
+      work.tp_memory_bytes = split->second ? work.memory_bytes : 0;
+    }
+    for (const OpWork& work : unit.op_work) {
+      tp_gemm_flops += work.tp_gemm_flops;
+      tp_memory_bytes += work.tp_memory_bytes;
+    }
+    unit.tp_gemm_flops = tp_gemm_flops;
+    unit.tp_memory_bytes = tp_memory_bytes;
+  }
   profile->tp_boxings_counted = true;
   return absl::OkStatus();
 }

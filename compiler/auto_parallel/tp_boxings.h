@@ -5,6 +5,9 @@
 // stream (docs/auto_parallel.md, "Prediction on emulated hosts"), which sends other
 // collectives and bytes than the all-reduces the hints imply.
 //
+// The plan also says which work tp divides: the compiler may split the rows of ops the
+// hints leave whole (layer norms), and leaves whole only the ops on partial tensors.
+//
 // A boxing belongs to the unit of the forward op that produced its tensor (a backward
 // op's "FORWARD_grad/" prefix), else of the op that reads it (a variable's gather), else
 // to the first unit. Boxings without a collective step (local slices, B -> P) are skipped.
@@ -18,7 +21,9 @@
 namespace oneflow::auto_parallel {
 
 // Sets every unit's tp_boxings from `probe_plan`, the profile's probe job compiled at
-// tp = 2 (dp = pp = 1, one micro-batch: every boxing is on the tp axis), and
+// tp = 2 (dp = pp = 1, one micro-batch: every boxing is on the tp axis), the work tp
+// divides (tp_gemm_flops, tp_memory_bytes and each op's) to that of the ops the plan runs
+// on a split tensor (an input or output S over the tp axis), and
 // profile->tp_boxings_counted. INVALID_ARGUMENT when the profile has no tp hints, the
 // plan has fewer than two devices, or a boxing's tensor is not in the plan's job.
 absl::Status CountTpBoxings(const proto::Plan& probe_plan, ModelProfile* profile);
