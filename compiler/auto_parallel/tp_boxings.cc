@@ -6,17 +6,12 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/string_view.h"
+#include "compiler/auto_parallel/act_count.h"
 #include "oneflow_core/dtype.h"
 #include "oneflow_core/status.h"
 
 namespace oneflow::auto_parallel {
 namespace {
-
-// The forward op a compiled op comes from: "matmul_3_grad/matmul_9" -> "matmul_3".
-absl::string_view ForwardOp(absl::string_view op) {
-  const size_t grad = op.find("_grad/");
-  return grad == absl::string_view::npos ? op : op.substr(0, grad);
-}
 
 bool IsCollective(proto::BoxingStepKind kind) {
   return kind == proto::STEP_ALL_REDUCE || kind == proto::STEP_REDUCE_SCATTER || kind == proto::STEP_ALL_GATHER ||
@@ -64,7 +59,7 @@ absl::Status CountTpBoxings(const proto::Plan& probe_plan, ModelProfile* profile
     entry.backward = absl::StrContains(boxing.producer_op(), "_grad/");
     entry.per_iteration = absl::StrContains(boxing.consumer_op(), "_update/");
     size_t unit = 0;
-    auto producer = unit_of_op.find(ForwardOp(boxing.producer_op()));
+    auto producer = unit_of_op.find(ForwardOpOf(boxing.producer_op()));
     if (producer != unit_of_op.end()) {
       unit = producer->second;
       // An op's output or its gradient: the rows' share of the batch. A variable's
@@ -72,7 +67,7 @@ absl::Status CountTpBoxings(const proto::Plan& probe_plan, ModelProfile* profile
       entry.scales_with_rows = !entry.per_iteration;
     } else {
       // A variable's value: its reader's unit, the same bytes at every row count.
-      auto consumer = unit_of_op.find(ForwardOp(boxing.consumer_op()));
+      auto consumer = unit_of_op.find(ForwardOpOf(boxing.consumer_op()));
       if (consumer != unit_of_op.end()) unit = consumer->second;
     }
     if (unit < profile->units.size()) profile->units[unit].tp_boxings.push_back(std::move(entry));
