@@ -51,6 +51,7 @@
 #include "absl/strings/str_split.h"
 #include "actors/runtime.h"
 #include "compiler/auto_parallel/act_count.h"
+#include "compiler/auto_parallel/tp_boxings.h"
 #include "compiler/auto_parallel/candidate.h"
 #include "compiler/auto_parallel/host_terms.h"
 #include "compiler/auto_parallel/model_profile.h"
@@ -268,6 +269,8 @@ absl::StatusOr<auto_parallel::ModelProfile> CountedProfile(const examples::GptCo
                       examples::CompileOptionsFor(probe_layout, examples::CompileSettings{}, &probe_dump));
   OF_ASSIGN_OR_RETURN(const proto::Plan probe_plan, Compile(probe_job, probe_options));
   OF_RETURN_IF_ERROR(auto_parallel::CountActs(probe_plan, &profile));
+  // tp priced as the probe plan boxes it, as --auto_parallel does.
+  OF_RETURN_IF_ERROR(auto_parallel::CountTpBoxings(probe_plan, &profile));
   examples::ParallelFlags cluster;
   cluster.devices_per_node = devices;
   OF_ASSIGN_OR_RETURN(

@@ -15,12 +15,6 @@
 namespace oneflow::auto_parallel {
 namespace {
 
-// The forward op a compiled op comes from: "matmul_3_grad/matmul_9" -> "matmul_3".
-absl::string_view ForwardOp(absl::string_view op) {
-  const size_t grad = op.find("_grad/");
-  return grad == absl::string_view::npos ? op : op.substr(0, grad);
-}
-
 // The logical op an actor runs: its first kernel's, or for a boxing actor the op that
 // produced the tensor it moves.
 std::string OpOf(const proto::Plan& plan, const proto::ActorDef& actor) {
@@ -49,7 +43,7 @@ std::vector<UnitActs> CountUnitActs(const proto::Plan& plan, const ModelProfile&
     const std::string op = OpOf(plan, actor);
     const bool per_iteration = RunsPerIteration(actor, op);
     const bool boxing = actor.kind() == proto::ACTOR_BOXING;
-    auto it = unit_of_op.find(ForwardOp(op));
+    auto it = unit_of_op.find(ForwardOpOf(op));
     if (it == unit_of_op.end()) {
       if (per_iteration && !boxing) {
         ++unplaced_per_iteration;
@@ -97,6 +91,11 @@ bool SameLayout(const proto::AutoParallelLayout& a, const proto::AutoParallelLay
 }
 
 }  // namespace
+
+absl::string_view ForwardOpOf(absl::string_view op) {
+  const size_t grad = op.find("_grad/");
+  return grad == absl::string_view::npos ? op : op.substr(0, grad);
+}
 
 absl::Status CountActs(const proto::Plan& probe_plan, ModelProfile* profile) {
   OF_RETURN_IF_ERROR(CheckHasActors(probe_plan, *profile, "probe"));

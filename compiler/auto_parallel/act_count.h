@@ -13,10 +13,15 @@
 #include <cstddef>
 
 #include "absl/status/status.h"
+#include "absl/strings/string_view.h"
 #include "compiler/auto_parallel/model_profile.h"
 #include "proto/plan.pb.h"
 
 namespace oneflow::auto_parallel {
+
+// The forward op a compiled op comes from: "matmul_3_grad/matmul_9" -> "matmul_3" (a
+// forward op's own name unchanged).
+absl::string_view ForwardOpOf(absl::string_view op);
 
 // Sets every unit's acts_per_micro_batch and acts_per_iteration from the actors of the
 // first device of `probe_plan` (the profile's probe job compiled: every device of it runs

@@ -1,7 +1,8 @@
 // What the auto-parallel search knows about a model: its logical job reduced to a list of
 // units (a transformer block, a layer, the prologue before the first and the epilogue after
 // the last), each with the forward work, parameters and activations the cost model prices,
-// and the tensor-parallel all-reduces the model's own SBP hints imply.
+// and the tensor-parallel all-reduces the model's own SBP hints imply (replaced by the
+// boxings and the split work of the compiled tp probe plan when CountTpBoxings read it).
 //
 // The job is built by the model for a probe layout (one device, or tp devices of one
 // node with dp = pp = 1, so its hints show which variables tensor parallelism shards).
@@ -28,6 +29,24 @@ struct OpWork {
   double tp_gemm_flops = 0;
   double memory_bytes = 0;
   double tp_memory_bytes = 0;
+};
+
+// One tensor-parallel boxing of a unit as the compiler planned it in the tp probe plan
+// (tp_boxings.h CountTpBoxings): the compiler's per-op SBP choice may gather weights and
+// reduce-scatter activations instead of Megatron's all-reduces.
+struct TpBoxing {
+  std::string tensor;
+  // The collective the plan runs (all-reduce, reduce-scatter, all-gather, all-to-all).
+  proto::BoxingStepKind kind = proto::STEP_INVALID;
+  // The tensor's logical bytes in the probe plan (the whole batch for an activation).
+  int64_t bytes = 0;
+  // An activation or its gradient: its bytes scale with the rows a device computes;
+  // otherwise a variable (read per micro-batch) or a variable's gradient.
+  bool scales_with_rows = false;
+  // Run by backward (a "_grad/" op produced it).
+  bool backward = false;
+  // A variable's gradient to its update: once per iteration whatever the micro-batches.
+  bool per_iteration = false;
 };
 
 struct ProfileUnit {
@@ -70,6 +89,10 @@ struct ProfileUnit {
   // input whose gradient is reduced): how the decision record names each priced edge.
   std::vector<std::string> tp_forward_all_reduce_tensors;
   std::vector<std::string> tp_backward_all_reduce_tensors;
+  // The tp boxings the compiled probe plan runs for this unit (CountTpBoxings); when
+  // ModelProfile::tp_boxings_counted, the cost model prices these instead of the
+  // Megatron all-reduces above.
+  std::vector<TpBoxing> tp_boxings;
   // Equal for units the search may price once.
   std::string signature;
   // The unit's forward ops, by name (CountActs maps a compiled plan's actors to units
@@ -136,6 +159,8 @@ struct ModelProfile {
   // Whether CountFullRecomputation filled the units' full_recompute (the cost model prices
   // full recomputation as the whole forward again otherwise).
   bool full_recompute_counted = false;
+  // Whether CountTpBoxings filled the units' tp_boxings from the tp probe plan.
+  bool tp_boxings_counted = false;
   // The acts of the families CountLayoutActs counted; a layout of another family is
   // priced with the units' acts_per_micro_batch and acts_per_iteration.
   std::vector<LayoutActs> layout_acts;

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <map>
 #include <vector>
 
 #include "absl/container/flat_hash_map.h"
@@ -323,9 +324,26 @@ class Pricer {
   // where the codec's time and the link model say it pays. Recorded when asked.
   absl::StatusOr<double> TpAllReduceSeconds(int64_t stage, double group_bytes, const std::string& unit,
                                             const std::string& tensor) {
+    return TpCollectiveSeconds(stage, BoxingKind::kAllReduce, TensorRole::kActivation, group_bytes, unit, tensor);
+  }
+
+  // One tensor-parallel collective of `kind` (all-reduce, reduce-scatter, all-gather or
+  // all-to-all) of a tensor with `role`, `group_bytes` per member: dense without
+  // compression; else as PlanBoxing plans it over the tp axis of the stage's placement
+  // under the codecs the policy gives the role. Recorded when asked.
+  absl::StatusOr<double> TpCollectiveSeconds(int64_t stage, BoxingKind kind, TensorRole role, double group_bytes,
+                                             const std::string& unit, const std::string& tensor) {
     if (TpAxis() < 0 || group_bytes <= 0) return 0.0;
-    if (options_.compression.mode == CompressionMode::kOff) {
-      return AllReduceSeconds(stage, TpAxis(), layout_.tp(), group_bytes);
+    const double members = static_cast<double>(layout_.tp());
+    if (options_.compression.mode == CompressionMode::kOff || kind == BoxingKind::kAllToAll) {
+      if (kind == BoxingKind::kAllReduce) return AllReduceSeconds(stage, TpAxis(), layout_.tp(), group_bytes);
+      // What the busiest member receives (sbp/collective_cost.h): (n-1)/n T for a gather
+      // or a reduce-scatter, (n-1)/n^2 T for an all-to-all.
+      const double share =
+          kind == BoxingKind::kAllToAll ? (members - 1) / (members * members) : (members - 1) / members;
+      return Calls(PriceDenseCollective(links_, stage_placements_[stage], TpAxis(), kind,
+                                        static_cast<int64_t>(group_bytes), static_cast<int64_t>(share * group_bytes)),
+                   1);
     }
     const Placement& placement = stage_placements_[stage];
     // The group's tensor as f32 elements (other axes broadcast: the dp group's rows).
@@ -335,10 +353,13 @@ class Pricer {
     PricedEdge planned;
     if (cache_ != nullptr) {
       key = EdgePriceCache::Key(placement.ToString(), TpAxis(), elements);
+      if (kind != BoxingKind::kAllReduce || role != TensorRole::kActivation) {
+        absl::StrAppend(&key, "|", BoxingKindName(kind), "|", TensorRoleName(role));
+      }
       priced = cache_->Find(key);
     }
     if (priced == nullptr) {
-      OF_ASSIGN_OR_RETURN(planned, PlanTpAllReduce(placement, elements));
+      OF_ASSIGN_OR_RETURN(planned, PlanTpCollective(placement, kind, role, elements));
       priced = &planned;
       if (cache_ != nullptr) priced = &cache_->Insert(std::move(key), std::move(planned));
     }
@@ -356,17 +377,66 @@ class Pricer {
     return priced->seconds + calls;
   }
 
-  // P -> B over the tp axis of `placement` as PlanBoxing plans it under the activation
-  // codecs of the policy.
-  absl::StatusOr<PricedEdge> PlanTpAllReduce(const Placement& placement, int64_t elements) const {
+  // P -> B (all-reduce), P -> S(0) (reduce-scatter) or S(0) -> B (all-gather) over the
+  // tp axis of `placement` as PlanBoxing plans it under the codecs the policy gives
+  // `role`.
+  absl::StatusOr<PricedEdge> PlanTpCollective(const Placement& placement, BoxingKind kind, TensorRole role,
+                                              int64_t elements) const {
     std::vector<Sbp> before(placement.hierarchy().rank(), Sbp::Broadcast());
-    before[TpAxis()] = Sbp::Partial();
-    const NdSbp after(std::vector<Sbp>(placement.hierarchy().rank(), Sbp::Broadcast()));
-    OF_ASSIGN_OR_RETURN(
-        const BoxingPlan plan,
-        PlanBoxing(Shape{elements}, DType::kF32, NdSbp(std::move(before)), placement, after, placement, links_,
-                   BoxingOptionsFor(options_.compression, TensorRole::kActivation, std::nullopt)));
+    std::vector<Sbp> after(placement.hierarchy().rank(), Sbp::Broadcast());
+    before[TpAxis()] = kind == BoxingKind::kAllGather ? Sbp::Split(0) : Sbp::Partial();
+    if (kind == BoxingKind::kReduceScatter) after[TpAxis()] = Sbp::Split(0);
+    OF_ASSIGN_OR_RETURN(const BoxingPlan plan,
+                        PlanBoxing(Shape{elements}, DType::kF32, NdSbp(std::move(before)), placement,
+                                   NdSbp(std::move(after)), placement, links_,
+                                   BoxingOptionsFor(options_.compression, role, std::nullopt)));
     return Summarize(plan);
+  }
+
+  // The unit's tp boxings as the tp probe plan runs them (tp_boxings.h), on the tp axis of
+  // the stage's placement, each with the codecs the policy gives its role (as the
+  // compiler plans the edge on that placement; all-to-alls dense). An
+  // activation's bytes are its rows' share, one call per micro-batch; a variable's
+  // gather is its whole size every micro-batch. The variables' gradients are reduced
+  // once per iteration, packed into gradient buckets (compiler/passes/gradient_bucketing),
+  // so a unit's are priced as one call per kind, and each micro-batch carries
+  // 1 / micro_batches of it. The compiler's choice is the probe's (the whole batch on one
+  // tp group): a layout with fewer rows per device is priced with the same boxings.
+  absl::Status PlannedTpSeconds(const ProfileUnit& unit, int64_t stage, double* forward_tp, double* backward_tp) {
+    if (TpAxis() < 0) return absl::OkStatus();
+    std::map<proto::BoxingStepKind, double> per_iteration_bytes;
+    for (const TpBoxing& boxing : unit.tp_boxings) {
+      const double group_bytes =
+          static_cast<double>(boxing.bytes) * (boxing.scales_with_rows ? RowFraction() : 1.0);
+      if (boxing.per_iteration) {
+        per_iteration_bytes[boxing.kind] += group_bytes;
+        continue;
+      }
+      // An activation's boxing, or a variable's value gathered for its readers.
+      const TensorRole role = boxing.scales_with_rows ? TensorRole::kActivation : TensorRole::kWeight;
+      OF_ASSIGN_OR_RETURN(const double seconds,
+                          PlannedTpCallSeconds(unit, stage, boxing.kind, role, group_bytes, boxing.tensor));
+      *(boxing.backward ? backward_tp : forward_tp) += seconds;
+    }
+    for (const auto& [kind, bytes] : per_iteration_bytes) {
+      OF_ASSIGN_OR_RETURN(const double seconds,
+                          PlannedTpCallSeconds(unit, stage, kind, TensorRole::kGradient, bytes,
+                                               "the variables' gradients"));
+      *backward_tp += seconds / static_cast<double>(layout_.micro_batches());
+    }
+    return absl::OkStatus();
+  }
+
+  // One planned tp collective of `kind` moving `group_bytes` per member, with the
+  // codecs the policy gives `role`.
+  absl::StatusOr<double> PlannedTpCallSeconds(const ProfileUnit& unit, int64_t stage, proto::BoxingStepKind kind,
+                                              TensorRole role, double group_bytes, const std::string& tensor) {
+    const BoxingKind boxing_kind = kind == proto::STEP_ALL_REDUCE       ? BoxingKind::kAllReduce
+                                   : kind == proto::STEP_ALL_GATHER     ? BoxingKind::kAllGather
+                                   : kind == proto::STEP_REDUCE_SCATTER ? BoxingKind::kReduceScatter
+                                                                        : BoxingKind::kAllToAll;
+    return TpCollectiveSeconds(stage, boxing_kind, role, group_bytes, unit.name,
+                               absl::StrCat(tensor, " (planned ", BoxingKindName(boxing_kind), ")"));
   }
 
   absl::StatusOr<UnitCost> PriceUnit(const ProfileUnit& unit, const UnitActs& unit_acts, int64_t stage) {
@@ -382,7 +452,10 @@ class Pricer {
     UnitCost cost;
     double forward_tp = 0;
     double backward_tp = 0;
-    for (size_t i = 0; i < unit.tp_forward_all_reduce_bytes.size(); ++i) {
+    if (profile_.tp_boxings_counted) {
+      OF_RETURN_IF_ERROR(PlannedTpSeconds(unit, stage, &forward_tp, &backward_tp));
+    }
+    for (size_t i = 0; !profile_.tp_boxings_counted && i < unit.tp_forward_all_reduce_bytes.size(); ++i) {
       const std::string tensor = i < unit.tp_forward_all_reduce_tensors.size()
                                      ? absl::StrCat(unit.tp_forward_all_reduce_tensors[i], " (forward all-reduce)")
                                      : std::string("(forward all-reduce)");
@@ -390,7 +463,7 @@ class Pricer {
                           TpAllReduceSeconds(stage, unit.tp_forward_all_reduce_bytes[i] * rows, unit.name, tensor));
       forward_tp += seconds;
     }
-    for (size_t i = 0; i < unit.tp_backward_all_reduce_bytes.size(); ++i) {
+    for (size_t i = 0; !profile_.tp_boxings_counted && i < unit.tp_backward_all_reduce_bytes.size(); ++i) {
       const std::string tensor =
           i < unit.tp_backward_all_reduce_tensors.size()
               ? absl::StrCat(unit.tp_backward_all_reduce_tensors[i], " (backward all-reduce of its gradient)")

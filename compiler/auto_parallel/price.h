@@ -10,7 +10,8 @@
 //               hints shard divided by tp
 //     backward  2 x forward, plus forward again for full recomputation (the attention
 //               core for selective)
-//     tp        Megatron's all-reduces on the tp axis, on the critical path; with
+//     tp        the tp probe plan's boxings on the tp axis (tp_boxings.h; without a
+//               probe plan, Megatron's all-reduces), on the critical path; with
 //               --compression, each as the boxing planner plans it (dense or a codec)
 //     pp        the cut activation sent forward and its gradient back
 //     acts      the unit's acts per micro-batch x act_seconds, on the critical path: the

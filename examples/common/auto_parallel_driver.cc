@@ -12,6 +12,7 @@
 #include "compiler/auto_parallel/host_terms.h"
 #include "compiler/auto_parallel/model_profile.h"
 #include "compiler/auto_parallel/search.h"
+#include "compiler/auto_parallel/tp_boxings.h"
 #include "compiler/compiler.h"
 #include "plan/plan_checksum.h"
 #include "oneflow_core/status.h"
@@ -180,22 +181,27 @@ absl::StatusOr<CostModel> PrepareCostModel(const JobBuilder& build, const AutoPa
   options.max_micro_batches = request.max_micro_batches;
   OF_ASSIGN_OR_RETURN(const std::optional<proto::AutoParallelHostTerms> host_terms,
                       HostTerms(request.settings, request.cluster.nodes * request.cluster.devices_per_node));
-  if (host_terms.has_value()) {
-    auto_parallel::ApplyHostTerms(*host_terms, &options.price);
-    // The per-act cost needs the acts of each unit: the probe job compiled (as a layout
-    // of the search would be, recomputing nothing) and its actors counted.
+  if (host_terms.has_value()) auto_parallel::ApplyHostTerms(*host_terms, &options.price);
+  // The per-act cost needs the acts of each unit, and tp's price the boxings the compiler
+  // plans for it: the probe job compiled (as a layout of the search would be, recomputing
+  // nothing), its actors counted (with host terms) and its tp boxings read (with hints).
+  absl::StatusOr<proto::Plan> probe_plan = absl::FailedPreconditionError("the probe layout was not compiled");
+  if (host_terms.has_value() || probe.profile.tp_hinted) {
     std::string probe_dump;
     CompileSettings probe_settings = request.settings;
     probe_settings.recompute = "none";
     OF_ASSIGN_OR_RETURN(const CompileOptions probe_options,
                         CompileOptionsFor(probe.layout, probe_settings, &probe_dump));
-    absl::StatusOr<proto::Plan> probe_plan = Compile(probe.job, probe_options);
+    probe_plan = Compile(probe.job, probe_options);
     if (!probe_plan.ok()) {
       return absl::Status(probe_plan.status().code(),
-                          absl::StrCat("--auto_parallel: compiling the probe layout to count its acts (for the "
-                                       "calibration's host terms): ",
+                          absl::StrCat("--auto_parallel: compiling the probe layout to count its acts and tp "
+                                       "boxings: ",
                                        probe_plan.status().message()));
     }
+    if (probe.profile.tp_hinted) OF_RETURN_IF_ERROR(auto_parallel::CountTpBoxings(*probe_plan, &probe.profile));
+  }
+  if (host_terms.has_value()) {
     OF_RETURN_IF_ERROR(auto_parallel::CountActs(*probe_plan, &probe.profile));
     // Layouts of other families run other actors (dp's gradient sync, ZeRO's collectives
     // and copies, the micro-batches' accumulators): each family's acts from its own probe.

@@ -1,0 +1,197 @@
+// Tensor parallelism priced as the compiler plans it (compiler/auto_parallel/tp_boxings.h):
+// the units' tp boxings are the tp probe plan's, and the cost model prices their bytes
+// (activations by the rows a micro-batch has, variables' gathers whole every micro-batch,
+// the variables' gradients once per iteration), not Megatron's all-reduces; the work tp
+// divides is the ops the plan splits.
+#include <string>
+
+#include "absl/container/flat_hash_set.h"
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "compiler/auto_parallel/model_profile.h"
+#include "compiler/auto_parallel/price.h"
+#include "compiler/auto_parallel/tp_boxings.h"
+#include "compiler/compiler.h"
+#include "examples/common/compile_driver.h"
+#include "examples/gpt/gpt_model.h"
+#include "gtest/gtest.h"
+
+namespace oneflow {
+namespace {
+
+// The gpt of the emulated-hosts sweep (docs/auto_parallel.md), two blocks: at this size
+// the compiler gathers the tp-sharded weights and reduce-scatters the residual stream.
+examples::GptConfig Gpt() {
+  examples::GptConfig config;
+  config.batch = 24;
+  config.seq = 32;
+  config.layers = 2;
+  config.hidden = 96;
+  config.heads = 12;
+  config.vocab = 512;
+  return config;
+}
+
+struct Probe {
+  proto::Plan plan;
+  auto_parallel::ModelProfile profile;
+};
+
+// The probe the search compiles: tp = 2 on two devices of one node.
+Probe TpProbe() {
+  examples::ParallelFlags flags;
+  flags.devices_per_node = 2;
+  flags.tp = 2;
+  absl::StatusOr<examples::ParallelLayout> layout = examples::ParallelLayout::Create(flags);
+  EXPECT_TRUE(layout.ok()) << layout.status();
+  absl::StatusOr<proto::Job> job = examples::BuildGpt(Gpt(), *layout);
+  EXPECT_TRUE(job.ok()) << job.status();
+  absl::StatusOr<auto_parallel::ModelProfile> profile = auto_parallel::ProfileJob(*job, 2);
+  EXPECT_TRUE(profile.ok()) << profile.status();
+  examples::CompileSettings settings;
+  settings.compression.compression = "off";
+  std::string dump;
+  absl::StatusOr<CompileOptions> options = examples::CompileOptionsFor(*layout, settings, &dump);
+  EXPECT_TRUE(options.ok()) << options.status();
+  absl::StatusOr<proto::Plan> plan = Compile(*job, *options);
+  EXPECT_TRUE(plan.ok()) << plan.status();
+  return Probe{*plan, *profile};
+}
+
+const auto_parallel::ProfileUnit& Unit(const auto_parallel::ModelProfile& profile, const std::string& name) {
+  for (const auto_parallel::ProfileUnit& unit : profile.units) {
+    if (unit.name == name) return unit;
+  }
+  ADD_FAILURE() << "no unit " << name;
+  return profile.units.front();
+}
+
+constexpr int64_t kF32 = 4;
+
+TEST(AutoParallelTpBoxingsTest, BlockBoxingsAreTheProbePlansNotMegatronsAllReduces) {
+  Probe probe = TpProbe();
+  ASSERT_TRUE(auto_parallel::CountTpBoxings(probe.plan, &probe.profile).ok());
+  ASSERT_TRUE(probe.profile.tp_boxings_counted);
+  const auto_parallel::ProfileUnit& block = Unit(probe.profile, "block0");
+  // Per micro-batch: q, k, v, o (96 x 96) and fc, proj (96 x 384) gathered whole; the two
+  // residual adds (24 x 32 x 96) reduce-scattered. Per iteration: the six weights'
+  // gradients reduce-scattered back to their shards, the two layer norms' gammas and
+  // betas (96) all-reduced.
+  int64_t gathered = 0, gathers = 0, scattered_rows = 0, scatters = 0, gradient_scatters = 0, gradient_bytes = 0,
+          gradient_all_reduces = 0;
+  for (const auto_parallel::TpBoxing& boxing : block.tp_boxings) {
+    SCOPED_TRACE(boxing.tensor);
+    if (boxing.kind == proto::STEP_ALL_GATHER) {
+      EXPECT_FALSE(boxing.scales_with_rows || boxing.per_iteration || boxing.backward);
+      gathered += boxing.bytes;
+      ++gathers;
+    } else if (boxing.kind == proto::STEP_REDUCE_SCATTER && !boxing.per_iteration) {
+      EXPECT_TRUE(boxing.scales_with_rows);
+      EXPECT_FALSE(boxing.backward);
+      scattered_rows += boxing.bytes;
+      ++scatters;
+    } else if (boxing.kind == proto::STEP_REDUCE_SCATTER) {
+      EXPECT_TRUE(boxing.backward);
+      gradient_bytes += boxing.bytes;
+      ++gradient_scatters;
+    } else if (boxing.kind == proto::STEP_ALL_REDUCE) {
+      EXPECT_TRUE(boxing.per_iteration && boxing.backward);
+      EXPECT_EQ(boxing.bytes, 96 * kF32);
+      ++gradient_all_reduces;
+    }
+  }
+  EXPECT_EQ(gathers, 6);
+  EXPECT_EQ(gathered, (4 * 96 * 96 + 2 * 96 * 384) * kF32);
+  EXPECT_EQ(scatters, 2);
+  EXPECT_EQ(scattered_rows, 2 * 24 * 32 * 96 * kF32);
+  EXPECT_EQ(gradient_scatters, 6);
+  EXPECT_EQ(gradient_bytes, gathered);
+  EXPECT_EQ(gradient_all_reduces, 4);
+  // Megatron's edges, which the plan does not run: two forward all-reduces (attention's
+  // and the MLP's outputs) and two backward ones of the whole batch's rows.
+  EXPECT_EQ(block.tp_forward_all_reduce_bytes.size(), 2u);
+  EXPECT_EQ(block.tp_backward_all_reduce_bytes.size(), 2u);
+}
+
+TEST(AutoParallelTpBoxingsTest, WorkTpDividesIsWhatThePlanSplits) {
+  Probe probe = TpProbe();
+  const auto_parallel::ProfileUnit hinted = Unit(probe.profile, "block0");
+  ASSERT_TRUE(auto_parallel::CountTpBoxings(probe.plan, &probe.profile).ok());
+  const auto_parallel::ProfileUnit& block = Unit(probe.profile, "block0");
+  // Every GEMM of the block is divided either way; the hints leave the layer norms and
+  // residual adds whole, the plan splits the layer norms' rows too.
+  EXPECT_DOUBLE_EQ(block.tp_gemm_flops, block.gemm_flops);
+  EXPECT_GT(block.tp_memory_bytes, hinted.tp_memory_bytes);
+  // Only the two residual adds, whose inputs are partial (P), run on the whole tensor:
+  // two inputs and an output of 24 x 32 x 96 each.
+  EXPECT_DOUBLE_EQ(block.memory_bytes - block.tp_memory_bytes, 2.0 * 3 * 24 * 32 * 96 * kF32);
+}
+
+TEST(AutoParallelTpBoxingsTest, EveryCollectiveBoxingOfThePlanIsCountedOnce) {
+  Probe probe = TpProbe();
+  ASSERT_TRUE(auto_parallel::CountTpBoxings(probe.plan, &probe.profile).ok());
+  int64_t plan_boxings = 0;
+  for (const proto::BoxingDef& boxing : probe.plan.boxings()) {
+    bool collective = false;
+    for (const proto::BoxingStepDef& step : boxing.steps()) collective = collective || step.bytes_per_device() > 0;
+    if (collective) ++plan_boxings;
+  }
+  int64_t counted = 0;
+  for (const auto_parallel::ProfileUnit& unit : probe.profile.units) counted += unit.tp_boxings.size();
+  EXPECT_GT(plan_boxings, 0);
+  EXPECT_EQ(counted, plan_boxings);
+}
+
+// Two nodes of one device at 1 Gbit/s, no latency, compute and memory free: the exposed
+// communication of dp=1 tp=2 is the tp boxings' wire time alone.
+double ExposedTpSeconds(const auto_parallel::ModelProfile& profile, int64_t micro_batches) {
+  auto_parallel::PriceOptions options;
+  options.cluster.set_num_nodes(2);
+  options.cluster.set_devices_per_node(1);
+  options.cluster.set_intra_node_bandwidth(1.25e8);
+  options.cluster.set_inter_node_bandwidth(1.25e8);
+  options.cluster.set_intra_node_latency(0);
+  options.cluster.set_inter_node_latency(0);
+  options.cluster.set_gemm_flops_per_second(1e30);
+  options.cluster.set_memory_bytes_per_second(1e30);
+  proto::AutoParallelLayout layout;
+  layout.set_dp(1);
+  layout.set_tp(2);
+  layout.set_pp(1);
+  layout.set_micro_batches(micro_batches);
+  absl::StatusOr<proto::AutoParallelPrediction> prediction = auto_parallel::PriceLayout(profile, options, layout);
+  EXPECT_TRUE(prediction.ok()) << prediction.status();
+  return prediction.ok() ? prediction->exposed_communication_seconds() : 0;
+}
+
+TEST(AutoParallelTpBoxingsTest, PricedTpBytesAreTheProbePlansBoxingBytes) {
+  Probe probe = TpProbe();
+  const double megatron = ExposedTpSeconds(probe.profile, 1);
+  ASSERT_TRUE(auto_parallel::CountTpBoxings(probe.plan, &probe.profile).ok());
+  // What the plan's boxings put on the wire per device, from the plan itself (each
+  // step's bytes_per_device: half the tensor for a gather or a reduce-scatter of two
+  // members, the whole tensor for an all-reduce). Activations split by the
+  // micro-batches, variables' gathers every micro-batch, the gradients once. (The loss's
+  // scalar all-reduce: 8 bytes in the plan, 4 priced, 3e-8 s.)
+  absl::flat_hash_set<std::string> variables;
+  for (const proto::VariableDef& variable : probe.plan.job().variables()) variables.insert(variable.tensor());
+  for (int64_t micro_batches : {1, 2}) {
+    SCOPED_TRACE(absl::StrCat("micro_batches=", micro_batches));
+    double wire_bytes = 0;
+    for (const proto::BoxingDef& boxing : probe.plan.boxings()) {
+      for (const proto::BoxingStepDef& step : boxing.steps()) {
+        if (step.bytes_per_device() == 0) continue;
+        const double bytes = static_cast<double>(step.bytes_per_device());
+        const bool once = absl::StrContains(boxing.consumer_op(), "_update/");
+        const bool whole = variables.contains(boxing.tensor());
+        wire_bytes += once ? bytes : whole ? micro_batches * bytes : bytes;
+      }
+    }
+    EXPECT_NEAR(ExposedTpSeconds(probe.profile, micro_batches), wire_bytes / 1.25e8, 1e-6);
+  }
+  // Megatron's all-reduces of the whole batch cost more at this size than the plan runs.
+  EXPECT_GT(megatron, ExposedTpSeconds(probe.profile, 1) * 1.2);
+}
+
+}  // namespace
+}  // namespace oneflow
