@@ -55,8 +55,9 @@ void ProgressMonitor::Observe(int64_t node, const proto::JobEvent::Heartbeat& he
     device.completed = progress.completed_collectives();
     device.entered = progress.entered_collectives();
     device.collective = progress.collective();
+    // Stopped at this heartbeat or, as the daemon's stop sampler saw, since the previous one.
     device.samples.push_back({heartbeat.sampled_unix_ms(), progress.completed_collectives(), progress.collective_ns(),
-                              heartbeat.worker_stopped()});
+                              heartbeat.worker_stopped() || heartbeat.worker_stopped_since_last_beat()});
     while (device.samples.size() > 2 && device.samples.back().unix_ms - device.samples.front().unix_ms > window_ms) {
       device.samples.pop_front();
     }

@@ -183,7 +183,11 @@ TEST(StoppedTimeAccountTest, TimeStoppedInsideAnActIsSubtractedOnceTheActComplet
 // all-reduce 97% of the time. Stopped mostly inside the all-reduce, its raw collective
 // time looks like the peer's; the daemon's account (sampled every 10-30 ms) turns the
 // stopped time into time outside collectives, and the monitor names it.
-std::vector<std::string> RunStopCycled(bool account_for_stops) {
+// `phase_ms` shifts the cycle against the heartbeats (every 500 ms, a multiple of the
+// 100 ms cycle, so each lands at the same point of it): 95 puts every heartbeat in the
+// running 10 ms. `since_last_beat` reports the stop sampler's finding between heartbeats
+// (Heartbeat.worker_stopped_since_last_beat), as the daemon does.
+std::vector<std::string> RunStopCycled(bool account_for_stops, int64_t phase_ms = 0, bool since_last_beat = true) {
   const proto::Plan plan = TwoNodePlan();
   ProgressMonitor monitor(plan, MonitorOptions{});
   StoppedTimeAccount account;
@@ -191,11 +195,11 @@ std::vector<std::string> RunStopCycled(bool account_for_stops) {
   std::uniform_int_distribution<int> interval(10, 30);
   const absl::Time start = absl::FromUnixSeconds(1000);
   int64_t completed = 0, entered = 0, raw_ns = 0, entered_at_ms = 0, running_ms = 0;
-  int64_t next_sample = interval(random), last_sample = 0;
+  int64_t next_sample = interval(random), last_sample = 0, stopped_ns_at_last_beat = 0;
   double peer_ns = 0;
   std::vector<std::string> warnings;
   for (int64_t ms = 1; ms <= 20000; ++ms) {
-    const bool stopped = ms % 100 < 90;
+    const bool stopped = (ms + phase_ms) % 100 < 90;
     if (!stopped) {
       const int64_t phase = running_ms++ % 3;
       if (phase == 0 && entered > completed) {  // the act ends: 2 running ms inside it
@@ -218,6 +222,9 @@ std::vector<std::string> RunStopCycled(bool account_for_stops) {
       if (account_for_stops) account.Correct(&progress);
       peer_ns += 0.5e9 * 0.97;
       proto::JobEvent::Heartbeat beat = Beat(1, completed, entered, progress[0].collective_ns(), now, 0, stopped);
+      beat.set_worker_stopped_since_last_beat(since_last_beat &&
+                                              (stopped || account.stopped_ns() > stopped_ns_at_last_beat));
+      stopped_ns_at_last_beat = account.stopped_ns();
       monitor.Observe(0, Beat(0, completed, completed, static_cast<int64_t>(peer_ns), now), now);
       monitor.Observe(1, beat, now);
       EXPECT_FALSE(monitor.CheckHang(now).has_value());
@@ -232,6 +239,19 @@ TEST(ProgressMonitorTest, StopCycledRankIsNamedSlowOnceStoppedTimeIsAccounted) {
   const std::vector<std::string> warnings = RunStopCycled(true);
   ASSERT_EQ(warnings.size(), 1u);
   EXPECT_THAT(warnings[0], HasSubstr("slow rank: node 1 device 1:0 is about"));
+  EXPECT_THAT(warnings[0], HasSubstr("its worker was stopped (SIGSTOP?) at "));
+}
+
+// Every heartbeat lands in the running 10 ms of the cycle (phase-locked, as the
+// 90-of-100 ms stop cycle of tests/cluster:slow_rank_stop_cycle_test can be): the
+// heartbeat's own look at the process never finds it stopped, the stop sampler's random
+// samples between heartbeats do, and the warning says the worker was stopped.
+TEST(ProgressMonitorTest, AStopCycleInPhaseWithTheHeartbeatsIsStillSeenStopped) {
+  const std::vector<std::string> instant_only = RunStopCycled(true, 95, /*since_last_beat=*/false);
+  ASSERT_EQ(instant_only.size(), 1u);
+  EXPECT_THAT(instant_only[0], HasSubstr("(computing)")) << "the case the sampler's flag is for";
+  const std::vector<std::string> warnings = RunStopCycled(true, 95);
+  ASSERT_EQ(warnings.size(), 1u);
   EXPECT_THAT(warnings[0], HasSubstr("its worker was stopped (SIGSTOP?) at "));
 }
 

@@ -152,6 +152,9 @@ class WorkerJob {
   absl::Time beat_changed_ ABSL_GUARDED_BY(mutex_) = absl::InfinitePast();
   bool sampling_stops_ ABSL_GUARDED_BY(mutex_) = false;
   StoppedTimeAccount stopped_time_ ABSL_GUARDED_BY(mutex_);
+  // stopped_time_.stopped_ns() at the previous heartbeat: more since, and the sampler
+  // found the worker stopped in between (Heartbeat.worker_stopped_since_last_beat).
+  int64_t stopped_ns_at_last_beat_ ABSL_GUARDED_BY(mutex_) = 0;
   // The worker's peak resident memory from its exit accounting, once reaped.
   int64_t worker_peak_resident_bytes_ ABSL_GUARDED_BY(mutex_) = 0;
   // The terminal event's progress, once there is one.

@@ -115,6 +115,9 @@ std::optional<proto::JobEvent> WorkerJob::Heartbeat() {
   // Before the worker created its file there is no heartbeat to miss.
   beat->set_worker_silent_ms(snapshot.present ? absl::ToInt64Milliseconds(now - beat_changed_) : 0);
   beat->set_worker_stopped(ProcessState(pid_) == 'T');
+  beat->set_worker_stopped_since_last_beat(beat->worker_stopped() ||
+                                           stopped_time_.stopped_ns() > stopped_ns_at_last_beat_);
+  stopped_ns_at_last_beat_ = stopped_time_.stopped_ns();
   event.set_job_id(config_.job_id);
   event.set_node_rank(config_.node_rank);
   return event;
