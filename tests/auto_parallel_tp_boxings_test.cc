@@ -15,6 +15,7 @@
 #include "examples/common/compile_driver.h"
 #include "examples/gpt/gpt_model.h"
 #include "gtest/gtest.h"
+#include "tests/auto_parallel_testing.h"
 
 namespace oneflow {
 namespace {
@@ -39,23 +40,14 @@ struct Probe {
 
 // The probe the search compiles: tp = 2 on two devices of one node.
 Probe TpProbe() {
-  examples::ParallelFlags flags;
-  flags.devices_per_node = 2;
-  flags.tp = 2;
-  absl::StatusOr<examples::ParallelLayout> layout = examples::ParallelLayout::Create(flags);
-  EXPECT_TRUE(layout.ok()) << layout.status();
-  absl::StatusOr<proto::Job> job = examples::BuildGpt(Gpt(), *layout);
-  EXPECT_TRUE(job.ok()) << job.status();
-  absl::StatusOr<auto_parallel::ModelProfile> profile = auto_parallel::ProfileJob(*job, 2);
-  EXPECT_TRUE(profile.ok()) << profile.status();
   examples::CompileSettings settings;
   settings.compression.compression = "off";
   std::string dump;
-  absl::StatusOr<CompileOptions> options = examples::CompileOptionsFor(*layout, settings, &dump);
+  absl::StatusOr<CompileOptions> options = examples::CompileOptionsFor(TwoDeviceTpLayout(), settings, &dump);
   EXPECT_TRUE(options.ok()) << options.status();
-  absl::StatusOr<proto::Plan> plan = Compile(*job, *options);
+  absl::StatusOr<proto::Plan> plan = Compile(TwoDeviceTpGpt(Gpt()), *options);
   EXPECT_TRUE(plan.ok()) << plan.status();
-  return Probe{*plan, *profile};
+  return Probe{*plan, ProfileOfTwoDevices(Gpt())};
 }
 
 const auto_parallel::ProfileUnit& Unit(const auto_parallel::ModelProfile& profile, const std::string& name) {

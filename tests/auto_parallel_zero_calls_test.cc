@@ -16,6 +16,7 @@
 #include "examples/gpt/gpt_model.h"
 #include "gtest/gtest.h"
 #include "sbp/compression_policy.h"
+#include "tests/auto_parallel_testing.h"
 
 namespace oneflow {
 namespace {
@@ -57,13 +58,7 @@ proto::Plan Compiled(int64_t dp, int64_t micro_batches, int32_t zero, int64_t pp
   return plan.ok() ? *plan : proto::Plan();
 }
 
-auto_parallel::ModelProfile Profile() {
-  absl::StatusOr<proto::Job> job = examples::BuildGpt(Gpt(), LayoutOf(1, 2, 1, 0));
-  EXPECT_TRUE(job.ok()) << job.status();
-  absl::StatusOr<auto_parallel::ModelProfile> profile = auto_parallel::ProfileJob(*job, 2);
-  EXPECT_TRUE(profile.ok()) << profile.status();
-  return *profile;
-}
+auto_parallel::ModelProfile Profile() { return ProfileOfTwoDevices(Gpt()); }
 
 int64_t Variables(const auto_parallel::ModelProfile& profile) {
   int64_t tensors = 0;
