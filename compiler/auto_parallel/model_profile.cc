@@ -134,6 +134,10 @@ class Profiler {
           unit.parameter_bytes += bytes_[name];
           ++unit.parameter_tensors;
           if (split >= 0) unit.tp_parameter_bytes += bytes_[name];
+          owner_unit_[name] = unit_index;
+        } else if (trainable_.contains(name) && owner_unit_.at(name) != unit_index &&
+                   borrowed_.insert({name, unit_index}).second) {
+          unit.borrowed_variables.push_back(BorrowedVariable{name, owner_unit_.at(name), bytes_[name], split >= 0});
         }
         continue;
       }
@@ -239,6 +243,8 @@ class Profiler {
   absl::flat_hash_set<std::string> variables_;
   absl::flat_hash_set<std::string> trainable_;
   absl::flat_hash_set<std::string> counted_;
+  absl::flat_hash_map<std::string, int64_t> owner_unit_;  // a counted variable's unit
+  absl::flat_hash_set<std::pair<std::string, int64_t>> borrowed_;  // (variable, reading unit)
   absl::flat_hash_map<std::string, int64_t> producer_unit_;
   absl::flat_hash_set<std::string> tp_split_tensors_;
   absl::flat_hash_set<std::string> backward_reduced_;

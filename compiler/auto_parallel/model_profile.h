@@ -49,6 +49,19 @@ struct TpBoxing {
   bool per_iteration = false;
 };
 
+// A trainable variable a unit reads that an earlier unit read first (and so owns: the
+// variable lives with it). A tied embedding: the gpt's output projection in the epilogue
+// multiplies by the prologue's token embedding. When a pipeline puts the two units on
+// different stages, the plan sends the variable to the reader's stage once per iteration
+// and the reader's gradient of it back every micro-batch (the owner accumulates it; traced
+// on 2 emulated hosts, docs/auto_parallel.md, "Pipelines across hosts, traced").
+struct BorrowedVariable {
+  std::string tensor;
+  int64_t owner_unit = 0;  // index into ModelProfile::units
+  int64_t bytes = 0;       // logical bytes
+  bool tp_sharded = false;  // hinted S(k) over tp: a tp device holds bytes / tp of it
+};
+
 struct ProfileUnit {
   // The block's name (OpDef.block), a layer's first op, "prologue" or "epilogue".
   std::string name;
@@ -70,6 +83,8 @@ struct ProfileUnit {
   int64_t tp_parameter_bytes = 0;
   // Trainable variables: ZeRO's gathers and scatters run one collective per variable.
   int64_t parameter_tensors = 0;
+  // Trainable variables of earlier units this unit reads too, in the order it reads them.
+  std::vector<BorrowedVariable> borrowed_variables;
   // Forward outputs kept for backward without recomputation, the part tp divides, and the
   // attention core's outputs (selective recomputation drops them).
   int64_t activation_bytes = 0;

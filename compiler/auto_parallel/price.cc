@@ -11,6 +11,7 @@
 #include "compiler/auto_parallel/act_count.h"
 #include "compiler/auto_parallel/candidate.h"
 #include "compiler/auto_parallel/edge_price_cache.h"
+#include "compiler/auto_parallel/pipeline_period.h"
 #include "compiler/auto_parallel/shared_core_pipeline.h"
 #include "compiler/compiler.h"
 #include "compiler/passes/gradient_bucketing_pass.h"
@@ -58,6 +59,7 @@ class Pricer {
     std::vector<UnitCost> stages(pp);
     std::vector<double> largest_parameters(pp, 0);
     std::vector<double> cut_bytes(pp, 0);  // the activation entering each stage
+    std::vector<int64_t> unit_stage(profile_.units.size(), 0);
     int64_t stageable = 0;
     int64_t stage = 0;
     absl::flat_hash_map<std::string, UnitCost> priced;
@@ -70,6 +72,7 @@ class Pricer {
         stage = next;
         ++stageable;
       }
+      unit_stage[u] = stage;
       // Identical units on one stage cost the same (the stage fixes the placement).
       // (Units of one signature may differ in their acts: the last block hands its output
       // to the epilogue.)
@@ -106,20 +109,24 @@ class Pricer {
     // shared cores (shared_core_pipeline.h).
     std::vector<PipelineStageWork> stage_work(pp);
     double slowest_tail = 0;
+    const PipelineTransfers transfers = TransfersOf(cut_bytes, unit_stage);
+    std::vector<double> stage_seconds(pp);
+    for (int64_t s = 0; s < pp; ++s) stage_seconds[s] = stages[s].compute_seconds + stages[s].tp_seconds;
+    OF_ASSIGN_OR_RETURN(const std::vector<double> pipelined,
+                        PipelineStageSeconds(stage_seconds, transfers.forward_seconds, transfers.backward_seconds));
+    double variables_exposed = 0;  // the borrowed variables' transfers the first forward waits on
     for (int64_t s = 0; s < pp; ++s) {
       const UnitCost& cost = stages[s];
-      // Pipeline receives (the sender does not wait): the activation into this stage and
-      // the gradient from the next one, one micro-batch's rows of each device.
-      double pipeline_seconds = 0;
-      double gradient_receive_seconds = 0;  // of pipeline_seconds: the backward's
-      for (int64_t edge : {s, s + 1}) {
-        if (edge == 0 || edge >= pp) continue;
-        const double bytes = cut_bytes[edge] * RowFraction();
-        const double seconds = CallSeconds(links_, CutCrossesNodes(edge), bytes);
-        pipeline_seconds += seconds;
-        if (edge == s + 1) gradient_receive_seconds = seconds;
-      }
-      const double micro_batch_seconds = cost.compute_seconds + cost.tp_seconds + pipeline_seconds;
+      // The pipeline's transfers on this stage's path as the 1F1B schedule puts them
+      // (pipeline_period.h): the stage's time per micro-batch beyond its own work.
+      const double micro_batch_seconds = pipelined[s];
+      const double pipeline_seconds = micro_batch_seconds - stage_seconds[s];
+      // Borrowed variables sent to this stage once per iteration, while the stage before
+      // computes its first forward.
+      const double variable_wait =
+          std::max(0.0, transfers.variable_seconds[s] -
+                            (s > 0 ? stages[s - 1].compute_seconds - stages[s - 1].backward_seconds : 0.0));
+      variables_exposed = std::max(variables_exposed, variable_wait);
       OF_ASSIGN_OR_RETURN(const double zero3_gathers, Zero3GatherSeconds(s, cost));
       OF_ASSIGN_OR_RETURN(const double dp_seconds, DataParallelSeconds(s, cost));
       const double optimizer_seconds =
@@ -174,10 +181,11 @@ class Pricer {
       // waits on, which holds no core (tp's all-reduces, the pipeline's receives).
       stage_work[s].backward_seconds = cost.backward_seconds;
       stage_work[s].forward_seconds = cost.compute_seconds - cost.backward_seconds;
-      stage_work[s].backward_wait_seconds = cost.backward_tp_seconds + gradient_receive_seconds;
-      stage_work[s].forward_wait_seconds =
-          cost.tp_seconds - cost.backward_tp_seconds + pipeline_seconds - gradient_receive_seconds;
-      stage_work[s].first_forward_wait_seconds = regathers_waited ? exposed_forward_gathers : forward_gathers;
+      // (Its own receives: the play puts the stages' overlap on the cores itself.)
+      stage_work[s].backward_wait_seconds = cost.backward_tp_seconds + (s + 1 < pp ? transfers.backward_seconds[s + 1] : 0);
+      stage_work[s].forward_wait_seconds = cost.tp_seconds - cost.backward_tp_seconds + transfers.forward_seconds[s];
+      stage_work[s].first_forward_wait_seconds =
+          (regathers_waited ? exposed_forward_gathers : forward_gathers) + variable_wait;
       stage_work[s].first_backward_wait_seconds = backward_gathers;
       stage_work[s].devices = layout_.dp() * layout_.tp();
       const double every_device_at_once = std::max(
@@ -199,6 +207,7 @@ class Pricer {
       const double activations = cost.kept_bytes * in_flight * std::max<int64_t>(1, options_.register_count);
       peak = std::max(peak, static_cast<int64_t>(parameters + gradients + state + activations));
     }
+    prediction.set_exposed_communication_seconds(prediction.exposed_communication_seconds() + variables_exposed);
     prediction.set_peak_bytes(peak);
     if (profile_.acts_counted) prediction.set_acts_per_iteration(static_cast<int64_t>(std::llround(all_devices_acts)));
     // The units' tp edges, then each stage's data-parallel collectives.
@@ -286,6 +295,57 @@ class Pricer {
     const auto& devices = stage_placements_[stage].devices();
     for (int64_t d = layout_.tp(); d < static_cast<int64_t>(devices.size()); d += layout_.tp()) {
       if (devices[d].node != devices[0].node) return true;
+    }
+    return false;
+  }
+
+  // The pipeline's transfers of one micro-batch across each cut e (1 .. pp - 1, index 0
+  // unused), one call each as the receiving stage waits for it: forward the activation
+  // entering stage e, backward its gradient, one micro-batch's rows of each device; and the
+  // variables a unit borrows from a unit of another stage (a tied embedding): the plan
+  // sends the reader's gradient of each to the owner's stage every micro-batch (the owner
+  // accumulates; 24 sends of the gpt's 192 KiB embedding gradient an iteration with 24
+  // micro-batches, traced) ahead of the activation's gradient on the same link, and the
+  // variable to the reader's stage once per iteration (variable_seconds, by reader stage).
+  struct PipelineTransfers {
+    std::vector<double> forward_seconds;
+    std::vector<double> backward_seconds;
+    std::vector<double> variable_seconds;
+  };
+  PipelineTransfers TransfersOf(const std::vector<double>& cut_bytes, const std::vector<int64_t>& unit_stage) const {
+    const int64_t pp = layout_.pp();
+    PipelineTransfers transfers{std::vector<double>(pp, 0), std::vector<double>(pp, 0), std::vector<double>(pp, 0)};
+    for (int64_t e = 1; e < pp; ++e) {
+      const double seconds = CallSeconds(links_, CutCrossesNodes(e), cut_bytes[e] * RowFraction());
+      transfers.forward_seconds[e] = seconds;
+      transfers.backward_seconds[e] = seconds;
+    }
+    for (size_t u = 0; u < profile_.units.size(); ++u) {
+      for (const BorrowedVariable& variable : profile_.units[u].borrowed_variables) {
+        const int64_t owner = unit_stage[variable.owner_unit];
+        const int64_t reader = unit_stage[u];
+        if (owner == reader) continue;
+        // Each device of the reader's stage sends to its counterpart on the owner's: the
+        // link out of the reader's stage and the link into the owner's carry it.
+        const double bytes = static_cast<double>(variable.bytes) / (variable.tp_sharded ? layout_.tp() : 1);
+        const double seconds = CallSeconds(links_, StagesCrossNodes(owner, reader), bytes);
+        std::vector<double>& gradient = reader > owner ? transfers.backward_seconds : transfers.forward_seconds;
+        const int64_t out_of_reader = reader > owner ? reader : reader + 1;
+        const int64_t into_owner = reader > owner ? owner + 1 : owner;
+        gradient[out_of_reader] += seconds;
+        if (into_owner != out_of_reader) gradient[into_owner] += seconds;
+        transfers.variable_seconds[reader] += seconds;
+      }
+    }
+    return transfers;
+  }
+
+  // Whether device i of stage a and device i of stage b are on different nodes for some i.
+  bool StagesCrossNodes(int64_t a, int64_t b) const {
+    const auto& first = stage_placements_[a].devices();
+    const auto& second = stage_placements_[b].devices();
+    for (size_t i = 0; i < first.size() && i < second.size(); ++i) {
+      if (first[i].node != second[i].node) return true;
     }
     return false;
   }

@@ -1,0 +1,45 @@
+// The steady state of a 1F1B pipeline: how long each stage takes per micro-batch once
+// the transfers between the stages are on its path as the schedule puts them.
+//
+// Stage s runs pp - s forwards of warm-up, then a forward and a backward in turn. Across
+// cut e (between stages e - 1 and e) that order closes a loop every two micro-batches:
+// stage e - 1's forward of micro-batch m, the activation's transfer, stage e's forward and
+// (pp - e - 1 micro-batches later, in its own steady state) its backward of m, the
+// gradient's transfer, and stage e - 1's backward of m, after which stage e - 1 starts the
+// forward of micro-batch m + pp - e + 1. Stage e's other work in between is its steady
+// state's, so two periods hold one of each stage's micro-batches and both transfers:
+//   period >= (stage[e - 1] + stage[e] + forward[e] + backward[e]) / 2.
+// With one micro-batch the loop is the whole iteration (F + B of both stages and both
+// transfers), which the sum says exactly. The link of a cut carries one direction's
+// transfers one after another, so it is a bound too: period >= forward[e], backward[e].
+//
+// Before (session 44), each stage was priced as its compute plus both of its receives,
+// as if it waited on each in full: with a tied embedding's gradient sent before the
+// activation's gradient every micro-batch across 2 emulated hosts, that charged stage 0 the
+// whole 1.75 ms transfer per micro-batch where the trace shows the two stages overlapping
+// it (docs/auto_parallel.md, "Pipelines across hosts, traced").
+#ifndef COMPILER_AUTO_PARALLEL_PIPELINE_PERIOD_H_
+#define COMPILER_AUTO_PARALLEL_PIPELINE_PERIOD_H_
+
+#include <vector>
+
+#include "absl/status/statusor.h"
+
+namespace oneflow::auto_parallel {
+
+// `stage_seconds[s]`: one micro-batch's forward and backward on stage s and the waits that
+// hold it (tp's collectives), no pipeline transfer. `forward_seconds[e]` and
+// `backward_seconds[e]` (e = 1 .. pp - 1; index 0 unused): the transfers of one
+// micro-batch across cut e, the activation (and whatever else goes forward) and the
+// gradients coming back, as the receiving stage waits for them (latency + bytes / rate,
+// one call each). Returns each stage's seconds per micro-batch: the larger of its own and
+// the bounds of the cuts next to it. (The pipeline's period is the largest.)
+// INVALID_ARGUMENT when there is no stage, the transfer vectors are not pp long, or a time
+// is negative.
+absl::StatusOr<std::vector<double>> PipelineStageSeconds(const std::vector<double>& stage_seconds,
+                                                         const std::vector<double>& forward_seconds,
+                                                         const std::vector<double>& backward_seconds);
+
+}  // namespace oneflow::auto_parallel
+
+#endif  // COMPILER_AUTO_PARALLEL_PIPELINE_PERIOD_H_
