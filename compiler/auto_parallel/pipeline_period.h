@@ -11,7 +11,7 @@
 //   period >= (stage[e - 1] + stage[e] + forward[e] + backward[e]) / 2.
 // With one micro-batch the loop is the whole iteration (F + B of both stages and both
 // transfers), which the sum says exactly. The link of a cut carries one direction's
-// transfers one after another, so it is a bound too: period >= forward[e], backward[e].
+// transfers one after another, so it is a bound too: period >= what it carries one way.
 //
 // Before (session 44), each stage was priced as its compute plus both of its receives,
 // as if it waited on each in full: with a tied embedding's gradient sent before the
@@ -27,18 +27,27 @@
 
 namespace oneflow::auto_parallel {
 
+// The transfers of one micro-batch across a cut, seconds.
+struct PipelineCutTransfers {
+  // What the receiving stage waits on (latency + bytes / rate): the activation (and
+  // whatever else goes forward) and the gradient coming back, from when the sender has it.
+  double forward_seconds = 0;
+  double backward_seconds = 0;
+  // What the cut's link carries one way per micro-batch, waited on or not (a tied
+  // embedding's gradient sent early in the stage's backward is carried, not waited on,
+  // while the backward after it lasts longer).
+  double forward_link_seconds = 0;
+  double backward_link_seconds = 0;
+};
+
 // `stage_seconds[s]`: one micro-batch's forward and backward on stage s and the waits that
-// hold it (tp's collectives), no pipeline transfer. `forward_seconds[e]` and
-// `backward_seconds[e]` (e = 1 .. pp - 1; index 0 unused): the transfers of one
-// micro-batch across cut e, the activation (and whatever else goes forward) and the
-// gradients coming back, as the receiving stage waits for them (latency + bytes / rate,
-// one call each). Returns each stage's seconds per micro-batch: the larger of its own and
-// the bounds of the cuts next to it. (The pipeline's period is the largest.)
-// INVALID_ARGUMENT when there is no stage, the transfer vectors are not pp long, or a time
-// is negative.
+// hold it (tp's collectives), no pipeline transfer. `cuts[e]` (e = 1 .. pp - 1; index 0
+// unused): the transfers across cut e. Returns each stage's seconds per micro-batch: the
+// larger of its own and the bounds of the cuts next to it. (The pipeline's period is the
+// largest.) INVALID_ARGUMENT when there is no stage, `cuts` is not pp long, or a time is
+// negative.
 absl::StatusOr<std::vector<double>> PipelineStageSeconds(const std::vector<double>& stage_seconds,
-                                                         const std::vector<double>& forward_seconds,
-                                                         const std::vector<double>& backward_seconds);
+                                                         const std::vector<PipelineCutTransfers>& cuts);
 
 }  // namespace oneflow::auto_parallel
 

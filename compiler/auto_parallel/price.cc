@@ -60,6 +60,9 @@ class Pricer {
     std::vector<double> largest_parameters(pp, 0);
     std::vector<double> cut_bytes(pp, 0);  // the activation entering each stage
     std::vector<int64_t> unit_stage(profile_.units.size(), 0);
+    // Per unit, the backward of the units before it on its stage: what the stage's backward
+    // still runs after this unit's (backward goes in reverse).
+    std::vector<double> backward_after(profile_.units.size(), 0);
     int64_t stageable = 0;
     int64_t stage = 0;
     absl::flat_hash_map<std::string, UnitCost> priced;
@@ -86,6 +89,7 @@ class Pricer {
       }
       const UnitCost& cost = it->second;
       UnitCost& total = stages[stage];
+      backward_after[u] = total.backward_seconds;
       total.compute_seconds += cost.compute_seconds;
       total.backward_seconds += cost.backward_seconds;
       total.tp_seconds += cost.tp_seconds;
@@ -101,6 +105,7 @@ class Pricer {
     proto::AutoParallelPrediction prediction;
     *prediction.mutable_layout() = layout_;
     double slowest_micro_batch = -1;
+    double slowest_own_seconds = -1;
     int64_t peak = 0;
     double all_devices_compute = 0;  // every device's compute seconds of one iteration
     double all_devices_acts = 0;
@@ -109,11 +114,10 @@ class Pricer {
     // shared cores (shared_core_pipeline.h).
     std::vector<PipelineStageWork> stage_work(pp);
     double slowest_tail = 0;
-    const PipelineTransfers transfers = TransfersOf(cut_bytes, unit_stage);
+    const PipelineTransfers transfers = TransfersOf(cut_bytes, unit_stage, backward_after);
     std::vector<double> stage_seconds(pp);
     for (int64_t s = 0; s < pp; ++s) stage_seconds[s] = stages[s].compute_seconds + stages[s].tp_seconds;
-    OF_ASSIGN_OR_RETURN(const std::vector<double> pipelined,
-                        PipelineStageSeconds(stage_seconds, transfers.forward_seconds, transfers.backward_seconds));
+    OF_ASSIGN_OR_RETURN(const std::vector<double> pipelined, PipelineStageSeconds(stage_seconds, transfers.cuts));
     double variables_exposed = 0;  // the borrowed variables' transfers the first forward waits on
     for (int64_t s = 0; s < pp; ++s) {
       const UnitCost& cost = stages[s];
@@ -182,8 +186,10 @@ class Pricer {
       stage_work[s].backward_seconds = cost.backward_seconds;
       stage_work[s].forward_seconds = cost.compute_seconds - cost.backward_seconds;
       // (Its own receives: the play puts the stages' overlap on the cores itself.)
-      stage_work[s].backward_wait_seconds = cost.backward_tp_seconds + (s + 1 < pp ? transfers.backward_seconds[s + 1] : 0);
-      stage_work[s].forward_wait_seconds = cost.tp_seconds - cost.backward_tp_seconds + transfers.forward_seconds[s];
+      stage_work[s].backward_wait_seconds =
+          cost.backward_tp_seconds + (s + 1 < pp ? transfers.cuts[s + 1].backward_seconds : 0);
+      stage_work[s].forward_wait_seconds =
+          cost.tp_seconds - cost.backward_tp_seconds + (s > 0 ? transfers.cuts[s].forward_seconds : 0);
       stage_work[s].first_forward_wait_seconds =
           (regathers_waited ? exposed_forward_gathers : forward_gathers) + variable_wait;
       stage_work[s].first_backward_wait_seconds = backward_gathers;
@@ -192,8 +198,12 @@ class Pricer {
           1.0, static_cast<double>(layout_.dp() * layout_.tp() * pp) / std::max(1.0, SharedCores()));
       // (The gathers are in the play's first tasks of every stage.)
       slowest_tail = std::max(slowest_tail, optimizer_seconds * every_device_at_once + exposed_dp);
-      if (micro_batch_seconds > slowest_micro_batch) {
+      // (Stages a cut's bound holds to one period: the one with more work of its own shows
+      // the split, the rest of the period being exposed communication.)
+      if (micro_batch_seconds > slowest_micro_batch ||
+          (micro_batch_seconds == slowest_micro_batch && stage_seconds[s] > slowest_own_seconds)) {
         slowest_micro_batch = micro_batch_seconds;
+        slowest_own_seconds = stage_seconds[s];
         prediction.set_compute_seconds(micro_batches * cost.compute_seconds + optimizer_seconds);
         prediction.set_exposed_communication_seconds(micro_batches * (cost.tp_seconds + pipeline_seconds) +
                                                      exposed_dp + exposed_gathers);
@@ -300,25 +310,27 @@ class Pricer {
   }
 
   // The pipeline's transfers of one micro-batch across each cut e (1 .. pp - 1, index 0
-  // unused), one call each as the receiving stage waits for it: forward the activation
-  // entering stage e, backward its gradient, one micro-batch's rows of each device; and the
-  // variables a unit borrows from a unit of another stage (a tied embedding): the plan
-  // sends the reader's gradient of each to the owner's stage every micro-batch (the owner
-  // accumulates; 24 sends of the gpt's 192 KiB embedding gradient an iteration with 24
-  // micro-batches, traced) ahead of the activation's gradient on the same link, and the
-  // variable to the reader's stage once per iteration (variable_seconds, by reader stage).
+  // unused), one call each: forward the activation entering stage e, backward its
+  // gradient, one micro-batch's rows of each device; and the variables a unit borrows from
+  // a unit of another stage (a tied embedding). The plan sends the reader's gradient of
+  // each to the owner's stage every micro-batch (the owner accumulates it; with 24
+  // micro-batches, 24 sends of the hosts sweep gpt's 192 KiB embedding gradient an
+  // iteration, traced) as soon as the reader's backward made it, on the link that then
+  // carries the stage's activation gradient: that gradient waits for what is left of the
+  // borrowed one when the rest of the stage's backward is done. The variable itself goes
+  // to the reader's stage once per iteration (variable_seconds, by reader stage).
   struct PipelineTransfers {
-    std::vector<double> forward_seconds;
-    std::vector<double> backward_seconds;
+    std::vector<PipelineCutTransfers> cuts;
     std::vector<double> variable_seconds;
   };
-  PipelineTransfers TransfersOf(const std::vector<double>& cut_bytes, const std::vector<int64_t>& unit_stage) const {
+  PipelineTransfers TransfersOf(const std::vector<double>& cut_bytes, const std::vector<int64_t>& unit_stage,
+                                const std::vector<double>& backward_after) const {
     const int64_t pp = layout_.pp();
-    PipelineTransfers transfers{std::vector<double>(pp, 0), std::vector<double>(pp, 0), std::vector<double>(pp, 0)};
+    PipelineTransfers transfers{std::vector<PipelineCutTransfers>(pp), std::vector<double>(pp, 0)};
     for (int64_t e = 1; e < pp; ++e) {
       const double seconds = CallSeconds(links_, CutCrossesNodes(e), cut_bytes[e] * RowFraction());
-      transfers.forward_seconds[e] = seconds;
-      transfers.backward_seconds[e] = seconds;
+      PipelineCutTransfers& cut = transfers.cuts[e];
+      cut.forward_seconds = cut.backward_seconds = cut.forward_link_seconds = cut.backward_link_seconds = seconds;
     }
     for (size_t u = 0; u < profile_.units.size(); ++u) {
       for (const BorrowedVariable& variable : profile_.units[u].borrowed_variables) {
@@ -329,12 +341,17 @@ class Pricer {
         // link out of the reader's stage and the link into the owner's carry it.
         const double bytes = static_cast<double>(variable.bytes) / (variable.tp_sharded ? layout_.tp() : 1);
         const double seconds = CallSeconds(links_, StagesCrossNodes(owner, reader), bytes);
-        std::vector<double>& gradient = reader > owner ? transfers.backward_seconds : transfers.forward_seconds;
-        const int64_t out_of_reader = reader > owner ? reader : reader + 1;
-        const int64_t into_owner = reader > owner ? owner + 1 : owner;
-        gradient[out_of_reader] += seconds;
-        if (into_owner != out_of_reader) gradient[into_owner] += seconds;
         transfers.variable_seconds[reader] += seconds;
+        if (reader > owner) {
+          PipelineCutTransfers& out_of_reader = transfers.cuts[reader];
+          out_of_reader.backward_seconds += std::max(0.0, seconds - backward_after[u]);
+          out_of_reader.backward_link_seconds += seconds;
+          if (owner + 1 != reader) transfers.cuts[owner + 1].backward_link_seconds += seconds;
+        } else {
+          // Sent forward during backward, while the activations' sends are done: carried.
+          transfers.cuts[reader + 1].forward_link_seconds += seconds;
+          if (owner != reader + 1) transfers.cuts[owner].forward_link_seconds += seconds;
+        }
       }
     }
     return transfers;
