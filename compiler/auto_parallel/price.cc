@@ -185,11 +185,17 @@ class Pricer {
       // waits on, which holds no core (tp's all-reduces, the pipeline's receives).
       stage_work[s].backward_seconds = cost.backward_seconds;
       stage_work[s].forward_seconds = cost.compute_seconds - cost.backward_seconds;
-      // (Its own receives: the play puts the stages' overlap on the cores itself.)
-      stage_work[s].backward_wait_seconds =
-          cost.backward_tp_seconds + (s + 1 < pp ? transfers.cuts[s + 1].backward_seconds : 0);
-      stage_work[s].forward_wait_seconds =
-          cost.tp_seconds - cost.backward_tp_seconds + (s > 0 ? transfers.cuts[s].forward_seconds : 0);
+      // The receives the stage waits on, after the forward (the activation's) and after
+      // the backward (the gradient's); the play overlaps them with the other stages' work
+      // itself, but never beyond what they add to the stage's time per micro-batch in the
+      // schedule without shared cores (pipeline_seconds: a stage whose neighbours are
+      // faster waits on none of them), so that with a core each the play is that schedule.
+      const double activation_receive = s > 0 ? transfers.cuts[s].forward_seconds : 0;
+      const double gradient_receive = s + 1 < pp ? transfers.cuts[s + 1].backward_seconds : 0;
+      const double receives = activation_receive + gradient_receive;
+      const double waited = receives > pipeline_seconds ? pipeline_seconds / receives : 1.0;
+      stage_work[s].forward_wait_seconds = cost.tp_seconds - cost.backward_tp_seconds + activation_receive * waited;
+      stage_work[s].backward_wait_seconds = cost.backward_tp_seconds + gradient_receive * waited;
       stage_work[s].first_forward_wait_seconds =
           (regathers_waited ? exposed_forward_gathers : forward_gathers) + variable_wait;
       stage_work[s].first_backward_wait_seconds = backward_gathers;
