@@ -44,15 +44,7 @@ Probe ProbeOf(const examples::GptConfig& config) {
   return probe;
 }
 
-proto::AutoParallelLayout Layout(int64_t dp, int64_t tp, int64_t pp) {
-  proto::AutoParallelLayout layout;
-  layout.set_dp(dp);
-  layout.set_tp(tp);
-  layout.set_pp(pp);
-  layout.set_micro_batches(1);
-  layout.set_recompute(proto::RECOMPUTE_NONE);
-  return layout;
-}
+proto::AutoParallelLayout Layout(int64_t dp, int64_t tp, int64_t pp) { return LayoutOf(dp, tp, pp, 1); }
 
 auto_parallel::PriceOptions Devices(int64_t devices) {
   auto_parallel::PriceOptions options;

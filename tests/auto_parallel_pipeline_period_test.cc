@@ -99,19 +99,8 @@ TEST(AutoParallelPipelinePeriodTest, ATiedEmbeddingsGradientCrossesASlowCutEvery
   // an iteration (0.008192 s) is exposed once; the rest is compute.
   const examples::GptConfig config = TinyGpt();
   const auto_parallel::ModelProfile profile = ProfileOfTwoDevices(config);
-  auto_parallel::PriceOptions options;
-  options.cluster.set_num_nodes(2);
-  options.cluster.set_devices_per_node(1);
-  options.cluster.set_inter_node_bandwidth(1e6);
-  options.cluster.set_inter_node_latency(0);
-  options.cluster.set_gemm_flops_per_second(1e20);
-  options.cluster.set_memory_bytes_per_second(1e20);
-  proto::AutoParallelLayout layout;
-  layout.set_dp(1);
-  layout.set_tp(1);
-  layout.set_pp(2);
-  layout.set_micro_batches(4);
-  layout.set_recompute(proto::RECOMPUTE_NONE);
+  const auto_parallel::PriceOptions options = TwoNodesOfOneDevice(1e6, 1e20, 1e20);
+  const proto::AutoParallelLayout layout = LayoutOf(1, 1, 2, 4);
   absl::StatusOr<proto::AutoParallelPrediction> prediction = auto_parallel::PriceLayout(profile, options, layout);
   ASSERT_TRUE(prediction.ok()) << prediction.status();
   const double activation = 2.0 * 16 * 32 * 4 / 1e6;
@@ -129,19 +118,8 @@ TEST(AutoParallelPipelinePeriodTest, ATiedEmbeddingsGradientHidesBehindALongBack
   // its first forward. The prediction is the one without the borrowed variable.
   const examples::GptConfig config = TinyGpt();
   auto_parallel::ModelProfile profile = ProfileOfTwoDevices(config);
-  auto_parallel::PriceOptions options;
-  options.cluster.set_num_nodes(2);
-  options.cluster.set_devices_per_node(1);
-  options.cluster.set_inter_node_bandwidth(1e9);
-  options.cluster.set_inter_node_latency(0);
-  options.cluster.set_gemm_flops_per_second(1e6);
-  options.cluster.set_memory_bytes_per_second(1e6);
-  proto::AutoParallelLayout layout;
-  layout.set_dp(1);
-  layout.set_tp(1);
-  layout.set_pp(2);
-  layout.set_micro_batches(4);
-  layout.set_recompute(proto::RECOMPUTE_NONE);
+  const auto_parallel::PriceOptions options = TwoNodesOfOneDevice(1e9, 1e6, 1e6);
+  const proto::AutoParallelLayout layout = LayoutOf(1, 1, 2, 4);
   absl::StatusOr<proto::AutoParallelPrediction> tied = auto_parallel::PriceLayout(profile, options, layout);
   ASSERT_TRUE(tied.ok()) << tied.status();
   profile.units.back().borrowed_variables.clear();

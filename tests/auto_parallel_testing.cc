@@ -48,4 +48,27 @@ auto_parallel::ModelProfile ProfileOfTwoDevices(const examples::GptConfig& confi
   return *profile;
 }
 
+auto_parallel::PriceOptions TwoNodesOfOneDevice(double inter_node_bytes_per_second, double flops_per_second,
+                                                double memory_bytes_per_second) {
+  auto_parallel::PriceOptions options;
+  options.cluster.set_num_nodes(2);
+  options.cluster.set_devices_per_node(1);
+  options.cluster.set_inter_node_bandwidth(inter_node_bytes_per_second);
+  options.cluster.set_inter_node_latency(0);
+  options.cluster.set_gemm_flops_per_second(flops_per_second);
+  options.cluster.set_memory_bytes_per_second(memory_bytes_per_second);
+  return options;
+}
+
+proto::AutoParallelLayout LayoutOf(int64_t dp, int64_t tp, int64_t pp, int64_t micro_batches) {
+  proto::AutoParallelLayout layout;
+  layout.set_dp(dp);
+  layout.set_tp(tp);
+  layout.set_pp(pp);
+  layout.set_micro_batches(micro_batches);
+  layout.set_zero(0);
+  layout.set_recompute(proto::RECOMPUTE_NONE);
+  return layout;
+}
+
 }  // namespace oneflow

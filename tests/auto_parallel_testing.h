@@ -3,6 +3,7 @@
 #define TESTS_AUTO_PARALLEL_TESTING_H_
 
 #include "compiler/auto_parallel/model_profile.h"
+#include "compiler/auto_parallel/price.h"
 #include "examples/common/parallel_layout.h"
 #include "examples/gpt/gpt_model.h"
 
@@ -24,6 +25,14 @@ proto::Job TwoDeviceTpGpt(const examples::GptConfig& config);
 
 // `config` built for the probe layout and profiled; a failure fails the test.
 auto_parallel::ModelProfile ProfileOfTwoDevices(const examples::GptConfig& config);
+
+// Two nodes of one device each joined by a link of `inter_node_bytes_per_second` without
+// latency, GEMMs at `flops_per_second` and memory-bound work at `memory_bytes_per_second`.
+auto_parallel::PriceOptions TwoNodesOfOneDevice(double inter_node_bytes_per_second, double flops_per_second,
+                                                double memory_bytes_per_second);
+
+// dp x tp x pp with `micro_batches`, no ZeRO, no recomputation.
+proto::AutoParallelLayout LayoutOf(int64_t dp, int64_t tp, int64_t pp, int64_t micro_batches);
 
 }  // namespace oneflow
 
