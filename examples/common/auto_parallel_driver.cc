@@ -159,6 +159,8 @@ absl::Status CountFullRecomputationOfModel(const JobBuilder& build, const Parall
     return Compile(job, options);
   };
   const absl::StatusOr<proto::Plan> plan = compile();
+  // Refused like a family probe: the profile stays uncounted, and the cost model prices
+  // the whole forward again.
   if (!plan.ok()) return absl::OkStatus();
   return auto_parallel::CountFullRecomputation(*plan, profile);
 }
@@ -214,10 +216,11 @@ absl::StatusOr<CostModel> PrepareCostModel(const JobBuilder& build, const AutoPa
         CountActsOfLayoutFamilies(build, request.cluster, request.settings, request.max_micro_batches, &probe.profile)
             .status());
   } else {
-    // What full recomputation re-runs, with or without host terms: uncounted, the model
-    // prices the whole forward again (the cluster calibration of the emulated hosts' bench
-    // priced dp = 2's full recomputation at +9.4 ms where the copies the plan runs took
-    // 5.8 ms, traced; docs/auto_parallel.md, "Full recomputation, traced").
+    // What full recomputation re-runs (with host terms CountActsOfLayoutFamilies counts
+    // it too): uncounted, the model prices the whole forward again (the cluster
+    // calibration of the emulated hosts' bench priced dp = 2's full recomputation at +9.4
+    // ms where the copies the plan runs took 5.8 ms, traced; docs/auto_parallel.md, "Full
+    // recomputation, traced").
     OF_RETURN_IF_ERROR(
         CountFullRecomputationOfModel(build, request.cluster, request.settings, &probe.profile));
   }
