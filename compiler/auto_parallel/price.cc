@@ -512,8 +512,10 @@ class Pricer {
       cost.kept_bytes = (activations - unit.attention_core_activation_bytes / tp) * rows;
     } else if (in_block && layout_.recompute() == proto::RECOMPUTE_FULL) {
       // The ops the recompute pass re-runs when counted (act_count.h
-      // CountFullRecomputation), else the whole forward. (The whole forward priced the
-      // bench's gpt's full recomputation 9-11% above its measured CPU time.)
+      // CountFullRecomputation; the copies the plan runs as views are acts without work),
+      // else the whole forward. (The whole forward priced the bench's gpt's full
+      // recomputation 9-11% above its measured CPU time; on 2 emulated hosts, traced, its
+      // copies ran 5.8 ms where the whole forward priced 9.4.)
       recomputed = profile_.full_recompute_counted
                        ? seconds(unit.full_recompute.gemm_flops, unit.full_recompute.tp_gemm_flops,
                                  unit.full_recompute.memory_bytes, unit.full_recompute.tp_memory_bytes)

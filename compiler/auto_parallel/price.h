@@ -8,8 +8,9 @@
 //   per micro-batch, per device of stage s (rows = batch / (dp x micro_batches)):
 //     forward   GEMM FLOPs / gemm rate + memory-bound bytes / memory rate, the parts the
 //               hints shard divided by tp
-//     backward  2 x forward, plus forward again for full recomputation (the attention
-//               core for selective)
+//     backward  2 x forward, plus for full recomputation the copies the recompute pass
+//               makes (act_count.h CountFullRecomputation: views free; the whole forward
+//               again when not counted), the attention core for selective
 //     tp        the tp probe plan's boxings on the tp axis (tp_boxings.h; without a
 //               probe plan, Megatron's all-reduces), on the critical path; with
 //               --compression, each as the boxing planner plans it (dense or a codec);
