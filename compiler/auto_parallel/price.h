@@ -16,7 +16,12 @@
 //               --compression, each as the boxing planner plans it (dense or a codec);
 //               the variables' gradients' reductions once per iteration, with the
 //               data-parallel sync below
-//     pp        the cut activation sent forward and its gradient back
+//     pp        the cut activation sent forward and its gradient back, and the gradient
+//               of a variable a later stage borrows (a tied embedding) back every
+//               micro-batch (the variable itself forward once per iteration); a stage's
+//               time per micro-batch is the largest of its own work and, for each cut
+//               next to it, the 1F1B loop (both stages' work + both transfers) / 2 and
+//               what the cut's link carries one way (pipeline_period.h)
 //     acts      the unit's acts per micro-batch x act_seconds, on the critical path: the
 //               acts of the unit in the plan of the layout's family (act_count.h ActsOf:
 //               dp's gradient sync, ZeRO's collectives and copies, the accumulators)
@@ -41,7 +46,8 @@
 //   least the devices' compute (kernels and acts) over the cores, or over the share of
 //   them the process obtains (host_core_share), and with pp > 1 at least the 1F1B
 //   pipeline played out on that share (shared_core_pipeline.h: a task's kernels and acts
-//   on the cores, its tp all-reduces and pipeline receives as waiting on none, and the
+//   on the cores, its tp all-reduces and pipeline receives (at most what they add to the
+//   stage's time per micro-batch above) as waiting on none, and the
 //   first micro-batch's forward and backward each waiting on ZeRO-3's gathers) plus the
 //   slowest stage's optimizer (every device at once) and exposed sync; the difference
 //   counts as compute.
