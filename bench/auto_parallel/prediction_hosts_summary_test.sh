@@ -117,6 +117,22 @@ assert "repeatability_spearman" not in single, single
 assert one["repeatability_spearman"] == 1.0, one
 PYEOF
   fail "repeatability_spearman"
+# A forced codec's layout is the best measured, but the search's --compression=auto may not
+# pick it: the searched layout (12.6) over the best (int4, 10) is 1.26, over the best without a
+# forced codec (auto, 12) 1.05.
+{
+  row 2x1 "dp=2 compression=int4" 9 10
+  row 2x1 "dp=2 compression=auto" 11 12
+  row 2x1 "dp=2 compression=off" 14 15
+  row 2x1 searched 11 12.6 '"searched": true'
+} > "$DIR/forced.jsonl"
+"$BENCH" --summarize="$DIR/forced.jsonl" > "$DIR/forced_summary.jsonl" || fail "--summarize of forced codecs exited $?"
+python3 - "$DIR/forced_summary.jsonl" <<'PYEOF' || fail "chosen_over_best_admissible"
+import json, sys
+[s] = [json.loads(l) for l in open(sys.argv[1])]
+assert s["chosen_over_best"] == 1.26 and s["chosen_over_best_admissible"] == 1.05, s
+assert s["best_admissible_layout"] == "dp=2 compression=auto", s
+PYEOF
 # --repeats takes a whole number >= 1, checked before anything is made.
 "$BENCH" --repeats=0 2> "$DIR/err" && fail "--repeats=0 was accepted"
 grep -q -- "--repeats=0: give a whole number >= 1" "$DIR/err" || fail "the error does not name --repeats=0: $(cat "$DIR/err")"
