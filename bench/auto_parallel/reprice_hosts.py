@@ -8,7 +8,8 @@ Per cluster of the run, the calibration files are rebuilt from the run's calibra
 ("auto_parallel_prediction_hosts_calibration": both link levels, the compute rates and the
 host line) with the codec lines of --codecs (the line does not keep the codec throughputs:
 take a cluster.jsonl of another run, e.g. a --keep run's), the "cluster" file without the
-host line and the "shared_host" file with it. Every hand layout line (searched false) is
+host line and the "shared_host" file with it, both with the machine line when the run's
+line has one ("machine_shared") or --machine_cores gives it. Every hand layout line (searched false) is
 compiled again with `gpt --predict_step` and each file, its predicted step read from the
 plan's decision record (`oneflow inspect --format=json`), and printed with the run's
 measured steps ("measured_ms", "measured_repeats_ms") and the errors recomputed, so the
@@ -24,7 +25,7 @@ import sys
 import tempfile
 
 
-def calibration_text(line, codec_lines, with_host):
+def calibration_text(line, codec_lines, with_host, machine):
     out = list(codec_lines)
     for level in ("intra_node", "inter_node"):
         link = line["link_" + level]
@@ -36,9 +37,8 @@ def calibration_text(line, codec_lines, with_host):
     if with_host and line.get("host_in_process"):
         host = dict(line["host_in_process"])
         out.append(json.dumps(dict({"host": "in_process"}, **host, method="rebuilt from a run's line")))
-    for key in ("machine",):
-        if line.get(key):
-            out.append(json.dumps(line[key]))
+    if machine:
+        out.append(json.dumps(dict({"machine": "shared"}, **machine, method="rebuilt from a run's line")))
     return "".join(l + "\n" for l in out)
 
 
@@ -67,6 +67,9 @@ def main():
     parser.add_argument("--run", required=True)
     parser.add_argument("--codecs", required=True)
     parser.add_argument("--bin_dir", required=True)
+    parser.add_argument("--machine_cores", type=int, default=0,
+                        help="for a run recorded before `oneflow calibrate --nodes` wrote its machine line: add one "
+                             "(every node on one machine of this many cores) to both files; 0: only the run's own")
     args = parser.parse_args()
     codec_lines = [l.strip() for l in open(args.codecs) if l.startswith('{"codec"')]
     lines = [json.loads(l) for l in open(args.run) if l.strip()]
@@ -75,10 +78,13 @@ def main():
     with tempfile.TemporaryDirectory() as work:
         files = {}
         for cluster, line in calibrations.items():
+            machine = line.get("machine_shared")
+            if machine is None and args.machine_cores > 0:
+                machine = {"nodes": int(cluster.split("x")[0]), "cores": args.machine_cores}
             for name, with_host in (("cluster", False), ("shared_host", True)):
                 path = os.path.join(work, "%s.%s.jsonl" % (cluster, name))
                 with open(path, "w") as f:
-                    f.write(calibration_text(line, codec_lines, with_host))
+                    f.write(calibration_text(line, codec_lines, with_host, machine))
                 files[cluster, name] = path
         print(json.dumps({"config": dict(config, repriced_from=os.path.basename(args.run))}))
         for line in lines:
