@@ -11,9 +11,11 @@
 #include "compiler/auto_parallel/model_profile.h"
 #include "compiler/auto_parallel/price.h"
 #include "compiler/compiler.h"
+#include "examples/common/auto_parallel_driver.h"
 #include "examples/common/compile_driver.h"
 #include "examples/gpt/gpt_model.h"
 #include "gtest/gtest.h"
+#include "sbp/compute_cost.h"
 #include "tests/auto_parallel_testing.h"
 
 namespace oneflow {
@@ -439,6 +441,78 @@ TEST(AutoParallelCostTermsTest, FullRecomputationIsPricedAsTheOpsThePassReRuns) 
   const absl::Status refused = auto_parallel::CountFullRecomputation(OneDevicePlan("none"), &whole_forward);
   EXPECT_EQ(refused.code(), absl::StatusCode::kInvalidArgument);
   EXPECT_NE(std::string(refused.message()).find("compile it with --recompute=full"), std::string::npos);
+}
+
+// The tiny gpt's block (batch 8, seq 16, hidden 32, 2 heads of 16) re-runs 27 of its 30
+// forward ops under full recomputation (not the second MLP GEMM, its output's reshape
+// and the residual add after it). Nine of the copies are reshapes, which the plan runs as
+// views of their inputs (RegisterDef.alias_of): acts without work. By hand, f32, with
+// T = 8 x 16 = 128 rows, A = T x 32 x 4 B (a [128, 32] activation), the attention
+// scores S = 8 x 2 x 16 x 16 x 4 B and the MLP's F = T x 128 x 4 B:
+//   GEMMs: q, k, v and the projection 4 x 2 T 32 32, the scores and their product with
+//     v 2 x 2 x (8 x 2) x 16 x 16 x 16, the first MLP GEMM 2 T 32 128: 2,359,296 FLOPs;
+//   memory-bound: 2 layer norms (x, out, gamma and beta) 2 x (2 A + 256), 4 transposes
+//     4 x 2 A, scale, causal mask and softmax 3 x 2 S, the residual add 3 A, gelu 2 F:
+//     475,648 bytes;
+//   the 9 reshapes, 7 of [128, 32] and 2 of [128, 128], 7 x 2 A + 2 x 2 F = 491,520
+//     bytes, which priced as memory traffic would have doubled the memory-bound part.
+constexpr int64_t kTinyBlockCopies = 27;
+constexpr double kTinyBlockRecomputeFlops = 4 * 2.0 * 128 * 32 * 32 + 2 * 2.0 * 16 * 16 * 16 * 16 + 2.0 * 128 * 32 * 128;
+constexpr double kTinyActivation = 128 * 32 * 4;
+constexpr double kTinyScores = 8 * 2 * 16 * 16 * 4;
+constexpr double kTinyMlp = 128 * 128 * 4;
+constexpr double kTinyBlockRecomputeBytes = 2 * (2 * kTinyActivation + 256) + 4 * 2 * kTinyActivation +
+                                            3 * 2 * kTinyScores + 3 * kTinyActivation + 2 * kTinyMlp;
+
+TEST(AutoParallelCostTermsTest, FullRecomputationChargesNoWorkForTheViewsItReRuns) {
+  static_assert(kTinyBlockRecomputeFlops == 2359296);
+  static_assert(kTinyBlockRecomputeBytes == 475648);
+  auto_parallel::ModelProfile profile = ProfileOfTwoDevices(TinyGpt());
+  ASSERT_TRUE(auto_parallel::CountFullRecomputation(OneDevicePlan("full"), &profile).ok());
+  int64_t blocks = 0;
+  for (const auto_parallel::ProfileUnit& unit : profile.units) {
+    if (!unit.stageable) continue;
+    ++blocks;
+    EXPECT_EQ(unit.full_recompute_ops, kTinyBlockCopies) << unit.name;
+    EXPECT_DOUBLE_EQ(unit.full_recompute.gemm_flops, kTinyBlockRecomputeFlops) << unit.name;
+    EXPECT_DOUBLE_EQ(unit.full_recompute.memory_bytes, kTinyBlockRecomputeBytes) << unit.name;
+  }
+  EXPECT_EQ(blocks, 3);
+}
+
+// --predict_step without a calibration file (no host terms: no acts priced) counts what
+// full recomputation re-runs too: on one device the step grows by the three blocks'
+// copies above at the cluster's rates, not by their whole forward again (which is
+// 1,048,576 FLOPs and 573,440 bytes more per block).
+TEST(AutoParallelCostTermsTest, FullRecomputationIsCountedWithoutHostTerms) {
+  const examples::GptConfig config = TinyGpt();
+  const examples::JobBuilder build = [config](const examples::ParallelLayout& layout) {
+    return examples::BuildGpt(config, layout);
+  };
+  examples::AutoParallelRequest request;
+  request.cluster.nodes = 1;
+  request.cluster.devices_per_node = 1;
+  request.settings.compression.compression = "off";
+  proto::AutoParallelLayout none = Layout(1, 1, 1);
+  proto::AutoParallelLayout full = none;
+  full.set_recompute(proto::RECOMPUTE_FULL);
+  absl::StatusOr<proto::AutoParallelDecision> without = examples::PriceGivenLayout(build, request, none);
+  absl::StatusOr<proto::AutoParallelDecision> with = examples::PriceGivenLayout(build, request, full);
+  ASSERT_TRUE(without.ok()) << without.status();
+  ASSERT_TRUE(with.ok()) << with.status();
+  EXPECT_FALSE(with->has_host_terms());
+  // The rates every compile of this cluster sees.
+  absl::StatusOr<examples::ParallelLayout> one_device = examples::ParallelLayout::Create(request.cluster);
+  ASSERT_TRUE(one_device.ok()) << one_device.status();
+  std::string dump;
+  absl::StatusOr<CompileOptions> options = examples::CompileOptionsFor(*one_device, request.settings, &dump);
+  ASSERT_TRUE(options.ok()) << options.status();
+  const ComputeRates rates = WithDefaults(
+      ComputeRates{options->cluster.gemm_flops_per_second(), options->cluster.memory_bytes_per_second()});
+  const double recomputed = 3 * (GemmSeconds(rates, kTinyBlockRecomputeFlops) +
+                                 MemoryBoundSeconds(rates, kTinyBlockRecomputeBytes));
+  EXPECT_NEAR(auto_parallel::StepSeconds(with->chosen()) - auto_parallel::StepSeconds(without->chosen()), recomputed,
+              1e-9);
 }
 
 TEST(AutoParallelCostTermsTest, APlanWithoutActorsIsRefused) {

@@ -135,8 +135,10 @@ TEST(AutoParallelTpBoxingsTest, EveryCollectiveBoxingOfThePlanIsCountedOnce) {
 }
 
 // Two nodes of one device at 1 Gbit/s, no latency, compute and memory free: the exposed
-// communication of dp=1 tp=2 is the tp boxings' wire time alone.
-double ExposedTpSeconds(const auto_parallel::ModelProfile& profile, int64_t micro_batches) {
+// communication of dp=1 tp=2 is the tp boxings' wire time alone. With `compute_rate`
+// (FLOP/s and bytes/s) the compute takes time, and backward hides what it can.
+double ExposedTpSeconds(const auto_parallel::ModelProfile& profile, int64_t micro_batches,
+                        double compute_rate = 1e30, double bucket_mb = 25) {
   auto_parallel::PriceOptions options;
   options.cluster.set_num_nodes(2);
   options.cluster.set_devices_per_node(1);
@@ -144,8 +146,9 @@ double ExposedTpSeconds(const auto_parallel::ModelProfile& profile, int64_t micr
   options.cluster.set_inter_node_bandwidth(1.25e8);
   options.cluster.set_intra_node_latency(0);
   options.cluster.set_inter_node_latency(0);
-  options.cluster.set_gemm_flops_per_second(1e30);
-  options.cluster.set_memory_bytes_per_second(1e30);
+  options.cluster.set_gemm_flops_per_second(compute_rate);
+  options.cluster.set_memory_bytes_per_second(compute_rate);
+  options.bucket_mb = bucket_mb;
   proto::AutoParallelLayout layout;
   layout.set_dp(1);
   layout.set_tp(2);
@@ -183,6 +186,44 @@ TEST(AutoParallelTpBoxingsTest, PricedTpBytesAreTheProbePlansBoxingBytes) {
   }
   // Megatron's all-reduces of the whole batch cost more at this size than the plan runs.
   EXPECT_GT(megatron, ExposedTpSeconds(probe.profile, 1) * 1.2);
+}
+
+// The variables' gradients tp reduces are bucketed like the data-parallel sync and run on
+// the same communication thread, so backward hides all but the last bucket (traced on 2
+// emulated hosts: dp = 1 tp = 2 was priced 16-20% long with every gradient reduction on
+// the path; docs/auto_parallel.md, "Tensor parallelism across hosts, traced").
+TEST(AutoParallelTpBoxingsTest, BackwardHidesTheGradientReductionsButTheLastBucket) {
+  Probe probe = TpProbe();
+  ASSERT_TRUE(auto_parallel::CountTpBoxings(probe.plan, &probe.profile).ok());
+  // The gradients reduce-scattered per iteration: each block's q, k, v, o (96 x 96) and fc,
+  // proj (96 x 384), and the tied embedding (512 x 96), 1081344 bytes; the layer norms'
+  // gammas and betas (96) and the positions' embedding (32 x 96) all-reduced, one bucket
+  // of 16128 bytes.
+  int64_t scattered = 0;
+  int64_t all_reduced = 0;
+  for (const auto_parallel::ProfileUnit& unit : probe.profile.units) {
+    for (const auto_parallel::TpBoxing& boxing : unit.tp_boxings) {
+      if (!boxing.per_iteration) continue;
+      (boxing.kind == proto::STEP_REDUCE_SCATTER ? scattered : all_reduced) += boxing.bytes;
+    }
+  }
+  ASSERT_EQ(scattered, (2 * (4 * 96 * 96 + 2 * 96 * 384) + 512 * 96) * kF32);
+  ASSERT_EQ(scattered, 1081344);
+  ASSERT_EQ(all_reduced, (2 * 4 * 96 + 2 * 96 + 32 * 96) * kF32);
+  // Buckets of 25 MiB, the first at most 1 MiB: the reduce-scatters' first 1048576 bytes
+  // run during backward, the last 32768 after it; the all-reduce is one bucket, after it.
+  // Each device sends half of a reduce-scatter's register at 1.25e8 B/s: backward hides
+  // 1048576 / 2 / 1.25e8 = 4.194304 ms, once per iteration whatever the micro-batches.
+  // (Compute at 1e6 FLOP/s: a backward of seconds, longer than any reduction.)
+  for (int64_t micro_batches : {1, 2}) {
+    SCOPED_TRACE(absl::StrCat("micro_batches=", micro_batches));
+    const double unhidden = ExposedTpSeconds(probe.profile, micro_batches);
+    const double hidden = ExposedTpSeconds(probe.profile, micro_batches, 1e6);
+    EXPECT_NEAR(unhidden - hidden, 4.194304e-3, 1e-9);
+  }
+  // Without buckets (bucket_mb 0) each gradient's reduction runs where its update needs
+  // it: nothing hidden.
+  EXPECT_NEAR(ExposedTpSeconds(probe.profile, 1, 1e30, 0), ExposedTpSeconds(probe.profile, 1, 1e6, 0), 1e-9);
 }
 
 }  // namespace

@@ -43,7 +43,8 @@
 #   --searched=0|1         also launch the searched layouts (--auto_parallel) [1]
 #   --repeats=N            launches of every plan, in N rounds over all of them; the line's
 #                          measured step is their median, "measured_repeats_ms" each one [1]
-#   --iters=K --warmup=W   iterations per launch, and those left out of the median [8, 3]
+#   --iters=K --warmup=W   iterations per launch, and those left out of the median [20, 5]:
+#                          a step varies ~7% within a launch, so the median of 15 steps, not 5
 #   --gpt_flags="..."      the model [--layers=6 --hidden=96 --heads=12 --seq=32 --batch=24 --vocab=512]
 #   --launch_timeout_s=S   a launch that takes longer is stopped and its line says so [240]
 #   --bin_dir=DIR          binaries (DIR/tools/cli/oneflow, ...) instead of building
@@ -73,8 +74,8 @@ OFFSET=0
 LAYOUTS=""
 SEARCHED=1
 REPEATS=1
-ITERS=8
-WARMUP=3
+ITERS=20
+WARMUP=5
 GPT_FLAGS="--layers=6 --hidden=96 --heads=12 --seq=32 --batch=24 --vocab=512"
 LAUNCH_TIMEOUT=240
 BIN_DIR=""

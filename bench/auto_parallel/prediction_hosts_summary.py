@@ -27,8 +27,11 @@ pooled. Single launches of this bench differ by 7-12% per layout and rank the sa
 at Spearman 0.64-0.86 against each other (docs/auto_parallel.md, runs 5-7), so one launch
 per layout cannot show 0.9 even for a perfect model; the median of several can. The summary
 then says "runs_per_layout" (the fewest launches that ran of a layout) and "run_spread"
-(the median over layouts of (slowest - fastest) / median launch). Chunks of one run (other
-layouts in each file) are summarized as before.
+(the median over layouts of (slowest - fastest) / median launch) and "repeatability_spearman"
+(the median of each layout's odd launches ranked against the median of its even ones: how
+well the measurement ranks the layouts against itself, the ceiling of "spearman" at this
+noise with half the launches). Chunks of one run (other layouts in each file) are summarized
+as before.
 """
 import json
 import math
@@ -113,6 +116,19 @@ def merge_repeats(rows, key):
     return merged
 
 
+def repeatability(rows):
+    """Spearman of the layouts' measurement against itself: the median of each layout's
+    launches 1, 3, 5, ... against the median of its launches 2, 4, ... (in launch order,
+    rounds interleaved). What the bench's own noise lets a perfect model reach with half the
+    launches: the ceiling of "spearman" at this noise is somewhat above it (the full median
+    is steadier than either half). None with fewer than two launches of some layout."""
+    if not rows or min(len(r["measured_runs_ms"]) for r in rows) < 2:
+        return None
+    odd = [statistics.median(r["measured_runs_ms"][0::2]) for r in rows]
+    even = [statistics.median(r["measured_runs_ms"][1::2]) for r in rows]
+    return spearman(odd, even)
+
+
 def summarize(lines):
     clusters = {}
     for line in lines:
@@ -160,6 +176,7 @@ def summarize(lines):
             if summary["runs_per_layout"] > 1:
                 summary["run_spread"] = rounded(statistics.median(
                     (max(r["measured_runs_ms"]) - min(r["measured_runs_ms"])) / r["measured_ms"] for r in hand))
+                summary["repeatability_spearman"] = rounded(repeatability(hand))
         loads = [r["load_avg_1m"] for r in rows if r.get("load_avg_1m") is not None]
         if loads:
             summary["load_avg_1m"] = [min(loads), max(loads)]

@@ -96,6 +96,27 @@ near(pooled, "median_abs_error", round((2 / 12 + 1 / 19) / 2, 4))
 near(pooled, "run_spread", round((2 / 12 + 7 / 19) / 2, 4))
 near(pooled, "chosen_over_best", round(15 / 12, 3))
 PYEOF
+# The measurement against itself: each layout's odd launches' median ranked against its even
+# launches'. a: 10 | 20, b: 20 | 10, c: 30 | 30 -> ranks 1 2 3 against 2 1 3:
+# 1 - 6 * (1 + 1) / (3 * 8) = 0.5. A single launch of a layout leaves it out (null).
+{
+  row 2x1 a 10 15 '"measured_repeats_ms": [10, 20]'
+  row 2x1 b 20 15 '"measured_repeats_ms": [20, 10]'
+  row 2x1 c 30 30 '"measured_repeats_ms": [30, 30]'
+} > "$DIR/halves.jsonl"
+row 2x1 d 40 40 > "$DIR/halves_single.jsonl"
+"$BENCH" --summarize="$DIR/halves.jsonl" > "$DIR/halves_summary.jsonl" || fail "--summarize of halves exited $?"
+"$BENCH" --summarize="$DIR/halves.jsonl,$DIR/halves_single.jsonl" > "$DIR/halves_single_summary.jsonl" ||
+  fail "--summarize of halves and a single launch exited $?"
+python3 - "$DIR/halves_summary.jsonl" "$DIR/halves_single_summary.jsonl" "$DIR/repeats_one.jsonl" <<'PYEOF' ||
+import json, sys
+[halves], [single], [one] = ([json.loads(l) for l in open(path)] for path in sys.argv[1:])
+assert abs(halves["repeatability_spearman"] - 0.5) < 1e-9, halves
+assert "repeatability_spearman" not in single, single
+# u: 12 | 11, v: median(19, 18) | 25: the halves rank u before v alike.
+assert one["repeatability_spearman"] == 1.0, one
+PYEOF
+  fail "repeatability_spearman"
 # --repeats takes a whole number >= 1, checked before anything is made.
 "$BENCH" --repeats=0 2> "$DIR/err" && fail "--repeats=0 was accepted"
 grep -q -- "--repeats=0: give a whole number >= 1" "$DIR/err" || fail "the error does not name --repeats=0: $(cat "$DIR/err")"

@@ -27,6 +27,10 @@
 
 #include "absl/flags/flag.h"
 #include "absl/flags/parse.h"
+#include "absl/status/statusor.h"
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
 #include "kernels/cpu/blas_core.h"
 #include "kernels/cpu/registry.h"
 #include "kernels/cpu/sgemm.h"
@@ -38,6 +42,9 @@ extern "C" char* openblas_get_corename(void);
 ABSL_FLAG(double, min_seconds, 1.0, "time spent on each side of each shape, at least");
 ABSL_FLAG(int, min_calls, 5, "calls of each side per shape, at least");
 ABSL_FLAG(int64_t, max_size, 2048, "skip square shapes larger than this");
+ABSL_FLAG(std::string, shapes, "",
+          "MxNxK[xBATCH],...: time these shapes (no transposes) instead of the default list, e.g. the small "
+          "GEMMs of the auto-parallel benches' gpt (32x96x96 is one sequence of 32 tokens through hidden 96)");
 
 namespace oneflow {
 namespace {
@@ -48,6 +55,28 @@ struct GemmShape {
   bool transpose_a = false;
   bool transpose_b = false;
 };
+
+// --shapes: "MxNxK" or "MxNxKxBATCH" items separated by commas.
+absl::StatusOr<std::vector<GemmShape>> ShapesFromFlag(const std::string& text) {
+  std::vector<GemmShape> shapes;
+  for (absl::string_view item : absl::StrSplit(text, ',', absl::SkipEmpty())) {
+    std::vector<int64_t> dims;
+    for (absl::string_view part : absl::StrSplit(item, 'x')) {
+      int64_t value = 0;
+      if (!absl::SimpleAtoi(part, &value) || value < 1) {
+        return absl::InvalidArgumentError(absl::StrCat("--shapes=", text, ": '", item,
+                                                       "' is not MxNxK or MxNxKxBATCH of whole numbers >= 1"));
+      }
+      dims.push_back(value);
+    }
+    if (dims.size() != 3 && dims.size() != 4) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("--shapes=", text, ": '", item, "' is not MxNxK or MxNxKxBATCH"));
+    }
+    shapes.push_back({std::string(item), dims.size() == 4 ? dims[3] : 1, dims[0], dims[1], dims[2]});
+  }
+  return shapes;
+}
 
 std::vector<GemmShape> Shapes(int64_t max_size) {
   std::vector<GemmShape> shapes;
@@ -82,7 +111,16 @@ double Seconds(Fn&& fn) {
 int Run() {
   openblas_set_num_threads(1);
   const KernelFunction matmul = *FindCpuKernel("matmul");
-  for (const GemmShape& s : Shapes(absl::GetFlag(FLAGS_max_size))) {
+  std::vector<GemmShape> shapes = Shapes(absl::GetFlag(FLAGS_max_size));
+  if (!absl::GetFlag(FLAGS_shapes).empty()) {
+    absl::StatusOr<std::vector<GemmShape>> given = ShapesFromFlag(absl::GetFlag(FLAGS_shapes));
+    if (!given.ok()) {
+      std::fprintf(stderr, "gemm_bench: %s\n", std::string(given.status().message()).c_str());
+      return 2;
+    }
+    shapes = *std::move(given);
+  }
+  for (const GemmShape& s : shapes) {
     const Shape a_shape = s.transpose_a ? Dims(s.batch, s.k, s.m) : Dims(s.batch, s.m, s.k);
     const Shape b_shape = s.transpose_b ? Dims(s.batch, s.n, s.k) : Dims(s.batch, s.k, s.n);
     const Shape c_shape = Dims(s.batch, s.m, s.n);

@@ -46,8 +46,10 @@ absl::Status CountLayoutActs(const proto::Plan& plan, const proto::AutoParallelL
 // Sets every unit's full_recompute (and full_recompute_ops) to the work of the forward ops
 // the recompute pass copied in `plan`, the model compiled with --recompute=full (a copy's
 // kernel runs op "NAME/recompute"; each op counted once, whichever devices and actors run
-// it), and profile->full_recompute_counted. INVALID_ARGUMENT when the plan has no device or
-// its first device no actor, or when the profile has blocks and the plan re-runs none of
+// it), and profile->full_recompute_counted. A copy whose outputs the plan makes views
+// (RegisterDef.alias_of: a reshape's output is its input's bytes) acts without running its
+// kernel: its act is counted, its work is not. INVALID_ARGUMENT when the plan has no device
+// or its first device no actor, or when the profile has blocks and the plan re-runs none of
 // their ops (not compiled with --recompute=full).
 absl::Status CountFullRecomputation(const proto::Plan& plan, ModelProfile* profile);
 

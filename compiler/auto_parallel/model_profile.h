@@ -104,7 +104,8 @@ struct ProfileUnit {
   // (those whose outputs backward reads, and the producers of their inputs inside the
   // block), as CountFullRecomputation counted them in a plan compiled with
   // --recompute=full, and their summed work. Not the whole forward: an op whose output
-  // only the next op's forward reads (a residual add, a bias) is not re-run.
+  // only the next op's forward reads (a residual add, a bias) is not re-run, and a copy
+  // the plan runs as a view (a reshape) is an act without work.
   OpWork full_recompute;
   int64_t full_recompute_ops = 0;
   // Acts one device of the unit's stage runs per micro-batch for it (forward, backward

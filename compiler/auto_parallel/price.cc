@@ -23,12 +23,23 @@
 namespace oneflow::auto_parallel {
 namespace {
 
+// The variables' gradients of one collective kind that tp reduces once per iteration
+// (tp_boxings.h, per_iteration): their price, their bytes (a bucket's register holds each
+// whole) and how many.
+struct TpGradientReduction {
+  double seconds = 0;
+  double bytes = 0;
+  int64_t tensors = 0;
+};
+
 // What one unit costs one device of its stage per micro-batch.
 struct UnitCost {
   double compute_seconds = 0;  // forward + backward (+ recomputation)
   double backward_seconds = 0;
   double tp_seconds = 0;
   double backward_tp_seconds = 0;  // of tp_seconds: the backward's all-reduces
+  // Per iteration, not in tp_seconds: the variables' gradients tp reduces, by kind.
+  std::map<proto::BoxingStepKind, TpGradientReduction> tp_gradients;
   double parameter_bytes = 0;  // on one device before ZeRO
   int64_t parameter_tensors = 0;
   double kept_bytes = 0;       // activations kept for backward, one micro-batch
@@ -87,6 +98,12 @@ class Pricer {
       total.backward_seconds += cost.backward_seconds;
       total.tp_seconds += cost.tp_seconds;
       total.backward_tp_seconds += cost.backward_tp_seconds;
+      for (const auto& [kind, reduction] : cost.tp_gradients) {
+        TpGradientReduction& sum = total.tp_gradients[kind];
+        sum.seconds += reduction.seconds;
+        sum.bytes += reduction.bytes;
+        sum.tensors += reduction.tensors;
+      }
       total.parameter_bytes += cost.parameter_bytes;
       total.parameter_tensors += cost.parameter_tensors;
       total.kept_bytes += cost.kept_bytes;
@@ -131,10 +148,21 @@ class Pricer {
       all_devices_acts += static_cast<double>(layout_.dp() * layout_.tp()) *
                           (micro_batches * cost.micro_batch_acts + cost.iteration_acts);
       // The last micro-batch's backward hides the gradient sync but its last bucket.
-      const GradientBuckets buckets = BucketsOf(cost);
-      const double tail = cost.parameter_bytes <= 0 || buckets.count <= 1 || options_.bucket_mb <= 0
-                              ? 1.0
-                              : buckets.last_bytes / cost.parameter_bytes;
+      const double tail = LastBucketShare(cost.parameter_bytes, cost.parameter_tensors);
+      // tp's reductions of the variables' gradients are bucketed too (gradient_bucketing
+      // packs every group's reduce-scatters and all-reduces) and run on the same
+      // communication thread as the data-parallel sync, so backward hides both but the
+      // last bucket of each (2 x 1 at 1 Gbit/s, dp = 1 tp = 2, traced: the first bucket's
+      // reduce-scatter, 1008 KiB, ran during backward; the last, 1776 KiB, and the layer
+      // norms' all-reduce after it; docs/auto_parallel.md, "Tensor parallelism across
+      // hosts, traced").
+      double tp_gradient_seconds = 0;
+      double tp_gradient_tail_seconds = 0;
+      for (const auto& [kind, reduction] : cost.tp_gradients) {
+        tp_gradient_seconds += reduction.seconds;
+        tp_gradient_tail_seconds += reduction.seconds * LastBucketShare(reduction.bytes, reduction.tensors);
+      }
+      const double gradient_sync_seconds = dp_seconds + tp_gradient_seconds;
       // ZeRO-3 across processes (the dp group spans nodes): backward waits on its
       // re-gathers (below), and the device's one communication thread runs the gradient
       // buckets' reduce-scatters between them, so a bucket reduced during backward delays
@@ -148,7 +176,9 @@ class Pricer {
       const double stretch = LockstepStretch();
       const double hiding_backward = cost.backward_seconds * stretch;
       const double exposed_dp =
-          regathers_waited ? dp_seconds : std::max(dp_seconds - hiding_backward, dp_seconds * tail);
+          regathers_waited ? gradient_sync_seconds
+                           : std::max(gradient_sync_seconds - hiding_backward,
+                                      dp_seconds * tail + tp_gradient_tail_seconds);
       // ZeRO-3's gathers, half for forward and half re-gathered for backward, run once per
       // iteration and serve every micro-batch, so only the first micro-batch's forward and
       // backward can hide them (each is prefetched one parameter-reading op ahead, on the
@@ -422,17 +452,20 @@ class Pricer {
   // activation's bytes are its rows' share, one call per micro-batch; a variable's
   // gather is its whole size every micro-batch. The variables' gradients are reduced
   // once per iteration, packed into gradient buckets (compiler/passes/gradient_bucketing),
-  // so a unit's are priced as one call per kind, and each micro-batch carries
-  // 1 / micro_batches of it. The compiler's choice is the probe's (the whole batch on one
-  // tp group): a layout with fewer rows per device is priced with the same boxings.
-  absl::Status PlannedTpSeconds(const ProfileUnit& unit, int64_t stage, double* forward_tp, double* backward_tp) {
+  // so a unit's are priced as one call per kind, into `gradients`: the iteration's sync
+  // with the data-parallel one, which backward hides but the last bucket (Run). The
+  // compiler's choice is the probe's (the whole batch on one tp group): a layout with
+  // fewer rows per device is priced with the same boxings.
+  absl::Status PlannedTpSeconds(const ProfileUnit& unit, int64_t stage, double* forward_tp, double* backward_tp,
+                                std::map<proto::BoxingStepKind, TpGradientReduction>* gradients) {
     if (TpAxis() < 0) return absl::OkStatus();
-    std::map<proto::BoxingStepKind, double> per_iteration_bytes;
     for (const TpBoxing& boxing : unit.tp_boxings) {
       const double group_bytes =
           static_cast<double>(boxing.bytes) * (boxing.scales_with_rows ? RowFraction() : 1.0);
       if (boxing.per_iteration) {
-        per_iteration_bytes[boxing.kind] += group_bytes;
+        TpGradientReduction& reduction = (*gradients)[boxing.kind];
+        reduction.bytes += group_bytes;
+        ++reduction.tensors;
         continue;
       }
       // An activation's boxing, or a variable's value gathered for its readers.
@@ -441,11 +474,9 @@ class Pricer {
                           PlannedTpCallSeconds(unit, stage, boxing.kind, role, group_bytes, boxing.tensor));
       *(boxing.backward ? backward_tp : forward_tp) += seconds;
     }
-    for (const auto& [kind, bytes] : per_iteration_bytes) {
-      OF_ASSIGN_OR_RETURN(const double seconds,
-                          PlannedTpCallSeconds(unit, stage, kind, TensorRole::kGradient, bytes,
-                                               "the variables' gradients"));
-      *backward_tp += seconds / static_cast<double>(layout_.micro_batches());
+    for (auto& [kind, reduction] : *gradients) {
+      OF_ASSIGN_OR_RETURN(reduction.seconds, PlannedTpCallSeconds(unit, stage, kind, TensorRole::kGradient,
+                                                                  reduction.bytes, "the variables' gradients"));
     }
     return absl::OkStatus();
   }
@@ -476,7 +507,7 @@ class Pricer {
     double forward_tp = 0;
     double backward_tp = 0;
     if (profile_.tp_boxings_counted) {
-      OF_RETURN_IF_ERROR(PlannedTpSeconds(unit, stage, &forward_tp, &backward_tp));
+      OF_RETURN_IF_ERROR(PlannedTpSeconds(unit, stage, &forward_tp, &backward_tp, &cost.tp_gradients));
     }
     for (size_t i = 0; !profile_.tp_boxings_counted && i < unit.tp_forward_all_reduce_bytes.size(); ++i) {
       const std::string tensor = i < unit.tp_forward_all_reduce_tensors.size()
@@ -504,8 +535,10 @@ class Pricer {
       cost.kept_bytes = (activations - unit.attention_core_activation_bytes / tp) * rows;
     } else if (in_block && layout_.recompute() == proto::RECOMPUTE_FULL) {
       // The ops the recompute pass re-runs when counted (act_count.h
-      // CountFullRecomputation), else the whole forward. (The whole forward priced the
-      // bench's gpt's full recomputation 9-11% above its measured CPU time.)
+      // CountFullRecomputation; the copies the plan runs as views are acts without work),
+      // else the whole forward. (The whole forward priced the bench's gpt's full
+      // recomputation 9-11% above its measured CPU time; on 2 emulated hosts, traced, its
+      // copies ran 5.8 ms where the whole forward priced 9.4.)
       recomputed = profile_.full_recompute_counted
                        ? seconds(unit.full_recompute.gemm_flops, unit.full_recompute.tp_gemm_flops,
                                  unit.full_recompute.memory_bytes, unit.full_recompute.tp_memory_bytes)
@@ -542,8 +575,9 @@ class Pricer {
     return cost;
   }
 
-  // The gradient buckets of one device of a stage as compiler/passes/gradient_bucketing
-  // packs its gradients' reductions (ZeRO 0 and 1: all-reduces, 2 and 3: reduce-scatters,
+  // The gradient buckets of `bytes` of gradients (`tensors` variables: one device's for the
+  // data-parallel sync, a tp group's for its reductions) as compiler/passes/gradient_bucketing
+  // packs their reductions (ZeRO 0 and 1: all-reduces, 2 and 3: reduce-scatters,
   // one collective per bucket either way): the first bucket holds at most
   // FirstBucketBytesLimit (DDP's 1 MiB, so backward overlaps its collective early), each
   // later one the --bucket_mb limit; without a limit every variable is its own call.
@@ -552,12 +586,11 @@ class Pricer {
     int64_t count = 1;
     double last_bytes = 0;
   };
-  GradientBuckets BucketsOf(const UnitCost& cost) const {
+  GradientBuckets BucketsOf(double bytes, int64_t tensors) const {
     GradientBuckets buckets;
     const double limit = static_cast<double>(BucketBytesLimit(options_.bucket_mb));
-    const double bytes = cost.parameter_bytes;
     if (limit <= 0) {
-      buckets.count = std::max<int64_t>(1, cost.parameter_tensors);
+      buckets.count = std::max<int64_t>(1, tensors);
       buckets.last_bytes = bytes / static_cast<double>(buckets.count);
       return buckets;
     }
@@ -570,6 +603,14 @@ class Pricer {
     buckets.count = 1 + later;
     buckets.last_bytes = bytes - first - static_cast<double>(later - 1) * limit;
     return buckets;
+  }
+
+  // The share of a gradient group of `bytes` (`tensors` variables) in its last bucket,
+  // which starts only when backward has produced it; 1 when it is one bucket or every
+  // variable runs its own call where its update needs it (bucket_mb 0).
+  double LastBucketShare(double bytes, int64_t tensors) const {
+    const GradientBuckets buckets = BucketsOf(bytes, tensors);
+    return bytes <= 0 || buckets.count <= 1 || options_.bucket_mb <= 0 ? 1.0 : buckets.last_bytes / bytes;
   }
 
   // Optimizer state bytes per parameter copy on one device: ZeRO >= 1 shards it.
@@ -586,7 +627,7 @@ class Pricer {
   // gathers of the updated shards stay dense, as the compiler runs them.
   absl::StatusOr<double> DataParallelSeconds(int64_t stage, const UnitCost& cost) {
     if (layout_.dp() == 1) return 0.0;
-    const int64_t buckets = BucketsOf(cost).count;
+    const int64_t buckets = BucketsOf(cost.parameter_bytes, cost.parameter_tensors).count;
     const int64_t tensors = cost.parameter_tensors;
     if (layout_.zero() == 0) {
       return DataParallelCollective(stage, BoxingKind::kAllReduce, cost.parameter_bytes, tensors, buckets, 1,

@@ -8,18 +8,22 @@
 //   per micro-batch, per device of stage s (rows = batch / (dp x micro_batches)):
 //     forward   GEMM FLOPs / gemm rate + memory-bound bytes / memory rate, the parts the
 //               hints shard divided by tp
-//     backward  2 x forward, plus forward again for full recomputation (the attention
-//               core for selective)
+//     backward  2 x forward, plus for full recomputation the copies the recompute pass
+//               makes (act_count.h CountFullRecomputation: views free; the whole forward
+//               again when not counted), the attention core for selective
 //     tp        the tp probe plan's boxings on the tp axis (tp_boxings.h; without a
 //               probe plan, Megatron's all-reduces), on the critical path; with
-//               --compression, each as the boxing planner plans it (dense or a codec)
+//               --compression, each as the boxing planner plans it (dense or a codec);
+//               the variables' gradients' reductions once per iteration, with the
+//               data-parallel sync below
 //     pp        the cut activation sent forward and its gradient back
 //     acts      the unit's acts per micro-batch x act_seconds, on the critical path: the
 //               acts of the unit in the plan of the layout's family (act_count.h ActsOf:
 //               dp's gradient sync, ZeRO's collectives and copies, the accumulators)
 //   iteration = micro_batches x slowest stage + (pp - 1) x slowest stage (the bubble)
 //               + the stage's optimizer (memory-bound over its parameter state)
-//               + exposed data-parallel sync: the gradient all-reduce (ZeRO 1: + the
+//               + exposed gradient sync: tp's reductions of the variables' gradients
+//               (bucketed per kind) and the data-parallel gradient all-reduce (ZeRO 1: + the
 //               all-gather of the updated shards; 2: reduce-scatter + all-gather; 3:
 //               reduce-scatter), the reductions one call per gradient bucket as
 //               gradient_bucketing packs them (the first bucket at most 1 MiB), the

@@ -83,11 +83,19 @@ absl::StatusOr<proto::AutoParallelDecision> PriceGivenLayout(const JobBuilder& b
 // A probe the model or the compiler refuses is left out: its family keeps the counts of
 // CountActs' probe plan. For a model with blocks, also what full recomputation re-runs:
 // the model on one device compiled with --recompute=full
-// (auto_parallel::CountFullRecomputation; left out, as a refused probe, when the model or
-// the compiler refuses it). The families counted.
+// (CountFullRecomputationOfModel). The families counted.
 absl::StatusOr<int64_t> CountActsOfLayoutFamilies(const JobBuilder& build, const ParallelFlags& cluster,
                                                   const CompileSettings& settings, int64_t max_micro_batches,
                                                   auto_parallel::ModelProfile* profile);
+
+// For a model with blocks, what full recomputation re-runs: the model built for one
+// device of `cluster`, compiled with `settings` and --recompute=full, and the copies the
+// recompute pass made counted (auto_parallel::CountFullRecomputation). Left out, as a
+// refused probe, when the model or the compiler refuses it (the cost model then prices
+// the whole forward again). The search and --predict_step do it with or without host
+// terms; nothing for a model without blocks.
+absl::Status CountFullRecomputationOfModel(const JobBuilder& build, const ParallelFlags& cluster,
+                                           const CompileSettings& settings, auto_parallel::ModelProfile* profile);
 
 // What a person reads: the chosen layout as flags, its predicted step split, predicted
 // and planned peak, the search's size and time, the host terms it was priced with
