@@ -91,6 +91,11 @@ std::string PredictedStepLine(const proto::Plan& plan, const MeasuredStep& measu
     terms = absl::StrFormat("act %.3g us, collective call %.3g us, %d host cores", 1e6 * host.act_seconds(),
                             1e6 * host.collective_call_seconds(), host.host_cores());
     if (host.host_core_share() > 0) absl::StrAppendFormat(&terms, ", core share %.3g", host.host_core_share());
+    // A calibration's machine line: the nodes are processes on one machine.
+    if (host.shared_machine_nodes() > 0) {
+      terms = absl::StrFormat("%d nodes on one machine of %d cores, acts free", host.shared_machine_nodes(),
+                              host.host_cores());
+    }
   }
   std::string line = absl::StrFormat(
       "auto-parallel: predicted step %.3f ms (compute %.3f + exposed communication %.3f + bubble %.3f; host terms: "

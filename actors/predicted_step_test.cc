@@ -39,6 +39,14 @@ TEST(PredictedStepTest, NamesTheHostTermsThePlanWasPricedWith) {
             "auto-parallel: predicted step 4.000 ms (compute 4.000 + exposed communication 0.000 + bubble 0.000; "
             "host terms: act 2.5 us, collective call 12.5 us, 2 host cores), measured 5.000 ms (mean of 1 "
             "iterations after the first): measured / predicted 1.25x\n");
+  // From a calibration's machine line (`oneflow calibrate --nodes` on one machine).
+  terms.Clear();
+  terms.set_host_cores(2);
+  terms.set_shared_machine_nodes(3);
+  EXPECT_EQ(PredictedStepLine(plan, measured),
+            "auto-parallel: predicted step 4.000 ms (compute 4.000 + exposed communication 0.000 + bubble 0.000; "
+            "host terms: 3 nodes on one machine of 2 cores, acts free), measured 5.000 ms (mean of 1 "
+            "iterations after the first): measured / predicted 1.25x\n");
 }
 
 // A plan of --compression_warmup=3 on one device: an int8 step (1 ms, dense 3 ms) and a

@@ -166,7 +166,43 @@ absl::Status ParseHost(const Members& members, Calibration* calibration) {
   return absl::OkStatus();
 }
 
+// A "machine" line into `calibration`.
+absl::Status ParseMachine(const Members& members, Calibration* calibration) {
+  SharedMachineMeasurement measurement;
+  for (const auto& [key, value] : members) {
+    if (key == "machine") {
+      if (value.text != "shared") {
+        return absl::InvalidArgumentError(absl::StrCat("\"machine\" is \"", value.text, "\"; valid: shared"));
+      }
+    } else if (key == "nodes" || key == "cores") {
+      absl::StatusOr<int64_t> number = WholeNumber(key, value);
+      if (!number.ok()) return number.status();
+      (key == "nodes" ? measurement.nodes : measurement.cores) = *number;
+    } else if (key == "method") {
+      measurement.method = value.text;
+    } else {
+      return UnknownKey(key, "machine, nodes, cores, method");
+    }
+  }
+  if (measurement.nodes == 0) return Missing("nodes");
+  if (measurement.cores == 0) return Missing("cores");
+  if (measurement.nodes < 2) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("\"nodes\" is ", measurement.nodes, "; a shared machine holds at least 2 nodes"));
+  }
+  if (calibration->shared_machine.has_value()) {
+    return absl::InvalidArgumentError("the shared machine is given twice");
+  }
+  calibration->shared_machine = std::move(measurement);
+  return absl::OkStatus();
+}
+
 }  // namespace
+
+std::string SharedMachineLine(const SharedMachineMeasurement& measurement) {
+  return absl::StrFormat("{\"machine\": \"shared\", \"nodes\": %d, \"cores\": %d, \"method\": \"%s\"}",
+                         measurement.nodes, measurement.cores, measurement.method);
+}
 
 std::string HostMeasurementLine(const HostMeasurement& measurement) {
   std::string optional_terms =
@@ -228,6 +264,8 @@ absl::StatusOr<Calibration> ParseCalibration(absl::string_view text, absl::strin
       if (absl::Status status = ParseCompute(*members, &calibration); !status.ok()) return fail(status);
     } else if (kind == "host") {
       if (absl::Status status = ParseHost(*members, &calibration); !status.ok()) return fail(status);
+    } else if (kind == "machine") {
+      if (absl::Status status = ParseMachine(*members, &calibration); !status.ok()) return fail(status);
     } else {
       any_codec = true;
     }

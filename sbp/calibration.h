@@ -22,6 +22,12 @@
 //       per device count measured. "core_share" and "boxing_act_seconds" are optional
 //       (lines written before they existed load with none: boxing acts then cost
 //       act_seconds). Files written before host lines existed have none and still load.
+//   {"machine": "shared", "nodes": 3, "cores": 2, "method": "..."}
+//       written by `oneflow calibrate --nodes` when every node's worker reported the same
+//       boot id (/proc/sys/kernel/random/boot_id): the cluster's nodes are processes on one
+//       machine (emulated hosts: network namespaces, containers), whose `cores` they share
+//       (the auto-parallel cost model's PriceOptions::host_cores for a cluster of `nodes`
+//       nodes, when the file has no host line). At most one.
 //
 // Every line must be valid; "method" is informational. The same file always gives the
 // same values, so the same inputs give the same plan bytes.
@@ -61,6 +67,13 @@ struct HostMeasurement {
   std::optional<double> boxing_act_seconds;
 };
 
+// The "machine" line: every one of `nodes` nodes runs on one machine of `cores` cores.
+struct SharedMachineMeasurement {
+  int64_t nodes = 0;
+  int64_t cores = 0;
+  std::string method;
+};
+
 struct Calibration {
   // CodecThroughput::Defaults() with the file's codec lines over it.
   CodecThroughput codecs = CodecThroughput::Defaults();
@@ -70,6 +83,8 @@ struct Calibration {
   ComputeRates compute;
   // The file's host lines in file order, at most one per device count.
   std::vector<HostMeasurement> hosts;
+  // The "machine" line, when the cluster's nodes share one machine.
+  std::optional<SharedMachineMeasurement> shared_machine;
 };
 
 // {"link": "intra_node", "latency_seconds": ..., "bytes_per_second": ..., "method": "..."}
@@ -84,6 +99,9 @@ std::string ComputeMeasurementLine(absl::string_view kind, double per_second, ab
 // only when measured).
 std::string HostMeasurementLine(const HostMeasurement& measurement);
 
+// {"machine": "shared", "nodes": ..., "cores": ..., "method": "..."}.
+std::string SharedMachineLine(const SharedMachineMeasurement& measurement);
+
 // The host line measured for the device count nearest `devices` (ties: the larger count),
 // or nullptr when the calibration has none.
 const HostMeasurement* NearestHostMeasurement(const Calibration& calibration, int64_t devices);
@@ -92,7 +110,8 @@ const HostMeasurement* NearestHostMeasurement(const Calibration& calibration, in
 // line (ParseCodecCalibration's errors for codec lines; for the others e.g.
 //   calibration file 'c.jsonl' line 7: "link" is "wan"; valid: intra_node, inter_node
 //   calibration file 'c.jsonl' line 9: "cores" is 0; it must be a whole number >= 1
-// ), a level, compute kind or host device count given twice, or a file with no line at all.
+// ), a level, compute kind or host device count given twice, a second "machine" line, a
+// "machine" line of fewer than 2 nodes, or a file with no line at all.
 absl::StatusOr<Calibration> ParseCalibration(absl::string_view text, absl::string_view file);
 
 // ParseCalibration of the file at `path`; NOT_FOUND when it does not exist.

@@ -145,6 +145,37 @@ TEST(CalibrationTest, BadHostLinesNameTheLine) {
   EXPECT_EQ(Error(host + "\n\n" + host), "calibration file 'c.jsonl' line 3: host for 4 devices is measured twice");
 }
 
+// The "machine" line of `oneflow calibrate --nodes` (every node on one machine): read
+// back as written, beside the other kinds and without disturbing the codec lines.
+TEST(CalibrationTest, TheSharedMachineLineRoundTrips) {
+  const std::string machine = SharedMachineLine({3, 2, "one boot id"});
+  EXPECT_EQ(machine, R"({"machine": "shared", "nodes": 3, "cores": 2, "method": "one boot id"})");
+  const std::string codec = R"({"codec": "int8", "group_size": 128, "hadamard": false, "bytes_per_second": 2e+09})";
+  absl::StatusOr<Calibration> calibration =
+      ParseCalibration(codec + "\n" + machine + "\n" + LinkMeasurementLine("inter_node", {1e-4, 1e8, ""}), "c.jsonl");
+  ASSERT_TRUE(calibration.ok()) << calibration.status();
+  ASSERT_TRUE(calibration->shared_machine.has_value());
+  EXPECT_EQ(calibration->shared_machine->nodes, 3);
+  EXPECT_EQ(calibration->shared_machine->cores, 2);
+  EXPECT_EQ(calibration->shared_machine->method, "one boot id");
+  EXPECT_TRUE(calibration->hosts.empty());
+  // A file without the line: no shared machine.
+  absl::StatusOr<Calibration> without = ParseCalibration(codec, "c.jsonl");
+  ASSERT_TRUE(without.ok()) << without.status();
+  EXPECT_FALSE(without->shared_machine.has_value());
+
+  EXPECT_EQ(Error(R"({"machine": "own", "nodes": 3, "cores": 2})"),
+            "calibration file 'c.jsonl' line 1: \"machine\" is \"own\"; valid: shared");
+  EXPECT_EQ(Error(R"({"machine": "shared", "nodes": 1, "cores": 2})"),
+            "calibration file 'c.jsonl' line 1: \"nodes\" is 1; a shared machine holds at least 2 nodes");
+  EXPECT_EQ(Error(R"({"machine": "shared", "nodes": 3, "cores": 0})"),
+            "calibration file 'c.jsonl' line 1: \"cores\" is 0; it must be a whole number >= 1");
+  EXPECT_EQ(Error(R"({"machine": "shared", "nodes": 3})"), "calibration file 'c.jsonl' line 1: missing key \"cores\"");
+  EXPECT_EQ(Error(R"({"machine": "shared", "nodes": 3, "cores": 2, "boot_id": "x"})"),
+            "calibration file 'c.jsonl' line 1: unknown key \"boot_id\"; valid keys: machine, nodes, cores, method");
+  EXPECT_EQ(Error(machine + "\n" + machine), "calibration file 'c.jsonl' line 2: the shared machine is given twice");
+}
+
 TEST(CalibrationTest, MissingFileIsNotFound) {
   const absl::StatusOr<Calibration> missing = ReadCalibrationFile(::testing::TempDir() + "/absent.jsonl");
   EXPECT_EQ(missing.status().code(), absl::StatusCode::kNotFound);

@@ -120,8 +120,12 @@ TEST(AutoParallelCostTermsTest, DevicesSharingOneCoreTakeTheirComputeInTurn) {
   absl::StatusOr<proto::AutoParallelPrediction> shared = PriceLayout(probe.profile, one_core, dp4);
   absl::StatusOr<proto::AutoParallelPrediction> enough = PriceLayout(probe.profile, four_cores, dp4);
   ASSERT_TRUE(alone.ok() && shared.ok() && enough.ok());
-  // Four data-parallel devices on one core: the iteration is their four computes in turn.
-  EXPECT_NEAR(auto_parallel::StepSeconds(*shared), 4 * alone->compute_seconds(), 1e-12);
+  // Four data-parallel devices on one core: the iteration is their four computes in turn,
+  // then the gradient sync's last bucket, which every device waits on after backward (a
+  // backward four times longer hides no more of it: it follows backward).
+  ASSERT_GT(alone->exposed_communication_seconds(), 0);
+  EXPECT_NEAR(auto_parallel::StepSeconds(*shared),
+              4 * alone->compute_seconds() + alone->exposed_communication_seconds(), 1e-12);
   EXPECT_GT(auto_parallel::StepSeconds(*shared), auto_parallel::StepSeconds(*alone));
   // A core each: nothing changes.
   EXPECT_EQ(auto_parallel::StepSeconds(*enough), auto_parallel::StepSeconds(*alone));
@@ -133,19 +137,45 @@ TEST(AutoParallelCostTermsTest, TheDevicesComputeOverTheShareOfTheCoresTheProces
   absl::StatusOr<proto::AutoParallelPrediction> alone = PriceLayout(probe.profile, Devices(4), dp4);
   ASSERT_TRUE(alone.ok()) << alone.status();
   // Two cores of which the process obtains half a core's worth (other programs run):
-  // four data-parallel devices' compute takes 4 x compute / 0.5 of wall time.
+  // four data-parallel devices' compute takes 4 x compute / 0.5 of wall time, then the
+  // sync's last bucket.
   auto_parallel::PriceOptions half_core = Devices(4);
   half_core.host_cores = 2;
   half_core.host_core_share = 0.5;
   absl::StatusOr<proto::AutoParallelPrediction> loaded = PriceLayout(probe.profile, half_core, dp4);
   ASSERT_TRUE(loaded.ok()) << loaded.status();
-  EXPECT_NEAR(auto_parallel::StepSeconds(*loaded), 8 * alone->compute_seconds(), 1e-12);
+  EXPECT_NEAR(auto_parallel::StepSeconds(*loaded), 8 * alone->compute_seconds() + alone->exposed_communication_seconds(),
+              1e-12);
   // A share above the cores (a measurement's noise) is capped at them: 4 x compute / 2.
   auto_parallel::PriceOptions above = half_core;
   above.host_core_share = 3;
   absl::StatusOr<proto::AutoParallelPrediction> capped = PriceLayout(probe.profile, above, dp4);
   ASSERT_TRUE(capped.ok()) << capped.status();
-  EXPECT_NEAR(auto_parallel::StepSeconds(*capped), 2 * alone->compute_seconds(), 1e-12);
+  EXPECT_NEAR(auto_parallel::StepSeconds(*capped), 2 * alone->compute_seconds() + alone->exposed_communication_seconds(),
+              1e-12);
+}
+
+TEST(AutoParallelCostTermsTest, OneStageOnSharedCoresWaitsOnItsCollectivesAfterItsStretchedCompute) {
+  const Probe probe = ProbeOf(TinyGpt());
+  // tp = 2 on two devices, one stage: both devices run every all-reduce together, so
+  // neither computes while one runs. On one core the step is their two computes in turn
+  // plus every all-reduce (3 x 4 + 2 calls of c each beside the link's price), not the
+  // larger of the two (which hid the all-reduces behind the other device's compute).
+  auto_parallel::PriceOptions own_cores = Devices(2);
+  own_cores.collective_call_seconds = 1e-3;
+  auto_parallel::PriceOptions one_core = own_cores;
+  one_core.host_cores = 1;
+  absl::StatusOr<proto::AutoParallelPrediction> alone = PriceLayout(probe.profile, own_cores, Layout(1, 2, 1));
+  absl::StatusOr<proto::AutoParallelPrediction> shared = PriceLayout(probe.profile, one_core, Layout(1, 2, 1));
+  ASSERT_TRUE(alone.ok() && shared.ok());
+  ASSERT_GE(alone->exposed_communication_seconds(), 14 * 1e-3);
+  // (The all-reduces outweigh a device's compute, so the larger of the two was compute +
+  // all-reduces: one core's turns did not show.)
+  ASSERT_GT(alone->exposed_communication_seconds(), alone->compute_seconds());
+  EXPECT_NEAR(shared->compute_seconds(), 2 * alone->compute_seconds(), 1e-12);
+  EXPECT_NEAR(shared->exposed_communication_seconds(), alone->exposed_communication_seconds(), 1e-12);
+  EXPECT_NEAR(auto_parallel::StepSeconds(*shared),
+              2 * alone->compute_seconds() + alone->exposed_communication_seconds(), 1e-12);
 }
 
 TEST(AutoParallelCostTermsTest, APipelineOnFewerCoresThanStagesIsPlayedOutOnThem) {

@@ -184,6 +184,61 @@ TEST(AutoParallelHostTermsTest, FilesWithoutHostLinesPriceAsBefore) {
   EXPECT_TRUE(absl::StrContains(*text, "    host terms: none: acts free, every device its own core\n")) << *text;
 }
 
+// `oneflow calibrate --nodes` found every node on one machine (emulated hosts): without a
+// host line its "machine" line makes the nodes' devices share its cores, acts free; on a
+// cluster of another node count, or beside a host line (which measured more), it is not
+// used.
+TEST(AutoParallelHostTermsTest, AMachineLineSharesItsCoresAmongTheNodesItNames) {
+  const std::string machine = SharedMachineLine({2, 1, "test"});
+  const std::string file = WriteFile("machine.jsonl", absl::StrCat(kCodecLine, "\n", machine, "\n"));
+  auto search = [](int64_t nodes, const std::string& calibration) {
+    examples::AutoParallelRequest request;
+    request.cluster.nodes = nodes;
+    request.cluster.devices_per_node = 1;
+    request.settings.compression.compression = "off";
+    request.settings.compression.codec_calibration = calibration;
+    return examples::AutoParallelCompile(TinyMlp(), request);
+  };
+  absl::StatusOr<examples::AutoParallelResult> shared = search(2, file);
+  ASSERT_TRUE(shared.ok()) << shared.status();
+  const proto::AutoParallelHostTerms& terms = shared->plan.auto_parallel().host_terms();
+  EXPECT_EQ(terms.host_cores(), 1);
+  EXPECT_EQ(terms.shared_machine_nodes(), 2);
+  EXPECT_EQ(terms.act_seconds(), 0);
+  EXPECT_EQ(terms.collective_call_seconds(), 0);
+  EXPECT_EQ(terms.host_core_share(), 0);
+  // Priced as the devices of one machine's single core (the cost model's shared-core
+  // terms, tests/auto_parallel_cost_terms_test.cc), acts free.
+  auto_parallel::PriceOptions options;
+  auto_parallel::ApplyHostTerms(terms, &options);
+  EXPECT_EQ(options.host_cores, 1);
+  EXPECT_EQ(options.host_core_share, 0);
+  EXPECT_EQ(options.act_seconds, 0);
+  // The same file without its machine line: the nodes are separate machines.
+  absl::StatusOr<examples::AutoParallelResult> separate =
+      search(2, WriteFile("separate.jsonl", absl::StrCat(kCodecLine, "\n")));
+  ASSERT_TRUE(separate.ok()) << separate.status();
+  EXPECT_FALSE(separate->plan.auto_parallel().has_host_terms());
+  absl::StatusOr<std::string> text = cli::InspectPlan(shared->plan, {cli::InspectFormat::kText});
+  ASSERT_TRUE(text.ok()) << text.status();
+  EXPECT_TRUE(absl::StrContains(*text, "    host terms: 2 nodes on one machine of 1 cores,")) << *text;
+  absl::StatusOr<std::string> json = cli::InspectPlan(shared->plan, {cli::InspectFormat::kJson});
+  ASSERT_TRUE(json.ok()) << json.status();
+  EXPECT_TRUE(absl::StrContains(*json, "\"shared_machine_nodes\": 2")) << *json;
+
+  // A cluster of 3 nodes is not the machine's 2.
+  absl::StatusOr<examples::AutoParallelResult> other = search(3, file);
+  ASSERT_TRUE(other.ok()) << other.status();
+  EXPECT_FALSE(other->plan.auto_parallel().has_host_terms());
+  // A host line wins: it measured the per-act cost and the share too.
+  const std::string both = WriteFile(
+      "both.jsonl", absl::StrCat(kCodecLine, "\n", machine, "\n", HostMeasurementLine({2, 3e-6, 4e-6, 2, ""}), "\n"));
+  absl::StatusOr<examples::AutoParallelResult> host = search(2, both);
+  ASSERT_TRUE(host.ok()) << host.status();
+  EXPECT_EQ(host->plan.auto_parallel().host_terms().shared_machine_nodes(), 0);
+  EXPECT_EQ(host->plan.auto_parallel().host_terms().act_seconds(), 3e-6);
+}
+
 TEST(AutoParallelHostTermsTest, ABadHostLineIsRefusedNamingTheLine) {
   const std::string file = WriteFile(
       "bad.jsonl",

@@ -7,8 +7,9 @@
 # Per cluster:
 #   1. `oneflow calibrate --nodes=...` between the daemons, from host 0, with the links shaped:
 #      the cluster's calibration (both link levels' alpha and beta, node 0's worker's codec and
-#      compute rates). Every plan below is compiled with it (--codec_calibration), so the
-#      model sees the shaped link as measured, not the flag's 1 Gbit/s.
+#      compute rates, and the machine line: the namespaces share this machine's boot id, so
+#      the nodes share its cores). Every plan below is compiled with it (--codec_calibration),
+#      so the model sees the shaped link as measured, not the flag's 1 Gbit/s.
 #   2. `oneflow calibrate --host_devices=D` on this machine (D = every device of the cluster):
 #      its host line (per-act cost, collective call cost, cores, core share) appended to a
 #      second file, the "shared host" calibration: every emulated host runs on this machine's
@@ -303,7 +304,7 @@ run_cluster() {
 import json, sys
 cluster, links, host, seconds = sys.argv[1:]
 line = {"bench": "auto_parallel_prediction_hosts_calibration", "cluster": cluster, "seconds": int(seconds)}
-for path, keep in ((links, ("link", "compute")), (host, ("host",))):
+for path, keep in ((links, ("link", "compute", "machine")), (host, ("host",))):
     for text in open(path):
         row = json.loads(text)
         kind = next((k for k in keep if k in row), None)

@@ -100,10 +100,20 @@ void ApplyHostMeasurement(const HostMeasurement& measurement, PriceOptions* opti
   options->boxing_act_seconds = measurement.boxing_act_seconds;
 }
 
-std::optional<proto::AutoParallelHostTerms> HostTermsFor(const Calibration& calibration, int64_t devices,
-                                                        const std::string& file) {
+std::optional<proto::AutoParallelHostTerms> HostTermsFor(const Calibration& calibration, int64_t nodes,
+                                                        int64_t devices, const std::string& file) {
   const HostMeasurement* nearest = NearestHostMeasurement(calibration, devices);
-  if (nearest == nullptr) return std::nullopt;
+  if (nearest == nullptr) {
+    // The nodes are processes of one machine: their devices take turns on its cores. Only
+    // the cores are known (no per-act cost or share was measured across the processes).
+    if (!calibration.shared_machine.has_value() || calibration.shared_machine->nodes != nodes) return std::nullopt;
+    proto::AutoParallelHostTerms terms;
+    terms.set_host_cores(calibration.shared_machine->cores);
+    terms.set_shared_machine_nodes(nodes);
+    terms.set_measured_devices(devices);
+    terms.set_calibration_file(file);
+    return terms;
+  }
   proto::AutoParallelHostTerms terms;
   terms.set_act_seconds(nearest->act_seconds);
   terms.set_collective_call_seconds(nearest->collective_call_seconds);
@@ -127,6 +137,10 @@ void ApplyHostTerms(const proto::AutoParallelHostTerms& terms, PriceOptions* opt
 std::string HostTermsText(const proto::AutoParallelDecision& decision) {
   if (!decision.has_host_terms()) return "none: acts free, every device its own core";
   const proto::AutoParallelHostTerms& terms = decision.host_terms();
+  if (terms.shared_machine_nodes() > 0) {
+    return absl::StrFormat("%d nodes on one machine of %d cores, acts free (%s)", terms.shared_machine_nodes(),
+                           terms.host_cores(), terms.calibration_file());
+  }
   const std::string boxing_act = terms.has_boxing_act_seconds()
                                      ? absl::StrFormat(", boxing act %.3g us", terms.boxing_act_seconds() * 1e6)
                                      : std::string();

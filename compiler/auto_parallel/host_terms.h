@@ -74,10 +74,12 @@ absl::StatusOr<SharedHostTerms> FitSharedHostTerms(const std::vector<RunSample>&
 // boxing_act_seconds (nullopt when not measured) from `measurement`.
 void ApplyHostMeasurement(const HostMeasurement& measurement, PriceOptions* options);
 
-// The record of the calibration's host line nearest `devices` (NearestHostMeasurement),
-// or nullopt when it has none. `file` is the path as the user gave it.
-std::optional<proto::AutoParallelHostTerms> HostTermsFor(const Calibration& calibration, int64_t devices,
-                                                        const std::string& file);
+// The record of the calibration's host line nearest `devices` (NearestHostMeasurement);
+// without host lines, of its "machine" line when that names `nodes` nodes (the cluster's
+// nodes are processes on one machine of that many cores: host_cores, acts free, the core
+// share the cores); else nullopt. `file` is the path as the user gave it.
+std::optional<proto::AutoParallelHostTerms> HostTermsFor(const Calibration& calibration, int64_t nodes,
+                                                        int64_t devices, const std::string& file);
 
 // Sets options' act_seconds, collective_call_seconds, host_cores, host_core_share and
 // boxing_act_seconds (nullopt when the record has none) from a record.
@@ -85,7 +87,7 @@ void ApplyHostTerms(const proto::AutoParallelHostTerms& terms, PriceOptions* opt
 
 // "act 2.5 us, collective call 12.5 us, 2 host cores (measured for 4 devices, c.jsonl)" (with
 // ", boxing act 42 us" after the act and ", core share 1.6" after the cores when the line
-// had them), or
+// had them), from a machine line "3 nodes on one machine of 2 cores, acts free (c.jsonl)", or
 // for a decision without the record "none: acts free, every device its own core".
 std::string HostTermsText(const proto::AutoParallelDecision& decision);
 

@@ -182,9 +182,13 @@ class Pricer {
       // + the first bucket's reduce-scatter, 18.7 + 13.1 + 3.1 ms against 37.6 measured;
       // docs/auto_parallel.md, "ZeRO across hosts").
       const bool regathers_waited = layout_.zero() >= 3 && DpCrossesNodes(s);
+      // The compute that can hide communication, as long as the devices' turns on shared
+      // cores make it (LockstepStretch: one stage; 1 otherwise).
+      const double stretch = LockstepStretch();
+      const double hiding_backward = cost.backward_seconds * stretch;
       const double exposed_dp =
           regathers_waited ? gradient_sync_seconds
-                           : std::max(gradient_sync_seconds - cost.backward_seconds,
+                           : std::max(gradient_sync_seconds - hiding_backward,
                                       dp_seconds * tail + tp_gradient_tail_seconds);
       // ZeRO-3's gathers, half for forward and half re-gathered for backward, run once per
       // iteration and serve every micro-batch, so only the first micro-batch's forward and
@@ -197,7 +201,7 @@ class Pricer {
       // run 35).
       const double forward_gathers = zero3_gathers / 2;
       const double backward_gathers = zero3_gathers - forward_gathers;
-      const double forward_compute = cost.compute_seconds - cost.backward_seconds;
+      const double forward_compute = (cost.compute_seconds - cost.backward_seconds) * stretch;
       // Across processes the forward's gathers, which read variables only, run ahead of
       // the forward on the communication thread and hide behind it, but each re-gather is
       // prefetched one parameter-reading op ahead and its ranks meet over the link: the
@@ -210,7 +214,7 @@ class Pricer {
       const double exposed_gathers =
           regathers_waited        ? exposed_forward_gathers + backward_gathers
           : options_.host_cores > 0 ? zero3_gathers
-                                    : exposed_forward_gathers + std::max(0.0, backward_gathers - cost.backward_seconds);
+                                    : exposed_forward_gathers + std::max(0.0, backward_gathers - hiding_backward);
       // The play's tasks: compute on the shared cores, then the communication the stage
       // waits on, which holds no core (tp's all-reduces, the pipeline's receives).
       stage_work[s].backward_seconds = cost.backward_seconds;
@@ -258,15 +262,24 @@ class Pricer {
     if (profile_.acts_counted) prediction.set_acts_per_iteration(static_cast<int64_t>(std::llround(all_devices_acts)));
     // The units' tp edges, then each stage's data-parallel collectives.
     for (proto::AutoParallelEdge& edge : edges_) *prediction.add_edges() = std::move(edge);
-    if (options_.host_cores > 0) {
-      // The devices take turns on the host's cores: no iteration is shorter than all
-      // their compute spread over the cores, nor than the pipeline played out on them
+    if (options_.host_cores > 0 && pp == 1) {
+      // One stage: every device runs the same program, and the communication on its path
+      // (tp's collectives, the sync backward does not hide, ZeRO's gathers) is collectives
+      // every device waits on together, so no device computes while it runs: the step is
+      // the compute as the shared cores stretch it, then that communication (priced above
+      // against the stretched backward). Taking the larger of the two instead hid the
+      // communication behind the other devices' compute: 3 emulated hosts on 2 cores, dp=3
+      // without codecs predicted 42.1 ms (as with codecs, 41.8) where it measured 61.2
+      // against 40.2: its last gradient bucket, 21 ms over the link after backward, added
+      // to the 40 ms the three devices' compute took on the cores (docs/auto_parallel.md,
+      // "Three hosts on two cores").
+      prediction.set_compute_seconds(std::max(prediction.compute_seconds(), all_devices_compute / SharedCores()));
+    } else if (options_.host_cores > 0) {
+      // A pipeline's devices take turns on the host's cores: no iteration is shorter than
+      // all their compute spread over the cores, nor than the pipeline played out on them
       // (its stages do not keep every core busy while it fills and drains).
-      double shared = all_devices_compute / SharedCores();
-      if (pp > 1) {
-        OF_ASSIGN_OR_RETURN(const double pipeline, SharedCorePipelineSeconds(stage_work, micro_batches, SharedCores()));
-        shared = std::max(shared, pipeline + slowest_tail);
-      }
+      OF_ASSIGN_OR_RETURN(const double pipeline, SharedCorePipelineSeconds(stage_work, micro_batches, SharedCores()));
+      const double shared = std::max(all_devices_compute / SharedCores(), pipeline + slowest_tail);
       const double step = StepSeconds(prediction);
       if (shared > step) prediction.set_compute_seconds(prediction.compute_seconds() + shared - step);
     }
@@ -325,6 +338,16 @@ class Pricer {
     return options_.host_core_share > 0
                ? std::min(options_.host_core_share, static_cast<double>(options_.host_cores))
                : static_cast<double>(options_.host_cores);
+  }
+
+  // With host_cores and one stage: how much longer each device's compute takes when all
+  // of the stage's devices compute at once on the cores' share, each at most one core
+  // (devices / share, at least 1). Every device of one stage runs the same program, so
+  // they compute at once; a pipeline's stages do not (shared_core_pipeline.h plays them
+  // out). 1 otherwise.
+  double LockstepStretch() const {
+    if (options_.host_cores <= 0 || layout_.pp() != 1) return 1.0;
+    return std::max(1.0, static_cast<double>(layout_.dp() * layout_.tp()) / SharedCores());
   }
 
   double RowFraction() const { return 1.0 / static_cast<double>(layout_.dp() * layout_.micro_batches()); }

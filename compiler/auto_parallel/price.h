@@ -42,9 +42,13 @@
 //               on its gathers; with the dp group across nodes the forward hides its
 //               gathers but backward waits on every re-gather (a call between processes,
 //               prefetched one op ahead)
-//   and with host_cores (every device simulated in one process on that many cores) at
-//   least the devices' compute (kernels and acts) over the cores, or over the share of
-//   them the process obtains (host_core_share), and with pp > 1 at least the 1F1B
+//   and with host_cores (every device simulated in one process on that many cores, or
+//   the cluster's nodes processes of one machine: a calibration's machine line) and one
+//   stage: the devices' compute (kernels and acts) over the cores, or over the share of
+//   them the process obtains (host_core_share), at least one device's, then the
+//   communication on the path (every device of the stage waits on its collectives
+//   together, so none computes meanwhile), the sync priced against the backward as long
+//   as the cores make it; with pp > 1 at least the devices' compute over the cores and the 1F1B
 //   pipeline played out on that share (shared_core_pipeline.h: a task's kernels and acts
 //   on the cores, its tp all-reduces and pipeline receives (at most what they add to the
 //   stage's time per micro-batch above) as waiting on none, and the
@@ -91,8 +95,9 @@ struct PriceOptions {
   // host's cores (a rank waits for descheduled peers), added per call; 0: none.
   double collective_call_seconds = 0;
   // Cores of the host when every device of the cluster runs in one process on it (`oneflow
-  // run`, the examples' --run): the devices' compute then shares them, and the iteration
-  // takes at least every device's compute over the cores. 0: each device has its own.
+  // run`, the examples' --run) or the cluster's nodes are processes of one machine
+  // (emulated hosts): the devices' compute then shares them, and the iteration takes at
+  // least every device's compute over the cores. 0: each device has its own.
   int64_t host_cores = 0;
   // With host_cores: the CPU seconds the devices obtain per second of wall time when all
   // of them are busy, measured as a run's process CPU time over its wall time (other

@@ -70,10 +70,11 @@ absl::StatusOr<Probe> Profile(const JobBuilder& build, const ParallelFlags& clus
 }
 
 // The host terms of --codec_calibration's file for the cluster's device count (its host
-// line nearest it), or nullopt without a file or without host lines. The file was read
-// and checked by CompileOptionsFor already.
+// line nearest it; without one, its machine line when the cluster's nodes share one
+// machine), or nullopt without a file or without either. The file was read and checked by
+// CompileOptionsFor already.
 absl::StatusOr<std::optional<proto::AutoParallelHostTerms>> HostTerms(const CompileSettings& settings,
-                                                                      int64_t devices) {
+                                                                      int64_t nodes, int64_t devices) {
   const std::string& file = settings.compression.codec_calibration;
   if (file.empty()) return std::optional<proto::AutoParallelHostTerms>();
   absl::StatusOr<Calibration> calibration = ReadCalibrationFile(file);
@@ -81,7 +82,7 @@ absl::StatusOr<std::optional<proto::AutoParallelHostTerms>> HostTerms(const Comp
     return absl::Status(calibration.status().code(),
                         absl::StrCat("--codec_calibration: ", calibration.status().message()));
   }
-  return auto_parallel::HostTermsFor(*calibration, devices, file);
+  return auto_parallel::HostTermsFor(*calibration, nodes, devices, file);
 }
 
 int64_t PlannedPeak(const proto::Plan& plan) {
@@ -187,7 +188,8 @@ absl::StatusOr<CostModel> PrepareCostModel(const JobBuilder& build, const AutoPa
   options.max_pipeline_stages = request.max_pipeline_stages;
   options.max_micro_batches = request.max_micro_batches;
   OF_ASSIGN_OR_RETURN(const std::optional<proto::AutoParallelHostTerms> host_terms,
-                      HostTerms(request.settings, request.cluster.nodes * request.cluster.devices_per_node));
+                      HostTerms(request.settings, request.cluster.nodes,
+                                request.cluster.nodes * request.cluster.devices_per_node));
   if (host_terms.has_value()) auto_parallel::ApplyHostTerms(*host_terms, &options.price);
   // The per-act cost needs the acts of each unit, and tp's price the boxings the compiler
   // plans for it: the probe job compiled (as a layout of the search would be, recomputing

@@ -3,6 +3,8 @@
 // calibration file the compiler reads, and read back by its parser; and the bad inputs
 // (one node, an unreachable node, a wrong token, an unknown transport) refused with a
 // message naming what was wrong, leaving an existing file as it was and no worker behind.
+#include <sched.h>
+
 #include <chrono>
 #include <cstdio>
 #include <filesystem>
@@ -144,6 +146,16 @@ TEST_F(CalibrateNodesTest, MeasuresBothLevelsBetweenTheDaemons) {
     if (absl::StartsWith(line, "{\"codec\": ")) ++codec_lines;
   }
   EXPECT_GE(codec_lines, 6) << "every codec configuration the compiler picks from";
+  // Both daemons run on this machine: their workers read this machine's boot id, so the
+  // file says the 2 nodes share it and its cores (those this test may run on: the workers
+  // inherit the affinity).
+  ASSERT_TRUE(calibration->shared_machine.has_value()) << Contents(out);
+  EXPECT_EQ(calibration->shared_machine->nodes, 2);
+  cpu_set_t cores;
+  CPU_ZERO(&cores);
+  ASSERT_EQ(sched_getaffinity(0, sizeof(cores), &cores), 0);
+  EXPECT_EQ(calibration->shared_machine->cores, CPU_COUNT(&cores));
+  EXPECT_THAT(calibration->shared_machine->method, HasSubstr("every node's worker read boot id "));
   EXPECT_TRUE(ProcessesWithArgument("--measure_links").empty());
 
   // The other transport, named in the method.

@@ -124,6 +124,7 @@ absl::Status RunCalibrate(const std::vector<std::string>& /*arguments*/, std::os
   lines.push_back(LinkMeasurementLine("intra_node", links->intra_node));
   lines.push_back(LinkMeasurementLine("inter_node", links->inter_node));
   lines.insert(lines.end(), machine.compute_lines.begin(), machine.compute_lines.end());
+  if (links->shared_machine.has_value()) lines.push_back(SharedMachineLine(*links->shared_machine));
   OF_ASSIGN_OR_RETURN(const std::vector<std::string> host_lines, MeasureHostLines(host_devices));
   lines.insert(lines.end(), host_lines.begin(), host_lines.end());
   const std::string path = absl::GetFlag(FLAGS_out);

@@ -1,5 +1,6 @@
 #include "tools/cli/cluster_link_calibration.h"
 
+#include <algorithm>
 #include <cstdio>
 #include <memory>
 #include <utility>
@@ -62,6 +63,19 @@ absl::StatusOr<ClusterLinks> SlowestLinks(const std::map<int64_t, proto::LinkMea
                                         absl::StrJoin(links.machine.compute_lines, "\n"), "\n");
   if (absl::Status parsed = ParseCalibration(text, "node 0's measurements").status(); !parsed.ok()) {
     return parsed;
+  }
+  // One boot id everywhere: the nodes are processes of one machine and take turns on its
+  // cores (node 0's: the nodes are its processes). A worker that cannot read its boot id
+  // reports none, and says nothing about sharing.
+  bool one_machine = !first.boot_id().empty();
+  for (int64_t node = 1; node < expected_nodes && one_machine; ++node) {
+    one_machine = reports.at(node).boot_id() == first.boot_id();
+  }
+  if (one_machine) {
+    links.shared_machine = SharedMachineMeasurement{
+        expected_nodes, std::max<int64_t>(1, first.cores()),
+        absl::StrCat("every node's worker read boot id ", first.boot_id(),
+                     ": one machine; cores: sched_getaffinity of node 0's worker")};
   }
   return links;
 }

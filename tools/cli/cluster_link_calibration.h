@@ -9,12 +9,16 @@
 // Per level the file gets the slowest node's fit (the one whose 16 MiB all-reduce took
 // longest): a collective over nodes runs at the pace of its slowest member. Its "method"
 // names the node and how many reported. Node 0's worker also measures its machine's codecs
-// and compute rates (machine_calibration.h), the file's other lines.
+// and compute rates (machine_calibration.h), the file's other lines. Every worker reports
+// its machine's boot id and cores: when all of them report one boot id, the nodes are
+// processes on one machine (emulated hosts) and the file gets a "machine" line with node
+// 0's cores, which the cost model prices as cores the nodes' devices share.
 #ifndef TOOLS_CLI_CLUSTER_LINK_CALIBRATION_H_
 #define TOOLS_CLI_CLUSTER_LINK_CALIBRATION_H_
 
 #include <cstdint>
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -30,6 +34,8 @@ struct ClusterLinks {
   LinkLevelMeasurement inter_node;
   // With --nodes: node 0's codec and compute lines.
   MachineLines machine;
+  // With --nodes, when every node reported the same (non-empty) boot id.
+  std::optional<SharedMachineMeasurement> shared_machine;
 };
 
 struct ClusterCalibrationOptions {
@@ -47,8 +53,8 @@ struct ClusterCalibrationOptions {
 //   job 'calibrate-...' failed: node 1 (127.0.0.1:1) is unreachable: ...
 absl::StatusOr<ClusterLinks> MeasureClusterLinks(const ClusterCalibrationOptions& options);
 
-// The slowest node's fit per level among every node's report (node -> measurements), and
-// node 0's machine lines. INVALID_ARGUMENT naming the first of `expected_nodes` nodes whose
+// The slowest node's fit per level among every node's report (node -> measurements),
+// node 0's machine lines, and the shared machine when every node reported one boot id. INVALID_ARGUMENT naming the first of `expected_nodes` nodes whose
 // report lacks a level, or node 0's lines when they are missing or do not parse.
 absl::StatusOr<ClusterLinks> SlowestLinks(const std::map<int64_t, proto::LinkMeasurements>& reports,
                                           int64_t expected_nodes);

@@ -1,6 +1,5 @@
 #include "tools/cli/host_calibration.h"
 
-#include <sched.h>
 #include <time.h>
 
 #include <algorithm>
@@ -18,6 +17,7 @@
 #include "examples/mlp/mlp_model.h"
 #include "oneflow_core/status.h"
 #include "tools/cli/link_calibration.h"
+#include "tools/cli/machine_calibration.h"
 
 namespace oneflow::cli {
 namespace {
@@ -26,13 +26,6 @@ constexpr int64_t kRepetitions = 3;
 constexpr int64_t kRounds = 4;
 // Iterations of the act probe; the first two (allocation, warm-up) are not timed.
 constexpr int64_t kActIterations = 40;
-
-int64_t AllowedCores() {
-  cpu_set_t set;
-  CPU_ZERO(&set);
-  if (sched_getaffinity(0, sizeof(set), &set) != 0) return 1;
-  return std::max(1, CPU_COUNT(&set));
-}
 
 // The fastest step of the tiny mlp (every width 1, or `devices` for tp: kernels of
 // nanoseconds) on `devices` devices, data-parallel or tensor-parallel, and its plan.
@@ -223,7 +216,7 @@ absl::StatusOr<HostRuntime> MeasureHostRuntime(int64_t devices) {
   HostRuntime runtime;
   HostMeasurement& measurement = runtime.measurement;
   measurement.devices = devices;
-  measurement.cores = AllowedCores();
+  measurement.cores = ThisMachine().cores;
   OF_ASSIGN_OR_RETURN(runtime.shared, MeasureSharedHost(devices, measurement.cores));
   measurement.act_seconds = runtime.shared.terms.act_seconds;
   measurement.core_share = runtime.shared.terms.host_core_share;

@@ -148,6 +148,8 @@ void WriteAutoParallelJson(const proto::Plan& plan, JsonWriter& json) {
     json.Double(terms.host_core_share());
     json.Key("measured_devices");
     json.Int(terms.measured_devices());
+    json.Key("shared_machine_nodes");  // 0: a host line's terms; else nodes of one machine
+    json.Int(terms.shared_machine_nodes());
     json.Key("calibration_file");
     json.String(terms.calibration_file());
     json.EndObject();

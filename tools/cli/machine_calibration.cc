@@ -1,9 +1,13 @@
 #include "tools/cli/machine_calibration.h"
 
+#include <sched.h>
+
 #include <algorithm>
 #include <chrono>
+#include <fstream>
 #include <random>
 
+#include "absl/strings/ascii.h"
 #include "kernels/compression/codec.h"
 #include "sbp/calibration.h"
 #include "sbp/compression_policy.h"
@@ -95,6 +99,17 @@ MachineLines MeasureMachine() {
   lines.compute_lines.push_back(ComputeMeasurementLine("memory", MeasureMemoryBytesPerSecond(kRepetitions),
                                                        "memcpy 64 MiB, 1 thread, bytes read + written"));
   return lines;
+}
+
+MachineIdentity ThisMachine() {
+  MachineIdentity machine;
+  std::ifstream file("/proc/sys/kernel/random/boot_id");
+  std::getline(file, machine.boot_id);
+  machine.boot_id = std::string(absl::StripAsciiWhitespace(machine.boot_id));
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  if (sched_getaffinity(0, sizeof(set), &set) == 0) machine.cores = std::max(1, CPU_COUNT(&set));
+  return machine;
 }
 
 }  // namespace oneflow::cli

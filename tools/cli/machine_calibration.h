@@ -33,6 +33,15 @@ std::vector<CodecMeasurement> MeasureCodecThroughput(int64_t elements, int64_t r
 // The measurements of the top of this file, as calibration file lines (about a second).
 MachineLines MeasureMachine();
 
+// Which machine this process runs on and the cores it may use: processes of one machine
+// (a cluster's nodes emulated by network namespaces or containers on it) read the same
+// boot id, and share its cores.
+struct MachineIdentity {
+  std::string boot_id;  // /proc/sys/kernel/random/boot_id; empty where it cannot be read
+  int64_t cores = 1;    // sched_getaffinity's count, at least 1
+};
+MachineIdentity ThisMachine();
+
 }  // namespace oneflow::cli
 
 #endif  // TOOLS_CLI_MACHINE_CALIBRATION_H_

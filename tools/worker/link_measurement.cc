@@ -58,6 +58,9 @@ absl::StatusOr<proto::LinkMeasurements> MeasureNodeLinks(const NodeLinkOptions& 
   proto::LinkMeasurements measurements;
   AddLevel("inter_node", *inter_node, &measurements);
   AddLevel("intra_node", *intra_node, &measurements);
+  const cli::MachineIdentity identity = cli::ThisMachine();
+  measurements.set_boot_id(identity.boot_id);
+  measurements.set_cores(identity.cores);
   if (options.node == 0) {
     const cli::MachineLines machine = cli::MeasureMachine();
     for (const std::string& line : machine.codec_lines) measurements.add_codec_lines(line);

@@ -1,0 +1,111 @@
+#!/usr/bin/env python3
+"""Prices the hand layouts of an earlier prediction_hosts_bench.sh run again, measuring nothing.
+
+  bench/auto_parallel/reprice_hosts.py --run=RUN.jsonl --codecs=CLUSTER.jsonl --bin_dir=DIR > NEW.jsonl
+  bench/auto_parallel/prediction_hosts_bench.sh --summarize=NEW.jsonl
+
+Per cluster of the run, the calibration files are rebuilt from the run's calibration line
+("auto_parallel_prediction_hosts_calibration": both link levels, the compute rates and the
+host line) with the codec lines of --codecs (the line does not keep the codec throughputs:
+take a cluster.jsonl of another run, e.g. a --keep run's), the "cluster" file without the
+host line and the "shared_host" file with it, both with the machine line when the run's
+line has one ("machine_shared") or --machine_cores gives it. Every hand layout line (searched false) is
+compiled again with `gpt --predict_step` and each file, its predicted step read from the
+plan's decision record (`oneflow inspect --format=json`), and printed with the run's
+measured steps ("measured_ms", "measured_repeats_ms") and the errors recomputed, so the
+summary gives the run's figures under the model of DIR's binaries. The "link_rate"
+prediction is left as the run recorded it; searched lines are dropped (a search's choice
+needs a launch).
+"""
+import argparse
+import json
+import os
+import subprocess
+import sys
+import tempfile
+
+
+def calibration_text(line, codec_lines, with_host, machine):
+    out = list(codec_lines)
+    for level in ("intra_node", "inter_node"):
+        link = line["link_" + level]
+        out.append(json.dumps({"link": level, "latency_seconds": link["latency_seconds"],
+                               "bytes_per_second": link["bytes_per_second"], "method": "rebuilt from a run's line"}))
+    for kind in ("gemm", "memory"):
+        out.append(json.dumps({"compute": kind, "per_second": line["compute_" + kind]["per_second"],
+                               "method": "rebuilt from a run's line"}))
+    if with_host and line.get("host_in_process"):
+        host = dict(line["host_in_process"])
+        out.append(json.dumps(dict({"host": "in_process"}, **host, method="rebuilt from a run's line")))
+    if machine:
+        out.append(json.dumps(dict({"machine": "shared"}, **machine, method="rebuilt from a run's line")))
+    return "".join(l + "\n" for l in out)
+
+
+def layout_flags(layout):
+    parts = dict(p.split("=", 1) for p in layout.split())
+    return ["--dp=" + parts["dp"], "--tp=" + parts["tp"], "--pp=" + parts["pp"],
+            "--micro_batches=" + parts["M"], "--zero=" + parts["zero"], "--recompute=" + parts["recompute"],
+            "--compression=" + parts.get("compression", "auto")]
+
+
+def predicted_ms(bin_dir, gpt_flags, nodes, dpn, layout, calibration, work):
+    plan = os.path.join(work, "layout.plan")
+    subprocess.run([os.path.join(bin_dir, "examples/gpt/gpt"), "--nodes=%d" % nodes, "--devices_per_node=%d" % dpn]
+                   + gpt_flags.split() + layout_flags(layout)
+                   + ["--predict_step", "--codec_calibration=" + calibration, "--plan_out=" + plan],
+                   check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    text = subprocess.run([os.path.join(bin_dir, "tools/cli/oneflow"), "inspect", plan, "--format=json"],
+                          check=True, capture_output=True, text=True).stdout
+    chosen = json.loads(text)["auto_parallel"]["chosen"]
+    return [round(1e3 * chosen[k], 4) for k in ("step_seconds", "compute_seconds",
+                                                "exposed_communication_seconds", "bubble_seconds")]
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--run", required=True)
+    parser.add_argument("--codecs", required=True)
+    parser.add_argument("--bin_dir", required=True)
+    parser.add_argument("--machine_cores", type=int, default=0,
+                        help="for a run recorded before `oneflow calibrate --nodes` wrote its machine line: add one "
+                             "(every node on one machine of this many cores) to both files; 0: only the run's own")
+    args = parser.parse_args()
+    codec_lines = [l.strip() for l in open(args.codecs) if l.startswith('{"codec"')]
+    lines = [json.loads(l) for l in open(args.run) if l.strip()]
+    config = next(l["config"] for l in lines if "config" in l)
+    calibrations = {l["cluster"]: l for l in lines if l.get("bench") == "auto_parallel_prediction_hosts_calibration"}
+    with tempfile.TemporaryDirectory() as work:
+        files = {}
+        for cluster, line in calibrations.items():
+            machine = line.get("machine_shared")
+            if machine is None and args.machine_cores > 0:
+                machine = {"nodes": int(cluster.split("x")[0]), "cores": args.machine_cores}
+            for name, with_host in (("cluster", False), ("shared_host", True)):
+                path = os.path.join(work, "%s.%s.jsonl" % (cluster, name))
+                with open(path, "w") as f:
+                    f.write(calibration_text(line, codec_lines, with_host, machine))
+                files[cluster, name] = path
+        print(json.dumps({"config": dict(config, repriced_from=os.path.basename(args.run))}))
+        for line in lines:
+            if line.get("bench") == "auto_parallel_prediction_hosts_calibration":
+                print(json.dumps(line))
+            if line.get("bench") != "auto_parallel_prediction_hosts" or line.get("searched"):
+                continue
+            cluster = line["cluster"]
+            step, compute, exposed, bubble = predicted_ms(args.bin_dir, config["gpt_flags"], line["nodes"],
+                                                          line["devices_per_node"], line["layout"],
+                                                          files[cluster, "cluster"], work)
+            shared = predicted_ms(args.bin_dir, config["gpt_flags"], line["nodes"], line["devices_per_node"],
+                                  line["layout"], files[cluster, "shared_host"], work)[0]
+            measured = line["measured_ms"]
+            error = lambda p: None if measured is None else round((p - measured) / measured, 4)
+            line.update({"predicted_ms": step, "predicted_compute_ms": compute,
+                         "predicted_exposed_communication_ms": exposed, "predicted_bubble_ms": bubble,
+                         "error": error(step), "shared_host_predicted_ms": shared, "shared_host_error": error(shared)})
+            line.pop("launch_summary", None)
+            print(json.dumps(line), flush=True)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
