@@ -301,7 +301,7 @@ TEST(AutoParallelCostTermsTest, OneRunMeasuredInABadMomentDoesNotSetTheActCost) 
   // Kernels of 30 ms and 10 us per act, with 1, 2, 4 and 8 micro-batches (1000 acts each),
   // but the 1-micro-batch run caught a burst of spinning: 80 ms of CPU instead of 40. The
   // difference of the first two runs alone would give (50 - 80) / 1000 < 0, i.e. acts
-  // free (docs/auto_parallel.md, run 11 on 4 devices); the median of the 6 pairwise
+  // free (docs/auto_parallel_measurements.md, run 11 on 4 devices); the median of the 6 pairwise
   // slopes (-30, -3.3, 30/7 = 4.3, 10, 10, 10 us) is (30/7 + 10) / 2 = 7.1 us; with a fifth
   // run (16 micro-batches, 190 ms) the median of 10 slopes is the true 10 us.
   std::vector<auto_parallel::RunSample> runs = {

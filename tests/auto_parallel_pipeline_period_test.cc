@@ -2,7 +2,7 @@
 // puts them (compiler/auto_parallel/pipeline_period.h), against values worked by hand, and
 // the gpt's tied embedding priced across a pipeline cut between two nodes: its gradient
 // sent back every micro-batch, the embedding itself once per iteration (what the plan
-// does: docs/auto_parallel.md, "Pipelines across hosts, traced").
+// does: docs/auto_parallel_measurements.md, "Pipelines across hosts, traced").
 #include <vector>
 
 #include "compiler/auto_parallel/model_profile.h"

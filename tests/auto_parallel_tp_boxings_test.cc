@@ -20,7 +20,7 @@
 namespace oneflow {
 namespace {
 
-// The gpt of the emulated-hosts sweep (docs/auto_parallel.md), two blocks: at this size
+// The gpt of the emulated-hosts sweep (docs/auto_parallel_measurements.md), two blocks: at this size
 // the compiler gathers the tp-sharded weights and reduce-scatters the residual stream.
 examples::GptConfig Gpt() {
   examples::GptConfig config;
@@ -191,7 +191,7 @@ TEST(AutoParallelTpBoxingsTest, PricedTpBytesAreTheProbePlansBoxingBytes) {
 // The variables' gradients tp reduces are bucketed like the data-parallel sync and run on
 // the same communication thread, so backward hides all but the last bucket (traced on 2
 // emulated hosts: dp = 1 tp = 2 was priced 16-20% long with every gradient reduction on
-// the path; docs/auto_parallel.md, "Tensor parallelism across hosts, traced").
+// the path; docs/auto_parallel_measurements.md, "Tensor parallelism across hosts, traced").
 TEST(AutoParallelTpBoxingsTest, BackwardHidesTheGradientReductionsButTheLastBucket) {
   Probe probe = TpProbe();
   ASSERT_TRUE(auto_parallel::CountTpBoxings(probe.plan, &probe.profile).ok());

@@ -270,7 +270,7 @@ TEST(AutoParallelZeroCallsTest, AcrossNodesBackwardWaitsOnEveryZeroThreeRegather
   EXPECT_NEAR(Exposed(profile, false, 3), regathers, 1e-9);
   EXPECT_NEAR(Exposed(profile, false, 0), 2 * regathers, 1e-9);
   // Across the nodes each re-gather is a call between processes, prefetched one op ahead:
-  // backward waits on every one (traced on 2 emulated hosts, docs/auto_parallel.md). The
+  // backward waits on every one (traced on 2 emulated hosts, docs/auto_parallel_measurements.md). The
   // forward's gathers still hide. So ZeRO-3 exposes its reduce-scatter and its re-gathers,
   // as many bytes as zero = 0's all-reduce. (Hidden behind backward, it exposed half.)
   EXPECT_NEAR(Exposed(profile, true, 3) - Exposed(profile, false, 3), regathers, 1e-9);

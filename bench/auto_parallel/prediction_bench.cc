@@ -237,7 +237,7 @@ absl::Status RunCluster(const examples::GptConfig& config, int64_t devices) {
   // other programs only ever lengthen the tiny tensor-parallel mlp's step it comes from.
   // (Once, on 8 devices, it came out 588 us as another engineer's run finished, where the
   // runs before and after gave 59-71 us, and ZeRO-3's layouts, whose gathers wait on a call
-  // each, measured 0.75-0.82 x their prediction: run 37 of docs/auto_parallel.md.)
+  // each, measured 0.75-0.82 x their prediction: run 37 of docs/auto_parallel_measurements.md.)
   auto measure_call_cost = [&](int64_t round) {
     absl::StatusOr<cli::HostRuntime> runtime = cli::MeasureHostRuntime(devices);
     if (!runtime.ok()) return;
@@ -270,7 +270,7 @@ absl::Status RunCluster(const examples::GptConfig& config, int64_t devices) {
   // which no share of the cores stretches. (With the calibration's share, 0.42 here, the
   // prediction was the kernels over that share, so every rate came out 1 / share too fast
   // and the sweep's CPU demand about half its measured CPU time: run 14 of
-  // docs/auto_parallel.md.)
+  // docs/auto_parallel_measurements.md.)
   one.host_cores = 0;
   one.host_core_share = 0;
   OF_ASSIGN_OR_RETURN(const proto::AutoParallelPrediction with_acts, auto_parallel::PriceLayout(profile, one, single));
@@ -280,7 +280,7 @@ absl::Status RunCluster(const examples::GptConfig& config, int64_t devices) {
   const double act_part = StepSeconds(with_acts) - StepSeconds(kernels_only);
   // Scaled by its CPU time: the kernels' own cost. The host's share of cores and the acts'
   // cost when devices share the cores are measured apart (the shared reference below).
-  // (Scaling by wall time under load, without those terms, was run 3 of docs/auto_parallel.md.)
+  // (Scaling by wall time under load, without those terms, was run 3 of docs/auto_parallel_measurements.md.)
   auto with_rates_of = [&](const Pooled& one_device, int64_t round) {
     const double scale = std::max(0.05, (one_device.CpuMs() / 1e3 - act_part) / StepSeconds(kernels_only));
     auto_parallel::SearchOptions scaled = calibrated;
@@ -307,7 +307,7 @@ absl::Status RunCluster(const examples::GptConfig& config, int64_t devices) {
   // below it that leaves 4 rows per replica (1, 2 and 4 micro-batches). Profiles of a few layouts, like the
   // 1-device one, measured like them. (Two runs alone, 1 and 2 micro-batches of the first layout, gave an
   // act cost of 0 on 4 devices where the run with fewer acts spun longer: run 11 of
-  // docs/auto_parallel.md.)
+  // docs/auto_parallel_measurements.md.)
   struct Reference {
     proto::AutoParallelLayout layout;
     int64_t group = 0;
@@ -340,7 +340,7 @@ absl::Status RunCluster(const examples::GptConfig& config, int64_t devices) {
   // data parallelism, 1, 2 and 4 micro-batches, whose extra acts are one in six
   // Megatron's all-reduces where the references above add 0.5-3% boxing acts. (With 1
   // and 2 alone, one pair set the boxing cost: 68-90 us, which priced tp = 2 with 8
-  // micro-batches 25-40% above its CPU time: run 28 of docs/auto_parallel.md.) Not in
+  // micro-batches 25-40% above its CPU time: run 28 of docs/auto_parallel_measurements.md.) Not in
   // the share: the share is that of the layouts measured with it before (runs 22-27).
   for (int64_t micro_batches : {1, 2, 4}) {
     if (!profile.tp_hinted || devices % 2 != 0 || config.batch % ((devices / 2) * micro_batches) != 0) continue;

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Prediction quality of --auto_parallel's cost model on emulated hosts (issue 26, "Prediction
-# quality" (b) and "Choice quality"; docs/auto_parallel.md, "Prediction on emulated hosts"):
+# quality" (b) and "Choice quality"; docs/auto_parallel_measurements.md, "Prediction on emulated hosts"):
 # per cluster of NODES x DEVICES_PER_NODE, one Linux network namespace per node on a bridge,
 # each link shaped with tc tbf to --rate_mbit (bench/lib/netns_hosts.sh), one `oneflowd` each.
 #

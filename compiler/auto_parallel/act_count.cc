@@ -146,7 +146,7 @@ absl::Status CountFullRecomputation(const proto::Plan& plan, ModelProfile* profi
   // Registers that own no bytes: the producer of a view acts without running its kernel
   // (proto RegisterDef.alias_of). Traced on 2 emulated hosts (the bench's gpt, dp = 2),
   // the re-run reshapes took 0.02 ms of the 5.8 ms the copies ran, where their bytes at
-  // the memory rate priced 2.1 ms (docs/auto_parallel.md, "Full recomputation, traced").
+  // the memory rate priced 2.1 ms (docs/auto_parallel_measurements.md, "Full recomputation, traced").
   absl::flat_hash_set<int64_t> views;
   for (const proto::RegisterDef& register_def : plan.devices(0).registers()) {
     if (register_def.has_alias_of()) views.insert(register_def.id());

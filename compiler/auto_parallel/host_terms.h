@@ -37,7 +37,7 @@ namespace oneflow::auto_parallel {
 //                    waited (4 ranks of a collective on 2 loaded cores: 113-153 ms of wall
 //                    for 21 ms of CPU, where the other references got 1-1.5 cores) says
 //                    nothing about the share, and the ratio of sums weighs it most
-//                    (run 15 of docs/auto_parallel.md: 0.29 cores, every prediction ~4x long).
+//                    (run 15 of docs/auto_parallel_measurements.md: 0.29 cores, every prediction ~4x long).
 //
 // With the boxing acts of each run (boxing_acts: a collective's or a transfer's actors,
 // which wait for their peers), two act costs, one per kind: every pair of runs of one

@@ -54,7 +54,7 @@ struct TpBoxing {
 // multiplies by the prologue's token embedding. When a pipeline puts the two units on
 // different stages, the plan sends the variable to the reader's stage once per iteration
 // and the reader's gradient of it back every micro-batch (the owner accumulates it; traced
-// on 2 emulated hosts, docs/auto_parallel.md, "Pipelines across hosts, traced").
+// on 2 emulated hosts, docs/auto_parallel_measurements.md, "Pipelines across hosts, traced").
 struct BorrowedVariable {
   std::string tensor;
   int64_t owner_unit = 0;  // index into ModelProfile::units

@@ -17,7 +17,7 @@
 // as if it waited on each in full: with a tied embedding's gradient sent before the
 // activation's gradient every micro-batch across 2 emulated hosts, that charged stage 0 the
 // whole 1.75 ms transfer per micro-batch where the trace shows the two stages overlapping
-// it (docs/auto_parallel.md, "Pipelines across hosts, traced").
+// it (docs/auto_parallel_measurements.md, "Pipelines across hosts, traced").
 #ifndef COMPILER_AUTO_PARALLEL_PIPELINE_PERIOD_H_
 #define COMPILER_AUTO_PARALLEL_PIPELINE_PERIOD_H_
 

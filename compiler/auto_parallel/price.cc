@@ -165,7 +165,7 @@ class Pricer {
       // communication thread as the data-parallel sync, so backward hides both but the
       // last bucket of each (2 x 1 at 1 Gbit/s, dp = 1 tp = 2, traced: the first bucket's
       // reduce-scatter, 1008 KiB, ran during backward; the last, 1776 KiB, and the layer
-      // norms' all-reduce after it; docs/auto_parallel.md, "Tensor parallelism across
+      // norms' all-reduce after it; docs/auto_parallel_measurements.md, "Tensor parallelism across
       // hosts, traced").
       double tp_gradient_seconds = 0;
       double tp_gradient_tail_seconds = 0;
@@ -180,7 +180,7 @@ class Pricer {
       // the re-gathers after it by its own time: every bucket is on the path, not the last
       // one only (2 x 1 at 1 Gbit/s, traced: backward lasted its compute + the re-gathers
       // + the first bucket's reduce-scatter, 18.7 + 13.1 + 3.1 ms against 37.6 measured;
-      // docs/auto_parallel.md, "ZeRO across hosts").
+      // docs/auto_parallel_measurements.md, "ZeRO across hosts").
       const bool regathers_waited = layout_.zero() >= 3 && DpCrossesNodes(s);
       // The compute that can hide communication, as long as the devices' turns on shared
       // cores make it (LockstepStretch: one stage; 1 otherwise).
@@ -197,7 +197,7 @@ class Pricer {
       // communication threads run on the cores the stage's compute threads fill, and a
       // gather's ranks meet, so the stage waits on each gather as on tp's all-reduces
       // (dp = 2 x pp = 4, one micro-batch, 8 devices on 2 cores: ZeRO-3 measured 10.1 ms
-      // above zero = 0 where hiding them priced it 0.3 ms below; docs/auto_parallel.md,
+      // above zero = 0 where hiding them priced it 0.3 ms below; docs/auto_parallel_measurements.md,
       // run 35).
       const double forward_gathers = zero3_gathers / 2;
       const double backward_gathers = zero3_gathers - forward_gathers;
@@ -271,7 +271,7 @@ class Pricer {
       // communication behind the other devices' compute: 3 emulated hosts on 2 cores, dp=3
       // without codecs predicted 42.1 ms (as with codecs, 41.8) where it measured 61.2
       // against 40.2: its last gradient bucket, 21 ms over the link after backward, added
-      // to the 40 ms the three devices' compute took on the cores (docs/auto_parallel.md,
+      // to the 40 ms the three devices' compute took on the cores (docs/auto_parallel_measurements.md,
       // "Three hosts on two cores").
       prediction.set_compute_seconds(std::max(prediction.compute_seconds(), all_devices_compute / SharedCores()));
     } else if (options_.host_cores > 0) {

@@ -88,7 +88,7 @@ struct PriceOptions {
   // gradient sync, ZeRO's gathers, a pipeline's sends) costs instead: its ranks meet, so
   // on shared cores a rank spins and sleeps until its peers come, and one cost for every
   // act priced tp's and ZeRO's layouts 15-25% under their measured CPU time
-  // (docs/auto_parallel.md, runs 24-27). Fitted with act_seconds from runs of layouts whose
+  // (docs/auto_parallel_measurements.md, runs 24-27). Fitted with act_seconds from runs of layouts whose
   // boxing acts grow at other rates (host_terms.h FitSharedHostTerms). nullopt: act_seconds.
   std::optional<double> boxing_act_seconds;
   // Seconds one collective call costs beyond the link model when its ranks share the

@@ -10,7 +10,7 @@
 // Neither (M + pp - 1) x the slowest stage nor the compute over the cores is the step then:
 // 4 stages of the bench's gpt with 4 micro-batches on 2 cores measured 121 ms where the
 // larger of the two predicted 89 ms, and the model ranked it among the fastest layouts
-// (docs/auto_parallel.md, run 19).
+// (docs/auto_parallel_measurements.md, run 19).
 //
 // The play: each stage runs its tasks in 1F1B order (pp - s - 1 forwards of warm-up, then
 // one forward and one backward in turn, then the remaining backwards); a forward waits for
@@ -24,7 +24,7 @@
 // gathers, once per iteration). Waiting takes wall time but no core, so a
 // stage that waits leaves the cores to the others. (Counted as compute, the waiting of
 // tp = 2 × pp = 2 with 8 micro-batches and full recomputation put the play at 443 ms where
-// the step measured 286: docs/auto_parallel.md, runs 24-27.)
+// the step measured 286: docs/auto_parallel_measurements.md, runs 24-27.)
 #ifndef COMPILER_AUTO_PARALLEL_SHARED_CORE_PIPELINE_H_
 #define COMPILER_AUTO_PARALLEL_SHARED_CORE_PIPELINE_H_
 

@@ -2,7 +2,7 @@
 // units, so the cost model prices tp as the compiler plans it rather than as Megatron's
 // all-reduces. The compiler chooses SBP per op (sbp/ greedy choice): for a small gpt it
 // gathers each tp-sharded weight, splits the rows and reduce-scatters the residual
-// stream (docs/auto_parallel.md, "Prediction on emulated hosts"), which sends other
+// stream (docs/auto_parallel_measurements.md, "Prediction on emulated hosts"), which sends other
 // collectives and bytes than the all-reduces the hints imply.
 //
 // The plan also says which work tp divides: the compiler may split the rows of ops the

@@ -221,7 +221,7 @@ absl::StatusOr<CostModel> PrepareCostModel(const JobBuilder& build, const AutoPa
     // What full recomputation re-runs (with host terms CountActsOfLayoutFamilies counts
     // it too): uncounted, the model prices the whole forward again (the cluster
     // calibration of the emulated hosts' bench priced dp = 2's full recomputation at +9.4
-    // ms where the copies the plan runs took 5.8 ms, traced; docs/auto_parallel.md, "Full
+    // ms where the copies the plan runs took 5.8 ms, traced; docs/auto_parallel_measurements.md, "Full
     // recomputation, traced").
     OF_RETURN_IF_ERROR(
         CountFullRecomputationOfModel(build, request.cluster, request.settings, &probe.profile));

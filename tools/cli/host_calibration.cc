@@ -174,7 +174,7 @@ absl::StatusOr<SharedHostProbe> MeasureSharedHost(int64_t devices, int64_t cores
   // The boxing acts' own cost: tp = 2, whose extra acts with micro-batches are a
   // collective's in a far larger proportion than dp's (an all-reduce per block's matmul
   // pair), so FitSharedHostTerms' two-kind fit tells the kinds apart, as the prediction
-  // benchmark's tp reference does (docs/auto_parallel.md).
+  // benchmark's tp reference does (docs/auto_parallel_measurements.md).
   const bool tensor_parallel = devices >= 2 && devices % 2 == 0;
   if (tensor_parallel) {
     for (int64_t micro_batches : kProbeTensorParallelMicroBatches) {
