@@ -7,17 +7,15 @@
 
 #include "absl/container/flat_hash_map.h"
 #include "absl/strings/str_cat.h"
-#include "absl/strings/str_join.h"
 #include "compiler/auto_parallel/act_count.h"
 #include "compiler/auto_parallel/candidate.h"
 #include "compiler/auto_parallel/edge_price_cache.h"
 #include "compiler/auto_parallel/pipeline_period.h"
 #include "compiler/auto_parallel/shared_core_pipeline.h"
+#include "compiler/auto_parallel/stage_collectives.h"
 #include "compiler/compiler.h"
 #include "compiler/passes/gradient_bucketing_pass.h"
-#include "oneflow_core/placement.h"
 #include "oneflow_core/status.h"
-#include "sbp/boxing.h"
 #include "sbp/collective_cost.h"
 #include "sbp/compute_cost.h"
 
@@ -54,14 +52,14 @@ class Pricer {
  public:
   Pricer(const ModelProfile& profile, const PriceOptions& options, const proto::AutoParallelLayout& layout,
          EdgePriceCache* cache)
-      : profile_(profile), options_(options), layout_(layout), links_(LinkModelOf(options.cluster)), cache_(cache) {
+      : profile_(profile), options_(options), layout_(layout), collectives_(options, layout, cache) {
     rates_ = WithDefaults(ComputeRates{options.cluster.gemm_flops_per_second(),
                                        options.cluster.memory_bytes_per_second()});
   }
 
   absl::StatusOr<proto::AutoParallelPrediction> Run() {
     OF_RETURN_IF_ERROR(Check());
-    OF_RETURN_IF_ERROR(BuildStages());
+    OF_RETURN_IF_ERROR(collectives_.BuildStages());
     const int64_t pp = layout_.pp();
     const int64_t micro_batches = layout_.micro_batches();
     // Units to stages as the examples cut them (ParallelLayout::StageOf): stageable unit
@@ -181,7 +179,7 @@ class Pricer {
       // one only (2 x 1 at 1 Gbit/s, traced: backward lasted its compute + the re-gathers
       // + the first bucket's reduce-scatter, 18.7 + 13.1 + 3.1 ms against 37.6 measured;
       // docs/auto_parallel_measurements.md, "ZeRO across hosts").
-      const bool regathers_waited = layout_.zero() >= 3 && DpCrossesNodes(s);
+      const bool regathers_waited = layout_.zero() >= 3 && collectives_.DpCrossesNodes(s);
       // The compute that can hide communication, as long as the devices' turns on shared
       // cores make it (LockstepStretch: one stage; 1 otherwise).
       const double stretch = LockstepStretch();
@@ -261,7 +259,7 @@ class Pricer {
     prediction.set_peak_bytes(peak);
     if (profile_.acts_counted) prediction.set_acts_per_iteration(static_cast<int64_t>(std::llround(all_devices_acts)));
     // The units' tp edges, then each stage's data-parallel collectives.
-    for (proto::AutoParallelEdge& edge : edges_) *prediction.add_edges() = std::move(edge);
+    for (proto::AutoParallelEdge& edge : collectives_.TakeEdges()) *prediction.add_edges() = std::move(edge);
     if (options_.host_cores > 0 && pp == 1) {
       // One stage: every device runs the same program, and the communication on its path
       // (tp's collectives, the sync backward does not hide, ZeRO's gathers) is collectives
@@ -317,22 +315,6 @@ class Pricer {
     return absl::OkStatus();
   }
 
-  // Stage 0's placement as ParallelLayout builds it; the stages are copies of it shifted
-  // by dp x tp devices, and the collectives' routes depend on the first one only when
-  // the stage size divides the node or the node divides the stage (checked per stage).
-  absl::Status BuildStages() {
-    OF_ASSIGN_OR_RETURN(const Placement all, Placement::Grid(DeviceType::kCpu, options_.cluster.num_nodes(),
-                                                             options_.cluster.devices_per_node()));
-    const int64_t per_stage = layout_.dp() * layout_.tp();
-    Shape hierarchy = layout_.dp() > 1 && layout_.tp() > 1 ? Shape{layout_.dp(), layout_.tp()} : Shape{per_stage};
-    for (int64_t s = 0; s < layout_.pp(); ++s) {
-      std::vector<DeviceId> devices(all.devices().begin() + s * per_stage, all.devices().begin() + (s + 1) * per_stage);
-      OF_ASSIGN_OR_RETURN(Placement placement, Placement::Create(DeviceType::kCpu, std::move(devices), hierarchy));
-      stage_placements_.push_back(std::move(placement));
-    }
-    return absl::OkStatus();
-  }
-
   // With host_cores: the cores' worth the devices obtain (host_core_share, at most the cores).
   double SharedCores() const {
     return options_.host_core_share > 0
@@ -351,22 +333,6 @@ class Pricer {
   }
 
   double RowFraction() const { return 1.0 / static_cast<double>(layout_.dp() * layout_.micro_batches()); }
-
-  // The hierarchy axis of dp / tp in the stage placements (-1 when the degree is 1).
-  int64_t DpAxis() const { return layout_.dp() > 1 ? 0 : -1; }
-  int64_t TpAxis() const { return layout_.tp() > 1 ? (layout_.dp() > 1 ? 1 : 0) : -1; }
-
-  // Whether stage `stage`'s data-parallel groups span nodes (their collectives are calls
-  // between processes over the inter-node link): the devices of one dp group, tp apart in
-  // the stage's placement (tp innermost), are not all on one node.
-  bool DpCrossesNodes(int64_t stage) const {
-    if (DpAxis() < 0) return false;
-    const auto& devices = stage_placements_[stage].devices();
-    for (int64_t d = layout_.tp(); d < static_cast<int64_t>(devices.size()); d += layout_.tp()) {
-      if (devices[d].node != devices[0].node) return true;
-    }
-    return false;
-  }
 
   // The pipeline's transfers of one micro-batch across each cut e (1 .. pp - 1, index 0
   // unused), one call each: forward the activation entering stage e, backward its
@@ -387,7 +353,8 @@ class Pricer {
     const int64_t pp = layout_.pp();
     PipelineTransfers transfers{std::vector<PipelineCutTransfers>(pp), std::vector<double>(pp, 0)};
     for (int64_t e = 1; e < pp; ++e) {
-      const double seconds = CallSeconds(links_, CutCrossesNodes(e), cut_bytes[e] * RowFraction());
+      const double seconds =
+          CallSeconds(collectives_.links(), collectives_.CutCrossesNodes(e), cut_bytes[e] * RowFraction());
       PipelineCutTransfers& cut = transfers.cuts[e];
       cut.forward_seconds = cut.backward_seconds = cut.forward_link_seconds = cut.backward_link_seconds = seconds;
     }
@@ -399,7 +366,7 @@ class Pricer {
         // Each device of the reader's stage sends to its counterpart on the owner's: the
         // link out of the reader's stage and the link into the owner's carry it.
         const double bytes = static_cast<double>(variable.bytes) / (variable.tp_sharded ? layout_.tp() : 1);
-        const double seconds = CallSeconds(links_, StagesCrossNodes(owner, reader), bytes);
+        const double seconds = CallSeconds(collectives_.links(), collectives_.StagesCrossNodes(owner, reader), bytes);
         transfers.variable_seconds[reader] += seconds;
         if (reader > owner) {
           PipelineCutTransfers& out_of_reader = transfers.cuts[reader];
@@ -416,119 +383,6 @@ class Pricer {
     return transfers;
   }
 
-  // Whether device i of stage a and device i of stage b are on different nodes for some i.
-  bool StagesCrossNodes(int64_t a, int64_t b) const {
-    const auto& first = stage_placements_[a].devices();
-    const auto& second = stage_placements_[b].devices();
-    for (size_t i = 0; i < first.size() && i < second.size(); ++i) {
-      if (first[i].node != second[i].node) return true;
-    }
-    return false;
-  }
-
-  bool CutCrossesNodes(int64_t stage) const {
-    const DeviceId& before = stage_placements_[stage - 1].devices().back();
-    const DeviceId& after = stage_placements_[stage].devices().front();
-    return before.node != after.node;
-  }
-
-  // `calls` collectives moving `group_bytes` in all: the bytes priced once, the latency of
-  // every call (the runtime issues one per variable or bucket).
-  double Calls(const CollectiveCost& cost, int64_t calls) const {
-    return cost.seconds() + static_cast<double>(std::max<int64_t>(0, calls - 1)) * cost.latency_seconds +
-           static_cast<double>(std::max<int64_t>(1, calls)) * options_.collective_call_seconds;
-  }
-
-  double AllReduceSeconds(int64_t stage, int64_t axis, int64_t members, double group_bytes, int64_t calls = 1) const {
-    if (axis < 0 || group_bytes <= 0) return 0;
-    const int64_t bytes = static_cast<int64_t>(group_bytes);
-    const int64_t wire = static_cast<int64_t>(2.0 * (members - 1) / members * group_bytes);
-    return Calls(PriceDenseCollective(links_, stage_placements_[stage], axis, BoxingKind::kAllReduce, bytes, wire),
-                 calls);
-  }
-
-  double HalfSeconds(int64_t stage, BoxingKind kind, double group_bytes, int64_t calls) const {
-    if (DpAxis() < 0 || group_bytes <= 0) return 0;
-    const int64_t bytes = static_cast<int64_t>(group_bytes);
-    const int64_t wire = static_cast<int64_t>(static_cast<double>(layout_.dp() - 1) / layout_.dp() * group_bytes);
-    return Calls(PriceDenseCollective(links_, stage_placements_[stage], DpAxis(), kind, bytes, wire), calls);
-  }
-
-  // One tensor-parallel all-reduce of `group_bytes` (one micro-batch of one dp group):
-  // dense without compression; else as PlanBoxing plans P -> B over the tp axis of the
-  // stage's placement under the activation codecs of the policy, which compresses only
-  // where the codec's time and the link model say it pays. Recorded when asked.
-  absl::StatusOr<double> TpAllReduceSeconds(int64_t stage, double group_bytes, const std::string& unit,
-                                            const std::string& tensor) {
-    return TpCollectiveSeconds(stage, BoxingKind::kAllReduce, TensorRole::kActivation, group_bytes, unit, tensor);
-  }
-
-  // One tensor-parallel collective of `kind` (all-reduce, reduce-scatter, all-gather or
-  // all-to-all) of a tensor with `role`, `group_bytes` per member: dense without
-  // compression; else as PlanBoxing plans it over the tp axis of the stage's placement
-  // under the codecs the policy gives the role. Recorded when asked.
-  absl::StatusOr<double> TpCollectiveSeconds(int64_t stage, BoxingKind kind, TensorRole role, double group_bytes,
-                                             const std::string& unit, const std::string& tensor) {
-    if (TpAxis() < 0 || group_bytes <= 0) return 0.0;
-    const double members = static_cast<double>(layout_.tp());
-    if (options_.compression.mode == CompressionMode::kOff || kind == BoxingKind::kAllToAll) {
-      if (kind == BoxingKind::kAllReduce) return AllReduceSeconds(stage, TpAxis(), layout_.tp(), group_bytes);
-      // What the busiest member receives (sbp/collective_cost.h): (n-1)/n T for a gather
-      // or a reduce-scatter, (n-1)/n^2 T for an all-to-all.
-      const double share =
-          kind == BoxingKind::kAllToAll ? (members - 1) / (members * members) : (members - 1) / members;
-      return Calls(PriceDenseCollective(links_, stage_placements_[stage], TpAxis(), kind,
-                                        static_cast<int64_t>(group_bytes), static_cast<int64_t>(share * group_bytes)),
-                   1);
-    }
-    const Placement& placement = stage_placements_[stage];
-    // The group's tensor as f32 elements (other axes broadcast: the dp group's rows).
-    const int64_t elements = std::max<int64_t>(1, static_cast<int64_t>(group_bytes / SizeOf(DType::kF32)));
-    std::string key;
-    const PricedEdge* priced = nullptr;
-    PricedEdge planned;
-    if (cache_ != nullptr) {
-      key = EdgePriceCache::Key(placement.ToString(), TpAxis(), elements);
-      if (kind != BoxingKind::kAllReduce || role != TensorRole::kActivation) {
-        absl::StrAppend(&key, "|", BoxingKindName(kind), "|", TensorRoleName(role));
-      }
-      priced = cache_->Find(key);
-    }
-    if (priced == nullptr) {
-      OF_ASSIGN_OR_RETURN(planned, PlanTpCollective(placement, kind, role, elements));
-      priced = &planned;
-      if (cache_ != nullptr) priced = &cache_->Insert(std::move(key), std::move(planned));
-    }
-    const double calls = static_cast<double>(priced->steps) * options_.collective_call_seconds;
-    if (options_.record_edges) {
-      proto::AutoParallelEdge edge;
-      edge.set_unit(unit);
-      edge.set_tensor(tensor);
-      edge.set_dense_seconds(priced->dense_seconds + calls);
-      edge.set_seconds(priced->seconds + calls);
-      edge.set_codec(priced->codec);
-      edge.set_decision(priced->decision);
-      edges_.push_back(std::move(edge));
-    }
-    return priced->seconds + calls;
-  }
-
-  // P -> B (all-reduce), P -> S(0) (reduce-scatter) or S(0) -> B (all-gather) over the
-  // tp axis of `placement` as PlanBoxing plans it under the codecs the policy gives
-  // `role`.
-  absl::StatusOr<PricedEdge> PlanTpCollective(const Placement& placement, BoxingKind kind, TensorRole role,
-                                              int64_t elements) const {
-    std::vector<Sbp> before(placement.hierarchy().rank(), Sbp::Broadcast());
-    std::vector<Sbp> after(placement.hierarchy().rank(), Sbp::Broadcast());
-    before[TpAxis()] = kind == BoxingKind::kAllGather ? Sbp::Split(0) : Sbp::Partial();
-    if (kind == BoxingKind::kReduceScatter) after[TpAxis()] = Sbp::Split(0);
-    OF_ASSIGN_OR_RETURN(const BoxingPlan plan,
-                        PlanBoxing(Shape{elements}, DType::kF32, NdSbp(std::move(before)), placement,
-                                   NdSbp(std::move(after)), placement, links_,
-                                   BoxingOptionsFor(options_.compression, role, std::nullopt)));
-    return Summarize(plan);
-  }
-
   // The unit's tp boxings as the tp probe plan runs them (tp_boxings.h), on the tp axis of
   // the stage's placement, each with the codecs the policy gives its role (as the
   // compiler plans the edge on that placement; all-to-alls dense). An
@@ -541,7 +395,7 @@ class Pricer {
   // fewer rows per device is priced with the same boxings.
   absl::Status PlannedTpSeconds(const ProfileUnit& unit, int64_t stage, double* forward_tp, double* backward_tp,
                                 std::map<proto::BoxingStepKind, TpGradientReduction>* gradients) {
-    if (TpAxis() < 0) return absl::OkStatus();
+    if (collectives_.TpAxis() < 0) return absl::OkStatus();
     for (const TpBoxing& boxing : unit.tp_boxings) {
       const double group_bytes =
           static_cast<double>(boxing.bytes) * (boxing.scales_with_rows ? RowFraction() : 1.0);
@@ -572,7 +426,7 @@ class Pricer {
                                    : kind == proto::STEP_ALL_GATHER     ? BoxingKind::kAllGather
                                    : kind == proto::STEP_REDUCE_SCATTER ? BoxingKind::kReduceScatter
                                                                         : BoxingKind::kAllToAll;
-    return TpCollectiveSeconds(stage, boxing_kind, role, group_bytes, unit.name,
+    return collectives_.TpCollectiveSeconds(stage, boxing_kind, role, group_bytes, unit.name,
                                absl::StrCat(tensor, " (planned ", BoxingKindName(boxing_kind), ")"));
   }
 
@@ -597,7 +451,8 @@ class Pricer {
                                      ? absl::StrCat(unit.tp_forward_all_reduce_tensors[i], " (forward all-reduce)")
                                      : std::string("(forward all-reduce)");
       OF_ASSIGN_OR_RETURN(const double seconds,
-                          TpAllReduceSeconds(stage, unit.tp_forward_all_reduce_bytes[i] * rows, unit.name, tensor));
+                          collectives_.TpAllReduceSeconds(stage, unit.tp_forward_all_reduce_bytes[i] * rows,
+                                                          unit.name, tensor));
       forward_tp += seconds;
     }
     for (size_t i = 0; !profile_.tp_boxings_counted && i < unit.tp_backward_all_reduce_bytes.size(); ++i) {
@@ -606,7 +461,8 @@ class Pricer {
               ? absl::StrCat(unit.tp_backward_all_reduce_tensors[i], " (backward all-reduce of its gradient)")
               : std::string("(backward all-reduce)");
       OF_ASSIGN_OR_RETURN(const double seconds,
-                          TpAllReduceSeconds(stage, unit.tp_backward_all_reduce_bytes[i] * rows, unit.name, tensor));
+                          collectives_.TpAllReduceSeconds(stage, unit.tp_backward_all_reduce_bytes[i] * rows,
+                                                          unit.name, tensor));
       backward_tp += seconds;
     }
     double recomputed = 0;
@@ -712,27 +568,21 @@ class Pricer {
     if (layout_.dp() == 1) return 0.0;
     const int64_t buckets = BucketsOf(cost.parameter_bytes, cost.parameter_tensors).count;
     const int64_t tensors = cost.parameter_tensors;
-    if (layout_.zero() == 0) {
-      return DataParallelCollective(stage, BoxingKind::kAllReduce, cost.parameter_bytes, tensors, buckets, 1,
-                                    AllReduceSeconds(stage, DpAxis(), layout_.dp(), cost.parameter_bytes, buckets));
-    }
-    double reduce = 0;
-    if (layout_.zero() == 1) {
-      OF_ASSIGN_OR_RETURN(
-          reduce, DataParallelCollective(stage, BoxingKind::kAllReduce, cost.parameter_bytes, tensors, buckets, 1,
-                                         AllReduceSeconds(stage, DpAxis(), layout_.dp(), cost.parameter_bytes, buckets)));
-    } else {
-      OF_ASSIGN_OR_RETURN(
-          reduce, DataParallelCollective(stage, BoxingKind::kReduceScatter, cost.parameter_bytes, tensors, buckets, 1,
-                                         HalfSeconds(stage, BoxingKind::kReduceScatter, cost.parameter_bytes, buckets)));
-    }
-    if (layout_.zero() >= 3) return reduce;
+    const double bytes = cost.parameter_bytes;
+    // ZeRO 0 and 1 all-reduce the gradients, 2 and 3 reduce-scatter them.
+    const BoxingKind reduction = layout_.zero() <= 1 ? BoxingKind::kAllReduce : BoxingKind::kReduceScatter;
+    const double dense = reduction == BoxingKind::kAllReduce
+                             ? collectives_.AllReduceSeconds(stage, collectives_.DpAxis(), layout_.dp(), bytes, buckets)
+                             : collectives_.HalfSeconds(stage, reduction, bytes, buckets);
+    OF_ASSIGN_OR_RETURN(const double reduce,
+                        collectives_.DataParallelCollective(stage, reduction, bytes, tensors, buckets, 1, dense));
+    if (layout_.zero() == 0 || layout_.zero() >= 3) return reduce;
     // The gathers of the updated shards run dense whatever --compression says: the
     // compiler never compresses them (docs/zero.md, "What is not done"). Priced with the
     // weight codec, they came out 4 x too cheap over a slow link
     // (traced on 2 x 1 with --compression=auto: 64 dense gathers, 1.37 MiB a device, where
     // int8 was priced).
-    return reduce + HalfSeconds(stage, BoxingKind::kAllGather, cost.parameter_bytes, tensors);
+    return reduce + collectives_.HalfSeconds(stage, BoxingKind::kAllGather, cost.parameter_bytes, tensors);
   }
 
   // ZeRO-3 gathers every parameter for forward and again for backward
@@ -743,125 +593,17 @@ class Pricer {
     if (layout_.zero() < 3) return 0.0;
     const int64_t repeats = 2;
     const int64_t calls = repeats * cost.parameter_tensors;
-    return DataParallelCollective(
-        stage, BoxingKind::kAllGather, cost.parameter_bytes, cost.parameter_tensors, cost.parameter_tensors, repeats,
-        HalfSeconds(stage, BoxingKind::kAllGather, static_cast<double>(repeats) * cost.parameter_bytes, calls));
-  }
-
-  // One data-parallel collective of stage `stage`'s `tensors` variables (`bytes` of them
-  // on one device), run `repeats` times per iteration in `calls` collective calls each
-  // (buckets: fewer calls than variables), `dense` its dense price. With --compression
-  // other than off: PlanBoxing plans it for one variable of the mean size on the dp axis
-  // of the stage's placement, with the codecs BoxingOptionsFor gives the role (a gradient's
-  // reduction, P -> B or P -> S(0), dense_in_bucket when gradients are bucketed as
-  // compilation.cc sets it; a weight's gather, S(0) -> B) and the comparison the compiled
-  // plan makes. Where it compresses, the collective costs every variable's compressed
-  // collective, less the latency of the calls buckets share, plus the call cost of each
-  // call; where it stays dense, `dense`. Recorded (per iteration) when asked.
-  absl::StatusOr<double> DataParallelCollective(int64_t stage, BoxingKind kind, double bytes, int64_t tensors,
-                                                int64_t calls, int64_t repeats, double dense) {
-    if (options_.compression.mode == CompressionMode::kOff || DpAxis() < 0 || bytes <= 0 || tensors < 1) {
-      return dense;
-    }
-    const Placement& placement = stage_placements_[stage];
-    // One variable of the mean size, as f32 elements, whole rows for each member of a split.
-    int64_t elements = std::max<int64_t>(1, static_cast<int64_t>(bytes / static_cast<double>(tensors) /
-                                                                 static_cast<double>(SizeOf(DType::kF32))));
-    if (kind != BoxingKind::kAllReduce) elements = (elements + layout_.dp() - 1) / layout_.dp() * layout_.dp();
-    const std::string role = kind == BoxingKind::kAllGather ? "weight" : "gradient";
-    std::string key;
-    const PricedEdge* priced = nullptr;
-    PricedEdge planned;
-    if (cache_ != nullptr) {
-      key = EdgePriceCache::Key(absl::StrCat(role, " ", BoxingKindName(kind), " ", placement.ToString()), DpAxis(),
-                                elements);
-      priced = cache_->Find(key);
-    }
-    if (priced == nullptr) {
-      OF_ASSIGN_OR_RETURN(planned, PlanDataParallel(placement, kind, elements));
-      priced = &planned;
-      if (cache_ != nullptr) priced = &cache_->Insert(std::move(key), std::move(planned));
-    }
-    double seconds = dense;
-    if (!priced->codec.empty()) {
-      const int64_t dense_bytes = static_cast<int64_t>(bytes / static_cast<double>(tensors));
-      // A bucketed variable saves the latency of its own call, and never more than that
-      // call's whole price: the dense algorithm's latency can exceed the compressed
-      // collective's (a slow intra-node hop, which the compressed plan may cross fewer
-      // times), and subtracting it unbounded once priced a dp=6 gradient sync at -1 s.
-      // The compressed plan's latency is not separated from its codec and wire time, so
-      // its whole price is the bound: every call still costs at least one variable's.
-      const double shared_latency =
-          std::min(priced->seconds,
-                   PriceDenseCollective(links_, placement, DpAxis(), kind, dense_bytes, dense_bytes).latency_seconds);
-      seconds = static_cast<double>(repeats) *
-                (static_cast<double>(tensors) * priced->seconds -
-                 static_cast<double>(std::max<int64_t>(0, tensors - calls)) * shared_latency +
-                 static_cast<double>(calls) * options_.collective_call_seconds);
-    }
-    if (options_.record_edges) {
-      proto::AutoParallelEdge edge;
-      edge.set_unit(absl::StrCat("stage ", stage));
-      edge.set_tensor(absl::StrCat(repeats > 1 ? absl::StrCat(repeats, " x ") : std::string(), tensors,
-                                   role == "weight" ? " weights (data-parallel " : " gradients (data-parallel ",
-                                   BoxingKindName(kind), " in ", calls, " calls, ", elements,
-                                   " elements a variable on average)"));
-      edge.set_dense_seconds(dense);
-      edge.set_seconds(seconds);
-      edge.set_codec(priced->codec);
-      edge.set_decision(priced->decision);
-      edge.set_per_iteration(true);
-      edges_.push_back(std::move(edge));
-    }
-    return seconds;
-  }
-
-  // `kind` over the dp axis of `placement` for a variable of `elements` f32 as PlanBoxing
-  // plans it under the policy's codecs for its role.
-  absl::StatusOr<PricedEdge> PlanDataParallel(const Placement& placement, BoxingKind kind, int64_t elements) const {
-    const int64_t rank = placement.hierarchy().rank();
-    std::vector<Sbp> before(rank, Sbp::Broadcast());
-    std::vector<Sbp> after(rank, Sbp::Broadcast());
-    TensorRole role = TensorRole::kGradient;
-    if (kind == BoxingKind::kAllGather) {
-      before[DpAxis()] = Sbp::Split(0);
-      role = TensorRole::kWeight;
-    } else {
-      before[DpAxis()] = Sbp::Partial();
-      if (kind == BoxingKind::kReduceScatter) after[DpAxis()] = Sbp::Split(0);
-    }
-    BoxingOptions boxing = BoxingOptionsFor(options_.compression, role, std::nullopt);
-    // compilation.cc BoxingOptionsOf: a dense gradient all-reduce would ride in a bucket.
-    boxing.dense_in_bucket = role == TensorRole::kGradient && options_.bucket_mb > 0;
-    OF_ASSIGN_OR_RETURN(const BoxingPlan plan, PlanBoxing(Shape{elements}, DType::kF32, NdSbp(std::move(before)),
-                                                          placement, NdSbp(std::move(after)), placement, links_, boxing));
-    return Summarize(plan);
-  }
-
-  // A plan's time, its steps dense, its codecs and the planner's comparisons.
-  static PricedEdge Summarize(const BoxingPlan& plan) {
-    PricedEdge edge;
-    edge.seconds = plan.seconds;
-    edge.steps = static_cast<int64_t>(plan.steps.size());
-    std::vector<std::string> codecs, decisions;
-    for (const BoxingStep& step : plan.steps) {
-      edge.dense_seconds += step.dense_seconds;
-      if (step.compression.compressed()) codecs.push_back(CompressionChoiceText(step.compression));
-      if (!step.compression_reason.empty()) decisions.push_back(step.compression_reason);
-    }
-    edge.codec = absl::StrJoin(codecs, " + ");
-    edge.decision = absl::StrJoin(decisions, "; ");
-    return edge;
+    const double dense = collectives_.HalfSeconds(stage, BoxingKind::kAllGather,
+                                                  static_cast<double>(repeats) * cost.parameter_bytes, calls);
+    return collectives_.DataParallelCollective(stage, BoxingKind::kAllGather, cost.parameter_bytes,
+                                               cost.parameter_tensors, cost.parameter_tensors, repeats, dense);
   }
 
   const ModelProfile& profile_;
   const PriceOptions& options_;
   const proto::AutoParallelLayout& layout_;
-  const LinkModel links_;
   ComputeRates rates_;
-  EdgePriceCache* cache_;  // may be null
-  std::vector<Placement> stage_placements_;
-  std::vector<proto::AutoParallelEdge> edges_;  // record_edges: in pricing order
+  StageCollectives collectives_;  // prices each collective; records the edges
 };
 
 }  // namespace
