@@ -36,8 +36,10 @@ absl::Status CheckOptions(const CompileOptions& options) {
 }  // namespace
 
 LinkModel LinkModelOf(const proto::Cluster& cluster) {
-  return LinkModel{cluster.intra_node_bandwidth(), cluster.inter_node_bandwidth(), cluster.intra_node_latency(),
-                   cluster.inter_node_latency()};
+  LinkModel links{cluster.intra_node_bandwidth(), cluster.inter_node_bandwidth(), cluster.intra_node_latency(),
+                  cluster.inter_node_latency()};
+  if (cluster.has_inter_node_transfer_latency()) links.inter_node_transfer_latency = cluster.inter_node_transfer_latency();
+  return links;
 }
 
 absl::Status PrepareCompilation(const proto::Job& job, const CompileOptions& options, Compilation* compilation) {

@@ -197,7 +197,48 @@ absl::Status ParseMachine(const Members& members, Calibration* calibration) {
   return absl::OkStatus();
 }
 
+// A "transfer" line into `calibration`.
+absl::Status ParseTransfer(const Members& members, Calibration* calibration) {
+  TransferMeasurement measurement;
+  bool has_latency = false, has_round_trip = false;
+  for (const auto& [key, value] : members) {
+    if (key == "transfer") {
+      if (value.text != "inter_node") {
+        return absl::InvalidArgumentError(absl::StrCat("\"transfer\" is \"", value.text, "\"; valid: inter_node"));
+      }
+    } else if (key == "latency_seconds" || key == "round_trip_seconds") {
+      absl::StatusOr<double> number = Number(key, value, /*zero_allowed=*/key == "latency_seconds");
+      if (!number.ok()) return number.status();
+      (key == "latency_seconds" ? measurement.latency_seconds : measurement.round_trip_seconds) = *number;
+      (key == "latency_seconds" ? has_latency : has_round_trip) = true;
+    } else if (key == "bytes") {
+      absl::StatusOr<int64_t> number = WholeNumber(key, value);
+      if (!number.ok()) return number.status();
+      measurement.bytes = *number;
+    } else if (key == "method") {
+      measurement.method = value.text;
+    } else {
+      return UnknownKey(key, "transfer, latency_seconds, round_trip_seconds, bytes, method");
+    }
+  }
+  if (!has_latency) return Missing("latency_seconds");
+  if (!has_round_trip) return Missing("round_trip_seconds");
+  if (measurement.bytes == 0) return Missing("bytes");
+  if (calibration->inter_node_transfer.has_value()) {
+    return absl::InvalidArgumentError("the inter_node transfer is measured twice");
+  }
+  calibration->inter_node_transfer = std::move(measurement);
+  return absl::OkStatus();
+}
+
 }  // namespace
+
+std::string TransferMeasurementLine(const TransferMeasurement& measurement) {
+  return absl::StrFormat(
+      "{\"transfer\": \"inter_node\", \"latency_seconds\": %.6g, \"round_trip_seconds\": %.6g, \"bytes\": %d, "
+      "\"method\": \"%s\"}",
+      measurement.latency_seconds, measurement.round_trip_seconds, measurement.bytes, measurement.method);
+}
 
 std::string SharedMachineLine(const SharedMachineMeasurement& measurement) {
   return absl::StrFormat("{\"machine\": \"shared\", \"nodes\": %d, \"cores\": %d, \"method\": \"%s\"}",
@@ -266,6 +307,8 @@ absl::StatusOr<Calibration> ParseCalibration(absl::string_view text, absl::strin
       if (absl::Status status = ParseHost(*members, &calibration); !status.ok()) return fail(status);
     } else if (kind == "machine") {
       if (absl::Status status = ParseMachine(*members, &calibration); !status.ok()) return fail(status);
+    } else if (kind == "transfer") {
+      if (absl::Status status = ParseTransfer(*members, &calibration); !status.ok()) return fail(status);
     } else {
       any_codec = true;
     }

@@ -8,6 +8,13 @@
 //   {"link": "inter_node", "latency_seconds": 0.00043, "bytes_per_second": 1.6e+09,
 //    "method": "gloo all_reduce, 2 processes, 127.0.0.1"}
 //       alpha and beta of one level of the link model (sbp/link_model.h)
+//   {"transfer": "inter_node", "latency_seconds": 0.00012, "round_trip_seconds": 0.00031,
+//    "bytes": 4096, "method": "ucx send_recv round trips, 2 processes, ..."}
+//       one point-to-point transfer between processes beyond its bytes / beta (a
+//       pipeline's send_recv between stages: LinkModel::inter_node_transfer_latency),
+//       from the median round trip of `bytes` each way: round_trip / 2 - bytes / the
+//       inter_node line's bytes_per_second, at least 0. At most one; files written
+//       before it existed have none (a transfer then costs the inter_node latency).
 //   {"compute": "gemm", "per_second": 1.2e+11, "method": "sgemm 512x512x512, 1 thread"}
 //   {"compute": "memory", "per_second": 1.4e+10, "method": "memcpy 64 MiB, read + written"}
 //       the compute rates of sbp/compute_cost.h
@@ -52,6 +59,14 @@ struct LinkLevelMeasurement {
   std::string method;
 };
 
+// The "transfer" line: one point-to-point transfer between processes.
+struct TransferMeasurement {
+  double latency_seconds = 0;
+  double round_trip_seconds = 0;
+  int64_t bytes = 0;
+  std::string method;
+};
+
 // One "host" line: the runtime's in-process costs measured for `devices` devices.
 struct HostMeasurement {
   int64_t devices = 0;
@@ -79,6 +94,8 @@ struct Calibration {
   CodecThroughput codecs = CodecThroughput::Defaults();
   std::optional<LinkLevelMeasurement> intra_node;
   std::optional<LinkLevelMeasurement> inter_node;
+  // The "transfer" line (between nodes), when the file has one.
+  std::optional<TransferMeasurement> inter_node_transfer;
   // 0 where the file has no such line.
   ComputeRates compute;
   // The file's host lines in file order, at most one per device count.
@@ -90,6 +107,9 @@ struct Calibration {
 // {"link": "intra_node", "latency_seconds": ..., "bytes_per_second": ..., "method": "..."}
 // with 6 significant digits; `level` is "intra_node" or "inter_node".
 std::string LinkMeasurementLine(absl::string_view level, const LinkLevelMeasurement& measurement);
+// {"transfer": "inter_node", "latency_seconds": ..., "round_trip_seconds": ..., "bytes": ...,
+//  "method": "..."} with 6 significant digits.
+std::string TransferMeasurementLine(const TransferMeasurement& measurement);
 // {"compute": "gemm", "per_second": ..., "method": "..."}; `kind` is "gemm" or "memory".
 std::string ComputeMeasurementLine(absl::string_view kind, double per_second, absl::string_view method);
 
@@ -110,7 +130,9 @@ const HostMeasurement* NearestHostMeasurement(const Calibration& calibration, in
 // line (ParseCodecCalibration's errors for codec lines; for the others e.g.
 //   calibration file 'c.jsonl' line 7: "link" is "wan"; valid: intra_node, inter_node
 //   calibration file 'c.jsonl' line 9: "cores" is 0; it must be a whole number >= 1
-// ), a level, compute kind or host device count given twice, a second "machine" line, a
+//   calibration file 'c.jsonl' line 4: "transfer" is "intra_node"; valid: inter_node
+// ), a level, compute kind or host device count given twice, a second "machine" or
+// "transfer" line, a
 // "machine" line of fewer than 2 nodes, or a file with no line at all.
 absl::StatusOr<Calibration> ParseCalibration(absl::string_view text, absl::string_view file);
 

@@ -176,6 +176,41 @@ TEST(CalibrationTest, TheSharedMachineLineRoundTrips) {
   EXPECT_EQ(Error(machine + "\n" + machine), "calibration file 'c.jsonl' line 2: the shared machine is given twice");
 }
 
+TEST(CalibrationTest, TransferLineRoundTripsAndOldFilesHaveNone) {
+  const TransferMeasurement measured{1.25e-4, 3.1e-4, 4096, "ucx send_recv round trips, 2 processes"};
+  const std::string line = TransferMeasurementLine(measured);
+  EXPECT_EQ(line,
+            R"({"transfer": "inter_node", "latency_seconds": 0.000125, "round_trip_seconds": 0.00031, "bytes": 4096, )"
+            R"("method": "ucx send_recv round trips, 2 processes"})");
+  const std::string inter_node = LinkMeasurementLine("inter_node", {0, 1.19e8, "ucx all_reduce"});
+  const absl::StatusOr<Calibration> parsed = ParseCalibration(inter_node + "\n" + line + "\n", "c.jsonl");
+  ASSERT_TRUE(parsed.ok()) << parsed.status();
+  ASSERT_TRUE(parsed->inter_node_transfer.has_value());
+  EXPECT_EQ(parsed->inter_node_transfer->latency_seconds, 1.25e-4);
+  EXPECT_EQ(parsed->inter_node_transfer->round_trip_seconds, 3.1e-4);
+  EXPECT_EQ(parsed->inter_node_transfer->bytes, 4096);
+  EXPECT_EQ(parsed->inter_node_transfer->method, "ucx send_recv round trips, 2 processes");
+  EXPECT_EQ(parsed->inter_node->bytes_per_second, 1.19e8);
+  // The link line alone (a file from before the transfer line): no transfer.
+  const absl::StatusOr<Calibration> old_file = ParseCalibration(inter_node, "c.jsonl");
+  ASSERT_TRUE(old_file.ok()) << old_file.status();
+  EXPECT_FALSE(old_file->inter_node_transfer.has_value());
+
+  EXPECT_EQ(Error(R"({"transfer": "intra_node", "latency_seconds": 0, "round_trip_seconds": 1e-5, "bytes": 4096})"),
+            "calibration file 'c.jsonl' line 1: \"transfer\" is \"intra_node\"; valid: inter_node");
+  EXPECT_EQ(Error(R"({"transfer": "inter_node", "latency_seconds": -1, "round_trip_seconds": 1e-5, "bytes": 4096})"),
+            "calibration file 'c.jsonl' line 1: \"latency_seconds\" is -1; it must be a finite number >= 0");
+  EXPECT_EQ(Error(R"({"transfer": "inter_node", "latency_seconds": 0, "round_trip_seconds": 0, "bytes": 4096})"),
+            "calibration file 'c.jsonl' line 1: \"round_trip_seconds\" is 0; it must be a finite number > 0");
+  EXPECT_EQ(Error(R"({"transfer": "inter_node", "latency_seconds": 0, "round_trip_seconds": 1e-5})"),
+            "calibration file 'c.jsonl' line 1: missing key \"bytes\"");
+  EXPECT_EQ(Error(R"({"transfer": "inter_node", "latency_seconds": 0, "round_trip_seconds": 1e-5, "bytes": 1, )"
+                  R"("rtt": 1})"),
+            "calibration file 'c.jsonl' line 1: unknown key \"rtt\"; valid keys: transfer, latency_seconds, "
+            "round_trip_seconds, bytes, method");
+  EXPECT_EQ(Error(line + "\n" + line), "calibration file 'c.jsonl' line 2: the inter_node transfer is measured twice");
+}
+
 TEST(CalibrationTest, MissingFileIsNotFound) {
   const absl::StatusOr<Calibration> missing = ReadCalibrationFile(::testing::TempDir() + "/absent.jsonl");
   EXPECT_EQ(missing.status().code(), absl::StatusCode::kNotFound);

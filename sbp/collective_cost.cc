@@ -55,6 +55,11 @@ double CallSeconds(const LinkModel& links, bool crosses_nodes, double bytes) {
   return cost.seconds();
 }
 
+double TransferSeconds(const LinkModel& links, bool crosses_nodes, double bytes) {
+  if (!crosses_nodes || !links.inter_node_transfer_latency.has_value()) return CallSeconds(links, crosses_nodes, bytes);
+  return *links.inter_node_transfer_latency + bytes / links.inter_node_bandwidth;
+}
+
 CollectiveRoute RouteOf(const Placement& placement, int64_t axis, BoxingKind kind) {
   if (!AxisCrossesNodes(placement, axis)) return CollectiveRoute::kInNode;
   const bool hierarchical_kind =

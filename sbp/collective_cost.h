@@ -79,6 +79,12 @@ CollectiveCost PriceDenseCollective(const LinkModel& links, const Placement& pla
 // One call of one round on one level: latency + bytes / bandwidth.
 double CallSeconds(const LinkModel& links, bool crosses_nodes, double bytes);
 
+// One point-to-point transfer of `bytes` (a pipeline's send_recv between two stages):
+// across nodes the measured transfer latency (LinkModel::inter_node_transfer_latency; the
+// round's latency when not measured) + bytes / inter-node bandwidth; inside a node as
+// CallSeconds.
+double TransferSeconds(const LinkModel& links, bool crosses_nodes, double bytes);
+
 // "1.25 ms" with 3 significant digits: the unit of the cost model's sentences.
 std::string FormatMilliseconds(double seconds);
 

@@ -31,6 +31,9 @@ absl::Status CheckLinkModel(const LinkModel& links) {
         CheckLatency("inter_node_latency", links.inter_node_latency)}) {
     if (!status.ok()) return status;
   }
+  if (links.inter_node_transfer_latency.has_value()) {
+    return CheckLatency("inter_node_transfer_latency", *links.inter_node_transfer_latency);
+  }
   return absl::OkStatus();
 }
 

@@ -32,12 +32,21 @@ struct LinkModel {
   // (sbp/collective_cost.h); 0 prices bandwidth only. `oneflow calibrate` measures both.
   double intra_node_latency = 0;
   double inter_node_latency = 0;
+  // Seconds one point-to-point transfer between processes costs beyond its bytes /
+  // inter_node_bandwidth: a pipeline's send_recv between stages on different nodes (its
+  // two-rank all-to-all: both ranks' arrival, the data, the receiver's wake-up).
+  // `oneflow calibrate` measures it by round trips between two processes (the calibration
+  // file's "transfer" line, sbp/calibration.h); nullopt: not measured, a transfer then
+  // costs inter_node_latency like one collective round (TransferSeconds,
+  // sbp/collective_cost.h).
+  std::optional<double> inter_node_transfer_latency;
 };
 
 // OK when both bandwidths are finite and > 0 and both latencies finite and >= 0;
 // INVALID_ARGUMENT naming the bad one:
 //   link model: inter_node_bandwidth must be a finite number of bytes/s > 0, got 0
 //   link model: intra_node_latency must be a finite number of seconds >= 0, got -1
+// (and the transfer latency, when given, finite and >= 0).
 absl::Status CheckLinkModel(const LinkModel& links);
 
 // True when some group of devices that differ only in coordinate `axis` of the
