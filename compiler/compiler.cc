@@ -38,7 +38,9 @@ absl::Status CheckOptions(const CompileOptions& options) {
 LinkModel LinkModelOf(const proto::Cluster& cluster) {
   LinkModel links{cluster.intra_node_bandwidth(), cluster.inter_node_bandwidth(), cluster.intra_node_latency(),
                   cluster.inter_node_latency()};
-  if (cluster.has_inter_node_transfer_latency()) links.inter_node_transfer_latency = cluster.inter_node_transfer_latency();
+  if (cluster.has_inter_node_transfer_latency()) {
+    links.inter_node_transfer_latency = cluster.inter_node_transfer_latency();
+  }
   return links;
 }
 

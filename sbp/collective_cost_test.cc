@@ -72,5 +72,17 @@ TEST(CollectiveCostTest, LocalKindsCostNothing) {
   EXPECT_EQ(PriceDenseCollective(kLinks, hosts, 0, BoxingKind::kLocalSlice, 4096, 0).seconds(), 0);
 }
 
+TEST(CollectiveCostTest, ATransferBetweenNodesPaysTheMeasuredTransferLatency) {
+  LinkModel links{1e9, 1e6, 1e-5, 2e-4};
+  links.inter_node_transfer_latency = 1e-3;
+  EXPECT_DOUBLE_EQ(TransferSeconds(links, /*crosses_nodes=*/true, 4096), 1e-3 + 4096 / 1e6);
+  EXPECT_DOUBLE_EQ(TransferSeconds(links, /*crosses_nodes=*/false, 4096), 1e-5 + 4096 / 1e9);
+  links.inter_node_transfer_latency.reset();
+  EXPECT_DOUBLE_EQ(TransferSeconds(links, /*crosses_nodes=*/true, 4096), 2e-4 + 4096 / 1e6);
+  links.inter_node_transfer_latency = -1;
+  EXPECT_EQ(CheckLinkModel(links).message(),
+            "link model: inter_node_transfer_latency must be a finite number of seconds >= 0, got -1");
+}
+
 }  // namespace
 }  // namespace oneflow

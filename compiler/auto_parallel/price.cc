@@ -354,7 +354,7 @@ class Pricer {
     PipelineTransfers transfers{std::vector<PipelineCutTransfers>(pp), std::vector<double>(pp, 0)};
     for (int64_t e = 1; e < pp; ++e) {
       const double seconds =
-          CallSeconds(collectives_.links(), collectives_.CutCrossesNodes(e), cut_bytes[e] * RowFraction());
+          TransferSeconds(collectives_.links(), collectives_.CutCrossesNodes(e), cut_bytes[e] * RowFraction());
       PipelineCutTransfers& cut = transfers.cuts[e];
       cut.forward_seconds = cut.backward_seconds = cut.forward_link_seconds = cut.backward_link_seconds = seconds;
     }
@@ -366,7 +366,8 @@ class Pricer {
         // Each device of the reader's stage sends to its counterpart on the owner's: the
         // link out of the reader's stage and the link into the owner's carry it.
         const double bytes = static_cast<double>(variable.bytes) / (variable.tp_sharded ? layout_.tp() : 1);
-        const double seconds = CallSeconds(collectives_.links(), collectives_.StagesCrossNodes(owner, reader), bytes);
+        const double seconds =
+            TransferSeconds(collectives_.links(), collectives_.StagesCrossNodes(owner, reader), bytes);
         transfers.variable_seconds[reader] += seconds;
         if (reader > owner) {
           PipelineCutTransfers& out_of_reader = transfers.cuts[reader];

@@ -127,6 +127,10 @@ absl::Status ApplyCalibrationToCluster(const std::string& calibration, const Lin
     if (!links.inter_node_bandwidth_given) cluster->set_inter_node_bandwidth(measured->inter_node->bytes_per_second);
     if (!links.inter_node_latency_given) cluster->set_inter_node_latency(measured->inter_node->latency_seconds);
   }
+  // A pipeline's transfer between nodes: its own measured latency (sbp/link_model.h).
+  if (measured->inter_node_transfer.has_value()) {
+    cluster->set_inter_node_transfer_latency(measured->inter_node_transfer->latency_seconds);
+  }
   cluster->set_gemm_flops_per_second(measured->compute.gemm_flops_per_second);
   cluster->set_memory_bytes_per_second(measured->compute.memory_bytes_per_second);
   return absl::OkStatus();

@@ -88,8 +88,9 @@ LinkFlags LinkFlagsFromCommandLine(double intra_node_bandwidth, double inter_nod
 // Sets the cluster's link bandwidths and latencies from `links`, except where
 // --codec_calibration's file (`calibration`, empty: none) measured a level and the flag
 // keeps its default (a flag set to another value wins: a link shaped to 1 Gbit/s is not
-// the loopback `oneflow calibrate` measured), and its compute rates from the file's
-// compute lines. INVALID_ARGUMENT naming the flag:
+// the loopback `oneflow calibrate` measured), its compute rates from the file's
+// compute lines and the inter-node transfer latency from its transfer line (no flag
+// sets that one). INVALID_ARGUMENT naming the flag:
 //   --inter_node_latency=-1 must be a finite number of seconds >= 0
 //   --codec_calibration: calibration file 'c.jsonl' line 7: ...
 absl::Status ApplyCalibrationToCluster(const std::string& calibration, const LinkFlags& links,
