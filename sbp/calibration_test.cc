@@ -183,7 +183,10 @@ TEST(CalibrationTest, TransferLineRoundTripsAndOldFilesHaveNone) {
             R"({"transfer": "inter_node", "latency_seconds": 0.000125, "round_trip_seconds": 0.00031, "bytes": 4096, )"
             R"("method": "ucx send_recv round trips, 2 processes"})");
   const std::string inter_node = LinkMeasurementLine("inter_node", {0, 1.19e8, "ucx all_reduce"});
-  const absl::StatusOr<Calibration> parsed = ParseCalibration(inter_node + "\n" + line + "\n", "c.jsonl");
+  // Beside a codec line (the codecs' own parser reads the same file and skips it).
+  const std::string codec = R"({"codec": "int4", "group_size": 128, "hadamard": true, "bytes_per_second": 3e9})";
+  const absl::StatusOr<Calibration> parsed =
+      ParseCalibration(codec + "\n" + inter_node + "\n" + line + "\n", "c.jsonl");
   ASSERT_TRUE(parsed.ok()) << parsed.status();
   ASSERT_TRUE(parsed->inter_node_transfer.has_value());
   EXPECT_EQ(parsed->inter_node_transfer->latency_seconds, 1.25e-4);

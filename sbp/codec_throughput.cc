@@ -233,7 +233,8 @@ absl::StatusOr<std::vector<CodecMeasurement>> ParseCodecCalibration(absl::string
     auto members = LineParser(line).Object();
     if (!members.ok()) return fail(members.status());
     if (!members->empty() && (members->front().first == "link" || members->front().first == "compute" ||
-                              members->front().first == "host" || members->front().first == "machine")) {
+                              members->front().first == "host" || members->front().first == "machine" ||
+                              members->front().first == "transfer")) {
       continue;  // sbp/calibration.h reads these.
     }
     bool renamed = false;

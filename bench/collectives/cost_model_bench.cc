@@ -188,8 +188,9 @@ double MeasureInNode(const Plan& plan, int64_t ranks) {
 
 int Run() {
   // Forks first, before any thread.
-  absl::StatusOr<cli::MeasuredLink> inter = cli::MeasureCrossProcessLink(kCalibrationRepetitions);
-  if (!inter.ok()) Die(std::string(inter.status().message()));
+  absl::StatusOr<cli::CrossProcessMeasurement> measured = cli::MeasureCrossProcessLink(kCalibrationRepetitions);
+  if (!measured.ok()) Die(std::string(measured.status().message()));
+  const cli::MeasuredLink* inter = &measured->link;
   const std::vector<Plan> flat = FlatPlans();
   const std::vector<double> flat_measured = MeasureFlat(flat);
   absl::StatusOr<cli::MeasuredLink> intra = cli::MeasureInProcessLink(kCalibrationRepetitions);

@@ -5,6 +5,7 @@
 // message naming what was wrong, leaving an existing file as it was and no worker behind.
 #include <sched.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <filesystem>
@@ -137,6 +138,17 @@ TEST_F(CalibrateNodesTest, MeasuresBothLevelsBetweenTheDaemons) {
   const double large = InterNodeSeconds(*calibration->inter_node, 16 << 20);
   EXPECT_LT(small, large);
   EXPECT_LT(large, 60);
+  // Nodes 0 and 1 measured a pipeline transfer's round trips between them: one transfer
+  // is half a round trip, of which the latency is what the file's beta does not explain.
+  ASSERT_TRUE(calibration->inter_node_transfer.has_value()) << Contents(out);
+  const TransferMeasurement& transfer = *calibration->inter_node_transfer;
+  EXPECT_EQ(transfer.bytes, 4096);
+  EXPECT_GT(transfer.round_trip_seconds, 0);
+  EXPECT_LT(transfer.round_trip_seconds, 60);
+  EXPECT_NEAR(transfer.latency_seconds,
+              std::max(0.0, transfer.round_trip_seconds / 2 - 4096 / calibration->inter_node->bytes_per_second),
+              1e-5 * transfer.round_trip_seconds);
+  EXPECT_THAT(transfer.method, StartsWith("ucx send_recv round trips, nodes 0 and 1"));
   // Node 0's worker measured the machine lines too: compute rates and the codecs.
   EXPECT_GT(calibration->compute.gemm_flops_per_second, 0);
   EXPECT_GT(calibration->compute.memory_bytes_per_second, 0);
@@ -168,6 +180,8 @@ TEST_F(CalibrateNodesTest, MeasuresBothLevelsBetweenTheDaemons) {
   ASSERT_TRUE(gloo_calibration.ok()) << gloo_calibration.status();
   ASSERT_TRUE(gloo_calibration->inter_node.has_value());
   EXPECT_THAT(gloo_calibration->inter_node->method, StartsWith("gloo all_reduce, 2 processes (one per node)"));
+  ASSERT_TRUE(gloo_calibration->inter_node_transfer.has_value());
+  EXPECT_THAT(gloo_calibration->inter_node_transfer->method, StartsWith("gloo send_recv round trips, nodes 0 and 1"));
 }
 
 TEST_F(CalibrateNodesTest, RefusesBadInputNamingIt) {

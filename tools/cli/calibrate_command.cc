@@ -43,7 +43,7 @@ constexpr int64_t kLinkRepetitions = 21;
 absl::StatusOr<ClusterLinks> MeasureLocalLinks() {
   // The cross-process link first: it forks, and a fork is simplest before this process
   // has started any thread.
-  absl::StatusOr<MeasuredLink> inter_node = MeasureCrossProcessLink(kLinkRepetitions);
+  absl::StatusOr<CrossProcessMeasurement> inter_node = MeasureCrossProcessLink(kLinkRepetitions);
   if (!inter_node.ok()) {
     return absl::Status(inter_node.status().code(),
                         absl::StrCat("measuring the cross-process link: ", inter_node.status().message()));
@@ -53,7 +53,9 @@ absl::StatusOr<ClusterLinks> MeasureLocalLinks() {
     return absl::Status(intra_node.status().code(),
                         absl::StrCat("measuring the in-process link: ", intra_node.status().message()));
   }
-  return ClusterLinks{intra_node->fit, inter_node->fit, {}};
+  ClusterLinks links{intra_node->fit, inter_node->link.fit, {}};
+  links.inter_node_transfer = inter_node->transfer;
+  return links;
 }
 
 // With --nodes: both levels between the daemons of the cluster (cluster_link_calibration.h).
@@ -123,6 +125,7 @@ absl::Status RunCalibrate(const std::vector<std::string>& /*arguments*/, std::os
   std::vector<std::string> lines = machine.codec_lines;
   lines.push_back(LinkMeasurementLine("intra_node", links->intra_node));
   lines.push_back(LinkMeasurementLine("inter_node", links->inter_node));
+  if (links->inter_node_transfer.has_value()) lines.push_back(TransferMeasurementLine(*links->inter_node_transfer));
   lines.insert(lines.end(), machine.compute_lines.begin(), machine.compute_lines.end());
   if (links->shared_machine.has_value()) lines.push_back(SharedMachineLine(*links->shared_machine));
   OF_ASSIGN_OR_RETURN(const std::vector<std::string> host_lines, MeasureHostLines(host_devices));

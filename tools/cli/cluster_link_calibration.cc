@@ -10,6 +10,7 @@
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
 #include "tools/launcher/all_reduce_plan.h"
+#include "tools/cli/link_calibration.h"
 #include "tools/launcher/launch_client.h"
 
 namespace oneflow::cli {
@@ -54,6 +55,13 @@ absl::StatusOr<ClusterLinks> SlowestLinks(const std::map<int64_t, proto::LinkMea
   }
   // Node 0's machine lines, read by the file's own parser before they go into the file.
   const proto::LinkMeasurements& first = reports.at(0);
+  if (first.transfer_round_trip_seconds() > 0) {
+    // Fitted again with the file's beta: node 0 fitted it with its own.
+    TransferMeasurement transfer =
+        FitTransfer(first.transfer_round_trip_seconds(), first.transfer_bytes(), links.inter_node.bytes_per_second);
+    transfer.method = first.transfer_method();
+    links.inter_node_transfer = std::move(transfer);
+  }
   links.machine.codec_lines.assign(first.codec_lines().begin(), first.codec_lines().end());
   links.machine.compute_lines.assign(first.compute_lines().begin(), first.compute_lines().end());
   if (links.machine.codec_lines.empty() || links.machine.compute_lines.empty()) {

@@ -8,7 +8,8 @@
 //
 // Per level the file gets the slowest node's fit (the one whose 16 MiB all-reduce took
 // longest): a collective over nodes runs at the pace of its slowest member. Its "method"
-// names the node and how many reported. Node 0's worker also measures its machine's codecs
+// names the node and how many reported. The transfer line is node 0's (it and node 1
+// measured it, link_calibration.h), fitted with the file's inter_node beta. Node 0's worker also measures its machine's codecs
 // and compute rates (machine_calibration.h), the file's other lines. Every worker reports
 // its machine's boot id and cores: when all of them report one boot id, the nodes are
 // processes on one machine (emulated hosts) and the file gets a "machine" line with node
@@ -36,6 +37,9 @@ struct ClusterLinks {
   MachineLines machine;
   // With --nodes, when every node reported the same (non-empty) boot id.
   std::optional<SharedMachineMeasurement> shared_machine;
+  // A transfer between two processes (link_calibration.h): node 0's report with --nodes
+  // (none from a worker that predates it).
+  std::optional<TransferMeasurement> inter_node_transfer;
 };
 
 struct ClusterCalibrationOptions {

@@ -67,7 +67,48 @@ absl::StatusOr<LinkTimings> TimeAllReduces(Communicator& communicator, int64_t r
   return timings;
 }
 
+// Median seconds of a transfer's round trip between ranks 0 and 1 of a 2-rank group
+// (link_calibration.h): each way one all-to-all with one nonzero entry, as send_recv.
+absl::StatusOr<double> TimeTransferRoundTrips(Communicator& communicator, int64_t repetitions) {
+  if (communicator.size() != 2) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("a transfer is measured between 2 ranks; the group has ", communicator.size()));
+  }
+  std::vector<char> sent(kTransferBytes, 1), received(kTransferBytes, 0);
+  const std::vector<int64_t> to_rank_1 = {0, kTransferBytes, 0, 0};
+  const std::vector<int64_t> to_rank_0 = {0, 0, kTransferBytes, 0};
+  CollectiveOptions options;
+  options.description = "oneflow calibrate transfer";
+  return TimeCalls(repetitions, [&]() -> absl::Status {
+    if (absl::Status status = communicator.AllToAll(sent.data(), received.data(), to_rank_1, options); !status.ok()) {
+      return status;
+    }
+    return communicator.AllToAll(sent.data(), received.data(), to_rank_0, options);
+  });
+}
+
 }  // namespace
+
+TransferMeasurement FitTransfer(double round_trip_seconds, int64_t bytes, double bytes_per_second) {
+  TransferMeasurement fit;
+  fit.round_trip_seconds = round_trip_seconds;
+  fit.bytes = bytes;
+  fit.latency_seconds = std::max(0.0, round_trip_seconds / 2 - static_cast<double>(bytes) / bytes_per_second);
+  return fit;
+}
+
+absl::StatusOr<TransferMeasurement> MeasureCrossProcessTransfer(Transport transport,
+                                                                const CrossProcessGroupOptions& options,
+                                                                int64_t repetitions, double bytes_per_second,
+                                                                std::string method) {
+  absl::StatusOr<std::unique_ptr<Communicator>> communicator = NewCrossProcessCommunicator(transport, options);
+  if (!communicator.ok()) return communicator.status();
+  absl::StatusOr<double> round_trip = TimeTransferRoundTrips(**communicator, repetitions);
+  if (!round_trip.ok()) return round_trip.status();
+  TransferMeasurement fit = FitTransfer(*round_trip, kTransferBytes, bytes_per_second);
+  fit.method = std::move(method);
+  return fit;
+}
 
 LinkTimings AllReduceWireBytes(int64_t ranks, bool cross_process) {
   const double others = static_cast<double>(ranks - 1);
@@ -119,7 +160,7 @@ absl::StatusOr<MeasuredLink> MeasureCrossProcessGroup(Transport transport, const
   return measured;
 }
 
-absl::StatusOr<MeasuredLink> MeasureCrossProcessLink(int64_t repetitions) {
+absl::StatusOr<CrossProcessMeasurement> MeasureCrossProcessLink(int64_t repetitions) {
   char directory_template[] = "/tmp/oneflow_calibrate.XXXXXX";
   if (mkdtemp(directory_template) == nullptr) {
     return absl::InternalError(absl::StrCat("cannot create a directory in /tmp: ", std::strerror(errno)));
@@ -147,7 +188,13 @@ absl::StatusOr<MeasuredLink> MeasureCrossProcessLink(int64_t repetitions) {
           ? (chose_tls ? absl::StrCat("UCX_TLS=", std::getenv("UCX_TLS")) : "over TCP on 127.0.0.1")
           : "127.0.0.1",
       ", 4 KiB and 16 MiB");
-  auto run_rank = [&](int64_t rank) -> absl::StatusOr<MeasuredLink> {
+  const std::string transfer_method = absl::StrCat(
+      TransportName(kDefaultTransport), " send_recv round trips, 2 processes, ",
+      kDefaultTransport == Transport::kUcx
+          ? (chose_tls ? absl::StrCat("UCX_TLS=", std::getenv("UCX_TLS")) : "over TCP on 127.0.0.1")
+          : "127.0.0.1",
+      ", 4 KiB each way");
+  auto run_rank = [&](int64_t rank) -> absl::StatusOr<CrossProcessMeasurement> {
     FileKeyValueStore store(directory);
     CrossProcessGroupOptions options;
     options.group_name = "calibrate";
@@ -155,7 +202,13 @@ absl::StatusOr<MeasuredLink> MeasureCrossProcessLink(int64_t repetitions) {
     options.size = 2;
     options.store = &store;
     options.connect_timeout = absl::Seconds(30);
-    return MeasureCrossProcessGroup(kDefaultTransport, options, repetitions, method);
+    absl::StatusOr<MeasuredLink> link = MeasureCrossProcessGroup(kDefaultTransport, options, repetitions, method);
+    if (!link.ok()) return link.status();
+    options.group_name = "calibrate transfer";
+    absl::StatusOr<TransferMeasurement> transfer = MeasureCrossProcessTransfer(
+        kDefaultTransport, options, repetitions, link->fit.bytes_per_second, transfer_method);
+    if (!transfer.ok()) return transfer.status();
+    return CrossProcessMeasurement{*std::move(link), *std::move(transfer)};
   };
   if (child == 0) {
     // The peer: dies with its parent, reports only through its exit status.
@@ -163,7 +216,7 @@ absl::StatusOr<MeasuredLink> MeasureCrossProcessLink(int64_t repetitions) {
     if (getppid() != parent) _exit(3);
     _exit(run_rank(1).ok() ? 0 : 1);
   }
-  absl::StatusOr<MeasuredLink> measured = run_rank(0);
+  absl::StatusOr<CrossProcessMeasurement> measured = run_rank(0);
   if (!measured.ok()) kill(child, SIGKILL);
   int wait_status = 0;
   while (waitpid(child, &wait_status, 0) < 0 && errno == EINTR) {
@@ -171,7 +224,8 @@ absl::StatusOr<MeasuredLink> MeasureCrossProcessLink(int64_t repetitions) {
   remove_directory();
   if (!measured.ok()) return measured.status();
   if (!WIFEXITED(wait_status) || WEXITSTATUS(wait_status) != 0) {
-    return absl::InternalError("the second calibration process failed; its all-reduces did not complete");
+    return absl::InternalError(
+        "the second calibration process failed; its all-reduces or transfers did not complete");
   }
   return measured;
 }

@@ -17,6 +17,16 @@
 // over a group of one worker per node, on the transport and interfaces the job's own
 // cross-node groups use (no UCX_TLS restriction: the nodes are what they are).
 //
+// The transfer (the file's "transfer" line): one point-to-point transfer between two
+// processes as a pipeline's send_recv boxing step runs it (kernels/boxing/send_recv.cc:
+// a two-rank all-to-all whose byte matrix has one nonzero entry). Rank 0 sends 4 KiB to
+// rank 1 and rank 1 sends them back, `repetitions` round trips after one warm-up, on a
+// group of two of its own (the first two nodes with --nodes, the two processes without);
+// latency = median round trip / 2 - 4 KiB / the inter_node level's beta, at least 0.
+// Session 44 saw each transfer between 2 emulated hosts cost ~0.3 ms more than its wire
+// time where the all-reduce fit gave an alpha of ~0 (docs/auto_parallel_measurements.md,
+// "Transfers between processes (session 45)").
+//
 // Alpha and beta from the median time of each size, fitted to the cost model's own
 // formula for that route (sbp/collective_cost.h), so that the model reproduces both
 // measured times exactly. With n ranks and S bytes per rank, the busiest rank receives
@@ -59,16 +69,34 @@ struct MeasuredLink {
   LinkTimings timings;
 };
 
+// The bytes each way of the transfer's round trips.
+constexpr int64_t kTransferBytes = 4 << 10;
+
+// The transfer's fit of the top of this file: round_trip_seconds / 2 - bytes / beta, at least 0.
+TransferMeasurement FitTransfer(double round_trip_seconds, int64_t bytes, double bytes_per_second);
+
 // The measurements; `repetitions` timed calls per size after one warm-up.
 // Errors: a failing collective (its status), a child process that cannot start or fails.
 absl::StatusOr<MeasuredLink> MeasureInProcessLink(int64_t repetitions);
-absl::StatusOr<MeasuredLink> MeasureCrossProcessLink(int64_t repetitions);
+// MeasureCrossProcessLink also measures the transfer between its two processes.
+struct CrossProcessMeasurement {
+  MeasuredLink link;
+  TransferMeasurement transfer;
+};
+absl::StatusOr<CrossProcessMeasurement> MeasureCrossProcessLink(int64_t repetitions);
 
 // Rank `options.rank` of a group of `options.size` >= 2 processes over `transport`, met
 // through `options.store`: every rank calls it at the same time; each returns its own
 // timings, fitted. `method` goes into the fit as is.
 absl::StatusOr<MeasuredLink> MeasureCrossProcessGroup(Transport transport, const CrossProcessGroupOptions& options,
                                                       int64_t repetitions, std::string method);
+// The transfer between the two ranks of `options` (size 2; both call it at the same
+// time), fitted with `bytes_per_second` (the inter_node level's beta); `method` goes into
+// the fit as is.
+absl::StatusOr<TransferMeasurement> MeasureCrossProcessTransfer(Transport transport,
+                                                                const CrossProcessGroupOptions& options,
+                                                                int64_t repetitions, double bytes_per_second,
+                                                                std::string method);
 double MeasureGemmFlopsPerSecond(int64_t repetitions);
 double MeasureMemoryBytesPerSecond(int64_t repetitions);
 

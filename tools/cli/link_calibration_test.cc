@@ -58,5 +58,18 @@ TEST(LinkCalibrationTest, NoisyTimesGiveZeroLatencyAndTheLargeSizesBandwidth) {
   EXPECT_DOUBLE_EQ(fit.bytes_per_second, kLarge / 0.008);
 }
 
+// A transfer's round trip priced by the model (TransferSeconds each way) fits back to the
+// latency it was priced with; a round trip faster than its bytes allow gives 0.
+TEST(LinkCalibrationTest, TransferRoundTripFitsBackToTheTransferLatency) {
+  LinkModel links = Links();
+  links.inter_node_transfer_latency = 1.2e-4;
+  const double round_trip = 2 * TransferSeconds(links, /*crosses_nodes=*/true, kTransferBytes);
+  const TransferMeasurement fit = FitTransfer(round_trip, kTransferBytes, links.inter_node_bandwidth);
+  EXPECT_NEAR(fit.latency_seconds, 1.2e-4, 1e-15);
+  EXPECT_EQ(fit.round_trip_seconds, round_trip);
+  EXPECT_EQ(fit.bytes, kTransferBytes);
+  EXPECT_EQ(FitTransfer(1e-6, kTransferBytes, 2e9).latency_seconds, 0);  // 4 KiB take 2 us each way
+}
+
 }  // namespace
 }  // namespace oneflow::cli

@@ -1,6 +1,7 @@
 #include "tools/worker/link_measurement.h"
 
 #include <cstdlib>
+#include <optional>
 
 #include "absl/strings/str_cat.h"
 #include "tools/cli/link_calibration.h"
@@ -50,6 +51,24 @@ absl::StatusOr<proto::LinkMeasurements> MeasureNodeLinks(const NodeLinkOptions& 
     return absl::Status(inter_node.status().code(),
                         absl::StrCat("measuring the inter-node link: ", inter_node.status().message()));
   }
+  // The transfer between nodes 0 and 1, on a group of its own (the others go on).
+  std::optional<TransferMeasurement> transfer;
+  if (options.node < 2) {
+    CrossProcessGroupOptions pair = group;
+    pair.group_name = absl::StrCat("calibrate transfer/", TransportName(options.transport));
+    pair.size = 2;
+    absl::StatusOr<TransferMeasurement> measured = cli::MeasureCrossProcessTransfer(
+        options.transport, pair, options.repetitions, inter_node->fit.bytes_per_second,
+        absl::StrCat(TransportName(options.transport), " send_recv round trips, nodes 0 and 1",
+                     options.transport == Transport::kUcx && ucx_tls != nullptr ? absl::StrCat(", UCX_TLS=", ucx_tls)
+                                                                                : std::string(),
+                     ", 4 KiB each way"));
+    if (!measured.ok()) {
+      return absl::Status(measured.status().code(),
+                          absl::StrCat("measuring a transfer between nodes 0 and 1: ", measured.status().message()));
+    }
+    transfer = *std::move(measured);
+  }
   absl::StatusOr<cli::MeasuredLink> intra_node = cli::MeasureInProcessLink(options.repetitions);
   if (!intra_node.ok()) {
     return absl::Status(intra_node.status().code(),
@@ -62,6 +81,10 @@ absl::StatusOr<proto::LinkMeasurements> MeasureNodeLinks(const NodeLinkOptions& 
   measurements.set_boot_id(identity.boot_id);
   measurements.set_cores(identity.cores);
   if (options.node == 0) {
+    measurements.set_transfer_latency_seconds(transfer->latency_seconds);
+    measurements.set_transfer_round_trip_seconds(transfer->round_trip_seconds);
+    measurements.set_transfer_bytes(transfer->bytes);
+    measurements.set_transfer_method(transfer->method);
     const cli::MachineLines machine = cli::MeasureMachine();
     for (const std::string& line : machine.codec_lines) measurements.add_codec_lines(line);
     for (const std::string& line : machine.compute_lines) measurements.add_compute_lines(line);

@@ -9,8 +9,12 @@
 //               rendezvous store like the runtime's own cross-node groups
 //               (MeasureCrossProcessGroup). Every node's worker takes part.
 //
+//   transfer    nodes 0 and 1 over the job's transport: round trips of a pipeline's
+//               send_recv (tools/cli/link_calibration.h), on a group of their own.
+//
 // All-reduces of 4 KiB and 16 MiB per rank, fitted to the cost model's formulas. The
-// inter-node group runs first, while every node's worker is in step; each node then
+// inter-node group runs first, while every node's worker is in step, then the transfer;
+// each node then
 // measures its own intra-node level, and node 0 its machine's codecs and compute rates
 // (tools/cli/machine_calibration.h: the calibration file's other lines). The launch client (tools/cli/calibrate_command.cc)
 // collects every node's measurements and writes the calibration file.
@@ -40,7 +44,7 @@ struct NodeLinkOptions {
 };
 
 // Both levels as this node measured them (levels "inter_node", then "intra_node"; on node
-// 0 also the codec and compute lines). The
+// 0 also the transfer and the codec and compute lines). The
 // collectives' errors (a peer that never joined: the connect timeout's error).
 absl::StatusOr<proto::LinkMeasurements> MeasureNodeLinks(const NodeLinkOptions& options);
 
