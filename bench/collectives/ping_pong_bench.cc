@@ -1,13 +1,14 @@
 // Point-to-point round trips between 2 processes, every path side by side in one run, as
 // JSON lines, one per size (4 KiB to 4 MiB, powers of 4):
 //   {"bench":"ping_pong","bytes":4096,"round_trips":400,"ucx_seconds":...,"gloo_seconds":...,
-//    "tcp_seconds":...,"mpi_seconds":...,"mpi_tcp_seconds":...,"ucx_to_tcp":...,
+//    "ucx_step_seconds":...,"gloo_step_seconds":...,"tcp_seconds":...,"mpi_seconds":...,"mpi_tcp_seconds":...,"ucx_to_tcp":...,
 //    "gloo_to_tcp":...,"ucx_to_mpi_tcp":...,"ucx_minus_tcp_us":...,"gloo_minus_tcp_us":...}
 // Each X_seconds is the median of the round trips timed one by one on rank 0: rank 0
 // sends `bytes`, rank 1 receives them and sends `bytes` back, rank 0 receives them.
-//   ucx, gloo:  our communicator's Send/Recv over that transport (NewCrossProcessCommunicator):
-//               the calls a pipeline's send_recv boxing makes between processes
-//               (kernels/boxing/send_recv.cc)
+//   ucx, gloo:  our communicator's Send/Recv over that transport (NewCrossProcessCommunicator)
+//   ucx_step, gloo_step: the same bytes each way through the two-rank all-to-all (one
+//               nonzero entry) that a pipeline's send_recv boxing step runs between
+//               processes (kernels/boxing/send_recv.cc): the call's arrival, then the data
 //   tcp:        one TCP connection with TCP_NODELAY, write()/read() of the whole message:
 //               what the network itself costs, the floor any TCP transport pays
 //   mpi, mpi_tcp: OpenMPI's MPI_Send/MPI_Recv under `mpirun -np 2` (shared memory; `--mca
@@ -95,7 +96,10 @@ double MedianRoundTrip(int64_t round_trips, RoundTrip&& round_trip) {
 // Rank 0's first byte and rank 1's reply: both ranks check what they got.
 void Fill(std::vector<char>& buffer, char value) { std::fill(buffer.begin(), buffer.end(), value); }
 
-Medians RunCommunicator(Transport transport, int rank, KeyValueStore& store, double scale) {
+// Round trips over `transport`: through Send/Recv (`medians`) and through the two-rank
+// all-to-all a send_recv boxing step runs (`step_medians`).
+void RunCommunicator(Transport transport, int rank, KeyValueStore& store, double scale, Medians* medians,
+                     Medians* step_medians) {
   const std::string name = TransportName(transport);
   CrossProcessGroupOptions options;
   options.group_name = absl::StrCat("ping_pong_bench_", name);
@@ -108,11 +112,10 @@ Medians RunCommunicator(Transport transport, int rank, KeyValueStore& store, dou
   CollectiveOptions call;
   call.description = "ping_pong_bench";
   const int64_t peer = 1 - rank;
-  Medians medians;
   for (const int64_t bytes : bench::PingPongSizes()) {
     std::vector<char> buffer(bytes);
     Fill(buffer, static_cast<char>(rank + 1));
-    medians[bytes] = MedianRoundTrip(bench::PingPongRoundTrips(bytes, scale), [&] {
+    (*medians)[bytes] = MedianRoundTrip(bench::PingPongRoundTrips(bytes, scale), [&] {
       if (rank == 0) {
         Check((*communicator)->Send(buffer.data(), bytes, peer, call));
         Check((*communicator)->Recv(buffer.data(), bytes, peer, call));
@@ -122,8 +125,20 @@ Medians RunCommunicator(Transport transport, int rank, KeyValueStore& store, dou
       }
     });
     if (buffer[bytes - 1] != 1) Die(absl::StrCat(name, ": rank ", rank, " holds ", int{buffer[bytes - 1]}));
+    // kernels/boxing/send_recv.cc: one all-to-all whose byte matrix has one nonzero entry.
+    std::vector<char> other(bytes);
+    const std::vector<int64_t> to_rank_1 = {0, bytes, 0, 0};
+    const std::vector<int64_t> to_rank_0 = {0, 0, bytes, 0};
+    (*step_medians)[bytes] = MedianRoundTrip(bench::PingPongRoundTrips(bytes, scale), [&] {
+      // Rank 0's `buffer` goes into rank 1's `other`, which goes back into rank 0's
+      // `other` (a rank's input and output are distinct; the side that moves nothing passes
+      // a buffer of which no byte is read or written).
+      Check((*communicator)->AllToAll(buffer.data(), other.data(), to_rank_1, call));
+      Check((*communicator)->AllToAll(rank == 1 ? other.data() : buffer.data(), rank == 0 ? other.data() : buffer.data(),
+                                      to_rank_0, call));
+    });
+    if (other[bytes - 1] != 1) Die(absl::StrCat(name, " step: rank ", rank, " holds ", int{other[bytes - 1]}));
   }
-  return medians;
 }
 
 void WriteAll(int socket, const char* data, int64_t bytes) {
@@ -201,15 +216,15 @@ Medians RunTcp(int rank, KeyValueStore& store, double scale) {
 }
 
 struct RankMedians {
-  Medians ucx, gloo, tcp;
+  Medians ucx, gloo, tcp, ucx_step, gloo_step;
 };
 
 RankMedians RunRank(int rank, const std::string& directory, double scale) {
   RankMedians medians;
   FileKeyValueStore ucx_store(directory + "/ucx");
-  medians.ucx = RunCommunicator(Transport::kUcx, rank, ucx_store, scale);
+  RunCommunicator(Transport::kUcx, rank, ucx_store, scale, &medians.ucx, &medians.ucx_step);
   FileKeyValueStore gloo_store(directory + "/gloo");
-  medians.gloo = RunCommunicator(Transport::kGloo, rank, gloo_store, scale);
+  RunCommunicator(Transport::kGloo, rank, gloo_store, scale, &medians.gloo, &medians.gloo_step);
   FileKeyValueStore tcp_store(directory + "/tcp");
   medians.tcp = RunTcp(rank, tcp_store, scale);
   return medians;
@@ -324,12 +339,14 @@ int RunBenchmark() {
   for (const int64_t bytes : bench::PingPongSizes()) {
     std::printf(
         "{\"bench\":\"ping_pong\",\"bytes\":%lld,\"round_trips\":%lld,\"host\":\"%s\",\"ucx_tls\":\"%s\","
-        "\"ucx_seconds\":%s,\"gloo_seconds\":%s,\"tcp_seconds\":%s,\"mpi_seconds\":%s,\"mpi_tcp_seconds\":%s,"
+        "\"ucx_seconds\":%s,\"gloo_seconds\":%s,\"ucx_step_seconds\":%s,\"gloo_step_seconds\":%s,"
+        "\"tcp_seconds\":%s,\"mpi_seconds\":%s,\"mpi_tcp_seconds\":%s,"
         "\"ucx_to_tcp\":%s,\"gloo_to_tcp\":%s,\"ucx_to_mpi_tcp\":%s,\"ucx_minus_tcp_us\":%s,"
         "\"gloo_minus_tcp_us\":%s}\n",
         static_cast<long long>(bytes), static_cast<long long>(bench::PingPongRoundTrips(bytes, scale)),
         absl::GetFlag(FLAGS_host).c_str(), tls != nullptr ? tls : "", Value(medians.ucx, bytes).c_str(),
-        Value(medians.gloo, bytes).c_str(), Value(medians.tcp, bytes).c_str(), Value(mpi, bytes).c_str(),
+        Value(medians.gloo, bytes).c_str(), Value(medians.ucx_step, bytes).c_str(),
+        Value(medians.gloo_step, bytes).c_str(), Value(medians.tcp, bytes).c_str(), Value(mpi, bytes).c_str(),
         Value(mpi_tcp, bytes).c_str(), Ratio(medians.ucx, medians.tcp, bytes).c_str(),
         Ratio(medians.gloo, medians.tcp, bytes).c_str(), Ratio(medians.ucx, mpi_tcp, bytes).c_str(),
         MinusMicroseconds(medians.ucx, medians.tcp, bytes).c_str(),

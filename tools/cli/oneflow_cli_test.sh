@@ -107,9 +107,9 @@ run "$ONEFLOW" calibrate extra
 # back by the examples' --codec_calibration; the same file gives the same plan bytes.
 run "$ONEFLOW" calibrate --out="$DIR/codecs.jsonl" --host_devices=2
 [[ $rc -eq 0 && -z "$out" ]] || fail "calibrate exited $rc: $err $out"
-# 7 codecs (bf16 among them), 2 link levels, 2 compute rates, the runtime's costs for 2
-# devices in one process.
-[[ $(wc -l <"$DIR/codecs.jsonl") -eq 12 ]] || fail "$(cat "$DIR/codecs.jsonl")"
+# 7 codecs (bf16 among them), 2 link levels, a transfer between the 2 processes, 2 compute
+# rates, the runtime's costs for 2 devices in one process.
+[[ $(wc -l <"$DIR/codecs.jsonl") -eq 13 ]] || fail "$(cat "$DIR/codecs.jsonl")"
 # The host line: act cost and core share from the act-count probe (a small gpt at dp=2
 # with 1, 2, 4 and 8 micro-batches, 6 pairs of runs; at tp=2 with 1, 2, 4, 3 pairs more,
 # which give the boxing act its own cost), the collective call from the tp mlp.
@@ -117,6 +117,7 @@ grep -q '^{"host": "in_process", "devices": 2, "act_seconds": [0-9.e+-]*, "colle
 grep -q '^{"codec": "fp8e4m3", "group_size": 128, "hadamard": true, "bytes_per_second": [0-9.e+]*, "encode_bytes_per_second": [0-9.e+]*, "decode_bytes_per_second": [0-9.e+]*, "elements": 1048576, "repetitions": 7}$' "$DIR/codecs.jsonl" || fail "$(cat "$DIR/codecs.jsonl")"
 grep -q '^{"link": "intra_node", "latency_seconds": [0-9.e+-]*, "bytes_per_second": [0-9.e+]*, "method": "in-process all_reduce' "$DIR/codecs.jsonl" || fail "$(cat "$DIR/codecs.jsonl")"
 grep -q '^{"link": "inter_node", "latency_seconds": [0-9.e+-]*, "bytes_per_second": [0-9.e+]*, "method": "ucx all_reduce, 2 processes, over TCP on 127.0.0.1' "$DIR/codecs.jsonl" || fail "$(cat "$DIR/codecs.jsonl")"
+grep -q '^{"transfer": "inter_node", "latency_seconds": [0-9.e+-]*, "round_trip_seconds": [0-9.e+-]*, "bytes": 4096, "method": "ucx send_recv round trips, 2 processes, over TCP on 127.0.0.1, 4 KiB each way"}$' "$DIR/codecs.jsonl" || fail "$(cat "$DIR/codecs.jsonl")"
 grep -q '^{"compute": "gemm", "per_second": [0-9.e+]*, ' "$DIR/codecs.jsonl" || fail "$(cat "$DIR/codecs.jsonl")"
 grep -q '^{"codec": "int4", "group_size": 128, "hadamard": true, ' "$DIR/codecs.jsonl" || fail "$(cat "$DIR/codecs.jsonl")"
 grep -q '^{"codec": "bf16", "group_size": 1, "hadamard": false, ' "$DIR/codecs.jsonl" || fail "$(cat "$DIR/codecs.jsonl")"
