@@ -188,9 +188,9 @@ double MeasureInNode(const Plan& plan, int64_t ranks) {
 
 int Run() {
   // Forks first, before any thread.
-  absl::StatusOr<cli::CrossProcessMeasurement> measured = cli::MeasureCrossProcessLink(kCalibrationRepetitions);
-  if (!measured.ok()) Die(std::string(measured.status().message()));
-  const cli::MeasuredLink* inter = &measured->link;
+  absl::StatusOr<cli::CrossProcessMeasurement> cross_process = cli::MeasureCrossProcessLink(kCalibrationRepetitions);
+  if (!cross_process.ok()) Die(std::string(cross_process.status().message()));
+  const cli::MeasuredLink* inter = &cross_process->link;
   const std::vector<Plan> flat = FlatPlans();
   const std::vector<double> flat_measured = MeasureFlat(flat);
   absl::StatusOr<cli::MeasuredLink> intra = cli::MeasureInProcessLink(kCalibrationRepetitions);

@@ -59,6 +59,7 @@
 #include "absl/flags/parse.h"
 #include "absl/strings/str_cat.h"
 #include "bench/collectives/cross_process_sizes.h"
+#include "bench/collectives/program_paths.h"
 #include "gloo/allreduce.h"
 #include "gloo/math.h"
 #include "gloo/rendezvous/context.h"
@@ -236,11 +237,11 @@ Timings RunRank(int rank, int ranks, const std::string& directory, double scale)
   return timings;
 }
 
+// This binary's path (the ranks and the MPI reference are started from beside it).
 std::string SelfPath() {
-  char path[4096];
-  const ssize_t length = readlink("/proc/self/exe", path, sizeof(path) - 1);
-  if (length <= 0) Die("cannot read /proc/self/exe");
-  return std::string(path, length);
+  const std::optional<std::string> path = bench::SelfPath();
+  if (!path.has_value()) Die("cannot read /proc/self/exe");
+  return *path;
 }
 
 pid_t StartRank(int rank, int ranks, const std::string& directory, double scale) {
@@ -255,21 +256,6 @@ pid_t StartRank(int rank, int ranks, const std::string& directory, double scale)
   if (posix_spawn(&child, argv[0], nullptr, nullptr, argv.data(), environ) != 0)
     Die(absl::StrCat("cannot start rank ", rank));
   return child;
-}
-
-std::optional<std::string> FindOnPath(const std::string& program) {
-  const char* path = std::getenv("PATH");
-  std::string directories = path != nullptr ? path : "";
-  size_t begin = 0;
-  while (begin <= directories.size()) {
-    size_t end = directories.find(':', begin);
-    if (end == std::string::npos) end = directories.size();
-    const std::string candidate =
-        absl::StrCat(directories.substr(begin, end - begin), "/", program);
-    if (end > begin && access(candidate.c_str(), X_OK) == 0) return candidate;
-    begin = end + 1;
-  }
-  return std::nullopt;
 }
 
 // Seconds per MPI_Allreduce by size, from mpi_allreduce_bench under mpirun; empty when it
@@ -351,7 +337,7 @@ int RunBenchmark() {
   Seconds mpi;
   Seconds mpi_tcp;
   Seconds mpi_ucx;
-  const std::optional<std::string> mpirun = FindOnPath("mpirun");
+  const std::optional<std::string> mpirun = bench::FindOnPath("mpirun");
   if (mpirun.has_value()) {
     mpi = RunMpi(*mpirun, "", ranks, scale);
     mpi_tcp = RunMpi(*mpirun, "--mca btl self,tcp", ranks, scale);

@@ -51,6 +51,7 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "bench/collectives/ping_pong_sizes.h"
+#include "bench/collectives/program_paths.h"
 #include "oneflow_core/comm/gloo/file_key_value_store.h"
 #include "oneflow_core/comm/transport.h"
 
@@ -230,25 +231,11 @@ RankMedians RunRank(int rank, const std::string& directory, double scale) {
   return medians;
 }
 
+// This binary's path (the ranks and the MPI reference are started from beside it).
 std::string SelfPath() {
-  char path[4096];
-  const ssize_t length = readlink("/proc/self/exe", path, sizeof(path) - 1);
-  if (length <= 0) Die("cannot read /proc/self/exe");
-  return std::string(path, length);
-}
-
-std::optional<std::string> FindOnPath(const std::string& program) {
-  const char* path = std::getenv("PATH");
-  std::string directories = path != nullptr ? path : "";
-  size_t begin = 0;
-  while (begin <= directories.size()) {
-    size_t end = directories.find(':', begin);
-    if (end == std::string::npos) end = directories.size();
-    const std::string candidate = absl::StrCat(directories.substr(begin, end - begin), "/", program);
-    if (end > begin && access(candidate.c_str(), X_OK) == 0) return candidate;
-    begin = end + 1;
-  }
-  return std::nullopt;
+  const std::optional<std::string> path = bench::SelfPath();
+  if (!path.has_value()) Die("cannot read /proc/self/exe");
+  return *path;
 }
 
 // Median seconds per MPI round trip by size from mpi_ping_pong_bench under mpirun; empty
@@ -330,7 +317,7 @@ int RunBenchmark() {
     if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) Die("rank 1 failed");
   }
   Medians mpi, mpi_tcp;
-  const std::optional<std::string> mpirun = FindOnPath("mpirun");
+  const std::optional<std::string> mpirun = bench::FindOnPath("mpirun");
   if (spawn && mpirun.has_value()) {
     mpi = RunMpi(*mpirun, "", scale);
     mpi_tcp = RunMpi(*mpirun, "--mca btl self,tcp", scale);
