@@ -223,10 +223,11 @@ absl::Status GatherBeforeUse(const std::vector<std::pair<std::string, Sharding>>
 // two assigns write it back. The parameter stays as it was (replicated over the axis);
 // its shard reaches sgd_step / adamw_step by a local slice, the gradient by an all-reduce
 // then a local slice (stage 1: through an identity hinted like the parameter, To) or a
-// reduce-scatter (stage 2), and the new shard goes back to the parameter through the
-// all-gather boxing_insertion puts before assign. The new values are never compressed:
-// a lossy gather would make the replicas drift from the shard that holds the truth.
-// Returns the new shard; the caller assigns it to the parameter after every sharded step.
+// reduce-scatter (stage 2). Returns the new shard, which the caller gathers (the
+// all-gather boxing_insertion puts before an identity hinted like the parameter) and
+// assigns to the parameter after every sharded step. The new values are never
+// compressed: a lossy gather would make the replicas drift from the shard that holds the
+// truth.
 absl::StatusOr<Tensor> ShardedStep(Graph& graph, const proto::OptimizerDef& optimizer, Tensor param,
                                    Tensor grad, const Sharding& sharding, const SourceLocation& location) {
   const NdSbp& shard = sharding.shard;
