@@ -9,7 +9,7 @@
 //    "method": "gloo all_reduce, 2 processes, 127.0.0.1"}
 //       alpha and beta of one level of the link model (sbp/link_model.h)
 //   {"transfer": "inter_node", "latency_seconds": 0.00012, "round_trip_seconds": 0.00031,
-//    "bytes": 4096, "method": "ucx send_recv round trips, 2 processes, ..."}
+//    "bytes": 64, "method": "ucx send_recv round trips, 2 processes, ..."}
 //       one point-to-point transfer between processes beyond its bytes / beta (a
 //       pipeline's send_recv between stages: LinkModel::inter_node_transfer_latency),
 //       from the median round trip of `bytes` each way: round_trip / 2 - bytes / the

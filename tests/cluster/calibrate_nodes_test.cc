@@ -142,11 +142,11 @@ TEST_F(CalibrateNodesTest, MeasuresBothLevelsBetweenTheDaemons) {
   // is half a round trip, of which the latency is what the file's beta does not explain.
   ASSERT_TRUE(calibration->inter_node_transfer.has_value()) << Contents(out);
   const TransferMeasurement& transfer = *calibration->inter_node_transfer;
-  EXPECT_EQ(transfer.bytes, 4096);
+  EXPECT_EQ(transfer.bytes, 64);
   EXPECT_GT(transfer.round_trip_seconds, 0);
   EXPECT_LT(transfer.round_trip_seconds, 60);
   EXPECT_NEAR(transfer.latency_seconds,
-              std::max(0.0, transfer.round_trip_seconds / 2 - 4096 / calibration->inter_node->bytes_per_second),
+              std::max(0.0, transfer.round_trip_seconds / 2 - 64 / calibration->inter_node->bytes_per_second),
               1e-5 * transfer.round_trip_seconds);
   EXPECT_THAT(transfer.method, StartsWith("ucx send_recv round trips, nodes 0 and 1"));
   // Node 0's worker measured the machine lines too: compute rates and the codecs.

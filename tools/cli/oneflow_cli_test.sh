@@ -117,7 +117,7 @@ grep -q '^{"host": "in_process", "devices": 2, "act_seconds": [0-9.e+-]*, "colle
 grep -q '^{"codec": "fp8e4m3", "group_size": 128, "hadamard": true, "bytes_per_second": [0-9.e+]*, "encode_bytes_per_second": [0-9.e+]*, "decode_bytes_per_second": [0-9.e+]*, "elements": 1048576, "repetitions": 7}$' "$DIR/codecs.jsonl" || fail "$(cat "$DIR/codecs.jsonl")"
 grep -q '^{"link": "intra_node", "latency_seconds": [0-9.e+-]*, "bytes_per_second": [0-9.e+]*, "method": "in-process all_reduce' "$DIR/codecs.jsonl" || fail "$(cat "$DIR/codecs.jsonl")"
 grep -q '^{"link": "inter_node", "latency_seconds": [0-9.e+-]*, "bytes_per_second": [0-9.e+]*, "method": "ucx all_reduce, 2 processes, over TCP on 127.0.0.1' "$DIR/codecs.jsonl" || fail "$(cat "$DIR/codecs.jsonl")"
-grep -q '^{"transfer": "inter_node", "latency_seconds": [0-9.e+-]*, "round_trip_seconds": [0-9.e+-]*, "bytes": 4096, "method": "ucx send_recv round trips, 2 processes, over TCP on 127.0.0.1, 4 KiB each way"}$' "$DIR/codecs.jsonl" || fail "$(cat "$DIR/codecs.jsonl")"
+grep -q '^{"transfer": "inter_node", "latency_seconds": [0-9.e+-]*, "round_trip_seconds": [0-9.e+-]*, "bytes": 64, "method": "ucx send_recv round trips, 2 processes, over TCP on 127.0.0.1, 64 B each way"}$' "$DIR/codecs.jsonl" || fail "$(cat "$DIR/codecs.jsonl")"
 grep -q '^{"compute": "gemm", "per_second": [0-9.e+]*, ' "$DIR/codecs.jsonl" || fail "$(cat "$DIR/codecs.jsonl")"
 grep -q '^{"codec": "int4", "group_size": 128, "hadamard": true, ' "$DIR/codecs.jsonl" || fail "$(cat "$DIR/codecs.jsonl")"
 grep -q '^{"codec": "bf16", "group_size": 1, "hadamard": false, ' "$DIR/codecs.jsonl" || fail "$(cat "$DIR/codecs.jsonl")"

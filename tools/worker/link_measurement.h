@@ -12,7 +12,7 @@
 //   transfer    nodes 0 and 1 over the job's transport: round trips of a pipeline's
 //               send_recv (tools/cli/link_calibration.h), on a group of their own.
 //
-// All-reduces of 4 KiB and 16 MiB per rank, fitted to the cost model's formulas. The
+// All-reduces of 64 B and 16 MiB per rank, fitted to the cost model's formulas. The
 // inter-node group runs first, while every node's worker is in step, then the transfer;
 // each node then
 // measures its own intra-node level, and node 0 its machine's codecs and compute rates
