@@ -81,6 +81,10 @@ void AppendCluster(const proto::Plan& plan, std::string* out) {
     absl::StrAppendFormat(out, "; latency intra-node %.3g us, inter-node %.3g us", cluster.intra_node_latency() * 1e6,
                           cluster.inter_node_latency() * 1e6);
   }
+  if (cluster.has_inter_node_transfer_latency()) {
+    absl::StrAppendFormat(out, "; pipeline transfer between nodes %.3g us",
+                          cluster.inter_node_transfer_latency() * 1e6);
+  }
   absl::StrAppend(out, "\n");
   const absl::StatusOr<StepTimePrediction> prediction = PredictStepTime(plan);
   absl::StrAppend(out, prediction.ok() ? StepTimeText(plan, *prediction)

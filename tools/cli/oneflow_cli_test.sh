@@ -144,12 +144,12 @@ grep -q "compressed: int8 (group 512, hadamard)" <<<"$out" || fail "no gradient 
 grep -q "accuracy: not int4 G=128 hadamard on gradients under adaptive (AdamW)" <<<"$out" ||
   fail "no decision says why the gradients are not int4: $out"
 grep -q "^predicted step time: [0-9.e+-]* ms (device " <<<"$out" || fail "no predicted step time: $out"
-# The file's latencies reach the plan when no flag overrides them.
+# The file's latencies reach the plan when no flag overrides them, its transfer line too.
 run "$GPT" --nodes=2 --devices_per_node=2 --dp=2 --tp=2 --layers=1 --hidden=32 --heads=2 --vocab=32 --seq=8 \
   --batch=4 --inter_node_bandwidth=1.25e8 --codec_calibration="$DIR/codecs.jsonl" --plan_out="$DIR/latency.plan"
 [[ $rc -eq 0 ]] || fail "gpt with calibrated latencies exited $rc: $err"
 run "$ONEFLOW" inspect "$DIR/latency.plan"
-grep -q "^links: intra-node .*; latency intra-node [0-9.e+-]* us, inter-node [0-9.e+-]* us$" <<<"$out" || fail "$out"
+grep -q "^links: intra-node .*; latency intra-node [0-9.e+-]* us, inter-node [0-9.e+-]* us; pipeline transfer between nodes [0-9.e+-]* us$" <<<"$out" || fail "$out"
 
 # A bad --out: exit 1, the flag and the path named, nothing left behind.
 run "$ONEFLOW" calibrate --host_devices= --out="$DIR/no/such/dir/codecs.jsonl"
