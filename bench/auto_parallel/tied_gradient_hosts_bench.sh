@@ -7,7 +7,8 @@
 # differ only in where the embedding's gradient is accumulated) and launched with the
 # same runtime (AFTER's daemons and workers; the change is the compiler's), and the same
 # plans in one process (`oneflow run`) as the reference, in rounds that interleave all of
-# them so slow drift of the machine spreads over every plan.
+# them so slow drift of the machine spreads over every plan (odd rounds run the AFTER
+# build's plan first).
 #
 #   sudo bench/auto_parallel/tied_gradient_hosts_bench.sh --before=DIR --after=DIR
 #   sudo bench/auto_parallel/tied_gradient_hosts_bench.sh --before=DIR --after=DIR --micro_batches=8,24 --repeats=2
@@ -123,9 +124,13 @@ main() {
   netns_shape "$RATE"
   netns_start_daemons "$RUN/after" "$RUN/token" "$RUN/netns" "$PORT"
   local base tx0 tx1 hosts one
+  local -a order
   for ((round = 0; round < REPEATS; round++)); do
+    # Odd rounds run the after build first, so neither build always follows the other.
+    order=(before after)
+    (( round % 2 )) && order=(after before)
     for m in "${M_LIST[@]}"; do
-      for build in before after; do
+      for build in "${order[@]}"; do
         base="$RUN/m${m}_${build}_r$round"
         tx0="$(netns_link_bytes 1 | cut -d' ' -f1)"
         hosts=null
