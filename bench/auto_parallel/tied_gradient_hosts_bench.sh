@@ -36,6 +36,8 @@ PY=/usr/bin/python3
 [[ -x "$PY" ]] || PY="$(command -v python3)"
 # shellcheck source=bench/lib/netns_hosts.sh
 source "$ROOT/bench/lib/netns_hosts.sh"
+# shellcheck source=bench/lib/step_metrics.sh
+source "$ROOT/bench/lib/step_metrics.sh"
 NETNS_PREFIX="${NETNS_PREFIX:-oftg$$}"
 NETNS_SUBNET="10.234.0"
 
@@ -84,18 +86,6 @@ RUN=""
 OK=0
 netns_trap_teardown
 
-median_step() {  # metrics file -> median step_ms after the warm-up, or null
-  "$PY" - "$1" "$WARMUP" <<'PYEOF'
-import json, statistics, sys
-try:
-    steps = [json.loads(l)["step_ms"] for l in open(sys.argv[1]) if l.startswith("{") and '"step_ms"' in l]
-except OSError:
-    steps = []
-steps = steps[int(sys.argv[2]):]
-print(round(statistics.median(steps), 3) if len(steps) >= 2 else "null")
-PYEOF
-}
-
 main() {
   RUN="${WORK_DIR:-$(mktemp -d /tmp/tied_gradient_hosts_bench.XXXXXX)}"
   mkdir -p "$RUN"
@@ -138,7 +128,7 @@ main() {
             --nodes="$NETNS_NODES_ARG" --token_file="$RUN/token" --iters="$ITERS" --metrics="$base.hosts.metrics" \
             --job_id="tg-m$m-$build-$round-$$" --collective_timeout_s=180 --hang_seconds=120 \
             > "$base.launch.out" 2> "$base.launch.err"; then
-          hosts="$(median_step "$base.hosts.metrics")"
+          hosts="$(median_step "$base.hosts.metrics" "$WARMUP")"
         else
           log "launch of M=$m ($build) failed: $(tail -3 "$base.launch.err" | tr '\n' ' ')"
         fi
@@ -146,7 +136,7 @@ main() {
         one=null
         if "$RUN/after/oneflow" run "$RUN/m${m}_$build.plan" --iters="$ITERS" --metrics="$base.one.metrics" \
             > "$base.run.out" 2> "$base.run.err"; then
-          one="$(median_step "$base.one.metrics")"
+          one="$(median_step "$base.one.metrics" "$WARMUP")"
         else
           log "one-process run of M=$m ($build) failed: $(tail -3 "$base.run.err" | tr '\n' ' ')"
         fi
