@@ -14,17 +14,17 @@ namespace {
 
 // The addends of a variable's gradient, grouped by the placement that produces them.
 struct PlacedContributions {
-  int64_t placement = 0;                 // index into LogicalGraph::placements
-  std::vector<int64_t> tensors;          // in the order the sum reads them
+  int64_t placement = 0;         // index into LogicalGraph::placements
+  std::vector<int64_t> tensors;  // in the order the sum reads them
 };
 
 // The terms autograd summed into `gradient` (oneflow_core/dsl/gradients/backward.cc sums a
 // tensor's contributions with `add` ops placed where the variable lives): descends
 // through the `add` ops on the variable's placement `owner` that nothing else reads, and
-// groups the terms by their producer's placement, the owner's group first (empty when
-// every term is a single group's: then nothing is gained). Any add may be split so, not
-// only autograd's: accumulation is linear, so accumulating the terms apart and adding the
-// results equals accumulating the sum, up to float rounding.
+// groups the terms by their producer's placement, the owner's group first. Empty when the
+// terms do not come from the owner's placement and another one (see the end). Any add may
+// be split so, not only autograd's: accumulation is linear, so accumulating the terms apart
+// and adding the results equals accumulating the sum, up to float rounding.
 std::vector<PlacedContributions> ContributionsByPlacement(const LogicalGraph& graph, int64_t gradient, int64_t owner) {
   std::vector<int64_t> terms;
   std::vector<int64_t> pending = {gradient};
@@ -51,9 +51,10 @@ std::vector<PlacedContributions> ContributionsByPlacement(const LogicalGraph& gr
     if (group == groups.end()) group = groups.insert(groups.end(), PlacedContributions{placement, {}});
     group->tensors.push_back(t);
   }
-  // Every term on the owner's placement: today's single accumulate. Every term on one
-  // other placement: kept as today too (the gradient would otherwise leave the variable's
-  // placement and the data-parallel sync and the optimizer would read it across the cut).
+  // Every term on the owner's placement: one accumulate of the sum, as without stages.
+  // Every term on one other placement: the same (accumulated there instead, the gradient
+  // would leave the variable's placement, and its data-parallel sync and the optimizer
+  // would read it across the cut).
   if (groups.size() < 2 || groups[0].tensors.empty()) return {};
   return groups;
 }
