@@ -5,7 +5,8 @@
 // parameter gathers twice per iteration whatever the micro-batches, checked against the
 // plans the compiler emits; those gathers hidden only behind the first micro-batch, on
 // shared cores waited on by every stage of a pipeline, and across nodes backward waiting
-// on every re-gather; the updated shards' gathers dense whatever --compression says.
+// on every re-gather; the updated shards' gathers dense whatever --compression says, and
+// exposed whole after the optimizer.
 #include <string>
 
 #include "absl/strings/str_cat.h"
@@ -297,6 +298,42 @@ TEST(AutoParallelZeroCallsTest, UpdatedShardGathersOfZeroOneAndTwoStayDenseUnder
   EXPECT_GT(zero2 - gathers, 0);
   EXPECT_LT(zero2 - gathers, gathers);
   EXPECT_NEAR(Exposed(profile, true, 2) - gathers, gathers, 1e-9);
+}
+
+// Exposed communication of dp = 2 with ZeRO stage `zero` on one node of 2 devices, links
+// of 1 Gbit/s without latency, calls free, the default gradient buckets (backward hides
+// all of the reduction but its last bucket), GEMMs at 1 GFLOP/s (backward far longer than
+// any collective), the rest free.
+double ExposedWithBuckets(const auto_parallel::ModelProfile& profile, int32_t zero) {
+  auto_parallel::PriceOptions options = OneNode(2, 1e9);
+  options.cluster.set_intra_node_bandwidth(kGigabit);
+  options.cluster.set_intra_node_latency(0);
+  absl::StatusOr<proto::AutoParallelPrediction> prediction =
+      auto_parallel::PriceLayout(profile, options, Layout(2, 1, 1, zero));
+  EXPECT_TRUE(prediction.ok()) << prediction.status();
+  return prediction.ok() ? prediction->exposed_communication_seconds() : 0;
+}
+
+TEST(AutoParallelZeroCallsTest, UpdatedShardGathersOfZeroOneAndTwoFollowTheOptimizerExposedWhole) {
+  const auto_parallel::ModelProfile profile = Profile();
+  const double parameters = ParameterBytes(profile);
+  // Worked by hand: the gradients' all-reduce over 2 devices in one round moves all the
+  // parameter bytes; backward hides all of it but the last bucket's share (the first
+  // bucket 1 MiB, the rest in one bucket of the 25 MiB limit).
+  const double first_bucket = 1 << 20;
+  ASSERT_GT(parameters, first_bucket);
+  const double reduction_tail = (parameters - first_bucket) / kGigabit;
+  EXPECT_NEAR(ExposedWithBuckets(profile, 0), reduction_tail, 1e-9);
+  // ZeRO-1 reduces alike, then gathers each updated shard (half the parameters over the
+  // link) after the optimizer steps, which wait for the reduced gradients: backward is
+  // over, so the gathers are exposed whole (traced on 3 emulated hosts, session 45). With
+  // the gathers counted into the reduction that backward hides, only their last-bucket
+  // share was exposed.
+  const double gathers = parameters / 2 / kGigabit;
+  EXPECT_NEAR(ExposedWithBuckets(profile, 1), reduction_tail + gathers, 1e-9);
+  // ZeRO-2: the reduce-scatter (half the bytes of the all-reduce) hidden but its last
+  // bucket's share, then the whole gathers.
+  EXPECT_NEAR(ExposedWithBuckets(profile, 2), reduction_tail / 2 + gathers, 1e-9);
 }
 
 }  // namespace

@@ -25,6 +25,13 @@
 #   With --repeats=N every plan of 3. and 4. is launched N times, in N rounds that each
 #   launch every plan once (so slow drift of the machine spreads over all layouts instead
 #   of landing on a few); a line's measured step is the median of its launches' steps.
+#   5. The confirming round (--confirm=K): the K hand layouts the sweep measured fastest,
+#   the fastest without a forced codec and the searched layouts, launched
+#   --confirm_repeats more times each, in rounds of their own. The sweep's best is the
+#   lowest of ~25 noisy medians, biased low by the noise that picked it (a launch's median
+#   varies ~5% between launches); the confirming launches, which did not pick it, compare
+#   the searched layout with the best ones without that bias. Their lines' "bench" is
+#   "auto_parallel_prediction_hosts_confirm".
 # Then the summary per cluster (bench/auto_parallel/prediction_hosts_summary.py): median
 # |error| and Spearman of each prediction, chosen / best measured, Megatron / best.
 #
@@ -45,6 +52,8 @@
 #                          measured step is their median, "measured_repeats_ms" each one [1]
 #   --iters=K --warmup=W   iterations per launch, and those left out of the median [20, 5]:
 #                          a step varies ~7% within a launch, so the median of 15 steps, not 5
+#   --confirm=K            hand layouts of the confirming round (5. above; 0: none) [3]
+#   --confirm_repeats=N    launches of each plan in the confirming round [6]
 #   --gpt_flags="..."      the model [--layers=6 --hidden=96 --heads=12 --seq=32 --batch=24 --vocab=512]
 #   --launch_timeout_s=S   a launch that takes longer is stopped and its line says so [240]
 #   --bin_dir=DIR          binaries (DIR/tools/cli/oneflow, ...) instead of building
@@ -78,6 +87,8 @@ SEARCHED=1
 REPEATS=1
 ITERS=20
 WARMUP=5
+CONFIRM=3
+CONFIRM_REPEATS=6
 GPT_FLAGS="--layers=6 --hidden=96 --heads=12 --seq=32 --batch=24 --vocab=512"
 LAUNCH_TIMEOUT=240
 BIN_DIR=""
@@ -99,6 +110,8 @@ for arg in "$@"; do
     --repeats=*) REPEATS="${arg#*=}" ;;
     --iters=*) ITERS="${arg#*=}" ;;
     --warmup=*) WARMUP="${arg#*=}" ;;
+    --confirm=*) CONFIRM="${arg#*=}" ;;
+    --confirm_repeats=*) CONFIRM_REPEATS="${arg#*=}" ;;
     --gpt_flags=*) GPT_FLAGS="${arg#*=}" ;;
     --launch_timeout_s=*) LAUNCH_TIMEOUT="${arg#*=}" ;;
     --bin_dir=*) BIN_DIR="${arg#*=}" ;;
@@ -121,6 +134,8 @@ fi
 [[ -z "$LAYOUTS" || "$LAYOUTS" =~ ^[1-9][0-9]*$ ]] || die "--layouts=$LAYOUTS: give a whole number >= 1"
 [[ "$SEARCHED" == 0 || "$SEARCHED" == 1 ]] || die "--searched=$SEARCHED: give 0 or 1"
 [[ "$REPEATS" =~ ^[1-9][0-9]*$ ]] || die "--repeats=$REPEATS: give a whole number >= 1 (launches of every plan)"
+[[ "$CONFIRM" =~ ^[0-9]+$ ]] || die "--confirm=$CONFIRM: give a whole number >= 0 (hand layouts to confirm; 0: none)"
+[[ "$CONFIRM_REPEATS" =~ ^[1-9][0-9]*$ ]] || die "--confirm_repeats=$CONFIRM_REPEATS: give a whole number >= 1 (launches of each confirmed plan)"
 [[ "$ITERS" =~ ^[0-9]+$ && "$WARMUP" =~ ^[0-9]+$ ]] || die "--iters and --warmup must be whole numbers"
 (( WARMUP + 2 <= ITERS )) || die "--warmup=$WARMUP must leave at least 2 of --iters=$ITERS"
 [[ "$LAUNCH_TIMEOUT" =~ ^[1-9][0-9]*$ ]] || die "--launch_timeout_s=$LAUNCH_TIMEOUT: give seconds >= 1"
@@ -221,12 +236,23 @@ compile_layout() {
   : > "$base.repeats"
 }
 
-# Launches a compiled layout's plan once more (round `round`): appends "STEP LOAD" to
-# BASE.repeats (STEP null when the launch failed; LOAD the 1-minute load average then).
+# Launches a compiled layout's plan once more (round `round`): appends "STEP LOAD LOG" to
+# BASE.repeats, or to BASE.confirm for the confirming round's launches (STEP null when the
+# launch failed; LOAD the 1-minute load average then).
 launch_layout() {
-  local dir="$1" index="$2" nodes="$3" round="$4" base="$1/layout$2" measured
+  local dir="$1" index="$2" nodes="$3" round="$4" into="${5:-repeats}" base="$1/layout$2" measured
   measured="$(launch "$base.plan" "${base}_r$round" "$nodes")"
-  echo "$measured $(cut -d' ' -f1 /proc/loadavg) ${base}_r$round.launch.err" >> "$base.repeats"
+  echo "$measured $(cut -d' ' -f1 /proc/loadavg) ${base}_r$round.launch.err" >> "$base.$into"
+}
+
+# The plans of the confirming round, from the sweep's launches: prints the index of the
+# CONFIRM hand layouts of the lowest median step, of the lowest without a forced codec (a
+# --compression other than auto or off) when it is not among them, and of each searched
+# layout that ran. Arguments: run_cluster's directory and its compiled entries.
+confirm_candidates() {
+  local dir="$1"
+  shift
+  "$PY" "$HERE/prediction_hosts_confirm.py" "$dir" "$CONFIRM" "$@"
 }
 
 # One layout's JSON line from its prediction and its launches: the measured step is the
@@ -234,9 +260,9 @@ launch_layout() {
 # failed; "repeat_spread": (slowest - fastest) / median, with 2 or more).
 emit_layout() {
   local cluster="$1" nodes="$2" dpn="$3" dir="$4" index="$5" flags="$6" megatron="$7" searched="$8"
-  local calibration="$9" base="$4/layout$5"
+  local calibration="$9" from="${10:-repeats}" base="$4/layout$5"
   "$PY" - "$cluster" "$nodes" "$dpn" "$RATE" "$flags" "$megatron" "$searched" "$calibration" \
-      "$(cat "$base.predicted")" "$(cat "$base.others")" "$base.repeats" <<'PYEOF'
+      "$(cat "$base.predicted")" "$(cat "$base.others")" "$base.$from" <<'PYEOF'
 import json, statistics, sys
 (cluster, nodes, dpn, rate, flags, megatron, searched, calibration, p, others, repeats_file) = sys.argv[1:]
 step, compute, exposed, bubble, *layout = p.split()
@@ -249,7 +275,9 @@ ran = [s for s in steps if s is not None]
 measured = round(statistics.median(ran), 3) if ran else None
 loads = [float(l[1]) for l in launches]
 error = lambda predicted: None if measured is None or predicted is None else round((predicted - measured) / measured, 4)
-line = {"bench": "auto_parallel_prediction_hosts", "cluster": cluster, "nodes": int(nodes),
+# The confirming round's launches (BASE.confirm) make a line of their own kind.
+kind = "auto_parallel_prediction_hosts_confirm" if repeats_file.endswith(".confirm") else "auto_parallel_prediction_hosts"
+line = {"bench": kind, "cluster": cluster, "nodes": int(nodes),
         "devices_per_node": int(dpn), "rate_mbit": int(rate),
         # The gpt's --compression is auto unless the hand layout's flags say otherwise.
         "layout": " ".join(layout) + " compression=" + (flags.split("--compression=")[1].split()[0] if "--compression=" in flags else "auto"),
@@ -327,6 +355,20 @@ PYEOF
     IFS='|' read -r k flags megatron searched calibration <<< "$entry"
     emit_layout "$cluster" "$nodes" "$dpn" "$dir" "$k" "$flags" "$megatron" "$searched" "$calibration"
   done
+  if (( CONFIRM > 0 )); then
+    local -a confirmed
+    mapfile -t confirmed < <(confirm_candidates "$dir" "${compiled[@]}")
+    for ((round = 0; round < CONFIRM_REPEATS; round++)); do
+      log "$cluster: confirming round $((round + 1)) of $CONFIRM_REPEATS (${#confirmed[@]} plans)"
+      for k in "${confirmed[@]}"; do launch_layout "$dir" "$k" "$nodes" "c$round" confirm; done
+    done
+    for entry in "${compiled[@]}"; do
+      IFS='|' read -r k flags megatron searched calibration <<< "$entry"
+      if [[ " ${confirmed[*]} " == *" $k "* ]]; then
+        emit_layout "$cluster" "$nodes" "$dpn" "$dir" "$k" "$flags" "$megatron" "$searched" "$calibration" confirm
+      fi
+    done
+  fi
   netns_teardown
 }
 
@@ -336,7 +378,7 @@ main() {
   build
   (umask 077 && head -c 32 /dev/urandom | od -An -tx1 | tr -d ' \n' > "$RUN/token")
   echo "{\"config\": {\"bench\": \"auto_parallel_prediction_hosts\", \"clusters\": \"$CLUSTERS\", \"rate_mbit\": $RATE," \
-    "\"offset\": $OFFSET, \"layouts\": \"${LAYOUTS:-all}\", \"searched\": $SEARCHED, \"repeats\": $REPEATS, \"iters\": $ITERS, \"warmup\": $WARMUP," \
+    "\"offset\": $OFFSET, \"layouts\": \"${LAYOUTS:-all}\", \"searched\": $SEARCHED, \"repeats\": $REPEATS, \"confirm\": $CONFIRM, \"confirm_repeats\": $CONFIRM_REPEATS, \"iters\": $ITERS, \"warmup\": $WARMUP," \
     "\"gpt_flags\": \"$GPT_FLAGS\", \"cpus\": $(nproc), \"load_avg_1m\": $(cut -d' ' -f1 /proc/loadavg)," \
     "\"commit\": \"$(git -C "$ROOT" rev-parse --short HEAD 2>/dev/null || echo unknown)\"}}"
   local cluster

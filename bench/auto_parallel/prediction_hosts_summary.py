@@ -35,6 +35,16 @@ then says "runs_per_layout" (the fewest launches that ran of a layout) and "run_
 well the measurement ranks the layouts against itself, the ceiling of "spearman" at this
 noise with half the launches). Chunks of one run (other layouts in each file) are summarized
 as before.
+
+The confirming round's lines ("bench": "auto_parallel_prediction_hosts_confirm": the sweep's
+fastest hand layouts, its fastest without a forced codec and the searched layouts, launched
+again after the sweep) give the choice measured apart from the sweep that picked the best:
+"confirmed_chosen_over_best" (the searched layout's confirming median over the lowest
+confirming median of the hand layouts, "confirmed_best_layout"),
+"confirmed_chosen_over_best_admissible" (over the lowest without a forced codec), the same
+with the other calibrations' prefixes, "confirm_runs_per_layout", and "met_confirmed" (the
+prediction goals and confirmed_chosen_over_best <= 1.05). The sweep's best is the lowest of
+~25 medians whose noise helped pick it; the confirming launches did not pick it.
 """
 import json
 import math
@@ -132,13 +142,49 @@ def repeatability(rows):
     return spearman(odd, even)
 
 
+def prefix_of(row):
+    """"" for a row of the cluster's calibration, else the calibration's name and "_"."""
+    calibration = row.get("calibration", "cluster")
+    return "" if calibration == "cluster" else calibration + "_"
+
+
+def admissible(rows):
+    """The hand layouts without a forced codec: compression auto or off (see summarize)."""
+    return [r for r in rows if r["layout"].split("compression=")[-1] in ("auto", "off")]
+
+
+def confirmed_choice(rows):
+    """The confirming round's fields of one cluster from its confirm rows that ran."""
+    hand = merge_repeats([r for r in rows if not r.get("searched")], lambda r: r["layout"])
+    searched_rows = merge_repeats([r for r in rows if r.get("searched")], lambda r: r.get("calibration", "cluster"))
+    if not hand:
+        return {}
+    best = min(hand, key=lambda r: r["measured_ms"])
+    out = {"confirmed_layouts": len(hand), "confirmed_best_layout": best["layout"],
+           "confirmed_best_measured_ms": best["measured_ms"],
+           "confirm_runs_per_layout": min(len(r["measured_runs_ms"]) for r in hand + searched_rows)}
+    best_admissible = min(admissible(hand), key=lambda r: r["measured_ms"], default=None)
+    for searched in searched_rows:
+        prefix = prefix_of(searched)
+        out[prefix + "confirmed_chosen_over_best"] = rounded(searched["measured_ms"] / best["measured_ms"], 3)
+        if best_admissible is not None:
+            out[prefix + "confirmed_chosen_over_best_admissible"] = rounded(
+                searched["measured_ms"] / best_admissible["measured_ms"], 3)
+    return out
+
+
 def summarize(lines):
     clusters = {}
+    confirms = {}
     for line in lines:
         line = line.strip()
         if not line.startswith("{"):
             continue
         row = json.loads(line)
+        if row.get("bench") == "auto_parallel_prediction_hosts_confirm":
+            if row.get("measured_ms") is not None:
+                confirms.setdefault(row["cluster"], []).append(row)
+            continue
         if row.get("bench") != "auto_parallel_prediction_hosts":
             continue
         clusters.setdefault(row["cluster"], []).append(row)
@@ -164,8 +210,7 @@ def summarize(lines):
             summary.update({"predicted_fastest_layout": predicted_fastest["layout"],
                             "predicted_fastest_over_best": rounded(predicted_fastest["measured_ms"] / best["measured_ms"], 3)})
             for searched in searched_rows:
-                calibration = searched.get("calibration", "cluster")
-                prefix = "" if calibration == "cluster" else calibration + "_"
+                prefix = prefix_of(searched)
                 summary.update({prefix + "chosen_layout": searched["layout"],
                                 prefix + "chosen_over_best": rounded(searched["measured_ms"] / best["measured_ms"], 3)})
             # The best the search could have chosen: its --compression=auto admits a codec only
@@ -175,13 +220,11 @@ def summarize(lines):
             # measured +0.75% final loss without a dense warm-up, over the 0.5% bound), so the
             # searched layouts are also compared with the best of the hand layouts without a
             # forced codec (compression auto or off).
-            admissible = [r for r in hand if r["layout"].split("compression=")[-1] in ("auto", "off")]
-            if admissible and searched_rows:
-                best_admissible = min(admissible, key=lambda r: r["measured_ms"])
+            if admissible(hand) and searched_rows:
+                best_admissible = min(admissible(hand), key=lambda r: r["measured_ms"])
                 summary["best_admissible_layout"] = best_admissible["layout"]
                 for searched in searched_rows:
-                    calibration = searched.get("calibration", "cluster")
-                    prefix = "" if calibration == "cluster" else calibration + "_"
+                    prefix = prefix_of(searched)
                     summary[prefix + "chosen_over_best_admissible"] = rounded(
                         searched["measured_ms"] / best_admissible["measured_ms"], 3)
             for megatron in [r for r in hand if r.get("megatron")]:
@@ -199,9 +242,12 @@ def summarize(lines):
         loads = [r["load_avg_1m"] for r in rows if r.get("load_avg_1m") is not None]
         if loads:
             summary["load_avg_1m"] = [min(loads), max(loads)]
+        summary.update(confirmed_choice(confirms.get(cluster, [])))
+        prediction_met = error is not None and rho is not None and error <= 0.15 and rho >= 0.9
         summary.update({"goal_median_abs_error": 0.15, "goal_spearman": 0.9, "goal_chosen_over_best": 1.05,
-                        "met": error is not None and rho is not None and error <= 0.15 and rho >= 0.9 and
-                               summary.get("chosen_over_best", math.inf) <= 1.05})
+                        "met": prediction_met and summary.get("chosen_over_best", math.inf) <= 1.05})
+        if "confirmed_chosen_over_best" in summary:
+            summary["met_confirmed"] = prediction_met and summary["confirmed_chosen_over_best"] <= 1.05
         summaries.append(summary)
     return summaries
 

@@ -13,7 +13,7 @@
 //             all_gather;
 //   flat:     2 processes (this one and a fork), all_reduce across "nodes" cpu{0:0, 1:0}.
 // `bytes` is T, the group tensor per member (collective_cost.h). The calibration fits
-// alpha and beta so that the model reproduces the 2-rank all-reduce at 4 KiB and 16 MiB
+// alpha and beta so that the model reproduces the 2-rank all-reduce at 64 B and 16 MiB
 // exactly: those plans are marked fit_point; the others test the model.
 //   bazel run -c opt //bench/collectives:cost_model_bench
 #include <spawn.h>
@@ -122,8 +122,8 @@ double TimeCalls(Communicator& communicator, BoxingKind kind, int64_t bytes, int
 
 std::vector<Plan> FlatPlans() {
   std::vector<Plan> flat;
-  for (int64_t bytes : {int64_t{4} << 10, int64_t{16} << 10, int64_t{64} << 10, int64_t{256} << 10,
-                        int64_t{1} << 20, int64_t{4} << 20, int64_t{16} << 20}) {
+  for (int64_t bytes : {cli::kCalibrationSmallBytes, int64_t{4} << 10, int64_t{16} << 10, int64_t{64} << 10,
+                        int64_t{256} << 10, int64_t{1} << 20, int64_t{4} << 20, int64_t{16} << 20}) {
     flat.push_back({BoxingKind::kAllReduce, "cpu{0:0, 1:0}", bytes});
   }
   return flat;
@@ -209,7 +209,8 @@ int Run() {
   std::vector<double> measured = flat_measured;
   for (const char* placement : {"cpu{0:0-1}", "cpu{0:0-3}"}) {
     for (BoxingKind kind : {BoxingKind::kAllReduce, BoxingKind::kReduceScatter, BoxingKind::kAllGather}) {
-      for (int64_t bytes : {int64_t{4} << 10, int64_t{64} << 10, int64_t{1} << 20, int64_t{16} << 20}) {
+      for (int64_t bytes : {cli::kCalibrationSmallBytes, int64_t{4} << 10, int64_t{64} << 10, int64_t{1} << 20,
+                            int64_t{16} << 20}) {
         const Plan plan{kind, placement, bytes};
         const int64_t ranks = Placement::Parse(placement)->num_devices();
         plans.push_back(plan);
@@ -226,7 +227,7 @@ int Run() {
                                                      WireBytes(plan.kind, plan.bytes, ranks));
     const double ratio = measured[i] / cost.seconds();
     const bool fit_point = ranks == 2 && plan.kind == BoxingKind::kAllReduce &&
-                           (plan.bytes == (4 << 10) || plan.bytes == (16 << 20));
+                           (plan.bytes == cli::kCalibrationSmallBytes || plan.bytes == cli::kCalibrationLargeBytes);
     ratios.push_back(ratio);
     if (!fit_point) out_of_fit.push_back(ratio);
     std::printf(

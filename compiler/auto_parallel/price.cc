@@ -154,6 +154,7 @@ class Pricer {
       variables_exposed = std::max(variables_exposed, variable_wait);
       OF_ASSIGN_OR_RETURN(const double zero3_gathers, Zero3GatherSeconds(s, cost));
       OF_ASSIGN_OR_RETURN(const double dp_seconds, DataParallelSeconds(s, cost));
+      const double shard_gathers = UpdatedShardGatherSeconds(s, cost);
       const double optimizer_seconds =
           MemoryBoundSeconds(rates_, ShardedStateBytes(cost.parameter_bytes) *
                                          (3 + 2 * profile_.optimizer_state_copies) / 4) +
@@ -190,10 +191,17 @@ class Pricer {
       // cores make it (LockstepStretch: one stage; 1 otherwise).
       const double stretch = LockstepStretch();
       const double hiding_backward = cost.backward_seconds * stretch;
+      // ZeRO 1 and 2 gather the updated shards after the optimizer steps, which wait for
+      // the reduced gradients: backward is over, nothing of this iteration hides them, and
+      // the next forward reads each parameter only once its gather has run (3 x 1 at 1
+      // Gbit/s, zero = 1, traced: the last gradient bucket ended 122.9 ms into the
+      // iteration, the 64 gathers ran from 126.8 to 181.4 ms, the next forward's compute
+      // waiting on them in turn; docs/auto_parallel_measurements.md, "ZeRO across three
+      // hosts, traced (session 45)"). So they are exposed whole, after the reductions.
       const double exposed_dp =
-          regathers_waited ? gradient_sync_seconds
-                           : std::max(gradient_sync_seconds - hiding_backward,
-                                      dp_seconds * tail + tp_gradient_tail_seconds);
+          shard_gathers + (regathers_waited ? gradient_sync_seconds
+                                            : std::max(gradient_sync_seconds - hiding_backward,
+                                                       dp_seconds * tail + tp_gradient_tail_seconds));
       // ZeRO-3's gathers, half for forward and half re-gathered for backward, run once per
       // iteration and serve every micro-batch, so only the first micro-batch's forward and
       // backward can hide them (each is prefetched one parameter-reading op ahead, on the
@@ -571,13 +579,12 @@ class Pricer {
     return layout_.zero() >= 1 ? parameter_bytes / layout_.dp() : parameter_bytes;
   }
 
-  // The gradient sync of one iteration (proto OptimizerDef.zero_stage): an all-reduce of
-  // the gradients (ZeRO 0 and 1) or their reduce-scatter (2, 3), then for ZeRO 1 and 2 the
-  // all-gather of the updated parameter shards. Without ZeRO the gradients travel in
-  // buckets of bucket_mb; ZeRO's gathers run per variable. With --compression each
-  // reduction is priced as the boxing planner plans it for the stage's variables
-  // (DataParallelCollective): compressed where the planner says the codec pays; the
-  // gathers of the updated shards stay dense, as the compiler runs them.
+  // The gradient reduction of one iteration (proto OptimizerDef.zero_stage): an all-reduce
+  // of the gradients (ZeRO 0 and 1) or their reduce-scatter (2, 3), in buckets of
+  // bucket_mb. With --compression each reduction is priced as the boxing planner plans it
+  // for the stage's variables (DataParallelCollective): compressed where the planner says
+  // the codec pays. ZeRO 1 and 2's gathers of the updated shards follow the optimizer:
+  // UpdatedShardGatherSeconds.
   absl::StatusOr<double> DataParallelSeconds(int64_t stage, const UnitCost& cost) {
     if (layout_.dp() == 1) return 0.0;
     const int64_t buckets = BucketsOf(cost.parameter_bytes, cost.parameter_tensors).count;
@@ -590,13 +597,17 @@ class Pricer {
                              : collectives_.HalfSeconds(stage, reduction, bytes, buckets);
     OF_ASSIGN_OR_RETURN(const double reduce,
                         collectives_.DataParallelCollective(stage, reduction, bytes, tensors, buckets, 1, dense));
-    if (layout_.zero() == 0 || layout_.zero() >= 3) return reduce;
-    // The gathers of the updated shards run dense whatever --compression says: the
-    // compiler never compresses them (docs/zero.md, "What is not done"). Priced with the
-    // weight codec, they came out 4 x too cheap over a slow link
-    // (traced on 2 x 1 with --compression=auto: 64 dense gathers, 1.37 MiB a device, where
-    // int8 was priced).
-    return reduce + collectives_.HalfSeconds(stage, BoxingKind::kAllGather, cost.parameter_bytes, tensors);
+    return reduce;
+  }
+
+  // ZeRO 1 and 2: the all-gathers of the updated parameter shards, one call per variable
+  // (the compiler does not bucket them: docs/zero.md, "What is not done"), dense whatever
+  // --compression says: the compiler never compresses them. Priced with the weight codec,
+  // they came out 4 x too cheap over a slow link (traced on 2 x 1 with
+  // --compression=auto: 64 dense gathers, 1.37 MiB a device, where int8 was priced).
+  double UpdatedShardGatherSeconds(int64_t stage, const UnitCost& cost) const {
+    if (layout_.dp() == 1 || layout_.zero() == 0 || layout_.zero() >= 3) return 0.0;
+    return collectives_.HalfSeconds(stage, BoxingKind::kAllGather, cost.parameter_bytes, cost.parameter_tensors);
   }
 
   // ZeRO-3 gathers every parameter for forward and again for backward

@@ -27,9 +27,6 @@
 namespace oneflow::cli {
 namespace {
 
-constexpr int64_t kSmallBytes = 4 << 10;
-constexpr int64_t kLargeBytes = 16 << 20;
-
 double Median(std::vector<double> values) {
   std::nth_element(values.begin(), values.begin() + values.size() / 2, values.end());
   return std::max(values[values.size() / 2], 1e-9);
@@ -52,11 +49,11 @@ absl::StatusOr<double> TimeCalls(int64_t repetitions, const std::function<absl::
 absl::StatusOr<LinkTimings> TimeAllReduces(Communicator& communicator, int64_t ranks, bool cross_process,
                                            int64_t repetitions) {
   LinkTimings timings = AllReduceWireBytes(ranks, cross_process);
-  std::vector<float> buffer(kLargeBytes / sizeof(float), 1.0f);
+  std::vector<float> buffer(kCalibrationLargeBytes / sizeof(float), 1.0f);
   CollectiveOptions options;
   options.description = "oneflow calibrate";
-  for (const auto& [bytes, seconds] : {std::pair<int64_t, double*>{kSmallBytes, &timings.small_seconds},
-                                       {kLargeBytes, &timings.large_seconds}}) {
+  for (const auto& [bytes, seconds] : {std::pair<int64_t, double*>{kCalibrationSmallBytes, &timings.small_seconds},
+                                       {kCalibrationLargeBytes, &timings.large_seconds}}) {
     const int64_t count = bytes / static_cast<int64_t>(sizeof(float));
     absl::StatusOr<double> median = TimeCalls(repetitions, [&] {
       return communicator.AllReduce(buffer.data(), buffer.data(), count, options);
@@ -73,8 +70,8 @@ LinkTimings AllReduceWireBytes(int64_t ranks, bool cross_process) {
   const double others = static_cast<double>(ranks - 1);
   LinkTimings timings;
   // Across processes a small input goes whole to every peer in one round.
-  timings.small_bytes = cross_process ? others * kSmallBytes : 2 * others / ranks * kSmallBytes;
-  timings.large_bytes = 2 * others / ranks * kLargeBytes;
+  timings.small_bytes = cross_process ? others * kCalibrationSmallBytes : 2 * others / ranks * kCalibrationSmallBytes;
+  timings.large_bytes = 2 * others / ranks * kCalibrationLargeBytes;
   return timings;
 }
 
@@ -104,7 +101,7 @@ absl::StatusOr<MeasuredLink> MeasureInProcessLink(int64_t repetitions) {
   if (!timings.ok()) return timings.status();
   if (!peer_status.ok()) return peer_status;
   MeasuredLink measured{FitLink(*timings, 1), *timings};
-  measured.fit.method = "in-process all_reduce, 2 ranks, 4 KiB and 16 MiB";
+  measured.fit.method = absl::StrCat("in-process all_reduce, 2 ranks, ", kCalibrationSizesText);
   return measured;
 }
 
@@ -146,7 +143,7 @@ absl::StatusOr<MeasuredLink> MeasureCrossProcessLink(int64_t repetitions) {
       kDefaultTransport == Transport::kUcx
           ? (chose_tls ? absl::StrCat("UCX_TLS=", std::getenv("UCX_TLS")) : "over TCP on 127.0.0.1")
           : "127.0.0.1",
-      ", 4 KiB and 16 MiB");
+      ", ", kCalibrationSizesText);
   auto run_rank = [&](int64_t rank) -> absl::StatusOr<MeasuredLink> {
     FileKeyValueStore store(directory);
     CrossProcessGroupOptions options;

@@ -2,7 +2,8 @@
 // the compute rates, on this machine (sbp/calibration.h has the file format).
 //
 //   intra_node  2 ranks of the in-process backend (threads of one process: what devices
-//               of one node use): all-reduces of 4 KiB and 16 MiB per rank.
+//               of one node use): all-reduces of 64 B and 16 MiB per rank
+//               (kCalibrationSmallBytes, kCalibrationLargeBytes).
 //   inter_node  2 processes on this host over the default cross-process transport (UCX,
 //               what groups across nodes use), restricted to TCP on 127.0.0.1 (UCX_TLS=
 //               tcp,self unless UCX_TLS is set) so that shared memory does not stand in
@@ -25,6 +26,18 @@
 // whole input to every peer) and t_large = 2 alpha + W_large / beta, W_large = 2 (n-1)/n
 // S_large (two rounds). A fit that would make alpha negative (noise on a loaded machine)
 // takes alpha = 0 and beta from the large size.
+//
+// Why 64 B and not a few KiB for the small size: alpha is the cost of a call that moves
+// nothing, which is what the compiler weighs when it decides between one bucketed
+// collective and a call per tensor (sbp/boxing/sbp_search.cc takes a bucket's shared
+// latency off a step; a per-tensor step keeps it). With 4 KiB the small call's modelled
+// wire time (34 us at 1 Gbit/s) was as large as alpha itself, so alpha was whatever was
+// left of the measured time after it: on emulated hosts, whose tc tbf burst lets 4 KiB
+// through at veth speed, 0 to 195 us between calibrations of the same hosts; at 0 the
+// boxing planner saw no cost in a gradient's reduce-scatter bucket followed by one
+// all-gather per tensor (38 calls on the bench gpt) and chose it over one all-reduce
+// bucket, and the step ran 10-25% slower (docs/auto_parallel_measurements.md, "Alpha from
+// a call that moves nothing"). 64 B moves in under 1 us on any link this runs on.
 #ifndef TOOLS_CLI_LINK_CALIBRATION_H_
 #define TOOLS_CLI_LINK_CALIBRATION_H_
 
@@ -36,6 +49,11 @@
 #include "sbp/calibration.h"
 
 namespace oneflow::cli {
+
+// The two all-reduce sizes per rank (the top of this file), and how methods name them.
+inline constexpr int64_t kCalibrationSmallBytes = 64;
+inline constexpr int64_t kCalibrationLargeBytes = int64_t{16} << 20;
+inline constexpr char kCalibrationSizesText[] = "64 B and 16 MiB";
 
 // Median seconds of one all-reduce of each size, and the bytes the busiest rank received
 // in it (W of the top of this file).

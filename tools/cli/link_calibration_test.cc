@@ -1,5 +1,5 @@
 // The link fits reproduce what the cost model charges: times priced by
-// sbp/collective_cost.h for the calls calibrate makes (all-reduces of 4 KiB and 16 MiB
+// sbp/collective_cost.h for the calls calibrate makes (all-reduces of 64 B and 16 MiB
 // per rank across 2 and 3 processes) fit back to the alpha and beta they were priced with.
 #include "tools/cli/link_calibration.h"
 
@@ -10,8 +10,8 @@
 namespace oneflow::cli {
 namespace {
 
-constexpr int64_t kSmall = 4 << 10;
-constexpr int64_t kLarge = 16 << 20;
+constexpr int64_t kSmall = kCalibrationSmallBytes;
+constexpr int64_t kLarge = kCalibrationLargeBytes;
 
 LinkModel Links() {
   LinkModel links;
@@ -47,6 +47,22 @@ TEST(LinkCalibrationTest, WireBytesOfEachRoute) {
   EXPECT_DOUBLE_EQ(three.large_bytes, 4.0 / 3 * kLarge);
   // In-process: one round of 2 (n-1)/n at both sizes.
   EXPECT_EQ(AllReduceWireBytes(2, false).small_bytes, kSmall);
+}
+
+// Alpha is the time of the small call: 64 B take 0.5 us at 1 Gbit/s, so a link that
+// delivers small messages faster than its bandwidth (a tc tbf burst) cannot take alpha to 0
+// as it did with 4 KiB (34 us of modelled wire). Measured 50 us for 64 B and 140 ms for
+// 16 MiB at 1 Gbit/s: alpha is 50 us less the 64 B at the fitted rate, within 2% of 50 us.
+TEST(LinkCalibrationTest, TheSmallCallMeasuresTheLatency) {
+  EXPECT_LT(kSmall / 1.25e8, 1e-6);
+  LinkTimings timings = AllReduceWireBytes(2, true);
+  timings.small_seconds = 50e-6;
+  timings.large_seconds = 0.140;
+  const LinkLevelMeasurement fit = FitLink(timings, 2);
+  const double rate = (kLarge - 2.0 * kSmall) / (0.140 - 2 * 50e-6);
+  EXPECT_NEAR(fit.bytes_per_second, rate, 1e-6 * rate);
+  EXPECT_NEAR(fit.latency_seconds, 50e-6 - kSmall / rate, 1e-12);
+  EXPECT_GT(fit.latency_seconds, 0.98 * 50e-6);
 }
 
 TEST(LinkCalibrationTest, NoisyTimesGiveZeroLatencyAndTheLargeSizesBandwidth) {

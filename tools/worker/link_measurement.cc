@@ -43,7 +43,7 @@ absl::StatusOr<proto::LinkMeasurements> MeasureNodeLinks(const NodeLinkOptions& 
       absl::StrCat(TransportName(options.transport), " all_reduce, ", options.nodes, " processes (one per node)",
                    options.transport == Transport::kUcx && ucx_tls != nullptr ? absl::StrCat(", UCX_TLS=", ucx_tls)
                                                                               : std::string(),
-                   ", 4 KiB and 16 MiB");
+                   ", ", cli::kCalibrationSizesText);
   absl::StatusOr<cli::MeasuredLink> inter_node =
       cli::MeasureCrossProcessGroup(options.transport, group, options.repetitions, method);
   if (!inter_node.ok()) {

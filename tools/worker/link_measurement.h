@@ -9,7 +9,7 @@
 //               rendezvous store like the runtime's own cross-node groups
 //               (MeasureCrossProcessGroup). Every node's worker takes part.
 //
-// All-reduces of 4 KiB and 16 MiB per rank, fitted to the cost model's formulas. The
+// All-reduces of 64 B and 16 MiB per rank, fitted to the cost model's formulas. The
 // inter-node group runs first, while every node's worker is in step; each node then
 // measures its own intra-node level, and node 0 its machine's codecs and compute rates
 // (tools/cli/machine_calibration.h: the calibration file's other lines). The launch client (tools/cli/calibrate_command.cc)
