@@ -73,6 +73,8 @@ PY=/usr/bin/python3
 [[ -x "$PY" ]] || PY="$(command -v python3)"
 # shellcheck source=bench/lib/netns_hosts.sh
 source "$ROOT/bench/lib/netns_hosts.sh"
+# shellcheck source=bench/lib/step_metrics.sh
+source "$ROOT/bench/lib/step_metrics.sh"
 # A caller may name the run's namespaces (NETNS_PREFIX=h43 ...), e.g. to tell its own apart.
 NETNS_PREFIX="${NETNS_PREFIX:-ofph$$}"
 NETNS_SUBNET="10.233.0"
@@ -167,18 +169,6 @@ build() {
   BIN="$RUN/bin"
 }
 
-median_step() {  # metrics file -> median step_ms after the warm-up, or null
-  "$PY" - "$1" "$WARMUP" <<'PYEOF'
-import json, statistics, sys
-try:
-    steps = [json.loads(l)["step_ms"] for l in open(sys.argv[1]) if l.startswith("{") and '"step_ms"' in l]
-except OSError:
-    steps = []
-steps = steps[int(sys.argv[2]):]
-print(round(statistics.median(steps), 3) if len(steps) >= 2 else "null")
-PYEOF
-}
-
 predicted() {  # plan -> "step_ms compute_ms exposed_ms bubble_ms layout" from its decision record
   "$BIN/oneflow" inspect "$1" --format=json | "$PY" -c '
 import json, sys
@@ -201,7 +191,7 @@ launch() {
     echo null
     return
   fi
-  median_step "$out.metrics"
+  median_step "$out.metrics" "$WARMUP"
 }
 
 # The flags of a calibration: "cluster" (the daemons' measurement), "shared_host" (it with

@@ -53,8 +53,10 @@ struct TpBoxing {
 // variable lives with it). A tied embedding: the gpt's output projection in the epilogue
 // multiplies by the prologue's token embedding. When a pipeline puts the two units on
 // different stages, the plan sends the variable to the reader's stage once per iteration
-// and the reader's gradient of it back every micro-batch (the owner accumulates it; traced
-// on 2 emulated hosts, docs/auto_parallel_measurements.md, "Pipelines across hosts, traced").
+// and the reader's gradient of it, accumulated over the micro-batches on the reader's
+// stage, back once per iteration (compiler/passes/gradient_accumulation_pass.h; until
+// session 45 every micro-batch, traced on 2 emulated hosts in
+// docs/auto_parallel_measurements.md, "Pipelines across hosts, traced").
 struct BorrowedVariable {
   std::string tensor;
   int64_t owner_unit = 0;  // index into ModelProfile::units

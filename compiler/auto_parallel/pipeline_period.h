@@ -33,9 +33,11 @@ struct PipelineCutTransfers {
   // whatever else goes forward) and the gradient coming back, from when the sender has it.
   double forward_seconds = 0;
   double backward_seconds = 0;
-  // What the cut's link carries one way per micro-batch, waited on or not (a tied
-  // embedding's gradient sent early in the stage's backward is carried, not waited on,
-  // while the backward after it lasts longer).
+  // What the cut's link carries one way per micro-batch, waited on or not. (Until
+  // session 45 a tied embedding's gradient, sent early in the stage's backward every
+  // micro-batch, was carried and not waited on while the backward after it lasted longer;
+  // now it crosses once per iteration, after the pipeline's drain, and price.cc prices it
+  // there, so the price puts the same transfers here as above.)
   double forward_link_seconds = 0;
   double backward_link_seconds = 0;
 };

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 #include <map>
 #include <vector>
 
@@ -134,6 +135,11 @@ class Pricer {
     for (int64_t s = 0; s < pp; ++s) stage_seconds[s] = stages[s].compute_seconds + stages[s].tp_seconds;
     OF_ASSIGN_OR_RETURN(const std::vector<double> pipelined, PipelineStageSeconds(stage_seconds, transfers.cuts));
     double variables_exposed = 0;  // the borrowed variables' transfers the first forward waits on
+    // The borrowed variables' accumulated gradients, sent once per iteration after the
+    // readers' last backward: what the rest of that backward does not hide, once (each
+    // reader stage sends on its own link, so the slowest reader's).
+    const double gradients_exposed =
+        *std::max_element(transfers.gradient_exposed_seconds.begin(), transfers.gradient_exposed_seconds.end());
     for (int64_t s = 0; s < pp; ++s) {
       const UnitCost& cost = stages[s];
       // The pipeline's transfers on this stage's path as the 1F1B schedule puts them
@@ -243,7 +249,7 @@ class Pricer {
       const double every_device_at_once = std::max(
           1.0, static_cast<double>(layout_.dp() * layout_.tp() * pp) / std::max(1.0, SharedCores()));
       // (The gathers are in the play's first tasks of every stage.)
-      slowest_tail = std::max(slowest_tail, optimizer_seconds * every_device_at_once + exposed_dp);
+      slowest_tail = std::max(slowest_tail, optimizer_seconds * every_device_at_once + exposed_dp + gradients_exposed);
       // (Stages a cut's bound holds to one period: the one with more work of its own shows
       // the split, the rest of the period being exposed communication.)
       if (micro_batch_seconds > slowest_micro_batch ||
@@ -263,7 +269,8 @@ class Pricer {
       const double activations = cost.kept_bytes * in_flight * std::max<int64_t>(1, options_.register_count);
       peak = std::max(peak, static_cast<int64_t>(parameters + gradients + state + activations));
     }
-    prediction.set_exposed_communication_seconds(prediction.exposed_communication_seconds() + variables_exposed);
+    prediction.set_exposed_communication_seconds(prediction.exposed_communication_seconds() + variables_exposed +
+                                                 gradients_exposed);
     prediction.set_peak_bytes(peak);
     if (profile_.acts_counted) prediction.set_acts_per_iteration(static_cast<int64_t>(std::llround(all_devices_acts)));
     // The units' tp edges, then each stage's data-parallel collectives.
@@ -344,49 +351,56 @@ class Pricer {
 
   // The pipeline's transfers of one micro-batch across each cut e (1 .. pp - 1, index 0
   // unused), one call each: forward the activation entering stage e, backward its
-  // gradient, one micro-batch's rows of each device; and the variables a unit borrows from
-  // a unit of another stage (a tied embedding). The plan sends the reader's gradient of
-  // each to the owner's stage every micro-batch (the owner accumulates it; with 24
-  // micro-batches, 24 sends of the hosts sweep gpt's 192 KiB embedding gradient an
-  // iteration, traced) as soon as the reader's backward made it, on the link that then
-  // carries the stage's activation gradient: that gradient waits for what is left of the
-  // borrowed one when the rest of the stage's backward is done. The variable itself goes
-  // to the reader's stage once per iteration (variable_seconds, by reader stage).
+  // gradient, one micro-batch's rows of each device. And once per iteration the variables a
+  // unit borrows from a unit of another stage (a tied embedding): the variable goes to the
+  // reader's stage (variable_seconds, by reader stage), and the reader's gradient of it,
+  // accumulated over the micro-batches on the reader's stage (gradient_accumulation), comes
+  // back to the owner's once, after the reader's last micro-batch's backward made it. It
+  // leaves on the link that then carries that micro-batch's activation gradient, which waits
+  // for what is left of it when the rest of the stage's backward is done, and the drain
+  // with it (gradient_exposed_seconds, by reader stage: the borrowed gradients one after
+  // another, less the backward after the last of them). The same holds when the owner's
+  // stage is the later one: it waits for the gradient after its own drain. Before session
+  // 45 the plan sent the gradient every micro-batch (24 x 192 KiB an iteration for the
+  // hosts sweep's gpt at M = 24, traced; docs/auto_parallel_measurements.md, "Pipelines
+  // across hosts, traced"), and this priced it so.
   struct PipelineTransfers {
     std::vector<PipelineCutTransfers> cuts;
     std::vector<double> variable_seconds;
+    std::vector<double> gradient_exposed_seconds;
   };
   PipelineTransfers TransfersOf(const std::vector<double>& cut_bytes, const std::vector<int64_t>& unit_stage,
                                 const std::vector<double>& backward_after) const {
     const int64_t pp = layout_.pp();
-    PipelineTransfers transfers{std::vector<PipelineCutTransfers>(pp), std::vector<double>(pp, 0)};
+    PipelineTransfers transfers{std::vector<PipelineCutTransfers>(pp), std::vector<double>(pp, 0),
+                                std::vector<double>(pp, 0)};
     for (int64_t e = 1; e < pp; ++e) {
       const double seconds =
           TransferSeconds(collectives_.links(), collectives_.CutCrossesNodes(e), cut_bytes[e] * RowFraction());
       PipelineCutTransfers& cut = transfers.cuts[e];
       cut.forward_seconds = cut.backward_seconds = cut.forward_link_seconds = cut.backward_link_seconds = seconds;
     }
+    std::vector<double> gradient_seconds(pp, 0);  // by reader stage
+    // By reader stage, the backward after its last borrowed gradient's: backward runs the
+    // units in reverse, so the earliest borrowing unit's, the least.
+    std::vector<double> last_backward_after(pp, std::numeric_limits<double>::infinity());
     for (size_t u = 0; u < profile_.units.size(); ++u) {
       for (const BorrowedVariable& variable : profile_.units[u].borrowed_variables) {
         const int64_t owner = unit_stage[variable.owner_unit];
         const int64_t reader = unit_stage[u];
         if (owner == reader) continue;
-        // Each device of the reader's stage sends to its counterpart on the owner's: the
-        // link out of the reader's stage and the link into the owner's carry it.
+        // Each device of the reader's stage sends to its counterpart on the owner's.
         const double bytes = static_cast<double>(variable.bytes) / (variable.tp_sharded ? layout_.tp() : 1);
         const double seconds =
             TransferSeconds(collectives_.links(), collectives_.StagesCrossNodes(owner, reader), bytes);
         transfers.variable_seconds[reader] += seconds;
-        if (reader > owner) {
-          PipelineCutTransfers& out_of_reader = transfers.cuts[reader];
-          out_of_reader.backward_seconds += std::max(0.0, seconds - backward_after[u]);
-          out_of_reader.backward_link_seconds += seconds;
-          if (owner + 1 != reader) transfers.cuts[owner + 1].backward_link_seconds += seconds;
-        } else {
-          // Sent forward during backward, while the activations' sends are done: carried.
-          transfers.cuts[reader + 1].forward_link_seconds += seconds;
-          if (owner != reader + 1) transfers.cuts[owner].forward_link_seconds += seconds;
-        }
+        gradient_seconds[reader] += seconds;
+        last_backward_after[reader] = std::min(last_backward_after[reader], backward_after[u]);
+      }
+    }
+    for (int64_t s = 0; s < pp; ++s) {
+      if (gradient_seconds[s] > 0) {
+        transfers.gradient_exposed_seconds[s] = std::max(0.0, gradient_seconds[s] - last_backward_after[s]);
       }
     }
     return transfers;
