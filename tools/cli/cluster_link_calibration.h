@@ -34,8 +34,9 @@ struct ClusterLinks {
   LinkLevelMeasurement inter_node;
   // With --nodes: node 0's codec and compute lines.
   MachineLines machine;
-  // With --nodes, when every node reported the same (non-empty) boot id.
+  // With --nodes, when every node reported the same (non-empty) boot id: that id.
   std::optional<SharedMachineMeasurement> shared_machine;
+  std::string shared_boot_id;
 };
 
 struct ClusterCalibrationOptions {
