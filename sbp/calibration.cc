@@ -229,11 +229,13 @@ absl::Status ParseMachine(const Members& members, Calibration* calibration) {
   if (measurement.nodes == 0) return Missing("nodes");
   if (measurement.cores == 0) return Missing("cores");
   // The measured terms come together: a line with any of them has the three a host line
-  // needs.
+  // needs and the share (calibrate always measures one; the record tells measured turns
+  // by it).
   if (has_term) {
     if (turns.devices == 0) return Missing("devices");
     if (!has_act) return Missing("act_seconds");
     if (!has_call) return Missing("collective_call_seconds");
+    if (turns.core_share == 0) return Missing("core_share");
     turns.cores = measurement.cores;
     turns.method = measurement.method;
     measurement.turns = std::move(turns);

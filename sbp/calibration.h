@@ -31,8 +31,9 @@
 //       (the auto-parallel cost model's PriceOptions::host_cores for a cluster of `nodes`
 //       nodes, when the file has no host line). When the nodes outnumber the cores and
 //       calibrate ran on that machine, it also has the runtime's costs of `devices` devices
-//       taking turns on those cores (a host line's act_seconds, collective_call_seconds,
-//       core_share and optional boxing_act_seconds, measured the same way); a line without
+//       taking turns on those cores (a host line's act_seconds, collective_call_seconds and
+//       core_share, all required then, and optional boxing_act_seconds, measured the same
+//       way); a line without
 //       "devices" (written before they existed, or with a core per node) has none. At most one.
 //
 // Every line must be valid; "method" is informational. The same file always gives the

@@ -210,6 +210,9 @@ TEST(CalibrationTest, TheSharedMachineLineCarriesTheMeasuredTurns) {
   EXPECT_EQ(Error(R"({"machine": "shared", "nodes": 3, "cores": 2, "devices": 3, "act_seconds": 1e-6})"),
             "calibration file 'c.jsonl' line 1: missing key \"collective_call_seconds\"");
   EXPECT_EQ(Error(R"({"machine": "shared", "nodes": 3, "cores": 2, "devices": 3, "act_seconds": 0, )"
+                  R"("collective_call_seconds": 0})"),
+            "calibration file 'c.jsonl' line 1: missing key \"core_share\"");
+  EXPECT_EQ(Error(R"({"machine": "shared", "nodes": 3, "cores": 2, "devices": 3, "act_seconds": 0, )"
                   R"("collective_call_seconds": 0, "core_share": 0})"),
             "calibration file 'c.jsonl' line 1: \"core_share\" is 0; it must be a finite number > 0");
 }
