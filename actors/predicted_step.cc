@@ -93,8 +93,14 @@ std::string PredictedStepLine(const proto::Plan& plan, const MeasuredStep& measu
     if (host.host_core_share() > 0) absl::StrAppendFormat(&terms, ", core share %.3g", host.host_core_share());
     // A calibration's machine line: the nodes are processes on one machine.
     if (host.shared_machine_nodes() > 0) {
-      terms = absl::StrFormat("%d nodes on one machine of %d cores, acts free", host.shared_machine_nodes(),
-                              host.host_cores());
+      // With a share, the machine line's measured costs of the devices' turns on its cores.
+      terms = host.host_core_share() > 0
+                  ? absl::StrFormat("%d nodes on one machine of %d cores: act %.3g us, collective call %.3g us, "
+                                    "core share %.3g",
+                                    host.shared_machine_nodes(), host.host_cores(), 1e6 * host.act_seconds(),
+                                    1e6 * host.collective_call_seconds(), host.host_core_share())
+                  : absl::StrFormat("%d nodes on one machine of %d cores, acts free", host.shared_machine_nodes(),
+                                    host.host_cores());
     }
   }
   std::string line = absl::StrFormat(

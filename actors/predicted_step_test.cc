@@ -47,6 +47,14 @@ TEST(PredictedStepTest, NamesTheHostTermsThePlanWasPricedWith) {
             "auto-parallel: predicted step 4.000 ms (compute 4.000 + exposed communication 0.000 + bubble 0.000; "
             "host terms: 3 nodes on one machine of 2 cores, acts free), measured 5.000 ms (mean of 1 "
             "iterations after the first): measured / predicted 1.25x\n");
+  // With the turns calibrate measured on that machine (more nodes than cores).
+  terms.set_act_seconds(1.5e-6);
+  terms.set_collective_call_seconds(5e-5);
+  terms.set_host_core_share(1.5);
+  EXPECT_EQ(PredictedStepLine(plan, measured),
+            "auto-parallel: predicted step 4.000 ms (compute 4.000 + exposed communication 0.000 + bubble 0.000; "
+            "host terms: 3 nodes on one machine of 2 cores: act 1.5 us, collective call 50 us, core share 1.5), "
+            "measured 5.000 ms (mean of 1 iterations after the first): measured / predicted 1.25x\n");
 }
 
 // A plan of --compression_warmup=3 on one device: an int8 step (1 ms, dense 3 ms) and a

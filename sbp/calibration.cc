@@ -118,6 +118,48 @@ absl::StatusOr<int64_t> WholeNumber(const std::string& key, const JsonValue& val
   return number;
 }
 
+// A member of the runtime's measured terms (a host line's, or a machine line's) into
+// `measurement`; false when `key` is none of them.
+absl::StatusOr<bool> ParseRuntimeTerm(const std::string& key, const JsonValue& value, HostMeasurement* measurement,
+                                      bool* has_act, bool* has_call) {
+  if (key == "devices") {
+    absl::StatusOr<int64_t> number = WholeNumber(key, value);
+    if (!number.ok()) return number.status();
+    measurement->devices = *number;
+    return true;
+  }
+  const bool act = key == "act_seconds";
+  const bool call = key == "collective_call_seconds";
+  const bool share = key == "core_share";
+  const bool boxing = key == "boxing_act_seconds";
+  if (!act && !call && !share && !boxing) return false;
+  // A core share of 0 would be no cores at all; the costs may be 0 (measured as none).
+  absl::StatusOr<double> number = Number(key, value, /*zero_allowed=*/!share);
+  if (!number.ok()) return number.status();
+  if (act) {
+    measurement->act_seconds = *number;
+    *has_act = true;
+  } else if (call) {
+    measurement->collective_call_seconds = *number;
+    *has_call = true;
+  } else if (share) {
+    measurement->core_share = *number;
+  } else {
+    measurement->boxing_act_seconds = *number;
+  }
+  return true;
+}
+
+// The optional members of a host line, before "method".
+std::string RuntimeTermsJson(const HostMeasurement& measurement) {
+  std::string optional_terms =
+      measurement.core_share > 0 ? absl::StrFormat("\"core_share\": %.6g, ", measurement.core_share) : std::string();
+  if (measurement.boxing_act_seconds.has_value()) {
+    absl::StrAppendFormat(&optional_terms, "\"boxing_act_seconds\": %.6g, ", *measurement.boxing_act_seconds);
+  }
+  return optional_terms;
+}
+
 // A "host" line into `calibration`.
 absl::Status ParseHost(const Members& members, Calibration* calibration) {
   HostMeasurement measurement;
@@ -127,29 +169,20 @@ absl::Status ParseHost(const Members& members, Calibration* calibration) {
       if (value.text != "in_process") {
         return absl::InvalidArgumentError(absl::StrCat("\"host\" is \"", value.text, "\"; valid: in_process"));
       }
-    } else if (key == "devices" || key == "cores") {
+    } else if (key == "cores") {
       absl::StatusOr<int64_t> number = WholeNumber(key, value);
       if (!number.ok()) return number.status();
-      (key == "devices" ? measurement.devices : measurement.cores) = *number;
-    } else if (key == "act_seconds" || key == "collective_call_seconds") {
-      absl::StatusOr<double> number = Number(key, value, /*zero_allowed=*/true);
-      if (!number.ok()) return number.status();
-      (key == "act_seconds" ? measurement.act_seconds : measurement.collective_call_seconds) = *number;
-      (key == "act_seconds" ? has_act : has_call) = true;
-    } else if (key == "core_share") {
-      absl::StatusOr<double> number = Number(key, value, /*zero_allowed=*/false);
-      if (!number.ok()) return number.status();
-      measurement.core_share = *number;
-    } else if (key == "boxing_act_seconds") {
-      absl::StatusOr<double> number = Number(key, value, /*zero_allowed=*/true);
-      if (!number.ok()) return number.status();
-      measurement.boxing_act_seconds = *number;
+      measurement.cores = *number;
     } else if (key == "method") {
       measurement.method = value.text;
     } else {
-      return UnknownKey(key,
-                        "host, devices, act_seconds, collective_call_seconds, cores, core_share, boxing_act_seconds, "
-                        "method");
+      absl::StatusOr<bool> term = ParseRuntimeTerm(key, value, &measurement, &has_act, &has_call);
+      if (!term.ok()) return term.status();
+      if (!*term) {
+        return UnknownKey(key,
+                          "host, devices, act_seconds, collective_call_seconds, cores, core_share, "
+                          "boxing_act_seconds, method");
+      }
     }
   }
   if (measurement.devices == 0) return Missing("devices");
@@ -169,6 +202,8 @@ absl::Status ParseHost(const Members& members, Calibration* calibration) {
 // A "machine" line into `calibration`.
 absl::Status ParseMachine(const Members& members, Calibration* calibration) {
   SharedMachineMeasurement measurement;
+  HostMeasurement turns;
+  bool has_act = false, has_call = false, has_term = false;
   for (const auto& [key, value] : members) {
     if (key == "machine") {
       if (value.text != "shared") {
@@ -181,11 +216,30 @@ absl::Status ParseMachine(const Members& members, Calibration* calibration) {
     } else if (key == "method") {
       measurement.method = value.text;
     } else {
-      return UnknownKey(key, "machine, nodes, cores, method");
+      absl::StatusOr<bool> term = ParseRuntimeTerm(key, value, &turns, &has_act, &has_call);
+      if (!term.ok()) return term.status();
+      if (!*term) {
+        return UnknownKey(key,
+                          "machine, nodes, cores, devices, act_seconds, collective_call_seconds, core_share, "
+                          "boxing_act_seconds, method");
+      }
+      has_term = true;
     }
   }
   if (measurement.nodes == 0) return Missing("nodes");
   if (measurement.cores == 0) return Missing("cores");
+  // The measured terms come together: a line with any of them has the three a host line
+  // needs and the share (calibrate always measures one; the record tells measured turns
+  // by it).
+  if (has_term) {
+    if (turns.devices == 0) return Missing("devices");
+    if (!has_act) return Missing("act_seconds");
+    if (!has_call) return Missing("collective_call_seconds");
+    if (turns.core_share == 0) return Missing("core_share");
+    turns.cores = measurement.cores;
+    turns.method = measurement.method;
+    measurement.turns = std::move(turns);
+  }
   if (measurement.nodes < 2) {
     return absl::InvalidArgumentError(
         absl::StrCat("\"nodes\" is ", measurement.nodes, "; a shared machine holds at least 2 nodes"));
@@ -241,16 +295,18 @@ std::string TransferMeasurementLine(const TransferMeasurement& measurement) {
 }
 
 std::string SharedMachineLine(const SharedMachineMeasurement& measurement) {
-  return absl::StrFormat("{\"machine\": \"shared\", \"nodes\": %d, \"cores\": %d, \"method\": \"%s\"}",
-                         measurement.nodes, measurement.cores, measurement.method);
+  const std::string terms =
+      measurement.turns.has_value()
+          ? absl::StrFormat("\"devices\": %d, \"act_seconds\": %.6g, \"collective_call_seconds\": %.6g, %s",
+                            measurement.turns->devices, measurement.turns->act_seconds,
+                            measurement.turns->collective_call_seconds, RuntimeTermsJson(*measurement.turns))
+          : std::string();
+  return absl::StrFormat("{\"machine\": \"shared\", \"nodes\": %d, \"cores\": %d, %s\"method\": \"%s\"}",
+                         measurement.nodes, measurement.cores, terms, measurement.method);
 }
 
 std::string HostMeasurementLine(const HostMeasurement& measurement) {
-  std::string optional_terms =
-      measurement.core_share > 0 ? absl::StrFormat("\"core_share\": %.6g, ", measurement.core_share) : std::string();
-  if (measurement.boxing_act_seconds.has_value()) {
-    absl::StrAppendFormat(&optional_terms, "\"boxing_act_seconds\": %.6g, ", *measurement.boxing_act_seconds);
-  }
+  const std::string optional_terms = RuntimeTermsJson(measurement);
   return absl::StrFormat(
       "{\"host\": \"in_process\", \"devices\": %d, \"act_seconds\": %.6g, \"collective_call_seconds\": %.6g, "
       "\"cores\": %d, %s\"method\": \"%s\"}",

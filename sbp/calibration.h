@@ -30,11 +30,18 @@
 //       (lines written before they existed load with none: boxing acts then cost
 //       act_seconds). Files written before host lines existed have none and still load.
 //   {"machine": "shared", "nodes": 3, "cores": 2, "method": "..."}
+//   {"machine": "shared", "nodes": 3, "cores": 2, "devices": 3, "act_seconds": 1.0e-06,
+//    "collective_call_seconds": 4.7e-05, "core_share": 1.57, "method": "..."}
 //       written by `oneflow calibrate --nodes` when every node's worker reported the same
 //       boot id (/proc/sys/kernel/random/boot_id): the cluster's nodes are processes on one
 //       machine (emulated hosts: network namespaces, containers), whose `cores` they share
 //       (the auto-parallel cost model's PriceOptions::host_cores for a cluster of `nodes`
-//       nodes, when the file has no host line). At most one.
+//       nodes, when the file has no host line). When the nodes outnumber the cores and
+//       calibrate ran on that machine, it also has the runtime's costs of `devices` devices
+//       taking turns on those cores (a host line's act_seconds, collective_call_seconds and
+//       core_share, all required then, and optional boxing_act_seconds, measured the same
+//       way); a line without
+//       "devices" (written before they existed, or with a core per node) has none. At most one.
 //
 // Every line must be valid; "method" is informational. The same file always gives the
 // same values, so the same inputs give the same plan bytes.
@@ -87,6 +94,9 @@ struct SharedMachineMeasurement {
   int64_t nodes = 0;
   int64_t cores = 0;
   std::string method;
+  // The runtime's costs of `turns->devices` devices taking turns on the cores, measured on
+  // the machine as a host line is (its `cores` the line's); nullopt: not measured.
+  std::optional<HostMeasurement> turns;
 };
 
 struct Calibration {
@@ -119,7 +129,9 @@ std::string ComputeMeasurementLine(absl::string_view kind, double per_second, ab
 // only when measured).
 std::string HostMeasurementLine(const HostMeasurement& measurement);
 
-// {"machine": "shared", "nodes": ..., "cores": ..., "method": "..."}.
+// {"machine": "shared", "nodes": ..., "cores": ..., "method": "..."}, with the measured
+// terms before "method" when `turns` has them ("devices", "act_seconds",
+// "collective_call_seconds", then "core_share" and "boxing_act_seconds" when measured).
 std::string SharedMachineLine(const SharedMachineMeasurement& measurement);
 
 // The host line measured for the device count nearest `devices` (ties: the larger count),

@@ -172,7 +172,8 @@ TEST(CalibrationTest, TheSharedMachineLineRoundTrips) {
             "calibration file 'c.jsonl' line 1: \"cores\" is 0; it must be a whole number >= 1");
   EXPECT_EQ(Error(R"({"machine": "shared", "nodes": 3})"), "calibration file 'c.jsonl' line 1: missing key \"cores\"");
   EXPECT_EQ(Error(R"({"machine": "shared", "nodes": 3, "cores": 2, "boot_id": "x"})"),
-            "calibration file 'c.jsonl' line 1: unknown key \"boot_id\"; valid keys: machine, nodes, cores, method");
+            "calibration file 'c.jsonl' line 1: unknown key \"boot_id\"; valid keys: machine, nodes, cores, devices, "
+            "act_seconds, collective_call_seconds, core_share, boxing_act_seconds, method");
   EXPECT_EQ(Error(machine + "\n" + machine), "calibration file 'c.jsonl' line 2: the shared machine is given twice");
 }
 
@@ -212,6 +213,46 @@ TEST(CalibrationTest, TransferLineRoundTripsAndOldFilesHaveNone) {
             "calibration file 'c.jsonl' line 1: unknown key \"rtt\"; valid keys: transfer, latency_seconds, "
             "round_trip_seconds, bytes, method");
   EXPECT_EQ(Error(line + "\n" + line), "calibration file 'c.jsonl' line 2: the inter_node transfer is measured twice");
+}
+
+// With more nodes than cores calibrate measures the devices' turns on the cores onto the
+// machine line: written after the cores, read back with the line's cores; a line with some
+// of the terms but not the three a host line needs is refused.
+TEST(CalibrationTest, TheSharedMachineLineCarriesTheMeasuredTurns) {
+  SharedMachineMeasurement measured{3, 2, "one boot id", std::nullopt};
+  measured.turns = HostMeasurement{3, 1.5e-06, 4.75e-05, 2, "", 1.25, std::nullopt};
+  const std::string machine = SharedMachineLine(measured);
+  EXPECT_EQ(machine,
+            R"({"machine": "shared", "nodes": 3, "cores": 2, "devices": 3, "act_seconds": 1.5e-06, )"
+            R"("collective_call_seconds": 4.75e-05, "core_share": 1.25, "method": "one boot id"})");
+  absl::StatusOr<Calibration> calibration = ParseCalibration(machine, "c.jsonl");
+  ASSERT_TRUE(calibration.ok()) << calibration.status();
+  ASSERT_TRUE(calibration->shared_machine.has_value());
+  ASSERT_TRUE(calibration->shared_machine->turns.has_value());
+  const HostMeasurement& turns = *calibration->shared_machine->turns;
+  EXPECT_EQ(turns.devices, 3);
+  EXPECT_EQ(turns.act_seconds, 1.5e-06);
+  EXPECT_EQ(turns.collective_call_seconds, 4.75e-05);
+  EXPECT_EQ(turns.core_share, 1.25);
+  EXPECT_EQ(turns.cores, 2);
+  EXPECT_FALSE(turns.boxing_act_seconds.has_value());
+  // Not a host line: the search applies it to a cluster of 3 nodes only.
+  EXPECT_TRUE(calibration->hosts.empty());
+  measured.turns->boxing_act_seconds = 2e-05;
+  absl::StatusOr<Calibration> boxing = ParseCalibration(SharedMachineLine(measured), "c.jsonl");
+  ASSERT_TRUE(boxing.ok()) << boxing.status();
+  EXPECT_EQ(boxing->shared_machine->turns->boxing_act_seconds, 2e-05);
+
+  EXPECT_EQ(Error(R"({"machine": "shared", "nodes": 3, "cores": 2, "core_share": 1.5})"),
+            "calibration file 'c.jsonl' line 1: missing key \"devices\"");
+  EXPECT_EQ(Error(R"({"machine": "shared", "nodes": 3, "cores": 2, "devices": 3, "act_seconds": 1e-6})"),
+            "calibration file 'c.jsonl' line 1: missing key \"collective_call_seconds\"");
+  EXPECT_EQ(Error(R"({"machine": "shared", "nodes": 3, "cores": 2, "devices": 3, "act_seconds": 0, )"
+                  R"("collective_call_seconds": 0})"),
+            "calibration file 'c.jsonl' line 1: missing key \"core_share\"");
+  EXPECT_EQ(Error(R"({"machine": "shared", "nodes": 3, "cores": 2, "devices": 3, "act_seconds": 0, )"
+                  R"("collective_call_seconds": 0, "core_share": 0})"),
+            "calibration file 'c.jsonl' line 1: \"core_share\" is 0; it must be a finite number > 0");
 }
 
 TEST(CalibrationTest, MissingFileIsNotFound) {

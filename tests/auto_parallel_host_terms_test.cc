@@ -239,6 +239,59 @@ TEST(AutoParallelHostTermsTest, AMachineLineSharesItsCoresAmongTheNodesItNames) 
   EXPECT_EQ(host->plan.auto_parallel().host_terms().act_seconds(), 3e-6);
 }
 
+// The machine line with the turns calibrate measured (more nodes than cores): a cluster of
+// its nodes with more devices than cores is priced with them, as with a host line, and
+// the record and inspect say so; with a core a device they are not used (each process
+// has its core, and its calls are the links').
+TEST(AutoParallelHostTermsTest, AMachineLinesMeasuredTurnsPriceItsNodesWhenTheyOutnumberTheCores) {
+  SharedMachineMeasurement measured{3, 2, "test", std::nullopt};
+  measured.turns = HostMeasurement{3, 2e-06, 5e-05, 2, "", 1.5, 3e-05};
+  const std::string file =
+      WriteFile("turns.jsonl", absl::StrCat(kCodecLine, "\n", SharedMachineLine(measured), "\n"));
+  auto search = [&](int64_t nodes, int64_t devices_per_node) {
+    examples::AutoParallelRequest request;
+    request.cluster.nodes = nodes;
+    request.cluster.devices_per_node = devices_per_node;
+    request.settings.compression.compression = "off";
+    request.settings.compression.codec_calibration = file;
+    return examples::AutoParallelCompile(TinyMlp(), request);
+  };
+  absl::StatusOr<examples::AutoParallelResult> shared = search(3, 1);
+  ASSERT_TRUE(shared.ok()) << shared.status();
+  const proto::AutoParallelHostTerms& terms = shared->plan.auto_parallel().host_terms();
+  EXPECT_EQ(terms.shared_machine_nodes(), 3);
+  EXPECT_EQ(terms.host_cores(), 2);
+  EXPECT_EQ(terms.act_seconds(), 2e-06);
+  EXPECT_EQ(terms.collective_call_seconds(), 5e-05);
+  EXPECT_EQ(terms.host_core_share(), 1.5);
+  EXPECT_EQ(terms.boxing_act_seconds(), 3e-05);
+  EXPECT_EQ(terms.measured_devices(), 3);
+  auto_parallel::PriceOptions options;
+  auto_parallel::ApplyHostTerms(terms, &options);
+  EXPECT_EQ(options.host_core_share, 1.5);
+  EXPECT_EQ(options.act_seconds, 2e-06);
+  EXPECT_EQ(options.boxing_act_seconds, 3e-05);
+  absl::StatusOr<std::string> text = cli::InspectPlan(shared->plan, {cli::InspectFormat::kText});
+  ASSERT_TRUE(text.ok()) << text.status();
+  // (The file's path follows, wrapped onto the next line.)
+  EXPECT_TRUE(absl::StrContains(*text,
+                                "    host terms: 3 nodes on one machine of 2 cores: act 2 us, boxing act 30 us, "
+                                "collective call 50 us, core share 1.5 (measured for 3 devices,"))
+      << *text;
+
+  // The same line's nodes on a machine of 3 cores: a core each, the turns unused.
+  measured.cores = 3;
+  ASSERT_EQ(WriteFile("turns.jsonl", absl::StrCat(kCodecLine, "\n", SharedMachineLine(measured), "\n")), file);
+  absl::StatusOr<examples::AutoParallelResult> own_cores = search(3, 1);
+  ASSERT_TRUE(own_cores.ok()) << own_cores.status();
+  const proto::AutoParallelHostTerms& free = own_cores->plan.auto_parallel().host_terms();
+  EXPECT_EQ(free.shared_machine_nodes(), 3);
+  EXPECT_EQ(free.host_cores(), 3);
+  EXPECT_EQ(free.act_seconds(), 0);
+  EXPECT_EQ(free.host_core_share(), 0);
+  EXPECT_FALSE(free.has_boxing_act_seconds());
+}
+
 TEST(AutoParallelHostTermsTest, ABadHostLineIsRefusedNamingTheLine) {
   const std::string file = WriteFile(
       "bad.jsonl",

@@ -8,7 +8,8 @@
 #   1. `oneflow calibrate --nodes=...` between the daemons, from host 0, with the links shaped:
 #      the cluster's calibration (both link levels' alpha and beta, node 0's worker's codec and
 #      compute rates, and the machine line: the namespaces share this machine's boot id, so
-#      the nodes share its cores). Every plan below is compiled with it (--codec_calibration),
+#      the nodes share its cores; with more nodes than cores calibrate also measures their
+#      devices' turns on them, tools/cli/shared_machine_turns.h). Every plan below is compiled with it (--codec_calibration),
 #      so the model sees the shaped link as measured, not the flag's 1 Gbit/s.
 #   2. `oneflow calibrate --host_devices=D` on this machine (D = every device of the cluster):
 #      its host line (per-act cost, collective call cost, cores, core share) appended to a

@@ -9,7 +9,10 @@ Per cluster of the run, the calibration files are rebuilt from the run's calibra
 host line) with the codec lines of --codecs (the line does not keep the codec throughputs:
 take a cluster.jsonl of another run, e.g. a --keep run's), the "cluster" file without the
 host line and the "shared_host" file with it, both with the machine line when the run's
-line has one ("machine_shared") or --machine_cores gives it. Every hand layout line (searched false) is
+line has one ("machine_shared") or --machine_cores gives it; with --machine_turns_from_host, a machine line
+of more nodes than cores recorded before `oneflow calibrate --nodes` measured the devices' turns on them gets
+the run's host line's terms when that line measured one device per node (the same measurement on the same
+machine: tools/cli/shared_machine_turns.h). Every hand layout line (searched false) is
 compiled again with `gpt --predict_step` and each file, its predicted step read from the
 plan's decision record (`oneflow inspect --format=json`), and printed with the run's
 measured steps ("measured_ms", "measured_repeats_ms") and the errors recomputed, so the
@@ -70,6 +73,9 @@ def main():
     parser.add_argument("--machine_cores", type=int, default=0,
                         help="for a run recorded before `oneflow calibrate --nodes` wrote its machine line: add one "
                              "(every node on one machine of this many cores) to both files; 0: only the run's own")
+    parser.add_argument("--machine_turns_from_host", action="store_true",
+                        help="put the run's host line terms (devices = nodes) on a machine line of more nodes than "
+                             "cores that has none, as `oneflow calibrate --nodes` now measures them")
     args = parser.parse_args()
     codec_lines = [l.strip() for l in open(args.codecs) if l.startswith('{"codec"')]
     lines = [json.loads(l) for l in open(args.run) if l.strip()]
@@ -81,6 +87,10 @@ def main():
             machine = line.get("machine_shared")
             if machine is None and args.machine_cores > 0:
                 machine = {"nodes": int(cluster.split("x")[0]), "cores": args.machine_cores}
+            host = line.get("host_in_process")
+            if (args.machine_turns_from_host and machine and "devices" not in machine and host
+                    and machine["nodes"] > machine["cores"] and host["devices"] == machine["nodes"]):
+                machine = dict(machine, **{k: v for k, v in host.items() if k != "cores"})
             for name, with_host in (("cluster", False), ("shared_host", True)):
                 path = os.path.join(work, "%s.%s.jsonl" % (cluster, name))
                 with open(path, "w") as f:

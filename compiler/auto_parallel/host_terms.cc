@@ -107,11 +107,25 @@ std::optional<proto::AutoParallelHostTerms> HostTermsFor(const Calibration& cali
     // The nodes are processes of one machine: their devices take turns on its cores. Only
     // the cores are known (no per-act cost or share was measured across the processes).
     if (!calibration.shared_machine.has_value() || calibration.shared_machine->nodes != nodes) return std::nullopt;
+    const SharedMachineMeasurement& machine = *calibration.shared_machine;
     proto::AutoParallelHostTerms terms;
-    terms.set_host_cores(calibration.shared_machine->cores);
+    terms.set_host_cores(machine.cores);
     terms.set_shared_machine_nodes(nodes);
     terms.set_measured_devices(devices);
     terms.set_calibration_file(file);
+    // The measured costs of devices taking turns on the cores, when they do. With a core
+    // each, the processes' calls are the links' (measured between the daemons), and a
+    // share below the cores measured in one process is its devices waiting on their own
+    // collectives, which the model prices as communication.
+    if (machine.turns.has_value() && devices > machine.cores) {
+      terms.set_act_seconds(machine.turns->act_seconds);
+      terms.set_collective_call_seconds(machine.turns->collective_call_seconds);
+      terms.set_host_core_share(machine.turns->core_share);
+      if (machine.turns->boxing_act_seconds.has_value()) {
+        terms.set_boxing_act_seconds(*machine.turns->boxing_act_seconds);
+      }
+      terms.set_measured_devices(machine.turns->devices);
+    }
     return terms;
   }
   proto::AutoParallelHostTerms terms;
@@ -137,15 +151,20 @@ void ApplyHostTerms(const proto::AutoParallelHostTerms& terms, PriceOptions* opt
 std::string HostTermsText(const proto::AutoParallelDecision& decision) {
   if (!decision.has_host_terms()) return "none: acts free, every device its own core";
   const proto::AutoParallelHostTerms& terms = decision.host_terms();
-  if (terms.shared_machine_nodes() > 0) {
-    return absl::StrFormat("%d nodes on one machine of %d cores, acts free (%s)", terms.shared_machine_nodes(),
-                           terms.host_cores(), terms.calibration_file());
-  }
   const std::string boxing_act = terms.has_boxing_act_seconds()
                                      ? absl::StrFormat(", boxing act %.3g us", terms.boxing_act_seconds() * 1e6)
                                      : std::string();
   const std::string share =
       terms.host_core_share() > 0 ? absl::StrFormat(", core share %.3g", terms.host_core_share()) : std::string();
+  if (terms.shared_machine_nodes() > 0) {
+    const std::string machine =
+        absl::StrFormat("%d nodes on one machine of %d cores", terms.shared_machine_nodes(), terms.host_cores());
+    // HostTermsFor records a share only with the machine line's measured terms.
+    if (terms.host_core_share() <= 0) return absl::StrFormat("%s, acts free (%s)", machine, terms.calibration_file());
+    return absl::StrFormat("%s: act %.3g us%s, collective call %.3g us%s (measured for %d devices, %s)", machine,
+                           terms.act_seconds() * 1e6, boxing_act, terms.collective_call_seconds() * 1e6, share,
+                           terms.measured_devices(), terms.calibration_file());
+  }
   return absl::StrFormat("act %.3g us%s, collective call %.3g us, %d host cores%s (measured for %d devices, %s)",
                          terms.act_seconds() * 1e6, boxing_act, terms.collective_call_seconds() * 1e6,
                          terms.host_cores(), share, terms.measured_devices(), terms.calibration_file());

@@ -76,8 +76,10 @@ void ApplyHostMeasurement(const HostMeasurement& measurement, PriceOptions* opti
 
 // The record of the calibration's host line nearest `devices` (NearestHostMeasurement);
 // without host lines, of its "machine" line when that names `nodes` nodes (the cluster's
-// nodes are processes on one machine of that many cores: host_cores, acts free, the core
-// share the cores); else nullopt. `file` is the path as the user gave it.
+// nodes are processes on one machine of that many cores: host_cores; when `devices`
+// outnumber the cores and the line measured their turns, its act, call and boxing act
+// costs and core share, otherwise acts free and the core share the cores); else nullopt.
+// `file` is the path as the user gave it.
 std::optional<proto::AutoParallelHostTerms> HostTermsFor(const Calibration& calibration, int64_t nodes,
                                                         int64_t devices, const std::string& file);
 
@@ -87,7 +89,9 @@ void ApplyHostTerms(const proto::AutoParallelHostTerms& terms, PriceOptions* opt
 
 // "act 2.5 us, collective call 12.5 us, 2 host cores (measured for 4 devices, c.jsonl)" (with
 // ", boxing act 42 us" after the act and ", core share 1.6" after the cores when the line
-// had them), from a machine line "3 nodes on one machine of 2 cores, acts free (c.jsonl)", or
+// had them), from a machine line "3 nodes on one machine of 2 cores, acts free (c.jsonl)" or,
+// with its measured terms, "3 nodes on one machine of 2 cores: act 1.04 us, collective call
+// 47.3 us, core share 1.57 (measured for 3 devices, c.jsonl)", or
 // for a decision without the record "none: acts free, every device its own core".
 std::string HostTermsText(const proto::AutoParallelDecision& decision);
 

@@ -168,6 +168,17 @@ TEST_F(CalibrateNodesTest, MeasuresBothLevelsBetweenTheDaemons) {
   ASSERT_EQ(sched_getaffinity(0, sizeof(cores), &cores), 0);
   EXPECT_EQ(calibration->shared_machine->cores, CPU_COUNT(&cores));
   EXPECT_THAT(calibration->shared_machine->method, HasSubstr("every node's worker read boot id "));
+  // Calibrate runs on the nodes' machine: with a core per node their devices take no turns
+  // and nothing more is measured; on one core the 2 devices' turns are (shared_machine_turns.h).
+  if (CPU_COUNT(&cores) >= 2) {
+    EXPECT_FALSE(calibration->shared_machine->turns.has_value()) << Contents(out);
+    EXPECT_THAT(calibration->shared_machine->method, HasSubstr("; no turns measured: a core per node"));
+  } else {
+    ASSERT_TRUE(calibration->shared_machine->turns.has_value()) << Contents(out);
+    EXPECT_EQ(calibration->shared_machine->turns->devices, 2);
+    EXPECT_GT(calibration->shared_machine->turns->core_share, 0);
+    EXPECT_THAT(calibration->shared_machine->method, HasSubstr("; turns: measured by calibrate on the machine"));
+  }
   EXPECT_TRUE(ProcessesWithArgument("--measure_links").empty());
 
   // The other transport, named in the method.

@@ -22,6 +22,7 @@
 #include "tools/cli/host_calibration.h"
 #include "tools/cli/link_calibration.h"
 #include "tools/cli/machine_calibration.h"
+#include "tools/cli/shared_machine_turns.h"
 
 ABSL_DECLARE_FLAG(std::string, transport);
 
@@ -127,7 +128,12 @@ absl::Status RunCalibrate(const std::vector<std::string>& /*arguments*/, std::os
   lines.push_back(LinkMeasurementLine("inter_node", links->inter_node));
   if (links->inter_node_transfer.has_value()) lines.push_back(TransferMeasurementLine(*links->inter_node_transfer));
   lines.insert(lines.end(), machine.compute_lines.begin(), machine.compute_lines.end());
-  if (links->shared_machine.has_value()) lines.push_back(SharedMachineLine(*links->shared_machine));
+  if (links->shared_machine.has_value()) {
+    // More nodes than cores take turns on them: what that costs, measured here when this
+    // is their machine (shared_machine_turns.h).
+    OF_RETURN_IF_ERROR(AddSharedMachineTurns(links->shared_boot_id, &*links->shared_machine));
+    lines.push_back(SharedMachineLine(*links->shared_machine));
+  }
   OF_ASSIGN_OR_RETURN(const std::vector<std::string> host_lines, MeasureHostLines(host_devices));
   lines.insert(lines.end(), host_lines.begin(), host_lines.end());
   const std::string path = absl::GetFlag(FLAGS_out);

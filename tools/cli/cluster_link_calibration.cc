@@ -80,6 +80,7 @@ absl::StatusOr<ClusterLinks> SlowestLinks(const std::map<int64_t, proto::LinkMea
     one_machine = reports.at(node).boot_id() == first.boot_id();
   }
   if (one_machine) {
+    links.shared_boot_id = first.boot_id();
     links.shared_machine = SharedMachineMeasurement{
         expected_nodes, std::max<int64_t>(1, first.cores()),
         absl::StrCat("every node's worker read boot id ", first.boot_id(),

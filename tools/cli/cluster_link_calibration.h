@@ -35,8 +35,9 @@ struct ClusterLinks {
   LinkLevelMeasurement inter_node;
   // With --nodes: node 0's codec and compute lines.
   MachineLines machine;
-  // With --nodes, when every node reported the same (non-empty) boot id.
+  // With --nodes, when every node reported the same (non-empty) boot id: that id.
   std::optional<SharedMachineMeasurement> shared_machine;
+  std::string shared_boot_id;
   // A transfer between two processes (link_calibration.h): node 0's report with --nodes
   // (none from a worker that predates it).
   std::optional<TransferMeasurement> inter_node_transfer;
