@@ -323,7 +323,7 @@ run_cluster() {
 import json, sys
 cluster, links, host, seconds = sys.argv[1:]
 line = {"bench": "auto_parallel_prediction_hosts_calibration", "cluster": cluster, "seconds": int(seconds)}
-for path, keep in ((links, ("link", "compute", "machine")), (host, ("host",))):
+for path, keep in ((links, ("link", "compute", "machine", "transfer")), (host, ("host",))):
     for text in open(path):
         row = json.loads(text)
         kind = next((k for k in keep if k in row), None)

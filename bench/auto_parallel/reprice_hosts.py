@@ -5,8 +5,8 @@
   bench/auto_parallel/prediction_hosts_bench.sh --summarize=NEW.jsonl
 
 Per cluster of the run, the calibration files are rebuilt from the run's calibration line
-("auto_parallel_prediction_hosts_calibration": both link levels, the compute rates and the
-host line) with the codec lines of --codecs (the line does not keep the codec throughputs:
+("auto_parallel_prediction_hosts_calibration": both link levels, the compute rates, the
+host line and, in runs since session 45, the pipeline transfer line) with the codec lines of --codecs (the line does not keep the codec throughputs:
 take a cluster.jsonl of another run, e.g. a --keep run's), the "cluster" file without the
 host line and the "shared_host" file with it, both with the machine line when the run's
 line has one ("machine_shared") or --machine_cores gives it; with --machine_turns_from_host, a machine line
@@ -42,6 +42,10 @@ def calibration_text(line, codec_lines, with_host, machine):
         out.append(json.dumps(dict({"host": "in_process"}, **host, method="rebuilt from a run's line")))
     if machine:
         out.append(json.dumps(dict({"machine": "shared"}, **machine, method="rebuilt from a run's line")))
+    if line.get("transfer_inter_node"):
+        # The pipeline transfer's latency (since session 45; older runs' lines have none).
+        out.append(json.dumps(dict({"transfer": "inter_node"}, **line["transfer_inter_node"],
+                                   method="rebuilt from a run's line")))
     return "".join(l + "\n" for l in out)
 
 
