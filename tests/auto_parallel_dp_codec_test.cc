@@ -4,6 +4,7 @@
 // nodes makes the gradient all-reduce (and ZeRO-3's reduce-scatter and weight gathers)
 // compressed and shortens the prediction, a fast one keeps them dense and the prediction
 // equal to --compression=off's, and the compiled plan compresses the same gradients.
+#include <cstdio>
 #include <string>
 
 #include "compiler/auto_parallel/model_profile.h"
@@ -176,6 +177,73 @@ TEST(AutoParallelDpCodecTest, BucketsNeverMakeTheCompressedSyncCostLessThanOneCa
   ASSERT_NE(sync.codec(), "") << sync.decision();
   EXPECT_GT(sync.seconds(), 0) << sync.tensor();
   EXPECT_GE(prediction->exposed_communication_seconds(), 0);
+}
+
+// A gradient bucket's compressed all-reduce makes one reduce-scatter call and one
+// all-gather call for all its members (kernels/compression/compressed_collectives.h,
+// CompressedBucketAllReduce), so bucketing T variables into B buckets saves (T - B) x
+// those two calls' latency, 2 x alpha across 3 nodes of one device (one round each),
+// against every variable making its own calls (--bucket_mb=0). Worked by hand with alpha =
+// 1 ms and no collective call cost: the difference of the two syncs is (T - B) x 2 ms.
+// Before session 46 a member saved the latency of the dense all-reduce of one variable
+// (one round: every rank sends to every peer), half of that, and the compressed sync was
+// priced (T - B) x alpha long (3 emulated hosts, the bench's gpt: 13.6 ms where the
+// buckets ran 9.5 ms, traced; docs/auto_parallel_measurements.md, session 46).
+TEST(AutoParallelDpCodecTest, ABucketsCompressedAllReduceSharesItsTwoCallsLatencyAmongItsMembers) {
+  examples::GptConfig config = SmallGpt();
+  config.batch = 12;  // dp = 3 divides it
+  // Variables of 17 KB on average, under kFlatOneRoundAllReduceBytes: the dense all-reduce
+  // of one would be a single round, the compressed one is two calls.
+  config.hidden = 64;
+  const auto_parallel::ModelProfile profile = ProfileOfTwoDevices(config);
+  constexpr double kAlpha = 1e-3;
+  const auto sync_of = [&](double bucket_mb, int64_t* tensors, int64_t* calls, std::string* codec) {
+    examples::ParallelFlags flags;
+    flags.nodes = 3;
+    flags.devices_per_node = 1;
+    flags.dp = 3;
+    flags.inter_node_bandwidth = kSlow;
+    absl::StatusOr<examples::ParallelLayout> layout = examples::ParallelLayout::Create(flags);
+    EXPECT_TRUE(layout.ok()) << layout.status();
+    examples::CompileSettings settings;
+    settings.compression.compression = "int8";
+    settings.links.inter_node_bandwidth = kSlow;
+    settings.links.inter_node_bandwidth_given = true;
+    settings.links.inter_node_latency = kAlpha;
+    settings.links.inter_node_latency_given = true;
+    std::string dump;
+    absl::StatusOr<CompileOptions> compile = examples::CompileOptionsFor(*layout, settings, &dump);
+    EXPECT_TRUE(compile.ok()) << compile.status();
+    auto_parallel::PriceOptions options;
+    options.cluster = compile->cluster;
+    options.bucket_mb = bucket_mb;
+    options.compression = compile->compression;
+    options.record_edges = true;
+    proto::AutoParallelLayout dp3 = DataParallel(0);
+    dp3.set_dp(3);
+    absl::StatusOr<proto::AutoParallelPrediction> prediction = auto_parallel::PriceLayout(profile, options, dp3);
+    EXPECT_TRUE(prediction.ok()) << prediction.status();
+    EXPECT_EQ(prediction->edges_size(), 1);
+    const proto::AutoParallelEdge& sync = prediction->edges(0);
+    // "N gradients (data-parallel all_reduce in B calls, ...)"
+    EXPECT_EQ(std::sscanf(sync.tensor().c_str(), "%ld gradients (data-parallel all_reduce in %ld calls", tensors,
+                          calls),
+              2)
+        << sync.tensor();
+    *codec = sync.codec();
+    return sync.seconds();
+  };
+  int64_t tensors = 0, calls = 0, unbucketed_tensors = 0, unbucketed_calls = 0;
+  std::string codec, unbucketed_codec;
+  const double bucketed = sync_of(25, &tensors, &calls, &codec);
+  const double unbucketed = sync_of(0, &unbucketed_tensors, &unbucketed_calls, &unbucketed_codec);
+  EXPECT_THAT(codec, HasSubstr("int8"));
+  EXPECT_EQ(codec, unbucketed_codec);
+  EXPECT_EQ(tensors, unbucketed_tensors);
+  EXPECT_EQ(unbucketed_calls, tensors);
+  ASSERT_GT(tensors, calls);
+  EXPECT_NEAR(unbucketed - bucketed, static_cast<double>(tensors - calls) * 2 * kAlpha, 1e-9)
+      << tensors << " gradients in " << calls << " buckets";
 }
 
 // The compiled plan of the same layout compresses its gradient reductions on the slow link
