@@ -5,6 +5,7 @@
 // compressed and shortens the prediction, a fast one keeps them dense and the prediction
 // equal to --compression=off's, and the compiled plan compresses the same gradients.
 #include <cstdio>
+#include <optional>
 #include <string>
 
 #include "compiler/auto_parallel/model_profile.h"
@@ -75,6 +76,38 @@ proto::AutoParallelPrediction Price(const auto_parallel::ModelProfile& profile, 
 // 1 Gbit/s between the nodes, and 100 GB/s.
 constexpr double kSlow = 1.25e8;
 constexpr double kFast = 1e11;
+
+// Pure data parallelism over all of `nodes` x `devices_per_node` devices at 1 Gbit/s
+// between the nodes, priced with the cluster, buckets and codecs the examples' driver gives
+// `settings` (its links: the slow inter-node bandwidth added), the edges recorded.
+proto::AutoParallelPrediction PriceDataParallel(const auto_parallel::ModelProfile& profile, int64_t nodes,
+                                                int64_t devices_per_node, examples::CompileSettings settings,
+                                                std::optional<double> bucket_mb = std::nullopt) {
+  examples::ParallelFlags flags;
+  flags.nodes = nodes;
+  flags.devices_per_node = devices_per_node;
+  flags.dp = nodes * devices_per_node;
+  flags.inter_node_bandwidth = kSlow;
+  absl::StatusOr<examples::ParallelLayout> layout = examples::ParallelLayout::Create(flags);
+  EXPECT_TRUE(layout.ok()) << layout.status();
+  if (!layout.ok()) return {};
+  settings.links.inter_node_bandwidth = kSlow;
+  settings.links.inter_node_bandwidth_given = true;
+  std::string dump;
+  absl::StatusOr<CompileOptions> compile = examples::CompileOptionsFor(*layout, settings, &dump);
+  EXPECT_TRUE(compile.ok()) << compile.status();
+  if (!compile.ok()) return {};
+  auto_parallel::PriceOptions options;
+  options.cluster = compile->cluster;
+  options.bucket_mb = bucket_mb.value_or(compile->bucket_mb);
+  options.compression = compile->compression;
+  options.record_edges = true;
+  proto::AutoParallelLayout dp = DataParallel(0);
+  dp.set_dp(flags.dp);
+  absl::StatusOr<proto::AutoParallelPrediction> prediction = auto_parallel::PriceLayout(profile, options, dp);
+  EXPECT_TRUE(prediction.ok()) << prediction.status();
+  return prediction.ok() ? *prediction : proto::AutoParallelPrediction();
+}
 
 TEST(AutoParallelDpCodecTest, TheGradientAllReduceIsPricedWithTheCodecTheLinkMakesPay) {
   const auto_parallel::ModelProfile profile = ProfileOfTwoDevices(SmallGpt());
@@ -147,36 +180,16 @@ TEST(AutoParallelDpCodecTest, BucketsNeverMakeTheCompressedSyncCostLessThanOneCa
   examples::GptConfig config = SmallGpt();
   config.batch = 12;  // dp = 6 divides it
   const auto_parallel::ModelProfile profile = ProfileOfTwoDevices(config);
-  examples::ParallelFlags flags;
-  flags.nodes = 3;
-  flags.devices_per_node = 2;
-  flags.dp = 6;
-  flags.inter_node_bandwidth = kSlow;
-  absl::StatusOr<examples::ParallelLayout> layout = examples::ParallelLayout::Create(flags);
-  ASSERT_TRUE(layout.ok()) << layout.status();
   examples::CompileSettings settings;
   settings.compression.compression = "auto";
-  settings.links.inter_node_bandwidth = kSlow;
-  settings.links.inter_node_bandwidth_given = true;
   settings.links.intra_node_latency = 0.0179;
   settings.links.intra_node_latency_given = true;
-  std::string dump;
-  absl::StatusOr<CompileOptions> compile = examples::CompileOptionsFor(*layout, settings, &dump);
-  ASSERT_TRUE(compile.ok()) << compile.status();
-  auto_parallel::PriceOptions options;
-  options.cluster = compile->cluster;
-  options.bucket_mb = compile->bucket_mb;
-  options.compression = compile->compression;
-  options.record_edges = true;
-  proto::AutoParallelLayout dp6 = DataParallel(0);
-  dp6.set_dp(6);
-  absl::StatusOr<proto::AutoParallelPrediction> prediction = auto_parallel::PriceLayout(profile, options, dp6);
-  ASSERT_TRUE(prediction.ok()) << prediction.status();
-  ASSERT_EQ(prediction->edges_size(), 1);
-  const proto::AutoParallelEdge& sync = prediction->edges(0);
+  const proto::AutoParallelPrediction dp6 = PriceDataParallel(profile, 3, 2, settings);
+  ASSERT_EQ(dp6.edges_size(), 1);
+  const proto::AutoParallelEdge& sync = dp6.edges(0);
   ASSERT_NE(sync.codec(), "") << sync.decision();
   EXPECT_GT(sync.seconds(), 0) << sync.tensor();
-  EXPECT_GE(prediction->exposed_communication_seconds(), 0);
+  EXPECT_GE(dp6.exposed_communication_seconds(), 0);
 }
 
 // A gradient bucket's compressed all-reduce makes one reduce-scatter call and one
@@ -198,33 +211,14 @@ TEST(AutoParallelDpCodecTest, ABucketsCompressedAllReduceSharesItsTwoCallsLatenc
   const auto_parallel::ModelProfile profile = ProfileOfTwoDevices(config);
   constexpr double kAlpha = 1e-3;
   const auto sync_of = [&](double bucket_mb, int64_t* tensors, int64_t* calls, std::string* codec) {
-    examples::ParallelFlags flags;
-    flags.nodes = 3;
-    flags.devices_per_node = 1;
-    flags.dp = 3;
-    flags.inter_node_bandwidth = kSlow;
-    absl::StatusOr<examples::ParallelLayout> layout = examples::ParallelLayout::Create(flags);
-    EXPECT_TRUE(layout.ok()) << layout.status();
     examples::CompileSettings settings;
     settings.compression.compression = "int8";
-    settings.links.inter_node_bandwidth = kSlow;
-    settings.links.inter_node_bandwidth_given = true;
     settings.links.inter_node_latency = kAlpha;
     settings.links.inter_node_latency_given = true;
-    std::string dump;
-    absl::StatusOr<CompileOptions> compile = examples::CompileOptionsFor(*layout, settings, &dump);
-    EXPECT_TRUE(compile.ok()) << compile.status();
-    auto_parallel::PriceOptions options;
-    options.cluster = compile->cluster;
-    options.bucket_mb = bucket_mb;
-    options.compression = compile->compression;
-    options.record_edges = true;
-    proto::AutoParallelLayout dp3 = DataParallel(0);
-    dp3.set_dp(3);
-    absl::StatusOr<proto::AutoParallelPrediction> prediction = auto_parallel::PriceLayout(profile, options, dp3);
-    EXPECT_TRUE(prediction.ok()) << prediction.status();
-    EXPECT_EQ(prediction->edges_size(), 1);
-    const proto::AutoParallelEdge& sync = prediction->edges(0);
+    const proto::AutoParallelPrediction prediction = PriceDataParallel(profile, 3, 1, settings, bucket_mb);
+    EXPECT_EQ(prediction.edges_size(), 1);
+    if (prediction.edges_size() != 1) return 0.0;
+    const proto::AutoParallelEdge& sync = prediction.edges(0);
     // "N gradients (data-parallel all_reduce in B calls, ...)"
     EXPECT_EQ(std::sscanf(sync.tensor().c_str(), "%ld gradients (data-parallel all_reduce in %ld calls", tensors,
                           calls),
