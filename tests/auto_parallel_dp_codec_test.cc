@@ -4,6 +4,8 @@
 // nodes makes the gradient all-reduce (and ZeRO-3's reduce-scatter and weight gathers)
 // compressed and shortens the prediction, a fast one keeps them dense and the prediction
 // equal to --compression=off's, and the compiled plan compresses the same gradients.
+#include <cstdio>
+#include <optional>
 #include <string>
 
 #include "compiler/auto_parallel/model_profile.h"
@@ -74,6 +76,38 @@ proto::AutoParallelPrediction Price(const auto_parallel::ModelProfile& profile, 
 // 1 Gbit/s between the nodes, and 100 GB/s.
 constexpr double kSlow = 1.25e8;
 constexpr double kFast = 1e11;
+
+// Pure data parallelism over all of `nodes` x `devices_per_node` devices at 1 Gbit/s
+// between the nodes, priced with the cluster, buckets and codecs the examples' driver gives
+// `settings` (its links: the slow inter-node bandwidth added), the edges recorded.
+proto::AutoParallelPrediction PriceDataParallel(const auto_parallel::ModelProfile& profile, int64_t nodes,
+                                                int64_t devices_per_node, examples::CompileSettings settings,
+                                                std::optional<double> bucket_mb = std::nullopt) {
+  examples::ParallelFlags flags;
+  flags.nodes = nodes;
+  flags.devices_per_node = devices_per_node;
+  flags.dp = nodes * devices_per_node;
+  flags.inter_node_bandwidth = kSlow;
+  absl::StatusOr<examples::ParallelLayout> layout = examples::ParallelLayout::Create(flags);
+  EXPECT_TRUE(layout.ok()) << layout.status();
+  if (!layout.ok()) return {};
+  settings.links.inter_node_bandwidth = kSlow;
+  settings.links.inter_node_bandwidth_given = true;
+  std::string dump;
+  absl::StatusOr<CompileOptions> compile = examples::CompileOptionsFor(*layout, settings, &dump);
+  EXPECT_TRUE(compile.ok()) << compile.status();
+  if (!compile.ok()) return {};
+  auto_parallel::PriceOptions options;
+  options.cluster = compile->cluster;
+  options.bucket_mb = bucket_mb.value_or(compile->bucket_mb);
+  options.compression = compile->compression;
+  options.record_edges = true;
+  proto::AutoParallelLayout dp = DataParallel(0);
+  dp.set_dp(flags.dp);
+  absl::StatusOr<proto::AutoParallelPrediction> prediction = auto_parallel::PriceLayout(profile, options, dp);
+  EXPECT_TRUE(prediction.ok()) << prediction.status();
+  return prediction.ok() ? *prediction : proto::AutoParallelPrediction();
+}
 
 TEST(AutoParallelDpCodecTest, TheGradientAllReduceIsPricedWithTheCodecTheLinkMakesPay) {
   const auto_parallel::ModelProfile profile = ProfileOfTwoDevices(SmallGpt());
@@ -146,36 +180,64 @@ TEST(AutoParallelDpCodecTest, BucketsNeverMakeTheCompressedSyncCostLessThanOneCa
   examples::GptConfig config = SmallGpt();
   config.batch = 12;  // dp = 6 divides it
   const auto_parallel::ModelProfile profile = ProfileOfTwoDevices(config);
-  examples::ParallelFlags flags;
-  flags.nodes = 3;
-  flags.devices_per_node = 2;
-  flags.dp = 6;
-  flags.inter_node_bandwidth = kSlow;
-  absl::StatusOr<examples::ParallelLayout> layout = examples::ParallelLayout::Create(flags);
-  ASSERT_TRUE(layout.ok()) << layout.status();
   examples::CompileSettings settings;
   settings.compression.compression = "auto";
-  settings.links.inter_node_bandwidth = kSlow;
-  settings.links.inter_node_bandwidth_given = true;
   settings.links.intra_node_latency = 0.0179;
   settings.links.intra_node_latency_given = true;
-  std::string dump;
-  absl::StatusOr<CompileOptions> compile = examples::CompileOptionsFor(*layout, settings, &dump);
-  ASSERT_TRUE(compile.ok()) << compile.status();
-  auto_parallel::PriceOptions options;
-  options.cluster = compile->cluster;
-  options.bucket_mb = compile->bucket_mb;
-  options.compression = compile->compression;
-  options.record_edges = true;
-  proto::AutoParallelLayout dp6 = DataParallel(0);
-  dp6.set_dp(6);
-  absl::StatusOr<proto::AutoParallelPrediction> prediction = auto_parallel::PriceLayout(profile, options, dp6);
-  ASSERT_TRUE(prediction.ok()) << prediction.status();
-  ASSERT_EQ(prediction->edges_size(), 1);
-  const proto::AutoParallelEdge& sync = prediction->edges(0);
+  const proto::AutoParallelPrediction dp6 = PriceDataParallel(profile, 3, 2, settings);
+  ASSERT_EQ(dp6.edges_size(), 1);
+  const proto::AutoParallelEdge& sync = dp6.edges(0);
   ASSERT_NE(sync.codec(), "") << sync.decision();
   EXPECT_GT(sync.seconds(), 0) << sync.tensor();
-  EXPECT_GE(prediction->exposed_communication_seconds(), 0);
+  EXPECT_GE(dp6.exposed_communication_seconds(), 0);
+}
+
+// A gradient bucket's compressed all-reduce makes one reduce-scatter call and one
+// all-gather call for all its members (kernels/compression/compressed_collectives.h,
+// CompressedBucketAllReduce), so bucketing T variables into B buckets saves (T - B) x
+// those two calls' latency, 2 x alpha across 3 nodes of one device (one round each),
+// against every variable making its own calls (--bucket_mb=0). Worked by hand with alpha =
+// 1 ms and no collective call cost: the difference of the two syncs is (T - B) x 2 ms.
+// Before session 46 a member saved the latency of the dense all-reduce of one variable
+// (one round: every rank sends to every peer), half of that, and the compressed sync was
+// priced (T - B) x alpha long (3 emulated hosts, the bench's gpt: 13.6 ms where the
+// buckets ran 9.5 ms, traced; docs/auto_parallel_measurements.md, session 46).
+TEST(AutoParallelDpCodecTest, ABucketsCompressedAllReduceSharesItsTwoCallsLatencyAmongItsMembers) {
+  examples::GptConfig config = SmallGpt();
+  config.batch = 12;  // dp = 3 divides it
+  // Variables of 17 KB on average, under kFlatOneRoundAllReduceBytes: the dense all-reduce
+  // of one would be a single round, the compressed one is two calls.
+  config.hidden = 64;
+  const auto_parallel::ModelProfile profile = ProfileOfTwoDevices(config);
+  constexpr double kAlpha = 1e-3;
+  const auto sync_of = [&](double bucket_mb, int64_t* tensors, int64_t* calls, std::string* codec) {
+    examples::CompileSettings settings;
+    settings.compression.compression = "int8";
+    settings.links.inter_node_latency = kAlpha;
+    settings.links.inter_node_latency_given = true;
+    const proto::AutoParallelPrediction prediction = PriceDataParallel(profile, 3, 1, settings, bucket_mb);
+    EXPECT_EQ(prediction.edges_size(), 1);
+    if (prediction.edges_size() != 1) return 0.0;
+    const proto::AutoParallelEdge& sync = prediction.edges(0);
+    // "N gradients (data-parallel all_reduce in B calls, ...)"
+    EXPECT_EQ(std::sscanf(sync.tensor().c_str(), "%ld gradients (data-parallel all_reduce in %ld calls", tensors,
+                          calls),
+              2)
+        << sync.tensor();
+    *codec = sync.codec();
+    return sync.seconds();
+  };
+  int64_t tensors = 0, calls = 0, unbucketed_tensors = 0, unbucketed_calls = 0;
+  std::string codec, unbucketed_codec;
+  const double bucketed = sync_of(25, &tensors, &calls, &codec);
+  const double unbucketed = sync_of(0, &unbucketed_tensors, &unbucketed_calls, &unbucketed_codec);
+  EXPECT_THAT(codec, HasSubstr("int8"));
+  EXPECT_EQ(codec, unbucketed_codec);
+  EXPECT_EQ(tensors, unbucketed_tensors);
+  EXPECT_EQ(unbucketed_calls, tensors);
+  ASSERT_GT(tensors, calls);
+  EXPECT_NEAR(unbucketed - bucketed, static_cast<double>(tensors - calls) * 2 * kAlpha, 1e-9)
+      << tensors << " gradients in " << calls << " buckets";
 }
 
 // The compiled plan of the same layout compresses its gradient reductions on the slow link

@@ -32,6 +32,10 @@ struct PricedEdge {
   int64_t steps = 0;         // collective calls the plan makes
   std::string codec;         // "" when dense; "a + b" for several compressed steps
   std::string decision;      // the planner's comparison per step, "; "-joined
+  // Of `seconds`, the latency of the calls a gradient bucket's collective makes once for
+  // all its members: its reduction steps' (a compressed all-reduce: its reduce-scatter's
+  // and its all-gather's call). Set for data-parallel gradient reductions only.
+  double bucket_latency_seconds = 0;
 };
 
 class EdgePriceCache {

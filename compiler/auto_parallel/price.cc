@@ -221,8 +221,17 @@ class Pricer {
       // ms of gathers done while its compute ran; backward 37.6 ms against zero = 0's 21.1
       // with the same compute, the two processes on this machine's 2 cores). Priced so,
       // with or without host_cores: all of the re-gathers exposed, the forward's gathers
-      // beyond the forward.
-      const double exposed_forward_gathers = std::max(0.0, forward_gathers - forward_compute);
+      // beyond the forward. But not where the devices outnumber the cores they share:
+      // there the communication threads that would run the gathers ahead wait for a core
+      // the compute threads fill, and a gather's ranks meet, so the forward waits on its
+      // gathers as on the re-gathers (3 emulated hosts on 2 cores at 1 Gbit/s, zero = 3
+      // with `auto`, traced: all 64 forward gathers and 43 of the 51 re-gathers on the
+      // median iteration's critical path, 0.9 ms of forward compute on it; the 2 x 1 trace
+      // above had a core per device; docs/auto_parallel_measurements.md, "Three hosts on
+      // two cores, re-priced (session 46)").
+      const bool gathers_run_ahead = !DevicesOutnumberCores();
+      const double exposed_forward_gathers =
+          gathers_run_ahead ? std::max(0.0, forward_gathers - forward_compute) : forward_gathers;
       const double exposed_gathers =
           regathers_waited        ? exposed_forward_gathers + backward_gathers
           : options_.host_cores > 0 ? zero3_gathers
@@ -328,6 +337,13 @@ class Pricer {
           absl::StrCat(name, ": '", profile_.job_name, "' has no tensor-parallel hints, so tp must be 1"));
     }
     return absl::OkStatus();
+  }
+
+  // With host_cores: whether the cluster's devices are more than the cores they share
+  // (some device always waits for a core while every device has work).
+  bool DevicesOutnumberCores() const {
+    const int64_t devices = options_.cluster.num_nodes() * options_.cluster.devices_per_node();
+    return options_.host_cores > 0 && devices > options_.host_cores;
   }
 
   // With host_cores: the cores' worth the devices obtain (host_core_share, at most the cores).

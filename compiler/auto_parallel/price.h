@@ -41,7 +41,8 @@
 //               backward hide of them; on shared cores (host_cores) none: each stage waits
 //               on its gathers; with the dp group across nodes the forward hides its
 //               gathers but backward waits on every re-gather (a call between processes,
-//               prefetched one op ahead)
+//               prefetched one op ahead), and where the devices outnumber the cores they
+//               share the forward waits on its gathers too
 //   and with host_cores (every device simulated in one process on that many cores, or
 //   the cluster's nodes processes of one machine: a calibration's machine line) and one
 //   stage: the devices' compute (kernels and acts) over the cores, or over the share of

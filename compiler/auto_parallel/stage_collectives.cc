@@ -215,16 +215,19 @@ absl::StatusOr<double> StageCollectives::DataParallelCollective(int64_t stage, B
   }
   double seconds = dense;
   if (!priced->codec.empty()) {
-    const int64_t dense_bytes = static_cast<int64_t>(bytes / static_cast<double>(tensors));
-    // A bucketed variable saves the latency of its own call, and never more than that
-    // call's whole price: the dense algorithm's latency can exceed the compressed
-    // collective's (a slow intra-node hop, which the compressed plan may cross fewer
-    // times), and subtracting it unbounded once priced a dp=6 gradient sync at -1 s.
-    // The compressed plan's latency is not separated from its codec and wire time, so
-    // its whole price is the bound: every call still costs at least one variable's.
-    const double shared_latency =
-        std::min(priced->seconds,
-                 PriceDenseCollective(links_, placement, DpAxis(), kind, dense_bytes, dense_bytes).latency_seconds);
+    // A bucketed variable saves the latency of its own calls: the bucket's compressed
+    // collective makes one call per phase for all its members
+    // (kernels/compression/compressed_collectives.h, CompressedBucketAllReduce), so each
+    // member adds its codec passes and wire time only. That latency is the compressed
+    // plan's (a compressed all-reduce: a reduce-scatter's call and an all-gather's), not
+    // the dense collective's: the dense all-reduce of one mean-sized variable is one
+    // round (every rank sends to every peer), and subtracting that instead charged every
+    // member of a bucket one round more than the runtime makes (3 emulated hosts at 1
+    // Gbit/s, the bench's gpt: 64 gradients in 2 buckets priced 13.6 ms where the buckets'
+    // calls ran 9.5 ms from their last arrival, traced; docs/auto_parallel_measurements.md,
+    // "Three hosts on two cores, re-priced (session 46)"). Never more than a call's whole
+    // price: every call still costs at least one variable's.
+    const double shared_latency = std::min(priced->seconds, priced->bucket_latency_seconds);
     seconds = static_cast<double>(repeats) *
               (static_cast<double>(tensors) * priced->seconds -
                static_cast<double>(std::max<int64_t>(0, tensors - calls)) * shared_latency +
@@ -267,7 +270,28 @@ absl::StatusOr<PricedEdge> StageCollectives::PlanDataParallel(const Placement& p
   boxing.dense_in_bucket = role == TensorRole::kGradient && options_.bucket_mb > 0;
   OF_ASSIGN_OR_RETURN(const BoxingPlan plan, PlanBoxing(Shape{elements}, DType::kF32, NdSbp(std::move(before)),
                                                         placement, NdSbp(std::move(after)), placement, links_, boxing));
-  return Summarize(plan);
+  PricedEdge edge = Summarize(plan);
+  // The calls of the plan's reduction steps, which ride the gradient bucket: a compressed
+  // reduction makes one call per phase (reduce-scatter; all-reduce: reduce-scatter, then
+  // all-gather of the reduced shards), each a dense call's latency on the group; a dense
+  // one its own collective's. A gathering step after them (a reduce-scatter + all-gather
+  // chain) is a call per variable.
+  const int64_t group_bytes = elements * SizeOf(DType::kF32);
+  const auto latency_of = [&](int64_t axis, BoxingKind phase) {
+    return PriceDenseCollective(links_, placement, axis, phase, group_bytes, group_bytes).latency_seconds;
+  };
+  for (const BoxingStep& step : plan.steps) {
+    if (step.kind != BoxingKind::kAllReduce && step.kind != BoxingKind::kReduceScatter) continue;
+    if (!step.compression.compressed()) {
+      edge.bucket_latency_seconds += latency_of(step.hierarchy_axis, step.kind);
+      continue;
+    }
+    edge.bucket_latency_seconds += latency_of(step.hierarchy_axis, BoxingKind::kReduceScatter);
+    if (step.kind == BoxingKind::kAllReduce) {
+      edge.bucket_latency_seconds += latency_of(step.hierarchy_axis, BoxingKind::kAllGather);
+    }
+  }
+  return edge;
 }
 
 }  // namespace oneflow::auto_parallel
