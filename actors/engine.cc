@@ -10,7 +10,10 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <thread>
+
+#include <pthread.h>
 
 #include "actors/thread_priority.h"
 #include "absl/container/flat_hash_map.h"
@@ -94,6 +97,10 @@ struct ThreadRuntime {
   // threads (thread_priority.h).
   bool waits_on_peers = false;
   std::string name;
+  // Its name for the operating system (ps -L, top -H, /proc/PID/task/TID/comm; at most 15
+  // characters): "of-compute-<device>", "of-comm-<device>" or "of-transfer-<device>", the
+  // device's index in the plan. bench/distributed/thread_cpu.py finds compute threads by it.
+  std::string os_name;
   int64_t stream = 0;             // For a communication thread: the stream it issues.
   int64_t collective_cursor = 0;  // Position in its stream's collective sequence.
   int64_t device_done = 0;        // This thread's view of its device's finished micro-batches.
@@ -215,6 +222,9 @@ absl::Status Engine::Build(const BindFunction& bind) {
       threads_.back().register_count = runtime.register_count;
       threads_.back().name =
           absl::StrCat("device ", device.device().node(), ":", device.device().device(), " ", what, " thread");
+      threads_.back().os_name =
+          absl::StrCat("of-", communication ? "comm" : (what == "compute" ? "compute" : "transfer"), "-", d)
+              .substr(0, 15);
       return threads_.back().index;
     };
     add_thread(false, "compute");
@@ -597,6 +607,11 @@ void Engine::ThreadMain(int t) {
   // held back while anything else can run or a message waits: the bubble they fill.
   std::vector<int> held;
   std::vector<bool> is_held(actors_.size(), false);
+  // Compute threads only: communication and transfer threads mostly wait already.
+  std::optional<CoreLender> lender;
+  if (!thread.waits_on_peers && options_.core_lending.every > absl::ZeroDuration()) {
+    lender.emplace(options_.core_lending, ThisMachine());
+  }
   while (!aborted_.load()) {
     while (!candidates.empty() && !aborted_.load()) {
       const int a = candidates.back();
@@ -610,6 +625,7 @@ void Engine::ThreadMain(int t) {
       }
       while (!aborted_.load() && Ready(actors_[a], thread)) {
         Act(a, thread);
+        if (lender) lender->BetweenActs();
         if (thread.communication && !thread.collective_actor.empty()) {
           const int64_t length = static_cast<int64_t>(thread.collective_actor.size());
           candidates.push_back(thread.collective_actor[thread.collective_cursor % length]);
@@ -627,7 +643,10 @@ void Engine::ThreadMain(int t) {
       const int a = *oldest;
       held.erase(oldest);
       is_held[a] = false;
-      if (Ready(actors_[a], thread)) Act(a, thread);
+      if (Ready(actors_[a], thread)) {
+        Act(a, thread);
+        if (lender) lender->BetweenActs();
+      }
       candidates.push_back(a);
       continue;
     }
@@ -686,6 +705,7 @@ absl::StatusOr<EngineResult> Engine::Run() {
       // A scheduling preference, not a condition of the run: a refusal leaves the
       // thread at the base value.
       if (wanted != base) (void)SetThisThreadNice(wanted);
+      pthread_setname_np(pthread_self(), threads_[t].os_name.c_str());
       ThreadMain(static_cast<int>(t));
     });
   }
