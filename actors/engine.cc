@@ -10,7 +10,6 @@
 #include <map>
 #include <memory>
 #include <mutex>
-#include <optional>
 #include <thread>
 
 #include <pthread.h>
@@ -607,11 +606,6 @@ void Engine::ThreadMain(int t) {
   // held back while anything else can run or a message waits: the bubble they fill.
   std::vector<int> held;
   std::vector<bool> is_held(actors_.size(), false);
-  // Compute threads only: communication and transfer threads mostly wait already.
-  std::optional<CoreLender> lender;
-  if (!thread.waits_on_peers && options_.core_lending.every > absl::ZeroDuration()) {
-    lender.emplace(options_.core_lending, ThisMachine());
-  }
   while (!aborted_.load()) {
     while (!candidates.empty() && !aborted_.load()) {
       const int a = candidates.back();
@@ -625,7 +619,6 @@ void Engine::ThreadMain(int t) {
       }
       while (!aborted_.load() && Ready(actors_[a], thread)) {
         Act(a, thread);
-        if (lender) lender->BetweenActs();
         if (thread.communication && !thread.collective_actor.empty()) {
           const int64_t length = static_cast<int64_t>(thread.collective_actor.size());
           candidates.push_back(thread.collective_actor[thread.collective_cursor % length]);
@@ -643,10 +636,7 @@ void Engine::ThreadMain(int t) {
       const int a = *oldest;
       held.erase(oldest);
       is_held[a] = false;
-      if (Ready(actors_[a], thread)) {
-        Act(a, thread);
-        if (lender) lender->BetweenActs();
-      }
+      if (Ready(actors_[a], thread)) Act(a, thread);
       candidates.push_back(a);
       continue;
     }
@@ -696,15 +686,18 @@ absl::StatusOr<EngineResult> Engine::Run() {
   // Decided once, from the thread that starts the run; every worker sets its own.
   const int base = ThisThreadNice();
   const int levels = options_.communication_priority_levels;
-  const ThreadNiceValues nice =
-      ChooseThreadNiceValues(base, levels, MayRaiseThreadPriority(base, levels));
+  const bool short_slices = levels > 0 && KernelTakesThreadSlices();
+  const ThreadNiceValues nice = ChooseThreadNiceValues(
+      base, levels, !short_slices && MayRaiseThreadPriority(base, levels), short_slices);
   std::vector<std::thread> workers;
   for (size_t t = 0; t < threads_.size(); ++t) {
     const int wanted = threads_[t].waits_on_peers ? nice.communication : nice.compute;
-    workers.emplace_back([this, t, wanted, base] {
+    const bool short_slice = threads_[t].waits_on_peers && nice.communication_short_slice;
+    workers.emplace_back([this, t, wanted, base, short_slice] {
       // A scheduling preference, not a condition of the run: a refusal leaves the
-      // thread at the base value.
+      // thread at the base value and the kernel's slice.
       if (wanted != base) (void)SetThisThreadNice(wanted);
+      if (short_slice) (void)SetThisThreadSlice(kCommunicationSlice);
       pthread_setname_np(pthread_self(), threads_[t].os_name.c_str());
       ThreadMain(static_cast<int>(t));
     });

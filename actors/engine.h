@@ -38,7 +38,6 @@
 #include <string>
 #include <vector>
 
-#include "actors/core_lending.h"
 #include "actors/thread_priority.h"
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
@@ -103,10 +102,6 @@ struct EngineOptions {
   // (actors/thread_priority.h); 0: every thread at the nice value of the thread that
   // calls RunEngine.
   int communication_priority_levels = kCommunicationPriorityLevels;
-  // Compute threads lend their core for `pause` after each `every` of their CPU time
-  // while the host has more runnable threads than cores (actors/core_lending.h), so
-  // devices sharing cores progress evenly; every <= 0: never.
-  CoreLendingOptions core_lending;
   // Progress reports, from the thread that made the progress: the device (plan.devices()
   // index) completed its `completed`-th collective, counted over all its streams (with
   // one stream its last completed collective sequence number is completed - 1), or its

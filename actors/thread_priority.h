@@ -25,6 +25,7 @@
 
 #include "absl/status/status.h"
 #include "absl/strings/string_view.h"
+#include "absl/time/time.h"
 
 namespace oneflow::actors {
 
@@ -42,15 +43,40 @@ constexpr int kMaxCommunicationPriorityLevels = 39;
 // communication threads lead compute threads; 0: every thread at the run's nice value)".
 absl::Status ValidateCommunicationPriorityLevels(int64_t levels, absl::string_view flag);
 
+// The slice a communication thread asks for where the kernel takes one per thread
+// (EEVDF, Linux 6.12 and later: sched_attr.sched_runtime of a SCHED_OTHER thread; the
+// kernel's least is 100 us). A woken thread whose slice is shorter than the running
+// one's gets an earlier deadline and preempts it, as a higher priority would, but keeps
+// the weight of nice 0: its share of a contended core and the load the kernel balances
+// cores by stay those of any thread. A nice lead of 10 weighs a communication thread
+// like 9 compute threads, and at 10 Gbit/s the communication threads are busy (TCP
+// copies: 130-150 ms of CPU per second each on dp3_h512), so the kernel balanced the
+// cores by that weight: the three compute threads of 3 emulated hosts on 2 cores were
+// found queued on one core while the communication threads held the other
+// (docs/gradient_buckets.md, "What is not done").
+constexpr absl::Duration kCommunicationSlice = absl::Microseconds(100);
+
 struct ThreadNiceValues {
   int compute = 0;
   int communication = 0;
+  // The communication threads' lead is kCommunicationSlice, not nice levels.
+  bool communication_short_slice = false;
 };
 
 // The nice values of a run's threads from the base (the nice value of the thread that
-// starts the run) and the lead: communication at base - levels when `may_raise`, else
-// compute at base + levels; clamped to Linux's range [-20, 19]. levels <= 0: both base.
-ThreadNiceValues ChooseThreadNiceValues(int base, int levels, bool may_raise);
+// starts the run) and the lead: with `short_slices` (the kernel takes per-thread
+// slices) both at base and communication_short_slice; else communication at base -
+// levels when `may_raise`, else compute at base + levels; clamped to Linux's range
+// [-20, 19]. levels <= 0: both base, no short slice.
+ThreadNiceValues ChooseThreadNiceValues(int base, int levels, bool may_raise, bool short_slices = false);
+
+// Whether the kernel keeps a slice asked for per thread (tried on the calling thread,
+// read back, and undone: a kernel before 6.12 accepts sched_runtime and ignores it).
+bool KernelTakesThreadSlices();
+
+// Asks the kernel for `slice` per turn for the calling thread (SCHED_OTHER at its
+// current nice); the error names errno's text.
+absl::Status SetThisThreadSlice(absl::Duration slice);
 
 // The calling thread's nice value.
 int ThisThreadNice();

@@ -1,5 +1,10 @@
 #include "actors/thread_priority.h"
 
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include <cstdint>
+#include <iostream>
 #include <thread>
 
 #include "absl/strings/match.h"
@@ -42,6 +47,56 @@ TEST(ThreadPriorityTest, CommunicationLeadsComputeByTheLevelsEitherWay) {
   ThreadNiceValues off = ChooseThreadNiceValues(3, 0, true);
   EXPECT_EQ(off.compute, 3);
   EXPECT_EQ(off.communication, 3);
+  EXPECT_FALSE(off.communication_short_slice);
+  EXPECT_FALSE(raised.communication_short_slice);
+  EXPECT_FALSE(lowered.communication_short_slice);
+}
+
+TEST(ThreadPriorityTest, WithShortSlicesTheLeadKeepsEveryThreadAtTheBaseWeight) {
+  // May raise or not: a short slice leads, both threads stay at the base nice value.
+  for (bool may_raise : {true, false}) {
+    ThreadNiceValues sliced = ChooseThreadNiceValues(0, 10, may_raise, /*short_slices=*/true);
+    EXPECT_EQ(sliced.compute, 0);
+    EXPECT_EQ(sliced.communication, 0);
+    EXPECT_TRUE(sliced.communication_short_slice);
+  }
+  ThreadNiceValues from_five = ChooseThreadNiceValues(5, 3, false, true);
+  EXPECT_EQ(from_five.compute, 5);
+  EXPECT_EQ(from_five.communication, 5);
+  // Levels 0 turns the lead off, slice included.
+  ThreadNiceValues off = ChooseThreadNiceValues(0, 0, true, true);
+  EXPECT_FALSE(off.communication_short_slice);
+}
+
+// The calling thread's slice as the kernel reports it (sched_getattr's sched_runtime).
+int64_t ReportedSliceNs() {
+  struct {
+    uint32_t size, policy;
+    uint64_t flags;
+    int32_t nice;
+    uint32_t priority;
+    uint64_t runtime, deadline, period;
+    uint32_t util_min, util_max;
+  } attr{};
+  if (syscall(SYS_sched_getattr, 0, &attr, sizeof(attr), 0) != 0) return -1;
+  return static_cast<int64_t>(attr.runtime);
+}
+
+TEST(ThreadPriorityTest, AKernelThatTakesSlicesKeepsTheCommunicationSliceForThatThreadOnly) {
+  std::thread thread([] {
+    const int64_t before = ReportedSliceNs();
+    const bool takes = KernelTakesThreadSlices();
+    EXPECT_EQ(ReportedSliceNs(), before) << "the probe must undo its slice";
+    if (!takes) {
+      std::cerr << "this kernel keeps no per-thread slice (before Linux 6.12)\n";
+      return;
+    }
+    ASSERT_TRUE(SetThisThreadSlice(kCommunicationSlice).ok());
+    EXPECT_EQ(ReportedSliceNs(), absl::ToInt64Nanoseconds(kCommunicationSlice));
+    EXPECT_NE(before, absl::ToInt64Nanoseconds(kCommunicationSlice));
+  });
+  thread.join();
+  EXPECT_NE(ReportedSliceNs(), absl::ToInt64Nanoseconds(kCommunicationSlice)) << "another thread's slice leaked";
 }
 
 TEST(ThreadPriorityTest, SetsOnlyTheCallingThread) {
