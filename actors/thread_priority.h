@@ -10,8 +10,20 @@
 // busy threads per process beside it than alone, and 2.1-2.5x faster again when the
 // communication threads ran 10 nice levels above them (docs/benchmarks.md, "Where the 851
 // ms go"). Communication threads spin at most briefly and then block
-// (oneflow_core/comm/ucx/exchange.h; in-process groups wait on condition variables), so a
-// higher priority gives them latency, not a bigger share of the CPU.
+// (oneflow_core/comm/ucx/exchange.h; in-process groups wait on condition variables).
+//
+// What they need is latency, and a nice lead buys it with weight: at nice -10 a thread
+// weighs as much as 9 at nice 0, in its share of a contended core and in the load by
+// which the kernel balances its cores. Over TCP at 10 Gbit/s the communication threads
+// are busy (104-147 ms of CPU per second each on dp3_h512: the socket copies), and with
+// them 10 levels ahead the three compute threads of 3 emulated hosts on 2 cores were
+// often queued on one core while the communication threads held the other, so one
+// device ran ahead of the others by 160-290 ms per backward. A kernel with per-thread
+// slices (EEVDF, Linux 6.12 and later) gives latency without weight: a woken thread
+// whose slice is shorter than the running one's preempts it. Where the kernel keeps
+// them, communication threads lead by kCommunicationSlice at the compute threads' nice
+// value; on dp3_h512 that cut the spread of the backward ends to 71-107 ms and the step
+// by 13% (docs/benchmarks.md, "Session 46"). Elsewhere they lead by nice levels:
 //
 // Linux applies nice values per thread (setpriority(PRIO_PROCESS, tid)). Raising a
 // thread above its process's nice needs CAP_SYS_NICE or RLIMIT_NICE; lowering one is
@@ -44,16 +56,10 @@ constexpr int kMaxCommunicationPriorityLevels = 39;
 absl::Status ValidateCommunicationPriorityLevels(int64_t levels, absl::string_view flag);
 
 // The slice a communication thread asks for where the kernel takes one per thread
-// (EEVDF, Linux 6.12 and later: sched_attr.sched_runtime of a SCHED_OTHER thread; the
-// kernel's least is 100 us). A woken thread whose slice is shorter than the running
-// one's gets an earlier deadline and preempts it, as a higher priority would, but keeps
-// the weight of nice 0: its share of a contended core and the load the kernel balances
-// cores by stay those of any thread. A nice lead of 10 weighs a communication thread
-// like 9 compute threads, and at 10 Gbit/s the communication threads are busy (TCP
-// copies: 130-150 ms of CPU per second each on dp3_h512), so the kernel balanced the
-// cores by that weight: the three compute threads of 3 emulated hosts on 2 cores were
-// found queued on one core while the communication threads held the other
-// (docs/gradient_buckets.md, "What is not done").
+// (sched_attr.sched_runtime of a SCHED_OTHER thread; the kernel's least is 100 us;
+// its default, 0.7-3 ms, is what the compute threads keep). A woken thread whose slice
+// is shorter than the running one's gets an earlier deadline and preempts it, as a
+// higher priority would, at the weight of the run's nice value.
 constexpr absl::Duration kCommunicationSlice = absl::Microseconds(100);
 
 struct ThreadNiceValues {

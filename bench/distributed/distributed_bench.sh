@@ -257,7 +257,8 @@ run_case() {
       die "oneflow launch of $name ($mode, rate $rate) failed"
     fi
     if [[ -n "$sampler" ]]; then
-      kill -TERM "$sampler" && wait "$sampler" || true
+      kill -TERM "$sampler"
+      wait "$sampler" || true
       "$PY" "$ROOT/bench/distributed/thread_cpu.py" summarize "$dir/$mode.thread_cpu.jsonl" > "$dir/$mode.thread_cpu.json"
     fi
     local link_bytes=0 tx rx
