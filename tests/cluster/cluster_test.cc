@@ -364,8 +364,8 @@ TEST(ClusterTest, CommunicationPriorityLevelsReachEveryWorkerAndAreRecorded) {
       const std::vector<int64_t> communication_slices = ThreadSlices(worker, "of-comm");
       const std::vector<int64_t> compute_slices = ThreadSlices(worker, "of-compute");
       ASSERT_FALSE(communication_slices.empty()) << "node " << node;
-      ASSERT_EQ(compute_slices.size(), 1u) << "node " << node;
-      EXPECT_NE(compute_slices[0], slice_ns) << "node " << node;
+      ASSERT_FALSE(compute_slices.empty()) << "node " << node;
+      for (int64_t slice : compute_slices) EXPECT_NE(slice, slice_ns) << "node " << node;
       if (levels == 0 || expected.communication_short_slice) {
         EXPECT_EQ(distinct.size(), 1u) << "levels " << levels << ", node " << node << ": " << absl::StrJoin(nice, ",");
         for (int64_t slice : communication_slices) {
