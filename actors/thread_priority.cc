@@ -48,9 +48,13 @@ int SetSlice(uint64_t slice_ns) {
   return static_cast<int>(syscall(SYS_sched_setattr, 0, &attr, 0));
 }
 
+int GetAttr(int64_t thread_id, SchedAttr* attr) {
+  return static_cast<int>(syscall(SYS_sched_getattr, static_cast<pid_t>(thread_id), attr, sizeof(*attr), 0));
+}
+
 uint64_t CurrentSlice() {
   SchedAttr attr{};
-  if (syscall(SYS_sched_getattr, 0, &attr, sizeof(attr), 0) != 0) return 0;
+  if (GetAttr(0, &attr) != 0) return 0;
   return attr.sched_runtime;
 }
 
@@ -96,6 +100,8 @@ bool KernelTakesThreadSlices() {
   const uint64_t before = CurrentSlice();
   if (SetSlice(wanted) != 0) return false;
   const bool kept = CurrentSlice() == wanted;
+  // getattr reports the default slice like one asked for, so only a thread that had
+  // asked for `wanted` keeps it; any other goes back to the kernel's default.
   (void)SetSlice(before == wanted ? wanted : 0);
   return kept;
 }
@@ -107,6 +113,15 @@ absl::Status SetThisThreadSlice(absl::Duration slice) {
                                                     ": ", std::strerror(error)));
   }
   return absl::OkStatus();
+}
+
+absl::StatusOr<absl::Duration> ReportedThreadSlice(int64_t thread_id) {
+  SchedAttr attr{};
+  if (GetAttr(thread_id, &attr) != 0) {
+    const int error = errno;
+    return absl::NotFoundError(absl::StrCat("cannot read the slice of thread ", thread_id, ": ", std::strerror(error)));
+  }
+  return absl::Nanoseconds(static_cast<int64_t>(attr.sched_runtime));
 }
 
 absl::Status SetThisThreadNice(int nice) {

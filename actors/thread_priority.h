@@ -36,6 +36,7 @@
 #include <cstdint>
 
 #include "absl/status/status.h"
+#include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
 #include "absl/time/time.h"
 
@@ -83,6 +84,11 @@ bool KernelTakesThreadSlices();
 // Asks the kernel for `slice` per turn for the calling thread (SCHED_OTHER at its
 // current nice); the error names errno's text.
 absl::Status SetThisThreadSlice(absl::Duration slice);
+
+// The slice the kernel reports for thread `thread_id` (0: the calling thread;
+// sched_getattr's sched_runtime: on Linux 6.12 and later the thread's slice, asked for or
+// the kernel's default; 0 on kernels before). The error names the thread and errno's text.
+absl::StatusOr<absl::Duration> ReportedThreadSlice(int64_t thread_id);
 
 // The calling thread's nice value.
 int ThisThreadNice();

@@ -1,8 +1,5 @@
 #include "actors/thread_priority.h"
 
-#include <sys/syscall.h>
-#include <unistd.h>
-
 #include <cstdint>
 #include <iostream>
 #include <thread>
@@ -68,18 +65,11 @@ TEST(ThreadPriorityTest, WithShortSlicesTheLeadKeepsEveryThreadAtTheBaseWeight) 
   EXPECT_FALSE(off.communication_short_slice);
 }
 
-// The calling thread's slice as the kernel reports it (sched_getattr's sched_runtime).
+// The calling thread's slice as the kernel reports it, in ns.
 int64_t ReportedSliceNs() {
-  struct {
-    uint32_t size, policy;
-    uint64_t flags;
-    int32_t nice;
-    uint32_t priority;
-    uint64_t runtime, deadline, period;
-    uint32_t util_min, util_max;
-  } attr{};
-  if (syscall(SYS_sched_getattr, 0, &attr, sizeof(attr), 0) != 0) return -1;
-  return static_cast<int64_t>(attr.runtime);
+  absl::StatusOr<absl::Duration> slice = ReportedThreadSlice(0);
+  EXPECT_TRUE(slice.ok()) << slice.status();
+  return slice.ok() ? absl::ToInt64Nanoseconds(*slice) : -1;
 }
 
 TEST(ThreadPriorityTest, AKernelThatTakesSlicesKeepsTheCommunicationSliceForThatThreadOnly) {

@@ -6,7 +6,6 @@
 // message naming what happened, no process left behind and the surviving daemons still
 // serving.
 #include <signal.h>
-#include <sys/syscall.h>
 #include <unistd.h>
 
 #include <chrono>
@@ -312,7 +311,7 @@ std::multiset<int> ThreadNiceValues(pid_t pid) {
   return nice_values;
 }
 
-// The slice (sched_getattr's sched_runtime, ns) of each of a process's threads whose name
+// The slice (actors::ReportedThreadSlice, ns) of each of a process's threads whose name
 // starts with `prefix` (actors/engine.cc names them of-compute-D, of-comm-D).
 std::vector<int64_t> ThreadSlices(pid_t pid, const std::string& prefix) {
   std::vector<int64_t> slices;
@@ -321,16 +320,9 @@ std::vector<int64_t> ThreadSlices(pid_t pid, const std::string& prefix) {
     std::string name;
     std::getline(in, name);
     if (name.rfind(prefix, 0) != 0) continue;
-    struct {
-      uint32_t size, policy;
-      uint64_t flags;
-      int32_t nice;
-      uint32_t priority;
-      uint64_t runtime, deadline, period;
-      uint32_t util_min, util_max;
-    } attr{};
-    const pid_t tid = static_cast<pid_t>(std::stol(task.path().filename().string()));
-    if (syscall(SYS_sched_getattr, tid, &attr, sizeof(attr), 0) == 0) slices.push_back(static_cast<int64_t>(attr.runtime));
+    absl::StatusOr<absl::Duration> slice =
+        actors::ReportedThreadSlice(std::stoll(task.path().filename().string()));
+    if (slice.ok()) slices.push_back(absl::ToInt64Nanoseconds(*slice));
   }
   return slices;
 }
