@@ -12,6 +12,8 @@
 #include <mutex>
 #include <thread>
 
+#include <pthread.h>
+
 #include "actors/thread_priority.h"
 #include "absl/container/flat_hash_map.h"
 #include "absl/strings/str_cat.h"
@@ -94,6 +96,10 @@ struct ThreadRuntime {
   // threads (thread_priority.h).
   bool waits_on_peers = false;
   std::string name;
+  // Its name for the operating system (ps -L, top -H, /proc/PID/task/TID/comm; at most 15
+  // characters): "of-compute-<device>", "of-comm-<device>" or "of-transfer-<device>", the
+  // device's index in the plan. bench/distributed/thread_cpu.py finds compute threads by it.
+  std::string os_name;
   int64_t stream = 0;             // For a communication thread: the stream it issues.
   int64_t collective_cursor = 0;  // Position in its stream's collective sequence.
   int64_t device_done = 0;        // This thread's view of its device's finished micro-batches.
@@ -215,6 +221,9 @@ absl::Status Engine::Build(const BindFunction& bind) {
       threads_.back().register_count = runtime.register_count;
       threads_.back().name =
           absl::StrCat("device ", device.device().node(), ":", device.device().device(), " ", what, " thread");
+      threads_.back().os_name =
+          absl::StrCat("of-", communication ? "comm" : (what == "compute" ? "compute" : "transfer"), "-", d)
+              .substr(0, 15);
       return threads_.back().index;
     };
     add_thread(false, "compute");
@@ -677,15 +686,19 @@ absl::StatusOr<EngineResult> Engine::Run() {
   // Decided once, from the thread that starts the run; every worker sets its own.
   const int base = ThisThreadNice();
   const int levels = options_.communication_priority_levels;
-  const ThreadNiceValues nice =
-      ChooseThreadNiceValues(base, levels, MayRaiseThreadPriority(base, levels));
+  const bool short_slices = levels > 0 && KernelTakesThreadSlices();
+  const ThreadNiceValues nice = ChooseThreadNiceValues(
+      base, levels, !short_slices && MayRaiseThreadPriority(base, levels), short_slices);
   std::vector<std::thread> workers;
   for (size_t t = 0; t < threads_.size(); ++t) {
     const int wanted = threads_[t].waits_on_peers ? nice.communication : nice.compute;
-    workers.emplace_back([this, t, wanted, base] {
+    const bool short_slice = threads_[t].waits_on_peers && nice.communication_short_slice;
+    workers.emplace_back([this, t, wanted, base, short_slice] {
       // A scheduling preference, not a condition of the run: a refusal leaves the
-      // thread at the base value.
+      // thread at the base value and the kernel's slice.
       if (wanted != base) (void)SetThisThreadNice(wanted);
+      if (short_slice) (void)SetThisThreadSlice(kCommunicationSlice);
+      pthread_setname_np(pthread_self(), threads_[t].os_name.c_str());
       ThreadMain(static_cast<int>(t));
     });
   }

@@ -1,5 +1,7 @@
 #include "actors/thread_priority.h"
 
+#include <cstdint>
+#include <iostream>
 #include <thread>
 
 #include "absl/strings/match.h"
@@ -42,6 +44,49 @@ TEST(ThreadPriorityTest, CommunicationLeadsComputeByTheLevelsEitherWay) {
   ThreadNiceValues off = ChooseThreadNiceValues(3, 0, true);
   EXPECT_EQ(off.compute, 3);
   EXPECT_EQ(off.communication, 3);
+  EXPECT_FALSE(off.communication_short_slice);
+  EXPECT_FALSE(raised.communication_short_slice);
+  EXPECT_FALSE(lowered.communication_short_slice);
+}
+
+TEST(ThreadPriorityTest, WithShortSlicesTheLeadKeepsEveryThreadAtTheBaseWeight) {
+  // May raise or not: a short slice leads, both threads stay at the base nice value.
+  for (bool may_raise : {true, false}) {
+    ThreadNiceValues sliced = ChooseThreadNiceValues(0, 10, may_raise, /*short_slices=*/true);
+    EXPECT_EQ(sliced.compute, 0);
+    EXPECT_EQ(sliced.communication, 0);
+    EXPECT_TRUE(sliced.communication_short_slice);
+  }
+  ThreadNiceValues from_five = ChooseThreadNiceValues(5, 3, false, true);
+  EXPECT_EQ(from_five.compute, 5);
+  EXPECT_EQ(from_five.communication, 5);
+  // Levels 0 turns the lead off, slice included.
+  ThreadNiceValues off = ChooseThreadNiceValues(0, 0, true, true);
+  EXPECT_FALSE(off.communication_short_slice);
+}
+
+// The calling thread's slice as the kernel reports it, in ns.
+int64_t ReportedSliceNs() {
+  absl::StatusOr<absl::Duration> slice = ReportedThreadSlice(0);
+  EXPECT_TRUE(slice.ok()) << slice.status();
+  return slice.ok() ? absl::ToInt64Nanoseconds(*slice) : -1;
+}
+
+TEST(ThreadPriorityTest, AKernelThatTakesSlicesKeepsTheCommunicationSliceForThatThreadOnly) {
+  std::thread thread([] {
+    const int64_t before = ReportedSliceNs();
+    const bool takes = KernelTakesThreadSlices();
+    EXPECT_EQ(ReportedSliceNs(), before) << "the probe must undo its slice";
+    if (!takes) {
+      std::cerr << "this kernel keeps no per-thread slice (before Linux 6.12)\n";
+      return;
+    }
+    ASSERT_TRUE(SetThisThreadSlice(kCommunicationSlice).ok());
+    EXPECT_EQ(ReportedSliceNs(), absl::ToInt64Nanoseconds(kCommunicationSlice));
+    EXPECT_NE(before, absl::ToInt64Nanoseconds(kCommunicationSlice));
+  });
+  thread.join();
+  EXPECT_NE(ReportedSliceNs(), absl::ToInt64Nanoseconds(kCommunicationSlice)) << "another thread's slice leaked";
 }
 
 TEST(ThreadPriorityTest, SetsOnlyTheCallingThread) {

@@ -53,7 +53,14 @@
 #                         devices; negative: after backward ended); how far apart the devices
 #                         ended backward (backward_end_skew_ms) and how long the reductions ran
 #                         on after the last device's backward (reduction_after_last_backward_ms),
-#                         medians over iterations
+#                         medians over iterations; how far apart they started the iteration
+#                         (iteration_start_skew_ms: each device's first compute act) and ended
+#                         forward (forward_end_skew_ms: its last compute act before its first
+#                         backward act), medians over iterations
+#   --thread_cpu          sample every worker and daemon thread's run time and run-queue wait
+#                         (/proc schedstat) during each launch (bench/distributed/thread_cpu.py)
+#                         and add, per worker, its compute thread's run and wait per second and
+#                         the share of a core it got while runnable (thread_cpu)
 #   --bin_dir=DIR         binaries (DIR/tools/cli/oneflow, ...) instead of building -c opt
 #   --work_dir=DIR --keep where plans, logs and metrics go; kept with --keep or on failure
 #
@@ -82,6 +89,7 @@ GPT_FLAGS=""
 MODES=""
 BUCKET_REFERENCE=""
 TRACE=0
+THREAD_CPU=0
 BIN_DIR=""
 WORK_DIR=""
 KEEP=0
@@ -101,6 +109,7 @@ for arg in "$@"; do
     --modes=*) MODES="${arg#*=}" ;;
     --bucket_reference=*) BUCKET_REFERENCE="${arg#*=}" ;;
     --trace) TRACE=1 ;;
+    --thread_cpu) THREAD_CPU=1 ;;
     --bin_dir=*) BIN_DIR="${arg#*=}" ;;
     --work_dir=*) WORK_DIR="${arg#*=}" ;;
     --keep) KEEP=1 ;;
@@ -235,12 +244,22 @@ run_case() {
     local in_host=() trace_flags=()  # the launch client runs on host 0 of a netns cluster
     (( TRACE )) && trace_flags=(--trace="$dir/$mode.launched.trace.json")
     [[ "$network" == netns ]] && in_host=(ip netns exec "$(netns_name 0)")
+    local sampler=""
+    if (( THREAD_CPU )); then
+      "$PY" "$ROOT/bench/distributed/thread_cpu.py" sample "$dir/$mode.thread_cpu.jsonl" &
+      sampler=$!
+    fi
     # shellcheck disable=SC2086
     if ! "${in_host[@]}" "$BIN/oneflow" launch "$plan" --nodes="$NETNS_NODES_ARG" --token_file="$RUN/token" \
         --iters="$ITERS" --metrics="$dir/$mode.launched.metrics" --job_id="db-$name-$rate-$mode-$$" \
         --collective_timeout_s=300 --hang_seconds=120 "${trace_flags[@]}" $LAUNCH_FLAGS > "$dir/$mode.launch.out" 2> "$dir/$mode.launch.err"; then
       tail -20 "$dir/$mode.launch.err" >&2
       die "oneflow launch of $name ($mode, rate $rate) failed"
+    fi
+    if [[ -n "$sampler" ]]; then
+      kill -TERM "$sampler"
+      wait "$sampler" || true
+      "$PY" "$ROOT/bench/distributed/thread_cpu.py" summarize "$dir/$mode.thread_cpu.jsonl" > "$dir/$mode.thread_cpu.json"
     fi
     local link_bytes=0 tx rx
     if [[ "$network" == netns ]]; then
@@ -303,12 +322,17 @@ if os.path.exists(profile_json):
     trace = json.load(open(os.path.join(d, mode + ".launched.trace.json")))
     events = trace["traceEvents"] if isinstance(trace, dict) else trace
     backward_end, first_bucket, last_reduction = {}, {}, {}
+    iteration_start, backward_start, compute_acts = {}, {}, {}
     for e in events:
         if e.get("ph") != "X":
             continue
         key = (e["pid"], e["args"]["iteration"])
+        if e.get("cat") == "compute":
+            iteration_start[key] = min(iteration_start.get(key, float("inf")), e["ts"])
+            compute_acts.setdefault(key, []).append(e)
         if e.get("cat") == "compute" and "_grad" in e["name"]:
             backward_end[key] = max(backward_end.get(key, 0.0), e["ts"] + e["dur"])
+            backward_start[key] = min(backward_start.get(key, float("inf")), e["ts"])
         if any(e["name"].startswith(p) for p in crossing):
             first_bucket[key] = min(first_bucket.get(key, float("inf")), e["ts"])
         # The iteration's last collective: after backward only gradient reductions remain.
@@ -327,6 +351,19 @@ if os.path.exists(profile_json):
         if iteration >= warmup:
             by_iteration.setdefault(iteration, []).append(end)
     skews = sorted((max(v) - min(v)) / 1e3 for v in by_iteration.values())
+    # Forward: a device's compute acts that start before its first backward act.
+    forward_end = {k: max(e["ts"] + e["dur"] for e in acts if e["ts"] < backward_start[k])
+                   for k, acts in compute_acts.items() if k in backward_start and
+                   any(e["ts"] < backward_start[k] for e in acts)}
+    def median_spread(per_key):
+        spread = {}
+        for (pid, iteration), t in per_key.items():
+            if iteration >= warmup:
+                spread.setdefault(iteration, []).append(t)
+        values = sorted((max(v) - min(v)) / 1e3 for v in spread.values() if len(v) > 1)
+        return round(values[len(values) // 2], 2) if values else None
+    line["iteration_start_skew_ms"] = median_spread(iteration_start)
+    line["forward_end_skew_ms"] = median_spread(forward_end)
     tails = sorted((last_reduction[i] - max(v)) / 1e3 for i, v in by_iteration.items() if i in last_reduction)
     if skews:
         line["backward_end_skew_ms"] = round(skews[len(skews) // 2], 2)
@@ -342,6 +379,9 @@ if mode not in ("off",) and not mode.startswith("off_bucket_mb_"):
         line["over_off"] = round(launched / off_ms, 3)
         if name.startswith("dp3"):
             line.update({"goal": "auto <= off (3% noise)", "met": launched <= 1.03 * off_ms})
+thread_cpu = os.path.join(d, mode + ".thread_cpu.json")
+if os.path.exists(thread_cpu):
+    line["thread_cpu"] = json.load(open(thread_cpu))
 with open(os.path.join(d, mode + ".summary.json"), "w") as f:
     json.dump(line, f)
 print(json.dumps(line), flush=True)

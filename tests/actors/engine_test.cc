@@ -201,12 +201,14 @@ TEST(EngineTest, MicroBatchesMapActCountsOnEveryEdge) {
   EXPECT_GT(checked_edges, 0);
 }
 
-// Each actor's act records the nice value of the thread it runs on, by the thread kind
-// its ActorDef names.
+// Each actor's act records the nice value and the slice (ns) of the thread it runs on, by
+// the thread kind its ActorDef names.
 struct NiceByThreadKind {
   std::mutex mutex;
   std::set<int> compute;
   std::set<int> communication;
+  std::set<int64_t> compute_slices;
+  std::set<int64_t> communication_slices;
 };
 
 BindFunction RecordNice(NiceByThreadKind* seen) {
@@ -214,14 +216,17 @@ BindFunction RecordNice(NiceByThreadKind* seen) {
     const bool collective = binding.actor->thread() == proto::THREAD_COMMUNICATION;
     return ActFunction([seen, collective](int64_t, const ActContext&) {
       const int nice = ThisThreadNice();
+      const absl::StatusOr<absl::Duration> slice = ReportedThreadSlice(0);
+      if (!slice.ok()) return slice.status();
       std::lock_guard<std::mutex> lock(seen->mutex);
       (collective ? seen->communication : seen->compute).insert(nice);
+      (collective ? seen->communication_slices : seen->compute_slices).insert(absl::ToInt64Nanoseconds(*slice));
       return absl::OkStatus();
     });
   };
 }
 
-TEST(EngineTest, CommunicationThreadsRunTenNiceLevelsAheadOfComputeThreads) {
+TEST(EngineTest, CommunicationThreadsLeadComputeThreadsByAShortSliceOrTenNiceLevels) {
   const proto::Plan plan = MlpPlan(2, 2, 2);
   int collectives = 0;
   for (const proto::ActorDef& actor : plan.devices(0).actors()) collectives += actor.thread() == proto::THREAD_COMMUNICATION;
@@ -231,13 +236,25 @@ TEST(EngineTest, CommunicationThreadsRunTenNiceLevelsAheadOfComputeThreads) {
   options.iterations = 2;
   NiceByThreadKind seen;
   ASSERT_TRUE(RunEngine(plan, RecordNice(&seen), options).ok());
-  // One value per kind: every compute thread alike, every communication thread alike,
-  // the communication threads kCommunicationPriorityLevels ahead (as root they are raised;
-  // otherwise the compute threads are lowered).
+  // One value per kind: every compute thread alike, every communication thread alike.
   ASSERT_EQ(seen.compute.size(), 1u);
   ASSERT_EQ(seen.communication.size(), 1u);
-  EXPECT_EQ(*seen.compute.begin() - *seen.communication.begin(), kCommunicationPriorityLevels);
-  EXPECT_TRUE(*seen.compute.begin() == base || *seen.communication.begin() == base);
+  ASSERT_EQ(seen.communication_slices.size(), 1u);
+  const int64_t slice_ns = absl::ToInt64Nanoseconds(kCommunicationSlice);
+  for (int64_t slice : seen.compute_slices) EXPECT_NE(slice, slice_ns);
+  if (KernelTakesThreadSlices()) {
+    // Linux 6.12 and later: the lead is the communication threads' short slice, every
+    // thread at the caller's nice value.
+    EXPECT_EQ(*seen.communication_slices.begin(), slice_ns);
+    EXPECT_EQ(seen.compute, std::set<int>{base});
+    EXPECT_EQ(seen.communication, std::set<int>{base});
+  } else {
+    // kCommunicationPriorityLevels ahead (as root they are raised; otherwise the compute
+    // threads are lowered).
+    EXPECT_NE(*seen.communication_slices.begin(), slice_ns);
+    EXPECT_EQ(*seen.compute.begin() - *seen.communication.begin(), kCommunicationPriorityLevels);
+    EXPECT_TRUE(*seen.compute.begin() == base || *seen.communication.begin() == base);
+  }
   EXPECT_EQ(ThisThreadNice(), base);  // the calling thread is left as it was
 
   // Off: every thread at the caller's value.
@@ -246,6 +263,7 @@ TEST(EngineTest, CommunicationThreadsRunTenNiceLevelsAheadOfComputeThreads) {
   ASSERT_TRUE(RunEngine(plan, RecordNice(&off), options).ok());
   EXPECT_EQ(off.compute, std::set<int>{base});
   EXPECT_EQ(off.communication, std::set<int>{base});
+  for (int64_t slice : off.communication_slices) EXPECT_NE(slice, slice_ns);
 }
 
 }  // namespace

@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <cstdint>
 #include <filesystem>
 #include <fstream>
 #include <iterator>
@@ -310,9 +311,27 @@ std::multiset<int> ThreadNiceValues(pid_t pid) {
   return nice_values;
 }
 
+// The slice (actors::ReportedThreadSlice, ns) of each of a process's threads whose name
+// starts with `prefix` (actors/engine.cc names them of-compute-D, of-comm-D).
+std::vector<int64_t> ThreadSlices(pid_t pid, const std::string& prefix) {
+  std::vector<int64_t> slices;
+  for (const auto& task : std::filesystem::directory_iterator(absl::StrCat("/proc/", pid, "/task"))) {
+    std::ifstream in(task.path() / "comm");
+    std::string name;
+    std::getline(in, name);
+    if (name.rfind(prefix, 0) != 0) continue;
+    absl::StatusOr<absl::Duration> slice =
+        actors::ReportedThreadSlice(std::stoll(task.path().filename().string()));
+    if (slice.ok()) slices.push_back(absl::ToInt64Nanoseconds(*slice));
+  }
+  return slices;
+}
+
 // `oneflow launch --communication_priority_levels=N` reaches every worker: its threads
 // run at two nice values N apart (communication ahead of compute: raised where the
-// worker may, else compute lowered), 0 leaves every thread at one value, and every
+// worker may, else compute lowered), or, on a kernel that keeps per-thread slices, at
+// one nice value with the communication threads' slice kCommunicationSlice and the
+// compute thread's not; 0 leaves every thread at one value, and every
 // merged metrics line records the value. Out-of-range values are refused, naming the
 // flag, by the launch, the worker and `oneflow run`.
 TEST(ClusterTest, CommunicationPriorityLevelsReachEveryWorkerAndAreRecorded) {
@@ -330,10 +349,20 @@ TEST(ClusterTest, CommunicationPriorityLevelsReachEveryWorkerAndAreRecorded) {
       // The workers start at this test's nice value (through the daemons); the lead is
       // what Linux's range leaves of `levels` from there, either way.
       const int base = actors::ThisThreadNice();
-      const actors::ThreadNiceValues expected =
-          actors::ChooseThreadNiceValues(base, levels, actors::MayRaiseThreadPriority(base, levels));
-      if (levels == 0) {
-        EXPECT_EQ(distinct.size(), 1u) << "levels 0, node " << node << ": " << absl::StrJoin(nice, ",");
+      const bool short_slices = levels > 0 && actors::KernelTakesThreadSlices();
+      const actors::ThreadNiceValues expected = actors::ChooseThreadNiceValues(
+          base, levels, !short_slices && actors::MayRaiseThreadPriority(base, levels), short_slices);
+      const int64_t slice_ns = absl::ToInt64Nanoseconds(actors::kCommunicationSlice);
+      const std::vector<int64_t> communication_slices = ThreadSlices(worker, "of-comm");
+      const std::vector<int64_t> compute_slices = ThreadSlices(worker, "of-compute");
+      ASSERT_FALSE(communication_slices.empty()) << "node " << node;
+      ASSERT_FALSE(compute_slices.empty()) << "node " << node;
+      for (int64_t slice : compute_slices) EXPECT_NE(slice, slice_ns) << "node " << node;
+      if (levels == 0 || expected.communication_short_slice) {
+        EXPECT_EQ(distinct.size(), 1u) << "levels " << levels << ", node " << node << ": " << absl::StrJoin(nice, ",");
+        for (int64_t slice : communication_slices) {
+          EXPECT_EQ(slice == slice_ns, levels > 0) << "levels " << levels << ", node " << node << ": " << slice;
+        }
       } else {
         // Threads the engine does not start (gRPC's, the main thread) keep the base.
         EXPECT_EQ(*distinct.rbegin() - *distinct.begin(), expected.compute - expected.communication)
