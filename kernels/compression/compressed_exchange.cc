@@ -192,8 +192,24 @@ absl::StatusOr<CompressedTraffic> ExchangeAndReduce(Communicator& communicator,
   return traffic;
 }
 
+void EncodeOwnShard(const CodecOptions& encoding, const float* input, int64_t count, uint8_t* out,
+                    int64_t first_index, bool error_feedback, EncodingErrorSums* measured) {
+  if (error_feedback) {
+    Encode(encoding, input, count, out, first_index);
+  } else {
+    EncodeMeasured(encoding, input, count, out, first_index, measured);
+  }
+}
+
 void DecodeOwnShard(const CodecOptions& codec, const uint8_t* encoded, const float* input,
-                    int64_t count, float* destination, CompressedTraffic* traffic) {
+                    int64_t count, float* destination, const EncodingErrorSums* measured,
+                    CompressedTraffic* traffic) {
+  if (measured != nullptr) {
+    Decode(codec, encoded, count, destination);
+    traffic->error_sq += measured->error_sq;
+    traffic->signal_sq += measured->signal_sq;
+    return;
+  }
   if (!Overlaps(input, count, destination, count)) {
     Decode(codec, encoded, count, destination);
     AddEncodingError(input, destination, count, traffic);
