@@ -15,8 +15,9 @@ oneflow_worker and oneflowd processes whose binary is the bench's private copy (
 writes them; `report` counts perf samples of those processes only. A
 thread's role comes from its nice value: the engine runs communication threads
 `communication_priority_levels` below compute threads (actors/thread_priority.h), so the
-lowest nice value of a process is its communication threads' (when every thread has the
-same value the role is "all").
+lowest nice value of a process is its communication threads'; every other thread (the
+compute threads, and the main, gRPC and UCX helper threads, which keep the process's
+value) is "compute_and_other" (when every thread has the same value the role is "all").
 
 `report` prints one JSON line per process kind: milliseconds of CPU per second of the
 run's steady middle, per thread role, from /proc ("proc_ms_per_s": exact ticks) and per
@@ -185,8 +186,10 @@ def report(args):
         del threads["threads"][key]
 
     def kind(comm, pid):
+        # By the process, not the thread: gRPC and UCX rename their threads.
         if pid not in ours:
             return "other"
+        comm = comm_of[pid]
         if comm == "oneflow":
             return "in_process" if pid == in_process else "launch_client"
         if comm.startswith("oneflow_worke"):
@@ -205,7 +208,7 @@ def report(args):
         pid, tid = key.split("/")
         nices = lowest[pid]
         role_of[int(tid)] = "all" if len(nices) == 1 else (
-            "communication" if t["nice"] == min(nices) else "compute")
+            "communication" if t["nice"] == min(nices) else "compute_and_other")
 
     spans = {}
     for s in samples:

@@ -209,59 +209,61 @@ void DecodeImpl(const CodecOptions& options, const void* in, int64_t count, Deco
   }
 }
 
+// Adds sum((decoded - quantized * factor)^2) and sum(original^2) over n elements to *sums,
+// in float lanes (one chunk of at most a group: the sums' rounding stays that of a few
+// thousand terms), then in double.
+void AddChunkError(const float* decoded, const float* quantized, float factor, const float* original,
+                   int64_t n, EncodingErrorSums* sums) {
+  float error = 0.0f, signal = 0.0f;
+  int64_t i = 0;
+#if defined(__GNUC__)
+  F32x8 error_lanes = compression::SplatFloat(0.0f), signal_lanes = compression::SplatFloat(0.0f);
+  const F32x8 factor_lanes = compression::SplatFloat(factor);
+  for (; i + compression::kLanes <= n; i += compression::kLanes) {
+    const F32x8 difference =
+        compression::LoadFloats(decoded + i) - compression::LoadFloats(quantized + i) * factor_lanes;
+    const F32x8 value = compression::LoadFloats(original + i);
+    error_lanes += difference * difference;
+    signal_lanes += value * value;
+  }
+  for (int lane = 0; lane < compression::kLanes; ++lane) {
+    error += error_lanes[lane];
+    signal += signal_lanes[lane];
+  }
+#endif
+  for (; i < n; ++i) {
+    const float difference = decoded[i] - quantized[i] * factor;
+    error += difference * difference;
+    signal += original[i] * original[i];
+  }
+  sums->error_sq += error;
+  sums->signal_sq += signal;
+}
+
+constexpr int64_t kReadBackChunk = kMaxHadamardGroup;
+
 // Adds group `group`'s error and signal to *sums: its codes at `position` of the payload
 // read back with the scale the header holds (what the decoder multiplies by) against the
 // values that were quantized (group.x * group.factor: rotated ones in the rotated domain,
-// codec.h's EncodeMeasured says why that is the error), and `original`'s squares. In
-// float lanes per chunk, then in double.
+// codec.h's EncodeMeasured says why that is the error), and `original`'s squares.
 void AddGroupError(const CodecOptions& options, const PreparedGroup& group, const uint8_t* payload,
                    int64_t position, float scale, const float* original, EncodingErrorSums* sums) {
-  constexpr int64_t kChunk = kMaxHadamardGroup;
-  alignas(32) float decoded[kChunk];
-  for (int64_t offset = 0; offset < group.n; offset += kChunk) {
-    const int64_t n = std::min(kChunk, group.n - offset);
+  alignas(32) float decoded[kReadBackChunk];
+  for (int64_t offset = 0; offset < group.n; offset += kReadBackChunk) {
+    const int64_t n = std::min(kReadBackChunk, group.n - offset);
     DecodeScaledGroup(options, payload, position + offset, n, scale, DecodeMode::kStore, decoded);
-    const float* quantized = group.x + offset;
-    const float* x = original + offset;
-    float error = 0.0f, signal = 0.0f;
-    int64_t i = 0;
-#if defined(__GNUC__)
-    F32x8 error_lanes = compression::SplatFloat(0.0f), signal_lanes = compression::SplatFloat(0.0f);
-    const F32x8 factor = compression::SplatFloat(group.factor);
-    for (; i + compression::kLanes <= n; i += compression::kLanes) {
-      const F32x8 difference = compression::LoadFloats(decoded + i) - compression::LoadFloats(quantized + i) * factor;
-      const F32x8 value = compression::LoadFloats(x + i);
-      error_lanes += difference * difference;
-      signal_lanes += value * value;
-    }
-    for (int lane = 0; lane < compression::kLanes; ++lane) {
-      error += error_lanes[lane];
-      signal += signal_lanes[lane];
-    }
-#endif
-    for (; i < n; ++i) {
-      const float difference = decoded[i] - quantized[i] * group.factor;
-      error += difference * difference;
-      signal += x[i] * x[i];
-    }
-    sums->error_sq += error;
-    sums->signal_sq += signal;
+    AddChunkError(decoded, group.x + offset, group.factor, original + offset, n, sums);
   }
 }
 
-// bf16 has no groups: encode, read back and compare, a chunk at a time.
+// bf16 has no groups: encoded, then read back and compared a chunk at a time.
 void EncodeBf16Measured(const float* input, int64_t count, uint8_t* out, EncodingErrorSums* sums) {
-  compression::EncodeBf16(input, count, out);
-  constexpr int64_t kChunk = 1024;
-  alignas(32) float decoded[kChunk];
-  for (int64_t begin = 0; begin < count; begin += kChunk) {
-    const int64_t n = std::min(kChunk, count - begin);
+  alignas(32) float decoded[kReadBackChunk];
+  for (int64_t begin = 0; begin < count; begin += kReadBackChunk) {
+    const int64_t n = std::min(kReadBackChunk, count - begin);
+    compression::EncodeBf16(input + begin, n, out + 2 * begin);
     compression::DecodeBf16(out + 2 * begin, n, DecodeMode::kStore, decoded);
-    for (int64_t i = 0; i < n; ++i) {
-      const double difference = static_cast<double>(decoded[i]) - input[begin + i];
-      sums->error_sq += difference * difference;
-      sums->signal_sq += static_cast<double>(input[begin + i]) * input[begin + i];
-    }
+    AddChunkError(decoded, input + begin, 1.0f, input + begin, n, sums);
   }
 }
 

@@ -108,7 +108,7 @@ struct EncodingErrorSums {
 // float rounding (the decoder's rotation rounds, and each group's sums add in float
 // lanes), not bit for bit. Why: the compressed collectives meter every encoding
 // (compressed_collectives.h, "Error"), and decoding each sent chunk to meter it was a
-// third pass over it (docs/collectives.md, "Session 46").
+// third pass over it (docs/benchmarks.md, "Session 46").
 void EncodeMeasured(const CodecOptions& options, const float* input, int64_t count, void* out,
                     int64_t first_index, EncodingErrorSums* sums);
 

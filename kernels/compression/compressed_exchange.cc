@@ -104,7 +104,7 @@ absl::StatusOr<CompressedTraffic> ExchangeAndReduce(Communicator& communicator,
   // Each piece's encoding error is metered (the header's "Error"). Without error
   // feedback EncodeMeasured reads the codes back while each group is in cache (codec.h),
   // with no decode of the piece: decoding every sent piece to meter it was a pass over it
-  // as long as the receiver's decode (docs/collectives.md, "Session 46"). With error
+  // as long as the receiver's decode (docs/benchmarks.md, "Session 46"). With error
   // feedback the residual needs the decoded values, so the piece is decoded into
   // `scratch` (reused: no allocation beyond the largest piece) and metered against them;
   // that costs one add and one subtract per sent element more, and `compensated` one

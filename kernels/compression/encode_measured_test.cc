@@ -87,7 +87,7 @@ TEST(EncodeMeasuredTest, EveryCodecMatchesDecoding) {
   ExpectMeasuredMatchesDecoding(bf16, x);
 }
 
-TEST(EncodeMeasuredTest, LargeGroupsStochasticRoundingAndOffsets) {
+TEST(EncodeMeasuredTest, LargeGroupsStochasticRoundingOffsetsAndBf16Chunks) {
   const std::vector<float> x = Gaussian(5000, 11);
   CodecOptions rotated;
   rotated.codec = Codec::kInt4;
@@ -103,6 +103,10 @@ TEST(EncodeMeasuredTest, LargeGroupsStochasticRoundingAndOffsets) {
   long_groups.stochastic_rounding = true;
   long_groups.seed = 5;
   ExpectMeasuredMatchesDecoding(long_groups, x, /*first_index=*/3);
+  // bf16 is read back in chunks of 2048 elements: 5000 spans three.
+  CodecOptions bf16;
+  bf16.codec = Codec::kBf16;
+  ExpectMeasuredMatchesDecoding(bf16, x);
 }
 
 TEST(EncodeMeasuredTest, NonFiniteGroupGivesNaNError) {
