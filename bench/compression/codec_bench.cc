@@ -3,7 +3,8 @@
 //   {"bench":"codec","codec":"fp8e4m3","group_size":128,"hadamard":true,"elements":..,
 //    "encode_gbps":..,"decode_gbps":..,"round_trip_gbps":..,"memcpy_gbps":..,"ratio":..,
 //    "goal":0.25,"wire_bytes_per_element":..,"relative_error":..,"meter_gbps":..,
-//    "reduce_scatter_metering":..,"all_gather_metering":..}
+//    "reduce_scatter_metering":..,"all_gather_metering":..,"encode_measured_gbps":..,
+//    "reduce_scatter_metering_measured":..}
 // gbps = GB/s of float32 input (4 bytes per element); round_trip = one encode plus one
 // decode; ratio = round_trip / memcpy, the fraction of a plain copy's speed the codec
 // keeps: a compressed collective spends about that much CPU per byte on top of moving
@@ -16,7 +17,11 @@
 // the codec work a sent element costs anyway (one encode plus one decode): a
 // reduce-scatter sender decodes each chunk it sent once more and meters it
 // ((decode + meter) / (encode + decode)), an all-gather meters the decode of its own shard
-// that it makes anyway (meter / (encode + decode)).
+// that it makes anyway (meter / (encode + decode)). Since session 46 a reduce-scatter
+// without error feedback meters while it encodes (EncodeMeasured, codec.h):
+// encode_measured_gbps is that call, and reduce_scatter_metering_measured its overhead,
+// (encode_measured - encode) / (encode + decode), against reduce_scatter_metering, the
+// decode-and-compare it replaced (with error feedback the collectives still pay that one).
 //
 //   bazel run -c opt //bench/compression:codec_bench
 //   bazel run -c opt //bench/compression:codec_bench -- --elements=262144,16777216
@@ -89,22 +94,28 @@ int Run() {
       auto run_decode = [&] { Decode(options, encoded.data(), count, decoded.data()); };
       CompressedTraffic metered;
       auto run_meter = [&] { AddEncodingError(input.data(), decoded.data(), count, &metered); };
+      EncodingErrorSums sums;
+      auto run_encode_measured = [&] {
+        EncodeMeasured(options, input.data(), count, encoded.data(), 0, &sums);
+      };
       run_memcpy();  // page faults and warm caches
       run_encode();
       run_decode();
       run_meter();
+      run_encode_measured();
       double memcpy_seconds = 1e30, encode_seconds = 1e30, decode_seconds = 1e30;
-      double meter_seconds = 1e30, spent = 0;
+      double meter_seconds = 1e30, encode_measured_seconds = 1e30, spent = 0;
       for (int calls = 0;
            calls < absl::GetFlag(FLAGS_min_calls) || spent < absl::GetFlag(FLAGS_min_seconds);
            ++calls) {
         const double m = Seconds(run_memcpy), e = Seconds(run_encode), d = Seconds(run_decode);
-        const double r = Seconds(run_meter);
+        const double r = Seconds(run_meter), em = Seconds(run_encode_measured);
+        encode_measured_seconds = std::min(encode_measured_seconds, em);
         memcpy_seconds = std::min(memcpy_seconds, m);
         encode_seconds = std::min(encode_seconds, e);
         decode_seconds = std::min(decode_seconds, d);
         meter_seconds = std::min(meter_seconds, r);
-        spent += m + e + d + r;
+        spent += m + e + d + r + em;
       }
       const double codec_seconds = encode_seconds + decode_seconds;
       const double bytes = 4.0 * count;
@@ -117,7 +128,8 @@ int Run() {
           "\"decode_gbps\":%.2f,\"round_trip_gbps\":%.2f,\"memcpy_gbps\":%.2f,\"ratio\":%.3f,"
           "\"goal\":%.2f,\"meets_goal\":%s,\"wire_bytes_per_element\":%.4f,"
           "\"relative_error\":%.5f,\"meter_gbps\":%.2f,\"reduce_scatter_metering\":%.3f,"
-          "\"all_gather_metering\":%.3f,\"threads\":1}\n",
+          "\"all_gather_metering\":%.3f,\"encode_measured_gbps\":%.2f,"
+          "\"reduce_scatter_metering_measured\":%.3f,\"threads\":1}\n",
           std::string(CodecName(options.codec)).c_str(),
           static_cast<long long>(options.group_size), options.hadamard ? "true" : "false",
           options.stochastic_rounding ? "true" : "false", static_cast<long long>(count),
@@ -126,7 +138,8 @@ int Run() {
           c.goal == 0 ? "null" : (round_trip_gbps / memcpy_gbps >= c.goal ? "true" : "false"),
           static_cast<double>(EncodedBytes(options, count)) / count, error,
           bytes / meter_seconds * 1e-9, (decode_seconds + meter_seconds) / codec_seconds,
-          meter_seconds / codec_seconds);
+          meter_seconds / codec_seconds, bytes / encode_measured_seconds * 1e-9,
+          (encode_measured_seconds - encode_seconds) / codec_seconds);
       std::fflush(stdout);
     }
   }

@@ -21,6 +21,7 @@ using compressed_exchange::BalancedCounts;
 using compressed_exchange::CheckResidual;
 using compressed_exchange::Compensate;
 using compressed_exchange::DecodeOwnShard;
+using compressed_exchange::EncodeOwnShard;
 using compressed_exchange::ElementsOf;
 using compressed_exchange::Encoded;
 using compressed_exchange::ExchangeAndReduce;
@@ -276,6 +277,7 @@ absl::StatusOr<TwoLevelTraffic> TwoLevelCompressedBucketAllReduce(
   std::vector<uint8_t> gathered(total_bytes);
   std::vector<std::vector<float>> compensated(members.size());
   std::vector<const float*> encoded_from(members.size());
+  std::vector<EncodingErrorSums> measured(members.size());
   int64_t position = own_offset;
   for (size_t s = 0; s < members.size(); ++s) {
     const int64_t count = counts[s][rank];
@@ -287,7 +289,8 @@ absl::StatusOr<TwoLevelTraffic> TwoLevelCompressedBucketAllReduce(
     }
     CodecOptions encoding = codec;
     encoding.seed = MixSeed(members[s].gather_seed, rank);
-    Encode(encoding, encoded_from[s], count, gathered.data() + position, SplitOf(counts[s]).offsets[rank]);
+    EncodeOwnShard(encoding, encoded_from[s], count, gathered.data() + position, SplitOf(counts[s]).offsets[rank],
+                   !members[s].residual.empty(), &measured[s]);
     position += encoded[s][rank];
   }
   OF_RETURN_IF_ERROR(cross_node.AllGather(gathered.data() + own_offset, gathered.data() + block_offset, cross_bytes,
@@ -308,7 +311,8 @@ absl::StatusOr<TwoLevelTraffic> TwoLevelCompressedBucketAllReduce(
           continue;
         }
         CompressedTraffic decoded;
-        DecodeOwnShard(codec, bytes, encoded_from[s], count, destination, &decoded);
+        DecodeOwnShard(codec, bytes, encoded_from[s], count, destination,
+                       members[s].residual.empty() ? &measured[s] : nullptr, &decoded);
         traffic.in_node += decoded;
         if (members[s].traffic != nullptr) members[s].traffic->in_node += decoded;
         if (!members[s].residual.empty()) {

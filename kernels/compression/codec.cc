@@ -20,6 +20,7 @@
 #include "kernels/compression/group_scale.h"
 #include "kernels/compression/hadamard.h"
 #include "kernels/compression/int_quant.h"
+#include "kernels/compression/lanes.h"
 #include "kernels/compression/rounding_noise.h"
 
 namespace oneflow {
@@ -208,6 +209,139 @@ void DecodeImpl(const CodecOptions& options, const void* in, int64_t count, Deco
   }
 }
 
+// Adds sum((decoded - quantized * factor)^2) and sum(original^2) over n elements to *sums,
+// in float lanes (one chunk of at most a group: the sums' rounding stays that of a few
+// thousand terms), then in double.
+void AddChunkError(const float* decoded, const float* quantized, float factor, const float* original,
+                   int64_t n, EncodingErrorSums* sums) {
+  float error = 0.0f, signal = 0.0f;
+  int64_t i = 0;
+#if defined(__GNUC__)
+  F32x8 error_lanes = compression::SplatFloat(0.0f), signal_lanes = compression::SplatFloat(0.0f);
+  const F32x8 factor_lanes = compression::SplatFloat(factor);
+  for (; i + compression::kLanes <= n; i += compression::kLanes) {
+    const F32x8 difference =
+        compression::LoadFloats(decoded + i) - compression::LoadFloats(quantized + i) * factor_lanes;
+    const F32x8 value = compression::LoadFloats(original + i);
+    error_lanes += difference * difference;
+    signal_lanes += value * value;
+  }
+  for (int lane = 0; lane < compression::kLanes; ++lane) {
+    error += error_lanes[lane];
+    signal += signal_lanes[lane];
+  }
+#endif
+  for (; i < n; ++i) {
+    const float difference = decoded[i] - quantized[i] * factor;
+    error += difference * difference;
+    signal += original[i] * original[i];
+  }
+  sums->error_sq += error;
+  sums->signal_sq += signal;
+}
+
+constexpr int64_t kReadBackChunk = kMaxHadamardGroup;
+
+// Adds group `group`'s error and signal to *sums: its codes at `position` of the payload
+// read back with the scale the header holds (what the decoder multiplies by) against the
+// values that were quantized (group.x * group.factor: rotated ones in the rotated domain,
+// codec.h's EncodeMeasured says why that is the error), and `original`'s squares.
+void AddGroupError(const CodecOptions& options, const PreparedGroup& group, const uint8_t* payload,
+                   int64_t position, float scale, const float* original, EncodingErrorSums* sums) {
+  alignas(32) float decoded[kReadBackChunk];
+  for (int64_t offset = 0; offset < group.n; offset += kReadBackChunk) {
+    const int64_t n = std::min(kReadBackChunk, group.n - offset);
+    DecodeScaledGroup(options, payload, position + offset, n, scale, DecodeMode::kStore, decoded);
+    AddChunkError(decoded, group.x + offset, group.factor, original + offset, n, sums);
+  }
+}
+
+// bf16 has no groups: encoded, then read back and compared a chunk at a time.
+void EncodeBf16Measured(const float* input, int64_t count, uint8_t* out, EncodingErrorSums* sums) {
+  alignas(32) float decoded[kReadBackChunk];
+  for (int64_t begin = 0; begin < count; begin += kReadBackChunk) {
+    const int64_t n = std::min(kReadBackChunk, count - begin);
+    compression::EncodeBf16(input + begin, n, out + 2 * begin);
+    compression::DecodeBf16(out + 2 * begin, n, DecodeMode::kStore, decoded);
+    AddChunkError(decoded, input + begin, 1.0f, input + begin, n, sums);
+  }
+}
+
+void EncodeImpl(const CodecOptions& options, const float* input, int64_t count, void* out,
+                int64_t first_index, EncodingErrorSums* sums) {
+  if (count == 0) return;
+  uint8_t* bytes = static_cast<uint8_t*>(out);
+  if (options.codec == Codec::kNone) {
+    std::memcpy(bytes, input, count * sizeof(float));
+    if (sums != nullptr) {
+      for (int64_t i = 0; i < count; ++i) sums->signal_sq += static_cast<double>(input[i]) * input[i];
+    }
+    return;
+  }
+  if (options.codec == Codec::kBf16) {
+    if (sums != nullptr) {
+      EncodeBf16Measured(input, count, bytes, sums);
+    } else {
+      compression::EncodeBf16(input, count, bytes);
+    }
+    return;
+  }
+  const int64_t group_size = options.group_size;
+  const int64_t groups = GroupCount(options, count);
+  const int64_t parameters = ParametersPerGroup(options.codec);
+  uint8_t* header = bytes;
+  uint8_t* payload = bytes + groups * parameters * 4;
+  const bool rotates = Rotates(options);
+  const bool stochastic = options.stochastic_rounding && RoundsStochastically(options.codec);
+  const float norm = rotates ? HadamardNorm(group_size) : 1.0f;
+  const compression::RoundingNoise noise(options.seed);
+  alignas(32) float scratch[kMaxHadamardGroup];
+  // Groups go in batches: measure every group of the batch, then compute their scales,
+  // then quantize them. One group at a time, each group's quantization waited on its own
+  // chain of horizontal max and divisions (a third of int8's encoding time at G = 128);
+  // batched, those chains overlap. Rotated groups are transformed into `scratch`, which
+  // holds a batch.
+  const int64_t batch = std::max<int64_t>(1, std::min<int64_t>(kBatchGroups,
+                                                                 kMaxHadamardGroup / group_size));
+  PreparedGroup prepared[kBatchGroups];
+  compression::GroupScale scales[kBatchGroups];
+  for (int64_t first = 0; first < groups; first += batch) {
+    const int64_t last = std::min(groups, first + batch);
+    for (int64_t group = first; group < last; ++group) {
+      PreparedGroup& p = prepared[group - first];
+      const int64_t begin = group * group_size;
+      p.n = std::min(group_size, count - begin);
+      p.x = input + begin;
+      p.factor = 1.0f;
+      if (rotates) {
+        float* rotated = scratch + (group - first) * group_size;
+        if (p.n == group_size) {
+          FastWalshHadamard(p.x, rotated, p.n);  // unnormalised: the factor carries 1 / sqrt(G)
+          p.factor = norm;
+        } else {  // a short last group: rotated piecewise
+          std::memcpy(rotated, p.x, p.n * sizeof(float));
+          HadamardRotate(rotated, p.n);
+        }
+        p.x = rotated;
+      }
+      p.range = compression::MeasureGroup(p.x, p.n);
+    }
+    for (int64_t group = first; group < last; ++group) {
+      scales[group - first] = ScaleOf(options, prepared[group - first]);
+    }
+    for (int64_t group = first; group < last; ++group) {
+      const int64_t begin = group * group_size;
+      QuantizeGroup(options, prepared[group - first], scales[group - first], payload, begin,
+                    stochastic ? &noise : nullptr, static_cast<uint64_t>(first_index + begin));
+      std::memcpy(header + group * 4, &scales[group - first].scale, 4);
+      if (sums != nullptr) {
+        AddGroupError(options, prepared[group - first], payload, begin, scales[group - first].scale,
+                      input + begin, sums);
+      }
+    }
+  }
+}
+
 }  // namespace
 
 absl::string_view CodecName(Codec codec) {
@@ -287,66 +421,12 @@ int64_t EncodedBytes(const CodecOptions& options, int64_t count) {
 
 void Encode(const CodecOptions& options, const float* input, int64_t count, void* out,
             int64_t first_index) {
-  if (count == 0) return;
-  uint8_t* bytes = static_cast<uint8_t*>(out);
-  if (options.codec == Codec::kNone) {
-    std::memcpy(bytes, input, count * sizeof(float));
-    return;
-  }
-  if (options.codec == Codec::kBf16) {
-    compression::EncodeBf16(input, count, bytes);
-    return;
-  }
-  const int64_t group_size = options.group_size;
-  const int64_t groups = GroupCount(options, count);
-  const int64_t parameters = ParametersPerGroup(options.codec);
-  uint8_t* header = bytes;
-  uint8_t* payload = bytes + groups * parameters * 4;
-  const bool rotates = Rotates(options);
-  const bool stochastic = options.stochastic_rounding && RoundsStochastically(options.codec);
-  const float norm = rotates ? HadamardNorm(group_size) : 1.0f;
-  const compression::RoundingNoise noise(options.seed);
-  alignas(32) float scratch[kMaxHadamardGroup];
-  // Groups go in batches: measure every group of the batch, then compute their scales,
-  // then quantize them. One group at a time, each group's quantization waited on its own
-  // chain of horizontal max and divisions (a third of int8's encoding time at G = 128);
-  // batched, those chains overlap. Rotated groups are transformed into `scratch`, which
-  // holds a batch.
-  const int64_t batch = std::max<int64_t>(1, std::min<int64_t>(kBatchGroups,
-                                                                 kMaxHadamardGroup / group_size));
-  PreparedGroup prepared[kBatchGroups];
-  compression::GroupScale scales[kBatchGroups];
-  for (int64_t first = 0; first < groups; first += batch) {
-    const int64_t last = std::min(groups, first + batch);
-    for (int64_t group = first; group < last; ++group) {
-      PreparedGroup& p = prepared[group - first];
-      const int64_t begin = group * group_size;
-      p.n = std::min(group_size, count - begin);
-      p.x = input + begin;
-      p.factor = 1.0f;
-      if (rotates) {
-        float* rotated = scratch + (group - first) * group_size;
-        if (p.n == group_size) {
-          FastWalshHadamard(p.x, rotated, p.n);  // unnormalised: the factor carries 1 / sqrt(G)
-          p.factor = norm;
-        } else {  // a short last group: rotated piecewise
-          std::memcpy(rotated, p.x, p.n * sizeof(float));
-          HadamardRotate(rotated, p.n);
-        }
-        p.x = rotated;
-      }
-      p.range = compression::MeasureGroup(p.x, p.n);
-    }
-    for (int64_t group = first; group < last; ++group) {
-      scales[group - first] = ScaleOf(options, prepared[group - first]);
-    }
-    for (int64_t group = first; group < last; ++group) {
-      const int64_t begin = group * group_size;
-      QuantizeGroup(options, prepared[group - first], scales[group - first], payload, begin,
-                    stochastic ? &noise : nullptr, static_cast<uint64_t>(first_index + begin));
-      std::memcpy(header + group * 4, &scales[group - first].scale, 4);
-    }
-  }
+  EncodeImpl(options, input, count, out, first_index, nullptr);
+}
+
+void EncodeMeasured(const CodecOptions& options, const float* input, int64_t count, void* out,
+                    int64_t first_index, EncodingErrorSums* sums) {
+  EncodeImpl(options, input, count, out, first_index, sums);
 }
 
 void Decode(const CodecOptions& options, const void* in, int64_t count, float* out) {

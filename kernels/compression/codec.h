@@ -93,6 +93,25 @@ int64_t EncodedBytes(const CodecOptions& options, int64_t count);
 void Encode(const CodecOptions& options, const float* input, int64_t count, void* out,
             int64_t first_index = 0);
 
+// What an encoding lost, summed over elements x in double: sum((decode(encode(x)) - x)^2)
+// and sum(x^2). NaN error where a group held a NaN or Inf (it decodes to NaN).
+struct EncodingErrorSums {
+  double error_sq = 0;
+  double signal_sq = 0;
+};
+
+// Encode, and what it lost measured on the way (added to *sums), without decoding: each
+// group's codes are read back while the group is in cache and compared with what was
+// quantized. For a rotated group that is the rotated y = Hx; H is orthonormal, so
+// ||H(y') - x|| = ||y' - y|| and the decoder's inverse rotation is not needed to know the
+// error. The bytes written are Encode's; the sums equal those of Decode + compare to
+// float rounding (the decoder's rotation rounds, and each group's sums add in float
+// lanes), not bit for bit. Why: the compressed collectives meter every encoding
+// (compressed_collectives.h, "Error"), and decoding each sent chunk to meter it was a
+// third pass over it (docs/benchmarks.md, "Session 46").
+void EncodeMeasured(const CodecOptions& options, const float* input, int64_t count, void* out,
+                    int64_t first_index, EncodingErrorSums* sums);
+
 // out[i] = decoded element i.
 void Decode(const CodecOptions& options, const void* in, int64_t count, float* out);
 

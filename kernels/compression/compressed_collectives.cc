@@ -30,6 +30,7 @@ using compressed_exchange::Compensate;
 using compressed_exchange::KeepResidual;
 using compressed_exchange::ExchangeAndReduce;
 using compressed_exchange::DecodeOwnShard;
+using compressed_exchange::EncodeOwnShard;
 using compressed_exchange::Split;
 using compressed_exchange::SplitOf;
 using compressed_exchange::BalancedCounts;
@@ -203,6 +204,7 @@ absl::StatusOr<CompressedTraffic> GatherMembers(Communicator& communicator, cons
   std::vector<uint8_t> gathered(gathered_bytes);
   std::vector<std::vector<float>> compensated(members.size());
   std::vector<const float*> encoded_from(members.size());
+  std::vector<EncodingErrorSums> measured(members.size());
   int64_t position = block[rank];
   for (size_t m = 0; m < members.size(); ++m) {
     const GatherMember& member = members[m];
@@ -215,7 +217,8 @@ absl::StatusOr<CompressedTraffic> GatherMembers(Communicator& communicator, cons
     }
     CodecOptions encoding = codec;
     encoding.seed = MixSeed(member.seed, rank);
-    Encode(encoding, encoded_from[m], count, gathered.data() + position, splits[m].offsets[rank]);
+    EncodeOwnShard(encoding, encoded_from[m], count, gathered.data() + position, splits[m].offsets[rank],
+                   member.residual != nullptr, &measured[m]);
     position += EncodedBytes(codec, count);
   }
   OF_RETURN_IF_ERROR(communicator.AllGather(gathered.data() + block[rank], gathered.data(), byte_counts,
@@ -234,7 +237,8 @@ absl::StatusOr<CompressedTraffic> GatherMembers(Communicator& communicator, cons
       }
       float* own = out + splits[m].offsets[rank];
       CompressedTraffic decoded;
-      DecodeOwnShard(codec, encoded, encoded_from[m], count, own, &decoded);
+      DecodeOwnShard(codec, encoded, encoded_from[m], count, own,
+                     member.residual != nullptr ? nullptr : &measured[m], &decoded);
       traffic.error_sq += decoded.error_sq;
       traffic.signal_sq += decoded.signal_sq;
       if (member.traffic != nullptr) {

@@ -56,14 +56,19 @@
 //
 // Error: every call also returns the squared error of the encodings this rank made, so
 // the metrics can say what compression costs in accuracy (docs/sbp_and_boxing.md,
-// "Measured error in the metrics"). Codecs are pure functions (codec.h), so the encoder
-// decoding its own bytes sees exactly what every receiver decodes: the measure is exact,
-// not a model, and needs no exchange. A reduce-scatter decodes each chunk it sends into
-// scratch (one decode per sent element, on top of the encode); an all-gather measures the
-// decode of its own shard that it does anyway. What is measured is each encoding against
-// what was encoded: the caller's chunks, a two-level node partial sum, a reduced shard. A
-// rank's own reduce-scatter chunk is never encoded and adds nothing. Metering reads the
-// inputs and writes only scratch: the outputs have the same bits with or without it.
+// "Measured error in the metrics"). Codecs are pure functions (codec.h), so what the
+// encoder reads back from its own bytes is exactly what every receiver decodes: the
+// measure is of the real encoding, not a model, and needs no exchange. Without error
+// feedback every encoding is metered as it is made (EncodeMeasured, codec.h: each group's
+// codes read back while in cache, the error taken in the rotated domain, which the
+// rotation's orthonormality makes the error of the decode), so metering adds no decode
+// pass; equal to the decode-and-compare to float rounding. With error feedback the
+// residual needs the decoded values anyway: a reduce-scatter decodes each chunk it sends
+// into scratch and an all-gather its own shard, and each is compared with what was
+// encoded. What is measured is each encoding against what was encoded: the caller's
+// chunks, a two-level node partial sum, a reduced shard. A rank's own reduce-scatter
+// chunk is never encoded and adds nothing. Metering reads the inputs and writes only
+// scratch: the outputs have the same bits with or without it.
 //
 // Error feedback (EF; Seide et al. 2014 "1-bit SGD", Karimireddy et al. 2019 "EF-SGD";
 // SDP4Bit's weight differences are the implicit form, REFERENCES.md): the reductions take a

@@ -101,11 +101,14 @@ absl::StatusOr<CompressedTraffic> ExchangeAndReduce(Communicator& communicator,
   CodecOptions encoding = codec;
   encoding.seed = encoding_seed;
   send.resize(traffic.bytes_sent);
-  // Each piece is decoded once more, here, to meter its error (the header's "Error");
-  // `scratch` is reused, so the cost is one decode per sent element and no allocation
-  // beyond the largest piece.
-  // With error feedback that decode is also what the residual needs: it costs one add
-  // and one subtract per sent element more, and `compensated` one more scratch buffer.
+  // Each piece's encoding error is metered (the header's "Error"). Without error
+  // feedback EncodeMeasured reads the codes back while each group is in cache (codec.h),
+  // with no decode of the piece: decoding every sent piece to meter it was a pass over it
+  // as long as the receiver's decode (docs/benchmarks.md, "Session 46"). With error
+  // feedback the residual needs the decoded values, so the piece is decoded into
+  // `scratch` (reused: no allocation beyond the largest piece) and metered against them;
+  // that costs one add and one subtract per sent element more, and `compensated` one
+  // more scratch buffer.
   std::vector<float> scratch, compensated;
   int64_t position = 0;
   for (int64_t d = 0; d < size; ++d) {
@@ -115,16 +118,22 @@ absl::StatusOr<CompressedTraffic> ExchangeAndReduce(Communicator& communicator,
       float* kept = piece.residual != nullptr ? piece.residual
                                               : (residual != nullptr ? residual + piece.offset : nullptr);
       encoding.seed = piece.encoding_seed.value_or(encoding_seed);
-      if (static_cast<int64_t>(scratch.size()) < piece.count) scratch.resize(piece.count);
+      CompressedTraffic encoded;
       if (kept != nullptr) {
+        if (static_cast<int64_t>(scratch.size()) < piece.count) scratch.resize(piece.count);
         if (static_cast<int64_t>(compensated.size()) < piece.count) compensated.resize(piece.count);
         Compensate(original, kept, piece.count, compensated.data());
         original = compensated.data();
+        Encode(encoding, original, piece.count, send.data() + position, piece.logical_index);
+        Decode(codec, send.data() + position, piece.count, scratch.data());
+        AddEncodingError(original, scratch.data(), piece.count, &encoded);
+        KeepResidual(original, scratch.data(), piece.count, kept);
+      } else {
+        EncodingErrorSums sums;
+        EncodeMeasured(encoding, original, piece.count, send.data() + position, piece.logical_index, &sums);
+        encoded.error_sq = sums.error_sq;
+        encoded.signal_sq = sums.signal_sq;
       }
-      Encode(encoding, original, piece.count, send.data() + position, piece.logical_index);
-      Decode(codec, send.data() + position, piece.count, scratch.data());
-      CompressedTraffic encoded;
-      AddEncodingError(original, scratch.data(), piece.count, &encoded);
       traffic.error_sq += encoded.error_sq;
       traffic.signal_sq += encoded.signal_sq;
       if (piece.traffic != nullptr) {
@@ -132,7 +141,6 @@ absl::StatusOr<CompressedTraffic> ExchangeAndReduce(Communicator& communicator,
         encoded.dense_bytes_sent = piece.count * kDenseBytes;
         *piece.traffic += encoded;
       }
-      if (kept != nullptr) KeepResidual(original, scratch.data(), piece.count, kept);
       position += EncodedBytes(codec, piece.count);
     }
   }
@@ -184,8 +192,24 @@ absl::StatusOr<CompressedTraffic> ExchangeAndReduce(Communicator& communicator,
   return traffic;
 }
 
+void EncodeOwnShard(const CodecOptions& encoding, const float* input, int64_t count, uint8_t* out,
+                    int64_t first_index, bool error_feedback, EncodingErrorSums* measured) {
+  if (error_feedback) {
+    Encode(encoding, input, count, out, first_index);
+  } else {
+    EncodeMeasured(encoding, input, count, out, first_index, measured);
+  }
+}
+
 void DecodeOwnShard(const CodecOptions& codec, const uint8_t* encoded, const float* input,
-                    int64_t count, float* destination, CompressedTraffic* traffic) {
+                    int64_t count, float* destination, const EncodingErrorSums* measured,
+                    CompressedTraffic* traffic) {
+  if (measured != nullptr) {
+    Decode(codec, encoded, count, destination);
+    traffic->error_sq += measured->error_sq;
+    traffic->signal_sq += measured->signal_sq;
+    return;
+  }
   if (!Overlaps(input, count, destination, count)) {
     Decode(codec, encoded, count, destination);
     AddEncodingError(input, destination, count, traffic);

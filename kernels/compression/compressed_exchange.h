@@ -89,12 +89,20 @@ absl::StatusOr<CompressedTraffic> ExchangeAndReduce(Communicator& communicator,
                                                     const CollectiveOptions& options,
                                                     float* residual = nullptr);
 
-// Decodes this rank's gathered shard into `destination`, its place in the output, and
-// meters the encoding against `input` on the way: the decode every gather needs anyway.
-// In place (`input` is `destination`) it decodes into scratch first, so that the original
-// is still there to compare with.
+// Encodes this rank's shard for a gather. Without error feedback it meters the encoding
+// as it makes it (EncodeMeasured, into *measured); with it (error_feedback true) the
+// metering waits for DecodeOwnShard, whose decode the residual needs anyway.
+void EncodeOwnShard(const CodecOptions& encoding, const float* input, int64_t count, uint8_t* out,
+                    int64_t first_index, bool error_feedback, EncodingErrorSums* measured);
+
+// Decodes this rank's gathered shard into `destination`, its place in the output (the
+// decode every gather needs anyway), and adds its metering to *traffic: `measured` when
+// EncodeOwnShard took it (null with error feedback), else measured here against `input`.
+// In place (`input` is `destination`) that decodes into scratch first, so that the
+// original is still there to compare with.
 void DecodeOwnShard(const CodecOptions& codec, const uint8_t* encoded, const float* input,
-                    int64_t count, float* destination, CompressedTraffic* traffic);
+                    int64_t count, float* destination, const EncodingErrorSums* measured,
+                    CompressedTraffic* traffic);
 
 // Per-rank offsets of a tensor split by `counts`, and its total.
 struct Split {

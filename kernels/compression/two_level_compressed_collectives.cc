@@ -24,6 +24,7 @@ using compressed_exchange::Compensate;
 using compressed_exchange::KeepResidual;
 using compressed_exchange::ExchangeAndReduce;
 using compressed_exchange::DecodeOwnShard;
+using compressed_exchange::EncodeOwnShard;
 using compressed_exchange::Split;
 using compressed_exchange::SplitOf;
 using compressed_exchange::BalancedCounts;
@@ -215,13 +216,16 @@ absl::StatusOr<TwoLevelTraffic> TwoLevelGatherEncoded(Communicator& in_node, Com
     Compensate(input, residual, counts[rank], compensated.data());
     input = compensated.data();
   }
-  Encode(encoding, input, counts[rank], gathered.data() + own_offset, split.offsets[rank]);
+  EncodingErrorSums measured;
+  EncodeOwnShard(encoding, input, counts[rank], gathered.data() + own_offset, split.offsets[rank],
+                 residual != nullptr, &measured);
   OF_RETURN_IF_ERROR(cross_node.AllGather(gathered.data() + own_offset,
                                           gathered.data() + block_offset, cross_bytes, Encoded(options, codec)));
   OF_RETURN_IF_ERROR(in_node.AllGather(gathered.data() + block_offset, gathered.data(),
                                        block_bytes, Encoded(options, codec)));
   float* own = output + split.offsets[rank];
-  DecodeOwnShard(codec, gathered.data() + own_offset, input, counts[rank], own, &traffic.in_node);
+  DecodeOwnShard(codec, gathered.data() + own_offset, input, counts[rank], own,
+                 residual != nullptr ? nullptr : &measured, &traffic.in_node);
   if (residual != nullptr) KeepResidual(input, own, counts[rank], residual);
   int64_t position = 0;
   for (int64_t l = 0; l < shape.local_size; ++l) {
