@@ -7,6 +7,7 @@
 #include <chrono>
 #include <cstdio>
 #include <cstring>
+#include <map>
 #include <mutex>
 
 #include "absl/strings/str_cat.h"
@@ -49,6 +50,13 @@ std::string Quote(absl::string_view text) {
 
 std::string DeviceName(const proto::DeviceId& device) { return absl::StrCat(device.node(), ":", device.device()); }
 
+// "devices [0:0, 1:0]": the group as the dump names it, in group rank order.
+std::string GroupName(const proto::CollectiveDef& collective) {
+  std::vector<std::string> members;
+  for (const proto::DeviceId& member : collective.group()) members.push_back(DeviceName(member));
+  return absl::StrCat("devices [", absl::StrJoin(members, ", "), "]");
+}
+
 enum class EntryState : int { kRunning = 0, kOk = 1, kFailed = 2 };
 
 // The entry the calling thread is in, for NoteCollectiveStart.
@@ -60,6 +68,7 @@ thread_local std::atomic<int64_t>* current_start = nullptr;
 // `sequence` is the entry's validity stamp: -1 while it is being (re)written.
 struct FlightRecorder::Entry {
   std::atomic<int64_t> sequence{-1};
+  std::atomic<int64_t> group_sequence{-1};
   std::atomic<int64_t> collective{-1};
   std::atomic<int64_t> iteration{0};
   std::atomic<int64_t> enqueue_ns{0};
@@ -72,6 +81,9 @@ struct FlightRecorder::Ring {
   int device_index = 0;
   std::unique_ptr<Entry[]> entries;
   std::atomic<int64_t> recorded{0};  // entries ever begun = the next sequence number
+  // Per group (FlightRecorder::group_names_): entries of it ever begun = its next
+  // group_sequence. Written under `mutex`, read by a dump without it.
+  std::unique_ptr<std::atomic<int64_t>[]> group_recorded;
   // A device with several communication streams (CollectiveDef.stream) has one
   // collective thread per stream: they take turns at its ring (uncontended with one
   // stream). A dump still reads without it, through the entries' atomics.
@@ -82,13 +94,25 @@ struct FlightRecorder::Ring {
 };
 
 FlightRecorder::FlightRecorder(const proto::Plan& plan, int64_t node, int64_t capacity)
-    : plan_(plan), node_(node), capacity_(std::max<int64_t>(1, capacity)), ring_of_(plan.devices_size(), -1) {
+    : plan_(plan),
+      node_(node),
+      capacity_(std::max<int64_t>(1, capacity)),
+      ring_of_(plan.devices_size(), -1),
+      group_of_(plan.collectives_size(), -1) {
+  std::map<std::string, int> group_index;
+  for (int c = 0; c < plan.collectives_size(); ++c) {
+    const auto [it, added] = group_index.emplace(GroupName(plan.collectives(c)), static_cast<int>(group_names_.size()));
+    if (added) group_names_.push_back(it->first);
+    group_of_[c] = it->second;
+  }
   for (int d = 0; d < plan.devices_size(); ++d) {
     if (node >= 0 && plan.devices(d).device().node() != node) continue;
     ring_of_[d] = static_cast<int>(rings_.size());
     auto ring = std::make_unique<Ring>();
     ring->device_index = d;
     ring->entries = std::make_unique<Entry[]>(static_cast<size_t>(capacity_));
+    ring->group_recorded = std::make_unique<std::atomic<int64_t>[]>(group_names_.size());
+    for (size_t g = 0; g < group_names_.size(); ++g) ring->group_recorded[g].store(0, std::memory_order_relaxed);
     rings_.push_back(std::move(ring));
   }
   anchor_steady_ns_ = SteadyNs();
@@ -122,6 +146,15 @@ int64_t FlightRecorder::Begin(int device_index, int64_t collective_id, int64_t i
   Entry& entry = ring.entries[sequence % capacity_];
   entry.sequence.store(-1, std::memory_order_relaxed);
   std::atomic_thread_fence(std::memory_order_release);
+  // A collective id outside the plan (a caller's bug) still gets a device-wide number.
+  const int group =
+      collective_id >= 0 && collective_id < static_cast<int64_t>(group_of_.size()) ? group_of_[collective_id] : -1;
+  int64_t group_sequence = -1;
+  if (group >= 0) {
+    group_sequence = ring.group_recorded[group].load(std::memory_order_relaxed);
+    ring.group_recorded[group].store(group_sequence + 1, std::memory_order_release);
+  }
+  entry.group_sequence.store(group_sequence, std::memory_order_relaxed);
   entry.collective.store(collective_id, std::memory_order_relaxed);
   entry.iteration.store(iteration, std::memory_order_relaxed);
   entry.start_ns.store(0, std::memory_order_relaxed);
@@ -183,11 +216,7 @@ std::string FlightRecorder::DumpJson(absl::string_view reason, absl::string_view
       const proto::CollectiveDef& collective = plan_.collectives(static_cast<int>(id));
       std::vector<std::string> members;
       for (const proto::DeviceId& member : collective.group()) members.push_back(Quote(DeviceName(member)));
-      std::string group = "devices [";
-      for (int m = 0; m < collective.group_size(); ++m) {
-        absl::StrAppend(&group, m > 0 ? ", " : "", DeviceName(collective.group(m)));
-      }
-      group += "]";
+      const std::string& group = group_names_[group_of_[id]];
       std::string actor;
       for (const proto::ActorDef& a : device.actors()) {
         if (a.collective_id() == id) actor = a.name();
@@ -204,14 +233,22 @@ std::string FlightRecorder::DumpJson(absl::string_view reason, absl::string_view
     const Ring& ring = *rings_[r];
     const proto::DeviceId& id = plan_.devices(ring.device_index).device();
     const int64_t recorded = ring.recorded.load(std::memory_order_acquire);
+    // Read before the entries: an entry may be newer than these counts, never older.
+    std::vector<std::string> group_recorded;
+    for (size_t g = 0; g < group_names_.size(); ++g) {
+      const int64_t count = ring.group_recorded[g].load(std::memory_order_acquire);
+      if (count > 0) group_recorded.push_back(absl::StrCat(Quote(group_names_[g]), ": ", count));
+    }
     absl::StrAppend(&out, r > 0 ? ",\n" : "\n", "    {\"device_index\": ", ring.device_index,
                     ", \"device\": ", Quote(DeviceName(id)), ", \"capacity\": ", capacity_,
-                    ", \"recorded\": ", recorded, ", \"entries\": [");
+                    ", \"recorded\": ", recorded, ", \"group_recorded\": {", absl::StrJoin(group_recorded, ", "),
+                    "}, \"entries\": [");
     bool first_entry = true;
     for (int64_t k = std::max<int64_t>(0, recorded - capacity_); k < recorded; ++k) {
       const Entry& entry = ring.entries[k % capacity_];
       if (entry.sequence.load(std::memory_order_acquire) != k) continue;
       const int64_t collective = entry.collective.load(std::memory_order_relaxed);
+      const int64_t group_sequence = entry.group_sequence.load(std::memory_order_relaxed);
       const int64_t iteration = entry.iteration.load(std::memory_order_relaxed);
       const int64_t enqueue = entry.enqueue_ns.load(std::memory_order_relaxed);
       const int64_t start = entry.start_ns.load(std::memory_order_relaxed);
@@ -226,7 +263,9 @@ std::string FlightRecorder::DumpJson(absl::string_view reason, absl::string_view
           if (group[m].node() == id.node() && group[m].device() == id.device()) group_rank = m;
         }
       }
-      absl::StrAppend(&out, first_entry ? "\n" : ",\n", "      {\"sequence\": ", k, ", \"collective\": ", collective,
+      absl::StrAppend(&out, first_entry ? "\n" : ",\n", "      {\"sequence\": ", k,
+                      group_sequence < 0 ? "" : absl::StrCat(", \"group_sequence\": ", group_sequence),
+                      ", \"collective\": ", collective,
                       ", \"iteration\": ", iteration, ", \"group_rank\": ", group_rank, ", \"enqueue_ns\": ", enqueue,
                       ", \"start_ns\": ", start, ", \"end_ns\": ", end, ", \"enqueue_unix_ns\": ", unix_of(enqueue),
                       ", \"start_unix_ns\": ", unix_of(start), ", \"end_unix_ns\": ", unix_of(end), ", \"state\": \"",

@@ -3,8 +3,14 @@
 // docs/diagnosis.md).
 //
 // One entry per act of a collective actor (those in the device's collective order;
-// transfers between placements are outside it and not recorded): its sequence number,
-// collective id, iteration, and three times on the steady clock
+// transfers between placements are outside it and not recorded): two sequence numbers
+//   sequence:       among all the device's acts, the order they began in on this device;
+//   group_sequence: among the device's acts of the same group (device list), which every
+//                   member of the group numbers alike for the same call. The device-wide
+//                   number does not: with several communication streams the streams'
+//                   acts interleave differently on each member, and members with other
+//                   groups of their own (pipeline stages) count those too,
+// its collective id, iteration, and three times on the steady clock
 //   enqueue: the engine called the act (its inputs were there and its turn had come),
 //   start:   the act began its collective step (after its own setup: a bucket packs
 //            its members first), stamped by NoteCollectiveStart(),
@@ -52,7 +58,8 @@ class FlightRecorder {
   ActFunction Wrap(const ActorBinding& binding, ActFunction act);
 
   // Records the start of device `device_index`'s next collective act (its sequence
-  // number is the number of acts recorded on the device before) and returns that
+  // number is the number of acts recorded on the device before, its group_sequence the
+  // number of the device's acts of the collective's group before) and returns that
   // sequence number; End closes it. The device's collective threads (one per
   // communication stream) call these.
   int64_t Begin(int device_index, int64_t collective_id, int64_t iteration);
@@ -88,6 +95,9 @@ class FlightRecorder {
   const int64_t node_;
   const int64_t capacity_;
   std::vector<int> ring_of_;  // plan device index -> index in rings_, or -1
+  // Collective id -> index in group_names_ (distinct member lists, "devices [0:0, 1:0]").
+  std::vector<int> group_of_;
+  std::vector<std::string> group_names_;
   std::vector<std::unique_ptr<Ring>> rings_;
   ProgressSink sink_;
   // Steady and wall clock read together once: an entry keeps steady times only.
