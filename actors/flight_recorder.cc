@@ -7,7 +7,6 @@
 #include <chrono>
 #include <cstdio>
 #include <cstring>
-#include <map>
 #include <mutex>
 
 #include "absl/strings/str_cat.h"
@@ -50,13 +49,6 @@ std::string Quote(absl::string_view text) {
 
 std::string DeviceName(const proto::DeviceId& device) { return absl::StrCat(device.node(), ":", device.device()); }
 
-// "devices [0:0, 1:0]": the group as the dump names it, in group rank order.
-std::string GroupName(const proto::CollectiveDef& collective) {
-  std::vector<std::string> members;
-  for (const proto::DeviceId& member : collective.group()) members.push_back(DeviceName(member));
-  return absl::StrCat("devices [", absl::StrJoin(members, ", "), "]");
-}
-
 enum class EntryState : int { kRunning = 0, kOk = 1, kFailed = 2 };
 
 // The entry the calling thread is in, for NoteCollectiveStart.
@@ -81,9 +73,12 @@ struct FlightRecorder::Ring {
   int device_index = 0;
   std::unique_ptr<Entry[]> entries;
   std::atomic<int64_t> recorded{0};  // entries ever begun = the next sequence number
-  // Per group (FlightRecorder::group_names_): entries of it ever begun = its next
+  // Per group (FlightRecorder::groups_): entries of it ever begun = its next
   // group_sequence. Written under `mutex`, read by a dump without it.
   std::unique_ptr<std::atomic<int64_t>[]> group_recorded;
+  // Per group, for the progress sink, under `mutex`: acts ended, the last collective.
+  std::vector<int64_t> group_completed;
+  std::vector<int64_t> group_collective;
   // A device with several communication streams (CollectiveDef.stream) has one
   // collective thread per stream: they take turns at its ring (uncontended with one
   // stream). A dump still reads without it, through the entries' atomics.
@@ -98,21 +93,18 @@ FlightRecorder::FlightRecorder(const proto::Plan& plan, int64_t node, int64_t ca
       node_(node),
       capacity_(std::max<int64_t>(1, capacity)),
       ring_of_(plan.devices_size(), -1),
-      group_of_(plan.collectives_size(), -1) {
-  std::map<std::string, int> group_index;
-  for (int c = 0; c < plan.collectives_size(); ++c) {
-    const auto [it, added] = group_index.emplace(GroupName(plan.collectives(c)), static_cast<int>(group_names_.size()));
-    if (added) group_names_.push_back(it->first);
-    group_of_[c] = it->second;
-  }
+      groups_(CollectiveGroupsOf(plan)) {
   for (int d = 0; d < plan.devices_size(); ++d) {
     if (node >= 0 && plan.devices(d).device().node() != node) continue;
     ring_of_[d] = static_cast<int>(rings_.size());
     auto ring = std::make_unique<Ring>();
     ring->device_index = d;
     ring->entries = std::make_unique<Entry[]>(static_cast<size_t>(capacity_));
-    ring->group_recorded = std::make_unique<std::atomic<int64_t>[]>(group_names_.size());
-    for (size_t g = 0; g < group_names_.size(); ++g) ring->group_recorded[g].store(0, std::memory_order_relaxed);
+    const size_t groups = groups_.names.size();
+    ring->group_recorded = std::make_unique<std::atomic<int64_t>[]>(groups);
+    for (size_t g = 0; g < groups; ++g) ring->group_recorded[g].store(0, std::memory_order_relaxed);
+    ring->group_completed.assign(groups, 0);
+    ring->group_collective.assign(groups, -1);
     rings_.push_back(std::move(ring));
   }
   anchor_steady_ns_ = SteadyNs();
@@ -147,12 +139,17 @@ int64_t FlightRecorder::Begin(int device_index, int64_t collective_id, int64_t i
   entry.sequence.store(-1, std::memory_order_relaxed);
   std::atomic_thread_fence(std::memory_order_release);
   // A collective id outside the plan (a caller's bug) still gets a device-wide number.
-  const int group =
-      collective_id >= 0 && collective_id < static_cast<int64_t>(group_of_.size()) ? group_of_[collective_id] : -1;
+  const int group = collective_id >= 0 && collective_id < static_cast<int64_t>(groups_.of_collective.size())
+                        ? groups_.of_collective[collective_id]
+                        : -1;
   int64_t group_sequence = -1;
   if (group >= 0) {
     group_sequence = ring.group_recorded[group].load(std::memory_order_relaxed);
     ring.group_recorded[group].store(group_sequence + 1, std::memory_order_release);
+    // The group's previous act has ended: its stream issues them one at a time (its Close
+    // may have found the entry overwritten and counted nothing).
+    ring.group_completed[group] = group_sequence;
+    ring.group_collective[group] = collective_id;
   }
   entry.group_sequence.store(group_sequence, std::memory_order_relaxed);
   entry.collective.store(collective_id, std::memory_order_relaxed);
@@ -165,7 +162,7 @@ int64_t FlightRecorder::Begin(int device_index, int64_t collective_id, int64_t i
   ring.recorded.store(sequence + 1, std::memory_order_release);
   current_start = &entry.start_ns;
   ring.last_collective = collective_id;
-  if (sink_) sink_(device_index, sequence + 1, collective_id, ring.collective_ns);
+  if (sink_) sink_(ProgressOf(ring, group));
   return sequence;
 }
 
@@ -188,7 +185,27 @@ void FlightRecorder::Close(int device_index, int64_t sequence, bool ok) {
   entry.state.store(static_cast<int>(ok ? EntryState::kOk : EntryState::kFailed), std::memory_order_release);
   current_start = nullptr;
   ring.collective_ns += end - entry.enqueue_ns.load(std::memory_order_relaxed);
-  if (sink_) sink_(device_index, sequence + 1, ring.last_collective, ring.collective_ns);
+  const int64_t collective = entry.collective.load(std::memory_order_relaxed);
+  const int group = collective >= 0 && collective < static_cast<int64_t>(groups_.of_collective.size())
+                        ? groups_.of_collective[collective]
+                        : -1;
+  if (group >= 0) ring.group_completed[group] = entry.group_sequence.load(std::memory_order_relaxed) + 1;
+  if (sink_) sink_(ProgressOf(ring, group));
+}
+
+FlightRecorder::Progress FlightRecorder::ProgressOf(const Ring& ring, int group) const {
+  Progress progress;
+  progress.device_index = ring.device_index;
+  progress.entered = ring.recorded.load(std::memory_order_relaxed);
+  progress.collective_id = ring.last_collective;
+  progress.collective_ns = ring.collective_ns;
+  progress.group = group;
+  if (group >= 0) {
+    progress.group_entered = ring.group_recorded[group].load(std::memory_order_relaxed);
+    progress.group_completed = ring.group_completed[group];
+    progress.group_collective = ring.group_collective[group];
+  }
+  return progress;
 }
 
 void FlightRecorder::NoteCollectiveStart() {
@@ -216,7 +233,7 @@ std::string FlightRecorder::DumpJson(absl::string_view reason, absl::string_view
       const proto::CollectiveDef& collective = plan_.collectives(static_cast<int>(id));
       std::vector<std::string> members;
       for (const proto::DeviceId& member : collective.group()) members.push_back(Quote(DeviceName(member)));
-      const std::string& group = group_names_[group_of_[id]];
+      const std::string& group = groups_.names[groups_.of_collective[id]];
       std::string actor;
       for (const proto::ActorDef& a : device.actors()) {
         if (a.collective_id() == id) actor = a.name();
@@ -235,9 +252,9 @@ std::string FlightRecorder::DumpJson(absl::string_view reason, absl::string_view
     const int64_t recorded = ring.recorded.load(std::memory_order_acquire);
     // Read before the entries: an entry may be newer than these counts, never older.
     std::vector<std::string> group_recorded;
-    for (size_t g = 0; g < group_names_.size(); ++g) {
+    for (size_t g = 0; g < groups_.names.size(); ++g) {
       const int64_t count = ring.group_recorded[g].load(std::memory_order_acquire);
-      if (count > 0) group_recorded.push_back(absl::StrCat(Quote(group_names_[g]), ": ", count));
+      if (count > 0) group_recorded.push_back(absl::StrCat(Quote(groups_.names[g]), ": ", count));
     }
     absl::StrAppend(&out, r > 0 ? ",\n" : "\n", "    {\"device_index\": ", ring.device_index,
                     ", \"device\": ", Quote(DeviceName(id)), ", \"capacity\": ", capacity_,

@@ -90,20 +90,25 @@ TEST(FlightRecorderTest, ProgressSinkSeesEnteredCollectivesAndTheirTime) {
   const proto::Plan plan = ThreeDevicePlan();
   FlightRecorder recorder(plan, /*node=*/0);
   std::vector<std::vector<int64_t>> calls;
-  recorder.SetProgressSink([&](int device, int64_t entered, int64_t collective, int64_t ns) {
-    calls.push_back({device, entered, collective, ns});
+  recorder.SetProgressSink([&](const FlightRecorder::Progress& p) {
+    calls.push_back({p.device_index, p.entered, p.collective_id, p.collective_ns, p.group, p.group_entered,
+                     p.group_completed, p.group_collective});
   });
   recorder.Begin(1, 0, 0);
   ASSERT_EQ(calls.size(), 1u);
-  EXPECT_EQ(calls[0], (std::vector<int64_t>{1, 1, 0, 0}));  // Inside collective 0: entered 1.
+  // Inside collective 0: entered 1, in its group (0) too, none completed.
+  EXPECT_EQ(calls[0], (std::vector<int64_t>{1, 1, 0, 0, 0, 1, 0, 0}));
   std::this_thread::sleep_for(std::chrono::milliseconds(1));
   recorder.End(1, true);
   ASSERT_EQ(calls.size(), 2u);
   EXPECT_EQ(calls[1][1], 1);
   EXPECT_GT(calls[1][3], 0);  // The act's time is counted once it ended.
+  EXPECT_EQ(calls[1][6], 1);  // completed in the group
   recorder.Begin(1, 0, 1);
   EXPECT_EQ(calls[2][1], 2);
   EXPECT_EQ(calls[2][3], calls[1][3]);
+  EXPECT_EQ(calls[2][5], 2);
+  EXPECT_EQ(calls[2][6], 1);
 }
 
 TEST(FlightRecorderTest, TwoStreamsOfOneDeviceNumberTheirGroupsApart) {

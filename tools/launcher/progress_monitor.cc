@@ -15,7 +15,7 @@ std::string Seconds(absl::Duration duration) { return absl::StrFormat("%.1f s", 
 }  // namespace
 
 ProgressMonitor::ProgressMonitor(const proto::Plan& plan, MonitorOptions options)
-    : plan_(plan), options_(options), devices_(plan.devices_size()) {
+    : plan_(plan), options_(options), collective_groups_(CollectiveGroupsOf(plan)), devices_(plan.devices_size()) {
   for (int d = 0; d < plan.devices_size(); ++d) {
     const proto::DeviceId& id = plan.devices(d).device();
     index_of_[{id.node(), id.device()}] = d;
@@ -55,6 +55,10 @@ void ProgressMonitor::Observe(int64_t node, const proto::JobEvent::Heartbeat& he
     device.completed = progress.completed_collectives();
     device.entered = progress.entered_collectives();
     device.collective = progress.collective();
+    for (const proto::GroupProgress& group : progress.groups()) {
+      if (group.group() < 0 || group.group() >= static_cast<int64_t>(collective_groups_.names.size())) continue;
+      device.groups[group.group()] = {group.entered(), group.completed(), group.collective()};
+    }
     // Stopped at this heartbeat or, as the daemon's stop sampler saw, since the previous one.
     device.samples.push_back({heartbeat.sampled_unix_ms(), progress.completed_collectives(), progress.collective_ns(),
                               heartbeat.worker_stopped() || heartbeat.worker_stopped_since_last_beat()});
@@ -83,10 +87,36 @@ bool ProgressMonitor::NodeUnresponsive(int64_t node) const {
   return found->second.stopped || found->second.silent_ms >= options_.hang_seconds * 1000;
 }
 
+int64_t ProgressMonitor::EnteredOf(int64_t d, const Call& call) const {
+  const Device& device = devices_[d];
+  if (call.group < 0) return device.entered;
+  const auto found = device.groups.find(call.group);
+  return found == device.groups.end() ? 0 : found->second.entered;
+}
+
+int64_t ProgressMonitor::CompletedOf(int64_t d, const Call& call) const {
+  const Device& device = devices_[d];
+  if (call.group < 0) return device.completed;
+  const auto found = device.groups.find(call.group);
+  return found == device.groups.end() ? 0 : found->second.completed;
+}
+
 std::optional<HangFinding> ProgressMonitor::HangAt(int64_t waiter, absl::Time now) const {
   const Device& w = devices_[waiter];
-  const int64_t sequence = w.completed;
-  const int64_t collective = w.collective;
+  if (w.groups.empty()) return HangIn(Call{w.collective, w.completed, -1}, now);
+  // Each of its groups it is inside a call of (one per communication stream at most).
+  for (const auto& [group, state] : w.groups) {
+    if (state.entered <= state.completed) continue;
+    if (std::optional<HangFinding> finding = HangIn(Call{state.collective, state.completed, group}, now)) {
+      return finding;
+    }
+  }
+  return std::nullopt;
+}
+
+std::optional<HangFinding> ProgressMonitor::HangIn(const Call& call, absl::Time now) const {
+  const int64_t sequence = call.sequence;
+  const int64_t collective = call.collective;
   if (collective < 0 || collective >= plan_.collectives_size()) return std::nullopt;
   const absl::Duration threshold = absl::Seconds(options_.hang_seconds);
   const proto::CollectiveDef& def = plan_.collectives(static_cast<int>(collective));
@@ -97,7 +127,7 @@ std::optional<HangFinding> ProgressMonitor::HangAt(int64_t waiter, absl::Time no
     const Device& m = devices_[found->second];
     if (!m.seen) return std::nullopt;  // A node that sends no heartbeats: nothing to say.
     members.push_back(found->second);
-    (m.entered > sequence ? arrived : missing).push_back(found->second);
+    (EnteredOf(found->second, call) > sequence ? arrived : missing).push_back(found->second);
   }
   std::vector<int64_t> suspects;
   std::vector<std::string> why;
@@ -119,6 +149,7 @@ std::optional<HangFinding> ProgressMonitor::HangAt(int64_t waiter, absl::Time no
   }
   HangFinding finding;
   finding.sequence = sequence;
+  finding.in_group = call.group >= 0;
   finding.collective = collective;
   finding.suspects = suspects;
   for (const int64_t d : arrived) {
@@ -141,11 +172,12 @@ std::optional<HangFinding> ProgressMonitor::HangAt(int64_t waiter, absl::Time no
     } else {
       state = "its worker runs: stuck outside the collective (in compute or another transfer)";
     }
+    const int64_t completed = CompletedOf(d, call);
     suspect_text.push_back(absl::StrCat(
         "node ", m.node, " device ", DeviceName(d), " (rank ", rank, " of the group) ",
-        m.entered > sequence ? "entered it but " : "has not entered it, ", "made no progress for ",
-        Seconds(now - m.changed), ", last completed collective ",
-        m.completed > 0 ? absl::StrCat(m.completed - 1) : std::string("none"), "; ", state));
+        EnteredOf(d, call) > sequence ? "entered it but " : "has not entered it, ", "made no progress for ",
+        Seconds(now - m.changed), call.group >= 0 ? ", last completed in the group: sequence " : ", last completed collective ",
+        completed > 0 ? absl::StrCat(completed - 1) : std::string("none"), "; ", state));
   }
   absl::Duration waited = absl::InfiniteDuration();
   for (const int64_t d : finding.arrived) {

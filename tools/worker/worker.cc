@@ -22,6 +22,7 @@
 #include "actors/runtime.h"
 #include "oneflow_core/comm/transport.h"
 #include "oneflow_core/comm/gloo/failure.h"
+#include "plan/collective_groups.h"
 #include "plan/plan_verifier.h"
 #include "oneflow_core/status.h"
 #include "plan/plan_io.h"
@@ -214,8 +215,12 @@ absl::Status RunWorker(const WorkerOptions& options) {
   for (size_t i = 0; i < local_devices.size(); ++i) slot[local_devices[i]] = static_cast<int>(i);
   std::unique_ptr<launcher::WorkerStatusFile> status_file;
   if (!options.status_file.empty()) {
+    // A record per (device, group): the launch compares members by their group counts.
+    const CollectiveGroups groups = CollectiveGroupsOf(plan);
+    std::vector<std::vector<int>> slot_groups;
+    for (const int64_t d : local_devices) slot_groups.push_back(groups.of_device[d]);
     absl::StatusOr<std::unique_ptr<launcher::WorkerStatusFile>> created =
-        launcher::WorkerStatusFile::Create(options.status_file, local_devices);
+        launcher::WorkerStatusFile::Create(options.status_file, local_devices, /*heartbeat_ms=*/100, slot_groups);
     if (!created.ok()) {
       fail_event(created.status(), {});
       return created.status();
@@ -332,8 +337,14 @@ absl::Status RunWorker(const WorkerOptions& options) {
   // file, for the daemon's heartbeats. ONEFLOW_FLIGHT_RECORDER=off: no recording (the
   // overhead benchmark's reference, bench/diagnosis).
   if (status_file) {
-    recorder.SetProgressSink([&](int device, int64_t entered, int64_t collective, int64_t collective_ns) {
-      status_file->SetCollectiveActivity(slot[device], entered, collective, collective_ns);
+    recorder.SetProgressSink([&](const actors::FlightRecorder::Progress& progress) {
+      const int device_slot = slot[progress.device_index];
+      status_file->SetCollectiveActivity(device_slot, progress.entered, progress.collective_id,
+                                         progress.collective_ns);
+      if (progress.group >= 0) {
+        status_file->SetGroupActivity(device_slot, progress.group, progress.group_entered, progress.group_completed,
+                                      progress.group_collective);
+      }
     });
   }
   const char* recording = std::getenv("ONEFLOW_FLIGHT_RECORDER");
