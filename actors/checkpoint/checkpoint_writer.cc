@@ -192,7 +192,9 @@ absl::Status CheckpointWriter::AwaitStaged(int entry, int64_t iteration) {
   std::unique_lock<std::mutex> lock(mutex_);
   if (entries_[entry].copy_pending != iteration) return error_;
   const auto start = std::chrono::steady_clock::now();
+  if (training_waiters_++ == 0 && options_.on_training_wait) options_.on_training_wait(true);
   changed_.wait(lock, [&] { return !error_.ok() || stopping_ || entries_[entry].copy_pending != iteration; });
+  if (--training_waiters_ == 0 && options_.on_training_wait) options_.on_training_wait(false);
   stall_ms_ += MsSince(start);
   return error_;
 }

@@ -99,6 +99,13 @@ struct CheckpointOptions {
   // (checkpoint_retention.h); by default none. A failed deletion warns on stderr and
   // training goes on.
   RetentionPolicy retention;
+  // Told when training starts waiting for this writer (an in-place update's AwaitStaged
+  // finds its variable's copy not made yet: the copier is behind, or waits for the
+  // previous checkpoint's write to free the staging buffers) with true, when the first
+  // device starts waiting, and with false when the last one stops. Called by the waiting
+  // threads under the writer's lock: keep it short. The worker puts it in its status file
+  // so that `oneflow launch` does not call a rank held by a slow write hung.
+  std::function<void(bool waiting)> on_training_wait;
 };
 
 
@@ -198,6 +205,8 @@ class CheckpointWriter {
   bool multi_process_ = false;
   int64_t node_ = -1;
   std::vector<int64_t> saving_nodes_;
+  // Under mutex_: threads in AwaitStaged's wait (options_.on_training_wait).
+  int training_waiters_ = 0;
   std::vector<Entry> entries_;
   std::map<std::pair<int, std::string>, int> entry_index_;
   proto::CheckpointManifest manifest_template_;  // tensors, job, plan checksum

@@ -12,6 +12,10 @@ namespace {
 
 std::string Seconds(absl::Duration duration) { return absl::StrFormat("%.1f s", absl::ToDoubleSeconds(duration)); }
 
+// A rank whose training waits for a checkpoint is named only after this long (or
+// --hang_seconds if longer).
+constexpr absl::Duration kCheckpointWaitLimit = absl::Seconds(60);
+
 }  // namespace
 
 ProgressMonitor::ProgressMonitor(const proto::Plan& plan, MonitorOptions options)
@@ -37,6 +41,7 @@ void ProgressMonitor::Observe(int64_t node, const proto::JobEvent::Heartbeat& he
   Node& state = nodes_[node];
   state.silent_ms = heartbeat.worker_silent_ms();
   state.stopped = heartbeat.worker_stopped();
+  state.checkpoint_wait_ms = heartbeat.worker_checkpoint_wait_ms();
   const int64_t window_ms = static_cast<int64_t>(options_.slow_window_seconds * 1000) + 1500;
   for (const proto::DeviceProgress& progress : heartbeat.progress()) {
     if (progress.device() < 0 || progress.device() >= static_cast<int64_t>(devices_.size())) continue;
@@ -101,6 +106,11 @@ int64_t ProgressMonitor::CompletedOf(int64_t d, const Call& call) const {
   return found == device.groups.end() ? 0 : found->second.completed;
 }
 
+int64_t ProgressMonitor::CheckpointWaitMs(int64_t node) const {
+  const auto found = nodes_.find(node);
+  return found == nodes_.end() ? 0 : found->second.checkpoint_wait_ms;
+}
+
 std::optional<HangFinding> ProgressMonitor::HangAt(int64_t waiter, absl::Time now) const {
   const Device& w = devices_[waiter];
   if (w.groups.empty()) return HangIn(Call{w.collective, w.completed, -1}, now);
@@ -138,6 +148,14 @@ std::optional<HangFinding> ProgressMonitor::HangIn(const Call& call, absl::Time 
       const absl::Duration stalled = now - m.changed;
       const bool stuck = unresponsive || (m.entered > 0 && stalled >= std::max(threshold, m.usual_gap * 4));
       if (!stuck) return std::nullopt;  // Still moving: slow perhaps, not hung.
+      // Held by a checkpoint write (session 45: a 4.2 s write on a loaded machine held
+      // node 0 for 6.7 s and the job was stopped as hung): the writer's own timeouts end
+      // a write that never finishes.
+      const int64_t checkpoint_ms = CheckpointWaitMs(m.node);
+      if (!unresponsive && checkpoint_ms > 0 &&
+          absl::Milliseconds(checkpoint_ms) < std::max(threshold, kCheckpointWaitLimit)) {
+        return std::nullopt;
+      }
       suspects.push_back(d);
     }
   } else {
@@ -169,6 +187,9 @@ std::optional<HangFinding> ProgressMonitor::HangIn(const Call& call, absl::Time 
                            Seconds(absl::Milliseconds(node->second.silent_ms)));
     } else if (node != nodes_.end() && node->second.silent_ms >= options_.hang_seconds * 1000) {
       state = absl::StrCat("its worker has not run for ", Seconds(absl::Milliseconds(node->second.silent_ms)));
+    } else if (CheckpointWaitMs(m.node) > 0) {
+      state = absl::StrCat("its training waits for a checkpoint (the previous one's write, or the copies) for ",
+                           Seconds(absl::Milliseconds(CheckpointWaitMs(m.node))));
     } else {
       state = "its worker runs: stuck outside the collective (in compute or another transfer)";
     }

@@ -15,7 +15,10 @@
 //         completed collectives is looked at first: its missing members are not
 //         themselves waiting in an earlier collective, so they are where the job stopped.
 //         When every member entered s and a member's worker is stopped or silent, that
-//         member is named. Heartbeats without group counts (a worker that predates them)
+//         member is named. A member whose worker reports its training waiting for a
+//         checkpoint (Heartbeat.worker_checkpoint_wait_ms: a slow write holds it) is not
+//         stuck until that wait reaches max(60 s, hang_seconds): the checkpoint writer has
+//         timeouts of its own. Heartbeats without group counts (a worker that predates them)
 //         are judged by the device-wide counts instead, which number a call alike on
 //         every member only with one communication stream and symmetric groups.
 //   slow: over the last slow_window_seconds, every member of a group completed >= 4
@@ -101,11 +104,14 @@ class ProgressMonitor {
   struct Node {
     int64_t silent_ms = 0;
     bool stopped = false;
+    int64_t checkpoint_wait_ms = 0;
   };
 
   std::string DeviceName(int64_t device) const;
   std::string GroupName(int64_t collective) const;
   bool NodeUnresponsive(int64_t node) const;
+  // How long the node's training has waited for a checkpoint (0: it does not).
+  int64_t CheckpointWaitMs(int64_t node) const;
   std::optional<HangFinding> HangAt(int64_t waiter, absl::Time now) const;
   // The call a waiter is inside: collective `collective`, number `sequence` within
   // `group` (< 0: device-wide numbers).

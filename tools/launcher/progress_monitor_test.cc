@@ -177,6 +177,33 @@ TEST(ProgressMonitorTest, MembersAreComparedByTheirCountsInTheWaitedGroup) {
   EXPECT_FALSE(TwoStreamHang(/*with_groups=*/false).has_value());
 }
 
+// Node 1's training waits for a checkpoint write (worker_checkpoint_wait_ms) while node 0
+// waits for it in collective 40: no hang for a minute, then one naming the wait.
+TEST(ProgressMonitorTest, ARankHeldByACheckpointIsNamedOnlyAfterAMinute) {
+  const proto::Plan plan = TwoNodePlan();
+  ProgressMonitor monitor(plan, MonitorOptions{});
+  absl::Time now = absl::FromUnixSeconds(1000);
+  for (int step = 0; step < 4; ++step, now += absl::Milliseconds(500)) {
+    monitor.Observe(0, Beat(0, 10 * step, 10 * step + 1, 0, now), now);
+    monitor.Observe(1, Beat(1, 10 * step, 10 * step, 0, now), now);
+  }
+  const absl::Time held = now;
+  for (; now < held + absl::Seconds(62); now += absl::Milliseconds(500)) {
+    proto::JobEvent::Heartbeat waiting = Beat(1, 40, 40, 0, now);
+    waiting.set_worker_checkpoint_wait_ms(absl::ToInt64Milliseconds(now - held));
+    monitor.Observe(0, Beat(0, 40, 41, 0, now), now);
+    monitor.Observe(1, waiting, now);
+    const std::optional<HangFinding> hang = monitor.CheckHang(now);
+    if (now - held < absl::Seconds(60)) {
+      EXPECT_FALSE(hang.has_value()) << absl::FormatDuration(now - held) << ": " << hang->text;
+    } else {
+      ASSERT_TRUE(hang.has_value()) << absl::FormatDuration(now - held);
+      EXPECT_EQ(hang->suspects, std::vector<int64_t>{1});
+      EXPECT_THAT(hang->text, HasSubstr("its training waits for a checkpoint"));
+    }
+  }
+}
+
 // Collective time per second of each device: the slow one is named after the window
 // and the confirmations; a ±20% jittered clean run is not.
 // `beats_per_collective`: heartbeats (500 ms apart) per collective completed; 1 means 20

@@ -43,10 +43,11 @@ namespace {
 size_t RecordBytes() { return kStatusWordsPerDevice * sizeof(int64_t); }
 // The heartbeat word follows the device records (at least one record's room).
 size_t HeartbeatOffset(int64_t devices) { return std::max<size_t>(1, static_cast<size_t>(devices)) * RecordBytes(); }
-// Then the number of group records, then the records.
+// Then the checkpoint wait word, the number of group records, and the records.
 constexpr int kGroupWords = 5;
 constexpr int64_t kMostGroupRecords = 1 << 16;  // a bound for a reader of a damaged file
-size_t GroupCountOffset(int64_t devices) { return HeartbeatOffset(devices) + sizeof(int64_t); }
+size_t CheckpointWaitOffset(int64_t devices) { return HeartbeatOffset(devices) + sizeof(int64_t); }
+size_t GroupCountOffset(int64_t devices) { return CheckpointWaitOffset(devices) + sizeof(int64_t); }
 
 }  // namespace
 
@@ -75,6 +76,7 @@ absl::StatusOr<std::unique_ptr<WorkerStatusFile>> WorkerStatusFile::Create(
     file->Store(static_cast<int>(slot), 0, device_indices[slot]);
     file->Store(static_cast<int>(slot), 4, -1);
   }
+  file->checkpoint_wait_word_ = CheckpointWaitOffset(devices) / sizeof(int64_t);
   size_t word = GroupCountOffset(devices) / sizeof(int64_t);
   __atomic_store_n(&file->words_[word++], static_cast<int64_t>(group_records), __ATOMIC_RELEASE);
   for (size_t slot = 0; slot < slot_groups.size() && slot < device_indices.size(); ++slot) {
@@ -129,6 +131,10 @@ void WorkerStatusFile::SetGroupActivity(int slot, int group, int64_t entered, in
   __atomic_store_n(&record[2], entered, __ATOMIC_RELEASE);
 }
 
+void WorkerStatusFile::SetCheckpointWait(int64_t since_unix_ms) {
+  __atomic_store_n(&words_[checkpoint_wait_word_], since_unix_ms, __ATOMIC_RELEASE);
+}
+
 WorkerStatusSnapshot ReadWorkerStatus(const std::string& path, int64_t expected_devices) {
   WorkerStatusSnapshot snapshot;
   std::ifstream file(path, std::ios::binary);
@@ -149,8 +155,11 @@ WorkerStatusSnapshot ReadWorkerStatus(const std::string& path, int64_t expected_
     device.set_collective_ns(LittleEndianWord(record + 40));
   }
   snapshot.heartbeat = LittleEndianWord(bytes.data() + HeartbeatOffset(expected_devices));
-  // The group records, when the file has them (a worker that predates them wrote none).
+  // The checkpoint wait and the group records, when the file has them (a worker that
+  // predates them wrote neither).
   char count_word[sizeof(int64_t)];
+  if (!file.read(count_word, sizeof(count_word))) return snapshot;
+  snapshot.checkpoint_wait_since_unix_ms = LittleEndianWord(count_word);
   if (!file.read(count_word, sizeof(count_word))) return snapshot;
   const int64_t records = LittleEndianWord(count_word);
   if (records <= 0 || records > kMostGroupRecords) return snapshot;

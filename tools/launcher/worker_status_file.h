@@ -9,6 +9,8 @@
 // then one word, the worker's heartbeat: a counter a thread of the worker bumps every
 // 100 ms while the file is open, so the daemon can tell a worker that is not running at
 // all (SIGSTOP) from one waiting in a collective (DeviceProgress in proto/launcher.proto);
+// then one word, since when (Unix ms) the worker's training has been waiting for a
+// checkpoint (0: it is not; CheckpointOptions.on_training_wait);
 // then the group records: one word, their number R, and R records of five words
 //   [slot, group (plan/collective_groups.h), entered in the group, completed in the
 //    group, id of the group's last collective entered (-1: none)]
@@ -65,6 +67,8 @@ class WorkerStatusFile {
   // The same within one group of the device: nothing when Create was given no record for
   // (slot, group).
   void SetGroupActivity(int slot, int group, int64_t entered, int64_t completed, int64_t collective_id);
+  // Since when (Unix ms) training waits for a checkpoint; 0: it does not.
+  void SetCheckpointWait(int64_t since_unix_ms);
 
  private:
   WorkerStatusFile(int64_t* words, size_t bytes, int slots) : words_(words), bytes_(bytes), slots_(slots) {}
@@ -73,6 +77,7 @@ class WorkerStatusFile {
   int64_t* words_;
   size_t bytes_;
   int slots_;
+  size_t checkpoint_wait_word_ = 0;
   // (slot, group) -> the word its record starts at.
   std::map<std::pair<int, int>, size_t> group_record_;
   std::atomic<bool> stop_{false};
@@ -85,6 +90,7 @@ struct WorkerStatusSnapshot {
   bool present = false;
   std::vector<proto::DeviceProgress> progress;
   int64_t heartbeat = 0;
+  int64_t checkpoint_wait_since_unix_ms = 0;  // 0: not waiting (or a file without the word)
 };
 WorkerStatusSnapshot ReadWorkerStatus(const std::string& path, int64_t expected_devices);
 

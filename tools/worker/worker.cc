@@ -18,6 +18,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/synchronization/notification.h"
+#include "absl/time/clock.h"
 #include "actors/flight_recorder.h"
 #include "actors/runtime.h"
 #include "oneflow_core/comm/transport.h"
@@ -374,6 +375,18 @@ absl::Status RunWorker(const WorkerOptions& options) {
     fail_event(named, {});
     return named;
   }
+  // Training held by a checkpoint (an update waiting for its variable's copy, which waits
+  // for the previous checkpoint's write): the status file says since when, so that the
+  // launch does not call this rank hung while a slow write holds it (docs/diagnosis.md).
+  std::atomic<int> checkpoint_waits{0};
+  auto on_training_wait = [&](bool waiting) {
+    if (!status_file) return;
+    const int before = waiting ? checkpoint_waits.fetch_add(1) : checkpoint_waits.fetch_sub(1);
+    if (waiting && before == 0) status_file->SetCheckpointWait(absl::ToUnixMillis(absl::Now()));
+    if (!waiting && before == 1) status_file->SetCheckpointWait(0);
+  };
+  train.checkpoint.on_training_wait = on_training_wait;
+  train.memory_checkpoint.on_training_wait = on_training_wait;
   train.record_acts = options.record_trace && options.events_fd >= 0;
   // Metrics leave as events and lines; none stay in the process (a job may run for weeks).
   train.keep_iteration_metrics = false;
