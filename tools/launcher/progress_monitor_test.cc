@@ -51,16 +51,22 @@ proto::JobEvent::Heartbeat Beat(int64_t device, int64_t completed, int64_t enter
   return beat;
 }
 
-TEST(ProgressMonitorTest, StoppedRankIsNamedWithTheCollectiveAndWhoArrived) {
-  const proto::Plan plan = TwoNodePlan();
-  ProgressMonitor monitor(plan, MonitorOptions{});
-  absl::Time now = absl::FromUnixSeconds(1000);
-  // Both progress for 2 s, then node 1 stops before collective 40; node 0 waits in it.
+// Both nodes of TwoNodePlan progress for 2 s from `now` (10 collectives a heartbeat):
+// no hang. Returns the time after.
+absl::Time ProgressTwoSeconds(ProgressMonitor& monitor, absl::Time now) {
   for (int step = 0; step < 4; ++step, now += absl::Milliseconds(500)) {
     monitor.Observe(0, Beat(0, 10 * step, 10 * step + 1, 0, now), now);
     monitor.Observe(1, Beat(1, 10 * step, 10 * step, 0, now), now);
     EXPECT_FALSE(monitor.CheckHang(now).has_value());
   }
+  return now;
+}
+
+TEST(ProgressMonitorTest, StoppedRankIsNamedWithTheCollectiveAndWhoArrived) {
+  const proto::Plan plan = TwoNodePlan();
+  ProgressMonitor monitor(plan, MonitorOptions{});
+  // Both progress for 2 s, then node 1 stops before collective 40; node 0 waits in it.
+  absl::Time now = ProgressTwoSeconds(monitor, absl::FromUnixSeconds(1000));
   const absl::Time stop = now;
   for (; now < stop + absl::Seconds(7); now += absl::Milliseconds(500)) {
     const int64_t silent = absl::ToInt64Milliseconds(now - stop);
@@ -182,11 +188,7 @@ TEST(ProgressMonitorTest, MembersAreComparedByTheirCountsInTheWaitedGroup) {
 TEST(ProgressMonitorTest, ARankHeldByACheckpointIsNamedOnlyAfterAMinute) {
   const proto::Plan plan = TwoNodePlan();
   ProgressMonitor monitor(plan, MonitorOptions{});
-  absl::Time now = absl::FromUnixSeconds(1000);
-  for (int step = 0; step < 4; ++step, now += absl::Milliseconds(500)) {
-    monitor.Observe(0, Beat(0, 10 * step, 10 * step + 1, 0, now), now);
-    monitor.Observe(1, Beat(1, 10 * step, 10 * step, 0, now), now);
-  }
+  absl::Time now = ProgressTwoSeconds(monitor, absl::FromUnixSeconds(1000));
   const absl::Time held = now;
   for (; now < held + absl::Seconds(62); now += absl::Milliseconds(500)) {
     proto::JobEvent::Heartbeat waiting = Beat(1, 40, 40, 0, now);
