@@ -60,6 +60,7 @@ thread_local std::atomic<int64_t>* current_start = nullptr;
 // `sequence` is the entry's validity stamp: -1 while it is being (re)written.
 struct FlightRecorder::Entry {
   std::atomic<int64_t> sequence{-1};
+  std::atomic<int64_t> group_sequence{-1};
   std::atomic<int64_t> collective{-1};
   std::atomic<int64_t> iteration{0};
   std::atomic<int64_t> enqueue_ns{0};
@@ -72,6 +73,12 @@ struct FlightRecorder::Ring {
   int device_index = 0;
   std::unique_ptr<Entry[]> entries;
   std::atomic<int64_t> recorded{0};  // entries ever begun = the next sequence number
+  // Per group (FlightRecorder::groups_): entries of it ever begun = its next
+  // group_sequence. Written under `mutex`, read by a dump without it.
+  std::unique_ptr<std::atomic<int64_t>[]> group_recorded;
+  // Per group, for the progress sink, under `mutex`: acts ended, the last collective.
+  std::vector<int64_t> group_completed;
+  std::vector<int64_t> group_collective;
   // A device with several communication streams (CollectiveDef.stream) has one
   // collective thread per stream: they take turns at its ring (uncontended with one
   // stream). A dump still reads without it, through the entries' atomics.
@@ -82,13 +89,22 @@ struct FlightRecorder::Ring {
 };
 
 FlightRecorder::FlightRecorder(const proto::Plan& plan, int64_t node, int64_t capacity)
-    : plan_(plan), node_(node), capacity_(std::max<int64_t>(1, capacity)), ring_of_(plan.devices_size(), -1) {
+    : plan_(plan),
+      node_(node),
+      capacity_(std::max<int64_t>(1, capacity)),
+      ring_of_(plan.devices_size(), -1),
+      groups_(CollectiveGroupsOf(plan)) {
   for (int d = 0; d < plan.devices_size(); ++d) {
     if (node >= 0 && plan.devices(d).device().node() != node) continue;
     ring_of_[d] = static_cast<int>(rings_.size());
     auto ring = std::make_unique<Ring>();
     ring->device_index = d;
     ring->entries = std::make_unique<Entry[]>(static_cast<size_t>(capacity_));
+    const size_t groups = groups_.names.size();
+    ring->group_recorded = std::make_unique<std::atomic<int64_t>[]>(groups);
+    for (size_t g = 0; g < groups; ++g) ring->group_recorded[g].store(0, std::memory_order_relaxed);
+    ring->group_completed.assign(groups, 0);
+    ring->group_collective.assign(groups, -1);
     rings_.push_back(std::move(ring));
   }
   anchor_steady_ns_ = SteadyNs();
@@ -122,6 +138,20 @@ int64_t FlightRecorder::Begin(int device_index, int64_t collective_id, int64_t i
   Entry& entry = ring.entries[sequence % capacity_];
   entry.sequence.store(-1, std::memory_order_relaxed);
   std::atomic_thread_fence(std::memory_order_release);
+  // A collective id outside the plan (a caller's bug) still gets a device-wide number.
+  const int group = collective_id >= 0 && collective_id < static_cast<int64_t>(groups_.of_collective.size())
+                        ? groups_.of_collective[collective_id]
+                        : -1;
+  int64_t group_sequence = -1;
+  if (group >= 0) {
+    group_sequence = ring.group_recorded[group].load(std::memory_order_relaxed);
+    ring.group_recorded[group].store(group_sequence + 1, std::memory_order_release);
+    // The group's previous act has ended: its stream issues them one at a time (its Close
+    // may have found the entry overwritten and counted nothing).
+    ring.group_completed[group] = group_sequence;
+    ring.group_collective[group] = collective_id;
+  }
+  entry.group_sequence.store(group_sequence, std::memory_order_relaxed);
   entry.collective.store(collective_id, std::memory_order_relaxed);
   entry.iteration.store(iteration, std::memory_order_relaxed);
   entry.start_ns.store(0, std::memory_order_relaxed);
@@ -132,7 +162,7 @@ int64_t FlightRecorder::Begin(int device_index, int64_t collective_id, int64_t i
   ring.recorded.store(sequence + 1, std::memory_order_release);
   current_start = &entry.start_ns;
   ring.last_collective = collective_id;
-  if (sink_) sink_(device_index, sequence + 1, collective_id, ring.collective_ns);
+  if (sink_) sink_(ProgressOf(ring, group));
   return sequence;
 }
 
@@ -155,7 +185,27 @@ void FlightRecorder::Close(int device_index, int64_t sequence, bool ok) {
   entry.state.store(static_cast<int>(ok ? EntryState::kOk : EntryState::kFailed), std::memory_order_release);
   current_start = nullptr;
   ring.collective_ns += end - entry.enqueue_ns.load(std::memory_order_relaxed);
-  if (sink_) sink_(device_index, sequence + 1, ring.last_collective, ring.collective_ns);
+  const int64_t collective = entry.collective.load(std::memory_order_relaxed);
+  const int group = collective >= 0 && collective < static_cast<int64_t>(groups_.of_collective.size())
+                        ? groups_.of_collective[collective]
+                        : -1;
+  if (group >= 0) ring.group_completed[group] = entry.group_sequence.load(std::memory_order_relaxed) + 1;
+  if (sink_) sink_(ProgressOf(ring, group));
+}
+
+FlightRecorder::Progress FlightRecorder::ProgressOf(const Ring& ring, int group) const {
+  Progress progress;
+  progress.device_index = ring.device_index;
+  progress.entered = ring.recorded.load(std::memory_order_relaxed);
+  progress.collective_id = ring.last_collective;
+  progress.collective_ns = ring.collective_ns;
+  progress.group = group;
+  if (group >= 0) {
+    progress.group_entered = ring.group_recorded[group].load(std::memory_order_relaxed);
+    progress.group_completed = ring.group_completed[group];
+    progress.group_collective = ring.group_collective[group];
+  }
+  return progress;
 }
 
 void FlightRecorder::NoteCollectiveStart() {
@@ -183,11 +233,7 @@ std::string FlightRecorder::DumpJson(absl::string_view reason, absl::string_view
       const proto::CollectiveDef& collective = plan_.collectives(static_cast<int>(id));
       std::vector<std::string> members;
       for (const proto::DeviceId& member : collective.group()) members.push_back(Quote(DeviceName(member)));
-      std::string group = "devices [";
-      for (int m = 0; m < collective.group_size(); ++m) {
-        absl::StrAppend(&group, m > 0 ? ", " : "", DeviceName(collective.group(m)));
-      }
-      group += "]";
+      const std::string& group = groups_.names[groups_.of_collective[id]];
       std::string actor;
       for (const proto::ActorDef& a : device.actors()) {
         if (a.collective_id() == id) actor = a.name();
@@ -204,14 +250,22 @@ std::string FlightRecorder::DumpJson(absl::string_view reason, absl::string_view
     const Ring& ring = *rings_[r];
     const proto::DeviceId& id = plan_.devices(ring.device_index).device();
     const int64_t recorded = ring.recorded.load(std::memory_order_acquire);
+    // Read before the entries: an entry may be newer than these counts, never older.
+    std::vector<std::string> group_recorded;
+    for (size_t g = 0; g < groups_.names.size(); ++g) {
+      const int64_t count = ring.group_recorded[g].load(std::memory_order_acquire);
+      if (count > 0) group_recorded.push_back(absl::StrCat(Quote(groups_.names[g]), ": ", count));
+    }
     absl::StrAppend(&out, r > 0 ? ",\n" : "\n", "    {\"device_index\": ", ring.device_index,
                     ", \"device\": ", Quote(DeviceName(id)), ", \"capacity\": ", capacity_,
-                    ", \"recorded\": ", recorded, ", \"entries\": [");
+                    ", \"recorded\": ", recorded, ", \"group_recorded\": {", absl::StrJoin(group_recorded, ", "),
+                    "}, \"entries\": [");
     bool first_entry = true;
     for (int64_t k = std::max<int64_t>(0, recorded - capacity_); k < recorded; ++k) {
       const Entry& entry = ring.entries[k % capacity_];
       if (entry.sequence.load(std::memory_order_acquire) != k) continue;
       const int64_t collective = entry.collective.load(std::memory_order_relaxed);
+      const int64_t group_sequence = entry.group_sequence.load(std::memory_order_relaxed);
       const int64_t iteration = entry.iteration.load(std::memory_order_relaxed);
       const int64_t enqueue = entry.enqueue_ns.load(std::memory_order_relaxed);
       const int64_t start = entry.start_ns.load(std::memory_order_relaxed);
@@ -226,7 +280,9 @@ std::string FlightRecorder::DumpJson(absl::string_view reason, absl::string_view
           if (group[m].node() == id.node() && group[m].device() == id.device()) group_rank = m;
         }
       }
-      absl::StrAppend(&out, first_entry ? "\n" : ",\n", "      {\"sequence\": ", k, ", \"collective\": ", collective,
+      absl::StrAppend(&out, first_entry ? "\n" : ",\n", "      {\"sequence\": ", k,
+                      group_sequence < 0 ? "" : absl::StrCat(", \"group_sequence\": ", group_sequence),
+                      ", \"collective\": ", collective,
                       ", \"iteration\": ", iteration, ", \"group_rank\": ", group_rank, ", \"enqueue_ns\": ", enqueue,
                       ", \"start_ns\": ", start, ", \"end_ns\": ", end, ", \"enqueue_unix_ns\": ", unix_of(enqueue),
                       ", \"start_unix_ns\": ", unix_of(start), ", \"end_unix_ns\": ", unix_of(end), ", \"state\": \"",

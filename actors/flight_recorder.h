@@ -3,8 +3,14 @@
 // docs/diagnosis.md).
 //
 // One entry per act of a collective actor (those in the device's collective order;
-// transfers between placements are outside it and not recorded): its sequence number,
-// collective id, iteration, and three times on the steady clock
+// transfers between placements are outside it and not recorded): two sequence numbers
+//   sequence:       among all the device's acts, the order they began in on this device;
+//   group_sequence: among the device's acts of the same group (device list), which every
+//                   member of the group numbers alike for the same call. The device-wide
+//                   number does not: with several communication streams the streams'
+//                   acts interleave differently on each member, and members with other
+//                   groups of their own (pipeline stages) count those too,
+// its collective id, iteration, and three times on the steady clock
 //   enqueue: the engine called the act (its inputs were there and its turn had come),
 //   start:   the act began its collective step (after its own setup: a bucket packs
 //            its members first), stamped by NoteCollectiveStart(),
@@ -32,6 +38,7 @@
 #include "absl/status/status.h"
 #include "absl/strings/string_view.h"
 #include "actors/engine.h"
+#include "plan/collective_groups.h"
 #include "proto/plan.pb.h"
 
 namespace oneflow::actors {
@@ -52,7 +59,8 @@ class FlightRecorder {
   ActFunction Wrap(const ActorBinding& binding, ActFunction act);
 
   // Records the start of device `device_index`'s next collective act (its sequence
-  // number is the number of acts recorded on the device before) and returns that
+  // number is the number of acts recorded on the device before, its group_sequence the
+  // number of the device's acts of the collective's group before) and returns that
   // sequence number; End closes it. The device's collective threads (one per
   // communication stream) call these.
   int64_t Begin(int device_index, int64_t collective_id, int64_t iteration);
@@ -62,13 +70,24 @@ class FlightRecorder {
   // the last begun). Nothing when the entry was overwritten meanwhile.
   void Close(int device_index, int64_t sequence, bool ok);
 
-  // Told after every Begin and End, on the device's collective thread: the collectives
-  // the device entered so far, the id of the last one, and the nanoseconds it spent in
-  // collective acts (completed ones). The worker copies them into its status file, from
-  // which the daemons' heartbeats tell `oneflow launch` who waits for whom
-  // (docs/diagnosis.md). Set before the run; unset: nothing is called.
-  using ProgressSink =
-      std::function<void(int device_index, int64_t entered, int64_t collective_id, int64_t collective_ns)>;
+  // Told after every Begin and End, on the device's collective thread. The worker copies
+  // it into its status file, from which the daemons' heartbeats tell `oneflow launch` who
+  // waits for whom (docs/diagnosis.md). Set before the run; unset: nothing is called.
+  struct Progress {
+    int device_index = 0;
+    int64_t entered = 0;         // the device's collectives entered so far, all groups
+    int64_t collective_id = -1;  // the last one entered
+    int64_t collective_ns = 0;   // spent in collective acts (completed ones)
+    // The group (plan/collective_groups.h) of the act begun or ended, the device's acts
+    // of it entered and completed so far (a group's acts are issued by one stream, one at
+    // a time: entered - completed is 0 or 1) and the group's last collective entered.
+    // -1: the act's collective is not in the plan.
+    int group = -1;
+    int64_t group_entered = 0;
+    int64_t group_completed = 0;
+    int64_t group_collective = -1;
+  };
+  using ProgressSink = std::function<void(const Progress& progress)>;
   void SetProgressSink(ProgressSink sink) { sink_ = std::move(sink); }
 
   // Stamps the start time of the entry the calling thread is in (between Begin and End);
@@ -84,10 +103,13 @@ class FlightRecorder {
  private:
   struct Entry;
   struct Ring;
+  // Under the ring's mutex.
+  Progress ProgressOf(const Ring& ring, int group) const;
   const proto::Plan& plan_;
   const int64_t node_;
   const int64_t capacity_;
   std::vector<int> ring_of_;  // plan device index -> index in rings_, or -1
+  const CollectiveGroups groups_;
   std::vector<std::unique_ptr<Ring>> rings_;
   ProgressSink sink_;
   // Steady and wall clock read together once: an entry keeps steady times only.

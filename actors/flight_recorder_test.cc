@@ -4,6 +4,7 @@
 #include <cstdio>
 #include <thread>
 #include <fstream>
+#include <map>
 #include <sstream>
 #include <vector>
 
@@ -89,20 +90,61 @@ TEST(FlightRecorderTest, ProgressSinkSeesEnteredCollectivesAndTheirTime) {
   const proto::Plan plan = ThreeDevicePlan();
   FlightRecorder recorder(plan, /*node=*/0);
   std::vector<std::vector<int64_t>> calls;
-  recorder.SetProgressSink([&](int device, int64_t entered, int64_t collective, int64_t ns) {
-    calls.push_back({device, entered, collective, ns});
+  recorder.SetProgressSink([&](const FlightRecorder::Progress& p) {
+    calls.push_back({p.device_index, p.entered, p.collective_id, p.collective_ns, p.group, p.group_entered,
+                     p.group_completed, p.group_collective});
   });
   recorder.Begin(1, 0, 0);
   ASSERT_EQ(calls.size(), 1u);
-  EXPECT_EQ(calls[0], (std::vector<int64_t>{1, 1, 0, 0}));  // Inside collective 0: entered 1.
+  // Inside collective 0: entered 1, in its group (0) too, none completed.
+  EXPECT_EQ(calls[0], (std::vector<int64_t>{1, 1, 0, 0, 0, 1, 0, 0}));
   std::this_thread::sleep_for(std::chrono::milliseconds(1));
   recorder.End(1, true);
   ASSERT_EQ(calls.size(), 2u);
   EXPECT_EQ(calls[1][1], 1);
   EXPECT_GT(calls[1][3], 0);  // The act's time is counted once it ended.
+  EXPECT_EQ(calls[1][6], 1);  // completed in the group
   recorder.Begin(1, 0, 1);
   EXPECT_EQ(calls[2][1], 2);
   EXPECT_EQ(calls[2][3], calls[1][3]);
+  EXPECT_EQ(calls[2][5], 2);
+  EXPECT_EQ(calls[2][6], 1);
+}
+
+TEST(FlightRecorderTest, TwoStreamsOfOneDeviceNumberTheirGroupsApart) {
+  // Device 0:0 also has a collective with 0:1 alone (another group, another stream).
+  proto::Plan plan = ThreeDevicePlan();
+  proto::CollectiveDef* pair = plan.add_collectives();
+  pair->set_id(1);
+  pair->set_kind(proto::ALL_GATHER);
+  pair->set_stream(1);
+  *pair->add_group() = plan.devices(0).device();
+  *pair->add_group() = plan.devices(1).device();
+  plan.mutable_devices(0)->add_collective_order(1);
+  constexpr int kActs = 500;
+  FlightRecorder recorder(plan, /*node=*/0, /*capacity=*/2 * kActs);
+  // One thread per stream, as the engine runs them: their acts interleave at random.
+  auto stream = [&](int64_t collective) {
+    for (int i = 0; i < kActs; ++i) recorder.Close(0, recorder.Begin(0, collective, i), true);
+  };
+  std::thread first(stream, 0), second(stream, 1);
+  first.join();
+  second.join();
+  const proto::FlightDump dump = Parse(recorder.DumpJson("streams"));
+  const proto::FlightDevice& device = dump.devices(0);
+  ASSERT_EQ(device.entries_size(), 2 * kActs);
+  EXPECT_EQ(device.group_recorded().at("devices [0:0, 0:1, 1:0]"), kActs);
+  EXPECT_EQ(device.group_recorded().at("devices [0:0, 0:1]"), kActs);
+  // Device-wide numbers in recording order; each group's numbers count its own acts in
+  // that order (the iteration the thread passed is the act's index in its stream).
+  std::map<int64_t, int64_t> next = {{0, 0}, {1, 0}};
+  for (int k = 0; k < device.entries_size(); ++k) {
+    const proto::FlightEntry& entry = device.entries(k);
+    EXPECT_EQ(entry.sequence(), k);
+    ASSERT_TRUE(entry.has_group_sequence());
+    EXPECT_EQ(entry.group_sequence(), next[entry.collective()]++) << "entry " << k;
+    EXPECT_EQ(entry.group_sequence(), entry.iteration());
+  }
 }
 
 TEST(FlightRecorderTest, WrapsOnlyCollectiveActorsOfRecordedDevices) {

@@ -4,6 +4,7 @@
 // the updated shard goes back by an all-gather, stage 3 gathers each parameter once
 // before use; and bad settings fail naming the flag or the field. That the plans train
 // like one device is tests/layout_sweep_test.cc's (ExtraLayouts).
+#include <algorithm>
 #include <cstdio>
 #include <map>
 #include <set>
@@ -14,6 +15,7 @@
 #include "examples/common/parallel_layout.h"
 #include "examples/gpt/gpt_model.h"
 #include "examples/mlp/mlp_model.h"
+#include "absl/container/flat_hash_set.h"
 #include "absl/strings/str_cat.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
@@ -164,7 +166,8 @@ size_t TrainableVariables(const proto::Plan& plan) {
 }
 
 // Stage 1: each gradient is all-reduced (into the identity hinted replicated) and then
-// sliced locally for the step; the new shard is all-gathered into its parameter.
+// sliced locally for the step; the new shard is all-gathered into its gathered copy (an
+// identity hinted like the parameter), which is assigned to the parameter.
 TEST(ZeroPlanTest, StageOneAllReducesGradientsThenSlices) {
   absl::StatusOr<proto::Plan> plan = CompileModel("gpt", 4, 1, 1);
   ASSERT_TRUE(plan.ok()) << plan.status();
@@ -185,13 +188,50 @@ TEST(ZeroPlanTest, StageOneAllReducesGradientsThenSlices) {
     bool gathered = false;
     for (const auto& [edge, kinds] : edges) {
       if (edge.second != new_param) continue;
-      EXPECT_EQ(FindOp(*plan, edge.first)->type(), "assign");
+      const proto::OpDef* copy = FindOp(*plan, edge.first);
+      EXPECT_EQ(copy->type(), "identity");
       EXPECT_EQ(kinds, Steps{proto::STEP_ALL_GATHER}) << new_param;
       gathered = true;
     }
     EXPECT_TRUE(gathered) << new_param;
   }
   EXPECT_EQ(OpsOfType(*plan, "assign").size(), 3 * steps.size());  // param, m, v.
+}
+
+// Stages 1 and 2 emit every sharded step, then every gathered copy, then the assigns of
+// the parameters: a parameter assigned right after its own step held the next
+// variable's step back until its gather had run (traced on 3 emulated hosts: the gathers
+// took turns with the compute thread; docs/auto_parallel_measurements.md, session 45).
+TEST(ZeroPlanTest, StagesOneAndTwoGatherAfterEveryStep) {
+  for (int zero : {1, 2}) {
+    SCOPED_TRACE(absl::StrCat("zero=", zero));
+    absl::StatusOr<proto::Plan> plan = CompileModel("gpt", 4, 1, zero);
+    ASSERT_TRUE(plan.ok()) << plan.status();
+    const auto& ops = plan->job().ops();
+    // Positions in the job (program order) of the steps, of the gathered copies (the
+    // identities reading a step's new_param) and of the assigns reading those copies.
+    absl::flat_hash_set<std::string> new_params, copies;
+    int last_step = -1, first_copy = ops.size(), last_copy = -1, first_param_assign = ops.size(), param_assigns = 0;
+    for (int k = 0; k < ops.size(); ++k) {
+      const proto::OpDef& op = ops[k];
+      if (op.type() == "adamw_step") {
+        new_params.insert(op.outputs().at("new_param"));
+        last_step = k;
+      } else if (op.type() == "identity" && new_params.contains(op.inputs().at("x"))) {
+        copies.insert(op.outputs().at("out"));
+        first_copy = std::min(first_copy, k);
+        last_copy = k;
+      } else if (op.type() == "assign" && copies.contains(op.inputs().at("value"))) {
+        first_param_assign = std::min(first_param_assign, k);
+        ++param_assigns;
+      }
+    }
+    ASSERT_EQ(new_params.size(), TrainableVariables(*plan));
+    EXPECT_EQ(copies.size(), new_params.size());
+    EXPECT_EQ(param_assigns, static_cast<int>(new_params.size()));
+    EXPECT_LT(last_step, first_copy);
+    EXPECT_LT(last_copy, first_param_assign);
+  }
 }
 
 // Stage 2: the same out-of-place steps, the gradient reduce-scattered straight into them.

@@ -192,7 +192,9 @@ absl::Status CheckpointWriter::AwaitStaged(int entry, int64_t iteration) {
   std::unique_lock<std::mutex> lock(mutex_);
   if (entries_[entry].copy_pending != iteration) return error_;
   const auto start = std::chrono::steady_clock::now();
+  if (training_waiters_++ == 0 && options_.on_training_wait) options_.on_training_wait(true);
   changed_.wait(lock, [&] { return !error_.ok() || stopping_ || entries_[entry].copy_pending != iteration; });
+  if (--training_waiters_ == 0 && options_.on_training_wait) options_.on_training_wait(false);
   stall_ms_ += MsSince(start);
   return error_;
 }
@@ -226,6 +228,7 @@ absl::Status CheckpointWriter::Copy(int entry, int64_t iteration, const void* da
   const auto start = std::chrono::steady_clock::now();
   std::unique_lock<std::mutex> lock(mutex_);
   // The buffers hold the previous checkpoint until it is written.
+  RaiseWriter();
   changed_.wait(lock, [&] {
     return !error_.ok() || (!writing_ && (staging_iteration_ < 0 || staging_iteration_ == iteration));
   });
@@ -239,6 +242,14 @@ absl::Status CheckpointWriter::Copy(int entry, int64_t iteration, const void* da
   if (std::this_thread::get_id() != copier_.get_id()) stall_ms_ += MsSince(start);
   if (++staged_ == static_cast<int64_t>(entries_.size())) StagedAll(lock, iteration);
   return error_;
+}
+
+void CheckpointWriter::RaiseWriter() {
+  if (!writing_ || writer_raised_ || !thread_.joinable()) return;
+  sched_param param{};
+  param.sched_priority = 0;
+  // Best effort, like the idle priority itself.
+  writer_raised_ = pthread_setschedparam(thread_.native_handle(), SCHED_OTHER, &param) == 0;
 }
 
 void CheckpointWriter::StagedAll(std::unique_lock<std::mutex>& lock, int64_t iteration) {
@@ -282,7 +293,8 @@ void CheckpointWriter::WriterMain() {
   // Idle priority: the write (CRC, copies into the page cache) runs on cores training
   // leaves free and never takes one from a device thread. Best effort: an error leaves
   // the normal priority. If training keeps every core busy the write waits, and the next
-  // checkpoint's copies wait for it.
+  // checkpoint's copies wait for it: from then on (RaiseWriter) it runs at normal
+  // priority until the write ends.
   sched_param param{};
   param.sched_priority = 0;
   pthread_setschedparam(pthread_self(), SCHED_IDLE, &param);
@@ -300,6 +312,11 @@ void CheckpointWriter::WriterMain() {
     if (!records_.empty() && records_.back().iteration == iteration) records_.back().stall_ms = stall_ms;
     if (error_.ok()) error_ = status;
     writing_ = false;
+    if (writer_raised_) {
+      // Back to idle for the next write (raised while training waited for this one).
+      pthread_setschedparam(pthread_self(), SCHED_IDLE, &param);
+      writer_raised_ = false;
+    }
     staging_iteration_ = -1;
     staged_ = 0;
     stall_ms_ = 0;
@@ -309,6 +326,7 @@ void CheckpointWriter::WriterMain() {
 
 absl::Status CheckpointWriter::Finish() {
   std::unique_lock<std::mutex> lock(mutex_);
+  RaiseWriter();  // The run's end waits for it.
   changed_.wait(lock, [&] { return copies_.empty() && !writing_ && !AnyCopyPending(); });
   if (staged_ > 0 && error_.ok()) {
     return absl::InternalError(absl::StrCat("checkpoint after iteration ", staging_iteration_, ": ", staged_,

@@ -99,6 +99,13 @@ struct CheckpointOptions {
   // (checkpoint_retention.h); by default none. A failed deletion warns on stderr and
   // training goes on.
   RetentionPolicy retention;
+  // Told when training starts waiting for this writer (an in-place update's AwaitStaged
+  // finds its variable's copy not made yet: the copier is behind, or waits for the
+  // previous checkpoint's write to free the staging buffers) with true, when the first
+  // device starts waiting, and with false when the last one stops. Called by the waiting
+  // threads under the writer's lock: keep it short. The worker puts it in its status file
+  // so that `oneflow launch` does not call a rank held by a slow write hung.
+  std::function<void(bool waiting)> on_training_wait;
 };
 
 
@@ -188,6 +195,12 @@ class CheckpointWriter {
   absl::StatusOr<bool> AgreeWithPeers(int64_t iteration, proto::CheckpointManifest* manifest);
   // Under mutex_: the last entry of `iteration` was staged.
   void StagedAll(std::unique_lock<std::mutex>& lock, int64_t iteration);
+  // Under mutex_, before a wait for the write in progress that training waits on (a copy
+  // of the next checkpoint, which an update awaits, or the run's end): the
+  // writer thread (idle priority, WriterMain) runs at normal priority until that write
+  // ends. Otherwise, on a machine whose cores are busy, training would wait for a thread
+  // that gets almost no CPU (session 45: writes of 200 KB took up to 4.2 s under load).
+  void RaiseWriter();
 
   const proto::Plan* plan_ = nullptr;
   CheckpointOptions options_;
@@ -198,6 +211,8 @@ class CheckpointWriter {
   bool multi_process_ = false;
   int64_t node_ = -1;
   std::vector<int64_t> saving_nodes_;
+  // Under mutex_: threads in AwaitStaged's wait (options_.on_training_wait).
+  int training_waiters_ = 0;
   std::vector<Entry> entries_;
   std::map<std::pair<int, std::string>, int> entry_index_;
   proto::CheckpointManifest manifest_template_;  // tensors, job, plan checksum
@@ -207,6 +222,9 @@ class CheckpointWriter {
   int64_t staging_iteration_ = -1;  // The checkpoint being staged, -1: none.
   int64_t staged_ = 0;
   bool writing_ = false;            // The staged checkpoint is being written.
+  // The writer thread runs at normal priority until its write ends: training waits for it
+  // (RaiseWriter).
+  bool writer_raised_ = false;
   int64_t to_write_ = -1;           // Handed to the writer thread.
   bool stopping_ = false;
   double stall_ms_ = 0;             // Of the checkpoint being staged.

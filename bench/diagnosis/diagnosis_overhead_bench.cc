@@ -50,6 +50,7 @@
 #include "actors/flight_recorder.h"
 #include "bench/lib/statistics.h"
 #include "gtest/gtest.h"
+#include "plan/collective_groups.h"
 #include "plan/plan_io.h"
 #include "tests/cluster/cluster_harness.h"
 #include "tests/cluster/process.h"
@@ -158,12 +159,21 @@ class NoRegisters : public actors::ActContext {
 // first device of `plan`, and that device's collective acts per iteration.
 std::pair<double, int> RecordingNsPerAct(const proto::Plan& plan, const std::string& status_path) {
   const std::vector<int64_t> local = launcher::NodeDeviceIndices(plan, 0);
+  // As the worker keeps it: a group record per (device, group).
+  const CollectiveGroups groups = CollectiveGroupsOf(plan);
+  std::vector<std::vector<int>> slot_groups;
+  for (const int64_t d : local) slot_groups.push_back(groups.of_device[d]);
   absl::StatusOr<std::unique_ptr<launcher::WorkerStatusFile>> status = launcher::WorkerStatusFile::Create(
-      status_path, local, /*heartbeat_ms=*/0);
+      status_path, local, /*heartbeat_ms=*/0, slot_groups);
   if (!status.ok() || local.empty()) return {0, 0};
   actors::FlightRecorder recorder(plan, 0);
-  recorder.SetProgressSink([&](int device, int64_t entered, int64_t collective, int64_t ns) {
-    (*status)->SetCollectiveActivity(device == local[0] ? 0 : -1, entered, collective, ns);
+  recorder.SetProgressSink([&](const actors::FlightRecorder::Progress& progress) {
+    const int slot = progress.device_index == local[0] ? 0 : -1;
+    (*status)->SetCollectiveActivity(slot, progress.entered, progress.collective_id, progress.collective_ns);
+    if (progress.group >= 0) {
+      (*status)->SetGroupActivity(slot, progress.group, progress.group_entered, progress.group_completed,
+                                  progress.group_collective);
+    }
   });
   const int device = static_cast<int>(local[0]);
   std::vector<actors::ActFunction> plain, wrapped;

@@ -134,7 +134,7 @@ loss %reduce_mean_5
 TEST(GradientBucketingPassTest, ZeroTwoReduceScattersShareABucket) {
   const std::string lines = BucketsAfterPass(kZeroTwo, 25);
   EXPECT_EQ(lines.substr(lines.find("bucket#")),
-            "bucket#0 level 0 reduce_scatter[axis 0] @0 after %matmul_0_grad/matmul_15: boxing#7.0, boxing#4.0, "
+            "bucket#0 level 0 reduce_scatter[axis 0] @0 after %matmul_0_grad/matmul_15: boxing#5.0, boxing#3.0, "
             "boxing#1.0 (16768 B)\n");
 }
 

@@ -3,13 +3,17 @@
 // state); a save stopped midway leaves the previous checkpoint the newest complete one;
 // damaged or truncated shards, damaged manifests, missing checkpoints and checkpoints
 // of another model are refused before anything is loaded, naming the file or tensor.
+#include <sched.h>
 #include <sys/resource.h>
 
+#include <chrono>
 #include <cmath>
 #include <csignal>
 #include <filesystem>
 #include <fstream>
+#include <mutex>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
@@ -177,6 +181,44 @@ TEST(CheckpointTest, ResumedRunsSaveAgainAndTheLastIterationIsSaved) {
   ExpectResumedLosses(*second, *whole, 4);
   ASSERT_EQ(second->checkpoints.size(), 1u);
   EXPECT_EQ(second->checkpoints[0].iteration, 6);
+}
+
+// A write that takes 300 ms (on_saved sleeps on the writer thread) while an iteration
+// takes milliseconds: the next checkpoint's copies wait for it, so the updates wait for
+// them, and the writer says so (the worker's status file carries it to `oneflow launch`,
+// which does not call such a rank hung); the writer thread, idle priority otherwise,
+// runs at normal priority while training waits for it.
+TEST(CheckpointTest, TrainingHeldByASlowWriteIsReported) {
+  const std::string dir = FreshDir("slow-write");
+  std::mutex mutex;
+  std::vector<bool> waits;
+  std::vector<int> writer_policies;  // at the end of each write
+  TrainOptions options;
+  options.node = -1;
+  options.iterations = 4;
+  options.checkpoint.dir = dir;
+  options.checkpoint.every = 1;
+  options.checkpoint.on_saved = [&](const CheckpointRecord&) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(300));
+    std::lock_guard<std::mutex> lock(mutex);
+    writer_policies.push_back(sched_getscheduler(0));
+  };
+  options.checkpoint.on_training_wait = [&](bool waiting) {
+    std::lock_guard<std::mutex> lock(mutex);
+    waits.push_back(waiting);
+  };
+  const absl::StatusOr<TrainResult> result = TrainPlan(MlpPlan({2, 1}), options);
+  ASSERT_TRUE(result.ok()) << result.status();
+  std::lock_guard<std::mutex> lock(mutex);
+  ASSERT_GE(waits.size(), 2u);
+  // Started and stopped in turn, the last one stopped.
+  for (size_t i = 0; i < waits.size(); ++i) EXPECT_EQ(waits[i], i % 2 == 0) << "call " << i;
+  EXPECT_FALSE(waits.back());
+  // After 1, 2, 3 and the last iteration. Each is waited for by the next checkpoint's
+  // copies or the run's end, within milliseconds unless the machine stalls the test for
+  // the write's 300 ms; the last one surely (the run ends right after staging it).
+  ASSERT_EQ(writer_policies.size(), 4u);
+  EXPECT_EQ(writer_policies.back(), SCHED_OTHER);
 }
 
 TEST(CheckpointTest, ASaveStoppedMidwayLeavesThePreviousCheckpoint) {

@@ -37,6 +37,8 @@ struct Arrival {
 
 struct DeviceState {
   int64_t last_sequence = -1;  // recorded - 1
+  // Group -> the last group_sequence the device began there (absent: none).
+  std::map<std::string, int64_t> last_in_group;
   int64_t dumped_unix_ns = 0;
 };
 
@@ -44,6 +46,13 @@ std::string Signature(const Arrival& arrival) {
   return arrival.collective == nullptr
              ? absl::StrCat("collective ", arrival.entry->collective(), " (not in its dump's table)")
              : absl::StrCat(arrival.collective->kind(), " ", arrival.collective->bytes(), " B");
+}
+
+// The last sequence number the device began: in `group` when aligning by group.
+int64_t LastSequence(const DeviceState& state, const std::string& group, bool by_group) {
+  if (!by_group) return state.last_sequence;
+  const auto found = state.last_in_group.find(group);
+  return found == state.last_in_group.end() ? -1 : found->second;
 }
 
 std::string RankOf(const std::string& device, const proto::FlightCollective& collective) {
@@ -90,6 +99,16 @@ Diagnosis Diagnose(const std::vector<proto::FlightDump>& dumps, const DiagnoseOp
   // (group, sequence) -> arrivals; group -> its members (from any dump).
   std::map<std::pair<std::string, int64_t>, std::vector<Arrival>> aligned;
   std::map<std::string, const proto::FlightCollective*> group_info;
+  // Per-group numbers only when every entry has one: a dump of an older worker numbers
+  // its entries per device only, and mixing the two numberings would pair anything.
+  for (const proto::FlightDump& dump : dumps) {
+    for (const proto::FlightDevice& device : dump.devices()) {
+      for (const proto::FlightEntry& entry : device.entries()) {
+        if (!entry.has_group_sequence()) diagnosis.by_device_sequence = true;
+      }
+    }
+  }
+  const bool by_group = !diagnosis.by_device_sequence;
   for (const proto::FlightDump& dump : dumps) {
     std::map<int64_t, const proto::FlightCollective*> table;
     for (const proto::FlightCollective& collective : dump.collectives()) {
@@ -100,11 +119,19 @@ Diagnosis Diagnose(const std::vector<proto::FlightDump>& dumps, const DiagnoseOp
       DeviceState& state = devices[device.device()];
       state.last_sequence = std::max(state.last_sequence, device.recorded() - 1);
       state.dumped_unix_ns = dump.dumped_unix_ns();
+      for (const auto& [group, recorded] : device.group_recorded()) {
+        if (recorded > 0) state.last_in_group[group] = std::max(state.last_in_group[group], recorded - 1);
+      }
       for (const proto::FlightEntry& entry : device.entries()) {
         auto it = table.find(entry.collective());
         Arrival arrival{device.device(), &entry, it == table.end() ? nullptr : it->second, dump.dumped_unix_ns()};
         const std::string group = arrival.collective != nullptr ? arrival.collective->group() : "unknown group";
-        aligned[{group, entry.sequence()}].push_back(arrival);
+        if (by_group) {
+          // The counts were read before the entries: an entry begun meanwhile is newer.
+          auto [last, added] = state.last_in_group.emplace(group, entry.group_sequence());
+          if (!added) last->second = std::max(last->second, entry.group_sequence());
+        }
+        aligned[{group, by_group ? entry.group_sequence() : entry.sequence()}].push_back(arrival);
       }
     }
   }
@@ -184,7 +211,7 @@ Diagnosis Diagnose(const std::vector<proto::FlightDump>& dumps, const DiagnoseOp
       auto state = devices.find(member);
       if (state == devices.end()) {
         finding.no_dump.push_back(member);
-      } else if (state->second.last_sequence < sequence) {
+      } else if (LastSequence(state->second, group, by_group) < sequence) {
         finding.suspects.push_back(member);
       }
       // Otherwise it went past this sequence number and the entry left its ring.
@@ -200,10 +227,11 @@ Diagnosis Diagnose(const std::vector<proto::FlightDump>& dumps, const DiagnoseOp
       names.push_back(absl::StrCat("device ", suspect, " (", RankOf(suspect, collective), ")",
                                    std::find(late.begin(), late.end(), suspect) != late.end()
                                        ? " entered only after the others gave up"
-                                       : absl::StrCat(" never entered it (its last: sequence ",
-                                                      devices[suspect].last_sequence < 0
+                                       : absl::StrCat(" never entered it (its last", by_group ? " in the group" : "",
+                                                      ": sequence ",
+                                                      LastSequence(devices[suspect], group, by_group) < 0
                                                           ? std::string("none")
-                                                          : absl::StrCat(devices[suspect].last_sequence),
+                                                          : absl::StrCat(LastSequence(devices[suspect], group, by_group)),
                                                       ")")));
     }
     finding.text = absl::StrCat(
@@ -284,6 +312,12 @@ Diagnosis Diagnose(const std::vector<proto::FlightDump>& dumps, const DiagnoseOp
 
 std::string RenderDiagnosisText(const Diagnosis& diagnosis) {
   std::string out;
+  if (diagnosis.by_device_sequence) {
+    absl::StrAppend(&out,
+                    "note: these dumps have no per-group sequence numbers (written by an older worker): entries are "
+                    "aligned by each device's own sequence number, which pairs different calls where a device has "
+                    "several communication streams or collectives its group's other members lack\n");
+  }
   for (const Finding& finding : diagnosis.findings) absl::StrAppend(&out, finding.text, "\n");
   if (diagnosis.findings.empty()) {
     absl::StrAppend(&out, "no hang, slow rank or mismatch found: ", diagnosis.devices, " devices, ",
@@ -333,6 +367,8 @@ std::string RenderDiagnosisJson(const Diagnosis& diagnosis) {
   json.Int(diagnosis.devices);
   json.Key("aligned");
   json.Int(diagnosis.aligned);
+  json.Key("alignment");
+  json.String(diagnosis.by_device_sequence ? "device_sequence" : "group_sequence");
   json.Key("findings");
   json.BeginArray();
   for (const Finding& finding : diagnosis.findings) {

@@ -1,11 +1,17 @@
 // What `oneflow diagnose` concludes from flight recorder dumps (actors/flight_recorder.h,
-// docs/diagnosis.md): the dumps' entries aligned by (group, sequence number), then
+// docs/diagnosis.md): the dumps' entries aligned by (group, the entry's sequence number
+// within its group on its device: FlightEntry.group_sequence, which every member gives
+// the same call), then
 //   hang:     members of a group entered a collective and waited (or failed) while
 //             another member never entered it (or entered only after they gave up);
 //   slow:     a member that entered its group's collectives last, consistently and by
 //             far more than the jitter between collectives;
 //   mismatch: the members' entries at one sequence number are of different kinds or
 //             sizes (workers running different plans).
+// Dumps written before group_sequence existed are aligned by each device's own sequence
+// number instead (Diagnosis.by_device_sequence), which the text says: that pairs
+// different calls where a device has several communication streams or collectives its
+// group's other members lack.
 #ifndef TOOLS_CLI_DIAGNOSE_H_
 #define TOOLS_CLI_DIAGNOSE_H_
 
@@ -42,7 +48,7 @@ struct Finding {
   enum class Kind { kHang, kSlow, kMismatch };
   Kind kind = Kind::kHang;
   std::string group;            // "devices [0:0, 0:1]"
-  int64_t sequence = -1;        // hang, mismatch
+  int64_t sequence = -1;        // hang, mismatch: the group sequence (or the device's, see Diagnosis)
   int64_t collective = -1;      // hang
   std::string collective_kind;  // hang
   int64_t bytes = 0;            // hang
@@ -62,6 +68,8 @@ struct Diagnosis {
   std::vector<Finding> findings;  // hangs, then mismatches, then slow ranks
   int64_t devices = 0;            // devices with entries in the dumps
   int64_t aligned = 0;            // (group, sequence) pairs seen
+  // Some dump has entries without group_sequence: aligned by FlightEntry.sequence.
+  bool by_device_sequence = false;
 };
 
 Diagnosis Diagnose(const std::vector<proto::FlightDump>& dumps, const DiagnoseOptions& options = {});

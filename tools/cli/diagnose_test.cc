@@ -2,6 +2,8 @@
 
 #include <cstdio>
 #include <fstream>
+#include <string>
+#include <vector>
 
 #include "gtest/gtest.h"
 
@@ -136,6 +138,83 @@ TEST(DiagnoseTest, MismatchedBytesAreReportedWithBothSides) {
   EXPECT_EQ(mismatch.text,
             "mismatch: group devices [0:0, 0:1] sequence 0: the ranks called different collectives: ALL_REDUCE 2048 B "
             "on 0:1; ALL_REDUCE 4096 B on 0:0");
+}
+
+// One dump of devices 0:0 and 1:0 with two streams each: a dp all-gather group
+// "devices [0:0, 1:0]" (collective 2) and each device's tp all-reduce group (0 and 1).
+// 0:0 entered the dp gathers 0..6 and waited 500 ms in the last (failed); 1:0 completed
+// the dp gathers 0..5 and then only tp all-reduces: its tp stream ran 14 calls ahead.
+proto::FlightDump TwoStreamHangDump(bool group_numbers) {
+  proto::FlightDump dump;
+  dump.set_format("oneflow-flight-recorder");
+  dump.set_version(1);
+  dump.set_node(-1);
+  dump.set_dumped_unix_ns(kBase + 1000 * kMs);
+  auto add_collective = [&](int64_t id, const std::string& kind, const std::string& group,
+                            std::vector<std::string> members, int64_t bytes, const std::string& actor) {
+    proto::FlightCollective* collective = dump.add_collectives();
+    collective->set_collective(id);
+    collective->set_kind(kind);
+    collective->set_group(group);
+    for (const std::string& member : members) collective->add_members(member);
+    collective->set_bytes(bytes);
+    collective->set_actor(actor);
+  };
+  add_collective(0, "ALL_REDUCE", "devices [0:0, 0:1]", {"0:0", "0:1"}, 2560, "tp/all_reduce");
+  add_collective(1, "ALL_REDUCE", "devices [1:0, 1:1]", {"1:0", "1:1"}, 2560, "tp/all_reduce");
+  add_collective(2, "ALL_GATHER", "devices [0:0, 1:0]", {"0:0", "1:0"}, 20, "dp/all_gather");
+  auto add_entry = [&](proto::FlightDevice* device, int64_t collective, int64_t group_sequence, int64_t at_ms) {
+    proto::FlightEntry* entry = device->add_entries();
+    entry->set_sequence(device->entries_size() - 1);
+    if (group_numbers) entry->set_group_sequence(group_sequence);
+    entry->set_collective(collective);
+    entry->set_enqueue_unix_ns(kBase + at_ms * kMs);
+    entry->set_start_unix_ns(entry->enqueue_unix_ns());
+    entry->set_end_unix_ns(entry->enqueue_unix_ns() + kMs);
+    entry->set_state("ok");
+    device->set_recorded(device->entries_size());
+    return entry;
+  };
+  proto::FlightDevice* first = dump.add_devices();
+  first->set_device("0:0");
+  first->set_capacity(256);
+  for (int64_t g = 0; g <= 6; ++g) add_entry(first, 2, g, 10 * g);
+  proto::FlightEntry* waiting = first->mutable_entries(6);
+  waiting->set_end_unix_ns(waiting->enqueue_unix_ns() + 500 * kMs);
+  waiting->set_state("failed");
+  proto::FlightDevice* second = dump.add_devices();
+  second->set_device("1:0");
+  second->set_capacity(256);
+  for (int64_t g = 0; g <= 5; ++g) add_entry(second, 2, g, 10 * g);
+  for (int64_t g = 0; g < 14; ++g) add_entry(second, 1, g, 60 + g);
+  if (group_numbers) {
+    (*first->mutable_group_recorded())["devices [0:0, 1:0]"] = 7;
+    (*second->mutable_group_recorded())["devices [0:0, 1:0]"] = 6;
+    (*second->mutable_group_recorded())["devices [1:0, 1:1]"] = 14;
+  }
+  return dump;
+}
+
+TEST(DiagnoseTest, RankWhoseOtherStreamRanAheadIsStillNamedInAHang) {
+  const Diagnosis diagnosis = Diagnose({TwoStreamHangDump(/*group_numbers=*/true)});
+  EXPECT_FALSE(diagnosis.by_device_sequence);
+  ASSERT_EQ(diagnosis.findings.size(), 1u) << RenderDiagnosisText(diagnosis);
+  const Finding& hang = diagnosis.findings[0];
+  EXPECT_EQ(hang.kind, Finding::Kind::kHang);
+  EXPECT_EQ(hang.sequence, 6);
+  EXPECT_EQ(hang.suspects, std::vector<std::string>{"1:0"});
+  EXPECT_EQ(hang.text,
+            "hang: collective 2 (ALL_GATHER, 20 B, actor 'dp/all_gather') sequence 6 of group devices [0:0, 1:0]: "
+            "device 1:0 (rank 1 of devices [0:0, 1:0]) never entered it (its last in the group: sequence 5); "
+            "arrived: 0:0 (waited 500 ms)");
+  EXPECT_NE(RenderDiagnosisJson(diagnosis).find("\"alignment\": \"group_sequence\""), std::string::npos);
+  // By the devices' own numbers 1:0 (its last: sequence 19) looks past sequence 6: no hang
+  // is named, and the text says the dumps were aligned that way.
+  const Diagnosis by_device = Diagnose({TwoStreamHangDump(/*group_numbers=*/false)});
+  EXPECT_TRUE(by_device.by_device_sequence);
+  for (const Finding& finding : by_device.findings) EXPECT_NE(finding.kind, Finding::Kind::kHang) << finding.text;
+  EXPECT_NE(RenderDiagnosisText(by_device).find("aligned by each device's own sequence number"), std::string::npos);
+  EXPECT_NE(RenderDiagnosisJson(by_device).find("\"alignment\": \"device_sequence\""), std::string::npos);
 }
 
 TEST(DiagnoseTest, BadFilesAreNamed) {

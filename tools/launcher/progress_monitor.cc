@@ -12,10 +12,14 @@ namespace {
 
 std::string Seconds(absl::Duration duration) { return absl::StrFormat("%.1f s", absl::ToDoubleSeconds(duration)); }
 
+// A rank whose training waits for a checkpoint is named only after this long (or
+// --hang_seconds if longer).
+constexpr absl::Duration kCheckpointWaitLimit = absl::Seconds(60);
+
 }  // namespace
 
 ProgressMonitor::ProgressMonitor(const proto::Plan& plan, MonitorOptions options)
-    : plan_(plan), options_(options), devices_(plan.devices_size()) {
+    : plan_(plan), options_(options), collective_groups_(CollectiveGroupsOf(plan)), devices_(plan.devices_size()) {
   for (int d = 0; d < plan.devices_size(); ++d) {
     const proto::DeviceId& id = plan.devices(d).device();
     index_of_[{id.node(), id.device()}] = d;
@@ -37,6 +41,7 @@ void ProgressMonitor::Observe(int64_t node, const proto::JobEvent::Heartbeat& he
   Node& state = nodes_[node];
   state.silent_ms = heartbeat.worker_silent_ms();
   state.stopped = heartbeat.worker_stopped();
+  state.checkpoint_wait_ms = heartbeat.worker_checkpoint_wait_ms();
   const int64_t window_ms = static_cast<int64_t>(options_.slow_window_seconds * 1000) + 1500;
   for (const proto::DeviceProgress& progress : heartbeat.progress()) {
     if (progress.device() < 0 || progress.device() >= static_cast<int64_t>(devices_.size())) continue;
@@ -55,6 +60,10 @@ void ProgressMonitor::Observe(int64_t node, const proto::JobEvent::Heartbeat& he
     device.completed = progress.completed_collectives();
     device.entered = progress.entered_collectives();
     device.collective = progress.collective();
+    for (const proto::GroupProgress& group : progress.groups()) {
+      if (group.group() < 0 || group.group() >= static_cast<int64_t>(collective_groups_.names.size())) continue;
+      device.groups[group.group()] = {group.entered(), group.completed(), group.collective()};
+    }
     // Stopped at this heartbeat or, as the daemon's stop sampler saw, since the previous one.
     device.samples.push_back({heartbeat.sampled_unix_ms(), progress.completed_collectives(), progress.collective_ns(),
                               heartbeat.worker_stopped() || heartbeat.worker_stopped_since_last_beat()});
@@ -83,10 +92,41 @@ bool ProgressMonitor::NodeUnresponsive(int64_t node) const {
   return found->second.stopped || found->second.silent_ms >= options_.hang_seconds * 1000;
 }
 
+int64_t ProgressMonitor::EnteredOf(int64_t d, const Call& call) const {
+  const Device& device = devices_[d];
+  if (call.group < 0) return device.entered;
+  const auto found = device.groups.find(call.group);
+  return found == device.groups.end() ? 0 : found->second.entered;
+}
+
+int64_t ProgressMonitor::CompletedOf(int64_t d, const Call& call) const {
+  const Device& device = devices_[d];
+  if (call.group < 0) return device.completed;
+  const auto found = device.groups.find(call.group);
+  return found == device.groups.end() ? 0 : found->second.completed;
+}
+
+int64_t ProgressMonitor::CheckpointWaitMs(int64_t node) const {
+  const auto found = nodes_.find(node);
+  return found == nodes_.end() ? 0 : found->second.checkpoint_wait_ms;
+}
+
 std::optional<HangFinding> ProgressMonitor::HangAt(int64_t waiter, absl::Time now) const {
   const Device& w = devices_[waiter];
-  const int64_t sequence = w.completed;
-  const int64_t collective = w.collective;
+  if (w.groups.empty()) return HangIn(Call{w.collective, w.completed, -1}, now);
+  // Each of its groups it is inside a call of (one per communication stream at most).
+  for (const auto& [group, state] : w.groups) {
+    if (state.entered <= state.completed) continue;
+    if (std::optional<HangFinding> finding = HangIn(Call{state.collective, state.completed, group}, now)) {
+      return finding;
+    }
+  }
+  return std::nullopt;
+}
+
+std::optional<HangFinding> ProgressMonitor::HangIn(const Call& call, absl::Time now) const {
+  const int64_t sequence = call.sequence;
+  const int64_t collective = call.collective;
   if (collective < 0 || collective >= plan_.collectives_size()) return std::nullopt;
   const absl::Duration threshold = absl::Seconds(options_.hang_seconds);
   const proto::CollectiveDef& def = plan_.collectives(static_cast<int>(collective));
@@ -97,7 +137,7 @@ std::optional<HangFinding> ProgressMonitor::HangAt(int64_t waiter, absl::Time no
     const Device& m = devices_[found->second];
     if (!m.seen) return std::nullopt;  // A node that sends no heartbeats: nothing to say.
     members.push_back(found->second);
-    (m.entered > sequence ? arrived : missing).push_back(found->second);
+    (EnteredOf(found->second, call) > sequence ? arrived : missing).push_back(found->second);
   }
   std::vector<int64_t> suspects;
   std::vector<std::string> why;
@@ -108,6 +148,14 @@ std::optional<HangFinding> ProgressMonitor::HangAt(int64_t waiter, absl::Time no
       const absl::Duration stalled = now - m.changed;
       const bool stuck = unresponsive || (m.entered > 0 && stalled >= std::max(threshold, m.usual_gap * 4));
       if (!stuck) return std::nullopt;  // Still moving: slow perhaps, not hung.
+      // Held by a checkpoint write (session 45: a 4.2 s write on a loaded machine held
+      // node 0 for 6.7 s and the job was stopped as hung): the writer's own timeouts end
+      // a write that never finishes.
+      const int64_t checkpoint_ms = CheckpointWaitMs(m.node);
+      if (!unresponsive && checkpoint_ms > 0 &&
+          absl::Milliseconds(checkpoint_ms) < std::max(threshold, kCheckpointWaitLimit)) {
+        return std::nullopt;
+      }
       suspects.push_back(d);
     }
   } else {
@@ -119,6 +167,7 @@ std::optional<HangFinding> ProgressMonitor::HangAt(int64_t waiter, absl::Time no
   }
   HangFinding finding;
   finding.sequence = sequence;
+  finding.in_group = call.group >= 0;
   finding.collective = collective;
   finding.suspects = suspects;
   for (const int64_t d : arrived) {
@@ -138,14 +187,18 @@ std::optional<HangFinding> ProgressMonitor::HangAt(int64_t waiter, absl::Time no
                            Seconds(absl::Milliseconds(node->second.silent_ms)));
     } else if (node != nodes_.end() && node->second.silent_ms >= options_.hang_seconds * 1000) {
       state = absl::StrCat("its worker has not run for ", Seconds(absl::Milliseconds(node->second.silent_ms)));
+    } else if (CheckpointWaitMs(m.node) > 0) {
+      state = absl::StrCat("its training waits for a checkpoint (the previous one's write, or the copies) for ",
+                           Seconds(absl::Milliseconds(CheckpointWaitMs(m.node))));
     } else {
       state = "its worker runs: stuck outside the collective (in compute or another transfer)";
     }
+    const int64_t completed = CompletedOf(d, call);
     suspect_text.push_back(absl::StrCat(
         "node ", m.node, " device ", DeviceName(d), " (rank ", rank, " of the group) ",
-        m.entered > sequence ? "entered it but " : "has not entered it, ", "made no progress for ",
-        Seconds(now - m.changed), ", last completed collective ",
-        m.completed > 0 ? absl::StrCat(m.completed - 1) : std::string("none"), "; ", state));
+        EnteredOf(d, call) > sequence ? "entered it but " : "has not entered it, ", "made no progress for ",
+        Seconds(now - m.changed), call.group >= 0 ? ", last completed in the group: sequence " : ", last completed collective ",
+        completed > 0 ? absl::StrCat(completed - 1) : std::string("none"), "; ", state));
   }
   absl::Duration waited = absl::InfiniteDuration();
   for (const int64_t d : finding.arrived) {

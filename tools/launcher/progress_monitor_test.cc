@@ -3,6 +3,8 @@
 #include "tools/launcher/progress_monitor.h"
 
 #include <random>
+#include <utility>
+#include <vector>
 
 #include "tools/launcher/worker_status_file.h"
 
@@ -49,16 +51,22 @@ proto::JobEvent::Heartbeat Beat(int64_t device, int64_t completed, int64_t enter
   return beat;
 }
 
-TEST(ProgressMonitorTest, StoppedRankIsNamedWithTheCollectiveAndWhoArrived) {
-  const proto::Plan plan = TwoNodePlan();
-  ProgressMonitor monitor(plan, MonitorOptions{});
-  absl::Time now = absl::FromUnixSeconds(1000);
-  // Both progress for 2 s, then node 1 stops before collective 40; node 0 waits in it.
+// Both nodes of TwoNodePlan progress for 2 s from `now` (10 collectives a heartbeat):
+// no hang. Returns the time after.
+absl::Time ProgressTwoSeconds(ProgressMonitor& monitor, absl::Time now) {
   for (int step = 0; step < 4; ++step, now += absl::Milliseconds(500)) {
     monitor.Observe(0, Beat(0, 10 * step, 10 * step + 1, 0, now), now);
     monitor.Observe(1, Beat(1, 10 * step, 10 * step, 0, now), now);
     EXPECT_FALSE(monitor.CheckHang(now).has_value());
   }
+  return now;
+}
+
+TEST(ProgressMonitorTest, StoppedRankIsNamedWithTheCollectiveAndWhoArrived) {
+  const proto::Plan plan = TwoNodePlan();
+  ProgressMonitor monitor(plan, MonitorOptions{});
+  // Both progress for 2 s, then node 1 stops before collective 40; node 0 waits in it.
+  absl::Time now = ProgressTwoSeconds(monitor, absl::FromUnixSeconds(1000));
   const absl::Time stop = now;
   for (; now < stop + absl::Seconds(7); now += absl::Milliseconds(500)) {
     const int64_t silent = absl::ToInt64Milliseconds(now - stop);
@@ -90,6 +98,111 @@ TEST(ProgressMonitorTest, ARankStillProgressingIsNoHang) {
     monitor.Observe(0, Beat(0, 5, 6, 0, now), now);
     monitor.Observe(1, Beat(1, step / 4, step / 4, 0, now), now);
     EXPECT_FALSE(monitor.CheckHang(now).has_value());
+  }
+}
+
+// dp=2 x tp=2 on 2 nodes with two communication streams: the tp all-reduces (groups 0:
+// [0:0, 0:1], 1: [1:0, 1:1]) and the dp all-gathers (group 2: [0:0, 1:0], 3: [0:1, 1:1]).
+proto::Plan TwoStreamPlan() {
+  proto::Plan plan;
+  for (const auto& [node, device] : {std::pair{0, 0}, std::pair{0, 1}, std::pair{1, 0}, std::pair{1, 1}}) {
+    proto::DevicePlan* d = plan.add_devices();
+    d->mutable_device()->set_node(node);
+    d->mutable_device()->set_device(device);
+  }
+  auto add = [&](proto::CollectiveKind kind, int64_t stream, std::vector<int> members) {
+    proto::CollectiveDef* collective = plan.add_collectives();
+    collective->set_id(plan.collectives_size() - 1);
+    collective->set_kind(kind);
+    collective->set_bytes_per_device(2560);
+    collective->set_stream(stream);
+    for (const int m : members) *collective->add_group() = plan.devices(m).device();
+  };
+  add(proto::ALL_REDUCE, 0, {0, 1});
+  add(proto::ALL_REDUCE, 0, {2, 3});
+  add(proto::ALL_GATHER, 1, {0, 2});
+  add(proto::ALL_GATHER, 1, {1, 3});
+  return plan;
+}
+
+// One device's progress: device-wide counts and, per group, {group, entered, completed,
+// collective}.
+proto::DeviceProgress GroupedProgress(int64_t device, int64_t completed, int64_t entered, int64_t collective,
+                                      const std::vector<std::vector<int64_t>>& groups) {
+  proto::DeviceProgress progress;
+  progress.set_device(device);
+  progress.set_completed_collectives(completed);
+  progress.set_entered_collectives(entered);
+  progress.set_collective(collective);
+  for (const std::vector<int64_t>& g : groups) {
+    proto::GroupProgress* group = progress.add_groups();
+    group->set_group(g[0]);
+    group->set_entered(g[1]);
+    group->set_completed(g[2]);
+    group->set_collective(g[3]);
+  }
+  return progress;
+}
+
+// 1:0 waits in dp all-gather call 5 (its 12th collective); 0:0 stopped before that call,
+// but its tp stream ran ahead: 13 collectives of the device completed. Six seconds of
+// heartbeats, with or without the group counts; the monitor's finding at the end.
+std::optional<HangFinding> TwoStreamHang(bool with_groups) {
+  const proto::Plan plan = TwoStreamPlan();
+  ProgressMonitor monitor(plan, MonitorOptions{});
+  auto groups = [&](std::vector<std::vector<int64_t>> g) {
+    return with_groups ? g : std::vector<std::vector<int64_t>>{};
+  };
+  absl::Time now = absl::FromUnixSeconds(1000);
+  for (const absl::Time end = now + absl::Seconds(6); now < end; now += absl::Milliseconds(500)) {
+    proto::JobEvent::Heartbeat node0, node1;
+    *node0.add_progress() = GroupedProgress(0, 13, 13, 0, groups({{0, 8, 8, 0}, {2, 5, 5, 2}}));
+    *node0.add_progress() = GroupedProgress(1, 13, 13, 0, groups({{0, 8, 8, 0}, {3, 5, 5, 3}}));
+    *node1.add_progress() = GroupedProgress(2, 11, 12, 2, groups({{1, 6, 6, 1}, {2, 6, 5, 2}}));
+    *node1.add_progress() = GroupedProgress(3, 11, 11, 1, groups({{1, 6, 6, 1}, {3, 5, 5, 3}}));
+    for (auto* beat : {&node0, &node1}) beat->set_sampled_unix_ms(absl::ToUnixMillis(now));
+    monitor.Observe(0, node0, now);
+    monitor.Observe(1, node1, now);
+  }
+  return monitor.CheckHang(now);
+}
+
+TEST(ProgressMonitorTest, MembersAreComparedByTheirCountsInTheWaitedGroup) {
+  const std::optional<HangFinding> hang = TwoStreamHang(/*with_groups=*/true);
+  ASSERT_TRUE(hang.has_value());
+  EXPECT_TRUE(hang->in_group);
+  EXPECT_EQ(hang->sequence, 5);
+  EXPECT_EQ(hang->collective, 2);
+  EXPECT_EQ(hang->suspects, std::vector<int64_t>{0});
+  EXPECT_EQ(hang->arrived, std::vector<int64_t>{2});
+  EXPECT_THAT(hang->text, HasSubstr("hang: collective 2 (ALL_GATHER, 2560 B) sequence 5 of group devices [0:0, 1:0]: "
+                                    "node 0 device 0:0 (rank 0 of the group) has not entered it, made no progress for "));
+  EXPECT_THAT(hang->text, HasSubstr("last completed in the group: sequence 4; its worker runs"));
+  // By device-wide counts (heartbeats of an older worker) 0:0 went past the call (13 > 11)
+  // and nobody is named.
+  EXPECT_FALSE(TwoStreamHang(/*with_groups=*/false).has_value());
+}
+
+// Node 1's training waits for a checkpoint write (worker_checkpoint_wait_ms) while node 0
+// waits for it in collective 40: no hang for a minute, then one naming the wait.
+TEST(ProgressMonitorTest, ARankHeldByACheckpointIsNamedOnlyAfterAMinute) {
+  const proto::Plan plan = TwoNodePlan();
+  ProgressMonitor monitor(plan, MonitorOptions{});
+  absl::Time now = ProgressTwoSeconds(monitor, absl::FromUnixSeconds(1000));
+  const absl::Time held = now;
+  for (; now < held + absl::Seconds(62); now += absl::Milliseconds(500)) {
+    proto::JobEvent::Heartbeat waiting = Beat(1, 40, 40, 0, now);
+    waiting.set_worker_checkpoint_wait_ms(absl::ToInt64Milliseconds(now - held));
+    monitor.Observe(0, Beat(0, 40, 41, 0, now), now);
+    monitor.Observe(1, waiting, now);
+    const std::optional<HangFinding> hang = monitor.CheckHang(now);
+    if (now - held < absl::Seconds(60)) {
+      EXPECT_FALSE(hang.has_value()) << absl::FormatDuration(now - held) << ": " << hang->text;
+    } else {
+      ASSERT_TRUE(hang.has_value()) << absl::FormatDuration(now - held);
+      EXPECT_EQ(hang->suspects, std::vector<int64_t>{1});
+      EXPECT_THAT(hang->text, HasSubstr("its training waits for a checkpoint"));
+    }
   }
 }
 

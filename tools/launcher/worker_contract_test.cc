@@ -127,6 +127,39 @@ TEST(WorkerStatusFileTest, CollectiveActivityAndHeartbeat) {
   EXPECT_EQ(ReadWorkerStatus(path, 2).heartbeat, stopped);
 }
 
+TEST(WorkerStatusFileTest, GroupActivityPerDeviceAndGroup) {
+  const std::string path = testing::TestDirectory("status-groups") + "/status";
+  // Slot 0 (plan device 3) is in groups 0 and 2, slot 1 (device 5) in group 1.
+  absl::StatusOr<std::unique_ptr<WorkerStatusFile>> file =
+      WorkerStatusFile::Create(path, {3, 5}, /*heartbeat_ms=*/0, {{0, 2}, {1}});
+  ASSERT_TRUE(file.ok()) << file.status();
+  (*file)->SetGroupActivity(0, 2, 6, 5, 9);
+  (*file)->SetGroupActivity(1, 1, 4, 4, 7);
+  (*file)->SetGroupActivity(1, 2, 99, 99, 99);  // no record: ignored
+  const std::vector<proto::DeviceProgress> progress = ReadWorkerStatusFile(path, 2);
+  ASSERT_EQ(progress.size(), 2u);
+  ASSERT_EQ(progress[0].groups_size(), 2);
+  EXPECT_EQ(progress[0].groups(0).group(), 0);
+  EXPECT_EQ(progress[0].groups(0).entered(), 0);
+  EXPECT_EQ(progress[0].groups(0).collective(), -1);
+  EXPECT_EQ(progress[0].groups(1).group(), 2);
+  EXPECT_EQ(progress[0].groups(1).entered(), 6);
+  EXPECT_EQ(progress[0].groups(1).completed(), 5);
+  EXPECT_EQ(progress[0].groups(1).collective(), 9);
+  ASSERT_EQ(progress[1].groups_size(), 1);
+  EXPECT_EQ(progress[1].groups(0).group(), 1);
+  EXPECT_EQ(progress[1].groups(0).entered(), 4);
+  EXPECT_EQ(progress[1].groups(0).collective(), 7);
+  // A file without group records (an older worker's): none, the rest read as before.
+  absl::StatusOr<std::unique_ptr<WorkerStatusFile>> plain = WorkerStatusFile::Create(path, {3, 5}, 0);
+  ASSERT_TRUE(plain.ok());
+  (*plain)->SetCompletedCollectives(1, 6);
+  const std::vector<proto::DeviceProgress> without = ReadWorkerStatusFile(path, 2);
+  ASSERT_EQ(without.size(), 2u);
+  EXPECT_EQ(without[0].groups_size(), 0);
+  EXPECT_EQ(without[1].completed_collectives(), 6);
+}
+
 TEST(WorkerStatusFileTest, MissingOrShortFileGivesNoProgress) {
   const std::string directory = testing::TestDirectory("status");
   EXPECT_TRUE(ReadWorkerStatusFile(directory + "/missing", 2).empty());

@@ -118,6 +118,10 @@ std::optional<proto::JobEvent> WorkerJob::Heartbeat() {
   beat->set_worker_stopped_since_last_beat(beat->worker_stopped() ||
                                            stopped_time_.stopped_ns() > stopped_ns_at_last_beat_);
   stopped_ns_at_last_beat_ = stopped_time_.stopped_ns();
+  if (snapshot.checkpoint_wait_since_unix_ms > 0) {
+    beat->set_worker_checkpoint_wait_ms(
+        std::max<int64_t>(0, absl::ToUnixMillis(now) - snapshot.checkpoint_wait_since_unix_ms));
+  }
   event.set_job_id(config_.job_id);
   event.set_node_rank(config_.node_rank);
   return event;

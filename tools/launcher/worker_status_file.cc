@@ -43,13 +43,24 @@ namespace {
 size_t RecordBytes() { return kStatusWordsPerDevice * sizeof(int64_t); }
 // The heartbeat word follows the device records (at least one record's room).
 size_t HeartbeatOffset(int64_t devices) { return std::max<size_t>(1, static_cast<size_t>(devices)) * RecordBytes(); }
+// Then the checkpoint wait word, the number of group records, and the records.
+constexpr int kGroupWords = 5;
+constexpr int64_t kMostGroupRecords = 1 << 16;  // a bound for a reader of a damaged file
+size_t CheckpointWaitOffset(int64_t devices) { return HeartbeatOffset(devices) + sizeof(int64_t); }
+size_t GroupCountOffset(int64_t devices) { return CheckpointWaitOffset(devices) + sizeof(int64_t); }
 
 }  // namespace
 
 absl::StatusOr<std::unique_ptr<WorkerStatusFile>> WorkerStatusFile::Create(
-    const std::string& path, const std::vector<int64_t>& device_indices, int heartbeat_ms) {
+    const std::string& path, const std::vector<int64_t>& device_indices, int heartbeat_ms,
+    const std::vector<std::vector<int>>& slot_groups) {
   const std::string where = absl::StrCat("status file '", path, "'");
-  const size_t bytes = HeartbeatOffset(static_cast<int64_t>(device_indices.size())) + sizeof(int64_t);
+  const int64_t devices = static_cast<int64_t>(device_indices.size());
+  size_t group_records = 0;
+  for (size_t slot = 0; slot < slot_groups.size() && slot < device_indices.size(); ++slot) {
+    group_records += slot_groups[slot].size();
+  }
+  const size_t bytes = GroupCountOffset(devices) + (1 + kGroupWords * group_records) * sizeof(int64_t);
   FileDescriptor descriptor(open(path.c_str(), O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0644));
   if (!descriptor.valid()) return absl::UnavailableError(absl::StrCat(where, ": cannot create: ", std::strerror(errno)));
   if (ftruncate(descriptor.get(), static_cast<off_t>(bytes)) != 0) {
@@ -64,6 +75,16 @@ absl::StatusOr<std::unique_ptr<WorkerStatusFile>> WorkerStatusFile::Create(
   for (size_t slot = 0; slot < device_indices.size(); ++slot) {
     file->Store(static_cast<int>(slot), 0, device_indices[slot]);
     file->Store(static_cast<int>(slot), 4, -1);
+  }
+  file->checkpoint_wait_word_ = CheckpointWaitOffset(devices) / sizeof(int64_t);
+  size_t word = GroupCountOffset(devices) / sizeof(int64_t);
+  __atomic_store_n(&file->words_[word++], static_cast<int64_t>(group_records), __ATOMIC_RELEASE);
+  for (size_t slot = 0; slot < slot_groups.size() && slot < device_indices.size(); ++slot) {
+    for (const int group : slot_groups[slot]) {
+      file->group_record_[{static_cast<int>(slot), group}] = word;
+      const int64_t record[kGroupWords] = {static_cast<int64_t>(slot), group, 0, 0, -1};
+      for (const int64_t value : record) __atomic_store_n(&file->words_[word++], value, __ATOMIC_RELEASE);
+    }
   }
   if (heartbeat_ms > 0) {
     WorkerStatusFile* self = file.get();
@@ -100,6 +121,20 @@ void WorkerStatusFile::SetCollectiveActivity(int slot, int64_t entered, int64_t 
   Store(slot, 3, entered);
 }
 
+void WorkerStatusFile::SetGroupActivity(int slot, int group, int64_t entered, int64_t completed,
+                                        int64_t collective_id) {
+  const auto found = group_record_.find({slot, group});
+  if (found == group_record_.end()) return;
+  int64_t* record = words_ + found->second;
+  __atomic_store_n(&record[4], collective_id, __ATOMIC_RELEASE);
+  __atomic_store_n(&record[3], completed, __ATOMIC_RELEASE);
+  __atomic_store_n(&record[2], entered, __ATOMIC_RELEASE);
+}
+
+void WorkerStatusFile::SetCheckpointWait(int64_t since_unix_ms) {
+  __atomic_store_n(&words_[checkpoint_wait_word_], since_unix_ms, __ATOMIC_RELEASE);
+}
+
 WorkerStatusSnapshot ReadWorkerStatus(const std::string& path, int64_t expected_devices) {
   WorkerStatusSnapshot snapshot;
   std::ifstream file(path, std::ios::binary);
@@ -120,6 +155,27 @@ WorkerStatusSnapshot ReadWorkerStatus(const std::string& path, int64_t expected_
     device.set_collective_ns(LittleEndianWord(record + 40));
   }
   snapshot.heartbeat = LittleEndianWord(bytes.data() + HeartbeatOffset(expected_devices));
+  // The checkpoint wait and the group records, when the file has them (a worker that
+  // predates them wrote neither).
+  char count_word[sizeof(int64_t)];
+  if (!file.read(count_word, sizeof(count_word))) return snapshot;
+  snapshot.checkpoint_wait_since_unix_ms = LittleEndianWord(count_word);
+  if (!file.read(count_word, sizeof(count_word))) return snapshot;
+  const int64_t records = LittleEndianWord(count_word);
+  if (records <= 0 || records > kMostGroupRecords) return snapshot;
+  std::string group_bytes(static_cast<size_t>(records) * kGroupWords * sizeof(int64_t), '\0');
+  file.read(group_bytes.data(), static_cast<std::streamsize>(group_bytes.size()));
+  if (static_cast<size_t>(file.gcount()) < group_bytes.size()) return snapshot;
+  for (int64_t r = 0; r < records; ++r) {
+    const char* record = group_bytes.data() + r * kGroupWords * sizeof(int64_t);
+    const int64_t slot = LittleEndianWord(record);
+    if (slot < 0 || slot >= expected_devices) continue;
+    proto::GroupProgress* group = snapshot.progress[static_cast<size_t>(slot)].add_groups();
+    group->set_group(LittleEndianWord(record + 8));
+    group->set_entered(LittleEndianWord(record + 16));
+    group->set_completed(LittleEndianWord(record + 24));
+    group->set_collective(LittleEndianWord(record + 32));
+  }
   return snapshot;
 }
 

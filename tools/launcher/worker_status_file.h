@@ -8,7 +8,15 @@
 //    nanoseconds spent in collective acts]
 // then one word, the worker's heartbeat: a counter a thread of the worker bumps every
 // 100 ms while the file is open, so the daemon can tell a worker that is not running at
-// all (SIGSTOP) from one waiting in a collective (DeviceProgress in proto/launcher.proto).
+// all (SIGSTOP) from one waiting in a collective (DeviceProgress in proto/launcher.proto);
+// then one word, since when (Unix ms) the worker's training has been waiting for a
+// checkpoint (0: it is not; CheckpointOptions.on_training_wait);
+// then the group records: one word, their number R, and R records of five words
+//   [slot, group (plan/collective_groups.h), entered in the group, completed in the
+//    group, id of the group's last collective entered (-1: none)]
+// one per (device, group it is a member of): a group's calls get the same numbers on
+// every member, the device-wide counts do not (several communication streams). A file
+// without them (R absent or 0) gives no DeviceProgress.groups.
 // The worker creates the file at its full size and updates the words in place through a
 // MAP_SHARED mapping, so every store is in the page cache the moment it is made and
 // survives the process: no write or flush the worker could die before.
@@ -40,9 +48,12 @@ class WorkerStatusFile {
   // Creates (or truncates) `path` for `device_indices` (NodeDeviceIndices), all counters
   // 0. Errors name the file and the failing call. Starts the heartbeat thread (every
   // `heartbeat_ms`; 0: none).
+  // `slot_groups[slot]`: the groups of the device in `slot` (CollectiveGroups.of_device),
+  // one record each; empty: no group records.
   static absl::StatusOr<std::unique_ptr<WorkerStatusFile>> Create(const std::string& path,
                                                                   const std::vector<int64_t>& device_indices,
-                                                                  int heartbeat_ms = 100);
+                                                                  int heartbeat_ms = 100,
+                                                                  const std::vector<std::vector<int>>& slot_groups = {});
   ~WorkerStatusFile();
   WorkerStatusFile(const WorkerStatusFile&) = delete;
   WorkerStatusFile& operator=(const WorkerStatusFile&) = delete;
@@ -53,6 +64,11 @@ class WorkerStatusFile {
   // From the flight recorder: the collectives entered, the last one's id, and the time
   // spent in collective acts.
   void SetCollectiveActivity(int slot, int64_t entered, int64_t collective_id, int64_t collective_ns);
+  // The same within one group of the device: nothing when Create was given no record for
+  // (slot, group).
+  void SetGroupActivity(int slot, int group, int64_t entered, int64_t completed, int64_t collective_id);
+  // Since when (Unix ms) training waits for a checkpoint; 0: it does not.
+  void SetCheckpointWait(int64_t since_unix_ms);
 
  private:
   WorkerStatusFile(int64_t* words, size_t bytes, int slots) : words_(words), bytes_(bytes), slots_(slots) {}
@@ -61,6 +77,9 @@ class WorkerStatusFile {
   int64_t* words_;
   size_t bytes_;
   int slots_;
+  size_t checkpoint_wait_word_ = 0;
+  // (slot, group) -> the word its record starts at.
+  std::map<std::pair<int, int>, size_t> group_record_;
   std::atomic<bool> stop_{false};
   std::thread heartbeat_;
 };
@@ -71,6 +90,7 @@ struct WorkerStatusSnapshot {
   bool present = false;
   std::vector<proto::DeviceProgress> progress;
   int64_t heartbeat = 0;
+  int64_t checkpoint_wait_since_unix_ms = 0;  // 0: not waiting (or a file without the word)
 };
 WorkerStatusSnapshot ReadWorkerStatus(const std::string& path, int64_t expected_devices);
 

@@ -18,10 +18,12 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/synchronization/notification.h"
+#include "absl/time/clock.h"
 #include "actors/flight_recorder.h"
 #include "actors/runtime.h"
 #include "oneflow_core/comm/transport.h"
 #include "oneflow_core/comm/gloo/failure.h"
+#include "plan/collective_groups.h"
 #include "plan/plan_verifier.h"
 #include "oneflow_core/status.h"
 #include "plan/plan_io.h"
@@ -214,8 +216,12 @@ absl::Status RunWorker(const WorkerOptions& options) {
   for (size_t i = 0; i < local_devices.size(); ++i) slot[local_devices[i]] = static_cast<int>(i);
   std::unique_ptr<launcher::WorkerStatusFile> status_file;
   if (!options.status_file.empty()) {
+    // A record per (device, group): the launch compares members by their group counts.
+    const CollectiveGroups groups = CollectiveGroupsOf(plan);
+    std::vector<std::vector<int>> slot_groups;
+    for (const int64_t d : local_devices) slot_groups.push_back(groups.of_device[d]);
     absl::StatusOr<std::unique_ptr<launcher::WorkerStatusFile>> created =
-        launcher::WorkerStatusFile::Create(options.status_file, local_devices);
+        launcher::WorkerStatusFile::Create(options.status_file, local_devices, /*heartbeat_ms=*/100, slot_groups);
     if (!created.ok()) {
       fail_event(created.status(), {});
       return created.status();
@@ -332,8 +338,14 @@ absl::Status RunWorker(const WorkerOptions& options) {
   // file, for the daemon's heartbeats. ONEFLOW_FLIGHT_RECORDER=off: no recording (the
   // overhead benchmark's reference, bench/diagnosis).
   if (status_file) {
-    recorder.SetProgressSink([&](int device, int64_t entered, int64_t collective, int64_t collective_ns) {
-      status_file->SetCollectiveActivity(slot[device], entered, collective, collective_ns);
+    recorder.SetProgressSink([&](const actors::FlightRecorder::Progress& progress) {
+      const int device_slot = slot[progress.device_index];
+      status_file->SetCollectiveActivity(device_slot, progress.entered, progress.collective_id,
+                                         progress.collective_ns);
+      if (progress.group >= 0) {
+        status_file->SetGroupActivity(device_slot, progress.group, progress.group_entered, progress.group_completed,
+                                      progress.group_collective);
+      }
     });
   }
   const char* recording = std::getenv("ONEFLOW_FLIGHT_RECORDER");
@@ -363,6 +375,18 @@ absl::Status RunWorker(const WorkerOptions& options) {
     fail_event(named, {});
     return named;
   }
+  // Training held by a checkpoint (an update waiting for its variable's copy, which waits
+  // for the previous checkpoint's write): the status file says since when, so that the
+  // launch does not call this rank hung while a slow write holds it (docs/diagnosis.md).
+  std::atomic<int> checkpoint_waits{0};
+  auto on_training_wait = [&](bool waiting) {
+    if (!status_file) return;
+    const int before = waiting ? checkpoint_waits.fetch_add(1) : checkpoint_waits.fetch_sub(1);
+    if (waiting && before == 0) status_file->SetCheckpointWait(absl::ToUnixMillis(absl::Now()));
+    if (!waiting && before == 1) status_file->SetCheckpointWait(0);
+  };
+  train.checkpoint.on_training_wait = on_training_wait;
+  train.memory_checkpoint.on_training_wait = on_training_wait;
   train.record_acts = options.record_trace && options.events_fd >= 0;
   // Metrics leave as events and lines; none stay in the process (a job may run for weeks).
   train.keep_iteration_metrics = false;
