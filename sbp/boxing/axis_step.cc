@@ -1,5 +1,6 @@
 #include "sbp/boxing/axis_step.h"
 
+#include <algorithm>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
@@ -10,6 +11,24 @@
 
 namespace oneflow {
 namespace boxing {
+namespace {
+
+// The bytes per rank that choose a dense collective's algorithm. A gradient all-reduce
+// that rides in a bucket runs in the bucket's collective, whose algorithm is that of the
+// bucket's size: across processes a bucket larger than kFlatOneRoundAllReduceBytes runs
+// two rounds (reduce-scatter, all-gather), and a member adds 2(n-1)/n of its bytes to
+// them, not the (n-1) x its bytes of the one round it would run alone. Priced as one
+// round, a 12-64 KiB gradient over 3 hosts looked dearer as an all-reduce than as a
+// bucketed reduce-scatter followed by its own all-gather, a call per tensor that no
+// bucket shares (docs/gradient_buckets.md, "The all-gathers after a reduce-scatter").
+int64_t AlgorithmBytes(const BoxingOptions& options, const Placement& placement, int64_t axis, BoxingKind kind,
+                       int64_t group_bytes) {
+  const bool bucketed_all_reduce = options.dense_in_bucket && kind == BoxingKind::kAllReduce;
+  if (!bucketed_all_reduce || RouteOf(placement, axis, kind) != CollectiveRoute::kFlat) return group_bytes;
+  return std::max(group_bytes, options.bucket_bytes_limit);
+}
+
+}  // namespace
 
 bool IsAxisStepValid(const NdSbp& from, int64_t axis, const Sbp& to, const Shape& hierarchy) {
   if (hierarchy.dim(axis) == 1) return true;  // One part of a split is the whole range.
@@ -69,9 +88,11 @@ std::optional<BoxingStep> MakeAxisStep(const BoxingContext& context, const Place
   const bool crosses_nodes = AxisCrossesNodes(placement, axis);
   step.kind = conversion->kind();
   step.dense_bytes_per_device = elements * SizeOf(context.dtype);
-  const CollectiveCost dense = PriceDenseCollective(context.links, placement, axis, step.kind,
-                                                    group.tensor.NumElements() * SizeOf(context.dtype),
-                                                    step.dense_bytes_per_device);
+  const int64_t group_bytes = group.tensor.NumElements() * SizeOf(context.dtype);
+  const CollectiveCost dense =
+      PriceDenseCollective(context.links, placement, axis, step.kind,
+                           AlgorithmBytes(context.options, placement, axis, step.kind, group_bytes),
+                           step.dense_bytes_per_device);
   step.dense_seconds = dense.seconds();
   step.bytes_per_device = step.dense_bytes_per_device;
   step.seconds = step.dense_seconds;
