@@ -2,6 +2,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "compiler/passes/gradient_bucketing_pass.h"
 #include "compiler/ring_shift.h"
 #include "oneflow_core/ops/registry.h"
 #include "oneflow_core/status.h"
@@ -311,6 +312,7 @@ BoxingOptions BoxingOptionsOf(const Compilation& compilation, int64_t t, bool in
                                            compilation.graph.tensors[t].compression_hint, setup);
   // Dense, a gradient's all-reduce would ride in a bucket (gradient_bucketing_pass.h).
   options.dense_in_bucket = role == TensorRole::kGradient && compilation.options.bucket_mb > 0;
+  options.bucket_bytes_limit = options.dense_in_bucket ? BucketBytesLimit(compilation.options.bucket_mb) : 0;
   return options;
 }
 

@@ -23,12 +23,16 @@ std::string BoxingOptionsKey(const BoxingOptions& options) {
       absl::StrAppend(&notes, "; ", slot, " refused ", CompressionChoiceText(refused->codec), ": ", refused->note);
     }
   }
-  if (!options.compresses()) return absl::StrCat("dense", notes);
+  // A bucket's limit changes how a dense gradient all-reduce is priced (the bucket's
+  // algorithm): keys of options without buckets read as before.
+  const std::string bucket =
+      options.dense_in_bucket ? absl::StrCat("; in a bucket of at most ", options.bucket_bytes_limit, " B") : "";
+  if (!options.compresses()) return absl::StrCat("dense", bucket, notes);
   return absl::StrCat("reduce in-node ", CompressionChoiceText(options.reduce_in_node), ", cross-node ",
                       CompressionChoiceText(options.reduce_cross_node), options.two_level ? ", two-level" : "",
                       "; gather ", CompressionChoiceText(options.gather),
                       options.compress_intra_node ? "; intra-node" : "", options.automatic ? "; automatic" : "",
-                      options.dense_in_bucket ? "; dense in a bucket" : "", notes);
+                      options.dense_in_bucket ? "; dense in a bucket" : "", bucket, notes);
 }
 
 }  // namespace oneflow

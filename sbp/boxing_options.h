@@ -26,6 +26,7 @@
 #ifndef SBP_BOXING_OPTIONS_H_
 #define SBP_BOXING_OPTIONS_H_
 
+#include <cstdint>
 #include <string>
 
 #include "sbp/codec_throughput.h"
@@ -48,6 +49,12 @@ struct BoxingOptions {
   // (compiler/passes/gradient_bucketing_pass.h), dense or compressed, so the calls'
   // latency is shared and the automatic decision compares the two sides without it.
   bool dense_in_bucket = false;
+  // With dense_in_bucket: the most bytes a bucket holds (CompileOptions::bucket_mb). The
+  // bucket's collective runs the algorithm of the bucket's size, not of one member's: a
+  // flat all-reduce of more than kFlatOneRoundAllReduceBytes (sbp/collective_cost.h) runs
+  // two rounds, so a small gradient in a larger bucket adds 2(n-1)/n of its bytes to the
+  // wire, not the (n-1) x its bytes of the one round it would run alone.
+  int64_t bucket_bytes_limit = 0;
   CodecThroughput codec_throughput = CodecThroughput::Defaults();
   // A slot's more compact codec `auto` did not use (sbp/codec_accuracy.h: its measured
   // training gap for this role exceeds the bound) and why, e.g. codec int4 G=128 hadamard,

@@ -62,10 +62,11 @@ struct BoxingStep {
   // so `dense_seconds - seconds` is the modelled time compression saves.
   int64_t dense_bytes_per_device = 0;
   double dense_seconds = 0;
-  // For a gradient reduction `--compression=auto` compressed in a gradient bucket
-  // (BoxingOptions::dense_in_bucket): the part of `seconds` that is its calls' latency,
-  // which the bucket's collective makes once for all its members. The boxing search
-  // charges such a step without it (sbp_search.cc); 0 for every other step.
+  // For a gradient reduction in a gradient bucket (BoxingOptions::dense_in_bucket), dense
+  // or compressed by `--compression=auto`: the part of `seconds` that is its calls'
+  // latency, which the bucket's collective makes once for all its members. The boxing
+  // search charges such a step without it (sbp_search.cc); 0 for every other step (a
+  // forced codec's keeps its chain, so its bucketed and unbucketed plans train alike).
   double bucket_shared_latency_seconds = 0;
   // One line for humans: what moves where, over which links, by which algorithm, and
   // `compression_reason` when it is set.

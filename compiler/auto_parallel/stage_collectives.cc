@@ -6,6 +6,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "compiler/passes/gradient_bucketing_pass.h"
 #include "oneflow_core/status.h"
 #include "sbp/boxing.h"
 
@@ -268,6 +269,7 @@ absl::StatusOr<PricedEdge> StageCollectives::PlanDataParallel(const Placement& p
   BoxingOptions boxing = BoxingOptionsFor(options_.compression, role, std::nullopt);
   // compilation.cc BoxingOptionsOf: a dense gradient all-reduce would ride in a bucket.
   boxing.dense_in_bucket = role == TensorRole::kGradient && options_.bucket_mb > 0;
+  boxing.bucket_bytes_limit = boxing.dense_in_bucket ? BucketBytesLimit(options_.bucket_mb) : 0;
   OF_ASSIGN_OR_RETURN(const BoxingPlan plan, PlanBoxing(Shape{elements}, DType::kF32, NdSbp(std::move(before)),
                                                         placement, NdSbp(std::move(after)), placement, links_, boxing));
   PricedEdge edge = Summarize(plan);

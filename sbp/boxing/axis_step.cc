@@ -1,5 +1,6 @@
 #include "sbp/boxing/axis_step.h"
 
+#include <algorithm>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
@@ -10,6 +11,29 @@
 
 namespace oneflow {
 namespace boxing {
+namespace {
+
+// The bytes per rank that choose a dense collective's algorithm. A gradient all-reduce
+// that rides in a bucket runs in the bucket's collective, whose algorithm is that of the
+// bucket's size: across processes a bucket larger than kFlatOneRoundAllReduceBytes runs
+// two rounds (reduce-scatter, all-gather), and a member adds 2(n-1)/n of its bytes to
+// them, not the (n-1) x its bytes of the one round it would run alone. Priced as one
+// round, a 12-64 KiB gradient over 3 hosts looked dearer as an all-reduce than as a
+// bucketed reduce-scatter followed by its own all-gather, a call per tensor that no
+// bucket shares (docs/gradient_buckets.md, "The all-gathers after a reduce-scatter").
+int64_t AlgorithmBytes(const BoxingOptions& options, const Placement& placement, int64_t axis, BoxingKind kind,
+                       int64_t group_bytes) {
+  const bool bucketed_all_reduce = options.dense_in_bucket && kind == BoxingKind::kAllReduce;
+  if (!bucketed_all_reduce || RouteOf(placement, axis, kind) != CollectiveRoute::kFlat) return group_bytes;
+  // A limit of at most one round's bytes keeps every bucket to one round, where each
+  // member adds (n-1) x its own bytes, as alone. Above it the bucket is taken to fill past
+  // one round (the default limit is 25 MiB, the first bucket 1 MiB); a group whose
+  // gradients all together stay under it is priced two rounds it does not run.
+  if (options.bucket_bytes_limit <= kFlatOneRoundAllReduceBytes) return group_bytes;
+  return std::max(group_bytes, options.bucket_bytes_limit);
+}
+
+}  // namespace
 
 bool IsAxisStepValid(const NdSbp& from, int64_t axis, const Sbp& to, const Shape& hierarchy) {
   if (hierarchy.dim(axis) == 1) return true;  // One part of a split is the whole range.
@@ -69,9 +93,11 @@ std::optional<BoxingStep> MakeAxisStep(const BoxingContext& context, const Place
   const bool crosses_nodes = AxisCrossesNodes(placement, axis);
   step.kind = conversion->kind();
   step.dense_bytes_per_device = elements * SizeOf(context.dtype);
-  const CollectiveCost dense = PriceDenseCollective(context.links, placement, axis, step.kind,
-                                                    group.tensor.NumElements() * SizeOf(context.dtype),
-                                                    step.dense_bytes_per_device);
+  const int64_t group_bytes = group.tensor.NumElements() * SizeOf(context.dtype);
+  const CollectiveCost dense =
+      PriceDenseCollective(context.links, placement, axis, step.kind,
+                           AlgorithmBytes(context.options, placement, axis, step.kind, group_bytes),
+                           step.dense_bytes_per_device);
   step.dense_seconds = dense.seconds();
   step.bytes_per_device = step.dense_bytes_per_device;
   step.seconds = step.dense_seconds;
@@ -96,6 +122,12 @@ std::optional<BoxingStep> MakeAxisStep(const BoxingContext& context, const Place
   // kernels/compression/bucket_reduce_scatter.h, bucket_two_level.h): what the step adds
   // is its wire time (and codec passes), not its calls' latency.
   const bool in_bucket = context.options.dense_in_bucket && reduces;
+  // Dense in a bucket, the step's calls are the bucket's: the boxing search charges it its
+  // wire only (sbp_search.cc), as the runtime runs it. Charged its latency too, a bucketed
+  // all-reduce priced as the bucket's two rounds (AlgorithmBytes) looked dearer than a
+  // reduce-scatter (bucketed, one round) followed by an all-gather of its own, which no
+  // bucket shares: the demo's 2 x 2 plan then gathered 11 gradients across nodes one by one.
+  if (in_bucket) step.bucket_shared_latency_seconds = dense.latency_seconds;
   const double dense_marginal = in_bucket ? dense.wire_seconds : dense.seconds();
   const auto marginal_of = [in_bucket](const PricedCompression& priced) {
     return in_bucket ? priced.seconds() - priced.latency_seconds : priced.seconds();
@@ -154,7 +186,8 @@ std::optional<BoxingStep> MakeAxisStep(const BoxingContext& context, const Place
     // Only auto's own choices: forced codecs and dense steps keep the chains they had,
     // so that their bucketed and unbucketed plans reduce the same steps (and train bit
     // for bit alike: tests:compressed_buckets_test).
-    if (in_bucket && context.options.automatic) step.bucket_shared_latency_seconds = compressed->latency_seconds;
+    step.bucket_shared_latency_seconds =
+        in_bucket && context.options.automatic ? compressed->latency_seconds : 0;
     step.bytes_per_device = compressed->wire_bytes;
     step.seconds = compressed->seconds();
     step.compression_reason =

@@ -157,7 +157,7 @@ void SbpSearch::Run(const BoxingContext& context, const Placement& placement, in
                 : MakeAxisStep(context, placement, neighbour_state, axis, state.at(axis));
         if (!step.has_value()) continue;
         PathCost candidate = costs_[current].Plus(*step);
-        // An auto-compressed gradient reduction that rides in a bucket makes its bucket's
+        // A gradient reduction that rides in a bucket (dense, or auto-compressed) makes its bucket's
         // calls, not its own: the path adds it without that latency
         // (BoxingStep::bucket_shared_latency_seconds). The bucketing pass takes a step
         // only when every step before it in the chain was a reduction, which a forward
