@@ -48,6 +48,12 @@ struct BoxingOptions {
   // (compiler/passes/gradient_bucketing_pass.h), dense or compressed, so the calls'
   // latency is shared and the automatic decision compares the two sides without it.
   bool dense_in_bucket = false;
+  // A compressed all_reduce or reduce_scatter of this tensor carries error feedback (the
+  // plan's Compression.error_feedback: CompileOptions::error_feedback on a gradient,
+  // compiler/passes/plan_emission_pass.cc). It changes the passes the runtime makes, so
+  // the price: each encoding is decoded once more for the residual, where without it the
+  // encoder meters its error as it encodes (sbp/boxing/step_compression.h).
+  bool error_feedback = false;
   CodecThroughput codec_throughput = CodecThroughput::Defaults();
   // A slot's more compact codec `auto` did not use (sbp/codec_accuracy.h: its measured
   // training gap for this role exceeds the bound) and why, e.g. codec int4 G=128 hadamard,
