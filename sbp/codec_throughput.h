@@ -44,8 +44,8 @@ class CodecThroughput {
     double decode_bytes_per_second = 0;
     // EncodeMeasured alone; 0 when not measured (the defaults, files written before
     // calibrate measured it): the encode's rate stands in, which leaves out the read-back
-    // of each group's codes (codec_bench's reduce_scatter_metering_measured: about a
-    // fifth of a round trip for the rotated codecs, docs/sbp_and_boxing.md).
+    // of each group's codes (0.13-0.61 of a round trip by codec in one calibrate run,
+    // docs/sbp_and_boxing.md "Compressed collectives").
     double encode_measured_bytes_per_second = 0;
   };
 
