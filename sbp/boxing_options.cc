@@ -32,7 +32,8 @@ std::string BoxingOptionsKey(const BoxingOptions& options) {
                       CompressionChoiceText(options.reduce_cross_node), options.two_level ? ", two-level" : "",
                       "; gather ", CompressionChoiceText(options.gather),
                       options.compress_intra_node ? "; intra-node" : "", options.automatic ? "; automatic" : "",
-                      options.dense_in_bucket ? "; dense in a bucket" : "", bucket, notes);
+                      options.dense_in_bucket ? "; dense in a bucket" : "", bucket,
+                      options.error_feedback ? "; error feedback" : "", notes);
 }
 
 }  // namespace oneflow

@@ -55,6 +55,12 @@ struct BoxingOptions {
   // two rounds, so a small gradient in a larger bucket adds 2(n-1)/n of its bytes to the
   // wire, not the (n-1) x its bytes of the one round it would run alone.
   int64_t bucket_bytes_limit = 0;
+  // A compressed all_reduce or reduce_scatter of this tensor carries error feedback (the
+  // plan's Compression.error_feedback: CompileOptions::error_feedback on a gradient,
+  // compiler/passes/plan_emission_pass.cc). It changes the passes the runtime makes, so
+  // the price: each encoding is decoded once more for the residual, where without it the
+  // encoder meters its error as it encodes (sbp/boxing/step_compression.h).
+  bool error_feedback = false;
   CodecThroughput codec_throughput = CodecThroughput::Defaults();
   // A slot's more compact codec `auto` did not use (sbp/codec_accuracy.h: its measured
   // training gap for this role exceeds the bound) and why, e.g. codec int4 G=128 hadamard,

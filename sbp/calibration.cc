@@ -378,14 +378,7 @@ absl::StatusOr<Calibration> ParseCalibration(absl::string_view text, absl::strin
     // Codec lines keep their own parser, errors and duplicate checks.
     absl::StatusOr<std::vector<CodecMeasurement>> codecs = ParseCodecCalibration(text, file);
     if (!codecs.ok()) return codecs.status();
-    for (const CodecMeasurement& measurement : *codecs) {
-      if (measurement.encode_bytes_per_second > 0) {
-        calibration.codecs.SetPasses(measurement.choice, measurement.encode_bytes_per_second,
-                                     measurement.decode_bytes_per_second);
-      } else {
-        calibration.codecs.Set(measurement.choice, measurement.bytes_per_second);
-      }
-    }
+    for (const CodecMeasurement& measurement : *codecs) AddCodecMeasurement(measurement, &calibration.codecs);
   }
   return calibration;
 }

@@ -118,6 +118,18 @@ TEST(CalibrationTest, FilesWithoutHostLinesStillLoad) {
   EXPECT_TRUE(parsed->hosts.empty());
   EXPECT_EQ(parsed->inter_node->latency_seconds, 0.00043);
   EXPECT_EQ(parsed->compute.gemm_flops_per_second, 1.2e11);
+  // Its codec line has no metering-encode figure: the encode's rate stands in.
+  const CompressionChoice fp8{CompressionKind::kFp8E4M3, 128, false};
+  EXPECT_DOUBLE_EQ(parsed->codecs.EncodeMeasuredSeconds(fp8, 4e6), 1e-3);
+  // A codec line with one gives the metering encode its rate in the whole-file reader too.
+  const absl::StatusOr<Calibration> metering = ParseCalibration(
+      R"({"codec": "fp8e4m3", "group_size": 128, "hadamard": false, "bytes_per_second": 2.1e+09, )"
+      R"("encode_bytes_per_second": 4e+09, "decode_bytes_per_second": 4.4e+09, )"
+      R"("encode_measured_bytes_per_second": 2e+09, "elements": 1048576, "repetitions": 7})",
+      "new.jsonl");
+  ASSERT_TRUE(metering.ok()) << metering.status();
+  EXPECT_DOUBLE_EQ(metering->codecs.EncodeMeasuredSeconds(fp8, 4e6), 2e-3);
+  EXPECT_DOUBLE_EQ(metering->codecs.EncodeSeconds(fp8, 4e6), 1e-3);
 }
 
 TEST(CalibrationTest, BadHostLinesNameTheLine) {

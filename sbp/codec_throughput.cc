@@ -52,8 +52,8 @@ const DefaultEntry kDefaults[] = {
 };
 
 constexpr absl::string_view kValidKeys =
-    "codec, group_size, hadamard, bytes_per_second, encode_bytes_per_second, decode_bytes_per_second, elements, "
-    "repetitions";
+    "codec, group_size, hadamard, bytes_per_second, encode_bytes_per_second, decode_bytes_per_second, "
+    "encode_measured_bytes_per_second, elements, repetitions";
 
 absl::StatusOr<double> PositiveRate(const std::string& key, const JsonValue& value) {
   double number = 0;
@@ -116,12 +116,13 @@ absl::StatusOr<CodecMeasurement> Measurement(const std::vector<std::pair<std::st
       measurement.choice.hadamard = value.text == "true";
       has_hadamard = true;
     } else if (key == "bytes_per_second" || key == "encode_bytes_per_second" ||
-               key == "decode_bytes_per_second") {
+               key == "decode_bytes_per_second" || key == "encode_measured_bytes_per_second") {
       absl::StatusOr<double> rate = PositiveRate(key, value);
       if (!rate.ok()) return rate.status();
       (key == "bytes_per_second"          ? measurement.bytes_per_second
        : key == "encode_bytes_per_second" ? measurement.encode_bytes_per_second
-                                          : measurement.decode_bytes_per_second) = *rate;
+       : key == "decode_bytes_per_second" ? measurement.decode_bytes_per_second
+                                          : measurement.encode_measured_bytes_per_second) = *rate;
       has_throughput |= key == "bytes_per_second";
     } else if (key == "elements" || key == "repetitions") {
       absl::StatusOr<int64_t> count = PositiveInteger(key, value);
@@ -141,6 +142,11 @@ absl::StatusOr<CodecMeasurement> Measurement(const std::vector<std::pair<std::st
   if ((measurement.encode_bytes_per_second > 0) != (measurement.decode_bytes_per_second > 0)) {
     return absl::InvalidArgumentError(
         "\"encode_bytes_per_second\" and \"decode_bytes_per_second\" go together: give both or neither");
+  }
+  if (measurement.encode_measured_bytes_per_second > 0 && measurement.encode_bytes_per_second == 0) {
+    return absl::InvalidArgumentError(
+        "\"encode_measured_bytes_per_second\" comes with \"encode_bytes_per_second\" and "
+        "\"decode_bytes_per_second\": give all three or leave it out");
   }
   measurement.choice.kind = *kind;
   // taco_fp8 always rotated (its lines said "hadamard": false); its throughput, with a
@@ -176,6 +182,15 @@ double CodecThroughput::EncodeSeconds(const CompressionChoice& choice, double de
   return dense_bytes / (2 * other_configurations_);
 }
 
+double CodecThroughput::EncodeMeasuredSeconds(const CompressionChoice& choice, double dense_bytes) const {
+  for (const Entry& entry : entries_) {
+    if (entry.choice == choice && entry.encode_measured_bytes_per_second > 0) {
+      return dense_bytes / entry.encode_measured_bytes_per_second;
+    }
+  }
+  return EncodeSeconds(choice, dense_bytes);
+}
+
 double CodecThroughput::DecodeSeconds(const CompressionChoice& choice, double dense_bytes) const {
   for (const Entry& entry : entries_) {
     if (entry.choice == choice) return dense_bytes / entry.decode_bytes_per_second;
@@ -188,9 +203,9 @@ void CodecThroughput::Set(const CompressionChoice& choice, double bytes_per_seco
 }
 
 void CodecThroughput::SetPasses(const CompressionChoice& choice, double encode_bytes_per_second,
-                                double decode_bytes_per_second) {
+                                double decode_bytes_per_second, double encode_measured_bytes_per_second) {
   Put(Entry{choice, 1 / (1 / encode_bytes_per_second + 1 / decode_bytes_per_second), encode_bytes_per_second,
-            decode_bytes_per_second});
+            decode_bytes_per_second, encode_measured_bytes_per_second});
 }
 
 void CodecThroughput::Put(const Entry& updated) {
@@ -203,12 +218,25 @@ void CodecThroughput::Put(const Entry& updated) {
   entries_.push_back(updated);
 }
 
+void AddCodecMeasurement(const CodecMeasurement& measurement, CodecThroughput* throughput) {
+  if (measurement.encode_bytes_per_second > 0) {
+    throughput->SetPasses(measurement.choice, measurement.encode_bytes_per_second,
+                          measurement.decode_bytes_per_second, measurement.encode_measured_bytes_per_second);
+  } else {
+    throughput->Set(measurement.choice, measurement.bytes_per_second);
+  }
+}
+
 std::string CodecMeasurementLine(const CodecMeasurement& measurement) {
-  const std::string passes =
-      measurement.encode_bytes_per_second > 0 && measurement.decode_bytes_per_second > 0
-          ? absl::StrFormat(", \"encode_bytes_per_second\": %.6g, \"decode_bytes_per_second\": %.6g",
-                            measurement.encode_bytes_per_second, measurement.decode_bytes_per_second)
-          : std::string();
+  std::string passes;
+  if (measurement.encode_bytes_per_second > 0 && measurement.decode_bytes_per_second > 0) {
+    passes = absl::StrFormat(", \"encode_bytes_per_second\": %.6g, \"decode_bytes_per_second\": %.6g",
+                             measurement.encode_bytes_per_second, measurement.decode_bytes_per_second);
+    if (measurement.encode_measured_bytes_per_second > 0) {
+      absl::StrAppendFormat(&passes, ", \"encode_measured_bytes_per_second\": %.6g",
+                            measurement.encode_measured_bytes_per_second);
+    }
+  }
   return absl::StrFormat(
       "{\"codec\": \"%s\", \"group_size\": %d, \"hadamard\": %s, \"bytes_per_second\": %.6g%s, "
       "\"elements\": %d, \"repetitions\": %d}",
@@ -287,14 +315,7 @@ absl::StatusOr<CodecThroughput> ReadCodecCalibrationFile(const std::string& path
   absl::StatusOr<std::vector<CodecMeasurement>> measurements = ParseCodecCalibration(text.str(), path);
   if (!measurements.ok()) return measurements.status();
   CodecThroughput throughput = CodecThroughput::Defaults();
-  for (const CodecMeasurement& measurement : *measurements) {
-    if (measurement.encode_bytes_per_second > 0) {
-      throughput.SetPasses(measurement.choice, measurement.encode_bytes_per_second,
-                           measurement.decode_bytes_per_second);
-    } else {
-      throughput.Set(measurement.choice, measurement.bytes_per_second);
-    }
-  }
+  for (const CodecMeasurement& measurement : *measurements) AddCodecMeasurement(measurement, &throughput);
   return throughput;
 }
 

@@ -9,13 +9,18 @@
 //    "elements": 1048576, "repetitions": 7}
 // and the examples' `--codec_calibration=FILE` reads it back with
 // ReadCodecCalibrationFile. A throughput is dense f32 bytes per second through one
-// encode followed by one decode, on one thread; `oneflow calibrate` also times the two
-// passes apart ("encode_bytes_per_second", "decode_bytes_per_second"), because the
-// runtime does not make them in equal numbers: a compressed reduce-scatter encodes each
-// element it sends once and decodes it twice (the sender's metering decode and the
-// receiver's), a compressed all-gather encodes its shard once and decodes every shard
-// (kernels/compression/compressed_collectives.h). sbp/boxing/step_compression.h charges
-// each pass; without separate figures a pass takes half the round trip's time.
+// encode followed by one decode, on one thread; `oneflow calibrate` also times the
+// passes apart ("encode_bytes_per_second", "decode_bytes_per_second", and
+// "encode_measured_bytes_per_second", the encode that meters its own error as it goes,
+// kernels/compression/codec.h EncodeMeasured), because the runtime does not make them in
+// equal numbers (kernels/compression/compressed_collectives.h): without error feedback a
+// compressed reduce-scatter encodes each element it sends once, metering as it encodes,
+// and the receiver decodes it once; with error feedback the sender decodes it too (the
+// residual needs the decoded values); a compressed all-gather encodes its shard once
+// (metering as it encodes without error feedback) and decodes every shard.
+// sbp/boxing/step_compression.h charges each pass; without separate figures a pass takes
+// half the round trip's time, and without a measured-encode figure the metering encode
+// takes the encode's.
 #ifndef SBP_CODEC_THROUGHPUT_H_
 #define SBP_CODEC_THROUGHPUT_H_
 
@@ -37,6 +42,11 @@ class CodecThroughput {
     double bytes_per_second = 0;
     double encode_bytes_per_second = 0;
     double decode_bytes_per_second = 0;
+    // EncodeMeasured alone; 0 when not measured (the defaults, files written before
+    // calibrate measured it): the encode's rate stands in, which leaves out the read-back
+    // of each group's codes (0.13-0.61 of a round trip by codec in one calibrate run,
+    // docs/sbp_and_boxing.md "Compressed collectives").
+    double encode_measured_bytes_per_second = 0;
   };
 
   // The documented defaults: one entry per configuration the compiler can pick
@@ -55,14 +65,18 @@ class CodecThroughput {
   // Seconds of one encode pass, and of one decode pass, over `dense_bytes` f32 bytes.
   double EncodeSeconds(const CompressionChoice& choice, double dense_bytes) const;
   double DecodeSeconds(const CompressionChoice& choice, double dense_bytes) const;
+  // ... and of one encode that meters its error as it goes (EncodeMeasured): the
+  // measured-encode rate where the entry has one, else EncodeSeconds.
+  double EncodeMeasuredSeconds(const CompressionChoice& choice, double dense_bytes) const;
 
   // Adds or replaces the entry of `choice`, each pass at twice the round trip's rate.
   // Precondition: bytes_per_second > 0 and finite.
   void Set(const CompressionChoice& choice, double bytes_per_second);
   // Adds or replaces the entry of `choice` from the two passes timed apart; the round
-  // trip is 1 / (1/encode + 1/decode). Preconditions: both > 0 and finite.
+  // trip is 1 / (1/encode + 1/decode). Preconditions: both > 0 and finite;
+  // encode_measured_bytes_per_second >= 0 (0: not measured, see Entry).
   void SetPasses(const CompressionChoice& choice, double encode_bytes_per_second,
-                 double decode_bytes_per_second);
+                 double decode_bytes_per_second, double encode_measured_bytes_per_second = 0);
 
   const std::vector<Entry>& entries() const { return entries_; }
   double other_configurations() const { return other_configurations_; }
@@ -86,11 +100,19 @@ struct CodecMeasurement {
   double decode_bytes_per_second = 0;
   int64_t elements = 0;
   int64_t repetitions = 0;
+  // EncodeMeasured timed alone; 0 when the line does not give it (it comes only with the
+  // two passes above).
+  double encode_measured_bytes_per_second = 0;
 };
+
+// Adds or replaces the entry of measurement.choice in *throughput: SetPasses when the
+// line gives the passes apart, else Set with its round trip.
+void AddCodecMeasurement(const CodecMeasurement& measurement, CodecThroughput* throughput);
 
 // The JSON object of the top of this file, without a newline, with
 // "encode_bytes_per_second" and "decode_bytes_per_second" after "bytes_per_second" when
-// they are > 0. Throughputs are written with 6 significant digits;
+// they are > 0, then "encode_measured_bytes_per_second" when it is > 0 too. Throughputs
+// are written with 6 significant digits;
 // ParseCodecCalibration reads back exactly what is written.
 std::string CodecMeasurementLine(const CodecMeasurement& measurement);
 
@@ -98,12 +120,13 @@ std::string CodecMeasurementLine(const CodecMeasurement& measurement);
 // skipped. Keys: codec (a name of CompressionKindName other than "none"), group_size
 // (an integer the codec accepts), hadamard (true/false), bytes_per_second (a finite
 // number > 0), optionally encode_bytes_per_second and decode_bytes_per_second (both or
-// neither, finite numbers > 0), and optionally elements and repetitions (integers >= 1).
+// neither, finite numbers > 0), optionally encode_measured_bytes_per_second (a finite
+// number > 0, only with the two), and optionally elements and repetitions (integers >= 1).
 // Lines of the other kinds a calibration file holds (a "link", "compute" or "host" key,
 // sbp/calibration.h) are skipped here. INVALID_ARGUMENT naming `file` and the line, e.g.
 //   codec calibration file 'codecs.jsonl' line 3: unknown key "speed"; valid keys: codec,
 //   group_size, hadamard, bytes_per_second, encode_bytes_per_second,
-//   decode_bytes_per_second, elements, repetitions
+//   decode_bytes_per_second, encode_measured_bytes_per_second, elements, repetitions
 // also for a line that repeats an earlier line's configuration and for a file with no
 // measurement at all. The deprecated codec name "taco_fp8" (files written before the
 // codec was named for what it is) reads as fp8e4m3 with hadamard, whatever its line says of

@@ -53,6 +53,26 @@ TEST(CodecThroughputTest, LinesRoundTrip) {
   EXPECT_EQ((*parsed)[1].choice, (CompressionChoice{CompressionKind::kFp8E4M3, 128, true}));
   EXPECT_EQ((*parsed)[1].encode_bytes_per_second, 9e8);
   EXPECT_EQ((*parsed)[1].decode_bytes_per_second, 7.2e8);
+  // A line written before calibrate timed the metering encode: none.
+  EXPECT_EQ((*parsed)[1].encode_measured_bytes_per_second, 0);
+  EXPECT_EQ(CodecMeasurementLine((*parsed)[0]), line);
+}
+
+// The metering encode (EncodeMeasured) after the two passes it comes with.
+TEST(CodecThroughputTest, MeteringEncodeLinesRoundTrip) {
+  CodecMeasurement measured{kInt4, 2e9, 5e9, 9e9, 1048576, 7};
+  measured.encode_measured_bytes_per_second = 3.21098765e9;
+  const std::string line = CodecMeasurementLine(measured);
+  EXPECT_EQ(line,
+            "{\"codec\": \"int4\", \"group_size\": 128, \"hadamard\": true, \"bytes_per_second\": 2e+09, "
+            "\"encode_bytes_per_second\": 5e+09, \"decode_bytes_per_second\": 9e+09, "
+            "\"encode_measured_bytes_per_second\": 3.21099e+09, \"elements\": 1048576, \"repetitions\": 7}");
+  const absl::StatusOr<std::vector<CodecMeasurement>> parsed = ParseCodecCalibration(line, "codecs.jsonl");
+  ASSERT_TRUE(parsed.ok()) << parsed.status();
+  ASSERT_EQ(parsed->size(), 1u);
+  EXPECT_EQ((*parsed)[0].encode_bytes_per_second, 5e9);
+  EXPECT_EQ((*parsed)[0].decode_bytes_per_second, 9e9);
+  EXPECT_EQ((*parsed)[0].encode_measured_bytes_per_second, 3.21099e9);
   EXPECT_EQ(CodecMeasurementLine((*parsed)[0]), line);
 }
 
@@ -78,7 +98,17 @@ TEST(CodecThroughputTest, MalformedFilesNameTheFileAndLine) {
             "bf16");
   EXPECT_EQ(ParseError(R"({"codec": "int4", "group_size": 128, "hadamard": false, "speed": 2e9})"),
             "codec calibration file 'c.jsonl' line 1: unknown key \"speed\"; valid keys: codec, group_size, "
-            "hadamard, bytes_per_second, encode_bytes_per_second, decode_bytes_per_second, elements, repetitions");
+            "hadamard, bytes_per_second, encode_bytes_per_second, decode_bytes_per_second, "
+            "encode_measured_bytes_per_second, elements, repetitions");
+  EXPECT_EQ(ParseError(R"({"codec": "int4", "group_size": 128, "hadamard": false, "bytes_per_second": 1, )"
+                       R"("encode_measured_bytes_per_second": 3})"),
+            "codec calibration file 'c.jsonl' line 1: \"encode_measured_bytes_per_second\" comes with "
+            "\"encode_bytes_per_second\" and \"decode_bytes_per_second\": give all three or leave it out");
+  EXPECT_EQ(ParseError(R"({"codec": "int4", "group_size": 128, "hadamard": false, "bytes_per_second": 1, )"
+                       R"("encode_bytes_per_second": 3, "decode_bytes_per_second": 3, )"
+                       R"("encode_measured_bytes_per_second": 0})"),
+            "codec calibration file 'c.jsonl' line 1: \"encode_measured_bytes_per_second\" is 0; it must be a "
+            "finite number > 0");
   EXPECT_EQ(ParseError(R"({"codec": "int4", "group_size": 128, "hadamard": false, "bytes_per_second": 1, )"
                        R"("encode_bytes_per_second": 3})"),
             "codec calibration file 'c.jsonl' line 1: \"encode_bytes_per_second\" and \"decode_bytes_per_second\" "
@@ -110,6 +140,10 @@ TEST(CodecThroughputTest, ReadingAFileOverridesTheDefaultsItMeasures) {
     // Both passes timed apart: encode 1e10, decode 2e10 B/s.
     CodecMeasurement passes{kInt4, 6e9, 1e10, 2e10, 1048576, 5};
     out << CodecMeasurementLine(passes) << "\n";
+    // And the metering encode: 8e9 B/s.
+    CodecMeasurement metering{{CompressionKind::kFp8E4M3, 128, false}, 6e9, 1e10, 2e10, 1048576, 5};
+    metering.encode_measured_bytes_per_second = 8e9;
+    out << CodecMeasurementLine(metering) << "\n";
   }
   const absl::StatusOr<CodecThroughput> read = ReadCodecCalibrationFile(path);
   ASSERT_TRUE(read.ok()) << read.status();
@@ -123,6 +157,11 @@ TEST(CodecThroughputTest, ReadingAFileOverridesTheDefaultsItMeasures) {
   EXPECT_DOUBLE_EQ(read->EncodeSeconds(kInt4, 1e6), 1e-4);
   EXPECT_DOUBLE_EQ(read->DecodeSeconds(kInt4, 1e6), 5e-5);
   EXPECT_NEAR(read->BytesPerSecond(kInt4), 1 / 1.5e-10, 1);
+  // The metering encode at its own rate where the line gives one, else the encode's.
+  EXPECT_DOUBLE_EQ(read->EncodeMeasuredSeconds({CompressionKind::kFp8E4M3, 128, false}, 1e6), 1.25e-4);
+  EXPECT_DOUBLE_EQ(read->EncodeSeconds({CompressionKind::kFp8E4M3, 128, false}, 1e6), 1e-4);
+  EXPECT_DOUBLE_EQ(read->EncodeMeasuredSeconds(kInt4, 1e6), 1e-4);
+  EXPECT_DOUBLE_EQ(read->EncodeMeasuredSeconds(kInt8Rotated, 1e6), 1e6 / 14e9);
 
   const absl::StatusOr<CodecThroughput> missing = ReadCodecCalibrationFile(path + ".absent");
   EXPECT_EQ(missing.status().code(), absl::StatusCode::kNotFound);

@@ -81,9 +81,11 @@ TEST(CompressionPolicyTest, EachRoleGetsItsCodecs) {
 // int8 G=512 (18 + 4 = 22 B), cross-node (M-1) c = 9 as int4 G=128 (5 + 4 = 9 B);
 // all-gather phase, in-node codec: 22 B in the node, 9 + 4 = 13 B across: 66 B (216 dense).
 // Wire: 44 B at 1e9 + 22 B at 1e8 = 44 + 220 ns. Codec passes (each at 2e9 B/s, half the
-// 1e9 round trip): encode 18 + 9 + 9 = 36 elements (144 B, 72 ns); decode 2 x 18 + 2 x 9
-// (the metering decode and the receiver's) + 4 x 9 (every shard) = 90 elements (360 B,
-// 180 ns): 516 ns. Dense, as the runtime runs it (hierarchical): 140 B per member, in-node
+// 1e9 round trip; no error feedback, so the encodes meter as they go, at the encode's
+// rate here): encode 18 + 9 + 9 = 36 elements (144 B, 72 ns); decode 18 + 9 (the
+// receivers') + 4 x 9 (every shard) = 63 elements (252 B, 126 ns): 462 ns. With error
+// feedback the senders decode 18 + 9 more (108 B, 54 ns): 516 ns. Dense, as the runtime
+// runs it (hierarchical): 140 B per member, in-node
 // reduce-scatter + all-gather 2 x 70 B at 1e9 = 140 ns, cross-node all-reduce of 70 B in
 // one round (small), 70 B at 1e8 = 700 ns: 840 ns (the flat ring the model charged before,
 // 216 B at 1e8 = 2160 ns, is a cost the runtime never pays).
@@ -96,21 +98,37 @@ TEST(CompressionPolicyTest, GradientReductionsGoTwoLevelWhenTheGroupIsNodeBlocks
   EXPECT_EQ(BoxingStepToString(step),
             "all_reduce axis 0: P -> B, 66 bytes/device (int8 G=512 hadamard in-node, int4 G=128 hadamard cross-node)");
   EXPECT_EQ(step.dense_bytes_per_device, 216);
-  EXPECT_NEAR(step.seconds, 516e-9, 1e-15);
+  EXPECT_NEAR(step.seconds, 462e-9, 1e-15);
   EXPECT_NEAR(step.dense_seconds, 840e-9, 1e-15);
   EXPECT_EQ(step.compression_reason,
-            "two-level over 2 nodes x 2, int8 G=512 hadamard in-node + int4 G=128 hadamard cross-node: 0.000516 ms "
-            "(encode 7.2e-05 + wire 0.000264 + decode 0.00018 + latency 0 ms) vs dense 0.00084 ms (hierarchical "
-            "over 2 nodes x 2: in-node 0.00014 ms + cross-node 0.0007 ms): compressed, saves 0.000324 ms");
+            "two-level over 2 nodes x 2, int8 G=512 hadamard in-node + int4 G=128 hadamard cross-node: 0.000462 ms "
+            "(encode 7.2e-05 + wire 0.000264 + decode 0.000126 + latency 0 ms) vs dense 0.00084 ms (hierarchical "
+            "over 2 nodes x 2: in-node 0.00014 ms + cross-node 0.0007 ms): compressed, saves 0.000378 ms");
+  BoxingOptions with_feedback = gradient;
+  with_feedback.error_feedback = true;
+  const absl::StatusOr<BoxingPlan> feedback_plan = Plan("P", "B", "cpu{0:0-1, 1:0-1}", with_feedback);
+  ASSERT_TRUE(feedback_plan.ok()) << feedback_plan.status();
+  EXPECT_NEAR(feedback_plan->steps[0].seconds, 516e-9, 1e-15);
   // Reduce-scatter to rows: c = 2 rows x 7 = 14; in-node 28 elements (32 B), cross-node
-  // 14 (7 + 4 = 11 B): 43 B instead of 168, but modelled less than 10% faster than the
-  // hierarchical dense step, so auto keeps it dense (axis_step.cc, kAutoMargin).
+  // 14 (7 + 4 = 11 B): 43 B instead of 168, 142 ns of wire; encode 42 elements (84 ns),
+  // decode the 42 received (84 ns): 310 ns against the hierarchical dense step's 420 ns,
+  // compressed. With error feedback the senders' decode adds 84 ns: 394 ns, less than 10%
+  // faster than dense, so auto keeps it dense (axis_step.cc, kAutoMargin).
   const absl::StatusOr<BoxingPlan> scatter = Plan("P", "S(0)", "cpu{0:0-1, 1:0-1}", gradient);
   ASSERT_TRUE(scatter.ok()) << scatter.status();
   ASSERT_EQ(scatter->steps.size(), 1u);
-  EXPECT_EQ(BoxingStepToString(scatter->steps[0]), "reduce_scatter axis 0: P -> S(0), 168 bytes/device");
-  EXPECT_TRUE(absl::EndsWith(scatter->steps[0].compression_reason, ": dense")) << scatter->steps[0].compression_reason;
-  EXPECT_NE(scatter->steps[0].compression_reason.find("two-level over 2 nodes x 2"), std::string::npos);
+  EXPECT_EQ(BoxingStepToString(scatter->steps[0]),
+            "reduce_scatter axis 0: P -> S(0), 43 bytes/device (int8 G=512 hadamard in-node, int4 G=128 hadamard "
+            "cross-node)");
+  EXPECT_NEAR(scatter->steps[0].seconds, 310e-9, 1e-15);
+  const absl::StatusOr<BoxingPlan> feedback_scatter = Plan("P", "S(0)", "cpu{0:0-1, 1:0-1}", with_feedback);
+  ASSERT_TRUE(feedback_scatter.ok()) << feedback_scatter.status();
+  ASSERT_EQ(feedback_scatter->steps.size(), 1u);
+  EXPECT_EQ(BoxingStepToString(feedback_scatter->steps[0]), "reduce_scatter axis 0: P -> S(0), 168 bytes/device");
+  EXPECT_TRUE(absl::EndsWith(feedback_scatter->steps[0].compression_reason, ": dense"))
+      << feedback_scatter->steps[0].compression_reason;
+  EXPECT_NE(feedback_scatter->steps[0].compression_reason.find("0.000394 ms"), std::string::npos)
+      << feedback_scatter->steps[0].compression_reason;
 }
 
 TEST(CompressionPolicyTest, GradientReductionsWithOneDevicePerNodeAreFlatInt4) {
@@ -144,8 +162,8 @@ TEST(CompressionPolicyTest, ActivationsTravelAsRotatedFp8AndWeightsAsInt8) {
 // Dense (flat, small: one round of the whole input to both peers): 100 us + 280 B / 1e8
 // = 102.8 us. int4 (c = ceil(35 / 3) = 12, E = 2 (n-1) c = 48 elements, 24 + 4 B): two
 // calls (all-to-all, all-gather), 200 us + 28 B / 1e8 + codec (encode n c = 36, decode
-// (3n-2) c = 84 elements at 2e9 B/s: 72 + 168 ns) = 200.52 us: dense. In a gradient bucket
-// both sides' calls are shared: 2.8 us against 0.52 us, compressed.
+// (n-1) c + n c = 60 elements at 2e9 B/s: 72 + 120 ns) = 200.472 us: dense. In a gradient
+// bucket both sides' calls are shared: 2.8 us against 0.472 us, compressed.
 TEST(CompressionPolicyTest, LatencyKeepsSmallReductionsDense) {
   const LinkModel links{/*intra_node_bandwidth=*/1e9, /*inter_node_bandwidth=*/1e8, /*intra_node_latency=*/1e-6,
                         /*inter_node_latency=*/1e-4};
@@ -158,26 +176,26 @@ TEST(CompressionPolicyTest, LatencyKeepsSmallReductionsDense) {
   EXPECT_FALSE(step.compression.compressed());
   EXPECT_NEAR(step.seconds, 102.8e-6, 1e-12);
   EXPECT_EQ(step.compression_reason,
-            "int4 G=128 hadamard: 0.201 ms (encode 7.2e-05 + wire 0.00028 + decode 0.000168 + latency 0.2 ms) vs dense "
+            "int4 G=128 hadamard: 0.2 ms (encode 7.2e-05 + wire 0.00028 + decode 0.00012 + latency 0.2 ms) vs dense "
             "0.103 ms (flat across nodes over 3 devices, 1 round (small: all to every peer)): dense");
   // In a gradient bucket both sides share the bucket's calls (kernels/compression/
-  // bucket_reduce_scatter.h): 0.52 us of codec and wire against 2.8 us dense: compressed.
+  // bucket_reduce_scatter.h): 0.472 us of codec and wire against 2.8 us dense: compressed.
   gradient.dense_in_bucket = true;
   plan = PlanBoxing(kLogical, DType::kF32, *NdSbp::Parse("P"), hosts, *NdSbp::Parse("B"), hosts, links, gradient);
   ASSERT_TRUE(plan.ok()) << plan.status();
   EXPECT_TRUE(plan->steps[0].compression.compressed());
   EXPECT_EQ(plan->steps[0].compression_reason,
-            "int4 G=128 hadamard: 0.201 ms (encode 7.2e-05 + wire 0.00028 + decode 0.000168 + latency 0.2 ms); in a "
-            "gradient bucket 0.00052 ms, its latency shared vs dense 0.0028 ms (flat across nodes over 3 devices, 1 "
+            "int4 G=128 hadamard: 0.2 ms (encode 7.2e-05 + wire 0.00028 + decode 0.00012 + latency 0.2 ms); in a "
+            "gradient bucket 0.000472 ms, its latency shared vs dense 0.0028 ms (flat across nodes over 3 devices, 1 "
             "round (small: all to every peer); in a gradient bucket, its 0.1 ms of latency shared): compressed, saves "
-            "0.00228 ms");
-  // Without latency the same step compresses: 28 B + 240 ns of codec against 280 B.
+            "0.00233 ms");
+  // Without latency the same step compresses: 28 B + 192 ns of codec against 280 B.
   const LinkModel bandwidth_only{1e9, 1e8};
   plan = PlanBoxing(kLogical, DType::kF32, *NdSbp::Parse("P"), hosts, *NdSbp::Parse("B"), hosts, bandwidth_only,
                     gradient);
   ASSERT_TRUE(plan.ok()) << plan.status();
   EXPECT_TRUE(plan->steps[0].compression.compressed());
-  EXPECT_NEAR(plan->steps[0].seconds, 28 / 1e8 + 240e-9, 1e-15);
+  EXPECT_NEAR(plan->steps[0].seconds, 28 / 1e8 + 192e-9, 1e-15);
 }
 
 TEST(CompressionPolicyTest, PickableCodecsAreValidAndDistinct) {

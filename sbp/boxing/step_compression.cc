@@ -10,12 +10,31 @@ namespace {
 
 std::string Ms(double seconds) { return absl::StrFormat("%.3g", seconds * 1e3); }
 
-// Adds `encoded` elements encoded and `decoded` elements decoded in `codec`.
+// Adds `encoded` elements encoded and `decoded` elements decoded in `codec`; the encode
+// meters its error as it goes (EncodeMeasured) where the phase has no error feedback.
 void AddPasses(const BoxingContext& context, const CompressionChoice& codec, int64_t encoded, int64_t decoded,
-               PricedCompression* priced) {
+               bool error_feedback, PricedCompression* priced) {
   const double element_bytes = SizeOf(context.dtype);
-  priced->encode_seconds += context.options.codec_throughput.EncodeSeconds(codec, encoded * element_bytes);
-  priced->decode_seconds += context.options.codec_throughput.DecodeSeconds(codec, decoded * element_bytes);
+  const CodecThroughput& throughput = context.options.codec_throughput;
+  priced->encode_seconds += error_feedback ? throughput.EncodeSeconds(codec, encoded * element_bytes)
+                                           : throughput.EncodeMeasuredSeconds(codec, encoded * element_bytes);
+  priced->decode_seconds += throughput.DecodeSeconds(codec, decoded * element_bytes);
+}
+
+// A reduce phase that sends `sent` elements encoded: the receivers decode each once, and
+// with error feedback the sender decodes each too (its residual).
+void AddReducePhase(const BoxingContext& context, const CompressionChoice& codec, int64_t sent,
+                    PricedCompression* priced) {
+  const bool error_feedback = context.options.error_feedback;
+  AddPasses(context, codec, sent, (error_feedback ? 2 : 1) * sent, error_feedback, priced);
+}
+
+// A gather phase of `members` shards of `shard` elements: this device's shard encoded,
+// every shard decoded (its own too: the output needs it, and error feedback's residual
+// reads that decode). `error_feedback`: an all-reduce's gather with error feedback.
+void AddGatherPhase(const BoxingContext& context, const CompressionChoice& codec, int64_t shard, int64_t members,
+                    bool error_feedback, PricedCompression* priced) {
+  AddPasses(context, codec, shard, members * shard, error_feedback, priced);
 }
 
 // Adds `calls` calls of `elements` elements in `codec` on one level.
@@ -42,10 +61,9 @@ std::optional<PricedCompression> Flat(const BoxingContext& context, const Compre
   const bool reduces = kind != BoxingKind::kAllGather;
   const bool gathers = kind != BoxingKind::kReduceScatter;
   const int64_t chunk = elements / ((reduces && gathers ? 2 : 1) * (members - 1));
-  if (reduces) {
-    AddPasses(context, codec, (members - 1) * chunk, 2 * (members - 1) * chunk, &priced);
-  }
-  if (gathers) AddPasses(context, codec, chunk, members * chunk, &priced);
+  if (reduces) AddReducePhase(context, codec, (members - 1) * chunk, &priced);
+  // Error feedback is a reduction's: an all-gather step has none.
+  if (gathers) AddGatherPhase(context, codec, chunk, members, reduces && context.options.error_feedback, &priced);
   // One call per phase; the wire elements are those of the whole step.
   AddWire(context, crosses_nodes, reduces && gathers ? 2 : 1, elements, codec, &priced);
   Describe(CompressionChoiceText(codec), &priced);
@@ -63,13 +81,13 @@ std::optional<PricedCompression> TwoLevel(const BoxingContext& context, const No
   PricedCompression priced;
   priced.codec = options.reduce_in_node;
   priced.cross_node = options.reduce_cross_node;
-  AddPasses(context, options.reduce_in_node, in_node_elements, 2 * in_node_elements, &priced);
+  AddReducePhase(context, options.reduce_in_node, in_node_elements, &priced);
   AddWire(context, false, 1, in_node_elements, options.reduce_in_node, &priced);
-  AddPasses(context, options.reduce_cross_node, cross_node_elements, 2 * cross_node_elements, &priced);
+  AddReducePhase(context, options.reduce_cross_node, cross_node_elements, &priced);
   AddWire(context, true, 1, cross_node_elements, options.reduce_cross_node, &priced);
   if (kind == BoxingKind::kAllReduce) {
     // The all-gather phase: each reduced shard encoded once, in the in-node codec.
-    AddPasses(context, options.reduce_in_node, chunk, members * chunk, &priced);
+    AddGatherPhase(context, options.reduce_in_node, chunk, members, options.error_feedback, &priced);
     AddWire(context, true, 1, cross_node_elements, options.reduce_in_node, &priced);
     AddWire(context, false, 1, in_node_elements, options.reduce_in_node, &priced);
   }

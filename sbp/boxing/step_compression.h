@@ -4,21 +4,26 @@
 // The runtime (kernels/compression/compressed_collectives.h) makes, per device, with c
 // the largest chunk (E = (n-1) c dense elements received for a reduce-scatter or an
 // all-gather over n members, E = 2 (n-1) c for an all-reduce):
-//   reduce-scatter  one AllToAll call: encode (n-1) c, decode 2 (n-1) c (the sender's
-//                   metering decode of what it sent and the receiver's decode)
-//   all-gather      one AllGather call: encode c (its shard), decode n c (every shard,
-//                   its own as the metering decode)
-//   all-reduce      both, so two calls
+//   reduce-scatter  one AllToAll call: encode (n-1) c, decode (n-1) c (the receiver's);
+//                   without error feedback the encode meters its error as it goes
+//                   (EncodeMeasured), with it (BoxingOptions::error_feedback) a plain
+//                   encode and one more decode (n-1) c, the sender's, for the residual
+//   all-gather      one AllGather call: encode c (its shard; metering as it encodes
+//                   without error feedback), decode n c (every shard, its own as the
+//                   output's); an all-gather step never has error feedback
+//   all-reduce      both, so two calls, both phases with the step's error feedback
 // A two-level reduction over M nodes x L devices (BoxingOptions::two_level, link_model.h's
 // NodeBlocks) makes an in-node call and a cross-node call per phase:
 //   in-node      (L-1) M c elements in the in-node codec (the all-to-all inside nodes)
 //   cross-node   (M-1) c elements in the cross-node codec (node partial sums across)
-// with the passes above per level, and an all-reduce adds its all-gather phase, each
+// with the reduce-scatter's passes per level, and an all-reduce adds its all-gather phase, each
 // reduced shard encoded once at in-node precision (kernels/boxing/boxing_step.h):
 // (M-1) c elements across nodes and (L-1) M c inside, encode c, decode M L c.
 // Time = the calls' latencies (LinkModel, per level) + wire bytes over each level's
-// bandwidth + every pass's dense bytes over that codec's encode or decode throughput
-// (sbp/codec_throughput.h). Wire bytes: CountWireBytes of each level's elements.
+// bandwidth + every pass's dense bytes over that codec's encode, metering-encode or
+// decode throughput (sbp/codec_throughput.h). Wire bytes: CountWireBytes of each level's
+// elements. Not priced: error feedback's element-wise passes besides the codec's (adding
+// the residual, keeping it, comparing for the metering), which stream memory like a copy.
 #ifndef SBP_BOXING_STEP_COMPRESSION_H_
 #define SBP_BOXING_STEP_COMPRESSION_H_
 

@@ -29,7 +29,7 @@ using ::testing::HasSubstr;
 constexpr char kGolden[] = "tools/cli/testdata/gpt_tp4_slow_link.txt";
 
 proto::Plan CompressedGpt(proto::Compression::Rounding rounding = proto::Compression::NEAREST,
-                          int64_t dense_warmup_iterations = 0) {
+                          int64_t dense_warmup_iterations = 0, bool error_feedback = false) {
   examples::ParallelFlags flags;
   flags.nodes = 2;
   flags.devices_per_node = 2;
@@ -52,6 +52,7 @@ proto::Plan CompressedGpt(proto::Compression::Rounding rounding = proto::Compres
   options.compression.accuracy_bound = AccuracyBound{-1, -1, -1};
   options.codec_rounding = rounding;
   options.compression_warmup_iterations = dense_warmup_iterations;
+  options.error_feedback = error_feedback;
   absl::StatusOr<proto::Plan> plan = Compile(*examples::BuildGpt(config, layout), options);
   EXPECT_TRUE(plan.ok()) << plan.status();
   return plan.ok() ? *plan : proto::Plan();
@@ -237,13 +238,16 @@ TEST(InspectCompressionTest, JsonCarriesBothLevelsDenseAndWireBytesAndTheSaving)
   // Dense, as the runtime runs it (hierarchical): 2048 B in the node at 1e11 B/s plus
   // 1024 B across at 1.25e8 = 8.21248 us. Two-level: 516 B in the node + 136 B across =
   // 1.09316 us of wire, and the codec passes at the default 2e9 B/s round trips (4e9 a
-  // pass): encode 512 + 256 elements, decode twice that, 9216 B = 2.304 us. Saves
-  // 4.81532 us.
-  EXPECT_NEAR(compression.at("seconds_saved").number_value(), 4.81532e-6, 1e-10);
+  // pass; no error feedback, so the encodes meter as they go, at the encode's rate
+  // without a calibrated figure): encode 512 + 256 elements, the receivers decode as
+  // many, 6144 B = 1.536 us. Saves 5.58332 us (with error feedback the senders' decode,
+  // 0.768 us more, would leave 4.81532).
+  EXPECT_NEAR(compression.at("seconds_saved").number_value(), 5.58332e-6, 1e-10);
   EXPECT_THAT(compression.at("reason").string_value(), HasSubstr(": compressed, saves "));
   // An activation's reduce-scatter over the same devices stays dense: rotated fp8 has no
-  // two-level form, so its 816 B would all cross the slow link (6.528 us) plus 3.072 us
-  // of codec, against the hierarchical dense step's 8.21 us.
+  // two-level form, so its 816 B would all cross the slow link (6.528 us) plus 2.048 us
+  // of codec (768 elements encoded and decoded at the default 3e9 B/s a pass), against
+  // the hierarchical dense step's 8.21 us.
   const google::protobuf::Struct* activation = Boxing(json, "add_1");
   ASSERT_NE(activation, nullptr);
   const auto& dense_step = activation->fields().at("steps").list_value().values(0).struct_value().fields();
@@ -256,10 +260,28 @@ TEST(InspectCompressionTest, JsonCarriesBothLevelsDenseAndWireBytesAndTheSaving)
             json.fields().at("boxing_dense_bytes_per_iter").number_value());
 }
 
+// --error_feedback marks the gradient reductions (Compression.error_feedback), whose
+// senders then decode what they send for the residual: the w_q gradient's step above
+// pays 512 + 256 elements decoded once more at 4e9 B/s a pass, 0.768 us, and saves
+// 4.81532 us instead of 5.58332. An activation's step has no error feedback and keeps
+// its price.
+TEST(InspectCompressionTest, ErrorFeedbackPricesTheSendersDecode) {
+  const google::protobuf::Struct json =
+      ParseJson(Inspect(CompressedGpt(proto::Compression::NEAREST, 0, /*error_feedback=*/true), InspectFormat::kJson));
+  const google::protobuf::Struct* gradient = Boxing(json, "matmul_4_grad/matmul_80");
+  ASSERT_NE(gradient, nullptr);
+  const auto& step = gradient->fields().at("steps").list_value().values(0).struct_value().fields();
+  const auto& compression = step.at("compression").struct_value().fields();
+  EXPECT_NEAR(compression.at("seconds_saved").number_value(), 4.81532e-6, 1e-10);
+  EXPECT_THAT(compression.at("reason").string_value(), HasSubstr("decode 0.00154 + latency 0 ms"));
+  const std::string text = Inspect(CompressedGpt(proto::Compression::NEAREST, 0, true), InspectFormat::kText);
+  EXPECT_THAT(text, HasSubstr("fp8e4m3 G=128 hadamard: 0.00838 ms (encode 0.00102 + wire 0.00634 + decode 0.00102"));
+}
+
 TEST(InspectCompressionTest, DotLabelsCompressedBoxingsWithTheirCodecs) {
   const std::string dot = Inspect(CompressedGpt(), InspectFormat::kDot);
   EXPECT_THAT(dot, HasSubstr("step 0: two-level: int8 (group 512, hadamard) in-node + int4 (group 128, hadamard) "
-                             "cross-node\\n3.00 KiB -> 652 B/device, saves 0.00482 ms"));
+                             "cross-node\\n3.00 KiB -> 652 B/device, saves 0.00558 ms"));
 }
 
 }  // namespace

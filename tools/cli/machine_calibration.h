@@ -26,7 +26,8 @@ struct MachineLines {
 };
 
 // The median throughput of each PickableCodecs configuration over `repetitions` timed
-// encode+decode passes of `elements` Gaussian floats, in PickableCodecs order.
+// encode+decode passes of `elements` Gaussian floats, each pass's apart, and of an
+// EncodeMeasured pass (the metering encode), in PickableCodecs order.
 // Preconditions: elements >= 1, repetitions >= 1.
 std::vector<CodecMeasurement> MeasureCodecThroughput(int64_t elements, int64_t repetitions);
 
