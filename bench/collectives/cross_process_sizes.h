@@ -3,9 +3,10 @@
 #ifndef BENCH_COLLECTIVES_CROSS_PROCESS_SIZES_H_
 #define BENCH_COLLECTIVES_CROSS_PROCESS_SIZES_H_
 
-#include <algorithm>
 #include <cstdint>
 #include <vector>
+
+#include "bench/collectives/size_sweep.h"
 
 namespace oneflow {
 namespace bench {
@@ -13,16 +14,11 @@ namespace bench {
 constexpr int kWarmupIterations = 2;
 
 // Bytes per rank: 4 KiB to 64 MiB in powers of 4.
-inline std::vector<int64_t> CrossProcessSizes() {
-  std::vector<int64_t> sizes;
-  for (int64_t bytes = 4 << 10; bytes <= (int64_t{64} << 20); bytes *= 4) sizes.push_back(bytes);
-  return sizes;
-}
+inline std::vector<int64_t> CrossProcessSizes() { return PowersOfFourBytes(4 << 10, int64_t{64} << 20); }
 
 // About 256 MiB of all-reduce per size (at least 4 calls, at most 2000), times `scale`.
 inline int64_t CrossProcessIterations(int64_t bytes, double scale) {
-  const int64_t base = std::clamp<int64_t>((int64_t{256} << 20) / bytes, 4, 2000);
-  return std::max<int64_t>(1, static_cast<int64_t>(static_cast<double>(base) * scale));
+  return CallsForBytes(bytes, int64_t{256} << 20, 4, 2000, scale, 1);
 }
 
 }  // namespace bench

@@ -17,32 +17,20 @@
 #include "gtest/gtest.h"
 #include "kernels/compression/fp8.h"
 #include "kernels/compression/rounding_noise.h"
+#include "kernels/compression/codec_test_data.h"
 #include "oneflow_core/random.h"
 
 namespace oneflow {
 namespace {
+
+using codec_testing::Gaussian;
+using codec_testing::GaussianWithOutliers;
 
 using ::testing::HasSubstr;
 
 constexpr int64_t kCount = 1 << 16;
 const float kNaN = std::numeric_limits<float>::quiet_NaN();
 const float kInf = std::numeric_limits<float>::infinity();
-
-std::vector<float> Gaussian(int64_t count, uint64_t seed = 2024) {
-  std::vector<float> values(count);
-  BlockNormals(LogicalRandom(seed), 0, count, values.data());
-  return values;
-}
-
-// Gaussian with 0.1% of the elements (chosen by a second stream) multiplied by 100.
-std::vector<float> GaussianWithOutliers(int64_t count, uint64_t seed = 2024) {
-  std::vector<float> values = Gaussian(count, seed);
-  const LogicalRandom pick(seed, /*stream=*/1);
-  for (int64_t i = 0; i < count; ++i) {
-    if (pick.Uniform(i) < 0.001f) values[i] *= 100.0f;
-  }
-  return values;
-}
 
 CodecOptions Options(Codec codec, int64_t group_size = 128, bool hadamard = false) {
   CodecOptions options;

@@ -9,16 +9,13 @@
 
 #include "gtest/gtest.h"
 #include "kernels/compression/codec.h"
+#include "kernels/compression/codec_test_data.h"
 #include "oneflow_core/random.h"
 
 namespace oneflow {
 namespace {
 
-std::vector<float> Gaussian(int64_t count, uint64_t seed) {
-  std::vector<float> values(count);
-  BlockNormals(LogicalRandom(seed), 0, count, values.data());
-  return values;
-}
+using codec_testing::Gaussian;
 
 // What metering by decoding gives (the collectives' way before EncodeMeasured; still
 // theirs with error feedback): decode the bytes, compare in double.

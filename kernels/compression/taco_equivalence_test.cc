@@ -16,26 +16,14 @@
 #include "kernels/compression/codec.h"
 #include "kernels/compression/fp8.h"
 #include "kernels/compression/hadamard.h"
+#include "kernels/compression/codec_test_data.h"
 #include "oneflow_core/random.h"
 
 namespace oneflow {
 namespace {
 
-std::vector<float> Gaussian(int64_t count, uint64_t seed) {
-  std::vector<float> values(count);
-  BlockNormals(LogicalRandom(seed), 0, count, values.data());
-  return values;
-}
-
-// Gaussian with 0.1% of the elements multiplied by 100 (codec_test's outlier data).
-std::vector<float> GaussianWithOutliers(int64_t count, uint64_t seed) {
-  std::vector<float> values = Gaussian(count, seed);
-  const LogicalRandom pick(seed, /*stream=*/1);
-  for (int64_t i = 0; i < count; ++i) {
-    if (pick.Uniform(i) < 0.001f) values[i] *= 100.0f;
-  }
-  return values;
-}
+using codec_testing::Gaussian;
+using codec_testing::GaussianWithOutliers;
 
 // One encoding: the E4M3 codes (the payload) and the decoded values.
 struct Encoded {
