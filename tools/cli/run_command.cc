@@ -40,8 +40,9 @@ ABSL_FLAG(std::string, resume_from, "",
           "--iters - 1 for a checkpoint taken after k iterations, on any layout.");
 ABSL_FLAG(int64_t, communication_priority_levels, -1,
           "run, launch: nice levels by which communication threads lead compute threads, in [0, 39] (0: every "
-          "thread at the process's nice value; -1: the default, 10); recorded in every metrics line (launch: "
-          "always, the workers' value).");
+          "thread at the process's nice value; -1: the default, 10; on a kernel with per-thread slices, Linux "
+          "6.12 and later, any N > 0 is a short slice at one nice value instead, docs/runtime.md); recorded in "
+          "every metrics line (launch: always, the workers' value).");
 
 namespace oneflow::cli {
 namespace {

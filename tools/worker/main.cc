@@ -39,7 +39,9 @@ ABSL_FLAG(std::string, transport, "",
           "or gloo (TCP). Every node must use the same.");
 ABSL_FLAG(int64_t, communication_priority_levels, oneflow::actors::kCommunicationPriorityLevels,
           "Nice levels by which this worker's communication threads lead its compute threads, in [0, 39] "
-          "(0: every thread at the worker's nice value); recorded in the metrics lines.");
+          "(0: every thread at the worker's nice value; on a kernel with per-thread slices, Linux 6.12 and "
+          "later, any N > 0 is a short slice at one nice value instead, docs/runtime.md); recorded in the "
+          "metrics lines.");
 ABSL_FLAG(int32_t, events_fd, -1, "Pipe to the daemon: length-delimited JobEvents (daemon mode).");
 ABSL_FLAG(std::string, status_file, "", "Per-device progress file the daemon reads (daemon mode).");
 ABSL_FLAG(std::string, metrics, "",
