@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "absl/container/btree_map.h"
+#include "absl/status/statusor.h"
 #include "absl/strings/str_cat.h"
 #include "plan/plan_verifier.h"
 #include "plan/plan_verifier_internal.h"
@@ -140,15 +141,64 @@ std::vector<int64_t> Owners(const proto::DevicePlan& device) {
   return owner;
 }
 
+// Gradients as bucket views (memory_planning_pass.cc): an all-reduce bucket's input may
+// lie inside the bucket register, but only exactly at its member's view, with the view's
+// size, and read by the bucket actor alone (the act then copies nothing for it, and no
+// other reader sees the reduced sums in its place). Such an input owns no bytes of its
+// own: the bucket register's bytes are live from its producer on. Returns, per register,
+// the position from which a bucket register's bytes are live when that is earlier than
+// its own producer (-1 otherwise), and -2 for each input placed in its bucket.
+absl::StatusOr<std::vector<int64_t>> BucketPlacedInputs(const proto::DevicePlan& device, const std::string& where) {
+  const int64_t first_actor = device.actors_size() > 0 ? device.actors(0).id() : 0;
+  const int registers = device.registers_size();
+  std::vector<int64_t> placed(registers, -1);
+  auto valid = [&](int64_t id) { return id >= 0 && id < registers; };
+  for (const proto::ActorDef& actor : device.actors()) {
+    if (!actor.has_bucket_id() || actor.kernels_size() != 1) continue;
+    const proto::KernelDef& kernel = actor.kernels(0);
+    const auto whole_it = kernel.outputs().find("bucket");
+    if (whole_it == kernel.outputs().end() || !valid(whole_it->second)) continue;
+    const proto::RegisterDef& whole = device.registers(static_cast<int>(whole_it->second));
+    for (const auto& [name, id] : kernel.inputs()) {
+      if (!valid(id) || name.rfind("in_", 0) != 0) continue;
+      const proto::RegisterDef& input = device.registers(static_cast<int>(id));
+      if (input.has_alias_of() || input.memory_block() != whole.memory_block() ||
+          input.offset() >= whole.offset() + whole.size_bytes() || input.offset() + input.size_bytes() <= whole.offset()) {
+        continue;
+      }
+      const auto view_it = kernel.outputs().find(absl::StrCat("out_", name.substr(3)));
+      const bool at_view = view_it != kernel.outputs().end() && valid(view_it->second) &&
+                           device.registers(static_cast<int>(view_it->second)).offset() == input.offset() &&
+                           device.registers(static_cast<int>(view_it->second)).size_bytes() == input.size_bytes();
+      const bool only_reader = input.consumer_actors_size() == 1 && input.consumer_actors(0) == actor.id();
+      if (kernel.name() != "bucket_all_reduce" || !at_view || !only_reader) {
+        return Fail(absl::StrCat(where, ": register ", input.id(), " ('", input.tensor(), "'), input ", name,
+                                 " of actor ", actor.id(), " '", actor.name(), "', lies inside its bucket register ",
+                                 whole.id(), ", but an input may lie there only ",
+                                 kernel.name() != "bucket_all_reduce" ? "in an all-reduce bucket"
+                                 : !at_view ? "exactly at its member's view (out_" + name.substr(3) + ")"
+                                            : "when the bucket actor is its only reader",
+                                 " (gradients as bucket views)"));
+      }
+      placed[input.id()] = -2;
+      const int64_t producer = input.producer_actor() - first_actor;
+      int64_t& first = placed[whole.id()];
+      first = first < 0 ? producer : std::min(first, producer);
+    }
+  }
+  return placed;
+}
+
 // Sweeps the actor positions keeping the live registers by offset: a register that
 // becomes live must not touch its neighbours in that (non-overlapping) set. Bytes that a
 // register owns are live until the last reader of it or of any view of it; views
-// themselves own nothing.
+// themselves own nothing, nor do bucket inputs placed in their bucket (above).
 absl::Status VerifyNoLiveOverlap(const proto::DevicePlan& device, const std::string& where) {
   const int64_t first_actor = device.actors_size() > 0 ? device.actors(0).id() : 0;
   struct Extent {
     int64_t begin, end, first, last, id;
   };
+  OF_ASSIGN_OR_RETURN(const std::vector<int64_t> placed, BucketPlacedInputs(device, where));
   const std::vector<int64_t> owner = Owners(device);
   std::vector<int64_t> last_read(device.registers_size(), -1);
   for (const proto::RegisterDef& reg : device.registers()) {
@@ -157,7 +207,7 @@ absl::Status VerifyNoLiveOverlap(const proto::DevicePlan& device, const std::str
   }
   std::map<int64_t, std::vector<Extent>> by_block;
   for (const proto::RegisterDef& reg : device.registers()) {
-    if (reg.has_alias_of()) continue;
+    if (reg.has_alias_of() || placed[reg.id()] == -2) continue;
     const proto::MemoryBlock& block = device.memory_blocks(static_cast<int>(reg.memory_block()));
     Extent extent{reg.offset(), reg.offset() + reg.size_bytes(), 0, 0, reg.id()};
     if (block.persistent()) {
@@ -165,6 +215,7 @@ absl::Status VerifyNoLiveOverlap(const proto::DevicePlan& device, const std::str
     } else {
       extent.first = reg.producer_actor() - first_actor;
       extent.last = std::max(extent.first, last_read[reg.id()]);
+      if (placed[reg.id()] >= 0) extent.first = std::min(extent.first, placed[reg.id()]);
     }
     if (reg.size_bytes() > 0) by_block[block.id()].push_back(extent);
   }

@@ -315,7 +315,9 @@ absl::StatusOr<ActFunction> BindBucket(const PlanIndex& index, const ActorBindin
         if (scatter) {
           bytes = member.parts[g].NumElements() * static_cast<int64_t>(sizeof(float));
           PackBox(member.source, input, member.parts[g], sizeof(float), chunk + member.offset);
-        } else {
+        } else if (input != chunk + member.offset) {
+          // A member's input that memory planning placed at its own bytes in the bucket
+          // (gradients as bucket views) is already there: its producer wrote it in place.
           std::memcpy(chunk + member.offset, input, static_cast<size_t>(bytes));
         }
         end = member.offset + bytes;

@@ -3,6 +3,8 @@
 // the bucket register, at the offsets of the members' views, zeroes the padding between
 // them, and all-reduces the whole register in place (one dense f32 call) through the
 // communicator of this device's group. The members' consumers then read their views.
+// An input that memory planning placed at its member's view (gradients as bucket views,
+// memory_planning_pass.cc) is not copied: its producer already wrote it there.
 // A bucket with a codec (GradientBucketDef.compression: int8, fp8, int4, bf16; one-level
 // buckets) reduces the members in place with CompressedBucketAllReduce
 // (kernels/compression/compressed_collectives.h) or, for a reduce-scatter bucket,

@@ -6,6 +6,7 @@
 
 #include "absl/container/flat_hash_map.h"
 #include "absl/hash/hash.h"
+#include "absl/strings/str_cat.h"
 #include "absl/types/span.h"
 #include "compiler/kernel_workspace.h"
 #include "compiler/memory_layout.h"
@@ -100,6 +101,52 @@ bool OwnsItsBytes(const proto::DevicePlan& device, const proto::RegisterDef& reg
   return producer.thread() == proto::THREAD_TRANSFER && producer.consumed_registers_size() == 0;
 }
 
+// Gradients as bucket views (PyTorch DDP's gradient_as_bucket_view): a member of a
+// gradient all-reduce bucket whose input register (the member's partial sum, written by
+// the op that produces the gradient) has no reader but the bucket actor is placed at the
+// member's own bytes in the bucket register, so the producer writes the gradient where
+// the bucket reduces it and the bucket's act copies nothing for it (bucket_behavior.cc
+// copies only where an input lies elsewhere). The bucket's bytes are then live from the
+// first such member's producer on. Not for reduce-scatter buckets (the act packs each
+// rank's part of a member into another chunk), nor for inputs that are views, own their
+// bytes outside the arena (micro-batch accumulators, transfers' receptions) or are read
+// by another actor too (it would read the reduced sums). Maps each placed input register
+// to (bucket register, offset in it).
+struct BucketPlace {
+  int64_t bucket = 0;
+  int64_t offset = 0;
+};
+absl::flat_hash_map<int64_t, BucketPlace> InputsPlacedInBuckets(const Compilation& compilation,
+                                                                const proto::DevicePlan& device) {
+  absl::flat_hash_map<int64_t, BucketPlace> placed;
+  for (const proto::ActorDef& actor : device.actors()) {
+    if (!actor.has_bucket_id() || actor.kernels_size() != 1 || actor.bucket_id() < 0 ||
+        actor.bucket_id() >= static_cast<int64_t>(compilation.buckets.size()) ||
+        compilation.buckets[actor.bucket_id()].kind != BoxingKind::kAllReduce) {
+      continue;
+    }
+    const proto::KernelDef& kernel = actor.kernels(0);
+    const auto whole = kernel.outputs().find("bucket");
+    if (whole == kernel.outputs().end()) continue;
+    const proto::RegisterDef& bucket = device.registers(static_cast<int>(whole->second));
+    if (bucket.persistent() || bucket.has_alias_of() || OwnsItsBytes(device, bucket)) continue;
+    for (int64_t k = 0;; ++k) {
+      const auto in = kernel.inputs().find(absl::StrCat("in_", k));
+      const auto out = kernel.outputs().find(absl::StrCat("out_", k));
+      if (in == kernel.inputs().end() || out == kernel.outputs().end()) break;
+      const proto::RegisterDef& input = device.registers(static_cast<int>(in->second));
+      const proto::RegisterDef& view = device.registers(static_cast<int>(out->second));
+      if (input.persistent() || input.has_alias_of() || OwnsItsBytes(device, input) ||
+          input.size_bytes() != view.size_bytes() || input.consumer_actors_size() != 1 ||
+          input.consumer_actors(0) != actor.id() || placed.contains(input.id())) {
+        continue;
+      }
+      placed[input.id()] = {bucket.id(), view.alias_offset_bytes()};
+    }
+  }
+  return placed;
+}
+
 // Registers that own arena bytes, live from their producer to the last reader of those
 // bytes, views' readers included; views take no memory of their own. A gradient bucket's
 // inputs (its members' partial sums) stay live as long as the bucket register: were their
@@ -110,9 +157,18 @@ bool OwnsItsBytes(const proto::DevicePlan& device, const proto::RegisterDef& reg
 // one left alone in its bucket, or a step before a bucketed one): on gpt_dp3tp2 the lone
 // cross-node all-reduces of the MLP weights each held backward up for their whole
 // transfer (backward 1.7x as long) before their inputs were kept too.
-DeviceProblem ProblemOf(const Compilation& compilation, const proto::DevicePlan& device, const Readers& readers) {
+// Inputs placed in their bucket (InputsPlacedInBuckets) are no entries of their own:
+// their bucket's entry starts at the first one's producer.
+DeviceProblem ProblemOf(const Compilation& compilation, const proto::DevicePlan& device, const Readers& readers,
+                        const absl::flat_hash_map<int64_t, BucketPlace>& placed) {
   DeviceProblem problem;
   const int64_t first_actor = device.actors_size() > 0 ? device.actors(0).id() : 0;
+  absl::flat_hash_map<int64_t, int64_t> bucket_first;  // bucket register -> first producer position
+  for (const auto& [input, place] : placed) {
+    const int64_t producer = device.registers(static_cast<int>(input)).producer_actor() - first_actor;
+    auto [it, inserted] = bucket_first.try_emplace(place.bucket, producer);
+    if (!inserted) it->second = std::min(it->second, producer);
+  }
   // Per bucket or early step actor (by index), the last reader of what it produces (-1:
   // neither).
   std::vector<int64_t> bucket_release(device.actors_size(), -1);
@@ -129,10 +185,13 @@ DeviceProblem ProblemOf(const Compilation& compilation, const proto::DevicePlan&
     }
   }
   for (const proto::RegisterDef& reg : device.registers()) {
-    if (reg.persistent() || reg.has_alias_of() || OwnsItsBytes(device, reg)) continue;
+    if (reg.persistent() || reg.has_alias_of() || OwnsItsBytes(device, reg) || placed.contains(reg.id())) continue;
     RegisterLifetime lifetime;
     lifetime.size_bytes = reg.size_bytes();
     lifetime.first = reg.producer_actor() - first_actor;
+    if (const auto first = bucket_first.find(reg.id()); first != bucket_first.end()) {
+      lifetime.first = std::min(lifetime.first, first->second);
+    }
     lifetime.last = lifetime.first;
     for (int64_t reader : readers.Of(reg.id())) {
       lifetime.last = std::max({lifetime.last, reader - first_actor, bucket_release[reader - first_actor]});
@@ -184,12 +243,23 @@ absl::Status PlanDevice(const Compilation& compilation, const KernelWorkspaces& 
     persistent_bytes += AlignUp(reg.size_bytes());
   }
   const Readers readers(device);
-  DeviceProblem problem = ProblemOf(compilation, device, readers);
+  const absl::flat_hash_map<int64_t, BucketPlace> placed = InputsPlacedInBuckets(compilation, device);
+  DeviceProblem problem = ProblemOf(compilation, device, readers, placed);
   const MemoryLayout& layout = solved.Of(problem);
   for (size_t i = 0; i < problem.transient_ids.size(); ++i) {
     proto::RegisterDef* reg = device.mutable_registers(static_cast<int>(problem.transient_ids[i]));
     reg->set_memory_block(1);
     reg->set_offset(layout.offsets[i]);
+  }
+  // Per bucket register, the producers of the inputs placed in it: they are the first
+  // writers of its bytes.
+  absl::flat_hash_map<int64_t, std::vector<int64_t>> bucket_writers;
+  for (const auto& [input, place] : placed) {
+    proto::RegisterDef* reg = device.mutable_registers(static_cast<int>(input));
+    const proto::RegisterDef& bucket = device.registers(static_cast<int>(place.bucket));
+    reg->set_memory_block(bucket.memory_block());
+    reg->set_offset(bucket.offset() + place.offset);
+    bucket_writers[place.bucket].push_back(reg->producer_actor());
   }
   // Registers that own their bytes (OwnsItsBytes): `count` copies each, no reuse.
   int64_t per_iteration_bytes = 0;
@@ -245,19 +315,26 @@ absl::Status PlanDevice(const Compilation& compilation, const KernelWorkspaces& 
   for (const auto& [earlier, later] : layout.reuses) {
     const proto::RegisterDef& old_reg = device.registers(static_cast<int>(problem.transient_ids[earlier]));
     const proto::RegisterDef& new_reg = device.registers(static_cast<int>(problem.transient_ids[later]));
-    proto::ActorDef* writer =
-        device.mutable_actors(static_cast<int>(new_reg.producer_actor() - first_actor));
-    auto add = [&](int64_t predecessor) {
-      if (predecessor == writer->id()) return;
-      const auto& existing = writer->control_predecessors();
-      // Lists stay short (one entry per reused byte range), so a scan is cheap.
-      if (std::find(existing.begin(), existing.end(), predecessor) == existing.end()) {
-        writer->add_control_predecessors(predecessor);
-      }
-    };
-    const absl::Span<const int64_t> old_readers = readers.Of(old_reg.id());
-    if (old_readers.empty()) add(old_reg.producer_actor());
-    for (int64_t reader : old_readers) add(reader);
+    // A bucket register's bytes are first written by the producers of the inputs placed
+    // in it, then by the bucket's act.
+    std::vector<int64_t> writers = {new_reg.producer_actor()};
+    if (const auto placed_writers = bucket_writers.find(new_reg.id()); placed_writers != bucket_writers.end()) {
+      writers.insert(writers.end(), placed_writers->second.begin(), placed_writers->second.end());
+    }
+    for (int64_t writer_id : writers) {
+      proto::ActorDef* writer = device.mutable_actors(static_cast<int>(writer_id - first_actor));
+      auto add = [&](int64_t predecessor) {
+        if (predecessor == writer->id()) return;
+        const auto& existing = writer->control_predecessors();
+        // Lists stay short (one entry per reused byte range), so a scan is cheap.
+        if (std::find(existing.begin(), existing.end(), predecessor) == existing.end()) {
+          writer->add_control_predecessors(predecessor);
+        }
+      };
+      const absl::Span<const int64_t> old_readers = readers.Of(old_reg.id());
+      if (old_readers.empty()) add(old_reg.producer_actor());
+      for (int64_t reader : old_readers) add(reader);
+    }
   }
   return absl::OkStatus();
 }
