@@ -13,10 +13,10 @@
 #include "absl/strings/str_cat.h"
 #include "actors/reduction_overlap.h"
 #include "actors/runtime.h"
-#include "compiler/compiler.h"
 #include "examples/common/compile_driver.h"
 #include "examples/gpt/gpt_model.h"
 #include "gtest/gtest.h"
+#include "tests/gpt_plan.h"
 #include "tests/plan_losses.h"
 
 namespace oneflow {
@@ -40,20 +40,10 @@ proto::Plan CompileDemo(int64_t nodes, int64_t dp, int64_t tp, double bucket_mb)
   flags.devices_per_node = dp * tp / nodes;
   flags.dp = dp;
   flags.tp = tp;
-  absl::StatusOr<examples::ParallelLayout> layout = examples::ParallelLayout::Create(flags);
-  EXPECT_TRUE(layout.ok()) << layout.status();
-  if (!layout.ok()) return proto::Plan();
-  absl::StatusOr<proto::Job> job = examples::BuildGpt(DemoGpt(), *layout);
-  EXPECT_TRUE(job.ok()) << job.status();
   // The options `examples/gpt/gpt` compiles with (its default flags).
   examples::CompileSettings settings;
   settings.bucket_mb = bucket_mb;
-  absl::StatusOr<CompileOptions> options = examples::CompileOptionsFor(*layout, settings, nullptr);
-  EXPECT_TRUE(options.ok()) << options.status();
-  if (!job.ok() || !options.ok()) return proto::Plan();
-  absl::StatusOr<proto::Plan> plan = Compile(*job, *options);
-  EXPECT_TRUE(plan.ok()) << plan.status();
-  return plan.ok() ? *plan : proto::Plan();
+  return testing::CompileGptPlan(DemoGpt(), flags, settings);
 }
 
 // The gradient reduction collectives device 0 issues per iteration, by hierarchy axis

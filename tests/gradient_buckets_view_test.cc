@@ -12,11 +12,10 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
-#include "compiler/compiler.h"
-#include "examples/common/compile_driver.h"
 #include "examples/gpt/gpt_model.h"
 #include "gtest/gtest.h"
 #include "plan/plan_verifier.h"
+#include "tests/gpt_plan.h"
 #include "tests/plan_losses.h"
 
 namespace oneflow {
@@ -42,19 +41,9 @@ proto::Plan CompileGpt(const examples::GptConfig& gpt, int64_t dp, int64_t zero,
   flags.dp = dp;
   flags.zero = zero;
   flags.micro_batches = micro_batches;
-  absl::StatusOr<examples::ParallelLayout> layout = examples::ParallelLayout::Create(flags);
-  EXPECT_TRUE(layout.ok()) << layout.status();
-  if (!layout.ok()) return proto::Plan();
-  absl::StatusOr<proto::Job> job = examples::BuildGpt(gpt, *layout);
-  EXPECT_TRUE(job.ok()) << job.status();
   examples::CompileSettings settings;
   settings.bucket_mb = bucket_mb;
-  absl::StatusOr<CompileOptions> options = examples::CompileOptionsFor(*layout, settings, nullptr);
-  EXPECT_TRUE(options.ok()) << options.status();
-  if (!job.ok() || !options.ok()) return proto::Plan();
-  absl::StatusOr<proto::Plan> plan = Compile(*job, *options);
-  EXPECT_TRUE(plan.ok()) << plan.status();
-  return plan.ok() ? *plan : proto::Plan();
+  return testing::CompileGptPlan(gpt, flags, settings);
 }
 
 // Per device, the bucket members whose input lies at its view (placed) and those whose

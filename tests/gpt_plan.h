@@ -1,0 +1,21 @@
+// The gpt of examples/gpt compiled for a layout as `examples/gpt/gpt` compiles it (its
+// default compile settings but for what the test gives), for tests that check a plan's
+// shape or train it.
+#ifndef TESTS_GPT_PLAN_H_
+#define TESTS_GPT_PLAN_H_
+
+#include "examples/common/compile_driver.h"
+#include "examples/common/parallel_layout.h"
+#include "examples/gpt/gpt_model.h"
+#include "proto/plan.pb.h"
+
+namespace oneflow::testing {
+
+// `gpt` on the layout of `flags`, compiled with `settings`; any error is a test failure
+// and gives an empty plan.
+proto::Plan CompileGptPlan(const examples::GptConfig& gpt, const examples::ParallelFlags& flags,
+                           const examples::CompileSettings& settings);
+
+}  // namespace oneflow::testing
+
+#endif  // TESTS_GPT_PLAN_H_
