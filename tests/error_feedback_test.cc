@@ -75,26 +75,31 @@ std::vector<double> Train(const proto::Plan& plan, int64_t iterations) {
 }
 
 // Under forced compression every compressible step of the gpt compresses (activations
-// and weights too); error feedback is on exactly the reductions of variables' gradients.
-TEST(ErrorFeedbackTest, TheCompilerMarksExactlyTheCompressedGradientReductions) {
+// and weights too); error feedback is on exactly the compressed steps of variables'
+// gradients: their reductions and, since session 47, the all-gathers that end a
+// gradient's chain (a layer norm's or wpe's gradient: reduce-scatter over tp, all-reduce
+// over dp, all-gather over tp), where the shard owner keeps the residual.
+TEST(ErrorFeedbackTest, TheCompilerMarksExactlyTheCompressedGradientSteps) {
   const proto::Plan plan = CompileGpt(testing::Dp2Tp2(2, 2), CompressionMode::kForced);
   std::vector<std::string> gradients;
   for (const proto::OpDef& op : plan.job().ops()) {
     if (op.type() == "adamw_update" || op.type() == "sgd_update") gradients.push_back(op.inputs().at("grad"));
   }
-  int marked = 0, compressed_other = 0;
+  int marked = 0, marked_gathers = 0, compressed_other = 0;
   for (const proto::BoxingDef& boxing : plan.boxings()) {
     const bool gradient = std::find(gradients.begin(), gradients.end(), boxing.tensor()) != gradients.end();
     for (const proto::BoxingStepDef& step : boxing.steps()) {
-      const bool reduction = step.kind() == proto::STEP_ALL_REDUCE || step.kind() == proto::STEP_REDUCE_SCATTER;
       const bool compressed = step.compression().kind() != proto::Compression::NONE;
-      EXPECT_EQ(step.compression().error_feedback(), gradient && reduction && compressed)
+      EXPECT_EQ(step.compression().error_feedback(), gradient && compressed)
           << boxing.tensor() << " " << proto::BoxingStepKind_Name(step.kind());
       marked += step.compression().error_feedback();
-      compressed_other += compressed && !(gradient && reduction);
+      marked_gathers += step.compression().error_feedback() && step.kind() == proto::STEP_ALL_GATHER;
+      compressed_other += compressed && !gradient;
     }
   }
   EXPECT_GE(marked, 8);            // the gpt's weights, reduced over dp
+  // The 2 blocks' 4 layer norms' and the final one's gamma and beta, and wpe.
+  EXPECT_EQ(marked_gathers, 11);
   EXPECT_GE(compressed_other, 4);  // activations and weight gathers, without it
   // Off, or without CompileOptions.error_feedback: no step has error feedback.
   for (const proto::Plan& other : {CompileGpt(testing::Dp2Tp2(2, 2), CompressionMode::kOff),
