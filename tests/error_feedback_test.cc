@@ -1,6 +1,7 @@
 // Error feedback end to end (kernels/compression/compressed_collectives.h, "Error
 // feedback"; docs/sbp_and_boxing.md): with CompileOptions.error_feedback the compiler
-// marks exactly the compressed gradient reductions (and auto's int4 steps are all among
+// marks exactly the compressed steps of gradients, reductions and the all-gathers that end
+// a gradient's chain (and auto's int4 steps are all among
 // them); int4 gradient reductions of the mlp (SGD momentum) over 2 nodes x 2 devices
 // follow the dense losses closer with it than without; the gpt's under SGD end at dense
 // with it, and with int4 forward activations where dense gradient reductions do; a
@@ -11,6 +12,7 @@
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -278,7 +280,9 @@ TEST(ErrorFeedbackTest, Int4GradientsOfTheGptUnderSgdEndWithinHalfAPercentOfDens
 // (--optimizer=sgd --learning_rate=0.1, 200 iterations, final-loss gap to dense, seeds
 // 1-4): int4+fwd +1.9 / +2.2 / +4.0 / +2.3%, int4+fwd+grad+ef +2.4 / +1.2 / +2.7 / +2.4%,
 // int4+fwd+grad +0.4 / -0.2 / +2.1 / +0.9%. Seed 4, 100 iterations here: -0.25% with
-// error feedback, -3.17% without; with the residual zeroed in KeepResidual
+// error feedback, -3.17% without where first measured, +0.32% and -3.29% on session 47's
+// machine (the float sums differ between CPUs; the bench's int4+fwd+grad+ef+agd gives the
+// same there); with the residual zeroed in KeepResidual
 // (kernels/compression/compressed_collectives.cc) "with" is "without" and the test fails.
 TEST(ErrorFeedbackTest, WithInt4ForwardActivationsInt4GradientsWithErrorFeedbackEndWhereDenseGradientsDo) {
   constexpr int64_t kIterations = 100, kTail = 20;
@@ -287,14 +291,16 @@ TEST(ErrorFeedbackTest, WithInt4ForwardActivationsInt4GradientsWithErrorFeedback
   const proto::Plan forced = Compile(job, layout, CompressionMode::kForced);
   // Which steps keep int4: the forward activations' (neither a gradient reduction nor a
   // step of backward, whose ops autodiff names "<forward op>_grad/<op>"), and with
-  // `gradients` the gradient reductions (the steps marked with error feedback).
+  // `gradients` the gradient reductions (the steps marked with error feedback, but for
+  // the all-gathers that end a layer norm's gradient chain, which run dense here as they
+  // did when this test was measured; docs/sbp_and_boxing.md gives their share).
   auto keep = [&](bool gradients) {
     proto::Plan plan = forced;
     int forward_steps = 0, gradient_steps = 0;
     for (proto::BoxingDef& boxing : *plan.mutable_boxings()) {
       for (proto::BoxingStepDef& step : *boxing.mutable_steps()) {
         if (step.compression().kind() == proto::Compression::NONE) continue;
-        const bool gradient = step.compression().error_feedback();
+        const bool gradient = step.compression().error_feedback() && step.kind() != proto::STEP_ALL_GATHER;
         const bool forward = !gradient && boxing.producer_op().find("_grad/") == std::string::npos;
         if (forward) ++forward_steps;
         if (gradient && gradients) ++gradient_steps;
@@ -400,37 +406,70 @@ TEST(ErrorFeedbackTest, AResumeCarriesTheResiduals) {
   }
   EXPECT_TRUE(warnings.empty()) << warnings.front();
 
-  // The same checkpoint without its residuals (a manifest listing none, resealed): the
-  // resumed run starts them from zero, says so, and leaves the uninterrupted curve.
-  proto::CheckpointManifest stripped = *manifest;
-  for (proto::CheckpointShard& shard : *stripped.mutable_shards()) shard.clear_residuals();
-  stripped.clear_checksum();
-  stripped.set_checksum(actors::ManifestChecksum(stripped));
-  const std::string stripped_dir = (fs::path(FreshDir("error_feedback_stripped")) / "iter-00000003").string();
-  fs::create_directories(stripped_dir);
-  for (const fs::directory_entry& entry : fs::directory_iterator(after3)) {
-    fs::copy_file(entry.path(), fs::path(stripped_dir) / entry.path().filename());
-  }
-  {
+  // The same checkpoint with fewer residuals (the manifest listing only those `keep`
+  // accepts, resealed): the resumed run starts the others from zero, says so, and leaves
+  // the uninterrupted curve.
+  auto resume_without = [&](const std::string& name, const std::function<bool(const std::string&)>& keep) {
+    proto::CheckpointManifest stripped = *manifest;
+    for (proto::CheckpointShard& shard : *stripped.mutable_shards()) {
+      google::protobuf::RepeatedPtrField<proto::CheckpointResidual> kept;
+      for (const proto::CheckpointResidual& residual : shard.residuals()) {
+        if (keep(residual.key())) *kept.Add() = residual;
+      }
+      *shard.mutable_residuals() = kept;
+    }
+    stripped.clear_checksum();
+    stripped.set_checksum(actors::ManifestChecksum(stripped));
+    const std::string stripped_dir = (fs::path(FreshDir(name)) / "iter-00000003").string();
+    fs::create_directories(stripped_dir);
+    for (const fs::directory_entry& entry : fs::directory_iterator(after3)) {
+      fs::copy_file(entry.path(), fs::path(stripped_dir) / entry.path().filename());
+    }
     std::string bytes;
-    ASSERT_TRUE(stripped.SerializeToString(&bytes));
+    EXPECT_TRUE(stripped.SerializeToString(&bytes));
     FILE* file = fopen((fs::path(stripped_dir) / actors::kManifestFile).c_str(), "wb");
-    ASSERT_NE(file, nullptr);
-    ASSERT_EQ(fwrite(bytes.data(), 1, bytes.size(), file), bytes.size());
+    EXPECT_NE(file, nullptr);
+    if (file == nullptr) return std::vector<double>();
+    EXPECT_EQ(fwrite(bytes.data(), 1, bytes.size(), file), bytes.size());
     fclose(file);
-  }
-  resume.resume_from = stripped_dir;
-  warnings.clear();
-  const std::vector<double> from_zero = Losses(actors::TrainPlan(plan, resume));
+    resume.resume_from = stripped_dir;
+    warnings.clear();
+    return Losses(actors::TrainPlan(plan, resume));
+  };
+  auto largest_difference = [&](const std::vector<double>& losses) {
+    double largest = 0;
+    for (size_t i = 0; i < losses.size(); ++i) largest = std::max(largest, std::abs(losses[i] - uninterrupted[3 + i]));
+    return largest;
+  };
+  const std::vector<double> from_zero = resume_without("error_feedback_stripped", [](const std::string&) {
+    return false;
+  });
   ASSERT_EQ(from_zero.size(), resumed.size());
-  double largest_difference = 0;
-  for (size_t i = 0; i < from_zero.size(); ++i) {
-    largest_difference = std::max(largest_difference, std::abs(from_zero[i] - uninterrupted[3 + i]));
-  }
-  EXPECT_GT(largest_difference, 1e-4 * std::abs(uninterrupted[3]));
+  EXPECT_GT(largest_difference(from_zero), 1e-4 * std::abs(uninterrupted[3]));
   ASSERT_EQ(warnings.size(), 1u);
   EXPECT_THAT(warnings[0], HasSubstr("holds 0 error-feedback residuals and none for the"));
   EXPECT_THAT(warnings[0], HasSubstr("error feedback starts from zero there and wherever else none fits"));
+
+  // The shard owners' residuals of the gradients' all-gathers (session 47) travel too:
+  // all 44 of them (11 gathers on 4 devices) are in the checkpoint, and without them alone
+  // the resumed run leaves the uninterrupted curve.
+  int gather_residuals = 0;
+  for (const proto::CheckpointShard& shard : manifest->shards()) {
+    for (const proto::CheckpointResidual& residual : shard.residuals()) {
+      gather_residuals += residual.key().find("(all_gather on") != std::string::npos;
+    }
+  }
+  EXPECT_EQ(gather_residuals, 44);
+  const std::vector<double> without_gathers =
+      resume_without("error_feedback_no_gathers", [](const std::string& key) {
+        return key.find("(all_gather on") == std::string::npos;
+      });
+  ASSERT_EQ(without_gathers.size(), resumed.size());
+  printf("resumed after 3 of %lld iterations: largest loss difference to the uninterrupted run %.3g with every "
+         "residual, %.3g without the all-gathers' residuals, %.3g without any\n",
+         static_cast<long long>(kIterations), largest_difference(resumed), largest_difference(without_gathers),
+         largest_difference(from_zero));
+  EXPECT_GT(largest_difference(without_gathers), 1e-4 * std::abs(uninterrupted[3]));
 }
 
 // On another layout (1 node x 4 devices, dp=2 x tp=2) the residuals do not fit:
