@@ -71,10 +71,11 @@
 // scratch: the outputs have the same bits with or without it.
 //
 // Error feedback (EF; Seide et al. 2014 "1-bit SGD", Karimireddy et al. 2019 "EF-SGD";
-// SDP4Bit's weight differences are the implicit form, REFERENCES.md): the reductions take a
-// `residual`, this rank's memory of what its own encodings dropped. At every stage where
-// this rank quantizes, it encodes x + r instead of x and keeps r' = (x + r) -
-// decode(encode(x + r)), so nothing a codec drops is lost: it travels one call later. The
+// SDP4Bit's weight differences are the implicit form, REFERENCES.md): the reductions and
+// the all-gather take a `residual`, this rank's memory of what its own encodings dropped.
+// At every stage where this rank quantizes, it encodes x + r instead of x and keeps
+// r' = (x + r) - decode(encode(x + r)), so nothing a codec drops is lost: it travels one
+// call later. The
 // sum over calls of what was decoded then tracks the sum of the true inputs with an error
 // bounded by one call's quantization error (the last residual), where without EF a
 // deterministic codec's bias adds up call after call. The stages and the residual's
@@ -157,7 +158,7 @@ struct TwoLevelTraffic {
 // MixSeed (codec.h) gives the seed rank `rank` encodes with when the codec rounds
 // stochastically: MixSeed(codec.seed, rank).
 
-// Floats of the residual of each reduction with error feedback (the header's "Error
+// Floats of the residual of each call with error feedback (the header's "Error
 // feedback"), for this rank; 0 for arguments the call itself would refuse.
 int64_t ReduceScatterResidualElements(absl::Span<const int64_t> counts);
 int64_t AllGatherResidualElements(absl::Span<const int64_t> counts, int64_t rank);
