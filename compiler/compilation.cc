@@ -313,8 +313,9 @@ BoxingOptions BoxingOptionsOf(const Compilation& compilation, int64_t t, bool in
   // Dense, a gradient's all-reduce would ride in a bucket (gradient_bucketing_pass.h).
   options.dense_in_bucket = role == TensorRole::kGradient && compilation.options.bucket_mb > 0;
   options.bucket_bytes_limit = options.dense_in_bucket ? BucketBytesLimit(compilation.options.bucket_mb) : 0;
-  // Plan emission marks the compressed reductions of a gradient with error feedback
-  // (plan_emission_pass.cc EmitCompression), which makes the runtime decode what it sends.
+  // Plan emission marks the compressed reductions and all-gathers of a gradient with error
+  // feedback (plan_emission_pass.cc EmitCompression), which makes the runtime decode what
+  // it sends (a reduction) or encode plainly and read its own shard's decode (a gather).
   options.error_feedback = compilation.options.error_feedback && compilation.graph.tensors[t].is_gradient;
   return options;
 }

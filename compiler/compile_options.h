@@ -25,8 +25,8 @@ struct CompileOptions {
   // tensor's role picks its codecs, the cost model decides per step) or one forced
   // codec; per-tensor hints (TensorDef.compression) override all but off.
   CompressionPolicy compression;
-  // Error feedback on every compressed reduction of a variable's gradient
-  // (Compression.error_feedback; docs/sbp_and_boxing.md, "Error feedback"). Off by
+  // Error feedback on every compressed reduction of a variable's gradient, and on the
+  // all-gather that ends its chain (Compression.error_feedback; docs/sbp_and_boxing.md, "Error feedback"). Off by
   // default: measured on this repository's gpt (AdamW) it trains further from dense than
   // plain int4, and on the mlp (SGD momentum) it tracks dense closer early but not at the
   // end of 200 iterations (tests:error_feedback_test has the figures).

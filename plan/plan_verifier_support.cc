@@ -66,9 +66,9 @@ absl::Status VerifyCompression(const proto::Compression& compression, BoxingKind
   }
   if (compression.error_feedback() &&
       (compression.kind() == proto::Compression::NONE ||
-       (kind != BoxingKind::kAllReduce && kind != BoxingKind::kReduceScatter))) {
-    return Fail(absl::StrCat(who, " has error feedback, which only compressed all_reduce and reduce_scatter "
-                             "steps have"));
+       (kind != BoxingKind::kAllReduce && kind != BoxingKind::kReduceScatter && kind != BoxingKind::kAllGather))) {
+    return Fail(absl::StrCat(who, " has error feedback, which only compressed all_reduce, reduce_scatter and "
+                             "all_gather steps have"));
   }
   if (compression.dense_warmup_iterations() < 0 ||
       (compression.dense_warmup_iterations() > 0 && compression.kind() == proto::Compression::NONE)) {

@@ -1,6 +1,7 @@
 // Error feedback end to end (kernels/compression/compressed_collectives.h, "Error
 // feedback"; docs/sbp_and_boxing.md): with CompileOptions.error_feedback the compiler
-// marks exactly the compressed gradient reductions (and auto's int4 steps are all among
+// marks exactly the compressed steps of gradients, reductions and the all-gathers that end
+// a gradient's chain (and auto's int4 steps are all among
 // them); int4 gradient reductions of the mlp (SGD momentum) over 2 nodes x 2 devices
 // follow the dense losses closer with it than without; the gpt's under SGD end at dense
 // with it, and with int4 forward activations where dense gradient reductions do; a
@@ -11,6 +12,7 @@
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -75,26 +77,31 @@ std::vector<double> Train(const proto::Plan& plan, int64_t iterations) {
 }
 
 // Under forced compression every compressible step of the gpt compresses (activations
-// and weights too); error feedback is on exactly the reductions of variables' gradients.
-TEST(ErrorFeedbackTest, TheCompilerMarksExactlyTheCompressedGradientReductions) {
+// and weights too); error feedback is on exactly the compressed steps of variables'
+// gradients: their reductions and, since session 47, the all-gathers that end a
+// gradient's chain (a layer norm's or wpe's gradient: reduce-scatter over tp, all-reduce
+// over dp, all-gather over tp), where the shard owner keeps the residual.
+TEST(ErrorFeedbackTest, TheCompilerMarksExactlyTheCompressedGradientSteps) {
   const proto::Plan plan = CompileGpt(testing::Dp2Tp2(2, 2), CompressionMode::kForced);
   std::vector<std::string> gradients;
   for (const proto::OpDef& op : plan.job().ops()) {
     if (op.type() == "adamw_update" || op.type() == "sgd_update") gradients.push_back(op.inputs().at("grad"));
   }
-  int marked = 0, compressed_other = 0;
+  int marked = 0, marked_gathers = 0, compressed_other = 0;
   for (const proto::BoxingDef& boxing : plan.boxings()) {
     const bool gradient = std::find(gradients.begin(), gradients.end(), boxing.tensor()) != gradients.end();
     for (const proto::BoxingStepDef& step : boxing.steps()) {
-      const bool reduction = step.kind() == proto::STEP_ALL_REDUCE || step.kind() == proto::STEP_REDUCE_SCATTER;
       const bool compressed = step.compression().kind() != proto::Compression::NONE;
-      EXPECT_EQ(step.compression().error_feedback(), gradient && reduction && compressed)
+      EXPECT_EQ(step.compression().error_feedback(), gradient && compressed)
           << boxing.tensor() << " " << proto::BoxingStepKind_Name(step.kind());
       marked += step.compression().error_feedback();
-      compressed_other += compressed && !(gradient && reduction);
+      marked_gathers += step.compression().error_feedback() && step.kind() == proto::STEP_ALL_GATHER;
+      compressed_other += compressed && !gradient;
     }
   }
   EXPECT_GE(marked, 8);            // the gpt's weights, reduced over dp
+  // The 2 blocks' 4 layer norms' and the final one's gamma and beta, and wpe.
+  EXPECT_EQ(marked_gathers, 11);
   EXPECT_GE(compressed_other, 4);  // activations and weight gathers, without it
   // Off, or without CompileOptions.error_feedback: no step has error feedback.
   for (const proto::Plan& other : {CompileGpt(testing::Dp2Tp2(2, 2), CompressionMode::kOff),
@@ -261,6 +268,26 @@ TEST(ErrorFeedbackTest, Int4GradientsOfTheGptUnderSgdEndWithinHalfAPercentOfDens
   EXPECT_GT(largest_difference, 1e-4);
   EXPECT_LT(std::abs(gap_with), 0.005);
   EXPECT_GT(std::abs(gap_without), 0.01);
+
+  // The shard owners' residuals of the 11 all-gathers that end the layer norms' and wpe's
+  // gradient chains (session 47): without them alone, those int4 gathers pull the run
+  // down as int4 gradients without error feedback do (bench, 200 iterations, seeds 1-4:
+  // -0.41% +- 0.15 against -0.04% +- 0.04 with them; here, seed 7 over 100 iterations,
+  // -0.48% against -0.06%).
+  proto::Plan gathers_without = int4;
+  int gathers = 0;
+  for (proto::BoxingDef& boxing : *gathers_without.mutable_boxings()) {
+    for (proto::BoxingStepDef& step : *boxing.mutable_steps()) {
+      if (step.kind() != proto::STEP_ALL_GATHER || !step.compression().error_feedback()) continue;
+      step.mutable_compression()->clear_error_feedback();
+      ++gathers;
+    }
+  }
+  ASSERT_TRUE(SealPlan(&gathers_without).ok());
+  EXPECT_EQ(gathers, 11);
+  const double gap_gathers_without = tail_mean(Train(gathers_without, kIterations)) / tail_mean(dense) - 1;
+  printf("the same without the all-gathers' residuals: %+.3f%%\n", 100 * gap_gathers_without);
+  EXPECT_LT(gap_gathers_without, gap_with - 0.002);
 }
 
 // Issue 24's "error feedback hurts when every step is int4" (docs/sbp_and_boxing.md,
@@ -273,7 +300,9 @@ TEST(ErrorFeedbackTest, Int4GradientsOfTheGptUnderSgdEndWithinHalfAPercentOfDens
 // (--optimizer=sgd --learning_rate=0.1, 200 iterations, final-loss gap to dense, seeds
 // 1-4): int4+fwd +1.9 / +2.2 / +4.0 / +2.3%, int4+fwd+grad+ef +2.4 / +1.2 / +2.7 / +2.4%,
 // int4+fwd+grad +0.4 / -0.2 / +2.1 / +0.9%. Seed 4, 100 iterations here: -0.25% with
-// error feedback, -3.17% without; with the residual zeroed in KeepResidual
+// error feedback, -3.17% without where first measured, +0.32% and -3.29% on session 47's
+// machine (the float sums differ between CPUs; the bench's int4+fwd+grad+ef+agd gives the
+// same there); with the residual zeroed in KeepResidual
 // (kernels/compression/compressed_collectives.cc) "with" is "without" and the test fails.
 TEST(ErrorFeedbackTest, WithInt4ForwardActivationsInt4GradientsWithErrorFeedbackEndWhereDenseGradientsDo) {
   constexpr int64_t kIterations = 100, kTail = 20;
@@ -282,14 +311,16 @@ TEST(ErrorFeedbackTest, WithInt4ForwardActivationsInt4GradientsWithErrorFeedback
   const proto::Plan forced = Compile(job, layout, CompressionMode::kForced);
   // Which steps keep int4: the forward activations' (neither a gradient reduction nor a
   // step of backward, whose ops autodiff names "<forward op>_grad/<op>"), and with
-  // `gradients` the gradient reductions (the steps marked with error feedback).
+  // `gradients` the gradient reductions (the steps marked with error feedback, but for
+  // the all-gathers that end a layer norm's gradient chain, which run dense here as they
+  // did when this test was measured; docs/sbp_and_boxing.md gives their share).
   auto keep = [&](bool gradients) {
     proto::Plan plan = forced;
     int forward_steps = 0, gradient_steps = 0;
     for (proto::BoxingDef& boxing : *plan.mutable_boxings()) {
       for (proto::BoxingStepDef& step : *boxing.mutable_steps()) {
         if (step.compression().kind() == proto::Compression::NONE) continue;
-        const bool gradient = step.compression().error_feedback();
+        const bool gradient = step.compression().error_feedback() && step.kind() != proto::STEP_ALL_GATHER;
         const bool forward = !gradient && boxing.producer_op().find("_grad/") == std::string::npos;
         if (forward) ++forward_steps;
         if (gradient && gradients) ++gradient_steps;
@@ -395,37 +426,70 @@ TEST(ErrorFeedbackTest, AResumeCarriesTheResiduals) {
   }
   EXPECT_TRUE(warnings.empty()) << warnings.front();
 
-  // The same checkpoint without its residuals (a manifest listing none, resealed): the
-  // resumed run starts them from zero, says so, and leaves the uninterrupted curve.
-  proto::CheckpointManifest stripped = *manifest;
-  for (proto::CheckpointShard& shard : *stripped.mutable_shards()) shard.clear_residuals();
-  stripped.clear_checksum();
-  stripped.set_checksum(actors::ManifestChecksum(stripped));
-  const std::string stripped_dir = (fs::path(FreshDir("error_feedback_stripped")) / "iter-00000003").string();
-  fs::create_directories(stripped_dir);
-  for (const fs::directory_entry& entry : fs::directory_iterator(after3)) {
-    fs::copy_file(entry.path(), fs::path(stripped_dir) / entry.path().filename());
-  }
-  {
+  // The same checkpoint with fewer residuals (the manifest listing only those `keep`
+  // accepts, resealed): the resumed run starts the others from zero, says so, and leaves
+  // the uninterrupted curve.
+  auto resume_without = [&](const std::string& name, const std::function<bool(const std::string&)>& keep) {
+    proto::CheckpointManifest stripped = *manifest;
+    for (proto::CheckpointShard& shard : *stripped.mutable_shards()) {
+      google::protobuf::RepeatedPtrField<proto::CheckpointResidual> kept;
+      for (const proto::CheckpointResidual& residual : shard.residuals()) {
+        if (keep(residual.key())) *kept.Add() = residual;
+      }
+      *shard.mutable_residuals() = kept;
+    }
+    stripped.clear_checksum();
+    stripped.set_checksum(actors::ManifestChecksum(stripped));
+    const std::string stripped_dir = (fs::path(FreshDir(name)) / "iter-00000003").string();
+    fs::create_directories(stripped_dir);
+    for (const fs::directory_entry& entry : fs::directory_iterator(after3)) {
+      fs::copy_file(entry.path(), fs::path(stripped_dir) / entry.path().filename());
+    }
     std::string bytes;
-    ASSERT_TRUE(stripped.SerializeToString(&bytes));
+    EXPECT_TRUE(stripped.SerializeToString(&bytes));
     FILE* file = fopen((fs::path(stripped_dir) / actors::kManifestFile).c_str(), "wb");
-    ASSERT_NE(file, nullptr);
-    ASSERT_EQ(fwrite(bytes.data(), 1, bytes.size(), file), bytes.size());
+    EXPECT_NE(file, nullptr);
+    if (file == nullptr) return std::vector<double>();
+    EXPECT_EQ(fwrite(bytes.data(), 1, bytes.size(), file), bytes.size());
     fclose(file);
-  }
-  resume.resume_from = stripped_dir;
-  warnings.clear();
-  const std::vector<double> from_zero = Losses(actors::TrainPlan(plan, resume));
+    resume.resume_from = stripped_dir;
+    warnings.clear();
+    return Losses(actors::TrainPlan(plan, resume));
+  };
+  auto largest_difference = [&](const std::vector<double>& losses) {
+    double largest = 0;
+    for (size_t i = 0; i < losses.size(); ++i) largest = std::max(largest, std::abs(losses[i] - uninterrupted[3 + i]));
+    return largest;
+  };
+  const std::vector<double> from_zero = resume_without("error_feedback_stripped", [](const std::string&) {
+    return false;
+  });
   ASSERT_EQ(from_zero.size(), resumed.size());
-  double largest_difference = 0;
-  for (size_t i = 0; i < from_zero.size(); ++i) {
-    largest_difference = std::max(largest_difference, std::abs(from_zero[i] - uninterrupted[3 + i]));
-  }
-  EXPECT_GT(largest_difference, 1e-4 * std::abs(uninterrupted[3]));
+  EXPECT_GT(largest_difference(from_zero), 1e-4 * std::abs(uninterrupted[3]));
   ASSERT_EQ(warnings.size(), 1u);
   EXPECT_THAT(warnings[0], HasSubstr("holds 0 error-feedback residuals and none for the"));
   EXPECT_THAT(warnings[0], HasSubstr("error feedback starts from zero there and wherever else none fits"));
+
+  // The shard owners' residuals of the gradients' all-gathers (session 47) travel too:
+  // all 44 of them (11 gathers on 4 devices) are in the checkpoint, and without them alone
+  // the resumed run leaves the uninterrupted curve.
+  int gather_residuals = 0;
+  for (const proto::CheckpointShard& shard : manifest->shards()) {
+    for (const proto::CheckpointResidual& residual : shard.residuals()) {
+      gather_residuals += residual.key().find("(all_gather on") != std::string::npos;
+    }
+  }
+  EXPECT_EQ(gather_residuals, 44);
+  const std::vector<double> without_gathers =
+      resume_without("error_feedback_no_gathers", [](const std::string& key) {
+        return key.find("(all_gather on") == std::string::npos;
+      });
+  ASSERT_EQ(without_gathers.size(), resumed.size());
+  printf("resumed after 3 of %lld iterations: largest loss difference to the uninterrupted run %.3g with every "
+         "residual, %.3g without the all-gathers' residuals, %.3g without any\n",
+         static_cast<long long>(kIterations), largest_difference(resumed), largest_difference(without_gathers),
+         largest_difference(from_zero));
+  EXPECT_GT(largest_difference(without_gathers), 1e-4 * std::abs(uninterrupted[3]));
 }
 
 // On another layout (1 node x 4 devices, dp=2 x tp=2) the residuals do not fit:

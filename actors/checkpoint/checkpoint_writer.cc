@@ -120,7 +120,7 @@ absl::StatusOr<std::unique_ptr<CheckpointWriter>> CheckpointWriter::Create(const
   }
   std::set<int64_t> saving_nodes;
   for (const auto& [key, device] : saver) saving_nodes.insert(plan.devices(device).device().node());
-  // Every device of a reduction with error feedback saves its residual (AddResidual).
+  // Every device of a step with error feedback saves its residual (AddResidual).
   for (const proto::DevicePlan& device : plan.devices()) {
     for (const proto::ActorDef& actor : device.actors()) {
       if (actor.kind() != proto::ACTOR_BOXING || actor.has_bucket_id() || actor.boxing_id() < 0 ||

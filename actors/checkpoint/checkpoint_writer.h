@@ -124,7 +124,8 @@ class CheckpointWriter {
   // device saves that slice (or the device is not local).
   int EntryFor(int device_index, const std::string& tensor) const;
 
-  // Error feedback: makes the residual of a compressed gradient reduction on local device
+  // Error feedback: makes the residual of a compressed gradient step (a reduction, or an
+  // all-gather's shard owner's) on local device
   // `device_index` (`elements` floats, proto CheckpointResidual `key`) an entry, saved in
   // the device's shard after its slices. Called while the actors are bound, before any
   // Stage; the reduction's act stages the residual before the act changes it

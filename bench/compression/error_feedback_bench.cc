@@ -30,7 +30,9 @@
 //                  logits, whose consumer is the loss, dense), dwN (the first N iterations
 //                  every compressed step runs dense: --compression_warmup=N), dense:T1[:T2...] (the
 //                  boxings of tensors T1, T2, ... run dense; e.g. int4+fwd+dw50+dense:add_61 is one
-//                  tensor's share of the forward gap); e.g. int4+g128 is forced
+//                  tensor's share of the forward gap), agd (the all-gathers that end a gradient's
+//                  chain, layer norms' and wpe's, run dense), agnf (they keep their codec
+//                  without error feedback, as before session 47); e.g. int4+g128 is forced
 //                  int4 as it was before groups of 32, int4+g32+grad+ef, int4+sr+ef.
 //                  int4_ef, int4_grad and int4_grad_ef are int4+ef, int4+grad and
 //                  int4+grad+ef.
@@ -164,6 +166,12 @@ struct Mode {
   // dense:NAME[:NAME...]: the boxings of these tensors run dense, whatever their role (to
   // find which tensors carry a gap, one at a time).
   std::set<std::string> dense_tensors;
+  // The all-gathers that end a gradient's chain (a layer norm's or wpe's gradient under
+  // tp: reduce-scatter over tp, all-reduce over dp, all-gather over tp): agd runs them
+  // dense, agnf keeps their codec without error feedback (what the runtime did before
+  // session 47 gave the shard owner a residual there).
+  bool gradient_gathers_dense = false;
+  bool gradient_gathers_without_feedback = false;
 };
 
 absl::StatusOr<Mode> ParseMode(const std::string& text) {
@@ -183,7 +191,7 @@ absl::StatusOr<Mode> ParseMode(const std::string& text) {
   } else {
     return absl::InvalidArgumentError(
         absl::StrCat("--modes: unknown mode '", text,
-                     "'; valid: dense, or auto / int4 / int8 followed by +gN, +had, +grad, +fwd, +bwd, +ef, +sr, +srg, +ln8, +lnd, +lgd, +chain8, +nobound, +dwN, +dense:TENSOR (e.g. "
+                     "'; valid: dense, or auto / int4 / int8 followed by +gN, +had, +grad, +fwd, +bwd, +ef, +sr, +srg, +ln8, +lnd, +lgd, +chain8, +nobound, +dwN, +agd, +agnf, +dense:TENSOR (e.g. "
                      "int4+g32+had+grad), or int4_ef, int4_grad, int4_grad_ef"));
   }
   for (size_t i = 1; i < parts.size(); ++i) {
@@ -211,6 +219,10 @@ absl::StatusOr<Mode> ParseMode(const std::string& text) {
       mode.logits_dense = true;
     } else if (part == "chain8") {
       mode.gradient_chain_int8 = true;
+    } else if (part == "agd") {
+      mode.gradient_gathers_dense = true;
+    } else if (part == "agnf") {
+      mode.gradient_gathers_without_feedback = true;
     } else if (part.size() > 6 && part.substr(0, 6) == "dense:") {
       for (absl::string_view name : absl::StrSplit(part.substr(6), ':', absl::SkipEmpty())) {
         mode.dense_tensors.insert(std::string(name));
@@ -222,15 +234,17 @@ absl::StatusOr<Mode> ParseMode(const std::string& text) {
     } else {
       return absl::InvalidArgumentError(absl::StrCat("--modes: '", text, "': unknown option '", part,
                                                      "'; valid: gN (N >= 1), had, fwd, bwd, grad, ef, sr, srg, ln8, lnd, "
-                                                     "chain8, lgd, nobound, dwN (N >= 1), dense:TENSOR[:TENSOR...]"));
+                                                     "chain8, lgd, agd, agnf, nobound, dwN (N >= 1), "
+                                                     "dense:TENSOR[:TENSOR...]"));
     }
   }
   return mode;
 }
 
 // The role of a compressed step's tensor: "grad" for a variable's gradient (the compiler
-// marks those reductions with error feedback, which Run always asks for and then clears
-// unless the mode has ef), "bwd" for another tensor of backward (autodiff names its ops
+// marks its compressed steps with error feedback, reductions and since session 47 the
+// all-gathers that end its chain, which Run always asks for and then clears unless the
+// mode has ef; before session 47 those all-gathers read "bwd"), "bwd" for another tensor of backward (autodiff names its ops
 // "<forward op>_grad/<op>"), "fwd" for a forward activation.
 std::string RoleOf(const proto::BoxingDef& boxing, const proto::BoxingStepDef& step) {
   if (step.compression().error_feedback()) return "grad";
@@ -303,7 +317,8 @@ absl::StatusOr<Curve> Run(const proto::Job& job, const examples::ParallelLayout&
     ListBoxings(*plan);
   }
   const bool edits_steps = mode.layer_norm_inputs != CompressionKind::kInt4 || mode.gradient_chain_int8 ||
-                            mode.logits_dense || !mode.dense_tensors.empty();
+                            mode.logits_dense || !mode.dense_tensors.empty() || mode.gradient_gathers_dense ||
+                            mode.gradient_gathers_without_feedback;
   if (!mode.roles.empty() || mode.hadamard || options.error_feedback != mode.error_feedback || edits_steps) {
     std::set<std::string> densified;  // the dense:TENSOR names that named a boxing
     for (proto::BoxingDef& boxing : *plan->mutable_boxings()) {
@@ -329,6 +344,11 @@ absl::StatusOr<Curve> Run(const proto::Job& job, const examples::ParallelLayout&
             boxing.consumer_op().find("cross_entropy") != std::string::npos) {
           step.clear_compression();
         }
+        const bool gradient_gather = compressed && role == "grad" && step.kind() == proto::STEP_ALL_GATHER;
+        if (gradient_gather && mode.gradient_gathers_dense) step.clear_compression();
+        if (gradient_gather && mode.gradient_gathers_without_feedback) {
+          step.mutable_compression()->clear_error_feedback();
+        }
         if (mode.dense_tensors.count(boxing.tensor()) > 0) {
           step.clear_compression();
           densified.insert(boxing.tensor());
@@ -338,7 +358,7 @@ absl::StatusOr<Curve> Run(const proto::Job& job, const examples::ParallelLayout&
           step.mutable_compression()->set_block_size(128);
         }
         if (!mode.roles.empty() && step.compression().kind() != proto::Compression::NONE &&
-            mode.roles.count(RoleOf(boxing, step)) == 0) {
+            mode.roles.count(role) == 0) {
           step.clear_compression();
         }
         if (mode.stochastic_gradients_only && !step.compression().error_feedback()) {

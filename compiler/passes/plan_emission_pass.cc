@@ -71,8 +71,8 @@ Rounding RoundingFor(const CompileOptions& options, const std::string& tensor, i
 
 // The step's modelled seconds and the cost model's decision (when a codec applied); a
 // compressed step's codec (both levels for a two-level one) and rounding. With
-// CompileOptions.error_feedback, a compressed reduction of a variable's gradient gets
-// error feedback; every compressed step gets CompileOptions.compression_warmup_iterations.
+// CompileOptions.error_feedback, a compressed reduction or gather of a variable's gradient
+// gets error feedback; every compressed step gets CompileOptions.compression_warmup_iterations.
 void EmitCompression(const BoxingStep& step, bool gradient, const Rounding& rounding, int64_t dense_warmup_iterations,
                      proto::BoxingStepDef* def) {
   def->set_seconds(step.seconds);
@@ -80,7 +80,10 @@ void EmitCompression(const BoxingStep& step, bool gradient, const Rounding& roun
   def->set_reason(step.compression_reason);  // the decision, whichever side won
   if (!step.compression.compressed()) return;
   proto::Compression* compression = def->mutable_compression();
-  if (gradient && (step.kind == BoxingKind::kAllReduce || step.kind == BoxingKind::kReduceScatter)) {
+  // Every stage that quantizes a gradient keeps its own residual: the reductions' senders
+  // and the owner of each shard a gradient's all-gather encodes (compressed_collectives.h).
+  if (gradient && (step.kind == BoxingKind::kAllReduce || step.kind == BoxingKind::kReduceScatter ||
+                   step.kind == BoxingKind::kAllGather)) {
     compression->set_error_feedback(true);
   }
   compression->set_kind(CompressionToProto(step.compression.kind));

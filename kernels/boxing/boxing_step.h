@@ -104,8 +104,9 @@ struct BoxingStepArgs {
   Communicator* in_node_communicator = nullptr;
   Communicator* cross_node_communicator = nullptr;
   // Error feedback (BoxingStepDef.compression.error_feedback; compressed_collectives.h,
-  // "Error feedback"): a compressed all_reduce or reduce_scatter of a gradient encodes
-  // what its codec dropped last act along with this act's values. The prepared step owns
+  // "Error feedback"): a compressed all_reduce, reduce_scatter or all_gather of a gradient
+  // encodes what its codec dropped last act along with this act's values (an all_gather:
+  // the shard this device owns and encodes). The prepared step owns
   // the residual (zeros at first; PreparedBoxingStep::residual). Any other step with it
   // is INVALID_ARGUMENT at preparation.
   bool error_feedback = false;

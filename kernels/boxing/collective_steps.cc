@@ -122,7 +122,8 @@ absl::Status RunAllGather(const GroupStep& step, const BoxingStepArgs& args) {
     const auto* input = static_cast<const float*>(send);
     OF_RETURN_IF_ERROR(Account(step,
                                CompressedAllGather(*args.communicator, args.compression, input,
-                                                   static_cast<float*>(receive), counts, StepOptions(step, args))));
+                                                   static_cast<float*>(receive), counts, StepOptions(step, args),
+                                                   Residual(step))));
   } else {
     OF_RETURN_IF_ERROR(args.communicator->AllGather(send, receive, ByteCounts(pieces, step.element_size),
                                                     StepOptions(step, args)));

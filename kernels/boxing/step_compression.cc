@@ -7,6 +7,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "kernels/boxing/group_step.h"
+#include "kernels/boxing/slice_boxes.h"
 #include "kernels/boxing/step_support.h"
 #include "oneflow_core/status.h"
 
@@ -108,9 +109,10 @@ absl::Status CheckCompression(const GroupStep& step, const BoxingStepArgs& args)
 
 absl::StatusOr<int64_t> ResidualElements(const GroupStep& step, const BoxingStepArgs& args) {
   if (!args.error_feedback) return 0;
-  if (!IsReduction(step.kind) || args.dtype != DType::kF32 || args.compression.codec == Codec::kNone) {
-    return step.Error(absl::StrCat("error feedback is for compressed all_reduce and reduce_scatter steps of f32 "
-                                   "gradients; this step is ",
+  if ((!IsReduction(step.kind) && step.kind != BoxingKind::kAllGather) || args.dtype != DType::kF32 ||
+      args.compression.codec == Codec::kNone) {
+    return step.Error(absl::StrCat("error feedback is for compressed all_reduce, reduce_scatter and all_gather "
+                                   "steps of f32 gradients; this step is ",
                                    args.compression.codec == Codec::kNone ? "dense" : CodecName(args.compression.codec),
                                    " ", BoxingKindName(step.kind), " of ", DTypeName(args.dtype)));
   }
@@ -121,6 +123,13 @@ absl::StatusOr<int64_t> ResidualElements(const GroupStep& step, const BoxingStep
     const Communicator& cross_node = *args.cross_node_communicator;
     return TwoLevelAllReduceResidualElements(count, cross_node.size(), in_node.size(), cross_node.rank(),
                                              in_node.rank());
+  }
+  if (step.kind == BoxingKind::kAllGather) {
+    // The shard this device encodes: its source slice within its destination
+    // (collective_steps.cc, RunAllGather). There is no two-level all_gather step.
+    std::vector<int64_t> counts;
+    for (const TensorSlice& source : step.src) counts.push_back(Intersect(source, step.dst[step.me]).NumElements());
+    return AllGatherResidualElements(counts, step.me);
   }
   std::vector<int64_t> counts;
   for (const TensorSlice& box : step.dst) counts.push_back(box.NumElements());

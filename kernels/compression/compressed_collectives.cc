@@ -123,6 +123,11 @@ void AddEncodingError(const float* original, const float* decoded, int64_t count
 
 int64_t ReduceScatterResidualElements(absl::Span<const int64_t> counts) { return SumOf(counts); }
 
+int64_t AllGatherResidualElements(absl::Span<const int64_t> counts, int64_t rank) {
+  if (rank < 0 || rank >= static_cast<int64_t>(counts.size())) return 0;
+  return counts[rank];
+}
+
 int64_t AllReduceResidualElements(int64_t count, int64_t size, int64_t rank) {
   std::vector<int64_t> counts;
   if (!BalancedCounts(count, size, &counts).ok() || rank < 0 || rank >= size) return 0;
@@ -164,16 +169,20 @@ absl::StatusOr<CompressedTraffic> CompressedAllGather(Communicator& communicator
                                                       const CodecOptions& codec,
                                                       const float* input, float* output,
                                                       absl::Span<const int64_t> counts,
-                                                      const CollectiveOptions& options) {
+                                                      const CollectiveOptions& options,
+                                                      absl::Span<float> residual) {
+  constexpr absl::string_view kCall = "compressed all_gather";
   const int64_t size = communicator.size();
   const int64_t rank = communicator.rank();
   const bool counts_ok = static_cast<int64_t>(counts.size()) == size;
-  OF_RETURN_IF_ERROR(CheckArguments(options, "compressed all_gather", codec, counts, size, input,
+  OF_RETURN_IF_ERROR(CheckArguments(options, kCall, codec, counts, size, input,
                                     counts_ok ? counts[rank] : 0, output, SumOf(counts)));
+  OF_RETURN_IF_ERROR(CheckResidual(options, kCall, residual, AllGatherResidualElements(counts, rank)));
   GatherMember member;
   member.counts.assign(counts.begin(), counts.end());
   member.shard = input;
   member.seed = codec.seed;
+  member.residual = residual.empty() ? nullptr : residual.data();
   return GatherMembers(communicator, codec, {member}, output, options);
 }
 

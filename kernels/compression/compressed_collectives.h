@@ -71,16 +71,23 @@
 // scratch: the outputs have the same bits with or without it.
 //
 // Error feedback (EF; Seide et al. 2014 "1-bit SGD", Karimireddy et al. 2019 "EF-SGD";
-// SDP4Bit's weight differences are the implicit form, REFERENCES.md): the reductions take a
-// `residual`, this rank's memory of what its own encodings dropped. At every stage where
-// this rank quantizes, it encodes x + r instead of x and keeps r' = (x + r) -
-// decode(encode(x + r)), so nothing a codec drops is lost: it travels one call later. The
+// SDP4Bit's weight differences are the implicit form, REFERENCES.md): the reductions and
+// the all-gather take a `residual`, this rank's memory of what its own encodings dropped.
+// At every stage where this rank quantizes, it encodes x + r instead of x and keeps
+// r' = (x + r) - decode(encode(x + r)), so nothing a codec drops is lost: it travels one
+// call later. The
 // sum over calls of what was decoded then tracks the sum of the true inputs with an error
 // bounded by one call's quantization error (the last residual), where without EF a
 // deterministic codec's bias adds up call after call. The stages and the residual's
 // layout (floats, back to back; *ResidualElements below give its size):
 //   reduce-scatter            the input's extent (sum(counts)); the own chunk is never
 //                             encoded and its part stays 0.
+//   all-gather                this rank's shard (counts[rank]): the shard owner's memory
+//                             (the server side of DoubleSqueeze / 1-bit Adam's two-sided
+//                             feedback), for a gradient gathered after its reduction (a
+//                             chain reduce-scatter over one axis, all-reduce over another,
+//                             all-gather over the first: the gathered shard is a reduced
+//                             gradient, the same every iteration in kind).
 //   all-reduce                the reduce-scatter's (count), then this rank's shard of the
 //                             balanced split, encoded for the all-gather.
 //   two-level reduce-scatter  the input's extent (in-node exchange), then the node
@@ -151,9 +158,10 @@ struct TwoLevelTraffic {
 // MixSeed (codec.h) gives the seed rank `rank` encodes with when the codec rounds
 // stochastically: MixSeed(codec.seed, rank).
 
-// Floats of the residual of each reduction with error feedback (the header's "Error
+// Floats of the residual of each call with error feedback (the header's "Error
 // feedback"), for this rank; 0 for arguments the call itself would refuse.
 int64_t ReduceScatterResidualElements(absl::Span<const int64_t> counts);
+int64_t AllGatherResidualElements(absl::Span<const int64_t> counts, int64_t rank);
 int64_t AllReduceResidualElements(int64_t count, int64_t size, int64_t rank);
 int64_t TwoLevelReduceScatterResidualElements(absl::Span<const int64_t> counts, int64_t local_size,
                                               int64_t local);
@@ -170,12 +178,15 @@ absl::StatusOr<CompressedTraffic> CompressedReduceScatter(Communicator& communic
                                                           absl::Span<float> residual = {});
 
 // `input` holds this rank's counts[rank()] floats; `output` receives sum(counts) floats,
-// every rank's shard in rank order, decoded.
+// every rank's shard in rank order, decoded. `residual`: error feedback on this rank's
+// shard (counts[rank()] floats; empty: off); the shard is encoded with it added, so the
+// output's own shard is decode(encode(input + residual)) on every rank alike.
 absl::StatusOr<CompressedTraffic> CompressedAllGather(Communicator& communicator,
                                                       const CodecOptions& codec,
                                                       const float* input, float* output,
                                                       absl::Span<const int64_t> counts,
-                                                      const CollectiveOptions& options);
+                                                      const CollectiveOptions& options,
+                                                      absl::Span<float> residual = {});
 
 // output[i] = reduce over ranks of input[i], i in [0, count), every rank the same count.
 absl::StatusOr<CompressedTraffic> CompressedAllReduce(Communicator& communicator,

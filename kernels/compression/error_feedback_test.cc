@@ -2,7 +2,8 @@
 // feedback"): the arithmetic against a sequential reference bit for bit, the property it
 // exists for (the sum over calls of what was decoded tracks the sum of the inputs with a
 // bounded error, where without it a deterministic codec's error grows with every call),
-// at both stages of an all-reduce and at every stage of the two-level forms, the
+// at both stages of an all-reduce, on a gradient's all-gather (the shard owner's) and at
+// every stage of the two-level forms, the
 // residual's size and its errors.
 #include <cmath>
 #include <cstdint>
@@ -192,6 +193,52 @@ TEST(ErrorFeedbackTest, AllReduceSumOfOutputsTracksTheSumOfInputs) {
               1e-5 * kCalls * Norm(dense.data(), kCount))
         << "rank " << rank;
   }
+}
+
+// The shard owner's error feedback on an all-gather (a gradient gathered after its
+// reduction, the server side of two-sided error feedback): each rank encodes its shard
+// plus its residual, every rank decodes the same bits, and the owner's residual is all
+// that the sum of the outputs misses.
+TEST(ErrorFeedbackTest, AllGatherSumOfOutputsTracksTheSumOfShards) {
+  constexpr int64_t kRanks = 4, kShard = kCount / kRanks;
+  InProcessBackend backend;
+  const std::vector<Communicator*> group = backend.MakeGroup(kRanks, "four");
+  const CodecOptions codec{Codec::kInt4, 32};
+  const std::vector<int64_t> counts(kRanks, kShard);
+  auto all_gather = [&](int64_t rank, const float* input, float* output, absl::Span<float> residual) {
+    return CompressedAllGather(*group[rank], codec, input + kShard * rank, output, counts, {}, residual).status();
+  };
+  std::vector<int64_t> elements(kRanks);
+  for (int64_t r = 0; r < kRanks; ++r) elements[r] = AllGatherResidualElements(counts, r);
+  EXPECT_EQ(elements[0], kShard);
+  const Tracking with = Track(kRanks, elements, all_gather);
+  const Tracking without = Track(kRanks, std::vector<int64_t>(kRanks, 0), all_gather);
+  // The gathered tensor: shard r is rank r's input there.
+  std::vector<float> dense(kCount);
+  for (int64_t r = 0; r < kRanks; ++r) {
+    const std::vector<float> input = RankInput(r, kCount);
+    std::copy(input.begin() + kShard * r, input.begin() + kShard * (r + 1), dense.begin() + kShard * r);
+  }
+  ExpectTracking(with, without, dense, "flat int4 all-gather");
+  for (int64_t rank = 0; rank < kRanks; ++rank) {
+    // Every rank decodes the same bytes: the same output bits everywhere.
+    EXPECT_EQ(with.summed[rank], with.summed[0]) << "rank " << rank;
+    // Telescoping: kCalls * shard - the owner's last residual, to float rounding.
+    std::vector<float> expected(kCount);
+    for (int64_t i = 0; i < kCount; ++i) {
+      const int64_t owner = i / kShard;
+      expected[i] = static_cast<float>(static_cast<double>(kCalls) * dense[i] - with.residuals[owner][i % kShard]);
+    }
+    EXPECT_LT(Distance(with.summed[rank].data(), expected.data(), kCount), 1e-5 * kCalls * Norm(dense.data(), kCount))
+        << "rank " << rank;
+  }
+  // A residual of another size is refused, naming the call.
+  std::vector<float> input(kShard), output(kCount), wrong(kShard + 1);
+  const absl::StatusOr<CompressedTraffic> refused =
+      CompressedAllGather(*group[0], codec, input.data(), output.data(), counts, {}, absl::MakeSpan(wrong));
+  EXPECT_EQ(refused.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(refused.status().message(),
+              HasSubstr("compressed all_gather: residual has 251 floats; error feedback on this call needs 250"));
 }
 
 // The price of error feedback, and why it is opt-in (docs/sbp_and_boxing.md, "Error

@@ -31,7 +31,8 @@ void AddReducePhase(const BoxingContext& context, const CompressionChoice& codec
 
 // A gather phase of `members` shards of `shard` elements: this device's shard encoded,
 // every shard decoded (its own too: the output needs it, and error feedback's residual
-// reads that decode). `error_feedback`: an all-reduce's gather with error feedback.
+// reads that decode). `error_feedback`: a gradient's gather (an all-reduce's second phase
+// or an all-gather step) with error feedback.
 void AddGatherPhase(const BoxingContext& context, const CompressionChoice& codec, int64_t shard, int64_t members,
                     bool error_feedback, PricedCompression* priced) {
   AddPasses(context, codec, shard, members * shard, error_feedback, priced);
@@ -62,8 +63,9 @@ std::optional<PricedCompression> Flat(const BoxingContext& context, const Compre
   const bool gathers = kind != BoxingKind::kReduceScatter;
   const int64_t chunk = elements / ((reduces && gathers ? 2 : 1) * (members - 1));
   if (reduces) AddReducePhase(context, codec, (members - 1) * chunk, &priced);
-  // Error feedback is a reduction's: an all-gather step has none.
-  if (gathers) AddGatherPhase(context, codec, chunk, members, reduces && context.options.error_feedback, &priced);
+  // A gradient's all-gather step feeds back its shard's error as an all-reduce's gather
+  // phase does: a plain encode, the own shard's decode (made anyway) read for the residual.
+  if (gathers) AddGatherPhase(context, codec, chunk, members, context.options.error_feedback, &priced);
   // One call per phase; the wire elements are those of the whole step.
   AddWire(context, crosses_nodes, reduces && gathers ? 2 : 1, elements, codec, &priced);
   Describe(CompressionChoiceText(codec), &priced);

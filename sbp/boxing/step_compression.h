@@ -9,8 +9,9 @@
 //                   (EncodeMeasured), with it (BoxingOptions::error_feedback) a plain
 //                   encode and one more decode (n-1) c, the sender's, for the residual
 //   all-gather      one AllGather call: encode c (its shard; metering as it encodes
-//                   without error feedback), decode n c (every shard, its own as the
-//                   output's); an all-gather step never has error feedback
+//                   without error feedback, a plain encode with it: the shard owner's
+//                   residual reads the own shard's decode), decode n c (every shard, its
+//                   own as the output's)
 //   all-reduce      both, so two calls, both phases with the step's error feedback
 // A two-level reduction over M nodes x L devices (BoxingOptions::two_level, link_model.h's
 // NodeBlocks) makes an in-node call and a cross-node call per phase:
