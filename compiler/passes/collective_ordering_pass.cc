@@ -6,9 +6,12 @@
 #include <tuple>
 #include <vector>
 
+#include "absl/container/flat_hash_map.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "compiler/passes/gradient_bucketing_pass.h"
+#include "compiler/passes/reduction_priority.h"
+#include "oneflow_core/status.h"
 
 namespace oneflow {
 namespace {
@@ -286,7 +289,20 @@ absl::StatusOr<bool> CollectiveOrderingPass::Run(Compilation* compilation) {
     }
   };
   const std::vector<std::vector<int64_t>> early_after_op = EarlyBoxingsAfterOps(*compilation);
+  // The node-crossing buckets still waiting for the link when backward ends are issued
+  // together, at the place of the last of them, in the order the next forward needs
+  // them (reduction_priority.h).
+  OF_ASSIGN_OR_RETURN(std::vector<std::vector<int64_t>> first_needed, FirstNeededBucketOrders(*compilation));
+  absl::flat_hash_map<int64_t, const std::vector<int64_t>*> deferred;  // bucket -> its order
+  for (const std::vector<int64_t>& order : first_needed) {
+    for (int64_t k : order) deferred[k] = &order;
+  }
   size_t next_bucket = 0;
+  auto order_bucket = [&](int64_t k) {
+    const GradientBucket& bucket = compilation->buckets[k];
+    OrderBucket(compilation, bucket, bucket_actors[k], &next_order, &classes);
+    for (const auto& [b, s] : bucket.members) order_early(b, s + 1);
+  };
   // What lowering emits right after op `op` (-1: before every op): the early steps of
   // the tensors it produces, then the buckets whose last member it produces, each
   // followed by its members' early steps.
@@ -296,9 +312,15 @@ absl::StatusOr<bool> CollectiveOrderingPass::Run(Compilation* compilation) {
     }
     for (; next_bucket < compilation->buckets.size() && compilation->buckets[next_bucket].after_op <= op;
          ++next_bucket) {
-      const GradientBucket& bucket = compilation->buckets[next_bucket];
-      OrderBucket(compilation, bucket, bucket_actors[next_bucket], &next_order, &classes);
-      for (const auto& [b, s] : bucket.members) order_early(b, s + 1);
+      const int64_t k = static_cast<int64_t>(next_bucket);
+      auto it = deferred.find(k);
+      if (it == deferred.end()) {
+        order_bucket(k);
+        continue;
+      }
+      const std::vector<int64_t>& order = *it->second;
+      if (k != *std::max_element(order.begin(), order.end())) continue;  // Issued with the last.
+      for (int64_t m : order) order_bucket(m);
     }
   };
   // The walk lowering makes (lowering_pass.cc): every device's program is this order
