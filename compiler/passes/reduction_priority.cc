@@ -10,6 +10,7 @@
 #include "absl/strings/str_cat.h"
 #include "compiler/kernel_seconds.h"
 #include "compiler/passes/bucket_cap.h"
+#include "compiler/passes/gradient_bucketing_pass.h"
 #include "sbp/compute_cost.h"
 #include "sbp/link_model.h"
 
@@ -20,7 +21,7 @@ namespace {
 struct StreamItem {
   double ready_seconds = 0;  // The device's compute before it, priced.
   double seconds = 0;        // Its collective, priced.
-  int64_t bucket = -1;       // Its bucket, or -1 for a step on its own.
+  ReductionUnit unit;        // What may move; neither for a step that keeps its place.
 };
 
 bool IsDenseBucket(const Compilation& compilation, const GradientBucket& bucket) {
@@ -33,9 +34,15 @@ bool IsDenseBucket(const Compilation& compilation, const GradientBucket& bucket)
 
 }  // namespace
 
-int64_t FirstReaderOfBucket(const Compilation& compilation, const GradientBucket& bucket) {
+int64_t FirstReaderOf(const Compilation& compilation, const ReductionUnit& unit) {
+  std::vector<int64_t> boxings;
+  if (unit.bucket >= 0) {
+    for (const auto& [b, s] : compilation.buckets[unit.bucket].members) boxings.push_back(b);
+  } else {
+    boxings.push_back(unit.boxing);
+  }
   int64_t first = std::numeric_limits<int64_t>::max();
-  for (const auto& [b, s] : bucket.members) {
+  for (int64_t b : boxings) {
     const LogicalTensor& tensor = compilation.graph.tensors[compilation.boxings[b].tensor];
     if (tensor.gradient_of < 0) continue;
     const LogicalTensor& variable = compilation.graph.tensors[tensor.gradient_of];
@@ -44,8 +51,8 @@ int64_t FirstReaderOfBucket(const Compilation& compilation, const GradientBucket
   return first;
 }
 
-absl::StatusOr<std::vector<std::vector<int64_t>>> FirstNeededBucketOrders(const Compilation& compilation) {
-  std::vector<std::vector<int64_t>> orders;
+absl::StatusOr<std::vector<std::vector<ReductionUnit>>> FirstNeededOrders(const Compilation& compilation) {
+  std::vector<std::vector<ReductionUnit>> orders;
   // With micro-batches the compute before a bucket repeats per micro-batch and the
   // buckets run once per iteration: not modelled here, the order stays backward order.
   if (compilation.buckets.empty() || compilation.job.micro_batches() > 1) return orders;
@@ -73,16 +80,19 @@ absl::StatusOr<std::vector<std::vector<int64_t>>> FirstNeededBucketOrders(const 
                                               placement.ToString(), " has no device plan"));
     }
     const proto::DevicePlan& device = compilation.plan.devices(device_index);
-    // The steps of this class on the device that run on their own, by actor index.
-    absl::flat_hash_map<int32_t, double> step_seconds;
+    // The steps of this class on the device that run on their own, by actor index: their
+    // modelled seconds, and their boxing where they belong to an early run from step 0
+    // (which may move with it).
+    absl::flat_hash_map<int32_t, std::pair<double, int64_t>> steps;
     for (const Boxing& boxing : compilation.boxings) {
       if (graph.tensors[boxing.tensor].placement != placement_index) continue;
+      if (boxing.id >= static_cast<int64_t>(compilation.boxing_step_actors.size())) continue;
+      const int64_t early_end = EarlyStepsEnd(compilation, boxing.id, 0);
       for (size_t s = 0; s < boxing.plan.steps.size(); ++s) {
         const BoxingStep& step = boxing.plan.steps[s];
         if (step.hierarchy_axis != axis || !IsCollective(step.kind) || step.kind == BoxingKind::kSendRecv) continue;
-        if (boxing.id >= static_cast<int64_t>(compilation.boxing_step_actors.size())) continue;
         for (const auto& [d, a] : compilation.boxing_step_actors[boxing.id][s]) {
-          if (d == device_index) step_seconds[a] = step.seconds;
+          if (d == device_index) steps[a] = {step.seconds, static_cast<int64_t>(s) < early_end ? boxing.id : -1};
         }
       }
     }
@@ -97,12 +107,12 @@ absl::StatusOr<std::vector<std::vector<int64_t>>> FirstNeededBucketOrders(const 
         if (bucket.placement == placement_index && bucket.hierarchy_axis == axis) {
           const double seconds =
               PriceBucketCollective(compilation.links, placement, axis, bucket.kind, bucket.size_bytes).seconds();
-          items.push_back({compute_seconds, seconds, actor.bucket_id()});
+          items.push_back({compute_seconds, seconds, ReductionUnit{.bucket = actor.bucket_id()}});
         }
         continue;
       }
-      if (auto it = step_seconds.find(a); it != step_seconds.end()) {
-        items.push_back({compute_seconds, it->second, -1});
+      if (auto it = steps.find(a); it != steps.end()) {
+        items.push_back({compute_seconds, it->second.first, ReductionUnit{.boxing = it->second.second}});
         continue;
       }
       if (actor.thread() == proto::THREAD_COMPUTE) {
@@ -110,22 +120,25 @@ absl::StatusOr<std::vector<std::vector<int64_t>>> FirstNeededBucketOrders(const 
       }
     }
     // First come, first served on the stream; then what has not started when the last
-    // bucket is ready.
+    // unit that may move is ready.
+    auto movable = [](const StreamItem& item) { return item.unit.bucket >= 0 || item.unit.boxing >= 0; };
     double last_ready = -1;
     for (const StreamItem& item : items) {
-      if (item.bucket >= 0) last_ready = std::max(last_ready, item.ready_seconds);
+      if (movable(item)) last_ready = std::max(last_ready, item.ready_seconds);
     }
-    std::vector<int64_t> waiting;
+    std::vector<ReductionUnit> waiting;
     double stream_free = 0;
     for (const StreamItem& item : items) {
       const double start = std::max(stream_free, item.ready_seconds);
       stream_free = start + item.seconds;
-      if (item.bucket >= 0 && start >= last_ready) waiting.push_back(item.bucket);
+      if (movable(item) && start >= last_ready &&
+          std::find(waiting.begin(), waiting.end(), item.unit) == waiting.end()) {
+        waiting.push_back(item.unit);
+      }
     }
     if (waiting.size() < 2) continue;
-    std::stable_sort(waiting.begin(), waiting.end(), [&](int64_t x, int64_t y) {
-      return std::make_tuple(FirstReaderOfBucket(compilation, compilation.buckets[x]), x) <
-             std::make_tuple(FirstReaderOfBucket(compilation, compilation.buckets[y]), y);
+    std::stable_sort(waiting.begin(), waiting.end(), [&](const ReductionUnit& x, const ReductionUnit& y) {
+      return FirstReaderOf(compilation, x) < FirstReaderOf(compilation, y);
     });
     orders.push_back(std::move(waiting));
   }

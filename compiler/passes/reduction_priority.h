@@ -41,16 +41,27 @@
 
 namespace oneflow {
 
-// Per group class with a backlog of two or more buckets: the bucket ids
-// (Compilation::buckets) to issue together, in this order, at the place of the last of
-// them. Needs the actor graph (Compilation::plan devices' actors, boxing_step_actors).
-// INTERNAL when a bucket's placement has no device in the plan.
-absl::StatusOr<std::vector<std::vector<int64_t>>> FirstNeededBucketOrders(const Compilation& compilation);
+// What the collective order can move: a gradient bucket, or a boxing whose first steps run
+// on their own right after the gradient exists (gradient_bucketing_pass.h, IsEarlyStep:
+// the run from step 0, e.g. a gradient too large to share a bucket, or the last one
+// alone).
+struct ReductionUnit {
+  int64_t bucket = -1;  // Compilation::buckets index, or -1
+  int64_t boxing = -1;  // else the boxing whose early run from step 0 it is
 
-// The op that first reads the variable of any member of `bucket` (the forward op, in op
-// order, that needs its update); INT64_MAX for a bucket of no variable's gradient (the
+  bool operator==(const ReductionUnit& other) const { return bucket == other.bucket && boxing == other.boxing; }
+};
+
+// Per group class with a backlog of two or more units: the units to issue together, in
+// this order, at the place of the last of them. Needs the actor graph (Compilation::plan
+// devices' actors, boxing_step_actors). INTERNAL when a bucket's placement has no device
+// in the plan.
+absl::StatusOr<std::vector<std::vector<ReductionUnit>>> FirstNeededOrders(const Compilation& compilation);
+
+// The op that first reads the variable of any gradient the unit reduces (the forward op,
+// in op order, that needs its update); INT64_MAX for one of no variable's gradient (the
 // loss's reduction alone).
-int64_t FirstReaderOfBucket(const Compilation& compilation, const GradientBucket& bucket);
+int64_t FirstReaderOf(const Compilation& compilation, const ReductionUnit& unit);
 
 }  // namespace oneflow
 
