@@ -6,7 +6,6 @@
 
 #include "oneflow_core/placement.h"
 #include "sbp/boxing_plan.h"
-#include "sbp/collective_cost.h"
 #include "sbp/link_model.h"
 
 namespace oneflow {
@@ -65,12 +64,6 @@ struct BucketCap {
 // 0 <= axis < hierarchy rank.
 BucketCap BucketCapFor(const LinkModel& links, const Placement& placement, int64_t axis, BoxingKind kind,
                        int64_t limit, bool given, BucketGroupBytes group = {});
-
-// A dense bucket's collective as the runtime runs it, for a register of `bytes`: an
-// all-reduce sends 2(n-1)/n of it to the busiest device ((n-1) x it in one round when
-// small), a reduce-scatter (n-1)/n. Same preconditions as BucketCapFor.
-CollectiveCost PriceBucketCollective(const LinkModel& links, const Placement& placement, int64_t axis,
-                                     BoxingKind kind, int64_t bytes);
 
 }  // namespace oneflow
 
