@@ -322,11 +322,12 @@ absl::StatusOr<bool> GradientBucketingPass::Run(Compilation* compilation) {
         // hands on its members at once). One ready later than the open bucket's members
         // would hold them back until its own group is ready: an in-node bucket of small
         // gradients that spans all of backward (gpt_dp3tp2's layer norms) kept ten block
-        // gradients, ready mid-backward, out of the link until backward ended. So once the
-        // open bucket holds the first bucket's bytes (worth a call of its own) it closes.
+        // gradients, ready mid-backward, off the link until backward ended. So an open
+        // bucket already half full closes instead (a smaller one takes the later group:
+        // a call saved is not worth the wait).
         const bool waits_for_later_input = step > 0 && !open.members.empty() &&
                                            candidates[c].ready_op > open.members.back()->ready_op &&
-                                           open.Bytes() >= kFirstBucketBytes;
+                                           2 * open.Bytes() >= bucket_limit;
         if (waits_for_later_input || !open.Fits(candidates[c], bucket_limit)) {
           close(open, static_cast<int64_t>(step));
           bucket_limit = cap.bytes;
