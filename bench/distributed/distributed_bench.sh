@@ -56,7 +56,10 @@
 #                         medians over iterations; how far apart they started the iteration
 #                         (iteration_start_skew_ms: each device's first compute act) and ended
 #                         forward (forward_end_skew_ms: its last compute act before its first
-#                         backward act), medians over iterations
+#                         backward act), medians over iterations; the share of the step the
+#                         stream of the node-crossing buckets spent in acts
+#                         (cross_node_stream_busy_fraction: its acts of iteration i over the time
+#                         from the device's first compute act of i to that of i + 1; median)
 #   --thread_cpu          sample every worker and daemon thread's run time and run-queue wait
 #                         (/proc schedstat) during each launch (bench/distributed/thread_cpu.py)
 #                         and add, per worker, its compute thread's run and wait per second and
@@ -323,6 +326,7 @@ if os.path.exists(profile_json):
     events = trace["traceEvents"] if isinstance(trace, dict) else trace
     backward_end, first_bucket, last_reduction = {}, {}, {}
     iteration_start, backward_start, compute_acts = {}, {}, {}
+    crossing_thread = {}  # pid -> the thread (stream) that runs its node-crossing buckets
     for e in events:
         if e.get("ph") != "X":
             continue
@@ -335,6 +339,7 @@ if os.path.exists(profile_json):
             backward_start[key] = min(backward_start.get(key, float("inf")), e["ts"])
         if any(e["name"].startswith(p) for p in crossing):
             first_bucket[key] = min(first_bucket.get(key, float("inf")), e["ts"])
+            crossing_thread[e["pid"]] = e["tid"]
         # The iteration's last collective: after backward only gradient reductions remain.
         if e.get("cat") == "boxing":
             last_reduction[key[1]] = max(last_reduction.get(key[1], 0.0), e["ts"] + e["dur"])
@@ -362,6 +367,18 @@ if os.path.exists(profile_json):
                 spread.setdefault(iteration, []).append(t)
         values = sorted((max(v) - min(v)) / 1e3 for v in spread.values() if len(v) > 1)
         return round(values[len(values) // 2], 2) if values else None
+    # How busy each device's node-crossing stream was: its acts' time in iteration i over
+    # the step (first compute act of i to that of i + 1), median over devices and iterations.
+    busy = {}
+    for e in events:
+        if e.get("ph") == "X" and crossing_thread.get(e["pid"]) == e["tid"]:
+            key = (e["pid"], e["args"]["iteration"])
+            busy[key] = busy.get(key, 0.0) + e["dur"]
+    fractions = sorted(busy[(pid, i)] / (iteration_start[(pid, i + 1)] - iteration_start[(pid, i)])
+                       for (pid, i) in busy if i >= warmup and (pid, i + 1) in iteration_start and
+                       (pid, i) in iteration_start)
+    if fractions:
+        line["cross_node_stream_busy_fraction"] = round(fractions[len(fractions) // 2], 3)
     line["iteration_start_skew_ms"] = median_spread(iteration_start)
     line["forward_end_skew_ms"] = median_spread(forward_end)
     tails = sorted((last_reduction[i] - max(v)) / 1e3 for i, v in by_iteration.items() if i in last_reduction)

@@ -56,6 +56,10 @@ struct OpenBucket {
     }
     return true;
   }
+  // The register's bytes so far, on the rank where it is largest.
+  int64_t Bytes() const {
+    return end_per_rank.empty() ? 0 : chunks * ChunkBytes(*std::max_element(end_per_rank.begin(), end_per_rank.end()));
+  }
   // A reduce-scatter's chunks start at 64-byte aligned offsets, as its members do.
   int64_t ChunkBytes(int64_t end) const { return chunks == 1 ? end : BucketMemberOffset(end); }
   void Add(const Candidate& candidate) {
@@ -314,7 +318,17 @@ absl::StatusOr<bool> GradientBucketingPass::Run(Compilation* compilation) {
       int64_t bucket_limit = FirstBucketBytesLimit(cap.bytes);
       OpenBucket open(chunks);
       for (size_t c : members) {
-        if (!open.Fits(candidates[c], bucket_limit)) {
+        // A later level's members are ready in groups (each bucket of the level before
+        // hands on its members at once). One ready later than the open bucket's members
+        // would hold them back until its own group is ready: an in-node bucket of small
+        // gradients that spans all of backward (gpt_dp3tp2's layer norms) kept ten block
+        // gradients, ready mid-backward, off the link until backward ended. So an open
+        // bucket already half full closes instead (a smaller one takes the later group:
+        // a call saved is not worth the wait).
+        const bool waits_for_later_input = step > 0 && !open.members.empty() &&
+                                           candidates[c].ready_op > open.members.back()->ready_op &&
+                                           2 * open.Bytes() >= bucket_limit;
+        if (waits_for_later_input || !open.Fits(candidates[c], bucket_limit)) {
           close(open, static_cast<int64_t>(step));
           bucket_limit = cap.bytes;
         }

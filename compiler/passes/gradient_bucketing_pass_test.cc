@@ -196,8 +196,12 @@ TEST(GradientBucketingPassTest, DeepChainsOnFastLinksWaitForTheEndOfBackward) {
 // the 2 ranks of the tp axis: a 2 MiB register hands 1 MiB on). So the reduce-scatter
 // buckets follow backward: w4 and w3 close after w3's gradient (matmul_4_grad), and the
 // first cross-node bucket (the loss, w5 and w4's halves; w5's reduce-scatter alone, early)
-// runs right after it, mid-backward; then w2 and w1, and the cross-node bucket of w3's and
-// w2's halves (w1's half alone) at the end. Buckets in backward order at each level.
+// runs right after it, mid-backward; then w2 and w1, and the cross-node bucket of w2's and
+// w1's halves at the end. Buckets in backward order at each level. w3's half (512 KiB),
+// ready with w4's, does not fit beside them; alone in the open bucket it already fills
+// half the 1 MiB cap, so it does not wait for w2's half, ready only when the second
+// reduce-scatter bucket has run (at the end of backward): it runs on its own, right after
+// the first reduce-scatter bucket (greedy packing took w3's and w2's halves together).
 TEST(GradientBucketingPassTest, OnASlowLinkTwoDimensionalChainsBucketInBackwardOrder) {
   EXPECT_EQ(BucketLines(BucketsAfterPass(kDeep, 25, 12.5e6)),
             "bucket#0 level 0 reduce_scatter[axis 1] @0 after %matmul_4_grad/matmul_22: boxing#3.0, boxing#2.0 "
@@ -206,7 +210,7 @@ TEST(GradientBucketingPassTest, OnASlowLinkTwoDimensionalChainsBucketInBackwardO
             "(528448 B) limit 1048576 B\n"
             "bucket#2 level 0 reduce_scatter[axis 1] @0 after %matmul_0_grad/matmul_28: boxing#1.0, boxing#0.0 "
             "(2097152 B) limit 2097152 B\n"
-            "bucket#3 level 1 all_reduce[axis 0] @0 after %matmul_0_grad/matmul_28: boxing#2.1, boxing#1.1 "
+            "bucket#3 level 1 all_reduce[axis 0] @0 after %matmul_0_grad/matmul_28: boxing#1.1, boxing#0.1 "
             "(1048576 B) limit 1048576 B\n");
 }
 
