@@ -13,7 +13,8 @@
 // an output kept for backward is written into bytes last touched a whole step ago. Traced
 // (docs/auto_parallel_measurements.md, "Recomputation and the cache (session 47)"), the
 // forward's memory-bound kernels ran 13-40% faster with full recomputation while backward's
-// kernels and the recomputed copies did not. Such a write, when the output fits in the
+// did not (the recomputed copies, 27 of a block's 30 ops, ran about as the forward's kernels
+// without recomputation: no clear gain, not priced). Such a write, when the output fits in the
 // cache, is priced at the rate of a copy that stays in the cache (`oneflow calibrate`'s
 // "memory_cached" line; the search's PriceOptions carry it: plans and their run summaries
 // price every byte at the memory rate).

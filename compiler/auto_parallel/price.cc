@@ -545,8 +545,8 @@ class Pricer {
                                  boxing_act_seconds * boxing_iteration;
     cost.micro_batch_acts = acts;
     cost.iteration_acts = static_cast<double>(unit_acts.per_iteration);
-    // Backward at 2 x the forward written to bytes a step old: its kernels, and the
-    // recomputed copies, did not get faster with recomputation (traced, compute_cost.h).
+    // Backward at 2 x the forward written to bytes a step old: its kernels did not get
+    // faster with recomputation, nor clearly the recomputed copies (traced, compute_cost.h).
     cost.backward_seconds = 2 * forward + recomputed;
     const double overhead = act_seconds * (acts - boxing_micro_batch) + boxing_act_seconds * boxing_micro_batch;
     cost.compute_seconds = forward_run + cost.backward_seconds + overhead;
