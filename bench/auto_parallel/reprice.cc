@@ -129,7 +129,8 @@ absl::Status RepriceCluster(const examples::GptConfig& config, int64_t devices, 
   cluster.set_gemm_flops_per_second(gemm);
   cluster.set_memory_bytes_per_second(memory);
   // The cached memory rate, scaled by the run's model rates like its memory rate.
-  OF_ASSIGN_OR_RETURN(const double measured_memory, NumberField(*calibration, "memory_bytes_per_second", "calibration"));
+  OF_ASSIGN_OR_RETURN(const double measured_memory,
+                      NumberField(*calibration, "memory_bytes_per_second", "calibration"));
   double cached = 0;
   double cache_bytes = 0;
   if (Field(*calibration, "memory_cached_bytes_per_second").has_value()) {
