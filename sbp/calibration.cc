@@ -80,32 +80,44 @@ absl::Status ParseLink(const Members& members, Calibration* calibration) {
   return absl::OkStatus();
 }
 
-// A "compute" line into `calibration`.
+// A "compute" line into `calibration`. "bytes" belongs to the "memory_cached" line only
+// (the cache its copy stayed in), which must have it.
 absl::Status ParseCompute(const Members& members, Calibration* calibration) {
   double* rate = nullptr;
   double per_second = 0;
+  double bytes = 0;
+  const bool cached = members.front().second.text == "memory_cached";
   for (const auto& [key, value] : members) {
     if (key == "compute") {
       if (value.text == "gemm") {
         rate = &calibration->compute.gemm_flops_per_second;
       } else if (value.text == "memory") {
         rate = &calibration->compute.memory_bytes_per_second;
+      } else if (value.text == "memory_cached") {
+        rate = &calibration->compute.memory_cached_bytes_per_second;
       } else {
-        return absl::InvalidArgumentError(absl::StrCat("\"compute\" is \"", value.text, "\"; valid: gemm, memory"));
+        return absl::InvalidArgumentError(
+            absl::StrCat("\"compute\" is \"", value.text, "\"; valid: gemm, memory, memory_cached"));
       }
     } else if (key == "per_second") {
       absl::StatusOr<double> number = Number(key, value, /*zero_allowed=*/false);
       if (!number.ok()) return number.status();
       per_second = *number;
+    } else if (key == "bytes" && cached) {
+      absl::StatusOr<double> number = Number(key, value, /*zero_allowed=*/false);
+      if (!number.ok()) return number.status();
+      bytes = *number;
     } else if (key != "method") {
-      return UnknownKey(key, "compute, per_second, method");
+      return UnknownKey(key, cached ? "compute, per_second, bytes, method" : "compute, per_second, method");
     }
   }
   if (per_second == 0) return Missing("per_second");
+  if (cached && bytes == 0) return Missing("bytes");
   if (*rate != 0) {
     return absl::InvalidArgumentError(absl::StrCat("compute ", members.front().second.text, " is measured twice"));
   }
   *rate = per_second;
+  if (cached) calibration->compute.cache_bytes = bytes;
   return absl::OkStatus();
 }
 
@@ -337,6 +349,12 @@ std::string LinkMeasurementLine(absl::string_view level, const LinkLevelMeasurem
 std::string ComputeMeasurementLine(absl::string_view kind, double per_second, absl::string_view method) {
   return absl::StrFormat("{\"compute\": \"%s\", \"per_second\": %.6g, \"method\": \"%s\"}", kind, per_second,
                          method);
+}
+
+std::string CachedMemoryMeasurementLine(double per_second, int64_t bytes, absl::string_view method) {
+  return absl::StrFormat(
+      "{\"compute\": \"memory_cached\", \"per_second\": %.6g, \"bytes\": %d, \"method\": \"%s\"}", per_second,
+      bytes, method);
 }
 
 absl::StatusOr<Calibration> ParseCalibration(absl::string_view text, absl::string_view file) {

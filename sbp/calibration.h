@@ -17,7 +17,11 @@
 //       before it existed have none (a transfer then costs the inter_node latency).
 //   {"compute": "gemm", "per_second": 1.2e+11, "method": "sgemm 512x512x512, 1 thread"}
 //   {"compute": "memory", "per_second": 1.4e+10, "method": "memcpy 64 MiB, read + written"}
-//       the compute rates of sbp/compute_cost.h
+//   {"compute": "memory_cached", "per_second": 5.4e+10, "bytes": 2097152,
+//    "method": "memcpy 1 MiB, in a 2 MiB L2, read + written"}
+//       the compute rates of sbp/compute_cost.h; "memory_cached" is a copy that stays in
+//       one core's cache of "bytes" (ComputeRates::memory_cached_bytes_per_second and
+//       cache_bytes). Optional: files without it price every byte at the memory rate.
 //   {"host": "in_process", "devices": 4, "act_seconds": 2.1e-06, "collective_call_seconds": 1.3e-05,
 //    "cores": 2, "core_share": 1.6, "boxing_act_seconds": 4.2e-05, "method": "..."}
 //       the runtime's own costs when `devices` devices run as threads of one process on
@@ -122,6 +126,8 @@ std::string LinkMeasurementLine(absl::string_view level, const LinkLevelMeasurem
 std::string TransferMeasurementLine(const TransferMeasurement& measurement);
 // {"compute": "gemm", "per_second": ..., "method": "..."}; `kind` is "gemm" or "memory".
 std::string ComputeMeasurementLine(absl::string_view kind, double per_second, absl::string_view method);
+// {"compute": "memory_cached", "per_second": ..., "bytes": ..., "method": "..."}.
+std::string CachedMemoryMeasurementLine(double per_second, int64_t bytes, absl::string_view method);
 
 // {"host": "in_process", "devices": ..., "act_seconds": ..., "collective_call_seconds": ...,
 //  "cores": ..., "core_share": ..., "boxing_act_seconds": ..., "method": "..."} with 6

@@ -53,7 +53,7 @@ TEST(CalibrationTest, BadLinesNameTheFileAndLine) {
             "bytes_per_second, method");
   EXPECT_EQ(Error(link + "\n" + link), "calibration file 'c.jsonl' line 2: link intra_node is measured twice");
   EXPECT_EQ(Error(R"({"compute": "fft", "per_second": 1})"),
-            "calibration file 'c.jsonl' line 1: \"compute\" is \"fft\"; valid: gemm, memory");
+            "calibration file 'c.jsonl' line 1: \"compute\" is \"fft\"; valid: gemm, memory, memory_cached");
   EXPECT_EQ(Error(R"({"compute": "gemm", "per_second": 0})"),
             "calibration file 'c.jsonl' line 1: \"per_second\" is 0; it must be a finite number > 0");
   // Codec lines keep their own checks.
@@ -270,6 +270,38 @@ TEST(CalibrationTest, TheSharedMachineLineCarriesTheMeasuredTurns) {
 TEST(CalibrationTest, MissingFileIsNotFound) {
   const absl::StatusOr<Calibration> missing = ReadCalibrationFile(::testing::TempDir() + "/absent.jsonl");
   EXPECT_EQ(missing.status().code(), absl::StatusCode::kNotFound);
+}
+
+// The "memory_cached" compute line (sbp/compute_cost.h's cache term): its rate and the
+// cache's bytes round trip; it needs "bytes", which no other compute line takes; a file
+// without it (every file before session 47) prices every byte at the memory rate.
+TEST(CalibrationTest, TheCachedMemoryLineRoundTripsWithItsCacheBytes) {
+  const std::string line = CachedMemoryMeasurementLine(5.4e10, 2097152, "memcpy 1024 KiB");
+  EXPECT_EQ(line, R"({"compute": "memory_cached", "per_second": 5.4e+10, "bytes": 2097152, "method": "memcpy 1024 KiB"})");
+  const absl::StatusOr<Calibration> parsed =
+      ParseCalibration(ComputeMeasurementLine("memory", 1.1e10, "memcpy") + "\n" + line, "c.jsonl");
+  ASSERT_TRUE(parsed.ok()) << parsed.status();
+  EXPECT_EQ(parsed->compute.memory_bytes_per_second, 1.1e10);
+  EXPECT_EQ(parsed->compute.memory_cached_bytes_per_second, 5.4e10);
+  EXPECT_EQ(parsed->compute.cache_bytes, 2097152);
+  const ComputeRates rates = WithDefaults(parsed->compute);
+  EXPECT_TRUE(FitsInCache(rates, 2097152));
+  EXPECT_FALSE(FitsInCache(rates, 2097153));
+
+  EXPECT_EQ(Error(R"({"compute": "memory_cached", "per_second": 5e10})"),
+            "calibration file 'c.jsonl' line 1: missing key \"bytes\"");
+  EXPECT_EQ(Error(R"({"compute": "memory_cached", "per_second": 5e10, "bytes": 0})"),
+            "calibration file 'c.jsonl' line 1: \"bytes\" is 0; it must be a finite number > 0");
+  EXPECT_EQ(Error(R"({"compute": "memory", "per_second": 1e10, "bytes": 2097152})"),
+            "calibration file 'c.jsonl' line 1: unknown key \"bytes\"; valid keys: compute, per_second, method");
+  EXPECT_EQ(Error(line + "\n" + line), "calibration file 'c.jsonl' line 2: compute memory_cached is measured twice");
+
+  const absl::StatusOr<Calibration> old_file =
+      ParseCalibration(ComputeMeasurementLine("memory", 1.1e10, "memcpy"), "old.jsonl");
+  ASSERT_TRUE(old_file.ok()) << old_file.status();
+  const ComputeRates old_rates = WithDefaults(old_file->compute);
+  EXPECT_EQ(old_rates.memory_cached_bytes_per_second, 1.1e10);
+  EXPECT_FALSE(FitsInCache(old_rates, 1));
 }
 
 }  // namespace

@@ -6,10 +6,15 @@ namespace oneflow {
 
 ComputeRates WithDefaults(const ComputeRates& rates) {
   auto valid = [](double rate) { return std::isfinite(rate) && rate > 0; };
-  return ComputeRates{
-      valid(rates.gemm_flops_per_second) ? rates.gemm_flops_per_second : kDefaultComputeRates.gemm_flops_per_second,
-      valid(rates.memory_bytes_per_second) ? rates.memory_bytes_per_second
-                                           : kDefaultComputeRates.memory_bytes_per_second};
+  ComputeRates with;
+  with.gemm_flops_per_second =
+      valid(rates.gemm_flops_per_second) ? rates.gemm_flops_per_second : kDefaultComputeRates.gemm_flops_per_second;
+  with.memory_bytes_per_second =
+      valid(rates.memory_bytes_per_second) ? rates.memory_bytes_per_second : kDefaultComputeRates.memory_bytes_per_second;
+  with.memory_cached_bytes_per_second =
+      valid(rates.memory_cached_bytes_per_second) ? rates.memory_cached_bytes_per_second : with.memory_bytes_per_second;
+  with.cache_bytes = valid(rates.cache_bytes) ? rates.cache_bytes : 0;
+  return with;
 }
 
 bool IsGemmKernel(absl::string_view kernel) { return kernel == "matmul" || kernel == "fused_matmul_bias"; }
@@ -19,5 +24,11 @@ double GemmFlops(int64_t a_elements, int64_t n) { return 2.0 * static_cast<doubl
 double GemmSeconds(const ComputeRates& rates, double flops) { return flops / rates.gemm_flops_per_second; }
 
 double MemoryBoundSeconds(const ComputeRates& rates, double bytes) { return bytes / rates.memory_bytes_per_second; }
+
+bool FitsInCache(const ComputeRates& rates, double bytes) { return rates.cache_bytes > 0 && bytes <= rates.cache_bytes; }
+
+double CachedWriteSeconds(const ComputeRates& rates, double bytes) {
+  return bytes / rates.memory_cached_bytes_per_second;
+}
 
 }  // namespace oneflow

@@ -81,6 +81,9 @@ ABSL_FLAG(int64_t, rounds, 4,
           "Rounds over the layouts, interleaved; a layout's measured step is the least of its rounds' "
           "medians of the timed iterations, its spread the rounds' medians apart over that step.");
 ABSL_FLAG(int64_t, max_micro_batches, 8, "Largest micro-batch count enumerated.");
+ABSL_FLAG(std::string, reprice_memory_cached, "",
+          "With --reprice, for a run recorded without a cached memory rate: a calibration file (`oneflow "
+          "calibrate --out`) whose \"memory_cached\" line prices the writes into cached bytes (sbp/compute_cost.h).");
 ABSL_FLAG(std::string, reprice, "",
           "A file of this bench's output: price the measured layouts of its --devices sweeps again with this "
           "build's model and the run's own final terms (calibration, model rates, shared-host fit, least call "
@@ -286,6 +289,7 @@ absl::Status RunCluster(const examples::GptConfig& config, int64_t devices) {
     auto_parallel::SearchOptions scaled = calibrated;
     scaled.price.cluster.set_gemm_flops_per_second(calibration.gemm_flops_per_second / scale);
     scaled.price.cluster.set_memory_bytes_per_second(calibration.memory_bytes_per_second / scale);
+    scaled.price.memory_cached_bytes_per_second = calibration.memory_cached_bytes_per_second / scale;
     std::printf(
         "{\"bench\":\"auto_parallel_model_rates\",\"devices\":%lld,\"after_round\":%lld,"
         "\"one_device_measured_ms\":%.4f,\"one_device_measured_cpu_ms\":%.4f,"
@@ -600,7 +604,8 @@ absl::Status Run() {
     if (!in) return absl::InvalidArgumentError(absl::StrCat("--reprice: cannot read '", reprice, "'"));
     std::vector<std::string> lines;
     for (std::string line; std::getline(in, line);) lines.push_back(line);
-    for (int64_t devices : clusters) OF_RETURN_IF_ERROR(RepriceCluster(config, devices, absl::GetFlag(FLAGS_max_micro_batches), lines, reprice));
+    for (int64_t devices : clusters) OF_RETURN_IF_ERROR(RepriceCluster(config, devices, absl::GetFlag(FLAGS_max_micro_batches), lines, reprice,
+                                                                     absl::GetFlag(FLAGS_reprice_memory_cached)));
     return absl::OkStatus();
   }
   for (int64_t devices : clusters) OF_RETURN_IF_ERROR(RunCluster(config, devices));

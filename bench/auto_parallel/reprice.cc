@@ -18,6 +18,7 @@
 #include "compiler/auto_parallel/price.h"
 #include "compiler/auto_parallel/search.h"
 #include "oneflow_core/status.h"
+#include "sbp/calibration.h"
 
 namespace oneflow::prediction {
 namespace {
@@ -87,7 +88,8 @@ absl::StatusOr<proto::AutoParallelLayout> ParseLayoutName(absl::string_view name
 }  // namespace
 
 absl::Status RepriceCluster(const examples::GptConfig& config, int64_t devices, int64_t max_micro_batches,
-                            const std::vector<std::string>& lines, const std::string& file) {
+                            const std::vector<std::string>& lines, const std::string& file,
+                            const std::string& memory_cached_file) {
   // The run's terms: its calibration, and the last (final) rates, shared-host fit and
   // call cost it printed for this cluster.
   const std::string* calibration = nullptr;
@@ -126,6 +128,21 @@ absl::Status RepriceCluster(const examples::GptConfig& config, int64_t devices, 
   cluster.set_intra_node_bandwidth(bandwidth);
   cluster.set_gemm_flops_per_second(gemm);
   cluster.set_memory_bytes_per_second(memory);
+  // The cached memory rate, scaled by the run's model rates like its memory rate.
+  OF_ASSIGN_OR_RETURN(const double measured_memory,
+                      NumberField(*calibration, "memory_bytes_per_second", "calibration"));
+  double cached = 0;
+  double cache_bytes = 0;
+  if (Field(*calibration, "memory_cached_bytes_per_second").has_value()) {
+    OF_ASSIGN_OR_RETURN(cached, NumberField(*calibration, "memory_cached_bytes_per_second", "calibration"));
+    OF_ASSIGN_OR_RETURN(cache_bytes, NumberField(*calibration, "cache_bytes", "calibration"));
+  } else if (!memory_cached_file.empty()) {
+    OF_ASSIGN_OR_RETURN(const Calibration measured, ReadCalibrationFile(memory_cached_file));
+    cached = measured.compute.memory_cached_bytes_per_second;
+    cache_bytes = measured.compute.cache_bytes;
+  }
+  options.price.memory_cached_bytes_per_second = measured_memory > 0 ? cached * memory / measured_memory : 0;
+  options.price.cache_bytes = cache_bytes;
   options.price.act_seconds = act;
   // The shared-host line prints -1 when the two-kind fit found no boxing act cost.
   options.price.boxing_act_seconds = boxing_act >= 0 ? std::optional<double>(boxing_act) : std::nullopt;

@@ -19,9 +19,14 @@ namespace oneflow::prediction {
 // read from `file`) again with the run's calibration, model rates, shared-host fit and
 // least call cost, and prints an auto_parallel_reprice line per layout and an
 // auto_parallel_reprice_summary. INVALID_ARGUMENT naming `file` when it holds no such sweep
-// or a line lacks a field.
+// or a line lacks a field. The cached memory rate (sbp/compute_cost.h) is the run's
+// calibration line's when it has one; for a run recorded before it existed, the
+// "memory_cached" line of the calibration file `memory_cached_file` (measured on this
+// machine since; "": none, every byte at the memory rate), scaled like the run's memory
+// rate (its model rates over its calibration).
 absl::Status RepriceCluster(const examples::GptConfig& config, int64_t devices, int64_t max_micro_batches,
-                            const std::vector<std::string>& lines, const std::string& file);
+                            const std::vector<std::string>& lines, const std::string& file,
+                            const std::string& memory_cached_file);
 
 }  // namespace oneflow::prediction
 

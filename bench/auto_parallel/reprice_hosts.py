@@ -7,7 +7,8 @@
 Per cluster of the run, the calibration files are rebuilt from the run's calibration line
 ("auto_parallel_prediction_hosts_calibration": both link levels, the compute rates, the
 host line and, in runs since session 45, the pipeline transfer line) with the codec lines of --codecs (the line does not keep the codec throughputs:
-take a cluster.jsonl of another run, e.g. a --keep run's), the "cluster" file without the
+take a cluster.jsonl of another run, e.g. a --keep run's) and, for a run recorded without one, the
+"memory_cached" compute line of --codecs, the "cluster" file without the
 host line and the "shared_host" file with it, both with the machine line when the run's
 line has one ("machine_shared") or --machine_cores gives it; with --machine_turns_from_host, a machine line
 of more nodes than cores recorded before `oneflow calibrate --nodes` measured the devices' turns on them gets
@@ -29,7 +30,7 @@ import tempfile
 
 
 def calibration_text(line, codec_lines, with_host, machine):
-    out = list(codec_lines)
+    out = [l for l in codec_lines if l.startswith('{"codec"')]
     for level in ("intra_node", "inter_node"):
         link = line["link_" + level]
         out.append(json.dumps({"link": level, "latency_seconds": link["latency_seconds"],
@@ -37,6 +38,13 @@ def calibration_text(line, codec_lines, with_host, machine):
     for kind in ("gemm", "memory"):
         out.append(json.dumps({"compute": kind, "per_second": line["compute_" + kind]["per_second"],
                                "method": "rebuilt from a run's line"}))
+    # The cached memory rate (session 47): the run's own, else --codecs' file's (measured on
+    # this machine since: runs before session 47 have none).
+    if line.get("compute_memory_cached"):
+        out.append(json.dumps(dict({"compute": "memory_cached"}, **line["compute_memory_cached"],
+                                   method="rebuilt from a run's line")))
+    else:
+        out.extend(l for l in codec_lines if l.startswith('{"compute": "memory_cached"'))
     if with_host and line.get("host_in_process"):
         host = dict(line["host_in_process"])
         out.append(json.dumps(dict({"host": "in_process"}, **host, method="rebuilt from a run's line")))
@@ -81,7 +89,8 @@ def main():
                         help="put the run's host line terms (devices = nodes) on a machine line of more nodes than "
                              "cores that has none, as `oneflow calibrate --nodes` now measures them")
     args = parser.parse_args()
-    codec_lines = [l.strip() for l in open(args.codecs) if l.startswith('{"codec"')]
+    codec_lines = [l.strip() for l in open(args.codecs)
+                   if l.startswith('{"codec"') or l.startswith('{"compute": "memory_cached"')]
     lines = [json.loads(l) for l in open(args.run) if l.strip()]
     config = next(l["config"] for l in lines if "config" in l)
     calibrations = {l["cluster"]: l for l in lines if l.get("bench") == "auto_parallel_prediction_hosts_calibration"}

@@ -7,6 +7,7 @@
 #include "absl/container/flat_hash_set.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "compiler/passes/view_kernel.h"
 #include "oneflow_core/dtype.h"
 #include "oneflow_core/status.h"
 #include "sbp/compute_cost.h"
@@ -144,12 +145,17 @@ class Profiler {
       auto producer = producer_unit_.find(name);
       const bool from_outside = producer == producer_unit_.end() || producer->second != unit_index;
       if (from_outside && unit.input_bytes == 0 && producer != producer_unit_.end()) unit.input_bytes = bytes_[name];
+      if (from_outside && producer != producer_unit_.end()) {
+        const auto [producer_unit, producer_op] = producer_op_.at(name);
+        profile_.units[producer_unit].op_work[producer_op].output_leaves_unit = true;
+      }
     }
     absl::StrAppend(&signature, ")->");
     for (const auto& [port, name] : outputs) {
       OF_ASSIGN_OR_RETURN(const proto::TensorDef* tensor, Tensor(op, name));
       out_bytes += bytes_[name];
       producer_unit_[name] = unit_index;
+      producer_op_[name] = {unit_index, static_cast<int64_t>(unit.op_work.size())};
       absl::StrAppend(&signature, "[", absl::StrJoin(tensor->shape(), ","), "]");
     }
     // Tensor parallelism divides the work of ops downstream of a column-parallel GEMM
@@ -224,7 +230,13 @@ class Profiler {
       }
       if (tp_divided) unit.tp_memory_bytes += in_bytes + out_bytes;
       if (tp_divided) work.tp_memory_bytes = static_cast<double>(in_bytes + out_bytes);
+      const bool view = IsViewKernel(op.type()) && inputs.size() == 1 && outputs.size() == 1 && in_bytes == out_bytes;
+      if (!view) {
+        work.written_bytes = static_cast<double>(out_bytes);
+        if (tp_divided) work.tp_written_bytes = work.written_bytes;
+      }
     }
+    work.attention_core = op.attention_core();
     unit.activation_bytes += out_bytes;
     if (op.attention_core()) unit.attention_core_activation_bytes += out_bytes;
     for (const auto& [port, name] : outputs) {
@@ -246,6 +258,8 @@ class Profiler {
   absl::flat_hash_map<std::string, int64_t> owner_unit_;  // a counted variable's unit
   absl::flat_hash_set<std::pair<std::string, int64_t>> borrowed_;  // (variable, reading unit)
   absl::flat_hash_map<std::string, int64_t> producer_unit_;
+  // A forward output's producer: (unit, op within the unit).
+  absl::flat_hash_map<std::string, std::pair<int64_t, int64_t>> producer_op_;
   absl::flat_hash_set<std::string> tp_split_tensors_;
   absl::flat_hash_set<std::string> backward_reduced_;
   std::string current_key_;

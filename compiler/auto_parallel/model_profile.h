@@ -29,6 +29,16 @@ struct OpWork {
   double tp_gemm_flops = 0;
   double memory_bytes = 0;
   double tp_memory_bytes = 0;
+  // Of a memory-bound op's bytes, its outputs' (what it writes; 0 for a GEMM and for a
+  // view, whose output is its input's bytes: compiler/passes/view_kernel.h), and the part
+  // tensor parallelism divides.
+  double written_bytes = 0;
+  double tp_written_bytes = 0;
+  // In the attention core (OpDef.attention_core: selective recomputation re-makes its
+  // outputs), and whether an op of a later unit reads one of its outputs (the unit's
+  // output, which full recomputation keeps as the next unit's input).
+  bool attention_core = false;
+  bool output_leaves_unit = false;
 };
 
 // One tensor-parallel boxing of a unit as the compiler planned it in the tp probe plan

@@ -55,7 +55,8 @@ class Pricer {
          EdgePriceCache* cache)
       : profile_(profile), options_(options), layout_(layout), collectives_(options, layout, cache) {
     rates_ = WithDefaults(ComputeRates{options.cluster.gemm_flops_per_second(),
-                                       options.cluster.memory_bytes_per_second()});
+                                       options.cluster.memory_bytes_per_second(),
+                                       options.memory_cached_bytes_per_second, options.cache_bytes});
   }
 
   absl::StatusOr<proto::AutoParallelPrediction> Run() {
@@ -508,6 +509,7 @@ class Pricer {
     const double activations = unit.activation_bytes - unit.tp_activation_bytes + unit.tp_activation_bytes / tp;
     cost.kept_bytes = activations * rows;
     const bool in_block = unit.stageable && profile_.has_blocks;
+    const double forward_run = forward - CachedWriteGain(unit, in_block, tp, rows);
     if (in_block && layout_.recompute() == proto::RECOMPUTE_SELECTIVE) {
       recomputed = core;
       cost.kept_bytes = (activations - unit.attention_core_activation_bytes / tp) * rows;
@@ -543,14 +545,35 @@ class Pricer {
                                  boxing_act_seconds * boxing_iteration;
     cost.micro_batch_acts = acts;
     cost.iteration_acts = static_cast<double>(unit_acts.per_iteration);
+    // Backward at 2 x the forward written to bytes a step old: its kernels did not get
+    // faster with recomputation, nor clearly the recomputed copies (traced, compute_cost.h).
     cost.backward_seconds = 2 * forward + recomputed;
     const double overhead = act_seconds * (acts - boxing_micro_batch) + boxing_act_seconds * boxing_micro_batch;
-    cost.compute_seconds = forward + cost.backward_seconds + overhead;
+    cost.compute_seconds = forward_run + cost.backward_seconds + overhead;
     cost.tp_seconds = forward_tp + backward_tp;
     cost.backward_tp_seconds = backward_tp;
     cost.parameter_bytes = unit.parameter_bytes - unit.tp_parameter_bytes + unit.tp_parameter_bytes / tp;
     cost.parameter_tensors = unit.parameter_tensors;
     return cost;
+  }
+
+  // What the forward's memory-bound writes into cached bytes save one device of the unit
+  // (sbp/compute_cost.h): each op's output the layout does not keep for backward (selective
+  // recomputation: the attention core's; full: every op's but those a later unit reads),
+  // its rows' share (and tp's) when that fits in the cache, at the cached rate instead of
+  // the memory rate. 0 without recomputation, outside blocks, or without a measured cache.
+  double CachedWriteGain(const ProfileUnit& unit, bool in_block, double tp, double rows) const {
+    const proto::RecomputeMode mode = layout_.recompute();
+    if (!in_block || mode == proto::RECOMPUTE_NONE) return 0;
+    double gain = 0;
+    for (const OpWork& work : unit.op_work) {
+      const bool kept = mode == proto::RECOMPUTE_FULL ? work.output_leaves_unit : !work.attention_core;
+      if (kept || work.written_bytes <= 0) continue;
+      const double bytes = (work.written_bytes - work.tp_written_bytes + work.tp_written_bytes / tp) * rows;
+      if (!FitsInCache(rates_, bytes)) continue;
+      gain += MemoryBoundSeconds(rates_, bytes) - CachedWriteSeconds(rates_, bytes);
+    }
+    return gain;
   }
 
   // The gradient buckets of `bytes` of gradients (`tensors` variables: one device's for the

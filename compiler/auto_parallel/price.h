@@ -7,7 +7,10 @@
 //
 //   per micro-batch, per device of stage s (rows = batch / (dp x micro_batches)):
 //     forward   GEMM FLOPs / gemm rate + memory-bound bytes / memory rate, the parts the
-//               hints shard divided by tp
+//               hints shard divided by tp; with recomputation, a memory-bound op's output
+//               the layout does not keep for backward (selective: the attention core's;
+//               full: every block op's but the block's output) and that fits in the cache
+//               (memory_cached below) is written at the cached rate
 //     backward  2 x forward, plus for full recomputation the copies the recompute pass
 //               makes (act_count.h CountFullRecomputation: views free; the whole forward
 //               again when not counted), the attention core for selective
@@ -77,6 +80,12 @@ struct PriceOptions {
   // Nodes, devices per node, link bandwidths and latencies, compute rates (0: the
   // defaults of sbp/compute_cost.h).
   proto::Cluster cluster;
+  // The calibration's "memory_cached" line (sbp/calibration.h): bytes/s of a copy that
+  // stays in one core's cache, and that cache's bytes (ComputeRates'
+  // memory_cached_bytes_per_second and cache_bytes). 0: not measured; every byte at the
+  // cluster's memory rate.
+  double memory_cached_bytes_per_second = 0;
+  double cache_bytes = 0;
   // CompileOptions::bucket_mb: the last bucket of gradients cannot overlap backward.
   double bucket_mb = 25;
   // CompileOptions::register_count: slots of every activation register.

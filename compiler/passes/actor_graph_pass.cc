@@ -5,19 +5,13 @@
 
 #include "absl/strings/str_cat.h"
 #include "compiler/passes/gradient_bucketing_pass.h"
+#include "compiler/passes/view_kernel.h"
 #include "oneflow_core/ops/attr.h"
 #include "oneflow_core/run_tasks.h"
 #include "oneflow_core/status.h"
 
 namespace oneflow {
 namespace {
-
-// Kernels whose output on a device is always their input's bytes read with another
-// shape: reshape's kernel copies the local slice whole, and its signatures pair only
-// SBPs whose local slices hold the same elements in the same row-major order
-// (oneflow_core/ops/shape_ops.cc); identity keeps the shape. Transpose is not one: it
-// reorders elements.
-bool IsViewKernel(const std::string& kernel) { return kernel == "reshape" || kernel == "identity"; }
 
 // With micro-batches, which tensors hold one value per iteration rather than one per
 // micro-batch: variables, the accumulator's output, and every op output computed only

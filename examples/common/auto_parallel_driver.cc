@@ -85,6 +85,21 @@ absl::StatusOr<std::optional<proto::AutoParallelHostTerms>> HostTerms(const Comp
   return auto_parallel::HostTermsFor(*calibration, nodes, devices, file);
 }
 
+// The cached memory rate of --codec_calibration's file (its "memory_cached" line,
+// sbp/compute_cost.h), when it has one. The file was read and checked by CompileOptionsFor.
+absl::Status ApplyCachedMemoryRate(const CompileSettings& settings, auto_parallel::PriceOptions* price) {
+  const std::string& file = settings.compression.codec_calibration;
+  if (file.empty()) return absl::OkStatus();
+  absl::StatusOr<Calibration> calibration = ReadCalibrationFile(file);
+  if (!calibration.ok()) {
+    return absl::Status(calibration.status().code(),
+                        absl::StrCat("--codec_calibration: ", calibration.status().message()));
+  }
+  price->memory_cached_bytes_per_second = calibration->compute.memory_cached_bytes_per_second;
+  price->cache_bytes = calibration->compute.cache_bytes;
+  return absl::OkStatus();
+}
+
 int64_t PlannedPeak(const proto::Plan& plan) {
   int64_t peak = 0;
   for (const proto::DevicePlan& device : plan.devices()) peak = std::max(peak, device.peak_bytes());
@@ -184,6 +199,7 @@ absl::StatusOr<CostModel> PrepareCostModel(const JobBuilder& build, const AutoPa
   options.price.register_count = base.register_count;
   // --compression as every compile applies it: the search prices the tp edges' codecs.
   options.price.compression = base.compression;
+  OF_RETURN_IF_ERROR(ApplyCachedMemoryRate(request.settings, &options.price));
   options.device_memory = request.device_memory;
   options.max_pipeline_stages = request.max_pipeline_stages;
   options.max_micro_batches = request.max_micro_batches;

@@ -251,6 +251,12 @@ absl::StatusOr<HostCalibration> MeasureHostCalibration(int64_t devices) {
     calibration.memory_bytes_per_second =
         std::max(calibration.memory_bytes_per_second, cli::MeasureMemoryBytesPerSecond(kRepetitions));
   }
+  calibration.cache_bytes = cli::CoreCacheBytes();
+  for (int64_t round = 0; calibration.cache_bytes > 0 && round < kRounds; ++round) {
+    calibration.memory_cached_bytes_per_second =
+        std::max(calibration.memory_cached_bytes_per_second,
+                 cli::MeasureCachedMemoryBytesPerSecond(kRepetitions, calibration.cache_bytes));
+  }
   for (int64_t round = 0; round < kRounds; ++round) {
     OF_ASSIGN_OR_RETURN(const cli::MeasuredLink measured, cli::MeasureInProcessLink(kRepetitions));
     const LinkLevelMeasurement& link = measured.fit;
@@ -269,6 +275,8 @@ absl::StatusOr<HostCalibration> MeasureHostCalibration(int64_t devices) {
 void ApplyHostCalibration(const HostCalibration& calibration, auto_parallel::PriceOptions* options) {
   options->cluster.set_gemm_flops_per_second(calibration.gemm_flops_per_second);
   options->cluster.set_memory_bytes_per_second(calibration.memory_bytes_per_second);
+  options->memory_cached_bytes_per_second = calibration.memory_cached_bytes_per_second;
+  options->cache_bytes = static_cast<double>(calibration.cache_bytes);
   options->cluster.set_intra_node_latency(calibration.intra_node.latency_seconds);
   options->cluster.set_intra_node_bandwidth(calibration.intra_node.bytes_per_second);
   auto_parallel::ApplyHostMeasurement(calibration.runtime.measurement, options);
@@ -277,12 +285,13 @@ void ApplyHostCalibration(const HostCalibration& calibration, auto_parallel::Pri
 std::string HostCalibrationJson(const HostCalibration& calibration) {
   return absl::StrFormat(
       "\"devices\":%d,\"gemm_flops_per_second\":%.4g,\"memory_bytes_per_second\":%.4g,"
-      "\"intra_node_latency_s\":%.4g,\"intra_node_bytes_per_second\":%.4g,\"act_seconds\":%.4g,"
+      "\"memory_cached_bytes_per_second\":%.4g,\"cache_bytes\":%d,\"intra_node_latency_s\":%.4g,\"intra_node_bytes_per_second\":%.4g,\"act_seconds\":%.4g,"
       "\"collective_call_seconds\":%.4g,"
       "\"host_cores\":%d,\"host_core_share\":%.4g,\"act_fit_pairs\":%d,\"act_probe_acts\":%d,"
       "\"act_probe_step_s\":%.4g,\"act_probe_cpu_s_per_act\":%.4g,\"boxing_act_seconds\":%s",
       calibration.runtime.measurement.devices, calibration.gemm_flops_per_second,
-      calibration.memory_bytes_per_second, calibration.intra_node.latency_seconds,
+      calibration.memory_bytes_per_second, calibration.memory_cached_bytes_per_second, calibration.cache_bytes,
+      calibration.intra_node.latency_seconds,
       calibration.intra_node.bytes_per_second, calibration.runtime.measurement.act_seconds,
       calibration.runtime.measurement.collective_call_seconds, calibration.runtime.measurement.cores,
       calibration.runtime.measurement.core_share, calibration.runtime.shared.terms.slopes, calibration.runtime.probe_acts, calibration.runtime.probe_step_seconds,

@@ -71,6 +71,10 @@ absl::StatusOr<HostRuntime> MeasureHostRuntime(int64_t devices);
 struct HostCalibration {
   double gemm_flops_per_second = 0;
   double memory_bytes_per_second = 0;
+  // The cached memory rate and the core cache it was measured in (link_calibration.h
+  // CoreCacheBytes); 0: the machine lists none.
+  double memory_cached_bytes_per_second = 0;
+  int64_t cache_bytes = 0;
   LinkLevelMeasurement intra_node;
   HostRuntime runtime;
 };

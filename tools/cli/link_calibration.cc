@@ -11,6 +11,7 @@
 #include <chrono>
 #include <cstring>
 #include <filesystem>
+#include <fstream>
 #include <functional>
 #include <memory>
 #include <string>
@@ -18,6 +19,7 @@
 #include <utility>
 #include <vector>
 
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "kernels/cpu/sgemm.h"
 #include "oneflow_core/comm/transport.h"
@@ -245,6 +247,39 @@ double MeasureMemoryBytesPerSecond(int64_t repetitions) {
     return absl::OkStatus();
   });
   return 2.0 * kBytes / *seconds;
+}
+
+int64_t CoreCacheBytes() {
+  int64_t largest = 0;
+  for (int index = 0; index < 16; ++index) {
+    const std::string directory = absl::StrCat("/sys/devices/system/cpu/cpu0/cache/index", index, "/");
+    std::ifstream level_file(directory + "level");
+    std::ifstream type_file(directory + "type");
+    std::ifstream size_file(directory + "size");
+    int level = 0;
+    std::string type, size;
+    if (!(level_file >> level) || !(type_file >> type) || !(size_file >> size)) continue;
+    if (level > 2 || type == "Instruction") continue;
+    // "2048K": the kernel writes the size in KiB with a unit letter.
+    int64_t number = 0;
+    const char unit = size.empty() ? '\0' : size.back();
+    const int64_t scale = unit == 'K' ? 1024 : unit == 'M' ? 1024 * 1024 : 1;
+    if (scale != 1) size.pop_back();
+    if (!absl::SimpleAtoi(size, &number) || number <= 0) continue;
+    largest = std::max(largest, number * scale);
+  }
+  return largest;
+}
+
+double MeasureCachedMemoryBytesPerSecond(int64_t repetitions, int64_t cache_bytes) {
+  const size_t bytes = static_cast<size_t>(cache_bytes / 2);
+  std::vector<char> from(bytes, 1), to(bytes, 0);
+  std::memcpy(to.data(), from.data(), bytes);  // both in the cache before the first timed call
+  const absl::StatusOr<double> seconds = TimeCalls(repetitions, [&] {
+    std::memcpy(to.data(), from.data(), bytes);
+    return absl::OkStatus();
+  });
+  return 2.0 * static_cast<double>(bytes) / *seconds;
 }
 
 }  // namespace oneflow::cli

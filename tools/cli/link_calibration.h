@@ -120,6 +120,17 @@ absl::StatusOr<TransferMeasurement> MeasureCrossProcessTransfer(Transport transp
 double MeasureGemmFlopsPerSecond(int64_t repetitions);
 double MeasureMemoryBytesPerSecond(int64_t repetitions);
 
+// The bytes of this machine's largest cache private to one core (of levels 1 and 2, from
+// /sys/devices/system/cpu/cpu0/cache: the L2 on today's x86 and Arm servers), or 0 when the
+// kernel does not list it. The level 3 is shared by every core, and by other machines'
+// guests on a virtual one: what of it one core may keep is not listed.
+int64_t CoreCacheBytes();
+
+// Bytes read + written per second by a memcpy of `cache_bytes` / 2 into `cache_bytes` / 2
+// (both in the cache after the first call), median of `repetitions` calls: the cost
+// model's rate for a write into bytes still cached (sbp/compute_cost.h).
+double MeasureCachedMemoryBytesPerSecond(int64_t repetitions, int64_t cache_bytes);
+
 }  // namespace oneflow::cli
 
 #endif  // TOOLS_CLI_LINK_CALIBRATION_H_

@@ -8,7 +8,8 @@
 //            and one Decode (kernels/compression/codec.h) of 1 Mi Gaussian floats (4 MiB,
 //            a fixed seed) on this thread, timed apart, 7 times after a warm-up; the
 //            medians as dense f32 bytes per second (round trip, encode, decode);
-//   compute  a 512^3 SGEMM and a 64 MiB memcpy (tools/cli/link_calibration.h).
+//   compute  a 512^3 SGEMM, a 64 MiB memcpy and a memcpy that stays in one core's cache
+//            (tools/cli/link_calibration.h).
 #ifndef TOOLS_CLI_MACHINE_CALIBRATION_H_
 #define TOOLS_CLI_MACHINE_CALIBRATION_H_
 
@@ -22,7 +23,9 @@ namespace oneflow::cli {
 
 struct MachineLines {
   std::vector<std::string> codec_lines;    // CodecMeasurementLine, PickableCodecs order
-  std::vector<std::string> compute_lines;  // ComputeMeasurementLine: gemm, then memory
+  // ComputeMeasurementLine: gemm, then memory, then CachedMemoryMeasurementLine when the
+  // machine lists a core cache.
+  std::vector<std::string> compute_lines;
 };
 
 // The median throughput of each PickableCodecs configuration over `repetitions` timed
