@@ -157,6 +157,19 @@ absl::StatusOr<MeasuredLink> MeasureCrossProcessGroup(Transport transport, const
   return measured;
 }
 
+std::string KeepProcessesOnTcp(absl::string_view what) {
+  // Processes of one host would talk through shared memory, which no link between nodes
+  // is: restrict UCX to TCP (over 127.0.0.1), as bench/lib/netns_hosts.sh does for
+  // emulated hosts, unless the user chose its transports (UCX reads this when it first
+  // initializes, in each process started after this).
+  const char* chosen = std::getenv("UCX_TLS");
+  if (kDefaultTransport == Transport::kUcx && chosen == nullptr) setenv("UCX_TLS", "tcp,self", 1);
+  return absl::StrCat(TransportName(kDefaultTransport), " ", what, ", ",
+                      kDefaultTransport == Transport::kUcx
+                          ? (chosen != nullptr ? absl::StrCat("UCX_TLS=", chosen) : "over TCP on 127.0.0.1")
+                          : "127.0.0.1");
+}
+
 absl::StatusOr<CrossProcessMeasurement> MeasureCrossProcessLink(int64_t repetitions) {
   char directory_template[] = "/tmp/oneflow_calibrate.XXXXXX";
   if (mkdtemp(directory_template) == nullptr) {
@@ -167,30 +180,16 @@ absl::StatusOr<CrossProcessMeasurement> MeasureCrossProcessLink(int64_t repetiti
     std::error_code ignored;
     std::filesystem::remove_all(directory, ignored);
   };
-  // Processes of one host would talk through shared memory, which no link between nodes
-  // is: restrict UCX to TCP (over 127.0.0.1), as bench/lib/netns_hosts.sh does for
-  // emulated hosts, unless the user chose its transports (UCX reads this when it first
-  // initializes, in each process below).
-  const bool chose_tls = std::getenv("UCX_TLS") != nullptr;
-  if (kDefaultTransport == Transport::kUcx && !chose_tls) setenv("UCX_TLS", "tcp,self", 1);
+  const std::string method =
+      absl::StrCat(KeepProcessesOnTcp("all_reduce, 2 processes"), ", ", kCalibrationSizesText);
+  const std::string transfer_method =
+      absl::StrCat(KeepProcessesOnTcp("send_recv round trips, 2 processes"), ", ", kTransferSizeText);
   const pid_t parent = getpid();
   const pid_t child = fork();
   if (child < 0) {
     remove_directory();
     return absl::InternalError(absl::StrCat("cannot fork the second process: ", std::strerror(errno)));
   }
-  const std::string method = absl::StrCat(
-      TransportName(kDefaultTransport), " all_reduce, 2 processes, ",
-      kDefaultTransport == Transport::kUcx
-          ? (chose_tls ? absl::StrCat("UCX_TLS=", std::getenv("UCX_TLS")) : "over TCP on 127.0.0.1")
-          : "127.0.0.1",
-      ", ", kCalibrationSizesText);
-  const std::string transfer_method = absl::StrCat(
-      TransportName(kDefaultTransport), " send_recv round trips, 2 processes, ",
-      kDefaultTransport == Transport::kUcx
-          ? (chose_tls ? absl::StrCat("UCX_TLS=", std::getenv("UCX_TLS")) : "over TCP on 127.0.0.1")
-          : "127.0.0.1",
-      ", ", kTransferSizeText);
   auto run_rank = [&](int64_t rank) -> absl::StatusOr<CrossProcessMeasurement> {
     FileKeyValueStore store(directory);
     CrossProcessGroupOptions options;
