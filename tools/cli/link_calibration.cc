@@ -170,16 +170,24 @@ std::string KeepProcessesOnTcp(absl::string_view what) {
                           : "127.0.0.1");
 }
 
-absl::StatusOr<CrossProcessMeasurement> MeasureCrossProcessLink(int64_t repetitions) {
-  char directory_template[] = "/tmp/oneflow_calibrate.XXXXXX";
-  if (mkdtemp(directory_template) == nullptr) {
+absl::StatusOr<std::unique_ptr<MeetingDirectory>> MeetingDirectory::Create(absl::string_view prefix) {
+  std::string name = absl::StrCat("/tmp/", prefix, ".XXXXXX");
+  if (mkdtemp(name.data()) == nullptr) {
     return absl::InternalError(absl::StrCat("cannot create a directory in /tmp: ", std::strerror(errno)));
   }
-  const std::string directory = directory_template;
-  auto remove_directory = [&] {
-    std::error_code ignored;
-    std::filesystem::remove_all(directory, ignored);
-  };
+  return std::unique_ptr<MeetingDirectory>(new MeetingDirectory(std::move(name)));
+}
+
+MeetingDirectory::~MeetingDirectory() {
+  std::error_code ignored;
+  std::filesystem::remove_all(path_, ignored);
+}
+
+absl::StatusOr<CrossProcessMeasurement> MeasureCrossProcessLink(int64_t repetitions) {
+  absl::StatusOr<std::unique_ptr<MeetingDirectory>> meeting = MeetingDirectory::Create("oneflow_calibrate");
+  if (!meeting.ok()) return meeting.status();
+  // The fork below leaves with _exit: only this process removes it.
+  const std::string& directory = (*meeting)->path();
   const std::string method =
       absl::StrCat(KeepProcessesOnTcp("all_reduce, 2 processes"), ", ", kCalibrationSizesText);
   const std::string transfer_method =
@@ -187,7 +195,6 @@ absl::StatusOr<CrossProcessMeasurement> MeasureCrossProcessLink(int64_t repetiti
   const pid_t parent = getpid();
   const pid_t child = fork();
   if (child < 0) {
-    remove_directory();
     return absl::InternalError(absl::StrCat("cannot fork the second process: ", std::strerror(errno)));
   }
   auto run_rank = [&](int64_t rank) -> absl::StatusOr<CrossProcessMeasurement> {
@@ -217,7 +224,6 @@ absl::StatusOr<CrossProcessMeasurement> MeasureCrossProcessLink(int64_t repetiti
   int wait_status = 0;
   while (waitpid(child, &wait_status, 0) < 0 && errno == EINTR) {
   }
-  remove_directory();
   if (!measured.ok()) return measured.status();
   if (!WIFEXITED(wait_status) || WEXITSTATUS(wait_status) != 0) {
     return absl::InternalError(

@@ -53,6 +53,8 @@
 #define TOOLS_CLI_LINK_CALIBRATION_H_
 
 #include <cstdint>
+#include <utility>
+#include <memory>
 #include <string>
 
 #include "absl/status/statusor.h"
@@ -105,6 +107,22 @@ struct CrossProcessMeasurement {
   TransferMeasurement transfer;
 };
 absl::StatusOr<CrossProcessMeasurement> MeasureCrossProcessLink(int64_t repetitions);
+
+// A fresh directory under /tmp where processes of this machine that this one starts meet
+// (their rendezvous files), removed with everything in it when this goes.
+class MeetingDirectory {
+ public:
+  // `prefix` names it ("/tmp/PREFIX.XXXXXX"); INTERNAL when it cannot be made.
+  static absl::StatusOr<std::unique_ptr<MeetingDirectory>> Create(absl::string_view prefix);
+  ~MeetingDirectory();
+  MeetingDirectory(const MeetingDirectory&) = delete;
+  MeetingDirectory& operator=(const MeetingDirectory&) = delete;
+  const std::string& path() const { return path_; }
+
+ private:
+  explicit MeetingDirectory(std::string path) : path_(std::move(path)) {}
+  const std::string path_;
+};
 
 // For processes of this machine that this one is about to start on the default transport:
 // keeps UCX to TCP (UCX_TLS=tcp,self in this process's environment, which they inherit)

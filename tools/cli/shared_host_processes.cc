@@ -9,7 +9,6 @@
 
 #include <cerrno>
 #include <cstring>
-#include <filesystem>
 #include <fstream>
 #include <sstream>
 #include <string>
@@ -144,20 +143,14 @@ absl::StatusOr<SharedHostProbe> MeasureSharedHostInProcesses(int64_t processes, 
     plans.push_back(std::move(plan));
   }
   const std::string talk = KeepProcessesOnTcp("collectives");
-  char directory_template[] = "/tmp/oneflow_process_probe.XXXXXX";
-  if (mkdtemp(directory_template) == nullptr) {
-    return absl::InternalError(absl::StrCat("cannot create a directory in /tmp: ", std::strerror(errno)));
-  }
-  const std::string directory = directory_template;
-  auto remove_directory = [&] {
-    std::error_code ignored;
-    std::filesystem::remove_all(directory, ignored);
-  };
+  OF_ASSIGN_OR_RETURN(const std::unique_ptr<MeetingDirectory> meeting,
+                      MeetingDirectory::Create("oneflow_process_probe"));
+  // The forks below leave with _exit: only this process removes it.
+  const std::string& directory = meeting->path();
   const int64_t rounds = static_cast<int64_t>(runs.size()) * kSharedHostProbeRounds;
   for (int64_t index = 0; index < rounds; ++index) {
     const std::string run_directory = absl::StrCat(directory, "/run", index);
     if (mkdir(run_directory.c_str(), 0700) != 0) {
-      remove_directory();
       return absl::InternalError(absl::StrCat("cannot create ", run_directory, ": ", std::strerror(errno)));
     }
   }
@@ -170,25 +163,17 @@ absl::StatusOr<SharedHostProbe> MeasureSharedHostInProcesses(int64_t processes, 
       const int error = errno;
       std::vector<bool> done(children.size(), false);
       KillRemaining(children, done);
-      remove_directory();
       return absl::InternalError(absl::StrCat("cannot fork probe process ", rank, ": ", std::strerror(error)));
     }
     children.push_back(child);
   }
-  if (absl::Status waited = WaitForProcesses(children, directory); !waited.ok()) {
-    remove_directory();
-    return waited;
-  }
+  OF_RETURN_IF_ERROR(WaitForProcesses(children, directory));
   // Per run and round: every process's CPU time, the mean of their wall times.
   std::vector<auto_parallel::RunSample> combined(rounds);
   for (int64_t rank = 0; rank < processes; ++rank) {
     absl::StatusOr<std::vector<std::string>> report = ReadReport(directory, rank);
-    if (!report.ok()) {
-      remove_directory();
-      return report.status();
-    }
+    if (!report.ok()) return report.status();
     if (static_cast<int64_t>(report->size()) != rounds) {
-      remove_directory();
       return absl::InternalError(
           absl::StrCat("probe process ", rank, " reported ", report->size(), " runs of ", rounds));
     }
@@ -198,7 +183,6 @@ absl::StatusOr<SharedHostProbe> MeasureSharedHostInProcesses(int64_t processes, 
       int64_t acts = 0, boxing_acts = 0;
       if (fields.size() != 4 || !absl::SimpleAtod(fields[0], &cpu) || !absl::SimpleAtod(fields[1], &wall) ||
           !absl::SimpleAtoi(fields[2], &acts) || !absl::SimpleAtoi(fields[3], &boxing_acts)) {
-        remove_directory();
         return absl::InternalError(
             absl::StrCat("probe process ", rank, " reported '", (*report)[index], "'"));
       }
@@ -210,7 +194,6 @@ absl::StatusOr<SharedHostProbe> MeasureSharedHostInProcesses(int64_t processes, 
       sample.reference = runs[index / kSharedHostProbeRounds].tensor_parallel ? 1 : 0;
     }
   }
-  remove_directory();
   std::vector<auto_parallel::RunSample> samples;
   for (size_t run = 0; run < runs.size(); ++run) {
     const auto_parallel::RunSample* least = nullptr;
