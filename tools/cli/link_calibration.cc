@@ -161,12 +161,18 @@ std::string KeepProcessesOnTcp(absl::string_view what) {
   // Processes of one host would talk through shared memory, which no link between nodes
   // is: restrict UCX to TCP (over 127.0.0.1), as bench/lib/netns_hosts.sh does for
   // emulated hosts, unless the user chose its transports (UCX reads this when it first
-  // initializes, in each process started after this).
+  // initializes, in each process started after this). An earlier call's setting is ours,
+  // not the user's choice.
+  static bool set_here = false;
   const char* chosen = std::getenv("UCX_TLS");
-  if (kDefaultTransport == Transport::kUcx && chosen == nullptr) setenv("UCX_TLS", "tcp,self", 1);
+  if (kDefaultTransport == Transport::kUcx && chosen == nullptr) {
+    setenv("UCX_TLS", "tcp,self", 1);
+    set_here = true;
+  }
+  const bool users = chosen != nullptr && !set_here;
   return absl::StrCat(TransportName(kDefaultTransport), " ", what, ", ",
                       kDefaultTransport == Transport::kUcx
-                          ? (chosen != nullptr ? absl::StrCat("UCX_TLS=", chosen) : "over TCP on 127.0.0.1")
+                          ? (users ? absl::StrCat("UCX_TLS=", chosen) : "over TCP on 127.0.0.1")
                           : "127.0.0.1");
 }
 
