@@ -217,7 +217,11 @@ absl::Status ParseMachine(const Members& members, Calibration* calibration) {
   HostMeasurement turns;
   bool has_act = false, has_call = false, has_term = false;
   for (const auto& [key, value] : members) {
-    if (key == "machine") {
+    if (key == "processes") {
+      absl::StatusOr<int64_t> number = WholeNumber(key, value);
+      if (!number.ok()) return number.status();
+      measurement.processes = *number;
+    } else if (key == "machine") {
       if (value.text != "shared") {
         return absl::InvalidArgumentError(absl::StrCat("\"machine\" is \"", value.text, "\"; valid: shared"));
       }
@@ -232,8 +236,8 @@ absl::Status ParseMachine(const Members& members, Calibration* calibration) {
       if (!term.ok()) return term.status();
       if (!*term) {
         return UnknownKey(key,
-                          "machine, nodes, cores, devices, act_seconds, collective_call_seconds, core_share, "
-                          "boxing_act_seconds, method");
+                          "machine, nodes, cores, devices, processes, act_seconds, collective_call_seconds, "
+                          "core_share, boxing_act_seconds, method");
       }
       has_term = true;
     }
@@ -250,7 +254,16 @@ absl::Status ParseMachine(const Members& members, Calibration* calibration) {
     if (turns.core_share == 0) return Missing("core_share");
     turns.cores = measurement.cores;
     turns.method = measurement.method;
+    // calibrate runs one device per process (one per node, as the launched job does).
+    if (measurement.processes != 0 && measurement.processes != turns.devices) {
+      return absl::InvalidArgumentError(absl::StrCat("\"processes\" is ", measurement.processes, " for ", turns.devices,
+                                                     " devices; the turns are measured with one device per process"));
+    }
     measurement.turns = std::move(turns);
+  } else if (measurement.processes != 0) {
+    return absl::InvalidArgumentError(
+        "\"processes\" is given without the measured turns (devices, act_seconds, collective_call_seconds, "
+        "core_share) whose measurement it describes");
   }
   if (measurement.nodes < 2) {
     return absl::InvalidArgumentError(
@@ -309,8 +322,11 @@ std::string TransferMeasurementLine(const TransferMeasurement& measurement) {
 std::string SharedMachineLine(const SharedMachineMeasurement& measurement) {
   const std::string terms =
       measurement.turns.has_value()
-          ? absl::StrFormat("\"devices\": %d, \"act_seconds\": %.6g, \"collective_call_seconds\": %.6g, %s",
-                            measurement.turns->devices, measurement.turns->act_seconds,
+          ? absl::StrFormat("\"devices\": %d, %s\"act_seconds\": %.6g, \"collective_call_seconds\": %.6g, %s",
+                            measurement.turns->devices,
+                            measurement.processes > 0 ? absl::StrFormat("\"processes\": %d, ", measurement.processes)
+                                                      : std::string(),
+                            measurement.turns->act_seconds,
                             measurement.turns->collective_call_seconds, RuntimeTermsJson(*measurement.turns))
           : std::string();
   return absl::StrFormat("{\"machine\": \"shared\", \"nodes\": %d, \"cores\": %d, %s\"method\": \"%s\"}",

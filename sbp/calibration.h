@@ -34,8 +34,8 @@
 //       (lines written before they existed load with none: boxing acts then cost
 //       act_seconds). Files written before host lines existed have none and still load.
 //   {"machine": "shared", "nodes": 3, "cores": 2, "method": "..."}
-//   {"machine": "shared", "nodes": 3, "cores": 2, "devices": 3, "act_seconds": 1.0e-06,
-//    "collective_call_seconds": 4.7e-05, "core_share": 1.57, "method": "..."}
+//   {"machine": "shared", "nodes": 3, "cores": 2, "devices": 3, "processes": 3, "act_seconds": 1.0e-06,
+//    "collective_call_seconds": 4.7e-05, "core_share": 1.9, "method": "..."}
 //       written by `oneflow calibrate --nodes` when every node's worker reported the same
 //       boot id (/proc/sys/kernel/random/boot_id): the cluster's nodes are processes on one
 //       machine (emulated hosts: network namespaces, containers), whose `cores` they share
@@ -43,9 +43,14 @@
 //       nodes, when the file has no host line). When the nodes outnumber the cores and
 //       calibrate ran on that machine, it also has the runtime's costs of `devices` devices
 //       taking turns on those cores (a host line's act_seconds, collective_call_seconds and
-//       core_share, all required then, and optional boxing_act_seconds, measured the same
-//       way); a line without
-//       "devices" (written before they existed, or with a core per node) has none. At most one.
+//       core_share, all required then, and optional boxing_act_seconds); a line without
+//       "devices" (written before they existed, or with a core per node) has none. With
+//       "processes" (= devices) the act costs and the core share were measured as the
+//       launched job runs: that many processes of one device each, meeting in their
+//       collectives over the transport (tools/cli/shared_host_processes.h), the share the
+//       CPU time of all of them over the wall time; the collective call is the one of a
+//       host line, its ranks threads of one process. Without "processes" (lines before
+//       session 47) every term was measured as a host line's, one process's threads. At most one.
 //
 // Every line must be valid; "method" is informational. The same file always gives the
 // same values, so the same inputs give the same plan bytes.
@@ -101,6 +106,9 @@ struct SharedMachineMeasurement {
   // The runtime's costs of `turns->devices` devices taking turns on the cores, measured on
   // the machine as a host line is (its `cores` the line's); nullopt: not measured.
   std::optional<HostMeasurement> turns;
+  // The processes (one device each) across which the turns' act costs and core share
+  // were measured; 0: as threads of one process (a host line's way, before session 47).
+  int64_t processes = 0;
 };
 
 struct Calibration {
@@ -136,7 +144,7 @@ std::string CachedMemoryMeasurementLine(double per_second, int64_t bytes, absl::
 std::string HostMeasurementLine(const HostMeasurement& measurement);
 
 // {"machine": "shared", "nodes": ..., "cores": ..., "method": "..."}, with the measured
-// terms before "method" when `turns` has them ("devices", "act_seconds",
+// terms before "method" when `turns` has them ("devices", "processes" when above 0, "act_seconds",
 // "collective_call_seconds", then "core_share" and "boxing_act_seconds" when measured).
 std::string SharedMachineLine(const SharedMachineMeasurement& measurement);
 

@@ -2,6 +2,7 @@
 
 #include <string>
 
+#include "absl/strings/str_cat.h"
 #include "gtest/gtest.h"
 
 namespace oneflow {
@@ -185,7 +186,7 @@ TEST(CalibrationTest, TheSharedMachineLineRoundTrips) {
   EXPECT_EQ(Error(R"({"machine": "shared", "nodes": 3})"), "calibration file 'c.jsonl' line 1: missing key \"cores\"");
   EXPECT_EQ(Error(R"({"machine": "shared", "nodes": 3, "cores": 2, "boot_id": "x"})"),
             "calibration file 'c.jsonl' line 1: unknown key \"boot_id\"; valid keys: machine, nodes, cores, devices, "
-            "act_seconds, collective_call_seconds, core_share, boxing_act_seconds, method");
+            "processes, act_seconds, collective_call_seconds, core_share, boxing_act_seconds, method");
   EXPECT_EQ(Error(machine + "\n" + machine), "calibration file 'c.jsonl' line 2: the shared machine is given twice");
 }
 
@@ -265,6 +266,40 @@ TEST(CalibrationTest, TheSharedMachineLineCarriesTheMeasuredTurns) {
   EXPECT_EQ(Error(R"({"machine": "shared", "nodes": 3, "cores": 2, "devices": 3, "act_seconds": 0, )"
                   R"("collective_call_seconds": 0, "core_share": 0})"),
             "calibration file 'c.jsonl' line 1: \"core_share\" is 0; it must be a finite number > 0");
+}
+
+// Since session 47 calibrate measures the turns' act cost and core share across one
+// process per device, as the launched job runs: "processes" says so, after "devices", and
+// is read back; it needs the turns it describes and one device per process.
+TEST(CalibrationTest, TheSharedMachineLineSaysAcrossHowManyProcessesItsTurnsWereMeasured) {
+  SharedMachineMeasurement measured{3, 2, "three processes", std::nullopt};
+  measured.turns = HostMeasurement{3, 1.5e-06, 4.75e-05, 2, "", 1.875, std::nullopt};
+  measured.processes = 3;
+  const std::string machine = SharedMachineLine(measured);
+  EXPECT_EQ(machine,
+            R"({"machine": "shared", "nodes": 3, "cores": 2, "devices": 3, "processes": 3, "act_seconds": 1.5e-06, )"
+            R"("collective_call_seconds": 4.75e-05, "core_share": 1.875, "method": "three processes"})");
+  absl::StatusOr<Calibration> calibration = ParseCalibration(machine, "c.jsonl");
+  ASSERT_TRUE(calibration.ok()) << calibration.status();
+  ASSERT_TRUE(calibration->shared_machine.has_value());
+  EXPECT_EQ(calibration->shared_machine->processes, 3);
+  ASSERT_TRUE(calibration->shared_machine->turns.has_value());
+  EXPECT_EQ(calibration->shared_machine->turns->core_share, 1.875);
+  // A line written before session 47 has none: its turns were threads of one process.
+  measured.processes = 0;
+  absl::StatusOr<Calibration> threads = ParseCalibration(SharedMachineLine(measured), "c.jsonl");
+  ASSERT_TRUE(threads.ok()) << threads.status();
+  EXPECT_EQ(threads->shared_machine->processes, 0);
+
+  const std::string turns = R"("devices": 3, "act_seconds": 1e-6, "collective_call_seconds": 0, "core_share": 1.5)";
+  EXPECT_EQ(Error(absl::StrCat(R"({"machine": "shared", "nodes": 3, "cores": 2, "processes": 2, )", turns, "}")),
+            "calibration file 'c.jsonl' line 1: \"processes\" is 2 for 3 devices; the turns are measured with one "
+            "device per process");
+  EXPECT_EQ(Error(absl::StrCat(R"({"machine": "shared", "nodes": 3, "cores": 2, "processes": 0, )", turns, "}")),
+            "calibration file 'c.jsonl' line 1: \"processes\" is 0; it must be a whole number >= 1");
+  EXPECT_EQ(Error(R"({"machine": "shared", "nodes": 3, "cores": 2, "processes": 3})"),
+            "calibration file 'c.jsonl' line 1: \"processes\" is given without the measured turns (devices, "
+            "act_seconds, collective_call_seconds, core_share) whose measurement it describes");
 }
 
 TEST(CalibrationTest, MissingFileIsNotFound) {

@@ -13,7 +13,11 @@ host line and the "shared_host" file with it, both with the machine line when th
 line has one ("machine_shared") or --machine_cores gives it; with --machine_turns_from_host, a machine line
 of more nodes than cores recorded before `oneflow calibrate --nodes` measured the devices' turns on them gets
 the run's host line's terms when that line measured one device per node (the same measurement on the same
-machine: tools/cli/shared_machine_turns.h). Every hand layout line (searched false) is
+machine: tools/cli/shared_machine_turns.h); with --machine_from=FILE (a file `oneflow calibrate --nodes` wrote on
+this machine, e.g. a --keep run's cluster.jsonl) the machine line of a cluster of that many nodes is that file's, its
+turns included (since session 47 measured across one process per node: "processes"), in place of the run's: a new
+measurement priced against the run's measured steps, which is only fair when the file measured the same tree's
+runtime on the same machine. Every hand layout line (searched false) is
 compiled again with `gpt --predict_step` and each file, its predicted step read from the
 plan's decision record (`oneflow inspect --format=json`), and printed with the run's
 measured steps ("measured_ms", "measured_repeats_ms") and the errors recomputed, so the
@@ -88,9 +92,18 @@ def main():
     parser.add_argument("--machine_turns_from_host", action="store_true",
                         help="put the run's host line terms (devices = nodes) on a machine line of more nodes than "
                              "cores that has none, as `oneflow calibrate --nodes` now measures them")
+    parser.add_argument("--machine_from", default="",
+                        help="a calibration file whose machine line replaces the run's for a cluster of its nodes")
     args = parser.parse_args()
     codec_lines = [l.strip() for l in open(args.codecs)
                    if l.startswith('{"codec"') or l.startswith('{"compute": "memory_cached"')]
+    machine_from = None
+    if args.machine_from:
+        rows = [json.loads(l) for l in open(args.machine_from) if l.strip()]
+        machine_from = next(({k: v for k, v in r.items() if k not in ("machine", "method")}
+                             for r in rows if "machine" in r), None)
+        if machine_from is None:
+            sys.exit("--machine_from=%s has no machine line" % args.machine_from)
     lines = [json.loads(l) for l in open(args.run) if l.strip()]
     config = next(l["config"] for l in lines if "config" in l)
     calibrations = {l["cluster"]: l for l in lines if l.get("bench") == "auto_parallel_prediction_hosts_calibration"}
@@ -100,6 +113,10 @@ def main():
             machine = line.get("machine_shared")
             if machine is None and args.machine_cores > 0:
                 machine = {"nodes": int(cluster.split("x")[0]), "cores": args.machine_cores}
+            if machine_from is not None and machine_from["nodes"] == int(cluster.split("x")[0]):
+                machine = machine_from
+                line = dict(line, machine_shared=machine_from)
+                calibrations[cluster] = line
             host = line.get("host_in_process")
             if (args.machine_turns_from_host and machine and "devices" not in machine and host
                     and machine["nodes"] > machine["cores"] and host["devices"] == machine["nodes"]):
@@ -109,10 +126,12 @@ def main():
                 with open(path, "w") as f:
                     f.write(calibration_text(line, codec_lines, with_host, machine))
                 files[cluster, name] = path
-        print(json.dumps({"config": dict(config, repriced_from=os.path.basename(args.run))}))
+        print(json.dumps({"config": dict(config, repriced_from=os.path.basename(args.run),
+                                         machine_from=os.path.basename(args.machine_from) or None)}))
         for line in lines:
             if line.get("bench") == "auto_parallel_prediction_hosts_calibration":
-                print(json.dumps(line))
+                # With --machine_from, the machine line priced with.
+                print(json.dumps(calibrations[line["cluster"]]))
             if line.get("bench") != "auto_parallel_prediction_hosts" or line.get("searched"):
                 continue
             cluster = line["cluster"]

@@ -176,6 +176,8 @@ TEST_F(CalibrateNodesTest, MeasuresBothLevelsBetweenTheDaemons) {
   } else {
     ASSERT_TRUE(calibration->shared_machine->turns.has_value()) << Contents(out);
     EXPECT_EQ(calibration->shared_machine->turns->devices, 2);
+    // The act cost and the share measured across 2 processes, as the launched job runs.
+    EXPECT_EQ(calibration->shared_machine->processes, 2);
     EXPECT_GT(calibration->shared_machine->turns->core_share, 0);
     EXPECT_THAT(calibration->shared_machine->method, HasSubstr("; turns: measured by calibrate on the machine"));
   }

@@ -90,10 +90,8 @@ constexpr int64_t kProbeRowsPerReplica = 8;
 constexpr int64_t kProbeMicroBatches[] = {1, 2, 4, 8};
 // The tensor-parallel runs (for the boxing act's cost) on an even device count.
 constexpr int64_t kProbeTensorParallelMicroBatches[] = {1, 2, 4};
-// Iterations per run (the first two not timed) and rounds over the micro-batch counts;
-// each count keeps its least CPU time of the rounds (other programs only add to it).
+// Iterations per run (the first two not timed).
 constexpr int64_t kProbeIterations = 7;
-constexpr int64_t kProbeRounds = 2;
 
 examples::GptConfig ProbeGpt(int64_t devices) {
   examples::GptConfig config;
@@ -106,23 +104,39 @@ examples::GptConfig ProbeGpt(int64_t devices) {
   return config;
 }
 
-// One run of the probe gpt at dp = devices, or at tp = 2 with the rest data parallelism
-// (`tensor_parallel`): the process's CPU time and the wall time per timed iteration
-// (means), and every device's acts and boxing acts per iteration.
-absl::StatusOr<auto_parallel::RunSample> RunProbeGpt(int64_t devices, bool tensor_parallel, int64_t micro_batches) {
+}  // namespace
+
+std::vector<SharedHostProbeRun> SharedHostProbeRuns(int64_t devices) {
+  std::vector<SharedHostProbeRun> runs;
+  for (int64_t micro_batches : kProbeMicroBatches) runs.push_back({false, micro_batches});
+  // The boxing acts' own cost: tp = 2, whose extra acts with micro-batches are a
+  // collective's in a far larger proportion than dp's (an all-reduce per block's matmul
+  // pair), so FitSharedHostTerms' two-kind fit tells the kinds apart, as the prediction
+  // benchmark's tp reference does (docs/auto_parallel_measurements.md).
+  if (devices >= 2 && devices % 2 == 0) {
+    for (int64_t micro_batches : kProbeTensorParallelMicroBatches) runs.push_back({true, micro_batches});
+  }
+  return runs;
+}
+
+absl::StatusOr<proto::Plan> CompileSharedHostProbe(int64_t nodes, int64_t devices_per_node,
+                                                   const SharedHostProbeRun& run) {
   examples::ParallelFlags flags;
-  flags.devices_per_node = devices;
-  flags.tp = tensor_parallel ? 2 : 1;
-  flags.dp = devices / flags.tp;
-  flags.micro_batches = micro_batches;
+  flags.nodes = nodes;
+  flags.devices_per_node = devices_per_node;
+  flags.tp = run.tensor_parallel ? 2 : 1;
+  flags.dp = nodes * devices_per_node / flags.tp;
+  flags.micro_batches = run.micro_batches;
   OF_ASSIGN_OR_RETURN(const examples::ParallelLayout layout, examples::ParallelLayout::Create(flags));
-  OF_ASSIGN_OR_RETURN(const proto::Job job, examples::BuildGpt(ProbeGpt(devices), layout));
+  OF_ASSIGN_OR_RETURN(const proto::Job job, examples::BuildGpt(ProbeGpt(nodes * devices_per_node), layout));
   std::string dump;
   OF_ASSIGN_OR_RETURN(const CompileOptions options,
                       examples::CompileOptionsFor(layout, examples::CompileSettings{}, &dump));
-  OF_ASSIGN_OR_RETURN(const proto::Plan plan, Compile(job, options));
-  actors::TrainOptions train;
-  train.node = -1;
+  return Compile(job, options);
+}
+
+absl::StatusOr<auto_parallel::RunSample> RunSharedHostProbe(const proto::Plan& plan, const SharedHostProbeRun& run,
+                                                            actors::TrainOptions train) {
   train.iterations = kProbeIterations;
   std::vector<double> cpu_at_end;
   train.on_iteration = [&](const actors::IterationMetrics&) { cpu_at_end.push_back(ProcessCpuSeconds()); };
@@ -141,10 +155,10 @@ absl::StatusOr<auto_parallel::RunSample> RunProbeGpt(int64_t devices, bool tenso
     ++timed;
   }
   sample.wall_seconds = timed > 0 ? wall / static_cast<double>(timed) : 0;
-  sample.reference = tensor_parallel ? 1 : 0;
+  sample.reference = run.tensor_parallel ? 1 : 0;
   for (const proto::DevicePlan& device : plan.devices()) {
     for (const proto::ActorDef& actor : device.actors()) {
-      const int64_t acts = actor.per_iteration() ? 1 : micro_batches;
+      const int64_t acts = actor.per_iteration() ? 1 : run.micro_batches;
       sample.acts += acts;
       if (actor.kind() == proto::ACTOR_BOXING) sample.boxing_acts += acts;
     }
@@ -152,38 +166,17 @@ absl::StatusOr<auto_parallel::RunSample> RunProbeGpt(int64_t devices, bool tenso
   return sample;
 }
 
-}  // namespace
-
-absl::StatusOr<SharedHostProbe> MeasureSharedHost(int64_t devices, int64_t cores) {
-  if (devices < 1) {
-    return absl::InvalidArgumentError(absl::StrCat("the shared host is measured for devices >= 1, not ", devices));
-  }
+absl::StatusOr<SharedHostProbe> FitSharedHostProbe(const std::vector<auto_parallel::RunSample>& samples,
+                                                   int64_t devices, int64_t cores, absl::string_view where) {
   SharedHostProbe probe;
-  auto least_of_rounds = [&](bool tensor_parallel, int64_t micro_batches) -> absl::Status {
-    auto_parallel::RunSample least;
-    for (int64_t round = 0; round < kProbeRounds; ++round) {
-      OF_ASSIGN_OR_RETURN(const auto_parallel::RunSample sample,
-                          RunProbeGpt(devices, tensor_parallel, micro_batches));
-      if (round == 0 || sample.cpu_seconds < least.cpu_seconds) least = sample;
-    }
-    probe.samples.push_back(least);
-    return absl::OkStatus();
-  };
-  for (int64_t micro_batches : kProbeMicroBatches) OF_RETURN_IF_ERROR(least_of_rounds(false, micro_batches));
-  const std::vector<auto_parallel::RunSample> data_parallel = probe.samples;
-  // The boxing acts' own cost: tp = 2, whose extra acts with micro-batches are a
-  // collective's in a far larger proportion than dp's (an all-reduce per block's matmul
-  // pair), so FitSharedHostTerms' two-kind fit tells the kinds apart, as the prediction
-  // benchmark's tp reference does (docs/auto_parallel_measurements.md).
-  const bool tensor_parallel = devices >= 2 && devices % 2 == 0;
-  if (tensor_parallel) {
-    for (int64_t micro_batches : kProbeTensorParallelMicroBatches) {
-      OF_RETURN_IF_ERROR(least_of_rounds(true, micro_batches));
-    }
-  }
+  probe.samples = samples;
   OF_ASSIGN_OR_RETURN(probe.terms, auto_parallel::FitSharedHostTerms(probe.samples, cores));
   // The share with every device busy on the same layout: the data-parallel runs' (a tp
   // run's ranks also wait in their all-reduces, which is not the share of the cores).
+  std::vector<auto_parallel::RunSample> data_parallel;
+  for (const auto_parallel::RunSample& sample : samples) {
+    if (sample.reference == 0) data_parallel.push_back(sample);
+  }
   OF_ASSIGN_OR_RETURN(const auto_parallel::SharedHostTerms busy, auto_parallel::FitSharedHostTerms(data_parallel, cores));
   probe.terms.host_core_share = busy.host_core_share;
   const examples::GptConfig config = ProbeGpt(devices);
@@ -198,11 +191,30 @@ absl::StatusOr<SharedHostProbe> MeasureSharedHost(int64_t devices, int64_t cores
                             devices / 2, probe.terms.solutions)
           : std::string("boxing act: not told apart (costs an act)");
   probe.method = absl::StrFormat(
-      "gpt of %d blocks (hidden %d, seq %d) in one process, dp=%d, 1/2/4/8 micro-batches, least CPU of %d rounds: "
+      "gpt of %d blocks (hidden %d, seq %d) %s, dp=%d, 1/2/4/8 micro-batches, least CPU of %d rounds: "
       "%s; act: Theil-Sen slope of CPU over acts (%d pairs); %s; core share: median CPU over wall at dp=%d",
-      config.layers, config.hidden, config.seq, devices, kProbeRounds, absl::StrJoin(runs, ", "),
+      config.layers, config.hidden, config.seq, where, devices, kSharedHostProbeRounds, absl::StrJoin(runs, ", "),
       probe.terms.slopes, boxing, devices);
   return probe;
+}
+
+absl::StatusOr<SharedHostProbe> MeasureSharedHost(int64_t devices, int64_t cores) {
+  if (devices < 1) {
+    return absl::InvalidArgumentError(absl::StrCat("the shared host is measured for devices >= 1, not ", devices));
+  }
+  std::vector<auto_parallel::RunSample> samples;
+  for (const SharedHostProbeRun& run : SharedHostProbeRuns(devices)) {
+    OF_ASSIGN_OR_RETURN(const proto::Plan plan, CompileSharedHostProbe(1, devices, run));
+    auto_parallel::RunSample least;
+    for (int64_t round = 0; round < kSharedHostProbeRounds; ++round) {
+      actors::TrainOptions train;
+      train.node = -1;
+      OF_ASSIGN_OR_RETURN(const auto_parallel::RunSample sample, RunSharedHostProbe(plan, run, train));
+      if (round == 0 || sample.cpu_seconds < least.cpu_seconds) least = sample;
+    }
+    samples.push_back(least);
+  }
+  return FitSharedHostProbe(samples, devices, cores, "in one process");
 }
 
 // act_seconds and the core share from the act-count probe (MeasureSharedHost).

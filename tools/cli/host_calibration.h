@@ -37,8 +37,11 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
+#include "actors/runtime.h"
 #include "compiler/auto_parallel/host_terms.h"
 #include "compiler/auto_parallel/price.h"
+#include "proto/plan.pb.h"
 #include "sbp/calibration.h"
 
 namespace oneflow::cli {
@@ -51,6 +54,34 @@ struct SharedHostProbe {
 };
 // INVALID_ARGUMENT for devices < 1; the probe's compile or training errors otherwise.
 absl::StatusOr<SharedHostProbe> MeasureSharedHost(int64_t devices, int64_t cores);
+
+// The pieces of the act-count probe, for MeasureSharedHost (its devices threads of this
+// process) and tools/cli/shared_host_processes.h (one process per device, as a launched
+// job runs).
+//
+// One run of the probe: its layout and micro-batches. SharedHostProbeRuns gives them in
+// order for `devices` devices (dp with 1, 2, 4, 8 micro-batches; on an even count also
+// tp = 2 with 1, 2, 4); each is run kSharedHostProbeRounds times and keeps its least CPU
+// time (other programs only add to it).
+struct SharedHostProbeRun {
+  bool tensor_parallel = false;
+  int64_t micro_batches = 1;
+};
+inline constexpr int64_t kSharedHostProbeRounds = 2;
+std::vector<SharedHostProbeRun> SharedHostProbeRuns(int64_t devices);
+// The probe gpt of `run` on `nodes` nodes of `devices_per_node` devices (the rest of the
+// devices data parallelism); the compiler's errors.
+absl::StatusOr<proto::Plan> CompileSharedHostProbe(int64_t nodes, int64_t devices_per_node,
+                                                   const SharedHostProbeRun& run);
+// Trains `plan` (of `run`) with `train` (its node and rendezvous; the iterations are the
+// probe's): this process's CPU time and the wall time per timed iteration (means), and
+// every device's acts and boxing acts per iteration of the plan. The runtime's errors.
+absl::StatusOr<auto_parallel::RunSample> RunSharedHostProbe(const proto::Plan& plan, const SharedHostProbeRun& run,
+                                                            actors::TrainOptions train);
+// The terms fitted to the runs' samples (the share from the data-parallel ones), with the
+// method naming them and `where` they ran ("in one process"); FitSharedHostTerms' errors.
+absl::StatusOr<SharedHostProbe> FitSharedHostProbe(const std::vector<auto_parallel::RunSample>& samples,
+                                                   int64_t devices, int64_t cores, absl::string_view where);
 
 // The runtime terms for `devices` devices (act_seconds, collective_call_seconds, cores,
 // core_share; a host line of the calibration file, its method naming the probes) and the

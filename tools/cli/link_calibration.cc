@@ -159,40 +159,52 @@ absl::StatusOr<MeasuredLink> MeasureCrossProcessGroup(Transport transport, const
   return measured;
 }
 
-absl::StatusOr<CrossProcessMeasurement> MeasureCrossProcessLink(int64_t repetitions) {
-  char directory_template[] = "/tmp/oneflow_calibrate.XXXXXX";
-  if (mkdtemp(directory_template) == nullptr) {
-    return absl::InternalError(absl::StrCat("cannot create a directory in /tmp: ", std::strerror(errno)));
-  }
-  const std::string directory = directory_template;
-  auto remove_directory = [&] {
-    std::error_code ignored;
-    std::filesystem::remove_all(directory, ignored);
-  };
+std::string KeepProcessesOnTcp(absl::string_view what) {
   // Processes of one host would talk through shared memory, which no link between nodes
   // is: restrict UCX to TCP (over 127.0.0.1), as bench/lib/netns_hosts.sh does for
   // emulated hosts, unless the user chose its transports (UCX reads this when it first
-  // initializes, in each process below).
-  const bool chose_tls = std::getenv("UCX_TLS") != nullptr;
-  if (kDefaultTransport == Transport::kUcx && !chose_tls) setenv("UCX_TLS", "tcp,self", 1);
+  // initializes, in each process started after this). An earlier call's setting is ours,
+  // not the user's choice.
+  static bool set_here = false;
+  const char* chosen = std::getenv("UCX_TLS");
+  if (kDefaultTransport == Transport::kUcx && chosen == nullptr) {
+    setenv("UCX_TLS", "tcp,self", 1);
+    set_here = true;
+  }
+  const bool users = chosen != nullptr && !set_here;
+  return absl::StrCat(TransportName(kDefaultTransport), " ", what, ", ",
+                      kDefaultTransport == Transport::kUcx
+                          ? (users ? absl::StrCat("UCX_TLS=", chosen) : "over TCP on 127.0.0.1")
+                          : "127.0.0.1");
+}
+
+absl::StatusOr<std::unique_ptr<MeetingDirectory>> MeetingDirectory::Create(absl::string_view prefix) {
+  std::string name = absl::StrCat("/tmp/", prefix, ".XXXXXX");
+  if (mkdtemp(name.data()) == nullptr) {
+    return absl::InternalError(absl::StrCat("cannot create a directory in /tmp: ", std::strerror(errno)));
+  }
+  return std::unique_ptr<MeetingDirectory>(new MeetingDirectory(std::move(name)));
+}
+
+MeetingDirectory::~MeetingDirectory() {
+  std::error_code ignored;
+  std::filesystem::remove_all(path_, ignored);
+}
+
+absl::StatusOr<CrossProcessMeasurement> MeasureCrossProcessLink(int64_t repetitions) {
+  absl::StatusOr<std::unique_ptr<MeetingDirectory>> meeting = MeetingDirectory::Create("oneflow_calibrate");
+  if (!meeting.ok()) return meeting.status();
+  // The fork below leaves with _exit: only this process removes it.
+  const std::string& directory = (*meeting)->path();
+  const std::string method =
+      absl::StrCat(KeepProcessesOnTcp("all_reduce, 2 processes"), ", ", kCalibrationSizesText);
+  const std::string transfer_method =
+      absl::StrCat(KeepProcessesOnTcp("send_recv round trips, 2 processes"), ", ", kTransferSizeText);
   const pid_t parent = getpid();
   const pid_t child = fork();
   if (child < 0) {
-    remove_directory();
     return absl::InternalError(absl::StrCat("cannot fork the second process: ", std::strerror(errno)));
   }
-  const std::string method = absl::StrCat(
-      TransportName(kDefaultTransport), " all_reduce, 2 processes, ",
-      kDefaultTransport == Transport::kUcx
-          ? (chose_tls ? absl::StrCat("UCX_TLS=", std::getenv("UCX_TLS")) : "over TCP on 127.0.0.1")
-          : "127.0.0.1",
-      ", ", kCalibrationSizesText);
-  const std::string transfer_method = absl::StrCat(
-      TransportName(kDefaultTransport), " send_recv round trips, 2 processes, ",
-      kDefaultTransport == Transport::kUcx
-          ? (chose_tls ? absl::StrCat("UCX_TLS=", std::getenv("UCX_TLS")) : "over TCP on 127.0.0.1")
-          : "127.0.0.1",
-      ", ", kTransferSizeText);
   auto run_rank = [&](int64_t rank) -> absl::StatusOr<CrossProcessMeasurement> {
     FileKeyValueStore store(directory);
     CrossProcessGroupOptions options;
@@ -220,7 +232,6 @@ absl::StatusOr<CrossProcessMeasurement> MeasureCrossProcessLink(int64_t repetiti
   int wait_status = 0;
   while (waitpid(child, &wait_status, 0) < 0 && errno == EINTR) {
   }
-  remove_directory();
   if (!measured.ok()) return measured.status();
   if (!WIFEXITED(wait_status) || WEXITSTATUS(wait_status) != 0) {
     return absl::InternalError(

@@ -53,9 +53,12 @@
 #define TOOLS_CLI_LINK_CALIBRATION_H_
 
 #include <cstdint>
+#include <utility>
+#include <memory>
 #include <string>
 
 #include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
 #include "oneflow_core/comm/transport.h"
 #include "sbp/calibration.h"
 
@@ -104,6 +107,30 @@ struct CrossProcessMeasurement {
   TransferMeasurement transfer;
 };
 absl::StatusOr<CrossProcessMeasurement> MeasureCrossProcessLink(int64_t repetitions);
+
+// A fresh directory under /tmp where processes of this machine that this one starts meet
+// (their rendezvous files), removed with everything in it when this goes.
+class MeetingDirectory {
+ public:
+  // `prefix` names it ("/tmp/PREFIX.XXXXXX"); INTERNAL when it cannot be made.
+  static absl::StatusOr<std::unique_ptr<MeetingDirectory>> Create(absl::string_view prefix);
+  ~MeetingDirectory();
+  MeetingDirectory(const MeetingDirectory&) = delete;
+  MeetingDirectory& operator=(const MeetingDirectory&) = delete;
+  const std::string& path() const { return path_; }
+
+ private:
+  explicit MeetingDirectory(std::string path) : path_(std::move(path)) {}
+  const std::string path_;
+};
+
+// For processes of this machine that this one is about to start on the default transport:
+// keeps UCX to TCP (UCX_TLS=tcp,self in this process's environment, which they inherit)
+// unless the user set UCX_TLS, so that shared memory does not stand in for a network
+// link. Returns how they will talk, for a "method": "ucx ... over TCP on 127.0.0.1",
+// "ucx ... UCX_TLS=<the user's>" or "gloo ... 127.0.0.1" (the transport's name, then
+// `what`, e.g. "all_reduce, 2 processes").
+std::string KeepProcessesOnTcp(absl::string_view what);
 
 // Rank `options.rank` of a group of `options.size` >= 2 processes over `transport`, met
 // through `options.store`: every rank calls it at the same time; each returns its own

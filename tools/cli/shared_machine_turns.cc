@@ -1,7 +1,9 @@
 #include "tools/cli/shared_machine_turns.h"
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
 #include "tools/cli/host_calibration.h"
+#include "tools/cli/shared_host_processes.h"
 
 namespace oneflow::cli {
 
@@ -25,20 +27,33 @@ absl::Status AddSharedMachineTurns(const std::string& nodes_boot_id, SharedMachi
     case TurnsDecision::kMeasure:
       break;
   }
-  absl::StatusOr<HostRuntime> runtime = MeasureHostRuntime(machine->nodes);
-  if (!runtime.ok()) {
-    return absl::Status(runtime.status().code(),
-                        absl::StrCat("measuring the turns of ", machine->nodes, " nodes' devices on ", machine->cores,
-                                     " cores: ", runtime.status().message()));
-  }
-  machine->turns = runtime->measurement;
+  auto named = [&](const absl::Status& status) {
+    return absl::Status(status.code(), absl::StrCat("measuring the turns of ", machine->nodes, " nodes' devices on ",
+                                                    machine->cores, " cores: ", status.message()));
+  };
+  absl::StatusOr<HostRuntime> threads = MeasureHostRuntime(machine->nodes);
+  if (!threads.ok()) return named(threads.status());
+  absl::StatusOr<SharedHostProbe> processes = MeasureSharedHostInProcesses(machine->nodes, machine->cores);
+  if (!processes.ok()) return named(processes.status());
+  SetMeasuredTurns(*threads, *processes, machine);
+  return absl::OkStatus();
+}
+
+void SetMeasuredTurns(const HostRuntime& threads, const SharedHostProbe& processes, SharedMachineMeasurement* machine) {
+  machine->turns = threads.measurement;
   // The machine's cores as node 0's worker read them, which the line gives.
   machine->turns->cores = machine->cores;
-  absl::StrAppend(&machine->method, "; turns: measured by calibrate on the machine, one device per node as threads "
-                                    "of one process: ",
-                  runtime->measurement.method);
+  machine->turns->act_seconds = processes.terms.act_seconds;
+  machine->turns->boxing_act_seconds = processes.terms.boxing_act_seconds;
+  machine->turns->core_share = processes.terms.host_core_share;
+  machine->processes = threads.measurement.devices;
+  absl::StrAppendFormat(&machine->method,
+                        "; turns: measured by calibrate on the machine; act and core share (%.3g) with one process "
+                        "per node: %s; collective call, and the same probe as threads of one process (core share "
+                        "%.3g, act %.3g us): %s",
+                        processes.terms.host_core_share, processes.method, threads.measurement.core_share,
+                        1e6 * threads.measurement.act_seconds, threads.measurement.method);
   machine->turns->method = machine->method;
-  return absl::OkStatus();
 }
 
 }  // namespace oneflow::cli

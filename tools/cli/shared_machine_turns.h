@@ -5,12 +5,17 @@
 // "Three hosts, the daemons' calibration alone (session 45)": the machine line's cores
 // alone predicted 3 emulated hosts on 2 cores 0.20 short).
 //
-// The turns are measured as a host line is (tools/cli/host_calibration.h,
-// MeasureHostRuntime): one device per node as threads of this process, on this machine,
-// so only when calibrate itself runs there (its boot id the nodes'): the act-count
-// probe's per-act costs and the cores' worth its devices obtain, and the collective call's
-// cost with its ranks sharing the cores. They go on the machine line (sbp/calibration.h),
-// which the search applies to a cluster of that many nodes only.
+// The turns are measured on this machine, so only when calibrate itself runs there (its
+// boot id the nodes'). The act-count probe's per-act costs and the cores' worth its
+// devices obtain are measured as the launched job runs, one process per node with one
+// device each (tools/cli/shared_host_processes.h): three worker processes obtain more of
+// 2 cores than three devices as threads of one process do (session 46: ~1.7-2 against
+// 1.49, every 3 x 1 layout priced 12-44% long). The collective call's cost is a host line's
+// (host_calibration.h, MeasureHostRuntime: its ranks threads of this process sharing the
+// cores; across processes a call is the inter-node link's, measured between the daemons).
+// The same probe in one process runs too, and its share goes into the method beside the
+// other, so the file says both. They go on the machine line (sbp/calibration.h, with
+// "processes"), which the search applies to a cluster of that many nodes only.
 #ifndef TOOLS_CLI_SHARED_MACHINE_TURNS_H_
 #define TOOLS_CLI_SHARED_MACHINE_TURNS_H_
 
@@ -18,6 +23,7 @@
 
 #include "absl/status/status.h"
 #include "sbp/calibration.h"
+#include "tools/cli/host_calibration.h"
 #include "tools/cli/machine_calibration.h"
 
 namespace oneflow::cli {
@@ -33,10 +39,16 @@ enum class TurnsDecision {
 TurnsDecision DecideTurns(const SharedMachineMeasurement& machine, const std::string& nodes_boot_id,
                           const MachineIdentity& here);
 
-// Measures the turns into machine->turns when DecideTurns says so (a few seconds), and
-// appends to machine->method what was measured or why nothing was. The probes' compile
-// or training errors.
+// Measures the turns into machine->turns when DecideTurns says so (some 10-20 seconds),
+// and appends to machine->method what was measured or why nothing was. The probes'
+// compile or training errors.
 absl::Status AddSharedMachineTurns(const std::string& nodes_boot_id, SharedMachineMeasurement* machine);
+
+// The turns from the two measurements: the act costs and the core share of `processes`
+// (MeasureSharedHostInProcesses, one process per node), the collective call of `threads`
+// (MeasureHostRuntime for the nodes' devices in one process), the line's cores; sets
+// machine->processes and appends both measurements to machine->method.
+void SetMeasuredTurns(const HostRuntime& threads, const SharedHostProbe& processes, SharedMachineMeasurement* machine);
 
 }  // namespace oneflow::cli
 

@@ -1,6 +1,9 @@
 #include "tools/cli/shared_machine_turns.h"
 
+#include "compiler/auto_parallel/host_terms.h"
 #include "gtest/gtest.h"
+#include "sbp/calibration.h"
+#include "tools/cli/host_calibration.h"
 
 namespace oneflow::cli {
 namespace {
@@ -30,6 +33,41 @@ TEST(SharedMachineTurnsTest, ElsewhereTheLineSaysWhyNothingWasMeasured) {
   ASSERT_TRUE(AddSharedMachineTurns(here.boot_id + "-elsewhere", &machine).ok());
   EXPECT_FALSE(machine.turns.has_value());
   EXPECT_NE(machine.method.find("turns not measured: calibrate ran on another machine"), std::string::npos)
+      << machine.method;
+}
+
+// The machine line's turns take the act costs and the core share from the probe across
+// one process per node (as the launched job runs), the collective call from one process's
+// threads; written, read back and turned into the search's host terms, the processes'
+// share is what prices a cluster of the line's nodes, and the method names both shares.
+TEST(SharedMachineTurnsTest, TheProcessesShareIsWhatPricesTheSharedMachinesNodes) {
+  HostRuntime threads;
+  threads.measurement = HostMeasurement{3, 1.25e-06, 5e-05, 2, "threads' probe", 1.5, std::nullopt};
+  SharedHostProbe processes;
+  processes.terms.act_seconds = 2e-06;
+  processes.terms.host_core_share = 1.875;
+  processes.method = "processes' probe";
+  SharedMachineMeasurement machine = Machine(3, 2);
+  SetMeasuredTurns(threads, processes, &machine);
+
+  absl::StatusOr<Calibration> calibration = ParseCalibration(SharedMachineLine(machine), "c.jsonl");
+  ASSERT_TRUE(calibration.ok()) << calibration.status();
+  ASSERT_TRUE(calibration->shared_machine.has_value());
+  EXPECT_EQ(calibration->shared_machine->processes, 3);
+  const std::optional<proto::AutoParallelHostTerms> terms =
+      auto_parallel::HostTermsFor(*calibration, /*nodes=*/3, /*devices=*/3, "c.jsonl");
+  ASSERT_TRUE(terms.has_value());
+  auto_parallel::PriceOptions options;
+  auto_parallel::ApplyHostTerms(*terms, &options);
+  EXPECT_EQ(options.host_core_share, 1.875);
+  EXPECT_EQ(options.act_seconds, 2e-06);
+  EXPECT_EQ(options.collective_call_seconds, 5e-05);
+  EXPECT_EQ(options.host_cores, 2);
+  EXPECT_NE(machine.method.find("act and core share (1.88) with one process per node: processes' probe"),
+            std::string::npos)
+      << machine.method;
+  EXPECT_NE(machine.method.find("as threads of one process (core share 1.5, act 1.25 us): threads' probe"),
+            std::string::npos)
       << machine.method;
 }
 
