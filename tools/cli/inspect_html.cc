@@ -162,12 +162,45 @@ absl::flat_hash_map<int64_t, int64_t> Positions(const proto::DevicePlan& device)
   return positions;
 }
 
+// Gradients as bucket views (compiler/passes/memory_planning_pass.cc): a gradient
+// bucket's input register that memory planning placed at its member's bytes inside the
+// bucket register (same arena block, inside the bucket's range) holds no bytes of its own.
+// Maps the index of each such input to the index of its bucket register.
+absl::flat_hash_map<int, int> InputsPlacedInBuckets(const proto::DevicePlan& device) {
+  absl::flat_hash_map<int64_t, int> by_id;
+  for (int r = 0; r < device.registers_size(); ++r) by_id.emplace(device.registers(r).id(), r);
+  absl::flat_hash_map<int, int> placed;
+  for (const proto::ActorDef& actor : device.actors()) {
+    if (!actor.has_bucket_id() || actor.kernels_size() != 1) continue;
+    const auto& outputs = actor.kernels(0).outputs();
+    const auto whole = outputs.find("bucket");
+    if (whole == outputs.end()) continue;
+    const auto bucket = by_id.find(whole->second);
+    if (bucket == by_id.end()) continue;
+    const proto::RegisterDef& bucket_register = device.registers(bucket->second);
+    for (const auto& [name, id] : actor.kernels(0).inputs()) {
+      const auto input = by_id.find(id);
+      if (input == by_id.end()) continue;
+      const proto::RegisterDef& reg = device.registers(input->second);
+      if (reg.has_alias_of() || reg.persistent() || reg.memory_block() != bucket_register.memory_block() ||
+          reg.offset() < bucket_register.offset() ||
+          reg.offset() + reg.size_bytes() > bucket_register.offset() + bucket_register.size_bytes()) {
+        continue;
+      }
+      placed[input->second] = bucket->second;
+    }
+  }
+  return placed;
+}
+
 // Register lifetimes as memory planning sees them: from the producer's position to the
 // last position that reads the bytes; a register that owns bytes is read by the readers
-// of every view of it too. A persistent register lives the whole iteration. An actor of
+// of every view of it too, and a bucket register is live from the first producer of an
+// input placed in it. A persistent register lives the whole iteration. An actor of
 // another device (none in a plan this build writes) has no position and is left out.
 std::vector<std::pair<int64_t, int64_t>> Lifetimes(const proto::DevicePlan& device,
-                                                   const absl::flat_hash_map<int64_t, int64_t>& positions) {
+                                                   const absl::flat_hash_map<int64_t, int64_t>& positions,
+                                                   const absl::flat_hash_map<int, int>& placed) {
   absl::flat_hash_map<int64_t, int> by_id;
   for (int r = 0; r < device.registers_size(); ++r) by_id.emplace(device.registers(r).id(), r);
   auto owner_of = [&](int r) {
@@ -196,6 +229,9 @@ std::vector<std::pair<int64_t, int64_t>> Lifetimes(const proto::DevicePlan& devi
       lifetimes[owner].second = std::max(lifetimes[owner].second, it->second);
     }
   }
+  for (const auto& [input, bucket] : placed) {
+    lifetimes[bucket].first = std::min(lifetimes[bucket].first, lifetimes[input].first);
+  }
   for (int r = 0; r < device.registers_size(); ++r) {
     if (device.registers(r).persistent()) lifetimes[r] = {0, end};
   }
@@ -221,9 +257,11 @@ std::string ActorsArray(const proto::DevicePlan& device, StringTable& strings) {
 }
 
 // Registers: per register [id, tensor, first, last, size_bytes, count, memory_block,
-// offset, flags (1 persistent, 2 view, 4 per-iteration), alias_of (-1 unset)].
+// offset, flags (1 persistent, 2 view, 4 per-iteration, 8 placed in its bucket), alias_of
+// or the bucket register's id (-1 unset)].
 std::string RegistersArray(const proto::DevicePlan& device, StringTable& strings) {
-  const std::vector<std::pair<int64_t, int64_t>> lifetimes = Lifetimes(device, Positions(device));
+  const absl::flat_hash_map<int, int> placed = InputsPlacedInBuckets(device);
+  const std::vector<std::pair<int64_t, int64_t>> lifetimes = Lifetimes(device, Positions(device), placed);
   std::vector<int64_t> flat;
   flat.reserve(device.registers_size() * 10);
   for (int r = 0; r < device.registers_size(); ++r) {
@@ -236,8 +274,11 @@ std::string RegistersArray(const proto::DevicePlan& device, StringTable& strings
     flat.push_back(reg.count());
     flat.push_back(reg.memory_block());
     flat.push_back(reg.offset());
-    flat.push_back((reg.persistent() ? 1 : 0) | (reg.has_alias_of() ? 2 : 0) | (reg.per_iteration() ? 4 : 0));
-    flat.push_back(reg.has_alias_of() ? reg.alias_of() : -1);
+    const auto bucket = placed.find(r);
+    const bool in_bucket = bucket != placed.end();
+    flat.push_back((reg.persistent() ? 1 : 0) | (reg.has_alias_of() ? 2 : 0) | (reg.per_iteration() ? 4 : 0) |
+                   (in_bucket ? 8 : 0));
+    flat.push_back(reg.has_alias_of() ? reg.alias_of() : in_bucket ? device.registers(bucket->second).id() : -1);
   }
   Compact out;
   out.Ints(flat);

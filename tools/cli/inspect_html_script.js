@@ -493,7 +493,7 @@ function memoryCurve(d) {
   var delta = new Float64Array(n + 1);
   for (var k = 0; k < data.nregs; k++) {
     var o = k * 10;
-    if (r[o + 6] !== 1 || (r[o + 8] & 3)) continue;  // arena registers that own their bytes
+    if (r[o + 6] !== 1 || (r[o + 8] & 11)) continue;  // arena registers that own their bytes
     delta[r[o + 2]] += alignUp(r[o + 4]);
     delta[r[o + 3] + 1] -= alignUp(r[o + 4]);
   }
@@ -542,7 +542,7 @@ function renderMemory(section) {
   // Arena layout: x position, y offset in the slot; one rectangle per register.
   var arena = [], stride = 0;
   for (var b2 = 0; b2 < dev.memory_blocks.length; b2 += 4) if (dev.memory_blocks[b2] === 1) stride = dev.memory_blocks[b2 + 3];
-  for (var k = 0; k < data.nregs; k++) if (r[k * 10 + 6] === 1 && !(r[k * 10 + 8] & 3)) arena.push(k);
+  for (var k = 0; k < data.nregs; k++) if (r[k * 10 + 6] === 1 && !(r[k * 10 + 8] & 11)) arena.push(k);
   var AH = 260, av = el("canvas", { width: W, height: AH + 20 }), actx = av.getContext("2d");
   var ymax = Math.max(stride, 1);
   arena.forEach(function (k, i) {
@@ -577,7 +577,8 @@ function renderMemory(section) {
     rows.push([r[o2], esc(name), r[o2 + 6], r[o2 + 7], esc(bytes(r[o2 + 4])), r[o2 + 5],
                r[o2 + 2] + " <span class=muted>" + esc(data.actorName(r[o2 + 2])) + "</span>",
                r[o2 + 3] + " <span class=muted>" + esc(data.actorName(r[o2 + 3])) + "</span>",
-               [flags & 1 ? "persistent" : "", flags & 2 ? "view of r" + r[o2 + 9] : "", flags & 4 ? "per iteration" : ""].filter(Boolean).join(", ")]);
+               [flags & 1 ? "persistent" : "", flags & 2 ? "view of r" + r[o2 + 9] : "", flags & 4 ? "per iteration" : "",
+                flags & 8 ? "in bucket r" + r[o2 + 9] : ""].filter(Boolean).join(", ")]);
   }
   section.appendChild(el("h3", null, "Registers (" + rows.length + (q ? " matching" : "") + ")"));
   pagedTable(section, [{ t: "id", num: 1 }, "tensor", { t: "block", num: 1 }, { t: "offset", num: 1 }, { t: "size", num: 1 },
