@@ -59,6 +59,7 @@
 
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
+#include "absl/time/time.h"
 #include "oneflow_core/comm/transport.h"
 #include "sbp/calibration.h"
 
@@ -145,6 +146,10 @@ absl::StatusOr<TransferMeasurement> MeasureCrossProcessTransfer(Transport transp
                                                                 int64_t repetitions, double bytes_per_second,
                                                                 std::string method);
 double MeasureGemmFlopsPerSecond(int64_t repetitions);
+// Bytes read + written per second by memcpy of 64 MiB: the median of kMemoryWindows
+// windows kMemoryWindowGap apart, each the median of `repetitions` copies.
+inline constexpr int64_t kMemoryWindows = 5;
+inline constexpr absl::Duration kMemoryWindowGap = absl::Milliseconds(200);
 double MeasureMemoryBytesPerSecond(int64_t repetitions);
 
 // The bytes of this machine's largest cache private to one core (of levels 1 and 2, from

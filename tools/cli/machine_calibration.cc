@@ -111,7 +111,9 @@ MachineLines MeasureMachine() {
   lines.compute_lines.push_back(ComputeMeasurementLine("gemm", MeasureGemmFlopsPerSecond(kRepetitions),
                                                        "sgemm 512x512x512, 1 thread"));
   lines.compute_lines.push_back(ComputeMeasurementLine("memory", MeasureMemoryBytesPerSecond(kRepetitions),
-                                                       "memcpy 64 MiB, 1 thread, bytes read + written"));
+                                                       absl::StrCat("memcpy 64 MiB, 1 thread, bytes read + written, median of ",
+                                                                    kMemoryWindows, " windows ",
+                                                                    absl::FormatDuration(kMemoryWindowGap), " apart")));
   // Without a listed core cache the line is left out: every byte prices at the memory rate.
   if (const int64_t cache = CoreCacheBytes(); cache > 0) {
     lines.compute_lines.push_back(CachedMemoryMeasurementLine(
