@@ -10,6 +10,7 @@
 #include "absl/container/btree_map.h"
 #include "absl/status/statusor.h"
 #include "absl/strings/str_cat.h"
+#include "plan/bucket_placement.h"
 #include "plan/plan_verifier.h"
 #include "plan/plan_verifier_internal.h"
 #include "oneflow_core/run_tasks.h"
@@ -150,41 +151,32 @@ std::vector<int64_t> Owners(const proto::DevicePlan& device) {
 // its own producer (-1 otherwise), and -2 for each input placed in its bucket.
 absl::StatusOr<std::vector<int64_t>> BucketPlacedInputs(const proto::DevicePlan& device, const std::string& where) {
   const int64_t first_actor = device.actors_size() > 0 ? device.actors(0).id() : 0;
-  const int registers = device.registers_size();
-  std::vector<int64_t> placed(registers, -1);
-  auto valid = [&](int64_t id) { return id >= 0 && id < registers; };
-  for (const proto::ActorDef& actor : device.actors()) {
-    if (!actor.has_bucket_id() || actor.kernels_size() != 1) continue;
+  std::vector<int64_t> placed(device.registers_size(), -1);
+  for (const InputInBucket& in_bucket : InputsInBuckets(device)) {
+    const proto::ActorDef& actor = *in_bucket.actor;
     const proto::KernelDef& kernel = actor.kernels(0);
-    const auto whole_it = kernel.outputs().find("bucket");
-    if (whole_it == kernel.outputs().end() || !valid(whole_it->second)) continue;
-    const proto::RegisterDef& whole = device.registers(static_cast<int>(whole_it->second));
-    for (const auto& [name, id] : kernel.inputs()) {
-      if (!valid(id) || name.rfind("in_", 0) != 0) continue;
-      const proto::RegisterDef& input = device.registers(static_cast<int>(id));
-      if (input.has_alias_of() || input.memory_block() != whole.memory_block() ||
-          input.offset() >= whole.offset() + whole.size_bytes() || input.offset() + input.size_bytes() <= whole.offset()) {
-        continue;
-      }
-      const auto view_it = kernel.outputs().find(absl::StrCat("out_", name.substr(3)));
-      const bool at_view = view_it != kernel.outputs().end() && valid(view_it->second) &&
-                           device.registers(static_cast<int>(view_it->second)).offset() == input.offset() &&
-                           device.registers(static_cast<int>(view_it->second)).size_bytes() == input.size_bytes();
-      const bool only_reader = input.consumer_actors_size() == 1 && input.consumer_actors(0) == actor.id();
-      if (kernel.name() != "bucket_all_reduce" || !at_view || !only_reader) {
-        return Fail(absl::StrCat(where, ": register ", input.id(), " ('", input.tensor(), "'), input ", name,
-                                 " of actor ", actor.id(), " '", actor.name(), "', lies inside its bucket register ",
-                                 whole.id(), ", but an input may lie there only ",
-                                 kernel.name() != "bucket_all_reduce" ? "in an all-reduce bucket"
-                                 : !at_view ? "exactly at its member's view (out_" + name.substr(3) + ")"
-                                            : "when the bucket actor is its only reader",
-                                 " (gradients as bucket views)"));
-      }
-      placed[input.id()] = -2;
-      const int64_t producer = input.producer_actor() - first_actor;
-      int64_t& first = placed[whole.id()];
-      first = first < 0 ? producer : std::min(first, producer);
+    const std::string& name = in_bucket.input;
+    const proto::RegisterDef& input = device.registers(static_cast<int>(in_bucket.input_register));
+    const proto::RegisterDef& whole = device.registers(static_cast<int>(in_bucket.bucket_register));
+    const auto view_it = kernel.outputs().find(absl::StrCat("out_", name.substr(3)));
+    const bool at_view = view_it != kernel.outputs().end() && view_it->second >= 0 &&
+                         view_it->second < device.registers_size() &&
+                         device.registers(static_cast<int>(view_it->second)).offset() == input.offset() &&
+                         device.registers(static_cast<int>(view_it->second)).size_bytes() == input.size_bytes();
+    const bool only_reader = input.consumer_actors_size() == 1 && input.consumer_actors(0) == actor.id();
+    if (kernel.name() != "bucket_all_reduce" || !at_view || !only_reader) {
+      return Fail(absl::StrCat(where, ": register ", input.id(), " ('", input.tensor(), "'), input ", name,
+                               " of actor ", actor.id(), " '", actor.name(), "', lies inside its bucket register ",
+                               whole.id(), ", but an input may lie there only ",
+                               kernel.name() != "bucket_all_reduce" ? "in an all-reduce bucket"
+                               : !at_view ? "exactly at its member's view (out_" + name.substr(3) + ")"
+                                          : "when the bucket actor is its only reader",
+                               " (gradients as bucket views)"));
     }
+    placed[input.id()] = -2;
+    const int64_t producer = input.producer_actor() - first_actor;
+    int64_t& first = placed[whole.id()];
+    first = first < 0 ? producer : std::min(first, producer);
   }
   return placed;
 }

@@ -26,6 +26,7 @@
 #include "tools/cli/inspect_render.h"
 #include "tools/cli/json_writer.h"
 #include "tools/cli/pipeline_stages.h"
+#include "plan/bucket_placement.h"
 #include "plan/plan_check.h"
 #include "plan/plan_format.h"
 
@@ -162,33 +163,13 @@ absl::flat_hash_map<int64_t, int64_t> Positions(const proto::DevicePlan& device)
   return positions;
 }
 
-// Gradients as bucket views (compiler/passes/memory_planning_pass.cc): a gradient
-// bucket's input register that memory planning placed at its member's bytes inside the
-// bucket register (same arena block, inside the bucket's range) holds no bytes of its own.
-// Maps the index of each such input to the index of its bucket register.
+// The inputs memory planning placed in their gradient bucket (plan/bucket_placement.h: a
+// verified plan has them only at their members' views): input register index -> bucket
+// register index.
 absl::flat_hash_map<int, int> InputsPlacedInBuckets(const proto::DevicePlan& device) {
-  absl::flat_hash_map<int64_t, int> by_id;
-  for (int r = 0; r < device.registers_size(); ++r) by_id.emplace(device.registers(r).id(), r);
   absl::flat_hash_map<int, int> placed;
-  for (const proto::ActorDef& actor : device.actors()) {
-    if (!actor.has_bucket_id() || actor.kernels_size() != 1) continue;
-    const auto& outputs = actor.kernels(0).outputs();
-    const auto whole = outputs.find("bucket");
-    if (whole == outputs.end()) continue;
-    const auto bucket = by_id.find(whole->second);
-    if (bucket == by_id.end()) continue;
-    const proto::RegisterDef& bucket_register = device.registers(bucket->second);
-    for (const auto& [name, id] : actor.kernels(0).inputs()) {
-      const auto input = by_id.find(id);
-      if (input == by_id.end()) continue;
-      const proto::RegisterDef& reg = device.registers(input->second);
-      if (reg.has_alias_of() || reg.persistent() || reg.memory_block() != bucket_register.memory_block() ||
-          reg.offset() < bucket_register.offset() ||
-          reg.offset() + reg.size_bytes() > bucket_register.offset() + bucket_register.size_bytes()) {
-        continue;
-      }
-      placed[input->second] = bucket->second;
-    }
+  for (const InputInBucket& in_bucket : InputsInBuckets(device)) {
+    placed[static_cast<int>(in_bucket.input_register)] = static_cast<int>(in_bucket.bucket_register);
   }
   return placed;
 }
