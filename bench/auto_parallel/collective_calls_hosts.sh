@@ -31,8 +31,6 @@ PY=/usr/bin/python3
 [[ -x "$PY" ]] || PY="$(command -v python3)"
 # shellcheck source=bench/lib/netns_hosts.sh
 source "$ROOT/bench/lib/netns_hosts.sh"
-# shellcheck source=bench/lib/step_metrics.sh
-source "$ROOT/bench/lib/step_metrics.sh"
 NETNS_PREFIX="${NETNS_PREFIX:-ofcc$$}"
 NETNS_SUBNET="10.233.48"
 
