@@ -17,7 +17,9 @@ machine: tools/cli/shared_machine_turns.h); with --machine_from=FILE (a file `on
 this machine, e.g. a --keep run's cluster.jsonl) the machine line of a cluster of that many nodes is that file's, its
 turns included (since session 47 measured across one process per node: "processes"), in place of the run's: a new
 measurement priced against the run's measured steps, which is only fair when the file measured the same tree's
-runtime on the same machine. Every hand layout line (searched false) is
+runtime on the same machine; with --inter_node_link_from=FILE the inter-node link line (latency and bandwidth)
+of FILE in place of every cluster's (session 48: the daemons' latency measured 88-314 us within 15 minutes on
+the same links). Every hand layout line (searched false) is
 compiled again with `gpt --predict_step` and each file, its predicted step read from the
 plan's decision record (`oneflow inspect --format=json`), and printed with the run's
 measured steps ("measured_ms", "measured_repeats_ms") and the errors recomputed, so the
@@ -94,6 +96,10 @@ def main():
                              "cores that has none, as `oneflow calibrate --nodes` now measures them")
     parser.add_argument("--machine_from", default="",
                         help="a calibration file whose machine line replaces the run's for a cluster of its nodes")
+    parser.add_argument("--inter_node_link_from", default="",
+                        help="a calibration file (`oneflow calibrate --nodes`, e.g. a --keep run's cluster.jsonl) whose "
+                             "inter-node link line (latency and bandwidth) replaces every cluster's of the run: how "
+                             "the run prices with another measurement of the same links")
     args = parser.parse_args()
     codec_lines = [l.strip() for l in open(args.codecs)
                    if l.startswith('{"codec"') or l.startswith('{"compute": "memory_cached"')]
@@ -104,12 +110,22 @@ def main():
                              for r in rows if "machine" in r), None)
         if machine_from is None:
             sys.exit("--machine_from=%s has no machine line" % args.machine_from)
+    inter_node_link = None
+    if args.inter_node_link_from:
+        rows = [json.loads(l) for l in open(args.inter_node_link_from) if l.strip()]
+        inter_node_link = next(({k: r[k] for k in ("latency_seconds", "bytes_per_second")}
+                                for r in rows if r.get("link") == "inter_node"), None)
+        if inter_node_link is None:
+            sys.exit("--inter_node_link_from=%s has no inter-node link line" % args.inter_node_link_from)
     lines = [json.loads(l) for l in open(args.run) if l.strip()]
     config = next(l["config"] for l in lines if "config" in l)
     calibrations = {l["cluster"]: l for l in lines if l.get("bench") == "auto_parallel_prediction_hosts_calibration"}
     with tempfile.TemporaryDirectory() as work:
         files = {}
         for cluster, line in calibrations.items():
+            if inter_node_link is not None:
+                line = dict(line, link_inter_node=inter_node_link)
+                calibrations[cluster] = line
             machine = line.get("machine_shared")
             if machine is None and args.machine_cores > 0:
                 machine = {"nodes": int(cluster.split("x")[0]), "cores": args.machine_cores}
@@ -127,10 +143,11 @@ def main():
                     f.write(calibration_text(line, codec_lines, with_host, machine))
                 files[cluster, name] = path
         print(json.dumps({"config": dict(config, repriced_from=os.path.basename(args.run),
-                                         machine_from=os.path.basename(args.machine_from) or None)}))
+                                         machine_from=os.path.basename(args.machine_from) or None,
+                                         inter_node_link_from=os.path.basename(args.inter_node_link_from) or None)}))
         for line in lines:
             if line.get("bench") == "auto_parallel_prediction_hosts_calibration":
-                # With --machine_from, the machine line priced with.
+                # With --machine_from or --inter_node_link_from, the lines priced with.
                 print(json.dumps(calibrations[line["cluster"]]))
             if line.get("bench") != "auto_parallel_prediction_hosts" or line.get("searched"):
                 continue
