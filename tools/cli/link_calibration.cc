@@ -55,15 +55,20 @@ absl::StatusOr<LinkTimings> TimeAllReduces(Communicator& communicator, int64_t r
   std::vector<float> buffer(kCalibrationLargeBytes / sizeof(float), 1.0f);
   CollectiveOptions options;
   options.description = "oneflow calibrate";
-  for (const auto& [bytes, seconds] : {std::pair<int64_t, double*>{kCalibrationSmallBytes, &timings.small_seconds},
-                                       {kCalibrationLargeBytes, &timings.large_seconds}}) {
-    const int64_t count = bytes / static_cast<int64_t>(sizeof(float));
-    absl::StatusOr<double> median = TimeCalls(repetitions, [&] {
+  auto all_reduce = [&](int64_t bytes) {
+    return [&, count = bytes / static_cast<int64_t>(sizeof(float))] {
       return communicator.AllReduce(buffer.data(), buffer.data(), count, options);
-    });
-    if (!median.ok()) return median.status();
-    *seconds = *median;
-  }
+    };
+  };
+  // The small call (alpha) over windows apart (kLatencyWindows); every rank runs the same
+  // windows, each window's first call meeting its peers again after the gap.
+  absl::StatusOr<double> small =
+      MedianOfWindows(kLatencyWindows, kLatencyWindowGap, repetitions, all_reduce(kCalibrationSmallBytes));
+  if (!small.ok()) return small.status();
+  timings.small_seconds = *small;
+  absl::StatusOr<double> large = TimeCalls(repetitions, all_reduce(kCalibrationLargeBytes));
+  if (!large.ok()) return large.status();
+  timings.large_seconds = *large;
   return timings;
 }
 
@@ -88,6 +93,18 @@ absl::StatusOr<double> TimeTransferRoundTrips(Communicator& communicator, int64_
 }
 
 }  // namespace
+
+absl::StatusOr<double> MedianOfWindows(int64_t windows, absl::Duration gap, int64_t repetitions,
+                                       const std::function<absl::Status()>& call) {
+  std::vector<double> medians;
+  for (int64_t window = 0; window < windows; ++window) {
+    if (window > 0) absl::SleepFor(gap);
+    absl::StatusOr<double> median = TimeCalls(repetitions, call);
+    if (!median.ok()) return median.status();
+    medians.push_back(*median);
+  }
+  return Median(std::move(medians));
+}
 
 TransferMeasurement FitTransfer(double round_trip_seconds, int64_t bytes, double bytes_per_second) {
   TransferMeasurement fit;
@@ -258,17 +275,13 @@ double MeasureMemoryBytesPerSecond(int64_t repetitions) {
   // second to the next (session 47: 3.5-7.5e9 B/s between windows of five copies), and
   // the steps the rate prices run for seconds: the median of kMemoryWindows windows
   // kMemoryWindowGap apart, each the median of `repetitions` copies, rather than one
-  // window of back-to-back copies, which caught a slow moment (4.4e9 B/s).
-  std::vector<double> windows;
-  for (int64_t window = 0; window < kMemoryWindows; ++window) {
-    if (window > 0) absl::SleepFor(kMemoryWindowGap);
-    const absl::StatusOr<double> seconds = TimeCalls(repetitions, [&] {
-      std::memcpy(to.data(), from.data(), kBytes);
-      return absl::OkStatus();
-    });
-    windows.push_back(2.0 * kBytes / *seconds);
-  }
-  return Median(std::move(windows));
+  // window of back-to-back copies, which caught a slow moment (4.4e9 B/s). (The median
+  // of the windows' times is that of their rates: an odd count of windows.)
+  const absl::StatusOr<double> seconds = MedianOfWindows(kMemoryWindows, kMemoryWindowGap, repetitions, [&] {
+    std::memcpy(to.data(), from.data(), kBytes);
+    return absl::OkStatus();
+  });
+  return 2.0 * kBytes / *seconds;
 }
 
 int64_t CoreCacheBytes() {

@@ -29,6 +29,14 @@
 // which left the fit 0 (docs/auto_parallel_measurements.md, "Transfers between processes
 // (session 45)").
 //
+// The small call's time is the median of kLatencyWindows windows kLatencyWindowGap apart,
+// each the median of `repetitions` calls: the daemons' alpha from one window of 21 calls
+// measured 88, 249 and 314 us within 15 minutes on the same emulated links at load ~30,
+// while the runtime's small gathers on those links took 0.30-0.32 ms from their last
+// member's arrival at every one of those moments (docs/auto_parallel_measurements.md,
+// "Session 48: c48cache"), and a layout of 64-128 calls an iteration pays alpha on each.
+// The large call (beta) stays one window: it lasts 21 x ~0.15 s at 1 Gbit/s.
+//
 // Alpha and beta from the median time of each size, fitted to the cost model's own
 // formula for that route (sbp/collective_cost.h), so that the model reproduces both
 // measured times exactly. With n ranks and S bytes per rank, the busiest rank receives
@@ -53,6 +61,7 @@
 #define TOOLS_CLI_LINK_CALIBRATION_H_
 
 #include <cstdint>
+#include <functional>
 #include <utility>
 #include <memory>
 #include <string>
@@ -68,7 +77,15 @@ namespace oneflow::cli {
 // The two all-reduce sizes per rank (the top of this file), and how methods name them.
 inline constexpr int64_t kCalibrationSmallBytes = 64;
 inline constexpr int64_t kCalibrationLargeBytes = int64_t{16} << 20;
-inline constexpr char kCalibrationSizesText[] = "64 B and 16 MiB";
+inline constexpr char kCalibrationSizesText[] = "64 B (median of 5 windows 200 ms apart) and 16 MiB";
+inline constexpr int64_t kLatencyWindows = 5;
+inline constexpr absl::Duration kLatencyWindowGap = absl::Milliseconds(200);
+
+// The median over `windows` windows, `gap` apart, of each window's median seconds of
+// `repetitions` calls of `call` after one warm-up call; the first error stops. A machine
+// whose other programs come and go in bursts slows one window, not the median.
+absl::StatusOr<double> MedianOfWindows(int64_t windows, absl::Duration gap, int64_t repetitions,
+                                       const std::function<absl::Status()>& call);
 
 // Median seconds of one all-reduce of each size, and the bytes the busiest rank received
 // in it (W of the top of this file).

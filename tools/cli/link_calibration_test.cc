@@ -3,6 +3,9 @@
 // per rank across 2 and 3 processes) fit back to the alpha and beta they were priced with.
 #include "tools/cli/link_calibration.h"
 
+#include "absl/status/status.h"
+#include "absl/time/clock.h"
+#include "absl/time/time.h"
 #include "gtest/gtest.h"
 #include "oneflow_core/placement.h"
 #include "sbp/collective_cost.h"
@@ -86,6 +89,42 @@ TEST(LinkCalibrationTest, TransferRoundTripFitsBackToTheTransferLatency) {
   EXPECT_EQ(fit.bytes, kTransferBytes);
   EXPECT_EQ(FitTransfer(1e-6, 4096, 2e9).latency_seconds, 0);  // 4 KiB take 2 us each way
   EXPECT_EQ(kTransferBytes, kCalibrationSmallBytes);
+}
+
+// A burst of other work that slows one window of calls does not move the median of the
+// windows (the daemons' alpha from one window ranged 88-314 us within 15 minutes, session
+// 48): here the first window's calls sleep 30 ms each and the other four's return at once,
+// so one window (what calibrate took before) times 30 ms and five windows the fast calls.
+// Every window makes its warm-up call and `repetitions` timed ones, `gap` apart.
+TEST(LinkCalibrationTest, TheMedianOfWindowsLeavesOutAWindowOfSlowCalls) {
+  constexpr int64_t kRepetitions = 3;
+  int64_t calls = 0;
+  auto slow_first_window = [&calls]() -> absl::Status {
+    if (calls++ < 1 + kRepetitions) absl::SleepFor(absl::Milliseconds(30));
+    return absl::OkStatus();
+  };
+  const absl::Time start = absl::Now();
+  const absl::StatusOr<double> windows =
+      MedianOfWindows(5, absl::Milliseconds(20), kRepetitions, slow_first_window);
+  const absl::Duration elapsed = absl::Now() - start;
+  ASSERT_TRUE(windows.ok()) << windows.status();
+  EXPECT_LT(*windows, 0.010);
+  EXPECT_EQ(calls, 5 * (1 + kRepetitions));
+  EXPECT_GE(elapsed, absl::Milliseconds(4 * 20 + 4 * 30));
+  calls = 0;
+  const absl::StatusOr<double> one = MedianOfWindows(1, absl::Milliseconds(20), kRepetitions, slow_first_window);
+  ASSERT_TRUE(one.ok()) << one.status();
+  EXPECT_GE(*one, 0.030);
+}
+
+// The first failing call's status comes back, and no window after it runs.
+TEST(LinkCalibrationTest, TheMedianOfWindowsStopsAtTheFirstError) {
+  int64_t calls = 0;
+  const absl::StatusOr<double> windows = MedianOfWindows(5, absl::ZeroDuration(), 2, [&calls]() -> absl::Status {
+    return ++calls == 7 ? absl::UnavailableError("peer 2 left") : absl::OkStatus();
+  });
+  EXPECT_EQ(windows.status(), absl::UnavailableError("peer 2 left"));
+  EXPECT_EQ(calls, 7);  // windows of 3 calls: the third window's first
 }
 
 }  // namespace
