@@ -182,15 +182,44 @@ assert s["confirmed_layouts"] == 2 and s["confirmed_best_layout"] == "dp=2 compr
 assert s["confirmed_best_measured_ms"] == 12 and s["confirm_runs_per_layout"] == 2, s
 assert s["confirmed_chosen_over_best"] == round(12.4 / 12, 3), s
 assert s["confirmed_chosen_over_best_admissible"] == round(12.4 / 12.6, 3), s
+# Round by round against the sweep's best (int4): 12.2 / 12, 12.6 / 11.5, 12.4 / 12.5, median
+# 12.2 / 12; auto's 2 launches do not line up with the searched layout's 3: no "_admissible".
+assert s["confirmed_paired_ratios"] == [round(12.2 / 12, 3), round(12.6 / 11.5, 3), round(12.4 / 12.5, 3)], s
+assert s["confirmed_paired_median"] == round(12.2 / 12, 3), s
+assert s["confirmed_paired_range"] == [round(12.4 / 12.5, 3), round(12.6 / 11.5, 3)], s
+assert "confirmed_paired_median_admissible" not in s, s
 assert s["met_confirmed"] is True, s
 # The prediction figures come from the sweep's lines only.
 assert s["layouts"] == 3 and abs(s["median_abs_error"] - round(1 / 12, 4)) < 1e-9, s
 assert "confirmed_chosen_over_best" not in forced and "met_confirmed" not in forced, forced
 PYEOF
+# Paired rounds decide met_confirmed: the searched layout's confirming median (12.3) is 1.021 x
+# the best's (12.05), but round by round it ran 11.9 / 11, 12.3 / 12, 12.8 / 12.1 and 13 / 12.4 (a
+# failed launch of the best in round 5 pairs nothing): median (1.0484 + 1.0579) / 2 > 1.05.
+{
+  row 2x1 "dp=2 compression=auto" 11 12
+  row 2x1 "dp=2 compression=off" 14 15
+  row 2x1 searched 11 12.6 '"searched": true'
+  confirm_row "dp=2 compression=auto" 12 "[11, 12, 12.1, 12.4, null]"
+  confirm_row searched 12.3 "[11.9, 12.3, 12.8, 13, 11]" '"searched": true'
+} > "$DIR/paired.jsonl"
+"$BENCH" --summarize="$DIR/paired.jsonl" > "$DIR/paired_summary.jsonl" || fail "--summarize of paired rounds exited $?"
+python3 - "$DIR/paired_summary.jsonl" <<'PYEOF' || fail "confirmed_paired_median"
+import json, statistics, sys
+[s] = [json.loads(l) for l in open(sys.argv[1])]
+ratios = [11.9 / 11, 12.3 / 12, 12.8 / 12.1, 13 / 12.4]
+assert s["confirmed_paired_ratios"] == [round(r, 3) for r in ratios], s
+assert s["confirmed_paired_median"] == round(statistics.median(ratios), 3) == 1.053, s
+assert s["confirmed_paired_range"] == [round(12.3 / 12, 3), round(11.9 / 11, 3)], s
+assert s["confirmed_chosen_over_best"] == round(12.3 / 12.05, 3) and s["met_confirmed"] is False, s
+PYEOF
 "$BENCH" --confirm=-1 2> "$DIR/err" && fail "--confirm=-1 was accepted"
 grep -q -- "--confirm=-1: give a whole number >= 0" "$DIR/err" || fail "the error does not name --confirm=-1: $(cat "$DIR/err")"
 "$BENCH" --confirm_repeats=0 2> "$DIR/err" && fail "--confirm_repeats=0 was accepted"
 grep -q -- "--confirm_repeats=0: give a whole number >= 1" "$DIR/err" || fail "the error does not name --confirm_repeats=0"
+"$BENCH" --searched_calibrations=cluster,measured 2> "$DIR/err" && fail "--searched_calibrations=measured was accepted"
+grep -q -- "--searched_calibrations: 'measured' is not a calibration (valid: cluster, shared_host, link_rate)" "$DIR/err" ||
+  fail "the error does not name 'measured': $(cat "$DIR/err")"
 # --repeats takes a whole number >= 1, checked before anything is made.
 "$BENCH" --repeats=0 2> "$DIR/err" && fail "--repeats=0 was accepted"
 grep -q -- "--repeats=0: give a whole number >= 1" "$DIR/err" || fail "the error does not name --repeats=0: $(cat "$DIR/err")"
