@@ -336,7 +336,7 @@ PYEOF
 # of the traced window over the traced iterations: the bubble as the trace shows it, waits
 # on transfers included).
 trace_layout() {
-  local cluster="$1" dir="$2" index="$3" nodes="$4" base="$2/layout$3" traced
+  local cluster="$1" dir="$2" index="$3" nodes="$4" flags="$5" searched="$6" base="$2/layout$3" traced
   traced="$(launch "$base.plan" "${base}_trace" "$nodes" --trace="$base.trace.json")"
   if [[ "$traced" == null ]] || ! "$BIN/oneflow" inspect "$base.plan" --format=json --trace="$base.trace.json" \
       > "$base.inspect_trace.json" 2> "$base.inspect_trace.err"; then
@@ -345,10 +345,11 @@ trace_layout() {
   fi
   "$BIN/oneflow" profile "$base.plan" "$base.trace.json" > "$base.profile.txt" 2>&1 || true
   "$BIN/oneflow" profile "$base.plan" "$base.trace.json" --format=json > "$base.profile.json" 2> /dev/null || true
-  "$PY" - "$cluster" "$traced" "$(cat "$base.predicted")" "$base.inspect_trace.json" <<'PYEOF'
+  "$PY" - "$cluster" "$traced" "$(cat "$base.predicted")" "$base.inspect_trace.json" "$flags" "$searched" <<'PYEOF'
 import json, sys
-cluster, traced, predicted, inspect = sys.argv[1:]
+cluster, traced, predicted, inspect, flags, searched = sys.argv[1:]
 step, compute, exposed, bubble, *layout = predicted.split()
+layout.append("compression=" + (flags.split("--compression=")[1].split()[0] if "--compression=" in flags else "auto"))
 pipeline = json.load(open(inspect)).get("pipeline") or {}
 trace = pipeline.get("trace") or {}
 iterations = trace.get("last_iteration", 0) - trace.get("first_iteration", 0) + 1 if trace else 0
@@ -357,6 +358,7 @@ stages = [{"stage": s["index"], "measured_idle_fraction": s["measured_bubble"],
            "measured_idle_ms": None if window_per_iteration is None or s["measured_bubble"] is None
            else round(s["measured_bubble"] * window_per_iteration, 3)} for s in pipeline.get("stages", [])]
 print(json.dumps({"bench": "auto_parallel_prediction_hosts_trace", "cluster": cluster, "layout": " ".join(layout),
+                  "searched": searched == "1",
                   "traced_step_ms": float(traced), "window_per_iteration_ms": window_per_iteration and round(window_per_iteration, 3),
                   "predicted_ms": float(step), "predicted_compute_ms": float(compute),
                   "predicted_exposed_communication_ms": float(exposed), "predicted_bubble_ms": float(bubble),
@@ -441,7 +443,10 @@ PYEOF
       fi
     done
     if (( TRACE )); then
-      for k in "${confirmed[@]}"; do trace_layout "$cluster" "$dir" "$k" "$nodes"; done
+      for entry in "${compiled[@]}"; do
+        IFS='|' read -r k flags megatron searched calibration <<< "$entry"
+        [[ " ${confirmed[*]} " == *" $k "* ]] && trace_layout "$cluster" "$dir" "$k" "$nodes" "$flags" "$searched"
+      done
     fi
   fi
   netns_teardown
