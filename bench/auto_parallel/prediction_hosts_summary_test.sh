@@ -213,6 +213,29 @@ assert s["confirmed_paired_median"] == round(statistics.median(ratios), 3) == 1.
 assert s["confirmed_paired_range"] == [round(12.3 / 12, 3), round(11.9 / 11, 3)], s
 assert s["confirmed_chosen_over_best"] == round(12.3 / 12.05, 3) and s["met_confirmed"] is False, s
 PYEOF
+# With a forced codec the sweep's best (int4) and the best without one (auto) both pair with the
+# searched layout: against int4 11.9 / 10.5, 12.3 / 11, 12.8 / 11.2 (median 11.9 / 10.5), against
+# auto 11.9 / 12, 12.3 / 12.3, 12.8 / 12.2 (median 1).
+{
+  row 2x1 "dp=2 compression=int4" 9 10
+  row 2x1 "dp=2 compression=auto" 11 12
+  row 2x1 searched 11 12.6 '"searched": true'
+  confirm_row "dp=2 compression=int4" 11 "[10.5, 11, 11.2]"
+  confirm_row "dp=2 compression=auto" 12.2 "[12, 12.3, 12.2]"
+  confirm_row searched 12.4 "[11.9, 12.3, 12.8]" '"searched": true'
+} > "$DIR/paired_admissible.jsonl"
+"$BENCH" --summarize="$DIR/paired_admissible.jsonl" > "$DIR/paired_admissible_summary.jsonl" ||
+  fail "--summarize of paired rounds with a forced codec exited $?"
+python3 - "$DIR/paired_admissible_summary.jsonl" <<'PYEOF' || fail "confirmed_paired_median_admissible"
+import json, sys
+[s] = [json.loads(l) for l in open(sys.argv[1])]
+assert s["best_layout"] == "dp=2 compression=int4" and s["best_admissible_layout"] == "dp=2 compression=auto", s
+assert s["confirmed_paired_ratios"] == [round(11.9 / 10.5, 3), round(12.3 / 11, 3), round(12.8 / 11.2, 3)], s
+assert s["confirmed_paired_median"] == round(11.9 / 10.5, 3), s
+assert s["confirmed_paired_ratios_admissible"] == [round(11.9 / 12, 3), round(12.3 / 12.3, 3), round(12.8 / 12.2, 3)], s
+assert s["confirmed_paired_median_admissible"] == round(12.3 / 12.3, 3), s
+assert s["confirmed_paired_range_admissible"] == [round(11.9 / 12, 3), round(12.8 / 12.2, 3)], s
+PYEOF
 "$BENCH" --confirm=-1 2> "$DIR/err" && fail "--confirm=-1 was accepted"
 grep -q -- "--confirm=-1: give a whole number >= 0" "$DIR/err" || fail "the error does not name --confirm=-1: $(cat "$DIR/err")"
 "$BENCH" --confirm_repeats=0 2> "$DIR/err" && fail "--confirm_repeats=0 was accepted"
