@@ -398,7 +398,7 @@ for path, keep in ((links, ("link", "compute", "machine", "transfer")), (host, (
 print(json.dumps(line), flush=True)
 PYEOF
   # Every plan compiled first, then launched in rounds: round r launches each once.
-  local entry name flags megatron calibration round k searched
+  local entry name flags megatron calibration round k searched j
   local -a compiled=()  # "index|flags|megatron|searched|calibration" of each plan to launch
   for ((i = OFFSET; i < OFFSET + count && i < ${#all[@]}; i++)); do
     entry="${all[$i]}"
@@ -412,15 +412,19 @@ PYEOF
         compiled+=("searched_$calibration||0|1|$calibration")
     done
   fi
-  local plans=${#compiled[@]} j
-  for ((round = 0; round < REPEATS; round++)); do
+  # Round r starts r * plans / REPEATS plans in (prediction_hosts_rounds.py): each plan meets
+  # every part of a round.
+  local -a order
+  round=0
+  # The orders come on fd 3: a launch must not read them from its stdin.
+  while read -r -a order <&3; do
     (( REPEATS > 1 )) && log "$cluster: round $((round + 1)) of $REPEATS (${#compiled[@]} plans)"
-    # Round r starts r * plans / REPEATS plans in: each plan meets every part of a round.
-    for ((j = 0; j < plans; j++)); do
-      entry="${compiled[(round * plans / REPEATS + j) % plans]}"
+    for j in "${order[@]}"; do
+      entry="${compiled[$j]}"
       launch_layout "$dir" "${entry%%|*}" "$nodes" "$round"
     done
-  done
+    round=$((round + 1))
+  done 3< <("$PY" "$HERE/prediction_hosts_rounds.py" "${#compiled[@]}" "$REPEATS" spread)
   for entry in "${compiled[@]}"; do
     IFS='|' read -r k flags megatron searched calibration <<< "$entry"
     emit_layout "$cluster" "$nodes" "$dpn" "$dir" "$k" "$flags" "$megatron" "$searched" "$calibration"
@@ -428,14 +432,13 @@ PYEOF
   if (( CONFIRM > 0 )); then
     local -a confirmed
     mapfile -t confirmed < <(confirm_candidates "$dir" "${compiled[@]}")
-    local count=${#confirmed[@]}
-    for ((round = 0; round < CONFIRM_REPEATS; round++)); do
-      log "$cluster: confirming round $((round + 1)) of $CONFIRM_REPEATS ($count plans)"
-      # The order turns by one plan a round: two plans alternate which goes first.
-      for ((j = 0; j < count; j++)); do
-        launch_layout "$dir" "${confirmed[(round + j) % count]}" "$nodes" "c$round" confirm
-      done
-    done
+    # The order turns by one plan a round: two plans alternate which goes first.
+    round=0
+    while read -r -a order <&3; do
+      log "$cluster: confirming round $((round + 1)) of $CONFIRM_REPEATS (${#confirmed[@]} plans)"
+      for j in "${order[@]}"; do launch_layout "$dir" "${confirmed[$j]}" "$nodes" "c$round" confirm; done
+      round=$((round + 1))
+    done 3< <("$PY" "$HERE/prediction_hosts_rounds.py" "${#confirmed[@]}" "$CONFIRM_REPEATS" one)
     for entry in "${compiled[@]}"; do
       IFS='|' read -r k flags megatron searched calibration <<< "$entry"
       if [[ " ${confirmed[*]} " == *" $k "* ]]; then

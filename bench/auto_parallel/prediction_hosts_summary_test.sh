@@ -2,13 +2,15 @@
 # The script logic of prediction_hosts_bench.sh that runs without netns or root: the
 # summary (median |error|, Spearman with tied ranks, chosen / best, Megatron / best,
 # failed launches; a layout's launches merged: a --repeats run's, several runs of one sweep;
-# the confirming round's plans and figures)
+# the confirming round's plans and figures, its rounds paired)
 # computed from fixed layout lines with answers worked out by hand, through the bench's own
-# --summarize; the check of --repeats; and the hand layouts each cluster sweeps.
+# --summarize; the check of --repeats; the order of the rounds; and the hand layouts each
+# cluster sweeps.
 set -euo pipefail
 BENCH=bench/auto_parallel/prediction_hosts_bench.sh
 LAYOUTS=bench/auto_parallel/prediction_hosts_layouts.py
 CONFIRM=bench/auto_parallel/prediction_hosts_confirm.py
+ROUNDS=bench/auto_parallel/prediction_hosts_rounds.py
 DIR="${TEST_TMPDIR:-$(mktemp -d)}"
 fail() { echo "FAIL: $*" >&2; exit 1; }
 
@@ -319,6 +321,21 @@ done
 [[ "$(wc -l < "$DIR/3x2.txt") $(wc -l < "$DIR/2x2.txt")" == "25 22" ]] || fail "3x2 / 2x2 sweeps changed"
 # A layout the gpt cannot take is left out: 5 heads allow no tp of 2 or 3.
 python3 "$LAYOUTS" 3 2 --batch=24 --layers=4 --heads=5 --hidden=95 | grep -q -- '--tp=[236]' && fail "tp kept with 5 heads"
+# The launch order: every round launches every plan once; the sweep's round r starts
+# r * plans / rounds in (22 plans, 4 rounds: 0, 5, 11, 16), so no plan keeps its place in a
+# round; the confirming round turns by one, so two plans alternate which goes first.
+python3 "$ROUNDS" 22 4 spread > "$DIR/rounds.txt" || fail "prediction_hosts_rounds.py exited $?"
+python3 - "$DIR/rounds.txt" <<'PYEOF' || fail "the sweep's round order"
+import sys
+rounds = [list(map(int, line.split())) for line in open(sys.argv[1])]
+assert len(rounds) == 4 and all(sorted(r) == list(range(22)) for r in rounds), rounds
+assert [r[0] for r in rounds] == [0, 5, 11, 16], rounds
+assert all(len({r.index(p) for r in rounds}) == 4 for p in range(22)), rounds
+PYEOF
+[[ "$(python3 "$ROUNDS" 2 4 one | tr '\n' ';')" == "0 1;1 0;0 1;1 0;" ]] || fail "confirming rounds: $(python3 "$ROUNDS" 2 4 one)"
+[[ "$(python3 "$ROUNDS" 3 3 one | tr '\n' ';')" == "0 1 2;1 2 0;2 0 1;" ]] || fail "confirming rounds of 3 plans"
+python3 "$ROUNDS" 3 2 sideways 2> "$DIR/err" && fail "an unknown step was accepted"
+grep -q "usage: prediction_hosts_rounds.py" "$DIR/err" || fail "no usage for a bad step: $(cat "$DIR/err")"
 "$BENCH" --summarize="$DIR/missing.jsonl" 2> "$DIR/err" && fail "a missing file was summarized"
 grep -q "cannot read '$DIR/missing.jsonl'" "$DIR/err" || fail "the error does not name the file: $(cat "$DIR/err")"
 echo PASS
