@@ -65,9 +65,10 @@
 #                          measured step is their median, "measured_repeats_ms" each one [4]
 #   --iters=K --warmup=W   iterations per launch, and those left out of the median [25, 3]:
 #                          a step's first 3 iterations run 3.6x, 1.2x, 1.07x the launch's
-#                          median, later ones within 2.5% (session 47's kept p47 launches, load
-#                          16-22), and within a launch steps vary ~18% (CV), so 22 timed steps put the
-#                          launch's median within ~5% where a launch costs ~1.2 s besides
+#                          median, later ones within 2.5% (session 47's kept p47 launches,
+#                          load 16-22), and within a launch steps vary ~18% (CV), so 22
+#                          timed steps put the launch's median within ~5%, where a launch
+#                          costs ~1.2 s besides its steps
 #   --searched_calibrations=LIST  the calibrations whose --auto_parallel plan is compiled and
 #                          launched (cluster, shared_host, link_rate) [all three]
 #   --confirm=K            hand layouts of the confirming round (5. above; 0: none) [1]
