@@ -77,9 +77,10 @@ ABSL_FLAG(int64_t, vocab, 512, "Vocabulary.");
 ABSL_FLAG(int64_t, layouts, 20, "Layouts measured per cluster (the top 3 and evenly spaced ranks).");
 ABSL_FLAG(int64_t, warmup, 2, "Iterations per layout and round not timed (allocation, warm-up).");
 ABSL_FLAG(int64_t, iters, 4, "Timed iterations per layout and round, after the warm-up ones.");
-ABSL_FLAG(int64_t, rounds, 4,
-          "Rounds over the layouts, interleaved; a layout's measured step is the least of its rounds' "
-          "medians of the timed iterations, its spread the rounds' medians apart over that step.");
+ABSL_FLAG(int64_t, rounds, 5,
+          "Rounds over the layouts, interleaved, each starting further into the list; a layout's measured step "
+          "is the median of its rounds' medians of the timed iterations, its spread the rounds' medians apart "
+          "over that step.");
 ABSL_FLAG(int64_t, max_micro_batches, 8, "Largest micro-batch count enumerated.");
 ABSL_FLAG(std::string, reprice_memory_cached, "",
           "With --reprice, for a run recorded without a cached memory rate: a calibration file (`oneflow "
@@ -96,6 +97,9 @@ using auto_parallel::LayoutName;
 using auto_parallel::StepSeconds;
 using prediction::CountedProfile;
 using prediction::Median;
+using prediction::OfRounds;
+using prediction::RepeatabilitySpearman;
+using prediction::RoundStatistic;
 using prediction::RepriceCluster;
 using prediction::Spearman;
 using prediction::UncalibratedOptions;
@@ -127,14 +131,19 @@ struct Measured {
   int64_t boxing_acts_per_iteration = 0;  // of them, the boxing actors'
 };
 
-// A layout's timed iterations of every round. Its step is the least of the rounds'
+// A layout's timed iterations of every round. Its step is the median of the rounds'
 // medians, its CPU time the median of every round's iterations: within a round the median leaves out one
 // lucky scheduling of the threads on 2 cores (the fastest iteration, what the bench took
 // before, was that: session 40's 4-device rank of a layout flipped between runs); across
-// rounds, which interleave the layouts, other programs only ever slow a round down (a
-// compile taking the core a sleeping device thread left: the same layout's round medians
-// moved 20% apart in half the layouts of runs 20-21, and 2x in one). CPU time counts only
-// while a thread runs, so a slow round stretches it far less than the step, and the
+// rounds, which interleave the layouts, the median leaves out a round that other programs
+// slowed (a compile taking the core a sleeping device thread left: the same layout's round
+// medians moved 20% apart in half the layouts of runs 20-21, and 2x in one) and one that a
+// lucky placement of the threads sped up. Through session 47 the step was the least of the
+// rounds; it is not what the model prices (every rate and share it is calibrated with is a
+// median), it falls with every round added (so a layout confirmed with more rounds than the
+// sweep's is not compared like with like), and it ranked the layouts no more repeatably:
+// docs/auto_parallel_measurements.md, "Session 48: m48rounds". CPU time counts only while
+// a thread runs, so a slow round stretches it far less than the step, and the
 // shared-host fit takes slopes of it between runs that differ by a few percent: the CPU of
 // the least round alone (a sample of 4) made the act cost's slopes negative in run 23,
 // an act cost of 0 and a Spearman of 0.45.
@@ -152,11 +161,9 @@ struct Pooled {
     boxing_acts_per_iteration = run.boxing_acts_per_iteration;
     measured = true;
   }
-  size_t Best() const {
-    return static_cast<size_t>(std::min_element(round_medians_ms.begin(), round_medians_ms.end()) -
-                               round_medians_ms.begin());
-  }
-  double StepMs() const { return round_medians_ms.empty() ? 0 : round_medians_ms[Best()]; }
+  double StepMs() const { return OfRounds(round_medians_ms, RoundStatistic::kMedian); }
+  // The least round: the statistic through session 47, reported beside the step.
+  double LeastRoundMs() const { return OfRounds(round_medians_ms, RoundStatistic::kLeast); }
   double CpuMs() const { return Median(cpus_ms); }
   // The rounds' medians apart, over the step: how far one round's figure moves.
   double Spread() const {
@@ -222,6 +229,7 @@ struct Row {
   double spread = 0;  // the rounds' medians apart over the measured step
   // Priced with one cost for every act (no boxing act cost of its own).
   double one_act_cost_ms = 0;
+  std::vector<double> round_medians_ms;  // the measured rounds, in round order
 };
 
 absl::Status RunCluster(const examples::GptConfig& config, int64_t devices) {
@@ -235,8 +243,8 @@ absl::Status RunCluster(const examples::GptConfig& config, int64_t devices) {
   OF_ASSIGN_OR_RETURN(const auto_parallel::SearchOptions uncalibrated, UncalibratedOptions(devices, absl::GetFlag(FLAGS_max_micro_batches)));
   auto_parallel::SearchOptions calibrated = uncalibrated;
   cli::ApplyHostCalibration(calibration, &calibrated.price);
-  // The collective call cost (what a rank waits for descheduled peers), like a layout's
-  // step, is the least of its measurements, one before the sweep and one per later round:
+  // The collective call cost (what a rank waits for descheduled peers) is the least of its
+  // measurements (a model input, unlike a layout's step, which the model is judged by), one before the sweep and one per later round:
   // other programs only ever lengthen the tiny tensor-parallel mlp's step it comes from.
   // (Once, on 8 devices, it came out 588 us as another engineer's run finished, where the
   // runs before and after gave 59-71 us, and ZeRO-3's layouts, whose gathers wait on a call
@@ -256,7 +264,7 @@ absl::Status RunCluster(const examples::GptConfig& config, int64_t devices) {
   // The model's own kernels on this host (per-op rates differ from a 512^3 SGEMM's): the
   // 1-device layout trained, and both compute rates scaled by its measured step over its
   // predicted compute (its acts' share set aside). A profile of one layout, not a fit to
-  // the sweep. It is measured like every layout of the sweep (once per round, the least
+  // the sweep. It is measured like every layout of the sweep (once per round, the median
   // of the rounds' medians): a reference taken once before the sweep saw another load than the
   // sweep did (measured 68 ms of wall for 31 ms of CPU while the load rose from 2 to 14,
   // which made every prediction 2x too slow). The first measurement ranks the layouts
@@ -441,17 +449,21 @@ absl::Status RunCluster(const examples::GptConfig& config, int64_t devices) {
   picks.resize(std::min<size_t>(picks.size(), static_cast<size_t>(wanted)));
 
   // Round-robin over the layouts, so a burst of load elsewhere slows one round of many
-  // layouts rather than every round of one.
+  // layouts rather than every round of one; round r starts r * layouts / rounds layouts in,
+  // so no layout always runs at the same moment of a round or after the same neighbour.
   std::vector<Pooled> pooled(picks.size());
   std::vector<absl::Status> failures(picks.size());
-  for (int64_t round = 0; round < absl::GetFlag(FLAGS_rounds); ++round) {
+  const int64_t rounds = absl::GetFlag(FLAGS_rounds);
+  for (int64_t round = 0; round < rounds; ++round) {
     if (round > 0) {
       absl::StatusOr<Measured> again = Measure(config, 1, single);
       if (again.ok()) one_device.Add(*again);
       measure_references();
       measure_call_cost(round);
     }
-    for (size_t p = 0; p < picks.size(); ++p) {
+    const size_t count = picks.size();
+    for (size_t k = 0; k < count; ++k) {
+      const size_t p = (static_cast<size_t>(round) * count / static_cast<size_t>(rounds) + k) % count;
       absl::StatusOr<Measured> measured = Measure(config, devices, ranking.fitting[picks[p]].layout());
       if (measured.ok()) {
         pooled[p].Add(*measured);
@@ -498,12 +510,12 @@ absl::Status RunCluster(const examples::GptConfig& config, int64_t devices) {
                         auto_parallel::PriceLayout(profile, one_act_cost.price, layout));
     Row row{layout,           1e3 * StepSeconds(after),  1e3 * StepSeconds(before), measured.StepMs(),
             measured.CpuMs(), 1e3 * StepSeconds(demand), 1e3 * StepSeconds(probed), measured.Spread(),
-            1e3 * StepSeconds(one_cost)};
+            1e3 * StepSeconds(one_cost), measured.round_medians_ms};
     std::printf(
         "{\"bench\":\"auto_parallel_prediction\",\"model\":\"gpt\",\"devices\":%lld,\"search_rank\":%lld,"
         "\"layout\":\"%s\",\"predicted_ms\":%.4f,\"predicted_compute_ms\":%.4f,\"predicted_communication_ms\":%.4f,"
         "\"predicted_bubble_ms\":%.4f,\"measured_ms\":%.4f,\"measured_round_medians_ms\":%s,\"measured_spread\":%.3f,"
-        "\"measured_median_of_rounds_ms\":%.4f,\"measured_cpu_ms\":%.4f,\"measured_over_predicted\":%.3f,"
+        "\"measured_least_of_rounds_ms\":%.4f,\"measured_cpu_ms\":%.4f,\"measured_over_predicted\":%.3f,"
         "\"uncalibrated_predicted_ms\":%.4f,\"measured_over_uncalibrated\":%.3f,\"acts_per_iteration\":%lld,"
         "\"predicted_acts_per_iteration\":%lld,"
         "\"predicted_cpu_ms\":%.4f,\"predicted_without_call_cost_ms\":%.4f,\"probe_predicted_ms\":%.4f,"
@@ -511,7 +523,7 @@ absl::Status RunCluster(const examples::GptConfig& config, int64_t devices) {
         static_cast<long long>(devices), static_cast<long long>(index + 1), LayoutName(layout).c_str(),
         row.predicted_ms, 1e3 * after.compute_seconds(), 1e3 * after.exposed_communication_seconds(),
         1e3 * after.bubble_seconds(), row.measured_ms, measured.RoundsJson().c_str(), measured.Spread(),
-        Median(measured.round_medians_ms), row.measured_cpu_ms,
+        measured.LeastRoundMs(), row.measured_cpu_ms,
         row.measured_ms / row.predicted_ms, row.uncalibrated_ms, row.measured_ms / row.uncalibrated_ms,
         static_cast<long long>(measured.acts_per_iteration),
         static_cast<long long>(after.acts_per_iteration()),
@@ -545,6 +557,18 @@ absl::Status RunCluster(const examples::GptConfig& config, int64_t devices) {
     if (chosen == nullptr || row.predicted_ms < chosen->predicted_ms) chosen = &row;
     if (one_cost_chosen == nullptr || row.one_act_cost_ms < one_cost_chosen->one_act_cost_ms) one_cost_chosen = &row;
   }
+  // The statistic through session 47 beside this one, from the same rounds: each layout's
+  // least round, its Spearman against the prediction, the choice over the best by it, and
+  // both statistics' repeatability (even rounds against odd ones).
+  std::vector<std::vector<double>> rounds_per_row;
+  std::vector<double> least;
+  double least_best = 0;
+  for (const Row& row : rows) {
+    rounds_per_row.push_back(row.round_medians_ms);
+    least.push_back(OfRounds(row.round_medians_ms, RoundStatistic::kLeast));
+    least_best = least_best == 0 ? least.back() : std::min(least_best, least.back());
+  }
+  const double chosen_least = OfRounds(chosen->round_medians_ms, RoundStatistic::kLeast);
   double load[3] = {0, 0, 0};
   if (getloadavg(load, 3) < 1) load[0] = -1;
   std::printf(
@@ -556,6 +580,8 @@ absl::Status RunCluster(const examples::GptConfig& config, int64_t devices) {
       "\"chosen_over_best\":%.3f,\"cpu_median_abs_error\":%.4f,\"cpu_spearman\":%.4f,"
       "\"probe_median_abs_error\":%.4f,\"probe_spearman\":%.4f,\"median_spread\":%.4f,\"max_spread\":%.4f,"
       "\"one_act_cost_median_abs_error\":%.4f,\"one_act_cost_spearman\":%.4f,\"one_act_cost_chosen_over_best\":%.3f,"
+      "\"rounds\":%lld,\"repeatability_spearman\":%.4f,\"least_of_rounds_repeatability_spearman\":%.4f,"
+      "\"least_of_rounds_spearman\":%.4f,\"least_of_rounds_chosen_over_best\":%.3f,"
       "\"host_cores\":%lld,\"loadavg_1min\":%.2f}\n",
       static_cast<long long>(config.layers), static_cast<long long>(config.hidden),
       static_cast<long long>(config.seq), static_cast<long long>(config.batch), static_cast<long long>(devices),
@@ -565,7 +591,9 @@ absl::Status RunCluster(const examples::GptConfig& config, int64_t devices) {
       Median(cpu_errors), Spearman(predicted_cpu, measured_cpu), Median(probe_errors),
       Spearman(probe_predicted, measured), Median(spreads), *std::max_element(spreads.begin(), spreads.end()),
       Median(one_cost_errors), Spearman(one_cost_predicted, measured), one_cost_chosen->measured_ms / best->measured_ms,
-      static_cast<long long>(calibration.runtime.measurement.cores),
+      static_cast<long long>(absl::GetFlag(FLAGS_rounds)), RepeatabilitySpearman(rounds_per_row, RoundStatistic::kMedian),
+      RepeatabilitySpearman(rounds_per_row, RoundStatistic::kLeast), Spearman(predicted, least),
+      chosen_least / least_best, static_cast<long long>(calibration.runtime.measurement.cores),
       load[0]);
   std::fflush(stdout);
   return absl::OkStatus();

@@ -22,24 +22,36 @@
 #      "link_rate" (no file: --inter_node_bandwidth at the netns rate, the rest the
 #      examples' defaults). The "cluster" plan is launched with `oneflow launch` across the
 #      daemons; its line has the three predictions and the measured median step.
-#   4. The searched layout: the gpt with --auto_parallel with each calibration, launched.
-#   With --repeats=N every plan of 3. and 4. is launched N times, in N rounds that each
-#   launch every plan once (so slow drift of the machine spreads over all layouts instead
-#   of landing on a few); a line's measured step is the median of its launches' steps.
+#   4. The searched layout: the gpt with --auto_parallel with each calibration of
+#   --searched_calibrations, launched.
+#   Every plan of 3. and 4. is launched --repeats times, in rounds that each launch every
+#   plan once (so slow drift of the machine spreads over all layouts instead of landing on
+#   a few), round r starting r * plans / repeats plans further into the list (so no plan
+#   always runs at the same moment of a round or after the same neighbour); a line's
+#   measured step is the median of its launches' steps (each launch's: the median of its
+#   iterations after --warmup), "repeat_spread" their spread.
 #   5. The confirming round (--confirm=K): the K hand layouts the sweep measured fastest,
 #   the fastest without a forced codec and the searched layouts, launched
-#   --confirm_repeats more times each, in rounds of their own. The sweep's best is the
-#   lowest of ~25 noisy medians, biased low by the noise that picked it (a launch's median
-#   varies ~5% between launches); the confirming launches, which did not pick it, compare
-#   the searched layout with the best ones without that bias. Their lines' "bench" is
+#   --confirm_repeats more times each, in rounds of their own whose order turns by one plan
+#   each round (with two plans, the searched one and the sweep's best, they alternate which
+#   goes first). The sweep's best is the lowest of ~20 noisy medians, biased low by the
+#   noise that picked it; the confirming launches, which did not pick it, compare the
+#   searched layout with it without that bias, round by round (the summary's
+#   "confirmed_paired_ratios": each round's searched step over the sweep's best's in the
+#   same round, launched moments apart). Their lines' "bench" is
 #   "auto_parallel_prediction_hosts_confirm".
+#   6. With --trace, each confirmed plan launched once more with `oneflow launch --trace`:
+#   the trace, `oneflow inspect --trace` (the measured idle of each pipeline stage) and
+#   `oneflow profile` (per op type, actor and thread, the critical path) are kept in the
+#   work directory, and a line "auto_parallel_prediction_hosts_trace" sets the traced
+#   stages' idle time beside the predicted bubble.
 # Then the summary per cluster (bench/auto_parallel/prediction_hosts_summary.py): median
 # |error| and Spearman of each prediction, chosen / best measured, Megatron / best.
 #
 #   sudo bench/auto_parallel/prediction_hosts_bench.sh                   3x2 and 2x2 at 1 Gbit/s
 #   sudo bench/auto_parallel/prediction_hosts_bench.sh --clusters=3x2 --offset=0 --layouts=12 --searched=0
 #   sudo bench/auto_parallel/prediction_hosts_bench.sh --clusters=2x1     one device a host: 2 compute threads, 2 cores
-#   sudo bench/auto_parallel/prediction_hosts_bench.sh --clusters=2x1 --repeats=3   each plan launched 3 times, interleaved
+#   sudo bench/auto_parallel/prediction_hosts_bench.sh --clusters=3x1 --searched_calibrations=cluster --trace --keep
 #   bench/auto_parallel/prediction_hosts_bench.sh --summarize=a.jsonl,b.jsonl   summary of chunks or of repeated runs, no root
 #
 # Flags [defaults]:
@@ -50,11 +62,18 @@
 #                          [0, all]; keeps one bench-lock hold short
 #   --searched=0|1         also launch the searched layouts (--auto_parallel) [1]
 #   --repeats=N            launches of every plan, in N rounds over all of them; the line's
-#                          measured step is their median, "measured_repeats_ms" each one [1]
-#   --iters=K --warmup=W   iterations per launch, and those left out of the median [20, 5]:
-#                          a step varies ~7% within a launch, so the median of 15 steps, not 5
-#   --confirm=K            hand layouts of the confirming round (5. above; 0: none) [3]
-#   --confirm_repeats=N    launches of each plan in the confirming round [6]
+#                          measured step is their median, "measured_repeats_ms" each one [4]
+#   --iters=K --warmup=W   iterations per launch, and those left out of the median [25, 3]:
+#                          a step's first 3 iterations run 3.6x, 1.2x, 1.07x the launch's
+#                          median, later ones within 2.5% (session 47's kept p47 launches,
+#                          load 16-22), and within a launch steps vary ~18% (CV), so 22
+#                          timed steps put the launch's median within ~5%, where a launch
+#                          costs ~1.2 s besides its steps
+#   --searched_calibrations=LIST  the calibrations whose --auto_parallel plan is compiled and
+#                          launched (cluster, shared_host, link_rate) [all three]
+#   --confirm=K            hand layouts of the confirming round (5. above; 0: none) [1]
+#   --confirm_repeats=N    rounds of the confirming round [6]
+#   --trace                trace each confirmed plan once after them (6. above)
 #   --gpt_flags="..."      the model [--layers=6 --hidden=96 --heads=12 --seq=32 --batch=24 --vocab=512]
 #   --launch_timeout_s=S   a launch that takes longer is stopped and its line says so [240]
 #   --bin_dir=DIR          binaries (DIR/tools/cli/oneflow, ...) instead of building
@@ -85,11 +104,13 @@ RATE=1000
 OFFSET=0
 LAYOUTS=""
 SEARCHED=1
-REPEATS=1
-ITERS=20
-WARMUP=5
-CONFIRM=3
+REPEATS=4
+ITERS=25
+WARMUP=3
+SEARCHED_CALIBRATIONS="cluster,shared_host,link_rate"
+CONFIRM=1
 CONFIRM_REPEATS=6
+TRACE=0
 GPT_FLAGS="--layers=6 --hidden=96 --heads=12 --seq=32 --batch=24 --vocab=512"
 LAUNCH_TIMEOUT=240
 BIN_DIR=""
@@ -111,6 +132,7 @@ for arg in "$@"; do
     --repeats=*) REPEATS="${arg#*=}" ;;
     --iters=*) ITERS="${arg#*=}" ;;
     --warmup=*) WARMUP="${arg#*=}" ;;
+    --searched_calibrations=*) SEARCHED_CALIBRATIONS="${arg#*=}" ;;
     --confirm=*) CONFIRM="${arg#*=}" ;;
     --confirm_repeats=*) CONFIRM_REPEATS="${arg#*=}" ;;
     --gpt_flags=*) GPT_FLAGS="${arg#*=}" ;;
@@ -118,6 +140,7 @@ for arg in "$@"; do
     --bin_dir=*) BIN_DIR="${arg#*=}" ;;
     --work_dir=*) WORK_DIR="${arg#*=}" ;;
     --keep) KEEP=1 ;;
+    --trace) TRACE=1 ;;
     --summarize=*) SUMMARIZE="${arg#*=}" ;;
     -h|--help) sed -n '2,/^set -euo/p' "${BASH_SOURCE[0]}" | sed '$d; s/^# \{0,1\}//' >&2; exit 0 ;;
     *) die "unknown argument '$arg' (see --help)" ;;
@@ -137,6 +160,11 @@ fi
 [[ "$REPEATS" =~ ^[1-9][0-9]*$ ]] || die "--repeats=$REPEATS: give a whole number >= 1 (launches of every plan)"
 [[ "$CONFIRM" =~ ^[0-9]+$ ]] || die "--confirm=$CONFIRM: give a whole number >= 0 (hand layouts to confirm; 0: none)"
 [[ "$CONFIRM_REPEATS" =~ ^[1-9][0-9]*$ ]] || die "--confirm_repeats=$CONFIRM_REPEATS: give a whole number >= 1 (launches of each confirmed plan)"
+IFS=, read -r -a SEARCHED_LIST <<< "$SEARCHED_CALIBRATIONS"
+for c in "${SEARCHED_LIST[@]}"; do
+  [[ "$c" == cluster || "$c" == shared_host || "$c" == link_rate ]] ||
+    die "--searched_calibrations: '$c' is not a calibration (valid: cluster, shared_host, link_rate)"
+done
 [[ "$ITERS" =~ ^[0-9]+$ && "$WARMUP" =~ ^[0-9]+$ ]] || die "--iters and --warmup must be whole numbers"
 (( WARMUP + 2 <= ITERS )) || die "--warmup=$WARMUP must leave at least 2 of --iters=$ITERS"
 [[ "$LAUNCH_TIMEOUT" =~ ^[1-9][0-9]*$ ]] || die "--launch_timeout_s=$LAUNCH_TIMEOUT: give seconds >= 1"
@@ -181,12 +209,14 @@ print("%.4f %.4f %.4f %.4f dp=%d tp=%d pp=%d M=%d zero=%d recompute=%s" % (1e3 *
 }
 
 # Launches `plan` on the cluster from host 0; prints the median step (null when it failed).
+# Further arguments are `oneflow launch` flags (--trace=FILE).
 launch() {
   local plan="$1" out="$2" nodes="$3"
+  shift 3
   # shellcheck disable=SC2086,SC2046
   if ! timeout -k 10 "$LAUNCH_TIMEOUT" ip netns exec "$(netns_name 0)" "$BIN/oneflow" launch "$plan" \
       --nodes="$NETNS_NODES_ARG" --token_file="$RUN/token" --iters="$ITERS" --metrics="$out.metrics" \
-      --job_id="ph-$(basename "$out")-$$" --collective_timeout_s=180 --hang_seconds=120 \
+      --job_id="ph-$(basename "$out")-$$" --collective_timeout_s=180 --hang_seconds=120 "$@" \
       > "$out.launch.out" 2> "$out.launch.err"; then
     log "launch of $(basename "$plan") on $nodes nodes failed: $(tail -3 "$out.launch.err" | tr '\n' ' ')"
     echo null
@@ -300,6 +330,43 @@ print(json.dumps(line), flush=True)
 PYEOF
 }
 
+# One more launch of a confirmed plan with --trace (6. above): keeps BASE.trace.json,
+# BASE.inspect_trace.json (`oneflow inspect --format=json --trace`: each pipeline stage's
+# measured idle fraction) and BASE.profile.{txt,json} (`oneflow profile`), and prints a line
+# with the traced step, the predicted bubble and each stage's idle time (its idle fraction
+# of the traced window over the traced iterations: the bubble as the trace shows it, waits
+# on transfers included).
+trace_layout() {
+  local cluster="$1" dir="$2" index="$3" nodes="$4" flags="$5" searched="$6" base="$2/layout$3" traced
+  traced="$(launch "$base.plan" "${base}_trace" "$nodes" --trace="$base.trace.json")"
+  if [[ "$traced" == null ]] || ! "$BIN/oneflow" inspect "$base.plan" --format=json --trace="$base.trace.json" \
+      > "$base.inspect_trace.json" 2> "$base.inspect_trace.err"; then
+    log "trace of layout $index failed: $(tail -2 "$base.inspect_trace.err" "${base}_trace.launch.err" 2> /dev/null | tr '\n' ' ')"
+    return 0
+  fi
+  "$BIN/oneflow" profile "$base.plan" "$base.trace.json" > "$base.profile.txt" 2>&1 || true
+  "$BIN/oneflow" profile "$base.plan" "$base.trace.json" --format=json > "$base.profile.json" 2> /dev/null || true
+  "$PY" - "$cluster" "$traced" "$(cat "$base.predicted")" "$base.inspect_trace.json" "$flags" "$searched" <<'PYEOF'
+import json, sys
+cluster, traced, predicted, inspect, flags, searched = sys.argv[1:]
+step, compute, exposed, bubble, *layout = predicted.split()
+layout.append("compression=" + (flags.split("--compression=")[1].split()[0] if "--compression=" in flags else "auto"))
+pipeline = json.load(open(inspect)).get("pipeline") or {}
+trace = pipeline.get("trace") or {}
+iterations = trace.get("last_iteration", 0) - trace.get("first_iteration", 0) + 1 if trace else 0
+window_per_iteration = trace.get("window_ms", 0) / iterations if iterations > 0 else None
+stages = [{"stage": s["index"], "measured_idle_fraction": s["measured_bubble"],
+           "measured_idle_ms": None if window_per_iteration is None or s["measured_bubble"] is None
+           else round(s["measured_bubble"] * window_per_iteration, 3)} for s in pipeline.get("stages", [])]
+print(json.dumps({"bench": "auto_parallel_prediction_hosts_trace", "cluster": cluster, "layout": " ".join(layout),
+                  "searched": searched == "1",
+                  "traced_step_ms": float(traced), "window_per_iteration_ms": window_per_iteration and round(window_per_iteration, 3),
+                  "predicted_ms": float(step), "predicted_compute_ms": float(compute),
+                  "predicted_exposed_communication_ms": float(exposed), "predicted_bubble_ms": float(bubble),
+                  "modelled_bubble_fraction": pipeline.get("modelled_bubble"), "stages": stages}), flush=True)
+PYEOF
+}
+
 run_cluster() {
   local cluster="$1" nodes="${1%x*}" dpn="${1#*x}" dir i
   dir="$RUN/$cluster"
@@ -332,7 +399,7 @@ for path, keep in ((links, ("link", "compute", "machine", "transfer")), (host, (
 print(json.dumps(line), flush=True)
 PYEOF
   # Every plan compiled first, then launched in rounds: round r launches each once.
-  local entry name flags megatron calibration round k searched
+  local entry name flags megatron calibration round k searched j
   local -a compiled=()  # "index|flags|megatron|searched|calibration" of each plan to launch
   for ((i = OFFSET; i < OFFSET + count && i < ${#all[@]}; i++)); do
     entry="${all[$i]}"
@@ -341,17 +408,24 @@ PYEOF
       compiled+=("$i|$flags|$megatron|0|cluster")
   done
   if (( SEARCHED )); then
-    for calibration in cluster shared_host link_rate; do
+    for calibration in "${SEARCHED_LIST[@]}"; do
       compile_layout "$cluster" "$nodes" "$dpn" "$dir" "searched_$calibration" searched "" 1 "$calibration" &&
         compiled+=("searched_$calibration||0|1|$calibration")
     done
   fi
-  for ((round = 0; round < REPEATS; round++)); do
+  # Round r starts r * plans / REPEATS plans in (prediction_hosts_rounds.py): each plan meets
+  # every part of a round.
+  local -a order
+  round=0
+  # The orders come on fd 3: a launch must not read them from its stdin.
+  while read -r -a order <&3; do
     (( REPEATS > 1 )) && log "$cluster: round $((round + 1)) of $REPEATS (${#compiled[@]} plans)"
-    for entry in "${compiled[@]}"; do
+    for j in "${order[@]}"; do
+      entry="${compiled[$j]}"
       launch_layout "$dir" "${entry%%|*}" "$nodes" "$round"
     done
-  done
+    round=$((round + 1))
+  done 3< <("$PY" "$HERE/prediction_hosts_rounds.py" "${#compiled[@]}" "$REPEATS" spread)
   for entry in "${compiled[@]}"; do
     IFS='|' read -r k flags megatron searched calibration <<< "$entry"
     emit_layout "$cluster" "$nodes" "$dpn" "$dir" "$k" "$flags" "$megatron" "$searched" "$calibration"
@@ -359,16 +433,25 @@ PYEOF
   if (( CONFIRM > 0 )); then
     local -a confirmed
     mapfile -t confirmed < <(confirm_candidates "$dir" "${compiled[@]}")
-    for ((round = 0; round < CONFIRM_REPEATS; round++)); do
+    # The order turns by one plan a round: two plans alternate which goes first.
+    round=0
+    while read -r -a order <&3; do
       log "$cluster: confirming round $((round + 1)) of $CONFIRM_REPEATS (${#confirmed[@]} plans)"
-      for k in "${confirmed[@]}"; do launch_layout "$dir" "$k" "$nodes" "c$round" confirm; done
-    done
+      for j in "${order[@]}"; do launch_layout "$dir" "${confirmed[$j]}" "$nodes" "c$round" confirm; done
+      round=$((round + 1))
+    done 3< <("$PY" "$HERE/prediction_hosts_rounds.py" "${#confirmed[@]}" "$CONFIRM_REPEATS" one)
     for entry in "${compiled[@]}"; do
       IFS='|' read -r k flags megatron searched calibration <<< "$entry"
       if [[ " ${confirmed[*]} " == *" $k "* ]]; then
         emit_layout "$cluster" "$nodes" "$dpn" "$dir" "$k" "$flags" "$megatron" "$searched" "$calibration" confirm
       fi
     done
+    if (( TRACE )); then
+      for entry in "${compiled[@]}"; do
+        IFS='|' read -r k flags megatron searched calibration <<< "$entry"
+        [[ " ${confirmed[*]} " == *" $k "* ]] && trace_layout "$cluster" "$dir" "$k" "$nodes" "$flags" "$searched"
+      done
+    fi
   fi
   netns_teardown
 }
@@ -379,7 +462,7 @@ main() {
   build
   (umask 077 && head -c 32 /dev/urandom | od -An -tx1 | tr -d ' \n' > "$RUN/token")
   echo "{\"config\": {\"bench\": \"auto_parallel_prediction_hosts\", \"clusters\": \"$CLUSTERS\", \"rate_mbit\": $RATE," \
-    "\"offset\": $OFFSET, \"layouts\": \"${LAYOUTS:-all}\", \"searched\": $SEARCHED, \"repeats\": $REPEATS, \"confirm\": $CONFIRM, \"confirm_repeats\": $CONFIRM_REPEATS, \"iters\": $ITERS, \"warmup\": $WARMUP," \
+    "\"offset\": $OFFSET, \"layouts\": \"${LAYOUTS:-all}\", \"searched\": $SEARCHED, \"repeats\": $REPEATS, \"searched_calibrations\": \"$SEARCHED_CALIBRATIONS\", \"confirm\": $CONFIRM, \"confirm_repeats\": $CONFIRM_REPEATS, \"iters\": $ITERS, \"warmup\": $WARMUP," \
     "\"gpt_flags\": \"$GPT_FLAGS\", \"cpus\": $(nproc), \"load_avg_1m\": $(cut -d' ' -f1 /proc/loadavg)," \
     "\"commit\": \"$(git -C "$ROOT" rev-parse --short HEAD 2>/dev/null || echo unknown)\"}}"
   local cluster

@@ -11,7 +11,10 @@ With one device per node (2 x 1, 3 x 1) those families collapse (Megatron's layo
 dp, and there is no inside of a node), so such a cluster sweeps its own: data parallelism
 across the hosts with micro-batches 1/2/4, ZeRO 1-3, selective and full recomputation and
 each --compression mode (off, auto, int8, int4), tensor parallelism across the hosts, a
-pipeline stage per host with 2/4/6/8 micro-batches, and combinations of them.
+pipeline stage per host with 2/4/6/8 micro-batches, and combinations of them: 21 layouts, four
+fewer than through session 47 (dense dp with 2 micro-batches, dense ZeRO-3, tp with 2
+micro-batches, a dense pipeline: each the neighbour of a layout kept, and three of them the
+slowest of the sweep), so that 4 interleaved rounds of every layout fit one bench-lock hold.
 A layout the gpt cannot take is left out: rows of a micro-batch that do not split evenly
 over dp, heads or hidden not divisible by tp, fewer blocks than stages, ZeRO without dp.
 
@@ -60,24 +63,20 @@ def layouts(nodes, per_node, batch, layers, heads, hidden):
             (d, 1, 1, 1, 0, "none", "int4"),
             (d, 1, 1, 2, 0, "none", "auto"),
             (d, 1, 1, 4, 0, "none", "auto"),
-            (d, 1, 1, 2, 0, "none", "off"),
             (d, 1, 1, 1, 1, "none", "auto"),
             (d, 1, 1, 1, 2, "none", "auto"),
             (d, 1, 1, 1, 3, "none", "auto"),
-            (d, 1, 1, 1, 3, "none", "off"),
             (d, 1, 1, 2, 1, "none", "auto"),
             (d, 1, 1, 1, 0, "selective", "auto"),
             (d, 1, 1, 1, 0, "full", "auto"),
             (d, 1, 1, 2, 2, "full", "auto"),
             (1, d, 1, 1, 0, "none", "auto"),  # tp across the hosts
             (1, d, 1, 1, 0, "none", "off"),
-            (1, d, 1, 2, 0, "none", "auto"),
             (1, d, 1, 1, 0, "selective", "auto"),
             (1, 1, d, 2, 0, "none", "auto"),  # a pipeline stage per host
             (1, 1, d, 4, 0, "none", "auto"),
             (1, 1, d, 6, 0, "none", "auto"),
             (1, 1, d, 8, 0, "none", "auto"),
-            (1, 1, d, 4, 0, "none", "off"),
             (1, 1, d, 4, 0, "full", "auto"),
         ]
     seen = set()

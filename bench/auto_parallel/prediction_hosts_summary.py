@@ -40,10 +40,16 @@ The confirming round's lines ("bench": "auto_parallel_prediction_hosts_confirm":
 fastest hand layouts, its fastest without a forced codec and the searched layouts, launched
 again after the sweep) give the choice measured apart from the sweep that picked the best:
 "confirmed_chosen_over_best" (the searched layout's confirming median over the lowest
-confirming median of the hand layouts, "confirmed_best_layout"),
+confirming median of the hand layouts, "confirmed_best_layout"), "confirmed_paired_ratios"
+(round by round, the searched layout's confirming step over that of the sweep's best layout,
+"best_layout", in the same round: the bench launches them moments apart, alternating which
+goes first, so what the machine does in between moves both), their median
+"confirmed_paired_median" and [least, greatest] "confirmed_paired_range" (and "_admissible"
+against the sweep's best without a forced codec when that is another layout),
 "confirmed_chosen_over_best_admissible" (over the lowest without a forced codec), the same
 with the other calibrations' prefixes, "confirm_runs_per_layout", and "met_confirmed" (the
-prediction goals and confirmed_chosen_over_best <= 1.05). The sweep's best is the lowest of
+prediction goals and confirmed_paired_median <= 1.05; without paired rounds,
+confirmed_chosen_over_best). The sweep's best is the lowest of
 ~25 medians whose noise helped pick it; the confirming launches did not pick it.
 """
 import json
@@ -153,12 +159,33 @@ def admissible(rows):
     return [r for r in rows if r["layout"].split("compression=")[-1] in ("auto", "off")]
 
 
-def confirmed_choice(rows):
-    """The confirming round's fields of one cluster from its confirm rows that ran."""
+def launches_in_order(rows):
+    """Every launch of the rows in order, null where one failed (a line without
+    "measured_repeats_ms": its one "measured_ms")."""
+    return [step for r in rows for step in r.get("measured_repeats_ms", [r["measured_ms"]])]
+
+
+def paired_ratios(searched, best):
+    """Round by round, the searched layout's confirming step over the best's of the same
+    round (the confirming rounds launch both moments apart), where both ran; none when
+    their launches do not line up (a different count)."""
+    if len(searched) != len(best):
+        return []
+    return [s / b for s, b in zip(searched, best) if s is not None and b is not None]
+
+
+def confirmed_choice(rows, sweep_best=None, sweep_best_admissible=None):
+    """The confirming round's fields of one cluster from its confirm rows that ran.
+    sweep_best / sweep_best_admissible: the layouts the sweep measured fastest (with and
+    without a forced codec), against which each round's searched step is paired."""
     hand = merge_repeats([r for r in rows if not r.get("searched")], lambda r: r["layout"])
     searched_rows = merge_repeats([r for r in rows if r.get("searched")], lambda r: r.get("calibration", "cluster"))
     if not hand:
         return {}
+    in_order = {}
+    for r in rows:
+        in_order.setdefault((r.get("searched", False), r["layout"] if not r.get("searched")
+                             else r.get("calibration", "cluster")), []).append(r)
     best = min(hand, key=lambda r: r["measured_ms"])
     out = {"confirmed_layouts": len(hand), "confirmed_best_layout": best["layout"],
            "confirmed_best_measured_ms": best["measured_ms"],
@@ -170,6 +197,13 @@ def confirmed_choice(rows):
         if best_admissible is not None:
             out[prefix + "confirmed_chosen_over_best_admissible"] = rounded(
                 searched["measured_ms"] / best_admissible["measured_ms"], 3)
+        steps = launches_in_order(in_order[(True, searched.get("calibration", "cluster"))])
+        for suffix, layout in (("", sweep_best), ("_admissible", sweep_best_admissible)):
+            ratios = paired_ratios(steps, launches_in_order(in_order.get((False, layout), [])))
+            if ratios and (suffix == "" or layout != sweep_best):
+                out[prefix + "confirmed_paired_ratios" + suffix] = [rounded(r, 3) for r in ratios]
+                out[prefix + "confirmed_paired_median" + suffix] = rounded(statistics.median(ratios), 3)
+                out[prefix + "confirmed_paired_range" + suffix] = [rounded(min(ratios), 3), rounded(max(ratios), 3)]
     return out
 
 
@@ -242,12 +276,16 @@ def summarize(lines):
         loads = [r["load_avg_1m"] for r in rows if r.get("load_avg_1m") is not None]
         if loads:
             summary["load_avg_1m"] = [min(loads), max(loads)]
-        summary.update(confirmed_choice(confirms.get(cluster, [])))
+        summary.update(confirmed_choice(confirms.get(cluster, []), summary.get("best_layout"),
+                                        summary.get("best_admissible_layout")))
         prediction_met = error is not None and rho is not None and error <= 0.15 and rho >= 0.9
         summary.update({"goal_median_abs_error": 0.15, "goal_spearman": 0.9, "goal_chosen_over_best": 1.05,
                         "met": prediction_met and summary.get("chosen_over_best", math.inf) <= 1.05})
-        if "confirmed_chosen_over_best" in summary:
-            summary["met_confirmed"] = prediction_met and summary["confirmed_chosen_over_best"] <= 1.05
+        # Confirmed: the median of the rounds' paired ratios where the sweep's best was
+        # confirmed beside the searched layout, else the confirming medians' ratio.
+        confirmed = summary.get("confirmed_paired_median", summary.get("confirmed_chosen_over_best"))
+        if confirmed is not None:
+            summary["met_confirmed"] = prediction_met and confirmed <= 1.05
         summaries.append(summary)
     return summaries
 

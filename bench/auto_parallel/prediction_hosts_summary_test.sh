@@ -2,13 +2,15 @@
 # The script logic of prediction_hosts_bench.sh that runs without netns or root: the
 # summary (median |error|, Spearman with tied ranks, chosen / best, Megatron / best,
 # failed launches; a layout's launches merged: a --repeats run's, several runs of one sweep;
-# the confirming round's plans and figures)
+# the confirming round's plans and figures, its rounds paired)
 # computed from fixed layout lines with answers worked out by hand, through the bench's own
-# --summarize; the check of --repeats; and the hand layouts each cluster sweeps.
+# --summarize; the check of --repeats; the order of the rounds; and the hand layouts each
+# cluster sweeps.
 set -euo pipefail
 BENCH=bench/auto_parallel/prediction_hosts_bench.sh
 LAYOUTS=bench/auto_parallel/prediction_hosts_layouts.py
 CONFIRM=bench/auto_parallel/prediction_hosts_confirm.py
+ROUNDS=bench/auto_parallel/prediction_hosts_rounds.py
 DIR="${TEST_TMPDIR:-$(mktemp -d)}"
 fail() { echo "FAIL: $*" >&2; exit 1; }
 
@@ -182,15 +184,67 @@ assert s["confirmed_layouts"] == 2 and s["confirmed_best_layout"] == "dp=2 compr
 assert s["confirmed_best_measured_ms"] == 12 and s["confirm_runs_per_layout"] == 2, s
 assert s["confirmed_chosen_over_best"] == round(12.4 / 12, 3), s
 assert s["confirmed_chosen_over_best_admissible"] == round(12.4 / 12.6, 3), s
+# Round by round against the sweep's best (int4): 12.2 / 12, 12.6 / 11.5, 12.4 / 12.5, median
+# 12.2 / 12; auto's 2 launches do not line up with the searched layout's 3: no "_admissible".
+assert s["confirmed_paired_ratios"] == [round(12.2 / 12, 3), round(12.6 / 11.5, 3), round(12.4 / 12.5, 3)], s
+assert s["confirmed_paired_median"] == round(12.2 / 12, 3), s
+assert s["confirmed_paired_range"] == [round(12.4 / 12.5, 3), round(12.6 / 11.5, 3)], s
+assert "confirmed_paired_median_admissible" not in s, s
 assert s["met_confirmed"] is True, s
 # The prediction figures come from the sweep's lines only.
 assert s["layouts"] == 3 and abs(s["median_abs_error"] - round(1 / 12, 4)) < 1e-9, s
 assert "confirmed_chosen_over_best" not in forced and "met_confirmed" not in forced, forced
 PYEOF
+# Paired rounds decide met_confirmed: the searched layout's confirming median (12.3) is 1.021 x
+# the best's (12.05), but round by round it ran 11.9 / 11, 12.3 / 12, 12.8 / 12.1 and 13 / 12.4 (a
+# failed launch of the best in round 5 pairs nothing): median (1.0484 + 1.0579) / 2 > 1.05.
+{
+  row 2x1 "dp=2 compression=auto" 11 12
+  row 2x1 "dp=2 compression=off" 14 15
+  row 2x1 searched 11 12.6 '"searched": true'
+  confirm_row "dp=2 compression=auto" 12 "[11, 12, 12.1, 12.4, null]"
+  confirm_row searched 12.3 "[11.9, 12.3, 12.8, 13, 11]" '"searched": true'
+} > "$DIR/paired.jsonl"
+"$BENCH" --summarize="$DIR/paired.jsonl" > "$DIR/paired_summary.jsonl" || fail "--summarize of paired rounds exited $?"
+python3 - "$DIR/paired_summary.jsonl" <<'PYEOF' || fail "confirmed_paired_median"
+import json, statistics, sys
+[s] = [json.loads(l) for l in open(sys.argv[1])]
+ratios = [11.9 / 11, 12.3 / 12, 12.8 / 12.1, 13 / 12.4]
+assert s["confirmed_paired_ratios"] == [round(r, 3) for r in ratios], s
+assert s["confirmed_paired_median"] == round(statistics.median(ratios), 3) == 1.053, s
+assert s["confirmed_paired_range"] == [round(12.3 / 12, 3), round(11.9 / 11, 3)], s
+assert s["confirmed_chosen_over_best"] == round(12.3 / 12.05, 3) and s["met_confirmed"] is False, s
+PYEOF
+# With a forced codec the sweep's best (int4) and the best without one (auto) both pair with the
+# searched layout: against int4 11.9 / 10.5, 12.3 / 11, 12.8 / 11.2 (median 11.9 / 10.5), against
+# auto 11.9 / 12, 12.3 / 12.3, 12.8 / 12.2 (median 1).
+{
+  row 2x1 "dp=2 compression=int4" 9 10
+  row 2x1 "dp=2 compression=auto" 11 12
+  row 2x1 searched 11 12.6 '"searched": true'
+  confirm_row "dp=2 compression=int4" 11 "[10.5, 11, 11.2]"
+  confirm_row "dp=2 compression=auto" 12.2 "[12, 12.3, 12.2]"
+  confirm_row searched 12.4 "[11.9, 12.3, 12.8]" '"searched": true'
+} > "$DIR/paired_admissible.jsonl"
+"$BENCH" --summarize="$DIR/paired_admissible.jsonl" > "$DIR/paired_admissible_summary.jsonl" ||
+  fail "--summarize of paired rounds with a forced codec exited $?"
+python3 - "$DIR/paired_admissible_summary.jsonl" <<'PYEOF' || fail "confirmed_paired_median_admissible"
+import json, sys
+[s] = [json.loads(l) for l in open(sys.argv[1])]
+assert s["best_layout"] == "dp=2 compression=int4" and s["best_admissible_layout"] == "dp=2 compression=auto", s
+assert s["confirmed_paired_ratios"] == [round(11.9 / 10.5, 3), round(12.3 / 11, 3), round(12.8 / 11.2, 3)], s
+assert s["confirmed_paired_median"] == round(11.9 / 10.5, 3), s
+assert s["confirmed_paired_ratios_admissible"] == [round(11.9 / 12, 3), round(12.3 / 12.3, 3), round(12.8 / 12.2, 3)], s
+assert s["confirmed_paired_median_admissible"] == round(12.3 / 12.3, 3), s
+assert s["confirmed_paired_range_admissible"] == [round(11.9 / 12, 3), round(12.8 / 12.2, 3)], s
+PYEOF
 "$BENCH" --confirm=-1 2> "$DIR/err" && fail "--confirm=-1 was accepted"
 grep -q -- "--confirm=-1: give a whole number >= 0" "$DIR/err" || fail "the error does not name --confirm=-1: $(cat "$DIR/err")"
 "$BENCH" --confirm_repeats=0 2> "$DIR/err" && fail "--confirm_repeats=0 was accepted"
 grep -q -- "--confirm_repeats=0: give a whole number >= 1" "$DIR/err" || fail "the error does not name --confirm_repeats=0"
+"$BENCH" --searched_calibrations=cluster,measured 2> "$DIR/err" && fail "--searched_calibrations=measured was accepted"
+grep -q -- "--searched_calibrations: 'measured' is not a calibration (valid: cluster, shared_host, link_rate)" "$DIR/err" ||
+  fail "the error does not name 'measured': $(cat "$DIR/err")"
 # --repeats takes a whole number >= 1, checked before anything is made.
 "$BENCH" --repeats=0 2> "$DIR/err" && fail "--repeats=0 was accepted"
 grep -q -- "--repeats=0: give a whole number >= 1" "$DIR/err" || fail "the error does not name --repeats=0: $(cat "$DIR/err")"
@@ -267,6 +321,21 @@ done
 [[ "$(wc -l < "$DIR/3x2.txt") $(wc -l < "$DIR/2x2.txt")" == "25 22" ]] || fail "3x2 / 2x2 sweeps changed"
 # A layout the gpt cannot take is left out: 5 heads allow no tp of 2 or 3.
 python3 "$LAYOUTS" 3 2 --batch=24 --layers=4 --heads=5 --hidden=95 | grep -q -- '--tp=[236]' && fail "tp kept with 5 heads"
+# The launch order: every round launches every plan once; the sweep's round r starts
+# r * plans / rounds in (22 plans, 4 rounds: 0, 5, 11, 16), so no plan keeps its place in a
+# round; the confirming round turns by one, so two plans alternate which goes first.
+python3 "$ROUNDS" 22 4 spread > "$DIR/rounds.txt" || fail "prediction_hosts_rounds.py exited $?"
+python3 - "$DIR/rounds.txt" <<'PYEOF' || fail "the sweep's round order"
+import sys
+rounds = [list(map(int, line.split())) for line in open(sys.argv[1])]
+assert len(rounds) == 4 and all(sorted(r) == list(range(22)) for r in rounds), rounds
+assert [r[0] for r in rounds] == [0, 5, 11, 16], rounds
+assert all(len({r.index(p) for r in rounds}) == 4 for p in range(22)), rounds
+PYEOF
+[[ "$(python3 "$ROUNDS" 2 4 one | tr '\n' ';')" == "0 1;1 0;0 1;1 0;" ]] || fail "confirming rounds: $(python3 "$ROUNDS" 2 4 one)"
+[[ "$(python3 "$ROUNDS" 3 3 one | tr '\n' ';')" == "0 1 2;1 2 0;2 0 1;" ]] || fail "confirming rounds of 3 plans"
+python3 "$ROUNDS" 3 2 sideways 2> "$DIR/err" && fail "an unknown step was accepted"
+grep -q "usage: prediction_hosts_rounds.py" "$DIR/err" || fail "no usage for a bad step: $(cat "$DIR/err")"
 "$BENCH" --summarize="$DIR/missing.jsonl" 2> "$DIR/err" && fail "a missing file was summarized"
 grep -q "cannot read '$DIR/missing.jsonl'" "$DIR/err" || fail "the error does not name the file: $(cat "$DIR/err")"
 echo PASS

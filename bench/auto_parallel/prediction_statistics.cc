@@ -41,4 +41,22 @@ double Spearman(const std::vector<double>& a, const std::vector<double>& b) {
   return va > 0 && vb > 0 ? covariance / std::sqrt(va * vb) : 0;
 }
 
+double OfRounds(const std::vector<double>& rounds, RoundStatistic statistic) {
+  if (rounds.empty()) return 0;
+  return statistic == RoundStatistic::kLeast ? *std::min_element(rounds.begin(), rounds.end()) : Median(rounds);
+}
+
+double RepeatabilitySpearman(const std::vector<std::vector<double>>& rounds_per_layout, RoundStatistic statistic) {
+  if (rounds_per_layout.size() < 2) return 0;
+  std::vector<double> even, odd;
+  for (const std::vector<double>& rounds : rounds_per_layout) {
+    if (rounds.size() < 2) return 0;
+    std::vector<double> halves[2];
+    for (size_t r = 0; r < rounds.size(); ++r) halves[r % 2].push_back(rounds[r]);
+    even.push_back(OfRounds(halves[0], statistic));
+    odd.push_back(OfRounds(halves[1], statistic));
+  }
+  return Spearman(even, odd);
+}
+
 }  // namespace oneflow::prediction

@@ -32,5 +32,24 @@ TEST(PredictionStatisticsTest, SpearmanComparesOrdersNotSizes) {
   EXPECT_THAT(Spearman({5, 5, 5}, {1, 2, 3}), DoubleEq(0));
 }
 
+TEST(PredictionStatisticsTest, ALayoutsStepIsTheMedianOrTheLeastOfItsRounds) {
+  EXPECT_THAT(OfRounds({12, 10, 30}, RoundStatistic::kMedian), DoubleEq(12));
+  EXPECT_THAT(OfRounds({12, 10, 30}, RoundStatistic::kLeast), DoubleEq(10));
+  EXPECT_THAT(OfRounds({}, RoundStatistic::kMedian), DoubleEq(0));
+}
+
+TEST(PredictionStatisticsTest, RepeatabilityRanksEvenRoundsAgainstOddOnes) {
+  // Rounds 0, 2, 4 against 1, 3. a: {10, 11, 30} | {20, 12}; b: {14, 15, 16} | {13, 15};
+  // c: {18, 17, 19} | {16, 40}.
+  const std::vector<std::vector<double>> rounds = {{10, 20, 11, 12, 30}, {14, 13, 15, 15, 16}, {18, 16, 17, 40, 19}};
+  // Medians: even 11, 15, 18 (ranks 1 2 3) against odd 16, 14, 28 (2 1 3): 1 - 6 * 2 / (3 * 8) = 0.5.
+  EXPECT_THAT(RepeatabilitySpearman(rounds, RoundStatistic::kMedian), DoubleEq(0.5));
+  // Least: even 10, 14, 17 (1 2 3) against odd 12, 13, 16 (1 2 3): 1.
+  EXPECT_THAT(RepeatabilitySpearman(rounds, RoundStatistic::kLeast), DoubleEq(1));
+  // One round of a layout has no halves; one layout ranks nothing.
+  EXPECT_THAT(RepeatabilitySpearman({{10, 20}, {30}}, RoundStatistic::kMedian), DoubleEq(0));
+  EXPECT_THAT(RepeatabilitySpearman({{10, 20}}, RoundStatistic::kMedian), DoubleEq(0));
+}
+
 }  // namespace
 }  // namespace oneflow::prediction

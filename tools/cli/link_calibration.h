@@ -31,7 +31,7 @@
 //
 // The small call's time is the median of kLatencyWindows windows kLatencyWindowGap apart,
 // each the median of `repetitions` calls: the daemons' alpha from one window of 21 calls
-// measured 88, 249 and 314 us within 15 minutes on the same emulated links at load ~30,
+// measured 88, 106, 249 and 314 us within 20 minutes on the same emulated links at load 18-37,
 // while the runtime's small gathers on those links took 0.30-0.32 ms from their last
 // member's arrival at every one of those moments (docs/auto_parallel_measurements.md,
 // "Session 48: c48cache"), and a layout of 64-128 calls an iteration pays alpha on each.
