@@ -59,12 +59,12 @@ def groups_of(plan, trace, first, last):
             if not candidates:
                 continue
             step = candidates[0]
-            members = _members(plan_placement(plan, int(boxing.group(1))))
+            members = members_of(plan_placement(plan, int(boxing.group(1))), "boxing " + boxing.group(1))
             codec = (step.get("compression") or {}).get("codec") or "none"
             key = (step["kind"], codec, int(step.get("bytes_per_device", 0)))
         elif bucket and int(bucket.group(1)) in buckets:
             b = buckets[int(bucket.group(1))]
-            members = _members(b.get("placement"))
+            members = members_of(b.get("placement"), "bucket " + bucket.group(1))
             key = ("bucket " + b.get("kind", bucket.group(2)), b.get("codec") or "none",
                    int(b.get("bytes_per_device", 0)))
         else:
@@ -78,23 +78,26 @@ def groups_of(plan, trace, first, last):
 
 
 def plan_placement(plan, boxing_id):
+    """The placement a boxing's group spans (its source's; a collective's source and
+    destination placements are one)."""
     for boxing in plan.get("boxings", []):
         if boxing["id"] == boxing_id:
             return boxing.get("src_placement")
     return None
 
 
-def _members(placement):
+def members_of(placement, what):
     """Devices of a placement as inspect prints it ("cpu{0:0, 1:0, 2:0}"), every one a member of
-    the call. A placement with a hierarchy of more than one axis ("cpu{0:0-1, 1:0-1}[2, 2]") has
-    several groups whose calls share an actor name, which this cannot tell apart: an error."""
+    the call of `what` (a boxing or a bucket). A placement with a hierarchy of more than one axis
+    ("cpu{0:0-1, 1:0-1}[2, 2]") has several groups whose calls share an actor name, which this
+    cannot tell apart: an error."""
     if not placement or "{" not in placement:
-        raise ValueError("no placement")
+        raise ValueError("%s has no placement in the plan's JSON" % what)
     hierarchy = placement[placement.index("}") + 1:]
     if hierarchy.count(",") > 0:
-        raise ValueError("placement %s has a hierarchy of more than one axis: its groups' calls share "
+        raise ValueError("%s: placement %s has a hierarchy of more than one axis: its groups' calls share "
                          "an actor name; this counts one group per placement (one device per node, or one "
-                         "axis)" % placement)
+                         "axis)" % (what, placement))
     inside = placement[placement.index("{") + 1:placement.index("}")]
     count = 0
     for part in inside.split(","):
