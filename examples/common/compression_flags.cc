@@ -101,6 +101,15 @@ LinkFlags LinkFlagsFromCommandLine(double intra_node_bandwidth, double inter_nod
   return links;
 }
 
+absl::StatusOr<int64_t> SharedMachineCoresFromCalibration(const std::string& calibration) {
+  if (calibration.empty()) return 0;
+  absl::StatusOr<Calibration> measured = ReadCalibrationFile(calibration);
+  if (!measured.ok()) {
+    return absl::Status(measured.status().code(), absl::StrCat("--codec_calibration: ", measured.status().message()));
+  }
+  return measured->shared_machine.has_value() ? measured->shared_machine->cores : 0;
+}
+
 absl::Status ApplyCalibrationToCluster(const std::string& calibration, const LinkFlags& links,
                                        proto::Cluster* cluster) {
   for (const auto& [name, value] : {std::pair<const char*, double>{"intra_node_latency", links.intra_node_latency},
