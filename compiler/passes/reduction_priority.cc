@@ -34,10 +34,10 @@ bool IsDenseBucket(const Compilation& compilation, const GradientBucket& bucket)
 
 }  // namespace
 
-double SharedCoresSlowdown(const proto::Cluster& cluster, int64_t shared_machine_cores) {
+double SharedCoresSlowdown(const proto::Cluster& cluster, double shared_machine_cores) {
   if (shared_machine_cores <= 0) return 1.0;
   const int64_t devices = cluster.num_nodes() * cluster.devices_per_node();
-  return std::max(1.0, static_cast<double>(devices) / static_cast<double>(shared_machine_cores));
+  return std::max(1.0, static_cast<double>(devices) / shared_machine_cores);
 }
 
 int64_t FirstReaderOf(const Compilation& compilation, const ReductionUnit& unit) {

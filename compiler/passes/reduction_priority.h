@@ -65,10 +65,12 @@ absl::StatusOr<std::vector<std::vector<ReductionUnit>>> FirstNeededOrders(const 
 
 // How much longer a device's compute takes than at the cluster's one-thread rates when its
 // devices share a machine's cores: devices / cores (num_nodes x devices_per_node over
-// `shared_machine_cores`, CompileOptions' from the calibration file's machine line) when
-// the devices outnumber the cores, else 1 (and 1 for 0: no machine line). gpt_dp3tp2's 6
-// devices on 2 cores: 3.
-double SharedCoresSlowdown(const proto::Cluster& cluster, int64_t shared_machine_cores);
+// `shared_machine_cores`, CompileOptions' from the calibration file's machine line: the
+// cores' worth of CPU time the devices obtained taking turns, as calibrate measured it,
+// else the cores) when the devices outnumber them, else 1 (and 1 for 0: no machine line).
+// gpt_dp3tp2's 6 devices on 2 cores: 3; on the calibration of its session-48 bench (3
+// processes obtained 1.295 cores' worth at load 20): 4.63.
+double SharedCoresSlowdown(const proto::Cluster& cluster, double shared_machine_cores);
 
 // The op that first reads the variable of any gradient the unit reduces (the forward op,
 // in op order, that needs its update); INT64_MAX for one of no variable's gradient (the

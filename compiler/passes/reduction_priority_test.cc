@@ -45,7 +45,7 @@ loss %reduce_mean_10
 // Device 0:0's node-crossing collectives in the order it issues them (its collective
 // order restricted to groups that span nodes), one actor name a line, after compiling
 // kDeep on 2 nodes x 2 devices whose nodes talk at `inter_node_bandwidth` bytes/s.
-std::string CrossNodeOrder(double inter_node_bandwidth, int64_t shared_machine_cores = 0) {
+std::string CrossNodeOrder(double inter_node_bandwidth, double shared_machine_cores = 0) {
   absl::StatusOr<std::unique_ptr<Graph>> graph = ParseGraphText(kDeep);
   if (!graph.ok()) return std::string(graph.status().message());
   absl::StatusOr<proto::Job> job = (*graph)->Build();
@@ -94,6 +94,19 @@ TEST(ReductionPriorityTest, OnAFastLinkNothingMoves) {
   EXPECT_EQ(CrossNodeOrder(10e9),
             "bucket_1/all_reduce\n"
             "bucket_2/all_reduce\n");
+}
+
+// gpt_dp3tp2 on 3 emulated hosts of one 2-core machine: 6 device threads on 2 cores.
+TEST(ReductionPriorityTest, DevicesSharingCoresComputeSlower) {
+  proto::Cluster cluster;
+  cluster.set_num_nodes(3);
+  cluster.set_devices_per_node(2);
+  EXPECT_DOUBLE_EQ(SharedCoresSlowdown(cluster, 2), 3.0);
+  EXPECT_DOUBLE_EQ(SharedCoresSlowdown(cluster, 4), 1.5);
+  EXPECT_DOUBLE_EQ(SharedCoresSlowdown(cluster, 8), 1.0);  // A core per device and spare ones.
+  EXPECT_DOUBLE_EQ(SharedCoresSlowdown(cluster, 0), 1.0);  // No machine line.
+  // Calibrate measured the devices taking turns: 1.5 cores' worth of CPU time.
+  EXPECT_DOUBLE_EQ(SharedCoresSlowdown(cluster, 1.5), 4.0);
 }
 
 }  // namespace
