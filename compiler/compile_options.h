@@ -18,13 +18,6 @@ namespace oneflow {
 
 struct CompileOptions {
   proto::Cluster cluster;
-  // The cores' worth of CPU time every device of the cluster shares when its nodes are
-  // processes of one machine (network namespaces or containers emulating hosts): the
-  // calibration file's "machine" line (sbp/calibration.h), its measured core share when
-  // calibrate measured the devices taking turns, else its cores; 0: a core per device.
-  // The order of the node-crossing gradient buckets prices each device's compute with it
-  // (compiler/passes/reduction_priority.h, SharedCoresSlowdown).
-  double shared_machine_cores = 0;
   // Slots of every activation register: 2 lets consecutive iterations overlap, 1 is
   // lock-step. Variables and optimizer state always have one persistent slot.
   int64_t register_count = 2;

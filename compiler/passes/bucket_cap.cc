@@ -2,16 +2,19 @@
 
 #include <algorithm>
 
-#include "absl/container/flat_hash_map.h"
 #include "absl/strings/str_cat.h"
 #include "compiler/passes/gradient_bucketing_pass.h"
 #include "plan/plan_format.h"
 #include "sbp/collective_cost.h"
 
 namespace oneflow {
+namespace {
 
-CollectiveCost PriceBucketCollective(const LinkModel& links, const Placement& placement, int64_t axis,
-                                     BoxingKind kind, int64_t bytes) {
+// The bucket's collective as the runtime runs it, for a register of `bytes`: an
+// all-reduce sends 2(n-1)/n of it to the busiest device ((n-1) x it in one round when
+// small), a reduce-scatter (n-1)/n.
+CollectiveCost PriceBucket(const LinkModel& links, const Placement& placement, int64_t axis, BoxingKind kind,
+                           int64_t bytes) {
   const int64_t members = placement.hierarchy().dim(axis);
   int64_t wire = 0;
   if (kind == BoxingKind::kAllReduce) {
@@ -22,20 +25,7 @@ CollectiveCost PriceBucketCollective(const LinkModel& links, const Placement& pl
   return PriceDenseCollective(links, placement, axis, kind, bytes, wire);
 }
 
-int64_t DevicesSharingNodeLink(const Placement& placement, int64_t axis) {
-  if (!AxisCrossesNodes(placement, axis)) return 1;
-  absl::flat_hash_map<int64_t, int64_t> devices_on_node;
-  int64_t busiest = 1;
-  for (const DeviceId& device : placement.devices()) busiest = std::max(busiest, ++devices_on_node[device.node]);
-  return busiest;
-}
-
-CollectiveCost PriceBucketCollectiveOnSharedLink(const LinkModel& links, const Placement& placement, int64_t axis,
-                                                 BoxingKind kind, int64_t bytes) {
-  LinkModel shared = links;
-  shared.inter_node_bandwidth /= static_cast<double>(DevicesSharingNodeLink(placement, axis));
-  return PriceBucketCollective(shared, placement, axis, kind, bytes);
-}
+}  // namespace
 
 BucketCap BucketCapFor(const LinkModel& links, const Placement& placement, int64_t axis, BoxingKind kind,
                        int64_t limit, bool given, BucketGroupBytes group) {
@@ -45,9 +35,9 @@ BucketCap BucketCapFor(const LinkModel& links, const Placement& placement, int64
   // link), less where that is more than an eighth of the whole group's (bucket_cap.h).
   double target = kNodeCrossingBucketSeconds;
   std::string why_target;
-  const CollectiveCost limit_price = PriceBucketCollective(links, placement, axis, kind, limit);
+  const CollectiveCost limit_price = PriceBucket(links, placement, axis, kind, limit);
   if (group.total > 0 && limit_price.seconds() <= kNodeCrossingBucketSeconds) {
-    const CollectiveCost whole = PriceBucketCollective(links, placement, axis, kind, group.total);
+    const CollectiveCost whole = PriceBucket(links, placement, axis, kind, group.total);
     const double share = whole.seconds() / kNodeCrossingBucketsPerGroup;
     if (share < target) {
       target = std::max(share, kNodeCrossingBucketMinSeconds);
@@ -71,14 +61,14 @@ BucketCap BucketCapFor(const LinkModel& links, const Placement& placement, int64
   int64_t high = limit / 64;       // Does not fit.
   while (high - low > 1) {
     const int64_t middle = low + (high - low) / 2;
-    if (PriceBucketCollective(links, placement, axis, kind, middle * 64).seconds() <= target) {
+    if (PriceBucket(links, placement, axis, kind, middle * 64).seconds() <= target) {
       low = middle;
     } else {
       high = middle;
     }
   }
   const int64_t bytes = std::max(floor_bytes, low * 64);
-  const CollectiveCost at_cap = PriceBucketCollective(links, placement, axis, kind, bytes);
+  const CollectiveCost at_cap = PriceBucket(links, placement, axis, kind, bytes);
   const bool at_floor = bytes == floor_bytes && at_cap.seconds() > target;
   return {bytes, absl::StrCat("link rate: the group crosses nodes at ", FormatBandwidth(links.inter_node_bandwidth),
                               ", ", FormatMilliseconds(links.inter_node_latency), " per round; ", FormatBytes(bytes),

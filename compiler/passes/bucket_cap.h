@@ -6,7 +6,6 @@
 
 #include "oneflow_core/placement.h"
 #include "sbp/boxing_plan.h"
-#include "sbp/collective_cost.h"
 #include "sbp/link_model.h"
 
 namespace oneflow {
@@ -65,31 +64,6 @@ struct BucketCap {
 // 0 <= axis < hierarchy rank.
 BucketCap BucketCapFor(const LinkModel& links, const Placement& placement, int64_t axis, BoxingKind kind,
                        int64_t limit, bool given, BucketGroupBytes group = {});
-
-// A dense bucket's collective as the runtime runs it, for a register of `bytes`: an
-// all-reduce sends 2(n-1)/n of it to the busiest device ((n-1) x it in one round when
-// small), a reduce-scatter (n-1)/n. Same preconditions as BucketCapFor.
-CollectiveCost PriceBucketCollective(const LinkModel& links, const Placement& placement, int64_t axis,
-                                     BoxingKind kind, int64_t bytes);
-
-// How many of the placement's devices send over one node's link at once when every group
-// of hierarchy axis `axis` runs the same collective together (a bucket's groups do: each
-// member device issues the same static order): the placement's devices on its busiest
-// node when the axis crosses nodes, 1 when it does not. On `cpu{0:0-1, 1:0-1, 2:0-1}[3, 2]`
-// axis 0 (the dp rings of both tp ranks of a host) it is 2: both rings cross the host's
-// one link. A hierarchical group (`cpu{0:0-1, 1:0-1}[4]`) counts its 2 devices of a node
-// too: its cross-node phase is one sub-ring per local index, all crossing at once.
-// Precondition: 0 <= axis < hierarchy rank.
-int64_t DevicesSharingNodeLink(const Placement& placement, int64_t axis);
-
-// PriceBucketCollective with the node link shared by the DevicesSharingNodeLink devices
-// that cross at once: the inter-node bandwidth each gets is the link's over their count
-// (gpt_dp3tp2 at 1 Gbit/s: a 3.38 MiB all-reduce bucket priced 38.75 ms alone on the
-// link, 75 ms shared, as traced). What the order of the node-crossing buckets prices with
-// (reduction_priority.h); the bucket cap keeps the price alone on the link (its 40 ms
-// target was measured against that price: halving gpt_dp3tp2's buckets was not faster).
-CollectiveCost PriceBucketCollectiveOnSharedLink(const LinkModel& links, const Placement& placement, int64_t axis,
-                                                 BoxingKind kind, int64_t bytes);
 
 }  // namespace oneflow
 

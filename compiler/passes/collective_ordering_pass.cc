@@ -6,12 +6,9 @@
 #include <tuple>
 #include <vector>
 
-#include "absl/container/flat_hash_map.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "compiler/passes/gradient_bucketing_pass.h"
-#include "compiler/passes/reduction_priority.h"
-#include "oneflow_core/status.h"
 
 namespace oneflow {
 namespace {
@@ -289,55 +286,19 @@ absl::StatusOr<bool> CollectiveOrderingPass::Run(Compilation* compilation) {
     }
   };
   const std::vector<std::vector<int64_t>> early_after_op = EarlyBoxingsAfterOps(*compilation);
-  // The node-crossing buckets (and gradients reduced on their own) still waiting for the
-  // link when backward ends are issued together, at the place of the last of them, in the
-  // order the next forward needs them (reduction_priority.h).
-  OF_ASSIGN_OR_RETURN(std::vector<std::vector<ReductionUnit>> first_needed, FirstNeededOrders(*compilation));
-  absl::flat_hash_map<int64_t, size_t> deferred_bucket, deferred_early;  // -> index into first_needed
-  for (size_t g = 0; g < first_needed.size(); ++g) {
-    for (const ReductionUnit& unit : first_needed[g]) {
-      (unit.bucket >= 0 ? deferred_bucket[unit.bucket] : deferred_early[unit.boxing]) = g;
-    }
-  }
-  std::vector<size_t> reached(first_needed.size(), 0);
   size_t next_bucket = 0;
-  auto order_bucket = [&](int64_t k) {
-    const GradientBucket& bucket = compilation->buckets[k];
-    OrderBucket(compilation, bucket, bucket_actors[k], &next_order, &classes);
-    for (const auto& [b, s] : bucket.members) order_early(b, s + 1);
-  };
-  // A deferred unit's place is reached: once all of its group's are, the group is issued.
-  auto reach = [&](size_t g) {
-    if (++reached[g] < first_needed[g].size()) return;
-    for (const ReductionUnit& unit : first_needed[g]) {
-      if (unit.bucket >= 0) {
-        order_bucket(unit.bucket);
-      } else {
-        order_early(unit.boxing, 0);
-      }
-    }
-  };
   // What lowering emits right after op `op` (-1: before every op): the early steps of
   // the tensors it produces, then the buckets whose last member it produces, each
   // followed by its members' early steps.
   auto order_after = [&](int64_t op) {
     if (op + 1 < static_cast<int64_t>(early_after_op.size())) {
-      for (int64_t b : early_after_op[op + 1]) {
-        if (auto it = deferred_early.find(b); it != deferred_early.end()) {
-          reach(it->second);
-        } else {
-          order_early(b, 0);
-        }
-      }
+      for (int64_t b : early_after_op[op + 1]) order_early(b, 0);
     }
     for (; next_bucket < compilation->buckets.size() && compilation->buckets[next_bucket].after_op <= op;
          ++next_bucket) {
-      const int64_t k = static_cast<int64_t>(next_bucket);
-      if (auto it = deferred_bucket.find(k); it != deferred_bucket.end()) {
-        reach(it->second);
-      } else {
-        order_bucket(k);
-      }
+      const GradientBucket& bucket = compilation->buckets[next_bucket];
+      OrderBucket(compilation, bucket, bucket_actors[next_bucket], &next_order, &classes);
+      for (const auto& [b, s] : bucket.members) order_early(b, s + 1);
     }
   };
   // The walk lowering makes (lowering_pass.cc): every device's program is this order

@@ -16,16 +16,13 @@ namespace oneflow {
 // stream's order is the device's order restricted to it, a subsequence of one
 // topological order, so no wait cycle arises; the plan verifier checks that every group
 // is on one stream and proves the absence of wait cycles over the streams' orders.
-// Node-crossing gradient buckets still waiting for the link when backward ends move to the
-// place of the last of them, in the order the next forward needs them
-// (reduction_priority.h): later in the order, so it stays a topological one.
 class CollectiveOrderingPass : public CompilerPass {
  public:
   absl::string_view name() const override { return "collective_ordering"; }
   VerifierChecks Checks() const override { return VerifierChecks{.collective_order = true}; }
   absl::StatusOr<bool> Run(Compilation* compilation) override;
   StateParts Reads() const override {
-    return {StatePart::kJob,     StatePart::kGraph,   StatePart::kBoxings,          StatePart::kBuckets,
+    return {StatePart::kGraph,   StatePart::kBoxings,          StatePart::kBuckets,
             StatePart::kDevices, StatePart::kBoxingStepActors, StatePart::kPlan};
   }
   StateParts Writes() const override {

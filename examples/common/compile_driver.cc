@@ -73,8 +73,6 @@ absl::StatusOr<CompileOptions> CompileOptionsFor(const ParallelLayout& layout, c
   OF_ASSIGN_OR_RETURN(options.compression_warmup_iterations, CompressionWarmupFromFlags(settings.compression));
   OF_RETURN_IF_ERROR(
       ApplyCalibrationToCluster(settings.compression.codec_calibration, settings.links, &options.cluster));
-  OF_ASSIGN_OR_RETURN(options.shared_machine_cores,
-                      SharedMachineCoresFromCalibration(settings.compression.codec_calibration));
   if (!settings.dump_after.empty()) {
     options.dump_after = settings.dump_after;
     options.dump = dump;

@@ -101,18 +101,6 @@ LinkFlags LinkFlagsFromCommandLine(double intra_node_bandwidth, double inter_nod
   return links;
 }
 
-absl::StatusOr<double> SharedMachineCoresFromCalibration(const std::string& calibration) {
-  if (calibration.empty()) return 0;
-  absl::StatusOr<Calibration> measured = ReadCalibrationFile(calibration);
-  if (!measured.ok()) {
-    return absl::Status(measured.status().code(), absl::StrCat("--codec_calibration: ", measured.status().message()));
-  }
-  if (!measured->shared_machine.has_value()) return 0.0;
-  const SharedMachineMeasurement& machine = *measured->shared_machine;
-  if (machine.turns.has_value() && machine.turns->core_share > 0) return machine.turns->core_share;
-  return static_cast<double>(machine.cores);
-}
-
 absl::Status ApplyCalibrationToCluster(const std::string& calibration, const LinkFlags& links,
                                        proto::Cluster* cluster) {
   for (const auto& [name, value] : {std::pair<const char*, double>{"intra_node_latency", links.intra_node_latency},

@@ -93,11 +93,6 @@ LinkFlags LinkFlagsFromCommandLine(double intra_node_bandwidth, double inter_nod
 // sets that one). INVALID_ARGUMENT naming the flag:
 //   --inter_node_latency=-1 must be a finite number of seconds >= 0
 //   --codec_calibration: calibration file 'c.jsonl' line 7: ...
-// The cores' worth of CPU time of the calibration file's machine line (the cluster's nodes
-// share one machine): its measured core share when it has the devices' turns, else its
-// cores; 0 without a file or without that line. Errors as ApplyCalibrationToCluster.
-absl::StatusOr<double> SharedMachineCoresFromCalibration(const std::string& calibration);
-
 absl::Status ApplyCalibrationToCluster(const std::string& calibration, const LinkFlags& links,
                                        proto::Cluster* cluster);
 

@@ -7,7 +7,6 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "compiler/compiler.h"
-#include "compiler/kernel_seconds.h"
 #include "oneflow_core/placement.h"
 #include "sbp/collective_cost.h"
 #include "sbp/compute_cost.h"
@@ -15,6 +14,12 @@
 
 namespace oneflow::cli {
 namespace {
+
+int64_t Elements(const proto::RegisterDef& reg) {
+  int64_t elements = 1;
+  for (int64_t dim : reg.shape()) elements *= dim;
+  return elements;
+}
 
 // A compressed bucket as the runtime runs it (CompressedBucketAllReduce,
 // CompressedBucketReduceScatter, their two-level forms): every member's encodings, wire
@@ -124,7 +129,12 @@ absl::StatusOr<StepTimePrediction> PredictStepTime(const proto::Plan& plan) {
   const int64_t micro_batches = plan.job().micro_batches() > 1 ? plan.job().micro_batches() : 1;
   StepTimePrediction prediction;
   for (const proto::DevicePlan& device : plan.devices()) {
-    const RegistersById registers = RegistersOf(device);
+    absl::flat_hash_map<int64_t, const proto::RegisterDef*> registers;
+    for (const proto::RegisterDef& reg : device.registers()) registers[reg.id()] = &reg;
+    auto bytes_of = [&](int64_t id) -> double {
+      auto it = registers.find(id);
+      return it == registers.end() ? 0.0 : static_cast<double>(it->second->size_bytes());
+    };
     DeviceStepTime time;
     double warmup_communication_seconds = 0;
     for (const proto::ActorDef& actor : device.actors()) {
@@ -137,9 +147,22 @@ absl::StatusOr<StepTimePrediction> PredictStepTime(const proto::Plan& plan) {
         }
       }
       if (actor.thread() != proto::THREAD_COMPUTE) continue;
-      const KernelSeconds kernels = ActorKernelSeconds(actor, registers, rates);
-      time.gemm_seconds += repeats * kernels.gemm_seconds;
-      time.memory_bound_seconds += repeats * kernels.memory_bound_seconds;
+      for (const proto::KernelDef& kernel : actor.kernels()) {
+        auto a = kernel.inputs().find("a");
+        auto out = kernel.outputs().find("out");
+        if (IsGemmKernel(kernel.name()) && a != kernel.inputs().end() && out != kernel.outputs().end() &&
+            registers.contains(a->second) && registers.contains(out->second) &&
+            registers[out->second]->shape_size() > 0) {
+          const proto::RegisterDef& output = *registers[out->second];
+          time.gemm_seconds += repeats * GemmSeconds(rates, GemmFlops(Elements(*registers[a->second]),
+                                                                      output.shape(output.shape_size() - 1)));
+          continue;
+        }
+        double bytes = 0;
+        for (const auto& [name, id] : kernel.inputs()) bytes += bytes_of(id);
+        for (const auto& [name, id] : kernel.outputs()) bytes += bytes_of(id);
+        time.memory_bound_seconds += repeats * MemoryBoundSeconds(rates, bytes);
+      }
     }
     prediction.devices.push_back(time);
     if (prices->dense_warmup_iterations > 0) {
