@@ -67,11 +67,14 @@
 #   --calibration=C       what each case's gpt compiles with [daemons]: `daemons` runs `oneflow
 #                         calibrate --nodes` once per case across that case's daemons (netns
 #                         cases: while the links are shaped to the case's first rate), and every
-#                         mode's compile reads the file (--codec_calibration: the machine's compute
-#                         rates, latencies, the cores the emulated hosts share; the link rate stays
-#                         the shaped one, --inter_node_bandwidth); `none`: the compiler's defaults
-#                         (before session 48); a path: that file. Each line records which
-#                         (calibration, calibration_gemm_flops_per_second, ...)
+#                         mode's compile reads the file (--codec_calibration: the link latencies,
+#                         which price each collective's rounds and so the node-crossing bucket
+#                         caps; the codecs' throughputs, which `auto` decides with; the compute
+#                         rates of the predicted step time; the link rates stay the shaped one,
+#                         --inter_node_bandwidth, and the intra-node measured); `none`: the
+#                         compiler's defaults (every run before session 48); a path: that file
+#                         (e.g. one run's, to compile alternated binaries alike). Each line records
+#                         which (calibration, and its calibration_* figures)
 #   --bin_dir=DIR         binaries (DIR/tools/cli/oneflow, ...) instead of building -c opt
 #   --work_dir=DIR --keep where plans, logs and metrics go; kept with --keep or on failure
 #
@@ -336,8 +339,8 @@ if rate:
     floor = max(inproc, link_ms)
     line.update({"link_bytes_per_iter": int(per_iter), "link_ms": round(link_ms, 2),
                  "floor_ms": round(floor, 2), "launched_over_floor": round(launched / floor, 3)})
-# Which calibration the compile read: the file and the figures the order of the
-# node-crossing buckets prices with (sbp/calibration.h's lines).
+# Which calibration the compile read: the file and its links, compute rates and shared
+# machine (sbp/calibration.h's lines).
 calibration = os.environ.get("BENCH_CALIBRATION", "")
 line["calibration"] = calibration or None
 if calibration:
