@@ -59,7 +59,10 @@
 #                         backward act), medians over iterations; the share of the step the
 #                         stream of the node-crossing buckets spent in acts
 #                         (cross_node_stream_busy_fraction: its acts of iteration i over the time
-#                         from the device's first compute act of i to that of i + 1; median)
+#                         from the device's first compute act of i to that of i + 1; median); and
+#                         how long after its own backward each device started the next forward
+#                         (next_forward_after_backward_ms: its first compute act of i + 1 after
+#                         its last backward act of i; median over devices and iterations)
 #   --thread_cpu          sample every worker and daemon thread's run time and run-queue wait
 #                         (/proc schedstat) during each launch (bench/distributed/thread_cpu.py)
 #                         and add, per worker, its compute thread's run and wait per second and
@@ -441,6 +444,14 @@ if os.path.exists(profile_json):
         line["backward_end_skew_ms"] = round(skews[len(skews) // 2], 2)
     if tails:
         line["reduction_after_last_backward_ms"] = round(tails[len(tails) // 2], 2)
+    # When each device's next forward started after its own backward ended (its first
+    # compute act of iteration i + 1 against its last backward act of i): how long the
+    # next iteration waited for the reductions left at the end of backward. Median over
+    # devices and measured iterations.
+    waits = sorted((iteration_start[(pid, i + 1)] - end) / 1e3 for (pid, i), end in backward_end.items()
+                   if i >= warmup and (pid, i + 1) in iteration_start)
+    if waits:
+        line["next_forward_after_backward_ms"] = round(waits[len(waits) // 2], 2)
 if mode == "off" and os.path.exists(os.path.join(d, "off_bucket_mb_" + os.environ.get("BENCH_BUCKET_REFERENCE", "") + ".summary.json")):
     ref = json.load(open(os.path.join(d, "off_bucket_mb_" + os.environ["BENCH_BUCKET_REFERENCE"] + ".summary.json")))
     line["over_bucket_reference"] = round(launched / ref["launched_step_ms"], 3)
