@@ -59,11 +59,25 @@
 #                         backward act), medians over iterations; the share of the step the
 #                         stream of the node-crossing buckets spent in acts
 #                         (cross_node_stream_busy_fraction: its acts of iteration i over the time
-#                         from the device's first compute act of i to that of i + 1; median)
+#                         from the device's first compute act of i to that of i + 1; median); and
+#                         how long after its own backward each device started the next forward
+#                         (next_forward_after_backward_ms: its first compute act of i + 1 after
+#                         its last backward act of i; median over devices and iterations)
 #   --thread_cpu          sample every worker and daemon thread's run time and run-queue wait
 #                         (/proc schedstat) during each launch (bench/distributed/thread_cpu.py)
 #                         and add, per worker, its compute thread's run and wait per second and
 #                         the share of a core it got while runnable (thread_cpu)
+#   --calibration=C       what each case's gpt compiles with [daemons]: `daemons` runs `oneflow
+#                         calibrate --nodes` once per case across that case's daemons (netns
+#                         cases: while the links are shaped to the case's first rate), and every
+#                         mode's compile reads the file (--codec_calibration: the link latencies,
+#                         which price each collective's rounds and so the node-crossing bucket
+#                         caps; the codecs' throughputs, which `auto` decides with; the compute
+#                         rates of the predicted step time; the link rates stay the shaped one,
+#                         --inter_node_bandwidth, and the intra-node measured); `none`: the
+#                         compiler's defaults (every run before session 48); a path: that file
+#                         (e.g. one run's, to compile alternated binaries alike). Each line records
+#                         which (calibration, and its calibration_* figures)
 #   --bin_dir=DIR         binaries (DIR/tools/cli/oneflow, ...) instead of building -c opt
 #   --work_dir=DIR --keep where plans, logs and metrics go; kept with --keep or on failure
 #
@@ -94,6 +108,7 @@ BUCKET_REFERENCE=""
 TRACE=0
 THREAD_CPU=0
 BIN_DIR=""
+CALIBRATION="daemons"
 WORK_DIR=""
 KEEP=0
 PORT=5301
@@ -114,6 +129,7 @@ for arg in "$@"; do
     --trace) TRACE=1 ;;
     --thread_cpu) THREAD_CPU=1 ;;
     --bin_dir=*) BIN_DIR="${arg#*=}" ;;
+    --calibration=*) CALIBRATION="${arg#*=}" ;;
     --work_dir=*) WORK_DIR="${arg#*=}" ;;
     --keep) KEEP=1 ;;
     -h|--help) sed -n '2,/^set -euo/p' "${BASH_SOURCE[0]}" | sed '$d; s/^# \{0,1\}//' >&2; exit 0 ;;
@@ -131,6 +147,10 @@ IFS=, read -r -a CASE_LIST <<< "$CASES"
 [[ "$MODES" =~ ^[a-z0-9_,]*$ ]] || die "--modes: mode names separated by commas (off, auto, pytorch_ddp)"
 [[ -z "$BUCKET_REFERENCE" || "$BUCKET_REFERENCE" =~ ^[0-9]+(\.[0-9]+)?$ ]] ||
   die "--bucket_reference=$BUCKET_REFERENCE: give MiB (a number >= 0)"
+if [[ "$CALIBRATION" != daemons && "$CALIBRATION" != none ]]; then
+  [[ -r "$CALIBRATION" ]] || die "--calibration=$CALIBRATION: not daemons, none or a readable file"
+  CALIBRATION="$(realpath "$CALIBRATION")"
+fi
 [[ "$(id -u)" == 0 ]] || die "needs root (network namespaces, veth pairs, tc)"
 
 # case -> "network nodes devices_per_node modes|gpt flags"
@@ -150,6 +170,7 @@ case_spec() {
 for c in "${CASE_LIST[@]}"; do case_spec "$c" >/dev/null || die "--cases: '$c' is not one of demo_loopback, gpt_dp3tp2, dp3_h256, dp3_h512, dp2_h512"; done
 
 RUN=""
+CASE_CALIBRATION=""
 OK=0
 netns_trap_teardown
 
@@ -163,6 +184,28 @@ build() {
   netns_private_binaries "$BIN_DIR" "$RUN/bin" tools/launcher/oneflowd tools/worker/oneflow_worker \
     tools/cli/oneflow examples/gpt/gpt || die "a binary is missing in $BIN_DIR"
   BIN="$RUN/bin"
+}
+
+# The calibration file each case's compiles read (CASE_CALIBRATION, empty: none), per
+# --calibration; `daemons` measures across the running daemons ($1: the case's network,
+# $2: its first rate), from host 0's namespace on a netns cluster as the launches run.
+calibrate_case() {
+  local network="$1" rate="$2" dir="$3" in_host=()
+  CASE_CALIBRATION=""
+  case "$CALIBRATION" in
+    none) return ;;
+    daemons) ;;
+    *) CASE_CALIBRATION="$CALIBRATION"; return ;;
+  esac
+  mkdir -p "$dir"
+  [[ "$network" == netns ]] && { in_host=(ip netns exec "$(netns_name 0)"); netns_shape "$rate"; }
+  if ! "${in_host[@]}" "$BIN/oneflow" calibrate --nodes="$NETNS_NODES_ARG" --token_file="$RUN/token" \
+      --out="$dir/calibration.jsonl" > "$dir/calibrate.out" 2> "$dir/calibrate.err"; then
+    tail -20 "$dir/calibrate.err" >&2
+    die "oneflow calibrate across the daemons failed"
+  fi
+  [[ "$network" == netns ]] && netns_unshape
+  CASE_CALIBRATION="$dir/calibration.jsonl"
 }
 
 median_step() {  # metrics file -> median step_ms after the warm-up
@@ -229,13 +272,14 @@ run_case() {
       continue
     fi
     plan="$dir/$mode.plan"
-    local compression="$mode" bucket_flags=()
+    local compression="$mode" bucket_flags=() calibration_flags=()
+    [[ -n "$CASE_CALIBRATION" ]] && calibration_flags=(--codec_calibration="$CASE_CALIBRATION")
     if [[ "$mode" == off_bucket_mb_* ]]; then
       compression=off
       bucket_flags=(--bucket_mb="$BUCKET_REFERENCE")
     fi
     # shellcheck disable=SC2086
-    "$BIN/gpt" --nodes="$nodes" --devices_per_node="$dpn" $flags $GPT_FLAGS "${bucket_flags[@]}" \
+    "$BIN/gpt" --nodes="$nodes" --devices_per_node="$dpn" $flags $GPT_FLAGS "${bucket_flags[@]}" "${calibration_flags[@]}" \
       --compression="$compression" --inter_node_bandwidth="$bw" --plan_out="$plan" > "$dir/$mode.compile.log"
     # The floor's first half: the same plan, every node in this process, no network.
     "$BIN/oneflow" run "$plan" --iters="$ITERS" --metrics="$dir/$mode.inprocess.metrics" > /dev/null
@@ -281,7 +325,7 @@ run_case() {
       "$BIN/oneflow" inspect "$plan" --format=json > "$dir/$mode.inspect.json" ||
         die "oneflow inspect of $name ($mode) failed"
     fi
-    BENCH_WARMUP="$WARMUP" BENCH_BUCKET_REFERENCE="$BUCKET_REFERENCE" \
+    BENCH_WARMUP="$WARMUP" BENCH_BUCKET_REFERENCE="$BUCKET_REFERENCE" BENCH_CALIBRATION="$CASE_CALIBRATION" \
     "$PY" - "$name" "$rate" "$mode" "$nodes" "$dpn" "$ITERS" "$link_bytes" \
         "$(median_step "$dir/$mode.inprocess.metrics")" "$(median_step "$dir/$mode.launched.metrics")" \
         "$dir" "$profile_json" <<'PYEOF'
@@ -298,6 +342,20 @@ if rate:
     floor = max(inproc, link_ms)
     line.update({"link_bytes_per_iter": int(per_iter), "link_ms": round(link_ms, 2),
                  "floor_ms": round(floor, 2), "launched_over_floor": round(launched / floor, 3)})
+# Which calibration the compile read: the file and its links, compute rates and shared
+# machine (sbp/calibration.h's lines).
+calibration = os.environ.get("BENCH_CALIBRATION", "")
+line["calibration"] = calibration or None
+if calibration:
+    for l in open(calibration):
+        c = json.loads(l)
+        if c.get("compute") in ("gemm", "memory"):
+            line["calibration_%s_per_second" % c["compute"]] = c["per_second"]
+        elif c.get("link") in ("intra_node", "inter_node"):
+            line["calibration_%s_latency_s" % c["link"]] = c["latency_seconds"]
+            line["calibration_%s_bytes_per_second" % c["link"]] = c["bytes_per_second"]
+        elif c.get("machine") == "shared":
+            line["calibration_shared_machine_cores"] = c["cores"]
 if name == "demo_loopback":
     line.update({"goal": "launched <= 1.3x in-process", "met": launched <= 1.3 * inproc})
 elif name == "gpt_dp3tp2" and mode.startswith("off"):
@@ -386,6 +444,14 @@ if os.path.exists(profile_json):
         line["backward_end_skew_ms"] = round(skews[len(skews) // 2], 2)
     if tails:
         line["reduction_after_last_backward_ms"] = round(tails[len(tails) // 2], 2)
+    # When each device's next forward started after its own backward ended (its first
+    # compute act of iteration i + 1 against its last backward act of i): how long the
+    # next iteration waited for the reductions left at the end of backward. Median over
+    # devices and measured iterations.
+    waits = sorted((iteration_start[(pid, i + 1)] - end) / 1e3 for (pid, i), end in backward_end.items()
+                   if i >= warmup and (pid, i + 1) in iteration_start)
+    if waits:
+        line["next_forward_after_backward_ms"] = round(waits[len(waits) // 2], 2)
 if mode == "off" and os.path.exists(os.path.join(d, "off_bucket_mb_" + os.environ.get("BENCH_BUCKET_REFERENCE", "") + ".summary.json")):
     ref = json.load(open(os.path.join(d, "off_bucket_mb_" + os.environ["BENCH_BUCKET_REFERENCE"] + ".summary.json")))
     line["over_bucket_reference"] = round(launched / ref["launched_step_ms"], 3)
@@ -450,7 +516,7 @@ main() {
   build
   (umask 077 && head -c 32 /dev/urandom | od -An -tx1 | tr -d ' \n' > "$RUN/token")
   echo "{\"config\": {\"cases\": \"$CASES\", \"rates_mbit\": [$RATES], \"iters\": $ITERS, \"warmup\": $WARMUP," \
-    "\"launch_flags\": \"$LAUNCH_FLAGS\", \"gpt_flags\": \"$GPT_FLAGS\", \"modes\": \"$MODES\", \"bucket_reference\": \"$BUCKET_REFERENCE\", \"trace\": $TRACE, \"oneflow_openblas_coretype\": \"${OPENBLAS_CORETYPE:-auto}\", \"cpus\": $(nproc), \"load_avg_1m\": $(cut -d' ' -f1 /proc/loadavg)," \
+    "\"launch_flags\": \"$LAUNCH_FLAGS\", \"gpt_flags\": \"$GPT_FLAGS\", \"modes\": \"$MODES\", \"bucket_reference\": \"$BUCKET_REFERENCE\", \"trace\": $TRACE, \"calibration\": \"$CALIBRATION\", \"oneflow_openblas_coretype\": \"${OPENBLAS_CORETYPE:-auto}\", \"cpus\": $(nproc), \"load_avg_1m\": $(cut -d' ' -f1 /proc/loadavg)," \
     "\"commit\": \"$(git -C "$ROOT" rev-parse --short HEAD 2>/dev/null || echo unknown)\"}}"
   local name spec network nodes rate
   for name in "${CASE_LIST[@]}"; do
@@ -458,11 +524,13 @@ main() {
     read -r network nodes _ <<< "${spec%%|*}"
     if [[ "$network" == loopback ]]; then
       loopback_start_daemons "$nodes" "$BIN" "$RUN/token" "$RUN/loopback.$name"
+      calibrate_case loopback 0 "$RUN/$name.calibration"
       run_case "$name" 0
       netns_stop_daemons
     else
       netns_create "$nodes"
       netns_start_daemons "$BIN" "$RUN/token" "$RUN/netns.$name" "$PORT"
+      calibrate_case netns "${RATE_LIST[0]}" "$RUN/$name.calibration"
       for rate in "${RATE_LIST[@]}"; do run_case "$name" "$rate"; done
       netns_teardown
     fi
