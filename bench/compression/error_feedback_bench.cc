@@ -93,18 +93,24 @@
 
 ABSL_FLAG(int64_t, iterations, 200, "training iterations per mode");
 ABSL_FLAG(int64_t, tail, 20, "final loss: mean over this many last iterations");
-ABSL_FLAG(int64_t, batch, 8, "gpt batch");
-ABSL_FLAG(int64_t, seq, 16, "gpt sequence length");
-ABSL_FLAG(int64_t, layers, 2, "gpt layers");
-ABSL_FLAG(int64_t, hidden, 64, "gpt hidden size");
-ABSL_FLAG(int64_t, heads, 4, "gpt heads");
-ABSL_FLAG(int64_t, vocab, 64, "gpt vocabulary");
-ABSL_FLAG(double, learning_rate, 1e-2, "learning rate (AdamW's, or SGD's with --optimizer=sgd)");
+ABSL_FLAG(std::string, model, "tiny",
+          "the gpt and its schedule: tiny (L2 h64 heads 4 v64, batch 8, seq 16, AdamW lr 1e-2, warm-up 5: "
+          "every figure of sessions 38-47) or example (examples/gpt's own defaults, GptConfig{}: L2 h128 "
+          "heads 4 v512, batch 8, seq 64, AdamW lr 3e-4, warm-up 100 then cosine); the flags below override "
+          "one value each");
+ABSL_FLAG(int64_t, batch, 0, "gpt batch (0: --model's)");
+ABSL_FLAG(int64_t, seq, 0, "gpt sequence length (0: --model's)");
+ABSL_FLAG(int64_t, layers, 0, "gpt layers (0: --model's)");
+ABSL_FLAG(int64_t, hidden, 0, "gpt hidden size (0: --model's)");
+ABSL_FLAG(int64_t, heads, 0, "gpt heads (0: --model's)");
+ABSL_FLAG(int64_t, vocab, 0, "gpt vocabulary (0: --model's)");
+ABSL_FLAG(double, learning_rate, 0,
+          "learning rate (AdamW's, or SGD's with --optimizer=sgd; 0: --model's)");
 ABSL_FLAG(std::string, optimizer, "adamw",
           "adamw (the gpt's own) or sgd (momentum --momentum, the same schedule): whether a mode's effect is "
           "the optimizer's (error feedback suits SGD's linear update, not Adam's per-element scaling)");
 ABSL_FLAG(double, momentum, 0.9, "SGD momentum (--optimizer=sgd)");
-ABSL_FLAG(int64_t, warmup_steps, 5, "linear warmup steps");
+ABSL_FLAG(int64_t, warmup_steps, -1, "linear learning-rate warmup steps (-1: --model's)");
 ABSL_FLAG(int64_t, dense_eval, 20,
           "after training, evaluate each mode's trained weights with one dense plan on the next this many "
           "batches (examples/common/dense_evaluation.h; 0: off): the loss of what a mode learnt, without "
@@ -172,7 +178,18 @@ struct Mode {
   // session 47 gave the shard owner a residual there).
   bool gradient_gathers_dense = false;
   bool gradient_gathers_without_feedback = false;
+  // The noise floor of one trajectory, dense or not: init scales every normal
+  // initializer's standard deviation by 1 + 1e-7 (the initial weights move by about one
+  // f32 rounding each), 1dev trains the same job compiled for one device (the sums run in
+  // another order; only with dense).
+  bool perturbed_initial_weights = false;
+  bool one_device = false;
 };
+
+// The relative change of the initial weights' standard deviation under +init: the size
+// of one f32 rounding (2^-24 = 6e-8), so the trajectories part as they would under any
+// change of summation order.
+constexpr double kInitialWeightPerturbation = 1e-7;
 
 absl::StatusOr<Mode> ParseMode(const std::string& text) {
   std::string spec = text;
@@ -180,9 +197,9 @@ absl::StatusOr<Mode> ParseMode(const std::string& text) {
   if (text == "int4_grad") spec = "int4+grad";
   if (text == "int4_grad_ef") spec = "int4+grad+ef";
   Mode mode;
-  if (spec == "dense") return mode;
   const std::vector<std::string> parts = absl::StrSplit(spec, '+');
-  if (parts[0] == "auto") {
+  if (parts[0] == "dense") {
+  } else if (parts[0] == "auto") {
     mode.automatic = true;
   } else if (parts[0] == "int4") {
     mode.codec = CompressionKind::kInt4;
@@ -191,12 +208,19 @@ absl::StatusOr<Mode> ParseMode(const std::string& text) {
   } else {
     return absl::InvalidArgumentError(
         absl::StrCat("--modes: unknown mode '", text,
-                     "'; valid: dense, or auto / int4 / int8 followed by +gN, +had, +grad, +fwd, +bwd, +ef, +sr, +srg, +ln8, +lnd, +lgd, +chain8, +nobound, +dwN, +agd, +agnf, +dense:TENSOR (e.g. "
+                     "'; valid: dense, dense+init, dense+1dev, or auto / int4 / int8 followed by +init, +gN, +had, +grad, +fwd, +bwd, +ef, +sr, +srg, +ln8, +lnd, +lgd, +chain8, +nobound, +dwN, +agd, +agnf, +dense:TENSOR (e.g. "
                      "int4+g32+had+grad), or int4_ef, int4_grad, int4_grad_ef"));
   }
   for (size_t i = 1; i < parts.size(); ++i) {
     const std::string& part = parts[i];
-    if (part == "had") {
+    if (part == "init") {
+      mode.perturbed_initial_weights = true;
+    } else if (part == "1dev" && parts[0] == "dense") {
+      mode.one_device = true;
+    } else if (parts[0] == "dense") {
+      return absl::InvalidArgumentError(
+          absl::StrCat("--modes: '", text, "': unknown option '", part, "' for dense; valid: init, 1dev"));
+    } else if (part == "had") {
       mode.hadamard = true;
     } else if (part == "grad") {
       mode.roles.insert(part);
@@ -233,7 +257,7 @@ absl::StatusOr<Mode> ParseMode(const std::string& text) {
                mode.group_size >= 1) {
     } else {
       return absl::InvalidArgumentError(absl::StrCat("--modes: '", text, "': unknown option '", part,
-                                                     "'; valid: gN (N >= 1), had, fwd, bwd, grad, ef, sr, srg, ln8, lnd, "
+                                                     "'; valid: init, gN (N >= 1), had, fwd, bwd, grad, ef, sr, srg, ln8, lnd, "
                                                      "chain8, lgd, agd, agnf, nobound, dwN (N >= 1), "
                                                      "dense:TENSOR[:TENSOR...]"));
     }
@@ -281,10 +305,10 @@ void ListBoxings(const proto::Plan& plan) {
   }
 }
 
-absl::StatusOr<Curve> Run(const proto::Job& job, const examples::ParallelLayout& layout, const Mode& mode,
+absl::StatusOr<Curve> Run(const proto::Job& job, const proto::Cluster& cluster, const Mode& mode,
                           const proto::Plan* evaluation) {
   CompileOptions options;
-  options.cluster = layout.cluster();
+  options.cluster = cluster;
   // Compressed gradient all-reduces share buckets, whose members must keep one format; the
   // modes below edit steps one by one (error feedback, roles, codecs), so every gradient
   // keeps its own call, in every mode, dense too (the same sums: a bucket encodes each
@@ -428,6 +452,64 @@ struct Gaps {
   int seeds = 0;
 };
 
+// --model: the gpt's configuration, then each flag given over it.
+absl::StatusOr<examples::GptConfig> ModelConfig(const std::string& name) {
+  examples::GptConfig config;  // example: the gpt example's own defaults
+  if (name == "tiny") {
+    config.seq = 16;
+    config.hidden = 64;
+    config.vocab = 64;
+    config.learning_rate = 1e-2;
+    config.warmup_steps = 5;
+  } else if (name != "example") {
+    return absl::InvalidArgumentError(absl::StrCat("--model=", name, ": valid: tiny, example"));
+  }
+  if (absl::GetFlag(FLAGS_batch) > 0) config.batch = absl::GetFlag(FLAGS_batch);
+  if (absl::GetFlag(FLAGS_seq) > 0) config.seq = absl::GetFlag(FLAGS_seq);
+  if (absl::GetFlag(FLAGS_layers) > 0) config.layers = absl::GetFlag(FLAGS_layers);
+  if (absl::GetFlag(FLAGS_hidden) > 0) config.hidden = absl::GetFlag(FLAGS_hidden);
+  if (absl::GetFlag(FLAGS_heads) > 0) config.heads = absl::GetFlag(FLAGS_heads);
+  if (absl::GetFlag(FLAGS_vocab) > 0) config.vocab = absl::GetFlag(FLAGS_vocab);
+  if (absl::GetFlag(FLAGS_learning_rate) > 0) config.learning_rate = absl::GetFlag(FLAGS_learning_rate);
+  if (absl::GetFlag(FLAGS_warmup_steps) >= 0) config.warmup_steps = absl::GetFlag(FLAGS_warmup_steps);
+  config.text_file = absl::GetFlag(FLAGS_text_file);
+  return config;
+}
+
+// One seed's job as a mode trains it: on the bench's layout or one device, with the
+// initial weights perturbed or not, and the dense plan that evaluates its checkpoints.
+struct TrainedJob {
+  proto::Job job;
+  proto::Cluster cluster;
+  std::optional<proto::Plan> evaluation;  // --dense_eval
+};
+
+absl::StatusOr<TrainedJob> BuildJob(const examples::GptConfig& config, const examples::ParallelLayout& layout,
+                                    bool perturbed_initial_weights, bool sgd) {
+  TrainedJob trained;
+  absl::StatusOr<proto::Job> job = examples::BuildGpt(config, layout);
+  if (!job.ok()) return job.status();
+  trained.job = *std::move(job);
+  trained.cluster = layout.cluster();
+  if (sgd) trained.job.mutable_optimizer()->mutable_sgd()->set_momentum(absl::GetFlag(FLAGS_momentum));
+  if (perturbed_initial_weights) {
+    for (proto::VariableDef& variable : *trained.job.mutable_variables()) {
+      proto::Initializer& initializer = *variable.mutable_initializer();
+      if (initializer.kind() == proto::Initializer::NORMAL) {
+        initializer.set_stddev(initializer.stddev() * (1 + kInitialWeightPerturbation));
+      }
+    }
+  }
+  if (absl::GetFlag(FLAGS_dense_eval) > 0) {
+    absl::StatusOr<proto::Plan> plan = examples::DenseEvaluationPlan(trained.job, trained.cluster);
+    if (!plan.ok()) {
+      return absl::Status(plan.status().code(), absl::StrCat("--dense_eval: ", plan.status().message()));
+    }
+    trained.evaluation = *std::move(plan);
+  }
+  return trained;
+}
+
 int Main() {
   examples::ParallelFlags flags;
   flags.nodes = 2;
@@ -435,23 +517,21 @@ int Main() {
   flags.dp = 2;
   flags.tp = 2;
   absl::StatusOr<examples::ParallelLayout> layout = examples::ParallelLayout::Create(flags);
-  if (!layout.ok()) {
-    fprintf(stderr, "%s\n", layout.status().ToString().c_str());
+  // +1dev's layout: one node, one device.
+  absl::StatusOr<examples::ParallelLayout> one_device = examples::ParallelLayout::Create(examples::ParallelFlags());
+  if (!layout.ok() || !one_device.ok()) {
+    fprintf(stderr, "%s\n", (layout.ok() ? one_device.status() : layout.status()).ToString().c_str());
     return 1;
   }
-  examples::GptConfig config;
-  config.batch = absl::GetFlag(FLAGS_batch);
-  config.seq = absl::GetFlag(FLAGS_seq);
-  config.layers = absl::GetFlag(FLAGS_layers);
-  config.hidden = absl::GetFlag(FLAGS_hidden);
-  config.heads = absl::GetFlag(FLAGS_heads);
-  config.vocab = absl::GetFlag(FLAGS_vocab);
-  config.learning_rate = absl::GetFlag(FLAGS_learning_rate);
-  config.warmup_steps = absl::GetFlag(FLAGS_warmup_steps);
-  config.text_file = absl::GetFlag(FLAGS_text_file);
+  absl::StatusOr<examples::GptConfig> chosen = ModelConfig(absl::GetFlag(FLAGS_model));
+  if (!chosen.ok()) {
+    fprintf(stderr, "%s\n", std::string(chosen.status().message()).c_str());
+    return 1;
+  }
+  examples::GptConfig config = *chosen;
   const std::string model =
       absl::StrCat("gpt L", config.layers, " h", config.hidden, " b", config.batch, " s", config.seq, " v",
-                   config.vocab, " lr", config.learning_rate, " ",
+                   config.vocab, " lr", config.learning_rate, " warmup ", config.warmup_steps, " ",
                    absl::GetFlag(FLAGS_optimizer) == "sgd"
                        ? absl::StrCat("sgd momentum ", absl::GetFlag(FLAGS_momentum), " ")
                        : std::string(),
@@ -494,24 +574,24 @@ int Main() {
   std::map<std::string, Gaps> gaps;
   for (const uint64_t seed : seeds) {
     config.seed = seed;
-    absl::StatusOr<proto::Job> job = examples::BuildGpt(config, *layout);
-    if (!job.ok()) {
-      fprintf(stderr, "%s\n", job.status().ToString().c_str());
-      return 1;
-    }
-    if (sgd) job->mutable_optimizer()->mutable_sgd()->set_momentum(absl::GetFlag(FLAGS_momentum));
-    std::optional<proto::Plan> evaluation;
-    if (absl::GetFlag(FLAGS_dense_eval) > 0) {
-      absl::StatusOr<proto::Plan> plan = examples::DenseEvaluationPlan(*job, layout->cluster());
-      if (!plan.ok()) {
-        fprintf(stderr, "--dense_eval: %s\n", plan.status().ToString().c_str());
-        return 1;
-      }
-      evaluation = *std::move(plan);
-    }
+    // The job each mode trains, by (+1dev, +init): built once per seed.
+    std::map<std::pair<bool, bool>, TrainedJob> jobs;
     Curve dense;
     for (const std::string& mode : modes) {
-      absl::StatusOr<Curve> curve = Run(*job, *layout, parsed[mode], evaluation ? &*evaluation : nullptr);
+      const Mode& one = parsed[mode];
+      const std::pair<bool, bool> key(one.one_device, one.perturbed_initial_weights);
+      if (jobs.count(key) == 0) {
+        absl::StatusOr<TrainedJob> built =
+            BuildJob(config, one.one_device ? *one_device : *layout, one.perturbed_initial_weights, sgd);
+        if (!built.ok()) {
+          fprintf(stderr, "%s: %s\n", mode.c_str(), built.status().ToString().c_str());
+          return 1;
+        }
+        jobs[key] = *std::move(built);
+      }
+      const TrainedJob& job = jobs[key];
+      absl::StatusOr<Curve> curve =
+          Run(job.job, job.cluster, one, job.evaluation ? &*job.evaluation : nullptr);
       if (!curve.ok()) {
         fprintf(stderr, "%s: %s\n", mode.c_str(), curve.status().ToString().c_str());
         return 1;
@@ -525,7 +605,7 @@ int Main() {
       mode_gaps.mean_gap += mean_loss / dense_mean - 1;
       mode_gaps.rel_l2 += curve->encoded.RelativeError();
       const double evaluated = MeanOf(curve->evaluated, 0), dense_evaluated = MeanOf(dense.evaluated, 0);
-      const double eval_gap = evaluation ? evaluated / dense_evaluated - 1 : 0;
+      const double eval_gap = job.evaluation ? evaluated / dense_evaluated - 1 : 0;
       mode_gaps.eval_gap += eval_gap;
       const size_t windows = curve->losses.size() / std::max<int64_t>(tail, 1);
       mode_gaps.window_gaps.resize(windows, 0.0);
@@ -545,7 +625,7 @@ int Main() {
              model.c_str(), static_cast<unsigned long long>(seed), mode.c_str(), static_cast<long long>(iterations),
              static_cast<long long>(tail), final_loss, dense_final, final_loss / dense_final - 1, mean_loss,
              dense_mean, mean_loss / dense_mean - 1, curve->encoded.RelativeError(),
-             evaluation ? absl::StrFormat("\"dense_eval_loss\":%.6f,\"dense_eval_dense_loss\":%.6f,"
+             job.evaluation ? absl::StrFormat("\"dense_eval_loss\":%.6f,\"dense_eval_dense_loss\":%.6f,"
                                           "\"dense_eval_gap\":%.5f,",
                                           evaluated, dense_evaluated, eval_gap)
                               .c_str()
