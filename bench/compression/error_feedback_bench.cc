@@ -184,6 +184,11 @@ struct Mode {
   // another order; only with dense).
   bool perturbed_initial_weights = false;
   bool one_device = false;
+  // fv / fvN: AdamW's second moment frozen from iteration N on (fv: N = dwN's warm-up),
+  // the adamw ops' variance_frozen_from (oneflow_core/ops/optimizer.cc): 1-bit Adam's
+  // frozen variance, under which the step is linear in the gradient.
+  bool freeze_variance = false;
+  int64_t variance_frozen_from = 0;  // 0 with freeze_variance: the dense warm-up's end
 };
 
 // The relative change of the initial weights' standard deviation under +init: the size
@@ -215,11 +220,15 @@ absl::StatusOr<Mode> ParseMode(const std::string& text) {
     const std::string& part = parts[i];
     if (part == "init") {
       mode.perturbed_initial_weights = true;
+    } else if (part == "fv" || (part.size() > 2 && part.substr(0, 2) == "fv" &&
+                                absl::SimpleAtoi(part.substr(2), &mode.variance_frozen_from) &&
+                                mode.variance_frozen_from >= 1)) {
+      mode.freeze_variance = true;
     } else if (part == "1dev" && parts[0] == "dense") {
       mode.one_device = true;
     } else if (parts[0] == "dense") {
       return absl::InvalidArgumentError(
-          absl::StrCat("--modes: '", text, "': unknown option '", part, "' for dense; valid: init, 1dev"));
+          absl::StrCat("--modes: '", text, "': unknown option '", part, "' for dense; valid: init, 1dev, fvN"));
     } else if (part == "had") {
       mode.hadamard = true;
     } else if (part == "grad") {
@@ -257,7 +266,7 @@ absl::StatusOr<Mode> ParseMode(const std::string& text) {
                mode.group_size >= 1) {
     } else {
       return absl::InvalidArgumentError(absl::StrCat("--modes: '", text, "': unknown option '", part,
-                                                     "'; valid: init, gN (N >= 1), had, fwd, bwd, grad, ef, sr, srg, ln8, lnd, "
+                                                     "'; valid: init, fv, fvN (N >= 1), gN (N >= 1), had, fwd, bwd, grad, ef, sr, srg, ln8, lnd, "
                                                      "chain8, lgd, agd, agnf, nobound, dwN (N >= 1), "
                                                      "dense:TENSOR[:TENSOR...]"));
     }
@@ -343,7 +352,20 @@ absl::StatusOr<Curve> Run(const proto::Job& job, const proto::Cluster& cluster, 
   const bool edits_steps = mode.layer_norm_inputs != CompressionKind::kInt4 || mode.gradient_chain_int8 ||
                             mode.logits_dense || !mode.dense_tensors.empty() || mode.gradient_gathers_dense ||
                             mode.gradient_gathers_without_feedback;
-  if (!mode.roles.empty() || mode.hadamard || options.error_feedback != mode.error_feedback || edits_steps) {
+  if (mode.freeze_variance) {
+    const int64_t from = mode.variance_frozen_from > 0 ? mode.variance_frozen_from : mode.dense_warmup;
+    if (from < 1) {
+      return absl::InvalidArgumentError("--modes: fv freezes AdamW's variance at the dense warm-up's end: "
+                                        "give dwN too, or fvN");
+    }
+    for (proto::OpDef& op : *plan->mutable_job()->mutable_ops()) {
+      if (op.type() == "adamw_update" || op.type() == "adamw_step") {
+        (*op.mutable_attrs())["variance_frozen_from"].set_i(from);
+      }
+    }
+  }
+  if (!mode.roles.empty() || mode.hadamard || options.error_feedback != mode.error_feedback || edits_steps ||
+      mode.freeze_variance) {
     std::set<std::string> densified;  // the dense:TENSOR names that named a boxing
     for (proto::BoxingDef& boxing : *plan->mutable_boxings()) {
       // The last compressed step of the boxing (chain8 keeps its codec).
@@ -620,7 +642,7 @@ int Main() {
       ++mode_gaps.seeds;
       printf("{\"bench\":\"error_feedback\",\"model\":\"%s\",\"layout\":\"2 nodes x 2 devices, dp=2 x tp=2\","
              "\"seed\":%llu,\"mode\":\"%s\",\"iterations\":%lld,\"tail\":%lld,\"final_loss\":%.6f,"
-             "\"dense_final_loss\":%.6f,\"final_loss_gap\":%.5f,\"mean_loss\":%.6f,\"dense_mean_loss\":%.6f,"
+             "\"dense_final_loss\":%.6f,\"final_loss_gap\":%.7f,\"mean_loss\":%.6f,\"dense_mean_loss\":%.6f,"
              "\"mean_loss_gap\":%.5f,\"rel_l2\":%.4f,%s\"seconds\":%.2f}\n",
              model.c_str(), static_cast<unsigned long long>(seed), mode.c_str(), static_cast<long long>(iterations),
              static_cast<long long>(tail), final_loss, dense_final, final_loss / dense_final - 1, mean_loss,
@@ -643,7 +665,7 @@ int Main() {
     }
     printf("{\"bench\":\"error_feedback\",\"model\":\"%s\",\"layout\":\"2 nodes x 2 devices, dp=2 x tp=2\","
            "\"seed\":\"mean\",\"seeds\":%d,\"mode\":\"%s\",\"iterations\":%lld,\"tail\":%lld,"
-           "\"final_loss_gap\":%.5f,\"mean_loss_gap\":%.5f,\"rel_l2\":%.4f,%s\"gap_curve\":[%s]}\n",
+           "\"final_loss_gap\":%.7f,\"mean_loss_gap\":%.5f,\"rel_l2\":%.4f,%s\"gap_curve\":[%s]}\n",
            model.c_str(), mode_gaps.seeds, mode.c_str(), static_cast<long long>(iterations),
            static_cast<long long>(tail), mode_gaps.final_gap / seed_count, mode_gaps.mean_gap / seed_count,
            mode_gaps.rel_l2 / seed_count,
