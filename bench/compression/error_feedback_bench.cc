@@ -32,18 +32,31 @@
 //                  boxings of tensors T1, T2, ... run dense; e.g. int4+fwd+dw50+dense:add_61 is one
 //                  tensor's share of the forward gap), agd (the all-gathers that end a gradient's
 //                  chain, layer norms' and wpe's, run dense), agnf (they keep their codec
-//                  without error feedback, as before session 47); e.g. int4+g128 is forced
-//                  int4 as it was before groups of 32, int4+g32+grad+ef, int4+sr+ef.
+//                  without error feedback, as before session 47), fv / fvN (AdamW's second
+//                  moment frozen from the dense warm-up's end / from iteration N on: the
+//                  adamw ops' variance_frozen_from, 1-bit Adam's frozen variance), init
+//                  (the initial weights perturbed, as dense+init); e.g. int4+g128 is forced
+//                  int4 as it was before groups of 32, int4+g32+grad+ef, int4+sr+ef,
+//                  int4+grad+dw50+ef+fv.
+//   dense+init     dense with every normal initializer's standard deviation x (1 + 1e-7):
+//                  the initial weights move by about one f32 rounding, the size of a change
+//                  of summation order (session 48's noise floor)
+//   dense+1dev     the same job compiled for one device (its sums in another order)
+//   dense+fvN      dense with AdamW's variance frozen from iteration N: the reference of
+//                  every later mode that freezes it at N (their lines say "reference")
 //                  int4_ef, int4_grad and int4_grad_ef are int4+ef, int4+grad and
 //                  int4+grad+ef.
 // --list_boxings first prints one line per compressed step of the first compressed mode's
 // plan as compiled (forced on every eligible step), with the role its options select by:
 //   {"boxing":"add_1","producer":"add_1","consumer":"layer_norm_2","step":"STEP_REDUCE_SCATTER",
 //    "axis":1,"bytes_per_device":8192,"role":"fwd","codec":"INT4 G=32"}
+// --model=tiny (the default: the gpt of every figure before session 48) or example (the gpt
+// example's own defaults, examples::GptConfig{}: L2 h128 v512 seq 64, AdamW lr 3e-4, warm-up
+// 100 then cosine); --batch, --seq, ... override one value each.
 // One JSON line per seed and mode, then one per mode with the gaps averaged over seeds
 // ("seed":"mean"):
-//   {"bench":"error_feedback","model":"gpt L2 h64 b8 s16 v64 lr0.01 synthetic",
-//    "layout":"2 nodes x 2 devices, dp=2 x tp=2","seed":1,"mode":"int4_ef",
+//   {"bench":"error_feedback","model":"gpt L2 h64 b8 s16 v64 lr0.01 warmup 5 synthetic",
+//    "layout":"2 nodes x 2 devices, dp=2 x tp=2","seed":1,"mode":"int4_ef","reference":"dense",
 //    "iterations":200,"tail":20,"final_loss":..,"dense_final_loss":..,"final_loss_gap":..,
 //    "mean_loss":..,"dense_mean_loss":..,"mean_loss_gap":..,"rel_l2":..,"seconds":..}
 // With --dense_eval=K (default 20; 0: off) each run is checkpointed after its iterations
@@ -57,8 +70,10 @@
 // made (the metrics' sums over iterations and codecs; 0 for dense). The mean lines add
 // "rel_l2" averaged over seeds and "gap_curve": the relative gap of the mean loss over each
 // window of --tail iterations (iterations 0-19, 20-39, ...), averaged over seeds, to see
-// whether a gap grows with training. Single trajectories of these small models part from
-// each other under any perturbation, so compare the seeds' mean, not one seed.
+// whether a gap grows with training. A dense trajectory does not part from itself under a
+// perturbation of floating-point size (dense+init, dense+1dev: below 1e-5 of the final
+// loss, session 48), but int4's gap moves by seed by more than the 0.5% bar, so compare
+// the seeds' mean and its spread, not one seed.
 //
 //   bazel run //bench/compression:error_feedback_bench
 //   bazel run //bench/compression:error_feedback_bench -- --modes=int4+g128,int4,int4+g32+grad,int8
@@ -598,9 +613,14 @@ int Main() {
     config.seed = seed;
     // The job each mode trains, by (+1dev, +init): built once per seed.
     std::map<std::pair<bool, bool>, TrainedJob> jobs;
-    Curve dense;
+    Curve this_seed_dense;
+    // dense+fvN's runs by N: a mode that freezes AdamW's variance at N is read against
+    // dense+fvN when the run has it (the same optimizer without the codecs), else dense.
+    std::map<int64_t, Curve> frozen_dense;
     for (const std::string& mode : modes) {
       const Mode& one = parsed[mode];
+      const int64_t frozen_from =
+          one.freeze_variance ? (one.variance_frozen_from > 0 ? one.variance_frozen_from : one.dense_warmup) : 0;
       const std::pair<bool, bool> key(one.one_device, one.perturbed_initial_weights);
       if (jobs.count(key) == 0) {
         absl::StatusOr<TrainedJob> built =
@@ -618,7 +638,13 @@ int Main() {
         fprintf(stderr, "%s: %s\n", mode.c_str(), curve.status().ToString().c_str());
         return 1;
       }
-      if (mode == "dense") dense = *curve;
+      if (mode == "dense") this_seed_dense = *curve;
+      const bool frozen_reference = one.codec == CompressionKind::kNone && !one.automatic && !one.one_device &&
+                                    !one.perturbed_initial_weights && frozen_from > 0;
+      if (frozen_reference) frozen_dense[frozen_from] = *curve;
+      const bool against_frozen = !frozen_reference && frozen_dense.count(frozen_from) > 0;
+      const std::string reference = against_frozen ? absl::StrCat("dense+fv", frozen_from) : "dense";
+      const Curve& dense = against_frozen ? frozen_dense[frozen_from] : this_seed_dense;
       const size_t first = curve->losses.size() - tail;
       const double final_loss = MeanOf(curve->losses, first), dense_final = MeanOf(dense.losses, first);
       const double mean_loss = MeanOf(curve->losses, 0), dense_mean = MeanOf(dense.losses, 0);
@@ -641,10 +667,10 @@ int Main() {
       }
       ++mode_gaps.seeds;
       printf("{\"bench\":\"error_feedback\",\"model\":\"%s\",\"layout\":\"2 nodes x 2 devices, dp=2 x tp=2\","
-             "\"seed\":%llu,\"mode\":\"%s\",\"iterations\":%lld,\"tail\":%lld,\"final_loss\":%.6f,"
+             "\"seed\":%llu,\"mode\":\"%s\",\"reference\":\"%s\",\"iterations\":%lld,\"tail\":%lld,\"final_loss\":%.6f,"
              "\"dense_final_loss\":%.6f,\"final_loss_gap\":%.7f,\"mean_loss\":%.6f,\"dense_mean_loss\":%.6f,"
              "\"mean_loss_gap\":%.5f,\"rel_l2\":%.4f,%s\"seconds\":%.2f}\n",
-             model.c_str(), static_cast<unsigned long long>(seed), mode.c_str(), static_cast<long long>(iterations),
+             model.c_str(), static_cast<unsigned long long>(seed), mode.c_str(), reference.c_str(), static_cast<long long>(iterations),
              static_cast<long long>(tail), final_loss, dense_final, final_loss / dense_final - 1, mean_loss,
              dense_mean, mean_loss / dense_mean - 1, curve->encoded.RelativeError(),
              job.evaluation ? absl::StrFormat("\"dense_eval_loss\":%.6f,\"dense_eval_dense_loss\":%.6f,"
