@@ -151,7 +151,8 @@ absl::Status RunAdamW(const char* kernel, const KernelContext& context, const Ad
       for (int64_t i = begin; i < end; ++i) {
         const float g = grad[i];
         m[i] = b1 * m[i] + one_minus_b1 * g;
-        if (!frozen) v[i] = b2 * v[i] + one_minus_b2 * g * g;
+        // A select, not a branch: the loop stays vectorized at -O2 (no loop unswitching).
+        v[i] = frozen ? v[i] : b2 * v[i] + one_minus_b2 * g * g;
         param[i] = param[i] * decay - rate * (m[i] * inverse_c1) / (std::sqrt(v[i]) * inverse_sqrt_c2 + eps);
       }
       return;
