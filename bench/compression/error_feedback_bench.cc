@@ -32,18 +32,31 @@
 //                  boxings of tensors T1, T2, ... run dense; e.g. int4+fwd+dw50+dense:add_61 is one
 //                  tensor's share of the forward gap), agd (the all-gathers that end a gradient's
 //                  chain, layer norms' and wpe's, run dense), agnf (they keep their codec
-//                  without error feedback, as before session 47); e.g. int4+g128 is forced
-//                  int4 as it was before groups of 32, int4+g32+grad+ef, int4+sr+ef.
+//                  without error feedback, as before session 47), fv / fvN (AdamW's second
+//                  moment frozen from the dense warm-up's end / from iteration N on: the
+//                  adamw ops' variance_frozen_from, 1-bit Adam's frozen variance), init
+//                  (the initial weights perturbed, as dense+init); e.g. int4+g128 is forced
+//                  int4 as it was before groups of 32, int4+g32+grad+ef, int4+sr+ef,
+//                  int4+grad+dw50+ef+fv.
+//   dense+init     dense with every normal initializer's standard deviation x (1 + 1e-7):
+//                  the initial weights move by about one f32 rounding, the size of a change
+//                  of summation order (session 48's noise floor)
+//   dense+1dev     the same job compiled for one device (its sums in another order)
+//   dense+fvN      dense with AdamW's variance frozen from iteration N: the reference of
+//                  every later mode that freezes it at N (their lines say "reference")
 //                  int4_ef, int4_grad and int4_grad_ef are int4+ef, int4+grad and
 //                  int4+grad+ef.
 // --list_boxings first prints one line per compressed step of the first compressed mode's
 // plan as compiled (forced on every eligible step), with the role its options select by:
 //   {"boxing":"add_1","producer":"add_1","consumer":"layer_norm_2","step":"STEP_REDUCE_SCATTER",
 //    "axis":1,"bytes_per_device":8192,"role":"fwd","codec":"INT4 G=32"}
+// --model=tiny (the default: the gpt of every figure before session 48) or example (the gpt
+// example's own defaults, examples::GptConfig{}: L2 h128 v512 seq 64, AdamW lr 3e-4, warm-up
+// 100 then cosine); --batch, --seq, ... override one value each.
 // One JSON line per seed and mode, then one per mode with the gaps averaged over seeds
 // ("seed":"mean"):
-//   {"bench":"error_feedback","model":"gpt L2 h64 b8 s16 v64 lr0.01 synthetic",
-//    "layout":"2 nodes x 2 devices, dp=2 x tp=2","seed":1,"mode":"int4_ef",
+//   {"bench":"error_feedback","model":"gpt L2 h64 b8 s16 v64 lr0.01 warmup 5 synthetic",
+//    "layout":"2 nodes x 2 devices, dp=2 x tp=2","seed":1,"mode":"int4_ef","reference":"dense",
 //    "iterations":200,"tail":20,"final_loss":..,"dense_final_loss":..,"final_loss_gap":..,
 //    "mean_loss":..,"dense_mean_loss":..,"mean_loss_gap":..,"rel_l2":..,"seconds":..}
 // With --dense_eval=K (default 20; 0: off) each run is checkpointed after its iterations
@@ -57,8 +70,10 @@
 // made (the metrics' sums over iterations and codecs; 0 for dense). The mean lines add
 // "rel_l2" averaged over seeds and "gap_curve": the relative gap of the mean loss over each
 // window of --tail iterations (iterations 0-19, 20-39, ...), averaged over seeds, to see
-// whether a gap grows with training. Single trajectories of these small models part from
-// each other under any perturbation, so compare the seeds' mean, not one seed.
+// whether a gap grows with training. A dense trajectory does not part from itself under a
+// perturbation of floating-point size (dense+init, dense+1dev: below 1e-5 of the final
+// loss, session 48), but int4's gap moves by seed by more than the 0.5% bar, so compare
+// the seeds' mean and its spread, not one seed.
 //
 //   bazel run //bench/compression:error_feedback_bench
 //   bazel run //bench/compression:error_feedback_bench -- --modes=int4+g128,int4,int4+g32+grad,int8
@@ -93,18 +108,24 @@
 
 ABSL_FLAG(int64_t, iterations, 200, "training iterations per mode");
 ABSL_FLAG(int64_t, tail, 20, "final loss: mean over this many last iterations");
-ABSL_FLAG(int64_t, batch, 8, "gpt batch");
-ABSL_FLAG(int64_t, seq, 16, "gpt sequence length");
-ABSL_FLAG(int64_t, layers, 2, "gpt layers");
-ABSL_FLAG(int64_t, hidden, 64, "gpt hidden size");
-ABSL_FLAG(int64_t, heads, 4, "gpt heads");
-ABSL_FLAG(int64_t, vocab, 64, "gpt vocabulary");
-ABSL_FLAG(double, learning_rate, 1e-2, "learning rate (AdamW's, or SGD's with --optimizer=sgd)");
+ABSL_FLAG(std::string, model, "tiny",
+          "the gpt and its schedule: tiny (L2 h64 heads 4 v64, batch 8, seq 16, AdamW lr 1e-2, warm-up 5: "
+          "every figure of sessions 38-47) or example (examples/gpt's own defaults, GptConfig{}: L2 h128 "
+          "heads 4 v512, batch 8, seq 64, AdamW lr 3e-4, warm-up 100 then cosine); the flags below override "
+          "one value each");
+ABSL_FLAG(int64_t, batch, 0, "gpt batch (0: --model's)");
+ABSL_FLAG(int64_t, seq, 0, "gpt sequence length (0: --model's)");
+ABSL_FLAG(int64_t, layers, 0, "gpt layers (0: --model's)");
+ABSL_FLAG(int64_t, hidden, 0, "gpt hidden size (0: --model's)");
+ABSL_FLAG(int64_t, heads, 0, "gpt heads (0: --model's)");
+ABSL_FLAG(int64_t, vocab, 0, "gpt vocabulary (0: --model's)");
+ABSL_FLAG(double, learning_rate, 0,
+          "learning rate (AdamW's, or SGD's with --optimizer=sgd; 0: --model's)");
 ABSL_FLAG(std::string, optimizer, "adamw",
           "adamw (the gpt's own) or sgd (momentum --momentum, the same schedule): whether a mode's effect is "
           "the optimizer's (error feedback suits SGD's linear update, not Adam's per-element scaling)");
 ABSL_FLAG(double, momentum, 0.9, "SGD momentum (--optimizer=sgd)");
-ABSL_FLAG(int64_t, warmup_steps, 5, "linear warmup steps");
+ABSL_FLAG(int64_t, warmup_steps, -1, "linear learning-rate warmup steps (-1: --model's)");
 ABSL_FLAG(int64_t, dense_eval, 20,
           "after training, evaluate each mode's trained weights with one dense plan on the next this many "
           "batches (examples/common/dense_evaluation.h; 0: off): the loss of what a mode learnt, without "
@@ -172,7 +193,23 @@ struct Mode {
   // session 47 gave the shard owner a residual there).
   bool gradient_gathers_dense = false;
   bool gradient_gathers_without_feedback = false;
+  // The noise floor of one trajectory, dense or not: init scales every normal
+  // initializer's standard deviation by 1 + 1e-7 (the initial weights move by about one
+  // f32 rounding each), 1dev trains the same job compiled for one device (the sums run in
+  // another order; only with dense).
+  bool perturbed_initial_weights = false;
+  bool one_device = false;
+  // fv / fvN: AdamW's second moment frozen from iteration N on (fv: N = dwN's warm-up),
+  // the adamw ops' variance_frozen_from (oneflow_core/ops/optimizer.cc): 1-bit Adam's
+  // frozen variance, under which the step is linear in the gradient.
+  bool freeze_variance = false;
+  int64_t variance_frozen_from = 0;  // 0 with freeze_variance: the dense warm-up's end
 };
+
+// The relative change of the initial weights' standard deviation under +init: the size
+// of one f32 rounding (2^-24 = 6e-8), so the trajectories part as they would under any
+// change of summation order.
+constexpr double kInitialWeightPerturbation = 1e-7;
 
 absl::StatusOr<Mode> ParseMode(const std::string& text) {
   std::string spec = text;
@@ -180,9 +217,9 @@ absl::StatusOr<Mode> ParseMode(const std::string& text) {
   if (text == "int4_grad") spec = "int4+grad";
   if (text == "int4_grad_ef") spec = "int4+grad+ef";
   Mode mode;
-  if (spec == "dense") return mode;
   const std::vector<std::string> parts = absl::StrSplit(spec, '+');
-  if (parts[0] == "auto") {
+  if (parts[0] == "dense") {
+  } else if (parts[0] == "auto") {
     mode.automatic = true;
   } else if (parts[0] == "int4") {
     mode.codec = CompressionKind::kInt4;
@@ -191,12 +228,23 @@ absl::StatusOr<Mode> ParseMode(const std::string& text) {
   } else {
     return absl::InvalidArgumentError(
         absl::StrCat("--modes: unknown mode '", text,
-                     "'; valid: dense, or auto / int4 / int8 followed by +gN, +had, +grad, +fwd, +bwd, +ef, +sr, +srg, +ln8, +lnd, +lgd, +chain8, +nobound, +dwN, +agd, +agnf, +dense:TENSOR (e.g. "
+                     "'; valid: dense, dense+init, dense+1dev, or auto / int4 / int8 followed by +init, +gN, +had, +grad, +fwd, +bwd, +ef, +sr, +srg, +ln8, +lnd, +lgd, +chain8, +nobound, +dwN, +agd, +agnf, +dense:TENSOR (e.g. "
                      "int4+g32+had+grad), or int4_ef, int4_grad, int4_grad_ef"));
   }
   for (size_t i = 1; i < parts.size(); ++i) {
     const std::string& part = parts[i];
-    if (part == "had") {
+    if (part == "init") {
+      mode.perturbed_initial_weights = true;
+    } else if (part == "fv" || (part.size() > 2 && part.substr(0, 2) == "fv" &&
+                                absl::SimpleAtoi(part.substr(2), &mode.variance_frozen_from) &&
+                                mode.variance_frozen_from >= 1)) {
+      mode.freeze_variance = true;
+    } else if (part == "1dev" && parts[0] == "dense") {
+      mode.one_device = true;
+    } else if (parts[0] == "dense") {
+      return absl::InvalidArgumentError(
+          absl::StrCat("--modes: '", text, "': unknown option '", part, "' for dense; valid: init, 1dev, fvN"));
+    } else if (part == "had") {
       mode.hadamard = true;
     } else if (part == "grad") {
       mode.roles.insert(part);
@@ -233,7 +281,7 @@ absl::StatusOr<Mode> ParseMode(const std::string& text) {
                mode.group_size >= 1) {
     } else {
       return absl::InvalidArgumentError(absl::StrCat("--modes: '", text, "': unknown option '", part,
-                                                     "'; valid: gN (N >= 1), had, fwd, bwd, grad, ef, sr, srg, ln8, lnd, "
+                                                     "'; valid: init, fv, fvN (N >= 1), gN (N >= 1), had, fwd, bwd, grad, ef, sr, srg, ln8, lnd, "
                                                      "chain8, lgd, agd, agnf, nobound, dwN (N >= 1), "
                                                      "dense:TENSOR[:TENSOR...]"));
     }
@@ -281,10 +329,10 @@ void ListBoxings(const proto::Plan& plan) {
   }
 }
 
-absl::StatusOr<Curve> Run(const proto::Job& job, const examples::ParallelLayout& layout, const Mode& mode,
+absl::StatusOr<Curve> Run(const proto::Job& job, const proto::Cluster& cluster, const Mode& mode,
                           const proto::Plan* evaluation) {
   CompileOptions options;
-  options.cluster = layout.cluster();
+  options.cluster = cluster;
   // Compressed gradient all-reduces share buckets, whose members must keep one format; the
   // modes below edit steps one by one (error feedback, roles, codecs), so every gradient
   // keeps its own call, in every mode, dense too (the same sums: a bucket encodes each
@@ -319,7 +367,20 @@ absl::StatusOr<Curve> Run(const proto::Job& job, const examples::ParallelLayout&
   const bool edits_steps = mode.layer_norm_inputs != CompressionKind::kInt4 || mode.gradient_chain_int8 ||
                             mode.logits_dense || !mode.dense_tensors.empty() || mode.gradient_gathers_dense ||
                             mode.gradient_gathers_without_feedback;
-  if (!mode.roles.empty() || mode.hadamard || options.error_feedback != mode.error_feedback || edits_steps) {
+  if (mode.freeze_variance) {
+    const int64_t from = mode.variance_frozen_from > 0 ? mode.variance_frozen_from : mode.dense_warmup;
+    if (from < 1) {
+      return absl::InvalidArgumentError("--modes: fv freezes AdamW's variance at the dense warm-up's end: "
+                                        "give dwN too, or fvN");
+    }
+    for (proto::OpDef& op : *plan->mutable_job()->mutable_ops()) {
+      if (op.type() == "adamw_update" || op.type() == "adamw_step") {
+        (*op.mutable_attrs())["variance_frozen_from"].set_i(from);
+      }
+    }
+  }
+  if (!mode.roles.empty() || mode.hadamard || options.error_feedback != mode.error_feedback || edits_steps ||
+      mode.freeze_variance) {
     std::set<std::string> densified;  // the dense:TENSOR names that named a boxing
     for (proto::BoxingDef& boxing : *plan->mutable_boxings()) {
       // The last compressed step of the boxing (chain8 keeps its codec).
@@ -428,6 +489,64 @@ struct Gaps {
   int seeds = 0;
 };
 
+// --model: the gpt's configuration, then each flag given over it.
+absl::StatusOr<examples::GptConfig> ModelConfig(const std::string& name) {
+  examples::GptConfig config;  // example: the gpt example's own defaults
+  if (name == "tiny") {
+    config.seq = 16;
+    config.hidden = 64;
+    config.vocab = 64;
+    config.learning_rate = 1e-2;
+    config.warmup_steps = 5;
+  } else if (name != "example") {
+    return absl::InvalidArgumentError(absl::StrCat("--model=", name, ": valid: tiny, example"));
+  }
+  if (absl::GetFlag(FLAGS_batch) > 0) config.batch = absl::GetFlag(FLAGS_batch);
+  if (absl::GetFlag(FLAGS_seq) > 0) config.seq = absl::GetFlag(FLAGS_seq);
+  if (absl::GetFlag(FLAGS_layers) > 0) config.layers = absl::GetFlag(FLAGS_layers);
+  if (absl::GetFlag(FLAGS_hidden) > 0) config.hidden = absl::GetFlag(FLAGS_hidden);
+  if (absl::GetFlag(FLAGS_heads) > 0) config.heads = absl::GetFlag(FLAGS_heads);
+  if (absl::GetFlag(FLAGS_vocab) > 0) config.vocab = absl::GetFlag(FLAGS_vocab);
+  if (absl::GetFlag(FLAGS_learning_rate) > 0) config.learning_rate = absl::GetFlag(FLAGS_learning_rate);
+  if (absl::GetFlag(FLAGS_warmup_steps) >= 0) config.warmup_steps = absl::GetFlag(FLAGS_warmup_steps);
+  config.text_file = absl::GetFlag(FLAGS_text_file);
+  return config;
+}
+
+// One seed's job as a mode trains it: on the bench's layout or one device, with the
+// initial weights perturbed or not, and the dense plan that evaluates its checkpoints.
+struct TrainedJob {
+  proto::Job job;
+  proto::Cluster cluster;
+  std::optional<proto::Plan> evaluation;  // --dense_eval
+};
+
+absl::StatusOr<TrainedJob> BuildJob(const examples::GptConfig& config, const examples::ParallelLayout& layout,
+                                    bool perturbed_initial_weights, bool sgd) {
+  TrainedJob trained;
+  absl::StatusOr<proto::Job> job = examples::BuildGpt(config, layout);
+  if (!job.ok()) return job.status();
+  trained.job = *std::move(job);
+  trained.cluster = layout.cluster();
+  if (sgd) trained.job.mutable_optimizer()->mutable_sgd()->set_momentum(absl::GetFlag(FLAGS_momentum));
+  if (perturbed_initial_weights) {
+    for (proto::VariableDef& variable : *trained.job.mutable_variables()) {
+      proto::Initializer& initializer = *variable.mutable_initializer();
+      if (initializer.kind() == proto::Initializer::NORMAL) {
+        initializer.set_stddev(initializer.stddev() * (1 + kInitialWeightPerturbation));
+      }
+    }
+  }
+  if (absl::GetFlag(FLAGS_dense_eval) > 0) {
+    absl::StatusOr<proto::Plan> plan = examples::DenseEvaluationPlan(trained.job, trained.cluster);
+    if (!plan.ok()) {
+      return absl::Status(plan.status().code(), absl::StrCat("--dense_eval: ", plan.status().message()));
+    }
+    trained.evaluation = *std::move(plan);
+  }
+  return trained;
+}
+
 int Main() {
   examples::ParallelFlags flags;
   flags.nodes = 2;
@@ -435,23 +554,21 @@ int Main() {
   flags.dp = 2;
   flags.tp = 2;
   absl::StatusOr<examples::ParallelLayout> layout = examples::ParallelLayout::Create(flags);
-  if (!layout.ok()) {
-    fprintf(stderr, "%s\n", layout.status().ToString().c_str());
+  // +1dev's layout: one node, one device.
+  absl::StatusOr<examples::ParallelLayout> one_device = examples::ParallelLayout::Create(examples::ParallelFlags());
+  if (!layout.ok() || !one_device.ok()) {
+    fprintf(stderr, "%s\n", (layout.ok() ? one_device.status() : layout.status()).ToString().c_str());
     return 1;
   }
-  examples::GptConfig config;
-  config.batch = absl::GetFlag(FLAGS_batch);
-  config.seq = absl::GetFlag(FLAGS_seq);
-  config.layers = absl::GetFlag(FLAGS_layers);
-  config.hidden = absl::GetFlag(FLAGS_hidden);
-  config.heads = absl::GetFlag(FLAGS_heads);
-  config.vocab = absl::GetFlag(FLAGS_vocab);
-  config.learning_rate = absl::GetFlag(FLAGS_learning_rate);
-  config.warmup_steps = absl::GetFlag(FLAGS_warmup_steps);
-  config.text_file = absl::GetFlag(FLAGS_text_file);
+  absl::StatusOr<examples::GptConfig> chosen = ModelConfig(absl::GetFlag(FLAGS_model));
+  if (!chosen.ok()) {
+    fprintf(stderr, "%s\n", std::string(chosen.status().message()).c_str());
+    return 1;
+  }
+  examples::GptConfig config = *chosen;
   const std::string model =
       absl::StrCat("gpt L", config.layers, " h", config.hidden, " b", config.batch, " s", config.seq, " v",
-                   config.vocab, " lr", config.learning_rate, " ",
+                   config.vocab, " lr", config.learning_rate, " warmup ", config.warmup_steps, " ",
                    absl::GetFlag(FLAGS_optimizer) == "sgd"
                        ? absl::StrCat("sgd momentum ", absl::GetFlag(FLAGS_momentum), " ")
                        : std::string(),
@@ -494,29 +611,40 @@ int Main() {
   std::map<std::string, Gaps> gaps;
   for (const uint64_t seed : seeds) {
     config.seed = seed;
-    absl::StatusOr<proto::Job> job = examples::BuildGpt(config, *layout);
-    if (!job.ok()) {
-      fprintf(stderr, "%s\n", job.status().ToString().c_str());
-      return 1;
-    }
-    if (sgd) job->mutable_optimizer()->mutable_sgd()->set_momentum(absl::GetFlag(FLAGS_momentum));
-    std::optional<proto::Plan> evaluation;
-    if (absl::GetFlag(FLAGS_dense_eval) > 0) {
-      absl::StatusOr<proto::Plan> plan = examples::DenseEvaluationPlan(*job, layout->cluster());
-      if (!plan.ok()) {
-        fprintf(stderr, "--dense_eval: %s\n", plan.status().ToString().c_str());
-        return 1;
-      }
-      evaluation = *std::move(plan);
-    }
-    Curve dense;
+    // The job each mode trains, by (+1dev, +init): built once per seed.
+    std::map<std::pair<bool, bool>, TrainedJob> jobs;
+    Curve this_seed_dense;
+    // dense+fvN's runs by N: a mode that freezes AdamW's variance at N is read against
+    // dense+fvN when the run has it (the same optimizer without the codecs), else dense.
+    std::map<int64_t, Curve> frozen_dense;
     for (const std::string& mode : modes) {
-      absl::StatusOr<Curve> curve = Run(*job, *layout, parsed[mode], evaluation ? &*evaluation : nullptr);
+      const Mode& one = parsed[mode];
+      const int64_t frozen_from =
+          one.freeze_variance ? (one.variance_frozen_from > 0 ? one.variance_frozen_from : one.dense_warmup) : 0;
+      const std::pair<bool, bool> key(one.one_device, one.perturbed_initial_weights);
+      if (jobs.count(key) == 0) {
+        absl::StatusOr<TrainedJob> built =
+            BuildJob(config, one.one_device ? *one_device : *layout, one.perturbed_initial_weights, sgd);
+        if (!built.ok()) {
+          fprintf(stderr, "%s: %s\n", mode.c_str(), built.status().ToString().c_str());
+          return 1;
+        }
+        jobs[key] = *std::move(built);
+      }
+      const TrainedJob& job = jobs[key];
+      absl::StatusOr<Curve> curve =
+          Run(job.job, job.cluster, one, job.evaluation ? &*job.evaluation : nullptr);
       if (!curve.ok()) {
         fprintf(stderr, "%s: %s\n", mode.c_str(), curve.status().ToString().c_str());
         return 1;
       }
-      if (mode == "dense") dense = *curve;
+      if (mode == "dense") this_seed_dense = *curve;
+      const bool frozen_reference = one.codec == CompressionKind::kNone && !one.automatic && !one.one_device &&
+                                    !one.perturbed_initial_weights && frozen_from > 0;
+      if (frozen_reference) frozen_dense[frozen_from] = *curve;
+      const bool against_frozen = !frozen_reference && frozen_dense.count(frozen_from) > 0;
+      const std::string reference = against_frozen ? absl::StrCat("dense+fv", frozen_from) : "dense";
+      const Curve& dense = against_frozen ? frozen_dense[frozen_from] : this_seed_dense;
       const size_t first = curve->losses.size() - tail;
       const double final_loss = MeanOf(curve->losses, first), dense_final = MeanOf(dense.losses, first);
       const double mean_loss = MeanOf(curve->losses, 0), dense_mean = MeanOf(dense.losses, 0);
@@ -525,7 +653,7 @@ int Main() {
       mode_gaps.mean_gap += mean_loss / dense_mean - 1;
       mode_gaps.rel_l2 += curve->encoded.RelativeError();
       const double evaluated = MeanOf(curve->evaluated, 0), dense_evaluated = MeanOf(dense.evaluated, 0);
-      const double eval_gap = evaluation ? evaluated / dense_evaluated - 1 : 0;
+      const double eval_gap = job.evaluation ? evaluated / dense_evaluated - 1 : 0;
       mode_gaps.eval_gap += eval_gap;
       const size_t windows = curve->losses.size() / std::max<int64_t>(tail, 1);
       mode_gaps.window_gaps.resize(windows, 0.0);
@@ -539,13 +667,13 @@ int Main() {
       }
       ++mode_gaps.seeds;
       printf("{\"bench\":\"error_feedback\",\"model\":\"%s\",\"layout\":\"2 nodes x 2 devices, dp=2 x tp=2\","
-             "\"seed\":%llu,\"mode\":\"%s\",\"iterations\":%lld,\"tail\":%lld,\"final_loss\":%.6f,"
-             "\"dense_final_loss\":%.6f,\"final_loss_gap\":%.5f,\"mean_loss\":%.6f,\"dense_mean_loss\":%.6f,"
+             "\"seed\":%llu,\"mode\":\"%s\",\"reference\":\"%s\",\"iterations\":%lld,\"tail\":%lld,\"final_loss\":%.6f,"
+             "\"dense_final_loss\":%.6f,\"final_loss_gap\":%.7f,\"mean_loss\":%.6f,\"dense_mean_loss\":%.6f,"
              "\"mean_loss_gap\":%.5f,\"rel_l2\":%.4f,%s\"seconds\":%.2f}\n",
-             model.c_str(), static_cast<unsigned long long>(seed), mode.c_str(), static_cast<long long>(iterations),
+             model.c_str(), static_cast<unsigned long long>(seed), mode.c_str(), reference.c_str(), static_cast<long long>(iterations),
              static_cast<long long>(tail), final_loss, dense_final, final_loss / dense_final - 1, mean_loss,
              dense_mean, mean_loss / dense_mean - 1, curve->encoded.RelativeError(),
-             evaluation ? absl::StrFormat("\"dense_eval_loss\":%.6f,\"dense_eval_dense_loss\":%.6f,"
+             job.evaluation ? absl::StrFormat("\"dense_eval_loss\":%.6f,\"dense_eval_dense_loss\":%.6f,"
                                           "\"dense_eval_gap\":%.5f,",
                                           evaluated, dense_evaluated, eval_gap)
                               .c_str()
@@ -563,7 +691,7 @@ int Main() {
     }
     printf("{\"bench\":\"error_feedback\",\"model\":\"%s\",\"layout\":\"2 nodes x 2 devices, dp=2 x tp=2\","
            "\"seed\":\"mean\",\"seeds\":%d,\"mode\":\"%s\",\"iterations\":%lld,\"tail\":%lld,"
-           "\"final_loss_gap\":%.5f,\"mean_loss_gap\":%.5f,\"rel_l2\":%.4f,%s\"gap_curve\":[%s]}\n",
+           "\"final_loss_gap\":%.7f,\"mean_loss_gap\":%.5f,\"rel_l2\":%.4f,%s\"gap_curve\":[%s]}\n",
            model.c_str(), mode_gaps.seeds, mode.c_str(), static_cast<long long>(iterations),
            static_cast<long long>(tail), mode_gaps.final_gap / seed_count, mode_gaps.mean_gap / seed_count,
            mode_gaps.rel_l2 / seed_count,

@@ -51,6 +51,8 @@ std::vector<OpCase> Cases() {
                          {"lr_schedule", std::string("warmup_cosine")},
                          {"warmup_steps", int64_t{2}}, {"total_steps", int64_t{10}},
                          {"min_lr", 0.001}};
+  AttrMap adamw_frozen = adamw;
+  adamw_frozen["variance_frozen_from"] = int64_t{2};
   return {
       {"matmul", {{Shape{5, 7}, f}, {Shape{7, 3}, f}}, {}},
       {"matmul", {{Shape{7, 5}, f}, {Shape{3, 7}, f}},
@@ -197,6 +199,11 @@ std::vector<OpCase> Cases() {
       {"sgd_update", {{Shape{3, 4}, f}, {Shape{3, 4}, f}, {Shape{3, 4}, f}}, sgd_cosine},
       {"adamw_update", {{Shape{5, 7}, f}, {Shape{5, 7}, f}, {Shape{5, 7}, f}, {Shape{5, 7}, f}},
        adamw, 0, {3}},
+      // Frozen variance (from step 2, so frozen at kStep) against the reference's formula.
+      {"adamw_update", {{Shape{5, 7}, f}, {Shape{5, 7}, f}, {Shape{5, 7}, f}, {Shape{5, 7}, f}},
+       adamw_frozen, 0, {3}},
+      {"adamw_step", {{Shape{5, 7}, f}, {Shape{5, 7}, f}, {Shape{5, 7}, f}, {Shape{5, 7}, f}},
+       adamw_frozen, 0, {3}},
       {"sgd_step", {{Shape{5, 7}, f}, {Shape{5, 7}, f}, {Shape{5, 7}, f}}, sgd},
       {"adamw_step", {{Shape{5, 7}, f}, {Shape{5, 7}, f}, {Shape{5, 7}, f}, {Shape{5, 7}, f}},
        adamw, 0, {3}},

@@ -174,5 +174,39 @@ TEST(CpuKernelUpdateTest, UpdatesWriteTheirInputsInPlace) {
   EXPECT_FLOAT_EQ(v[0], 0.001f * 16.0f);
 }
 
+// variance_frozen_from = F (1-bit Adam's frozen variance): before step F v moves as
+// always; from F on v keeps its bits and is bias-corrected as at t = F, m moves on.
+TEST(CpuKernelUpdateTest, AdamWFrozenVarianceKeepsVAndItsCorrectionFromTheFreeze) {
+  const AttrMap adamw = {{"lr_schedule", std::string("constant")}, {"base_lr", 0.01},
+                         {"beta1", 0.9}, {"beta2", 0.999}, {"epsilon", 1e-8},
+                         {"variance_frozen_from", int64_t{2}}};
+  float w[1] = {3.0f}, g[1] = {-4.0f}, m[1] = {0.5f}, v[1] = {0.04f};
+  KernelContext context;
+  context.attrs = &adamw;
+  context.inputs = {Argument(w, Shape{1}), Argument(g, Shape{1}), Argument(m, Shape{1}),
+                    Argument(v, Shape{1})};
+  context.step = 1;  // Before the freeze: v = 0.999 v + 0.001 g^2.
+  ASSERT_TRUE((*FindCpuKernel("adamw_update"))(context).ok());
+  EXPECT_FLOAT_EQ(v[0], 0.999f * 0.04f + 0.001f * 16.0f);
+
+  w[0] = 3.0f, m[0] = 0.5f, v[0] = 0.04f;
+  context.step = 5;  // Frozen: t = 6 for m, t = F = 2 for v.
+  ASSERT_TRUE((*FindCpuKernel("adamw_update"))(context).ok());
+  EXPECT_EQ(v[0], 0.04f);
+  EXPECT_FLOAT_EQ(m[0], 0.9f * 0.5f + 0.1f * -4.0f);
+  const double m_hat = 0.05 / (1 - std::pow(0.9, 6));
+  const double v_hat = 0.04 / (1 - 0.999 * 0.999);
+  EXPECT_NEAR(w[0], 3.0 - 0.01 * m_hat / (std::sqrt(v_hat) + 1e-8), 1e-6);
+  EXPECT_NEAR(w[0], 2.99976145, 1e-6);  // Worked by hand: 0.01 * 0.106710 / 4.47325.
+
+  const AttrMap negative = {{"lr_schedule", std::string("constant")}, {"base_lr", 0.01},
+                            {"variance_frozen_from", int64_t{-1}}};
+  context.attrs = &negative;
+  const absl::Status refused = (*FindCpuKernel("adamw_update"))(context);
+  EXPECT_EQ(refused.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_NE(refused.message().find("variance_frozen_from=-1 must be >= 0"), std::string::npos)
+      << refused.message();
+}
+
 }  // namespace
 }  // namespace oneflow

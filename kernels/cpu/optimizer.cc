@@ -121,7 +121,16 @@ absl::Status RunAdamW(const char* kernel, const KernelContext& context, const Ad
   if (!(weight_decay >= 0)) {
     return KernelError(kernel, "attribute weight_decay=", weight_decay, " must be >= 0");
   }
+  const int64_t frozen_from = GetIntAttr(attrs, "variance_frozen_from", 0);
+  if (frozen_from < 0) {
+    return KernelError(kernel, "attribute variance_frozen_from=", frozen_from, " must be >= 0 (0: never)");
+  }
+  // 1-bit Adam's frozen variance: from iteration frozen_from on, v keeps the value its
+  // first frozen_from updates gave it, bias-corrected as at t = frozen_from, and the step
+  // is linear in the gradient (oneflow_core/ops/optimizer.cc).
+  const bool frozen = frozen_from > 0 && context.step >= frozen_from;
   const double t = static_cast<double>(context.step + 1);
+  const double variance_t = frozen ? static_cast<double>(frozen_from) : t;
   // Folded into per-step scalars: m_hat / (sqrt(v_hat) + eps) with m_hat = m / c1 and
   // v_hat = v / c2 becomes m * (1 / c1) / (sqrt(v) * (1 / sqrt(c2)) + eps).
   const float decay = static_cast<float>(1.0 - lr * weight_decay);
@@ -131,7 +140,7 @@ absl::Status RunAdamW(const char* kernel, const KernelContext& context, const Ad
   const float one_minus_b1 = static_cast<float>(1.0 - beta1);
   const float one_minus_b2 = static_cast<float>(1.0 - beta2);
   const float inverse_c1 = static_cast<float>(1.0 / (1.0 - std::pow(beta1, t)));
-  const float inverse_sqrt_c2 = static_cast<float>(1.0 / std::sqrt(1.0 - std::pow(beta2, t)));
+  const float inverse_sqrt_c2 = static_cast<float>(1.0 / std::sqrt(1.0 - std::pow(beta2, variance_t)));
   const float eps = static_cast<float>(epsilon);
   ParallelFor(context.thread_pool, a.n, kUpdateGrain, [=](int64_t begin, int64_t end) {
     const float* grad = a.grad;
@@ -142,7 +151,8 @@ absl::Status RunAdamW(const char* kernel, const KernelContext& context, const Ad
       for (int64_t i = begin; i < end; ++i) {
         const float g = grad[i];
         m[i] = b1 * m[i] + one_minus_b1 * g;
-        v[i] = b2 * v[i] + one_minus_b2 * g * g;
+        // A select, not a branch: the loop stays vectorized at -O2 (no loop unswitching).
+        v[i] = frozen ? v[i] : b2 * v[i] + one_minus_b2 * g * g;
         param[i] = param[i] * decay - rate * (m[i] * inverse_c1) / (std::sqrt(v[i]) * inverse_sqrt_c2 + eps);
       }
       return;
@@ -156,7 +166,7 @@ absl::Status RunAdamW(const char* kernel, const KernelContext& context, const Ad
     for (int64_t i = begin; i < end; ++i) {
       const float g = grad[i];
       const float m = b1 * m_in[i] + one_minus_b1 * g;
-      const float v = b2 * v_in[i] + one_minus_b2 * g * g;
+      const float v = frozen ? v_in[i] : b2 * v_in[i] + one_minus_b2 * g * g;
       m_out[i] = m;
       v_out[i] = v;
       param_out[i] = param[i] * decay - rate * (m * inverse_c1) / (std::sqrt(v) * inverse_sqrt_c2 + eps);

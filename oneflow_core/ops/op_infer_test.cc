@@ -143,6 +143,9 @@ TEST(OpInferTest, UpdateErrors) {
   EXPECT_EQ(Error("adamw_update", {{Shape{3}, f}, {Shape{3}, f}, {Shape{3}, f}, {Shape{3}, f}},
                   {{"beta2", -0.5}}),
             "attribute beta2=-0.5 is out of range; valid: 0 <= beta2 < 1");
+  EXPECT_EQ(Error("adamw_step", {{Shape{3}, f}, {Shape{3}, f}, {Shape{3}, f}, {Shape{3}, f}},
+                  {{"variance_frozen_from", int64_t{-2}}}),
+            "attribute variance_frozen_from=-2 must be >= 0 (0: never frozen)");
 }
 
 TEST(OpInferTest, MixtureOfExpertsShapes) {

@@ -8,6 +8,12 @@
 //     param <- param * (1 - lr * weight_decay)          (decoupled decay, Loshchilov-Hutter)
 //     m <- beta1 m + (1 - beta1) grad;  v <- beta2 v + (1 - beta2) grad^2
 //     param <- param - lr * (m / (1 - beta1^t)) / (sqrt(v / (1 - beta2^t)) + epsilon)
+//   with variance_frozen_from = F > 0 (1-bit Adam's frozen variance, Tang et al. 2021;
+//   default 0: never), from step F on v is left as it is and bias-corrected as at t = F:
+//     param <- param - lr * (m / (1 - beta1^t)) / (sqrt(v / (1 - beta2^F)) + epsilon)
+//   so the step is linear in the gradient, the property error feedback on compressed
+//   gradients needs (docs/sbp_and_boxing.md, "Error feedback under AdamW"). v is the same
+//   state as before, checkpointed as before; the switch is by the absolute step.
 // lr comes from the schedule attributes (learning_rate.h) at the iteration the runtime
 // passes the kernel.
 //
@@ -63,6 +69,11 @@ absl::StatusOr<std::vector<TensorType>> InferAdamWUpdate(const std::vector<Tenso
   if (!(GetFloatAttr(attrs, "weight_decay", 0.0) >= 0)) {
     return absl::InvalidArgumentError(absl::StrCat(
         "attribute weight_decay=", GetFloatAttr(attrs, "weight_decay", 0.0), " must be >= 0"));
+  }
+  if (GetIntAttr(attrs, "variance_frozen_from", 0) < 0) {
+    return absl::InvalidArgumentError(absl::StrCat("attribute variance_frozen_from=",
+                                                   GetIntAttr(attrs, "variance_frozen_from", 0),
+                                                   " must be >= 0 (0: never frozen)"));
   }
   OF_RETURN_IF_ERROR(CheckLearningRateAttrs(attrs));
   return std::vector<TensorType>{};

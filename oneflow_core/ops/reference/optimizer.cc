@@ -27,8 +27,10 @@ Outputs AdamWUpdate(const KernelArgs& args) {
   const double epsilon = GetFloatAttr(args.attrs, "epsilon", 1e-8);
   const double weight_decay = GetFloatAttr(args.attrs, "weight_decay", 0.0);
   const double t = static_cast<double>(args.step + 1);
+  const int64_t frozen_from = GetIntAttr(args.attrs, "variance_frozen_from", 0);
+  const bool frozen = frozen_from > 0 && args.step >= frozen_from;
   const double correction1 = 1 - std::pow(beta1, t);
-  const double correction2 = 1 - std::pow(beta2, t);
+  const double correction2 = 1 - std::pow(beta2, frozen ? static_cast<double>(frozen_from) : t);
   Dense param = args.in(0);
   Dense m = args.in(2);
   Dense v = args.in(3);
@@ -36,7 +38,7 @@ Outputs AdamWUpdate(const KernelArgs& args) {
     const double g = args.in(1).values[i];
     param.values[i] *= 1 - lr * weight_decay;
     m.values[i] = beta1 * m.values[i] + (1 - beta1) * g;
-    v.values[i] = beta2 * v.values[i] + (1 - beta2) * g * g;
+    if (!frozen) v.values[i] = beta2 * v.values[i] + (1 - beta2) * g * g;
     param.values[i] -=
         lr * (m.values[i] / correction1) / (std::sqrt(v.values[i] / correction2) + epsilon);
   }
