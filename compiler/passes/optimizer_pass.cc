@@ -56,6 +56,13 @@ absl::Status CheckZero(const proto::OptimizerDef& optimizer) {
   return absl::OkStatus();
 }
 
+absl::Status CheckAdamW(const proto::OptimizerDef& optimizer) {
+  if (!optimizer.has_adamw() || optimizer.adamw().variance_frozen_from() >= 0) return absl::OkStatus();
+  return absl::InvalidArgumentError(absl::StrCat(
+      "AdamW variance_frozen_from=", optimizer.adamw().variance_frozen_from(),
+      " is invalid; valid: 0 (the variance never frozen) or a step >= 1 from which it is frozen"));
+}
+
 // How one variable is split under ZeRO over one hierarchy axis.
 struct Sharding {
   Placement placement;  // The variable's.
@@ -268,6 +275,7 @@ absl::StatusOr<bool> OptimizerPass::Run(Compilation* compilation) {
   const proto::OptimizerDef& optimizer = job.optimizer();
   OF_RETURN_IF_ERROR(CheckSchedule(optimizer.schedule()));
   OF_RETURN_IF_ERROR(CheckZero(optimizer));
+  OF_RETURN_IF_ERROR(CheckAdamW(optimizer));
   // ZeRO: the variables split over the data-parallel axis, by name.
   absl::flat_hash_map<std::string, Sharding> shards;
   std::vector<std::pair<std::string, Sharding>> in_order;  // Deterministic plans.

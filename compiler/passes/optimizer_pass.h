@@ -21,7 +21,8 @@ namespace oneflow {
 //     first passes the gradient through an identity hinted like the parameter, so it is
 //     all-reduced and then sliced; stage 2 lets the partial gradient be reduce-scattered.
 // Variables that cannot be split (a scalar, dims smaller than the axis) keep the plain
-// update.
+// update. Every adamw op, in place or out of place, carries the AdamWOptimizer's
+// attributes, variance_frozen_from among them (set only when > 0; negative is refused).
 class OptimizerPass : public CompilerPass {
  public:
   absl::string_view name() const override { return "optimizer"; }

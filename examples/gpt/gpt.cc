@@ -29,6 +29,11 @@ ABSL_FLAG(std::string, text_file, "",
           "Train on the bytes of any file (vocabulary 256, next-byte prediction; --vocab is ignored), "
           "e.g. /usr/share/common-licenses/GPL-3.");
 ABSL_FLAG(double, lr, 3e-4, "Peak learning rate (AdamW, warmup-cosine).");
+ABSL_FLAG(int64_t, adamw_freeze_variance_from, 0,
+          "AdamW's second moment v frozen from this step on (1-bit Adam's freeze_step; 0: never). "
+          "Error feedback on compressed gradients needs it under AdamW: set it to the dense "
+          "warm-up's end, --compression_warmup=N --adamw_freeze_variance_from=N "
+          "(docs/sbp_and_boxing.md, \"Error feedback under a frozen variance\").");
 ABSL_FLAG(int64_t, moe_experts, 0, "Mixture of experts: experts per MoE feed-forward (0: dense feed-forwards).");
 ABSL_FLAG(int64_t, moe_top_k, 1, "Experts each token is routed to (1: Switch, 2: GShard).");
 ABSL_FLAG(int64_t, moe_every, 1, "An MoE feed-forward in every N-th block (1: every block).");
@@ -57,6 +62,7 @@ absl::Status Main() {
   config.token_file = absl::GetFlag(FLAGS_token_file);
   config.text_file = absl::GetFlag(FLAGS_text_file);
   config.learning_rate = absl::GetFlag(FLAGS_lr);
+  config.adamw_freeze_variance_from = absl::GetFlag(FLAGS_adamw_freeze_variance_from);
   config.moe.experts = absl::GetFlag(FLAGS_moe_experts);
   config.moe.top_k = absl::GetFlag(FLAGS_moe_top_k);
   config.moe.every = absl::GetFlag(FLAGS_moe_every);

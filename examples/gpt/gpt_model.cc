@@ -237,7 +237,8 @@ absl::StatusOr<proto::Job> BuildGpt(const GptConfig& config, const ParallelLayou
   graph.SetLoss(loss);
   graph.SetOptimizer(Optimizer::AdamW(config.learning_rate)
                          .WithWarmupCosine(config.warmup_steps, 10000, 0.1 * config.learning_rate)
-                         .WithZero(layout.zero(), layout.dp_axis()));
+                         .WithZero(layout.zero(), layout.dp_axis())
+                         .WithFrozenVariance(config.adamw_freeze_variance_from));
   return graph.Build();
 }
 

@@ -32,6 +32,9 @@ struct GptConfig {
   std::string text_file;
   double learning_rate = 3e-4;
   int64_t warmup_steps = 100;  // Linear warmup, then cosine decay over 10000 steps.
+  // AdamW's second moment frozen from this step on (Optimizer::WithFrozenVariance,
+  // 1-bit Adam's freeze_step; --adamw_freeze_variance_from). 0: never.
+  int64_t adamw_freeze_variance_from = 0;
   uint64_t seed = 1;
   // Compile a batch that does not split evenly over dp (x micro-batches) instead of
   // refusing it (ParallelLayout::CheckEvenDataParallelBatch says why it is refused): the

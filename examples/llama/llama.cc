@@ -25,6 +25,11 @@ ABSL_FLAG(std::string, text_file, "",
           "Train on the bytes of any file (vocabulary 256, next-byte prediction; --vocab is ignored), "
           "e.g. /usr/share/common-licenses/GPL-3.");
 ABSL_FLAG(double, lr, 3e-4, "Peak learning rate (AdamW, warmup-cosine).");
+ABSL_FLAG(int64_t, adamw_freeze_variance_from, 0,
+          "AdamW's second moment v frozen from this step on (1-bit Adam's freeze_step; 0: never). "
+          "Error feedback on compressed gradients needs it under AdamW: set it to the dense "
+          "warm-up's end, --compression_warmup=N --adamw_freeze_variance_from=N "
+          "(docs/sbp_and_boxing.md, \"Error feedback under a frozen variance\").");
 ABSL_FLAG(bool, vocab_parallel_loss, true,
           "Megatron's vocab-parallel cross-entropy: the logits stay split by vocabulary over --tp "
           "(false: the whole-row cross-entropy, which gathers the logits on every tp device).");
@@ -46,6 +51,7 @@ absl::Status Main() {
   config.token_file = absl::GetFlag(FLAGS_token_file);
   config.text_file = absl::GetFlag(FLAGS_text_file);
   config.learning_rate = absl::GetFlag(FLAGS_lr);
+  config.adamw_freeze_variance_from = absl::GetFlag(FLAGS_adamw_freeze_variance_from);
   config.vocab_parallel_loss = absl::GetFlag(FLAGS_vocab_parallel_loss);
   const JobBuilder build = [&config](const ParallelLayout& layout) { return BuildLlama(config, layout); };
   if (AutoParallelRequested()) return CompileAndReportAuto(build);

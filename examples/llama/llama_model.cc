@@ -210,7 +210,8 @@ absl::StatusOr<proto::Job> BuildLlama(const LlamaConfig& config, const ParallelL
   graph.SetLoss(loss);
   graph.SetOptimizer(Optimizer::AdamW(config.learning_rate)
                          .WithWarmupCosine(config.warmup_steps, 10000, 0.1 * config.learning_rate)
-                         .WithZero(layout.zero(), layout.dp_axis()));
+                         .WithZero(layout.zero(), layout.dp_axis())
+                         .WithFrozenVariance(config.adamw_freeze_variance_from));
   return graph.Build();
 }
 

@@ -242,6 +242,11 @@ Optimizer& Optimizer::WithZero(int64_t stage, int64_t data_parallel_axis) {
   return *this;
 }
 
+Optimizer& Optimizer::WithFrozenVariance(int64_t from_step) {
+  if (def.has_adamw()) def.mutable_adamw()->set_variance_frozen_from(from_step);
+  return *this;
+}
+
 void Graph::AddDataSource(const std::string& name, const DataSource& source,
                           SourceLocation location) {
   if (!status_.ok()) return;

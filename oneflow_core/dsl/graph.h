@@ -167,6 +167,12 @@ struct Optimizer {
   // 2 also reduce-scatters the gradients, 3 also shards the parameters. 0 leaves the job
   // as without the call. The compiler checks the values.
   Optimizer& WithZero(int64_t stage, int64_t data_parallel_axis);
+  // AdamW only: the second moment frozen from step `from_step` on (1-bit Adam's
+  // freeze_step; AdamWOptimizer.variance_frozen_from), which error feedback on compressed
+  // gradients needs (docs/sbp_and_boxing.md, "Error feedback under a frozen variance").
+  // 0: never frozen. The compiler refuses a negative step, and an Sgd optimizer records
+  // nothing (it has no variance).
+  Optimizer& WithFrozenVariance(int64_t from_step);
 };
 
 class Graph {

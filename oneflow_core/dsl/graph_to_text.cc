@@ -82,6 +82,11 @@ std::string OptimizerText(const proto::OptimizerDef& def) {
                         " beta1=", FormatDouble(adamw.beta1()), " beta2=",
                         FormatDouble(adamw.beta2()), " epsilon=", FormatDouble(adamw.epsilon()),
                         " weight_decay=", FormatDouble(adamw.weight_decay()));
+    // Only when on, so the text (and the recipe in every plan) of an AdamW without it
+    // stays as it was.
+    if (adamw.variance_frozen_from() != 0) {
+      absl::StrAppend(&text, " variance_frozen_from=", adamw.variance_frozen_from());
+    }
   } else {
     // No kind set: printed so that the text shows it and parsing it fails loudly.
     text = absl::StrCat("optimizer <unset> lr=", FormatDouble(schedule.base_lr()));

@@ -28,6 +28,12 @@ std::vector<Tensor> ApplyN(const std::string& type, const std::vector<Tensor>& i
   return inputs[0].graph()->AddOp(type, inputs, std::move(attrs), /*name=*/"", location);
 }
 
+// 1-bit Adam's frozen variance (AdamWOptimizer.variance_frozen_from). Set only when on,
+// so the ops (and the plans' fingerprints) of every optimizer without it stay as they were.
+void SetFrozenVariance(const proto::AdamWOptimizer& adamw, AttrMap& attrs) {
+  if (adamw.variance_frozen_from() != 0) attrs["variance_frozen_from"] = adamw.variance_frozen_from();
+}
+
 }  // namespace
 
 Tensor MatMul(Tensor a, Tensor b, bool transpose_a, bool transpose_b, Loc location) {
@@ -283,6 +289,7 @@ void AdamWUpdate(Tensor param, Tensor grad, Tensor m, Tensor v,
   attrs["beta2"] = adamw.beta2();
   attrs["epsilon"] = adamw.epsilon();
   attrs["weight_decay"] = adamw.weight_decay();
+  SetFrozenVariance(adamw, attrs);
   ApplyN("adamw_update", {param, grad, m, v}, std::move(attrs), location);
 }
 
@@ -302,6 +309,7 @@ std::vector<Tensor> AdamWStep(Tensor param, Tensor grad, Tensor m, Tensor v,
   attrs["beta2"] = adamw.beta2();
   attrs["epsilon"] = adamw.epsilon();
   attrs["weight_decay"] = adamw.weight_decay();
+  SetFrozenVariance(adamw, attrs);
   return ApplyN("adamw_step", {param, grad, m, v}, std::move(attrs), location);
 }
 

@@ -212,7 +212,9 @@ TEST(GraphTextErrorsTest, SourcesAndOptimizers) {
        "zero_axis"},
       {Head("optimizer adamw lr=0.1 beta=0.9"), kInvalid,
        "line 4: unknown key 'beta' for optimizer adamw; valid: lr, beta1, beta2, epsilon, "
-       "weight_decay, schedule, zero, zero_axis"},
+       "weight_decay, variance_frozen_from, schedule, zero, zero_axis"},
+      {Head("optimizer adamw lr=0.1 variance_frozen_from=later"), kInvalid,
+       "line 4: 'variance_frozen_from' must be an integer, got 'later'"},
       {"graph g\noptimizer sgd lr=0.1\noptimizer sgd lr=0.2\n", kInvalid,
        "line 3: a second 'optimizer' statement; the first is on line 2"},
   };

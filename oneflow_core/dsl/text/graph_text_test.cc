@@ -136,6 +136,28 @@ TEST(GraphTextTest, AdamWTokenSourcesAndFilePathsRoundTrip) {
   ExpectRoundTrip(graph);
 }
 
+// AdamW's frozen variance (Optimizer::WithFrozenVariance) prints after the
+// hyperparameters and reads back, so a plan's recipe keeps it.
+TEST(GraphTextTest, AdamWFrozenVarianceRoundTrips) {
+  Graph graph("frozen");
+  Tensor w = graph.Variable("w", Shape{3}, Initializer::Ones());
+  graph.SetLoss(ReduceSum(w, {0}, /*keep_dims=*/false));
+  graph.SetOptimizer(Optimizer::AdamW(1e-3).WithFrozenVariance(20).WithZero(1, 0));
+  ASSERT_TRUE(graph.status().ok()) << graph.status();
+  EXPECT_EQ(graph.ToText(),
+            "graph frozen\n"
+            "%w = variable f32[3] init=ones\n"
+            "%reduce_sum_0 = reduce_sum(x=%w, axes=[0], keep_dims=false) f32[]\n"
+            "optimizer adamw lr=1e-03 beta1=0.9 beta2=0.999 epsilon=1e-08 weight_decay=0.01 "
+            "variance_frozen_from=20 zero=1 zero_axis=0\n"
+            "loss %reduce_sum_0\n");
+  ExpectRoundTrip(graph);
+  std::unique_ptr<Graph> read = MustParse(graph.ToText());
+  absl::StatusOr<proto::Job> job = read->Build();
+  ASSERT_TRUE(job.ok()) << job.status();
+  EXPECT_EQ(job->optimizer().adamw().variance_frozen_from(), 20);
+}
+
 // Graph::BlockScope, AttentionCoreScope and Tensor::WithRecompute print on the op lines
 // (block=, block_recompute=, attention_core=, recompute=) and read back.
 TEST(GraphTextTest, RecomputeScopesRoundTrip) {

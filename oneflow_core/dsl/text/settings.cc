@@ -142,8 +142,9 @@ absl::StatusOr<Optimizer> ReadOptimizer(absl::string_view kind, Fields& fields) 
     OF_ASSIGN_OR_RETURN(double beta2, TakeDouble(fields, "beta2", defaults.beta2()));
     OF_ASSIGN_OR_RETURN(double epsilon, TakeDouble(fields, "epsilon", defaults.epsilon()));
     OF_ASSIGN_OR_RETURN(double decay, TakeDouble(fields, "weight_decay", defaults.weight_decay()));
-    optimizer = Optimizer::AdamW(lr, beta1, beta2, epsilon, decay);
-    valid = "lr, beta1, beta2, epsilon, weight_decay, schedule";
+    OF_ASSIGN_OR_RETURN(int64_t frozen_from, TakeInt(fields, "variance_frozen_from", 0));
+    optimizer = Optimizer::AdamW(lr, beta1, beta2, epsilon, decay).WithFrozenVariance(frozen_from);
+    valid = "lr, beta1, beta2, epsilon, weight_decay, variance_frozen_from, schedule";
   }
   const absl::string_view schedule = fields.Take("schedule").value_or("constant");
   if (schedule == "warmup_cosine") {

@@ -34,6 +34,7 @@ absl::StatusOr<DataSource> ReadDataSource(absl::string_view kind, Fields& fields
 // defaults of Optimizer::Sgd / Optimizer::AdamW:
 //   sgd lr=0.1 [momentum=0.9]
 //   adamw lr=0.001 [beta1=0.9] [beta2=0.999] [epsilon=1e-08] [weight_decay=0.01]
+//         [variance_frozen_from=0]
 // either followed by [schedule=constant] or schedule=warmup_cosine warmup=W total=T min_lr=M.
 absl::StatusOr<Optimizer> ReadOptimizer(absl::string_view kind, Fields& fields);
 
