@@ -1,5 +1,6 @@
 // Error feedback under AdamW needs a linear update: 1-bit Adam's frozen variance
-// (adamw_update's variance_frozen_from, oneflow_core/ops/optimizer.cc; docs/sbp_and_boxing.md,
+// (AdamWOptimizer.variance_frozen_from, GptConfig::adamw_freeze_variance_from, which the
+// optimizer pass puts on every adamw op; oneflow_core/ops/optimizer.cc; docs/sbp_and_boxing.md,
 // "Error feedback under a frozen variance"). The gpt of bench/compression:error_feedback_bench
 // (AdamW lr 1e-2, 2 nodes x 2 devices, dp=2 x tp=2, seed 1, in one process), int4 G=32
 // on the gradients' steps only after a dense warm-up of 10 iterations, error feedback on:
@@ -39,7 +40,14 @@ struct Variant {
   bool frozen_variance = false;
 };
 
-proto::Plan CompileVariant(const proto::Job& job, const examples::ParallelLayout& layout, const Variant& variant) {
+// `config` compiled for `layout`, the variance frozen at the warm-up's end through the
+// optimizer option when the variant says so.
+proto::Plan CompileVariant(examples::GptConfig config, const examples::ParallelLayout& layout,
+                           const Variant& variant) {
+  config.adamw_freeze_variance_from = variant.frozen_variance ? kWarmUp : 0;
+  absl::StatusOr<proto::Job> job = examples::BuildGpt(config, layout);
+  EXPECT_TRUE(job.ok()) << job.status();
+  if (!job.ok()) return proto::Plan();
   CompileOptions options;
   options.cluster = layout.cluster();
   options.bucket_mb = 0;  // every gradient its own step, in every variant (the same sums)
@@ -50,7 +58,7 @@ proto::Plan CompileVariant(const proto::Job& job, const examples::ParallelLayout
     // Marks the gradients' compressed steps; every other compressed step runs dense below.
     options.error_feedback = true;
   }
-  absl::StatusOr<proto::Plan> plan = Compile(job, options);
+  absl::StatusOr<proto::Plan> plan = Compile(*job, options);
   EXPECT_TRUE(plan.ok()) << plan.status();
   if (!plan.ok()) return proto::Plan();
   int gradient_steps = 0;
@@ -66,10 +74,12 @@ proto::Plan CompileVariant(const proto::Job& job, const examples::ParallelLayout
   }
   if (variant.int4_gradients) EXPECT_GE(gradient_steps, 8);
   int adamw_ops = 0;
-  for (proto::OpDef& op : *plan->mutable_job()->mutable_ops()) {
+  for (const proto::OpDef& op : plan->job().ops()) {
     if (op.type() != "adamw_update" && op.type() != "adamw_step") continue;
     ++adamw_ops;
-    if (variant.frozen_variance) (*op.mutable_attrs())["variance_frozen_from"].set_i(kWarmUp);
+    const auto frozen_from = op.attrs().find("variance_frozen_from");
+    EXPECT_EQ(frozen_from == op.attrs().end() ? 0 : frozen_from->second.i(), variant.frozen_variance ? kWarmUp : 0)
+        << op.name();
   }
   EXPECT_GE(adamw_ops, 8);
   EXPECT_TRUE(SealPlan(&*plan).ok());
@@ -92,12 +102,11 @@ TEST(Int4FrozenVarianceTest, ErrorFeedbackFollowsDenseOnlyWithTheVarianceFrozen)
   const examples::ParallelLayout layout = testing::Dp2Tp2(2, 2);
   examples::GptConfig config = testing::AdamWCodecTestGpt();
   config.seed = 1;
-  const proto::Job job = *examples::BuildGpt(config, layout);
-  const double dense = FinalLoss(CompileVariant(job, layout, {false, false, false}));
-  const double frozen_dense = FinalLoss(CompileVariant(job, layout, {false, false, true}));
-  const double both = FinalLoss(CompileVariant(job, layout, {true, true, true}) ) / frozen_dense - 1;
-  const double frozen_only = FinalLoss(CompileVariant(job, layout, {true, false, true})) / frozen_dense - 1;
-  const double feedback_only = FinalLoss(CompileVariant(job, layout, {true, true, false})) / dense - 1;
+  const double dense = FinalLoss(CompileVariant(config, layout, {false, false, false}));
+  const double frozen_dense = FinalLoss(CompileVariant(config, layout, {false, false, true}));
+  const double both = FinalLoss(CompileVariant(config, layout, {true, true, true})) / frozen_dense - 1;
+  const double frozen_only = FinalLoss(CompileVariant(config, layout, {true, false, true})) / frozen_dense - 1;
+  const double feedback_only = FinalLoss(CompileVariant(config, layout, {true, true, false})) / dense - 1;
   printf("final-loss gaps over %lld iterations: frozen variance + error feedback %+.4f%%, frozen variance "
          "alone %+.4f%%, error feedback alone %+.4f%%; dense %.6f, dense with the variance frozen %.6f\n",
          static_cast<long long>(kIterations), 100 * both, 100 * frozen_only, 100 * feedback_only, dense,
@@ -111,7 +120,7 @@ TEST(Int4FrozenVarianceTest, AResumeAfterTheFreezeGivesTheUninterruptedLosses) {
   const examples::ParallelLayout layout = testing::Dp2Tp2(2, 2);
   examples::GptConfig config = testing::AdamWCodecTestGpt();
   config.seed = 1;
-  const proto::Plan plan = CompileVariant(*examples::BuildGpt(config, layout), layout, {true, true, true});
+  const proto::Plan plan = CompileVariant(config, layout, {true, true, true});
   // The same plan both ways: trained 20 iterations, and resumed at 15 (after the freeze at
   // 10) from the checkpoint with its residuals, the losses within 1e-4.
   testing::ExpectBucketedTrainsAndResumesLikeUnbucketed(plan, plan, 20, 15, "int4_frozen_variance");

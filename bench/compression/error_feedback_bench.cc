@@ -34,7 +34,7 @@
 //                  chain, layer norms' and wpe's, run dense), agnf (they keep their codec
 //                  without error feedback, as before session 47), fv / fvN (AdamW's second
 //                  moment frozen from the dense warm-up's end / from iteration N on: the
-//                  adamw ops' variance_frozen_from, 1-bit Adam's frozen variance), init
+//                  job's AdamWOptimizer.variance_frozen_from, 1-bit Adam's frozen variance), init
 //                  (the initial weights perturbed, as dense+init); e.g. int4+g128 is forced
 //                  int4 as it was before groups of 32, int4+g32+grad+ef, int4+sr+ef,
 //                  int4+grad+dw50+ef+fv.
@@ -200,8 +200,9 @@ struct Mode {
   bool perturbed_initial_weights = false;
   bool one_device = false;
   // fv / fvN: AdamW's second moment frozen from iteration N on (fv: N = dwN's warm-up),
-  // the adamw ops' variance_frozen_from (oneflow_core/ops/optimizer.cc): 1-bit Adam's
-  // frozen variance, under which the step is linear in the gradient.
+  // the job's AdamWOptimizer.variance_frozen_from (--adamw_freeze_variance_from on the
+  // examples; the optimizer pass puts it on every adamw op): 1-bit Adam's frozen
+  // variance, under which the step is linear in the gradient.
   bool freeze_variance = false;
   int64_t variance_frozen_from = 0;  // 0 with freeze_variance: the dense warm-up's end
 };
@@ -210,6 +211,12 @@ struct Mode {
 // of one f32 rounding (2^-24 = 6e-8), so the trajectories part as they would under any
 // change of summation order.
 constexpr double kInitialWeightPerturbation = 1e-7;
+
+// The step fv / fvN freeze AdamW's variance from (0: the mode does not freeze it).
+int64_t FrozenFrom(const Mode& mode) {
+  if (!mode.freeze_variance) return 0;
+  return mode.variance_frozen_from > 0 ? mode.variance_frozen_from : mode.dense_warmup;
+}
 
 absl::StatusOr<Mode> ParseMode(const std::string& text) {
   std::string spec = text;
@@ -329,8 +336,20 @@ void ListBoxings(const proto::Plan& plan) {
   }
 }
 
-absl::StatusOr<Curve> Run(const proto::Job& job, const proto::Cluster& cluster, const Mode& mode,
+absl::StatusOr<Curve> Run(const proto::Job& trained_job, const proto::Cluster& cluster, const Mode& mode,
                           const proto::Plan* evaluation) {
+  proto::Job job = trained_job;
+  if (mode.freeze_variance) {
+    if (FrozenFrom(mode) < 1) {
+      return absl::InvalidArgumentError("--modes: fv freezes AdamW's variance at the dense warm-up's end: "
+                                        "give dwN too, or fvN");
+    }
+    if (!job.optimizer().has_adamw()) {
+      return absl::InvalidArgumentError("--modes: fv / fvN freeze AdamW's variance, but the job's optimizer is "
+                                        "not AdamW (--optimizer=sgd)");
+    }
+    job.mutable_optimizer()->mutable_adamw()->set_variance_frozen_from(FrozenFrom(mode));
+  }
   CompileOptions options;
   options.cluster = cluster;
   // Compressed gradient all-reduces share buckets, whose members must keep one format; the
@@ -367,20 +386,7 @@ absl::StatusOr<Curve> Run(const proto::Job& job, const proto::Cluster& cluster, 
   const bool edits_steps = mode.layer_norm_inputs != CompressionKind::kInt4 || mode.gradient_chain_int8 ||
                             mode.logits_dense || !mode.dense_tensors.empty() || mode.gradient_gathers_dense ||
                             mode.gradient_gathers_without_feedback;
-  if (mode.freeze_variance) {
-    const int64_t from = mode.variance_frozen_from > 0 ? mode.variance_frozen_from : mode.dense_warmup;
-    if (from < 1) {
-      return absl::InvalidArgumentError("--modes: fv freezes AdamW's variance at the dense warm-up's end: "
-                                        "give dwN too, or fvN");
-    }
-    for (proto::OpDef& op : *plan->mutable_job()->mutable_ops()) {
-      if (op.type() == "adamw_update" || op.type() == "adamw_step") {
-        (*op.mutable_attrs())["variance_frozen_from"].set_i(from);
-      }
-    }
-  }
-  if (!mode.roles.empty() || mode.hadamard || options.error_feedback != mode.error_feedback || edits_steps ||
-      mode.freeze_variance) {
+  if (!mode.roles.empty() || mode.hadamard || options.error_feedback != mode.error_feedback || edits_steps) {
     std::set<std::string> densified;  // the dense:TENSOR names that named a boxing
     for (proto::BoxingDef& boxing : *plan->mutable_boxings()) {
       // The last compressed step of the boxing (chain8 keeps its codec).
@@ -619,8 +625,7 @@ int Main() {
     std::map<int64_t, Curve> frozen_dense;
     for (const std::string& mode : modes) {
       const Mode& one = parsed[mode];
-      const int64_t frozen_from =
-          one.freeze_variance ? (one.variance_frozen_from > 0 ? one.variance_frozen_from : one.dense_warmup) : 0;
+      const int64_t frozen_from = FrozenFrom(one);
       const std::pair<bool, bool> key(one.one_device, one.perturbed_initial_weights);
       if (jobs.count(key) == 0) {
         absl::StatusOr<TrainedJob> built =

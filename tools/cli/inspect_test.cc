@@ -174,6 +174,22 @@ TEST(InspectTextTest, Bf16ProductsAndThePrecisionLine) {
                                      "master weights, gradients and optimizer state stay f32)\n")));
 }
 
+// AdamWOptimizer.variance_frozen_from as the adamw ops carry it: no line without it.
+TEST(InspectTextTest, FrozenVarianceLine) {
+  proto::Plan plan = SampleDataParallelPlan();
+  proto::OpDef* update = nullptr;
+  for (proto::OpDef& op : *plan.mutable_job()->mutable_ops()) {
+    if (op.type() == "sgd_update") update = &op;
+  }
+  ASSERT_NE(update, nullptr);
+  update->set_type("adamw_update");
+  EXPECT_THAT(Inspect(plan, InspectFormat::kText), Not(HasSubstr("frozen")));
+  (*update->mutable_attrs())["variance_frozen_from"].set_i(10);
+  EXPECT_THAT(Inspect(plan, InspectFormat::kText),
+              HasSubstr("\noptimizer (--adamw_freeze_variance_from): AdamW's second moment frozen from step 10 on "
+                        "1 of 1 adamw ops (1-bit Adam's frozen variance)\n"));
+}
+
 TEST(InspectTextTest, RicherBoxingAndUnknownLowerBound) {
   const std::string text = Inspect(PlanWithRicherBoxing(), InspectFormat::kText);
   const std::vector<std::string> lines = absl::StrSplit(text, '\n');

@@ -149,6 +149,28 @@ void AppendPrecision(const proto::Plan& plan, std::string* out) {
                   " B saved against f32; master weights, gradients and optimizer state stay f32)\n");
 }
 
+// AdamW's frozen variance (AdamWOptimizer.variance_frozen_from, which the optimizer pass
+// copies onto the adamw ops), when the plan's adamw ops carry it: read from the ops, what
+// the kernels run, by step (a plan edited by hand may hold several).
+void AppendFrozenVariance(const proto::Plan& plan, std::string* out) {
+  int64_t adamw_ops = 0;
+  std::map<int64_t, int64_t> ops_by_step;
+  for (const proto::OpDef& op : plan.job().ops()) {
+    if (op.type() != "adamw_update" && op.type() != "adamw_step") continue;
+    ++adamw_ops;
+    const auto attr = op.attrs().find("variance_frozen_from");
+    if (attr != op.attrs().end() && attr->second.i() != 0) ++ops_by_step[attr->second.i()];
+  }
+  if (ops_by_step.empty()) return;
+  std::vector<std::string> steps;
+  for (const auto& [step, ops] : ops_by_step) {
+    steps.push_back(absl::StrCat("from step ", step, " on ", ops, " of ", adamw_ops, " adamw ops"));
+  }
+  absl::StrAppend(out, "
+optimizer (--adamw_freeze_variance_from): AdamW's second moment frozen ",
+                  absl::StrJoin(steps, ", "), " (1-bit Adam's frozen variance)\n");
+}
+
 // "none", "selective", "full" as --recompute spells them (RECOMPUTE_FULL -> full).
 std::string RecomputeModeName(proto::RecomputeMode mode) {
   std::string name = proto::RecomputeMode_Name(mode);
@@ -467,6 +489,7 @@ std::string RenderText(const proto::Plan& plan, const PlanIndex& index, std::opt
   AppendContextParallel(plan, &out);
   AppendAutoParallelText(plan, &out);
   AppendPrecision(plan, &out);
+  AppendFrozenVariance(plan, &out);
 
   const CompressionFigures figures(plan, index);
   const int64_t total = TotalBoxingBytesPerIteration(plan);
