@@ -166,8 +166,7 @@ void AppendFrozenVariance(const proto::Plan& plan, std::string* out) {
   for (const auto& [step, ops] : ops_by_step) {
     steps.push_back(absl::StrCat("from step ", step, " on ", ops, " of ", adamw_ops, " adamw ops"));
   }
-  absl::StrAppend(out, "
-optimizer (--adamw_freeze_variance_from): AdamW's second moment frozen ",
+  absl::StrAppend(out, "\noptimizer (--adamw_freeze_variance_from): AdamW's second moment frozen ",
                   absl::StrJoin(steps, ", "), " (1-bit Adam's frozen variance)\n");
 }
 

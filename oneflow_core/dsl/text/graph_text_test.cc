@@ -148,7 +148,7 @@ TEST(GraphTextTest, AdamWFrozenVarianceRoundTrips) {
             "graph frozen\n"
             "%w = variable f32[3] init=ones\n"
             "%reduce_sum_0 = reduce_sum(x=%w, axes=[0], keep_dims=false) f32[]\n"
-            "optimizer adamw lr=1e-03 beta1=0.9 beta2=0.999 epsilon=1e-08 weight_decay=0.01 "
+            "optimizer adamw lr=0.001 beta1=0.9 beta2=0.999 epsilon=1e-08 weight_decay=0.01 "
             "variance_frozen_from=20 zero=1 zero_axis=0\n"
             "loss %reduce_sum_0\n");
   ExpectRoundTrip(graph);
