@@ -6,6 +6,7 @@
 // other AdamW job stay as they were); a negative step is refused naming the value.
 // That a frozen variance trains as 1-bit Adam's is tests/int4_frozen_variance_test.cc's.
 #include <map>
+#include <ostream>
 #include <string>
 
 #include "absl/strings/str_cat.h"
@@ -30,6 +31,8 @@ struct LayoutCase {
   int64_t tp = 1;
   int64_t zero = 0;
 };
+
+void PrintTo(const LayoutCase& layout_case, std::ostream* out) { *out << layout_case.label; }
 
 examples::GptConfig SmallGpt(int64_t frozen_from) {
   examples::GptConfig config;
