@@ -15,6 +15,7 @@
 #include "examples/gpt/gpt_model.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "tests/codec_gpt.h"
 
 namespace oneflow {
 namespace {
@@ -34,18 +35,6 @@ struct LayoutCase {
 
 void PrintTo(const LayoutCase& layout_case, std::ostream* out) { *out << layout_case.label; }
 
-examples::GptConfig SmallGpt(int64_t frozen_from) {
-  examples::GptConfig config;
-  config.batch = 8;
-  config.seq = 8;
-  config.layers = 2;
-  config.hidden = 32;
-  config.heads = 4;
-  config.vocab = 64;
-  config.adamw_freeze_variance_from = frozen_from;
-  return config;
-}
-
 absl::StatusOr<proto::Plan> CompileGpt(const LayoutCase& layout_case, int64_t frozen_from) {
   ParallelFlags flags;
   flags.devices_per_node = layout_case.dp * layout_case.tp;
@@ -54,7 +43,10 @@ absl::StatusOr<proto::Plan> CompileGpt(const LayoutCase& layout_case, int64_t fr
   flags.zero = layout_case.zero;
   absl::StatusOr<ParallelLayout> layout = ParallelLayout::Create(flags);
   if (!layout.ok()) return layout.status();
-  absl::StatusOr<proto::Job> job = examples::BuildGpt(SmallGpt(frozen_from), *layout);
+  // The gpt of tests/int4_frozen_variance_test.cc, which trains the option.
+  examples::GptConfig config = testing::CodecTestGpt();
+  config.adamw_freeze_variance_from = frozen_from;
+  absl::StatusOr<proto::Job> job = examples::BuildGpt(config, *layout);
   if (!job.ok()) return job.status();
   CompileOptions options;
   options.cluster = layout->cluster();
