@@ -124,6 +124,8 @@ TEST(FrozenVariancePlanErrorsTest, ANegativeStepIsRefusedNamingIt) {
   EXPECT_EQ(status.code(), absl::StatusCode::kInvalidArgument);
   EXPECT_THAT(status.message(), HasSubstr("AdamW variance_frozen_from=-3 is invalid; valid: 0 (the variance "
                                           "never frozen) or a step >= 1 from which it is frozen"));
+  // Where the user may have written it: the examples' flag as well as the field.
+  EXPECT_THAT(status.message(), HasSubstr("--adamw_freeze_variance_from"));
 }
 
 }  // namespace

@@ -60,7 +60,9 @@ absl::Status CheckAdamW(const proto::OptimizerDef& optimizer) {
   if (!optimizer.has_adamw() || optimizer.adamw().variance_frozen_from() >= 0) return absl::OkStatus();
   return absl::InvalidArgumentError(absl::StrCat(
       "AdamW variance_frozen_from=", optimizer.adamw().variance_frozen_from(),
-      " is invalid; valid: 0 (the variance never frozen) or a step >= 1 from which it is frozen"));
+      " is invalid; valid: 0 (the variance never frozen) or a step >= 1 from which it is frozen "
+      "(set by --adamw_freeze_variance_from on the examples, variance_frozen_from= on a graph text's "
+      "optimizer line, or Optimizer::WithFrozenVariance in the DSL)"));
 }
 
 // How one variable is split under ZeRO over one hierarchy axis.
