@@ -111,6 +111,7 @@ BoxingOptions BoxingOptionsFor(const CompressionPolicy& policy, TensorRole role,
   } else if (policy.mode == CompressionMode::kForced) {
     if (role != TensorRole::kNever) {
       options = BoxingOptions::Everywhere({policy.forced, group_of(policy.forced), false});
+      options.compress_intra_node = policy.forced_intra_node;
     }
   } else {
     options = AutomaticFor(policy, role, setup);

@@ -63,6 +63,10 @@ struct CompressionPolicy {
   // like dense"), for 0.625 instead of 0.53 wire bytes per element
   // (tests:int4_training_test shows both sides).
   int64_t int4_group_size = 32;
+  // kForced: whether the forced codec also compresses the steps whose group lies inside
+  // one node (true, what --compression=fp8|int8|int4 does) or only the hops that cross
+  // nodes (BoxingOptions::compress_intra_node).
+  bool forced_intra_node = true;
   CodecThroughput codec_throughput = CodecThroughput::Defaults();
   // Wins over `mode` for gradients (the table above); a tensor's hint wins over it.
   GradientWire gradient_wire = GradientWire::kFp32;

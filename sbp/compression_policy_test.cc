@@ -66,6 +66,11 @@ TEST(CompressionPolicyTest, EachRoleGetsItsCodecs) {
   forced.forced = CompressionKind::kFp8E4M3;
   EXPECT_EQ(BoxingOptionsKey(BoxingOptionsFor(forced, TensorRole::kGradient, std::nullopt)),
             "reduce in-node fp8e4m3 G=128, cross-node fp8e4m3 G=128; gather fp8e4m3 G=128; intra-node");
+  // forced_intra_node false: the forced codec on the hops that cross nodes only.
+  CompressionPolicy cross_node_only = forced;
+  cross_node_only.forced_intra_node = false;
+  EXPECT_EQ(BoxingOptionsKey(BoxingOptionsFor(cross_node_only, TensorRole::kActivation, std::nullopt)),
+            "reduce in-node fp8e4m3 G=128, cross-node fp8e4m3 G=128; gather fp8e4m3 G=128");
   // A hint wins over auto and forced, either way.
   EXPECT_EQ(BoxingOptionsKey(BoxingOptionsFor(forced, TensorRole::kActivation, CompressionKind::kInt4)),
             "reduce in-node int4 G=32, cross-node int4 G=32; gather int4 G=32; intra-node");

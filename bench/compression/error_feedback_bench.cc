@@ -32,7 +32,9 @@
 //                  boxings of tensors T1, T2, ... run dense; e.g. int4+fwd+dw50+dense:add_61 is one
 //                  tensor's share of the forward gap), agd (the all-gathers that end a gradient's
 //                  chain, layer norms' and wpe's, run dense), agnf (they keep their codec
-//                  without error feedback, as before session 47), fv / fvN (AdamW's second
+//                  without error feedback, as before session 47), xn (the forced codec
+//                  on the hops that cross nodes only, CompressionPolicy::forced_intra_node
+//                  false: on this layout the 24 cross-node gradient all-reduces), fv / fvN (AdamW's second
 //                  moment frozen from the dense warm-up's end / from iteration N on: the
 //                  job's AdamWOptimizer.variance_frozen_from, 1-bit Adam's frozen variance), init
 //                  (the initial weights perturbed, as dense+init); e.g. int4+g128 is forced
@@ -167,6 +169,8 @@ struct Mode {
   // auto's accuracy bound off (CompressionPolicy::accuracy_bound): auto's most compact
   // codec of each role whatever its measured gap, to measure that gap.
   bool no_bound = false;
+  // xn: the forced codec on the hops that cross nodes only (CompressionPolicy::forced_intra_node).
+  bool cross_node_only = false;
   int64_t group_size = 0;  // 0: the policy's (int4 32, int8 128)
   bool hadamard = false;
   // Which compressed steps keep their codec, by the role of the tensor (RoleOf); the
@@ -235,7 +239,7 @@ absl::StatusOr<Mode> ParseMode(const std::string& text) {
   } else {
     return absl::InvalidArgumentError(
         absl::StrCat("--modes: unknown mode '", text,
-                     "'; valid: dense, dense+init, dense+1dev, or auto / int4 / int8 followed by +init, +gN, +had, +grad, +fwd, +bwd, +ef, +sr, +srg, +ln8, +lnd, +lgd, +chain8, +nobound, +dwN, +agd, +agnf, +dense:TENSOR (e.g. "
+                     "'; valid: dense, dense+init, dense+1dev, or auto / int4 / int8 followed by +init, +gN, +had, +grad, +fwd, +bwd, +ef, +sr, +srg, +ln8, +lnd, +lgd, +chain8, +nobound, +dwN, +agd, +agnf, +xn, +dense:TENSOR (e.g. "
                      "int4+g32+had+grad), or int4_ef, int4_grad, int4_grad_ef"));
   }
   for (size_t i = 1; i < parts.size(); ++i) {
@@ -268,6 +272,8 @@ absl::StatusOr<Mode> ParseMode(const std::string& text) {
       mode.layer_norm_inputs = CompressionKind::kInt8;
     } else if (part == "lnd") {
       mode.layer_norm_inputs = CompressionKind::kNone;
+    } else if (part == "xn") {
+      mode.cross_node_only = true;
     } else if (part == "nobound") {
       mode.no_bound = true;
     } else if (part == "lgd") {
@@ -288,7 +294,7 @@ absl::StatusOr<Mode> ParseMode(const std::string& text) {
                mode.group_size >= 1) {
     } else {
       return absl::InvalidArgumentError(absl::StrCat("--modes: '", text, "': unknown option '", part,
-                                                     "'; valid: init, fv, fvN (N >= 1), gN (N >= 1), had, fwd, bwd, grad, ef, sr, srg, ln8, lnd, "
+                                                     "'; valid: init, fv, fvN (N >= 1), gN (N >= 1), had, fwd, bwd, grad, ef, sr, srg, ln8, lnd, xn, "
                                                      "chain8, lgd, agd, agnf, nobound, dwN (N >= 1), "
                                                      "dense:TENSOR[:TENSOR...]"));
     }
@@ -368,6 +374,7 @@ absl::StatusOr<Curve> Run(const proto::Job& trained_job, const proto::Cluster& c
   } else if (mode.codec != CompressionKind::kNone) {
     options.compression.mode = CompressionMode::kForced;
     options.compression.forced = mode.codec;
+    options.compression.forced_intra_node = !mode.cross_node_only;
     if (mode.group_size > 0) {
       options.compression.group_size = mode.group_size;
       options.compression.int4_group_size = mode.group_size;
