@@ -34,6 +34,12 @@
 #   --cases=C,...         [demo_loopback,gpt_dp3tp2,dp3_h256,dp3_h512]
 #   --rates_mbit=R,...    link rates of the netns cases [1000]
 #   --iters=K --warmup=W  iterations per run, and those left out of the median [20, 5]
+#   --rounds=N            run each mode in one process and launched N times, alternating
+#                         (in-process, launch, in-process, launch, ...): the line's steps are
+#                         the medians of the rounds' medians, "paired_launched_over_in_process"
+#                         each round's launch over the in-process run just before it and
+#                         "paired_median" their median; the link bytes are the launches' mean;
+#                         --trace and --thread_cpu see the first round's launch [1]
 #   --launch_flags="..."  extra flags for every `oneflow launch` (e.g. --transport=gloo)
 #   --gpt_flags="..."     extra flags for every case's gpt compile (e.g. --bucket_mb=4)
 #   --modes=M,...         run only these of each case's modes (e.g. auto), in the case's order
@@ -100,6 +106,7 @@ NETNS_SUBNET="10.232.0"
 CASES="demo_loopback,gpt_dp3tp2,dp3_h256,dp3_h512"
 RATES="1000"
 ITERS=20
+ROUNDS=1
 WARMUP=5
 LAUNCH_FLAGS=""
 GPT_FLAGS=""
@@ -121,6 +128,7 @@ for arg in "$@"; do
     --cases=*) CASES="${arg#*=}" ;;
     --rates_mbit=*) RATES="${arg#*=}" ;;
     --iters=*) ITERS="${arg#*=}" ;;
+    --rounds=*) ROUNDS="${arg#*=}" ;;
     --warmup=*) WARMUP="${arg#*=}" ;;
     --launch_flags=*) LAUNCH_FLAGS="${arg#*=}" ;;
     --gpt_flags=*) GPT_FLAGS="${arg#*=}" ;;
@@ -138,6 +146,7 @@ for arg in "$@"; do
 done
 
 [[ "$ITERS" =~ ^[0-9]+$ && "$WARMUP" =~ ^[0-9]+$ ]] || die "--iters and --warmup must be integers"
+[[ "$ROUNDS" =~ ^[1-9][0-9]*$ ]] || die "--rounds=$ROUNDS: give a whole number >= 1"
 (( WARMUP + 2 <= ITERS )) || die "--warmup=$WARMUP must leave at least 2 of --iters=$ITERS"
 IFS=, read -r -a RATE_LIST <<< "$RATES"
 for r in "${RATE_LIST[@]}"; do [[ "$r" =~ ^[1-9][0-9]*$ ]] || die "--rates_mbit: '$r' is not a positive integer"; done
@@ -281,43 +290,56 @@ run_case() {
     # shellcheck disable=SC2086
     "$BIN/gpt" --nodes="$nodes" --devices_per_node="$dpn" $flags $GPT_FLAGS "${bucket_flags[@]}" "${calibration_flags[@]}" \
       --compression="$compression" --inter_node_bandwidth="$bw" --plan_out="$plan" > "$dir/$mode.compile.log"
+    # --rounds: the in-process run and the launch alternate, ROUNDS times each, so that the
+    # machine's drift between them lands on both sides; round r's files end in .rR (r > 0).
+    local round suffix in_process_steps="" launched_steps="" link_bytes=0 tx rx
+    for ((round = 0; round < ROUNDS; round++)); do
+    suffix=""
+    (( round > 0 )) && suffix=".r$round"
     # The floor's first half: the same plan, every node in this process, no network.
-    "$BIN/oneflow" run "$plan" --iters="$ITERS" --metrics="$dir/$mode.inprocess.metrics" > /dev/null
+    "$BIN/oneflow" run "$plan" --iters="$ITERS" --metrics="$dir/$mode.inprocess.metrics$suffix" > /dev/null
     local before=() after=()
     if [[ "$network" == netns ]]; then
       netns_shape "$rate"
       for ((i = 0; i < nodes; i++)); do before+=("$(netns_link_bytes "$i")"); done
     fi
-    local in_host=() trace_flags=()  # the launch client runs on host 0 of a netns cluster
-    (( TRACE )) && trace_flags=(--trace="$dir/$mode.launched.trace.json")
+    # The launch client runs on host 0 of a netns cluster; the trace and the thread sampling
+    # are of the first round's launch.
+    local in_host=() trace_flags=()
+    (( TRACE && round == 0 )) && trace_flags=(--trace="$dir/$mode.launched.trace.json")
     [[ "$network" == netns ]] && in_host=(ip netns exec "$(netns_name 0)")
     local sampler=""
-    if (( THREAD_CPU )); then
+    if (( THREAD_CPU && round == 0 )); then
       "$PY" "$ROOT/bench/distributed/thread_cpu.py" sample "$dir/$mode.thread_cpu.jsonl" &
       sampler=$!
     fi
     # shellcheck disable=SC2086
     if ! "${in_host[@]}" "$BIN/oneflow" launch "$plan" --nodes="$NETNS_NODES_ARG" --token_file="$RUN/token" \
-        --iters="$ITERS" --metrics="$dir/$mode.launched.metrics" --job_id="db-$name-$rate-$mode-$$" \
-        --collective_timeout_s=300 --hang_seconds=120 "${trace_flags[@]}" $LAUNCH_FLAGS > "$dir/$mode.launch.out" 2> "$dir/$mode.launch.err"; then
-      tail -20 "$dir/$mode.launch.err" >&2
-      die "oneflow launch of $name ($mode, rate $rate) failed"
+        --iters="$ITERS" --metrics="$dir/$mode.launched.metrics$suffix" --job_id="db-$name-$rate-$mode-$round-$$" \
+        --collective_timeout_s=300 --hang_seconds=120 "${trace_flags[@]}" $LAUNCH_FLAGS > "$dir/$mode.launch.out$suffix" 2> "$dir/$mode.launch.err$suffix"; then
+      tail -20 "$dir/$mode.launch.err$suffix" >&2
+      die "oneflow launch of $name ($mode, rate $rate, round $round) failed"
     fi
     if [[ -n "$sampler" ]]; then
       kill -TERM "$sampler"
       wait "$sampler" || true
       "$PY" "$ROOT/bench/distributed/thread_cpu.py" summarize "$dir/$mode.thread_cpu.jsonl" > "$dir/$mode.thread_cpu.json"
     fi
-    local link_bytes=0 tx rx
     if [[ "$network" == netns ]]; then
+      # The most bytes one host's veth carried in this launch (sent or received).
+      local launch_bytes=0
       for ((i = 0; i < nodes; i++)); do
         read -r tx rx <<< "$(netns_link_bytes "$i")"
         read -r btx brx <<< "${before[$i]}"
-        if (( tx - btx > link_bytes )); then link_bytes=$(( tx - btx )); fi
-        if (( rx - brx > link_bytes )); then link_bytes=$(( rx - brx )); fi
+        if (( tx - btx > launch_bytes )); then launch_bytes=$(( tx - btx )); fi
+        if (( rx - brx > launch_bytes )); then launch_bytes=$(( rx - brx )); fi
       done
+      link_bytes=$(( link_bytes + launch_bytes ))
       netns_unshape
     fi
+    in_process_steps+="${in_process_steps:+,}$(median_step "$dir/$mode.inprocess.metrics$suffix")"
+    launched_steps+="${launched_steps:+,}$(median_step "$dir/$mode.launched.metrics$suffix")"
+    done
     local profile_json="$dir/$mode.launched.profile.json"
     if (( TRACE )); then
       "$BIN/oneflow" profile "$dir/$mode.launched.trace.json" --format=json > "$profile_json" ||
@@ -327,17 +349,26 @@ run_case() {
     fi
     BENCH_WARMUP="$WARMUP" BENCH_BUCKET_REFERENCE="$BUCKET_REFERENCE" BENCH_CALIBRATION="$CASE_CALIBRATION" \
     "$PY" - "$name" "$rate" "$mode" "$nodes" "$dpn" "$ITERS" "$link_bytes" \
-        "$(median_step "$dir/$mode.inprocess.metrics")" "$(median_step "$dir/$mode.launched.metrics")" \
-        "$dir" "$profile_json" <<'PYEOF'
-import json, os, sys
-name, rate, mode, nodes, dpn, iters, link_bytes, inproc, launched, d, profile_json = sys.argv[1:]
+        "$in_process_steps" "$launched_steps" "$dir" "$profile_json" <<'PYEOF'
+import json, os, statistics, sys
+name, rate, mode, nodes, dpn, iters, link_bytes, inproc_rounds, launched_rounds, d, profile_json = sys.argv[1:]
 rate, iters, link_bytes = int(rate), int(iters), int(link_bytes)
-inproc, launched = float(inproc), float(launched)
+# Each round's medians; the line's steps are their medians (one round: that round's).
+inproc_rounds = [float(v) for v in inproc_rounds.split(",")]
+launched_rounds = [float(v) for v in launched_rounds.split(",")]
+inproc, launched = statistics.median(inproc_rounds), statistics.median(launched_rounds)
 line = {"case": name, "rate_mbit": rate or None, "mode": mode, "nodes": int(nodes),
         "devices_per_node": int(dpn), "launched_step_ms": launched, "in_process_step_ms": inproc,
         "launched_over_in_process": round(launched / inproc, 3)}
+if len(inproc_rounds) > 1:
+    # Round by round: the launch over the in-process run just before it.
+    paired = [l / i for l, i in zip(launched_rounds, inproc_rounds)]
+    line.update({"rounds": len(inproc_rounds), "in_process_rounds_ms": inproc_rounds,
+                 "launched_rounds_ms": launched_rounds,
+                 "paired_launched_over_in_process": [round(r, 3) for r in paired],
+                 "paired_median": round(statistics.median(paired), 3)})
 if rate:
-    per_iter = link_bytes / iters
+    per_iter = link_bytes / (iters * len(launched_rounds))
     link_ms = per_iter * 8 / (rate * 1e6) * 1e3
     floor = max(inproc, link_ms)
     line.update({"link_bytes_per_iter": int(per_iter), "link_ms": round(link_ms, 2),
@@ -515,7 +546,7 @@ main() {
   mkdir -p "$RUN"
   build
   (umask 077 && head -c 32 /dev/urandom | od -An -tx1 | tr -d ' \n' > "$RUN/token")
-  echo "{\"config\": {\"cases\": \"$CASES\", \"rates_mbit\": [$RATES], \"iters\": $ITERS, \"warmup\": $WARMUP," \
+  echo "{\"config\": {\"cases\": \"$CASES\", \"rates_mbit\": [$RATES], \"iters\": $ITERS, \"rounds\": $ROUNDS, \"warmup\": $WARMUP," \
     "\"launch_flags\": \"$LAUNCH_FLAGS\", \"gpt_flags\": \"$GPT_FLAGS\", \"modes\": \"$MODES\", \"bucket_reference\": \"$BUCKET_REFERENCE\", \"trace\": $TRACE, \"calibration\": \"$CALIBRATION\", \"oneflow_openblas_coretype\": \"${OPENBLAS_CORETYPE:-auto}\", \"cpus\": $(nproc), \"load_avg_1m\": $(cut -d' ' -f1 /proc/loadavg)," \
     "\"commit\": \"$(git -C "$ROOT" rev-parse --short HEAD 2>/dev/null || echo unknown)\"}}"
   local name spec network nodes rate
