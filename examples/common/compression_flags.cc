@@ -76,6 +76,15 @@ absl::StatusOr<int64_t> CompressionWarmupFromFlags(const CompressionFlags& flags
   return flags.compression_warmup;
 }
 
+absl::StatusOr<bool> ErrorFeedbackFromFlags(const CompressionFlags& flags) {
+  if (flags.error_feedback && flags.compression == "off") {
+    return absl::InvalidArgumentError(
+        "--error_feedback acts on compressed gradient reductions, and --compression=off compresses none; use "
+        "--compression=auto, fp8, int8 or int4 with it");
+  }
+  return flags.error_feedback;
+}
+
 absl::StatusOr<proto::Compression::Rounding> CodecRoundingFromFlags(const CompressionFlags& flags) {
   if (flags.codec_rounding == "nearest") return proto::Compression::NEAREST;
   if (flags.codec_rounding == "stochastic") return proto::Compression::STOCHASTIC;

@@ -10,6 +10,9 @@
 //                                          CompressionPolicy::gradient_wire)
 //   --compression_warmup=N                 the first N iterations every compressed step
 //                                          runs dense (default 0; CompressionWarmupFromFlags)
+//   --error_feedback                       carry each compressed gradient reduction's
+//                                          encoding error to the next iteration
+//                                          (CompileOptions::error_feedback; ErrorFeedbackFromFlags)
 //   --codec_accuracy_bound=F|off           the largest measured final-loss gap auto accepts
 //                                          for a codec, as a fraction of dense's final loss,
 //                                          on every role (default 0.005; off: no bound;
@@ -38,6 +41,8 @@ struct CompressionFlags {
   // (CompileOptions::compression_warmup_iterations; CompressionWarmupFromFlags).
   int64_t compression_warmup = 0;
   std::string codec_accuracy_bound = "0.005";
+  // --error_feedback (CompileOptions::error_feedback; ErrorFeedbackFromFlags).
+  bool error_feedback = false;
 };
 
 // off: dense. auto: each tensor's role picks its codecs and the cost model decides per
@@ -64,6 +69,15 @@ absl::StatusOr<proto::Compression::Rounding> CodecRoundingFromFlags(const Compre
 // "int4 that trains like dense"). INVALID_ARGUMENT naming the flag:
 //   --compression_warmup=-1 must be >= 0 (0: compressed from the first iteration)
 absl::StatusOr<int64_t> CompressionWarmupFromFlags(const CompressionFlags& flags);
+
+// --error_feedback as CompileOptions::error_feedback: every compressed reduction of a
+// variable's gradient keeps, per device, what its codec dropped and adds it to the next
+// iteration's gradient before encoding (docs/sbp_and_boxing.md, "Error feedback"); the
+// residuals are checkpointed with the optimizer state. INVALID_ARGUMENT where nothing
+// would carry it:
+//   --error_feedback acts on compressed gradient reductions, and --compression=off
+//   compresses none; use --compression=auto, fp8, int8 or int4 with it
+absl::StatusOr<bool> ErrorFeedbackFromFlags(const CompressionFlags& flags);
 
 // The link flags of the cost model, and which of them the command line set to other than
 // their defaults. The defaults are those of the examples' and `oneflow compile`'s flags

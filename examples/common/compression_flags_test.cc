@@ -43,6 +43,24 @@ TEST(CompressionFlagsTest, CodecRounding) {
   EXPECT_EQ(bad.status().message(), "--codec_rounding=up is not a choice; valid: nearest, stochastic");
 }
 
+TEST(CompressionFlagsTest, ErrorFeedback) {
+  CompressionFlags flags;
+  EXPECT_FALSE(*ErrorFeedbackFromFlags(flags));  // the default: off
+  flags.error_feedback = true;
+  for (const char* mode : {"auto", "fp8", "int8", "int4"}) {
+    flags.compression = mode;
+    EXPECT_TRUE(*ErrorFeedbackFromFlags(flags)) << mode;
+  }
+  flags.compression = "off";
+  const absl::StatusOr<bool> bad = ErrorFeedbackFromFlags(flags);
+  EXPECT_EQ(bad.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(bad.status().message(),
+            "--error_feedback acts on compressed gradient reductions, and --compression=off compresses none; use "
+            "--compression=auto, fp8, int8 or int4 with it");
+  flags.error_feedback = false;  // off without it is fine
+  EXPECT_FALSE(*ErrorFeedbackFromFlags(flags));
+}
+
 TEST(CompressionFlagsTest, CompressionWarmup) {
   CompressionFlags flags;
   EXPECT_EQ(*CompressionWarmupFromFlags(flags), 0);  // the default: compressed from the start

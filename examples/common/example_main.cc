@@ -89,6 +89,11 @@ ABSL_FLAG(int64_t, compression_warmup, 0,
           "Iterations every compressed boxing runs dense before its codecs take over (DeepSpeed 1-bit "
           "Adam's warm-up; with 50 of 200, int4 gradient reductions under AdamW end within 0.5% of dense "
           "and --compression=auto may pick them: docs/sbp_and_boxing.md).");
+ABSL_FLAG(bool, error_feedback, false,
+          "Error feedback on every compressed reduction of a variable's gradient: each device keeps what the "
+          "codec dropped and adds it to the next iteration's gradient before encoding; checkpointed with the "
+          "optimizer state. Needs a --compression other than off. Under SGD it brings int4 gradient reductions "
+          "to dense; under AdamW it does not (docs/sbp_and_boxing.md, \"Error feedback\").");
 ABSL_FLAG(std::string, gradient_wire, "fp32",
           "How variables' gradients travel in their reductions: fp32 (the default; --compression "
           "decides), bf16 (2 bytes an element on every gradient reduction and gather, added in fp32 "
@@ -225,6 +230,7 @@ CompileSettings SettingsFromFlags() {
   settings.compression.codec_rounding = absl::GetFlag(FLAGS_codec_rounding);
   settings.compression.gradient_wire = absl::GetFlag(FLAGS_gradient_wire);
   settings.compression.compression_warmup = absl::GetFlag(FLAGS_compression_warmup);
+  settings.compression.error_feedback = absl::GetFlag(FLAGS_error_feedback);
   settings.compression.codec_accuracy_bound = absl::GetFlag(FLAGS_codec_accuracy_bound);
   settings.links = LinkFlagsFromCommandLine(absl::GetFlag(FLAGS_intra_node_bandwidth), absl::GetFlag(FLAGS_inter_node_bandwidth),
                                             absl::GetFlag(FLAGS_intra_node_latency), absl::GetFlag(FLAGS_inter_node_latency));

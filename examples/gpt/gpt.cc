@@ -31,8 +31,8 @@ ABSL_FLAG(std::string, text_file, "",
 ABSL_FLAG(double, lr, 3e-4, "Peak learning rate (AdamW, warmup-cosine).");
 ABSL_FLAG(int64_t, adamw_freeze_variance_from, 0,
           "AdamW's second moment v frozen from this step on (1-bit Adam's freeze_step; 0: never). "
-          "Error feedback on compressed gradients (CompileOptions::error_feedback) needs it under AdamW, "
-          "set to the dense warm-up's end: --compression_warmup=N --adamw_freeze_variance_from=N "
+          "Error feedback on compressed gradients (--error_feedback) needs it under AdamW, "
+          "set to the dense warm-up's end: --compression_warmup=N --adamw_freeze_variance_from=N --error_feedback "
           "(docs/sbp_and_boxing.md, \"Error feedback under a frozen variance\").");
 ABSL_FLAG(int64_t, moe_experts, 0, "Mixture of experts: experts per MoE feed-forward (0: dense feed-forwards).");
 ABSL_FLAG(int64_t, moe_top_k, 1, "Experts each token is routed to (1: Switch, 2: GShard).");

@@ -27,8 +27,8 @@ ABSL_FLAG(std::string, text_file, "",
 ABSL_FLAG(double, lr, 3e-4, "Peak learning rate (AdamW, warmup-cosine).");
 ABSL_FLAG(int64_t, adamw_freeze_variance_from, 0,
           "AdamW's second moment v frozen from this step on (1-bit Adam's freeze_step; 0: never). "
-          "Error feedback on compressed gradients (CompileOptions::error_feedback) needs it under AdamW, "
-          "set to the dense warm-up's end: --compression_warmup=N --adamw_freeze_variance_from=N "
+          "Error feedback on compressed gradients (--error_feedback) needs it under AdamW, "
+          "set to the dense warm-up's end: --compression_warmup=N --adamw_freeze_variance_from=N --error_feedback "
           "(docs/sbp_and_boxing.md, \"Error feedback under a frozen variance\").");
 ABSL_FLAG(bool, vocab_parallel_loss, true,
           "Megatron's vocab-parallel cross-entropy: the logits stay split by vocabulary over --tp "

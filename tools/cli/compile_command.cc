@@ -50,6 +50,9 @@ ABSL_FLAG(std::string, codec_rounding, "nearest",
           "How int4 and int8 encoders round: nearest or stochastic (docs/sbp_and_boxing.md).");
 ABSL_FLAG(int64_t, compression_warmup, 0,
           "Iterations every compressed boxing runs dense before its codecs (docs/sbp_and_boxing.md).");
+ABSL_FLAG(bool, error_feedback, false,
+          "Error feedback on every compressed gradient reduction; needs a --compression other than off "
+          "(docs/sbp_and_boxing.md).");
 ABSL_FLAG(std::string, codec_accuracy_bound, "0.005",
           "The largest measured final-loss gap, as a fraction of dense's, --compression=auto accepts for a codec "
           "(0.005 is 0.5%, the default), or off (docs/sbp_and_boxing.md).");
@@ -228,6 +231,7 @@ absl::Status RunCompile(const std::vector<std::string>& arguments, std::ostream&
   settings.compression.codec_rounding = absl::GetFlag(FLAGS_codec_rounding);
   settings.compression.gradient_wire = absl::GetFlag(FLAGS_gradient_wire);
   settings.compression.compression_warmup = absl::GetFlag(FLAGS_compression_warmup);
+  settings.compression.error_feedback = absl::GetFlag(FLAGS_error_feedback);
   settings.compression.codec_accuracy_bound = absl::GetFlag(FLAGS_codec_accuracy_bound);
   settings.links = examples::LinkFlagsFromCommandLine(
       absl::GetFlag(FLAGS_intra_node_bandwidth), absl::GetFlag(FLAGS_inter_node_bandwidth),
@@ -290,7 +294,7 @@ Subcommand CompileSubcommand() {
                    "recompute",            "precision",            "pp_schedule",
                    "virtual_stages",       "cp",                   "cp_attention",
                    "cp_ring_split",        "communication_streams", "gradient_wire",
-                   "compression_warmup",   "codec_accuracy_bound"};
+                   "compression_warmup",   "codec_accuracy_bound", "error_feedback"};
   command.flag_help = {{"nodes", "Nodes of the cluster (a count; default 1)."},
                        {"threads_per_device",
                         "Threads each CPU device runs its compute kernels on, kept in the plan's cluster "

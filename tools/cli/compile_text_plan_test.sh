@@ -60,6 +60,12 @@ if cmp -s "$DIR/gpt_cp_zigzag.cpp.plan" "$DIR/zigzag_no_flag.plan"; then fail "-
 same_plan gpt_bound_off "$PWD/examples/gpt/gpt" "${layout[@]}" --codec_accuracy_bound=off
 "$ONEFLOW" compile "$DIR/gpt_bound_off.txt" "${layout[@]}" --plan_out="$DIR/bound_no_flag.plan" >/dev/null
 if cmp -s "$DIR/gpt_bound_off.cpp.plan" "$DIR/bound_no_flag.plan"; then fail "--codec_accuracy_bound made no difference"; fi
+# --error_feedback: the same flag from the text as from C++, recorded in the recipe; the
+# text compiled without it writes another plan (its gradient steps carry none).
+ef_layout=(--nodes=2 --devices_per_node=2 --dp=2 --tp=2 --compression=int4)
+same_plan gpt_error_feedback "$PWD/examples/gpt/gpt" "${ef_layout[@]}" --error_feedback
+"$ONEFLOW" compile "$DIR/gpt_error_feedback.txt" "${ef_layout[@]}" --plan_out="$DIR/ef_no_flag.plan" >/dev/null
+if cmp -s "$DIR/gpt_error_feedback.cpp.plan" "$DIR/ef_no_flag.plan"; then fail "--error_feedback made no difference"; fi
 if "$PWD/examples/gpt/gpt" --precision=bf16 --plan_out="$DIR/bf16_probe.plan" >/dev/null 2>"$DIR/bf16.err"; then
   same_plan gpt_bf16 "$PWD/examples/gpt/gpt" "${layout[@]}" --precision=bf16
 else
@@ -78,6 +84,8 @@ expect_error() {
 }
 expect_error "oneflow compile: --recompute=some is not one of: none, selective, full" \
   "$DIR/gpt.txt" "${layout[@]}" --recompute=some
+expect_error "oneflow compile: --error_feedback acts on compressed gradient reductions, and --compression=off compresses none; use --compression=auto, fp8, int8 or int4 with it" \
+  "$DIR/gpt.txt" "${layout[@]}" --compression=off --error_feedback
 expect_error "oneflow compile: --pp_schedule=gpipe is not one of: 1f1b, interleaved, zb, auto" \
   "$DIR/gpt.txt" "${layout[@]}" --pp_schedule=gpipe
 expect_error "oneflow compile: --precision=fp16 is not one of: fp32, bf16" "$DIR/gpt.txt" "${layout[@]}" --precision=fp16
