@@ -92,8 +92,9 @@ ABSL_FLAG(int64_t, compression_warmup, 0,
 ABSL_FLAG(bool, error_feedback, false,
           "Error feedback on every compressed reduction of a variable's gradient: each device keeps what the "
           "codec dropped and adds it to the next iteration's gradient before encoding; checkpointed with the "
-          "optimizer state. Needs a --compression other than off. Under SGD it brings int4 gradient reductions "
-          "to dense; under AdamW it does not (docs/sbp_and_boxing.md, \"Error feedback\").");
+          "optimizer state. Needs a --compression other than off. On the gpt over 2 nodes it brings int4 "
+          "cross-node gradient reductions from +0.10% to +0.02% of dense's final loss under SGD, and moves them "
+          "further from dense under AdamW (docs/sbp_and_boxing.md, \"Error feedback\").");
 ABSL_FLAG(std::string, gradient_wire, "fp32",
           "How variables' gradients travel in their reductions: fp32 (the default; --compression "
           "decides), bf16 (2 bytes an element on every gradient reduction and gather, added in fp32 "
