@@ -39,7 +39,8 @@
 #                         the medians of the rounds' medians, "paired_launched_over_in_process"
 #                         each round's launch over the in-process run just before it and
 #                         "paired_median" their median; the link bytes are the launches' mean;
-#                         --trace and --thread_cpu see the first round's launch [1]
+#                         --trace and --thread_cpu see the first round's launch; the
+#                         pytorch_ddp mode runs once [1]
 #   --launch_flags="..."  extra flags for every `oneflow launch` (e.g. --transport=gloo)
 #   --gpt_flags="..."     extra flags for every case's gpt compile (e.g. --bucket_mb=4)
 #   --modes=M,...         run only these of each case's modes (e.g. auto), in the case's order
@@ -294,51 +295,51 @@ run_case() {
     # machine's drift between them lands on both sides; round r's files end in .rR (r > 0).
     local round suffix in_process_steps="" launched_steps="" link_bytes=0 tx rx
     for ((round = 0; round < ROUNDS; round++)); do
-    suffix=""
-    (( round > 0 )) && suffix=".r$round"
-    # The floor's first half: the same plan, every node in this process, no network.
-    "$BIN/oneflow" run "$plan" --iters="$ITERS" --metrics="$dir/$mode.inprocess.metrics$suffix" > /dev/null
-    local before=() after=()
-    if [[ "$network" == netns ]]; then
-      netns_shape "$rate"
-      for ((i = 0; i < nodes; i++)); do before+=("$(netns_link_bytes "$i")"); done
-    fi
-    # The launch client runs on host 0 of a netns cluster; the trace and the thread sampling
-    # are of the first round's launch.
-    local in_host=() trace_flags=()
-    (( TRACE && round == 0 )) && trace_flags=(--trace="$dir/$mode.launched.trace.json")
-    [[ "$network" == netns ]] && in_host=(ip netns exec "$(netns_name 0)")
-    local sampler=""
-    if (( THREAD_CPU && round == 0 )); then
-      "$PY" "$ROOT/bench/distributed/thread_cpu.py" sample "$dir/$mode.thread_cpu.jsonl" &
-      sampler=$!
-    fi
-    # shellcheck disable=SC2086
-    if ! "${in_host[@]}" "$BIN/oneflow" launch "$plan" --nodes="$NETNS_NODES_ARG" --token_file="$RUN/token" \
-        --iters="$ITERS" --metrics="$dir/$mode.launched.metrics$suffix" --job_id="db-$name-$rate-$mode-$round-$$" \
-        --collective_timeout_s=300 --hang_seconds=120 "${trace_flags[@]}" $LAUNCH_FLAGS > "$dir/$mode.launch.out$suffix" 2> "$dir/$mode.launch.err$suffix"; then
-      tail -20 "$dir/$mode.launch.err$suffix" >&2
-      die "oneflow launch of $name ($mode, rate $rate, round $round) failed"
-    fi
-    if [[ -n "$sampler" ]]; then
-      kill -TERM "$sampler"
-      wait "$sampler" || true
-      "$PY" "$ROOT/bench/distributed/thread_cpu.py" summarize "$dir/$mode.thread_cpu.jsonl" > "$dir/$mode.thread_cpu.json"
-    fi
-    if [[ "$network" == netns ]]; then
-      # The most bytes one host's veth carried in this launch (sent or received).
-      local launch_bytes=0
-      for ((i = 0; i < nodes; i++)); do
-        read -r tx rx <<< "$(netns_link_bytes "$i")"
-        read -r btx brx <<< "${before[$i]}"
-        if (( tx - btx > launch_bytes )); then launch_bytes=$(( tx - btx )); fi
-        if (( rx - brx > launch_bytes )); then launch_bytes=$(( rx - brx )); fi
-      done
-      link_bytes=$(( link_bytes + launch_bytes ))
-      netns_unshape
-    fi
-    in_process_steps+="${in_process_steps:+,}$(median_step "$dir/$mode.inprocess.metrics$suffix")"
-    launched_steps+="${launched_steps:+,}$(median_step "$dir/$mode.launched.metrics$suffix")"
+      suffix=""
+      (( round > 0 )) && suffix=".r$round"
+      # The floor's first half: the same plan, every node in this process, no network.
+      "$BIN/oneflow" run "$plan" --iters="$ITERS" --metrics="$dir/$mode.inprocess.metrics$suffix" > /dev/null
+      local before=()
+      if [[ "$network" == netns ]]; then
+        netns_shape "$rate"
+        for ((i = 0; i < nodes; i++)); do before+=("$(netns_link_bytes "$i")"); done
+      fi
+      # The launch client runs on host 0 of a netns cluster; the trace and the thread sampling
+      # are of the first round's launch.
+      local in_host=() trace_flags=()
+      (( TRACE && round == 0 )) && trace_flags=(--trace="$dir/$mode.launched.trace.json")
+      [[ "$network" == netns ]] && in_host=(ip netns exec "$(netns_name 0)")
+      local sampler=""
+      if (( THREAD_CPU && round == 0 )); then
+        "$PY" "$ROOT/bench/distributed/thread_cpu.py" sample "$dir/$mode.thread_cpu.jsonl" &
+        sampler=$!
+      fi
+      # shellcheck disable=SC2086
+      if ! "${in_host[@]}" "$BIN/oneflow" launch "$plan" --nodes="$NETNS_NODES_ARG" --token_file="$RUN/token" \
+          --iters="$ITERS" --metrics="$dir/$mode.launched.metrics$suffix" --job_id="db-$name-$rate-$mode-$round-$$" \
+          --collective_timeout_s=300 --hang_seconds=120 "${trace_flags[@]}" $LAUNCH_FLAGS > "$dir/$mode.launch.out$suffix" 2> "$dir/$mode.launch.err$suffix"; then
+        tail -20 "$dir/$mode.launch.err$suffix" >&2
+        die "oneflow launch of $name ($mode, rate $rate, round $round) failed"
+      fi
+      if [[ -n "$sampler" ]]; then
+        kill -TERM "$sampler"
+        wait "$sampler" || true
+        "$PY" "$ROOT/bench/distributed/thread_cpu.py" summarize "$dir/$mode.thread_cpu.jsonl" > "$dir/$mode.thread_cpu.json"
+      fi
+      if [[ "$network" == netns ]]; then
+        # The most bytes one host's veth carried in this launch (sent or received).
+        local launch_bytes=0
+        for ((i = 0; i < nodes; i++)); do
+          read -r tx rx <<< "$(netns_link_bytes "$i")"
+          read -r btx brx <<< "${before[$i]}"
+          if (( tx - btx > launch_bytes )); then launch_bytes=$(( tx - btx )); fi
+          if (( rx - brx > launch_bytes )); then launch_bytes=$(( rx - brx )); fi
+        done
+        link_bytes=$(( link_bytes + launch_bytes ))
+        netns_unshape
+      fi
+      in_process_steps+="${in_process_steps:+,}$(median_step "$dir/$mode.inprocess.metrics$suffix")"
+      launched_steps+="${launched_steps:+,}$(median_step "$dir/$mode.launched.metrics$suffix")"
     done
     local profile_json="$dir/$mode.launched.profile.json"
     if (( TRACE )); then
