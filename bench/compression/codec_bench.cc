@@ -61,6 +61,12 @@ struct Case {
 std::vector<Case> Cases(int64_t g) {
   CodecOptions stochastic{Codec::kInt4, g};
   stochastic.stochastic_rounding = true;
+  // What a gradient's int4 steps run (Compression.fitted_int4_scale): the scale chosen by
+  // error, seven candidates per group (int_quant.h, ChooseInt4Scale).
+  CodecOptions fitted{Codec::kInt4, g};
+  fitted.fitted_int4_scale = true;
+  CodecOptions fitted_rotated{Codec::kInt4, g, true};
+  fitted_rotated.fitted_int4_scale = true;
   return {
       {{Codec::kFp8E4M3, g, /*hadamard=*/true}, 0.25},
       {{Codec::kFp8E4M3, g}, 0},
@@ -70,6 +76,8 @@ std::vector<Case> Cases(int64_t g) {
       {{Codec::kInt8, g, true}, 0},
       {{Codec::kInt4, g, true}, 0},
       {stochastic, 0},
+      {fitted, 0},
+      {fitted_rotated, 0},
       {{Codec::kBf16, g}, 0},  // no groups: g is ignored
   };
 }
@@ -124,7 +132,7 @@ int Run() {
       const double error = RoundTripRelativeError(options, input.data(), std::min<int64_t>(count, 1 << 20));
       std::printf(
           "{\"bench\":\"codec\",\"codec\":\"%s\",\"group_size\":%lld,\"hadamard\":%s,"
-          "\"stochastic_rounding\":%s,\"elements\":%lld,\"encode_gbps\":%.2f,"
+          "\"stochastic_rounding\":%s,\"fitted_int4_scale\":%s,\"elements\":%lld,\"encode_gbps\":%.2f,"
           "\"decode_gbps\":%.2f,\"round_trip_gbps\":%.2f,\"memcpy_gbps\":%.2f,\"ratio\":%.3f,"
           "\"goal\":%.2f,\"meets_goal\":%s,\"wire_bytes_per_element\":%.4f,"
           "\"relative_error\":%.5f,\"meter_gbps\":%.2f,\"reduce_scatter_metering\":%.3f,"
@@ -132,7 +140,8 @@ int Run() {
           "\"reduce_scatter_metering_measured\":%.3f,\"threads\":1}\n",
           std::string(CodecName(options.codec)).c_str(),
           static_cast<long long>(options.group_size), options.hadamard ? "true" : "false",
-          options.stochastic_rounding ? "true" : "false", static_cast<long long>(count),
+          options.stochastic_rounding ? "true" : "false", options.fitted_int4_scale ? "true" : "false",
+          static_cast<long long>(count),
           bytes / encode_seconds * 1e-9, bytes / decode_seconds * 1e-9, round_trip_gbps,
           memcpy_gbps, round_trip_gbps / memcpy_gbps, c.goal,
           c.goal == 0 ? "null" : (round_trip_gbps / memcpy_gbps >= c.goal ? "true" : "false"),

@@ -34,7 +34,9 @@
 //                  chain, layer norms' and wpe's, run dense), agnf (they keep their codec
 //                  without error feedback, as before session 47), xn (the forced codec
 //                  on the hops that cross nodes only, CompressionPolicy::forced_intra_node
-//                  false: on this layout the 24 cross-node gradient all-reduces), fv / fvN (AdamW's second
+//                  false: on this layout the 24 cross-node gradient all-reduces), fit
+//                  (the gradients' int4 groups scaled by the error they make,
+//                  CompileOptions::fit_int4_gradient_scale), fv / fvN (AdamW's second
 //                  moment frozen from the dense warm-up's end / from iteration N on: the
 //                  job's AdamWOptimizer.variance_frozen_from, 1-bit Adam's frozen variance), init
 //                  (the initial weights perturbed, as dense+init); e.g. int4+g128 is forced
@@ -171,6 +173,9 @@ struct Mode {
   bool no_bound = false;
   // xn: the forced codec on the hops that cross nodes only (CompressionPolicy::forced_intra_node).
   bool cross_node_only = false;
+  // fit: the gradients' int4 groups scaled by the error they make
+  // (CompileOptions::fit_int4_gradient_scale; int_quant.h, ChooseInt4Scale).
+  bool fitted_scale = false;
   int64_t group_size = 0;  // 0: the policy's (int4 32, int8 128)
   bool hadamard = false;
   // Which compressed steps keep their codec, by the role of the tensor (RoleOf); the
@@ -274,6 +279,8 @@ absl::StatusOr<Mode> ParseMode(const std::string& text) {
       mode.layer_norm_inputs = CompressionKind::kNone;
     } else if (part == "xn") {
       mode.cross_node_only = true;
+    } else if (part == "fit") {
+      mode.fitted_scale = true;
     } else if (part == "nobound") {
       mode.no_bound = true;
     } else if (part == "lgd") {
@@ -381,6 +388,7 @@ absl::StatusOr<Curve> Run(const proto::Job& trained_job, const proto::Cluster& c
     }
   }
   if (mode.stochastic_rounding) options.codec_rounding = proto::Compression::STOCHASTIC;
+  options.fit_int4_gradient_scale = mode.fitted_scale;
   options.compression_warmup_iterations = mode.dense_warmup;
   // Always marked: the roles (RoleOf) and srg find the gradient reductions by the mark
   // error feedback puts on them; it is cleared below unless the mode has ef.

@@ -73,8 +73,10 @@ Rounding RoundingFor(const CompileOptions& options, const std::string& tensor, i
 // compressed step's codec (both levels for a two-level one) and rounding. With
 // CompileOptions.error_feedback, a compressed reduction or gather of a variable's gradient
 // gets error feedback; every compressed step gets CompileOptions.compression_warmup_iterations.
-void EmitCompression(const BoxingStep& step, bool gradient, const Rounding& rounding, int64_t dense_warmup_iterations,
-                     proto::BoxingStepDef* def) {
+// With `fitted_int4_scale` (a gradient's step under CompileOptions.fit_int4_gradient_scale)
+// its int4 encoders rounding to nearest choose their scales by error.
+void EmitCompression(const BoxingStep& step, bool gradient, bool fitted_int4_scale, const Rounding& rounding,
+                     int64_t dense_warmup_iterations, proto::BoxingStepDef* def) {
   def->set_seconds(step.seconds);
   def->set_dense_seconds(step.dense_seconds);
   def->set_reason(step.compression_reason);  // the decision, whichever side won
@@ -98,6 +100,9 @@ void EmitCompression(const BoxingStep& step, bool gradient, const Rounding& roun
       HasStochasticEncoder(step.cross_node_compression)) {
     compression->set_rounding(proto::Compression::STOCHASTIC);
     compression->set_rounding_seed(rounding.seed);
+  } else if (fitted_int4_scale && (step.compression.kind == CompressionKind::kInt4 ||
+                                   step.cross_node_compression.kind == CompressionKind::kInt4)) {
+    compression->set_fitted_int4_scale(true);
   }
   compression->set_dense_warmup_iterations(dense_warmup_iterations);
   def->set_dense_bytes_per_device(step.dense_bytes_per_device);
@@ -145,6 +150,7 @@ void EmitBoxings(Compilation* compilation) {
         step_def->set_collective_id(compilation->bucket_collective[bucket]);
       }
       EmitCompression(step, compilation->options.error_feedback && tensor.is_gradient,
+                      compilation->options.fit_int4_gradient_scale && tensor.is_gradient,
                       RoundingFor(compilation->options, tensor.name, static_cast<int64_t>(s)),
                       compilation->options.compression_warmup_iterations, step_def);
       if (boxing.sparse.has_value()) EmitSparsity(*compilation, *boxing.sparse, step_def->mutable_sparsity());
@@ -181,6 +187,7 @@ void EmitBuckets(Compilation* compilation) {
     proto::BoxingStepDef first;
     const LogicalTensor& first_tensor = graph.tensors[compilation->boxings[b].tensor];
     EmitCompression(compilation->boxings[b].plan.steps[s], compilation->options.error_feedback && first_tensor.is_gradient,
+                    compilation->options.fit_int4_gradient_scale && first_tensor.is_gradient,
                     RoundingFor(compilation->options, first_tensor.name, s),
                     compilation->options.compression_warmup_iterations, &first);
     if (first.has_compression()) *def->mutable_compression() = first.compression();

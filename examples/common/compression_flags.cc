@@ -26,6 +26,15 @@ absl::StatusOr<CompressionPolicy> CompressionPolicyFromFlags(const CompressionFl
     return absl::InvalidArgumentError(
         absl::StrCat("--compression=", mode, " is not a choice; valid: off, auto, fp8, int8, int4"));
   }
+  if (!flags.compress_in_node) {
+    if (policy.mode != CompressionMode::kForced) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "--nocompress_in_node acts on a forced codec, and --compression=", mode,
+          mode == "auto" ? " decides each in-node step by the cost model" : " compresses none",
+          "; use --compression=fp8, int8 or int4 with it"));
+    }
+    policy.forced_intra_node = false;
+  }
   if (flags.gradient_wire == "fp32") {
     policy.gradient_wire = GradientWire::kFp32;
   } else if (flags.gradient_wire == "bf16") {

@@ -10,6 +10,10 @@
 //                                          CompressionPolicy::gradient_wire)
 //   --compression_warmup=N                 the first N iterations every compressed step
 //                                          runs dense (default 0; CompressionWarmupFromFlags)
+//   --compress_in_node (default true)      with a forced codec (fp8, int8, int4), also compress
+//                                          the steps whose group lies inside one node;
+//                                          --nocompress_in_node: the hops that cross nodes
+//                                          only (CompressionPolicy::forced_intra_node)
 //   --error_feedback                       carry each compressed gradient reduction's
 //                                          encoding error to the next iteration
 //                                          (CompileOptions::error_feedback; ErrorFeedbackFromFlags)
@@ -43,6 +47,8 @@ struct CompressionFlags {
   std::string codec_accuracy_bound = "0.005";
   // --error_feedback (CompileOptions::error_feedback; ErrorFeedbackFromFlags).
   bool error_feedback = false;
+  // --compress_in_node (CompressionPolicy::forced_intra_node).
+  bool compress_in_node = true;
 };
 
 // off: dense. auto: each tensor's role picks its codecs and the cost model decides per
@@ -56,6 +62,9 @@ struct CompressionFlags {
 //   --codec_accuracy_bound=-1 is not a choice; valid: a final-loss gap >= 0 as a fraction
 //   of dense's (0.005 is 0.5%, the default), or off
 //   --codec_calibration: codec calibration file 'c.jsonl' line 2: ...
+//   --nocompress_in_node acts on a forced codec, and --compression=auto decides each
+//   in-node step by the cost model; use --compression=fp8, int8 or int4 with it
+//   (likewise for off)
 absl::StatusOr<CompressionPolicy> CompressionPolicyFromFlags(const CompressionFlags& flags);
 
 // --codec_rounding as CompileOptions::codec_rounding: nearest (round to nearest even) or

@@ -61,6 +61,27 @@ TEST(CompressionFlagsTest, ErrorFeedback) {
   EXPECT_FALSE(*ErrorFeedbackFromFlags(flags));
 }
 
+TEST(CompressionFlagsTest, CompressInNode) {
+  CompressionFlags flags;
+  flags.compression = "int4";
+  EXPECT_TRUE(CompressionPolicyFromFlags(flags)->forced_intra_node);  // the default: in-node too
+  flags.compress_in_node = false;
+  for (const char* mode : {"fp8", "int8", "int4"}) {
+    flags.compression = mode;
+    const absl::StatusOr<CompressionPolicy> policy = CompressionPolicyFromFlags(flags);
+    ASSERT_TRUE(policy.ok()) << policy.status();
+    EXPECT_FALSE(policy->forced_intra_node) << mode;
+  }
+  flags.compression = "auto";
+  EXPECT_EQ(CompressionPolicyFromFlags(flags).status().message(),
+            "--nocompress_in_node acts on a forced codec, and --compression=auto decides each in-node step by the "
+            "cost model; use --compression=fp8, int8 or int4 with it");
+  flags.compression = "off";
+  EXPECT_EQ(CompressionPolicyFromFlags(flags).status().message(),
+            "--nocompress_in_node acts on a forced codec, and --compression=off compresses none; use "
+            "--compression=fp8, int8 or int4 with it");
+}
+
 TEST(CompressionFlagsTest, CompressionWarmup) {
   CompressionFlags flags;
   EXPECT_EQ(*CompressionWarmupFromFlags(flags), 0);  // the default: compressed from the start

@@ -92,7 +92,10 @@ absl::StatusOr<BoxingKind> BoxingKindFromProto(proto::BoxingStepKind kind) {
 }
 
 absl::StatusOr<CodecOptions> CodecFromProto(const proto::Compression& compression) {
-  return CodecFrom(compression.kind(), compression.block_size(), compression.hadamard(), compression.rounding());
+  absl::StatusOr<CodecOptions> codec =
+      CodecFrom(compression.kind(), compression.block_size(), compression.hadamard(), compression.rounding());
+  if (codec.ok()) codec->fitted_int4_scale = compression.fitted_int4_scale();
+  return codec;
 }
 
 uint64_t StochasticRoundingSeed(const proto::Compression& compression, int64_t act) {
@@ -113,6 +116,7 @@ absl::StatusOr<StepCompression> StepCompressionFromProto(const proto::Compressio
     return absl::Status(cross_node.status().code(), absl::StrCat("cross-node ", cross_node.status().message()));
   }
   step.cross_node = *cross_node;
+  step.cross_node.fitted_int4_scale = compression.fitted_int4_scale();
   if (step.two_level() && step.codec.codec == Codec::kNone) {
     return absl::InvalidArgumentError(absl::StrCat("cross-node codec ", CodecName(step.cross_node.codec),
                                                    " without an in-node codec; a two-level step compresses "

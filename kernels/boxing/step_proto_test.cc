@@ -70,6 +70,17 @@ TEST(StepCompressionTest, StochasticRoundingReachesBothLevels) {
   EXPECT_NE(StochasticRoundingSeed(compression, 5), MixSeed(77, 5));
 }
 
+TEST(StepCompressionTest, FittedInt4ScaleReachesBothLevels) {
+  proto::Compression compression = TwoLevel();
+  EXPECT_FALSE(StepCompressionFromProto(compression)->cross_node.fitted_int4_scale);
+  compression.set_fitted_int4_scale(true);
+  const absl::StatusOr<StepCompression> step = StepCompressionFromProto(compression);
+  ASSERT_TRUE(step.ok()) << step.status();
+  EXPECT_TRUE(step->codec.fitted_int4_scale);
+  EXPECT_TRUE(step->cross_node.fitted_int4_scale);
+  EXPECT_EQ(CodecFromProto(compression)->fitted_int4_scale, true);
+}
+
 TEST(StepCompressionTest, StochasticRoundingNeedsAnIntegerCodec) {
   proto::Compression compression = TwoLevel();
   compression.set_rounding(proto::Compression::STOCHASTIC);

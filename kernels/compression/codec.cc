@@ -105,9 +105,11 @@ compression::GroupScale ScaleOf(const CodecOptions& options, const PreparedGroup
   return scale;
 }
 
+// `lowest_int4_code`: int4 to nearest only, ChooseInt4Scale's lowest code.
 void QuantizeGroup(const CodecOptions& options, const PreparedGroup& group,
                    const compression::GroupScale& scale, uint8_t* payload, int64_t position,
-                   const compression::RoundingNoise* noise, uint64_t noise_index) {
+                   const compression::RoundingNoise* noise, uint64_t noise_index,
+                   float lowest_int4_code) {
   const int64_t n = group.n;
   switch (options.codec) {
     case Codec::kFp8E4M3:
@@ -132,7 +134,7 @@ void QuantizeGroup(const CodecOptions& options, const PreparedGroup& group,
         compression::ZeroInt4(payload, position, n);
       } else {
         compression::QuantizeInt4(group.x, n, scale.inverse, payload, position, noise,
-                                  noise_index);
+                                  noise_index, lowest_int4_code);
       }
       break;
     default:
@@ -305,6 +307,11 @@ void EncodeImpl(const CodecOptions& options, const float* input, int64_t count, 
                                                                  kMaxHadamardGroup / group_size));
   PreparedGroup prepared[kBatchGroups];
   compression::GroupScale scales[kBatchGroups];
+  float lowest_int4_codes[kBatchGroups];
+  // With fitted_int4_scale, int4 rounded to nearest chooses its scale by the error it makes
+  // (int_quant.h, ChooseInt4Scale); stochastic rounding keeps max|x| / 7 and symmetric
+  // codes, unbiased.
+  const bool searches_int4_scale = options.codec == Codec::kInt4 && options.fitted_int4_scale && !stochastic;
   for (int64_t first = 0; first < groups; first += batch) {
     const int64_t last = std::min(groups, first + batch);
     for (int64_t group = first; group < last; ++group) {
@@ -327,12 +334,21 @@ void EncodeImpl(const CodecOptions& options, const float* input, int64_t count, 
       p.range = compression::MeasureGroup(p.x, p.n);
     }
     for (int64_t group = first; group < last; ++group) {
-      scales[group - first] = ScaleOf(options, prepared[group - first]);
+      const PreparedGroup& p = prepared[group - first];
+      if (searches_int4_scale) {
+        const compression::Int4Scale chosen = compression::ChooseInt4Scale(p.x, p.n, p.factor, p.range);
+        scales[group - first] = chosen.scale;
+        lowest_int4_codes[group - first] = chosen.lowest_code;
+      } else {
+        scales[group - first] = ScaleOf(options, p);
+        lowest_int4_codes[group - first] = -compression::kInt4MaxCode;
+      }
     }
     for (int64_t group = first; group < last; ++group) {
       const int64_t begin = group * group_size;
       QuantizeGroup(options, prepared[group - first], scales[group - first], payload, begin,
-                    stochastic ? &noise : nullptr, static_cast<uint64_t>(first_index + begin));
+                    stochastic ? &noise : nullptr, static_cast<uint64_t>(first_index + begin),
+                    lowest_int4_codes[group - first]);
       std::memcpy(header + group * 4, &scales[group - first].scale, 4);
       if (sums != nullptr) {
         AddGroupError(options, prepared[group - first], payload, begin, scales[group - first].scale,

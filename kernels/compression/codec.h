@@ -9,7 +9,9 @@
 //                       finite value), then each element x/scale as FP8, saturating,
 //                       round-to-nearest-even.
 //   kInt8, kInt4        symmetric integers (±127, ±7) with one f32 scale per group
-//                       (max|x| / 127 or / 7); int4 packs two elements per byte.
+//                       (max|x| / 127 or / 7); int4 packs two elements per byte. With
+//                       `fitted_int4_scale` int4 picks each group's scale by its error
+//                       (max|x| / 7 ... / 10) and may use code -8 (int_quant.h).
 //   kBf16               each element rounded to bf16 (nearest even), no groups or scales:
 //                       gradients reduced "in bf16" (bf16_codec.h; --gradient_wire).
 // Options: `hadamard` rotates each group (fast Walsh-Hadamard, normalised, G a power of
@@ -66,6 +68,12 @@ struct CodecOptions {
   bool hadamard = false;
   bool stochastic_rounding = false;  // kInt4 and kInt8 (RoundsStochastically)
   uint64_t seed = 0;                 // for stochastic rounding
+  // kInt4 rounded to nearest: each group's scale chosen by the error it makes
+  // (compression::ChooseInt4Scale, int_quant.h: max|x| / 7 down to max|x| / 10, code -8
+  // allowed) instead of max|x| / 7. Same wire format; decoders need not know. Ignored by
+  // every other codec and under stochastic rounding (which needs the unclipped scale to
+  // stay unbiased).
+  bool fitted_int4_scale = false;
 };
 
 // A SplitMix64 mix of a seed and a value, for deriving stochastic rounding's seeds: per

@@ -1,0 +1,143 @@
+// Where the compiler puts Compression.fitted_int4_scale (int4 scales chosen by error,
+// kernels/compression/int_quant.h): on the gpt over 2 nodes x 2 devices (dp=2 across the
+// nodes x tp=2) with --compression=int4, on every compressed step of a variable's gradient
+// (buckets included) and on no activation's when CompileOptions::fit_int4_gradient_scale
+// asks; by default, with stochastic rounding, and with int8, on none. That it trains closer to dense is
+// bench/compression:error_feedback_bench's (docs/sbp_and_boxing.md, "The int4 scale chosen
+// by error"); that the codec does what it says is kernels/compression:fitted_int4_scale_test's.
+#include <string>
+
+#include "compiler/compiler.h"
+#include "examples/common/compile_driver.h"
+#include "examples/common/parallel_layout.h"
+#include "examples/gpt/gpt_model.h"
+#include "gtest/gtest.h"
+#include "tests/codec_gpt.h"
+
+namespace oneflow {
+namespace {
+
+struct Counts {
+  int gradient_steps = 0;    // compressed steps of a variable's gradient
+  int gradient_fitted = 0;   // of them, marked
+  int activation_steps = 0;  // compressed steps of anything else
+  int activation_fitted = 0;
+  int buckets = 0;           // compressed buckets
+  int buckets_fitted = 0;
+};
+
+// The compiler's own word for "a variable's gradient": with CompileOptions::error_feedback
+// it marks exactly those steps (tests/error_feedback_flag_test.cc checks that no forward
+// activation's step carries it). Names cannot tell: a backward reshape's output
+// ("reshape_3_grad/...") is an activation's gradient.
+Counts CountSteps(const proto::Plan& plan) {
+  Counts counts;
+  for (const proto::BoxingDef& boxing : plan.boxings()) {
+    for (const proto::BoxingStepDef& step : boxing.steps()) {
+      if (step.compression().kind() == proto::Compression::NONE) continue;
+      if (step.compression().error_feedback()) {
+        ++counts.gradient_steps;
+        counts.gradient_fitted += step.compression().fitted_int4_scale();
+      } else {
+        ++counts.activation_steps;
+        counts.activation_fitted += step.compression().fitted_int4_scale();
+      }
+    }
+  }
+  for (const proto::GradientBucketDef& bucket : plan.buckets()) {
+    if (bucket.compression().kind() == proto::Compression::NONE) continue;
+    ++counts.buckets;
+    counts.buckets_fitted += bucket.compression().fitted_int4_scale();
+  }
+  return counts;
+}
+
+class FittedInt4ScalePlanTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    examples::ParallelFlags flags;
+    flags.nodes = 2;
+    flags.devices_per_node = 2;
+    flags.dp = 2;
+    flags.tp = 2;
+    absl::StatusOr<examples::ParallelLayout> layout = examples::ParallelLayout::Create(flags);
+    ASSERT_TRUE(layout.ok()) << layout.status();
+    layout_ = *layout;
+    absl::StatusOr<proto::Job> job = examples::BuildGpt(testing::CodecTestGpt(), layout_);
+    ASSERT_TRUE(job.ok()) << job.status();
+    job_ = *job;
+  }
+
+  // The plan for --compression=`codec`, with `edit` applied to the compile options.
+  template <typename Edit>
+  Counts Compiled(const std::string& codec, Edit edit) {
+    examples::CompileSettings settings;
+    settings.compression.compression = codec;
+    std::string dump;
+    absl::StatusOr<CompileOptions> options = examples::CompileOptionsFor(layout_, settings, &dump);
+    EXPECT_TRUE(options.ok()) << options.status();
+    if (!options.ok()) return Counts();
+    options->error_feedback = true;  // marks the gradients' steps (CountSteps)
+    edit(*options);
+    absl::StatusOr<proto::Plan> plan = Compile(job_, *options);
+    EXPECT_TRUE(plan.ok()) << plan.status();
+    return plan.ok() ? CountSteps(*plan) : Counts();
+  }
+
+  examples::ParallelLayout layout_;
+  proto::Job job_;
+};
+
+const auto FitGradients = [](CompileOptions& options) { options.fit_int4_gradient_scale = true; };
+
+TEST_F(FittedInt4ScalePlanTest, EveryGradientStepAndNoActivationStep) {
+  const Counts counts = Compiled("int4", FitGradients);
+  ASSERT_GT(counts.gradient_steps, 10);
+  ASSERT_GT(counts.activation_steps, 10);
+  EXPECT_EQ(counts.gradient_fitted, counts.gradient_steps);
+  EXPECT_EQ(counts.activation_fitted, 0);
+  EXPECT_EQ(counts.buckets_fitted, counts.buckets);
+}
+
+TEST_F(FittedInt4ScalePlanTest, NoneWhenOffOrStochasticOrNotInt4) {
+  const Counts off = Compiled("int4", [](CompileOptions&) {});  // the default: off
+  ASSERT_GT(off.gradient_steps, 10);
+  EXPECT_EQ(off.gradient_fitted + off.activation_fitted + off.buckets_fitted, 0);
+  const Counts stochastic =
+      Compiled("int4", [](CompileOptions& options) {
+        options.fit_int4_gradient_scale = true;
+        options.codec_rounding = proto::Compression::STOCHASTIC;
+      });
+  ASSERT_GT(stochastic.gradient_steps, 10);
+  EXPECT_EQ(stochastic.gradient_fitted + stochastic.activation_fitted + stochastic.buckets_fitted, 0);
+  const Counts int8 = Compiled("int8", FitGradients);
+  ASSERT_GT(int8.gradient_steps, 10);
+  EXPECT_EQ(int8.gradient_fitted + int8.activation_fitted + int8.buckets_fitted, 0);
+}
+
+// --nocompress_in_node (CompressionFlags::compress_in_node false): on this layout tp is
+// inside each node and dp crosses them, so the int4 steps left are the gradients'
+// cross-node reductions, every one fitted, and no activation's step is compressed.
+TEST_F(FittedInt4ScalePlanTest, CrossNodeOnlyLeavesTheGradientReductions) {
+  const Counts every_step = Compiled("int4", FitGradients);
+  examples::CompileSettings settings;
+  settings.compression.compression = "int4";
+  settings.compression.compress_in_node = false;
+  std::string dump;
+  absl::StatusOr<CompileOptions> options = examples::CompileOptionsFor(layout_, settings, &dump);
+  ASSERT_TRUE(options.ok()) << options.status();
+  EXPECT_FALSE(options->compression.forced_intra_node);
+  options->error_feedback = true;
+  options->fit_int4_gradient_scale = true;
+  absl::StatusOr<proto::Plan> plan = Compile(job_, *options);
+  ASSERT_TRUE(plan.ok()) << plan.status();
+  const Counts cross_node = CountSteps(*plan);
+  EXPECT_EQ(cross_node.activation_steps, 0);
+  EXPECT_GT(cross_node.gradient_steps + cross_node.buckets, 0);
+  EXPECT_LT(cross_node.gradient_steps, every_step.gradient_steps);
+  EXPECT_EQ(cross_node.gradient_fitted, cross_node.gradient_steps);
+  EXPECT_EQ(cross_node.buckets_fitted, cross_node.buckets);
+}
+
+}  // namespace
+}  // namespace oneflow
