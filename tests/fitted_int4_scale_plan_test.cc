@@ -9,6 +9,7 @@
 
 #include "compiler/compiler.h"
 #include "examples/common/compile_driver.h"
+#include "examples/common/compile_recipe.h"
 #include "examples/common/parallel_layout.h"
 #include "examples/gpt/gpt_model.h"
 #include "gtest/gtest.h"
@@ -120,15 +121,18 @@ TEST_F(FittedInt4ScalePlanTest, NoneWhenOffOrStochasticOrNotInt4) {
 // cross-node reductions, every one fitted, and no activation's step is compressed.
 TEST_F(FittedInt4ScalePlanTest, CrossNodeOnlyLeavesTheGradientReductions) {
   const Counts every_step = Compiled("int4", FitGradients);
+  // The flags of the bar: --compression=int4 --nocompress_in_node
+  // --int4_gradient_scale=fitted.
   examples::CompileSettings settings;
   settings.compression.compression = "int4";
   settings.compression.compress_in_node = false;
+  settings.compression.int4_gradient_scale = "fitted";
   std::string dump;
   absl::StatusOr<CompileOptions> options = examples::CompileOptionsFor(layout_, settings, &dump);
   ASSERT_TRUE(options.ok()) << options.status();
   EXPECT_FALSE(options->compression.forced_intra_node);
+  EXPECT_TRUE(options->fit_int4_gradient_scale);
   options->error_feedback = true;
-  options->fit_int4_gradient_scale = true;
   absl::StatusOr<proto::Plan> plan = Compile(job_, *options);
   ASSERT_TRUE(plan.ok()) << plan.status();
   const Counts cross_node = CountSteps(*plan);
@@ -137,6 +141,27 @@ TEST_F(FittedInt4ScalePlanTest, CrossNodeOnlyLeavesTheGradientReductions) {
   EXPECT_LT(cross_node.gradient_steps, every_step.gradient_steps);
   EXPECT_EQ(cross_node.gradient_fitted, cross_node.gradient_steps);
   EXPECT_EQ(cross_node.buckets_fitted, cross_node.buckets);
+}
+
+// The plan's recipe keeps both flags, so an elastic re-plan compiles the same steps; a
+// recipe of the defaults reads back as the defaults.
+TEST_F(FittedInt4ScalePlanTest, TheRecipeKeepsTheFlags) {
+  examples::CompileSettings settings;
+  settings.compression.compression = "int4";
+  settings.compression.compress_in_node = false;
+  settings.compression.int4_gradient_scale = "fitted";
+  absl::StatusOr<proto::CompileRecipe> recipe = examples::MakeRecipe(job_, layout_, settings, false);
+  ASSERT_TRUE(recipe.ok()) << recipe.status();
+  const examples::CompileSettings read = examples::SettingsFromRecipe(*recipe);
+  EXPECT_FALSE(read.compression.compress_in_node);
+  EXPECT_EQ(read.compression.int4_gradient_scale, "fitted");
+  examples::CompileSettings defaults;
+  defaults.compression.compression = "int4";
+  absl::StatusOr<proto::CompileRecipe> plain = examples::MakeRecipe(job_, layout_, defaults, false);
+  ASSERT_TRUE(plain.ok()) << plain.status();
+  EXPECT_TRUE(plain->int4_gradient_scale().empty());
+  EXPECT_TRUE(examples::SettingsFromRecipe(*plain).compression.compress_in_node);
+  EXPECT_EQ(examples::SettingsFromRecipe(*plain).compression.int4_gradient_scale, "max");
 }
 
 }  // namespace

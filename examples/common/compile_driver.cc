@@ -72,6 +72,7 @@ absl::StatusOr<CompileOptions> CompileOptionsFor(const ParallelLayout& layout, c
   OF_ASSIGN_OR_RETURN(options.codec_rounding, CodecRoundingFromFlags(settings.compression));
   OF_ASSIGN_OR_RETURN(options.compression_warmup_iterations, CompressionWarmupFromFlags(settings.compression));
   OF_ASSIGN_OR_RETURN(options.error_feedback, ErrorFeedbackFromFlags(settings.compression));
+  OF_ASSIGN_OR_RETURN(options.fit_int4_gradient_scale, Int4GradientScaleFromFlags(settings.compression));
   OF_RETURN_IF_ERROR(
       ApplyCalibrationToCluster(settings.compression.codec_calibration, settings.links, &options.cluster));
   if (!settings.dump_after.empty()) {

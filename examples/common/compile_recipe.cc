@@ -64,6 +64,10 @@ absl::StatusOr<proto::CompileRecipe> MakeRecipe(const proto::Job& job, const Par
   recipe.set_compression_warmup(settings.compression.compression_warmup);
   recipe.set_error_feedback(settings.compression.error_feedback);
   recipe.set_forced_cross_node_only(!settings.compression.compress_in_node);
+  // Only "fitted" is written: a plan compiled with the default keeps its bytes.
+  if (settings.compression.int4_gradient_scale != CompressionFlags().int4_gradient_scale) {
+    recipe.set_int4_gradient_scale(settings.compression.int4_gradient_scale);
+  }
   // Only a bound other than the default is written: a plan compiled with the default
   // keeps the bytes it had before the field.
   if (settings.compression.codec_accuracy_bound != CompressionFlags().codec_accuracy_bound) {
@@ -124,6 +128,7 @@ CompileSettings SettingsFromRecipe(const proto::CompileRecipe& recipe) {
   settings.compression.compression_warmup = recipe.compression_warmup();
   settings.compression.error_feedback = recipe.error_feedback();
   settings.compression.compress_in_node = !recipe.forced_cross_node_only();
+  if (!recipe.int4_gradient_scale().empty()) settings.compression.int4_gradient_scale = recipe.int4_gradient_scale();
   // Empty: the default, or a recipe from before the field (its plan was compiled with it).
   if (!recipe.codec_accuracy_bound().empty()) settings.compression.codec_accuracy_bound = recipe.codec_accuracy_bound();
   settings.links.intra_node_bandwidth = recipe.intra_node_bandwidth();

@@ -154,4 +154,25 @@ absl::Status ApplyCalibrationToCluster(const std::string& calibration, const Lin
   return absl::OkStatus();
 }
 
+absl::StatusOr<bool> Int4GradientScaleFromFlags(const CompressionFlags& flags) {
+  const std::string& scale = flags.int4_gradient_scale;
+  if (scale == "max") return false;
+  if (scale != "fitted") {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--int4_gradient_scale=", scale, " is not a choice; valid: max, fitted"));
+  }
+  if (flags.compression != "int4" && flags.compression != "auto") {
+    return absl::InvalidArgumentError(absl::StrCat("--int4_gradient_scale=fitted acts on int4 gradient steps, and "
+                                                   "--compression=",
+                                                   flags.compression,
+                                                   " puts none; use --compression=int4 or auto with it"));
+  }
+  if (flags.codec_rounding == "stochastic") {
+    return absl::InvalidArgumentError(
+        "--int4_gradient_scale=fitted and --codec_rounding=stochastic: stochastic rounding keeps max|x| / 7 "
+        "(clipping would bias it); use one");
+  }
+  return true;
+}
+
 }  // namespace oneflow::examples

@@ -14,6 +14,9 @@
 //                                          the steps whose group lies inside one node;
 //                                          --nocompress_in_node: the hops that cross nodes
 //                                          only (CompressionPolicy::forced_intra_node)
+//   --int4_gradient_scale=max|fitted       how the int4 steps of variables' gradients scale
+//                                          each group: max|x| / 7 (default) or the scale
+//                                          with the least error (Int4GradientScaleFromFlags)
 //   --error_feedback                       carry each compressed gradient reduction's
 //                                          encoding error to the next iteration
 //                                          (CompileOptions::error_feedback; ErrorFeedbackFromFlags)
@@ -49,6 +52,8 @@ struct CompressionFlags {
   bool error_feedback = false;
   // --compress_in_node (CompressionPolicy::forced_intra_node).
   bool compress_in_node = true;
+  // --int4_gradient_scale (CompileOptions::fit_int4_gradient_scale; Int4GradientScaleFromFlags).
+  std::string int4_gradient_scale = "max";
 };
 
 // off: dense. auto: each tensor's role picks its codecs and the cost model decides per
@@ -87,6 +92,17 @@ absl::StatusOr<int64_t> CompressionWarmupFromFlags(const CompressionFlags& flags
 //   --error_feedback acts on compressed gradient reductions, and --compression=off
 //   compresses none; use --compression=auto, fp8, int8 or int4 with it
 absl::StatusOr<bool> ErrorFeedbackFromFlags(const CompressionFlags& flags);
+
+// --int4_gradient_scale as CompileOptions::fit_int4_gradient_scale: max (each int4 group of a
+// gradient scaled by its largest magnitude over 7, the default) or fitted (the scale of
+// max|x| / 7 ... / 10 with the least squared error; docs/sbp_and_boxing.md, "The int4 scale
+// chosen by error"). INVALID_ARGUMENT naming the flag:
+//   --int4_gradient_scale=min is not a choice; valid: max, fitted
+//   --int4_gradient_scale=fitted acts on int4 gradient steps, and --compression=int8 puts
+//   none; use --compression=int4 or auto with it
+//   --int4_gradient_scale=fitted and --codec_rounding=stochastic: stochastic rounding keeps
+//   max|x| / 7 (clipping would bias it); use one
+absl::StatusOr<bool> Int4GradientScaleFromFlags(const CompressionFlags& flags);
 
 // The link flags of the cost model, and which of them the command line set to other than
 // their defaults. The defaults are those of the examples' and `oneflow compile`'s flags

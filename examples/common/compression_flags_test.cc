@@ -82,6 +82,29 @@ TEST(CompressionFlagsTest, CompressInNode) {
             "--compression=fp8, int8 or int4 with it");
 }
 
+TEST(CompressionFlagsTest, Int4GradientScale) {
+  CompressionFlags flags;
+  EXPECT_FALSE(*Int4GradientScaleFromFlags(flags));  // the default: max|x| / 7
+  flags.int4_gradient_scale = "fitted";
+  for (const char* mode : {"int4", "auto"}) {
+    flags.compression = mode;
+    EXPECT_TRUE(*Int4GradientScaleFromFlags(flags)) << mode;
+  }
+  flags.int4_gradient_scale = "min";
+  EXPECT_EQ(Int4GradientScaleFromFlags(flags).status().message(),
+            "--int4_gradient_scale=min is not a choice; valid: max, fitted");
+  flags.int4_gradient_scale = "fitted";
+  flags.compression = "int8";
+  EXPECT_EQ(Int4GradientScaleFromFlags(flags).status().message(),
+            "--int4_gradient_scale=fitted acts on int4 gradient steps, and --compression=int8 puts none; use "
+            "--compression=int4 or auto with it");
+  flags.compression = "int4";
+  flags.codec_rounding = "stochastic";
+  EXPECT_EQ(Int4GradientScaleFromFlags(flags).status().message(),
+            "--int4_gradient_scale=fitted and --codec_rounding=stochastic: stochastic rounding keeps max|x| / 7 "
+            "(clipping would bias it); use one");
+}
+
 TEST(CompressionFlagsTest, CompressionWarmup) {
   CompressionFlags flags;
   EXPECT_EQ(*CompressionWarmupFromFlags(flags), 0);  // the default: compressed from the start

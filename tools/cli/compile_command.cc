@@ -53,6 +53,8 @@ ABSL_FLAG(int64_t, compression_warmup, 0,
 ABSL_FLAG(bool, compress_in_node, true,
           "With a forced --compression: also compress in-node steps; --nocompress_in_node: only the hops "
           "that cross nodes (docs/sbp_and_boxing.md).");
+ABSL_FLAG(std::string, int4_gradient_scale, "max",
+          "How gradients' int4 steps scale each group: max or fitted (docs/sbp_and_boxing.md).");
 ABSL_FLAG(bool, error_feedback, false,
           "Error feedback on every compressed gradient reduction; needs a --compression other than off "
           "(docs/sbp_and_boxing.md).");
@@ -236,6 +238,7 @@ absl::Status RunCompile(const std::vector<std::string>& arguments, std::ostream&
   settings.compression.compression_warmup = absl::GetFlag(FLAGS_compression_warmup);
   settings.compression.error_feedback = absl::GetFlag(FLAGS_error_feedback);
   settings.compression.compress_in_node = absl::GetFlag(FLAGS_compress_in_node);
+  settings.compression.int4_gradient_scale = absl::GetFlag(FLAGS_int4_gradient_scale);
   settings.compression.codec_accuracy_bound = absl::GetFlag(FLAGS_codec_accuracy_bound);
   settings.links = examples::LinkFlagsFromCommandLine(
       absl::GetFlag(FLAGS_intra_node_bandwidth), absl::GetFlag(FLAGS_inter_node_bandwidth),
@@ -299,7 +302,7 @@ Subcommand CompileSubcommand() {
                    "virtual_stages",       "cp",                   "cp_attention",
                    "cp_ring_split",        "communication_streams", "gradient_wire",
                    "compression_warmup",   "codec_accuracy_bound", "error_feedback",
-                   "compress_in_node"};
+                   "compress_in_node",     "int4_gradient_scale"};
   command.flag_help = {{"nodes", "Nodes of the cluster (a count; default 1)."},
                        {"threads_per_device",
                         "Threads each CPU device runs its compute kernels on, kept in the plan's cluster "
