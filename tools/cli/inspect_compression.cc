@@ -59,6 +59,8 @@ std::string StepCodecText(const proto::BoxingStepDef& step) {
   std::string rounding = compression.rounding() == proto::Compression::NEAREST
                              ? ""
                              : absl::StrCat(", ", RoundingText(compression.rounding()), " rounding");
+  // The int4 scale chosen by error (--int4_gradient_scale=fitted), likewise.
+  if (compression.fitted_int4_scale()) absl::StrAppend(&rounding, ", fitted int4 scale");
   // The dense warm-up, likewise printed only where the plan has one.
   if (compression.dense_warmup_iterations() > 0) {
     absl::StrAppend(&rounding, ", dense for the first ", compression.dense_warmup_iterations(), " iterations");

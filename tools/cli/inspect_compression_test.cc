@@ -29,7 +29,8 @@ using ::testing::HasSubstr;
 constexpr char kGolden[] = "tools/cli/testdata/gpt_tp4_slow_link.txt";
 
 proto::Plan CompressedGpt(proto::Compression::Rounding rounding = proto::Compression::NEAREST,
-                          int64_t dense_warmup_iterations = 0, bool error_feedback = false) {
+                          int64_t dense_warmup_iterations = 0, bool error_feedback = false,
+                          bool fit_int4_gradient_scale = false) {
   examples::ParallelFlags flags;
   flags.nodes = 2;
   flags.devices_per_node = 2;
@@ -53,6 +54,7 @@ proto::Plan CompressedGpt(proto::Compression::Rounding rounding = proto::Compres
   options.codec_rounding = rounding;
   options.compression_warmup_iterations = dense_warmup_iterations;
   options.error_feedback = error_feedback;
+  options.fit_int4_gradient_scale = fit_int4_gradient_scale;
   absl::StatusOr<proto::Plan> plan = Compile(*examples::BuildGpt(config, layout), options);
   EXPECT_TRUE(plan.ok()) << plan.status();
   return plan.ok() ? *plan : proto::Plan();
@@ -118,6 +120,38 @@ TEST(InspectCompressionTest, ShowsStochasticRounding) {
     }
   }
   EXPECT_EQ(json_stochastic, stochastic);
+}
+
+// With --int4_gradient_scale=fitted the gradients' int4 steps (here auto's two-level int8 /
+// int4 all-reduces) say so, in text and json, and no other step does; the golden file
+// above (the default) has none.
+TEST(InspectCompressionTest, ShowsTheFittedInt4Scale) {
+  const proto::Plan plan = CompressedGpt(proto::Compression::NEAREST, 0, false, true);
+  const std::string text = Inspect(plan, InspectFormat::kText);
+  EXPECT_THAT(text, HasSubstr("int4 (group 128, hadamard) cross-node, fitted int4 scale"));
+  int fitted = 0;
+  for (const proto::BoxingDef& boxing : plan.boxings()) {
+    for (const proto::BoxingStepDef& step : boxing.steps()) fitted += step.compression().fitted_int4_scale();
+  }
+  ASSERT_GT(fitted, 0);
+  int printed = 0;
+  for (size_t at = text.find("fitted int4 scale"); at != std::string::npos;
+       at = text.find("fitted int4 scale", at + 1)) {
+    ++printed;
+  }
+  EXPECT_EQ(printed, fitted);
+  google::protobuf::Struct json;
+  ASSERT_TRUE(google::protobuf::util::JsonStringToMessage(Inspect(plan, InspectFormat::kJson), &json).ok());
+  int json_fitted = 0;
+  for (const auto& boxing : json.fields().at("boxings").list_value().values()) {
+    for (const auto& step : boxing.struct_value().fields().at("steps").list_value().values()) {
+      const auto& fields = step.struct_value().fields();
+      if (fields.count("compression") == 0) continue;
+      json_fitted += fields.at("compression").struct_value().fields().at("fitted_int4_scale").bool_value();
+    }
+  }
+  EXPECT_EQ(json_fitted, fitted);
+  EXPECT_EQ(Inspect(CompressedGpt(), InspectFormat::kText).find("fitted int4 scale"), std::string::npos);
 }
 
 // With --compression_warmup=N every compressed step says it runs dense for the first N

@@ -140,6 +140,8 @@ void WriteStep(const proto::BoxingStepDef& step, std::optional<int64_t> dense_by
     IsTwoLevel(step) ? json.Bool(compression.cross_node_hadamard()) : json.Null();
     json.Key("rounding");
     json.String(RoundingText(compression.rounding()));
+    json.Key("fitted_int4_scale");
+    json.Bool(compression.fitted_int4_scale());
     json.Key("dense_bytes_per_device");
     dense_bytes.has_value() ? json.Int(*dense_bytes) : json.Null();
     json.Key("wire_bytes_per_device");
