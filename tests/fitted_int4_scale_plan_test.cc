@@ -56,14 +56,7 @@ Counts CountSteps(const proto::Plan& plan) {
 class FittedInt4ScalePlanTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    examples::ParallelFlags flags;
-    flags.nodes = 2;
-    flags.devices_per_node = 2;
-    flags.dp = 2;
-    flags.tp = 2;
-    absl::StatusOr<examples::ParallelLayout> layout = examples::ParallelLayout::Create(flags);
-    ASSERT_TRUE(layout.ok()) << layout.status();
-    layout_ = *layout;
+    layout_ = testing::Dp2Tp2(2, 2);
     absl::StatusOr<proto::Job> job = examples::BuildGpt(testing::CodecTestGpt(), layout_);
     ASSERT_TRUE(job.ok()) << job.status();
     job_ = *job;

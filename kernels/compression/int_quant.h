@@ -52,7 +52,7 @@ struct Int4Scale {
 // The divisors ChooseInt4Scale tries, max|x| / d for each d: 7 (the group's largest
 // magnitude exactly representable, as int8 and the FP8 formats scale) to 10. Seven
 // candidates: the four of {7, 8, 9, 10} alone ended +0.52% above dense on the bench above
-// (against +0.48%), and a finer eleven ended +0.49%.
+// (against +0.47%), and a finer eleven ended +0.49%.
 inline constexpr float kInt4Divisors[] = {7.0f, 7.5f, 8.0f, 8.5f, 9.0f, 9.5f, 10.0f};
 
 // The scale of one int4 group rounded to nearest: the values are x[i] * factor (a rotated

@@ -60,6 +60,13 @@ proto::Plan CompressedGpt(proto::Compression::Rounding rounding = proto::Compres
   return plan.ok() ? *plan : proto::Plan();
 }
 
+// How many times `needle` occurs in `text`.
+int Occurrences(const std::string& text, const std::string& needle) {
+  int count = 0;
+  for (size_t at = text.find(needle); at != std::string::npos; at = text.find(needle, at + 1)) ++count;
+  return count;
+}
+
 std::string Inspect(const proto::Plan& plan, InspectFormat format) {
   absl::StatusOr<std::string> out = InspectPlan(plan, {format, std::nullopt});
   EXPECT_TRUE(out.ok()) << out.status();
@@ -102,12 +109,7 @@ TEST(InspectCompressionTest, ShowsStochasticRounding) {
   }
   ASSERT_GT(stochastic, 0);
   // Exactly the stochastic steps print it.
-  int printed = 0;
-  for (size_t at = text.find("stochastic rounding"); at != std::string::npos;
-       at = text.find("stochastic rounding", at + 1)) {
-    ++printed;
-  }
-  EXPECT_EQ(printed, stochastic);
+  EXPECT_EQ(Occurrences(text, "stochastic rounding"), stochastic);
   google::protobuf::Struct json;
   ASSERT_TRUE(google::protobuf::util::JsonStringToMessage(Inspect(plan, InspectFormat::kJson), &json).ok());
   int json_stochastic = 0;
@@ -134,12 +136,7 @@ TEST(InspectCompressionTest, ShowsTheFittedInt4Scale) {
     for (const proto::BoxingStepDef& step : boxing.steps()) fitted += step.compression().fitted_int4_scale();
   }
   ASSERT_GT(fitted, 0);
-  int printed = 0;
-  for (size_t at = text.find("fitted int4 scale"); at != std::string::npos;
-       at = text.find("fitted int4 scale", at + 1)) {
-    ++printed;
-  }
-  EXPECT_EQ(printed, fitted);
+  EXPECT_EQ(Occurrences(text, "fitted int4 scale"), fitted);
   google::protobuf::Struct json;
   ASSERT_TRUE(google::protobuf::util::JsonStringToMessage(Inspect(plan, InspectFormat::kJson), &json).ok());
   int json_fitted = 0;
@@ -171,12 +168,7 @@ TEST(InspectCompressionTest, ShowsTheDenseWarmUp) {
     }
   }
   ASSERT_GT(compressed, 0);
-  int printed = 0;
-  for (size_t at = text.find("dense for the first 20 iterations"); at != std::string::npos;
-       at = text.find("dense for the first 20 iterations", at + 1)) {
-    ++printed;
-  }
-  EXPECT_EQ(printed, compressed);
+  EXPECT_EQ(Occurrences(text, "dense for the first 20 iterations"), compressed);
   EXPECT_EQ(Inspect(CompressedGpt(), InspectFormat::kText).find("dense for the first"), std::string::npos);
 }
 
