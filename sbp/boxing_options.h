@@ -61,6 +61,13 @@ struct BoxingOptions {
   // the price: each encoding is decoded once more for the residual, where without it the
   // encoder meters its error as it encodes (sbp/boxing/step_compression.h).
   bool error_feedback = false;
+  // The encoder a compressed step of this tensor runs, which plan emission writes into
+  // its Compression and which costs more per element than the plain one
+  // (sbp/codec_throughput.h EncoderVariant): stochastic rounding
+  // (CompileOptions::codec_rounding) on a step whose every codec rounds stochastically,
+  // else on a gradient int4's fitted scale (CompileOptions::fit_int4_gradient_scale).
+  bool stochastic_rounding = false;
+  bool fitted_int4_scale = false;
   CodecThroughput codec_throughput = CodecThroughput::Defaults();
   // A slot's more compact codec `auto` did not use (sbp/codec_accuracy.h: its measured
   // training gap for this role exceeds the bound) and why, e.g. codec int4 G=128 hadamard,

@@ -1,5 +1,6 @@
 #include "sbp/codec_throughput.h"
 
+#include <algorithm>
 #include <cerrno>
 #include <cmath>
 #include <cstdio>
@@ -8,6 +9,7 @@
 #include <fstream>
 #include <optional>
 #include <sstream>
+#include <tuple>
 #include <utility>
 
 #include "absl/strings/ascii.h"
@@ -51,9 +53,23 @@ const DefaultEntry kDefaults[] = {
     {{CompressionKind::kBf16, 1, false}, 7e9},
 };
 
+// The extra work of the encoder variants (codec_throughput.h), as extra dense bytes per
+// second: a variant's pass of n bytes costs n / rate over the plain pass. Measured as
+// 1 / (1 / variant encode - 1 / plain encode) by `oneflow calibrate` (one thread, 1 Mi
+// Gaussian floats, -c opt, two runs, load ~1.5 on the 2-core development machine):
+//   fitted int4 scale    int4 G=32 1.80e9 (its encode 8.3e9 -> 1.48e9), int4 G=128
+//                        hadamard 3.15e9 (8.5e9 -> 2.3e9)
+//   stochastic rounding  1.24e9-1.28e9 for each of int4 G=32, int4 G=128 hadamard,
+//                        int8 G=128 (1.92e10 -> 1.2e9) and int8 G=512 hadamard: a random
+//                        draw per element, whatever the codec
+// The defaults are about half the smallest figure, rounded down.
+constexpr double kDefaultExtraFittedBytesPerSecond = 9e8;
+constexpr double kDefaultExtraStochasticBytesPerSecond = 6e8;
+
 constexpr absl::string_view kValidKeys =
     "codec, group_size, hadamard, bytes_per_second, encode_bytes_per_second, decode_bytes_per_second, "
-    "encode_measured_bytes_per_second, elements, repetitions";
+    "encode_measured_bytes_per_second, encode_fitted_bytes_per_second, encode_stochastic_bytes_per_second, "
+    "elements, repetitions";
 
 absl::StatusOr<double> PositiveRate(const std::string& key, const JsonValue& value) {
   double number = 0;
@@ -115,14 +131,18 @@ absl::StatusOr<CodecMeasurement> Measurement(const std::vector<std::pair<std::st
       }
       measurement.choice.hadamard = value.text == "true";
       has_hadamard = true;
-    } else if (key == "bytes_per_second" || key == "encode_bytes_per_second" ||
-               key == "decode_bytes_per_second" || key == "encode_measured_bytes_per_second") {
+    } else if (double* rate_field = key == "bytes_per_second"                    ? &measurement.bytes_per_second
+                                    : key == "encode_bytes_per_second"           ? &measurement.encode_bytes_per_second
+                                    : key == "decode_bytes_per_second"           ? &measurement.decode_bytes_per_second
+                                    : key == "encode_measured_bytes_per_second"  ? &measurement.encode_measured_bytes_per_second
+                                    : key == "encode_fitted_bytes_per_second"    ? &measurement.encode_fitted_bytes_per_second
+                                    : key == "encode_stochastic_bytes_per_second"
+                                        ? &measurement.encode_stochastic_bytes_per_second
+                                        : nullptr;
+               rate_field != nullptr) {
       absl::StatusOr<double> rate = PositiveRate(key, value);
       if (!rate.ok()) return rate.status();
-      (key == "bytes_per_second"          ? measurement.bytes_per_second
-       : key == "encode_bytes_per_second" ? measurement.encode_bytes_per_second
-       : key == "decode_bytes_per_second" ? measurement.decode_bytes_per_second
-                                          : measurement.encode_measured_bytes_per_second) = *rate;
+      *rate_field = *rate;
       has_throughput |= key == "bytes_per_second";
     } else if (key == "elements" || key == "repetitions") {
       absl::StatusOr<int64_t> count = PositiveInteger(key, value);
@@ -143,12 +163,30 @@ absl::StatusOr<CodecMeasurement> Measurement(const std::vector<std::pair<std::st
     return absl::InvalidArgumentError(
         "\"encode_bytes_per_second\" and \"decode_bytes_per_second\" go together: give both or neither");
   }
-  if (measurement.encode_measured_bytes_per_second > 0 && measurement.encode_bytes_per_second == 0) {
-    return absl::InvalidArgumentError(
-        "\"encode_measured_bytes_per_second\" comes with \"encode_bytes_per_second\" and "
-        "\"decode_bytes_per_second\": give all three or leave it out");
+  for (const auto& [rate, key] :
+       {std::pair<double, const char*>{measurement.encode_measured_bytes_per_second, "encode_measured_bytes_per_second"},
+        {measurement.encode_fitted_bytes_per_second, "encode_fitted_bytes_per_second"},
+        {measurement.encode_stochastic_bytes_per_second, "encode_stochastic_bytes_per_second"}}) {
+    if (rate > 0 && measurement.encode_bytes_per_second == 0) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "\"", key, "\" comes with \"encode_bytes_per_second\" and \"decode_bytes_per_second\": give all three "
+          "or leave it out"));
+    }
   }
   measurement.choice.kind = *kind;
+  for (const auto& [rate, variant, key] :
+       {std::tuple<double, EncoderVariant, const char*>{measurement.encode_fitted_bytes_per_second,
+                                                        EncoderVariant::kFittedInt4Scale,
+                                                        "encode_fitted_bytes_per_second"},
+        {measurement.encode_stochastic_bytes_per_second, EncoderVariant::kStochasticRounding,
+         "encode_stochastic_bytes_per_second"}}) {
+    if (rate > 0 && !HasEncoderVariant(measurement.choice, variant)) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "\"", key, "\" is given for codec ", CompressionKindName(measurement.choice.kind),
+          ", which has no ", EncoderVariantName(variant), " encoder (",
+          variant == EncoderVariant::kFittedInt4Scale ? "int4's only" : "int4's and int8's only", ")"));
+    }
+  }
   // taco_fp8 always rotated (its lines said "hadamard": false); its throughput, with a
   // pass and a scale more than fp8e4m3 hadamard, errs towards dense.
   if (*renamed) measurement.choice.hadamard = true;
@@ -157,6 +195,35 @@ absl::StatusOr<CodecMeasurement> Measurement(const std::vector<std::pair<std::st
 }
 
 }  // namespace
+
+absl::string_view EncoderVariantName(EncoderVariant variant) {
+  switch (variant) {
+    case EncoderVariant::kPlain:
+      return "plain";
+    case EncoderVariant::kFittedInt4Scale:
+      return "fitted int4 scale";
+    case EncoderVariant::kStochasticRounding:
+      return "stochastic rounding";
+  }
+  return "plain";
+}
+
+bool HasEncoderVariant(const CompressionChoice& choice, EncoderVariant variant) {
+  switch (variant) {
+    case EncoderVariant::kPlain:
+      return true;
+    case EncoderVariant::kFittedInt4Scale:
+      return choice.kind == CompressionKind::kInt4;
+    case EncoderVariant::kStochasticRounding:
+      return choice.kind == CompressionKind::kInt4 || choice.kind == CompressionKind::kInt8;
+  }
+  return false;
+}
+
+double DefaultExtraEncodeBytesPerSecond(EncoderVariant variant) {
+  return variant == EncoderVariant::kFittedInt4Scale ? kDefaultExtraFittedBytesPerSecond
+                                                     : kDefaultExtraStochasticBytesPerSecond;
+}
 
 CodecThroughput CodecThroughput::Defaults() {
   CodecThroughput table(kSlowestDefault);
@@ -169,33 +236,49 @@ CodecThroughput CodecThroughput::Uniform(double bytes_per_second) {
 }
 
 double CodecThroughput::BytesPerSecond(const CompressionChoice& choice) const {
-  for (const Entry& entry : entries_) {
-    if (entry.choice == choice) return entry.bytes_per_second;
-  }
-  return other_configurations_;
+  const Entry* entry = Find(choice);
+  return entry != nullptr ? entry->bytes_per_second : other_configurations_;
 }
 
-double CodecThroughput::EncodeSeconds(const CompressionChoice& choice, double dense_bytes) const {
+const CodecThroughput::Entry* CodecThroughput::Find(const CompressionChoice& choice) const {
   for (const Entry& entry : entries_) {
-    if (entry.choice == choice) return dense_bytes / entry.encode_bytes_per_second;
+    if (entry.choice == choice) return &entry;
   }
-  return dense_bytes / (2 * other_configurations_);
+  return nullptr;
 }
 
-double CodecThroughput::EncodeMeasuredSeconds(const CompressionChoice& choice, double dense_bytes) const {
-  for (const Entry& entry : entries_) {
-    if (entry.choice == choice && entry.encode_measured_bytes_per_second > 0) {
-      return dense_bytes / entry.encode_measured_bytes_per_second;
-    }
+double CodecThroughput::EncodeSeconds(const CompressionChoice& choice, double dense_bytes,
+                                      EncoderVariant variant) const {
+  const Entry* entry = Find(choice);
+  const double plain = dense_bytes / (entry != nullptr ? entry->encode_bytes_per_second : 2 * other_configurations_);
+  return plain + ExtraEncodeSeconds(choice, dense_bytes, variant);
+}
+
+double CodecThroughput::EncodeMeasuredSeconds(const CompressionChoice& choice, double dense_bytes,
+                                              EncoderVariant variant) const {
+  const Entry* entry = Find(choice);
+  if (entry == nullptr || entry->encode_measured_bytes_per_second <= 0) {
+    return EncodeSeconds(choice, dense_bytes, variant);
   }
-  return EncodeSeconds(choice, dense_bytes);
+  return dense_bytes / entry->encode_measured_bytes_per_second + ExtraEncodeSeconds(choice, dense_bytes, variant);
+}
+
+double CodecThroughput::ExtraEncodeSeconds(const CompressionChoice& choice, double dense_bytes,
+                                           EncoderVariant variant) const {
+  if (variant == EncoderVariant::kPlain || !HasEncoderVariant(choice, variant)) return 0;
+  const Entry* entry = Find(choice);
+  const double measured = entry == nullptr                                    ? 0
+                          : variant == EncoderVariant::kFittedInt4Scale ? entry->encode_fitted_bytes_per_second
+                                                                        : entry->encode_stochastic_bytes_per_second;
+  if (measured > 0) {
+    return std::max(0.0, dense_bytes / measured - dense_bytes / entry->encode_bytes_per_second);
+  }
+  return dense_bytes / DefaultExtraEncodeBytesPerSecond(variant);
 }
 
 double CodecThroughput::DecodeSeconds(const CompressionChoice& choice, double dense_bytes) const {
-  for (const Entry& entry : entries_) {
-    if (entry.choice == choice) return dense_bytes / entry.decode_bytes_per_second;
-  }
-  return dense_bytes / (2 * other_configurations_);
+  const Entry* entry = Find(choice);
+  return dense_bytes / (entry != nullptr ? entry->decode_bytes_per_second : 2 * other_configurations_);
 }
 
 void CodecThroughput::Set(const CompressionChoice& choice, double bytes_per_second) {
@@ -206,6 +289,15 @@ void CodecThroughput::SetPasses(const CompressionChoice& choice, double encode_b
                                 double decode_bytes_per_second, double encode_measured_bytes_per_second) {
   Put(Entry{choice, 1 / (1 / encode_bytes_per_second + 1 / decode_bytes_per_second), encode_bytes_per_second,
             decode_bytes_per_second, encode_measured_bytes_per_second});
+}
+
+void CodecThroughput::SetVariantEncode(const CompressionChoice& choice, EncoderVariant variant,
+                                       double bytes_per_second) {
+  for (Entry& entry : entries_) {
+    if (entry.choice != choice) continue;
+    (variant == EncoderVariant::kFittedInt4Scale ? entry.encode_fitted_bytes_per_second
+                                                 : entry.encode_stochastic_bytes_per_second) = bytes_per_second;
+  }
 }
 
 void CodecThroughput::Put(const Entry& updated) {
@@ -222,6 +314,14 @@ void AddCodecMeasurement(const CodecMeasurement& measurement, CodecThroughput* t
   if (measurement.encode_bytes_per_second > 0) {
     throughput->SetPasses(measurement.choice, measurement.encode_bytes_per_second,
                           measurement.decode_bytes_per_second, measurement.encode_measured_bytes_per_second);
+    if (measurement.encode_fitted_bytes_per_second > 0) {
+      throughput->SetVariantEncode(measurement.choice, EncoderVariant::kFittedInt4Scale,
+                                   measurement.encode_fitted_bytes_per_second);
+    }
+    if (measurement.encode_stochastic_bytes_per_second > 0) {
+      throughput->SetVariantEncode(measurement.choice, EncoderVariant::kStochasticRounding,
+                                   measurement.encode_stochastic_bytes_per_second);
+    }
   } else {
     throughput->Set(measurement.choice, measurement.bytes_per_second);
   }
@@ -232,9 +332,12 @@ std::string CodecMeasurementLine(const CodecMeasurement& measurement) {
   if (measurement.encode_bytes_per_second > 0 && measurement.decode_bytes_per_second > 0) {
     passes = absl::StrFormat(", \"encode_bytes_per_second\": %.6g, \"decode_bytes_per_second\": %.6g",
                              measurement.encode_bytes_per_second, measurement.decode_bytes_per_second);
-    if (measurement.encode_measured_bytes_per_second > 0) {
-      absl::StrAppendFormat(&passes, ", \"encode_measured_bytes_per_second\": %.6g",
-                            measurement.encode_measured_bytes_per_second);
+    for (const auto& [rate, key] :
+         {std::pair<double, const char*>{measurement.encode_measured_bytes_per_second,
+                                         "encode_measured_bytes_per_second"},
+          {measurement.encode_fitted_bytes_per_second, "encode_fitted_bytes_per_second"},
+          {measurement.encode_stochastic_bytes_per_second, "encode_stochastic_bytes_per_second"}}) {
+      if (rate > 0) absl::StrAppendFormat(&passes, ", \"%s\": %.6g", key, rate);
     }
   }
   return absl::StrFormat(

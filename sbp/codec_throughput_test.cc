@@ -76,6 +76,45 @@ TEST(CodecThroughputTest, MeteringEncodeLinesRoundTrip) {
   EXPECT_EQ(CodecMeasurementLine((*parsed)[0]), line);
 }
 
+// The variants' encodes after the metering one; int8 has no fitted encoder.
+TEST(CodecThroughputTest, VariantEncodeLinesRoundTrip) {
+  CodecMeasurement measured{kInt4, 2e9, 5e9, 9e9, 1048576, 7};
+  measured.encode_measured_bytes_per_second = 3e9;
+  measured.encode_fitted_bytes_per_second = 1.5e9;
+  measured.encode_stochastic_bytes_per_second = 1.1e9;
+  const std::string line = CodecMeasurementLine(measured);
+  EXPECT_EQ(line,
+            "{\"codec\": \"int4\", \"group_size\": 128, \"hadamard\": true, \"bytes_per_second\": 2e+09, "
+            "\"encode_bytes_per_second\": 5e+09, \"decode_bytes_per_second\": 9e+09, "
+            "\"encode_measured_bytes_per_second\": 3e+09, \"encode_fitted_bytes_per_second\": 1.5e+09, "
+            "\"encode_stochastic_bytes_per_second\": 1.1e+09, \"elements\": 1048576, \"repetitions\": 7}");
+  const absl::StatusOr<std::vector<CodecMeasurement>> parsed = ParseCodecCalibration(line, "codecs.jsonl");
+  ASSERT_TRUE(parsed.ok()) << parsed.status();
+  ASSERT_EQ(parsed->size(), 1u);
+  EXPECT_EQ((*parsed)[0].encode_fitted_bytes_per_second, 1.5e9);
+  EXPECT_EQ((*parsed)[0].encode_stochastic_bytes_per_second, 1.1e9);
+  EXPECT_EQ(CodecMeasurementLine((*parsed)[0]), line);
+
+  CodecThroughput throughput = CodecThroughput::Defaults();
+  AddCodecMeasurement((*parsed)[0], &throughput);
+  // 5e9 bytes: the plain encode 1 s, fitted 5e9 / 1.5e9 = 3.33 s, so 2.33 s more, also
+  // on top of the metering encode's 1.67 s.
+  EXPECT_DOUBLE_EQ(throughput.ExtraEncodeSeconds(kInt4, 5e9, EncoderVariant::kFittedInt4Scale), 5e9 / 1.5e9 - 1);
+  EXPECT_DOUBLE_EQ(throughput.EncodeSeconds(kInt4, 5e9, EncoderVariant::kFittedInt4Scale), 5e9 / 1.5e9);
+  EXPECT_DOUBLE_EQ(throughput.EncodeMeasuredSeconds(kInt4, 5e9, EncoderVariant::kFittedInt4Scale),
+                   5e9 / 3e9 + 5e9 / 1.5e9 - 1);
+  EXPECT_DOUBLE_EQ(throughput.EncodeSeconds(kInt4, 5e9, EncoderVariant::kStochasticRounding), 5e9 / 1.1e9);
+  EXPECT_DOUBLE_EQ(throughput.EncodeSeconds(kInt4, 5e9), 1);
+  // Unmeasured (a default entry): the default extra rate; a codec without the variant: none.
+  const CompressionChoice int8{CompressionKind::kInt8, 512, true};
+  EXPECT_DOUBLE_EQ(throughput.ExtraEncodeSeconds(int8, 6e8, EncoderVariant::kStochasticRounding),
+                   6e8 / DefaultExtraEncodeBytesPerSecond(EncoderVariant::kStochasticRounding));
+  EXPECT_EQ(throughput.ExtraEncodeSeconds(int8, 6e8, EncoderVariant::kFittedInt4Scale), 0);
+  EXPECT_EQ(throughput.EncodeSeconds(int8, 6e8, EncoderVariant::kFittedInt4Scale), throughput.EncodeSeconds(int8, 6e8));
+  const CompressionChoice fp8{CompressionKind::kFp8E4M3, 128, false};
+  EXPECT_EQ(throughput.ExtraEncodeSeconds(fp8, 6e8, EncoderVariant::kStochasticRounding), 0);
+}
+
 std::string ParseError(const std::string& text) {
   const absl::StatusOr<std::vector<CodecMeasurement>> parsed = ParseCodecCalibration(text, "c.jsonl");
   if (parsed.ok()) return "parsed";
@@ -99,7 +138,22 @@ TEST(CodecThroughputTest, MalformedFilesNameTheFileAndLine) {
   EXPECT_EQ(ParseError(R"({"codec": "int4", "group_size": 128, "hadamard": false, "speed": 2e9})"),
             "codec calibration file 'c.jsonl' line 1: unknown key \"speed\"; valid keys: codec, group_size, "
             "hadamard, bytes_per_second, encode_bytes_per_second, decode_bytes_per_second, "
-            "encode_measured_bytes_per_second, elements, repetitions");
+            "encode_measured_bytes_per_second, encode_fitted_bytes_per_second, encode_stochastic_bytes_per_second, "
+            "elements, repetitions");
+  EXPECT_EQ(ParseError(R"({"codec": "int8", "group_size": 128, "hadamard": false, "bytes_per_second": 1, )"
+                       R"("encode_bytes_per_second": 3, "decode_bytes_per_second": 3, )"
+                       R"("encode_fitted_bytes_per_second": 1})"),
+            "codec calibration file 'c.jsonl' line 1: \"encode_fitted_bytes_per_second\" is given for codec int8, "
+            "which has no fitted int4 scale encoder (int4's only)");
+  EXPECT_EQ(ParseError(R"({"codec": "fp8e4m3", "group_size": 128, "hadamard": false, "bytes_per_second": 1, )"
+                       R"("encode_bytes_per_second": 3, "decode_bytes_per_second": 3, )"
+                       R"("encode_stochastic_bytes_per_second": 1})"),
+            "codec calibration file 'c.jsonl' line 1: \"encode_stochastic_bytes_per_second\" is given for codec "
+            "fp8e4m3, which has no stochastic rounding encoder (int4's and int8's only)");
+  EXPECT_EQ(ParseError(R"({"codec": "int4", "group_size": 128, "hadamard": false, "bytes_per_second": 1, )"
+                       R"("encode_stochastic_bytes_per_second": 3})"),
+            "codec calibration file 'c.jsonl' line 1: \"encode_stochastic_bytes_per_second\" comes with "
+            "\"encode_bytes_per_second\" and \"decode_bytes_per_second\": give all three or leave it out");
   EXPECT_EQ(ParseError(R"({"codec": "int4", "group_size": 128, "hadamard": false, "bytes_per_second": 1, )"
                        R"("encode_measured_bytes_per_second": 3})"),
             "codec calibration file 'c.jsonl' line 1: \"encode_measured_bytes_per_second\" comes with "

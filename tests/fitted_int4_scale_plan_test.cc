@@ -5,8 +5,10 @@
 // asks; by default, with stochastic rounding, and with int8, on none. That it trains closer to dense is
 // bench/compression:error_feedback_bench's (docs/sbp_and_boxing.md, "The int4 scale chosen
 // by error"); that the codec does what it says is kernels/compression:fitted_int4_scale_test's.
+#include <map>
 #include <string>
 
+#include "absl/strings/str_cat.h"
 #include "compiler/compiler.h"
 #include "examples/common/compile_driver.h"
 #include "examples/common/compile_recipe.h"
@@ -64,18 +66,22 @@ class FittedInt4ScalePlanTest : public ::testing::Test {
 
   // The plan for --compression=`codec`, with `edit` applied to the compile options.
   template <typename Edit>
-  Counts Compiled(const std::string& codec, Edit edit) {
+  proto::Plan CompiledPlan(const std::string& codec, Edit edit) {
     examples::CompileSettings settings;
     settings.compression.compression = codec;
     std::string dump;
     absl::StatusOr<CompileOptions> options = examples::CompileOptionsFor(layout_, settings, &dump);
     EXPECT_TRUE(options.ok()) << options.status();
-    if (!options.ok()) return Counts();
+    if (!options.ok()) return proto::Plan();
     options->error_feedback = true;  // marks the gradients' steps (CountSteps)
     edit(*options);
     absl::StatusOr<proto::Plan> plan = Compile(job_, *options);
     EXPECT_TRUE(plan.ok()) << plan.status();
-    return plan.ok() ? CountSteps(*plan) : Counts();
+    return plan.ok() ? *plan : proto::Plan();
+  }
+  template <typename Edit>
+  Counts Compiled(const std::string& codec, Edit edit) {
+    return CountSteps(CompiledPlan(codec, edit));
   }
 
   examples::ParallelLayout layout_;
@@ -107,6 +113,51 @@ TEST_F(FittedInt4ScalePlanTest, NoneWhenOffOrStochasticOrNotInt4) {
   const Counts int8 = Compiled("int8", FitGradients);
   ASSERT_GT(int8.gradient_steps, 10);
   EXPECT_EQ(int8.gradient_fitted + int8.activation_fitted + int8.buckets_fitted, 0);
+}
+
+// The cost model prices the encoder each step runs (sbp/codec_throughput.h
+// EncoderVariant): a fitted step's modelled time is its plain twin's plus the fitted
+// encode's extra work, an activation's step is priced as before; under stochastic
+// rounding every int4 step is dearer (a random draw per element). Steps are matched by
+// their boxing's tensor, their place in it and their kind (the SBP choice prices boxings,
+// so a dearer codec may move a few).
+std::map<std::string, proto::BoxingStepDef> CompressedSteps(const proto::Plan& plan) {
+  std::map<std::string, proto::BoxingStepDef> steps;
+  for (const proto::BoxingDef& boxing : plan.boxings()) {
+    for (int s = 0; s < boxing.steps_size(); ++s) {
+      if (boxing.steps(s).compression().kind() == proto::Compression::NONE) continue;
+      steps[absl::StrCat(boxing.tensor(), " step ", s, " kind ", boxing.steps(s).kind())] = boxing.steps(s);
+    }
+  }
+  return steps;
+}
+
+TEST_F(FittedInt4ScalePlanTest, EachStepIsPricedWithTheEncoderItRuns) {
+  const auto plain = CompressedSteps(CompiledPlan("int4", [](CompileOptions&) {}));
+  const auto fitted = CompressedSteps(CompiledPlan("int4", FitGradients));
+  const auto stochastic = CompressedSteps(CompiledPlan("int4", [](CompileOptions& options) {
+    options.codec_rounding = proto::Compression::STOCHASTIC;
+  }));
+  int dearer_fitted = 0, same_plain = 0, dearer_stochastic = 0;
+  for (const auto& [key, before] : plain) {
+    if (const auto after = fitted.find(key); after != fitted.end()) {
+      if (after->second.compression().fitted_int4_scale()) {
+        EXPECT_GT(after->second.seconds(), before.seconds()) << key;
+        dearer_fitted += after->second.seconds() > before.seconds();
+      } else {
+        EXPECT_EQ(after->second.seconds(), before.seconds()) << key;
+        same_plain += after->second.seconds() == before.seconds();
+      }
+    }
+    if (const auto after = stochastic.find(key); after != stochastic.end()) {
+      EXPECT_EQ(after->second.compression().rounding(), proto::Compression::STOCHASTIC) << key;
+      EXPECT_GT(after->second.seconds(), before.seconds()) << key;
+      dearer_stochastic += after->second.seconds() > before.seconds();
+    }
+  }
+  EXPECT_GT(dearer_fitted, 10);
+  EXPECT_GT(same_plain, 10);
+  EXPECT_GT(dearer_stochastic, 10);
 }
 
 // --nocompress_in_node (CompressionFlags::compress_in_node false): on this layout tp is

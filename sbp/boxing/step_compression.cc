@@ -1,5 +1,7 @@
 #include "sbp/boxing/step_compression.h"
 
+#include <initializer_list>
+
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "sbp/collective_cost.h"
@@ -10,32 +12,48 @@ namespace {
 
 std::string Ms(double seconds) { return absl::StrFormat("%.3g", seconds * 1e3); }
 
-// Adds `encoded` elements encoded and `decoded` elements decoded in `codec`; the encode
-// meters its error as it goes (EncodeMeasured) where the phase has no error feedback.
-void AddPasses(const BoxingContext& context, const CompressionChoice& codec, int64_t encoded, int64_t decoded,
-               bool error_feedback, PricedCompression* priced) {
+// The encoder a step whose levels use `codecs` runs (compiler/passes/plan_emission_pass.cc
+// EmitCompression writes the same into the plan): stochastic rounding where the options
+// ask for it and every level's codec has it, else the fitted int4 scale where they ask for
+// that (a level whose codec is not int4 encodes plainly: ExtraEncodeSeconds charges it
+// nothing), else the plain encoder.
+EncoderVariant StepEncoder(const BoxingOptions& options, std::initializer_list<CompressionChoice> codecs) {
+  bool every_level_rounds_stochastically = true;
+  for (const CompressionChoice& codec : codecs) {
+    every_level_rounds_stochastically &=
+        !codec.compressed() || HasEncoderVariant(codec, EncoderVariant::kStochasticRounding);
+  }
+  if (options.stochastic_rounding && every_level_rounds_stochastically) return EncoderVariant::kStochasticRounding;
+  return options.fitted_int4_scale ? EncoderVariant::kFittedInt4Scale : EncoderVariant::kPlain;
+}
+
+// Adds `encoded` elements encoded by `encoder` and `decoded` elements decoded in `codec`;
+// the encode meters its error as it goes (EncodeMeasured) where the phase has no error
+// feedback.
+void AddPasses(const BoxingContext& context, const CompressionChoice& codec, EncoderVariant encoder,
+               int64_t encoded, int64_t decoded, bool error_feedback, PricedCompression* priced) {
   const double element_bytes = SizeOf(context.dtype);
   const CodecThroughput& throughput = context.options.codec_throughput;
-  priced->encode_seconds += error_feedback ? throughput.EncodeSeconds(codec, encoded * element_bytes)
-                                           : throughput.EncodeMeasuredSeconds(codec, encoded * element_bytes);
+  priced->encode_seconds += error_feedback ? throughput.EncodeSeconds(codec, encoded * element_bytes, encoder)
+                                           : throughput.EncodeMeasuredSeconds(codec, encoded * element_bytes, encoder);
   priced->decode_seconds += throughput.DecodeSeconds(codec, decoded * element_bytes);
 }
 
 // A reduce phase that sends `sent` elements encoded: the receivers decode each once, and
 // with error feedback the sender decodes each too (its residual).
-void AddReducePhase(const BoxingContext& context, const CompressionChoice& codec, int64_t sent,
-                    PricedCompression* priced) {
+void AddReducePhase(const BoxingContext& context, const CompressionChoice& codec, EncoderVariant encoder,
+                    int64_t sent, PricedCompression* priced) {
   const bool error_feedback = context.options.error_feedback;
-  AddPasses(context, codec, sent, (error_feedback ? 2 : 1) * sent, error_feedback, priced);
+  AddPasses(context, codec, encoder, sent, (error_feedback ? 2 : 1) * sent, error_feedback, priced);
 }
 
 // A gather phase of `members` shards of `shard` elements: this device's shard encoded,
 // every shard decoded (its own too: the output needs it, and error feedback's residual
 // reads that decode). `error_feedback`: a gradient's gather (an all-reduce's second phase
 // or an all-gather step) with error feedback.
-void AddGatherPhase(const BoxingContext& context, const CompressionChoice& codec, int64_t shard, int64_t members,
-                    bool error_feedback, PricedCompression* priced) {
-  AddPasses(context, codec, shard, members * shard, error_feedback, priced);
+void AddGatherPhase(const BoxingContext& context, const CompressionChoice& codec, EncoderVariant encoder,
+                    int64_t shard, int64_t members, bool error_feedback, PricedCompression* priced) {
+  AddPasses(context, codec, encoder, shard, members * shard, error_feedback, priced);
 }
 
 // Adds `calls` calls of `elements` elements in `codec` on one level.
@@ -62,10 +80,11 @@ std::optional<PricedCompression> Flat(const BoxingContext& context, const Compre
   const bool reduces = kind != BoxingKind::kAllGather;
   const bool gathers = kind != BoxingKind::kReduceScatter;
   const int64_t chunk = elements / ((reduces && gathers ? 2 : 1) * (members - 1));
-  if (reduces) AddReducePhase(context, codec, (members - 1) * chunk, &priced);
+  const EncoderVariant encoder = StepEncoder(context.options, {codec});
+  if (reduces) AddReducePhase(context, codec, encoder, (members - 1) * chunk, &priced);
   // A gradient's all-gather step feeds back its shard's error as an all-reduce's gather
   // phase does: a plain encode, the own shard's decode (made anyway) read for the residual.
-  if (gathers) AddGatherPhase(context, codec, chunk, members, context.options.error_feedback, &priced);
+  if (gathers) AddGatherPhase(context, codec, encoder, chunk, members, context.options.error_feedback, &priced);
   // One call per phase; the wire elements are those of the whole step.
   AddWire(context, crosses_nodes, reduces && gathers ? 2 : 1, elements, codec, &priced);
   Describe(CompressionChoiceText(codec), &priced);
@@ -83,13 +102,14 @@ std::optional<PricedCompression> TwoLevel(const BoxingContext& context, const No
   PricedCompression priced;
   priced.codec = options.reduce_in_node;
   priced.cross_node = options.reduce_cross_node;
-  AddReducePhase(context, options.reduce_in_node, in_node_elements, &priced);
+  const EncoderVariant encoder = StepEncoder(options, {options.reduce_in_node, options.reduce_cross_node});
+  AddReducePhase(context, options.reduce_in_node, encoder, in_node_elements, &priced);
   AddWire(context, false, 1, in_node_elements, options.reduce_in_node, &priced);
-  AddReducePhase(context, options.reduce_cross_node, cross_node_elements, &priced);
+  AddReducePhase(context, options.reduce_cross_node, encoder, cross_node_elements, &priced);
   AddWire(context, true, 1, cross_node_elements, options.reduce_cross_node, &priced);
   if (kind == BoxingKind::kAllReduce) {
     // The all-gather phase: each reduced shard encoded once, in the in-node codec.
-    AddGatherPhase(context, options.reduce_in_node, chunk, members, options.error_feedback, &priced);
+    AddGatherPhase(context, options.reduce_in_node, encoder, chunk, members, options.error_feedback, &priced);
     AddWire(context, true, 1, cross_node_elements, options.reduce_in_node, &priced);
     AddWire(context, false, 1, in_node_elements, options.reduce_in_node, &priced);
   }

@@ -22,7 +22,9 @@
 // (M-1) c elements across nodes and (L-1) M c inside, encode c, decode M L c.
 // Time = the calls' latencies (LinkModel, per level) + wire bytes over each level's
 // bandwidth + every pass's dense bytes over that codec's encode, metering-encode or
-// decode throughput (sbp/codec_throughput.h). Wire bytes: CountWireBytes of each level's
+// decode throughput (sbp/codec_throughput.h), each encode with the extra work of the encoder
+// the step runs (stochastic rounding, int4's fitted scale: BoxingOptions::stochastic_rounding,
+// fitted_int4_scale; CodecThroughput::ExtraEncodeSeconds). Wire bytes: CountWireBytes of each level's
 // elements. Not priced: error feedback's element-wise passes besides the codec's (adding
 // the residual, keeping it, comparing for the metering), which stream memory like a copy.
 #ifndef SBP_BOXING_STEP_COMPRESSION_H_

@@ -142,6 +142,69 @@ TEST(StepCompressionTest, WithoutAMeteringFigureTheEncodeRateStandsIn) {
   EXPECT_DOUBLE_EQ(priced->decode_seconds, 6.144e-6);
 }
 
+// The encoder a step runs changes only its encodes: int4's fitted scale adds the fitted
+// encode's extra time over the plain encode to each int4 encode (here int4 encode 1e9,
+// fitted 4e8 B/s: 1.5 ns per byte more), metering or not; a level whose codec is not int4
+// encodes plainly. The two-level all-reduce of TwoLevelDecodesOnceMorePerLevelWithErrorFeedback
+// encodes 4096 B in int4 (its cross-node reduce phase), so +6.144 us, and nothing else.
+TEST(StepCompressionTest, TheFittedInt4ScaleAddsItsExtraEncodeToInt4Levels) {
+  const Placement blocks = *Placement::Parse("cpu{0:0-1, 1:0-1}");
+  BoxingContext context = Context(false);
+  context.options.reduce_cross_node = kInt4;
+  context.options.two_level = true;
+  context.options.codec_throughput.SetVariantEncode(kInt4, EncoderVariant::kFittedInt4Scale, 4e8);
+  const std::optional<PricedCompression> plain = PriceCompression(context, blocks, 0, BoxingKind::kAllReduce, 6144);
+  context.options.fitted_int4_scale = true;
+  const std::optional<PricedCompression> fitted = PriceCompression(context, blocks, 0, BoxingKind::kAllReduce, 6144);
+  ASSERT_TRUE(plain.has_value());
+  ASSERT_TRUE(fitted.has_value());
+  EXPECT_DOUBLE_EQ(fitted->encode_seconds - plain->encode_seconds, 4096 * (1 / 4e8 - 1 / 1e9));
+  EXPECT_DOUBLE_EQ(fitted->decode_seconds, plain->decode_seconds);
+  EXPECT_EQ(fitted->wire_bytes, plain->wire_bytes);
+  // An int8 step has no fitted encoder: priced as ReduceScatterDecodesOnceMoreWithErrorFeedback's.
+  context.options.reduce_cross_node = kInt8;
+  const std::optional<PricedCompression> int8 =
+      PriceCompression(context, kFourNodes, 0, BoxingKind::kReduceScatter, 3072);
+  ASSERT_TRUE(int8.has_value());
+  EXPECT_DOUBLE_EQ(int8->encode_seconds, 15.36e-6);
+}
+
+// Stochastic rounding draws a random number per element in every level's encoder, each
+// level charged its codec's extra; unmeasured (int8 here), the default extra rate. A
+// step with a level that cannot round stochastically (fp8) rounds to nearest everywhere
+// (plan_emission_pass.cc), so it is priced plainly; and stochastic rounding wins over the
+// fitted scale, as in the plan.
+TEST(StepCompressionTest, StochasticRoundingChargesEveryLevelOrNone) {
+  const Placement blocks = *Placement::Parse("cpu{0:0-1, 1:0-1}");
+  BoxingContext context = Context(false);
+  context.options.reduce_cross_node = kInt4;
+  context.options.two_level = true;
+  context.options.codec_throughput.SetVariantEncode(kInt4, EncoderVariant::kStochasticRounding, 2e8);
+  const std::optional<PricedCompression> plain = PriceCompression(context, blocks, 0, BoxingKind::kAllReduce, 6144);
+  context.options.stochastic_rounding = true;
+  context.options.fitted_int4_scale = true;
+  const std::optional<PricedCompression> stochastic =
+      PriceCompression(context, blocks, 0, BoxingKind::kAllReduce, 6144);
+  ASSERT_TRUE(plain.has_value());
+  ASSERT_TRUE(stochastic.has_value());
+  // int8: 8192 B reduced + 4096 B gathered at the default extra rate; int4: 4096 B at
+  // 1 / 2e8 - 1 / 1e9.
+  const double int8_extra = (8192 + 4096) / DefaultExtraEncodeBytesPerSecond(EncoderVariant::kStochasticRounding);
+  EXPECT_DOUBLE_EQ(stochastic->encode_seconds - plain->encode_seconds, int8_extra + 4096 * (1 / 2e8 - 1 / 1e9));
+  EXPECT_DOUBLE_EQ(stochastic->decode_seconds, plain->decode_seconds);
+  const CompressionChoice fp8{CompressionKind::kFp8E4M3, 128, false};
+  context.options.codec_throughput.SetPasses(fp8, 1e9, 2e9, 8e8);
+  context.options.reduce_in_node = fp8;
+  context.options.stochastic_rounding = false;
+  context.options.fitted_int4_scale = false;
+  const std::optional<PricedCompression> nearest = PriceCompression(context, blocks, 0, BoxingKind::kAllReduce, 6144);
+  context.options.stochastic_rounding = true;
+  const std::optional<PricedCompression> mixed = PriceCompression(context, blocks, 0, BoxingKind::kAllReduce, 6144);
+  ASSERT_TRUE(nearest.has_value());
+  ASSERT_TRUE(mixed.has_value());
+  EXPECT_DOUBLE_EQ(mixed->encode_seconds, nearest->encode_seconds);
+}
+
 }  // namespace
 }  // namespace boxing
 }  // namespace oneflow

@@ -123,7 +123,10 @@ grep -q '^{"link": "intra_node", "latency_seconds": [0-9.e+-]*, "bytes_per_secon
 grep -q '^{"link": "inter_node", "latency_seconds": [0-9.e+-]*, "bytes_per_second": [0-9.e+]*, "method": "ucx all_reduce, 2 processes, over TCP on 127.0.0.1' "$DIR/codecs.jsonl" || fail "$(cat "$DIR/codecs.jsonl")"
 grep -q '^{"transfer": "inter_node", "latency_seconds": [0-9.e+-]*, "round_trip_seconds": [0-9.e+-]*, "bytes": 64, "method": "ucx send_recv round trips, 2 processes, over TCP on 127.0.0.1, 64 B each way"}$' "$DIR/codecs.jsonl" || fail "$(cat "$DIR/codecs.jsonl")"
 grep -q '^{"compute": "gemm", "per_second": [0-9.e+]*, ' "$DIR/codecs.jsonl" || fail "$(cat "$DIR/codecs.jsonl")"
-grep -q '^{"codec": "int4", "group_size": 128, "hadamard": true, ' "$DIR/codecs.jsonl" || fail "$(cat "$DIR/codecs.jsonl")"
+# int4 has both slower encoders (sbp/codec_throughput.h EncoderVariant), int8 stochastic
+# rounding only.
+grep -q '^{"codec": "int4", "group_size": 128, "hadamard": true, .*"encode_measured_bytes_per_second": [0-9.e+]*, "encode_fitted_bytes_per_second": [0-9.e+]*, "encode_stochastic_bytes_per_second": [0-9.e+]*, "elements"' "$DIR/codecs.jsonl" || fail "$(cat "$DIR/codecs.jsonl")"
+grep -q '^{"codec": "int8", "group_size": 512, "hadamard": true, .*"encode_measured_bytes_per_second": [0-9.e+]*, "encode_stochastic_bytes_per_second": [0-9.e+]*, "elements"' "$DIR/codecs.jsonl" || fail "$(cat "$DIR/codecs.jsonl")"
 grep -q '^{"codec": "bf16", "group_size": 1, "hadamard": false, ' "$DIR/codecs.jsonl" || fail "$(cat "$DIR/codecs.jsonl")"
 [[ -z "$(ls "$DIR" | grep '\.tmp\.')" ]] || fail "calibrate left a temporary file: $(ls "$DIR")"
 # Latency 0 given on the command line wins over the file's: these gradients are small
@@ -136,7 +139,7 @@ run "${gpt_slow[@]}" --plan_out="$DIR/calibrated1.plan"
 run "${gpt_slow[@]}" --plan_out="$DIR/calibrated2.plan"
 cmp -s "$DIR/calibrated1.plan" "$DIR/calibrated2.plan" || fail "the same calibration gave two plans"
 # Codecs measured at 1 kB/s never pay for themselves: nothing compresses.
-sed -E '/"codec"/ s/"(encode_|decode_|encode_measured_)?bytes_per_second": [0-9.e+]*/"\1bytes_per_second": 1e3/g' "$DIR/codecs.jsonl" >"$DIR/slow_codecs.jsonl"
+sed -E '/"codec"/ s/"(encode_|decode_|encode_measured_|encode_fitted_|encode_stochastic_)?bytes_per_second": [0-9.e+]*/"\1bytes_per_second": 1e3/g' "$DIR/codecs.jsonl" >"$DIR/slow_codecs.jsonl"
 run "${gpt_slow[@]:0:${#gpt_slow[@]}-1}" --codec_calibration="$DIR/slow_codecs.jsonl" --plan_out="$DIR/slow.plan"
 [[ $rc -eq 0 ]] || fail "gpt with slow codecs exited $rc: $err"
 run "$ONEFLOW" inspect "$DIR/slow.plan"
