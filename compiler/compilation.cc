@@ -316,10 +316,8 @@ BoxingOptions BoxingOptionsOf(const Compilation& compilation, int64_t t, bool in
   // Plan emission marks the compressed reductions and all-gathers of a gradient with error
   // feedback (plan_emission_pass.cc EmitCompression), which makes the runtime decode what
   // it sends (a reduction) or encode plainly and read its own shard's decode (a gather).
-  options.error_feedback = compilation.options.error_feedback && compilation.graph.tensors[t].is_gradient;
-  // ... and its encoders as it writes them there (the price of the extra work they do).
-  options.stochastic_rounding = compilation.options.codec_rounding == proto::Compression::STOCHASTIC;
-  options.fitted_int4_scale = compilation.options.fit_int4_gradient_scale && compilation.graph.tensors[t].is_gradient;
+  // Its encoders likewise (stochastic rounding, the fitted int4 scale: the extra work they do).
+  ApplyEncoderSettings(EncoderSettingsOf(compilation.options), compilation.graph.tensors[t].is_gradient, &options);
   return options;
 }
 

@@ -272,7 +272,7 @@ absl::Status IndexLogicalGraph(Compilation* compilation);
 TensorRole CompressionRole(const Compilation& compilation, int64_t t, bool into_loss_sink);
 
 // The options a boxing of tensor `t` is planned with: BoxingOptionsFor of the compile
-// options' policy, the tensor's role and its hint.
+// options' policy, the tensor's role and its hint, and EncoderSettingsOf the compile options.
 BoxingOptions BoxingOptionsOf(const Compilation& compilation, int64_t t, bool into_loss_sink);
 
 // The state as text, for dumps after a pass and golden tests: the logical graph with

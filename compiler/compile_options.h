@@ -137,6 +137,17 @@ struct CompileOptions {
   std::string* sealed_plan = nullptr;
 };
 
+// What `options` make of compressed steps beyond their codecs (sbp/boxing_options.h): error
+// feedback, stochastic rounding, the fitted int4 scale. The compiler's boxings and the
+// auto-parallel search's are priced with it.
+inline EncoderSettings EncoderSettingsOf(const CompileOptions& options) {
+  EncoderSettings settings;
+  settings.error_feedback = options.error_feedback;
+  settings.stochastic_rounding = options.codec_rounding == proto::Compression::STOCHASTIC;
+  settings.fit_int4_gradient_scale = options.fit_int4_gradient_scale;
+  return settings;
+}
+
 }  // namespace oneflow
 
 #endif  // COMPILER_COMPILE_OPTIONS_H_

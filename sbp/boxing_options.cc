@@ -33,7 +33,15 @@ std::string BoxingOptionsKey(const BoxingOptions& options) {
                       "; gather ", CompressionChoiceText(options.gather),
                       options.compress_intra_node ? "; intra-node" : "", options.automatic ? "; automatic" : "",
                       options.dense_in_bucket ? "; dense in a bucket" : "", bucket,
-                      options.error_feedback ? "; error feedback" : "", notes);
+                      options.error_feedback ? "; error feedback" : "",
+                      options.stochastic_rounding ? "; stochastic rounding" : "",
+                      options.fitted_int4_scale ? "; fitted int4 scale" : "", notes);
+}
+
+void ApplyEncoderSettings(const EncoderSettings& settings, bool variable_gradient, BoxingOptions* options) {
+  options->error_feedback = settings.error_feedback && variable_gradient;
+  options->stochastic_rounding = settings.stochastic_rounding;
+  options->fitted_int4_scale = settings.fit_int4_gradient_scale && variable_gradient;
 }
 
 }  // namespace oneflow

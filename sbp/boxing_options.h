@@ -96,8 +96,24 @@ struct BoxingOptions {
 
 // The codec choices and switches as one line, e.g. "reduce in-node int8 G=512 hadamard,
 // cross-node int4 G=128 hadamard, two-level; gather int8 G=128; intra-node; automatic",
-// or "dense": a cache key for options that share one codec throughput table.
+// or "dense": a cache key for options that share one codec throughput table. Every switch
+// that changes a price is in it (error feedback, stochastic rounding, the fitted int4
+// scale), each only when set, so keys of options without it read as before.
 std::string BoxingOptionsKey(const BoxingOptions& options);
+
+// What the compiler's options make of a tensor's compressed steps beyond their codecs, as
+// plan emission writes it into each step's Compression (compiler/passes/plan_emission_pass.cc):
+// the passes the runtime then makes, so the price.
+struct EncoderSettings {
+  bool error_feedback = false;           // CompileOptions::error_feedback
+  bool stochastic_rounding = false;      // CompileOptions::codec_rounding is STOCHASTIC
+  bool fit_int4_gradient_scale = false;  // CompileOptions::fit_int4_gradient_scale
+};
+
+// Sets options' error_feedback and fitted_int4_scale (a variable's gradient only) and
+// stochastic_rounding (every tensor) from `settings`: the compiler's boxings
+// (compiler/compilation.cc) and the auto-parallel search's (compiler/auto_parallel) alike.
+void ApplyEncoderSettings(const EncoderSettings& settings, bool variable_gradient, BoxingOptions* options);
 
 }  // namespace oneflow
 

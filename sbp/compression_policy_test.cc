@@ -77,6 +77,20 @@ TEST(CompressionPolicyTest, EachRoleGetsItsCodecs) {
   EXPECT_EQ(BoxingOptionsKey(BoxingOptionsFor(Auto(), TensorRole::kNever, CompressionKind::kFp8E4M3)),
             "reduce in-node fp8e4m3 G=128, cross-node fp8e4m3 G=128; gather fp8e4m3 G=128; intra-node");
   EXPECT_EQ(BoxingOptionsKey(BoxingOptionsFor(Auto(), TensorRole::kActivation, CompressionKind::kNone)), "dense");
+  // The encoders change the price, so the key (ApplyEncoderSettings: error feedback and the
+  // fitted scale on a variable's gradient only, stochastic rounding on every tensor).
+  EncoderSettings encoders;
+  encoders.error_feedback = encoders.stochastic_rounding = encoders.fit_int4_gradient_scale = true;
+  BoxingOptions gradient = BoxingOptionsFor(forced, TensorRole::kGradient, std::nullopt);
+  ApplyEncoderSettings(encoders, /*variable_gradient=*/true, &gradient);
+  EXPECT_EQ(BoxingOptionsKey(gradient),
+            "reduce in-node fp8e4m3 G=128, cross-node fp8e4m3 G=128; gather fp8e4m3 G=128; intra-node; error "
+            "feedback; stochastic rounding; fitted int4 scale");
+  BoxingOptions other = BoxingOptionsFor(forced, TensorRole::kActivation, std::nullopt);
+  ApplyEncoderSettings(encoders, /*variable_gradient=*/false, &other);
+  EXPECT_EQ(BoxingOptionsKey(other),
+            "reduce in-node fp8e4m3 G=128, cross-node fp8e4m3 G=128; gather fp8e4m3 G=128; intra-node; stochastic "
+            "rounding");
   // The policy's throughput table travels with the options.
   EXPECT_EQ(activation.codec_throughput.BytesPerSecond({CompressionKind::kFp8E4M3, 128, true}), 1e9);
 }

@@ -7,6 +7,7 @@
 #include <cstdio>
 #include <optional>
 #include <string>
+#include <tuple>
 
 #include "compiler/auto_parallel/model_profile.h"
 #include "compiler/auto_parallel/price.h"
@@ -60,12 +61,14 @@ proto::AutoParallelLayout DataParallel(int64_t zero) {
 }
 
 proto::AutoParallelPrediction Price(const auto_parallel::ModelProfile& profile, double inter_node_bandwidth,
-                                    int64_t zero, const std::string& compression) {
+                                    int64_t zero, const std::string& compression,
+                                    const EncoderSettings& encoders = EncoderSettings()) {
   const CompileOptions compile = OptionsFor(inter_node_bandwidth, zero, compression);
   auto_parallel::PriceOptions options;
   options.cluster = compile.cluster;
   options.bucket_mb = compile.bucket_mb;
   options.compression = compile.compression;
+  options.encoders = encoders;
   options.record_edges = true;
   absl::StatusOr<proto::AutoParallelPrediction> prediction =
       auto_parallel::PriceLayout(profile, options, DataParallel(zero));
@@ -169,6 +172,37 @@ TEST(AutoParallelDpCodecTest, ZeroThreeReduceScatterAndWeightGathersArePricedWit
   EXPECT_THAT(reduce.codec(), HasSubstr("int8 G=512 hadamard")) << reduce.decision();  // AdamW: not int4
   EXPECT_LT(reduce.seconds(), reduce.dense_seconds());
   EXPECT_LT(auto_parallel::StepSeconds(slow), auto_parallel::StepSeconds(slow_off));
+}
+
+// The search prices the passes the compiled plan's steps will make (PriceOptions::encoders,
+// what EncoderSettingsOf the compile options gives): under forced int4 with ZeRO-3, the
+// gradients' reduce-scatter is dearer with the fitted int4 scale (its slower encoder) and
+// with error feedback (the sender decodes what it sends), while the weights' gathers, not a
+// gradient's, keep their price; stochastic rounding makes both dearer.
+TEST(AutoParallelDpCodecTest, TheEncodersTheCompilerMarksArePriced) {
+  const auto_parallel::ModelProfile profile = ProfileOfTwoDevices(SmallGpt());
+  const proto::AutoParallelPrediction plain = Price(profile, kSlow, 3, "int4");
+  EncoderSettings fitted;
+  fitted.fit_int4_gradient_scale = true;
+  EncoderSettings feedback;
+  feedback.error_feedback = true;
+  EncoderSettings stochastic;
+  stochastic.stochastic_rounding = true;
+  for (const auto& [settings, gradients_dearer, weights_dearer] :
+       {std::tuple{fitted, true, false}, {feedback, true, false}, {stochastic, true, true}}) {
+    const proto::AutoParallelPrediction priced = Price(profile, kSlow, 3, "int4", settings);
+    ASSERT_EQ(priced.edges_size(), 2);
+    ASSERT_EQ(plain.edges_size(), 2);
+    const proto::AutoParallelEdge& gathers = priced.edges(0);
+    const proto::AutoParallelEdge& reduce = priced.edges(1);
+    EXPECT_THAT(gathers.tensor(), HasSubstr("weights (data-parallel all_gather"));
+    EXPECT_THAT(reduce.tensor(), HasSubstr("gradients (data-parallel reduce_scatter"));
+    EXPECT_EQ(reduce.codec(), plain.edges(1).codec());
+    EXPECT_EQ(reduce.seconds() > plain.edges(1).seconds(), gradients_dearer) << reduce.codec();
+    EXPECT_EQ(gathers.seconds() > plain.edges(0).seconds(), weights_dearer) << gathers.codec();
+    if (!weights_dearer) EXPECT_EQ(gathers.seconds(), plain.edges(0).seconds());
+    EXPECT_GT(auto_parallel::StepSeconds(priced), auto_parallel::StepSeconds(plain));
+  }
 }
 
 // Buckets share the latency of their members' calls, never more than a compressed call

@@ -121,6 +121,11 @@ struct PriceOptions {
   // link model say it pays: the search's prices and the compiled plan's boxings agree.
   // Off (the default): dense all-reduces.
   CompressionPolicy compression;
+  // What the compiler will make of the compressed steps beyond their codecs (error
+  // feedback, stochastic rounding, the fitted int4 scale: compiler/compilation.h
+  // EncoderSettingsOf), which changes the passes they make: the search prices them as
+  // the compiled plan's boxings are priced.
+  EncoderSettings encoders;
   // Record each distinct unit's priced tp edges in AutoParallelPrediction.edges (dense and
   // compressed, which was taken); off for the search itself (the decision record re-prices
   // the chosen layout with it).
