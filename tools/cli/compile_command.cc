@@ -265,7 +265,9 @@ absl::Status RunCompile(const std::vector<std::string>& arguments, std::ostream&
   std::string dump;
   OF_ASSIGN_OR_RETURN(const CompileOptions options, examples::CompileOptionsFor(layout, settings, &dump));
   OF_ASSIGN_OR_RETURN(const std::string text, ReadGraphFile(path));
-  OF_ASSIGN_OR_RETURN(const proto::Job job, JobFromGraphText(text, path, layout));
+  std::string tensor_parallel_note;
+  OF_ASSIGN_OR_RETURN(const proto::Job job, JobFromGraphText(text, path, layout, &tensor_parallel_note));
+  if (!tensor_parallel_note.empty()) out << tensor_parallel_note << "\n";
   for (const std::string& warning : examples::LayoutWarnings(job, layout)) {
     std::cerr << "oneflow compile: warning: " << warning << "\n";
   }

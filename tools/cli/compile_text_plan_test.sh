@@ -111,16 +111,17 @@ sed -E "${first}s/ loc=\"([^:]*):([0-9]+)\"$/ loc=\"\\1:9\\2\"/" "$DIR/gpt.txt" 
 if cmp -s "$DIR/gpt.cpp.plan" "$DIR/moved.plan"; then fail "a moved loc= gives the C++ plan"; fi
 
 # `oneflow compile --auto_parallel` (docs/auto_parallel.md): the mlp's text without its
-# placement line, searched for 4 devices (no tp hints, no stages or micro-batches in a
-# text: dp=4 with ZeRO 0-3; ZeRO-3 wins on the model: its reduce-scatter is one bucketed call
+# placement line, searched for 4 devices (its one-device sbp=B hints split nothing, so tp
+# layouts get Megatron's split; no stages or micro-batches in a text: dp=4 and dp=2 x tp=2
+# with ZeRO 0-3, and tp=4; ZeRO-3 wins on the model: its reduce-scatter is one bucketed call
 # and each device updates a quarter of the weights), and the flags it refuses. (That the chosen plan is the plan of
 # the chosen flags, byte for byte, is //tools/cli:graph_text_auto_parallel_test.)
 "$PWD/examples/mlp/mlp" --print_graph | grep -v '^placement ' >"$DIR/mlp_free.txt"
 out=$("$ONEFLOW" compile "$DIR/mlp_free.txt" --auto_parallel --devices_per_node=4 --plan_out="$DIR/auto.plan")
-[[ "$out" == "auto-parallel: chose --dp=4 --tp=1 --pp=1 --micro_batches=1 --zero=3 --recompute=none among 4 layouts in "* ]] ||
+[[ "$out" == "auto-parallel: chose --dp=4 --tp=1 --pp=1 --micro_batches=1 --zero=3 --recompute=none among 9 layouts in "* ]] ||
   fail "$out"
 inspected=$("$ONEFLOW" inspect "$DIR/auto.plan")
-[[ "$inspected" == *"auto-parallel decision (4 layouts priced)"* ]] || fail "no decision in: $inspected"
+[[ "$inspected" == *"auto-parallel decision (9 layouts priced)"* ]] || fail "no decision in: $inspected"
 err=$("$ONEFLOW" compile "$DIR/mlp_free.txt" --auto_parallel --devices_per_node=4 --dp=2 2>&1 >/dev/null) && fail "--dp accepted"
 [[ "$err" == "oneflow compile: --auto_parallel chooses --dp; do not give --dp=2 with it" ]] || fail "$err"
 expect_error "oneflow compile: --auto_parallel chooses --recompute; do not give --recompute=full with it" \

@@ -64,9 +64,10 @@ TEST(GraphTextAutoParallel, SearchesTheTextsLayoutsAndCompilesTheChosenOneAsItsF
   absl::StatusOr<examples::AutoParallelResult> result = AutoParallelFromGraphText(text, "mlp.txt", FourDevices());
   ASSERT_TRUE(result.ok()) << result.status();
   const proto::AutoParallelDecision& decision = result->plan.auto_parallel();
-  // The mlp has no tensor-parallel hints and no blocks, and a text keeps pp = 1 and one
-  // micro-batch: dp = 4 with ZeRO 0, 1, 2 and 3 are all its layouts.
-  EXPECT_EQ(decision.candidates(), 4);
+  // The mlp has no blocks, and a text keeps pp = 1 and one micro-batch; its one-device
+  // `sbp=B` hints split nothing, so a tp layout gets Megatron's split (JobFromGraphText):
+  // dp = 4 and dp = 2 x tp = 2 with ZeRO 0, 1, 2 and 3, and tp = 4, are all its layouts.
+  EXPECT_EQ(decision.candidates(), 9);
   EXPECT_EQ(auto_parallel::LayoutName(decision.chosen().layout()),
             "dp=4 tp=1 pp=1 micro_batches=1 zero=0 recompute=none");
   for (const proto::AutoParallelPrediction& alternative : decision.alternatives()) {
@@ -74,7 +75,12 @@ TEST(GraphTextAutoParallel, SearchesTheTextsLayoutsAndCompilesTheChosenOneAsItsF
     EXPECT_EQ(alternative.layout().micro_batches(), 1);
     EXPECT_GE(auto_parallel::StepSeconds(alternative), auto_parallel::StepSeconds(decision.chosen()));
   }
-  EXPECT_EQ(decision.alternatives_size(), 3);
+  EXPECT_EQ(decision.alternatives_size(), 5);  // the top alternatives the record keeps
+  int tensor_parallel = 0;
+  for (const proto::AutoParallelPrediction& alternative : decision.alternatives()) {
+    tensor_parallel += alternative.layout().tp() > 1;
+  }
+  EXPECT_GT(tensor_parallel, 0) << "no tp layout was priced";
 
   // The same text compiled with the chosen flags: the same plan once the decision record
   // is set aside.
@@ -112,7 +118,7 @@ TEST(GraphTextAutoParallel, MemoryBelowEveryLayoutNamesTheSmallestPeak) {
   EXPECT_EQ(result.status().code(), absl::StatusCode::kResourceExhausted);
   // ZeRO-3 shards everything over the 4 devices: the smallest peak.
   EXPECT_EQ(std::string(result.status().message()),
-            "--device_memory=1.00 KiB (1024 B) is below every layout's predicted peak (4 layouts of 'mlp' on 4 "
+            "--device_memory=1.00 KiB (1024 B) is below every layout's predicted peak (9 layouts of 'mlp' on 4 "
             "devices); the smallest is 3.74 KiB (3832 B), with --dp=4 --tp=1 --pp=1 --micro_batches=1 --zero=3 "
             "--recompute=none; give at least that much, or more devices");
 }

@@ -20,19 +20,26 @@ namespace oneflow::cli {
 // - the Job gets the layout's micro-batches (the text's tensors are one micro-batch);
 // - --zero > 0 sets the optimizer's ZeRO stage over the data-parallel axis, unless the
 //   text's optimizer line already names another stage (an error); --zero=0 keeps the text's;
+// - a graph without any sbp hint that splits (none, or only `sbp=B`, which a one-device
+//   --print_graph writes; those are dropped), on a layout with --tp > 1 (and --cp=1), gets Megatron's
+//   split of its weights (compiler/tensor_parallel_hints.h) and its data split by rows over
+//   dp and replicated over tp; `tensor_parallel_note`, when given, receives a line saying
+//   which weights were split how ("" when nothing was inferred);
 // - every source location is FILE:LINE, so compiler errors point into the file;
 // - data files are made absolute and checked (examples::ResolveDataFiles).
 // Errors start with the file name, and parse errors with the line:
 //   mlp.txt: line 5: unknown op type 'matmull'; known: matmul, add, ...
 absl::StatusOr<proto::Job> JobFromGraphText(absl::string_view text, const std::string& file_name,
-                                            const examples::ParallelLayout& layout);
+                                            const examples::ParallelLayout& layout,
+                                            std::string* tensor_parallel_note = nullptr);
 
 // `oneflow compile GRAPH.txt --auto_parallel`: the search of the examples' --auto_parallel
 // (examples/common/auto_parallel_driver.h) over the layouts a graph text can be built for.
 // The text must have no `placement` line (each layout gives its own). It has no stage map,
 // and its input shapes are one micro-batch's (more micro-batches would grow the batch), so
 // every layout has pp = 1 and one micro-batch: the search chooses dp, tp (where the text's
-// sbp hints shard variables and a layout accepts them), the ZeRO stage (the text needs an
+// sbp hints shard variables and a layout accepts them, or, in a text without hints, where
+// Megatron's split applies: JobFromGraphText), the ZeRO stage (the text needs an
 // `optimizer` line) and recomputation (a text with blocks). Layouts the text cannot be built for are skipped,
 // each with JobFromGraphText's error in the decision record. When the text's optimizer
 // line names a ZeRO stage and the chosen layout repeats it, the result's layout is the

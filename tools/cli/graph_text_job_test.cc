@@ -9,6 +9,9 @@
 
 #include <fstream>
 
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
 #include "compiler/compiler.h"
 #include "plan/plan_checksum.h"
 #include "plan/plan_io.h"
@@ -137,6 +140,101 @@ TEST(GraphTextJob, GptPipelineWithMicroBatchesAndZeroCompilesToTheCppPlan) {
   absl::StatusOr<proto::Job> job = examples::BuildGpt(config, layout);
   ASSERT_TRUE(job.ok()) << job.status();
   ExpectSamePlan(*job, layout);
+}
+
+// A model written without any sbp hint gets Megatron's split on a layout with tp
+// (compiler/tensor_parallel_hints.h): the gpt's and the mlp's texts with every hint taken
+// out compile to the plans of their hand-hinted C++ models, and the note says what was
+// split; on a layout without tp nothing is inferred.
+proto::Job WithoutHints(proto::Job job) {
+  for (proto::TensorDef& tensor : *job.mutable_tensors()) tensor.clear_sbp_hint();
+  return job;
+}
+
+void ExpectHintFreeTextCompilesToTheHintedPlan(const proto::Job& hinted, const examples::ParallelLayout& layout,
+                                               const std::string& expected_note) {
+  std::string note;
+  absl::StatusOr<proto::Job> text_job = JobFromGraphText(TextOf(WithoutHints(hinted)), "model.txt", layout, &note);
+  ASSERT_TRUE(text_job.ok()) << text_job.status();
+  EXPECT_EQ(note, expected_note);
+  const proto::Plan from_cpp = CompileFor(hinted, layout);
+  const proto::Plan from_text = CompileFor(*text_job, layout);
+  if (BytesWithoutLocations(from_cpp) != BytesWithoutLocations(from_text)) {
+    google::protobuf::util::MessageDifferencer differencer;
+    std::string differences;
+    differencer.ReportDifferencesToString(&differences);
+    differencer.Compare(WithoutLocations(from_cpp), WithoutLocations(from_text));
+    ADD_FAILURE() << "the plans differ: " << differences.substr(0, 3000);
+  }
+}
+
+TEST(GraphTextJob, AHintFreeGptGetsMegatronsSplit) {
+  examples::GptConfig config;
+  config.layers = 2;
+  config.hidden = 32;
+  config.seq = 16;
+  config.vocab = 64;
+  for (const auto& [dp, tp] : {std::pair<int64_t, int64_t>{2, 2}, {1, 4}}) {
+    const examples::ParallelLayout layout = Layout(4, dp, tp);
+    absl::StatusOr<proto::Job> job = examples::BuildGpt(config, layout);
+    ASSERT_TRUE(job.ok()) << job.status();
+    ExpectHintFreeTextCompilesToTheHintedPlan(
+        *job, layout,
+        absl::StrCat("tensor parallelism: the graph has no sbp hint that splits; split over --tp=", tp,
+                     " as Megatron would: wte S(0), block0/attn/w_q S(1), block0/attn/w_k S(1), block0/attn/w_v "
+                     "S(1), block0/attn/w_o S(0), block0/mlp/w_fc S(1), block0/mlp/w_proj S(0), block1/attn/w_q "
+                     "S(1), block1/attn/w_k S(1), block1/attn/w_v S(1), block1/attn/w_o S(0), block1/mlp/w_fc "
+                     "S(1), block1/mlp/w_proj S(0); every other variable replicated"));
+  }
+  // Without tp, nothing to infer: the text stays as written.
+  std::string note = "unset";
+  const examples::ParallelLayout dp4 = Layout(4, 4, 1);
+  absl::StatusOr<proto::Job> job = examples::BuildGpt(config, dp4);
+  ASSERT_TRUE(job.ok()) << job.status();
+  absl::StatusOr<proto::Job> text_job = JobFromGraphText(TextOf(WithoutHints(*job)), "model.txt", dp4, &note);
+  ASSERT_TRUE(text_job.ok()) << text_job.status();
+  EXPECT_EQ(note, "");
+  for (const proto::TensorDef& tensor : text_job->tensors()) EXPECT_FALSE(tensor.has_sbp_hint()) << tensor.name();
+}
+
+// A one-device --print_graph writes `sbp=B` on its inputs and variables: hints that split
+// nothing, which cannot be a tp layout's constraint. They are replaced as if absent.
+TEST(GraphTextJob, AOneDevicePrintGetsMegatronsSplitOnATpLayout) {
+  examples::GptConfig config;
+  config.layers = 2;
+  config.hidden = 32;
+  config.seq = 16;
+  config.vocab = 64;
+  absl::StatusOr<proto::Job> one_device = examples::BuildGpt(config, Layout(1, 1, 1));
+  ASSERT_TRUE(one_device.ok()) << one_device.status();
+  std::string text;
+  for (absl::string_view line : absl::StrSplit(TextOf(*one_device), '\n')) {
+    if (!absl::StartsWith(line, "placement ")) absl::StrAppend(&text, line, "\n");
+  }
+  ASSERT_THAT(text, testing::HasSubstr("sbp=B"));
+  const examples::ParallelLayout layout = Layout(4, 2, 2);
+  std::string note;
+  absl::StatusOr<proto::Job> text_job = JobFromGraphText(text, "gpt.txt", layout, &note);
+  ASSERT_TRUE(text_job.ok()) << text_job.status();
+  EXPECT_THAT(note, testing::HasSubstr("block0/attn/w_q S(1)"));
+  absl::StatusOr<proto::Job> hinted = examples::BuildGpt(config, layout);
+  ASSERT_TRUE(hinted.ok()) << hinted.status();
+  EXPECT_EQ(BytesWithoutLocations(CompileFor(*hinted, layout)), BytesWithoutLocations(CompileFor(*text_job, layout)));
+}
+
+TEST(GraphTextJob, AHintFreeMlpGetsMegatronsSplit) {
+  const examples::ParallelLayout layout = Layout(4, 2, 2);
+  examples::MlpConfig config;
+  config.optimizer = "adamw";
+  absl::StatusOr<proto::Job> job = examples::BuildMlp(config, layout);
+  ASSERT_TRUE(job.ok()) << job.status();
+  // Column-parallel layers with their biases split alike, row-parallel ones with theirs
+  // replicated (added after the reduction), as the mlp example hints them.
+  ExpectHintFreeTextCompilesToTheHintedPlan(
+      *job, layout,
+      "tensor parallelism: the graph has no sbp hint that splits; split over --tp=2 as Megatron would: layer0/weight S(1), "
+      "layer0/bias S(0), layer1/weight S(0), layer2/weight S(1), layer2/bias S(0), layer3/weight S(0); every other "
+      "variable replicated");
 }
 
 constexpr char kTiny[] = R"(graph tiny
