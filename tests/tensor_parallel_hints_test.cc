@@ -7,7 +7,9 @@
 #include <string>
 
 #include "absl/strings/str_cat.h"
+#include "examples/common/auto_parallel_driver.h"
 #include "examples/common/parallel_layout.h"
+#include "examples/common/tensor_parallel_hinting.h"
 #include "examples/gpt/gpt_model.h"
 #include "gtest/gtest.h"
 #include "oneflow_core/dsl/graph.h"
@@ -83,6 +85,61 @@ TEST(TensorParallelHintsTest, TheGptGetsBackItsOwnHints) {
   ASSERT_TRUE(three.ok()) << three.status();
   EXPECT_EQ(Text(*three),
             "block0/mlp/w_fc S(1), block0/mlp/w_proj S(0), block1/mlp/w_fc S(1), block1/mlp/w_proj S(0), wte S(0)");
+}
+
+// A C++ model without hints searched with --auto_parallel: its builder hints each layout
+// with HintTensorParallelism (examples/common/tensor_parallel_hinting.h), and the search
+// prices the same layouts, tp ones included, as for the hand-hinted gpt, to the same
+// predictions, and chooses the same.
+TEST(TensorParallelHintsTest, AHintFreeBuilderIsSearchedAsTheHintedModel) {
+  examples::GptConfig config;
+  config.layers = 2;
+  config.hidden = 64;
+  config.heads = 4;
+  config.seq = 16;
+  config.batch = 8;
+  config.vocab = 64;
+  const examples::JobBuilder hinted = [&](const examples::ParallelLayout& layout) {
+    return examples::BuildGpt(config, layout);
+  };
+  const examples::JobBuilder hint_free =
+      [&](const examples::ParallelLayout& layout) -> absl::StatusOr<proto::Job> {
+    absl::StatusOr<proto::Job> job = examples::BuildGpt(config, layout);
+    if (!job.ok()) return job.status();
+    for (proto::TensorDef& tensor : *job->mutable_tensors()) tensor.clear_sbp_hint();
+    absl::StatusOr<std::string> note = examples::HintTensorParallelism(layout, &*job);
+    if (!note.ok()) return note.status();
+    return job;
+  };
+  examples::AutoParallelRequest request;
+  request.cluster.nodes = 2;
+  request.cluster.devices_per_node = 2;
+  request.cluster.inter_node_bandwidth = 1.25e8;
+  absl::StatusOr<examples::AutoParallelResult> with_hints = examples::AutoParallelCompile(hinted, request);
+  ASSERT_TRUE(with_hints.ok()) << with_hints.status();
+  absl::StatusOr<examples::AutoParallelResult> without = examples::AutoParallelCompile(hint_free, request);
+  ASSERT_TRUE(without.ok()) << without.status();
+  const proto::AutoParallelDecision& a = with_hints->plan.auto_parallel();
+  const proto::AutoParallelDecision& b = without->plan.auto_parallel();
+  EXPECT_EQ(b.candidates(), a.candidates());
+  EXPECT_EQ(b.chosen().layout().DebugString(), a.chosen().layout().DebugString());
+  ASSERT_EQ(b.alternatives_size(), a.alternatives_size());
+  for (int i = 0; i < a.alternatives_size(); ++i) {
+    EXPECT_EQ(b.alternatives(i).layout().DebugString(), a.alternatives(i).layout().DebugString());
+    EXPECT_EQ(b.alternatives(i).compute_seconds(), a.alternatives(i).compute_seconds());
+    EXPECT_EQ(b.alternatives(i).exposed_communication_seconds(), a.alternatives(i).exposed_communication_seconds());
+  }
+  // Without the hinting, the model shows the search nothing tp could split: its tp
+  // layouts are not candidates.
+  const examples::JobBuilder bare = [&](const examples::ParallelLayout& layout) -> absl::StatusOr<proto::Job> {
+    absl::StatusOr<proto::Job> job = examples::BuildGpt(config, layout);
+    if (!job.ok()) return job.status();
+    for (proto::TensorDef& tensor : *job->mutable_tensors()) tensor.clear_sbp_hint();
+    return job;
+  };
+  absl::StatusOr<examples::AutoParallelResult> bare_search = examples::AutoParallelCompile(bare, request);
+  ASSERT_TRUE(bare_search.ok()) << bare_search.status();
+  EXPECT_LT(bare_search->plan.auto_parallel().candidates(), b.candidates());
 }
 
 // A hand-written text: the weight whose product a layer norm reads over its features

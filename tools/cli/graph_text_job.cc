@@ -1,8 +1,6 @@
 #include "tools/cli/graph_text_job.h"
 
 #include <memory>
-#include <set>
-#include <vector>
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
@@ -10,8 +8,8 @@
 #include "absl/strings/str_split.h"
 #include "absl/strings/str_replace.h"
 #include "examples/common/compile_driver.h"
-#include "compiler/tensor_parallel_hints.h"
 #include "examples/common/compile_recipe.h"
+#include "examples/common/tensor_parallel_hinting.h"
 #include "oneflow_core/dsl/text/graph_text.h"
 #include "oneflow_core/status.h"
 
@@ -38,49 +36,6 @@ absl::Status InFile(const absl::Status& status, const std::string& file_name) {
                                                        {{absl::StrCat(kParsedFile, ":"), absl::StrCat(file_name, ":")}})));
 }
 
-// A graph without any sbp hint that splits something (none, or `sbp=B` only, as a
-// one-device --print_graph writes them), on a layout with tensor parallelism (and no context
-// parallelism): Megatron's split on its variables (compiler/tensor_parallel_hints.h), the
-// other variables replicated, and its data-source tensors split by rows over dp and
-// replicated over tp: the hints the gpt example writes by hand. Without them the tp axis would be more data parallelism. A graph
-// with hints keeps its own: they are its author's constraints. Says what it split in
-// `note` ("" when it did nothing).
-absl::Status HintTensorParallelism(const examples::ParallelLayout& layout, proto::Job* job, std::string* note) {
-  note->clear();
-  if (layout.tp() < 2 || layout.cp() > 1) return absl::OkStatus();
-  for (const proto::TensorDef& tensor : job->tensors()) {
-    if (!tensor.has_sbp_hint()) continue;
-    OF_ASSIGN_OR_RETURN(const NdSbp hint, NdSbp::FromProto(tensor.sbp_hint()));
-    if (!hint.IsAllBroadcast()) return absl::OkStatus();
-  }
-  // Hints that split nothing (`sbp=B` everywhere: what --print_graph writes for one
-  // device) say nothing of tp, and would replicate every tp device's work: they go.
-  for (proto::TensorDef& tensor : *job->mutable_tensors()) tensor.clear_sbp_hint();
-  OF_ASSIGN_OR_RETURN(const auto splits, InferTensorParallelSplits(*job, layout.tp()));
-  if (splits.empty()) {
-    *note = absl::StrCat("tensor parallelism: the graph has no sbp hint that splits and no weight Megatron's split applies to "
-                         "over --tp=", layout.tp(), "; the tp axis runs as more data parallelism");
-    return absl::OkStatus();
-  }
-  std::set<std::string> data, variables;
-  for (const proto::DataSourceDef& source : job->data_sources()) data.insert(source.outputs().begin(), source.outputs().end());
-  for (const proto::VariableDef& variable : job->variables()) variables.insert(variable.tensor());
-  std::vector<std::string> split_names;
-  for (proto::TensorDef& tensor : *job->mutable_tensors()) {
-    if (const auto split = splits.find(tensor.name()); split != splits.end()) {
-      *tensor.mutable_sbp_hint() = layout.Sbp(Sbp::Broadcast(), split->second).ToProto();
-      split_names.push_back(absl::StrCat(tensor.name(), " ", split->second.ToString()));
-    } else if (variables.count(tensor.name()) > 0) {
-      *tensor.mutable_sbp_hint() = layout.Sbp(Sbp::Broadcast(), Sbp::Broadcast()).ToProto();  // the rest replicated
-    } else if (data.count(tensor.name()) > 0) {
-      *tensor.mutable_sbp_hint() = layout.Sbp(Sbp::Split(0), Sbp::Broadcast()).ToProto();
-    }
-  }
-  *note = absl::StrCat("tensor parallelism: the graph has no sbp hint that splits; split over --tp=", layout.tp(),
-                       " as Megatron would: ", absl::StrJoin(split_names, ", "), "; every other variable replicated");
-  return absl::OkStatus();
-}
-
 }  // namespace
 
 absl::StatusOr<proto::Job> JobFromGraphText(absl::string_view text, const std::string& file_name,
@@ -101,9 +56,9 @@ absl::StatusOr<proto::Job> JobFromGraphText(absl::string_view text, const std::s
   graph.SetMicroBatches(layout.micro_batches());
   absl::StatusOr<proto::Job> job = graph.Build();
   if (!job.ok()) return InFile(job.status(), file_name);
-  std::string note;
-  OF_RETURN_IF_ERROR(InFile(HintTensorParallelism(layout, &*job, &note), file_name));
-  if (tensor_parallel_note != nullptr) *tensor_parallel_note = note;
+  absl::StatusOr<std::string> note = examples::HintTensorParallelism(layout, &*job);
+  if (!note.ok()) return InFile(note.status(), file_name);
+  if (tensor_parallel_note != nullptr) *tensor_parallel_note = *note;
   if (layout.zero() > 0) {
     if (!job->has_optimizer()) {
       return absl::InvalidArgumentError(absl::StrCat(file_name, ": --zero=", layout.zero(),
