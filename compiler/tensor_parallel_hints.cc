@@ -187,8 +187,7 @@ class Inference {
     return std::nullopt;
   }
 
-  // The op's signatures valid on the tp devices, those with fewer split or partial inputs
-  // the group has not fixed first (replicated inputs need nothing more).
+  // The op's signatures valid on the tp devices (Resolve orders them).
   std::vector<SbpSignature> Signatures(int op) const {
     const OpInfo& info = ops_[op];
     std::vector<SbpSignature> valid;
@@ -198,8 +197,8 @@ class Inference {
     return valid;
   }
 
-  // Whether input slot `slot` of `info` (an index into its named inputs) maps to index
-  // `k` of input_types / a signature's inputs: signatures list only the named inputs.
+  // The indices into info.inputs of the inputs the op names: input_types and a
+  // signature's inputs list only those, in this order.
   static std::vector<int> NamedSlots(const OpInfo& info) {
     std::vector<int> slots;
     for (size_t i = 0; i < info.inputs.size(); ++i) {
