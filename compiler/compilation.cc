@@ -304,12 +304,9 @@ BoxingOptions BoxingOptionsOf(const Compilation& compilation, int64_t t, bool in
   const TensorRole role = CompressionRole(compilation, t, into_loss_sink);
   // The measured rows auto's accuracy bound reads depend on the optimizer and on error
   // feedback (sbp/codec_accuracy.h).
-  TrainingSetup setup;
-  setup.optimizer = compilation.job.optimizer().has_sgd() ? OptimizerKind::kLinear : OptimizerKind::kAdaptive;
-  setup.error_feedback = compilation.options.error_feedback;
-  setup.dense_warmup_iterations = compilation.options.compression_warmup_iterations;
-  BoxingOptions options = BoxingOptionsFor(compilation.options.compression, role,
-                                           compilation.graph.tensors[t].compression_hint, setup);
+  BoxingOptions options =
+      BoxingOptionsFor(compilation.options.compression, role, compilation.graph.tensors[t].compression_hint,
+                       TrainingSetupOf(compilation.job, compilation.options));
   // Dense, a gradient's all-reduce would ride in a bucket (gradient_bucketing_pass.h).
   options.dense_in_bucket = role == TensorRole::kGradient && compilation.options.bucket_mb > 0;
   options.bucket_bytes_limit = options.dense_in_bucket ? BucketBytesLimit(compilation.options.bucket_mb) : 0;

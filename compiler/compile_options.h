@@ -137,6 +137,17 @@ struct CompileOptions {
   std::string* sealed_plan = nullptr;
 };
 
+// The training `job` runs under `options`, which selects the measured rows `auto`'s accuracy
+// bound reads (sbp/codec_accuracy.h): the optimizer's kind, error feedback, the dense
+// warm-up. The compiler's boxings and the auto-parallel search's are decided with it.
+inline TrainingSetup TrainingSetupOf(const proto::Job& job, const CompileOptions& options) {
+  TrainingSetup setup;
+  setup.optimizer = job.optimizer().has_sgd() ? OptimizerKind::kLinear : OptimizerKind::kAdaptive;
+  setup.error_feedback = options.error_feedback;
+  setup.dense_warmup_iterations = options.compression_warmup_iterations;
+  return setup;
+}
+
 // What `options` make of compressed steps beyond their codecs (sbp/boxing_options.h): error
 // feedback, stochastic rounding, the fitted int4 scale. The compiler's boxings and the
 // auto-parallel search's are priced with it.

@@ -12,6 +12,7 @@
 #include "compiler/auto_parallel/model_profile.h"
 #include "compiler/auto_parallel/price.h"
 #include "compiler/compiler.h"
+#include "examples/common/auto_parallel_driver.h"
 #include "examples/common/compile_driver.h"
 #include "examples/gpt/gpt_model.h"
 #include "gmock/gmock.h"
@@ -62,13 +63,15 @@ proto::AutoParallelLayout DataParallel(int64_t zero) {
 
 proto::AutoParallelPrediction Price(const auto_parallel::ModelProfile& profile, double inter_node_bandwidth,
                                     int64_t zero, const std::string& compression,
-                                    const EncoderSettings& encoders = EncoderSettings()) {
+                                    const EncoderSettings& encoders = EncoderSettings(),
+                                    const TrainingSetup& training = TrainingSetup()) {
   const CompileOptions compile = OptionsFor(inter_node_bandwidth, zero, compression);
   auto_parallel::PriceOptions options;
   options.cluster = compile.cluster;
   options.bucket_mb = compile.bucket_mb;
   options.compression = compile.compression;
   options.encoders = encoders;
+  options.training = training;
   options.record_edges = true;
   absl::StatusOr<proto::AutoParallelPrediction> prediction =
       auto_parallel::PriceLayout(profile, options, DataParallel(zero));
@@ -203,6 +206,68 @@ TEST(AutoParallelDpCodecTest, TheEncodersTheCompilerMarksArePriced) {
     if (!weights_dearer) EXPECT_EQ(gathers.seconds(), plain.edges(0).seconds());
     EXPECT_GT(auto_parallel::StepSeconds(priced), auto_parallel::StepSeconds(plain));
   }
+}
+
+// `auto`'s accuracy bound reads the rows of the training the job runs (PriceOptions::training,
+// TrainingSetupOf the job and the compile options), in the search as in the compiler: under
+// SGD with error feedback int4 gradients measured +0.04% (sbp/codec_accuracy.cc), so the
+// gradients cross the slow link in int4 where AdamW's keep them int8; and the compiled plan
+// of that training compresses them in int4 too.
+TEST(AutoParallelDpCodecTest, TheSearchReadsTheAccuracyRowsOfTheJobsTraining) {
+  const auto_parallel::ModelProfile profile = ProfileOfTwoDevices(SmallGpt());
+  EXPECT_THAT(Price(profile, kSlow, 0, "auto").edges(0).codec(), HasSubstr("int8 G=512 hadamard"));
+  TrainingSetup sgd_with_feedback;
+  sgd_with_feedback.optimizer = OptimizerKind::kLinear;
+  sgd_with_feedback.error_feedback = true;
+  EncoderSettings feedback;
+  feedback.error_feedback = true;
+  const proto::AutoParallelPrediction sgd = Price(profile, kSlow, 0, "auto", feedback, sgd_with_feedback);
+  ASSERT_EQ(sgd.edges_size(), 1);
+  EXPECT_THAT(sgd.edges(0).codec(), HasSubstr("int4 G=128 hadamard")) << sgd.edges(0).decision();
+
+  absl::StatusOr<examples::ParallelLayout> layout = examples::ParallelLayout::Create(Cluster(kSlow, 0));
+  ASSERT_TRUE(layout.ok()) << layout.status();
+  absl::StatusOr<proto::Job> job = examples::BuildGpt(SmallGpt(), *layout);
+  ASSERT_TRUE(job.ok()) << job.status();
+  job->mutable_optimizer()->mutable_sgd()->set_momentum(0.9);
+  CompileOptions options = OptionsFor(kSlow, 0, "auto");
+  options.error_feedback = true;
+  EXPECT_EQ(TrainingSetupOf(*job, options).optimizer, OptimizerKind::kLinear);
+  absl::StatusOr<proto::Plan> plan = Compile(*job, options);
+  ASSERT_TRUE(plan.ok()) << plan.status();
+  int int4_reductions = 0;
+  for (const proto::GradientBucketDef& bucket : plan->buckets()) {
+    int4_reductions += bucket.compression().kind() == proto::Compression::INT4;
+  }
+  for (const proto::BoxingDef& boxing : plan->boxings()) {
+    for (const proto::BoxingStepDef& step : boxing.steps()) {
+      int4_reductions += step.kind() == proto::STEP_ALL_REDUCE && step.compression().kind() == proto::Compression::INT4;
+    }
+  }
+  EXPECT_GT(int4_reductions, 0);
+
+  // The search of the examples' driver reads the job's own optimizer (its probe job's):
+  // the chosen layout's data-parallel edge is int4 too.
+  const examples::JobBuilder sgd_gpt = [](const examples::ParallelLayout& any) -> absl::StatusOr<proto::Job> {
+    absl::StatusOr<proto::Job> built = examples::BuildGpt(SmallGpt(), any);
+    if (built.ok()) built->mutable_optimizer()->mutable_sgd()->set_momentum(0.9);
+    return built;
+  };
+  examples::AutoParallelRequest request;
+  request.cluster = Cluster(kSlow, 0);
+  request.settings.compression.compression = "auto";
+  request.settings.compression.error_feedback = true;
+  request.settings.links.inter_node_bandwidth = kSlow;
+  request.settings.links.inter_node_bandwidth_given = true;
+  absl::StatusOr<examples::AutoParallelResult> searched = examples::AutoParallelCompile(sgd_gpt, request);
+  ASSERT_TRUE(searched.ok()) << searched.status();
+  const proto::AutoParallelPrediction& chosen = searched->plan.auto_parallel().chosen();
+  int int4_edges = 0;
+  for (const proto::AutoParallelEdge& edge : chosen.edges()) {
+    int4_edges += edge.tensor().find("gradients (data-parallel") != std::string::npos &&
+                  edge.codec().find("int4") != std::string::npos;
+  }
+  EXPECT_GT(int4_edges, 0) << chosen.DebugString();
 }
 
 // Buckets share the latency of their members' calls, never more than a compressed call

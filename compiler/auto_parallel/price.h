@@ -72,6 +72,7 @@
 #include "compiler/auto_parallel/edge_price_cache.h"
 #include "compiler/auto_parallel/model_profile.h"
 #include "proto/plan.pb.h"
+#include "sbp/codec_accuracy.h"
 #include "sbp/compression_policy.h"
 
 namespace oneflow::auto_parallel {
@@ -126,6 +127,10 @@ struct PriceOptions {
   // EncoderSettingsOf), which changes the passes they make: the search prices them as
   // the compiled plan's boxings are priced.
   EncoderSettings encoders;
+  // The training the job runs (compile_options.h TrainingSetupOf: optimizer, error
+  // feedback, dense warm-up), which selects the measured rows `auto`'s accuracy bound
+  // reads: the search's codecs are the compiler's.
+  TrainingSetup training;
   // Record each distinct unit's priced tp edges in AutoParallelPrediction.edges (dense and
   // compressed, which was taken); off for the search itself (the decision record re-prices
   // the chosen layout with it).

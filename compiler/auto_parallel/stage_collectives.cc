@@ -172,7 +172,7 @@ absl::StatusOr<PricedEdge> StageCollectives::PlanTpCollective(const Placement& p
   std::vector<Sbp> after(placement.hierarchy().rank(), Sbp::Broadcast());
   before[TpAxis()] = kind == BoxingKind::kAllGather ? Sbp::Split(0) : Sbp::Partial();
   if (kind == BoxingKind::kReduceScatter) after[TpAxis()] = Sbp::Split(0);
-  BoxingOptions boxing = BoxingOptionsFor(options_.compression, role, std::nullopt);
+  BoxingOptions boxing = BoxingOptionsFor(options_.compression, role, std::nullopt, options_.training);
   // A tp reduction of the kGradient role is a replicated variable's gradient.
   ApplyEncoderSettings(options_.encoders, role == TensorRole::kGradient, &boxing);
   OF_ASSIGN_OR_RETURN(const BoxingPlan plan,
@@ -268,7 +268,7 @@ absl::StatusOr<PricedEdge> StageCollectives::PlanDataParallel(const Placement& p
     before[DpAxis()] = Sbp::Partial();
     if (kind == BoxingKind::kReduceScatter) after[DpAxis()] = Sbp::Split(0);
   }
-  BoxingOptions boxing = BoxingOptionsFor(options_.compression, role, std::nullopt);
+  BoxingOptions boxing = BoxingOptionsFor(options_.compression, role, std::nullopt, options_.training);
   ApplyEncoderSettings(options_.encoders, role == TensorRole::kGradient, &boxing);
   // compilation.cc BoxingOptionsOf: a dense gradient all-reduce would ride in a bucket.
   boxing.dense_in_bucket = role == TensorRole::kGradient && options_.bucket_mb > 0;

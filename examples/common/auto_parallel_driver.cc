@@ -200,6 +200,7 @@ absl::StatusOr<CostModel> PrepareCostModel(const JobBuilder& build, const AutoPa
   // --compression as every compile applies it: the search prices the tp edges' codecs.
   options.price.compression = base.compression;
   options.price.encoders = EncoderSettingsOf(base);
+  options.price.training = TrainingSetupOf(probe.job, base);
   OF_RETURN_IF_ERROR(ApplyCachedMemoryRate(request.settings, &options.price));
   options.device_memory = request.device_memory;
   options.max_pipeline_stages = request.max_pipeline_stages;
