@@ -253,6 +253,9 @@ absl::Status RunCompile(const std::vector<std::string>& arguments, std::ostream&
     request.device_memory = device_memory;
     OF_ASSIGN_OR_RETURN(const examples::AutoParallelResult result, AutoParallelFromGraphText(text, path, request));
     out << examples::AutoParallelSummary(result.plan.auto_parallel(), result.search_seconds);
+    std::string tensor_parallel_note;  // what the chosen layout's job split, if inferred
+    OF_RETURN_IF_ERROR(JobFromGraphText(text, path, result.layout, &tensor_parallel_note).status());
+    if (!tensor_parallel_note.empty()) out << tensor_parallel_note << "\n";
     for (const std::string& warning : examples::LayoutWarnings(result.job, result.layout)) {
       std::cerr << "oneflow compile: warning: " << warning << "\n";
     }
@@ -277,7 +280,8 @@ absl::Status RunCompile(const std::vector<std::string>& arguments, std::ostream&
   out << dump;
   OF_RETURN_IF_ERROR(plan.status());
   out << examples::CompileSummary(job, layout, *plan, seconds);
-  return WritePlanOut(job, layout, settings, /*auto_parallel=*/false, *std::move(plan), out);
+  return WritePlanOut(RecipeJob(job, tensor_parallel_note), layout, settings, /*auto_parallel=*/false,
+                      *std::move(plan), out);
 }
 
 }  // namespace

@@ -78,6 +78,12 @@ absl::StatusOr<proto::Job> JobFromGraphText(absl::string_view text, const std::s
   return job;
 }
 
+proto::Job RecipeJob(proto::Job job, const std::string& tensor_parallel_note) {
+  if (tensor_parallel_note.empty()) return job;
+  for (proto::TensorDef& tensor : *job.mutable_tensors()) tensor.clear_sbp_hint();
+  return job;
+}
+
 absl::StatusOr<examples::AutoParallelResult> AutoParallelFromGraphText(absl::string_view text,
                                                                        const std::string& file_name,
                                                                        const examples::AutoParallelRequest& request) {
@@ -96,6 +102,11 @@ absl::StatusOr<examples::AutoParallelResult> AutoParallelFromGraphText(absl::str
     return JobFromGraphText(text, file_name, layout);
   };
   OF_ASSIGN_OR_RETURN(examples::AutoParallelResult result, examples::AutoParallelCompile(build, pipeline_free));
+  {
+    std::string note;
+    OF_ASSIGN_OR_RETURN(const proto::Job chosen, JobFromGraphText(text, file_name, result.layout, &note));
+    if (!note.empty()) result.job = RecipeJob(chosen, note);
+  }
   if (result.layout.zero() > 0) {
     // The stage may be the text's own (its optimizer line's zero=N, which the chosen
     // layout only repeats): then the result's layout is the one without it, so that the

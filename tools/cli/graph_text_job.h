@@ -33,6 +33,12 @@ absl::StatusOr<proto::Job> JobFromGraphText(absl::string_view text, const std::s
                                             const examples::ParallelLayout& layout,
                                             std::string* tensor_parallel_note = nullptr);
 
+// The job a plan's recipe prints (Plan.recipe.graph_text, examples::MakeRecipe) for a job
+// JobFromGraphText built: without its sbp hints when it inferred them (`tensor_parallel_note`
+// not empty), so that a re-plan (`oneflow launch --elastic=shrink`) infers them again for
+// its own layout, as the user's text would; else `job` as it is.
+proto::Job RecipeJob(proto::Job job, const std::string& tensor_parallel_note);
+
 // `oneflow compile GRAPH.txt --auto_parallel`: the search of the examples' --auto_parallel
 // (examples/common/auto_parallel_driver.h) over the layouts a graph text can be built for.
 // The text must have no `placement` line (each layout gives its own). It has no stage map,
@@ -44,8 +50,9 @@ absl::StatusOr<proto::Job> JobFromGraphText(absl::string_view text, const std::s
 // each with JobFromGraphText's error in the decision record. When the text's optimizer
 // line names a ZeRO stage and the chosen layout repeats it, the result's layout is the
 // one without a stage (the same Job): the stage is the model's, and a recipe made from
-// the result says so (a re-search keeps it). Errors: the parse error, a `placement` line
-// (naming it), and AutoParallelCompile's.
+// the result says so (a re-search keeps it). The result's job is RecipeJob of the chosen
+// layout's (the compiled plan keeps the hints in Plan.job). Errors: the parse error, a
+// `placement` line (naming it), and AutoParallelCompile's.
 absl::StatusOr<examples::AutoParallelResult> AutoParallelFromGraphText(absl::string_view text,
                                                                        const std::string& file_name,
                                                                        const examples::AutoParallelRequest& request);

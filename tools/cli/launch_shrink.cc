@@ -146,6 +146,7 @@ struct Layouted {
   examples::ParallelLayout layout;
   std::string text;
   absl::StatusOr<proto::Job> job;
+  std::string tensor_parallel_note;  // JobFromGraphText's: the split it inferred, if any
 };
 
 absl::StatusOr<Layouted> LayoutForChoice(const proto::CompileRecipe& recipe, const examples::ParallelLayout& old_layout,
@@ -165,8 +166,9 @@ absl::StatusOr<Layouted> LayoutForChoice(const proto::CompileRecipe& recipe, con
     placements.emplace_back(absl::StrCat("placement=\"", from, "\""), absl::StrCat("placement=\"", to, "\""));
   }
   std::string text = absl::StrReplaceAll(recipe.graph_text(), placements);
-  absl::StatusOr<proto::Job> job = JobFromGraphText(text, "the plan's recipe", layout);
-  return Layouted{after, std::move(layout), std::move(text), std::move(job)};
+  std::string note;
+  absl::StatusOr<proto::Job> job = JobFromGraphText(text, "the plan's recipe", layout, &note);
+  return Layouted{after, std::move(layout), std::move(text), std::move(job), std::move(note)};
 }
 
 }  // namespace
@@ -229,9 +231,12 @@ absl::StatusOr<Replan> ReplanForSurvivors(const proto::Plan& plan, int64_t survi
     // holds the batch) is refused there, and the micro-batches stay as they were.
     const std::string recut = RecutMicroBatchRows(layouted->text, inputs.batch / before.micro_batches,
                                                   inputs.batch / choice->micro_batches);
-    absl::StatusOr<proto::Job> recut_job = JobFromGraphText(recut, "the plan's recipe", layouted->layout);
+    std::string recut_tensor_parallel_note;
+    absl::StatusOr<proto::Job> recut_job =
+        JobFromGraphText(recut, "the plan's recipe", layouted->layout, &recut_tensor_parallel_note);
     if (recut_job.ok()) {
       layouted->job = *std::move(recut_job);
+      layouted->tensor_parallel_note = std::move(recut_tensor_parallel_note);
     } else {
       inputs.micro_batches_fixed = true;
       choice = ChooseShrinkLayout(inputs);
@@ -255,6 +260,7 @@ absl::StatusOr<Replan> ReplanForSurvivors(const proto::Plan& plan, int64_t survi
     return absl::Status(status.code(), absl::StrCat(where, ": ", status.message()));
   };
   absl::StatusOr<proto::Job> job = std::move(layouted->job);
+  const std::string tensor_parallel_note = layouted->tensor_parallel_note;
   if (!job.ok()) return in_replan(job.status());
   const examples::CompileSettings settings = examples::SettingsFromRecipe(recipe);
   std::string dump;
@@ -273,7 +279,8 @@ absl::StatusOr<Replan> ReplanForSurvivors(const proto::Plan& plan, int64_t survi
     }
   }
   OF_ASSIGN_OR_RETURN(const proto::CompileRecipe next_recipe,
-                      examples::MakeRecipe(*job, layout, settings, recipe.auto_parallel()));
+                      examples::MakeRecipe(RecipeJob(*job, tensor_parallel_note), layout, settings,
+                                           recipe.auto_parallel()));
   OF_RETURN_IF_ERROR(examples::AttachRecipe(next_recipe, &*compiled));
   if (absl::Status verified = VerifyPlan(*compiled); !verified.ok()) {
     return absl::InternalError(absl::StrCat(where, ": the new plan fails verification: ", verified.message()));

@@ -18,6 +18,7 @@
 #include "examples/common/compile_driver.h"
 #include "examples/common/compile_recipe.h"
 #include "examples/common/parallel_layout.h"
+#include "examples/common/tensor_parallel_hinting.h"
 #include "examples/gpt/gpt_model.h"
 #include "examples/mlp/mlp_model.h"
 #include "gmock/gmock.h"
@@ -54,10 +55,10 @@ proto::Plan CompiledPlan(const Builder& build, const examples::ParallelFlags& fl
   return *plan;
 }
 
-Builder Mlp(int64_t batch = 48) {
+Builder Mlp(int64_t batch = 48, int64_t hidden = 64) {
   examples::MlpConfig config;
   config.batch = batch;
-  config.hidden = 64;
+  config.hidden = hidden;
   config.layers = 3;
   return [config](const examples::ParallelLayout& layout) { return examples::BuildMlp(config, layout); };
 }
@@ -119,6 +120,45 @@ TEST(LaunchShrinkTest, ReplanIsThePlanCompiledForTheSurvivors) {
   EXPECT_EQ(again->plan.cluster().num_nodes(), 1);
   EXPECT_EQ(again->plan.devices_size(), 1);
   EXPECT_TRUE(VerifyPlan(again->plan).ok());
+}
+
+// A model without hints compiled with tp (the split inferred, graph_text_job.h): the
+// recipe records the model as written, without the inferred hints (RecipeJob), so the
+// re-plan infers them again for the survivors' layout and gives the plan compiled for it
+// from the start, recipe included.
+proto::Plan CompiledHintFreePlan(const examples::ParallelFlags& flags) {
+  absl::StatusOr<examples::ParallelLayout> layout = examples::ParallelLayout::Create(flags);
+  EXPECT_TRUE(layout.ok()) << layout.status();
+  absl::StatusOr<proto::Job> job = Mlp()(*layout);
+  EXPECT_TRUE(job.ok()) << job.status();
+  for (proto::TensorDef& tensor : *job->mutable_tensors()) tensor.clear_sbp_hint();
+  absl::StatusOr<std::string> note = examples::HintTensorParallelism(*layout, &*job);
+  EXPECT_TRUE(note.ok()) << note.status();
+  EXPECT_THAT(*note, HasSubstr("layer0/weight S(1)"));
+  std::string dump;
+  absl::StatusOr<CompileOptions> options = examples::CompileOptionsFor(*layout, Dense(), &dump);
+  EXPECT_TRUE(options.ok()) << options.status();
+  absl::StatusOr<proto::Plan> plan = Compile(*job, *options);
+  EXPECT_TRUE(plan.ok()) << plan.status();
+  absl::StatusOr<proto::CompileRecipe> recipe = examples::MakeRecipe(RecipeJob(*job, *note), *layout, Dense(), false);
+  EXPECT_TRUE(recipe.ok()) << recipe.status();
+  EXPECT_TRUE(examples::AttachRecipe(*recipe, &*plan).ok());
+  return *plan;
+}
+
+TEST(LaunchShrinkTest, AnInferredSplitIsInferredAgainForTheSurvivors) {
+  examples::ParallelFlags three = Flags(3, 3, /*tp=*/2);
+  three.devices_per_node = 2;
+  const proto::Plan plan = CompiledHintFreePlan(three);
+  EXPECT_THAT(plan.recipe().graph_text(), Not(HasSubstr("sbp=")));
+  absl::StatusOr<Replan> replan = ReplanForSurvivors(plan, 2);
+  ASSERT_TRUE(replan.ok()) << replan.status();
+  EXPECT_THAT(replan->plan.recipe().graph_text(), Not(HasSubstr("sbp=")));
+  examples::ParallelFlags two = Flags(2, 2, /*tp=*/2);
+  two.devices_per_node = 2;
+  two.micro_batches = 2;
+  EXPECT_TRUE(Bytes(replan->plan) == Bytes(CompiledHintFreePlan(two))) << replan->action;
+  EXPECT_TRUE(VerifyPlan(replan->plan).ok());
 }
 
 // Pipeline stages keep their number; each stage's placement moves to the survivors.
@@ -199,8 +239,8 @@ TEST(LaunchShrinkTest, ReplanKeepsTheCodecAccuracyBound) {
 }
 
 // The mlp's text without its `placement` line, as docs/auto_parallel.md makes one.
-std::string LayoutFreeMlpText() {
-  absl::StatusOr<proto::Job> job = Mlp()(*examples::ParallelLayout::Create(examples::ParallelFlags{}));
+std::string LayoutFreeMlpText(int64_t hidden = 64) {
+  absl::StatusOr<proto::Job> job = Mlp(48, hidden)(*examples::ParallelLayout::Create(examples::ParallelFlags{}));
   EXPECT_TRUE(job.ok()) << job.status();
   absl::StatusOr<std::unique_ptr<Graph>> graph = Graph::FromJob(*job);
   EXPECT_TRUE(graph.ok()) << graph.status();
@@ -257,6 +297,35 @@ TEST(LaunchShrinkTest, AutoParallelPlanIsSearchedAgainForTheSurvivors) {
   ASSERT_TRUE(again.ok()) << again.status();
   EXPECT_THAT(again->action, HasSubstr("the --auto_parallel search ran again: --dp=1 "));
   EXPECT_TRUE(Bytes(again->plan) == Bytes(SearchedPlan(text, Nodes(1))));
+}
+
+// A search that chose a tp layout for a text without splitting hints (the mlp's one-device
+// `sbp=B`): the recipe's text has no hints (AutoParallelFromGraphText's job is RecipeJob's),
+// so the search for the survivors infers the split again for each layout it tries, and
+// gives the plan a search of the same text for them gives.
+TEST(LaunchShrinkTest, AnInferredSplitIsSearchedAgainForTheSurvivors) {
+  // Hidden 256 on a 10 MB/s link between the nodes: tensor parallelism wins (its
+  // activations' reductions cost less than the weights' there).
+  const std::string text = LayoutFreeMlpText(/*hidden=*/256);
+  examples::AutoParallelRequest slow = Nodes(2);
+  slow.cluster.devices_per_node = 2;
+  slow.cluster.inter_node_bandwidth = 1e7;
+  slow.settings.links.inter_node_bandwidth = 1e7;
+  slow.settings.links.inter_node_bandwidth_given = true;
+  const proto::Plan two = SearchedPlan(text, slow);
+  ASSERT_GT(two.auto_parallel().chosen().layout().tp(), 1) << two.auto_parallel().DebugString();
+  EXPECT_THAT(two.recipe().graph_text(), Not(HasSubstr("sbp=")));
+  bool split = false;  // the compiled job has the inferred split
+  for (const proto::TensorDef& tensor : two.job().tensors()) {
+    split |= tensor.name() == "layer0/weight" && tensor.has_sbp_hint() && tensor.sbp_hint().sbp(0).has_split();
+  }
+  EXPECT_TRUE(split);
+  absl::StatusOr<Replan> replan = ReplanForSurvivors(two, 1);
+  ASSERT_TRUE(replan.ok()) << replan.status();
+  examples::AutoParallelRequest one = slow;
+  one.cluster.nodes = 1;
+  EXPECT_TRUE(Bytes(replan->plan) == Bytes(SearchedPlan(LayoutFreeGraphText(two.recipe().graph_text(), false), one)))
+      << replan->action;
 }
 
 // A ZeRO stage the text's author wrote on the optimizer line is the model's, not a
