@@ -2,8 +2,9 @@
 # docs/first_model.md, run as a user would: its `sh` blocks in order in one shell, in a
 # workspace of its own that depends on this repository by `local_repository`. Then checks
 # what they produced: 4 devices (dp=2 x tp=2) train with the one-device losses, `oneflow
-# run` of the written plan gives the same, and `oneflow compile` of the model's text
-# reports the C++ plan's ops, boxings, collectives and actors.
+# run` of the written plan gives the same, `oneflow compile` of the model's text
+# reports the C++ plan's ops, boxings, collectives and actors, and its text without hints
+# (the tp split inferred) trains with the one-device losses too.
 #
 #   $1  the `oneflow` binary; $2 docs/first_model.md; $3 this repository's WORKSPACE
 #
@@ -59,7 +60,7 @@ cd "$WORK"
 # Losses: 5 iterations each, 4 devices equal to 1 within 1e-4 (relative), and the plan
 # run by `oneflow run` equal to `--run` of the same layout.
 losses() { sed -n 's/^{"iter": \([0-9]*\), "loss": \([^,]*\),.*/\1 \2/p' "$1"; }
-for f in one_device.jsonl four_devices.jsonl run.jsonl from_text.jsonl; do
+for f in one_device.jsonl four_devices.jsonl run.jsonl from_text.jsonl free.jsonl; do
   [[ $(losses "$f" | wc -l) -eq 5 ]] || fail "$f has no 5 loss lines: $(cat "$f")"
 done
 compare() {
@@ -71,6 +72,7 @@ compare() {
 compare one_device.jsonl four_devices.jsonl
 compare four_devices.jsonl run.jsonl
 compare four_devices.jsonl from_text.jsonl
+compare one_device.jsonl free.jsonl  # the text without hints, Megatron's split inferred
 # The losses move: a curve, not a constant.
 [[ "$(losses one_device.jsonl | head -n 1 | cut -d' ' -f2)" != "$(losses one_device.jsonl | tail -n 1 | cut -d' ' -f2)" ]] ||
   fail "the loss did not change: $(cat one_device.jsonl)"
@@ -82,6 +84,9 @@ figures() { sed -n "s/^compiled 'my_model' for \(.*\) in [0-9.]* s: \(.*\)$/\1: 
 grep -q "^device 0:0: " compile_text.txt || fail "$(cat compile_text.txt)"
 grep -qE '^%fc1/weight = variable f32\[64, 256\] init=xavier_uniform seed=2 sbp=\[B, S\(1\)\] loc="my_model\.cc:[0-9]+"$' my_model.txt ||
   fail "$(head -n 20 my_model.txt)"
+# Without hints: the split it inferred, on the first line.
+grep -q "^tensor parallelism: .*split over --tp=2 as Megatron would: .*fc1/weight S(1), fc1/bias S(0), fc2/weight S(0), head/weight S(1); every other variable replicated$" compile_free.txt ||
+  fail "$(head -n 3 compile_free.txt)"
 # The text carries the C++ source locations (loc=): the same plan, byte for byte.
 cmp my_model.plan from_text.plan || fail "the plan compiled from my_model.txt differs from my_model.plan"
 echo PASS
