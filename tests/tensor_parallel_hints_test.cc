@@ -44,15 +44,26 @@ Hinted GptWithoutHints(const examples::GptConfig& config, int64_t dp, int64_t tp
   const int tp_axis = dp > 1 ? 1 : 0;
   std::map<std::string, bool> is_variable;
   for (const proto::VariableDef& variable : job->variables()) is_variable[variable.tensor()] = true;
-  for (proto::TensorDef& tensor : *hinted.hint_free.mutable_tensors()) {
+  for (const proto::TensorDef& tensor : job->tensors()) {
     if (tensor.has_sbp_hint() && is_variable[tensor.name()]) {
       const absl::StatusOr<NdSbp> sbp = NdSbp::FromProto(tensor.sbp_hint());
       EXPECT_TRUE(sbp.ok()) << sbp.status();
       if (sbp->at(tp_axis).is_split()) hinted.splits.emplace(tensor.name(), sbp->at(tp_axis));
     }
-    tensor.clear_sbp_hint();
   }
+  examples::ClearSbpHints(&hinted.hint_free);
   return hinted;
+}
+
+examples::GptConfig SmallGpt() {
+  examples::GptConfig config;
+  config.layers = 2;
+  config.hidden = 64;
+  config.heads = 4;
+  config.seq = 16;
+  config.batch = 8;
+  config.vocab = 64;
+  return config;
 }
 
 // "name S(1), ..." in name order.
@@ -63,13 +74,7 @@ std::string Text(const std::map<std::string, Sbp>& splits) {
 }
 
 TEST(TensorParallelHintsTest, TheGptGetsBackItsOwnHints) {
-  examples::GptConfig config;
-  config.layers = 2;
-  config.hidden = 64;
-  config.heads = 4;
-  config.seq = 16;
-  config.batch = 8;
-  config.vocab = 64;
+  const examples::GptConfig config = SmallGpt();
   for (const auto& [dp, tp] : {std::pair<int64_t, int64_t>{2, 2}, {1, 4}}) {
     const Hinted hinted = GptWithoutHints(config, dp, tp);
     ASSERT_EQ(hinted.splits.size(), 1u + 6u * config.layers) << "wte and six weights a block";
@@ -92,21 +97,20 @@ TEST(TensorParallelHintsTest, TheGptGetsBackItsOwnHints) {
 // prices the same layouts, tp ones included, as for the hand-hinted gpt, to the same
 // predictions, and chooses the same.
 TEST(TensorParallelHintsTest, AHintFreeBuilderIsSearchedAsTheHintedModel) {
-  examples::GptConfig config;
-  config.layers = 2;
-  config.hidden = 64;
-  config.heads = 4;
-  config.seq = 16;
-  config.batch = 8;
-  config.vocab = 64;
+  const examples::GptConfig config = SmallGpt();
   const examples::JobBuilder hinted = [&](const examples::ParallelLayout& layout) {
     return examples::BuildGpt(config, layout);
   };
+  // The gpt as one would write it without WithSbp calls.
+  const examples::JobBuilder bare = [&](const examples::ParallelLayout& layout) -> absl::StatusOr<proto::Job> {
+    absl::StatusOr<proto::Job> job = examples::BuildGpt(config, layout);
+    if (job.ok()) examples::ClearSbpHints(&*job);
+    return job;
+  };
   const examples::JobBuilder hint_free =
       [&](const examples::ParallelLayout& layout) -> absl::StatusOr<proto::Job> {
-    absl::StatusOr<proto::Job> job = examples::BuildGpt(config, layout);
+    absl::StatusOr<proto::Job> job = bare(layout);
     if (!job.ok()) return job.status();
-    for (proto::TensorDef& tensor : *job->mutable_tensors()) tensor.clear_sbp_hint();
     absl::StatusOr<std::string> note = examples::HintTensorParallelism(layout, &*job);
     if (!note.ok()) return note.status();
     return job;
@@ -131,12 +135,6 @@ TEST(TensorParallelHintsTest, AHintFreeBuilderIsSearchedAsTheHintedModel) {
   }
   // Without the hinting, the model shows the search nothing tp could split: its tp
   // layouts are not candidates.
-  const examples::JobBuilder bare = [&](const examples::ParallelLayout& layout) -> absl::StatusOr<proto::Job> {
-    absl::StatusOr<proto::Job> job = examples::BuildGpt(config, layout);
-    if (!job.ok()) return job.status();
-    for (proto::TensorDef& tensor : *job->mutable_tensors()) tensor.clear_sbp_hint();
-    return job;
-  };
   absl::StatusOr<examples::AutoParallelResult> bare_search = examples::AutoParallelCompile(bare, request);
   ASSERT_TRUE(bare_search.ok()) << bare_search.status();
   EXPECT_LT(bare_search->plan.auto_parallel().candidates(), b.candidates());

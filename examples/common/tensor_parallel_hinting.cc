@@ -20,7 +20,7 @@ absl::StatusOr<std::string> HintTensorParallelism(const ParallelLayout& layout, 
   }
   // Hints that split nothing (`sbp=B` everywhere: what --print_graph writes for one
   // device) say nothing of tp, and would replicate every tp device's work: they go.
-  for (proto::TensorDef& tensor : *job->mutable_tensors()) tensor.clear_sbp_hint();
+  ClearSbpHints(job);
   OF_ASSIGN_OR_RETURN(const auto splits, InferTensorParallelSplits(*job, layout.tp()));
   if (splits.empty()) {
     return absl::StrCat("tensor parallelism: the graph has no sbp hint that splits and no weight Megatron's split "
@@ -43,6 +43,10 @@ absl::StatusOr<std::string> HintTensorParallelism(const ParallelLayout& layout, 
   }
   return absl::StrCat("tensor parallelism: the graph has no sbp hint that splits; split over --tp=", layout.tp(),
                       " as Megatron would: ", absl::StrJoin(split_names, ", "), "; every other variable replicated");
+}
+
+void ClearSbpHints(proto::Job* job) {
+  for (proto::TensorDef& tensor : *job->mutable_tensors()) tensor.clear_sbp_hint();
 }
 
 }  // namespace oneflow::examples

@@ -31,6 +31,10 @@ namespace oneflow::examples {
 // is not an SBP.
 absl::StatusOr<std::string> HintTensorParallelism(const ParallelLayout& layout, proto::Job* job);
 
+// Takes every sbp hint off `job`'s tensors: a model as written without hints (what
+// HintTensorParallelism infers them for, and what a plan's recipe records of such a model).
+void ClearSbpHints(proto::Job* job);
+
 }  // namespace oneflow::examples
 
 #endif  // EXAMPLES_COMMON_TENSOR_PARALLEL_HINTING_H_

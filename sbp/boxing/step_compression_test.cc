@@ -39,6 +39,15 @@ BoxingContext Context(bool error_feedback) {
 // Four devices, one per node: every step crosses nodes, flat.
 const Placement kFourNodes = *Placement::Parse("cpu{0:0, 1:0, 2:0, 3:0}");
 
+// 2 nodes x 2 devices, reduced two-level: int8 in the node, int4 across, no error feedback.
+const Placement kTwoNodesOfTwo = *Placement::Parse("cpu{0:0-1, 1:0-1}");
+BoxingContext TwoLevelContext() {
+  BoxingContext context = Context(false);
+  context.options.reduce_cross_node = kInt4;
+  context.options.two_level = true;
+  return context;
+}
+
 PricedCompression Price(bool error_feedback, BoxingKind kind, int64_t elements) {
   const std::optional<PricedCompression> priced =
       PriceCompression(Context(error_feedback), kFourNodes, 0, kind, elements);
@@ -111,19 +120,16 @@ TEST(StepCompressionTest, AllGatherOfAGradientEncodesPlainlyWithErrorFeedback) {
 //   with it: encode 8192 / 1e9 + 4096 / 1e9 + 4096 / 1e9 = 16.384 us; decode 2 x 4.096 +
 //     2 x 1.024 + 8.192 = 18.432 us: one more decode per level, each in its own codec.
 TEST(StepCompressionTest, TwoLevelDecodesOnceMorePerLevelWithErrorFeedback) {
-  const Placement blocks = *Placement::Parse("cpu{0:0-1, 1:0-1}");
-  BoxingContext context = Context(false);
-  context.options.reduce_cross_node = kInt4;
-  context.options.two_level = true;
+  BoxingContext context = TwoLevelContext();
   const std::optional<PricedCompression> metered =
-      PriceCompression(context, blocks, 0, BoxingKind::kAllReduce, 6144);
+      PriceCompression(context, kTwoNodesOfTwo, 0, BoxingKind::kAllReduce, 6144);
   ASSERT_TRUE(metered.has_value());
   EXPECT_EQ(metered->cross_node, kInt4);
   EXPECT_DOUBLE_EQ(metered->encode_seconds, 23.552e-6);
   EXPECT_DOUBLE_EQ(metered->decode_seconds, 13.312e-6);
   context.options.error_feedback = true;
   const std::optional<PricedCompression> feedback =
-      PriceCompression(context, blocks, 0, BoxingKind::kAllReduce, 6144);
+      PriceCompression(context, kTwoNodesOfTwo, 0, BoxingKind::kAllReduce, 6144);
   ASSERT_TRUE(feedback.has_value());
   EXPECT_DOUBLE_EQ(feedback->encode_seconds, 16.384e-6);
   EXPECT_DOUBLE_EQ(feedback->decode_seconds, 18.432e-6);
@@ -148,14 +154,11 @@ TEST(StepCompressionTest, WithoutAMeteringFigureTheEncodeRateStandsIn) {
 // encodes plainly. The two-level all-reduce of TwoLevelDecodesOnceMorePerLevelWithErrorFeedback
 // encodes 4096 B in int4 (its cross-node reduce phase), so +6.144 us, and nothing else.
 TEST(StepCompressionTest, TheFittedInt4ScaleAddsItsExtraEncodeToInt4Levels) {
-  const Placement blocks = *Placement::Parse("cpu{0:0-1, 1:0-1}");
-  BoxingContext context = Context(false);
-  context.options.reduce_cross_node = kInt4;
-  context.options.two_level = true;
+  BoxingContext context = TwoLevelContext();
   context.options.codec_throughput.SetVariantEncode(kInt4, EncoderVariant::kFittedInt4Scale, 4e8);
-  const std::optional<PricedCompression> plain = PriceCompression(context, blocks, 0, BoxingKind::kAllReduce, 6144);
+  const std::optional<PricedCompression> plain = PriceCompression(context, kTwoNodesOfTwo, 0, BoxingKind::kAllReduce, 6144);
   context.options.fitted_int4_scale = true;
-  const std::optional<PricedCompression> fitted = PriceCompression(context, blocks, 0, BoxingKind::kAllReduce, 6144);
+  const std::optional<PricedCompression> fitted = PriceCompression(context, kTwoNodesOfTwo, 0, BoxingKind::kAllReduce, 6144);
   ASSERT_TRUE(plain.has_value());
   ASSERT_TRUE(fitted.has_value());
   EXPECT_DOUBLE_EQ(fitted->encode_seconds - plain->encode_seconds, 4096 * (1 / 4e8 - 1 / 1e9));
@@ -175,16 +178,13 @@ TEST(StepCompressionTest, TheFittedInt4ScaleAddsItsExtraEncodeToInt4Levels) {
 // (plan_emission_pass.cc), so it is priced plainly; and stochastic rounding wins over the
 // fitted scale, as in the plan.
 TEST(StepCompressionTest, StochasticRoundingChargesEveryLevelOrNone) {
-  const Placement blocks = *Placement::Parse("cpu{0:0-1, 1:0-1}");
-  BoxingContext context = Context(false);
-  context.options.reduce_cross_node = kInt4;
-  context.options.two_level = true;
+  BoxingContext context = TwoLevelContext();
   context.options.codec_throughput.SetVariantEncode(kInt4, EncoderVariant::kStochasticRounding, 2e8);
-  const std::optional<PricedCompression> plain = PriceCompression(context, blocks, 0, BoxingKind::kAllReduce, 6144);
+  const std::optional<PricedCompression> plain = PriceCompression(context, kTwoNodesOfTwo, 0, BoxingKind::kAllReduce, 6144);
   context.options.stochastic_rounding = true;
   context.options.fitted_int4_scale = true;
   const std::optional<PricedCompression> stochastic =
-      PriceCompression(context, blocks, 0, BoxingKind::kAllReduce, 6144);
+      PriceCompression(context, kTwoNodesOfTwo, 0, BoxingKind::kAllReduce, 6144);
   ASSERT_TRUE(plain.has_value());
   ASSERT_TRUE(stochastic.has_value());
   // int8: 8192 B reduced + 4096 B gathered at the default extra rate; int4: 4096 B at
@@ -197,9 +197,9 @@ TEST(StepCompressionTest, StochasticRoundingChargesEveryLevelOrNone) {
   context.options.reduce_in_node = fp8;
   context.options.stochastic_rounding = false;
   context.options.fitted_int4_scale = false;
-  const std::optional<PricedCompression> nearest = PriceCompression(context, blocks, 0, BoxingKind::kAllReduce, 6144);
+  const std::optional<PricedCompression> nearest = PriceCompression(context, kTwoNodesOfTwo, 0, BoxingKind::kAllReduce, 6144);
   context.options.stochastic_rounding = true;
-  const std::optional<PricedCompression> mixed = PriceCompression(context, blocks, 0, BoxingKind::kAllReduce, 6144);
+  const std::optional<PricedCompression> mixed = PriceCompression(context, kTwoNodesOfTwo, 0, BoxingKind::kAllReduce, 6144);
   ASSERT_TRUE(nearest.has_value());
   ASSERT_TRUE(mixed.has_value());
   EXPECT_DOUBLE_EQ(mixed->encode_seconds, nearest->encode_seconds);

@@ -251,10 +251,10 @@ absl::Status RunCompile(const std::vector<std::string>& arguments, std::ostream&
     request.cluster = flags;
     request.settings = settings;
     request.device_memory = device_memory;
-    OF_ASSIGN_OR_RETURN(const examples::AutoParallelResult result, AutoParallelFromGraphText(text, path, request));
-    out << examples::AutoParallelSummary(result.plan.auto_parallel(), result.search_seconds);
     std::string tensor_parallel_note;  // what the chosen layout's job split, if inferred
-    OF_RETURN_IF_ERROR(JobFromGraphText(text, path, result.layout, &tensor_parallel_note).status());
+    OF_ASSIGN_OR_RETURN(const examples::AutoParallelResult result,
+                        AutoParallelFromGraphText(text, path, request, &tensor_parallel_note));
+    out << examples::AutoParallelSummary(result.plan.auto_parallel(), result.search_seconds);
     if (!tensor_parallel_note.empty()) out << tensor_parallel_note << "\n";
     for (const std::string& warning : examples::LayoutWarnings(result.job, result.layout)) {
       std::cerr << "oneflow compile: warning: " << warning << "\n";

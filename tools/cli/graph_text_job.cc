@@ -79,14 +79,14 @@ absl::StatusOr<proto::Job> JobFromGraphText(absl::string_view text, const std::s
 }
 
 proto::Job RecipeJob(proto::Job job, const std::string& tensor_parallel_note) {
-  if (tensor_parallel_note.empty()) return job;
-  for (proto::TensorDef& tensor : *job.mutable_tensors()) tensor.clear_sbp_hint();
+  if (!tensor_parallel_note.empty()) examples::ClearSbpHints(&job);
   return job;
 }
 
 absl::StatusOr<examples::AutoParallelResult> AutoParallelFromGraphText(absl::string_view text,
                                                                        const std::string& file_name,
-                                                                       const examples::AutoParallelRequest& request) {
+                                                                       const examples::AutoParallelRequest& request,
+                                                                       std::string* tensor_parallel_note) {
   absl::StatusOr<std::unique_ptr<Graph>> parsed = ParseGraphText(text);
   if (!parsed.ok()) return InFile(parsed.status(), file_name);
   if ((*parsed)->default_placement().has_value()) {
@@ -106,6 +106,7 @@ absl::StatusOr<examples::AutoParallelResult> AutoParallelFromGraphText(absl::str
     std::string note;
     OF_ASSIGN_OR_RETURN(const proto::Job chosen, JobFromGraphText(text, file_name, result.layout, &note));
     if (!note.empty()) result.job = RecipeJob(chosen, note);
+    if (tensor_parallel_note != nullptr) *tensor_parallel_note = note;
   }
   if (result.layout.zero() > 0) {
     // The stage may be the text's own (its optimizer line's zero=N, which the chosen

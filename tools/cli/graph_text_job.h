@@ -51,11 +51,13 @@ proto::Job RecipeJob(proto::Job job, const std::string& tensor_parallel_note);
 // line names a ZeRO stage and the chosen layout repeats it, the result's layout is the
 // one without a stage (the same Job): the stage is the model's, and a recipe made from
 // the result says so (a re-search keeps it). The result's job is RecipeJob of the chosen
-// layout's (the compiled plan keeps the hints in Plan.job). Errors: the parse error, a
+// layout's (the compiled plan keeps the hints in Plan.job); `tensor_parallel_note`, when
+// given, receives JobFromGraphText's note for that layout. Errors: the parse error, a
 // `placement` line (naming it), and AutoParallelCompile's.
 absl::StatusOr<examples::AutoParallelResult> AutoParallelFromGraphText(absl::string_view text,
                                                                        const std::string& file_name,
-                                                                       const examples::AutoParallelRequest& request);
+                                                                       const examples::AutoParallelRequest& request,
+                                                                       std::string* tensor_parallel_note = nullptr);
 
 // The layout-free text of a plan's recipe (CompileRecipe.graph_text, printed from the Job
 // of one layout), for AutoParallelFromGraphText: without its `placement` line, and, when

@@ -16,6 +16,7 @@
 #include "plan/plan_checksum.h"
 #include "plan/plan_io.h"
 #include "examples/common/compile_driver.h"
+#include "examples/common/tensor_parallel_hinting.h"
 #include "examples/gpt/gpt_model.h"
 #include "examples/mlp/mlp_model.h"
 #include "gmock/gmock.h"
@@ -72,8 +73,25 @@ std::string Bytes(const proto::Plan& plan) {
   return *bytes;
 }
 
-// The file bytes of the plan without source locations.
-std::string BytesWithoutLocations(const proto::Plan& plan) { return Bytes(WithoutLocations(plan)); }
+// The same file bytes; where not, the fields that differ.
+void ExpectSameBytes(const proto::Plan& expected, const proto::Plan& actual) {
+  if (Bytes(expected) == Bytes(actual)) return;
+  google::protobuf::util::MessageDifferencer differencer;
+  std::string differences;
+  differencer.ReportDifferencesToString(&differences);
+  differencer.Compare(expected, actual);
+  ADD_FAILURE() << "the plans differ: " << differences.substr(0, 3000);
+}
+
+// The small gpt these tests compile.
+examples::GptConfig SmallGpt() {
+  examples::GptConfig config;
+  config.layers = 2;
+  config.hidden = 32;
+  config.seq = 16;
+  config.vocab = 64;
+  return config;
+}
 
 void ExpectSamePlan(const proto::Job& cpp_job, const examples::ParallelLayout& layout) {
   const std::string text = TextOf(cpp_job);
@@ -82,13 +100,7 @@ void ExpectSamePlan(const proto::Job& cpp_job, const examples::ParallelLayout& l
   const proto::Plan from_cpp = CompileFor(cpp_job, layout);
   const proto::Plan from_text = CompileFor(*text_job, layout);
   EXPECT_GT(from_text.boxings_size(), 0);
-  if (BytesWithoutLocations(from_cpp) != BytesWithoutLocations(from_text)) {
-    google::protobuf::util::MessageDifferencer differencer;
-    std::string differences;
-    differencer.ReportDifferencesToString(&differences);
-    differencer.Compare(WithoutLocations(from_cpp), WithoutLocations(from_text));
-    ADD_FAILURE() << "the plans differ: " << differences.substr(0, 3000);
-  }
+  ExpectSameBytes(WithoutLocations(from_cpp), WithoutLocations(from_text));
   // The locations point into the file: line N of the text holds op N's statement.
   for (const proto::OpDef& op : from_text.job().ops()) {
     if (op.location().file().empty()) continue;  // ops the compiler added (autograd, optimizer)
@@ -100,13 +112,7 @@ void ExpectSamePlan(const proto::Job& cpp_job, const examples::ParallelLayout& l
       JobFromGraphText(TextOf(cpp_job, Graph::Locations::kPrint), "model.txt", layout);
   ASSERT_TRUE(located_job.ok()) << located_job.status();
   const proto::Plan from_located_text = CompileFor(*located_job, layout);
-  if (Bytes(from_cpp) != Bytes(from_located_text)) {
-    google::protobuf::util::MessageDifferencer differencer;
-    std::string differences;
-    differencer.ReportDifferencesToString(&differences);
-    differencer.Compare(from_cpp, from_located_text);
-    ADD_FAILURE() << "the plans differ: " << differences.substr(0, 3000);
-  }
+  ExpectSameBytes(from_cpp, from_located_text);
 }
 
 TEST(GraphTextJob, MlpDp2Tp2CompilesToTheCppPlan) {
@@ -120,11 +126,7 @@ TEST(GraphTextJob, MlpDp2Tp2CompilesToTheCppPlan) {
 
 TEST(GraphTextJob, GptDp2Tp2CompilesToTheCppPlan) {
   const examples::ParallelLayout layout = Layout(4, 2, 2);
-  examples::GptConfig config;
-  config.layers = 2;
-  config.hidden = 32;
-  config.seq = 16;
-  config.vocab = 64;
+  const examples::GptConfig config = SmallGpt();
   absl::StatusOr<proto::Job> job = examples::BuildGpt(config, layout);
   ASSERT_TRUE(job.ok()) << job.status();
   ExpectSamePlan(*job, layout);
@@ -132,11 +134,7 @@ TEST(GraphTextJob, GptDp2Tp2CompilesToTheCppPlan) {
 
 TEST(GraphTextJob, GptPipelineWithMicroBatchesAndZeroCompilesToTheCppPlan) {
   const examples::ParallelLayout layout = Layout(4, 2, 1, /*pp=*/2, /*micro_batches=*/2, /*zero=*/1);
-  examples::GptConfig config;
-  config.layers = 2;
-  config.hidden = 32;
-  config.seq = 16;
-  config.vocab = 64;
+  const examples::GptConfig config = SmallGpt();
   absl::StatusOr<proto::Job> job = examples::BuildGpt(config, layout);
   ASSERT_TRUE(job.ok()) << job.status();
   ExpectSamePlan(*job, layout);
@@ -147,7 +145,7 @@ TEST(GraphTextJob, GptPipelineWithMicroBatchesAndZeroCompilesToTheCppPlan) {
 // out compile to the plans of their hand-hinted C++ models, and the note says what was
 // split; on a layout without tp nothing is inferred.
 proto::Job WithoutHints(proto::Job job) {
-  for (proto::TensorDef& tensor : *job.mutable_tensors()) tensor.clear_sbp_hint();
+  examples::ClearSbpHints(&job);
   return job;
 }
 
@@ -159,21 +157,11 @@ void ExpectHintFreeTextCompilesToTheHintedPlan(const proto::Job& hinted, const e
   EXPECT_EQ(note, expected_note);
   const proto::Plan from_cpp = CompileFor(hinted, layout);
   const proto::Plan from_text = CompileFor(*text_job, layout);
-  if (BytesWithoutLocations(from_cpp) != BytesWithoutLocations(from_text)) {
-    google::protobuf::util::MessageDifferencer differencer;
-    std::string differences;
-    differencer.ReportDifferencesToString(&differences);
-    differencer.Compare(WithoutLocations(from_cpp), WithoutLocations(from_text));
-    ADD_FAILURE() << "the plans differ: " << differences.substr(0, 3000);
-  }
+  ExpectSameBytes(WithoutLocations(from_cpp), WithoutLocations(from_text));
 }
 
 TEST(GraphTextJob, AHintFreeGptGetsMegatronsSplit) {
-  examples::GptConfig config;
-  config.layers = 2;
-  config.hidden = 32;
-  config.seq = 16;
-  config.vocab = 64;
+  const examples::GptConfig config = SmallGpt();
   for (const auto& [dp, tp] : {std::pair<int64_t, int64_t>{2, 2}, {1, 4}}) {
     const examples::ParallelLayout layout = Layout(4, dp, tp);
     absl::StatusOr<proto::Job> job = examples::BuildGpt(config, layout);
@@ -200,11 +188,7 @@ TEST(GraphTextJob, AHintFreeGptGetsMegatronsSplit) {
 // A one-device --print_graph writes `sbp=B` on its inputs and variables: hints that split
 // nothing, which cannot be a tp layout's constraint. They are replaced as if absent.
 TEST(GraphTextJob, AOneDevicePrintGetsMegatronsSplitOnATpLayout) {
-  examples::GptConfig config;
-  config.layers = 2;
-  config.hidden = 32;
-  config.seq = 16;
-  config.vocab = 64;
+  const examples::GptConfig config = SmallGpt();
   absl::StatusOr<proto::Job> one_device = examples::BuildGpt(config, Layout(1, 1, 1));
   ASSERT_TRUE(one_device.ok()) << one_device.status();
   std::string text;
@@ -219,7 +203,7 @@ TEST(GraphTextJob, AOneDevicePrintGetsMegatronsSplitOnATpLayout) {
   EXPECT_THAT(note, testing::HasSubstr("block0/attn/w_q S(1)"));
   absl::StatusOr<proto::Job> hinted = examples::BuildGpt(config, layout);
   ASSERT_TRUE(hinted.ok()) << hinted.status();
-  EXPECT_EQ(BytesWithoutLocations(CompileFor(*hinted, layout)), BytesWithoutLocations(CompileFor(*text_job, layout)));
+  ExpectSameBytes(WithoutLocations(CompileFor(*hinted, layout)), WithoutLocations(CompileFor(*text_job, layout)));
 }
 
 TEST(GraphTextJob, AHintFreeMlpGetsMegatronsSplit) {

@@ -131,7 +131,7 @@ proto::Plan CompiledHintFreePlan(const examples::ParallelFlags& flags) {
   EXPECT_TRUE(layout.ok()) << layout.status();
   absl::StatusOr<proto::Job> job = Mlp()(*layout);
   EXPECT_TRUE(job.ok()) << job.status();
-  for (proto::TensorDef& tensor : *job->mutable_tensors()) tensor.clear_sbp_hint();
+  examples::ClearSbpHints(&*job);
   absl::StatusOr<std::string> note = examples::HintTensorParallelism(*layout, &*job);
   EXPECT_TRUE(note.ok()) << note.status();
   EXPECT_THAT(*note, HasSubstr("layer0/weight S(1)"));
