@@ -286,6 +286,8 @@ absl::Status IndexLogicalGraph(Compilation* compilation) {
   OF_RETURN_IF_ERROR(IndexSparseRows(job, &graph));
   OF_RETURN_IF_ERROR(CheckCompressionHints(job, graph));
   OF_RETURN_IF_ERROR(AddRingShiftPlacements(job, &graph));
+  // A re-index after the SBP search (epilogue fusion, recomputation) keeps its record.
+  graph.sbp_search = compilation->graph.sbp_search;
   compilation->graph = std::move(graph);
   return absl::OkStatus();
 }

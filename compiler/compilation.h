@@ -83,6 +83,17 @@ struct LogicalGraph {
   std::vector<LogicalOp> ops;  // Topologically ordered (the job's order).
   absl::flat_hash_map<std::string, int64_t> tensor_index;
   int64_t loss = -1;  // Tensor index of the loss, or -1.
+  // What the SBP search did (compiler/passes/sbp_search_pass.h): the objective, the sum
+  // of the ops' modelled boxing and kernel seconds, of the greedy choice and of the
+  // searched one, and the ops whose signature changed. ran = false without
+  // CompileOptions::search_sbp.
+  struct SbpSearchRecord {
+    bool ran = false;
+    double greedy_seconds = 0;
+    double searched_seconds = 0;
+    int64_t moved_ops = 0;
+    int64_t rounds = 0;
+  } sbp_search;
 };
 
 // A row-sparse boxing (compiler/sparse_boxing.h): its one step (an all_gather S(0) -> B,

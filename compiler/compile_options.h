@@ -110,6 +110,10 @@ struct CompileOptions {
   // from the first forward reader to the last backward one (the plans before; for
   // comparisons).
   bool zero3_regather = true;
+  // Searches each op's SBP signature beyond the greedy choice (compiler/passes/
+  // sbp_search_pass.h): moves an op and its readers together where the modelled boxing
+  // plus kernel seconds of the graph drop. False: the greedy choice as it is.
+  bool search_sbp = false;
   // Pass names ("sbp_choice", ...) after which the compilation state is printed to
   // `dump` as text; "all" dumps after every pass.
   std::vector<std::string> dump_after;

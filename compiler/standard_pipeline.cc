@@ -18,6 +18,7 @@
 #include "compiler/passes/precision_pass.h"
 #include "compiler/passes/recompute_pass.h"
 #include "compiler/passes/sbp_choice_pass.h"
+#include "compiler/passes/sbp_search_pass.h"
 #include "compiler/passes/shape_inference_pass.h"
 
 namespace oneflow {
@@ -30,6 +31,7 @@ PassPipeline StandardPipeline() {
   pipeline.AddPass<OptimizerPass>();
   pipeline.AddPass<DeadOpEliminationPass>();
   pipeline.AddPass<SbpChoicePass>();
+  pipeline.AddPass<SbpSearchPass>();
   pipeline.AddPass<EpilogueFusionPass>();
   pipeline.AddPass<PrecisionPass>();
   pipeline.AddPass<RecomputePass>();

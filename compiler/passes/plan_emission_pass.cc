@@ -270,6 +270,13 @@ absl::StatusOr<bool> PlanEmissionPass::Run(Compilation* compilation) {
   // what the verification after memory planning checked of them still holds.
   OF_RETURN_IF_ERROR(VerifyPlanContents(plan, compilation->verified_plan_checks));
   if (compilation->options.recipe.has_value()) *plan.mutable_recipe() = *compilation->options.recipe;
+  if (const LogicalGraph::SbpSearchRecord& search = compilation->graph.sbp_search; search.ran) {
+    proto::SbpSearchRecord& record = *plan.mutable_sbp_search();
+    record.set_greedy_seconds(search.greedy_seconds);
+    record.set_searched_seconds(search.searched_seconds);
+    record.set_moved_ops(search.moved_ops);
+    record.set_rounds(search.rounds);
+  }
   // Sealed last: any later change to the plan makes every reader refuse it. A caller that
   // writes the plan gets the bytes the checksum was computed over.
   if (compilation->options.sealed_plan != nullptr) {

@@ -1,162 +1,18 @@
 #include "compiler/passes/sbp_choice_pass.h"
 
 #include <limits>
-#include <optional>
+#include <string>
+#include <vector>
 
-#include "absl/container/flat_hash_set.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
-#include "oneflow_core/ops/attr.h"
-#include "oneflow_core/dtype.h"
+#include "compiler/passes/sbp_candidates.h"
 #include "oneflow_core/status.h"
-#include "oneflow_core/tensor_slice.h"
 
 namespace oneflow {
 namespace {
 
-// Attributes of an op as the definition functions take them.
-absl::StatusOr<AttrMap> AttrsOf(const proto::OpDef& def) {
-  AttrMap attrs;
-  for (const auto& [key, value] : def.attrs()) {
-    OF_ASSIGN_OR_RETURN(attrs[key], AttrFromProto(value));
-  }
-  return attrs;
-}
-
-struct Candidate {
-  std::vector<NdSbp> inputs;
-  std::vector<NdSbp> outputs;
-  std::vector<size_t> picks;  // The 1-D signature used on each hierarchy axis.
-  // Judged per axis on the local shapes (LocalCandidates): every axis already checked.
-  bool judged_locally = false;
-};
-
-// A signature valid only for some device counts (devices_must_divide) must hold for the
-// devices of all hierarchy axes that use it together.
-bool FitsHierarchy(const Candidate& candidate, const std::vector<SbpSignature>& signatures,
-                   const Shape& hierarchy) {
-  if (candidate.judged_locally) return true;
-  for (size_t a = 0; a < candidate.picks.size(); ++a) {
-    const SbpSignature& signature = signatures[candidate.picks[a]];
-    if (signature.devices_must_divide == 0) continue;
-    int64_t devices = 1;
-    for (size_t b = 0; b < candidate.picks.size(); ++b) {
-      if (candidate.picks[b] == candidate.picks[a]) devices *= hierarchy.dim(static_cast<int64_t>(b));
-    }
-    if (!signature.ValidFor(devices)) return false;
-  }
-  return true;
-}
-
-// Every combination of 1-D signatures over `axes` hierarchy axes, axis 0 outermost.
-std::vector<Candidate> Combine(const std::vector<SbpSignature>& signatures, int64_t axes) {
-  std::vector<Candidate> candidates;
-  std::vector<size_t> pick(axes, 0);
-  while (true) {
-    Candidate candidate;
-    candidate.picks = pick;
-    const SbpSignature& first = signatures[0];
-    candidate.inputs.assign(first.inputs.size(), NdSbp());
-    candidate.outputs.assign(first.outputs.size(), NdSbp());
-    for (size_t k = 0; k < first.inputs.size(); ++k) {
-      std::vector<Sbp> per_axis;
-      for (int64_t a = 0; a < axes; ++a) per_axis.push_back(signatures[pick[a]].inputs[k]);
-      candidate.inputs[k] = NdSbp(std::move(per_axis));
-    }
-    for (size_t k = 0; k < first.outputs.size(); ++k) {
-      std::vector<Sbp> per_axis;
-      for (int64_t a = 0; a < axes; ++a) per_axis.push_back(signatures[pick[a]].outputs[k]);
-      candidate.outputs[k] = NdSbp(std::move(per_axis));
-    }
-    candidates.push_back(std::move(candidate));
-    int64_t a = axes - 1;
-    while (a >= 0 && ++pick[a] == signatures.size()) pick[a--] = 0;
-    if (a < 0) break;
-  }
-  return candidates;
-}
-
-// `types` as one device of `devices` holds them along one hierarchy axis under `sbps`
-// (one per type), or nothing when a split axis does not divide evenly: the slices of
-// an uneven split differ between devices, and a signature judged on one would not hold
-// for the others.
-std::optional<std::vector<TensorType>> SplitTypes(std::vector<TensorType> types, const std::vector<Sbp>& sbps,
-                                                  int64_t devices) {
-  for (size_t k = 0; k < types.size(); ++k) {
-    if (!sbps[k].is_split()) continue;
-    std::vector<int64_t> dims = types[k].shape.dims();
-    const int64_t axis = sbps[k].axis();
-    if (axis >= static_cast<int64_t>(dims.size()) || dims[axis] % devices != 0) return std::nullopt;
-    dims[axis] /= devices;
-    types[k].shape = Shape(std::move(dims));
-  }
-  return types;
-}
-
-// The candidates of an op whose signatures depend on the shapes
-// (OpDefinition::attrs_for_local_shapes): hierarchy axis 0's signatures judged on the
-// logical types, each inner axis's on the slice the outer axes' choices leave. A flatten
-// of [dp, s, b, h] (S(0), S(1)) into rows is (S(0), S(0)) this way, which the whole
-// tensor's signatures cannot say (their S(1) lands on no axis of the rows).
-struct LocalPartial {
-  std::vector<std::vector<Sbp>> inputs;   // Per input, the SBPs of the axes chosen so far.
-  std::vector<std::vector<Sbp>> outputs;
-};
-
-void LocalCandidates(const OpDefinition& definition, const AttrMap& attrs, const Shape& hierarchy,
-                     const std::vector<TensorType>& inputs, const std::vector<TensorType>& outputs, int64_t axis,
-                     LocalPartial* partial, std::vector<Candidate>* candidates) {
-  if (axis == hierarchy.rank()) {
-    Candidate candidate;
-    candidate.judged_locally = true;
-    for (const std::vector<Sbp>& sbps : partial->inputs) candidate.inputs.push_back(NdSbp(sbps));
-    for (const std::vector<Sbp>& sbps : partial->outputs) candidate.outputs.push_back(NdSbp(sbps));
-    candidates->push_back(std::move(candidate));
-    return;
-  }
-  const AttrMap local_attrs = axis == 0 ? attrs : definition.attrs_for_local_shapes(attrs, outputs);
-  const int64_t devices = hierarchy.dim(axis);
-  for (const SbpSignature& signature : definition.signatures(inputs, local_attrs)) {
-    if (!signature.ValidFor(devices)) continue;
-    const std::optional<std::vector<TensorType>> local_inputs = SplitTypes(inputs, signature.inputs, devices);
-    const std::optional<std::vector<TensorType>> local_outputs = SplitTypes(outputs, signature.outputs, devices);
-    if (!local_inputs || !local_outputs) continue;
-    for (size_t k = 0; k < inputs.size(); ++k) partial->inputs[k].push_back(signature.inputs[k]);
-    for (size_t k = 0; k < outputs.size(); ++k) partial->outputs[k].push_back(signature.outputs[k]);
-    LocalCandidates(definition, attrs, hierarchy, *local_inputs, *local_outputs, axis + 1, partial, candidates);
-    for (size_t k = 0; k < inputs.size(); ++k) partial->inputs[k].pop_back();
-    for (size_t k = 0; k < outputs.size(); ++k) partial->outputs[k].pop_back();
-  }
-}
-
-// Per-device elements of a tensor under `sbp`, a partial one counted double: it will
-// need a reduction, which the greedy choice cannot see yet.
-double OutputWeight(const LogicalTensor& tensor, const NdSbp& sbp, const Placement& placement) {
-  double elements = static_cast<double>(tensor.type.shape.NumElements());
-  for (int64_t a = 0; a < sbp.size(); ++a) {
-    if (sbp.at(a).is_split()) elements /= static_cast<double>(placement.hierarchy().dim(a));
-    if (sbp.at(a).is_partial()) elements *= 2;
-  }
-  return elements;
-}
-
 NdSbp AllBroadcast(int64_t axes) { return NdSbp(std::vector<Sbp>(axes, Sbp::Broadcast())); }
-
-// `sbp` with every partial axis replaced by B: the layout a reduction makes.
-NdSbp Reduced(const NdSbp& sbp) {
-  std::vector<Sbp> axes = sbp.sbps();
-  for (Sbp& axis : axes) {
-    if (axis.is_partial()) axis = Sbp::Broadcast();
-  }
-  return NdSbp(std::move(axes));
-}
-
-bool HasPartialAxis(const NdSbp& sbp) {
-  for (const Sbp& axis : sbp.sbps()) {
-    if (axis.is_partial()) return true;
-  }
-  return false;
-}
 
 }  // namespace
 
@@ -172,39 +28,8 @@ absl::StatusOr<bool> SbpChoicePass::Run(Compilation* compilation) {
   }
   for (LogicalOp& op : graph.ops) {
     const Placement& placement = graph.placements[op.placement];
-    const int64_t axes = placement.hierarchy().rank();
-    std::vector<TensorType> input_types;
-    for (int64_t t : op.inputs) input_types.push_back(graph.tensors[t].type);
-    OF_ASSIGN_OR_RETURN(AttrMap attrs, AttrsOf(*op.def));
-    const std::vector<SbpSignature> signatures = op.definition->signatures(input_types, attrs);
     const std::string where = absl::StrCat("op '", op.name, "' (", op.type, ")");
-    if (signatures.empty()) {
-      return absl::InternalError(absl::StrCat(where, " offers no SBP signature"));
-    }
-    std::vector<Candidate> candidates = Combine(signatures, axes);
-    if (op.definition->attrs_for_local_shapes && axes > 1) {
-      // Appended after the whole-tensor combinations, so that among equal prices those
-      // keep winning; only layouts the whole tensor cannot say are new.
-      std::vector<TensorType> output_types;
-      for (int64_t t : op.outputs) output_types.push_back(graph.tensors[t].type);
-      std::vector<Candidate> local;
-      LocalPartial partial{std::vector<std::vector<Sbp>>(op.inputs.size()),
-                           std::vector<std::vector<Sbp>>(op.outputs.size())};
-      LocalCandidates(*op.definition, attrs, placement.hierarchy(), input_types, output_types, 0, &partial, &local);
-      // Keyed by their printed layouts: comparing each with every whole-tensor candidate
-      // was quadratic (512 x 512 on a three-axis hierarchy, per reshape).
-      auto key = [](const Candidate& candidate) {
-        std::string text;
-        for (const NdSbp& sbp : candidate.inputs) absl::StrAppend(&text, sbp.ToString(), ";");
-        for (const NdSbp& sbp : candidate.outputs) absl::StrAppend(&text, sbp.ToString(), ";");
-        return text;
-      };
-      absl::flat_hash_set<std::string> known;
-      for (const Candidate& existing : candidates) known.insert(key(existing));
-      for (Candidate& candidate : local) {
-        if (known.insert(key(candidate)).second) candidates.push_back(std::move(candidate));
-      }
-    }
+    OF_ASSIGN_OR_RETURN(const OpSbpCandidates candidates, SbpCandidatesOf(graph, op));
     // Each input is priced with the compression options boxing insertion will plan it
     // with (its role and hint), so with a slow link the choice sees what compression
     // saves; with fast links nothing compresses and the prices are the dense ones.
@@ -213,68 +38,17 @@ absl::StatusOr<bool> SbpChoicePass::Run(Compilation* compilation) {
     double best_seconds = std::numeric_limits<double>::infinity();
     double best_weight = 0;
     int64_t best_conversions = 0;
-    const Candidate* best = nullptr;
-    bool any_matches_hints = false;
-    for (const Candidate& candidate : candidates) {
-      bool allowed = FitsHierarchy(candidate, signatures, placement.hierarchy());
-      for (size_t k = 0; k < op.outputs.size() && allowed; ++k) {
-        const LogicalTensor& out = graph.tensors[op.outputs[k]];
-        if (out.hint && *out.hint != candidate.outputs[k]) allowed = false;
-      }
-      if (!allowed) continue;
-      any_matches_hints = true;
-      double seconds = 0;
-      int64_t conversions = 0;
-      for (size_t k = 0; k < op.inputs.size() && allowed; ++k) {
-        const LogicalTensor& in = graph.tensors[op.inputs[k]];
-        if (in.placement == op.placement &&
-            SameLayout(in.sbp, candidate.inputs[k], placement.hierarchy())) {
-          continue;
-        }
-        ++conversions;
-        const std::string& arg = op.definition->inputs[k];
-        const auto& updated = op.definition->updated_inputs;
-        if (std::find(updated.begin(), updated.end(), arg) != updated.end()) {
-          allowed = false;  // Updated in place: must run on the variable's own slices.
-          break;
-        }
-        const absl::StatusOr<BoxingPlan>& plan =
-            cache.Plan(in.type.shape, in.type.dtype, in.sbp, in.placement, candidate.inputs[k],
-                       op.placement, input_options[k]);
-        if (!plan.ok()) {
-          allowed = false;  // A conversion the boxing planner cannot do (e.g. P(max)).
-          break;
-        }
-        seconds += plan->seconds;
-      }
-      if (!allowed) continue;
-      // A partial integer output (labels, token ids, indices) is never consumed as P:
-      // no op takes a partial index, so its reduction is certain and is charged here.
-      // Without this, the greedy choice sees S -> P as free (split_to_partial) and
-      // moves e.g. the int32 targets of a reshape over an unevenly split batch through
-      // a partial sum, where gathering the same few bytes costs less. A floating P
-      // output is not charged: linear consumers keep it partial and defer the reduction.
-      for (size_t k = 0; k < op.outputs.size() && allowed; ++k) {
-        const LogicalTensor& out = graph.tensors[op.outputs[k]];
-        if (IsFloating(out.type.dtype) || !HasPartialAxis(candidate.outputs[k]) || out.hint) {
-          continue;
-        }
-        // Integer: never compressed, so dense options.
-        const absl::StatusOr<BoxingPlan>& reduction =
-            cache.Plan(out.type.shape, out.type.dtype, candidate.outputs[k], op.placement,
-                       Reduced(candidate.outputs[k]), op.placement, BoxingOptions());
-        if (!reduction.ok()) {
-          allowed = false;
-          break;
-        }
-        seconds += reduction->seconds;
-      }
-      if (!allowed) continue;
+    const SbpCandidate* best = nullptr;
+    for (const SbpCandidate& candidate : candidates.candidates) {
+      const std::optional<InputBoxingPrice> price = PriceCandidateInputs(graph, cache, op, candidate, input_options);
+      if (!price) continue;
       double weight = 0;
       for (size_t k = 0; k < op.outputs.size(); ++k) {
         weight += OutputWeight(graph.tensors[op.outputs[k]], candidate.outputs[k], placement);
       }
       // Free conversions (local slices) still cost a kernel: among equals, fewer.
+      const double seconds = price->seconds;
+      const int64_t conversions = price->conversions;
       if (seconds < best_seconds || (seconds == best_seconds && weight < best_weight) ||
           (seconds == best_seconds && weight == best_weight && conversions < best_conversions)) {
         best_seconds = seconds;
@@ -294,11 +68,11 @@ absl::StatusOr<bool> SbpChoicePass::Run(Compilation* compilation) {
           hints.push_back(absl::StrCat(graph.tensors[t].name, ": ", graph.tensors[t].hint->ToString()));
         }
       }
-      if (!any_matches_hints) {
+      if (candidates.candidates.empty()) {
         return absl::InvalidArgumentError(absl::StrCat(
             where, " cannot produce the hinted SBP of its output (", absl::StrJoin(hints, ", "),
             "); its 1-D signatures are: ",
-            absl::StrJoin(signatures, "; ", [](std::string* out, const SbpSignature& s) {
+            absl::StrJoin(candidates.signatures, "; ", [](std::string* out, const SbpSignature& s) {
               out->append(s.ToString());
             })));
       }

@@ -30,6 +30,8 @@ struct CompileSettings {
   bool bucket_mb_given = false;
   std::string sparse_boxing = "auto";
   bool fuse_epilogues = true;
+  // --sbp_search: search each op's SBP beyond the greedy choice (CompileOptions::search_sbp).
+  bool sbp_search = false;
   // auto: a communication stream per group class; one: every collective on one thread.
   std::string communication_streams = "auto";
   // Activation recomputation (CompileOptions::recompute): none, selective or full.

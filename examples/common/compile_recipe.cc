@@ -51,6 +51,7 @@ absl::StatusOr<proto::CompileRecipe> MakeRecipe(const proto::Job& job, const Par
   recipe.set_bucket_mb_given(settings.bucket_mb_given);
   recipe.set_sparse_boxing(settings.sparse_boxing);
   recipe.set_fuse_epilogues(settings.fuse_epilogues);
+  recipe.set_sbp_search(settings.sbp_search);
   recipe.set_communication_streams(settings.communication_streams);
   recipe.set_recompute(settings.recompute);
   recipe.set_pp_schedule(settings.pp_schedule);
@@ -115,6 +116,7 @@ CompileSettings SettingsFromRecipe(const proto::CompileRecipe& recipe) {
   settings.bucket_mb_given = recipe.bucket_mb_given();
   settings.sparse_boxing = recipe.sparse_boxing();
   settings.fuse_epilogues = recipe.fuse_epilogues();
+  settings.sbp_search = recipe.sbp_search();
   settings.communication_streams = recipe.communication_streams();
   settings.recompute = recipe.recompute();
   settings.pp_schedule = recipe.pp_schedule();

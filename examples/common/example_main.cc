@@ -139,6 +139,10 @@ ABSL_FLAG(std::string, sparse_boxing, "auto",
 ABSL_FLAG(bool, fuse_epilogues, true,
           "Fuse matmul -> bias_add (-> relu) chains whose SBPs agree into one fused_matmul_bias op "
           "(the GEMM adds the bias and applies relu on its output); false: every op as written.");
+ABSL_FLAG(bool, sbp_search, false,
+          "Search each op's SBP signature beyond the greedy choice: an op and the readers of its "
+          "outputs move together where the modelled boxing plus kernel seconds of the graph drop "
+          "(compiler/passes/sbp_search_pass.h); false: the greedy choice.");
 ABSL_FLAG(std::string, communication_streams, "auto",
           "auto: each class of communicator groups (a hierarchy axis of a placement: data-parallel "
           "reductions, tensor-parallel activations, ...) gets its own communication stream, one thread "
@@ -231,6 +235,7 @@ CompileSettings SettingsFromFlags() {
   settings.bucket_mb_given = bucket_mb_updates > 1;
   settings.sparse_boxing = absl::GetFlag(FLAGS_sparse_boxing);
   settings.fuse_epilogues = absl::GetFlag(FLAGS_fuse_epilogues);
+  settings.sbp_search = absl::GetFlag(FLAGS_sbp_search);
   settings.communication_streams = absl::GetFlag(FLAGS_communication_streams);
   settings.recompute = absl::GetFlag(FLAGS_recompute);
   settings.pp_schedule = absl::GetFlag(FLAGS_pp_schedule);

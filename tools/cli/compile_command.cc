@@ -77,6 +77,9 @@ ABSL_FLAG(double, bucket_mb, 25,
     .OnUpdate([] { ++bucket_mb_updates; });
 ABSL_FLAG(std::string, sparse_boxing, "auto", "auto or off (docs/sparse_boxing.md).");
 ABSL_FLAG(bool, fuse_epilogues, true, "Fuse matmul -> bias_add (-> relu) chains into fused_matmul_bias.");
+ABSL_FLAG(bool, sbp_search, false,
+          "Search each op's SBP beyond the greedy choice where the modelled boxing plus kernel seconds "
+          "drop (compiler/passes/sbp_search_pass.h).");
 ABSL_FLAG(std::string, precision, "fp32",
           "fp32, or bf16 mixed precision (matrix products on bf16 operands with fp32 accumulation; needs "
           "AVX-512 BF16 or AMX; docs/memory_and_precision.md).");
@@ -225,6 +228,7 @@ absl::Status RunCompile(const std::vector<std::string>& arguments, std::ostream&
   settings.bucket_mb_given = bucket_mb_updates > 1;
   settings.sparse_boxing = absl::GetFlag(FLAGS_sparse_boxing);
   settings.fuse_epilogues = absl::GetFlag(FLAGS_fuse_epilogues);
+  settings.sbp_search = absl::GetFlag(FLAGS_sbp_search);
   settings.precision = absl::GetFlag(FLAGS_precision);
   settings.recompute = absl::GetFlag(FLAGS_recompute);
   settings.pp_schedule = absl::GetFlag(FLAGS_pp_schedule);
@@ -308,7 +312,7 @@ Subcommand CompileSubcommand() {
                    "virtual_stages",       "cp",                   "cp_attention",
                    "cp_ring_split",        "communication_streams", "gradient_wire",
                    "compression_warmup",   "codec_accuracy_bound", "error_feedback",
-                   "compress_in_node",     "int4_gradient_scale"};
+                   "compress_in_node",     "int4_gradient_scale",  "sbp_search"};
   command.flag_help = {{"nodes", "Nodes of the cluster (a count; default 1)."},
                        {"threads_per_device",
                         "Threads each CPU device runs its compute kernels on, kept in the plan's cluster "

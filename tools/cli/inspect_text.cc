@@ -177,6 +177,17 @@ std::string RecomputeModeName(proto::RecomputeMode mode) {
 }
 
 // Activation recomputation per block (Job.recompute_blocks), when the plan recomputes.
+// What --sbp_search changed (compiler/passes/sbp_search_pass.h).
+void AppendSbpSearch(const proto::Plan& plan, std::string* out) {
+  if (!plan.has_sbp_search()) return;
+  const proto::SbpSearchRecord& search = plan.sbp_search();
+  absl::StrAppendFormat(out,
+                        "\nsbp search: %d ops moved off the greedy choice in %d rounds; modelled boxing + "
+                        "kernel seconds summed over the ops %.4g ms greedy -> %.4g ms searched\n",
+                        search.moved_ops(), search.rounds(), search.greedy_seconds() * 1e3,
+                        search.searched_seconds() * 1e3);
+}
+
 void AppendRecompute(const proto::Plan& plan, std::string* out) {
   const proto::Job& job = plan.job();
   if (job.recompute() == proto::RECOMPUTE_UNSET || job.recompute() == proto::RECOMPUTE_NONE) {
@@ -484,6 +495,7 @@ std::string RenderText(const proto::Plan& plan, const PlanIndex& index, std::opt
   if (MicroBatches(plan) > 1) absl::StrAppend(&out, "micro-batches: ", MicroBatches(plan), " per iteration\n");
   AppendCluster(plan, &out);
   AppendOps(plan, index, &out);
+  AppendSbpSearch(plan, &out);
   AppendRecompute(plan, &out);
   AppendContextParallel(plan, &out);
   AppendAutoParallelText(plan, &out);

@@ -1,0 +1,75 @@
+// The N-D SBP signatures an op may take and what each costs: shared by the greedy SBP
+// choice (sbp_choice_pass.h), which takes the cheapest for each op in turn, and the SBP
+// search (sbp_search_pass.h), which moves ops off the greedy choice where the whole
+// graph's modelled seconds drop.
+#ifndef COMPILER_PASSES_SBP_CANDIDATES_H_
+#define COMPILER_PASSES_SBP_CANDIDATES_H_
+
+#include <cstdint>
+#include <optional>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "compiler/boxing_cache.h"
+#include "compiler/compilation.h"
+#include "oneflow_core/ops/op_definition.h"
+#include "sbp/compute_cost.h"
+
+namespace oneflow {
+
+// One N-D signature of an op: an SBP per input and per output.
+struct SbpCandidate {
+  std::vector<NdSbp> inputs;
+  std::vector<NdSbp> outputs;
+  std::vector<size_t> picks;  // The 1-D signature used on each hierarchy axis.
+  // Judged per axis on the local shapes (attrs_for_local_shapes): every axis already checked.
+  bool judged_locally = false;
+};
+
+struct OpSbpCandidates {
+  std::vector<SbpSignature> signatures;  // The op's 1-D signatures.
+  // Every combination of them over the placement's hierarchy axes that holds for its
+  // device counts and agrees with the hints on the op's outputs, in the greedy choice's
+  // tie-break order (whole-tensor combinations first, axis 0 outermost; for ops whose
+  // signatures depend on the shapes, then the layouts only the per-axis judgement says).
+  std::vector<SbpCandidate> candidates;
+};
+
+// The candidates of `op`. Internal error when the op offers no signature at all; an
+// empty `candidates` when none agrees with the output hints (the caller names them).
+absl::StatusOr<OpSbpCandidates> SbpCandidatesOf(const LogicalGraph& graph, const LogicalOp& op);
+
+// The modelled seconds of reading `op`'s inputs, as their tensors are laid out now
+// (LogicalTensor::sbp), in `candidate`'s layouts, and the number of inputs converted;
+// `input_options` per input (BoxingOptionsOf). A partial integer output's reduction is
+// charged too (no op takes a partial index, so it is certain). Nothing when the candidate
+// cannot be reached: an in-place updated input would be boxed, or the boxing planner
+// cannot make a conversion (e.g. P(max)).
+//
+// `gradient_bucket_bytes` > 0 prices a variable's gradient as the member of a bucket of
+// that many bytes it will be (gradient_bucketing_pass.h): its share, by bytes, of one
+// collective moving the whole bucket, so the per-call latency is paid once per bucket and
+// not once per gradient. 0 prices every boxing as a call of its own.
+struct InputBoxingPrice {
+  double seconds = 0;
+  int64_t conversions = 0;
+};
+std::optional<InputBoxingPrice> PriceCandidateInputs(const LogicalGraph& graph, BoxingCache& cache,
+                                                     const LogicalOp& op, const SbpCandidate& candidate,
+                                                     const std::vector<BoxingOptions>& input_options,
+                                                     int64_t gradient_bucket_bytes = 0);
+
+// Per-device elements of a tensor under `sbp`, a partial one counted double: it will
+// need a reduction, which the greedy choice cannot see yet.
+double OutputWeight(const LogicalTensor& tensor, const NdSbp& sbp, const Placement& placement);
+
+// One device's kernel seconds for `op` in `candidate` (sbp/compute_cost.h): a GEMM's
+// 2 m n k FLOPs on the slices the candidate gives it, any other op's bytes read and
+// written on those slices. A split divides the work, B and P do not (a partial sum is a
+// whole-sized tensor on every device).
+double CandidateComputeSeconds(const LogicalGraph& graph, const LogicalOp& op, const SbpCandidate& candidate,
+                               const ComputeRates& rates);
+
+}  // namespace oneflow
+
+#endif  // COMPILER_PASSES_SBP_CANDIDATES_H_

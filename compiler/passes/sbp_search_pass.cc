@@ -1,0 +1,237 @@
+#include "compiler/passes/sbp_search_pass.h"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <optional>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "compiler/passes/gradient_bucketing_pass.h"
+#include "compiler/passes/sbp_candidates.h"
+#include "oneflow_core/status.h"
+
+namespace oneflow {
+namespace {
+
+constexpr double kUnreachable = std::numeric_limits<double>::infinity();
+
+// The search's view of the graph: each op's candidates and which it holds, and the ops
+// reading each op's outputs. Changes go to the graph itself (op and tensor SBPs), so the
+// shared pricing (PriceCandidateInputs) reads the layouts as they stand.
+class SbpSearch {
+ public:
+  SbpSearch(Compilation* compilation)
+      : compilation_(*compilation),
+        graph_(compilation->graph),
+        cache_(*compilation->boxing_cache),
+        rates_(WithDefaults(ComputeRates{compilation->options.cluster.gemm_flops_per_second(),
+                                         compilation->options.cluster.memory_bytes_per_second()})),
+        bucket_bytes_(BucketBytesLimit(compilation->options.bucket_mb)) {}
+
+  absl::Status Init() {
+    ops_.resize(graph_.ops.size());
+    for (size_t o = 0; o < graph_.ops.size(); ++o) {
+      const LogicalOp& op = graph_.ops[o];
+      OpState& state = ops_[o];
+      OF_ASSIGN_OR_RETURN(OpSbpCandidates candidates, SbpCandidatesOf(graph_, op));
+      state.candidates = std::move(candidates.candidates);
+      for (int64_t t : op.inputs) {
+        state.input_options.push_back(BoxingOptionsOf(compilation_, t, /*into_loss_sink=*/false));
+      }
+      state.chosen = -1;
+      for (size_t c = 0; c < state.candidates.size(); ++c) {
+        if (state.candidates[c].inputs == op.input_sbps && state.candidates[c].outputs == op.output_sbps) {
+          state.chosen = static_cast<int64_t>(c);
+          break;
+        }
+      }
+      if (state.chosen < 0) {
+        return absl::InternalError(absl::StrCat("sbp_search: the greedy signature of op '", op.name,
+                                                "' is not among its candidates"));
+      }
+      for (int64_t t : op.outputs) {
+        for (int64_t reader : graph_.tensors[t].consumers) state.readers.push_back(reader);
+      }
+      std::sort(state.readers.begin(), state.readers.end());
+      state.readers.erase(std::unique(state.readers.begin(), state.readers.end()), state.readers.end());
+    }
+    return absl::OkStatus();
+  }
+
+  double Objective() const {
+    double total = 0;
+    for (size_t o = 0; o < ops_.size(); ++o) total += Cost(static_cast<int64_t>(o));
+    return total;
+  }
+
+  // One round over the ops in order; the ops moved.
+  int64_t Round() {
+    int64_t moved = 0;
+    for (size_t o = 0; o < ops_.size(); ++o) {
+      if (TryMove(static_cast<int64_t>(o))) ++moved;
+    }
+    return moved;
+  }
+
+ private:
+  struct OpState {
+    std::vector<SbpCandidate> candidates;
+    std::vector<BoxingOptions> input_options;
+    int64_t chosen = -1;
+    std::vector<int64_t> readers;  // Ops reading an output, each once, in op order.
+  };
+
+  // Op `o`'s seconds in the candidate it holds, its inputs laid out as they are now.
+  double Cost(int64_t o) const {
+    const OpState& state = ops_[o];
+    const LogicalOp& op = graph_.ops[o];
+    const SbpCandidate& candidate = state.candidates[state.chosen];
+    const std::optional<InputBoxingPrice> price =
+        PriceCandidateInputs(graph_, cache_, op, candidate, state.input_options, bucket_bytes_);
+    if (!price) return kUnreachable;
+    return price->seconds + CandidateComputeSeconds(graph_, op, candidate, rates_);
+  }
+
+  void Hold(int64_t o, int64_t c) {
+    OpState& state = ops_[o];
+    LogicalOp& op = graph_.ops[o];
+    state.chosen = c;
+    op.input_sbps = state.candidates[c].inputs;
+    op.output_sbps = state.candidates[c].outputs;
+    for (size_t k = 0; k < op.outputs.size(); ++k) graph_.tensors[op.outputs[k]].sbp = op.output_sbps[k];
+  }
+
+  // True when candidate `c` of reader `p` reads every output of op `o` as `o` lays it out now.
+  bool ReadsWithoutBoxing(int64_t p, int64_t c, int64_t o) const {
+    const LogicalOp& reader = graph_.ops[p];
+    const Shape& hierarchy = graph_.placements[reader.placement].hierarchy();
+    for (size_t k = 0; k < reader.inputs.size(); ++k) {
+      const LogicalTensor& in = graph_.tensors[reader.inputs[k]];
+      if (in.kind != LogicalTensor::Kind::kOpOutput || in.producer != o) continue;
+      if (in.placement != reader.placement || !SameLayout(in.sbp, ops_[p].candidates[c].inputs[k], hierarchy)) {
+        return false;
+      }
+    }
+    return true;
+  }
+
+  // The seconds of `p` and of the ops reading it, as they stand.
+  double CostWithReaders(int64_t p) const {
+    double total = Cost(p);
+    for (int64_t q : ops_[p].readers) total += Cost(q);
+    return total;
+  }
+
+  // The ops whose cost a move of `o` (and its readers) can change: o, its readers and
+  // theirs, each once.
+  std::vector<int64_t> Region(int64_t o) const {
+    std::vector<int64_t> region = {o};
+    for (int64_t p : ops_[o].readers) {
+      region.push_back(p);
+      for (int64_t q : ops_[p].readers) region.push_back(q);
+    }
+    std::sort(region.begin(), region.end());
+    region.erase(std::unique(region.begin(), region.end()), region.end());
+    return region;
+  }
+
+  double RegionCost(const std::vector<int64_t>& region) const {
+    double total = 0;
+    for (int64_t x : region) total += Cost(x);
+    return total;
+  }
+
+  // Tries every other candidate of `o`, its readers kept and adapted; takes the best
+  // move that lowers the region's seconds. True when one was taken.
+  bool TryMove(int64_t o) {
+    OpState& state = ops_[o];
+    if (state.candidates.size() < 2) return false;
+    const std::vector<int64_t> region = Region(o);
+    const double before = RegionCost(region);
+    const int64_t original = state.chosen;
+    std::vector<int64_t> original_readers;
+    for (int64_t p : state.readers) original_readers.push_back(ops_[p].chosen);
+    double best = before;
+    std::vector<int64_t> best_move;  // o's candidate, then each reader's.
+    for (size_t c = 0; c < state.candidates.size(); ++c) {
+      if (static_cast<int64_t>(c) == original) continue;
+      Hold(o, static_cast<int64_t>(c));
+      for (int adapt = 0; adapt < 2; ++adapt) {
+        for (size_t r = 0; r < state.readers.size(); ++r) Hold(state.readers[r], original_readers[r]);
+        if (adapt == 1) {
+          // Each reader, in op order, to its cheapest candidate that reads the new layout
+          // as it is (a reader's readers counted), if cheaper than what it holds.
+          for (int64_t p : state.readers) {
+            if (p == o) continue;
+            const int64_t held = ops_[p].chosen;
+            double reader_best = CostWithReaders(p);
+            int64_t reader_pick = held;
+            for (size_t pc = 0; pc < ops_[p].candidates.size(); ++pc) {
+              if (static_cast<int64_t>(pc) == held || !ReadsWithoutBoxing(p, static_cast<int64_t>(pc), o)) continue;
+              Hold(p, static_cast<int64_t>(pc));
+              const double seconds = CostWithReaders(p);
+              if (seconds < reader_best) {
+                reader_best = seconds;
+                reader_pick = static_cast<int64_t>(pc);
+              }
+            }
+            Hold(p, reader_pick);
+          }
+        }
+        const double after = RegionCost(region);
+        if (after < best - Tolerance(before)) {
+          best = after;
+          best_move = {static_cast<int64_t>(c)};
+          for (int64_t p : state.readers) best_move.push_back(ops_[p].chosen);
+        }
+      }
+    }
+    if (best_move.empty()) {
+      Hold(o, original);
+      for (size_t r = 0; r < state.readers.size(); ++r) Hold(state.readers[r], original_readers[r]);
+      return false;
+    }
+    Hold(o, best_move[0]);
+    for (size_t r = 0; r < state.readers.size(); ++r) Hold(state.readers[r], best_move[r + 1]);
+    return true;
+  }
+
+  // Float noise in a region's sum is far below this; a real saving is far above.
+  static double Tolerance(double seconds) { return std::max(1e-12, 1e-9 * std::abs(seconds)); }
+
+  const Compilation& compilation_;
+  LogicalGraph& graph_;
+  BoxingCache& cache_;
+  ComputeRates rates_;
+  int64_t bucket_bytes_;
+  std::vector<OpState> ops_;
+};
+
+}  // namespace
+
+absl::StatusOr<bool> SbpSearchPass::Run(Compilation* compilation) {
+  LogicalGraph::SbpSearchRecord& record = compilation->graph.sbp_search;
+  record = LogicalGraph::SbpSearchRecord();
+  if (!compilation->options.search_sbp) return false;
+  SbpSearch search(compilation);
+  OF_RETURN_IF_ERROR(search.Init());
+  std::vector<std::vector<NdSbp>> greedy_outputs;
+  for (const LogicalOp& op : compilation->graph.ops) greedy_outputs.push_back(op.output_sbps);
+  std::vector<std::vector<NdSbp>> greedy_inputs;
+  for (const LogicalOp& op : compilation->graph.ops) greedy_inputs.push_back(op.input_sbps);
+  record.ran = true;
+  record.greedy_seconds = search.Objective();
+  while (record.rounds < kMaxSbpSearchRounds) {
+    ++record.rounds;
+    if (search.Round() == 0) break;
+  }
+  record.searched_seconds = search.Objective();
+  for (size_t o = 0; o < compilation->graph.ops.size(); ++o) {
+    const LogicalOp& op = compilation->graph.ops[o];
+    if (op.input_sbps != greedy_inputs[o] || op.output_sbps != greedy_outputs[o]) ++record.moved_ops;
+  }
+  return record.moved_ops > 0;
+}
+
+}  // namespace oneflow

@@ -1,0 +1,42 @@
+#ifndef COMPILER_PASSES_SBP_SEARCH_PASS_H_
+#define COMPILER_PASSES_SBP_SEARCH_PASS_H_
+
+#include "compiler/pass.h"
+
+namespace oneflow {
+
+// Searches the per-op SBP signatures from the greedy choice (sbp_choice_pass.h) when
+// CompileOptions::search_sbp is set; otherwise changes nothing.
+//
+// Why: the greedy choice decides each op in topological order by what its inputs cost,
+// blind to what its outputs will cost its readers. An op that takes a free slice of a
+// replicated input keeps its output split, and the next op must then gather it again.
+//
+// The objective is the sum over the graph's ops of the modelled seconds of boxing each
+// op's inputs into its signature (the greedy choice's prices: BoxingCache over the
+// cluster's links, compression as boxing insertion will plan it) and of one device's
+// kernel seconds in that signature (CandidateComputeSeconds: split work divides, B and P
+// do not). Overlap is not modelled: a boxing's seconds count whole. Variables and inputs
+// keep their SBPs (hints or defaults); hints on op outputs stay constraints.
+//
+// The moves, over the ops in topological order, until a round changes nothing (at most
+// kMaxSbpSearchRounds): each other candidate of an op, with each reader of its outputs
+// either kept or switched to its cheapest candidate that reads the new layout without
+// boxing; a move is taken when the seconds of the op, its readers and their readers drop.
+// Every accepted move lowers the objective, so the search ends; it is deterministic (same
+// graph, same moves). The record (LogicalGraph::sbp_search) keeps the objective before
+// and after and the ops moved.
+class SbpSearchPass : public CompilerPass {
+ public:
+  absl::string_view name() const override { return "sbp_search"; }
+  VerifierChecks Checks() const override { return VerifierChecks{.sbps = true}; }
+  absl::StatusOr<bool> Run(Compilation* compilation) override;
+  StateParts Reads() const override { return {StatePart::kGraph, StatePart::kBoxingCache}; }
+  StateParts Writes() const override { return {StatePart::kGraph, StatePart::kBoxingCache}; }
+};
+
+inline constexpr int kMaxSbpSearchRounds = 8;
+
+}  // namespace oneflow
+
+#endif  // COMPILER_PASSES_SBP_SEARCH_PASS_H_
