@@ -1,0 +1,115 @@
+// The SBP search (--sbp_search, compiler/passes/sbp_search_pass.h) on the examples' models
+// at dp=2 x tp=2: the searched plans train like one device, issue fewer collectives than
+// the greedy plans, and their predicted step time (the plan's own cost model, which the
+// search does not use: it prices the whole plan, buckets and streams included) is lower.
+#include <cstdint>
+#include <vector>
+
+#include "compiler/compiler.h"
+#include "examples/common/compile_driver.h"
+#include "examples/common/parallel_layout.h"
+#include "examples/gpt/gpt_model.h"
+#include "examples/llama/llama_model.h"
+#include "gtest/gtest.h"
+#include "tests/plan_losses.h"
+#include "tools/cli/predicted_step_time.h"
+
+namespace oneflow {
+namespace {
+
+constexpr int64_t kIterations = 4;
+
+examples::ParallelLayout Layout(int64_t nodes, int64_t dp, int64_t tp) {
+  examples::ParallelFlags flags;
+  flags.nodes = nodes;
+  flags.devices_per_node = dp * tp / nodes;
+  flags.dp = dp;
+  flags.tp = tp;
+  absl::StatusOr<examples::ParallelLayout> layout = examples::ParallelLayout::Create(flags);
+  EXPECT_TRUE(layout.ok()) << layout.status();
+  return *layout;
+}
+
+proto::Plan CompileFor(const absl::StatusOr<proto::Job>& job, const examples::ParallelLayout& layout,
+                       bool search) {
+  EXPECT_TRUE(job.ok()) << job.status();
+  examples::CompileSettings settings;
+  settings.sbp_search = search;
+  absl::StatusOr<CompileOptions> options = examples::CompileOptionsFor(layout, settings, nullptr);
+  EXPECT_TRUE(options.ok()) << options.status();
+  if (!job.ok() || !options.ok()) return proto::Plan();
+  absl::StatusOr<proto::Plan> plan = Compile(*job, *options);
+  EXPECT_TRUE(plan.ok()) << plan.status();
+  return plan.ok() ? *plan : proto::Plan();
+}
+
+examples::GptConfig SmallGpt() {
+  examples::GptConfig config;
+  config.layers = 2;
+  config.hidden = 64;
+  config.heads = 4;
+  config.seq = 16;
+  config.batch = 8;
+  config.vocab = 64;
+  config.learning_rate = 1e-2;
+  return config;
+}
+
+examples::LlamaConfig SmallLlama() {
+  examples::LlamaConfig config;
+  config.batch = 4;
+  config.seq = 8;
+  config.layers = 2;
+  config.hidden = 32;
+  config.heads = 4;
+  config.kv_heads = 2;
+  config.ffn_hidden = 48;
+  config.vocab = 64;
+  config.learning_rate = 1e-2;
+  return config;
+}
+
+int64_t DeviceCollectives(const proto::Plan& plan) {
+  int64_t count = 0;
+  for (const proto::ActorDef& actor : plan.devices(0).actors()) count += actor.collective_id() >= 0 ? 1 : 0;
+  return count;
+}
+
+double PredictedSeconds(const proto::Plan& plan) {
+  absl::StatusOr<cli::StepTimePrediction> prediction = cli::PredictStepTime(plan);
+  EXPECT_TRUE(prediction.ok()) << prediction.status();
+  return prediction.ok() ? prediction->seconds() : 0;
+}
+
+// Checks the searched plan against the greedy one and one device's losses.
+void ExpectSearchPays(const proto::Plan& one_device, const proto::Plan& greedy, const proto::Plan& searched,
+                      const char* what) {
+  ASSERT_TRUE(searched.has_sbp_search()) << what;
+  EXPECT_GT(searched.sbp_search().moved_ops(), 0) << what;
+  EXPECT_LT(searched.sbp_search().searched_seconds(), searched.sbp_search().greedy_seconds()) << what;
+  EXPECT_LT(DeviceCollectives(searched), DeviceCollectives(greedy)) << what;
+  EXPECT_LT(PredictedSeconds(searched), PredictedSeconds(greedy)) << what;
+  const std::vector<float> reference = testing::TrainedLosses(one_device, kIterations);
+  testing::ExpectLossesNear(testing::TrainedLosses(searched, kIterations), reference, 1e-4, what);
+}
+
+TEST(SbpSearchTest, TheGptOnTwoNodesTrainsLikeOneDeviceWithFewerCollectives) {
+  const examples::GptConfig config = SmallGpt();
+  const examples::ParallelLayout one = Layout(1, 1, 1);
+  const examples::ParallelLayout layout = Layout(2, 2, 2);
+  ExpectSearchPays(CompileFor(examples::BuildGpt(config, one), one, false),
+                   CompileFor(examples::BuildGpt(config, layout), layout, false),
+                   CompileFor(examples::BuildGpt(config, layout), layout, true), "gpt dp=2 x tp=2 on 2 nodes");
+}
+
+TEST(SbpSearchTest, TheLlamaTrainsLikeOneDeviceWithFewerCollectives) {
+  const examples::LlamaConfig config = SmallLlama();
+  const examples::ParallelLayout one = Layout(1, 1, 1);
+  const examples::ParallelLayout layout = Layout(1, 2, 2);
+  ExpectSearchPays(CompileFor(examples::BuildLlama(config, one), one, false),
+                   CompileFor(examples::BuildLlama(config, layout), layout, false),
+                   CompileFor(examples::BuildLlama(config, layout), layout, true), "llama dp=2 x tp=2");
+}
+
+}  // namespace
+}  // namespace oneflow
