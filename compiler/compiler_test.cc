@@ -388,7 +388,7 @@ source data synthetic_classification seed=1 num_classes=4
 TEST(CompilerErrorsTest, UnknownPassToDump) {
   EXPECT_EQ(DumpAfter(kTensorParallel, "sbp", Cluster(1, 2)),
             "dump_after names unknown pass 'sbp'; passes: shape_inference, autograd, gradient_accumulation, "
-            "optimizer, dead_op_elimination, sbp_choice, epilogue_fusion, precision, recompute, activation_storage, boxing_insertion, gradient_bucketing, "
+            "optimizer, dead_op_elimination, sbp_choice, sbp_search, epilogue_fusion, precision, recompute, activation_storage, boxing_insertion, gradient_bucketing, "
             "lowering, pipeline_schedule, actor_graph, collective_ordering, memory_planning, plan_emission (or all)");
 }
 

@@ -105,6 +105,11 @@ void AddGraph(const LogicalGraph& graph, Hasher* h) {
   }
   h->Add(static_cast<uint64_t>(graph.tensor_index.size()));
   h->Add(graph.loss);
+  h->Add(graph.sbp_search.ran);
+  h->Add(graph.sbp_search.greedy_seconds);
+  h->Add(graph.sbp_search.searched_seconds);
+  h->Add(graph.sbp_search.moved_ops);
+  h->Add(graph.sbp_search.rounds);
 }
 
 void AddBoxings(const std::vector<Boxing>& boxings, Hasher* h) {

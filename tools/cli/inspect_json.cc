@@ -450,6 +450,20 @@ std::string RenderJson(const proto::Plan& plan, const PlanIndex& index, std::opt
   json.Int(MicroBatches(plan));
   json.Key("predicted_step");
   WritePredictedStep(plan, json);
+  if (plan.has_sbp_search()) {
+    // What --sbp_search did (compiler/passes/sbp_search_pass.h); absent without it.
+    json.Key("sbp_search");
+    json.BeginObject();
+    json.Key("moved_ops");
+    json.Int(plan.sbp_search().moved_ops());
+    json.Key("rounds");
+    json.Int(plan.sbp_search().rounds());
+    json.Key("greedy_seconds");
+    json.Double(plan.sbp_search().greedy_seconds());
+    json.Key("searched_seconds");
+    json.Double(plan.sbp_search().searched_seconds());
+    json.EndObject();
+  }
   json.Key("ops");
   json.BeginArray();
   for (const proto::LogicalOpSbp& op : plan.op_sbps()) WriteOp(op, index, json);

@@ -274,6 +274,27 @@ TEST(InspectJsonTest, KeysComeInTheDocumentedOrder) {
   EXPECT_THAT(json, HasSubstr("\"peak_to_lower_bound\": 1.5,\n"));
 }
 
+// Plan.sbp_search as --sbp_search records it: no line or key without it.
+TEST(InspectTextTest, SbpSearchLine) {
+  proto::Plan plan = SampleDataParallelPlan();
+  EXPECT_THAT(Inspect(plan, InspectFormat::kText), Not(HasSubstr("sbp search")));
+  EXPECT_THAT(Inspect(plan, InspectFormat::kJson), Not(HasSubstr("sbp_search")));
+  proto::SbpSearchRecord& search = *plan.mutable_sbp_search();
+  search.set_moved_ops(28);
+  search.set_rounds(4);
+  search.set_greedy_seconds(0.01141);
+  search.set_searched_seconds(0.0107);
+  EXPECT_THAT(Inspect(plan, InspectFormat::kText),
+              HasSubstr("\nsbp search: 28 ops moved off the greedy choice in 4 rounds; modelled boxing + kernel "
+                        "seconds summed over the ops 11.41 ms greedy -> 10.7 ms searched\n"));
+  const google::protobuf::Struct json = ParseJson(Inspect(plan, InspectFormat::kJson));
+  const google::protobuf::Struct& record = json.fields().at("sbp_search").struct_value();
+  EXPECT_EQ(record.fields().at("moved_ops").number_value(), 28);
+  EXPECT_EQ(record.fields().at("rounds").number_value(), 4);
+  EXPECT_EQ(record.fields().at("greedy_seconds").number_value(), 0.01141);
+  EXPECT_EQ(record.fields().at("searched_seconds").number_value(), 0.0107);
+}
+
 TEST(InspectJsonTest, OneDeviceAndNullsAndEscaping) {
   proto::Plan plan = PlanWithRicherBoxing();
   plan.mutable_boxings(0)->set_reason("needs \"B\"\nnow");
