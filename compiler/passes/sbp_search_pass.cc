@@ -123,13 +123,13 @@ class SbpSearch {
     return total;
   }
 
-  // The ops whose cost a move of `o` (and its readers) can change: o, its readers and
-  // theirs, each once.
-  std::vector<int64_t> Region(int64_t o) const {
-    std::vector<int64_t> region = {o};
-    for (int64_t p : ops_[o].readers) {
-      region.push_back(p);
-      for (int64_t q : ops_[p].readers) region.push_back(q);
+  // The ops whose cost can differ after the ops of `changed` took other candidates: each
+  // of them and the ops reading it, each once, in op order.
+  std::vector<int64_t> Region(const std::vector<std::pair<int64_t, int64_t>>& changed) const {
+    std::vector<int64_t> region;
+    for (const auto& [x, previous] : changed) {
+      region.push_back(x);
+      for (int64_t reader : ops_[x].readers) region.push_back(reader);
     }
     std::sort(region.begin(), region.end());
     region.erase(std::unique(region.begin(), region.end()), region.end());
@@ -142,58 +142,69 @@ class SbpSearch {
     return total;
   }
 
-  // Tries every other candidate of `o`, its readers kept and adapted; takes the best
-  // move that lowers the region's seconds. True when one was taken.
-  bool TryMove(int64_t o) {
-    OpState& state = ops_[o];
-    if (state.candidates.size() < 2) return false;
-    const std::vector<int64_t> region = Region(o);
-    const double before = RegionCost(region);
-    const int64_t original = state.chosen;
-    std::vector<int64_t> original_readers;
-    for (int64_t p : state.readers) original_readers.push_back(ops_[p].chosen);
-    double best = before;
-    std::vector<int64_t> best_move;  // o's candidate, then each reader's.
-    for (size_t c = 0; c < state.candidates.size(); ++c) {
-      if (static_cast<int64_t>(c) == original) continue;
-      Hold(o, static_cast<int64_t>(c));
-      for (int adapt = 0; adapt < 2; ++adapt) {
-        for (size_t r = 0; r < state.readers.size(); ++r) Hold(state.readers[r], original_readers[r]);
-        if (adapt == 1) {
-          // Each reader, in op order, to its cheapest candidate that reads the new layout
-          // as it is (a reader's readers counted), if cheaper than what it holds.
-          for (int64_t p : state.readers) {
-            if (p == o) continue;
-            const int64_t held = ops_[p].chosen;
-            double reader_best = CostWithReaders(p);
-            int64_t reader_pick = held;
-            for (size_t pc = 0; pc < ops_[p].candidates.size(); ++pc) {
-              if (static_cast<int64_t>(pc) == held || !ReadsWithoutBoxing(p, static_cast<int64_t>(pc), o)) continue;
-              Hold(p, static_cast<int64_t>(pc));
-              const double seconds = CostWithReaders(p);
-              if (seconds < reader_best) {
-                reader_best = seconds;
-                reader_pick = static_cast<int64_t>(pc);
-              }
-            }
-            Hold(p, reader_pick);
-          }
+  // After op `o` changed its outputs' layouts: each reader of `o`, in op order, to its
+  // cheapest candidate that reads them as they are without boxing (its own readers'
+  // seconds counted), when cheaper than what it holds; a reader that changed has its own
+  // readers adapted in turn, `depth` levels in all. Appends each change (op, the
+  // candidate it held) to `changed`.
+  void AdaptReaders(int64_t o, int depth, std::vector<std::pair<int64_t, int64_t>>* changed) {
+    for (int64_t p : ops_[o].readers) {
+      const int64_t held = ops_[p].chosen;
+      double best = CostWithReaders(p);
+      int64_t pick = held;
+      for (size_t pc = 0; pc < ops_[p].candidates.size(); ++pc) {
+        if (static_cast<int64_t>(pc) == held || !ReadsWithoutBoxing(p, static_cast<int64_t>(pc), o)) continue;
+        Hold(p, static_cast<int64_t>(pc));
+        const double seconds = CostWithReaders(p);
+        if (seconds < best) {
+          best = seconds;
+          pick = static_cast<int64_t>(pc);
         }
+      }
+      Hold(p, pick);
+      if (pick == held) continue;
+      changed->push_back({p, held});
+      if (depth > 1) AdaptReaders(p, depth - 1, changed);
+    }
+  }
+
+  // Op `o` to candidate `c`, its readers adapted or not; the changes made.
+  std::vector<std::pair<int64_t, int64_t>> Apply(int64_t o, int64_t c, bool adapt) {
+    std::vector<std::pair<int64_t, int64_t>> changed = {{o, ops_[o].chosen}};
+    Hold(o, c);
+    if (adapt) AdaptReaders(o, kAdaptDepth, &changed);
+    return changed;
+  }
+
+  void Revert(const std::vector<std::pair<int64_t, int64_t>>& changed) {
+    for (auto it = changed.rbegin(); it != changed.rend(); ++it) Hold(it->first, it->second);
+  }
+
+  // Tries every other candidate of `o`, its readers kept and adapted; takes the move that
+  // lowers the seconds of the ops it touches most, if any does. True when one was taken.
+  bool TryMove(int64_t o) {
+    const int64_t original = ops_[o].chosen;
+    double best_delta = 0;
+    int64_t best_candidate = -1;
+    bool best_adapt = false;
+    for (size_t c = 0; c < ops_[o].candidates.size(); ++c) {
+      if (static_cast<int64_t>(c) == original) continue;
+      for (bool adapt : {false, true}) {
+        const std::vector<std::pair<int64_t, int64_t>> changed = Apply(o, static_cast<int64_t>(c), adapt);
+        const std::vector<int64_t> region = Region(changed);
         const double after = RegionCost(region);
-        if (after < best - Tolerance(before)) {
-          best = after;
-          best_move = {static_cast<int64_t>(c)};
-          for (int64_t p : state.readers) best_move.push_back(ops_[p].chosen);
+        Revert(changed);
+        const double before = RegionCost(region);
+        const double delta = after - before;
+        if (delta < best_delta - Tolerance(before)) {
+          best_delta = delta;
+          best_candidate = static_cast<int64_t>(c);
+          best_adapt = adapt;
         }
       }
     }
-    if (best_move.empty()) {
-      Hold(o, original);
-      for (size_t r = 0; r < state.readers.size(); ++r) Hold(state.readers[r], original_readers[r]);
-      return false;
-    }
-    Hold(o, best_move[0]);
-    for (size_t r = 0; r < state.readers.size(); ++r) Hold(state.readers[r], best_move[r + 1]);
+    if (best_candidate < 0) return false;
+    Apply(o, best_candidate, best_adapt);  // The same changes again: the state is as it was.
     return true;
   }
 

@@ -36,6 +36,11 @@ class SbpSearchPass : public CompilerPass {
 };
 
 inline constexpr int kMaxSbpSearchRounds = 8;
+// How many levels of readers a move adapts (its readers, theirs, ...). Three levels were
+// measured (session 52) on the examples' gpt and llama at 4-8 devices: the objective
+// within 0.6% of one level's, now above, now below, and the gpt's predicted step at
+// 2 nodes x 2 devices 13.3 ms against 12.8 ms, so one level.
+inline constexpr int kAdaptDepth = 1;
 
 }  // namespace oneflow
 
