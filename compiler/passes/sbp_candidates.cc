@@ -1,6 +1,8 @@
 #include "compiler/passes/sbp_candidates.h"
 
 #include <algorithm>
+#include <cmath>
+#include <limits>
 #include <string>
 
 #include "absl/container/flat_hash_set.h"
@@ -145,6 +147,30 @@ double LocalElements(double logical_elements, const NdSbp& sbp, const Shape& hie
 
 }  // namespace
 
+InputPriceMemo::Key InputPriceMemo::KeyOf(int64_t t, const NdSbp& from, int64_t from_placement, const NdSbp& to,
+                                          int64_t to_placement, int64_t scale) {
+  Key key = {t, from_placement, to_placement, scale, from.size()};
+  for (const NdSbp* sbp : {&from, &to}) {
+    for (const Sbp& axis : sbp->sbps()) {
+      key.push_back(static_cast<int64_t>(axis.kind()) * 1024 + (axis.is_split() ? axis.axis() : 0) * 8 +
+                    (axis.is_partial() ? static_cast<int64_t>(axis.reduce_op()) : 0));
+    }
+  }
+  return key;
+}
+
+std::optional<double> InputPriceMemo::Find(int64_t t, const NdSbp& from, int64_t from_placement, const NdSbp& to,
+                                           int64_t to_placement, int64_t scale) const {
+  auto found = seconds_.find(KeyOf(t, from, from_placement, to, to_placement, scale));
+  if (found == seconds_.end()) return std::nullopt;
+  return found->second;
+}
+
+void InputPriceMemo::Insert(int64_t t, const NdSbp& from, int64_t from_placement, const NdSbp& to,
+                            int64_t to_placement, int64_t scale, double seconds) {
+  seconds_.insert_or_assign(KeyOf(t, from, from_placement, to, to_placement, scale), seconds);
+}
+
 absl::StatusOr<OpSbpCandidates> SbpCandidatesOf(const LogicalGraph& graph, const LogicalOp& op) {
   const Placement& placement = graph.placements[op.placement];
   const int64_t axes = placement.hierarchy().rank();
@@ -194,7 +220,7 @@ absl::StatusOr<OpSbpCandidates> SbpCandidatesOf(const LogicalGraph& graph, const
 std::optional<InputBoxingPrice> PriceCandidateInputs(const LogicalGraph& graph, BoxingCache& cache,
                                                      const LogicalOp& op, const SbpCandidate& candidate,
                                                      const std::vector<BoxingOptions>& input_options,
-                                                     int64_t gradient_bucket_bytes) {
+                                                     int64_t gradient_bucket_bytes, InputPriceMemo* memo) {
   const Placement& placement = graph.placements[op.placement];
   InputBoxingPrice price;
   for (size_t k = 0; k < op.inputs.size(); ++k) {
@@ -215,16 +241,23 @@ std::optional<InputBoxingPrice> PriceCandidateInputs(const LogicalGraph& graph, 
     if (gradient_bucket_bytes > 0 && in.is_gradient && in.type.shape.rank() > 0 && bytes > 0) {
       scale = std::max<int64_t>(1, gradient_bucket_bytes / bytes);
     }
-    Shape shape = in.type.shape;
-    if (scale > 1) {
-      std::vector<int64_t> dims = shape.dims();
-      dims[0] *= scale;
-      shape = Shape(std::move(dims));
+    const int64_t t = op.inputs[k];
+    std::optional<double> seconds;
+    if (memo != nullptr) seconds = memo->Find(t, in.sbp, in.placement, candidate.inputs[k], op.placement, scale);
+    if (!seconds) {
+      Shape shape = in.type.shape;
+      if (scale > 1) {
+        std::vector<int64_t> dims = shape.dims();
+        dims[0] *= scale;
+        shape = Shape(std::move(dims));
+      }
+      const absl::StatusOr<BoxingPlan>& plan =
+          cache.Plan(shape, in.type.dtype, in.sbp, in.placement, candidate.inputs[k], op.placement, input_options[k]);
+      seconds = plan.ok() ? plan->seconds / static_cast<double>(scale) : std::numeric_limits<double>::infinity();
+      if (memo != nullptr) memo->Insert(t, in.sbp, in.placement, candidate.inputs[k], op.placement, scale, *seconds);
     }
-    const absl::StatusOr<BoxingPlan>& plan =
-        cache.Plan(shape, in.type.dtype, in.sbp, in.placement, candidate.inputs[k], op.placement, input_options[k]);
-    if (!plan.ok()) return std::nullopt;  // A conversion the boxing planner cannot do (e.g. P(max)).
-    price.seconds += plan->seconds / static_cast<double>(scale);
+    if (std::isinf(*seconds)) return std::nullopt;  // A conversion the boxing planner cannot do (e.g. P(max)).
+    price.seconds += *seconds;
   }
   // A partial integer output (labels, token ids, indices) is never consumed as P:
   // no op takes a partial index, so its reduction is certain and is charged here.

@@ -9,6 +9,8 @@
 #include <optional>
 #include <vector>
 
+#include "absl/container/flat_hash_map.h"
+#include "absl/container/inlined_vector.h"
 #include "absl/status/statusor.h"
 #include "compiler/boxing_cache.h"
 #include "compiler/compilation.h"
@@ -50,6 +52,27 @@ absl::StatusOr<OpSbpCandidates> SbpCandidatesOf(const LogicalGraph& graph, const
 // that many bytes it will be (gradient_bucketing_pass.h): its share, by bytes, of one
 // collective moving the whole bucket, so the per-call latency is paid once per bucket and
 // not once per gradient. 0 prices every boxing as a call of its own.
+//
+// `memo`, when given, answers questions asked before without BoxingCache: that cache keys
+// its plans by the question printed as text, and building the text for every question was
+// most of the SBP search's time (perf, session 52), which asks the same few many times.
+class InputPriceMemo {
+ public:
+  // The seconds of boxing tensor `t` from `from` to `to` between placements, priced on a
+  // tensor `scale` times as large (a bucket member) as PriceCandidateInputs does;
+  // infinity for a conversion the planner cannot make; nothing when not asked yet.
+  std::optional<double> Find(int64_t t, const NdSbp& from, int64_t from_placement, const NdSbp& to,
+                             int64_t to_placement, int64_t scale) const;
+  void Insert(int64_t t, const NdSbp& from, int64_t from_placement, const NdSbp& to, int64_t to_placement,
+              int64_t scale, double seconds);
+
+ private:
+  using Key = absl::InlinedVector<int64_t, 12>;
+  static Key KeyOf(int64_t t, const NdSbp& from, int64_t from_placement, const NdSbp& to, int64_t to_placement,
+                   int64_t scale);
+  absl::flat_hash_map<Key, double> seconds_;
+};
+
 struct InputBoxingPrice {
   double seconds = 0;
   int64_t conversions = 0;
@@ -57,7 +80,8 @@ struct InputBoxingPrice {
 std::optional<InputBoxingPrice> PriceCandidateInputs(const LogicalGraph& graph, BoxingCache& cache,
                                                      const LogicalOp& op, const SbpCandidate& candidate,
                                                      const std::vector<BoxingOptions>& input_options,
-                                                     int64_t gradient_bucket_bytes = 0);
+                                                     int64_t gradient_bucket_bytes = 0,
+                                                     InputPriceMemo* memo = nullptr);
 
 // Per-device elements of a tensor under `sbp`, a partial one counted double: it will
 // need a reduction, which the greedy choice cannot see yet.

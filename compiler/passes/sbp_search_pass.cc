@@ -88,7 +88,7 @@ class SbpSearch {
     const LogicalOp& op = graph_.ops[o];
     const SbpCandidate& candidate = state.candidates[state.chosen];
     const std::optional<InputBoxingPrice> price =
-        PriceCandidateInputs(graph_, cache_, op, candidate, state.input_options, bucket_bytes_);
+        PriceCandidateInputs(graph_, cache_, op, candidate, state.input_options, bucket_bytes_, &memo_);
     if (!price) return kUnreachable;
     return price->seconds + CandidateComputeSeconds(graph_, op, candidate, rates_);
   }
@@ -216,6 +216,7 @@ class SbpSearch {
   BoxingCache& cache_;
   ComputeRates rates_;
   int64_t bucket_bytes_;
+  mutable InputPriceMemo memo_;
   std::vector<OpState> ops_;
 };
 
