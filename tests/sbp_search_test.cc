@@ -7,6 +7,7 @@
 
 #include "compiler/compiler.h"
 #include "examples/common/compile_driver.h"
+#include "examples/common/compile_recipe.h"
 #include "examples/common/parallel_layout.h"
 #include "examples/gpt/gpt_model.h"
 #include "examples/llama/llama_model.h"
@@ -109,6 +110,22 @@ TEST(SbpSearchTest, TheLlamaTrainsLikeOneDeviceWithFewerCollectives) {
   ExpectSearchPays(CompileFor(examples::BuildLlama(config, one), one, false),
                    CompileFor(examples::BuildLlama(config, layout), layout, false),
                    CompileFor(examples::BuildLlama(config, layout), layout, true), "llama dp=2 x tp=2");
+}
+
+// The plan's recipe keeps --sbp_search, so an elastic re-plan (oneflow launch
+// --elastic=shrink compiles from it) searches again; a recipe without it reads back greedy.
+TEST(SbpSearchTest, TheRecipeKeepsTheFlag) {
+  const examples::ParallelLayout layout = Layout(2, 2, 2);
+  const absl::StatusOr<proto::Job> job = examples::BuildGpt(SmallGpt(), layout);
+  ASSERT_TRUE(job.ok()) << job.status();
+  examples::CompileSettings settings;
+  settings.sbp_search = true;
+  absl::StatusOr<proto::CompileRecipe> recipe = examples::MakeRecipe(*job, layout, settings, false);
+  ASSERT_TRUE(recipe.ok()) << recipe.status();
+  EXPECT_TRUE(examples::SettingsFromRecipe(*recipe).sbp_search);
+  absl::StatusOr<proto::CompileRecipe> greedy = examples::MakeRecipe(*job, layout, examples::CompileSettings(), false);
+  ASSERT_TRUE(greedy.ok()) << greedy.status();
+  EXPECT_FALSE(examples::SettingsFromRecipe(*greedy).sbp_search);
 }
 
 }  // namespace
