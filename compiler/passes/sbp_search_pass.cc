@@ -21,7 +21,7 @@ constexpr double kUnreachable = std::numeric_limits<double>::infinity();
 // shared pricing (PriceCandidateInputs) reads the layouts as they stand.
 class SbpSearch {
  public:
-  SbpSearch(Compilation* compilation)
+  explicit SbpSearch(Compilation* compilation)
       : compilation_(*compilation),
         graph_(compilation->graph),
         cache_(*compilation->boxing_cache),
