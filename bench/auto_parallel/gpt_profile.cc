@@ -17,7 +17,8 @@ namespace oneflow::prediction {
 // its own plan (dp's gradient sync, ZeRO's collectives and copies, the micro-batches'
 // accumulators), as --auto_parallel counts them.
 absl::StatusOr<auto_parallel::ModelProfile> CountedProfile(const examples::GptConfig& config, int64_t devices,
-                                                             int64_t max_micro_batches) {
+                                                             int64_t max_micro_batches,
+                                                             const examples::CompileSettings& settings) {
   examples::ParallelFlags probe;
   probe.devices_per_node = 2;
   probe.tp = 2;
@@ -26,7 +27,7 @@ absl::StatusOr<auto_parallel::ModelProfile> CountedProfile(const examples::GptCo
   OF_ASSIGN_OR_RETURN(auto_parallel::ModelProfile profile, auto_parallel::ProfileJob(probe_job, 2));
   std::string probe_dump;
   OF_ASSIGN_OR_RETURN(const CompileOptions probe_options,
-                      examples::CompileOptionsFor(probe_layout, examples::CompileSettings{}, &probe_dump));
+                      examples::CompileOptionsFor(probe_layout, settings, &probe_dump));
   OF_ASSIGN_OR_RETURN(const proto::Plan probe_plan, Compile(probe_job, probe_options));
   OF_RETURN_IF_ERROR(auto_parallel::CountActs(probe_plan, &profile));
   // tp priced as the probe plan boxes it, as --auto_parallel does.
@@ -37,7 +38,7 @@ absl::StatusOr<auto_parallel::ModelProfile> CountedProfile(const examples::GptCo
       const int64_t families,
       examples::CountActsOfLayoutFamilies(
           [&](const examples::ParallelLayout& layout) { return examples::BuildGpt(config, layout); }, cluster,
-          examples::CompileSettings{}, max_micro_batches, &profile));
+          settings, max_micro_batches, &profile));
   std::printf("{\"bench\":\"auto_parallel_act_families\",\"devices\":%lld,\"families\":%lld}\n",
               static_cast<long long>(devices), static_cast<long long>(families));
   return profile;

@@ -9,15 +9,19 @@
 #include "absl/status/statusor.h"
 #include "compiler/auto_parallel/model_profile.h"
 #include "compiler/auto_parallel/search.h"
+#include "examples/common/compile_driver.h"
 #include "examples/gpt/gpt_model.h"
 
 namespace oneflow::prediction {
 
 // The gpt's profile with its acts counted, per family of layouts of `devices` devices
 // (micro-batches up to `max_micro_batches`), and tp priced as its tp = 2 probe plan boxes
-// it, as --auto_parallel counts them. Prints an auto_parallel_act_families line.
+// it, as --auto_parallel counts them, every plan compiled with `settings` (--sbp_search
+// searches the probes as --auto_parallel --sbp_search does). Prints an
+// auto_parallel_act_families line.
 absl::StatusOr<auto_parallel::ModelProfile> CountedProfile(const examples::GptConfig& config, int64_t devices,
-                                                             int64_t max_micro_batches);
+                                                             int64_t max_micro_batches,
+                                                             const examples::CompileSettings& settings = {});
 
 // The cluster of `devices` devices on one node as the examples' driver gives it to the
 // search (compile_driver's options), no calibration terms.

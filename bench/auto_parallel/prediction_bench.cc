@@ -82,6 +82,9 @@ ABSL_FLAG(int64_t, rounds, 5,
           "is the median of its rounds' medians of the timed iterations, its spread the rounds' medians apart "
           "over that step.");
 ABSL_FLAG(int64_t, max_micro_batches, 8, "Largest micro-batch count enumerated.");
+ABSL_FLAG(bool, sbp_search, false,
+          "Compile every layout and the search's probes with the SBP search (--sbp_search, "
+          "compiler/passes/sbp_search_pass.h): the predictions and steps of searched plans.");
 ABSL_FLAG(std::string, reprice_memory_cached, "",
           "With --reprice, for a run recorded without a cached memory rate: a calibration file (`oneflow "
           "calibrate --out`) whose \"memory_cached\" line prices the writes into cached bytes (sbp/compute_cost.h).");
@@ -178,6 +181,14 @@ struct Pooled {
   }
 };
 
+// The compile settings the probes are compiled with: the examples' defaults, with
+// --sbp_search as given.
+examples::CompileSettings SearchSettings() {
+  examples::CompileSettings settings;
+  settings.sbp_search = absl::GetFlag(FLAGS_sbp_search);
+  return settings;
+}
+
 // Builds, compiles and trains `layout` for one round: its timed iterations.
 absl::StatusOr<Measured> Measure(const examples::GptConfig& config, int64_t devices,
                                  const proto::AutoParallelLayout& layout) {
@@ -186,6 +197,7 @@ absl::StatusOr<Measured> Measure(const examples::GptConfig& config, int64_t devi
   OF_ASSIGN_OR_RETURN(const proto::Job job, examples::BuildGpt(config, parallel));
   examples::CompileSettings settings;
   settings.recompute = auto_parallel::RecomputeName(layout.recompute());
+  settings.sbp_search = absl::GetFlag(FLAGS_sbp_search);
   std::string dump;
   OF_ASSIGN_OR_RETURN(const CompileOptions options, examples::CompileOptionsFor(parallel, settings, &dump));
   OF_ASSIGN_OR_RETURN(const proto::Plan plan, Compile(job, options));
@@ -239,7 +251,7 @@ absl::Status RunCluster(const examples::GptConfig& config, int64_t devices) {
               cli::HostCalibrationJson(calibration).c_str(),
               std::chrono::duration<double>(std::chrono::steady_clock::now() - calibration_start).count());
   std::fflush(stdout);
-  OF_ASSIGN_OR_RETURN(const auto_parallel::ModelProfile profile, CountedProfile(config, devices, absl::GetFlag(FLAGS_max_micro_batches)));
+  OF_ASSIGN_OR_RETURN(const auto_parallel::ModelProfile profile, CountedProfile(config, devices, absl::GetFlag(FLAGS_max_micro_batches), SearchSettings()));
   OF_ASSIGN_OR_RETURN(const auto_parallel::SearchOptions uncalibrated, UncalibratedOptions(devices, absl::GetFlag(FLAGS_max_micro_batches)));
   auto_parallel::SearchOptions calibrated = uncalibrated;
   cli::ApplyHostCalibration(calibration, &calibrated.price);
@@ -582,7 +594,7 @@ absl::Status RunCluster(const examples::GptConfig& config, int64_t devices) {
       "\"one_act_cost_median_abs_error\":%.4f,\"one_act_cost_spearman\":%.4f,\"one_act_cost_chosen_over_best\":%.3f,"
       "\"rounds\":%lld,\"repeatability_spearman\":%.4f,\"least_of_rounds_repeatability_spearman\":%.4f,"
       "\"least_of_rounds_spearman\":%.4f,\"least_of_rounds_chosen_over_best\":%.3f,"
-      "\"host_cores\":%lld,\"loadavg_1min\":%.2f}\n",
+      "\"host_cores\":%lld,\"loadavg_1min\":%.2f,\"sbp_search\":%s}\n",
       static_cast<long long>(config.layers), static_cast<long long>(config.hidden),
       static_cast<long long>(config.seq), static_cast<long long>(config.batch), static_cast<long long>(devices),
       static_cast<long long>(total), rows.size(), Median(errors), Spearman(predicted, measured),
@@ -594,7 +606,7 @@ absl::Status RunCluster(const examples::GptConfig& config, int64_t devices) {
       static_cast<long long>(absl::GetFlag(FLAGS_rounds)), RepeatabilitySpearman(rounds_per_row, RoundStatistic::kMedian),
       RepeatabilitySpearman(rounds_per_row, RoundStatistic::kLeast), Spearman(predicted, least),
       chosen_least / least_best, static_cast<long long>(calibration.runtime.measurement.cores),
-      load[0]);
+      load[0], absl::GetFlag(FLAGS_sbp_search) ? "true" : "false");
   std::fflush(stdout);
   return absl::OkStatus();
 }
