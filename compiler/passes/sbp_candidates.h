@@ -41,21 +41,11 @@ struct OpSbpCandidates {
 // empty `candidates` when none agrees with the output hints (the caller names them).
 absl::StatusOr<OpSbpCandidates> SbpCandidatesOf(const LogicalGraph& graph, const LogicalOp& op);
 
-// The modelled seconds of reading `op`'s inputs, as their tensors are laid out now
-// (LogicalTensor::sbp), in `candidate`'s layouts, and the number of inputs converted;
-// `input_options` per input (BoxingOptionsOf). A partial integer output's reduction is
-// charged too (no op takes a partial index, so it is certain). Nothing when the candidate
-// cannot be reached: an in-place updated input would be boxed, or the boxing planner
-// cannot make a conversion (e.g. P(max)).
-//
-// `gradient_bucket_bytes` > 0 prices a variable's gradient as the member of a bucket of
-// that many bytes it will be (gradient_bucketing_pass.h): its share, by bytes, of one
-// collective moving the whole bucket, so the per-call latency is paid once per bucket and
-// not once per gradient. 0 prices every boxing as a call of its own.
-//
-// `memo`, when given, answers questions asked before without BoxingCache: that cache keys
-// its plans by the question printed as text, and building the text for every question was
-// most of the SBP search's time (perf, session 52), which asks the same few many times.
+// Boxing prices PriceCandidateInputs was asked for before, keyed by (tensor, layouts,
+// placements, bucket scale): BoxingCache keys its plans by the question printed as text,
+// and building that text for every question was most of the SBP search's time (perf,
+// session 52), which asks the same few questions many times. A tensor's boxing options
+// are its own (BoxingOptionsOf), so the key leaves them out.
 class InputPriceMemo {
  public:
   // The seconds of boxing tensor `t` from `from` to `to` between placements, priced on a
@@ -73,6 +63,18 @@ class InputPriceMemo {
   absl::flat_hash_map<Key, double> seconds_;
 };
 
+// The modelled seconds of reading `op`'s inputs, as their tensors are laid out now
+// (LogicalTensor::sbp), in `candidate`'s layouts, and the number of inputs converted;
+// `input_options` per input (BoxingOptionsOf). A partial integer output's reduction is
+// charged too (no op takes a partial index, so it is certain). Nothing when the candidate
+// cannot be reached: an in-place updated input would be boxed, or the boxing planner
+// cannot make a conversion (e.g. P(max)).
+//
+// `gradient_bucket_bytes` > 0 prices a variable's gradient as the member of a bucket of
+// that many bytes it will be (gradient_bucketing_pass.h): its share, by bytes, of one
+// collective moving the whole bucket, so the per-call latency is paid once per bucket and
+// not once per gradient. 0 prices every boxing as a call of its own. `memo`, when given,
+// answers the questions asked before.
 struct InputBoxingPrice {
   double seconds = 0;
   int64_t conversions = 0;
