@@ -25,6 +25,7 @@
 #include "examples/gpt/gpt_model.h"
 #include "examples/llama/llama_model.h"
 #include "gtest/gtest.h"
+#include "tests/tiny_llama.h"
 
 namespace oneflow {
 namespace {
@@ -65,18 +66,7 @@ proto::Plan CompileModel(Model model, const Layout& l, Precision precision,
     config.warmup_steps = 5;
     job = examples::BuildGpt(config, *layout);
   } else {
-    examples::LlamaConfig config;
-    config.batch = 4;
-    config.seq = 8;
-    config.layers = 2;
-    config.hidden = 32;
-    config.heads = 4;
-    config.kv_heads = 2;
-    config.ffn_hidden = 48;
-    config.vocab = 32;
-    config.learning_rate = 1e-2;
-    config.warmup_steps = 5;
-    job = examples::BuildLlama(config, *layout);
+    job = examples::BuildLlama(testing::TinyLlama(), *layout);
   }
   EXPECT_TRUE(job.ok()) << job.status();
   CompileOptions options;

@@ -22,6 +22,7 @@
 #include "tests/codec_gpt.h"
 #include "tests/bucket_resume.h"
 #include "tests/plan_losses.h"
+#include "tests/tiny_llama.h"
 
 namespace oneflow {
 namespace {
@@ -60,17 +61,8 @@ proto::Plan CompileLlamaBf16Wire(double bucket_mb) {
   flags.dp = 2;
   flags.tp = 2;
   const examples::ParallelLayout layout = *examples::ParallelLayout::Create(flags);
-  examples::LlamaConfig config;
-  config.batch = 4;
-  config.seq = 8;
-  config.layers = 2;
-  config.hidden = 32;
-  config.heads = 4;
-  config.kv_heads = 2;
-  config.ffn_hidden = 48;
+  examples::LlamaConfig config = testing::TinyLlama();
   config.vocab = 64;
-  config.learning_rate = 1e-2;
-  config.warmup_steps = 5;
   examples::CompileSettings settings;
   settings.bucket_mb = bucket_mb;
   settings.compression.compression = "off";

@@ -16,6 +16,7 @@
 #include "examples/llama/llama_model.h"
 #include "gtest/gtest.h"
 #include "tests/loss_curves.h"
+#include "tests/tiny_llama.h"
 
 namespace oneflow {
 namespace {
@@ -30,22 +31,7 @@ struct Layout {
   int64_t dp = 1, tp = 1, pp = 1, micro_batches = 1, zero = 0;
 };
 
-// 2 blocks, 4 query heads over 2 kv heads; AdamW peak 1e-2 after a 5-step warmup makes
-// the loss fall within 20 iterations.
-examples::LlamaConfig TinyLlama() {
-  examples::LlamaConfig config;
-  config.batch = 4;
-  config.seq = 8;
-  config.layers = 2;
-  config.hidden = 32;
-  config.heads = 4;
-  config.kv_heads = 2;
-  config.ffn_hidden = 48;
-  config.vocab = 32;
-  config.learning_rate = 1e-2;
-  config.warmup_steps = 5;
-  return config;
-}
+using testing::TinyLlama;
 
 absl::StatusOr<proto::Plan> CompileLlama(const examples::LlamaConfig& config, const Layout& l,
                                          proto::RecomputeMode recompute = proto::RECOMPUTE_NONE) {

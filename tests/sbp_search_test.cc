@@ -12,7 +12,9 @@
 #include "examples/gpt/gpt_model.h"
 #include "examples/llama/llama_model.h"
 #include "gtest/gtest.h"
+#include "tests/codec_gpt.h"
 #include "tests/plan_losses.h"
+#include "tests/tiny_llama.h"
 #include "tools/cli/predicted_step_time.h"
 
 namespace oneflow {
@@ -20,16 +22,8 @@ namespace {
 
 constexpr int64_t kIterations = 4;
 
-examples::ParallelLayout Layout(int64_t nodes, int64_t dp, int64_t tp) {
-  examples::ParallelFlags flags;
-  flags.nodes = nodes;
-  flags.devices_per_node = dp * tp / nodes;
-  flags.dp = dp;
-  flags.tp = tp;
-  absl::StatusOr<examples::ParallelLayout> layout = examples::ParallelLayout::Create(flags);
-  EXPECT_TRUE(layout.ok()) << layout.status();
-  return *layout;
-}
+// One device: the reference the searched plans' losses are held to.
+examples::ParallelLayout OneDevice() { return *examples::ParallelLayout::Create(examples::ParallelFlags()); }
 
 proto::Plan CompileFor(const absl::StatusOr<proto::Job>& job, const examples::ParallelLayout& layout,
                        bool search) {
@@ -42,32 +36,6 @@ proto::Plan CompileFor(const absl::StatusOr<proto::Job>& job, const examples::Pa
   absl::StatusOr<proto::Plan> plan = Compile(*job, *options);
   EXPECT_TRUE(plan.ok()) << plan.status();
   return plan.ok() ? *plan : proto::Plan();
-}
-
-examples::GptConfig SmallGpt() {
-  examples::GptConfig config;
-  config.layers = 2;
-  config.hidden = 64;
-  config.heads = 4;
-  config.seq = 16;
-  config.batch = 8;
-  config.vocab = 64;
-  config.learning_rate = 1e-2;
-  return config;
-}
-
-examples::LlamaConfig SmallLlama() {
-  examples::LlamaConfig config;
-  config.batch = 4;
-  config.seq = 8;
-  config.layers = 2;
-  config.hidden = 32;
-  config.heads = 4;
-  config.kv_heads = 2;
-  config.ffn_hidden = 48;
-  config.vocab = 64;
-  config.learning_rate = 1e-2;
-  return config;
 }
 
 int64_t DeviceCollectives(const proto::Plan& plan) {
@@ -95,18 +63,18 @@ void ExpectSearchPays(const proto::Plan& one_device, const proto::Plan& greedy, 
 }
 
 TEST(SbpSearchTest, TheGptOnTwoNodesTrainsLikeOneDeviceWithFewerCollectives) {
-  const examples::GptConfig config = SmallGpt();
-  const examples::ParallelLayout one = Layout(1, 1, 1);
-  const examples::ParallelLayout layout = Layout(2, 2, 2);
+  const examples::GptConfig config = testing::AdamWCodecTestGpt();
+  const examples::ParallelLayout one = OneDevice();
+  const examples::ParallelLayout layout = testing::Dp2Tp2(2, 2);
   ExpectSearchPays(CompileFor(examples::BuildGpt(config, one), one, false),
                    CompileFor(examples::BuildGpt(config, layout), layout, false),
                    CompileFor(examples::BuildGpt(config, layout), layout, true), "gpt dp=2 x tp=2 on 2 nodes");
 }
 
 TEST(SbpSearchTest, TheLlamaTrainsLikeOneDeviceWithFewerCollectives) {
-  const examples::LlamaConfig config = SmallLlama();
-  const examples::ParallelLayout one = Layout(1, 1, 1);
-  const examples::ParallelLayout layout = Layout(1, 2, 2);
+  const examples::LlamaConfig config = testing::TinyLlama();
+  const examples::ParallelLayout one = OneDevice();
+  const examples::ParallelLayout layout = testing::Dp2Tp2(1, 4);
   ExpectSearchPays(CompileFor(examples::BuildLlama(config, one), one, false),
                    CompileFor(examples::BuildLlama(config, layout), layout, false),
                    CompileFor(examples::BuildLlama(config, layout), layout, true), "llama dp=2 x tp=2");
@@ -115,8 +83,8 @@ TEST(SbpSearchTest, TheLlamaTrainsLikeOneDeviceWithFewerCollectives) {
 // The plan's recipe keeps --sbp_search, so an elastic re-plan (oneflow launch
 // --elastic=shrink compiles from it) searches again; a recipe without it reads back greedy.
 TEST(SbpSearchTest, TheRecipeKeepsTheFlag) {
-  const examples::ParallelLayout layout = Layout(2, 2, 2);
-  const absl::StatusOr<proto::Job> job = examples::BuildGpt(SmallGpt(), layout);
+  const examples::ParallelLayout layout = testing::Dp2Tp2(2, 2);
+  const absl::StatusOr<proto::Job> job = examples::BuildGpt(testing::CodecTestGpt(), layout);
   ASSERT_TRUE(job.ok()) << job.status();
   examples::CompileSettings settings;
   settings.sbp_search = true;

@@ -14,6 +14,7 @@
 #include "gtest/gtest.h"
 #include "oneflow_core/dsl/graph.h"
 #include "oneflow_core/dsl/text/graph_text.h"
+#include "tests/codec_gpt.h"
 
 namespace oneflow {
 namespace {
@@ -55,17 +56,6 @@ Hinted GptWithoutHints(const examples::GptConfig& config, int64_t dp, int64_t tp
   return hinted;
 }
 
-examples::GptConfig SmallGpt() {
-  examples::GptConfig config;
-  config.layers = 2;
-  config.hidden = 64;
-  config.heads = 4;
-  config.seq = 16;
-  config.batch = 8;
-  config.vocab = 64;
-  return config;
-}
-
 // "name S(1), ..." in name order.
 std::string Text(const std::map<std::string, Sbp>& splits) {
   std::string text;
@@ -74,7 +64,7 @@ std::string Text(const std::map<std::string, Sbp>& splits) {
 }
 
 TEST(TensorParallelHintsTest, TheGptGetsBackItsOwnHints) {
-  const examples::GptConfig config = SmallGpt();
+  const examples::GptConfig config = testing::CodecTestGpt();
   for (const auto& [dp, tp] : {std::pair<int64_t, int64_t>{2, 2}, {1, 4}}) {
     const Hinted hinted = GptWithoutHints(config, dp, tp);
     ASSERT_EQ(hinted.splits.size(), 1u + 6u * config.layers) << "wte and six weights a block";
@@ -97,7 +87,7 @@ TEST(TensorParallelHintsTest, TheGptGetsBackItsOwnHints) {
 // prices the same layouts, tp ones included, as for the hand-hinted gpt, to the same
 // predictions, and chooses the same.
 TEST(TensorParallelHintsTest, AHintFreeBuilderIsSearchedAsTheHintedModel) {
-  const examples::GptConfig config = SmallGpt();
+  const examples::GptConfig config = testing::CodecTestGpt();
   const examples::JobBuilder hinted = [&](const examples::ParallelLayout& layout) {
     return examples::BuildGpt(config, layout);
   };

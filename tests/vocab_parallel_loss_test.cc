@@ -13,6 +13,7 @@
 #include "gtest/gtest.h"
 #include "tests/loss_curves.h"
 #include "tests/plan_losses.h"
+#include "tests/tiny_llama.h"
 
 namespace oneflow {
 namespace {
@@ -29,17 +30,7 @@ struct Layout {
 
 // Both models: batch 4 x 8 positions (32 rows of logits), vocabulary 32, 2 blocks.
 examples::LlamaConfig TinyLlama(bool vocab_parallel) {
-  examples::LlamaConfig config;
-  config.batch = 4;
-  config.seq = 8;
-  config.layers = 2;
-  config.hidden = 32;
-  config.heads = 4;
-  config.kv_heads = 2;
-  config.ffn_hidden = 48;
-  config.vocab = 32;
-  config.learning_rate = 1e-2;
-  config.warmup_steps = 5;
+  examples::LlamaConfig config = testing::TinyLlama();
   config.vocab_parallel_loss = vocab_parallel;
   return config;
 }
