@@ -108,14 +108,9 @@ using prediction::Spearman;
 using prediction::UncalibratedOptions;
 
 examples::ParallelFlags FlagsFor(int64_t devices, const proto::AutoParallelLayout& layout) {
-  examples::ParallelFlags flags;
-  flags.devices_per_node = devices;
-  flags.dp = layout.dp();
-  flags.tp = layout.tp();
-  flags.pp = layout.pp();
-  flags.micro_batches = layout.micro_batches();
-  flags.zero = layout.zero();
-  return flags;
+  examples::ParallelFlags cluster;
+  cluster.devices_per_node = devices;
+  return examples::FlagsForLayout(cluster, layout);
 }
 
 // This process's CPU time (every thread), seconds.

@@ -101,6 +101,12 @@ absl::Status Run() {
           shared.edges_planned, shared.edges_reused, uncached_seconds,
           search_seconds > 0 ? uncached_seconds / search_seconds : 0, identical ? "true" : "false");
     }
+    // The same search with balanced pipeline cuts only: what the DP over the cuts costs.
+    auto_parallel::SearchOptions balanced_options = options;
+    balanced_options.search_stage_cuts = false;
+    start = std::chrono::steady_clock::now();
+    OF_ASSIGN_OR_RETURN(const auto_parallel::SearchResult balanced, auto_parallel::Search(profile, balanced_options));
+    const double balanced_seconds = Seconds(start);
     options.price.share_repeated_units = false;
     start = std::chrono::steady_clock::now();
     OF_ASSIGN_OR_RETURN(const auto_parallel::SearchResult every, auto_parallel::Search(profile, options));
@@ -112,14 +118,17 @@ absl::Status Run() {
         "\"batch\":%lld,\"nodes\":%lld,\"devices_per_node\":%lld,\"devices\":%lld,\"units\":%zu,"
         "\"distinct_units\":%lld,\"layouts\":%lld,\"profile_s\":%.4f,\"search_s\":%.4f,"
         "\"reference\":\"every block priced\",\"reference_s\":%.4f,\"speedup\":%.2f,\"same_choice\":%s,"
-        "\"chosen\":\"%s\",\"predicted_step_s\":%.6g%s}\n",
+        "\"chosen\":\"%s\",\"predicted_step_s\":%.6g,\"cut_layouts\":%lld,\"balanced_cuts_only_s\":%.4f,"
+        "\"balanced_cuts_only_chosen\":\"%s\",\"balanced_cuts_only_step_s\":%.6g%s}\n",
         static_cast<long long>(config.layers), static_cast<long long>(config.hidden),
         static_cast<long long>(config.seq), static_cast<long long>(config.batch), nodes, per_node,
         nodes * per_node, profile.units.size(), static_cast<long long>(profile.distinct_units),
         static_cast<long long>(shared.candidates), profile_seconds, search_seconds, reference_seconds,
         search_seconds > 0 ? reference_seconds / search_seconds : 0, same ? "true" : "false",
         auto_parallel::LayoutName(shared.fitting.front().layout()).c_str(),
-        auto_parallel::StepSeconds(shared.fitting.front()), uncached_json.c_str());
+        auto_parallel::StepSeconds(shared.fitting.front()), static_cast<long long>(shared.cut_layouts),
+        balanced_seconds, auto_parallel::LayoutName(balanced.fitting.front().layout()).c_str(),
+        auto_parallel::StepSeconds(balanced.fitting.front()), uncached_json.c_str());
     std::fflush(stdout);
   }
   return absl::OkStatus();

@@ -17,23 +17,34 @@ std::vector<int64_t> Divisors(int64_t n) {
   return divisors;
 }
 
-std::vector<std::pair<std::string, std::string>> Fields(const proto::AutoParallelLayout& layout) {
-  return {{"dp", absl::StrCat(layout.dp())},
-          {"tp", absl::StrCat(layout.tp())},
-          {"pp", absl::StrCat(layout.pp())},
-          {"micro_batches", absl::StrCat(layout.micro_batches())},
-          {"zero", absl::StrCat(layout.zero())},
-          {"recompute", RecomputeName(layout.recompute())}};
+// The balanced cuts leave stage_blocks empty, and the names keep their form from before
+// the field ("pp=2" alone); "stage_blocks=3,1" follows pp when the cuts were chosen, or
+// with `name_cuts` ("stage_blocks=balanced").
+std::vector<std::pair<std::string, std::string>> Fields(const proto::AutoParallelLayout& layout,
+                                                        bool name_cuts = false) {
+  std::vector<std::pair<std::string, std::string>> fields = {{"dp", absl::StrCat(layout.dp())},
+                                                             {"tp", absl::StrCat(layout.tp())},
+                                                             {"pp", absl::StrCat(layout.pp())}};
+  if (name_cuts || !layout.stage_blocks().empty()) fields.push_back({"stage_blocks", StageBlocksText(layout)});
+  fields.push_back({"micro_batches", absl::StrCat(layout.micro_batches())});
+  fields.push_back({"zero", absl::StrCat(layout.zero())});
+  fields.push_back({"recompute", RecomputeName(layout.recompute())});
+  return fields;
 }
 
 auto Key(const proto::AutoParallelLayout& layout) {
   const int recompute = layout.recompute() == proto::RECOMPUTE_FULL        ? 2
                         : layout.recompute() == proto::RECOMPUTE_SELECTIVE ? 1
                                                                            : 0;
-  return std::make_tuple(layout.pp(), layout.tp(), layout.micro_batches(), layout.zero(), recompute);
+  return std::make_tuple(layout.pp(), layout.tp(), layout.micro_batches(), layout.zero(), recompute,
+                         !layout.stage_blocks().empty());
 }
 
 }  // namespace
+
+std::string StageBlocksText(const proto::AutoParallelLayout& layout) {
+  return layout.stage_blocks().empty() ? "balanced" : absl::StrJoin(layout.stage_blocks(), ",");
+}
 
 std::string RecomputeName(proto::RecomputeMode mode) {
   switch (mode) {
@@ -59,8 +70,11 @@ std::string LayoutFlags(const proto::AutoParallelLayout& layout) {
 }
 
 std::string LayoutDifference(const proto::AutoParallelLayout& layout, const proto::AutoParallelLayout& reference) {
-  const auto mine = Fields(layout);
-  const auto theirs = Fields(reference);
+  // Name the cuts on both sides when either was chosen ("stage_blocks=balanced" against
+  // "stage_blocks=3,1"), so the fields line up.
+  const bool name_cuts = !layout.stage_blocks().empty() || !reference.stage_blocks().empty();
+  const auto mine = Fields(layout, name_cuts);
+  const auto theirs = Fields(reference, name_cuts);
   std::vector<std::string> parts;
   for (size_t i = 0; i < mine.size(); ++i) {
     if (mine[i].second != theirs[i].second) parts.push_back(absl::StrCat(mine[i].first, "=", mine[i].second));

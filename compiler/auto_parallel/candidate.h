@@ -18,12 +18,16 @@
 
 namespace oneflow::auto_parallel {
 
-// "dp=4 tp=2 pp=1 micro_batches=2 zero=1 recompute=none".
+// "dp=4 tp=2 pp=1 micro_batches=2 zero=1 recompute=none"; with chosen pipeline cuts
+// "dp=1 tp=2 pp=2 stage_blocks=3,1 micro_batches=4 zero=0 recompute=none".
 std::string LayoutName(const proto::AutoParallelLayout& layout);
 
 // The example flags of the layout: "--dp=4 --tp=2 --pp=1 --micro_batches=2 --zero=1
 // --recompute=none".
 std::string LayoutFlags(const proto::AutoParallelLayout& layout);
+
+// The layout's blocks per pipeline stage, "3,1", or "balanced" when stage_blocks is empty.
+std::string StageBlocksText(const proto::AutoParallelLayout& layout);
 
 // "none", "selective", "full".
 std::string RecomputeName(proto::RecomputeMode mode);

@@ -8,12 +8,14 @@
 
 #include "absl/container/flat_hash_map.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "compiler/auto_parallel/act_count.h"
 #include "compiler/auto_parallel/candidate.h"
 #include "compiler/auto_parallel/edge_price_cache.h"
 #include "compiler/auto_parallel/pipeline_period.h"
 #include "compiler/auto_parallel/shared_core_pipeline.h"
 #include "compiler/auto_parallel/stage_collectives.h"
+#include "compiler/auto_parallel/stage_cuts.h"
 #include "compiler/compiler.h"
 #include "compiler/passes/gradient_bucketing_pass.h"
 #include "oneflow_core/status.h"
@@ -64,9 +66,10 @@ class Pricer {
     OF_RETURN_IF_ERROR(collectives_.BuildStages());
     const int64_t pp = layout_.pp();
     const int64_t micro_batches = layout_.micro_batches();
-    // Units to stages as the examples cut them (ParallelLayout::StageOf): stageable unit
-    // k of K on stage ((k + 1) pp - 1) / K; the prologue on the first stage, other units
-    // with the stageable unit before them.
+    // Units to stages as the examples cut them (ParallelLayout::StageOf): the layout's
+    // stage_blocks, or balanced (stageable unit k of K on stage ((k + 1) pp - 1) / K); the
+    // prologue on the first stage, other units with the stageable unit before them.
+    const std::vector<int64_t> segment_stage = SegmentStages();
     std::vector<UnitCost> stages(pp);
     std::vector<double> largest_parameters(pp, 0);
     std::vector<double> cut_bytes(pp, 0);  // the activation entering each stage
@@ -81,7 +84,7 @@ class Pricer {
       const ProfileUnit& unit = profile_.units[u];
       const UnitActs acts = ActsOf(profile_, u, layout_);
       if (unit.stageable) {
-        const int64_t next = ((stageable + 1) * pp - 1) / profile_.stageable_units;
+        const int64_t next = segment_stage[stageable];
         if (next != stage) cut_bytes[next] = unit.input_bytes;
         stage = next;
         ++stageable;
@@ -271,13 +274,7 @@ class Pricer {
                                                      exposed_dp + exposed_gathers);
         prediction.set_bubble_seconds((pp - 1) * micro_batch_seconds);
       }
-      const int64_t in_flight = std::min<int64_t>(micro_batches, pp - s);
-      const double parameters =
-          layout_.zero() >= 3 ? cost.parameter_bytes / layout_.dp() + largest_parameters[s] : cost.parameter_bytes;
-      const double gradients = layout_.zero() >= 2 ? cost.parameter_bytes / layout_.dp() : cost.parameter_bytes;
-      const double state = ShardedStateBytes(cost.parameter_bytes) * profile_.optimizer_state_copies;
-      const double activations = cost.kept_bytes * in_flight * std::max<int64_t>(1, options_.register_count);
-      peak = std::max(peak, static_cast<int64_t>(parameters + gradients + state + activations));
+      peak = std::max(peak, static_cast<int64_t>(PeakBytes(cost, s, largest_parameters[s])));
     }
     prediction.set_exposed_communication_seconds(prediction.exposed_communication_seconds() + variables_exposed +
                                                  gradients_exposed);
@@ -309,7 +306,68 @@ class Pricer {
     return prediction;
   }
 
+  // Each stage's segments' costs for the cut search (stage_cuts.h): segment k is
+  // stageable unit k with the units that go where it goes (the prologue with the first,
+  // each other unit with the stageable unit before it), priced on every stage.
+  absl::StatusOr<StageCutCosts> SegmentCosts(double memory_limit) {
+    OF_RETURN_IF_ERROR(Check());
+    OF_RETURN_IF_ERROR(collectives_.BuildStages());
+    const int64_t pp = layout_.pp();
+    const int64_t segments = profile_.stageable_units;
+    StageCutCosts costs;
+    costs.seconds.assign(pp, std::vector<double>(segments, 0));
+    costs.bytes.assign(pp, std::vector<double>(segments, 0));
+    costs.memory_limit = memory_limit;
+    absl::flat_hash_map<std::string, UnitCost> priced;
+    for (int64_t s = 0; s < pp; ++s) {
+      int64_t segment = 0;
+      int64_t stageable = 0;
+      for (size_t u = 0; u < profile_.units.size(); ++u) {
+        const ProfileUnit& unit = profile_.units[u];
+        const UnitActs acts = ActsOf(profile_, u, layout_);
+        if (unit.stageable) segment = stageable++;
+        const std::string key =
+            options_.share_repeated_units
+                ? absl::StrCat(s, "|", acts.per_micro_batch, "|", acts.per_iteration, "|", unit.signature)
+                : absl::StrCat(s, "|", u);
+        auto [it, inserted] = priced.try_emplace(key);
+        if (inserted) {
+          OF_ASSIGN_OR_RETURN(it->second, PriceUnit(unit, acts, s));
+        }
+        costs.seconds[s][segment] += it->second.compute_seconds + it->second.tp_seconds;
+        costs.bytes[s][segment] += PeakBytes(it->second, s, 0);
+      }
+    }
+    return costs;
+  }
+
  private:
+  // Stage of each stageable unit: the layout's stage_blocks, or balanced as ParallelLayout::StageOf.
+  std::vector<int64_t> SegmentStages() const {
+    const std::vector<int64_t> counts =
+        layout_.stage_blocks().empty()
+            ? BalancedStageBlocks(std::max<int64_t>(1, profile_.stageable_units), layout_.pp())
+            : std::vector<int64_t>(layout_.stage_blocks().begin(), layout_.stage_blocks().end());
+    std::vector<int64_t> stages;
+    for (int64_t s = 0; s < static_cast<int64_t>(counts.size()); ++s) stages.insert(stages.end(), counts[s], s);
+    return stages;
+  }
+
+  // What `cost` (one unit's, or a stage's sum) adds to the peak of a device of stage s:
+  // parameters (ZeRO-3: their shard and `largest_gathered`, the largest unit's gathered
+  // copy), gradients (ZeRO 2 and 3: their shard), optimizer state (ZeRO >= 1: its shard)
+  // and the kept activations of the micro-batches 1F1B has in flight on the stage (pp - s,
+  // at most micro_batches) in every register slot.
+  double PeakBytes(const UnitCost& cost, int64_t stage, double largest_gathered) const {
+    const int64_t in_flight = std::min<int64_t>(layout_.micro_batches(), layout_.pp() - stage);
+    const double parameters =
+        layout_.zero() >= 3 ? cost.parameter_bytes / layout_.dp() + largest_gathered : cost.parameter_bytes;
+    const double gradients = layout_.zero() >= 2 ? cost.parameter_bytes / layout_.dp() : cost.parameter_bytes;
+    const double state = ShardedStateBytes(cost.parameter_bytes) * profile_.optimizer_state_copies;
+    const double activations = cost.kept_bytes * in_flight * std::max<int64_t>(1, options_.register_count);
+    return parameters + gradients + state + activations;
+  }
+
   absl::Status Check() const {
     const int64_t devices = options_.cluster.num_nodes() * options_.cluster.devices_per_node();
     const std::string name = LayoutName(layout_);
@@ -332,6 +390,21 @@ class Pricer {
     }
     if (layout_.zero() < 0 || layout_.zero() > 3 || (layout_.zero() > 0 && layout_.dp() == 1)) {
       return absl::InvalidArgumentError(absl::StrCat(name, ": ZeRO stages 1-3 need dp > 1"));
+    }
+    if (!layout_.stage_blocks().empty()) {
+      int64_t sum = 0;
+      bool positive = true;
+      for (int64_t count : layout_.stage_blocks()) {
+        sum += count;
+        positive = positive && count >= 1;
+      }
+      if (layout_.stage_blocks_size() != layout_.pp() || !positive || sum != profile_.stageable_units) {
+        return absl::InvalidArgumentError(absl::StrCat(name, ": stage_blocks=", absl::StrJoin(layout_.stage_blocks(), ","),
+                                                       " must give each of the ", layout_.pp(),
+                                                       " stages at least one block, summing to the ",
+                                                       profile_.stageable_units, " blocks or layers of '",
+                                                       profile_.job_name, "'"));
+      }
     }
     if (layout_.tp() > 1 && !profile_.tp_hinted) {
       return absl::InvalidArgumentError(
@@ -685,6 +758,24 @@ absl::StatusOr<proto::AutoParallelPrediction> PriceLayout(const ModelProfile& pr
     return absl::InternalError("PriceLayout: an EdgePriceCache made for other PriceOptions");
   }
   return Pricer(profile, options, layout, cache).Run();
+}
+
+absl::StatusOr<std::optional<std::vector<int64_t>>> ChooseStageBlocks(const ModelProfile& profile,
+                                                                       const PriceOptions& options,
+                                                                       const proto::AutoParallelLayout& layout,
+                                                                       int64_t device_memory, EdgePriceCache* cache) {
+  if (cache != nullptr && cache->options() != &options) {
+    return absl::InternalError("ChooseStageBlocks: an EdgePriceCache made for other PriceOptions");
+  }
+  std::optional<std::vector<int64_t>> none;
+  if (layout.pp() <= 1) return none;
+  proto::AutoParallelLayout balanced = layout;
+  balanced.clear_stage_blocks();
+  OF_ASSIGN_OR_RETURN(const StageCutCosts costs,
+                      Pricer(profile, options, balanced, cache).SegmentCosts(static_cast<double>(device_memory)));
+  std::optional<std::vector<int64_t>> counts = MinimizeSlowestStage(costs);
+  if (counts.has_value() && *counts == BalancedStageBlocks(profile.stageable_units, layout.pp())) return none;
+  return counts;
 }
 
 double StepSeconds(const proto::AutoParallelPrediction& prediction) {

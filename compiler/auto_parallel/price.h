@@ -67,6 +67,7 @@
 
 #include <cstdint>
 #include <optional>
+#include <vector>
 
 #include "absl/status/statusor.h"
 #include "compiler/auto_parallel/edge_price_cache.h"
@@ -153,6 +154,16 @@ absl::StatusOr<proto::AutoParallelPrediction> PriceLayout(const ModelProfile& pr
 absl::StatusOr<proto::AutoParallelPrediction> PriceLayout(const ModelProfile& profile, const PriceOptions& options,
                                                           const proto::AutoParallelLayout& layout,
                                                           EdgePriceCache* cache);
+
+// The pipeline cuts for `layout` (pp > 1) that minimize its slowest stage per
+// micro-batch within `device_memory` (0: no limit), from each unit's price on each
+// stage (stage_cuts.h MinimizeSlowestStage): blocks per stage for
+// AutoParallelLayout.stage_blocks. nullopt when the balanced cuts are as good, when no cut
+// fits the memory, or with one stage. `cache` as for PriceLayout (may be null).
+absl::StatusOr<std::optional<std::vector<int64_t>>> ChooseStageBlocks(const ModelProfile& profile,
+                                                                       const PriceOptions& options,
+                                                                       const proto::AutoParallelLayout& layout,
+                                                                       int64_t device_memory, EdgePriceCache* cache);
 
 // compute + exposed communication + bubble.
 double StepSeconds(const proto::AutoParallelPrediction& prediction);

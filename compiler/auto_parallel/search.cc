@@ -52,16 +52,26 @@ absl::StatusOr<SearchResult> Search(const ModelProfile& profile, const SearchOpt
   SearchResult result;
   EdgePriceCache cache(options.price);
   EdgePriceCache* edge_cache = options.cache_edge_prices ? &cache : nullptr;
-  for (const proto::AutoParallelLayout& layout : EnumerateLayouts(profile, devices, options.max_micro_batches)) {
-    if (options.max_pipeline_stages > 0 && layout.pp() > options.max_pipeline_stages) continue;
+  auto price = [&](const proto::AutoParallelLayout& layout) {
     absl::StatusOr<proto::AutoParallelPrediction> prediction = PriceLayout(profile, options.price, layout, edge_cache);
-    if (!prediction.ok()) continue;  // a layout the enumeration could not rule out cheaply
+    if (!prediction.ok()) return false;  // a layout the enumeration could not rule out cheaply
     ++result.candidates;
     if (options.device_memory > 0 && prediction->peak_bytes() > options.device_memory) {
       result.over_memory.push_back(*std::move(prediction));
     } else {
       result.fitting.push_back(*std::move(prediction));
     }
+    return true;
+  };
+  for (const proto::AutoParallelLayout& layout : EnumerateLayouts(profile, devices, options.max_micro_batches)) {
+    if (options.max_pipeline_stages > 0 && layout.pp() > options.max_pipeline_stages) continue;
+    if (!price(layout) || !options.search_stage_cuts || layout.pp() <= 1) continue;
+    absl::StatusOr<std::optional<std::vector<int64_t>>> cuts =
+        ChooseStageBlocks(profile, options.price, layout, options.device_memory, edge_cache);
+    if (!cuts.ok() || !cuts->has_value()) continue;
+    proto::AutoParallelLayout cut = layout;
+    for (int64_t blocks : **cuts) cut.add_stage_blocks(blocks);
+    if (price(cut)) ++result.cut_layouts;
   }
   result.edges_planned = cache.misses();
   result.edges_reused = cache.hits();

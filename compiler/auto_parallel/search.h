@@ -1,7 +1,9 @@
-// The auto-parallel search: every layout of EnumerateLayouts priced by PriceLayout, those
-// whose predicted peak exceeds the device memory dropped, the rest ranked by predicted
-// iteration time (exact ties: the simpler layout, candidate.h). Deterministic: the same
-// profile and options give the same ranking.
+// The auto-parallel search: every layout of EnumerateLayouts priced by PriceLayout (a
+// pipeline both with balanced cuts and with the cuts the DP over stage boundaries chose,
+// stage_cuts.h), those whose predicted peak exceeds the device memory dropped, the rest
+// ranked by predicted iteration time (exact ties: the simpler layout, candidate.h; the
+// balanced cuts before chosen ones). Deterministic: the same profile and options give the
+// same ranking.
 //
 // It prices, it does not compile: the caller compiles the cheapest layout the model
 // accepts (examples/common/auto_parallel_driver.h), checks memory planning's real peak
@@ -34,6 +36,10 @@ struct SearchOptions {
   // every layout that boxes the same tensor on the same group. The ranking is the same
   // either way; false is the reference of bench/auto_parallel:search_bench.
   bool cache_edge_prices = true;
+  // For each layout with pp > 1, also the pipeline cuts of ChooseStageBlocks (price.h: the
+  // DP over the cuts, within device_memory) when they differ from the balanced ones, priced
+  // as a layout of their own (AutoParallelLayout.stage_blocks). false: balanced cuts only.
+  bool search_stage_cuts = true;
 };
 
 struct SearchResult {
@@ -46,6 +52,8 @@ struct SearchResult {
   // cache (both 0 without compression, whose edges are priced by formula).
   int64_t edges_planned = 0;
   int64_t edges_reused = 0;
+  // Layouts priced with chosen pipeline cuts besides their balanced twin.
+  int64_t cut_layouts = 0;
 };
 
 // INVALID_ARGUMENT when the cluster has no device or no layout suits the model (naming

@@ -26,15 +26,6 @@ double SecondsSince(std::chrono::steady_clock::time_point start) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
 }
 
-ParallelFlags FlagsFor(const ParallelFlags& cluster, const proto::AutoParallelLayout& layout) {
-  ParallelFlags flags = cluster;
-  flags.dp = layout.dp();
-  flags.tp = layout.tp();
-  flags.pp = layout.pp();
-  flags.micro_batches = layout.micro_batches();
-  flags.zero = layout.zero();
-  return flags;
-}
 
 // The model built for the probe layout and its profile.
 struct Probe {
@@ -117,6 +108,17 @@ struct CostModel {
 
 }  // namespace
 
+ParallelFlags FlagsForLayout(const ParallelFlags& cluster, const proto::AutoParallelLayout& layout) {
+  ParallelFlags flags = cluster;
+  flags.dp = layout.dp();
+  flags.tp = layout.tp();
+  flags.pp = layout.pp();
+  flags.stage_blocks.assign(layout.stage_blocks().begin(), layout.stage_blocks().end());
+  flags.micro_batches = layout.micro_batches();
+  flags.zero = layout.zero();
+  return flags;
+}
+
 absl::StatusOr<int64_t> CountActsOfLayoutFamilies(const JobBuilder& build, const ParallelFlags& cluster,
                                                   const CompileSettings& settings, int64_t max_micro_batches,
                                                   auto_parallel::ModelProfile* profile) {
@@ -135,7 +137,7 @@ absl::StatusOr<int64_t> CountActsOfLayoutFamilies(const JobBuilder& build, const
   for (const proto::AutoParallelLayout& probe : probes) {
     // The probe's devices on one node with the cluster's links (its plan's actors, not
     // its times, are what is counted).
-    ParallelFlags flags = FlagsFor(cluster, probe);
+    ParallelFlags flags = FlagsForLayout(cluster, probe);
     flags.nodes = 1;
     flags.devices_per_node = probe.dp() * probe.tp();
     absl::StatusOr<ParallelLayout> layout = ParallelLayout::Create(flags);
@@ -162,7 +164,7 @@ absl::Status CountFullRecomputationOfModel(const JobBuilder& build, const Parall
   one_device.set_tp(1);
   one_device.set_pp(1);
   one_device.set_micro_batches(1);
-  ParallelFlags flags = FlagsFor(cluster, one_device);
+  ParallelFlags flags = FlagsForLayout(cluster, one_device);
   flags.nodes = 1;
   flags.devices_per_node = 1;
   CompileSettings full = settings;
@@ -268,7 +270,7 @@ absl::StatusOr<AutoParallelResult> AutoParallelCompile(const JobBuilder& build, 
       entry.set_lost_because(why);
       refused.push_back(std::move(entry));
     };
-    absl::StatusOr<ParallelLayout> layout = ParallelLayout::Create(FlagsFor(request.cluster, candidate.layout()));
+    absl::StatusOr<ParallelLayout> layout = ParallelLayout::Create(FlagsForLayout(request.cluster, candidate.layout()));
     if (!layout.ok()) {
       refuse(absl::StrCat("the layout is refused: ", layout.status().message()));
       continue;
@@ -320,6 +322,35 @@ absl::StatusOr<AutoParallelResult> AutoParallelCompile(const JobBuilder& build, 
   return absl::FailedPreconditionError(absl::StrCat("--auto_parallel compiled the ", tries,
                                                     " cheapest of its layouts and none could be used:\n  ",
                                                     absl::StrJoin(lines, "\n  ")));
+}
+
+absl::StatusOr<ChosenStageCuts> ChooseStageCuts(const JobBuilder& build, const AutoParallelRequest& request,
+                                                const proto::AutoParallelLayout& layout) {
+  OF_ASSIGN_OR_RETURN(const CostModel model, PrepareCostModel(build, request));
+  const auto_parallel::ModelProfile& profile = model.probe.profile;
+  proto::AutoParallelLayout balanced = layout;
+  balanced.clear_stage_blocks();
+  OF_ASSIGN_OR_RETURN(const proto::AutoParallelPrediction balanced_price,
+                      auto_parallel::PriceLayout(profile, model.options.price, balanced));
+  ChosenStageCuts chosen;
+  chosen.balanced_step_seconds = chosen.chosen_step_seconds = auto_parallel::StepSeconds(balanced_price);
+  OF_ASSIGN_OR_RETURN(const std::optional<std::vector<int64_t>> counts,
+                      auto_parallel::ChooseStageBlocks(profile, model.options.price, balanced, request.device_memory,
+                                                       nullptr));
+  if (!counts.has_value()) return chosen;
+  proto::AutoParallelLayout cut = balanced;
+  for (int64_t blocks : *counts) cut.add_stage_blocks(blocks);
+  OF_ASSIGN_OR_RETURN(const proto::AutoParallelPrediction cut_price,
+                      auto_parallel::PriceLayout(profile, model.options.price, cut));
+  // The DP minimizes the slowest stage; the whole model decides, as in the search (its
+  // ties keep the balanced cut).
+  const bool fits_better = request.device_memory > 0 && balanced_price.peak_bytes() > request.device_memory &&
+                           cut_price.peak_bytes() <= request.device_memory;
+  if (fits_better || auto_parallel::StepSeconds(cut_price) < chosen.balanced_step_seconds) {
+    chosen.counts = *counts;
+    chosen.chosen_step_seconds = auto_parallel::StepSeconds(cut_price);
+  }
+  return chosen;
 }
 
 absl::StatusOr<proto::AutoParallelDecision> PriceGivenLayout(const JobBuilder& build,

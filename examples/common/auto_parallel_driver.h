@@ -59,6 +59,10 @@ struct AutoParallelResult {
   double compile_seconds = 0;
 };
 
+// The flags of `layout` (dp, tp, pp and its stage_blocks, micro-batches, ZeRO) on the
+// cluster of `cluster` (nodes, devices per node, links; its other fields kept).
+ParallelFlags FlagsForLayout(const ParallelFlags& cluster, const proto::AutoParallelLayout& layout);
+
 // Errors: the search's (no layout fits the batch; every predicted peak over
 // --device_memory, naming the smallest and its layout), or FAILED_PRECONDITION listing
 // every layout compiled and why each was refused.
@@ -75,6 +79,18 @@ absl::StatusOr<AutoParallelResult> AutoParallelCompile(const JobBuilder& build, 
 absl::StatusOr<proto::AutoParallelDecision> PriceGivenLayout(const JobBuilder& build,
                                                              const AutoParallelRequest& request,
                                                              const proto::AutoParallelLayout& layout);
+
+// --stage_blocks=auto: the pipeline cuts of `layout` (pp > 1) that the search's DP over
+// the cuts chooses (compiler/auto_parallel/price.h ChooseStageBlocks, within
+// request.device_memory), priced beside the balanced cuts by the search's cost model.
+// `counts` is empty when the balanced cuts are as good (or no cut fits the memory).
+struct ChosenStageCuts {
+  std::vector<int64_t> counts;
+  double balanced_step_seconds = 0;
+  double chosen_step_seconds = 0;  // = balanced_step_seconds when counts is empty
+};
+absl::StatusOr<ChosenStageCuts> ChooseStageCuts(const JobBuilder& build, const AutoParallelRequest& request,
+                                                const proto::AutoParallelLayout& layout);
 
 // Every unit's acts in the plans of the layouts the search prices on `cluster`: the model
 // built and compiled (with `settings`, recomputing nothing) for the probe of each family

@@ -20,6 +20,7 @@ ParallelFlags FlagsOfLayout(const ParallelLayout& layout) {
   flags.zero = layout.zero();
   flags.pp = layout.pp();
   flags.virtual_stages = layout.virtual_stages();
+  flags.stage_blocks = layout.stage_blocks();
   flags.micro_batches = layout.micro_batches();
   flags.intra_node_bandwidth = layout.cluster().intra_node_bandwidth();
   flags.inter_node_bandwidth = layout.cluster().inter_node_bandwidth();
@@ -43,6 +44,7 @@ absl::StatusOr<proto::CompileRecipe> MakeRecipe(const proto::Job& job, const Par
   recipe.set_cp_ring_split(flags.cp_ring_split);
   recipe.set_pp(flags.pp);
   recipe.set_virtual_stages(flags.virtual_stages);
+  for (int64_t blocks : flags.stage_blocks) recipe.add_stage_blocks(blocks);
   recipe.set_micro_batches(flags.micro_batches);
   recipe.set_zero(flags.zero);
   recipe.set_auto_parallel(auto_parallel);
@@ -103,6 +105,7 @@ ParallelFlags LayoutFlagsFromRecipe(const proto::CompileRecipe& recipe) {
   flags.zero = recipe.zero();
   flags.pp = recipe.pp();
   flags.virtual_stages = recipe.virtual_stages();
+  flags.stage_blocks.assign(recipe.stage_blocks().begin(), recipe.stage_blocks().end());
   flags.micro_batches = recipe.micro_batches();
   flags.intra_node_bandwidth = recipe.intra_node_bandwidth();
   flags.inter_node_bandwidth = recipe.inter_node_bandwidth();

@@ -4,6 +4,7 @@
 #include <chrono>
 #include <cstdio>
 #include <iostream>
+#include <optional>
 #include <vector>
 
 #include "absl/flags/flag.h"
@@ -16,6 +17,7 @@
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_split.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "actors/run_locally.h"
 #include "compiler/compiler.h"
 #include "examples/common/auto_parallel_driver.h"
@@ -60,6 +62,11 @@ ABSL_FLAG(std::string, pp_schedule, "1f1b",
 ABSL_FLAG(int64_t, virtual_stages, 1,
           "Chunks of blocks per pipeline stage for --pp_schedule=interleaved: the blocks form "
           "pp x V chunks, chunk c on stage c mod pp; the blocks must divide by pp x V.");
+ABSL_FLAG(std::string, stage_blocks, "",
+          "Blocks per pipeline stage, comma-separated, first stage first (e.g. --pp=2 --stage_blocks=3,1 "
+          "puts blocks 0-2 on stage 0 and block 3 with the output layer on stage 1); they must sum to the "
+          "model's blocks. Empty: balanced by block count. auto: the cost model's DP over the cuts chooses them "
+          "for the given layout (within --device_memory); --auto_parallel chooses them with the rest (docs/pipeline.md).");
 ABSL_FLAG(int64_t, device_memory, 0,
           "Bytes one device may hold (0: no limit). With --auto_parallel, layouts whose predicted or planned "
           "peak is above are not chosen; with --pp_schedule=auto, schedules whose estimated memory is above.");
@@ -223,6 +230,7 @@ absl::StatusOr<ParallelLayout> LayoutFromFlags() {
   flags.pp = absl::GetFlag(FLAGS_pp);
   flags.micro_batches = absl::GetFlag(FLAGS_micro_batches);
   flags.virtual_stages = absl::GetFlag(FLAGS_virtual_stages);
+  OF_ASSIGN_OR_RETURN(flags.stage_blocks, ParseStageBlocks(absl::GetFlag(FLAGS_stage_blocks)));
   flags.intra_node_bandwidth = absl::GetFlag(FLAGS_intra_node_bandwidth);
   flags.inter_node_bandwidth = absl::GetFlag(FLAGS_inter_node_bandwidth);
   return ParallelLayout::Create(flags);
@@ -316,7 +324,7 @@ bool AutoParallelRequested() { return absl::GetFlag(FLAGS_auto_parallel); }
 
 absl::Status CompileAndReportAuto(const JobBuilder& build) {
   // The layout flags are what the search chooses: giving one is a contradiction.
-  for (const char* name : {"dp", "tp", "pp", "zero", "micro_batches", "recompute"}) {
+  for (const char* name : {"dp", "tp", "pp", "stage_blocks", "zero", "micro_batches", "recompute"}) {
     const absl::CommandLineFlag* flag = absl::FindCommandLineFlag(name);
     if (flag != nullptr && flag->CurrentValue() != flag->DefaultValue()) {
       return absl::InvalidArgumentError(absl::StrCat("--auto_parallel chooses --", name, "; do not give --", name,
@@ -388,6 +396,7 @@ absl::StatusOr<proto::AutoParallelDecision> PredictGivenLayout(const JobBuilder&
   given.set_dp(layout.dp());
   given.set_tp(layout.tp());
   given.set_pp(layout.pp());
+  for (int64_t blocks : layout.stage_blocks()) given.add_stage_blocks(blocks);
   given.set_micro_batches(layout.micro_batches());
   given.set_zero(static_cast<int32_t>(layout.zero()));
   given.set_recompute(recompute);
@@ -401,7 +410,70 @@ absl::StatusOr<proto::AutoParallelDecision> PredictGivenLayout(const JobBuilder&
 
 // CompileAndReport's body; `build` is null for an example that gives no model builder
 // (--predict_step is then refused).
-absl::Status CompileAndReportLayout(const proto::Job& written, const ParallelLayout& layout, const JobBuilder* build) {
+// --stage_blocks=auto: the layout with the cuts ChooseStageCuts gives, and the model
+// built for it (the given ones when the balanced cut stays); prints the choice.
+absl::Status ApplyAutoStageCuts(const JobBuilder* build, std::optional<ParallelLayout>* layout, proto::Job* job) {
+  if (build == nullptr) {
+    return absl::InvalidArgumentError(
+        "--stage_blocks=auto: this program builds one layout only and cannot give the cost model its probe layout; "
+        "give the counts (--stage_blocks=3,1), or use the gpt, mlp or llama example");
+  }
+  if ((*layout)->pp() < 2 || (*layout)->virtual_stages() > 1) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "--stage_blocks=auto cuts consecutive blocks into pipeline stages, but ",
+        (*layout)->pp() < 2 ? absl::StrCat("--pp=", (*layout)->pp(), " has one stage")
+                            : absl::StrCat("--virtual_stages=", (*layout)->virtual_stages(), " interleaves chunks of equal blocks"),
+        "; drop --stage_blocks"));
+  }
+  const CompileSettings settings = SettingsFromFlags();
+  if (settings.pp_schedule != "1f1b") {
+    return absl::InvalidArgumentError(absl::StrCat("--stage_blocks=auto prices the 1f1b pipeline schedule only; --pp_schedule=",
+                                                   settings.pp_schedule, " is not in the cost model: give the counts"));
+  }
+  AutoParallelRequest request;
+  request.cluster = FlagsOfLayout(**layout);
+  request.settings = settings;
+  request.device_memory = absl::GetFlag(FLAGS_device_memory);
+  absl::StatusOr<proto::RecomputeMode> recompute = ParseRecomputeMode(settings.recompute);
+  if (!recompute.ok()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--recompute=", settings.recompute, " is not one of: none, selective, full"));
+  }
+  proto::AutoParallelLayout given;
+  given.set_dp((*layout)->dp());
+  given.set_tp((*layout)->tp());
+  given.set_pp((*layout)->pp());
+  given.set_micro_batches((*layout)->micro_batches());
+  given.set_zero(static_cast<int32_t>((*layout)->zero()));
+  given.set_recompute(*recompute);
+  const JobBuilder resolved = [build](const ParallelLayout& probe) -> absl::StatusOr<proto::Job> {
+    OF_ASSIGN_OR_RETURN(proto::Job built, (*build)(probe));
+    OF_RETURN_IF_ERROR(ResolveDataFiles(&built));
+    return built;
+  };
+  OF_ASSIGN_OR_RETURN(const ChosenStageCuts cuts, ChooseStageCuts(resolved, request, given));
+  if (cuts.counts.empty()) {
+    std::printf("stage cuts (--stage_blocks=auto): balanced, predicted step %.3g ms (the DP over the cuts found none "
+                "faster)\n",
+                1e3 * cuts.balanced_step_seconds);
+    return absl::OkStatus();
+  }
+  std::printf("stage cuts (--stage_blocks=auto): --stage_blocks=%s, predicted step %.3g ms against %.3g ms balanced\n",
+              absl::StrJoin(cuts.counts, ",").c_str(), 1e3 * cuts.chosen_step_seconds, 1e3 * cuts.balanced_step_seconds);
+  ParallelFlags flags = FlagsOfLayout(**layout);
+  flags.stage_blocks = cuts.counts;
+  OF_ASSIGN_OR_RETURN(ParallelLayout cut, ParallelLayout::Create(flags));
+  OF_ASSIGN_OR_RETURN(*job, (*build)(cut));
+  *layout = std::move(cut);
+  return absl::OkStatus();
+}
+
+absl::Status CompileAndReportLayout(const proto::Job& written, const ParallelLayout& given_layout,
+                                    const JobBuilder* build) {
+  std::optional<ParallelLayout> chosen_layout = given_layout;
+  proto::Job built = written;
+  if (absl::GetFlag(FLAGS_stage_blocks) == "auto") OF_RETURN_IF_ERROR(ApplyAutoStageCuts(build, &chosen_layout, &built));
+  const ParallelLayout& layout = *chosen_layout;
   const bool predict_step = absl::GetFlag(FLAGS_predict_step);
   if (predict_step && build == nullptr) {
     return absl::InvalidArgumentError(
@@ -411,7 +483,7 @@ absl::Status CompileAndReportLayout(const proto::Job& written, const ParallelLay
   if (predict_step && absl::GetFlag(FLAGS_print_graph)) {
     return absl::InvalidArgumentError("--print_graph prints the graph and compiles nothing: drop --predict_step");
   }
-  proto::Job job = written;
+  proto::Job job = std::move(built);
   OF_RETURN_IF_ERROR(ResolveDataFiles(&job));
   if (absl::GetFlag(FLAGS_print_graph)) {
     OF_ASSIGN_OR_RETURN(const std::unique_ptr<Graph> graph, Graph::FromJob(job));

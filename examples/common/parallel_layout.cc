@@ -4,10 +4,27 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_join.h"
+#include "absl/strings/str_split.h"
 #include "oneflow_core/status.h"
 
 namespace oneflow::examples {
+
+absl::StatusOr<std::vector<int64_t>> ParseStageBlocks(const std::string& text) {
+  std::vector<int64_t> blocks;
+  if (text.empty() || text == "auto") return blocks;  // auto: the example's driver chooses them
+  for (absl::string_view part : absl::StrSplit(text, ',')) {
+    int64_t count = 0;
+    if (!absl::SimpleAtoi(part, &count)) {
+      return absl::InvalidArgumentError(absl::StrCat("--stage_blocks=", text, ": '", part,
+                                                     "' is not a block count; give comma-separated counts, one per "
+                                                     "--pp stage, e.g. --stage_blocks=3,5"));
+    }
+    blocks.push_back(count);
+  }
+  return blocks;
+}
 
 absl::StatusOr<ParallelLayout> ParallelLayout::Create(const ParallelFlags& flags) {
   for (const auto& [name, value] : {std::pair<const char*, int64_t>{"nodes", flags.nodes},
@@ -44,6 +61,25 @@ absl::StatusOr<ParallelLayout> ParallelLayout::Create(const ParallelFlags& flags
                                                    " interleaves chunks over pipeline stages, but --pp=1 has none; "
                                                    "use --pp > 1 or --virtual_stages=1"));
   }
+  if (!flags.stage_blocks.empty()) {
+    const std::string given = absl::StrCat("--stage_blocks=", absl::StrJoin(flags.stage_blocks, ","));
+    if (static_cast<int64_t>(flags.stage_blocks.size()) != flags.pp) {
+      return absl::InvalidArgumentError(absl::StrCat(given, " gives ", flags.stage_blocks.size(),
+                                                     " stages, but --pp=", flags.pp,
+                                                     " has ", flags.pp, "; give one block count per stage"));
+    }
+    if (flags.virtual_stages > 1) {
+      return absl::InvalidArgumentError(absl::StrCat(given, " cuts consecutive blocks, but --virtual_stages=",
+                                                     flags.virtual_stages,
+                                                     " interleaves chunks of equal blocks; drop one of them"));
+    }
+    for (int64_t blocks : flags.stage_blocks) {
+      if (blocks < 1) {
+        return absl::InvalidArgumentError(
+            absl::StrCat(given, ": every pipeline stage needs at least one block (got ", blocks, ")"));
+      }
+    }
+  }
   CpAttention cp_attention;
   if (flags.cp_attention == "ulysses") {
     cp_attention = CpAttention::kUlysses;
@@ -64,6 +100,7 @@ absl::StatusOr<ParallelLayout> ParallelLayout::Create(const ParallelFlags& flags
   layout.cp_attention_ = cp_attention;
   layout.cp_ring_zigzag_ = flags.cp_ring_split == "zigzag";
   layout.virtual_stages_ = flags.virtual_stages;
+  layout.stage_blocks_ = flags.stage_blocks;
   layout.zero_ = flags.zero;
   layout.micro_batches_ = flags.micro_batches;
   layout.dp_ = flags.dp;
@@ -117,10 +154,31 @@ absl::Status ParallelLayout::CheckEvenDataParallelBatch(int64_t batch, const cha
       rows_per_split, " (e.g. ", valid, "), or --", escape_flag, " to compile the uneven split anyway"));
 }
 
+int64_t ParallelLayout::StageOf(int64_t block, int64_t blocks) const {
+  if (!stage_blocks_.empty()) {
+    int64_t end = 0;
+    for (int64_t s = 0; s < pp(); ++s) {
+      end += stage_blocks_[s];
+      if (block < end) return s;
+    }
+    return pp() - 1;  // CheckStages refuses counts that do not sum to the blocks
+  }
+  return ((block + 1) * pp() * virtual_stages_ - 1) / blocks % pp();
+}
+
 absl::Status ParallelLayout::CheckStages(int64_t blocks, const char* blocks_flag) const {
   if (blocks < pp()) {
     return absl::InvalidArgumentError(absl::StrCat("--pp=", pp(), " is more than --", blocks_flag, "=", blocks,
                                                    "; every pipeline stage needs at least one block"));
+  }
+  if (!stage_blocks_.empty()) {
+    int64_t sum = 0;
+    for (int64_t count : stage_blocks_) sum += count;
+    if (sum != blocks) {
+      return absl::InvalidArgumentError(absl::StrCat("--stage_blocks=", absl::StrJoin(stage_blocks_, ","),
+                                                     " sums to ", sum, " blocks, but --", blocks_flag, "=", blocks,
+                                                     "; give ", pp(), " counts summing to ", blocks));
+    }
   }
   if (virtual_stages_ > 1 && blocks % (pp() * virtual_stages_) != 0) {
     return absl::InvalidArgumentError(absl::StrCat(

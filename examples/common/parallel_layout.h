@@ -44,6 +44,10 @@ struct ParallelFlags {
   // Chunks of blocks per pipeline stage (interleaved 1F1B, --virtual_stages): the blocks
   // form pp x virtual_stages chunks, chunk c on stage c mod pp. 1: consecutive blocks.
   int64_t virtual_stages = 1;
+  // Blocks per pipeline stage, first stage first (--stage_blocks=3,5): the pipeline's
+  // cuts as the auto-parallel search chose them or the user gives them (Megatron's
+  // first/last-stage layer counts, generalized). Empty: balanced (StageOf).
+  std::vector<int64_t> stage_blocks;
   // Micro-batches per iteration (Job.micro_batches); the batch must divide by it.
   int64_t micro_batches = 1;
   // Link bandwidths of the cluster description, bytes per second.
@@ -63,6 +67,12 @@ enum class CpAttention {
 };
 const char* CpAttentionName(CpAttention attention);
 
+// --stage_blocks's text, "3,5" -> {3, 5}; "" and "auto" -> {} (balanced; for auto the
+// examples' driver then chooses them, example_main.cc). Errors name the text and
+// the form: "--stage_blocks=3,x: 'x' is not a block count; give comma-separated counts,
+// one per --pp stage, e.g. --stage_blocks=3,5".
+absl::StatusOr<std::vector<int64_t>> ParseStageBlocks(const std::string& text);
+
 class ParallelLayout {
  public:
   // Errors name the flags: "--dp=2 x --tp=3 is 6 devices, but --nodes=1 x
@@ -74,14 +84,15 @@ class ParallelLayout {
   const Placement& StagePlacement(int64_t stage) const { return stages_[stage]; }
   int64_t pp() const { return static_cast<int64_t>(stages_.size()); }
   int64_t micro_batches() const { return micro_batches_; }
-  // The stage of block `block` of `blocks`, balanced: stage s holds blocks
+  // The stage of block `block` of `blocks`: with --stage_blocks, the stage whose count
+  // reaches past it; else balanced: stage s holds blocks
   // [s * blocks / pp, (s + 1) * blocks / pp). With V virtual stages the blocks form
   // pp x V chunks the same way and chunk c goes to stage c mod pp (Megatron's interleaved
   // layout: stage 0 of 2 with V = 2 holds blocks 0 and 2 of 4).
-  int64_t StageOf(int64_t block, int64_t blocks) const {
-    return ((block + 1) * pp() * virtual_stages_ - 1) / blocks % pp();
-  }
+  int64_t StageOf(int64_t block, int64_t blocks) const;
   int64_t virtual_stages() const { return virtual_stages_; }
+  // --stage_blocks as given (empty: balanced).
+  const std::vector<int64_t>& stage_blocks() const { return stage_blocks_; }
   // The rows of one micro-batch of a batch of `batch`. Errors name the flags: "--batch=8
   // is not divisible by --micro_batches=3".
   absl::StatusOr<int64_t> MicroBatchRows(int64_t batch) const;
@@ -94,8 +105,9 @@ class ParallelLayout {
   // the batch, the dp degree (and micro-batches), the rows each device would get, and the
   // nearest valid batches; `escape_flag` is the flag that compiles the uneven split anyway.
   absl::Status CheckEvenDataParallelBatch(int64_t batch, const char* escape_flag) const;
-  // Errors when the model has fewer blocks than stages, or (with --virtual_stages > 1)
-  // blocks not divisible by pp x virtual_stages, naming the flags.
+  // Errors when the model has fewer blocks than stages, (with --virtual_stages > 1)
+  // blocks not divisible by pp x virtual_stages, or --stage_blocks not summing to the
+  // blocks, naming the flags.
   absl::Status CheckStages(int64_t blocks, const char* blocks_flag) const;
   const proto::Cluster& cluster() const { return cluster_; }
   int64_t dp() const { return dp_; }
@@ -120,6 +132,7 @@ class ParallelLayout {
   std::vector<Placement> stages_;
   int64_t micro_batches_ = 1;
   int64_t virtual_stages_ = 1;
+  std::vector<int64_t> stage_blocks_;
   proto::Cluster cluster_;
   int64_t dp_ = 1;
   int64_t tp_ = 1;

@@ -412,6 +412,13 @@ void WritePipeline(const proto::Plan& plan, const std::vector<PipelineStage>& st
     json.EndArray();
     json.Key("num_ops");
     json.Int(stage.num_ops);
+    // --stage_blocks' count for this stage; null for a plan cut by block count.
+    json.Key("blocks");
+    if (plan.recipe().stage_blocks_size() == static_cast<int>(stages.size())) {
+      json.Int(plan.recipe().stage_blocks(static_cast<int>(k)));
+    } else {
+      json.Null();
+    }
     json.Key("peak_bytes");
     json.Int(stage.peak_bytes);
     json.Key("persistent_bytes");

@@ -8,6 +8,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "compiler/compiler.h"
+#include "examples/common/compile_recipe.h"
 #include "examples/gpt/gpt_model.h"
 #include "gmock/gmock.h"
 #include "google/protobuf/struct.pb.h"
@@ -126,6 +127,43 @@ TEST(InspectPipelineTest, StagesOfTwoStageGpt) {
   EXPECT_EQ(last.fields().at("num_ops").number_value(), stages[1].num_ops);
   EXPECT_EQ(last.fields().at("peak_bytes").number_value(), plan.devices(1).peak_bytes());
   EXPECT_TRUE(last.fields().at("measured_bubble").has_null_value());
+}
+
+// A plan cut by --stage_blocks: each stage names its count (from the plan's recipe), in
+// text and JSON; one cut by block count names none.
+TEST(InspectPipelineTest, StagesNameTheirBlocksWhenCut) {
+  examples::ParallelFlags flags;
+  flags.devices_per_node = 2;
+  flags.pp = 2;
+  flags.micro_batches = 2;
+  flags.stage_blocks = {3, 1};
+  const examples::ParallelLayout layout = *examples::ParallelLayout::Create(flags);
+  examples::GptConfig config;
+  config.batch = 8;
+  config.seq = 8;
+  config.layers = 4;
+  config.hidden = 32;
+  config.heads = 2;
+  config.vocab = 32;
+  const proto::Job job = *examples::BuildGpt(config, layout);
+  CompileOptions options;
+  options.cluster = layout.cluster();
+  absl::StatusOr<proto::Plan> plan = Compile(job, options);
+  ASSERT_TRUE(plan.ok()) << plan.status();
+  *plan->mutable_recipe() = *examples::MakeRecipe(job, layout, examples::CompileSettings(), /*auto_parallel=*/false);
+  const std::vector<PipelineStage> stages = PipelineStages(*plan);
+  ASSERT_EQ(stages.size(), 2u);
+  EXPECT_GT(stages[0].num_ops, 2 * stages[1].num_ops);  // three blocks against one
+  const std::string text = Inspect(*plan, InspectFormat::kText);
+  EXPECT_THAT(text, HasSubstr(absl::StrCat("    ops: ", stages[0].num_ops, "\n    blocks: 3 (--stage_blocks=3,1)\n")));
+  EXPECT_THAT(text, HasSubstr(absl::StrCat("    ops: ", stages[1].num_ops, "\n    blocks: 1 (--stage_blocks=3,1)\n")));
+  const google::protobuf::Struct json = Json(Inspect(*plan, InspectFormat::kJson));
+  const auto& json_stages = json.fields().at("pipeline").struct_value().fields().at("stages").list_value();
+  ASSERT_EQ(json_stages.values_size(), 2);
+  EXPECT_EQ(json_stages.values(0).struct_value().fields().at("blocks").number_value(), 3);
+  EXPECT_EQ(json_stages.values(1).struct_value().fields().at("blocks").number_value(), 1);
+  const proto::Plan balanced = PipelinedGpt(/*pp=*/2, /*dp=*/1, /*micro_batches=*/2, /*layers=*/4);
+  EXPECT_THAT(Inspect(balanced, InspectFormat::kText), Not(HasSubstr("    blocks: ")));
 }
 
 TEST(InspectPipelineTest, FourStagesInForwardOrder) {

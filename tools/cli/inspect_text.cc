@@ -468,6 +468,12 @@ void AppendPipeline(const proto::Plan& plan, const std::vector<PipelineStage>& s
     absl::StrAppend(out, "  stage ", k, ": ", stage.placement, "\n");
     absl::StrAppend(out, "    devices: ", devices.empty() ? std::string("none") : absl::StrJoin(devices, ", "), "\n");
     absl::StrAppend(out, "    ops: ", stage.num_ops, "\n");
+    // The cut as compiled (--stage_blocks, given or chosen by --auto_parallel); a plan cut
+    // by block count records none.
+    if (plan.recipe().stage_blocks_size() == static_cast<int>(stages.size())) {
+      absl::StrAppend(out, "    blocks: ", plan.recipe().stage_blocks(static_cast<int>(k)), " (--stage_blocks=",
+                      absl::StrJoin(plan.recipe().stage_blocks(), ","), ")\n");
+    }
     absl::StrAppend(out, "    memory per device: peak ", FormatBytes(stage.peak_bytes), ", persistent ",
                     FormatBytes(stage.persistent_bytes), "\n");
     std::string bubble = absl::StrFormat("modelled %.3f", modelled);

@@ -1,0 +1,217 @@
+// Pipeline stage cuts: --stage_blocks places the blocks where it says and trains as one
+// device does; bad counts are refused naming the flag; the auto-parallel search's DP over
+// the cuts gives a heavy output layer's stage fewer blocks (and the plan, its decision
+// record, its recipe and a second search agree), and moves blocks off the first stage
+// under a memory limit (1F1B keeps the most micro-batches in flight there).
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "actors/runtime.h"
+#include "compiler/auto_parallel/candidate.h"
+#include "compiler/auto_parallel/price.h"
+#include "compiler/compiler.h"
+#include "examples/common/auto_parallel_driver.h"
+#include "examples/common/compile_recipe.h"
+#include "examples/common/parallel_layout.h"
+#include "examples/llama/llama_model.h"
+#include "gtest/gtest.h"
+#include "oneflow_core/status.h"
+#include "plan/plan_checksum.h"
+#include "tests/auto_parallel_testing.h"
+#include "tests/loss_curves.h"
+#include "tests/tiny_llama.h"
+
+namespace oneflow {
+namespace {
+
+using examples::ParallelFlags;
+using examples::ParallelLayout;
+using Counts = std::vector<int64_t>;
+
+constexpr int kIterations = 12;
+
+// The tiny llama with 4 blocks and a vocabulary of 2048: its output layer (hidden 32 x
+// 2048) costs about as much as two blocks, so the stage that holds it wants fewer.
+examples::LlamaConfig HeavyOutputLlama() {
+  examples::LlamaConfig config = testing::TinyLlama();
+  config.layers = 4;
+  config.vocab = 2048;
+  config.seq = 16;
+  return config;
+}
+
+examples::JobBuilder Llama() {
+  return [](const ParallelLayout& layout) { return examples::BuildLlama(HeavyOutputLlama(), layout); };
+}
+
+std::vector<double> Losses(const proto::Plan& plan) {
+  actors::TrainOptions train;
+  train.node = -1;  // every node of the plan in this process
+  train.iterations = kIterations;
+  train.progress_timeout = std::chrono::milliseconds(20000);
+  absl::StatusOr<actors::TrainResult> result = actors::TrainPlan(plan, train);
+  EXPECT_TRUE(result.ok()) << result.status();
+  std::vector<double> losses;
+  if (result.ok()) {
+    for (const actors::IterationMetrics& m : result->iterations) losses.push_back(m.loss);
+  }
+  return losses;
+}
+
+absl::StatusOr<proto::Plan> CompileLayout(const ParallelFlags& flags) {
+  OF_ASSIGN_OR_RETURN(const ParallelLayout layout, ParallelLayout::Create(flags));
+  OF_ASSIGN_OR_RETURN(const proto::Job job, Llama()(layout));
+  CompileOptions options;
+  options.cluster = layout.cluster();
+  return Compile(job, options);
+}
+
+ParallelFlags TwoStages(const Counts& stage_blocks) {
+  ParallelFlags flags;
+  flags.devices_per_node = 2;
+  flags.pp = 2;
+  flags.micro_batches = 2;
+  flags.stage_blocks = stage_blocks;
+  return flags;
+}
+
+// Each block's stage as the compiled plan places it: the stage whose first device is the
+// first device of the block's first op's placement (Plan.op_sbps).
+std::map<std::string, int64_t> BlockStages(const proto::Job& job, const proto::Plan& plan, const ParallelLayout& layout) {
+  std::map<std::string, std::string> block_of;
+  for (const proto::OpDef& op : job.ops()) {
+    if (!op.block().empty()) block_of[op.name()] = op.block();
+  }
+  std::map<std::string, int64_t> stages;
+  for (const proto::LogicalOpSbp& op : plan.op_sbps()) {
+    auto block = block_of.find(op.op_name());
+    if (block == block_of.end() || stages.count(block->second) > 0 || op.placement().devices().empty()) continue;
+    for (int64_t s = 0; s < layout.pp(); ++s) {
+      const DeviceId first = layout.StagePlacement(s).devices().front();
+      if (op.placement().devices(0).node() == first.node && op.placement().devices(0).device() == first.device) {
+        stages[block->second] = s;
+      }
+    }
+  }
+  return stages;
+}
+
+TEST(AutoParallelStageCutsTest, HandCutsPlaceTheBlocksAndFollowTheOneDeviceCurve) {
+  absl::StatusOr<proto::Plan> one_device = CompileLayout(ParallelFlags{});
+  ASSERT_TRUE(one_device.ok()) << one_device.status();
+  const std::vector<double> reference = Losses(*one_device);
+  for (const Counts& cuts : {Counts{3, 1}, Counts{1, 3}}) {
+    absl::StatusOr<ParallelLayout> layout = ParallelLayout::Create(TwoStages(cuts));
+    ASSERT_TRUE(layout.ok()) << layout.status();
+    absl::StatusOr<proto::Job> job = Llama()(*layout);
+    ASSERT_TRUE(job.ok()) << job.status();
+    absl::StatusOr<proto::Plan> plan = CompileLayout(TwoStages(cuts));
+    ASSERT_TRUE(plan.ok()) << plan.status();
+    const std::map<std::string, int64_t> expected =
+        cuts[0] == 3 ? std::map<std::string, int64_t>{{"layers0", 0}, {"layers1", 0}, {"layers2", 0}, {"layers3", 1}}
+                     : std::map<std::string, int64_t>{{"layers0", 0}, {"layers1", 1}, {"layers2", 1}, {"layers3", 1}};
+    EXPECT_EQ(BlockStages(*job, *plan, *layout), expected) << cuts[0] << "," << cuts[1];
+    EXPECT_TRUE(testing::MatchesReference(Losses(*plan), reference, kIterations)) << cuts[0] << "," << cuts[1];
+  }
+}
+
+TEST(AutoParallelStageCutsTest, BadStageBlocksNameTheFlag) {
+  EXPECT_EQ(examples::ParseStageBlocks("3,x").status().message(),
+            "--stage_blocks=3,x: 'x' is not a block count; give comma-separated counts, one per --pp stage, e.g. "
+            "--stage_blocks=3,5");
+  EXPECT_EQ(examples::ParseStageBlocks("3,1").value(), (Counts{3, 1}));
+  EXPECT_TRUE(examples::ParseStageBlocks("").value().empty());
+  EXPECT_EQ(ParallelLayout::Create(TwoStages({4})).status().message(),
+            "--stage_blocks=4 gives 1 stages, but --pp=2 has 2; give one block count per stage");
+  EXPECT_EQ(ParallelLayout::Create(TwoStages({4, 0})).status().message(),
+            "--stage_blocks=4,0: every pipeline stage needs at least one block (got 0)");
+  ParallelFlags interleaved = TwoStages({2, 2});
+  interleaved.virtual_stages = 2;
+  EXPECT_EQ(ParallelLayout::Create(interleaved).status().message(),
+            "--stage_blocks=2,2 cuts consecutive blocks, but --virtual_stages=2 interleaves chunks of equal blocks; "
+            "drop one of them");
+  absl::StatusOr<ParallelLayout> five = ParallelLayout::Create(TwoStages({3, 2}));
+  ASSERT_TRUE(five.ok());
+  EXPECT_EQ(Llama()(*five).status().message(),
+            "--stage_blocks=3,2 sums to 5 blocks, but --layers=4; give 2 counts summing to 4");
+}
+
+// Two nodes of one device over a slow link: the pipeline wins (the activations crossing
+// the cut are smaller than the gradients data parallelism would reduce), and the DP over
+// the cuts gives the stage with the output layer one block.
+TEST(AutoParallelStageCutsTest, TheSearchCutsAHeavyOutputLayerOffTheLastStage) {
+  examples::AutoParallelRequest request;
+  request.cluster.nodes = 2;
+  request.cluster.devices_per_node = 1;
+  request.cluster.inter_node_bandwidth = 2e7;
+  request.settings.compression.compression = "off";  // the oracle compares dense boxing
+  request.settings.links.inter_node_bandwidth = 2e7;
+  request.settings.links.inter_node_bandwidth_given = true;
+  absl::StatusOr<examples::AutoParallelResult> result = examples::AutoParallelCompile(Llama(), request);
+  ASSERT_TRUE(result.ok()) << result.status();
+  const proto::AutoParallelDecision& decision = result->plan.auto_parallel();
+  const proto::AutoParallelLayout& chosen = decision.chosen().layout();
+  ASSERT_EQ(chosen.pp(), 2) << auto_parallel::LayoutName(chosen);
+  EXPECT_EQ(Counts(chosen.stage_blocks().begin(), chosen.stage_blocks().end()), (Counts{3, 1}));
+  EXPECT_EQ(result->layout.stage_blocks(), (Counts{3, 1}));
+  // The balanced twin is in the record, beaten by the predicted step.
+  bool balanced_listed = false;
+  for (const proto::AutoParallelPrediction& alternative : decision.alternatives()) {
+    if (alternative.lost_because().rfind("stage_blocks=balanced: +", 0) == 0) {
+      balanced_listed = true;
+      EXPECT_GT(auto_parallel::StepSeconds(alternative), auto_parallel::StepSeconds(decision.chosen()));
+    }
+  }
+  EXPECT_TRUE(balanced_listed);
+  // The recipe the example writes carries the cuts (a re-plan compiles the same stages).
+  absl::StatusOr<proto::CompileRecipe> recipe =
+      examples::MakeRecipe(result->job, result->layout, request.settings, /*auto_parallel=*/true);
+  ASSERT_TRUE(recipe.ok()) << recipe.status();
+  EXPECT_EQ(examples::LayoutFlagsFromRecipe(*recipe).stage_blocks, (Counts{3, 1}));
+  // Deterministic: a second search writes the same bytes.
+  absl::StatusOr<examples::AutoParallelResult> again = examples::AutoParallelCompile(Llama(), request);
+  ASSERT_TRUE(again.ok()) << again.status();
+  absl::StatusOr<std::string> first_bytes = SerializePlanDeterministically(result->plan);
+  absl::StatusOr<std::string> second_bytes = SerializePlanDeterministically(again->plan);
+  ASSERT_TRUE(first_bytes.ok() && second_bytes.ok());
+  EXPECT_TRUE(*first_bytes == *second_bytes) << "two searches wrote different plans";
+  absl::StatusOr<proto::Plan> one_device = CompileLayout(ParallelFlags{});
+  ASSERT_TRUE(one_device.ok()) << one_device.status();
+  EXPECT_TRUE(testing::MatchesReference(Losses(result->plan), Losses(*one_device), kIterations));
+}
+
+TEST(AutoParallelStageCutsTest, AMemoryLimitMovesBlocksOffTheFirstStage) {
+  examples::GptConfig config = TinyGpt();
+  config.layers = 4;
+  const auto_parallel::ModelProfile profile = ProfileOfTwoDevices(config);
+  const auto_parallel::PriceOptions options = TwoNodesOfOneDevice(12.5e9, 1e11, 1e10);
+  const proto::AutoParallelLayout balanced = LayoutOf(1, 1, 2, 4);
+  absl::StatusOr<proto::AutoParallelPrediction> priced = auto_parallel::PriceLayout(profile, options, balanced);
+  ASSERT_TRUE(priced.ok()) << priced.status();
+  // Without a limit the tiny gpt's blocks are even and its output layer light: balanced.
+  absl::StatusOr<std::optional<Counts>> free = auto_parallel::ChooseStageBlocks(profile, options, balanced, 0, nullptr);
+  ASSERT_TRUE(free.ok()) << free.status();
+  EXPECT_FALSE(free->has_value()) << (*free)->at(0);
+  const int64_t limit = priced->peak_bytes() - 1;
+  absl::StatusOr<std::optional<Counts>> cuts = auto_parallel::ChooseStageBlocks(profile, options, balanced, limit, nullptr);
+  ASSERT_TRUE(cuts.ok()) << cuts.status();
+  ASSERT_TRUE(cuts->has_value());
+  EXPECT_EQ(**cuts, (Counts{1, 3}));
+  proto::AutoParallelLayout cut = balanced;
+  for (int64_t blocks : **cuts) cut.add_stage_blocks(blocks);
+  absl::StatusOr<proto::AutoParallelPrediction> cut_priced = auto_parallel::PriceLayout(profile, options, cut);
+  ASSERT_TRUE(cut_priced.ok()) << cut_priced.status();
+  EXPECT_LE(cut_priced->peak_bytes(), limit);
+  // Counts that do not cover the blocks are refused naming them.
+  proto::AutoParallelLayout wrong = balanced;
+  wrong.add_stage_blocks(2);
+  wrong.add_stage_blocks(1);
+  EXPECT_EQ(auto_parallel::PriceLayout(profile, options, wrong).status().message(),
+            "dp=1 tp=1 pp=2 stage_blocks=2,1 micro_batches=4 zero=0 recompute=none: stage_blocks=2,1 must give each of "
+            "the 2 stages at least one block, summing to the 4 blocks or layers of 'gpt'");
+}
+
+}  // namespace
+}  // namespace oneflow
