@@ -64,8 +64,8 @@ for case in "${CASES[@]}"; do
       -v micro="$micro" 'BEGIN {
     printf "{\"bench\":\"stage_cuts\",\"case\":\"%s\",\"devices\":%d,\"pp\":%d,\"micro_batches\":%d,", name, devices, devices, micro
     printf "\"stage_blocks\":\"%s\",\"predicted_balanced_ms\":%.3f,\"predicted_cut_ms\":%.3f,", cut, pb, pc
-    printf "\"predicted_ratio\":%.3f,\"reference\":\"balanced cut, same run\",", pb > 0 ? pc / pb : 0
-    printf "\"measured_balanced_ms\":%.3f,\"measured_cut_ms\":%.3f,\"measured_ratio\":%.3f,", mb, mc, mb > 0 ? mc / mb : 0
+    printf "\"predicted_ratio\":%.3f,\"reference\":\"balanced cut, same run\",", (pb > 0 ? pc / pb : 0)
+    printf "\"measured_balanced_ms\":%.3f,\"measured_cut_ms\":%.3f,\"measured_ratio\":%.3f,", mb, mc, (mb > 0 ? mc / mb : 0)
     printf "\"rounds\":%d,\"iters\":%d,\"same_losses\":%s}\n", rounds, iters, same
   }'
 done
