@@ -1,8 +1,8 @@
-// --auto_parallel end to end on the examples' small gpt and mlp: the chosen plan verifies
-// (Compile runs the verifier; TrainPlan refuses a plan that does not), trains, and follows
-// the one-device loss curve within 1e-4, on 4 devices of one node and 8 devices of two,
-// with fast links, a slow inter-node link, and a memory limit below pure data
-// parallelism's peak. Each case also checks the decision the plan records.
+// --auto_parallel end to end on the examples' small gpt, mlp and llama: the chosen plan
+// verifies (Compile runs the verifier; TrainPlan refuses a plan that does not), trains, and
+// follows the one-device loss curve within 1e-4, on 4 devices of one node, 6 of two or
+// three nodes and 8 of two, with fast links, a slow inter-node link, and a memory limit
+// below pure data parallelism's peak. Each case also checks the decision the plan records.
 #include <string>
 #include <vector>
 
@@ -11,9 +11,11 @@
 #include "compiler/compiler.h"
 #include "examples/common/auto_parallel_driver.h"
 #include "examples/gpt/gpt_model.h"
+#include "examples/llama/llama_model.h"
 #include "examples/mlp/mlp_model.h"
 #include "gtest/gtest.h"
 #include "tests/loss_curves.h"
+#include "tests/tiny_llama.h"
 
 namespace oneflow {
 namespace {
@@ -46,6 +48,17 @@ examples::JobBuilder Gpt() {
     config.learning_rate = 1e-2;
     config.warmup_steps = 5;
     return examples::BuildGpt(config, layout);
+  };
+}
+
+// The tiny llama (tests/tiny_llama.h) with 3 blocks and 12 sequences: a batch that 2, 3,
+// 4 and 6 data-parallel devices split evenly, and blocks for up to 3 pipeline stages.
+examples::JobBuilder Llama() {
+  return [](const ParallelLayout& layout) {
+    examples::LlamaConfig config = testing::TinyLlama();
+    config.layers = 3;
+    config.batch = 12;
+    return examples::BuildLlama(config, layout);
   };
 }
 
@@ -114,6 +127,27 @@ TEST(AutoParallelTrainingTest, GptOnFourAndEightDevicesWithSlowInterNodeLinkMatc
     // Tensor-parallel groups are consecutive devices: they stay inside a node.
     EXPECT_EQ(per_node % chosen.tp(), 0) << auto_parallel::LayoutName(chosen);
     EXPECT_TRUE(testing::MatchesReference(Losses(plan), reference, kIterations)) << auto_parallel::LayoutName(chosen);
+  }
+}
+
+// 6 devices (3 nodes x 2, 2 nodes x 3) with fast and slow links, the gpt and the llama, and
+// the llama on 4 and 8: every chosen plan trains as one device does.
+TEST(AutoParallelTrainingTest, SixDevicesAndTheLlamaMatchOneDevice) {
+  struct Case {
+    const char* model;
+    int64_t nodes;
+    int64_t per_node;
+    double inter;
+  };
+  const std::vector<double> gpt = Reference(Gpt());
+  const std::vector<double> llama = Reference(Llama());
+  for (const Case& c : {Case{"gpt", 3, 2, 12.5e9}, Case{"gpt", 2, 3, 1.25e8}, Case{"llama", 3, 2, 1.25e8},
+                        Case{"llama", 2, 3, 12.5e9}, Case{"llama", 1, 4, 12.5e9}, Case{"llama", 2, 4, 1.25e8}}) {
+    const bool is_gpt = std::string(c.model) == "gpt";
+    const proto::Plan plan = AutoPlan(is_gpt ? Gpt() : Llama(), Request(c.nodes, c.per_node, c.inter));
+    const proto::AutoParallelLayout& chosen = plan.auto_parallel().chosen().layout();
+    EXPECT_TRUE(testing::MatchesReference(Losses(plan), is_gpt ? gpt : llama, kIterations))
+        << c.model << " on " << c.nodes << " x " << c.per_node << ": " << auto_parallel::LayoutName(chosen);
   }
 }
 
