@@ -61,7 +61,10 @@
 //   counts as compute.
 //   peak  = parameters + gradients + optimizer state (what ZeRO shards divided by dp)
 //           + kept activations of one micro-batch x micro-batches in flight (pp - s on
-//           stage s, bounded by micro_batches) x the register slots.
+//           stage s, bounded by micro_batches) x the register slots
+//           + with micro-batches, the per-iteration registers (no reuse) x the slots:
+//           the accumulated gradients, their buckets, and with ZeRO the updated shards
+//           and the parameters gathered from them.
 #ifndef COMPILER_AUTO_PARALLEL_PRICE_H_
 #define COMPILER_AUTO_PARALLEL_PRICE_H_
 
