@@ -255,11 +255,10 @@ TEST(AutoParallelSearchTest, TwoSearchesGiveByteIdenticalPlans) {
 
 // With micro-batches the plan holds the accumulated gradients, their buckets and (with
 // ZeRO) the updated shards and gathered parameters once per iteration in every register
-// slot, without reuse: the predicted peak counts them, so it stays within 30% of memory
-// planning's (measured: 0.80 for the mlp with ZeRO-3, 1.28 for the gpt at M=2, whose kept
-// activations the model over-counts as at M=1; before session 53 the prediction fell
-// with M where the planned peak does not: the mlp at dp=4 M=2 was predicted 51 KiB
-// against 89 planned, 0.57).
+// slot, without reuse: the predicted peak counts them, so it stays within 25% of memory
+// planning's (measured 0.80-1.14: the mlp with ZeRO-3 0.80, the gpt at M=2 1.14; before
+// session 53 the prediction fell with M where the planned peak does not: these cases
+// were predicted at 0.15-0.57 of it).
 TEST(AutoParallelSearchTest, MicroBatchedPeaksAreThePlannedOnes) {
   struct Case {
     const char* model;
@@ -297,7 +296,7 @@ TEST(AutoParallelSearchTest, MicroBatchedPeaksAreThePlannedOnes) {
     int64_t planned = 0;
     for (const proto::DevicePlan& device : plan->devices()) planned = std::max(planned, device.peak_bytes());
     const double ratio = static_cast<double>(priced->chosen().peak_bytes()) / static_cast<double>(planned);
-    EXPECT_NEAR(ratio, 1.0, 0.3) << LayoutName(layout) << " (" << c.model << "): predicted "
+    EXPECT_NEAR(ratio, 1.0, 0.25) << LayoutName(layout) << " (" << c.model << "): predicted "
                                  << priced->chosen().peak_bytes() << " B, planned " << planned << " B";
   }
 }

@@ -237,10 +237,16 @@ class Profiler {
       }
     }
     work.attention_core = op.attention_core();
-    unit.activation_bytes += out_bytes;
-    if (op.attention_core()) unit.attention_core_activation_bytes += out_bytes;
-    for (const auto& [port, name] : outputs) {
-      if (tp_split_tensors_.contains(name)) unit.tp_activation_bytes += bytes_[name];
+    // A view's output (a reshape, an identity: compiler/passes/view_kernel.h) is its
+    // input's bytes, which the unit already counts: memory planning gives it none.
+    const bool view_output = IsViewKernel(op.type()) && inputs.size() == 1 &&
+                             outputs.size() == 1 && in_bytes == out_bytes;
+    if (!view_output) {
+      unit.activation_bytes += out_bytes;
+      if (op.attention_core()) unit.attention_core_activation_bytes += out_bytes;
+      for (const auto& [port, name] : outputs) {
+        if (tp_split_tensors_.contains(name)) unit.tp_activation_bytes += bytes_[name];
+      }
     }
     absl::StrAppend(&unit.signature, signature, ";");
     unit.op_names.push_back(op.name());
