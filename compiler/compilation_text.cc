@@ -92,7 +92,8 @@ void AppendDevicePlanText(const proto::DevicePlan& device, std::string* text) {
   for (const proto::MemoryBlock& block : device.memory_blocks()) {
     absl::StrAppend(text, "block ", where, " #", block.id(),
                     block.persistent() ? " persistent " : block.workspace() ? " workspace " : " arena ",
-                    block.size_bytes(), " B slot_stride=", block.slot_stride_bytes(), "\n");
+                    block.size_bytes(), " B slot_stride=", block.slot_stride_bytes(),
+                    block.copies() > 0 ? absl::StrCat(" copies=", block.copies()) : "", "\n");
   }
 }
 

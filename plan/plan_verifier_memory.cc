@@ -41,6 +41,9 @@ absl::Status VerifyBlocks(const proto::Plan& plan, const proto::DevicePlan& devi
       return Fail(absl::StrCat(who, " has size ", block.size_bytes(), " and slot stride ",
                                block.slot_stride_bytes(), "; both must be >= 0"));
     }
+    if (block.copies() < 0) {
+      return Fail(absl::StrCat(who, " has ", block.copies(), " copies; give >= 1, or 0 for the register_count"));
+    }
     if (block.persistent() && block.slot_stride_bytes() != 0) {
       return Fail(absl::StrCat(who, " is persistent but has slot stride ", block.slot_stride_bytes(),
                                "; persistent memory has one slot"));
@@ -60,8 +63,9 @@ absl::Status VerifyBlocks(const proto::Plan& plan, const proto::DevicePlan& devi
       workspace_block = b;
       continue;
     }
-    // The arena is register_count copies of one iteration's layout (plan.proto).
-    const int64_t copies = RegisterCountOf(plan, device);
+    // The arena is register_count copies of one iteration's layout (plan.proto), a block
+    // with `copies` set that many.
+    const int64_t copies = block.copies() > 0 ? block.copies() : RegisterCountOf(plan, device);
     const bool copies_fit = block.slot_stride_bytes() <= INT64_MAX / copies;
     if (!block.persistent() &&
         (!copies_fit || block.size_bytes() != block.slot_stride_bytes() * copies)) {
@@ -86,10 +90,12 @@ absl::Status VerifyRegisterPlacement(const proto::Plan& plan, const proto::Devic
       return Fail(absl::StrCat(who(), " lies in memory block ", block.id(),
                                ", the kernels' workspace, which holds no register"));
     }
-    const int64_t expected_count = block.persistent() ? 1 : RegisterCountOf(plan, device);
+    const int64_t expected_count =
+        block.persistent() ? 1 : block.copies() > 0 ? block.copies() : RegisterCountOf(plan, device);
     if (reg.count() != expected_count) {
       return Fail(absl::StrCat(who(), " has ", reg.count(), " slots, but registers in ",
                                block.persistent()            ? "persistent memory have 1"
+                               : block.copies() > 0          ? absl::StrCat("memory block ", block.id(), " have its copies ")
                                : device.register_count() > 0 ? "the arena have the device's register_count "
                                                              : "the arena have the plan's register_count ",
                                block.persistent() ? "" : absl::StrCat(expected_count)));

@@ -367,17 +367,15 @@ class Pricer {
   // at a time; the default gpt at dp=2 was predicted 9.4 MiB against 15.2 planned without it).
   //
   // With micro-batches, also what the plan computes once per iteration from the
-  // accumulated gradients: such registers own their bytes in every register slot (memory
-  // block 2, no reuse: RegisterDef.per_iteration), so they add up. The accumulated
-  // gradients (whole, whatever the ZeRO stage); the gradient buckets that reduce them
-  // (whole: the bucket holds its members); with ZeRO the optimizer's outputs on the shard
-  // (new parameters and state) and the parameters gathered from them. Traced on the
-  // gpt (6 blocks, hidden 128, vocabulary 8192, dp=2 on 2 x 1): memory planning's peak
-  // 93.1 MiB at M=1 and 92.9 at M=2 and 4 (two of the gradients' size each for the
-  // accumulators and the buckets, 17.1 MiB), 122.8 with ZeRO-3 at M=2 (its per-iteration
-  // gathers and shard updates another 42.7), where this estimate gave 77 and 56 without
-  // these terms, and --auto_parallel --device_memory compiled eight layouts with
-  // micro-batches that memory planning then refused.
+  // accumulated gradients: such registers own their bytes, one copy each (memory block 3:
+  // no reuse, RegisterDef.per_iteration), so they add up. The accumulated gradients
+  // (whole, whatever the ZeRO stage); the gradient buckets that reduce them (whole: the
+  // bucket holds its members); with ZeRO the optimizer's outputs on the shard (new
+  // parameters and state) and the parameters gathered from them. Traced on the gpt (6
+  // blocks, hidden 128, vocabulary 8192, dp=2 on 2 x 1), where this estimate gave 77 and 56
+  // MiB at M=2 and 4 without these terms and memory planning 92.9 (the per-iteration
+  // registers then had register_count copies), --auto_parallel --device_memory compiled
+  // eight layouts with micro-batches that memory planning refused.
   double PeakBytes(const UnitCost& cost, int64_t stage, double largest_gathered, double largest_recomputed) const {
     const int64_t in_flight = std::min<int64_t>(layout_.micro_batches(), layout_.pp() - stage);
     const double parameters =
@@ -394,7 +392,6 @@ class Pricer {
         per_iteration += cost.parameter_bytes +
                          cost.parameter_bytes / layout_.dp() * (1 + profile_.optimizer_state_copies);
       }
-      per_iteration *= slots;
     }
     return parameters + gradients + state + activations + per_iteration;
   }

@@ -62,7 +62,7 @@
 //   peak  = parameters + gradients + optimizer state (what ZeRO shards divided by dp)
 //           + kept activations of one micro-batch x micro-batches in flight (pp - s on
 //           stage s, bounded by micro_batches) x the register slots
-//           + with micro-batches, the per-iteration registers (no reuse) x the slots:
+//           + with micro-batches, the per-iteration registers (no reuse, one copy):
 //           the accumulated gradients, their buckets, and with ZeRO the updated shards
 //           and the parameters gathered from them.
 #ifndef COMPILER_AUTO_PARALLEL_PRICE_H_

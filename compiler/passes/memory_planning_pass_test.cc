@@ -117,6 +117,29 @@ TEST(MemoryPlanningPassTest, RingAttentionWorkspaceIsOneBlockAddedToThePeak) {
   EXPECT_FALSE(absl::StrContains(texts->before, "workspace")) << texts->before;
 }
 
+// With micro-batches the per-iteration registers (the accumulated gradient, what the
+// optimizer computes from it) own their bytes outside the arena, one copy each: the next
+// iteration writes them only after this one's update, which waits for every reader.
+TEST(MemoryPlanningPassTest, PerIterationRegistersOfMicroBatchesHoldOneCopy) {
+  absl::StatusOr<proto::Job> job = JobFromText(kOneDeviceLinearGraph);
+  ASSERT_TRUE(job.ok()) << job.status();
+  job->set_micro_batches(2);
+  absl::StatusOr<PassTexts> texts = RunThroughPass(*job, "memory_planning");
+  ASSERT_TRUE(texts.ok()) << texts.status();
+  // w_accumulate: register_count slots before, one after, in a block of its own of one
+  // copy; peak = 256 B persistent + 2 x 512 B of arena + 128 B.
+  EXPECT_EQ(LinesStartingWith(texts->before, "register 0:0 r12 "),
+            "register 0:0 r12 w_accumulate 128 B x2 from #11 to #12\n");
+  EXPECT_EQ(LinesStartingWith(texts->after, "register 0:0 r12 "),
+            "register 0:0 r12 w_accumulate 128 B x1 from #11 to #12 at block 2 offset 0\n");
+  EXPECT_EQ(LinesStartingWith(texts->after, "block 0:0 "),
+            "block 0:0 #0 persistent 256 B slot_stride=0\n"
+            "block 0:0 #1 arena 1024 B slot_stride=512\n"
+            "block 0:0 #2 arena 128 B slot_stride=128 copies=1\n");
+  EXPECT_TRUE(absl::StrContains(texts->after, "device 0:0 actors=14 registers=13 collectives=0 peak=1408 "))
+      << texts->after;
+}
+
 // A plan whose ops declare no workspace has no workspace block and no declarations.
 TEST(MemoryPlanningPassTest, NoWorkspaceBlockWithoutDeclarations) {
   absl::StatusOr<PassTexts> texts = RunThroughPass(kOneDeviceLinearGraph, "memory_planning");
