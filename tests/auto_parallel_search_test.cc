@@ -253,12 +253,12 @@ TEST(AutoParallelSearchTest, TwoSearchesGiveByteIdenticalPlans) {
   EXPECT_GT(first->plan.auto_parallel().planned_peak_bytes(), 0);
 }
 
-// With micro-batches the plan holds the accumulated gradients, their buckets and (with
-// ZeRO) the updated shards and gathered parameters once per iteration in every register
-// slot, without reuse: the predicted peak counts them, so it stays within 25% of memory
-// planning's (measured 0.80-1.14: the mlp with ZeRO-3 0.80, the gpt at M=2 1.14; before
-// session 53 the prediction fell with M where the planned peak does not: these cases
-// were predicted at 0.15-0.57 of it).
+// With micro-batches the plan holds the accumulated gradients (in their all-reduce
+// bucket, or copied by a reduce-scatter one) and (with ZeRO) the updated shards and
+// gathered parameters once per iteration, one copy, without reuse: the predicted peak
+// counts them, so it stays within 25% of memory planning's (measured 0.76-1.21: the mlp
+// with ZeRO-3 0.76, the gpt at M=2 1.21; before session 53 the prediction fell with M
+// where the planned peak did not: these cases were predicted at 0.15-0.57 of it).
 TEST(AutoParallelSearchTest, MicroBatchedPeaksAreThePlannedOnes) {
   struct Case {
     const char* model;

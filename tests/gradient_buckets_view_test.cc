@@ -2,12 +2,13 @@
 // gradient_as_bucket_view): memory planning places an all-reduce bucket member's input,
 // the gradient its producer writes, at the member's own bytes in the bucket register, so
 // the bucket's act copies nothing for it (actors/behaviors/bucket_behavior.cc), and the
-// gradients are no longer held twice until the updates. Where that is not possible the
-// copy stays: accumulated gradients of micro-batches (they own per-iteration bytes
-// outside the arena) and reduce-scatter buckets (the act packs each rank's part of a
-// member into that rank's chunk). The plans train like one device, tied and untied; the
-// verifier refuses an input inside its bucket anywhere but at its view, or read by
-// another actor.
+// gradients are no longer held twice until the updates. With micro-batches the members'
+// inputs are the accumulated gradients, per-iteration registers of one copy outside the
+// arena like their bucket: the accumulators sum in the bucket's bytes (since session 53).
+// Where placing is not possible the copy stays: reduce-scatter buckets (the act packs
+// each rank's part of a member into that rank's chunk). The plans train like one device,
+// tied and untied, with and without micro-batches; the verifier refuses an input inside
+// its bucket anywhere but at its view, or read by another actor.
 #include <string>
 #include <vector>
 
@@ -100,15 +101,22 @@ TEST(GradientBucketViewsTest, EveryGradientOfAnAllReduceBucketIsWrittenInIt) {
   EXPECT_TRUE(VerifyPlan(plan).ok()) << VerifyPlan(plan);
 }
 
-// Where a member's input cannot lie in the bucket the act keeps copying it: micro-batches
-// (the accumulated gradient owns per-iteration bytes outside the arena) and ZeRO-2's
-// reduce-scatter buckets (each rank's part goes to another chunk).
-TEST(GradientBucketViewsTest, AccumulatorsAndReduceScatterBucketsKeepTheCopy) {
+// With micro-batches the accumulators write in the bucket too (every member: the
+// accumulated gradients have no other reader), outside the arena, one copy; ZeRO-2's
+// reduce-scatter buckets keep the copy (each rank's part goes to another chunk).
+TEST(GradientBucketViewsTest, AccumulatorsAreWrittenInTheBucketReduceScatterBucketsKeepTheCopy) {
   const proto::Plan micro = CompileGpt(SmallGpt(true), 2, 0, 2, 25);
   ASSERT_GE(micro.buckets_size(), 1);
   for (const Placement& placement : MemberPlacements(micro)) {
-    EXPECT_EQ(placement.placed, 0);
-    EXPECT_GT(placement.copied, 0);
+    EXPECT_GT(placement.placed, 0);
+    EXPECT_EQ(placement.copied_members, std::vector<std::string>{});
+  }
+  for (const proto::DevicePlan& device : micro.devices()) {
+    for (const proto::RegisterDef& reg : device.registers()) {
+      if (!reg.per_iteration() || reg.persistent()) continue;
+      EXPECT_EQ(reg.count(), 1) << reg.tensor();
+      EXPECT_EQ(device.memory_blocks(static_cast<int>(reg.memory_block())).copies(), 1) << reg.tensor();
+    }
   }
   EXPECT_TRUE(VerifyPlan(micro).ok()) << VerifyPlan(micro);
   const proto::Plan zero2 = CompileGpt(SmallGpt(true), 2, 2, 1, 25);
@@ -136,7 +144,8 @@ TEST(GradientBucketViewsTest, AccumulatorsAndReduceScatterBucketsKeepTheCopy) {
 
 // The reductions read what the producers wrote in place: dp=2 and dp=3 (batch 12 splits
 // evenly), tied and untied embeddings, the default limit and a 4 KiB one (several
-// buckets), each within 1e-4 of one device.
+// buckets), one and two micro-batches (the accumulators summing in the bucket), each
+// within 1e-4 of one device.
 TEST(GradientBucketViewsTest, LossesEqualOneDeviceTiedAndUntied) {
   constexpr int64_t kIterations = 4;
   for (bool tied : {true, false}) {
@@ -144,9 +153,10 @@ TEST(GradientBucketViewsTest, LossesEqualOneDeviceTiedAndUntied) {
         testing::TrainedLosses(CompileGpt(SmallGpt(tied), 1, 0, 1, 25), kIterations);
     ASSERT_EQ(reference.size(), kIterations);
     for (int64_t dp : {2, 3}) {
-      for (double bucket_mb : {25.0, 0.004}) {
-        const proto::Plan plan = CompileGpt(SmallGpt(tied), dp, 0, 1, bucket_mb);
-        const std::string what = absl::StrCat("tied ", tied, " dp ", dp, " bucket_mb ", bucket_mb);
+      for (auto [bucket_mb, micro_batches] : {std::pair<double, int64_t>{25.0, 1}, {0.004, 1}, {25.0, 2}, {0.004, 2}}) {
+        const proto::Plan plan = CompileGpt(SmallGpt(tied), dp, 0, micro_batches, bucket_mb);
+        const std::string what =
+            absl::StrCat("tied ", tied, " dp ", dp, " bucket_mb ", bucket_mb, " micro_batches ", micro_batches);
         ASSERT_GE(plan.buckets_size(), 1) << what;
         EXPECT_GT(MemberPlacements(plan)[0].placed, 0) << what;
         testing::ExpectLossesNear(testing::TrainedLosses(plan, kIterations), reference, 1e-4, what);

@@ -367,11 +367,12 @@ class Pricer {
   // at a time; the default gpt at dp=2 was predicted 9.4 MiB against 15.2 planned without it).
   //
   // With micro-batches, also what the plan computes once per iteration from the
-  // accumulated gradients: such registers own their bytes, one copy each (memory block 3:
-  // no reuse, RegisterDef.per_iteration), so they add up. The accumulated gradients
-  // (whole, whatever the ZeRO stage); the gradient buckets that reduce them (whole: the
-  // bucket holds its members); with ZeRO the optimizer's outputs on the shard (new
-  // parameters and state) and the parameters gathered from them. Traced on the gpt (6
+  // accumulated gradients: such registers own their bytes, one copy each (outside the
+  // arena, no reuse: RegisterDef.per_iteration), so they add up. The accumulated gradients
+  // (whole, whatever the ZeRO stage), which an all-reduce bucket holds in place (its
+  // members are written in it); a reduce-scatter bucket (ZeRO 2 and 3) copies them; with
+  // ZeRO the optimizer's outputs on the shard (new parameters and state) and the
+  // parameters gathered from them. Traced on the gpt (6
   // blocks, hidden 128, vocabulary 8192, dp=2 on 2 x 1), where this estimate gave 77 and 56
   // MiB at M=2 and 4 without these terms and memory planning 92.9 (the per-iteration
   // registers then had register_count copies), --auto_parallel --device_memory compiled
@@ -386,8 +387,9 @@ class Pricer {
     const double activations = (cost.kept_bytes * in_flight + largest_recomputed) * slots;
     double per_iteration = 0;
     if (layout_.micro_batches() > 1) {
-      per_iteration += cost.parameter_bytes;  // the accumulators
-      if (layout_.dp() > 1 || !cost.tp_gradients.empty()) per_iteration += cost.parameter_bytes;  // the buckets
+      per_iteration += cost.parameter_bytes;  // the accumulators (an all-reduce bucket's members sum in it)
+      // ZeRO 2 and 3 reduce-scatter their buckets, which copy their members.
+      if (layout_.zero() >= 2 && layout_.dp() > 1) per_iteration += cost.parameter_bytes;
       if (layout_.zero() >= 1) {
         per_iteration += cost.parameter_bytes +
                          cost.parameter_bytes / layout_.dp() * (1 + profile_.optimizer_state_copies);

@@ -63,7 +63,8 @@
 //           + kept activations of one micro-batch x micro-batches in flight (pp - s on
 //           stage s, bounded by micro_batches) x the register slots
 //           + with micro-batches, the per-iteration registers (no reuse, one copy):
-//           the accumulated gradients, their buckets, and with ZeRO the updated shards
+//           the accumulated gradients (an all-reduce bucket holds them in place; ZeRO 2
+//           and 3's reduce-scatter buckets copy them), and with ZeRO the updated shards
 //           and the parameters gathered from them.
 #ifndef COMPILER_AUTO_PARALLEL_PRICE_H_
 #define COMPILER_AUTO_PARALLEL_PRICE_H_

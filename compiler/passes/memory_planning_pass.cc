@@ -107,11 +107,15 @@ bool OwnsItsBytes(const proto::DevicePlan& device, const proto::RegisterDef& reg
 // member's own bytes in the bucket register, so the producer writes the gradient where
 // the bucket reduces it and the bucket's act copies nothing for it (bucket_behavior.cc
 // copies only where an input lies elsewhere). The bucket's bytes are then live from the
-// first such member's producer on. Not for reduce-scatter buckets (the act packs each
-// rank's part of a member into another chunk), nor for inputs that are views, own their
-// bytes outside the arena (micro-batch accumulators, transfers' receptions) or are read
-// by another actor too (it would read the reduced sums). Maps each placed input register
-// to (bucket register, offset in it).
+// first such member's producer on. With micro-batches the bucket and its inputs (the
+// accumulated gradients) are per-iteration registers of one copy outside the arena: the
+// accumulator then sums into the bucket's bytes (it overwrites them at the iteration's
+// first micro-batch, which comes after the previous update read them: that update is
+// what the iteration's forward waits for). Not for reduce-scatter buckets (the act packs
+// each rank's part of a member into another chunk), nor for inputs that are views, lie
+// elsewhere than their bucket (one in the arena, the other not; a transfer's reception)
+// or are read by another actor too (it would read the reduced sums). Maps each placed
+// input register to (bucket register, offset in it).
 struct BucketPlace {
   int64_t bucket = 0;
   int64_t offset = 0;
@@ -129,14 +133,16 @@ absl::flat_hash_map<int64_t, BucketPlace> InputsPlacedInBuckets(const Compilatio
     const auto whole = kernel.outputs().find("bucket");
     if (whole == kernel.outputs().end()) continue;
     const proto::RegisterDef& bucket = device.registers(static_cast<int>(whole->second));
-    if (bucket.persistent() || bucket.has_alias_of() || OwnsItsBytes(device, bucket)) continue;
+    const bool bucket_owns = OwnsItsBytes(device, bucket);
+    if (bucket.persistent() || bucket.has_alias_of() || (bucket_owns && !bucket.per_iteration())) continue;
     for (int64_t k = 0;; ++k) {
       const auto in = kernel.inputs().find(absl::StrCat("in_", k));
       const auto out = kernel.outputs().find(absl::StrCat("out_", k));
       if (in == kernel.inputs().end() || out == kernel.outputs().end()) break;
       const proto::RegisterDef& input = device.registers(static_cast<int>(in->second));
       const proto::RegisterDef& view = device.registers(static_cast<int>(out->second));
-      if (input.persistent() || input.has_alias_of() || OwnsItsBytes(device, input) ||
+      if (input.persistent() || input.has_alias_of() || OwnsItsBytes(device, input) != bucket_owns ||
+          input.per_iteration() != bucket.per_iteration() ||
           input.size_bytes() != view.size_bytes() || input.consumer_actors_size() != 1 ||
           input.consumer_actors(0) != actor.id() || placed.contains(input.id())) {
         continue;
@@ -255,11 +261,7 @@ absl::Status PlanDevice(const Compilation& compilation, const KernelWorkspaces& 
   // writers of its bytes.
   absl::flat_hash_map<int64_t, std::vector<int64_t>> bucket_writers;
   for (const auto& [input, place] : placed) {
-    proto::RegisterDef* reg = device.mutable_registers(static_cast<int>(input));
-    const proto::RegisterDef& bucket = device.registers(static_cast<int>(place.bucket));
-    reg->set_memory_block(bucket.memory_block());
-    reg->set_offset(bucket.offset() + place.offset);
-    bucket_writers[place.bucket].push_back(reg->producer_actor());
+    bucket_writers[place.bucket].push_back(device.registers(static_cast<int>(input)).producer_actor());
   }
   // Registers that own their bytes (OwnsItsBytes), no reuse: what a transfer receives,
   // `count` copies each (its receiver runs ahead by up to that many micro-batches), and
@@ -276,7 +278,7 @@ absl::Status PlanDevice(const Compilation& compilation, const KernelWorkspaces& 
   std::vector<int64_t> single_copy;
   std::vector<int64_t> counted;
   for (proto::RegisterDef& reg : *device.mutable_registers()) {
-    if (!OwnsItsBytes(device, reg)) continue;
+    if (!OwnsItsBytes(device, reg) || placed.contains(reg.id())) continue;
     if (reg.per_iteration()) {
       reg.set_count(1);
       reg.set_offset(single_copy_bytes);
@@ -294,6 +296,14 @@ absl::Status PlanDevice(const Compilation& compilation, const KernelWorkspaces& 
   const int64_t single_copy_block = per_iteration_bytes > 0 ? 3 : 2;
   for (int64_t id : counted) device.mutable_registers(static_cast<int>(id))->set_memory_block(counted_block);
   for (int64_t id : single_copy) device.mutable_registers(static_cast<int>(id))->set_memory_block(single_copy_block);
+  // Inputs placed in their bucket lie at their member's bytes (and hold its copies).
+  for (const auto& [input, place] : placed) {
+    proto::RegisterDef* reg = device.mutable_registers(static_cast<int>(input));
+    const proto::RegisterDef& bucket = device.registers(static_cast<int>(place.bucket));
+    reg->set_memory_block(bucket.memory_block());
+    reg->set_offset(bucket.offset() + place.offset);
+    reg->set_count(bucket.count());
+  }
   // A view lies where its owner does (a bucket member's view at its offset inside the
   // bucket), so every reader finds the bytes by offset alone.
   for (proto::RegisterDef& reg : *device.mutable_registers()) {

@@ -320,6 +320,33 @@ absl::Status WriteAndRun(const proto::Job& job, const ParallelLayout& layout, co
 
 }  // namespace
 
+namespace {
+
+// `build` with the job's data files resolved (ResolveDataFiles), as the search's probes
+// and the compiled layout need them.
+JobBuilder WithDataFilesResolved(const JobBuilder& build) {
+  return [&build](const ParallelLayout& layout) -> absl::StatusOr<proto::Job> {
+    OF_ASSIGN_OR_RETURN(proto::Job job, build(layout));
+    OF_RETURN_IF_ERROR(ResolveDataFiles(&job));
+    return job;
+  };
+}
+
+// A hand layout as the cost model names it (stage_blocks as given: empty when balanced).
+proto::AutoParallelLayout AutoParallelLayoutOf(const ParallelLayout& layout, proto::RecomputeMode recompute) {
+  proto::AutoParallelLayout given;
+  given.set_dp(layout.dp());
+  given.set_tp(layout.tp());
+  given.set_pp(layout.pp());
+  for (int64_t blocks : layout.stage_blocks()) given.add_stage_blocks(blocks);
+  given.set_micro_batches(layout.micro_batches());
+  given.set_zero(static_cast<int32_t>(layout.zero()));
+  given.set_recompute(recompute);
+  return given;
+}
+
+}  // namespace
+
 bool AutoParallelRequested() { return absl::GetFlag(FLAGS_auto_parallel); }
 
 absl::Status CompileAndReportAuto(const JobBuilder& build) {
@@ -351,11 +378,7 @@ absl::Status CompileAndReportAuto(const JobBuilder& build) {
     return absl::InvalidArgumentError(absl::StrCat("--device_memory=", request.device_memory,
                                                    " is negative; give bytes one device may hold (0: no limit)"));
   }
-  const JobBuilder resolved = [&build](const ParallelLayout& layout) -> absl::StatusOr<proto::Job> {
-    OF_ASSIGN_OR_RETURN(proto::Job job, build(layout));
-    OF_RETURN_IF_ERROR(ResolveDataFiles(&job));
-    return job;
-  };
+  const JobBuilder resolved = WithDataFilesResolved(build);
   OF_ASSIGN_OR_RETURN(AutoParallelResult result, AutoParallelCompile(resolved, request));
   std::fputs(AutoParallelSummary(result.plan.auto_parallel(), result.search_seconds).c_str(), stdout);
   for (const std::string& warning : LayoutWarnings(result.job, result.layout)) {
@@ -392,24 +415,9 @@ absl::StatusOr<proto::AutoParallelDecision> PredictGivenLayout(const JobBuilder&
   request.cluster.intra_node_bandwidth = absl::GetFlag(FLAGS_intra_node_bandwidth);
   request.cluster.inter_node_bandwidth = absl::GetFlag(FLAGS_inter_node_bandwidth);
   request.settings = settings;
-  proto::AutoParallelLayout given;
-  given.set_dp(layout.dp());
-  given.set_tp(layout.tp());
-  given.set_pp(layout.pp());
-  for (int64_t blocks : layout.stage_blocks()) given.add_stage_blocks(blocks);
-  given.set_micro_batches(layout.micro_batches());
-  given.set_zero(static_cast<int32_t>(layout.zero()));
-  given.set_recompute(recompute);
-  const JobBuilder resolved = [&build](const ParallelLayout& probe) -> absl::StatusOr<proto::Job> {
-    OF_ASSIGN_OR_RETURN(proto::Job job, build(probe));
-    OF_RETURN_IF_ERROR(ResolveDataFiles(&job));
-    return job;
-  };
-  return PriceGivenLayout(resolved, request, given);
+  return PriceGivenLayout(WithDataFilesResolved(build), request, AutoParallelLayoutOf(layout, recompute));
 }
 
-// CompileAndReport's body; `build` is null for an example that gives no model builder
-// (--predict_step is then refused).
 // --stage_blocks=auto: the layout with the cuts ChooseStageCuts gives, and the model
 // built for it (the given ones when the balanced cut stays); prints the choice.
 absl::Status ApplyAutoStageCuts(const JobBuilder* build, std::optional<ParallelLayout>* layout, proto::Job* job) {
@@ -439,19 +447,8 @@ absl::Status ApplyAutoStageCuts(const JobBuilder* build, std::optional<ParallelL
     return absl::InvalidArgumentError(
         absl::StrCat("--recompute=", settings.recompute, " is not one of: none, selective, full"));
   }
-  proto::AutoParallelLayout given;
-  given.set_dp((*layout)->dp());
-  given.set_tp((*layout)->tp());
-  given.set_pp((*layout)->pp());
-  given.set_micro_batches((*layout)->micro_batches());
-  given.set_zero(static_cast<int32_t>((*layout)->zero()));
-  given.set_recompute(*recompute);
-  const JobBuilder resolved = [build](const ParallelLayout& probe) -> absl::StatusOr<proto::Job> {
-    OF_ASSIGN_OR_RETURN(proto::Job built, (*build)(probe));
-    OF_RETURN_IF_ERROR(ResolveDataFiles(&built));
-    return built;
-  };
-  OF_ASSIGN_OR_RETURN(const ChosenStageCuts cuts, ChooseStageCuts(resolved, request, given));
+  OF_ASSIGN_OR_RETURN(const ChosenStageCuts cuts, ChooseStageCuts(WithDataFilesResolved(*build), request,
+                                                                  AutoParallelLayoutOf(**layout, *recompute)));
   if (cuts.counts.empty()) {
     std::printf("stage cuts (--stage_blocks=auto): balanced, predicted step %.3g ms (the DP over the cuts found none "
                 "faster)\n",
@@ -468,6 +465,8 @@ absl::Status ApplyAutoStageCuts(const JobBuilder* build, std::optional<ParallelL
   return absl::OkStatus();
 }
 
+// CompileAndReport's body; `build` is null for an example that gives no model builder
+// (--predict_step and --stage_blocks=auto are then refused).
 absl::Status CompileAndReportLayout(const proto::Job& written, const ParallelLayout& given_layout,
                                     const JobBuilder* build) {
   std::optional<ParallelLayout> chosen_layout = given_layout;
