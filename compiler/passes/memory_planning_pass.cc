@@ -273,10 +273,10 @@ absl::Status PlanDevice(const Compilation& compilation, const KernelWorkspaces& 
   // them with its register_count of 1). With `count` copies they held every gradient
   // twice more than needed: the gpt with 6 blocks and a vocabulary of 8192 at dp=2 planned
   // 92.9 MiB with 2 or 4 micro-batches, where one micro-batch planned 93.1.
-  int64_t per_iteration_bytes = 0;  // `count` copies
-  int64_t single_copy_bytes = 0;    // one copy
+  int64_t received_bytes = 0;     // a transfer's receptions: `count` copies
+  int64_t single_copy_bytes = 0;  // per-iteration values: one copy
   std::vector<int64_t> single_copy;
-  std::vector<int64_t> counted;
+  std::vector<int64_t> received;
   for (proto::RegisterDef& reg : *device.mutable_registers()) {
     if (!OwnsItsBytes(device, reg) || placed.contains(reg.id())) continue;
     if (reg.per_iteration()) {
@@ -285,16 +285,16 @@ absl::Status PlanDevice(const Compilation& compilation, const KernelWorkspaces& 
       single_copy_bytes += AlignUp(reg.size_bytes());
       single_copy.push_back(reg.id());
     } else {
-      reg.set_offset(per_iteration_bytes);
-      per_iteration_bytes += AlignUp(reg.size_bytes());
-      counted.push_back(reg.id());
+      reg.set_offset(received_bytes);
+      received_bytes += AlignUp(reg.size_bytes());
+      received.push_back(reg.id());
     }
   }
-  // Block ids follow the blocks made: 2 for the counted ones when there are any, then the
+  // Block ids follow the blocks made: 2 for the receptions when there are any, then the
   // single-copy block.
-  const int64_t counted_block = 2;
-  const int64_t single_copy_block = per_iteration_bytes > 0 ? 3 : 2;
-  for (int64_t id : counted) device.mutable_registers(static_cast<int>(id))->set_memory_block(counted_block);
+  const int64_t received_block = 2;
+  const int64_t single_copy_block = received_bytes > 0 ? 3 : 2;
+  for (int64_t id : received) device.mutable_registers(static_cast<int>(id))->set_memory_block(received_block);
   for (int64_t id : single_copy) device.mutable_registers(static_cast<int>(id))->set_memory_block(single_copy_block);
   // Inputs placed in their bucket lie at their member's bytes (and hold its copies).
   for (const auto& [input, place] : placed) {
@@ -327,11 +327,11 @@ absl::Status PlanDevice(const Compilation& compilation, const KernelWorkspaces& 
   arena->set_id(1);
   arena->set_size_bytes(layout.size_bytes * count);
   arena->set_slot_stride_bytes(layout.size_bytes);
-  if (per_iteration_bytes > 0) {
+  if (received_bytes > 0) {
     proto::MemoryBlock* block = device.add_memory_blocks();
-    block->set_id(counted_block);
-    block->set_size_bytes(per_iteration_bytes * count);
-    block->set_slot_stride_bytes(per_iteration_bytes);
+    block->set_id(received_block);
+    block->set_size_bytes(received_bytes * count);
+    block->set_slot_stride_bytes(received_bytes);
   }
   if (single_copy_bytes > 0) {
     proto::MemoryBlock* block = device.add_memory_blocks();
@@ -349,10 +349,10 @@ absl::Status PlanDevice(const Compilation& compilation, const KernelWorkspaces& 
     block->set_size_bytes(workspace_bytes);
     block->set_workspace(true);
   }
-  device.set_peak_bytes(persistent_bytes + layout.size_bytes * count + per_iteration_bytes * count +
+  device.set_peak_bytes(persistent_bytes + layout.size_bytes * count + received_bytes * count +
                         single_copy_bytes + workspace_bytes);
   device.set_lower_bound_bytes(persistent_bytes + layout.lower_bound_bytes * count +
-                               per_iteration_bytes * count + single_copy_bytes + workspace_bytes);
+                               received_bytes * count + single_copy_bytes + workspace_bytes);
   // Whoever writes reused memory waits for the readers of what was there before.
   const int64_t first_actor = device.actors_size() > 0 ? device.actors(0).id() : 0;
   for (const auto& [earlier, later] : layout.reuses) {
