@@ -8,7 +8,7 @@
 #include <string>
 #include <vector>
 
-#include "actors/runtime.h"
+#include "absl/strings/str_cat.h"
 #include "compiler/auto_parallel/candidate.h"
 #include "compiler/auto_parallel/price.h"
 #include "compiler/compiler.h"
@@ -20,7 +20,7 @@
 #include "oneflow_core/status.h"
 #include "plan/plan_checksum.h"
 #include "tests/auto_parallel_testing.h"
-#include "tests/loss_curves.h"
+#include "tests/plan_losses.h"
 #include "tests/tiny_llama.h"
 
 namespace oneflow {
@@ -44,20 +44,6 @@ examples::LlamaConfig HeavyOutputLlama() {
 
 examples::JobBuilder Llama() {
   return [](const ParallelLayout& layout) { return examples::BuildLlama(HeavyOutputLlama(), layout); };
-}
-
-std::vector<double> Losses(const proto::Plan& plan) {
-  actors::TrainOptions train;
-  train.node = -1;  // every node of the plan in this process
-  train.iterations = kIterations;
-  train.progress_timeout = std::chrono::milliseconds(20000);
-  absl::StatusOr<actors::TrainResult> result = actors::TrainPlan(plan, train);
-  EXPECT_TRUE(result.ok()) << result.status();
-  std::vector<double> losses;
-  if (result.ok()) {
-    for (const actors::IterationMetrics& m : result->iterations) losses.push_back(m.loss);
-  }
-  return losses;
 }
 
 absl::StatusOr<proto::Plan> CompileLayout(const ParallelFlags& flags) {
@@ -101,7 +87,7 @@ std::map<std::string, int64_t> BlockStages(const proto::Job& job, const proto::P
 TEST(AutoParallelStageCutsTest, HandCutsPlaceTheBlocksAndFollowTheOneDeviceCurve) {
   absl::StatusOr<proto::Plan> one_device = CompileLayout(ParallelFlags{});
   ASSERT_TRUE(one_device.ok()) << one_device.status();
-  const std::vector<double> reference = Losses(*one_device);
+  const std::vector<float> reference = testing::TrainedLosses(*one_device, kIterations);
   for (const Counts& cuts : {Counts{3, 1}, Counts{1, 3}}) {
     absl::StatusOr<ParallelLayout> layout = ParallelLayout::Create(TwoStages(cuts));
     ASSERT_TRUE(layout.ok()) << layout.status();
@@ -113,7 +99,8 @@ TEST(AutoParallelStageCutsTest, HandCutsPlaceTheBlocksAndFollowTheOneDeviceCurve
         cuts[0] == 3 ? std::map<std::string, int64_t>{{"layers0", 0}, {"layers1", 0}, {"layers2", 0}, {"layers3", 1}}
                      : std::map<std::string, int64_t>{{"layers0", 0}, {"layers1", 1}, {"layers2", 1}, {"layers3", 1}};
     EXPECT_EQ(BlockStages(*job, *plan, *layout), expected) << cuts[0] << "," << cuts[1];
-    EXPECT_TRUE(testing::MatchesReference(Losses(*plan), reference, kIterations)) << cuts[0] << "," << cuts[1];
+    testing::ExpectLossesNear(testing::TrainedLosses(*plan, kIterations), reference, 1e-4,
+                              absl::StrCat("stage_blocks ", cuts[0], ",", cuts[1]));
   }
 }
 
@@ -179,7 +166,8 @@ TEST(AutoParallelStageCutsTest, TheSearchCutsAHeavyOutputLayerOffTheLastStage) {
   EXPECT_TRUE(*first_bytes == *second_bytes) << "two searches wrote different plans";
   absl::StatusOr<proto::Plan> one_device = CompileLayout(ParallelFlags{});
   ASSERT_TRUE(one_device.ok()) << one_device.status();
-  EXPECT_TRUE(testing::MatchesReference(Losses(result->plan), Losses(*one_device), kIterations));
+  testing::ExpectLossesNear(testing::TrainedLosses(result->plan, kIterations),
+                            testing::TrainedLosses(*one_device, kIterations), 1e-4, "searched cuts");
 }
 
 TEST(AutoParallelStageCutsTest, AMemoryLimitMovesBlocksOffTheFirstStage) {

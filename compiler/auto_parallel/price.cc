@@ -12,6 +12,7 @@
 #include "compiler/auto_parallel/act_count.h"
 #include "compiler/auto_parallel/candidate.h"
 #include "compiler/auto_parallel/edge_price_cache.h"
+#include "compiler/auto_parallel/peak_bytes.h"
 #include "compiler/auto_parallel/pipeline_period.h"
 #include "compiler/auto_parallel/shared_core_pipeline.h"
 #include "compiler/auto_parallel/stage_collectives.h"
@@ -94,18 +95,8 @@ class Pricer {
         ++stageable;
       }
       unit_stage[u] = stage;
-      // Identical units on one stage cost the same (the stage fixes the placement).
-      // (Units of one signature may differ in their acts: the last block hands its output
-      // to the epilogue.)
-      const std::string key = options_.share_repeated_units
-                                  ? absl::StrCat(stage, "|", acts.per_micro_batch, "|", acts.per_iteration, "|",
-                                                 unit.signature)
-                                  : absl::StrCat(priced.size());
-      auto [it, inserted] = priced.try_emplace(key);
-      if (inserted) {
-        OF_ASSIGN_OR_RETURN(it->second, PriceUnit(unit, acts, stage));
-      }
-      const UnitCost& cost = it->second;
+      OF_ASSIGN_OR_RETURN(const UnitCost* priced_unit, PricedUnit(unit, acts, stage, &priced));
+      const UnitCost& cost = *priced_unit;
       UnitCost& total = stages[stage];
       backward_after[u] = total.backward_seconds;
       total.compute_seconds += cost.compute_seconds;
@@ -329,18 +320,10 @@ class Pricer {
       int64_t stageable = 0;
       for (size_t u = 0; u < profile_.units.size(); ++u) {
         const ProfileUnit& unit = profile_.units[u];
-        const UnitActs acts = ActsOf(profile_, u, layout_);
         if (unit.stageable) segment = stageable++;
-        const std::string key =
-            options_.share_repeated_units
-                ? absl::StrCat(s, "|", acts.per_micro_batch, "|", acts.per_iteration, "|", unit.signature)
-                : absl::StrCat(s, "|", u);
-        auto [it, inserted] = priced.try_emplace(key);
-        if (inserted) {
-          OF_ASSIGN_OR_RETURN(it->second, PriceUnit(unit, acts, s));
-        }
-        costs.seconds[s][segment] += it->second.compute_seconds + it->second.tp_seconds;
-        costs.bytes[s][segment] += PeakBytes(it->second, s, 0, 0);
+        OF_ASSIGN_OR_RETURN(const UnitCost* cost, PricedUnit(unit, ActsOf(profile_, u, layout_), s, &priced));
+        costs.seconds[s][segment] += cost->compute_seconds + cost->tp_seconds;
+        costs.bytes[s][segment] += PeakBytes(*cost, s, 0, 0);
       }
     }
     return costs;
@@ -358,44 +341,35 @@ class Pricer {
     return stages;
   }
 
-  // What `cost` (one unit's, or a stage's sum) adds to the peak of a device of stage s:
-  // parameters (ZeRO-3: their shard and `largest_gathered`, the largest unit's gathered
-  // copy), gradients (ZeRO 2 and 3: their shard), optimizer state (ZeRO >= 1: its shard)
-  // and the kept activations of the micro-batches 1F1B has in flight on the stage (pp - s,
-  // at most micro_batches) in every register slot; with full recomputation also
-  // `largest_recomputed`, the largest unit's activations its backward re-makes (one unit
-  // at a time; the default gpt at dp=2 was predicted 9.4 MiB against 15.2 planned without it).
-  //
-  // With micro-batches, also what the plan computes once per iteration from the
-  // accumulated gradients: such registers own their bytes, one copy each (outside the
-  // arena, no reuse: RegisterDef.per_iteration), so they add up. The accumulated gradients
-  // (whole, whatever the ZeRO stage), which an all-reduce bucket holds in place (its
-  // members are written in it); a reduce-scatter bucket (ZeRO 2 and 3) copies them; with
-  // ZeRO the optimizer's outputs on the shard (new parameters and state) and the
-  // parameters gathered from them. Traced on the gpt (6
-  // blocks, hidden 128, vocabulary 8192, dp=2 on 2 x 1), where this estimate gave 77 and 56
-  // MiB at M=2 and 4 without these terms and memory planning 92.9 (the per-iteration
-  // registers then had register_count copies), --auto_parallel --device_memory compiled
-  // eight layouts with micro-batches that memory planning refused.
-  double PeakBytes(const UnitCost& cost, int64_t stage, double largest_gathered, double largest_recomputed) const {
-    const int64_t in_flight = std::min<int64_t>(layout_.micro_batches(), layout_.pp() - stage);
-    const double parameters =
-        layout_.zero() >= 3 ? cost.parameter_bytes / layout_.dp() + largest_gathered : cost.parameter_bytes;
-    const double gradients = layout_.zero() >= 2 ? cost.parameter_bytes / layout_.dp() : cost.parameter_bytes;
-    const double state = ShardedStateBytes(cost.parameter_bytes) * profile_.optimizer_state_copies;
-    const double slots = static_cast<double>(std::max<int64_t>(1, options_.register_count));
-    const double activations = (cost.kept_bytes * in_flight + largest_recomputed) * slots;
-    double per_iteration = 0;
-    if (layout_.micro_batches() > 1) {
-      per_iteration += cost.parameter_bytes;  // the accumulators (an all-reduce bucket's members sum in it)
-      // ZeRO 2 and 3 reduce-scatter their buckets, which copy their members.
-      if (layout_.zero() >= 2 && layout_.dp() > 1) per_iteration += cost.parameter_bytes;
-      if (layout_.zero() >= 1) {
-        per_iteration += cost.parameter_bytes +
-                         cost.parameter_bytes / layout_.dp() * (1 + profile_.optimizer_state_copies);
-      }
+  // `unit` on `stage` as PriceUnit prices it, once per distinct (stage, acts, signature)
+  // when share_repeated_units: identical units on one stage cost the same (the stage
+  // fixes the placement; units of one signature may differ in their acts: the last block
+  // hands its output to the epilogue). The pointer lives until the next call with `priced`.
+  absl::StatusOr<const UnitCost*> PricedUnit(const ProfileUnit& unit, const UnitActs& acts, int64_t stage,
+                                             absl::flat_hash_map<std::string, UnitCost>* priced) {
+    const std::string key =
+        options_.share_repeated_units
+            ? absl::StrCat(stage, "|", acts.per_micro_batch, "|", acts.per_iteration, "|", unit.signature)
+            : absl::StrCat(priced->size());
+    auto [it, inserted] = priced->try_emplace(key);
+    if (inserted) {
+      OF_ASSIGN_OR_RETURN(it->second, PriceUnit(unit, acts, stage));
     }
-    return parameters + gradients + state + activations + per_iteration;
+    return &it->second;
+  }
+
+  // What `cost` (one unit's, or a stage's sum) adds to the peak of a device of stage s
+  // (peak_bytes.h).
+  double PeakBytes(const UnitCost& cost, int64_t stage, double largest_gathered, double largest_recomputed) const {
+    PeakTerms terms;
+    terms.parameter_bytes = cost.parameter_bytes;
+    terms.kept_bytes = cost.kept_bytes;
+    terms.largest_gathered_bytes = largest_gathered;
+    terms.largest_recomputed_bytes = largest_recomputed;
+    terms.in_flight = std::min<int64_t>(layout_.micro_batches(), layout_.pp() - stage);
+    terms.register_count = options_.register_count;
+    terms.optimizer_state_copies = profile_.optimizer_state_copies;
+    return DevicePeakBytes(layout_, terms);
   }
 
   absl::Status Check() const {

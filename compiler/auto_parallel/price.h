@@ -59,13 +59,11 @@
 //   first micro-batch's forward and backward each waiting on ZeRO-3's gathers) plus the
 //   slowest stage's optimizer (every device at once) and exposed sync; the difference
 //   counts as compute.
-//   peak  = parameters + gradients + optimizer state (what ZeRO shards divided by dp)
-//           + kept activations of one micro-batch x micro-batches in flight (pp - s on
-//           stage s, bounded by micro_batches) x the register slots
-//           + with micro-batches, the per-iteration registers (no reuse, one copy):
-//           the accumulated gradients (an all-reduce bucket holds them in place; ZeRO 2
-//           and 3's reduce-scatter buckets copy them), and with ZeRO the updated shards
-//           and the parameters gathered from them.
+//   peak  = the largest over the stages of one device's bytes, as peak_bytes.h adds
+//           them up: parameters, gradients, optimizer state (what ZeRO shards), the kept
+//           activations of the micro-batches in flight (pp - s on stage s, at most
+//           micro_batches) x the register slots, and with micro-batches the
+//           per-iteration values (accumulated gradients, ZeRO's updates and gathers).
 #ifndef COMPILER_AUTO_PARALLEL_PRICE_H_
 #define COMPILER_AUTO_PARALLEL_PRICE_H_
 
