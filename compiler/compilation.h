@@ -93,6 +93,9 @@ struct LogicalGraph {
     double searched_seconds = 0;
     int64_t moved_ops = 0;
     int64_t rounds = 0;
+    // Blocks searched through another of their class (identical_blocks.h), and classes.
+    int64_t composed_blocks = 0;
+    int64_t block_classes = 0;
   } sbp_search;
 };
 

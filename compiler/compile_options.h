@@ -114,6 +114,11 @@ struct CompileOptions {
   // sbp_search_pass.h): moves an op and its readers together where the modelled boxing
   // plus kernel seconds of the graph drop. False: the greedy choice as it is.
   bool search_sbp = false;
+  // With search_sbp: the blocks that are copies of one another (identical_blocks.h) are
+  // searched once, through one block of each class, and every move it takes is applied
+  // to each copy. False: every op is searched on its own (for comparisons: the
+  // objective it reaches and its time).
+  bool search_identical_blocks_once = true;
   // Pass names ("sbp_choice", ...) after which the compilation state is printed to
   // `dump` as text; "all" dumps after every pass.
   std::vector<std::string> dump_after;

@@ -276,6 +276,8 @@ absl::StatusOr<bool> PlanEmissionPass::Run(Compilation* compilation) {
     record.set_searched_seconds(search.searched_seconds);
     record.set_moved_ops(search.moved_ops);
     record.set_rounds(search.rounds);
+    record.set_block_classes(search.block_classes);
+    record.set_composed_blocks(search.composed_blocks);
   }
   // Sealed last: any later change to the plan makes every reader refuse it. A caller that
   // writes the plan gets the bytes the checksum was computed over.

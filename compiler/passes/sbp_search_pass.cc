@@ -8,6 +8,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "compiler/passes/gradient_bucketing_pass.h"
+#include "compiler/passes/identical_blocks.h"
 #include "compiler/passes/sbp_candidates.h"
 #include "oneflow_core/status.h"
 
@@ -59,6 +60,31 @@ class SbpSearch {
     return absl::OkStatus();
   }
 
+  // Searches each class of identical blocks through one of its blocks (the middle one,
+  // whose neighbours are blocks of the class too where the class is a run of layers): its
+  // ops' moves are applied to the corresponding op of every block of the class. A block
+  // whose ops' candidates differ from that block's stays searched on its own. Sets the
+  // record's counts.
+  void ComposeIdenticalBlocks(LogicalGraph::SbpSearchRecord* record) {
+    copies_.assign(ops_.size(), {});
+    follows_.assign(ops_.size(), false);
+    for (const std::vector<std::vector<int64_t>>& blocks : FindIdenticalBlocks(graph_).classes) {
+      const std::vector<int64_t>& searched = blocks[blocks.size() / 2];
+      int64_t composed = 0;
+      for (const std::vector<int64_t>& block : blocks) {
+        if (&block == &searched || !SameCandidates(searched, block)) continue;
+        for (size_t i = 0; i < block.size(); ++i) {
+          copies_[searched[i]].push_back(block[i]);
+          follows_[block[i]] = true;
+        }
+        ++composed;
+      }
+      if (composed == 0) continue;
+      record->composed_blocks += composed;
+      ++record->block_classes;
+    }
+  }
+
   double Objective() const {
     double total = 0;
     for (size_t o = 0; o < ops_.size(); ++o) total += Cost(static_cast<int64_t>(o));
@@ -69,6 +95,7 @@ class SbpSearch {
   int64_t Round() {
     int64_t moved = 0;
     for (size_t o = 0; o < ops_.size(); ++o) {
+      if (!follows_.empty() && follows_[o]) continue;
       if (TryMove(static_cast<int64_t>(o))) ++moved;
     }
     return moved;
@@ -180,13 +207,48 @@ class SbpSearch {
     for (auto it = changed.rbegin(); it != changed.rend(); ++it) Hold(it->first, it->second);
   }
 
+  // True when op i of `block` has the candidates of op i of `searched`, for every i.
+  bool SameCandidates(const std::vector<int64_t>& searched, const std::vector<int64_t>& block) const {
+    for (size_t i = 0; i < searched.size(); ++i) {
+      const std::vector<SbpCandidate>& a = ops_[searched[i]].candidates;
+      const std::vector<SbpCandidate>& b = ops_[block[i]].candidates;
+      if (a.size() != b.size()) return false;
+      for (size_t c = 0; c < a.size(); ++c) {
+        if (a[c].inputs != b[c].inputs || a[c].outputs != b[c].outputs) return false;
+      }
+    }
+    return true;
+  }
+
+  // Op `o` to candidate `c` and, when it is a searched block's op, each corresponding op
+  // of its class to `c` too, readers adapted or not; the changes made, in order.
+  std::vector<std::pair<int64_t, int64_t>> ApplyEverywhere(int64_t o, int64_t c, bool adapt) {
+    std::vector<std::pair<int64_t, int64_t>> changed = Apply(o, c, adapt);
+    if (copies_.empty()) return changed;
+    for (int64_t copy : copies_[o]) {
+      const std::vector<std::pair<int64_t, int64_t>> more = Apply(copy, c, adapt);
+      changed.insert(changed.end(), more.begin(), more.end());
+    }
+    return changed;
+  }
+
   // Tries every other candidate of `o`, its readers kept and adapted; takes the move that
-  // lowers the seconds of the ops it touches most, if any does. True when one was taken.
+  // lowers the seconds of the ops it touches most, if any does. For a searched block's
+  // op the moves are ranked by what they save in that block and its readers, and the
+  // first of them that also lowers the seconds once applied to every block of the class
+  // is taken. True when one was taken.
   bool TryMove(int64_t o) {
     const int64_t original = ops_[o].chosen;
+    struct Move {
+      double delta;
+      int64_t candidate;
+      bool adapt;
+    };
+    // The moves that save, in the order tried; the best is the first whose saving beats
+    // every earlier one's by more than the tolerance.
+    std::vector<Move> saving;
     double best_delta = 0;
-    int64_t best_candidate = -1;
-    bool best_adapt = false;
+    int64_t best = -1;
     for (size_t c = 0; c < ops_[o].candidates.size(); ++c) {
       if (static_cast<int64_t>(c) == original) continue;
       for (bool adapt : {false, true}) {
@@ -196,16 +258,37 @@ class SbpSearch {
         Revert(changed);
         const double before = RegionCost(region);
         const double delta = after - before;
+        if (delta >= -Tolerance(before)) continue;
         if (delta < best_delta - Tolerance(before)) {
           best_delta = delta;
-          best_candidate = static_cast<int64_t>(c);
-          best_adapt = adapt;
+          best = static_cast<int64_t>(saving.size());
         }
+        saving.push_back({delta, static_cast<int64_t>(c), adapt});
       }
     }
-    if (best_candidate < 0) return false;
-    Apply(o, best_candidate, best_adapt);  // The same changes again: the state is as it was.
-    return true;
+    if (best < 0) return false;
+    if (copies_.empty() || copies_[o].empty()) {
+      Apply(o, saving[best].candidate, saving[best].adapt);  // The same changes again.
+      return true;
+    }
+    // The best first, then the others by saving (equal savings in the order tried).
+    std::vector<Move> order = {saving[best]};
+    for (size_t i = 0; i < saving.size(); ++i) {
+      if (static_cast<int64_t>(i) != best) order.push_back(saving[i]);
+    }
+    std::stable_sort(order.begin() + 1, order.end(), [](const Move& a, const Move& b) { return a.delta < b.delta; });
+    for (const Move& move : order) {
+      const std::vector<std::pair<int64_t, int64_t>> changed = ApplyEverywhere(o, move.candidate, move.adapt);
+      const std::vector<int64_t> region = Region(changed);
+      const double after = RegionCost(region);
+      Revert(changed);
+      const double before = RegionCost(region);
+      if (after - before < -Tolerance(before)) {
+        ApplyEverywhere(o, move.candidate, move.adapt);  // The same changes again.
+        return true;
+      }
+    }
+    return false;
   }
 
   // Float noise in a region's sum is far below this; a real saving is far above.
@@ -218,6 +301,10 @@ class SbpSearch {
   int64_t bucket_bytes_;
   mutable InputPriceMemo memo_;
   std::vector<OpState> ops_;
+  // For a searched block's op, the corresponding ops of the other blocks of its class;
+  // true for those ops (ComposeIdenticalBlocks). Empty when blocks are not composed.
+  std::vector<std::vector<int64_t>> copies_;
+  std::vector<bool> follows_;
 };
 
 }  // namespace
@@ -228,6 +315,7 @@ absl::StatusOr<bool> SbpSearchPass::Run(Compilation* compilation) {
   if (!compilation->options.search_sbp) return false;
   SbpSearch search(compilation);
   OF_RETURN_IF_ERROR(search.Init());
+  if (compilation->options.search_identical_blocks_once) search.ComposeIdenticalBlocks(&record);
   std::vector<std::vector<NdSbp>> greedy_outputs;
   for (const LogicalOp& op : compilation->graph.ops) greedy_outputs.push_back(op.output_sbps);
   std::vector<std::vector<NdSbp>> greedy_inputs;

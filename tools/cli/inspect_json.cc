@@ -469,6 +469,12 @@ std::string RenderJson(const proto::Plan& plan, const PlanIndex& index, std::opt
     json.Double(plan.sbp_search().greedy_seconds());
     json.Key("searched_seconds");
     json.Double(plan.sbp_search().searched_seconds());
+    // Identical blocks searched once (compiler/passes/identical_blocks.h): the classes and
+    // the blocks that took their class's moves.
+    json.Key("block_classes");
+    json.Int(plan.sbp_search().block_classes());
+    json.Key("composed_blocks");
+    json.Int(plan.sbp_search().composed_blocks());
     json.EndObject();
   }
   json.Key("ops");

@@ -293,6 +293,17 @@ TEST(InspectTextTest, SbpSearchLine) {
   EXPECT_EQ(record.fields().at("rounds").number_value(), 4);
   EXPECT_EQ(record.fields().at("greedy_seconds").number_value(), 0.01141);
   EXPECT_EQ(record.fields().at("searched_seconds").number_value(), 0.0107);
+  EXPECT_EQ(record.fields().at("composed_blocks").number_value(), 0);
+  EXPECT_THAT(Inspect(plan, InspectFormat::kText), Not(HasSubstr("identical blocks")));
+  // Identical blocks searched once (compiler/passes/identical_blocks.h).
+  search.set_block_classes(1);
+  search.set_composed_blocks(46);
+  EXPECT_THAT(Inspect(plan, InspectFormat::kText),
+              HasSubstr("10.7 ms searched\n  identical blocks searched once: 1 class(es), 46 block(s) took the "
+                        "moves of their class's searched block\n"));
+  const google::protobuf::Struct composed = ParseJson(Inspect(plan, InspectFormat::kJson));
+  EXPECT_EQ(composed.fields().at("sbp_search").struct_value().fields().at("block_classes").number_value(), 1);
+  EXPECT_EQ(composed.fields().at("sbp_search").struct_value().fields().at("composed_blocks").number_value(), 46);
 }
 
 TEST(InspectJsonTest, OneDeviceAndNullsAndEscaping) {

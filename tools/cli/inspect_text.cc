@@ -186,6 +186,12 @@ void AppendSbpSearch(const proto::Plan& plan, std::string* out) {
                         "kernel seconds summed over the ops %.4g ms greedy -> %.4g ms searched\n",
                         search.moved_ops(), search.rounds(), search.greedy_seconds() * 1e3,
                         search.searched_seconds() * 1e3);
+  if (search.composed_blocks() > 0) {
+    absl::StrAppendFormat(out,
+                          "  identical blocks searched once: %d class(es), %d block(s) took the moves of their "
+                          "class's searched block\n",
+                          search.block_classes(), search.composed_blocks());
+  }
 }
 
 void AppendRecompute(const proto::Plan& plan, std::string* out) {
