@@ -81,12 +81,17 @@ absl::Status ParseLink(const Members& members, Calibration* calibration) {
 }
 
 // A "compute" line into `calibration`. "bytes" belongs to the "memory_cached" line only
-// (the cache its copy stayed in), which must have it.
+// (the cache its copy stayed in), which must have it; "operand_bytes_per_second" and
+// "call_seconds" to the "gemm_shape" line only, which must have both (0 allowed: the fit
+// found no such cost).
 absl::Status ParseCompute(const Members& members, Calibration* calibration) {
   double* rate = nullptr;
   double per_second = 0;
   double bytes = 0;
+  std::optional<double> operand_bytes_per_second;
+  std::optional<double> call_seconds;
   const bool cached = members.front().second.text == "memory_cached";
+  const bool gemm_shape = members.front().second.text == "gemm_shape";
   for (const auto& [key, value] : members) {
     if (key == "compute") {
       if (value.text == "gemm") {
@@ -95,9 +100,11 @@ absl::Status ParseCompute(const Members& members, Calibration* calibration) {
         rate = &calibration->compute.memory_bytes_per_second;
       } else if (value.text == "memory_cached") {
         rate = &calibration->compute.memory_cached_bytes_per_second;
+      } else if (value.text == "gemm_shape") {
+        rate = &calibration->compute.gemm_shape.flops_per_second;
       } else {
         return absl::InvalidArgumentError(
-            absl::StrCat("\"compute\" is \"", value.text, "\"; valid: gemm, memory, memory_cached"));
+            absl::StrCat("\"compute\" is \"", value.text, "\"; valid: gemm, memory, memory_cached, gemm_shape"));
       }
     } else if (key == "per_second") {
       absl::StatusOr<double> number = Number(key, value, /*zero_allowed=*/false);
@@ -107,17 +114,29 @@ absl::Status ParseCompute(const Members& members, Calibration* calibration) {
       absl::StatusOr<double> number = Number(key, value, /*zero_allowed=*/false);
       if (!number.ok()) return number.status();
       bytes = *number;
+    } else if ((key == "operand_bytes_per_second" || key == "call_seconds") && gemm_shape) {
+      absl::StatusOr<double> number = Number(key, value, /*zero_allowed=*/true);
+      if (!number.ok()) return number.status();
+      (key == "call_seconds" ? call_seconds : operand_bytes_per_second) = *number;
     } else if (key != "method") {
-      return UnknownKey(key, cached ? "compute, per_second, bytes, method" : "compute, per_second, method");
+      return UnknownKey(key, cached       ? "compute, per_second, bytes, method"
+                             : gemm_shape ? "compute, per_second, operand_bytes_per_second, call_seconds, method"
+                                          : "compute, per_second, method");
     }
   }
   if (per_second == 0) return Missing("per_second");
   if (cached && bytes == 0) return Missing("bytes");
+  if (gemm_shape && !operand_bytes_per_second.has_value()) return Missing("operand_bytes_per_second");
+  if (gemm_shape && !call_seconds.has_value()) return Missing("call_seconds");
   if (*rate != 0) {
     return absl::InvalidArgumentError(absl::StrCat("compute ", members.front().second.text, " is measured twice"));
   }
   *rate = per_second;
   if (cached) calibration->compute.cache_bytes = bytes;
+  if (gemm_shape) {
+    calibration->compute.gemm_shape.operand_bytes_per_second = *operand_bytes_per_second;
+    calibration->compute.gemm_shape.call_seconds = *call_seconds;
+  }
   return absl::OkStatus();
 }
 
@@ -365,6 +384,13 @@ std::string LinkMeasurementLine(absl::string_view level, const LinkLevelMeasurem
 std::string ComputeMeasurementLine(absl::string_view kind, double per_second, absl::string_view method) {
   return absl::StrFormat("{\"compute\": \"%s\", \"per_second\": %.6g, \"method\": \"%s\"}", kind, per_second,
                          method);
+}
+
+std::string GemmShapeMeasurementLine(const GemmShapeModel& model, absl::string_view method) {
+  return absl::StrFormat(
+      "{\"compute\": \"gemm_shape\", \"per_second\": %.6g, \"operand_bytes_per_second\": %.6g, "
+      "\"call_seconds\": %.6g, \"method\": \"%s\"}",
+      model.flops_per_second, model.operand_bytes_per_second, model.call_seconds, method);
 }
 
 std::string CachedMemoryMeasurementLine(double per_second, int64_t bytes, absl::string_view method) {

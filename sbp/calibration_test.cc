@@ -54,7 +54,7 @@ TEST(CalibrationTest, BadLinesNameTheFileAndLine) {
             "bytes_per_second, method");
   EXPECT_EQ(Error(link + "\n" + link), "calibration file 'c.jsonl' line 2: link intra_node is measured twice");
   EXPECT_EQ(Error(R"({"compute": "fft", "per_second": 1})"),
-            "calibration file 'c.jsonl' line 1: \"compute\" is \"fft\"; valid: gemm, memory, memory_cached");
+            "calibration file 'c.jsonl' line 1: \"compute\" is \"fft\"; valid: gemm, memory, memory_cached, gemm_shape");
   EXPECT_EQ(Error(R"({"compute": "gemm", "per_second": 0})"),
             "calibration file 'c.jsonl' line 1: \"per_second\" is 0; it must be a finite number > 0");
   // Codec lines keep their own checks.
@@ -337,6 +337,47 @@ TEST(CalibrationTest, TheCachedMemoryLineRoundTripsWithItsCacheBytes) {
   const ComputeRates old_rates = WithDefaults(old_file->compute);
   EXPECT_EQ(old_rates.memory_cached_bytes_per_second, 1.1e10);
   EXPECT_FALSE(FitsInCache(old_rates, 1));
+}
+
+// The "gemm_shape" compute line (sbp/gemm_shape_model.h): its three figures round trip
+// into ComputeRates::gemm_shape, which then prices a GEMM by its shape; each figure is
+// required (0 allowed for the bytes and the call); a file without it prices at "gemm".
+TEST(CalibrationTest, TheGemmShapeLineRoundTripsIntoTheShapeModel) {
+  GemmShapeModel model;
+  model.flops_per_second = 1.1e11;
+  model.operand_bytes_per_second = 6.2e9;
+  model.call_seconds = 1.4e-6;
+  const std::string line = GemmShapeMeasurementLine(model, "21 shapes");
+  EXPECT_EQ(line, R"({"compute": "gemm_shape", "per_second": 1.1e+11, "operand_bytes_per_second": 6.2e+09, )"
+                  R"("call_seconds": 1.4e-06, "method": "21 shapes"})");
+  const absl::StatusOr<Calibration> parsed =
+      ParseCalibration(ComputeMeasurementLine("gemm", 9e10, "sgemm") + "\n" + line, "c.jsonl");
+  ASSERT_TRUE(parsed.ok()) << parsed.status();
+  EXPECT_EQ(parsed->compute.gemm_flops_per_second, 9e10);
+  EXPECT_EQ(parsed->compute.gemm_shape.flops_per_second, 1.1e11);
+  EXPECT_EQ(parsed->compute.gemm_shape.operand_bytes_per_second, 6.2e9);
+  EXPECT_EQ(parsed->compute.gemm_shape.call_seconds, 1.4e-6);
+  const ComputeRates rates = WithDefaults(parsed->compute);
+  const GemmShape shape{8, 32, 32, 8};
+  EXPECT_DOUBLE_EQ(GemmShapeSeconds(rates, shape), model.Seconds(shape));
+  EXPECT_GT(GemmShapeSeconds(rates, shape), GemmSeconds(rates, shape.Flops()));
+
+  EXPECT_EQ(Error(R"({"compute": "gemm_shape", "per_second": 1e11, "call_seconds": 0})"),
+            "calibration file 'c.jsonl' line 1: missing key \"operand_bytes_per_second\"");
+  EXPECT_EQ(Error(R"({"compute": "gemm_shape", "per_second": 1e11, "operand_bytes_per_second": 0})"),
+            "calibration file 'c.jsonl' line 1: missing key \"call_seconds\"");
+  EXPECT_EQ(Error(R"({"compute": "gemm_shape", "per_second": 1e11, "operand_bytes_per_second": -1, )"
+                  R"("call_seconds": 0})"),
+            "calibration file 'c.jsonl' line 1: \"operand_bytes_per_second\" is -1; it must be a finite number >= 0");
+  EXPECT_EQ(Error(R"({"compute": "gemm", "per_second": 1e11, "call_seconds": 0})"),
+            "calibration file 'c.jsonl' line 1: unknown key \"call_seconds\"; valid keys: compute, per_second, method");
+  EXPECT_EQ(Error(line + "\n" + line), "calibration file 'c.jsonl' line 2: compute gemm_shape is measured twice");
+
+  const absl::StatusOr<Calibration> old_file = ParseCalibration(ComputeMeasurementLine("gemm", 9e10, "sgemm"), "old.jsonl");
+  ASSERT_TRUE(old_file.ok()) << old_file.status();
+  const ComputeRates flat = WithDefaults(old_file->compute);
+  EXPECT_FALSE(flat.gemm_shape.measured());
+  EXPECT_DOUBLE_EQ(GemmShapeSeconds(flat, shape), shape.Flops() / 9e10);
 }
 
 }  // namespace

@@ -14,6 +14,11 @@ ComputeRates WithDefaults(const ComputeRates& rates) {
   with.memory_cached_bytes_per_second =
       valid(rates.memory_cached_bytes_per_second) ? rates.memory_cached_bytes_per_second : with.memory_bytes_per_second;
   with.cache_bytes = valid(rates.cache_bytes) ? rates.cache_bytes : 0;
+  const GemmShapeModel& shape = rates.gemm_shape;
+  if (valid(shape.flops_per_second) && std::isfinite(shape.operand_bytes_per_second) &&
+      shape.operand_bytes_per_second >= 0 && std::isfinite(shape.call_seconds) && shape.call_seconds >= 0) {
+    with.gemm_shape = shape;
+  }
   return with;
 }
 
@@ -22,6 +27,10 @@ bool IsGemmKernel(absl::string_view kernel) { return kernel == "matmul" || kerne
 double GemmFlops(int64_t a_elements, int64_t n) { return 2.0 * static_cast<double>(a_elements) * n; }
 
 double GemmSeconds(const ComputeRates& rates, double flops) { return flops / rates.gemm_flops_per_second; }
+
+double GemmShapeSeconds(const ComputeRates& rates, const GemmShape& shape) {
+  return rates.gemm_shape.measured() ? rates.gemm_shape.Seconds(shape) : GemmSeconds(rates, shape.Flops());
+}
 
 double MemoryBoundSeconds(const ComputeRates& rates, double bytes) { return bytes / rates.memory_bytes_per_second; }
 

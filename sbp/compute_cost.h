@@ -24,6 +24,7 @@
 #include <cstdint>
 
 #include "absl/strings/string_view.h"
+#include "sbp/gemm_shape_model.h"
 
 namespace oneflow {
 
@@ -34,6 +35,10 @@ struct ComputeRates {
   // cache's bytes; 0: not measured (WithDefaults: every byte at memory_bytes_per_second).
   double memory_cached_bytes_per_second = 0;
   double cache_bytes = 0;
+  // A GEMM's seconds by its shape (gemm_shape_model.h; `oneflow calibrate`'s "gemm_shape"
+  // line; the search's PriceOptions carry it, as they do the cached rate). Not measured:
+  // every GEMM at gemm_flops_per_second.
+  GemmShapeModel gemm_shape;
 };
 
 // For a plan without measured rates: one core of the development machine as
@@ -53,6 +58,9 @@ bool IsGemmKernel(absl::string_view kernel);
 double GemmFlops(int64_t a_elements, int64_t n);
 
 double GemmSeconds(const ComputeRates& rates, double flops);
+// One call of `shape`: the shape model's seconds when measured, else its FLOPs at the one
+// GEMM rate (GemmSeconds).
+double GemmShapeSeconds(const ComputeRates& rates, const GemmShape& shape);
 double MemoryBoundSeconds(const ComputeRates& rates, double bytes);
 
 // True when an output of `bytes` (one device's) fits in the cache: its write can go to

@@ -237,6 +237,8 @@ struct Row {
   // Priced with one cost for every act (no boxing act cost of its own).
   double one_act_cost_ms = 0;
   std::vector<double> round_medians_ms;  // the measured rounds, in round order
+  // Priced with one GEMM rate (no GEMM shape model), its own scale and host terms.
+  double one_gemm_rate_ms = 0;
 };
 
 absl::Status RunCluster(const examples::GptConfig& config, int64_t devices) {
@@ -281,40 +283,54 @@ absl::Status RunCluster(const examples::GptConfig& config, int64_t devices) {
   single.set_tp(1);
   single.set_pp(1);
   single.set_micro_batches(1);
-  auto_parallel::PriceOptions one = calibrated.price;
-  one.cluster.set_devices_per_node(1);
-  one.cluster.set_num_nodes(1);
   // Priced on a core of its own: the scale compares the kernels with the run's CPU time,
   // which no share of the cores stretches. (With the calibration's share, 0.42 here, the
   // prediction was the kernels over that share, so every rate came out 1 / share too fast
   // and the sweep's CPU demand about half its measured CPU time: run 14 of
   // docs/auto_parallel_measurements.md.)
-  one.host_cores = 0;
-  one.host_core_share = 0;
-  OF_ASSIGN_OR_RETURN(const proto::AutoParallelPrediction with_acts, auto_parallel::PriceLayout(profile, one, single));
-  one.act_seconds = 0;
-  OF_ASSIGN_OR_RETURN(const proto::AutoParallelPrediction kernels_only,
-                      auto_parallel::PriceLayout(profile, one, single));
-  const double act_part = StepSeconds(with_acts) - StepSeconds(kernels_only);
   // Scaled by its CPU time: the kernels' own cost. The host's share of cores and the acts'
   // cost when devices share the cores are measured apart (the shared reference below).
   // (Scaling by wall time under load, without those terms, was run 3 of docs/auto_parallel_measurements.md.)
-  auto with_rates_of = [&](const Pooled& one_device, int64_t round) {
-    const double scale = std::max(0.05, (one_device.CpuMs() / 1e3 - act_part) / StepSeconds(kernels_only));
+  // `one_gemm_rate`: every GEMM at the scaled 512^3 rate (the model before the GEMM shape
+  // model, priced beside it: the "one_gemm_rate" columns), its own scale.
+  auto rates_of = [&](const Pooled& one_device, int64_t round, bool one_gemm_rate) -> absl::StatusOr<auto_parallel::SearchOptions> {
     auto_parallel::SearchOptions scaled = calibrated;
+    if (one_gemm_rate) scaled.price.gemm_shape = GemmShapeModel();
+    auto_parallel::PriceOptions one = scaled.price;
+    one.cluster.set_devices_per_node(1);
+    one.cluster.set_num_nodes(1);
+    one.host_cores = 0;
+    one.host_core_share = 0;
+    OF_ASSIGN_OR_RETURN(const proto::AutoParallelPrediction with_acts, auto_parallel::PriceLayout(profile, one, single));
+    one.act_seconds = 0;
+    OF_ASSIGN_OR_RETURN(const proto::AutoParallelPrediction kernels_only,
+                        auto_parallel::PriceLayout(profile, one, single));
+    const double act_part = StepSeconds(with_acts) - StepSeconds(kernels_only);
+    const double scale = std::max(0.05, (one_device.CpuMs() / 1e3 - act_part) / StepSeconds(kernels_only));
     scaled.price.cluster.set_gemm_flops_per_second(calibration.gemm_flops_per_second / scale);
     scaled.price.cluster.set_memory_bytes_per_second(calibration.memory_bytes_per_second / scale);
     scaled.price.memory_cached_bytes_per_second = calibration.memory_cached_bytes_per_second / scale;
+    if (scaled.price.gemm_shape.measured()) {
+      scaled.price.gemm_shape.flops_per_second /= scale;
+      scaled.price.gemm_shape.operand_bytes_per_second /= scale;
+      scaled.price.gemm_shape.call_seconds *= scale;
+    }
     std::printf(
-        "{\"bench\":\"auto_parallel_model_rates\",\"devices\":%lld,\"after_round\":%lld,"
+        "{\"bench\":\"auto_parallel_model_rates\",\"devices\":%lld,\"after_round\":%lld,\"one_gemm_rate\":%s,"
         "\"one_device_measured_ms\":%.4f,\"one_device_measured_cpu_ms\":%.4f,"
         "\"one_device_predicted_ms\":%.4f,\"rate_scale\":%.4f,\"gemm_flops_per_second\":%.4g,"
-        "\"memory_bytes_per_second\":%.4g}\n",
-        static_cast<long long>(devices), static_cast<long long>(round), one_device.StepMs(), one_device.CpuMs(),
-        1e3 * StepSeconds(with_acts), 1 / scale, scaled.price.cluster.gemm_flops_per_second(),
-        scaled.price.cluster.memory_bytes_per_second());
+        "\"memory_bytes_per_second\":%.4g,\"gemm_shape_flops_per_second\":%.4g,"
+        "\"gemm_shape_operand_bytes_per_second\":%.4g,\"gemm_shape_call_seconds\":%.4g}\n",
+        static_cast<long long>(devices), static_cast<long long>(round), one_gemm_rate ? "true" : "false",
+        one_device.StepMs(), one_device.CpuMs(), 1e3 * StepSeconds(with_acts), 1 / scale,
+        scaled.price.cluster.gemm_flops_per_second(), scaled.price.cluster.memory_bytes_per_second(),
+        scaled.price.gemm_shape.flops_per_second, scaled.price.gemm_shape.operand_bytes_per_second,
+        scaled.price.gemm_shape.call_seconds);
     std::fflush(stdout);
     return scaled;
+  };
+  auto with_rates_of = [&](const Pooled& one_device, int64_t round) {
+    return rates_of(one_device, round, /*one_gemm_rate=*/false);
   };
   // The host shared by every device: layouts of the model on all of them, each trained
   // like the sweep's with every micro-batch count its replicas' rows allow (the same
@@ -441,8 +457,8 @@ absl::Status RunCluster(const examples::GptConfig& config, int64_t devices) {
     one_device.Add(first);
   }
   measure_references();
-  OF_ASSIGN_OR_RETURN(const auto_parallel::SearchOptions preliminary,
-                      with_shared_host_of(with_rates_of(one_device, 0), 0));
+  OF_ASSIGN_OR_RETURN(const auto_parallel::SearchOptions first_rates, with_rates_of(one_device, 0));
+  OF_ASSIGN_OR_RETURN(const auto_parallel::SearchOptions preliminary, with_shared_host_of(first_rates, 0));
 
   OF_ASSIGN_OR_RETURN(const auto_parallel::SearchResult ranking, auto_parallel::Search(profile, preliminary));
   // The top 3 and evenly spaced ranks over the rest.
@@ -479,9 +495,14 @@ absl::Status RunCluster(const examples::GptConfig& config, int64_t devices) {
       }
     }
   }
-  const auto_parallel::SearchOptions final_rates = with_rates_of(one_device, absl::GetFlag(FLAGS_rounds));
+  OF_ASSIGN_OR_RETURN(const auto_parallel::SearchOptions final_rates,
+                      with_rates_of(one_device, absl::GetFlag(FLAGS_rounds)));
   OF_ASSIGN_OR_RETURN(const auto_parallel::SearchOptions final_options,
                       with_shared_host_of(final_rates, absl::GetFlag(FLAGS_rounds)));
+  OF_ASSIGN_OR_RETURN(const auto_parallel::SearchOptions one_rate_rates,
+                      rates_of(one_device, absl::GetFlag(FLAGS_rounds), /*one_gemm_rate=*/true));
+  OF_ASSIGN_OR_RETURN(const auto_parallel::SearchOptions one_rate_options,
+                      with_shared_host_of(one_rate_rates, absl::GetFlag(FLAGS_rounds)));
   const auto_parallel::SearchOptions probe_options = with_probe_terms(final_rates);
   std::vector<Row> rows;
   const Row* chosen = nullptr;  // the measured layout the final model predicts fastest
@@ -515,9 +536,11 @@ absl::Status RunCluster(const examples::GptConfig& config, int64_t devices) {
                         auto_parallel::PriceLayout(profile, probe_options.price, layout));
     OF_ASSIGN_OR_RETURN(const proto::AutoParallelPrediction one_cost,
                         auto_parallel::PriceLayout(profile, one_act_cost.price, layout));
+    OF_ASSIGN_OR_RETURN(const proto::AutoParallelPrediction one_rate,
+                        auto_parallel::PriceLayout(profile, one_rate_options.price, layout));
     Row row{layout,           1e3 * StepSeconds(after),  1e3 * StepSeconds(before), measured.StepMs(),
             measured.CpuMs(), 1e3 * StepSeconds(demand), 1e3 * StepSeconds(probed), measured.Spread(),
-            1e3 * StepSeconds(one_cost), measured.round_medians_ms};
+            1e3 * StepSeconds(one_cost), measured.round_medians_ms, 1e3 * StepSeconds(one_rate)};
     std::printf(
         "{\"bench\":\"auto_parallel_prediction\",\"model\":\"gpt\",\"devices\":%lld,\"search_rank\":%lld,"
         "\"layout\":\"%s\",\"predicted_ms\":%.4f,\"predicted_compute_ms\":%.4f,\"predicted_communication_ms\":%.4f,"
@@ -526,7 +549,7 @@ absl::Status RunCluster(const examples::GptConfig& config, int64_t devices) {
         "\"uncalibrated_predicted_ms\":%.4f,\"measured_over_uncalibrated\":%.3f,\"acts_per_iteration\":%lld,"
         "\"predicted_acts_per_iteration\":%lld,"
         "\"predicted_cpu_ms\":%.4f,\"predicted_without_call_cost_ms\":%.4f,\"probe_predicted_ms\":%.4f,"
-        "\"one_act_cost_predicted_ms\":%.4f}\n",
+        "\"one_act_cost_predicted_ms\":%.4f,\"one_gemm_rate_predicted_ms\":%.4f}\n",
         static_cast<long long>(devices), static_cast<long long>(index + 1), LayoutName(layout).c_str(),
         row.predicted_ms, 1e3 * after.compute_seconds(), 1e3 * after.exposed_communication_seconds(),
         1e3 * after.bubble_seconds(), row.measured_ms, measured.RoundsJson().c_str(), measured.Spread(),
@@ -534,14 +557,15 @@ absl::Status RunCluster(const examples::GptConfig& config, int64_t devices) {
         row.measured_ms / row.predicted_ms, row.uncalibrated_ms, row.measured_ms / row.uncalibrated_ms,
         static_cast<long long>(measured.acts_per_iteration),
         static_cast<long long>(after.acts_per_iteration()),
-        row.predicted_cpu_ms, 1e3 * StepSeconds(without_calls), row.probe_ms, row.one_act_cost_ms);
+        row.predicted_cpu_ms, 1e3 * StepSeconds(without_calls), row.probe_ms, row.one_act_cost_ms,
+        row.one_gemm_rate_ms);
     std::fflush(stdout);
     rows.push_back(row);
   }
   if (rows.size() < 3) return absl::InternalError(absl::StrCat(devices, " devices: fewer than 3 layouts ran"));
   std::vector<double> predicted, uncalibrated_predicted, measured, errors, uncalibrated_errors;
   std::vector<double> predicted_cpu, measured_cpu, cpu_errors, probe_predicted, probe_errors, spreads;
-  std::vector<double> one_cost_predicted, one_cost_errors;
+  std::vector<double> one_cost_predicted, one_cost_errors, one_rate_predicted, one_rate_errors;
   const Row* best = &rows.front();
   for (const Row& row : rows) {
     predicted.push_back(row.predicted_ms);
@@ -557,12 +581,16 @@ absl::Status RunCluster(const examples::GptConfig& config, int64_t devices) {
     spreads.push_back(row.spread);
     one_cost_predicted.push_back(row.one_act_cost_ms);
     one_cost_errors.push_back(std::abs(row.one_act_cost_ms - row.measured_ms) / row.measured_ms);
+    one_rate_predicted.push_back(row.one_gemm_rate_ms);
+    one_rate_errors.push_back(std::abs(row.one_gemm_rate_ms - row.measured_ms) / row.measured_ms);
     if (row.measured_ms < best->measured_ms) best = &row;
   }
   const Row* one_cost_chosen = nullptr;
+  const Row* one_rate_chosen = nullptr;
   for (const Row& row : rows) {
     if (chosen == nullptr || row.predicted_ms < chosen->predicted_ms) chosen = &row;
     if (one_cost_chosen == nullptr || row.one_act_cost_ms < one_cost_chosen->one_act_cost_ms) one_cost_chosen = &row;
+    if (one_rate_chosen == nullptr || row.one_gemm_rate_ms < one_rate_chosen->one_gemm_rate_ms) one_rate_chosen = &row;
   }
   // The statistic through session 47 beside this one, from the same rounds: each layout's
   // least round, its Spearman against the prediction, the choice over the best by it, and
@@ -587,6 +615,8 @@ absl::Status RunCluster(const examples::GptConfig& config, int64_t devices) {
       "\"chosen_over_best\":%.3f,\"cpu_median_abs_error\":%.4f,\"cpu_spearman\":%.4f,"
       "\"probe_median_abs_error\":%.4f,\"probe_spearman\":%.4f,\"median_spread\":%.4f,\"max_spread\":%.4f,"
       "\"one_act_cost_median_abs_error\":%.4f,\"one_act_cost_spearman\":%.4f,\"one_act_cost_chosen_over_best\":%.3f,"
+      "\"gemm_shape_model\":%s,\"one_gemm_rate_median_abs_error\":%.4f,\"one_gemm_rate_spearman\":%.4f,"
+      "\"one_gemm_rate_chosen_over_best\":%.3f,"
       "\"rounds\":%lld,\"repeatability_spearman\":%.4f,\"least_of_rounds_repeatability_spearman\":%.4f,"
       "\"least_of_rounds_spearman\":%.4f,\"least_of_rounds_chosen_over_best\":%.3f,"
       "\"host_cores\":%lld,\"loadavg_1min\":%.2f,\"sbp_search\":%s}\n",
@@ -598,6 +628,8 @@ absl::Status RunCluster(const examples::GptConfig& config, int64_t devices) {
       Median(cpu_errors), Spearman(predicted_cpu, measured_cpu), Median(probe_errors),
       Spearman(probe_predicted, measured), Median(spreads), *std::max_element(spreads.begin(), spreads.end()),
       Median(one_cost_errors), Spearman(one_cost_predicted, measured), one_cost_chosen->measured_ms / best->measured_ms,
+      final_options.price.gemm_shape.measured() ? "true" : "false", Median(one_rate_errors),
+      Spearman(one_rate_predicted, measured), one_rate_chosen->measured_ms / best->measured_ms,
       static_cast<long long>(absl::GetFlag(FLAGS_rounds)), RepeatabilitySpearman(rounds_per_row, RoundStatistic::kMedian),
       RepeatabilitySpearman(rounds_per_row, RoundStatistic::kLeast), Spearman(predicted, least),
       chosen_least / least_best, static_cast<long long>(calibration.runtime.measurement.cores),

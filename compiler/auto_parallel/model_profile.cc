@@ -178,15 +178,28 @@ class Profiler {
         const double flops = GemmFlops(Elements(a_tensor), n);
         unit.gemm_flops += flops;
         work.gemm_flops = flops;
+        // The shape as the kernel runs it: a product of two batched operands is `batch`
+        // products of the output's last two dims (the data's rows among the batch dims);
+        // against a 2-D weight, one product of every row of `a` (the rows are m).
+        const bool batched = tensors_.at(b->second)->shape_size() > 2 && out_tensor.shape_size() > 2;
+        const double out_elements = static_cast<double>(Elements(out_tensor));
+        work.gemm_shape.n = static_cast<double>(n);
+        work.gemm_shape.m = batched ? static_cast<double>(out_tensor.shape(out_tensor.shape_size() - 2))
+                                    : out_elements / static_cast<double>(std::max<int64_t>(1, n));
+        work.gemm_shape.batch = batched ? out_elements / (work.gemm_shape.m * work.gemm_shape.n) : 1;
+        work.gemm_shape.k = static_cast<double>(Elements(a_tensor)) / (work.gemm_shape.batch * work.gemm_shape.m);
+        work.gemm_rows_dim = batched ? OpWork::GemmDim::kBatch : OpWork::GemmDim::kM;
         if (op.attention_core()) unit.attention_core_gemm_flops += flops;
         const proto::TensorDef& b_tensor = *tensors_.at(b->second);
         const int64_t split = variables_.contains(b->second) ? TpSplitAxis(b_tensor, probe_tp_) : -1;
+        bool row_parallel = false;
         if (split >= 0) {
           tp_divided = true;
           auto transpose_b = op.attrs().find("transpose_b");
           const bool transposed = transpose_b != op.attrs().end() && transpose_b->second.b();
           const int64_t contracted_axis = b_tensor.shape_size() - (transposed ? 1 : 2);
-          if (split == contracted_axis) {
+          row_parallel = split == contracted_axis;
+          if (row_parallel) {
             unit.tp_forward_all_reduce_bytes.push_back(bytes_[out->second]);  // row-parallel: g
             unit.tp_forward_all_reduce_tensors.push_back(out->second);
           } else {
@@ -209,6 +222,14 @@ class Profiler {
         }
         if (tp_divided) unit.tp_gemm_flops += flops;
         if (tp_divided) work.tp_gemm_flops = flops;
+        // Which dimension tensor parallelism divides: a weight's split one (its rows: the
+        // contracted k of a row-parallel product; its columns: n), the heads of a
+        // per-head product (batch), else the rows.
+        if (tp_divided) {
+          work.gemm_tp_dim = split >= 0 ? (row_parallel ? OpWork::GemmDim::kK : OpWork::GemmDim::kN)
+                             : batched  ? OpWork::GemmDim::kBatch
+                                        : OpWork::GemmDim::kM;
+        }
       }
     } else {
       unit.memory_bytes += in_bytes + out_bytes;

@@ -20,6 +20,7 @@
 #include "absl/status/statusor.h"
 #include "proto/job.pb.h"
 #include "proto/plan.pb.h"
+#include "sbp/gemm_shape_model.h"
 
 namespace oneflow::auto_parallel {
 
@@ -39,6 +40,15 @@ struct OpWork {
   // output, which full recomputation keeps as the next unit's input).
   bool attention_core = false;
   bool output_leaves_unit = false;
+  // A GEMM's logical shape (the whole batch: gemm_flops = gemm_shape.Flops()) and the
+  // dimensions a layout divides on one device (GemmDim): the data's rows (data
+  // parallelism and micro-batches) and tensor parallelism (kNone when it divides nothing).
+  // The cost model prices it by its shape when the calibration has a GEMM shape model
+  // (sbp/gemm_shape_model.h).
+  enum class GemmDim { kNone, kBatch, kM, kN, kK };
+  GemmShape gemm_shape;
+  GemmDim gemm_rows_dim = GemmDim::kNone;
+  GemmDim gemm_tp_dim = GemmDim::kNone;
 };
 
 // One tensor-parallel boxing of a unit as the compiler planned it in the tp probe plan

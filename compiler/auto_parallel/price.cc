@@ -62,7 +62,8 @@ class Pricer {
       : profile_(profile), options_(options), layout_(layout), collectives_(options, layout, cache) {
     rates_ = WithDefaults(ComputeRates{options.cluster.gemm_flops_per_second(),
                                        options.cluster.memory_bytes_per_second(),
-                                       options.memory_cached_bytes_per_second, options.cache_bytes});
+                                       options.memory_cached_bytes_per_second, options.cache_bytes,
+                                       options.gemm_shape});
   }
 
   absl::StatusOr<proto::AutoParallelPrediction> Run() {
@@ -554,9 +555,26 @@ class Pricer {
       return GemmSeconds(rates_, (flops - tp_flops + tp_flops / tp) * rows) +
              MemoryBoundSeconds(rates_, (bytes - tp_bytes + tp_bytes / tp) * rows);
     };
-    const double forward = seconds(unit.gemm_flops, unit.tp_gemm_flops, unit.memory_bytes, unit.tp_memory_bytes);
-    const double core = seconds(unit.attention_core_gemm_flops, unit.attention_core_gemm_flops,
-                                unit.attention_core_memory_bytes, unit.attention_core_memory_bytes);
+    double forward = seconds(unit.gemm_flops, unit.tp_gemm_flops, unit.memory_bytes, unit.tp_memory_bytes);
+    double core = seconds(unit.attention_core_gemm_flops, unit.attention_core_gemm_flops,
+                          unit.attention_core_memory_bytes, unit.attention_core_memory_bytes);
+    // Backward at 2 x the forward written to bytes a step old: its kernels did not get
+    // faster with recomputation, nor clearly the recomputed copies (traced, compute_cost.h).
+    // With a GEMM shape model, each GEMM by its shape on this device instead: forward, and
+    // backward its two input gradients' products (the memory-bound part still 2 x).
+    double backward = 2 * forward;
+    // Full recomputation's re-run GEMMs (a subset of the forward's) at the forward's
+    // seconds per FLOP.
+    double recompute_gemm_scale = 1;
+    if (rates_.gemm_shape.measured()) {
+      const ShapedGemms gemms = ShapedGemmSeconds(unit, tp, rows);
+      const double flat_forward = seconds(unit.gemm_flops, unit.tp_gemm_flops, 0, 0);
+      const double flat_core = seconds(unit.attention_core_gemm_flops, unit.attention_core_gemm_flops, 0, 0);
+      if (flat_forward > 0) recompute_gemm_scale = gemms.forward / flat_forward;
+      forward += gemms.forward - flat_forward;
+      core += gemms.core_forward - flat_core;
+      backward = 2 * (forward - gemms.forward) + gemms.backward;
+    }
     UnitCost cost;
     double forward_tp = 0;
     double backward_tp = 0;
@@ -597,8 +615,9 @@ class Pricer {
       // recomputation 9-11% above its measured CPU time; on 2 emulated hosts, traced, its
       // copies ran 5.8 ms where the whole forward priced 9.4.)
       recomputed = profile_.full_recompute_counted
-                       ? seconds(unit.full_recompute.gemm_flops, unit.full_recompute.tp_gemm_flops,
-                                 unit.full_recompute.memory_bytes, unit.full_recompute.tp_memory_bytes)
+                       ? seconds(unit.full_recompute.gemm_flops, unit.full_recompute.tp_gemm_flops, 0, 0) *
+                                 recompute_gemm_scale +
+                             seconds(0, 0, unit.full_recompute.memory_bytes, unit.full_recompute.tp_memory_bytes)
                        : forward;
       backward_tp += forward_tp;  // the re-run forward all-reduces again
       cost.recomputed_bytes = cost.kept_bytes;
@@ -623,9 +642,7 @@ class Pricer {
                                  boxing_act_seconds * boxing_iteration;
     cost.micro_batch_acts = acts;
     cost.iteration_acts = static_cast<double>(unit_acts.per_iteration);
-    // Backward at 2 x the forward written to bytes a step old: its kernels did not get
-    // faster with recomputation, nor clearly the recomputed copies (traced, compute_cost.h).
-    cost.backward_seconds = 2 * forward + recomputed;
+    cost.backward_seconds = backward + recomputed;
     const double overhead = act_seconds * (acts - boxing_micro_batch) + boxing_act_seconds * boxing_micro_batch;
     cost.compute_seconds = forward_run + cost.backward_seconds + overhead;
     cost.tp_seconds = forward_tp + backward_tp;
@@ -633,6 +650,39 @@ class Pricer {
     cost.parameter_bytes = unit.parameter_bytes - unit.tp_parameter_bytes + unit.tp_parameter_bytes / tp;
     cost.parameter_tensors = unit.parameter_tensors;
     return cost;
+  }
+
+  // A unit's GEMMs on one device of the layout, each by its shape (the calibration's GEMM
+  // shape model, sbp/gemm_shape_model.h): the forward products, backward's (each product's
+  // two input gradients: m x k contracting n, and k x n contracting m; a weight's gradient
+  // is the second), and the attention core's forward.
+  struct ShapedGemms {
+    double forward = 0;
+    double backward = 0;
+    double core_forward = 0;
+  };
+  ShapedGemms ShapedGemmSeconds(const ProfileUnit& unit, double tp, double rows) const {
+    auto divide = [](OpWork::GemmDim dim, double by, GemmShape* shape) {
+      double* value = dim == OpWork::GemmDim::kBatch ? &shape->batch
+                      : dim == OpWork::GemmDim::kM   ? &shape->m
+                      : dim == OpWork::GemmDim::kN   ? &shape->n
+                      : dim == OpWork::GemmDim::kK   ? &shape->k
+                                                     : nullptr;
+      if (value != nullptr) *value /= by;
+    };
+    ShapedGemms total;
+    for (const OpWork& work : unit.op_work) {
+      if (work.gemm_flops <= 0) continue;
+      GemmShape shape = work.gemm_shape;
+      divide(work.gemm_rows_dim, 1 / rows, &shape);
+      divide(work.gemm_tp_dim, tp, &shape);
+      const double forward = GemmShapeSeconds(rates_, shape);
+      total.forward += forward;
+      if (work.attention_core) total.core_forward += forward;
+      total.backward += GemmShapeSeconds(rates_, GemmShape{shape.batch, shape.m, shape.k, shape.n}) +
+                        GemmShapeSeconds(rates_, GemmShape{shape.batch, shape.k, shape.n, shape.m});
+    }
+    return total;
   }
 
   // What the forward's memory-bound writes into cached bytes save one device of the unit

@@ -152,6 +152,7 @@ TEST_F(CalibrateNodesTest, MeasuresBothLevelsBetweenTheDaemons) {
   // Node 0's worker measured the machine lines too: compute rates and the codecs.
   EXPECT_GT(calibration->compute.gemm_flops_per_second, 0);
   EXPECT_GT(calibration->compute.memory_bytes_per_second, 0);
+  EXPECT_TRUE(calibration->compute.gemm_shape.measured());
   int codec_lines = 0;
   const std::string text = Contents(out);
   for (absl::string_view line : absl::StrSplit(text, '\n')) {

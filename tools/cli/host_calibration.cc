@@ -263,6 +263,16 @@ absl::StatusOr<HostCalibration> MeasureHostCalibration(int64_t devices) {
     calibration.memory_bytes_per_second =
         std::max(calibration.memory_bytes_per_second, cli::MeasureMemoryBytesPerSecond(kRepetitions));
   }
+  std::vector<GemmTiming> gemm_timings;
+  for (int64_t round = 0; round < kRounds; ++round) {
+    const std::vector<GemmTiming> timings = cli::MeasureGemmShapes(kRepetitions);
+    if (round == 0) gemm_timings = timings;
+    for (size_t i = 0; i < timings.size(); ++i) {
+      gemm_timings[i].seconds = std::min(gemm_timings[i].seconds, timings[i].seconds);
+    }
+  }
+  calibration.gemm_shape = FitGemmShapeModel(gemm_timings);
+  calibration.gemm_shape_median_error = MedianRelativeError(calibration.gemm_shape, gemm_timings);
   calibration.cache_bytes = cli::CoreCacheBytes();
   for (int64_t round = 0; calibration.cache_bytes > 0 && round < kRounds; ++round) {
     calibration.memory_cached_bytes_per_second =
@@ -289,6 +299,7 @@ void ApplyHostCalibration(const HostCalibration& calibration, auto_parallel::Pri
   options->cluster.set_memory_bytes_per_second(calibration.memory_bytes_per_second);
   options->memory_cached_bytes_per_second = calibration.memory_cached_bytes_per_second;
   options->cache_bytes = static_cast<double>(calibration.cache_bytes);
+  options->gemm_shape = calibration.gemm_shape;
   options->cluster.set_intra_node_latency(calibration.intra_node.latency_seconds);
   options->cluster.set_intra_node_bandwidth(calibration.intra_node.bytes_per_second);
   auto_parallel::ApplyHostMeasurement(calibration.runtime.measurement, options);
@@ -297,13 +308,16 @@ void ApplyHostCalibration(const HostCalibration& calibration, auto_parallel::Pri
 std::string HostCalibrationJson(const HostCalibration& calibration) {
   return absl::StrFormat(
       "\"devices\":%d,\"gemm_flops_per_second\":%.4g,\"memory_bytes_per_second\":%.4g,"
-      "\"memory_cached_bytes_per_second\":%.4g,\"cache_bytes\":%d,\"intra_node_latency_s\":%.4g,\"intra_node_bytes_per_second\":%.4g,\"act_seconds\":%.4g,"
+      "\"memory_cached_bytes_per_second\":%.4g,\"cache_bytes\":%d,\"gemm_shape_flops_per_second\":%.4g,"
+      "\"gemm_shape_operand_bytes_per_second\":%.4g,\"gemm_shape_call_seconds\":%.4g,"
+      "\"gemm_shape_median_error\":%.4f,\"intra_node_latency_s\":%.4g,\"intra_node_bytes_per_second\":%.4g,\"act_seconds\":%.4g,"
       "\"collective_call_seconds\":%.4g,"
       "\"host_cores\":%d,\"host_core_share\":%.4g,\"act_fit_pairs\":%d,\"act_probe_acts\":%d,"
       "\"act_probe_step_s\":%.4g,\"act_probe_cpu_s_per_act\":%.4g,\"boxing_act_seconds\":%s",
       calibration.runtime.measurement.devices, calibration.gemm_flops_per_second,
       calibration.memory_bytes_per_second, calibration.memory_cached_bytes_per_second, calibration.cache_bytes,
-      calibration.intra_node.latency_seconds,
+      calibration.gemm_shape.flops_per_second, calibration.gemm_shape.operand_bytes_per_second,
+      calibration.gemm_shape.call_seconds, calibration.gemm_shape_median_error, calibration.intra_node.latency_seconds,
       calibration.intra_node.bytes_per_second, calibration.runtime.measurement.act_seconds,
       calibration.runtime.measurement.collective_call_seconds, calibration.runtime.measurement.cores,
       calibration.runtime.measurement.core_share, calibration.runtime.shared.terms.slopes, calibration.runtime.probe_acts, calibration.runtime.probe_step_seconds,

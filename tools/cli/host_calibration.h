@@ -106,6 +106,10 @@ struct HostCalibration {
   // CoreCacheBytes); 0: the machine lists none.
   double memory_cached_bytes_per_second = 0;
   int64_t cache_bytes = 0;
+  // A GEMM's seconds by its shape (sbp/gemm_shape_model.h), fitted to the fastest of the
+  // rounds' timings of each shape, and the fit's median |error| over them.
+  GemmShapeModel gemm_shape;
+  double gemm_shape_median_error = 0;
   LinkLevelMeasurement intra_node;
   HostRuntime runtime;
 };

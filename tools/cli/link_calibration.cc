@@ -9,6 +9,7 @@
 #include <algorithm>
 #include <cerrno>
 #include <chrono>
+#include <cmath>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
@@ -266,6 +267,41 @@ double MeasureGemmFlopsPerSecond(int64_t repetitions) {
     return absl::OkStatus();
   });
   return 2.0 * kSize * kSize * kSize / *seconds;
+}
+
+std::vector<GemmTiming> MeasureGemmShapes(int64_t repetitions) {
+  std::vector<GemmTiming> timings;
+  for (const GemmShape& shape : kGemmCalibrationShapes) {
+    const int64_t batch = static_cast<int64_t>(shape.batch);
+    const int64_t m = static_cast<int64_t>(shape.m);
+    const int64_t n = static_cast<int64_t>(shape.n);
+    const int64_t k = static_cast<int64_t>(shape.k);
+    std::vector<float> a(batch * m * k, 0.5f), b(batch * k * n, 0.25f), c(batch * m * n);
+    // As the runtime's matmul kernel calls them: one product, or one batched call.
+    auto call = [&] {
+      if (batch == 1) {
+        cpu::Sgemm(false, false, m, n, k, a.data(), k, b.data(), n, c.data(), n);
+      } else {
+        cpu::SgemmBatched(false, false, batch, m, n, k, a.data(), k, m * k, b.data(), n, k * n, c.data(), n, m * n);
+      }
+    };
+    call();  // warm-up (and the backend's first-call setup)
+    // Samples of at least 1 ms each: a product of microseconds is below the clock's and
+    // the scheduler's noise alone.
+    const auto first = std::chrono::steady_clock::now();
+    call();
+    const double once = std::max(1e-8, std::chrono::duration<double>(std::chrono::steady_clock::now() - first).count());
+    const int64_t calls = std::max<int64_t>(1, static_cast<int64_t>(std::ceil(1e-3 / once)));
+    std::vector<double> seconds;
+    for (int64_t r = 0; r < repetitions; ++r) {
+      const auto start = std::chrono::steady_clock::now();
+      for (int64_t i = 0; i < calls; ++i) call();
+      seconds.push_back(std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count() /
+                        static_cast<double>(calls));
+    }
+    timings.push_back({shape, Median(std::move(seconds))});
+  }
+  return timings;
 }
 
 double MeasureMemoryBytesPerSecond(int64_t repetitions) {

@@ -65,12 +65,14 @@
 #include <utility>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
 #include "absl/time/time.h"
 #include "oneflow_core/comm/transport.h"
 #include "sbp/calibration.h"
+#include "sbp/gemm_shape_model.h"
 
 namespace oneflow::cli {
 
@@ -163,6 +165,10 @@ absl::StatusOr<TransferMeasurement> MeasureCrossProcessTransfer(Transport transp
                                                                 int64_t repetitions, double bytes_per_second,
                                                                 std::string method);
 double MeasureGemmFlopsPerSecond(int64_t repetitions);
+// The runtime's GEMM kernel (kernels/cpu/sgemm.h) on this thread over
+// kGemmCalibrationShapes (sbp/gemm_shape_model.h): per shape the median of `repetitions`
+// samples, each at least 1 ms of back-to-back calls, per call.
+std::vector<GemmTiming> MeasureGemmShapes(int64_t repetitions);
 // Bytes read + written per second by memcpy of 64 MiB: the median of kMemoryWindows
 // windows kMemoryWindowGap apart, each the median of `repetitions` copies.
 inline constexpr int64_t kMemoryWindows = 5;

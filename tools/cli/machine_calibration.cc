@@ -9,9 +9,11 @@
 
 #include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
 #include "kernels/compression/codec.h"
 #include "sbp/calibration.h"
 #include "sbp/compression_policy.h"
+#include "sbp/gemm_shape_model.h"
 #include "tools/cli/link_calibration.h"
 
 namespace oneflow::cli {
@@ -129,6 +131,14 @@ MachineLines MeasureMachine() {
   }
   lines.compute_lines.push_back(ComputeMeasurementLine("gemm", MeasureGemmFlopsPerSecond(kRepetitions),
                                                        "sgemm 512x512x512, 1 thread"));
+  const std::vector<GemmTiming> gemm_timings = MeasureGemmShapes(kRepetitions);
+  const GemmShapeModel gemm_shape = FitGemmShapeModel(gemm_timings);
+  if (gemm_shape.measured()) {
+    lines.compute_lines.push_back(GemmShapeMeasurementLine(
+        gemm_shape, absl::StrFormat("runtime sgemm over %d shapes (square 64-512, projections, per-head batched), "
+                                    "1 thread, fitted; median |error| %.1f%%",
+                                    gemm_timings.size(), 100 * MedianRelativeError(gemm_shape, gemm_timings))));
+  }
   lines.compute_lines.push_back(ComputeMeasurementLine("memory", MeasureMemoryBytesPerSecond(kRepetitions),
                                                        absl::StrCat("memcpy 64 MiB, 1 thread, bytes read + written, median of ",
                                                                     kMemoryWindows, " windows ",

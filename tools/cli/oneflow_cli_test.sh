@@ -108,9 +108,11 @@ run "$ONEFLOW" calibrate extra
 run "$ONEFLOW" calibrate --out="$DIR/codecs.jsonl" --host_devices=2
 [[ $rc -eq 0 && -z "$out" ]] || fail "calibrate exited $rc: $err $out"
 # 7 codecs (bf16 among them), 2 link levels, a transfer between the 2 processes, 2 compute
-# rates, the runtime's costs for 2 devices in one process; and where the kernel lists the
-# core's caches, the rate of a copy that stays in one (sbp/compute_cost.h's cache term).
-[[ $(grep -vc '^{"compute": "memory_cached"' "$DIR/codecs.jsonl") -eq 13 ]] || fail "$(cat "$DIR/codecs.jsonl")"
+# rates and the GEMM shape model, the runtime's costs for 2 devices in one process; and
+# where the kernel lists the core's caches, the rate of a copy that stays in one
+# (sbp/compute_cost.h's cache term).
+[[ $(grep -vc '^{"compute": "memory_cached"' "$DIR/codecs.jsonl") -eq 14 ]] || fail "$(cat "$DIR/codecs.jsonl")"
+grep -q '^{"compute": "gemm_shape", "per_second": [0-9.e+]*, "operand_bytes_per_second": [0-9.e+]*, "call_seconds": [0-9.e+-]*, "method": "runtime sgemm over 21 shapes (square 64-512, projections, per-head batched), 1 thread, fitted; median |error| [0-9.]*%"}$' "$DIR/codecs.jsonl" || fail "$(cat "$DIR/codecs.jsonl")"
 if [[ -e /sys/devices/system/cpu/cpu0/cache/index0/size ]]; then
   grep -q '^{"compute": "memory_cached", "per_second": [0-9.e+]*, "bytes": [1-9][0-9]*, "method": "memcpy [0-9]* KiB into [0-9]* KiB, in a [0-9]* KiB core cache, 1 thread, bytes read + written"}$' "$DIR/codecs.jsonl" || fail "$(cat "$DIR/codecs.jsonl")"
 fi
