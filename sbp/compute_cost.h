@@ -36,7 +36,7 @@ struct ComputeRates {
   double memory_cached_bytes_per_second = 0;
   double cache_bytes = 0;
   // A GEMM's seconds by its shape (gemm_shape_model.h; `oneflow calibrate`'s "gemm_shape"
-  // line; the search's PriceOptions carry it, as they do the cached rate). Not measured:
+  // line, carried by the plan's Cluster: compiler/cluster_compute_rates.h). Not measured:
   // every GEMM at gemm_flops_per_second.
   GemmShapeModel gemm_shape;
 };

@@ -10,9 +10,11 @@
 // kernel's peak, the operands' f32 bytes moved (packed, read, written) at a rate of their
 // own, and a fixed cost per call. `oneflow calibrate` times the runtime's kernel
 // (kernels/cpu/sgemm.h) on one thread over a set of shapes (kGemmCalibrationShapes) and
-// fits the three figures (FitGemmShapeModel), written as its "gemm_shape" compute line;
-// the auto-parallel search prices each GEMM of the model, forward and backward, by its
-// shape on one device of the layout with it.
+// fits the three figures (FitGemmShapeModel), written as its "gemm_shape" compute line
+// (the plan's Cluster.gemm_shape_*): the auto-parallel search prices each GEMM of the
+// model, forward and backward, by its shape on one device of the layout, the plan's
+// predicted step each GEMM kernel by its registers' shapes, and the SBP search each
+// candidate's product on the device's slices.
 #ifndef SBP_GEMM_SHAPE_MODEL_H_
 #define SBP_GEMM_SHAPE_MODEL_H_
 

@@ -1,4 +1,4 @@
-// The cost model's GEMMs by shape (PriceOptions::gemm_shape, sbp/gemm_shape_model.h): the
+// The cost model's GEMMs by shape (Cluster.gemm_shape_*, sbp/gemm_shape_model.h): the
 // profile records each GEMM's logical shape and the dimensions a layout divides, and the
 // Pricer prices each GEMM, forward and its two backward products, by its shape on one
 // device. Checked by hand on the tiny gpt: the shapes of its products, a peak-only model
@@ -95,7 +95,7 @@ TEST(AutoParallelGemmShapeTest, APeakOnlyModelPricesAsTheOneGemmRate) {
     const int64_t devices = layout.dp() * layout.tp() * layout.pp();
     auto_parallel::PriceOptions flat = Devices(devices);
     auto_parallel::PriceOptions shaped = Devices(devices);
-    shaped.gemm_shape.flops_per_second = 1e11;
+    shaped.cluster.set_gemm_shape_flops_per_second(1e11);
     absl::StatusOr<proto::AutoParallelPrediction> one_rate = auto_parallel::PriceLayout(profile, flat, layout);
     absl::StatusOr<proto::AutoParallelPrediction> by_shape = auto_parallel::PriceLayout(profile, shaped, layout);
     ASSERT_TRUE(one_rate.ok()) << one_rate.status();
@@ -114,9 +114,9 @@ TEST(AutoParallelGemmShapeTest, EachProductPaysTheCallCostForwardAndTwiceInBackw
   constexpr double kCall = 1e-4;
   for (int64_t micro_batches : {1, 2}) {
     auto_parallel::PriceOptions peak_only = Devices(1);
-    peak_only.gemm_shape.flops_per_second = 1e11;
+    peak_only.cluster.set_gemm_shape_flops_per_second(1e11);
     auto_parallel::PriceOptions with_call = peak_only;
-    with_call.gemm_shape.call_seconds = kCall;
+    with_call.cluster.set_gemm_shape_call_seconds(kCall);
     const proto::AutoParallelLayout layout = LayoutOf(1, 1, 1, micro_batches);
     absl::StatusOr<proto::AutoParallelPrediction> without = auto_parallel::PriceLayout(profile, peak_only, layout);
     absl::StatusOr<proto::AutoParallelPrediction> with = auto_parallel::PriceLayout(profile, with_call, layout);
@@ -135,9 +135,9 @@ TEST(AutoParallelGemmShapeTest, OperandBytesDoNotDivideAsTheFlopsDo) {
   const auto_parallel::ModelProfile profile = TinyGptProfile();
   auto extra = [&](const proto::AutoParallelLayout& layout) {
     auto_parallel::PriceOptions peak_only = Devices(layout.dp());
-    peak_only.gemm_shape.flops_per_second = 1e11;
+    peak_only.cluster.set_gemm_shape_flops_per_second(1e11);
     auto_parallel::PriceOptions with_bytes = peak_only;
-    with_bytes.gemm_shape.operand_bytes_per_second = 1e10;
+    with_bytes.cluster.set_gemm_shape_operand_bytes_per_second(1e10);
     absl::StatusOr<proto::AutoParallelPrediction> without = auto_parallel::PriceLayout(profile, peak_only, layout);
     absl::StatusOr<proto::AutoParallelPrediction> with = auto_parallel::PriceLayout(profile, with_bytes, layout);
     EXPECT_TRUE(without.ok() && with.ok());

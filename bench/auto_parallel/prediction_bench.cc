@@ -54,6 +54,7 @@
 #include "compiler/auto_parallel/host_terms.h"
 #include "compiler/auto_parallel/model_profile.h"
 #include "compiler/auto_parallel/search.h"
+#include "compiler/cluster_compute_rates.h"
 #include "compiler/compiler.h"
 #include "examples/common/auto_parallel_driver.h"
 #include "examples/common/compile_driver.h"
@@ -295,7 +296,7 @@ absl::Status RunCluster(const examples::GptConfig& config, int64_t devices) {
   // model, priced beside it: the "one_gemm_rate" columns), its own scale.
   auto rates_of = [&](const Pooled& one_device, int64_t round, bool one_gemm_rate) -> absl::StatusOr<auto_parallel::SearchOptions> {
     auto_parallel::SearchOptions scaled = calibrated;
-    if (one_gemm_rate) scaled.price.gemm_shape = GemmShapeModel();
+    if (one_gemm_rate) SetClusterGemmShapeModel(GemmShapeModel(), &scaled.price.cluster);
     auto_parallel::PriceOptions one = scaled.price;
     one.cluster.set_devices_per_node(1);
     one.cluster.set_num_nodes(1);
@@ -310,10 +311,12 @@ absl::Status RunCluster(const examples::GptConfig& config, int64_t devices) {
     scaled.price.cluster.set_gemm_flops_per_second(calibration.gemm_flops_per_second / scale);
     scaled.price.cluster.set_memory_bytes_per_second(calibration.memory_bytes_per_second / scale);
     scaled.price.memory_cached_bytes_per_second = calibration.memory_cached_bytes_per_second / scale;
-    if (scaled.price.gemm_shape.measured()) {
-      scaled.price.gemm_shape.flops_per_second /= scale;
-      scaled.price.gemm_shape.operand_bytes_per_second /= scale;
-      scaled.price.gemm_shape.call_seconds *= scale;
+    GemmShapeModel shape = ClusterGemmShapeModel(scaled.price.cluster);
+    if (shape.measured()) {
+      shape.flops_per_second /= scale;
+      shape.operand_bytes_per_second /= scale;
+      shape.call_seconds *= scale;
+      SetClusterGemmShapeModel(shape, &scaled.price.cluster);
     }
     std::printf(
         "{\"bench\":\"auto_parallel_model_rates\",\"devices\":%lld,\"after_round\":%lld,\"one_gemm_rate\":%s,"
@@ -324,8 +327,7 @@ absl::Status RunCluster(const examples::GptConfig& config, int64_t devices) {
         static_cast<long long>(devices), static_cast<long long>(round), one_gemm_rate ? "true" : "false",
         one_device.StepMs(), one_device.CpuMs(), 1e3 * StepSeconds(with_acts), 1 / scale,
         scaled.price.cluster.gemm_flops_per_second(), scaled.price.cluster.memory_bytes_per_second(),
-        scaled.price.gemm_shape.flops_per_second, scaled.price.gemm_shape.operand_bytes_per_second,
-        scaled.price.gemm_shape.call_seconds);
+        shape.flops_per_second, shape.operand_bytes_per_second, shape.call_seconds);
     std::fflush(stdout);
     return scaled;
   };
@@ -628,7 +630,7 @@ absl::Status RunCluster(const examples::GptConfig& config, int64_t devices) {
       Median(cpu_errors), Spearman(predicted_cpu, measured_cpu), Median(probe_errors),
       Spearman(probe_predicted, measured), Median(spreads), *std::max_element(spreads.begin(), spreads.end()),
       Median(one_cost_errors), Spearman(one_cost_predicted, measured), one_cost_chosen->measured_ms / best->measured_ms,
-      final_options.price.gemm_shape.measured() ? "true" : "false", Median(one_rate_errors),
+      ClusterGemmShapeModel(final_options.price.cluster).measured() ? "true" : "false", Median(one_rate_errors),
       Spearman(one_rate_predicted, measured), one_rate_chosen->measured_ms / best->measured_ms,
       static_cast<long long>(absl::GetFlag(FLAGS_rounds)), RepeatabilitySpearman(rounds_per_row, RoundStatistic::kMedian),
       RepeatabilitySpearman(rounds_per_row, RoundStatistic::kLeast), Spearman(predicted, least),

@@ -17,6 +17,7 @@
 #include "compiler/auto_parallel/shared_core_pipeline.h"
 #include "compiler/auto_parallel/stage_collectives.h"
 #include "compiler/auto_parallel/stage_cuts.h"
+#include "compiler/cluster_compute_rates.h"
 #include "compiler/compiler.h"
 #include "compiler/passes/gradient_bucketing_pass.h"
 #include "oneflow_core/status.h"
@@ -60,10 +61,7 @@ class Pricer {
   Pricer(const ModelProfile& profile, const PriceOptions& options, const proto::AutoParallelLayout& layout,
          EdgePriceCache* cache)
       : profile_(profile), options_(options), layout_(layout), collectives_(options, layout, cache) {
-    rates_ = WithDefaults(ComputeRates{options.cluster.gemm_flops_per_second(),
-                                       options.cluster.memory_bytes_per_second(),
-                                       options.memory_cached_bytes_per_second, options.cache_bytes,
-                                       options.gemm_shape});
+    rates_ = ClusterComputeRates(options.cluster, options.memory_cached_bytes_per_second, options.cache_bytes);
   }
 
   absl::StatusOr<proto::AutoParallelPrediction> Run() {

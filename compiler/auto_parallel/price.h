@@ -77,13 +77,15 @@
 #include "proto/plan.pb.h"
 #include "sbp/codec_accuracy.h"
 #include "sbp/compression_policy.h"
-#include "sbp/gemm_shape_model.h"
 
 namespace oneflow::auto_parallel {
 
 struct PriceOptions {
   // Nodes, devices per node, link bandwidths and latencies, compute rates (0: the
-  // defaults of sbp/compute_cost.h).
+  // defaults of sbp/compute_cost.h) and the GEMM shape model (Cluster.gemm_shape_*, the
+  // calibration's "gemm_shape" line: each GEMM of the model, forward and backward, priced
+  // by its shape on one device of the layout; not measured: every GEMM at the GEMM rate,
+  // the arithmetic of the search before it).
   proto::Cluster cluster;
   // The calibration's "memory_cached" line (sbp/calibration.h): bytes/s of a copy that
   // stays in one core's cache, and that cache's bytes (ComputeRates'
@@ -91,10 +93,6 @@ struct PriceOptions {
   // cluster's memory rate.
   double memory_cached_bytes_per_second = 0;
   double cache_bytes = 0;
-  // The calibration's "gemm_shape" line (sbp/gemm_shape_model.h): each GEMM of the model,
-  // forward and backward, priced by its shape on one device of the layout. Not measured:
-  // every GEMM at the cluster's GEMM rate (and the arithmetic of the search before it).
-  GemmShapeModel gemm_shape;
   // CompileOptions::bucket_mb: the last bucket of gradients cannot overlap backward.
   double bucket_mb = 25;
   // CompileOptions::register_count: slots of every activation register.

@@ -4,6 +4,7 @@
 #include <cmath>
 #include <limits>
 #include <string>
+#include <vector>
 
 #include "absl/container/flat_hash_set.h"
 #include "absl/strings/str_cat.h"
@@ -305,7 +306,24 @@ double CandidateComputeSeconds(const LogicalGraph& graph, const LogicalOp& op, c
     for (int64_t a = 0; a < out_sbp.size(); ++a) {
       if (out_sbp.at(a).is_split() && out_sbp.at(a).axis() == rank - 1) n /= static_cast<double>(hierarchy.dim(a));
     }
-    return GemmSeconds(rates, 2.0 * local_elements(op.inputs[0], candidate.inputs[0]) * n);
+    const double a_elements = local_elements(op.inputs[0], candidate.inputs[0]);
+    if (!rates.gemm_shape.measured()) return GemmSeconds(rates, 2.0 * a_elements * n);
+    // By the product's shape on the device's slices (sbp/gemm_shape_model.h): `batch`
+    // products of the output's last two dims when both operands are batched, else one of
+    // every row; k from a's slice.
+    std::vector<double> dims(out.type.shape.dims().begin(), out.type.shape.dims().end());
+    for (int64_t a = 0; a < out_sbp.size(); ++a) {
+      if (out_sbp.at(a).is_split()) dims[out_sbp.at(a).axis()] /= static_cast<double>(hierarchy.dim(a));
+    }
+    double elements = 1;
+    for (double d : dims) elements *= d;
+    const bool batched = op.inputs.size() > 1 && graph.tensors[op.inputs[1]].type.shape.rank() > 2 && rank > 2;
+    GemmShape shape;
+    shape.n = n;
+    shape.m = batched ? dims[rank - 2] : elements / std::max(1.0, n);
+    shape.batch = batched ? elements / std::max(1.0, shape.m * n) : 1;
+    shape.k = a_elements / std::max(1.0, shape.batch * shape.m);
+    return GemmShapeSeconds(rates, shape);
   }
   double bytes = 0;
   for (size_t k = 0; k < op.inputs.size(); ++k) {

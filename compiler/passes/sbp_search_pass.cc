@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "compiler/cluster_compute_rates.h"
 #include "compiler/passes/gradient_bucketing_pass.h"
 #include "compiler/passes/identical_blocks.h"
 #include "compiler/passes/sbp_candidates.h"
@@ -26,8 +27,7 @@ class SbpSearch {
       : compilation_(*compilation),
         graph_(compilation->graph),
         cache_(*compilation->boxing_cache),
-        rates_(WithDefaults(ComputeRates{compilation->options.cluster.gemm_flops_per_second(),
-                                         compilation->options.cluster.memory_bytes_per_second()})),
+        rates_(ClusterComputeRates(compilation->options.cluster)),
         bucket_bytes_(BucketBytesLimit(compilation->options.bucket_mb)) {}
 
   absl::Status Init() {

@@ -76,11 +76,9 @@ absl::StatusOr<std::optional<proto::AutoParallelHostTerms>> HostTerms(const Comp
   return auto_parallel::HostTermsFor(*calibration, nodes, devices, file);
 }
 
-// The compute terms of --codec_calibration's file the search prices with beyond the
-// cluster's rates: the cached memory rate (its "memory_cached" line, sbp/compute_cost.h)
-// and the GEMM shape model (its "gemm_shape" line, sbp/gemm_shape_model.h), when it has
-// them. The file was read and checked by CompileOptionsFor.
-absl::Status ApplyCalibratedComputeTerms(const CompileSettings& settings, auto_parallel::PriceOptions* price) {
+// The cached memory rate of --codec_calibration's file (its "memory_cached" line,
+// sbp/compute_cost.h), when it has one. The file was read and checked by CompileOptionsFor.
+absl::Status ApplyCachedMemoryRate(const CompileSettings& settings, auto_parallel::PriceOptions* price) {
   const std::string& file = settings.compression.codec_calibration;
   if (file.empty()) return absl::OkStatus();
   absl::StatusOr<Calibration> calibration = ReadCalibrationFile(file);
@@ -89,7 +87,6 @@ absl::Status ApplyCalibratedComputeTerms(const CompileSettings& settings, auto_p
                         absl::StrCat("--codec_calibration: ", calibration.status().message()));
   }
   price->memory_cached_bytes_per_second = calibration->compute.memory_cached_bytes_per_second;
-  price->gemm_shape = calibration->compute.gemm_shape;
   price->cache_bytes = calibration->compute.cache_bytes;
   return absl::OkStatus();
 }
@@ -206,7 +203,7 @@ absl::StatusOr<CostModel> PrepareCostModel(const JobBuilder& build, const AutoPa
   options.price.compression = base.compression;
   options.price.encoders = EncoderSettingsOf(base);
   options.price.training = TrainingSetupOf(probe.job, base);
-  OF_RETURN_IF_ERROR(ApplyCalibratedComputeTerms(request.settings, &options.price));
+  OF_RETURN_IF_ERROR(ApplyCachedMemoryRate(request.settings, &options.price));
   options.device_memory = request.device_memory;
   options.max_pipeline_stages = request.max_pipeline_stages;
   options.max_micro_batches = request.max_micro_batches;

@@ -151,6 +151,10 @@ absl::Status ApplyCalibrationToCluster(const std::string& calibration, const Lin
   }
   cluster->set_gemm_flops_per_second(measured->compute.gemm_flops_per_second);
   cluster->set_memory_bytes_per_second(measured->compute.memory_bytes_per_second);
+  // A GEMM's seconds by its shape (compiler/cluster_compute_rates.h reads them back).
+  cluster->set_gemm_shape_flops_per_second(measured->compute.gemm_shape.flops_per_second);
+  cluster->set_gemm_shape_operand_bytes_per_second(measured->compute.gemm_shape.operand_bytes_per_second);
+  cluster->set_gemm_shape_call_seconds(measured->compute.gemm_shape.call_seconds);
   return absl::OkStatus();
 }
 

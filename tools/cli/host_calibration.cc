@@ -10,6 +10,7 @@
 #include "absl/strings/str_join.h"
 #include "compiler/auto_parallel/host_terms.h"
 #include "actors/runtime.h"
+#include "compiler/cluster_compute_rates.h"
 #include "compiler/compiler.h"
 #include "examples/common/compile_driver.h"
 #include "examples/common/parallel_layout.h"
@@ -299,7 +300,7 @@ void ApplyHostCalibration(const HostCalibration& calibration, auto_parallel::Pri
   options->cluster.set_memory_bytes_per_second(calibration.memory_bytes_per_second);
   options->memory_cached_bytes_per_second = calibration.memory_cached_bytes_per_second;
   options->cache_bytes = static_cast<double>(calibration.cache_bytes);
-  options->gemm_shape = calibration.gemm_shape;
+  SetClusterGemmShapeModel(calibration.gemm_shape, &options->cluster);
   options->cluster.set_intra_node_latency(calibration.intra_node.latency_seconds);
   options->cluster.set_intra_node_bandwidth(calibration.intra_node.bytes_per_second);
   auto_parallel::ApplyHostMeasurement(calibration.runtime.measurement, options);

@@ -6,6 +6,7 @@
 #include "absl/container/flat_hash_map.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "compiler/cluster_compute_rates.h"
 #include "compiler/compiler.h"
 #include "oneflow_core/placement.h"
 #include "sbp/collective_cost.h"
@@ -118,11 +119,25 @@ int Slowest(const std::vector<DeviceStepTime>& devices) {
   return slowest;
 }
 
+// The shape of a GEMM kernel as it runs (sbp/gemm_shape_model.h): `batch` products of
+// the output's last two dims when both operands are batched, else one product of every
+// row of `a`; k from a's elements.
+GemmShape KernelGemmShape(int64_t a_elements, const proto::RegisterDef& output, bool batched) {
+  GemmShape shape;
+  const int64_t rank = output.shape_size();
+  double elements = 1;
+  for (int64_t d : output.shape()) elements *= static_cast<double>(d);
+  shape.n = static_cast<double>(output.shape(rank - 1));
+  shape.m = batched ? static_cast<double>(output.shape(rank - 2)) : elements / std::max(1.0, shape.n);
+  shape.batch = batched ? elements / std::max(1.0, shape.m * shape.n) : 1;
+  shape.k = static_cast<double>(a_elements) / std::max(1.0, shape.batch * shape.m);
+  return shape;
+}
+
 }  // namespace
 
 absl::StatusOr<StepTimePrediction> PredictStepTime(const proto::Plan& plan) {
-  const ComputeRates rates = WithDefaults(
-      ComputeRates{plan.cluster().gemm_flops_per_second(), plan.cluster().memory_bytes_per_second()});
+  const ComputeRates rates = ClusterComputeRates(plan.cluster());
   absl::StatusOr<CollectivePrices> prices = CollectiveSeconds(plan);
   if (!prices.ok()) return prices.status();
   const absl::flat_hash_map<int64_t, CollectivePrice>& collectives = prices->by_id;
@@ -154,8 +169,16 @@ absl::StatusOr<StepTimePrediction> PredictStepTime(const proto::Plan& plan) {
             registers.contains(a->second) && registers.contains(out->second) &&
             registers[out->second]->shape_size() > 0) {
           const proto::RegisterDef& output = *registers[out->second];
-          time.gemm_seconds += repeats * GemmSeconds(rates, GemmFlops(Elements(*registers[a->second]),
-                                                                      output.shape(output.shape_size() - 1)));
+          if (!rates.gemm_shape.measured()) {
+            time.gemm_seconds += repeats * GemmSeconds(rates, GemmFlops(Elements(*registers[a->second]),
+                                                                        output.shape(output.shape_size() - 1)));
+            continue;
+          }
+          auto b = kernel.inputs().find("b");
+          const bool batched = b != kernel.inputs().end() && registers.contains(b->second) &&
+                               registers[b->second]->shape_size() > 2 && output.shape_size() > 2;
+          time.gemm_seconds += repeats * GemmShapeSeconds(rates, KernelGemmShape(Elements(*registers[a->second]),
+                                                                                 output, batched));
           continue;
         }
         double bytes = 0;

@@ -32,6 +32,9 @@ proto::Plan CompileGpt(const examples::GptConfig& config, int64_t dp, const prot
     options.cluster.set_intra_node_latency(rates->intra_node_latency());
     options.cluster.set_gemm_flops_per_second(rates->gemm_flops_per_second());
     options.cluster.set_memory_bytes_per_second(rates->memory_bytes_per_second());
+    options.cluster.set_gemm_shape_flops_per_second(rates->gemm_shape_flops_per_second());
+    options.cluster.set_gemm_shape_operand_bytes_per_second(rates->gemm_shape_operand_bytes_per_second());
+    options.cluster.set_gemm_shape_call_seconds(rates->gemm_shape_call_seconds());
   }
   absl::StatusOr<proto::Plan> plan = oneflow::Compile(*examples::BuildGpt(config, layout), options);
   EXPECT_TRUE(plan.ok()) << plan.status();
@@ -72,6 +75,36 @@ TEST(PredictedStepTimeTest, GemmTimeIsTheModelsFlopsOverTheRate) {
   ASSERT_EQ(two->devices.size(), 2u);
   EXPECT_NEAR(two->devices[0].gemm_seconds, faster->devices[0].gemm_seconds / 2, 1e-12);
   EXPECT_GT(two->devices[0].communication_seconds, 0);
+}
+
+// With the calibration's GEMM shape model (Cluster.gemm_shape_*, sbp/gemm_shape_model.h)
+// every GEMM kernel is priced by its shape: a model of the same peak and nothing else
+// gives the FLOPs over the rate again, and a cost per call adds it once per GEMM kernel
+// of the device: 3 per forward product (itself and its two input gradients), 8 products
+// a block and the tied output projection.
+TEST(PredictedStepTimeTest, WithAShapeModelEachGemmKernelIsPricedByItsShape) {
+  const examples::GptConfig config = SmallGpt(64);
+  proto::Cluster rates;
+  rates.set_intra_node_bandwidth(1e10);
+  rates.set_gemm_flops_per_second(1e10);
+  rates.set_memory_bytes_per_second(1e9);
+  rates.set_gemm_shape_flops_per_second(1e10);
+  const absl::StatusOr<StepTimePrediction> peak_only = PredictStepTime(CompileGpt(config, 1, &rates));
+  ASSERT_TRUE(peak_only.ok()) << peak_only.status();
+  EXPECT_NEAR(peak_only->devices[0].gemm_seconds, GptGemmFlops(config) / 1e10, 1e-9);
+  constexpr double kCall = 1e-3;
+  rates.set_gemm_shape_call_seconds(kCall);
+  const absl::StatusOr<StepTimePrediction> with_call = PredictStepTime(CompileGpt(config, 1, &rates));
+  ASSERT_TRUE(with_call.ok()) << with_call.status();
+  EXPECT_NEAR(with_call->devices[0].gemm_seconds - peak_only->devices[0].gemm_seconds,
+              kCall * 3 * (8 * config.layers + 1), 1e-9);
+  // The operands' bytes: more than nothing, and the memory-bound kernels unchanged.
+  rates.set_gemm_shape_call_seconds(0);
+  rates.set_gemm_shape_operand_bytes_per_second(1e9);
+  const absl::StatusOr<StepTimePrediction> with_bytes = PredictStepTime(CompileGpt(config, 1, &rates));
+  ASSERT_TRUE(with_bytes.ok()) << with_bytes.status();
+  EXPECT_GT(with_bytes->devices[0].gemm_seconds, peak_only->devices[0].gemm_seconds);
+  EXPECT_EQ(with_bytes->devices[0].memory_bound_seconds, peak_only->devices[0].memory_bound_seconds);
 }
 
 }  // namespace
