@@ -181,7 +181,8 @@ class Profiler {
         // The shape as the kernel runs it: a product of two batched operands is `batch`
         // products of the output's last two dims (the data's rows among the batch dims);
         // against a 2-D weight, one product of every row of `a` (the rows are m).
-        const bool batched = tensors_.at(b->second)->shape_size() > 2 && out_tensor.shape_size() > 2;
+        const proto::TensorDef& b_tensor = *tensors_.at(b->second);
+        const bool batched = b_tensor.shape_size() > 2 && out_tensor.shape_size() > 2;
         const double out_elements = static_cast<double>(Elements(out_tensor));
         work.gemm_shape.n = static_cast<double>(n);
         work.gemm_shape.m = batched ? static_cast<double>(out_tensor.shape(out_tensor.shape_size() - 2))
@@ -190,7 +191,6 @@ class Profiler {
         work.gemm_shape.k = static_cast<double>(Elements(a_tensor)) / (work.gemm_shape.batch * work.gemm_shape.m);
         work.gemm_rows_dim = batched ? OpWork::GemmDim::kBatch : OpWork::GemmDim::kM;
         if (op.attention_core()) unit.attention_core_gemm_flops += flops;
-        const proto::TensorDef& b_tensor = *tensors_.at(b->second);
         const int64_t split = variables_.contains(b->second) ? TpSplitAxis(b_tensor, probe_tp_) : -1;
         bool row_parallel = false;
         if (split >= 0) {

@@ -17,6 +17,7 @@
 #include "compiler/auto_parallel/shared_core_pipeline.h"
 #include "compiler/auto_parallel/stage_collectives.h"
 #include "compiler/auto_parallel/stage_cuts.h"
+#include "compiler/auto_parallel/unit_kernels.h"
 #include "compiler/cluster_compute_rates.h"
 #include "compiler/compiler.h"
 #include "compiler/passes/gradient_bucketing_pass.h"
@@ -565,7 +566,7 @@ class Pricer {
     // seconds per FLOP.
     double recompute_gemm_scale = 1;
     if (rates_.gemm_shape.measured()) {
-      const ShapedGemms gemms = ShapedGemmSeconds(unit, tp, rows);
+      const ShapedGemms gemms = ShapedGemmSeconds(unit, rates_, tp, rows);
       const double flat_forward = seconds(unit.gemm_flops, unit.tp_gemm_flops, 0, 0);
       const double flat_core = seconds(unit.attention_core_gemm_flops, unit.attention_core_gemm_flops, 0, 0);
       if (flat_forward > 0) recompute_gemm_scale = gemms.forward / flat_forward;
@@ -602,7 +603,7 @@ class Pricer {
     const double activations = unit.activation_bytes - unit.tp_activation_bytes + unit.tp_activation_bytes / tp;
     cost.kept_bytes = activations * rows;
     const bool in_block = unit.stageable && profile_.has_blocks;
-    const double forward_run = forward - CachedWriteGain(unit, in_block, tp, rows);
+    const double forward_run = forward - CachedWriteGain(unit, rates_, layout_.recompute(), in_block, tp, rows);
     if (in_block && layout_.recompute() == proto::RECOMPUTE_SELECTIVE) {
       recomputed = core;
       cost.kept_bytes = (activations - unit.attention_core_activation_bytes / tp) * rows;
@@ -648,58 +649,6 @@ class Pricer {
     cost.parameter_bytes = unit.parameter_bytes - unit.tp_parameter_bytes + unit.tp_parameter_bytes / tp;
     cost.parameter_tensors = unit.parameter_tensors;
     return cost;
-  }
-
-  // A unit's GEMMs on one device of the layout, each by its shape (the calibration's GEMM
-  // shape model, sbp/gemm_shape_model.h): the forward products, backward's (each product's
-  // two input gradients: m x k contracting n, and k x n contracting m; a weight's gradient
-  // is the second), and the attention core's forward.
-  struct ShapedGemms {
-    double forward = 0;
-    double backward = 0;
-    double core_forward = 0;
-  };
-  ShapedGemms ShapedGemmSeconds(const ProfileUnit& unit, double tp, double rows) const {
-    auto divide = [](OpWork::GemmDim dim, double by, GemmShape* shape) {
-      double* value = dim == OpWork::GemmDim::kBatch ? &shape->batch
-                      : dim == OpWork::GemmDim::kM   ? &shape->m
-                      : dim == OpWork::GemmDim::kN   ? &shape->n
-                      : dim == OpWork::GemmDim::kK   ? &shape->k
-                                                     : nullptr;
-      if (value != nullptr) *value /= by;
-    };
-    ShapedGemms total;
-    for (const OpWork& work : unit.op_work) {
-      if (work.gemm_flops <= 0) continue;
-      GemmShape shape = work.gemm_shape;
-      divide(work.gemm_rows_dim, 1 / rows, &shape);
-      divide(work.gemm_tp_dim, tp, &shape);
-      const double forward = GemmShapeSeconds(rates_, shape);
-      total.forward += forward;
-      if (work.attention_core) total.core_forward += forward;
-      total.backward += GemmShapeSeconds(rates_, GemmShape{shape.batch, shape.m, shape.k, shape.n}) +
-                        GemmShapeSeconds(rates_, GemmShape{shape.batch, shape.k, shape.n, shape.m});
-    }
-    return total;
-  }
-
-  // What the forward's memory-bound writes into cached bytes save one device of the unit
-  // (sbp/compute_cost.h): each op's output the layout does not keep for backward (selective
-  // recomputation: the attention core's; full: every op's but those a later unit reads),
-  // its rows' share (and tp's) when that fits in the cache, at the cached rate instead of
-  // the memory rate. 0 without recomputation, outside blocks, or without a measured cache.
-  double CachedWriteGain(const ProfileUnit& unit, bool in_block, double tp, double rows) const {
-    const proto::RecomputeMode mode = layout_.recompute();
-    if (!in_block || mode == proto::RECOMPUTE_NONE) return 0;
-    double gain = 0;
-    for (const OpWork& work : unit.op_work) {
-      const bool kept = mode == proto::RECOMPUTE_FULL ? work.output_leaves_unit : !work.attention_core;
-      if (kept || work.written_bytes <= 0) continue;
-      const double bytes = (work.written_bytes - work.tp_written_bytes + work.tp_written_bytes / tp) * rows;
-      if (!FitsInCache(rates_, bytes)) continue;
-      gain += MemoryBoundSeconds(rates_, bytes) - CachedWriteSeconds(rates_, bytes);
-    }
-    return gain;
   }
 
   // The gradient buckets of `bytes` of gradients (`tensors` variables: one device's for the
