@@ -256,9 +256,11 @@ absl::Status RunCompile(const std::vector<std::string>& arguments, std::ostream&
     request.settings = settings;
     request.device_memory = device_memory;
     std::string tensor_parallel_note;  // what the chosen layout's job split, if inferred
+    std::string search_note;           // the families the text leaves out of the search, if any
     OF_ASSIGN_OR_RETURN(const examples::AutoParallelResult result,
-                        AutoParallelFromGraphText(text, path, request, &tensor_parallel_note));
+                        AutoParallelFromGraphText(text, path, request, &tensor_parallel_note, &search_note));
     out << examples::AutoParallelSummary(result.plan.auto_parallel(), result.search_seconds);
+    out << search_note;
     if (!tensor_parallel_note.empty()) out << tensor_parallel_note << "\n";
     for (const std::string& warning : examples::LayoutWarnings(result.job, result.layout)) {
       std::cerr << "oneflow compile: warning: " << warning << "\n";

@@ -7,8 +7,10 @@
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
 #include "absl/strings/str_replace.h"
+#include "examples/common/block_stages.h"
 #include "examples/common/compile_driver.h"
 #include "examples/common/compile_recipe.h"
+#include "examples/common/micro_batch_split.h"
 #include "examples/common/tensor_parallel_hinting.h"
 #include "oneflow_core/dsl/text/graph_text.h"
 #include "oneflow_core/status.h"
@@ -36,6 +38,48 @@ absl::Status InFile(const absl::Status& status, const std::string& file_name) {
                                                        {{absl::StrCat(kParsedFile, ":"), absl::StrCat(file_name, ":")}})));
 }
 
+bool HasTensorPlacement(const proto::Job& job) {
+  for (const proto::TensorDef& tensor : job.tensors()) {
+    if (tensor.has_placement()) return true;
+  }
+  return false;
+}
+
+// The search's request for a text: pipeline stages where it has blocks to cut (at least
+// two), micro-batches where its inputs hold the whole batch (its `batch` line's rows) and
+// the smallest cut of them into micro-batches is sound (examples::SplitIntoMicroBatches).
+// `note`, when given, receives a line per family the text leaves out and why.
+absl::StatusOr<examples::AutoParallelRequest> PipelinesATextAllows(const Graph& graph, const std::string& file_name,
+                                                                   const examples::AutoParallelRequest& request,
+                                                                   std::string* note) {
+  examples::AutoParallelRequest searched = request;
+  absl::StatusOr<proto::Job> job = graph.Build();
+  if (!job.ok()) return InFile(job.status(), file_name);
+  std::string why;
+  const size_t blocks = examples::BlocksInOrder(*job).size();
+  if (blocks < 2) {
+    searched.max_pipeline_stages = 1;
+    absl::StrAppend(&why, "pipelines not searched: the graph has ", blocks,
+                    " block(s) (ops marked block=NAME); pipeline stages cut between blocks\n");
+  }
+  const int64_t rows = examples::BatchRows(*job);
+  int64_t smallest = 2;
+  while (rows > 1 && rows % smallest != 0) ++smallest;
+  if (!examples::HoldsWholeBatch(*job)) {
+    searched.max_micro_batches = 1;
+    absl::StrAppend(&why, "micro-batches not searched: the graph's inputs are not the whole batch of a `batch` line "
+                          "(a `batch N` line and inputs of N rows)\n");
+  } else if (rows < 2) {
+    searched.max_micro_batches = 1;
+    absl::StrAppend(&why, "micro-batches not searched: the batch has ", rows, " row\n");
+  } else if (absl::Status split = examples::SplitIntoMicroBatches(*job, smallest).status(); !split.ok()) {
+    searched.max_micro_batches = 1;
+    absl::StrAppend(&why, "micro-batches not searched: ", split.message(), "\n");
+  }
+  if (note != nullptr) *note = why;
+  return searched;
+}
+
 }  // namespace
 
 absl::StatusOr<proto::Job> JobFromGraphText(absl::string_view text, const std::string& file_name,
@@ -53,12 +97,31 @@ absl::StatusOr<proto::Job> JobFromGraphText(absl::string_view text, const std::s
         layout.pp() > 1 ? absl::StrCat(" --pp=", layout.pp()) : "",
         "); give the flags it was written for, or remove its `placement` line and its sbp hints"));
   }
-  graph.SetMicroBatches(layout.micro_batches());
   absl::StatusOr<proto::Job> job = graph.Build();
   if (!job.ok()) return InFile(job.status(), file_name);
+  if (layout.micro_batches() > 1) {
+    if (examples::HoldsWholeBatch(*job)) {
+      // Inputs of the `batch` line's rows: the whole batch, cut into the layout's micro-batches.
+      absl::StatusOr<proto::Job> split = examples::SplitIntoMicroBatches(*job, layout.micro_batches());
+      if (!split.ok()) {
+        return absl::Status(split.status().code(),
+                            absl::StrCat(file_name, ": --micro_batches=", layout.micro_batches(),
+                                         ": the graph's inputs hold the whole batch of ", job->batch_size(),
+                                         " rows, and cutting them into micro-batches is refused: ",
+                                         split.status().message()));
+      }
+      job = *std::move(split);
+    } else {
+      job->set_micro_batches(layout.micro_batches());  // The text is one micro-batch's (ToText's print).
+    }
+  }
   absl::StatusOr<std::string> note = examples::HintTensorParallelism(layout, &*job);
   if (!note.ok()) return InFile(note.status(), file_name);
   if (tensor_parallel_note != nullptr) *tensor_parallel_note = *note;
+  if (layout.pp() > 1 && !HasTensorPlacement(*job)) {
+    // A text without stage placements: its blocks go on the stages as the builders put them.
+    OF_RETURN_IF_ERROR(InFile(examples::PlaceBlocksOnStages(layout, &*job), file_name));
+  }
   if (layout.zero() > 0) {
     if (!job->has_optimizer()) {
       return absl::InvalidArgumentError(absl::StrCat(file_name, ": --zero=", layout.zero(),
@@ -86,7 +149,8 @@ proto::Job RecipeJob(proto::Job job, const std::string& tensor_parallel_note) {
 absl::StatusOr<examples::AutoParallelResult> AutoParallelFromGraphText(absl::string_view text,
                                                                        const std::string& file_name,
                                                                        const examples::AutoParallelRequest& request,
-                                                                       std::string* tensor_parallel_note) {
+                                                                       std::string* tensor_parallel_note,
+                                                                       std::string* search_note) {
   absl::StatusOr<std::unique_ptr<Graph>> parsed = ParseGraphText(text);
   if (!parsed.ok()) return InFile(parsed.status(), file_name);
   if ((*parsed)->default_placement().has_value()) {
@@ -95,13 +159,12 @@ absl::StatusOr<examples::AutoParallelResult> AutoParallelFromGraphText(absl::str
         (*parsed)->default_placement()->ToString(),
         "`; remove that line (and sbp hints written for one layout), or compile without --auto_parallel"));
   }
-  examples::AutoParallelRequest pipeline_free = request;
-  pipeline_free.max_pipeline_stages = 1;
-  pipeline_free.max_micro_batches = 1;
+  OF_ASSIGN_OR_RETURN(const examples::AutoParallelRequest searched,
+                      PipelinesATextAllows(**parsed, file_name, request, search_note));
   const examples::JobBuilder build = [&](const examples::ParallelLayout& layout) {
     return JobFromGraphText(text, file_name, layout);
   };
-  OF_ASSIGN_OR_RETURN(examples::AutoParallelResult result, examples::AutoParallelCompile(build, pipeline_free));
+  OF_ASSIGN_OR_RETURN(examples::AutoParallelResult result, examples::AutoParallelCompile(build, searched));
   {
     std::string note;
     OF_ASSIGN_OR_RETURN(const proto::Job chosen, JobFromGraphText(text, file_name, result.layout, &note));

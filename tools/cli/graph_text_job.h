@@ -17,7 +17,13 @@ namespace oneflow::cli {
 // Parses `text` (read from `file_name`) and builds its Job for `layout`:
 // - a graph without a `placement` line gets the layout's (stage 0's with --pp > 1); one
 //   with a placement must have the layout's, since its SBP hints were written for it;
-// - the Job gets the layout's micro-batches (the text's tensors are one micro-batch);
+// - with --pp > 1, a graph whose tensors name no placement gets its blocks put on the
+//   stages (examples::PlaceBlocksOnStages); one with placements keeps them (a text
+//   printed for the same --pp);
+// - the Job gets the layout's micro-batches: a graph whose inputs hold its `batch` line's
+//   rows is cut into one micro-batch's graph (examples::SplitIntoMicroBatches, refused
+//   naming the op that mixes rows); otherwise its inputs are one micro-batch (as ToText
+//   prints a graph built for micro-batches);
 // - --zero > 0 sets the optimizer's ZeRO stage over the data-parallel axis, unless the
 //   text's optimizer line already names another stage (an error); --zero=0 keeps the text's;
 // - a graph without any sbp hint that splits (none, or only `sbp=B`, which a one-device
@@ -41,12 +47,16 @@ proto::Job RecipeJob(proto::Job job, const std::string& tensor_parallel_note);
 
 // `oneflow compile GRAPH.txt --auto_parallel`: the search of the examples' --auto_parallel
 // (examples/common/auto_parallel_driver.h) over the layouts a graph text can be built for.
-// The text must have no `placement` line (each layout gives its own). It has no stage map,
-// and its input shapes are one micro-batch's (more micro-batches would grow the batch), so
-// every layout has pp = 1 and one micro-batch: the search chooses dp, tp (where the text's
-// sbp hints shard variables and a layout accepts them, or, in a text without hints, where
-// Megatron's split applies: JobFromGraphText), the ZeRO stage (the text needs an
-// `optimizer` line) and recomputation (a text with blocks). Layouts the text cannot be built for are skipped,
+// The text must have no `placement` line (each layout gives its own). The search chooses
+// dp, tp (where the text's sbp hints shard variables and a layout accepts them, or, in a
+// text without hints, where Megatron's split applies: JobFromGraphText), pipeline stages
+// (a text with at least two blocks: JobFromGraphText puts them on the stages,
+// examples::PlaceBlocksOnStages), micro-batches (a text whose inputs hold its `batch`
+// line's rows and whose ops keep rows apart up to the loss's mean:
+// examples::SplitIntoMicroBatches), the ZeRO stage (the text needs an `optimizer` line) and
+// recomputation (a text with blocks). `search_note`, when given, receives a line for each
+// of pipelines and micro-batches the text leaves out of the search, saying why ("" when
+// both are searched). Layouts the text cannot be built for are skipped,
 // each with JobFromGraphText's error in the decision record. When the text's optimizer
 // line names a ZeRO stage and the chosen layout repeats it, the result's layout is the
 // one without a stage (the same Job): the stage is the model's, and a recipe made from
@@ -57,7 +67,8 @@ proto::Job RecipeJob(proto::Job job, const std::string& tensor_parallel_note);
 absl::StatusOr<examples::AutoParallelResult> AutoParallelFromGraphText(absl::string_view text,
                                                                        const std::string& file_name,
                                                                        const examples::AutoParallelRequest& request,
-                                                                       std::string* tensor_parallel_note = nullptr);
+                                                                       std::string* tensor_parallel_note = nullptr,
+                                                                       std::string* search_note = nullptr);
 
 // The layout-free text of a plan's recipe (CompileRecipe.graph_text, printed from the Job
 // of one layout), for AutoParallelFromGraphText: without its `placement` line, and, when
