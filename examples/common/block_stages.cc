@@ -135,15 +135,19 @@ absl::Status PlaceBlocksOnStages(const ParallelLayout& layout, proto::Job* job) 
     stages.push_back(stage);
   }
 
-  // Every tensor an op of a later stage writes takes that stage's placement, and every
-  // variable its stage's; the activations of stage 0 stay on the default, as the builders
-  // leave them (an identity's gradient moves back only to an input that names a
-  // placement: IdentityGradient).
+  // Every tensor an op of a later stage writes takes that stage's placement, as do the
+  // moves and every variable; the activations of stage 0 before the first move stay on
+  // the default, as the builders leave them (an identity's gradient moves back only to an
+  // input that names a placement: IdentityGradient). After it (a chunk back on stage 0,
+  // the targets read by the loss) they name stage 0, since the compiler would otherwise
+  // run an op where its first input lives.
   auto place = [&](const std::string& tensor, int64_t stage) {
     *job->mutable_tensors(tensor_index.at(tensor))->mutable_placement() = layout.StagePlacement(stage).ToProto();
   };
+  bool moved = false;
   for (size_t index = 0; index < ops.size(); ++index) {
-    if (stages[index] == 0) continue;
+    moved = moved || stages[index] != 0;
+    if (!moved && stages[index] == 0) continue;
     for (const auto& [argument, output] : ops[index].outputs()) place(output, stages[index]);
   }
   for (const auto& [variable, stage] : variable_stage) place(variable, stage);

@@ -160,7 +160,7 @@ absl::Status CheckNoLayoutFlags() {
       const absl::CommandLineFlag* flag = absl::FindCommandLineFlag(name);
       return absl::InvalidArgumentError(
           absl::StrCat("--", name, "=", flag->CurrentValue(),
-                       " is not searched: --auto_parallel on a graph text keeps one pipeline stage and --cp=1; "
+                       " is not searched: --auto_parallel on a graph text searches 1F1B pipelines of one chunk per stage and --cp=1; "
                        "compile without --auto_parallel to give it"));
     }
   }

@@ -112,21 +112,39 @@ if cmp -s "$DIR/gpt.cpp.plan" "$DIR/moved.plan"; then fail "a moved loc= gives t
 
 # `oneflow compile --auto_parallel` (docs/auto_parallel.md): the mlp's text without its
 # placement line, searched for 4 devices (its one-device sbp=B hints split nothing, so tp
-# layouts get Megatron's split; no stages or micro-batches in a text: dp=4 and dp=2 x tp=2
-# with ZeRO 0-3, and tp=4; ZeRO-3 wins on the model: its reduce-scatter is one bucketed call
-# and each device updates a quarter of the weights), and the flags it refuses. (That the chosen plan is the plan of
-# the chosen flags, byte for byte, is //tools/cli:graph_text_auto_parallel_test.)
+# layouts get Megatron's split; no blocks, so no pipeline stages; its inputs hold the
+# `batch 64` line's rows and every op keeps rows apart up to the loss's mean, so
+# micro-batches are searched: dp=4, dp=2 x tp=2 and tp=4 with ZeRO 0-3 and the
+# micro-batches each leaves whole rows on a device, 51 layouts; ZeRO-3 wins on the model:
+# its reduce-scatter is one bucketed call and each device updates a quarter of the
+# weights), and the flags it refuses. (That the chosen plan is the plan of the chosen
+# flags, byte for byte, is //tools/cli:graph_text_auto_parallel_test.)
 "$PWD/examples/mlp/mlp" --print_graph | grep -v '^placement ' >"$DIR/mlp_free.txt"
 out=$("$ONEFLOW" compile "$DIR/mlp_free.txt" --auto_parallel --devices_per_node=4 --plan_out="$DIR/auto.plan")
-[[ "$out" == "auto-parallel: chose --dp=4 --tp=1 --pp=1 --micro_batches=1 --zero=3 --recompute=none among 9 layouts in "* ]] ||
+[[ "$out" == "auto-parallel: chose --dp=4 --tp=1 --pp=1 --micro_batches=1 --zero=3 --recompute=none among 51 layouts in "* ]] ||
   fail "$out"
+[[ "$out" == *$'\npipelines not searched: the graph has 0 block(s) (ops marked block=NAME); pipeline stages cut between blocks\n'* ]] ||
+  fail "no pipeline note in: $out"
 inspected=$("$ONEFLOW" inspect "$DIR/auto.plan")
-[[ "$inspected" == *"auto-parallel decision (9 layouts priced)"* ]] || fail "no decision in: $inspected"
+[[ "$inspected" == *"auto-parallel decision (51 layouts priced)"* ]] || fail "no decision in: $inspected"
+# The gpt's layout-free text (2 blocks, the whole batch of 8) under a memory limit that no
+# layout of one stage meets: the search cuts the blocks onto 2 stages with micro-batches,
+# and the plan trains as the C++ gpt compiled with the chosen flags (the same losses).
+"$PWD/examples/gpt/gpt" --print_graph | grep -v '^placement ' >"$DIR/gpt_free.txt"
+out=$("$ONEFLOW" compile "$DIR/gpt_free.txt" --auto_parallel --devices_per_node=4 --device_memory=6000000 \
+  --plan_out="$DIR/gpt_auto.plan")
+[[ "$out" == "auto-parallel: chose --dp=1 --tp=2 --pp=2 --micro_batches=8 --zero=0 --recompute=none among 120 layouts in "* ]] ||
+  fail "$out"
+[[ "$out" != *"not searched"* ]] || fail "a family left out of the gpt's search: $out"
+losses() { grep -o '"loss": [0-9.]*' | tr '\n' ' '; }
+searched=$("$ONEFLOW" run "$DIR/gpt_auto.plan" --iters=3 2>&1 | losses)
+by_hand=$("$PWD/examples/gpt/gpt" --devices_per_node=4 --tp=2 --pp=2 --micro_batches=8 --run --iters=3 2>&1 | losses)
+[[ -n "$searched" && "$searched" == "$by_hand" ]] || fail "searched text plan losses '$searched' vs the C++ gpt's '$by_hand'"
 err=$("$ONEFLOW" compile "$DIR/mlp_free.txt" --auto_parallel --devices_per_node=4 --dp=2 2>&1 >/dev/null) && fail "--dp accepted"
 [[ "$err" == "oneflow compile: --auto_parallel chooses --dp; do not give --dp=2 with it" ]] || fail "$err"
 expect_error "oneflow compile: --auto_parallel chooses --recompute; do not give --recompute=full with it" \
   "$DIR/mlp_free.txt" --auto_parallel --devices_per_node=4 --recompute=full
-expect_error "oneflow compile: --cp=2 is not searched: --auto_parallel on a graph text keeps one pipeline stage and --cp=1; compile without --auto_parallel to give it" \
+expect_error "oneflow compile: --cp=2 is not searched: --auto_parallel on a graph text searches 1F1B pipelines of one chunk per stage and --cp=1; compile without --auto_parallel to give it" \
   "$DIR/mlp_free.txt" --auto_parallel --devices_per_node=4 --cp=2
 err=$("$ONEFLOW" compile "$DIR/mlp.txt" --auto_parallel --devices_per_node=4 2>&1 >/dev/null) && fail "placement accepted"
 [[ "$err" == "oneflow compile: $DIR/mlp.txt: --auto_parallel gives each layout its own placement, but the graph has \`placement "* ]] ||

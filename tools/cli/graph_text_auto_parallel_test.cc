@@ -1,5 +1,6 @@
 // `oneflow compile GRAPH.txt --auto_parallel` through its library call: the search over
-// the layouts a graph text can be built for (pp = 1, one micro-batch), the chosen plan
+// the layouts a graph text can be built for (micro-batches; pipeline stages in a text with
+// blocks), the chosen plan
 // byte for byte the plan of compiling the text with the chosen flags, determinism, and
 // the refusal of a text written for one placement.
 #include <string>
@@ -10,6 +11,7 @@
 #include "compiler/auto_parallel/price.h"
 #include "compiler/compiler.h"
 #include "examples/common/compile_driver.h"
+#include "examples/gpt/gpt_model.h"
 #include "examples/mlp/mlp_model.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
@@ -29,13 +31,16 @@ examples::ParallelLayout Layout(const examples::ParallelFlags& flags) {
 
 // The mlp's text as `--print_graph` writes it for one device, without its `placement`
 // line: a layout-free model.
-std::string LayoutFreeMlpText(int64_t batch) {
+// (With `micro_batches`: the text of one micro-batch, as --print_graph --micro_batches writes it.)
+std::string LayoutFreeMlpText(int64_t batch, int64_t micro_batches = 1) {
   examples::MlpConfig config;
   config.batch = batch;
   config.in_features = 8;
   config.hidden = 16;
   config.layers = 2;
-  absl::StatusOr<proto::Job> job = examples::BuildMlp(config, Layout(examples::ParallelFlags{}));
+  examples::ParallelFlags flags;
+  flags.micro_batches = micro_batches;
+  absl::StatusOr<proto::Job> job = examples::BuildMlp(config, Layout(flags));
   EXPECT_TRUE(job.ok()) << job.status();
   absl::StatusOr<std::unique_ptr<Graph>> graph = Graph::FromJob(*job);
   EXPECT_TRUE(graph.ok()) << graph.status();
@@ -64,23 +69,23 @@ TEST(GraphTextAutoParallel, SearchesTheTextsLayoutsAndCompilesTheChosenOneAsItsF
   absl::StatusOr<examples::AutoParallelResult> result = AutoParallelFromGraphText(text, "mlp.txt", FourDevices());
   ASSERT_TRUE(result.ok()) << result.status();
   const proto::AutoParallelDecision& decision = result->plan.auto_parallel();
-  // The mlp has no blocks, and a text keeps pp = 1 and one micro-batch; its one-device
-  // `sbp=B` hints split nothing, so a tp layout gets Megatron's split (JobFromGraphText):
-  // dp = 4 and dp = 2 x tp = 2 with ZeRO 0, 1, 2 and 3, and tp = 4, are all its layouts.
-  EXPECT_EQ(decision.candidates(), 9);
+  // The mlp has no blocks (pp = 1), and its inputs hold the batch of 16 rows with every op
+  // keeping rows apart up to the loss's mean, so micro-batches are searched; its
+  // one-device `sbp=B` hints split nothing, so a tp layout gets Megatron's split
+  // (JobFromGraphText): dp = 4 with ZeRO 0-3 and 1, 2 or 4 micro-batches (whole rows on
+  // each device: 12), dp = 2 x tp = 2 with ZeRO 0-3 and 1-8 micro-batches (16), and tp = 4
+  // with 1-16 (5) are all its layouts.
+  EXPECT_EQ(decision.candidates(), 33);
   EXPECT_EQ(auto_parallel::LayoutName(decision.chosen().layout()),
             "dp=4 tp=1 pp=1 micro_batches=1 zero=0 recompute=none");
+  int micro_batched = 0;
   for (const proto::AutoParallelPrediction& alternative : decision.alternatives()) {
     EXPECT_EQ(alternative.layout().pp(), 1);
-    EXPECT_EQ(alternative.layout().micro_batches(), 1);
+    micro_batched += alternative.layout().micro_batches() > 1;
     EXPECT_GE(auto_parallel::StepSeconds(alternative), auto_parallel::StepSeconds(decision.chosen()));
   }
   EXPECT_EQ(decision.alternatives_size(), 5);  // the top alternatives the record keeps
-  int tensor_parallel = 0;
-  for (const proto::AutoParallelPrediction& alternative : decision.alternatives()) {
-    tensor_parallel += alternative.layout().tp() > 1;
-  }
-  EXPECT_GT(tensor_parallel, 0) << "no tp layout was priced";
+  EXPECT_GT(micro_batched, 0) << "no micro-batched layout was priced";
 
   // The same text compiled with the chosen flags: the same plan once the decision record
   // is set aside.
@@ -101,6 +106,77 @@ TEST(GraphTextAutoParallel, SearchesTheTextsLayoutsAndCompilesTheChosenOneAsItsF
   EXPECT_TRUE(Bytes(chosen) == Bytes(*by_hand));
 }
 
+// The gpt's text as --print_graph writes it for one device (2 blocks, the whole batch of
+// 8 rows), without its `placement` line.
+std::string LayoutFreeGptText() {
+  absl::StatusOr<proto::Job> job = examples::BuildGpt(examples::GptConfig(), Layout(examples::ParallelFlags{}));
+  EXPECT_TRUE(job.ok()) << job.status();
+  absl::StatusOr<std::unique_ptr<Graph>> graph = Graph::FromJob(*job);
+  EXPECT_TRUE(graph.ok()) << graph.status();
+  std::vector<std::string> lines;
+  for (absl::string_view line : absl::StrSplit((*graph)->ToText(Graph::Locations::kOmit), '\n')) {
+    if (!absl::StartsWith(line, "placement ")) lines.emplace_back(line);
+  }
+  return absl::StrJoin(lines, "\n");
+}
+
+TEST(GraphTextAutoParallel, ATextWithBlocksIsCutIntoPipelineStagesWithMicroBatches) {
+  const std::string text = LayoutFreeGptText();
+  examples::AutoParallelRequest request = FourDevices();
+  request.device_memory = 6000000;  // below every layout of one stage
+  std::string search_note = "unset";
+  absl::StatusOr<examples::AutoParallelResult> result =
+      AutoParallelFromGraphText(text, "gpt.txt", request, /*tensor_parallel_note=*/nullptr, &search_note);
+  ASSERT_TRUE(result.ok()) << result.status();
+  EXPECT_EQ(search_note, "");  // pipelines and micro-batches both searched
+  const proto::AutoParallelDecision& decision = result->plan.auto_parallel();
+  EXPECT_EQ(decision.candidates(), 120);
+  EXPECT_EQ(auto_parallel::LayoutName(decision.chosen().layout()),
+            "dp=1 tp=2 pp=2 micro_batches=8 zero=0 recompute=none");
+  EXPECT_LE(decision.planned_peak_bytes(), request.device_memory);
+
+  // The chosen plan is the text compiled with the chosen flags (its blocks on the stages,
+  // its batch cut into 8 micro-batches).
+  examples::ParallelFlags flags;
+  flags.devices_per_node = 4;
+  flags.tp = 2;
+  flags.pp = 2;
+  flags.micro_batches = 8;
+  const examples::ParallelLayout layout = Layout(flags);
+  absl::StatusOr<proto::Job> job = JobFromGraphText(text, "gpt.txt", layout);
+  ASSERT_TRUE(job.ok()) << job.status();
+  EXPECT_EQ(job->micro_batches(), 8);
+  std::string dump;
+  absl::StatusOr<CompileOptions> options = examples::CompileOptionsFor(layout, examples::CompileSettings(), &dump);
+  ASSERT_TRUE(options.ok()) << options.status();
+  absl::StatusOr<proto::Plan> by_hand = Compile(*job, *options);
+  ASSERT_TRUE(by_hand.ok()) << by_hand.status();
+  proto::Plan chosen = result->plan;
+  chosen.clear_auto_parallel();
+  ASSERT_TRUE(SealPlan(&chosen).ok());
+  EXPECT_TRUE(Bytes(chosen) == Bytes(*by_hand));
+}
+
+TEST(GraphTextAutoParallel, TheNoteSaysWhatATextLeavesOutOfTheSearch) {
+  std::string search_note;
+  // The mlp has no blocks.
+  std::string text = LayoutFreeMlpText(/*batch=*/16);
+  ASSERT_TRUE(AutoParallelFromGraphText(text, "mlp.txt", FourDevices(), nullptr, &search_note).ok());
+  EXPECT_EQ(search_note,
+            "pipelines not searched: the graph has 0 block(s) (ops marked block=NAME); pipeline stages cut between "
+            "blocks\n");
+  // A text of one micro-batch (inputs of 8 rows under `batch 16`): its micro-batches are the text's.
+  text = LayoutFreeMlpText(/*batch=*/16, /*micro_batches=*/2);
+  absl::StatusOr<examples::AutoParallelResult> result =
+      AutoParallelFromGraphText(text, "mlp.txt", FourDevices(), nullptr, &search_note);
+  ASSERT_TRUE(result.ok()) << result.status();
+  EXPECT_EQ(search_note,
+            "pipelines not searched: the graph has 0 block(s) (ops marked block=NAME); pipeline stages cut between "
+            "blocks\nmicro-batches not searched: the graph's inputs are not the whole batch of a `batch` line (a "
+            "`batch N` line and inputs of N rows)\n");
+  EXPECT_EQ(result->plan.auto_parallel().candidates(), 9);  // dp, tp and ZeRO only
+}
+
 TEST(GraphTextAutoParallel, TwoSearchesGiveTheSamePlanBytes) {
   const std::string text = LayoutFreeMlpText(/*batch=*/16);
   absl::StatusOr<examples::AutoParallelResult> first = AutoParallelFromGraphText(text, "mlp.txt", FourDevices());
@@ -116,10 +192,10 @@ TEST(GraphTextAutoParallel, MemoryBelowEveryLayoutNamesTheSmallestPeak) {
   absl::StatusOr<examples::AutoParallelResult> result =
       AutoParallelFromGraphText(LayoutFreeMlpText(/*batch=*/16), "mlp.txt", request);
   EXPECT_EQ(result.status().code(), absl::StatusCode::kResourceExhausted);
-  // ZeRO-3 shards everything over the 4 devices: the smallest peak.
+  // tp = 4 splits the weights over the 4 devices, 16 micro-batches the activations: the smallest peak.
   EXPECT_EQ(std::string(result.status().message()),
-            "--device_memory=1.00 KiB (1024 B) is below every layout's predicted peak (9 layouts of 'mlp' on 4 "
-            "devices); the smallest is 3.74 KiB (3832 B), with --dp=4 --tp=1 --pp=1 --micro_batches=1 --zero=3 "
+            "--device_memory=1.00 KiB (1024 B) is below every layout's predicted peak (33 layouts of 'mlp' on 4 "
+            "devices); the smallest is 1.60 KiB (1640 B), with --dp=1 --tp=4 --pp=1 --micro_batches=16 --zero=0 "
             "--recompute=none; give at least that much, or more devices");
 }
 
