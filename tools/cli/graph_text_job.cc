@@ -13,6 +13,7 @@
 #include "examples/common/micro_batch_split.h"
 #include "examples/common/tensor_parallel_hinting.h"
 #include "oneflow_core/dsl/text/graph_text.h"
+#include "oneflow_core/placement.h"
 #include "oneflow_core/status.h"
 
 namespace oneflow::cli {
@@ -45,60 +46,24 @@ bool HasTensorPlacement(const proto::Job& job) {
   return false;
 }
 
-// The search's request for a text: pipeline stages where it has blocks to cut (at least
-// two), micro-batches where its inputs hold the whole batch (its `batch` line's rows) and
-// the smallest cut of them into micro-batches is sound (examples::SplitIntoMicroBatches).
-// `note`, when given, receives a line per family the text leaves out and why.
-absl::StatusOr<examples::AutoParallelRequest> PipelinesATextAllows(const Graph& graph, const std::string& file_name,
-                                                                   const examples::AutoParallelRequest& request,
-                                                                   std::string* note) {
-  examples::AutoParallelRequest searched = request;
-  absl::StatusOr<proto::Job> job = graph.Build();
-  if (!job.ok()) return InFile(job.status(), file_name);
-  std::string why;
-  const size_t blocks = examples::BlocksInOrder(*job).size();
-  if (blocks < 2) {
-    searched.max_pipeline_stages = 1;
-    absl::StrAppend(&why, "pipelines not searched: the graph has ", blocks,
-                    " block(s) (ops marked block=NAME); pipeline stages cut between blocks\n");
+// The Job of a built text (Graph::Build, without the layout's placement) for `layout`:
+// what JobFromGraphText does after parsing, so that a search builds the text once.
+absl::StatusOr<proto::Job> JobOfLayout(proto::Job built, const std::string& file_name,
+                                       const examples::ParallelLayout& layout, std::string* tensor_parallel_note) {
+  absl::StatusOr<proto::Job> job = std::move(built);
+  if (!job->has_default_placement()) {
+    *job->mutable_default_placement() = layout.placement().ToProto();
+  } else {
+    OF_ASSIGN_OR_RETURN(const Placement placement, Placement::FromProto(job->default_placement()));
+    if (!(placement == layout.placement())) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          file_name, ": the graph's placement ", placement.ToString(),
+          " is not the layout's ", layout.placement().ToString(), " (from --nodes=", layout.cluster().num_nodes(),
+          " --devices_per_node=", layout.cluster().devices_per_node(), " --dp=", layout.dp(), " --tp=", layout.tp(),
+          layout.pp() > 1 ? absl::StrCat(" --pp=", layout.pp()) : "",
+          "); give the flags it was written for, or remove its `placement` line and its sbp hints"));
+    }
   }
-  const int64_t rows = examples::BatchRows(*job);
-  int64_t smallest = 2;
-  while (rows > 1 && rows % smallest != 0) ++smallest;
-  if (!examples::HoldsWholeBatch(*job)) {
-    searched.max_micro_batches = 1;
-    absl::StrAppend(&why, "micro-batches not searched: the graph's inputs are not the whole batch of a `batch` line "
-                          "(a `batch N` line and inputs of N rows)\n");
-  } else if (rows < 2) {
-    searched.max_micro_batches = 1;
-    absl::StrAppend(&why, "micro-batches not searched: the batch has ", rows, " row\n");
-  } else if (absl::Status split = examples::SplitIntoMicroBatches(*job, smallest).status(); !split.ok()) {
-    searched.max_micro_batches = 1;
-    absl::StrAppend(&why, "micro-batches not searched: ", split.message(), "\n");
-  }
-  if (note != nullptr) *note = why;
-  return searched;
-}
-
-}  // namespace
-
-absl::StatusOr<proto::Job> JobFromGraphText(absl::string_view text, const std::string& file_name,
-                                            const examples::ParallelLayout& layout, std::string* tensor_parallel_note) {
-  absl::StatusOr<std::unique_ptr<Graph>> parsed = ParseGraphText(text);
-  if (!parsed.ok()) return InFile(parsed.status(), file_name);
-  Graph& graph = **parsed;
-  if (!graph.default_placement().has_value()) {
-    graph.SetDefaultPlacement(layout.placement());
-  } else if (!(*graph.default_placement() == layout.placement())) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        file_name, ": the graph's placement ", graph.default_placement()->ToString(),
-        " is not the layout's ", layout.placement().ToString(), " (from --nodes=", layout.cluster().num_nodes(),
-        " --devices_per_node=", layout.cluster().devices_per_node(), " --dp=", layout.dp(), " --tp=", layout.tp(),
-        layout.pp() > 1 ? absl::StrCat(" --pp=", layout.pp()) : "",
-        "); give the flags it was written for, or remove its `placement` line and its sbp hints"));
-  }
-  absl::StatusOr<proto::Job> job = graph.Build();
-  if (!job.ok()) return InFile(job.status(), file_name);
   if (layout.micro_batches() > 1) {
     if (examples::HoldsWholeBatch(*job)) {
       // Inputs of the `batch` line's rows: the whole batch, cut into the layout's micro-batches.
@@ -141,6 +106,49 @@ absl::StatusOr<proto::Job> JobFromGraphText(absl::string_view text, const std::s
   return job;
 }
 
+// The search's request for a text: pipeline stages where it has blocks to cut (at least
+// two), micro-batches where its inputs hold the whole batch (its `batch` line's rows) and
+// the smallest cut of them into micro-batches is sound (examples::SplitIntoMicroBatches).
+// `note`, when given, receives a line per family the text leaves out and why.
+examples::AutoParallelRequest PipelinesATextAllows(const proto::Job& job, const examples::AutoParallelRequest& request,
+                                                   std::string* note) {
+  examples::AutoParallelRequest searched = request;
+  std::string why;
+  const size_t blocks = examples::BlocksInOrder(job).size();
+  if (blocks < 2) {
+    searched.max_pipeline_stages = 1;
+    absl::StrAppend(&why, "pipelines not searched: the graph has ", blocks,
+                    " block(s) (ops marked block=NAME); pipeline stages cut between blocks\n");
+  }
+  const int64_t rows = examples::BatchRows(job);
+  int64_t smallest = 2;
+  while (rows > 1 && rows % smallest != 0) ++smallest;
+  if (!examples::HoldsWholeBatch(job)) {
+    searched.max_micro_batches = 1;
+    absl::StrAppend(&why, "micro-batches not searched: the graph's inputs are not the whole batch of a `batch` line "
+                          "(a `batch N` line and inputs of N rows)\n");
+  } else if (rows < 2) {
+    searched.max_micro_batches = 1;
+    absl::StrAppend(&why, "micro-batches not searched: the batch has ", rows, " row\n");
+  } else if (absl::Status split = examples::SplitIntoMicroBatches(job, smallest).status(); !split.ok()) {
+    searched.max_micro_batches = 1;
+    absl::StrAppend(&why, "micro-batches not searched: ", split.message(), "\n");
+  }
+  if (note != nullptr) *note = why;
+  return searched;
+}
+
+}  // namespace
+
+absl::StatusOr<proto::Job> JobFromGraphText(absl::string_view text, const std::string& file_name,
+                                            const examples::ParallelLayout& layout, std::string* tensor_parallel_note) {
+  absl::StatusOr<std::unique_ptr<Graph>> parsed = ParseGraphText(text);
+  if (!parsed.ok()) return InFile(parsed.status(), file_name);
+  absl::StatusOr<proto::Job> built = (*parsed)->Build();
+  if (!built.ok()) return InFile(built.status(), file_name);
+  return JobOfLayout(*std::move(built), file_name, layout, tensor_parallel_note);
+}
+
 proto::Job RecipeJob(proto::Job job, const std::string& tensor_parallel_note) {
   if (!tensor_parallel_note.empty()) examples::ClearSbpHints(&job);
   return job;
@@ -159,15 +167,16 @@ absl::StatusOr<examples::AutoParallelResult> AutoParallelFromGraphText(absl::str
         (*parsed)->default_placement()->ToString(),
         "`; remove that line (and sbp hints written for one layout), or compile without --auto_parallel"));
   }
-  OF_ASSIGN_OR_RETURN(const examples::AutoParallelRequest searched,
-                      PipelinesATextAllows(**parsed, file_name, request, search_note));
+  absl::StatusOr<proto::Job> built = (*parsed)->Build();  // once: each layout's Job starts from it
+  if (!built.ok()) return InFile(built.status(), file_name);
+  const examples::AutoParallelRequest searched = PipelinesATextAllows(*built, request, search_note);
   const examples::JobBuilder build = [&](const examples::ParallelLayout& layout) {
-    return JobFromGraphText(text, file_name, layout);
+    return JobOfLayout(*built, file_name, layout, nullptr);
   };
   OF_ASSIGN_OR_RETURN(examples::AutoParallelResult result, examples::AutoParallelCompile(build, searched));
   {
     std::string note;
-    OF_ASSIGN_OR_RETURN(const proto::Job chosen, JobFromGraphText(text, file_name, result.layout, &note));
+    OF_ASSIGN_OR_RETURN(const proto::Job chosen, JobOfLayout(*built, file_name, result.layout, &note));
     if (!note.empty()) result.job = RecipeJob(chosen, note);
     if (tensor_parallel_note != nullptr) *tensor_parallel_note = note;
   }
@@ -179,7 +188,7 @@ absl::StatusOr<examples::AutoParallelResult> AutoParallelFromGraphText(absl::str
     examples::ParallelFlags flags = examples::FlagsOfLayout(result.layout);
     flags.zero = 0;
     OF_ASSIGN_OR_RETURN(examples::ParallelLayout without_zero, examples::ParallelLayout::Create(flags));
-    OF_ASSIGN_OR_RETURN(const proto::Job text_job, JobFromGraphText(text, file_name, without_zero));
+    OF_ASSIGN_OR_RETURN(const proto::Job text_job, JobOfLayout(*built, file_name, without_zero, nullptr));
     if (text_job.optimizer().zero_stage() == result.layout.zero()) result.layout = std::move(without_zero);
   }
   return result;
