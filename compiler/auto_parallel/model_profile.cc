@@ -305,4 +305,9 @@ absl::StatusOr<ModelProfile> ProfileJob(const proto::Job& job, int64_t probe_tp)
   return profile;
 }
 
+const ModelProfile& ProfileForTp(const ModelProfile& profile, int64_t tp) {
+  const auto counted = profile.tp_degree_profiles.find(tp);
+  return counted == profile.tp_degree_profiles.end() ? profile : *counted->second;
+}
+
 }  // namespace oneflow::auto_parallel

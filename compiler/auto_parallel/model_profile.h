@@ -14,6 +14,8 @@
 #define COMPILER_AUTO_PARALLEL_MODEL_PROFILE_H_
 
 #include <cstdint>
+#include <map>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -201,6 +203,12 @@ struct ModelProfile {
   bool full_recompute_counted = false;
   // Whether CountTpBoxings filled the units' tp_boxings from the tp probe plan.
   bool tp_boxings_counted = false;
+  // This profile with the units' tp boxings and tp work counted from a probe plan of
+  // another tp degree (CountTpBoxings), by degree: the compiler's per-op SBP choice
+  // depends on the degree (the llama's hint-free text gathers its attention weights at
+  // tp = 2 and keeps them split at tp = 4), so PriceLayout prices a layout of tp = T with
+  // the profile of T when there is one (ProfileForTp), else with this one (tp = 2's).
+  std::map<int64_t, std::shared_ptr<const ModelProfile>> tp_degree_profiles;
   // The acts of the families CountLayoutActs counted; a layout of another family is
   // priced with the units' acts_per_micro_batch and acts_per_iteration.
   std::vector<LayoutActs> layout_acts;
@@ -210,6 +218,10 @@ struct ModelProfile {
 // (1: no tp hints expected). INVALID_ARGUMENT naming the tensor when an op refers to a
 // tensor the job does not define or the job has no batch size.
 absl::StatusOr<ModelProfile> ProfileJob(const proto::Job& job, int64_t probe_tp);
+
+// The profile to price a layout of `tp` tensor-parallel devices with:
+// profile.tp_degree_profiles[tp] when counted, else `profile`.
+const ModelProfile& ProfileForTp(const ModelProfile& profile, int64_t tp);
 
 }  // namespace oneflow::auto_parallel
 

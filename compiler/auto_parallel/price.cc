@@ -750,7 +750,7 @@ class Pricer {
 
 absl::StatusOr<proto::AutoParallelPrediction> PriceLayout(const ModelProfile& profile, const PriceOptions& options,
                                                           const proto::AutoParallelLayout& layout) {
-  return Pricer(profile, options, layout, nullptr).Run();
+  return Pricer(ProfileForTp(profile, layout.tp()), options, layout, nullptr).Run();
 }
 
 absl::StatusOr<proto::AutoParallelPrediction> PriceLayout(const ModelProfile& profile, const PriceOptions& options,
@@ -759,7 +759,7 @@ absl::StatusOr<proto::AutoParallelPrediction> PriceLayout(const ModelProfile& pr
   if (cache != nullptr && cache->options() != &options) {
     return absl::InternalError("PriceLayout: an EdgePriceCache made for other PriceOptions");
   }
-  return Pricer(profile, options, layout, cache).Run();
+  return Pricer(ProfileForTp(profile, layout.tp()), options, layout, cache).Run();
 }
 
 absl::StatusOr<std::optional<std::vector<int64_t>>> ChooseStageBlocks(const ModelProfile& profile,
@@ -774,7 +774,8 @@ absl::StatusOr<std::optional<std::vector<int64_t>>> ChooseStageBlocks(const Mode
   proto::AutoParallelLayout balanced = layout;
   balanced.clear_stage_blocks();
   OF_ASSIGN_OR_RETURN(const StageCutCosts costs,
-                      Pricer(profile, options, balanced, cache).SegmentCosts(static_cast<double>(device_memory)));
+                      Pricer(ProfileForTp(profile, layout.tp()), options, balanced, cache)
+                          .SegmentCosts(static_cast<double>(device_memory)));
   std::optional<std::vector<int64_t>> counts = MinimizeSlowestStage(costs);
   if (counts.has_value() && *counts == BalancedStageBlocks(profile.stageable_units, layout.pp())) return none;
   return counts;

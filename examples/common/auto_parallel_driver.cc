@@ -2,6 +2,8 @@
 
 #include <algorithm>
 #include <chrono>
+#include <memory>
+#include <set>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
@@ -185,6 +187,44 @@ absl::Status CountFullRecomputationOfModel(const JobBuilder& build, const Parall
 
 namespace {
 
+// The tp boxings of every tp degree above 2 the search enumerates, each from its own
+// probe (the model on one tp group of that degree, whole batch, one stage, recomputing
+// nothing: the tp = 2 probe's shape), into profile->tp_degree_profiles: the compiler's
+// per-op SBP choice on that many devices, which the tp = 2 probe's may not be. A degree
+// whose probe the model refuses keeps the tp = 2 probe's boxings.
+absl::Status CountTpBoxingsOfEachDegree(const JobBuilder& build, const AutoParallelRequest& request,
+                                        auto_parallel::ModelProfile* profile) {
+  std::set<int64_t> degrees;
+  for (const proto::AutoParallelLayout& layout :
+       auto_parallel::EnumerateLayouts(*profile, request.cluster.nodes * request.cluster.devices_per_node,
+                                       request.max_micro_batches)) {
+    if (layout.tp() > 2) degrees.insert(layout.tp());
+  }
+  CompileSettings probe_settings = request.settings;
+  probe_settings.recompute = "none";
+  for (const int64_t tp : degrees) {
+    ParallelFlags flags;
+    flags.intra_node_bandwidth = request.cluster.intra_node_bandwidth;
+    flags.inter_node_bandwidth = request.cluster.inter_node_bandwidth;
+    flags.devices_per_node = tp;
+    flags.tp = tp;
+    absl::StatusOr<ParallelLayout> layout = ParallelLayout::Create(flags);
+    if (!layout.ok()) continue;
+    absl::StatusOr<proto::Job> job = build(*layout);
+    if (!job.ok()) continue;
+    std::string dump;
+    absl::StatusOr<CompileOptions> options = CompileOptionsFor(*layout, probe_settings, &dump);
+    if (!options.ok()) continue;
+    absl::StatusOr<proto::Plan> plan = Compile(*job, *options);
+    if (!plan.ok()) continue;
+    auto_parallel::ModelProfile degree = *profile;
+    degree.tp_degree_profiles.clear();
+    OF_RETURN_IF_ERROR(auto_parallel::CountTpBoxings(*plan, &degree));
+    profile->tp_degree_profiles[tp] = std::make_shared<const auto_parallel::ModelProfile>(std::move(degree));
+  }
+  return absl::OkStatus();
+}
+
 absl::StatusOr<CostModel> PrepareCostModel(const JobBuilder& build, const AutoParallelRequest& request) {
   OF_ASSIGN_OR_RETURN(Probe probe, Profile(build, request.cluster));
   // The cluster proto (links, calibration, compute rates) as every compile of it sees it.
@@ -245,6 +285,9 @@ absl::StatusOr<CostModel> PrepareCostModel(const JobBuilder& build, const AutoPa
     // recomputation, traced").
     OF_RETURN_IF_ERROR(
         CountFullRecomputationOfModel(build, request.cluster, request.settings, &probe.profile));
+  }
+  if (probe.profile.tp_boxings_counted) {
+    OF_RETURN_IF_ERROR(CountTpBoxingsOfEachDegree(build, request, &probe.profile));
   }
   return CostModel{std::move(probe), std::move(options), host_terms};
 }
