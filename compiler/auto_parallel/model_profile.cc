@@ -1,5 +1,7 @@
 #include "compiler/auto_parallel/model_profile.h"
 
+#include <iterator>
+
 #include <map>
 #include <set>
 
@@ -306,8 +308,10 @@ absl::StatusOr<ModelProfile> ProfileJob(const proto::Job& job, int64_t probe_tp)
 }
 
 const ModelProfile& ProfileForTp(const ModelProfile& profile, int64_t tp) {
-  const auto counted = profile.tp_degree_profiles.find(tp);
-  return counted == profile.tp_degree_profiles.end() ? profile : *counted->second;
+  // The largest counted degree up to tp (degrees are ordered), else the tp = 2 probe's.
+  auto above = profile.tp_degree_profiles.upper_bound(tp);
+  if (above == profile.tp_degree_profiles.begin()) return profile;
+  return *std::prev(above)->second;
 }
 
 }  // namespace oneflow::auto_parallel

@@ -207,7 +207,8 @@ struct ModelProfile {
   // another tp degree (CountTpBoxings), by degree: the compiler's per-op SBP choice
   // depends on the degree (the llama's hint-free text gathers its attention weights at
   // tp = 2 and keeps them split at tp = 4), so PriceLayout prices a layout of tp = T with
-  // the profile of T when there is one (ProfileForTp), else with this one (tp = 2's).
+  // the profile of T, or of the largest degree below T, when there is one (ProfileForTp),
+  // else with this one (tp = 2's).
   std::map<int64_t, std::shared_ptr<const ModelProfile>> tp_degree_profiles;
   // The acts of the families CountLayoutActs counted; a layout of another family is
   // priced with the units' acts_per_micro_batch and acts_per_iteration.
@@ -219,8 +220,8 @@ struct ModelProfile {
 // tensor the job does not define or the job has no batch size.
 absl::StatusOr<ModelProfile> ProfileJob(const proto::Job& job, int64_t probe_tp);
 
-// The profile to price a layout of `tp` tensor-parallel devices with:
-// profile.tp_degree_profiles[tp] when counted, else `profile`.
+// The profile to price a layout of `tp` tensor-parallel devices with: that of the
+// largest degree up to `tp` in profile.tp_degree_profiles, else `profile`.
 const ModelProfile& ProfileForTp(const ModelProfile& profile, int64_t tp);
 
 }  // namespace oneflow::auto_parallel

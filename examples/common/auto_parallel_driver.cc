@@ -187,18 +187,20 @@ absl::Status CountFullRecomputationOfModel(const JobBuilder& build, const Parall
 
 namespace {
 
-// The tp boxings of every tp degree above 2 the search enumerates, each from its own
-// probe (the model on one tp group of that degree, whole batch, one stage, recomputing
-// nothing: the tp = 2 probe's shape), into profile->tp_degree_profiles: the compiler's
-// per-op SBP choice on that many devices, which the tp = 2 probe's may not be. A degree
-// whose probe the model refuses keeps the tp = 2 probe's boxings.
+// The tp boxings of every tp degree above 2 the search enumerates that fits in one node,
+// each from its own probe (the model on one tp group of that degree, whole batch, one
+// stage, recomputing nothing: the tp = 2 probe's shape), into
+// profile->tp_degree_profiles: the compiler's per-op SBP choice on that many devices,
+// which the tp = 2 probe's may not be. A degree across nodes is priced with the largest
+// probed one below it (ProfileForTp): a probe of 64 devices would cost more than the
+// whole search. A degree whose probe the model refuses keeps the one below it too.
 absl::Status CountTpBoxingsOfEachDegree(const JobBuilder& build, const AutoParallelRequest& request,
                                         auto_parallel::ModelProfile* profile) {
   std::set<int64_t> degrees;
   for (const proto::AutoParallelLayout& layout :
        auto_parallel::EnumerateLayouts(*profile, request.cluster.nodes * request.cluster.devices_per_node,
                                        request.max_micro_batches)) {
-    if (layout.tp() > 2) degrees.insert(layout.tp());
+    if (layout.tp() > 2 && layout.tp() <= request.cluster.devices_per_node) degrees.insert(layout.tp());
   }
   CompileSettings probe_settings = request.settings;
   probe_settings.recompute = "none";
