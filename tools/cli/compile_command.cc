@@ -262,10 +262,11 @@ absl::Status RunCompile(const std::vector<std::string>& arguments, std::ostream&
     out << examples::AutoParallelSummary(result.plan.auto_parallel(), result.search_seconds);
     out << search_note;
     if (!tensor_parallel_note.empty()) out << tensor_parallel_note << "\n";
-    for (const std::string& warning : examples::LayoutWarnings(result.job, result.layout)) {
+    // The compiled job (its micro-batches; result.job is the recipe's, before the cut).
+    for (const std::string& warning : examples::LayoutWarnings(result.plan.job(), result.layout)) {
       std::cerr << "oneflow compile: warning: " << warning << "\n";
     }
-    out << examples::CompileSummary(result.job, result.layout, result.plan, result.compile_seconds);
+    out << examples::CompileSummary(result.plan.job(), result.layout, result.plan, result.compile_seconds);
     examples::CompileSettings chosen = settings;
     chosen.recompute = std::string(RecomputeModeName(result.plan.auto_parallel().chosen().layout().recompute()));
     return WritePlanOut(result.job, result.layout, chosen, /*auto_parallel=*/true, result.plan, out);

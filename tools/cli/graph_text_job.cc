@@ -48,8 +48,12 @@ bool HasTensorPlacement(const proto::Job& job) {
 
 // The Job of a built text (Graph::Build, without the layout's placement) for `layout`:
 // what JobFromGraphText does after parsing, so that a search builds the text once.
+// Without `stage_and_cut`, a whole-batch text keeps its rows and a text without stage
+// placements stays unstaged (what a plan's recipe records of a search's text:
+// JobFromGraphText stages and cuts it again for the recipe's flags).
 absl::StatusOr<proto::Job> JobOfLayout(proto::Job built, const std::string& file_name,
-                                       const examples::ParallelLayout& layout, std::string* tensor_parallel_note) {
+                                       const examples::ParallelLayout& layout, std::string* tensor_parallel_note,
+                                       bool stage_and_cut = true) {
   absl::StatusOr<proto::Job> job = std::move(built);
   if (!job->has_default_placement()) {
     *job->mutable_default_placement() = layout.placement().ToProto();
@@ -64,7 +68,7 @@ absl::StatusOr<proto::Job> JobOfLayout(proto::Job built, const std::string& file
           "); give the flags it was written for, or remove its `placement` line and its sbp hints"));
     }
   }
-  if (layout.micro_batches() > 1) {
+  if (layout.micro_batches() > 1 && stage_and_cut) {
     if (examples::HoldsWholeBatch(*job)) {
       // Inputs of the `batch` line's rows: the whole batch, cut into the layout's micro-batches.
       absl::StatusOr<proto::Job> split = examples::SplitIntoMicroBatches(*job, layout.micro_batches());
@@ -83,7 +87,7 @@ absl::StatusOr<proto::Job> JobOfLayout(proto::Job built, const std::string& file
   absl::StatusOr<std::string> note = examples::HintTensorParallelism(layout, &*job);
   if (!note.ok()) return InFile(note.status(), file_name);
   if (tensor_parallel_note != nullptr) *tensor_parallel_note = *note;
-  if (layout.pp() > 1 && !HasTensorPlacement(*job)) {
+  if (layout.pp() > 1 && stage_and_cut && !HasTensorPlacement(*job)) {
     // A text without stage placements: its blocks go on the stages as the builders put them.
     OF_RETURN_IF_ERROR(InFile(examples::PlaceBlocksOnStages(layout, &*job), file_name));
   }
@@ -175,9 +179,12 @@ absl::StatusOr<examples::AutoParallelResult> AutoParallelFromGraphText(absl::str
   };
   OF_ASSIGN_OR_RETURN(examples::AutoParallelResult result, examples::AutoParallelCompile(build, searched));
   {
+    // The recipe's job: the chosen layout's before its blocks are staged and its batch
+    // cut, so that a re-plan can search pipelines and micro-batches again.
     std::string note;
-    OF_ASSIGN_OR_RETURN(const proto::Job chosen, JobOfLayout(*built, file_name, result.layout, &note));
-    if (!note.empty()) result.job = RecipeJob(chosen, note);
+    OF_ASSIGN_OR_RETURN(const proto::Job chosen,
+                        JobOfLayout(*built, file_name, result.layout, &note, /*stage_and_cut=*/false));
+    result.job = RecipeJob(chosen, note);
     if (tensor_parallel_note != nullptr) *tensor_parallel_note = note;
   }
   if (result.layout.zero() > 0) {

@@ -61,7 +61,10 @@ proto::Job RecipeJob(proto::Job job, const std::string& tensor_parallel_note);
 // line names a ZeRO stage and the chosen layout repeats it, the result's layout is the
 // one without a stage (the same Job): the stage is the model's, and a recipe made from
 // the result says so (a re-search keeps it). The result's job is RecipeJob of the chosen
-// layout's (the compiled plan keeps the hints in Plan.job); `tensor_parallel_note`, when
+// layout's before its blocks are put on stages and its batch cut into micro-batches (a
+// recipe of the whole batch without stage placements, which JobFromGraphText stages and
+// cuts again for the recipe's --pp and --micro_batches, and a re-plan searches again; the
+// compiled plan keeps the compiled job, hints included, in Plan.job); `tensor_parallel_note`, when
 // given, receives JobFromGraphText's note for that layout. Errors: the parse error, a
 // `placement` line (naming it), and AutoParallelCompile's.
 absl::StatusOr<examples::AutoParallelResult> AutoParallelFromGraphText(absl::string_view text,

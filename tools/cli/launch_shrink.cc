@@ -13,7 +13,9 @@
 #include "examples/common/auto_parallel_driver.h"
 #include "examples/common/compile_driver.h"
 #include "examples/common/compile_recipe.h"
+#include "examples/common/micro_batch_split.h"
 #include "examples/common/parallel_layout.h"
+#include "oneflow_core/dsl/text/graph_text.h"
 #include "oneflow_core/status.h"
 #include "plan/plan_format.h"
 #include "plan/plan_verifier.h"
@@ -117,6 +119,21 @@ absl::StatusOr<Replan> SearchForSurvivors(const proto::Plan& plan, int64_t survi
   return replan;
 }
 
+// Whether the recipe's text is the model before the layout's pipeline stages and
+// micro-batches (what `oneflow compile --auto_parallel` of a graph text records: the whole
+// batch, no stage placements), which the search can lay out again; an example binary's
+// search records them done (one micro-batch's rows, stage placements), kept by a shrink.
+bool RecordsTheWholeModel(const proto::CompileRecipe& recipe) {
+  absl::StatusOr<std::unique_ptr<Graph>> graph = ParseGraphText(recipe.graph_text());
+  if (!graph.ok()) return false;
+  absl::StatusOr<proto::Job> job = (*graph)->Build();
+  if (!job.ok()) return false;
+  for (const proto::TensorDef& tensor : job->tensors()) {
+    if (tensor.has_placement()) return false;
+  }
+  return recipe.micro_batches() <= 1 || examples::HoldsWholeBatch(*job);
+}
+
 // The global batch: the recorded text's `batch` line, else its first input's rows times
 // the micro-batches (a text written without one).
 int64_t BatchOf(const std::string& text, int64_t micro_batches) {
@@ -180,7 +197,7 @@ absl::StatusOr<Replan> ReplanForSurvivors(const proto::Plan& plan, int64_t survi
         "plans recorded their model; compile it again with this version's `oneflow compile` or example binary");
   }
   const proto::CompileRecipe& recipe = plan.recipe();
-  if (recipe.auto_parallel() && recipe.pp() == 1 && recipe.micro_batches() == 1) {
+  if (recipe.auto_parallel() && ((recipe.pp() == 1 && recipe.micro_batches() == 1) || RecordsTheWholeModel(recipe))) {
     return SearchForSurvivors(plan, survivors);
   }
   const examples::ParallelFlags before = examples::LayoutFlagsFromRecipe(recipe);

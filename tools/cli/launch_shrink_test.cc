@@ -299,6 +299,67 @@ TEST(LaunchShrinkTest, AutoParallelPlanIsSearchedAgainForTheSurvivors) {
   EXPECT_TRUE(Bytes(again->plan) == Bytes(SearchedPlan(text, Nodes(1))));
 }
 
+// The gpt's text without its `placement` line: 2 blocks, the whole batch of 8.
+std::string LayoutFreeGptText() {
+  absl::StatusOr<proto::Job> job =
+      examples::BuildGpt(examples::GptConfig(), *examples::ParallelLayout::Create(examples::ParallelFlags{}));
+  EXPECT_TRUE(job.ok()) << job.status();
+  absl::StatusOr<std::unique_ptr<Graph>> graph = Graph::FromJob(*job);
+  EXPECT_TRUE(graph.ok()) << graph.status();
+  std::vector<std::string> lines;
+  for (absl::string_view line : absl::StrSplit((*graph)->ToText(Graph::Locations::kOmit), '\n')) {
+    if (!absl::StartsWith(line, "placement ")) lines.emplace_back(line);
+  }
+  return absl::StrJoin(lines, "\n");
+}
+
+// A text's search that chose pipeline stages and micro-batches records the model before
+// them (the whole batch, no stage placements), which compiles to the plan again, and the
+// survivors get a search of their own, pipelines and micro-batches included.
+TEST(LaunchShrinkTest, ASearchedPipelineIsSearchedAgainForTheSurvivors) {
+  const std::string text = LayoutFreeGptText();
+  constexpr int64_t kMemory = 9000000;
+  const proto::Plan four = SearchedPlan(text, Nodes(4, kMemory));
+  const proto::AutoParallelLayout& chosen = four.auto_parallel().chosen().layout();
+  ASSERT_EQ(auto_parallel::LayoutFlags(chosen),
+            "--dp=2 --tp=1 --pp=2 --micro_batches=4 --zero=0 --recompute=selective");
+  EXPECT_THAT(four.recipe().graph_text(), Not(HasSubstr("placement=")));
+  EXPECT_THAT(four.recipe().graph_text(), HasSubstr("= input i32[8, 64]"));  // the whole batch
+  // The recipe compiles to the plan: JobFromGraphText stages and cuts it again.
+  {
+    const examples::ParallelFlags flags = examples::LayoutFlagsFromRecipe(four.recipe());
+    absl::StatusOr<examples::ParallelLayout> layout = examples::ParallelLayout::Create(flags);
+    ASSERT_TRUE(layout.ok()) << layout.status();
+    absl::StatusOr<proto::Job> job = JobFromGraphText(four.recipe().graph_text(), "the plan's recipe", *layout);
+    ASSERT_TRUE(job.ok()) << job.status();
+    std::string dump;
+    absl::StatusOr<CompileOptions> options =
+        examples::CompileOptionsFor(*layout, examples::SettingsFromRecipe(four.recipe()), &dump);
+    ASSERT_TRUE(options.ok()) << options.status();
+    absl::StatusOr<proto::Plan> again = Compile(*job, *options);
+    ASSERT_TRUE(again.ok()) << again.status();
+    EXPECT_EQ(again->devices_size(), four.devices_size());
+    EXPECT_EQ(again->job().micro_batches(), chosen.micro_batches());
+    for (int device = 0; device < again->devices_size(); ++device) {
+      EXPECT_EQ(again->devices(device).peak_bytes(), four.devices(device).peak_bytes());
+      EXPECT_EQ(again->devices(device).actors_size(), four.devices(device).actors_size());
+    }
+  }
+  absl::StatusOr<Replan> replan = ReplanForSurvivors(four, 3);
+  ASSERT_TRUE(replan.ok()) << replan.status();
+  EXPECT_THAT(replan->action, HasSubstr("(the --auto_parallel search ran again: --dp=1 --tp=3 --pp=1 --micro_batches=4 "));
+  EXPECT_TRUE(VerifyPlan(replan->plan).ok());
+  EXPECT_TRUE(Bytes(replan->plan) == Bytes(SearchedPlan(text, Nodes(3, kMemory)))) << replan->action;
+  absl::StatusOr<Replan> again = ReplanForSurvivors(replan->plan, 2);
+  ASSERT_TRUE(again.ok()) << again.status();
+  EXPECT_THAT(again->action, HasSubstr("(the --auto_parallel search ran again: --dp=1 --tp=1 --pp=2 --micro_batches=8 "));
+  // The 3 nodes' tp = 3 had its split inferred, so their recipe is the text without hints
+  // (RecipeJob): the search of that text for 2 nodes.
+  EXPECT_TRUE(Bytes(again->plan) ==
+              Bytes(SearchedPlan(LayoutFreeGraphText(replan->plan.recipe().graph_text(), false), Nodes(2, kMemory))))
+      << again->action;
+}
+
 // A search that chose a tp layout for a text without splitting hints (the mlp's one-device
 // `sbp=B`): the recipe's text has no hints (AutoParallelFromGraphText's job is RecipeJob's),
 // so the search for the survivors infers the split again for each layout it tries, and
