@@ -96,26 +96,17 @@ bool HoldsWholeBatch(const proto::Job& job) {
   return any;
 }
 
-absl::StatusOr<proto::Job> SplitIntoMicroBatches(const proto::Job& whole, int64_t micro_batches) {
-  if (micro_batches < 1) {
-    return absl::InvalidArgumentError(absl::StrCat("--micro_batches=", micro_batches, " is not a count; valid: 1 or more"));
-  }
-  if (whole.micro_batches() > 1) {
-    return absl::InvalidArgumentError(absl::StrCat("the graph is already one of ", whole.micro_batches(),
-                                                   " micro-batches; split a graph of the whole batch"));
-  }
-  if (micro_batches == 1) return whole;
+namespace {
+
+// `job` (data-source tensors of `rows_from` rows) with every tensor that carries the rows
+// scaled to `rows_to` per `rows_from` on axis 0, each op's shape attributes and inference
+// following; the ops that read rows must keep them split over `parts` (S(0) signatures
+// valid on that many devices). Job.micro_batches is the caller's.
+absl::StatusOr<proto::Job> RescaleRows(const proto::Job& whole, int64_t rows_from, int64_t rows_to, int64_t parts) {
   std::set<std::string> data;
   for (const proto::DataSourceDef& source : whole.data_sources()) data.insert(source.outputs().begin(), source.outputs().end());
-  const int64_t rows = BatchRows(whole);
-  if (data.empty() || rows <= 0) {
-    return absl::InvalidArgumentError(
-        "the graph has no data-source tensor (an `input ... source=` line) whose rows could be split into micro-batches");
-  }
-  if (rows % micro_batches != 0) {
-    return absl::InvalidArgumentError(absl::StrCat("the batch of ", rows, " rows does not split into --micro_batches=",
-                                                   micro_batches, "; valid: a count that divides ", rows));
-  }
+  const int64_t rows = rows_from;
+  const int64_t micro_batches = parts;
   std::map<std::string, const proto::TensorDef*> tensors;
   for (const proto::TensorDef& tensor : whole.tensors()) tensors[tensor.name()] = &tensor;
   std::map<std::string, BatchPart> part;
@@ -200,14 +191,20 @@ absl::StatusOr<proto::Job> SplitIntoMicroBatches(const proto::Job& whole, int64_
         "; micro-batches average their losses and gradients, which gives the batch's only for a mean over its rows"));
   }
 
-  // The micro-batch's graph: the rows' tensors cut, the attributes that fix output shapes
-  // given for the cut ones, and every op's inference checked against the result.
+  // The rescaled graph: the rows' tensors cut (or grown), the attributes that fix output
+  // shapes given for the new ones, and every op's inference checked against the result.
   proto::Job split = whole;
-  split.set_micro_batches(micro_batches);
   std::map<std::string, TensorType> types;
   for (proto::TensorDef& tensor : *split.mutable_tensors()) {
     const auto held = part.find(tensor.name());
-    if (held != part.end() && held->second == BatchPart::kRows) tensor.set_shape(0, tensor.shape(0) / micro_batches);
+    if (held != part.end() && held->second == BatchPart::kRows) {
+      if (tensor.shape(0) % rows_from != 0) {
+        return absl::InvalidArgumentError(absl::StrCat("tensor '", tensor.name(), "' carries the batch's rows in ",
+                                                       tensor.shape(0), " on axis 0, not a multiple of the ",
+                                                       rows_from, " rows"));
+      }
+      tensor.set_shape(0, tensor.shape(0) / rows_from * rows_to);
+    }
     OF_ASSIGN_OR_RETURN(types[tensor.name()], TypeOf(tensor));
   }
   for (int index = 0; index < split.ops_size(); ++index) {
@@ -231,19 +228,63 @@ absl::StatusOr<proto::Job> SplitIntoMicroBatches(const proto::Job& whole, int64_
     std::vector<std::string> printed;
     for (const TensorType& type : outputs) printed.push_back(type.ToString());
     if (!inferred.ok()) {
-      return absl::InvalidArgumentError(absl::StrCat(OpText(op), " does not take the micro-batch's shapes (outputs ",
+      return absl::InvalidArgumentError(absl::StrCat(OpText(op), " does not take the shapes of ", rows_to, " rows (outputs ",
                                                      absl::StrJoin(printed, ", "), "): ", inferred.status().message()));
     }
     std::vector<std::string> got;
     for (const TensorType& type : *inferred) got.push_back(type.ToString());
     if (got != printed) {
       return absl::InvalidArgumentError(absl::StrCat(OpText(op), " gives ", absl::StrJoin(got, ", "),
-                                                     " on the micro-batch where its rows would be ",
+                                                     " on ", rows_to, " rows where its outputs would be ",
                                                      absl::StrJoin(printed, ", "),
                                                      "; an attribute of it fixes the batch's rows"));
     }
   }
   return split;
+}
+
+}  // namespace
+
+absl::StatusOr<proto::Job> SplitIntoMicroBatches(const proto::Job& whole, int64_t micro_batches) {
+  if (micro_batches < 1) {
+    return absl::InvalidArgumentError(absl::StrCat("--micro_batches=", micro_batches, " is not a count; valid: 1 or more"));
+  }
+  if (whole.micro_batches() > 1) {
+    return absl::InvalidArgumentError(absl::StrCat("the graph is already one of ", whole.micro_batches(),
+                                                   " micro-batches; split a graph of the whole batch"));
+  }
+  if (micro_batches == 1) return whole;
+  const int64_t rows = BatchRows(whole);
+  if (rows <= 0 || whole.data_sources_size() == 0) {
+    return absl::InvalidArgumentError(
+        "the graph has no data-source tensor (an `input ... source=` line) whose rows could be split into micro-batches");
+  }
+  if (rows % micro_batches != 0) {
+    return absl::InvalidArgumentError(absl::StrCat("the batch of ", rows, " rows does not split into --micro_batches=",
+                                                   micro_batches, "; valid: a count that divides ", rows));
+  }
+  OF_ASSIGN_OR_RETURN(proto::Job split, RescaleRows(whole, rows, rows / micro_batches, micro_batches));
+  split.set_micro_batches(micro_batches);
+  return split;
+}
+
+absl::StatusOr<proto::Job> ResizeMicroBatches(const proto::Job& job, int64_t micro_batches) {
+  const int64_t before = std::max<int64_t>(1, job.micro_batches());
+  if (job.batch_size() <= 0 || job.batch_size() % before != 0) {
+    return absl::InvalidArgumentError(absl::StrCat("the graph's batch of ", job.batch_size(), " rows is not ", before,
+                                                   " micro-batches of equal rows; give it a `batch N` line"));
+  }
+  if (micro_batches == before) return job;
+  if (job.batch_size() / before == 1) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "the graph is one of ", before, " micro-batches of 1 row, whose ops cannot show which tensors carry the "
+        "batch (an axis of 1 also broadcasts); valid: micro-batches of 2 rows or more"));
+  }
+  // Grown back to the whole batch (the rows of every micro-batch side by side: nothing to
+  // split, so any S(0) signature holds), then cut into the new micro-batches.
+  OF_ASSIGN_OR_RETURN(proto::Job whole, RescaleRows(job, job.batch_size() / before, job.batch_size(), 1));
+  whole.clear_micro_batches();
+  return SplitIntoMicroBatches(whole, micro_batches);
 }
 
 }  // namespace oneflow::examples

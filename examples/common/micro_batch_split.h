@@ -42,6 +42,13 @@ bool HoldsWholeBatch(const proto::Job& job);
 // (with its source location), a loss that is not a mean over the batch.
 absl::StatusOr<proto::Job> SplitIntoMicroBatches(const proto::Job& whole, int64_t micro_batches);
 
+// `job`, one micro-batch's graph of Job.micro_batches (1 when unset) micro-batches of its
+// Job.batch_size, as one of `micro_batches` micro-batches of the same batch: grown back to
+// the whole batch, then cut by SplitIntoMicroBatches (its soundness and errors). What a
+// re-plan on fewer devices does to a recorded micro-batch (tools/cli/launch_shrink.h).
+// Errors also: a job without a batch_size its micro-batches divide.
+absl::StatusOr<proto::Job> ResizeMicroBatches(const proto::Job& job, int64_t micro_batches);
+
 }  // namespace oneflow::examples
 
 #endif  // EXAMPLES_COMMON_MICRO_BATCH_SPLIT_H_

@@ -243,14 +243,16 @@ absl::StatusOr<Replan> ReplanForSurvivors(const proto::Plan& plan, int64_t survi
   if (!layouted.ok()) return layouted.status();
   std::string recut_note;
   if (choice->micro_batches != before.micro_batches) {
-    // The recorded text is one micro-batch's: re-cut its batch rows. The parser checks
-    // every printed type, so a text the rewrite does not cover (a reshape whose target
-    // holds the batch) is refused there, and the micro-batches stay as they were.
-    const std::string recut = RecutMicroBatchRows(layouted->text, inputs.batch / before.micro_batches,
-                                                  inputs.batch / choice->micro_batches);
+    // The recorded text is one micro-batch's: re-cut its batch rows (every tensor and
+    // reshape target that carries them, examples::ResizeMicroBatches). A text whose ops
+    // would not make the batch from the new micro-batches is refused there, and the
+    // micro-batches stay as they were.
+    const absl::StatusOr<std::string> recut =
+        RecutMicroBatches(layouted->text, inputs.batch, before.micro_batches, choice->micro_batches);
     std::string recut_tensor_parallel_note;
     absl::StatusOr<proto::Job> recut_job =
-        JobFromGraphText(recut, "the plan's recipe", layouted->layout, &recut_tensor_parallel_note);
+        recut.ok() ? JobFromGraphText(*recut, "the plan's recipe", layouted->layout, &recut_tensor_parallel_note)
+                   : absl::StatusOr<proto::Job>(recut.status());
     if (recut_job.ok()) {
       layouted->job = *std::move(recut_job);
       layouted->tensor_parallel_note = std::move(recut_tensor_parallel_note);

@@ -122,6 +122,28 @@ TEST(LaunchShrinkTest, ReplanIsThePlanCompiledForTheSurvivors) {
   EXPECT_TRUE(VerifyPlan(again->plan).ok());
 }
 
+// The gpt's reshapes hold the batch in their targets: its recorded text is re-cut with
+// them (examples::ResizeMicroBatches), so the re-plan raises the micro-batches as the rule
+// asks and is the plan the example writes for the survivors' layout.
+TEST(LaunchShrinkTest, AGptIsRecutToTheSurvivorsMicroBatches) {
+  examples::GptConfig config;
+  config.batch = 12;
+  config.seq = 16;
+  config.hidden = 32;
+  config.heads = 2;
+  config.vocab = 64;
+  const Builder gpt = [config](const examples::ParallelLayout& layout) { return examples::BuildGpt(config, layout); };
+  const proto::Plan three = CompiledPlan(gpt, Flags(3, 3), Dense());
+  absl::StatusOr<Replan> replan = ReplanForSurvivors(three, 2);
+  ASSERT_TRUE(replan.ok()) << replan.status();
+  EXPECT_EQ(replan->action,
+            "re-planned for the 2 surviving nodes (dp 3 -> 2, micro-batches 1 -> 2: global batch 12, 3 rows per "
+            "device's micro-batch (was 4))");
+  examples::ParallelFlags two = Flags(2, 2);
+  two.micro_batches = 2;
+  EXPECT_TRUE(Bytes(replan->plan) == Bytes(CompiledPlan(gpt, two, Dense())));
+}
+
 // A model without hints compiled with tp (the split inferred, graph_text_job.h): the
 // recipe records the model as written, without the inferred hints (RecipeJob), so the
 // re-plan infers them again for the survivors' layout and gives the plan compiled for it

@@ -1,12 +1,16 @@
 #include "tools/cli/shrink_rule.h"
 
-#include <regex>
+#include <memory>
 #include <set>
 #include <vector>
 
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
-#include "absl/strings/str_split.h"
+#include "examples/common/micro_batch_split.h"
+#include "oneflow_core/dsl/graph.h"
+#include "oneflow_core/dsl/text/graph_text.h"
+#include "oneflow_core/status.h"
 
 namespace oneflow::cli {
 namespace {
@@ -86,38 +90,16 @@ std::string ShrinkChoiceText(const ShrinkInputs& in, const ShrinkChoice& choice)
                       rows_after == 1 ? " row" : " rows", " per device's micro-batch (was ", rows_before, ")");
 }
 
-std::string RecutMicroBatchRows(absl::string_view text, int64_t old_rows, int64_t new_rows) {
-  // "%name = input f32[8, 4] ..." and "%name = op(args) f32[8, 16] ...": the first type
-  // after the arguments is the op's output.
-  static const std::regex* input_line = new std::regex(R"(^(%[^ ]+) = input ([a-z0-9]+)\[([0-9]+)(.*)$)");
-  static const std::regex* op_line = new std::regex(R"(^(%[^ ]+) = [a-z0-9_]+\((.*?)\) ([a-z0-9]+)\[([0-9]+)(.*)$)");
-  static const std::regex* reference = new std::regex(R"(=(%[^,) ]+))");
-  const std::string old_text = absl::StrCat(old_rows);
-  std::set<std::string> recut;
-  std::vector<std::string> lines;
-  for (absl::string_view view : absl::StrSplit(text, '\n')) {
-    std::string line(view);
-    std::smatch match;
-    if (std::regex_match(line, match, *input_line)) {
-      if (match[3].str() == old_text) {
-        recut.insert(match[1].str());
-        line = absl::StrCat(match[1].str(), " = input ", match[2].str(), "[", new_rows, match[4].str());
-      }
-    } else if (std::regex_match(line, match, *op_line) && match[4].str() == old_text) {
-      const std::string arguments = match[2].str();
-      bool reads_recut = false;
-      for (std::sregex_iterator it(arguments.begin(), arguments.end(), *reference), end; it != end; ++it) {
-        reads_recut |= recut.count((*it)[1].str()) > 0;
-      }
-      if (reads_recut) {
-        recut.insert(match[1].str());
-        const size_t type_at = static_cast<size_t>(match.position(3));
-        line = absl::StrCat(line.substr(0, type_at), match[3].str(), "[", new_rows, match[5].str());
-      }
-    }
-    lines.push_back(std::move(line));
-  }
-  return absl::StrJoin(lines, "\n");
+absl::StatusOr<std::string> RecutMicroBatches(absl::string_view text, int64_t batch, int64_t old_micro_batches,
+                                              int64_t new_micro_batches) {
+  OF_ASSIGN_OR_RETURN(const std::unique_ptr<Graph> parsed, ParseGraphText(text));
+  OF_ASSIGN_OR_RETURN(proto::Job job, parsed->Build());
+  if (job.batch_size() == 0) job.set_batch_size(batch);
+  job.set_micro_batches(old_micro_batches);
+  OF_ASSIGN_OR_RETURN(const proto::Job recut, examples::ResizeMicroBatches(job, new_micro_batches));
+  OF_ASSIGN_OR_RETURN(const std::unique_ptr<Graph> graph, Graph::FromJob(recut));
+  // A recipe's text carries every op's source location; a text without any stays without.
+  return graph->ToText(absl::StrContains(text, " loc=") ? Graph::Locations::kPrint : Graph::Locations::kOmit);
 }
 
 }  // namespace oneflow::cli

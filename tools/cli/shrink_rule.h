@@ -59,13 +59,14 @@ absl::StatusOr<ShrinkChoice> ChooseShrinkLayout(const ShrinkInputs& inputs);
 // "dp 3 -> 2, micro-batches 1 -> 2: global batch 48, 12 rows per device's micro-batch (was 16)".
 std::string ShrinkChoiceText(const ShrinkInputs& inputs, const ShrinkChoice& choice);
 
-// The recorded graph text (Graph::ToText) of one micro-batch of `old_rows` rows re-cut to
-// `new_rows`: every `input` whose first dimension is `old_rows` gets `new_rows`, and so does
-// every op whose printed type starts with `old_rows` and that reads a tensor re-cut so far.
-// Shapes inside attributes (a reshape's target) are not touched: the caller parses the
-// result, whose check of every printed type against the inferred one refuses a text
-// that this rewrite does not cover (INVALID_ARGUMENT from the parser then).
-std::string RecutMicroBatchRows(absl::string_view text, int64_t old_rows, int64_t new_rows);
+// The recorded graph text (Graph::ToText) of one of `old_micro_batches` micro-batches of
+// the global `batch` as one of `new_micro_batches`: parsed, its rows re-cut by
+// examples::ResizeMicroBatches (every tensor that carries them, and the attributes that
+// hold them: a reshape's target), and printed again (with loc= fields when the text has
+// them). Errors: the parser's, and ResizeMicroBatches' naming the op whose micro-batches
+// would not make the batch (INVALID_ARGUMENT).
+absl::StatusOr<std::string> RecutMicroBatches(absl::string_view text, int64_t batch, int64_t old_micro_batches,
+                                              int64_t new_micro_batches);
 
 }  // namespace oneflow::cli
 
