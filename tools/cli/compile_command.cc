@@ -281,6 +281,12 @@ absl::Status RunCompile(const std::vector<std::string>& arguments, std::ostream&
   for (const std::string& warning : examples::LayoutWarnings(job, layout)) {
     std::cerr << "oneflow compile: warning: " << warning << "\n";
   }
+  if (layout.micro_batches() > 1 && job.batch_size() == 0) {
+    // Without a `batch` line the text's rows cannot be told from one micro-batch's.
+    std::cerr << "oneflow compile: warning: " << path << " has no `batch N` line, so its inputs are taken as one "
+              << "micro-batch and an iteration runs --micro_batches=" << layout.micro_batches()
+              << " of them; write `batch N` (N = its inputs' rows) to have them cut into micro-batches instead\n";
+  }
   const auto start = std::chrono::steady_clock::now();
   absl::StatusOr<proto::Plan> plan = Compile(job, options);
   const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();

@@ -140,6 +140,26 @@ losses() { grep -o '"loss": [0-9.]*' | tr '\n' ' '; }
 searched=$("$ONEFLOW" run "$DIR/gpt_auto.plan" --iters=3 2>&1 | losses)
 by_hand=$("$PWD/examples/gpt/gpt" --devices_per_node=4 --tp=2 --pp=2 --micro_batches=8 --run --iters=3 2>&1 | losses)
 [[ -n "$searched" && "$searched" == "$by_hand" ]] || fail "searched text plan losses '$searched' vs the C++ gpt's '$by_hand'"
+# The same text with the flags given by hand (docs/graph_text.md): its blocks staged and its
+# batch cut, as the C++ gpt is built for them.
+"$ONEFLOW" compile "$DIR/gpt_free.txt" --devices_per_node=2 --pp=2 --micro_batches=4 --plan_out="$DIR/gpt_pp_free.plan" >/dev/null ||
+  fail "the layout-free gpt text did not compile with --pp=2 --micro_batches=4"
+staged=$("$ONEFLOW" run "$DIR/gpt_pp_free.plan" --iters=3 2>&1 | losses)
+built=$("$PWD/examples/gpt/gpt" --devices_per_node=2 --pp=2 --micro_batches=4 --run --iters=3 2>&1 | losses)
+[[ -n "$staged" && "$staged" == "$built" ]] || fail "staged text plan losses '$staged' vs the C++ gpt's '$built'"
+# Without a `batch` line the inputs are one micro-batch: said, not guessed silently.
+grep -v '^batch ' "$DIR/gpt_free.txt" >"$DIR/gpt_nobatch.txt"
+err=$("$ONEFLOW" compile "$DIR/gpt_nobatch.txt" --micro_batches=2 --plan_out="$DIR/nobatch.plan" 2>&1 >/dev/null) ||
+  fail "a text without a batch line was refused: $err"
+[[ "$err" == *"oneflow compile: warning: $DIR/gpt_nobatch.txt has no \`batch N\` line, so its inputs are taken as one micro-batch and an iteration runs --micro_batches=2 of them; write \`batch N\` (N = its inputs' rows) to have them cut into micro-batches instead"* ]] ||
+  fail "no warning for a text without a batch line: $err"
+# A sum over the batch for the loss cannot be cut into micro-batches: refused naming the op.
+sed 's/= reduce_mean(/= reduce_sum(/' "$DIR/mlp_free.txt" >"$DIR/mlp_sum.txt"
+err=$("$ONEFLOW" compile "$DIR/mlp_sum.txt" --micro_batches=2 --plan_out="$DIR/sum.plan" 2>&1 >/dev/null) &&
+  fail "a summed loss was cut into micro-batches"
+[[ "$err" == "oneflow compile: $DIR/mlp_sum.txt: --micro_batches=2: the graph's inputs hold the whole batch of 64 rows, and cutting them into micro-batches is refused: op 'reduce_mean_"*"' (reduce_sum, mlp_model.cc:"*") reads the batch's rows in "* ]] ||
+  fail "$err"
+[[ ! -e "$DIR/sum.plan" ]] || fail "a refused compile wrote its plan"
 err=$("$ONEFLOW" compile "$DIR/mlp_free.txt" --auto_parallel --devices_per_node=4 --dp=2 2>&1 >/dev/null) && fail "--dp accepted"
 [[ "$err" == "oneflow compile: --auto_parallel chooses --dp; do not give --dp=2 with it" ]] || fail "$err"
 expect_error "oneflow compile: --auto_parallel chooses --recompute; do not give --recompute=full with it" \
