@@ -105,18 +105,16 @@ namespace {
 absl::StatusOr<proto::Job> RescaleRows(const proto::Job& whole, int64_t rows_from, int64_t rows_to, int64_t parts) {
   std::set<std::string> data;
   for (const proto::DataSourceDef& source : whole.data_sources()) data.insert(source.outputs().begin(), source.outputs().end());
-  const int64_t rows = rows_from;
-  const int64_t micro_batches = parts;
   std::map<std::string, const proto::TensorDef*> tensors;
   for (const proto::TensorDef& tensor : whole.tensors()) tensors[tensor.name()] = &tensor;
   std::map<std::string, BatchPart> part;
   for (const std::string& name : data) {
     const auto tensor = tensors.find(name);
     if (tensor == tensors.end()) continue;
-    if (tensor->second->shape_size() == 0 || tensor->second->shape(0) != rows) {
+    if (tensor->second->shape_size() == 0 || tensor->second->shape(0) != rows_from) {
       return absl::InvalidArgumentError(absl::StrCat(
           "data-source tensor '", name, "' has ", tensor->second->shape_size() == 0 ? 0 : tensor->second->shape(0),
-          " rows where the batch has ", rows, "; every data-source tensor holds the batch's rows on axis 0"));
+          " rows where the batch has ", rows_from, "; every data-source tensor holds the batch's rows on axis 0"));
     }
     part[name] = BatchPart::kRows;
   }
@@ -160,7 +158,7 @@ absl::StatusOr<proto::Job> RescaleRows(const proto::Job& whole, int64_t rows_fro
       }
       bool keeps_rows = false;
       for (const SbpSignature& signature : view.definition->signatures(types, view.attrs)) {
-        if (signature.inputs != wanted || !signature.ValidFor(micro_batches)) continue;
+        if (signature.inputs != wanted || !signature.ValidFor(parts)) continue;
         keeps_rows = std::all_of(signature.outputs.begin(), signature.outputs.end(),
                                  [](const Sbp& sbp) { return sbp == Sbp::Split(0); });
         if (keeps_rows) break;
@@ -176,7 +174,7 @@ absl::StatusOr<proto::Job> RescaleRows(const proto::Job& whole, int64_t rows_fro
         }
         return absl::InvalidArgumentError(absl::StrCat(
             OpText(op), " reads the batch's rows in ", absl::StrJoin(rows_inputs, ", "),
-            ", and none of its signatures keeps them split on axis 0 over ", micro_batches,
+            ", and none of its signatures keeps them split on axis 0 over ", parts,
             " parts (S(0) in, S(0) out): its results over micro-batches do not make its result over the batch; "
             "valid: ops that treat rows independently, up to a mean over the rows for the loss"));
       }
