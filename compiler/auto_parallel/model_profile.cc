@@ -1,7 +1,6 @@
 #include "compiler/auto_parallel/model_profile.h"
 
 #include <iterator>
-
 #include <map>
 #include <set>
 

@@ -69,11 +69,12 @@ absl::StatusOr<std::string> LayoutText(const proto::Plan& plan) {
   return text;
 }
 
-// A plan the search chose with one pipeline stage and one micro-batch (all that
-// `oneflow compile --auto_parallel` of graph text chooses): the search runs again on the
-// survivors' devices, with the links, compile settings and --device_memory it ran with,
-// over the recipe's text made layout-free. The chosen layout may differ in more than dp
-// (a ZeRO stage that now fits, tp where the text's hints allow).
+// A plan the search chose whose recipe records the model before its layout's stages and
+// micro-batches (`oneflow compile --auto_parallel` of a graph text, or any layout of one
+// stage and one micro-batch): the search runs again on the survivors' devices, with the
+// links, compile settings and --device_memory it ran with, over the recipe's text made
+// layout-free. The chosen layout may differ in more than dp (a ZeRO stage that now fits,
+// tp where the text's hints allow, pipeline stages and micro-batches).
 absl::StatusOr<Replan> SearchForSurvivors(const proto::Plan& plan, int64_t survivors) {
   const proto::CompileRecipe& recipe = plan.recipe();
   examples::AutoParallelRequest request;
