@@ -41,6 +41,10 @@ absl::StatusOr<auto_parallel::ModelProfile> CountedProfile(const examples::GptCo
           settings, max_micro_batches, &profile));
   std::printf("{\"bench\":\"auto_parallel_act_families\",\"devices\":%lld,\"families\":%lld}\n",
               static_cast<long long>(devices), static_cast<long long>(families));
+  // Each tp degree's own boxings, as --auto_parallel prices them.
+  OF_RETURN_IF_ERROR(examples::CountTpBoxingsOfEachDegree(
+      [&](const examples::ParallelLayout& layout) { return examples::BuildGpt(config, layout); }, cluster, settings,
+      max_micro_batches, &profile));
   return profile;
 }
 

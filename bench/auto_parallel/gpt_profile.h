@@ -15,8 +15,8 @@
 namespace oneflow::prediction {
 
 // The gpt's profile with its acts counted, per family of layouts of `devices` devices
-// (micro-batches up to `max_micro_batches`), and tp priced as its tp = 2 probe plan boxes
-// it, as --auto_parallel counts them, every plan compiled with `settings` (--sbp_search
+// (micro-batches up to `max_micro_batches`), and tp priced as its probe plan of each tp
+// degree boxes it (tp = 2, and the degrees above of one node), as --auto_parallel counts them, every plan compiled with `settings` (--sbp_search
 // searches the probes as --auto_parallel --sbp_search does). Prints an
 // auto_parallel_act_families line.
 absl::StatusOr<auto_parallel::ModelProfile> CountedProfile(const examples::GptConfig& config, int64_t devices,

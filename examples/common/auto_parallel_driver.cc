@@ -158,6 +158,40 @@ absl::StatusOr<int64_t> CountActsOfLayoutFamilies(const JobBuilder& build, const
   return counted;
 }
 
+absl::Status CountTpBoxingsOfEachDegree(const JobBuilder& build, const ParallelFlags& cluster,
+                                        const CompileSettings& settings, int64_t max_micro_batches,
+                                        auto_parallel::ModelProfile* profile) {
+  std::set<int64_t> degrees;
+  for (const proto::AutoParallelLayout& layout :
+       auto_parallel::EnumerateLayouts(*profile, cluster.nodes * cluster.devices_per_node,
+                                       max_micro_batches)) {
+    if (layout.tp() > 2 && layout.tp() <= cluster.devices_per_node) degrees.insert(layout.tp());
+  }
+  CompileSettings probe_settings = settings;
+  probe_settings.recompute = "none";
+  for (const int64_t tp : degrees) {
+    ParallelFlags flags;
+    flags.intra_node_bandwidth = cluster.intra_node_bandwidth;
+    flags.inter_node_bandwidth = cluster.inter_node_bandwidth;
+    flags.devices_per_node = tp;
+    flags.tp = tp;
+    absl::StatusOr<ParallelLayout> layout = ParallelLayout::Create(flags);
+    if (!layout.ok()) continue;
+    absl::StatusOr<proto::Job> job = build(*layout);
+    if (!job.ok()) continue;
+    std::string dump;
+    absl::StatusOr<CompileOptions> options = CompileOptionsFor(*layout, probe_settings, &dump);
+    if (!options.ok()) continue;
+    absl::StatusOr<proto::Plan> plan = Compile(*job, *options);
+    if (!plan.ok()) continue;
+    auto_parallel::ModelProfile degree = *profile;
+    degree.tp_degree_profiles.clear();
+    OF_RETURN_IF_ERROR(auto_parallel::CountTpBoxings(*plan, &degree));
+    profile->tp_degree_profiles[tp] = std::make_shared<const auto_parallel::ModelProfile>(std::move(degree));
+  }
+  return absl::OkStatus();
+}
+
 absl::Status CountFullRecomputationOfModel(const JobBuilder& build, const ParallelFlags& cluster,
                                            const CompileSettings& settings, auto_parallel::ModelProfile* profile) {
   if (!profile->has_blocks) return absl::OkStatus();
@@ -186,46 +220,6 @@ absl::Status CountFullRecomputationOfModel(const JobBuilder& build, const Parall
 }
 
 namespace {
-
-// The tp boxings of every tp degree above 2 the search enumerates that fits in one node,
-// each from its own probe (the model on one tp group of that degree, whole batch, one
-// stage, recomputing nothing: the tp = 2 probe's shape), into
-// profile->tp_degree_profiles: the compiler's per-op SBP choice on that many devices,
-// which the tp = 2 probe's may not be. A degree across nodes is priced with the largest
-// probed one below it (ProfileForTp): a probe of 64 devices would cost more than the
-// whole search. A degree whose probe the model refuses keeps the one below it too.
-absl::Status CountTpBoxingsOfEachDegree(const JobBuilder& build, const AutoParallelRequest& request,
-                                        auto_parallel::ModelProfile* profile) {
-  std::set<int64_t> degrees;
-  for (const proto::AutoParallelLayout& layout :
-       auto_parallel::EnumerateLayouts(*profile, request.cluster.nodes * request.cluster.devices_per_node,
-                                       request.max_micro_batches)) {
-    if (layout.tp() > 2 && layout.tp() <= request.cluster.devices_per_node) degrees.insert(layout.tp());
-  }
-  CompileSettings probe_settings = request.settings;
-  probe_settings.recompute = "none";
-  for (const int64_t tp : degrees) {
-    ParallelFlags flags;
-    flags.intra_node_bandwidth = request.cluster.intra_node_bandwidth;
-    flags.inter_node_bandwidth = request.cluster.inter_node_bandwidth;
-    flags.devices_per_node = tp;
-    flags.tp = tp;
-    absl::StatusOr<ParallelLayout> layout = ParallelLayout::Create(flags);
-    if (!layout.ok()) continue;
-    absl::StatusOr<proto::Job> job = build(*layout);
-    if (!job.ok()) continue;
-    std::string dump;
-    absl::StatusOr<CompileOptions> options = CompileOptionsFor(*layout, probe_settings, &dump);
-    if (!options.ok()) continue;
-    absl::StatusOr<proto::Plan> plan = Compile(*job, *options);
-    if (!plan.ok()) continue;
-    auto_parallel::ModelProfile degree = *profile;
-    degree.tp_degree_profiles.clear();
-    OF_RETURN_IF_ERROR(auto_parallel::CountTpBoxings(*plan, &degree));
-    profile->tp_degree_profiles[tp] = std::make_shared<const auto_parallel::ModelProfile>(std::move(degree));
-  }
-  return absl::OkStatus();
-}
 
 absl::StatusOr<CostModel> PrepareCostModel(const JobBuilder& build, const AutoParallelRequest& request) {
   OF_ASSIGN_OR_RETURN(Probe probe, Profile(build, request.cluster));
@@ -289,7 +283,8 @@ absl::StatusOr<CostModel> PrepareCostModel(const JobBuilder& build, const AutoPa
         CountFullRecomputationOfModel(build, request.cluster, request.settings, &probe.profile));
   }
   if (probe.profile.tp_boxings_counted) {
-    OF_RETURN_IF_ERROR(CountTpBoxingsOfEachDegree(build, request, &probe.profile));
+    OF_RETURN_IF_ERROR(CountTpBoxingsOfEachDegree(build, request.cluster, request.settings, request.max_micro_batches,
+                                                  &probe.profile));
   }
   return CostModel{std::move(probe), std::move(options), host_terms};
 }

@@ -104,6 +104,20 @@ absl::StatusOr<int64_t> CountActsOfLayoutFamilies(const JobBuilder& build, const
                                                   const CompileSettings& settings, int64_t max_micro_batches,
                                                   auto_parallel::ModelProfile* profile);
 
+// The tp boxings of every tp degree above 2 that the search enumerates for `cluster` and
+// that fits in one of its nodes, each from its own probe (the model on one tp group of
+// that degree, the whole batch, one stage, compiled with `settings` recomputing nothing:
+// the tp = 2 probe's shape), into profile->tp_degree_profiles (a copy of `profile` with
+// auto_parallel::CountTpBoxings of that plan): the compiler's per-op SBP choice on that
+// many devices, which the tp = 2 probe's may not be. A degree across nodes is priced with
+// the largest probed one below it (auto_parallel::ProfileForTp): probing the 64 devices of
+// 8 x 8 would cost more than the whole search. A degree whose probe the model or the
+// compiler refuses keeps the one below it too. Call after every other count (the copies
+// carry them).
+absl::Status CountTpBoxingsOfEachDegree(const JobBuilder& build, const ParallelFlags& cluster,
+                                        const CompileSettings& settings, int64_t max_micro_batches,
+                                        auto_parallel::ModelProfile* profile);
+
 // For a model with blocks, what full recomputation re-runs: the model built for one
 // device of `cluster`, compiled with `settings` and --recompute=full, and the copies the
 // recompute pass made counted (auto_parallel::CountFullRecomputation). Left out, as a
