@@ -42,7 +42,7 @@ absl::StatusOr<auto_parallel::ModelProfile> CountedProfile(const examples::GptCo
   std::printf("{\"bench\":\"auto_parallel_act_families\",\"devices\":%lld,\"families\":%lld}\n",
               static_cast<long long>(devices), static_cast<long long>(families));
   // Each tp degree's own boxings, as --auto_parallel prices them.
-  OF_RETURN_IF_ERROR(examples::CountTpBoxingsOfEachDegree(
+  OF_RETURN_IF_ERROR(examples::CountTpBoxingsOfEachShape(
       [&](const examples::ParallelLayout& layout) { return examples::BuildGpt(config, layout); }, cluster, settings,
       max_micro_batches, &profile));
   return profile;

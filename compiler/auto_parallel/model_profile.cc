@@ -1,6 +1,5 @@
 #include "compiler/auto_parallel/model_profile.h"
 
-#include <iterator>
 #include <map>
 #include <set>
 
@@ -306,11 +305,13 @@ absl::StatusOr<ModelProfile> ProfileJob(const proto::Job& job, int64_t probe_tp)
   return profile;
 }
 
-const ModelProfile& ProfileForTp(const ModelProfile& profile, int64_t tp) {
-  // The largest counted degree up to tp (degrees are ordered), else the tp = 2 probe's.
-  auto above = profile.tp_degree_profiles.upper_bound(tp);
-  if (above == profile.tp_degree_profiles.begin()) return profile;
-  return *std::prev(above)->second;
+const ModelProfile& ProfileForTp(const ModelProfile& profile, int64_t tp, int64_t micro_batches) {
+  // Keys are ordered by degree, then micro-batches: the last key within both bounds.
+  const ModelProfile* nearest = &profile;
+  for (const auto& [shape, probed] : profile.tp_probe_profiles) {
+    if (shape.first <= tp && shape.second <= micro_batches) nearest = probed.get();
+  }
+  return *nearest;
 }
 
 }  // namespace oneflow::auto_parallel

@@ -17,6 +17,7 @@
 #include <map>
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "absl/status/statusor.h"
@@ -204,12 +205,14 @@ struct ModelProfile {
   // Whether CountTpBoxings filled the units' tp_boxings from the tp probe plan.
   bool tp_boxings_counted = false;
   // This profile with the units' tp boxings and tp work counted from a probe plan of
-  // another tp degree (CountTpBoxings), by degree: the compiler's per-op SBP choice
-  // depends on the degree (the llama's hint-free text gathers its attention weights at
-  // tp = 2 and keeps them split at tp = 4), so PriceLayout prices a layout of tp = T with
-  // the profile of T, or of the largest degree below T, when there is one (ProfileForTp),
-  // else with this one (tp = 2's).
-  std::map<int64_t, std::shared_ptr<const ModelProfile>> tp_degree_profiles;
+  // another shape (CountTpBoxings), by (tp degree, micro-batches): the compiler's per-op
+  // SBP choice depends on both, deciding on the logical micro-batch whatever dp splits it
+  // into (the llama's hint-free text gathers its attention weights at tp = 2 and keeps them
+  // split at tp = 4; the hint-free gpt at tp = 4 and 8 micro-batches gathers two weights for
+  // backward over nodes of 1 Gbit/s, none within a node), so PriceLayout prices a layout
+  // with the profile of its shape, or of the nearest probed one below it (ProfileForTp),
+  // else with this one (tp = 2 on one node, the whole batch).
+  std::map<std::pair<int64_t, int64_t>, std::shared_ptr<const ModelProfile>> tp_probe_profiles;
   // The acts of the families CountLayoutActs counted; a layout of another family is
   // priced with the units' acts_per_micro_batch and acts_per_iteration.
   std::vector<LayoutActs> layout_acts;
@@ -220,9 +223,10 @@ struct ModelProfile {
 // tensor the job does not define or the job has no batch size.
 absl::StatusOr<ModelProfile> ProfileJob(const proto::Job& job, int64_t probe_tp);
 
-// The profile to price a layout of `tp` tensor-parallel devices with: that of the
-// largest degree up to `tp` in profile.tp_degree_profiles, else `profile`.
-const ModelProfile& ProfileForTp(const ModelProfile& profile, int64_t tp);
+// The profile to price a layout of `tp` tensor-parallel devices and `micro_batches` with:
+// of profile.tp_probe_profiles, the one of the largest degree up to `tp` and, of that
+// degree, the most micro-batches up to `micro_batches`; else `profile`.
+const ModelProfile& ProfileForTp(const ModelProfile& profile, int64_t tp, int64_t micro_batches);
 
 }  // namespace oneflow::auto_parallel
 

@@ -746,11 +746,16 @@ class Pricer {
   StageCollectives collectives_;  // prices each collective; records the edges
 };
 
+// The profile whose tp probe has the layout's shape (its tp degree, its micro-batch).
+const ModelProfile& ProfileOfLayout(const ModelProfile& profile, const proto::AutoParallelLayout& layout) {
+  return ProfileForTp(profile, layout.tp(), std::max<int64_t>(1, layout.micro_batches()));
+}
+
 }  // namespace
 
 absl::StatusOr<proto::AutoParallelPrediction> PriceLayout(const ModelProfile& profile, const PriceOptions& options,
                                                           const proto::AutoParallelLayout& layout) {
-  return Pricer(ProfileForTp(profile, layout.tp()), options, layout, nullptr).Run();
+  return Pricer(ProfileOfLayout(profile, layout), options, layout, nullptr).Run();
 }
 
 absl::StatusOr<proto::AutoParallelPrediction> PriceLayout(const ModelProfile& profile, const PriceOptions& options,
@@ -759,7 +764,7 @@ absl::StatusOr<proto::AutoParallelPrediction> PriceLayout(const ModelProfile& pr
   if (cache != nullptr && cache->options() != &options) {
     return absl::InternalError("PriceLayout: an EdgePriceCache made for other PriceOptions");
   }
-  return Pricer(ProfileForTp(profile, layout.tp()), options, layout, cache).Run();
+  return Pricer(ProfileOfLayout(profile, layout), options, layout, cache).Run();
 }
 
 absl::StatusOr<std::optional<std::vector<int64_t>>> ChooseStageBlocks(const ModelProfile& profile,
@@ -774,7 +779,7 @@ absl::StatusOr<std::optional<std::vector<int64_t>>> ChooseStageBlocks(const Mode
   proto::AutoParallelLayout balanced = layout;
   balanced.clear_stage_blocks();
   OF_ASSIGN_OR_RETURN(const StageCutCosts costs,
-                      Pricer(ProfileForTp(profile, layout.tp()), options, balanced, cache)
+                      Pricer(ProfileOfLayout(profile, layout), options, balanced, cache)
                           .SegmentCosts(static_cast<double>(device_memory)));
   std::optional<std::vector<int64_t>> counts = MinimizeSlowestStage(costs);
   if (counts.has_value() && *counts == BalancedStageBlocks(profile.stageable_units, layout.pp())) return none;

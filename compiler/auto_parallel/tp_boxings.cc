@@ -1,5 +1,7 @@
 #include "compiler/auto_parallel/tp_boxings.h"
 
+#include <algorithm>
+
 #include <string>
 
 #include "absl/container/flat_hash_map.h"
@@ -41,6 +43,7 @@ absl::Status CountTpBoxings(const proto::Plan& probe_plan, ModelProfile* profile
     tensor_bytes[tensor.name()] = elements * SizeOf(dtype);
   }
   for (ProfileUnit& unit : profile->units) unit.tp_boxings.clear();
+  const int64_t micro_batches = std::max<int64_t>(1, probe_plan.job().micro_batches());
   for (const proto::BoxingDef& boxing : probe_plan.boxings()) {
     proto::BoxingStepKind kind = proto::STEP_INVALID;
     for (const proto::BoxingStepDef& step : boxing.steps()) {
@@ -55,7 +58,7 @@ absl::Status CountTpBoxings(const proto::Plan& probe_plan, ModelProfile* profile
     TpBoxing entry;
     entry.tensor = boxing.tensor();
     entry.kind = kind;
-    entry.bytes = bytes->second;
+    entry.bytes = bytes->second;  // one micro-batch's rows of an activation: scaled below
     entry.backward = absl::StrContains(boxing.producer_op(), "_grad/");
     entry.per_iteration = absl::StrContains(boxing.consumer_op(), "_update/");
     size_t unit = 0;
@@ -63,8 +66,10 @@ absl::Status CountTpBoxings(const proto::Plan& probe_plan, ModelProfile* profile
     if (producer != unit_of_op.end()) {
       unit = producer->second;
       // An op's output or its gradient: the rows' share of the batch. A variable's
-      // gradient (read by its update) is the variable's size whatever the rows.
+      // gradient (read by its update) is the variable's size whatever the rows. A probe
+      // of micro-batches holds one micro-batch's rows: the bytes are the whole batch's.
       entry.scales_with_rows = !entry.per_iteration;
+      if (entry.scales_with_rows) entry.bytes *= micro_batches;
     } else {
       // A variable's value: its reader's unit, the same bytes at every row count.
       auto consumer = unit_of_op.find(ForwardOpOf(boxing.consumer_op()));

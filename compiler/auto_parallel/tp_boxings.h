@@ -20,8 +20,9 @@
 
 namespace oneflow::auto_parallel {
 
-// Sets every unit's tp_boxings from `probe_plan`, the profile's probe job compiled at
-// tp = 2 (dp = pp = 1, one micro-batch: every boxing is on the tp axis), the work tp
+// Sets every unit's tp_boxings from `probe_plan`, the profile's probe job compiled on one
+// tp group (dp = pp = 1: every boxing is on the tp axis; with micro-batches, standing for
+// a layout's rows per device, an activation's bytes are scaled to the whole batch), the work tp
 // divides (tp_gemm_flops, tp_memory_bytes and each op's) to that of the ops the plan runs
 // on a split tensor (an input or output S over the tp axis), and
 // profile->tp_boxings_counted. INVALID_ARGUMENT when the profile has no tp hints, the

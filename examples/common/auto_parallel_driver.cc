@@ -158,23 +158,49 @@ absl::StatusOr<int64_t> CountActsOfLayoutFamilies(const JobBuilder& build, const
   return counted;
 }
 
-absl::Status CountTpBoxingsOfEachDegree(const JobBuilder& build, const ParallelFlags& cluster,
+// Devices of the largest tp probe over several nodes (8: tp = 8 of one-device hosts).
+constexpr int64_t kMostProbeDevices = 8;
+// What the probes of CountTpBoxingsOfEachShape may compile in all, in forward ops x
+// devices (a deterministic stand-in for their compile time): every shape of the examples'
+// small models (the 2-block gpt: 68 forward ops, 7 probes on 4 devices); of a 48-block gpt
+// (1448) on 8 x 8 the whole-batch tp = 4 and 8 and 2 micro-batches of tp = 2 and 4, which
+// take its search from 0.9 to 2.4 s.
+constexpr int64_t kProbeOpDevices = 30000;
+
+absl::Status CountTpBoxingsOfEachShape(const JobBuilder& build, const ParallelFlags& cluster,
                                         const CompileSettings& settings, int64_t max_micro_batches,
                                         auto_parallel::ModelProfile* profile) {
-  std::set<int64_t> degrees;
+  // A probe is one tp group placed as the layouts place it: within a node, or over whole
+  // nodes with the cluster's links (the compiler chooses otherwise on slow links), with the
+  // layout's micro-batches (the compiler decides on the logical micro-batch, whatever dp
+  // splits it into, and otherwise for fewer rows). Profile's probe is the whole-batch tp = 2
+  // of one node.
+  const int64_t per_node = std::max<int64_t>(1, cluster.devices_per_node);
+  std::set<std::pair<int64_t, int64_t>> shapes;  // (micro-batches, tp): the whole batch first
   for (const proto::AutoParallelLayout& layout :
-       auto_parallel::EnumerateLayouts(*profile, cluster.nodes * cluster.devices_per_node,
-                                       max_micro_batches)) {
-    if (layout.tp() > 2 && layout.tp() <= cluster.devices_per_node) degrees.insert(layout.tp());
+       auto_parallel::EnumerateLayouts(*profile, cluster.nodes * cluster.devices_per_node, max_micro_batches)) {
+    const int64_t tp = layout.tp();
+    const int64_t micro_batches = std::max<int64_t>(1, layout.micro_batches());
+    const bool in_node = tp <= per_node;
+    const bool whole_nodes = tp % per_node == 0 && tp <= kMostProbeDevices;
+    if (tp < 2 || (tp == 2 && in_node && micro_batches == 1) || !(in_node || whole_nodes)) continue;
+    shapes.insert({micro_batches, tp});
   }
+  int64_t forward_ops = 0;
+  for (const auto_parallel::ProfileUnit& unit : profile->units) forward_ops += static_cast<int64_t>(unit.op_names.size());
   CompileSettings probe_settings = settings;
   probe_settings.recompute = "none";
-  for (const int64_t tp : degrees) {
+  int64_t spent = 0;
+  for (const auto& [micro_batches, tp] : shapes) {
+    if (spent + forward_ops * tp > kProbeOpDevices) break;
+    spent += forward_ops * tp;
     ParallelFlags flags;
     flags.intra_node_bandwidth = cluster.intra_node_bandwidth;
     flags.inter_node_bandwidth = cluster.inter_node_bandwidth;
-    flags.devices_per_node = tp;
+    flags.nodes = tp <= per_node ? 1 : tp / per_node;
+    flags.devices_per_node = std::min(tp, per_node);
     flags.tp = tp;
+    flags.micro_batches = micro_batches;
     absl::StatusOr<ParallelLayout> layout = ParallelLayout::Create(flags);
     if (!layout.ok()) continue;
     absl::StatusOr<proto::Job> job = build(*layout);
@@ -184,10 +210,11 @@ absl::Status CountTpBoxingsOfEachDegree(const JobBuilder& build, const ParallelF
     if (!options.ok()) continue;
     absl::StatusOr<proto::Plan> plan = Compile(*job, *options);
     if (!plan.ok()) continue;
-    auto_parallel::ModelProfile degree = *profile;
-    degree.tp_degree_profiles.clear();
-    OF_RETURN_IF_ERROR(auto_parallel::CountTpBoxings(*plan, &degree));
-    profile->tp_degree_profiles[tp] = std::make_shared<const auto_parallel::ModelProfile>(std::move(degree));
+    auto_parallel::ModelProfile shaped = *profile;
+    shaped.tp_probe_profiles.clear();
+    OF_RETURN_IF_ERROR(auto_parallel::CountTpBoxings(*plan, &shaped));
+    profile->tp_probe_profiles[{tp, micro_batches}] =
+        std::make_shared<const auto_parallel::ModelProfile>(std::move(shaped));
   }
   return absl::OkStatus();
 }
@@ -283,7 +310,7 @@ absl::StatusOr<CostModel> PrepareCostModel(const JobBuilder& build, const AutoPa
         CountFullRecomputationOfModel(build, request.cluster, request.settings, &probe.profile));
   }
   if (probe.profile.tp_boxings_counted) {
-    OF_RETURN_IF_ERROR(CountTpBoxingsOfEachDegree(build, request.cluster, request.settings, request.max_micro_batches,
+    OF_RETURN_IF_ERROR(CountTpBoxingsOfEachShape(build, request.cluster, request.settings, request.max_micro_batches,
                                                   &probe.profile));
   }
   return CostModel{std::move(probe), std::move(options), host_terms};

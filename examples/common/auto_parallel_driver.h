@@ -104,17 +104,20 @@ absl::StatusOr<int64_t> CountActsOfLayoutFamilies(const JobBuilder& build, const
                                                   const CompileSettings& settings, int64_t max_micro_batches,
                                                   auto_parallel::ModelProfile* profile);
 
-// The tp boxings of every tp degree above 2 that the search enumerates for `cluster` and
-// that fits in one of its nodes, each from its own probe (the model on one tp group of
-// that degree, the whole batch, one stage, compiled with `settings` recomputing nothing:
-// the tp = 2 probe's shape), into profile->tp_degree_profiles (a copy of `profile` with
-// auto_parallel::CountTpBoxings of that plan): the compiler's per-op SBP choice on that
-// many devices, which the tp = 2 probe's may not be. A degree across nodes is priced with
-// the largest probed one below it (auto_parallel::ProfileForTp): probing the 64 devices of
-// 8 x 8 would cost more than the whole search. A degree whose probe the model or the
-// compiler refuses keeps the one below it too. Call after every other count (the copies
-// carry them).
-absl::Status CountTpBoxingsOfEachDegree(const JobBuilder& build, const ParallelFlags& cluster,
+// The tp boxings of every shape of tp group the search enumerates for `cluster`, each from
+// its own probe: the model on one tp group of that degree, placed as the layouts place it
+// (in one node, or over whole nodes with the cluster's links), with the layout's
+// micro-batches, one stage, compiled with `settings` recomputing nothing, into
+// profile->tp_probe_profiles (a copy of `profile` with auto_parallel::CountTpBoxings of
+// that plan), keyed by (tp, micro-batches): the compiler's per-op SBP choice for that many
+// devices, links and rows of a micro-batch, which the one-node whole-batch tp = 2 probe's
+// may not be. Probes go whole batch first, then by more micro-batches, while their forward
+// ops x devices stay within a budget (30000: every shape of the examples' small models, a
+// few of a 48-block gpt); a group over more than 8 devices of several nodes (or over part
+// of a node) is not probed. A shape without a probe is priced with the nearest probed one
+// below it (auto_parallel::ProfileForTp). Call after every other count (the copies carry
+// them).
+absl::Status CountTpBoxingsOfEachShape(const JobBuilder& build, const ParallelFlags& cluster,
                                         const CompileSettings& settings, int64_t max_micro_batches,
                                         auto_parallel::ModelProfile* profile);
 
