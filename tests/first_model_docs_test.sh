@@ -4,7 +4,8 @@
 # what they produced: 4 devices (dp=2 x tp=2) train with the one-device losses, `oneflow
 # run` of the written plan gives the same, `oneflow compile` of the model's text
 # reports the C++ plan's ops, boxings, collectives and actors, and its text without hints
-# (the tp split inferred) trains with the one-device losses too.
+# (the tp split inferred) trains with the one-device losses too, as does the layout
+# `--auto_parallel` chooses for it.
 #
 #   $1  the `oneflow` binary; $2 docs/first_model.md; $3 this repository's WORKSPACE
 #
@@ -60,7 +61,7 @@ cd "$WORK"
 # Losses: 5 iterations each, 4 devices equal to 1 within 1e-4 (relative), and the plan
 # run by `oneflow run` equal to `--run` of the same layout.
 losses() { sed -n 's/^{"iter": \([0-9]*\), "loss": \([^,]*\),.*/\1 \2/p' "$1"; }
-for f in one_device.jsonl four_devices.jsonl run.jsonl from_text.jsonl free.jsonl; do
+for f in one_device.jsonl four_devices.jsonl run.jsonl from_text.jsonl free.jsonl auto.jsonl; do
   [[ $(losses "$f" | wc -l) -eq 5 ]] || fail "$f has no 5 loss lines: $(cat "$f")"
 done
 compare() {
@@ -73,6 +74,7 @@ compare one_device.jsonl four_devices.jsonl
 compare four_devices.jsonl run.jsonl
 compare four_devices.jsonl from_text.jsonl
 compare one_device.jsonl free.jsonl  # the text without hints, Megatron's split inferred
+compare one_device.jsonl auto.jsonl  # the layout the search chose for it
 # The losses move: a curve, not a constant.
 [[ "$(losses one_device.jsonl | head -n 1 | cut -d' ' -f2)" != "$(losses one_device.jsonl | tail -n 1 | cut -d' ' -f2)" ]] ||
   fail "the loss did not change: $(cat one_device.jsonl)"
@@ -87,6 +89,11 @@ grep -qE '^%fc1/weight = variable f32\[64, 256\] init=xavier_uniform seed=2 sbp=
 # Without hints: the split it inferred, on the first line.
 grep -q "^tensor parallelism: .*split over --tp=2 as Megatron would: .*fc1/weight S(1), fc1/bias S(0), fc2/weight S(0), head/weight S(1); every other variable replicated$" compile_free.txt ||
   fail "$(head -n 3 compile_free.txt)"
+# The search over the text: its choice on the first line, and what it left out (no blocks).
+grep -q "^auto-parallel: chose --dp=[0-9]* --tp=[0-9]* --pp=1 --micro_batches=[0-9]* --zero=[0-3] --recompute=[a-z]* among [0-9]* layouts in " compile_auto.txt ||
+  fail "$(head -n 3 compile_auto.txt)"
+grep -q "^pipelines not searched: the graph has 0 block(s) (ops marked block=NAME); pipeline stages cut between blocks$" compile_auto.txt ||
+  fail "$(cat compile_auto.txt)"
 # The text carries the C++ source locations (loc=): the same plan, byte for byte.
 cmp my_model.plan from_text.plan || fail "the plan compiled from my_model.txt differs from my_model.plan"
 echo PASS
