@@ -7,12 +7,12 @@
 #include <string>
 #include <vector>
 
-#include "actors/runtime.h"
 #include "compiler/compiler.h"
 #include "examples/common/compile_driver.h"
 #include "examples/common/parallel_layout.h"
 #include "examples/gpt/gpt_model.h"
 #include "gtest/gtest.h"
+#include "tests/plan_losses.h"
 
 namespace oneflow::examples {
 namespace {
@@ -56,17 +56,7 @@ std::vector<float> Losses(const proto::Job& job, const ParallelLayout& layout, c
   EXPECT_TRUE(options.ok()) << options.status();
   absl::StatusOr<proto::Plan> plan = Compile(job, *options);
   EXPECT_TRUE(plan.ok()) << plan.status();
-  if (!plan.ok()) return {};
-  actors::TrainOptions train;
-  train.node = -1;
-  train.iterations = 4;
-  absl::StatusOr<actors::TrainResult> result = actors::TrainPlan(*plan, train);
-  EXPECT_TRUE(result.ok()) << result.status();
-  std::vector<float> losses;
-  if (result.ok()) {
-    for (const actors::IterationMetrics& iteration : result->iterations) losses.push_back(iteration.loss);
-  }
-  return losses;
+  return plan.ok() ? testing::TrainedLosses(*plan, 4) : std::vector<float>();
 }
 
 void ExpectTrainsAsTheBuilder(const GptConfig& config, const ParallelLayout& layout, const std::string& schedule,

@@ -8,12 +8,12 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_replace.h"
-#include "actors/runtime.h"
 #include "compiler/compiler.h"
 #include "examples/common/parallel_layout.h"
 #include "examples/gpt/gpt_model.h"
 #include "google/protobuf/util/message_differencer.h"
 #include "gtest/gtest.h"
+#include "tests/plan_losses.h"
 #include "oneflow_core/dsl/text/graph_text.h"
 
 namespace oneflow::examples {
@@ -48,17 +48,7 @@ std::vector<float> Losses(const proto::Job& job, int64_t iterations) {
   options.cluster = OneDevice(1).cluster();
   absl::StatusOr<proto::Plan> plan = Compile(job, options);
   EXPECT_TRUE(plan.ok()) << plan.status();
-  if (!plan.ok()) return {};
-  actors::TrainOptions train;
-  train.node = -1;
-  train.iterations = iterations;
-  absl::StatusOr<actors::TrainResult> result = actors::TrainPlan(*plan, train);
-  EXPECT_TRUE(result.ok()) << result.status();
-  std::vector<float> losses;
-  if (result.ok()) {
-    for (const actors::IterationMetrics& iteration : result->iterations) losses.push_back(iteration.loss);
-  }
-  return losses;
+  return plan.ok() ? testing::TrainedLosses(*plan, iterations) : std::vector<float>();
 }
 
 TEST(MicroBatchSplit, TheWholeBatchGptCutInFourIsTheGraphTheBuilderMakesForFour) {
@@ -82,11 +72,9 @@ TEST(MicroBatchSplit, TheCutGraphTrainsAsTheWholeBatch) {
   absl::StatusOr<proto::Job> split = SplitIntoMicroBatches(whole, 2);
   ASSERT_TRUE(split.ok()) << split.status();
   const std::vector<float> reference = Losses(whole, 4);
-  const std::vector<float> micro_batched = Losses(*split, 4);
   ASSERT_EQ(reference.size(), 4u);
-  ASSERT_EQ(micro_batched.size(), 4u);
   // The mean of two micro-batches' means and gradients: the batch's, up to float sums.
-  for (size_t i = 0; i < reference.size(); ++i) EXPECT_NEAR(micro_batched[i], reference[i], 1e-4) << "iteration " << i;
+  testing::ExpectLossesNear(Losses(*split, 4), reference, 1e-4, "2 micro-batches");
 }
 
 proto::Job JobOfText(const std::string& text) {

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <chrono>
 #include <memory>
+#include <optional>
 #include <set>
 #include <vector>
 
@@ -108,6 +109,22 @@ struct CostModel {
   std::optional<proto::AutoParallelHostTerms> host_terms;
 };
 
+// A probe layout compiled (with `settings`), or nothing when the layout, the model or the
+// compiler refuses it: a refused probe leaves its counts to another probe.
+std::optional<proto::Plan> CompileProbe(const JobBuilder& build, const ParallelFlags& flags,
+                                        const CompileSettings& settings) {
+  absl::StatusOr<ParallelLayout> layout = ParallelLayout::Create(flags);
+  if (!layout.ok()) return std::nullopt;
+  absl::StatusOr<proto::Job> job = build(*layout);
+  if (!job.ok()) return std::nullopt;
+  std::string dump;
+  absl::StatusOr<CompileOptions> options = CompileOptionsFor(*layout, settings, &dump);
+  if (!options.ok()) return std::nullopt;
+  absl::StatusOr<proto::Plan> plan = Compile(*job, *options);
+  if (!plan.ok()) return std::nullopt;
+  return *std::move(plan);
+}
+
 }  // namespace
 
 ParallelFlags FlagsForLayout(const ParallelFlags& cluster, const proto::AutoParallelLayout& layout) {
@@ -142,15 +159,8 @@ absl::StatusOr<int64_t> CountActsOfLayoutFamilies(const JobBuilder& build, const
     ParallelFlags flags = FlagsForLayout(cluster, probe);
     flags.nodes = 1;
     flags.devices_per_node = probe.dp() * probe.tp();
-    absl::StatusOr<ParallelLayout> layout = ParallelLayout::Create(flags);
-    if (!layout.ok()) continue;
-    absl::StatusOr<proto::Job> job = build(*layout);
-    if (!job.ok()) continue;
-    std::string dump;
-    absl::StatusOr<CompileOptions> options = CompileOptionsFor(*layout, probe_settings, &dump);
-    if (!options.ok()) continue;
-    absl::StatusOr<proto::Plan> plan = Compile(*job, *options);
-    if (!plan.ok()) continue;
+    const std::optional<proto::Plan> plan = CompileProbe(build, flags, probe_settings);
+    if (!plan.has_value()) continue;
     OF_RETURN_IF_ERROR(auto_parallel::CountLayoutActs(*plan, probe, profile));
     ++counted;
   }
@@ -201,15 +211,8 @@ absl::Status CountTpBoxingsOfEachShape(const JobBuilder& build, const ParallelFl
     flags.devices_per_node = std::min(tp, per_node);
     flags.tp = tp;
     flags.micro_batches = micro_batches;
-    absl::StatusOr<ParallelLayout> layout = ParallelLayout::Create(flags);
-    if (!layout.ok()) continue;
-    absl::StatusOr<proto::Job> job = build(*layout);
-    if (!job.ok()) continue;
-    std::string dump;
-    absl::StatusOr<CompileOptions> options = CompileOptionsFor(*layout, probe_settings, &dump);
-    if (!options.ok()) continue;
-    absl::StatusOr<proto::Plan> plan = Compile(*job, *options);
-    if (!plan.ok()) continue;
+    const std::optional<proto::Plan> plan = CompileProbe(build, flags, probe_settings);
+    if (!plan.has_value()) continue;
     auto_parallel::ModelProfile shaped = *profile;
     shaped.tp_probe_profiles.clear();
     OF_RETURN_IF_ERROR(auto_parallel::CountTpBoxings(*plan, &shaped));

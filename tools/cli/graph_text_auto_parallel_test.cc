@@ -29,6 +29,14 @@ examples::ParallelLayout Layout(const examples::ParallelFlags& flags) {
   return *layout;
 }
 
+// A model's `--print_graph` text without its `placement` line: a layout-free model.
+std::string LayoutFreeText(const absl::StatusOr<proto::Job>& job) {
+  EXPECT_TRUE(job.ok()) << job.status();
+  absl::StatusOr<std::unique_ptr<Graph>> graph = Graph::FromJob(*job);
+  EXPECT_TRUE(graph.ok()) << graph.status();
+  return LayoutFreeGraphText((*graph)->ToText(Graph::Locations::kOmit), /*zero_from_layout=*/false);
+}
+
 // The mlp's text as `--print_graph` writes it for one device, without its `placement`
 // line: a layout-free model.
 // (With `micro_batches`: the text of one micro-batch, as --print_graph --micro_batches writes it.)
@@ -40,15 +48,7 @@ std::string LayoutFreeMlpText(int64_t batch, int64_t micro_batches = 1) {
   config.layers = 2;
   examples::ParallelFlags flags;
   flags.micro_batches = micro_batches;
-  absl::StatusOr<proto::Job> job = examples::BuildMlp(config, Layout(flags));
-  EXPECT_TRUE(job.ok()) << job.status();
-  absl::StatusOr<std::unique_ptr<Graph>> graph = Graph::FromJob(*job);
-  EXPECT_TRUE(graph.ok()) << graph.status();
-  std::vector<std::string> lines;
-  for (absl::string_view line : absl::StrSplit((*graph)->ToText(Graph::Locations::kOmit), '\n')) {
-    if (!absl::StartsWith(line, "placement ")) lines.emplace_back(line);
-  }
-  return absl::StrJoin(lines, "\n");
+  return LayoutFreeText(examples::BuildMlp(config, Layout(flags)));
 }
 
 examples::AutoParallelRequest FourDevices() {
@@ -61,6 +61,23 @@ std::string Bytes(const proto::Plan& plan) {
   absl::StatusOr<std::string> bytes = SerializePlan(plan);
   EXPECT_TRUE(bytes.ok()) << bytes.status();
   return *bytes;
+}
+
+// The searched plan, its decision record set aside, is byte for byte the plan of
+// compiling the text with the chosen layout's flags.
+void ExpectThePlanOfItsFlags(const std::string& text, const std::string& file_name,
+                             const examples::ParallelLayout& layout, const proto::Plan& searched) {
+  absl::StatusOr<proto::Job> job = JobFromGraphText(text, file_name, layout);
+  ASSERT_TRUE(job.ok()) << job.status();
+  std::string dump;
+  absl::StatusOr<CompileOptions> options = examples::CompileOptionsFor(layout, examples::CompileSettings(), &dump);
+  ASSERT_TRUE(options.ok()) << options.status();
+  absl::StatusOr<proto::Plan> by_hand = Compile(*job, *options);
+  ASSERT_TRUE(by_hand.ok()) << by_hand.status();
+  proto::Plan chosen = searched;
+  chosen.clear_auto_parallel();
+  ASSERT_TRUE(SealPlan(&chosen).ok());
+  EXPECT_TRUE(Bytes(chosen) == Bytes(*by_hand));
 }
 
 TEST(GraphTextAutoParallel, SearchesTheTextsLayoutsAndCompilesTheChosenOneAsItsFlagsWould) {
@@ -93,31 +110,13 @@ TEST(GraphTextAutoParallel, SearchesTheTextsLayoutsAndCompilesTheChosenOneAsItsF
   flags.devices_per_node = 4;
   flags.dp = 4;
   const examples::ParallelLayout layout = Layout(flags);
-  absl::StatusOr<proto::Job> job = JobFromGraphText(text, "mlp.txt", layout);
-  ASSERT_TRUE(job.ok()) << job.status();
-  std::string dump;
-  absl::StatusOr<CompileOptions> options = examples::CompileOptionsFor(layout, examples::CompileSettings(), &dump);
-  ASSERT_TRUE(options.ok()) << options.status();
-  absl::StatusOr<proto::Plan> by_hand = Compile(*job, *options);
-  ASSERT_TRUE(by_hand.ok()) << by_hand.status();
-  proto::Plan chosen = result->plan;
-  chosen.clear_auto_parallel();
-  ASSERT_TRUE(SealPlan(&chosen).ok());
-  EXPECT_TRUE(Bytes(chosen) == Bytes(*by_hand));
+  ExpectThePlanOfItsFlags(text, "mlp.txt", layout, result->plan);
 }
 
 // The gpt's text as --print_graph writes it for one device (2 blocks, the whole batch of
 // 8 rows), without its `placement` line.
 std::string LayoutFreeGptText() {
-  absl::StatusOr<proto::Job> job = examples::BuildGpt(examples::GptConfig(), Layout(examples::ParallelFlags{}));
-  EXPECT_TRUE(job.ok()) << job.status();
-  absl::StatusOr<std::unique_ptr<Graph>> graph = Graph::FromJob(*job);
-  EXPECT_TRUE(graph.ok()) << graph.status();
-  std::vector<std::string> lines;
-  for (absl::string_view line : absl::StrSplit((*graph)->ToText(Graph::Locations::kOmit), '\n')) {
-    if (!absl::StartsWith(line, "placement ")) lines.emplace_back(line);
-  }
-  return absl::StrJoin(lines, "\n");
+  return LayoutFreeText(examples::BuildGpt(examples::GptConfig(), Layout(examples::ParallelFlags{})));
 }
 
 TEST(GraphTextAutoParallel, ATextWithBlocksIsCutIntoPipelineStagesWithMicroBatches) {
@@ -146,15 +145,7 @@ TEST(GraphTextAutoParallel, ATextWithBlocksIsCutIntoPipelineStagesWithMicroBatch
   absl::StatusOr<proto::Job> job = JobFromGraphText(text, "gpt.txt", layout);
   ASSERT_TRUE(job.ok()) << job.status();
   EXPECT_EQ(job->micro_batches(), 8);
-  std::string dump;
-  absl::StatusOr<CompileOptions> options = examples::CompileOptionsFor(layout, examples::CompileSettings(), &dump);
-  ASSERT_TRUE(options.ok()) << options.status();
-  absl::StatusOr<proto::Plan> by_hand = Compile(*job, *options);
-  ASSERT_TRUE(by_hand.ok()) << by_hand.status();
-  proto::Plan chosen = result->plan;
-  chosen.clear_auto_parallel();
-  ASSERT_TRUE(SealPlan(&chosen).ok());
-  EXPECT_TRUE(Bytes(chosen) == Bytes(*by_hand));
+  ExpectThePlanOfItsFlags(text, "gpt.txt", layout, result->plan);
 }
 
 TEST(GraphTextAutoParallel, TheNoteSaysWhatATextLeavesOutOfTheSearch) {

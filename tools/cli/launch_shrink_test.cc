@@ -260,17 +260,17 @@ TEST(LaunchShrinkTest, ReplanKeepsTheCodecAccuracyBound) {
   EXPECT_EQ(with_bound.recipe().codec_accuracy_bound(), "");  // the default is not written: dense plans keep their bytes
 }
 
-// The mlp's text without its `placement` line, as docs/auto_parallel.md makes one.
-std::string LayoutFreeMlpText(int64_t hidden = 64) {
-  absl::StatusOr<proto::Job> job = Mlp(48, hidden)(*examples::ParallelLayout::Create(examples::ParallelFlags{}));
+// A model's `--print_graph` text without its `placement` line: a layout-free model.
+std::string LayoutFreeText(const absl::StatusOr<proto::Job>& job) {
   EXPECT_TRUE(job.ok()) << job.status();
   absl::StatusOr<std::unique_ptr<Graph>> graph = Graph::FromJob(*job);
   EXPECT_TRUE(graph.ok()) << graph.status();
-  std::vector<std::string> lines;
-  for (absl::string_view line : absl::StrSplit((*graph)->ToText(Graph::Locations::kOmit), '\n')) {
-    if (!absl::StartsWith(line, "placement ")) lines.emplace_back(line);
-  }
-  return absl::StrJoin(lines, "\n");
+  return LayoutFreeGraphText((*graph)->ToText(Graph::Locations::kOmit), /*zero_from_layout=*/false);
+}
+
+// The mlp's text without its `placement` line, as docs/auto_parallel.md makes one.
+std::string LayoutFreeMlpText(int64_t hidden = 64) {
+  return LayoutFreeText(Mlp(48, hidden)(*examples::ParallelLayout::Create(examples::ParallelFlags{})));
 }
 
 examples::AutoParallelRequest Nodes(int64_t nodes, int64_t device_memory = 0) {
@@ -323,16 +323,8 @@ TEST(LaunchShrinkTest, AutoParallelPlanIsSearchedAgainForTheSurvivors) {
 
 // The gpt's text without its `placement` line: 2 blocks, the whole batch of 8.
 std::string LayoutFreeGptText() {
-  absl::StatusOr<proto::Job> job =
-      examples::BuildGpt(examples::GptConfig(), *examples::ParallelLayout::Create(examples::ParallelFlags{}));
-  EXPECT_TRUE(job.ok()) << job.status();
-  absl::StatusOr<std::unique_ptr<Graph>> graph = Graph::FromJob(*job);
-  EXPECT_TRUE(graph.ok()) << graph.status();
-  std::vector<std::string> lines;
-  for (absl::string_view line : absl::StrSplit((*graph)->ToText(Graph::Locations::kOmit), '\n')) {
-    if (!absl::StartsWith(line, "placement ")) lines.emplace_back(line);
-  }
-  return absl::StrJoin(lines, "\n");
+  return LayoutFreeText(
+      examples::BuildGpt(examples::GptConfig(), *examples::ParallelLayout::Create(examples::ParallelFlags{})));
 }
 
 // A text's search that chose pipeline stages and micro-batches records the model before
