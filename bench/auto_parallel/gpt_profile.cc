@@ -4,6 +4,7 @@
 #include <string>
 
 #include "compiler/auto_parallel/act_count.h"
+#include "compiler/auto_parallel/kept_activations.h"
 #include "compiler/auto_parallel/tp_boxings.h"
 #include "compiler/compiler.h"
 #include "examples/common/auto_parallel_driver.h"
@@ -32,6 +33,8 @@ absl::StatusOr<auto_parallel::ModelProfile> CountedProfile(const examples::GptCo
   OF_RETURN_IF_ERROR(auto_parallel::CountActs(probe_plan, &profile));
   // tp priced as the probe plan boxes it, as --auto_parallel does.
   OF_RETURN_IF_ERROR(auto_parallel::CountTpBoxings(probe_plan, &profile));
+  // The peak's activations: those backward reads, as --auto_parallel finds them.
+  OF_RETURN_IF_ERROR(auto_parallel::CountKeptActivations(probe_plan, 2, 1, &profile));
   examples::ParallelFlags cluster;
   cluster.devices_per_node = devices;
   OF_ASSIGN_OR_RETURN(

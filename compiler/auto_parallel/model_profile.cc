@@ -267,7 +267,12 @@ class Profiler {
       if (op.attention_core()) unit.attention_core_activation_bytes += out_bytes;
       for (const auto& [port, name] : outputs) {
         if (tp_split_tensors_.contains(name)) unit.tp_activation_bytes += bytes_[name];
+        unit.activations.push_back({name, bytes_[name], tp_split_tensors_.contains(name), op.attention_core()});
       }
+      // Every activation kept until CountKeptActivations says which backward reads.
+      unit.kept_activation_bytes = unit.activation_bytes;
+      unit.kept_tp_activation_bytes = unit.tp_activation_bytes;
+      unit.kept_attention_core_activation_bytes = unit.attention_core_activation_bytes;
     }
     absl::StrAppend(&unit.signature, signature, ";");
     unit.op_names.push_back(op.name());

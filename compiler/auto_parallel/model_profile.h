@@ -87,6 +87,16 @@ struct BorrowedVariable {
   bool tp_sharded = false;  // hinted S(k) over tp: a tp device holds bytes / tp of it
 };
 
+// A forward output a unit counts in its activations: the logical tensor, its bytes for the
+// whole batch, whether tensor parallelism divides it and whether the attention core
+// (selective recomputation) makes it.
+struct UnitActivation {
+  std::string tensor;
+  int64_t bytes = 0;
+  bool tp_split = false;
+  bool attention_core = false;
+};
+
 struct ProfileUnit {
   // The block's name (OpDef.block), a layer's first op, "prologue" or "epilogue".
   std::string name;
@@ -117,6 +127,23 @@ struct ProfileUnit {
   int64_t activation_bytes = 0;
   int64_t tp_activation_bytes = 0;
   int64_t attention_core_activation_bytes = 0;
+  // Each tensor those three count: what CountKeptActivations (kept_activations.h) looks up
+  // in a compiled plan.
+  std::vector<UnitActivation> activations;
+  // Of the activations, those a backward op reads, which memory planning keeps from the
+  // forward to the backward (CountKeptActivations; until counted, every activation: the
+  // bytes above): the peak's activations. The others die at their last forward reader
+  // (a GEMM's output before its bias, a residual sum the next norm has read: on the
+  // gpt about a third of the bytes).
+  int64_t kept_activation_bytes = 0;
+  int64_t kept_tp_activation_bytes = 0;
+  int64_t kept_attention_core_activation_bytes = 0;
+  // The bytes one device of the probe plan CountKeptActivations read keeps for them (one
+  // micro-batch of ModelProfile::planned_kept_micro_batches on planned_kept_tp devices):
+  // the tensor layout the compiler chose (a tp group that gathers its weights splits the
+  // activations otherwise than the hints say).
+  int64_t planned_kept_bytes = 0;
+  int64_t planned_kept_attention_core_bytes = 0;
   // The unit's input: what full recomputation keeps and what a pipeline cut before this
   // unit sends between stages (the first input produced by an earlier unit).
   int64_t input_bytes = 0;
@@ -202,6 +229,12 @@ struct ModelProfile {
   // Whether CountFullRecomputation filled the units' full_recompute (the cost model prices
   // full recomputation as the whole forward again otherwise).
   bool full_recompute_counted = false;
+  // Whether CountKeptActivations filled the units' kept_* bytes from a compiled plan.
+  bool kept_activations_counted = false;
+  // The probe plan the units' planned_kept_bytes come from: its tp degree and
+  // micro-batches (no data parallelism); 0: none.
+  int64_t planned_kept_tp = 0;
+  int64_t planned_kept_micro_batches = 0;
   // Whether CountTpBoxings filled the units' tp_boxings from the tp probe plan.
   bool tp_boxings_counted = false;
   // This profile with the units' tp boxings and tp work counted from a probe plan of

@@ -46,6 +46,10 @@ struct UnitCost {
   // Per iteration, not in tp_seconds: the variables' gradients tp reduces, by kind.
   std::map<proto::BoxingStepKind, TpGradientReduction> tp_gradients;
   double parameter_bytes = 0;  // on one device before ZeRO
+  // Its gradients' bytes on one device, and the sharded weights tp gathers whole
+  // (peak_bytes.h PeakTerms).
+  double gradient_bytes = 0;
+  double gathered_bytes = 0;
   int64_t parameter_tensors = 0;
   double kept_bytes = 0;       // activations kept for backward, one micro-batch
   // With full recomputation, what the unit's backward re-makes and holds while it runs
@@ -59,9 +63,16 @@ struct UnitCost {
 
 class Pricer {
  public:
-  Pricer(const ModelProfile& profile, const PriceOptions& options, const proto::AutoParallelLayout& layout,
-         EdgePriceCache* cache)
-      : profile_(profile), options_(options), layout_(layout), collectives_(options, layout, cache) {
+  // `profile`: the one of the layout's tp probe shape (ProfileOfLayout); `memory_profile`:
+  // the one whose probe keeps what the layout's devices keep (MemoryProfileOfLayout),
+  // with the same units.
+  Pricer(const ModelProfile& profile, const ModelProfile& memory_profile, const PriceOptions& options,
+         const proto::AutoParallelLayout& layout, EdgePriceCache* cache)
+      : profile_(profile),
+        memory_profile_(memory_profile.units.size() == profile.units.size() ? memory_profile : profile),
+        options_(options),
+        layout_(layout),
+        collectives_(options, layout, cache) {
     rates_ = ClusterComputeRates(options.cluster, options.memory_cached_bytes_per_second, options.cache_bytes);
   }
 
@@ -78,6 +89,7 @@ class Pricer {
     std::vector<double> largest_parameters(pp, 0);
     std::vector<double> largest_recomputed(pp, 0);  // one unit's backward at a time re-makes its activations
     std::vector<double> cut_bytes(pp, 0);  // the activation entering each stage
+    std::vector<std::vector<HeldUnit>> held(pp);  // each stage's units, for its backward peak
     std::vector<int64_t> unit_stage(profile_.units.size(), 0);
     // Per unit, the backward of the units before it on its stage: what the stage's backward
     // still runs after this unit's (backward goes in reverse).
@@ -110,6 +122,8 @@ class Pricer {
         sum.tensors += reduction.tensors;
       }
       total.parameter_bytes += cost.parameter_bytes;
+      total.gradient_bytes += cost.gradient_bytes;
+      total.gathered_bytes += cost.gathered_bytes;
       total.parameter_tensors += cost.parameter_tensors;
       total.kept_bytes += cost.kept_bytes;
       total.iteration_act_seconds += cost.iteration_act_seconds;
@@ -117,6 +131,7 @@ class Pricer {
       total.iteration_acts += cost.iteration_acts;
       largest_parameters[stage] = std::max(largest_parameters[stage], cost.parameter_bytes);
       largest_recomputed[stage] = std::max(largest_recomputed[stage], cost.recomputed_bytes);
+      held[stage].push_back({cost.kept_bytes, cost.gradient_bytes});
     }
     proto::AutoParallelPrediction prediction;
     *prediction.mutable_layout() = layout_;
@@ -270,7 +285,16 @@ class Pricer {
                                                      exposed_dp + exposed_gathers);
         prediction.set_bubble_seconds((pp - 1) * micro_batch_seconds);
       }
-      peak = std::max(peak, static_cast<int64_t>(PeakBytes(cost, s, largest_parameters[s], largest_recomputed[s])));
+      // What the stage receives per micro-batch: the activation entering it and the
+      // gradient of the one leaving it (a pipeline's boundaries carry whole rows over tp).
+      const double received =
+          ((s > 0 ? cut_bytes[s] : 0) + (s + 1 < pp ? cut_bytes[s + 1] : 0)) * RowFraction();
+      PeakTerms terms = PeakTermsOf(cost, s);
+      terms.backward_held_bytes = BackwardHeldBytes(held[s], GradientBucketBytes());
+      terms.largest_gathered_bytes = largest_parameters[s];
+      terms.largest_recomputed_bytes = largest_recomputed[s];
+      terms.received_bytes = received;
+      peak = std::max(peak, static_cast<int64_t>(DevicePeakBytes(layout_, terms)));
     }
     prediction.set_exposed_communication_seconds(prediction.exposed_communication_seconds() + variables_exposed +
                                                  gradients_exposed);
@@ -323,7 +347,7 @@ class Pricer {
         if (unit.stageable) segment = stageable++;
         OF_ASSIGN_OR_RETURN(const UnitCost* cost, PricedUnit(unit, ActsOf(profile_, u, layout_), s, &priced));
         costs.seconds[s][segment] += cost->compute_seconds + cost->tp_seconds;
-        costs.bytes[s][segment] += PeakBytes(*cost, s, 0, 0);
+        costs.bytes[s][segment] += DevicePeakBytes(layout_, PeakTermsOf(*cost, s));
       }
     }
     return costs;
@@ -358,18 +382,29 @@ class Pricer {
     return &it->second;
   }
 
-  // What `cost` (one unit's, or a stage's sum) adds to the peak of a device of stage s
-  // (peak_bytes.h).
-  double PeakBytes(const UnitCost& cost, int64_t stage, double largest_gathered, double largest_recomputed) const {
+  // The peak terms of `cost` (one unit's, or a stage's sum) on a device of stage s
+  // (peak_bytes.h); alone, what it adds to the peak (the cut search's bytes: the bound
+  // of the backward's peak, activations and gradients summed).
+  PeakTerms PeakTermsOf(const UnitCost& cost, int64_t stage) const {
     PeakTerms terms;
     terms.parameter_bytes = cost.parameter_bytes;
+    terms.gradient_bytes = cost.gradient_bytes;
+    terms.gathered_bytes = cost.gathered_bytes;
     terms.kept_bytes = cost.kept_bytes;
-    terms.largest_gathered_bytes = largest_gathered;
-    terms.largest_recomputed_bytes = largest_recomputed;
-    terms.in_flight = std::min<int64_t>(layout_.micro_batches(), layout_.pp() - stage);
+    terms.stage = stage;
     terms.register_count = options_.register_count;
     terms.optimizer_state_copies = profile_.optimizer_state_copies;
-    return DevicePeakBytes(layout_, terms);
+    return terms;
+  }
+
+  // The gradient bucket memory planning holds whole from its first member on (peak_bytes.h
+  // BackwardHeldBytes): data parallelism's all-reduce buckets of one micro-batch, as
+  // gradients as bucket views lay them out (compiler/passes/memory_planning_pass.cc);
+  // with micro-batches the buckets hold the accumulated gradients, once per iteration,
+  // and ZeRO 2 and 3 reduce-scatter, whose buckets copy. 0: none.
+  double GradientBucketBytes() const {
+    if (layout_.dp() <= 1 || layout_.micro_batches() > 1 || layout_.zero() >= 2) return 0;
+    return options_.bucket_mb * 1024.0 * 1024.0;
   }
 
   absl::Status Check() const {
@@ -600,13 +635,27 @@ class Pricer {
       backward_tp += seconds;
     }
     double recomputed = 0;
-    const double activations = unit.activation_bytes - unit.tp_activation_bytes + unit.tp_activation_bytes / tp;
+    // The activations backward reads (kept_activations.h; every forward output until
+    // counted): as a probe plan of this tp degree keeps them, scaled to the layout's rows,
+    // or from the hints (the hinted-split part divided by tp).
+    const ProfileUnit& memory_unit = memory_profile_.units[static_cast<size_t>(&unit - profile_.units.data())];
+    const bool planned_kept =
+        memory_profile_.planned_kept_tp == layout_.tp() && memory_profile_.planned_kept_micro_batches > 0;
+    // A probe device's micro-batch is the batch over its micro-batches (no dp): times them,
+    // the batch's bytes on one device of the tp group, which `rows` scales as the logical.
+    const double planned_scale = static_cast<double>(memory_profile_.planned_kept_micro_batches);
+    const double activations =
+        planned_kept ? static_cast<double>(memory_unit.planned_kept_bytes) * planned_scale
+                     : unit.kept_activation_bytes - unit.kept_tp_activation_bytes + unit.kept_tp_activation_bytes / tp;
+    const double core_activations = planned_kept
+                                        ? static_cast<double>(memory_unit.planned_kept_attention_core_bytes) * planned_scale
+                                        : unit.kept_attention_core_activation_bytes / tp;
     cost.kept_bytes = activations * rows;
     const bool in_block = unit.stageable && profile_.has_blocks;
     const double forward_run = forward - CachedWriteGain(unit, rates_, layout_.recompute(), in_block, tp, rows);
     if (in_block && layout_.recompute() == proto::RECOMPUTE_SELECTIVE) {
       recomputed = core;
-      cost.kept_bytes = (activations - unit.attention_core_activation_bytes / tp) * rows;
+      cost.kept_bytes = (activations - core_activations) * rows;
     } else if (in_block && layout_.recompute() == proto::RECOMPUTE_FULL) {
       // The ops the recompute pass re-runs when counted (act_count.h
       // CountFullRecomputation; the copies the plan runs as views are acts without work),
@@ -648,6 +697,21 @@ class Pricer {
     cost.backward_tp_seconds = backward_tp;
     cost.parameter_bytes = unit.parameter_bytes - unit.tp_parameter_bytes + unit.tp_parameter_bytes / tp;
     cost.parameter_tensors = unit.parameter_tensors;
+    cost.gradient_bytes = cost.parameter_bytes;
+    if (memory_profile_.tp_boxings_counted && collectives_.TpAxis() >= 0) {
+      // A sharded weight the probe plan gathers whole for its readers (once per
+      // iteration, from the variable), whose gradient is then a partial sum of the whole
+      // weight reduce-scattered at its update: both whole on every tp device.
+      for (const TpBoxing& boxing : memory_unit.tp_boxings) {
+        const double bytes = static_cast<double>(boxing.bytes);
+        if (boxing.per_iteration && boxing.kind == proto::STEP_REDUCE_SCATTER) {
+          cost.gradient_bytes += bytes - bytes / tp;
+        } else if (!boxing.per_iteration && !boxing.scales_with_rows && !boxing.backward &&
+                   boxing.kind == proto::STEP_ALL_GATHER) {
+          cost.gathered_bytes += bytes;
+        }
+      }
+    }
     return cost;
   }
 
@@ -740,6 +804,7 @@ class Pricer {
   }
 
   const ModelProfile& profile_;
+  const ModelProfile& memory_profile_;
   const PriceOptions& options_;
   const proto::AutoParallelLayout& layout_;
   ComputeRates rates_;
@@ -751,11 +816,20 @@ const ModelProfile& ProfileOfLayout(const ModelProfile& profile, const proto::Au
   return ProfileForTp(profile, layout.tp(), std::max<int64_t>(1, layout.micro_batches()));
 }
 
+// The profile whose tp probe's devices compute the rows the layout's do (dp x
+// micro-batches micro-batches of the batch on one tp group): what they keep, which tensors
+// the compiler lays out otherwise as the rows per device fall (the bench's gpt at dp = 2 x
+// tp = 2 and one micro-batch gathers its attention weights only, where its tp = 2 probe of
+// the whole batch gathers every weight: memory predicted 1.4-2.0 x the planned from that probe).
+const ModelProfile& MemoryProfileOfLayout(const ModelProfile& profile, const proto::AutoParallelLayout& layout) {
+  return ProfileForTp(profile, layout.tp(), std::max<int64_t>(1, layout.dp() * layout.micro_batches()));
+}
+
 }  // namespace
 
 absl::StatusOr<proto::AutoParallelPrediction> PriceLayout(const ModelProfile& profile, const PriceOptions& options,
                                                           const proto::AutoParallelLayout& layout) {
-  return Pricer(ProfileOfLayout(profile, layout), options, layout, nullptr).Run();
+  return Pricer(ProfileOfLayout(profile, layout), MemoryProfileOfLayout(profile, layout), options, layout, nullptr).Run();
 }
 
 absl::StatusOr<proto::AutoParallelPrediction> PriceLayout(const ModelProfile& profile, const PriceOptions& options,
@@ -764,7 +838,7 @@ absl::StatusOr<proto::AutoParallelPrediction> PriceLayout(const ModelProfile& pr
   if (cache != nullptr && cache->options() != &options) {
     return absl::InternalError("PriceLayout: an EdgePriceCache made for other PriceOptions");
   }
-  return Pricer(ProfileOfLayout(profile, layout), options, layout, cache).Run();
+  return Pricer(ProfileOfLayout(profile, layout), MemoryProfileOfLayout(profile, layout), options, layout, cache).Run();
 }
 
 absl::StatusOr<std::optional<std::vector<int64_t>>> ChooseStageBlocks(const ModelProfile& profile,
@@ -779,7 +853,7 @@ absl::StatusOr<std::optional<std::vector<int64_t>>> ChooseStageBlocks(const Mode
   proto::AutoParallelLayout balanced = layout;
   balanced.clear_stage_blocks();
   OF_ASSIGN_OR_RETURN(const StageCutCosts costs,
-                      Pricer(ProfileOfLayout(profile, layout), options, balanced, cache)
+                      Pricer(ProfileOfLayout(profile, layout), MemoryProfileOfLayout(profile, layout), options, balanced, cache)
                           .SegmentCosts(static_cast<double>(device_memory)));
   std::optional<std::vector<int64_t>> counts = MinimizeSlowestStage(costs);
   if (counts.has_value() && *counts == BalancedStageBlocks(profile.stageable_units, layout.pp())) return none;

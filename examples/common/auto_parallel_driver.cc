@@ -13,6 +13,7 @@
 #include "compiler/auto_parallel/act_count.h"
 #include "compiler/auto_parallel/candidate.h"
 #include "compiler/auto_parallel/host_terms.h"
+#include "compiler/auto_parallel/kept_activations.h"
 #include "compiler/auto_parallel/model_profile.h"
 #include "compiler/auto_parallel/search.h"
 #include "compiler/auto_parallel/tp_boxings.h"
@@ -216,6 +217,7 @@ absl::Status CountTpBoxingsOfEachShape(const JobBuilder& build, const ParallelFl
     auto_parallel::ModelProfile shaped = *profile;
     shaped.tp_probe_profiles.clear();
     OF_RETURN_IF_ERROR(auto_parallel::CountTpBoxings(*plan, &shaped));
+    OF_RETURN_IF_ERROR(auto_parallel::CountKeptActivations(*plan, tp, micro_batches, &shaped));
     profile->tp_probe_profiles[{tp, micro_batches}] =
         std::make_shared<const auto_parallel::ModelProfile>(std::move(shaped));
   }
@@ -277,11 +279,12 @@ absl::StatusOr<CostModel> PrepareCostModel(const JobBuilder& build, const AutoPa
                       HostTerms(request.settings, request.cluster.nodes,
                                 request.cluster.nodes * request.cluster.devices_per_node));
   if (host_terms.has_value()) auto_parallel::ApplyHostTerms(*host_terms, &options.price);
-  // The per-act cost needs the acts of each unit, and tp's price the boxings the compiler
-  // plans for it: the probe job compiled (as a layout of the search would be, recomputing
-  // nothing), its actors counted (with host terms) and its tp boxings read (with hints).
+  // The per-act cost needs the acts of each unit, tp's price the boxings the compiler
+  // plans for it, and the peak the activations backward reads: the probe job compiled (as
+  // a layout of the search would be, recomputing nothing), its actors counted (with host
+  // terms), its tp boxings read (with hints) and its kept activations found.
   absl::StatusOr<proto::Plan> probe_plan = absl::FailedPreconditionError("the probe layout was not compiled");
-  if (host_terms.has_value() || probe.profile.tp_hinted) {
+  {
     std::string probe_dump;
     CompileSettings probe_settings = request.settings;
     probe_settings.recompute = "none";
@@ -295,6 +298,7 @@ absl::StatusOr<CostModel> PrepareCostModel(const JobBuilder& build, const AutoPa
                                        probe_plan.status().message()));
     }
     if (probe.profile.tp_hinted) OF_RETURN_IF_ERROR(auto_parallel::CountTpBoxings(*probe_plan, &probe.profile));
+    OF_RETURN_IF_ERROR(auto_parallel::CountKeptActivations(*probe_plan, probe.layout.tp(), 1, &probe.profile));
   }
   if (host_terms.has_value()) {
     OF_RETURN_IF_ERROR(auto_parallel::CountActs(*probe_plan, &probe.profile));
