@@ -95,7 +95,7 @@ TEST(AutoParallelKeptActivationsTest, ThePlannedKeptBytesFitInTheArenasSlot) {
   int64_t planned_kept = 0;
   for (const auto_parallel::ProfileUnit& unit : counted.profile.units) planned_kept += unit.planned_kept_bytes;
   EXPECT_EQ(counted.profile.planned_kept_tp, 2);
-  EXPECT_EQ(counted.profile.planned_kept_micro_batches, 1);
+  EXPECT_EQ(counted.profile.planned_kept_row_parts, 1);
   // Kept from forward to backward, they are all live when backward starts: one slot of the
   // arena (memory block 1) holds them together.
   int64_t slot = 0;

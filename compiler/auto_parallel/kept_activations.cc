@@ -30,7 +30,7 @@ absl::string_view LogicalTensorOf(absl::string_view tensor) {
 
 }  // namespace
 
-absl::Status CountKeptActivations(const proto::Plan& probe_plan, int64_t probe_tp, int64_t probe_micro_batches,
+absl::Status CountKeptActivations(const proto::Plan& probe_plan, int64_t probe_tp, int64_t probe_row_parts,
                                   ModelProfile* profile) {
   if (probe_plan.devices().empty() || probe_plan.devices(0).actors().empty()) {
     return absl::InvalidArgumentError(
@@ -96,7 +96,7 @@ absl::Status CountKeptActivations(const proto::Plan& probe_plan, int64_t probe_t
   }
   profile->kept_activations_counted = true;
   profile->planned_kept_tp = probe_tp;
-  profile->planned_kept_micro_batches = probe_micro_batches;
+  profile->planned_kept_row_parts = probe_row_parts;
   return absl::OkStatus();
 }
 

@@ -26,11 +26,12 @@ namespace oneflow::auto_parallel {
 // bytes that device's arena holds for them (the registers backward reads, a boxing's
 // output where backward reads that: what memory planning keeps, in the tensor layout the
 // compiler chose), and profile->kept_activations_counted, planned_kept_tp and
-// planned_kept_micro_batches. `probe_plan` is the profile's job compiled on one group of
-// `probe_tp` devices (no data parallelism, one stage: every device runs every unit) with
-// `probe_micro_batches`, no recomputation. A plan without backward keeps none.
+// planned_kept_row_parts. `probe_plan` is the profile's job compiled on one stage (every
+// device runs every unit) with tp groups of `probe_tp` devices, each device computing
+// 1 / `probe_row_parts` of the batch per micro-batch (dp x micro-batches), no
+// recomputation. A plan without backward keeps none.
 // INVALID_ARGUMENT when the plan has no device or its first device has no actor.
-absl::Status CountKeptActivations(const proto::Plan& probe_plan, int64_t probe_tp, int64_t probe_micro_batches,
+absl::Status CountKeptActivations(const proto::Plan& probe_plan, int64_t probe_tp, int64_t probe_row_parts,
                                   ModelProfile* profile);
 
 }  // namespace oneflow::auto_parallel

@@ -139,7 +139,8 @@ struct ProfileUnit {
   int64_t kept_tp_activation_bytes = 0;
   int64_t kept_attention_core_activation_bytes = 0;
   // The bytes one device of the probe plan CountKeptActivations read keeps for them (one
-  // micro-batch of ModelProfile::planned_kept_micro_batches on planned_kept_tp devices):
+  // micro-batch, 1 / ModelProfile::planned_kept_row_parts of the batch, on a device of
+  // planned_kept_tp):
   // the tensor layout the compiler chose (a tp group that gathers its weights splits the
   // activations otherwise than the hints say).
   int64_t planned_kept_bytes = 0;
@@ -231,10 +232,10 @@ struct ModelProfile {
   bool full_recompute_counted = false;
   // Whether CountKeptActivations filled the units' kept_* bytes from a compiled plan.
   bool kept_activations_counted = false;
-  // The probe plan the units' planned_kept_bytes come from: its tp degree and
-  // micro-batches (no data parallelism); 0: none.
+  // The probe plan the units' planned_kept_bytes come from: its tp degree and the parts
+  // of the batch a device computes per micro-batch (its micro-batches: no dp); 0: none.
   int64_t planned_kept_tp = 0;
-  int64_t planned_kept_micro_batches = 0;
+  int64_t planned_kept_row_parts = 0;
   // Whether CountTpBoxings filled the units' tp_boxings from the tp probe plan.
   bool tp_boxings_counted = false;
   // This profile with the units' tp boxings and tp work counted from a probe plan of
