@@ -96,6 +96,20 @@ bool HoldsWholeBatch(const proto::Job& job) {
   return any;
 }
 
+int64_t MicroBatchesOfInputs(const proto::Job& job) {
+  if (job.batch_size() <= 0) return 0;
+  std::set<std::string> data;
+  for (const proto::DataSourceDef& source : job.data_sources()) data.insert(source.outputs().begin(), source.outputs().end());
+  int64_t rows = 0;
+  for (const proto::TensorDef& tensor : job.tensors()) {
+    if (data.count(tensor.name()) == 0) continue;
+    if (tensor.shape_size() == 0 || tensor.shape(0) <= 0 || (rows > 0 && tensor.shape(0) != rows)) return 0;
+    rows = tensor.shape(0);
+  }
+  if (rows == 0 || job.batch_size() % rows != 0) return 0;
+  return job.batch_size() / rows;
+}
+
 namespace {
 
 // `job` (data-source tensors of `rows_from` rows) with every tensor that carries the rows

@@ -33,6 +33,13 @@ int64_t BatchRows(const proto::Job& job);
 // micro-batches). False without a batch_size.
 bool HoldsWholeBatch(const proto::Job& job);
 
+// How many micro-batches of Job.batch_size the data-source tensors hold one of: 1 when
+// they hold the whole batch (HoldsWholeBatch), batch_size / their rows when they all hold
+// that divisor of it (what Graph::ToText prints for a graph built with micro-batches: the
+// `batch` line and one micro-batch's inputs, not the count), else 0 (no batch size, no
+// data-source tensor, unequal rows or rows that do not divide it).
+int64_t MicroBatchesOfInputs(const proto::Job& job);
+
 // `whole` (data-source tensors of the whole batch, as HoldsWholeBatch; micro_batches unset
 // or 1) as one micro-batch's graph with Job.micro_batches = `micro_batches`: the batch's
 // tensors with dim 0 / micro_batches rows, each op's attributes for its new output shapes

@@ -157,16 +157,31 @@ TEST(GraphTextAutoParallel, TheNoteSaysWhatATextLeavesOutOfTheSearch) {
   EXPECT_EQ(search_note,
             "pipelines not searched: the graph has 0 block(s) (ops marked block=NAME); pipeline stages cut between "
             "blocks\n");
-  // A text of one micro-batch (inputs of 8 rows under `batch 16`): its micro-batches are the text's.
+  // A text of one micro-batch (inputs of 8 rows under `batch 16`, as `--print_graph
+  // --micro_batches=2` prints it) is the model of its whole batch: searched as the text of
+  // 16 rows is, to the same plan bytes.
   text = LayoutFreeMlpText(/*batch=*/16, /*micro_batches=*/2);
   absl::StatusOr<examples::AutoParallelResult> result =
       AutoParallelFromGraphText(text, "mlp.txt", FourDevices(), nullptr, &search_note);
   ASSERT_TRUE(result.ok()) << result.status();
   EXPECT_EQ(search_note,
+            "searched as the whole batch: the graph's inputs hold 8 rows, one micro-batch of its batch of 16\n"
+            "pipelines not searched: the graph has 0 block(s) (ops marked block=NAME); pipeline stages cut between "
+            "blocks\n");
+  absl::StatusOr<examples::AutoParallelResult> whole =
+      AutoParallelFromGraphText(LayoutFreeMlpText(/*batch=*/16), "mlp.txt", FourDevices());
+  ASSERT_TRUE(whole.ok()) << whole.status();
+  EXPECT_EQ(result->plan.auto_parallel().candidates(), whole->plan.auto_parallel().candidates());
+  EXPECT_TRUE(Bytes(result->plan) == Bytes(whole->plan));
+  // Micro-batches of one row cannot be grown back (a size-1 axis also broadcasts): that
+  // text's micro-batch is the search's batch, and the note says micro-batches are not searched.
+  text = LayoutFreeMlpText(/*batch=*/4, /*micro_batches=*/4);
+  result = AutoParallelFromGraphText(text, "mlp.txt", FourDevices(), nullptr, &search_note);
+  ASSERT_TRUE(result.ok()) << result.status();
+  EXPECT_EQ(search_note,
             "pipelines not searched: the graph has 0 block(s) (ops marked block=NAME); pipeline stages cut between "
             "blocks\nmicro-batches not searched: the graph's inputs are not the whole batch of a `batch` line (a "
             "`batch N` line and inputs of N rows)\n");
-  EXPECT_EQ(result->plan.auto_parallel().candidates(), 9);  // dp, tp and ZeRO only
 }
 
 TEST(GraphTextAutoParallel, TwoSearchesGiveTheSamePlanBytes) {

@@ -173,7 +173,25 @@ absl::StatusOr<examples::AutoParallelResult> AutoParallelFromGraphText(absl::str
   }
   absl::StatusOr<proto::Job> built = (*parsed)->Build();  // once: each layout's Job starts from it
   if (!built.ok()) return InFile(built.status(), file_name);
+  // A text of one micro-batch (`--print_graph --micro_batches=M` prints the `batch N` line
+  // and inputs of N / M rows, not M) is searched as the model of its whole batch, grown
+  // back (examples::ResizeMicroBatches), so that micro-batches are the search's to choose
+  // and dp splits the batch rather than one micro-batch of it. Where growing it back is
+  // refused (1-row micro-batches), its micro-batch is the search's batch, as the note says.
+  std::string grown_note;
+  if (const int64_t micro_batches = examples::MicroBatchesOfInputs(*built);
+      micro_batches > 1 && built->micro_batches() <= 1) {
+    proto::Job micro_batch = *built;
+    micro_batch.set_micro_batches(micro_batches);
+    absl::StatusOr<proto::Job> whole = examples::ResizeMicroBatches(micro_batch, 1);
+    if (whole.ok()) {
+      grown_note = absl::StrCat("searched as the whole batch: the graph's inputs hold ", built->batch_size() / micro_batches,
+                                " rows, one micro-batch of its batch of ", built->batch_size(), "\n");
+      built = *std::move(whole);
+    }
+  }
   const examples::AutoParallelRequest searched = PipelinesATextAllows(*built, request, search_note);
+  if (search_note != nullptr) *search_note = absl::StrCat(grown_note, *search_note);
   const examples::JobBuilder build = [&](const examples::ParallelLayout& layout) {
     return JobOfLayout(*built, file_name, layout, nullptr);
   };
