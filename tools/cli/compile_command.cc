@@ -16,6 +16,7 @@
 #include "plan/plan_io.h"
 #include "examples/common/auto_parallel_driver.h"
 #include "examples/common/compile_driver.h"
+#include "examples/common/micro_batch_split.h"
 #include "examples/common/compile_recipe.h"
 #include "examples/common/parallel_layout.h"
 #include "oneflow_core/dsl/graph.h"
@@ -280,6 +281,16 @@ absl::Status RunCompile(const std::vector<std::string>& arguments, std::ostream&
   if (!tensor_parallel_note.empty()) out << tensor_parallel_note << "\n";
   for (const std::string& warning : examples::LayoutWarnings(job, layout)) {
     std::cerr << "oneflow compile: warning: " << warning << "\n";
+  }
+  if (const int64_t of = examples::MicroBatchesOfInputs(job); of > 1 && layout.micro_batches() != of) {
+    // A text of one micro-batch (`--print_graph --micro_batches=K`: its `batch N` line and
+    // inputs of N / K rows) trains what its inputs hold times --micro_batches, not its batch.
+    const int64_t rows = job.batch_size() / of;
+    std::cerr << "oneflow compile: warning: " << path << "'s inputs hold " << rows << " rows, one of " << of
+              << " micro-batches of its `batch " << job.batch_size() << "` line (as `--print_graph --micro_batches="
+              << of << "` writes it); this plan trains " << rows * layout.micro_batches()
+              << " rows an iteration: give --micro_batches=" << of << " to train the batch of " << job.batch_size()
+              << "\n";
   }
   if (layout.micro_batches() > 1 && job.batch_size() == 0) {
     // Without a `batch` line the text's rows cannot be told from one micro-batch's.

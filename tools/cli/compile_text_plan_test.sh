@@ -153,6 +153,16 @@ err=$("$ONEFLOW" compile "$DIR/gpt_nobatch.txt" --micro_batches=2 --plan_out="$D
   fail "a text without a batch line was refused: $err"
 [[ "$err" == *"oneflow compile: warning: $DIR/gpt_nobatch.txt has no \`batch N\` line, so its inputs are taken as one micro-batch and an iteration runs --micro_batches=2 of them; write \`batch N\` (N = its inputs' rows) to have them cut into micro-batches instead"* ]] ||
   fail "no warning for a text without a batch line: $err"
+# A text of one micro-batch compiled without its micro-batches trains its inputs' rows, not
+# its batch: said, with the flag that trains the batch.
+"$PWD/examples/gpt/gpt" --print_graph --micro_batches=4 | grep -v '^placement ' >"$DIR/gpt_micro.txt"
+err=$("$ONEFLOW" compile "$DIR/gpt_micro.txt" --plan_out="$DIR/micro.plan" 2>&1 >/dev/null) ||
+  fail "a text of one micro-batch was refused: $err"
+[[ "$err" == *"oneflow compile: warning: $DIR/gpt_micro.txt's inputs hold 2 rows, one of 4 micro-batches of its \`batch 8\` line (as \`--print_graph --micro_batches=4\` writes it); this plan trains 2 rows an iteration: give --micro_batches=4 to train the batch of 8"* ]] ||
+  fail "no warning for a text of one micro-batch: $err"
+err=$("$ONEFLOW" compile "$DIR/gpt_micro.txt" --micro_batches=4 --plan_out="$DIR/micro.plan" 2>&1 >/dev/null) ||
+  fail "a text of one micro-batch was refused with its micro-batches: $err"
+[[ "$err" != *"warning"* ]] || fail "a warning for a text compiled with its micro-batches: $err"
 # A sum over the batch for the loss cannot be cut into micro-batches: refused naming the op.
 sed 's/= reduce_mean(/= reduce_sum(/' "$DIR/mlp_free.txt" >"$DIR/mlp_sum.txt"
 err=$("$ONEFLOW" compile "$DIR/mlp_sum.txt" --micro_batches=2 --plan_out="$DIR/sum.plan" 2>&1 >/dev/null) &&
