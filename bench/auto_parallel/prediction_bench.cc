@@ -25,7 +25,7 @@
 // slow families (dp, tp, pp, micro-batches, ZeRO, recomputation). With --reprice=FILE it
 // measures nothing: the sweeps FILE holds (this bench's output) are priced again by this
 // build's model with each run's own final terms ({"bench":"auto_parallel_reprice",...} per
-// layout, the recorded and new error, ranking and choice in
+// layout, with the new prediction's compute / exposed communication / bubble split, the recorded and new error, ranking and choice in
 // {"bench":"auto_parallel_reprice_summary",...}). Not a test:
 //   bazel run //bench/auto_parallel:prediction_bench   (the .bazelrc builds with -O2)
 #include <algorithm>

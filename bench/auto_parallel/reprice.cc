@@ -165,8 +165,10 @@ absl::Status RepriceCluster(const examples::GptConfig& config, int64_t devices, 
     const double ms = 1e3 * StepSeconds(now);
     std::printf(
         "{\"bench\":\"auto_parallel_reprice\",\"devices\":%lld,\"layout\":\"%s\",\"recorded_predicted_ms\":%.4f,"
-        "\"predicted_ms\":%.4f,\"measured_ms\":%.4f,\"measured_over_predicted\":%.3f}\n",
-        static_cast<long long>(devices), name->c_str(), was, ms, step, step / ms);
+        "\"predicted_ms\":%.4f,\"compute_ms\":%.4f,\"exposed_communication_ms\":%.4f,\"bubble_ms\":%.4f,"
+        "\"measured_ms\":%.4f,\"measured_over_predicted\":%.3f}\n",
+        static_cast<long long>(devices), name->c_str(), was, ms, 1e3 * now.compute_seconds(),
+        1e3 * now.exposed_communication_seconds(), 1e3 * now.bubble_seconds(), step, step / ms);
     names.push_back(*name);
     recorded.push_back(was);
     predicted.push_back(ms);
