@@ -61,6 +61,8 @@ double DevicePeakBytes(const proto::AutoParallelLayout& layout, const PeakTerms&
   double per_iteration = 0;
   if (!one_micro_batch) {
     per_iteration += gradients + terms.gathered_bytes;  // the accumulated gradients, tp's gathers
+    // tp's reduce-scatter bucket of the gathered weights' gradients copies them.
+    per_iteration += std::max(0.0, gradients - whole);
     if (layout.zero() >= 2 && layout.dp() > 1) per_iteration += gradients;  // a reduce-scatter bucket's copy
     if (layout.zero() >= 1) {
       per_iteration += whole + shard * (1 + static_cast<double>(terms.optimizer_state_copies));

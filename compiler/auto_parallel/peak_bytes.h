@@ -26,7 +26,8 @@
 //                     per-op choice, read from the tp probe plans: tp_boxings.h): the
 //                     gathered copy, per iteration with micro-batches and in the slot
 //                     without, and its gradient whole (a partial sum) wherever the
-//                     gradients are
+//                     gradients are, with micro-batches also copied once per iteration
+//                     into the reduce-scatter bucket that takes it to its shard
 //
 // Until session 56 the activations were every forward output (now those backward reads:
 // kept_activations.h), times the micro-batches 1F1B keeps in flight times the register
