@@ -7,9 +7,12 @@
 #include <cstring>
 #include <algorithm>
 #include <filesystem>
+#include <string>
+#include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
 #include "compiler/passes/pipeline_schedule_pass.h"
 #include "kernels/device_backend.h"
 #include "oneflow_core/dsl/graph.h"
@@ -144,6 +147,29 @@ std::vector<std::string> LayoutWarnings(const proto::Job& job, const ParallelLay
         ", fewer rows than --dp=", layout.dp(), ": ", layout.dp() - rows, " of the ", layout.dp(),
         " data-parallel devices get no rows and only wait for the others; use --batch >= ",
         layout.dp() * micro_batches));
+  } else if (job.batch_size() > 0 && layout.dp() > 1 && rows % layout.dp() != 0 &&
+             std::any_of(job.ops().begin(), job.ops().end(),
+                         [](const proto::OpDef& op) { return op.type() == "reshape"; })) {
+    // What the examples refuse without --uneven_batch (ParallelLayout::
+    // CheckEvenDataParallelBatch); a graph text's batch is its own, compiled as written. A
+    // model without reshapes (the mlp) splits any batch at no cost: no warning.
+    std::vector<std::string> per_device;
+    for (int64_t d = 0; d < layout.dp(); ++d) {
+      per_device.push_back(absl::StrCat(rows / layout.dp() + (d < rows % layout.dp() ? 1 : 0)));
+    }
+    std::vector<std::string> even;
+    for (int64_t dp = 2; dp <= rows; ++dp) {
+      if (rows % dp == 0) even.push_back(absl::StrCat(dp));
+    }
+    warnings.push_back(absl::StrCat(
+        "--batch=", job.batch_size(),
+        micro_batches > 1 ? absl::StrCat(" is ", rows, " rows per micro-batch (--micro_batches=", micro_batches, "), which") : "",
+        " does not split evenly over --dp=", layout.dp(), ": the data-parallel devices hold ",
+        absl::StrJoin(per_device, ", "),
+        " rows, and the model's reshapes of an uneven split need activation boxing (dozens of collectives a step "
+        "instead of a few gradient reductions); ",
+        even.empty() ? std::string("no --dp above 1 splits it evenly")
+                     : absl::StrCat("--dp=", absl::StrJoin(even, ", "), " split", even.size() > 1 ? "" : "s", " it evenly")));
   }
   return warnings;
 }

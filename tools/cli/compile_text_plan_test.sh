@@ -163,6 +163,15 @@ err=$("$ONEFLOW" compile "$DIR/gpt_micro.txt" --plan_out="$DIR/micro.plan" 2>&1 
 err=$("$ONEFLOW" compile "$DIR/gpt_micro.txt" --micro_batches=4 --plan_out="$DIR/micro.plan" 2>&1 >/dev/null) ||
   fail "a text of one micro-batch was refused with its micro-batches: $err"
 [[ "$err" != *"warning"* ]] || fail "a warning for a text compiled with its micro-batches: $err"
+# A text's batch that does not split evenly over --dp compiles (the text's batch is its
+# own), with what the uneven split costs said and the --dp that split it evenly.
+err=$("$ONEFLOW" compile "$DIR/gpt_free.txt" --devices_per_node=3 --dp=3 --plan_out="$DIR/uneven.plan" 2>&1 >/dev/null) ||
+  fail "an uneven text batch was refused: $err"
+[[ "$err" == "oneflow compile: warning: --batch=8 does not split evenly over --dp=3: the data-parallel devices hold 3, 3, 2 rows, and the model's reshapes of an uneven split need activation boxing (dozens of collectives a step instead of a few gradient reductions); --dp=2, 4, 8 split it evenly" ]] ||
+  fail "no warning for an uneven batch: $err"
+err=$("$ONEFLOW" compile "$DIR/gpt_free.txt" --devices_per_node=4 --dp=4 --plan_out="$DIR/even.plan" 2>&1 >/dev/null) ||
+  fail "an even text batch was refused: $err"
+[[ -z "$err" ]] || fail "a warning for an even batch: $err"
 # A sum over the batch for the loss cannot be cut into micro-batches: refused naming the op.
 sed 's/= reduce_mean(/= reduce_sum(/' "$DIR/mlp_free.txt" >"$DIR/mlp_sum.txt"
 err=$("$ONEFLOW" compile "$DIR/mlp_sum.txt" --micro_batches=2 --plan_out="$DIR/sum.plan" 2>&1 >/dev/null) &&
