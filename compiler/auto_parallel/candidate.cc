@@ -32,12 +32,15 @@ std::vector<std::pair<std::string, std::string>> Fields(const proto::AutoParalle
   return fields;
 }
 
-auto Key(const proto::AutoParallelLayout& layout) {
+auto FamilyKey(const proto::AutoParallelLayout& layout) {
   const int recompute = layout.recompute() == proto::RECOMPUTE_FULL        ? 2
                         : layout.recompute() == proto::RECOMPUTE_SELECTIVE ? 1
                                                                            : 0;
-  return std::make_tuple(layout.pp(), layout.tp(), layout.micro_batches(), layout.zero(), recompute,
-                         !layout.stage_blocks().empty());
+  return std::make_tuple(layout.pp(), layout.tp(), layout.micro_batches(), layout.zero(), recompute);
+}
+
+auto Key(const proto::AutoParallelLayout& layout) {
+  return std::tuple_cat(FamilyKey(layout), std::make_tuple(!layout.stage_blocks().empty()));
 }
 
 }  // namespace
@@ -83,6 +86,10 @@ std::string LayoutDifference(const proto::AutoParallelLayout& layout, const prot
 }
 
 bool SimplerLayout(const proto::AutoParallelLayout& a, const proto::AutoParallelLayout& b) { return Key(a) < Key(b); }
+
+bool SimplerFamily(const proto::AutoParallelLayout& a, const proto::AutoParallelLayout& b) {
+  return FamilyKey(a) < FamilyKey(b);
+}
 
 std::vector<proto::AutoParallelLayout> EnumerateLayouts(const ModelProfile& profile, int64_t devices,
                                                         int64_t max_micro_batches) {

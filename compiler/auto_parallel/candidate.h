@@ -45,6 +45,10 @@ std::vector<proto::AutoParallelLayout> EnumerateLayouts(const ModelProfile& prof
 // True when `a` comes before `b` in EnumerateLayouts' order.
 bool SimplerLayout(const proto::AutoParallelLayout& a, const proto::AutoParallelLayout& b);
 
+// SimplerLayout of the families alone: the pipeline cuts (stage_blocks) set aside, so a
+// layout with chosen cuts and its balanced twin are neither simpler than the other.
+bool SimplerFamily(const proto::AutoParallelLayout& a, const proto::AutoParallelLayout& b);
+
 }  // namespace oneflow::auto_parallel
 
 #endif  // COMPILER_AUTO_PARALLEL_CANDIDATE_H_

@@ -82,6 +82,17 @@ absl::StatusOr<SearchResult> Search(const ModelProfile& profile, const SearchOpt
   }
   std::sort(result.fitting.begin(), result.fitting.end(), Cheaper);
   std::sort(result.over_memory.begin(), result.over_memory.end(), Cheaper);
+  result.near_tie_fraction = std::max(0.0, options.near_tie_fraction);
+  if (!result.fitting.empty() && options.near_tie_fraction > 0) {
+    // The near tie: the simplest layout the model cannot tell from the cheapest goes first.
+    const double within = StepSeconds(result.fitting.front()) * (1 + options.near_tie_fraction);
+    size_t simplest = 0;
+    for (size_t i = 1; i < result.fitting.size() && StepSeconds(result.fitting[i]) <= within; ++i) {
+      if (SimplerFamily(result.fitting[i].layout(), result.fitting[simplest].layout())) simplest = i;
+    }
+    std::rotate(result.fitting.begin(), result.fitting.begin() + static_cast<std::ptrdiff_t>(simplest),
+                result.fitting.begin() + static_cast<std::ptrdiff_t>(simplest) + 1);
+  }
   if (result.fitting.empty()) {
     const proto::AutoParallelPrediction* smallest = &result.over_memory.front();
     for (const proto::AutoParallelPrediction& prediction : result.over_memory) {
@@ -97,7 +108,7 @@ absl::StatusOr<SearchResult> Search(const ModelProfile& profile, const SearchOpt
 }
 
 std::string WhyLost(const proto::AutoParallelPrediction& alternative, const proto::AutoParallelPrediction& chosen,
-                    int64_t device_memory) {
+                    int64_t device_memory, double near_tie_fraction) {
   const std::string what = LayoutDifference(alternative.layout(), chosen.layout());
   if (device_memory > 0 && alternative.peak_bytes() > device_memory) {
     return absl::StrCat(what, ": peak ", BytesText(alternative.peak_bytes()), " > --device_memory=",
@@ -106,6 +117,12 @@ std::string WhyLost(const proto::AutoParallelPrediction& alternative, const prot
   const double step = StepSeconds(alternative);
   const double reference = StepSeconds(chosen);
   if (step == reference) return absl::StrCat(what, ": same predicted step; the simpler layout wins the tie");
+  if (step < reference) {
+    // Ahead of the chosen one only within the near tie (Search).
+    return absl::StrCat(what, ": ", absl::StrFormat("%+.1f%%", 100.0 * (step - reference) / reference),
+                        " step, within the ", absl::StrFormat("%g", 100.0 * near_tie_fraction),
+                        "% the model cannot tell apart: the simpler layout wins");
+  }
   const std::pair<const char*, double> parts[] = {
       {"compute", alternative.compute_seconds() - chosen.compute_seconds()},
       {"exposed communication",
@@ -133,14 +150,14 @@ proto::AutoParallelDecision DecisionRecord(const SearchResult& result, size_t ch
   for (size_t i = chosen + 1; i < result.fitting.size() && added < alternatives; ++i, ++added) {
     proto::AutoParallelPrediction* alternative = decision.add_alternatives();
     *alternative = result.fitting[i];
-    alternative->set_lost_because(WhyLost(*alternative, winner, device_memory));
+    alternative->set_lost_because(WhyLost(*alternative, winner, device_memory, result.near_tie_fraction));
   }
   added = 0;
   for (const proto::AutoParallelPrediction& over : result.over_memory) {
     if (added >= alternatives || StepSeconds(over) > StepSeconds(winner)) break;
     proto::AutoParallelPrediction* alternative = decision.add_alternatives();
     *alternative = over;
-    alternative->set_lost_because(WhyLost(over, winner, device_memory));
+    alternative->set_lost_because(WhyLost(over, winner, device_memory, result.near_tie_fraction));
     ++added;
   }
   for (const proto::AutoParallelPrediction& prediction : refused) *decision.add_refused() = prediction;

@@ -40,10 +40,22 @@ struct SearchOptions {
   // DP over the cuts, within device_memory) when they differ from the balanced ones, priced
   // as a layout of their own (AutoParallelLayout.stage_blocks). false: balanced cuts only.
   bool search_stage_cuts = true;
+  // Predictions within this fraction of the cheapest are ones the model cannot tell apart:
+  // of those, the simplest layout (candidate.h SimplerFamily: fewer pipeline stages, then
+  // less tp, fewer micro-batches, lower ZeRO stage, less recomputation; the cheaper of two
+  // that differ only in their pipeline cuts) goes first. The
+  // model's median |error| is 8-9% on emulated hosts (docs/auto_parallel.md), and where its
+  // errors lean they lean on the complex side (pipelines priced 5-9% short on 3 hosts):
+  // both 3 x 1 sweeps (sessions 54, 55) chose pp = 3 with 6 micro-batches, predicted 1.3%
+  // and 0.8% under dp = 3, measured 1.24-1.27 x slower. 3%: the noise the distributed
+  // bench allows (issue 24). 0: the cheapest prediction wins, ties by simplicity.
+  double near_tie_fraction = 0.03;
 };
 
 struct SearchResult {
-  // Layouts within the memory limit, cheapest first.
+  // Layouts within the memory limit, cheapest first, but for the near tie
+  // (SearchOptions::near_tie_fraction): the simplest of the layouts within it of the
+  // cheapest first, the rest in order.
   std::vector<proto::AutoParallelPrediction> fitting;
   // Layouts over it, cheapest first.
   std::vector<proto::AutoParallelPrediction> over_memory;
@@ -54,6 +66,8 @@ struct SearchResult {
   int64_t edges_reused = 0;
   // Layouts priced with chosen pipeline cuts besides their balanced twin.
   int64_t cut_layouts = 0;
+  // SearchOptions::near_tie_fraction as searched (the decision record's reasons say it).
+  double near_tie_fraction = 0;
 };
 
 // INVALID_ARGUMENT when the cluster has no device or no layout suits the model (naming
@@ -66,8 +80,9 @@ absl::StatusOr<SearchResult> Search(const ModelProfile& profile, const SearchOpt
 // Why `alternative` lost to `chosen`, prefixed by what differs:
 //   "tp=4: +38% step: exposed communication +1.20 ms"
 //   "pp=2 micro_batches=2: peak 1.90 GiB > --device_memory=1.00 GiB"
+//   "pp=3 micro_batches=6: -0.8% step, within the 3% the model cannot tell apart: the simpler layout wins"
 std::string WhyLost(const proto::AutoParallelPrediction& alternative, const proto::AutoParallelPrediction& chosen,
-                    int64_t device_memory);
+                    int64_t device_memory, double near_tie_fraction = 0);
 
 // The decision record of choosing result.fitting[chosen]: the chosen prediction, up to
 // `alternatives` of the next fitting layouts and of the cheapest over-memory layouts that

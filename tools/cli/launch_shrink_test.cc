@@ -366,7 +366,7 @@ TEST(LaunchShrinkTest, ASearchedPipelineIsSearchedAgainForTheSurvivors) {
   EXPECT_TRUE(Bytes(replan->plan) == Bytes(SearchedPlan(text, Nodes(3, kMemory)))) << replan->action;
   absl::StatusOr<Replan> again = ReplanForSurvivors(replan->plan, 2);
   ASSERT_TRUE(again.ok()) << again.status();
-  EXPECT_THAT(again->action, HasSubstr("(the --auto_parallel search ran again: --dp=1 --tp=1 --pp=2 --micro_batches=8 "));
+  EXPECT_THAT(again->action, HasSubstr("(the --auto_parallel search ran again: --dp=1 --tp=1 --pp=2 --micro_batches=4 "));
   // The 3 nodes' tp = 3 had its split inferred, so their recipe is the text without hints
   // (RecipeJob): the search of that text for 2 nodes.
   EXPECT_TRUE(Bytes(again->plan) ==
