@@ -14,6 +14,7 @@
 #include "examples/common/compile_driver.h"
 #include "examples/gpt/gpt_model.h"
 #include "examples/mlp/mlp_model.h"
+#include "oneflow_core/status.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "oneflow_core/dsl/graph.h"
@@ -64,16 +65,21 @@ std::string Bytes(const proto::Plan& plan) {
   return *bytes;
 }
 
+// The text compiled with `layout`'s flags, as `oneflow compile` does.
+absl::StatusOr<proto::Plan> PlanOfTheFlags(const std::string& text, const std::string& file_name,
+                                           const examples::ParallelLayout& layout) {
+  OF_ASSIGN_OR_RETURN(const proto::Job job, JobFromGraphText(text, file_name, layout));
+  std::string dump;
+  OF_ASSIGN_OR_RETURN(const CompileOptions options,
+                      examples::CompileOptionsFor(layout, examples::CompileSettings(), &dump));
+  return Compile(job, options);
+}
+
 // The searched plan, its decision record set aside, is byte for byte the plan of
 // compiling the text with the chosen layout's flags.
 void ExpectThePlanOfItsFlags(const std::string& text, const std::string& file_name,
                              const examples::ParallelLayout& layout, const proto::Plan& searched) {
-  absl::StatusOr<proto::Job> job = JobFromGraphText(text, file_name, layout);
-  ASSERT_TRUE(job.ok()) << job.status();
-  std::string dump;
-  absl::StatusOr<CompileOptions> options = examples::CompileOptionsFor(layout, examples::CompileSettings(), &dump);
-  ASSERT_TRUE(options.ok()) << options.status();
-  absl::StatusOr<proto::Plan> by_hand = Compile(*job, *options);
+  absl::StatusOr<proto::Plan> by_hand = PlanOfTheFlags(text, file_name, layout);
   ASSERT_TRUE(by_hand.ok()) << by_hand.status();
   proto::Plan chosen = searched;
   chosen.clear_auto_parallel();
@@ -210,13 +216,7 @@ TEST(GraphTextAutoParallel, MemoryBelowEveryLayoutNamesTheSmallestPeak) {
   flags.devices_per_node = 4;
   flags.tp = 4;
   flags.micro_batches = 16;
-  const examples::ParallelLayout layout = Layout(flags);
-  absl::StatusOr<proto::Job> job = JobFromGraphText(LayoutFreeMlpText(/*batch=*/16), "mlp.txt", layout);
-  ASSERT_TRUE(job.ok()) << job.status();
-  std::string dump;
-  absl::StatusOr<CompileOptions> options = examples::CompileOptionsFor(layout, examples::CompileSettings(), &dump);
-  ASSERT_TRUE(options.ok()) << options.status();
-  absl::StatusOr<proto::Plan> plan = Compile(*job, *options);
+  absl::StatusOr<proto::Plan> plan = PlanOfTheFlags(LayoutFreeMlpText(/*batch=*/16), "mlp.txt", Layout(flags));
   ASSERT_TRUE(plan.ok()) << plan.status();
   int64_t planned = 0;
   for (const proto::DevicePlan& device : plan->devices()) planned = std::max(planned, device.peak_bytes());
