@@ -170,4 +170,19 @@ std::string HostTermsText(const proto::AutoParallelDecision& decision) {
                          terms.host_cores(), share, terms.measured_devices(), terms.calibration_file());
 }
 
+bool DevicesOutnumberCores(const PriceOptions& options) {
+  const int64_t devices = options.cluster.num_nodes() * options.cluster.devices_per_node();
+  return options.host_cores > 0 && devices > options.host_cores;
+}
+
+double SharedCores(const PriceOptions& options) {
+  return options.host_core_share > 0 ? std::min(options.host_core_share, static_cast<double>(options.host_cores))
+                                     : static_cast<double>(options.host_cores);
+}
+
+double LockstepStretch(const PriceOptions& options, const proto::AutoParallelLayout& layout) {
+  if (options.host_cores <= 0 || layout.pp() != 1) return 1.0;
+  return std::max(1.0, static_cast<double>(layout.dp() * layout.tp()) / SharedCores(options));
+}
+
 }  // namespace oneflow::auto_parallel

@@ -95,6 +95,21 @@ void ApplyHostTerms(const proto::AutoParallelHostTerms& terms, PriceOptions* opt
 // for a decision without the record "none: acts free, every device its own core".
 std::string HostTermsText(const proto::AutoParallelDecision& decision);
 
+// With options.host_cores: whether the cluster's devices are more than the cores they share
+// (some device always waits for a core while every device has work).
+bool DevicesOutnumberCores(const PriceOptions& options);
+
+// With options.host_cores: the cores' worth the devices obtain (host_core_share, at most
+// the cores).
+double SharedCores(const PriceOptions& options);
+
+// With options.host_cores and one stage: how much longer each device's compute takes when
+// all of the stage's devices compute at once on the cores' share, each at most one core
+// (devices / share, at least 1). Every device of one stage runs the same program, so they
+// compute at once; a pipeline's stages do not (shared_core_pipeline.h plays them out). 1
+// otherwise.
+double LockstepStretch(const PriceOptions& options, const proto::AutoParallelLayout& layout);
+
 }  // namespace oneflow::auto_parallel
 
 #endif  // COMPILER_AUTO_PARALLEL_HOST_TERMS_H_

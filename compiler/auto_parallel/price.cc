@@ -12,7 +12,9 @@
 #include "compiler/auto_parallel/act_count.h"
 #include "compiler/auto_parallel/candidate.h"
 #include "compiler/auto_parallel/edge_price_cache.h"
+#include "compiler/auto_parallel/host_terms.h"
 #include "compiler/auto_parallel/peak_bytes.h"
+#include "compiler/auto_parallel/unit_memory.h"
 #include "compiler/auto_parallel/pipeline_period.h"
 #include "compiler/auto_parallel/shared_core_pipeline.h"
 #include "compiler/auto_parallel/stage_collectives.h"
@@ -64,7 +66,7 @@ struct UnitCost {
 class Pricer {
  public:
   // `profile`: the one of the layout's tp probe shape (ProfileOfLayout); `memory_profile`:
-  // the one whose probe keeps what the layout's devices keep (MemoryProfileOfLayout),
+  // the one whose probe keeps what the layout's devices keep (unit_memory.h MemoryProfileOf),
   // with the same units.
   Pricer(const ModelProfile& profile, const ModelProfile& memory_profile, const PriceOptions& options,
          const proto::AutoParallelLayout& layout, EdgePriceCache* cache)
@@ -204,7 +206,7 @@ class Pricer {
       const bool regathers_waited = layout_.zero() >= 3 && collectives_.DpCrossesNodes(s);
       // The compute that can hide communication, as long as the devices' turns on shared
       // cores make it (LockstepStretch: one stage; 1 otherwise).
-      const double stretch = LockstepStretch();
+      const double stretch = LockstepStretch(options_, layout_);
       const double hiding_backward = cost.backward_seconds * stretch;
       // ZeRO 1 and 2 gather the updated shards after the optimizer steps, which wait for
       // the reduced gradients: backward is over, nothing of this iteration hides them, and
@@ -244,7 +246,7 @@ class Pricer {
       // median iteration's critical path, 0.9 ms of forward compute on it; the 2 x 1 trace
       // above had a core per device; docs/auto_parallel_measurements.md, "Three hosts on
       // two cores, re-priced (session 46)").
-      const bool gathers_run_ahead = !DevicesOutnumberCores();
+      const bool gathers_run_ahead = !DevicesOutnumberCores(options_);
       const double exposed_forward_gathers =
           gathers_run_ahead ? std::max(0.0, forward_gathers - forward_compute) : forward_gathers;
       const double exposed_gathers =
@@ -271,7 +273,7 @@ class Pricer {
       stage_work[s].first_backward_wait_seconds = backward_gathers;
       stage_work[s].devices = layout_.dp() * layout_.tp();
       const double every_device_at_once = std::max(
-          1.0, static_cast<double>(layout_.dp() * layout_.tp() * pp) / std::max(1.0, SharedCores()));
+          1.0, static_cast<double>(layout_.dp() * layout_.tp() * pp) / std::max(1.0, SharedCores(options_)));
       // (The gathers are in the play's first tasks of every stage.)
       slowest_tail = std::max(slowest_tail, optimizer_seconds * every_device_at_once + exposed_dp + gradients_exposed);
       // (Stages a cut's bound holds to one period: the one with more work of its own shows
@@ -290,7 +292,7 @@ class Pricer {
       const double received =
           ((s > 0 ? cut_bytes[s] : 0) + (s + 1 < pp ? cut_bytes[s + 1] : 0)) * RowFraction();
       PeakTerms terms = PeakTermsOf(cost, s);
-      terms.backward_held_bytes = BackwardHeldBytes(held[s], GradientBucketBytes());
+      terms.backward_held_bytes = BackwardHeldBytes(held[s], GradientBucketBytes(layout_, options_.bucket_mb));
       terms.largest_gathered_bytes = largest_parameters[s];
       terms.largest_recomputed_bytes = largest_recomputed[s];
       terms.received_bytes = received;
@@ -313,13 +315,13 @@ class Pricer {
       // against 40.2: its last gradient bucket, 21 ms over the link after backward, added
       // to the 40 ms the three devices' compute took on the cores (docs/auto_parallel_measurements.md,
       // "Three hosts on two cores").
-      prediction.set_compute_seconds(std::max(prediction.compute_seconds(), all_devices_compute / SharedCores()));
+      prediction.set_compute_seconds(std::max(prediction.compute_seconds(), all_devices_compute / SharedCores(options_)));
     } else if (options_.host_cores > 0) {
       // A pipeline's devices take turns on the host's cores: no iteration is shorter than
       // all their compute spread over the cores, nor than the pipeline played out on them
       // (its stages do not keep every core busy while it fills and drains).
-      OF_ASSIGN_OR_RETURN(const double pipeline, SharedCorePipelineSeconds(stage_work, micro_batches, SharedCores()));
-      const double shared = std::max(all_devices_compute / SharedCores(), pipeline + slowest_tail);
+      OF_ASSIGN_OR_RETURN(const double pipeline, SharedCorePipelineSeconds(stage_work, micro_batches, SharedCores(options_)));
+      const double shared = std::max(all_devices_compute / SharedCores(options_), pipeline + slowest_tail);
       const double step = StepSeconds(prediction);
       if (shared > step) prediction.set_compute_seconds(prediction.compute_seconds() + shared - step);
     }
@@ -397,20 +399,6 @@ class Pricer {
     return terms;
   }
 
-  // The gradient bucket memory planning holds whole from its first member on (peak_bytes.h
-  // BackwardHeldBytes): data parallelism's all-reduce buckets of one micro-batch, as
-  // gradients as bucket views lay them out (compiler/passes/memory_planning_pass.cc);
-  // with micro-batches the buckets hold the accumulated gradients, once per iteration,
-  // and ZeRO 2 and 3 reduce-scatter, whose buckets copy. Nor with tp: the gradients the
-  // dp buckets sum come out of tp's own reductions (reduce-scatters of gathered weights'
-  // partial sums), which planning does not place in the bucket (the bench's gpt on 8
-  // devices, dp x tp with one micro-batch: 1.26-1.39 x the planned peak with the buckets
-  // held from backward's start). 0: none.
-  double GradientBucketBytes() const {
-    if (layout_.dp() <= 1 || layout_.tp() > 1 || layout_.micro_batches() > 1 || layout_.zero() >= 2) return 0;
-    return options_.bucket_mb * 1024.0 * 1024.0;
-  }
-
   absl::Status Check() const {
     const int64_t devices = options_.cluster.num_nodes() * options_.cluster.devices_per_node();
     const std::string name = LayoutName(layout_);
@@ -454,30 +442,6 @@ class Pricer {
           absl::StrCat(name, ": '", profile_.job_name, "' has no tensor-parallel hints, so tp must be 1"));
     }
     return absl::OkStatus();
-  }
-
-  // With host_cores: whether the cluster's devices are more than the cores they share
-  // (some device always waits for a core while every device has work).
-  bool DevicesOutnumberCores() const {
-    const int64_t devices = options_.cluster.num_nodes() * options_.cluster.devices_per_node();
-    return options_.host_cores > 0 && devices > options_.host_cores;
-  }
-
-  // With host_cores: the cores' worth the devices obtain (host_core_share, at most the cores).
-  double SharedCores() const {
-    return options_.host_core_share > 0
-               ? std::min(options_.host_core_share, static_cast<double>(options_.host_cores))
-               : static_cast<double>(options_.host_cores);
-  }
-
-  // With host_cores and one stage: how much longer each device's compute takes when all
-  // of the stage's devices compute at once on the cores' share, each at most one core
-  // (devices / share, at least 1). Every device of one stage runs the same program, so
-  // they compute at once; a pipeline's stages do not (shared_core_pipeline.h plays them
-  // out). 1 otherwise.
-  double LockstepStretch() const {
-    if (options_.host_cores <= 0 || layout_.pp() != 1) return 1.0;
-    return std::max(1.0, static_cast<double>(layout_.dp() * layout_.tp()) / SharedCores());
   }
 
   double RowFraction() const { return 1.0 / static_cast<double>(layout_.dp() * layout_.micro_batches()); }
@@ -639,27 +603,18 @@ class Pricer {
       backward_tp += seconds;
     }
     double recomputed = 0;
-    // The activations backward reads (kept_activations.h; every forward output until
-    // counted): as a probe plan of this tp degree keeps them, scaled to the layout's rows,
-    // or from the hints (the hinted-split part divided by tp).
-    const ProfileUnit& memory_unit = memory_profile_.units[static_cast<size_t>(&unit - profile_.units.data())];
-    const bool planned_kept =
-        memory_profile_.planned_kept_tp == layout_.tp() && memory_profile_.planned_kept_row_parts > 0;
-    // A probe device's micro-batch is 1 / row_parts of the batch: times them, the batch's
-    // bytes on one device of the tp group, which `rows` scales as the logical.
-    const double planned_scale = static_cast<double>(memory_profile_.planned_kept_row_parts);
-    const double activations =
-        planned_kept ? static_cast<double>(memory_unit.planned_kept_bytes) * planned_scale
-                     : unit.kept_activation_bytes - unit.kept_tp_activation_bytes + unit.kept_tp_activation_bytes / tp;
-    const double core_activations = planned_kept
-                                        ? static_cast<double>(memory_unit.planned_kept_attention_core_bytes) * planned_scale
-                                        : unit.kept_attention_core_activation_bytes / tp;
-    cost.kept_bytes = activations * rows;
     const bool in_block = unit.stageable && profile_.has_blocks;
+    const UnitMemory memory =
+        UnitMemoryOf(unit, memory_profile_.units[static_cast<size_t>(&unit - profile_.units.data())], memory_profile_,
+                     layout_, in_block);
+    cost.parameter_bytes = memory.parameter_bytes;
+    cost.gradient_bytes = memory.gradient_bytes;
+    cost.gathered_bytes = memory.gathered_bytes;
+    cost.kept_bytes = memory.kept_bytes;
+    cost.recomputed_bytes = memory.recomputed_bytes;
     const double forward_run = forward - CachedWriteGain(unit, rates_, layout_.recompute(), in_block, tp, rows);
     if (in_block && layout_.recompute() == proto::RECOMPUTE_SELECTIVE) {
       recomputed = core;
-      cost.kept_bytes = (activations - core_activations) * rows;
     } else if (in_block && layout_.recompute() == proto::RECOMPUTE_FULL) {
       // The ops the recompute pass re-runs when counted (act_count.h
       // CountFullRecomputation; the copies the plan runs as views are acts without work),
@@ -672,8 +627,6 @@ class Pricer {
                              seconds(0, 0, unit.full_recompute.memory_bytes, unit.full_recompute.tp_memory_bytes)
                        : forward;
       backward_tp += forward_tp;  // the re-run forward all-reduces again
-      cost.recomputed_bytes = cost.kept_bytes;
-      cost.kept_bytes = unit.input_bytes * rows;
     }
     // The runtime's fixed cost per act (counted in the plan of the layout's family,
     // act_count.h, which recomputes nothing: full recomputation runs the unit's forward
@@ -699,23 +652,7 @@ class Pricer {
     cost.compute_seconds = forward_run + cost.backward_seconds + overhead;
     cost.tp_seconds = forward_tp + backward_tp;
     cost.backward_tp_seconds = backward_tp;
-    cost.parameter_bytes = unit.parameter_bytes - unit.tp_parameter_bytes + unit.tp_parameter_bytes / tp;
     cost.parameter_tensors = unit.parameter_tensors;
-    cost.gradient_bytes = cost.parameter_bytes;
-    if (memory_profile_.tp_boxings_counted && collectives_.TpAxis() >= 0) {
-      // A sharded weight the probe plan gathers whole for its readers (once per
-      // iteration, from the variable), whose gradient is then a partial sum of the whole
-      // weight reduce-scattered at its update: both whole on every tp device.
-      for (const TpBoxing& boxing : memory_unit.tp_boxings) {
-        const double bytes = static_cast<double>(boxing.bytes);
-        if (boxing.per_iteration && boxing.kind == proto::STEP_REDUCE_SCATTER) {
-          cost.gradient_bytes += bytes - bytes / tp;
-        } else if (!boxing.per_iteration && !boxing.scales_with_rows && !boxing.backward &&
-                   boxing.kind == proto::STEP_ALL_GATHER) {
-          cost.gathered_bytes += bytes;
-        }
-      }
-    }
     return cost;
   }
 
@@ -820,22 +757,11 @@ const ModelProfile& ProfileOfLayout(const ModelProfile& profile, const proto::Au
   return ProfileForTp(profile, layout.tp(), std::max<int64_t>(1, layout.micro_batches()));
 }
 
-// The profile whose tp probe's devices compute the rows the layout's do (dp x
-// micro-batches micro-batches of the batch on one tp group): what they keep, which tensors
-// the compiler lays out otherwise as the rows per device fall (the bench's gpt at dp = 2 x
-// tp = 2 and one micro-batch gathers its attention weights only, where its tp = 2 probe of
-// the whole batch gathers every weight: memory predicted 1.4-2.0 x the planned from that
-// probe). (A probe of the layout's own dp x tp, tried in session 56, predicted the bench's
-// gpt's peaks no closer: 97.1% of its 8-device layouts within 25% either way.)
-const ModelProfile& MemoryProfileOfLayout(const ModelProfile& profile, const proto::AutoParallelLayout& layout) {
-  return ProfileForTp(profile, layout.tp(), std::max<int64_t>(1, layout.dp() * layout.micro_batches()));
-}
-
 }  // namespace
 
 absl::StatusOr<proto::AutoParallelPrediction> PriceLayout(const ModelProfile& profile, const PriceOptions& options,
                                                           const proto::AutoParallelLayout& layout) {
-  return Pricer(ProfileOfLayout(profile, layout), MemoryProfileOfLayout(profile, layout), options, layout, nullptr).Run();
+  return Pricer(ProfileOfLayout(profile, layout), MemoryProfileOf(profile, layout), options, layout, nullptr).Run();
 }
 
 absl::StatusOr<proto::AutoParallelPrediction> PriceLayout(const ModelProfile& profile, const PriceOptions& options,
@@ -844,7 +770,7 @@ absl::StatusOr<proto::AutoParallelPrediction> PriceLayout(const ModelProfile& pr
   if (cache != nullptr && cache->options() != &options) {
     return absl::InternalError("PriceLayout: an EdgePriceCache made for other PriceOptions");
   }
-  return Pricer(ProfileOfLayout(profile, layout), MemoryProfileOfLayout(profile, layout), options, layout, cache).Run();
+  return Pricer(ProfileOfLayout(profile, layout), MemoryProfileOf(profile, layout), options, layout, cache).Run();
 }
 
 absl::StatusOr<std::optional<std::vector<int64_t>>> ChooseStageBlocks(const ModelProfile& profile,
@@ -859,7 +785,7 @@ absl::StatusOr<std::optional<std::vector<int64_t>>> ChooseStageBlocks(const Mode
   proto::AutoParallelLayout balanced = layout;
   balanced.clear_stage_blocks();
   OF_ASSIGN_OR_RETURN(const StageCutCosts costs,
-                      Pricer(ProfileOfLayout(profile, layout), MemoryProfileOfLayout(profile, layout), options, balanced, cache)
+                      Pricer(ProfileOfLayout(profile, layout), MemoryProfileOf(profile, layout), options, balanced, cache)
                           .SegmentCosts(static_cast<double>(device_memory)));
   std::optional<std::vector<int64_t>> counts = MinimizeSlowestStage(costs);
   if (counts.has_value() && *counts == BalancedStageBlocks(profile.stageable_units, layout.pp())) return none;
