@@ -155,7 +155,9 @@ TEST(AutoParallelSearchTest, NearTiesGoToTheSimplerLayout) {
   int changed = 0;
   for (const auto_parallel::SearchOptions& cluster :
        {Cluster(1, 4, 12.5e9, 5e-4), Cluster(2, 2, 1.25e8, 5e-4), Cluster(2, 4, 1.25e8, 5e-4),
-        Cluster(4, 1, 1.25e8, 5e-4), Cluster(1, 8, 12.5e9, 5e-4)}) {
+        Cluster(4, 1, 1.25e8, 5e-4), Cluster(1, 8, 12.5e9, 5e-4), Cluster(2, 1, 1.25e8, 5e-4),
+        Cluster(1, 2, 12.5e9, 5e-4), Cluster(4, 2, 1.25e8, 5e-4), Cluster(2, 4, 1.25e9, 5e-4),
+        Cluster(8, 1, 1.25e8, 5e-4)}) {
     auto_parallel::SearchOptions exact = cluster;
     exact.near_tie_fraction = 0;
     absl::StatusOr<auto_parallel::SearchResult> ranked = auto_parallel::Search(profile, exact);
@@ -180,6 +182,74 @@ TEST(AutoParallelSearchTest, NearTiesGoToTheSimplerLayout) {
                 ::testing::HasSubstr("% step, within the 3% the model cannot tell apart: the simpler layout wins"));
   }
   EXPECT_GT(changed, 0);
+}
+
+// ZB-H1 (--pp_schedule=zb) runs the same work as 1F1B in the same slots: the same compute,
+// communication and peak; its W acts (the weights' gradients) fill part of the bubble.
+// With a core per device and 4 equal stages the play of the two schedules
+// (shared_core_pipeline.h) gives the share: here the blocks' W is a third of their
+// backward or less (the attention core's products have no weight), and the first stage
+// holds the embeddings, so the bubble shrinks but does not vanish. One micro-batch saves
+// the stages' W acts that overlap the next stage's B, but the compiler runs 1F1B then
+// (the pipeline_schedule pass schedules one micro-batch as it is), so the price is
+// 1F1B's. On shared cores (host_cores) the pipeline's play itself is ZB-H1's, no longer
+// than 1F1B's.
+TEST(AutoParallelSearchTest, ZeroBubblePricesTheSameWorkWithLessBubble) {
+  const auto_parallel::ModelProfile profile = ProfileOf(GptBuilder(SmallGpt()));
+  auto_parallel::SearchOptions cluster = Cluster(1, 4, 12.5e9, 5e-4);
+  {
+    proto::AutoParallelLayout one_micro_batch = Layout(1, 1, 4, 1);
+    absl::StatusOr<proto::AutoParallelPrediction> reference =
+        auto_parallel::PriceLayout(profile, cluster.price, one_micro_batch);
+    one_micro_batch.set_schedule(proto::PIPELINE_SCHEDULE_ZB_H1);
+    absl::StatusOr<proto::AutoParallelPrediction> same = auto_parallel::PriceLayout(profile, cluster.price, one_micro_batch);
+    ASSERT_TRUE(reference.ok() && same.ok());
+    EXPECT_DOUBLE_EQ(same->bubble_seconds(), reference->bubble_seconds());
+  }
+  for (int64_t micro_batches : {2, 8}) {
+    proto::AutoParallelLayout one_forward_one_backward = Layout(1, 1, 4, micro_batches);
+    proto::AutoParallelLayout zero_bubble = one_forward_one_backward;
+    zero_bubble.set_schedule(proto::PIPELINE_SCHEDULE_ZB_H1);
+    EXPECT_EQ(LayoutName(zero_bubble),
+              absl::StrCat("dp=1 tp=1 pp=4 pp_schedule=zb micro_batches=", micro_batches, " zero=0 recompute=none"));
+    EXPECT_EQ(auto_parallel::LayoutDifference(one_forward_one_backward, zero_bubble), "pp_schedule=1f1b");
+    absl::StatusOr<proto::AutoParallelPrediction> reference =
+        auto_parallel::PriceLayout(profile, cluster.price, one_forward_one_backward);
+    absl::StatusOr<proto::AutoParallelPrediction> filled = auto_parallel::PriceLayout(profile, cluster.price, zero_bubble);
+    ASSERT_TRUE(reference.ok() && filled.ok()) << reference.status() << filled.status();
+    EXPECT_DOUBLE_EQ(filled->compute_seconds(), reference->compute_seconds());
+    EXPECT_DOUBLE_EQ(filled->exposed_communication_seconds(), reference->exposed_communication_seconds());
+    EXPECT_EQ(filled->peak_bytes(), reference->peak_bytes());
+    EXPECT_GT(reference->bubble_seconds(), 0);
+    EXPECT_LT(filled->bubble_seconds(), 0.95 * reference->bubble_seconds()) << micro_batches;
+    EXPECT_GT(filled->bubble_seconds(), reference->bubble_seconds() / 3) << micro_batches;
+  }
+  cluster.price.host_cores = 2;
+  proto::AutoParallelLayout shared = Layout(1, 1, 4, 8);
+  absl::StatusOr<proto::AutoParallelPrediction> shared_reference = auto_parallel::PriceLayout(profile, cluster.price, shared);
+  shared.set_schedule(proto::PIPELINE_SCHEDULE_ZB_H1);
+  absl::StatusOr<proto::AutoParallelPrediction> shared_filled = auto_parallel::PriceLayout(profile, cluster.price, shared);
+  ASSERT_TRUE(shared_reference.ok() && shared_filled.ok());
+  EXPECT_LE(auto_parallel::StepSeconds(*shared_filled), auto_parallel::StepSeconds(*shared_reference));
+  // The search enumerates both schedules of every pipeline, 1F1B first.
+  const std::vector<proto::AutoParallelLayout> layouts = auto_parallel::EnumerateLayouts(profile, 4, 8);
+  int64_t pipelines = 0;
+  int64_t zero_bubbles = 0;
+  for (size_t i = 0; i < layouts.size(); ++i) {
+    if (layouts[i].pp() == 1 || layouts[i].micro_batches() == 1) {
+      EXPECT_EQ(layouts[i].schedule(), proto::PIPELINE_SCHEDULE_1F1B);
+      continue;
+    }
+    ++pipelines;
+    if (layouts[i].schedule() != proto::PIPELINE_SCHEDULE_ZB_H1) continue;
+    ++zero_bubbles;
+    ASSERT_GT(i, 0u);
+    proto::AutoParallelLayout twin = layouts[i];
+    twin.set_schedule(proto::PIPELINE_SCHEDULE_1F1B);
+    EXPECT_EQ(LayoutName(layouts[i - 1]), LayoutName(twin));
+  }
+  EXPECT_GT(zero_bubbles, 0);
+  EXPECT_EQ(2 * zero_bubbles, pipelines);  // those with micro-batches, each twice
 }
 
 // Tensor-parallel groups are consecutive devices. Across a 1 Gbit/s inter-node link the

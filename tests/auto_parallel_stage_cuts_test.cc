@@ -13,6 +13,7 @@
 #include "compiler/auto_parallel/price.h"
 #include "compiler/compiler.h"
 #include "examples/common/auto_parallel_driver.h"
+#include "examples/common/compile_driver.h"
 #include "examples/common/compile_recipe.h"
 #include "examples/common/parallel_layout.h"
 #include "examples/llama/llama_model.h"
@@ -126,8 +127,11 @@ TEST(AutoParallelStageCutsTest, BadStageBlocksNameTheFlag) {
 }
 
 // Two nodes of one device over a slow link: the pipeline wins (the activations crossing
-// the cut are smaller than the gradients data parallelism would reduce), and the DP over
-// the cuts gives the stage with the output layer one block.
+// the cut are smaller than the gradients data parallelism would reduce). Under 1F1B the DP
+// over the cuts gives the stage with the output layer one block: 3,1 beats the balanced
+// cut by the predicted step. Under ZB-H1, the search's choice, the heavy output layer's
+// weight gradient (W) fills the bubble its imbalance leaves, and the balanced cut wins,
+// 3,1 its near twin.
 TEST(AutoParallelStageCutsTest, TheSearchCutsAHeavyOutputLayerOffTheLastStage) {
   examples::AutoParallelRequest request;
   request.cluster.nodes = 2;
@@ -141,22 +145,50 @@ TEST(AutoParallelStageCutsTest, TheSearchCutsAHeavyOutputLayerOffTheLastStage) {
   const proto::AutoParallelDecision& decision = result->plan.auto_parallel();
   const proto::AutoParallelLayout& chosen = decision.chosen().layout();
   ASSERT_EQ(chosen.pp(), 2) << auto_parallel::LayoutName(chosen);
-  EXPECT_EQ(Counts(chosen.stage_blocks().begin(), chosen.stage_blocks().end()), (Counts{3, 1}));
-  EXPECT_EQ(result->layout.stage_blocks(), (Counts{3, 1}));
-  // The balanced twin is in the record, beaten by the predicted step.
-  bool balanced_listed = false;
+  EXPECT_EQ(chosen.schedule(), proto::PIPELINE_SCHEDULE_ZB_H1) << auto_parallel::LayoutName(chosen);
+  EXPECT_TRUE(chosen.stage_blocks().empty()) << auto_parallel::LayoutName(chosen);
+  // The 1F1B twins in the record: the cut 3,1 cheaper than the balanced one; and the
+  // chosen layout's own cut twin listed, beaten by the predicted step.
+  const proto::AutoParallelPrediction* cut = nullptr;
+  const proto::AutoParallelPrediction* balanced = nullptr;
+  bool cut_twin_listed = false;
   for (const proto::AutoParallelPrediction& alternative : decision.alternatives()) {
-    if (alternative.lost_because().rfind("stage_blocks=balanced: +", 0) == 0) {
-      balanced_listed = true;
+    const proto::AutoParallelLayout& layout = alternative.layout();
+    if (layout.schedule() == proto::PIPELINE_SCHEDULE_ZB_H1 && layout.micro_batches() == chosen.micro_batches() &&
+        layout.recompute() == chosen.recompute() && !layout.stage_blocks().empty()) {
+      cut_twin_listed = true;
+      EXPECT_EQ(Counts(layout.stage_blocks().begin(), layout.stage_blocks().end()), (Counts{3, 1}));
       EXPECT_GT(auto_parallel::StepSeconds(alternative), auto_parallel::StepSeconds(decision.chosen()));
     }
+    if (layout.schedule() != proto::PIPELINE_SCHEDULE_1F1B || layout.micro_batches() != chosen.micro_batches() ||
+        layout.recompute() != chosen.recompute()) {
+      continue;
+    }
+    (layout.stage_blocks().empty() ? balanced : cut) = &alternative;
   }
-  EXPECT_TRUE(balanced_listed);
-  // The recipe the example writes carries the cuts (a re-plan compiles the same stages).
+  EXPECT_TRUE(cut_twin_listed);
+  ASSERT_NE(cut, nullptr);
+  ASSERT_NE(balanced, nullptr);
+  EXPECT_EQ(Counts(cut->layout().stage_blocks().begin(), cut->layout().stage_blocks().end()), (Counts{3, 1}));
+  EXPECT_LT(auto_parallel::StepSeconds(*cut), auto_parallel::StepSeconds(*balanced));
+  // The recipe of the 1F1B cut, as the example writes it, carries the cuts (a re-plan
+  // compiles the same stages), and the cut trains as one device.
+  absl::StatusOr<ParallelLayout> cut_layout =
+      ParallelLayout::Create(examples::FlagsForLayout(request.cluster, cut->layout()));
+  ASSERT_TRUE(cut_layout.ok()) << cut_layout.status();
+  EXPECT_EQ(cut_layout->stage_blocks(), (Counts{3, 1}));
+  absl::StatusOr<proto::Job> cut_job = Llama()(*cut_layout);
+  ASSERT_TRUE(cut_job.ok()) << cut_job.status();
+  const examples::CompileSettings cut_settings = examples::SettingsForLayout(request.settings, cut->layout());
   absl::StatusOr<proto::CompileRecipe> recipe =
-      examples::MakeRecipe(result->job, result->layout, request.settings, /*auto_parallel=*/true);
+      examples::MakeRecipe(*cut_job, *cut_layout, cut_settings, /*auto_parallel=*/true);
   ASSERT_TRUE(recipe.ok()) << recipe.status();
   EXPECT_EQ(examples::LayoutFlagsFromRecipe(*recipe).stage_blocks, (Counts{3, 1}));
+  std::string dump;
+  absl::StatusOr<CompileOptions> cut_options = examples::CompileOptionsFor(*cut_layout, cut_settings, &dump);
+  ASSERT_TRUE(cut_options.ok()) << cut_options.status();
+  absl::StatusOr<proto::Plan> cut_plan = Compile(*cut_job, *cut_options);
+  ASSERT_TRUE(cut_plan.ok()) << cut_plan.status();
   // Deterministic: a second search writes the same bytes.
   absl::StatusOr<examples::AutoParallelResult> again = examples::AutoParallelCompile(Llama(), request);
   ASSERT_TRUE(again.ok()) << again.status();
@@ -166,8 +198,9 @@ TEST(AutoParallelStageCutsTest, TheSearchCutsAHeavyOutputLayerOffTheLastStage) {
   EXPECT_TRUE(*first_bytes == *second_bytes) << "two searches wrote different plans";
   absl::StatusOr<proto::Plan> one_device = CompileLayout(ParallelFlags{});
   ASSERT_TRUE(one_device.ok()) << one_device.status();
-  testing::ExpectLossesNear(testing::TrainedLosses(result->plan, kIterations),
-                            testing::TrainedLosses(*one_device, kIterations), 1e-4, "searched cuts");
+  const std::vector<float> reference = testing::TrainedLosses(*one_device, kIterations);
+  testing::ExpectLossesNear(testing::TrainedLosses(result->plan, kIterations), reference, 1e-4, "searched ZB-H1");
+  testing::ExpectLossesNear(testing::TrainedLosses(*cut_plan, kIterations), reference, 1e-4, "1F1B cut 3,1");
 }
 
 TEST(AutoParallelStageCutsTest, AMemoryLimitMovesBlocksOffTheFirstStage) {

@@ -21,8 +21,9 @@ import json, sys
 d = json.load(open(sys.argv[1]))["auto_parallel"]
 for p in [d["chosen"]] + d["alternatives"]:
     l = p["layout"]
-    print("--dp=%d --tp=%d --pp=%d --micro_batches=%d --zero=%d --recompute=%s|%r" % (
-        l["dp"], l["tp"], l["pp"], l["micro_batches"], l["zero"], l["recompute"], p["step_seconds"]))
+    schedule = " --pp_schedule=%s" % l["pp_schedule"] if l["pp_schedule"] != "1f1b" else ""
+    print("--dp=%d --tp=%d --pp=%d%s --micro_batches=%d --zero=%d --recompute=%s|%r" % (
+        l["dp"], l["tp"], l["pp"], schedule, l["micro_batches"], l["zero"], l["recompute"], p["step_seconds"]))
 PYEOF
 [[ "$(wc -l < "$dir/layouts")" -ge 3 ]] || fail "the search recorded fewer than 3 layouts: $(cat "$dir/layouts")"
 i=0
@@ -48,6 +49,23 @@ done < "$dir/layouts"
 grep -q "auto-parallel: predicted step [0-9.]* ms .*host terms: none), measured [0-9.]* ms (mean of 2 iterations after the first)" \
   "$dir/run.out" || fail "no predicted-vs-measured line: $(cat "$dir/run.out")"
 
+# ZB-H1 is priced: the same pipeline's compute, its bubble below 1F1B's.
+small=(--layers=2 --hidden=32 --heads=4 --seq=8 --batch=8 --vocab=64 --devices_per_node=2 --pp=2 --micro_batches=4)
+for schedule in 1f1b zb; do
+  "$gpt" "${small[@]}" --pp_schedule=$schedule --predict_step --plan_out="$dir/$schedule.plan" > "$dir/$schedule.out" ||
+    fail "--pp_schedule=$schedule --predict_step: $(cat "$dir/$schedule.out")"
+  "$oneflow" inspect "$dir/$schedule.plan" --format=json > "$dir/$schedule.json"
+done
+grep -q "^auto-parallel: priced the given --dp=1 --tp=1 --pp=2 --pp_schedule=zb --micro_batches=4 " "$dir/zb.out" ||
+  fail "no zb summary line: $(cat "$dir/zb.out")"
+python3 - "$dir/1f1b.json" "$dir/zb.json" <<'PYEOF' || fail "zb against 1f1b"
+import json, sys
+one, zb = (json.load(open(f))["auto_parallel"]["chosen"] for f in sys.argv[1:3])
+assert one["layout"]["pp_schedule"] == "1f1b" and zb["layout"]["pp_schedule"] == "zb", (one, zb)
+assert zb["compute_seconds"] == one["compute_seconds"], (one, zb)
+assert 0 < zb["bubble_seconds"] < one["bubble_seconds"], (one, zb)
+PYEOF
+
 # What it cannot price, refused naming the flag.
 expect_error() {  # expected text, then the flags
   local expected="$1"
@@ -57,7 +75,7 @@ expect_error() {  # expected text, then the flags
 }
 expect_error "--cp=2 is not in the cost model" --layers=2 --hidden=32 --heads=4 --seq=8 --batch=8 --vocab=64 \
   --devices_per_node=2 --cp=2 --predict_step
-expect_error "--pp_schedule=zb is not in the cost model" --layers=2 --hidden=32 --heads=4 --seq=8 --batch=8 \
-  --vocab=64 --devices_per_node=2 --pp=2 --micro_batches=4 --pp_schedule=zb --predict_step
+expect_error "--pp_schedule=auto is not in the cost model" --layers=2 --hidden=32 --heads=4 --seq=8 --batch=8 \
+  --vocab=64 --devices_per_node=2 --pp=2 --micro_batches=4 --pp_schedule=auto --predict_step
 expect_error "drop --predict_step" "${model[@]}" --auto_parallel --predict_step
 echo PASS

@@ -124,8 +124,7 @@ absl::Status RunCluster(const examples::GptConfig& config, int64_t devices) {
                         examples::ParallelLayout::Create(examples::FlagsForLayout(cluster, layout)));
     absl::StatusOr<proto::Job> job = build(parallel);
     if (!job.ok()) continue;
-    examples::CompileSettings settings;
-    settings.recompute = auto_parallel::RecomputeName(layout.recompute());
+    const examples::CompileSettings settings = examples::SettingsForLayout({}, layout);
     std::string dump;
     OF_ASSIGN_OR_RETURN(const CompileOptions compile_options, examples::CompileOptionsFor(parallel, settings, &dump));
     absl::StatusOr<proto::Plan> plan = Compile(*job, compile_options);

@@ -83,6 +83,8 @@ ABSL_FLAG(int64_t, rounds, 5,
           "is the median of its rounds' medians of the timed iterations, its spread the rounds' medians apart "
           "over that step.");
 ABSL_FLAG(int64_t, max_micro_batches, 8, "Largest micro-batch count enumerated.");
+ABSL_FLAG(bool, schedule_twins, false,
+          "Also measure each picked pipeline layout with the other pipeline schedule (1f1b, zb).");
 ABSL_FLAG(bool, sbp_search, false,
           "Compile every layout and the search's probes with the SBP search (--sbp_search, "
           "compiler/passes/sbp_search_pass.h): the predictions and steps of searched plans.");
@@ -191,8 +193,7 @@ absl::StatusOr<Measured> Measure(const examples::GptConfig& config, int64_t devi
   OF_ASSIGN_OR_RETURN(const examples::ParallelLayout parallel,
                       examples::ParallelLayout::Create(FlagsFor(devices, layout)));
   OF_ASSIGN_OR_RETURN(const proto::Job job, examples::BuildGpt(config, parallel));
-  examples::CompileSettings settings;
-  settings.recompute = auto_parallel::RecomputeName(layout.recompute());
+  examples::CompileSettings settings = examples::SettingsForLayout({}, layout);
   settings.sbp_search = absl::GetFlag(FLAGS_sbp_search);
   std::string dump;
   OF_ASSIGN_OR_RETURN(const CompileOptions options, examples::CompileOptionsFor(parallel, settings, &dump));
@@ -472,6 +473,25 @@ absl::Status RunCluster(const examples::GptConfig& config, int64_t devices) {
     if (index < total && std::find(picks.begin(), picks.end(), index) == picks.end()) picks.push_back(index);
   }
   picks.resize(std::min<size_t>(picks.size(), static_cast<size_t>(wanted)));
+  if (absl::GetFlag(FLAGS_schedule_twins)) {
+    // Each picked pipeline's twin of the other schedule (1F1B, ZB-H1), so the sweep says
+    // what the schedule alone changes, measured and predicted.
+    const size_t picked = picks.size();
+    for (size_t k = 0; k < picked; ++k) {
+      const proto::AutoParallelLayout& layout = ranking.fitting[static_cast<size_t>(picks[k])].layout();
+      if (layout.pp() <= 1) continue;
+      proto::AutoParallelLayout twin = layout;
+      twin.set_schedule(layout.schedule() == proto::PIPELINE_SCHEDULE_1F1B ? proto::PIPELINE_SCHEDULE_ZB_H1
+                                                                          : proto::PIPELINE_SCHEDULE_1F1B);
+      for (int64_t index = 0; index < total; ++index) {
+        if (auto_parallel::LayoutName(ranking.fitting[static_cast<size_t>(index)].layout()) ==
+                auto_parallel::LayoutName(twin) &&
+            std::find(picks.begin(), picks.end(), index) == picks.end()) {
+          picks.push_back(index);
+        }
+      }
+    }
+  }
 
   // Round-robin over the layouts, so a burst of load elsewhere slows one round of many
   // layouts rather than every round of one; round r starts r * layouts / rounds layouts in,

@@ -17,6 +17,7 @@
 #include "compiler/auto_parallel/candidate.h"
 #include "compiler/auto_parallel/price.h"
 #include "compiler/auto_parallel/search.h"
+#include "compiler/passes/pipeline_schedule_pass.h"
 #include "oneflow_core/status.h"
 #include "sbp/calibration.h"
 
@@ -51,7 +52,8 @@ absl::StatusOr<double> NumberField(absl::string_view line, absl::string_view key
   return value;
 }
 
-// "dp=2 tp=1 pp=4 micro_batches=1 zero=0 recompute=none" (LayoutName) back to a layout.
+// "dp=2 tp=1 pp=4 micro_batches=1 zero=0 recompute=none" (LayoutName, with
+// "pp_schedule=zb" after pp for ZB-H1) back to a layout.
 absl::StatusOr<proto::AutoParallelLayout> ParseLayoutName(absl::string_view name) {
   proto::AutoParallelLayout layout;
   int found = 0;
@@ -76,6 +78,10 @@ absl::StatusOr<proto::AutoParallelLayout> ParseLayoutName(absl::string_view name
       layout.set_micro_batches(value), ++found;
     } else if (number && field.first == "zero") {
       layout.set_zero(static_cast<int32_t>(value)), ++found;
+    } else if (field.first == "pp_schedule") {
+      absl::StatusOr<proto::PipelineSchedule> schedule = ParsePipelineSchedule(field.second);
+      if (!schedule.ok()) return schedule.status();
+      layout.set_schedule(*schedule);
     }
   }
   if (found != 6) {

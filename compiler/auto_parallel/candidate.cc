@@ -5,6 +5,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "compiler/passes/pipeline_schedule_pass.h"
 
 namespace oneflow::auto_parallel {
 namespace {
@@ -20,12 +21,17 @@ std::vector<int64_t> Divisors(int64_t n) {
 // The balanced cuts leave stage_blocks empty, and the names keep their form from before
 // the field ("pp=2" alone); "stage_blocks=3,1" follows pp when the cuts were chosen, or
 // with `name_cuts` ("stage_blocks=balanced").
+// The schedule likewise: "pp_schedule=zb" when it is ZB-H1 (or with `name_schedule`:
+// "pp_schedule=1f1b"), nothing for 1F1B, the form of the names before the field.
 std::vector<std::pair<std::string, std::string>> Fields(const proto::AutoParallelLayout& layout,
-                                                        bool name_cuts = false) {
+                                                        bool name_cuts = false, bool name_schedule = false) {
   std::vector<std::pair<std::string, std::string>> fields = {{"dp", absl::StrCat(layout.dp())},
                                                              {"tp", absl::StrCat(layout.tp())},
                                                              {"pp", absl::StrCat(layout.pp())}};
   if (name_cuts || !layout.stage_blocks().empty()) fields.push_back({"stage_blocks", StageBlocksText(layout)});
+  if (name_schedule || layout.schedule() != proto::PIPELINE_SCHEDULE_1F1B) {
+    fields.push_back({"pp_schedule", std::string(PipelineScheduleName(layout.schedule()))});
+  }
   fields.push_back({"micro_batches", absl::StrCat(layout.micro_batches())});
   fields.push_back({"zero", absl::StrCat(layout.zero())});
   fields.push_back({"recompute", RecomputeName(layout.recompute())});
@@ -36,7 +42,9 @@ auto FamilyKey(const proto::AutoParallelLayout& layout) {
   const int recompute = layout.recompute() == proto::RECOMPUTE_FULL        ? 2
                         : layout.recompute() == proto::RECOMPUTE_SELECTIVE ? 1
                                                                            : 0;
-  return std::make_tuple(layout.pp(), layout.tp(), layout.micro_batches(), layout.zero(), recompute);
+  // 1F1B before ZB-H1: the schedule every pipeline framework runs by default.
+  const int schedule = layout.schedule() == proto::PIPELINE_SCHEDULE_1F1B ? 0 : 1;
+  return std::make_tuple(layout.pp(), layout.tp(), layout.micro_batches(), layout.zero(), recompute, schedule);
 }
 
 auto Key(const proto::AutoParallelLayout& layout) {
@@ -76,8 +84,9 @@ std::string LayoutDifference(const proto::AutoParallelLayout& layout, const prot
   // Name the cuts on both sides when either was chosen ("stage_blocks=balanced" against
   // "stage_blocks=3,1"), so the fields line up.
   const bool name_cuts = !layout.stage_blocks().empty() || !reference.stage_blocks().empty();
-  const auto mine = Fields(layout, name_cuts);
-  const auto theirs = Fields(reference, name_cuts);
+  const bool name_schedule = layout.schedule() != reference.schedule();
+  const auto mine = Fields(layout, name_cuts, name_schedule);
+  const auto theirs = Fields(reference, name_cuts, name_schedule);
   std::vector<std::string> parts;
   for (size_t i = 0; i < mine.size(); ++i) {
     if (mine[i].second != theirs[i].second) parts.push_back(absl::StrCat(mine[i].first, "=", mine[i].second));
@@ -107,14 +116,20 @@ std::vector<proto::AutoParallelLayout> EnumerateLayouts(const ModelProfile& prof
         if (micro_batches > max_micro_batches) break;
         for (int zero = 0; zero <= (dp > 1 ? 3 : 0); ++zero) {
           for (proto::RecomputeMode recompute : recomputes) {
-            proto::AutoParallelLayout layout;
-            layout.set_dp(dp);
-            layout.set_tp(tp);
-            layout.set_pp(pp);
-            layout.set_micro_batches(micro_batches);
-            layout.set_zero(zero);
-            layout.set_recompute(recompute);
-            layouts.push_back(layout);
+            for (proto::PipelineSchedule schedule : {proto::PIPELINE_SCHEDULE_1F1B, proto::PIPELINE_SCHEDULE_ZB_H1}) {
+              // ZB-H1 with pp > 1 and micro-batches: with one micro-batch the
+              // pipeline_schedule pass compiles 1F1B's plan whatever the flag says.
+              if (schedule != proto::PIPELINE_SCHEDULE_1F1B && (pp == 1 || micro_batches == 1)) continue;
+              proto::AutoParallelLayout layout;
+              layout.set_dp(dp);
+              layout.set_tp(tp);
+              layout.set_pp(pp);
+              layout.set_micro_batches(micro_batches);
+              layout.set_zero(zero);
+              layout.set_recompute(recompute);
+              layout.set_schedule(schedule);
+              layouts.push_back(layout);
+            }
           }
         }
       }

@@ -19,7 +19,8 @@
 namespace oneflow::auto_parallel {
 
 // "dp=4 tp=2 pp=1 micro_batches=2 zero=1 recompute=none"; with chosen pipeline cuts
-// "dp=1 tp=2 pp=2 stage_blocks=3,1 micro_batches=4 zero=0 recompute=none".
+// "dp=1 tp=2 pp=2 stage_blocks=3,1 micro_batches=4 zero=0 recompute=none"; with ZB-H1
+// "dp=1 tp=2 pp=2 pp_schedule=zb micro_batches=4 zero=0 recompute=none".
 std::string LayoutName(const proto::AutoParallelLayout& layout);
 
 // The example flags of the layout: "--dp=4 --tp=2 --pp=1 --micro_batches=2 --zero=1
@@ -38,7 +39,9 @@ std::string LayoutDifference(const proto::AutoParallelLayout& layout, const prot
 
 // Every layout for `devices` devices in the order that breaks ties: fewer pipeline
 // stages, then less tensor parallelism, fewer micro-batches, lower ZeRO stage, less
-// recomputation (the simpler layout wins an exact tie).
+// recomputation, 1F1B before ZB-H1 (the simpler layout wins an exact tie). Each layout
+// with pp > 1 and more than one micro-batch comes with both schedules (with one, the
+// compiler runs 1F1B: compiler/passes/pipeline_schedule_pass.h).
 std::vector<proto::AutoParallelLayout> EnumerateLayouts(const ModelProfile& profile, int64_t devices,
                                                         int64_t max_micro_batches);
 

@@ -43,6 +43,8 @@ struct TpGradientReduction {
 struct UnitCost {
   double compute_seconds = 0;  // forward + backward (+ recomputation)
   double backward_seconds = 0;
+  // Of backward_seconds, the weights' gradient GEMMs: ZB-H1's W acts.
+  double weight_backward_seconds = 0;
   double tp_seconds = 0;
   double backward_tp_seconds = 0;  // of tp_seconds: the backward's all-reduces
   // Per iteration, not in tp_seconds: the variables' gradients tp reduces, by kind.
@@ -115,6 +117,7 @@ class Pricer {
       backward_after[u] = total.backward_seconds;
       total.compute_seconds += cost.compute_seconds;
       total.backward_seconds += cost.backward_seconds;
+      total.weight_backward_seconds += cost.weight_backward_seconds;
       total.tp_seconds += cost.tp_seconds;
       total.backward_tp_seconds += cost.backward_tp_seconds;
       for (const auto& [kind, reduction] : cost.tp_gradients) {
@@ -257,6 +260,10 @@ class Pricer {
       // waits on, which holds no core (tp's all-reduces, the pipeline's receives).
       stage_work[s].backward_seconds = cost.backward_seconds;
       stage_work[s].forward_seconds = cost.compute_seconds - cost.backward_seconds;
+      // ZB-H1's W acts: the weights' gradients, and on the first stage all of backward
+      // (nothing before it waits on its input gradients: the pipeline_schedule pass marks
+      // every backward op of it W).
+      stage_work[s].weight_backward_seconds = s == 0 ? cost.backward_seconds : cost.weight_backward_seconds;
       // The receives the stage waits on, after the forward (the activation's) and after
       // the backward (the gradient's); the play overlaps them with the other stages' work
       // itself, but never beyond what they add to the stage's time per micro-batch in the
@@ -300,6 +307,10 @@ class Pricer {
     }
     prediction.set_exposed_communication_seconds(prediction.exposed_communication_seconds() + variables_exposed +
                                                  gradients_exposed);
+    if (Schedule() == proto::PIPELINE_SCHEDULE_ZB_H1) {
+      OF_ASSIGN_OR_RETURN(const double bubble_share, ZeroBubbleShare(stage_work, micro_batches));
+      prediction.set_bubble_seconds(prediction.bubble_seconds() * bubble_share);
+    }
     prediction.set_peak_bytes(peak);
     if (profile_.acts_counted) prediction.set_acts_per_iteration(static_cast<int64_t>(std::llround(all_devices_acts)));
     // The units' tp edges, then each stage's data-parallel collectives.
@@ -320,7 +331,8 @@ class Pricer {
       // A pipeline's devices take turns on the host's cores: no iteration is shorter than
       // all their compute spread over the cores, nor than the pipeline played out on them
       // (its stages do not keep every core busy while it fills and drains).
-      OF_ASSIGN_OR_RETURN(const double pipeline, SharedCorePipelineSeconds(stage_work, micro_batches, SharedCores(options_)));
+      OF_ASSIGN_OR_RETURN(const double pipeline, SharedCorePipelineSeconds(stage_work, micro_batches,
+                                                                           SharedCores(options_), Schedule()));
       const double shared = std::max(all_devices_compute / SharedCores(options_), pipeline + slowest_tail);
       const double step = StepSeconds(prediction);
       if (shared > step) prediction.set_compute_seconds(prediction.compute_seconds() + shared - step);
@@ -565,6 +577,10 @@ class Pricer {
     // With a GEMM shape model, each GEMM by its shape on this device instead: forward, and
     // backward its two input gradients' products (the memory-bound part still 2 x).
     double backward = 2 * forward;
+    // The weights' gradients: as many FLOPs as the forward's GEMMs outside the attention
+    // core (each weight's gradient is one product of its forward's shape).
+    double weight_backward = seconds(unit.gemm_flops - unit.attention_core_gemm_flops,
+                                     unit.tp_gemm_flops - unit.attention_core_gemm_flops, 0, 0);
     // Full recomputation's re-run GEMMs (a subset of the forward's) at the forward's
     // seconds per FLOP.
     double recompute_gemm_scale = 1;
@@ -576,6 +592,7 @@ class Pricer {
       forward += gemms.forward - flat_forward;
       core += gemms.core_forward - flat_core;
       backward = 2 * (forward - gemms.forward) + gemms.backward;
+      weight_backward = gemms.weight_backward;
     }
     UnitCost cost;
     double forward_tp = 0;
@@ -648,12 +665,43 @@ class Pricer {
     cost.micro_batch_acts = acts;
     cost.iteration_acts = static_cast<double>(unit_acts.per_iteration);
     cost.backward_seconds = backward + recomputed;
+    cost.weight_backward_seconds = std::min(weight_backward, backward);
     const double overhead = act_seconds * (acts - boxing_micro_batch) + boxing_act_seconds * boxing_micro_batch;
     cost.compute_seconds = forward_run + cost.backward_seconds + overhead;
     cost.tp_seconds = forward_tp + backward_tp;
     cost.backward_tp_seconds = backward_tp;
     cost.parameter_tensors = unit.parameter_tensors;
     return cost;
+  }
+
+  // The schedule the compiled plan runs: the layout's, but 1F1B with one micro-batch (the
+  // pipeline_schedule pass schedules nothing then).
+  proto::PipelineSchedule Schedule() const {
+    return layout_.micro_batches() > 1 ? layout_.schedule() : proto::PIPELINE_SCHEDULE_1F1B;
+  }
+
+  // What of 1F1B's bubble ZB-H1 leaves: both schedules played with a core per device
+  // (shared_core_pipeline.h), the length beyond M x the slowest stage's micro-batch, ZB-H1's
+  // over 1F1B's. 1F1B's bubble keeps its price (the pipeline's transfer loops,
+  // pipeline_period.h); W acts fill the share the play says they fill. (The zero-bubble
+  // paper's H1 with F = B = W: (pp - 1) x F against 1F1B's (pp - 1) x 3F.)
+  absl::StatusOr<double> ZeroBubbleShare(const std::vector<PipelineStageWork>& stage_work,
+                                         int64_t micro_batches) const {
+    double devices = 0;
+    double slowest = 0;
+    for (const PipelineStageWork& stage : stage_work) {
+      devices += static_cast<double>(stage.devices);
+      slowest = std::max(slowest, stage.forward_seconds + stage.backward_seconds + stage.forward_wait_seconds +
+                                      stage.backward_wait_seconds);
+    }
+    OF_ASSIGN_OR_RETURN(const double one_forward_one_backward,
+                        SharedCorePipelineSeconds(stage_work, micro_batches, devices, proto::PIPELINE_SCHEDULE_1F1B));
+    OF_ASSIGN_OR_RETURN(const double zero_bubble,
+                        SharedCorePipelineSeconds(stage_work, micro_batches, devices, proto::PIPELINE_SCHEDULE_ZB_H1));
+    const double busy = static_cast<double>(micro_batches) * slowest;
+    const double bubble = one_forward_one_backward - busy;
+    if (bubble <= 0) return 1.0;
+    return std::clamp((zero_bubble - busy) / bubble, 0.0, 1.0);
   }
 
   // The gradient buckets of `bytes` of gradients (`tensors` variables: one device's for the

@@ -29,36 +29,57 @@ std::vector<Task> OneForwardOneBackward(int64_t s, int64_t pp, int64_t micro_bat
 }  // namespace
 
 absl::StatusOr<double> SharedCorePipelineSeconds(const std::vector<PipelineStageWork>& stages, int64_t micro_batches,
-                                                 double cores) {
+                                                 double cores, proto::PipelineSchedule schedule) {
   if (stages.empty()) return absl::InvalidArgumentError("a pipeline of no stage");
   if (micro_batches < 1) return absl::InvalidArgumentError(absl::StrCat("micro_batches=", micro_batches, ": give >= 1"));
   if (!(cores > 0)) return absl::InvalidArgumentError(absl::StrCat("cores=", cores, ": give > 0"));
+  if (schedule != proto::PIPELINE_SCHEDULE_1F1B && schedule != proto::PIPELINE_SCHEDULE_ZB_H1) {
+    return absl::InvalidArgumentError(absl::StrCat("pipeline schedule ", proto::PipelineSchedule_Name(schedule),
+                                                   ": the play knows 1F1B and ZB-H1"));
+  }
+  const bool zero_bubble = schedule == proto::PIPELINE_SCHEDULE_ZB_H1;
   for (size_t s = 0; s < stages.size(); ++s) {
     const PipelineStageWork& stage = stages[s];
     if (stage.devices < 1 || stage.forward_seconds < 0 || stage.backward_seconds < 0 ||
         stage.forward_wait_seconds < 0 || stage.backward_wait_seconds < 0 || stage.first_forward_wait_seconds < 0 ||
-        stage.first_backward_wait_seconds < 0) {
+        stage.first_backward_wait_seconds < 0 || stage.weight_backward_seconds < 0 ||
+        stage.weight_backward_seconds > stage.backward_seconds) {
       return absl::InvalidArgumentError(absl::StrCat(
           "stage ", s, ": ", stage.devices, " devices, forward ", stage.forward_seconds, " s + ",
           stage.forward_wait_seconds, " s waiting (+ ", stage.first_forward_wait_seconds,
           " s the first micro-batch), backward ", stage.backward_seconds, " s + ", stage.backward_wait_seconds,
-          " s waiting (+ ", stage.first_backward_wait_seconds, " s the first); give >= 1 device and no negative time"));
+          " s waiting (+ ", stage.first_backward_wait_seconds, " s the first), ", stage.weight_backward_seconds,
+          " s of the backward W; give >= 1 device, no negative time and W within the backward"));
     }
   }
   const int64_t pp = static_cast<int64_t>(stages.size());
   std::vector<std::vector<Task>> orders(pp);
   for (int64_t s = 0; s < pp; ++s) orders[s] = OneForwardOneBackward(s, pp, micro_batches);
-  // Which tasks finished: [stage][micro-batch].
+  auto weight_seconds = [&](int64_t s) { return zero_bubble ? stages[s].weight_backward_seconds : 0.0; };
+  // Which tasks finished: [stage][micro-batch]. (backward_done: B, what the stage before
+  // waits for; weight_done: W, which frees the micro-batch's activation slot.)
   std::vector<std::vector<bool>> forward_done(pp, std::vector<bool>(micro_batches, false));
   std::vector<std::vector<bool>> backward_done(pp, std::vector<bool>(micro_batches, false));
+  std::vector<std::vector<bool>> weight_done(pp, std::vector<bool>(micro_batches, !zero_bubble));
   std::vector<size_t> next(pp, 0);
-  std::vector<double> remaining(pp, -1);  // core-seconds left of the current task; -1: not started
-  std::vector<double> waiting(pp, 0);     // wall seconds of waiting left after its compute
+  std::vector<int64_t> next_weight(pp, 0);  // W acts run oldest first, after their B
+  // The task each stage runs: none, its next ordered task, or the W act next_weight[s].
+  enum class Current { kNone, kOrdered, kWeight };
+  std::vector<Current> current(pp, Current::kNone);
+  std::vector<double> remaining(pp, 0);  // core-seconds left of the current task
+  std::vector<double> waiting(pp, 0);    // wall seconds of waiting left after its compute
   auto ready = [&](int64_t s) -> bool {
     if (next[s] >= orders[s].size()) return false;
     const Task& task = orders[s][next[s]];
-    if (task.forward) return s == 0 || forward_done[s - 1][task.micro_batch];
+    if (task.forward) {
+      const int64_t slots = pp - s;
+      const bool slot_free = task.micro_batch < slots || weight_done[s][task.micro_batch - slots];
+      return slot_free && (s == 0 || forward_done[s - 1][task.micro_batch]);
+    }
     return s == pp - 1 ? forward_done[s][task.micro_batch] : backward_done[s + 1][task.micro_batch];
+  };
+  auto weight_ready = [&](int64_t s) {
+    return zero_bubble && next_weight[s] < micro_batches && backward_done[s][next_weight[s]];
   };
   double now = 0;
   std::vector<int64_t> running;
@@ -66,16 +87,21 @@ absl::StatusOr<double> SharedCorePipelineSeconds(const std::vector<PipelineStage
     running.clear();
     int64_t busy_devices = 0;  // devices computing (not waiting): they share the cores
     for (int64_t s = 0; s < pp; ++s) {
-      if (!ready(s)) continue;
-      running.push_back(s);
-      if (remaining[s] < 0) {
+      if (current[s] == Current::kNone && ready(s)) {
         const Task& task = orders[s][next[s]];
-        remaining[s] = task.forward ? stages[s].forward_seconds : stages[s].backward_seconds;
+        current[s] = Current::kOrdered;
+        remaining[s] = task.forward ? stages[s].forward_seconds : stages[s].backward_seconds - weight_seconds(s);
         waiting[s] = task.forward ? stages[s].forward_wait_seconds : stages[s].backward_wait_seconds;
         if (task.micro_batch == 0) {
           waiting[s] += task.forward ? stages[s].first_forward_wait_seconds : stages[s].first_backward_wait_seconds;
         }
+      } else if (current[s] == Current::kNone && weight_ready(s)) {
+        current[s] = Current::kWeight;
+        remaining[s] = weight_seconds(s);
+        waiting[s] = 0;
       }
+      if (current[s] == Current::kNone) continue;
+      running.push_back(s);
       if (remaining[s] > 0) busy_devices += stages[s].devices;
     }
     if (running.empty()) break;
@@ -93,16 +119,20 @@ absl::StatusOr<double> SharedCorePipelineSeconds(const std::vector<PipelineStage
       }
       waiting[s] -= step;
       if (waiting[s] > margin) continue;
-      const Task& task = orders[s][next[s]];
-      (task.forward ? forward_done : backward_done)[s][task.micro_batch] = true;
-      ++next[s];
-      remaining[s] = -1;
+      if (current[s] == Current::kWeight) {
+        weight_done[s][next_weight[s]++] = true;
+      } else {
+        const Task& task = orders[s][next[s]];
+        (task.forward ? forward_done : backward_done)[s][task.micro_batch] = true;
+        ++next[s];
+      }
+      current[s] = Current::kNone;
     }
   }
   for (int64_t s = 0; s < pp; ++s) {
-    if (next[s] < orders[s].size()) {
-      return absl::InternalError(absl::StrCat("1F1B play stalled: stage ", s, " at task ", next[s], " of ",
-                                              orders[s].size()));
+    if (next[s] < orders[s].size() || (zero_bubble && next_weight[s] < micro_batches)) {
+      return absl::InternalError(absl::StrCat("pipeline play stalled: stage ", s, " at task ", next[s], " of ",
+                                              orders[s].size(), ", W act ", next_weight[s]));
     }
   }
   return now;

@@ -1,4 +1,4 @@
-// A 1F1B pipeline whose devices take turns on fewer host cores than they are (every device
+// A 1F1B (or ZB-H1) pipeline whose devices take turns on fewer host cores than they are (every device
 // of the cluster simulated in one process: `oneflow run`, the examples' --run), played out
 // task by task.
 //
@@ -32,6 +32,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "proto/job.pb.h"
 
 namespace oneflow::auto_parallel {
 
@@ -49,16 +50,30 @@ struct PipelineStageWork {
   // copies serve every micro-batch, so only the first one waits on them).
   double first_forward_wait_seconds = 0;
   double first_backward_wait_seconds = 0;
+  // Of backward_seconds, the part ZB-H1 runs as W acts (the weights' gradients; on the
+  // first stage all of backward): played only with that schedule.
+  double weight_backward_seconds = 0;
 };
 
 // The wall time from the first forward to the last backward. With cores at least every
 // device's count it is the 1F1B schedule's own length ((M + pp - 1) x (F + B) for equal
 // stages, the waits included); one stage of g devices is
 // M x ((F + B) x max(1, g / cores) + the waits).
+//
+// With `schedule` ZB-H1 each backward is its B act (backward_seconds less
+// weight_backward_seconds, and the backward's waits) in 1F1B's order and a W act
+// (weight_backward_seconds) the stage runs only when its next B or F is not ready, oldest
+// first, as the engine holds W acts back (docs/pipeline.md, "ZB-H1's B and W"); a W act
+// once started runs to its end. A forward of micro-batch k >= pp - s on stage s also waits
+// for W of micro-batch k - (pp - s): the stage's pp - s activation slots are 1F1B's, and W
+// reads the activations the slot holds. With F = B = W = 1 and a core per device that is
+// M x 3 + (pp - 1) x 1 against 1F1B's (M + pp - 1) x 3 (the zero-bubble paper's H1).
 // INVALID_ARGUMENT when there is no stage, micro_batches < 1, cores <= 0, a stage has no
-// device or a negative time.
+// device, a negative time or a W part beyond its backward, or `schedule` is neither
+// 1F1B nor ZB-H1.
 absl::StatusOr<double> SharedCorePipelineSeconds(const std::vector<PipelineStageWork>& stages, int64_t micro_batches,
-                                                 double cores);
+                                                 double cores,
+                                                 proto::PipelineSchedule schedule = proto::PIPELINE_SCHEDULE_1F1B);
 
 }  // namespace oneflow::auto_parallel
 

@@ -25,8 +25,9 @@ ShapedGemms ShapedGemmSeconds(const ProfileUnit& unit, const ComputeRates& rates
     const double forward = GemmShapeSeconds(rates, shape);
     total.forward += forward;
     if (work.attention_core) total.core_forward += forward;
-    total.backward += GemmShapeSeconds(rates, GemmShape{shape.batch, shape.m, shape.k, shape.n}) +
-                      GemmShapeSeconds(rates, GemmShape{shape.batch, shape.k, shape.n, shape.m});
+    const double weight = GemmShapeSeconds(rates, GemmShape{shape.batch, shape.k, shape.n, shape.m});
+    total.backward += GemmShapeSeconds(rates, GemmShape{shape.batch, shape.m, shape.k, shape.n}) + weight;
+    if (!work.attention_core) total.weight_backward += weight;
   }
   return total;
 }

@@ -20,6 +20,9 @@ struct ShapedGemms {
   double forward = 0;
   double backward = 0;
   double core_forward = 0;
+  // Of backward, the weights' gradients: each GEMM's second product outside the attention
+  // core (whose GEMMs multiply two activations), what ZB-H1 runs as W acts.
+  double weight_backward = 0;
 };
 ShapedGemms ShapedGemmSeconds(const ProfileUnit& unit, const ComputeRates& rates, double tp, double rows);
 

@@ -18,6 +18,7 @@
 #include "compiler/auto_parallel/search.h"
 #include "compiler/auto_parallel/tp_boxings.h"
 #include "compiler/compiler.h"
+#include "compiler/passes/pipeline_schedule_pass.h"
 #include "plan/plan_checksum.h"
 #include "oneflow_core/status.h"
 #include "sbp/calibration.h"
@@ -137,6 +138,13 @@ ParallelFlags FlagsForLayout(const ParallelFlags& cluster, const proto::AutoPara
   flags.micro_batches = layout.micro_batches();
   flags.zero = layout.zero();
   return flags;
+}
+
+CompileSettings SettingsForLayout(const CompileSettings& settings, const proto::AutoParallelLayout& layout) {
+  CompileSettings for_layout = settings;
+  for_layout.recompute = auto_parallel::RecomputeName(layout.recompute());
+  for_layout.pp_schedule = std::string(PipelineScheduleName(layout.schedule()));
+  return for_layout;
 }
 
 absl::StatusOr<int64_t> CountActsOfLayoutFamilies(const JobBuilder& build, const ParallelFlags& cluster,
@@ -354,8 +362,7 @@ absl::StatusOr<AutoParallelResult> AutoParallelCompile(const JobBuilder& build, 
       refuse(absl::StrCat("the model refuses it: ", job.status().message()));
       continue;
     }
-    CompileSettings settings = request.settings;
-    settings.recompute = auto_parallel::RecomputeName(candidate.layout().recompute());
+    const CompileSettings settings = SettingsForLayout(request.settings, candidate.layout());
     std::string dump;
     OF_ASSIGN_OR_RETURN(CompileOptions compile_options, CompileOptionsFor(*layout, settings, &dump));
     const auto compile_start = std::chrono::steady_clock::now();

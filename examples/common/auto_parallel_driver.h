@@ -63,6 +63,10 @@ struct AutoParallelResult {
 // cluster of `cluster` (nodes, devices per node, links; its other fields kept).
 ParallelFlags FlagsForLayout(const ParallelFlags& cluster, const proto::AutoParallelLayout& layout);
 
+// `settings` with what of `layout` the compile settings carry: its recomputation and its
+// pipeline schedule (--recompute, --pp_schedule).
+CompileSettings SettingsForLayout(const CompileSettings& settings, const proto::AutoParallelLayout& layout);
+
 // Errors: the search's (no layout fits the batch; every predicted peak over
 // --device_memory, naming the smallest and its layout), or FAILED_PRECONDITION listing
 // every layout compiled and why each was refused.

@@ -20,6 +20,7 @@
 #include "absl/strings/str_join.h"
 #include "actors/run_locally.h"
 #include "compiler/compiler.h"
+#include "compiler/passes/pipeline_schedule_pass.h"
 #include "examples/common/auto_parallel_driver.h"
 #include "examples/common/compile_driver.h"
 #include "examples/common/compile_recipe.h"
@@ -333,7 +334,8 @@ JobBuilder WithDataFilesResolved(const JobBuilder& build) {
 }
 
 // A hand layout as the cost model names it (stage_blocks as given: empty when balanced).
-proto::AutoParallelLayout AutoParallelLayoutOf(const ParallelLayout& layout, proto::RecomputeMode recompute) {
+proto::AutoParallelLayout AutoParallelLayoutOf(const ParallelLayout& layout, proto::RecomputeMode recompute,
+                                               proto::PipelineSchedule schedule) {
   proto::AutoParallelLayout given;
   given.set_dp(layout.dp());
   given.set_tp(layout.tp());
@@ -342,6 +344,8 @@ proto::AutoParallelLayout AutoParallelLayoutOf(const ParallelLayout& layout, pro
   given.set_micro_batches(layout.micro_batches());
   given.set_zero(static_cast<int32_t>(layout.zero()));
   given.set_recompute(recompute);
+  // (With one micro-batch the compiler runs 1F1B whatever --pp_schedule says.)
+  if (layout.pp() > 1 && layout.micro_batches() > 1) given.set_schedule(schedule);
   return given;
 }
 
@@ -351,7 +355,7 @@ bool AutoParallelRequested() { return absl::GetFlag(FLAGS_auto_parallel); }
 
 absl::Status CompileAndReportAuto(const JobBuilder& build) {
   // The layout flags are what the search chooses: giving one is a contradiction.
-  for (const char* name : {"dp", "tp", "pp", "stage_blocks", "zero", "micro_batches", "recompute"}) {
+  for (const char* name : {"dp", "tp", "pp", "stage_blocks", "pp_schedule", "zero", "micro_batches", "recompute"}) {
     const absl::CommandLineFlag* flag = absl::FindCommandLineFlag(name);
     if (flag != nullptr && flag->CurrentValue() != flag->DefaultValue()) {
       return absl::InvalidArgumentError(absl::StrCat("--auto_parallel chooses --", name, "; do not give --", name,
@@ -385,12 +389,24 @@ absl::Status CompileAndReportAuto(const JobBuilder& build) {
     std::fprintf(stderr, "%s: warning: %s\n", ProgramName().c_str(), warning.c_str());
   }
   std::fputs(CompileSummary(result.job, result.layout, result.plan, result.compile_seconds).c_str(), stdout);
-  CompileSettings chosen = request.settings;
-  chosen.recompute = std::string(RecomputeModeName(result.plan.auto_parallel().chosen().layout().recompute()));
+  const CompileSettings chosen = SettingsForLayout(request.settings, result.plan.auto_parallel().chosen().layout());
   return WriteAndRun(result.job, result.layout, chosen, /*auto_parallel=*/true, std::move(result.plan));
 }
 
 namespace {
+
+// The schedule of --pp_schedule the cost model prices (1F1B and ZB-H1: the bubble of the
+// others is not in it, and their prediction would be 1F1B's under their name); `what`
+// names the flag that asks for a price, `instead` the way out.
+absl::StatusOr<proto::PipelineSchedule> PricedSchedule(const ParallelLayout& layout, const CompileSettings& settings,
+                                                       absl::string_view what, absl::string_view instead) {
+  OF_ASSIGN_OR_RETURN(const proto::PipelineSchedule schedule, ParsePipelineSchedule(settings.pp_schedule));
+  if (layout.pp() > 1 && schedule != proto::PIPELINE_SCHEDULE_1F1B && schedule != proto::PIPELINE_SCHEDULE_ZB_H1) {
+    return absl::InvalidArgumentError(absl::StrCat(what, " prices the 1f1b and zb pipeline schedules; --pp_schedule=",
+                                                   settings.pp_schedule, " is not in the cost model: ", instead));
+  }
+  return schedule;
+}
 
 // --predict_step: the cost model's price of `layout`, the decision record the plan carries.
 absl::StatusOr<proto::AutoParallelDecision> PredictGivenLayout(const JobBuilder& build, const ParallelLayout& layout,
@@ -402,20 +418,16 @@ absl::StatusOr<proto::AutoParallelDecision> PredictGivenLayout(const JobBuilder&
         layout.cp() > 1 ? absl::StrCat("cp=", layout.cp()) : absl::StrCat("virtual_stages=", layout.virtual_stages()),
         " is not in the cost model: drop it or --predict_step"));
   }
-  // The cost model prices a pipeline's bubble as 1F1B's; another schedule's prediction
-  // would be 1F1B's under its name.
-  if (layout.pp() > 1 && settings.pp_schedule != "1f1b") {
-    return absl::InvalidArgumentError(
-        absl::StrCat("--predict_step prices the 1f1b pipeline schedule only; --pp_schedule=", settings.pp_schedule,
-                     " is not in the cost model: drop it or --predict_step"));
-  }
+  OF_ASSIGN_OR_RETURN(const proto::PipelineSchedule schedule, PricedSchedule(layout, settings, "--predict_step",
+                                                                             "drop it or --predict_step"));
   AutoParallelRequest request;
   request.cluster.nodes = absl::GetFlag(FLAGS_nodes);
   request.cluster.devices_per_node = absl::GetFlag(FLAGS_devices_per_node);
   request.cluster.intra_node_bandwidth = absl::GetFlag(FLAGS_intra_node_bandwidth);
   request.cluster.inter_node_bandwidth = absl::GetFlag(FLAGS_inter_node_bandwidth);
   request.settings = settings;
-  return PriceGivenLayout(WithDataFilesResolved(build), request, AutoParallelLayoutOf(layout, recompute));
+  request.settings.pp_schedule = "1f1b";  // the cost model's probes; the layout carries the schedule
+  return PriceGivenLayout(WithDataFilesResolved(build), request, AutoParallelLayoutOf(layout, recompute, schedule));
 }
 
 // --stage_blocks=auto: the layout with the cuts ChooseStageCuts gives, and the model
@@ -434,13 +446,12 @@ absl::Status ApplyAutoStageCuts(const JobBuilder* build, std::optional<ParallelL
         "; drop --stage_blocks"));
   }
   const CompileSettings settings = SettingsFromFlags();
-  if (settings.pp_schedule != "1f1b") {
-    return absl::InvalidArgumentError(absl::StrCat("--stage_blocks=auto prices the 1f1b pipeline schedule only; --pp_schedule=",
-                                                   settings.pp_schedule, " is not in the cost model: give the counts"));
-  }
+  OF_ASSIGN_OR_RETURN(const proto::PipelineSchedule schedule,
+                      PricedSchedule(**layout, settings, "--stage_blocks=auto", "give the counts"));
   AutoParallelRequest request;
   request.cluster = FlagsOfLayout(**layout);
   request.settings = settings;
+  request.settings.pp_schedule = "1f1b";  // the cost model's probes; the layout carries the schedule
   request.device_memory = absl::GetFlag(FLAGS_device_memory);
   absl::StatusOr<proto::RecomputeMode> recompute = ParseRecomputeMode(settings.recompute);
   if (!recompute.ok()) {
@@ -448,7 +459,7 @@ absl::Status ApplyAutoStageCuts(const JobBuilder* build, std::optional<ParallelL
         absl::StrCat("--recompute=", settings.recompute, " is not one of: none, selective, full"));
   }
   OF_ASSIGN_OR_RETURN(const ChosenStageCuts cuts, ChooseStageCuts(WithDataFilesResolved(*build), request,
-                                                                  AutoParallelLayoutOf(**layout, *recompute)));
+                                                                  AutoParallelLayoutOf(**layout, *recompute, schedule)));
   if (cuts.counts.empty()) {
     std::printf("stage cuts (--stage_blocks=auto): balanced, predicted step %.3g ms (the DP over the cuts found none "
                 "faster)\n",

@@ -156,16 +156,16 @@ bool FlagGiven(const char* name) {
 // The flags the search chooses; giving one with --auto_parallel is a contradiction.
 absl::Status CheckNoLayoutFlags() {
   // A graph text is searched with one pipeline stage and no context axis.
-  for (const char* name : {"cp", "cp_attention", "cp_ring_split", "virtual_stages", "pp_schedule"}) {
+  for (const char* name : {"cp", "cp_attention", "cp_ring_split", "virtual_stages"}) {
     if (FlagGiven(name)) {
       const absl::CommandLineFlag* flag = absl::FindCommandLineFlag(name);
       return absl::InvalidArgumentError(
           absl::StrCat("--", name, "=", flag->CurrentValue(),
-                       " is not searched: --auto_parallel on a graph text searches 1F1B pipelines of one chunk per stage and --cp=1; "
+                        " is not searched: --auto_parallel on a graph text searches 1F1B and ZB-H1 pipelines of one chunk per stage and --cp=1; "
                        "compile without --auto_parallel to give it"));
     }
   }
-  for (const char* name : {"dp", "tp", "pp", "micro_batches", "zero", "recompute"}) {
+  for (const char* name : {"dp", "tp", "pp", "pp_schedule", "micro_batches", "zero", "recompute"}) {
     const absl::CommandLineFlag* flag = absl::FindCommandLineFlag(name);
     if (flag != nullptr && flag->CurrentValue() != flag->DefaultValue()) {
       return absl::InvalidArgumentError(absl::StrCat("--auto_parallel chooses --", name, "; do not give --", name,
@@ -268,8 +268,8 @@ absl::Status RunCompile(const std::vector<std::string>& arguments, std::ostream&
       std::cerr << "oneflow compile: warning: " << warning << "\n";
     }
     out << examples::CompileSummary(result.plan.job(), result.layout, result.plan, result.compile_seconds);
-    examples::CompileSettings chosen = settings;
-    chosen.recompute = std::string(RecomputeModeName(result.plan.auto_parallel().chosen().layout().recompute()));
+    const examples::CompileSettings chosen =
+        examples::SettingsForLayout(settings, result.plan.auto_parallel().chosen().layout());
     return WritePlanOut(result.job, result.layout, chosen, /*auto_parallel=*/true, result.plan, out);
   }
   OF_ASSIGN_OR_RETURN(const examples::ParallelLayout layout, examples::ParallelLayout::Create(flags));

@@ -128,17 +128,18 @@ out=$("$ONEFLOW" compile "$DIR/mlp_free.txt" --auto_parallel --devices_per_node=
 inspected=$("$ONEFLOW" inspect "$DIR/auto.plan")
 [[ "$inspected" == *"auto-parallel decision (51 layouts priced)"* ]] || fail "no decision in: $inspected"
 # The gpt's layout-free text (2 blocks, the whole batch of 8) under a memory limit that no
-# layout of one stage meets: the search cuts the blocks onto 2 stages with micro-batches,
-# and the plan trains as the C++ gpt compiled with the chosen flags (the same losses).
+# layout of one stage meets: the search cuts the blocks onto 2 stages with micro-batches
+# under ZB-H1, and the plan trains as the C++ gpt compiled with the chosen flags (the same
+# losses).
 "$PWD/examples/gpt/gpt" --print_graph | grep -v '^placement ' >"$DIR/gpt_free.txt"
 out=$("$ONEFLOW" compile "$DIR/gpt_free.txt" --auto_parallel --devices_per_node=4 --device_memory=6000000 \
   --plan_out="$DIR/gpt_auto.plan")
-[[ "$out" == "auto-parallel: chose --dp=1 --tp=2 --pp=2 --micro_batches=8 --zero=0 --recompute=none among 120 layouts in "* ]] ||
+[[ "$out" == "auto-parallel: chose --dp=1 --tp=2 --pp=2 --pp_schedule=zb --micro_batches=8 --zero=0 --recompute=none among 153 layouts in "* ]] ||
   fail "$out"
 [[ "$out" != *"not searched"* ]] || fail "a family left out of the gpt's search: $out"
 losses() { grep -o '"loss": [0-9.]*' | tr '\n' ' '; }
 searched=$("$ONEFLOW" run "$DIR/gpt_auto.plan" --iters=3 2>&1 | losses)
-by_hand=$("$PWD/examples/gpt/gpt" --devices_per_node=4 --tp=2 --pp=2 --micro_batches=8 --run --iters=3 2>&1 | losses)
+by_hand=$("$PWD/examples/gpt/gpt" --devices_per_node=4 --tp=2 --pp=2 --pp_schedule=zb --micro_batches=8 --run --iters=3 2>&1 | losses)
 [[ -n "$searched" && "$searched" == "$by_hand" ]] || fail "searched text plan losses '$searched' vs the C++ gpt's '$by_hand'"
 # The same text with the flags given by hand (docs/graph_text.md): its blocks staged and its
 # batch cut, as the C++ gpt is built for them.
@@ -183,7 +184,7 @@ err=$("$ONEFLOW" compile "$DIR/mlp_free.txt" --auto_parallel --devices_per_node=
 [[ "$err" == "oneflow compile: --auto_parallel chooses --dp; do not give --dp=2 with it" ]] || fail "$err"
 expect_error "oneflow compile: --auto_parallel chooses --recompute; do not give --recompute=full with it" \
   "$DIR/mlp_free.txt" --auto_parallel --devices_per_node=4 --recompute=full
-expect_error "oneflow compile: --cp=2 is not searched: --auto_parallel on a graph text searches 1F1B pipelines of one chunk per stage and --cp=1; compile without --auto_parallel to give it" \
+expect_error "oneflow compile: --cp=2 is not searched: --auto_parallel on a graph text searches 1F1B and ZB-H1 pipelines of one chunk per stage and --cp=1; compile without --auto_parallel to give it" \
   "$DIR/mlp_free.txt" --auto_parallel --devices_per_node=4 --cp=2
 err=$("$ONEFLOW" compile "$DIR/mlp.txt" --auto_parallel --devices_per_node=4 2>&1 >/dev/null) && fail "placement accepted"
 [[ "$err" == "oneflow compile: $DIR/mlp.txt: --auto_parallel gives each layout its own placement, but the graph has \`placement "* ]] ||

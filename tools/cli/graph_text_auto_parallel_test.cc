@@ -65,13 +65,14 @@ std::string Bytes(const proto::Plan& plan) {
   return *bytes;
 }
 
-// The text compiled with `layout`'s flags, as `oneflow compile` does.
+// The text compiled with `layout`'s flags (and `settings`: --recompute, --pp_schedule), as
+// `oneflow compile` does.
 absl::StatusOr<proto::Plan> PlanOfTheFlags(const std::string& text, const std::string& file_name,
-                                           const examples::ParallelLayout& layout) {
+                                           const examples::ParallelLayout& layout,
+                                           const examples::CompileSettings& settings = examples::CompileSettings()) {
   OF_ASSIGN_OR_RETURN(const proto::Job job, JobFromGraphText(text, file_name, layout));
   std::string dump;
-  OF_ASSIGN_OR_RETURN(const CompileOptions options,
-                      examples::CompileOptionsFor(layout, examples::CompileSettings(), &dump));
+  OF_ASSIGN_OR_RETURN(const CompileOptions options, examples::CompileOptionsFor(layout, settings, &dump));
   return Compile(job, options);
 }
 
@@ -79,7 +80,8 @@ absl::StatusOr<proto::Plan> PlanOfTheFlags(const std::string& text, const std::s
 // compiling the text with the chosen layout's flags.
 void ExpectThePlanOfItsFlags(const std::string& text, const std::string& file_name,
                              const examples::ParallelLayout& layout, const proto::Plan& searched) {
-  absl::StatusOr<proto::Plan> by_hand = PlanOfTheFlags(text, file_name, layout);
+  absl::StatusOr<proto::Plan> by_hand = PlanOfTheFlags(
+      text, file_name, layout, examples::SettingsForLayout({}, searched.auto_parallel().chosen().layout()));
   ASSERT_TRUE(by_hand.ok()) << by_hand.status();
   proto::Plan chosen = searched;
   chosen.clear_auto_parallel();
@@ -136,9 +138,11 @@ TEST(GraphTextAutoParallel, ATextWithBlocksIsCutIntoPipelineStagesWithMicroBatch
   ASSERT_TRUE(result.ok()) << result.status();
   EXPECT_EQ(search_note, "");  // pipelines and micro-batches both searched
   const proto::AutoParallelDecision& decision = result->plan.auto_parallel();
-  EXPECT_EQ(decision.candidates(), 120);
+  // 120 layouts, and the 33 pipelines with micro-batches again with ZB-H1, which fills
+  // the pipeline's bubble with the weights' gradients at 1F1B's memory.
+  EXPECT_EQ(decision.candidates(), 153);
   EXPECT_EQ(auto_parallel::LayoutName(decision.chosen().layout()),
-            "dp=1 tp=2 pp=2 micro_batches=8 zero=0 recompute=none");
+            "dp=1 tp=2 pp=2 pp_schedule=zb micro_batches=8 zero=0 recompute=none");
   EXPECT_LE(decision.planned_peak_bytes(), request.device_memory);
 
   // The chosen plan is the text compiled with the chosen flags (its blocks on the stages,
@@ -152,6 +156,7 @@ TEST(GraphTextAutoParallel, ATextWithBlocksIsCutIntoPipelineStagesWithMicroBatch
   absl::StatusOr<proto::Job> job = JobFromGraphText(text, "gpt.txt", layout);
   ASSERT_TRUE(job.ok()) << job.status();
   EXPECT_EQ(job->micro_batches(), 8);
+  EXPECT_EQ(result->plan.job().pipeline_schedule(), proto::PIPELINE_SCHEDULE_ZB_H1);
   ExpectThePlanOfItsFlags(text, "gpt.txt", layout, result->plan);
 }
 

@@ -5,6 +5,7 @@
 #include "compiler/auto_parallel/host_terms.h"
 #include "compiler/auto_parallel/price.h"
 #include "compiler/auto_parallel/search.h"
+#include "compiler/passes/pipeline_schedule_pass.h"
 #include "sbp/collective_cost.h"
 
 namespace oneflow::cli {
@@ -27,6 +28,8 @@ void WriteLayout(const proto::AutoParallelLayout& layout, JsonWriter& json) {
   json.Int(layout.tp());
   json.Key("pp");
   json.Int(layout.pp());
+  json.Key("pp_schedule");
+  json.String(PipelineScheduleName(layout.schedule()));
   json.Key("micro_batches");
   json.Int(layout.micro_batches());
   json.Key("zero");

@@ -81,7 +81,9 @@ absl::StatusOr<Replan> SearchForSurvivors(const proto::Plan& plan, int64_t survi
   request.cluster = examples::LayoutFlagsFromRecipe(recipe);
   request.cluster.nodes = survivors;
   request.settings = examples::SettingsFromRecipe(recipe);
-  request.settings.recompute = examples::CompileSettings().recompute;  // Each layout the search tries sets its own.
+  // Each layout the search tries sets its own.
+  request.settings.recompute = examples::CompileSettings().recompute;
+  request.settings.pp_schedule = examples::CompileSettings().pp_schedule;
   request.device_memory = plan.auto_parallel().device_memory();
   const std::string where = absl::StrCat("re-planning for the ", survivors, " surviving nodes (--nodes=", survivors,
                                          " --auto_parallel, searched again)");
@@ -97,8 +99,8 @@ absl::StatusOr<Replan> SearchForSurvivors(const proto::Plan& plan, int64_t survi
     }
     return absl::Status(result.status().code(), absl::StrCat(where, ": ", result.status().message()));
   }
-  examples::CompileSettings chosen = request.settings;
-  chosen.recompute = auto_parallel::RecomputeName(result->plan.auto_parallel().chosen().layout().recompute());
+  const examples::CompileSettings chosen =
+      examples::SettingsForLayout(request.settings, result->plan.auto_parallel().chosen().layout());
   OF_ASSIGN_OR_RETURN(const proto::CompileRecipe next_recipe,
                       examples::MakeRecipe(result->job, result->layout, chosen, /*auto_parallel=*/true));
   OF_RETURN_IF_ERROR(examples::AttachRecipe(next_recipe, &result->plan));

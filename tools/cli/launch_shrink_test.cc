@@ -286,8 +286,8 @@ examples::AutoParallelRequest Nodes(int64_t nodes, int64_t device_memory = 0) {
 proto::Plan SearchedPlan(const std::string& text, const examples::AutoParallelRequest& request) {
   absl::StatusOr<examples::AutoParallelResult> result = AutoParallelFromGraphText(text, "mlp.txt", request);
   EXPECT_TRUE(result.ok()) << result.status();
-  examples::CompileSettings chosen = request.settings;
-  chosen.recompute = auto_parallel::RecomputeName(result->plan.auto_parallel().chosen().layout().recompute());
+  const examples::CompileSettings chosen =
+      examples::SettingsForLayout(request.settings, result->plan.auto_parallel().chosen().layout());
   absl::StatusOr<proto::CompileRecipe> recipe = examples::MakeRecipe(result->job, result->layout, chosen, true);
   EXPECT_TRUE(recipe.ok()) << recipe.status();
   EXPECT_TRUE(examples::AttachRecipe(*recipe, &result->plan).ok());
@@ -336,7 +336,8 @@ TEST(LaunchShrinkTest, ASearchedPipelineIsSearchedAgainForTheSurvivors) {
   const proto::Plan four = SearchedPlan(text, Nodes(4, kMemory));
   const proto::AutoParallelLayout& chosen = four.auto_parallel().chosen().layout();
   ASSERT_EQ(auto_parallel::LayoutFlags(chosen),
-            "--dp=2 --tp=1 --pp=2 --micro_batches=4 --zero=0 --recompute=none");
+            "--dp=2 --tp=1 --pp=2 --pp_schedule=zb --micro_batches=4 --zero=0 --recompute=none");
+  EXPECT_EQ(four.recipe().pp_schedule(), "zb");  // a re-plan of these stages compiles ZB-H1 again
   EXPECT_THAT(four.recipe().graph_text(), Not(HasSubstr("placement=")));
   EXPECT_THAT(four.recipe().graph_text(), HasSubstr("= input i32[8, 64]"));  // the whole batch
   // The recipe compiles to the plan: JobFromGraphText stages and cuts it again.
@@ -366,7 +367,7 @@ TEST(LaunchShrinkTest, ASearchedPipelineIsSearchedAgainForTheSurvivors) {
   EXPECT_TRUE(Bytes(replan->plan) == Bytes(SearchedPlan(text, Nodes(3, kMemory)))) << replan->action;
   absl::StatusOr<Replan> again = ReplanForSurvivors(replan->plan, 2);
   ASSERT_TRUE(again.ok()) << again.status();
-  EXPECT_THAT(again->action, HasSubstr("(the --auto_parallel search ran again: --dp=1 --tp=1 --pp=2 --micro_batches=4 "));
+  EXPECT_THAT(again->action, HasSubstr("(the --auto_parallel search ran again: --dp=1 --tp=1 --pp=2 "));
   // The 3 nodes' tp = 3 had its split inferred, so their recipe is the text without hints
   // (RecipeJob): the search of that text for 2 nodes.
   EXPECT_TRUE(Bytes(again->plan) ==
