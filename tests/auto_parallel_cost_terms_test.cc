@@ -275,12 +275,17 @@ TEST(AutoParallelCostTermsTest, BoxingActsGetTheirOwnCostFromReferencesThatAddTh
 
 TEST(AutoParallelCostTermsTest, BoxingActsCostBoxingActSecondsEach) {
   const Probe probe = ProbeOf(TinyGpt());
-  // The boxing actors of the tp = 2 probe plan's first device (one micro-batch: each once).
+  // The boxing actors of the tp = 2 probe plan's first device (one micro-batch: each once)
+  // whose ranks meet; those of local steps alone (a slice of a replicated tensor to its
+  // split) cost an ordinary act.
   int64_t boxing = 0;
+  int64_t local = 0;
   for (const proto::ActorDef& actor : probe.plan.devices(0).actors()) {
-    if (actor.kind() == proto::ACTOR_BOXING) ++boxing;
+    if (actor.kind() != proto::ACTOR_BOXING) continue;
+    ++(auto_parallel::BoxingActMeetsPeers(probe.plan, actor) ? boxing : local);
   }
   ASSERT_GE(boxing, 3 * 4 + 2);  // Megatron's all-reduces at least
+  EXPECT_GT(local, 0);
   auto_parallel::PriceOptions one_cost = Devices(2);
   one_cost.act_seconds = 1e-5;
   auto_parallel::PriceOptions same = one_cost;
@@ -292,7 +297,7 @@ TEST(AutoParallelCostTermsTest, BoxingActsCostBoxingActSecondsEach) {
   absl::StatusOr<proto::AutoParallelPrediction> boxed = PriceLayout(probe.profile, dearer, Layout(1, 2, 1));
   ASSERT_TRUE(base.ok() && alike.ok() && boxed.ok());
   EXPECT_EQ(auto_parallel::StepSeconds(*alike), auto_parallel::StepSeconds(*base));
-  // Every boxing act 1 ms dearer, on the compute side, each once.
+  // Every boxing act whose ranks meet 1 ms dearer, on the compute side, each once.
   EXPECT_NEAR(boxed->compute_seconds() - base->compute_seconds(), 1e-3 * static_cast<double>(boxing), 1e-9);
   EXPECT_EQ(boxed->exposed_communication_seconds(), base->exposed_communication_seconds());
 }

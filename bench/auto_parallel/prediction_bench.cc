@@ -50,6 +50,7 @@
 #include "bench/auto_parallel/gpt_profile.h"
 #include "bench/auto_parallel/prediction_statistics.h"
 #include "bench/auto_parallel/reprice.h"
+#include "compiler/auto_parallel/act_count.h"
 #include "compiler/auto_parallel/candidate.h"
 #include "compiler/auto_parallel/host_terms.h"
 #include "compiler/auto_parallel/model_profile.h"
@@ -216,7 +217,7 @@ absl::StatusOr<Measured> Measure(const examples::GptConfig& config, int64_t devi
     for (const proto::ActorDef& actor : device.actors()) {
       const int64_t acts = actor.per_iteration() ? 1 : layout.micro_batches();
       measured.acts_per_iteration += acts;
-      if (actor.kind() == proto::ACTOR_BOXING) measured.boxing_acts_per_iteration += acts;
+      if (auto_parallel::BoxingActMeetsPeers(plan, actor)) measured.boxing_acts_per_iteration += acts;
     }
   }
   return measured;

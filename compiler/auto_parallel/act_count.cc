@@ -24,6 +24,27 @@ std::string OpOf(const proto::Plan& plan, const proto::ActorDef& actor) {
   return actor.kernels().empty() ? std::string() : actor.kernels(0).op_name();
 }
 
+}  // namespace
+
+bool BoxingActMeetsPeers(const proto::Plan& plan, const proto::ActorDef& actor) {
+  if (actor.kind() != proto::ACTOR_BOXING) return false;
+  if (actor.boxing_id() < 0 || actor.boxing_id() >= plan.boxings_size()) return true;
+  for (const proto::BoxingStepDef& step : plan.boxings(actor.boxing_id()).steps()) {
+    switch (step.kind()) {
+      case proto::STEP_IDENTITY:
+      case proto::STEP_LOCAL_SLICE:
+      case proto::STEP_LOCAL_PARTIAL:
+      case proto::STEP_SPLIT_TO_PARTIAL:
+        continue;
+      default:
+        return true;
+    }
+  }
+  return false;
+}
+
+namespace {
+
 bool RunsPerIteration(const proto::ActorDef& actor, absl::string_view op) {
   return actor.per_iteration() || actor.kind() == proto::ACTOR_VARIABLE ||
          op.find("_update/") != absl::string_view::npos;
@@ -42,7 +63,9 @@ std::vector<UnitActs> CountUnitActs(const proto::Plan& plan, const ModelProfile&
   for (const proto::ActorDef& actor : plan.devices(0).actors()) {
     const std::string op = OpOf(plan, actor);
     const bool per_iteration = RunsPerIteration(actor, op);
-    const bool boxing = actor.kind() == proto::ACTOR_BOXING;
+    // Priced at the boxing act's cost only when its ranks meet: a boxing of local steps
+    // alone (ZeRO's slices of a gradient to its shard) is one device's copy.
+    const bool boxing = BoxingActMeetsPeers(plan, actor);
     auto it = unit_of_op.find(ForwardOpOf(op));
     if (it == unit_of_op.end()) {
       if (per_iteration && !boxing) {

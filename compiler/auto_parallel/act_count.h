@@ -23,6 +23,13 @@ namespace oneflow::auto_parallel {
 // forward op's own name unchanged).
 absl::string_view ForwardOpOf(absl::string_view op);
 
+// A boxing actor whose steps move data between devices (a collective, a send/receive):
+// its ranks meet, so on shared cores its act costs what PriceOptions::boxing_act_seconds
+// says. False for other actors and for a boxing of local steps alone (identity, local
+// slice, local partial, split to partial: ZeRO's slice of a gradient to its shard), whose
+// act is one device's copy like a kernel's.
+bool BoxingActMeetsPeers(const proto::Plan& plan, const proto::ActorDef& actor);
+
 // Sets every unit's acts_per_micro_batch and acts_per_iteration from the actors of the
 // first device of `probe_plan` (the profile's probe job compiled: every device of it runs
 // every unit), and profile->acts_counted. INVALID_ARGUMENT when the plan has no device or

@@ -8,6 +8,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
+#include "compiler/auto_parallel/act_count.h"
 #include "compiler/auto_parallel/host_terms.h"
 #include "actors/runtime.h"
 #include "compiler/cluster_compute_rates.h"
@@ -161,7 +162,7 @@ absl::StatusOr<auto_parallel::RunSample> RunSharedHostProbe(const proto::Plan& p
     for (const proto::ActorDef& actor : device.actors()) {
       const int64_t acts = actor.per_iteration() ? 1 : run.micro_batches;
       sample.acts += acts;
-      if (actor.kind() == proto::ACTOR_BOXING) sample.boxing_acts += acts;
+      if (auto_parallel::BoxingActMeetsPeers(plan, actor)) sample.boxing_acts += acts;
     }
   }
   return sample;
