@@ -11,7 +11,8 @@ With one device per node (2 x 1, 3 x 1) those families collapse (Megatron's layo
 dp, and there is no inside of a node), so such a cluster sweeps its own: data parallelism
 across the hosts with micro-batches 1/2/4, ZeRO 1-3, selective and full recomputation and
 each --compression mode (off, auto, int8, int4), tensor parallelism across the hosts, a
-pipeline stage per host with 2/4/6/8 micro-batches, and combinations of them: 21 layouts, four
+pipeline stage per host with 2/4/6/8 micro-batches (4 and 8 also with ZB-H1, `--pp_schedule=zb`:
+two layouts since session 57), and combinations of them: 23 layouts, four
 fewer than through session 47 (dense dp with 2 micro-batches, dense ZeRO-3, tp with 2
 micro-batches, a dense pipeline: each the neighbour of a layout kept, and three of them the
 slowest of the sweep), so that 4 interleaved rounds of every layout fit one bench-lock hold.
@@ -78,10 +79,15 @@ def layouts(nodes, per_node, batch, layers, heads, hidden):
             (1, 1, d, 6, 0, "none", "auto"),
             (1, 1, d, 8, 0, "none", "auto"),
             (1, 1, d, 4, 0, "full", "auto"),
+            # ZB-H1 beside 1F1B: the schedule alone changes (the search prices both).
+            (1, 1, d, 4, 0, "none", "auto", "zb"),
+            (1, 1, d, 8, 0, "none", "auto", "zb"),
         ]
     seen = set()
     out = []
-    for dp, tp, pp, micro, zero, recompute, compression in families:
+    for family in families:
+        dp, tp, pp, micro, zero, recompute, compression = family[:7]
+        schedule = family[7] if len(family) > 7 else "1f1b"
         if dp * tp * pp != devices:
             continue
         if batch % micro != 0 or (batch // micro) % dp != 0:
@@ -90,11 +96,15 @@ def layouts(nodes, per_node, batch, layers, heads, hidden):
             continue
         flags = (f"--dp={dp} --tp={tp} --pp={pp} --micro_batches={micro} --zero={zero} "
                  f"--recompute={recompute} --compression={compression}")
+        name = f"dp={dp} tp={tp} pp={pp} M={micro} zero={zero} recompute={recompute} compression={compression}"
+        if schedule != "1f1b":
+            flags += f" --pp_schedule={schedule}"
+            name += f" pp_schedule={schedule}"
         if flags in seen:
             continue
         seen.add(flags)
-        name = f"dp={dp} tp={tp} pp={pp} M={micro} zero={zero} recompute={recompute} compression={compression}"
-        megatron = int((dp, tp, pp, micro, zero, recompute, compression) == (n, p, 1, 1, 0, "none", "auto"))
+        megatron = int((dp, tp, pp, micro, zero, recompute, compression, schedule) ==
+                       (n, p, 1, 1, 0, "none", "auto", "1f1b"))
         out.append(f"{name}|{flags}|{megatron}")
     return out
 

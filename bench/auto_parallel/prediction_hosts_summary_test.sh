@@ -315,6 +315,10 @@ if per_node == 1:
     assert values("compression", dp=nodes, micro_batches=1, zero=0, recompute="none") == {"auto", "off", "int8", "int4"}, rows
     assert values("compression", tp=nodes) == {"auto", "off"}, rows
     assert values("micro_batches", pp=nodes, recompute="none", compression="auto") == {"2", "4", "6", "8"}, rows
+    # ZB-H1 twins of the 4- and 8-micro-batch pipelines.
+    assert {r["micro_batches"] for r in rows if r.get("pp_schedule") == "zb"} == {"4", "8"}, rows
+else:
+    assert all("pp_schedule" not in line for line in lines), lines
 PYEOF
 done
 # The clusters of several devices a node sweep what runs 1-4 swept (25 and 22 layouts).

@@ -67,7 +67,8 @@ def layout_flags(layout):
     parts = dict(p.split("=", 1) for p in layout.split())
     return ["--dp=" + parts["dp"], "--tp=" + parts["tp"], "--pp=" + parts["pp"],
             "--micro_batches=" + parts["M"], "--zero=" + parts["zero"], "--recompute=" + parts["recompute"],
-            "--compression=" + parts.get("compression", "auto")]
+            "--compression=" + parts.get("compression", "auto")] + (
+               ["--pp_schedule=" + parts["pp_schedule"]] if "pp_schedule" in parts else [])
 
 
 def predicted_ms(bin_dir, gpt_flags, nodes, dpn, layout, calibration, work):
