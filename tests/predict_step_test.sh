@@ -78,4 +78,6 @@ expect_error "--cp=2 is not in the cost model" --layers=2 --hidden=32 --heads=4 
 expect_error "--pp_schedule=auto is not in the cost model" --layers=2 --hidden=32 --heads=4 --seq=8 --batch=8 \
   --vocab=64 --devices_per_node=2 --pp=2 --micro_batches=4 --pp_schedule=auto --predict_step
 expect_error "drop --predict_step" "${model[@]}" --auto_parallel --predict_step
+expect_error "--auto_parallel chooses --pp_schedule; do not give --pp_schedule=zb with it" "${model[@]}" --auto_parallel \
+  --pp_schedule=zb
 echo PASS

@@ -184,6 +184,8 @@ err=$("$ONEFLOW" compile "$DIR/mlp_free.txt" --auto_parallel --devices_per_node=
 [[ "$err" == "oneflow compile: --auto_parallel chooses --dp; do not give --dp=2 with it" ]] || fail "$err"
 expect_error "oneflow compile: --auto_parallel chooses --recompute; do not give --recompute=full with it" \
   "$DIR/mlp_free.txt" --auto_parallel --devices_per_node=4 --recompute=full
+expect_error "oneflow compile: --auto_parallel chooses --pp_schedule; do not give --pp_schedule=zb with it" \
+  "$DIR/gpt_free.txt" --auto_parallel --devices_per_node=4 --pp_schedule=zb
 expect_error "oneflow compile: --cp=2 is not searched: --auto_parallel on a graph text searches 1F1B and ZB-H1 pipelines of one chunk per stage and --cp=1; compile without --auto_parallel to give it" \
   "$DIR/mlp_free.txt" --auto_parallel --devices_per_node=4 --cp=2
 err=$("$ONEFLOW" compile "$DIR/mlp.txt" --auto_parallel --devices_per_node=4 2>&1 >/dev/null) && fail "placement accepted"
