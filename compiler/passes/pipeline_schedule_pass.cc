@@ -123,6 +123,72 @@ std::vector<proto::PipelineAct> OpActs(const LogicalGraph& graph, const std::vec
   return acts;
 }
 
+// ZB-H1's W acts after every B act of the device in its program order, which is the actor
+// order memory planning lays lifetimes out by: the W acts' inputs then stay live until
+// the end of the stage's backward and no later B act reuses their bytes. In the order the
+// ops came in (each weight gradient beside its input gradient), memory planning gave a
+// later B's output the bytes of a W's input and made that B wait for the W (a reuse
+// control edge), so the engine ran each W inside the chain of B acts the previous stage
+// waits for: on 2 stages of one micro-batch every W of the last stage ran before its last
+// B. The nodes moved: the W ops before the device's last B op, and every node before it
+// that reads what they make (the boxings and buckets of their gradients); no B reads
+// them (an op that did would reach the previous stage through it, and be B), so the
+// order stays one that producers precede consumers in.
+void DeferWeightGradients(const Compilation& compilation, DeviceProgram* program) {
+  const LogicalGraph& graph = compilation.graph;
+  const std::vector<proto::PipelineAct>& acts = compilation.pipeline_schedule.op_act;
+  std::vector<PhysicalNode>& nodes = program->nodes;
+  auto act_of = [&](const PhysicalNode& node) {
+    return node.kind == PhysicalNode::Kind::kCompute && node.index >= 0 &&
+                   static_cast<size_t>(node.index) < acts.size()
+               ? acts[static_cast<size_t>(node.index)]
+               : proto::PIPELINE_ACT_UNSET;
+  };
+  int64_t last_input_gradient = -1;
+  for (size_t n = 0; n < nodes.size(); ++n) {
+    if (act_of(nodes[n]) == proto::PIPELINE_ACT_BACKWARD_INPUT) last_input_gradient = static_cast<int64_t>(n);
+  }
+  if (last_input_gradient < 0) return;  // the first stage: all of backward is W already
+  std::vector<bool> deferred_tensor(graph.tensors.size(), false);
+  auto made_by_deferred = [&](int64_t tensor) {
+    return tensor >= 0 && static_cast<size_t>(tensor) < deferred_tensor.size() && deferred_tensor[tensor];
+  };
+  std::vector<PhysicalNode> kept, moved;
+  for (size_t n = 0; n < nodes.size(); ++n) {
+    const PhysicalNode& node = nodes[n];
+    bool defer = false;
+    if (static_cast<int64_t>(n) < last_input_gradient) {
+      switch (node.kind) {
+        case PhysicalNode::Kind::kCompute: {
+          defer = act_of(node) == proto::PIPELINE_ACT_BACKWARD_WEIGHT;
+          for (int64_t input : graph.ops[node.index].inputs) defer = defer || made_by_deferred(input);
+          if (defer) {
+            for (int64_t output : graph.ops[node.index].outputs) deferred_tensor[output] = true;
+          }
+          break;
+        }
+        case PhysicalNode::Kind::kBoxingStep:
+          defer = made_by_deferred(compilation.boxings[node.index].tensor);
+          break;
+        case PhysicalNode::Kind::kBucket:
+          for (const auto& [boxing, step] : compilation.buckets[node.index].members) {
+            defer = defer || made_by_deferred(compilation.boxings[boxing].tensor);
+          }
+          break;
+        default:
+          break;
+      }
+    }
+    (defer ? moved : kept).push_back(node);
+    if (static_cast<int64_t>(n) == last_input_gradient) {
+      // The moved nodes go right after the last B, in their order.
+      kept.insert(kept.end(), moved.begin(), moved.end());
+      moved.clear();
+    }
+  }
+  nodes = std::move(kept);
+}
+
 // Bytes of one micro-batch's non-persistent outputs on each device (an upper bound of its
 // activations: no reuse), and of its variables (persistent).
 void DeviceBytes(const Compilation& compilation, std::vector<int64_t>* activation, std::vector<int64_t>* persistent) {
@@ -240,7 +306,10 @@ absl::StatusOr<bool> PipelineSchedulePass::Run(Compilation* compilation) {
   plan.virtual_stages = schedule == proto::PIPELINE_SCHEDULE_INTERLEAVED ? v : 1;
   if (schedule != proto::PIPELINE_SCHEDULE_1F1B) compilation->job.set_pipeline_schedule(schedule);
   if (plan.virtual_stages > 1) compilation->job.set_virtual_stages(plan.virtual_stages);
-  if (schedule == proto::PIPELINE_SCHEDULE_ZB_H1) plan.op_act = OpActs(graph, hops);
+  if (schedule == proto::PIPELINE_SCHEDULE_ZB_H1) {
+    plan.op_act = OpActs(graph, hops);
+    for (DeviceProgram& program : compilation->devices) DeferWeightGradients(*compilation, &program);
+  }
   return true;
 }
 

@@ -20,7 +20,10 @@ namespace oneflow {
 //     backward op from which an op of another placement is reached: what the previous
 //     stage waits for) or backward-weight W (the rest: weight gradients, their
 //     accumulation). Autograd already emits the two gradients of a matmul as separate ops,
-//     so no op needs splitting. The engine runs W acts only when nothing else is ready.
+//     so no op needs splitting. The engine runs W acts only when nothing else is ready;
+//     each device's program puts them after its last B op (DeferWeightGradients in the
+//     .cc), so memory planning keeps their inputs live until then instead of making a later
+//     B wait for them.
 // Without stages or micro-batches every device gets CompileOptions::register_count and the
 // plan is what it was before schedules existed. The schedule chosen and its chunks per
 // stage are recorded in Job.pipeline_schedule / Job.virtual_stages (left unset for 1F1B).
@@ -35,9 +38,11 @@ class PipelineSchedulePass : public CompilerPass {
  public:
   absl::string_view name() const override { return "pipeline_schedule"; }
   absl::StatusOr<bool> Run(Compilation* compilation) override;
-  StateParts Reads() const override { return {StatePart::kJob, StatePart::kGraph, StatePart::kDevices}; }
+  StateParts Reads() const override {
+    return {StatePart::kJob, StatePart::kGraph, StatePart::kBoxings, StatePart::kBuckets, StatePart::kDevices};
+  }
   StateParts Writes() const override {
-    return {StatePart::kJob, StatePart::kDeviceRegisterCount, StatePart::kPipelineSchedule};
+    return {StatePart::kJob, StatePart::kDevices, StatePart::kDeviceRegisterCount, StatePart::kPipelineSchedule};
   }
 };
 
