@@ -176,6 +176,54 @@ TEST(PipelineSchedulePassTest, ZeroBubbleRunsNarrowingCastsWithForward) {
   EXPECT_GE(narrowing, 1) << acts;
 }
 
+// ZB-H1 puts each device's W ops after its last B op in the device program (the order
+// memory planning lays lifetimes out by), with what reads their outputs; 1F1B leaves the
+// ops' order, where the second chunk's weight gradient on the last stage comes before the
+// first chunk's input gradient.
+TEST(PipelineSchedulePassTest, ZeroBubbleOrdersWeightGradientsAfterInputGradients) {
+  std::map<std::string, proto::PipelineAct> act_of;  // op name -> act kind
+  auto positions = [&](const std::string& dump, const std::string& device) {
+    std::vector<std::pair<int, std::string>> ops;  // (node index, op name) of compute nodes
+    for (const std::string& line : LinesStarting(dump, absl::StrCat("node ", device, " #"))) {
+      const size_t hash = line.find('#');
+      const size_t op = line.find(" op %");
+      if (op == std::string::npos) continue;
+      const size_t end = line.find_first_of(": ", op + 5);
+      ops.emplace_back(std::stoi(line.substr(hash + 1)), line.substr(op + 5, end - op - 5));
+    }
+    return ops;
+  };
+  Schedule s;
+  s.schedule = proto::PIPELINE_SCHEDULE_ZB_H1;
+  std::string dump;
+  ASSERT_TRUE(CompileText(ChainText({0, 1, 1}), s, &dump).ok());
+  for (const std::string& line : LinesStarting(dump, "act ")) {
+    const std::vector<std::string> parts = absl::StrSplit(line, ' ');
+    ASSERT_EQ(parts.size(), 3u) << line;
+    proto::PipelineAct act;
+    ASSERT_TRUE(proto::PipelineAct_Parse(parts[1], &act)) << line;
+    act_of[parts[2]] = act;
+  }
+  auto last_input_then_first_weight = [&](const std::vector<std::pair<int, std::string>>& ops) {
+    int last_input = -1, first_weight = 1 << 30;
+    for (const auto& [index, name] : ops) {
+      const auto it = act_of.find(name);
+      if (it == act_of.end()) continue;
+      if (it->second == proto::PIPELINE_ACT_BACKWARD_INPUT) last_input = std::max(last_input, index);
+      if (it->second == proto::PIPELINE_ACT_BACKWARD_WEIGHT) first_weight = std::min(first_weight, index);
+    }
+    return std::make_pair(last_input, first_weight);
+  };
+  const auto [zb_last_input, zb_first_weight] = last_input_then_first_weight(positions(dump, "0:1"));
+  ASSERT_GE(zb_last_input, 0) << dump;
+  EXPECT_LT(zb_last_input, zb_first_weight) << dump;
+  s.schedule = proto::PIPELINE_SCHEDULE_1F1B;
+  std::string one_forward_one_backward;
+  ASSERT_TRUE(CompileText(ChainText({0, 1, 1}), s, &one_forward_one_backward).ok());
+  const auto [last_input, first_weight] = last_input_then_first_weight(positions(one_forward_one_backward, "0:1"));
+  EXPECT_GT(last_input, first_weight) << one_forward_one_backward;
+}
+
 TEST(PipelineSchedulePassTest, InterleavedChunksCountEveryChunkBoundary) {
   std::string dump;
   Schedule s;
