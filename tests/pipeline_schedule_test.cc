@@ -246,6 +246,61 @@ TEST(PipelineScheduleTest, ZeroBubbleMarksActsAndInterleavedPlacesChunks) {
   EXPECT_EQ(stages, (std::vector<int64_t>{0, 0, 1, 1, 0, 0, 1, 1}));
 }
 
+// ZB-H1 asked for with one micro-batch: no slots beyond the default (nothing to keep in
+// flight), but its act kinds and its program order (W after B), so each stage's weight
+// gradients (W) wait until its input gradients (B) have gone to the stage before: on the
+// last stage every W act starts after the last B act of its iteration. Equal to one
+// device; 1F1B's plan at one micro-batch has no act kinds.
+TEST(PipelineScheduleTest, ZeroBubbleWithOneMicroBatchMovesWeightGradientsOffThePath) {
+  for (int64_t pp : {2, 4}) {
+    const Case c{Model::kGpt, "zb", pp, 1, 1};
+    absl::StatusOr<proto::Plan> plan = CompileCase(c);
+    ASSERT_TRUE(plan.ok()) << plan.status();
+    EXPECT_EQ(plan->job().pipeline_schedule(), proto::PIPELINE_SCHEDULE_ZB_H1);
+    ASSERT_TRUE(VerifyPlan(*plan).ok()) << VerifyPlan(*plan);
+    actors::TrainOptions options = Options(kIterations);
+    options.record_acts = true;
+    absl::StatusOr<actors::TrainResult> result = actors::TrainPlan(*plan, options);
+    ASSERT_TRUE(result.ok()) << result.status();
+    const std::vector<float>& reference = Reference(c.model, c.layers());
+    ASSERT_EQ(result->iterations.size(), reference.size());
+    for (int64_t i = 0; i < kIterations; ++i) {
+      EXPECT_NEAR(result->iterations[i].loss, reference[i], 1e-4 * std::abs(reference[i])) << "pp " << pp << " iteration " << i;
+    }
+    int last = -1;
+    for (int d = 0; d < plan->devices_size(); ++d) {
+      if (plan->devices(d).pipeline_stage() == pp - 1) last = d;
+    }
+    ASSERT_GE(last, 0);
+    const proto::DevicePlan& device = plan->devices(last);
+    const int64_t first_actor = device.actors(0).id();
+    for (int64_t iteration = 0; iteration < kIterations; ++iteration) {
+      int64_t last_input_gradient_end = -1;
+      int64_t first_weight_gradient_start = INT64_MAX;
+      int weights = 0;
+      for (const actors::ActRecord& act : result->engine.acts) {
+        if (act.device_index != last || act.iteration != iteration) continue;
+        const proto::ActorDef& actor = device.actors(static_cast<int>(act.actor_id - first_actor));
+        ASSERT_EQ(actor.id(), act.actor_id);
+        if (actor.pipeline_act() == proto::PIPELINE_ACT_BACKWARD_INPUT) {
+          last_input_gradient_end = std::max(last_input_gradient_end, act.end_ns);
+        } else if (actor.pipeline_act() == proto::PIPELINE_ACT_BACKWARD_WEIGHT) {
+          first_weight_gradient_start = std::min(first_weight_gradient_start, act.start_ns);
+          ++weights;
+        }
+      }
+      ASSERT_GT(weights, 0) << "pp " << pp;
+      ASSERT_GE(last_input_gradient_end, 0) << "pp " << pp;
+      EXPECT_GE(first_weight_gradient_start, last_input_gradient_end) << "pp " << pp << " iteration " << iteration;
+    }
+  }
+  absl::StatusOr<proto::Plan> one_forward_one_backward = CompileCase({Model::kGpt, "1f1b", 2, 1, 1});
+  ASSERT_TRUE(one_forward_one_backward.ok()) << one_forward_one_backward.status();
+  for (const proto::DevicePlan& device : one_forward_one_backward->devices()) {
+    for (const proto::ActorDef& actor : device.actors()) EXPECT_EQ(actor.pipeline_act(), proto::PIPELINE_ACT_UNSET);
+  }
+}
+
 TEST(PipelineScheduleTest, BadFlagsFailNamingThem) {
   Case c{Model::kGpt, "interleaved", 2, 1, 4};
   EXPECT_EQ(CompileCase(c).status().message(), "--pp_schedule=interleaved needs --virtual_stages >= 2 (got --virtual_stages=1)");

@@ -117,9 +117,7 @@ std::vector<proto::AutoParallelLayout> EnumerateLayouts(const ModelProfile& prof
         for (int zero = 0; zero <= (dp > 1 ? 3 : 0); ++zero) {
           for (proto::RecomputeMode recompute : recomputes) {
             for (proto::PipelineSchedule schedule : {proto::PIPELINE_SCHEDULE_1F1B, proto::PIPELINE_SCHEDULE_ZB_H1}) {
-              // ZB-H1 with pp > 1 and micro-batches: with one micro-batch the
-              // pipeline_schedule pass compiles 1F1B's plan whatever the flag says.
-              if (schedule != proto::PIPELINE_SCHEDULE_1F1B && (pp == 1 || micro_batches == 1)) continue;
+              if (schedule != proto::PIPELINE_SCHEDULE_1F1B && pp == 1) continue;
               proto::AutoParallelLayout layout;
               layout.set_dp(dp);
               layout.set_tp(tp);

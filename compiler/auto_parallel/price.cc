@@ -307,7 +307,7 @@ class Pricer {
     }
     prediction.set_exposed_communication_seconds(prediction.exposed_communication_seconds() + variables_exposed +
                                                  gradients_exposed);
-    if (Schedule() == proto::PIPELINE_SCHEDULE_ZB_H1) {
+    if (layout_.schedule() == proto::PIPELINE_SCHEDULE_ZB_H1) {
       OF_ASSIGN_OR_RETURN(const double bubble_share, ZeroBubbleShare(stage_work, micro_batches));
       prediction.set_bubble_seconds(prediction.bubble_seconds() * bubble_share);
     }
@@ -332,7 +332,7 @@ class Pricer {
       // all their compute spread over the cores, nor than the pipeline played out on them
       // (its stages do not keep every core busy while it fills and drains).
       OF_ASSIGN_OR_RETURN(const double pipeline, SharedCorePipelineSeconds(stage_work, micro_batches,
-                                                                           SharedCores(options_), Schedule()));
+                                                                           SharedCores(options_), layout_.schedule()));
       const double shared = std::max(all_devices_compute / SharedCores(options_), pipeline + slowest_tail);
       const double step = StepSeconds(prediction);
       if (shared > step) prediction.set_compute_seconds(prediction.compute_seconds() + shared - step);
@@ -672,12 +672,6 @@ class Pricer {
     cost.backward_tp_seconds = backward_tp;
     cost.parameter_tensors = unit.parameter_tensors;
     return cost;
-  }
-
-  // The schedule the compiled plan runs: the layout's, but 1F1B with one micro-batch (the
-  // pipeline_schedule pass schedules nothing then).
-  proto::PipelineSchedule Schedule() const {
-    return layout_.micro_batches() > 1 ? layout_.schedule() : proto::PIPELINE_SCHEDULE_1F1B;
   }
 
   // What of 1F1B's bubble ZB-H1 leaves: both schedules played with a core per device

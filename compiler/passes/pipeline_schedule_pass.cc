@@ -276,7 +276,19 @@ absl::StatusOr<bool> PipelineSchedulePass::Run(Compilation* compilation) {
     if (depths[d] >= 0) plan.device_stage[d] = deepest - depths[d];
   }
   const int64_t m = compilation->job.micro_batches();
-  if (m <= 1) return true;
+  if (m <= 1) {
+    // One micro-batch needs no slots beyond the default, but ZB-H1's act kinds still take
+    // each stage's weight gradients (W) off the path: they run beside the previous stage's
+    // B instead of before its input gradient is sent. Only when asked for: AUTO keeps
+    // 1F1B here, as before.
+    if (options.pp_schedule == proto::PIPELINE_SCHEDULE_ZB_H1) {
+      plan.schedule = proto::PIPELINE_SCHEDULE_ZB_H1;
+      compilation->job.set_pipeline_schedule(plan.schedule);
+      plan.op_act = OpActs(graph, hops);
+      for (DeviceProgram& program : compilation->devices) DeferWeightGradients(*compilation, &program);
+    }
+    return true;
+  }
   for (size_t d = 0; d < depths.size(); ++d) {
     if (depths[d] >= 0) compilation->device_register_count[d] = depths[d] + 1;
   }

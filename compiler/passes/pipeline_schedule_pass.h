@@ -25,7 +25,9 @@ namespace oneflow {
 //     .cc), so memory planning keeps their inputs live until then instead of making a later
 //     B wait for them.
 // Without stages or micro-batches every device gets CompileOptions::register_count and the
-// plan is what it was before schedules existed. The schedule chosen and its chunks per
+// plan is what it was before schedules existed, but for ZB-H1 asked for with one
+// micro-batch: its act kinds and program order as above (each stage's W beside the stage
+// before's B). The schedule chosen and its chunks per
 // stage are recorded in Job.pipeline_schedule / Job.virtual_stages (left unset for 1F1B).
 //
 // AUTO picks the schedule with the smallest modelled bubble (tools/cli/pipeline_stages.h)

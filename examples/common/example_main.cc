@@ -344,8 +344,7 @@ proto::AutoParallelLayout AutoParallelLayoutOf(const ParallelLayout& layout, pro
   given.set_micro_batches(layout.micro_batches());
   given.set_zero(static_cast<int32_t>(layout.zero()));
   given.set_recompute(recompute);
-  // (With one micro-batch the compiler runs 1F1B whatever --pp_schedule says.)
-  if (layout.pp() > 1 && layout.micro_batches() > 1) given.set_schedule(schedule);
+  if (layout.pp() > 1) given.set_schedule(schedule);
   return given;
 }
 
