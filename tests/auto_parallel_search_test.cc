@@ -190,8 +190,9 @@ TEST(AutoParallelSearchTest, NearTiesGoToTheSimplerLayout) {
 // (shared_core_pipeline.h) gives the share: here the blocks' W is a third of their
 // backward or less (the attention core's products have no weight), and the first stage
 // holds the embeddings, so the bubble shrinks but does not vanish; one micro-batch saves
-// the stages' W acts that run beside the stage before's B. On shared cores (host_cores)
-// the pipeline's play itself is ZB-H1's, no longer than 1F1B's.
+// the stages' W acts that run beside the stage before's B (priced for --predict_step; the
+// search leaves it out, candidate.h). On shared cores (host_cores) the pipeline's play
+// itself is ZB-H1's, no longer than 1F1B's.
 TEST(AutoParallelSearchTest, ZeroBubblePricesTheSameWorkWithLessBubble) {
   const auto_parallel::ModelProfile profile = ProfileOf(GptBuilder(SmallGpt()));
   auto_parallel::SearchOptions cluster = Cluster(1, 4, 12.5e9, 5e-4);
@@ -225,7 +226,7 @@ TEST(AutoParallelSearchTest, ZeroBubblePricesTheSameWorkWithLessBubble) {
   int64_t pipelines = 0;
   int64_t zero_bubbles = 0;
   for (size_t i = 0; i < layouts.size(); ++i) {
-    if (layouts[i].pp() == 1) {
+    if (layouts[i].pp() == 1 || layouts[i].micro_batches() == 1) {
       EXPECT_EQ(layouts[i].schedule(), proto::PIPELINE_SCHEDULE_1F1B);
       continue;
     }
@@ -238,7 +239,7 @@ TEST(AutoParallelSearchTest, ZeroBubblePricesTheSameWorkWithLessBubble) {
     EXPECT_EQ(LayoutName(layouts[i - 1]), LayoutName(twin));
   }
   EXPECT_GT(zero_bubbles, 0);
-  EXPECT_EQ(2 * zero_bubbles, pipelines);  // each pipeline twice
+  EXPECT_EQ(2 * zero_bubbles, pipelines);  // each pipeline with micro-batches twice
 }
 
 // Tensor-parallel groups are consecutive devices. Across a 1 Gbit/s inter-node link the

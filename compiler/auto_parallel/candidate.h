@@ -40,7 +40,7 @@ std::string LayoutDifference(const proto::AutoParallelLayout& layout, const prot
 // Every layout for `devices` devices in the order that breaks ties: fewer pipeline
 // stages, then less tensor parallelism, fewer micro-batches, lower ZeRO stage, less
 // recomputation, 1F1B before ZB-H1 (the simpler layout wins an exact tie). Each layout
-// with pp > 1 comes with both schedules.
+// with pp > 1 and more than one micro-batch comes with both schedules.
 std::vector<proto::AutoParallelLayout> EnumerateLayouts(const ModelProfile& profile, int64_t devices,
                                                         int64_t max_micro_batches);
 
