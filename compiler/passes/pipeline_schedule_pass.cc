@@ -189,6 +189,12 @@ void DeferWeightGradients(const Compilation& compilation, DeviceProgram* program
   nodes = std::move(kept);
 }
 
+// ZB-H1's split of backward: each op's act kind, and every device's W ops after its B ops.
+void SplitBackward(const std::vector<int64_t>& hops, Compilation* compilation) {
+  compilation->pipeline_schedule.op_act = OpActs(compilation->graph, hops);
+  for (DeviceProgram& program : compilation->devices) DeferWeightGradients(*compilation, &program);
+}
+
 // Bytes of one micro-batch's non-persistent outputs on each device (an upper bound of its
 // activations: no reuse), and of its variables (persistent).
 void DeviceBytes(const Compilation& compilation, std::vector<int64_t>* activation, std::vector<int64_t>* persistent) {
@@ -284,8 +290,7 @@ absl::StatusOr<bool> PipelineSchedulePass::Run(Compilation* compilation) {
     if (options.pp_schedule == proto::PIPELINE_SCHEDULE_ZB_H1) {
       plan.schedule = proto::PIPELINE_SCHEDULE_ZB_H1;
       compilation->job.set_pipeline_schedule(plan.schedule);
-      plan.op_act = OpActs(graph, hops);
-      for (DeviceProgram& program : compilation->devices) DeferWeightGradients(*compilation, &program);
+      SplitBackward(hops, compilation);
     }
     return true;
   }
@@ -318,10 +323,7 @@ absl::StatusOr<bool> PipelineSchedulePass::Run(Compilation* compilation) {
   plan.virtual_stages = schedule == proto::PIPELINE_SCHEDULE_INTERLEAVED ? v : 1;
   if (schedule != proto::PIPELINE_SCHEDULE_1F1B) compilation->job.set_pipeline_schedule(schedule);
   if (plan.virtual_stages > 1) compilation->job.set_virtual_stages(plan.virtual_stages);
-  if (schedule == proto::PIPELINE_SCHEDULE_ZB_H1) {
-    plan.op_act = OpActs(graph, hops);
-    for (DeviceProgram& program : compilation->devices) DeferWeightGradients(*compilation, &program);
-  }
+  if (schedule == proto::PIPELINE_SCHEDULE_ZB_H1) SplitBackward(hops, compilation);
   return true;
 }
 
