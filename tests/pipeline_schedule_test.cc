@@ -301,6 +301,39 @@ TEST(PipelineScheduleTest, ZeroBubbleWithOneMicroBatchMovesWeightGradientsOffThe
   }
 }
 
+// ZB-H1 beside data and tensor parallelism: dp = 2 x tp = 2 x pp = 2 with 4 micro-batches
+// (the W ops moved after the B ops take their gradients' tp and dp reductions with them)
+// and tp = 2 x pp = 2 with one, both equal to one device.
+TEST(PipelineScheduleTest, ZeroBubbleWithDataAndTensorParallelismEqualsOneDevice) {
+  const std::vector<float>& reference = Reference(Model::kGpt, 4);
+  for (const auto& [dp, micro_batches] : std::vector<std::pair<int64_t, int64_t>>{{2, 4}, {1, 1}}) {
+    ParallelFlags flags;
+    flags.devices_per_node = dp * 2 * 2;
+    flags.dp = dp;
+    flags.tp = 2;
+    flags.pp = 2;
+    flags.micro_batches = micro_batches;
+    absl::StatusOr<ParallelLayout> layout = ParallelLayout::Create(flags);
+    ASSERT_TRUE(layout.ok()) << layout.status();
+    absl::StatusOr<proto::Job> job = BuildModel(Model::kGpt, *layout, 4);
+    ASSERT_TRUE(job.ok()) << job.status();
+    examples::CompileSettings settings;
+    settings.pp_schedule = "zb";
+    absl::StatusOr<CompileOptions> options = examples::CompileOptionsFor(*layout, settings, nullptr);
+    ASSERT_TRUE(options.ok()) << options.status();
+    absl::StatusOr<proto::Plan> plan = Compile(*job, *options);
+    ASSERT_TRUE(plan.ok()) << plan.status();
+    EXPECT_EQ(plan->job().pipeline_schedule(), proto::PIPELINE_SCHEDULE_ZB_H1);
+    absl::StatusOr<actors::TrainResult> result = actors::TrainPlan(*plan, Options(kIterations));
+    ASSERT_TRUE(result.ok()) << result.status();
+    ASSERT_EQ(result->iterations.size(), reference.size());
+    for (int64_t i = 0; i < kIterations; ++i) {
+      EXPECT_NEAR(result->iterations[i].loss, reference[i], 1e-4 * std::abs(reference[i]))
+          << "dp " << dp << " micro-batches " << micro_batches << " iteration " << i;
+    }
+  }
+}
+
 TEST(PipelineScheduleTest, BadFlagsFailNamingThem) {
   Case c{Model::kGpt, "interleaved", 2, 1, 4};
   EXPECT_EQ(CompileCase(c).status().message(), "--pp_schedule=interleaved needs --virtual_stages >= 2 (got --virtual_stages=1)");
