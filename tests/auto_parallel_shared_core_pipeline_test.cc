@@ -136,6 +136,20 @@ TEST(SharedCorePipelineTest, ZeroBubbleFillsTheBubbleWithWeightGradients) {
   EXPECT_NEAR(*no_weight, 33.0, 1e-9);
 }
 
+TEST(SharedCorePipelineTest, ZeroBubbleShareIsWhatTheWeightActsLeaveOfTheBubble) {
+  // The plays above: 1F1B 33, ZB-H1 30, busy 8 x 3 = 24: 6 / 9 of the bubble left.
+  absl::StatusOr<double> share = auto_parallel::ZeroBubbleShare(WithWeightPart(4, 1, 1.0), 8);
+  ASSERT_TRUE(share.ok()) << share.status();
+  EXPECT_NEAR(*share, 2.0 / 3.0, 1e-9);
+  // No W part: nothing filled. One stage: no bubble to fill.
+  share = auto_parallel::ZeroBubbleShare(Equal(4, 1), 8);
+  ASSERT_TRUE(share.ok()) << share.status();
+  EXPECT_NEAR(*share, 1.0, 1e-9);
+  share = auto_parallel::ZeroBubbleShare(WithWeightPart(1, 1, 1.0), 8);
+  ASSERT_TRUE(share.ok()) << share.status();
+  EXPECT_NEAR(*share, 1.0, 1e-9);
+}
+
 TEST(SharedCorePipelineTest, ZeroBubbleWithOneMicroBatchSavesEachStagesWeightPart) {
   // One micro-batch: the forwards, then each stage's B in turn from the last, and its W
   // beside the B of the stages before it; only the first stage's W (here its whole

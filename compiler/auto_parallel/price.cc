@@ -12,6 +12,7 @@
 #include "compiler/auto_parallel/act_count.h"
 #include "compiler/auto_parallel/candidate.h"
 #include "compiler/auto_parallel/edge_price_cache.h"
+#include "compiler/auto_parallel/gradient_buckets.h"
 #include "compiler/auto_parallel/host_terms.h"
 #include "compiler/auto_parallel/peak_bytes.h"
 #include "compiler/auto_parallel/unit_memory.h"
@@ -184,7 +185,7 @@ class Pricer {
       all_devices_acts += static_cast<double>(layout_.dp() * layout_.tp()) *
                           (micro_batches * cost.micro_batch_acts + cost.iteration_acts);
       // The last micro-batch's backward hides the gradient sync but its last bucket.
-      const double tail = LastBucketShare(cost.parameter_bytes, cost.parameter_tensors);
+      const double tail = LastBucketShare(cost.parameter_bytes, cost.parameter_tensors, options_.bucket_mb);
       // tp's reductions of the variables' gradients are bucketed too (gradient_bucketing
       // packs every group's reduce-scatters and all-reduces) and run on the same
       // communication thread as the data-parallel sync, so backward hides both but the
@@ -196,7 +197,7 @@ class Pricer {
       double tp_gradient_tail_seconds = 0;
       for (const auto& [kind, reduction] : cost.tp_gradients) {
         tp_gradient_seconds += reduction.seconds;
-        tp_gradient_tail_seconds += reduction.seconds * LastBucketShare(reduction.bytes, reduction.tensors);
+        tp_gradient_tail_seconds += reduction.seconds * LastBucketShare(reduction.bytes, reduction.tensors, options_.bucket_mb);
       }
       const double gradient_sync_seconds = dp_seconds + tp_gradient_seconds;
       // ZeRO-3 across processes (the dp group spans nodes): backward waits on its
@@ -674,68 +675,6 @@ class Pricer {
     return cost;
   }
 
-  // What of 1F1B's bubble ZB-H1 leaves: both schedules played with a core per device
-  // (shared_core_pipeline.h), the length beyond M x the slowest stage's micro-batch, ZB-H1's
-  // over 1F1B's. 1F1B's bubble keeps its price (the pipeline's transfer loops,
-  // pipeline_period.h); W acts fill the share the play says they fill. (The zero-bubble
-  // paper's H1 with F = B = W: (pp - 1) x F against 1F1B's (pp - 1) x 3F.)
-  absl::StatusOr<double> ZeroBubbleShare(const std::vector<PipelineStageWork>& stage_work,
-                                         int64_t micro_batches) const {
-    double devices = 0;
-    double slowest = 0;
-    for (const PipelineStageWork& stage : stage_work) {
-      devices += static_cast<double>(stage.devices);
-      slowest = std::max(slowest, stage.forward_seconds + stage.backward_seconds + stage.forward_wait_seconds +
-                                      stage.backward_wait_seconds);
-    }
-    OF_ASSIGN_OR_RETURN(const double one_forward_one_backward,
-                        SharedCorePipelineSeconds(stage_work, micro_batches, devices, proto::PIPELINE_SCHEDULE_1F1B));
-    OF_ASSIGN_OR_RETURN(const double zero_bubble,
-                        SharedCorePipelineSeconds(stage_work, micro_batches, devices, proto::PIPELINE_SCHEDULE_ZB_H1));
-    const double busy = static_cast<double>(micro_batches) * slowest;
-    const double bubble = one_forward_one_backward - busy;
-    if (bubble <= 0) return 1.0;
-    return std::clamp((zero_bubble - busy) / bubble, 0.0, 1.0);
-  }
-
-  // The gradient buckets of `bytes` of gradients (`tensors` variables: one device's for the
-  // data-parallel sync, a tp group's for its reductions) as compiler/passes/gradient_bucketing
-  // packs their reductions (ZeRO 0 and 1: all-reduces, 2 and 3: reduce-scatters,
-  // one collective per bucket either way): the first bucket holds at most
-  // FirstBucketBytesLimit (DDP's 1 MiB, so backward overlaps its collective early), each
-  // later one the --bucket_mb limit; without a limit every variable is its own call.
-  // (Members are whole variables, so real buckets close a little earlier.)
-  struct GradientBuckets {
-    int64_t count = 1;
-    double last_bytes = 0;
-  };
-  GradientBuckets BucketsOf(double bytes, int64_t tensors) const {
-    GradientBuckets buckets;
-    const double limit = static_cast<double>(BucketBytesLimit(options_.bucket_mb));
-    if (limit <= 0) {
-      buckets.count = std::max<int64_t>(1, tensors);
-      buckets.last_bytes = bytes / static_cast<double>(buckets.count);
-      return buckets;
-    }
-    const double first = static_cast<double>(FirstBucketBytesLimit(static_cast<int64_t>(limit)));
-    if (bytes <= first) {
-      buckets.last_bytes = bytes;
-      return buckets;
-    }
-    const int64_t later = static_cast<int64_t>(std::ceil((bytes - first) / limit));
-    buckets.count = 1 + later;
-    buckets.last_bytes = bytes - first - static_cast<double>(later - 1) * limit;
-    return buckets;
-  }
-
-  // The share of a gradient group of `bytes` (`tensors` variables) in its last bucket,
-  // which starts only when backward has produced it; 1 when it is one bucket or every
-  // variable runs its own call where its update needs it (bucket_mb 0).
-  double LastBucketShare(double bytes, int64_t tensors) const {
-    const GradientBuckets buckets = BucketsOf(bytes, tensors);
-    return bytes <= 0 || buckets.count <= 1 || options_.bucket_mb <= 0 ? 1.0 : buckets.last_bytes / bytes;
-  }
-
   // Optimizer state bytes per parameter copy on one device: ZeRO >= 1 shards it.
   double ShardedStateBytes(double parameter_bytes) const {
     return layout_.zero() >= 1 ? parameter_bytes / layout_.dp() : parameter_bytes;
@@ -749,7 +688,7 @@ class Pricer {
   // UpdatedShardGatherSeconds.
   absl::StatusOr<double> DataParallelSeconds(int64_t stage, const UnitCost& cost) {
     if (layout_.dp() == 1) return 0.0;
-    const int64_t buckets = BucketsOf(cost.parameter_bytes, cost.parameter_tensors).count;
+    const int64_t buckets = PricedGradientBucketsOf(cost.parameter_bytes, cost.parameter_tensors, options_.bucket_mb).count;
     const int64_t tensors = cost.parameter_tensors;
     const double bytes = cost.parameter_bytes;
     // ZeRO 0 and 1 all-reduce the gradients, 2 and 3 reduce-scatter them.

@@ -4,6 +4,7 @@
 #include <limits>
 
 #include "absl/strings/str_cat.h"
+#include "oneflow_core/status.h"
 
 namespace oneflow::auto_parallel {
 namespace {
@@ -136,6 +137,25 @@ absl::StatusOr<double> SharedCorePipelineSeconds(const std::vector<PipelineStage
     }
   }
   return now;
+}
+
+absl::StatusOr<double> ZeroBubbleShare(const std::vector<PipelineStageWork>& stages, int64_t micro_batches) {
+  double devices = 0;
+  double slowest = 0;
+  for (const PipelineStageWork& stage : stages) {
+    devices += static_cast<double>(stage.devices);
+    slowest = std::max(slowest, stage.forward_seconds + stage.backward_seconds + stage.forward_wait_seconds +
+                                    stage.backward_wait_seconds);
+  }
+  const double cores = std::max(1.0, devices);
+  OF_ASSIGN_OR_RETURN(const double one_forward_one_backward,
+                      SharedCorePipelineSeconds(stages, micro_batches, cores, proto::PIPELINE_SCHEDULE_1F1B));
+  OF_ASSIGN_OR_RETURN(const double zero_bubble,
+                      SharedCorePipelineSeconds(stages, micro_batches, cores, proto::PIPELINE_SCHEDULE_ZB_H1));
+  const double busy = static_cast<double>(micro_batches) * slowest;
+  const double bubble = one_forward_one_backward - busy;
+  if (bubble <= 0) return 1.0;
+  return std::clamp((zero_bubble - busy) / bubble, 0.0, 1.0);
 }
 
 }  // namespace oneflow::auto_parallel

@@ -75,6 +75,14 @@ absl::StatusOr<double> SharedCorePipelineSeconds(const std::vector<PipelineStage
                                                  double cores,
                                                  proto::PipelineSchedule schedule = proto::PIPELINE_SCHEDULE_1F1B);
 
+// What of 1F1B's bubble ZB-H1 leaves: both schedules played above with a core per device,
+// the length beyond M x the slowest stage's micro-batch (its forward, backward and waits),
+// ZB-H1's over 1F1B's, within [0, 1]; 1 when 1F1B has no bubble. The cost model keeps
+// 1F1B's priced bubble (the pipeline's transfer loops, pipeline_period.h) and scales it by
+// this share. 4 equal stages of F = 1, B = 2 (W 1), M = 8: (30 - 24) / (33 - 24) = 2/3.
+// Errors as SharedCorePipelineSeconds'.
+absl::StatusOr<double> ZeroBubbleShare(const std::vector<PipelineStageWork>& stages, int64_t micro_batches);
+
 }  // namespace oneflow::auto_parallel
 
 #endif  // COMPILER_AUTO_PARALLEL_SHARED_CORE_PIPELINE_H_
