@@ -25,11 +25,18 @@ for p in [d["chosen"]] + d["alternatives"]:
     print("--dp=%d --tp=%d --pp=%d%s --micro_batches=%d --zero=%d --recompute=%s|%r" % (
         l["dp"], l["tp"], l["pp"], schedule, l["micro_batches"], l["zero"], l["recompute"], p["step_seconds"]))
 PYEOF
+# --auto_parallel searched the per-op SBP too (not given: on with it), and not with --nosbp_search.
+python3 -c 'import json,sys; assert "sbp_search" in json.load(open(sys.argv[1])), "no sbp_search record"' "$dir/auto.json" ||
+  fail "--auto_parallel did not search per-op SBP"
+"$gpt" "${model[@]}" --auto_parallel --nosbp_search --plan_out="$dir/greedy.plan" > /dev/null || fail "search --nosbp_search"
+"$oneflow" inspect "$dir/greedy.plan" --format=json |
+  python3 -c 'import json,sys; assert "sbp_search" not in json.load(sys.stdin)' || fail "--nosbp_search searched per-op SBP"
 [[ "$(wc -l < "$dir/layouts")" -ge 3 ]] || fail "the search recorded fewer than 3 layouts: $(cat "$dir/layouts")"
 i=0
 while IFS='|' read -r flags step; do
+  # --sbp_search as --auto_parallel sets it by default, so the probes are compiled alike.
   # shellcheck disable=SC2086
-  "$gpt" "${model[@]}" $flags --predict_step --plan_out="$dir/hand$i.plan" > "$dir/hand$i.out" ||
+  "$gpt" "${model[@]}" $flags --sbp_search --predict_step --plan_out="$dir/hand$i.plan" > "$dir/hand$i.out" ||
     fail "--predict_step $flags: $(cat "$dir/hand$i.out")"
   grep -q "^auto-parallel: priced the given $flags (--predict_step, not searched)" "$dir/hand$i.out" ||
     fail "no summary line for $flags: $(cat "$dir/hand$i.out")"

@@ -86,9 +86,10 @@ ABSL_FLAG(int64_t, rounds, 5,
 ABSL_FLAG(int64_t, max_micro_batches, 8, "Largest micro-batch count enumerated.");
 ABSL_FLAG(bool, schedule_twins, false,
           "Also measure each picked pipeline layout with the other pipeline schedule (1f1b, zb).");
-ABSL_FLAG(bool, sbp_search, false,
+ABSL_FLAG(bool, sbp_search, true,
           "Compile every layout and the search's probes with the SBP search (--sbp_search, "
-          "compiler/passes/sbp_search_pass.h): the predictions and steps of searched plans.");
+          "compiler/passes/sbp_search_pass.h), as --auto_parallel compiles them since session 58; "
+          "--nosbp_search: the greedy per-op choice (the runs before session 58).");
 ABSL_FLAG(std::string, reprice_memory_cached, "",
           "With --reprice, for a run recorded without a cached memory rate: a calibration file (`oneflow "
           "calibrate --out`) whose \"memory_cached\" line prices the writes into cached bytes (sbp/compute_cost.h).");

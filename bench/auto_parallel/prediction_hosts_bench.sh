@@ -61,6 +61,9 @@
 #   --offset=K --layouts=N a chunk of each cluster's hand layouts: N from the K-th (0-based)
 #                          [0, all]; keeps one bench-lock hold short
 #   --searched=0|1         also launch the searched layouts (--auto_parallel) [1]
+#   --hand_sbp_search=0|1  compile the hand layouts with --sbp_search, as --auto_parallel
+#                          compiles its probes and its choice since session 58 (0: the greedy
+#                          per-op SBP, as runs before session 58 did) [1]
 #   --repeats=N            launches of every plan, in N rounds over all of them; the line's
 #                          measured step is their median, "measured_repeats_ms" each one [4]
 #   --iters=K --warmup=W   iterations per launch, and those left out of the median [25, 3]:
@@ -104,6 +107,7 @@ RATE=1000
 OFFSET=0
 LAYOUTS=""
 SEARCHED=1
+HAND_SBP_SEARCH=1
 REPEATS=4
 ITERS=25
 WARMUP=3
@@ -129,6 +133,7 @@ for arg in "$@"; do
     --offset=*) OFFSET="${arg#*=}" ;;
     --layouts=*) LAYOUTS="${arg#*=}" ;;
     --searched=*) SEARCHED="${arg#*=}" ;;
+    --hand_sbp_search=*) HAND_SBP_SEARCH="${arg#*=}" ;;
     --repeats=*) REPEATS="${arg#*=}" ;;
     --iters=*) ITERS="${arg#*=}" ;;
     --warmup=*) WARMUP="${arg#*=}" ;;
@@ -157,6 +162,9 @@ fi
 [[ "$OFFSET" =~ ^[0-9]+$ ]] || die "--offset=$OFFSET: give a whole number >= 0"
 [[ -z "$LAYOUTS" || "$LAYOUTS" =~ ^[1-9][0-9]*$ ]] || die "--layouts=$LAYOUTS: give a whole number >= 1"
 [[ "$SEARCHED" == 0 || "$SEARCHED" == 1 ]] || die "--searched=$SEARCHED: give 0 or 1"
+[[ "$HAND_SBP_SEARCH" == 0 || "$HAND_SBP_SEARCH" == 1 ]] || die "--hand_sbp_search=$HAND_SBP_SEARCH: give 0 or 1"
+HAND_FLAGS=(--predict_step --nosbp_search)
+[[ "$HAND_SBP_SEARCH" == 1 ]] && HAND_FLAGS=(--predict_step --sbp_search)
 [[ "$REPEATS" =~ ^[1-9][0-9]*$ ]] || die "--repeats=$REPEATS: give a whole number >= 1 (launches of every plan)"
 [[ "$CONFIRM" =~ ^[0-9]+$ ]] || die "--confirm=$CONFIRM: give a whole number >= 0 (hand layouts to confirm; 0: none)"
 [[ "$CONFIRM_REPEATS" =~ ^[1-9][0-9]*$ ]] || die "--confirm_repeats=$CONFIRM_REPEATS: give a whole number >= 1 (launches of each confirmed plan)"
@@ -243,7 +251,7 @@ calibration_flags() {
 # steps, null where a compile failed); a failed compile prints its line and returns 1.
 compile_layout() {
   local cluster="$1" nodes="$2" dpn="$3" dir="$4" index="$5" name="$6" flags="$7" searched="$8" calibration="$9"
-  local base="$dir/layout$index" mode_flags=(--predict_step) other
+  local base="$dir/layout$index" mode_flags=("${HAND_FLAGS[@]}") other
   local -A extra=([shared_host]=null [link_rate]=null)
   [[ "$searched" == 1 ]] && mode_flags=(--auto_parallel)
   # shellcheck disable=SC2086,SC2046
@@ -258,7 +266,7 @@ compile_layout() {
     # The same layout priced with the other calibrations (compiled, not launched).
     for other in shared_host link_rate; do
       # shellcheck disable=SC2086,SC2046
-      "$BIN/gpt" --nodes="$nodes" --devices_per_node="$dpn" $GPT_FLAGS $flags --predict_step \
+      "$BIN/gpt" --nodes="$nodes" --devices_per_node="$dpn" $GPT_FLAGS $flags "${HAND_FLAGS[@]}" \
         $(calibration_flags "$other" "$dir") --plan_out="$base.$other.plan" > "$base.$other.compile.log" 2>&1 &&
         extra[$other]="$(predicted "$base.$other.plan" | cut -d' ' -f1)"
     done
@@ -462,7 +470,7 @@ main() {
   build
   (umask 077 && head -c 32 /dev/urandom | od -An -tx1 | tr -d ' \n' > "$RUN/token")
   echo "{\"config\": {\"bench\": \"auto_parallel_prediction_hosts\", \"clusters\": \"$CLUSTERS\", \"rate_mbit\": $RATE," \
-    "\"offset\": $OFFSET, \"layouts\": \"${LAYOUTS:-all}\", \"searched\": $SEARCHED, \"repeats\": $REPEATS, \"searched_calibrations\": \"$SEARCHED_CALIBRATIONS\", \"confirm\": $CONFIRM, \"confirm_repeats\": $CONFIRM_REPEATS, \"iters\": $ITERS, \"warmup\": $WARMUP," \
+    "\"offset\": $OFFSET, \"layouts\": \"${LAYOUTS:-all}\", \"searched\": $SEARCHED, \"hand_sbp_search\": $HAND_SBP_SEARCH, \"repeats\": $REPEATS, \"searched_calibrations\": \"$SEARCHED_CALIBRATIONS\", \"confirm\": $CONFIRM, \"confirm_repeats\": $CONFIRM_REPEATS, \"iters\": $ITERS, \"warmup\": $WARMUP," \
     "\"gpt_flags\": \"$GPT_FLAGS\", \"cpus\": $(nproc), \"load_avg_1m\": $(cut -d' ' -f1 /proc/loadavg)," \
     "\"commit\": \"$(git -C "$ROOT" rev-parse --short HEAD 2>/dev/null || echo unknown)\"}}"
   local cluster

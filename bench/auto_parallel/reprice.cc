@@ -102,6 +102,7 @@ absl::Status RepriceCluster(const examples::GptConfig& config, int64_t devices, 
   const std::string* rates = nullptr;
   const std::string* shared = nullptr;
   const std::string* call_cost = nullptr;
+  const std::string* summary = nullptr;
   std::vector<const std::string*> rows;
   for (const std::string& line : lines) {
     const std::optional<std::string> bench = Field(line, "bench");
@@ -111,6 +112,7 @@ absl::Status RepriceCluster(const examples::GptConfig& config, int64_t devices, 
     if (*bench == "auto_parallel_model_rates") rates = &line;
     if (*bench == "auto_parallel_shared_host") shared = &line;
     if (*bench == "auto_parallel_call_cost") call_cost = &line;
+    if (*bench == "auto_parallel_prediction_summary") summary = &line;
     if (*bench == "auto_parallel_prediction" && Field(line, "measured_ms").has_value()) rows.push_back(&line);
   }
   if (calibration == nullptr || rates == nullptr || shared == nullptr || rows.size() < 3) {
@@ -118,7 +120,12 @@ absl::Status RepriceCluster(const examples::GptConfig& config, int64_t devices, 
         "--reprice: ", file, " has no sweep of ", devices, " devices to price again (its calibration, model rates "
         "and shared-host lines and 3 or more measured layouts, as prediction_bench prints them)"));
   }
-  OF_ASSIGN_OR_RETURN(const auto_parallel::ModelProfile profile, CountedProfile(config, devices, max_micro_batches));
+  // The probes compiled as the run compiled them ("sbp_search" in its summary line since
+  // session 52; absent before: the greedy per-op choice).
+  examples::CompileSettings settings;
+  settings.sbp_search = summary != nullptr && Field(*summary, "sbp_search") == std::optional<std::string>("true");
+  OF_ASSIGN_OR_RETURN(const auto_parallel::ModelProfile profile,
+                      CountedProfile(config, devices, max_micro_batches, settings));
   OF_ASSIGN_OR_RETURN(auto_parallel::SearchOptions options, UncalibratedOptions(devices, max_micro_batches));
   proto::Cluster& cluster = options.price.cluster;
   OF_ASSIGN_OR_RETURN(const double latency, NumberField(*calibration, "intra_node_latency_s", "calibration"));

@@ -71,11 +71,12 @@ def layout_flags(layout):
                ["--pp_schedule=" + parts["pp_schedule"]] if "pp_schedule" in parts else [])
 
 
-def predicted_ms(bin_dir, gpt_flags, nodes, dpn, layout, calibration, work):
+def predicted_ms(bin_dir, gpt_flags, nodes, dpn, layout, calibration, work, sbp_search):
     plan = os.path.join(work, "layout.plan")
     subprocess.run([os.path.join(bin_dir, "examples/gpt/gpt"), "--nodes=%d" % nodes, "--devices_per_node=%d" % dpn]
                    + gpt_flags.split() + layout_flags(layout)
-                   + ["--predict_step", "--codec_calibration=" + calibration, "--plan_out=" + plan],
+                   + ["--predict_step", "--sbp_search" if sbp_search else "--nosbp_search",
+                      "--codec_calibration=" + calibration, "--plan_out=" + plan],
                    check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     text = subprocess.run([os.path.join(bin_dir, "tools/cli/oneflow"), "inspect", plan, "--format=json"],
                           check=True, capture_output=True, text=True).stdout
@@ -153,11 +154,13 @@ def main():
             if line.get("bench") != "auto_parallel_prediction_hosts" or line.get("searched"):
                 continue
             cluster = line["cluster"]
+            # The hand layouts as the run compiled them: greedy per-op SBP before session 58.
+            sbp_search = bool(config.get("hand_sbp_search", 0))
             step, compute, exposed, bubble = predicted_ms(args.bin_dir, config["gpt_flags"], line["nodes"],
                                                           line["devices_per_node"], line["layout"],
-                                                          files[cluster, "cluster"], work)
+                                                          files[cluster, "cluster"], work, sbp_search)
             shared = predicted_ms(args.bin_dir, config["gpt_flags"], line["nodes"], line["devices_per_node"],
-                                  line["layout"], files[cluster, "shared_host"], work)[0]
+                                  line["layout"], files[cluster, "shared_host"], work, sbp_search)[0]
             measured = line["measured_ms"]
             error = lambda p: None if measured is None else round((p - measured) / measured, 4)
             line.update({"predicted_ms": step, "predicted_compute_ms": compute,

@@ -132,6 +132,8 @@ namespace {
 // second call means the user gave --bucket_mb, whatever the value (an explicit
 // --bucket_mb=25 wins over a node-crossing group's link-rate cap as any other does).
 int bucket_mb_updates = 0;
+// The same for --sbp_search: not given, it follows --auto_parallel.
+int sbp_search_updates = 0;
 }  // namespace
 ABSL_FLAG(double, bucket_mb, 25,
           "Gradient buckets: the data-parallel gradient all-reduces of one communicator group are "
@@ -150,7 +152,9 @@ ABSL_FLAG(bool, fuse_epilogues, true,
 ABSL_FLAG(bool, sbp_search, false,
           "Search each op's SBP signature beyond the greedy choice: an op and the readers of its "
           "outputs move together where the modelled boxing plus kernel seconds of the graph drop "
-          "(compiler/passes/sbp_search_pass.h); false: the greedy choice.");
+          "(compiler/passes/sbp_search_pass.h); false: the greedy choice. Not given: on with "
+          "--auto_parallel (every layout the search probes and the chosen one), off otherwise.")
+    .OnUpdate([] { ++sbp_search_updates; });
 ABSL_FLAG(std::string, communication_streams, "auto",
           "auto: each class of communicator groups (a hierarchy axis of a placement: data-parallel "
           "reductions, tensor-parallel activations, ...) gets its own communication stream, one thread "
@@ -244,7 +248,9 @@ CompileSettings SettingsFromFlags() {
   settings.bucket_mb_given = bucket_mb_updates > 1;
   settings.sparse_boxing = absl::GetFlag(FLAGS_sparse_boxing);
   settings.fuse_epilogues = absl::GetFlag(FLAGS_fuse_epilogues);
-  settings.sbp_search = absl::GetFlag(FLAGS_sbp_search);
+  // Per-op SBP is part of what --auto_parallel searches unless --sbp_search says otherwise.
+  settings.sbp_search =
+      sbp_search_updates > 1 ? absl::GetFlag(FLAGS_sbp_search) : absl::GetFlag(FLAGS_auto_parallel);
   settings.communication_streams = absl::GetFlag(FLAGS_communication_streams);
   settings.recompute = absl::GetFlag(FLAGS_recompute);
   settings.pp_schedule = absl::GetFlag(FLAGS_pp_schedule);

@@ -71,6 +71,8 @@ namespace {
 // second call means the user gave --bucket_mb, whatever the value (an explicit
 // --bucket_mb=25 wins over a node-crossing group's link-rate cap as any other does).
 int bucket_mb_updates = 0;
+// The same for --sbp_search: not given, it follows --auto_parallel.
+int sbp_search_updates = 0;
 }  // namespace
 ABSL_FLAG(double, bucket_mb, 25,
           "Gradient bucket size in MiB (0: one collective per gradient). Not given: a group that crosses "
@@ -80,7 +82,8 @@ ABSL_FLAG(std::string, sparse_boxing, "auto", "auto or off (docs/sparse_boxing.m
 ABSL_FLAG(bool, fuse_epilogues, true, "Fuse matmul -> bias_add (-> relu) chains into fused_matmul_bias.");
 ABSL_FLAG(bool, sbp_search, false,
           "Search each op's SBP beyond the greedy choice where the modelled boxing plus kernel seconds "
-          "drop (compiler/passes/sbp_search_pass.h).");
+          "drop (compiler/passes/sbp_search_pass.h). Not given: on with --auto_parallel, off otherwise.")
+    .OnUpdate([] { ++sbp_search_updates; });
 ABSL_FLAG(std::string, precision, "fp32",
           "fp32, or bf16 mixed precision (matrix products on bf16 operands with fp32 accumulation; needs "
           "AVX-512 BF16 or AMX; docs/memory_and_precision.md).");
@@ -229,7 +232,9 @@ absl::Status RunCompile(const std::vector<std::string>& arguments, std::ostream&
   settings.bucket_mb_given = bucket_mb_updates > 1;
   settings.sparse_boxing = absl::GetFlag(FLAGS_sparse_boxing);
   settings.fuse_epilogues = absl::GetFlag(FLAGS_fuse_epilogues);
-  settings.sbp_search = absl::GetFlag(FLAGS_sbp_search);
+  // Per-op SBP is part of what --auto_parallel searches unless --sbp_search says otherwise.
+  settings.sbp_search =
+      sbp_search_updates > 1 ? absl::GetFlag(FLAGS_sbp_search) : absl::GetFlag(FLAGS_auto_parallel);
   settings.precision = absl::GetFlag(FLAGS_precision);
   settings.recompute = absl::GetFlag(FLAGS_recompute);
   settings.pp_schedule = absl::GetFlag(FLAGS_pp_schedule);
