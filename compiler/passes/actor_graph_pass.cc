@@ -5,6 +5,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "compiler/passes/gradient_bucketing_pass.h"
+#include "compiler/passes/per_iteration.h"
 #include "compiler/passes/view_kernel.h"
 #include "oneflow_core/ops/attr.h"
 #include "oneflow_core/run_tasks.h"
@@ -12,45 +13,6 @@
 
 namespace oneflow {
 namespace {
-
-// With micro-batches, which tensors hold one value per iteration rather than one per
-// micro-batch: variables, the accumulator's output, and every op output computed only
-// from such tensors. Data-source inputs and everything computed from them are per
-// micro-batch. Empty without micro-batches (every actor then acts once per iteration,
-// and the plan carries no per_iteration marks).
-// `derived` marks tensors computed from the accumulator's output (per-iteration values
-// that exist only after the iteration's micro-batches).
-std::vector<bool> PerIterationTensors(const Compilation& compilation, std::vector<bool>* derived) {
-  const LogicalGraph& graph = compilation.graph;
-  if (compilation.job.micro_batches() <= 1) return {};
-  std::vector<bool> per_iteration(graph.tensors.size(), false);
-  derived->assign(graph.tensors.size(), false);
-  for (size_t t = 0; t < graph.tensors.size(); ++t) {
-    per_iteration[t] = graph.tensors[t].kind == LogicalTensor::Kind::kVariable;
-  }
-  for (const LogicalOp& op : graph.ops) {
-    bool all = !op.inputs.empty();
-    for (int64_t t : op.inputs) all = all && per_iteration[t];
-    bool after = op.type == "accumulate";
-    for (int64_t t : op.inputs) after = after || (*derived)[t];
-    if (op.type == "accumulate") all = true;
-    for (int64_t t : op.outputs) {
-      per_iteration[t] = all;
-      (*derived)[t] = all && after;
-    }
-  }
-  return per_iteration;
-}
-
-// Whether op `op` acts once per iteration: all its inputs are per iteration (the
-// accumulator reads one value per micro-batch, so it is not).
-bool OpPerIteration(const LogicalOp& op, const std::vector<bool>& per_iteration) {
-  if (per_iteration.empty() || op.inputs.empty()) return false;
-  for (int64_t t : op.inputs) {
-    if (!per_iteration[t]) return false;
-  }
-  return true;
-}
 
 // Which tensors hold one value per iteration (PerIterationTensors), computed once for
 // every device.

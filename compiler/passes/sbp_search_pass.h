@@ -16,8 +16,11 @@ namespace oneflow {
 // op's inputs into its signature (the greedy choice's prices: BoxingCache over the
 // cluster's links, compression as boxing insertion will plan it) and of one device's
 // kernel seconds in that signature (CandidateComputeSeconds: split work divides, B and P
-// do not). Overlap is not modelled: a boxing's seconds count whole. Variables and inputs
-// keep their SBPs (hints or defaults); hints on op outputs stay constraints.
+// do not), each counted as many times as the op acts in an iteration (with micro-batches:
+// once per micro-batch in the micro-batch loop, once for ops of per-iteration values,
+// per_iteration.h). Overlap is not modelled: a boxing's seconds count whole. Variables
+// and inputs keep their SBPs (hints or defaults); hints on op outputs stay constraints;
+// the gradient accumulators keep the greedy layout (sbp_search_pass.cc says why).
 //
 // The moves, over the ops in topological order, until a round changes nothing (at most
 // kMaxSbpSearchRounds): each other candidate of an op, with each reader of its outputs
@@ -40,7 +43,7 @@ class SbpSearchPass : public CompilerPass {
   absl::string_view name() const override { return "sbp_search"; }
   VerifierChecks Checks() const override { return VerifierChecks{.sbps = true}; }
   absl::StatusOr<bool> Run(Compilation* compilation) override;
-  StateParts Reads() const override { return {StatePart::kGraph, StatePart::kBoxingCache}; }
+  StateParts Reads() const override { return {StatePart::kJob, StatePart::kGraph, StatePart::kBoxingCache}; }
   StateParts Writes() const override { return {StatePart::kGraph, StatePart::kBoxingCache}; }
 };
 
