@@ -148,6 +148,15 @@ TEST(SbpSearchPassTest, TheGradientAccumulatorsKeepTheGreedyLayout) {
   absl::StatusOr<proto::Plan> greedy = Compile(*job, options);
   ASSERT_TRUE(greedy.ok()) << greedy.status();
   EXPECT_EQ(searched->boxings_size(), greedy->boxings_size());
+  // The objective counts the ops of the micro-batch loop once per micro-batch: the text's
+  // inputs are one micro-batch, so at 2 micro-batches the loop's seconds count twice
+  // (plus the accumulators), the update's once.
+  job->set_micro_batches(1);
+  options.search_sbp = true;
+  absl::StatusOr<proto::Plan> one = Compile(*job, options);
+  ASSERT_TRUE(one.ok()) << one.status();
+  EXPECT_GT(searched->sbp_search().greedy_seconds(), 1.8 * one->sbp_search().greedy_seconds());
+  EXPECT_LT(searched->sbp_search().greedy_seconds(), 2.5 * one->sbp_search().greedy_seconds());
 }
 
 }  // namespace
