@@ -250,13 +250,17 @@ absl::Status ParseMachine(const Members& members, Calibration* calibration) {
       (key == "nodes" ? measurement.nodes : measurement.cores) = *number;
     } else if (key == "method") {
       measurement.method = value.text;
+    } else if (key == "own_core_act_seconds") {
+      absl::StatusOr<double> number = Number(key, value, /*zero_allowed=*/true);
+      if (!number.ok()) return number.status();
+      measurement.own_core_act_seconds = *number;
     } else {
       absl::StatusOr<bool> term = ParseRuntimeTerm(key, value, &turns, &has_act, &has_call);
       if (!term.ok()) return term.status();
       if (!*term) {
         return UnknownKey(key,
                           "machine, nodes, cores, devices, processes, act_seconds, collective_call_seconds, "
-                          "core_share, boxing_act_seconds, method");
+                          "core_share, boxing_act_seconds, own_core_act_seconds, method");
       }
       has_term = true;
     }
@@ -348,8 +352,12 @@ std::string SharedMachineLine(const SharedMachineMeasurement& measurement) {
                             measurement.turns->act_seconds,
                             measurement.turns->collective_call_seconds, RuntimeTermsJson(*measurement.turns))
           : std::string();
-  return absl::StrFormat("{\"machine\": \"shared\", \"nodes\": %d, \"cores\": %d, %s\"method\": \"%s\"}",
-                         measurement.nodes, measurement.cores, terms, measurement.method);
+  const std::string own_core_act =
+      measurement.own_core_act_seconds.has_value()
+          ? absl::StrFormat("\"own_core_act_seconds\": %.6g, ", *measurement.own_core_act_seconds)
+          : std::string();
+  return absl::StrFormat("{\"machine\": \"shared\", \"nodes\": %d, \"cores\": %d, %s%s\"method\": \"%s\"}",
+                         measurement.nodes, measurement.cores, terms, own_core_act, measurement.method);
 }
 
 std::string HostMeasurementLine(const HostMeasurement& measurement) {

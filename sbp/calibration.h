@@ -114,6 +114,13 @@ struct SharedMachineMeasurement {
   // The processes (one device each) across which the turns' act costs and core share
   // were measured; 0: as threads of one process (a host line's way, before session 47).
   int64_t processes = 0;
+  // With no more nodes than cores (a core per node): the wall seconds one more act adds to
+  // its device's step, measured across one process per node (the act-count probe's wall
+  // time over its acts: auto_parallel::FitOwnCoreActSeconds); nullopt: not measured.
+  // (Acts are not free with a core each: the act hands its device's thread from one
+  // kernel to the next through the actor's queues, and a kernel cut into micro-batches
+  // runs each piece's fixed costs again.)
+  std::optional<double> own_core_act_seconds;
 };
 
 struct Calibration {

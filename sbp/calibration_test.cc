@@ -186,8 +186,32 @@ TEST(CalibrationTest, TheSharedMachineLineRoundTrips) {
   EXPECT_EQ(Error(R"({"machine": "shared", "nodes": 3})"), "calibration file 'c.jsonl' line 1: missing key \"cores\"");
   EXPECT_EQ(Error(R"({"machine": "shared", "nodes": 3, "cores": 2, "boot_id": "x"})"),
             "calibration file 'c.jsonl' line 1: unknown key \"boot_id\"; valid keys: machine, nodes, cores, devices, "
-            "processes, act_seconds, collective_call_seconds, core_share, boxing_act_seconds, method");
+            "processes, act_seconds, collective_call_seconds, core_share, boxing_act_seconds, own_core_act_seconds, "
+            "method");
   EXPECT_EQ(Error(machine + "\n" + machine), "calibration file 'c.jsonl' line 2: the shared machine is given twice");
+}
+
+// With a core per node calibrate measures an act's cost on its own core onto the machine
+// line, without the turns; read back as written; a negative cost is refused.
+TEST(CalibrationTest, TheSharedMachineLineCarriesAnActOnItsOwnCore) {
+  SharedMachineMeasurement measured{2, 2, "one boot id", std::nullopt};
+  measured.own_core_act_seconds = 1.25e-06;
+  const std::string machine = SharedMachineLine(measured);
+  EXPECT_EQ(machine,
+            R"({"machine": "shared", "nodes": 2, "cores": 2, "own_core_act_seconds": 1.25e-06, )"
+            R"("method": "one boot id"})");
+  absl::StatusOr<Calibration> calibration = ParseCalibration(machine, "c.jsonl");
+  ASSERT_TRUE(calibration.ok()) << calibration.status();
+  ASSERT_TRUE(calibration->shared_machine.has_value());
+  EXPECT_FALSE(calibration->shared_machine->turns.has_value());
+  ASSERT_TRUE(calibration->shared_machine->own_core_act_seconds.has_value());
+  EXPECT_EQ(*calibration->shared_machine->own_core_act_seconds, 1.25e-06);
+  // A line without it (written before session 59): not measured.
+  absl::StatusOr<Calibration> old_line = ParseCalibration(SharedMachineLine({2, 2, "one boot id"}), "c.jsonl");
+  ASSERT_TRUE(old_line.ok()) << old_line.status();
+  EXPECT_FALSE(old_line->shared_machine->own_core_act_seconds.has_value());
+  EXPECT_EQ(Error(R"({"machine": "shared", "nodes": 2, "cores": 2, "own_core_act_seconds": -1e-6})"),
+            "calibration file 'c.jsonl' line 1: \"own_core_act_seconds\" is -1e-6; it must be a finite number >= 0");
 }
 
 TEST(CalibrationTest, TransferLineRoundTripsAndOldFilesHaveNone) {

@@ -237,6 +237,44 @@ TEST(AutoParallelCostTermsTest, SharedHostTermsAreTheExtraCpuPerExtraActAndCpuOv
             "shared-host terms need two runs of one reference with other act counts; 2 runs give none");
 }
 
+// With a core per device the act's cost is its device's wall time: 2 processes, a step of
+// 10 ms at 2000 acts (1000 per device) and 12 ms at 4000 (2000 each): 2 us per act, where
+// the CPU slope (both devices' CPU over both devices' acts) would say half of the extra
+// CPU per act. The median over the pairs of one reference; another reference's runs pair
+// only among themselves; a shorter step with more acts is no cost.
+TEST(AutoParallelCostTermsTest, AnActOnItsOwnCoreCostsItsDevicesStep) {
+  const std::vector<auto_parallel::RunSample> runs = {{0.020, 0.010, 2000}, {0.024, 0.012, 4000},
+                                                      {0.032, 0.016, 8000}, {0.030, 0.015, 2000, 1}};
+  absl::StatusOr<double> act = auto_parallel::FitOwnCoreActSeconds(runs, 2);
+  ASSERT_TRUE(act.ok()) << act.status();
+  // Slopes 2e-3 / 1000, 6e-3 / 3000, 4e-3 / 2000: all 2 us.
+  EXPECT_NEAR(*act, 2e-6, 1e-15);
+  // One process per device, 4 of them: the same steps are 4 us per act (each device has a
+  // quarter of the acts).
+  act = auto_parallel::FitOwnCoreActSeconds(runs, 4);
+  ASSERT_TRUE(act.ok()) << act.status();
+  EXPECT_NEAR(*act, 4e-6, 1e-15);
+  // A fifth run slowed by 44 ms (a neighbour's burst): its four slopes are 12.5-44 us, the
+  // other six 2 us; the median stays 2 us where the mean would be 10.75.
+  act = auto_parallel::FitOwnCoreActSeconds({{0.02, 0.010, 2000},
+                                             {0.02, 0.012, 4000},
+                                             {0.02, 0.014, 6000},
+                                             {0.02, 0.016, 8000},
+                                             {0.02, 0.060, 10000}},
+                                            2);
+  ASSERT_TRUE(act.ok()) << act.status();
+  EXPECT_NEAR(*act, 2e-6, 1e-15);
+  act = auto_parallel::FitOwnCoreActSeconds({{0.02, 0.012, 2000}, {0.02, 0.010, 4000}}, 2);
+  ASSERT_TRUE(act.ok()) << act.status();
+  EXPECT_EQ(*act, 0);
+  EXPECT_EQ(auto_parallel::FitOwnCoreActSeconds({{0.02, 0.010, 2000}, {0.03, 0.015, 2000, 1}}, 2).status().message(),
+            "an act's cost on its own core needs two runs of one reference with other act counts; 2 runs give none");
+  EXPECT_EQ(auto_parallel::FitOwnCoreActSeconds({{0.02, 0.0, 2000}, {0.02, 0.01, 4000}}, 2).status().message(),
+            "an act's cost on its own core needs positive steps, not 0 s");
+  EXPECT_EQ(auto_parallel::FitOwnCoreActSeconds(runs, 0).status().message(),
+            "an act's cost on its own core needs devices >= 1, not 0");
+}
+
 TEST(AutoParallelCostTermsTest, BoxingActsGetTheirOwnCostFromReferencesThatAddThemAtOtherRates) {
   // 5 us per act, 20 us per boxing act. A data-parallel reference adds 1000 acts with
   // micro-batches and no boxing act: 50 -> 55 ms of CPU. A tensor-parallel one adds 600

@@ -44,6 +44,11 @@ def calibration_text(line, codec_lines, with_host, machine):
     for kind in ("gemm", "memory"):
         out.append(json.dumps({"compute": kind, "per_second": line["compute_" + kind]["per_second"],
                                "method": "rebuilt from a run's line"}))
+    # The GEMM-by-shape model (since session 50; without it every GEMM is priced at the one
+    # rate and the reprice does not reproduce the run's predictions).
+    if line.get("compute_gemm_shape"):
+        out.append(json.dumps(dict({"compute": "gemm_shape"}, **line["compute_gemm_shape"],
+                                   method="rebuilt from a run's line")))
     # The cached memory rate (session 47): the run's own, else --codecs' file's (measured on
     # this machine since: runs before session 47 have none).
     if line.get("compute_memory_cached"):

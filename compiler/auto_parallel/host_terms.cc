@@ -92,6 +92,30 @@ absl::StatusOr<SharedHostTerms> FitSharedHostTerms(const std::vector<RunSample>&
   return terms;
 }
 
+absl::StatusOr<double> FitOwnCoreActSeconds(const std::vector<RunSample>& runs, int64_t devices) {
+  if (devices < 1) {
+    return absl::InvalidArgumentError(absl::StrFormat("an act's cost on its own core needs devices >= 1, not %d", devices));
+  }
+  std::vector<double> slopes;
+  for (size_t i = 0; i < runs.size(); ++i) {
+    if (!(runs[i].wall_seconds > 0)) {
+      return absl::InvalidArgumentError(
+          absl::StrFormat("an act's cost on its own core needs positive steps, not %g s", runs[i].wall_seconds));
+    }
+    for (size_t j = i + 1; j < runs.size(); ++j) {
+      if (runs[i].reference != runs[j].reference || runs[i].acts == runs[j].acts) continue;
+      const double device_acts = static_cast<double>(runs[j].acts - runs[i].acts) / static_cast<double>(devices);
+      slopes.push_back((runs[j].wall_seconds - runs[i].wall_seconds) / device_acts);
+    }
+  }
+  if (slopes.empty()) {
+    return absl::InvalidArgumentError(absl::StrFormat(
+        "an act's cost on its own core needs two runs of one reference with other act counts; %d runs give none",
+        runs.size()));
+  }
+  return std::max(0.0, Median(slopes));
+}
+
 void ApplyHostMeasurement(const HostMeasurement& measurement, PriceOptions* options) {
   options->act_seconds = measurement.act_seconds;
   options->collective_call_seconds = measurement.collective_call_seconds;
@@ -125,6 +149,12 @@ std::optional<proto::AutoParallelHostTerms> HostTermsFor(const Calibration& cali
         terms.set_boxing_act_seconds(*machine.turns->boxing_act_seconds);
       }
       terms.set_measured_devices(machine.turns->devices);
+    } else if (machine.own_core_act_seconds.has_value() && devices <= machine.cores) {
+      // A core each: an act costs its device's step what was measured with a core each;
+      // the collectives' calls are the links' (measured between the daemons).
+      terms.set_act_seconds(*machine.own_core_act_seconds);
+      terms.set_host_core_share(static_cast<double>(devices));
+      terms.set_measured_devices(nodes);
     }
     return terms;
   }
@@ -161,6 +191,11 @@ std::string HostTermsText(const proto::AutoParallelDecision& decision) {
         absl::StrFormat("%d nodes on one machine of %d cores", terms.shared_machine_nodes(), terms.host_cores());
     // HostTermsFor records a share only with the machine line's measured terms.
     if (terms.host_core_share() <= 0) return absl::StrFormat("%s, acts free (%s)", machine, terms.calibration_file());
+    // HostTermsFor measures a core each across one process per node.
+    if (terms.measured_devices() <= terms.host_cores()) {
+      return absl::StrFormat("%s, a core each: act %.3g us of wall time (measured across %d processes, %s)", machine,
+                             terms.act_seconds() * 1e6, terms.measured_devices(), terms.calibration_file());
+    }
     return absl::StrFormat("%s: act %.3g us%s, collective call %.3g us%s (measured for %d devices, %s)", machine,
                            terms.act_seconds() * 1e6, boxing_act, terms.collective_call_seconds() * 1e6, share,
                            terms.measured_devices(), terms.calibration_file());

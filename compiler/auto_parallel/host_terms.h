@@ -70,6 +70,17 @@ struct SharedHostTerms {
 // of a core.
 absl::StatusOr<SharedHostTerms> FitSharedHostTerms(const std::vector<RunSample>& runs, int64_t host_cores);
 
+// With a core per device (`devices` processes of one device each on at least as many
+// cores): the wall seconds one more act adds to a device's step, the Theil-Sen slope of
+// the step (wall_seconds) over each device's acts (acts / devices) between the runs of one
+// reference. A device's acts run one after another on its own thread, so their fixed cost
+// is its step's, not CPU spread over shared cores (FitSharedHostTerms); the probe's runs
+// cut the same kernels into more acts (1-8 micro-batches), so the slope is an act's
+// dispatch and each kernel piece's fixed costs. INVALID_ARGUMENT when devices < 1, a step
+// is not positive or no reference has two runs with other act counts; 0 when the median
+// is negative (more acts took less time).
+absl::StatusOr<double> FitOwnCoreActSeconds(const std::vector<RunSample>& runs, int64_t devices);
+
 // Sets options' act_seconds, collective_call_seconds, host_cores, host_core_share and
 // boxing_act_seconds (nullopt when not measured) from `measurement`.
 void ApplyHostMeasurement(const HostMeasurement& measurement, PriceOptions* options);
@@ -78,7 +89,9 @@ void ApplyHostMeasurement(const HostMeasurement& measurement, PriceOptions* opti
 // without host lines, of its "machine" line when that names `nodes` nodes (the cluster's
 // nodes are processes on one machine of that many cores: host_cores; when `devices`
 // outnumber the cores and the line measured their turns, its act, call and boxing act
-// costs and core share, otherwise acts free and the core share the cores); else nullopt.
+// costs and core share; with a core each and the line's own_core_act_seconds, that act
+// cost, calls free (they are the links') and a core per device; otherwise acts free and
+// the core share the cores); else nullopt.
 // `file` is the path as the user gave it.
 std::optional<proto::AutoParallelHostTerms> HostTermsFor(const Calibration& calibration, int64_t nodes,
                                                         int64_t devices, const std::string& file);
@@ -91,7 +104,9 @@ void ApplyHostTerms(const proto::AutoParallelHostTerms& terms, PriceOptions* opt
 // ", boxing act 42 us" after the act and ", core share 1.6" after the cores when the line
 // had them), from a machine line "3 nodes on one machine of 2 cores, acts free (c.jsonl)" or,
 // with its measured terms, "3 nodes on one machine of 2 cores: act 1.04 us, collective call
-// 47.3 us, core share 1.57 (measured for 3 devices, c.jsonl)", or
+// 47.3 us, core share 1.57 (measured for 3 devices, c.jsonl)", or with a core each "2 nodes
+// on one machine of 2 cores, a core each: act 1.1 us of wall time (measured across 2
+// processes, c.jsonl)", or
 // for a decision without the record "none: acts free, every device its own core".
 std::string HostTermsText(const proto::AutoParallelDecision& decision);
 

@@ -169,11 +169,19 @@ TEST_F(CalibrateNodesTest, MeasuresBothLevelsBetweenTheDaemons) {
   ASSERT_EQ(sched_getaffinity(0, sizeof(cores), &cores), 0);
   EXPECT_EQ(calibration->shared_machine->cores, CPU_COUNT(&cores));
   EXPECT_THAT(calibration->shared_machine->method, HasSubstr("every node's worker read boot id "));
-  // Calibrate runs on the nodes' machine: with a core per node their devices take no turns
-  // and nothing more is measured; on one core the 2 devices' turns are (shared_machine_turns.h).
+  // Calibrate runs on the nodes' machine: with a core per node their devices take no turns,
+  // and what an act costs its device's step is measured across 2 processes (a real probe:
+  // more acts take longer, so a positive cost); on one core the 2 devices' turns are
+  // (shared_machine_turns.h).
   if (CPU_COUNT(&cores) >= 2) {
     EXPECT_FALSE(calibration->shared_machine->turns.has_value()) << Contents(out);
     EXPECT_THAT(calibration->shared_machine->method, HasSubstr("; no turns measured: a core per node"));
+    ASSERT_TRUE(calibration->shared_machine->own_core_act_seconds.has_value()) << Contents(out);
+    EXPECT_GT(*calibration->shared_machine->own_core_act_seconds, 0) << Contents(out);
+    EXPECT_LT(*calibration->shared_machine->own_core_act_seconds, 1e-3) << Contents(out);
+    EXPECT_THAT(calibration->shared_machine->method,
+                HasSubstr("; act on its own core: ")) << Contents(out);
+    EXPECT_THAT(calibration->shared_machine->method, HasSubstr("as 2 processes of one device each"));
   } else {
     ASSERT_TRUE(calibration->shared_machine->turns.has_value()) << Contents(out);
     EXPECT_EQ(calibration->shared_machine->turns->devices, 2);

@@ -1,7 +1,10 @@
 #include "tools/cli/shared_machine_turns.h"
 
+#include <vector>
+
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "compiler/auto_parallel/host_terms.h"
 #include "tools/cli/host_calibration.h"
 #include "tools/cli/shared_host_processes.h"
 
@@ -19,7 +22,11 @@ absl::Status AddSharedMachineTurns(const std::string& nodes_boot_id, SharedMachi
   switch (DecideTurns(*machine, nodes_boot_id, here)) {
     case TurnsDecision::kCorePerNode:
       absl::StrAppend(&machine->method, "; no turns measured: a core per node");
-      return absl::OkStatus();
+      if (here.boot_id.empty() || here.boot_id != nodes_boot_id) {
+        absl::StrAppend(&machine->method, "; act on its own core not measured: calibrate ran on another machine");
+        return absl::OkStatus();
+      }
+      return AddOwnCoreActSeconds(machine);
     case TurnsDecision::kOtherMachine:
       absl::StrAppend(&machine->method, "; turns not measured: calibrate ran on another machine (boot id ",
                       here.boot_id.empty() ? "unread" : here.boot_id, ")");
@@ -37,6 +44,34 @@ absl::Status AddSharedMachineTurns(const std::string& nodes_boot_id, SharedMachi
   if (!processes.ok()) return named(processes.status());
   SetMeasuredTurns(*threads, *processes, machine);
   return absl::OkStatus();
+}
+
+absl::Status AddOwnCoreActSeconds(SharedMachineMeasurement* machine) {
+  auto named = [&](const absl::Status& status) {
+    return absl::Status(status.code(), absl::StrCat("measuring an act of ", machine->nodes, " nodes' devices on ",
+                                                    machine->cores, " cores, a core each: ", status.message()));
+  };
+  absl::StatusOr<SharedHostProbe> processes = MeasureSharedHostInProcesses(machine->nodes, machine->cores);
+  if (!processes.ok()) return named(processes.status());
+  // The data-parallel runs only: their extra acts are the same kernels cut finer, where the
+  // tensor-parallel runs' are mostly all-reduces waiting on the other process, which the
+  // links' measurement prices.
+  std::vector<auto_parallel::RunSample> data_parallel;
+  for (const auto_parallel::RunSample& sample : processes->samples) {
+    if (sample.reference == 0) data_parallel.push_back(sample);
+  }
+  absl::StatusOr<double> act_seconds = auto_parallel::FitOwnCoreActSeconds(data_parallel, machine->nodes);
+  if (!act_seconds.ok()) return named(act_seconds.status());
+  SetOwnCoreActSeconds(*act_seconds, processes->method, machine);
+  return absl::OkStatus();
+}
+
+void SetOwnCoreActSeconds(double act_seconds, const std::string& probe_method, SharedMachineMeasurement* machine) {
+  machine->own_core_act_seconds = act_seconds;
+  absl::StrAppendFormat(&machine->method,
+                        "; act on its own core: %.3g us, the slope of the step over each device's acts in the dp "
+                        "runs, with one process per node: %s",
+                        1e6 * act_seconds, probe_method);
 }
 
 void SetMeasuredTurns(const HostRuntime& threads, const SharedHostProbe& processes, SharedMachineMeasurement* machine) {

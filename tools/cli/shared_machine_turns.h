@@ -39,9 +39,10 @@ enum class TurnsDecision {
 TurnsDecision DecideTurns(const SharedMachineMeasurement& machine, const std::string& nodes_boot_id,
                           const MachineIdentity& here);
 
-// Measures the turns into machine->turns when DecideTurns says so (some 10-20 seconds),
-// and appends to machine->method what was measured or why nothing was. The probes'
-// compile or training errors.
+// Measures the turns into machine->turns when DecideTurns says so (some 10-20 seconds);
+// with a core per node on calibrate's own machine, the act's cost on its own core instead
+// (AddOwnCoreActSeconds, some 5-10 seconds). Appends to machine->method what was measured
+// or why nothing was. The probes' compile or training errors.
 absl::Status AddSharedMachineTurns(const std::string& nodes_boot_id, SharedMachineMeasurement* machine);
 
 // The turns from the two measurements: the act costs and the core share of `processes`
@@ -49,6 +50,16 @@ absl::Status AddSharedMachineTurns(const std::string& nodes_boot_id, SharedMachi
 // (MeasureHostRuntime for the nodes' devices in one process), the line's cores; sets
 // machine->processes and appends both measurements to machine->method.
 void SetMeasuredTurns(const HostRuntime& threads, const SharedHostProbe& processes, SharedMachineMeasurement* machine);
+
+// With a core per node: the act-count probe across one process per node
+// (MeasureSharedHostInProcesses), its steps over each device's acts fitted
+// (auto_parallel::FitOwnCoreActSeconds) into machine->own_core_act_seconds
+// (SetOwnCoreActSeconds, which also appends the figure and `probe_method` to the method).
+// Acts are not free with a core each: 2 emulated hosts on 2 cores (session 59) ran each
+// extra micro-batch's acts at ~1-2 us each, and pricing them so ranked the 2 x 1 layouts
+// closer to their measured order (docs/auto_parallel.md, "A core per node").
+absl::Status AddOwnCoreActSeconds(SharedMachineMeasurement* machine);
+void SetOwnCoreActSeconds(double act_seconds, const std::string& probe_method, SharedMachineMeasurement* machine);
 
 }  // namespace oneflow::cli
 

@@ -71,5 +71,41 @@ TEST(SharedMachineTurnsTest, TheProcessesShareIsWhatPricesTheSharedMachinesNodes
       << machine.method;
 }
 
+// With a core per node the line carries an act's cost on its own core (no turns): written,
+// read back and turned into host terms it prices every act of a cluster of the line's
+// nodes at that cost, collective calls free (the links' measurement has them), a core per
+// device; a cluster of more devices than cores (2 devices per node) is not priced with it.
+TEST(SharedMachineTurnsTest, ACorePerNodePricesEachActAtItsOwnCoresCost) {
+  SharedMachineMeasurement machine = Machine(2, 2);
+  SetOwnCoreActSeconds(1.5e-06, "processes' probe", &machine);
+  EXPECT_NE(machine.method.find("act on its own core: 1.5 us, the slope of the step over each device's acts in the "
+                                "dp runs, with one process per node: processes' probe"),
+            std::string::npos)
+      << machine.method;
+  absl::StatusOr<Calibration> calibration = ParseCalibration(SharedMachineLine(machine), "c.jsonl");
+  ASSERT_TRUE(calibration.ok()) << calibration.status();
+  const std::optional<proto::AutoParallelHostTerms> terms =
+      auto_parallel::HostTermsFor(*calibration, /*nodes=*/2, /*devices=*/2, "c.jsonl");
+  ASSERT_TRUE(terms.has_value());
+  auto_parallel::PriceOptions options;
+  auto_parallel::ApplyHostTerms(*terms, &options);
+  EXPECT_EQ(options.act_seconds, 1.5e-06);
+  EXPECT_EQ(options.collective_call_seconds, 0);
+  EXPECT_EQ(options.host_cores, 2);
+  EXPECT_EQ(options.host_core_share, 2);
+  proto::AutoParallelDecision decision;
+  *decision.mutable_host_terms() = *terms;
+  EXPECT_EQ(auto_parallel::HostTermsText(decision),
+            "2 nodes on one machine of 2 cores, a core each: act 1.5 us of wall time (measured across 2 processes, "
+            "c.jsonl)");
+  // 4 devices on the 2 cores take turns: not the line's own-core cost (acts free, as
+  // without turns measured).
+  const std::optional<proto::AutoParallelHostTerms> shared =
+      auto_parallel::HostTermsFor(*calibration, /*nodes=*/2, /*devices=*/4, "c.jsonl");
+  ASSERT_TRUE(shared.has_value());
+  EXPECT_EQ(shared->act_seconds(), 0);
+  EXPECT_EQ(shared->host_core_share(), 0);
+}
+
 }  // namespace
 }  // namespace oneflow::cli
