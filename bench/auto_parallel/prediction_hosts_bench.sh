@@ -71,7 +71,9 @@
 #                          median, later ones within 2.5% (session 47's kept p47 launches,
 #                          load 16-22), and within a launch steps vary ~18% (CV), so 22
 #                          timed steps put the launch's median within ~5%, where a launch
-#                          costs ~1.2 s besides its steps
+#                          costs ~1.2 s besides its steps; on a VM whose speed drifts
+#                          (session 59) --iters=60 --warmup=5 ranked the 2 x 1 layouts
+#                          against themselves at 0.953 where 25 gave 0.78-0.91
 #   --searched_calibrations=LIST  the calibrations whose --auto_parallel plan is compiled and
 #                          launched (cluster, shared_host, link_rate) [all three]
 #   --confirm=K            hand layouts of the confirming round (5. above; 0: none) [1]
