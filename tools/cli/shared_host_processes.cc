@@ -7,6 +7,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <fstream>
@@ -130,13 +131,19 @@ absl::Status WaitForProcesses(const std::vector<pid_t>& children, const std::str
 
 }  // namespace
 
-absl::StatusOr<SharedHostProbe> MeasureSharedHostInProcesses(int64_t processes, int64_t cores) {
+absl::StatusOr<SharedHostProbe> MeasureSharedHostInProcesses(int64_t processes, int64_t cores,
+                                                             bool data_parallel_only) {
   if (processes < 2) {
     return absl::InvalidArgumentError(
         absl::StrCat("the shared host is measured across processes for 2 or more of them, not ", processes));
   }
   if (cores < 1) return absl::InvalidArgumentError(absl::StrCat("cores must be >= 1, not ", cores));
-  const std::vector<SharedHostProbeRun> runs = SharedHostProbeRuns(processes);
+  std::vector<SharedHostProbeRun> runs = SharedHostProbeRuns(processes);
+  if (data_parallel_only) {
+    runs.erase(std::remove_if(runs.begin(), runs.end(),
+                              [](const SharedHostProbeRun& run) { return run.tensor_parallel; }),
+               runs.end());
+  }
   std::vector<proto::Plan> plans;
   for (const SharedHostProbeRun& run : runs) {
     OF_ASSIGN_OR_RETURN(proto::Plan plan, CompileSharedHostProbe(processes, 1, run));

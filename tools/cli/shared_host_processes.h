@@ -38,7 +38,10 @@ inline constexpr absl::Duration kProcessProbeDeadline = absl::Seconds(180);
 // INVALID_ARGUMENT for processes < 2 or cores < 1; the probe's compile errors; INTERNAL
 // naming the process and its error (or exit) when one fails, DEADLINE_EXCEEDED when they
 // do not finish in time.
-absl::StatusOr<SharedHostProbe> MeasureSharedHostInProcesses(int64_t processes, int64_t cores);
+// With `data_parallel_only`, the probe's data-parallel runs alone (SharedHostProbeRuns'
+// first four: what an act on its own core is fitted from, shared_machine_turns.h).
+absl::StatusOr<SharedHostProbe> MeasureSharedHostInProcesses(int64_t processes, int64_t cores,
+                                                             bool data_parallel_only = false);
 
 }  // namespace oneflow::cli
 

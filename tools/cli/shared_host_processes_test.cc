@@ -41,6 +41,21 @@ TEST(SharedHostProcessesTest, TwoProcessesMeasureTheShareTheyObtain) {
   EXPECT_NE(probe->method.find("as 2 processes of one device each"), std::string::npos) << probe->method;
 }
 
+// For an act on its own core only the data-parallel runs are trained: 4 samples, every
+// one of reference 0, with more acts each time.
+TEST(SharedHostProcessesTest, TheDataParallelRunsAlone) {
+  absl::StatusOr<SharedHostProbe> probe =
+      MeasureSharedHostInProcesses(/*processes=*/2, /*cores=*/2, /*data_parallel_only=*/true);
+  ASSERT_TRUE(probe.ok()) << probe.status();
+  ASSERT_EQ(probe->samples.size(), 4u);
+  int64_t previous_acts = 0;
+  for (const auto_parallel::RunSample& sample : probe->samples) {
+    EXPECT_EQ(sample.reference, 0);
+    EXPECT_GT(sample.acts, previous_acts);
+    previous_acts = sample.acts;
+  }
+}
+
 TEST(SharedHostProcessesTest, OneProcessIsRefused) {
   EXPECT_EQ(MeasureSharedHostInProcesses(1, 2).status().code(), absl::StatusCode::kInvalidArgument);
 }

@@ -1,7 +1,5 @@
 #include "tools/cli/shared_machine_turns.h"
 
-#include <vector>
-
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "compiler/auto_parallel/host_terms.h"
@@ -51,16 +49,13 @@ absl::Status AddOwnCoreActSeconds(SharedMachineMeasurement* machine) {
     return absl::Status(status.code(), absl::StrCat("measuring an act of ", machine->nodes, " nodes' devices on ",
                                                     machine->cores, " cores, a core each: ", status.message()));
   };
-  absl::StatusOr<SharedHostProbe> processes = MeasureSharedHostInProcesses(machine->nodes, machine->cores);
-  if (!processes.ok()) return named(processes.status());
   // The data-parallel runs only: their extra acts are the same kernels cut finer, where the
   // tensor-parallel runs' are mostly all-reduces waiting on the other process, which the
   // links' measurement prices.
-  std::vector<auto_parallel::RunSample> data_parallel;
-  for (const auto_parallel::RunSample& sample : processes->samples) {
-    if (sample.reference == 0) data_parallel.push_back(sample);
-  }
-  absl::StatusOr<double> act_seconds = auto_parallel::FitOwnCoreActSeconds(data_parallel, machine->nodes);
+  absl::StatusOr<SharedHostProbe> processes =
+      MeasureSharedHostInProcesses(machine->nodes, machine->cores, /*data_parallel_only=*/true);
+  if (!processes.ok()) return named(processes.status());
+  absl::StatusOr<double> act_seconds = auto_parallel::FitOwnCoreActSeconds(processes->samples, machine->nodes);
   if (!act_seconds.ok()) return named(act_seconds.status());
   SetOwnCoreActSeconds(*act_seconds, processes->method, machine);
   return absl::OkStatus();
