@@ -268,9 +268,11 @@ TEST(AutoParallelCostTermsTest, AnActOnItsOwnCoreCostsItsDevicesStep) {
   ASSERT_TRUE(act.ok()) << act.status();
   EXPECT_EQ(*act, 0);
   EXPECT_EQ(auto_parallel::FitOwnCoreActSeconds({{0.02, 0.010, 2000}, {0.03, 0.015, 2000, 1}}, 2).status().message(),
-            "an act's cost on its own core needs two runs of one reference with other act counts; 2 runs give none");
+            "an act's cost on its own core: shared-host terms need two runs of one reference with other act "
+            "counts; 2 runs give none");
   EXPECT_EQ(auto_parallel::FitOwnCoreActSeconds({{0.02, 0.0, 2000}, {0.02, 0.01, 4000}}, 2).status().message(),
-            "an act's cost on its own core needs positive steps, not 0 s");
+            "an act's cost on its own core: shared-host terms need positive CPU and wall times, not 0 s of CPU in "
+            "a 0 s step");
   EXPECT_EQ(auto_parallel::FitOwnCoreActSeconds(runs, 0).status().message(),
             "an act's cost on its own core needs devices >= 1, not 0");
 }

@@ -96,24 +96,17 @@ absl::StatusOr<double> FitOwnCoreActSeconds(const std::vector<RunSample>& runs, 
   if (devices < 1) {
     return absl::InvalidArgumentError(absl::StrFormat("an act's cost on its own core needs devices >= 1, not %d", devices));
   }
-  std::vector<double> slopes;
-  for (size_t i = 0; i < runs.size(); ++i) {
-    if (!(runs[i].wall_seconds > 0)) {
-      return absl::InvalidArgumentError(
-          absl::StrFormat("an act's cost on its own core needs positive steps, not %g s", runs[i].wall_seconds));
-    }
-    for (size_t j = i + 1; j < runs.size(); ++j) {
-      if (runs[i].reference != runs[j].reference || runs[i].acts == runs[j].acts) continue;
-      const double device_acts = static_cast<double>(runs[j].acts - runs[i].acts) / static_cast<double>(devices);
-      slopes.push_back((runs[j].wall_seconds - runs[i].wall_seconds) / device_acts);
-    }
+  // FitSharedHostTerms' slopes of "CPU" over every device's acts, with every device's step
+  // as its CPU time (a core each: each device's acts fill its own step), are the step's
+  // slope over one device's acts.
+  std::vector<RunSample> steps = runs;
+  for (RunSample& run : steps) run.cpu_seconds = run.wall_seconds * static_cast<double>(devices);
+  absl::StatusOr<SharedHostTerms> terms = FitSharedHostTerms(steps, devices);
+  if (!terms.ok()) {
+    return absl::Status(terms.status().code(),
+                        absl::StrCat("an act's cost on its own core: ", terms.status().message()));
   }
-  if (slopes.empty()) {
-    return absl::InvalidArgumentError(absl::StrFormat(
-        "an act's cost on its own core needs two runs of one reference with other act counts; %d runs give none",
-        runs.size()));
-  }
-  return std::max(0.0, Median(slopes));
+  return terms->act_seconds;
 }
 
 void ApplyHostMeasurement(const HostMeasurement& measurement, PriceOptions* options) {

@@ -73,12 +73,13 @@ absl::StatusOr<SharedHostTerms> FitSharedHostTerms(const std::vector<RunSample>&
 // With a core per device (`devices` processes of one device each on at least as many
 // cores): the wall seconds one more act adds to a device's step, the Theil-Sen slope of
 // the step (wall_seconds) over each device's acts (acts / devices) between the runs of one
-// reference. A device's acts run one after another on its own thread, so their fixed cost
-// is its step's, not CPU spread over shared cores (FitSharedHostTerms); the probe's runs
-// cut the same kernels into more acts (1-8 micro-batches), so the slope is an act's
-// dispatch and each kernel piece's fixed costs. INVALID_ARGUMENT when devices < 1, a step
-// is not positive or no reference has two runs with other act counts; 0 when the median
-// is negative (more acts took less time).
+// reference (FitSharedHostTerms' fit, each device's step standing for its CPU time). A
+// device's acts run one after another on its own thread, so their fixed cost is its
+// step's, not CPU spread over shared cores; the probe's runs cut the same kernels into
+// more acts (1-8 micro-batches), so the slope is an act's dispatch and each kernel piece's
+// fixed costs. INVALID_ARGUMENT when devices < 1, or FitSharedHostTerms' errors (a step not
+// positive, no reference with two runs of other act counts) prefixed "an act's cost on
+// its own core: "; 0 when the median is negative (more acts took less time).
 absl::StatusOr<double> FitOwnCoreActSeconds(const std::vector<RunSample>& runs, int64_t devices);
 
 // Sets options' act_seconds, collective_call_seconds, host_cores, host_core_share and
