@@ -10,7 +10,10 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <queue>
 #include <thread>
+#include <tuple>
+#include <vector>
 
 #include <pthread.h>
 
@@ -65,8 +68,16 @@ struct ActorRuntime {
   std::vector<int64_t> collective_slots;
   bool gated = true;  // Takes part in the device's arena gate (acts per micro-batch).
   // A weight-gradient act of a zero-bubble schedule (ActorDef.pipeline_act
-  // BACKWARD_WEIGHT): its thread runs it only when nothing else is ready.
+  // BACKWARD_WEIGHT under Job.pipeline_schedule ZB_H1): its thread runs it only when
+  // nothing else is ready.
   bool fills_bubble = false;
+  // On a pipeline's stage: a forward act (ActorDef.pipeline_act FORWARD), a per-iteration
+  // actor (a variable, the optimizer's update: the next iteration's forward waits for
+  // them), or an actor without an act kind feeding one of these (a boxing, a transfer) or
+  // fed by forward acts only. Its compute thread runs it before the others
+  // (Engine::ActForwardFirst): a forward act that waited for its iteration's variable or
+  // update would otherwise let the next micro-batch's forward run first.
+  bool forward = false;
   ActFunction act;
 
   enum class State { kWaiting, kDone };
@@ -95,6 +106,9 @@ struct ThreadRuntime {
   // Communication and transfer threads: they wait on peers and run ahead of compute
   // threads (thread_priority.h).
   bool waits_on_peers = false;
+  // A compute thread with forward acts (ActorRuntime::forward): it picks acts by
+  // Engine::ActForwardFirst.
+  bool forward_first = false;
   std::string name;
   // Its name for the operating system (ps -L, top -H, /proc/PID/task/TID/comm; at most 15
   // characters): "of-compute-<device>", "of-comm-<device>" or "of-transfer-<device>", the
@@ -169,6 +183,18 @@ class Engine : public ActContext {
   std::string WaitingFor(const ActorRuntime& actor, const ThreadRuntime& thread) const;
   void Act(int a, ThreadRuntime& thread);
   void Apply(const Message& message, ThreadRuntime& thread, std::vector<int>* candidates);
+  // Marks the forward actors (ActorRuntime::forward) and the compute threads that have any.
+  void MarkForwardActors();
+  // A forward_first thread's acts until none of `candidates` (nor what their acts make
+  // ready) is ready: one act at a time, the thread's messages applied after each, the
+  // ready actor least in (forward first, micro-batch, program order) acting next. With
+  // several actors ready, an actor that is ready for more than one micro-batch no longer
+  // runs them back to back and a forward is no longer interleaved op by op with a backward
+  // that became ready meanwhile: on a pipeline's stage that delayed the activation the
+  // next stage waits for. Actors `hold` takes (the bubble's W acts) are left to it. False
+  // when an abort arrived.
+  bool ActForwardFirst(ThreadRuntime& thread, std::vector<int>* candidates, std::deque<Message>* inbox,
+                       const std::function<bool(int)>& hold);
   // Marks actor `a` done and tells its consumers how many values its registers hold.
   void EndOfData(int a);
   void Send(const Message& message) { threads_[actors_[message.to].thread].queue.Push(message); }
@@ -280,7 +306,8 @@ absl::Status Engine::Build(const BindFunction& bind) {
       // accepts the next micro-batch's data while still working on earlier ones.
       const bool receiver = def.thread() == proto::THREAD_TRANSFER && def.consumed_registers_size() == 0;
       actor.gated = actor.rate == micro_batches_ && !receiver;
-      actor.fills_bubble = def.pipeline_act() == proto::PIPELINE_ACT_BACKWARD_WEIGHT;
+      actor.fills_bubble = def.pipeline_act() == proto::PIPELINE_ACT_BACKWARD_WEIGHT &&
+                           plan_.job().pipeline_schedule() == proto::PIPELINE_SCHEDULE_ZB_H1;
       actor_index[def.id()] = static_cast<int>(actors_.size());
       threads_[actor.thread].actors.push_back(static_cast<int>(actors_.size()));
       absl::StatusOr<ActFunction> act =
@@ -395,7 +422,43 @@ absl::Status Engine::Build(const BindFunction& bind) {
     actor.ends_pending = static_cast<int>(actor.consumed.size());
     if (actor.consumed.empty()) actor.end = options_.iterations * actor.rate;
   }
+  MarkForwardActors();
   return absl::OkStatus();
+}
+
+void Engine::MarkForwardActors() {
+  bool any = false;
+  for (const ActorRuntime& actor : actors_) any = any || actor.def->pipeline_act() == proto::PIPELINE_ACT_FORWARD;
+  if (!any) return;
+  for (ActorRuntime& actor : actors_) {
+    actor.forward = actor.def->pipeline_act() == proto::PIPELINE_ACT_FORWARD || actor.def->per_iteration();
+  }
+  // The actors without an act kind between forward acts, to a fixed point (each round
+  // reaches one actor further along a chain of them).
+  for (bool changed = true; changed;) {
+    changed = false;
+    for (int a = static_cast<int>(actors_.size()) - 1; a >= 0; --a) {
+      ActorRuntime& actor = actors_[a];
+      if (actor.forward || actor.def->pipeline_act() != proto::PIPELINE_ACT_UNSET) continue;
+      bool feeds_forward = false;
+      for (int r : actor.produced) {
+        for (int consumer : registers_[r].consumers) feeds_forward = feeds_forward || actors_[consumer].forward;
+      }
+      bool fed_by_forward = !actor.consumed.empty();
+      for (int r : actor.consumed) {
+        fed_by_forward = fed_by_forward && registers_[r].producer >= 0 && actors_[registers_[r].producer].forward;
+      }
+      if (feeds_forward || fed_by_forward) {
+        actor.forward = true;
+        changed = true;
+      }
+    }
+  }
+  for (DeviceRuntime& device : devices_) {
+    if (device.threads.empty()) continue;  // A device of another node.
+    ThreadRuntime& thread = threads_[device.compute_thread()];
+    for (int a : thread.actors) thread.forward_first = thread.forward_first || actors_[a].forward;
+  }
 }
 
 bool Engine::Ready(const ActorRuntime& actor, const ThreadRuntime& thread) const {
@@ -606,17 +669,21 @@ void Engine::ThreadMain(int t) {
   // held back while anything else can run or a message waits: the bubble they fill.
   std::vector<int> held;
   std::vector<bool> is_held(actors_.size(), false);
+  // True when `a` is such an act (held if ready), which the caller then leaves alone.
+  const std::function<bool(int)> hold = [&](int a) {
+    if (!actors_[a].fills_bubble) return false;
+    if (!is_held[a] && Ready(actors_[a], thread)) {
+      is_held[a] = true;
+      held.push_back(a);
+    }
+    return true;
+  };
   while (!aborted_.load()) {
+    if (thread.forward_first && !ActForwardFirst(thread, &candidates, &inbox, hold)) return;
     while (!candidates.empty() && !aborted_.load()) {
       const int a = candidates.back();
       candidates.pop_back();
-      if (actors_[a].fills_bubble) {
-        if (!is_held[a] && Ready(actors_[a], thread)) {
-          is_held[a] = true;
-          held.push_back(a);
-        }
-        continue;
-      }
+      if (hold(a)) continue;
       while (!aborted_.load() && Ready(actors_[a], thread)) {
         Act(a, thread);
         if (thread.communication && !thread.collective_actor.empty()) {
@@ -666,6 +733,45 @@ void Engine::ThreadMain(int t) {
       inbox.pop_front();
     }
   }
+}
+
+bool Engine::ActForwardFirst(ThreadRuntime& thread, std::vector<int>* candidates, std::deque<Message>* inbox,
+                             const std::function<bool(int)>& hold) {
+  // (0 for a forward actor, else 1; the micro-batch of its next act; its index).
+  using Key = std::tuple<int, int64_t, int>;
+  auto key_of = [&](int a) {
+    const ActorRuntime& actor = actors_[a];
+    return Key{actor.forward ? 0 : 1, actor.next * (micro_batches_ / actor.rate), a};
+  };
+  std::priority_queue<Key, std::vector<Key>, std::greater<Key>> queued;
+  while (!aborted_.load()) {
+    for (int a : *candidates) {
+      if (!hold(a)) queued.push(key_of(a));
+    }
+    candidates->clear();
+    bool acted = false;
+    while (!queued.empty() && !acted && !aborted_.load()) {
+      const Key key = queued.top();
+      queued.pop();
+      const int a = std::get<2>(key);
+      if (key != key_of(a)) {
+        queued.push(key_of(a));  // It acted since it was queued: its place is a later one.
+        continue;
+      }
+      if (!Ready(actors_[a], thread)) continue;  // A message will queue it again.
+      Act(a, thread);
+      candidates->push_back(a);  // Perhaps ready for its next micro-batch.
+      acted = true;
+    }
+    if (!acted) return true;
+    thread.queue.DrainInto(inbox);
+    while (!inbox->empty()) {
+      if (inbox->front().kind == MessageKind::kAbort) return false;
+      Apply(inbox->front(), thread, candidates);
+      inbox->pop_front();
+    }
+  }
+  return true;
 }
 
 void Engine::Fail(absl::Status status) {

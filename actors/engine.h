@@ -20,6 +20,10 @@
 // micro-batch (docs/pipeline.md). Each device has a compute thread, its communication
 // threads and one thread per transfer actor (THREAD_TRANSFER: send/recv between
 // placements, outside the collective order; a receiving one is not gated).
+// A compute thread runs whatever of its actors is ready; on a pipeline stage (a plan whose
+// actors carry act kinds, ActorDef.pipeline_act) it runs them one act at a time, a ready
+// forward act first, then the oldest micro-batch's, so the next stage gets its activation
+// as early as the schedule lets it (docs/pipeline.md, "Forward first").
 // After acting it tells consumers (register readable), producers (register returned)
 // and control successors, all through the owning threads' message queues, so each
 // actor's state is touched only by its own thread. After its last iteration an actor

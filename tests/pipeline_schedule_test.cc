@@ -221,6 +221,74 @@ std::vector<Case> Cases() {
 
 INSTANTIATE_TEST_SUITE_P(Schedules, PipelineScheduleTest, ::testing::ValuesIn(Cases()), CaseName);
 
+// Forward first (actors/engine.h): on the first stage, each micro-batch's forward acts
+// that read the iteration's variables run back to back, no backward act and no such act
+// of another micro-batch between them, though the stage has two micro-batches in flight
+// and the backward of the one before becomes ready while it runs forward (1F1B's order:
+// the next stage waits for that forward). Forward acts that read no variable (the labels'
+// reshape) may run ahead and are left out. The engine's old pick ran an actor ready for
+// two micro-batches twice in a row and interleaved a forward with a backward op by op.
+TEST(PipelineScheduleTest, TheFirstStageRunsEachMicroBatchsForwardInOneRun) {
+  for (const char* schedule : {"1f1b", "zb"}) {
+    const Case c{Model::kGpt, schedule, 2, 1, 4};
+    absl::StatusOr<proto::Plan> plan = CompileCase(c);
+    ASSERT_TRUE(plan.ok()) << plan.status();
+    actors::TrainOptions options = Options(3);
+    options.record_acts = true;
+    absl::StatusOr<actors::TrainResult> result = actors::TrainPlan(*plan, options);
+    ASSERT_TRUE(result.ok()) << result.status();
+    int first_stage = -1;
+    for (int d = 0; d < plan->devices_size(); ++d) {
+      if (plan->devices(d).pipeline_stage() == 0) first_stage = d;
+    }
+    ASSERT_GE(first_stage, 0);
+    const proto::DevicePlan& device = plan->devices(first_stage);
+    std::map<int64_t, const proto::ActorDef*> actor_of;
+    std::map<int64_t, int64_t> producer_of;  // register id -> actor id
+    for (const proto::ActorDef& actor : device.actors()) actor_of[actor.id()] = &actor;
+    for (const proto::RegisterDef& reg : device.registers()) producer_of[reg.id()] = reg.producer_actor();
+    // Actors that read a variable, directly or through others (the plan's actors are in
+    // topological order, so one pass sees every producer first).
+    std::map<int64_t, bool> reads_variable;
+    for (const proto::ActorDef& actor : device.actors()) {
+      bool reads = false;
+      for (int64_t r : actor.consumed_registers()) {
+        const auto producer = producer_of.find(r);
+        if (producer == producer_of.end()) continue;
+        const proto::ActorDef& from = *actor_of.at(producer->second);
+        reads = reads || from.per_iteration() || reads_variable[from.id()];
+      }
+      reads_variable[actor.id()] = reads;
+    }
+    // The stage's compute acts that carry an act kind, but forward acts that read no
+    // variable, in the order they started.
+    std::vector<actors::ActRecord> acts;
+    for (const actors::ActRecord& act : result->engine.acts) {
+      if (act.device_index != first_stage) continue;
+      const proto::ActorDef& actor = *actor_of.at(act.actor_id);
+      if (actor.thread() != proto::THREAD_COMPUTE || actor.pipeline_act() == proto::PIPELINE_ACT_UNSET) continue;
+      if (actor.pipeline_act() == proto::PIPELINE_ACT_FORWARD && !reads_variable[actor.id()]) continue;
+      acts.push_back(act);
+    }
+    std::sort(acts.begin(), acts.end(),
+              [](const actors::ActRecord& a, const actors::ActRecord& b) { return a.start_ns < b.start_ns; });
+    std::map<int64_t, std::pair<size_t, size_t>> forward_span;  // micro-batch -> first, last position
+    std::map<int64_t, size_t> forward_count;
+    for (size_t k = 0; k < acts.size(); ++k) {
+      if (actor_of.at(acts[k].actor_id)->pipeline_act() != proto::PIPELINE_ACT_FORWARD) continue;
+      auto [it, inserted] = forward_span.try_emplace(acts[k].iteration, k, k);
+      it->second.second = k;
+      ++forward_count[acts[k].iteration];
+    }
+    ASSERT_EQ(forward_span.size(), 3u * 4u) << schedule;
+    for (const auto& [micro_batch, span] : forward_span) {
+      EXPECT_EQ(span.second - span.first + 1, forward_count[micro_batch])
+          << schedule << ": micro-batch " << micro_batch << "'s forward acts are interleaved with "
+          << span.second - span.first + 1 - forward_count[micro_batch] << " other acts";
+    }
+  }
+}
+
 // ZB-H1 marks acts on every stage: W everywhere, B on all but the first (nothing waits
 // for the first stage's backward); interleaving puts non-adjacent blocks on a stage.
 TEST(PipelineScheduleTest, ZeroBubbleMarksActsAndInterleavedPlacesChunks) {

@@ -15,15 +15,16 @@ namespace oneflow {
 //     the engine's gate turns into the most micro-batches the device has in flight:
 //     depth + 1 (S - s on stage s of S for 1F1B and ZB-H1; with interleaved chunks the
 //     depth counts every chunk boundary, V S - s on stage s);
-//   - for ZB-H1, each per-micro-batch op's act kind (Compilation::pipeline_schedule.op_act,
+//   - each per-micro-batch op's act kind (Compilation::pipeline_schedule.op_act,
 //     ActorDef.pipeline_act): forward (the loss depends on it), backward-input B (a
 //     backward op from which an op of another placement is reached: what the previous
 //     stage waits for) or backward-weight W (the rest: weight gradients, their
 //     accumulation). Autograd already emits the two gradients of a matmul as separate ops,
-//     so no op needs splitting. The engine runs W acts only when nothing else is ready;
-//     each device's program puts them after its last B op (DeferWeightGradients in the
-//     .cc), so memory planning keeps their inputs live until then instead of making a later
-//     B wait for them.
+//     so no op needs splitting. Under every schedule the engine runs a ready forward act
+//     before the thread's other acts (the next stage waits for it). Under ZB-H1 only, the
+//     engine runs W acts only when nothing else is ready and each device's program puts
+//     them after its last B op (DeferWeightGradients in the .cc), so memory planning keeps
+//     their inputs live until then instead of making a later B wait for them.
 // Without stages or micro-batches every device gets CompileOptions::register_count and the
 // plan is what it was before schedules existed, but for ZB-H1 asked for with one
 // micro-batch: its act kinds and program order as above (each stage's W beside the stage

@@ -81,22 +81,33 @@ std::vector<std::string> LinesStarting(const std::string& dump, const std::strin
 
 using Lines = std::vector<std::string>;
 
-TEST(PipelineSchedulePassTest, OneFOneBGivesStageSOfSSMinusSSlotsAndNoActKinds) {
+// 1F1B marks the act kinds as ZB-H1 does (the engine runs forward acts first under every
+// schedule) but leaves the job's schedule unset and the program order as it was (the ops'
+// order check is ZeroBubbleOrdersWeightGradientsAfterInputGradients below).
+TEST(PipelineSchedulePassTest, OneFOneBGivesStageSOfSSMinusSSlotsAndMarksTheActKinds) {
   std::string dump;
   absl::StatusOr<proto::Plan> plan = CompileText(ChainText({0, 1}), Schedule{}, &dump);
   ASSERT_TRUE(plan.ok()) << plan.status();
   EXPECT_EQ(LinesStarting(dump, "pipeline_schedule"), Lines{"pipeline_schedule PIPELINE_SCHEDULE_1F1B virtual_stages=1"});
   EXPECT_EQ(LinesStarting(dump, "stage "),
             (Lines{"stage device 0:0 stage=0 slots=2", "stage device 0:1 stage=1 slots=1"}));
-  EXPECT_TRUE(LinesStarting(dump, "act ").empty()) << dump;
-  // 1F1B leaves the job as it was, so plans are byte-identical to those before schedules.
+  Schedule zero_bubble;
+  zero_bubble.schedule = proto::PIPELINE_SCHEDULE_ZB_H1;
+  std::string zero_bubble_dump;
+  ASSERT_TRUE(CompileText(ChainText({0, 1}), zero_bubble, &zero_bubble_dump).ok());
+  EXPECT_EQ(LinesStarting(dump, "act "), LinesStarting(zero_bubble_dump, "act "));
+  EXPECT_FALSE(LinesStarting(dump, "act PIPELINE_ACT_FORWARD ").empty()) << dump;
   EXPECT_EQ(plan->job().pipeline_schedule(), proto::PIPELINE_SCHEDULE_1F1B);
   EXPECT_EQ(plan->job().virtual_stages(), 0);
   EXPECT_EQ(plan->devices(0).pipeline_stage(), 0);
   EXPECT_EQ(plan->devices(1).pipeline_stage(), 1);
+  // The forward ops' actors carry their kind: mm0 on the first stage, the loss on the last.
+  std::map<std::string, proto::PipelineAct> act_of_actor;
   for (const proto::DevicePlan& device : plan->devices()) {
-    for (const proto::ActorDef& actor : device.actors()) EXPECT_EQ(actor.pipeline_act(), proto::PIPELINE_ACT_UNSET);
+    for (const proto::ActorDef& actor : device.actors()) act_of_actor[actor.name()] = actor.pipeline_act();
   }
+  EXPECT_EQ(act_of_actor["mm0"], proto::PIPELINE_ACT_FORWARD);
+  EXPECT_EQ(act_of_actor["loss"], proto::PIPELINE_ACT_FORWARD);
 }
 
 TEST(PipelineSchedulePassTest, WithoutMicroBatchesEveryDeviceKeepsTheDefaultSlots) {
