@@ -218,9 +218,25 @@ class Pricer {
       // Gbit/s, zero = 1, traced: the last gradient bucket ended 122.9 ms into the
       // iteration, the 64 gathers ran from 126.8 to 181.4 ms, the next forward's compute
       // waiting on them in turn; docs/auto_parallel_measurements.md, "ZeRO across three
-      // hosts, traced (session 45)"). So they are exposed whole, after the reductions.
+      // hosts, traced (session 45)"). So they are exposed whole, after the reductions,
+      // where the devices outnumber the cores. With a core per device across processes
+      // the next forward computes on the first gathered layers while the later gathers
+      // cross the link, so only what they take beyond its first micro-batch's forward is
+      // exposed, and at least one gather's share (the forward starts after the first) (2
+      // x 1 at 1 Gbit/s, zero = 1, traced (session 60): 77 gathers, 12.5 ms of link time;
+      // the next forward's embedding 0.1 ms after wte's gather, 11 ms before the last
+      // gather ended). Re-priced so, four stored 2 x 1 sweeps rank at 0.905, 0.848, 0.786
+      // and 0.946 against 0.907, 0.852, 0.784 and 0.892 with the gathers whole
+      // (docs/auto_parallel.md, "Session 60").
+      const bool shard_gathers_overlap_forward = collectives_.DpCrossesNodes(s) && !DevicesOutnumberCores(options_);
+      const double shard_gather_calls = static_cast<double>(std::max<int64_t>(1, cost.parameter_tensors));
+      const double exposed_shard_gathers =
+          shard_gathers_overlap_forward
+              ? std::max(shard_gathers - (cost.compute_seconds - cost.backward_seconds) * stretch,
+                         shard_gathers / shard_gather_calls)
+              : shard_gathers;
       const double exposed_dp =
-          shard_gathers + (regathers_waited ? gradient_sync_seconds
+          exposed_shard_gathers + (regathers_waited ? gradient_sync_seconds
                                             : std::max(gradient_sync_seconds - hiding_backward,
                                                        dp_seconds * tail + tp_gradient_tail_seconds));
       // ZeRO-3's gathers, half for forward and half re-gathered for backward, run once per
