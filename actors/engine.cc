@@ -10,13 +10,13 @@
 #include <map>
 #include <memory>
 #include <mutex>
-#include <queue>
+#include <optional>
 #include <thread>
-#include <tuple>
 #include <vector>
 
 #include <pthread.h>
 
+#include "actors/forward_first.h"
 #include "actors/thread_priority.h"
 #include "absl/container/flat_hash_map.h"
 #include "absl/strings/str_cat.h"
@@ -71,13 +71,6 @@ struct ActorRuntime {
   // BACKWARD_WEIGHT under Job.pipeline_schedule ZB_H1): its thread runs it only when
   // nothing else is ready.
   bool fills_bubble = false;
-  // On a pipeline's stage: a forward act (ActorDef.pipeline_act FORWARD), a per-iteration
-  // actor (a variable, the optimizer's update: the next iteration's forward waits for
-  // them), or an actor without an act kind feeding one of these (a boxing, a transfer) or
-  // fed by forward acts only. Its compute thread runs it before the others
-  // (Engine::ActForwardFirst): a forward act that waited for its iteration's variable or
-  // update would otherwise let the next micro-batch's forward run first.
-  bool forward = false;
   ActFunction act;
 
   enum class State { kWaiting, kDone };
@@ -106,8 +99,7 @@ struct ThreadRuntime {
   // Communication and transfer threads: they wait on peers and run ahead of compute
   // threads (thread_priority.h).
   bool waits_on_peers = false;
-  // A compute thread with forward acts (ActorRuntime::forward): it picks acts by
-  // Engine::ActForwardFirst.
+  // A compute thread with forward acts: it picks acts by Engine::ActForwardFirst.
   bool forward_first = false;
   std::string name;
   // Its name for the operating system (ps -L, top -H, /proc/PID/task/TID/comm; at most 15
@@ -183,16 +175,12 @@ class Engine : public ActContext {
   std::string WaitingFor(const ActorRuntime& actor, const ThreadRuntime& thread) const;
   void Act(int a, ThreadRuntime& thread);
   void Apply(const Message& message, ThreadRuntime& thread, std::vector<int>* candidates);
-  // Marks the forward actors (ActorRuntime::forward) and the compute threads that have any.
+  // Marks the forward actors (forward_) and the compute threads that have any.
   void MarkForwardActors();
   // A forward_first thread's acts until none of `candidates` (nor what their acts make
-  // ready) is ready: one act at a time, the thread's messages applied after each, the
-  // ready actor least in (forward first, micro-batch, program order) acting next. With
-  // several actors ready, an actor that is ready for more than one micro-batch no longer
-  // runs them back to back and a forward is no longer interleaved op by op with a backward
-  // that became ready meanwhile: on a pipeline's stage that delayed the activation the
-  // next stage waits for. Actors `hold` takes (the bubble's W acts) are left to it. False
-  // when an abort arrived.
+  // ready) is ready: one act at a time, picked by a ForwardFirstQueue (forward_first.h),
+  // the thread's messages applied after each. Actors `hold` takes (the bubble's W acts)
+  // are left to it. False when an abort arrived.
   bool ActForwardFirst(ThreadRuntime& thread, std::vector<int>* candidates, std::deque<Message>* inbox,
                        const std::function<bool(int)>& hold);
   // Marks actor `a` done and tells its consumers how many values its registers hold.
@@ -209,6 +197,7 @@ class Engine : public ActContext {
   std::vector<RegisterRuntime> registers_;
   std::vector<int64_t> register_offset_;  // Per device: index of its register 0.
   std::vector<ActorRuntime> actors_;
+  std::vector<bool> forward_;  // Per actor: run first on a pipeline stage (forward_first.h).
   std::deque<ThreadRuntime> threads_;  // Not movable (queues hold mutexes).
   std::vector<DeviceRuntime> devices_;
   // Set by the acting thread for RegisterSlot (thread_local: each thread acts alone).
@@ -427,37 +416,21 @@ absl::Status Engine::Build(const BindFunction& bind) {
 }
 
 void Engine::MarkForwardActors() {
-  bool any = false;
-  for (const ActorRuntime& actor : actors_) any = any || actor.def->pipeline_act() == proto::PIPELINE_ACT_FORWARD;
-  if (!any) return;
-  for (ActorRuntime& actor : actors_) {
-    actor.forward = actor.def->pipeline_act() == proto::PIPELINE_ACT_FORWARD || actor.def->per_iteration();
-  }
-  // The actors without an act kind between forward acts, to a fixed point (each round
-  // reaches one actor further along a chain of them).
-  for (bool changed = true; changed;) {
-    changed = false;
-    for (int a = static_cast<int>(actors_.size()) - 1; a >= 0; --a) {
-      ActorRuntime& actor = actors_[a];
-      if (actor.forward || actor.def->pipeline_act() != proto::PIPELINE_ACT_UNSET) continue;
-      bool feeds_forward = false;
-      for (int r : actor.produced) {
-        for (int consumer : registers_[r].consumers) feeds_forward = feeds_forward || actors_[consumer].forward;
-      }
-      bool fed_by_forward = !actor.consumed.empty();
-      for (int r : actor.consumed) {
-        fed_by_forward = fed_by_forward && registers_[r].producer >= 0 && actors_[registers_[r].producer].forward;
-      }
-      if (feeds_forward || fed_by_forward) {
-        actor.forward = true;
-        changed = true;
-      }
+  std::vector<ForwardFirstActor> graph(actors_.size());
+  for (size_t a = 0; a < actors_.size(); ++a) {
+    const ActorRuntime& actor = actors_[a];
+    graph[a].pipeline_act = actor.def->pipeline_act();
+    graph[a].per_iteration = actor.def->per_iteration();
+    for (int r : actor.consumed) graph[a].producers.push_back(registers_[r].producer);
+    for (int r : actor.produced) {
+      graph[a].consumers.insert(graph[a].consumers.end(), registers_[r].consumers.begin(), registers_[r].consumers.end());
     }
   }
+  forward_ = ForwardActors(graph);
   for (DeviceRuntime& device : devices_) {
     if (device.threads.empty()) continue;  // A device of another node.
     ThreadRuntime& thread = threads_[device.compute_thread()];
-    for (int a : thread.actors) thread.forward_first = thread.forward_first || actors_[a].forward;
+    for (int a : thread.actors) thread.forward_first = thread.forward_first || forward_[a];
   }
 }
 
@@ -737,33 +710,21 @@ void Engine::ThreadMain(int t) {
 
 bool Engine::ActForwardFirst(ThreadRuntime& thread, std::vector<int>* candidates, std::deque<Message>* inbox,
                              const std::function<bool(int)>& hold) {
-  // (0 for a forward actor, else 1; the micro-batch of its next act; its index).
-  using Key = std::tuple<int, int64_t, int>;
   auto key_of = [&](int a) {
     const ActorRuntime& actor = actors_[a];
-    return Key{actor.forward ? 0 : 1, actor.next * (micro_batches_ / actor.rate), a};
+    return ForwardFirstQueue::Key{forward_[a] ? 0 : 1, actor.next * (micro_batches_ / actor.rate), a};
   };
-  std::priority_queue<Key, std::vector<Key>, std::greater<Key>> queued;
+  auto ready = [&](int a) { return Ready(actors_[a], thread); };
+  ForwardFirstQueue queued;
   while (!aborted_.load()) {
     for (int a : *candidates) {
-      if (!hold(a)) queued.push(key_of(a));
+      if (!hold(a)) queued.Push(key_of(a));
     }
     candidates->clear();
-    bool acted = false;
-    while (!queued.empty() && !acted && !aborted_.load()) {
-      const Key key = queued.top();
-      queued.pop();
-      const int a = std::get<2>(key);
-      if (key != key_of(a)) {
-        queued.push(key_of(a));  // It acted since it was queued: its place is a later one.
-        continue;
-      }
-      if (!Ready(actors_[a], thread)) continue;  // A message will queue it again.
-      Act(a, thread);
-      candidates->push_back(a);  // Perhaps ready for its next micro-batch.
-      acted = true;
-    }
-    if (!acted) return true;
+    const std::optional<int> next = queued.PopReady(key_of, ready);
+    if (!next) return true;
+    Act(*next, thread);
+    candidates->push_back(*next);  // Perhaps ready for its next micro-batch.
     thread.queue.DrainInto(inbox);
     while (!inbox->empty()) {
       if (inbox->front().kind == MessageKind::kAbort) return false;
