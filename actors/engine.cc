@@ -67,9 +67,8 @@ struct ActorRuntime {
   // per act of the iteration), for a collective actor.
   std::vector<int64_t> collective_slots;
   bool gated = true;  // Takes part in the device's arena gate (acts per micro-batch).
-  // A weight-gradient act of a zero-bubble schedule (ActorDef.pipeline_act
-  // BACKWARD_WEIGHT under Job.pipeline_schedule ZB_H1): its thread runs it only when
-  // nothing else is ready.
+  // A weight-gradient act (BACKWARD_WEIGHT) of a zero-bubble plan (Job.pipeline_schedule
+  // ZB_H1): its thread runs it only when nothing else is ready.
   bool fills_bubble = false;
   ActFunction act;
 
@@ -99,8 +98,9 @@ struct ThreadRuntime {
   // Communication and transfer threads: they wait on peers and run ahead of compute
   // threads (thread_priority.h).
   bool waits_on_peers = false;
-  // A compute thread with forward acts: it picks acts by Engine::ActForwardFirst.
+  // A compute thread with forward acts picks them by Engine::ActForwardFirst, from its queue.
   bool forward_first = false;
+  ForwardFirstQueue forward_queue;
   std::string name;
   // Its name for the operating system (ps -L, top -H, /proc/PID/task/TID/comm; at most 15
   // characters): "of-compute-<device>", "of-comm-<device>" or "of-transfer-<device>", the
@@ -715,7 +715,7 @@ bool Engine::ActForwardFirst(ThreadRuntime& thread, std::vector<int>* candidates
     return ForwardFirstQueue::Key{forward_[a] ? 0 : 1, actor.next * (micro_batches_ / actor.rate), a};
   };
   auto ready = [&](int a) { return Ready(actors_[a], thread); };
-  ForwardFirstQueue queued;
+  ForwardFirstQueue& queued = thread.forward_queue;
   while (!aborted_.load()) {
     for (int a : *candidates) {
       if (!hold(a)) queued.Push(key_of(a));

@@ -212,6 +212,10 @@ class Pricer {
       // cores make it (LockstepStretch: one stage; 1 otherwise).
       const double stretch = LockstepStretch(options_, layout_);
       const double hiding_backward = cost.backward_seconds * stretch;
+      // The first micro-batch's forward, behind which gathers the next forward reads in
+      // turn can hide (ZeRO's, below) where the devices have the cores to run them beside it.
+      const double forward_compute = (cost.compute_seconds - cost.backward_seconds) * stretch;
+      const bool gathers_run_ahead = !DevicesOutnumberCores(options_);
       // ZeRO 1 and 2 gather the updated shards after the optimizer steps, which wait for
       // the reduced gradients: backward is over, nothing of this iteration hides them, and
       // the next forward reads each parameter only once its gather has run (3 x 1 at 1
@@ -228,12 +232,10 @@ class Pricer {
       // gather ended). Re-priced so, four stored 2 x 1 sweeps rank at 0.905, 0.848, 0.786
       // and 0.946 against 0.907, 0.852, 0.784 and 0.892 with the gathers whole
       // (docs/auto_parallel.md, "Session 60").
-      const bool shard_gathers_overlap_forward = collectives_.DpCrossesNodes(s) && !DevicesOutnumberCores(options_);
       const double shard_gather_calls = static_cast<double>(std::max<int64_t>(1, cost.parameter_tensors));
       const double exposed_shard_gathers =
-          shard_gathers_overlap_forward
-              ? std::max(shard_gathers - (cost.compute_seconds - cost.backward_seconds) * stretch,
-                         shard_gathers / shard_gather_calls)
+          collectives_.DpCrossesNodes(s) && gathers_run_ahead
+              ? std::max(shard_gathers - forward_compute, shard_gathers / shard_gather_calls)
               : shard_gathers;
       const double exposed_dp =
           exposed_shard_gathers + (regathers_waited ? gradient_sync_seconds
@@ -250,7 +252,6 @@ class Pricer {
       // run 35).
       const double forward_gathers = zero3_gathers / 2;
       const double backward_gathers = zero3_gathers - forward_gathers;
-      const double forward_compute = (cost.compute_seconds - cost.backward_seconds) * stretch;
       // Across processes the forward's gathers, which read variables only, run ahead of
       // the forward on the communication thread and hide behind it, but each re-gather is
       // prefetched one parameter-reading op ahead and its ranks meet over the link: the
@@ -266,7 +267,6 @@ class Pricer {
       // median iteration's critical path, 0.9 ms of forward compute on it; the 2 x 1 trace
       // above had a core per device; docs/auto_parallel_measurements.md, "Three hosts on
       // two cores, re-priced (session 46)").
-      const bool gathers_run_ahead = !DevicesOutnumberCores(options_);
       const double exposed_forward_gathers =
           gathers_run_ahead ? std::max(0.0, forward_gathers - forward_compute) : forward_gathers;
       const double exposed_gathers =
