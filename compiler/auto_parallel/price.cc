@@ -50,6 +50,10 @@ struct UnitCost {
   double backward_tp_seconds = 0;  // of tp_seconds: the backward's all-reduces
   // Per iteration, not in tp_seconds: the variables' gradients tp reduces, by kind.
   std::map<proto::BoxingStepKind, TpGradientReduction> tp_gradients;
+  // Per iteration, not in tp_seconds: the variables' values tp gathers (or otherwise
+  // boxes) for their readers, and how many calls.
+  double tp_weight_seconds = 0;
+  int64_t tp_weight_calls = 0;
   double parameter_bytes = 0;  // on one device before ZeRO
   // Its gradients' bytes on one device, and the sharded weights tp gathers whole
   // (peak_bytes.h PeakTerms).
@@ -121,6 +125,8 @@ class Pricer {
       total.weight_backward_seconds += cost.weight_backward_seconds;
       total.tp_seconds += cost.tp_seconds;
       total.backward_tp_seconds += cost.backward_tp_seconds;
+      total.tp_weight_seconds += cost.tp_weight_seconds;
+      total.tp_weight_calls += cost.tp_weight_calls;
       for (const auto& [kind, reduction] : cost.tp_gradients) {
         TpGradientReduction& sum = total.tp_gradients[kind];
         sum.seconds += reduction.seconds;
@@ -273,6 +279,27 @@ class Pricer {
           regathers_waited        ? exposed_forward_gathers + backward_gathers
           : options_.host_cores > 0 ? zero3_gathers
                                     : exposed_forward_gathers + std::max(0.0, backward_gathers - hiding_backward);
+      // tp's boxings of the variables' values (the compiler's tp plan for a small gpt
+      // gathers each sharded weight whole for its readers, tp_boxings.h) run once per
+      // iteration and read variables only, so the communication thread runs them ahead
+      // while the forward computes on the layers already gathered, and the forward waits
+      // only for what they take beyond it, and at least one call's share (2 x 1 at 1
+      // Gbit/s, tp = 2 without codecs, traced (session 61): 37 gathers, 12.8 ms from 0.6
+      // to 11.3 ms of the iteration, the forward's compute beside them waiting 1.4 ms in
+      // all). The forward that ZeRO's gathers already took hides nothing more. Where the
+      // devices outnumber the cores they stay whole: there each gather's ranks meet late
+      // (3 x 1 on 2 cores, tp = 3 with `auto`, traced: 37 int8 gathers took 20.9 ms, 0.56
+      // ms a call, where the link model prices 7.6 ms, and the forward waited on each in
+      // turn; hiding them behind the forward priced that layout 13% short where whole
+      // priced it 7% long; docs/auto_parallel.md, "Session 61"); and inside a node (the
+      // one-process sweeps' devices outnumber the cores).
+      const double forward_taken = (shard_gathers - exposed_shard_gathers) + (forward_gathers - exposed_forward_gathers);
+      const double tp_weight_calls = static_cast<double>(std::max<int64_t>(1, cost.tp_weight_calls));
+      const double exposed_tp_weights =
+          collectives_.TpCrossesNodes(s) && gathers_run_ahead
+              ? std::max(cost.tp_weight_seconds - std::max(0.0, forward_compute - forward_taken),
+                         cost.tp_weight_seconds / tp_weight_calls)
+              : cost.tp_weight_seconds;
       // The play's tasks: compute on the shared cores, then the communication the stage
       // waits on, which holds no core (tp's all-reduces, the pipeline's receives).
       stage_work[s].backward_seconds = cost.backward_seconds;
@@ -293,7 +320,7 @@ class Pricer {
       stage_work[s].forward_wait_seconds = cost.tp_seconds - cost.backward_tp_seconds + activation_receive * waited;
       stage_work[s].backward_wait_seconds = cost.backward_tp_seconds + gradient_receive * waited;
       stage_work[s].first_forward_wait_seconds =
-          (regathers_waited ? exposed_forward_gathers : forward_gathers) + variable_wait;
+          (regathers_waited ? exposed_forward_gathers : forward_gathers) + variable_wait + exposed_tp_weights;
       stage_work[s].first_backward_wait_seconds = backward_gathers;
       stage_work[s].devices = layout_.dp() * layout_.tp();
       const double every_device_at_once = std::max(
@@ -308,7 +335,7 @@ class Pricer {
         slowest_own_seconds = stage_seconds[s];
         prediction.set_compute_seconds(micro_batches * cost.compute_seconds + optimizer_seconds);
         prediction.set_exposed_communication_seconds(micro_batches * (cost.tp_seconds + pipeline_seconds) +
-                                                     exposed_dp + exposed_gathers);
+                                                     exposed_dp + exposed_gathers + exposed_tp_weights);
         prediction.set_bubble_seconds((pp - 1) * micro_batch_seconds);
       }
       // What the stage receives per micro-batch: the activation entering it and the
@@ -535,15 +562,18 @@ class Pricer {
   // The unit's tp boxings as the tp probe plan runs them (tp_boxings.h), on the tp axis of
   // the stage's placement, each with the codecs the policy gives its role (as the
   // compiler plans the edge on that placement; all-to-alls dense). An
-  // activation's bytes are its rows' share, one call per micro-batch; a variable's
-  // gather is its whole size every micro-batch. The variables' gradients are reduced
+  // activation's bytes are its rows' share, one call per micro-batch, into `forward_tp` or
+  // `backward_tp`; a variable's value is boxed whole once per iteration (a boxing of a
+  // per-iteration tensor runs once per iteration, compiler/passes/per_iteration.h), into
+  // `cost->tp_weight_seconds`. The variables' gradients are reduced
   // once per iteration, packed into gradient buckets (compiler/passes/gradient_bucketing),
   // so a unit's are priced as one call per kind, into `gradients`: the iteration's sync
   // with the data-parallel one, which backward hides but the last bucket (Run). The
   // compiler's choice is the probe's (the whole batch on one tp group): a layout with
   // fewer rows per device is priced with the same boxings.
   absl::Status PlannedTpSeconds(const ProfileUnit& unit, int64_t stage, double* forward_tp, double* backward_tp,
-                                std::map<proto::BoxingStepKind, TpGradientReduction>* gradients) {
+                                UnitCost* cost) {
+    std::map<proto::BoxingStepKind, TpGradientReduction>* gradients = &cost->tp_gradients;
     if (collectives_.TpAxis() < 0) return absl::OkStatus();
     for (const TpBoxing& boxing : unit.tp_boxings) {
       const double group_bytes =
@@ -558,7 +588,12 @@ class Pricer {
       const TensorRole role = boxing.scales_with_rows ? TensorRole::kActivation : TensorRole::kWeight;
       OF_ASSIGN_OR_RETURN(const double seconds,
                           PlannedTpCallSeconds(unit, stage, boxing.kind, role, group_bytes, boxing.tensor));
-      *(boxing.backward ? backward_tp : forward_tp) += seconds;
+      if (role == TensorRole::kWeight) {
+        cost->tp_weight_seconds += seconds;
+        ++cost->tp_weight_calls;
+      } else {
+        *(boxing.backward ? backward_tp : forward_tp) += seconds;
+      }
     }
     for (auto& [kind, reduction] : *gradients) {
       OF_ASSIGN_OR_RETURN(reduction.seconds, PlannedTpCallSeconds(unit, stage, kind, TensorRole::kGradient,
@@ -615,7 +650,7 @@ class Pricer {
     double forward_tp = 0;
     double backward_tp = 0;
     if (profile_.tp_boxings_counted) {
-      OF_RETURN_IF_ERROR(PlannedTpSeconds(unit, stage, &forward_tp, &backward_tp, &cost.tp_gradients));
+      OF_RETURN_IF_ERROR(PlannedTpSeconds(unit, stage, &forward_tp, &backward_tp, &cost));
     }
     for (size_t i = 0; !profile_.tp_boxings_counted && i < unit.tp_forward_all_reduce_bytes.size(); ++i) {
       const std::string tensor = i < unit.tp_forward_all_reduce_tensors.size()

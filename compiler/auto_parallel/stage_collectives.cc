@@ -64,6 +64,14 @@ bool StageCollectives::DpCrossesNodes(int64_t stage) const {
   }
   return false;
 }
+bool StageCollectives::TpCrossesNodes(int64_t stage) const {
+  if (TpAxis() < 0) return false;
+  const auto& devices = stage_placements_[stage].devices();
+  for (int64_t d = 1; d < layout_.tp() && d < static_cast<int64_t>(devices.size()); ++d) {
+    if (devices[d].node != devices[0].node) return true;
+  }
+  return false;
+}
 // Whether device i of stage a and device i of stage b are on different nodes for some i.
 bool StageCollectives::StagesCrossNodes(int64_t a, int64_t b) const {
   const auto& first = stage_placements_[a].devices();

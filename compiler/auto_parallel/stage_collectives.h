@@ -42,6 +42,8 @@ class StageCollectives {
 
   // Whether stage `stage`'s data-parallel groups span nodes.
   bool DpCrossesNodes(int64_t stage) const;
+  // Whether stage `stage`'s tensor-parallel groups span nodes.
+  bool TpCrossesNodes(int64_t stage) const;
   // Whether device i of stage a and device i of stage b are on different nodes for some i.
   bool StagesCrossNodes(int64_t a, int64_t b) const;
   // Whether the cut before stage `stage` (>= 1) crosses nodes.
