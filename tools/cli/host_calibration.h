@@ -48,7 +48,10 @@ namespace oneflow::cli {
 
 // The act-count probe's runs (one per micro-batch count) and the terms fitted to them.
 struct SharedHostProbe {
-  std::vector<auto_parallel::RunSample> samples;
+  std::vector<auto_parallel::RunSample> samples;  // per run, its round of the least CPU time
+  // Per run, its round of the least wall time (MeasureSharedHostInProcesses only; empty
+  // otherwise): what a fit of wall time takes (shared_machine_turns.h AddOwnCoreActSeconds).
+  std::vector<auto_parallel::RunSample> least_wall_samples;
   auto_parallel::SharedHostTerms terms;
   std::string method;  // the runs and the fit, for the host line
 };

@@ -19,6 +19,7 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
 #include "oneflow_core/comm/gloo/file_key_value_store.h"
 #include "oneflow_core/comm/transport.h"
@@ -32,18 +33,22 @@ std::string ReportPath(const std::string& directory, int64_t rank) {
   return absl::StrCat(directory, "/process", rank, ".txt");
 }
 
-// Process `rank` (a fork): trains its node of every plan, kSharedHostProbeRounds times
-// each, and writes one line per run and round, "CPU_SECONDS WALL_SECONDS ACTS BOXING_ACTS",
-// or "error: MESSAGE" when a run fails. Never returns.
+// Process `rank` (a fork): trains its node of every plan `rounds` times, each round
+// every plan in turn (so that the machine's drift over the measurement falls on every run
+// alike, not on the later runs), and writes one line per run and round, run-major
+// ("CPU_SECONDS WALL_SECONDS ACTS BOXING_ACTS"), or "error: MESSAGE" when a run fails.
+// Never returns.
 [[noreturn]] void RunProcess(int64_t rank, pid_t parent, const std::string& directory,
-                             const std::vector<proto::Plan>& plans, const std::vector<SharedHostProbeRun>& runs) {
+                             const std::vector<proto::Plan>& plans, const std::vector<SharedHostProbeRun>& runs,
+                             int64_t rounds) {
   prctl(PR_SET_PDEATHSIG, SIGKILL);
   if (getppid() != parent) _exit(3);
+  std::vector<std::string> lines(runs.size() * static_cast<size_t>(rounds));
   std::string report;
   int exit_code = 0;
-  int64_t index = 0;
-  for (size_t run = 0; run < runs.size() && exit_code == 0; ++run) {
-    for (int64_t round = 0; round < kSharedHostProbeRounds; ++round, ++index) {
+  for (int64_t round = 0; round < rounds && exit_code == 0; ++round) {
+    for (size_t run = 0; run < runs.size(); ++run) {
+      const int64_t index = static_cast<int64_t>(run) * rounds + round;
       // A directory per run: the groups of every run start from an empty store.
       FileKeyValueStore store(absl::StrCat(directory, "/run", index));
       actors::TrainOptions train;
@@ -58,10 +63,11 @@ std::string ReportPath(const std::string& directory, int64_t rank) {
         exit_code = 1;
         break;
       }
-      absl::StrAppendFormat(&report, "%.9g %.9g %d %d\n", sample->cpu_seconds, sample->wall_seconds, sample->acts,
-                            sample->boxing_acts);
+      lines[index] = absl::StrFormat("%.9g %.9g %d %d\n", sample->cpu_seconds, sample->wall_seconds, sample->acts,
+                                     sample->boxing_acts);
     }
   }
+  if (exit_code == 0) report = absl::StrJoin(lines, "");
   const std::string path = ReportPath(directory, rank);
   std::ofstream out(path + ".partial");
   out << report;
@@ -132,12 +138,15 @@ absl::Status WaitForProcesses(const std::vector<pid_t>& children, const std::str
 }  // namespace
 
 absl::StatusOr<SharedHostProbe> MeasureSharedHostInProcesses(int64_t processes, int64_t cores,
-                                                             bool data_parallel_only) {
+                                                             bool data_parallel_only, int64_t rounds_per_run) {
   if (processes < 2) {
     return absl::InvalidArgumentError(
         absl::StrCat("the shared host is measured across processes for 2 or more of them, not ", processes));
   }
   if (cores < 1) return absl::InvalidArgumentError(absl::StrCat("cores must be >= 1, not ", cores));
+  if (rounds_per_run < 1) {
+    return absl::InvalidArgumentError(absl::StrCat("each probe run needs 1 or more rounds, not ", rounds_per_run));
+  }
   std::vector<SharedHostProbeRun> runs = SharedHostProbeRuns(processes);
   if (data_parallel_only) {
     runs.erase(std::remove_if(runs.begin(), runs.end(),
@@ -154,7 +163,7 @@ absl::StatusOr<SharedHostProbe> MeasureSharedHostInProcesses(int64_t processes, 
                       MeetingDirectory::Create("oneflow_process_probe"));
   // The forks below leave with _exit: only this process removes it.
   const std::string& directory = meeting->path();
-  const int64_t rounds = static_cast<int64_t>(runs.size()) * kSharedHostProbeRounds;
+  const int64_t rounds = static_cast<int64_t>(runs.size()) * rounds_per_run;
   for (int64_t index = 0; index < rounds; ++index) {
     const std::string run_directory = absl::StrCat(directory, "/run", index);
     if (mkdir(run_directory.c_str(), 0700) != 0) {
@@ -165,7 +174,7 @@ absl::StatusOr<SharedHostProbe> MeasureSharedHostInProcesses(int64_t processes, 
   std::vector<pid_t> children;
   for (int64_t rank = 0; rank < processes; ++rank) {
     const pid_t child = fork();
-    if (child == 0) RunProcess(rank, parent, directory, plans, runs);
+    if (child == 0) RunProcess(rank, parent, directory, plans, runs, rounds_per_run);
     if (child < 0) {
       const int error = errno;
       std::vector<bool> done(children.size(), false);
@@ -198,20 +207,27 @@ absl::StatusOr<SharedHostProbe> MeasureSharedHostInProcesses(int64_t processes, 
       sample.wall_seconds += wall / static_cast<double>(processes);
       sample.acts = acts;
       sample.boxing_acts = boxing_acts;
-      sample.reference = runs[index / kSharedHostProbeRounds].tensor_parallel ? 1 : 0;
+      sample.reference = runs[index / rounds_per_run].tensor_parallel ? 1 : 0;
     }
   }
   std::vector<auto_parallel::RunSample> samples;
+  std::vector<auto_parallel::RunSample> least_wall_samples;
   for (size_t run = 0; run < runs.size(); ++run) {
     const auto_parallel::RunSample* least = nullptr;
-    for (int64_t round = 0; round < kSharedHostProbeRounds; ++round) {
-      const auto_parallel::RunSample& sample = combined[run * kSharedHostProbeRounds + round];
+    const auto_parallel::RunSample* fastest = nullptr;
+    for (int64_t round = 0; round < rounds_per_run; ++round) {
+      const auto_parallel::RunSample& sample = combined[run * rounds_per_run + round];
       if (least == nullptr || sample.cpu_seconds < least->cpu_seconds) least = &sample;
+      if (fastest == nullptr || sample.wall_seconds < fastest->wall_seconds) fastest = &sample;
     }
     samples.push_back(*least);
+    least_wall_samples.push_back(*fastest);
   }
-  return FitSharedHostProbe(samples, processes, cores,
-                            absl::StrCat("as ", processes, " processes of one device each (", talk, ")"));
+  OF_ASSIGN_OR_RETURN(SharedHostProbe probe,
+                      FitSharedHostProbe(samples, processes, cores,
+                                         absl::StrCat("as ", processes, " processes of one device each (", talk, ")")));
+  probe.least_wall_samples = std::move(least_wall_samples);
+  return probe;
 }
 
 }  // namespace oneflow::cli

@@ -39,9 +39,12 @@ inline constexpr absl::Duration kProcessProbeDeadline = absl::Seconds(180);
 // naming the process and its error (or exit) when one fails, DEADLINE_EXCEEDED when they
 // do not finish in time.
 // With `data_parallel_only`, the probe's data-parallel runs alone (SharedHostProbeRuns'
-// first four: what an act on its own core is fitted from, shared_machine_turns.h).
+// first four: what an act on its own core is fitted from, shared_machine_turns.h). Each
+// run is trained `rounds_per_run` times, the rounds interleaved (every run once, then
+// again); INVALID_ARGUMENT for fewer than 1.
 absl::StatusOr<SharedHostProbe> MeasureSharedHostInProcesses(int64_t processes, int64_t cores,
-                                                             bool data_parallel_only = false);
+                                                             bool data_parallel_only = false,
+                                                             int64_t rounds_per_run = kSharedHostProbeRounds);
 
 }  // namespace oneflow::cli
 

@@ -56,8 +56,28 @@ TEST(SharedHostProcessesTest, TheDataParallelRunsAlone) {
   }
 }
 
+// With 3 rounds of each run, interleaved: each run's fastest round (least wall time) is
+// that run's (its acts), and no slower than its round of the least CPU time.
+TEST(SharedHostProcessesTest, EachRunKeepsItsFastestRound) {
+  absl::StatusOr<SharedHostProbe> probe = MeasureSharedHostInProcesses(/*processes=*/2, /*cores=*/2,
+                                                                       /*data_parallel_only=*/true, /*rounds_per_run=*/3);
+  ASSERT_TRUE(probe.ok()) << probe.status();
+  ASSERT_EQ(probe->samples.size(), 4u);
+  ASSERT_EQ(probe->least_wall_samples.size(), 4u);
+  for (size_t run = 0; run < 4; ++run) {
+    SCOPED_TRACE(run);
+    EXPECT_EQ(probe->least_wall_samples[run].acts, probe->samples[run].acts);
+    EXPECT_GT(probe->least_wall_samples[run].wall_seconds, 0);
+    EXPECT_LE(probe->least_wall_samples[run].wall_seconds, probe->samples[run].wall_seconds);
+  }
+}
+
 TEST(SharedHostProcessesTest, OneProcessIsRefused) {
   EXPECT_EQ(MeasureSharedHostInProcesses(1, 2).status().code(), absl::StatusCode::kInvalidArgument);
+}
+
+TEST(SharedHostProcessesTest, NoRoundIsRefused) {
+  EXPECT_EQ(MeasureSharedHostInProcesses(2, 2, true, 0).status().code(), absl::StatusCode::kInvalidArgument);
 }
 
 }  // namespace

@@ -52,10 +52,13 @@ absl::Status AddOwnCoreActSeconds(SharedMachineMeasurement* machine) {
   // The data-parallel runs only: their extra acts are the same kernels cut finer, where the
   // tensor-parallel runs' are mostly all-reduces waiting on the other process, which the
   // links' measurement prices.
-  absl::StatusOr<SharedHostProbe> processes =
-      MeasureSharedHostInProcesses(machine->nodes, machine->cores, /*data_parallel_only=*/true);
+  // A fit of wall time: each run's fastest of kOwnCoreActRounds interleaved rounds (the
+  // machine's slower spells only add to a run's step).
+  absl::StatusOr<SharedHostProbe> processes = MeasureSharedHostInProcesses(
+      machine->nodes, machine->cores, /*data_parallel_only=*/true, kOwnCoreActRounds);
   if (!processes.ok()) return named(processes.status());
-  absl::StatusOr<double> act_seconds = auto_parallel::FitOwnCoreActSeconds(processes->samples, machine->nodes);
+  absl::StatusOr<double> act_seconds =
+      auto_parallel::FitOwnCoreActSeconds(processes->least_wall_samples, machine->nodes);
   if (!act_seconds.ok()) return named(act_seconds.status());
   SetOwnCoreActSeconds(*act_seconds, processes->method, machine);
   return absl::OkStatus();

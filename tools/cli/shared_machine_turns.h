@@ -58,6 +58,11 @@ void SetMeasuredTurns(const HostRuntime& threads, const SharedHostProbe& process
 // Acts are not free with a core each: 2 emulated hosts on 2 cores (session 59) ran each
 // extra micro-batch's acts at ~1-2 us each, and pricing them so ranked the 2 x 1 layouts
 // closer to their measured order (docs/auto_parallel.md, "A core per node").
+//
+// Each dp run is trained kOwnCoreActRounds times, the rounds interleaved, and the fit takes
+// each run's least wall time: with 2 rounds run back to back and the rounds of least CPU
+// time, six fits in a row on this 2-core VM gave 0.39 to 1.84 us (session 61).
+inline constexpr int64_t kOwnCoreActRounds = 5;
 absl::Status AddOwnCoreActSeconds(SharedMachineMeasurement* machine);
 void SetOwnCoreActSeconds(double act_seconds, const std::string& probe_method, SharedMachineMeasurement* machine);
 
