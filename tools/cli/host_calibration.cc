@@ -169,7 +169,8 @@ absl::StatusOr<auto_parallel::RunSample> RunSharedHostProbe(const proto::Plan& p
 }
 
 absl::StatusOr<SharedHostProbe> FitSharedHostProbe(const std::vector<auto_parallel::RunSample>& samples,
-                                                   int64_t devices, int64_t cores, absl::string_view where) {
+                                                   int64_t devices, int64_t cores, absl::string_view where,
+                                                   int64_t rounds) {
   SharedHostProbe probe;
   probe.samples = samples;
   OF_ASSIGN_OR_RETURN(probe.terms, auto_parallel::FitSharedHostTerms(probe.samples, cores));
@@ -195,7 +196,7 @@ absl::StatusOr<SharedHostProbe> FitSharedHostProbe(const std::vector<auto_parall
   probe.method = absl::StrFormat(
       "gpt of %d blocks (hidden %d, seq %d) %s, dp=%d, 1/2/4/8 micro-batches, least CPU of %d rounds: "
       "%s; act: Theil-Sen slope of CPU over acts (%d pairs); %s; core share: median CPU over wall at dp=%d",
-      config.layers, config.hidden, config.seq, where, devices, kSharedHostProbeRounds, absl::StrJoin(runs, ", "),
+      config.layers, config.hidden, config.seq, where, devices, rounds, absl::StrJoin(runs, ", "),
       probe.terms.slopes, boxing, devices);
   return probe;
 }

@@ -81,10 +81,12 @@ absl::StatusOr<proto::Plan> CompileSharedHostProbe(int64_t nodes, int64_t device
 // every device's acts and boxing acts per iteration of the plan. The runtime's errors.
 absl::StatusOr<auto_parallel::RunSample> RunSharedHostProbe(const proto::Plan& plan, const SharedHostProbeRun& run,
                                                             actors::TrainOptions train);
-// The terms fitted to the runs' samples (the share from the data-parallel ones), with the
-// method naming them and `where` they ran ("in one process"); FitSharedHostTerms' errors.
+// The terms fitted to the runs' samples (each run's least CPU time of `rounds` rounds; the
+// share from the data-parallel ones), with the method naming them and `where` they ran ("in
+// one process"); FitSharedHostTerms' errors.
 absl::StatusOr<SharedHostProbe> FitSharedHostProbe(const std::vector<auto_parallel::RunSample>& samples,
-                                                   int64_t devices, int64_t cores, absl::string_view where);
+                                                   int64_t devices, int64_t cores, absl::string_view where,
+                                                   int64_t rounds = kSharedHostProbeRounds);
 
 // The runtime terms for `devices` devices (act_seconds, collective_call_seconds, cores,
 // core_share; a host line of the calibration file, its method naming the probes) and the

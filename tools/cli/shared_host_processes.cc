@@ -225,7 +225,8 @@ absl::StatusOr<SharedHostProbe> MeasureSharedHostInProcesses(int64_t processes, 
   }
   OF_ASSIGN_OR_RETURN(SharedHostProbe probe,
                       FitSharedHostProbe(samples, processes, cores,
-                                         absl::StrCat("as ", processes, " processes of one device each (", talk, ")")));
+                                         absl::StrCat("as ", processes, " processes of one device each (", talk, ")"),
+                                         rounds_per_run));
   probe.least_wall_samples = std::move(least_wall_samples);
   return probe;
 }

@@ -2,6 +2,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
 #include "compiler/auto_parallel/host_terms.h"
 #include "tools/cli/host_calibration.h"
 #include "tools/cli/shared_host_processes.h"
@@ -60,7 +61,14 @@ absl::Status AddOwnCoreActSeconds(SharedMachineMeasurement* machine) {
   absl::StatusOr<double> act_seconds =
       auto_parallel::FitOwnCoreActSeconds(processes->least_wall_samples, machine->nodes);
   if (!act_seconds.ok()) return named(act_seconds.status());
-  SetOwnCoreActSeconds(*act_seconds, processes->method, machine);
+  std::vector<std::string> steps;
+  for (const auto_parallel::RunSample& sample : processes->least_wall_samples) {
+    steps.push_back(absl::StrFormat("%d acts in %.4g s", sample.acts, sample.wall_seconds));
+  }
+  SetOwnCoreActSeconds(*act_seconds,
+                       absl::StrFormat("the fastest of %d interleaved rounds of each run: %s (the probe: %s)",
+                                       kOwnCoreActRounds, absl::StrJoin(steps, ", "), processes->method),
+                       machine);
   return absl::OkStatus();
 }
 
