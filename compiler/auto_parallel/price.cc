@@ -287,16 +287,21 @@ class Pricer {
       // Gbit/s, tp = 2 without codecs, traced (session 61): 37 gathers, 12.8 ms from 0.6
       // to 11.3 ms of the iteration, the forward's compute beside them waiting 1.4 ms in
       // all). The forward that ZeRO's gathers already took hides nothing more. Where the
-      // devices outnumber the cores they stay whole: there each gather's ranks meet late
-      // (3 x 1 on 2 cores, tp = 3 with `auto`, traced: 37 int8 gathers took 20.9 ms, 0.56
-      // ms a call, where the link model prices 7.6 ms, and the forward waited on each in
-      // turn; hiding them behind the forward priced that layout 13% short where whole
-      // priced it 7% long; docs/auto_parallel.md, "Session 61"); and inside a node (the
-      // one-process sweeps' devices outnumber the cores).
+      // devices outnumber the cores the dense gathers run ahead alike (3 x 1 on 2 cores,
+      // tp = 3 without codecs, traced: 19 ms of gathers, the forward computing between
+      // them, backward starting 16-21 ms in), but with `--compression` on they stay whole:
+      // there a gather with a codec takes far longer than the link model prices (tp = 3
+      // with `auto`, traced: 37
+      // int8 gathers took 20.9 ms, 0.56 ms a call, priced 7.6 ms; the forward waited on
+      // each in turn), and whole is what priced that layout nearest (+7% where hiding
+      // them gave -13%). Re-priced so, five stored 3 x 1 sweeps rank at 0.869, 0.884,
+      // 0.910, 0.803 and 0.860 against 0.849, 0.870, 0.899, 0.781 and 0.840 with every tp
+      // gather whole there (docs/auto_parallel.md, "Session 61"). Inside a node they stay
+      // whole (the one-process sweeps' devices outnumber the cores).
       const double forward_taken = (shard_gathers - exposed_shard_gathers) + (forward_gathers - exposed_forward_gathers);
       const double tp_weight_calls = static_cast<double>(std::max<int64_t>(1, cost.tp_weight_calls));
       const double exposed_tp_weights =
-          collectives_.TpCrossesNodes(s) && gathers_run_ahead
+          collectives_.TpCrossesNodes(s) && (gathers_run_ahead || options_.compression.mode == CompressionMode::kOff)
               ? std::max(cost.tp_weight_seconds - std::max(0.0, forward_compute - forward_taken),
                          cost.tp_weight_seconds / tp_weight_calls)
               : cost.tp_weight_seconds;
