@@ -12,6 +12,7 @@
 #include "compiler/auto_parallel/act_count.h"
 #include "compiler/auto_parallel/candidate.h"
 #include "compiler/auto_parallel/edge_price_cache.h"
+#include "compiler/auto_parallel/gathers_ahead.h"
 #include "compiler/auto_parallel/gradient_buckets.h"
 #include "compiler/auto_parallel/host_terms.h"
 #include "compiler/auto_parallel/peak_bytes.h"
@@ -218,35 +219,10 @@ class Pricer {
       // cores make it (LockstepStretch: one stage; 1 otherwise).
       const double stretch = LockstepStretch(options_, layout_);
       const double hiding_backward = cost.backward_seconds * stretch;
-      // The first micro-batch's forward, behind which gathers the next forward reads in
-      // turn can hide (ZeRO's, below) where the devices have the cores to run them beside it.
+      // The first micro-batch's forward, behind which the gathers that read variables
+      // only hide (gathers_ahead.h) where their kind runs ahead of it.
       const double forward_compute = (cost.compute_seconds - cost.backward_seconds) * stretch;
       const bool gathers_run_ahead = !DevicesOutnumberCores(options_);
-      // ZeRO 1 and 2 gather the updated shards after the optimizer steps, which wait for
-      // the reduced gradients: backward is over, nothing of this iteration hides them, and
-      // the next forward reads each parameter only once its gather has run (3 x 1 at 1
-      // Gbit/s, zero = 1, traced: the last gradient bucket ended 122.9 ms into the
-      // iteration, the 64 gathers ran from 126.8 to 181.4 ms, the next forward's compute
-      // waiting on them in turn; docs/auto_parallel_measurements.md, "ZeRO across three
-      // hosts, traced (session 45)"). So they are exposed whole, after the reductions,
-      // where the devices outnumber the cores. With a core per device across processes
-      // the next forward computes on the first gathered layers while the later gathers
-      // cross the link, so only what they take beyond its first micro-batch's forward is
-      // exposed, and at least one gather's share (the forward starts after the first) (2
-      // x 1 at 1 Gbit/s, zero = 1, traced (session 60): 77 gathers, 12.5 ms of link time;
-      // the next forward's embedding 0.1 ms after wte's gather, 11 ms before the last
-      // gather ended). Re-priced so, four stored 2 x 1 sweeps rank at 0.905, 0.848, 0.786
-      // and 0.946 against 0.907, 0.852, 0.784 and 0.892 with the gathers whole
-      // (docs/auto_parallel.md, "Session 60").
-      const double shard_gather_calls = static_cast<double>(std::max<int64_t>(1, cost.parameter_tensors));
-      const double exposed_shard_gathers =
-          collectives_.DpCrossesNodes(s) && gathers_run_ahead
-              ? std::max(shard_gathers - forward_compute, shard_gathers / shard_gather_calls)
-              : shard_gathers;
-      const double exposed_dp =
-          exposed_shard_gathers + (regathers_waited ? gradient_sync_seconds
-                                            : std::max(gradient_sync_seconds - hiding_backward,
-                                                       dp_seconds * tail + tp_gradient_tail_seconds));
       // ZeRO-3's gathers, half for forward and half re-gathered for backward, run once per
       // iteration and serve every micro-batch, so only the first micro-batch's forward and
       // backward can hide them (each is prefetched one parameter-reading op ahead, on the
@@ -255,56 +231,33 @@ class Pricer {
       // gather's ranks meet, so the stage waits on each gather as on tp's all-reduces
       // (dp = 2 x pp = 4, one micro-batch, 8 devices on 2 cores: ZeRO-3 measured 10.1 ms
       // above zero = 0 where hiding them priced it 0.3 ms below; docs/auto_parallel_measurements.md,
-      // run 35).
+      // run 35). Across processes each re-gather's ranks meet over the link and the compute
+      // thread waits on every one (traced on 2 x 1 at 1 Gbit/s: backward 37.6 ms against
+      // zero = 0's 21.1 with the same compute): all of the re-gathers exposed there, with
+      // or without host_cores.
       const double forward_gathers = zero3_gathers / 2;
       const double backward_gathers = zero3_gathers - forward_gathers;
-      // Across processes the forward's gathers, which read variables only, run ahead of
-      // the forward on the communication thread and hide behind it, but each re-gather is
-      // prefetched one parameter-reading op ahead and its ranks meet over the link: the
-      // compute thread waits on every one (traced on 2 x 1 at 1 Gbit/s: the forward's 13.5
-      // ms of gathers done while its compute ran; backward 37.6 ms against zero = 0's 21.1
-      // with the same compute, the two processes on this machine's 2 cores). Priced so,
-      // with or without host_cores: all of the re-gathers exposed, the forward's gathers
-      // beyond the forward. But not where the devices outnumber the cores they share:
-      // there the communication threads that would run the gathers ahead wait for a core
-      // the compute threads fill, and a gather's ranks meet, so the forward waits on its
-      // gathers as on the re-gathers (3 emulated hosts on 2 cores at 1 Gbit/s, zero = 3
-      // with `auto`, traced: all 64 forward gathers and 43 of the 51 re-gathers on the
-      // median iteration's critical path, 0.9 ms of forward compute on it; the 2 x 1 trace
-      // above had a core per device; docs/auto_parallel_measurements.md, "Three hosts on
-      // two cores, re-priced (session 46)").
-      const double exposed_forward_gathers =
-          gathers_run_ahead ? std::max(0.0, forward_gathers - forward_compute) : forward_gathers;
+      GathersAhead ahead;
+      ahead.shard_seconds = shard_gathers;
+      ahead.shard_calls = cost.parameter_tensors;
+      ahead.shard_ahead = collectives_.DpCrossesNodes(s) && gathers_run_ahead;
+      ahead.zero3_forward_seconds = forward_gathers;
+      ahead.zero3_forward_ahead = gathers_run_ahead;
+      ahead.tp_weight_seconds = cost.tp_weight_seconds;
+      ahead.tp_weight_calls = cost.tp_weight_calls;
+      ahead.tp_weight_ahead = collectives_.TpCrossesNodes(s) &&
+                              (gathers_run_ahead || options_.compression.mode == CompressionMode::kOff);
+      const ExposedGathers exposed_ahead = ExposeGathersAhead(ahead, forward_compute);
+      const double exposed_forward_gathers = exposed_ahead.zero3_forward_seconds;
+      const double exposed_tp_weights = exposed_ahead.tp_weight_seconds;
+      const double exposed_dp =
+          exposed_ahead.shard_seconds + (regathers_waited ? gradient_sync_seconds
+                                                         : std::max(gradient_sync_seconds - hiding_backward,
+                                                                    dp_seconds * tail + tp_gradient_tail_seconds));
       const double exposed_gathers =
           regathers_waited        ? exposed_forward_gathers + backward_gathers
           : options_.host_cores > 0 ? zero3_gathers
                                     : exposed_forward_gathers + std::max(0.0, backward_gathers - hiding_backward);
-      // tp's boxings of the variables' values (the compiler's tp plan for a small gpt
-      // gathers each sharded weight whole for its readers, tp_boxings.h) run once per
-      // iteration and read variables only, so the communication thread runs them ahead
-      // while the forward computes on the layers already gathered, and the forward waits
-      // only for what they take beyond it, and at least one call's share (2 x 1 at 1
-      // Gbit/s, tp = 2 without codecs, traced (session 61): 37 gathers, 12.8 ms from 0.6
-      // to 11.3 ms of the iteration, the forward's compute beside them waiting 1.4 ms in
-      // all). The forward that ZeRO's gathers already took hides nothing more. Where the
-      // devices outnumber the cores the dense gathers run ahead alike (3 x 1 on 2 cores,
-      // tp = 3 without codecs, traced: 19 ms of gathers, the forward computing between
-      // them, backward starting 16-21 ms in), but with `--compression` on they stay whole:
-      // there a gather with a codec takes far longer than the link model prices (tp = 3
-      // with `auto`, traced: 37
-      // int8 gathers took 20.9 ms, 0.56 ms a call, priced 7.6 ms; the forward waited on
-      // each in turn), and whole is what priced that layout nearest (+7% where hiding
-      // them gave -13%). Re-priced so, five stored 3 x 1 sweeps rank at 0.869, 0.884,
-      // 0.910, 0.803 and 0.860 against 0.849, 0.870, 0.899, 0.781 and 0.840 with every tp
-      // gather whole there (docs/auto_parallel.md, "Session 61"). Inside a node they stay
-      // whole (the one-process sweeps' devices outnumber the cores).
-      const double forward_taken = (shard_gathers - exposed_shard_gathers) + (forward_gathers - exposed_forward_gathers);
-      const double tp_weight_calls = static_cast<double>(std::max<int64_t>(1, cost.tp_weight_calls));
-      const double exposed_tp_weights =
-          collectives_.TpCrossesNodes(s) && (gathers_run_ahead || options_.compression.mode == CompressionMode::kOff)
-              ? std::max(cost.tp_weight_seconds - std::max(0.0, forward_compute - forward_taken),
-                         cost.tp_weight_seconds / tp_weight_calls)
-              : cost.tp_weight_seconds;
       // The play's tasks: compute on the shared cores, then the communication the stage
       // waits on, which holds no core (tp's all-reduces, the pipeline's receives).
       stage_work[s].backward_seconds = cost.backward_seconds;
