@@ -17,10 +17,12 @@ namespace {
 // (2 rows x 16 x 32 floats = 4096 B: 0.004096 s of wire) plus the latency, one slot is
 // the bubble and four are exposed communication.
 absl::StatusOr<proto::AutoParallelPrediction> PriceTinyPipeline(double inter_node_latency,
-                                                                const double* transfer_latency) {
+                                                                const double* transfer_latency,
+                                                                double collective_call_seconds = 0) {
   auto_parallel::ModelProfile profile = ProfileOfTwoDevices(TinyGpt());
   profile.units.back().borrowed_variables.clear();
   auto_parallel::PriceOptions options = TwoNodesOfOneDevice(1e6, 1e20, 1e20);
+  options.collective_call_seconds = collective_call_seconds;
   options.cluster.set_inter_node_latency(inter_node_latency);
   if (transfer_latency != nullptr) options.cluster.set_inter_node_transfer_latency(*transfer_latency);
   return auto_parallel::PriceLayout(profile, options, LayoutOf(1, 1, 2, 4));
@@ -49,6 +51,22 @@ TEST(AutoParallelTransferLatencyTest, WithoutTheMeasurementATransferPaysTheRound
   absl::StatusOr<proto::AutoParallelPrediction> measured_zero = PriceTinyPipeline(2e-4, &zero);
   ASSERT_TRUE(measured_zero.ok()) << measured_zero.status();
   EXPECT_NEAR(auto_parallel::StepSeconds(*measured_zero), 5 * kActivationWire, 1e-9);
+}
+
+// Each transfer is a collective call on both ranks (send_recv's all-to-all), priced the
+// call cost of every collective call: each stage makes 2 calls per micro-batch (the
+// activation's and the gradient's), on its own work, so each of the 5 slots is the
+// transfer plus 2 calls (the 1F1B loop: both stages' work, 2c each, and both transfers,
+// halved). Without the calls the slots are the transfer alone (the test above).
+TEST(AutoParallelTransferLatencyTest, EachTransferIsACallOnBothRanks) {
+  const double transfer_latency = 1e-3;
+  const double call = 2e-4;
+  absl::StatusOr<proto::AutoParallelPrediction> priced = PriceTinyPipeline(2e-4, &transfer_latency, call);
+  ASSERT_TRUE(priced.ok()) << priced.status();
+  const double slot = kActivationWire + 1e-3 + 2 * call;  // 0.005496 s
+  EXPECT_NEAR(priced->bubble_seconds(), slot, 1e-12);
+  EXPECT_NEAR(priced->exposed_communication_seconds(), 4 * slot, 1e-12);
+  EXPECT_NEAR(auto_parallel::StepSeconds(*priced), 5 * slot, 1e-9);
 }
 
 }  // namespace

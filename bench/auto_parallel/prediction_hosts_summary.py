@@ -36,6 +36,11 @@ well the measurement ranks the layouts against itself, the ceiling of "spearman"
 noise with half the launches). Chunks of one run (other layouts in each file) are summarized
 as before.
 
+"pipeline_handoff_excess_ms" and "pipeline_handoff_intercept_ms" (over "pipelines" hand
+layouts with pp > 1): the least-squares line of (measured - predicted) ms against the
+layout's stage handoffs per iteration, 2 (pp - 1) M, where two handoff counts differ: what
+each handoff costs beyond its price, which the error of a single layout does not show.
+
 The confirming round's lines ("bench": "auto_parallel_prediction_hosts_confirm": the sweep's
 fastest hand layouts, its fastest without a forced codec and the searched layouts, launched
 again after the sweep) give the choice measured apart from the sweep that picked the best:
@@ -146,6 +151,37 @@ def repeatability(rows):
     odd = [statistics.median(r["measured_runs_ms"][0::2]) for r in rows]
     even = [statistics.median(r["measured_runs_ms"][1::2]) for r in rows]
     return spearman(odd, even)
+
+
+def pipeline_handoffs(layout):
+    """The stage handoffs of one iteration of a hand layout ("... pp=P M=K ..."): each
+    micro-batch crosses each of the P - 1 cuts forward and back, 2 (P - 1) K; None without
+    a pipeline (P = 1) or when the layout does not say P and K."""
+    fields = dict(part.split("=", 1) for part in layout.split() if "=" in part)
+    try:
+        stages, micro_batches = int(fields["pp"]), int(fields["M"])
+    except (KeyError, ValueError):
+        return None
+    return 2 * (stages - 1) * micro_batches if stages > 1 else None
+
+
+def handoff_fit(rows):
+    """The pipelines' error against their handoffs: the least-squares line of
+    (measured - predicted) ms over pipeline_handoffs() across the hand layouts with a
+    pipeline, as (intercept ms, ms per handoff, pipelines); None with fewer than two
+    distinct handoff counts. A cost model that prices each handoff as the runtime pays it
+    leaves no slope; the stored sweeps of sessions 59-62 all show one (0.12-1.1 ms per
+    handoff, docs/auto_parallel.md, "Session 62")."""
+    points = [(pipeline_handoffs(r["layout"]), r["measured_ms"] - r["predicted_ms"]) for r in rows
+              if r.get("predicted_ms") is not None and pipeline_handoffs(r["layout"]) is not None]
+    if len({x for x, _ in points}) < 2:
+        return None
+    n = len(points)
+    mean_x = sum(x for x, _ in points) / n
+    mean_y = sum(y for _, y in points) / n
+    slope = (sum((x - mean_x) * (y - mean_y) for x, y in points) /
+             sum((x - mean_x) ** 2 for x, _ in points))
+    return mean_y - slope * mean_x, slope, n
 
 
 def prefix_of(row):
@@ -273,6 +309,10 @@ def summarize(lines):
                 summary["run_spread"] = rounded(statistics.median(
                     (max(r["measured_runs_ms"]) - min(r["measured_runs_ms"])) / r["measured_ms"] for r in hand))
                 summary["repeatability_spearman"] = rounded(repeatability(hand))
+        fit = handoff_fit(hand)
+        if fit is not None:
+            summary.update({"pipeline_handoff_intercept_ms": rounded(fit[0], 3),
+                            "pipeline_handoff_excess_ms": rounded(fit[1], 4), "pipelines": fit[2]})
         loads = [r["load_avg_1m"] for r in rows if r.get("load_avg_1m") is not None]
         if loads:
             summary["load_avg_1m"] = [min(loads), max(loads)]

@@ -340,6 +340,28 @@ PYEOF
 [[ "$(python3 "$ROUNDS" 3 3 one | tr '\n' ';')" == "0 1 2;1 2 0;2 0 1;" ]] || fail "confirming rounds of 3 plans"
 python3 "$ROUNDS" 3 2 sideways 2> "$DIR/err" && fail "an unknown step was accepted"
 grep -q "usage: prediction_hosts_rounds.py" "$DIR/err" || fail "no usage for a bad step: $(cat "$DIR/err")"
+# The pipelines' error against their handoffs, 2 (pp - 1) M an iteration: pp=2 M=2 (4
+# handoffs, measured - predicted +1 ms), pp=2 M=4 and pp=3 M=2 (8 each, +3 ms); the dp
+# layout has none and is left out. Least squares: mean handoffs 20/3, mean excess 7/3,
+# slope (8/3 * 4/3 + 2 * 4/3 * 2/3) / (64/9 + 2 * 16/9) = 0.5 ms per handoff, intercept
+# 7/3 - 0.5 * 20/3 = -1 ms.
+{
+  row 2x1 "dp=2 tp=1 pp=1 M=1 zero=0" 30 40
+  row 2x1 "dp=1 tp=1 pp=2 M=2 zero=0" 40 41
+  row 2x1 "dp=1 tp=1 pp=2 M=4 zero=0" 35 38
+  row 2x1 "dp=1 tp=1 pp=3 M=2 zero=0" 36 39
+} > "$DIR/handoffs.jsonl"
+"$BENCH" --summarize="$DIR/handoffs.jsonl" > "$DIR/handoffs_summary.jsonl" || fail "--summarize of pipelines exited $?"
+python3 - "$DIR/handoffs_summary.jsonl" <<'PYEOF' || fail "pipeline_handoff_excess_ms"
+import json, sys
+[s] = [json.loads(l) for l in open(sys.argv[1])]
+assert abs(s["pipeline_handoff_excess_ms"] - 0.5) < 1e-9, s
+assert abs(s["pipeline_handoff_intercept_ms"] + 1.0) < 1e-9, s
+assert s["pipelines"] == 3, s
+PYEOF
+# One handoff count fits no line: the fields are left out.
+row 2x1 "dp=1 tp=1 pp=2 M=2 zero=0" 40 41 > "$DIR/one_pipeline.jsonl"
+"$BENCH" --summarize="$DIR/one_pipeline.jsonl" | grep -q pipeline_handoff && fail "a line fitted through one handoff count"
 "$BENCH" --summarize="$DIR/missing.jsonl" 2> "$DIR/err" && fail "a missing file was summarized"
 grep -q "cannot read '$DIR/missing.jsonl'" "$DIR/err" || fail "the error does not name the file: $(cat "$DIR/err")"
 echo PASS

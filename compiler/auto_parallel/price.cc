@@ -159,8 +159,22 @@ class Pricer {
     std::vector<PipelineStageWork> stage_work(pp);
     double slowest_tail = 0;
     const PipelineTransfers transfers = TransfersOf(cut_bytes, unit_stage, backward_after);
+    // Each pipeline transfer is a collective call on both of its ranks (an all-to-all of
+    // the union group, kernels/boxing/send_recv.cc), and every other collective call is
+    // priced its call cost (collective_call_seconds, StageCollectives::Calls): a stage
+    // makes two calls per micro-batch and neighbour, the activation's and the gradient's,
+    // on the thread that leads its compute. Unpriced, the pipelines' error grew with their
+    // handoffs in every stored hosts sweep of sessions 59-62 (0.17-1.14 ms a handoff beyond
+    // the model; docs/auto_parallel.md, "Session 62").
+    std::vector<double> transfer_call_seconds(pp, 0);
+    for (int64_t s = 0; s < pp; ++s) {
+      const int64_t neighbours = (s > 0 ? 1 : 0) + (s + 1 < pp ? 1 : 0);
+      transfer_call_seconds[s] = static_cast<double>(2 * neighbours) * options_.collective_call_seconds;
+    }
     std::vector<double> stage_seconds(pp);
-    for (int64_t s = 0; s < pp; ++s) stage_seconds[s] = stages[s].compute_seconds + stages[s].tp_seconds;
+    for (int64_t s = 0; s < pp; ++s) {
+      stage_seconds[s] = stages[s].compute_seconds + stages[s].tp_seconds + transfer_call_seconds[s];
+    }
     OF_ASSIGN_OR_RETURN(const std::vector<double> pipelined, PipelineStageSeconds(stage_seconds, transfers.cuts));
     double variables_exposed = 0;  // the borrowed variables' transfers the first forward waits on
     // The borrowed variables' accumulated gradients, sent once per iteration after the
@@ -260,8 +274,8 @@ class Pricer {
                                     : exposed_forward_gathers + std::max(0.0, backward_gathers - hiding_backward);
       // The play's tasks: compute on the shared cores, then the communication the stage
       // waits on, which holds no core (tp's all-reduces, the pipeline's receives).
-      stage_work[s].backward_seconds = cost.backward_seconds;
-      stage_work[s].forward_seconds = cost.compute_seconds - cost.backward_seconds;
+      stage_work[s].backward_seconds = cost.backward_seconds + transfer_call_seconds[s] / 2;
+      stage_work[s].forward_seconds = cost.compute_seconds - cost.backward_seconds + transfer_call_seconds[s] / 2;
       // ZB-H1's W acts: the weights' gradients, and on the first stage all of backward
       // (nothing before it waits on its input gradients: the pipeline_schedule pass marks
       // every backward op of it W).
@@ -292,7 +306,8 @@ class Pricer {
         slowest_micro_batch = micro_batch_seconds;
         slowest_own_seconds = stage_seconds[s];
         prediction.set_compute_seconds(micro_batches * cost.compute_seconds + optimizer_seconds);
-        prediction.set_exposed_communication_seconds(micro_batches * (cost.tp_seconds + pipeline_seconds) +
+        prediction.set_exposed_communication_seconds(micro_batches * (cost.tp_seconds + transfer_call_seconds[s] +
+                                                                     pipeline_seconds) +
                                                      exposed_dp + exposed_gathers + exposed_tp_weights);
         prediction.set_bubble_seconds((pp - 1) * micro_batch_seconds);
       }

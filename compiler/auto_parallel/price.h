@@ -21,7 +21,9 @@
 //               data-parallel sync below
 //     pp        the cut activation sent forward and its gradient back, and the gradient
 //               of a variable a later stage borrows (a tied embedding) back every
-//               micro-batch (the variable itself forward once per iteration); a stage's
+//               micro-batch (the variable itself forward once per iteration), each
+//               transfer a collective call on both ranks (collective_call_seconds on the
+//               stage's own work, twice per micro-batch and neighbouring stage); a stage's
 //               time per micro-batch is the largest of its own work and, for each cut
 //               next to it, the 1F1B loop (both stages' work + both transfers) / 2 and
 //               what the cut's link carries one way (pipeline_period.h)
