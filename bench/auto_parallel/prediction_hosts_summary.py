@@ -170,7 +170,7 @@ def handoff_fit(rows):
     (measured - predicted) ms over pipeline_handoffs() across the hand layouts with a
     pipeline, as (intercept ms, ms per handoff, pipelines); None with fewer than two
     distinct handoff counts. A cost model that prices each handoff as the runtime pays it
-    leaves no slope; the stored sweeps of sessions 59-62 all show one (0.12-1.1 ms per
+    leaves no slope; the stored sweeps of sessions 59-62 all show one (0.17-1.14 ms per
     handoff, docs/auto_parallel.md, "Session 62")."""
     points = [(pipeline_handoffs(r["layout"]), r["measured_ms"] - r["predicted_ms"]) for r in rows
               if r.get("predicted_ms") is not None and pipeline_handoffs(r["layout"]) is not None]
