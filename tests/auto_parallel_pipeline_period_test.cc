@@ -16,6 +16,7 @@ namespace {
 
 using auto_parallel::PipelineCutTransfers;
 using auto_parallel::PipelineStageSeconds;
+using auto_parallel::PipelineTransferCallSeconds;
 
 // A cut whose transfers are all waited on: the link carries what the stages wait for.
 PipelineCutTransfers Waited(double forward, double backward) { return {forward, backward, forward, backward}; }
@@ -129,6 +130,14 @@ TEST(AutoParallelPipelinePeriodTest, ATiedEmbeddingsGradientHidesBehindALongBack
   ASSERT_TRUE(untied.ok()) << untied.status();
   EXPECT_EQ(auto_parallel::StepSeconds(*tied), auto_parallel::StepSeconds(*untied));
   EXPECT_GT(tied->compute_seconds(), 1000 * tied->exposed_communication_seconds());
+}
+
+// A stage pays a call per transfer of each neighbouring stage, two per micro-batch: the
+// ends of 4 stages one neighbour each (2 c), the middle two both (4 c); one stage has none.
+TEST(AutoParallelPipelinePeriodTest, EachStagePaysACallPerTransferOfEachNeighbour) {
+  EXPECT_EQ(PipelineTransferCallSeconds(4, 0.5), (std::vector<double>{1.0, 2.0, 2.0, 1.0}));
+  EXPECT_EQ(PipelineTransferCallSeconds(2, 0.5), (std::vector<double>{1.0, 1.0}));
+  EXPECT_EQ(PipelineTransferCallSeconds(1, 0.5), (std::vector<double>{0.0}));
 }
 
 }  // namespace

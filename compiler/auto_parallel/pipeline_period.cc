@@ -38,4 +38,13 @@ absl::StatusOr<std::vector<double>> PipelineStageSeconds(const std::vector<doubl
   return seconds;
 }
 
+std::vector<double> PipelineTransferCallSeconds(int64_t pp, double call_seconds) {
+  std::vector<double> seconds(static_cast<size_t>(std::max<int64_t>(pp, 0)), 0);
+  for (int64_t s = 0; s < pp; ++s) {
+    const int64_t neighbours = (s > 0 ? 1 : 0) + (s + 1 < pp ? 1 : 0);
+    seconds[static_cast<size_t>(s)] = static_cast<double>(2 * neighbours) * call_seconds;
+  }
+  return seconds;
+}
+
 }  // namespace oneflow::auto_parallel

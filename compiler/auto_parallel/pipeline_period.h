@@ -21,6 +21,7 @@
 #ifndef COMPILER_AUTO_PARALLEL_PIPELINE_PERIOD_H_
 #define COMPILER_AUTO_PARALLEL_PIPELINE_PERIOD_H_
 
+#include <cstdint>
 #include <vector>
 
 #include "absl/status/statusor.h"
@@ -50,6 +51,17 @@ struct PipelineCutTransfers {
 // negative.
 absl::StatusOr<std::vector<double>> PipelineStageSeconds(const std::vector<double>& stage_seconds,
                                                          const std::vector<PipelineCutTransfers>& cuts);
+
+// Each transfer across a cut is a collective call on both of its ranks (send_recv runs an
+// all-to-all of the two stages' union group, kernels/boxing/send_recv.cc), and every
+// collective call costs its ranks `call_seconds` (PriceOptions::collective_call_seconds,
+// as StageCollectives::Calls charges the others), on the thread that leads the stage's
+// compute: per micro-batch a stage pays it for the activation and the gradient of each
+// neighbouring stage. Returns those seconds per stage of a `pp`-stage pipeline (the
+// middle stages 4 x call_seconds, the two ends 2 x, one stage none). Unpriced, the
+// pipelines' error grew with their handoffs in every stored hosts sweep of sessions 59-62
+// (0.17-1.14 ms a handoff beyond the model; docs/auto_parallel.md, "Session 62").
+std::vector<double> PipelineTransferCallSeconds(int64_t pp, double call_seconds);
 
 }  // namespace oneflow::auto_parallel
 

@@ -159,18 +159,8 @@ class Pricer {
     std::vector<PipelineStageWork> stage_work(pp);
     double slowest_tail = 0;
     const PipelineTransfers transfers = TransfersOf(cut_bytes, unit_stage, backward_after);
-    // Each pipeline transfer is a collective call on both of its ranks (an all-to-all of
-    // the union group, kernels/boxing/send_recv.cc), and every other collective call is
-    // priced its call cost (collective_call_seconds, StageCollectives::Calls): a stage
-    // makes two calls per micro-batch and neighbour, the activation's and the gradient's,
-    // on the thread that leads its compute. Unpriced, the pipelines' error grew with their
-    // handoffs in every stored hosts sweep of sessions 59-62 (0.17-1.14 ms a handoff beyond
-    // the model; docs/auto_parallel.md, "Session 62").
-    std::vector<double> transfer_call_seconds(pp, 0);
-    for (int64_t s = 0; s < pp; ++s) {
-      const int64_t neighbours = (s > 0 ? 1 : 0) + (s + 1 < pp ? 1 : 0);
-      transfer_call_seconds[s] = static_cast<double>(2 * neighbours) * options_.collective_call_seconds;
-    }
+    // Each transfer is a call on both ranks (pipeline_period.h).
+    const std::vector<double> transfer_call_seconds = PipelineTransferCallSeconds(pp, options_.collective_call_seconds);
     std::vector<double> stage_seconds(pp);
     for (int64_t s = 0; s < pp; ++s) {
       stage_seconds[s] = stages[s].compute_seconds + stages[s].tp_seconds + transfer_call_seconds[s];
