@@ -119,6 +119,17 @@ struct CompileOptions {
   // to each copy. False: every op is searched on its own (for comparisons: the
   // objective it reaches and its time).
   bool search_identical_blocks_once = true;
+  // With search_sbp: what one collective call costs on the host beyond its link model
+  // (the calibration's host terms, compiler/auto_parallel/host_terms.h: devices taking
+  // turns on fewer cores wait for descheduled peers), charged by the search per
+  // collective of each boxing it prices, as many times as the boxing runs. 0: calls cost
+  // their links' latency only. Without it the search took moves that save a fraction of
+  // a millisecond of modelled bytes and kernels and add collectives per micro-batch: the
+  // bench's gpt (4 blocks, hidden 256) at dp = 2 x pp = 4 with 8 micro-batches, 8 devices
+  // in one process on 2 cores, had its embedding split by columns (an all-gather and two
+  // all-to-alls per micro-batch) and the tied embedding's gradient moved out of its
+  // bucket: 270.1 -> 269.9 ms modelled, 168 -> 200-215 ms measured (session 63).
+  double collective_call_seconds = 0;
   // Pass names ("sbp_choice", ...) after which the compilation state is printed to
   // `dump` as text; "all" dumps after every pass.
   std::vector<std::string> dump_after;

@@ -10,6 +10,7 @@
 #include "compiler/auto_parallel/host_terms.h"
 #include "compiler/auto_parallel/price.h"
 #include "examples/common/auto_parallel_driver.h"
+#include "examples/common/compile_driver.h"
 #include "examples/mlp/mlp_model.h"
 #include "gtest/gtest.h"
 #include "sbp/calibration.h"
@@ -136,6 +137,39 @@ TEST(AutoParallelHostTermsTest, TheLineNearestTheClusterIsUsedAndShown) {
   EXPECT_TRUE(absl::StrContains(*json, "\"measured_devices\": 4")) << *json;
   EXPECT_TRUE(absl::StrContains(examples::AutoParallelSummary(exact->plan.auto_parallel(), 0.5),
                                 "\n  host terms: act 3 us, collective call 4 us, 2 host cores (measured for 4 devices"));
+}
+
+// The SBP search's cost of a collective call (CompileOptions::collective_call_seconds)
+// comes from the same host terms for the layout's cluster (the line nearest its devices),
+// unless the settings give one; without a file calls cost their links' latency only.
+TEST(AutoParallelHostTermsTest, TheSbpSearchChargesTheHostLinesCallCost) {
+  const std::string file = WriteFile(
+      "calls.jsonl", absl::StrCat(kCodecLine, "\n", HostMeasurementLine({2, 1e-6, 2e-6, 2, ""}), "\n",
+                                  HostMeasurementLine({8, 1e-6, 1.5e-4, 2, ""}), "\n"));
+  examples::ParallelFlags flags;
+  flags.devices_per_node = 8;
+  flags.dp = 8;
+  absl::StatusOr<ParallelLayout> layout = ParallelLayout::Create(flags);
+  ASSERT_TRUE(layout.ok()) << layout.status();
+  examples::CompileSettings settings;
+  settings.sbp_search = true;
+  std::string dump;
+  absl::StatusOr<CompileOptions> none = examples::CompileOptionsFor(*layout, settings, &dump);
+  ASSERT_TRUE(none.ok()) << none.status();
+  EXPECT_EQ(none->collective_call_seconds, 0);
+  settings.compression.codec_calibration = file;
+  absl::StatusOr<CompileOptions> calibrated = examples::CompileOptionsFor(*layout, settings, &dump);
+  ASSERT_TRUE(calibrated.ok()) << calibrated.status();
+  EXPECT_EQ(calibrated->collective_call_seconds, 1.5e-4);
+  settings.collective_call_seconds = 3e-5;
+  absl::StatusOr<CompileOptions> given = examples::CompileOptionsFor(*layout, settings, &dump);
+  ASSERT_TRUE(given.ok()) << given.status();
+  EXPECT_EQ(given->collective_call_seconds, 3e-5);
+  settings.collective_call_seconds = -1;
+  absl::StatusOr<CompileOptions> negative = examples::CompileOptionsFor(*layout, settings, &dump);
+  ASSERT_FALSE(negative.ok());
+  EXPECT_TRUE(absl::StrContains(negative.status().message(), "-1 s is not a finite number of seconds >= 0"))
+      << negative.status();
 }
 
 // A line with a boxing act's own cost (`oneflow calibrate`'s two-kind fit on an even

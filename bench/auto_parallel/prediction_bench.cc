@@ -182,21 +182,24 @@ struct Pooled {
 };
 
 // The compile settings the probes are compiled with: the examples' defaults, with
-// --sbp_search as given.
-examples::CompileSettings SearchSettings() {
+// --sbp_search as given and the SBP search charging `call_seconds` per collective call
+// (the calibration's, as `--codec_calibration` gives the examples theirs).
+examples::CompileSettings SearchSettings(double call_seconds) {
   examples::CompileSettings settings;
   settings.sbp_search = absl::GetFlag(FLAGS_sbp_search);
+  settings.collective_call_seconds = call_seconds;
   return settings;
 }
 
 // Builds, compiles and trains `layout` for one round: its timed iterations.
 absl::StatusOr<Measured> Measure(const examples::GptConfig& config, int64_t devices,
-                                 const proto::AutoParallelLayout& layout) {
+                                 const proto::AutoParallelLayout& layout, double call_seconds) {
   OF_ASSIGN_OR_RETURN(const examples::ParallelLayout parallel,
                       examples::ParallelLayout::Create(FlagsFor(devices, layout)));
   OF_ASSIGN_OR_RETURN(const proto::Job job, examples::BuildGpt(config, parallel));
   examples::CompileSettings settings = examples::SettingsForLayout({}, layout);
   settings.sbp_search = absl::GetFlag(FLAGS_sbp_search);
+  settings.collective_call_seconds = call_seconds;
   std::string dump;
   OF_ASSIGN_OR_RETURN(const CompileOptions options, examples::CompileOptionsFor(parallel, settings, &dump));
   OF_ASSIGN_OR_RETURN(const proto::Plan plan, Compile(job, options));
@@ -252,7 +255,12 @@ absl::Status RunCluster(const examples::GptConfig& config, int64_t devices) {
               cli::HostCalibrationJson(calibration).c_str(),
               std::chrono::duration<double>(std::chrono::steady_clock::now() - calibration_start).count());
   std::fflush(stdout);
-  OF_ASSIGN_OR_RETURN(const auto_parallel::ModelProfile profile, CountedProfile(config, devices, absl::GetFlag(FLAGS_max_micro_batches), SearchSettings()));
+  // Every plan of the sweep (the probes and the measured layouts) is compiled with the
+  // first calibration's call cost, so the rounds measure the same plans.
+  const double plan_call_seconds = calibration.runtime.measurement.collective_call_seconds;
+  OF_ASSIGN_OR_RETURN(const auto_parallel::ModelProfile profile,
+                      CountedProfile(config, devices, absl::GetFlag(FLAGS_max_micro_batches),
+                                     SearchSettings(plan_call_seconds)));
   OF_ASSIGN_OR_RETURN(const auto_parallel::SearchOptions uncalibrated, UncalibratedOptions(devices, absl::GetFlag(FLAGS_max_micro_batches)));
   auto_parallel::SearchOptions calibrated = uncalibrated;
   cli::ApplyHostCalibration(calibration, &calibrated.price);
@@ -395,7 +403,7 @@ absl::Status RunCluster(const examples::GptConfig& config, int64_t devices) {
   }
   auto measure_references = [&]() {
     for (Reference& reference : references) {
-      absl::StatusOr<Measured> run = Measure(config, devices, reference.layout);
+      absl::StatusOr<Measured> run = Measure(config, devices, reference.layout, plan_call_seconds);
       if (run.ok()) reference.runs.Add(*run);
     }
   };
@@ -458,7 +466,7 @@ absl::Status RunCluster(const examples::GptConfig& config, int64_t devices) {
   };
   Pooled one_device;
   {
-    OF_ASSIGN_OR_RETURN(const Measured first, Measure(config, 1, single));
+    OF_ASSIGN_OR_RETURN(const Measured first, Measure(config, 1, single, plan_call_seconds));
     one_device.Add(first);
   }
   measure_references();
@@ -503,7 +511,7 @@ absl::Status RunCluster(const examples::GptConfig& config, int64_t devices) {
   const int64_t rounds = absl::GetFlag(FLAGS_rounds);
   for (int64_t round = 0; round < rounds; ++round) {
     if (round > 0) {
-      absl::StatusOr<Measured> again = Measure(config, 1, single);
+      absl::StatusOr<Measured> again = Measure(config, 1, single, plan_call_seconds);
       if (again.ok()) one_device.Add(*again);
       measure_references();
       measure_call_cost(round);
@@ -511,7 +519,7 @@ absl::Status RunCluster(const examples::GptConfig& config, int64_t devices) {
     const size_t count = picks.size();
     for (size_t k = 0; k < count; ++k) {
       const size_t p = (static_cast<size_t>(round) * count / static_cast<size_t>(rounds) + k) % count;
-      absl::StatusOr<Measured> measured = Measure(config, devices, ranking.fitting[picks[p]].layout());
+      absl::StatusOr<Measured> measured = Measure(config, devices, ranking.fitting[picks[p]].layout(), plan_call_seconds);
       if (measured.ok()) {
         pooled[p].Add(*measured);
       } else {
@@ -643,7 +651,7 @@ absl::Status RunCluster(const examples::GptConfig& config, int64_t devices) {
       "\"one_gemm_rate_chosen_over_best\":%.3f,"
       "\"rounds\":%lld,\"repeatability_spearman\":%.4f,\"least_of_rounds_repeatability_spearman\":%.4f,"
       "\"least_of_rounds_spearman\":%.4f,\"least_of_rounds_chosen_over_best\":%.3f,"
-      "\"host_cores\":%lld,\"loadavg_1min\":%.2f,\"sbp_search\":%s}\n",
+      "\"host_cores\":%lld,\"loadavg_1min\":%.2f,\"sbp_search\":%s,\"sbp_search_call_seconds\":%.4g}\n",
       static_cast<long long>(config.layers), static_cast<long long>(config.hidden),
       static_cast<long long>(config.seq), static_cast<long long>(config.batch), static_cast<long long>(devices),
       static_cast<long long>(total), rows.size(), Median(errors), Spearman(predicted, measured),
@@ -657,7 +665,7 @@ absl::Status RunCluster(const examples::GptConfig& config, int64_t devices) {
       static_cast<long long>(absl::GetFlag(FLAGS_rounds)), RepeatabilitySpearman(rounds_per_row, RoundStatistic::kMedian),
       RepeatabilitySpearman(rounds_per_row, RoundStatistic::kLeast), Spearman(predicted, least),
       chosen_least / least_best, static_cast<long long>(calibration.runtime.measurement.cores),
-      load[0], absl::GetFlag(FLAGS_sbp_search) ? "true" : "false");
+      load[0], absl::GetFlag(FLAGS_sbp_search) ? "true" : "false", plan_call_seconds);
   std::fflush(stdout);
   return absl::OkStatus();
 }

@@ -121,9 +121,14 @@ absl::Status RepriceCluster(const examples::GptConfig& config, int64_t devices, 
         "and shared-host lines and 3 or more measured layouts, as prediction_bench prints them)"));
   }
   // The probes compiled as the run compiled them ("sbp_search" in its summary line since
-  // session 52; absent before: the greedy per-op choice).
+  // session 52, absent before: the greedy per-op choice; the search's call cost
+  // "sbp_search_call_seconds" since session 63, absent before: none).
   examples::CompileSettings settings;
   settings.sbp_search = summary != nullptr && Field(*summary, "sbp_search") == std::optional<std::string>("true");
+  settings.collective_call_seconds = 0;
+  if (summary != nullptr && Field(*summary, "sbp_search_call_seconds").has_value()) {
+    OF_ASSIGN_OR_RETURN(settings.collective_call_seconds, NumberField(*summary, "sbp_search_call_seconds", "summary"));
+  }
   OF_ASSIGN_OR_RETURN(const auto_parallel::ModelProfile profile,
                       CountedProfile(config, devices, max_micro_batches, settings));
   OF_ASSIGN_OR_RETURN(auto_parallel::SearchOptions options, UncalibratedOptions(devices, max_micro_batches));

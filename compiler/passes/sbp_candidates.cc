@@ -160,16 +160,17 @@ InputPriceMemo::Key InputPriceMemo::KeyOf(int64_t t, const NdSbp& from, int64_t 
   return key;
 }
 
-std::optional<double> InputPriceMemo::Find(int64_t t, const NdSbp& from, int64_t from_placement, const NdSbp& to,
-                                           int64_t to_placement, int64_t scale) const {
-  auto found = seconds_.find(KeyOf(t, from, from_placement, to, to_placement, scale));
-  if (found == seconds_.end()) return std::nullopt;
+std::optional<InputPriceMemo::Price> InputPriceMemo::Find(int64_t t, const NdSbp& from, int64_t from_placement,
+                                                          const NdSbp& to, int64_t to_placement,
+                                                          int64_t scale) const {
+  auto found = prices_.find(KeyOf(t, from, from_placement, to, to_placement, scale));
+  if (found == prices_.end()) return std::nullopt;
   return found->second;
 }
 
 void InputPriceMemo::Insert(int64_t t, const NdSbp& from, int64_t from_placement, const NdSbp& to,
-                            int64_t to_placement, int64_t scale, double seconds) {
-  seconds_.insert_or_assign(KeyOf(t, from, from_placement, to, to_placement, scale), seconds);
+                            int64_t to_placement, int64_t scale, Price price) {
+  prices_.insert_or_assign(KeyOf(t, from, from_placement, to, to_placement, scale), price);
 }
 
 absl::StatusOr<OpSbpCandidates> SbpCandidatesOf(const LogicalGraph& graph, const LogicalOp& op) {
@@ -243,9 +244,9 @@ std::optional<InputBoxingPrice> PriceCandidateInputs(const LogicalGraph& graph, 
       scale = std::max<int64_t>(1, gradient_bucket_bytes / bytes);
     }
     const int64_t t = op.inputs[k];
-    std::optional<double> seconds;
-    if (memo != nullptr) seconds = memo->Find(t, in.sbp, in.placement, candidate.inputs[k], op.placement, scale);
-    if (!seconds) {
+    std::optional<InputPriceMemo::Price> conversion;
+    if (memo != nullptr) conversion = memo->Find(t, in.sbp, in.placement, candidate.inputs[k], op.placement, scale);
+    if (!conversion) {
       Shape shape = in.type.shape;
       if (scale > 1) {
         std::vector<int64_t> dims = shape.dims();
@@ -254,11 +255,19 @@ std::optional<InputBoxingPrice> PriceCandidateInputs(const LogicalGraph& graph, 
       }
       const absl::StatusOr<BoxingPlan>& plan =
           cache.Plan(shape, in.type.dtype, in.sbp, in.placement, candidate.inputs[k], op.placement, input_options[k]);
-      seconds = plan.ok() ? plan->seconds / static_cast<double>(scale) : std::numeric_limits<double>::infinity();
-      if (memo != nullptr) memo->Insert(t, in.sbp, in.placement, candidate.inputs[k], op.placement, scale, *seconds);
+      conversion = InputPriceMemo::Price{std::numeric_limits<double>::infinity(), 0};
+      if (plan.ok()) {
+        conversion->seconds = plan->seconds / static_cast<double>(scale);
+        for (const BoxingStep& step : plan->steps) {
+          if (IsCollective(step.kind)) conversion->calls += 1.0 / static_cast<double>(scale);
+        }
+      }
+      if (memo != nullptr) memo->Insert(t, in.sbp, in.placement, candidate.inputs[k], op.placement, scale, *conversion);
     }
-    if (std::isinf(*seconds)) return std::nullopt;  // A conversion the boxing planner cannot do (e.g. P(max)).
-    price.seconds += *seconds;
+    // A conversion the boxing planner cannot do (e.g. P(max)).
+    if (std::isinf(conversion->seconds)) return std::nullopt;
+    price.seconds += conversion->seconds;
+    price.collective_calls += conversion->calls;
   }
   // A partial integer output (labels, token ids, indices) is never consumed as P:
   // no op takes a partial index, so its reduction is certain and is charged here.
@@ -275,6 +284,9 @@ std::optional<InputBoxingPrice> PriceCandidateInputs(const LogicalGraph& graph, 
                    Reduced(candidate.outputs[k]), op.placement, BoxingOptions());
     if (!reduction.ok()) return std::nullopt;
     price.seconds += reduction->seconds;
+    for (const BoxingStep& step : reduction->steps) {
+      if (IsCollective(step.kind)) price.collective_calls += 1;
+    }
   }
   return price;
 }

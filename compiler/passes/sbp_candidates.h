@@ -51,16 +51,20 @@ class InputPriceMemo {
   // The seconds of boxing tensor `t` from `from` to `to` between placements, priced on a
   // tensor `scale` times as large (a bucket member) as PriceCandidateInputs does;
   // infinity for a conversion the planner cannot make; nothing when not asked yet.
-  std::optional<double> Find(int64_t t, const NdSbp& from, int64_t from_placement, const NdSbp& to,
-                             int64_t to_placement, int64_t scale) const;
+  struct Price {
+    double seconds = 0;
+    double calls = 0;  // collective calls, a bucket member's its share
+  };
+  std::optional<Price> Find(int64_t t, const NdSbp& from, int64_t from_placement, const NdSbp& to,
+                            int64_t to_placement, int64_t scale) const;
   void Insert(int64_t t, const NdSbp& from, int64_t from_placement, const NdSbp& to, int64_t to_placement,
-              int64_t scale, double seconds);
+              int64_t scale, Price price);
 
  private:
   using Key = absl::InlinedVector<int64_t, 12>;
   static Key KeyOf(int64_t t, const NdSbp& from, int64_t from_placement, const NdSbp& to, int64_t to_placement,
                    int64_t scale);
-  absl::flat_hash_map<Key, double> seconds_;
+  absl::flat_hash_map<Key, Price> prices_;
 };
 
 // The modelled seconds of reading `op`'s inputs, as their tensors are laid out now
@@ -78,6 +82,10 @@ class InputPriceMemo {
 struct InputBoxingPrice {
   double seconds = 0;
   int64_t conversions = 0;
+  // The collective steps of the conversions (a bucket member counts its share of the
+  // bucket's one call): what a per-call cost beyond the links multiplies
+  // (CompileOptions::collective_call_seconds).
+  double collective_calls = 0;
 };
 std::optional<InputBoxingPrice> PriceCandidateInputs(const LogicalGraph& graph, BoxingCache& cache,
                                                      const LogicalOp& op, const SbpCandidate& candidate,

@@ -29,7 +29,8 @@ class SbpSearch {
         graph_(compilation->graph),
         cache_(*compilation->boxing_cache),
         rates_(ClusterComputeRates(compilation->options.cluster)),
-        bucket_bytes_(BucketBytesLimit(compilation->options.bucket_mb)) {}
+        bucket_bytes_(BucketBytesLimit(compilation->options.bucket_mb)),
+        call_seconds_(compilation->options.collective_call_seconds) {}
 
   absl::Status Init() {
     ops_.resize(graph_.ops.size());
@@ -136,7 +137,8 @@ class SbpSearch {
     const std::optional<InputBoxingPrice> price =
         PriceCandidateInputs(graph_, cache_, op, candidate, state.input_options, bucket_bytes_, &memo_);
     if (!price) return kUnreachable;
-    return state.acts * (price->seconds + CandidateComputeSeconds(graph_, op, candidate, rates_));
+    return state.acts * (price->seconds + price->collective_calls * call_seconds_ +
+                         CandidateComputeSeconds(graph_, op, candidate, rates_));
   }
 
   void Hold(int64_t o, int64_t c) {
@@ -321,6 +323,7 @@ class SbpSearch {
   BoxingCache& cache_;
   ComputeRates rates_;
   int64_t bucket_bytes_;
+  double call_seconds_;  // CompileOptions::collective_call_seconds, per collective call
   mutable InputPriceMemo memo_;
   std::vector<OpState> ops_;
   // For a searched block's op, the corresponding ops of the other blocks of its class;

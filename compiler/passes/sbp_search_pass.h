@@ -18,7 +18,9 @@ namespace oneflow {
 // kernel seconds in that signature (CandidateComputeSeconds: split work divides, B and P
 // do not), each counted as many times as the op acts in an iteration (with micro-batches:
 // once per micro-batch in the micro-batch loop, once for ops of per-iteration values,
-// per_iteration.h). Overlap is not modelled: a boxing's seconds count whole. Variables
+// per_iteration.h), and of each collective call of those boxings at
+// CompileOptions::collective_call_seconds (the host's cost of a call beyond its links,
+// when the compile knows one). Overlap is not modelled: a boxing's seconds count whole. Variables
 // and inputs keep their SBPs (hints or defaults); hints on op outputs stay constraints;
 // the gradient accumulators keep the greedy layout (sbp_search_pass.cc says why).
 //

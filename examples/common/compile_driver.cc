@@ -4,21 +4,49 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <cmath>
 #include <cstring>
 #include <algorithm>
 #include <filesystem>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
+#include "compiler/auto_parallel/host_terms.h"
 #include "compiler/passes/pipeline_schedule_pass.h"
 #include "kernels/device_backend.h"
 #include "oneflow_core/dsl/graph.h"
 #include "oneflow_core/status.h"
+#include "sbp/calibration.h"
 
 namespace oneflow::examples {
+
+namespace {
+
+// CompileSettings::collective_call_seconds, or the host terms of --codec_calibration's file
+// for the layout's cluster (read and checked by ApplyCalibrationToCluster before).
+absl::StatusOr<double> CollectiveCallSeconds(const ParallelLayout& layout, const CompileSettings& settings) {
+  if (settings.collective_call_seconds.has_value()) {
+    const double seconds = *settings.collective_call_seconds;
+    if (!std::isfinite(seconds) || seconds < 0) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("a collective call's cost of ", seconds, " s is not a finite number of seconds >= 0"));
+    }
+    return seconds;
+  }
+  const std::string& file = settings.compression.codec_calibration;
+  if (file.empty()) return 0.0;
+  OF_ASSIGN_OR_RETURN(const Calibration calibration, ReadCalibrationFile(file));
+  const std::optional<proto::AutoParallelHostTerms> terms = auto_parallel::HostTermsFor(
+      calibration, layout.cluster().num_nodes(), layout.cluster().num_nodes() * layout.cluster().devices_per_node(),
+      file);
+  return terms.has_value() ? terms->collective_call_seconds() : 0.0;
+}
+
+}  // namespace
 
 absl::StatusOr<CompileOptions> CompileOptionsFor(const ParallelLayout& layout, const CompileSettings& settings,
                                                  std::string* dump) {
@@ -79,6 +107,7 @@ absl::StatusOr<CompileOptions> CompileOptionsFor(const ParallelLayout& layout, c
   OF_ASSIGN_OR_RETURN(options.fit_int4_gradient_scale, Int4GradientScaleFromFlags(settings.compression));
   OF_RETURN_IF_ERROR(
       ApplyCalibrationToCluster(settings.compression.codec_calibration, settings.links, &options.cluster));
+  OF_ASSIGN_OR_RETURN(options.collective_call_seconds, CollectiveCallSeconds(layout, settings));
   if (!settings.dump_after.empty()) {
     options.dump_after = settings.dump_after;
     options.dump = dump;

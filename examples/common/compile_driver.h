@@ -32,6 +32,11 @@ struct CompileSettings {
   bool fuse_epilogues = true;
   // --sbp_search: search each op's SBP beyond the greedy choice (CompileOptions::search_sbp).
   bool sbp_search = false;
+  // With sbp_search: what one collective call costs on the host beyond its links
+  // (CompileOptions::collective_call_seconds). Not given: the host terms of
+  // --codec_calibration's file for the layout's cluster (compiler/auto_parallel/host_terms.h
+  // HostTermsFor), 0 without a file or without a host or machine line that measured one.
+  std::optional<double> collective_call_seconds;
   // auto: a communication stream per group class; one: every collective on one thread.
   std::string communication_streams = "auto";
   // Activation recomputation (CompileOptions::recompute): none, selective or full.
