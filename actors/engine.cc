@@ -23,6 +23,7 @@
 #include "absl/strings/str_join.h"
 #include "actors/message_queue.h"
 #include "kernels/backends.h"
+#include "oneflow_core/comm/compute_activity.h"
 
 namespace oneflow::actors {
 namespace {
@@ -495,7 +496,15 @@ void Engine::Act(int a, ThreadRuntime& thread) {
   current_device_ = actor.device;
   current_rate_ = actor.rate;
   const int64_t start = options_.record_acts ? NowNs() : 0;
-  absl::Status status = actor.act(i + options_.first_iteration * actor.rate, *this);
+  absl::Status status;
+  if (thread.waits_on_peers) {  // a communication or transfer thread
+    status = actor.act(i + options_.first_iteration * actor.rate, *this);
+  } else {
+    // A compute act, counted for the communication waits, which spin only while no
+    // compute runs (oneflow_core/comm/compute_activity.h).
+    const ComputeActScope computing;
+    status = actor.act(i + options_.first_iteration * actor.rate, *this);
+  }
   if (options_.record_acts) {
     thread.records.push_back(ActRecord{thread.index, actor.device,
                                        actor.def->id(), i, start, NowNs()});

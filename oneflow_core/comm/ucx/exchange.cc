@@ -7,6 +7,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "oneflow_core/comm/collective_arguments.h"
+#include "oneflow_core/comm/compute_activity.h"
 #include "oneflow_core/comm/ucx/peer_check.h"
 
 namespace oneflow {
@@ -167,7 +168,7 @@ bool UcxExchange::Test(Transfer& transfer, Outcome* outcome, std::string* detail
 UcxExchange::Outcome UcxExchange::WaitFor(Transfer& transfer, std::string* detail) {
   const absl::Time start = absl::Now();
   SpinPolicy& spin_policy = mesh_->spin_policy();
-  const absl::Duration spin = spin_policy.NextSpin();
+  const absl::Duration spin = spin_policy.NextSpin(ComputeActsRunning());
   bool unfinished = false;  // the transfer was not done at the first look
   for (;;) {
     Outcome outcome = Outcome::kDone;

@@ -6,7 +6,8 @@
 // communicator.h asks.
 //
 // A wait drives the worker itself (ucp_worker_progress) and polls for the first kSpinWait
-// while the communicator's recent waits were mostly short (spin_policy.h; otherwise it
+// while no compute act of the process runs and the communicator's recent waits were
+// mostly short (spin_policy.h, compute_activity.h; otherwise it
 // does not spin), so a message that arrives while the thread spins is seen within a
 // microsecond; after that it arms the worker and blocks on its event fd (ucp_worker_get_efd) for at most
 // kBlockSlice at a time, so a long wait costs no CPU and the thread wakes as soon as UCX

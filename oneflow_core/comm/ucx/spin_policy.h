@@ -37,9 +37,12 @@ constexpr absl::Duration kSpinWait = absl::Microseconds(200);
 
 class SpinPolicy {
  public:
-  // How long the next wait spins: kSpinWait or zero. Counts the waits that do not spin,
-  // for the probes.
-  absl::Duration NextSpin() {
+  // How long the next wait spins: kSpinWait or zero; zero while the process runs compute
+  // acts (`compute_acts_running` > 0: the wait is overlapped, and a spin would take a core
+  // from that compute; compute_activity.h), which then neither counts for the probes.
+  // Counts the other waits that do not spin, for the probes.
+  absl::Duration NextSpin(int compute_acts_running = 0) {
+    if (compute_acts_running > 0) return absl::ZeroDuration();
     if (short_share_ >= kSpinWhenShortShare || ++waits_without_spin_ % kProbeEvery == 0) {
       return kSpinWait;
     }

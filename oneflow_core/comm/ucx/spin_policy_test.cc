@@ -1,5 +1,6 @@
 // When a UCX wait spins (spin_policy.h): while at least half of the communicator's recent
-// spinning waits ended within kSpinWait, and every kProbeEvery-th wait otherwise.
+// spinning waits ended within kSpinWait, and every kProbeEvery-th wait otherwise; never
+// while the process runs compute acts.
 #include "oneflow_core/comm/ucx/spin_policy.h"
 
 #include "gtest/gtest.h"
@@ -26,6 +27,21 @@ int Waits(SpinPolicy& policy, int waits, absl::Duration waited) {
 TEST(SpinPolicy, ANewCommunicatorSpins) {
   SpinPolicy policy;
   EXPECT_EQ(policy.NextSpin(), kSpinWait);
+}
+
+// While compute acts run (compute_activity.h) no wait spins, not even a new
+// communicator's or a probe, and those waits leave the probes' count alone: once compute
+// stops, the policy is where it was.
+TEST(SpinPolicy, NoWaitSpinsWhileTheProcessComputes) {
+  SpinPolicy policy;
+  EXPECT_EQ(policy.NextSpin(/*compute_acts_running=*/1), absl::ZeroDuration());
+  EXPECT_EQ(policy.NextSpin(/*compute_acts_running=*/0), kSpinWait);
+  EXPECT_EQ(Waits(policy, 6, kLong), 6);  // now long waits have stopped the spin
+  SpinPolicy counted = policy;
+  for (int i = 0; i < 3 * SpinPolicy::kProbeEvery; ++i) {
+    EXPECT_EQ(policy.NextSpin(/*compute_acts_running=*/2), absl::ZeroDuration());
+  }
+  for (int i = 0; i < 2 * SpinPolicy::kProbeEvery; ++i) EXPECT_EQ(policy.NextSpin(), counted.NextSpin());
 }
 
 TEST(SpinPolicy, StopsSpinningAfterAFewLongWaits) {
