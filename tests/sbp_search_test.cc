@@ -149,6 +149,13 @@ TEST(SbpSearchTest, TheRecipeKeepsTheFlag) {
   absl::StatusOr<proto::CompileRecipe> greedy = examples::MakeRecipe(*job, layout, examples::CompileSettings(), false);
   ASSERT_TRUE(greedy.ok()) << greedy.status();
   EXPECT_FALSE(examples::SettingsFromRecipe(*greedy).sbp_search);
+  // A call cost the settings gave (CompileSettings::collective_call_seconds) is kept too;
+  // not given, it reads back not given (the calibration file's, as compiled).
+  EXPECT_FALSE(examples::SettingsFromRecipe(*recipe).collective_call_seconds.has_value());
+  settings.collective_call_seconds = 1.25e-4;
+  absl::StatusOr<proto::CompileRecipe> charged = examples::MakeRecipe(*job, layout, settings, false);
+  ASSERT_TRUE(charged.ok()) << charged.status();
+  EXPECT_EQ(examples::SettingsFromRecipe(*charged).collective_call_seconds, 1.25e-4);
 }
 
 }  // namespace

@@ -54,6 +54,9 @@ absl::StatusOr<proto::CompileRecipe> MakeRecipe(const proto::Job& job, const Par
   recipe.set_sparse_boxing(settings.sparse_boxing);
   recipe.set_fuse_epilogues(settings.fuse_epilogues);
   recipe.set_sbp_search(settings.sbp_search);
+  if (settings.collective_call_seconds.has_value()) {
+    recipe.set_sbp_search_call_seconds(*settings.collective_call_seconds);
+  }
   recipe.set_communication_streams(settings.communication_streams);
   recipe.set_recompute(settings.recompute);
   recipe.set_pp_schedule(settings.pp_schedule);
@@ -120,6 +123,7 @@ CompileSettings SettingsFromRecipe(const proto::CompileRecipe& recipe) {
   settings.sparse_boxing = recipe.sparse_boxing();
   settings.fuse_epilogues = recipe.fuse_epilogues();
   settings.sbp_search = recipe.sbp_search();
+  if (recipe.has_sbp_search_call_seconds()) settings.collective_call_seconds = recipe.sbp_search_call_seconds();
   settings.communication_streams = recipe.communication_streams();
   settings.recompute = recipe.recompute();
   settings.pp_schedule = recipe.pp_schedule();
