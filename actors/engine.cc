@@ -474,8 +474,7 @@ std::string Engine::WaitingFor(const ActorRuntime& actor, const ThreadRuntime& t
   }
   for (size_t k = 0; k < actor.predecessors.size(); ++k) {
     if (actor.predecessor_acted[k] < PredecessorNeeds(actor, actors_[actor.predecessors[k]])) {
-      return absl::StrCat("waits at iteration ", i, " for control predecessor ",
-                          ActorText(actor.predecessors[k]));
+      return absl::StrCat("waits at iteration ", i, " for control predecessor ", ActorText(actor.predecessors[k]));
     }
   }
   if (actor.gated && i >= thread.device_done + thread.register_count) {
@@ -496,18 +495,11 @@ void Engine::Act(int a, ThreadRuntime& thread) {
   current_device_ = actor.device;
   current_rate_ = actor.rate;
   const int64_t start = options_.record_acts ? NowNs() : 0;
-  absl::Status status;
-  if (thread.waits_on_peers) {  // a communication or transfer thread
-    status = actor.act(i + options_.first_iteration * actor.rate, *this);
-  } else {
-    // A compute act, counted for the communication waits, which spin only while no
-    // compute runs (oneflow_core/comm/compute_activity.h).
-    const ComputeActScope computing;
-    status = actor.act(i + options_.first_iteration * actor.rate, *this);
-  }
+  // Compute threads' acts counted for the UCX waits (oneflow_core/comm/compute_activity.h).
+  const ComputeActScope computing(/*counted=*/!thread.waits_on_peers);
+  absl::Status status = actor.act(i + options_.first_iteration * actor.rate, *this);
   if (options_.record_acts) {
-    thread.records.push_back(ActRecord{thread.index, actor.device,
-                                       actor.def->id(), i, start, NowNs()});
+    thread.records.push_back(ActRecord{thread.index, actor.device, actor.def->id(), i, start, NowNs()});
   }
   if (!status.ok()) {
     const proto::DevicePlan& device_plan = plan_.devices(actor.device);

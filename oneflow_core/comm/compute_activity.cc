@@ -14,8 +14,12 @@ std::atomic<int>& Running() {
 
 int ComputeActsRunning() { return Running().load(std::memory_order_relaxed); }
 
-ComputeActScope::ComputeActScope() { Running().fetch_add(1, std::memory_order_relaxed); }
+ComputeActScope::ComputeActScope(bool counted) : counted_(counted) {
+  if (counted_) Running().fetch_add(1, std::memory_order_relaxed);
+}
 
-ComputeActScope::~ComputeActScope() { Running().fetch_sub(1, std::memory_order_relaxed); }
+ComputeActScope::~ComputeActScope() {
+  if (counted_) Running().fetch_sub(1, std::memory_order_relaxed);
+}
 
 }  // namespace oneflow

@@ -19,13 +19,17 @@ namespace oneflow {
 // Compute acts running in this process now (0 when every compute thread waits).
 int ComputeActsRunning();
 
-// Counts one compute act in for its lifetime.
+// Counts one compute act in for its lifetime; a scope made with `counted` false counts
+// nothing (the engine makes one for every act, counted on compute threads only).
 class ComputeActScope {
  public:
-  ComputeActScope();
+  explicit ComputeActScope(bool counted = true);
   ~ComputeActScope();
   ComputeActScope(const ComputeActScope&) = delete;
   ComputeActScope& operator=(const ComputeActScope&) = delete;
+
+ private:
+  const bool counted_;
 };
 
 }  // namespace oneflow

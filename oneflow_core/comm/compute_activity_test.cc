@@ -17,6 +17,8 @@ TEST(ComputeActivity, CountsTheScopesAliveOnEveryThread) {
     {
       const ComputeActScope second;
       EXPECT_EQ(ComputeActsRunning(), 2);
+      const ComputeActScope uncounted(/*counted=*/false);  // a communication thread's act
+      EXPECT_EQ(ComputeActsRunning(), 2);
     }
     EXPECT_EQ(ComputeActsRunning(), 1);
   }

@@ -6,6 +6,7 @@
 #include <thread>
 
 #include "actors/thread_priority.h"
+#include "oneflow_core/comm/compute_activity.h"
 #include "compiler/compiler.h"
 #include "gtest/gtest.h"
 #include "tests/mlp_plan.h"
@@ -264,6 +265,36 @@ TEST(EngineTest, CommunicationThreadsLeadComputeThreadsByAShortSliceOrTenNiceLev
   EXPECT_EQ(off.compute, std::set<int>{base});
   EXPECT_EQ(off.communication, std::set<int>{base});
   for (int64_t slice : off.communication_slices) EXPECT_NE(slice, slice_ns);
+}
+
+// Every compute act runs counted (oneflow_core/comm/compute_activity.h: the UCX waits
+// spin only while the count is 0) and a communication act's own run is not: at tp = 2 a
+// collective act sees at most the 2 devices' compute acts. Nothing stays counted after
+// the run.
+TEST(EngineTest, ComputeActsAreCountedForTheCommunicationWaits) {
+  const proto::Plan plan = MlpPlan(1, 2, 1);
+  std::mutex mutex;
+  int least_in_compute = 1 << 20;
+  int most_in_communication = 0;
+  BindFunction record = [&](const ActorBinding& binding) -> absl::StatusOr<ActFunction> {
+    const bool collective = binding.actor->thread() == proto::THREAD_COMMUNICATION;
+    return ActFunction([&, collective](int64_t, const ActContext&) {
+      const int running = ComputeActsRunning();
+      std::lock_guard<std::mutex> lock(mutex);
+      if (collective) {
+        most_in_communication = std::max(most_in_communication, running);
+      } else {
+        least_in_compute = std::min(least_in_compute, running);
+      }
+      return absl::OkStatus();
+    });
+  };
+  EngineOptions options;
+  options.iterations = 3;
+  ASSERT_TRUE(RunEngine(plan, record, options).ok());
+  EXPECT_GE(least_in_compute, 1);
+  EXPECT_LE(most_in_communication, 2);  // the 2 devices' compute threads at most, never itself
+  EXPECT_EQ(ComputeActsRunning(), 0);
 }
 
 }  // namespace
