@@ -172,6 +172,10 @@ const std::vector<Layout>& ExtraLayouts() {
       }
       out->push_back(Layout{model, 1, 4, {{"dp", "2"}, {"tp", "2"}, {"zero", "2"}}});
       out->push_back(Layout{model, 1, 3, {{"dp", "3"}, {"tp", "1"}, {"zero", "3"}}});
+      // Stage 3 keeping forward's gathered copies for backward, across nodes beside tp
+      // (the issue-24 bench's gpt_dp3tp2 runs this way: docs/zero.md).
+      out->push_back(
+          Layout{model, 2, 2, {{"dp", "2"}, {"tp", "2"}, {"zero", "3"}, {"zero3_regather", "false"}}});
     }
     return out;
   }();

@@ -341,6 +341,28 @@ TEST(ZeroPlanTest, StageThreeRegatherLowersThePlannedPeak) {
   }
 }
 
+// Keeping forward's gathered copy for backward (--zero3_regather=false) sends stage 0's
+// bytes: a reduce-scatter of each gradient and one gather of each parameter are its
+// all-reduce, split in two (docs/zero.md). Re-gathering sends a second gather: more.
+TEST(ZeroPlanTest, StageThreeKeepingTheForwardCopySendsStageZerosBytes) {
+  absl::StatusOr<proto::Plan> plain = CompileModel("gpt", 4, 1, 0);
+  absl::StatusOr<proto::Plan> kept = CompileModel("gpt", 4, 1, 3, /*regather=*/false);
+  absl::StatusOr<proto::Plan> again = CompileModel("gpt", 4, 1, 3, /*regather=*/true);
+  ASSERT_TRUE(plain.ok()) << plain.status();
+  ASSERT_TRUE(kept.ok()) << kept.status();
+  ASSERT_TRUE(again.ok()) << again.status();
+  for (int d = 0; d < plain->devices_size(); ++d) {
+    const int64_t zero0 = plain->devices(d).bytes_sent_per_iter();
+    const int64_t zero3_kept = kept->devices(d).bytes_sent_per_iter();
+    const int64_t zero3_again = again->devices(d).bytes_sent_per_iter();
+    std::printf("device %d sends %lld B at zero 0, %lld B at zero 3 keeping the copy, %lld B re-gathering\n", d,
+                static_cast<long long>(zero0), static_cast<long long>(zero3_kept),
+                static_cast<long long>(zero3_again));
+    EXPECT_NEAR(static_cast<double>(zero3_kept), static_cast<double>(zero0), 0.02 * zero0) << "device " << d;
+    EXPECT_GT(zero3_again, zero3_kept + zero0 / 5) << "device " << d;
+  }
+}
+
 // tp beside dp: the shard splits the tensor axis tp leaves whole, and the plan compiles
 // for every stage.
 TEST(ZeroPlanTest, ShardsBesideTensorParallelism) {

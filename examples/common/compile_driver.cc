@@ -69,6 +69,7 @@ absl::StatusOr<CompileOptions> CompileOptionsFor(const ParallelLayout& layout, c
   options.sparse_boxing = settings.sparse_boxing == "auto";
   options.fuse_epilogues = settings.fuse_epilogues;
   options.search_sbp = settings.sbp_search;
+  options.zero3_regather = settings.zero3_regather;
   if (settings.communication_streams != "auto" && settings.communication_streams != "one") {
     return absl::InvalidArgumentError(absl::StrCat("--communication_streams=", settings.communication_streams,
                                                    " is not one of: auto, one"));

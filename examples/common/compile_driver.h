@@ -37,6 +37,9 @@ struct CompileSettings {
   // --codec_calibration's file for the layout's cluster (compiler/auto_parallel/host_terms.h
   // HostTermsFor), 0 without a file or without a host or machine line that measured one.
   std::optional<double> collective_call_seconds;
+  // --zero3_regather: with --zero=3, backward gathers each parameter again (prefetched one
+  // reading op ahead) instead of keeping forward's gathered copy (CompileOptions::zero3_regather).
+  bool zero3_regather = true;
   // auto: a communication stream per group class; one: every collective on one thread.
   std::string communication_streams = "auto";
   // Activation recomputation (CompileOptions::recompute): none, selective or full.

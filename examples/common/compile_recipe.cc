@@ -57,6 +57,8 @@ absl::StatusOr<proto::CompileRecipe> MakeRecipe(const proto::Job& job, const Par
   if (settings.collective_call_seconds.has_value()) {
     recipe.set_sbp_search_call_seconds(*settings.collective_call_seconds);
   }
+  // Absent in plans from before the flag, whose ZeRO-3 re-gathered: written only when off.
+  if (!settings.zero3_regather) recipe.set_zero3_regather(false);
   recipe.set_communication_streams(settings.communication_streams);
   recipe.set_recompute(settings.recompute);
   recipe.set_pp_schedule(settings.pp_schedule);
@@ -124,6 +126,7 @@ CompileSettings SettingsFromRecipe(const proto::CompileRecipe& recipe) {
   settings.fuse_epilogues = recipe.fuse_epilogues();
   settings.sbp_search = recipe.sbp_search();
   if (recipe.has_sbp_search_call_seconds()) settings.collective_call_seconds = recipe.sbp_search_call_seconds();
+  settings.zero3_regather = !recipe.has_zero3_regather() || recipe.zero3_regather();
   settings.communication_streams = recipe.communication_streams();
   settings.recompute = recipe.recompute();
   settings.pp_schedule = recipe.pp_schedule();

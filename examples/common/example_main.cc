@@ -155,6 +155,11 @@ ABSL_FLAG(bool, sbp_search, false,
           "(compiler/passes/sbp_search_pass.h); false: the greedy choice. Not given: on with "
           "--auto_parallel (every layout the search probes and the chosen one), off otherwise.")
     .OnUpdate([] { ++sbp_search_updates; });
+ABSL_FLAG(bool, zero3_regather, true,
+          "With --zero=3: backward gathers each parameter again, prefetched one parameter-reading op "
+          "ahead, so forward's gathered copies die with their last forward reader (lower peak, 1.5x "
+          "the parameter traffic of --zero=0); false: forward's gathered copy is kept for backward "
+          "(the traffic of --zero=0: a reduce-scatter and one gather per parameter; docs/zero.md).");
 ABSL_FLAG(std::string, communication_streams, "auto",
           "auto: each class of communicator groups (a hierarchy axis of a placement: data-parallel "
           "reductions, tensor-parallel activations, ...) gets its own communication stream, one thread "
@@ -248,6 +253,7 @@ CompileSettings SettingsFromFlags() {
   settings.bucket_mb_given = bucket_mb_updates > 1;
   settings.sparse_boxing = absl::GetFlag(FLAGS_sparse_boxing);
   settings.fuse_epilogues = absl::GetFlag(FLAGS_fuse_epilogues);
+  settings.zero3_regather = absl::GetFlag(FLAGS_zero3_regather);
   // Per-op SBP is part of what --auto_parallel searches unless --sbp_search says otherwise.
   settings.sbp_search =
       sbp_search_updates > 1 ? absl::GetFlag(FLAGS_sbp_search) : absl::GetFlag(FLAGS_auto_parallel);
