@@ -87,4 +87,12 @@ expect_error "--pp_schedule=auto is not in the cost model" --layers=2 --hidden=3
 expect_error "drop --predict_step" "${model[@]}" --auto_parallel --predict_step
 expect_error "--auto_parallel chooses --pp_schedule; do not give --pp_schedule=zb with it" "${model[@]}" --auto_parallel \
   --pp_schedule=zb
+# --zero3_regather=false: not priced (the model's ZeRO-3 re-gathers), and only for --zero=3.
+expect_error "--zero3_regather=false is not in --auto_parallel's cost model" "${model[@]}" --auto_parallel \
+  --zero3_regather=false
+expect_error "--zero3_regather=false is not in the cost model: drop it or --predict_step" --layers=2 --hidden=32 \
+  --heads=4 --seq=8 --batch=8 --vocab=64 --devices_per_node=2 --dp=2 --zero=3 --zero3_regather=false --predict_step
+expect_error "--zero3_regather=false keeps ZeRO-3's gathered parameters; it needs --zero=3 (got --zero=2)" \
+  --layers=2 --hidden=32 --heads=4 --seq=8 --batch=8 --vocab=64 --devices_per_node=2 --dp=2 --zero=2 \
+  --zero3_regather=false
 echo PASS

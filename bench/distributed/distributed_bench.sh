@@ -16,7 +16,9 @@
 #   demo_loopback  2 x 2 loopback daemons, the demo's gpt (2 blocks, hidden 256, dp=2 x tp=2);
 #                  goal launched <= 1.3x in-process
 #   gpt_dp3tp2     3 hosts x 2, gpt layers 6 hidden 384 heads 6 seq 64 batch 12, dp=3 x tp=2,
-#                  off and auto; goals: off <= 1.2 x max(in-process, link), auto <= 1.2x in-process
+#                  off, off_zero3 and auto; goals: off and off_zero3 <= 1.2 x max(in-process,
+#                  link), auto <= 1.2x in-process. off_zero3 is dense with --zero=3
+#                  --zero3_regather=false --bucket_mb=1: off's bytes, half of them gathered in forward
 #   dp3_h256       3 hosts x 1, gpt hidden 256 layers 2 batch 12, dp=3, off, auto and PyTorch DDP;
 #                  goal auto <= off
 #   dp3_h512       3 hosts x 1, gpt hidden 512 layers 4 heads 8 batch 12, dp=3, off, auto and PyTorch
@@ -167,7 +169,7 @@ fi
 case_spec() {
   case "$1" in
     demo_loopback) echo "loopback 2 2 off|--dp=2 --tp=2 --layers=2 --hidden=256 --heads=8 --batch=8 --seq=32 --vocab=256 --lr=0.01" ;;
-    gpt_dp3tp2) echo "netns 3 2 off,auto|--dp=3 --tp=2 --layers=6 --hidden=384 --heads=6 --seq=64 --batch=12" ;;
+    gpt_dp3tp2) echo "netns 3 2 off,off_zero3,auto|--dp=3 --tp=2 --layers=6 --hidden=384 --heads=6 --seq=64 --batch=12" ;;
     # batch 12: divisible by dp=3 (an uneven S(0) split of 8 rows makes a plan of 89 collectives
     # instead of 4, which examples/gpt refuses without --uneven_batch, and PyTorch's DDP needs
     # equal rows per rank).
@@ -282,14 +284,21 @@ run_case() {
       continue
     fi
     plan="$dir/$mode.plan"
-    local compression="$mode" bucket_flags=() calibration_flags=()
+    local compression="$mode" bucket_flags=() calibration_flags=() mode_flags=()
     [[ -n "$CASE_CALIBRATION" ]] && calibration_flags=(--codec_calibration="$CASE_CALIBRATION")
     if [[ "$mode" == off_bucket_mb_* ]]; then
       compression=off
       bucket_flags=(--bucket_mb="$BUCKET_REFERENCE")
     fi
+    if [[ "$mode" == off_zero3 ]]; then
+      # Dense, the same bytes as off: ZeRO-3 keeping forward's gathered copies, so each
+      # gradient's all-reduce becomes a reduce-scatter in backward and a gather in the next
+      # forward, with 1 MiB buckets (docs/zero.md, "Stage 3 without the re-gather").
+      compression=off
+      mode_flags=(--zero=3 --zero3_regather=false --bucket_mb=1)
+    fi
     # shellcheck disable=SC2086
-    "$BIN/gpt" --nodes="$nodes" --devices_per_node="$dpn" $flags $GPT_FLAGS "${bucket_flags[@]}" "${calibration_flags[@]}" \
+    "$BIN/gpt" --nodes="$nodes" --devices_per_node="$dpn" $flags $GPT_FLAGS "${bucket_flags[@]}" "${mode_flags[@]}" "${calibration_flags[@]}" \
       --compression="$compression" --inter_node_bandwidth="$bw" --plan_out="$plan" > "$dir/$mode.compile.log"
     # --rounds: the in-process run and the launch alternate, ROUNDS times each, so that the
     # machine's drift between them lands on both sides; round r's files end in .rR (r > 0).

@@ -373,6 +373,11 @@ absl::Status CompileAndReportAuto(const JobBuilder& build) {
                                                      "=", flag->CurrentValue(), " with it"));
     }
   }
+  if (!absl::GetFlag(FLAGS_zero3_regather)) {
+    return absl::InvalidArgumentError(
+        "--zero3_regather=false is not in --auto_parallel's cost model (it prices ZeRO-3 re-gathering for backward): "
+        "drop it, or give the layout by hand (--dp --tp --zero=3 --zero3_regather=false)");
+  }
   if (absl::GetFlag(FLAGS_print_graph)) {
     return absl::InvalidArgumentError(
         "--print_graph prints one layout's graph; compile with --auto_parallel --plan_out=FILE and inspect the plan");
@@ -431,6 +436,11 @@ absl::StatusOr<proto::AutoParallelDecision> PredictGivenLayout(const JobBuilder&
   }
   OF_ASSIGN_OR_RETURN(const proto::PipelineSchedule schedule, PricedSchedule(layout, settings, "--predict_step",
                                                                              "drop it or --predict_step"));
+  if (!settings.zero3_regather) {
+    return absl::InvalidArgumentError(
+        "--predict_step prices ZeRO-3 re-gathering for backward; --zero3_regather=false is not in the cost model: "
+        "drop it or --predict_step");
+  }
   AutoParallelRequest request;
   request.cluster.nodes = absl::GetFlag(FLAGS_nodes);
   request.cluster.devices_per_node = absl::GetFlag(FLAGS_devices_per_node);
