@@ -126,6 +126,27 @@ TEST(BucketCapTest, AFastLinkBoundsEachBucketToAnEighthOfTheGroup) {
       limit);
 }
 
+// A reduce-scatter group (ZeRO-2 and 3) takes the eighth on a slow link too: it moves half
+// an all-reduce's bytes in backward, which was then shorter than the transfer no longer
+// (gpt_dp3tp2 at 1 Gbit/s with ZeRO-3 keeping its gathered copies: 7.14 MiB buckets, the
+// first big one 130 ms into backward, a 732 ms step; 1 MiB buckets 587-648 ms; docs/zero.md).
+// At 1 Gbit/s, 0.5 ms a round, a group of 48 MiB is priced 0.5 ms + (2/3) 50,331,648 /
+// 125e6 = 268.935 ms (one round); an eighth, 33.617 ms, gives 0.5 ms + (2/3) T / 125e6 <=
+// 33.617 ms: T <= 6,209,414 B, 6,209,408 as a multiple of 64. An all-reduce group of the
+// same bytes keeps the 40 ms cap (above).
+TEST(BucketCapTest, AReduceScatterGroupTakesTheEighthOnASlowLinkToo) {
+  const LinkModel one_gigabit{100e9, 125e6, 1e-5, 5e-4};
+  const Placement dp3 = Grid(3, 1);
+  const int64_t limit = BucketBytesLimit(25);
+  const BucketCap scatter =
+      BucketCapFor(one_gigabit, dp3, 0, BoxingKind::kReduceScatter, limit, false, BucketGroupBytes{50331648});
+  EXPECT_EQ(scatter.bytes, 6209408) << scatter.reason;
+  EXPECT_NE(scatter.reason.find("at most 1/8 of that per bucket"), std::string::npos) << scatter.reason;
+  EXPECT_EQ(BucketCapFor(one_gigabit, dp3, 0, BoxingKind::kReduceScatter, limit, false).bytes, 7406208);
+  EXPECT_EQ(BucketCapFor(one_gigabit, dp3, 0, BoxingKind::kReduceScatter, limit, true, BucketGroupBytes{50331648}).bytes,
+            limit);
+}
+
 // The 2-block gpt at dp=2 over 2 nodes. On fast links it packs as on one node: the loss
 // and block 1 (13 members, the first bucket of at most 1 MiB), then block 0, wpe and wte
 // (12, 1.03 MiB). At 100 Mbit/s the cap is 1 MiB (40 ms move 0.49 MB; never below the

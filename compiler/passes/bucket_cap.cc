@@ -36,7 +36,7 @@ BucketCap BucketCapFor(const LinkModel& links, const Placement& placement, int64
   double target = kNodeCrossingBucketSeconds;
   std::string why_target;
   const CollectiveCost limit_price = PriceBucket(links, placement, axis, kind, limit);
-  if (group.total > 0 && limit_price.seconds() <= kNodeCrossingBucketSeconds) {
+  if (group.total > 0 && (limit_price.seconds() <= kNodeCrossingBucketSeconds || kind == BoxingKind::kReduceScatter)) {
     const CollectiveCost whole = PriceBucket(links, placement, axis, kind, group.total);
     const double share = whole.seconds() / kNodeCrossingBucketsPerGroup;
     if (share < target) {
