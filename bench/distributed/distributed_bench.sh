@@ -18,7 +18,7 @@
 #   gpt_dp3tp2     3 hosts x 2, gpt layers 6 hidden 384 heads 6 seq 64 batch 12, dp=3 x tp=2,
 #                  off, off_zero3 and auto; goals: off and off_zero3 <= 1.2 x max(in-process,
 #                  link), auto <= 1.2x in-process. off_zero3 is dense with --zero=3
-#                  --zero3_regather=false --bucket_mb=1: off's bytes, half of them gathered in forward
+#                  --zero3_regather=false: off's bytes, half of them gathered in forward
 #   dp3_h256       3 hosts x 1, gpt hidden 256 layers 2 batch 12, dp=3, off, auto and PyTorch DDP;
 #                  goal auto <= off
 #   dp3_h512       3 hosts x 1, gpt hidden 512 layers 4 heads 8 batch 12, dp=3, off, auto and PyTorch
@@ -293,9 +293,9 @@ run_case() {
     if [[ "$mode" == off_zero3 ]]; then
       # Dense, the same bytes as off: ZeRO-3 keeping forward's gathered copies, so each
       # gradient's all-reduce becomes a reduce-scatter in backward and a gather in the next
-      # forward, with 1 MiB buckets (docs/zero.md, "Stage 3 without the re-gather").
+      # forward (docs/zero.md, "Stage 3 keeping forward's copy").
       compression=off
-      mode_flags=(--zero=3 --zero3_regather=false --bucket_mb=1)
+      mode_flags=(--zero=3 --zero3_regather=false)
     fi
     # shellcheck disable=SC2086
     "$BIN/gpt" --nodes="$nodes" --devices_per_node="$dpn" $flags $GPT_FLAGS "${bucket_flags[@]}" "${mode_flags[@]}" "${calibration_flags[@]}" \
