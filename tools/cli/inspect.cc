@@ -34,6 +34,11 @@ std::string DeviceTitle(const proto::Plan& plan, int device) {
   return absl::StrCat("device ", device, " (", DeviceIdText(plan.devices(device).device()), ")");
 }
 
+std::string BucketKindText(const proto::GradientBucketDef& bucket, const PlanIndex& index) {
+  const proto::CollectiveDef* collective = index.FindCollective(bucket.collective_id());
+  return collective != nullptr && collective->kind() == proto::REDUCE_SCATTER ? "reduce_scatter" : "all_reduce";
+}
+
 absl::StatusOr<InspectFormat> ParseInspectFormat(absl::string_view text) {
   if (text == "text") return InspectFormat::kText;
   if (text == "json") return InspectFormat::kJson;

@@ -243,6 +243,17 @@ const google::protobuf::Struct* Boxing(const google::protobuf::Struct& json, con
   return nullptr;
 }
 
+// Each bucket's kind in the JSON is its collective's, as the text says (golden file: bucket
+// 0 an all-reduce, bucket 1 a reduce-scatter); it once read "all_reduce" for every bucket.
+TEST(InspectCompressionTest, JsonNamesEachBucketsCollective) {
+  const google::protobuf::Struct json = ParseJson(Inspect(CompressedGpt(), InspectFormat::kJson));
+  std::vector<std::string> kinds;
+  for (const auto& bucket : json.fields().at("buckets").list_value().values()) {
+    kinds.push_back(bucket.struct_value().fields().at("kind").string_value());
+  }
+  EXPECT_EQ(kinds, (std::vector<std::string>{"all_reduce", "reduce_scatter"}));
+}
+
 TEST(InspectCompressionTest, JsonCarriesBothLevelsDenseAndWireBytesAndTheSaving) {
   const google::protobuf::Struct json = ParseJson(Inspect(CompressedGpt(), InspectFormat::kJson));
   // The gradient of w_q: reduce-scatter of [32, 32] over 2 nodes x 2 devices, 3 chunks of

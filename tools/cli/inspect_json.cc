@@ -304,12 +304,12 @@ void WriteDevice(const proto::Plan& plan, const PlanIndex& index, const Compress
 }
 
 // A gradient bucket (Plan.buckets) with its members in packing (= backward) order.
-void WriteBucket(const proto::GradientBucketDef& bucket, JsonWriter& json) {
+void WriteBucket(const proto::GradientBucketDef& bucket, const PlanIndex& index, JsonWriter& json) {
   json.BeginObject();
   json.Key("id");
   json.Int(bucket.id());
   json.Key("kind");
-  json.String("all_reduce");
+  json.String(BucketKindText(bucket, index));
   json.Key("hierarchy_axis");
   json.Int(bucket.hierarchy_axis());
   json.Key("placement");
@@ -494,7 +494,7 @@ std::string RenderJson(const proto::Plan& plan, const PlanIndex& index, std::opt
   json.Int(plan.bucket_bytes_limit());
   json.Key("buckets");
   json.BeginArray();
-  for (const proto::GradientBucketDef& bucket : plan.buckets()) WriteBucket(bucket, json);
+  for (const proto::GradientBucketDef& bucket : plan.buckets()) WriteBucket(bucket, index, json);
   json.EndArray();
   // Communication streams (Plan.streams): each device issues each stream's collectives
   // (devices[].collective_order[].stream) on a thread of its own.

@@ -31,6 +31,10 @@ std::string RenderDeviceDot(const proto::Plan& plan, const PlanIndex& index, int
 // "device 0 (0:0)": how every format names a device (index for --device, and its id).
 std::string DeviceTitle(const proto::Plan& plan, int device);
 
+// What a gradient bucket's collective is, as every format names it: "reduce_scatter"
+// (ZeRO-2 and 3) or "all_reduce".
+std::string BucketKindText(const proto::GradientBucketDef& bucket, const PlanIndex& index);
+
 }  // namespace oneflow::cli
 
 #endif  // TOOLS_CLI_INSPECT_RENDER_H_

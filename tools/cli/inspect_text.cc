@@ -326,10 +326,8 @@ void AppendBoxing(const proto::BoxingDef& boxing, int b, const PlanIndex& index,
 // which is the order backward produces them.
 void AppendBucket(const proto::GradientBucketDef& bucket, const PlanIndex& index, std::string* out) {
   const proto::CollectiveDef* collective = index.FindCollective(bucket.collective_id());
-  absl::StrAppend(out, "  bucket ", bucket.id(), ": ",
-                  collective != nullptr && collective->kind() == proto::REDUCE_SCATTER ? "reduce_scatter" : "all_reduce",
-                  " on axis ", bucket.hierarchy_axis(), " of ",
-                  PlacementText(bucket.placement()), ", ", Plural(bucket.members_size(), "member", "members"), ", ",
+  absl::StrAppend(out, "  bucket ", bucket.id(), ": ", BucketKindText(bucket, index), " on axis ",
+                  bucket.hierarchy_axis(), " of ", PlacementText(bucket.placement()), ", ", Plural(bucket.members_size(), "member", "members"), ", ",
                   FormatBytes(bucket.size_bytes()), " per device, ",
                   collective == nullptr ? std::string("no collective") : absl::StrCat("collective ", collective->id()),
                   bucket.compression().kind() != proto::Compression::NONE
