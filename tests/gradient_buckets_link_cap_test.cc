@@ -127,7 +127,7 @@ TEST(BucketCapTest, AFastLinkBoundsEachBucketToAnEighthOfTheGroup) {
 }
 
 // A reduce-scatter group (ZeRO-2 and 3) takes the eighth on a slow link too: it moves half
-// an all-reduce's bytes in backward, which was then shorter than the transfer no longer
+// an all-reduce's bytes in backward, so backward is no longer shorter than its transfer
 // (gpt_dp3tp2 at 1 Gbit/s with ZeRO-3 keeping its gathered copies: 7.14 MiB buckets, the
 // first big one 130 ms into backward, a 732 ms step; 1 MiB buckets 587-648 ms; docs/zero.md).
 // At 1 Gbit/s, 0.5 ms a round, a group of 48 MiB is priced 0.5 ms + (2/3) 50,331,648 /

@@ -327,7 +327,8 @@ void AppendBoxing(const proto::BoxingDef& boxing, int b, const PlanIndex& index,
 void AppendBucket(const proto::GradientBucketDef& bucket, const PlanIndex& index, std::string* out) {
   const proto::CollectiveDef* collective = index.FindCollective(bucket.collective_id());
   absl::StrAppend(out, "  bucket ", bucket.id(), ": ", BucketKindText(bucket, index), " on axis ",
-                  bucket.hierarchy_axis(), " of ", PlacementText(bucket.placement()), ", ", Plural(bucket.members_size(), "member", "members"), ", ",
+                  bucket.hierarchy_axis(), " of ", PlacementText(bucket.placement()), ", ",
+                  Plural(bucket.members_size(), "member", "members"), ", ",
                   FormatBytes(bucket.size_bytes()), " per device, ",
                   collective == nullptr ? std::string("no collective") : absl::StrCat("collective ", collective->id()),
                   bucket.compression().kind() != proto::Compression::NONE
