@@ -278,6 +278,14 @@ absl::StatusOr<bool> OptimizerPass::Run(Compilation* compilation) {
   OF_RETURN_IF_ERROR(CheckSchedule(optimizer.schedule()));
   OF_RETURN_IF_ERROR(CheckZero(optimizer));
   OF_RETURN_IF_ERROR(CheckAdamW(optimizer));
+  // Checked here, where the stage is the job's (a graph text's optimizer line may set it
+  // without --zero), not in the flags.
+  if (!compilation->options.zero3_regather && optimizer.zero_stage() != 3) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "--zero3_regather=false (CompileOptions::zero3_regather) keeps ZeRO-3's gathered parameters for backward; it "
+        "needs --zero=3 (the optimizer's zero_stage is ",
+        optimizer.zero_stage(), ")"));
+  }
   // ZeRO: the variables split over the data-parallel axis, by name.
   absl::flat_hash_map<std::string, Sharding> shards;
   std::vector<std::pair<std::string, Sharding>> in_order;  // Deterministic plans.

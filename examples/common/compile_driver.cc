@@ -69,10 +69,6 @@ absl::StatusOr<CompileOptions> CompileOptionsFor(const ParallelLayout& layout, c
   options.sparse_boxing = settings.sparse_boxing == "auto";
   options.fuse_epilogues = settings.fuse_epilogues;
   options.search_sbp = settings.sbp_search;
-  if (!settings.zero3_regather && layout.zero() != 3) {
-    return absl::InvalidArgumentError(absl::StrCat("--zero3_regather=false keeps ZeRO-3's gathered parameters; it needs "
-                                                   "--zero=3 (got --zero=", layout.zero(), ")"));
-  }
   options.zero3_regather = settings.zero3_regather;
   if (settings.communication_streams != "auto" && settings.communication_streams != "one") {
     return absl::InvalidArgumentError(absl::StrCat("--communication_streams=", settings.communication_streams,

@@ -36,6 +36,9 @@ ABSL_FLAG(int64_t, micro_batches, 1,
           "Micro-batches per iteration; the graph's data tensors are one micro-batch.");
 ABSL_FLAG(int64_t, zero, 0,
           "ZeRO stage 1..3 over the data-parallel axis (docs/zero.md); 0: as the graph's optimizer line says.");
+ABSL_FLAG(bool, zero3_regather, true,
+          "With --zero=3: backward gathers each parameter again; false keeps forward's gathered copy (the "
+          "bytes of --zero=0, half of them gathered in forward; docs/zero.md).");
 ABSL_FLAG(double, intra_node_bandwidth, 100e9, "Bytes/s between devices of one node.");
 ABSL_FLAG(double, inter_node_bandwidth, 12.5e9, "Bytes/s between nodes.");
 ABSL_FLAG(double, intra_node_latency, 1e-5,
@@ -175,6 +178,11 @@ absl::Status CheckNoLayoutFlags() {
                                                      "=", flag->CurrentValue(), " with it"));
     }
   }
+  if (!absl::GetFlag(FLAGS_zero3_regather)) {
+    return absl::InvalidArgumentError(
+        "--zero3_regather=false is not in --auto_parallel's cost model (it prices ZeRO-3 re-gathering for backward): "
+        "drop it, or give the layout by hand (--dp --tp --zero=3 --zero3_regather=false)");
+  }
   if (!absl::GetFlag(FLAGS_dump_after).empty()) {
     return absl::InvalidArgumentError(
         "--dump_after dumps one layout's compilation; compile the chosen layout's flags without --auto_parallel "
@@ -232,6 +240,7 @@ absl::Status RunCompile(const std::vector<std::string>& arguments, std::ostream&
   settings.bucket_mb_given = bucket_mb_updates > 1;
   settings.sparse_boxing = absl::GetFlag(FLAGS_sparse_boxing);
   settings.fuse_epilogues = absl::GetFlag(FLAGS_fuse_epilogues);
+  settings.zero3_regather = absl::GetFlag(FLAGS_zero3_regather);
   // Per-op SBP is part of what --auto_parallel searches unless --sbp_search says otherwise.
   settings.sbp_search =
       sbp_search_updates > 1 ? absl::GetFlag(FLAGS_sbp_search) : absl::GetFlag(FLAGS_auto_parallel);
@@ -321,6 +330,7 @@ Subcommand CompileSubcommand() {
   command.arguments = "GRAPH.txt";
   command.flag_usage =
       "[--nodes=N] [--devices_per_node=N] [--dp=N] [--tp=N] [--pp=N] [--micro_batches=N] [--zero=0..3] "
+      "[--zero3_regather=true|false] "
       "[--cp=N] [--cp_attention=ulysses|ring|auto] [--cp_ring_split=contiguous|zigzag] [--virtual_stages=N] [--pp_schedule=1f1b|interleaved|zb|auto] [--recompute=none|selective|full] "
       "[--precision=fp32|bf16] [--compression=off|auto|fp8|int8|int4] [--auto_parallel [--device_memory=BYTES]] "
       "[--plan_out=FILE]";
@@ -337,7 +347,8 @@ Subcommand CompileSubcommand() {
                    "virtual_stages",       "cp",                   "cp_attention",
                    "cp_ring_split",        "communication_streams", "gradient_wire",
                    "compression_warmup",   "codec_accuracy_bound", "error_feedback",
-                   "compress_in_node",     "int4_gradient_scale",  "sbp_search"};
+                   "compress_in_node",     "int4_gradient_scale",  "sbp_search",
+                   "zero3_regather"};
   command.flag_help = {{"nodes", "Nodes of the cluster (a count; default 1)."},
                        {"threads_per_device",
                         "Threads each CPU device runs its compute kernels on, kept in the plan's cluster "

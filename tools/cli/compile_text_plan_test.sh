@@ -207,4 +207,23 @@ err=$("$ONEFLOW" compile "$DIR/mlp_free.txt" --devices_per_node=4 --dp=4 --devic
   fail "--device_memory without --auto_parallel accepted"
 [[ "$err" == "oneflow compile: --device_memory=4096 is a limit for --auto_parallel's search or --pp_schedule=auto; add one of them" ]] ||
   fail "$err"
+# --zero3_regather=false (docs/zero.md): the text's ZeRO-3 plan sends --zero=0's bytes,
+# re-gathering more; by hand only (not in --auto_parallel's cost model), and only at stage 3.
+sends() {  # device 0's bytes sent per iteration, from the compile summary
+  "$ONEFLOW" compile "$DIR/gpt_free.txt" --devices_per_node=4 --dp=4 "$@" |
+    sed -n 's/^device 0:0: .* sends \([0-9]*\) B\/iter.*/\1/p'
+}
+zero0=$(sends --zero=0)
+kept=$(sends --zero=3 --zero3_regather=false)
+again=$(sends --zero=3)
+[[ -n "$zero0" && -n "$kept" && -n "$again" ]] || fail "no 'sends' in the summaries: '$zero0' '$kept' '$again'"
+(( kept * 100 >= zero0 * 98 && kept * 100 <= zero0 * 102 )) || fail "kept copy sends $kept B, --zero=0 $zero0 B"
+(( again > kept + zero0 / 5 )) || fail "re-gathering sends $again B, the kept copy $kept B"
+expect_error "oneflow compile: --zero3_regather=false is not in --auto_parallel's cost model (it prices ZeRO-3 re-gathering for backward): drop it, or give the layout by hand (--dp --tp --zero=3 --zero3_regather=false)" \
+  "$DIR/mlp_free.txt" --auto_parallel --devices_per_node=4 --zero3_regather=false
+err=$("$ONEFLOW" compile "$DIR/gpt_free.txt" --devices_per_node=4 --dp=4 --zero=1 --zero3_regather=false \
+  --plan_out="$DIR/zero1_kept.plan" 2>&1 >/dev/null) && fail "--zero3_regather=false accepted at --zero=1"
+[[ "$err" == *"keeps ZeRO-3's gathered parameters for backward; it needs --zero=3 (the optimizer's zero_stage is 1)"* ]] ||
+  fail "$err"
+[[ ! -e "$DIR/zero1_kept.plan" ]] || fail "a refused compile wrote its plan"
 echo "PASS"
