@@ -126,7 +126,8 @@ TEST(BucketCapTest, AFastLinkBoundsEachBucketToAnEighthOfTheGroup) {
       limit);
 }
 
-// A reduce-scatter group (ZeRO-2 and 3) takes the eighth on a slow link too: it moves half
+// A reduce-scatter group (ZeRO-2 and 3) longer than one 40 ms bucket takes the eighth on a
+// slow link too: it moves half
 // an all-reduce's bytes in backward, so backward is no longer shorter than its transfer
 // (gpt_dp3tp2 at 1 Gbit/s with ZeRO-3 keeping its gathered copies: 7.14 MiB buckets, the
 // first big one 130 ms into backward, a 732 ms step; 1 MiB buckets 587-648 ms; docs/zero.md).
@@ -143,6 +144,10 @@ TEST(BucketCapTest, AReduceScatterGroupTakesTheEighthOnASlowLinkToo) {
   EXPECT_EQ(scatter.bytes, 6209408) << scatter.reason;
   EXPECT_NE(scatter.reason.find("at most 1/8 of that per bucket"), std::string::npos) << scatter.reason;
   EXPECT_EQ(BucketCapFor(one_gigabit, dp3, 0, BoxingKind::kReduceScatter, limit, false).bytes, 7406208);
+  // A group within one 40 ms bucket (4 MiB: 0.5 ms + (2/3) 4,194,304 / 125e6 = 22.87 ms)
+  // keeps the 40 ms cap: one bucket, as before.
+  EXPECT_EQ(BucketCapFor(one_gigabit, dp3, 0, BoxingKind::kReduceScatter, limit, false, BucketGroupBytes{4 << 20}).bytes,
+            7406208);
   EXPECT_EQ(BucketCapFor(one_gigabit, dp3, 0, BoxingKind::kReduceScatter, limit, true, BucketGroupBytes{50331648}).bytes,
             limit);
 }

@@ -36,8 +36,12 @@ BucketCap BucketCapFor(const LinkModel& links, const Placement& placement, int64
   double target = kNodeCrossingBucketSeconds;
   std::string why_target;
   const CollectiveCost limit_price = PriceBucket(links, placement, axis, kind, limit);
-  if (group.total > 0 && (limit_price.seconds() <= kNodeCrossingBucketSeconds || kind == BoxingKind::kReduceScatter)) {
-    const CollectiveCost whole = PriceBucket(links, placement, axis, kind, group.total);
+  const CollectiveCost whole =
+      group.total > 0 ? PriceBucket(links, placement, axis, kind, group.total) : CollectiveCost{};
+  // Reduce-scatters: also on a slow link, where the group takes longer than one bucket may.
+  const bool eighth = limit_price.seconds() <= kNodeCrossingBucketSeconds ||
+                      (kind == BoxingKind::kReduceScatter && whole.seconds() > kNodeCrossingBucketSeconds);
+  if (group.total > 0 && eighth) {
     const double share = whole.seconds() / kNodeCrossingBucketsPerGroup;
     if (share < target) {
       target = std::max(share, kNodeCrossingBucketMinSeconds);

@@ -40,11 +40,14 @@ inline constexpr double kNodeCrossingBucketSeconds = 0.040;
 // the first bucket on: there smaller buckets only add calls (gpt_dp3tp2 at 1 Gbit/s with
 // the eighth: 21 cross-node calls a step instead of 8, the link busy 0.73 of the transfer
 // time instead of 0.80, the step not faster), so for all-reduces the eighth applies only
-// where it does not. A reduce-scatter group (ZeRO-2 and 3) takes it on every link: it moves
-// half an all-reduce's bytes in backward, and there the early start paid (gpt_dp3tp2 at 1
-// Gbit/s, dense, ZeRO-3 keeping its gathered copies: 7.14 MiB buckets under the 40 ms cap
-// started the first large one 130 ms into backward, a 732 ms step; with the eighth 1-1.6
-// MiB buckets, 621-651 ms, as fast as --bucket_mb=1; ZeRO-2 728 -> 645-675 ms).
+// where it does not. A reduce-scatter group (ZeRO-2 and 3) whose whole price exceeds the 40
+// ms takes it on a slow link too: it moves half an all-reduce's bytes in backward, and
+// there the early start paid (gpt_dp3tp2 at 1 Gbit/s, dense, ZeRO-3 keeping its gathered
+// copies: 7.14 MiB buckets under the 40 ms cap started the first large one 130 ms into
+// backward, a 732 ms step; with the eighth 1-1.6 MiB buckets, 621-651 ms, as fast as
+// --bucket_mb=1; ZeRO-2 728 -> 645-675 ms). A group within one 40 ms bucket stays one
+// bucket: split at the 5 ms floor, the 2 x 1 hosts bench's small gpt (a 1.4 MB group)
+// measured ZeRO-2 40.1 ms against 37.1-38.6 in four runs before.
 inline constexpr double kNodeCrossingBucketsPerGroup = 8;
 inline constexpr double kNodeCrossingBucketMinSeconds = 0.005;
 
