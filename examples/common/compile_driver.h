@@ -82,6 +82,12 @@ absl::Status ResolveDataFiles(proto::Job* job);
 //   --batch=2, fewer rows than --dp=4: 2 of the 4 data-parallel devices get no rows ...
 std::vector<std::string> LayoutWarnings(const proto::Job& job, const ParallelLayout& layout);
 
+// Compile settings that cost a layout more than another setting would, one line each
+// naming the flags: the job's ZeRO-3 re-gathering for backward over data-parallel groups
+// that cross nodes (1.5x --zero=0's bytes on the links; docs/zero.md).
+std::vector<std::string> SettingsWarnings(const proto::Job& job, const ParallelLayout& layout,
+                                          const CompileSettings& settings);
+
 // What a person reads after compiling: the cluster, every pipeline stage's placement,
 // the plan's size, and per stage its first device's actors, memory and traffic, e.g.
 //   compiled 'mlp' for cpu{0:0-3}[2, 2] in 0.012 s: 24 logical ops, 9 boxings, ...

@@ -521,11 +521,13 @@ absl::Status CompileAndReportLayout(const proto::Job& written, const ParallelLay
     std::fputs(graph->ToText(Graph::Locations::kPrint).c_str(), stdout);
     return absl::OkStatus();
   }
-  for (const std::string& warning : LayoutWarnings(job, layout)) {
+  const CompileSettings settings = SettingsFromFlags();
+  std::vector<std::string> warnings = LayoutWarnings(job, layout);
+  for (std::string& warning : SettingsWarnings(job, layout, settings)) warnings.push_back(std::move(warning));
+  for (const std::string& warning : warnings) {
     std::fprintf(stderr, "%s: warning: %s\n", ProgramName().c_str(), warning.c_str());
   }
   std::string dump;
-  const CompileSettings settings = SettingsFromFlags();
   OF_ASSIGN_OR_RETURN(CompileOptions options, CompileOptionsFor(layout, settings, &dump));
   // The recipe goes in before the compile seals the plan, and a plan to be written comes
   // back with its bytes: one serialization of the plan in the whole process (with

@@ -293,9 +293,9 @@ absl::Status RunCompile(const std::vector<std::string>& arguments, std::ostream&
   std::string tensor_parallel_note;
   OF_ASSIGN_OR_RETURN(const proto::Job job, JobFromGraphText(text, path, layout, &tensor_parallel_note));
   if (!tensor_parallel_note.empty()) out << tensor_parallel_note << "\n";
-  for (const std::string& warning : examples::LayoutWarnings(job, layout)) {
-    std::cerr << "oneflow compile: warning: " << warning << "\n";
-  }
+  std::vector<std::string> warnings = examples::LayoutWarnings(job, layout);
+  for (std::string& warning : examples::SettingsWarnings(job, layout, settings)) warnings.push_back(std::move(warning));
+  for (const std::string& warning : warnings) std::cerr << "oneflow compile: warning: " << warning << "\n";
   if (const int64_t of = examples::MicroBatchesOfInputs(job); of > 1 && layout.micro_batches() != of) {
     // A text of one micro-batch (`--print_graph --micro_batches=K`: its `batch N` line and
     // inputs of N / K rows) trains what its inputs hold times --micro_batches, not its batch.

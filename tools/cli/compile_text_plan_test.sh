@@ -219,6 +219,16 @@ again=$(sends --zero=3)
 [[ -n "$zero0" && -n "$kept" && -n "$again" ]] || fail "no 'sends' in the summaries: '$zero0' '$kept' '$again'"
 (( kept * 100 >= zero0 * 98 && kept * 100 <= zero0 * 102 )) || fail "kept copy sends $kept B, --zero=0 $zero0 B"
 (( again > kept + zero0 / 5 )) || fail "re-gathering sends $again B, the kept copy $kept B"
+# Re-gathering over dp groups that cross nodes is warned about, naming the flag; in one node,
+# or keeping the copies, not.
+warned() { "$ONEFLOW" compile "$DIR/gpt_free.txt" "$@" --plan_out="$DIR/warned.plan" 2>&1 >/dev/null; }
+err=$(warned --nodes=2 --devices_per_node=2 --dp=4 --zero=3)
+[[ "$err" == "oneflow compile: warning: --zero=3 gathers every parameter again for backward over data-parallel groups that cross nodes: 1.5x the bytes of --zero=0 on the links between them; --zero3_regather=false keeps forward's gathered copies (--zero=0's bytes, a higher planned peak; docs/zero.md)" ]] ||
+  fail "no re-gather warning across nodes: $err"
+err=$(warned --nodes=2 --devices_per_node=2 --dp=4 --zero=3 --zero3_regather=false)
+[[ -z "$err" ]] || fail "a warning for kept copies: $err"
+err=$(warned --devices_per_node=4 --dp=4 --zero=3)
+[[ -z "$err" ]] || fail "a warning in one node: $err"
 expect_error "oneflow compile: --zero3_regather=false is not in --auto_parallel's cost model (it prices ZeRO-3 re-gathering for backward): drop it, or give the layout by hand (--dp --tp --zero=3 --zero3_regather=false)" \
   "$DIR/mlp_free.txt" --auto_parallel --devices_per_node=4 --zero3_regather=false
 err=$("$ONEFLOW" compile "$DIR/gpt_free.txt" --devices_per_node=4 --dp=4 --zero=1 --zero3_regather=false \
