@@ -34,11 +34,13 @@ using examples::ParallelLayout;
 enum class Model { kGpt, kMlp };
 
 // A layout on one node: pp x dp x tp devices, micro-batches, ZeRO stage; written
-// {name, pp, dp, tp, micro_batches, zero}.
+// {name, pp, dp, tp, micro_batches, zero}. ZeRO-3 re-gathers for backward unless
+// zero3_regather is false (CompileOptions::zero3_regather).
 struct Layout {
   const char* name;
   int64_t pp = 1, dp = 1, tp = 1, micro_batches = 1, zero = 0;
   int64_t layers = 4;
+  bool zero3_regather = true;
 };
 
 absl::StatusOr<ParallelLayout> LayoutOf(const Layout& l) {
@@ -96,6 +98,7 @@ absl::StatusOr<proto::Plan> CompileLayout(Model model, const Layout& l, int64_t 
   if (!job.ok()) return job.status();
   CompileOptions options;
   options.cluster = layout->cluster();
+  options.zero3_regather = l.zero3_regather;
   return Compile(*job, options);
 }
 
@@ -172,6 +175,8 @@ std::vector<EqualityCase> EqualityCases() {
       {"dp2_m4", 1, 2, 1, 4},
       {"zero2_dp4_m2", 1, 4, 1, 2, 2},
       {"zero3_dp4_m2", 1, 4, 1, 2, 3},
+      // Forward's gathered copy kept: every micro-batch's forward and backward read it.
+      {"zero3_kept_pp2_dp2_m2", 2, 2, 1, 2, 3, 4, /*zero3_regather=*/false},
   };
   std::vector<EqualityCase> cases;
   for (Model model : {Model::kGpt, Model::kMlp}) {
