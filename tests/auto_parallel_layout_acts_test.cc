@@ -130,10 +130,11 @@ TEST(AutoParallelLayoutActsTest, TheDriverCountsEveryFamilyTheSearchPrices) {
       [](const examples::ParallelLayout& layout) { return examples::BuildGpt(TinyGpt(), layout); }, cluster,
       examples::CompileSettings(), 8, &profile);
   ASSERT_TRUE(families.ok()) << families.status();
-  // dp 1 or 2 (with ZeRO 0-3) x tp 1 or 2 x one or more micro-batches: (1 + 4) x 2 x 2,
-  // less dp = tp = 1 (pp = 4 is more stages than the 3 blocks): 18.
-  EXPECT_EQ(*families, 18);
-  EXPECT_EQ(profile.layout_acts.size(), 18u);
+  // dp 1 or 2 (with ZeRO 0-3, and 3 keeping forward's gathered copies) x tp 1 or 2 x one
+  // or more micro-batches: (1 + 5) x 2 x 2, less dp = tp = 1 (pp = 4 is more stages than
+  // the 3 blocks): 22.
+  EXPECT_EQ(*families, 22);
+  EXPECT_EQ(profile.layout_acts.size(), 22u);
   const proto::AutoParallelLayout zero2 = Layout(2, 2, 2, 2);
   EXPECT_EQ(PredictedActs(profile, zero2), PlanActs(Compiled(zero2), 2));
 }

@@ -367,11 +367,15 @@ TEST(AutoParallelSearchTest, PeaksOfEveryFamilyAreThePlannedOnes) {
     int64_t micro_batches;
     int zero;
     proto::RecomputeMode recompute = proto::RECOMPUTE_NONE;
+    bool zero3_kept = false;
   };
   for (const Case& c : {Case{"mlp", 4, 1, 1, 2, 0}, Case{"mlp", 4, 1, 1, 8, 0}, Case{"mlp", 4, 1, 1, 4, 3},
                         Case{"gpt", 4, 1, 1, 2, 0}, Case{"gpt", 4, 1, 1, 2, 3}, Case{"gpt", 4, 1, 1, 1, 2},
                         Case{"gpt", 4, 1, 1, 1, 0, proto::RECOMPUTE_FULL}, Case{"gpt", 2, 2, 1, 1, 0},
-                        Case{"gpt", 1, 4, 1, 2, 0}, Case{"gpt", 1, 2, 2, 4, 0}, Case{"gpt", 2, 1, 2, 4, 1}}) {
+                        Case{"gpt", 1, 4, 1, 2, 0}, Case{"gpt", 1, 2, 2, 4, 0}, Case{"gpt", 2, 1, 2, 4, 1},
+                        Case{"gpt", 4, 1, 1, 1, 3}, Case{"gpt", 4, 1, 1, 1, 3, proto::RECOMPUTE_NONE, true},
+                        Case{"gpt", 4, 1, 1, 2, 3, proto::RECOMPUTE_NONE, true},
+                        Case{"mlp", 4, 1, 1, 1, 3, proto::RECOMPUTE_NONE, true}}) {
     const bool mlp = std::string(c.model) == "mlp";
     const examples::JobBuilder build = mlp ? MlpBuilder(TinyMlp()) : GptBuilder(SmallGpt());
     examples::AutoParallelRequest request;
@@ -385,6 +389,7 @@ TEST(AutoParallelSearchTest, PeaksOfEveryFamilyAreThePlannedOnes) {
     layout.set_micro_batches(c.micro_batches);
     layout.set_zero(c.zero);
     layout.set_recompute(c.recompute);
+    layout.set_zero3_kept(c.zero3_kept);
     absl::StatusOr<proto::AutoParallelDecision> priced = examples::PriceGivenLayout(build, request, layout);
     ASSERT_TRUE(priced.ok()) << priced.status();
     ParallelFlags flags = examples::FlagsForLayout(request.cluster, layout);
@@ -392,8 +397,7 @@ TEST(AutoParallelSearchTest, PeaksOfEveryFamilyAreThePlannedOnes) {
     ASSERT_TRUE(parallel.ok()) << parallel.status();
     absl::StatusOr<proto::Job> job = build(*parallel);
     ASSERT_TRUE(job.ok()) << job.status();
-    examples::CompileSettings settings = request.settings;
-    settings.recompute = auto_parallel::RecomputeName(c.recompute);
+    const examples::CompileSettings settings = examples::SettingsForLayout(request.settings, layout);
     std::string dump;
     absl::StatusOr<CompileOptions> options = examples::CompileOptionsFor(*parallel, settings, &dump);
     ASSERT_TRUE(options.ok()) << options.status();

@@ -22,8 +22,9 @@ d = json.load(open(sys.argv[1]))["auto_parallel"]
 for p in [d["chosen"]] + d["alternatives"]:
     l = p["layout"]
     schedule = " --pp_schedule=%s" % l["pp_schedule"] if l["pp_schedule"] != "1f1b" else ""
-    print("--dp=%d --tp=%d --pp=%d%s --micro_batches=%d --zero=%d --recompute=%s|%r" % (
-        l["dp"], l["tp"], l["pp"], schedule, l["micro_batches"], l["zero"], l["recompute"], p["step_seconds"]))
+    kept = " --zero3_regather=false" if not l["zero3_regather"] else ""
+    print("--dp=%d --tp=%d --pp=%d%s --micro_batches=%d --zero=%d%s --recompute=%s|%r" % (
+        l["dp"], l["tp"], l["pp"], schedule, l["micro_batches"], l["zero"], kept, l["recompute"], p["step_seconds"]))
 PYEOF
 # --auto_parallel searched the per-op SBP too (not given: on with it), and not with --nosbp_search.
 python3 -c 'import json,sys; assert "sbp_search" in json.load(open(sys.argv[1])), "no sbp_search record"' "$dir/auto.json" ||
@@ -87,11 +88,25 @@ expect_error "--pp_schedule=auto is not in the cost model" --layers=2 --hidden=3
 expect_error "drop --predict_step" "${model[@]}" --auto_parallel --predict_step
 expect_error "--auto_parallel chooses --pp_schedule; do not give --pp_schedule=zb with it" "${model[@]}" --auto_parallel \
   --pp_schedule=zb
-# --zero3_regather=false: not priced (the model's ZeRO-3 re-gathers), and only for --zero=3.
-expect_error "--zero3_regather=false is not in --auto_parallel's cost model" "${model[@]}" --auto_parallel \
-  --zero3_regather=false
-expect_error "--zero3_regather=false is not in the cost model: drop it or --predict_step" --layers=2 --hidden=32 \
-  --heads=4 --seq=8 --batch=8 --vocab=64 --devices_per_node=2 --dp=2 --zero=3 --zero3_regather=false --predict_step
+# --zero3_regather=false is priced: across the 2 nodes backward waits on no re-gather, so
+# ZeRO-3 keeping forward's copies is predicted faster than re-gathering, with a higher
+# peak (every gathered parameter held to backward). The search chooses it itself, and
+# only for --zero=3.
+predicted() {  # flags -> "step_ms peak_bytes" from the summary line
+  "$gpt" "${model[@]}" --dp=4 --zero=3 "$@" --predict_step |
+    sed -n 's/^auto-parallel: .*predicted step \([0-9.]*\) ms .*predicted peak [^(]*(\([0-9]*\) B).*/\1 \2/p'
+}
+read -r regather_ms regather_peak <<< "$(predicted)"
+read -r kept_ms kept_peak <<< "$(predicted --zero3_regather=false)"
+[[ -n "$regather_ms" && -n "$kept_ms" ]] || fail "no predicted step: '$regather_ms' '$kept_ms'"
+python3 -c "import sys; a, b, c, d = map(float, sys.argv[1:]); assert b < a and d > c, sys.argv[1:]" \
+  "$regather_ms" "$kept_ms" "$regather_peak" "$kept_peak" ||
+  fail "kept copies: step $kept_ms ms (re-gathering $regather_ms), peak $kept_peak B (re-gathering $regather_peak)"
+expect_error "--auto_parallel chooses --zero3_regather; do not give --zero3_regather=false with it" "${model[@]}" \
+  --auto_parallel --zero3_regather=false
+expect_error "keeps ZeRO-3's gathered parameters for backward; it needs --zero=3 (the optimizer's zero_stage is 2)" \
+  --layers=2 --hidden=32 --heads=4 --seq=8 --batch=8 --vocab=64 --devices_per_node=2 --dp=2 --zero=2 \
+  --zero3_regather=false --predict_step
 expect_error "keeps ZeRO-3's gathered parameters for backward; it needs --zero=3 (the optimizer's zero_stage is 2)" \
   --layers=2 --hidden=32 --heads=4 --seq=8 --batch=8 --vocab=64 --devices_per_node=2 --dp=2 --zero=2 \
   --zero3_regather=false

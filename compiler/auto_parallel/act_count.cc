@@ -110,7 +110,7 @@ absl::Status CheckHasActors(const proto::Plan& plan, const ModelProfile& profile
 
 bool SameLayout(const proto::AutoParallelLayout& a, const proto::AutoParallelLayout& b) {
   return a.dp() == b.dp() && a.tp() == b.tp() && a.pp() == b.pp() && a.micro_batches() == b.micro_batches() &&
-         a.zero() == b.zero() && a.recompute() == b.recompute();
+         a.zero() == b.zero() && a.zero3_kept() == b.zero3_kept() && a.recompute() == b.recompute();
 }
 
 }  // namespace
@@ -140,6 +140,7 @@ proto::AutoParallelLayout ActFamilyProbe(const proto::AutoParallelLayout& layout
   probe.set_pp(1);
   probe.set_micro_batches(layout.micro_batches() > 1 ? 2 : 1);
   probe.set_zero(layout.dp() > 1 ? layout.zero() : 0);
+  probe.set_zero3_kept(layout.dp() > 1 && layout.zero3_kept());
   probe.set_recompute(proto::RECOMPUTE_NONE);
   return probe;
 }

@@ -23,8 +23,11 @@ std::vector<int64_t> Divisors(int64_t n) {
 // with `name_cuts` ("stage_blocks=balanced").
 // The schedule likewise: "pp_schedule=zb" when it is ZB-H1 (or with `name_schedule`:
 // "pp_schedule=1f1b"), nothing for 1F1B, the form of the names before the field.
+// ZeRO-3 keeping forward's gathered parameters likewise: "zero3_regather=false" (or with
+// `name_kept`: "zero3_regather=true"), the flag that compiles it.
 std::vector<std::pair<std::string, std::string>> Fields(const proto::AutoParallelLayout& layout,
-                                                        bool name_cuts = false, bool name_schedule = false) {
+                                                        bool name_cuts = false, bool name_schedule = false,
+                                                        bool name_kept = false) {
   std::vector<std::pair<std::string, std::string>> fields = {{"dp", absl::StrCat(layout.dp())},
                                                              {"tp", absl::StrCat(layout.tp())},
                                                              {"pp", absl::StrCat(layout.pp())}};
@@ -34,6 +37,7 @@ std::vector<std::pair<std::string, std::string>> Fields(const proto::AutoParalle
   }
   fields.push_back({"micro_batches", absl::StrCat(layout.micro_batches())});
   fields.push_back({"zero", absl::StrCat(layout.zero())});
+  if (name_kept || layout.zero3_kept()) fields.push_back({"zero3_regather", layout.zero3_kept() ? "false" : "true"});
   fields.push_back({"recompute", RecomputeName(layout.recompute())});
   return fields;
 }
@@ -44,7 +48,9 @@ auto FamilyKey(const proto::AutoParallelLayout& layout) {
                                                                            : 0;
   // 1F1B before ZB-H1: the schedule every pipeline framework runs by default.
   const int schedule = layout.schedule() == proto::PIPELINE_SCHEDULE_1F1B ? 0 : 1;
-  return std::make_tuple(layout.pp(), layout.tp(), layout.micro_batches(), layout.zero(), recompute, schedule);
+  // Re-gathering before keeping: the stage's bytes before the link's time.
+  return std::make_tuple(layout.pp(), layout.tp(), layout.micro_batches(), layout.zero(), layout.zero3_kept(),
+                         recompute, schedule);
 }
 
 auto Key(const proto::AutoParallelLayout& layout) {
@@ -85,8 +91,9 @@ std::string LayoutDifference(const proto::AutoParallelLayout& layout, const prot
   // "stage_blocks=3,1"), so the fields line up.
   const bool name_cuts = !layout.stage_blocks().empty() || !reference.stage_blocks().empty();
   const bool name_schedule = layout.schedule() != reference.schedule();
-  const auto mine = Fields(layout, name_cuts, name_schedule);
-  const auto theirs = Fields(reference, name_cuts, name_schedule);
+  const bool name_kept = layout.zero3_kept() != reference.zero3_kept();
+  const auto mine = Fields(layout, name_cuts, name_schedule, name_kept);
+  const auto theirs = Fields(reference, name_cuts, name_schedule, name_kept);
   std::vector<std::string> parts;
   for (size_t i = 0; i < mine.size(); ++i) {
     if (mine[i].second != theirs[i].second) parts.push_back(absl::StrCat(mine[i].first, "=", mine[i].second));
@@ -114,7 +121,8 @@ std::vector<proto::AutoParallelLayout> EnumerateLayouts(const ModelProfile& prof
       if (profile.batch_rows % dp != 0) continue;
       for (int64_t micro_batches : Divisors(profile.batch_rows / dp)) {
         if (micro_batches > max_micro_batches) break;
-        for (int zero = 0; zero <= (dp > 1 ? 3 : 0); ++zero) {
+        // ZeRO 0-3, and 3 again keeping forward's gathered parameters for backward.
+        for (int zero = 0; zero <= (dp > 1 ? 4 : 0); ++zero) {
           for (proto::RecomputeMode recompute : recomputes) {
             for (proto::PipelineSchedule schedule : {proto::PIPELINE_SCHEDULE_1F1B, proto::PIPELINE_SCHEDULE_ZB_H1}) {
               // ZB-H1 with pp > 1 and micro-batches. With one micro-batch it runs too (each
@@ -127,7 +135,8 @@ std::vector<proto::AutoParallelLayout> EnumerateLayouts(const ModelProfile& prof
               layout.set_tp(tp);
               layout.set_pp(pp);
               layout.set_micro_batches(micro_batches);
-              layout.set_zero(zero);
+              layout.set_zero(std::min(zero, 3));
+              layout.set_zero3_kept(zero == 4);
               layout.set_recompute(recompute);
               layout.set_schedule(schedule);
               layouts.push_back(layout);

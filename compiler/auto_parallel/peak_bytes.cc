@@ -41,9 +41,10 @@ double DevicePeakBytes(const proto::AutoParallelLayout& layout, const PeakTerms&
   double slot = (terms.backward_held_bytes >= 0 ? terms.backward_held_bytes : terms.kept_bytes + gradients) +
                 terms.largest_recomputed_bytes;
   if (one_micro_batch) {
-    // ZeRO-3's gathers for the unit running (with micro-batches the gathered parameters
-    // are a per-iteration value below), and tp's gathered weights.
-    if (layout.zero() >= 3) slot += terms.largest_gathered_bytes;
+    // ZeRO-3's gathers for the unit running, or every unit's when forward's gathered
+    // copies are kept for backward (with micro-batches the gathered parameters are a
+    // per-iteration value below), and tp's gathered weights.
+    if (layout.zero() >= 3) slot += layout.zero3_kept() ? whole : terms.largest_gathered_bytes;
     slot += terms.gathered_bytes;
   }
   if (one_micro_batch && sharded) {

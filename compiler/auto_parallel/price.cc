@@ -218,7 +218,13 @@ class Pricer {
       // one only (2 x 1 at 1 Gbit/s, traced: backward lasted its compute + the re-gathers
       // + the first bucket's reduce-scatter, 18.7 + 13.1 + 3.1 ms against 37.6 measured;
       // docs/auto_parallel_measurements.md, "ZeRO across hosts").
-      const bool regathers_waited = layout_.zero() >= 3 && collectives_.DpCrossesNodes(s);
+      // Keeping forward's gathered parameters (zero3_kept) leaves backward no re-gather to
+      // wait on: the buckets' reduce-scatters hide behind it as ZeRO-2's do, and only the
+      // forward gathers are waited on across processes (traced on 3 hosts x 2 at 1 Gbit/s:
+      // the next forward starts 10-47 ms after backward, and forward is link-bound;
+      // docs/zero.md, "Stage 3 keeping forward's copy").
+      const bool gathers_waited = layout_.zero() >= 3 && collectives_.DpCrossesNodes(s);
+      const bool regathers_waited = gathers_waited && !layout_.zero3_kept();
       // The compute that can hide communication, as long as the devices' turns on shared
       // cores make it (LockstepStretch: one stage; 1 otherwise).
       const double stretch = LockstepStretch(options_, layout_);
@@ -239,7 +245,7 @@ class Pricer {
       // thread waits on every one (traced on 2 x 1 at 1 Gbit/s: backward 37.6 ms against
       // zero = 0's 21.1 with the same compute): all of the re-gathers exposed there, with
       // or without host_cores.
-      const double forward_gathers = zero3_gathers / 2;
+      const double forward_gathers = layout_.zero3_kept() ? zero3_gathers : zero3_gathers / 2;
       const double backward_gathers = zero3_gathers - forward_gathers;
       GathersAhead ahead;
       ahead.shard_seconds = shard_gathers;
@@ -259,7 +265,7 @@ class Pricer {
                                                          : std::max(gradient_sync_seconds - hiding_backward,
                                                                     dp_seconds * tail + tp_gradient_tail_seconds));
       const double exposed_gathers =
-          regathers_waited        ? exposed_forward_gathers + backward_gathers
+          gathers_waited          ? exposed_forward_gathers + backward_gathers
           : options_.host_cores > 0 ? zero3_gathers
                                     : exposed_forward_gathers + std::max(0.0, backward_gathers - hiding_backward);
       // The play's tasks: compute on the shared cores, then the communication the stage
@@ -282,7 +288,7 @@ class Pricer {
       stage_work[s].forward_wait_seconds = cost.tp_seconds - cost.backward_tp_seconds + activation_receive * waited;
       stage_work[s].backward_wait_seconds = cost.backward_tp_seconds + gradient_receive * waited;
       stage_work[s].first_forward_wait_seconds =
-          (regathers_waited ? exposed_forward_gathers : forward_gathers) + variable_wait + exposed_tp_weights;
+          (gathers_waited ? exposed_forward_gathers : forward_gathers) + variable_wait + exposed_tp_weights;
       stage_work[s].first_backward_wait_seconds = backward_gathers;
       stage_work[s].devices = layout_.dp() * layout_.tp();
       const double every_device_at_once = std::max(
@@ -440,6 +446,10 @@ class Pricer {
     }
     if (layout_.zero() < 0 || layout_.zero() > 3 || (layout_.zero() > 0 && layout_.dp() == 1)) {
       return absl::InvalidArgumentError(absl::StrCat(name, ": ZeRO stages 1-3 need dp > 1"));
+    }
+    if (layout_.zero3_kept() && layout_.zero() != 3) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          name, ": zero3_regather=false keeps ZeRO-3's gathered parameters for backward; it needs zero=3"));
     }
     if (!layout_.stage_blocks().empty()) {
       int64_t sum = 0;
@@ -726,12 +736,13 @@ class Pricer {
   }
 
   // ZeRO-3 gathers every parameter for forward and again for backward
-  // (CompileOptions::zero3_regather, the default), once per iteration: the gathered copies
-  // are computed from variables only, so the runtime runs them per iteration and every
+  // (CompileOptions::zero3_regather, the default), or for forward only when the layout
+  // keeps the gathered copies (zero3_kept), once per iteration: the gathered copies are
+  // computed from variables only, so the runtime runs them per iteration and every
   // micro-batch reads them (docs/zero.md, "With micro-batches").
   absl::StatusOr<double> Zero3GatherSeconds(int64_t stage, const UnitCost& cost) {
     if (layout_.zero() < 3) return 0.0;
-    const int64_t repeats = 2;
+    const int64_t repeats = layout_.zero3_kept() ? 1 : 2;
     const int64_t calls = repeats * cost.parameter_tensors;
     const double dense = collectives_.HalfSeconds(stage, BoxingKind::kAllGather,
                                                   static_cast<double>(repeats) * cost.parameter_bytes, calls);

@@ -144,6 +144,7 @@ CompileSettings SettingsForLayout(const CompileSettings& settings, const proto::
   CompileSettings for_layout = settings;
   for_layout.recompute = auto_parallel::RecomputeName(layout.recompute());
   for_layout.pp_schedule = std::string(PipelineScheduleName(layout.schedule()));
+  for_layout.zero3_regather = !layout.zero3_kept();
   return for_layout;
 }
 
@@ -168,6 +169,7 @@ absl::StatusOr<int64_t> CountActsOfLayoutFamilies(const JobBuilder& build, const
     ParallelFlags flags = FlagsForLayout(cluster, probe);
     flags.nodes = 1;
     flags.devices_per_node = probe.dp() * probe.tp();
+    probe_settings.zero3_regather = !probe.zero3_kept();
     const std::optional<proto::Plan> plan = CompileProbe(build, flags, probe_settings);
     if (!plan.has_value()) continue;
     OF_RETURN_IF_ERROR(auto_parallel::CountLayoutActs(*plan, probe, profile));
@@ -263,6 +265,10 @@ namespace {
 
 absl::StatusOr<CostModel> PrepareCostModel(const JobBuilder& build, const AutoParallelRequest& request) {
   OF_ASSIGN_OR_RETURN(Probe probe, Profile(build, request.cluster));
+  // Whether ZeRO-3 re-gathers is each layout's (SettingsForLayout); the probes, which are
+  // not stage 3 but for their family's, re-gather.
+  CompileSettings settings = request.settings;
+  settings.zero3_regather = true;
   // The cluster proto (links, calibration, compute rates) as every compile of it sees it.
   ParallelFlags whole = request.cluster;
   whole.dp = whole.nodes * whole.devices_per_node;
@@ -270,7 +276,7 @@ absl::StatusOr<CostModel> PrepareCostModel(const JobBuilder& build, const AutoPa
   whole.zero = 0;
   OF_ASSIGN_OR_RETURN(const ParallelLayout whole_layout, ParallelLayout::Create(whole));
   std::string unused_dump;
-  OF_ASSIGN_OR_RETURN(const CompileOptions base, CompileOptionsFor(whole_layout, request.settings, &unused_dump));
+  OF_ASSIGN_OR_RETURN(const CompileOptions base, CompileOptionsFor(whole_layout, settings, &unused_dump));
   auto_parallel::SearchOptions options;
   options.price.cluster = base.cluster;
   options.price.bucket_mb = base.bucket_mb;
@@ -279,12 +285,12 @@ absl::StatusOr<CostModel> PrepareCostModel(const JobBuilder& build, const AutoPa
   options.price.compression = base.compression;
   options.price.encoders = EncoderSettingsOf(base);
   options.price.training = TrainingSetupOf(probe.job, base);
-  OF_RETURN_IF_ERROR(ApplyCachedMemoryRate(request.settings, &options.price));
+  OF_RETURN_IF_ERROR(ApplyCachedMemoryRate(settings, &options.price));
   options.device_memory = request.device_memory;
   options.max_pipeline_stages = request.max_pipeline_stages;
   options.max_micro_batches = request.max_micro_batches;
   OF_ASSIGN_OR_RETURN(const std::optional<proto::AutoParallelHostTerms> host_terms,
-                      HostTerms(request.settings, request.cluster.nodes,
+                      HostTerms(settings, request.cluster.nodes,
                                 request.cluster.nodes * request.cluster.devices_per_node));
   if (host_terms.has_value()) auto_parallel::ApplyHostTerms(*host_terms, &options.price);
   // The per-act cost needs the acts of each unit, tp's price the boxings the compiler
@@ -294,7 +300,7 @@ absl::StatusOr<CostModel> PrepareCostModel(const JobBuilder& build, const AutoPa
   absl::StatusOr<proto::Plan> probe_plan = absl::FailedPreconditionError("the probe layout was not compiled");
   {
     std::string probe_dump;
-    CompileSettings probe_settings = request.settings;
+    CompileSettings probe_settings = settings;
     probe_settings.recompute = "none";
     OF_ASSIGN_OR_RETURN(const CompileOptions probe_options,
                         CompileOptionsFor(probe.layout, probe_settings, &probe_dump));
@@ -313,7 +319,7 @@ absl::StatusOr<CostModel> PrepareCostModel(const JobBuilder& build, const AutoPa
     // Layouts of other families run other actors (dp's gradient sync, ZeRO's collectives
     // and copies, the micro-batches' accumulators): each family's acts from its own probe.
     OF_RETURN_IF_ERROR(
-        CountActsOfLayoutFamilies(build, request.cluster, request.settings, request.max_micro_batches, &probe.profile)
+        CountActsOfLayoutFamilies(build, request.cluster, settings, request.max_micro_batches, &probe.profile)
             .status());
   } else {
     // What full recomputation re-runs (with host terms CountActsOfLayoutFamilies counts
@@ -322,10 +328,10 @@ absl::StatusOr<CostModel> PrepareCostModel(const JobBuilder& build, const AutoPa
     // ms where the copies the plan runs took 5.8 ms, traced; docs/auto_parallel_measurements.md, "Full
     // recomputation, traced").
     OF_RETURN_IF_ERROR(
-        CountFullRecomputationOfModel(build, request.cluster, request.settings, &probe.profile));
+        CountFullRecomputationOfModel(build, request.cluster, settings, &probe.profile));
   }
   if (probe.profile.tp_boxings_counted) {
-    OF_RETURN_IF_ERROR(CountTpBoxingsOfEachShape(build, request.cluster, request.settings, request.max_micro_batches,
+    OF_RETURN_IF_ERROR(CountTpBoxingsOfEachShape(build, request.cluster, settings, request.max_micro_batches,
                                                   &probe.profile));
   }
   return CostModel{std::move(probe), std::move(options), host_terms};

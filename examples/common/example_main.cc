@@ -347,7 +347,7 @@ JobBuilder WithDataFilesResolved(const JobBuilder& build) {
 
 // A hand layout as the cost model names it (stage_blocks as given: empty when balanced).
 proto::AutoParallelLayout AutoParallelLayoutOf(const ParallelLayout& layout, proto::RecomputeMode recompute,
-                                               proto::PipelineSchedule schedule) {
+                                               proto::PipelineSchedule schedule, bool zero3_regather) {
   proto::AutoParallelLayout given;
   given.set_dp(layout.dp());
   given.set_tp(layout.tp());
@@ -355,6 +355,7 @@ proto::AutoParallelLayout AutoParallelLayoutOf(const ParallelLayout& layout, pro
   for (int64_t blocks : layout.stage_blocks()) given.add_stage_blocks(blocks);
   given.set_micro_batches(layout.micro_batches());
   given.set_zero(static_cast<int32_t>(layout.zero()));
+  given.set_zero3_kept(!zero3_regather);  // the cost model refuses it without stage 3
   given.set_recompute(recompute);
   if (layout.pp() > 1) given.set_schedule(schedule);
   return given;
@@ -366,17 +367,12 @@ bool AutoParallelRequested() { return absl::GetFlag(FLAGS_auto_parallel); }
 
 absl::Status CompileAndReportAuto(const JobBuilder& build) {
   // The layout flags are what the search chooses: giving one is a contradiction.
-  for (const char* name : {"dp", "tp", "pp", "stage_blocks", "pp_schedule", "zero", "micro_batches", "recompute"}) {
+  for (const char* name : {"dp", "tp", "pp", "stage_blocks", "pp_schedule", "zero", "zero3_regather", "micro_batches", "recompute"}) {
     const absl::CommandLineFlag* flag = absl::FindCommandLineFlag(name);
     if (flag != nullptr && flag->CurrentValue() != flag->DefaultValue()) {
       return absl::InvalidArgumentError(absl::StrCat("--auto_parallel chooses --", name, "; do not give --", name,
                                                      "=", flag->CurrentValue(), " with it"));
     }
-  }
-  if (!absl::GetFlag(FLAGS_zero3_regather)) {
-    return absl::InvalidArgumentError(
-        "--zero3_regather=false is not in --auto_parallel's cost model (it prices ZeRO-3 re-gathering for backward): "
-        "drop it, or give the layout by hand (--dp --tp --zero=3 --zero3_regather=false)");
   }
   if (absl::GetFlag(FLAGS_print_graph)) {
     return absl::InvalidArgumentError(
@@ -436,11 +432,6 @@ absl::StatusOr<proto::AutoParallelDecision> PredictGivenLayout(const JobBuilder&
   }
   OF_ASSIGN_OR_RETURN(const proto::PipelineSchedule schedule, PricedSchedule(layout, settings, "--predict_step",
                                                                              "drop it or --predict_step"));
-  if (!settings.zero3_regather) {
-    return absl::InvalidArgumentError(
-        "--predict_step prices ZeRO-3 re-gathering for backward; --zero3_regather=false is not in the cost model: "
-        "drop it or --predict_step");
-  }
   AutoParallelRequest request;
   request.cluster.nodes = absl::GetFlag(FLAGS_nodes);
   request.cluster.devices_per_node = absl::GetFlag(FLAGS_devices_per_node);
@@ -448,7 +439,8 @@ absl::StatusOr<proto::AutoParallelDecision> PredictGivenLayout(const JobBuilder&
   request.cluster.inter_node_bandwidth = absl::GetFlag(FLAGS_inter_node_bandwidth);
   request.settings = settings;
   request.settings.pp_schedule = "1f1b";  // the cost model's probes; the layout carries the schedule
-  return PriceGivenLayout(WithDataFilesResolved(build), request, AutoParallelLayoutOf(layout, recompute, schedule));
+  return PriceGivenLayout(WithDataFilesResolved(build), request,
+                          AutoParallelLayoutOf(layout, recompute, schedule, settings.zero3_regather));
 }
 
 // --stage_blocks=auto: the layout with the cuts ChooseStageCuts gives, and the model
@@ -480,7 +472,8 @@ absl::Status ApplyAutoStageCuts(const JobBuilder* build, std::optional<ParallelL
         absl::StrCat("--recompute=", settings.recompute, " is not one of: none, selective, full"));
   }
   OF_ASSIGN_OR_RETURN(const ChosenStageCuts cuts, ChooseStageCuts(WithDataFilesResolved(*build), request,
-                                                                  AutoParallelLayoutOf(**layout, *recompute, schedule)));
+                                                                  AutoParallelLayoutOf(**layout, *recompute, schedule,
+                                                                                       settings.zero3_regather)));
   if (cuts.counts.empty()) {
     std::printf("stage cuts (--stage_blocks=auto): balanced, predicted step %.3g ms (the DP over the cuts found none "
                 "faster)\n",

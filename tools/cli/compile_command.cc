@@ -171,17 +171,12 @@ absl::Status CheckNoLayoutFlags() {
                        "compile without --auto_parallel to give it"));
     }
   }
-  for (const char* name : {"dp", "tp", "pp", "pp_schedule", "micro_batches", "zero", "recompute"}) {
+  for (const char* name : {"dp", "tp", "pp", "pp_schedule", "micro_batches", "zero", "zero3_regather", "recompute"}) {
     const absl::CommandLineFlag* flag = absl::FindCommandLineFlag(name);
     if (flag != nullptr && flag->CurrentValue() != flag->DefaultValue()) {
       return absl::InvalidArgumentError(absl::StrCat("--auto_parallel chooses --", name, "; do not give --", name,
                                                      "=", flag->CurrentValue(), " with it"));
     }
-  }
-  if (!absl::GetFlag(FLAGS_zero3_regather)) {
-    return absl::InvalidArgumentError(
-        "--zero3_regather=false is not in --auto_parallel's cost model (it prices ZeRO-3 re-gathering for backward): "
-        "drop it, or give the layout by hand (--dp --tp --zero=3 --zero3_regather=false)");
   }
   if (!absl::GetFlag(FLAGS_dump_after).empty()) {
     return absl::InvalidArgumentError(

@@ -98,10 +98,10 @@ TEST(GraphTextAutoParallel, SearchesTheTextsLayoutsAndCompilesTheChosenOneAsItsF
   // The mlp has no blocks (pp = 1), and its inputs hold the batch of 16 rows with every op
   // keeping rows apart up to the loss's mean, so micro-batches are searched; its
   // one-device `sbp=B` hints split nothing, so a tp layout gets Megatron's split
-  // (JobFromGraphText): dp = 4 with ZeRO 0-3 and 1, 2 or 4 micro-batches (whole rows on
-  // each device: 12), dp = 2 x tp = 2 with ZeRO 0-3 and 1-8 micro-batches (16), and tp = 4
-  // with 1-16 (5) are all its layouts.
-  EXPECT_EQ(decision.candidates(), 33);
+  // (JobFromGraphText): dp = 4 with ZeRO 0-3 and 3 keeping forward's gathered copies, and
+  // 1, 2 or 4 micro-batches (whole rows on each device: 15), dp = 2 x tp = 2 with the same
+  // five and 1-8 micro-batches (20), and tp = 4 with 1-16 (5) are all its layouts.
+  EXPECT_EQ(decision.candidates(), 40);
   EXPECT_EQ(auto_parallel::LayoutName(decision.chosen().layout()),
             "dp=4 tp=1 pp=1 micro_batches=1 zero=0 recompute=none");
   int micro_batched = 0;
@@ -138,9 +138,10 @@ TEST(GraphTextAutoParallel, ATextWithBlocksIsCutIntoPipelineStagesWithMicroBatch
   ASSERT_TRUE(result.ok()) << result.status();
   EXPECT_EQ(search_note, "");  // pipelines and micro-batches both searched
   const proto::AutoParallelDecision& decision = result->plan.auto_parallel();
-  // 120 layouts, and the 33 pipelines with micro-batches again with ZB-H1, which fills
-  // the pipeline's bubble with the weights' gradients at 1F1B's memory.
-  EXPECT_EQ(decision.candidates(), 153);
+  // 153 layouts with ZeRO-3 re-gathering (the pipelines with micro-batches twice, 1F1B
+  // and ZB-H1, which fills the pipeline's bubble with the weights' gradients at 1F1B's
+  // memory), and each of the 30 with ZeRO-3 again keeping forward's gathered copies.
+  EXPECT_EQ(decision.candidates(), 183);
   EXPECT_EQ(auto_parallel::LayoutName(decision.chosen().layout()),
             "dp=1 tp=2 pp=2 pp_schedule=zb micro_batches=8 zero=0 recompute=none");
   EXPECT_LE(decision.planned_peak_bytes(), request.device_memory);
@@ -212,7 +213,7 @@ TEST(GraphTextAutoParallel, MemoryBelowEveryLayoutNamesTheSmallestPeak) {
   EXPECT_EQ(result.status().code(), absl::StatusCode::kResourceExhausted);
   // tp = 4 splits the weights over the 4 devices, 16 micro-batches the activations: the smallest peak.
   EXPECT_EQ(std::string(result.status().message()),
-            "--device_memory=1.00 KiB (1024 B) is below every layout's predicted peak (33 layouts of 'mlp' on 4 "
+            "--device_memory=1.00 KiB (1024 B) is below every layout's predicted peak (40 layouts of 'mlp' on 4 "
             "devices); the smallest is 3.71 KiB (3800 B), with --dp=1 --tp=4 --pp=1 --micro_batches=16 --zero=0 "
             "--recompute=none; give at least that much, or more devices");
   // That layout compiled: memory planning's peak (4416 B) is the predicted one within 25%

@@ -34,6 +34,8 @@ void WriteLayout(const proto::AutoParallelLayout& layout, JsonWriter& json) {
   json.Int(layout.micro_batches());
   json.Key("zero");
   json.Int(layout.zero());
+  json.Key("zero3_regather");  // false: ZeRO-3 keeps forward's gathered parameters
+  json.Bool(!layout.zero3_kept());
   json.Key("recompute");
   json.String(auto_parallel::RecomputeName(layout.recompute()));
   json.EndObject();
