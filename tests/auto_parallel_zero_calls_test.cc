@@ -47,12 +47,14 @@ examples::ParallelLayout LayoutOf(int64_t dp, int64_t tp, int64_t micro_batches,
   return *layout;
 }
 
-proto::Plan Compiled(int64_t dp, int64_t micro_batches, int32_t zero, int64_t pp = 1) {
+proto::Plan Compiled(int64_t dp, int64_t micro_batches, int32_t zero, int64_t pp = 1, bool zero3_kept = false) {
   const examples::ParallelLayout layout = LayoutOf(dp, 1, micro_batches, zero, pp);
   absl::StatusOr<proto::Job> job = examples::BuildGpt(Gpt(), layout);
   EXPECT_TRUE(job.ok()) << job.status();
   std::string dump;
-  absl::StatusOr<CompileOptions> options = examples::CompileOptionsFor(layout, examples::CompileSettings(), &dump);
+  examples::CompileSettings settings;
+  settings.zero3_regather = !zero3_kept;
+  absl::StatusOr<CompileOptions> options = examples::CompileOptionsFor(layout, settings, &dump);
   EXPECT_TRUE(options.ok()) << options.status();
   absl::StatusOr<proto::Plan> plan = Compile(*job, *options);
   EXPECT_TRUE(plan.ok()) << plan.status();
@@ -68,8 +70,10 @@ int64_t Variables(const auto_parallel::ModelProfile& profile) {
 }
 
 // dp x pp devices, tp 1, as the search names a layout.
-proto::AutoParallelLayout Layout(int64_t dp, int64_t pp, int64_t micro_batches, int32_t zero) {
+proto::AutoParallelLayout Layout(int64_t dp, int64_t pp, int64_t micro_batches, int32_t zero,
+                                 bool zero3_kept = false) {
   proto::AutoParallelLayout layout;
+  layout.set_zero3_kept(zero3_kept);
   layout.set_dp(dp);
   layout.set_tp(1);
   layout.set_pp(pp);
@@ -97,8 +101,9 @@ auto_parallel::PriceOptions OneNode(int64_t devices, double gemm_flops_per_secon
 // The collective calls priced for `layout` on two devices: the exposed communication a
 // call cost of 1 ms adds, over 1 ms. Compute is made free, so backward hides nothing and
 // every data-parallel call is exposed.
-double PricedCalls(const auto_parallel::ModelProfile& profile, int64_t micro_batches, int32_t zero) {
-  const proto::AutoParallelLayout layout = Layout(2, 1, micro_batches, zero);
+double PricedCalls(const auto_parallel::ModelProfile& profile, int64_t micro_batches, int32_t zero,
+                   bool zero3_kept = false) {
+  const proto::AutoParallelLayout layout = Layout(2, 1, micro_batches, zero, zero3_kept);
   const auto_parallel::PriceOptions free = OneNode(2, 1e30);
   auto_parallel::PriceOptions priced = free;
   priced.collective_call_seconds = 1e-3;
@@ -121,6 +126,30 @@ TEST(AutoParallelZeroCallsTest, GradientReductionsRunOneCallPerBucketOfTheCompil
     const int64_t gathers = zero == 0 ? 0 : zero == 3 ? 2 * variables : variables;
     EXPECT_NEAR(PricedCalls(profile, 1, zero), static_cast<double>(plan.buckets_size() + gathers), 1e-6);
   }
+}
+
+// ZeRO-3 keeping forward's gathered copies (--zero3_regather=false) gathers each
+// parameter once: the model prices one gather per variable beside the buckets, and the
+// plan runs as many gathers as it reads parameters in forward, about half of re-gathering's.
+TEST(AutoParallelZeroCallsTest, ZeroThreeKeepingForwardsCopiesGathersEachParameterOnce) {
+  const auto_parallel::ModelProfile profile = Profile();
+  const int64_t variables = Variables(profile);
+  const proto::Plan kept = Compiled(2, 1, 3, 1, /*zero3_kept=*/true);
+  EXPECT_NEAR(PricedCalls(profile, 1, 3, /*zero3_kept=*/true), static_cast<double>(kept.buckets_size() + variables),
+              1e-6);
+  EXPECT_NEAR(PricedCalls(profile, 1, 3) - PricedCalls(profile, 1, 3, /*zero3_kept=*/true),
+              static_cast<double>(variables), 1e-6);
+  auto gathers_of = [](const proto::Plan& plan) {
+    int64_t gathers = 0;
+    for (const proto::ActorDef& actor : plan.devices(0).actors()) {
+      if (actor.kind() != proto::ACTOR_BOXING || actor.boxing_id() < 0) continue;
+      const proto::BoxingDef& boxing = plan.boxings(actor.boxing_id());
+      gathers += !boxing.steps().empty() && boxing.steps(0).kind() == proto::STEP_ALL_GATHER;
+    }
+    return gathers;
+  };
+  EXPECT_EQ(gathers_of(kept), variables);
+  EXPECT_GT(gathers_of(Compiled(2, 1, 3)), 3 * variables / 2);
 }
 
 TEST(AutoParallelZeroCallsTest, ZeroThreeGathersOncePerIterationWhateverTheMicroBatches) {
