@@ -5,14 +5,17 @@ Prints one line per layout, "name|gpt flags|megatron" (megatron: 1 for the textb
 tensor parallelism inside a node and data parallelism across nodes), in a fixed order:
 families of data parallelism (micro-batches, ZeRO 1-3, full recomputation, no codecs),
 Megatron's layout and its variants, tensor parallelism over every device, pipelines across
-nodes with data or tensor parallelism inside them, a stage per device, and tensor
-parallelism across nodes.
+nodes with data or tensor parallelism inside them, a stage per device, tensor parallelism
+across nodes, and (since session 65) dense Megatron with ZeRO-3 re-gathering and keeping
+forward's gathered copies (`--zero3_regather=false`).
 With one device per node (2 x 1, 3 x 1) those families collapse (Megatron's layout is pure
 dp, and there is no inside of a node), so such a cluster sweeps its own: data parallelism
-across the hosts with micro-batches 1/2/4, ZeRO 1-3, selective and full recomputation and
+across the hosts with micro-batches 1/2/4, ZeRO 1-3 (3 also keeping forward's gathered
+copies, with and without codecs, since session 65), selective and full recomputation and
 each --compression mode (off, auto, int8, int4), tensor parallelism across the hosts, a
 pipeline stage per host with 2/4/6/8 micro-batches (4 and 8 also with ZB-H1, `--pp_schedule=zb`:
-two layouts since session 57), and combinations of them: 23 layouts, four
+two layouts since session 57), and combinations of them: 25 layouts (23 before session
+65), four
 fewer than through session 47 (dense dp with 2 micro-batches, dense ZeRO-3, tp with 2
 micro-batches, a dense pipeline: each the neighbour of a layout kept, and three of them the
 slowest of the sweep), so that 4 interleaved rounds of every layout fit one bench-lock hold.
@@ -55,6 +58,9 @@ def layouts(nodes, per_node, batch, layers, heads, hidden):
         (n, 1, p, 2, 0, "none", "auto"),  # stages of n consecutive devices
         (p, n, 1, 1, 0, "none", "auto"),  # tp of n consecutive devices: across nodes when p < n
         (p, n, 1, 1, 0, "none", "off"),
+        # ZeRO-3 keeping forward's gathered copies (--zero3_regather=false) beside re-gathering.
+        (n, p, 1, 1, 3, "none", "off", "1f1b", True),
+        (n, p, 1, 1, 3, "none", "off"),
     ]
     if per_node == 1:
         families = [
@@ -67,6 +73,8 @@ def layouts(nodes, per_node, batch, layers, heads, hidden):
             (d, 1, 1, 1, 1, "none", "auto"),
             (d, 1, 1, 1, 2, "none", "auto"),
             (d, 1, 1, 1, 3, "none", "auto"),
+            (d, 1, 1, 1, 3, "none", "auto", "1f1b", True),  # --zero3_regather=false
+            (d, 1, 1, 1, 3, "none", "off", "1f1b", True),
             (d, 1, 1, 2, 1, "none", "auto"),
             (d, 1, 1, 1, 0, "selective", "auto"),
             (d, 1, 1, 1, 0, "full", "auto"),
@@ -88,6 +96,7 @@ def layouts(nodes, per_node, batch, layers, heads, hidden):
     for family in families:
         dp, tp, pp, micro, zero, recompute, compression = family[:7]
         schedule = family[7] if len(family) > 7 else "1f1b"
+        kept = len(family) > 8 and family[8]
         if dp * tp * pp != devices:
             continue
         if batch % micro != 0 or (batch // micro) % dp != 0:
@@ -100,6 +109,9 @@ def layouts(nodes, per_node, batch, layers, heads, hidden):
         if schedule != "1f1b":
             flags += f" --pp_schedule={schedule}"
             name += f" pp_schedule={schedule}"
+        if kept:
+            flags += " --zero3_regather=false"
+            name += " zero3_regather=false"
         if flags in seen:
             continue
         seen.add(flags)

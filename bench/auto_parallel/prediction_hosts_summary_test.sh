@@ -308,9 +308,10 @@ if per_node == 1:
     # One device a host: the families that stay distinct, each with its variants.
     rows = [dict(re.findall(r"--(\w+)=(\w+)", line.split("|")[1])) for line in lines]
     def values(key, **where):
-        return {r[key] for r in rows if all(r[k] == str(v) for k, v in where.items())}
+        return {r[key] for r in rows if all(r.get(k) == str(v) for k, v in where.items())}
     assert values("micro_batches", dp=nodes, zero=0, recompute="none", compression="auto") == {"1", "2", "4"}, rows
     assert values("zero", dp=nodes) == {"0", "1", "2", "3"}, rows
+    assert values("compression", dp=nodes, zero=3, zero3_regather="false") == {"auto", "off"}, rows
     assert values("recompute", dp=nodes) == {"none", "selective", "full"}, rows
     assert values("compression", dp=nodes, micro_batches=1, zero=0, recompute="none") == {"auto", "off", "int8", "int4"}, rows
     assert values("compression", tp=nodes) == {"auto", "off"}, rows
@@ -319,10 +320,13 @@ if per_node == 1:
     assert {r["micro_batches"] for r in rows if r.get("pp_schedule") == "zb"} == {"4", "8"}, rows
 else:
     assert all("pp_schedule" not in line for line in lines), lines
+    kept = [l for l in lines if "--zero3_regather=false" in l]
+    assert len(kept) == 1 and f"--dp={nodes} --tp={per_node} --pp=1 --micro_batches=1 --zero=3" in kept[0], kept
 PYEOF
 done
-# The clusters of several devices a node sweep what runs 1-4 swept (25 and 22 layouts).
-[[ "$(wc -l < "$DIR/3x2.txt") $(wc -l < "$DIR/2x2.txt")" == "25 22" ]] || fail "3x2 / 2x2 sweeps changed"
+# The clusters of several devices a node sweep what runs 1-4 swept (25 and 22 layouts) and
+# dense Megatron's ZeRO-3 both ways (since session 65).
+[[ "$(wc -l < "$DIR/3x2.txt") $(wc -l < "$DIR/2x2.txt")" == "27 24" ]] || fail "3x2 / 2x2 sweeps changed"
 # A layout the gpt cannot take is left out: 5 heads allow no tp of 2 or 3.
 python3 "$LAYOUTS" 3 2 --batch=24 --layers=4 --heads=5 --hidden=95 | grep -q -- '--tp=[236]' && fail "tp kept with 5 heads"
 # The launch order: every round launches every plan once; the sweep's round r starts
