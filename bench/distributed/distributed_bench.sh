@@ -16,9 +16,12 @@
 #   demo_loopback  2 x 2 loopback daemons, the demo's gpt (2 blocks, hidden 256, dp=2 x tp=2);
 #                  goal launched <= 1.3x in-process
 #   gpt_dp3tp2     3 hosts x 2, gpt layers 6 hidden 384 heads 6 seq 64 batch 12, dp=3 x tp=2,
-#                  off, off_zero3 and auto; goals: off and off_zero3 <= 1.2 x max(in-process,
-#                  link), auto <= 1.2x in-process. off_zero3 is dense with --zero=3
-#                  --zero3_regather=false: off's bytes, half of them gathered in forward
+#                  off, off_zero3, auto and off_searched; goals: off, off_zero3 and
+#                  off_searched <= 1.2 x max(in-process, link), auto <= 1.2x in-process.
+#                  off_zero3 is dense with --zero=3 --zero3_regather=false: off's bytes, half
+#                  of them gathered in forward; off_searched is dense with the layout
+#                  --auto_parallel chooses (the case's --dp and --tp dropped) for the
+#                  calibration the compile reads
 #   dp3_h256       3 hosts x 1, gpt hidden 256 layers 2 batch 12, dp=3, off, auto and PyTorch DDP;
 #                  goal auto <= off
 #   dp3_h512       3 hosts x 1, gpt hidden 512 layers 4 heads 8 batch 12, dp=3, off, auto and PyTorch
@@ -169,7 +172,7 @@ fi
 case_spec() {
   case "$1" in
     demo_loopback) echo "loopback 2 2 off|--dp=2 --tp=2 --layers=2 --hidden=256 --heads=8 --batch=8 --seq=32 --vocab=256 --lr=0.01" ;;
-    gpt_dp3tp2) echo "netns 3 2 off,off_zero3,auto|--dp=3 --tp=2 --layers=6 --hidden=384 --heads=6 --seq=64 --batch=12" ;;
+    gpt_dp3tp2) echo "netns 3 2 off,off_zero3,auto,off_searched|--dp=3 --tp=2 --layers=6 --hidden=384 --heads=6 --seq=64 --batch=12" ;;
     # batch 12: divisible by dp=3 (an uneven S(0) split of 8 rows makes a plan of 89 collectives
     # instead of 4, which examples/gpt refuses without --uneven_batch, and PyTorch's DDP needs
     # equal rows per rank).
@@ -284,7 +287,7 @@ run_case() {
       continue
     fi
     plan="$dir/$mode.plan"
-    local compression="$mode" bucket_flags=() calibration_flags=() mode_flags=()
+    local compression="$mode" bucket_flags=() calibration_flags=() mode_flags=() layout_flags="$flags"
     [[ -n "$CASE_CALIBRATION" ]] && calibration_flags=(--codec_calibration="$CASE_CALIBRATION")
     if [[ "$mode" == off_bucket_mb_* ]]; then
       compression=off
@@ -297,8 +300,14 @@ run_case() {
       compression=off
       mode_flags=(--zero=3 --zero3_regather=false)
     fi
+    if [[ "$mode" == off_searched ]]; then
+      # Dense, the layout the cost model chooses for this cluster and calibration.
+      compression=off
+      mode_flags=(--auto_parallel)
+      layout_flags="$(sed -E 's/--(dp|tp)=[0-9]+ ?//g' <<< "$flags")"
+    fi
     # shellcheck disable=SC2086
-    "$BIN/gpt" --nodes="$nodes" --devices_per_node="$dpn" $flags $GPT_FLAGS "${bucket_flags[@]}" "${mode_flags[@]}" "${calibration_flags[@]}" \
+    "$BIN/gpt" --nodes="$nodes" --devices_per_node="$dpn" $layout_flags $GPT_FLAGS "${bucket_flags[@]}" "${mode_flags[@]}" "${calibration_flags[@]}" \
       --compression="$compression" --inter_node_bandwidth="$bw" --plan_out="$plan" > "$dir/$mode.compile.log"
     # --rounds: the in-process run and the launch alternate, ROUNDS times each, so that the
     # machine's drift between them lands on both sides; round r's files end in .rR (r > 0).
@@ -370,6 +379,15 @@ inproc, launched = statistics.median(inproc_rounds), statistics.median(launched_
 line = {"case": name, "rate_mbit": rate or None, "mode": mode, "nodes": int(nodes),
         "devices_per_node": int(dpn), "launched_step_ms": launched, "in_process_step_ms": inproc,
         "launched_over_in_process": round(launched / inproc, 3)}
+# A searched layout (mode off_searched): the compile's choice and its predicted step.
+compile_log = os.path.join(d, mode + ".compile.log")
+if os.path.exists(compile_log):
+    import re
+    chose = re.search(r"^auto-parallel: chose (.*) among (\d+) layouts .*?: predicted step ([0-9.]+) ms",
+                      open(compile_log).read(), re.M)
+    if chose:
+        line.update({"searched_layout": chose.group(1), "searched_among": int(chose.group(2)),
+                     "predicted_step_ms": float(chose.group(3))})
 if len(inproc_rounds) > 1:
     # Round by round: the launch over the in-process run just before it.
     paired = [l / i for l, i in zip(launched_rounds, inproc_rounds)]
