@@ -209,18 +209,7 @@ build() {
 }
 
 predicted() {  # plan -> "step_ms compute_ms exposed_ms bubble_ms layout" from its decision record
-  "$BIN/oneflow" inspect "$1" --format=json | "$PY" -c '
-import json, sys
-c = json.load(sys.stdin)["auto_parallel"]["chosen"]
-l = c["layout"]
-# ZB-H1 and the kept ZeRO-3 copies named as the hand layouts name them (before session 65
-# the names left both out, and the summary merged such a layout with its 1F1B or
-# re-gathering twin).
-schedule = "" if l.get("pp_schedule", "1f1b") == "1f1b" else " pp_schedule=" + l["pp_schedule"]
-kept = "" if l.get("zero3_regather", True) else " zero3_regather=false"
-print("%.4f %.4f %.4f %.4f dp=%d tp=%d pp=%d M=%d zero=%d%s recompute=%s%s" % (1e3 * c["step_seconds"],
-      1e3 * c["compute_seconds"], 1e3 * c["exposed_communication_seconds"], 1e3 * c["bubble_seconds"],
-      l["dp"], l["tp"], l["pp"], l["micro_batches"], l["zero"], kept, l["recompute"], schedule))'
+  "$BIN/oneflow" inspect "$1" --format=json | "$PY" "$HERE/prediction_hosts_predicted.py"
 }
 
 # Launches `plan` on the cluster from host 0; prints the median step (null when it failed).

@@ -105,13 +105,15 @@ def layouts(nodes, per_node, batch, layers, heads, hidden):
             continue
         flags = (f"--dp={dp} --tp={tp} --pp={pp} --micro_batches={micro} --zero={zero} "
                  f"--recompute={recompute} --compression={compression}")
-        name = f"dp={dp} tp={tp} pp={pp} M={micro} zero={zero} recompute={recompute} compression={compression}"
+        # The name the bench gives the launched plan (prediction_hosts_predicted.py, then
+        # " compression=..."), so that a compile failure's line names it alike.
+        name = (f"dp={dp} tp={tp} pp={pp} M={micro} zero={zero}" + (" zero3_regather=false" if kept else "") +
+                f" recompute={recompute}" + (f" pp_schedule={schedule}" if schedule != "1f1b" else "") +
+                f" compression={compression}")
         if schedule != "1f1b":
             flags += f" --pp_schedule={schedule}"
-            name += f" pp_schedule={schedule}"
         if kept:
             flags += " --zero3_regather=false"
-            name += " zero3_regather=false"
         if flags in seen:
             continue
         seen.add(flags)

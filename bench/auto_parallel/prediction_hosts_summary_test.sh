@@ -324,6 +324,33 @@ else:
     assert len(kept) == 1 and f"--dp={nodes} --tp={per_node} --pp=1 --micro_batches=1 --zero=3" in kept[0], kept
 PYEOF
 done
+# The launched plans' names (prediction_hosts_predicted.py, from `oneflow inspect`'s
+# decision record, then the compression): each hand layout's, so a ZB-H1 pipeline and ZeRO-3
+# keeping its gathered copies stay apart from their twins in the summary (before session
+# 65 both were named as the twin and merged with it).
+python3 - "$DIR/2x1.txt" "$DIR/3x2.txt" "$PWD/bench/auto_parallel" <<'PYEOF' || fail "the launched plans' names"
+import re, sys
+sys.path.insert(0, sys.argv[3])
+import prediction_hosts_predicted as predicted
+names = set()
+for path in sys.argv[1:3]:
+    for entry in open(path).read().split("\n")[:-1]:
+        name, flags, _ = entry.split("|")
+        v = dict(re.findall(r"--(\w+)=(\w+)", flags))
+        layout = {"dp": int(v["dp"]), "tp": int(v["tp"]), "pp": int(v["pp"]), "micro_batches": int(v["micro_batches"]),
+                  "zero": int(v["zero"]), "zero3_regather": v.get("zero3_regather") != "false",
+                  "recompute": v["recompute"], "pp_schedule": v.get("pp_schedule", "1f1b")}
+        decision = {"chosen": {"layout": layout, "step_seconds": 0.04, "compute_seconds": 0.03,
+                               "exposed_communication_seconds": 0.01, "bubble_seconds": 0}}
+        step, compute, exposed, bubble, *parts = predicted.line(decision).split()
+        assert (step, compute, exposed, bubble) == ("40.0000", "30.0000", "10.0000", "0.0000"), step
+        launched = " ".join(parts) + " compression=" + v["compression"]
+        assert launched == name, (launched, name)
+        names.add((path, launched))
+# Every layout a name of its own, the twins included.
+assert len(names) == sum(len(open(p).read().split("\n")[:-1]) for p in sys.argv[1:3]), names
+assert any("pp_schedule=zb" in n for _, n in names) and any("zero3_regather=false" in n for _, n in names), names
+PYEOF
 # The clusters of several devices a node sweep what runs 1-4 swept (25 and 22 layouts) and
 # dense Megatron's ZeRO-3 both ways (since session 65).
 [[ "$(wc -l < "$DIR/3x2.txt") $(wc -l < "$DIR/2x2.txt")" == "27 24" ]] || fail "3x2 / 2x2 sweeps changed"
