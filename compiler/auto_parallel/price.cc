@@ -15,6 +15,7 @@
 #include "compiler/auto_parallel/gathers_ahead.h"
 #include "compiler/auto_parallel/gradient_buckets.h"
 #include "compiler/auto_parallel/host_terms.h"
+#include "compiler/auto_parallel/layout_check.h"
 #include "compiler/auto_parallel/peak_bytes.h"
 #include "compiler/auto_parallel/unit_memory.h"
 #include "compiler/auto_parallel/pipeline_period.h"
@@ -87,7 +88,7 @@ class Pricer {
   }
 
   absl::StatusOr<proto::AutoParallelPrediction> Run() {
-    OF_RETURN_IF_ERROR(Check());
+    OF_RETURN_IF_ERROR(CheckLayout(profile_, options_, layout_));
     OF_RETURN_IF_ERROR(collectives_.BuildStages());
     const int64_t pp = layout_.pp();
     const int64_t micro_batches = layout_.micro_batches();
@@ -357,7 +358,7 @@ class Pricer {
   // stageable unit k with the units that go where it goes (the prologue with the first,
   // each other unit with the stageable unit before it), priced on every stage.
   absl::StatusOr<StageCutCosts> SegmentCosts(double memory_limit) {
-    OF_RETURN_IF_ERROR(Check());
+    OF_RETURN_IF_ERROR(CheckLayout(profile_, options_, layout_));
     OF_RETURN_IF_ERROR(collectives_.BuildStages());
     const int64_t pp = layout_.pp();
     const int64_t segments = profile_.stageable_units;
@@ -422,55 +423,6 @@ class Pricer {
     terms.register_count = options_.register_count;
     terms.optimizer_state_copies = profile_.optimizer_state_copies;
     return terms;
-  }
-
-  absl::Status Check() const {
-    const int64_t devices = options_.cluster.num_nodes() * options_.cluster.devices_per_node();
-    const std::string name = LayoutName(layout_);
-    if (layout_.dp() < 1 || layout_.tp() < 1 || layout_.pp() < 1 || layout_.micro_batches() < 1) {
-      return absl::InvalidArgumentError(absl::StrCat(name, ": every degree must be >= 1"));
-    }
-    if (layout_.dp() * layout_.tp() * layout_.pp() != devices) {
-      return absl::InvalidArgumentError(absl::StrCat(name, " is ", layout_.dp() * layout_.tp() * layout_.pp(),
-                                                     " devices; the cluster has ", devices));
-    }
-    if (layout_.pp() > std::max<int64_t>(1, profile_.stageable_units)) {
-      return absl::InvalidArgumentError(absl::StrCat(name, ": pp=", layout_.pp(), " is more than the ",
-                                                     profile_.stageable_units, " blocks or layers of '",
-                                                     profile_.job_name, "'"));
-    }
-    if (profile_.batch_rows % (layout_.dp() * layout_.micro_batches()) != 0) {
-      return absl::InvalidArgumentError(absl::StrCat(name, ": the batch of ", profile_.batch_rows,
-                                                     " rows does not divide into dp x micro_batches = ",
-                                                     layout_.dp() * layout_.micro_batches()));
-    }
-    if (layout_.zero() < 0 || layout_.zero() > 3 || (layout_.zero() > 0 && layout_.dp() == 1)) {
-      return absl::InvalidArgumentError(absl::StrCat(name, ": ZeRO stages 1-3 need dp > 1"));
-    }
-    if (layout_.zero3_kept() && layout_.zero() != 3) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          name, ": zero3_regather=false keeps ZeRO-3's gathered parameters for backward; it needs zero=3"));
-    }
-    if (!layout_.stage_blocks().empty()) {
-      int64_t sum = 0;
-      bool positive = true;
-      for (int64_t count : layout_.stage_blocks()) {
-        sum += count;
-        positive = positive && count >= 1;
-      }
-      if (layout_.stage_blocks_size() != layout_.pp() || !positive || sum != profile_.stageable_units) {
-        return absl::InvalidArgumentError(absl::StrCat(name, ": stage_blocks=", absl::StrJoin(layout_.stage_blocks(), ","),
-                                                       " must give each of the ", layout_.pp(),
-                                                       " stages at least one block, summing to the ",
-                                                       profile_.stageable_units, " blocks or layers of '",
-                                                       profile_.job_name, "'"));
-      }
-    }
-    if (layout_.tp() > 1 && !profile_.tp_hinted) {
-      return absl::InvalidArgumentError(
-          absl::StrCat(name, ": '", profile_.job_name, "' has no tensor-parallel hints, so tp must be 1"));
-    }
-    return absl::OkStatus();
   }
 
   double RowFraction() const { return 1.0 / static_cast<double>(layout_.dp() * layout_.micro_batches()); }
