@@ -90,6 +90,13 @@
 #                         compiler's defaults (every run before session 48); a path: that file
 #                         (e.g. one run's, to compile alternated binaries alike). Each line records
 #                         which (calibration, and its calibration_* figures)
+#   --host_cpus=C         give each emulated host of the netns cases C cores of its own (a cpu
+#                         cgroup with that CFS quota per 10 ms around its oneflowd and workers;
+#                         bench/lib/netns_hosts.sh), as real hosts have, e.g. 0.667 for dp3_h512's
+#                         three hosts on 2 cores, 1 for dp2_h512; the in-process run keeps the whole
+#                         machine. Without it the hosts' threads share the cores as the kernel
+#                         balances them (three compute threads on two cores: two on one, one on the
+#                         other, so the hosts' backward ends drift apart). Recorded as "host_cpus"
 #   --bin_dir=DIR         binaries (DIR/tools/cli/oneflow, ...) instead of building -c opt
 #   --work_dir=DIR --keep where plans, logs and metrics go; kept with --keep or on failure
 #
@@ -121,6 +128,7 @@ BUCKET_REFERENCE=""
 TRACE=0
 THREAD_CPU=0
 BIN_DIR=""
+HOST_CPUS=""
 CALIBRATION="daemons"
 WORK_DIR=""
 KEEP=0
@@ -143,6 +151,7 @@ for arg in "$@"; do
     --trace) TRACE=1 ;;
     --thread_cpu) THREAD_CPU=1 ;;
     --bin_dir=*) BIN_DIR="${arg#*=}" ;;
+    --host_cpus=*) HOST_CPUS="${arg#*=}" ;;
     --calibration=*) CALIBRATION="${arg#*=}" ;;
     --work_dir=*) WORK_DIR="${arg#*=}" ;;
     --keep) KEEP=1 ;;
@@ -165,6 +174,10 @@ IFS=, read -r -a CASE_LIST <<< "$CASES"
 if [[ "$CALIBRATION" != daemons && "$CALIBRATION" != none ]]; then
   [[ -r "$CALIBRATION" ]] || die "--calibration=$CALIBRATION: not daemons, none or a readable file"
   CALIBRATION="$(realpath "$CALIBRATION")"
+fi
+if [[ -n "$HOST_CPUS" ]]; then
+  [[ "$HOST_CPUS" =~ ^[0-9]*\.?[0-9]+$ ]] && awk -v c="$HOST_CPUS" 'BEGIN { exit !(c >= 0.01) }' ||
+    die "--host_cpus=$HOST_CPUS: give the cores of each host, a number >= 0.01 (e.g. 0.667)"
 fi
 [[ "$(id -u)" == 0 ]] || die "needs root (network namespaces, veth pairs, tc)"
 
@@ -366,7 +379,7 @@ run_case() {
       "$BIN/oneflow" inspect "$plan" --format=json > "$dir/$mode.inspect.json" ||
         die "oneflow inspect of $name ($mode) failed"
     fi
-    BENCH_WARMUP="$WARMUP" BENCH_BUCKET_REFERENCE="$BUCKET_REFERENCE" BENCH_CALIBRATION="$CASE_CALIBRATION" \
+    BENCH_WARMUP="$WARMUP" BENCH_BUCKET_REFERENCE="$BUCKET_REFERENCE" BENCH_CALIBRATION="$CASE_CALIBRATION" BENCH_HOST_CPUS="$HOST_CPUS" \
     "$PY" - "$name" "$rate" "$mode" "$nodes" "$dpn" "$ITERS" "$link_bytes" \
         "$in_process_steps" "$launched_steps" "$dir" "$profile_json" <<'PYEOF'
 import json, os, statistics, sys
@@ -405,6 +418,8 @@ if rate:
 # machine (sbp/calibration.h's lines).
 calibration = os.environ.get("BENCH_CALIBRATION", "")
 line["calibration"] = calibration or None
+if rate and os.environ.get("BENCH_HOST_CPUS"):
+    line["host_cpus"] = float(os.environ["BENCH_HOST_CPUS"])
 if calibration:
     for l in open(calibration):
         c = json.loads(l)
@@ -575,7 +590,7 @@ main() {
   build
   (umask 077 && head -c 32 /dev/urandom | od -An -tx1 | tr -d ' \n' > "$RUN/token")
   echo "{\"config\": {\"cases\": \"$CASES\", \"rates_mbit\": [$RATES], \"iters\": $ITERS, \"rounds\": $ROUNDS, \"warmup\": $WARMUP," \
-    "\"launch_flags\": \"$LAUNCH_FLAGS\", \"gpt_flags\": \"$GPT_FLAGS\", \"modes\": \"$MODES\", \"bucket_reference\": \"$BUCKET_REFERENCE\", \"trace\": $TRACE, \"calibration\": \"$CALIBRATION\", \"oneflow_openblas_coretype\": \"${OPENBLAS_CORETYPE:-auto}\", \"cpus\": $(nproc), \"load_avg_1m\": $(cut -d' ' -f1 /proc/loadavg)," \
+    "\"launch_flags\": \"$LAUNCH_FLAGS\", \"gpt_flags\": \"$GPT_FLAGS\", \"modes\": \"$MODES\", \"bucket_reference\": \"$BUCKET_REFERENCE\", \"trace\": $TRACE, \"host_cpus\": ${HOST_CPUS:-null}, \"calibration\": \"$CALIBRATION\", \"oneflow_openblas_coretype\": \"${OPENBLAS_CORETYPE:-auto}\", \"cpus\": $(nproc), \"load_avg_1m\": $(cut -d' ' -f1 /proc/loadavg)," \
     "\"commit\": \"$(git -C "$ROOT" rev-parse --short HEAD 2>/dev/null || echo unknown)\"}}"
   local name spec network nodes rate
   for name in "${CASE_LIST[@]}"; do
@@ -588,7 +603,7 @@ main() {
       netns_stop_daemons
     else
       netns_create "$nodes"
-      netns_start_daemons "$BIN" "$RUN/token" "$RUN/netns.$name" "$PORT"
+      NETNS_HOST_CPUS="$HOST_CPUS" netns_start_daemons "$BIN" "$RUN/token" "$RUN/netns.$name" "$PORT"
       calibrate_case netns "${RATE_LIST[0]}" "$RUN/$name.calibration"
       for rate in "${RATE_LIST[@]}"; do run_case "$name" "$rate"; done
       netns_teardown

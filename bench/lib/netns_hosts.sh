@@ -85,6 +85,7 @@ netns_start_daemons() {
       --work_dir="$work/node$i/work" --worker_binary="$bin/oneflow_worker" \
       > "$work/node$i/oneflowd.out" 2> "$work/node$i/oneflowd.err" &
     NETNS_DAEMON_PIDS+=($!)
+    [[ -n "${NETNS_HOST_CPUS:-}" ]] && netns_limit_cpus "$i" "$!"
     NETNS_NODES_ARG+="${NETNS_NODES_ARG:+,}$(netns_ip "$i"):$port"
   done
   for ((i = 0; i < NETNS_HOSTS; i++)); do
@@ -101,6 +102,23 @@ netns_start_daemons() {
       sleep 0.1
     done
   done
+}
+
+# netns_limit_cpus HOST PID: the host's own CPU, as a real host has: PID (a daemon, and the
+# workers it forks after) in a cpu cgroup of its own whose CFS quota is NETNS_HOST_CPUS cores
+# (e.g. 0.667 for three hosts on two cores) per 10 ms period. Without it the hosts'
+# threads share the machine's cores as the kernel balances them: three compute threads on
+# two cores run two on one core and one on the other, and the hosts' steps drift apart.
+NETNS_CGROUPS=()
+netns_limit_cpus() {
+  local host="$1" pid="$2" dir period=10000
+  dir="/sys/fs/cgroup/cpu/$(netns_name "$host")"
+  [[ -d /sys/fs/cgroup/cpu ]] || { echo "no cgroup v1 cpu controller at /sys/fs/cgroup/cpu" >&2; return 1; }
+  mkdir -p "$dir"
+  NETNS_CGROUPS+=("$dir")
+  echo "$period" > "$dir/cpu.cfs_period_us"
+  awk -v c="$NETNS_HOST_CPUS" -v p="$period" 'BEGIN { printf "%d\n", c * p }' > "$dir/cpu.cfs_quota_us"
+  echo "$pid" > "$dir/cgroup.procs"
 }
 
 # netns_stop_daemons: SIGTERM (the daemons stop their workers), SIGKILL after 8 s.
@@ -133,6 +151,8 @@ netns_teardown() {
   done
   NETNS_CREATED=()
   NETNS_HOSTS=0
+  for ns in "${NETNS_CGROUPS[@]}"; do rmdir "$ns" 2>/dev/null; done
+  NETNS_CGROUPS=()
 }
 
 # netns_trap_teardown: the EXIT/INT/TERM/HUP traps of a benchmark run. On exit: netns_teardown,
