@@ -176,8 +176,8 @@ if [[ "$CALIBRATION" != daemons && "$CALIBRATION" != none ]]; then
   CALIBRATION="$(realpath "$CALIBRATION")"
 fi
 if [[ -n "$HOST_CPUS" ]]; then
-  [[ "$HOST_CPUS" =~ ^[0-9]*\.?[0-9]+$ ]] && awk -v c="$HOST_CPUS" 'BEGIN { exit !(c >= 0.01) }' ||
-    die "--host_cpus=$HOST_CPUS: give the cores of each host, a number >= 0.01 (e.g. 0.667)"
+  netns_cpu_quota_us "$HOST_CPUS" >/dev/null 2>&1 ||
+    die "--host_cpus=$HOST_CPUS: give the cores of each host, a number >= 0.1 (e.g. 0.667)"
 fi
 [[ "$(id -u)" == 0 ]] || die "needs root (network namespaces, veth pairs, tc)"
 

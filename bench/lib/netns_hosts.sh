@@ -110,15 +110,26 @@ netns_start_daemons() {
 # threads share the machine's cores as the kernel balances them: three compute threads on
 # two cores run two on one core and one on the other, and the hosts' steps drift apart.
 NETNS_CGROUPS=()
+NETNS_CPU_PERIOD_US=10000
 netns_limit_cpus() {
-  local host="$1" pid="$2" dir period=10000
+  local host="$1" pid="$2" dir quota
   dir="/sys/fs/cgroup/cpu/$(netns_name "$host")"
   [[ -d /sys/fs/cgroup/cpu ]] || { echo "no cgroup v1 cpu controller at /sys/fs/cgroup/cpu" >&2; return 1; }
+  quota="$(netns_cpu_quota_us "$NETNS_HOST_CPUS")" || return 1
   mkdir -p "$dir"
   NETNS_CGROUPS+=("$dir")
-  echo "$period" > "$dir/cpu.cfs_period_us"
-  awk -v c="$NETNS_HOST_CPUS" -v p="$period" 'BEGIN { printf "%d\n", c * p }' > "$dir/cpu.cfs_quota_us"
+  echo "$NETNS_CPU_PERIOD_US" > "$dir/cpu.cfs_period_us"
+  echo "$quota" > "$dir/cpu.cfs_quota_us"
   echo "$pid" > "$dir/cgroup.procs"
+}
+
+# netns_cpu_quota_us CORES: the CFS quota (microseconds per NETNS_CPU_PERIOD_US) of CORES
+# cores, rounded to the nearest; fails, naming what was given, unless CORES is a number
+# whose quota is at least the kernel's 1 ms minimum (CORES >= 0.1).
+netns_cpu_quota_us() {
+  [[ "$1" =~ ^[0-9]*\.?[0-9]+$ ]] &&
+    awk -v c="$1" -v p="$NETNS_CPU_PERIOD_US" 'BEGIN { q = int(c * p + 0.5); if (q < 1000) exit 1; print q }' ||
+    { echo "host cores '$1': give a number >= 0.1 (e.g. 0.667)" >&2; return 1; }
 }
 
 # netns_stop_daemons: SIGTERM (the daemons stop their workers), SIGKILL after 8 s.
