@@ -162,7 +162,9 @@ netns_teardown() {
   done
   NETNS_CREATED=()
   NETNS_HOSTS=0
-  for ns in "${NETNS_CGROUPS[@]}"; do rmdir "$ns" 2>/dev/null; done
+  # The hosts' cgroups (netns_limit_cpus), empty now that their processes are gone.
+  local group
+  for group in "${NETNS_CGROUPS[@]}"; do rmdir "$group" 2>/dev/null || echo "could not remove cgroup $group" >&2; done
   NETNS_CGROUPS=()
 }
 
