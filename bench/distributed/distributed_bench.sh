@@ -175,9 +175,11 @@ if [[ "$CALIBRATION" != daemons && "$CALIBRATION" != none ]]; then
   [[ -r "$CALIBRATION" ]] || die "--calibration=$CALIBRATION: not daemons, none or a readable file"
   CALIBRATION="$(realpath "$CALIBRATION")"
 fi
+HOST_CPUS_JSON=null
 if [[ -n "$HOST_CPUS" ]]; then
   netns_cpu_quota_us "$HOST_CPUS" >/dev/null 2>&1 ||
     die "--host_cpus=$HOST_CPUS: give the cores of each host, a number >= 0.1 (e.g. 0.667)"
+  HOST_CPUS_JSON="$(awk -v c="$HOST_CPUS" 'BEGIN { print c + 0 }')"  # ".5" is not JSON; 0.5 is
 fi
 [[ "$(id -u)" == 0 ]] || die "needs root (network namespaces, veth pairs, tc)"
 
@@ -590,7 +592,7 @@ main() {
   build
   (umask 077 && head -c 32 /dev/urandom | od -An -tx1 | tr -d ' \n' > "$RUN/token")
   echo "{\"config\": {\"cases\": \"$CASES\", \"rates_mbit\": [$RATES], \"iters\": $ITERS, \"rounds\": $ROUNDS, \"warmup\": $WARMUP," \
-    "\"launch_flags\": \"$LAUNCH_FLAGS\", \"gpt_flags\": \"$GPT_FLAGS\", \"modes\": \"$MODES\", \"bucket_reference\": \"$BUCKET_REFERENCE\", \"trace\": $TRACE, \"host_cpus\": ${HOST_CPUS:-null}, \"calibration\": \"$CALIBRATION\", \"oneflow_openblas_coretype\": \"${OPENBLAS_CORETYPE:-auto}\", \"cpus\": $(nproc), \"load_avg_1m\": $(cut -d' ' -f1 /proc/loadavg)," \
+    "\"launch_flags\": \"$LAUNCH_FLAGS\", \"gpt_flags\": \"$GPT_FLAGS\", \"modes\": \"$MODES\", \"bucket_reference\": \"$BUCKET_REFERENCE\", \"trace\": $TRACE, \"host_cpus\": $HOST_CPUS_JSON, \"calibration\": \"$CALIBRATION\", \"oneflow_openblas_coretype\": \"${OPENBLAS_CORETYPE:-auto}\", \"cpus\": $(nproc), \"load_avg_1m\": $(cut -d' ' -f1 /proc/loadavg)," \
     "\"commit\": \"$(git -C "$ROOT" rev-parse --short HEAD 2>/dev/null || echo unknown)\"}}"
   local name spec network nodes rate
   for name in "${CASE_LIST[@]}"; do
