@@ -104,6 +104,17 @@ struct CompileOptions {
   // puts every collective on stream 0, one thread per device in one total order (the
   // runtime before streams; for comparisons).
   bool one_communication_stream = false;
+  // The node-crossing gradient reductions still queued when backward ends run in the
+  // order the next forward reads their parameters (compiler/passes/
+  // reduction_tail_order.h), so the next forward overlaps the link. false: every
+  // reduction in the order backward produces it (the plans before; for comparisons).
+  bool reorder_reduction_tail = true;
+  // Every node of the cluster runs on one machine, whose cores give the devices this many
+  // cores' worth of CPU time (the calibration's "machine" line, `oneflow calibrate
+  // --nodes` on emulated hosts: its measured core_share, else its cores): the compiler's
+  // timelines then stretch each device's acts by its share. 0: each device has a core of
+  // its own (real hosts).
+  double shared_machine_cores = 0;
   // ZeRO stage 3 (docs/zero.md): true gathers each sharded parameter twice, once for
   // forward and again for backward, one variable-reading backward op ahead of its first
   // backward reader, so the forward copies die with forward; false keeps the one copy

@@ -2,13 +2,16 @@
 
 #include <algorithm>
 #include <map>
+#include <optional>
 #include <string>
 #include <tuple>
 #include <vector>
 
+#include "absl/container/flat_hash_map.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "compiler/passes/gradient_bucketing_pass.h"
+#include "compiler/passes/reduction_tail_order.h"
 
 namespace oneflow {
 namespace {
@@ -153,7 +156,7 @@ void AssignStreams(const Compilation& compilation, const std::vector<GroupClass>
 void OrderBucket(Compilation* compilation, const GradientBucket& bucket,
                  const std::vector<std::pair<int32_t, int32_t>>& actors,
                  std::map<std::vector<std::pair<int64_t, int64_t>>, int64_t>* next_order,
-                 std::vector<GroupClass>* classes) {
+                 std::vector<GroupClass>* classes, const std::string& order_reason) {
   proto::Plan& plan = compilation->plan;
   const Boxing& first = compilation->boxings[bucket.members.front().first];
   const BoxingStep& first_step = first.plan.steps[bucket.members.front().second];
@@ -184,7 +187,8 @@ void OrderBucket(Compilation* compilation, const GradientBucket& bucket,
     collective->set_hierarchy_axis(first_step.hierarchy_axis);
     collective->set_bytes_per_device(bytes_per_device);
     collective->set_reason(absl::StrCat("gradient bucket ", bucket.id, " of ", tensors.size(), " gradients: ",
-                                        absl::StrJoin(tensors, ", ")));
+                                        absl::StrJoin(tensors, ", "), order_reason.empty() ? "" : "; ",
+                                        order_reason));
     for (const auto& [device_index, actor_index] : actors) {
       const DeviceId& device = compilation->devices[device_index].device;
       if (std::find(group.begin(), group.end(), device) == group.end()) continue;
@@ -223,7 +227,7 @@ absl::StatusOr<bool> CollectiveOrderingPass::Run(Compilation* compilation) {
     compilation->boxing_step_collective[boxing.id].assign(boxing.plan.steps.size(), -1);
   }
   // One step that runs on its own, on `placement`.
-  auto order_step = [&](const Boxing& boxing, size_t s, int64_t placement) {
+  auto order_step = [&](const Boxing& boxing, size_t s, int64_t placement, const std::string& order_reason = "") {
     const BoxingStep& step = boxing.plan.steps[s];
     compilation->boxing_step_collective[boxing.id][s] = plan.collectives_size();
     for (const std::vector<DeviceId>& group : Groups(*compilation, boxing, step, placement)) {
@@ -250,7 +254,7 @@ absl::StatusOr<bool> CollectiveOrderingPass::Run(Compilation* compilation) {
       *collective->mutable_dst_sbp() = step.dst.ToProto();
       collective->set_hierarchy_axis(step.hierarchy_axis);
       collective->set_bytes_per_device(step.bytes_per_device);
-      collective->set_reason(boxing.reason);
+      collective->set_reason(order_reason.empty() ? boxing.reason : absl::StrCat(boxing.reason, "; ", order_reason));
       // The actors of this step on the group's devices issue it.
       for (const auto& [device_index, actor_index] : compilation->boxing_step_actors[boxing.id][s]) {
         const DeviceId& device = compilation->devices[device_index].device;
@@ -264,16 +268,86 @@ absl::StatusOr<bool> CollectiveOrderingPass::Run(Compilation* compilation) {
   };
   // Early steps (gradient_bucketing_pass.h) from step `from` on: reductions, on the
   // tensor's placement.
-  auto order_early = [&](int64_t b, int64_t from) {
+  auto order_early = [&](int64_t b, int64_t from, const std::string& order_reason = "") {
     const Boxing& boxing = compilation->boxings[b];
     const int64_t placement = compilation->graph.tensors[boxing.tensor].placement;
     const int64_t end = EarlyStepsEnd(*compilation, b, from);
     for (int64_t s = from; s < end; ++s) {
-      if (IsCollective(boxing.plan.steps[s].kind)) order_step(boxing, static_cast<size_t>(s), placement);
+      if (IsCollective(boxing.plan.steps[s].kind)) {
+        order_step(boxing, static_cast<size_t>(s), placement, s == from ? order_reason : "");
+      }
     }
+  };
+  // The node-crossing gradient reductions (reduction_tail_order.h): a walk that only
+  // lists them, in the order the numbering walk below meets them, then the tail the cost
+  // model reorders. The numbering walk holds the tail's reductions back as it meets them
+  // and numbers them, each with the steps that follow it early, in the tail's order when
+  // it meets the last one (or sooner, when a step of a held reduction's boxing is due).
+  bool listing = true;
+  std::vector<TailReduction> listed;
+  ReductionTailOrder tail;
+  std::vector<size_t> held;  // Indices into tail.reductions.
+  absl::flat_hash_map<int64_t, size_t> tail_index_of_boxing;
+  const auto tail_index = [&](const TailReduction& reduction) -> std::optional<size_t> {
+    for (size_t k = tail.first; k < tail.reductions.size(); ++k) {
+      if (tail.reductions[k] == reduction) return k;
+    }
+    return std::nullopt;
+  };
+  const auto emit_reduction = [&](const TailReduction& reduction, const std::string& order_reason) {
+    if (reduction.boxing >= 0) {
+      order_early(reduction.boxing, 0, order_reason);
+      return;
+    }
+    const GradientBucket& bucket = compilation->buckets[reduction.bucket];
+    OrderBucket(compilation, bucket, bucket_actors[reduction.bucket], &next_order, &classes, order_reason);
+    for (const auto& [b, s] : bucket.members) order_early(b, s + 1);
+  };
+  // Once held reductions had to go before the tail was complete (below), the rest of the
+  // tail goes in backward's order.
+  bool tail_cut = false;
+  const auto release_held = [&]() {
+    tail_cut = tail_cut || held.size() < tail.reductions.size() - tail.first;
+    for (size_t i = 0; i < tail.order.size(); ++i) {
+      if (std::find(held.begin(), held.end(), tail.order[i]) == held.end()) continue;
+      emit_reduction(tail.reductions[tail.order[i]], tail.reasons[i]);
+    }
+    held.clear();
+  };
+  // A step of a held reduction's boxing is due (its next level's bucket, a later step at
+  // its consumer): the held reductions go first, so every boxing's steps keep their order.
+  const auto release_before = [&](int64_t boxing) {
+    if (!held.empty() && tail_index_of_boxing.contains(boxing)) release_held();
+  };
+  const auto meet_reduction = [&](const TailReduction& reduction) {
+    if (listing) {
+      listed.push_back(reduction);
+      return;
+    }
+    const std::optional<size_t> k = tail_index(reduction);
+    if (!k.has_value() || tail_cut) {
+      for (const auto& [b, s] : reduction.bucket >= 0 ? compilation->buckets[reduction.bucket].members
+                                                      : std::vector<std::pair<int64_t, int64_t>>{{reduction.boxing, 0}}) {
+        release_before(b);
+      }
+      emit_reduction(reduction, "");
+      return;
+    }
+    held.push_back(*k);
+    if (held.size() == tail.reductions.size() - tail.first) release_held();
+  };
+  const auto crossing = [&](const TailReduction& reduction) {
+    if (reduction.boxing >= 0) {
+      const Boxing& boxing = compilation->boxings[reduction.boxing];
+      return StepCrossesNodes(*compilation, reduction.boxing, 0, compilation->graph.tensors[boxing.tensor].placement);
+    }
+    const GradientBucket& bucket = compilation->buckets[reduction.bucket];
+    return StepCrossesNodes(*compilation, bucket.members.front().first, bucket.members.front().second,
+                            bucket.placement);
   };
   // The rest of a boxing, where lowering emits it: before its first consumer.
   auto order_boxing = [&](const Boxing& boxing) {
+    release_before(boxing.id);
     int64_t placement = compilation->graph.tensors[boxing.tensor].placement;
     for (size_t s = 0; s < boxing.plan.steps.size(); ++s) {
       const BoxingStep& step = boxing.plan.steps[s];
@@ -292,28 +366,62 @@ absl::StatusOr<bool> CollectiveOrderingPass::Run(Compilation* compilation) {
   // followed by its members' early steps.
   auto order_after = [&](int64_t op) {
     if (op + 1 < static_cast<int64_t>(early_after_op.size())) {
-      for (int64_t b : early_after_op[op + 1]) order_early(b, 0);
+      for (int64_t b : early_after_op[op + 1]) {
+        const TailReduction alone{.boxing = b};
+        if (BucketOf(*compilation, b, 0) == kAloneEarly && crossing(alone)) {
+          meet_reduction(alone);
+        } else if (!listing) {
+          release_before(b);
+          order_early(b, 0);
+        }
+      }
     }
     for (; next_bucket < compilation->buckets.size() && compilation->buckets[next_bucket].after_op <= op;
          ++next_bucket) {
-      const GradientBucket& bucket = compilation->buckets[next_bucket];
-      OrderBucket(compilation, bucket, bucket_actors[next_bucket], &next_order, &classes);
-      for (const auto& [b, s] : bucket.members) order_early(b, s + 1);
+      const TailReduction bucket{.bucket = static_cast<int64_t>(next_bucket)};
+      if (crossing(bucket)) {
+        meet_reduction(bucket);
+      } else if (!listing) {
+        for (const auto& [b, s] : compilation->buckets[next_bucket].members) release_before(b);
+        emit_reduction(bucket, "");
+      }
     }
   };
   // The walk lowering makes (lowering_pass.cc): every device's program is this order
   // restricted to its placement, so numbering collectives in it gives each device an
-  // increasing sequence.
-  size_t next_boxing = 0;
-  order_after(-1);
-  for (size_t o = 0; o < compilation->graph.ops.size(); ++o) {
-    for (int64_t b : compilation->graph.ops[o].input_boxings) {
-      while (b >= 0 && static_cast<int64_t>(next_boxing) <= b) order_boxing(compilation->boxings[next_boxing++]);
+  // increasing sequence (the tail's reductions apart, above). The first pass only lists
+  // the node-crossing reductions (buckets and early steps are all met in order_after).
+  for (const bool list : {true, false}) {
+    listing = list;
+    next_bucket = 0;
+    if (!listing) {
+      tail = ChooseReductionTailOrder(*compilation, listed);
+      for (size_t k = tail.first; k < tail.reductions.size(); ++k) {
+        for (const auto& [b, s] : tail.reductions[k].bucket >= 0
+                                      ? compilation->buckets[tail.reductions[k].bucket].members
+                                      : std::vector<std::pair<int64_t, int64_t>>{{tail.reductions[k].boxing, 0}}) {
+          tail_index_of_boxing[b] = k;
+        }
+      }
     }
-    order_after(static_cast<int64_t>(o));
+    size_t next_boxing = 0;
+    order_after(-1);
+    for (size_t o = 0; o < compilation->graph.ops.size(); ++o) {
+      for (int64_t b : compilation->graph.ops[o].input_boxings) {
+        while (b >= 0 && static_cast<int64_t>(next_boxing) <= b) {
+          if (!listing) order_boxing(compilation->boxings[next_boxing]);
+          ++next_boxing;
+        }
+      }
+      order_after(static_cast<int64_t>(o));
+    }
+    while (next_boxing < compilation->boxings.size()) {
+      if (!listing) order_boxing(compilation->boxings[next_boxing]);
+      ++next_boxing;
+    }
+    order_after(INT64_MAX - 1);
   }
-  while (next_boxing < compilation->boxings.size()) order_boxing(compilation->boxings[next_boxing++]);
-  order_after(INT64_MAX - 1);
+  if (!held.empty()) release_held();
   AssignStreams(*compilation, classes, &plan);
   return plan.collectives_size() > 0;
 }

@@ -16,14 +16,19 @@ namespace oneflow {
 // stream's order is the device's order restricted to it, a subsequence of one
 // topological order, so no wait cycle arises; the plan verifier checks that every group
 // is on one stream and proves the absence of wait cycles over the streams' orders.
+// The node-crossing gradient reductions that the cost model finds still queued when
+// backward ends are the one exception to that order: they are numbered in the order the
+// next forward needs them (reduction_tail_order.h), which is still a topological order
+// (none of them waits for another).
 class CollectiveOrderingPass : public CompilerPass {
  public:
   absl::string_view name() const override { return "collective_ordering"; }
   VerifierChecks Checks() const override { return VerifierChecks{.collective_order = true}; }
   absl::StatusOr<bool> Run(Compilation* compilation) override;
   StateParts Reads() const override {
-    return {StatePart::kGraph,   StatePart::kBoxings,          StatePart::kBuckets,
-            StatePart::kDevices, StatePart::kBoxingStepActors, StatePart::kPlan};
+    return {StatePart::kJob,     StatePart::kGraph,            StatePart::kBoxings,
+            StatePart::kBuckets, StatePart::kDevices,          StatePart::kBoxingStepActors,
+            StatePart::kPipelineSchedule, StatePart::kPlan};
   }
   StateParts Writes() const override {
     return {StatePart::kPlan, StatePart::kBoxingStepCollective, StatePart::kBucketCollective};

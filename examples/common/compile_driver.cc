@@ -47,6 +47,19 @@ absl::StatusOr<double> CollectiveCallSeconds(const ParallelLayout& layout, const
   return terms.has_value() ? terms->collective_call_seconds() : 0.0;
 }
 
+// The cores' worth of CPU time every node shares when --codec_calibration's "machine" line
+// found the layout's nodes on one machine (CompileOptions::shared_machine_cores): the
+// core share its turns measured, else its cores; 0 otherwise.
+absl::StatusOr<double> SharedMachineCores(const ParallelLayout& layout, const CompileSettings& settings) {
+  const std::string& file = settings.compression.codec_calibration;
+  if (file.empty()) return 0.0;
+  OF_ASSIGN_OR_RETURN(const Calibration calibration, ReadCalibrationFile(file));
+  const std::optional<SharedMachineMeasurement>& machine = calibration.shared_machine;
+  if (!machine.has_value() || machine->nodes != layout.cluster().num_nodes()) return 0.0;
+  if (machine->turns.has_value() && machine->turns->core_share > 0) return machine->turns->core_share;
+  return static_cast<double>(machine->cores);
+}
+
 }  // namespace
 
 absl::StatusOr<CompileOptions> CompileOptionsFor(const ParallelLayout& layout, const CompileSettings& settings,
@@ -76,6 +89,11 @@ absl::StatusOr<CompileOptions> CompileOptionsFor(const ParallelLayout& layout, c
                                                    " is not one of: auto, one"));
   }
   options.one_communication_stream = settings.communication_streams == "one";
+  if (settings.reduction_tail != "next_forward" && settings.reduction_tail != "backward") {
+    return absl::InvalidArgumentError(absl::StrCat("--reduction_tail=", settings.reduction_tail,
+                                                   " is not one of: next_forward, backward"));
+  }
+  options.reorder_reduction_tail = settings.reduction_tail == "next_forward";
   absl::StatusOr<proto::RecomputeMode> recompute = ParseRecomputeMode(settings.recompute);
   if (!recompute.ok()) {
     return absl::InvalidArgumentError(
@@ -110,6 +128,7 @@ absl::StatusOr<CompileOptions> CompileOptionsFor(const ParallelLayout& layout, c
   OF_RETURN_IF_ERROR(
       ApplyCalibrationToCluster(settings.compression.codec_calibration, settings.links, &options.cluster));
   OF_ASSIGN_OR_RETURN(options.collective_call_seconds, CollectiveCallSeconds(layout, settings));
+  OF_ASSIGN_OR_RETURN(options.shared_machine_cores, SharedMachineCores(layout, settings));
   if (!settings.dump_after.empty()) {
     options.dump_after = settings.dump_after;
     options.dump = dump;

@@ -42,6 +42,10 @@ struct CompileSettings {
   bool zero3_regather = true;
   // auto: a communication stream per group class; one: every collective on one thread.
   std::string communication_streams = "auto";
+  // next_forward: the node-crossing gradient reductions queued when backward ends run in
+  // the order the next forward needs them; backward: in the order backward produces them
+  // (CompileOptions::reorder_reduction_tail).
+  std::string reduction_tail = "next_forward";
   // Activation recomputation (CompileOptions::recompute): none, selective or full.
   std::string recompute = "none";
   // Pipeline schedule (CompileOptions::pp_schedule): 1f1b, interleaved, zb or auto; the

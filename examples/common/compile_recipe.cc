@@ -60,6 +60,7 @@ absl::StatusOr<proto::CompileRecipe> MakeRecipe(const proto::Job& job, const Par
   // Absent in plans from before the flag, whose ZeRO-3 re-gathered: written only when off.
   if (!settings.zero3_regather) recipe.set_zero3_regather(false);
   recipe.set_communication_streams(settings.communication_streams);
+  recipe.set_reduction_tail(settings.reduction_tail);
   recipe.set_recompute(settings.recompute);
   recipe.set_pp_schedule(settings.pp_schedule);
   recipe.set_device_memory(settings.device_memory);
@@ -128,6 +129,7 @@ CompileSettings SettingsFromRecipe(const proto::CompileRecipe& recipe) {
   if (recipe.has_sbp_search_call_seconds()) settings.collective_call_seconds = recipe.sbp_search_call_seconds();
   settings.zero3_regather = !recipe.has_zero3_regather() || recipe.zero3_regather();
   settings.communication_streams = recipe.communication_streams();
+  settings.reduction_tail = recipe.reduction_tail().empty() ? "backward" : recipe.reduction_tail();
   settings.recompute = recipe.recompute();
   settings.pp_schedule = recipe.pp_schedule();
   settings.device_memory = recipe.device_memory();

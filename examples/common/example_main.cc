@@ -165,6 +165,11 @@ ABSL_FLAG(std::string, communication_streams, "auto",
           "reductions, tensor-parallel activations, ...) gets its own communication stream, one thread "
           "per stream on each device, so collectives of different classes do not wait for each other; "
           "one: every collective of a device on one thread in one order (for comparison).");
+ABSL_FLAG(std::string, reduction_tail, "next_forward",
+          "next_forward: the node-crossing gradient reductions the cost model finds still queued when "
+          "backward ends run in the order the next forward reads their parameters, so it overlaps the "
+          "link (compiler/passes/reduction_tail_order.h); backward: every one in the order backward "
+          "produces it (for comparison).");
 ABSL_FLAG(std::string, recompute, "none",
           "Activation recomputation: none keeps every activation for backward; selective re-runs "
           "each block's attention core (scores, mask, softmax, dropout) in its backward, as Megatron; "
@@ -258,6 +263,7 @@ CompileSettings SettingsFromFlags() {
   settings.sbp_search =
       sbp_search_updates > 1 ? absl::GetFlag(FLAGS_sbp_search) : absl::GetFlag(FLAGS_auto_parallel);
   settings.communication_streams = absl::GetFlag(FLAGS_communication_streams);
+  settings.reduction_tail = absl::GetFlag(FLAGS_reduction_tail);
   settings.recompute = absl::GetFlag(FLAGS_recompute);
   settings.pp_schedule = absl::GetFlag(FLAGS_pp_schedule);
   settings.device_memory = absl::GetFlag(FLAGS_device_memory);

@@ -110,6 +110,9 @@ ABSL_FLAG(std::string, cp_ring_split, "contiguous",
           "sequence in that order; the value is recorded in the plan's recipe, as the example records it.");
 ABSL_FLAG(std::string, communication_streams, "auto",
           "auto (a communication stream per group class) or one (every collective on one thread).");
+ABSL_FLAG(std::string, reduction_tail, "next_forward",
+          "next_forward (the node-crossing gradient reductions queued when backward ends run in the order the "
+          "next forward needs them) or backward (in the order backward produces them).");
 ABSL_FLAG(std::string, plan_out, "", "Write the compiled plan to this file.");
 ABSL_FLAG(bool, auto_parallel, false,
           "Let the compiler choose --dp --tp --zero and recomputation for --nodes x --devices_per_node, the links "
@@ -243,6 +246,7 @@ absl::Status RunCompile(const std::vector<std::string>& arguments, std::ostream&
   settings.recompute = absl::GetFlag(FLAGS_recompute);
   settings.pp_schedule = absl::GetFlag(FLAGS_pp_schedule);
   settings.communication_streams = absl::GetFlag(FLAGS_communication_streams);
+  settings.reduction_tail = absl::GetFlag(FLAGS_reduction_tail);
   settings.device_memory = device_memory;
   settings.compression.compression = absl::GetFlag(FLAGS_compression);
   settings.compression.codec_bytes_per_second = absl::GetFlag(FLAGS_codec_bytes_per_second);
@@ -343,7 +347,7 @@ Subcommand CompileSubcommand() {
                    "cp_ring_split",        "communication_streams", "gradient_wire",
                    "compression_warmup",   "codec_accuracy_bound", "error_feedback",
                    "compress_in_node",     "int4_gradient_scale",  "sbp_search",
-                   "zero3_regather"};
+                   "zero3_regather",       "reduction_tail"};
   command.flag_help = {{"nodes", "Nodes of the cluster (a count; default 1)."},
                        {"threads_per_device",
                         "Threads each CPU device runs its compute kernels on, kept in the plan's cluster "

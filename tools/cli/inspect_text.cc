@@ -268,6 +268,15 @@ std::string DenseVersusWire(std::optional<int64_t> dense, int64_t wire) {
                       " on the wire");
 }
 
+// Where the collective stands in the order of the node-crossing reductions left when
+// backward ends ("tail order: 1 of the 11 ...", compiler/passes/reduction_tail_order.h),
+// or "" when it keeps backward's order.
+std::string TailOrderText(const proto::CollectiveDef* collective) {
+  if (collective == nullptr) return "";
+  const size_t at = collective->reason().find("tail order: ");
+  return at == std::string::npos ? "" : collective->reason().substr(at);
+}
+
 void AppendBoxing(const proto::BoxingDef& boxing, int b, const PlanIndex& index, const CompressionFigures& figures,
                   std::string* out) {
   absl::StrAppend(out, "  boxing ", boxing.id(), ": ", TensorText(index, boxing.tensor()), ", ",
@@ -289,6 +298,12 @@ void AppendBoxing(const proto::BoxingDef& boxing, int b, const PlanIndex& index,
                     "\n");
     if (!IsCompressed(step) && !step.reason().empty()) {
       absl::StrAppend(out, "      decision: ", step.reason(), "\n");
+    }
+    if (const std::string order = step.has_bucket_id() || step.collective_id() < 0
+                                      ? std::string()
+                                      : TailOrderText(index.FindCollective(step.collective_id()));
+        !order.empty()) {
+      absl::StrAppend(out, "      issued: ", order, "\n");
     }
     if (IsCompressed(step)) {
       const std::optional<double> saved = SecondsSaved(step);
@@ -339,6 +354,9 @@ void AppendBucket(const proto::GradientBucketDef& bucket, const PlanIndex& index
   // the given --bucket_mb, and why.
   if (bucket.limit_bytes() > 0) {
     absl::StrAppend(out, "    limit ", FormatBytes(bucket.limit_bytes()), ": ", bucket.limit_reason(), "\n");
+  }
+  if (const std::string order = TailOrderText(collective); !order.empty()) {
+    absl::StrAppend(out, "    issued: ", order, "\n");
   }
   std::vector<std::vector<std::string>> rows;
   for (int k = 0; k < bucket.members_size(); ++k) {

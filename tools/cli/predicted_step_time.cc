@@ -6,6 +6,7 @@
 #include "absl/container/flat_hash_map.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "compiler/actor_compute_seconds.h"
 #include "compiler/cluster_compute_rates.h"
 #include "compiler/compiler.h"
 #include "oneflow_core/placement.h"
@@ -15,12 +16,6 @@
 
 namespace oneflow::cli {
 namespace {
-
-int64_t Elements(const proto::RegisterDef& reg) {
-  int64_t elements = 1;
-  for (int64_t dim : reg.shape()) elements *= dim;
-  return elements;
-}
 
 // A compressed bucket as the runtime runs it (CompressedBucketAllReduce,
 // CompressedBucketReduceScatter, their two-level forms): every member's encodings, wire
@@ -119,21 +114,6 @@ int Slowest(const std::vector<DeviceStepTime>& devices) {
   return slowest;
 }
 
-// The shape of a GEMM kernel as it runs (sbp/gemm_shape_model.h): `batch` products of
-// the output's last two dims when both operands are batched, else one product of every
-// row of `a`; k from a's elements.
-GemmShape KernelGemmShape(int64_t a_elements, const proto::RegisterDef& output, bool batched) {
-  GemmShape shape;
-  const int64_t rank = output.shape_size();
-  double elements = 1;
-  for (int64_t d : output.shape()) elements *= static_cast<double>(d);
-  shape.n = static_cast<double>(output.shape(rank - 1));
-  shape.m = batched ? static_cast<double>(output.shape(rank - 2)) : elements / std::max(1.0, shape.n);
-  shape.batch = batched ? elements / std::max(1.0, shape.m * shape.n) : 1;
-  shape.k = static_cast<double>(a_elements) / std::max(1.0, shape.batch * shape.m);
-  return shape;
-}
-
 }  // namespace
 
 absl::StatusOr<StepTimePrediction> PredictStepTime(const proto::Plan& plan) {
@@ -144,12 +124,7 @@ absl::StatusOr<StepTimePrediction> PredictStepTime(const proto::Plan& plan) {
   const int64_t micro_batches = plan.job().micro_batches() > 1 ? plan.job().micro_batches() : 1;
   StepTimePrediction prediction;
   for (const proto::DevicePlan& device : plan.devices()) {
-    absl::flat_hash_map<int64_t, const proto::RegisterDef*> registers;
-    for (const proto::RegisterDef& reg : device.registers()) registers[reg.id()] = &reg;
-    auto bytes_of = [&](int64_t id) -> double {
-      auto it = registers.find(id);
-      return it == registers.end() ? 0.0 : static_cast<double>(it->second->size_bytes());
-    };
+    const RegistersById registers = RegistersOf(device);
     DeviceStepTime time;
     double warmup_communication_seconds = 0;
     for (const proto::ActorDef& actor : device.actors()) {
@@ -162,30 +137,9 @@ absl::StatusOr<StepTimePrediction> PredictStepTime(const proto::Plan& plan) {
         }
       }
       if (actor.thread() != proto::THREAD_COMPUTE) continue;
-      for (const proto::KernelDef& kernel : actor.kernels()) {
-        auto a = kernel.inputs().find("a");
-        auto out = kernel.outputs().find("out");
-        if (IsGemmKernel(kernel.name()) && a != kernel.inputs().end() && out != kernel.outputs().end() &&
-            registers.contains(a->second) && registers.contains(out->second) &&
-            registers[out->second]->shape_size() > 0) {
-          const proto::RegisterDef& output = *registers[out->second];
-          if (!rates.gemm_shape.measured()) {
-            time.gemm_seconds += repeats * GemmSeconds(rates, GemmFlops(Elements(*registers[a->second]),
-                                                                        output.shape(output.shape_size() - 1)));
-            continue;
-          }
-          auto b = kernel.inputs().find("b");
-          const bool batched = b != kernel.inputs().end() && registers.contains(b->second) &&
-                               registers[b->second]->shape_size() > 2 && output.shape_size() > 2;
-          time.gemm_seconds += repeats * GemmShapeSeconds(rates, KernelGemmShape(Elements(*registers[a->second]),
-                                                                                 output, batched));
-          continue;
-        }
-        double bytes = 0;
-        for (const auto& [name, id] : kernel.inputs()) bytes += bytes_of(id);
-        for (const auto& [name, id] : kernel.outputs()) bytes += bytes_of(id);
-        time.memory_bound_seconds += repeats * MemoryBoundSeconds(rates, bytes);
-      }
+      const ActorComputeSeconds kernels = PriceActorKernels(actor, registers, rates);
+      time.gemm_seconds += repeats * kernels.gemm_seconds;
+      time.memory_bound_seconds += repeats * kernels.memory_bound_seconds;
     }
     prediction.devices.push_back(time);
     if (prices->dense_warmup_iterations > 0) {

@@ -1,0 +1,154 @@
+// The node-crossing gradient reductions left when backward ends, issued in the order the
+// next forward needs them (compiler/passes/reduction_tail_order.h): which ones the cost
+// model puts in the tail, their order and reasons, the backward order with the option
+// off, a plan the verifier accepts, and losses equal to the backward order's and to one
+// device's.
+#include <string>
+#include <vector>
+
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+
+#include "compiler/compiler.h"
+#include "examples/gpt/gpt_model.h"
+#include "gtest/gtest.h"
+#include "plan/plan_verifier.h"
+#include "tests/plan_losses.h"
+#include "tools/cli/inspect.h"
+
+namespace oneflow {
+namespace {
+
+// The gpt of bench/auto_parallel/prediction_hosts_bench.sh at dp = `nodes` over that many
+// hosts x 1 device, on 200 Mbit/s links (55.3 us a round, as session 45 measured between 3
+// emulated hosts) and 0.25 MiB buckets: a dozen node-crossing reductions an iteration, the
+// link slower than backward at the compiler's default compute rates.
+proto::Plan CompileAcrossHosts(const examples::GptConfig& config, int64_t nodes, bool reorder, double bucket_mb = 0.25,
+                               double bandwidth = 25e6) {
+  examples::ParallelFlags flags;
+  flags.nodes = nodes;
+  flags.devices_per_node = 1;
+  flags.dp = nodes;
+  flags.inter_node_bandwidth = bandwidth;
+  absl::StatusOr<examples::ParallelLayout> layout = examples::ParallelLayout::Create(flags);
+  EXPECT_TRUE(layout.ok()) << layout.status();
+  if (!layout.ok()) return proto::Plan();
+  absl::StatusOr<proto::Job> job = examples::BuildGpt(config, *layout);
+  EXPECT_TRUE(job.ok()) << job.status();
+  if (!job.ok()) return proto::Plan();
+  CompileOptions options;
+  options.cluster = layout->cluster();
+  options.cluster.set_inter_node_latency(55.2975e-6);
+  options.bucket_mb = bucket_mb;
+  options.bucket_mb_given = true;
+  options.reorder_reduction_tail = reorder;
+  absl::StatusOr<proto::Plan> plan = Compile(*job, options);
+  EXPECT_TRUE(plan.ok()) << plan.status();
+  return plan.ok() ? *plan : proto::Plan();
+}
+
+examples::GptConfig BenchGpt() {
+  examples::GptConfig gpt;
+  gpt.layers = 6;
+  gpt.hidden = 96;
+  gpt.heads = 12;
+  gpt.seq = 32;
+  gpt.batch = 24;
+  gpt.vocab = 512;
+  return gpt;
+}
+
+// Device 0's node-crossing collectives in its order: "tensor" or "tensor [tail N]".
+std::vector<std::string> CrossingOrder(const proto::Plan& plan) {
+  std::vector<std::string> order;
+  for (int64_t id : plan.devices(0).collective_order()) {
+    const proto::CollectiveDef& collective = plan.collectives(static_cast<int>(id));
+    if (collective.group(0).node() == collective.group(1).node()) continue;
+    std::string text = collective.tensor();
+    const size_t at = collective.reason().find("tail order: ");
+    if (at != std::string::npos) {
+      text += absl::StrCat(" [tail ", collective.reason().substr(at + 12, collective.reason().find(' ', at + 12) - at - 12),
+                           "]");
+    }
+    order.push_back(text);
+  }
+  return order;
+}
+
+// The reason of device 0's collective of `tensor` ("bucket_12").
+std::string ReasonOf(const proto::Plan& plan, const std::string& tensor) {
+  for (const proto::CollectiveDef& collective : plan.collectives()) {
+    if (collective.tensor() == tensor) return collective.reason();
+  }
+  return "";
+}
+
+// At the compiler's default compute rates the 13 buckets' link time (about 150 ms) is
+// far longer than backward (about 20 ms): every bucket from the third on is modelled to
+// start after the last gradient exists, so those 11 go in the order the next forward reads
+// their parameters. bucket_12 holds the gradients backward produces last (the embeddings'
+// and block 0's) and goes first; the others follow block by block, which is backward's
+// order reversed. With the option off, backward's order.
+TEST(ReductionTailOrderTest, TheBenchGptOverThreeHostsIssuesItsTailAsTheNextForwardNeedsIt) {
+  const proto::Plan reordered = CompileAcrossHosts(BenchGpt(), 3, true);
+  const proto::Plan backward = CompileAcrossHosts(BenchGpt(), 3, false);
+  ASSERT_TRUE(VerifyPlan(reordered).ok()) << VerifyPlan(reordered);
+  EXPECT_EQ(absl::StrJoin(CrossingOrder(reordered), "\n"),
+            "bucket_0\nbucket_1\nbucket_12 [tail 1]\nbucket_11 [tail 2]\nbucket_10 [tail 3]\nbucket_9 [tail 4]\n"
+            "bucket_8 [tail 5]\nbucket_7 [tail 6]\nbucket_6 [tail 7]\nbucket_5 [tail 8]\nbucket_4 [tail 9]\n"
+            "bucket_3 [tail 10]\nbucket_2 [tail 11]");
+  EXPECT_EQ(absl::StrJoin(CrossingOrder(backward), "\n"),
+            "bucket_0\nbucket_1\nbucket_2\nbucket_3\nbucket_4\nbucket_5\nbucket_6\nbucket_7\nbucket_8\n"
+            "bucket_9\nbucket_10\nbucket_11\nbucket_12");
+  EXPECT_TRUE(absl::StrContains(ReasonOf(reordered, "bucket_12"), "; tail order: 1 of the 11 node-crossing reductions left when backward ends (modelled "))
+      << ReasonOf(reordered, "bucket_12");
+  EXPECT_TRUE(absl::StrContains(ReasonOf(reordered, "bucket_12"), "): the next forward reads wte at op "))
+      << ReasonOf(reordered, "bucket_12");
+  EXPECT_EQ(ReasonOf(backward, "bucket_12").find("tail order"), std::string::npos) << ReasonOf(backward, "bucket_12");
+  // `oneflow inspect` marks the bucket with it.
+  absl::StatusOr<std::string> text = cli::InspectPlan(reordered, cli::InspectOptions());
+  ASSERT_TRUE(text.ok()) << text.status();
+  EXPECT_TRUE(absl::StrContains(*text, "collective 2\n    limit 256.00 KiB (262144 B): --bucket_mb (given)\n"
+                                       "    issued: tail order: 1 of the 11 node-crossing reductions left when backward ends"))
+      << *text;
+  // The same bytes cross the links either way.
+  EXPECT_EQ(reordered.devices(0).bytes_sent_per_iter(), backward.devices(0).bytes_sent_per_iter());
+}
+
+// A link that keeps up with backward (10 GB/s: each bucket about 0.2 ms) leaves no tail:
+// backward's order.
+TEST(ReductionTailOrderTest, ALinkFasterThanBackwardLeavesBackwardsOrder) {
+  const proto::Plan plan = CompileAcrossHosts(BenchGpt(), 3, true, /*bucket_mb=*/0.25, /*bandwidth=*/1e10);
+  EXPECT_EQ(CrossingOrder(plan).size(), 13u);
+  for (const std::string& collective : CrossingOrder(plan)) {
+    EXPECT_EQ(collective.find("[tail"), std::string::npos) << collective;
+  }
+}
+
+// The order changes when the reductions run, not what they compute: the reordered plan
+// trains exactly like backward's order and like one device (1e-4 relative).
+TEST(ReductionTailOrderTest, TheReorderedPlanTrainsLikeBackwardsOrderAndOneDevice) {
+  examples::GptConfig gpt;
+  gpt.layers = 3;
+  gpt.hidden = 64;
+  gpt.heads = 4;
+  gpt.seq = 8;
+  gpt.batch = 6;
+  gpt.vocab = 34;
+  gpt.learning_rate = 0.1;
+  constexpr int64_t kIterations = 4;
+  const proto::Plan reordered = CompileAcrossHosts(gpt, 3, true, /*bucket_mb=*/0.05);
+  int tail = 0;
+  for (const std::string& collective : CrossingOrder(reordered)) tail += collective.find("[tail") != std::string::npos;
+  ASSERT_GE(tail, 2) << absl::StrJoin(CrossingOrder(reordered), ", ");
+  const std::vector<float> one_device = testing::TrainedLosses(CompileAcrossHosts(gpt, 1, true), kIterations);
+  const std::vector<float> backward = testing::TrainedLosses(CompileAcrossHosts(gpt, 3, false, 0.05), kIterations);
+  const std::vector<float> losses = testing::TrainedLosses(reordered, kIterations);
+  ASSERT_EQ(losses.size(), kIterations);
+  EXPECT_EQ(losses, backward);
+  testing::ExpectLossesNear(losses, one_device, 1e-4, "reordered tail, dp = 3");
+}
+
+}  // namespace
+}  // namespace oneflow
