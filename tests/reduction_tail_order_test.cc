@@ -25,8 +25,9 @@ namespace {
 // emulated hosts) and 0.25 MiB buckets: a dozen node-crossing reductions an iteration, the
 // link slower than backward at the compiler's default compute rates.
 proto::Plan CompileAcrossHosts(const examples::GptConfig& config, int64_t nodes, bool reorder, double bucket_mb = 0.25,
-                               double bandwidth = 25e6) {
+                               double bandwidth = 25e6, int64_t zero = 0) {
   examples::ParallelFlags flags;
+  flags.zero = zero;
   flags.nodes = nodes;
   flags.devices_per_node = 1;
   flags.dp = nodes;
@@ -126,6 +127,19 @@ TEST(ReductionTailOrderTest, ALinkFasterThanBackwardLeavesBackwardsOrder) {
   }
 }
 
+// Under ZeRO the parameters' all-gathers follow every reduction on the same stream, so
+// the next forward waits for the whole stream whatever the reductions' order: none is
+// reordered (the same links and buckets as the first test, where eleven are).
+TEST(ReductionTailOrderTest, ZeroKeepsBackwardsOrder) {
+  for (int64_t zero : {1, 2, 3}) {
+    const proto::Plan plan = CompileAcrossHosts(BenchGpt(), 3, true, 0.25, 25e6, zero);
+    ASSERT_GT(plan.collectives_size(), 0) << "zero " << zero;
+    for (const std::string& collective : CrossingOrder(plan)) {
+      EXPECT_EQ(collective.find("[tail"), std::string::npos) << "zero " << zero << ": " << collective;
+    }
+  }
+}
+
 // The order changes when the reductions run, not what they compute: the reordered plan
 // trains exactly like backward's order and like one device (1e-4 relative).
 TEST(ReductionTailOrderTest, TheReorderedPlanTrainsLikeBackwardsOrderAndOneDevice) {
@@ -138,12 +152,14 @@ TEST(ReductionTailOrderTest, TheReorderedPlanTrainsLikeBackwardsOrderAndOneDevic
   gpt.vocab = 34;
   gpt.learning_rate = 0.1;
   constexpr int64_t kIterations = 4;
-  const proto::Plan reordered = CompileAcrossHosts(gpt, 3, true, /*bucket_mb=*/0.05);
+  // A 2 MB/s link: the reordered tail ends the modelled next forward sooner.
+  const proto::Plan reordered = CompileAcrossHosts(gpt, 3, true, /*bucket_mb=*/0.05, /*bandwidth=*/2e6);
   int tail = 0;
   for (const std::string& collective : CrossingOrder(reordered)) tail += collective.find("[tail") != std::string::npos;
   ASSERT_GE(tail, 2) << absl::StrJoin(CrossingOrder(reordered), ", ");
   const std::vector<float> one_device = testing::TrainedLosses(CompileAcrossHosts(gpt, 1, true), kIterations);
-  const std::vector<float> backward = testing::TrainedLosses(CompileAcrossHosts(gpt, 3, false, 0.05), kIterations);
+  const std::vector<float> backward =
+      testing::TrainedLosses(CompileAcrossHosts(gpt, 3, false, 0.05, 2e6), kIterations);
   const std::vector<float> losses = testing::TrainedLosses(reordered, kIterations);
   ASSERT_EQ(losses.size(), kIterations);
   EXPECT_EQ(losses, backward);

@@ -126,7 +126,11 @@ bool StepCrossesNodes(const Compilation& compilation, int64_t boxing, int64_t st
 
 ReductionTailOrder ChooseReductionTailOrder(const Compilation& compilation, const std::vector<TailReduction>& emitted) {
   ReductionTailOrder result;
-  if (!compilation.options.reorder_reduction_tail || !compilation.pipeline_schedule.device_stage.empty()) {
+  // ZeRO's parameter all-gathers run on the same stream after every reduction of the
+  // iteration, and the next forward waits for them: reordering the reductions cannot
+  // let it start sooner there.
+  if (!compilation.options.reorder_reduction_tail || !compilation.pipeline_schedule.device_stage.empty() ||
+      compilation.job.optimizer().zero_stage() > 0) {
     result.first = 0;
     return result;
   }
@@ -192,6 +196,7 @@ ReductionTailOrder ChooseReductionTailOrder(const Compilation& compilation, cons
   std::vector<char> seen(device.actors_size(), 0);
   std::vector<char> after_reduction(device.actors_size(), 0);
   std::vector<double> ready(result.reductions.size(), 0);
+  absl::flat_hash_map<std::string, double> compute_seconds_of_op;  // By actor (op) name.
   double clock = 0;
   for (int a = 0; a < device.actors_size(); ++a) {
     const proto::ActorDef& actor = device.actors(a);
@@ -219,6 +224,7 @@ ReductionTailOrder ChooseReductionTailOrder(const Compilation& compilation, cons
     if (actor.thread() == proto::THREAD_COMPUTE) {
       const double start = std::max(clock, inputs);
       end[a] = start + repeats * scale * PriceActorKernels(actor, registers, rates).seconds();
+      compute_seconds_of_op[actor.name()] = end[a] - start;
       clock = end[a];
     } else if (actor.has_bucket_id() && actor.bucket_id() >= 0 &&
                actor.bucket_id() < static_cast<int64_t>(compilation.buckets.size())) {
@@ -236,9 +242,13 @@ ReductionTailOrder ChooseReductionTailOrder(const Compilation& compilation, cons
   const double sharers = LinkSharers(compilation.graph.placements[placement], axis);
   result.backward_end_seconds = *std::max_element(ready.begin(), ready.end());
   double stream = 0;
+  double tail_start = 0;
   for (size_t k = 0; k < result.reductions.size(); ++k) {
     const double start = std::max(stream, ready[k]);
-    if (start >= result.backward_end_seconds && result.first == result.reductions.size()) result.first = k;
+    if (start >= result.backward_end_seconds && result.first == result.reductions.size()) {
+      result.first = k;
+      tail_start = start;
+    }
     stream = start + sharers * ReductionSeconds(compilation, result.reductions[k]);
   }
   if (result.reductions.size() - result.first < 2) {
@@ -286,6 +296,45 @@ ReductionTailOrder ChooseReductionTailOrder(const Compilation& compilation, cons
     placed.push_back(needs[pick]);
     needs.erase(needs.begin() + static_cast<std::ptrdiff_t>(pick));
   }
+  // What the order buys: the next forward's end on the model's timeline, starting when
+  // backward ends, each forward op after the reductions of the parameters it reads (those
+  // outside the tail are done by then), in backward's order and in the new one. Where the
+  // new order does not end it kModelledGainShare of the modelled backward end sooner (the
+  // parameter read right after the embedding is in the last reduction either way, say),
+  // backward's order stays: the model's compute prices are not that exact.
+  const auto forward_end = [&](const std::vector<size_t>& order) {
+    absl::flat_hash_map<int64_t, double> parameter_ready;
+    double at = tail_start;
+    for (size_t k : order) {
+      at += sharers * ReductionSeconds(compilation, result.reductions[k]);
+      for (const auto& [b, s] : MembersOf(compilation, result.reductions[k])) {
+        const int64_t variable = compilation.graph.tensors[compilation.boxings[b].tensor].gradient_of;
+        if (variable >= 0) parameter_ready[variable] = at;
+      }
+    }
+    const int64_t last_forward_op =
+        compilation.graph.loss >= 0 ? compilation.graph.tensors[compilation.graph.loss].producer : -1;
+    double time = result.backward_end_seconds;
+    for (int64_t o = 0; o <= last_forward_op; ++o) {
+      const LogicalOp& op = compilation.graph.ops[static_cast<size_t>(o)];
+      for (int64_t input : op.inputs) {
+        if (const auto it = parameter_ready.find(input); it != parameter_ready.end()) time = std::max(time, it->second);
+      }
+      if (const auto it = compute_seconds_of_op.find(op.name); it != compute_seconds_of_op.end()) time += it->second;
+    }
+    return time;
+  };
+  std::vector<size_t> backward_order;
+  for (size_t k = result.first; k < result.reductions.size(); ++k) backward_order.push_back(k);
+  std::vector<size_t> need_order;
+  for (const Need& need : placed) need_order.push_back(need.index);
+  result.backward_order_forward_end_seconds = forward_end(backward_order);
+  result.forward_end_seconds = forward_end(need_order);
+  if (result.backward_order_forward_end_seconds - result.forward_end_seconds <
+      kModelledGainShare * result.backward_end_seconds) {
+    result.first = result.reductions.size();
+    return result;
+  }
   const size_t tail = placed.size();
   for (size_t i = 0; i < placed.size(); ++i) {
     const Need& need = placed[i];
@@ -299,10 +348,11 @@ ReductionTailOrder ChooseReductionTailOrder(const Compilation& compilation, cons
     } else {
       why = "the next forward reads nothing it reduces";
     }
-    result.reasons.push_back(absl::StrCat("tail order: ", i + 1, " of the ", tail,
-                                          " node-crossing reductions left when backward ends (modelled ",
-                                          FormatMilliseconds(result.backward_end_seconds), " into the iteration): ",
-                                          why));
+    result.reasons.push_back(absl::StrCat(
+        "tail order: ", i + 1, " of the ", tail, " node-crossing reductions left when backward ends (modelled ",
+        FormatMilliseconds(result.backward_end_seconds), " into the iteration; the next forward ends ",
+        FormatMilliseconds(result.forward_end_seconds), " against ",
+        FormatMilliseconds(result.backward_order_forward_end_seconds), " in backward's order): ", why));
   }
   return result;
 }
