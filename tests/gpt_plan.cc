@@ -21,4 +21,15 @@ proto::Plan CompileGptPlan(const examples::GptConfig& gpt, const examples::Paral
   return plan.ok() ? *plan : proto::Plan();
 }
 
+examples::GptConfig HostsBenchGpt() {
+  examples::GptConfig gpt;
+  gpt.layers = 6;
+  gpt.hidden = 96;
+  gpt.heads = 12;
+  gpt.seq = 32;
+  gpt.batch = 24;
+  gpt.vocab = 512;
+  return gpt;
+}
+
 }  // namespace oneflow::testing

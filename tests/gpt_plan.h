@@ -16,6 +16,10 @@ namespace oneflow::testing {
 proto::Plan CompileGptPlan(const examples::GptConfig& gpt, const examples::ParallelFlags& flags,
                            const examples::CompileSettings& settings);
 
+// The gpt of bench/auto_parallel/prediction_hosts_bench.sh: 6 blocks, hidden 96, 12 heads,
+// seq 32, batch 24, vocab 512.
+examples::GptConfig HostsBenchGpt();
+
 }  // namespace oneflow::testing
 
 #endif  // TESTS_GPT_PLAN_H_

@@ -11,6 +11,7 @@
 #include "examples/gpt/gpt_model.h"
 #include "gtest/gtest.h"
 #include "plan/plan_verifier.h"
+#include "tests/gpt_plan.h"
 #include "tests/plan_losses.h"
 
 namespace oneflow {
@@ -56,13 +57,7 @@ int CountCollectives(const proto::Plan& plan, proto::CollectiveKind kind) {
 // gradient's reduction is an all-reduce in one of the two buckets; no all-gather is left.
 // The same bytes cross the links either way (2 x 2/3 = 4/3 of each gradient).
 TEST(GradientBucketsGathersTest, TheBenchGptAtDp3OverThreeHostsGathersNoGradientOnItsOwn) {
-  examples::GptConfig gpt;
-  gpt.layers = 6;
-  gpt.hidden = 96;
-  gpt.heads = 12;
-  gpt.seq = 32;
-  gpt.batch = 24;
-  gpt.vocab = 512;
+  const examples::GptConfig gpt = testing::HostsBenchGpt();
   const proto::Plan alone = CompileAcrossHosts(gpt, 3, 0);
   const proto::Plan bucketed = CompileAcrossHosts(gpt, 3, 25);
   EXPECT_EQ(CountCollectives(alone, proto::ALL_GATHER), 25);

@@ -10,10 +10,10 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 
-#include "compiler/compiler.h"
 #include "examples/gpt/gpt_model.h"
 #include "gtest/gtest.h"
 #include "plan/plan_verifier.h"
+#include "tests/gpt_plan.h"
 #include "tests/plan_losses.h"
 #include "tools/cli/inspect.h"
 
@@ -21,43 +21,28 @@ namespace oneflow {
 namespace {
 
 // The gpt of bench/auto_parallel/prediction_hosts_bench.sh at dp = `nodes` over that many
-// hosts x 1 device, on 200 Mbit/s links (55.3 us a round, as session 45 measured between 3
-// emulated hosts) and 0.25 MiB buckets: a dozen node-crossing reductions an iteration, the
-// link slower than backward at the compiler's default compute rates.
+// hosts x 1 device, compiled as `examples/gpt/gpt --compression=off` compiles it (as in
+// docs/gradient_buckets.md), on 200 Mbit/s links (55.3 us a round, as session 45 measured
+// between 3 emulated hosts) and 0.25 MiB buckets: a dozen node-crossing reductions an
+// iteration, the link slower than backward at the compiler's default compute rates.
 proto::Plan CompileAcrossHosts(const examples::GptConfig& config, int64_t nodes, bool reorder, double bucket_mb = 0.25,
                                double bandwidth = 25e6, int64_t zero = 0) {
   examples::ParallelFlags flags;
-  flags.zero = zero;
   flags.nodes = nodes;
   flags.devices_per_node = 1;
   flags.dp = nodes;
+  flags.zero = zero;
   flags.inter_node_bandwidth = bandwidth;
-  absl::StatusOr<examples::ParallelLayout> layout = examples::ParallelLayout::Create(flags);
-  EXPECT_TRUE(layout.ok()) << layout.status();
-  if (!layout.ok()) return proto::Plan();
-  absl::StatusOr<proto::Job> job = examples::BuildGpt(config, *layout);
-  EXPECT_TRUE(job.ok()) << job.status();
-  if (!job.ok()) return proto::Plan();
-  CompileOptions options;
-  options.cluster = layout->cluster();
-  options.cluster.set_inter_node_latency(55.2975e-6);
-  options.bucket_mb = bucket_mb;
-  options.bucket_mb_given = true;
-  options.reorder_reduction_tail = reorder;
-  absl::StatusOr<proto::Plan> plan = Compile(*job, options);
-  EXPECT_TRUE(plan.ok()) << plan.status();
-  return plan.ok() ? *plan : proto::Plan();
-}
-
-examples::GptConfig BenchGpt() {
-  examples::GptConfig gpt;
-  gpt.layers = 6;
-  gpt.hidden = 96;
-  gpt.heads = 12;
-  gpt.seq = 32;
-  gpt.batch = 24;
-  gpt.vocab = 512;
-  return gpt;
+  examples::CompileSettings settings;
+  settings.links.inter_node_bandwidth = bandwidth;
+  settings.links.inter_node_bandwidth_given = true;
+  settings.links.inter_node_latency = 55.2975e-6;
+  settings.links.inter_node_latency_given = true;
+  settings.bucket_mb = bucket_mb;
+  settings.bucket_mb_given = true;
+  settings.reduction_tail = reorder ? "next_forward" : "backward";
+  settings.compression.compression = "off";
+  return testing::CompileGptPlan(config, flags, settings);
 }
 
 // Device 0's node-crossing collectives in its order: "tensor" or "tensor [tail N]".
@@ -92,8 +77,8 @@ std::string ReasonOf(const proto::Plan& plan, const std::string& tensor) {
 // and block 0's) and goes first; the others follow block by block, which is backward's
 // order reversed. With the option off, backward's order.
 TEST(ReductionTailOrderTest, TheBenchGptOverThreeHostsIssuesItsTailAsTheNextForwardNeedsIt) {
-  const proto::Plan reordered = CompileAcrossHosts(BenchGpt(), 3, true);
-  const proto::Plan backward = CompileAcrossHosts(BenchGpt(), 3, false);
+  const proto::Plan reordered = CompileAcrossHosts(testing::HostsBenchGpt(), 3, true);
+  const proto::Plan backward = CompileAcrossHosts(testing::HostsBenchGpt(), 3, false);
   ASSERT_TRUE(VerifyPlan(reordered).ok()) << VerifyPlan(reordered);
   EXPECT_EQ(absl::StrJoin(CrossingOrder(reordered), "\n"),
             "bucket_0\nbucket_1\nbucket_12 [tail 1]\nbucket_11 [tail 2]\nbucket_10 [tail 3]\nbucket_9 [tail 4]\n"
@@ -120,7 +105,7 @@ TEST(ReductionTailOrderTest, TheBenchGptOverThreeHostsIssuesItsTailAsTheNextForw
 // A link that keeps up with backward (10 GB/s: each bucket about 0.2 ms) leaves no tail:
 // backward's order.
 TEST(ReductionTailOrderTest, ALinkFasterThanBackwardLeavesBackwardsOrder) {
-  const proto::Plan plan = CompileAcrossHosts(BenchGpt(), 3, true, /*bucket_mb=*/0.25, /*bandwidth=*/1e10);
+  const proto::Plan plan = CompileAcrossHosts(testing::HostsBenchGpt(), 3, true, /*bucket_mb=*/0.25, /*bandwidth=*/1e10);
   EXPECT_EQ(CrossingOrder(plan).size(), 13u);
   for (const std::string& collective : CrossingOrder(plan)) {
     EXPECT_EQ(collective.find("[tail"), std::string::npos) << collective;
@@ -132,7 +117,7 @@ TEST(ReductionTailOrderTest, ALinkFasterThanBackwardLeavesBackwardsOrder) {
 // reordered (the same links and buckets as the first test, where eleven are).
 TEST(ReductionTailOrderTest, ZeroKeepsBackwardsOrder) {
   for (int64_t zero : {1, 2, 3}) {
-    const proto::Plan plan = CompileAcrossHosts(BenchGpt(), 3, true, 0.25, 25e6, zero);
+    const proto::Plan plan = CompileAcrossHosts(testing::HostsBenchGpt(), 3, true, 0.25, 25e6, zero);
     ASSERT_GT(plan.collectives_size(), 0) << "zero " << zero;
     for (const std::string& collective : CrossingOrder(plan)) {
       EXPECT_EQ(collective.find("[tail"), std::string::npos) << "zero " << zero << ": " << collective;
