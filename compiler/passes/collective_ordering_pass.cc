@@ -326,10 +326,7 @@ absl::StatusOr<bool> CollectiveOrderingPass::Run(Compilation* compilation) {
     }
     const std::optional<size_t> k = tail_index(reduction);
     if (!k.has_value() || tail_cut) {
-      for (const auto& [b, s] : reduction.bucket >= 0 ? compilation->buckets[reduction.bucket].members
-                                                      : std::vector<std::pair<int64_t, int64_t>>{{reduction.boxing, 0}}) {
-        release_before(b);
-      }
+      for (const auto& [b, s] : ReductionMembers(*compilation, reduction)) release_before(b);
       emit_reduction(reduction, "");
       return;
     }
@@ -397,11 +394,7 @@ absl::StatusOr<bool> CollectiveOrderingPass::Run(Compilation* compilation) {
     if (!listing) {
       tail = ChooseReductionTailOrder(*compilation, listed);
       for (size_t k = tail.first; k < tail.reductions.size(); ++k) {
-        for (const auto& [b, s] : tail.reductions[k].bucket >= 0
-                                      ? compilation->buckets[tail.reductions[k].bucket].members
-                                      : std::vector<std::pair<int64_t, int64_t>>{{tail.reductions[k].boxing, 0}}) {
-          tail_index_of_boxing[b] = k;
-        }
+        for (const auto& [b, s] : ReductionMembers(*compilation, tail.reductions[k])) tail_index_of_boxing[b] = k;
       }
     }
     size_t next_boxing = 0;

@@ -29,12 +29,6 @@ std::pair<int64_t, int64_t> ClassOf(const Compilation& compilation, const TailRe
   return {compilation.graph.tensors[boxing.tensor].placement, boxing.plan.steps[0].hierarchy_axis};
 }
 
-// (boxing, step) of every member: a bucket's members, or step 0 of a reduction alone.
-std::vector<std::pair<int64_t, int64_t>> MembersOf(const Compilation& compilation, const TailReduction& reduction) {
-  if (reduction.bucket >= 0) return compilation.buckets[reduction.bucket].members;
-  return {{reduction.boxing, 0}};
-}
-
 // The groups of `axis` of `placement` that share one node's link: the placement's devices
 // on the node of its first device over those of the first device's group there.
 double LinkSharers(const Placement& placement, int64_t axis) {
@@ -117,6 +111,11 @@ std::pair<int64_t, int64_t> FirstForwardReader(const Compilation& compilation,
 }
 
 }  // namespace
+
+std::vector<std::pair<int64_t, int64_t>> ReductionMembers(const Compilation& compilation, const TailReduction& reduction) {
+  if (reduction.bucket >= 0) return compilation.buckets[reduction.bucket].members;
+  return {{reduction.boxing, 0}};
+}
 
 bool StepCrossesNodes(const Compilation& compilation, int64_t boxing, int64_t step, int64_t placement) {
   const BoxingStep& s = compilation.boxings[boxing].plan.steps[step];
@@ -266,7 +265,7 @@ ReductionTailOrder ChooseReductionTailOrder(const Compilation& compilation, cons
   };
   std::vector<Need> needs;
   for (size_t k = result.first; k < result.reductions.size(); ++k) {
-    const std::vector<std::pair<int64_t, int64_t>> members = MembersOf(compilation, result.reductions[k]);
+    const std::vector<std::pair<int64_t, int64_t>> members = ReductionMembers(compilation, result.reductions[k]);
     const auto [reader, variable] = FirstForwardReader(compilation, members);
     needs.push_back({HasFollower(compilation, members) ? 0 : 1, reader < 0 ? kNever : static_cast<double>(reader),
                      -static_cast<int64_t>(k), k, variable});
@@ -278,8 +277,8 @@ ReductionTailOrder ChooseReductionTailOrder(const Compilation& compilation, cons
   // chain's levels) goes after it, whatever its need: the first in need order whose
   // earlier levels are placed, each time.
   const auto waits_for = [&](size_t later, size_t earlier) {
-    for (const auto& [b, s] : MembersOf(compilation, result.reductions[later])) {
-      for (const auto& [b2, s2] : MembersOf(compilation, result.reductions[earlier])) {
+    for (const auto& [b, s] : ReductionMembers(compilation, result.reductions[later])) {
+      for (const auto& [b2, s2] : ReductionMembers(compilation, result.reductions[earlier])) {
         if (b == b2 && s2 < s) return true;
       }
     }
@@ -307,7 +306,7 @@ ReductionTailOrder ChooseReductionTailOrder(const Compilation& compilation, cons
     double at = tail_start;
     for (size_t k : order) {
       at += sharers * ReductionSeconds(compilation, result.reductions[k]);
-      for (const auto& [b, s] : MembersOf(compilation, result.reductions[k])) {
+      for (const auto& [b, s] : ReductionMembers(compilation, result.reductions[k])) {
         const int64_t variable = compilation.graph.tensors[compilation.boxings[b].tensor].gradient_of;
         if (variable >= 0) parameter_ready[variable] = at;
       }

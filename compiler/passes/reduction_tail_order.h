@@ -89,6 +89,9 @@ inline constexpr double kModelledGainShare = 0.05;
 // the tail to reorder. Reads the plan's actors (actor_graph) and the boxings' prices.
 ReductionTailOrder ChooseReductionTailOrder(const Compilation& compilation, const std::vector<TailReduction>& emitted);
 
+// (boxing, step) of every member: a bucket's members, or step 0 of a reduction alone.
+std::vector<std::pair<int64_t, int64_t>> ReductionMembers(const Compilation& compilation, const TailReduction& reduction);
+
 // Whether `step` of `boxing` is a node-crossing step over groups that span nodes.
 bool StepCrossesNodes(const Compilation& compilation, int64_t boxing, int64_t step, int64_t placement);
 
