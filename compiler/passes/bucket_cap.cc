@@ -82,4 +82,14 @@ BucketCap BucketCapFor(const LinkModel& links, const Placement& placement, int64
                               "; --bucket_mb gives ", FormatBytes(limit))};
 }
 
+double DenseBucketSeconds(const LinkModel& links, const Placement& placement, int64_t axis, bool reduce_scatter,
+                          int64_t size_bytes) {
+  const int64_t members = std::max<int64_t>(1, placement.hierarchy().dim(axis));
+  const int64_t chunk = (size_bytes + members - 1) / members;
+  return PriceDenseCollective(links, placement, axis,
+                              reduce_scatter ? BoxingKind::kReduceScatter : BoxingKind::kAllReduce, size_bytes,
+                              (reduce_scatter ? 1 : 2) * (members - 1) * chunk)
+      .seconds();
+}
+
 }  // namespace oneflow

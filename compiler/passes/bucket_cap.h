@@ -73,6 +73,14 @@ struct BucketCap {
 BucketCap BucketCapFor(const LinkModel& links, const Placement& placement, int64_t axis, BoxingKind kind,
                        int64_t limit, bool given, BucketGroupBytes group = {});
 
+// The modelled seconds of a dense bucket's one collective over the groups of `axis` of
+// `placement`, as the runtime runs it on its register of `size_bytes`: a reduce-scatter
+// (ZeRO-2 and 3) moves one round of the group's chunks, an all-reduce two. For the
+// predicted step time (tools/cli/predicted_step_time.h) and the reduction tail's timeline
+// (reduction_tail_order.h). Preconditions as BucketCapFor's.
+double DenseBucketSeconds(const LinkModel& links, const Placement& placement, int64_t axis, bool reduce_scatter,
+                          int64_t size_bytes);
+
 }  // namespace oneflow
 
 #endif  // COMPILER_PASSES_BUCKET_CAP_H_

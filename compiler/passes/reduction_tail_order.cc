@@ -10,6 +10,7 @@
 #include "absl/strings/str_cat.h"
 #include "compiler/actor_compute_seconds.h"
 #include "compiler/cluster_compute_rates.h"
+#include "compiler/passes/bucket_cap.h"
 #include "compiler/passes/gradient_bucketing_pass.h"
 #include "sbp/collective_cost.h"
 #include "sbp/link_model.h"
@@ -45,7 +46,7 @@ double LinkSharers(const Placement& placement, int64_t axis) {
 }
 
 // A bucket's modelled seconds as the runtime runs it: a dense one as one collective of
-// its register (tools/cli/predicted_step_time.cc prices it alike); a compressed one as
+// its register (DenseBucketSeconds, as the predicted step prices it); a compressed one as
 // its members' steps with the calls' latency once.
 double BucketSeconds(const Compilation& compilation, const GradientBucket& bucket) {
   bool compressed = false;
@@ -58,13 +59,8 @@ double BucketSeconds(const Compilation& compilation, const GradientBucket& bucke
     shared_latency = std::max(shared_latency, step.bucket_shared_latency_seconds);
   }
   if (compressed) return members + shared_latency;
-  const Placement& placement = compilation.graph.placements[bucket.placement];
-  const int64_t size = placement.hierarchy().dim(bucket.hierarchy_axis);
-  const int64_t chunk = (bucket.size_bytes + size - 1) / std::max<int64_t>(1, size);
-  const bool scatter = bucket.kind == BoxingKind::kReduceScatter;
-  return PriceDenseCollective(compilation.links, placement, bucket.hierarchy_axis, bucket.kind, bucket.size_bytes,
-                              (scatter ? 1 : 2) * (size - 1) * chunk)
-      .seconds();
+  return DenseBucketSeconds(compilation.links, compilation.graph.placements[bucket.placement], bucket.hierarchy_axis,
+                            bucket.kind == BoxingKind::kReduceScatter, bucket.size_bytes);
 }
 
 double ReductionSeconds(const Compilation& compilation, const TailReduction& reduction) {
@@ -145,32 +141,33 @@ ReductionTailOrder ChooseReductionTailOrder(const Compilation& compilation, cons
   result.first = result.reductions.size();
   if (result.reductions.size() < 2) return result;
 
-  // Each reduction's actor on one device of the stream (the first member's first actor).
-  const auto actors_of = [&](const TailReduction& reduction) {
-    std::vector<std::pair<int32_t, int32_t>> actors;
-    if (reduction.bucket >= 0) {
-      for (int d = 0; d < compilation.plan.devices_size(); ++d) {
-        const proto::DevicePlan& device = compilation.plan.devices(d);
-        for (int a = 0; a < device.actors_size(); ++a) {
-          if (device.actors(a).has_bucket_id() && device.actors(a).bucket_id() == reduction.bucket) {
-            actors.push_back({d, a});
-          }
-        }
-      }
-    } else {
-      actors = compilation.boxing_step_actors[reduction.boxing][0];
-    }
-    return actors;
-  };
-  const std::vector<std::pair<int32_t, int32_t>> first_actors = actors_of(result.reductions.front());
-  if (first_actors.empty()) return result;
-  const int d = first_actors.front().first;
+  // The timeline's device: the first device of the stream's placement, where each
+  // reduction has its actor (a bucket's by Actor.bucket_id, a step's by
+  // boxing_step_actors).
+  const DeviceId first_device = compilation.graph.placements[busiest->first.first].device(0);
+  int d = -1;
+  for (size_t i = 0; i < compilation.devices.size(); ++i) {
+    if (compilation.devices[i].device == first_device) d = static_cast<int>(i);
+  }
+  if (d < 0 || d >= compilation.plan.devices_size()) return result;
   result.device = d;
   const proto::DevicePlan& device = compilation.plan.devices(d);
+  absl::flat_hash_map<int64_t, size_t> reduction_of_bucket;
   absl::flat_hash_map<int, size_t> reduction_of_actor;
   for (size_t k = 0; k < result.reductions.size(); ++k) {
-    for (const auto& [device_index, actor] : actors_of(result.reductions[k])) {
+    const TailReduction& reduction = result.reductions[k];
+    if (reduction.bucket >= 0) {
+      reduction_of_bucket[reduction.bucket] = k;
+      continue;
+    }
+    for (const auto& [device_index, actor] : compilation.boxing_step_actors[reduction.boxing][0]) {
       if (device_index == d) reduction_of_actor[actor] = k;
+    }
+  }
+  for (int a = 0; a < device.actors_size(); ++a) {
+    if (!device.actors(a).has_bucket_id()) continue;
+    if (const auto it = reduction_of_bucket.find(device.actors(a).bucket_id()); it != reduction_of_bucket.end()) {
+      reduction_of_actor[a] = it->second;
     }
   }
   if (reduction_of_actor.size() != result.reductions.size()) return result;  // Not all on this device.
@@ -239,6 +236,10 @@ ReductionTailOrder ChooseReductionTailOrder(const Compilation& compilation, cons
   // gradient exists begins the tail.
   const auto [placement, axis] = busiest->first;
   const double sharers = LinkSharers(compilation.graph.placements[placement], axis);
+  std::vector<double> link_seconds;  // Each reduction's on the stream, the link shared.
+  for (const TailReduction& reduction : result.reductions) {
+    link_seconds.push_back(sharers * ReductionSeconds(compilation, reduction));
+  }
   result.backward_end_seconds = *std::max_element(ready.begin(), ready.end());
   double stream = 0;
   double tail_start = 0;
@@ -248,7 +249,7 @@ ReductionTailOrder ChooseReductionTailOrder(const Compilation& compilation, cons
       result.first = k;
       tail_start = start;
     }
-    stream = start + sharers * ReductionSeconds(compilation, result.reductions[k]);
+    stream = start + link_seconds[k];
   }
   if (result.reductions.size() - result.first < 2) {
     result.first = result.reductions.size();
@@ -305,7 +306,7 @@ ReductionTailOrder ChooseReductionTailOrder(const Compilation& compilation, cons
     absl::flat_hash_map<int64_t, double> parameter_ready;
     double at = tail_start;
     for (size_t k : order) {
-      at += sharers * ReductionSeconds(compilation, result.reductions[k]);
+      at += link_seconds[k];
       for (const auto& [b, s] : ReductionMembers(compilation, result.reductions[k])) {
         const int64_t variable = compilation.graph.tensors[compilation.boxings[b].tensor].gradient_of;
         if (variable >= 0) parameter_ready[variable] = at;

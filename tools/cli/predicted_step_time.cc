@@ -9,6 +9,7 @@
 #include "compiler/actor_compute_seconds.h"
 #include "compiler/cluster_compute_rates.h"
 #include "compiler/compiler.h"
+#include "compiler/passes/bucket_cap.h"
 #include "oneflow_core/placement.h"
 #include "sbp/collective_cost.h"
 #include "sbp/compute_cost.h"
@@ -81,15 +82,9 @@ absl::StatusOr<CollectivePrices> CollectiveSeconds(const proto::Plan& plan) {
                                                      " is outside ", placement->hierarchy().ToString()));
     }
     const int64_t members = placement->hierarchy().dim(axis);
-    const int64_t bytes = bucket.size_bytes();
-    const int64_t chunk = (bytes + members - 1) / members;
-    // A reduce-scatter bucket (ZeRO-2) moves one round of chunks, an all-reduce two.
     const bool scatter = bucket.collective_id() >= 0 && bucket.collective_id() < plan.collectives_size() &&
                          plan.collectives(static_cast<int>(bucket.collective_id())).kind() == proto::REDUCE_SCATTER;
-    const double dense = PriceDenseCollective(links, *placement, axis,
-                                              scatter ? BoxingKind::kReduceScatter : BoxingKind::kAllReduce, bytes,
-                                              (scatter ? 1 : 2) * (members - 1) * chunk)
-                             .seconds();
+    const double dense = DenseBucketSeconds(links, *placement, axis, scatter, bucket.size_bytes());
     CollectivePrice price{dense, dense};
     if (bucket.compression().kind() != proto::Compression::NONE) {
       price.steady = CompressedBucketSeconds(plan, bucket, links, AxisCrossesNodes(*placement, axis), scatter);
