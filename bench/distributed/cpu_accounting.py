@@ -136,7 +136,11 @@ def sample(out, interval, exe_prefix):
             ticks = int(fields[11]) + int(fields[12])  # utime, stime (fields 14, 15)
             nice = int(fields[16])  # field 19
             key = "%s/%s" % (pid, path.split("/")[4])
-            entry = threads.setdefault(key, {"comm": comm, "nice": nice, "series": []})
+            try:
+                thread = open(path[:-len("stat")] + "comm").read().strip()
+            except OSError:
+                thread = ""
+            entry = threads.setdefault(key, {"comm": comm, "thread": thread, "nice": nice, "series": []})
             entry["nice"] = min(entry["nice"], nice)
             if not entry["series"] or entry["series"][-1][1] != ticks:
                 entry["series"].append([round(now, 3), ticks])
@@ -168,17 +172,32 @@ def report(args):
     # (`oneflow launch`, whose workers the daemons start): the `oneflow` processes alternate
     # run, launch, run, ... Round N (--round) is the N-th pair and the workers that ran
     # during its launch; the daemons serve every round.
-    first_seen, last_seen = {}, {}
+    first_seen, last_seen, ticks = {}, {}, collections.Counter()
     for key, t in threads["threads"].items():
         pid = int(key.split("/")[0])
         first_seen[pid] = min(first_seen.get(pid, t["series"][0][0]), t["series"][0][0])
         last_seen[pid] = max(last_seen.get(pid, 0), t["series"][-1][0])
+        ticks[pid] += t["series"][-1][1] - t["series"][0][1]
     comm_of = {int(key.split("/")[0]): t["comm"] for key, t in threads["threads"].items()}
+    workers = [p for p, c in comm_of.items() if c == "oneflow_worker"]
+
+    def starts_workers(cli):
+        return any(first_seen[cli] <= first_seen[w] <= last_seen[cli] for w in workers)
+
+    # The bench's other `oneflow` processes (`calibrate`, which starts workers through the
+    # daemons too, `inspect`, `profile`) are told apart from the pairs: an in-process run
+    # starts no workers and is one of the busy ones; its launch is the first client after it
+    # that starts workers.
     clis = sorted((p for p, c in comm_of.items() if c == "oneflow"), key=lambda p: first_seen[p])
-    rounds = len(clis) // 2
+    alone = [p for p in clis if not starts_workers(p)]
+    busiest = max((ticks[p] for p in alone), default=0)
+    runs = [p for p in alone if ticks[p] >= 0.1 * busiest and busiest > 0]
+    rounds = len(runs)
     if not 1 <= args.round <= max(rounds, 1):
         sys.exit("--round=%d: the run has %d round(s)" % (args.round, rounds))
-    in_process, client = (clis[2 * args.round - 2], clis[2 * args.round - 1]) if rounds else (None, None)
+    in_process = runs[args.round - 1] if rounds else None
+    client = next((p for p in clis if in_process is not None and p not in alone and
+                   first_seen[p] >= last_seen[in_process]), None)
     ours = {p for p, c in comm_of.items() if c == "oneflowd" or p in (in_process, client) or
             (c == "oneflow_worker" and client is not None and
              first_seen[client] <= first_seen[p] <= last_seen[client])}
@@ -187,6 +206,10 @@ def report(args):
 
     def kind(comm, pid):
         # By the process, not the thread: gRPC and UCX rename their threads.
+        if pid == 0:
+            # The idle task: not CPU anyone used, and perf's default event (cycles) does
+            # not count a halted CPU, so its samples do not measure idle time either.
+            return "idle"
         if pid not in ours:
             return "other"
         comm = comm_of[pid]
@@ -198,22 +221,36 @@ def report(args):
             return "daemons"
         return "other"
 
-    # Roles: per process, the lowest nice value is its communication threads'.
+    # Roles: by the thread's name where the engine named it (actors/engine.cc: of-comm-D,
+    # of-transfer-D, of-compute-D); else per process, the lowest nice value is its
+    # communication threads' (engines before the names, or kernels without per-thread
+    # slices, actors/thread_priority.h).
+    def role_by_name(thread):
+        if thread.startswith(("of-comm", "of-transfer")):
+            return "communication"
+        if thread.startswith("of-compute"):
+            return "compute"
+        return None
+
     lowest = {}
     for key, t in threads["threads"].items():
         pid = key.split("/")[0]
         lowest.setdefault(pid, set()).add(t["nice"])
+    named = any(role_by_name(t.get("thread", "")) for t in threads["threads"].values())
     role_of = {}
     for key, t in threads["threads"].items():
         pid, tid = key.split("/")
         nices = lowest[pid]
-        role_of[int(tid)] = "all" if len(nices) == 1 else (
-            "communication" if t["nice"] == min(nices) else "compute_and_other")
+        if named:
+            role_of[int(tid)] = role_by_name(t.get("thread", "")) or "other"
+        else:
+            role_of[int(tid)] = "all" if len(nices) == 1 else (
+                "communication" if t["nice"] == min(nices) else "compute_and_other")
 
     spans = {}
     for s in samples:
         k = kind(s[0], s[1])
-        if k == "other":
+        if k in ("other", "idle"):
             continue
         lo, hi = spans.get(k, (s[3], s[3]))
         spans[k] = (min(lo, s[3]), max(hi, s[3]))
@@ -233,6 +270,8 @@ def report(args):
     leaves = collections.defaultdict(collections.Counter)
     for s in samples:
         k = kind(s[0], s[1])
+        if k == "idle":
+            continue
         targets = [k] if k != "other" else ["other_during_in_process", "other_during_launched"]
         for t in targets:
             if t not in windows or not windows[t][0] <= s[3] <= windows[t][1]:
