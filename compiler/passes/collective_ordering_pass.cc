@@ -287,7 +287,8 @@ absl::StatusOr<bool> CollectiveOrderingPass::Run(Compilation* compilation) {
   std::vector<TailReduction> listed;
   ReductionTailOrder tail;
   std::vector<size_t> held;  // Indices into tail.reductions.
-  absl::flat_hash_map<int64_t, size_t> tail_index_of_boxing;
+  // The tail reductions each boxing has a step in (a 2-D chain's boxing may have two).
+  absl::flat_hash_map<int64_t, std::vector<size_t>> tail_reductions_of_boxing;
   const auto tail_index = [&](const TailReduction& reduction) -> std::optional<size_t> {
     for (size_t k = tail.first; k < tail.reductions.size(); ++k) {
       if (tail.reductions[k] == reduction) return k;
@@ -316,8 +317,21 @@ absl::StatusOr<bool> CollectiveOrderingPass::Run(Compilation* compilation) {
   };
   // A step of a held reduction's boxing is due (its next level's bucket, a later step at
   // its consumer): the held reductions go first, so every boxing's steps keep their order.
+  // Only a held one's: a step of a tail reduction not met yet (the in-node reduce-scatter
+  // bucket of a 2-D chain whose node-crossing level is in the tail) comes before that
+  // reduction anyway, and releasing there cut the tail before its last reduction, which on
+  // gpt_dp3tp2 was the one holding the embeddings and the first blocks' gradients: issued
+  // last, the next forward waited for all of the tail.
   const auto release_before = [&](int64_t boxing) {
-    if (!held.empty() && tail_index_of_boxing.contains(boxing)) release_held();
+    if (held.empty()) return;
+    const auto it = tail_reductions_of_boxing.find(boxing);
+    if (it == tail_reductions_of_boxing.end()) return;
+    for (const size_t k : it->second) {
+      if (std::find(held.begin(), held.end(), k) != held.end()) {
+        release_held();
+        return;
+      }
+    }
   };
   const auto meet_reduction = [&](const TailReduction& reduction) {
     if (listing) {
@@ -394,7 +408,9 @@ absl::StatusOr<bool> CollectiveOrderingPass::Run(Compilation* compilation) {
     if (!listing) {
       tail = ChooseReductionTailOrder(*compilation, listed);
       for (size_t k = tail.first; k < tail.reductions.size(); ++k) {
-        for (const auto& [b, s] : ReductionMembers(*compilation, tail.reductions[k])) tail_index_of_boxing[b] = k;
+        for (const auto& [b, s] : ReductionMembers(*compilation, tail.reductions[k])) {
+          tail_reductions_of_boxing[b].push_back(k);
+        }
       }
     }
     size_t next_boxing = 0;
