@@ -25,12 +25,14 @@ namespace {
 // docs/gradient_buckets.md), on 200 Mbit/s links (55.3 us a round, as session 45 measured
 // between 3 emulated hosts) and 0.25 MiB buckets: a dozen node-crossing reductions an
 // iteration, the link slower than backward at the compiler's default compute rates.
+// With `tp` > 1, each host has tp devices and the layout is dp = nodes x tp.
 proto::Plan CompileAcrossHosts(const examples::GptConfig& config, int64_t nodes, bool reorder, double bucket_mb = 0.25,
-                               double bandwidth = 25e6, int64_t zero = 0) {
+                               double bandwidth = 25e6, int64_t zero = 0, int64_t tp = 1) {
   examples::ParallelFlags flags;
   flags.nodes = nodes;
-  flags.devices_per_node = 1;
+  flags.devices_per_node = tp;
   flags.dp = nodes;
+  flags.tp = tp;
   flags.zero = zero;
   flags.inter_node_bandwidth = bandwidth;
   examples::CompileSettings settings;
@@ -121,21 +123,8 @@ TEST(ReductionTailOrderTest, ATwoDimensionalChainsNodeCrossingLevelTakesItsPlace
   gpt.seq = 32;
   gpt.batch = 12;
   gpt.vocab = 256;
-  examples::ParallelFlags flags;
-  flags.nodes = 3;
-  flags.devices_per_node = 2;
-  flags.dp = 3;
-  flags.tp = 2;
-  flags.inter_node_bandwidth = 1.25e7;
-  examples::CompileSettings settings;
-  settings.links.inter_node_bandwidth = 1.25e7;
-  settings.links.inter_node_bandwidth_given = true;
-  settings.links.inter_node_latency = 1e-4;
-  settings.links.inter_node_latency_given = true;
-  settings.compression.compression = "off";
-  settings.bucket_mb = 0.25;
-  settings.bucket_mb_given = true;
-  const proto::Plan plan = testing::CompileGptPlan(gpt, flags, settings);
+  const proto::Plan plan = CompileAcrossHosts(gpt, 3, true, /*bucket_mb=*/0.25, /*bandwidth=*/1.25e7, /*zero=*/0,
+                                              /*tp=*/2);
   ASSERT_TRUE(VerifyPlan(plan).ok()) << VerifyPlan(plan);
   EXPECT_EQ(absl::StrJoin(CrossingOrder(plan), "\n"),
             "bucket_0\nbucket_13 [tail 1]\nbucket_9 [tail 2]\nbucket_4 [tail 3]\nbucket_11 [tail 4]\nbucket_7 [tail 5]\n"
