@@ -104,10 +104,11 @@ proto::Cluster SlowNetwork(int64_t nodes, int64_t devices_per_node) {
 // inside nodes first, crosses nodes compressed (one device per node in each axis-0
 // group); the steps inside nodes stay dense. Not int4 G=128 hadamard: under SGD without
 // error feedback its measured training gap is outside auto's accuracy bound
-// (sbp/codec_accuracy.h), so int8: the planner then prefers a reduce-scatter in the
-// reduction's int8 G=512 hadamard and an all-gather in the gather's int8 G=128 to one
-// all-reduce: 2048 + 260 + 264 + 2048 bytes per device (a chunk of 256 elements as 256
-// bytes of int8 and one f32 scale, then the reduced 256 elements with two scales).
+// (sbp/codec_accuracy.h), so int8 G=128, which the reduction and the gather use alike:
+// one compressed all-reduce across the nodes, 2048 + 528 + 2048 bytes per device (512
+// elements as int8 with four f32 scales, reduced and gathered). Before session 68 the
+// reduction's int8 was G=512 hadamard and the gather's G=128, so the planner split it
+// into a reduce-scatter and an all-gather (4620 B).
 TEST(CompilerTest, AutomaticCompressionShowsInTheBoxingDump) {
   const std::string text = R"(graph dp
 placement cpu{0:0-1, 1:0-1}[2, 2]
@@ -122,8 +123,8 @@ optimizer sgd lr=0.1 momentum=0.0
 loss %reduce_mean_2
 )";
   const std::string dump = DumpAfter(text, "boxing_insertion", SlowNetwork(2, 2), CompressionMode::kAuto);
-  EXPECT_NE(dump.find(" [P, P] @0 -> [B, B] @0: reduce_scatter[axis 1], reduce_scatter[axis 0]{int8 G=512 hadamard}, "
-                      "all_gather[axis 0]{int8 G=128}, all_gather[axis 1] (4620 B/device)"),
+  EXPECT_NE(dump.find(" [P, P] @0 -> [B, B] @0: reduce_scatter[axis 1], all_reduce[axis 0]{int8 G=128}, "
+                      "all_gather[axis 1] (4624 B/device)"),
             std::string::npos)
       << dump;
 }

@@ -72,8 +72,8 @@ struct BoxingOptions {
   // A slot's more compact codec `auto` did not use (sbp/codec_accuracy.h: its measured
   // training gap for this role exceeds the bound) and why, e.g. codec int4 G=128 hadamard,
   // note "accuracy: not int4 G=128 hadamard on gradients under adaptive (AdamW) without
-  // error feedback: measured final-loss gap +1.73% ... > bound 0.50%; so int8 G=512
-  // hadamard (...)". kNone when the slot's first candidate was used. A step's decision
+  // error feedback: measured final-loss gap +1.73% ... > bound 0.50%; so int8 G=128
+  // (...)". kNone when the slot's first candidate was used. A step's decision
   // ends with the note where the refused codec would have paid (`oneflow inspect`'s
   // "decision:" line), and only there.
   struct AccuracyRefusal {

@@ -9,7 +9,8 @@
 //                                     in-node + int4 G=128 hadamard cross-node
 //                                     when the group is nodes x equal members;
 //                                     else int4 G=128 hadamard across nodes,
-//                                     int8 G=512 hadamard inside one;
+//                                     int8 G=512 hadamard inside one; across
+//                                     nodes int8 G=128 where int4 is refused;
 //                                     gathers: int8 G=128
 //   auto     weight (a variable)      int8 G=128 (its all-gathers, ZeRO++'s qwZ)   by cost
 //   forced   any role but kNever      fp8e4m3 / int8 G=128, int4 G=32, every step  always
@@ -97,8 +98,9 @@ BoxingOptions BoxingOptionsFor(const CompressionPolicy& policy, TensorRole role,
 
 // `auto`'s codecs for one slot of a role, most compact first: the first within the
 // accuracy bound is used. Activations: fp8e4m3 G=128 hadamard, then int8 G=128. Gradient
-// reductions across nodes: int4 G=128 hadamard, then int8 G=512 hadamard; inside a node:
-// int8 G=512 hadamard; gathers and weights: int8 G=128.
+// reductions across nodes: int4 G=128 hadamard, then int8 G=128 (no rotation: a quarter of
+// the encode's CPU, compression_policy.cc); inside a node: int8 G=512 hadamard; gathers and
+// weights: int8 G=128.
 enum class CodecSlot { kReduceInNode, kReduceCrossNode, kGather };
 std::vector<CompressionChoice> AutomaticCandidates(TensorRole role, CodecSlot slot);
 

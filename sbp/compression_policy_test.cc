@@ -264,39 +264,45 @@ TEST(CompressionPolicyTest, GradientWireBf16WinsForGradientsOnly) {
 // (sbp/codec_accuracy.h) for the role, optimizer and error feedback is within the bound.
 constexpr CompressionChoice kInt4G128Hadamard{CompressionKind::kInt4, 128, true};
 constexpr CompressionChoice kInt8G512Hadamard{CompressionKind::kInt8, 512, true};
+constexpr CompressionChoice kInt8G128{CompressionKind::kInt8, 128, false};
 
 TEST(CompressionPolicyTest, AccuracyBoundRefusesACodecWhoseMeasuredGapExceedsIt) {
   const TrainingSetup adamw;
   const std::optional<MeasuredTrainingGap> int4 = FindMeasuredGap(kInt4G128Hadamard, AccuracyRole::kGradient, adamw);
-  const std::optional<MeasuredTrainingGap> int8 = FindMeasuredGap(kInt8G512Hadamard, AccuracyRole::kGradient, adamw);
-  ASSERT_TRUE(int4.has_value() && int8.has_value());
+  // Across nodes int4's fallback is int8 G=128; in a node the slot's only codec is int8
+  // G=512 hadamard.
+  const std::optional<MeasuredTrainingGap> int8 = FindMeasuredGap(kInt8G128, AccuracyRole::kGradient, adamw);
+  const std::optional<MeasuredTrainingGap> in_node =
+      FindMeasuredGap(kInt8G512Hadamard, AccuracyRole::kGradient, adamw);
+  ASSERT_TRUE(int4.has_value() && int8.has_value() && in_node.has_value());
   const double int4_gap = std::abs(int4->final_loss_gap), int8_gap = std::abs(int8->final_loss_gap);
+  const double in_node_gap = std::abs(in_node->final_loss_gap);
   ASSERT_LT(int8_gap, int4_gap);
+  ASSERT_LT(in_node_gap, int4_gap);
   CompressionPolicy policy = Auto();
   // At the int4 row's gap, int4 is within the bound (the bound is inclusive).
   policy.accuracy_bound.gradient = int4_gap;
   BoxingOptions options = BoxingOptionsFor(policy, TensorRole::kGradient, std::nullopt, adamw);
   EXPECT_EQ(options.reduce_cross_node, kInt4G128Hadamard);
   EXPECT_FALSE(options.reduce_cross_node_refused.codec.compressed());
-  // Between the two rows' gaps: int8 G=512 hadamard crosses nodes instead, and the
+  // Between int4's gap and both int8 rows': int8 G=128 crosses nodes instead, and the
   // refusal says why.
-  policy.accuracy_bound.gradient = (int4_gap + int8_gap) / 2;
+  policy.accuracy_bound.gradient = (int4_gap + std::max(int8_gap, in_node_gap)) / 2;
   options = BoxingOptionsFor(policy, TensorRole::kGradient, std::nullopt, adamw);
-  EXPECT_EQ(options.reduce_cross_node, kInt8G512Hadamard);
+  EXPECT_EQ(options.reduce_cross_node, kInt8G128);
   EXPECT_EQ(options.reduce_in_node, kInt8G512Hadamard);
   EXPECT_EQ(options.reduce_cross_node_refused.codec, kInt4G128Hadamard);
   EXPECT_TRUE(absl::StartsWith(options.reduce_cross_node_refused.note,
                                "accuracy: not int4 G=128 hadamard on gradients under adaptive (AdamW) without error "
                                "feedback: measured final-loss gap +"))
       << options.reduce_cross_node_refused.note;
-  EXPECT_NE(options.reduce_cross_node_refused.note.find("; so int8 G=512 hadamard (int8 G=512 hadamard on gradients"),
-            std::string::npos)
+  EXPECT_NE(options.reduce_cross_node_refused.note.find("; so int8 G=128 (int8 G=128 on gradients"), std::string::npos)
       << options.reduce_cross_node_refused.note;
-  // Below both: the cross-node gradient reductions go dense (the in-node slot's only
-  // candidate is int8 G=512 hadamard, refused too).
-  policy.accuracy_bound.gradient = int8_gap / 2;
+  // Below every row: the gradient reductions go dense, in a node and across.
+  policy.accuracy_bound.gradient = std::min(int8_gap, in_node_gap) / 2;
   options = BoxingOptionsFor(policy, TensorRole::kGradient, std::nullopt, adamw);
   EXPECT_FALSE(options.reduce_cross_node.compressed());
+  EXPECT_FALSE(options.reduce_in_node.compressed());
   EXPECT_TRUE(absl::EndsWith(options.reduce_cross_node_refused.note, "; so dense"))
       << options.reduce_cross_node_refused.note;
   // Forced codecs and hints are not held to the bound.
@@ -325,9 +331,9 @@ TEST(CompressionPolicyTest, ADenseWarmUpReadsTheRowsMeasuredWithIt) {
   EXPECT_NEAR(row_at(20)->final_loss_gap, 0.0086, 1e-9);  // lr 3e-3's, not lr 1e-2's +0.11%
   EXPECT_EQ(row_at(1000)->dense_warmup_iterations, 100);
   adamw.dense_warmup_iterations = 15;
-  EXPECT_EQ(BoxingOptionsFor(policy, TensorRole::kGradient, std::nullopt, adamw).reduce_cross_node, kInt8G512Hadamard);
+  EXPECT_EQ(BoxingOptionsFor(policy, TensorRole::kGradient, std::nullopt, adamw).reduce_cross_node, kInt8G128);
   adamw.dense_warmup_iterations = 20;
-  EXPECT_EQ(BoxingOptionsFor(policy, TensorRole::kGradient, std::nullopt, adamw).reduce_cross_node, kInt8G512Hadamard);
+  EXPECT_EQ(BoxingOptionsFor(policy, TensorRole::kGradient, std::nullopt, adamw).reduce_cross_node, kInt8G128);
   adamw.dense_warmup_iterations = 50;
   EXPECT_EQ(BoxingOptionsFor(policy, TensorRole::kGradient, std::nullopt, adamw).reduce_cross_node, kInt4G128Hadamard);
   const AccuracyVerdict verdict = CodecWithinBound(kInt4G128Hadamard, AccuracyRole::kGradient, adamw, AccuracyBound{});
@@ -341,7 +347,7 @@ TEST(CompressionPolicyTest, ADenseWarmUpReadsTheRowsMeasuredWithIt) {
   adamw.error_feedback = true;
   EXPECT_EQ(BoxingOptionsFor(policy, TensorRole::kGradient, std::nullopt, adamw).reduce_cross_node, kInt4G128Hadamard);
   adamw.dense_warmup_iterations = 20;
-  EXPECT_EQ(BoxingOptionsFor(policy, TensorRole::kGradient, std::nullopt, adamw).reduce_cross_node, kInt8G512Hadamard);
+  EXPECT_EQ(BoxingOptionsFor(policy, TensorRole::kGradient, std::nullopt, adamw).reduce_cross_node, kInt8G128);
 }
 
 // A refused codec's verdict names the shortest measured dense warm-up that admits it:
@@ -403,10 +409,9 @@ TEST(CompressionPolicyTest, TheDecisionSaysWhyWhereTheRefusedCodecWouldHavePaid)
   const absl::StatusOr<BoxingPlan> plan = Plan("P", "B", "cpu{0:0-1, 1:0-1}", gradient);
   ASSERT_TRUE(plan.ok()) << plan.status();
   const BoxingStep& step = plan->steps[0];
-  EXPECT_EQ(step.cross_node_compression, kInt8G512Hadamard);
+  EXPECT_EQ(step.cross_node_compression, kInt8G128);
   EXPECT_TRUE(absl::StartsWith(step.compression_reason,
-                               "two-level over 2 nodes x 2, int8 G=512 hadamard in-node + int8 G=512 hadamard "
-                               "cross-node: "))
+                               "two-level over 2 nodes x 2, int8 G=512 hadamard in-node + int8 G=128 cross-node: "))
       << step.compression_reason;
   EXPECT_NE(step.compression_reason.find("; accuracy: not int4 G=128 hadamard on gradients"), std::string::npos)
       << step.compression_reason;
