@@ -13,9 +13,10 @@ constexpr CompressionChoice kGradientCrossNode{CompressionKind::kInt4, 128, true
 // rotation. Its groups of 128 put 2.3% more on the wire than int8 G=512 hadamard (1.031
 // against 1.008 bytes an element) for a quarter of the encode's CPU (calibrated on the
 // 2-core VM: 19 against 4.6 GB/s); on a host whose cores the step's compute fills, that CPU
-// is step time (dp3_h512 `auto` in one process: 390-412 ms against 423-453 with the
-// rotation, off 377-426), and the rotation buys nothing measurable at 8 bits (final-loss gap
-// under AdamW -0.12% +- 0.10 against +0.03% +- 0.15, codec_accuracy.cc).
+// is step time (dp3_h512 `auto` on 3 emulated hosts, alternated pairs: launched 485 / 549
+// and 446 / 500 ms, in one process 398-403 against 449-454; docs/sbp_and_boxing.md), and
+// the rotation buys nothing measurable at 8 bits (final-loss gap under AdamW -0.12% +- 0.10
+// against +0.03% +- 0.15, codec_accuracy.cc).
 constexpr CompressionChoice kGradientCrossNodeInt8{CompressionKind::kInt8, 128, false};
 constexpr CompressionChoice kWeightCodec{CompressionKind::kInt8, 128, false};
 
