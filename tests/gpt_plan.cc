@@ -21,6 +21,18 @@ proto::Plan CompileGptPlan(const examples::GptConfig& gpt, const examples::Paral
   return plan.ok() ? *plan : proto::Plan();
 }
 
+examples::GptConfig TinyTrainingGpt(int64_t layers) {
+  examples::GptConfig gpt;
+  gpt.layers = layers;
+  gpt.hidden = 64;
+  gpt.heads = 4;
+  gpt.seq = 8;
+  gpt.batch = 6;
+  gpt.vocab = 34;
+  gpt.learning_rate = 0.1;
+  return gpt;
+}
+
 examples::GptConfig HostsBenchGpt() {
   examples::GptConfig gpt;
   gpt.layers = 6;

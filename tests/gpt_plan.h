@@ -4,6 +4,8 @@
 #ifndef TESTS_GPT_PLAN_H_
 #define TESTS_GPT_PLAN_H_
 
+#include <cstdint>
+
 #include "examples/common/compile_driver.h"
 #include "examples/common/parallel_layout.h"
 #include "examples/gpt/gpt_model.h"
@@ -19,6 +21,10 @@ proto::Plan CompileGptPlan(const examples::GptConfig& gpt, const examples::Paral
 // The gpt of bench/auto_parallel/prediction_hosts_bench.sh: 6 blocks, hidden 96, 12 heads,
 // seq 32, batch 24, vocab 512.
 examples::GptConfig HostsBenchGpt();
+
+// A gpt small enough to train a few iterations in a test across layouts: `layers` blocks,
+// hidden 64, 4 heads, seq 8, batch 6, vocab 34, learning rate 0.1.
+examples::GptConfig TinyTrainingGpt(int64_t layers);
 
 }  // namespace oneflow::testing
 

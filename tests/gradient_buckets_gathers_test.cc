@@ -76,14 +76,7 @@ TEST(GradientBucketsGathersTest, TheBenchGptAtDp3OverThreeHostsGathersNoGradient
 // buckets before: the bucketed all-reduces train like one device (1e-4 relative), and so
 // does the unbucketed plan with its pairs.
 TEST(GradientBucketsGathersTest, TheBucketedAllReducesTrainLikeOneDevice) {
-  examples::GptConfig gpt;
-  gpt.layers = 2;
-  gpt.hidden = 64;
-  gpt.heads = 4;
-  gpt.seq = 8;
-  gpt.batch = 6;
-  gpt.vocab = 34;
-  gpt.learning_rate = 0.1;
+  const examples::GptConfig gpt = testing::TinyTrainingGpt(2);
   constexpr int64_t kIterations = 4;
   const std::vector<float> reference = testing::TrainedLosses(CompileAcrossHosts(gpt, 1, 25), kIterations);
   ASSERT_EQ(reference.size(), kIterations);

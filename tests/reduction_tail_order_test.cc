@@ -162,14 +162,7 @@ TEST(ReductionTailOrderTest, ZeroKeepsBackwardsOrder) {
 // The order changes when the reductions run, not what they compute: the reordered plan
 // trains exactly like backward's order and like one device (1e-4 relative).
 TEST(ReductionTailOrderTest, TheReorderedPlanTrainsLikeBackwardsOrderAndOneDevice) {
-  examples::GptConfig gpt;
-  gpt.layers = 3;
-  gpt.hidden = 64;
-  gpt.heads = 4;
-  gpt.seq = 8;
-  gpt.batch = 6;
-  gpt.vocab = 34;
-  gpt.learning_rate = 0.1;
+  const examples::GptConfig gpt = testing::TinyTrainingGpt(3);
   constexpr int64_t kIterations = 4;
   // A 2 MB/s link: the reordered tail ends the modelled next forward sooner.
   const proto::Plan reordered = CompileAcrossHosts(gpt, 3, true, /*bucket_mb=*/0.05, /*bandwidth=*/2e6);
